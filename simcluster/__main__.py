@@ -1,0 +1,5 @@
+import sys
+
+from simcluster.cli import main
+
+sys.exit(main())

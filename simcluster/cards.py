@@ -1,0 +1,90 @@
+"""Model cards: YAML files of fitted parameters with units, valid range, fit error, provenance.
+
+Quantities are unit strings in the file ("11.8us", "360GB/s", "1MiB") and SI floats in code.
+Loading is strict: a missing or unknown key is a ModelCardError naming the file and key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from simcluster.collectives.model import CollectiveParams
+from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
+from simcluster.errors import ModelCardError, UnitError
+from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+
+CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", "fit", "provenance"}
+
+
+def load_yaml(path: str | Path, error=ModelCardError) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark else ""
+        raise error(f"{line}not valid YAML ({getattr(exc, 'problem', exc)})", where=str(path)) from None
+    if not isinstance(doc, dict):
+        raise error("expected a mapping at the top level", where=str(path))
+    return doc
+
+
+def _get(doc: dict, key: str, where: str, parse=None):
+    if key not in doc:
+        raise ModelCardError(f"missing key '{key}'", where=where)
+    if parse is None:
+        return doc[key]
+    try:
+        return parse(doc[key])
+    except UnitError as exc:
+        raise ModelCardError(f"key '{key}': {exc.one_line()}", where=where) from None
+
+
+def load_card(path: str | Path, kind: str | None = None) -> dict:
+    """Read a card and check its top-level keys; `kind` asserts what it must be."""
+    doc = load_yaml(path)
+    unknown = set(doc) - CARD_KEYS
+    if unknown:
+        raise ModelCardError(f"unknown key '{sorted(unknown)[0]}'", where=str(path),
+                             hint=f"known keys: {', '.join(sorted(CARD_KEYS))}")
+    if kind and doc.get("kind") != kind:
+        raise ModelCardError(f"is a {doc.get('kind')!r} card, expected a {kind!r} card", where=str(path))
+    return doc
+
+
+def collective_params(card: dict, where: str) -> CollectiveParams:
+    params = _get(card, "params", where)
+    protos = {}
+    for name, proto in _get(params, "protocols", f"{where}: params").items():
+        if name not in PROTOCOLS:
+            raise ModelCardError(f"params.protocols: unknown protocol {name!r}", where=where,
+                                 hint=f"one of {', '.join(PROTOCOLS)}")
+        key = f"{where}: params.protocols.{name}"
+        protos[name] = ProtocolParams(
+            name, _get(proto, "base_latency", key, parse_time), _get(proto, "step_latency", key, parse_time), float(_get(proto, "bandwidth_fraction", key)),
+            _get(proto, "chunk", key, parse_size))
+    return CollectiveParams(_get(params, "link_bandwidth", f"{where}: params", parse_bandwidth), protos)
+
+
+def load_collective(path: str | Path) -> tuple[CollectiveParams, dict]:
+    card = load_card(path, kind="collective")
+    return collective_params(card, str(path)), card
+
+
+def collective_params_yaml(params: CollectiveParams) -> dict:
+    return {
+        "link_bandwidth": format_bandwidth(params.link_bandwidth_Bps),
+        "protocols": {name: {"base_latency": format_time(p.base_latency_s), "step_latency": format_time(p.step_latency_s),
+                             "bandwidth_fraction": round(p.bandwidth_fraction, 4),
+                             "chunk": format_size(p.chunk_bytes)} for name, p in params.protocols.items()},
+    }
+
+
+def dump_card(card: dict) -> str:
+    return yaml.safe_dump(card, sort_keys=False, width=100)

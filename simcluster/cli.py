@@ -1,0 +1,218 @@
+"""The command line: thin wrappers that parse arguments, call the library and print.
+
+Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+from simcluster import __version__
+from simcluster.errors import SimclusterError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise SimclusterError(f"{self.prog}: {message}", hint="see --help")
+
+
+def _trace(path: str, op: str | None):
+    from simcluster.traces import nccl_tests
+
+    return nccl_tests.parse(path, op=op)
+
+
+def cmd_parse(args) -> int:
+    trace = _trace(args.trace, args.op)
+    if args.json:
+        print(json.dumps(trace.as_json(), indent=1))
+    else:
+        print(f"{trace.path}: {trace.tool} {trace.tool_version or ''} NCCL {trace.nccl_version or '?'}, "
+              f"{trace.op}, {trace.nranks} ranks on {trace.nodes} node(s), {len(trace.rows)} sizes")
+        for warning in trace.warnings:
+            print(f"warning: {warning}")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from simcluster.cards import collective_params_yaml, dump_card
+    from simcluster.fit import collective as fit_collective
+    from simcluster.fit.validate import summary, validate
+
+    traces = [_trace(path, args.op) for path in args.traces]
+    params, fit_summary = fit_collective.fit(traces)
+    params = fit_collective.rounded(params)
+    rows = [r for t in traces for r in validate(params, t)]
+    first = traces[0]
+    card = {
+        "kind": "collective",
+        "name": args.name or Path(args.output).stem,
+        "description": f"Intra-node collective model fitted from {len(traces)} nccl-tests log(s).",
+        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
+                    "ranks_per_node": first.ranks_per_node},
+        "params": collective_params_yaml(params),
+        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
+                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
+                        "ranks": sorted({t.nranks for t in traces}), "ops": sorted({t.op for t in traces}),
+                        "nodes": 1},
+        "fit": {**{k: v for k, v in fit_summary.items() if k != "residuals"},
+                "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
+        "provenance": {"simcluster_version": __version__,
+                       "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       "traces": [{"path": t.path, "sha256": t.sha256, "tool": t.tool,
+                                   "tool_version": t.tool_version, "nccl_version": t.nccl_version,
+                                   "op": t.op, "ranks": t.nranks, "sizes": len(t.rows)} for t in traces]},
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(dump_card(card))
+    s = card["fit"]["in_sample_error"]["sizes_ge_1024B"]
+    print(f"wrote {args.output}: {len(rows)} rows, in-sample mean |error| {s['mean_abs_error_pct']}% "
+          f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
+    return 0
+
+
+def cmd_predict_collective(args) -> int:
+    from simcluster.build import sizes
+    from simcluster.cards import load_collective
+    from simcluster.collectives.model import predict
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.report.tables import nccl_tests_table
+    from simcluster.units import parse_size_arg
+
+    params, card = load_collective(args.card)
+    op = canonical_op(args.op)
+    per_node = args.ranks_per_node or args.ranks
+    if per_node < args.ranks:
+        raise SimclusterError(f"--ranks {args.ranks} over --ranks-per-node {per_node} spans several nodes; "
+                              f"card {args.card} models one node's NVLink domain",
+                              hint="multi-node fabrics are not modelled yet")
+    preds = [predict(params, op, s, args.ranks) for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
+    header = [f"simcluster {__version__} prediction: {op}, {args.ranks} ranks, card {card.get('name')} ({args.card})"]
+    ranks_seen = card.get("valid_range", {}).get("ranks", [])
+    if ranks_seen and args.ranks not in ranks_seen:
+        header.append(f"note: the card was fitted at ranks {ranks_seen}; {args.ranks} ranks is an extrapolation")
+    header.append(f"Collective test starting: {op}_perf")
+    header.append("Using devices")
+    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    header += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // per_node):>10s} device {r % per_node:2d} "
+               f"[0000:00:00] {device}" for r in range(args.ranks)]
+    sys.stdout.write(nccl_tests_table(preds, header))
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from simcluster.cards import load_collective
+    from simcluster.fit.validate import summary, validate
+    from simcluster.report.tables import validation_table
+
+    params, card = load_collective(args.card)
+    trace = _trace(args.trace, args.op)
+    rows = validate(params, trace)
+    stats = summary(rows)
+    if args.plot:
+        from simcluster.report.plots import validation_plot
+
+        validation_plot(rows, f"{trace.op}, {trace.nranks} ranks: measured vs {card.get('name')}", args.plot)
+    if args.json:
+        print(json.dumps({"trace": trace.path, "card": args.card, "op": trace.op, "ranks": trace.nranks,
+                          "summary": stats,
+                          "rows": [{"size_B": r.size_bytes, "measured_us": r.measured_s * 1e6,
+                                    "predicted_us": r.predicted_s * 1e6, "error_pct": r.error * 100,
+                                    "protocol": r.protocol} for r in rows]}, indent=1))
+        return 0
+    print(f"# {trace.op}, {trace.nranks} ranks: {trace.path} vs card {card.get('name')} ({args.card})")
+    sys.stdout.write(validation_table(rows))
+    for label, s in stats.items():
+        print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from simcluster.build import run_scenario
+    from simcluster.report.tables import sweep_table
+    from simcluster.scenario import load
+
+    scenario = load(args.scenario)
+    results = run_scenario(scenario)
+    if args.json:
+        print(json.dumps({"scenario": scenario.name, "seed": scenario.seed, "jobs": [
+            {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
+             "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
+                       "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
+            for r in results]}, indent=1))
+        return 0
+    print(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
+    for r in results:
+        job = r["job"]
+        print(f"\n{job.op} on {job.ranks} ranks ({job.engine} engine), card {r['card_name']} ({r['card']})")
+        sys.stdout.write(sweep_table(r["predictions"]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="simcluster", description="Discrete-event simulator of AI training clusters, "
+                     "calibrated from real traces.")
+    parser.add_argument("--version", action="version", version=f"simcluster {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("parse", help="show what the nccl-tests parser reads from a log")
+    p.add_argument("trace")
+    p.add_argument("--op", help="the collective, when the log does not say")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("calibrate", help="fit a collective model card from nccl-tests logs of one machine")
+    p.add_argument("traces", nargs="+", metavar="TRACE")
+    p.add_argument("-o", "--output", required=True, metavar="CARD.yaml")
+    p.add_argument("--name")
+    p.add_argument("--op", help="the collective, when the logs do not say")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("predict", help="predict with a calibrated model")
+    what = p.add_subparsers(dest="what", required=True, parser_class=_Parser)
+    c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
+    c.add_argument("--card", required=True)
+    c.add_argument("--op", required=True)
+    c.add_argument("--ranks", type=int, required=True)
+    c.add_argument("--ranks-per-node", type=int)
+    c.add_argument("-b", default="8", help="min size (nccl-tests suffixes: 8, 1K, 1M, 8G)")
+    c.add_argument("-e", default="128M", help="max size")
+    c.add_argument("-f", type=int, default=2, help="size factor")
+    c.set_defaults(func=cmd_predict_collective)
+
+    p = sub.add_parser("validate", help="predicted vs measured for an nccl-tests log")
+    p.add_argument("trace")
+    p.add_argument("--card", required=True)
+    p.add_argument("--op")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="FILE.png")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="run a scenario")
+    p.add_argument("scenario")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "predict" and args.f < 2:
+            raise SimclusterError("-f must be >= 2")
+        return args.func(args)
+    except SimclusterError as exc:
+        print(f"simcluster: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Measurements -> model cards (scipy fits), and predicted-vs-measured checks."""

@@ -1,0 +1,90 @@
+"""Fit the collective cost model (collectives/model.py) to nccl-tests logs of one machine.
+
+Fitted: each protocol's base latency, the link bandwidth B, the LL and LL128 bandwidth
+fractions, and each protocol's chunk size. Fixed (documented hardware facts, not identifiable from one collective
+at one rank count): the per-chunk step latencies, NCCL's own tuning constants for NVLink.
+Objective: robust (soft-L1) least squares on log(predicted / measured time) over every row,
+from several deterministic starting points; the best is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S, ProtocolParams
+from simcluster.errors import CalibrationError
+from simcluster.traces.nccl_tests import CollectiveTrace
+
+_LOWER = np.log([1e-7, 1e-7, 1e-7, 1e8, 0.05, 0.3, 1024.0, 1024.0, 1024.0])
+_UPPER = np.log([1e-3, 1e-3, 1e-3, 1e13, 0.5, 0.95, 64 * 2.0**20, 64 * 2.0**20, 64 * 2.0**20])
+
+
+def params_from_vector(x: np.ndarray) -> CollectiveParams:
+    base_ll, base_ll128, base_simple, bw, f_ll, f_ll128, c_ll, c_ll128, c_simple = map(float, np.exp(x))
+    lat = NCCL_NVLINK_STEP_LATENCY_S
+    return CollectiveParams(bw, {
+        "LL": ProtocolParams("LL", base_ll, lat["LL"], f_ll, c_ll),
+        "LL128": ProtocolParams("LL128", base_ll128, lat["LL128"], f_ll128, c_ll128),
+        "Simple": ProtocolParams("Simple", base_simple, lat["Simple"], 1.0, c_simple),
+    })
+
+
+def _points(traces: list[CollectiveTrace]) -> list[tuple[str, int, int, float]]:
+    points = [(t.op, r.size_bytes, t.nranks, r.time_s) for t in traces for r in t.rows
+              if r.size_bytes > 0 and r.time_s > 0]
+    if len(points) < 8:
+        raise CalibrationError(f"only {len(points)} usable rows; the fit needs at least 8 sizes",
+                               hint="run nccl-tests with e.g. -b 8 -e 8G -f 2")
+    return points
+
+
+def log_residuals(params: CollectiveParams, points) -> np.ndarray:
+    return np.array([np.log(predict(params, op, size, n).time_s / t) for op, size, n, t in points])
+
+
+def fit(traces: list[CollectiveTrace]) -> tuple[CollectiveParams, dict]:
+    """Fitted params and a summary of the fit (residuals per point, rms of log error)."""
+    points = _points(traces)
+    nodes = {t.nodes for t in traces}
+    if nodes != {1}:
+        raise CalibrationError("the collective card models one node's NVLink domain; these logs span "
+                               f"{max(nodes)} nodes", hint="calibrate from single-node logs")
+    sizes = np.array([p[1] for p in points], dtype=float)
+    times = np.array([p[3] for p in points])
+    small = times[sizes <= np.percentile(sizes, 20)].min()
+    big = np.argmax(sizes)
+    op, size, n, t = points[big]
+    from simcluster.collectives.schedule import bus_factor
+
+    bw0 = size * bus_factor(op, n) / t
+    best = None
+    for f_ll, c_simple in ((0.3, 2.0**20), (0.45, 4 * 2.0**20), (0.2, 256 * 1024.0)):
+        x0 = np.log([small * 0.9, small, small * 1.5, bw0, f_ll, 0.8, 64 * 1024.0, 512 * 1024.0, c_simple])
+        x0 = np.clip(x0, _LOWER + 1e-9, _UPPER - 1e-9)
+        result = least_squares(lambda x: log_residuals(params_from_vector(x), points), x0,
+                               bounds=(_LOWER, _UPPER), loss="soft_l1", f_scale=0.05, x_scale=1.0)
+        if best is None or result.cost < best.cost:
+            best = result
+    params = params_from_vector(best.x)
+    residuals = log_residuals(params, points)
+    summary = {
+        "method": "scipy.optimize.least_squares, soft_l1 loss on log(time), 3 starts",
+        "points": len(points),
+        "rms_log_error": float(np.sqrt(np.mean(residuals**2))),
+        "residuals": [{"op": op, "size_B": int(size), "ranks": n, "measured_us": round(t * 1e6, 3),
+                       "error_pct": round(float(np.expm1(r) * 100), 2)} for (op, size, n, t), r in zip(points, residuals, strict=False)],
+    }
+    return params, summary
+
+
+def rounded(params: CollectiveParams) -> CollectiveParams:
+    """The params as a card stores them (4 significant digits), so predictions match the card."""
+    def r(x):
+        return float(f"{x:.4g}")
+    return CollectiveParams(r(params.link_bandwidth_Bps), {
+        k: replace(p, base_latency_s=r(p.base_latency_s), step_latency_s=r(p.step_latency_s), bandwidth_fraction=round(p.bandwidth_fraction, 4),
+                   chunk_bytes=r(p.chunk_bytes)) for k, p in params.protocols.items()})

@@ -1,0 +1,1 @@
+"""Network core: topologies (networkx), routing, max-min bandwidth sharing, flows in SimPy."""

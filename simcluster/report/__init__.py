@@ -1,0 +1,1 @@
+"""Tables, figures and traces for people: the only place that formats results."""

@@ -1,0 +1,65 @@
+"""Text tables: the nccl-tests layout for predictions, and predicted-vs-measured tables."""
+
+from __future__ import annotations
+
+from simcluster.collectives.model import Prediction
+from simcluster.fit.validate import ValidationRow
+
+_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+_ROOT = {"broadcast": 0, "reduce": 0}
+
+
+def _fmt(value: float, width: int) -> str:
+    """nccl-tests' number format: 2 decimals, fewer if the column is too narrow."""
+    for spec in (".2f", ".1f", ".0f"):
+        text = format(value, f"{width}{spec}")
+        if len(text) <= width:
+            return text
+    return format(value, f"{width}.1e")
+
+
+def element_count(op: str, size_bytes: int, nranks: int, elt: int = 4) -> int:
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return size_bytes // elt // nranks
+    return size_bytes // elt
+
+
+def nccl_tests_table(predictions: list[Prediction], header: list[str]) -> str:
+    """Predictions in nccl-tests' column layout (in-place repeats out-of-place; #wrong N/A)."""
+    lines = [f"# {h}" for h in header]
+    lines.append("#")
+    lines.append(f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place"
+                 "                       in-place          ")
+    lines.append("# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}"
+                 .format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                         "time", "algbw", "busbw", "#wrong"))
+    lines.append("# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}"
+                 .format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""))
+    for p in predictions:
+        block = f"  {_fmt(p.time_s * 1e6, 7)}  {_fmt(p.algbw_Bps / 1e9, 6)}  {_fmt(p.busbw_Bps / 1e9, 6)}    N/A"
+        lines.append(f"{p.size_bytes:12d}  {element_count(p.op, p.size_bytes, p.nranks):12d}  {'float':>8s}  "
+                     f"{_REDOP.get(p.op, 'none'):>6s}  {_ROOT.get(p.op, -1):6d}{block}{block}")
+    avg = sum(p.busbw_Bps for p in predictions) / max(1, len(predictions)) / 1e9
+    lines.append("# Out of bounds values : 0 OK")
+    lines.append(f"# Avg bus bandwidth    : {avg:g} ")
+    lines.append("#")
+    return "\n".join(lines) + "\n"
+
+
+def validation_table(rows: list[ValidationRow]) -> str:
+    out = [f"{'size(B)':>12s}  {'measured(us)':>12s}  {'predicted(us)':>13s}  {'error':>7s}  "
+           f"{'busbw meas':>10s}  {'busbw pred':>10s}  protocol"]
+    for r in rows:
+        out.append(f"{r.size_bytes:12d}  {r.measured_s * 1e6:12.2f}  {r.predicted_s * 1e6:13.2f}  {r.error * 100:+6.1f}%  "
+                   f"{r.measured_busbw_Bps / 1e9:10.2f}  {r.predicted_busbw_Bps / 1e9:10.2f}  {r.protocol}")
+    return "\n".join(out) + "\n"
+
+
+def sweep_table(predictions: list[Prediction]) -> str:
+    out = [f"{'size':>10s}  {'time':>10s}  {'algbw':>10s}  {'busbw':>10s}  protocol"]
+    from simcluster.units import format_bandwidth, format_size, format_time
+
+    for p in predictions:
+        out.append(f"{format_size(p.size_bytes):>10s}  {format_time(p.time_s):>10s}  "
+                   f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""Runs the real measurement tools and writes trace bundles (see docs/architecture.md)."""

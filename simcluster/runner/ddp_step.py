@@ -1,0 +1,140 @@
+"""Data-parallel training-step benchmark: one JSON line per configuration.
+
+Measures, on synthetic data, the wall time of full training steps (forward, backward with
+DDP's bucketed all-reduce, SGD step) for one model at one per-GPU batch size, on 1 GPU and on
+`--world` GPUs with torch DistributedDataParallel. On 1 GPU it also times forward, backward and
+optimizer separately (each bracketed by a device synchronisation) and records the gradient
+sizes in registration order, which the training model needs for its bucket schedule.
+
+    python -m simcluster.runner.ddp_step --model resnet18 --image 32 --batch 128 --world 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+
+
+def build_model(name: str, num_classes: int):
+    import torchvision  # the device image ships it; the local CPU image does not
+
+    return getattr(torchvision.models, name)(num_classes=num_classes)
+
+
+def _timed_steps(step, sync, warmup: int, steps: int) -> list[float]:
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _phases(model, opt, loss_fn, x, y, sync, steps: int) -> dict[str, float]:
+    """Median forward / backward / optimizer times (s) on one GPU, each synchronised."""
+    fwd, bwd, optim = [], [], []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        sync()
+        t0 = time.perf_counter()
+        loss = loss_fn(model(x), y)
+        sync()
+        t1 = time.perf_counter()
+        loss.backward()
+        sync()
+        t2 = time.perf_counter()
+        opt.step()
+        sync()
+        t3 = time.perf_counter()
+        fwd.append(t1 - t0)
+        bwd.append(t2 - t1)
+        optim.append(t3 - t2)
+    return {"forward_s": statistics.median(fwd), "backward_s": statistics.median(bwd),
+            "optimizer_s": statistics.median(optim)}
+
+
+def _worker(rank: int, args, port: int, queue) -> None:
+    import torch
+    import torch.distributed as dist
+
+    world = args.world_now
+    device = torch.device("cuda", rank)
+    torch.cuda.set_device(device)
+    torch.backends.cudnn.benchmark = True
+    if world > 1:
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+        dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
+    torch.manual_seed(args.seed + rank)
+    model = build_model(args.model, args.classes).to(device)
+    grad_bytes = [p.numel() * p.element_size() for p in model.parameters() if p.requires_grad]
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[rank], bucket_cap_mb=args.bucket_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(args.batch, 3, args.image, args.image, device=device)
+    y = torch.randint(0, args.classes, (args.batch,), device=device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    times = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
+    record = None
+    if rank == 0:
+        record = {
+            "tool": "simcluster-ddp-step", "model": args.model, "image": args.image,
+            "batch_per_gpu": args.batch, "world_size": world, "bucket_cap_mb": args.bucket_mb,
+            "dtype": "float32", "step_times_s": times, "median_step_s": statistics.median(times),
+            "grad_bytes": grad_bytes, "gpu": torch.cuda.get_device_name(device),
+            "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "host": socket.gethostname(), "python": platform.python_version(),
+            "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE"))},
+        }
+        if world == 1:
+            record["phases"] = _phases(model, opt, loss_fn, x, y, torch.cuda.synchronize, args.steps)
+    if world > 1:
+        dist.destroy_process_group()
+    if rank == 0:
+        queue.put(record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet18")
+    parser.add_argument("--image", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=128, help="samples per GPU per step")
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--world", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--bucket-mb", type=float, default=25.0)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    for world in args.world:
+        args.world_now = world
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        queue = ctx.SimpleQueue()
+        mp.spawn(_worker, args=(args, port, queue), nprocs=world, join=True)
+        print(json.dumps(queue.get()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Strict schema and loader for scenario YAML.
+
+A scenario names a machine (a collective model card and its shape) and the jobs to run. Every
+key is checked: an unknown key, a missing one, a value of the wrong type or a unit typo is a
+ScenarioError naming the file, the line and the dotted key, with what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from simcluster.collectives.schedule import OPS, canonical_op
+from simcluster.errors import ScenarioError, SimclusterError, UnitError
+from simcluster.units import parse_size_arg
+
+ENGINES = ("analytic", "des")
+
+
+@dataclass(frozen=True)
+class Machine:
+    card: Path
+    gpus_per_node: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class CollectiveSweep:
+    op: str
+    ranks: int
+    min_bytes: int
+    max_bytes: int
+    factor: int
+    engine: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    name: str
+    description: str
+    seed: int
+    machine: Machine
+    jobs: tuple[CollectiveSweep, ...]
+
+
+def _line_index(node, prefix="", out=None) -> dict[str, int]:
+    """Dotted key -> 1-based line, from yaml's node tree."""
+    out = {} if out is None else out
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            dotted = f"{prefix}.{key.value}" if prefix else str(key.value)
+            out[dotted] = key.start_mark.line + 1
+            _line_index(value, dotted, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            dotted = f"{prefix}[{i}]"
+            out[dotted] = item.start_mark.line + 1
+            _line_index(item, dotted, out)
+    return out
+
+
+class _Reader:
+    def __init__(self, path: Path, lines: dict[str, int]):
+        self.path, self.lines = path, lines
+
+    def fail(self, key: str, message: str, hint: str | None = None):
+        line = self.lines.get(key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        raise ScenarioError(f"{key}: {message}" if key else message, where=where, hint=hint)
+
+    def mapping(self, doc, key: str, required: set[str], optional: set[str]) -> dict:
+        if not isinstance(doc, dict):
+            self.fail(key, f"expected a mapping, got {type(doc).__name__}")
+        for name in doc:
+            if name not in required | optional:
+                dotted = f"{key}.{name}" if key else str(name)
+                self.fail(dotted, f"unknown key '{name}'", hint=f"expected one of: {', '.join(sorted(required | optional))}")
+        for name in sorted(required):
+            if name not in doc:
+                self.fail(key, f"missing key '{name}'")
+        return doc
+
+    def integer(self, doc, key: str, name: str, minimum: int = 1, default=None) -> int:
+        value = doc.get(name, default)
+        dotted = f"{key}.{name}" if key else name
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(dotted, f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    def choice(self, doc, key: str, name: str, choices, default=None) -> str:
+        value = doc.get(name, default)
+        if value not in choices:
+            self.fail(f"{key}.{name}", f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def size(self, doc, key: str, name: str) -> int:
+        value = doc[name]
+        try:
+            return parse_size_arg(value)
+        except UnitError as exc:
+            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
+
+
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the scenario: {exc.strerror or exc}", where=str(path)) from None
+    try:
+        lines = _line_index(yaml.compose(text))
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ScenarioError(f"not valid YAML ({getattr(exc, 'problem', exc)})", where=where) from None
+    r = _Reader(path, lines or {})
+    if doc is None:
+        r.fail("", "the scenario is empty")
+    r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed"})
+    m = r.mapping(doc["machine"], "machine", {"card"}, {"gpus_per_node", "nodes"})
+    card = _resolve(path, m["card"])
+    if not card.is_file():
+        r.fail("machine.card", f"model card {m['card']!r} not found", hint="run 'simcluster calibrate' to make one, "
+               "or point to a file under models/")
+    machine = Machine(card, r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1))
+    if not isinstance(doc["jobs"], list) or not doc["jobs"]:
+        r.fail("jobs", "expected a non-empty list of jobs")
+    jobs = []
+    for i, job in enumerate(doc["jobs"]):
+        key = f"jobs[{i}]"
+        r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine"})
+        r.choice(job, key, "kind", ("collective_sweep",))
+        try:
+            op = canonical_op(str(job["op"]))
+        except SimclusterError:
+            r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
+        job = {"ranks": machine.gpus_per_node * machine.nodes, "min_size": 8, "max_size": "128M", "factor": 2,
+               "engine": "analytic", **job}
+        sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
+                                r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
+                                r.choice(job, key, "engine", ENGINES))
+        if sweep.min_bytes > sweep.max_bytes:
+            r.fail(f"{key}.min_size", "min_size is larger than max_size")
+        jobs.append(sweep)
+    seed = r.integer(doc, "", "seed", minimum=0, default=0)
+    return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))
+
+
+def _resolve(scenario_path: Path, ref: str) -> Path:
+    """A card path is relative to the scenario's folder, else to the working directory."""
+    candidate = scenario_path.parent / str(ref)
+    return candidate if candidate.exists() else Path(str(ref))

@@ -1,0 +1,1 @@
+"""One parser per tool: raw text or JSON in, typed measurements out."""

@@ -1,0 +1,26 @@
+"""Helpers shared by the trace parsers: reading files and hashing them."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from simcluster.errors import TraceFormatError
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a missing, unreadable, binary or empty file is a TraceFormatError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read the file: {exc.strerror or exc}", where=str(path)) from None
+    if not data.strip():
+        raise TraceFormatError("the file is empty", where=str(path))
+    if b"\x00" in data[:4096]:
+        raise TraceFormatError("the file is binary, not tool output", where=str(path))
+    return data.decode("utf-8", errors="replace")
+
+
+def sha256_of(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,270 @@
+"""Parser for nccl-tests output: the text layout of every 2.x version, and -J JSON.
+
+Text: header lines start with '#'; the column header names the columns ("size count type redop
+[root] time algbw busbw #wrong|error ..." then the in-place block); -I adds i_min i_max i_p99 i_cv%
+to each block and -S a timestamp at the end. NCCL INFO/WARN lines may be interleaved anywhere.
+A last data line cut short (a killed run) is dropped with a warning; a file with no data line,
+or a line that is neither comment, NCCL log nor data, is a TraceFormatError naming file and line.
+Times are stored in seconds and bandwidths in bytes/s (nccl-tests prints us and GB/s, GB = 1e9).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simcluster.errors import TraceFormatError
+from simcluster.traces.common import read_text, sha256_of
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
+_NCCL_LOG = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (INFO|WARN|TRACE|ABORT)")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$")
+_OP_IN_TEXT = re.compile(r"(" + "|".join(OPS) + r")_perf")
+_BLOCK = ("time", "algbw", "busbw", "wrong")
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One measured size: out-of-place and in-place time (s) and bandwidths (bytes/s)."""
+
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str
+    root: int
+    time_s: float
+    algbw_Bps: float
+    busbw_Bps: float
+    wrong: int | None
+    time_inplace_s: float | None
+    busbw_inplace_Bps: float | None
+    line: int
+
+
+@dataclass
+class CollectiveTrace:
+    """What one nccl-tests run measured, with where it came from."""
+
+    path: str
+    op: str
+    nranks: int
+    ranks_per_node: int
+    hosts: list[str]
+    devices: list[str]
+    rows: list[CollectiveRow]
+    tool: str = "nccl-tests"
+    tool_version: str | None = None
+    nccl_version: str | None = None
+    command: str | None = None
+    complete: bool = True
+    warnings: list[str] = field(default_factory=list)
+    sha256: str = ""
+
+    @property
+    def nodes(self) -> int:
+        return max(1, len(self.hosts))
+
+    def as_json(self) -> dict:
+        return {
+            "path": self.path, "tool": self.tool, "tool_version": self.tool_version,
+            "nccl_version": self.nccl_version, "op": self.op, "nranks": self.nranks,
+            "ranks_per_node": self.ranks_per_node, "hosts": self.hosts, "devices": self.devices,
+            "command": self.command, "complete": self.complete, "warnings": self.warnings,
+            "sha256": self.sha256,
+            "rows": [{"size_B": r.size_bytes, "count": r.count, "type": r.dtype, "redop": r.redop,
+                      "root": r.root, "time_us": r.time_s * 1e6, "algbw_GBps": r.algbw_Bps / 1e9,
+                      "busbw_GBps": r.busbw_Bps / 1e9, "wrong": r.wrong,
+                      "time_inplace_us": None if r.time_inplace_s is None else r.time_inplace_s * 1e6,
+                      "line": r.line} for r in self.rows],
+        }
+
+
+def _nccl_version_from_code(code: int) -> str:
+    # NCCL_VERSION_CODE is major*10000 + minor*100 + patch since 2.9 (1000-based before)
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+
+
+def parse(path: str | Path, op: str | None = None) -> CollectiveTrace:
+    """Parse an nccl-tests log (text or -J JSON). `op` overrides the collective's name."""
+    text = read_text(path)
+    if text.lstrip().startswith("{"):
+        trace = _parse_json(str(path), text, op)
+    else:
+        trace = _parse_text(str(path), text, op)
+    trace.sha256 = sha256_of(path)
+    return trace
+
+
+def _op_from(where: str, hint: str | None, found: str | None) -> str:
+    op = hint or found
+    if op is None:
+        raise TraceFormatError("cannot tell which collective this log measured",
+                               where=where, hint="pass the operation with --op")
+    if op not in OPS:
+        raise TraceFormatError(f"unknown collective {op!r}", where=where, hint=f"one of {', '.join(OPS)}")
+    return op
+
+
+def _header_columns(line: str) -> list[str] | None:
+    tokens = line.lstrip("#").split()
+    if len(tokens) >= 6 and tokens[0] == "size" and tokens[1] == "count" and "time" in tokens:
+        return tokens
+    return None
+
+
+def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
+    lines = text.splitlines()
+    ranks, rows, warnings = [], [], []
+    columns: list[str] | None = None
+    found_op = tool_version = nccl_version = command = None
+    tool = "nccl-tests"
+    footer = False
+    header_seen = False
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _NCCL_LOG.match(stripped):
+            match = re.search(r"NCCL version (\S+)", stripped)
+            if match and not nccl_version:
+                nccl_version = match.group(1).split("+")[0]
+            continue
+        if stripped.startswith("#"):
+            header_seen = True
+            if "simcluster torch.distributed benchmark" in stripped:
+                tool = "simcluster-torch"
+                match = re.search(r"nccl (\d[\d.]*)", stripped)
+                nccl_version = match.group(1) if match else nccl_version
+            match = re.search(r"nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)", stripped)
+            if match:
+                tool_version, nccl_version = match.group(1), _nccl_version_from_code(int(match.group(3)))
+            match = _OP_IN_TEXT.search(stripped)
+            if match and found_op is None:
+                found_op = match.group(1)
+            match = _RANK.match(stripped)
+            if match:
+                ranks.append((int(match.group(1)), match.group(4), match.group(7).strip()))
+            if columns is None:
+                columns = _header_columns(stripped)
+            if "Avg bus bandwidth" in stripped or "Out of bounds values" in stripped:
+                footer = True
+            continue
+        if columns is None:
+            # before the table: prompts, the command line, prose around a pasted log
+            match = _OP_IN_TEXT.search(stripped)
+            if match:
+                found_op = found_op or match.group(1)
+                command = command or stripped.lstrip("$ ").strip()
+            continue
+        if footer:
+            continue
+        row = _parse_row(columns, stripped.split(), number)
+        if row is None:
+            if _only_logs_after(lines, number):
+                warnings.append(f"line {number}: truncated last data line dropped: {stripped[:60]!r}")
+                continue
+            raise TraceFormatError(f"line {number}: not an nccl-tests data line: {stripped[:60]!r}",
+                                   where=path, hint="expected 'size count type redop root time algbw busbw ...'")
+        rows.append(row)
+    if not rows:
+        what = "no nccl-tests table header" if columns is None else "no data line after the table header"
+        if not header_seen:
+            what = "no nccl-tests output (no '#' header lines)"
+        raise TraceFormatError(f"line {len(lines)}: {what}", where=path,
+                               hint="is this nccl-tests output? the file may be foreign or truncated")
+    if not footer:
+        warnings.append("no '# Avg bus bandwidth' footer: the run was cut short")
+    op = _op_from(path, op_hint, found_op)
+    hosts = list(dict.fromkeys(host for _, host, _ in ranks))
+    per_host = Counter(host for _, host, _ in ranks)
+    nranks = len(ranks)
+    if nranks == 0:
+        raise TraceFormatError("no '#  Rank N ... device' lines: cannot tell how many ranks ran", where=path)
+    return CollectiveTrace(
+        path=path, op=op, nranks=nranks, ranks_per_node=max(per_host.values()), hosts=hosts,
+        devices=[dev for _, _, dev in ranks], rows=rows, tool=tool, tool_version=tool_version,
+        nccl_version=nccl_version, command=command, complete=footer, warnings=warnings)
+
+
+def _only_logs_after(lines: list[str], number: int) -> bool:
+    """True when nothing but blank lines and NCCL log lines follows line `number` (1-based)."""
+    return all(not rest.strip() or _NCCL_LOG.match(rest.strip()) for rest in lines[number:])
+
+
+def _number(token: str) -> float:
+    return float(token)
+
+
+def _parse_row(columns: list[str], tokens: list[str], line: int) -> CollectiveRow | None:
+    meta = 5 if "root" in columns else 4
+    block_names = columns[meta:]
+    # one block = time algbw busbw #wrong/error [i_min i_max i_p99 i_cv%]
+    per_block = 8 if "i_min" in block_names else 4
+    if len(tokens) < meta + per_block:
+        return None
+    try:
+        size, count = int(tokens[0]), int(tokens[1])
+        root = int(tokens[4]) if meta == 5 else -1
+        first = [_number(t) for t in tokens[meta: meta + 3]]
+        wrong_token = tokens[meta + 3]
+        wrong = None if wrong_token == "N/A" else int(float(wrong_token))
+        second = tokens[meta + per_block: meta + per_block + 3]
+        inplace = [_number(t) for t in second] if len(second) == 3 else None
+    except ValueError:
+        return None
+    if inplace is None and len(tokens) > meta + per_block:
+        return None
+    return CollectiveRow(
+        size_bytes=size, count=count, dtype=tokens[2], redop=tokens[3], root=root,
+        time_s=first[0] * 1e-6, algbw_Bps=first[1] * 1e9, busbw_Bps=first[2] * 1e9, wrong=wrong,
+        time_inplace_s=None if inplace is None else inplace[0] * 1e-6,
+        busbw_inplace_Bps=None if inplace is None else inplace[2] * 1e9, line=line)
+
+
+def _parse_json(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"line {exc.lineno}: not valid JSON ({exc.msg})", where=path) from None
+    if not isinstance(doc, dict) or "results" not in doc or "config" not in doc:
+        raise TraceFormatError("JSON without 'config' and 'results': not an nccl-tests -J file", where=path)
+    args = doc.get("args") or []
+    found = None
+    for arg in args:
+        match = _OP_IN_TEXT.search(str(arg))
+        if match:
+            found = match.group(1)
+    op = _op_from(path, op_hint, found)
+    devices = doc["config"].get("devices") or []
+    hosts = list(dict.fromkeys(d.get("hostname", "?") for d in devices))
+    per_host = Counter(d.get("hostname", "?") for d in devices)
+    rows = []
+    for index, res in enumerate(doc["results"]):
+        try:
+            oop, inp = res["out_of_place"], res.get("in_place") or {}
+            rows.append(CollectiveRow(
+                size_bytes=int(res["size"]), count=int(res["count"]), dtype=str(res["type"]),
+                redop=str(res["redop"]), root=int(str(res.get("root", -1)).strip()),
+                time_s=float(oop["time"]) * 1e-6, algbw_Bps=float(oop["alg_bw"]) * 1e9,
+                busbw_Bps=float(oop["bus_bw"]) * 1e9,
+                wrong=None if oop.get("nwrong") in (None, "N/A") else int(float(oop["nwrong"])),
+                time_inplace_s=float(inp["time"]) * 1e-6 if "time" in inp else None,
+                busbw_inplace_Bps=float(inp["bus_bw"]) * 1e9 if "bus_bw" in inp else None, line=index))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceFormatError(f"results[{index}]: malformed entry ({exc})", where=path) from None
+    if not rows:
+        raise TraceFormatError("JSON has no results", where=path)
+    per_process = int(doc["config"].get("ngpus", 1)) * int(doc["config"].get("nthreads", 1))
+    nranks = max(len(devices), per_process)
+    code = doc.get("nccl_version")
+    return CollectiveTrace(
+        path=path, op=op, nranks=nranks, ranks_per_node=max(max(per_host.values(), default=0), per_process),
+        hosts=hosts, devices=[d.get("device_info", "") for d in devices], rows=rows,
+        nccl_version=_nccl_version_from_code(int(code)) if isinstance(code, int) else None,
+        command=" ".join(map(str, args)) or None, complete="end_time" in doc)

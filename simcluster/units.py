@@ -1,0 +1,128 @@
+"""Quantities at the edges: parse "100Gbps", "900GB/s", "13.9us", "16GiB"; SI base units inside.
+
+Inside simcluster every quantity is a float in seconds, bytes or bytes/s. Strings with units
+exist only in files and on the command line; this module converts both ways.
+Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per second.
+"""
+
+from __future__ import annotations
+
+import re
+
+from simcluster.errors import UnitError
+
+_SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_TIME = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+_NUMBER = r"\s*([-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+
+
+def _split(text: str, what: str) -> tuple[float, str]:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text), ""
+    if not isinstance(text, str):
+        raise UnitError(f"expected a {what} string such as {_EXAMPLE[what]}, got {text!r}")
+    match = re.fullmatch(_NUMBER + r"(\S*)\s*", text)
+    if not match:
+        raise UnitError(f"{text!r} is not a {what}", hint=f"write e.g. {_EXAMPLE[what]}")
+    return float(match.group(1).replace(",", "").replace("_", "")), match.group(2)
+
+
+_EXAMPLE = {"time": '"13.9us"', "size": '"16GiB"', "bandwidth": '"100Gbps" or "900GB/s"',
+            "rate": '"1.6M/s"', "fraction": '"59%"'}
+
+
+def _prefix(unit: str, base: str) -> float | None:
+    if not unit.endswith(base):
+        return None
+    prefix = unit[: len(unit) - len(base)]
+    if prefix in _IEC:
+        return _IEC[prefix]
+    return _SI.get(prefix)
+
+
+def parse_time(text) -> float:
+    """'13.9us' -> 1.39e-05 seconds. A bare number is taken as seconds."""
+    value, unit = _split(text, "time")
+    if unit in _TIME:
+        return value * _TIME[unit]
+    raise UnitError(f"{text!r} has no known time unit", hint="use s, ms, us or ns")
+
+
+def parse_size(text) -> float:
+    """'16GiB' -> 17179869184 bytes, '1.5MB' -> 1.5e6; bare numbers are bytes."""
+    value, unit = _split(text, "size")
+    if unit == "":
+        return value
+    for base in ("B", "bytes", "byte"):
+        scale = _prefix(unit, base)
+        if scale is not None:
+            return value * scale
+    for base in ("b", "bit", "bits"):
+        scale = _prefix(unit, base)
+        if scale is not None:
+            return value * scale / 8.0
+    raise UnitError(f"{text!r} has no known size unit", hint="use B, KB, MiB, GiB, ...")
+
+
+def parse_bandwidth(text) -> float:
+    """'100Gbps' -> 1.25e10 bytes/s; '900GB/s' -> 9e11 bytes/s; bare numbers are bytes/s."""
+    value, unit = _split(text, "bandwidth")
+    if unit == "":
+        return value
+    for base, scale_unit in (("B/s", 1.0), ("Bps", 1.0), ("B/sec", 1.0), ("bytes/sec", 1.0),
+                             ("b/s", 0.125), ("bps", 0.125), ("b/sec", 0.125), ("bits/sec", 0.125)):
+        scale = _prefix(unit, base)
+        if scale is not None:
+            return value * scale * scale_unit
+    raise UnitError(f"{text!r} has no known bandwidth unit",
+                    hint="use bps/Gbps for bits per second or B/s, GB/s for bytes per second")
+
+
+def parse_fraction(text) -> float:
+    """'59%' -> 0.59; a bare number is a fraction already."""
+    value, unit = _split(text, "fraction")
+    if unit == "%":
+        return value / 100.0
+    if unit == "":
+        return value
+    raise UnitError(f"{text!r} is not a fraction", hint='write "59%" or 0.59')
+
+
+def parse_nccl_size(text: str) -> int:
+    """nccl-tests' size suffixes: '8', '1K', '1M', '8G' (powers of 1024)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KkMmGgTt]?)\s*", str(text))
+    if not match:
+        raise UnitError(f"{text!r} is not an nccl-tests size", hint="write e.g. 8, 1K, 64M or 8G")
+    power = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}[match.group(2).lower()]
+    return int(match.group(1)) * 1024**power
+
+
+def parse_size_arg(text) -> int:
+    """A size as users type it: nccl-tests' '8G' (powers of 1024) or a unit string '16GiB'."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if re.fullmatch(r"\s*\d+\s*[KkMmGgTt]?\s*", str(text)):
+        return parse_nccl_size(text)
+    return int(parse_size(text))
+
+
+def format_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            return f"{seconds / scale:.4g}{unit}"
+    return f"{seconds}s"
+
+
+def format_size(nbytes: float) -> str:
+    for unit, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.4g}{unit}"
+    return f"{nbytes:.0f}B"
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if abs(bytes_per_s) >= scale:
+            return f"{bytes_per_s / scale:.4g}{unit}"
+    return f"{bytes_per_s:.4g}B/s"
