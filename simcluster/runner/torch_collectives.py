@@ -123,8 +123,11 @@ def _worker(rank: int, args, port: int) -> None:
     root = 0 if args.op in ("broadcast", "reduce") else -1
     while size <= args.e:
         nsend, nrecv, count = element_counts(args.op, size, n, elt)
-        send = torch.ones(max(nsend, 1), dtype=torch.float32, device=device)
-        recv = torch.zeros(max(nrecv, 1), dtype=torch.float32, device=device)
+        if count == 0:  # below one aligned element per rank: nothing to measure
+            size *= args.f
+            continue
+        send = torch.ones(nsend, dtype=torch.float32, device=device)
+        recv = torch.zeros(nrecv, dtype=torch.float32, device=device)
         cols = []
         for in_place in (False, True):
             for _ in range(args.w):
