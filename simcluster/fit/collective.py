@@ -16,6 +16,7 @@ from scipy.optimize import least_squares
 
 from simcluster.collectives.model import CollectiveParams, predict
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S, ProtocolParams
+from simcluster.collectives.schedule import bus_factor
 from simcluster.errors import CalibrationError
 from simcluster.traces.nccl_tests import CollectiveTrace
 
@@ -58,8 +59,6 @@ def fit(traces: list[CollectiveTrace]) -> tuple[CollectiveParams, dict]:
     small = times[sizes <= np.percentile(sizes, 20)].min()
     big = np.argmax(sizes)
     op, size, n, t = points[big]
-    from simcluster.collectives.schedule import bus_factor
-
     bw0 = size * bus_factor(op, n) / t
     best = None
     for f_ll, c_simple in ((0.3, 2.0**20), (0.45, 4 * 2.0**20), (0.2, 256 * 1024.0)):

@@ -76,8 +76,8 @@ class FlowNetwork:
         if token is not self._wakeup:
             return  # superseded by a later reshare
         self._advance()
-        finished = [i for i, f in self._flows.items() if f["left"] <= _EPS_BYTES * max(1.0, f["rate"] * 1e-12)
-                    or f["left"] <= 1e-9 * f["rate"]]
+        # done when what is left would take under a nanosecond (absorbs float round-off)
+        finished = [i for i, f in self._flows.items() if f["left"] <= max(_EPS_BYTES, 1e-9 * f["rate"])]
         for i in finished:
             self._flows.pop(i)["done"].succeed()
             self.flows_completed += 1

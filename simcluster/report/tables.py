@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simcluster.collectives.model import Prediction
 from simcluster.fit.validate import ValidationRow
+from simcluster.units import format_bandwidth, format_size, format_time
 
 _REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
 _ROOT = {"broadcast": 0, "reduce": 0}
@@ -57,8 +58,6 @@ def validation_table(rows: list[ValidationRow]) -> str:
 
 def sweep_table(predictions: list[Prediction]) -> str:
     out = [f"{'size':>10s}  {'time':>10s}  {'algbw':>10s}  {'busbw':>10s}  protocol"]
-    from simcluster.units import format_bandwidth, format_size, format_time
-
     for p in predictions:
         out.append(f"{format_size(p.size_bytes):>10s}  {format_time(p.time_s):>10s}  "
                    f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}")
