@@ -27,17 +27,19 @@ def build_model(name: str, num_classes: int):
     return getattr(torchvision.models, name)(num_classes=num_classes)
 
 
-def _timed_steps(step, sync, warmup: int, steps: int) -> list[float]:
+def _timed_steps(step, sync, warmup: int, steps: int) -> tuple[list[float], float]:
+    """Wall time of each synchronised step (s) and the process CPU time per step (s)."""
     for _ in range(warmup):
         step()
     sync()
     times = []
+    cpu0 = time.process_time()
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
         sync()
         times.append(time.perf_counter() - t0)
-    return times
+    return times, (time.process_time() - cpu0) / steps
 
 
 def _phases(model, opt, loss_fn, x, y, sync, steps: int) -> dict[str, float]:
@@ -71,13 +73,14 @@ def _worker(rank: int, args, port: int, queue) -> None:
     device = torch.device("cuda", rank)
     torch.cuda.set_device(device)
     torch.backends.cudnn.benchmark = True
-    if world > 1:
+    wrap = world > 1 or args.ddp_at_one
+    if wrap:
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
     torch.manual_seed(args.seed + rank)
     model = build_model(args.model, args.classes).to(device)
     grad_bytes = [p.numel() * p.element_size() for p in model.parameters() if p.requires_grad]
-    if world > 1:
+    if wrap:
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rank], bucket_cap_mb=args.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -90,21 +93,22 @@ def _worker(rank: int, args, port: int, queue) -> None:
         loss_fn(model(x), y).backward()
         opt.step()
 
-    times = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
+    times, cpu_per_step = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
     record = None
     if rank == 0:
         record = {
             "tool": "simcluster-ddp-step", "model": args.model, "image": args.image,
-            "batch_per_gpu": args.batch, "world_size": world, "bucket_cap_mb": args.bucket_mb,
+            "batch_per_gpu": args.batch, "world_size": world, "ddp_wrapped": wrap,
+            "bucket_cap_mb": args.bucket_mb, "cpu_time_per_step_s": cpu_per_step,
             "dtype": "float32", "step_times_s": times, "median_step_s": statistics.median(times),
             "grad_bytes": grad_bytes, "gpu": torch.cuda.get_device_name(device),
             "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
             "host": socket.gethostname(), "python": platform.python_version(),
             "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "CUDA_VISIBLE"))},
         }
-        if world == 1:
+        if not wrap:
             record["phases"] = _phases(model, opt, loss_fn, x, y, torch.cuda.synchronize, args.steps)
-    if world > 1:
+    if wrap:
         dist.destroy_process_group()
     if rank == 0:
         queue.put(record)
@@ -121,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ddp-at-one", action="store_true",
+                        help="wrap in DistributedDataParallel even on 1 GPU (isolates the wrapper's cost)")
     args = parser.parse_args(argv)
     import torch.multiprocessing as mp
 
