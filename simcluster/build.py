@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from simcluster.cards import load_collective
+from simcluster.cards import load_aggregation, load_collective, load_nic
 from simcluster.collectives import des
+from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
+from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
-from simcluster.scenario import CollectiveSweep, Scenario
+from simcluster.scenario import CollectiveSweep, Machine, Scenario
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -29,11 +31,32 @@ def run_sweep(params, job: CollectiveSweep, gpus_per_node: int, seed: int) -> li
     return predictions
 
 
+def build_cluster(machine: Machine, intra=None) -> Cluster:
+    """Cards + machine shape -> the multi-node Cluster the fabric collectives run on."""
+    intra = intra or load_collective(machine.card)[0]
+    nic, _ = load_nic(machine.nic.card)
+    f = machine.fabric
+    spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
+                      f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
+    aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
+    return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation)
+
+
+def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
+    flows = ring_flows(cluster)
+    return [predict_fabric(cluster, job.op, size, job.algorithm, flows)
+            for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
+
+
 def run_scenario(scenario: Scenario) -> list[dict]:
     params, card = load_collective(scenario.machine.card)
+    cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 else None
     results = []
     for job in scenario.jobs:
-        predictions = run_sweep(params, job, scenario.machine.gpus_per_node, scenario.seed)
+        if cluster is not None:
+            predictions = run_fabric_sweep(cluster, job)
+        else:
+            predictions = run_sweep(params, job, scenario.machine.gpus_per_node, scenario.seed)
         results.append({"job": job, "card": str(scenario.machine.card), "card_name": card.get("name"),
                         "predictions": predictions})
     return results

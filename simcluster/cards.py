@@ -13,7 +13,18 @@ import yaml
 from simcluster.collectives.model import CollectiveParams
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.errors import ModelCardError, UnitError
-from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+from simcluster.hardware.nic import TRANSPORTS, NicParams
+from simcluster.hardware.switch import FORWARDING, AggregationParams
+from simcluster.units import (
+    format_bandwidth,
+    format_cost,
+    format_size,
+    format_time,
+    parse_bandwidth,
+    parse_cost,
+    parse_size,
+    parse_time,
+)
 
 CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", "fit", "provenance"}
 
@@ -88,3 +99,44 @@ def collective_params_yaml(params: CollectiveParams) -> dict:
 
 def dump_card(card: dict) -> str:
     return yaml.safe_dump(card, sort_keys=False, width=100)
+
+
+def nic_params(card: dict, where: str) -> NicParams:
+    params = _get(card, "params", where)
+    key = f"{where}: params"
+    transport = _get(params, "transport", key)
+    if transport not in TRANSPORTS:
+        raise ModelCardError(f"params.transport: {transport!r} is not one of {', '.join(TRANSPORTS)}", where=where)
+    return NicParams(transport, _get(params, "line_rate", key, parse_bandwidth), float(_get(params, "efficiency", key)),
+                     _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
+                     _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
+                     _get(params, "message_size", key, parse_size))
+
+
+def load_nic(path: str | Path) -> tuple[NicParams, dict]:
+    card = load_card(path, kind="nic")
+    return nic_params(card, str(path)), card
+
+
+def nic_params_yaml(p: NicParams) -> dict:
+    return {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
+            "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
+            "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
+            "message_size": format_size(p.message_bytes)}
+
+
+def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
+    """An in-network aggregation switch card (kind: aggregation)."""
+    card = load_card(path, kind="aggregation")
+    where = str(path)
+    p = _get(card, "params", where)
+    key = f"{where}: params"
+    forwarding = _get(p, "forwarding", key)
+    if forwarding not in FORWARDING:
+        raise ModelCardError(f"params.forwarding: {forwarding!r} is not one of {', '.join(FORWARDING)}", where=where)
+    params = AggregationParams(
+        forwarding, _get(p, "line_rate", key, parse_bandwidth), _get(p, "op_latency", key, parse_time),
+        _get(p, "aggregation_rate", key, parse_bandwidth), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
+        int(p.get("threshold_frames", 1)), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
+        _get({"frame_wire": "1538B", **p}, "frame_wire", key, parse_size))
+    return params, card

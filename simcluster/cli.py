@@ -40,7 +40,53 @@ def cmd_parse(args) -> int:
     return 0
 
 
+def _is_qperf(path: str) -> bool:
+    import re
+
+    from simcluster.traces.common import read_text
+
+    return re.search(r"^\s*(tcp|udp|rc|uc|ud|xrc)_[a-z_]+:\s*$", read_text(path), re.M) is not None
+
+
+def _calibrate_nic(args) -> int:
+    from simcluster.cards import dump_card, nic_params_yaml
+    from simcluster.fit.nic import detect_transport, fit_nic
+    from simcluster.traces import qperf
+    from simcluster.units import parse_bandwidth
+
+    if len(args.traces) != 1:
+        raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
+    if not args.line_rate:
+        raise SimclusterError("--line-rate is required for a NIC card (the port speed, e.g. 100Gbps)")
+    trace = qperf.parse(args.traces[0])
+    found = detect_transport(trace)
+    transport = args.transport or (found[0] if len(found) == 1 else None)
+    if transport is None or transport not in found:
+        raise SimclusterError(f"choose the transport with --transport (the trace has: {', '.join(found) or 'none'})",
+                              where=trace.path)
+    params, info = fit_nic(trace, transport, parse_bandwidth(args.line_rate))
+    card = {"kind": "nic", "name": args.name or Path(args.output).stem,
+            "description": f"{transport.upper()} NIC fitted from qperf {info['bw_test']} and {info['lat_test']}.",
+            "params": nic_params_yaml(params),
+            "fit": {"measured": {info["bw_test"]: f"{info['bw_Bps'] * 8 / 1e9:.4g}Gbps",
+                                 info["lat_test"]: f"{info['latency_s'] * 1e6:.4g}us"}, "notes": info["notes"]},
+            "provenance": _provenance([{"path": trace.path, "sha256": trace.sha256, "tool": "qperf",
+                                        "commands": trace.commands}])}
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(dump_card(card))
+    print(f"wrote {args.output}: {transport} at {params.wire_limit_Bps * 8 / 1e9:.4g} Gb/s wire limit, "
+          f"latency {params.latency_s * 1e6:.3g} us, CPU {params.cpu_s_per_byte * 1e9 * 1e3:.3g} ms/GB")
+    return 0
+
+
+def _provenance(traces: list[dict]) -> dict:
+    return {"simcluster_version": __version__,
+            "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "traces": traces}
+
+
 def cmd_calibrate(args) -> int:
+    if _is_qperf(args.traces[0]):
+        return _calibrate_nic(args)
     from simcluster.cards import collective_params_yaml, dump_card
     from simcluster.fit import collective as fit_collective
     from simcluster.fit.validate import summary, validate
@@ -63,11 +109,9 @@ def cmd_calibrate(args) -> int:
                         "nodes": 1},
         "fit": {**{k: v for k, v in fit_summary.items() if k != "residuals"},
                 "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
-        "provenance": {"simcluster_version": __version__,
-                       "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "traces": [{"path": t.path, "sha256": t.sha256, "tool": t.tool,
-                                   "tool_version": t.tool_version, "nccl_version": t.nccl_version,
-                                   "op": t.op, "ranks": t.nranks, "sizes": len(t.rows)} for t in traces]},
+        "provenance": _provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool,
+                                    "tool_version": t.tool_version, "nccl_version": t.nccl_version,
+                                    "op": t.op, "ranks": t.nranks, "sizes": len(t.rows)} for t in traces]),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(dump_card(card))
@@ -85,6 +129,10 @@ def cmd_predict_collective(args) -> int:
     from simcluster.report.tables import nccl_tests_table
     from simcluster.units import parse_size_arg
 
+    if args.scenario:
+        return _predict_collective_scenario(args)
+    if not args.card or not args.ranks:
+        raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
     params, card = load_collective(args.card)
     op = canonical_op(args.op)
     per_node = args.ranks_per_node or args.ranks
@@ -102,6 +150,42 @@ def cmd_predict_collective(args) -> int:
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
     header += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // per_node):>10s} device {r % per_node:2d} "
                f"[0000:00:00] {device}" for r in range(args.ranks)]
+    sys.stdout.write(nccl_tests_table(preds, header))
+    return 0
+
+
+def _predict_collective_scenario(args) -> int:
+    from simcluster import scenario as scenario_mod
+    from simcluster.build import build_cluster, sizes
+    from simcluster.cards import load_collective
+    from simcluster.collectives.fabric import predict_fabric, ring_flows
+    from simcluster.collectives.model import predict
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.report.tables import nccl_tests_table
+    from simcluster.units import parse_size_arg
+
+    sc = scenario_mod.load(args.scenario)
+    m = sc.machine
+    op = canonical_op(args.op)
+    params, card = load_collective(m.card)
+    span = sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)
+    ranks = m.nodes * m.gpus_per_node
+    if m.nodes > 1:
+        cluster = build_cluster(m, params)
+        flows = ring_flows(cluster)
+        preds = [predict_fabric(cluster, op, s, args.algorithm, flows) for s in span]
+        algos = sorted({p.algorithm for p in preds})
+        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
+               f"{m.fabric.kind}, algorithm {'/'.join(algos)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
+               f"ECMP collisions {flows.ecmp_collisions}")
+    else:
+        preds = [predict(params, op, s, ranks) for s in span]
+        how = f"1 node x {m.gpus_per_node} GPUs"
+    header = [f"simcluster {__version__} prediction: {op}, {ranks} ranks, scenario {sc.name} ({args.scenario})", how,
+              f"Collective test starting: {op}_perf", "Using devices"]
+    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    header += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // m.gpus_per_node):>10s} device "
+               f"{r % m.gpus_per_node:2d} [0000:00:00] {device}" for r in range(ranks)]
     sys.stdout.write(nccl_tests_table(preds, header))
     return 0
 
@@ -167,8 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_parse)
 
-    p = sub.add_parser("calibrate", help="fit a collective model card from nccl-tests logs of one machine")
+    p = sub.add_parser("calibrate", help="fit a model card: collective (nccl-tests logs of one machine) or NIC (qperf)")
     p.add_argument("traces", nargs="+", metavar="TRACE")
+    p.add_argument("--line-rate", help="NIC cards: the port speed, e.g. 100Gbps")
+    p.add_argument("--transport", choices=("rdma", "tcp"), help="NIC cards: which qperf tests to fit")
     p.add_argument("-o", "--output", required=True, metavar="CARD.yaml")
     p.add_argument("--name")
     p.add_argument("--op", help="the collective, when the logs do not say")
@@ -177,9 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict with a calibrated model")
     what = p.add_subparsers(dest="what", required=True, parser_class=_Parser)
     c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
-    c.add_argument("--card", required=True)
+    c.add_argument("--card", help="a collective card (one node); or use --scenario")
+    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
+    c.add_argument("--algorithm", choices=("ring", "tree", "hierarchical", "in-network"),
+                   help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
     c.add_argument("--op", required=True)
-    c.add_argument("--ranks", type=int, required=True)
+    c.add_argument("--ranks", type=int)
     c.add_argument("--ranks-per-node", type=int)
     c.add_argument("-b", default="8", help="min size (nccl-tests suffixes: 8, 1K, 1M, 8G)")
     c.add_argument("-e", default="128M", help="max size")

@@ -12,11 +12,33 @@ from pathlib import Path
 
 import yaml
 
+from simcluster.collectives.fabric import ALGORITHMS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import ScenarioError, SimclusterError, UnitError
-from simcluster.units import parse_size_arg
+from simcluster.network.fabric import KINDS as FABRIC_KINDS
+from simcluster.network.topology import FORWARDING
+from simcluster.units import parse_size_arg, parse_time
 
 ENGINES = ("analytic", "des")
+
+
+@dataclass(frozen=True)
+class NicSpec:
+    card: Path
+    per_node: int
+    streams: int
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    kind: str
+    down_ports: int
+    spines: int
+    oversubscription: float
+    planes: int
+    link_latency_s: float
+    switch_latency_s: float
+    forwarding: str
 
 
 @dataclass(frozen=True)
@@ -24,6 +46,10 @@ class Machine:
     card: Path
     gpus_per_node: int
     nodes: int
+    nic: NicSpec | None = None
+    fabric: FabricConfig | None = None
+    host_cores: float = 64.0
+    aggregation_card: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +60,7 @@ class CollectiveSweep:
     max_bytes: int
     factor: int
     engine: str
+    algorithm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,12 +123,64 @@ class _Reader:
             self.fail(f"{key}.{name}", f"expected one of {', '.join(choices)}, got {value!r}")
         return value
 
+    def quantity(self, doc, key: str, name: str, parse, default):
+        value = doc.get(name, default)
+        try:
+            return parse(value)
+        except UnitError as exc:
+            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
+
+    def number(self, doc, key: str, name: str, minimum: float, default) -> float:
+        value = doc.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            self.fail(f"{key}.{name}", f"expected a number >= {minimum}, got {value!r}")
+        return float(value)
+
+    def card(self, doc, key: str, name: str = "card") -> Path:
+        card = _resolve(self.path, doc[name])
+        if not card.is_file():
+            self.fail(f"{key}.{name}", f"model card {doc[name]!r} not found", hint="run 'simcluster calibrate' to make one, "
+                      "or point to a file under models/")
+        return card
+
     def size(self, doc, key: str, name: str) -> int:
         value = doc[name]
         try:
             return parse_size_arg(value)
         except UnitError as exc:
             self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
+
+
+def _machine(r: _Reader, m) -> Machine:
+    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation"})
+    card = r.card(m, "machine")
+    gpus, nodes = r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1)
+    nic = fabric = aggregation = None
+    if nodes > 1:
+        for name in ("nic", "fabric"):
+            if name not in m:
+                r.fail("machine", f"missing key '{name}': a machine of {nodes} nodes needs a NIC card and a fabric")
+    if "nic" in m:
+        d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams"})
+        nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node"),
+                      r.integer(d, "machine.nic", "streams", default=1))
+    if "fabric" in m:
+        d = r.mapping(m["fabric"], "machine.fabric", {"kind"},
+                      {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding"})
+        k = "machine.fabric"
+        fabric = FabricConfig(r.choice(d, k, "kind", FABRIC_KINDS), r.integer(d, k, "down_ports", default=32),
+                              r.integer(d, k, "spines", default=16), r.number(d, k, "oversubscription", 1.0, 1.0),
+                              r.integer(d, k, "planes", default=1), r.quantity(d, k, "link_latency", parse_time, "0s"),
+                              r.quantity(d, k, "switch_latency", parse_time, "0s"),
+                              r.choice(d, k, "forwarding", FORWARDING, "cut-through"))
+    cores = 64.0
+    if "host" in m:
+        d = r.mapping(m["host"], "machine.host", {"cores"}, set())
+        cores = r.number(d, "machine.host", "cores", 1, None)
+    if "aggregation" in m:
+        d = r.mapping(m["aggregation"], "machine.aggregation", {"card"}, set())
+        aggregation = r.card(d, "machine.aggregation")
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation)
 
 
 def load(path: str | Path) -> Scenario:
@@ -121,28 +200,30 @@ def load(path: str | Path) -> Scenario:
     if doc is None:
         r.fail("", "the scenario is empty")
     r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed"})
-    m = r.mapping(doc["machine"], "machine", {"card"}, {"gpus_per_node", "nodes"})
-    card = _resolve(path, m["card"])
-    if not card.is_file():
-        r.fail("machine.card", f"model card {m['card']!r} not found", hint="run 'simcluster calibrate' to make one, "
-               "or point to a file under models/")
-    machine = Machine(card, r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1))
+    machine = _machine(r, doc["machine"])
     if not isinstance(doc["jobs"], list) or not doc["jobs"]:
         r.fail("jobs", "expected a non-empty list of jobs")
     jobs = []
     for i, job in enumerate(doc["jobs"]):
         key = f"jobs[{i}]"
-        r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine"})
+        r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
         r.choice(job, key, "kind", ("collective_sweep",))
         try:
             op = canonical_op(str(job["op"]))
         except SimclusterError:
             r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
         job = {"ranks": machine.gpus_per_node * machine.nodes, "min_size": 8, "max_size": "128M", "factor": 2,
-               "engine": "analytic", **job}
+               "engine": "analytic", "algorithm": "auto", **job}
         sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
                                 r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
-                                r.choice(job, key, "engine", ENGINES))
+                                r.choice(job, key, "engine", ENGINES), None)
+        algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
+        sweep = CollectiveSweep(**{**sweep.__dict__, "algorithm": None if algorithm == "auto" else algorithm})
+        if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
+            r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
+        if machine.nodes > 1 and sweep.engine == "des":
+            r.fail(f"{key}.engine", "the chunk-level DES is single-node; multi-node sweeps use the steady-state form",
+                   hint="engine: analytic")
         if sweep.min_bytes > sweep.max_bytes:
             r.fail(f"{key}.min_size", "min_size is larger than max_size")
         jobs.append(sweep)

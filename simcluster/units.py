@@ -126,3 +126,19 @@ def format_bandwidth(bytes_per_s: float) -> str:
         if abs(bytes_per_s) >= scale:
             return f"{bytes_per_s / scale:.4g}{unit}"
     return f"{bytes_per_s:.4g}B/s"
+
+
+def parse_cost(text) -> float:
+    """CPU cost per byte as qperf prints it: '473ms/GB' -> 4.73e-10 core-seconds per byte."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    if "/" not in str(text):
+        raise UnitError(f"{text!r} is not a CPU cost per size", hint="write time per size, e.g. 473ms/GB")
+    time_part, size_part = str(text).rsplit("/", 1)
+    size = parse_size("1" + size_part.strip()) if not size_part.strip()[:1].isdigit() else parse_size(size_part)
+    return parse_time(time_part) / size
+
+
+def format_cost(seconds_per_byte: float) -> str:
+    """Core-seconds per byte as time per GB (qperf's unit)."""
+    return f"{format_time(seconds_per_byte * 1e9)}/GB"

@@ -57,8 +57,9 @@ def validation_table(rows: list[ValidationRow]) -> str:
 
 
 def sweep_table(predictions: list[Prediction]) -> str:
-    out = [f"{'size':>10s}  {'time':>10s}  {'algbw':>10s}  {'busbw':>10s}  protocol"]
+    out = [f"{'size':>10s}  {'time':>10s}  {'algbw':>10s}  {'busbw':>10s}  protocol / algorithm"]
     for p in predictions:
         out.append(f"{format_size(p.size_bytes):>10s}  {format_time(p.time_s):>10s}  "
-                   f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}")
+                   f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}"
+                   + (f" / {p.algorithm}" if hasattr(p, "algorithm") else ""))
     return "\n".join(out) + "\n"

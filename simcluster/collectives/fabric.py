@@ -1,0 +1,158 @@
+"""Collectives across nodes (steady-state flow form): ring, double binary tree, hierarchical, in-network.
+
+Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fabric and, where the
+switches aggregate, an AggregationParams. The network part is solved as flows on the Fabric:
+one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
+what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, with
+B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
+(its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
+  ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
+  tree          T = max(2 S / B_nvl, S / B_net)                   + 2 log2(N) * l_nic + l_intra
+  hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
+  in-network    T = T_intra(reduce_scatter, S) + T_switch(S/G)    + T_intra(all_gather, S)
+(l_step = the larger of the NIC latency and the intra card's per-step latency). Other
+collectives scale the ring's bytes by their bus factor. As NCCL's tuner does, the algorithm run is
+the fastest one unless the scenario forces one. See docs/models/fabric.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.schedule import bus_factor, canonical_op
+from simcluster.hardware.nic import NicParams
+from simcluster.hardware.switch import AggregationParams
+from simcluster.network.fabric import Fabric
+from simcluster.network.sharing import max_min_rates
+
+ALGORITHMS = ("ring", "tree", "hierarchical", "in-network")
+LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
+
+
+@dataclass(frozen=True)
+class Cluster:
+    intra: CollectiveParams
+    nic: NicParams
+    fabric: Fabric
+    gpus_per_node: int
+    host_cores: float = 64.0
+    nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
+    aggregation: AggregationParams | None = None
+
+    @property
+    def nodes(self) -> int:
+        return self.fabric.spec.nodes
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class RingFlows:
+    """The steady-state solution for one ring hop per (rail, node)."""
+
+    node_rate_Bps: float       # sum over rails of each rail's slowest hop
+    flow_rates_Bps: np.ndarray
+    ecmp_collisions: int       # spine uplinks carrying more than one ring flow
+    cpu_cores_per_node: float  # host cores the NICs' transport takes at these rates
+    max_hops: int
+
+
+@dataclass(frozen=True)
+class FabricPrediction:
+    op: str
+    size_bytes: int
+    nranks: int
+    time_s: float
+    algorithm: str
+    protocol: str
+    breakdown: dict = field(default_factory=dict)
+
+    @property
+    def algbw_Bps(self) -> float:
+        return self.size_bytes / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def busbw_Bps(self) -> float:
+        return self.algbw_Bps * bus_factor(self.op, self.nranks)
+
+
+def ring_flows(cluster: Cluster, tag: int = 0, background: tuple[np.ndarray, np.ndarray, int] | None = None) -> RingFlows:
+    """Solve one ring step: NIC j of node i sends to NIC j of node i+1, every rail at once.
+
+    `background` (flow_idx, link_idx, nflows) adds other traffic sharing the fabric."""
+    fab, spec, nic = cluster.fabric, cluster.fabric.spec, cluster.nic
+    nodes = np.repeat(np.arange(spec.nodes), spec.nics_per_node)
+    rails = np.tile(np.arange(spec.nics_per_node), spec.nodes)
+    src = fab.nic_index(nodes, rails)
+    dst = fab.nic_index((nodes + 1) % spec.nodes, rails)
+    fi, li, hops = fab.routes(src, dst, tag)
+    n = len(src)
+    cores_per_nic = cluster.host_cores / spec.nics_per_node
+    cap = np.full(n, nic.rate_Bps(cluster.nic_streams, cores_per_nic))
+    if background is not None:
+        bfi, bli, bn = background
+        fi, li = np.concatenate([fi, bfi + n]), np.concatenate([li, bli])
+        cap = np.concatenate([cap, np.full(bn, np.inf)])
+        n_all = n + bn
+    else:
+        n_all = n
+    rates = max_min_rates(fi, li, fab.capacity, n_all, caps=cap)[:n]
+    per_rail = rates.reshape(spec.nodes, spec.nics_per_node).min(axis=0)
+    spine_links = li[(li >= fab.leaf_up0) & (fi < n)]
+    collisions = int(np.sum(np.bincount(spine_links - fab.leaf_up0) > 1)) if len(spine_links) else 0
+    node_rate = float(per_rail.sum())
+    return RingFlows(node_rate, rates, collisions, nic.cores_used(node_rate), int(hops.max(initial=0)))
+
+
+def _intra_time(cluster: Cluster, op: str, size: float) -> float:
+    return predict(cluster.intra, op, max(1, int(size)), cluster.gpus_per_node).time_s if cluster.gpus_per_node > 1 else 0.0
+
+
+def _nvlink_rate(cluster: Cluster) -> float:
+    g = max(2, cluster.gpus_per_node)
+    return predict(cluster.intra, "all_reduce", LARGE, g).busbw_Bps
+
+
+def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | None = None,
+                   flows: RingFlows | None = None) -> FabricPrediction:
+    """Predicted time of one collective across the cluster's nodes."""
+    op = canonical_op(op)
+    n, N, G = cluster.ranks, cluster.nodes, cluster.gpus_per_node
+    flows = flows or ring_flows(cluster)
+    b_net = flows.node_rate_Bps
+    b_nvl = _nvlink_rate(cluster)
+    intra_step = cluster.intra.protocols["Simple"].step_latency_s
+    l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
+    factor = bus_factor(op, n)
+    bytes_on_ring = factor * size_bytes
+    base = min(p.base_latency_s for p in cluster.intra.protocols.values())
+    options = {}
+    steps = 2 * (n - 1) if op == "all_reduce" else max(1, n - 1)
+    options["ring"] = (base + bytes_on_ring / min(b_nvl, b_net) + steps * max(l_nic, intra_step),
+                       {"bandwidth_Bps": min(b_nvl, b_net), "nvlink_Bps": b_nvl, "network_Bps": b_net})
+    if op == "all_reduce" and N >= 2:
+        t_tree = base + max(2 * size_bytes / b_nvl, size_bytes / b_net) + 2 * math.log2(N) * l_nic + G * intra_step
+        options["tree"] = (t_tree, {"nvlink_Bps": b_nvl, "network_Bps": b_net})
+        rs, ag = _intra_time(cluster, "reduce_scatter", size_bytes), _intra_time(cluster, "all_gather", size_bytes)
+        shard = size_bytes / G
+        t_net = 2 * (N - 1) / N * shard / (b_net / G) + 2 * (N - 1) * l_nic
+        options["hierarchical"] = (rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag})
+        if cluster.aggregation is not None:
+            t_sw = cluster.aggregation.allreduce_time_s(shard)
+            options["in-network"] = (rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw,
+                                                      "intra_all_gather_s": ag})
+    if algorithm is not None:
+        if algorithm not in options:
+            raise ValueError(f"algorithm {algorithm!r} does not apply to {op} on {N} nodes (have {', '.join(options)})")
+        chosen = algorithm
+    else:
+        chosen = min(options, key=lambda a: options[a][0])
+    time, detail = options[chosen]
+    detail = {**detail, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
+    return FabricPrediction(op, int(size_bytes), n, time, chosen, "Simple", detail)

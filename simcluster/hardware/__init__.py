@@ -1,0 +1,1 @@
+"""Component models: host CPU, NICs (RDMA offload / TCP onload), in-network aggregation switches."""

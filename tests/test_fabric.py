@@ -1,0 +1,168 @@
+"""Fabric: topologies, NIC/CPU models, multi-node collectives, in-network aggregation, seed figures."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from simcluster import scenario
+from simcluster.build import build_cluster
+from simcluster.cards import load_aggregation, load_collective, load_nic
+from simcluster.cli import main
+from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
+from simcluster.hardware.cpu import HostCpu
+from simcluster.network.fabric import Fabric, FabricSpec, bisection_Bps
+
+NIC = ROOT / "models" / "nic"
+B = 12.5e9  # 100 Gb/s in bytes/s
+
+
+def fabric(**kw) -> Fabric:
+    spec = dict(nodes=8, nics_per_node=1, nic_Bps=B, kind="leaf-spine", down_ports=4, spines=2)
+    return Fabric(FabricSpec(**{**spec, **kw}))
+
+
+@pytest.mark.parametrize("kind", ["leaf-spine", "rail-optimized"])
+def test_fabric_is_connected(kind):
+    g = fabric(kind=kind, nics_per_node=2).graph()
+    assert nx.is_strongly_connected(g)
+
+
+def test_bisection_non_blocking_and_oversubscribed():
+    # 8 NICs on 2 leaves of 4: the halves are the two leaves, every byte crosses the spines
+    assert bisection_Bps(fabric()) == pytest.approx(4 * B)
+    assert bisection_Bps(fabric(oversubscription=3.0)) == pytest.approx(4 * B / 3)
+
+
+def test_rail_optimized_keeps_a_rail_inside_its_leaf():
+    fab = fabric(kind="rail-optimized", nics_per_node=4, down_ports=8)
+    src = fab.nic_index(np.arange(8), np.full(8, 2))
+    dst = fab.nic_index((np.arange(8) + 1) % 8, np.full(8, 2))
+    _, _, hops = fab.routes(src, dst)
+    assert (hops == 1).all()  # same rail, same leaf: NIC -> leaf -> NIC
+    _, _, cross = fab.routes(fab.nic_index(np.array([0]), np.array([0])), fab.nic_index(np.array([1]), np.array([1])))
+    assert cross[0] == 3  # different rails meet at a spine
+
+
+def test_ecmp_is_deterministic_and_collisions_are_counted():
+    fab = fabric(nodes=16, down_ports=8, spines=4)
+    src, dst = np.arange(16), (np.arange(16) + 8) % 16
+    a, b = fab.routes(src, dst), fab.routes(src, dst)
+    assert all((x == y).all() for x, y in zip(a, b, strict=True))
+    intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
+    nic, _ = load_nic(NIC / "seed000-roce-100g.yaml")
+    flows = ring_flows(Cluster(intra, nic, fab, 1))
+    assert flows.ecmp_collisions >= 0
+    # 2 flows cross leaf 0 -> leaf 1 on 4 spines; any collision halves those flows' rate
+    crossing = flows.flow_rates_Bps[[7, 15]]
+    assert (crossing <= nic.wire_limit_Bps + 1).all()
+
+
+def test_oversubscription_slows_a_ring_that_crosses_the_spine():
+    intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
+    nic, _ = load_nic(NIC / "seed000-roce-100g.yaml")
+    # every node on its own leaf: every ring hop crosses the spine
+    full = ring_flows(Cluster(intra, nic, fabric(down_ports=1, spines=1), 1)).node_rate_Bps
+    over = ring_flows(Cluster(intra, nic, fabric(down_ports=1, spines=1, oversubscription=3.0), 1)).node_rate_Bps
+    assert over == pytest.approx(B / 3)
+    assert full == pytest.approx(nic.wire_limit_Bps)
+
+
+def test_seed000_rdma_vs_tcp_ratios_from_the_cards():
+    rdma, _ = load_nic(NIC / "seed000-roce-100g.yaml")
+    tcp, _ = load_nic(NIC / "seed000-tcp-100g.yaml")
+    ratio = rdma.rate_Bps() / tcp.rate_Bps()  # one qperf stream each
+    assert ratio == pytest.approx(5.8, rel=0.02)  # seed 000: "about 5.8x"
+    assert 1 - rdma.latency_s / tcp.latency_s == pytest.approx(0.60, abs=0.03)  # "about 60% lower"
+
+
+def test_tcp_becomes_cpu_bound_when_cores_saturate():
+    tcp, _ = load_nic(NIC / "seed000-tcp-100g.yaml")
+    one = tcp.rate_Bps(streams=1)
+    assert tcp.rate_Bps(streams=2) == pytest.approx(2 * one)
+    assert tcp.rate_Bps(streams=16) == pytest.approx(tcp.wire_limit_Bps)  # enough cores: the wire limits
+    assert tcp.rate_Bps(streams=16, cores_free=2.0) == pytest.approx(2 * one)  # only 2 cores left
+    host = HostCpu(8.0)
+    wants = {"tcp": tcp.cores_used(tcp.wire_limit_Bps), "loader": 6.0}
+    got = host.share(wants)
+    assert sum(got.values()) == pytest.approx(8.0)
+    assert got["tcp"] < wants["tcp"]  # the transport no longer gets what the wire allows
+    assert tcp.rate_Bps(streams=16, cores_free=got["tcp"]) < tcp.wire_limit_Bps
+
+
+def test_seed004_offload_vs_onload_cpu_share():
+    cores = 28.0  # the host assumed by both cards
+    ib, _ = load_nic(NIC / "seed004-ib-edr-offload.yaml")
+    opa, _ = load_nic(NIC / "seed004-opa-onload.yaml")
+    rate_ib, rate_opa = ib.rate_Bps(streams=28, cores_free=cores), opa.rate_Bps(streams=28, cores_free=cores)
+    assert rate_opa * 8 / 1e9 == pytest.approx(94.9, abs=0.5)  # "just under 95 Gb/s"
+    assert ib.cores_used(12.5e9) / cores == pytest.approx(0.008, abs=0.001)  # at 100 Gb/s
+    assert 1 - opa.cores_used(rate_opa) / cores == pytest.approx(0.404, abs=0.01)  # application keeps 40.4%
+    assert rate_ib > rate_opa
+
+
+def _aggregation(name):
+    return load_aggregation(ROOT / "models" / "switch" / f"{name}.yaml")[0]
+
+
+def test_seed003_cut_through_vs_store_and_forward():
+    ct, sf = _aggregation("seed003-fpga-cut-through-10g"), _aggregation("seed003-sharp-store-and-forward-100g")
+    # cut-through reaches wire speed: 9.62 Gb/s from 10 GbE framing (1480 / 1538), within 1%
+    assert ct.throughput_Bps(100e6) * 8 / 1e9 == pytest.approx(9.62, rel=0.01)
+    assert all(ct.throughput_Bps(s) * 8 / 1e9 == pytest.approx(9.62, rel=0.03) for s in (2**20, 2**24))
+    # the paper has 9.62 from 64 KB on; the model's fixed latency still costs 19% there (a known miss)
+    assert ct.throughput_Bps(65536) * 8 / 1e9 > 7.5
+    # store-and-forward wins small messages, cut-through large; the crossover near 8 KB
+    sizes = np.geomspace(256, 1e8, 200)
+    sf_faster = np.array([sf.allreduce_time_s(s) < ct.allreduce_time_s(s) for s in sizes])
+    crossover = sizes[np.argmin(sf_faster)]
+    assert sf_faster[0] and not sf_faster[-1] and 4096 <= crossover <= 16384
+    assert sf.allreduce_time_s(4096) < ct.allreduce_time_s(4096)  # "SHArP cuts latency below 5 KB"
+    # ~65% lower latency at ~100 MB (ResNet-50's gradients)
+    assert 1 - ct.allreduce_time_s(100e6) / sf.allreduce_time_s(100e6) == pytest.approx(0.65, abs=0.05)
+
+
+def test_seed002_prediction_error_is_bounded(capsys):
+    """Seed 002's busbw (446-465 GB/s) vs the prediction from cards alone. The issue's 5% target is
+    NOT met (the model lacks NVSwitch in-network reduction, NVLS); this guards the current error."""
+    measured = [446.28, 456.22, 461.83, 463.90, 464.57]
+    sc = scenario.load(ROOT / "scenarios" / "oci-bm-gpu-h100-8x2.yaml")
+    cluster = build_cluster(sc.machine)
+    flows = ring_flows(cluster)
+    assert flows.node_rate_Bps == pytest.approx(16 * 25e9 * 0.973)
+    errors = [predict_fabric(cluster, "all_reduce", 2**30 << i, flows=flows).busbw_Bps / 1e9 / m - 1
+              for i, m in enumerate(measured)]
+    assert max(abs(e) for e in errors) < 0.30
+    assert all(e < 0 for e in errors)  # an under-prediction: the missing mechanism adds bandwidth
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall"])
+def test_predict_collective_scenario_every_op(op, capsys):
+    rc = main(["predict", "collective", "--scenario", str(ROOT / "scenarios/oci-bm-gpu-h100-8x2.yaml"),
+               "--op", op, "-b", "1M", "-e", "16M", "-f", "4"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert [int(r[0]) for r in rows] == [2**20, 2**22, 2**24]
+    assert all(float(r[5]) > 0 for r in rows)
+
+
+def test_multi_node_machine_without_nic_is_a_one_line_error(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"name: x\nmachine:\n  card: {ROOT}/models/collective/h200x4-nvlink.yaml\n  gpus_per_node: 8\n"
+                   "  nodes: 2\njobs:\n  - {kind: collective_sweep, op: all_reduce}\n")
+    assert main(["run", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bad.yaml:2" in err and "nic" in err
+
+
+def test_fabric_typo_is_a_one_line_error(tmp_path, capsys):
+    text = (ROOT / "scenarios/oci-bm-gpu-h100-8x2.yaml").read_text().replace("switch_latency: 600ns", "switch_latency: 600nz")
+    text = text.replace("../models", str(ROOT / "models"))
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(text)
+    assert main(["run", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "machine.fabric.switch_latency" in err and len(err.splitlines()) == 1
