@@ -7,6 +7,7 @@ ScenarioError naming the file, the line and the dotted key, with what was expect
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,7 +219,7 @@ def load(path: str | Path) -> Scenario:
                                 r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
                                 r.choice(job, key, "engine", ENGINES), None)
         algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
-        sweep = CollectiveSweep(**{**sweep.__dict__, "algorithm": None if algorithm == "auto" else algorithm})
+        sweep = dataclasses.replace(sweep, algorithm=None if algorithm == "auto" else algorithm)
         if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
             r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
         if machine.nodes > 1 and sweep.engine == "des":

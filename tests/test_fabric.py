@@ -51,13 +51,22 @@ def test_ecmp_is_deterministic_and_collisions_are_counted():
     src, dst = np.arange(16), (np.arange(16) + 8) % 16
     a, b = fab.routes(src, dst), fab.routes(src, dst)
     assert all((x == y).all() for x, y in zip(a, b, strict=True))
+    # 4 nodes x 2 NICs, 2 leaves, 1 spine, 4:1: both rails' hops out of each leaf share its one
+    # uplink of B and, at the far leaf, one spine downlink: 4 shared links, each colliding flow gets B / 2
     intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
     nic, _ = load_nic(NIC / "seed000-roce-100g.yaml")
-    flows = ring_flows(Cluster(intra, nic, fab, 1))
-    assert flows.ecmp_collisions >= 0
-    # 2 flows cross leaf 0 -> leaf 1 on 4 spines; any collision halves those flows' rate
-    crossing = flows.flow_rates_Bps[[7, 15]]
-    assert (crossing <= nic.wire_limit_Bps + 1).all()
+    flows = ring_flows(Cluster(intra, nic, fabric(nodes=4, nics_per_node=2, spines=1, oversubscription=4.0), 1))
+    assert flows.ecmp_collisions == 4
+    rates = flows.flow_rates_Bps.reshape(4, 2)
+    assert rates[[1, 3]] == pytest.approx(np.full((2, 2), B / 2))  # node 1 -> 2 and node 3 -> 0 cross the spine
+    assert rates[[0, 2]] == pytest.approx(np.full((2, 2), nic.wire_limit_Bps))  # inside a leaf
+
+
+def test_forcing_an_algorithm_that_does_not_apply_is_a_one_line_error(capsys):
+    rc = main(["predict", "collective", "--scenario", str(ROOT / "scenarios/oci-bm-gpu-h100-8x2.yaml"),
+               "--op", "all_reduce", "-b", "1M", "-e", "1M", "--algorithm", "in-network"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "in-network" in err and "Traceback" not in err
 
 
 def test_oversubscription_slows_a_ring_that_crosses_the_spine():
@@ -124,7 +133,7 @@ def test_seed003_cut_through_vs_store_and_forward():
     assert 1 - ct.allreduce_time_s(100e6) / sf.allreduce_time_s(100e6) == pytest.approx(0.65, abs=0.05)
 
 
-def test_seed002_prediction_error_is_bounded(capsys):
+def test_seed002_prediction_error_is_bounded():
     """Seed 002's busbw (446-465 GB/s) vs the prediction from cards alone. The issue's 5% target is
     NOT met (the model lacks NVSwitch in-network reduction, NVLS); this guards the current error."""
     measured = [446.28, 456.22, 461.83, 463.90, 464.57]

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.model import CollectiveParams, Prediction, predict
 from simcluster.collectives.schedule import bus_factor, canonical_op
+from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.switch import AggregationParams
 from simcluster.network.fabric import Fabric
@@ -58,28 +59,17 @@ class RingFlows:
 
     node_rate_Bps: float       # sum over rails of each rail's slowest hop
     flow_rates_Bps: np.ndarray
-    ecmp_collisions: int       # spine uplinks carrying more than one ring flow
+    ecmp_collisions: int       # leaf<->spine links (up or down) carrying more than one ring flow
     cpu_cores_per_node: float  # host cores the NICs' transport takes at these rates
     max_hops: int
 
 
 @dataclass(frozen=True)
-class FabricPrediction:
-    op: str
-    size_bytes: int
-    nranks: int
-    time_s: float
-    algorithm: str
-    protocol: str
+class FabricPrediction(Prediction):
+    """A Prediction across nodes: which algorithm ran and where the time went."""
+
+    algorithm: str = ""
     breakdown: dict = field(default_factory=dict)
-
-    @property
-    def algbw_Bps(self) -> float:
-        return self.size_bytes / self.time_s if self.time_s > 0 else 0.0
-
-    @property
-    def busbw_Bps(self) -> float:
-        return self.algbw_Bps * bus_factor(self.op, self.nranks)
 
 
 def ring_flows(cluster: Cluster, tag: int = 0, background: tuple[np.ndarray, np.ndarray, int] | None = None) -> RingFlows:
@@ -149,10 +139,11 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
                                                       "intra_all_gather_s": ag})
     if algorithm is not None:
         if algorithm not in options:
-            raise ValueError(f"algorithm {algorithm!r} does not apply to {op} on {N} nodes (have {', '.join(options)})")
+            raise SimclusterError(f"algorithm {algorithm!r} does not apply to {op} on {N} nodes",
+                                  hint=f"applicable here: {', '.join(options)}")
         chosen = algorithm
     else:
         chosen = min(options, key=lambda a: options[a][0])
     time, detail = options[chosen]
     detail = {**detail, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
-    return FabricPrediction(op, int(size_bytes), n, time, chosen, "Simple", detail)
+    return FabricPrediction(op, int(size_bytes), n, time, "Simple", chosen, detail)
