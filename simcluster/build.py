@@ -9,7 +9,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
-from simcluster.scenario import CollectiveSweep, Machine, Scenario
+from simcluster.scenario import CollectiveSweep, Machine, Scenario, TrainingJob
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -50,9 +50,15 @@ def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
 
 def run_scenario(scenario: Scenario) -> list[dict]:
     params, card = load_collective(scenario.machine.card)
-    cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 else None
+    sweeps = [j for j in scenario.jobs if isinstance(j, CollectiveSweep)]
+    cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 and sweeps else None
     results = []
     for job in scenario.jobs:
+        if isinstance(job, TrainingJob):
+            from simcluster.training.predict import predict_training
+
+            results.append({"job": job, "training": predict_training(scenario.machine, job)})
+            continue
         if cluster is not None:
             predictions = run_fabric_sweep(cluster, job)
         else:

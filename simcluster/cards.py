@@ -140,3 +140,57 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
         int(p.get("threshold_frames", 1)), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
         _get({"frame_wire": "1538B", **p}, "frame_wire", key, parse_size))
     return params, card
+
+
+def training_card(w, description: str, provenance: dict, derivation: list[str] | None = None) -> dict:
+    """A `training-step` card: one model's data-parallel step as measured on 1 GPU."""
+    card = {"kind": "training-step", "name": f"{w.model}-{w.image}-b{w.batch_per_gpu}", "description": description,
+            "params": {"model": w.model, "image": w.image, "batch_per_gpu": w.batch_per_gpu,
+                       "step": format_time(w.step_s), "host": format_time(w.host_s), "gpu": format_time(w.gpu_s),
+                       "phases": {"forward": round(w.forward, 4), "backward": round(w.backward, 4),
+                                  "optimizer": round(w.optimizer, 4)},
+                       "bucket_cap": format_size(w.bucket_cap_bytes),
+                       "grad_bytes": list(w.grad_bytes), "step_samples": [format_time(t) for t in w.step_samples_s]},
+            "provenance": provenance}
+    if derivation:
+        card["fit"] = {"derivation": derivation}
+    return card
+
+
+def load_training(path: str | Path):
+    from simcluster.training.workload import Workload
+
+    card = load_card(path, kind="training-step")
+    where = str(path)
+    p = _get(card, "params", where)
+    key = f"{where}: params"
+    phases = _get(p, "phases", key)
+    try:
+        return Workload(str(_get(p, "model", key)), int(_get(p, "image", key)), int(_get(p, "batch_per_gpu", key)),
+                        _get(p, "step", key, parse_time), _get(p, "host", key, parse_time), _get(p, "gpu", key, parse_time),
+                        float(phases["forward"]), float(phases["backward"]), float(phases["optimizer"]),
+                        tuple(int(g) for g in _get(p, "grad_bytes", key)),
+                        tuple(parse_time(t) for t in _get(p, "step_samples", key)),
+                        _get(p, "bucket_cap", key, parse_size)), card
+    except (KeyError, TypeError, ValueError, UnitError) as exc:
+        raise ModelCardError(f"params: missing or bad {exc}", where=where) from None
+
+
+def ddp_card(params, fit: dict, provenance: dict, name: str) -> dict:
+    return {"kind": "ddp", "name": name,
+            "description": "torch DistributedDataParallel overheads: host and GPU cost per gradient tensor, "
+                           "compute slowdown under communication overlap.",
+            "params": {"host_per_tensor": format_time(params.c_tensor_s), "gpu_per_tensor": format_time(params.g_tensor_s),
+                       "overlap_slowdown": round(params.slowdown, 4)},
+            "fit": fit, "provenance": provenance}
+
+
+def load_ddp(path: str | Path):
+    from simcluster.training.step import DdpParams
+
+    card = load_card(path, kind="ddp")
+    where = str(path)
+    p = _get(card, "params", where)
+    key = f"{where}: params"
+    return DdpParams(_get(p, "host_per_tensor", key, parse_time), _get(p, "gpu_per_tensor", key, parse_time),
+                     float(_get(p, "overlap_slowdown", key))), card

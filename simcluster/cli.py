@@ -85,6 +85,15 @@ def _provenance(traces: list[dict]) -> dict:
 
 
 def cmd_calibrate(args) -> int:
+    if Path(args.traces[0]).is_dir():
+        from simcluster.fit.bundle import calibrate_bundle
+
+        written, problems = calibrate_bundle(args.traces[0], args.output)
+        for path in written:
+            print(f"wrote {path}")
+        for line in problems:
+            print(f"skipped: {line}")
+        return 0 if written else EXIT_USAGE
     if _is_qperf(args.traces[0]):
         return _calibrate_nic(args)
     from simcluster.cards import collective_params_yaml, dump_card
@@ -190,6 +199,34 @@ def _predict_collective_scenario(args) -> int:
     return 0
 
 
+def cmd_predict_training(args) -> int:
+    from simcluster.report.tables import training_table
+    from simcluster.scenario import TrainingJob, load_variants
+    from simcluster.training.predict import perfetto_trace, predict_training
+
+    variants = load_variants(args.scenario, nodes=args.nodes)
+    results = []
+    for label, sc in variants:
+        jobs = [j for j in sc.jobs if isinstance(j, TrainingJob)]
+        if not jobs:
+            raise SimclusterError("the scenario has no 'kind: training' job", where=args.scenario)
+        results += [(label, sc, predict_training(sc.machine, j)) for j in jobs]
+    if args.trace:
+        perfetto_trace(results[0][2], args.trace)
+    if args.json:
+        out = [{**({"variant": label} if label else {}), **p.as_json()} for label, _, p in results]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
+        return 0
+    print(f"scenario {variants[0][1].name}: {variants[0][1].description}".rstrip(": "))
+    for label, _, p in results:
+        if label:
+            print(f"\n== variant {label}")
+        sys.stdout.write(training_table(p))
+    if args.trace:
+        print(f"timeline: {args.trace} (open in https://ui.perfetto.dev)")
+    return 0
+
+
 def cmd_validate(args) -> int:
     from simcluster.cards import load_collective
     from simcluster.fit.validate import summary, validate
@@ -217,25 +254,96 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def _job_json(r: dict) -> dict:
+    if "training" in r:
+        return {"kind": "training", **r["training"].as_json()}
+    return {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
+            "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
+                      "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
+
+
 def cmd_run(args) -> int:
     from simcluster.build import run_scenario
-    from simcluster.report.tables import sweep_table
-    from simcluster.scenario import load
+    from simcluster.report.tables import sweep_table, training_table
+    from simcluster.scenario import load_variants
 
-    scenario = load(args.scenario)
-    results = run_scenario(scenario)
+    variants = [(label, sc, run_scenario(sc)) for label, sc in load_variants(args.scenario)]
+    first = variants[0][1]
     if args.json:
-        print(json.dumps({"scenario": scenario.name, "seed": scenario.seed, "jobs": [
-            {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
-             "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
-                       "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
-            for r in results]}, indent=1))
+        print(json.dumps({"scenario": first.name, "seed": first.seed, "variants": [
+            {"variant": label, "jobs": [_job_json(r) for r in results]} for label, _, results in variants]}
+            if len(variants) > 1 or variants[0][0] else
+            {"scenario": first.name, "seed": first.seed, "jobs": [_job_json(r) for r in variants[0][2]]}, indent=1))
         return 0
-    print(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
-    for r in results:
-        job = r["job"]
-        print(f"\n{job.op} on {job.ranks} ranks ({job.engine} engine), card {r['card_name']} ({r['card']})")
-        sys.stdout.write(sweep_table(r["predictions"]))
+    print(f"scenario {first.name}: {first.description}".rstrip(": "))
+    for label, _, results in variants:
+        if label:
+            print(f"\n== variant {label}")
+        for r in results:
+            if "training" in r:
+                sys.stdout.write(training_table(r["training"]))
+                continue
+            job = r["job"]
+            print(f"\n{job.op} on {job.ranks} ranks ({job.engine} engine), card {r['card_name']} ({r['card']})")
+            sys.stdout.write(sweep_table(r["predictions"]))
+    return 0
+
+
+def _csv(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def cmd_collect(args) -> int:
+    from simcluster.runner import collect, plans
+
+    tools = _csv(args.tools) or ["qperf", "perf-stat", "fio"]
+    gt = {}
+    if args.lab:
+        from simcluster.runner import netlab
+
+        lab = netlab.up(args.lab_rate)
+        gt = lab.ground_truth
+    options = plans.Options(
+        hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
+        min_size=args.b, max_size=args.e, qperf_host=args.qperf_host or (gt.get("server")),
+        qperf_time=args.qperf_time, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
+        fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
+        dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
+        dlio_overrides=tuple(args.dlio_override or ()), ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]),
+        timeout_s=args.timeout, ground_truth=gt)
+    steps = plans.plan(tools, options, Path(args.out))
+
+    def progress(entry):
+        print(f"{entry['tool']:>18} {entry['run_id']:<24} {entry['status']:<8} {entry.get('wall_s', 0):7.1f} s",
+              flush=True)
+
+    try:
+        manifest, code = collect.collect(args.out, steps, tools, {k: v for k, v in vars(options).items()}, progress)
+    finally:
+        if args.lab:
+            from simcluster.runner import netlab
+
+            netlab.down()
+    if not args.fio_dir and (Path(args.out) / "fio" / "data").is_dir():
+        import shutil
+
+        shutil.rmtree(Path(args.out) / "fio" / "data")  # the test file, not a trace
+    bad = [r for r in manifest["runs"] if r["status"] != "ok"]
+    print(f"bundle {args.out}: {len(manifest['runs']) - len(bad)} runs ok, {len(bad)} not ({manifest['status']})")
+    for r in bad:
+        print(f"  {r['tool']}/{r['run_id']}: {r['status']}: {(r.get('stderr_tail') or '').splitlines()[-1:]}")
+    return code
+
+
+def cmd_lab(args) -> int:
+    from simcluster.runner import netlab
+
+    if args.action == "down":
+        netlab.down()
+        print("lab removed")
+        return 0
+    lab = netlab.up(args.rate, args.delay)
+    print(json.dumps(lab.ground_truth))
     return 0
 
 
@@ -274,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-e", default="128M", help="max size")
     c.add_argument("-f", type=int, default=2, help="size factor")
     c.set_defaults(func=cmd_predict_collective)
+    t = what.add_parser("training", help="a data-parallel training job: step time, speedup, breakdown")
+    t.add_argument("--scenario", required=True)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--nodes", type=int, help="override the machine's node count (what-if scaling)")
+    t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
+    t.set_defaults(func=cmd_predict_training)
 
     p = sub.add_parser("validate", help="predicted vs measured for an nccl-tests log")
     p.add_argument("trace")
@@ -282,6 +396,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step "
+                   "(default: qperf,perf-stat,fio)")
+    p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
+    p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
+    p.add_argument("--ops", help="collectives for nccl-tests (default all_reduce)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per host (default: all)")
+    p.add_argument("-b", default="8")
+    p.add_argument("-e", default="128M")
+    p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
+    p.add_argument("--qperf-time", type=int, default=5)
+    p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
+    p.add_argument("--lab-rate", default="400mbit")
+    p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
+    p.add_argument("--fio-size", default="512M")
+    p.add_argument("--fio-runtime", type=int, default=5)
+    p.add_argument("--dlio", default="dlio_benchmark", help="the dlio_benchmark executable")
+    p.add_argument("--dlio-workload", default="unet3d_h100")
+    p.add_argument("--dlio-accelerators", default="1", help="comma-separated emulated accelerator counts")
+    p.add_argument("--dlio-override", action="append", metavar="KEY=VALUE", help="hydra override, e.g. "
+                   "++workload.dataset.num_files_train=16")
+    p.add_argument("--ddp-models", help="MODEL:IMAGE:BATCH,... for ddp-step (default resnet18:32:128)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("lab", help="a two-namespace veth network lab shaped by tc (root)")
+    p.add_argument("action", choices=("up", "down"))
+    p.add_argument("--rate", default="400mbit")
+    p.add_argument("--delay", help="one-way delay (needs netem in the kernel)")
+    p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("run", help="run a scenario")
     p.add_argument("scenario")
@@ -293,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "predict" and args.f < 2:
+        if args.command == "predict" and getattr(args, "f", 2) < 2:
             raise SimclusterError("-f must be >= 2")
         return args.func(args)
     except SimclusterError as exc:

@@ -65,13 +65,24 @@ class CollectiveSweep:
 
 
 @dataclass(frozen=True)
+class TrainingJob:
+    workload: Path            # a training-step card (1-GPU measurements)
+    ddp: Path | None          # a ddp card (fitted DDP overheads); None = no DDP overhead
+    dataset_samples: int | None
+    epochs: float
+    loader_cpu_per_sample_s: float  # host core-seconds to decode/augment one sample (0 = none)
+    storage_stall_s: float    # input-pipeline wait per step from the storage model (0 = none)
+    kind: str = "training"
+
+
+@dataclass(frozen=True)
 class Scenario:
     path: Path
     name: str
     description: str
     seed: int
     machine: Machine
-    jobs: tuple[CollectiveSweep, ...]
+    jobs: tuple[CollectiveSweep | TrainingJob, ...]
 
 
 def _line_index(node, prefix="", out=None) -> dict[str, int]:
@@ -159,13 +170,13 @@ def _machine(r: _Reader, m) -> Machine:
     nic = fabric = aggregation = None
     if nodes > 1:
         for name in ("nic", "fabric"):
-            if name not in m:
+            if m.get(name) is None:
                 r.fail("machine", f"missing key '{name}': a machine of {nodes} nodes needs a NIC card and a fabric")
-    if "nic" in m:
+    if m.get("nic") is not None:
         d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams"})
         nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node"),
                       r.integer(d, "machine.nic", "streams", default=1))
-    if "fabric" in m:
+    if m.get("fabric") is not None:
         d = r.mapping(m["fabric"], "machine.fabric", {"kind"},
                       {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding"})
         k = "machine.fabric"
@@ -178,14 +189,44 @@ def _machine(r: _Reader, m) -> Machine:
     if "host" in m:
         d = r.mapping(m["host"], "machine.host", {"cores"}, set())
         cores = r.number(d, "machine.host", "cores", 1, None)
-    if "aggregation" in m:
+    if m.get("aggregation") is not None:  # null switches it off (what-if variants)
         d = r.mapping(m["aggregation"], "machine.aggregation", {"card"}, set())
         aggregation = r.card(d, "machine.aggregation")
     return Machine(card, gpus, nodes, nic, fabric, cores, aggregation)
 
 
-def load(path: str | Path) -> Scenario:
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
+
+
+def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str, Scenario]]:
+    """A scenario and its what-if variants: `variants: {label: {machine: {...overrides}}}` each give a
+    Scenario whose machine is the base machine with those keys replaced (checked as strictly)."""
     path = Path(path)
+    doc, lines = _read(path)
+    r = _Reader(path, lines)
+    variants = doc.get("variants") if isinstance(doc, dict) else None
+    if variants is None:
+        return [("", _build(path, doc, r, nodes))]
+    if not isinstance(variants, dict) or not variants:
+        r.fail("variants", "expected a mapping of label -> overrides")
+    out = []
+    for label, over in variants.items():
+        r.mapping(over, f"variants.{label}", set(), {"machine", "description"})
+        merged = _merge({k: v for k, v in doc.items() if k != "variants"}, {"machine": over.get("machine", {})})
+        out.append((str(label), _build(path, merged, r, nodes)))
+    return out
+
+
+def load(path: str | Path) -> Scenario:
+    """The scenario (its first variant, where it has several)."""
+    return load_variants(path)[0][1]
+
+
+def _read(path: Path) -> tuple[dict, dict[str, int]]:
     try:
         text = path.read_text()
     except OSError as exc:
@@ -197,18 +238,26 @@ def load(path: str | Path) -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ScenarioError(f"not valid YAML ({getattr(exc, 'problem', exc)})", where=where) from None
-    r = _Reader(path, lines or {})
     if doc is None:
-        r.fail("", "the scenario is empty")
-    r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed"})
+        _Reader(path, lines or {}).fail("", "the scenario is empty")
+    return doc, lines or {}
+
+
+def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
+    r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed", "variants"})
+    if nodes is not None and isinstance(doc.get("machine"), dict):
+        doc = _merge(doc, {"machine": {"nodes": nodes}})
     machine = _machine(r, doc["machine"])
     if not isinstance(doc["jobs"], list) or not doc["jobs"]:
         r.fail("jobs", "expected a non-empty list of jobs")
     jobs = []
     for i, job in enumerate(doc["jobs"]):
         key = f"jobs[{i}]"
+        if isinstance(job, dict) and job.get("kind") == "training":
+            jobs.append(_training(r, job, key))
+            continue
         r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
-        r.choice(job, key, "kind", ("collective_sweep",))
+        r.choice(job, key, "kind", ("collective_sweep", "training"))
         try:
             op = canonical_op(str(job["op"]))
         except SimclusterError:
@@ -230,6 +279,15 @@ def load(path: str | Path) -> Scenario:
         jobs.append(sweep)
     seed = r.integer(doc, "", "seed", minimum=0, default=0)
     return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))
+
+
+def _training(r: _Reader, job: dict, key: str) -> TrainingJob:
+    r.mapping(job, key, {"kind", "workload"}, {"ddp", "dataset_samples", "epochs", "loader_cpu_per_sample", "storage_stall"})
+    ddp = r.card(job, key, "ddp") if "ddp" in job else None
+    samples = r.integer(job, key, "dataset_samples") if "dataset_samples" in job else None
+    return TrainingJob(r.card(job, key, "workload"), ddp, samples, r.number(job, key, "epochs", 0, 1),
+                       r.quantity(job, key, "loader_cpu_per_sample", parse_time, "0s"),
+                       r.quantity(job, key, "storage_stall", parse_time, "0s"))
 
 
 def _resolve(scenario_path: Path, ref: str) -> Path:

@@ -9,7 +9,7 @@ B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce o
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
   tree          T = max(2 S / B_nvl, S / B_net)                   + 2 log2(N) * l_nic + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
-  in-network    T = T_intra(reduce_scatter, S) + T_switch(S/G)    + T_intra(all_gather, S)
+  in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
 (l_step = the larger of the NIC latency and the intra card's per-step latency). Other
 collectives scale the ring's bytes by their bus factor. As NCCL's tuner does, the algorithm run is
 the fastest one unless the scenario forces one. See docs/models/fabric.md.
@@ -134,7 +134,8 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
         t_net = 2 * (N - 1) / N * shard / (b_net / G) + 2 * (N - 1) * l_nic
         options["hierarchical"] = (rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag})
         if cluster.aggregation is not None:
-            t_sw = cluster.aggregation.allreduce_time_s(shard)
+            # each NIC streams its share of the node's S bytes through the switch, all NICs at once
+            t_sw = cluster.aggregation.allreduce_time_s(size_bytes / cluster.fabric.spec.nics_per_node)
             options["in-network"] = (rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw,
                                                       "intra_all_gather_s": ag})
     if algorithm is not None:

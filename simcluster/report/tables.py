@@ -63,3 +63,17 @@ def sweep_table(predictions: list[Prediction]) -> str:
                    f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}"
                    + (f" / {p.algorithm}" if hasattr(p, "algorithm") else ""))
     return "\n".join(out) + "\n"
+
+
+def training_table(pred) -> str:
+    """A readable summary of one TrainingPrediction."""
+    b = pred.as_json()["breakdown"]
+    lines = [f"\n{pred.workload} on {pred.ranks} GPU(s), {pred.nodes} node(s), transport {pred.transport}",
+             f"  step time        {pred.step.step_s * 1e3:10.2f} ms",
+             f"  throughput       {pred.samples_per_s:10.1f} samples/s",
+             f"  speedup          {pred.speedup_vs_1gpu:10.2f} x vs 1 GPU, {pred.speedup_vs_1node:.2f} x vs 1 node "
+             f"(scaling efficiency {pred.scaling_efficiency:.0%})"]
+    if pred.time_to_train_s is not None:
+        lines.append(f"  time to train    {pred.time_to_train_s / 60:10.1f} min")
+    lines.append("  breakdown (ms)   " + ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f}" for k, v in b.items()))
+    return "\n".join(lines) + "\n"

@@ -27,19 +27,34 @@ def build_model(name: str, num_classes: int):
     return getattr(torchvision.models, name)(num_classes=num_classes)
 
 
-def _timed_steps(step, sync, warmup: int, steps: int) -> tuple[list[float], float]:
-    """Wall time of each synchronised step (s) and the process CPU time per step (s)."""
+def _timed_steps(step, sync, warmup: int, steps: int) -> tuple[list[float], list[float], float]:
+    """Wall time of each synchronised step (s), the host time to issue it (s, before the
+    synchronisation: the step is host-bound when this is close to the wall time) and the process
+    CPU time per step (s)."""
     for _ in range(warmup):
         step()
     sync()
-    times = []
+    times, issue = [], []
     cpu0 = time.process_time()
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
+        issue.append(time.perf_counter() - t0)
         sync()
         times.append(time.perf_counter() - t0)
-    return times, (time.process_time() - cpu0) / steps
+    return times, issue, (time.process_time() - cpu0) / steps
+
+
+def _profile(step, sync, steps: int, path: str) -> None:
+    """A torch.profiler (CPU + CUDA) Chrome trace of `steps` steps, each marked 'simcluster_step'."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            with record_function("simcluster_step"):
+                step()
+                sync()
+    prof.export_chrome_trace(path)
 
 
 def _phases(model, opt, loss_fn, x, y, sync, steps: int) -> dict[str, float]:
@@ -93,14 +108,22 @@ def _worker(rank: int, args, port: int, queue) -> None:
         loss_fn(model(x), y).backward()
         opt.step()
 
-    times, cpu_per_step = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
+    times, issue, cpu_per_step = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
+    per_rank = [None] * world
+    if wrap:
+        dist.all_gather_object(per_rank, {"step_times_s": times, "issue_times_s": issue})
+    if args.profile:
+        os.makedirs(args.trace_dir, exist_ok=True)
+        _profile(step, torch.cuda.synchronize, args.profile, os.path.join(
+            args.trace_dir, f"{args.model}_{args.image}_b{args.batch}_w{world}_rank{rank}.pt.trace.json"))
     record = None
     if rank == 0:
         record = {
             "tool": "simcluster-ddp-step", "model": args.model, "image": args.image,
             "batch_per_gpu": args.batch, "world_size": world, "ddp_wrapped": wrap,
             "bucket_cap_mb": args.bucket_mb, "cpu_time_per_step_s": cpu_per_step,
-            "dtype": "float32", "step_times_s": times, "median_step_s": statistics.median(times),
+            "dtype": "float32", "step_times_s": times, "issue_times_s": issue,
+            "median_step_s": statistics.median(times), "ranks": per_rank if wrap else None,
             "grad_bytes": grad_bytes, "gpu": torch.cuda.get_device_name(device),
             "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
             "host": socket.gethostname(), "python": platform.python_version(),
@@ -125,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="after timing, record a torch.profiler Chrome trace of STEPS steps per rank")
+    parser.add_argument("--trace-dir", default="profiler-traces")
     parser.add_argument("--ddp-at-one", action="store_true",
                         help="wrap in DistributedDataParallel even on 1 GPU (isolates the wrapper's cost)")
     args = parser.parse_args(argv)

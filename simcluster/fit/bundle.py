@@ -1,0 +1,215 @@
+"""`simcluster calibrate BUNDLE -o DIR`: every trace in a bundle goes to its fit, one card per component.
+
+  nccl-tests, nccl-tests-socket  -> collective-<tool>.yaml  (all_reduce fitted; other ops in the bundle are
+                                    left for validation)
+  qperf (+ perf-stat)            -> nic-<transport>.yaml     (latency, wire rate, CPU per byte)
+  fio                            -> nvme-<name>.yaml          (service time, parallelism, bandwidth ceiling)
+  ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
+                                    the 2-GPU runs; 4-GPU and socket runs are left for validation)
+Each card names the traces it came from (path and sha256). A run that failed is skipped and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from simcluster import __version__
+from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
+from simcluster.traces.common import sha256_of
+
+
+def _manifest(bundle: Path) -> dict:
+    path = bundle / "manifest.json"
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise TraceFormatError(f"not a trace bundle: {exc.strerror or exc}", where=str(path),
+                               hint="make one with 'simcluster collect --out DIR'") from None
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"line {exc.lineno}: manifest is not valid JSON ({exc.msg})", where=str(path)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise TraceFormatError("manifest has no 'runs' list", where=str(path))
+    return doc
+
+
+def _provenance(paths: list[Path], bundle: Path, manifest: dict) -> dict:
+    import datetime as _dt
+
+    return {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "bundle": str(bundle), "host": {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")},
+            "traces": [{"path": str(p), "sha256": sha256_of(p)} for p in paths]}
+
+
+def _runs(manifest: dict, tool: str) -> list[dict]:
+    return [r for r in manifest["runs"] if r["tool"] == tool and r["status"] == "ok"]
+
+
+def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]:
+    from simcluster.cards import collective_params_yaml, dump_card
+    from simcluster.fit import collective as fit_collective
+    from simcluster.traces import nccl_tests
+
+    runs = [r for r in _runs(manifest, tool) if r["run_id"] == "all_reduce"]
+    if not runs:
+        return []
+    path = bundle / runs[0]["path"] / "stdout.txt"
+    trace = nccl_tests.parse(path, op="all_reduce")
+    params = fit_collective.rounded(fit_collective.fit([trace])[0])
+    card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
+            "description": f"Collective model fitted from {tool} all_reduce in bundle {bundle.name}.",
+            "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
+            "params": collective_params_yaml(params),
+            "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
+            "provenance": _provenance([path], bundle, manifest)}
+    target = out / f"collective-{tool}.yaml"
+    target.write_text(dump_card(card))
+    return [str(target)]
+
+
+def _framing(ground_truth: dict) -> tuple[float, str]:
+    if ground_truth.get("kind") == "veth+tc":
+        return 1448 / 1514, "tc counts 1514-byte frames (Ethernet header, no preamble/FCS): TCP payload 1448/1514"
+    return 1448 / 1538, "Ethernet wire: TCP payload 1448 of 1538 bytes per frame (preamble, FCS, gap)"
+
+
+def _nic(bundle: Path, manifest: dict, out: Path) -> list[str]:
+    from simcluster.cards import dump_card, nic_params_yaml
+    from simcluster.fit.nic import detect_transport, fit_nic
+    from simcluster.traces import perf_stat, qperf
+
+    runs = _runs(manifest, "qperf")
+    if not runs:
+        return []
+    run = runs[-1]
+    path = bundle / run["path"] / "stdout.txt"
+    trace = qperf.parse(path)
+    written = []
+    share, framing_note = _framing(run.get("meta", {}).get("ground_truth") or {})
+    for transport in detect_transport(trace):
+        bw_test = trace.test("tcp_bw" if transport == "tcp" else "rc_bw")
+        bw = bw_test.get("bw")
+        cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
+        notes = []
+        if transport == "tcp" and cpus and cpus > 0.9:
+            raise CalibrationError(f"tcp_bw used {cpus:.0%} of a core: CPU-bound, the wire rate cannot be estimated",
+                                   where=str(path), hint="calibrate with --line-rate from the NIC's speed")
+        line_rate = bw / share if transport == "tcp" else bw
+        notes.append(f"line rate estimated from tcp_bw: the stream was wire-bound ({cpus:.0%} of a core); {framing_note}")
+        params, info = fit_nic(trace, transport, line_rate)
+        sources = [path]
+        perf_runs = _runs(manifest, "perf-stat")
+        if transport == "tcp" and perf_runs:
+            pdir = bundle / perf_runs[-1]["path"]
+            pq = qperf.parse(pdir / "stdout.txt").test("tcp_bw")
+            moved = pq.get("bw") * pq.metrics.get("time", 0.0)
+            stat = perf_stat.parse(pdir / "perf.csv") if (pdir / "perf.csv").is_file() else None
+            cpu_s = stat.cpu_seconds() if stat else None
+            if cpu_s is None:
+                ps = perf_runs[-1].get("proc_stat") or {}
+                b, a = ps.get("before"), ps.get("after")
+                cpu_s = (a["busy"] - b["busy"]) / a["hz"] if a and b else None
+                notes.append("client CPU from /proc/stat (perf stat unavailable)")
+            if cpu_s and moved > 0:
+                notes.append(f"perf stat: qperf client used {cpu_s:.3g} CPU s to send {moved / 1e9:.3g} GB "
+                             f"({cpu_s / moved * 1e9:.3g} s/GB); qperf -v send_cost {params.cpu_s_per_byte * 1e9:.3g} s/GB kept")
+            sources.append(pdir / "stdout.txt")
+        card = {"kind": "nic", "name": f"{bundle.name}-{transport}",
+                "description": f"{transport.upper()} NIC fitted from qperf in bundle {bundle.name}.",
+                "params": nic_params_yaml(params),
+                "fit": {"measured": {info["bw_test"]: f"{bw * 8 / 1e9:.4g}Gbps", info["lat_test"]: f"{info['latency_s'] * 1e6:.4g}us"},
+                        "line_rate_estimated": True, "notes": notes + info["notes"]},
+                "provenance": _provenance(sources, bundle, manifest)}
+        target = out / f"nic-{transport}.yaml"
+        target.write_text(dump_card(card))
+        written.append(str(target))
+    return written
+
+
+def _training(bundle: Path, manifest: dict, out: Path) -> list[str]:
+    from simcluster.cards import ddp_card, dump_card, load_collective, training_card
+    from simcluster.collectives.model import predict
+    from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown
+    from simcluster.training import workload as W
+
+    runs = _runs(manifest, "ddp-step")
+    if not runs:
+        return []
+    written, obs, profiles, sources = [], [], [], []
+    coll = out / "collective-nccl-tests.yaml"
+    params = load_collective(coll)[0] if coll.is_file() else None
+    for run in runs:
+        rdir = bundle / run["path"]
+        records = W.read_runs(rdir / "stdout.txt")
+        single = [r for r in records if r["world_size"] == 1]
+        if not single:
+            continue
+        one = single[0]
+        gpu = W.profile_gpu_s(rdir, one["model"], one["image"], one["batch_per_gpu"])
+        w = W.from_record(one, gpu, str(rdir / "stdout.txt"))
+        sources.append(rdir / "stdout.txt")
+        card = training_card(w, f"{w.model} at {w.image}px, batch {w.batch_per_gpu} per GPU, measured on 1 GPU "
+                                f"({(manifest.get('host', {}).get('gpus') or [{}])[0].get('name', 'GPU')}).",
+                             _provenance([rdir / "stdout.txt"], bundle, manifest))
+        target = out / f"training-{card['name']}.yaml"
+        target.write_text(dump_card(card))
+        written.append(str(target))
+        summary = rdir / "profiler-traces" / "profile-summary.json"
+        if summary.is_file() and gpu:
+            for name, steps in json.loads(summary.read_text()).items():
+                if "_w1_" not in name and isinstance(steps, list) and steps:
+                    profiles.append((gpu, statistics.median(s["compute_busy_s"] for s in steps),
+                                     statistics.median(s["overlap_s"] for s in steps)))
+        for r in records:
+            if r["world_size"] == 2 and params is not None:
+                obs.append(Observation(f"{w.model} x2", w, 2, lambda s, p=params: predict(p, "all_reduce", s, 2).time_s,
+                                       r["median_step_s"]))
+    if len(obs) >= 2:
+        slowdown = overlap_slowdown(profiles)
+        ddp, fit = fit_ddp(obs, slowdown)
+        fit["slowdown_from"] = f"{len(profiles)} multi-GPU profiles: median extra compute time / compute-comm overlap"
+        fit["fitted_on"] = "2-GPU NVLink step times; 4-GPU and socket runs are held out"
+        target = out / "ddp.yaml"
+        target.write_text(dump_card(ddp_card(ddp, fit, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp")))
+        written.append(str(target))
+    return written
+
+
+def calibrate_bundle(bundle: str | Path, out: str | Path) -> tuple[list[str], list[str]]:
+    """Cards written, and one line per trace that could not be used."""
+    bundle, out = Path(bundle), Path(out)
+    manifest = _manifest(bundle)
+    out.mkdir(parents=True, exist_ok=True)
+    written, problems = [], []
+    steps = [("nccl-tests", lambda: _collective(bundle, manifest, "nccl-tests", out)),
+             ("nccl-tests-socket", lambda: _collective(bundle, manifest, "nccl-tests-socket", out)),
+             ("qperf", lambda: _nic(bundle, manifest, out)),
+             ("fio", lambda: _nvme(bundle, manifest, out)),
+             ("ddp-step", lambda: _training(bundle, manifest, out))]
+    for name, step in steps:
+        try:
+            written += step()
+        except SimclusterError as exc:
+            problems.append(f"{name}: {exc.one_line()}")
+    for r in manifest["runs"]:
+        if r["status"] != "ok":
+            problems.append(f"{r['tool']}/{r['run_id']}: skipped ({r['status']})")
+    return written, problems
+
+
+def _nvme(bundle: Path, manifest: dict, out: Path) -> list[str]:
+    runs = _runs(manifest, "fio")
+    if not runs:
+        return []
+    from simcluster.cards import dump_card
+    from simcluster.fit.nvme import fit_nvme, nvme_card
+    from simcluster.traces import fio
+
+    traces = [fio.parse(bundle / r["path"] / "stdout.txt") for r in runs]
+    params, info = fit_nvme([res for t in traces for res in t.results])
+    card = nvme_card(params, f"{bundle.name}-disk", f"Local disk fitted from fio in bundle {bundle.name}.", info,
+                     _provenance([Path(t.path) for t in traces], bundle, manifest))
+    target = out / "nvme-local.yaml"
+    target.write_text(dump_card(card))
+    return [str(target)]

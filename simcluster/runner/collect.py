@@ -1,0 +1,165 @@
+"""`simcluster collect`: run the real tools and write a trace bundle.
+
+    DIR/manifest.json                 host, tool versions, environment, one entry per run
+    DIR/<tool>/<run-id>/stdout.txt    raw output, as the tool printed it
+    DIR/<tool>/<run-id>/stderr.txt
+    DIR/<tool>/<run-id>/run.json      argv, environment overrides, exit code, start/end, CPU accounting
+
+Every run is recorded, whether it worked or not: a tool that is missing, fails or times out is
+an entry with its status and stderr, the files already written stay, the next tool runs, and the
+exit code is EXIT_PARTIAL. The manifest is rewritten after every run, so an interrupted
+collection keeps what it has. Commands are argv lists, never a shell string.
+CPU accounting for every run: the children's user+system CPU seconds (getrusage) and the host's
+busy and total jiffies from /proc/stat before and after.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import resource
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simcluster.runner import host
+
+EXIT_OK, EXIT_PARTIAL = 0, 3
+
+
+@dataclass
+class Step:
+    """One tool invocation."""
+
+    tool: str
+    run_id: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    server_argv: list[str] | None = None   # started before the run and stopped after (qperf's server)
+    ready_argv: list[str] | None = None    # polled until it exits 0 before the run (server up)
+    meta: dict = field(default_factory=dict)  # what calibration needs to know (ground truth, options)
+    stdout_name: str = "stdout.txt"
+
+
+def proc_stat() -> dict[str, int] | None:
+    """Host CPU jiffies from /proc/stat: busy (all but idle and iowait) and total."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return {"busy": sum(fields) - idle, "total": sum(fields), "hz": os.sysconf("SC_CLK_TCK")}
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _start_server(step: Step, run_dir: Path):
+    if not step.server_argv:
+        return None
+    err = open(run_dir / "server.stderr.txt", "w")  # noqa: SIM115 (closed in _stop_server)
+    proc = subprocess.Popen(step.server_argv, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+    proc._simcluster_log = err  # type: ignore[attr-defined]
+    if step.ready_argv:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            if subprocess.run(step.ready_argv, capture_output=True, timeout=10).returncode == 0:
+                break
+            time.sleep(0.2)
+    return proc
+
+
+def _stop_server(proc) -> None:
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc._simcluster_log.close()
+
+
+def run_step(bundle: Path, step: Step) -> dict:
+    """Run one step, write its folder, return its manifest entry."""
+    run_dir = bundle / step.tool / step.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"tool": step.tool, "run_id": step.run_id, "path": str(run_dir.relative_to(bundle)),
+             "argv": step.argv, "env": step.env, "meta": step.meta}
+    if shutil.which(step.argv[0]) is None and not Path(step.argv[0]).is_file():
+        entry.update(status="missing", exit_code=None, stderr_tail=f"{step.argv[0]}: not found")
+        (run_dir / "stderr.txt").write_text(entry["stderr_tail"] + "\n")
+        (run_dir / "run.json").write_text(json.dumps(entry, indent=1))
+        return entry
+    server = None
+    cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
+    status, code = "ok", None
+    with open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err:
+        try:
+            server = _start_server(step, run_dir)
+            done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
+            code = done.returncode
+            status = "ok" if code == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            status = "timeout"
+        except OSError as exc:
+            status = "failed"
+            err.write(f"{exc}\n")
+        finally:
+            _stop_server(server)
+    elapsed, stat1 = time.monotonic() - t0, proc_stat()
+    entry.update(status=status, exit_code=code, start=start, end=_now(), wall_s=round(elapsed, 6),
+                 child_cpu_s=round(_children_cpu() - cpu0, 6),
+                 proc_stat={"before": stat0, "after": stat1})
+    if status != "ok":
+        tail = (run_dir / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
+        entry["stderr_tail"] = "\n".join(tail) or f"{status} after {elapsed:.1f} s"
+    (run_dir / "run.json").write_text(json.dumps(entry, indent=1))
+    return entry
+
+
+@dataclass
+class Bundle:
+    out: Path
+    manifest: dict
+
+    def save(self) -> None:
+        tmp = self.out / "manifest.json.tmp"
+        tmp.write_text(json.dumps(self.manifest, indent=1))
+        tmp.replace(self.out / "manifest.json")
+
+
+def collect(out: str | Path, steps: list[Step], tools: list[str], options: dict, progress=None) -> tuple[dict, int]:
+    """Run every step in order; the bundle's manifest and the exit code (EXIT_OK or EXIT_PARTIAL)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    old = out / "manifest.json"
+    previous = json.loads(old.read_text()).get("runs", []) if old.is_file() else []
+    bundle = Bundle(out, {"format": "simcluster-bundle/1", "created": _now(), "tools": tools,
+                          "options": options, "host": host.describe(tools), "runs": previous, "status": "running"})
+    bundle.save()
+    for step in steps:
+        entry = run_step(out, step)
+        bundle.manifest["runs"] = [r for r in bundle.manifest["runs"]
+                                   if (r["tool"], r["run_id"]) != (step.tool, step.run_id)] + [entry]
+        bundle.save()
+        if progress:
+            progress(entry)
+    bad = [r for r in bundle.manifest["runs"] if r["status"] != "ok"]
+    bundle.manifest["status"] = "partial" if bad else "complete"
+    bundle.manifest["finished"] = _now()
+    bundle.save()
+    return bundle.manifest, EXIT_PARTIAL if bad else EXIT_OK

@@ -1,0 +1,196 @@
+"""What `simcluster collect` runs for each tool: argv lists built from the options.
+
+Tools: nccl-tests (binaries when found, else the built-in torch.distributed benchmark),
+nccl-tests-socket (the same over NCCL's socket transport), qperf, perf-stat (around a qperf
+transfer), fio, dlio, ddp-step. Across hosts: nccl-tests through mpirun with a hostfile (seed
+002's command shape) and the qperf server over ssh. Local network labs: a server and client in
+network namespaces (`ip netns exec`), see simcluster.runner.netlab.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.runner.collect import Step
+
+TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket")
+NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
+SOCKET_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+QPERF_PORT = 19765
+PERF_EVENTS = "task-clock,context-switches,cpu-migrations,cycles,instructions"
+FIO_JOBS = (("randread-4k-qd1", "randread", "4k", 1), ("randread-4k-qd4", "randread", "4k", 4),
+            ("randread-4k-qd16", "randread", "4k", 16), ("randread-4k-qd64", "randread", "4k", 64),
+            ("randread-128k-qd8", "randread", "128k", 8), ("read-1m-qd8", "read", "1m", 8))
+
+
+@dataclass
+class Options:
+    hosts: list[str] = field(default_factory=list)        # first host runs the clients; others are peers
+    nccl_tests: str | None = None                         # folder of *_perf binaries
+    ops: tuple[str, ...] = ("all_reduce",)
+    gpus: int = 0                                         # per host; 0 = all visible
+    min_size: str = "8"
+    max_size: str = "128M"
+    qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
+    qperf_time: int = 5
+    qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
+    server_netns: str | None = None
+    client_netns: str | None = None
+    fio_dir: str | None = None
+    fio_size: str = "512M"
+    fio_runtime: int = 5
+    dlio: str = "dlio_benchmark"
+    dlio_workload: str = "unet3d_h100"
+    dlio_accelerators: tuple[int, ...] = (1,)
+    dlio_overrides: tuple[str, ...] = ()
+    ddp_models: tuple[str, ...] = ("resnet18:32:128",)
+    timeout_s: float = 600.0
+    ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
+
+
+def _netns(ns: str | None) -> list[str]:
+    return ["ip", "netns", "exec", ns] if ns else []
+
+
+def _gpu_count(options: Options) -> int:
+    if options.gpus:
+        return options.gpus
+    return max(1, len(glob.glob("/dev/nvidia[0-9]*")))
+
+
+def _hostfile(out: Path, hosts: list[str], slots: int) -> Path:
+    path = out / "hostfile"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{h} slots={slots}\n" for h in hosts))
+    return path
+
+
+def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
+    tool = "nccl-tests-socket" if socket else "nccl-tests"
+    env = dict(SOCKET_ENV) if socket else {}
+    gpus = _gpu_count(options)
+    steps = []
+    for op in options.ops:
+        binary = Path(options.nccl_tests or "") / f"{op}_perf"
+        sizes = ["-b", options.min_size, "-e", options.max_size, "-f", "2"]
+        if options.nccl_tests and binary.is_file():
+            if len(options.hosts) > 1:
+                hostfile = _hostfile(out, options.hosts, gpus)
+                exports = [x for k in sorted({**env, "NCCL_DEBUG": "INFO"}) for x in ("-x", k)]
+                argv = ["mpirun", "--allow-run-as-root", "-np", str(gpus * len(options.hosts)), "--hostfile",
+                        str(hostfile.resolve()), *exports, str(binary.resolve()), *sizes, "-g", "1"]
+                env = {**env, "NCCL_DEBUG": "INFO"}
+            else:
+                argv = [str(binary.resolve()), *sizes, "-g", str(gpus)]
+            meta = {"implementation": "nccl-tests", "op": op}
+        else:
+            argv = [sys.executable, "-m", "simcluster.runner.torch_collectives", "--op", op, *sizes, "-g", str(gpus)]
+            meta = {"implementation": "torch.distributed (nccl-tests binaries not found)", "op": op}
+        steps.append(Step(tool, op, argv, env, options.timeout_s, meta=meta))
+    return steps
+
+
+def _qperf_server(options: Options) -> tuple[str, list[str]]:
+    """(address the client uses, argv that starts the server)."""
+    if len(options.hosts) > 1 and not options.server_netns:
+        peer = options.hosts[1]
+        return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", peer, "qperf"]
+    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), "qperf"]
+
+
+def qperf_steps(options: Options) -> list[Step]:
+    address, server = _qperf_server(options)
+    client = _netns(options.client_netns)
+    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), address, *options.qperf_tests]
+    meta = {"server": address, "ground_truth": options.ground_truth, "tests": list(options.qperf_tests)}
+    return [Step("qperf", "qperf", argv, {}, options.timeout_s, server, ready, meta)]
+
+
+def perf_steps(options: Options) -> list[Step]:
+    """perf stat around one qperf tcp_bw transfer; without perf, the same transfer with /proc/stat only."""
+    address, server = _qperf_server(options)
+    client = _netns(options.client_netns)
+    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    transfer = ["qperf", "-v", "-t", str(options.qperf_time), address, "tcp_bw"]
+    meta = {"server": address, "transfer": transfer, "ground_truth": options.ground_truth}
+    if shutil.which("perf") is None:
+        meta["fallback"] = "perf not found: CPU from /proc/stat and getrusage"
+        return [Step("perf-stat", "qperf-tcp_bw", [*client, *transfer], {}, options.timeout_s, server, ready, meta)]
+    argv = [*client, "perf", "stat", "-x,", "-o", "perf.csv", "-e", PERF_EVENTS, "--", *transfer]
+    return [Step("perf-stat", "qperf-tcp_bw", argv, {}, options.timeout_s, server, ready, meta)]
+
+
+def fio_steps(options: Options, out: Path) -> list[Step]:
+    folder = Path(options.fio_dir) if options.fio_dir else out / "fio" / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = str((folder / "simcluster-fio.dat").resolve())
+    steps = []
+    for name, rw, bs, qd in FIO_JOBS:
+        argv = ["fio", f"--name={name}", f"--filename={target}", f"--size={options.fio_size}", f"--rw={rw}",
+                f"--bs={bs}", f"--iodepth={qd}", "--ioengine=libaio", "--direct=1", f"--runtime={options.fio_runtime}",
+                "--time_based", "--output-format=json"]
+        steps.append(Step("fio", name, argv, {}, options.timeout_s, meta={"rw": rw, "bs": bs, "iodepth": qd,
+                                                                         "file": target}))
+    return steps
+
+
+def dlio_steps(options: Options, out: Path) -> list[Step]:
+    data = (out / "dlio" / "data").resolve()
+    steps = []
+    for n in options.dlio_accelerators:
+        run_id = f"{options.dlio_workload}-{n}acc"
+        run_dir = (out / "dlio" / run_id).resolve()
+        args = [options.dlio, f"workload={options.dlio_workload}", f"++workload.dataset.data_folder={data}",
+                f"++workload.checkpoint.checkpoint_folder={run_dir / 'checkpoints'}", f"hydra.run.dir={run_dir / 'output'}",
+                f"++workload.output.folder={run_dir / 'output'}", *options.dlio_overrides]
+        argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n), *args] if n > 1 else args
+        steps.append(Step("dlio", run_id, argv, {}, options.timeout_s,
+                          meta={"workload": options.dlio_workload, "accelerators": n,
+                                "overrides": list(options.dlio_overrides), "output": str(run_dir / "output")}))
+    return steps
+
+
+def ddp_steps(options: Options, socket: bool = False) -> list[Step]:
+    steps = []
+    gpus = _gpu_count(options)
+    worlds = [str(w) for w in (1, 2, 4, 8) if w <= gpus and (w > 1 or not socket)]
+    for spec in options.ddp_models:
+        try:
+            model, image, batch = spec.split(":")
+        except ValueError:
+            raise SimclusterError(f"--ddp-model {spec!r}: expected MODEL:IMAGE:BATCH, e.g. resnet18:32:128") from None
+        argv = [sys.executable, "-m", "simcluster.runner.ddp_step", "--model", model, "--image", image, "--batch", batch,
+                "--world", *worlds, "--profile", "6", "--trace-dir", "profiler-traces"]
+        steps.append(Step("ddp-step-socket" if socket else "ddp-step", f"{model}-{image}-b{batch}", argv,
+                          dict(SOCKET_ENV) if socket else {}, options.timeout_s,
+                          meta={"model": model, "image": int(image), "batch": int(batch)}))
+    return steps
+
+
+def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise SimclusterError(f"--tools: unknown tool {unknown[0]!r}", hint=f"one of {', '.join(TOOLS)}")
+    steps: list[Step] = []
+    for tool in tools:
+        if tool == "nccl-tests":
+            steps += nccl_steps(options, out)
+        elif tool == "nccl-tests-socket":
+            steps += nccl_steps(options, out, socket=True)
+        elif tool == "qperf":
+            steps += qperf_steps(options)
+        elif tool == "perf-stat":
+            steps += perf_steps(options)
+        elif tool == "fio":
+            steps += fio_steps(options, out)
+        elif tool == "dlio":
+            steps += dlio_steps(options, out)
+        elif tool in ("ddp-step", "ddp-step-socket"):
+            steps += ddp_steps(options, socket=tool == "ddp-step-socket")
+    return steps

@@ -1,0 +1,113 @@
+"""A training job on a machine: step time, throughput, speedup, breakdown and a Perfetto timeline.
+
+Communication per bucket comes from the machine: one node -> its collective card at N ranks;
+several nodes -> the fabric model (NICs, topology, algorithm choice) for an all_reduce of that
+bucket. Host CPU: the data loader (loader_cpu_per_sample x samples per second per node) and an
+onloaded TCP transport (cores the NIC model says the ring's traffic takes) share the host's cores
+max-min (HostCpu); a loader that gets fewer cores than it needs stalls the step (cpu-bound time).
+Speedup is against the same workload on 1 GPU and on 1 node.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.cards import load_collective, load_ddp, load_training
+from simcluster.collectives.model import predict
+from simcluster.hardware.cpu import HostCpu
+from simcluster.scenario import Machine, TrainingJob
+from simcluster.training.step import DdpParams, StepResult, simulate_step
+
+
+@dataclass
+class TrainingPrediction:
+    workload: str
+    ranks: int
+    nodes: int
+    step: StepResult
+    samples_per_s: float
+    speedup_vs_1gpu: float
+    speedup_vs_1node: float
+    cpu_bound_s: float
+    time_to_train_s: float | None
+    transport: str
+
+    @property
+    def scaling_efficiency(self) -> float:
+        return self.speedup_vs_1gpu / self.ranks
+
+    def as_json(self) -> dict:
+        return {"workload": self.workload, "ranks": self.ranks, "nodes": self.nodes, "transport": self.transport,
+                "step_time_s": self.step.step_s, "samples_per_s": self.samples_per_s,
+                "speedup": self.speedup_vs_1gpu, "speedup_vs_1node": self.speedup_vs_1node,
+                "scaling_efficiency": self.scaling_efficiency, "time_to_train_s": self.time_to_train_s,
+                "breakdown": {**self.step.breakdown, "storage_stall_s": self.step_stall, "cpu_bound_s": self.cpu_bound_s}}
+
+    @property
+    def step_stall(self) -> float:
+        return next((i.end_s - i.start_s for i in self.step.timeline if i.name == "data stall"), 0.0)
+
+
+def _comm(machine: Machine, nodes: int, ranks: int):
+    """(bucket bytes -> all_reduce seconds, transport label, TCP cores per node at full rate)."""
+    intra = load_collective(machine.card)[0]
+    if nodes <= 1:
+        return (lambda size: predict(intra, "all_reduce", int(size), ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
+    from dataclasses import replace
+
+    from simcluster.build import build_cluster
+    from simcluster.collectives.fabric import predict_fabric, ring_flows
+
+    cluster = build_cluster(replace(machine, nodes=nodes), intra)
+    flows = ring_flows(cluster)
+    cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
+    return (lambda size: predict_fabric(cluster, "all_reduce", int(size), None, flows).time_s), cluster.nic.transport, cores
+
+
+def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, float, str]:
+    comm, transport, tcp_cores = _comm(machine, nodes, ranks)
+    step = simulate_step(w, ranks, comm, ddp, job.storage_stall_s)
+    cpu_bound = 0.0
+    if job.loader_cpu_per_sample_s > 0:
+        gpus = min(ranks, machine.gpus_per_node)
+        need = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / step.step_s     # cores to keep up
+        busy = step.comm_total_s / step.step_s if step.step_s else 0.0
+        granted = HostCpu(machine.host_cores).share({"loader": need, "tcp": tcp_cores * min(1.0, busy)})["loader"]
+        if granted < need * (1 - 1e-9):
+            loader_time = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / granted
+            cpu_bound = loader_time - step.step_s
+            step = simulate_step(w, ranks, comm, ddp, job.storage_stall_s + cpu_bound)
+    return step, cpu_bound, transport
+
+
+def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
+    w, _ = load_training(job.workload)
+    ddp = load_ddp(job.ddp)[0] if job.ddp else DdpParams()
+    ranks = machine.nodes * machine.gpus_per_node
+    step, cpu_bound, transport = _step(w, ddp, machine, machine.nodes, ranks, job)
+    one, _, _ = _step(w, ddp, machine, 1, 1, job)
+    node, _, _ = _step(w, ddp, machine, 1, machine.gpus_per_node, job)
+    rate = ranks * w.batch_per_gpu / step.step_s
+    rate_1 = w.batch_per_gpu / one.step_s
+    rate_node = machine.gpus_per_node * w.batch_per_gpu / node.step_s
+    ttt = job.dataset_samples * job.epochs / rate if job.dataset_samples else None
+    return TrainingPrediction(f"{w.model}-{w.image}-b{w.batch_per_gpu}", ranks, machine.nodes, step, rate,
+                              rate / rate_1, rate / rate_node, cpu_bound, ttt, transport)
+
+
+def perfetto_trace(pred: TrainingPrediction, path: str | Path, steps: int = 3) -> None:
+    """Chrome/Perfetto trace JSON (open in ui.perfetto.dev): a few consecutive steps of one rank."""
+    lanes = {"host": 1, "gpu": 2, "comm": 3}
+    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": f"simcluster: {pred.workload} on "
+                                                                            f"{pred.ranks} GPUs (rank 0)"}}]
+    events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": lane}} for lane, tid in lanes.items()]
+    for k in range(steps):
+        offset = k * pred.step.step_s
+        for i in pred.step.timeline:
+            if i.end_s > i.start_s:
+                events.append({"name": i.name, "cat": i.lane, "ph": "X", "pid": 0, "tid": lanes[i.lane],
+                               "ts": round((offset + i.start_s) * 1e6, 3), "dur": round((i.end_s - i.start_s) * 1e6, 3),
+                               "args": {"step": k}})
+    Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))

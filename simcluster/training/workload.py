@@ -1,0 +1,111 @@
+"""A data-parallel training workload as measured on one GPU (a `training-step` card).
+
+From the runner's ddp-step trace (and its torch.profiler summary, when recorded):
+  step_s          median wall time of one synchronised step on 1 GPU
+  host_s          median host time to issue that step (Python + kernel launches)
+  gpu_s           GPU compute busy time per step (union of kernels; the profile), else step_s
+  phases          forward / backward / optimizer shares of the step
+  step_samples_s  the 1-GPU step times themselves: their spread is what ranks wait on each other for
+  grad_bytes      gradient tensors in registration order (DDP buckets them in reverse)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import TraceFormatError
+
+FIRST_BUCKET = 2**20  # torch DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
+
+
+@dataclass(frozen=True)
+class Workload:
+    model: str
+    image: int
+    batch_per_gpu: int
+    step_s: float
+    host_s: float
+    gpu_s: float
+    forward: float          # shares of the step; forward + backward + optimizer = 1
+    backward: float
+    optimizer: float
+    grad_bytes: tuple[int, ...]
+    step_samples_s: tuple[float, ...]
+    bucket_cap_bytes: float = 25 * 2**20
+
+    @property
+    def drain_s(self) -> float:
+        """Measured step time beyond max(host, GPU) on 1 GPU: the closing synchronisation."""
+        return max(0.0, self.step_s - max(self.host_s, self.gpu_s))
+
+    @property
+    def tensors(self) -> int:
+        return len(self.grad_bytes)
+
+    def buckets(self) -> list[int]:
+        """DDP's buckets: gradients in reverse registration order, a 1 MiB first bucket, then the cap."""
+        out, current, limit = [], 0, FIRST_BUCKET
+        for g in reversed(self.grad_bytes):
+            current += g
+            if current >= limit:
+                out.append(current)
+                current, limit = 0, self.bucket_cap_bytes
+        return out + ([current] if current else [])
+
+    def bucket_tensors(self) -> list[int]:
+        """How many gradient tensors each bucket holds (same order as buckets())."""
+        out, current, n, limit = [], 0, 0, FIRST_BUCKET
+        for g in reversed(self.grad_bytes):
+            current, n = current + g, n + 1
+            if current >= limit:
+                out.append(n)
+                current, n, limit = 0, 0, self.bucket_cap_bytes
+        return out + ([n] if n else [])
+
+
+def _phases(record: dict) -> tuple[float, float, float]:
+    p = record.get("phases") or {"forward_s": 1.0, "backward_s": 2.0, "optimizer_s": 0.1}
+    total = p["forward_s"] + p["backward_s"] + p["optimizer_s"]
+    return p["forward_s"] / total, p["backward_s"] / total, p["optimizer_s"] / total
+
+
+def from_record(record: dict, gpu_s: float | None = None, where: str = "") -> Workload:
+    """A Workload from one 1-GPU ddp-step JSON record."""
+    try:
+        times = [float(t) for t in record["step_times_s"]]
+        issue = record.get("issue_times_s") or times  # older traces: no issue time, taken as host-bound
+        f, b, o = _phases(record)
+        step = statistics.median(times)
+        return Workload(str(record["model"]), int(record["image"]), int(record["batch_per_gpu"]), step,
+                        min(step, statistics.median(issue)), min(step, gpu_s or step), f, b, o,
+                        tuple(int(g) for g in record["grad_bytes"]), tuple(times),
+                        float(record.get("bucket_cap_mb", 25.0)) * 2**20)
+    except (KeyError, TypeError, ValueError, statistics.StatisticsError) as exc:
+        raise TraceFormatError(f"ddp-step record: missing or bad {exc}", where=where) from None
+
+
+def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
+    """Median GPU compute busy time of the 1-GPU profile next to a ddp-step run, if recorded."""
+    summary = run_dir / "profiler-traces" / "profile-summary.json"
+    if not summary.is_file():
+        return None
+    steps = json.loads(summary.read_text()).get(f"{model}_{image}_b{batch}_w1_rank0.pt.trace.json")
+    if not isinstance(steps, list) or not steps:
+        return None
+    return statistics.median(s["compute_busy_s"] for s in steps)
+
+
+def read_runs(path: str | Path) -> list[dict]:
+    """Every JSON record of a ddp-step stdout (JSON lines)."""
+    out = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise TraceFormatError(f"line {n}: not a ddp-step JSON record", where=str(path)) from None
+    return out
