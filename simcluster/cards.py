@@ -194,3 +194,16 @@ def load_ddp(path: str | Path):
     key = f"{where}: params"
     return DdpParams(_get(p, "host_per_tensor", key, parse_time), _get(p, "gpu_per_tensor", key, parse_time),
                      float(_get(p, "overlap_slowdown", key))), card
+
+
+def load_nvme(path: str | Path):
+    from simcluster.storage.nvme import NvmeParams
+
+    card = load_card(path, kind="nvme")
+    where = str(path)
+    p = _get(card, "params", where)
+    key = f"{where}: params"
+    bw = _get(p, "bandwidth", key, parse_bandwidth)
+    return NvmeParams(_get(p, "service_time", key, parse_time), float(_get(p, "sigma", key)), int(_get(p, "parallelism", key)),
+                      bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
+                               parse_bandwidth)), card

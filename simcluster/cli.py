@@ -289,6 +289,63 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _storage_setup(args):
+    import dataclasses
+
+    from simcluster.cards import load_nvme
+    from simcluster.storage import dlio_workload
+    from simcluster.storage.loader import LoaderConfig
+    from simcluster.storage.report import COMPUTE_TIME_S
+    from simcluster.units import parse_bandwidth, parse_size
+
+    w = dlio_workload.load(args.workload)
+    if args.accelerator:
+        key = (w.model, args.accelerator.lower())
+        if key not in COMPUTE_TIME_S:
+            known = sorted(f"{m}/{a}" for m, a in COMPUTE_TIME_S)
+            raise SimclusterError(f"--accelerator {args.accelerator}: no published compute time for {w.model}",
+                                  hint=f"known: {', '.join(known)}")
+        w = dataclasses.replace(w, computation_time_s=COMPUTE_TIME_S[key])
+    nvme, card = load_nvme(args.nvme)
+    config = LoaderConfig(io_size=int(parse_size(args.io_size)), depth=args.depth, steps=args.steps,
+                          thread_read_Bps=parse_bandwidth(args.thread_rate) if args.thread_rate else None,
+                          cores=args.cores)
+    return w, nvme, card, config
+
+
+def cmd_storage(args) -> int:
+    from simcluster.storage import loader
+    from simcluster.storage.report import figures, qd_stats, throughput_stats
+
+    w, nvme, card, config = _storage_setup(args)
+    if args.action == "max-accelerators":
+        best, tried = loader.max_accelerators(w, nvme, args.drives, config, seed=args.seed)
+        out = {"workload": w.path, "nvme": card.get("name"), "drives": args.drives,
+               "au_threshold_percent": w.au_threshold * 100,
+               "accelerators": best.accelerators if best else 0,
+               "throughput_MiB_per_s": best.throughput_MiB_per_s if best else 0.0,
+               "au_percent": best.au_percent if best else 0.0,
+               "tried": [{"accelerators": r.accelerators, "au_percent": round(r.au_percent, 2),
+                          "throughput_MiB_per_s": round(r.throughput_MiB_per_s, 1)} for r in tried]}
+        if args.json:
+            print(json.dumps(out, indent=1))
+            return 0
+        print(f"{w.model} ({w.path}) on {args.drives} x {card.get('name')}: AU threshold {w.au_threshold:.0%}")
+        for r in out["tried"]:
+            print(f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}%  {r['throughput_MiB_per_s']:9.1f} MiB/s")
+        print(f"max accelerators: {out['accelerators']} at {out['throughput_MiB_per_s']:.1f} MiB/s, AU {out['au_percent']:.2f}%")
+        return 0
+    r = loader.simulate(w, nvme, args.accelerators, args.drives, config, seed=args.seed)
+    out = {"accelerators": r.accelerators, "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent,
+           "throughput_samples_per_s": r.throughput_samples_per_s, "throughput_MiB_per_s": r.throughput_MiB_per_s,
+           "storage_stall_per_step_s": r.stall_per_step_s, "queue_depth": qd_stats(r),
+           "device_throughput": throughput_stats(r), "latency_s": r.logs[0].latency_percentiles()}
+    if args.plot_dir:
+        out["figures"] = figures(r, args.plot_dir, f"{w.model}-{args.accelerators}acc")
+    print(json.dumps(out, indent=1))
+    return 0
+
+
 def _csv(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
@@ -306,10 +363,12 @@ def cmd_collect(args) -> int:
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
         min_size=args.b, max_size=args.e, qperf_host=args.qperf_host or (gt.get("server")),
-        qperf_time=args.qperf_time, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
+        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat,
+        pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
-        dlio_overrides=tuple(args.dlio_override or ()), ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]),
+        dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
+        ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]),
         timeout_s=args.timeout, ground_truth=gt)
     steps = plans.plan(tools, options, Path(args.out))
 
@@ -324,10 +383,11 @@ def cmd_collect(args) -> int:
             from simcluster.runner import netlab
 
             netlab.down()
-    if not args.fio_dir and (Path(args.out) / "fio" / "data").is_dir():
-        import shutil
+    for scratch in ("fio/data", "dlio/data"):  # test files and datasets, not traces
+        if (Path(args.out) / scratch).is_dir() and not (scratch == "fio/data" and args.fio_dir):
+            import shutil
 
-        shutil.rmtree(Path(args.out) / "fio" / "data")  # the test file, not a trace
+            shutil.rmtree(Path(args.out) / scratch)
     bad = [r for r in manifest["runs"] if r["status"] != "ok"]
     print(f"bundle {args.out}: {len(manifest['runs']) - len(bad)} runs ok, {len(bad)} not ({manifest['status']})")
     for r in bad:
@@ -409,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-e", default="128M")
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
     p.add_argument("--qperf-time", type=int, default=5)
+    p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
+    p.add_argument("--pin", action="store_true", help="pin the qperf client to CPU 0 and a local server to CPU 1 "
+                   "(steadier latency; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
     p.add_argument("--lab-rate", default="400mbit")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
@@ -419,9 +482,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dlio-accelerators", default="1", help="comma-separated emulated accelerator counts")
     p.add_argument("--dlio-override", action="append", metavar="KEY=VALUE", help="hydra override, e.g. "
                    "++workload.dataset.num_files_train=16")
+    p.add_argument("--dlio-warm-cache", action="store_true", help="keep the page cache between DLIO runs "
+                   "(default: drop it so reads reach the disk; needs root)")
     p.add_argument("--ddp-models", help="MODEL:IMAGE:BATCH,... for ddp-step (default resnet18:32:128)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("storage", help="DLIO / MLPerf Storage workloads on NVMe drives")
+    p.add_argument("action", choices=("max-accelerators", "simulate"))
+    p.add_argument("--workload", required=True, help="a DLIO workload YAML (e.g. unet3d_h100.yaml)")
+    p.add_argument("--accelerator", help="take the compute time published for this accelerator (a100, h100, v100)")
+    p.add_argument("--nvme", required=True, metavar="CARD")
+    p.add_argument("--drives", type=int, default=1)
+    p.add_argument("--accelerators", type=int, default=1, help="simulate: emulated accelerators")
+    p.add_argument("--steps", type=int, default=32, help="steps per accelerator to simulate (the first load counts, as in DLIO)")
+    p.add_argument("--io-size", default="4MiB", help="bytes per read I/O (sequential readahead; Linux max_sectors_kb)")
+    p.add_argument("--depth", type=int, default=2, help="reads in flight per loader thread")
+    p.add_argument("--thread-rate", help="bytes/s one loader thread can take in, e.g. 400MB/s (default: no limit)")
+    p.add_argument("--cores", type=float, help="host cores the loader threads share (default: unlimited)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot-dir", help="simulate: write the throughput and queue-depth figures here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_storage)
 
     p = sub.add_parser("lab", help="a two-namespace veth network lab shaped by tc (root)")
     p.add_argument("action", choices=("up", "down"))

@@ -65,13 +65,22 @@ class CollectiveSweep:
 
 
 @dataclass(frozen=True)
+class StorageSpec:
+    workload: Path            # a DLIO workload YAML: sample sizes, read threads, prefetch
+    nvme: Path                # an nvme card
+    drives: int               # local drives per node (striped)
+    io_size: int
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     workload: Path            # a training-step card (1-GPU measurements)
     ddp: Path | None          # a ddp card (fitted DDP overheads); None = no DDP overhead
     dataset_samples: int | None
     epochs: float
     loader_cpu_per_sample_s: float  # host core-seconds to decode/augment one sample (0 = none)
-    storage_stall_s: float    # input-pipeline wait per step from the storage model (0 = none)
+    storage_stall_s: float    # a fixed input-pipeline wait per step (0 = none)
+    storage: StorageSpec | None = None  # or: simulate the loader on local NVMe drives
     kind: str = "training"
 
 
@@ -215,8 +224,10 @@ def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str,
         r.fail("variants", "expected a mapping of label -> overrides")
     out = []
     for label, over in variants.items():
-        r.mapping(over, f"variants.{label}", set(), {"machine", "description"})
+        r.mapping(over, f"variants.{label}", set(), {"machine", "jobs", "description"})
         merged = _merge({k: v for k, v in doc.items() if k != "variants"}, {"machine": over.get("machine", {})})
+        if "jobs" in over:  # a variant may replace the job list (e.g. a different storage setup)
+            merged["jobs"] = over["jobs"]
         out.append((str(label), _build(path, merged, r, nodes)))
     return out
 
@@ -282,12 +293,19 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
 
 
 def _training(r: _Reader, job: dict, key: str) -> TrainingJob:
-    r.mapping(job, key, {"kind", "workload"}, {"ddp", "dataset_samples", "epochs", "loader_cpu_per_sample", "storage_stall"})
+    r.mapping(job, key, {"kind", "workload"}, {"ddp", "dataset_samples", "epochs", "loader_cpu_per_sample", "storage_stall",
+                                               "storage"})
     ddp = r.card(job, key, "ddp") if "ddp" in job else None
+    storage = None
+    if job.get("storage") is not None:
+        k = f"{key}.storage"
+        d = r.mapping(job["storage"], k, {"workload", "nvme"}, {"drives", "io_size"})
+        storage = StorageSpec(r.card(d, k, "workload"), r.card(d, k, "nvme"), r.integer(d, k, "drives", default=1),
+                              int(r.quantity(d, k, "io_size", parse_size_arg, "4MiB")))
     samples = r.integer(job, key, "dataset_samples") if "dataset_samples" in job else None
     return TrainingJob(r.card(job, key, "workload"), ddp, samples, r.number(job, key, "epochs", 0, 1),
                        r.quantity(job, key, "loader_cpu_per_sample", parse_time, "0s"),
-                       r.quantity(job, key, "storage_stall", parse_time, "0s"))
+                       r.quantity(job, key, "storage_stall", parse_time, "0s"), storage)
 
 
 def _resolve(scenario_path: Path, ref: str) -> Path:

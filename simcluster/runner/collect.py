@@ -56,6 +56,17 @@ def proc_stat() -> dict[str, int] | None:
     return {"busy": sum(fields) - idle, "total": sum(fields), "hz": os.sysconf("SC_CLK_TCK")}
 
 
+def drop_caches() -> bool:
+    """Flush the page cache so a storage run reads from the device (root only; False otherwise)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -104,6 +115,8 @@ def run_step(bundle: Path, step: Step) -> dict:
         (run_dir / "run.json").write_text(json.dumps(entry, indent=1))
         return entry
     server = None
+    if step.meta.get("drop_caches"):
+        entry["page_cache_dropped"] = drop_caches()
     cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
     status, code = "ok", None
     with open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err:

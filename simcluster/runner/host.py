@@ -64,13 +64,27 @@ def nccl_version() -> str | None:
     return found.group(0) if found else None
 
 
+def block_devices() -> dict[str, dict]:
+    """Readahead and largest I/O per block device: they set the I/O sizes a sequential reader issues."""
+    import glob
+
+    out = {}
+    for q in glob.glob("/sys/block/*/queue"):
+        dev = q.split("/")[3]
+        try:
+            out[dev] = {k: int(open(f"{q}/{k}").read()) for k in ("read_ahead_kb", "max_sectors_kb", "nr_requests")}
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def describe(tools: list[str]) -> dict:
     gpu = gpus()
     versions = {name: _first_line(argv) for name, argv in VERSION_ARGV.items() if argv}
     return {
         "hostname": platform.node(), "cpu_model": cpu_model(), "cores": os.cpu_count(),
         "kernel": platform.release(), "os": platform.platform(), "python": platform.python_version(),
-        "gpus": gpu, "nccl": nccl_version() if gpu else None,
+        "gpus": gpu, "nccl": nccl_version() if gpu else None, "block_devices": block_devices(),
         "tool_versions": {k: v for k, v in versions.items() if v is not None},
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }

@@ -38,6 +38,8 @@ class Options:
     max_size: str = "128M"
     qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
     qperf_time: int = 5
+    qperf_repeat: int = 3                                  # client runs (the fit takes the median)
+    pin: bool = False                                      # client on CPU 0, local server on CPU 1 (taskset)
     qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
     server_netns: str | None = None
     client_netns: str | None = None
@@ -48,6 +50,7 @@ class Options:
     dlio_workload: str = "unet3d_h100"
     dlio_accelerators: tuple[int, ...] = (1,)
     dlio_overrides: tuple[str, ...] = ()
+    dlio_cold_cache: bool = True                          # drop the page cache before each run
     ddp_models: tuple[str, ...] = ("resnet18:32:128",)
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
@@ -95,27 +98,32 @@ def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
     return steps
 
 
+def _pin(options: Options, cpu: int) -> list[str]:
+    return ["taskset", "-c", str(cpu)] if options.pin else []
+
+
 def _qperf_server(options: Options) -> tuple[str, list[str]]:
     """(address the client uses, argv that starts the server)."""
     if len(options.hosts) > 1 and not options.server_netns:
         peer = options.hosts[1]
         return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", peer, "qperf"]
-    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), "qperf"]
+    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 1), "qperf"]
 
 
 def qperf_steps(options: Options) -> list[Step]:
     address, server = _qperf_server(options)
-    client = _netns(options.client_netns)
+    client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
     argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), address, *options.qperf_tests]
     meta = {"server": address, "ground_truth": options.ground_truth, "tests": list(options.qperf_tests)}
-    return [Step("qperf", "qperf", argv, {}, options.timeout_s, server, ready, meta)]
+    return [Step("qperf", f"qperf-{k + 1}", argv, {}, options.timeout_s, server, ready, meta)
+            for k in range(max(1, options.qperf_repeat))]
 
 
 def perf_steps(options: Options) -> list[Step]:
     """perf stat around one qperf tcp_bw transfer; without perf, the same transfer with /proc/stat only."""
     address, server = _qperf_server(options)
-    client = _netns(options.client_netns)
+    client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
     transfer = ["qperf", "-v", "-t", str(options.qperf_time), address, "tcp_bw"]
     meta = {"server": address, "transfer": transfer, "ground_truth": options.ground_truth}
@@ -141,17 +149,25 @@ def fio_steps(options: Options, out: Path) -> list[Step]:
 
 
 def dlio_steps(options: Options, out: Path) -> list[Step]:
+    """Generate the dataset once, then one training run per accelerator count, each from a cold
+    page cache (meta drop_caches) so the reads reach the disk; DLIO's traces via dftracer."""
     data = (out / "dlio" / "data").resolve()
-    steps = []
+    common = [f"workload={options.dlio_workload}", f"++workload.dataset.data_folder={data}",
+              "++workload.workflow.checkpoint=False", *options.dlio_overrides]
+    gen_dir = (out / "dlio" / "generate").resolve()
+    steps = [Step("dlio", "generate", [options.dlio, *common, "++workload.workflow.generate_data=True",
+                                       "++workload.workflow.train=False", f"hydra.run.dir={gen_dir}",
+                                       f"++workload.output.folder={gen_dir}"], {}, options.timeout_s,
+                  meta={"workload": options.dlio_workload, "role": "generate"})]
+    env = {"DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": "1"}
     for n in options.dlio_accelerators:
         run_id = f"{options.dlio_workload}-{n}acc"
         run_dir = (out / "dlio" / run_id).resolve()
-        args = [options.dlio, f"workload={options.dlio_workload}", f"++workload.dataset.data_folder={data}",
-                f"++workload.checkpoint.checkpoint_folder={run_dir / 'checkpoints'}", f"hydra.run.dir={run_dir / 'output'}",
-                f"++workload.output.folder={run_dir / 'output'}", *options.dlio_overrides]
+        args = [options.dlio, *common, "++workload.workflow.generate_data=False", "++workload.workflow.train=True",
+                f"hydra.run.dir={run_dir / 'output'}", f"++workload.output.folder={run_dir / 'output'}"]
         argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n), *args] if n > 1 else args
-        steps.append(Step("dlio", run_id, argv, {}, options.timeout_s,
-                          meta={"workload": options.dlio_workload, "accelerators": n,
+        steps.append(Step("dlio", run_id, argv, env, options.timeout_s,
+                          meta={"workload": options.dlio_workload, "accelerators": n, "drop_caches": options.dlio_cold_cache,
                                 "overrides": list(options.dlio_overrides), "output": str(run_dir / "output")}))
     return steps
 

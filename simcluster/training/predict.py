@@ -66,9 +66,30 @@ def _comm(machine: Machine, nodes: int, ranks: int):
     return (lambda size: predict_fabric(cluster, "all_reduce", int(size), None, flows).time_s), cluster.nic.transport, cores
 
 
+def storage_stall_s(w, job: TrainingJob, step_s: float, gpus: int) -> float:
+    """Mean wait per step for the input pipeline: one DLIO-style loader per GPU of a node reading its
+    samples from the node's local drives, each GPU consuming a batch every step_s."""
+    if job.storage is None:
+        return job.storage_stall_s
+    import dataclasses
+
+    from simcluster.cards import load_nvme
+    from simcluster.storage import dlio_workload, loader
+
+    spec = job.storage
+    dl = dataclasses.replace(dlio_workload.load(spec.workload), batch_size=w.batch_per_gpu, computation_time_s=step_s,
+                             computation_stdev_s=0.0)
+    nvme, _ = load_nvme(spec.nvme)
+    run = loader.simulate(dl, nvme, gpus, spec.drives, loader.LoaderConfig(io_size=spec.io_size, steps=24))
+    return job.storage_stall_s + run.stall_per_step_s
+
+
 def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, float, str]:
     comm, transport, tcp_cores = _comm(machine, nodes, ranks)
-    step = simulate_step(w, ranks, comm, ddp, job.storage_stall_s)
+    step = simulate_step(w, ranks, comm, ddp, 0.0)
+    stall = storage_stall_s(w, job, step.step_s, min(ranks, machine.gpus_per_node))
+    if stall > 0:
+        step = simulate_step(w, ranks, comm, ddp, stall)
     cpu_bound = 0.0
     if job.loader_cpu_per_sample_s > 0:
         gpus = min(ranks, machine.gpus_per_node)
@@ -78,7 +99,7 @@ def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: Trai
         if granted < need * (1 - 1e-9):
             loader_time = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / granted
             cpu_bound = loader_time - step.step_s
-            step = simulate_step(w, ranks, comm, ddp, job.storage_stall_s + cpu_bound)
+            step = simulate_step(w, ranks, comm, ddp, stall + cpu_bound)
     return step, cpu_bound, transport
 
 

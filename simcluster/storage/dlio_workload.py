@@ -1,0 +1,129 @@
+"""DLIO / MLPerf Storage workload YAML, read as DLIO reads it (the files under DLIO's
+configs/workload/, e.g. unet3d_h100.yaml), checked strictly: an unknown section or key, or a value
+of the wrong type, is one line naming the file, line and key.
+
+Only what the storage model uses is interpreted; the rest of DLIO's schema (checkpoint, profiling,
+output, ...) is accepted as known and ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from simcluster.errors import ScenarioError
+
+KNOWN = {
+    "model": None, "framework": None,
+    "workflow": {"generate_data", "train", "checkpoint", "evaluation", "profiling", "debug", "do_eval"},
+    "dataset": {"data_folder", "format", "num_files_train", "num_files_eval", "num_samples_per_file", "record_length",
+                "record_length_stdev", "record_length_resize", "num_subfolders_train", "num_subfolders_eval",
+                "enable_chunking", "chunk_size", "compression", "compression_level", "file_prefix", "keep_files",
+                "generation_buffer_size",
+                "record_length_bytes", "record_length_bytes_stdev", "record_length_bytes_resize"},
+    "reader": {"data_loader", "batch_size", "batch_size_eval", "read_threads", "file_shuffle", "sample_shuffle",
+               "prefetch_size", "computation_threads", "transfer_size", "preprocess_time", "preprocess_time_stdev",
+               "read_type", "shuffle_size", "data_loader_classname", "data_loader_sampler", "reader_classname",
+               "multiprocessing_context", "pin_memory", "odirect", "dont_use_mmap", "file_access"},
+    "train": {"epochs", "computation_time", "computation_time_stdev", "total_training_steps", "seed_change_epoch", "seed"},
+    "evaluation": {"eval_time", "eval_time_stdev", "epochs_between_evals", "eval_after_epoch"},
+    "checkpoint": {"checkpoint_folder", "checkpoint_after_epoch", "epochs_between_checkpoints", "model_size",
+                   "steps_between_checkpoints", "type", "checkpoint_mechanism_classname", "fsync", "time_between_checkpoints",
+                   "num_checkpoints", "model_datatype", "optimizer_datatype", "tensor_parallelism", "pipeline_parallelism",
+                   "zero_stage", "optimization_groups", "layer_parameters", "num_layers"},
+    "metric": {"au"},
+    "output": {"folder", "log_file", "metric"},
+    "profiling": {"profiler", "iostat_devices"},
+    "model_config": None, "storage": {"storage_root", "storage_type"}, "hydra": None,
+}
+
+
+@dataclass(frozen=True)
+class DlioWorkload:
+    path: str
+    model: str
+    format: str
+    num_files: int
+    samples_per_file: int
+    record_bytes: float
+    record_stdev_bytes: float
+    batch_size: int
+    read_threads: int
+    prefetch: int
+    computation_time_s: float
+    computation_stdev_s: float
+    epochs: int
+    au_threshold: float      # fraction, e.g. 0.90
+
+    def steps_per_epoch(self, accelerators: int) -> int:
+        """DLIO: floor(samples / (batch x ranks))."""
+        return (self.num_files * self.samples_per_file) // (self.batch_size * accelerators)
+
+
+def _lines(text: str) -> dict[str, int]:
+    out = {}
+    node = yaml.compose(text)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            out[k.value] = k.start_mark.line + 1
+            if isinstance(v, yaml.MappingNode):
+                for k2, _ in v.value:
+                    out[f"{k.value}.{k2.value}"] = k2.start_mark.line + 1
+    return out
+
+
+def load(path: str | Path) -> DlioWorkload:
+    path = Path(path)
+    try:
+        text = path.read_text()
+        doc = yaml.safe_load(text)
+        lines = _lines(text)
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the workload: {exc.strerror or exc}", where=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ScenarioError(f"not valid YAML ({getattr(exc, 'problem', exc)})",
+                            where=f"{path}:{mark.line + 1}" if mark else str(path)) from None
+
+    def fail(key: str, message: str, hint: str | None = None):
+        line = lines.get(key)
+        raise ScenarioError(f"{key}: {message}" if key else message, where=f"{path}:{line}" if line else str(path), hint=hint)
+
+    if not isinstance(doc, dict):
+        fail("", "a DLIO workload is a mapping with sections dataset, reader, train, ...")
+    for section, value in doc.items():
+        if section not in KNOWN:
+            fail(section, f"unknown section '{section}'", hint=f"DLIO sections: {', '.join(sorted(KNOWN))}")
+        keys = KNOWN[section]
+        if keys is not None:
+            if not isinstance(value, dict):
+                fail(section, "expected a mapping")
+            for key in value:
+                if key not in keys:
+                    fail(f"{section}.{key}", f"unknown key '{key}'", hint=f"known in {section}: {', '.join(sorted(keys))}")
+
+    def get(section: str, key: str, kind, default=None, minimum=None):
+        value = (doc.get(section) or {}).get(key, default)
+        if value is None:
+            fail(f"{section}.{key}" if section in doc else section, f"missing key '{key}'")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            fail(f"{section}.{key}", f"expected an integer, got {value!r}")
+        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            fail(f"{section}.{key}", f"expected a number, got {value!r}")
+        if minimum is not None and value < minimum:
+            fail(f"{section}.{key}", f"expected >= {minimum}, got {value!r}")
+        return kind(value)
+
+    for section in ("dataset", "reader", "train"):
+        if section not in doc:
+            fail("", f"missing section '{section}'")
+    record = get("dataset", "record_length", float, doc.get("dataset", {}).get("record_length_bytes"), 1)
+    stdev = get("dataset", "record_length_stdev", float, doc["dataset"].get("record_length_bytes_stdev", 0), 0)
+    return DlioWorkload(str(path), str(doc.get("model", path.stem)), str(doc["dataset"].get("format", "npz")),
+                        get("dataset", "num_files_train", int, None, 1), get("dataset", "num_samples_per_file", int, 1, 1),
+                        record, stdev, get("reader", "batch_size", int, None, 1), get("reader", "read_threads", int, 1, 0),
+                        get("reader", "prefetch_size", int, 2, 0), get("train", "computation_time", float, 0.0, 0),
+                        get("train", "computation_time_stdev", float, 0.0, 0), get("train", "epochs", int, 1, 1),
+                        get("metric", "au", float, 0.9, 0) if "metric" in doc else 0.9)

@@ -1,0 +1,186 @@
+"""DLIO's training loop on emulated accelerators, reading from NVMe drives (SimPy).
+
+Per accelerator (one MPI rank in DLIO): a PyTorch-style loader with `read_threads` workers; worker
+w builds batches w, w+T, w+2T, ... by reading each sample's file from start to end in `io_size`
+reads with `depth` reads in flight (the kernel's readahead), and may run at most `prefetch`
+batches ahead of the step that consumes them. The step loop: wait for the batch (load), then
+compute for computation_time, then a barrier across accelerators (DLIO's per-step sync).
+Files are spread over the drives round-robin (a striped volume). With `page_cache`, a sample
+read before in the run comes from memory (no I/O).
+
+Outputs per run, computed exactly as DLIO computes them (dlio_benchmark/utils/statscounter.py):
+  AU per rank = sum(compute[1:]) / (block wall - proc[0]) x 100,   averaged over ranks
+  throughput  = steps x batch / block wall  (samples/s per rank, summed over ranks)
+  I/O rate    = throughput x record_length / 2^20  (MiB/s; DLIO prints it as "MB/s")
+plus the device log: throughput over time, queue depth per I/O, latency percentiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from simcluster.storage.dlio_workload import DlioWorkload
+from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    io_size: int = 256 * 1024    # bytes per read I/O (readahead window for sequential file reads)
+    depth: int = 2               # reads in flight per worker
+    steps: int | None = None     # steps per rank to simulate (default: one DLIO epoch)
+    page_cache: bool = False
+    thread_read_Bps: float | None = None  # bytes/s one worker can take in (copy, decode); None = no limit
+    cores: float | None = None   # host cores the workers share; None = one per worker
+
+
+@dataclass
+class RunResult:
+    accelerators: int
+    drives: int
+    steps: int
+    au_percent: float
+    throughput_samples_per_s: float
+    throughput_MiB_per_s: float
+    wall_s: float
+    stall_per_step_s: float      # mean wait for a batch, first step excluded
+    logs: list[IoLog] = field(default_factory=list)
+    compute: list[list[float]] = field(default_factory=list)
+    proc: list[list[float]] = field(default_factory=list)
+
+
+def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> float:
+    """DLIO's AU of one rank's block: first step excluded from both compute and wall."""
+    total_compute = float(np.sum(compute[1:]))
+    if total_compute == 0:
+        return 0.0
+    return total_compute / (wall_s - proc[0]) * 100.0
+
+
+def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
+             config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
+    env = simpy.Environment()
+    rng = np.random.default_rng(seed)
+    logs = [IoLog() for _ in range(drives)]
+    devices = [NvmeDevice(env, nvme, rng, logs[d]) for d in range(drives)]
+    steps = config.steps or workload.steps_per_epoch(accelerators)
+    if steps < 2:
+        raise ValueError(f"{workload.path}: {steps} step(s) per rank at {accelerators} accelerators; AU needs >= 2")
+    files = workload.num_files
+    sizes = np.maximum(config.io_size, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)
+    order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle
+    cached: set[int] = set()
+    threads = max(1, workload.read_threads)
+    barrier_waiters: list = []
+    compute_log = [[] for _ in range(accelerators)]
+    wait_log = [[] for _ in range(accelerators)]
+    proc_log = [[] for _ in range(accelerators)]
+    t_start = [0.0] * accelerators
+    t_end = [0.0] * accelerators
+
+    cpu = simpy.Resource(env, capacity=max(1, int(config.cores))) if config.cores else None
+
+    def consume(n: int):
+        if config.thread_read_Bps is None:
+            return
+        if cpu is None:
+            yield env.timeout(n / config.thread_read_Bps)
+            return
+        with cpu.request() as core:
+            yield core
+            yield env.timeout(n / config.thread_read_Bps)
+
+    def read_file(f: int):
+        dev = devices[f % drives]
+        size, offset, inflight = int(sizes[f]), 0, []
+        while offset < size:
+            n = min(config.io_size, size - offset)
+            offset += n
+            inflight.append((env.process(dev.read(n)), n))
+            if len(inflight) >= config.depth:
+                done, m = inflight.pop(0)
+                yield done
+                yield from consume(m)
+        for done, m in inflight:
+            yield done
+            yield from consume(m)
+
+    def sample_file(rank: int, step: int, k: int) -> int:
+        idx = (step * accelerators + rank) * workload.batch_size + k
+        return int(order[idx % len(order)]) // workload.samples_per_file
+
+    def worker(rank: int, w: int, ready: list, credits: simpy.Container):
+        for step in range(w, steps, threads):
+            yield credits.get(1)
+            for k in range(workload.batch_size):
+                f = sample_file(rank, step, k)
+                if config.page_cache and f in cached:
+                    continue
+                yield from read_file(f)
+                cached.add(f)
+            ready[step].succeed()
+
+    def barrier():
+        ev = env.event()
+        barrier_waiters.append(ev)
+        if len(barrier_waiters) == accelerators:
+            for e in barrier_waiters:
+                e.succeed()
+            barrier_waiters.clear()
+        return ev
+
+    def rank_loop(rank: int):
+        ready = [env.event() for _ in range(steps)]
+        credits = simpy.Container(env, init=threads * max(1, workload.prefetch), capacity=10**9)
+        for w in range(threads):
+            env.process(worker(rank, w, ready, credits))
+        t_start[rank] = env.now
+        for step in range(steps):
+            asked = env.now
+            yield ready[step]
+            wait_log[rank].append(env.now - asked)
+            yield credits.put(1)
+            t0 = env.now
+            c = workload.computation_time_s
+            if workload.computation_stdev_s > 0:
+                c = max(0.0, rng.normal(c, workload.computation_stdev_s))
+            yield env.timeout(c)
+            yield barrier()
+            compute_log[rank].append(c)
+            proc_log[rank].append(env.now - t0)
+        t_end[rank] = env.now
+
+    for r in range(accelerators):
+        env.process(rank_loop(r))
+    env.run()
+    walls = [t_end[r] - t_start[r] for r in range(accelerators)]
+    au = float(np.mean([dlio_au_percent(compute_log[r], proc_log[r], walls[r]) for r in range(accelerators)]))
+    samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
+    stall = float(np.mean([np.mean(wait_log[r][1:]) for r in range(accelerators)]))  # steady state: first load excluded
+    return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
+                     stall, logs, compute_log, proc_log)
+
+
+def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),
+                     seed: int = 0, limit: int = 4096) -> tuple[RunResult | None, list[RunResult]]:
+    """The largest accelerator count whose AU meets the workload's threshold (MLPerf Storage's
+    headline), by doubling then bisection (AU falls as accelerators are added)."""
+    threshold = workload.au_threshold * 100
+    tried: dict[int, RunResult] = {}
+
+    def run(n: int) -> RunResult:
+        if n not in tried:
+            tried[n] = simulate(workload, nvme, n, drives, config, seed)
+        return tried[n]
+
+    if run(1).au_percent < threshold:
+        return None, list(tried.values())
+    lo, hi = 1, 2
+    while hi <= limit and run(hi).au_percent >= threshold:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if run(mid).au_percent >= threshold else (lo, mid)
+    return run(lo), [tried[k] for k in sorted(tried)]

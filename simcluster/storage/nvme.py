@@ -1,0 +1,88 @@
+"""NVMe SSD model: a submission queue, internal parallelism, a fitted service-time distribution and
+a bandwidth ceiling (PCIe link / controller).
+
+An I/O of s bytes submitted at time t:
+  1. waits for one of P internal units (channels x dies working in parallel; FIFO queue),
+  2. occupies it for  t0 * X + s / B_unit,  X ~ lognormal(mu = -sigma^2 / 2, sigma)  (mean 1),
+  3. then crosses the link, shared by all I/Os in FIFO order at B (s / B each).
+Small random reads are bounded by P / t0 (IOPS ceiling), large reads by B (bandwidth ceiling).
+Queue depth seen by an I/O = I/Os outstanding on the device when it is submitted (0 = idle device).
+Parameters come from a card (models/nvme/): published specifications plus a service-time shape
+fitted from fio (simcluster.fit.nvme). See docs/models/storage.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+
+@dataclass(frozen=True)
+class NvmeParams:
+    service_time_s: float     # t0: mean media time of a 4 KiB random read
+    sigma: float              # lognormal shape of the service time
+    parallelism: int          # P: I/Os the media serves at once
+    bandwidth_Bps: float      # B: link/controller ceiling
+    unit_bandwidth_Bps: float  # B_unit: one I/O's media transfer rate
+
+    @property
+    def iops_ceiling(self) -> float:
+        return self.parallelism / (self.service_time_s + 4096 / self.unit_bandwidth_Bps)
+
+
+@dataclass
+class IoLog:
+    """What the device saw: per I/O submission time, queue depth at submission, completion, bytes."""
+
+    submit_s: list[float] = field(default_factory=list)
+    qd: list[int] = field(default_factory=list)
+    done_s: list[float] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+
+    def throughput(self, bin_s: float, end_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """(bin start times, bytes/s completed in each bin)."""
+        bins = np.arange(0.0, end_s + bin_s, bin_s)
+        hist, _ = np.histogram(self.done_s, bins=bins, weights=self.nbytes)
+        return bins[:-1], hist / bin_s
+
+    def latency_percentiles(self, pcts=(50, 90, 99, 99.9)) -> dict[float, float]:
+        lat = np.asarray(self.done_s) - np.asarray(self.submit_s)
+        return {p: float(np.percentile(lat, p)) for p in pcts} if len(lat) else {}
+
+
+class NvmeDevice:
+    """One drive inside a SimPy environment."""
+
+    def __init__(self, env: simpy.Environment, params: NvmeParams, rng: np.random.Generator, log: IoLog | None = None):
+        self.env, self.p, self.rng = env, params, rng
+        self.units = simpy.Resource(env, capacity=params.parallelism)
+        self.link = simpy.Resource(env, capacity=1)
+        self.outstanding = 0
+        self.log = log if log is not None else IoLog()
+        self._mu = -params.sigma**2 / 2
+
+    def _service(self, nbytes: int) -> float:
+        x = math.exp(self._mu + self.p.sigma * self.rng.standard_normal()) if self.p.sigma > 0 else 1.0
+        return self.p.service_time_s * x + nbytes / self.p.unit_bandwidth_Bps
+
+    def read(self, nbytes: int):
+        """A SimPy process: one read I/O of nbytes."""
+        env = self.env
+        submit = env.now
+        qd = self.outstanding
+        self.outstanding += 1
+        with self.units.request() as unit:
+            yield unit
+            yield env.timeout(self._service(nbytes))
+        with self.link.request() as link:
+            yield link
+            yield env.timeout(nbytes / self.p.bandwidth_Bps)
+        self.outstanding -= 1
+        log = self.log
+        log.submit_s.append(submit)
+        log.qd.append(qd)
+        log.done_s.append(env.now)
+        log.nbytes.append(nbytes)

@@ -1,0 +1,65 @@
+"""Seed 001's figures from a simulated run: device throughput over time, queue depth over time,
+and the queue-depth histogram (share of I/Os submitted at each depth)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from simcluster.storage.loader import RunResult
+
+# accelerator -> per-model emulated compute time per step (s), MLPerf Storage / DLIO workload configs
+COMPUTE_TIME_S = {("unet3d", "a100"): 0.636, ("unet3d", "h100"): 0.323, ("unet3d", "v100"): 1.3604,
+                  ("resnet50", "a100"): 0.435, ("resnet50", "h100"): 0.224,
+                  ("cosmoflow", "a100"): 0.00551, ("cosmoflow", "h100"): 0.00350, ("cosmoflow", "v100"): 0.00936}
+
+
+def qd_stats(result: RunResult) -> dict:
+    qd = np.concatenate([np.asarray(log.qd) for log in result.logs]) if result.logs else np.array([])
+    if not len(qd):
+        return {}
+    return {"ios": int(len(qd)), "qd_max": int(qd.max()), "qd0_share": float(np.mean(qd == 0)),
+            "qd1_share": float(np.mean(qd == 1)), "qd_80_110_share": float(np.mean((qd >= 80) & (qd <= 110))),
+            "qd_below_10_share": float(np.mean(qd < 10)), "qd_p50": float(np.percentile(qd, 50))}
+
+
+def throughput_stats(result: RunResult, bin_s: float = 0.1) -> dict:
+    _, bw = result.logs[0].throughput(bin_s, result.wall_s)
+    return {"bin_s": bin_s, "mean_MBps": float(bw.mean() / 1e6), "p50_MBps": float(np.percentile(bw, 50) / 1e6),
+            "p90_MBps": float(np.percentile(bw, 90) / 1e6), "max_MBps": float(bw.max() / 1e6)}
+
+
+def figures(result: RunResult, folder: str | Path, label: str, bin_s: float = 0.1) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = result.logs[0]
+    t, bw = log.throughput(bin_s, result.wall_s)
+    paths = []
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(t, bw / 1e6, lw=0.8)
+    ax.set(xlabel="time (s)", ylabel="device read MB/s", title=f"{label}: throughput ({bin_s * 1e3:.0f} ms bins)")
+    paths.append(folder / f"{label}-throughput.png")
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(log.submit_s, log.qd, ".", ms=1)
+    ax.set(xlabel="time (s)", ylabel="queue depth at submission", title=f"{label}: queue depth")
+    paths.append(folder / f"{label}-qd.png")
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=110)
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    qd = np.asarray(log.qd)
+    counts = np.bincount(qd)
+    ax.bar(np.arange(len(counts)), counts / counts.sum() * 100, width=1.0)
+    ax.set(xlabel="queue depth", ylabel="% of I/Os", title=f"{label}: queue-depth histogram")
+    paths.append(folder / f"{label}-qd-histogram.png")
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=110)
+    plt.close("all")
+    return [str(p) for p in paths]

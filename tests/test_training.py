@@ -1,0 +1,111 @@
+"""Training step model: order statistics, the 1-GPU identity, held-out fidelity on real H200 runs,
+predict training (JSON keys, Perfetto), seed 000 and the what-if scenarios."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from simcluster.cards import load_training
+from simcluster.cli import main
+from simcluster.training.step import DdpParams, expected_max, simulate_step
+
+BUNDLE = ROOT / "calibration" / "h200x4-collect-2026-11-22"
+SCENARIOS = sorted((ROOT / "scenarios" / "whatif").glob("*.yaml")) + [ROOT / "scenarios" / "seed000-resnet18-2servers.yaml"]
+
+
+def test_expected_max_matches_enumeration():
+    x = [1.0, 2.0, 4.0]
+    for n in (1, 2, 3):
+        brute = np.mean([max(c) for c in itertools.product(x, repeat=n)])
+        assert expected_max(x, n) == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("card", sorted((ROOT / "models" / "training").glob("h200-*.yaml")))
+def test_one_gpu_step_reproduces_its_measurement(card):
+    w, _ = load_training(card)
+    step = simulate_step(w, 1, lambda s: 0.0, DdpParams(1e-5, 1e-5, 0.2))
+    assert step.step_s == pytest.approx(w.step_s, rel=1e-3)  # the card rounds to 4 digits
+    assert step.sync_wait_s == 0 and step.exposed_comm_s == 0
+
+
+def test_buckets_follow_ddp_rules():
+    w, _ = load_training(ROOT / "models" / "training" / "h200-resnet50-224-b64.yaml")
+    buckets = w.buckets()
+    assert sum(buckets) == sum(w.grad_bytes)
+    assert buckets[0] >= 2**20 and all(b >= 25 * 2**20 for b in buckets[1:-1])
+    assert sum(w.bucket_tensors()) == w.tensors
+
+
+def _validation() -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "training_validation.py"), str(BUNDLE)],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_held_out_gpu_bound_steps_within_stated_error():
+    """Fitted on 2-GPU NVLink runs; the held-out ResNet-50 (GPU-bound) runs at 4 GPUs and over the socket
+    transport are predicted within 7% (measured: +1.8%, +1.2%, -6.5%). Host-bound small steps are NOT
+    within that (ResNet-18/34: -14% to -31%) and this test records that too, so a change shows."""
+    out = _validation()
+    rows = {line.split()[0] + " " + line.split()[1] + " " + line.split()[2]: float(line.split()[-1].rstrip("%"))
+            for line in out.splitlines() if line.strip().startswith("resnet") and line.strip().split()[-1].endswith("%")}
+    for key in ("resnet50 x4 nvlink", "resnet50 x2 socket", "resnet50 x4 socket"):
+        assert abs(rows[key]) <= 7.0, (key, rows[key])
+    assert rows["resnet34 x4 nvlink"] < -10.0  # the known miss: DDP's host cost on small steps
+
+
+def test_predict_training_json_keys_and_perfetto(tmp_path, capsys):
+    trace = tmp_path / "step.json"
+    sc = ROOT / "scenarios" / "seed000-resnet18-2servers.yaml"
+    assert main(["predict", "training", "--scenario", str(sc), "--json", "--trace", str(trace)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for v in out:
+        assert {"step_time_s", "samples_per_s", "speedup", "breakdown"} <= set(v)
+        assert {"compute_s", "exposed_communication_s", "storage_stall_s", "cpu_bound_s"} <= set(v["breakdown"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["tid"] for e in spans} == {1, 2, 3} and all(e["dur"] > 0 for e in spans)
+
+
+def test_seed000_speedup_and_tcp(capsys):
+    """Seed 000: 27 -> 15 min on 2 servers (speedup 1.8). RoCE within 10%; TCP clearly slower."""
+    sc = ROOT / "scenarios" / "seed000-resnet18-2servers.yaml"
+    assert main(["predict", "training", "--scenario", str(sc), "--json"]) == 0
+    roce, tcp = json.loads(capsys.readouterr().out)
+    assert roce["speedup"] == pytest.approx(27 / 15, rel=0.10)
+    assert tcp["speedup"] < roce["speedup"] - 0.3
+    assert main(["predict", "training", "--scenario", str(sc), "--json", "--nodes", "16"]) == 0
+    roce16, tcp16 = json.loads(capsys.readouterr().out)
+    assert 10 < roce16["speedup"] < 16 and tcp16["speedup"] < roce16["speedup"]
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_what_if_scenarios_run(path, capsys):
+    assert main(["run", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    steps = [v["jobs"][0]["step_time_s"] for v in doc["variants"]]
+    assert len(steps) >= 2 and all(s > 0 for s in steps)
+    assert len(set(steps)) > 1  # every what-if changes the answer
+
+
+def test_training_job_bad_key_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "s.yaml"
+    bad.write_text((ROOT / "scenarios" / "seed000-resnet18-2servers.yaml").read_text()
+                   .replace("epochs: 1", "epoch: 1").replace("../", str(ROOT) + "/"))
+    assert main(["predict", "training", "--scenario", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "epoch" in err and "s.yaml" in err
+
+
+def test_storage_stall_falls_with_drives(capsys):
+    assert main(["run", str(ROOT / "scenarios" / "whatif" / "nvme-drives.yaml"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    stall = [v["jobs"][0]["breakdown"]["storage_stall_s"] for v in doc["variants"]]
+    assert stall[0] > 0.005 and stall[1] < stall[0] and stall[2] <= stall[1]
