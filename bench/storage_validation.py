@@ -2,9 +2,10 @@
 
     python bench/storage_validation.py [BUNDLE]
 
-Inputs: the disk card fitted from fio (same bundle), the loader thread rate fitted from a separate
-warm-cache DLIO run (dlio-warm/: the page cache serves the reads, so it measures the thread, not
-the disk), the host's cores, and the I/O size the kernel's readahead issues (max_sectors_kb of the
+Inputs: the disk card fitted from fio (same bundle), the loader thread rate measured by separate
+calibration runs (dlio-cold/: one read thread, compute 0, page cache dropped, so the whole pipeline
+of one thread including the kernel's buffered reads; dlio-warm/ for comparison), the host's cores,
+and the I/O size the kernel's readahead issues (max_sectors_kb of the
 block device, from the manifest). Each cold-cache DLIO run (dlio/unet3d_h100-<N>acc) is then
 predicted and compared with DLIO's own summary.json: AU and throughput (MiB/s).
 """
@@ -47,12 +48,14 @@ def main() -> None:
     cards = Path("/tmp/simcluster-storage-validation")
     calibrate_bundle(bundle, cards)
     nvme, _ = load_nvme(cards / "nvme-local.yaml")
-    warm = next((bundle / "dlio-warm").glob("*/output"))
-    open_rate, info = thread_rate_Bps(dlio.parse_pfw(warm / "trace-0-of-1.pfw.gz"))
-    warm_summary = dlio.parse_summary(warm / "summary.json")
-    rate = warm_summary.io_MiB_per_s * 2**20  # one read thread, compute 0, page cache warm: the whole pipeline
-    print(f"warm-cache run, 1 read thread: file reads {open_rate / 1e6:.0f} MB/s inside NPZReader.open; "
-          f"whole pipeline (worker -> main process) {rate / 1e6:.0f} MB/s: the thread rate used")
+    rates = {}
+    for cache in ("warm", "cold"):
+        out = next((bundle / f"dlio-{cache}").glob("*/output"))
+        open_rate, _ = thread_rate_Bps(dlio.parse_pfw(out / "trace-0-of-1.pfw.gz"))
+        rates[cache] = dlio.parse_summary(out / "summary.json").io_MiB_per_s * 2**20
+        print(f"{cache}-cache calibration run (1 read thread, compute 0): file reads {open_rate / 1e6:.0f} MB/s inside "
+              f"NPZReader.open, whole pipeline {rates[cache] / 1e6:.0f} MB/s")
+    rate = rates["cold"]  # what one loader thread sustains when its reads reach the disk
     host = manifest["host"]
     dev = max(host.get("block_devices", {"vda": {"max_sectors_kb": 1024}}).values(), key=lambda d: d["max_sectors_kb"])
     config = loader.LoaderConfig(io_size=dev["max_sectors_kb"] * 1024, depth=2, thread_read_Bps=rate, cores=host["cores"])

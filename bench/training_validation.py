@@ -18,8 +18,8 @@ from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives.model import predict
-from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown, predict_all
 from simcluster.fit.bundle import calibrate_bundle
+from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown, predict_all
 from simcluster.training import workload as W
 
 ROOT = Path(__file__).resolve().parent.parent
