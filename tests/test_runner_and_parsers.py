@@ -18,7 +18,7 @@ from simcluster.cli import main
 from simcluster.errors import SimclusterError, TraceFormatError
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.runner import collect, plans
-from simcluster.traces import dlio, fio, nccl_tests, perf_stat, qperf, torch_profiler
+from simcluster.traces import dlio, fio, nccl_tests, perf_stat, perftest, qperf, torch_profiler
 from simcluster.units import parse_bandwidth
 
 LOCAL = ROOT / "calibration" / "local-2026-11-22"
@@ -33,7 +33,8 @@ REAL = {
     "dlio-epochs": (dlio.parse_epoch_stats, LOCAL / "dlio" / "unet3d_h100-1acc" / "output" / "per_epoch_stats.json"),
     "nccl-tests": (nccl_tests.parse, GPU / "nccl-tests" / "all_reduce" / "stdout.txt"),
 }
-PARSERS = {name: parse for name, (parse, _) in REAL.items()} | {"pfw": dlio.parse_pfw, "torch-profiler": torch_profiler.parse}
+PARSERS = {name: parse for name, (parse, _) in REAL.items()} | {"pfw": dlio.parse_pfw, "torch-profiler": torch_profiler.parse,
+                                                               "perftest": perftest.parse}
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
