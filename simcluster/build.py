@@ -9,7 +9,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
-from simcluster.scenario import CollectiveSweep, Machine, Scenario, TrainingJob
+from simcluster.scenario import CollectiveSweep, Machine, QperfJob, Scenario, TrainingJob
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -50,10 +50,17 @@ def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
 
 def run_scenario(scenario: Scenario) -> list[dict]:
     params, card = load_collective(scenario.machine.card)
-    sweeps = [j for j in scenario.jobs if isinstance(j, CollectiveSweep)]
+    sweeps = [j for j in scenario.jobs if isinstance(j, CollectiveSweep)]  # only sweeps need the cluster built here
     cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 and sweeps else None
     results = []
     for job in scenario.jobs:
+        if isinstance(job, QperfJob):
+            from simcluster.hardware import qperf_model
+
+            nic, card = load_nic(scenario.machine.nic.card)
+            results.append({"job": job, "qperf": qperf_model.predict(nic, job.tests, job.streams, scenario.machine.host_cores),
+                            "nic_card": card.get("name")})
+            continue
         if isinstance(job, TrainingJob):
             from simcluster.training.predict import predict_training
 

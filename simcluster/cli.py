@@ -227,11 +227,45 @@ def cmd_predict_training(args) -> int:
     return 0
 
 
+def _validate_qperf(args) -> int:
+    from simcluster.build import run_scenario
+    from simcluster.scenario import load
+    from simcluster.traces import qperf
+
+    if not args.scenario:
+        raise SimclusterError("validating a qperf trace needs --scenario (a scenario with a 'kind: qperf' job)")
+    trace = qperf.parse(args.trace)
+    preds = [r for r in run_scenario(load(args.scenario)) if "qperf" in r]
+    if not preds:
+        raise SimclusterError("the scenario has no 'kind: qperf' job", where=args.scenario)
+    rows = []
+    for test, predicted in preds[0]["qperf"].items():
+        found = [t for t in trace.tests if t.name == test and t.error is None]
+        if not found:
+            continue
+        measured = found[-1].get("bw" if test.endswith("_bw") else "latency")
+        rows.append({"test": test, "measured": measured, "predicted": predicted, "error_pct": (predicted / measured - 1) * 100})
+    if not rows:
+        raise SimclusterError("no test of the scenario's qperf job is in the trace", where=args.trace)
+    if args.json:
+        print(json.dumps({"trace": args.trace, "scenario": args.scenario, "rows": rows}, indent=1))
+        return 0
+    for r in rows:
+        unit, scale = ("MB/s", 1e-6) if r["test"].endswith("_bw") else ("us", 1e6)
+        print(f"{r['test']:>8}  measured {r['measured'] * scale:9.2f} {unit}  predicted {r['predicted'] * scale:9.2f} {unit}  "
+              f"error {r['error_pct']:+6.1f}%")
+    return 0
+
+
 def cmd_validate(args) -> int:
+    if _is_qperf(args.trace):
+        return _validate_qperf(args)
     from simcluster.cards import load_collective
     from simcluster.fit.validate import summary, validate
     from simcluster.report.tables import validation_table
 
+    if not args.card:
+        raise SimclusterError("validating an nccl-tests log needs --card")
     params, card = load_collective(args.card)
     trace = _trace(args.trace, args.op)
     rows = validate(params, trace)
@@ -255,6 +289,8 @@ def cmd_validate(args) -> int:
 
 
 def _job_json(r: dict) -> dict:
+    if "qperf" in r:
+        return {"kind": "qperf", "nic_card": r["nic_card"], "predicted": r["qperf"]}
     if "training" in r:
         return {"kind": "training", **r["training"].as_json()}
     return {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
@@ -280,6 +316,12 @@ def cmd_run(args) -> int:
         if label:
             print(f"\n== variant {label}")
         for r in results:
+            if "qperf" in r:
+                from simcluster.hardware.qperf_model import qperf_text
+
+                print(f"\nqperf predicted from NIC card {r['nic_card']}:")
+                sys.stdout.write(qperf_text(r["qperf"]))
+                continue
             if "training" in r:
                 sys.stdout.write(training_table(r["training"]))
                 continue
@@ -449,9 +491,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
     t.set_defaults(func=cmd_predict_training)
 
-    p = sub.add_parser("validate", help="predicted vs measured for an nccl-tests log")
+    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
     p.add_argument("trace")
-    p.add_argument("--card", required=True)
+    p.add_argument("--card")
+    p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
     p.add_argument("--op")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png")
@@ -470,8 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
     p.add_argument("--qperf-time", type=int, default=5)
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
-    p.add_argument("--pin", action="store_true", help="pin the qperf client to CPU 0 and a local server to CPU 1 "
-                   "(steadier latency; on with --lab)")
+    p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
+                   "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
     p.add_argument("--lab-rate", default="400mbit")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")

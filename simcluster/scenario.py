@@ -64,6 +64,18 @@ class CollectiveSweep:
     algorithm: str | None = None
 
 
+QPERF_TESTS = ("tcp_bw", "tcp_lat", "rc_bw", "rc_lat")
+
+
+@dataclass(frozen=True)
+class QperfJob:
+    """qperf between two nodes of the machine, predicted from its NIC card and fabric."""
+
+    tests: tuple[str, ...]
+    streams: int = 1
+    kind: str = "qperf"
+
+
 @dataclass(frozen=True)
 class StorageSpec:
     workload: Path            # a DLIO workload YAML: sample sizes, read threads, prefetch
@@ -91,7 +103,7 @@ class Scenario:
     description: str
     seed: int
     machine: Machine
-    jobs: tuple[CollectiveSweep | TrainingJob, ...]
+    jobs: tuple[CollectiveSweep | TrainingJob | QperfJob, ...]
 
 
 def _line_index(node, prefix="", out=None) -> dict[str, int]:
@@ -267,8 +279,17 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
         if isinstance(job, dict) and job.get("kind") == "training":
             jobs.append(_training(r, job, key))
             continue
+        if isinstance(job, dict) and job.get("kind") == "qperf":
+            r.mapping(job, key, {"kind", "tests"}, {"streams"})
+            tests = job["tests"]
+            if not isinstance(tests, list) or not tests or any(t not in QPERF_TESTS for t in tests):
+                r.fail(f"{key}.tests", f"expected a list of qperf tests from {', '.join(QPERF_TESTS)}, got {tests!r}")
+            if machine.nic is None:
+                r.fail("machine", "a qperf job needs machine.nic (a NIC card)")
+            jobs.append(QperfJob(tuple(tests), r.integer(job, key, "streams", default=1)))
+            continue
         r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
-        r.choice(job, key, "kind", ("collective_sweep", "training"))
+        r.choice(job, key, "kind", ("collective_sweep", "training", "qperf"))
         try:
             op = canonical_op(str(job["op"]))
         except SimclusterError:

@@ -123,6 +123,21 @@ def test_lab_calibration_recovers_the_tc_rate_and_predicts_the_second_run():
         assert nic.rate_Bps(1) == pytest.approx(bw, rel=0.10)
 
 
+def test_scenario_predicts_the_second_collection(capsys):
+    """scenarios/local-lab-qperf.yaml (the committed card from the first bundle) against the median of the
+    second, separate collection's five runs: tcp_bw and tcp_lat within 10% (measured: 0.0% and -6.2%)."""
+    import statistics
+
+    rows = []
+    for path in sorted((RUN2 / "qperf").glob("*/stdout.txt")):
+        assert main(["validate", str(path), "--scenario", str(ROOT / "scenarios" / "local-lab-qperf.yaml"), "--json"]) == 0
+        rows += json.loads(capsys.readouterr().out)["rows"]
+    for test in ("tcp_bw", "tcp_lat"):
+        measured = statistics.median(r["measured"] for r in rows if r["test"] == test)
+        predicted = next(r["predicted"] for r in rows if r["test"] == test)
+        assert predicted == pytest.approx(measured, rel=0.10), test
+
+
 def test_nvme_card_from_fio_has_the_disk_shape():
     out = ROOT / "calibration" / ".test-cards2"
     calibrate_bundle(LOCAL, out)

@@ -39,7 +39,7 @@ class Options:
     qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
     qperf_time: int = 5
     qperf_repeat: int = 3                                  # client runs (the fit takes the median)
-    pin: bool = False                                      # client on CPU 0, local server on CPU 1 (taskset)
+    pin: bool = False                                      # client and a local server on CPU 0 (taskset)
     qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
     server_netns: str | None = None
     client_netns: str | None = None
@@ -107,7 +107,7 @@ def _qperf_server(options: Options) -> tuple[str, list[str]]:
     if len(options.hosts) > 1 and not options.server_netns:
         peer = options.hosts[1]
         return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", peer, "qperf"]
-    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 1), "qperf"]
+    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 0), "qperf"]
 
 
 def qperf_steps(options: Options) -> list[Step]:
