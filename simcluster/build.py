@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simcluster.cards import load_aggregation, load_collective, load_nic
+from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives import des
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
@@ -39,7 +39,17 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
     spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
                       f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
     aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
-    return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation)
+    nvls = None
+    if machine.nvls_card:
+        table, latency, _ = load_nvls(machine.nvls_card)
+        if machine.gpus_per_node not in table:
+            from simcluster.errors import ModelCardError
+
+            raise ModelCardError(f"no NVLS bandwidth for {machine.gpus_per_node} GPUs per node (has {sorted(table)})",
+                                 where=str(machine.nvls_card))
+        nvls = (table[machine.gpus_per_node], latency)
+    return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
+                   nvls)
 
 
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):

@@ -207,3 +207,19 @@ def load_nvme(path: str | Path):
     return NvmeParams(_get(p, "service_time", key, parse_time), float(_get(p, "sigma", key)), int(_get(p, "parallelism", key)),
                       bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
                                parse_bandwidth)), card
+
+
+def load_nvls(path: str | Path) -> tuple[dict[int, float], float, dict]:
+    """An NVLink SHARP card (kind: nvls): all_reduce algbw by GPUs per node (bytes/s), and a latency."""
+    card = load_card(path, kind="nvls")
+    where = str(path)
+    p = _get(card, "params", where)
+    key = f"{where}: params"
+    table = _get(p, "allreduce_algbw", key)
+    if not isinstance(table, dict) or not table:
+        raise ModelCardError("params.allreduce_algbw: expected a mapping of GPUs per node -> bandwidth", where=where)
+    try:
+        algbw = {int(k): parse_bandwidth(v) for k, v in table.items()}
+    except (ValueError, UnitError) as exc:
+        raise ModelCardError(f"params.allreduce_algbw: {exc}", where=where) from None
+    return algbw, _get(p, "latency", key, parse_time), card

@@ -475,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
     c.add_argument("--card", help="a collective card (one node); or use --scenario")
     c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
-    c.add_argument("--algorithm", choices=("ring", "tree", "hierarchical", "in-network"),
+    c.add_argument("--algorithm", choices=("ring", "tree", "hierarchical", "in-network", "nvls-tree"),
                    help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
     c.add_argument("--op", required=True)
     c.add_argument("--ranks", type=int)

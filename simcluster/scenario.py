@@ -51,6 +51,7 @@ class Machine:
     fabric: FabricConfig | None = None
     host_cores: float = 64.0
     aggregation_card: Path | None = None
+    nvls_card: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class _Reader:
 
 
 def _machine(r: _Reader, m) -> Machine:
-    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation"})
+    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls"})
     card = r.card(m, "machine")
     gpus, nodes = r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1)
     nic = fabric = aggregation = None
@@ -213,7 +214,11 @@ def _machine(r: _Reader, m) -> Machine:
     if m.get("aggregation") is not None:  # null switches it off (what-if variants)
         d = r.mapping(m["aggregation"], "machine.aggregation", {"card"}, set())
         aggregation = r.card(d, "machine.aggregation")
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation)
+    nvls = None
+    if m.get("nvls") is not None:  # NVLink SHARP in the node's NVSwitches
+        d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
+        nvls = r.card(d, "machine.nvls")
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls)
 
 
 def _merge(base: dict, over: dict) -> dict:

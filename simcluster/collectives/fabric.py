@@ -10,6 +10,7 @@ B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce o
   tree          T = max(2 S / B_nvl, S / B_net)                   + 2 log2(N) * l_nic + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
+  nvls-tree     T = max(S / algbw_NVLS(G), S / B_net) + l_NVLS + 2 log2(N) l_nic     (NVLink SHARP nodes)
 (l_step = the larger of the NIC latency and the intra card's per-step latency). Other
 collectives scale the ring's bytes by their bus factor. As NCCL's tuner does, the algorithm run is
 the fastest one unless the scenario forces one. See docs/models/fabric.md.
@@ -30,7 +31,7 @@ from simcluster.hardware.switch import AggregationParams
 from simcluster.network.fabric import Fabric
 from simcluster.network.sharing import max_min_rates
 
-ALGORITHMS = ("ring", "tree", "hierarchical", "in-network")
+ALGORITHMS = ("ring", "tree", "hierarchical", "in-network", "nvls-tree")
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
 
 
@@ -43,6 +44,7 @@ class Cluster:
     host_cores: float = 64.0
     nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
     aggregation: AggregationParams | None = None
+    nvls: tuple[float, float] | None = None     # NVLink SHARP: (intra-node all_reduce algbw B/s, latency s)
 
     @property
     def nodes(self) -> int:
@@ -133,6 +135,12 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
         shard = size_bytes / G
         t_net = 2 * (N - 1) / N * shard / (b_net / G) + 2 * (N - 1) * l_nic
         options["hierarchical"] = (rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag})
+        if cluster.nvls is not None:
+            nvls_bw, nvls_lat = cluster.nvls
+            # NVLSTree: NVSwitch reduces inside the node while the node's NICs run the inter-node tree,
+            # pipelined: the slower of the two streams sets the time
+            t_nvls = base + nvls_lat + max(size_bytes / nvls_bw, size_bytes / b_net) + 2 * math.log2(N) * l_nic
+            options["nvls-tree"] = (t_nvls, {"nvls_algbw_Bps": nvls_bw, "network_Bps": b_net})
         if cluster.aggregation is not None:
             # each NIC streams its share of the node's S bytes through the switch, all NICs at once
             t_sw = cluster.aggregation.allreduce_time_s(size_bytes / cluster.fabric.spec.nics_per_node)
