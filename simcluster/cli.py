@@ -400,7 +400,7 @@ def cmd_collect(args) -> int:
     if args.lab:
         from simcluster.runner import netlab
 
-        lab = netlab.up(args.lab_rate)
+        lab = netlab.up(args.lab_rate, args.lab_delay)
         gt = lab.ground_truth
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
@@ -517,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
     p.add_argument("--lab-rate", default="400mbit")
+    p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
     p.add_argument("--fio-size", default="512M")
     p.add_argument("--fio-runtime", type=int, default=5)
@@ -551,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help="a two-namespace veth network lab shaped by tc (root)")
     p.add_argument("action", choices=("up", "down"))
     p.add_argument("--rate", default="400mbit")
-    p.add_argument("--delay", help="one-way delay (needs netem in the kernel)")
+    p.add_argument("--delay", help="one-way delay, e.g. 10ms (a userspace delay line between the namespaces)")
     p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("run", help="run a scenario")

@@ -9,9 +9,11 @@ Addresses: 10.77.0.1 in `sc-a` (client), 10.77.0.2 in `sc-b` (server). A token b
 shapes egress on both ends; tbf counts L2 frame bytes (Ethernet header included, no preamble or
 FCS), so TCP's payload share of the rate is 1448 / 1514 with timestamps at MTU 1500. Segmentation
 offloads are off so frames leave MTU-sized.
-A known delay needs `tc netem` (or an EDT qdisc: fq, etf); kernels built without them, like this
-project's sandbox (CONFIG_NET_SCH_NETEM is not set), get `up()` refusing a delay with a one-line
-error rather than a lab whose ground truth is wrong.
+A known delay: with `delay`, the two namespaces are joined through a third one, `sc-m`, where a
+userspace delay line (simcluster.runner.delayline) forwards every frame `delay` later in each
+direction (one-way delay = `delay`, RTT = 2 x delay). It replaces `tc netem`, which this project's
+kernel lacks (CONFIG_NET_SCH_NETEM is not set, and no EDT qdisc: fq, etf). Offloads are off on all
+veths so frames are MTU-sized and carry complete checksums.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 from simcluster.errors import SimclusterError
 
-CLIENT_NS, SERVER_NS = "sc-a", "sc-b"
+CLIENT_NS, SERVER_NS, MIDDLE_NS = "sc-a", "sc-b", "sc-m"
+PIDFILE = "/tmp/simcluster-lab-delayline.pid"
 CLIENT_IP, SERVER_IP = "10.77.0.1", "10.77.0.2"
 MTU = 1500
 
@@ -34,6 +37,7 @@ class Lab:
     @property
     def ground_truth(self) -> dict:
         return {"kind": "veth+tc", "rate": self.rate, "one_way_delay": self.delay, "mtu": MTU,
+                "delay_method": "userspace delay line (simcluster.runner.delayline)" if self.delay else None,
                 "frame_payload": "1448B", "frame_on_tc": "1514B",
                 "client_netns": CLIENT_NS, "server_netns": SERVER_NS, "server": SERVER_IP}
 
@@ -50,30 +54,64 @@ def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
 
 
 def down() -> None:
-    for ns in (CLIENT_NS, SERVER_NS):
+    import os
+    import signal
+
+    try:
+        with open(PIDFILE) as f:
+            os.kill(int(f.read().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+    try:
+        os.unlink(PIDFILE)
+    except OSError:
+        pass
+    for ns in (CLIENT_NS, SERVER_NS, MIDDLE_NS):
         _run(["ip", "netns", "del", ns], check=False)
 
 
-def _qdisc(rate: str, delay: str | None) -> list[str]:
-    if delay:
-        return ["netem", "delay", delay, "rate", rate, "limit", "100000"]
-    return ["tbf", "rate", rate, "burst", "64kb", "latency", "100ms"]
+def _exec(ns: str) -> list[str]:
+    return ["ip", "netns", "exec", ns]
+
+
+def _link_up(ns: str, dev: str) -> None:
+    _run([*_exec(ns), "ip", "link", "set", dev, "mtu", str(MTU), "up"])
+    # offloads off: MTU-sized frames (the rate applies per frame) with complete checksums
+    _run([*_exec(ns), "ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"],
+         check=False)
 
 
 def up(rate: str, delay: str | None = None) -> Lab:
-    """(Re)create the lab. `rate` and `delay` are tc's own strings (400mbit, 500us)."""
+    """(Re)create the lab. `rate` is tc's string (400mbit); `delay` a one-way delay ("10ms")."""
+    import subprocess
+    import sys
+
+    from simcluster.units import parse_time
+
+    delay_s = parse_time(delay) if delay else None
     down()
-    ns_exec = {ns: ["ip", "netns", "exec", ns] for ns in (CLIENT_NS, SERVER_NS)}
-    _run(["ip", "netns", "add", CLIENT_NS])
-    _run(["ip", "netns", "add", SERVER_NS])
-    _run(["ip", "link", "add", "sc-veth-a", "netns", CLIENT_NS, "type", "veth", "peer", "name", "sc-veth-b",
-          "netns", SERVER_NS])
+    for ns in (CLIENT_NS, SERVER_NS) + ((MIDDLE_NS,) if delay else ()):
+        _run(["ip", "netns", "add", ns])
+    if delay:
+        _run(["ip", "link", "add", "sc-veth-a", "netns", CLIENT_NS, "type", "veth", "peer", "name", "sc-veth-ma",
+              "netns", MIDDLE_NS])
+        _run(["ip", "link", "add", "sc-veth-b", "netns", SERVER_NS, "type", "veth", "peer", "name", "sc-veth-mb",
+              "netns", MIDDLE_NS])
+        for dev in ("sc-veth-ma", "sc-veth-mb"):
+            _link_up(MIDDLE_NS, dev)
+            _run([*_exec(MIDDLE_NS), "ip", "link", "set", dev, "promisc", "on"])
+    else:
+        _run(["ip", "link", "add", "sc-veth-a", "netns", CLIENT_NS, "type", "veth", "peer", "name", "sc-veth-b",
+              "netns", SERVER_NS])
     for ns, dev, ip in ((CLIENT_NS, "sc-veth-a", CLIENT_IP), (SERVER_NS, "sc-veth-b", SERVER_IP)):
-        run = ns_exec[ns]
-        _run([*run, "ip", "addr", "add", f"{ip}/24", "dev", dev])
-        _run([*run, "ip", "link", "set", dev, "mtu", str(MTU), "up"])
-        _run([*run, "ip", "link", "set", "lo", "up"])
-        # offloads off: segments leave as MTU-sized frames, so netem's rate applies per frame
-        _run([*run, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], check=False)
-        _run([*run, "tc", "qdisc", "add", "dev", dev, "root", *_qdisc(rate, delay)])
+        _run([*_exec(ns), "ip", "addr", "add", f"{ip}/24", "dev", dev])
+        _link_up(ns, dev)
+        _run([*_exec(ns), "ip", "link", "set", "lo", "up"])
+        _run([*_exec(ns), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "100ms"])
+    if delay:
+        proc = subprocess.Popen([*_exec(MIDDLE_NS), "taskset", "-c", "1", sys.executable, "-m", "simcluster.runner.delayline",
+                                 "sc-veth-ma", "sc-veth-mb", repr(delay_s)], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        with open(PIDFILE, "w") as f:
+            f.write(str(proc.pid))
     return Lab(rate, delay)
