@@ -18,10 +18,15 @@ veths so frames are MTU-sized and carry complete checksums.
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from simcluster.errors import SimclusterError
+from simcluster.units import parse_time
 
 CLIENT_NS, SERVER_NS, MIDDLE_NS = "sc-a", "sc-b", "sc-m"
 PIDFILE = "/tmp/simcluster-lab-delayline.pid"
@@ -54,9 +59,6 @@ def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
 
 
 def down() -> None:
-    import os
-    import signal
-
     try:
         with open(PIDFILE) as f:
             os.kill(int(f.read().strip()), signal.SIGTERM)
@@ -83,12 +85,10 @@ def _link_up(ns: str, dev: str) -> None:
 
 def up(rate: str, delay: str | None = None) -> Lab:
     """(Re)create the lab. `rate` is tc's string (400mbit); `delay` a one-way delay ("10ms")."""
-    import subprocess
-    import sys
-
-    from simcluster.units import parse_time
-
     delay_s = parse_time(delay) if delay else None
+    if delay and shutil.which("ethtool") is None:
+        raise SimclusterError("a lab with a delay needs ethtool (checksum offloads must be off for the delay line)",
+                              hint="apt-get install ethtool")
     down()
     for ns in (CLIENT_NS, SERVER_NS) + ((MIDDLE_NS,) if delay else ()):
         _run(["ip", "netns", "add", ns])
