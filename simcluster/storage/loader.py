@@ -46,6 +46,7 @@ class RunResult:
     throughput_MiB_per_s: float
     wall_s: float
     stall_per_step_s: float      # mean wait for a batch, first step excluded
+    events: int = 0              # SimPy events processed (for the speed benchmark)
     logs: list[IoLog] = field(default_factory=list)
     compute: list[list[float]] = field(default_factory=list)
     proc: list[list[float]] = field(default_factory=list)
@@ -155,12 +156,13 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     for r in range(accelerators):
         env.process(rank_loop(r))
     env.run()
+    events = next(env._eid)  # SimPy's event counter: events scheduled in this run
     walls = [t_end[r] - t_start[r] for r in range(accelerators)]
     au = float(np.mean([dlio_au_percent(compute_log[r], proc_log[r], walls[r]) for r in range(accelerators)]))
     samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
     stall = float(np.mean([np.mean(wait_log[r][1:]) for r in range(accelerators)]))  # steady state: first load excluded
     return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
-                     stall, logs, compute_log, proc_log)
+                     stall, events, logs, compute_log, proc_log)
 
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),
