@@ -9,7 +9,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
-from simcluster.scenario import CollectiveSweep, Machine, QperfJob, Scenario, TrainingJob
+from simcluster.scenario import CollectiveSweep, ConcurrentJob, Machine, QperfJob, Scenario, TrainingJob
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -58,12 +58,38 @@ def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
             for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
 
 
+def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> list[dict]:
+    """Each job's collective alone on the fabric and with all the jobs at once."""
+    import dataclasses
+
+    import numpy as np
+
+    from simcluster.collectives.fabric import concurrent_ring_flows
+
+    cluster = build_cluster(machine, intra)
+    groups = [np.array(g) for g in job.groups]
+    together = concurrent_ring_flows(cluster, groups)
+    out = []
+    for g, shared in zip(groups, together, strict=True):
+        alone = concurrent_ring_flows(cluster, [g])[0]
+        view = dataclasses.replace(cluster, job_nodes=len(g))
+        t_alone = predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone)
+        t_shared = predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared)
+        out.append({"nodes": [int(n) for n in g], "alone": t_alone, "shared": t_shared,
+                    "network_alone_Bps": alone.node_rate_Bps, "network_shared_Bps": shared.node_rate_Bps,
+                    "ecmp_collisions": shared.ecmp_collisions})
+    return out
+
+
 def run_scenario(scenario: Scenario) -> list[dict]:
     params, card = load_collective(scenario.machine.card)
     sweeps = [j for j in scenario.jobs if isinstance(j, CollectiveSweep)]  # only sweeps need the cluster built here
     cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 and sweeps else None
     results = []
     for job in scenario.jobs:
+        if isinstance(job, ConcurrentJob):
+            results.append({"job": job, "concurrent": run_concurrent(scenario.machine, job, params)})
+            continue
         if isinstance(job, QperfJob):
             from simcluster.hardware import qperf_model
 

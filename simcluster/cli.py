@@ -289,6 +289,12 @@ def cmd_validate(args) -> int:
 
 
 def _job_json(r: dict) -> dict:
+    if "concurrent" in r:
+        return {"kind": "concurrent", "op": r["job"].op, "size_B": r["job"].size_bytes, "jobs": [
+            {"nodes": j["nodes"], "time_alone_s": j["alone"].time_s, "time_shared_s": j["shared"].time_s,
+             "slowdown": j["shared"].time_s / j["alone"].time_s, "algorithm": j["shared"].algorithm,
+             "network_alone_Bps": j["network_alone_Bps"], "network_shared_Bps": j["network_shared_Bps"],
+             "ecmp_collisions": j["ecmp_collisions"]} for j in r["concurrent"]]}
     if "qperf" in r:
         return {"kind": "qperf", "nic_card": r["nic_card"], "predicted": r["qperf"]}
     if "training" in r:
@@ -316,6 +322,16 @@ def cmd_run(args) -> int:
         if label:
             print(f"\n== variant {label}")
         for r in results:
+            if "concurrent" in r:
+                job = r["job"]
+                print(f"\n{len(r['concurrent'])} concurrent {job.op} jobs of {job.size_bytes / 2**20:.0f} MiB")
+                for j in r["concurrent"]:
+                    a, sh = j["alone"], j["shared"]
+                    print(f"  nodes {j['nodes'][0]}..{j['nodes'][-1]} ({len(j['nodes'])}): alone {a.time_s * 1e3:.3f} ms, "
+                          f"together {sh.time_s * 1e3:.3f} ms (x{sh.time_s / a.time_s:.2f}), {sh.algorithm}; network "
+                          f"{j['network_alone_Bps'] / 1e9:.1f} -> {j['network_shared_Bps'] / 1e9:.1f} GB/s per node, "
+                          f"ECMP collisions {j['ecmp_collisions']}")
+                continue
             if "qperf" in r:
                 from simcluster.hardware.qperf_model import qperf_text
 

@@ -8,6 +8,7 @@ ScenarioError naming the file, the line and the dotted key, with what was expect
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +70,17 @@ QPERF_TESTS = ("tcp_bw", "tcp_lat", "rc_bw", "rc_lat")
 
 
 @dataclass(frozen=True)
+class ConcurrentJob:
+    """Several collectives at once, each on its own nodes, sharing the fabric."""
+
+    op: str
+    size_bytes: int
+    groups: tuple[tuple[int, ...], ...]   # node ids of each job, in ring order
+    algorithm: str | None = None
+    kind: str = "concurrent"
+
+
+@dataclass(frozen=True)
 class QperfJob:
     """qperf between two nodes of the machine, predicted from its NIC card and fabric."""
 
@@ -104,7 +116,7 @@ class Scenario:
     description: str
     seed: int
     machine: Machine
-    jobs: tuple[CollectiveSweep | TrainingJob | QperfJob, ...]
+    jobs: tuple[CollectiveSweep | TrainingJob | QperfJob | ConcurrentJob, ...]
 
 
 def _line_index(node, prefix="", out=None) -> dict[str, int]:
@@ -284,6 +296,9 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
         if isinstance(job, dict) and job.get("kind") == "training":
             jobs.append(_training(r, job, key))
             continue
+        if isinstance(job, dict) and job.get("kind") == "concurrent":
+            jobs.append(_concurrent(r, job, key, machine))
+            continue
         if isinstance(job, dict) and job.get("kind") == "qperf":
             r.mapping(job, key, {"kind", "tests"}, {"streams"})
             tests = job["tests"]
@@ -294,7 +309,7 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
             jobs.append(QperfJob(tuple(tests), r.integer(job, key, "streams", default=1)))
             continue
         r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
-        r.choice(job, key, "kind", ("collective_sweep", "training", "qperf"))
+        r.choice(job, key, "kind", ("collective_sweep", "training", "qperf", "concurrent"))
         try:
             op = canonical_op(str(job["op"]))
         except SimclusterError:
@@ -316,6 +331,41 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
         jobs.append(sweep)
     seed = r.integer(doc, "", "seed", minimum=0, default=0)
     return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))
+
+
+def _node_list(r: _Reader, spec, key: str, nodes: int) -> tuple[int, ...]:
+    """'0-7' (a range), '0-15/2' (a stride), or a list of node ids."""
+    ids: list[int] = []
+    if isinstance(spec, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in spec):
+        ids = list(spec)
+    elif isinstance(spec, str) and re.fullmatch(r"\d+-\d+(/\d+)?", spec.strip()):
+        span, _, step = spec.strip().partition("/")
+        lo, hi = (int(x) for x in span.split("-"))
+        ids = list(range(lo, hi + 1, int(step or 1)))
+    else:
+        r.fail(key, f"expected a node range like '0-7', '0-15/2' or a list of node ids, got {spec!r}")
+    if len(ids) < 2 or len(set(ids)) != len(ids) or min(ids) < 0 or max(ids) >= nodes:
+        r.fail(key, f"a job needs >= 2 distinct nodes in 0..{nodes - 1}, got {spec!r}")
+    return tuple(ids)
+
+
+def _concurrent(r: _Reader, job: dict, key: str, machine: Machine) -> ConcurrentJob:
+    r.mapping(job, key, {"kind", "op", "size", "groups"}, {"algorithm"})
+    if machine.nodes < 2 or machine.fabric is None:
+        r.fail(key, "concurrent jobs share a multi-node fabric: the machine needs nodes > 1, a NIC card and a fabric")
+    try:
+        op = canonical_op(str(job["op"]))
+    except SimclusterError:
+        r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
+    groups = job["groups"]
+    if not isinstance(groups, list) or len(groups) < 1:
+        r.fail(f"{key}.groups", "expected a list of node groups, one per job")
+    parsed = tuple(_node_list(r, g, f"{key}.groups[{i}]", machine.nodes) for i, g in enumerate(groups))
+    seen = [n for g in parsed for n in g]
+    if len(seen) != len(set(seen)):
+        r.fail(f"{key}.groups", "a node belongs to two jobs")
+    algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS, "auto")
+    return ConcurrentJob(op, r.size(job, key, "size"), parsed, None if algorithm == "auto" else algorithm)
 
 
 def _training(r: _Reader, job: dict, key: str) -> TrainingJob:

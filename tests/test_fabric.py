@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import networkx as nx
 import numpy as np
@@ -183,3 +184,26 @@ def test_fabric_typo_is_a_one_line_error(tmp_path, capsys):
     assert main(["run", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "machine.fabric.switch_latency" in err and len(err.splitlines()) == 1
+
+
+def test_concurrent_jobs_share_the_spine(capsys):
+    """Two 8-node jobs at 3:1: packed on their own leaves they do not slow each other; interleaved,
+    every ring hop crosses the thinned uplinks and both halve, with the shared links reported."""
+    assert main(["run", str(ROOT / "scenarios" / "concurrent-jobs.yaml"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    packed, interleaved = (v["jobs"][0]["jobs"] for v in doc["variants"])
+    assert all(j["slowdown"] == pytest.approx(1.0) and j["ecmp_collisions"] == 0 for j in packed)
+    assert all(j["slowdown"] == pytest.approx(2.0, rel=0.02) and j["ecmp_collisions"] > 0 for j in interleaved)
+    assert interleaved[0]["network_shared_Bps"] == pytest.approx(interleaved[0]["network_alone_Bps"] / 2)
+
+
+@pytest.mark.parametrize("groups,expect", [('["0-7", "7-15"]', "two jobs"), ('["0-7", "8-16"]', "0..15"),
+                                           ('["0-7", "x"]', "node range")])
+def test_concurrent_bad_groups_are_one_line(tmp_path, capsys, groups, expect):
+    text = (ROOT / "scenarios" / "concurrent-jobs.yaml").read_text().replace("../", str(ROOT) + "/")
+    text = text.split("variants:")[0] + f"jobs:\n  - {{kind: concurrent, op: all_reduce, size: 1G, groups: {groups}}}\n"
+    bad = tmp_path / "c.yaml"
+    bad.write_text(text)
+    assert main(["run", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "c.yaml" in err and expect in err

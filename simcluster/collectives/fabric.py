@@ -45,10 +45,11 @@ class Cluster:
     nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
     aggregation: AggregationParams | None = None
     nvls: tuple[float, float] | None = None     # NVLink SHARP: (intra-node all_reduce algbw B/s, latency s)
+    job_nodes: int | None = None                # a job on part of the fabric (concurrent jobs)
 
     @property
     def nodes(self) -> int:
-        return self.fabric.spec.nodes
+        return self.job_nodes or self.fabric.spec.nodes
 
     @property
     def ranks(self) -> int:
@@ -100,6 +101,36 @@ def ring_flows(cluster: Cluster, tag: int = 0, background: tuple[np.ndarray, np.
     collisions = int(np.sum(np.bincount(spine_links - fab.leaf_up0) > 1)) if len(spine_links) else 0
     node_rate = float(per_rail.sum())
     return RingFlows(node_rate, rates, collisions, nic.cores_used(node_rate), int(hops.max(initial=0)))
+
+
+def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0) -> list[RingFlows]:
+    """One ring step for several jobs at once, each a ring over its own nodes (in the given order),
+    every rail; all flows share the fabric max-min. One RingFlows per job."""
+    fab, spec, nic = cluster.fabric, cluster.fabric.spec, cluster.nic
+    k = spec.nics_per_node
+    src_all, dst_all, owner = [], [], []
+    for g, nodes in enumerate(groups):
+        nodes = np.asarray(nodes)
+        nxt = np.roll(nodes, -1)
+        src_all.append(fab.nic_index(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
+        dst_all.append(fab.nic_index(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
+        owner.append(np.full(len(nodes) * k, g))
+    src, dst, owner = np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(owner)
+    fi, li, hops = fab.routes(src, dst, tag)
+    cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
+    rates = max_min_rates(fi, li, fab.capacity, len(src), caps=cap)
+    out = []
+    for g, nodes in enumerate(groups):
+        mine = owner == g
+        per_rail = rates[mine].reshape(len(nodes), k).min(axis=0)
+        flows_of_g = np.flatnonzero(mine)
+        on_spine = (li >= fab.leaf_up0) & np.isin(fi, flows_of_g)
+        shared = np.bincount(li[li >= fab.leaf_up0] - fab.leaf_up0)          # flows of any job per spine link
+        collisions = int(np.sum(shared[np.unique(li[on_spine] - fab.leaf_up0)] > 1)) if on_spine.any() else 0
+        node_rate = float(per_rail.sum())
+        out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
+                             int(hops[mine].max(initial=0))))
+    return out
 
 
 def _intra_time(cluster: Cluster, op: str, size: float) -> float:
