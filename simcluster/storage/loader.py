@@ -70,7 +70,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     if steps < 2:
         raise ValueError(f"{workload.path}: {steps} step(s) per rank at {accelerators} accelerators; AU needs >= 2")
     files = workload.num_files
-    sizes = np.maximum(config.io_size, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)
+    sizes = np.maximum(512, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)  # one sector at least
     order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle
     cached: set[int] = set()
     threads = max(1, workload.read_threads)
