@@ -109,3 +109,18 @@ def test_storage_stall_falls_with_drives(capsys):
     doc = json.loads(capsys.readouterr().out)
     stall = [v["jobs"][0]["breakdown"]["storage_stall_s"] for v in doc["variants"]]
     assert stall[0] > 0.005 and stall[1] < stall[0] and stall[2] <= stall[1]
+
+
+def test_tcp_transport_and_data_loader_contend_for_host_cores(tmp_path, capsys):
+    """3.2 host cores; the loader needs 128 samples x 1 ms per step. Over TCP the step takes ~44 ms, so
+    the loader alone would fit (2.9 cores), but the onloaded transport takes ~0.5 core while it moves
+    gradients and the max-min share leaves the loader short: the TCP step becomes CPU-bound."""
+    text = (ROOT / "scenarios" / "seed000-resnet18-2servers.yaml").read_text().replace("../", str(ROOT) + "/")
+    small = tmp_path / "small-host.yaml"
+    small.write_text(text.replace("host: {cores: 32}", "host: {cores: 3.2}"))
+    assert main(["predict", "training", "--scenario", str(small), "--json"]) == 0
+    _, tcp = json.loads(capsys.readouterr().out)
+    b = tcp["breakdown"]
+    step_without_stall = tcp["step_time_s"] - b["cpu_bound_s"]
+    assert 128 * 1e-3 / 3.2 < step_without_stall          # the loader alone keeps up
+    assert b["cpu_bound_s"] > 0.001                       # with the transport on the same cores it does not
