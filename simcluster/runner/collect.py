@@ -76,12 +76,11 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _start_server(step: Step, run_dir: Path):
+def _start_server(step: Step, log):
+    """Start the step's server (output to `log`) and wait until its readiness probe succeeds."""
     if not step.server_argv:
         return None
-    err = open(run_dir / "server.stderr.txt", "w")  # noqa: SIM115 (closed in _stop_server)
-    proc = subprocess.Popen(step.server_argv, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
-    proc._simcluster_log = err  # type: ignore[attr-defined]
+    proc = subprocess.Popen(step.server_argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     if step.ready_argv:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and proc.poll() is None:
@@ -100,7 +99,6 @@ def _stop_server(proc) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    proc._simcluster_log.close()
 
 
 def run_step(bundle: Path, step: Step) -> dict:
@@ -119,9 +117,10 @@ def run_step(bundle: Path, step: Step) -> dict:
         entry["page_cache_dropped"] = drop_caches()
     cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
     status, code = "ok", None
-    with open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err:
+    with (open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err,
+          open(run_dir / "server.stderr.txt", "w") as server_log):
         try:
-            server = _start_server(step, run_dir)
+            server = _start_server(step, server_log)
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                   env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
             code = done.returncode
@@ -133,6 +132,8 @@ def run_step(bundle: Path, step: Step) -> dict:
             err.write(f"{exc}\n")
         finally:
             _stop_server(server)
+    if not step.server_argv:
+        (run_dir / "server.stderr.txt").unlink(missing_ok=True)
     elapsed, stat1 = time.monotonic() - t0, proc_stat()
     entry.update(status=status, exit_code=code, start=start, end=_now(), wall_s=round(elapsed, 6),
                  child_cpu_s=round(_children_cpu() - cpu0, 6),
