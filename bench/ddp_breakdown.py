@@ -11,24 +11,15 @@ A difference much larger than the predicted communication means bandwidth is not
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives.model import predict
+from simcluster.training.workload import from_record
 
 ROOT = Path(__file__).resolve().parent.parent
-FIRST_BUCKET = 2**20  # torch DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
-
-
-def buckets(grad_bytes: list[int], cap_bytes: float) -> list[int]:
-    out, current, limit = [], 0, FIRST_BUCKET
-    for g in reversed(grad_bytes):
-        current += g
-        if current >= limit:
-            out.append(current)
-            current, limit = 0, cap_bytes
-    return out + ([current] if current else [])
 
 
 def main() -> None:
@@ -45,7 +36,7 @@ def main() -> None:
         base = single.get((r["model"], r["batch_per_gpu"]))
         if r["world_size"] == 1 or base is None:
             continue
-        bs = buckets(base["grad_bytes"], r["bucket_cap_mb"] * 2**20)
+        bs = dataclasses.replace(from_record(base), bucket_cap_bytes=r["bucket_cap_mb"] * 2**20).buckets()
         comm = sum(predict(params, "all_reduce", b, r["world_size"]).time_s for b in bs)
         last = predict(params, "all_reduce", bs[-1], r["world_size"]).time_s  # exposed after backward at best
         t1, tn = base["median_step_s"], r["median_step_s"]

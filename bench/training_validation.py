@@ -12,7 +12,6 @@ Prints measured and predicted step times and the error of each.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
@@ -40,10 +39,7 @@ def main() -> None:
         one = next(r for r in records if r["world_size"] == 1)
         gpu = W.profile_gpu_s(run, one["model"], one["image"], one["batch_per_gpu"])
         w = workloads[one["model"]] = W.from_record(one, gpu)
-        for name, steps in json.loads((run / "profiler-traces" / "profile-summary.json").read_text()).items():
-            if "_w1_" not in name:
-                profiles.append((gpu, statistics.median(s["compute_busy_s"] for s in steps),
-                                 statistics.median(s["overlap_s"] for s in steps)))
+        profiles += W.overlap_samples(run, gpu)
         for r in records:
             n = r["world_size"]
             if n > 1:

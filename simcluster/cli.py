@@ -353,17 +353,16 @@ def _storage_setup(args):
     from simcluster.cards import load_nvme
     from simcluster.storage import dlio_workload
     from simcluster.storage.loader import LoaderConfig
-    from simcluster.storage.report import COMPUTE_TIME_S
     from simcluster.units import parse_bandwidth, parse_size
 
     w = dlio_workload.load(args.workload)
     if args.accelerator:
         key = (w.model, args.accelerator.lower())
-        if key not in COMPUTE_TIME_S:
-            known = sorted(f"{m}/{a}" for m, a in COMPUTE_TIME_S)
+        if key not in dlio_workload.COMPUTE_TIME_S:
+            known = sorted(f"{m}/{a}" for m, a in dlio_workload.COMPUTE_TIME_S)
             raise SimclusterError(f"--accelerator {args.accelerator}: no published compute time for {w.model}",
                                   hint=f"known: {', '.join(known)}")
-        w = dataclasses.replace(w, computation_time_s=COMPUTE_TIME_S[key])
+        w = dataclasses.replace(w, computation_time_s=dlio_workload.COMPUTE_TIME_S[key])
     nvme, card = load_nvme(args.nvme)
     config = LoaderConfig(io_size=int(parse_size(args.io_size)), depth=args.depth, steps=args.steps,
                           thread_read_Bps=parse_bandwidth(args.thread_rate) if args.thread_rate else None,
@@ -409,6 +408,8 @@ def _csv(text: str | None) -> list[str]:
 
 
 def cmd_collect(args) -> int:
+    import dataclasses
+
     from simcluster.runner import collect, plans
 
     tools = _csv(args.tools) or ["qperf", "perf-stat", "fio"]
@@ -435,7 +436,7 @@ def cmd_collect(args) -> int:
               flush=True)
 
     try:
-        manifest, code = collect.collect(args.out, steps, tools, {k: v for k, v in vars(options).items()}, progress)
+        manifest, code = collect.collect(args.out, steps, tools, dataclasses.asdict(options), progress)
     finally:
         if args.lab:
             from simcluster.runner import netlab

@@ -7,7 +7,6 @@ ScenarioError naming the file, the line and the dotted key, with what was expect
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,44 +292,44 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
     jobs = []
     for i, job in enumerate(doc["jobs"]):
         key = f"jobs[{i}]"
-        if isinstance(job, dict) and job.get("kind") == "training":
-            jobs.append(_training(r, job, key))
-            continue
-        if isinstance(job, dict) and job.get("kind") == "concurrent":
-            jobs.append(_concurrent(r, job, key, machine))
-            continue
-        if isinstance(job, dict) and job.get("kind") == "qperf":
-            r.mapping(job, key, {"kind", "tests"}, {"streams"})
-            tests = job["tests"]
-            if not isinstance(tests, list) or not tests or any(t not in QPERF_TESTS for t in tests):
-                r.fail(f"{key}.tests", f"expected a list of qperf tests from {', '.join(QPERF_TESTS)}, got {tests!r}")
-            if machine.nic is None:
-                r.fail("machine", "a qperf job needs machine.nic (a NIC card)")
-            jobs.append(QperfJob(tuple(tests), r.integer(job, key, "streams", default=1)))
-            continue
-        r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
-        r.choice(job, key, "kind", ("collective_sweep", "training", "qperf", "concurrent"))
-        try:
-            op = canonical_op(str(job["op"]))
-        except SimclusterError:
-            r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
-        job = {"ranks": machine.gpus_per_node * machine.nodes, "min_size": 8, "max_size": "128M", "factor": 2,
-               "engine": "analytic", "algorithm": "auto", **job}
-        sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
-                                r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
-                                r.choice(job, key, "engine", ENGINES), None)
-        algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
-        sweep = dataclasses.replace(sweep, algorithm=None if algorithm == "auto" else algorithm)
-        if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
-            r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
-        if machine.nodes > 1 and sweep.engine == "des":
-            r.fail(f"{key}.engine", "the chunk-level DES is single-node; multi-node sweeps use the steady-state form",
-                   hint="engine: analytic")
-        if sweep.min_bytes > sweep.max_bytes:
-            r.fail(f"{key}.min_size", "min_size is larger than max_size")
-        jobs.append(sweep)
+        if not isinstance(job, dict):
+            r.fail(key, f"expected a mapping, got {type(job).__name__}")
+        kind = r.choice(job, key, "kind", tuple(JOB_READERS))
+        jobs.append(JOB_READERS[kind](r, job, key, machine))
     seed = r.integer(doc, "", "seed", minimum=0, default=0)
     return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))
+
+
+def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep:
+    r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
+    try:
+        op = canonical_op(str(job["op"]))
+    except SimclusterError:
+        r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
+    job = {"ranks": machine.gpus_per_node * machine.nodes, "min_size": 8, "max_size": "128M", "factor": 2,
+           "engine": "analytic", "algorithm": "auto", **job}
+    algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
+    sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
+                            r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
+                            r.choice(job, key, "engine", ENGINES), None if algorithm == "auto" else algorithm)
+    if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
+        r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
+    if machine.nodes > 1 and sweep.engine == "des":
+        r.fail(f"{key}.engine", "the chunk-level DES is single-node; multi-node sweeps use the steady-state form",
+               hint="engine: analytic")
+    if sweep.min_bytes > sweep.max_bytes:
+        r.fail(f"{key}.min_size", "min_size is larger than max_size")
+    return sweep
+
+
+def _qperf(r: _Reader, job: dict, key: str, machine: Machine) -> QperfJob:
+    r.mapping(job, key, {"kind", "tests"}, {"streams"})
+    tests = job["tests"]
+    if not isinstance(tests, list) or not tests or any(t not in QPERF_TESTS for t in tests):
+        r.fail(f"{key}.tests", f"expected a list of qperf tests from {', '.join(QPERF_TESTS)}, got {tests!r}")
+    if machine.nic is None:
+        r.fail("machine", "a qperf job needs machine.nic (a NIC card)")
+    return QperfJob(tuple(tests), r.integer(job, key, "streams", default=1))
 
 
 def _node_list(r: _Reader, spec, key: str, nodes: int) -> tuple[int, ...]:
@@ -368,7 +367,7 @@ def _concurrent(r: _Reader, job: dict, key: str, machine: Machine) -> Concurrent
     return ConcurrentJob(op, r.size(job, key, "size"), parsed, None if algorithm == "auto" else algorithm)
 
 
-def _training(r: _Reader, job: dict, key: str) -> TrainingJob:
+def _training(r: _Reader, job: dict, key: str, machine: Machine) -> TrainingJob:
     r.mapping(job, key, {"kind", "workload"}, {"ddp", "dataset_samples", "epochs", "loader_cpu_per_sample", "storage_stall",
                                                "storage"})
     ddp = r.card(job, key, "ddp") if "ddp" in job else None
@@ -382,6 +381,9 @@ def _training(r: _Reader, job: dict, key: str) -> TrainingJob:
     return TrainingJob(r.card(job, key, "workload"), ddp, samples, r.number(job, key, "epochs", 0, 1),
                        r.quantity(job, key, "loader_cpu_per_sample", parse_time, "0s"),
                        r.quantity(job, key, "storage_stall", parse_time, "0s"), storage)
+
+
+JOB_READERS = {"collective_sweep": _sweep, "training": _training, "qperf": _qperf, "concurrent": _concurrent}
 
 
 def _resolve(scenario_path: Path, ref: str) -> Path:

@@ -243,3 +243,17 @@ def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
     assert nic.line_rate_Bps == pytest.approx(100e6 / 8, rel=0.05)
     assert nic.latency_s == pytest.approx(0.010, rel=0.05)
     assert (tmp_path / "cards" / "nvme-local.yaml").is_file()
+
+
+def test_bundle_with_a_bad_trace_reports_it_and_keeps_the_rest(tmp_path):
+    """A ddp-step run whose output lacks a key is one reported line; the fio run still gives its card."""
+    bundle = tmp_path / "b"
+    shutil.copytree(LOCAL / "fio", bundle / "fio")
+    (bundle / "ddp-step" / "r").mkdir(parents=True)
+    (bundle / "ddp-step" / "r" / "stdout.txt").write_text('{"model": "resnet18", "world_size": 1}\n')
+    runs = [r for r in json.loads((LOCAL / "manifest.json").read_text())["runs"] if r["tool"] == "fio"]
+    runs.append({"tool": "ddp-step", "run_id": "r", "path": "ddp-step/r", "status": "ok"})
+    (bundle / "manifest.json").write_text(json.dumps({"runs": runs}))
+    written, problems = calibrate_bundle(bundle, tmp_path / "cards")
+    assert [p.split("/")[-1] for p in written] == ["nvme-local.yaml"]
+    assert len(problems) == 1 and "ddp-step" in problems[0] and "without" in problems[0] and "\n" not in problems[0]

@@ -3,6 +3,7 @@ predict training (JSON keys, Perfetto), seed 000 and the what-if scenarios."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -40,7 +41,10 @@ def test_buckets_follow_ddp_rules():
     buckets = w.buckets()
     assert sum(buckets) == sum(w.grad_bytes)
     assert buckets[0] >= 2**20 and all(b >= 25 * 2**20 for b in buckets[1:-1])
-    assert sum(w.bucket_tensors()) == w.tensors
+    mib = 2**20
+    toy = dataclasses.replace(w, grad_bytes=(3 * mib, mib // 2, 6 * mib // 10), bucket_cap_bytes=25 * mib)
+    # reverse order; the first bucket closes once past 1 MiB (0.6 + 0.5), the rest go to the next one
+    assert toy.buckets() == [6 * mib // 10 + mib // 2, 3 * mib]
 
 
 def _validation() -> str:
@@ -124,3 +128,6 @@ def test_tcp_transport_and_data_loader_contend_for_host_cores(tmp_path, capsys):
     step_without_stall = tcp["step_time_s"] - b["cpu_bound_s"]
     assert 128 * 1e-3 / 3.2 < step_without_stall          # the loader alone keeps up
     assert b["cpu_bound_s"] > 0.001                       # with the transport on the same cores it does not
+    assert b["storage_stall_s"] == 0                      # and that wait is not also booked as storage
+    parts = ("compute_s", "exposed_communication_s", "overhead_s", "sync_wait_s", "storage_stall_s", "cpu_bound_s")
+    assert sum(b[k] for k in parts) == pytest.approx(tcp["step_time_s"], rel=1e-9)

@@ -75,32 +75,10 @@ class FabricPrediction(Prediction):
     breakdown: dict = field(default_factory=dict)
 
 
-def ring_flows(cluster: Cluster, tag: int = 0, background: tuple[np.ndarray, np.ndarray, int] | None = None) -> RingFlows:
-    """Solve one ring step: NIC j of node i sends to NIC j of node i+1, every rail at once.
-
-    `background` (flow_idx, link_idx, nflows) adds other traffic sharing the fabric."""
-    fab, spec, nic = cluster.fabric, cluster.fabric.spec, cluster.nic
-    nodes = np.repeat(np.arange(spec.nodes), spec.nics_per_node)
-    rails = np.tile(np.arange(spec.nics_per_node), spec.nodes)
-    src = fab.nic_index(nodes, rails)
-    dst = fab.nic_index((nodes + 1) % spec.nodes, rails)
-    fi, li, hops = fab.routes(src, dst, tag)
-    n = len(src)
-    cores_per_nic = cluster.host_cores / spec.nics_per_node
-    cap = np.full(n, nic.rate_Bps(cluster.nic_streams, cores_per_nic))
-    if background is not None:
-        bfi, bli, bn = background
-        fi, li = np.concatenate([fi, bfi + n]), np.concatenate([li, bli])
-        cap = np.concatenate([cap, np.full(bn, np.inf)])
-        n_all = n + bn
-    else:
-        n_all = n
-    rates = max_min_rates(fi, li, fab.capacity, n_all, caps=cap)[:n]
-    per_rail = rates.reshape(spec.nodes, spec.nics_per_node).min(axis=0)
-    spine_links = li[(li >= fab.leaf_up0) & (fi < n)]
-    collisions = int(np.sum(np.bincount(spine_links - fab.leaf_up0) > 1)) if len(spine_links) else 0
-    node_rate = float(per_rail.sum())
-    return RingFlows(node_rate, rates, collisions, nic.cores_used(node_rate), int(hops.max(initial=0)))
+def ring_flows(cluster: Cluster, tag: int = 0) -> RingFlows:
+    """Solve one ring step over every node of the fabric: NIC j of node i sends to NIC j of node i+1,
+    every rail at once."""
+    return concurrent_ring_flows(cluster, [np.arange(cluster.fabric.spec.nodes)], tag)[0]
 
 
 def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0) -> list[RingFlows]:
@@ -120,12 +98,12 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
     cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
     rates = max_min_rates(fi, li, fab.capacity, len(src), caps=cap)
     out = []
+    spine = li >= fab.leaf_up0
+    shared = np.bincount(li[spine] - fab.leaf_up0)  # flows (of any job) per leaf<->spine link
     for g, nodes in enumerate(groups):
         mine = owner == g
         per_rail = rates[mine].reshape(len(nodes), k).min(axis=0)
-        flows_of_g = np.flatnonzero(mine)
-        on_spine = (li >= fab.leaf_up0) & np.isin(fi, flows_of_g)
-        shared = np.bincount(li[li >= fab.leaf_up0] - fab.leaf_up0)          # flows of any job per spine link
+        on_spine = spine & mine[fi]
         collisions = int(np.sum(shared[np.unique(li[on_spine] - fab.leaf_up0)] > 1)) if on_spine.any() else 0
         node_rate = float(per_rail.sum())
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),

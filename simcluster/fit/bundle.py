@@ -89,13 +89,14 @@ def _nic(bundle: Path, manifest: dict, out: Path) -> list[str]:
     traces = [qperf.parse(p) for p in paths]
     truth = runs[-1].get("meta", {}).get("ground_truth") or {}
     share, framing_note = _framing(truth)
+    bw_name = {"tcp": "tcp_bw", "rdma": "rc_bw"}
     # qperf's cpus_used is host-wide: in a one-host lab it counts the client and the server together
     core_limit = 2.0 if truth.get("kind") == "veth+tc" else 1.0
     written = []
     for transport in detect_transport(traces[-1]):
         fits, measured = [], []
         for trace in traces:
-            bw_test = trace.test("tcp_bw" if transport == "tcp" else "rc_bw")
+            bw_test = trace.test(bw_name[transport])
             bw = bw_test.get("bw")
             cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
             if transport == "tcp" and cpus > 0.9 * core_limit:
@@ -107,9 +108,9 @@ def _nic(bundle: Path, manifest: dict, out: Path) -> list[str]:
 
         params = dataclasses.replace(fits[-1], **{k: float(statistics.median(getattr(f, k) for f in fits))
                                                   for k in ("line_rate_Bps", "latency_s", "cpu_s_per_byte")})
-        notes = [f"line rate estimated from {info['bw_test']} (the stream was wire-bound); {framing_note}",
+        notes = [f"line rate estimated from {bw_name[transport]} (the stream was wire-bound); {framing_note}",
                  f"median over {len(fits)} qperf runs: bw {[round(b * 8 / 1e9, 4) for b, _ in measured]} Gb/s, "
-                 f"latency {[round(t * 1e6, 1) for _, t in measured]} us"] + info["notes"]
+                 f"latency {[round(t * 1e6, 1) for _, t in measured]} us"]
         notes += _perf_note(bundle, manifest, params) if transport == "tcp" else []
         card = {"kind": "nic", "name": f"{bundle.name}-{transport}",
                 "description": f"{transport.upper()} NIC fitted from qperf in bundle {bundle.name}.",
@@ -172,12 +173,7 @@ def _training(bundle: Path, manifest: dict, out: Path) -> list[str]:
         target = out / f"training-{card['name']}.yaml"
         target.write_text(dump_card(card))
         written.append(str(target))
-        summary = rdir / "profiler-traces" / "profile-summary.json"
-        if summary.is_file() and gpu:
-            for name, steps in json.loads(summary.read_text()).items():
-                if "_w1_" not in name and isinstance(steps, list) and steps:
-                    profiles.append((gpu, statistics.median(s["compute_busy_s"] for s in steps),
-                                     statistics.median(s["overlap_s"] for s in steps)))
+        profiles += W.overlap_samples(rdir, gpu)
         for r in records:
             if r["world_size"] == 2 and params is not None:
                 obs.append(Observation(f"{w.model} x2", w, 2, lambda s, p=params: predict(p, "all_reduce", s, 2).time_s,

@@ -8,6 +8,7 @@ import platform
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 ENV_PREFIXES = ("NCCL_", "UCX_", "CUDA_VISIBLE_DEVICES", "OMPI_MCA_", "TORCH_NCCL_", "NVSHMEM_")
 VERSION_ARGV = {"qperf": ["qperf", "--version"], "fio": ["fio", "--version"], "perf": ["perf", "--version"],
@@ -66,13 +67,10 @@ def nccl_version() -> str | None:
 
 def block_devices() -> dict[str, dict]:
     """Readahead and largest I/O per block device: they set the I/O sizes a sequential reader issues."""
-    import glob
-
     out = {}
-    for q in glob.glob("/sys/block/*/queue"):
-        dev = q.split("/")[3]
+    for queue in sorted(Path("/sys/block").glob("*/queue")):
         try:
-            out[dev] = {k: int(open(f"{q}/{k}").read()) for k in ("read_ahead_kb", "max_sectors_kb", "nr_requests")}
+            out[queue.parent.name] = {k: int((queue / k).read_text()) for k in ("read_ahead_kb", "max_sectors_kb", "nr_requests")}
         except (OSError, ValueError):
             continue
     return out

@@ -15,6 +15,11 @@ import yaml
 
 from simcluster.errors import ScenarioError
 
+# (model, accelerator) -> the emulated compute time per step (s), MLPerf Storage / DLIO workload configs
+COMPUTE_TIME_S = {("unet3d", "a100"): 0.636, ("unet3d", "h100"): 0.323, ("unet3d", "v100"): 1.3604,
+                  ("resnet50", "a100"): 0.435, ("resnet50", "h100"): 0.224,
+                  ("cosmoflow", "a100"): 0.00551, ("cosmoflow", "h100"): 0.00350, ("cosmoflow", "v100"): 0.00936}
+
 KNOWN = {
     "model": None, "framework": None,
     "workflow": {"generate_data", "train", "checkpoint", "evaluation", "profiling", "debug", "do_eval"},

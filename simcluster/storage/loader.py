@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from simcluster.errors import SimclusterError
 from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
 
@@ -62,13 +63,16 @@ def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> f
 
 def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
              config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
+    if accelerators < 1 or drives < 1:
+        raise SimclusterError(f"need at least 1 accelerator and 1 drive, got {accelerators} and {drives}")
     env = simpy.Environment()
     rng = np.random.default_rng(seed)
     logs = [IoLog() for _ in range(drives)]
     devices = [NvmeDevice(env, nvme, rng, logs[d]) for d in range(drives)]
     steps = config.steps or workload.steps_per_epoch(accelerators)
     if steps < 2:
-        raise ValueError(f"{workload.path}: {steps} step(s) per rank at {accelerators} accelerators; AU needs >= 2")
+        raise SimclusterError(f"{steps} step(s) per rank at {accelerators} accelerators; DLIO's AU needs >= 2",
+                              where=workload.path, hint="simulate more steps (--steps) or give the workload more files")
     files = workload.num_files
     sizes = np.maximum(512, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)  # one sector at least
     order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle

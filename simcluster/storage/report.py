@@ -9,11 +9,6 @@ import numpy as np
 
 from simcluster.storage.loader import RunResult
 
-# accelerator -> per-model emulated compute time per step (s), MLPerf Storage / DLIO workload configs
-COMPUTE_TIME_S = {("unet3d", "a100"): 0.636, ("unet3d", "h100"): 0.323, ("unet3d", "v100"): 1.3604,
-                  ("resnet50", "a100"): 0.435, ("resnet50", "h100"): 0.224,
-                  ("cosmoflow", "a100"): 0.00551, ("cosmoflow", "h100"): 0.00350, ("cosmoflow", "v100"): 0.00936}
-
 
 def qd_stats(result: RunResult) -> dict:
     qd = np.concatenate([np.asarray(log.qd) for log in result.logs]) if result.logs else np.array([])

@@ -30,7 +30,6 @@ class TrainingPrediction:
     samples_per_s: float
     speedup_vs_1gpu: float
     speedup_vs_1node: float
-    cpu_bound_s: float
     time_to_train_s: float | None
     transport: str
 
@@ -43,11 +42,7 @@ class TrainingPrediction:
                 "step_time_s": self.step.step_s, "samples_per_s": self.samples_per_s,
                 "speedup": self.speedup_vs_1gpu, "speedup_vs_1node": self.speedup_vs_1node,
                 "scaling_efficiency": self.scaling_efficiency, "time_to_train_s": self.time_to_train_s,
-                "breakdown": {**self.step.breakdown, "storage_stall_s": self.step_stall, "cpu_bound_s": self.cpu_bound_s}}
-
-    @property
-    def step_stall(self) -> float:
-        return next((i.end_s - i.start_s for i in self.step.timeline if i.name == "data stall"), 0.0)
+                "breakdown": self.step.breakdown}
 
 
 def _comm(machine: Machine, nodes: int, ranks: int):
@@ -84,13 +79,12 @@ def storage_stall_s(w, job: TrainingJob, step_s: float, gpus: int) -> float:
     return job.storage_stall_s + run.stall_per_step_s
 
 
-def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, float, str]:
+def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, str]:
     comm, transport, tcp_cores = _comm(machine, nodes, ranks)
-    step = simulate_step(w, ranks, comm, ddp, 0.0)
+    step = simulate_step(w, ranks, comm, ddp)
     stall = storage_stall_s(w, job, step.step_s, min(ranks, machine.gpus_per_node))
     if stall > 0:
         step = simulate_step(w, ranks, comm, ddp, stall)
-    cpu_bound = 0.0
     if job.loader_cpu_per_sample_s > 0:
         gpus = min(ranks, machine.gpus_per_node)
         need = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / step.step_s     # cores to keep up
@@ -98,24 +92,23 @@ def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: Trai
         granted = HostCpu(machine.host_cores).share({"loader": need, "tcp": tcp_cores * min(1.0, busy)})["loader"]
         if granted < need * (1 - 1e-9):
             loader_time = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / granted
-            cpu_bound = loader_time - step.step_s
-            step = simulate_step(w, ranks, comm, ddp, stall + cpu_bound)
-    return step, cpu_bound, transport
+            step = simulate_step(w, ranks, comm, ddp, stall, loader_time - step.step_s)
+    return step, transport
 
 
 def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
     w, _ = load_training(job.workload)
     ddp = load_ddp(job.ddp)[0] if job.ddp else DdpParams()
     ranks = machine.nodes * machine.gpus_per_node
-    step, cpu_bound, transport = _step(w, ddp, machine, machine.nodes, ranks, job)
-    one, _, _ = _step(w, ddp, machine, 1, 1, job)
-    node, _, _ = _step(w, ddp, machine, 1, machine.gpus_per_node, job)
+    step, transport = _step(w, ddp, machine, machine.nodes, ranks, job)
+    one, _ = _step(w, ddp, machine, 1, 1, job)
+    node, _ = _step(w, ddp, machine, 1, machine.gpus_per_node, job)
     rate = ranks * w.batch_per_gpu / step.step_s
     rate_1 = w.batch_per_gpu / one.step_s
     rate_node = machine.gpus_per_node * w.batch_per_gpu / node.step_s
     ttt = job.dataset_samples * job.epochs / rate if job.dataset_samples else None
     return TrainingPrediction(f"{w.model}-{w.image}-b{w.batch_per_gpu}", ranks, machine.nodes, step, rate,
-                              rate / rate_1, rate / rate_node, cpu_bound, ttt, transport)
+                              rate / rate_1, rate / rate_node, ttt, transport)
 
 
 def perfetto_trace(pred: TrainingPrediction, path: str | Path, steps: int = 3) -> None:

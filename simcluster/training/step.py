@@ -56,13 +56,16 @@ class StepResult:
     overhead_s: float
     sync_wait_s: float
     comm_total_s: float
+    storage_stall_s: float = 0.0
+    cpu_bound_s: float = 0.0
     timeline: list[Interval] = field(default_factory=list)
 
     @property
     def breakdown(self) -> dict[str, float]:
         return {"compute_s": self.compute_s, "exposed_communication_s": self.exposed_comm_s,
                 "overhead_s": self.overhead_s, "sync_wait_s": self.sync_wait_s,
-                "communication_total_s": self.comm_total_s}
+                "communication_total_s": self.comm_total_s, "storage_stall_s": self.storage_stall_s,
+                "cpu_bound_s": self.cpu_bound_s}
 
 
 def expected_max(samples, n: int) -> float:
@@ -80,14 +83,17 @@ def sync_wait_s(samples, ranks: int) -> float:
 
 
 def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], params: DdpParams,
-                  stall_s: float = 0.0) -> StepResult:
+                  storage_stall_s: float = 0.0, cpu_bound_s: float = 0.0) -> StepResult:
     """One data-parallel step on `ranks` GPUs. `comm_time(bytes)` is one bucket's all_reduce time;
-    `stall_s` is the input pipeline's wait before the step can start (storage model)."""
+    the step waits for its batch first: `storage_stall_s` (the drives) then `cpu_bound_s` (a loader
+    short of host cores)."""
     timeline: list[Interval] = []
     ddp = ranks > 1
-    t0 = stall_s
-    if stall_s > 0:
-        timeline.append(Interval("host", "data stall", 0.0, stall_s))
+    t0 = storage_stall_s + cpu_bound_s
+    if storage_stall_s > 0:
+        timeline.append(Interval("host", "storage stall", 0.0, storage_stall_s))
+    if cpu_bound_s > 0:
+        timeline.append(Interval("host", "loader CPU-bound", storage_stall_s, t0))
     host_b = w.host_s * w.backward + (params.c_tensor_s * w.tensors if ddp else 0.0)
     host_f, host_o = w.host_s * w.forward, w.host_s * w.optimizer
     g_f, g_o = w.gpu_s * w.forward, w.gpu_s * w.optimizer
@@ -128,4 +134,4 @@ def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], pa
     compute = w.gpu_s
     step = end + wait
     overhead = max(0.0, end - t0 - compute - exposed)  # GPU waiting on the host, DDP's GPU work, slowdown, drain
-    return StepResult(ranks, step, compute, exposed, overhead, wait, comm_total, timeline)
+    return StepResult(ranks, step, compute, exposed, overhead, wait, comm_total, storage_stall_s, cpu_bound_s, timeline)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
+from simcluster.traces.common import read_text
 
 FIRST_BUCKET = 2**20  # torch DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
@@ -55,16 +56,6 @@ class Workload:
                 current, limit = 0, self.bucket_cap_bytes
         return out + ([current] if current else [])
 
-    def bucket_tensors(self) -> list[int]:
-        """How many gradient tensors each bucket holds (same order as buckets())."""
-        out, current, n, limit = [], 0, 0, FIRST_BUCKET
-        for g in reversed(self.grad_bytes):
-            current, n = current + g, n + 1
-            if current >= limit:
-                out.append(n)
-                current, n, limit = 0, 0, self.bucket_cap_bytes
-        return out + ([n] if n else [])
-
 
 def _phases(record: dict) -> tuple[float, float, float]:
     p = record.get("phases") or {"forward_s": 1.0, "backward_s": 2.0, "optimizer_s": 0.1}
@@ -87,25 +78,44 @@ def from_record(record: dict, gpu_s: float | None = None, where: str = "") -> Wo
         raise TraceFormatError(f"ddp-step record: missing or bad {exc}", where=where) from None
 
 
-def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
-    """Median GPU compute busy time of the 1-GPU profile next to a ddp-step run, if recorded."""
+def _profiles(run_dir: Path) -> dict[str, list[dict]]:
+    """The torch.profiler summary next to a ddp-step run: trace name -> per-step summaries."""
     summary = run_dir / "profiler-traces" / "profile-summary.json"
     if not summary.is_file():
-        return None
-    steps = json.loads(summary.read_text()).get(f"{model}_{image}_b{batch}_w1_rank0.pt.trace.json")
-    if not isinstance(steps, list) or not steps:
-        return None
-    return statistics.median(s["compute_busy_s"] for s in steps)
+        return {}
+    return {k: v for k, v in json.loads(summary.read_text()).items() if isinstance(v, list) and v}
+
+
+def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
+    """Median GPU compute busy time of the 1-GPU profile next to a ddp-step run, if recorded."""
+    steps = _profiles(run_dir).get(f"{model}_{image}_b{batch}_w1_rank0.pt.trace.json")
+    return statistics.median(s["compute_busy_s"] for s in steps) if steps else None
+
+
+def overlap_samples(run_dir: Path, gpu_s: float | None) -> list[tuple[float, float, float]]:
+    """(1-GPU compute busy, N-GPU compute busy, N-GPU compute/comm overlap) per multi-GPU profile,
+    seconds: the input of fit.training.overlap_slowdown."""
+    if not gpu_s:
+        return []
+    return [(gpu_s, statistics.median(s["compute_busy_s"] for s in steps), statistics.median(s["overlap_s"] for s in steps))
+            for name, steps in _profiles(run_dir).items() if "_w1_" not in name]
+
+
+RECORD_KEYS = ("model", "image", "batch_per_gpu", "world_size", "median_step_s", "step_times_s", "grad_bytes")
 
 
 def read_runs(path: str | Path) -> list[dict]:
-    """Every JSON record of a ddp-step stdout (JSON lines)."""
+    """Every JSON record of a ddp-step stdout (JSON lines), each checked for the keys the model reads."""
     out = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             raise TraceFormatError(f"line {n}: not a ddp-step JSON record", where=str(path)) from None
+        missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
+        if missing:
+            raise TraceFormatError(f"line {n}: a ddp-step record without {', '.join(missing)}", where=str(path))
+        out.append(record)
     return out
