@@ -71,6 +71,8 @@ def load_card(path: str | Path, kind: str | None = None) -> dict:
 
 def collective_params(card: dict, where: str) -> CollectiveParams:
     params = _get(card, "params", where)
+    if params.get("model") == "nccl-primitives":
+        return _primitive_params(params, f"{where}: params")
     protos = {}
     for name, proto in _get(params, "protocols", f"{where}: params").items():
         if name not in PROTOCOLS:
@@ -88,7 +90,28 @@ def load_collective(path: str | Path) -> tuple[CollectiveParams, dict]:
     return collective_params(card, str(path)), card
 
 
-def collective_params_yaml(params: CollectiveParams) -> dict:
+def _primitive_params(params: dict, key: str):
+    from simcluster.collectives.primitives import PrimitiveParams
+
+    tuner = {}
+    for op, protos in (params.get("nccl_tuner") or {}).items():
+        tuner[op] = {p: (parse_time(v["latency"]), parse_bandwidth(v["bandwidth"])) for p, v in protos.items()}
+    return PrimitiveParams(_get(params, "ll_base_latency", key, parse_time), _get(params, "ll_channel_bandwidth", key, parse_bandwidth),
+                           _get(params, "simple_base_latency", key, parse_time), _get(params, "bus_bandwidth", key, parse_bandwidth),
+                           int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner)
+
+
+def collective_params_yaml(params) -> dict:
+    from simcluster.collectives.primitives import PrimitiveParams
+
+    if isinstance(params, PrimitiveParams):
+        return {"model": "nccl-primitives", "ll_base_latency": format_time(params.ll_base_s),
+                "ll_channel_bandwidth": format_bandwidth(params.ll_channel_Bps),
+                "simple_base_latency": format_time(params.simple_base_s),
+                "bus_bandwidth": format_bandwidth(params.bus_bandwidth_Bps), "channels": params.channels,
+                "host_launch_floor": format_time(params.host_floor_s),
+                "nccl_tuner": {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
+                                    for p, (lat, bw) in protos.items()} for op, protos in params.tuner.items()}}
     return {
         "link_bandwidth": format_bandwidth(params.link_bandwidth_Bps),
         "protocols": {name: {"base_latency": format_time(p.base_latency_s), "step_latency": format_time(p.step_latency_s),

@@ -101,8 +101,18 @@ def cmd_calibrate(args) -> int:
     from simcluster.fit.validate import summary, validate
 
     traces = [_trace(path, args.op) for path in args.traces]
-    params, fit_summary = fit_collective.fit(traces)
-    params = fit_collective.rounded(params)
+    extra = {}
+    if args.nccl_log:
+        from simcluster.fit import primitives as fit_primitives
+        from simcluster.traces import nccl_tuning
+        from simcluster.traces.common import sha256_of
+
+        tuning = nccl_tuning.parse(args.nccl_log)
+        params, fit_summary = fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)
+        extra = {"nccl_log": {"path": args.nccl_log, "sha256": sha256_of(args.nccl_log)}}
+    else:
+        params, fit_summary = fit_collective.fit(traces)
+        params = fit_collective.rounded(params)
     rows = [r for t in traces for r in validate(params, t)]
     first = traces[0]
     card = {
@@ -120,7 +130,8 @@ def cmd_calibrate(args) -> int:
                 "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
         "provenance": _provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool,
                                     "tool_version": t.tool_version, "nccl_version": t.nccl_version,
-                                    "op": t.op, "ranks": t.nranks, "sizes": len(t.rows)} for t in traces]),
+                                    "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
+                                    "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | extra,
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(dump_card(card))
@@ -421,7 +432,8 @@ def cmd_collect(args) -> int:
         gt = lab.ground_truth
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
-        min_size=args.b, max_size=args.e, qperf_host=args.qperf_host or (gt.get("server")),
+        min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
+        nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning, qperf_host=args.qperf_host or (gt.get("server")),
         qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat,
         pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
@@ -485,6 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="CARD.yaml")
     p.add_argument("--name")
     p.add_argument("--op", help="the collective, when the logs do not say")
+    p.add_argument("--nccl-log", metavar="LOG", help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same "
+                   "machine; fits the NCCL-primitives model with NCCL's own protocol choice (else the chunked ring model)")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("predict", help="predict with a calibrated model")
@@ -527,6 +541,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=int, default=0, help="GPUs per host (default: all)")
     p.add_argument("-b", default="8")
     p.add_argument("-e", default="128M")
+    p.add_argument("--nccl-iters", type=int, default=20, help="nccl-tests -n: timed iterations per size")
+    p.add_argument("--nccl-warmup", type=int, default=1, help="nccl-tests -w: warm-up iterations per size")
+    p.add_argument("--nccl-graph", type=int, default=0, metavar="N", help="nccl-tests -G N: time the loop as a "
+                   "CUDA graph replayed N times (no host launch cost in the time)")
+    p.add_argument("--nccl-repeat", type=int, default=1, help="rounds over all ops; calibration takes the median per size")
+    p.add_argument("--nccl-tuning", action="store_true", help="one more run per op logging NCCL's algorithm, "
+                   "protocol and channels per size (NCCL_DEBUG_SUBSYS=INIT,TUNING)")
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
     p.add_argument("--qperf-time", type=int, default=5)
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")

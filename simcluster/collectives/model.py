@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
-from simcluster.collectives.schedule import Schedule, bus_factor, schedule
+from simcluster.collectives.schedule import Schedule, bus_factor, canonical_op, schedule
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,16 @@ class Prediction:
         return self.algbw_Bps * bus_factor(self.op, self.nranks)
 
 
-def predict(params: CollectiveParams, op: str, size_bytes: int, nranks: int,
-            protocol: str | None = None) -> Prediction:
-    """Predicted time of one collective call; the fastest protocol unless one is forced."""
+def predict(params, op: str, size_bytes: int, nranks: int, protocol: str | None = None,
+            host_launch: bool = False) -> Prediction:
+    """Predicted time of one collective call; the fastest protocol unless one is forced.
+    `params` is a CollectiveParams (chunked ring model) or a PrimitiveParams (NCCL-primitives model,
+    collectives/primitives.py); `host_launch` applies that model's host launch floor."""
+    from simcluster.collectives import primitives
+
+    if isinstance(params, primitives.PrimitiveParams):
+        t, proto = primitives.call_time(params, op, size_bytes, nranks, host_launch, protocol)
+        return Prediction(canonical_op(op), int(size_bytes), nranks, t, proto)
     sched = schedule(op, size_bytes, nranks)
     names = [protocol] if protocol else [p for p in PROTOCOLS if p in params.protocols]
     best = min(names, key=lambda name: params.protocol_time_s(sched, params.protocols[name]))

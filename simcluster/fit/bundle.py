@@ -1,7 +1,8 @@
 """`simcluster calibrate BUNDLE -o DIR`: every trace in a bundle goes to its fit, one card per component.
 
-  nccl-tests, nccl-tests-socket  -> collective-<tool>.yaml  (all_reduce fitted; other ops in the bundle are
-                                    left for validation)
+  nccl-tests, nccl-tests-socket  -> collective-<tool>.yaml  (all_reduce fitted, median of its rounds; with
+                                    an all_reduce tuning log the NCCL-primitives model; other ops are left
+                                    for validation)
   qperf (+ perf-stat)            -> nic-<transport>.yaml     (latency, wire rate, CPU per byte)
   fio                            -> nvme-<name>.yaml          (service time, parallelism, bandwidth ceiling)
   ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
@@ -51,18 +52,32 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]
     from simcluster.fit import collective as fit_collective
     from simcluster.traces import nccl_tests
 
-    runs = [r for r in _runs(manifest, tool) if r["run_id"] == "all_reduce"]
+    ok = _runs(manifest, tool)
+    runs = [r for r in ok if r.get("meta", {}).get("op", r["run_id"]) == "all_reduce"
+            and r.get("meta", {}).get("role", "timing") == "timing"]
     if not runs:
         return []
-    path = bundle / runs[0]["path"] / "stdout.txt"
-    trace = nccl_tests.parse(path, op="all_reduce")
-    params = fit_collective.rounded(fit_collective.fit([trace])[0])
+    paths = [bundle / r["path"] / "stdout.txt" for r in runs]
+    traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
+    tuning_runs = [r for r in ok if r["run_id"] == "all_reduce-tuning"]
+    if tuning_runs:
+        from simcluster.fit import primitives as fit_primitives
+        from simcluster.traces import nccl_tuning
+
+        log = bundle / tuning_runs[0]["path"] / "stdout.txt"
+        tuning = nccl_tuning.parse(log)
+        params = fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)[0]
+        paths.append(log)
+    else:
+        params = fit_collective.rounded(fit_collective.fit([nccl_tests.median_trace(traces)])[0])
+    trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
-            "description": f"Collective model fitted from {tool} all_reduce in bundle {bundle.name}.",
+            "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
+                           f"{bundle.name}" + (", protocols chosen by NCCL's tuning table." if tuning_runs else "."),
             "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
             "params": collective_params_yaml(params),
             "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
-            "provenance": _provenance([path], bundle, manifest)}
+            "provenance": _provenance(paths, bundle, manifest)}
     target = out / f"collective-{tool}.yaml"
     target.write_text(dump_card(card))
     return [str(target)]

@@ -28,11 +28,13 @@ class ValidationRow:
 
 
 def validate(params: CollectiveParams, trace: CollectiveTrace) -> list[ValidationRow]:
+    """Each measured row with its prediction; a log timed without CUDA graphs is predicted with the
+    card's host launch floor (when it has one)."""
     rows = []
     for row in trace.rows:
         if row.size_bytes <= 0 or row.time_s <= 0:
             continue
-        pred = predict(params, trace.op, row.size_bytes, trace.nranks)
+        pred = predict(params, trace.op, row.size_bytes, trace.nranks, host_launch=not trace.cuda_graph_launches)
         rows.append(ValidationRow(row.size_bytes, row.time_s, pred.time_s, pred.protocol,
                                   row.busbw_Bps, pred.busbw_Bps))
     return rows

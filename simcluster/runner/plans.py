@@ -36,6 +36,11 @@ class Options:
     gpus: int = 0                                         # per host; 0 = all visible
     min_size: str = "8"
     max_size: str = "128M"
+    nccl_iters: int = 20                                   # nccl-tests -n (timed iterations per size)
+    nccl_warmup: int = 1                                   # nccl-tests -w
+    nccl_graph: int = 0                                    # nccl-tests -G: replay the timed loop as a CUDA graph
+    nccl_repeat: int = 1                                   # rounds over all ops (calibration takes the median)
+    nccl_tuning: bool = False                              # one more run per op logging NCCL's choices
     qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
     qperf_time: int = 5
     qperf_repeat: int = 3                                  # client runs (the fit takes the median)
@@ -73,28 +78,48 @@ def _hostfile(out: Path, hosts: list[str], slots: int) -> Path:
     return path
 
 
+def _nccl_argv(options: Options, out: Path, op: str, gpus: int, env: dict, timing: list[str]) -> tuple[list[str], dict]:
+    """argv and env of one nccl-tests run (mpirun across hosts), or of the torch.distributed stand-in."""
+    binary = Path(options.nccl_tests or "") / f"{op}_perf"
+    sizes = ["-b", options.min_size, "-e", options.max_size, "-f", "2"]
+    if not (options.nccl_tests and binary.is_file()):
+        return [sys.executable, "-m", "simcluster.runner.torch_collectives", "--op", op, *sizes, "-g", str(gpus)], env
+    if len(options.hosts) > 1:
+        hostfile = _hostfile(out, options.hosts, gpus)
+        env = {"NCCL_DEBUG": "INFO", **env}
+        exports = [x for k in sorted(env) for x in ("-x", k)]
+        return ["mpirun", "--allow-run-as-root", "-np", str(gpus * len(options.hosts)), "--hostfile",
+                str(hostfile.resolve()), *exports, str(binary.resolve()), *sizes, *timing, "-g", "1"], env
+    return [str(binary.resolve()), *sizes, *timing, "-g", str(gpus)], env
+
+
 def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
+    """Timed runs, `nccl_repeat` rounds over all ops (round k of op X is run_id X-rK; X alone when one
+    round), then with `nccl_tuning` one short run per op whose log names NCCL's algorithm, protocol and
+    channels for every size (NCCL_DEBUG_SUBSYS=INIT,TUNING; logging slows small calls, so it is not timed)."""
     tool = "nccl-tests-socket" if socket else "nccl-tests"
-    env = dict(SOCKET_ENV) if socket else {}
+    base_env = dict(SOCKET_ENV) if socket else {}
     gpus = _gpu_count(options)
+    binaries = bool(options.nccl_tests) and all((Path(options.nccl_tests) / f"{op}_perf").is_file() for op in options.ops)
+    implementation = "nccl-tests" if binaries else "torch.distributed (nccl-tests binaries not found)"
+    timing = ["-w", str(options.nccl_warmup), "-n", str(options.nccl_iters)] if binaries else []
+    if binaries and options.nccl_graph:
+        timing += ["-G", str(options.nccl_graph)]
+    rounds = max(1, options.nccl_repeat)
     steps = []
-    for op in options.ops:
-        binary = Path(options.nccl_tests or "") / f"{op}_perf"
-        sizes = ["-b", options.min_size, "-e", options.max_size, "-f", "2"]
-        if options.nccl_tests and binary.is_file():
-            if len(options.hosts) > 1:
-                hostfile = _hostfile(out, options.hosts, gpus)
-                exports = [x for k in sorted({**env, "NCCL_DEBUG": "INFO"}) for x in ("-x", k)]
-                argv = ["mpirun", "--allow-run-as-root", "-np", str(gpus * len(options.hosts)), "--hostfile",
-                        str(hostfile.resolve()), *exports, str(binary.resolve()), *sizes, "-g", "1"]
-                env = {**env, "NCCL_DEBUG": "INFO"}
-            else:
-                argv = [str(binary.resolve()), *sizes, "-g", str(gpus)]
-            meta = {"implementation": "nccl-tests", "op": op}
-        else:
-            argv = [sys.executable, "-m", "simcluster.runner.torch_collectives", "--op", op, *sizes, "-g", str(gpus)]
-            meta = {"implementation": "torch.distributed (nccl-tests binaries not found)", "op": op}
-        steps.append(Step(tool, op, argv, env, options.timeout_s, meta=meta))
+    for k in range(rounds):
+        for op in options.ops:
+            argv, env = _nccl_argv(options, out, op, gpus, base_env, timing)
+            run_id = op if rounds == 1 else f"{op}-r{k + 1}"
+            steps.append(Step(tool, run_id, argv, env, options.timeout_s,
+                              meta={"implementation": implementation, "op": op, "role": "timing", "round": k + 1,
+                                    "cuda_graph_launches": options.nccl_graph if binaries else 0}))
+    if options.nccl_tuning and binaries:
+        for op in options.ops:
+            env = {**base_env, "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
+            argv, env = _nccl_argv(options, out, op, gpus, env, ["-w", "0", "-n", "1", "-c", "0"])
+            steps.append(Step(tool, f"{op}-tuning", argv, env, options.timeout_s,
+                              meta={"implementation": implementation, "op": op, "role": "tuning"}))
     return steps
 
 

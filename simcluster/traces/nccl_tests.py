@@ -60,6 +60,7 @@ class CollectiveTrace:
     nccl_version: str | None = None
     command: str | None = None
     complete: bool = True
+    cuda_graph_launches: int = 0  # nccl-tests -G: >0 when the timed loop ran as a CUDA graph (no host launch cost)
     warnings: list[str] = field(default_factory=list)
     sha256: str = ""
 
@@ -122,6 +123,7 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     ranks, rows, warnings = [], [], []
     columns: list[str] | None = None
     found_op = tool_version = nccl_version = command = None
+    graph_launches = 0
     tool = "nccl-tests"
     footer = False
     header_seen = False
@@ -147,6 +149,9 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
             match = _OP_IN_TEXT.search(stripped)
             if match and found_op is None:
                 found_op = match.group(1)
+            match = re.search(r"\bgraph: (\d+)", stripped)
+            if match:
+                graph_launches = int(match.group(1))
             match = _RANK.match(stripped)
             if match:
                 ranks.append((int(match.group(1)), match.group(4), match.group(7).strip()))
@@ -189,7 +194,8 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     return CollectiveTrace(
         path=path, op=op, nranks=nranks, ranks_per_node=max(per_host.values()), hosts=hosts,
         devices=[dev for _, _, dev in ranks], rows=rows, tool=tool, tool_version=tool_version,
-        nccl_version=nccl_version, command=command, complete=footer, warnings=warnings)
+        nccl_version=nccl_version, command=command, complete=footer, cuda_graph_launches=graph_launches,
+        warnings=warnings)
 
 
 def _only_logs_after(lines: list[str], number: int) -> bool:
@@ -268,3 +274,20 @@ def _parse_json(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
         hosts=hosts, devices=[d.get("device_info", "") for d in devices], rows=rows,
         nccl_version=_nccl_version_from_code(int(code)) if isinstance(code, int) else None,
         command=" ".join(map(str, args)) or None, complete="end_time" in doc)
+
+
+def median_trace(traces: list[CollectiveTrace]) -> CollectiveTrace:
+    """One trace whose every size is the median over `traces` (rounds of the same run; sizes present in all)."""
+    import statistics
+    from dataclasses import replace
+
+    if len(traces) == 1:
+        return traces[0]
+    common = set.intersection(*({r.size_bytes for r in t.rows} for t in traces))
+    by_size = {s: [r for t in traces for r in t.rows if r.size_bytes == s] for s in common}
+    rows = [replace(rs[0], time_s=statistics.median(r.time_s for r in rs),
+                    time_inplace_s=None, busbw_inplace_Bps=None) for s, rs in sorted(by_size.items())]
+    rows = [replace(r, algbw_Bps=r.size_bytes / r.time_s if r.time_s else 0.0) for r in rows]
+    first = traces[0]
+    return replace(first, path=f"median of {len(traces)} rounds ({first.path}, ...)", rows=rows,
+                   warnings=[w for t in traces for w in t.warnings])

@@ -1,0 +1,80 @@
+"""NCCL's own tuning decisions, read from an NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING log.
+
+NCCL prints at init, per collective, its model of every algorithm x protocol as
+'latency(us)/bandwidth(GB/s)' (the table after '  Algorithm   | ... Tree ... Ring ...'), the number of
+collective channels ('24 coll channels, ...'), and per call
+'AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}'. The table is a fact of the
+machine and NCCL version, so a card may carry it to decide protocols the way NCCL does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simcluster.errors import TraceFormatError
+
+NCCL_FUNCS = {"Broadcast": "broadcast", "Reduce": "reduce", "AllGather": "all_gather",
+              "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce"}
+_PROTOS = ("LL", "LL128", "Simple")
+_ALGO_HEADER = re.compile(r"NCCL INFO\s+Algorithm\s+\|(.*)$")
+_ROW = re.compile(r"NCCL INFO\s+(\w+)\s+\|((?:\s*[\d.]+/\s*[\d.]+\s*\|)+)\s*$")
+_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
+_CALL = re.compile(r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+
+
+@dataclass
+class NcclTuning:
+    path: str
+    channels: int
+    table: dict = field(default_factory=dict)     # algo -> op -> protocol -> (latency_s, bandwidth_Bps)
+    calls: list = field(default_factory=list)     # (op, bytes as NCCL logs them*, algo, protocol, channels)
+    # *all_gather / reduce_scatter: per-rank bytes (nccl-tests size / ranks); others: nccl-tests size
+
+    def ring_table(self) -> dict:
+        """op -> protocol -> (latency_s, bandwidth_Bps) for the ring algorithm, protocols NCCL can use."""
+        return {op: {p: v for p, v in protos.items() if v[1] > 0}
+                for op, protos in self.table.get("Ring", {}).items()}
+
+
+def parse(path: str | Path) -> NcclTuning:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
+    table: dict = {}
+    algos: list[str] = []
+    channels = 0
+    calls = []
+    for raw in text.splitlines():
+        if "NCCL INFO" not in raw:
+            continue
+        match = _ALGO_HEADER.search(raw)
+        if match:
+            algos = [a.strip() for a in match.group(1).split("|") if a.strip()]
+            continue
+        match = _ROW.search(raw)
+        if match and match.group(1) in NCCL_FUNCS and algos:
+            cells = [c for c in match.group(2).split("|") if c.strip()]
+            for i, cell in enumerate(cells):
+                algo, proto = algos[i // 3] if i // 3 < len(algos) else None, _PROTOS[i % 3]
+                if algo is None:
+                    break
+                lat, bw = (float(x) for x in cell.split("/"))
+                table.setdefault(algo, {}).setdefault(NCCL_FUNCS[match.group(1)], {})[proto] = (lat * 1e-6, bw * 1e9)
+            continue
+        match = _CHANNELS.search(raw)
+        if match:
+            channels = int(match.group(1))
+            continue
+        match = _CALL.search(raw)
+        if match and match.group(1) in NCCL_FUNCS:
+            proto = {"SIMPLE": "Simple"}.get(match.group(4), match.group(4))
+            calls.append((NCCL_FUNCS[match.group(1)], int(match.group(2)), match.group(3).title(), proto,
+                          int(match.group(6)) - int(match.group(5)) + 1))
+    if not table or not channels:
+        raise TraceFormatError("no NCCL tuning table or channel count in this log", where=str(path),
+                               hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "
+                                    "(simcluster collect --nccl-tuning)")
+    return NcclTuning(str(path), channels, table, calls)
