@@ -162,6 +162,9 @@ def cmd_predict_collective(args) -> int:
                               hint="multi-node fabrics are not modelled yet")
     preds = [predict(params, op, s, args.ranks) for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
     header = [f"simcluster {__version__} prediction: {op}, {args.ranks} ranks, card {card.get('name')} ({args.card})"]
+    if getattr(params, "host_floor_s", 0):
+        header.append(f"note: GPU time, as nccl-tests -G measures it; host-launched runs take at least "
+                      f"{params.host_floor_s * 1e6:.1f} us per call on the calibrated host (bimodal: docs/models/collectives.md)")
     ranks_seen = card.get("valid_range", {}).get("ranks", [])
     if ranks_seen and args.ranks not in ranks_seen:
         header.append(f"note: the card was fitted at ranks {ranks_seen}; {args.ranks} ranks is an extrapolation")
