@@ -12,7 +12,6 @@ from pathlib import Path
 
 from simcluster.collectives.schedule import OPS
 from simcluster.fit import collective as fit_collective
-from simcluster.fit import primitives as fit_primitives
 from simcluster.fit.validate import summary, validate
 from simcluster.traces import nccl_tests, nccl_tuning
 
@@ -28,8 +27,8 @@ def rounds(folder: Path, op: str) -> list:
 def fitted_cards():
     tuning = nccl_tuning.parse(HOSTED / "all_reduce-tuning" / "stdout.txt")
     ar = rounds(GRAPH, "all_reduce") + rounds(HOSTED, "all_reduce")
-    primitives, _ = fit_primitives.fit(ar, tuning.ring_table(), tuning.channels)
-    chunked = fit_collective.rounded(fit_collective.fit([nccl_tests.median_trace(rounds(GRAPH, "all_reduce"))])[0])
+    primitives, _ = fit_collective.fit_card(ar, tuning)
+    chunked, _ = fit_collective.fit_card(rounds(GRAPH, "all_reduce"))
     return primitives, chunked
 
 

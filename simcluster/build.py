@@ -7,7 +7,6 @@ from simcluster.collectives import des
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
-from simcluster.errors import SimclusterError
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
 from simcluster.scenario import CollectiveSweep, ConcurrentJob, Machine, QperfJob, Scenario, TrainingJob
@@ -22,11 +21,6 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def run_sweep(params, job: CollectiveSweep, gpus_per_node: int, seed: int) -> list[Prediction]:
-    from simcluster.collectives.primitives import PrimitiveParams
-
-    if job.engine == "des" and isinstance(params, PrimitiveParams):
-        raise SimclusterError("engine: des simulates chunks of the chunked ring model; this machine's card is an "
-                              "nccl-primitives card", hint="use engine: analytic, or a chunked-ring card")
     predictions = []
     topology = single_node(job.ranks, params.link_bandwidth_Bps) if job.engine == "des" else None
     for size in sizes(job.min_bytes, job.max_bytes, job.factor):

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from simcluster.collectives.model import CollectiveParams
+from simcluster.collectives.primitives import PrimitiveParams
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.nic import TRANSPORTS, NicParams
@@ -90,9 +91,7 @@ def load_collective(path: str | Path) -> tuple[CollectiveParams, dict]:
     return collective_params(card, str(path)), card
 
 
-def _primitive_params(params: dict, key: str):
-    from simcluster.collectives.primitives import PrimitiveParams
-
+def _primitive_params(params: dict, key: str) -> PrimitiveParams:
     tuner = {}
     for op, protos in (params.get("nccl_tuner") or {}).items():
         tuner[op] = {p: (parse_time(v["latency"]), parse_bandwidth(v["bandwidth"])) for p, v in protos.items()}
@@ -101,14 +100,12 @@ def _primitive_params(params: dict, key: str):
                            int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner)
 
 
-def collective_params_yaml(params) -> dict:
-    from simcluster.collectives.primitives import PrimitiveParams
-
+def collective_params_yaml(params: CollectiveParams | PrimitiveParams) -> dict:
     if isinstance(params, PrimitiveParams):
         return {"model": "nccl-primitives", "ll_base_latency": format_time(params.ll_base_s),
                 "ll_channel_bandwidth": format_bandwidth(params.ll_channel_Bps),
                 "simple_base_latency": format_time(params.simple_base_s),
-                "bus_bandwidth": format_bandwidth(params.bus_bandwidth_Bps), "channels": params.channels,
+                "bus_bandwidth": format_bandwidth(params.link_bandwidth_Bps), "channels": params.channels,
                 "host_launch_floor": format_time(params.host_floor_s),
                 "nccl_tuner": {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
                                     for p, (lat, bw) in protos.items()} for op, protos in params.tuner.items()}}

@@ -101,18 +101,14 @@ def cmd_calibrate(args) -> int:
     from simcluster.fit.validate import summary, validate
 
     traces = [_trace(path, args.op) for path in args.traces]
-    extra = {}
+    tuning, extra = None, {}
     if args.nccl_log:
-        from simcluster.fit import primitives as fit_primitives
         from simcluster.traces import nccl_tuning
         from simcluster.traces.common import sha256_of
 
         tuning = nccl_tuning.parse(args.nccl_log)
-        params, fit_summary = fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)
         extra = {"nccl_log": {"path": args.nccl_log, "sha256": sha256_of(args.nccl_log)}}
-    else:
-        params, fit_summary = fit_collective.fit(traces)
-        params = fit_collective.rounded(params)
+    params, fit_summary = fit_collective.fit_card(traces, tuning)
     rows = [r for t in traces for r in validate(params, t)]
     first = traces[0]
     card = {

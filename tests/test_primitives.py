@@ -152,3 +152,17 @@ def test_runner_plans_rounds_graph_and_tuning_runs(tmp_path):
     tuning = steps[-1]
     assert tuning.env["NCCL_DEBUG_SUBSYS"] == "INIT,TUNING" and "-G" not in tuning.argv
     assert tuning.meta["role"] == "tuning" and steps[0].meta["round"] == 1
+
+
+def test_fabric_collectives_run_on_a_primitives_card(cards):
+    """The fabric layer reads base and step latency through the shared accessors of either card."""
+    from simcluster.build import build_cluster
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.scenario import load_variants
+
+    primitives, chunked = cards
+    root = Path(__file__).resolve().parents[1]
+    machine = load_variants(root / "scenarios" / "whatif" / "roce-vs-tcp.yaml")[0][1].machine
+    times = [predict_fabric(build_cluster(machine, intra), "all_reduce", 2**28).time_s for intra in (primitives, chunked)]
+    assert all(t > 0 for t in times)
+    assert times[0] == pytest.approx(times[1], rel=0.3)  # the network bounds both; NVLink models differ

@@ -25,6 +25,9 @@ def simulate(params: CollectiveParams, topology: Topology, op: str, size_bytes: 
     """Run one collective with `protocol` over `topology` and return its simulated time.
 
     Pass `net` to share links with other traffic already running on that FlowNetwork."""
+    if not isinstance(params, CollectiveParams):
+        raise SimclusterError("the DES simulates the chunks of the chunked ring model; this card is an "
+                              "nccl-primitives card", hint="use engine: analytic, or a chunked-ring card")
     ranks = ranks or topology.gpus
     n = len(ranks)
     sched = schedule(op, size_bytes, n)

@@ -128,11 +128,11 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     flows = flows or ring_flows(cluster)
     b_net = flows.node_rate_Bps
     b_nvl = _nvlink_rate(cluster)
-    intra_step = cluster.intra.protocols["Simple"].step_latency_s
+    intra_step = cluster.intra.simple_step_latency_s
     l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
     factor = bus_factor(op, n)
     bytes_on_ring = factor * size_bytes
-    base = min(p.base_latency_s for p in cluster.intra.protocols.values())
+    base = cluster.intra.base_latency_s
     options = {}
     steps = 2 * (n - 1) if op == "all_reduce" else max(1, n - 1)
     options["ring"] = (base + bytes_on_ring / min(b_nvl, b_net) + steps * max(l_nic, intra_step),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simcluster.collectives import primitives
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, bus_factor, canonical_op, schedule
 
@@ -23,6 +24,15 @@ class CollectiveParams:
 
     link_bandwidth_Bps: float
     protocols: dict[str, ProtocolParams]
+
+    # What the fabric layer reads from any intra-node card (PrimitiveParams has the same two).
+    @property
+    def base_latency_s(self) -> float:
+        return min(p.base_latency_s for p in self.protocols.values())
+
+    @property
+    def simple_step_latency_s(self) -> float:
+        return self.protocols["Simple"].step_latency_s
 
     def protocol_time_s(self, sched: Schedule, proto: ProtocolParams) -> float:
         rate = proto.rate_Bps(self.link_bandwidth_Bps)
@@ -58,8 +68,6 @@ def predict(params, op: str, size_bytes: int, nranks: int, protocol: str | None 
     """Predicted time of one collective call; the fastest protocol unless one is forced.
     `params` is a CollectiveParams (chunked ring model) or a PrimitiveParams (NCCL-primitives model,
     collectives/primitives.py); `host_launch` applies that model's host launch floor."""
-    from simcluster.collectives import primitives
-
     if isinstance(params, primitives.PrimitiveParams):
         t, proto = primitives.call_time(params, op, size_bytes, nranks, host_launch, protocol)
         return Prediction(canonical_op(op), int(size_bytes), nranks, t, proto)

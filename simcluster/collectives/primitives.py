@@ -9,8 +9,8 @@ segment (send, recvReduceSend, recvReduceCopySend, recvCopySend, recv, ...): k p
 
 k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n, broadcast/reduce 1 (+ n-2 hops of pipeline),
 sendrecv 2, alltoall 2n. segment: S/n for the ring ops, S for the chain ops and sendrecv.
-wire = nccl-tests' busbw numerator. c = clamp(floor(S / (threads_p * threshold_p)), 1, channels)
-(NCCL's ring channel tuning). Which protocol runs: NCCL's own tuner table (latency and bandwidth per
+wire = nccl-tests' busbw numerator. c = clamp(floor(S / (512 threads * 8n)), 1, channels)
+(NCCL's ring channel tuning for LL). Which protocol runs: NCCL's own tuner table (latency and bandwidth per
 collective and protocol, printed by NCCL_DEBUG_SUBSYS=TUNING) when the card carries it, else the faster
 of the model's protocols. Point-to-point ops (sendrecv, alltoall) take LL up to the p2p LL threshold
 (16 KiB per peer, NCCL's default) and the faster of LL and Simple-without-ring-setup above it.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from simcluster.collectives.schedule import bus_factor, canonical_op
 
-STEP_LATENCY_S = {"LL": 0.6e-6, "LL128": 1.9e-6, "Simple": 3.4e-6}
-THREADS = {"LL": 512, "LL128": 640, "Simple": 512}          # NCCL max threads per channel (Hopper)
+STEP_LATENCY_S = {"LL": 0.6e-6, "Simple": 3.4e-6}      # NCCL hwLatencies, NVLink, ring
+LL_THREADS = 512                                             # NCCL max threads per LL channel
 P2P_LL_THRESHOLD_BYTES = 16384                               # NCCL_P2P_LL_THRESHOLD default
 RING_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 P2P_OPS = ("sendrecv", "alltoall")
@@ -36,14 +36,19 @@ class PrimitiveParams:
     ll_base_s: float
     ll_channel_Bps: float
     simple_base_s: float
-    bus_bandwidth_Bps: float
+    link_bandwidth_Bps: float                   # bus bandwidth of the NVLink path (Simple)
     channels: int
     host_floor_s: float = 0.0
     tuner: dict = field(default_factory=dict)   # op -> {protocol: (latency_s, algbw_Bps)}, NCCL's own table
 
+    # What the fabric layer reads from any intra-node card (CollectiveParams has the same two).
     @property
-    def link_bandwidth_Bps(self) -> float:      # what the fabric layer reads from any intra-node card
-        return self.bus_bandwidth_Bps
+    def base_latency_s(self) -> float:
+        return min(self.ll_base_s, self.simple_base_s)
+
+    @property
+    def simple_step_latency_s(self) -> float:
+        return STEP_LATENCY_S["Simple"]
 
 
 def primitives(op: str, n: int) -> int:
@@ -55,21 +60,20 @@ def segment_bytes(op: str, size: float, n: int) -> float:
     return size / n if op in RING_OPS else size
 
 
-def channels(params: PrimitiveParams, proto: str, size: float, n: int) -> int:
-    threshold = 8 * n if proto == "LL" else (8 if proto == "LL128" else 64)
-    return int(min(params.channels, max(1, size // (THREADS[proto] * threshold))))
+def ll_channels(params: PrimitiveParams, size: float, n: int) -> int:
+    return int(min(params.channels, max(1, size // (LL_THREADS * 8 * n))))
 
 
 def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
-    k, c = primitives(op, n), channels(params, "LL", size, n)
+    k, c = primitives(op, n), ll_channels(params, size, n)
     return params.ll_base_s + k * (STEP_LATENCY_S["LL"] + segment_bytes(op, size, n) / (c * params.ll_channel_Bps))
 
 
 def _simple_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
     wire = size * bus_factor(op, n)
     if op in P2P_OPS:
-        return params.simple_base_s + wire / params.bus_bandwidth_Bps
-    return params.simple_base_s + primitives(op, n) * STEP_LATENCY_S["Simple"] + wire / params.bus_bandwidth_Bps
+        return params.simple_base_s + wire / params.link_bandwidth_Bps
+    return params.simple_base_s + primitives(op, n) * STEP_LATENCY_S["Simple"] + wire / params.link_bandwidth_Bps
 
 
 def nccl_choice(params: PrimitiveParams, op: str, size: float) -> str | None:

@@ -60,16 +60,13 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]
     paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
     tuning_runs = [r for r in ok if r["run_id"] == "all_reduce-tuning"]
+    tuning = None
     if tuning_runs:
-        from simcluster.fit import primitives as fit_primitives
         from simcluster.traces import nccl_tuning
 
-        log = bundle / tuning_runs[0]["path"] / "stdout.txt"
-        tuning = nccl_tuning.parse(log)
-        params = fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)[0]
-        paths.append(log)
-    else:
-        params = fit_collective.rounded(fit_collective.fit([nccl_tests.median_trace(traces)])[0])
+        paths.append(bundle / tuning_runs[0]["path"] / "stdout.txt")
+        tuning = nccl_tuning.parse(paths[-1])
+    params = fit_collective.fit_card(traces, tuning)[0]
     trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
             "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "

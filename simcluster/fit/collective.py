@@ -87,3 +87,19 @@ def rounded(params: CollectiveParams) -> CollectiveParams:
     return CollectiveParams(r(params.link_bandwidth_Bps), {
         k: replace(p, base_latency_s=r(p.base_latency_s), step_latency_s=r(p.step_latency_s), bandwidth_fraction=round(p.bandwidth_fraction, 4),
                    chunk_bytes=r(p.chunk_bytes)) for k, p in params.protocols.items()})
+
+
+def fit_card(traces: list[CollectiveTrace], tuning=None):
+    """The one entry for a collective card: all_reduce rounds (+ an NcclTuning log) -> (params, summary).
+    With NCCL's tuning log: the NCCL-primitives model (fit/primitives.py); without: the chunked ring
+    model on the median of each set of rounds (same op, ranks and timing mode)."""
+    from simcluster.fit import primitives as fit_primitives
+    from simcluster.traces.nccl_tests import median_trace
+
+    if tuning is not None:
+        return fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)
+    groups: dict = {}
+    for t in traces:
+        groups.setdefault((t.op, t.nranks, bool(t.cuda_graph_launches)), []).append(t)
+    params, summary = fit([median_trace(g) for g in groups.values()])
+    return rounded(params), summary

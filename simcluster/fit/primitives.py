@@ -82,4 +82,4 @@ def rounded(p: PrimitiveParams) -> PrimitiveParams:
     def r(x):
         return float(f"{x:.4g}")
     return replace(p, ll_base_s=r(p.ll_base_s), ll_channel_Bps=r(p.ll_channel_Bps), simple_base_s=r(p.simple_base_s),
-                   bus_bandwidth_Bps=r(p.bus_bandwidth_Bps), host_floor_s=r(p.host_floor_s))
+                   link_bandwidth_Bps=r(p.link_bandwidth_Bps), host_floor_s=r(p.host_floor_s))
