@@ -1,9 +1,14 @@
-"""Held-out fidelity of the collective models on 2 x H200 (prints a table; not a test).
+"""Held-out fidelity of the collective models on H200 NVLink nodes (prints tables; not a test).
 
-The NCCL-primitives card is fitted on all_reduce alone (CUDA-graph and host-launched rounds, plus
-NCCL's tuning log); every other collective is predicted and compared with the median of its rounds,
-timed as CUDA graphs (GPU time) and host-launched (what plain nccl-tests prints). The chunked ring
-model fitted on the same all_reduce rounds is shown for comparison.
+2 ranks (calibration/h200x2-*): the NCCL-primitives card is fitted on all_reduce alone (CUDA-graph and
+host-launched rounds, plus NCCL's tuning log); every other collective is predicted and compared with
+the median of its rounds, timed as CUDA graphs (GPU time) and host-launched (what plain nccl-tests
+prints). The chunked ring model fitted on the same all_reduce rounds is shown for comparison.
+
+4 ranks (calibration/h200x4-graph-*, another machine of the same kind, CUDA graphs): every op at 4 ranks
+predicted from a card fitted on all_reduce at 4 ranks, at 2 ranks only (a prediction across rank counts:
+NCCL's tuning table at 4 ranks decides the protocol, nothing timed at 4 ranks is used), and at 2 + 4 ranks
+(which identifies the step latencies).
 
     python bench/collective_fidelity.py
 """
@@ -18,18 +23,33 @@ from simcluster.traces import nccl_tests, nccl_tuning
 ROOT = Path(__file__).resolve().parents[1] / "calibration"
 GRAPH = ROOT / "h200x2-graph-2026-11-22" / "nccl-tests"
 HOSTED = ROOT / "h200x2-rounds-2026-11-22" / "nccl-tests"
+GRAPH4 = ROOT / "h200x4-graph-2026-11-22" / "nccl-tests"
+GRAPH4_2 = ROOT / "h200x4-graph-2ranks-2026-11-22" / "nccl-tests"
 
 
 def rounds(folder: Path, op: str) -> list:
     return [nccl_tests.parse(p / "stdout.txt") for p in sorted(folder.glob(f"{op}-r[0-9]*"))]
 
 
+def tuning(folder: Path):
+    return nccl_tuning.parse(folder / "all_reduce-tuning" / "stdout.txt")
+
+
 def fitted_cards():
-    tuning = nccl_tuning.parse(HOSTED / "all_reduce-tuning" / "stdout.txt")
     ar = rounds(GRAPH, "all_reduce") + rounds(HOSTED, "all_reduce")
-    primitives, _ = fit_collective.fit_card(ar, tuning)
+    primitives, _ = fit_collective.fit_card(ar, tuning(HOSTED))
     chunked, _ = fit_collective.fit_card(rounds(GRAPH, "all_reduce"))
     return primitives, chunked
+
+
+def fitted_cards_4():
+    """name -> card for the 4-rank comparison (the second machine)."""
+    t2, t4 = tuning(GRAPH4_2), tuning(GRAPH4)
+    ar2, ar4 = rounds(GRAPH4_2, "all_reduce"), rounds(GRAPH4, "all_reduce")
+    return {"fit at 4": fit_collective.fit_card(ar4, t4)[0],
+            "fit at 2": fit_collective.fit_card(ar2, [t2, t4])[0],
+            "fit at 2+4": fit_collective.fit_card(ar2 + ar4, [t2, t4])[0],
+            "chunked at 4": fit_collective.fit_card(ar4)[0]}
 
 
 def mean_error(params, folder: Path, op: str) -> float:
@@ -38,11 +58,16 @@ def mean_error(params, folder: Path, op: str) -> float:
 
 def main():
     primitives, chunked = fitted_cards()
-    print("mean |error| over sizes >= 1 KiB, median of rounds; fitted on all_reduce only")
+    print("2 ranks: mean |error| over sizes >= 1 KiB, median of rounds; fitted on all_reduce only")
     print(f"{'op':>15} {'primitives/graph':>17} {'primitives/host':>16} {'chunked/graph':>14}")
     for op in OPS:
         print(f"{op:>15} {mean_error(primitives, GRAPH, op):16.2f}% {mean_error(primitives, HOSTED, op):15.2f}% "
               f"{mean_error(chunked, GRAPH, op):13.2f}%")
+    cards = fitted_cards_4()
+    print("\n4 ranks, CUDA graphs: mean |error| over sizes >= 1 KiB; primitives fitted on all_reduce at the ranks named")
+    print(f"{'op':>15}" + "".join(f"{name:>14}" for name in cards))
+    for op in OPS:
+        print(f"{op:>15}" + "".join(f"{mean_error(card, GRAPH4, op):13.2f}%" for card in cards.values()))
 
 
 if __name__ == "__main__":

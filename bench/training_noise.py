@@ -1,52 +1,115 @@
-"""Run-to-run noise of DDP steps, and held-out predictions of each repeat.
+"""Run-to-run noise of DDP steps, and held-out predictions across three sessions on 4 x H200 machines.
 
-    python bench/training_noise.py [NOISE_BUNDLE]
+    python bench/training_noise.py
 
-NOISE_BUNDLE holds rep1..rep3, each a `simcluster collect --tools ddp-step --gpus 2` on a fresh
-4 x H200 machine. For every model: the 1- and 2-GPU step times of each repeat and their spread; then
-each repeat's 2-GPU step predicted from that repeat's own 1-GPU trace with the DDP card fitted on an
-earlier bundle (models/training/ddp-h200x4.yaml) and the NVLink collective card: nothing of these
-runs was fitted.
+Sessions: "collect" (calibration/h200x4-collect-2026-11-22, 4 models, 2 and 4 GPUs, NVLink and socket),
+"noise" (calibration/h200x4-noise-2026-11-22/rep1..3, three fresh machines, 3 models) and "interleaved"
+(calibration/h200x4-ddp-interleaved-2026-11-22: three 1-GPU / 2-GPU pairs of fresh processes per model).
+1. noise, predicted with the DDP card fitted on the collect session's 2-GPU runs (the first card);
+2. the card in models/training/ddp-h200x4.yaml (fitted on the noise session's 2-GPU runs) on the
+   interleaved pairs (each 2-GPU step from the 1-GPU run just before it) and on every collect run.
+Every prediction uses the 1-GPU trace of its own session; none of the predicted runs was fitted.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
 from simcluster.cards import load_collective, load_ddp
 from simcluster.collectives.model import predict
+from simcluster.fit.bundle import calibrate_bundle
 from simcluster.training import workload as W
 from simcluster.training.step import simulate_step
 
 ROOT = Path(__file__).resolve().parent.parent
+CAL = ROOT / "calibration"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("bundle", nargs="?", default=str(ROOT / "calibration/h200x4-noise-2026-11-22"))
-    args = parser.parse_args()
-    ddp, _ = load_ddp(ROOT / "models/training/ddp-h200x4.yaml")
-    nv, _ = load_collective(ROOT / "models/collective/h200x4-collect-nvlink.yaml")
+def _step(w, n, card, ddp) -> float:
+    return simulate_step(w, n, lambda s: predict(card, "all_reduce", s, n).time_s, ddp).step_s
+
+
+def _row(label: str, t1: float | None, measured: float, pred: float) -> float:
+    err = (pred / measured - 1) * 100
+    one = f"{t1 * 1e3:9.2f}" if t1 else f"{'':>9}"
+    print(f"{label:>26} {one} {measured * 1e3:9.2f} {pred * 1e3:9.2f} {err:+6.1f}%")
+    return err
+
+
+def _header(title: str) -> None:
+    print(f"\n{title}\n{'run':>26} {'1-GPU ms':>9} {'measured':>9} {'predicted':>9} {'error':>7}")
+
+
+def noise_with_first_card(nv) -> None:
+    cards = Path("/tmp/simcluster-training-noise")
+    calibrate_bundle(CAL / "h200x4-collect-2026-11-22", cards)
+    first, _ = load_ddp(cards / "ddp.yaml")
+    _header("1. noise session, DDP card fitted on the collect session")
     by_model: dict[str, list] = {}
-    for rep in sorted(Path(args.bundle).glob("rep*")):
+    for rep in sorted((CAL / "h200x4-noise-2026-11-22").glob("rep*")):
         for run in sorted((rep / "ddp-step").iterdir()):
             records = W.read_runs(run / "stdout.txt")
             one = next(r for r in records if r["world_size"] == 1)
             two = next(r for r in records if r["world_size"] == 2)
             w = W.from_record(one, W.profile_gpu_s(run, one["model"], one["image"], one["batch_per_gpu"]))
-            pred = simulate_step(w, 2, lambda s: predict(nv, "all_reduce", s, 2).time_s, ddp).step_s
-            by_model.setdefault(w.model, []).append((rep.name, w.step_s, two["median_step_s"], pred))
-    print(f"{'model':>10} {'rep':>5} {'1-GPU ms':>9} {'2-GPU ms':>9} {'predicted':>9} {'error':>7}")
+            err = _row(f"{w.model} {rep.name}", w.step_s, two["median_step_s"], _step(w, 2, nv, first))
+            by_model.setdefault(w.model, []).append((w.step_s, two["median_step_s"], err))
     for model, rows in by_model.items():
-        for rep, t1, t2, p in rows:
-            print(f"{model:>10} {rep:>5} {t1 * 1e3:9.2f} {t2 * 1e3:9.2f} {p * 1e3:9.2f} {(p / t2 - 1) * 100:+6.1f}%")
-        ones, twos = [r[1] for r in rows], [r[2] for r in rows]
-        errs = [abs(r[3] / r[2] - 1) * 100 for r in rows]
-        print(f"{model:>10}   run-to-run spread: 1 GPU {(max(ones) - min(ones)) / statistics.mean(ones) * 100:.1f}%, "
-              f"2 GPUs {(max(twos) - min(twos)) / statistics.mean(twos) * 100:.1f}%; prediction mean |error| "
-              f"{statistics.mean(errs):.1f}%")
+        ones, twos = [r[0] for r in rows], [r[1] for r in rows]
+        print(f"{model:>26}   run-to-run spread: 1 GPU {(max(ones) - min(ones)) / statistics.mean(ones) * 100:.1f}%, "
+              f"2 GPUs {(max(twos) - min(twos)) / statistics.mean(twos) * 100:.1f}%; mean |error| "
+              f"{statistics.mean(abs(r[2]) for r in rows):.1f}%")
+
+
+def interleaved(ddp, nv) -> list[float]:
+    bundle = CAL / "h200x4-ddp-interleaved-2026-11-22"
+    _header("2a. interleaved session, models/training/ddp-h200x4.yaml (fitted on the noise session)")
+    errors = []
+    for path in sorted(bundle.glob("interleaved-*.jsonl")):
+        records = W.read_runs(path)
+        for one, two in zip(records[0::2], records[1::2], strict=True):
+            w = W.from_record(one, where=str(path))
+            errors.append(_row(f"{w.model} x2", w.step_s, two["median_step_s"], _step(w, 2, nv, ddp)))
+    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    wrapped = [r["median_step_s"] * 1e3 for r in W.read_runs(bundle / "ddp-at-one-resnet18.jsonl")]
+    print("resnet18 on 1 GPU wrapped in DDP: " + ", ".join(f"{t:.2f}" for t in wrapped) + " ms")
+    concurrent = [r["median_step_s"] * 1e3 for p in sorted(bundle.glob("concurrent*.jsonl")) for r in W.read_runs(p)]
+    print("resnet18, two independent 1-GPU processes at once: " + ", ".join(f"{t:.2f}" for t in concurrent) + " ms")
+    return errors
+
+
+def collect_session(ddp) -> list[float]:
+    bundle = CAL / "h200x4-collect-2026-11-22"
+    cards = Path("/tmp/simcluster-training-noise")
+    calibrate_bundle(bundle, cards)
+    nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
+    so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]
+    _header("2b. collect session, models/training/ddp-h200x4.yaml")
+    workloads, errors = {}, []
+    for run in sorted((bundle / "ddp-step").iterdir()):
+        records = W.read_runs(run / "stdout.txt")
+        one = next(r for r in records if r["world_size"] == 1)
+        w = workloads[one["model"]] = W.from_record(one, W.profile_gpu_s(run, one["model"], one["image"], one["batch_per_gpu"]))
+        for r in records:
+            if r["world_size"] > 1:
+                errors.append(_row(f"{w.model} x{r['world_size']} nvlink", w.step_s, r["median_step_s"],
+                                   _step(w, r["world_size"], nv, ddp)))
+    for run in sorted((bundle / "ddp-step-socket").iterdir()):
+        for r in W.read_runs(run / "stdout.txt"):
+            w = workloads[r["model"]]
+            errors.append(_row(f"{w.model} x{r['world_size']} socket", w.step_s, r["median_step_s"],
+                               _step(w, r["world_size"], so, ddp)))
+    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    return errors
+
+
+def main() -> None:
+    nv, _ = load_collective(ROOT / "models/collective/h200x4-collect-nvlink.yaml")
+    ddp, _ = load_ddp(ROOT / "models/training/ddp-h200x4.yaml")
+    noise_with_first_card(nv)
+    interleaved(ddp, nv)
+    collect_session(ddp)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ def _get(doc: dict, key: str, where: str, parse=None):
         return parse(doc[key])
     except UnitError as exc:
         raise ModelCardError(f"key '{key}': {exc.one_line()}", where=where) from None
+    except (TypeError, ValueError):
+        raise ModelCardError(f"key '{key}': {doc[key]!r} is not a valid value", where=where) from None
 
 
 def load_card(path: str | Path, kind: str | None = None) -> dict:
@@ -92,23 +94,36 @@ def load_collective(path: str | Path) -> tuple[CollectiveParams, dict]:
 
 
 def _primitive_params(params: dict, key: str) -> PrimitiveParams:
-    tuner = {}
-    for op, protos in (params.get("nccl_tuner") or {}).items():
-        tuner[op] = {p: (parse_time(v["latency"]), parse_bandwidth(v["bandwidth"])) for p, v in protos.items()}
+    def table(protos: dict) -> dict:
+        return {op: {p: (parse_time(v["latency"]), parse_bandwidth(v["bandwidth"])) for p, v in per_op.items()}
+                for op, per_op in protos.items()}
+
+    raw = params.get("nccl_tuner") or {}
+    # ranks -> op -> protocol; an older card holds one table (op -> protocol), kept as "any rank count" (0)
+    tuner = {int(n): table(t) for n, t in raw.items()} if all(str(k).isdigit() for k in raw) else {0: table(raw)}
+    optional = {name: _get(params, field, key, parse) for name, field, parse in (
+        ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
+        ("p2p_channels", "p2p_channels", int), ("p2p_channels_per_peer", "p2p_channels_per_peer", int))
+        if field in params}
     return PrimitiveParams(_get(params, "ll_base_latency", key, parse_time), _get(params, "ll_channel_bandwidth", key, parse_bandwidth),
                            _get(params, "simple_base_latency", key, parse_time), _get(params, "bus_bandwidth", key, parse_bandwidth),
-                           int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner)
+                           int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner,
+                           **optional)
 
 
 def collective_params_yaml(params: CollectiveParams | PrimitiveParams) -> dict:
     if isinstance(params, PrimitiveParams):
         return {"model": "nccl-primitives", "ll_base_latency": format_time(params.ll_base_s),
+                "ll_step_latency": format_time(params.ll_step_s),
                 "ll_channel_bandwidth": format_bandwidth(params.ll_channel_Bps),
                 "simple_base_latency": format_time(params.simple_base_s),
+                "simple_step_latency": format_time(params.simple_step_s),
                 "bus_bandwidth": format_bandwidth(params.link_bandwidth_Bps), "channels": params.channels,
+                "p2p_channels": params.p2p_channels, "p2p_channels_per_peer": params.p2p_channels_per_peer,
                 "host_launch_floor": format_time(params.host_floor_s),
-                "nccl_tuner": {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
-                                    for p, (lat, bw) in protos.items()} for op, protos in params.tuner.items()}}
+                "nccl_tuner": {n: {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
+                                        for p, (lat, bw) in protos.items()} for op, protos in per_op.items()}
+                               for n, per_op in params.tuner.items()}}
     return {
         "link_bandwidth": format_bandwidth(params.link_bandwidth_Bps),
         "protocols": {name: {"base_latency": format_time(p.base_latency_s), "step_latency": format_time(p.step_latency_s),

@@ -86,9 +86,12 @@ def _provenance(traces: list[dict]) -> dict:
 
 def cmd_calibrate(args) -> int:
     if Path(args.traces[0]).is_dir():
-        from simcluster.fit.bundle import calibrate_bundle
+        from simcluster.fit.bundle import calibrate_bundles
 
-        written, problems = calibrate_bundle(args.traces[0], args.output)
+        not_dirs = [t for t in args.traces if not Path(t).is_dir()]
+        if not_dirs:
+            raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
+        written, problems = calibrate_bundles(args.traces, args.output, args.collective_card)
         for path in written:
             print(f"wrote {path}")
         for line in problems:
@@ -106,17 +109,16 @@ def cmd_calibrate(args) -> int:
         from simcluster.traces import nccl_tuning
         from simcluster.traces.common import sha256_of
 
-        tuning = nccl_tuning.parse(args.nccl_log)
-        extra = {"nccl_log": {"path": args.nccl_log, "sha256": sha256_of(args.nccl_log)}}
+        tuning = [nccl_tuning.parse(log) for log in args.nccl_log]
+        extra = {"nccl_log": [{"path": log, "sha256": sha256_of(log)} for log in args.nccl_log]}
     params, fit_summary = fit_collective.fit_card(traces, tuning)
     rows = [r for t in traces for r in validate(params, t)]
-    first = traces[0]
     card = {
         "kind": "collective",
         "name": args.name or Path(args.output).stem,
         "description": f"Intra-node collective model fitted from {len(traces)} nccl-tests log(s).",
         "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
-                    "ranks_per_node": first.ranks_per_node},
+                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
         "params": collective_params_yaml(params),
         "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
                         "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
@@ -496,8 +498,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="CARD.yaml")
     p.add_argument("--name")
     p.add_argument("--op", help="the collective, when the logs do not say")
-    p.add_argument("--nccl-log", metavar="LOG", help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same "
-                   "machine; fits the NCCL-primitives model with NCCL's own protocol choice (else the chunked ring model)")
+    p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
+                   "of the DDP fit, where a bundle has no nccl-tests of its own")
+    p.add_argument("--nccl-log", metavar="LOG", action="append",
+                   help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same machine, one per rank count "
+                   "(repeat the option); fits the NCCL-primitives model with NCCL's own protocol choice (else the "
+                   "chunked ring model)")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("predict", help="predict with a calibrated model")

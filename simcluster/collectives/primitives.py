@@ -1,33 +1,42 @@
-"""The NCCL-primitives collective model: one node, ring and chain collectives as NCCL runs them.
+"""The NCCL-primitives collective model: one node, ring, chain and point-to-point collectives as NCCL runs them.
 
-Every rank of a ring (or chain) collective executes a fixed sequence of NCCL primitives per data
-segment (send, recvReduceSend, recvReduceCopySend, recvCopySend, recv, ...): k primitives.
+Every rank of a ring collective executes a fixed sequence of NCCL primitives per data segment (send,
+recvReduceSend, recvReduceCopySend, recvCopySend, recv): k primitives, each waiting for the previous one's data.
+A chain (broadcast, reduce) pipelines its data through n-1 hops: the hop latency is paid n-1 times, the
+data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on NCCL's p2p channels.
 
-  LL, LL128   T = base_p + k * (step_p + segment / (c * r_p))       c = channels NCCL gives the call
-  Simple      T = base_S + k * step_S + wire / B                     B = bus bandwidth of the NVLink path
-  host        T_measured = max(T, host_floor) when every call is launched from the host (no CUDA graph)
+  ring    LL      T = L_LL + k (s_LL + segment / (c r_LL))          c = channels NCCL gives the call
+          Simple  T = L_S  + k s_S + wire / B                        B = bus bandwidth of the NVLink path
+  chain   LL      T = L_LL + (n-1) s_LL + S / (c r_LL)
+          Simple  T = L_S  + (n-1) s_S + wire / B
+  p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p r_LL)      while peer_bytes <= p2p channels per peer x 16 KiB
+          Simple  T = L_S  + 2 s_S + wire / B                         above it (NCCL's p2p protocol rule)
+  host    T_measured = max(T, host_floor) when every call is launched from the host (no CUDA graph)
 
-k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n, broadcast/reduce 1 (+ n-2 hops of pipeline),
-sendrecv 2, alltoall 2n. segment: S/n for the ring ops, S for the chain ops and sendrecv.
-wire = nccl-tests' busbw numerator. c = clamp(floor(S / (512 threads * 8n)), 1, channels)
-(NCCL's ring channel tuning for LL). Which protocol runs: NCCL's own tuner table (latency and bandwidth per
-collective and protocol, printed by NCCL_DEBUG_SUBSYS=TUNING) when the card carries it, else the faster
-of the model's protocols. Point-to-point ops (sendrecv, alltoall) take LL up to the p2p LL threshold
-(16 KiB per peer, NCCL's default) and the faster of LL and Simple-without-ring-setup above it.
-step_p are NCCL's documented per-step NVLink ring latencies (src/graph/tuning.cc hwLatencies).
+k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n. segment = S/n. wire = nccl-tests' busbw numerator.
+Ring and chain LL channels: c = clamp(floor(S / (512 threads * 8n)), 1, channels) (NCCL's rule, checked
+against its tuning logs at 2 and 4 ranks). p2p LL channels: min(m, ceil(peer_bytes / 8 KiB)) with m = the p2p
+channels per peer, halved while m * n > p2p channels (src/enqueue.cc, NCCL 2.28). Which protocol a ring or
+chain op runs: NCCL's own tuner table (latency and bandwidth per collective and protocol, printed by
+NCCL_DEBUG_SUBSYS=TUNING) for the rank count it was logged at, else the faster of the model's protocols.
+The step latencies s_LL, s_S are NCCL's documented NVLink ring values (src/graph/tuning.cc hwLatencies) unless
+the card was fitted on all_reduce at two or more rank counts, which identifies them.
 See docs/models/collectives.md.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from simcluster.collectives.schedule import bus_factor, canonical_op
 
 STEP_LATENCY_S = {"LL": 0.6e-6, "Simple": 3.4e-6}      # NCCL hwLatencies, NVLink, ring
 LL_THREADS = 512                                             # NCCL max threads per LL channel
-P2P_LL_THRESHOLD_BYTES = 16384                               # NCCL_P2P_LL_THRESHOLD default
-RING_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+P2P_LL_THRESHOLD_BYTES = 16384                               # NCCL_P2P_LL_THRESHOLD default, per p2p channel
+P2P_LL_PART_BYTES = 8192                                     # smallest LL part per channel (LL step / 8)
+RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+CHAIN_OPS = ("broadcast", "reduce")
 P2P_OPS = ("sendrecv", "alltoall")
 
 
@@ -39,7 +48,11 @@ class PrimitiveParams:
     link_bandwidth_Bps: float                   # bus bandwidth of the NVLink path (Simple)
     channels: int
     host_floor_s: float = 0.0
-    tuner: dict = field(default_factory=dict)   # op -> {protocol: (latency_s, algbw_Bps)}, NCCL's own table
+    tuner: dict = field(default_factory=dict)   # ranks -> op -> {protocol: (latency_s, algbw_Bps)}, NCCL's tables
+    ll_step_s: float = STEP_LATENCY_S["LL"]
+    simple_step_s: float = STEP_LATENCY_S["Simple"]
+    p2p_channels: int = 32                      # NCCL's "32 p2p channels, 32 p2p channels per peer"
+    p2p_channels_per_peer: int = 32
 
     # What the fabric layer reads from any intra-node card (CollectiveParams has the same two).
     @property
@@ -48,37 +61,56 @@ class PrimitiveParams:
 
     @property
     def simple_step_latency_s(self) -> float:
-        return STEP_LATENCY_S["Simple"]
+        return self.simple_step_s
 
 
 def primitives(op: str, n: int) -> int:
-    return {"all_reduce": 2 * n - 1, "all_gather": n, "reduce_scatter": n, "sendrecv": 2,
-            "alltoall": 2 * n}.get(op, 1 + max(0, n - 2))
-
-
-def segment_bytes(op: str, size: float, n: int) -> float:
-    return size / n if op in RING_OPS else size
+    """Latency steps on a rank's critical path: ring primitives, chain hops, or one send + one receive."""
+    if op in RING_OPS:
+        return 2 * n - 1 if op == "all_reduce" else n
+    return n - 1 if op in CHAIN_OPS else 2
 
 
 def ll_channels(params: PrimitiveParams, size: float, n: int) -> int:
     return int(min(params.channels, max(1, size // (LL_THREADS * 8 * n))))
 
 
+def p2p_peer_bytes(op: str, size: float, n: int) -> float:
+    return size / n if op == "alltoall" else size
+
+
+def p2p_channels_min(params: PrimitiveParams, n: int) -> int:
+    m = params.p2p_channels_per_peer
+    while m * n > params.p2p_channels and m > 1:
+        m //= 2
+    return m
+
+
+def p2p_uses_ll(params: PrimitiveParams, op: str, size: float, n: int) -> bool:
+    return p2p_peer_bytes(op, size, n) <= params.p2p_channels_per_peer * P2P_LL_THRESHOLD_BYTES
+
+
 def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
-    k, c = primitives(op, n), ll_channels(params, size, n)
-    return params.ll_base_s + k * (STEP_LATENCY_S["LL"] + segment_bytes(op, size, n) / (c * params.ll_channel_Bps))
+    steps = primitives(op, n)
+    if op in RING_OPS:
+        c = ll_channels(params, size, n)
+        return params.ll_base_s + steps * (params.ll_step_s + size / n / (c * params.ll_channel_Bps))
+    if op in CHAIN_OPS:
+        c = ll_channels(params, size, n)
+        return params.ll_base_s + steps * params.ll_step_s + size / (c * params.ll_channel_Bps)
+    peer = p2p_peer_bytes(op, size, n)
+    c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
+    return params.ll_base_s + steps * params.ll_step_s + peer / (c * params.ll_channel_Bps)
 
 
 def _simple_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
     wire = size * bus_factor(op, n)
-    if op in P2P_OPS:
-        return params.simple_base_s + wire / params.link_bandwidth_Bps
-    return params.simple_base_s + primitives(op, n) * STEP_LATENCY_S["Simple"] + wire / params.link_bandwidth_Bps
+    return params.simple_base_s + primitives(op, n) * params.simple_step_s + wire / params.link_bandwidth_Bps
 
 
-def nccl_choice(params: PrimitiveParams, op: str, size: float) -> str | None:
-    """The protocol NCCL's tuner picks (its latency + bytes / bandwidth), or None without a table."""
-    table = params.tuner.get(op)
+def nccl_choice(params: PrimitiveParams, op: str, size: float, n: int) -> str | None:
+    """The protocol NCCL's tuner picks (its latency + bytes / bandwidth) at n ranks, or None without its table."""
+    table = (params.tuner.get(n) or params.tuner.get(0) or {}).get(op)
     if not table:
         return None
     return min(table, key=lambda p: table[p][0] + size / table[p][1])
@@ -93,9 +125,9 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
     if protocol in options:
         return options[protocol], protocol
     if op in P2P_OPS:
-        proto = "LL" if segment_bytes(op, size, n) <= P2P_LL_THRESHOLD_BYTES else min(options, key=options.get)
+        proto = "LL" if p2p_uses_ll(params, op, size, n) else "Simple"
     else:
-        choice = nccl_choice(params, op, size)
+        choice = nccl_choice(params, op, size, n)
         proto = choice if choice in options else min(options, key=options.get)
     return options[proto], proto
 

@@ -8,6 +8,8 @@
   ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
                                     the 2-GPU runs; 4-GPU and socket runs are left for validation)
 Each card names the traces it came from (path and sha256). A run that failed is skipped and reported.
+`simcluster calibrate B1 B2 ... -o DIR [--collective-card CARD]` does this per bundle (DIR/<bundle>/) and
+fits one DDP card (DIR/ddp.yaml) on the 2-GPU steps of all of them (repeats of one machine type).
 """
 
 from __future__ import annotations
@@ -157,19 +159,18 @@ def _perf_note(bundle: Path, manifest: dict, params) -> list[str]:
             f"its own process); qperf -v's cost {params.cpu_s_per_byte * 1e9:.3g} s/GB (host-wide) is kept"]
 
 
-def _training(bundle: Path, manifest: dict, out: Path) -> list[str]:
-    from simcluster.cards import ddp_card, dump_card, load_collective, training_card
+def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None):
+    """Per 1-GPU ddp-step run: a training card (written), and the 2-GPU observations and profiles the DDP
+    fit takes. The 2-GPU all_reduce comes from `comm_card`, else the bundle's own nccl-tests card."""
+    from simcluster.cards import dump_card, load_collective, training_card
     from simcluster.collectives.model import predict
-    from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown
+    from simcluster.fit.training import Observation
     from simcluster.training import workload as W
 
-    runs = _runs(manifest, "ddp-step")
-    if not runs:
-        return []
     written, obs, profiles, sources = [], [], [], []
-    coll = out / "collective-nccl-tests.yaml"
-    params = load_collective(coll)[0] if coll.is_file() else None
-    for run in runs:
+    coll = comm_card or out / "collective-nccl-tests.yaml"
+    params = load_collective(coll)[0] if Path(coll).is_file() else None
+    for run in _runs(manifest, "ddp-step"):
         rdir = bundle / run["path"]
         records = W.read_runs(rdir / "stdout.txt")
         single = [r for r in records if r["world_size"] == 1]
@@ -188,20 +189,60 @@ def _training(bundle: Path, manifest: dict, out: Path) -> list[str]:
         profiles += W.overlap_samples(rdir, gpu)
         for r in records:
             if r["world_size"] == 2 and params is not None:
-                obs.append(Observation(f"{w.model} x2", w, 2, lambda s, p=params: predict(p, "all_reduce", s, 2).time_s,
-                                       r["median_step_s"]))
-    if len(obs) >= 2:
-        slowdown = overlap_slowdown(profiles)
-        ddp, fit = fit_ddp(obs, slowdown)
-        fit["slowdown_from"] = f"{len(profiles)} multi-GPU profiles: median extra compute time / compute-comm overlap"
-        fit["fitted_on"] = "2-GPU NVLink step times; 4-GPU and socket runs are held out"
-        target = out / "ddp.yaml"
-        target.write_text(dump_card(ddp_card(ddp, fit, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp")))
-        written.append(str(target))
-    return written
+                obs.append(Observation(f"{bundle.name} {w.model} x2", w, 2,
+                                       lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"]))
+    return written, obs, profiles, sources
 
 
-def calibrate_bundle(bundle: str | Path, out: str | Path) -> tuple[list[str], list[str]]:
+def _ddp_card(obs: list, profiles: list, provenance: dict, name: str, out: Path) -> list[str]:
+    from simcluster.cards import ddp_card, dump_card
+    from simcluster.fit.training import fit_ddp, overlap_slowdown
+
+    if len(obs) < 2:
+        return []
+    slowdown = overlap_slowdown(profiles)
+    ddp, fit = fit_ddp(obs, slowdown)
+    fit["slowdown_from"] = f"{len(profiles)} multi-GPU profiles: median extra compute time / compute-comm overlap"
+    fit["fitted_on"] = "2-GPU NVLink step times; 4-GPU and socket runs are held out"
+    target = out / "ddp.yaml"
+    target.write_text(dump_card(ddp_card(ddp, fit, provenance, name)))
+    return [str(target)]
+
+
+def _training(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None) -> list[str]:
+    written, obs, profiles, sources = _ddp_runs(bundle, manifest, out, comm_card)
+    return written + _ddp_card(obs, profiles, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp", out)
+
+
+def calibrate_bundles(bundles: list[str | Path], out: str | Path,
+                      comm_card: str | Path | None = None) -> tuple[list[str], list[str]]:
+    """One bundle: calibrate_bundle. Several (repeats of one machine type): each bundle's cards in
+    out/<bundle>/, and one DDP card (out/ddp.yaml) fitted on the 2-GPU steps of all of them. `comm_card`:
+    the collective card for the 2-GPU all_reduce where a bundle has no nccl-tests of its own."""
+    out = Path(out)
+    comm = Path(comm_card) if comm_card else None
+    if len(bundles) == 1:
+        return calibrate_bundle(bundles[0], out, comm)
+    written, problems, obs, profiles, sources = [], [], [], [], []
+    for b in map(Path, bundles):
+        w, p = calibrate_bundle(b, out / b.name, comm)
+        written, problems = written + w, problems + [f"{b.name}: {line}" for line in p]
+        try:
+            _, o, pr, src = _ddp_runs(b, _manifest(b), out / b.name, comm)
+        except SimclusterError as exc:
+            problems.append(f"{b.name}: ddp-step: {exc.one_line()}")
+            continue
+        obs, profiles, sources = obs + o, profiles + pr, sources + src
+    provenance = {**_provenance(sources, Path(bundles[0]), {}), "bundle": [str(b) for b in bundles],
+                  "collective_card": str(comm) if comm else None}
+    provenance.pop("host")
+    parents = {Path(b).resolve().parent for b in bundles}
+    name = (parents.pop().name if len(parents) == 1 else Path(bundles[0]).name) + "-pooled-ddp"
+    written += _ddp_card(obs, profiles, provenance, name, out)
+    return written, problems
+
+
+def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None = None) -> tuple[list[str], list[str]]:
     """Cards written, and one line per trace that could not be used."""
     bundle, out = Path(bundle), Path(out)
     manifest = _manifest(bundle)
@@ -211,7 +252,7 @@ def calibrate_bundle(bundle: str | Path, out: str | Path) -> tuple[list[str], li
              ("nccl-tests-socket", lambda: _collective(bundle, manifest, "nccl-tests-socket", out)),
              ("qperf", lambda: _nic(bundle, manifest, out)),
              ("fio", lambda: _nvme(bundle, manifest, out)),
-             ("ddp-step", lambda: _training(bundle, manifest, out))]
+             ("ddp-step", lambda: _training(bundle, manifest, out, comm_card))]
     for name, step in steps:
         try:
             written += step()

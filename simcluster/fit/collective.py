@@ -90,14 +90,17 @@ def rounded(params: CollectiveParams) -> CollectiveParams:
 
 
 def fit_card(traces: list[CollectiveTrace], tuning=None):
-    """The one entry for a collective card: all_reduce rounds (+ an NcclTuning log) -> (params, summary).
+    """The one entry for a collective card: all_reduce rounds (+ NcclTuning logs, one per rank count)
+    -> (params, summary).
     With NCCL's tuning log: the NCCL-primitives model (fit/primitives.py); without: the chunked ring
     model on the median of each set of rounds (same op, ranks and timing mode)."""
     from simcluster.fit import primitives as fit_primitives
     from simcluster.traces.nccl_tests import median_trace
 
-    if tuning is not None:
-        return fit_primitives.fit(traces, tuning.ring_table(), tuning.channels)
+    if tuning:
+        logs = tuning if isinstance(tuning, list | tuple) else [tuning]
+        return fit_primitives.fit(traces, {t.ranks: t.ring_table() for t in logs}, logs[0].channels,
+                                  logs[0].p2p_channels)
     groups: dict = {}
     for t in traces:
         groups.setdefault((t.op, t.nranks, bool(t.cuda_graph_launches)), []).append(t)

@@ -21,6 +21,8 @@ _PROTOS = ("LL", "LL128", "Simple")
 _ALGO_HEADER = re.compile(r"NCCL INFO\s+Algorithm\s+\|(.*)$")
 _ROW = re.compile(r"NCCL INFO\s+(\w+)\s+\|((?:\s*[\d.]+/\s*[\d.]+\s*\|)+)\s*$")
 _CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
+_RANKS = re.compile(r"NCCL INFO .*\bnRanks (\d+)")
+_P2P = re.compile(r"NCCL INFO .*?(\d+) p2p channels, (\d+) p2p channels per peer")
 _CALL = re.compile(r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
 
 
@@ -30,6 +32,8 @@ class NcclTuning:
     channels: int
     table: dict = field(default_factory=dict)     # algo -> op -> protocol -> (latency_s, bandwidth_Bps)
     calls: list = field(default_factory=list)     # (op, bytes as NCCL logs them*, algo, protocol, channels)
+    ranks: int = 0                                # the communicator's size (0: not in the log)
+    p2p_channels: tuple[int, int] = (0, 0)        # (p2p channels, p2p channels per peer); 0: not in the log
     # *all_gather / reduce_scatter: per-rank bytes (nccl-tests size / ranks); others: nccl-tests size
 
     def ring_table(self) -> dict:
@@ -45,7 +49,8 @@ def parse(path: str | Path) -> NcclTuning:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
     table: dict = {}
     algos: list[str] = []
-    channels = 0
+    channels = ranks = 0
+    p2p = (0, 0)
     calls = []
     for raw in text.splitlines():
         if "NCCL INFO" not in raw:
@@ -67,6 +72,12 @@ def parse(path: str | Path) -> NcclTuning:
         match = _CHANNELS.search(raw)
         if match:
             channels = int(match.group(1))
+            p2p_match = _P2P.search(raw)
+            p2p = (int(p2p_match.group(1)), int(p2p_match.group(2))) if p2p_match else p2p
+            continue
+        match = _RANKS.search(raw)
+        if match:
+            ranks = int(match.group(1))
             continue
         match = _CALL.search(raw)
         if match and match.group(1) in NCCL_FUNCS:
@@ -77,4 +88,4 @@ def parse(path: str | Path) -> NcclTuning:
         raise TraceFormatError("no NCCL tuning table or channel count in this log", where=str(path),
                                hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "
                                     "(simcluster collect --nccl-tuning)")
-    return NcclTuning(str(path), channels, table, calls)
+    return NcclTuning(str(path), channels, table, calls, ranks, p2p)
