@@ -4,10 +4,12 @@
 
 Sessions: "collect" (calibration/h200x4-collect-2026-11-22, 4 models, 2 and 4 GPUs, NVLink and socket),
 "noise" (calibration/h200x4-noise-2026-11-22/rep1..3, three fresh machines, 3 models) and "interleaved"
-(calibration/h200x4-ddp-interleaved-2026-11-22: three 1-GPU / 2-GPU pairs of fresh processes per model).
+(calibration/h200x4-ddp-interleaved-2026-11-22: three 1-GPU / 2-GPU pairs of fresh processes per model) and
+"1-2-4" (calibration/h200x4-ddp-124-2026-11-22: two 1 -> 2 -> 4 GPU sequences of fresh processes per model).
 1. noise, predicted with the DDP card fitted on the collect session's 2-GPU runs (the first card);
 2. the card in models/training/ddp-h200x4.yaml (fitted on the noise session's 2-GPU runs) on the
-   interleaved pairs (each 2-GPU step from the 1-GPU run just before it) and on every collect run.
+   interleaved pairs (each 2-GPU step from the 1-GPU run just before it), on the 1-2-4 sequences (each
+   2- and 4-GPU step from the sequence's 1-GPU run) and on every collect run.
 Every prediction uses the 1-GPU trace of its own session; none of the predicted runs was fitted.
 """
 
@@ -79,13 +81,30 @@ def interleaved(ddp, nv) -> list[float]:
     return errors
 
 
+def sequences(ddp, nv) -> list[float]:
+    bundle = CAL / "h200x4-ddp-124-2026-11-22"
+    _header("2b. 1-2-4 session, models/training/ddp-h200x4.yaml")
+    errors = []
+    for path in sorted(bundle.glob("interleaved-*.jsonl")):
+        records = W.read_runs(path)
+        one = None
+        for r in records:
+            if r["world_size"] == 1:
+                one = W.from_record(r, where=str(path))
+                continue
+            errors.append(_row(f"{one.model} x{r['world_size']}", one.step_s, r["median_step_s"],
+                               _step(one, r["world_size"], nv, ddp)))
+    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    return errors
+
+
 def collect_session(ddp) -> list[float]:
     bundle = CAL / "h200x4-collect-2026-11-22"
     cards = Path("/tmp/simcluster-training-noise")
     calibrate_bundle(bundle, cards)
     nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
     so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]
-    _header("2b. collect session, models/training/ddp-h200x4.yaml")
+    _header("2c. collect session, models/training/ddp-h200x4.yaml")
     workloads, errors = {}, []
     for run in sorted((bundle / "ddp-step").iterdir()):
         records = W.read_runs(run / "stdout.txt")
@@ -109,6 +128,7 @@ def main() -> None:
     ddp, _ = load_ddp(ROOT / "models/training/ddp-h200x4.yaml")
     noise_with_first_card(nv)
     interleaved(ddp, nv)
+    sequences(ddp, nv)
     collect_session(ddp)
 
 
