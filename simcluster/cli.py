@@ -97,6 +97,8 @@ def cmd_calibrate(args) -> int:
         for line in problems:
             print(f"skipped: {line}")
         return 0 if written else EXIT_USAGE
+    if args.collective_card:
+        raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     if _is_qperf(args.traces[0]):
         return _calibrate_nic(args)
     from simcluster.cards import collective_params_yaml, dump_card

@@ -226,3 +226,13 @@ def test_fabric_collectives_run_on_a_primitives_card(cards):
     times = [predict_fabric(build_cluster(machine, intra), "all_reduce", 2**28).time_s for intra in (primitives, chunked)]
     assert all(t > 0 for t in times)
     assert times[0] == pytest.approx(times[1], rel=0.3)  # the network bounds both; NVLink models differ
+
+
+def test_a_card_with_one_untagged_tuner_table_applies_it_at_any_rank_count(cards):
+    """Cards written before tables were kept per rank count hold `nccl_tuner: {op: {protocol: ...}}`."""
+    primitives, _ = cards
+    doc = collective_params_yaml(primitives)
+    doc["nccl_tuner"] = doc["nccl_tuner"][2]
+    old = collective_params({"params": doc}, "card")
+    for n in (2, 4):
+        assert nccl_choice(old, "all_reduce", 2**20, n) == "LL" and nccl_choice(old, "all_reduce", 2**22, n) == "Simple"

@@ -209,8 +209,11 @@ def _ddp_card(obs: list, profiles: list, provenance: dict, name: str, out: Path)
     return [str(target)]
 
 
-def _training(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None) -> list[str]:
+def _training(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None, pool: list | None = None) -> list[str]:
+    """Training cards and this bundle's DDP card; with `pool`, also hand its DDP observations to the caller."""
     written, obs, profiles, sources = _ddp_runs(bundle, manifest, out, comm_card)
+    if pool is not None:
+        pool.append((obs, profiles, sources))
     return written + _ddp_card(obs, profiles, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp", out)
 
 
@@ -223,16 +226,11 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
     comm = Path(comm_card) if comm_card else None
     if len(bundles) == 1:
         return calibrate_bundle(bundles[0], out, comm)
-    written, problems, obs, profiles, sources = [], [], [], [], []
+    written, problems, pool = [], [], []
     for b in map(Path, bundles):
-        w, p = calibrate_bundle(b, out / b.name, comm)
+        w, p = calibrate_bundle(b, out / b.name, comm, pool)
         written, problems = written + w, problems + [f"{b.name}: {line}" for line in p]
-        try:
-            _, o, pr, src = _ddp_runs(b, _manifest(b), out / b.name, comm)
-        except SimclusterError as exc:
-            problems.append(f"{b.name}: ddp-step: {exc.one_line()}")
-            continue
-        obs, profiles, sources = obs + o, profiles + pr, sources + src
+    obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
     provenance = {**_provenance(sources, Path(bundles[0]), {}), "bundle": [str(b) for b in bundles],
                   "collective_card": str(comm) if comm else None}
     provenance.pop("host")
@@ -242,8 +240,10 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
     return written, problems
 
 
-def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None = None) -> tuple[list[str], list[str]]:
-    """Cards written, and one line per trace that could not be used."""
+def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None = None,
+                     ddp_pool: list | None = None) -> tuple[list[str], list[str]]:
+    """Cards written, and one line per trace that could not be used. `ddp_pool` collects the bundle's
+    DDP observations for a fit across bundles (calibrate_bundles)."""
     bundle, out = Path(bundle), Path(out)
     manifest = _manifest(bundle)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,7 +252,7 @@ def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None
              ("nccl-tests-socket", lambda: _collective(bundle, manifest, "nccl-tests-socket", out)),
              ("qperf", lambda: _nic(bundle, manifest, out)),
              ("fio", lambda: _nvme(bundle, manifest, out)),
-             ("ddp-step", lambda: _training(bundle, manifest, out, comm_card))]
+             ("ddp-step", lambda: _training(bundle, manifest, out, comm_card, ddp_pool))]
     for name, step in steps:
         try:
             written += step()
