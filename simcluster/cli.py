@@ -501,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name")
     p.add_argument("--op", help="the collective, when the logs do not say")
     p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
-                   "of the DDP fit, where a bundle has no nccl-tests of its own")
+                   "of the DDP fit (default: each bundle's own nccl-tests card)")
     p.add_argument("--nccl-log", metavar="LOG", action="append",
                    help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same machine, one per rank count "
                    "(repeat the option); fits the NCCL-primitives model with NCCL's own protocol choice (else the "

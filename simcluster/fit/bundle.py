@@ -221,7 +221,7 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
                       comm_card: str | Path | None = None) -> tuple[list[str], list[str]]:
     """One bundle: calibrate_bundle. Several (repeats of one machine type): each bundle's cards in
     out/<bundle>/, and one DDP card (out/ddp.yaml) fitted on the 2-GPU steps of all of them. `comm_card`:
-    the collective card for the 2-GPU all_reduce where a bundle has no nccl-tests of its own."""
+    the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card)."""
     out = Path(out)
     comm = Path(comm_card) if comm_card else None
     if len(bundles) == 1:
