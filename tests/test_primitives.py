@@ -236,3 +236,14 @@ def test_a_card_with_one_untagged_tuner_table_applies_it_at_any_rank_count(cards
     old = collective_params({"params": doc}, "card")
     for n in (2, 4):
         assert nccl_choice(old, "all_reduce", 2**20, n) == "LL" and nccl_choice(old, "all_reduce", 2**22, n) == "Simple"
+
+
+def test_predict_names_a_rank_count_without_nccl_tuning_table(capsys):
+    from simcluster.cli import main
+
+    card = Path(__file__).resolve().parents[1] / "models" / "collective" / "h200x2-primitives.yaml"
+    assert main(["predict", "collective", "--card", str(card), "--op", "all_reduce", "--ranks", "8", "-b", "1M", "-e", "1M"]) == 0
+    out = capsys.readouterr().out
+    assert "tuning table for ranks [2] only" in out and "extrapolation" in out
+    assert main(["predict", "collective", "--card", str(card), "--op", "all_reduce", "--ranks", "2", "-b", "1M", "-e", "1M"]) == 0
+    assert "tuning table" not in capsys.readouterr().out
