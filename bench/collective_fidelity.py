@@ -37,7 +37,7 @@ def tuning(folder: Path):
 
 def fitted_cards():
     ar = rounds(GRAPH, "all_reduce") + rounds(HOSTED, "all_reduce")
-    primitives, _ = fit_collective.fit_card(ar, tuning(HOSTED))
+    primitives, _ = fit_collective.fit_card(ar, [tuning(HOSTED)])
     chunked, _ = fit_collective.fit_card(rounds(GRAPH, "all_reduce"))
     return primitives, chunked
 
@@ -46,7 +46,7 @@ def fitted_cards_4():
     """name -> card for the 4-rank comparison (the second machine)."""
     t2, t4 = tuning(GRAPH4_2), tuning(GRAPH4)
     ar2, ar4 = rounds(GRAPH4_2, "all_reduce"), rounds(GRAPH4, "all_reduce")
-    return {"fit at 4": fit_collective.fit_card(ar4, t4)[0],
+    return {"fit at 4": fit_collective.fit_card(ar4, [t4])[0],
             "fit at 2": fit_collective.fit_card(ar2, [t2, t4])[0],
             "fit at 2+4": fit_collective.fit_card(ar2 + ar4, [t2, t4])[0],
             "chunked at 4": fit_collective.fit_card(ar4)[0]}

@@ -144,6 +144,7 @@ def cmd_calibrate(args) -> int:
 def cmd_predict_collective(args) -> int:
     from simcluster.build import sizes
     from simcluster.cards import load_collective
+    from simcluster.collectives import primitives
     from simcluster.collectives.model import predict
     from simcluster.collectives.schedule import canonical_op
     from simcluster.report.tables import nccl_tests_table
@@ -168,10 +169,10 @@ def cmd_predict_collective(args) -> int:
     ranks_seen = card.get("valid_range", {}).get("ranks", [])
     if ranks_seen and args.ranks not in ranks_seen:
         header.append(f"note: the card was fitted at ranks {ranks_seen}; {args.ranks} ranks is an extrapolation")
-    tuner = getattr(params, "tuner", None)
-    if tuner and args.ranks not in tuner and 0 not in tuner and op not in ("sendrecv", "alltoall"):
-        header.append(f"note: the card has NCCL's tuning table for ranks {sorted(tuner)} only; at {args.ranks} ranks "
-                      "the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+    if isinstance(params, primitives.PrimitiveParams) and params.tuner and op not in primitives.P2P_OPS \
+            and not primitives.tuner_table(params, args.ranks):
+        header.append(f"note: the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {args.ranks} "
+                      "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
     header.append(f"Collective test starting: {op}_perf")
     header.append("Using devices")
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]

@@ -148,6 +148,10 @@ def test_median_trace_takes_the_median_per_size():
     row = next(r for r in med.rows if r.size_bytes == size)
     assert row.time_s == pytest.approx((times[1] + times[2]) / 2)
     assert len(med.rows) == len(traces[0].rows)
+    # bandwidths follow the median time (not the first round's): reduce's bus factor is 1
+    assert row.algbw_Bps == pytest.approx(size / row.time_s) and row.busbw_Bps == pytest.approx(row.algbw_Bps)
+    ag = nccl_tests.median_trace(cf.rounds(cf.HOSTED, "all_gather"))
+    assert all(r.busbw_Bps == pytest.approx(r.algbw_Bps / 2) for r in ag.rows)
 
 
 def test_graph_runs_are_flagged_and_host_floor_applies_only_to_host_launched(cards):

@@ -158,3 +158,7 @@ def test_calibrate_several_bundles_pools_the_ddp_fit(tmp_path, capsys):
     assert "points: 9" in pooled and (tmp_path / "rep2" / "ddp.yaml").is_file()
     assert main(["calibrate", str(noise / "rep1"), str(card), "-o", str(tmp_path)]) == 2
     assert "not a bundle folder" in capsys.readouterr().err
+    # a mistyped card is a one-line error, not a pooled fit that silently has no DDP card
+    assert main(["calibrate", str(noise / "rep1"), str(noise / "rep2"), "-o", str(tmp_path / "x"),
+                 "--collective-card", str(card) + ".typo"]) == 2
+    assert "no such card file" in capsys.readouterr().err

@@ -108,9 +108,15 @@ def _simple_time(params: PrimitiveParams, op: str, size: float, n: int) -> float
     return params.simple_base_s + primitives(op, n) * params.simple_step_s + wire / params.link_bandwidth_Bps
 
 
+def tuner_table(params: PrimitiveParams, n: int) -> dict:
+    """NCCL's tuner table (op -> protocol -> (latency_s, algbw_Bps)) logged at n ranks; an untagged table (0)
+    stands for any rank count; {} when the card has none for n."""
+    return params.tuner.get(n) or params.tuner.get(0) or {}
+
+
 def nccl_choice(params: PrimitiveParams, op: str, size: float, n: int) -> str | None:
     """The protocol NCCL's tuner picks (its latency + bytes / bandwidth) at n ranks, or None without its table."""
-    table = (params.tuner.get(n) or params.tuner.get(0) or {}).get(op)
+    table = tuner_table(params, n).get(op)
     if not table:
         return None
     return min(table, key=lambda p: table[p][0] + size / table[p][1])

@@ -37,12 +37,15 @@ def _manifest(bundle: Path) -> dict:
     return doc
 
 
-def _provenance(paths: list[Path], bundle: Path, manifest: dict) -> dict:
+def _provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
+    """Where a card came from: the bundle (or bundles, for a fit across repeats), its host, each trace."""
     import datetime as _dt
 
-    return {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "bundle": str(bundle), "host": {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")},
-            "traces": [{"path": str(p), "sha256": sha256_of(p)} for p in paths]}
+    out = {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "bundle": [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)}
+    if manifest is not None:
+        out["host"] = {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")}
+    return {**out, "traces": [{"path": str(p), "sha256": sha256_of(p)} for p in paths]}
 
 
 def _runs(manifest: dict, tool: str) -> list[dict]:
@@ -62,13 +65,13 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]
     paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
     tuning_runs = [r for r in ok if r["run_id"] == "all_reduce-tuning"]
-    tuning = None
+    tunings = []
     if tuning_runs:
         from simcluster.traces import nccl_tuning
 
         paths.append(bundle / tuning_runs[0]["path"] / "stdout.txt")
-        tuning = nccl_tuning.parse(paths[-1])
-    params = fit_collective.fit_card(traces, tuning)[0]
+        tunings.append(nccl_tuning.parse(paths[-1]))
+    params = fit_collective.fit_card(traces, tunings)[0]
     trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
             "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
@@ -224,6 +227,8 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
     the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card)."""
     out = Path(out)
     comm = Path(comm_card) if comm_card else None
+    if comm is not None and not comm.is_file():
+        raise SimclusterError(f"--collective-card {comm}: no such card file")
     if len(bundles) == 1:
         return calibrate_bundle(bundles[0], out, comm)
     written, problems, pool = [], [], []
@@ -231,9 +236,7 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
         w, p = calibrate_bundle(b, out / b.name, comm, pool)
         written, problems = written + w, problems + [f"{b.name}: {line}" for line in p]
     obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
-    provenance = {**_provenance(sources, Path(bundles[0]), {}), "bundle": [str(b) for b in bundles],
-                  "collective_card": str(comm) if comm else None}
-    provenance.pop("host")
+    provenance = {**_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm) if comm else None}
     parents = {Path(b).resolve().parent for b in bundles}
     name = (parents.pop().name if len(parents) == 1 else Path(bundles[0]).name) + "-pooled-ddp"
     written += _ddp_card(obs, profiles, provenance, name, out)

@@ -89,20 +89,15 @@ def rounded(params: CollectiveParams) -> CollectiveParams:
                    chunk_bytes=r(p.chunk_bytes)) for k, p in params.protocols.items()})
 
 
-def fit_card(traces: list[CollectiveTrace], tuning=None):
+def fit_card(traces: list[CollectiveTrace], tunings: list | None = None):
     """The one entry for a collective card: all_reduce rounds (+ NcclTuning logs, one per rank count)
-    -> (params, summary).
-    With NCCL's tuning log: the NCCL-primitives model (fit/primitives.py); without: the chunked ring
-    model on the median of each set of rounds (same op, ranks and timing mode)."""
+    -> (params, summary). With NCCL's tuning logs: the NCCL-primitives model (fit/primitives.py);
+    without: the chunked ring model. Both fit the median of each set of rounds."""
     from simcluster.fit import primitives as fit_primitives
-    from simcluster.traces.nccl_tests import median_trace
+    from simcluster.traces.nccl_tests import median_of_rounds
 
-    if tuning:
-        logs = tuning if isinstance(tuning, list | tuple) else [tuning]
-        return fit_primitives.fit(traces, {t.ranks: t.ring_table() for t in logs}, logs[0].channels,
-                                  logs[0].p2p_channels)
-    groups: dict = {}
-    for t in traces:
-        groups.setdefault((t.op, t.nranks, bool(t.cuda_graph_launches)), []).append(t)
-    params, summary = fit([median_trace(g) for g in groups.values()])
+    if tunings:
+        return fit_primitives.fit(traces, {t.ranks: t.ring_table() for t in tunings}, tunings[0].channels,
+                                  tunings[0].p2p_channels)
+    params, summary = fit(list(median_of_rounds(traces).values()))
     return rounded(params), summary

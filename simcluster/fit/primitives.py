@@ -11,7 +11,7 @@
                       64 KiB in the host-launched logs. With host-launched logs only, the launch cost
                       and the GPU latency cannot be told apart: the floor stays 0 and the LL base
                       latency absorbs the launch cost (collect with --nccl-graph to separate them)
-Rounds of the same log are reduced to their median per size first (nccl_tests.median_trace).
+Rounds of the same log are reduced to their median per size first (nccl_tests.median_of_rounds).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from scipy.optimize import least_squares
 from simcluster.collectives.primitives import STEP_LATENCY_S, PrimitiveParams, call_time
 from simcluster.collectives.schedule import bus_factor
 from simcluster.errors import CalibrationError
-from simcluster.traces.nccl_tests import CollectiveTrace, median_trace
+from simcluster.traces.nccl_tests import CollectiveTrace, median_of_rounds
 
 FLOOR_MAX_BYTES = 64 * 1024
 
@@ -42,11 +42,7 @@ def _bus_bandwidth(trace: CollectiveTrace) -> float:
 
 
 def _median_by_ranks(traces: list[CollectiveTrace]) -> dict[int, CollectiveTrace]:
-    """Rounds reduced to their median per size, one trace per rank count."""
-    groups: dict[int, list] = {}
-    for t in traces:
-        groups.setdefault(t.nranks, []).append(t)
-    return {n: median_trace(ts) for n, ts in sorted(groups.items())}
+    return {ranks: t for (_, ranks, _), t in median_of_rounds(traces).items()}
 
 
 def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int = 0,

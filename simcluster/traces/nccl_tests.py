@@ -277,17 +277,32 @@ def _parse_json(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
 
 
 def median_trace(traces: list[CollectiveTrace]) -> CollectiveTrace:
-    """One trace whose every size is the median over `traces` (rounds of the same run; sizes present in all)."""
+    """One trace whose every size is the median over `traces` (rounds of the same run; sizes present in all);
+    algbw and busbw follow from the median time."""
     import statistics
     from dataclasses import replace
 
+    from simcluster.collectives.schedule import bus_factor
+
     if len(traces) == 1:
         return traces[0]
-    common = set.intersection(*({r.size_bytes for r in t.rows} for t in traces))
-    by_size = {s: [r for t in traces for r in t.rows if r.size_bytes == s] for s in common}
-    rows = [replace(rs[0], time_s=statistics.median(r.time_s for r in rs),
-                    time_inplace_s=None, busbw_inplace_Bps=None) for s, rs in sorted(by_size.items())]
-    rows = [replace(r, algbw_Bps=r.size_bytes / r.time_s if r.time_s else 0.0) for r in rows]
     first = traces[0]
+    factor = bus_factor(first.op, first.nranks)
+    common = set.intersection(*({r.size_bytes for r in t.rows} for t in traces))
+    rows = []
+    for size in sorted(common):
+        same = [r for t in traces for r in t.rows if r.size_bytes == size]
+        time = statistics.median(r.time_s for r in same)
+        algbw = size / time if time else 0.0
+        rows.append(replace(same[0], time_s=time, algbw_Bps=algbw, busbw_Bps=algbw * factor,
+                            time_inplace_s=None, busbw_inplace_Bps=None))
     return replace(first, path=f"median of {len(traces)} rounds ({first.path}, ...)", rows=rows,
                    warnings=[w for t in traces for w in t.warnings])
+
+
+def median_of_rounds(traces: list[CollectiveTrace]) -> dict[tuple[str, int, bool], CollectiveTrace]:
+    """Rounds of the same run reduced to their median: one trace per (op, ranks, timed as a CUDA graph)."""
+    groups: dict[tuple[str, int, bool], list[CollectiveTrace]] = {}
+    for t in traces:
+        groups.setdefault((t.op, t.nranks, bool(t.cuda_graph_launches)), []).append(t)
+    return {key: median_trace(ts) for key, ts in sorted(groups.items())}
