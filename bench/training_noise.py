@@ -5,7 +5,9 @@
 Sessions: "collect" (calibration/h200x4-collect-2026-11-22, 4 models, 2 and 4 GPUs, NVLink and socket),
 "noise" (calibration/h200x4-noise-2026-11-22/rep1..3, three fresh machines, 3 models) and "interleaved"
 (calibration/h200x4-ddp-interleaved-2026-11-22: three 1-GPU / 2-GPU pairs of fresh processes per model) and
-"1-2-4" (calibration/h200x4-ddp-124-2026-11-22: two 1 -> 2 -> 4 GPU sequences of fresh processes per model).
+"1-2-4" (calibration/h200x4-ddp-124-2026-11-22: two 1 -> 2 -> 4 GPU sequences of fresh processes per model)
+and "paired" (calibration/h200x4-ddp-paired-2026-11-22: three repeats; the 2- and 4-GPU processes alternate
+blocks of plain and DDP steps, so the 1-GPU step is timed in the same processes as the step it predicts).
 1. noise, predicted with the DDP card fitted on the collect session's 2-GPU runs (the first card);
 2. the card in models/training/ddp-h200x4.yaml (fitted on the noise session's 2-GPU runs) on the
    interleaved pairs (each 2-GPU step from the 1-GPU run just before it), on the 1-2-4 sequences (each
@@ -21,6 +23,7 @@ from pathlib import Path
 from simcluster.cards import load_collective, load_ddp
 from simcluster.collectives.model import predict
 from simcluster.fit.bundle import calibrate_bundle
+from simcluster.fit.training import Observation, fit_ddp, predict_all
 from simcluster.training import workload as W
 from simcluster.training.step import simulate_step
 
@@ -123,6 +126,51 @@ def collect_session(ddp) -> list[float]:
     return errors
 
 
+PAIRED = CAL / "h200x4-ddp-paired-2026-11-22"
+
+
+def paired_observations(path: Path, nv) -> list[Observation]:
+    return [Observation(f"{path.stem} {r['model']} x{r['world_size']}", W.from_paired(r, str(path)), r["world_size"],
+                        lambda s, n=r["world_size"]: predict(nv, "all_reduce", s, n).time_s, r["median_step_s"])
+            for r in W.read_runs(path) if r["world_size"] > 1]
+
+
+def paired(ddp, nv) -> list[float]:
+    _header("2d. paired session, models/training/ddp-h200x4.yaml; plain steps of the same processes "
+            "(in brackets: from the separate 1-GPU process)")
+    errors, separate = [], []
+    for path in sorted(PAIRED.glob("rep*.jsonl")):
+        one = None
+        for r in W.read_runs(path):
+            if r["world_size"] == 1:
+                one = W.from_record(r, where=str(path))
+                continue
+            w, n = W.from_paired(r, str(path)), r["world_size"]
+            err = _row(f"{w.model} x{n} {path.stem}", w.step_s, r["median_step_s"], _step(w, n, nv, ddp))
+            separate.append(_step(one, n, nv, ddp) / r["median_step_s"] * 100 - 100)
+            print(f"{'':>26} ({one.step_s * 1e3:7.2f} {'':>9} {'':>9} {separate[-1]:+6.1f}%)")
+            errors.append(err)
+    print(f"{'':>26} mean |error| {statistics.mean(map(abs, errors)):.1f}%, max {max(map(abs, errors)):.1f}% "
+          f"(separate 1-GPU process: {statistics.mean(map(abs, separate)):.1f}%, max {max(map(abs, separate)):.1f}%)")
+    return errors
+
+
+def paired_cross_validation(ddp, nv) -> list[float]:
+    print("\n3. paired session, leave one repeat out: DDP card refitted on the other two repeats")
+    reps = sorted(PAIRED.glob("rep*.jsonl"))
+    errors = []
+    for held in reps:
+        params, fit = fit_ddp([o for p in reps if p != held for o in paired_observations(p, nv)], ddp.slowdown)
+        test = paired_observations(held, nv)
+        errs = [(t / o.measured_s - 1) * 100 for o, t in zip(test, predict_all(test, params), strict=True)]
+        errors += errs
+        print(f"  held out {held.stem}: host {params.c_tensor_s * 1e6:.1f} us, GPU {params.g_tensor_s * 1e6:.1f} us per tensor "
+              f"(in-sample {fit['mean_abs_error_pct']:.1f}%): " + ", ".join(
+                  f"{o.label.split(' ', 1)[1]} {e:+.1f}%" for o, e in zip(test, errs, strict=True)))
+    print(f"  mean |error| {statistics.mean(map(abs, errors)):.1f}%, max {max(map(abs, errors)):.1f}%")
+    return errors
+
+
 def main() -> None:
     nv, _ = load_collective(ROOT / "models/collective/h200x4-collect-nvlink.yaml")
     ddp, _ = load_ddp(ROOT / "models/training/ddp-h200x4.yaml")
@@ -130,6 +178,8 @@ def main() -> None:
     interleaved(ddp, nv)
     sequences(ddp, nv)
     collect_session(ddp)
+    paired(ddp, nv)
+    paired_cross_validation(ddp, nv)
 
 
 if __name__ == "__main__":

@@ -447,7 +447,7 @@ def cmd_collect(args) -> int:
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
         dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
-        ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]),
+        ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
         timeout_s=args.timeout, ground_truth=gt)
     steps = plans.plan(tools, options, Path(args.out))
 
@@ -579,6 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dlio-warm-cache", action="store_true", help="keep the page cache between DLIO runs "
                    "(default: drop it so reads reach the disk; needs root)")
     p.add_argument("--ddp-models", help="MODEL:IMAGE:BATCH,... for ddp-step (default resnet18:32:128)")
+    p.add_argument("--ddp-paired", type=int, default=0, metavar="BLOCKS",
+                   help="ddp-step: the multi-GPU processes also time plain 1-GPU steps, alternating BLOCKS blocks "
+                        "with the DDP steps (a 1-GPU baseline from the same processes; docs/models/training.md)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=cmd_collect)
 

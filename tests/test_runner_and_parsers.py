@@ -227,9 +227,10 @@ def _lab_works() -> bool:
 
 def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
     """A real local collection (qperf through the tc-shaped veth lab, perf stat, fio) calibrated into
-    cards; the lab's rate is recovered within 5%, its delay within -2%..+15%: the delay line is a
+    cards; the lab's rate is recovered within -10%..+5%, its delay within -2%..+15%: the delay line is a
     userspace process, so on a loaded 2-core machine its scheduling adds up to ~1 ms (seen: 10.7 ms),
-    never less than the configured 10 ms."""
+    never less than the configured 10 ms, and can fall behind the shaper (seen once in five runs:
+    92 Mb/s through the 100 Mb/s lab), never run ahead of it."""
     if not all(shutil.which(t) for t in ("qperf", "fio", "ip", "tc")):
         pytest.skip("qperf/fio/iproute2 are not installed (.ci/run installs them)")
     if not _lab_works():
@@ -242,7 +243,7 @@ def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
     assert not (out / "fio" / "data").exists()
     assert main(["calibrate", str(out), "-o", str(tmp_path / "cards")]) == 0
     nic, _ = load_nic(tmp_path / "cards" / "nic-tcp.yaml")
-    assert nic.line_rate_Bps == pytest.approx(100e6 / 8, rel=0.05)
+    assert 0.90 * 100e6 / 8 <= nic.line_rate_Bps <= 1.05 * 100e6 / 8
     assert 0.0098 <= nic.latency_s <= 0.0115
     assert (tmp_path / "cards" / "nvme-local.yaml").is_file()
 

@@ -164,7 +164,8 @@ def _perf_note(bundle: Path, manifest: dict, params) -> list[str]:
 
 def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None):
     """Per 1-GPU ddp-step run: a training card (written), and the 2-GPU observations and profiles the DDP
-    fit takes. The 2-GPU all_reduce comes from `comm_card`, else the bundle's own nccl-tests card."""
+    fit takes. The 2-GPU all_reduce comes from `comm_card`, else the bundle's own nccl-tests card. A 2-GPU
+    record collected with --ddp-paired is predicted from its own processes' plain steps."""
     from simcluster.cards import dump_card, load_collective, training_card
     from simcluster.collectives.model import predict
     from simcluster.fit.training import Observation
@@ -192,7 +193,8 @@ def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = 
         profiles += W.overlap_samples(rdir, gpu)
         for r in records:
             if r["world_size"] == 2 and params is not None:
-                obs.append(Observation(f"{bundle.name} {w.model} x2", w, 2,
+                paired = W.from_paired(r, str(rdir / "stdout.txt")) if r.get("plain") else w
+                obs.append(Observation(f"{bundle.name} {w.model} x2", paired, 2,
                                        lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"]))
     return written, obs, profiles, sources
 

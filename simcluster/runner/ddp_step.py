@@ -6,7 +6,14 @@ DDP's bucketed all-reduce, SGD step) for one model at one per-GPU batch size, on
 optimizer separately (each bracketed by a device synchronisation) and records the gradient
 sizes in registration order, which the training model needs for its bucket schedule.
 
+With `--paired BLOCKS`, every multi-GPU process also holds a plain (unwrapped) copy of the model and
+alternates blocks of `--block` plain steps and `--block` DDP steps, BLOCKS times each: the 1-GPU
+step is then timed in the same processes, at the same time, as the DDP step it predicts, so a host
+whose speed drifts between processes (a shared VM: 1-GPU steps of one configuration 5.5-6.9 ms in
+fresh processes minutes apart) moves both alike. The record's `plain` holds those 1-GPU steps.
+
     python -m simcluster.runner.ddp_step --model resnet18 --image 32 --batch 128 --world 2
+    python -m simcluster.runner.ddp_step --model resnet18 --image 32 --batch 128 --world 2 4 --paired 6
 """
 
 from __future__ import annotations
@@ -43,6 +50,25 @@ def _timed_steps(step, sync, warmup: int, steps: int) -> tuple[list[float], list
         sync()
         times.append(time.perf_counter() - t0)
     return times, issue, (time.process_time() - cpu0) / steps
+
+
+def _paired_steps(plain, ddp, sync, warmup: int, block: int, blocks: int) -> dict[str, list[float]]:
+    """Alternating blocks of plain and DDP steps: wall and issue times (s) of each, by name."""
+    for _ in range(warmup):
+        plain()
+        ddp()
+    sync()
+    out = {k: [] for k in ("plain_times", "plain_issue", "ddp_times", "ddp_issue")}
+    for b in range(blocks):
+        order = (("plain", plain), ("ddp", ddp)) if b % 2 == 0 else (("ddp", ddp), ("plain", plain))
+        for name, step in order:
+            for _ in range(block):
+                t0 = time.perf_counter()
+                step()
+                out[f"{name}_issue"].append(time.perf_counter() - t0)
+                sync()
+                out[f"{name}_times"].append(time.perf_counter() - t0)
+    return out
 
 
 def _profile(step, sync, steps: int, path: str) -> None:
@@ -103,15 +129,30 @@ def _worker(rank: int, args, port: int, queue) -> None:
     x = torch.randn(args.batch, 3, args.image, args.image, device=device)
     y = torch.randint(0, args.classes, (args.batch,), device=device)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
-        opt.step()
+    def make_step(net, optimizer):
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(net(x), y).backward()
+            optimizer.step()
+        return step
 
-    times, issue, cpu_per_step = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
+    step = make_step(model, opt)
+    paired = None
+    if args.paired and world > 1:
+        torch.manual_seed(args.seed + rank)
+        plain_model = build_model(args.model, args.classes).to(device)
+        plain_opt = torch.optim.SGD(plain_model.parameters(), lr=0.01, momentum=0.9)
+        paired = _paired_steps(make_step(plain_model, plain_opt), step, torch.cuda.synchronize, args.warmup,
+                               args.block, args.paired)
+        times, issue, cpu_per_step = paired["ddp_times"], paired["ddp_issue"], None
+    else:
+        times, issue, cpu_per_step = _timed_steps(step, torch.cuda.synchronize, args.warmup, args.steps)
     per_rank = [None] * world
     if wrap:
-        dist.all_gather_object(per_rank, {"step_times_s": times, "issue_times_s": issue})
+        mine = {"step_times_s": times, "issue_times_s": issue}
+        if paired:
+            mine["plain_step_times_s"], mine["plain_issue_times_s"] = paired["plain_times"], paired["plain_issue"]
+        dist.all_gather_object(per_rank, mine)
     if args.profile:
         os.makedirs(args.trace_dir, exist_ok=True)
         _profile(step, torch.cuda.synchronize, args.profile, os.path.join(
@@ -131,6 +172,12 @@ def _worker(rank: int, args, port: int, queue) -> None:
         }
         if not wrap:
             record["phases"] = _phases(model, opt, loss_fn, x, y, torch.cuda.synchronize, args.steps)
+        if paired:
+            record["plain"] = {"step_times_s": paired["plain_times"], "issue_times_s": paired["plain_issue"],
+                               "median_step_s": statistics.median(paired["plain_times"]),
+                               "block": args.block, "blocks": args.paired,
+                               "phases": _phases(plain_model, plain_opt, loss_fn, x, y, torch.cuda.synchronize,
+                                                 args.steps)}
     if wrap:
         dist.destroy_process_group()
     if rank == 0:
@@ -153,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-dir", default="profiler-traces")
     parser.add_argument("--ddp-at-one", action="store_true",
                         help="wrap in DistributedDataParallel even on 1 GPU (isolates the wrapper's cost)")
+    parser.add_argument("--paired", type=int, default=0, metavar="BLOCKS",
+                        help="multi-GPU runs: alternate BLOCKS blocks of plain (1-GPU) and DDP steps in the same processes")
+    parser.add_argument("--block", type=int, default=10, help="steps per block with --paired")
     args = parser.parse_args(argv)
     import torch.multiprocessing as mp
 

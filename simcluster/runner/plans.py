@@ -57,6 +57,7 @@ class Options:
     dlio_overrides: tuple[str, ...] = ()
     dlio_cold_cache: bool = True                          # drop the page cache before each run
     ddp_models: tuple[str, ...] = ("resnet18:32:128",)
+    ddp_paired: int = 0                                    # ddp_step --paired: blocks of plain / DDP steps per process
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 
@@ -208,6 +209,8 @@ def ddp_steps(options: Options, socket: bool = False) -> list[Step]:
             raise SimclusterError(f"--ddp-model {spec!r}: expected MODEL:IMAGE:BATCH, e.g. resnet18:32:128") from None
         argv = [sys.executable, "-m", "simcluster.runner.ddp_step", "--model", model, "--image", image, "--batch", batch,
                 "--world", *worlds, "--profile", "6", "--trace-dir", "profiler-traces"]
+        if options.ddp_paired:
+            argv += ["--paired", str(options.ddp_paired)]
         steps.append(Step("ddp-step-socket" if socket else "ddp-step", f"{model}-{image}-b{batch}", argv,
                           dict(SOCKET_ENV) if socket else {}, options.timeout_s,
                           meta={"model": model, "image": int(image), "batch": int(batch)}))

@@ -78,6 +78,16 @@ def from_record(record: dict, gpu_s: float | None = None, where: str = "") -> Wo
         raise TraceFormatError(f"ddp-step record: missing or bad {exc}", where=where) from None
 
 
+def from_paired(record: dict, where: str = "") -> Workload:
+    """The 1-GPU workload of a multi-GPU record collected with `ddp_step --paired`: rank 0's plain
+    (unwrapped) steps, timed in blocks alternating with the DDP steps of the same processes."""
+    plain = record.get("plain")
+    if not isinstance(plain, dict):
+        raise TraceFormatError("ddp-step record: no 'plain' steps (collected without --paired)", where=where)
+    return from_record({**record, "step_times_s": plain.get("step_times_s"), "issue_times_s": plain.get("issue_times_s"),
+                        "phases": plain.get("phases")}, where=where)
+
+
 def _profiles(run_dir: Path) -> dict[str, list[dict]]:
     """The torch.profiler summary next to a ddp-step run: trace name -> per-step summaries."""
     summary = run_dir / "profiler-traces" / "profile-summary.json"
