@@ -10,6 +10,10 @@ predicted from a card fitted on all_reduce at 4 ranks, at 2 ranks only (a predic
 NCCL's tuning table at 4 ranks decides the protocol, nothing timed at 4 ranks is used), and at 2 + 4 ranks
 (which identifies the step latencies).
 
+A third 2-rank session (calibration/h200x2-n200-2026-11-22, another machine, host-launched, 200 iterations):
+the card fitted on its own all_reduce predicts its six other collectives; and the same all_reduce with 20
+and 200 iterations, which says whether the bandwidth ramp with size depends on run length (GPU clocks).
+
     python bench/collective_fidelity.py
 """
 
@@ -25,6 +29,7 @@ GRAPH = ROOT / "h200x2-graph-2026-11-22" / "nccl-tests"
 HOSTED = ROOT / "h200x2-rounds-2026-11-22" / "nccl-tests"
 GRAPH4 = ROOT / "h200x4-graph-2026-11-22" / "nccl-tests"
 GRAPH4_2 = ROOT / "h200x4-graph-2ranks-2026-11-22" / "nccl-tests"
+N200 = ROOT / "h200x2-n200-2026-11-22"
 
 
 def rounds(folder: Path, op: str) -> list:
@@ -56,6 +61,22 @@ def mean_error(params, folder: Path, op: str) -> float:
     return summary(validate(params, nccl_tests.median_trace(rounds(folder, op))))["sizes_ge_1024B"]["mean_abs_error_pct"]
 
 
+def third_session() -> dict[str, float]:
+    """op -> mean |error| (sizes >= 1 KiB) in the 200-iteration session, card fitted on its all_reduce."""
+    log = N200 / "n200" / "nccl-tests"
+    card, _ = fit_collective.fit_card([nccl_tests.parse(log / "all_reduce" / "stdout.txt")],
+                                      [nccl_tuning.parse(log / "all_reduce-tuning" / "stdout.txt")])
+    return {op: summary(validate(card, nccl_tests.parse(log / op / "stdout.txt")))["sizes_ge_1024B"]["mean_abs_error_pct"]
+            for op in OPS}
+
+
+def iteration_count_effect() -> float:
+    """Largest relative busbw difference (sizes >= 4 MiB) between all_reduce with 20 and 200 iterations."""
+    rows = [{r.size_bytes: r.busbw_Bps for r in nccl_tests.parse(N200 / d / "nccl-tests" / "all_reduce" / "stdout.txt").rows}
+            for d in ("n20", "n200")]
+    return max(abs(rows[1][s] / rows[0][s] - 1) for s in rows[0] if s >= 4 * 2**20)
+
+
 def main():
     primitives, chunked = fitted_cards()
     print("2 ranks: mean |error| over sizes >= 1 KiB, median of rounds; fitted on all_reduce only")
@@ -68,6 +89,11 @@ def main():
     print(f"{'op':>15}" + "".join(f"{name:>14}" for name in cards))
     for op in OPS:
         print(f"{op:>15}" + "".join(f"{mean_error(card, GRAPH4, op):13.2f}%" for card in cards.values()))
+    print("\n2 ranks, a third session (h200x2-n200, host-launched, 200 iterations), fitted on its own all_reduce")
+    for op, err in third_session().items():
+        print(f"{op:>15} {err:16.2f}%")
+    print(f"all_reduce with 20 vs 200 iterations: busbw differs by at most {iteration_count_effect() * 100:.1f}% "
+          "at sizes >= 4 MiB")
 
 
 if __name__ == "__main__":
