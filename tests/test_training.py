@@ -199,12 +199,15 @@ def test_paired_record_reads_plain_steps_and_needs_them():
 
 
 def test_collect_plans_paired_ddp_steps():
+    from simcluster.errors import SimclusterError
     from simcluster.runner import plans
 
     plain = plans.ddp_steps(plans.Options(gpus=4))[0].argv
     paired = plans.ddp_steps(plans.Options(gpus=4, ddp_paired=6))[0].argv
     assert "--paired" not in plain and paired[paired.index("--paired") + 1] == "6"
     assert paired[paired.index("--world") + 1:paired.index("--world") + 4] == ["1", "2", "4"]
+    with pytest.raises(SimclusterError, match="--ddp-paired -1"):
+        plans.ddp_steps(plans.Options(gpus=4, ddp_paired=-1))
 
 
 def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path):

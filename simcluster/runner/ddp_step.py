@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="multi-GPU runs: alternate BLOCKS blocks of plain (1-GPU) and DDP steps in the same processes")
     parser.add_argument("--block", type=int, default=10, help="steps per block with --paired")
     args = parser.parse_args(argv)
+    if args.paired < 0 or args.block < 1:
+        parser.error("--paired needs a number of blocks >= 0 and --block a number of steps >= 1")
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")

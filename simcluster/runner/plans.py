@@ -200,6 +200,8 @@ def dlio_steps(options: Options, out: Path) -> list[Step]:
 
 def ddp_steps(options: Options, socket: bool = False) -> list[Step]:
     steps = []
+    if options.ddp_paired < 0:
+        raise SimclusterError(f"--ddp-paired {options.ddp_paired}: expected a number of blocks >= 0 (0: not paired)")
     gpus = _gpu_count(options)
     worlds = [str(w) for w in (1, 2, 4, 8) if w <= gpus and (w > 1 or not socket)]
     for spec in options.ddp_models:
