@@ -441,7 +441,8 @@ def cmd_collect(args) -> int:
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
         min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
-        nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning, qperf_host=args.qperf_host or (gt.get("server")),
+        nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
+        nccl_register=args.nccl_register, qperf_host=args.qperf_host or (gt.get("server")),
         qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat,
         pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
@@ -557,6 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nccl-warmup", type=int, default=1, help="nccl-tests -w: warm-up iterations per size")
     p.add_argument("--nccl-graph", type=int, default=0, metavar="N", help="nccl-tests -G N: time the loop as a "
                    "CUDA graph replayed N times (no host launch cost in the time)")
+    p.add_argument("--nccl-register", type=int, default=0, choices=(0, 1, 2), help="nccl-tests -R: 1 registers the "
+                   "send and receive buffers (ncclCommRegister), 2 symmetric registration; CUDA graphs register "
+                   "them anyway (at 2 x H200 it makes all_gather 13%% and alltoall 8%% faster)")
     p.add_argument("--nccl-repeat", type=int, default=1, help="rounds over all ops; calibration takes the median per size")
     p.add_argument("--nccl-tuning", action="store_true", help="one more run per op logging NCCL's algorithm, "
                    "protocol and channels per size (NCCL_DEBUG_SUBSYS=INIT,TUNING)")

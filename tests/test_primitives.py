@@ -6,6 +6,7 @@ are NOT all within the product target of 5% (see docs/models/collectives.md). Ru
 `python bench/collective_fidelity.py` for the tables.
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -227,6 +228,9 @@ def test_runner_plans_rounds_graph_and_tuning_runs(tmp_path):
     tuning = steps[-1]
     assert tuning.env["NCCL_DEBUG_SUBSYS"] == "INIT,TUNING" and "-G" not in tuning.argv
     assert tuning.meta["role"] == "tuning" and steps[0].meta["round"] == 1
+    registered = plans.nccl_steps(dataclasses.replace(options, nccl_register=1), tmp_path)[0]
+    assert registered.argv[registered.argv.index("-R") + 1] == "1" and registered.meta["registered_buffers"] == 1
+    assert "-R" not in timed
 
 
 def test_fabric_collectives_run_on_a_primitives_card(cards):

@@ -41,6 +41,7 @@ class Options:
     nccl_graph: int = 0                                    # nccl-tests -G: replay the timed loop as a CUDA graph
     nccl_repeat: int = 1                                   # rounds over all ops (calibration takes the median)
     nccl_tuning: bool = False                              # one more run per op logging NCCL's choices
+    nccl_register: int = 0                                 # nccl-tests -R: 1 registers the user buffers
     qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
     qperf_time: int = 5
     qperf_repeat: int = 3                                  # client runs (the fit takes the median)
@@ -106,6 +107,8 @@ def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
     timing = ["-w", str(options.nccl_warmup), "-n", str(options.nccl_iters)] if binaries else []
     if binaries and options.nccl_graph:
         timing += ["-G", str(options.nccl_graph)]
+    if binaries and options.nccl_register:
+        timing += ["-R", str(options.nccl_register)]
     rounds = max(1, options.nccl_repeat)
     steps = []
     for k in range(rounds):
@@ -114,7 +117,8 @@ def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
             run_id = op if rounds == 1 else f"{op}-r{k + 1}"
             steps.append(Step(tool, run_id, argv, env, options.timeout_s,
                               meta={"implementation": implementation, "op": op, "role": "timing", "round": k + 1,
-                                    "cuda_graph_launches": options.nccl_graph if binaries else 0}))
+                                    "cuda_graph_launches": options.nccl_graph if binaries else 0,
+                                    "registered_buffers": options.nccl_register if binaries else 0}))
     if options.nccl_tuning and binaries:
         for op in options.ops:
             env = {**base_env, "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
