@@ -135,24 +135,22 @@ def paired_observations(path: Path, nv) -> list[Observation]:
             for r in W.read_runs(path) if r["world_size"] > 1]
 
 
-def paired(ddp, nv) -> list[float]:
+def paired(ddp, nv) -> tuple[list[float], list[float]]:
+    """Errors (%) predicted from the plain steps of the same processes, and from the separate 1-GPU process."""
     _header("2d. paired session, models/training/ddp-h200x4.yaml; plain steps of the same processes "
             "(in brackets: from the separate 1-GPU process)")
     errors, separate = [], []
     for path in sorted(PAIRED.glob("rep*.jsonl")):
-        one = None
-        for r in W.read_runs(path):
-            if r["world_size"] == 1:
-                one = W.from_record(r, where=str(path))
-                continue
-            w, n = W.from_paired(r, str(path)), r["world_size"]
-            err = _row(f"{w.model} x{n} {path.stem}", w.step_s, r["median_step_s"], _step(w, n, nv, ddp))
-            separate.append(_step(one, n, nv, ddp) / r["median_step_s"] * 100 - 100)
+        single = {r["model"]: W.from_record(r, where=str(path)) for r in W.read_runs(path) if r["world_size"] == 1}
+        for o in paired_observations(path, nv):
+            w, n = o.workload, o.ranks
+            one = single[w.model]
+            errors.append(_row(f"{w.model} x{n} {path.stem}", w.step_s, o.measured_s, _step(w, n, nv, ddp)))
+            separate.append(_step(one, n, nv, ddp) / o.measured_s * 100 - 100)
             print(f"{'':>26} ({one.step_s * 1e3:7.2f} {'':>9} {'':>9} {separate[-1]:+6.1f}%)")
-            errors.append(err)
     print(f"{'':>26} mean |error| {statistics.mean(map(abs, errors)):.1f}%, max {max(map(abs, errors)):.1f}% "
           f"(separate 1-GPU process: {statistics.mean(map(abs, separate)):.1f}%, max {max(map(abs, separate)):.1f}%)")
-    return errors
+    return errors, separate
 
 
 def paired_cross_validation(ddp, nv) -> list[float]:
