@@ -42,6 +42,10 @@ def _row(label: str, t1: float | None, measured: float, pred: float) -> float:
     return err
 
 
+def _summary(errors: list[float], indent: str = f"{'':>26}") -> None:
+    print(f"{indent} mean |error| {statistics.mean(map(abs, errors)):.1f}%, max {max(map(abs, errors)):.1f}%")
+
+
 def _header(title: str) -> None:
     print(f"\n{title}\n{'run':>26} {'1-GPU ms':>9} {'measured':>9} {'predicted':>9} {'error':>7}")
 
@@ -76,7 +80,7 @@ def interleaved(ddp, nv) -> list[float]:
         for one, two in zip(records[0::2], records[1::2], strict=True):
             w = W.from_record(one, where=str(path))
             errors.append(_row(f"{w.model} x2", w.step_s, two["median_step_s"], _step(w, 2, nv, ddp)))
-    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    _summary(errors)
     wrapped = [r["median_step_s"] * 1e3 for r in W.read_runs(bundle / "ddp-at-one-resnet18.jsonl")]
     print("resnet18 on 1 GPU wrapped in DDP: " + ", ".join(f"{t:.2f}" for t in wrapped) + " ms")
     concurrent = [r["median_step_s"] * 1e3 for p in sorted(bundle.glob("concurrent*.jsonl")) for r in W.read_runs(p)]
@@ -97,7 +101,7 @@ def sequences(ddp, nv) -> list[float]:
                 continue
             errors.append(_row(f"{one.model} x{r['world_size']}", one.step_s, r["median_step_s"],
                                _step(one, r["world_size"], nv, ddp)))
-    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    _summary(errors)
     return errors
 
 
@@ -122,7 +126,7 @@ def collect_session(ddp) -> list[float]:
             w = workloads[r["model"]]
             errors.append(_row(f"{w.model} x{r['world_size']} socket", w.step_s, r["median_step_s"],
                                _step(w, r["world_size"], so, ddp)))
-    print(f"{'':>26} mean |error| {statistics.mean(abs(e) for e in errors):.1f}%, max {max(map(abs, errors)):.1f}%")
+    _summary(errors)
     return errors
 
 
@@ -165,7 +169,7 @@ def paired_cross_validation(ddp, nv) -> list[float]:
         print(f"  held out {held.stem}: host {params.c_tensor_s * 1e6:.1f} us, GPU {params.g_tensor_s * 1e6:.1f} us per tensor "
               f"(in-sample {fit['mean_abs_error_pct']:.1f}%): " + ", ".join(
                   f"{o.label.split(' ', 1)[1]} {e:+.1f}%" for o, e in zip(test, errs, strict=True)))
-    print(f"  mean |error| {statistics.mean(map(abs, errors)):.1f}%, max {max(map(abs, errors)):.1f}%")
+    _summary(errors, " ")
     return errors
 
 

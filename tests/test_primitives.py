@@ -69,7 +69,8 @@ def test_four_rank_error_does_not_regress(op, cards_4):
     assert cf.mean_error(cards_4["fit at 2"], cf.GRAPH4, op) <= at_2
 
 # third 2-rank session (another machine, host-launched, 200 iterations), card fitted on its own all_reduce
-BOUNDS_THIRD = {"all_reduce": 6.0, "all_gather": 12.5, "reduce_scatter": 12.5, "broadcast": 7.5,  # 5.12, 11.72, 11.35, 6.79
+# (all_reduce is in sample; the other six held out)
+BOUNDS_THIRD = {"all_reduce": 6.0, "all_gather": 12.5, "reduce_scatter": 12.5, "broadcast": 7.5,  # 5.12 (in), 11.72, 11.35, 6.79
                 "reduce": 10.5, "sendrecv": 10.5, "alltoall": 11.0}                               # 9.88, 9.80, 10.02
 
 

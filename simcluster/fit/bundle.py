@@ -57,14 +57,18 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]
     from simcluster.fit import collective as fit_collective
     from simcluster.traces import nccl_tests
 
-    ok = _runs(manifest, tool)
-    runs = [r for r in ok if r.get("meta", {}).get("op", r["run_id"]) == "all_reduce"
-            and r.get("meta", {}).get("role", "timing") == "timing"]
+    def all_reduce_runs(role: str) -> list[dict]:
+        """The bundle's all_reduce runs of one role ("timing" rounds or NCCL "tuning" logs); older
+        manifests without meta hold timing runs named by their op."""
+        return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("op", r["run_id"]) == "all_reduce"
+                and r.get("meta", {}).get("role", "timing") == role]
+
+    runs = all_reduce_runs("timing")
     if not runs:
         return []
     paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
-    tuning_runs = [r for r in ok if r["run_id"] == "all_reduce-tuning"]
+    tuning_runs = all_reduce_runs("tuning")
     tunings = []
     if tuning_runs:
         from simcluster.traces import nccl_tuning

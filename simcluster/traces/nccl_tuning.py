@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
+from simcluster.traces.common import read_text
 
 NCCL_FUNCS = {"Broadcast": "broadcast", "Reduce": "reduce", "AllGather": "all_gather",
               "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce"}
@@ -43,10 +44,7 @@ class NcclTuning:
 
 
 def parse(path: str | Path) -> NcclTuning:
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
+    text = read_text(path)
     table: dict = {}
     algos: list[str] = []
     channels = ranks = 0
