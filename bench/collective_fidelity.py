@@ -14,6 +14,11 @@ A third 2-rank session (calibration/h200x2-n200-2026-11-22, another machine, hos
 the card fitted on its own all_reduce predicts its six other collectives; and the same all_reduce with 20
 and 200 iterations, which says whether the bandwidth ramp with size depends on run length (GPU clocks).
 
+Per-op profiles (collectives/profile.py): a profile measured on one 2-rank machine (every op, against its own
+all_reduce card) carried by another machine's all_reduce-fitted card, both ways, as CUDA graphs (the first machine
+and calibration/h200x2-graph2-2026-11-22) and host-launched (the first machine and the third session), next to
+copying the reference's measured times; and a 2-rank profile forced onto 4 ranks (why a card does not do that).
+
     python bench/collective_fidelity.py
 """
 
@@ -30,6 +35,7 @@ HOSTED = ROOT / "h200x2-rounds-2026-11-22" / "nccl-tests"
 GRAPH4 = ROOT / "h200x4-graph-2026-11-22" / "nccl-tests"
 GRAPH4_2 = ROOT / "h200x4-graph-2ranks-2026-11-22" / "nccl-tests"
 N200 = ROOT / "h200x2-n200-2026-11-22"
+GRAPH_B = ROOT / "h200x2-graph2-2026-11-22" / "nccl-tests"
 
 
 def rounds(folder: Path, op: str) -> list:
@@ -77,6 +83,53 @@ def iteration_count_effect() -> float:
     return max(abs(rows[1][s] / rows[0][s] - 1) for s in rows[0] if s >= 4 * 2**20)
 
 
+def _machines() -> dict:
+    """2-rank machines with every op: name -> (op -> median trace, card fitted on that machine's all_reduce alone)."""
+    def graph(folder):
+        return {op: nccl_tests.median_trace(rounds(folder, op)) for op in OPS}
+    n200 = N200 / "n200" / "nccl-tests"
+    logs = {"graph A": (graph(GRAPH), tuning(HOSTED)), "graph B": (graph(GRAPH_B), tuning(GRAPH_B)),
+            "host A": ({op: nccl_tests.median_trace(rounds(HOSTED, op)) for op in OPS}, tuning(HOSTED)),
+            "host C": ({op: nccl_tests.parse(n200 / op / "stdout.txt") for op in OPS}, tuning(n200))}
+    return {name: (traces, fit_collective.fit_card([traces["all_reduce"]], [tun])[0]) for name, (traces, tun) in logs.items()}
+
+
+def profile_transfer() -> dict[tuple[str, str], dict[str, tuple[float, float, float]]]:
+    """(reference, target) -> op -> mean |error| (sizes >= 1 KiB) on the target of: its all_reduce-fitted card
+    alone, that card with the reference's per-op profile, and the reference's own measured times copied."""
+    from dataclasses import replace
+
+    from simcluster.fit.profile import learn
+
+    machines = _machines()
+    out = {}
+    for ref, target in (("graph B", "graph A"), ("graph A", "graph B"), ("host C", "host A"), ("host A", "host C")):
+        (ref_traces, ref_card), (traces, card) = machines[ref], machines[target]
+        profiled = replace(card, profiles=learn(ref_card, list(ref_traces.values()), ref))
+        out[ref, target] = {}
+        for op, trace in traces.items():
+            copied = {r.size_bytes: r.time_s for r in ref_traces[op].rows}
+            scored = [r for r in trace.rows if r.size_bytes >= 1024]
+            out[ref, target][op] = (
+                summary(validate(card, trace))["sizes_ge_1024B"]["mean_abs_error_pct"],
+                summary(validate(profiled, trace))["sizes_ge_1024B"]["mean_abs_error_pct"],
+                round(100 * sum(abs(copied[r.size_bytes] / r.time_s - 1) for r in scored) / len(scored), 2))
+    return out
+
+
+def profile_across_ranks() -> dict[str, tuple[float, float]]:
+    """op -> (card alone, card with a 2-rank profile forced onto 4 ranks): mean |error| at 4 ranks, CUDA graphs."""
+    from dataclasses import replace
+
+    from simcluster.fit.profile import learn
+
+    traces, ref_card = _machines()["graph B"]
+    two = learn(ref_card, list(traces.values()), "graph B")[0]
+    card = fit_collective.fit_card(rounds(GRAPH4, "all_reduce"), [tuning(GRAPH4)])[0]
+    forced = replace(card, profiles=(replace(two, ranks=4),))
+    return {op: (mean_error(card, GRAPH4, op), mean_error(forced, GRAPH4, op)) for op in OPS}
+
+
 def main():
     primitives, chunked = fitted_cards()
     print("2 ranks: mean |error| over sizes >= 1 KiB, median of rounds; fitted on all_reduce only")
@@ -94,6 +147,15 @@ def main():
         print(f"{op:>15} {err:16.2f}%")
     print(f"all_reduce with 20 vs 200 iterations: busbw differs by at most {iteration_count_effect() * 100:.1f}% "
           "at sizes >= 4 MiB")
+    print("\n2 ranks, per-op profile from another machine: mean |error| over sizes >= 1 KiB on the target;")
+    print("target card fitted on the target's all_reduce alone; 'copy' = the reference's measured times")
+    for (ref, target), errors in profile_transfer().items():
+        print(f"{ref} -> {target}: {'op':>15} {'card alone':>11} {'+ profile':>10} {'copy':>8}")
+        for op, (alone, profiled, copied) in errors.items():
+            print(f"{'':>{len(ref + target) + 6}}{op:>15} {alone:10.2f}% {profiled:9.2f}% {copied:7.2f}%")
+    print("\n4 ranks (x4 graph machine): the 2-rank profile forced onto 4 ranks, mean |error| (card alone -> with it)")
+    for op, (alone, forced) in profile_across_ranks().items():
+        print(f"{op:>15} {alone:6.2f}% -> {forced:6.2f}%")
 
 
 if __name__ == "__main__":

@@ -6,13 +6,16 @@ Loading is strict: a missing or unknown key is a ModelCardError naming the file 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import yaml
 
 from simcluster.collectives.model import CollectiveParams
 from simcluster.collectives.primitives import PrimitiveParams
+from simcluster.collectives.profile import OpProfile
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
+from simcluster.collectives.schedule import OPS
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
@@ -105,6 +108,8 @@ def _primitive_params(params: dict, key: str) -> PrimitiveParams:
         ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
         ("p2p_channels", "p2p_channels", int), ("p2p_channels_per_peer", "p2p_channels_per_peer", int))
         if field in params}
+    if "op_profiles" in params:
+        optional["profiles"] = op_profiles(params["op_profiles"], f"{key}.op_profiles")
     return PrimitiveParams(_get(params, "ll_base_latency", key, parse_time), _get(params, "ll_channel_bandwidth", key, parse_bandwidth),
                            _get(params, "simple_base_latency", key, parse_time), _get(params, "bus_bandwidth", key, parse_bandwidth),
                            int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner,
@@ -123,13 +128,51 @@ def collective_params_yaml(params: CollectiveParams | PrimitiveParams) -> dict:
                 "host_launch_floor": format_time(params.host_floor_s),
                 "nccl_tuner": {n: {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
                                         for p, (lat, bw) in protos.items()} for op, protos in per_op.items()}
-                               for n, per_op in params.tuner.items()}}
+                               for n, per_op in params.tuner.items()}} | (
+                {"op_profiles": op_profiles_yaml(params.profiles)} if params.profiles else {})
     return {
         "link_bandwidth": format_bandwidth(params.link_bandwidth_Bps),
         "protocols": {name: {"base_latency": format_time(p.base_latency_s), "step_latency": format_time(p.step_latency_s),
                              "bandwidth_fraction": round(p.bandwidth_fraction, 4),
                              "chunk": format_size(p.chunk_bytes)} for name, p in params.protocols.items()},
     }
+
+
+def op_profiles_yaml(profiles) -> list[dict]:
+    """Per-op profiles as a card stores them: measured / model per size, 4 decimals."""
+    return [{"ranks": p.ranks, "launch": p.launch, "source": p.source,
+             "measured_over_model": {op: {format_size(s): round(math.exp(v), 4) for s, v in zip(*p.ops[op], strict=True)}
+                                     for op in p.ops}} for p in profiles]
+
+
+def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
+    if not isinstance(raw, list):
+        raise ModelCardError("op_profiles: expected a list of profiles", where=where)
+    out = []
+    for i, doc in enumerate(raw):
+        key = f"{where}[{i}]"
+        launch = _get(doc, "launch", key)
+        if launch not in ("cuda_graph", "host"):
+            raise ModelCardError(f"key 'launch': {launch!r} is not 'cuda_graph' or 'host'", where=key)
+        ops = {}
+        for op, table in _get(doc, "measured_over_model", key).items():
+            if op not in OPS:
+                raise ModelCardError(f"measured_over_model: unknown collective {op!r}", where=key,
+                                     hint=f"one of {', '.join(OPS)}")
+            try:
+                pairs = sorted((parse_size(s), math.log(float(f))) for s, f in table.items())
+            except (UnitError, TypeError, ValueError, AttributeError):
+                raise ModelCardError(f"measured_over_model.{op}: expected size: positive factor pairs",
+                                     where=key) from None
+            ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
+        out.append(OpProfile(int(_get(doc, "ranks", key)), launch == "cuda_graph", ops, str(doc.get("source", ""))))
+    return tuple(out)
+
+
+def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
+    card = load_card(path, kind="op-profile")
+    return op_profiles(_get(_get(card, "params", str(path)), "op_profiles", f"{path}: params"),
+                       f"{path}: params.op_profiles"), card
 
 
 def dump_card(card: dict) -> str:

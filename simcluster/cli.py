@@ -91,7 +91,7 @@ def cmd_calibrate(args) -> int:
         not_dirs = [t for t in args.traces if not Path(t).is_dir()]
         if not_dirs:
             raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
-        written, problems = calibrate_bundles(args.traces, args.output, args.collective_card)
+        written, problems = calibrate_bundles(args.traces, args.output, args.collective_card, args.op_profile)
         for path in written:
             print(f"wrote {path}")
         for line in problems:
@@ -103,17 +103,21 @@ def cmd_calibrate(args) -> int:
         return _calibrate_nic(args)
     from simcluster.cards import collective_params_yaml, dump_card
     from simcluster.fit import collective as fit_collective
+    from simcluster.fit.profile import with_profile
     from simcluster.fit.validate import summary, validate
+    from simcluster.traces.common import sha256_of
 
     traces = [_trace(path, args.op) for path in args.traces]
     tuning, extra = None, {}
     if args.nccl_log:
         from simcluster.traces import nccl_tuning
-        from simcluster.traces.common import sha256_of
 
         tuning = [nccl_tuning.parse(log) for log in args.nccl_log]
         extra = {"nccl_log": [{"path": log, "sha256": sha256_of(log)} for log in args.nccl_log]}
     params, fit_summary = fit_collective.fit_card(traces, tuning)
+    if args.op_profile:
+        params = with_profile(params, args.op_profile)
+        extra["op_profile"] = {"path": args.op_profile, "sha256": sha256_of(args.op_profile)}
     rows = [r for t in traces for r in validate(params, t)]
     card = {
         "kind": "collective",
@@ -173,6 +177,9 @@ def cmd_predict_collective(args) -> int:
             and not primitives.tuner_table(params, args.ranks):
         header.append(f"note: the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {args.ranks} "
                       "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+    for p in getattr(params, "profiles", ()):
+        used = "applied" if p.ranks == args.ranks and p.cuda_graph else f"not applied ({p.ranks} ranks, {p.launch})"
+        header.append(f"note: per-op profile measured on {p.source or 'a reference machine'}: {used}")
     header.append(f"Collective test starting: {op}_perf")
     header.append("Using devices")
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
@@ -512,6 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same machine, one per rank count "
                    "(repeat the option); fits the NCCL-primitives model with NCCL's own protocol choice (else the "
                    "chunked ring model)")
+    p.add_argument("--op-profile", metavar="PROFILE.yaml",
+                   help="collective cards: a per-op profile measured on another machine of the same kind "
+                   "(op-profile-*.yaml from 'simcluster calibrate BUNDLE'); the card predicts every op as its "
+                   "all_reduce-fitted model times that profile, at the profile's rank count and launch mode")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("predict", help="predict with a calibrated model")

@@ -12,6 +12,8 @@ data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on 
   p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p r_LL)      while peer_bytes <= p2p channels per peer x 16 KiB
           Simple  T = L_S  + 2 s_S + wire / B                         above it (NCCL's p2p protocol rule)
   host    T_measured = max(T, host_floor) when every call is launched from the host (no CUDA graph)
+  profile T x f_op(S) when the card carries a per-op profile measured at this rank count and launch mode
+          (collectives/profile.py)
 
 k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n. segment = S/n. wire = nccl-tests' busbw numerator.
 Ring and chain LL channels: c = clamp(floor(S / (512 threads * 8n)), 1, channels) (NCCL's rule, checked
@@ -29,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from simcluster.collectives.profile import matching
 from simcluster.collectives.schedule import bus_factor, canonical_op
 
 STEP_LATENCY_S = {"LL": 0.6e-6, "Simple": 3.4e-6}      # NCCL hwLatencies, NVLink, ring
@@ -53,6 +56,7 @@ class PrimitiveParams:
     simple_step_s: float = STEP_LATENCY_S["Simple"]
     p2p_channels: int = 32                      # NCCL's "32 p2p channels, 32 p2p channels per peer"
     p2p_channels_per_peer: int = 32
+    profiles: tuple = ()                        # OpProfile per (ranks, launch mode), measured on a reference machine
 
     # What the fabric layer reads from any intra-node card (CollectiveParams has the same two).
     @property
@@ -141,4 +145,7 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
 def call_time(params: PrimitiveParams, op: str, size: float, n: int, host_launch: bool = False,
               protocol: str | None = None) -> tuple[float, str]:
     t, proto = gpu_time(params, op, size, n, protocol)
-    return (max(t, params.host_floor_s) if host_launch else t), proto
+    if host_launch:
+        t = max(t, params.host_floor_s)
+    profile = matching(params.profiles, n, host_launch)
+    return (t * profile.factor(canonical_op(op), size) if profile else t), proto

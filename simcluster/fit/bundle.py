@@ -2,7 +2,8 @@
 
   nccl-tests, nccl-tests-socket  -> collective-<tool>.yaml  (all_reduce fitted, median of its rounds; with
                                     an all_reduce tuning log the NCCL-primitives model; other ops are left
-                                    for validation)
+                                    for validation), and with other ops and the tuning log op-profile-<tool>.yaml
+                                    (each op measured / that card's model: for other machines of the kind)
   qperf (+ perf-stat)            -> nic-<transport>.yaml     (latency, wire rate, CPU per byte)
   fio                            -> nvme-<name>.yaml          (service time, parallelism, bandwidth ceiling)
   ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
@@ -52,23 +53,26 @@ def _runs(manifest: dict, tool: str) -> list[dict]:
     return [r for r in manifest["runs"] if r["tool"] == tool and r["status"] == "ok"]
 
 
-def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]:
+def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: str | None = None) -> list[str]:
     from simcluster.cards import collective_params_yaml, dump_card
     from simcluster.fit import collective as fit_collective
+    from simcluster.fit.profile import with_profile
     from simcluster.traces import nccl_tests
 
-    def all_reduce_runs(role: str) -> list[dict]:
-        """The bundle's all_reduce runs of one role ("timing" rounds or NCCL "tuning" logs); older
-        manifests without meta hold timing runs named by their op."""
-        return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("op", r["run_id"]) == "all_reduce"
-                and r.get("meta", {}).get("role", "timing") == role]
+    def timed(role: str) -> list[dict]:
+        """The bundle's runs of one role ("timing" rounds or NCCL "tuning" logs); older manifests without
+        meta hold timing runs named by their op."""
+        return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("role", "timing") == role]
 
-    runs = all_reduce_runs("timing")
+    def op_of(run: dict) -> str:
+        return run.get("meta", {}).get("op", run["run_id"])
+
+    runs = [r for r in timed("timing") if op_of(r) == "all_reduce"]
     if not runs:
         return []
     paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
-    tuning_runs = all_reduce_runs("tuning")
+    tuning_runs = [r for r in timed("tuning") if op_of(r) == "all_reduce"]
     tunings = []
     if tuning_runs:
         from simcluster.traces import nccl_tuning
@@ -76,17 +80,39 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path) -> list[str]
         paths.append(bundle / tuning_runs[0]["path"] / "stdout.txt")
         tunings.append(nccl_tuning.parse(paths[-1]))
     params = fit_collective.fit_card(traces, tunings)[0]
+    carried = with_profile(params, op_profile) if op_profile else params
     trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
             "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
                            f"{bundle.name}" + (", protocols chosen by NCCL's tuning table." if tuning_runs else "."),
             "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
-            "params": collective_params_yaml(params),
+            "params": collective_params_yaml(carried),
             "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
-            "provenance": _provenance(paths, bundle, manifest)}
+            "provenance": _provenance(paths, bundle, manifest) | (
+                {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
     target = out / f"collective-{tool}.yaml"
     target.write_text(dump_card(card))
-    return [str(target)]
+    others = [r for r in timed("timing") if op_of(r) != "all_reduce"]
+    if not (others and tunings):
+        return [str(target)]
+    from simcluster.cards import op_profiles_yaml
+    from simcluster.fit.profile import learn
+
+    more = [bundle / r["path"] / "stdout.txt" for r in others]
+    profiles = learn(params, traces + [nccl_tests.parse(p, op=op_of(r)) for p, r in zip(more, others, strict=True)],
+                     source=str(bundle))
+    profile_card = {"kind": "op-profile", "name": f"op-profile-{tool}-{trace.nranks}ranks",
+                    "description": f"How each collective measured in bundle {bundle.name} departs from the NCCL-primitives "
+                                   f"model fitted on its all_reduce (collective-{tool}.yaml): measured / model per size. "
+                                   "Give it to another machine of the same kind: simcluster calibrate ... --op-profile FILE.",
+                    "machine": card["machine"],
+                    "params": {"op_profiles": op_profiles_yaml(profiles)},
+                    "valid_range": {"ranks": sorted({p.ranks for p in profiles}), "nodes": 1,
+                                    "ops": sorted({op for p in profiles for op in p.ops})},
+                    "provenance": _provenance(paths + more, bundle, manifest)}
+    profile_path = out / f"op-profile-{tool}.yaml"
+    profile_path.write_text(dump_card(profile_card))
+    return [str(target), str(profile_path)]
 
 
 def _framing(ground_truth: dict) -> tuple[float, str]:
@@ -226,20 +252,21 @@ def _training(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = 
     return written + _ddp_card(obs, profiles, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp", out)
 
 
-def calibrate_bundles(bundles: list[str | Path], out: str | Path,
-                      comm_card: str | Path | None = None) -> tuple[list[str], list[str]]:
+def calibrate_bundles(bundles: list[str | Path], out: str | Path, comm_card: str | Path | None = None,
+                      op_profile: str | None = None) -> tuple[list[str], list[str]]:
     """One bundle: calibrate_bundle. Several (repeats of one machine type): each bundle's cards in
     out/<bundle>/, and one DDP card (out/ddp.yaml) fitted on the 2-GPU steps of all of them. `comm_card`:
-    the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card)."""
+    the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card). `op_profile`: an
+    op-profile file (another machine of the kind) that the nccl-tests cards carry."""
     out = Path(out)
     comm = Path(comm_card) if comm_card else None
     if comm is not None and not comm.is_file():
         raise SimclusterError(f"--collective-card {comm}: no such card file")
     if len(bundles) == 1:
-        return calibrate_bundle(bundles[0], out, comm)
+        return calibrate_bundle(bundles[0], out, comm, op_profile=op_profile)
     written, problems, pool = [], [], []
     for b in map(Path, bundles):
-        w, p = calibrate_bundle(b, out / b.name, comm, pool)
+        w, p = calibrate_bundle(b, out / b.name, comm, pool, op_profile)
         written, problems = written + w, problems + [f"{b.name}: {line}" for line in p]
     obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
     provenance = {**_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm) if comm else None}
@@ -250,14 +277,14 @@ def calibrate_bundles(bundles: list[str | Path], out: str | Path,
 
 
 def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None = None,
-                     ddp_pool: list | None = None) -> tuple[list[str], list[str]]:
+                     ddp_pool: list | None = None, op_profile: str | None = None) -> tuple[list[str], list[str]]:
     """Cards written, and one line per trace that could not be used. `ddp_pool` collects the bundle's
     DDP observations for a fit across bundles (calibrate_bundles)."""
     bundle, out = Path(bundle), Path(out)
     manifest = _manifest(bundle)
     out.mkdir(parents=True, exist_ok=True)
     written, problems = [], []
-    steps = [("nccl-tests", lambda: _collective(bundle, manifest, "nccl-tests", out)),
+    steps = [("nccl-tests", lambda: _collective(bundle, manifest, "nccl-tests", out, op_profile)),
              ("nccl-tests-socket", lambda: _collective(bundle, manifest, "nccl-tests-socket", out)),
              ("qperf", lambda: _nic(bundle, manifest, out)),
              ("fio", lambda: _nvme(bundle, manifest, out)),
