@@ -148,7 +148,6 @@ def cmd_calibrate(args) -> int:
 def cmd_predict_collective(args) -> int:
     from simcluster.build import sizes
     from simcluster.cards import load_collective
-    from simcluster.collectives import primitives
     from simcluster.collectives.model import predict
     from simcluster.collectives.schedule import canonical_op
     from simcluster.report.tables import nccl_tests_table
@@ -170,16 +169,7 @@ def cmd_predict_collective(args) -> int:
     if getattr(params, "host_floor_s", 0):
         header.append(f"note: GPU time, as nccl-tests -G measures it; host-launched runs take at least "
                       f"{params.host_floor_s * 1e6:.1f} us per call on the calibrated host (bimodal: docs/models/collectives.md)")
-    ranks_seen = card.get("valid_range", {}).get("ranks", [])
-    if ranks_seen and args.ranks not in ranks_seen:
-        header.append(f"note: the card was fitted at ranks {ranks_seen}; {args.ranks} ranks is an extrapolation")
-    if isinstance(params, primitives.PrimitiveParams) and params.tuner and op not in primitives.P2P_OPS \
-            and not primitives.tuner_table(params, args.ranks):
-        header.append(f"note: the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {args.ranks} "
-                      "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
-    for p in getattr(params, "profiles", ()):
-        used = "applied" if p.ranks == args.ranks and p.cuda_graph else f"not applied ({p.ranks} ranks, {p.launch})"
-        header.append(f"note: per-op profile measured on {p.source or 'a reference machine'}: {used}")
+    header += [f"note: {n}" for n in _card_notes(params, card, op, args.ranks, host_launch=False)]
     header.append(f"Collective test starting: {op}_perf")
     header.append("Using devices")
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
@@ -187,6 +177,30 @@ def cmd_predict_collective(args) -> int:
                f"[0000:00:00] {device}" for r in range(args.ranks)]
     sys.stdout.write(nccl_tests_table(preds, header))
     return 0
+
+
+def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trace_path: str = "") -> list[str]:
+    """What a collective card says about predicting `op` at `ranks`: rank counts it never saw, a missing
+    NCCL tuning table, a per-op profile applied or not, and (validate) a log the profile was learned from."""
+    from simcluster.collectives import primitives
+    from simcluster.collectives.profile import matching
+
+    notes = []
+    ranks_seen = card.get("valid_range", {}).get("ranks", [])
+    if ranks_seen and ranks not in ranks_seen:
+        notes.append(f"the card was fitted at ranks {ranks_seen}; {ranks} ranks is an extrapolation")
+    if isinstance(params, primitives.PrimitiveParams) and params.tuner and op not in primitives.P2P_OPS \
+            and not primitives.tuner_table(params, ranks):
+        notes.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {ranks} "
+                     "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+    profiles = getattr(params, "profiles", ())
+    used = matching(profiles, ranks, host_launch)
+    for p in profiles:
+        state = "applied" if p is used else f"not applied ({p.ranks} ranks, {p.launch})"
+        notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
+    if used and used.source and trace_path and Path(trace_path).resolve().is_relative_to(Path(used.source).resolve()):
+        notes.append("this log is part of the profile's own measurement: the errors below are in sample")
+    return notes
 
 
 def _predict_collective_scenario(args) -> int:
@@ -308,6 +322,8 @@ def cmd_validate(args) -> int:
                                     "protocol": r.protocol} for r in rows]}, indent=1))
         return 0
     print(f"# {trace.op}, {trace.nranks} ranks: {trace.path} vs card {card.get('name')} ({args.card})")
+    for note in _card_notes(params, card, trace.op, trace.nranks, not trace.cuda_graph_launches, trace.path):
+        print(f"# note: {note}")
     sys.stdout.write(validation_table(rows))
     for label, s in stats.items():
         print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")

@@ -282,7 +282,13 @@ def _read(path: Path) -> tuple[dict, dict[str, int]]:
     return doc, lines or {}
 
 
+DLIO_KEYS = {"workflow", "dataset", "reader"}  # a DLIO workload config's top level, not a scenario's
+
+
 def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
+    if isinstance(doc, dict) and DLIO_KEYS <= set(doc):
+        r.fail("", "this is a DLIO workload config, not a scenario",
+               hint=f"use it with: simcluster storage max-accelerators --workload {path} --nvme CARD")
     r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed", "variants"})
     if nodes is not None and isinstance(doc.get("machine"), dict):
         doc = _merge(doc, {"machine": {"nodes": nodes}})

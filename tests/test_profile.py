@@ -120,3 +120,19 @@ def test_a_bad_profile_is_a_one_line_error(tmp_path, capsys, body, expected):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and expected in err and str(bad) in err
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_validate_says_when_a_profile_is_applied_and_when_the_log_is_its_own_data(capsys):
+    card = str(ROOT / "models" / "collective" / "h200x2-profiled.yaml")
+    own = BUNDLE_B / "nccl-tests" / "reduce-r1" / "stdout.txt"
+    other = ROOT / "calibration" / "h200x2-graph-2026-11-22" / "nccl-tests" / "reduce-r1" / "stdout.txt"
+    four = ROOT / "calibration" / "h200x4-graph-2026-11-22" / "nccl-tests" / "reduce-r1" / "stdout.txt"
+    assert main(["validate", str(own), "--card", card]) == 0
+    out = capsys.readouterr().out
+    assert ": applied" in out and "in sample" in out
+    assert main(["validate", str(other), "--card", card]) == 0
+    out = capsys.readouterr().out
+    assert ": applied" in out and "in sample" not in out
+    assert main(["validate", str(four), "--card", card]) == 0
+    out = capsys.readouterr().out
+    assert "not applied (2 ranks" in out and "4 ranks is an extrapolation" in out

@@ -39,6 +39,12 @@ def test_unknown_key_names_file_line_and_key(tmp_path, capsys):
     assert f"{path}:9" in err and "jobs[0].bandwith" in err and "unknown key" in err
 
 
+def test_a_dlio_workload_given_as_a_scenario_says_what_it_is(capsys):
+    workload = ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"
+    err = _one_line_error(capsys, ["run", str(workload)])
+    assert "DLIO workload config, not a scenario" in err and "storage max-accelerators" in err
+
+
 def test_unit_typo(tmp_path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text(GOOD.replace("max_size: 1M", "max_size: 16GiBs"))
