@@ -106,7 +106,8 @@ def _primitive_params(params: dict, key: str) -> PrimitiveParams:
     tuner = {int(n): table(t) for n, t in raw.items()} if all(str(k).isdigit() for k in raw) else {0: table(raw)}
     optional = {name: _get(params, field, key, parse) for name, field, parse in (
         ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
-        ("p2p_channels", "p2p_channels", int), ("p2p_channels_per_peer", "p2p_channels_per_peer", int))
+        ("p2p_channels", "p2p_channels", int), ("p2p_channels_per_peer", "p2p_channels_per_peer", int),
+        ("ring_ramps", "ring_ramp", lambda raw: ring_ramps(raw, f"{key}.ring_ramp")))
         if field in params}
     if "op_profiles" in params:
         optional["profiles"] = op_profiles(params["op_profiles"], f"{key}.op_profiles")
@@ -126,6 +127,7 @@ def collective_params_yaml(params: CollectiveParams | PrimitiveParams) -> dict:
                 "bus_bandwidth": format_bandwidth(params.link_bandwidth_Bps), "channels": params.channels,
                 "p2p_channels": params.p2p_channels, "p2p_channels_per_peer": params.p2p_channels_per_peer,
                 "host_launch_floor": format_time(params.host_floor_s),
+                "ring_ramp": {n: {"time": format_time(d), "scale": format_size(w)} for n, (d, w) in params.ring_ramps.items()},
                 "nccl_tuner": {n: {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
                                         for p, (lat, bw) in protos.items()} for op, protos in per_op.items()}
                                for n, per_op in params.tuner.items()}} | (
@@ -167,6 +169,22 @@ def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
             ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
         out.append(OpProfile(int(_get(doc, "ranks", key)), launch == "cuda_graph", ops, str(doc.get("source", ""))))
     return tuple(out)
+
+
+def ring_ramps(raw, where: str) -> dict[int, tuple[float, float]]:
+    """The ring ramp per rank count, {ranks: {time: D, scale: W}}, as (seconds, bytes)."""
+    if not isinstance(raw, dict):
+        raise ModelCardError("expected a mapping of rank count -> {time, scale}", where=where)
+    out = {}
+    for n, doc in raw.items():
+        key = f"{where}.{n}"
+        if not isinstance(doc, dict) or not str(n).isdigit():
+            raise ModelCardError("expected a rank count mapped to {time, scale}", where=key)
+        ramp_s, scale = _get(doc, "time", key, parse_time), _get(doc, "scale", key, parse_size)
+        if ramp_s < 0 or scale <= 0:
+            raise ModelCardError("time must be >= 0 and scale > 0", where=key)
+        out[int(n)] = (ramp_s, scale)
+    return out
 
 
 def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:

@@ -46,11 +46,14 @@ def test_host_launched_profile_beats_copying_the_other_machines_times(transfer):
 
 
 def test_a_two_rank_profile_does_not_carry_to_four_ranks():
-    """Why a profile applies only at its own rank count: forced onto 4 ranks it makes the mean error worse."""
+    """Why a profile applies only at its own rank count: forced onto 4 ranks it moves the mean error by less than
+    a point (10.41 -> 10.24%; at its own rank count it removes 2-13 points per op) and makes some op worse
+    (reduce 8.4 -> 11.7%)."""
     errors = cf.profile_across_ranks()
     alone = sum(a for a, _ in errors.values()) / len(errors)
     forced = sum(f for _, f in errors.values()) / len(errors)
-    assert forced > alone
+    assert abs(forced - alone) < 1.0
+    assert max(f - a for a, f in errors.values()) > 2.0
 
 
 def test_factor_interpolates_in_log_size_and_holds_its_end_values():

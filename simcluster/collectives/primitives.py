@@ -6,7 +6,7 @@ A chain (broadcast, reduce) pipelines its data through n-1 hops: the hop latency
 data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on NCCL's p2p channels.
 
   ring    LL      T = L_LL + k (s_LL + segment / (c r_LL))          c = channels NCCL gives the call
-          Simple  T = L_S  + k s_S + wire / B                        B = bus bandwidth of the NVLink path
+          Simple  T = L_S  + k s_S + wire / B + D (1 - exp(-wire / W))   B = bus bandwidth of the NVLink path
   chain   LL      T = L_LL + (n-1) s_LL + S / (c r_LL)
           Simple  T = L_S  + (n-1) s_S + wire / B
   p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p r_LL)      while peer_bytes <= p2p channels per peer x 16 KiB
@@ -15,7 +15,10 @@ data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on 
   profile T x f_op(S) when the card carries a per-op profile measured at this rank count and launch mode
           (collectives/profile.py)
 
-k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n. segment = S/n. wire = nccl-tests' busbw numerator.
+k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n. segment = S/n. wire = nccl-tests' busbw numerator
+(the bytes each rank sends). D, W: the ring ramp, a time that grows with the bytes a rank sends and levels off
+(D at most; W is the scale), fitted on all_reduce: measured, the ring ops' bandwidth rises with size up to a few
+GiB per rank and they share the same extra time as a function of the bytes sent; chain and p2p ops do not.
 Ring and chain LL channels: c = clamp(floor(S / (512 threads * 8n)), 1, channels) (NCCL's rule, checked
 against its tuning logs at 2 and 4 ranks). p2p LL channels: min(m, ceil(peer_bytes / 8 KiB)) with m = the p2p
 channels per peer, halved while m * n > p2p channels (src/enqueue.cc, NCCL 2.28). Which protocol a ring or
@@ -57,6 +60,7 @@ class PrimitiveParams:
     p2p_channels: int = 32                      # NCCL's "32 p2p channels, 32 p2p channels per peer"
     p2p_channels_per_peer: int = 32
     profiles: tuple = ()                        # OpProfile per (ranks, launch mode), measured on a reference machine
+    ring_ramps: dict = field(default_factory=dict)  # ranks -> (D seconds, W bytes): the ring ramp at that rank count
 
     # What the fabric layer reads from any intra-node card (CollectiveParams has the same two).
     @property
@@ -107,9 +111,17 @@ def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
     return params.ll_base_s + steps * params.ll_step_s + peer / (c * params.ll_channel_Bps)
 
 
+def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
+    """The ring ops' extra time at n ranks when each rank sends `wire` bytes: D (1 - exp(-wire / W)); 0 at a
+    rank count the card has no ramp for (it differs between rank counts: ~400 us at 2, ~100 us at 4 on H200)."""
+    ramp_s, scale_bytes = params.ring_ramps.get(n, (0.0, 1.0))
+    return ramp_s * -math.expm1(-wire / scale_bytes)
+
+
 def _simple_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
     wire = size * bus_factor(op, n)
-    return params.simple_base_s + primitives(op, n) * params.simple_step_s + wire / params.link_bandwidth_Bps
+    ramp = ring_ramp_s(params, wire, n) if op in RING_OPS else 0.0
+    return params.simple_base_s + primitives(op, n) * params.simple_step_s + wire / params.link_bandwidth_Bps + ramp
 
 
 def tuner_table(params: PrimitiveParams, n: int) -> dict:

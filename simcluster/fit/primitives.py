@@ -2,8 +2,9 @@
 
   bus bandwidth B     slope of time over the two largest sizes (bytes on the wire per second); with logs at
                       several rank counts, the mean of their slopes
-  L_LL, r_LL, L_S     robust (soft-L1) least squares on log(predicted / measured) over every size, with B
-  (+ s_LL, s_S)       fixed and NCCL's tuner table of each rank count deciding the protocol. The step
+  L_LL, r_LL, L_S,    robust (soft-L1) least squares on log(predicted / measured) over every size, with B
+  D, W (+ s_LL, s_S)  fixed and NCCL's tuner table of each rank count deciding the protocol (D, W: the ring
+                      ramp, the extra time that builds up with the bytes a rank sends). The step
                       latencies s_LL and s_S are fitted only when all_reduce was measured at two or more rank
                       counts (one rank count cannot tell a base latency from k step latencies; NCCL's
                       documented values are kept then)
@@ -27,6 +28,8 @@ from simcluster.errors import CalibrationError
 from simcluster.traces.nccl_tests import CollectiveTrace, median_of_rounds
 
 FLOOR_MAX_BYTES = 64 * 1024
+RAMP_START_S, RAMP_START_BYTES = 100e-6, 1e9   # the fit's starting point for the ring ramp D, W
+RAMP_MIN_BYTES, RAMP_LEVELS = 2**20, 8          # W's bounds: >= 1 MiB, <= largest wire bytes / 8
 
 
 def _bus_bandwidth(trace: CollectiveTrace) -> float:
@@ -63,11 +66,15 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     points = [(n, r.size_bytes, r.time_s) for n, t in gpu.items() for r in t.rows if r.size_bytes > 0 and r.time_s > 0]
     steps_free = len(gpu) >= 2
 
+    ranks = sorted(gpu)
+    fixed = 5 if steps_free else 3       # log L_LL, r_LL, L_S (+ s_LL, s_S), then log D, W per rank count
+
     def params_of(x):
         v = np.exp(x)
         ll_step, simple_step = (v[3], v[4]) if steps_free else (STEP_LATENCY_S["LL"], STEP_LATENCY_S["Simple"])
+        ramps = {n: (float(v[fixed + 2 * i]), float(v[fixed + 2 * i + 1])) for i, n in enumerate(ranks)}
         return PrimitiveParams(float(v[0]), float(v[1]), float(v[2]), bus, nch, 0.0, tuners or {},
-                               float(ll_step), float(simple_step), **p2p)
+                               float(ll_step), float(simple_step), **p2p, ring_ramps=ramps)
 
     def residuals(x):
         p = params_of(x)
@@ -77,7 +84,17 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     x0 = [np.log(small * 0.7), np.log(5e9), np.log(small * 2)]
     if steps_free:
         x0 += [np.log(STEP_LATENCY_S["LL"]), np.log(STEP_LATENCY_S["Simple"])]
-    best = min((least_squares(residuals, np.array(x0) + shift, loss="soft_l1", f_scale=0.05)
+    lower, upper = [-np.inf] * fixed, [np.inf] * fixed
+    for n in ranks:
+        # B is the slope of the two largest sizes, so the ramp must have levelled off there: W <= the largest
+        # wire bytes at this rank count / RAMP_LEVELS (then D changes by < 0.1% of the time between them).
+        ramp_max = np.log(max(s for m, s, _ in points if m == n) * bus_factor("all_reduce", n) / RAMP_LEVELS)
+        x0 += [np.log(RAMP_START_S), min(np.log(RAMP_START_BYTES), ramp_max - 1)]
+        lower += [-np.inf, np.log(RAMP_MIN_BYTES)]
+        upper += [np.inf, ramp_max]
+    lower, upper = np.array(lower), np.array(upper)
+    best = min((least_squares(residuals, np.clip(np.array(x0) + shift, lower + 1e-9, upper - 1e-9),
+                              bounds=(lower, upper), loss="soft_l1", f_scale=0.05)
                 for shift in (0.0, -0.5, 0.5)), key=lambda r: r.cost)
     params = params_of(best.x)
     if hosted and graph:
@@ -86,7 +103,8 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
         params = replace(params, host_floor_s=float(np.median(small_times)) if small_times else 0.0)
     res = np.array(residuals(best.x))
     summary = {"method": "B from the two largest sizes; scipy least_squares (soft_l1) on log(time) for the rest"
-                         + ("; step latencies fitted across rank counts" if steps_free else "; NCCL's step latencies"),
+                         + ("; step latencies fitted across rank counts" if steps_free else "; NCCL's step latencies")
+                         + "; the ring ramp (D, W) per rank count fitted with them",
                "points": len(points), "ranks": sorted(gpu),
                "rounds": {"cuda_graph": len(graph), "host_launched": len(hosted)},
                "rms_log_error": float(np.sqrt(np.mean(res**2))),
@@ -101,4 +119,5 @@ def rounded(p: PrimitiveParams) -> PrimitiveParams:
         return float(f"{x:.4g}")
     return replace(p, ll_base_s=r(p.ll_base_s), ll_channel_Bps=r(p.ll_channel_Bps), simple_base_s=r(p.simple_base_s),
                    link_bandwidth_Bps=r(p.link_bandwidth_Bps), host_floor_s=r(p.host_floor_s),
-                   ll_step_s=r(p.ll_step_s), simple_step_s=r(p.simple_step_s))
+                   ll_step_s=r(p.ll_step_s), simple_step_s=r(p.simple_step_s),
+                   ring_ramps={n: (r(d), r(w)) for n, (d, w) in p.ring_ramps.items()})
