@@ -113,7 +113,7 @@ def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
 
 def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
     """The ring ops' extra time at n ranks when each rank sends `wire` bytes: D (1 - exp(-wire / W)); 0 at a
-    rank count the card has no ramp for (it differs between rank counts: ~400 us at 2, ~100 us at 4 on H200)."""
+    rank count the card has no ramp for (it differs between rank counts: ~400 us at 2, 50-90 us at 4 on H200)."""
     ramp_s, scale_bytes = params.ring_ramps.get(n, (0.0, 1.0))
     return ramp_s * -math.expm1(-wire / scale_bytes)
 

@@ -87,7 +87,7 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     lower, upper = [-np.inf] * fixed, [np.inf] * fixed
     for n in ranks:
         # B is the slope of the two largest sizes, so the ramp must have levelled off there: W <= the largest
-        # wire bytes at this rank count / RAMP_LEVELS (then D changes by < 0.1% of the time between them).
+        # wire bytes at this rank count / RAMP_LEVELS (then the ramp moves by < 2% of D between those two sizes).
         ramp_max = np.log(max(s for m, s, _ in points if m == n) * bus_factor("all_reduce", n) / RAMP_LEVELS)
         x0 += [np.log(RAMP_START_S), min(np.log(RAMP_START_BYTES), ramp_max - 1)]
         lower += [-np.inf, np.log(RAMP_MIN_BYTES)]
