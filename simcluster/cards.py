@@ -153,11 +153,17 @@ def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
     out = []
     for i, doc in enumerate(raw):
         key = f"{where}[{i}]"
+        if not isinstance(doc, dict):
+            raise ModelCardError("expected a profile mapping (ranks, launch, measured_over_model)", where=key)
+        ranks = _get(doc, "ranks", key, int)
         launch = _get(doc, "launch", key)
         if launch not in ("cuda_graph", "host"):
             raise ModelCardError(f"key 'launch': {launch!r} is not 'cuda_graph' or 'host'", where=key)
+        tables = _get(doc, "measured_over_model", key)
+        if not isinstance(tables, dict):
+            raise ModelCardError("measured_over_model: expected a mapping of collective -> {size: factor}", where=key)
         ops = {}
-        for op, table in _get(doc, "measured_over_model", key).items():
+        for op, table in tables.items():
             if op not in OPS:
                 raise ModelCardError(f"measured_over_model: unknown collective {op!r}", where=key,
                                      hint=f"one of {', '.join(OPS)}")
@@ -167,7 +173,7 @@ def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
                 raise ModelCardError(f"measured_over_model.{op}: expected size: positive factor pairs",
                                      where=key) from None
             ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
-        out.append(OpProfile(int(_get(doc, "ranks", key)), launch == "cuda_graph", ops, str(doc.get("source", ""))))
+        out.append(OpProfile(ranks, launch == "cuda_graph", ops, str(doc.get("source", ""))))
     return tuple(out)
 
 

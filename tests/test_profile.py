@@ -108,14 +108,19 @@ def test_calibrate_bundle_writes_a_profile_and_another_card_carries_it(tmp_path,
     assert "per-op profile measured on" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("body, expected", [
-    ("launch: graph\n    measured_over_model: {}", "key 'launch': 'graph' is not 'cuda_graph' or 'host'"),
-    ("launch: host\n    measured_over_model: {allgather: {1KiB: 1}}", "unknown collective 'allgather'"),
-    ("launch: host\n    measured_over_model: {all_gather: {1KiB: -1}}", "expected size: positive factor pairs"),
+@pytest.mark.parametrize("profiles, expected", [
+    ("[{ranks: 2, launch: graph, measured_over_model: {}}]", "key 'launch': 'graph' is not 'cuda_graph' or 'host'"),
+    ("[{ranks: 2, launch: host, measured_over_model: {allgather: {1KiB: 1}}}]", "unknown collective 'allgather'"),
+    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: -1}}}]", "expected size: positive factor pairs"),
+    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: 0}}}]", "expected size: positive factor pairs"),
+    ("[{ranks: 2, launch: host, measured_over_model: [1, 2]}]", "expected a mapping of collective"),
+    ("[{ranks: two, launch: host, measured_over_model: {}}]", "key 'ranks': 'two' is not a valid value"),
+    ("[5]", "expected a profile mapping"),
+    ("{ranks: 2}", "expected a list of profiles"),
 ])
-def test_a_bad_profile_is_a_one_line_error(tmp_path, capsys, body, expected):
+def test_a_bad_profile_is_a_one_line_error(tmp_path, capsys, profiles, expected):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(f"kind: op-profile\nname: x\nparams:\n  op_profiles:\n  - ranks: 2\n    {body}\n")
+    bad.write_text(f"kind: op-profile\nname: x\nparams:\n  op_profiles: {profiles}\n")
     log = ROOT / "calibration" / "h200x2-graph-2026-11-22" / "nccl-tests" / "all_reduce-r1" / "stdout.txt"
     tuning = ROOT / "calibration" / "h200x2-rounds-2026-11-22" / "nccl-tests" / "all_reduce-tuning" / "stdout.txt"
     assert main(["calibrate", str(log), "--nccl-log", str(tuning), "--op-profile", str(bad),

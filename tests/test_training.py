@@ -224,3 +224,15 @@ def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path
     two = [r for r in records if r["world_size"] == 2]
     assert len(obs) == 3
     assert [o.workload.step_s for o in obs] == pytest.approx([r["plain"]["median_step_s"] for r in two])
+
+
+def test_paired_steps_alternate_blocks_and_time_each_step():
+    """ddp_step --paired: BLOCKS blocks of each kind, alternating which goes first, every step timed."""
+    from simcluster.runner.ddp_step import _paired_steps
+
+    calls = []
+    out = _paired_steps(lambda: calls.append("p"), lambda: calls.append("d"), lambda: None, warmup=1, block=3, blocks=4)
+    assert calls[:2] == ["p", "d"]                                   # warm-up: one of each
+    assert "".join(calls[2:]) == "ppp" "ddd" "ddd" "ppp" "ppp" "ddd" "ddd" "ppp"
+    assert all(len(out[k]) == 12 for k in out)
+    assert all(t >= i >= 0 for t, i in zip(out["ddp_times"], out["ddp_issue"], strict=True))

@@ -92,27 +92,34 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: 
                 {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
     target = out / f"collective-{tool}.yaml"
     target.write_text(dump_card(card))
-    others = [r for r in timed("timing") if op_of(r) != "all_reduce"]
+    others = [(bundle / r["path"] / "stdout.txt", op_of(r)) for r in timed("timing") if op_of(r) != "all_reduce"]
     if not (others and tunings):
         return [str(target)]
-    from simcluster.cards import op_profiles_yaml
-    from simcluster.fit.profile import learn
+    profile = _op_profile(bundle, manifest, tool, out, params, traces, paths, others, card["machine"])
+    return [str(target), profile]
 
-    more = [bundle / r["path"] / "stdout.txt" for r in others]
-    profiles = learn(params, traces + [nccl_tests.parse(p, op=op_of(r)) for p, r in zip(more, others, strict=True)],
-                     source=str(bundle))
-    profile_card = {"kind": "op-profile", "name": f"op-profile-{tool}-{trace.nranks}ranks",
-                    "description": f"How each collective measured in bundle {bundle.name} departs from the NCCL-primitives "
-                                   f"model fitted on its all_reduce (collective-{tool}.yaml): measured / model per size. "
-                                   "Give it to another machine of the same kind: simcluster calibrate ... --op-profile FILE.",
-                    "machine": card["machine"],
-                    "params": {"op_profiles": op_profiles_yaml(profiles)},
-                    "valid_range": {"ranks": sorted({p.ranks for p in profiles}), "nodes": 1,
-                                    "ops": sorted({op for p in profiles for op in p.ops})},
-                    "provenance": _provenance(paths + more, bundle, manifest)}
-    profile_path = out / f"op-profile-{tool}.yaml"
-    profile_path.write_text(dump_card(profile_card))
-    return [str(target), str(profile_path)]
+
+def _op_profile(bundle: Path, manifest: dict, tool: str, out: Path, params, traces: list, paths: list[Path],
+                others: list[tuple[Path, str]], machine: dict) -> str:
+    """op-profile-<tool>.yaml: every other op of the bundle measured against the card fitted on its all_reduce
+    (`params`, from `traces` read at `paths`); `others` = (stdout path, op) per timing run."""
+    from simcluster.cards import dump_card, op_profiles_yaml
+    from simcluster.fit.profile import learn
+    from simcluster.traces import nccl_tests
+
+    profiles = learn(params, traces + [nccl_tests.parse(p, op=op) for p, op in others], source=str(bundle))
+    card = {"kind": "op-profile", "name": f"op-profile-{tool}-{traces[0].nranks}ranks",
+            "description": f"How each collective measured in bundle {bundle.name} departs from the NCCL-primitives "
+                           f"model fitted on its all_reduce (collective-{tool}.yaml): measured / model per size. "
+                           "Give it to another machine of the same kind: simcluster calibrate ... --op-profile FILE.",
+            "machine": machine,
+            "params": {"op_profiles": op_profiles_yaml(profiles)},
+            "valid_range": {"ranks": sorted({p.ranks for p in profiles}), "nodes": 1,
+                            "ops": sorted({op for p in profiles for op in p.ops})},
+            "provenance": _provenance(paths + [p for p, _ in others], bundle, manifest)}
+    target = out / f"op-profile-{tool}.yaml"
+    target.write_text(dump_card(card))
+    return str(target)
 
 
 def _framing(ground_truth: dict) -> tuple[float, str]:

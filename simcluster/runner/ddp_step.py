@@ -62,12 +62,9 @@ def _paired_steps(plain, ddp, sync, warmup: int, block: int, blocks: int) -> dic
     for b in range(blocks):
         order = (("plain", plain), ("ddp", ddp)) if b % 2 == 0 else (("ddp", ddp), ("plain", plain))
         for name, step in order:
-            for _ in range(block):
-                t0 = time.perf_counter()
-                step()
-                out[f"{name}_issue"].append(time.perf_counter() - t0)
-                sync()
-                out[f"{name}_times"].append(time.perf_counter() - t0)
+            times, issue, _ = _timed_steps(step, sync, 0, block)
+            out[f"{name}_times"] += times
+            out[f"{name}_issue"] += issue
     return out
 
 
