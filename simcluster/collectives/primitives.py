@@ -9,7 +9,7 @@ data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on 
           Simple  T = L_S  + k s_S + wire / B + D (1 - exp(-wire / W))   B = bus bandwidth of the NVLink path
   chain   LL      T = L_LL + (n-1) s_LL + S / (c r_LL)
           Simple  T = L_S  + (n-1) s_S + wire / B
-  p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p r_LL)      while peer_bytes <= p2p channels per peer x 16 KiB
+  p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p h r_LL)    while peer_bytes <= p2p channels per peer x 16 KiB
           Simple  T = L_S  + 2 s_S + wire / B                         above it (NCCL's p2p protocol rule)
   host    T_measured = max(T, host_floor) when every call is launched from the host (no CUDA graph)
   profile T x f_op(S) when the card carries a per-op profile measured at this rank count and launch mode
@@ -21,7 +21,11 @@ k per rank: all_reduce 2n-1, all_gather n, reduce_scatter n. segment = S/n. wire
 GiB per rank and they share the same extra time as a function of the bytes sent; chain and p2p ops do not.
 Ring and chain LL channels: c = clamp(floor(S / (512 threads * 8n)), 1, channels) (NCCL's rule, checked
 against its tuning logs at 2 and 4 ranks). p2p LL channels: min(m, ceil(peer_bytes / 8 KiB)) with m = the p2p
-channels per peer, halved while m * n > p2p channels (src/enqueue.cc, NCCL 2.28). Which protocol a ring or
+channels per peer, halved while m * n > p2p channels (src/enqueue.cc, NCCL 2.28). h = the share of a ring LL
+channel's threads that a p2p channel's receiving side has: NCCL's p2p kernel runs 640 threads (20 warps) per
+channel and splits a channel's work between its send (10 warps) and receive (9 warps) halves
+(src/device/sendrecv.h), where a ring LL channel runs 512 threads that all carry data; LL's rate per channel is
+set by its threads, so h = 9 x 32 / 512. Which protocol a ring or
 chain op runs: NCCL's own tuner table (latency and bandwidth per collective and protocol, printed by
 NCCL_DEBUG_SUBSYS=TUNING) for the rank count it was logged at, else the faster of the model's protocols.
 The step latencies s_LL, s_S are NCCL's documented NVLink ring values (src/graph/tuning.cc hwLatencies) unless
@@ -41,6 +45,9 @@ STEP_LATENCY_S = {"LL": 0.6e-6, "Simple": 3.4e-6}      # NCCL hwLatencies, NVLin
 LL_THREADS = 512                                             # NCCL max threads per LL channel
 P2P_LL_THRESHOLD_BYTES = 16384                               # NCCL_P2P_LL_THRESHOLD default, per p2p channel
 P2P_LL_PART_BYTES = 8192                                     # smallest LL part per channel (LL step / 8)
+P2P_WARPS = 640 // 32                                        # NCCL_MAX_NTHREADS: the p2p kernel's block, in warps
+P2P_RECV_WARPS = (P2P_WARPS - 1) // 2                        # one work per channel: 9 warps receive, 10 send
+P2P_LL_THREAD_SHARE = P2P_RECV_WARPS * 32 / LL_THREADS       # a p2p LL channel's rate over a ring LL channel's
 RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 CHAIN_OPS = ("broadcast", "reduce")
 P2P_OPS = ("sendrecv", "alltoall")
@@ -108,7 +115,7 @@ def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
         return params.ll_base_s + steps * params.ll_step_s + size / (c * params.ll_channel_Bps)
     peer = p2p_peer_bytes(op, size, n)
     c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
-    return params.ll_base_s + steps * params.ll_step_s + peer / (c * params.ll_channel_Bps)
+    return params.ll_base_s + steps * params.ll_step_s + peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
 
 
 def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
