@@ -13,6 +13,10 @@ blocks of plain and DDP steps, so the 1-GPU step is timed in the same processes 
    interleaved pairs (each 2-GPU step from the 1-GPU run just before it), on the 1-2-4 sequences (each
    2- and 4-GPU step from the sequence's 1-GPU run) and on every collect run.
 Every prediction uses the 1-GPU trace of its own session; none of the predicted runs was fitted.
+3. the paired session: each step predicted from every rank's plain steps (the slowest rank paces a host-bound
+   step), the DDP card refitted leaving one repeat, or one model, out;
+4. another machine (calibration/h200x2-ddp-paired-2026-11-22, 2 x H200, NVLink and socket, two repeats), predicted
+   with the DDP card fitted on the whole paired session.
 """
 
 from __future__ import annotations
@@ -133,9 +137,12 @@ def collect_session(ddp) -> list[float]:
 PAIRED = CAL / "h200x4-ddp-paired-2026-11-22"
 
 
-def paired_observations(path: Path, nv) -> list[Observation]:
+def paired_observations(path: Path, nv, every_rank: bool = True) -> list[Observation]:
+    """The paired session's 2- and 4-GPU runs, each predicted from every rank's plain steps (the slowest rank
+    paces the step) or, with every_rank=False, from rank 0's alone (the model before session 9)."""
     return [Observation(f"{path.stem} {r['model']} x{r['world_size']}", W.from_paired(r, str(path)), r["world_size"],
-                        lambda s, n=r["world_size"]: predict(nv, "all_reduce", s, n).time_s, r["median_step_s"])
+                        lambda s, n=r["world_size"]: predict(nv, "all_reduce", s, n).time_s, r["median_step_s"],
+                        W.paired_ranks(r, str(path)) if every_rank else ())
             for r in W.read_runs(path) if r["world_size"] > 1]
 
 
@@ -146,7 +153,7 @@ def paired(ddp, nv) -> tuple[list[float], list[float]]:
     errors, separate = [], []
     for path in sorted(PAIRED.glob("rep*.jsonl")):
         single = {r["model"]: W.from_record(r, where=str(path)) for r in W.read_runs(path) if r["world_size"] == 1}
-        for o in paired_observations(path, nv):
+        for o in paired_observations(path, nv, every_rank=False):
             w, n = o.workload, o.ranks
             one = single[w.model]
             errors.append(_row(f"{w.model} x{n} {path.stem}", w.step_s, o.measured_s, _step(w, n, nv, ddp)))
@@ -157,19 +164,68 @@ def paired(ddp, nv) -> tuple[list[float], list[float]]:
     return errors, separate
 
 
-def paired_cross_validation(ddp, nv) -> list[float]:
-    print("\n3. paired session, leave one repeat out: DDP card refitted on the other two repeats")
+def paired_cross_validation(ddp, nv, every_rank: bool = True) -> list[float]:
+    print("\n3. paired session, leave one repeat out: DDP card refitted on the other two repeats; each step from "
+          + ("every rank's plain steps (the slowest rank paces it)" if every_rank else "rank 0's plain steps"))
     reps = sorted(PAIRED.glob("rep*.jsonl"))
     errors = []
     for held in reps:
-        params, fit = fit_ddp([o for p in reps if p != held for o in paired_observations(p, nv)], ddp.slowdown)
-        test = paired_observations(held, nv)
+        params, fit = fit_ddp([o for p in reps if p != held for o in paired_observations(p, nv, every_rank)],
+                              ddp.slowdown)
+        test = paired_observations(held, nv, every_rank)
         errs = [(t / o.measured_s - 1) * 100 for o, t in zip(test, predict_all(test, params), strict=True)]
         errors += errs
         print(f"  held out {held.stem}: host {params.c_tensor_s * 1e6:.1f} us, GPU {params.g_tensor_s * 1e6:.1f} us per tensor "
               f"(in-sample {fit['mean_abs_error_pct']:.1f}%): " + ", ".join(
                   f"{o.label.split(' ', 1)[1]} {e:+.1f}%" for o, e in zip(test, errs, strict=True)))
     _summary(errors, " ")
+    return errors
+
+
+def paired_leave_one_model_out(ddp, nv) -> list[float]:
+    """Every rank's plain steps; the DDP card refitted on the other two models' runs (all repeats)."""
+    print("\n3b. paired session, leave one model out: DDP card refitted on the other two models, every rank's plain steps")
+    runs = [o for p in sorted(PAIRED.glob("rep*.jsonl")) for o in paired_observations(p, nv)]
+    errors = []
+    for model in sorted({o.workload.model for o in runs}):
+        params, _ = fit_ddp([o for o in runs if o.workload.model != model], ddp.slowdown)
+        test = [o for o in runs if o.workload.model == model]
+        errs = [(t / o.measured_s - 1) * 100 for o, t in zip(test, predict_all(test, params), strict=True)]
+        errors += errs
+        print(f"  held out {model}: host {params.c_tensor_s * 1e6:.1f} us, GPU {params.g_tensor_s * 1e6:.1f} us per tensor: "
+              + ", ".join(f"{o.label.split(' ', 2)[0]} x{o.ranks} {e:+.1f}%" for o, e in zip(test, errs, strict=True)))
+    _summary(errors, " ")
+    return errors
+
+
+X2 = CAL / "h200x2-ddp-paired-2026-11-22"
+
+
+def another_machine(ddp, nv, every_rank: bool = True) -> list[float]:
+    """A 2 x H200 machine the card never saw (calibration/h200x2-ddp-paired-2026-11-22, two paired repeats over NVLink
+    and over NCCL's socket transport): DDP card fitted on the 4 x H200 paired session; all_reduce from cards fitted
+    on this machine's own torch.distributed all_reduce sweeps (one per transport)."""
+    from simcluster.fit.collective import fit_card
+    from simcluster.traces import nccl_tests
+
+    print("\n4. another machine (2 x H200), held out: DDP card fitted on the 4 x H200 paired session, each step from "
+          + ("every rank's plain steps" if every_rank else "rank 0's plain steps"))
+    card, fit = fit_ddp([o for p in sorted(PAIRED.glob("rep*.jsonl")) for o in paired_observations(p, nv)], ddp.slowdown)
+    print(f"  card: host {card.c_tensor_s * 1e6:.1f} us, GPU {card.g_tensor_s * 1e6:.1f} us per tensor "
+          f"(in-sample {fit['mean_abs_error_pct']:.1f}% on 18 runs)")
+    _header("  predicted vs measured")
+    errors = []
+    for path in sorted(X2.glob("*-rep*.jsonl")):
+        transport = path.stem.split("-")[0]
+        comm = fit_card([nccl_tests.parse(X2 / f"all_reduce-{transport}.txt")])[0]
+        for r in W.read_runs(path):
+            if r["world_size"] < 2:
+                continue
+            o = Observation(path.stem, W.from_paired(r, str(path)), 2,
+                            lambda s, c=comm: predict(c, "all_reduce", s, 2).time_s, r["median_step_s"],
+                            W.paired_ranks(r, str(path)) if every_rank else ())
+            errors.append(_row(f"{r['model']} {path.stem}", o.workload.step_s, o.measured_s, predict_all([o], card)[0]))
+    _summary(errors)
     return errors
 
 
@@ -181,7 +237,11 @@ def main() -> None:
     sequences(ddp, nv)
     collect_session(ddp)
     paired(ddp, nv)
+    paired_cross_validation(ddp, nv, every_rank=False)
     paired_cross_validation(ddp, nv)
+    paired_leave_one_model_out(ddp, nv)
+    another_machine(ddp, nv, every_rank=False)
+    another_machine(ddp, nv)
 
 
 if __name__ == "__main__":

@@ -230,9 +230,11 @@ def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = 
         profiles += W.overlap_samples(rdir, gpu)
         for r in records:
             if r["world_size"] == 2 and params is not None:
-                paired = W.from_paired(r, str(rdir / "stdout.txt")) if r.get("plain") else w
+                where = str(rdir / "stdout.txt")
+                paired = W.from_paired(r, where) if r.get("plain") else w
                 obs.append(Observation(f"{bundle.name} {w.model} x2", paired, 2,
-                                       lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"]))
+                                       lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"],
+                                       W.paired_ranks(r, where) if r.get("plain") else ()))
     return written, obs, profiles, sources
 
 

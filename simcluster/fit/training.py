@@ -21,10 +21,12 @@ class Observation:
     ranks: int
     comm_time: Callable[[int], float]
     measured_s: float
+    rank_workloads: tuple[Workload, ...] = ()   # each rank's own 1-GPU workload (paired traces), else ()
 
 
 def predict_all(obs: list[Observation], params: DdpParams) -> np.ndarray:
-    return np.array([simulate_step(o.workload, o.ranks, o.comm_time, params).step_s for o in obs])
+    return np.array([simulate_step(o.workload, o.ranks, o.comm_time, params, rank_workloads=o.rank_workloads).step_s
+                     for o in obs])
 
 
 def overlap_slowdown(profiles: list[tuple[float, float, float]]) -> float:

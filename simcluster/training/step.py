@@ -18,13 +18,17 @@ For one step of one rank (all ranks run the same step; see `sync_wait_s` for the
 The step ends with the optimizer; ranks then wait for the slowest one. With N ranks whose step
 times vary as the 1-GPU samples do, the expected wait is E[max of N samples] - mean, computed
 exactly from the empirical distribution:  E[max_N] = sum_i x_(i) * ((i/n)^N - ((i-1)/n)^N).
+When every rank's own 1-GPU steps were measured (a paired trace: the plain steps of each process of the
+job), each rank runs the model on its own workload and the step is E[max_r (end_r + j_r)], j_r = rank r's
+1-GPU samples about their mean, ranks independent: P(max <= x) = prod_r F_r(x). Processes of one job on
+these hosts differ by up to 20% in host speed, so a host-bound step is paced by its slowest rank.
 Outputs: the step time, its breakdown and the timeline (for the Perfetto trace).
 See docs/models/training.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,10 +74,15 @@ class StepResult:
 
 def expected_max(samples, n: int) -> float:
     """E[max of n independent draws] from the empirical distribution of `samples`."""
-    x = np.sort(np.asarray(samples, dtype=float))
-    m = len(x)
-    i = np.arange(1, m + 1)
-    return float(np.sum(x * ((i / m) ** n - ((i - 1) / m) ** n)))
+    return expected_max_of([samples] * n)
+
+
+def expected_max_of(rows) -> float:
+    """E[max of one independent draw from each row's empirical distribution]: P(max <= x) = prod F_row(x)."""
+    rows = [np.sort(np.asarray(r, dtype=float)) for r in rows]
+    values = np.unique(np.concatenate(rows))
+    cdf = np.prod([np.searchsorted(r, values, side="right") / len(r) for r in rows], axis=0)
+    return float(np.sum(values * np.diff(cdf, prepend=0.0)))
 
 
 def sync_wait_s(samples, ranks: int) -> float:
@@ -83,10 +92,35 @@ def sync_wait_s(samples, ranks: int) -> float:
 
 
 def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], params: DdpParams,
-                  storage_stall_s: float = 0.0, cpu_bound_s: float = 0.0) -> StepResult:
+                  storage_stall_s: float = 0.0, cpu_bound_s: float = 0.0,
+                  rank_workloads: Sequence[Workload] = ()) -> StepResult:
     """One data-parallel step on `ranks` GPUs. `comm_time(bytes)` is one bucket's all_reduce time;
     the step waits for its batch first: `storage_stall_s` (the drives) then `cpu_bound_s` (a loader
-    short of host cores)."""
+    short of host cores). `rank_workloads`: each rank's own 1-GPU workload, when measured (a paired
+    trace); the step is then the slowest rank's (module docstring), else every rank runs `w`."""
+    if not rank_workloads:
+        step = _rank_step(w, ranks, comm_time, params, storage_stall_s, cpu_bound_s)
+        return _with_wait(step, sync_wait_s(w.step_samples_s, ranks))
+    if len(rank_workloads) != ranks:
+        raise ValueError(f"{len(rank_workloads)} rank workloads for {ranks} ranks")
+    steps = [_rank_step(r, ranks, comm_time, params, storage_stall_s, cpu_bound_s) for r in rank_workloads]
+    step = max(steps, key=lambda s: s.step_s)
+    jitter = [s.step_s + np.asarray(r.step_samples_s) - np.mean(r.step_samples_s)
+              for s, r in zip(steps, rank_workloads, strict=True)]
+    return _with_wait(step, max(0.0, expected_max_of(jitter) - step.step_s))
+
+
+def _with_wait(step: StepResult, wait: float) -> StepResult:
+    if wait > 0:
+        step.timeline.append(Interval("gpu", "wait for slowest rank", step.step_s, step.step_s + wait))
+    step.step_s += wait
+    step.sync_wait_s = wait
+    return step
+
+
+def _rank_step(w: Workload, ranks: int, comm_time: Callable[[int], float], params: DdpParams,
+               storage_stall_s: float, cpu_bound_s: float) -> StepResult:
+    """One rank's step up to the end of its optimizer and drain, before waiting for the others."""
     timeline: list[Interval] = []
     ddp = ranks > 1
     t0 = storage_stall_s + cpu_bound_s
@@ -128,10 +162,6 @@ def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], pa
     timeline.append(Interval("host", "issue optimizer", host_t, host_end))
     timeline.append(Interval("gpu", "optimizer", opt_start, end))
     end += w.drain_s
-    wait = sync_wait_s(w.step_samples_s, ranks)
-    if wait > 0:
-        timeline.append(Interval("gpu", "wait for slowest rank", end, end + wait))
     compute = w.gpu_s
-    step = end + wait
     overhead = max(0.0, end - t0 - compute - exposed)  # GPU waiting on the host, DDP's GPU work, slowdown, drain
-    return StepResult(ranks, step, compute, exposed, overhead, wait, comm_total, storage_stall_s, cpu_bound_s, timeline)
+    return StepResult(ranks, end, compute, exposed, overhead, 0.0, comm_total, storage_stall_s, cpu_bound_s, timeline)

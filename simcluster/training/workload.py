@@ -88,6 +88,18 @@ def from_paired(record: dict, where: str = "") -> Workload:
                         "phases": plain.get("phases")}, where=where)
 
 
+def paired_ranks(record: dict, where: str = "") -> tuple[Workload, ...]:
+    """Every rank's 1-GPU workload in a `ddp_step --paired` record: each process's own plain steps (rank 0's
+    phase shares for all); () when the record does not hold them per rank."""
+    ranks = record.get("ranks")
+    if (not isinstance(ranks, list) or len(ranks) != record.get("world_size")
+            or not all(isinstance(r, dict) and "plain_step_times_s" in r for r in ranks)):
+        return ()
+    phases = (record.get("plain") or {}).get("phases")
+    return tuple(from_record({**record, "step_times_s": r["plain_step_times_s"], "issue_times_s": r.get("plain_issue_times_s"),
+                              "phases": phases}, where=f"{where} rank {k}".strip()) for k, r in enumerate(ranks))
+
+
 def _profiles(run_dir: Path) -> dict[str, list[dict]]:
     """The torch.profiler summary next to a ddp-step run: trace name -> per-step summaries."""
     summary = run_dir / "profiler-traces" / "profile-summary.json"
