@@ -212,6 +212,8 @@ def test_expected_max_of_independent_rows_matches_enumeration():
     rows = [[1.0, 3.0], [2.0, 2.5, 5.0], [0.5]]
     brute = np.mean([max(c) for c in itertools.product(*rows)])
     assert expected_max_of(rows) == pytest.approx(brute)
+    x = [1.0, 2.0, 4.0, 4.0]
+    assert expected_max_of([x] * 3) == pytest.approx(expected_max(x, 3))   # identical rows: the closed form
 
 
 def test_rank_workloads_step_is_the_slowest_ranks():
