@@ -21,6 +21,7 @@ Every prediction uses the 1-GPU trace of its own session; none of the predicted 
 
 from __future__ import annotations
 
+import functools
 import statistics
 from pathlib import Path
 
@@ -201,13 +202,19 @@ def paired_leave_one_model_out(ddp, nv) -> list[float]:
 X2 = CAL / "h200x2-ddp-paired-2026-11-22"
 
 
+@functools.cache
+def _x2_all_reduce_card(transport: str):
+    """The 2 x H200 machine's all_reduce card over one transport, fitted on its own torch.distributed sweep."""
+    from simcluster.fit.collective import fit_card
+    from simcluster.traces import nccl_tests
+
+    return fit_card([nccl_tests.parse(X2 / f"all_reduce-{transport}.txt")])[0]
+
+
 def another_machine(ddp, nv, every_rank: bool = True) -> list[float]:
     """A 2 x H200 machine the card never saw (calibration/h200x2-ddp-paired-2026-11-22, two paired repeats over NVLink
     and over NCCL's socket transport): DDP card fitted on the 4 x H200 paired session; all_reduce from cards fitted
     on this machine's own torch.distributed all_reduce sweeps (one per transport)."""
-    from simcluster.fit.collective import fit_card
-    from simcluster.traces import nccl_tests
-
     print("\n4. another machine (2 x H200), held out: DDP card fitted on the 4 x H200 paired session, each step from "
           + ("every rank's plain steps" if every_rank else "rank 0's plain steps"))
     card, fit = fit_ddp([o for p in sorted(PAIRED.glob("rep*.jsonl")) for o in paired_observations(p, nv)], ddp.slowdown)
@@ -216,8 +223,7 @@ def another_machine(ddp, nv, every_rank: bool = True) -> list[float]:
     _header("  predicted vs measured")
     errors = []
     for path in sorted(X2.glob("*-rep*.jsonl")):
-        transport = path.stem.split("-")[0]
-        comm = fit_card([nccl_tests.parse(X2 / f"all_reduce-{transport}.txt")])[0]
+        comm = _x2_all_reduce_card(path.stem.split("-")[0])
         for r in W.read_runs(path):
             if r["world_size"] < 2:
                 continue

@@ -234,7 +234,7 @@ def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = 
                 paired = W.from_paired(r, where) if r.get("plain") else w
                 obs.append(Observation(f"{bundle.name} {w.model} x2", paired, 2,
                                        lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"],
-                                       W.paired_ranks(r, where) if r.get("plain") else ()))
+                                       W.paired_ranks(r, where)))
     return written, obs, profiles, sources
 
 

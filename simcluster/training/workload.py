@@ -84,8 +84,7 @@ def from_paired(record: dict, where: str = "") -> Workload:
     plain = record.get("plain")
     if not isinstance(plain, dict):
         raise TraceFormatError("ddp-step record: no 'plain' steps (collected without --paired)", where=where)
-    return from_record({**record, "step_times_s": plain.get("step_times_s"), "issue_times_s": plain.get("issue_times_s"),
-                        "phases": plain.get("phases")}, where=where)
+    return _plain(record, plain.get("step_times_s"), plain.get("issue_times_s"), where)
 
 
 def paired_ranks(record: dict, where: str = "") -> tuple[Workload, ...]:
@@ -95,9 +94,14 @@ def paired_ranks(record: dict, where: str = "") -> tuple[Workload, ...]:
     if (not isinstance(ranks, list) or len(ranks) != record.get("world_size")
             or not all(isinstance(r, dict) and "plain_step_times_s" in r for r in ranks)):
         return ()
-    phases = (record.get("plain") or {}).get("phases")
-    return tuple(from_record({**record, "step_times_s": r["plain_step_times_s"], "issue_times_s": r.get("plain_issue_times_s"),
-                              "phases": phases}, where=f"{where} rank {k}".strip()) for k, r in enumerate(ranks))
+    return tuple(_plain(record, r["plain_step_times_s"], r.get("plain_issue_times_s"), f"{where} rank {k}".strip())
+                 for k, r in enumerate(ranks))
+
+
+def _plain(record: dict, steps, issue, where: str) -> Workload:
+    """The record's workload from plain (unwrapped) step and issue times, with the plain steps' phase shares."""
+    return from_record({**record, "step_times_s": steps, "issue_times_s": issue,
+                        "phases": (record.get("plain") or {}).get("phases")}, where=where)
 
 
 def _profiles(run_dir: Path) -> dict[str, list[dict]]:
