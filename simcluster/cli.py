@@ -189,6 +189,9 @@ def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trac
     ranks_seen = card.get("valid_range", {}).get("ranks", [])
     if ranks_seen and ranks not in ranks_seen:
         notes.append(f"the card was fitted at ranks {ranks_seen}; {ranks} ranks is an extrapolation")
+    if isinstance(params, primitives.PrimitiveParams) and op in primitives.P2P_OPS and not host_launch:
+        notes.append("p2p buffers registered, as under CUDA-graph capture (NCCL_GRAPH_REGISTER=1): a Simple call is "
+                     "one direct copy; unregistered host-launched calls pipeline through NCCL's FIFO")
     if isinstance(params, primitives.PrimitiveParams) and params.tuner and op not in primitives.P2P_OPS \
             and not primitives.tuner_table(params, ranks):
         notes.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {ranks} "

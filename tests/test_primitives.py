@@ -28,8 +28,8 @@ BOUNDS = {
     "reduce_scatter": (9.5, 20.0),   # 8.71, 18.97
     "broadcast": (4.0, 5.0),         # 3.20, 4.46
     "reduce": (7.5, 10.0),           # 6.75, 8.99
-    "sendrecv": (11.0, 9.0),         # 9.95, 7.98
-    "alltoall": (11.5, 13.0),        # 10.52, 12.00
+    "sendrecv": (6.0, 9.0),          # 5.03, 7.98
+    "alltoall": (8.5, 13.0),         # 7.45, 12.00
 }
 # 4 ranks, CUDA graphs: op -> (card fitted on all_reduce at 4 ranks, card fitted at 2 ranks only)
 BOUNDS_4 = {
@@ -38,8 +38,8 @@ BOUNDS_4 = {
     "reduce_scatter": (9.5, 10.5),   # 8.78, 9.46
     "broadcast": (16.5, 8.5),        # 15.50, 7.78
     "reduce": (9.0, 10.0),           # 8.40, 9.16
-    "sendrecv": (11.0, 13.0),        # 10.07, 11.78
-    "alltoall": (12.5, 16.0),        # 11.55, 15.00
+    "sendrecv": (6.0, 12.5),         # 5.00, 11.39
+    "alltoall": (9.5, 16.5),         # 8.66, 15.63
 }
 
 
@@ -107,7 +107,7 @@ def test_p2p_ll_channel_runs_at_its_receiving_warps_share(cards):
     """A p2p channel's LL data moves at 9 receiving warps of NCCL's 640-thread p2p block, against the 512
     threads of a ring LL channel (src/device/sendrecv.h): the data term is 512 / 288 times a ring channel's."""
     primitives, _ = cards
-    fixed = primitives.ll_base_s + 2 * primitives.ll_step_s
+    fixed = primitives.ll_base_s + 2 * primitives.ll_step_s          # the p2p kernel's fixed cost
     for peer in (8192, 64 * 1024, 512 * 1024):          # 1, 8 and 16 channels at 2 ranks
         c = min(16, peer // 8192)
         data = gpu_time(primitives, "sendrecv", peer, 2, "LL")[0] - fixed
@@ -115,6 +115,27 @@ def test_p2p_ll_channel_runs_at_its_receiving_warps_share(cards):
     # alltoall at 4 ranks sends a quarter of its size to each peer on the same per-channel rate
     assert gpu_time(primitives, "alltoall", 4 * 65536, 4, "LL")[0] == pytest.approx(
         gpu_time(primitives, "sendrecv", 65536, 4, "LL")[0], rel=1e-12)
+
+
+def test_registered_p2p_simple_call_is_one_direct_copy_after_the_p2p_kernels_fixed_cost(cards):
+    """Registered buffers (CUDA-graph capture): the p2p kernel's fixed cost (the LL call's, one kernel runs both
+    protocols), two Simple synchronisations at NCCL's Simple step latency (address published, completion posted)
+    and the copy; unregistered (host-launched): the FIFO pipeline of Simple primitives, L_S + 2 s_S."""
+    from simcluster.collectives.primitives import STEP_LATENCY_S, call_time, p2p_fixed_s
+
+    p, _ = cards
+    size = 64 * 1024 * 1024
+    wire = size / p.link_bandwidth_Bps
+    assert p2p_fixed_s(p) == gpu_time(p, "sendrecv", 0, 2, "LL")[0]
+    registered = p2p_fixed_s(p) + 2 * STEP_LATENCY_S["Simple"] + wire
+    assert gpu_time(p, "sendrecv", size, 2)[0] == pytest.approx(registered, rel=1e-12)
+    unregistered = p.simple_base_s + 2 * p.simple_step_s + wire
+    assert gpu_time(p, "sendrecv", size, 2, registered=False)[0] == pytest.approx(unregistered, rel=1e-12)
+    assert call_time(p, "sendrecv", size, 2, host_launch=True)[0] == pytest.approx(unregistered, rel=1e-12)
+    assert call_time(p, "alltoall", 2 * size, 2)[0] == pytest.approx(gpu_time(p, "sendrecv", size, 2)[0], rel=1e-12)
+    # registration changes p2p calls only
+    for op in ("all_reduce", "reduce_scatter", "broadcast"):
+        assert gpu_time(p, op, size, 2)[0] == gpu_time(p, op, size, 2, registered=False)[0]
 
 
 def test_step_latencies_are_fitted_only_across_rank_counts(cards, cards_4):

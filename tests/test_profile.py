@@ -34,7 +34,7 @@ def test_profile_from_another_machine_predicts_every_op_within_3_percent(transfe
     """GPU time (CUDA graphs): target card fitted on the target's all_reduce alone, profile from the other machine."""
     for op, (_, profiled, _) in transfer[direction].items():
         assert profiled <= 3.0, (direction, op, profiled)
-    assert transfer[direction]["sendrecv"][0] > 8.0    # what the card alone gets (9.6-10.0): the profile carries it
+    assert transfer[direction]["reduce_scatter"][0] > 8.0    # what the card alone gets (8.7-8.9): the profile carries it
 
 
 def test_host_launched_profile_beats_copying_the_other_machines_times(transfer):

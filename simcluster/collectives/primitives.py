@@ -9,8 +9,10 @@ data once. Point-to-point ops (sendrecv, alltoall) send and receive at once, on 
           Simple  T = L_S  + k s_S + wire / B + D (1 - exp(-wire / W))   B = bus bandwidth of the NVLink path
   chain   LL      T = L_LL + (n-1) s_LL + S / (c r_LL)
           Simple  T = L_S  + (n-1) s_S + wire / B
-  p2p     LL      T = L_LL + 2 s_LL + peer_bytes / (c_p2p h r_LL)    while peer_bytes <= p2p channels per peer x 16 KiB
-          Simple  T = L_S  + 2 s_S + wire / B                         above it (NCCL's p2p protocol rule)
+  p2p     LL      T = P + peer_bytes / (c_p2p h r_LL)     P = L_LL + 2 s_LL; while peer_bytes <= p2p channels per peer
+                                                                  x 16 KiB (NCCL's p2p protocol rule)
+          Simple  T = P + 2 x 3.4 us + wire / B         above it, buffers registered (CUDA-graph capture registers them)
+                  T = L_S + 2 s_S + wire / B            above it, unregistered (host-launched, no ncclCommRegister)
   host    T_measured = max(T, host_floor) when every call is launched from the host (no CUDA graph)
   profile T x f_op(S) when the card carries a per-op profile measured at this rank count and launch mode
           (collectives/profile.py)
@@ -25,7 +27,14 @@ channels per peer, halved while m * n > p2p channels (src/enqueue.cc, NCCL 2.28)
 channel's threads that a p2p channel's receiving side has: NCCL's p2p kernel runs 640 threads (20 warps) per
 channel and splits a channel's work between its send (10 warps) and receive (9 warps) halves
 (src/device/sendrecv.h), where a ring LL channel runs 512 threads that all carry data; LL's rate per channel is
-set by its threads, so h = 9 x 32 / 512. Which protocol a ring or
+set by its threads, so h = 9 x 32 / 512. P, the p2p kernel's fixed cost, is the same for both protocols: one
+kernel runs a call's LL and Simple works (src/device/sendrecv.h). A registered p2p Simple call is one direct copy
+into the peer's user buffer (useLargeChunk), after the receiver has published the buffer's address to the sender
+(prims_simple.h setDataPtrs) and before its completion is posted: two Simple synchronisations outside any pipeline,
+priced at NCCL's own Simple step latency (hwLatencies, 3.4 us), and no FIFO pipeline. NCCL
+registers p2p buffers when the calls are captured in a CUDA graph (NCCL_GRAPH_REGISTER=1, src/register/
+sendrecv_reg.cc) or were registered by the application; an unregistered call pipelines through the FIFO in
+p2p chunks like a ring op's Simple primitives. Which protocol a ring or
 chain op runs: NCCL's own tuner table (latency and bandwidth per collective and protocol, printed by
 NCCL_DEBUG_SUBSYS=TUNING) for the rank count it was logged at, else the faster of the model's protocols.
 The step latencies s_LL, s_S are NCCL's documented NVLink ring values (src/graph/tuning.cc hwLatencies) unless
@@ -48,6 +57,10 @@ P2P_LL_PART_BYTES = 8192                                     # smallest LL part 
 P2P_WARPS = 640 // 32                                        # NCCL_MAX_NTHREADS: the p2p kernel's block, in warps
 P2P_RECV_WARPS = (P2P_WARPS - 1) // 2                        # one work per channel: 9 warps receive, 10 send
 P2P_LL_THREAD_SHARE = P2P_RECV_WARPS * 32 / LL_THREADS       # a p2p LL channel's rate over a ring LL channel's
+# A registered p2p Simple call synchronises twice outside any pipeline (the receiver publishes its buffer's address,
+# the sender posts completion): two Simple steps as NCCL's latency table prices them, not a card's fitted s_S (that
+# is a ring primitive's marginal cost inside a pipeline, 0.6 us when fitted across rank counts)
+REGISTERED_P2P_SYNC_S = 2 * STEP_LATENCY_S["Simple"]
 RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 CHAIN_OPS = ("broadcast", "reduce")
 P2P_OPS = ("sendrecv", "alltoall")
@@ -115,7 +128,13 @@ def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
         return params.ll_base_s + steps * params.ll_step_s + size / (c * params.ll_channel_Bps)
     peer = p2p_peer_bytes(op, size, n)
     c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
-    return params.ll_base_s + steps * params.ll_step_s + peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+    return p2p_fixed_s(params) + peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+
+
+def p2p_fixed_s(params: PrimitiveParams) -> float:
+    """The p2p kernel's fixed cost, one send and one receive step: the same for LL and Simple works, which one
+    kernel runs (src/device/sendrecv.h)."""
+    return params.ll_base_s + primitives("sendrecv", 2) * params.ll_step_s
 
 
 def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
@@ -125,8 +144,10 @@ def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
     return ramp_s * -math.expm1(-wire / scale_bytes)
 
 
-def _simple_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
+def _simple_time(params: PrimitiveParams, op: str, size: float, n: int, registered: bool) -> float:
     wire = size * bus_factor(op, n)
+    if op in P2P_OPS and registered:    # address published, one direct copy, completion posted
+        return p2p_fixed_s(params) + REGISTERED_P2P_SYNC_S + wire / params.link_bandwidth_Bps
     ramp = ring_ramp_s(params, wire, n) if op in RING_OPS else 0.0
     return params.simple_base_s + primitives(op, n) * params.simple_step_s + wire / params.link_bandwidth_Bps + ramp
 
@@ -145,12 +166,14 @@ def nccl_choice(params: PrimitiveParams, op: str, size: float, n: int) -> str | 
     return min(table, key=lambda p: table[p][0] + size / table[p][1])
 
 
-def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: str | None = None) -> tuple[float, str]:
-    """(seconds on the GPUs, protocol) for one call."""
+def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: str | None = None,
+             registered: bool = True) -> tuple[float, str]:
+    """(seconds on the GPUs, protocol) for one call; `registered`: NCCL has the user buffers registered (as
+    under CUDA-graph capture), which changes how a p2p Simple call moves its data."""
     op = canonical_op(op)
     if n <= 1:
         return params.ll_base_s, "LL"
-    options = {"LL": _ll_time(params, op, size, n), "Simple": _simple_time(params, op, size, n)}
+    options = {"LL": _ll_time(params, op, size, n), "Simple": _simple_time(params, op, size, n, registered)}
     if protocol in options:
         return options[protocol], protocol
     if op in P2P_OPS:
@@ -163,7 +186,9 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
 
 def call_time(params: PrimitiveParams, op: str, size: float, n: int, host_launch: bool = False,
               protocol: str | None = None) -> tuple[float, str]:
-    t, proto = gpu_time(params, op, size, n, protocol)
+    """One call as nccl-tests times it: captured in a CUDA graph (buffers registered, NCCL_GRAPH_REGISTER's
+    default) or launched from the host (not registered, at least the host floor)."""
+    t, proto = gpu_time(params, op, size, n, protocol, registered=not host_launch)
     if host_launch:
         t = max(t, params.host_floor_s)
     profile = matching(params.profiles, n, host_launch)
