@@ -164,12 +164,16 @@ def cmd_predict_collective(args) -> int:
         raise SimclusterError(f"--ranks {args.ranks} over --ranks-per-node {per_node} spans several nodes; "
                               f"card {args.card} models one node's NVLink domain",
                               hint="multi-node fabrics are not modelled yet")
-    preds = [predict(params, op, s, args.ranks) for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
+    hosted = args.host_launched
+    preds = [predict(params, op, s, args.ranks, host_launch=hosted)
+             for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
     header = [f"simcluster {__version__} prediction: {op}, {args.ranks} ranks, card {card.get('name')} ({args.card})"]
     if getattr(params, "host_floor_s", 0):
-        header.append(f"note: GPU time, as nccl-tests -G measures it; host-launched runs take at least "
-                      f"{params.host_floor_s * 1e6:.1f} us per call on the calibrated host (bimodal: docs/models/collectives.md)")
-    header += [f"note: {n}" for n in _card_notes(params, card, op, args.ranks, host_launch=False)]
+        header.append(f"note: host-launched: at least {params.host_floor_s * 1e6:.1f} us per call, the calibrated host's "
+                      "launch floor (bimodal: docs/models/collectives.md)" if hosted else
+                      f"note: GPU time, as nccl-tests -G measures it; host-launched runs take at least "
+                      f"{params.host_floor_s * 1e6:.1f} us per call on the calibrated host (--host-launched)")
+    header += [f"note: {n}" for n in _card_notes(params, card, op, args.ranks, host_launch=hosted)]
     header.append(f"Collective test starting: {op}_perf")
     header.append("Using devices")
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
@@ -557,6 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-b", default="8", help="min size (nccl-tests suffixes: 8, 1K, 1M, 8G)")
     c.add_argument("-e", default="128M", help="max size")
     c.add_argument("-f", type=int, default=2, help="size factor")
+    c.add_argument("--host-launched", action="store_true",
+                   help="calls launched from the host, buffers unregistered (plain nccl-tests): the card's host launch "
+                        "floor applies and p2p calls pipeline through NCCL's FIFO (default: CUDA graphs, nccl-tests -G)")
     c.set_defaults(func=cmd_predict_collective)
     t = what.add_parser("training", help="a data-parallel training job: step time, speedup, breakdown")
     t.add_argument("--scenario", required=True)
