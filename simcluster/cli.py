@@ -154,6 +154,8 @@ def cmd_predict_collective(args) -> int:
     from simcluster.units import parse_size_arg
 
     if args.scenario:
+        if args.host_launched:
+            raise SimclusterError("--host-launched applies to a --card (one node's nccl-tests timing), not to --scenario")
         return _predict_collective_scenario(args)
     if not args.card or not args.ranks:
         raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
@@ -168,11 +170,11 @@ def cmd_predict_collective(args) -> int:
     preds = [predict(params, op, s, args.ranks, host_launch=hosted)
              for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
     header = [f"simcluster {__version__} prediction: {op}, {args.ranks} ranks, card {card.get('name')} ({args.card})"]
-    if getattr(params, "host_floor_s", 0):
-        header.append(f"note: host-launched: at least {params.host_floor_s * 1e6:.1f} us per call, the calibrated host's "
-                      "launch floor (bimodal: docs/models/collectives.md)" if hosted else
-                      f"note: GPU time, as nccl-tests -G measures it; host-launched runs take at least "
-                      f"{params.host_floor_s * 1e6:.1f} us per call on the calibrated host (--host-launched)")
+    floor_us = getattr(params, "host_floor_s", 0) * 1e6
+    if floor_us:
+        timing = "host-launched" if hosted else "GPU time, as nccl-tests -G measures it (--host-launched: plain nccl-tests)"
+        header.append(f"note: {timing}; a host-launched call takes at least {floor_us:.1f} us on the calibrated host "
+                      "(bimodal: docs/models/collectives.md)")
     header += [f"note: {n}" for n in _card_notes(params, card, op, args.ranks, host_launch=hosted)]
     header.append(f"Collective test starting: {op}_perf")
     header.append("Using devices")

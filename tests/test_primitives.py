@@ -306,10 +306,12 @@ def test_predict_names_a_rank_count_without_nccl_tuning_table(capsys):
 
 
 def test_predict_host_launched_applies_the_floor_and_unregistered_p2p(capsys, tmp_path):
+    from simcluster.cards import load_collective
     from simcluster.cli import main
     from simcluster.traces import nccl_tests
 
     card = Path(__file__).resolve().parents[1] / "models" / "collective" / "h200x2-primitives.yaml"
+    floor = load_collective(str(card))[0].host_floor_s
     times = {}
     for flag in ([], ["--host-launched"]):
         assert main(["predict", "collective", "--card", str(card), "--op", "sendrecv", "--ranks", "2",
@@ -318,10 +320,13 @@ def test_predict_host_launched_applies_the_floor_and_unregistered_p2p(capsys, tm
         assert ("registered" in out) != bool(flag)
         (tmp_path / "p.txt").write_text(out)
         times[bool(flag)] = {r.size_bytes: r.time_s for r in nccl_tests.parse(tmp_path / "p.txt").rows}
-    floor = 19.84e-6                                       # the card's host launch floor
     assert times[True][8] == pytest.approx(floor, rel=1e-3) and times[False][8] < 0.5 * floor
     # 8 MiB: unregistered L_S + 2 s_S against registered F + 2 x 3.4 us: the FIFO pipeline costs more
     assert times[True][8 * 2**20] > times[False][8 * 2**20] + 5e-6
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "oci-bm-gpu-h100-8x2.yaml"
+    assert main(["predict", "collective", "--scenario", str(scenario), "--op", "all_reduce", "--host-launched"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--host-launched" in err[0]
 
 
 def test_ring_ramp_adds_a_saturating_time_to_ring_ops_at_its_rank_count_only(cards):
