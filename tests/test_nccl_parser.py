@@ -1,8 +1,9 @@
 """The nccl-tests parser on real logs and on bad input."""
 
 import pytest
-from conftest import FIXTURES, H200, OPS, SEED002
+from conftest import FIXTURES, H200, OPS, ROOT, SEED002
 
+from simcluster.collectives.schedule import bus_factor
 from simcluster.errors import TraceFormatError
 from simcluster.traces import nccl_tests
 
@@ -28,6 +29,51 @@ def test_info_lines_and_per_iteration_and_timestamp_columns():
     trace = nccl_tests.parse(H200 / "nccl-tests" / "all_reduce_debug_I_S.txt")
     assert len(trace.rows) == 9 and trace.rows[0].time_s == pytest.approx(18.95e-6)
     assert trace.rows[-1].time_inplace_s == pytest.approx(18.26e-6)
+
+
+TUNING_LOG = ROOT / "calibration" / "h200x2-rounds-2026-11-22" / "nccl-tests" / "all_reduce-tuning" / "stdout.txt"
+
+
+def test_data_lines_cut_by_nccl_log_messages_are_put_back_together():
+    # NCCL_DEBUG=INFO prints between nccl-tests' partial writes: '8 2 float sum -1vm:2062:2080 [1] NCCL INFO ...'
+    trace = nccl_tests.parse(TUNING_LOG)
+    timing = nccl_tests.parse(TUNING_LOG.parents[1] / "all_reduce-r1" / "stdout.txt")
+    assert [r.size_bytes for r in trace.rows] == [r.size_bytes for r in timing.rows] and trace.complete
+    first = trace.rows[0]
+    assert (first.size_bytes, first.time_s, first.time_inplace_s) == (8, pytest.approx(265.48e-6), pytest.approx(226.50e-6))
+    assert TUNING_LOG.read_text().splitlines()[first.line - 1].split()[:5] == ["8", "2", "float", "sum", "-1vm:2062:2080"]
+
+
+def test_a_log_cut_inside_a_spliced_data_line_keeps_the_rows_before_it(tmp_path):
+    lines = TUNING_LOG.read_text().splitlines()
+    cut_at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("16 ") and "NCCL INFO" in line)
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(lines[: cut_at + 2]))
+    trace = nccl_tests.parse(path)
+    assert [r.size_bytes for r in trace.rows] == [8] and not trace.complete
+    assert any("truncated" in w for w in trace.warnings)
+
+
+def _nccl_tests_logs():
+    for path in sorted((ROOT / "calibration").rglob("*")):
+        if path.suffix in (".txt", "") and path.is_file() and "Collective test starting" in path.read_text(errors="replace")[:4000]:
+            yield path
+
+
+def test_every_bundled_log_parses_and_its_bus_bandwidth_is_nccl_tests_formula():
+    """Every nccl-tests log in calibration/ (343 of them, tuning logs with NCCL INFO spliced in included): busbw
+    = size / time x the op's bus factor, within the printed rounding."""
+    logs, checked = list(_nccl_tests_logs()), 0
+    assert len(logs) >= 300
+    for path in logs:
+        trace = nccl_tests.parse(path)
+        factor = bus_factor(trace.op, trace.nranks)
+        for row in trace.rows:
+            if row.time_s > 0 and row.busbw_Bps > 0:
+                expected = row.size_bytes / row.time_s * factor
+                assert row.busbw_Bps == pytest.approx(expected, rel=0.01, abs=0.011e9), (path, row.line)
+                checked += 1
+    assert checked > 4000
 
 
 def test_json_output_matches_text():

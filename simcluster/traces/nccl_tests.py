@@ -2,7 +2,8 @@
 
 Text: header lines start with '#'; the column header names the columns ("size count type redop
 [root] time algbw busbw #wrong|error ..." then the in-place block); -I adds i_min i_max i_p99 i_cv%
-to each block and -S a timestamp at the end. NCCL INFO/WARN lines may be interleaved anywhere.
+to each block and -S a timestamp at the end. NCCL INFO/WARN lines may be interleaved anywhere, also
+inside a data line (NCCL_DEBUG=INFO writes between nccl-tests' partial prints): the pieces are joined again.
 A last data line cut short (a killed run) is dropped with a warning; a file with no data line,
 or a line that is neither comment, NCCL log nor data, is a TraceFormatError naming file and line.
 Times are stored in seconds and bandwidths in bytes/s (nccl-tests prints us and GB/s, GB = 1e9).
@@ -118,8 +119,45 @@ def _header_columns(line: str) -> list[str] | None:
     return None
 
 
+def _log_start(lines: list[str]) -> re.Pattern | None:
+    """Where an NCCL log message of one of the ranks' processes begins (host:pid:tid [dev] NCCL LEVEL), or None
+    before any '# Rank' line names them."""
+    prefixes = {f"{m.group(4)}:{m.group(3)}:" for m in map(_RANK.match, (line.strip() for line in lines)) if m}
+    if not prefixes:
+        return None
+    names = "|".join(re.escape(prefix) for prefix in sorted(prefixes))
+    return re.compile(rf"(?:{names})\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE|ABORT)")
+
+
+def _rejoin_cut_lines(lines: list[str], log_start: re.Pattern) -> list[str]:
+    """Data lines that NCCL log messages cut apart (NCCL_DEBUG=INFO prints from other threads between
+    nccl-tests' partial writes: '... sum -1host:pid:tid [0] NCCL INFO ...', log lines, then '  26.61 ...'),
+    put back together on the line where they began; the lines they took up become blank, so line numbers hold."""
+    out = list(lines)
+    start, pending = None, ""
+    for index, line in enumerate(lines):
+        if start is not None:
+            out[index] = ""
+            if log_start.match(line):
+                continue
+            line, row_index = pending + line, start
+        else:
+            row_index = index
+        match = log_start.search(line)
+        if match and line[:match.start()].strip():
+            start, pending = row_index, line[:match.start()]
+            continue
+        out[row_index], start = line, None
+    if start is not None:
+        out[start] = pending
+    return out
+
+
 def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     lines = text.splitlines()
+    log_start = _log_start(lines)
+    if log_start is not None:
+        lines = _rejoin_cut_lines(lines, log_start)
     ranks, rows, warnings = [], [], []
     columns: list[str] | None = None
     found_op = tool_version = nccl_version = command = None
