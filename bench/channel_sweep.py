@@ -16,6 +16,7 @@ Reads calibration/h200x2-channels-2026-11-22 (2 x H200, NCCL 2.28, nccl-tests wi
     python bench/channel_sweep.py
 """
 
+import functools
 from pathlib import Path
 
 from simcluster.traces import nccl_tests
@@ -25,6 +26,7 @@ CHANNELS = (1, 2, 4, 8, 16, 24)
 GiB = 2**30
 
 
+@functools.cache
 def rows(name: str, folder: str = "channels") -> dict:
     return {r.size_bytes: r for r in nccl_tests.parse(BUNDLE / folder / f"{name}.txt").rows}
 

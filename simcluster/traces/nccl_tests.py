@@ -119,10 +119,10 @@ def _header_columns(line: str) -> list[str] | None:
     return None
 
 
-def _log_start(lines: list[str]) -> re.Pattern | None:
+def _log_start(rank_lines: list[re.Match]) -> re.Pattern | None:
     """Where an NCCL log message of one of the ranks' processes begins (host:pid:tid [dev] NCCL LEVEL), or None
-    before any '# Rank' line names them."""
-    prefixes = {f"{m.group(4)}:{m.group(3)}:" for m in map(_RANK.match, (line.strip() for line in lines)) if m}
+    when no '# Rank' line names them."""
+    prefixes = {f"{m.group(4)}:{m.group(3)}:" for m in rank_lines}
     if not prefixes:
         return None
     names = "|".join(re.escape(prefix) for prefix in sorted(prefixes))
@@ -155,10 +155,12 @@ def _rejoin_cut_lines(lines: list[str], log_start: re.Pattern) -> list[str]:
 
 def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     lines = text.splitlines()
-    log_start = _log_start(lines)
+    rank_lines = [m for m in map(_RANK.match, (line.strip() for line in lines)) if m]
+    log_start = _log_start(rank_lines)
     if log_start is not None:
         lines = _rejoin_cut_lines(lines, log_start)
-    ranks, rows, warnings = [], [], []
+    ranks = [(int(m.group(1)), m.group(4), m.group(7).strip()) for m in rank_lines]
+    rows, warnings = [], []
     columns: list[str] | None = None
     found_op = tool_version = nccl_version = command = None
     graph_launches = 0
@@ -190,9 +192,6 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
             match = re.search(r"\bgraph: (\d+)", stripped)
             if match:
                 graph_launches = int(match.group(1))
-            match = _RANK.match(stripped)
-            if match:
-                ranks.append((int(match.group(1)), match.group(4), match.group(7).strip()))
             if columns is None:
                 columns = _header_columns(stripped)
             if "Avg bus bandwidth" in stripped or "Out of bounds values" in stripped:
