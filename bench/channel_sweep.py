@@ -9,7 +9,8 @@ Reads calibration/h200x2-channels-2026-11-22 (2 x H200, NCCL 2.28, nccl-tests wi
    (+ recv when its buffers are not registered: host-launched or in place), reduce_scatter 1 with
    send + recvReduceCopy, all_gather 1 with copySend (or send in place) (+ recv unregistered). A chain op's two
    GPUs run concurrently, so it moves at its slower primitive;
-3. reduce_scatter, all_gather, all_reduce at 4 GiB against NCCL_BUFFSIZE and NCCL_NTHREADS;
+3. reduce_scatter, all_gather, all_reduce at 4 GiB against NCCL_BUFFSIZE and NCCL_NTHREADS, and how much each
+   op moves when all_reduce barely does (or moves alone);
 4. sendrecv and alltoall below 4 MiB: LL as NCCL picks it, Simple forced (NCCL_P2P_LL_THRESHOLD=0), one p2p
    channel; next to the same machine's all_reduce, reduce and broadcast.
 
@@ -99,6 +100,17 @@ def fifo_table():
         single = [busbw(f"{op}-graph-nt{t}-c1", GiB, folder="fifo") for t in (256, 640)]
         print(f"{op:>15}  graph  threads 256 / 640: {full[0]:6.1f} / {full[1]:6.1f} at 24 channels, "
               f"{single[0]:5.1f} / {single[1]:5.1f} on one channel (1 GiB)")
+    print("   what an all_reduce log does not see, 24 channels, 4 GiB, graph (busbw change against NCCL's default;\n"
+          "   NCCL_NTHREADS=640 is clamped to Simple's maximum, 512, the default: src/graph/tuning.cc getNthreads):")
+    for what, changed, default in (("NCCL_BUFFSIZE 64 MiB", "buff67108864", "buff4194304"),
+                                   ("NCCL_NTHREADS 256", "nt256", "nt640")):
+        moves = []
+        for op in ("all_reduce", "reduce_scatter", "all_gather", "reduce"):
+            if (BUNDLE / "fifo" / f"{op}-graph-{changed}.txt").exists():
+                ratio = busbw(f"{op}-graph-{changed}", size, folder="fifo") / busbw(f"{op}-graph-{default}", size,
+                                                                                     folder="fifo")
+                moves.append(f"{op} {100 * (ratio - 1):+.1f}%")
+        print(f"     {what:<22} " + ", ".join(moves))
 
 
 def p2p_table():

@@ -156,6 +156,9 @@ def cmd_predict_collective(args) -> int:
     if args.scenario:
         if args.host_launched:
             raise SimclusterError("--host-launched applies to a --card (one node's nccl-tests timing), not to --scenario")
+        if args.ranks or args.ranks_per_node:
+            raise SimclusterError("--ranks and --ranks-per-node apply to a --card; with --scenario the ranks are the "
+                                  "scenario machine's nodes x gpus_per_node")
         return _predict_collective_scenario(args)
     if not args.card or not args.ranks:
         raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
@@ -526,17 +529,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("parse", help="show what the nccl-tests parser reads from a log")
-    p.add_argument("trace")
+    p.add_argument("trace", help="an nccl-tests log (text or -J JSON)")
     p.add_argument("--op", help="the collective, when the log does not say")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print every row the parser read, as JSON")
     p.set_defaults(func=cmd_parse)
 
     p = sub.add_parser("calibrate", help="fit a model card: collective (nccl-tests logs of one machine) or NIC (qperf)")
-    p.add_argument("traces", nargs="+", metavar="TRACE")
+    p.add_argument("traces", nargs="+", metavar="TRACE",
+                   help="nccl-tests logs of one machine, a qperf output, or a trace bundle folder from 'collect'")
     p.add_argument("--line-rate", help="NIC cards: the port speed, e.g. 100Gbps")
     p.add_argument("--transport", choices=("rdma", "tcp"), help="NIC cards: which qperf tests to fit")
-    p.add_argument("-o", "--output", required=True, metavar="CARD.yaml")
-    p.add_argument("--name")
+    p.add_argument("-o", "--output", required=True, metavar="CARD.yaml",
+                   help="the model card to write (a folder of cards for a bundle)")
+    p.add_argument("--name", help="the card's name (default: the output file's stem)")
     p.add_argument("--op", help="the collective, when the logs do not say")
     p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
                    "of the DDP fit (default: each bundle's own nccl-tests card)")
@@ -557,9 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
     c.add_argument("--algorithm", choices=("ring", "tree", "hierarchical", "in-network", "nvls-tree"),
                    help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
-    c.add_argument("--op", required=True)
-    c.add_argument("--ranks", type=int)
-    c.add_argument("--ranks-per-node", type=int)
+    c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
+                   "alltoall (nccl-tests' names also work)")
+    c.add_argument("--ranks", type=int, help="GPUs taking part (with --card; a --scenario uses all its GPUs)")
+    c.add_argument("--ranks-per-node", type=int, help="GPUs per node (default: --ranks, one node)")
     c.add_argument("-b", default="8", help="min size (nccl-tests suffixes: 8, 1K, 1M, 8G)")
     c.add_argument("-e", default="128M", help="max size")
     c.add_argument("-f", type=int, default=2, help="size factor")
@@ -568,31 +574,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "floor applies and p2p calls pipeline through NCCL's FIFO (default: CUDA graphs, nccl-tests -G)")
     c.set_defaults(func=cmd_predict_collective)
     t = what.add_parser("training", help="a data-parallel training job: step time, speedup, breakdown")
-    t.add_argument("--scenario", required=True)
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--scenario", required=True, help="a scenario YAML with a 'kind: training' job")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
     t.add_argument("--nodes", type=int, help="override the machine's node count (what-if scaling)")
     t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
     t.set_defaults(func=cmd_predict_training)
 
     p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
-    p.add_argument("trace")
-    p.add_argument("--card")
+    p.add_argument("trace", help="a measured nccl-tests log or qperf output")
+    p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
     p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
-    p.add_argument("--op")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="FILE.png")
+    p.add_argument("--op", help="the collective, when the log does not say")
+    p.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="draw measured and predicted busbw against size")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
     p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step "
                    "(default: qperf,perf-stat,fio)")
     p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
     p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
     p.add_argument("--ops", help="collectives for nccl-tests (default all_reduce)")
     p.add_argument("--gpus", type=int, default=0, help="GPUs per host (default: all)")
-    p.add_argument("-b", default="8")
-    p.add_argument("-e", default="128M")
+    p.add_argument("-b", default="8", help="nccl-tests -b: smallest size (default %(default)s)")
+    p.add_argument("-e", default="128M", help="nccl-tests -e: largest size (default %(default)s)")
     p.add_argument("--nccl-iters", type=int, default=20, help="nccl-tests -n: timed iterations per size")
     p.add_argument("--nccl-warmup", type=int, default=1, help="nccl-tests -w: warm-up iterations per size")
     p.add_argument("--nccl-graph", type=int, default=0, metavar="N", help="nccl-tests -G N: time the loop as a "
@@ -604,18 +610,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nccl-tuning", action="store_true", help="one more run per op logging NCCL's algorithm, "
                    "protocol and channels per size (NCCL_DEBUG_SUBSYS=INIT,TUNING)")
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
-    p.add_argument("--qperf-time", type=int, default=5)
+    p.add_argument("--qperf-time", type=int, default=5, help="qperf -t: seconds per test (default %(default)s)")
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
-    p.add_argument("--lab-rate", default="400mbit")
+    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units (default %(default)s)")
     p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
-    p.add_argument("--fio-size", default="512M")
-    p.add_argument("--fio-runtime", type=int, default=5)
+    p.add_argument("--fio-size", default="512M", help="fio --size: the test file (default %(default)s)")
+    p.add_argument("--fio-runtime", type=int, default=5, help="fio --runtime: seconds per job (default %(default)s)")
     p.add_argument("--dlio", default="dlio_benchmark", help="the dlio_benchmark executable")
-    p.add_argument("--dlio-workload", default="unet3d_h100")
+    p.add_argument("--dlio-workload", default="unet3d_h100", help="DLIO workload name (default %(default)s)")
     p.add_argument("--dlio-accelerators", default="1", help="comma-separated emulated accelerator counts")
     p.add_argument("--dlio-override", action="append", metavar="KEY=VALUE", help="hydra override, e.g. "
                    "++workload.dataset.num_files_train=16")
@@ -629,31 +635,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("storage", help="DLIO / MLPerf Storage workloads on NVMe drives")
-    p.add_argument("action", choices=("max-accelerators", "simulate"))
+    p.add_argument("action", choices=("max-accelerators", "simulate"),
+                   help="max-accelerators: the most that keep AU above the threshold; simulate: one run")
     p.add_argument("--workload", required=True, help="a DLIO workload YAML (e.g. unet3d_h100.yaml)")
     p.add_argument("--accelerator", help="take the compute time published for this accelerator (a100, h100, v100)")
-    p.add_argument("--nvme", required=True, metavar="CARD")
-    p.add_argument("--drives", type=int, default=1)
+    p.add_argument("--nvme", required=True, metavar="CARD", help="an NVMe card (models/nvme/*.yaml)")
+    p.add_argument("--drives", type=int, default=1, help="NVMe drives striped together (default %(default)s)")
     p.add_argument("--accelerators", type=int, default=1, help="simulate: emulated accelerators")
     p.add_argument("--steps", type=int, default=32, help="steps per accelerator to simulate (the first load counts, as in DLIO)")
     p.add_argument("--io-size", default="4MiB", help="bytes per read I/O (sequential readahead; Linux max_sectors_kb)")
     p.add_argument("--depth", type=int, default=2, help="reads in flight per loader thread")
     p.add_argument("--thread-rate", help="bytes/s one loader thread can take in, e.g. 400MB/s (default: no limit)")
     p.add_argument("--cores", type=float, help="host cores the loader threads share (default: unlimited)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same numbers")
     p.add_argument("--plot-dir", help="simulate: write the throughput and queue-depth figures here")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_storage)
 
     p = sub.add_parser("lab", help="a two-namespace veth network lab shaped by tc (root)")
-    p.add_argument("action", choices=("up", "down"))
-    p.add_argument("--rate", default="400mbit")
+    p.add_argument("action", choices=("up", "down"), help="build the lab or remove it")
+    p.add_argument("--rate", default="400mbit", help="tc rate on both veth ends (default %(default)s)")
     p.add_argument("--delay", help="one-way delay, e.g. 10ms (a userspace delay line between the namespaces)")
     p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("run", help="run a scenario")
-    p.add_argument("scenario")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("scenario", help="a scenario YAML (scenarios/quickstart.yaml is the bundled default)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_run)
     return parser
 

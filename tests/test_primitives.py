@@ -327,6 +327,9 @@ def test_predict_host_launched_applies_the_floor_and_unregistered_p2p(capsys, tm
     assert main(["predict", "collective", "--scenario", str(scenario), "--op", "all_reduce", "--host-launched"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--host-launched" in err[0]
+    assert main(["predict", "collective", "--scenario", str(scenario), "--op", "all_reduce", "--ranks", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--ranks" in err[0] and "gpus_per_node" in err[0]
 
 
 def test_ring_ramp_adds_a_saturating_time_to_ring_ops_at_its_rank_count_only(cards):

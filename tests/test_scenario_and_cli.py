@@ -100,3 +100,21 @@ def test_same_scenario_same_numbers(capsys):
         main(["run", str(ROOT / "scenarios" / "quickstart.yaml"), "--json"])
         runs.append(capsys.readouterr().out)
     assert runs[0] == runs[1]
+
+
+def test_every_command_line_option_says_what_it_is():
+    """`simcluster CMD --help` explains every argument: none is printed without a help line."""
+    import argparse
+
+    from simcluster.cli import build_parser
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, path + [name])
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                yield " ".join(path + [action.dest]), action.help
+
+    missing = [where for where, text in walk(build_parser(), ["simcluster"]) if not text]
+    assert not missing, missing
