@@ -205,14 +205,26 @@ def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trac
             and not primitives.tuner_table(params, ranks):
         notes.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {ranks} "
                      "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+    if host_launch and isinstance(params, primitives.PrimitiveParams) and not params.host_floor_s:
+        notes.append("the card has no host launch floor (fitted on CUDA-graph timings only): host-launched calls are "
+                     "predicted as GPU time, too fast wherever the host's launch cost dominates")
     profiles = getattr(params, "profiles", ())
     used = matching(profiles, ranks, host_launch)
     for p in profiles:
         state = "applied" if p is used else f"not applied ({p.ranks} ranks, {p.launch})"
         notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
-    if used and used.source and trace_path and Path(trace_path).resolve().is_relative_to(Path(used.source).resolve()):
+    if _profile_measured_on(params, ranks, host_launch, trace_path):
         notes.append("this log is part of the profile's own measurement: the errors below are in sample")
     return notes
+
+
+def _profile_measured_on(params, ranks: int, host_launch: bool, trace_path: str) -> bool:
+    """The card's per-op profile that applies here was learned from this log (or from its bundle)."""
+    from simcluster.collectives.profile import matching
+
+    used = matching(getattr(params, "profiles", ()), ranks, host_launch)
+    return bool(used and used.source and trace_path
+                and Path(trace_path).resolve().is_relative_to(Path(used.source).resolve()))
 
 
 def _predict_collective_scenario(args) -> int:
@@ -310,6 +322,8 @@ def _validate_qperf(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    if Path(args.trace).is_dir():
+        return _validate_bundle(args)
     if _is_qperf(args.trace):
         return _validate_qperf(args)
     from simcluster.cards import load_collective
@@ -340,6 +354,65 @@ def cmd_validate(args) -> int:
     for label, s in stats.items():
         print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")
     return 0
+
+
+def _validate_bundle(args) -> int:
+    """Every collective of a trace bundle against one card: a line per op (median of its rounds), which ops the
+    card was fitted on (in sample) and which it never saw (held out)."""
+    from simcluster.cards import load_collective
+    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.validate import summary, validate_logs
+
+    if not args.card:
+        raise SimclusterError("validating a trace bundle needs --card")
+    params, card = load_collective(args.card)
+    logs = timing_logs(args.trace)
+    if args.op:
+        from simcluster.collectives.schedule import canonical_op
+
+        logs = {op: paths for op, paths in logs.items() if op == canonical_op(args.op)}
+        if not logs:
+            raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
+    fitted = {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}
+    results, skipped = validate_logs(params, logs, fitted)
+
+    def profiled(r) -> bool:
+        return _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace)
+    scored = [(r, summary(r.rows)) for r in results]
+    if args.plot and results:
+        from simcluster.report.plots import bundle_validation_plot
+
+        bundle_validation_plot([(f"{r.op}, {r.ranks} ranks, {'graph' if r.cuda_graph else 'host'}", r.rows)
+                                for r in results], f"{Path(args.trace).name} vs {card.get('name')}", args.plot)
+    if args.json:
+        print(json.dumps({"bundle": args.trace, "card": args.card, "skipped": skipped, "ops": [
+            {"op": r.op, "ranks": r.ranks, "cuda_graph": r.cuda_graph, "rounds": r.rounds,
+             "in_sample": r.in_sample or profiled(r),
+             "summary": stats, "rows": [{"size_B": row.size_bytes, "measured_us": row.measured_s * 1e6,
+                                         "predicted_us": row.predicted_s * 1e6, "error_pct": row.error * 100,
+                                         "protocol": row.protocol} for row in r.rows]}
+            for r, stats in scored]}, indent=1))
+    else:
+        print(f"# bundle {args.trace} vs card {card.get('name')} ({args.card}); each op the median of its rounds")
+        print(f"# {'op':>14}  {'ranks':>5}  {'timing':>6}  {'rounds':>6}  {'sizes':>5}  {'mean |error|':>12}  "
+              f"{'max |error|':>11}  (sizes >= 1 KiB)")
+        notes: list[str] = []
+        for r, stats in scored:
+            s = stats["sizes_ge_1024B"]
+            mean, worst = (f"{s[k]:.2f}%" if s[k] is not None else "-" for k in ("mean_abs_error_pct",
+                                                                                 "max_abs_error_pct"))
+            where = ("in sample (the card was fitted on it)" if r.in_sample else
+                     "in sample (the card's per-op profile was measured on it)" if profiled(r) else "held out")
+            print(f"  {r.op:>14}  {r.ranks:>5}  {'graph' if r.cuda_graph else 'host':>6}  {r.rounds:>6}  "
+                  f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {where}")
+            notes += [n for n in _card_notes(params, card, r.op, r.ranks, not r.cuda_graph) if n not in notes]
+        for note in notes:
+            print(f"# note: {note}")
+    for line in skipped:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
+    if not results:
+        raise SimclusterError("no collective of the bundle could be validated", where=args.trace)
+    return 3 if skipped else 0
 
 
 def _job_json(r: dict) -> dict:
@@ -581,7 +654,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_predict_training)
 
     p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
-    p.add_argument("trace", help="a measured nccl-tests log or qperf output")
+    p.add_argument("trace", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
+                   "collective in it, a line each)")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
     p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
     p.add_argument("--op", help="the collective, when the log does not say")

@@ -53,26 +53,39 @@ def _runs(manifest: dict, tool: str) -> list[dict]:
     return [r for r in manifest["runs"] if r["tool"] == tool and r["status"] == "ok"]
 
 
+def _timed(manifest: dict, tool: str, role: str = "timing") -> list[dict]:
+    """The bundle's runs of one role ("timing" rounds or NCCL "tuning" logs); older manifests without
+    meta hold timing runs named by their op."""
+    return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("role", "timing") == role]
+
+
+def _op_of(run: dict) -> str:
+    return run.get("meta", {}).get("op", run["run_id"])
+
+
+def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[Path]]:
+    """op -> the stdout of each of its timing rounds in a trace bundle (tuning logs left out), in manifest order."""
+    bundle = Path(bundle)
+    logs: dict[str, list[Path]] = {}
+    for run in _timed(_manifest(bundle), tool):
+        logs.setdefault(_op_of(run), []).append(bundle / run["path"] / "stdout.txt")
+    if not logs:
+        raise TraceFormatError(f"the bundle has no {tool} timing runs that finished", where=str(bundle / "manifest.json"))
+    return logs
+
+
 def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: str | None = None) -> list[str]:
     from simcluster.cards import collective_params_yaml, dump_card
     from simcluster.fit import collective as fit_collective
     from simcluster.fit.profile import with_profile
     from simcluster.traces import nccl_tests
 
-    def timed(role: str) -> list[dict]:
-        """The bundle's runs of one role ("timing" rounds or NCCL "tuning" logs); older manifests without
-        meta hold timing runs named by their op."""
-        return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("role", "timing") == role]
-
-    def op_of(run: dict) -> str:
-        return run.get("meta", {}).get("op", run["run_id"])
-
-    runs = [r for r in timed("timing") if op_of(r) == "all_reduce"]
+    runs = [r for r in _timed(manifest, tool) if _op_of(r) == "all_reduce"]
     if not runs:
         return []
     paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
-    tuning_runs = [r for r in timed("tuning") if op_of(r) == "all_reduce"]
+    tuning_runs = [r for r in _timed(manifest, tool, "tuning") if _op_of(r) == "all_reduce"]
     tunings = []
     if tuning_runs:
         from simcluster.traces import nccl_tuning
@@ -92,7 +105,7 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: 
                 {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
     target = out / f"collective-{tool}.yaml"
     target.write_text(dump_card(card))
-    others = [(bundle / r["path"] / "stdout.txt", op_of(r)) for r in timed("timing") if op_of(r) != "all_reduce"]
+    others = [(bundle / r["path"] / "stdout.txt", _op_of(r)) for r in _timed(manifest, tool) if _op_of(r) != "all_reduce"]
     if not (others and tunings):
         return [str(target)]
     profile = _op_profile(bundle, manifest, tool, out, params, traces, paths, others, card["machine"])

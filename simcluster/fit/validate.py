@@ -48,3 +48,39 @@ def summary(rows: list[ValidationRow], min_bytes: int = MIN_SCORED_BYTES) -> dic
         return {"sizes": len(errors), "mean_abs_error_pct": round(float(errors.mean()), 2),
                 "max_abs_error_pct": round(float(errors.max()), 2)}
     return {"all_sizes": stats(rows), f"sizes_ge_{min_bytes}B": stats([r for r in rows if r.size_bytes >= min_bytes])}
+
+
+@dataclass(frozen=True)
+class OpValidation:
+    """One collective of a trace bundle: the median of its rounds, predicted row by row."""
+    op: str
+    ranks: int
+    cuda_graph: bool
+    rounds: int
+    in_sample: bool          # one of its rounds is among the traces the card was fitted on
+    trace: CollectiveTrace
+    rows: list[ValidationRow]
+
+
+def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256: set[str]
+                  ) -> tuple[list[OpValidation], list[str]]:
+    """Every op of `logs` (op -> its rounds' nccl-tests logs), rounds reduced to their median per (ranks, launch
+    mode), in the order of schedule.OPS; and one line per op left out because a log of it did not parse (the
+    others are still validated)."""
+    from simcluster.collectives.schedule import OPS
+    from simcluster.errors import SimclusterError
+    from simcluster.traces import nccl_tests
+    from simcluster.traces.common import sha256_of
+
+    out, skipped = [], []
+    for op in sorted(logs, key=lambda o: (OPS.index(o) if o in OPS else len(OPS), o)):
+        try:
+            parsed = [(path, nccl_tests.parse(path, op=op)) for path in logs[op]]
+        except SimclusterError as exc:
+            skipped.append(f"{op}: {exc.one_line()}")
+            continue
+        for (_, ranks, graph), trace in nccl_tests.median_of_rounds([t for _, t in parsed]).items():
+            paths = [p for p, t in parsed if (t.nranks, bool(t.cuda_graph_launches)) == (ranks, graph)]
+            out.append(OpValidation(trace.op, ranks, graph, len(paths),
+                                    any(sha256_of(p) in fitted_sha256 for p in paths), trace, validate(params, trace)))
+    return out, skipped
