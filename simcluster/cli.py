@@ -350,10 +350,19 @@ def cmd_validate(args) -> int:
     print(f"# {trace.op}, {trace.nranks} ranks: {trace.path} vs card {card.get('name')} ({args.card})")
     for note in _card_notes(params, card, trace.op, trace.nranks, not trace.cuda_graph_launches, trace.path):
         print(f"# note: {note}")
+    from simcluster.traces.common import sha256_of
+
+    if sha256_of(args.trace) in _fitted_sha256(card):
+        print("# note: the card was fitted on this log: the errors below are in sample")
     sys.stdout.write(validation_table(rows))
     for label, s in stats.items():
         print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")
     return 0
+
+
+def _fitted_sha256(card: dict) -> set[str]:
+    """The sha256 of every trace a card was fitted on (its provenance)."""
+    return {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}
 
 
 def _validate_bundle(args) -> int:
@@ -373,8 +382,7 @@ def _validate_bundle(args) -> int:
         logs = {op: paths for op, paths in logs.items() if op == canonical_op(args.op)}
         if not logs:
             raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
-    fitted = {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}
-    results, skipped = validate_logs(params, logs, fitted)
+    results, skipped = validate_logs(params, logs, _fitted_sha256(card))
 
     def profiled(r) -> bool:
         return _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace)

@@ -31,17 +31,20 @@ def test_every_op_of_a_bundle_is_validated_and_marked_in_sample_or_held_out(caps
     assert plot.stat().st_size > 10_000
 
 
-def test_a_broken_log_is_named_and_the_other_ops_still_validated(capsys, tmp_path):
+def test_a_broken_log_is_named_and_everything_else_still_validated(capsys, tmp_path):
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLE, bundle)
     broken = bundle / "nccl-tests" / "reduce-r2" / "stdout.txt"
     broken.write_text((FIXTURES / "qperf_seed000.txt").read_text())
-    assert main(["validate", str(bundle), "--card", str(CARD)]) == 3
+    for every in sorted((bundle / "nccl-tests").glob("alltoall-r[0-9]*/stdout.txt")):
+        every.write_text("")
+    assert main(["validate", str(bundle), "--card", str(CARD), "--json"]) == 3
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
-    assert len(err) == 1 and "reduce" in err[0] and str(broken) in err[0]
-    lines = [line.split() for line in captured.out.splitlines() if not line.startswith("#")]
-    assert [words[0] for words in lines] == [op for op in OPS if op != "reduce"]
+    assert len(err) == 4 and "reduce" in err[0] and str(broken) in err[0]
+    assert all("alltoall" in line for line in err[1:])
+    ops = {o["op"]: o for o in json.loads(captured.out)["ops"]}
+    assert list(ops) == [op for op in OPS if op != "alltoall"] and ops["reduce"]["rounds"] == 2
 
 
 def test_what_a_bundle_cannot_answer_is_a_one_line_error(capsys):
@@ -54,3 +57,11 @@ def test_what_a_bundle_cannot_answer_is_a_one_line_error(capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("simcluster: error:"), argv
+
+
+def test_one_log_the_card_was_fitted_on_is_said_to_be_in_sample(capsys):
+    notes = {}
+    for log in ("all_reduce-r1", "reduce-r1"):
+        assert main(["validate", str(BUNDLE / "nccl-tests" / log / "stdout.txt"), "--card", str(CARD)]) == 0
+        notes[log] = "fitted on this log" in capsys.readouterr().out
+    assert notes == {"all_reduce-r1": True, "reduce-r1": False}

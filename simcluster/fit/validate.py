@@ -65,8 +65,8 @@ class OpValidation:
 def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256: set[str]
                   ) -> tuple[list[OpValidation], list[str]]:
     """Every op of `logs` (op -> its rounds' nccl-tests logs), rounds reduced to their median per (ranks, launch
-    mode), in the order of schedule.OPS; and one line per op left out because a log of it did not parse (the
-    others are still validated)."""
+    mode), in the order of schedule.OPS; and one line per log left out because it did not parse (the op's other
+    rounds, and the other ops, are still validated)."""
     from simcluster.collectives.schedule import OPS
     from simcluster.errors import SimclusterError
     from simcluster.traces import nccl_tests
@@ -74,12 +74,13 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
 
     out, skipped = [], []
     for op in sorted(logs, key=lambda o: (OPS.index(o) if o in OPS else len(OPS), o)):
-        try:
-            parsed = [(path, nccl_tests.parse(path, op=op)) for path in logs[op]]
-        except SimclusterError as exc:
-            skipped.append(f"{op}: {exc.one_line()}")
-            continue
-        for (_, ranks, graph), trace in nccl_tests.median_of_rounds([t for _, t in parsed]).items():
+        parsed = []
+        for path in logs[op]:
+            try:
+                parsed.append((path, nccl_tests.parse(path, op=op)))
+            except SimclusterError as exc:
+                skipped.append(f"{op}: {exc.one_line()}")
+        for (_, ranks, graph), trace in (nccl_tests.median_of_rounds([t for _, t in parsed]) if parsed else {}).items():
             paths = [p for p, t in parsed if (t.nranks, bool(t.cuda_graph_launches)) == (ranks, graph)]
             out.append(OpValidation(trace.op, ranks, graph, len(paths),
                                     any(sha256_of(p) in fitted_sha256 for p in paths), trace, validate(params, trace)))
