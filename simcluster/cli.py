@@ -190,9 +190,11 @@ def cmd_predict_collective(args) -> int:
 
 def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trace_path: str = "") -> list[str]:
     """What a collective card says about predicting `op` at `ranks`: rank counts it never saw, a missing
-    NCCL tuning table, a per-op profile applied or not, and (validate) a log the profile was learned from."""
+    NCCL tuning table, a per-op profile applied or not, and (validate) a log the card or its profile was
+    learned from."""
     from simcluster.collectives import primitives
     from simcluster.collectives.profile import matching
+    from simcluster.traces.common import sha256_of
 
     notes = []
     ranks_seen = card.get("valid_range", {}).get("ranks", [])
@@ -215,6 +217,8 @@ def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trac
         notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
     if _profile_measured_on(params, ranks, host_launch, trace_path):
         notes.append("this log is part of the profile's own measurement: the errors below are in sample")
+    if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in _fitted_sha256(card):
+        notes.append("the card was fitted on this log: the errors below are in sample")
     return notes
 
 
@@ -350,10 +354,6 @@ def cmd_validate(args) -> int:
     print(f"# {trace.op}, {trace.nranks} ranks: {trace.path} vs card {card.get('name')} ({args.card})")
     for note in _card_notes(params, card, trace.op, trace.nranks, not trace.cuda_graph_launches, trace.path):
         print(f"# note: {note}")
-    from simcluster.traces.common import sha256_of
-
-    if sha256_of(args.trace) in _fitted_sha256(card):
-        print("# note: the card was fitted on this log: the errors below are in sample")
     sys.stdout.write(validation_table(rows))
     for label, s in stats.items():
         print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")
@@ -383,10 +383,10 @@ def _validate_bundle(args) -> int:
         if not logs:
             raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
     results, skipped = validate_logs(params, logs, _fitted_sha256(card))
-
-    def profiled(r) -> bool:
-        return _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace)
-    scored = [(r, summary(r.rows)) for r in results]
+    scored = [(r, summary(r.rows), "in sample (the card was fitted on it)" if r.in_sample else
+               "in sample (the card's per-op profile was measured on it)"
+               if _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace) else "held out")
+              for r in results]
     if args.plot and results:
         from simcluster.report.plots import bundle_validation_plot
 
@@ -395,24 +395,21 @@ def _validate_bundle(args) -> int:
     if args.json:
         print(json.dumps({"bundle": args.trace, "card": args.card, "skipped": skipped, "ops": [
             {"op": r.op, "ranks": r.ranks, "cuda_graph": r.cuda_graph, "rounds": r.rounds,
-             "in_sample": r.in_sample or profiled(r),
-             "summary": stats, "rows": [{"size_B": row.size_bytes, "measured_us": row.measured_s * 1e6,
+             "in_sample": basis != "held out", "basis": basis, "summary": stats, "rows": [{"size_B": row.size_bytes, "measured_us": row.measured_s * 1e6,
                                          "predicted_us": row.predicted_s * 1e6, "error_pct": row.error * 100,
                                          "protocol": row.protocol} for row in r.rows]}
-            for r, stats in scored]}, indent=1))
+            for r, stats, basis in scored]}, indent=1))
     else:
         print(f"# bundle {args.trace} vs card {card.get('name')} ({args.card}); each op the median of its rounds")
         print(f"# {'op':>14}  {'ranks':>5}  {'timing':>6}  {'rounds':>6}  {'sizes':>5}  {'mean |error|':>12}  "
               f"{'max |error|':>11}  (sizes >= 1 KiB)")
         notes: list[str] = []
-        for r, stats in scored:
+        for r, stats, basis in scored:
             s = stats["sizes_ge_1024B"]
             mean, worst = (f"{s[k]:.2f}%" if s[k] is not None else "-" for k in ("mean_abs_error_pct",
                                                                                  "max_abs_error_pct"))
-            where = ("in sample (the card was fitted on it)" if r.in_sample else
-                     "in sample (the card's per-op profile was measured on it)" if profiled(r) else "held out")
             print(f"  {r.op:>14}  {r.ranks:>5}  {'graph' if r.cuda_graph else 'host':>6}  {r.rounds:>6}  "
-                  f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {where}")
+                  f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {basis}")
             notes += [n for n in _card_notes(params, card, r.op, r.ranks, not r.cuda_graph) if n not in notes]
         for note in notes:
             print(f"# note: {note}")

@@ -65,3 +65,13 @@ def test_one_log_the_card_was_fitted_on_is_said_to_be_in_sample(capsys):
         assert main(["validate", str(BUNDLE / "nccl-tests" / log / "stdout.txt"), "--card", str(CARD)]) == 0
         notes[log] = "fitted on this log" in capsys.readouterr().out
     assert notes == {"all_reduce-r1": True, "reduce-r1": False}
+
+
+def test_a_bundle_the_cards_profile_was_measured_on_is_in_sample(capsys):
+    profiled = ROOT / "models" / "collective" / "h200x2-profiled.yaml"    # profile learned on graph2, AR of graph A
+    for bundle, expected in (("h200x2-graph2-2026-11-22", "profile"), ("h200x2-graph-2026-11-22", None)):
+        assert main(["validate", str(ROOT / "calibration" / bundle), "--card", str(profiled), "--json"]) == 0
+        basis = {o["op"]: o["basis"] for o in json.loads(capsys.readouterr().out)["ops"]}
+        held = [op for op, b in basis.items() if b == "held out"]
+        assert held == ([] if expected else [op for op in OPS if op != "all_reduce"])
+        assert all("profile" in b for b in basis.values()) == bool(expected)

@@ -80,7 +80,7 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
                 parsed.append((path, nccl_tests.parse(path, op=op)))
             except SimclusterError as exc:
                 skipped.append(f"{op}: {exc.one_line()}")
-        for (_, ranks, graph), trace in (nccl_tests.median_of_rounds([t for _, t in parsed]) if parsed else {}).items():
+        for (_, ranks, graph), trace in nccl_tests.median_of_rounds([t for _, t in parsed]).items():
             paths = [p for p, t in parsed if (t.nranks, bool(t.cuda_graph_launches)) == (ranks, graph)]
             out.append(OpValidation(trace.op, ranks, graph, len(paths),
                                     any(sha256_of(p) in fitted_sha256 for p in paths), trace, validate(params, trace)))
