@@ -3,7 +3,7 @@
 The card is fitted on the all_reduce log alone; the six other collectives are held out. The
 bounds below are the errors measured when this test was written, plus a small margin: the test
 fails if the model or the fit regresses. They are NOT the product target (<= 5% held out); see
-docs/models/collectives.md for why the held-out collectives miss it.
+docs/models/collectives-findings.md for why the held-out collectives miss it.
 """
 
 import pytest

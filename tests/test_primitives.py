@@ -2,7 +2,7 @@
 median of rounds, card round trip, and held-out fidelity that must not regress.
 
 Bounds are the measured mean |error| (sizes >= 1 KiB, median of rounds) plus a small margin; they
-are NOT all within the product target of 5% (see docs/models/collectives.md). Run
+are NOT all within the product target of 5% (see docs/models/collectives-findings.md). Run
 `python bench/collective_fidelity.py` for the tables.
 """
 
