@@ -15,6 +15,7 @@ from simcluster.build import build_cluster
 from simcluster.cards import load_aggregation, load_collective, load_nic
 from simcluster.cli import main
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
+from simcluster.collectives.schedule import _btree_parents, tree_node_load
 from simcluster.hardware.cpu import HostCpu
 from simcluster.network.fabric import Fabric, FabricSpec, bisection_Bps
 
@@ -70,6 +71,39 @@ def test_forcing_an_algorithm_that_does_not_apply_is_a_one_line_error(capsys):
                "--op", "all_reduce", "-b", "1M", "-e", "1M", "--algorithm", "in-network"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "in-network" in err and "Traceback" not in err
+
+
+def test_binary_tree_matches_the_picture_in_nccl_trees_cc():
+    # the 14-rank tree drawn in NCCL's src/graph/trees.cc: 0-8, 8-{4,12}, 4-{2,6}, 12-{10,13},
+    # 2-{1,3}, 6-{5,7}, 10-{9,11}
+    drawn = {8: 0, 4: 8, 12: 8, 2: 4, 6: 4, 10: 12, 13: 12, 1: 2, 3: 2, 5: 6, 7: 6, 9: 10, 11: 10}
+    parents = _btree_parents(14)
+    assert parents[0] == -1 and {r: int(parents[r]) for r in range(1, 14)} == drawn
+
+
+@pytest.mark.parametrize("nodes, load", [(2, 1.0), (3, 1.5), (4, 2.0), (7, 2.0), (16, 2.0), (2048, 2.0)])
+def test_double_binary_tree_node_load(nodes, load):
+    # 2 nodes: each is the other's parent in one tree (S/2 up, S/2 down each way); from 4 nodes on some
+    # node has two children in one tree and a parent in both: S/2 x (1 + 2 + 1) out
+    assert tree_node_load(nodes) == load
+
+
+def test_tree_is_not_faster_than_the_busiest_node_s_nics():
+    # 16 nodes x 8 GPUs, one 100G NIC each, non-blocking: a large all_reduce on the double binary
+    # tree sends 2 S through the busiest node's NIC, as much as a ring (2(N-1)/N S); in-network
+    # aggregation sends S, so it must come out ~2x faster on the network-bound part
+    intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
+    nic, _ = load_nic(NIC / "seed000-roce-100g.yaml")
+    agg, _ = load_aggregation(ROOT / "models/switch/sharp-streaming-100g.yaml")
+    cluster = Cluster(intra, nic, fabric(nodes=16, down_ports=16, spines=4), 8, aggregation=agg)
+    size = 2**30
+    b_net = ring_flows(cluster).node_rate_Bps
+    tree = predict_fabric(cluster, "all_reduce", size, algorithm="tree")
+    ring = predict_fabric(cluster, "all_reduce", size, algorithm="ring")
+    inc = predict_fabric(cluster, "all_reduce", size, algorithm="in-network")
+    assert tree.time_s >= 2 * size / b_net
+    assert ring.time_s >= 2 * 15 / 16 * size / b_net
+    assert 1.7 < tree.time_s / inc.time_s < 2.1
 
 
 def test_oversubscription_slows_a_ring_that_crosses_the_spine():

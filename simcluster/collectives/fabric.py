@@ -7,11 +7,12 @@ what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, wi
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, S / B_net)                   + 2 log2(N) * l_nic + l_intra
+  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_nic + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
-  nvls-tree     T = max(S / algbw_NVLS(G), S / B_net) + l_NVLS + 2 log2(N) l_nic     (NVLink SHARP nodes)
-(l_step = the larger of the NIC latency and the intra card's per-step latency). Other
+  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_nic (NVLink SHARP nodes)
+(l_step = the larger of the NIC latency and the intra card's per-step latency; w_N = the busiest node's
+network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4 nodes on). Other
 collectives scale the ring's bytes by their bus factor. As NCCL's tuner does, the algorithm run is
 the fastest one unless the scenario forces one. See docs/models/fabric.md.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcluster.collectives.model import CollectiveParams, Prediction, predict
-from simcluster.collectives.schedule import bus_factor, canonical_op
+from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.switch import AggregationParams
@@ -138,8 +139,10 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     options["ring"] = (base + bytes_on_ring / min(b_nvl, b_net) + steps * max(l_nic, intra_step),
                        {"bandwidth_Bps": min(b_nvl, b_net), "nvlink_Bps": b_nvl, "network_Bps": b_net})
     if op == "all_reduce" and N >= 2:
-        t_tree = base + max(2 * size_bytes / b_nvl, size_bytes / b_net) + 2 * math.log2(N) * l_nic + G * intra_step
-        options["tree"] = (t_tree, {"nvlink_Bps": b_nvl, "network_Bps": b_net})
+        load = tree_node_load(N)
+        t_tree = (base + max(2 * size_bytes / b_nvl, load * size_bytes / b_net) + 2 * math.log2(N) * l_nic
+                  + G * intra_step)
+        options["tree"] = (t_tree, {"nvlink_Bps": b_nvl, "network_Bps": b_net, "tree_node_load": load})
         rs, ag = _intra_time(cluster, "reduce_scatter", size_bytes), _intra_time(cluster, "all_gather", size_bytes)
         shard = size_bytes / G
         t_net = 2 * (N - 1) / N * shard / (b_net / G) + 2 * (N - 1) * l_nic
@@ -148,8 +151,8 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
             nvls_bw, nvls_lat = cluster.nvls
             # NVLSTree: NVSwitch reduces inside the node while the node's NICs run the inter-node tree,
             # pipelined: the slower of the two streams sets the time
-            t_nvls = base + nvls_lat + max(size_bytes / nvls_bw, size_bytes / b_net) + 2 * math.log2(N) * l_nic
-            options["nvls-tree"] = (t_nvls, {"nvls_algbw_Bps": nvls_bw, "network_Bps": b_net})
+            t_nvls = base + nvls_lat + max(size_bytes / nvls_bw, load * size_bytes / b_net) + 2 * math.log2(N) * l_nic
+            options["nvls-tree"] = (t_nvls, {"nvls_algbw_Bps": nvls_bw, "network_Bps": b_net, "tree_node_load": load})
         if cluster.aggregation is not None:
             # each NIC streams its share of the node's S bytes through the switch, all NICs at once
             t_sw = cluster.aggregation.allreduce_time_s(size_bytes / cluster.fabric.spec.nics_per_node)

@@ -9,6 +9,9 @@ Bytes per rank on the wire equal nccl-tests' busbw numerator, so busbw = wire by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from simcluster.errors import SimclusterError
 
@@ -56,3 +59,39 @@ def bus_factor(op: str, nranks: int) -> float:
     if op in ("all_gather", "reduce_scatter", "alltoall"):
         return (n - 1) / n
     return 1.0
+
+
+def _btree_parents(n: int) -> np.ndarray:
+    """Parent of each rank in NCCL's binary tree over n ranks (root 0, -1 for the root): a rank's parent
+    clears its lowest set bit and sets the next one up, or only clears it when that is out of range
+    (NCCL 2.x src/graph/trees.cc)."""
+    parents = np.full(n, -1)
+    ranks = np.arange(1, n)
+    low = ranks & -ranks
+    up = (ranks ^ low) | (low << 1)
+    parents[1:] = np.where(up >= n, ranks ^ low, up)
+    return parents
+
+
+@lru_cache(maxsize=256)
+def tree_node_load(nodes: int) -> float:
+    """Bytes the busiest node sends (and receives) over the network, in units of S, for an all_reduce
+    on NCCL's double binary tree over `nodes` nodes: each tree carries S/2; a node sends S/2 to its
+    parent (reduce) and S/2 to each child (broadcast), and receives as much. The second tree is the
+    first mirrored (even count) or shifted by one rank (odd). 1.0 at 2 nodes, 1.5 at 3, 2.0 from 4 on
+    (a ring sends 2(N-1)/N: the tree's gain is latency, not bandwidth)."""
+    if nodes < 2:
+        return 0.0
+    first = _btree_parents(nodes)
+    r = np.arange(nodes)
+    if nodes % 2 == 0:
+        mirrored = first[nodes - 1 - r]
+        second = np.where(mirrored < 0, -1, nodes - 1 - mirrored)
+    else:
+        shifted = first[(r - 1) % nodes]
+        second = np.where(shifted < 0, -1, (shifted + 1) % nodes)
+    links = np.zeros(nodes)
+    for parents in (first, second):
+        has_parent = parents >= 0
+        links += has_parent + np.bincount(parents[has_parent], minlength=nodes)
+    return float(links.max() / 2)
