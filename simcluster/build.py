@@ -103,9 +103,17 @@ def run_scenario(scenario: Scenario) -> list[dict]:
             results.append({"job": job, "training": predict_training(scenario.machine, job)})
             continue
         if cluster is not None:
-            predictions = run_fabric_sweep(cluster, job)
-        else:
-            predictions = run_sweep(params, job, scenario.machine.gpus_per_node, scenario.seed)
-        results.append({"job": job, "card": str(scenario.machine.card), "card_name": card.get("name"),
-                        "predictions": predictions})
+            results.append({"job": job, "card": str(scenario.machine.card), "card_name": card.get("name"),
+                            "predictions": run_fabric_sweep(cluster, job)})
+            continue
+        path = job.card or scenario.machine.card
+        job_params, job_card = load_collective(job.card) if job.card else (params, card)
+        result = {"job": job, "card": str(path), "card_name": job_card.get("name"), "params": job_params,
+                  "predictions": run_sweep(job_params, job, scenario.machine.gpus_per_node, scenario.seed)}
+        if job.measured:
+            from simcluster.fit.validate import measured_sweep
+
+            result["measured"], result["measured_skipped"] = measured_sweep(job_params, job_card, job.measured,
+                                                                            job.op, job.ranks)
+        results.append(result)
     return results

@@ -325,3 +325,8 @@ def load_nvls(path: str | Path) -> tuple[dict[int, float], float, dict]:
     except (ValueError, UnitError) as exc:
         raise ModelCardError(f"params.allreduce_algbw: {exc}", where=where) from None
     return algbw, _get(p, "latency", key, parse_time), card
+
+
+def fitted_sha256(card: dict) -> set[str]:
+    """The sha256 of every trace a card was fitted on (its provenance)."""
+    return {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from simcluster import __version__
+from simcluster.cards import fitted_sha256
 from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
@@ -217,7 +218,7 @@ def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trac
         notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
     if _profile_measured_on(params, ranks, host_launch, trace_path):
         notes.append("this log is part of the profile's own measurement: the errors below are in sample")
-    if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in _fitted_sha256(card):
+    if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in fitted_sha256(card):
         notes.append("the card was fitted on this log: the errors below are in sample")
     return notes
 
@@ -360,11 +361,6 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def _fitted_sha256(card: dict) -> set[str]:
-    """The sha256 of every trace a card was fitted on (its provenance)."""
-    return {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}
-
-
 def _validate_bundle(args) -> int:
     """Every collective of a trace bundle against one card: a line per op (median of its rounds), which ops the
     card was fitted on (in sample) and which it never saw (held out)."""
@@ -382,7 +378,7 @@ def _validate_bundle(args) -> int:
         logs = {op: paths for op, paths in logs.items() if op == canonical_op(args.op)}
         if not logs:
             raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
-    results, skipped = validate_logs(params, logs, _fitted_sha256(card))
+    results, skipped = validate_logs(params, logs, fitted_sha256(card))
     scored = [(r, summary(r.rows), "in sample (the card was fitted on it)" if r.in_sample else
                "in sample (the card's per-op profile was measured on it)"
                if _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace) else "held out")
@@ -431,9 +427,19 @@ def _job_json(r: dict) -> dict:
         return {"kind": "qperf", "nic_card": r["nic_card"], "predicted": r["qperf"]}
     if "training" in r:
         return {"kind": "training", **r["training"].as_json()}
-    return {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
-            "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
-                      "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
+    out = {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
+           "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
+                     "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
+    if "measured" in r:
+        from simcluster.fit.validate import summary
+
+        m = r["measured"]
+        out["measured"] = None if m is None else {
+            "source": str(r["job"].measured), "cuda_graph": m.cuda_graph, "rounds": m.rounds,
+            "basis": _measured_basis(r), "summary": summary(m.rows),
+            "rows": [{"size_B": row.size_bytes, "measured_s": row.measured_s, "predicted_s": row.predicted_s,
+                      "error_pct": row.error * 100} for row in m.rows]}
+    return out
 
 
 def cmd_run(args) -> int:
@@ -443,12 +449,15 @@ def cmd_run(args) -> int:
 
     variants = [(label, sc, run_scenario(sc)) for label, sc in load_variants(args.scenario)]
     first = variants[0][1]
+    skipped = [line for _, _, results in variants for r in results for line in r.get("measured_skipped", [])]
+    for line in skipped:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
         print(json.dumps({"scenario": first.name, "seed": first.seed, "variants": [
             {"variant": label, "jobs": [_job_json(r) for r in results]} for label, _, results in variants]}
             if len(variants) > 1 or variants[0][0] else
             {"scenario": first.name, "seed": first.seed, "jobs": [_job_json(r) for r in variants[0][2]]}, indent=1))
-        return 0
+        return 3 if skipped else 0
     print(f"scenario {first.name}: {first.description}".rstrip(": "))
     for label, _, results in variants:
         if label:
@@ -475,8 +484,35 @@ def cmd_run(args) -> int:
                 continue
             job = r["job"]
             print(f"\n{job.op} on {job.ranks} ranks ({job.engine} engine), card {r['card_name']} ({r['card']})")
-            sys.stdout.write(sweep_table(r["predictions"]))
-    return 0
+            measured = r.get("measured")
+            sys.stdout.write(sweep_table(r["predictions"], {row.size_bytes: row.measured_s for row in measured.rows}
+                                         if measured else None))
+            if "measured" in r:
+                print(_measured_line(r))
+    return 3 if skipped else 0
+
+
+def _measured_basis(r: dict) -> str:
+    m = r["measured"]
+    if m.in_sample:
+        return "in sample: the card was fitted on it"
+    if _profile_measured_on(r["params"], m.ranks, not m.cuda_graph, str(r["job"].measured)):
+        return "in sample: the card's per-op profile was measured on it"
+    return "held out"
+
+
+def _measured_line(r: dict) -> str:
+    """Where the measured column comes from, its error over every measured size >= 1 KiB, in sample or not."""
+    from simcluster.fit.validate import summary
+
+    job, m = r["job"], r["measured"]
+    if m is None:
+        return f"# measured: {job.measured} has no {job.op} at {job.ranks} ranks"
+    stats = summary(m.rows)["sizes_ge_1024B"]
+    basis = _measured_basis(r)
+    return (f"# measured: {job.measured}, {'CUDA graphs' if m.cuda_graph else 'host-launched'}, median of {m.rounds} "
+            f"round(s); over its {stats['sizes']} sizes >= 1 KiB mean |error| {stats['mean_abs_error_pct']:.2f}%, "
+            f"max {stats['max_abs_error_pct']:.2f}% ({basis})")
 
 
 def _storage_setup(args):

@@ -63,6 +63,8 @@ class CollectiveSweep:
     factor: int
     engine: str
     algorithm: str | None = None
+    card: Path | None = None       # this sweep's own collective card (one node), instead of the machine's
+    measured: Path | None = None   # a trace bundle or nccl-tests log to print beside the prediction
 
 
 QPERF_TESTS = ("tcp_bw", "tcp_lat", "rc_bw", "rc_lat")
@@ -188,6 +190,12 @@ class _Reader:
                       "or point to a file under models/")
         return card
 
+    def existing(self, doc, key: str, name: str, what: str) -> Path:
+        path = _resolve(self.path, str(doc[name]))
+        if not path.exists():
+            self.fail(f"{key}.{name}", f"{doc[name]!r} not found", hint=f"expected {what}")
+        return path
+
     def size(self, doc, key: str, name: str) -> int:
         value = doc[name]
         try:
@@ -307,7 +315,8 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
 
 
 def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep:
-    r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm"})
+    r.mapping(job, key, {"kind", "op"}, {"ranks", "min_size", "max_size", "factor", "engine", "algorithm", "card",
+                                         "measured"})
     try:
         op = canonical_op(str(job["op"]))
     except SimclusterError:
@@ -317,7 +326,14 @@ def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep
     algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
     sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
                             r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
-                            r.choice(job, key, "engine", ENGINES), None if algorithm == "auto" else algorithm)
+                            r.choice(job, key, "engine", ENGINES), None if algorithm == "auto" else algorithm,
+                            r.card(job, key) if "card" in job else None,
+                            r.existing(job, key, "measured", "a trace bundle (directory) or an nccl-tests log")
+                            if "measured" in job else None)
+    for name in ("card", "measured"):
+        if machine.nodes > 1 and name in job:
+            r.fail(f"{key}.{name}", "only a one-node sweep takes its own card or a measurement",
+                   hint="multi-node sweeps run on the machine's cards")
     if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
         r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
     if machine.nodes > 1 and sweep.engine == "des":

@@ -30,6 +30,43 @@ def test_quickstart_runs(capsys):
     assert main(["run", str(ROOT / "scenarios" / "quickstart.yaml"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["jobs"][0]["rows"][0]["size_B"] == 1024
+    # the measured columns are validate's own numbers: all_reduce in sample (the card's provenance), all_gather
+    # held out; the DES job has its own (chunked ring) card and no measurement
+    reduce, gather, des = out["jobs"]
+    assert reduce["measured"]["basis"].startswith("in sample") and gather["measured"]["basis"] == "held out"
+    assert des["engine"] == "des" and des["card"].endswith("h200x2-nvlink.yaml") and "measured" not in des
+    bundle = ROOT / "calibration" / "h200x2-graph-2026-11-22"
+    assert main(["validate", str(bundle), "--card", str(ROOT / "models/collective/h200x2-primitives.yaml"),
+                 "--op", "all_gather", "--json"]) == 0
+    validated = json.loads(capsys.readouterr().out)["ops"][0]
+    assert gather["measured"]["summary"] == validated["summary"] and gather["measured"]["rounds"] == 3
+    predicted = {row["size_B"]: row["time_s"] for row in gather["rows"]}
+    for row in gather["measured"]["rows"]:
+        if row["size_B"] in predicted:
+            assert row["predicted_s"] == predicted[row["size_B"]]
+
+
+def test_a_sweep_beside_a_measurement_that_does_not_parse_keeps_the_prediction(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD + f"    measured: {FIXTURES / 'qperf_seed000.txt'}\n")
+    assert main(["run", str(path)]) == 3
+    captured = capsys.readouterr()
+    assert "1MiB" in captured.out and "has no all_reduce at 2 ranks" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "skipped" in err[0] and "qperf_seed000.txt" in err[0]
+
+
+def test_sweep_measured_and_card_keys_are_checked(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD + "    measured: no/such/bundle\n")
+    err = _one_line_error(capsys, ["run", str(path)])
+    assert "jobs[0].measured" in err and "not found" in err and f"{path}:9" in err
+    nic = ROOT / "models" / "nic" / "seed000-roce-100g.yaml"
+    path.write_text(GOOD.replace("  gpus_per_node: 2\n", f"  gpus_per_node: 2\n  nodes: 2\n  nic: {{card: {nic}, per_node: 1}}\n"
+                                 "  fabric: {kind: leaf-spine, down_ports: 2, spines: 1}\n")
+                    + f"    card: {CARD}\n")
+    err = _one_line_error(capsys, ["run", str(path)])
+    assert "jobs[0].card" in err and "one-node sweep" in err
 
 
 def test_unknown_key_names_file_line_and_key(tmp_path, capsys):

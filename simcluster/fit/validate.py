@@ -85,3 +85,20 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
             out.append(OpValidation(trace.op, ranks, graph, len(paths),
                                     any(sha256_of(p) in fitted_sha256 for p in paths), trace, validate(params, trace)))
     return out, skipped
+
+
+def measured_sweep(params: CollectiveParams, card: dict, source, op: str, ranks: int
+                   ) -> tuple[OpValidation | None, list[str]]:
+    """The measurement of `op` at `ranks` in `source` (a trace bundle, or one nccl-tests log), median of its
+    rounds, predicted row by row; CUDA-graph rounds preferred (GPU time, what a sweep predicts), else
+    host-launched. None when the source has no such rounds; the lines of logs that did not parse."""
+    from pathlib import Path
+
+    from simcluster.cards import fitted_sha256
+    from simcluster.fit.bundle import timing_logs
+
+    source = Path(source)
+    logs = timing_logs(source).get(op, []) if source.is_dir() else [source]
+    results, skipped = validate_logs(params, {op: logs}, fitted_sha256(card)) if logs else ([], [])
+    mine = sorted((r for r in results if r.ranks == ranks), key=lambda r: not r.cuda_graph)
+    return (mine[0] if mine else None), skipped

@@ -56,11 +56,18 @@ def validation_table(rows: list[ValidationRow]) -> str:
     return "\n".join(out) + "\n"
 
 
-def sweep_table(predictions: list[Prediction]) -> str:
-    out = [f"{'size':>10s}  {'time':>10s}  {'algbw':>10s}  {'busbw':>10s}  protocol / algorithm"]
+def sweep_table(predictions: list[Prediction], measured_s: dict[int, float] | None = None) -> str:
+    """Predicted sizes; with `measured_s` (size -> measured time), a measured and an error column."""
+    extra = f"  {'measured':>10s}  {'error':>7s}" if measured_s is not None else ""
+    time = "predicted" if measured_s is not None else "time"
+    out = [f"{'size':>10s}  {time:>10s}  {'algbw':>10s}  {'busbw':>10s}{extra}  protocol / algorithm"]
     for p in predictions:
+        cells = ""
+        if measured_s is not None:
+            m = measured_s.get(p.size_bytes)
+            cells = (f"  {format_time(m):>10s}  {(p.time_s / m - 1) * 100:+6.1f}%" if m else f"  {'-':>10s}  {'-':>7s}")
         out.append(f"{format_size(p.size_bytes):>10s}  {format_time(p.time_s):>10s}  "
-                   f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}  {p.protocol}"
+                   f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}{cells}  {p.protocol}"
                    + (f" / {p.algorithm}" if hasattr(p, "algorithm") else ""))
     return "\n".join(out) + "\n"
 
