@@ -108,7 +108,7 @@ def run_scenario(scenario: Scenario) -> list[dict]:
             continue
         path = job.card or scenario.machine.card
         job_params, job_card = load_collective(job.card) if job.card else (params, card)
-        result = {"job": job, "card": str(path), "card_name": job_card.get("name"), "params": job_params,
+        result = {"job": job, "card": str(path), "card_name": job_card.get("name"),
                   "predictions": run_sweep(job_params, job, scenario.machine.gpus_per_node, scenario.seed)}
         if job.measured:
             from simcluster.fit.validate import measured_sweep

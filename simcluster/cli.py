@@ -216,20 +216,13 @@ def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trac
     for p in profiles:
         state = "applied" if p is used else f"not applied ({p.ranks} ranks, {p.launch})"
         notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
-    if _profile_measured_on(params, ranks, host_launch, trace_path):
+    from simcluster.fit.validate import profile_measured_on
+
+    if profile_measured_on(params, ranks, host_launch, trace_path):
         notes.append("this log is part of the profile's own measurement: the errors below are in sample")
     if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in fitted_sha256(card):
         notes.append("the card was fitted on this log: the errors below are in sample")
     return notes
-
-
-def _profile_measured_on(params, ranks: int, host_launch: bool, trace_path: str) -> bool:
-    """The card's per-op profile that applies here was learned from this log (or from its bundle)."""
-    from simcluster.collectives.profile import matching
-
-    used = matching(getattr(params, "profiles", ()), ranks, host_launch)
-    return bool(used and used.source and trace_path
-                and Path(trace_path).resolve().is_relative_to(Path(used.source).resolve()))
 
 
 def _predict_collective_scenario(args) -> int:
@@ -379,10 +372,7 @@ def _validate_bundle(args) -> int:
         if not logs:
             raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
     results, skipped = validate_logs(params, logs, fitted_sha256(card))
-    scored = [(r, summary(r.rows), "in sample (the card was fitted on it)" if r.in_sample else
-               "in sample (the card's per-op profile was measured on it)"
-               if _profile_measured_on(params, r.ranks, not r.cuda_graph, args.trace) else "held out")
-              for r in results]
+    scored = [(r, summary(r.rows), r.basis) for r in results]
     if args.plot and results:
         from simcluster.report.plots import bundle_validation_plot
 
@@ -436,7 +426,7 @@ def _job_json(r: dict) -> dict:
         m = r["measured"]
         out["measured"] = None if m is None else {
             "source": str(r["job"].measured), "cuda_graph": m.cuda_graph, "rounds": m.rounds,
-            "basis": _measured_basis(r), "summary": summary(m.rows),
+            "basis": m.basis, "summary": summary(m.rows),
             "rows": [{"size_B": row.size_bytes, "measured_s": row.measured_s, "predicted_s": row.predicted_s,
                       "error_pct": row.error * 100} for row in m.rows]}
     return out
@@ -492,15 +482,6 @@ def cmd_run(args) -> int:
     return 3 if skipped else 0
 
 
-def _measured_basis(r: dict) -> str:
-    m = r["measured"]
-    if m.in_sample:
-        return "in sample: the card was fitted on it"
-    if _profile_measured_on(r["params"], m.ranks, not m.cuda_graph, str(r["job"].measured)):
-        return "in sample: the card's per-op profile was measured on it"
-    return "held out"
-
-
 def _measured_line(r: dict) -> str:
     """Where the measured column comes from, its error over every measured size >= 1 KiB, in sample or not."""
     from simcluster.fit.validate import summary
@@ -509,10 +490,9 @@ def _measured_line(r: dict) -> str:
     if m is None:
         return f"# measured: {job.measured} has no {job.op} at {job.ranks} ranks"
     stats = summary(m.rows)["sizes_ge_1024B"]
-    basis = _measured_basis(r)
     return (f"# measured: {job.measured}, {'CUDA graphs' if m.cuda_graph else 'host-launched'}, median of {m.rounds} "
             f"round(s); over its {stats['sizes']} sizes >= 1 KiB mean |error| {stats['mean_abs_error_pct']:.2f}%, "
-            f"max {stats['max_abs_error_pct']:.2f}% ({basis})")
+            f"max {stats['max_abs_error_pct']:.2f}%; {m.basis}")
 
 
 def _storage_setup(args):

@@ -53,22 +53,21 @@ def _runs(manifest: dict, tool: str) -> list[dict]:
     return [r for r in manifest["runs"] if r["tool"] == tool and r["status"] == "ok"]
 
 
-def _timed(manifest: dict, tool: str, role: str = "timing") -> list[dict]:
-    """The bundle's runs of one role ("timing" rounds or NCCL "tuning" logs); older manifests without
-    meta hold timing runs named by their op."""
-    return [r for r in _runs(manifest, tool) if r.get("meta", {}).get("role", "timing") == role]
-
-
-def _op_of(run: dict) -> str:
-    return run.get("meta", {}).get("op", run["run_id"])
+def _logs_by_op(bundle: Path, manifest: dict, tool: str, role: str = "timing") -> dict[str, list[Path]]:
+    """op -> the stdout of each of its runs of one role ("timing" rounds or NCCL "tuning" logs), in manifest
+    order; older manifests without meta hold timing runs named by their op."""
+    logs: dict[str, list[Path]] = {}
+    for run in _runs(manifest, tool):
+        meta = run.get("meta", {})
+        if meta.get("role", "timing") == role:
+            logs.setdefault(meta.get("op", run["run_id"]), []).append(bundle / run["path"] / "stdout.txt")
+    return logs
 
 
 def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[Path]]:
     """op -> the stdout of each of its timing rounds in a trace bundle (tuning logs left out), in manifest order."""
     bundle = Path(bundle)
-    logs: dict[str, list[Path]] = {}
-    for run in _timed(_manifest(bundle), tool):
-        logs.setdefault(_op_of(run), []).append(bundle / run["path"] / "stdout.txt")
+    logs = _logs_by_op(bundle, _manifest(bundle), tool)
     if not logs:
         raise TraceFormatError(f"the bundle has no {tool} timing runs that finished", where=str(bundle / "manifest.json"))
     return logs
@@ -80,24 +79,24 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: 
     from simcluster.fit.profile import with_profile
     from simcluster.traces import nccl_tests
 
-    runs = [r for r in _timed(manifest, tool) if _op_of(r) == "all_reduce"]
-    if not runs:
+    logs = _logs_by_op(bundle, manifest, tool)
+    paths = logs.pop("all_reduce", [])
+    if not paths:
         return []
-    paths = [bundle / r["path"] / "stdout.txt" for r in runs]
     traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
-    tuning_runs = [r for r in _timed(manifest, tool, "tuning") if _op_of(r) == "all_reduce"]
+    tuning_logs = _logs_by_op(bundle, manifest, tool, "tuning").get("all_reduce", [])
     tunings = []
-    if tuning_runs:
+    if tuning_logs:
         from simcluster.traces import nccl_tuning
 
-        paths.append(bundle / tuning_runs[0]["path"] / "stdout.txt")
+        paths.append(tuning_logs[0])
         tunings.append(nccl_tuning.parse(paths[-1]))
     params = fit_collective.fit_card(traces, tunings)[0]
     carried = with_profile(params, op_profile) if op_profile else params
     trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
             "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
-                           f"{bundle.name}" + (", protocols chosen by NCCL's tuning table." if tuning_runs else "."),
+                           f"{bundle.name}" + (", protocols chosen by NCCL's tuning table." if tuning_logs else "."),
             "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
             "params": collective_params_yaml(carried),
             "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
@@ -105,7 +104,7 @@ def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: 
                 {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
     target = out / f"collective-{tool}.yaml"
     target.write_text(dump_card(card))
-    others = [(bundle / r["path"] / "stdout.txt", _op_of(r)) for r in _timed(manifest, tool) if _op_of(r) != "all_reduce"]
+    others = [(path, op) for op, op_paths in logs.items() for path in op_paths]
     if not (others and tunings):
         return [str(target)]
     profile = _op_profile(bundle, manifest, tool, out, params, traces, paths, others, card["machine"])

@@ -57,9 +57,36 @@ class OpValidation:
     ranks: int
     cuda_graph: bool
     rounds: int
-    in_sample: bool          # one of its rounds is among the traces the card was fitted on
+    basis: str               # "in sample (...)" when the card or its per-op profile was fitted on it, else "held out"
     trace: CollectiveTrace
     rows: list[ValidationRow]
+
+    @property
+    def in_sample(self) -> bool:
+        return self.basis != HELD_OUT
+
+
+HELD_OUT = "held out"
+
+
+def profile_measured_on(params: CollectiveParams, ranks: int, host_launch: bool, path) -> bool:
+    """The card's per-op profile that applies at (ranks, launch mode) was learned from this log (or its bundle)."""
+    from pathlib import Path
+
+    from simcluster.collectives.profile import matching
+
+    used = matching(getattr(params, "profiles", ()), ranks, host_launch)
+    return bool(used and used.source and path and Path(path).resolve().is_relative_to(Path(used.source).resolve()))
+
+
+def _basis(params: CollectiveParams, paths: list, ranks: int, graph: bool, fitted_sha256: set[str]) -> str:
+    from simcluster.traces.common import sha256_of
+
+    if any(sha256_of(p) in fitted_sha256 for p in paths):
+        return "in sample (the card was fitted on it)"
+    if any(profile_measured_on(params, ranks, not graph, p) for p in paths):
+        return "in sample (the card's per-op profile was measured on it)"
+    return HELD_OUT
 
 
 def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256: set[str]
@@ -70,7 +97,6 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
     from simcluster.collectives.schedule import OPS
     from simcluster.errors import SimclusterError
     from simcluster.traces import nccl_tests
-    from simcluster.traces.common import sha256_of
 
     out, skipped = [], []
     for op in sorted(logs, key=lambda o: (OPS.index(o) if o in OPS else len(OPS), o)):
@@ -83,7 +109,7 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
         for (_, ranks, graph), trace in nccl_tests.median_of_rounds([t for _, t in parsed]).items():
             paths = [p for p, t in parsed if (t.nranks, bool(t.cuda_graph_launches)) == (ranks, graph)]
             out.append(OpValidation(trace.op, ranks, graph, len(paths),
-                                    any(sha256_of(p) in fitted_sha256 for p in paths), trace, validate(params, trace)))
+                                    _basis(params, paths, ranks, graph, fitted_sha256), trace, validate(params, trace)))
     return out, skipped
 
 
