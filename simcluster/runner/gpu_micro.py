@@ -1,0 +1,265 @@
+"""GPU micro-benchmarks for the GPU card: one JSON document on stdout.
+
+    python -m simcluster.runner.gpu_micro              # the full sweep (a GPU; about a minute on an H100)
+    python -m simcluster.runner.gpu_micro --quick      # small sizes, also on a CPU (checks the logic)
+
+Sections, each timed with CUDA events (on a CPU: perf_counter), `--warmup` calls, then `--repeats`
+timed batches of `inner` back-to-back calls (inner chosen so a batch lasts >= `--min-batch` seconds);
+a sample is batch time / inner, the record's time is the median sample:
+
+  gemm       bf16 torch.matmul: square 256..16384, and the shapes of a transformer layer: M = tokens
+             512..16384 against (N, K) = (h, h), (ffn, h), (h, ffn) for h 1024..8192, and the weight
+             gradients (h, ffn, tokens); fp8 (e4m3, torch._scaled_mm, bf16 out) where the GPU has it; tf32
+  attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
+             backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
+  memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
+             rms_norm (one F.rms_norm call, kernels not counted) for reference only
+  launch     a one-element in-place add, thousands back to back: the per-kernel issue cost
+
+A section that fails is an entry in `errors`, the others still run. torch is imported in main only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+HIDDEN_FFN = ((1024, 2816), (2048, 5632), (4096, 14336), (8192, 28672))
+TOKENS = (512, 2048, 8192, 16384)
+SQUARE = (256, 512, 1024, 2048, 4096, 8192, 16384)
+FP8_SQUARE = (1024, 2048, 4096, 8192, 16384)
+TF32_SQUARE = (2048, 4096, 8192)
+SEQS = (512, 1024, 2048, 4096, 8192)
+HEADS = ((32, 8, 128), (32, 32, 128), (16, 4, 64), (16, 16, 64))   # (heads, kv_heads, head_dim)
+ATTN_TOKENS = 16384                                                   # batch * seq per attention call
+MEMORY_BYTES = tuple(2**p for p in range(18, 33))                    # 256 KiB .. 4 GiB per tensor
+QUICK = {"square": (64, 128), "fp8": (), "tf32": (64,), "hidden": ((64, 176),), "tokens": (32, 64), "seqs": (64, 128),
+         "heads": ((4, 2, 16),), "attn_tokens": 256, "memory": (2**12, 2**16)}
+
+
+def gemm_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, role) of the bf16 sweep: squares, then each layer's forward and weight-gradient GEMMs."""
+    square = QUICK["square"] if quick else SQUARE
+    shapes = [(s, s, s, "square") for s in square]
+    for h, f in (QUICK["hidden"] if quick else HIDDEN_FFN):
+        for t in (QUICK["tokens"] if quick else TOKENS):
+            shapes += [(t, h, h, "proj"), (t, f, h, "mlp_up"), (t, h, f, "mlp_down"), (h, f, t, "wgrad")]
+    return shapes
+
+
+def clocks() -> dict:
+    """SM and memory clocks (MHz) from nvidia-smi, if it answers within 5 s."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5).stdout
+        sm, sm_max, mem, power, temp = [x.strip() for x in out.splitlines()[0].split(",")]
+        return {"sm_MHz": sm, "sm_max_MHz": sm_max, "mem_MHz": mem, "power_W": power, "temperature_C": temp}
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return {}
+
+
+class Timer:
+    """Median time of a callable: CUDA events on a GPU, perf_counter on a CPU."""
+
+    def __init__(self, torch, device, warmup: int, repeats: int, min_batch_s: float):
+        self.torch, self.device, self.warmup, self.repeats, self.min_batch_s = torch, device, warmup, repeats, min_batch_s
+
+    def _batch(self, fn, inner: int) -> float:
+        if self.device.type == "cuda":
+            start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(inner):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        return time.perf_counter() - t0
+
+    def __call__(self, fn) -> dict:
+        for _ in range(self.warmup):
+            fn()
+        one = max(self._batch(fn, 1), 1e-7)
+        inner = int(min(2000, max(1, math.ceil(self.min_batch_s / one))))
+        samples = [self._batch(fn, inner) / inner for _ in range(self.repeats)]
+        return {"time_s": statistics.median(samples), "samples_s": samples, "inner": inner}
+
+
+def run_gemm(torch, dev, timer, quick: bool) -> list[dict]:
+    out = []
+    for m, n, k, role in gemm_shapes(quick):
+        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        out.append({"m": m, "n": n, "k": k, "batch": 1, "dtype": "bf16", "role": role, **timer(lambda a=a, b=b: torch.matmul(a, b))})
+        del a, b
+    torch.backends.cuda.matmul.allow_tf32 = True
+    for s in QUICK["tf32"] if quick else TF32_SQUARE:
+        a, b = torch.randn(s, s, device=dev), torch.randn(s, s, device=dev)
+        out.append({"m": s, "n": s, "k": s, "batch": 1, "dtype": "fp32", "role": "square-tf32", **timer(lambda a=a, b=b: a @ b)})
+        del a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
+
+
+def run_fp8(torch, dev, timer, quick: bool) -> list[dict]:
+    """e4m3 x e4m3 -> bf16 with per-tensor scales (torch._scaled_mm: A row-major, B column-major)."""
+    if dev.type != "cuda" or torch.cuda.get_device_capability(dev) < (8, 9) or not hasattr(torch, "_scaled_mm"):
+        return []
+    one = torch.tensor(1.0, device=dev)
+    shapes = [(s, s, s, "square") for s in FP8_SQUARE]
+    shapes += [(t, f, h, "mlp_up") for h, f in HIDDEN_FFN[1:] for t in (2048, 8192)]
+    out = []
+    for m, n, k, role in shapes:
+        a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
+
+        def fn(a=a, b=b):
+            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        out.append({"m": m, "n": n, "k": k, "batch": 1, "dtype": "fp8", "role": role, **timer(fn)})
+        del a, b
+    return out
+
+
+def run_attention(torch, dev, timer, quick: bool) -> list[dict]:
+    import torch.nn.functional as F
+
+    out = []
+    tokens = QUICK["attn_tokens"] if quick else ATTN_TOKENS
+    for heads, kv, d in QUICK["heads"] if quick else HEADS:
+        for seq in QUICK["seqs"] if quick else SEQS:
+            b = max(1, tokens // seq)
+            q = torch.randn(b, heads, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+            k = torch.randn(b, kv, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+            v = torch.randn(b, kv, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+            grad = torch.randn(b, heads, seq, d, device=dev, dtype=torch.bfloat16)
+            gqa = {"enable_gqa": True} if kv != heads else {}
+
+            def fwd(q=q, k=k, v=v, gqa=gqa):
+                with torch.no_grad():
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+
+            def fwd_bwd(q=q, k=k, v=v, gqa=gqa, grad=grad):
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+                return torch.autograd.grad(o, (q, k, v), grad)
+
+            shape = {"batch": b, "heads": heads, "kv_heads": kv, "seq_q": seq, "seq_kv": seq, "head_dim": d,
+                     "causal": True, "dtype": "bf16"}
+            out.append({**shape, "mode": "fwd", **timer(fwd)})
+            out.append({**shape, "mode": "fwd_bwd", **timer(fwd_bwd)})
+            del q, k, v, grad
+    return out
+
+
+def run_memory(torch, dev, timer, quick: bool) -> list[dict]:
+    import torch.nn.functional as F
+
+    out = []
+    free = torch.cuda.mem_get_info(dev)[0] if dev.type == "cuda" else 2**34
+    for nbytes in QUICK["memory"] if quick else MEMORY_BYTES:
+        if 4 * nbytes > 0.8 * free:
+            break
+        n = nbytes // 2
+        a, b, c = (torch.randn(n, device=dev, dtype=torch.bfloat16) for _ in range(3))
+        ops = (("copy", 2, lambda a=a, c=c: c.copy_(a)), ("add", 3, lambda a=a, b=b, c=c: torch.add(a, b, out=c)),
+               ("scale", 2, lambda a=a, c=c: torch.mul(a, 2.0, out=c)))
+        for name, passes, fn in ops:
+            out.append({"op": name, "dtype": "bf16", "elements": n, "bytes_moved": passes * nbytes, **timer(fn)})
+        if hasattr(F, "rms_norm") and nbytes >= 2**20:
+            x, w = a.view(-1, 4096 if n % 4096 == 0 else n), torch.ones(4096 if n % 4096 == 0 else n, device=dev, dtype=torch.bfloat16)
+            out.append({"op": "rms_norm", "dtype": "bf16", "elements": n, "bytes_moved": 2 * nbytes, "reference_only": True,
+                        **timer(lambda x=x, w=w: F.rms_norm(x, (x.shape[-1],), w))})
+        del a, b, c
+    return out
+
+
+def run_launch(torch, dev, kernels: int) -> dict:
+    """Back-to-back one-element adds: device time per kernel (events) and host time to issue one."""
+    x = torch.zeros(1, device=dev)
+    for _ in range(100):
+        x.add_(1.0)
+    samples, host = [], []
+    for _ in range(10):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        t0 = time.perf_counter()
+        for _ in range(kernels):
+            x.add_(1.0)
+        host.append((time.perf_counter() - t0) / kernels)
+        if dev.type == "cuda":
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3 / kernels)
+        else:
+            samples.append(host[-1])
+    return {"time_s": statistics.median(samples), "samples_s": samples, "host_issue_s": statistics.median(host), "kernels": kernels}
+
+
+def device_info(torch, dev) -> dict:
+    if dev.type != "cuda":
+        return {"name": platform.processor() or "cpu", "type": "cpu"}
+    p = torch.cuda.get_device_properties(dev)
+    return {"name": p.name, "type": "cuda", "capability": list(torch.cuda.get_device_capability(dev)),
+            "sm_count": p.multi_processor_count, "memory_bytes": p.total_memory,
+            "l2_bytes": getattr(p, "L2_cache_size", None)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (logic check; runs on a CPU)")
+    ap.add_argument("--repeats", type=int, default=10, help="timed batches per measurement (median taken)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
+    ap.add_argument("--min-batch", type=float, default=1e-3, help="seconds a timed batch lasts at least")
+    ap.add_argument("--sections", default="gemm,fp8,attention,memory,launch", help="comma-separated sections")
+    args = ap.parse_args(argv)
+    import torch
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    timer = Timer(torch, dev, args.warmup, args.repeats, args.min_batch)
+    doc = {"tool": "gpu-micro", "format": 1, "device": device_info(torch, dev), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "python": platform.python_version(), "clocks_before": clocks(),
+           "method": {"timer": "cuda events" if dev.type == "cuda" else "perf_counter", "repeats": args.repeats,
+                      "warmup": args.warmup, "min_batch_s": args.min_batch, "statistic": "median of batch time / inner"},
+           "quick": args.quick, "gemm": [], "attention": [], "memory": [], "launch": None, "errors": []}
+    wanted = set(args.sections.split(","))
+    sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick)), ("fp8", lambda: run_fp8(torch, dev, timer, args.quick)),
+                ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
+                ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
+                ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)))
+    for name, fn in sections:
+        if name not in wanted:
+            continue
+        t0 = time.perf_counter()
+        try:
+            result = fn()
+        except Exception as exc:  # noqa: BLE001 - a failing section is recorded, the others still run
+            doc["errors"].append({"section": name, "error": f"{type(exc).__name__}: {exc}",
+                                  "traceback": traceback.format_exc(limit=3)})
+            result = None
+        if name == "launch":
+            doc["launch"] = result
+        elif result:
+            doc["gemm" if name == "fp8" else name] += result
+        print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    doc["clocks_after"] = clocks()
+    json.dump(doc, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

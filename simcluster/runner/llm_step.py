@@ -1,0 +1,300 @@
+"""Llama-shaped decoder training steps: one JSON document on stdout (rank 0).
+
+    python -m simcluster.runner.llm_step --preset 1b --shapes 2048:4,4096:2
+    python -m simcluster.runner.llm_step --layers 4 --hidden 256 --ffn 704 --heads 4 --kv-heads 2 --vocab 1000 --shapes 128:2
+    torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode ddp    # or fsdp, tp
+
+The model, in plain torch: token embedding; per layer x += Attn(RMSNorm(x)), x += MLP(RMSNorm(x)) with
+Attn = q/k/v projections (no bias), rotary embeddings (optional), causal SDPA with GQA (enable_gqa), output
+projection; MLP = SwiGLU, down(silu(gate(x)) * up(x)); final RMSNorm; LM head (tied to the embedding or not);
+cross-entropy on synthetic random tokens. Precision `amp` (default): fp32 master weights, bf16 autocast,
+AdamW (fused on a GPU) with fp32 states; `bf16`: bf16 weights and optimizer states.
+
+For each `--shapes SEQ:MICRO_BATCH` it runs `--warmup` steps, then times `--steps` full steps (forward,
+backward, optimizer), each between two device synchronisations (wall clock), and records
+torch.cuda.max_memory_allocated / max_memory_reserved since that shape's first step (peak statistics reset
+first; parameters and optimizer states persist across the shapes of one process). A shape that runs out of
+memory is recorded as status "oom" with the allocator's message, and the next shape runs.
+
+Modes: single (1 GPU), ddp (DistributedDataParallel), fsdp (FSDP2: torch.distributed.fsdp.fully_shard per
+layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: q/k/v, gate, up column-wise,
+o and down row-wise; heads and kv_heads must divide by the world size). Multi-GPU modes run under torchrun.
+torch is imported inside main only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+# Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
+PRESETS = {
+    "0.3b": dict(layers=24, hidden=1024, ffn=2816, heads=16, kv_heads=8, vocab=32000, tied=True),
+    "0.5b": dict(layers=16, hidden=1536, ffn=4096, heads=12, kv_heads=4, vocab=32000, tied=False),
+    "1b": dict(layers=16, hidden=2048, ffn=8192, heads=32, kv_heads=8, vocab=128256, tied=True),
+    "3b": dict(layers=28, hidden=3072, ffn=8192, heads=24, kv_heads=8, vocab=128256, tied=True),
+    "tiny": dict(layers=2, hidden=128, ffn=352, heads=4, kv_heads=2, vocab=512, tied=False),
+}
+MODES = ("single", "ddp", "fsdp", "tp")
+
+
+def param_count(layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int, tied: bool) -> int:
+    """Parameters of the decoder as built here (no biases; two RMSNorm weights per layer and a final one)."""
+    d = hidden // heads
+    attn = hidden * hidden * 2 + 2 * hidden * kv_heads * d
+    return layers * (attn + 3 * hidden * ffn + 2 * hidden) + hidden + vocab * hidden * (1 if tied else 2)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int]]:
+    try:
+        shapes = [(int(s), int(b)) for s, b in (x.split(":") for x in text.split(",") if x.strip())]
+    except ValueError:
+        raise SystemExit(f"--shapes {text!r}: expected SEQ:MICRO_BATCH,... e.g. 2048:4,4096:2") from None
+    if not shapes or min(min(p) for p in shapes) < 1:
+        raise SystemExit(f"--shapes {text!r}: expected positive SEQ:MICRO_BATCH pairs")
+    return shapes
+
+
+def build(torch, cfg: dict, rope: bool):
+    """The decoder as an nn.Module (no torch at import time: classes are made here)."""
+    nn, F = torch.nn, torch.nn.functional
+    hidden, heads, kv_heads = cfg["hidden"], cfg["heads"], cfg["kv_heads"]
+    head_dim = hidden // heads
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            if hasattr(F, "rms_norm"):
+                return F.rms_norm(x, (x.shape[-1],), self.weight.to(x.dtype), 1e-5)
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+    def rotate(x, cos, sin):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Linear(hidden, heads * head_dim, bias=False)
+            self.k = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+            self.v = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+            self.o = nn.Linear(heads * head_dim, hidden, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            # local head counts from the (possibly tensor-parallel) projections' outputs
+            q = self.q(x).view(b, s, -1, head_dim).transpose(1, 2)
+            k = self.k(x).view(b, s, -1, head_dim).transpose(1, 2)
+            v = self.v(x).view(b, s, -1, head_dim).transpose(1, 2)
+            if cos is not None:
+                q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+            return self.o(o.transpose(1, 2).reshape(b, s, -1))
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(hidden, cfg["ffn"], bias=False)
+            self.up = nn.Linear(hidden, cfg["ffn"], bias=False)
+            self.down = nn.Linear(cfg["ffn"], hidden, bias=False)
+
+        def forward(self, x):
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn_norm, self.attn, self.mlp_norm, self.mlp = RMSNorm(hidden), Attention(), RMSNorm(hidden), Mlp()
+
+        def forward(self, x, cos, sin):
+            x = x + self.attn(self.attn_norm(x), cos, sin)
+            return x + self.mlp(self.mlp_norm(x))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(cfg["vocab"], hidden)
+            self.layers = nn.ModuleList(Layer() for _ in range(cfg["layers"]))
+            self.norm = RMSNorm(hidden)
+            self.head = nn.Linear(hidden, cfg["vocab"], bias=False)
+            if cfg["tied"]:
+                self.head.weight = self.embed.weight
+
+        def forward(self, tokens, labels):
+            x = self.embed(tokens)
+            cos = sin = None
+            if rope:
+                s = tokens.shape[1]
+                inv = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=tokens.device, dtype=torch.float32) / head_dim))
+                ang = torch.outer(torch.arange(s, device=tokens.device, dtype=torch.float32), inv)
+                ang = torch.cat((ang, ang), dim=-1)
+                cos, sin = ang.cos().to(x.dtype)[None, None], ang.sin().to(x.dtype)[None, None]
+            for layer in self.layers:
+                x = layer(x, cos, sin)
+            logits = self.head(self.norm(x))
+            return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
+
+    return Decoder()
+
+
+def _distributed(torch, mode: str):
+    """(rank, world, local_rank) under torchrun; (0, 1, 0) for single."""
+    if mode == "single":
+        return 0, 1, 0
+    import torch.distributed as dist
+
+    if "RANK" not in os.environ:
+        raise SystemExit(f"--mode {mode}: launch with torchrun (RANK / WORLD_SIZE not set)")
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return dist.get_rank(), dist.get_world_size(), local
+
+
+def wrap(torch, model, mode: str, world: int, cfg: dict, device):
+    """Apply the parallelism: DDP, FSDP2 or tensor parallel."""
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if mode == "fsdp":
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for layer in model.layers:
+            fully_shard(layer, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+        return model
+    if mode == "tp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+        if cfg["heads"] % world or cfg["kv_heads"] % world:
+            raise SystemExit(f"--mode tp: heads {cfg['heads']} and kv_heads {cfg['kv_heads']} must divide by {world}")
+        mesh = init_device_mesh(device.type, (world,))
+        plan = {"attn.q": ColwiseParallel(), "attn.k": ColwiseParallel(), "attn.v": ColwiseParallel(),
+                "attn.o": RowwiseParallel(), "mlp.gate": ColwiseParallel(), "mlp.up": ColwiseParallel(),
+                "mlp.down": RowwiseParallel()}
+        for layer in model.layers:
+            parallelize_module(layer, mesh, plan)
+        return model
+    return model
+
+
+def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int) -> dict:
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    tokens = torch.randint(0, cfg["vocab"], (micro, seq + 1), generator=gen).to(device)
+    inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def step():
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = model(inputs, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    record = {"seq": seq, "micro_batch": micro, "tokens_per_step": seq * micro, "warmup": warmup, "steps": steps}
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    try:
+        for _ in range(warmup):
+            step()
+        sync()
+        steady = torch.cuda.memory_allocated(device) if cuda else 0
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            loss = step()
+            sync()
+            times.append(time.perf_counter() - t0)
+    except getattr(torch, "OutOfMemoryError", RuntimeError) as exc:
+        opt.zero_grad(set_to_none=True)
+        record.update(status="oom", error=str(exc).splitlines()[0][:300])
+        if cuda:
+            record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                          max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device))
+            torch.cuda.empty_cache()
+        return record
+    record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), loss=float(loss.detach()))
+    if cuda:
+        record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                      max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", choices=sorted(PRESETS), help="Llama-like sizes; explicit flags override them")
+    for name in ("layers", "hidden", "ffn", "heads", "kv-heads", "vocab"):
+        ap.add_argument(f"--{name}", type=int, help=f"model {name}")
+    ap.add_argument("--tied", choices=("yes", "no"), help="tie the LM head to the embedding")
+    ap.add_argument("--no-rope", action="store_true", help="leave rotary embeddings out")
+    ap.add_argument("--shapes", default="2048:1", help="SEQ:MICRO_BATCH,... timed in this order")
+    ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
+    ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
+    ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+    args = ap.parse_args(argv)
+    cfg = dict(PRESETS[args.preset or "tiny"])
+    for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
+        if getattr(args, name) is not None:
+            cfg[name] = getattr(args, name)
+    if args.tied:
+        cfg["tied"] = args.tied == "yes"
+    if cfg["hidden"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
+        raise SystemExit(f"hidden {cfg['hidden']} must divide by heads {cfg['heads']}, heads by kv_heads {cfg['kv_heads']}")
+    shapes = parse_shapes(args.shapes)
+    import torch
+
+    rank, world, local = _distributed(torch, args.mode)
+    device = torch.device(f"cuda:{local}" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = build(torch, cfg, rope=not args.no_rope)
+    if args.precision == "bf16":
+        model = model.to(torch.bfloat16)
+    model = wrap(torch, model, args.mode, world, cfg, device)
+    fused = device.type == "cuda" and args.mode != "tp"
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=fused or None)
+    amp = args.precision == "amp"
+    arch = {**cfg, "preset": args.preset, "head_dim": cfg["hidden"] // cfg["heads"], "rope": not args.no_rope,
+            "params": param_count(cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["heads"], cfg["kv_heads"], cfg["vocab"], cfg["tied"])}
+    records = []
+    for i, (seq, micro) in enumerate(shapes):
+        records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i))
+        print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
+              f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
+    if rank == 0:
+        props = torch.cuda.get_device_properties(device) if device.type == "cuda" else None
+        doc = {"tool": "llm-step", "format": 1, "mode": args.mode, "world_size": world,
+               "device": {"name": props.name if props else "cpu", "memory_bytes": props.total_memory if props else None,
+                          "sm_count": props.multi_processor_count if props else None},
+               "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
+               "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
+               "optimizer": {"name": "AdamW", "fused": bool(fused), "lr": args.lr}, "shapes": records}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    if args.mode != "single":
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
