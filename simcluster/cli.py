@@ -578,6 +578,8 @@ def cmd_collect(args) -> int:
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
         dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
         ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
+        gpu_micro_quick=args.gpu_micro_quick, llm_presets=tuple(_csv(args.llm_presets) or plans.Options.llm_presets),
+        llm_shapes=args.llm_shapes, llm_modes=tuple(_csv(args.llm_modes) or ["single"]), llm_steps=args.llm_steps,
         timeout_s=args.timeout, ground_truth=gt)
     steps = plans.plan(tools, options, Path(args.out))
 
@@ -686,8 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
-    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step "
-                   "(default: qperf,perf-stat,fio)")
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step, "
+                   "gpu-micro, llm-step (default: qperf,perf-stat,fio)")
     p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
     p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
     p.add_argument("--ops", help="collectives for nccl-tests (default all_reduce)")
@@ -726,6 +728,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ddp-paired", type=int, default=0, metavar="BLOCKS",
                    help="ddp-step: the multi-GPU processes also time plain 1-GPU steps, alternating BLOCKS blocks "
                         "with the DDP steps (a 1-GPU baseline from the same processes; docs/models/training.md)")
+    p.add_argument("--gpu-micro-quick", action="store_true", help="gpu-micro: small sizes only (a logic check)")
+    p.add_argument("--llm-presets", help="llm-step model sizes, comma-separated: 0.3b, 0.5b, 1b, 3b, tiny (default: 0.3b,0.5b,1b,3b)")
+    p.add_argument("--llm-shapes", default="1024:8,2048:4,4096:2,2048:1", help="llm-step SEQ:MICRO_BATCH,... (default %(default)s)")
+    p.add_argument("--llm-modes", help="llm-step single, ddp, fsdp, tp; multi-GPU modes run under torchrun over --gpus (default single)")
+    p.add_argument("--llm-steps", type=int, default=10, help="llm-step timed steps per shape (default %(default)s)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=cmd_collect)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.runner.collect import Step
 
-TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket")
+TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
+         "llm-step")
 NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
 SOCKET_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 QPERF_PORT = 19765
@@ -59,6 +60,11 @@ class Options:
     dlio_cold_cache: bool = True                          # drop the page cache before each run
     ddp_models: tuple[str, ...] = ("resnet18:32:128",)
     ddp_paired: int = 0                                    # ddp_step --paired: blocks of plain / DDP steps per process
+    gpu_micro_quick: bool = False                         # gpu-micro --quick (small sizes)
+    llm_presets: tuple[str, ...] = ("0.3b", "0.5b", "1b", "3b")  # llm-step model sizes (runner/llm_step.py PRESETS)
+    llm_shapes: str = "1024:8,2048:4,4096:2,2048:1"        # llm-step SEQ:MICRO_BATCH per process
+    llm_modes: tuple[str, ...] = ("single",)               # llm-step single, ddp, fsdp, tp (torchrun over --gpus)
+    llm_steps: int = 10                                    # llm-step timed steps per shape
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 
@@ -243,4 +249,8 @@ def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
             steps += dlio_steps(options, out)
         elif tool in ("ddp-step", "ddp-step-socket"):
             steps += ddp_steps(options, socket=tool == "ddp-step-socket")
+        elif tool in ("gpu-micro", "llm-step"):
+            from simcluster.runner import plans_gpu
+
+            steps += plans_gpu.gpu_micro_steps(options) if tool == "gpu-micro" else plans_gpu.llm_steps(options, _gpu_count(options))
     return steps

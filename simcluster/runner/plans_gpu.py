@@ -1,0 +1,47 @@
+"""What `simcluster collect` runs for the GPU tools: gpu-micro (the GPU card's micro-benchmarks) and
+llm-step (Llama-shaped training steps, the held-out set for the LLM step model).
+
+llm-step runs one process per preset and mode, each timing every --llm-shapes SEQ:MICRO_BATCH in turn;
+modes other than `single` run under torchrun over all the host's GPUs (`--gpus`), NVLink multicast off.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from simcluster.errors import SimclusterError
+from simcluster.runner.collect import Step
+from simcluster.runner.llm_step import MODES, PRESETS, parse_shapes
+
+GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+
+
+def gpu_micro_steps(options) -> list[Step]:
+    argv = [sys.executable, "-m", "simcluster.runner.gpu_micro"] + (["--quick"] if options.gpu_micro_quick else [])
+    return [Step("gpu-micro", "gpu-micro", argv, dict(GPU_ENV), options.timeout_s, meta={"quick": options.gpu_micro_quick})]
+
+
+def llm_steps(options, gpus: int) -> list[Step]:
+    bad = [p for p in options.llm_presets if p not in PRESETS]
+    if bad:
+        raise SimclusterError(f"--llm-presets: unknown preset {bad[0]!r}", hint=f"one of {', '.join(PRESETS)}")
+    bad = [m for m in options.llm_modes if m not in MODES]
+    if bad:
+        raise SimclusterError(f"--llm-modes: unknown mode {bad[0]!r}", hint=f"one of {', '.join(MODES)}")
+    try:
+        parse_shapes(options.llm_shapes)
+    except SystemExit as exc:
+        raise SimclusterError(str(exc)) from None
+    steps = []
+    for mode in options.llm_modes:
+        world = 1 if mode == "single" else gpus
+        if world < 2 and mode != "single":
+            raise SimclusterError(f"--llm-modes {mode}: needs 2 or more GPUs, this host has {gpus}")
+        launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world)]
+                    if mode != "single" else [sys.executable])
+        for preset in options.llm_presets:
+            argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
+                    "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)]
+            steps.append(Step("llm-step", f"{preset}-{mode}{world if world > 1 else ''}", argv, dict(GPU_ENV), options.timeout_s,
+                              meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes}))
+    return steps
