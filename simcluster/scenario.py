@@ -16,6 +16,7 @@ import yaml
 from simcluster.collectives.fabric import ALGORITHMS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import ScenarioError, SimclusterError, UnitError
+from simcluster.llm.job import read_llm_job
 from simcluster.network.fabric import KINDS as FABRIC_KINDS
 from simcluster.network.topology import FORWARDING
 from simcluster.units import parse_size_arg, parse_time
@@ -52,6 +53,7 @@ class Machine:
     host_cores: float = 64.0
     aggregation_card: Path | None = None
     nvls_card: Path | None = None
+    gpu_card: Path | None = None   # a GPU card (models/gpu/), for llm_training jobs
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,7 @@ class _Reader:
 
 
 def _machine(r: _Reader, m) -> Machine:
-    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls"})
+    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
     card = r.card(m, "machine")
     gpus, nodes = r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1)
     nic = fabric = aggregation = None
@@ -237,7 +239,8 @@ def _machine(r: _Reader, m) -> Machine:
     if m.get("nvls") is not None:  # NVLink SHARP in the node's NVSwitches
         d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
         nvls = r.card(d, "machine.nvls")
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls)
+    gpu = r.card(r.mapping(m["gpu"], "machine.gpu", {"card"}, set()), "machine.gpu") if m.get("gpu") is not None else None
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu)
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -405,7 +408,8 @@ def _training(r: _Reader, job: dict, key: str, machine: Machine) -> TrainingJob:
                        r.quantity(job, key, "storage_stall", parse_time, "0s"), storage)
 
 
-JOB_READERS = {"collective_sweep": _sweep, "training": _training, "qperf": _qperf, "concurrent": _concurrent}
+JOB_READERS = {"collective_sweep": _sweep, "training": _training, "qperf": _qperf, "concurrent": _concurrent,
+               "llm_training": read_llm_job}
 
 
 def _resolve(scenario_path: Path, ref: str) -> Path:
