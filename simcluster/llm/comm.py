@@ -1,0 +1,185 @@
+"""The communication each parallelism implies, and its time on the project's collective and fabric models.
+
+Ranks are numbered TP innermost, then CP, then DP, then PP (Megatron's default order):
+  rank = tp_i + tp (cp_i + cp (dp_i + dp pp_i))
+so a group of `size` ranks `stride` apart has min(size, G / stride) ranks in a node of G GPUs (at least 1)
+and spans size / that nodes. A group inside a node is timed on the NVLink collective card
+(collectives.model.predict); a group across nodes on the fabric model: every distinct node set of that
+kind of group runs its ring at once (collectives.fabric.concurrent_ring_flows, max-min over the shared
+leaf/spine links: rails and oversubscription included), each node's NIC rate is split evenly among the
+G / ranks_per_node groups that share the node, and collectives.fabric.predict_fabric times the call on
+that share (ring, tree or hierarchical, the fastest).
+
+Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp):
+  TP   no SP: all_reduce T h 2, twice per layer forward and twice backward
+       SP:    all_gather + reduce_scatter of T h 2 (the full tensor), twice each way
+       full recompute repeats the forward's calls in the backward
+  CP   ring attention: the layer's K and V (all_gather of b s 2 g' d 2) forward; again plus a reduce_scatter of
+       dK, dV backward; overlapped with the attention core: only max(0, comm - attention) is exposed
+  EP   alltoall dispatch + combine of T k h 2 per MoE layer each way (exposed)
+  PP   one activation (forward) and one gradient (backward) of T h 2 / t per micro-batch per stage boundary
+       (Megatron scatters the boundary tensor over the TP ranks)
+  DP   DDP: all_reduce of the stage's gradients (GRAD_BYTES per parameter), in buckets of
+       max(40M, 1M dp) parameters; ZeRO-1/2: reduce_scatter of the gradients + all_gather of the bf16
+       parameters; ZeRO-3 (FSDP): per micro-batch all_gather of the parameters forward and backward and
+       reduce_scatter of the gradients. Expert parameters reduce over dp / ep ranks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcluster.collectives.fabric import Cluster, RingFlows, concurrent_ring_flows, predict_fabric
+from simcluster.collectives.model import predict
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+GRAD_BYTES = 4      # gradients reduced in fp32 (Megatron's main_grad buffers under bf16)
+PARAM_BYTES = 2     # bf16 parameters (ZeRO / FSDP all_gather)
+BUCKET_PARAMS = 40_000_000
+
+
+@dataclass(frozen=True)
+class Network:
+    """What the collectives run on: the NVLink card inside a node, the fabric across nodes."""
+
+    intra: object                 # CollectiveParams or PrimitiveParams
+    gpus_per_node: int
+    cluster: Cluster | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    size: int
+    stride: int
+    ranks_per_node: int
+    nodes: int
+    sets: int = 1                        # distinct node sets running this kind of group at once
+    node_rate_Bps: float = 0.0           # this group's share of a node's NIC rate (slowest set)
+    flows: RingFlows | None = None
+
+    @property
+    def inside_node(self) -> bool:
+        return self.nodes == 1
+
+    def describe(self) -> dict:
+        return {"size": self.size, "ranks_per_node": self.ranks_per_node, "nodes": self.nodes,
+                "placement": "none" if self.size == 1 else "NVLink" if self.inside_node else "fabric", "concurrent_node_sets": self.sets,
+                "network_Bps_per_group": self.node_rate_Bps}
+
+
+def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
+    g = net.gpus_per_node
+    per_node = min(size, max(1, g // stride))
+    nodes = math.ceil(size / per_node)
+    if nodes == 1 or size == 1:
+        return Group(name, size, stride, per_node, 1)
+    if net.cluster is None:
+        raise ValueError(f"the {name} group spans {nodes} nodes but the machine has no fabric")
+    ranks = np.arange(gpus)
+    base = ranks[(ranks // stride) % size == 0]
+    node_sets = np.unique((base[:, None] + stride * np.arange(size)[None, :]) // g, axis=0)[:, ::per_node]
+    solved = concurrent_ring_flows(net.cluster, list(node_sets))
+    slowest = min(solved, key=lambda f: f.node_rate_Bps)
+    share = slowest.node_rate_Bps * per_node / g
+    return Group(name, size, stride, per_node, nodes, len(node_sets), share,
+                 dataclasses.replace(slowest, node_rate_Bps=share))
+
+
+def collective_s(net: Network, group: Group, op: str, size_bytes: float) -> float:
+    """One collective of `size_bytes` (nccl-tests' size convention) on every group of this kind at once."""
+    if group.size == 1 or size_bytes <= 0:
+        return 0.0
+    if group.inside_node:
+        return predict(net.intra, op, max(1, int(size_bytes)), group.size).time_s
+    view = dataclasses.replace(net.cluster, gpus_per_node=group.ranks_per_node, job_nodes=group.nodes)
+    return predict_fabric(view, op, max(1, int(size_bytes)), None, group.flows).time_s
+
+
+@dataclass(frozen=True)
+class Groups:
+    tp: Group
+    cp: Group
+    dp: Group
+    pp: Group
+    ep: Group
+    expert_dp: Group
+
+    def describe(self) -> dict:
+        return {g.name: g.describe() for g in (self.tp, self.cp, self.dp, self.pp, self.ep, self.expert_dp)}
+
+
+def groups(par: ParallelSpec, net: Network) -> Groups:
+    n = par.gpus
+    tp = place("tp", par.tp, 1, n, net)
+    cp = place("cp", par.cp, par.tp, n, net)
+    dp = place("dp", par.dp, par.tp * par.cp, n, net)
+    ep = place("ep", par.ep, par.tp * par.cp, n, net)
+    edp = place("expert_dp", par.dp // par.ep, par.tp * par.cp * par.ep, n, net)
+    if par.pp > 1:
+        pp = place("pp", par.pp, par.tp * par.cp * par.dp, n, net)
+    else:
+        pp = Group("pp", 1, n, 1, 1)
+    return Groups(tp, cp, dp, pp, ep, edp)
+
+
+@dataclass(frozen=True)
+class LayerComm:
+    """Exposed communication of one layer for one micro-batch (seconds)."""
+
+    tp_fwd_s: float
+    tp_bwd_s: float
+    cp_fwd_s: float          # K/V exchange (before subtracting the overlap with attention)
+    cp_bwd_s: float
+    ep_fwd_s: float
+    ep_bwd_s: float
+
+
+def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> LayerComm:
+    tokens = batch.micro_batch * model.seq // par.cp
+    act = tokens * model.hidden * 2
+    if par.sequence_parallel:
+        one = collective_s(net, g.tp, "all_gather", act) + collective_s(net, g.tp, "reduce_scatter", act)
+    else:
+        one = collective_s(net, g.tp, "all_reduce", act)
+    tp_fwd = 2 * one
+    tp_bwd = 2 * one + (tp_fwd if par.recompute == "full" else 0.0)
+    kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
+    cp_fwd = collective_s(net, g.cp, "all_gather", kv)
+    cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)
+    ep_one = 2 * collective_s(net, g.ep, "alltoall", tokens * model.top_k * model.hidden * 2) if model.moe else 0.0
+    return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one)
+
+
+def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> float:
+    """One boundary tensor (activation or its gradient) between neighbouring stages."""
+    if par.pp == 1:
+        return 0.0
+    nbytes = batch.micro_batch * model.seq // par.cp * model.hidden * 2 / par.tp
+    pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
+    if pair.inside_node:
+        return predict(net.intra, "sendrecv", max(1, int(nbytes)), 2).time_s
+    return collective_s(net, pair, "sendrecv", nbytes)
+
+
+def buckets(params: float, dp: int) -> list[float]:
+    """Gradient buckets (parameter counts), in the order the backward produces them."""
+    if params <= 0:
+        return []
+    size = max(BUCKET_PARAMS, 1_000_000 * dp)
+    full, rest = divmod(params, size)
+    return [float(size)] * int(full) + ([float(rest)] if rest else [])
+
+
+def grad_sync_s(net: Network, group: Group, zero: int, params: float) -> float:
+    """Time of one gradient bucket of `params` parameters on the DP group (DDP all_reduce, ZeRO reduce_scatter)."""
+    op = "all_reduce" if zero == 0 else "reduce_scatter"
+    return collective_s(net, group, op, params * GRAD_BYTES)
+
+
+def param_gather_s(net: Network, group: Group, params: float) -> float:
+    return collective_s(net, group, "all_gather", params * PARAM_BYTES)

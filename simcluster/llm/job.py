@@ -1,0 +1,65 @@
+"""The scenario job `kind: llm_training`: model, parallelism, batch and precision, read strictly.
+
+    - kind: llm_training
+      model: {layers: 80, hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, vocab: 128256, seq: 8192}
+      parallel: {tp: 8, pp: 4, dp: 32, zero: 1, virtual_stages: 5, recompute: none, sequence_parallel: true}
+      global_batch: 1024
+      micro_batch: 1
+      precision: bf16
+The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
+inconsistency is the reader's one-line error at the offending key (file:line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.llm.spec import PRECISIONS, RECOMPUTE, BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+
+MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings"})
+PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "sequence_parallel"}
+
+
+@dataclass(frozen=True)
+class LlmJob:
+    model: TransformerSpec
+    parallel: ParallelSpec
+    batch: BatchSpec
+    kind: str = "llm_training"
+
+
+def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
+    """Read one llm_training job with the scenario reader `r` (fail / mapping / integer / choice)."""
+    r.mapping(job, key, {"kind", "model", "parallel", "global_batch", "micro_batch"}, {"precision"})
+    mk = f"{key}.model"
+    m = r.mapping(job["model"], mk, *MODEL_KEYS)
+    ints = {name: r.integer(m, mk, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
+    ints["kv_heads"] = r.integer(m, mk, "kv_heads", default=ints["heads"])
+    moe = {name: r.integer(m, mk, name, minimum=0, default=0) for name in ("experts", "top_k", "expert_ffn")}
+    ffn = r.integer(m, mk, "ffn", minimum=0 if moe["experts"] else 1, default=0 if moe["experts"] else None)
+    tied = m.get("tied_embeddings", False)
+    if not isinstance(tied, bool):
+        r.fail(f"{mk}.tied_embeddings", f"expected true or false, got {tied!r}")
+    pk = f"{key}.parallel"
+    p = r.mapping(job["parallel"], pk, set(), PARALLEL_KEYS)
+    degrees = {name: r.integer(p, pk, name, default=1) for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages")}
+    zero = p.get("zero", 0)
+    if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
+        r.fail(f"{pk}.zero", f"expected 0, 1, 2 or 3, got {zero!r}")
+    recompute = r.choice(p, pk, "recompute", RECOMPUTE, "none")
+    sp = p.get("sequence_parallel", False)
+    if not isinstance(sp, bool):
+        r.fail(f"{pk}.sequence_parallel", f"expected true or false, got {sp!r}")
+    precision = r.choice(job, key, "precision", PRECISIONS, "bf16")
+    gb, mb = r.integer(job, key, "global_batch"), r.integer(job, key, "micro_batch")
+    if getattr(machine, "gpu_card", None) is None:
+        r.fail("machine", "an llm_training job needs machine.gpu: {card: ...} (a GPU card, models/gpu/)")
+    try:
+        model = TransformerSpec(ffn=ffn, tied_embeddings=tied, **ints, **moe)
+        par = ParallelSpec(zero=zero, recompute=recompute, sequence_parallel=sp, **degrees)
+        batch = BatchSpec(gb, mb, precision)
+        check(model, par, batch, machine.gpus_per_node * machine.nodes)
+    except LlmConfigError as exc:
+        dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
+        r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
+    return LlmJob(model, par, batch)

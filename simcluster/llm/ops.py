@@ -1,0 +1,188 @@
+"""One transformer layer (and the embedding, LM head and loss) as the compute ops of one micro-batch on one GPU.
+
+Shapes after sharding, with b micro-batch, s sequence, c = cp, t = tp, T = b * s / c tokens on this GPU,
+h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
+  GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
+    qkv       (T, (a + 2 g') d / t ... see _qkv, h)     out  (T, h, a d / t)
+    gate, up  (T, f / t, h) each                      down (T, h, f / t)
+    MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t)
+  backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
+  attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward
+    (flash recomputes the scores: 5 matmuls against 2); with cp > 1 each rank has s/c queries against
+    all s keys, load-balanced, so its causal share is half of that non-causal block
+  memory-bound (bf16, 2 bytes per element, bytes = read + write; backward moves twice the forward bytes):
+    RMSNorm 2 T' h 2 (x2), residual add 3 T' h 2 (x2), rotary 2 T (a' + g') d 2, SwiGLU 3 T f / t 2,
+    where T' = T / t with sequence parallelism (norms and residuals run on a sequence shard), else T
+recompute: 'full' runs the layer's forward again inside its backward; 'selective' only the attention core.
+Dropout is off (as in Llama pre-training). Every Op carries its FLOPs and bytes so tests can check them by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+ACT_BYTES = 2  # bf16 activations
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str                 # 'gemm' | 'attention' | 'memory'
+    flops: float
+    bytes: float
+    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward)
+    count: int = 1            # identical ops in a row (e.g. the two RMSNorms)
+
+    @property
+    def total_flops(self) -> float:
+        return self.flops * self.count
+
+    @property
+    def total_bytes(self) -> float:
+        return self.bytes * self.count
+
+
+def gemm(name: str, m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -> Op:
+    return Op(name, "gemm", 2.0 * m * n * k * batch, float(batch * ((m * k + k * n) * in_bytes + m * n * ACT_BYTES)),
+              (m, n, k, batch))
+
+
+def gemm_backward(op: Op, in_bytes: int = 2) -> list[Op]:
+    m, n, k, batch = op.shape
+    return [gemm(f"{op.name}.dgrad", m, k, n, batch, in_bytes), gemm(f"{op.name}.wgrad", k, n, m, batch, in_bytes)]
+
+
+def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
+              causal: bool, backward: bool) -> Op:
+    flops = 4.0 * batch * heads * seq_q * seq_kv * head_dim * (0.5 if causal else 1.0) * (2.5 if backward else 1.0)
+    io = batch * (2 * seq_q * heads + 2 * seq_kv * kv_heads) * head_dim * ACT_BYTES  # q, o and k, v
+    return Op(name, "attention", flops, float(io * (2 if backward else 1)),
+              (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward))
+
+
+def memory(name: str, bytes_moved: float, flops: float = 0.0, count: int = 1) -> Op:
+    return Op(name, "memory", float(flops), float(bytes_moved), (), count)
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """Per-GPU sizes of one micro-batch under the parallelism."""
+
+    tokens: int          # T = b s / c
+    seq_tokens: int      # T' for norms and residual adds (T / t with sequence parallelism)
+    heads: int           # a / t
+    kv_heads: int        # g / t, at least 1 (kv heads are replicated when t > g)
+    ffn: int             # f / t (or f_e / t)
+    seq_q: int           # s / c
+    in_bytes: int        # GEMM input element size (1 for fp8)
+
+
+def sharding(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> Sharding:
+    t, c = par.tp, par.cp
+    tokens = batch.micro_batch * model.seq // c
+    ffn = (model.expert_ffn if model.moe else model.ffn) // t
+    return Sharding(tokens, tokens // t if par.sequence_parallel else tokens, model.heads // t,
+                    max(1, model.kv_heads // t), ffn, model.seq // c, 1 if batch.precision == "fp8" else 2)
+
+
+def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, backward: bool) -> Op:
+    name = "attention.bwd" if backward else "attention"
+    if par.cp == 1:
+        return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, model.head_dim, True, backward)
+    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, model.head_dim, False, backward)
+    return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward), op.count)
+
+
+def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    sh = sharding(model, par, batch)
+    T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
+    ops = [memory("rmsnorm", 2 * Tsp * h * ACT_BYTES, 4 * Tsp * h, count=2),
+           gemm("qkv", T, (sh.heads + 2 * sh.kv_heads) * d, h, in_bytes=e),
+           memory("rotary", 2 * T * (sh.heads + sh.kv_heads) * d * ACT_BYTES, 3 * T * (sh.heads + sh.kv_heads) * d),
+           _attention_core(model, par, batch, sh, backward=False),
+           gemm("attn_out", T, h, sh.heads * d, in_bytes=e),
+           memory("residual_add", 3 * Tsp * h * ACT_BYTES, Tsp * h, count=2)]
+    if model.moe:
+        local_experts = model.experts // par.ep
+        routed = T * model.top_k * par.ep // model.experts  # tokens per local expert, balanced routing
+        ops += [gemm("router", T, model.experts, h, in_bytes=2),
+                memory("permute", 2 * 2 * T * model.top_k * h * ACT_BYTES),   # dispatch and combine copies
+                gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
+                memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
+                gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
+    else:
+        ops += [gemm("gate", T, sh.ffn, h, in_bytes=e), gemm("up", T, sh.ffn, h, in_bytes=e),
+                memory("swiglu", 3 * T * sh.ffn * ACT_BYTES, 4 * T * sh.ffn),
+                gemm("down", T, h, sh.ffn, in_bytes=e)]
+    return ops
+
+
+def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, e: int) -> list[Op]:
+    out: list[Op] = []
+    for op in ops:
+        if op.kind == "gemm":
+            out += gemm_backward(op, e)
+        elif op.kind == "attention":
+            out.append(_attention_core(model, par, batch, sharding(model, par, batch), backward=True))
+        else:
+            out.append(Op(f"{op.name}.bwd", "memory", 2 * op.flops, 2 * op.bytes, (), op.count))
+    return out
+
+
+def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    """The layer's backward, with the forward ops recomputation re-runs first."""
+    fwd = layer_forward(model, par, batch)
+    e = sharding(model, par, batch).in_bytes
+    if par.recompute == "full":
+        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd]
+    elif par.recompute == "selective":
+        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd if op.kind == "attention"]
+    else:
+        again = []
+    return again + backward_of(fwd, model, par, batch, e)
+
+
+def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    sh = sharding(model, par, batch)
+    return [memory("embedding", 2 * sh.seq_tokens * model.hidden * ACT_BYTES)]
+
+
+def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    return [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch)]
+
+
+def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits)."""
+    sh = sharding(model, par, batch)
+    v = model.vocab // par.tp
+    return [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * ACT_BYTES, 4 * sh.seq_tokens * model.hidden),
+            gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes),
+            memory("cross_entropy", sh.tokens * v * (ACT_BYTES + 4), 5 * sh.tokens * v)]
+
+
+def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+    fwd = head_forward(model, par, batch)
+    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes)
+
+
+def op_time_s(gpu, op: Op, dtype: str) -> float:
+    """One op's time on the GPU card (its GEMM, attention and memory-bound curves)."""
+    if op.kind == "gemm":
+        m, n, k, batch = op.shape
+        t = gpu.gemm_time_s(m, n, k, dtype=dtype, batch=batch)
+    elif op.kind == "attention":
+        b, a, g, sq, skv, d, causal, backward = op.shape
+        t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16")
+    else:
+        t = gpu.memory_time_s(op.bytes)
+    return t * op.count
+
+
+def ops_time_s(gpu, ops: list[Op], dtype: str) -> float:
+    return sum(op_time_s(gpu, op, dtype) for op in ops)
+
+
+def total_flops(ops: list[Op]) -> float:
+    return sum(op.total_flops for op in ops)

@@ -1,0 +1,103 @@
+"""predict_llm: one training iteration of a transformer on a machine -> LlmResult.
+
+Model FLOPs per step (the standard count, no recomputation, embedding lookups excluded):
+  F = 3 T (2 N_mm + c 4 L s h),   T = global_batch x seq tokens,
+  N_mm = L (attention + active MLP weights) + V h (LM head),  c = 1/2 for causal attention
+("6 N T + attention, causal", the default), c = 1 for the Megatron-LM papers' convention (Narayanan et al.
+2021: 72 B s l h^2 (1 + s / 6h + V / 12 l h) for a 4h MLP). tflops_per_gpu = F / step_time / GPUs;
+mfu = tflops_per_gpu / the card's dense bf16 peak.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from simcluster.llm import comm
+from simcluster.llm.memory import GiB, memory_per_gpu
+from simcluster.llm.simulate import chrome_trace, simulate_iteration
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
+from simcluster.llm.work import build_work
+
+CONVENTIONS = ("causal", "megatron")
+
+
+def model_flops_per_step(model: TransformerSpec, batch: BatchSpec, convention: str = "causal") -> float:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}")
+    h, s = model.hidden, model.seq
+    mlp = 3 * h * model.expert_ffn * model.top_k + h * model.experts if model.moe else 3 * h * model.ffn
+    n_mm = model.layers * (model.attention_params() + mlp) + model.vocab * h
+    c = 0.5 if convention == "causal" else 1.0
+    return 3.0 * batch.global_batch * s * (2 * n_mm + c * 4 * model.layers * s * h)
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    step_time_s: float
+    tokens_per_s: float
+    tflops_per_gpu: float
+    mfu: float
+    memory_per_gpu_GiB: dict
+    fits: bool
+    breakdown: dict
+    events: int
+    gpus: int
+    micro_batches: int
+    model_flops_per_step: float
+    flops_convention: str
+    parameters: int
+    gpu: str
+    groups: dict
+    critical_stage: int
+    timeline: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def to_json(self, timeline: bool = False) -> dict:
+        out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
+                                             "fits", "breakdown", "events", "gpus", "micro_batches", "model_flops_per_step",
+                                             "flops_convention", "parameters", "gpu", "groups", "critical_stage")}
+        if timeline:
+            out["timeline"] = self.timeline
+        return json.loads(json.dumps(out))
+
+
+def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
+                gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True) -> LlmResult:
+    """One iteration: work per stage (GPU card + collective/fabric models), the pipeline DES, memory."""
+    check(model, par, batch, gpus)
+    g = comm.groups(par, net)
+    work = build_work(model, par, batch, gpu, net, g)
+    it = simulate_iteration(work, seed, trace)
+    flops = model_flops_per_step(model, batch, convention)
+    per_gpu = flops / it.step_time_s / par.gpus
+    mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes)
+    return LlmResult(it.step_time_s, batch.global_batch * model.seq / it.step_time_s, per_gpu / 1e12,
+                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown, it.events, par.gpus,
+                     work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
+                     it.critical_stage, chrome_trace(it) if trace else {})
+
+
+def network_for(machine, intra=None) -> comm.Network:
+    """The scenario machine's collective card (inside a node) and fabric (across nodes)."""
+    from simcluster.build import build_cluster
+    from simcluster.cards import load_collective
+
+    intra = intra or load_collective(machine.card)[0]
+    cluster = build_cluster(machine, intra) if machine.nodes > 1 else None
+    return comm.Network(intra, machine.gpus_per_node, cluster)
+
+
+def predict_llm_job(machine, job, trace: bool = True) -> LlmResult:
+    """A scenario's `kind: llm_training` job on its machine (machine.gpu_card names the GPU card)."""
+    from simcluster.errors import ScenarioError
+    from simcluster.hardware.gpu import load_gpu
+
+    if machine.gpu_card is None:
+        raise ScenarioError("machine.gpu: an llm_training job needs a GPU card (machine.gpu.card)")
+    gpu, _ = load_gpu(machine.gpu_card)
+    return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine),
+                       machine.gpus_per_node * machine.nodes, trace=trace)
+
+
+def gib(nbytes: float) -> float:
+    return nbytes / GiB

@@ -1,0 +1,225 @@
+"""One training iteration of one pipeline as a discrete-event simulation (SimPy, simcluster.engine).
+
+All data-parallel replicas and tensor-parallel ranks do the same work at the same time, so one pipeline of
+pp stages stands for the whole machine; the collective times it is given already include the contention
+between all concurrent groups (llm/comm.py). Each stage is a process that runs its compute tasks in
+Megatron's 1F1B order (interleaved when it holds v > 1 model chunks): warm-up forwards, then one forward
+and one backward in turn, then the cool-down backwards. A forward of virtual stage k waits for the
+activation of virtual stage k - 1, a backward for the gradient of k + 1; each boundary tensor is sent on
+the sender's send stream (one per direction) and arrives p2p_s later. So the pipeline bubble and any
+exposed pipeline communication emerge from the waits; no bubble formula is used.
+
+A wait is attributed to the bubble while the producer is still computing and to pipeline communication
+after it finished (the tensor is on the wire). The data-parallel stream of a stage reduces gradient buckets
+as the last backward of each chunk produces them (bucket i of n is ready after (i + 1) / n of that
+backward), and, with ZeRO-1/2, first gathers each chunk's parameters (prefetched from the step's start:
+a chunk's first forward waits for its gather). The step of a stage ends when its last bucket is reduced
+and its optimizer step ran; the iteration ends with the slowest stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import simpy
+
+from simcluster.engine import Simulation
+
+PARTS = ("compute", "tp", "cp", "ep", "dp")
+
+
+@dataclass(frozen=True)
+class Task:
+    duration_s: float
+    parts: dict          # PARTS -> seconds; they sum to duration_s
+
+
+@dataclass(frozen=True)
+class StageWork:
+    forward: tuple[Task, ...]             # per chunk: one micro-batch's forward
+    backward: tuple[Task, ...]            # per chunk
+    grad_buckets_s: tuple[tuple[float, ...], ...] = ()   # per chunk: each bucket's reduction time, backward order
+    param_gather_s: tuple[float, ...] = ()                # per chunk: ZeRO-1/2 parameter all_gather (0 = none)
+    optimizer_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class PipelineWork:
+    stages: tuple[StageWork, ...]
+    micro_batches: int
+    p2p_s: float = 0.0
+
+    @property
+    def pp(self) -> int:
+        return len(self.stages)
+
+    @property
+    def chunks(self) -> int:
+        return len(self.stages[0].forward)
+
+
+def schedule(pp: int, chunks: int, micro_batches: int, rank: int) -> list[tuple[str, int, int]]:
+    """Megatron's (interleaved) 1F1B order of one stage: (F|B, chunk, micro-batch)."""
+    total = micro_batches * chunks
+    if chunks == 1:
+        warm = min(pp - rank - 1, total)
+    else:
+        warm = min((pp - rank - 1) * 2 + (chunks - 1) * pp, total)
+
+    def fwd(k):
+        return "F", (k % (pp * chunks)) // pp, (k // (pp * chunks)) * pp + k % pp
+
+    def bwd(k):
+        return "B", chunks - 1 - (k % (pp * chunks)) // pp, (k // (pp * chunks)) * pp + k % pp
+
+    if chunks == 1:
+        fwd = lambda k: ("F", 0, k)  # noqa: E731
+        bwd = lambda k: ("B", 0, k)  # noqa: E731
+    order = [fwd(k) for k in range(warm)]
+    for k in range(total - warm):
+        order += [fwd(warm + k), bwd(k)]
+    order += [bwd(k) for k in range(total - warm, total)]
+    return order
+
+
+@dataclass
+class StageLog:
+    busy: dict = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
+    bubble_s: float = 0.0
+    pp_wait_s: float = 0.0
+    dp_wait_s: float = 0.0
+    optimizer_s: float = 0.0
+    end_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    step_time_s: float
+    critical_stage: int
+    breakdown: dict
+    stage_ends_s: tuple[float, ...]
+    events: int
+    timeline: tuple[dict, ...]
+
+
+class _Pipeline:
+    def __init__(self, work: PipelineWork, sim: Simulation, trace: bool):
+        self.work, self.sim, self.env, self.trace = work, sim, sim.env, trace
+        self.pp, self.v, self.m = work.pp, work.chunks, work.micro_batches
+        self.last_vstage = self.pp * self.v - 1
+        self.arrived: dict = {}      # (F|B, vstage, mb) -> Event, triggered when the tensor has arrived
+        self.produced: dict = {}     # same key -> time the producer finished computing it
+        self.logs = [StageLog() for _ in range(self.pp)]
+        self.send = [(simpy.Resource(self.env, 1), simpy.Resource(self.env, 1)) for _ in range(self.pp)]
+        self.dp_stream = [simpy.Resource(self.env, 1) for _ in range(self.pp)]
+        self.timeline: list[dict] = []
+
+    def event(self, key):
+        if key not in self.arrived:
+            self.arrived[key] = self.env.event()
+        return self.arrived[key]
+
+    def span(self, stage: int, lane: str, name: str, start: float, end: float):
+        if self.trace and end > start:
+            self.timeline.append({"name": name, "ph": "X", "pid": stage, "tid": lane, "ts": start * 1e6,
+                                  "dur": (end - start) * 1e6})
+
+    def transfer(self, stage: int, direction: int, key, name: str):
+        with self.send[stage][direction].request() as req:
+            yield req
+            start = self.env.now
+            if self.work.p2p_s > 0:
+                yield self.env.timeout(self.work.p2p_s)
+            self.span(stage, "send-fwd" if direction == 0 else "send-bwd", name, start, self.env.now)
+        self.event(key).succeed()
+
+    def reduce(self, stage: int, seconds: float, name: str):
+        with self.dp_stream[stage].request() as req:
+            yield req
+            start = self.env.now
+            yield self.env.timeout(seconds)
+            self.span(stage, "dp", name, start, self.env.now)
+
+    def wait_for(self, stage: int, key):
+        log, start = self.logs[stage], self.env.now
+        yield self.event(key)
+        done = self.produced[key]
+        log.bubble_s += max(0.0, min(done, self.env.now) - start)
+        log.pp_wait_s += self.env.now - max(done, start)
+
+    def stage(self, s: int):
+        work, log, env = self.work.stages[s], self.logs[s], self.env
+        gathers = [env.process(self.reduce(s, t, f"param all_gather c{c}")) if t > 0 else None
+                   for c, t in enumerate(work.param_gather_s)]
+        reductions = []
+        last_backward = {c: max(i for kind, cc, i in schedule(self.pp, self.v, self.m, s) if kind == "B" and cc == c)
+                         for c in range(self.v)}
+        for kind, c, i in schedule(self.pp, self.v, self.m, s):
+            vs = c * self.pp + s
+            if kind == "F":
+                if vs > 0:
+                    yield from self.wait_for(s, ("F", vs, i))
+                if gathers and gathers[c] is not None and not gathers[c].triggered:
+                    t0 = env.now
+                    yield gathers[c]
+                    log.dp_wait_s += env.now - t0
+                task = work.forward[c]
+            else:
+                if vs < self.last_vstage:
+                    yield from self.wait_for(s, ("B", vs, i))
+                task = work.backward[c]
+            start = env.now
+            buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and i == last_backward[c] else ()
+            if buckets:
+                piece = task.duration_s / len(buckets)
+                for j, t in enumerate(buckets):
+                    yield env.timeout(piece)
+                    reductions.append(env.process(self.reduce(s, t, f"grad bucket c{c}.{j}")))
+            else:
+                yield env.timeout(task.duration_s)
+            for part, sec in task.parts.items():
+                log.busy[part] += sec
+            self.span(s, "compute", f"{kind}{i} c{c}", start, env.now)
+            if kind == "F" and vs < self.last_vstage:
+                self.produced[("F", vs + 1, i)] = env.now
+                env.process(self.transfer(s, 0, ("F", vs + 1, i), f"act mb{i}"))
+            elif kind == "B" and vs > 0:
+                self.produced[("B", vs - 1, i)] = env.now
+                env.process(self.transfer(s, 1, ("B", vs - 1, i), f"grad mb{i}"))
+        t0 = env.now
+        if reductions:
+            yield env.all_of(reductions)
+        log.dp_wait_s += env.now - t0
+        if work.optimizer_s > 0:
+            start = env.now
+            yield env.timeout(work.optimizer_s)
+            log.optimizer_s = work.optimizer_s
+            self.span(s, "compute", "optimizer", start, env.now)
+        log.end_s = env.now
+
+
+def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) -> IterationResult:
+    """Run one iteration; the breakdown is the critical (last to finish) stage's time, part by part."""
+    sim = Simulation(seed, record=False)
+    pipe = _Pipeline(work, sim, trace)
+    for s in range(work.pp):
+        sim.process(pipe.stage(s))
+    sim.run()
+    ends = tuple(log.end_s for log in pipe.logs)
+    crit = max(range(work.pp), key=lambda s: (ends[s], -s))
+    log = pipe.logs[crit]
+    breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
+                 "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
+                 "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s, "other": log.optimizer_s}
+    return IterationResult(ends[crit], crit, breakdown, ends, sim.events_processed, tuple(pipe.timeline))
+
+
+def chrome_trace(result: IterationResult) -> dict:
+    """Perfetto / chrome://tracing JSON: one process per pipeline stage, a thread per stream."""
+    lanes = {"compute": 0, "send-fwd": 1, "send-bwd": 2, "dp": 3}
+    events = [{**e, "tid": lanes[e["tid"]]} for e in result.timeline]
+    names = {e["pid"] for e in events}
+    meta = [{"name": "process_name", "ph": "M", "pid": p, "args": {"name": f"stage {p}"}} for p in sorted(names)]
+    meta += [{"name": "thread_name", "ph": "M", "pid": p, "tid": t, "args": {"name": lane}}
+             for p in sorted(names) for lane, t in lanes.items()]
+    return {"traceEvents": meta + events, "displayTimeUnit": "ms"}

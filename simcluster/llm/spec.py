@@ -1,0 +1,186 @@
+"""What is trained and how it is split: TransformerSpec, ParallelSpec, BatchSpec and their checks.
+
+A Llama-style decoder: RMSNorm, grouped-query attention with rotary embeddings, SwiGLU MLP (or a
+mixture of SwiGLU experts with top-k routing), untied or tied input embedding and LM head.
+Parameter count per layer (h hidden, d = h / heads head size, g kv heads, f ffn):
+  attention  h * (heads * d) + 2 * h * (g * d) + (heads * d) * h      (Q, K, V, O; no biases)
+  MLP        3 * h * f                                                (gate, up, down)
+  MoE        E * 3 * h * f_e + h * E                                  (experts, router)
+  norms      2 * h
+plus the embedding V * h, the LM head V * h (unless tied) and the final norm h.
+Every check raises LlmConfigError whose `key` names the offending setting (e.g. "parallel.tp").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.errors import SimclusterError
+
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp8")
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+class LlmConfigError(SimclusterError):
+    """A model, parallelism or batch setting that cannot run; `key` is the dotted setting to blame."""
+
+    def __init__(self, key: str, message: str, hint: str | None = None):
+        self.key = key
+        super().__init__(f"{key}: {message}", hint=hint)
+
+
+@dataclass(frozen=True)
+class TransformerSpec:
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    seq: int
+    experts: int = 0          # 0 = dense
+    top_k: int = 0
+    expert_ffn: int = 0
+    tied_embeddings: bool = False
+
+    def __post_init__(self):
+        for name in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq"):
+            if getattr(self, name) < 1:
+                raise LlmConfigError(f"model.{name}", f"expected an integer >= 1, got {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}")
+        if self.heads % self.kv_heads:
+            raise LlmConfigError("model.kv_heads", f"{self.kv_heads} kv heads do not divide {self.heads} heads")
+        if self.moe:
+            if not 1 <= self.top_k <= self.experts:
+                raise LlmConfigError("model.top_k", f"expected 1 <= top_k <= experts ({self.experts}), got {self.top_k}")
+            if self.expert_ffn < 1:
+                raise LlmConfigError("model.expert_ffn", "a mixture of experts needs expert_ffn >= 1")
+        elif self.ffn < 1:
+            raise LlmConfigError("model.ffn", f"expected an integer >= 1, got {self.ffn}")
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        return 2 * h * h + 2 * h * self.kv_dim
+
+    def mlp_params(self) -> int:
+        if self.moe:
+            return self.experts * 3 * self.hidden * self.expert_ffn + self.hidden * self.experts
+        return 3 * self.hidden * self.ffn
+
+    def layer_params(self) -> int:
+        return self.attention_params() + self.mlp_params() + 2 * self.hidden
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    def parameter_count(self) -> int:
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        return self.layers * self.layer_params() + self.embedding_params() + head + self.hidden
+
+    def active_parameter_count(self) -> int:
+        """Parameters one token passes through (a MoE token sees top_k experts, not all)."""
+        if not self.moe:
+            return self.parameter_count()
+        inactive = (self.experts - self.top_k) * 3 * self.hidden * self.expert_ffn
+        return self.parameter_count() - self.layers * inactive
+
+
+@dataclass(frozen=True)
+class ParallelSpec:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero: int = 0                 # 0 DDP, 1 optimizer state sharded, 2 + gradients, 3 + parameters (FSDP)
+    virtual_stages: int = 1       # interleaved 1F1B model chunks per pipeline stage
+    recompute: str = "none"
+    sequence_parallel: bool = False
+
+    def __post_init__(self):
+        for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
+            if getattr(self, name) < 1:
+                raise LlmConfigError(f"parallel.{name}", f"expected an integer >= 1, got {getattr(self, name)}")
+        if self.zero not in ZERO_STAGES:
+            raise LlmConfigError("parallel.zero", f"expected one of 0, 1, 2, 3, got {self.zero}")
+        if self.recompute not in RECOMPUTE:
+            raise LlmConfigError("parallel.recompute", f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise LlmConfigError("parallel.sequence_parallel", "sequence parallelism needs tp > 1")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise LlmConfigError("parallel.virtual_stages", "interleaved stages need pp > 1")
+        if self.zero == 3 and self.pp > 1:
+            raise LlmConfigError("parallel.zero", "ZeRO-3 / FSDP with pipeline parallelism is not modelled",
+                                 hint="use zero 0, 1 or 2 with pp > 1")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    global_batch: int     # sequences per optimizer step
+    micro_batch: int      # sequences per micro-batch per model replica
+    precision: str = "bf16"
+
+    def __post_init__(self):
+        for name in ("global_batch", "micro_batch"):
+            if getattr(self, name) < 1:
+                raise LlmConfigError(name, f"expected an integer >= 1, got {getattr(self, name)}")
+        if self.precision not in PRECISIONS:
+            raise LlmConfigError("precision", f"expected one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+
+    def micro_batches(self, dp: int) -> int:
+        return self.global_batch // (self.micro_batch * dp)
+
+
+def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int | None = None) -> None:
+    """Every cross-check between model, parallelism, batch and GPU count; the first failure raises."""
+    t = par.tp
+    if model.heads % t:
+        raise LlmConfigError("parallel.tp", f"tp {t} does not divide heads ({model.heads})")
+    if model.kv_heads % t and t % model.kv_heads:
+        raise LlmConfigError("parallel.tp", f"tp {t} and kv_heads {model.kv_heads}: neither divides the other")
+    ffn = model.expert_ffn if model.moe else model.ffn
+    if ffn % t:
+        raise LlmConfigError("parallel.tp", f"tp {t} does not divide the {'expert_ffn' if model.moe else 'ffn'} ({ffn})")
+    if model.vocab % t:
+        raise LlmConfigError("parallel.tp", f"tp {t} does not divide vocab ({model.vocab})",
+                             hint="pad the vocabulary to a multiple of tp")
+    chunks = par.pp * par.virtual_stages
+    if model.layers % chunks:
+        what = f"pp {par.pp} x virtual_stages {par.virtual_stages}" if par.virtual_stages > 1 else f"pp {par.pp}"
+        raise LlmConfigError("parallel.pp", f"{what} does not divide layers ({model.layers})")
+    if model.seq % (2 * par.cp) and par.cp > 1:
+        raise LlmConfigError("parallel.cp", f"2 x cp ({2 * par.cp}) does not divide seq ({model.seq}) (load-balanced ring attention)")
+    if par.ep > 1:
+        if not model.moe:
+            raise LlmConfigError("parallel.ep", "expert parallelism needs a mixture of experts (model.experts)")
+        if model.experts % par.ep:
+            raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide experts ({model.experts})")
+        if par.dp % par.ep:
+            raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide dp ({par.dp}) (experts are spread over data-parallel ranks)")
+    if gpus is not None and par.gpus != gpus:
+        raise LlmConfigError("parallel.dp", f"dp x tp x pp x cp = {par.dp} x {par.tp} x {par.pp} x {par.cp} = {par.gpus}, "
+                             f"but the machine has {gpus} GPUs")
+    per_step = batch.micro_batch * par.dp
+    if batch.global_batch % per_step:
+        raise LlmConfigError("global_batch", f"{batch.global_batch} is not a multiple of micro_batch x dp = {per_step}")
+    m = batch.micro_batches(par.dp)
+    if par.virtual_stages > 1 and m % par.pp:
+        raise LlmConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp ({par.pp})")

@@ -1,0 +1,101 @@
+"""Per-stage work of one micro-batch, computed once: forward and backward durations of each pipeline stage's
+model chunks (compute on the GPU card + the exposed in-layer communication), gradient buckets, parameter
+gathers and the optimizer step. The DES (llm/simulate.py) then only schedules these, so its event count
+grows with pp x micro-batches, not with layers or ops.
+
+  forward(chunk)  = L_c (compute_fwd + tp_fwd + max(0, cp_fwd - attention_fwd) + ep_fwd)
+                    [+ embedding (+ its TP all_reduce / reduce_scatter) on virtual stage 0]
+                    [+ final norm, LM head, cross-entropy (+ the SP all_gather) on the last virtual stage]
+  backward(chunk) likewise with the backward ops (recomputed forward ops first)
+ZeRO-3 (FSDP, pp = 1): the stage's parameters are gathered once per micro-batch forward and again backward, and
+its gradients reduce-scattered every micro-batch, layer by layer, prefetched one layer ahead:
+  forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L
+the excess over compute is exposed data-parallel time. Optimizer: Adam reads and writes 30 bytes per
+parameter it updates (fp32 master, m, v and grad read; master, m, v and the bf16 copy written), on P / dp
+parameters with ZeRO >= 1.
+"""
+
+from __future__ import annotations
+
+from simcluster.llm import comm, ops
+from simcluster.llm.memory import stage_params
+from simcluster.llm.simulate import PipelineWork, StageWork, Task
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+ADAM_BYTES_PER_PARAM = 30.0
+
+
+def _task(**parts) -> Task:
+    full = dict.fromkeys(("compute", "tp", "cp", "ep", "dp"), 0.0)
+    full.update(parts)
+    return Task(sum(full.values()), full)
+
+
+def _add(a: Task, b: Task) -> Task:
+    parts = {k: a.parts[k] + b.parts[k] for k in a.parts}
+    return Task(a.duration_s + b.duration_s, parts)
+
+
+def _scale(a: Task, k: float) -> Task:
+    return Task(a.duration_s * k, {p: v * k for p, v in a.parts.items()})
+
+
+def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
+               groups: comm.Groups | None = None) -> PipelineWork:
+    g = groups or comm.groups(par, net)
+    dtype = batch.precision
+    lc = comm.layer_comm(model, par, batch, net, g)
+    fwd_ops, bwd_ops = ops.layer_forward(model, par, batch), ops.layer_backward(model, par, batch)
+    attn_f = sum(ops.op_time_s(gpu, o, dtype) for o in fwd_ops if o.kind == "attention")
+    attn_b = sum(ops.op_time_s(gpu, o, dtype) for o in bwd_ops if o.kind == "attention")
+    layer_f = _task(compute=ops.ops_time_s(gpu, fwd_ops, dtype), tp=lc.tp_fwd_s, cp=max(0.0, lc.cp_fwd_s - attn_f),
+                    ep=lc.ep_fwd_s)
+    layer_b = _task(compute=ops.ops_time_s(gpu, bwd_ops, dtype), tp=lc.tp_bwd_s, cp=max(0.0, lc.cp_bwd_s - attn_b),
+                    ep=lc.ep_bwd_s)
+    tokens = batch.micro_batch * model.seq // par.cp
+    act = tokens * model.hidden * 2
+    sp = par.sequence_parallel
+    emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch), dtype),
+                  tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+    emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch), dtype),
+                  tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
+    head_f = _task(compute=ops.ops_time_s(gpu, ops.head_forward(model, par, batch), dtype),
+                   tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
+    head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch), dtype),
+                   tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+    pp, v = par.pp, par.virtual_stages
+    layers_per_chunk = model.layers // (pp * v)
+    last_vs = pp * v - 1
+    stages = []
+    for s in range(pp):
+        fw, bw, buckets, gathers = [], [], [], []
+        first, last = s == 0, s == pp - 1
+        params = stage_params(model, par, first, last)
+        for c in range(v):
+            vs = c * pp + s
+            f, b = _scale(layer_f, layers_per_chunk), _scale(layer_b, layers_per_chunk)
+            if vs == 0:
+                f, b = _add(f, emb_f), _add(b, emb_b)
+            if vs == last_vs:
+                f, b = _add(f, head_f), _add(b, head_b)
+            dense, expert = params.dense / v, params.expert / v
+            if par.zero == 3:
+                ag = comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
+                rs = comm.grad_sync_s(net, g.dp, 3, dense) + comm.grad_sync_s(net, g.expert_dp, 3, expert)
+                per_layer = ag / max(1, layers_per_chunk)
+                f = _add(f, _task(dp=max(0.0, ag - f.duration_s) + per_layer))
+                b = _add(b, _task(dp=max(0.0, ag + rs - b.duration_s) + per_layer))
+                chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
+                gathers.append(0.0)
+            else:
+                chunk_buckets = [comm.grad_sync_s(net, g.dp, par.zero, n) for n in comm.buckets(dense, g.dp.size)]
+                chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size)]
+                gathers.append(comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
+                               if par.zero in (1, 2) else 0.0)
+            fw.append(f)
+            bw.append(b)
+            buckets.append(tuple(chunk_buckets))
+        updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (max(1, par.dp // par.ep) if par.zero >= 1 else 1)
+        opt = gpu.memory_time_s(ADAM_BYTES_PER_PARAM * updated)
+        stages.append(StageWork(tuple(fw), tuple(bw), tuple(buckets), tuple(gathers), opt))
+    return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g))
