@@ -12,7 +12,7 @@ Recomputation in Large Transformer Models", eq. 1-2: s b h (34 + 5 a s / h) for 
 GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16 unless stated):
   RMSNorm inputs 2 x 2 s'bh; QKV input 2 s'bh; Q 2 s'bh, K and V 2 x 2 s'b kv; flash attention output
   2 s'bh and its fp32 logsumexp 4 a s'b (no s^2 term: flash recomputes the scores); MLP input 2 s'bh;
-  SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (10 h + 4 kv + 6 f) + 4 a s'b
+  SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (12 h + 4 kv + 6 f) + 4 a s'b
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, layer_split
 
 GiB = 2.0**30
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
@@ -57,9 +57,14 @@ class StageParams:
         return self.dense + self.expert
 
 
+def stage_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
+    split = layer_split(model.layers, par.pp, par.virtual_stages)
+    return sum(split[c * par.pp + stage] for c in range(par.virtual_stages))
+
+
 def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool) -> StageParams:
     """Parameters held by one GPU of a pipeline stage (all its virtual chunks)."""
-    layers = model.layers / par.pp
+    layers = stage_layers(model, par, 0 if first else par.pp - 1)
     h, t = model.hidden, par.tp
     dense_layer = model.attention_params() / t + 2 * h
     expert_layer = 0.0
@@ -83,7 +88,7 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     if par.recompute == "full":
         return 2 * s * b * h / sp
     lse = 4 * model.heads / t * s * b
-    attn = 6 * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    attn = 4 * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
     if model.moe:
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)
     else:
@@ -145,7 +150,7 @@ def _stage_memory(model, par, batch, capacity, first, last, opt: OptimizerBytes,
     state = opt.state * (shard(p.dense, z >= 1) + eshard(p.expert, z >= 1))
     m = batch.micro_batches(par.dp)
     chunks, frac = in_flight(par, m) if first else (1, 1.0 / par.virtual_stages)
-    layers = model.layers / par.pp * frac
+    layers = stage_layers(model, par, 0 if first else par.pp - 1) * frac
     acts = chunks * layers * layer_activation_bytes(model, par, batch)
     if first:
         acts += chunks * 2 * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)

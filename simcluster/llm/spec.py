@@ -149,6 +149,26 @@ class BatchSpec:
         return self.global_batch // (self.micro_batch * dp)
 
 
+def layer_split(layers: int, pp: int, virtual_stages: int = 1) -> tuple[int, ...]:
+    """Layers of each virtual stage (k = chunk * pp + stage). Even when pp x v divides the layers; otherwise
+    every chunk gets ceil(layers / (pp v)) and the deficit is taken one layer at a time from the first and
+    last virtual stages inwards (they also carry the embedding and the LM head), as the Llama 3 paper did
+    for 126 layers on 16 stages (7 + 14 x 8 + 7)."""
+    chunks = pp * virtual_stages
+    per = -(-layers // chunks)
+    counts = [per] * chunks
+    deficit, lo, hi = per * chunks - layers, 0, chunks - 1
+    while deficit > 0:
+        counts[lo] -= 1
+        deficit -= 1
+        lo += 1
+        if deficit > 0:
+            counts[hi] -= 1
+            deficit -= 1
+            hi -= 1
+    return tuple(counts)
+
+
 def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int | None = None) -> None:
     """Every cross-check between model, parallelism, batch and GPU count; the first failure raises."""
     t = par.tp
@@ -163,9 +183,9 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
         raise LlmConfigError("parallel.tp", f"tp {t} does not divide vocab ({model.vocab})",
                              hint="pad the vocabulary to a multiple of tp")
     chunks = par.pp * par.virtual_stages
-    if model.layers % chunks:
+    if chunks > model.layers:
         what = f"pp {par.pp} x virtual_stages {par.virtual_stages}" if par.virtual_stages > 1 else f"pp {par.pp}"
-        raise LlmConfigError("parallel.pp", f"{what} does not divide layers ({model.layers})")
+        raise LlmConfigError("parallel.pp", f"{what} = {chunks} model chunks for {model.layers} layers: a chunk needs >= 1 layer")
     if model.seq % (2 * par.cp) and par.cp > 1:
         raise LlmConfigError("parallel.cp", f"2 x cp ({2 * par.cp}) does not divide seq ({model.seq}) (load-balanced ring attention)")
     if par.ep > 1:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from simcluster.llm import comm, ops
 from simcluster.llm.memory import stage_params
 from simcluster.llm.simulate import PipelineWork, StageWork, Task
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, layer_split
 
 ADAM_BYTES_PER_PARAM = 30.0
 
@@ -64,7 +64,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch), dtype),
                    tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     pp, v = par.pp, par.virtual_stages
-    layers_per_chunk = model.layers // (pp * v)
+    split = layer_split(model.layers, pp, v)
     last_vs = pp * v - 1
     stages = []
     for s in range(pp):
@@ -73,6 +73,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         params = stage_params(model, par, first, last)
         for c in range(v):
             vs = c * pp + s
+            layers_per_chunk = split[vs]
             f, b = _scale(layer_f, layers_per_chunk), _scale(layer_b, layers_per_chunk)
             if vs == 0:
                 f, b = _add(f, emb_f), _add(b, emb_b)

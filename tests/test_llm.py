@@ -1,0 +1,259 @@
+"""LLM training model: parameter counts, the op expansion by hand, memory by hand, the pipeline DES against
+closed forms, error paths and determinism."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from simcluster.cards import load_collective
+from simcluster.errors import ScenarioError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.llm import comm, ops
+from simcluster.llm.memory import MEGATRON_ADAM, GiB, layer_activation_bytes, memory_per_gpu, stage_params
+from simcluster.llm.predict import model_flops_per_step, predict_llm
+from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, layer_split
+from simcluster.scenario import load
+
+LLAMA2_7B = TransformerSpec(32, 4096, 11008, 32, 32, 32000, 4096)
+LLAMA3_8B = TransformerSpec(32, 4096, 14336, 32, 8, 128256, 8192)
+LLAMA3_70B = TransformerSpec(80, 8192, 28672, 64, 8, 128256, 8192)
+LLAMA3_405B = TransformerSpec(126, 16384, 53248, 128, 8, 128256, 8192)
+TINY = TransformerSpec(layers=2, hidden=8, ffn=16, heads=2, kv_heads=1, vocab=32, seq=4)
+
+
+# --- parameter counts against the published model cards (Hugging Face safetensors totals) ----------
+@pytest.mark.parametrize("model,published", [(LLAMA2_7B, 6_738_415_616), (LLAMA3_8B, 8_030_261_248),
+                                             (LLAMA3_70B, 70_553_706_496)])
+def test_parameter_count_matches_published(model, published):
+    assert model.parameter_count() == published
+
+
+def test_405b_is_405b():
+    assert abs(LLAMA3_405B.parameter_count() / 1e9 - 405.85) < 0.01   # Meta: 405B (HF: 405,853,388,800)
+
+
+# --- the expansion of a tiny layer, computed on paper ------------------------------------------------
+def test_tiny_layer_forward_flops_and_bytes_by_hand():
+    par, batch = ParallelSpec(), BatchSpec(1, 1)
+    fwd = {o.name: o for o in ops.layer_forward(TINY, par, batch)}
+    # T = 4 tokens, h = 8, d = 4, a = 2, g = 1, f = 16
+    assert fwd["qkv"].shape == (4, 16, 8, 1) and fwd["qkv"].flops == 2 * 4 * 16 * 8          # N = (2 + 2 x 1) x 4
+    assert fwd["qkv"].bytes == (4 * 8 + 8 * 16) * 2 + 4 * 16 * 2
+    assert fwd["attn_out"].flops == 2 * 4 * 8 * 8
+    assert fwd["gate"].flops == fwd["up"].flops == fwd["down"].flops == 2 * 4 * 16 * 8
+    assert fwd["attention"].flops == 4 * 1 * 2 * 4 * 4 * 4 * 0.5                              # causal halves QK^T and PV
+    assert fwd["rmsnorm"].count == 2 and fwd["rmsnorm"].bytes == 2 * 4 * 8 * 2
+    assert fwd["swiglu"].bytes == 3 * 4 * 16 * 2
+    gemm = sum(o.total_flops for o in fwd.values() if o.kind == "gemm")
+    assert gemm == 2 * 4 * (TINY.attention_params() + TINY.mlp_params())                   # 2 x tokens x weights
+
+
+def test_backward_gemms_are_twice_forward_and_full_recompute_adds_the_forward():
+    batch = BatchSpec(1, 1)
+    fwd = ops.layer_forward(TINY, ParallelSpec(), batch)
+    bwd = ops.layer_backward(TINY, ParallelSpec(), batch)
+    g = lambda os: sum(o.total_flops for o in os if o.kind == "gemm")  # noqa: E731
+    assert g(bwd) == 2 * g(fwd)
+    full = ops.layer_backward(TINY, ParallelSpec(recompute="full"), batch)
+    assert ops.total_flops(full) == pytest.approx(ops.total_flops(bwd) + ops.total_flops(fwd))
+    sel = ops.layer_backward(TINY, ParallelSpec(recompute="selective"), batch)
+    attn = sum(o.flops for o in fwd if o.kind == "attention")
+    assert ops.total_flops(sel) == pytest.approx(ops.total_flops(bwd) + attn)
+    assert [o.name for o in bwd if o.kind == "attention"] == ["attention.bwd"]
+    assert next(o for o in bwd if o.kind == "attention").flops == 2.5 * attn
+
+
+def test_tensor_parallel_shards_gemms_and_replicates_kv_heads():
+    par, batch = ParallelSpec(tp=2, sequence_parallel=True), BatchSpec(1, 1)
+    fwd = {o.name: o for o in ops.layer_forward(TINY, par, batch)}
+    assert fwd["qkv"].shape == (4, (1 + 2 * 1) * 4, 8, 1)       # 1 query head, the single kv head replicated
+    assert fwd["gate"].shape == (4, 8, 8, 1) and fwd["down"].shape == (4, 8, 8, 1)
+    assert fwd["rmsnorm"].bytes == 2 * 2 * 8 * 2                # sequence parallel: T / t = 2 tokens
+
+
+def test_context_parallel_attention_is_the_causal_share():
+    model = TransformerSpec(2, 8, 16, 2, 2, 32, 8)
+    full = next(o for o in ops.layer_forward(model, ParallelSpec(), BatchSpec(1, 1)) if o.kind == "attention")
+    cp = next(o for o in ops.layer_forward(model, ParallelSpec(cp=2), BatchSpec(1, 1)) if o.kind == "attention")
+    assert cp.flops == pytest.approx(full.flops / 2)
+
+
+def test_model_flops_convention():
+    batch = BatchSpec(1, 1)
+    h, s, L, V = 4096, 4096, 32, 32000
+    n_mm = L * (4 * h * h + 3 * h * 11008) + V * h
+    assert model_flops_per_step(LLAMA2_7B, batch, "megatron") == pytest.approx(3 * s * (2 * n_mm + 4 * L * s * h))
+    assert model_flops_per_step(LLAMA2_7B, batch, "causal") == pytest.approx(3 * s * (2 * n_mm + 2 * L * s * h))
+
+
+# --- memory by hand -----------------------------------------------------------------------------------
+def test_memory_components_by_hand():
+    par, batch = ParallelSpec(), BatchSpec(4, 1)
+    mem = memory_per_gpu(LLAMA2_7B, par, batch, 80 * GiB)
+    p = LLAMA2_7B.parameter_count()
+    assert stage_params(LLAMA2_7B, par, True, True).total == pytest.approx(p)
+    assert mem.parameters == pytest.approx(2 * p) and mem.gradients == pytest.approx(4 * p)
+    assert mem.optimizer == pytest.approx(12 * p)
+    s, b, h, f, a = 4096, 1, 4096, 11008, 32
+    per_layer = s * b * (12 * h + 4 * h + 6 * f) + 4 * a * s * b
+    assert layer_activation_bytes(LLAMA2_7B, par, batch) == pytest.approx(per_layer)
+    assert mem.activations == pytest.approx(32 * per_layer + 2 * s * b * h)
+    assert mem.logits == pytest.approx(6 * s * b * 32000)
+
+
+def test_zero_stages_shard_state_gradients_and_parameters():
+    batch = BatchSpec(8, 1)
+    base = memory_per_gpu(LLAMA2_7B, ParallelSpec(dp=8), batch, 80 * GiB)
+    z1 = memory_per_gpu(LLAMA2_7B, ParallelSpec(dp=8, zero=1), batch, 80 * GiB)
+    z3 = memory_per_gpu(LLAMA2_7B, ParallelSpec(dp=8, zero=3), batch, 80 * GiB)
+    assert z1.optimizer == pytest.approx(base.optimizer / 8) and z1.gradients == base.gradients
+    assert z3.parameters == pytest.approx(base.parameters / 8) and z3.gradients == pytest.approx(base.gradients / 8)
+    assert MEGATRON_ADAM.param + MEGATRON_ADAM.grad + MEGATRON_ADAM.state == 18
+
+
+def test_recompute_and_sequence_parallel_shrink_activations():
+    batch = BatchSpec(8, 1)
+    s, b, h, t = 8192, 1, 8192, 8
+    full = layer_activation_bytes(LLAMA3_70B, ParallelSpec(tp=t, sequence_parallel=True, recompute="full"), batch)
+    assert full == pytest.approx(2 * s * b * h / t)
+    plain = layer_activation_bytes(LLAMA3_70B, ParallelSpec(tp=t), batch)
+    sp = layer_activation_bytes(LLAMA3_70B, ParallelSpec(tp=t, sequence_parallel=True), batch)
+    assert plain - sp == pytest.approx(8 * s * b * h * (1 - 1 / t))   # norm, qkv and mlp inputs sharded
+
+
+def test_a_model_too_big_does_not_fit():
+    mem = memory_per_gpu(LLAMA3_70B, ParallelSpec(), BatchSpec(1, 1), 80 * GiB)
+    assert not mem.fits and mem.total > 18 * 70e9
+
+
+# --- the pipeline DES against closed forms --------------------------------------------------------------
+def _uniform(pp, v, m, f, b, p2p=0.0):
+    stage = StageWork(tuple(Task(f, {"compute": f}) for _ in range(v)), tuple(Task(b, {"compute": b}) for _ in range(v)))
+    return simulate_iteration(PipelineWork((stage,) * pp, m, p2p))
+
+
+@pytest.mark.parametrize("pp,m", [(1, 4), (2, 3), (4, 8), (8, 8), (4, 16)])
+def test_1f1b_step_is_m_plus_p_minus_1_times_f_plus_b(pp, m):
+    f, b = 1.0, 2.0
+    r = _uniform(pp, 1, m, f, b)
+    assert r.step_time_s == pytest.approx((m + pp - 1) * (f + b))
+    assert r.breakdown["pipeline_bubble"] == pytest.approx((pp - 1) * (f + b))
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)
+
+
+@pytest.mark.parametrize("v", [2, 4])
+def test_interleaving_shrinks_the_bubble_by_v(v):
+    pp, m, f, b = 4, 8, 1.0, 2.0
+    plain = _uniform(pp, 1, m, f, b)
+    inter = _uniform(pp, v, m, f / v, b / v)
+    assert inter.step_time_s < plain.step_time_s
+    assert inter.breakdown["pipeline_bubble"] == pytest.approx((pp - 1) * (f + b) / v)
+
+
+def test_p2p_time_shows_as_exposed_pipeline_communication():
+    r = _uniform(4, 1, 8, 1.0, 2.0, p2p=0.1)
+    assert r.step_time_s > 33.0 and r.breakdown["exposed_pp_comm"] > 0
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)
+
+
+def test_schedule_runs_every_task_once():
+    for pp, v, m in [(4, 1, 8), (4, 2, 8), (2, 3, 4)]:
+        for rank in range(pp):
+            order = schedule(pp, v, m, rank)
+            assert sorted(order) == sorted((k, c, i) for k in "FB" for c in range(v) for i in range(m))
+
+
+def test_dp_buckets_overlap_the_last_backward():
+    stage = StageWork((Task(1.0, {"compute": 1.0}),), (Task(2.0, {"compute": 2.0}),), ((0.5, 0.5, 0.5, 0.5),))
+    r = simulate_iteration(PipelineWork((stage,), 2))
+    # buckets ready at 4.5, 5, 5.5, 6: the stream ends at 6.5, only the last half bucket is exposed
+    assert r.step_time_s == pytest.approx(6.5) and r.breakdown["exposed_dp_comm"] == pytest.approx(0.5)
+
+
+# --- full predictions -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def h100():
+    return load_gpu("models/gpu/h100-sxm.yaml")[0]
+
+
+@pytest.fixture(scope="module")
+def node():
+    return comm.Network(load_collective("models/collective/h200x4-nvlink.yaml")[0], 8, None)
+
+
+def test_prediction_is_deterministic_and_consistent(h100, node):
+    args = (LLAMA3_8B, ParallelSpec(tp=2, pp=2, dp=2, zero=1), BatchSpec(16, 1), h100, node, 8)
+    a, b = predict_llm(*args), predict_llm(*args)
+    assert a.to_json() == b.to_json()
+    assert sum(a.breakdown.values()) == pytest.approx(a.step_time_s)
+    assert a.tokens_per_s == pytest.approx(16 * 8192 / a.step_time_s)
+    assert 0 < a.mfu < 1 and a.tflops_per_gpu == pytest.approx(a.mfu * 989.4)
+
+
+def test_groups_are_placed_tp_innermost(h100, node):
+    g = comm.groups(ParallelSpec(tp=2, dp=4), node)
+    assert g.tp.inside_node and g.dp.inside_node and g.dp.stride == 2 and g.dp.ranks_per_node == 4
+
+
+def test_uneven_layer_split_like_llama3():
+    assert layer_split(126, 16) == (7,) + (8,) * 14 + (7,)
+    assert layer_split(80, 4, 5) == (4,) * 20
+
+
+# --- error paths -------------------------------------------------------------------------------------------
+def test_check_names_the_key():
+    with pytest.raises(LlmConfigError, match="parallel.tp: tp 3 does not divide heads"):
+        check(LLAMA3_8B, ParallelSpec(tp=3), BatchSpec(8, 1))
+    with pytest.raises(LlmConfigError, match="parallel.dp: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4, but the machine has 8"):
+        check(LLAMA3_8B, ParallelSpec(tp=2, dp=2), BatchSpec(8, 1), 8)
+    with pytest.raises(LlmConfigError, match="global_batch"):
+        check(LLAMA3_8B, ParallelSpec(dp=8), BatchSpec(12, 1))
+    with pytest.raises(LlmConfigError, match="parallel.ep"):
+        check(LLAMA3_8B, ParallelSpec(ep=2, dp=2), BatchSpec(8, 1))
+
+
+SCENARIO = """\
+name: t
+machine:
+  card: {root}/models/collective/h200x4-nvlink.yaml
+  gpus_per_node: 8
+  gpu: {{card: {root}/models/gpu/h100-sxm.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 32, hidden: 4096, ffn: 14336, heads: 32, kv_heads: 8, vocab: 128256, seq: 8192}}
+    parallel: {parallel}
+    global_batch: 16
+    micro_batch: 1
+"""
+
+
+@pytest.mark.parametrize("parallel,message", [
+    ("{tp: 3, dp: 1}", "jobs[0].parallel.tp: tp 3 does not divide heads (32)"),
+    ("{tp: 2, dp: 2}", "jobs[0].parallel.dp: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4, but the machine has 8 GPUs"),
+    ("{tp: 8, zero: 5}", "jobs[0].parallel.zero: expected 0, 1, 2 or 3"),
+    ("{tp: 8, recompute: some}", "jobs[0].parallel.recompute: expected one of none, selective, full"),
+])
+def test_scenario_errors_are_one_line_at_the_key(tmp_path, parallel, message):
+    import pathlib
+
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(root=pathlib.Path.cwd(), parallel=parallel))
+    with pytest.raises(ScenarioError) as err:
+        load(path)
+    text = str(err.value)
+    assert message in text and "\n" not in text and f"{path}:" in text
+
+
+def test_scenario_job_reads(tmp_path):
+    import pathlib
+
+    from simcluster.llm.predict import predict_llm_job
+
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(SCENARIO.format(root=pathlib.Path.cwd(), parallel="{tp: 8, sequence_parallel: true}")))
+    sc = load(path)
+    r = predict_llm_job(sc.machine, sc.jobs[0], trace=True)
+    assert r.gpus == 8 and r.fits and r.timeline["traceEvents"]
