@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from simcluster.cards import load_nvme
+from simcluster.files import write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.loader import thread_rate_Bps
 from simcluster.storage import loader
@@ -46,7 +47,7 @@ def main() -> None:
     bundle = Path(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
     cards = Path("/tmp/simcluster-storage-validation")
-    calibrate_bundle(bundle, cards)
+    write_documents(cards, calibrate_bundle(bundle).documents)
     nvme, _ = load_nvme(cards / "nvme-local.yaml")
     rates = {}
     for cache in ("warm", "cold"):

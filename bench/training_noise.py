@@ -27,6 +27,7 @@ from pathlib import Path
 
 from simcluster.cards import load_collective, load_ddp
 from simcluster.collectives.model import predict
+from simcluster.files import write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, predict_all
 from simcluster.training import workload as W
@@ -57,7 +58,7 @@ def _header(title: str) -> None:
 
 def noise_with_first_card(nv) -> None:
     cards = Path("/tmp/simcluster-training-noise")
-    calibrate_bundle(CAL / "h200x4-collect-2026-11-22", cards)
+    write_documents(cards, calibrate_bundle(CAL / "h200x4-collect-2026-11-22").documents)
     first, _ = load_ddp(cards / "ddp.yaml")
     _header("1. noise session, DDP card fitted on the collect session")
     by_model: dict[str, list] = {}
@@ -113,7 +114,7 @@ def sequences(ddp, nv) -> list[float]:
 def collect_session(ddp) -> list[float]:
     bundle = CAL / "h200x4-collect-2026-11-22"
     cards = Path("/tmp/simcluster-training-noise")
-    calibrate_bundle(bundle, cards)
+    write_documents(cards, calibrate_bundle(bundle).documents)
     nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
     so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]
     _header("2c. collect session, models/training/ddp-h200x4.yaml")

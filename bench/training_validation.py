@@ -17,6 +17,7 @@ from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives.model import predict
+from simcluster.files import write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown, predict_all
 from simcluster.training import workload as W
@@ -30,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     bundle = Path(args.bundle)
     cards = Path("/tmp/simcluster-training-validation")
-    calibrate_bundle(bundle, cards)
+    write_documents(cards, calibrate_bundle(bundle).documents)
     nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
     so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]
     workloads, obs, profiles = {}, [], []

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from simcluster.cards import load_nic, load_nvme
 from simcluster.cli import main
 from simcluster.errors import SimclusterError, TraceFormatError
+from simcluster.files import write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.runner import collect, plans
 from simcluster.traces import dlio, fio, nccl_tests, perf_stat, perftest, qperf, torch_profiler
@@ -112,7 +113,7 @@ def test_lab_calibration_recovers_the_tc_rate_and_predicts_the_second_run():
     rate is estimated from tcp_bw alone (the ground truth is only recorded) and must be within 5% of
     it; the card's bandwidth must predict a second, separate collection within 10%."""
     out = ROOT / "calibration" / ".test-cards"
-    written, _ = calibrate_bundle(LOCAL, out)
+    write_documents(out, calibrate_bundle(LOCAL).documents)
     nic, card = load_nic(out / "nic-tcp.yaml")
     shutil.rmtree(out)
     truth = json.loads((LOCAL / "manifest.json").read_text())
@@ -131,7 +132,7 @@ def test_delay_lab_calibration_recovers_rate_and_delay():
 
     bundle = ROOT / "calibration" / "local-delay-2026-11-22"
     out = ROOT / "calibration" / ".test-cards-delay"
-    calibrate_bundle(bundle, out)
+    write_documents(out, calibrate_bundle(bundle).documents)
     nic, _ = load_nic(out / "nic-tcp.yaml")
     shutil.rmtree(out)
     truth = next(r for r in json.loads((bundle / "manifest.json").read_text())["runs"] if r["tool"] == "qperf")
@@ -157,7 +158,7 @@ def test_scenario_predicts_the_second_collection(capsys):
 
 def test_nvme_card_from_fio_has_the_disk_shape():
     out = ROOT / "calibration" / ".test-cards2"
-    calibrate_bundle(LOCAL, out)
+    write_documents(out, calibrate_bundle(LOCAL).documents)
     nvme, _ = load_nvme(out / "nvme-local.yaml")
     shutil.rmtree(out)
     assert nvme.parallelism >= 1 and 0 < nvme.service_time_s < 1e-2 and nvme.bandwidth_Bps > 1e8
@@ -205,7 +206,7 @@ def test_remote_qperf_through_ssh_on_localhost(tmp_path, monkeypatch):
         pytest.skip("qperf is not installed (.ci/run installs it)")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    _fake(bin_dir, "ssh", 'while [ "$1" = "-o" ]; do shift 2; done; shift; exec "$@"\n')
+    _fake(bin_dir, "ssh", 'while [ "$1" = "-o" ]; do shift 2; done; [ "$1" = "--" ] && shift; shift; exec "$@"\n')
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     opts = plans.Options(hosts=["localhost", "localhost"], qperf_host="127.0.0.1", qperf_time=1, qperf_repeat=1)
     manifest, code = collect.collect(tmp_path / "b", plans.qperf_steps(opts), ["qperf"], {})
@@ -241,7 +242,8 @@ def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
                  "--fio-runtime", "1"])
     assert code == 0, capsys.readouterr().out
     assert not (out / "fio" / "data").exists()
-    assert main(["calibrate", str(out), "-o", str(tmp_path / "cards")]) == 0
+    # 3: a qperf run skipped as CPU-bound on a loaded machine (named on stderr); the card comes from the others
+    assert main(["calibrate", str(out), "-o", str(tmp_path / "cards")]) in (0, 3)
     nic, _ = load_nic(tmp_path / "cards" / "nic-tcp.yaml")
     assert 0.90 * 100e6 / 8 <= nic.line_rate_Bps <= 1.05 * 100e6 / 8
     assert 0.0098 <= nic.latency_s <= 0.0115
@@ -257,6 +259,7 @@ def test_bundle_with_a_bad_trace_reports_it_and_keeps_the_rest(tmp_path):
     runs = [r for r in json.loads((LOCAL / "manifest.json").read_text())["runs"] if r["tool"] == "fio"]
     runs.append({"tool": "ddp-step", "run_id": "r", "path": "ddp-step/r", "status": "ok"})
     (bundle / "manifest.json").write_text(json.dumps({"runs": runs}))
-    written, problems = calibrate_bundle(bundle, tmp_path / "cards")
-    assert [p.split("/")[-1] for p in written] == ["nvme-local.yaml"]
+    result = calibrate_bundle(bundle)
+    problems = result.problems
+    assert list(result.documents) == ["nvme-local.yaml"]
     assert len(problems) == 1 and "ddp-step" in problems[0] and "without" in problems[0] and "\n" not in problems[0]

@@ -8,20 +8,42 @@
   fio                            -> nvme-<name>.yaml          (service time, parallelism, bandwidth ceiling)
   ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
                                     the 2-GPU runs; 4-GPU and socket runs are left for validation)
-Each card names the traces it came from (path and sha256). A run that failed is skipped and reported.
+Each card names the traces it came from (path and sha256).
 `simcluster calibrate B1 B2 ... -o DIR [--collective-card CARD]` does this per bundle (DIR/<bundle>/) and
 fits one DDP card (DIR/ddp.yaml) on the 2-GPU steps of all of them (repeats of one machine type).
+
+The library writes nothing: `calibrate_bundles` returns a `Calibration`, the cards as documents (file name
+under -o -> YAML text) and one line per input it skipped; the CLI writes them (simcluster.files).
+Every input is used or skipped on its own: a run that failed in collection, a trace that does not parse, a
+manifest path that is absolute, holds '..' or resolves outside the bundle (never read, never recorded), a
+model name that cannot name a file. Each skipped input is one problem line, and the cards whose inputs
+are good are still made (one empty ddp-step log of four drops that run's card only; a bad perf.csv drops
+the NIC card's perf note only).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 from simcluster import __version__
 from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
+from simcluster.files import OutputError, inside, safe_name
 from simcluster.traces.common import sha256_of
+
+# what a trace's own content can raise on the way to a fit, beyond TraceFormatError: one input skipped
+DATA_ERRORS = (SimclusterError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OSError)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The cards of a calibration (file name under the output folder -> card YAML; with several bundles a
+    name starts with its bundle's folder) and one line per input that was skipped, naming it and why."""
+
+    documents: dict[str, str]
+    problems: tuple[str, ...]
 
 
 def _manifest(bundle: Path) -> dict:
@@ -31,11 +53,66 @@ def _manifest(bundle: Path) -> dict:
     except OSError as exc:
         raise TraceFormatError(f"not a trace bundle: {exc.strerror or exc}", where=str(path),
                                hint="make one with 'simcluster collect --out DIR'") from None
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"line {exc.lineno}: manifest is not valid JSON ({exc.msg})", where=str(path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = f"line {exc.lineno}: " if isinstance(exc, json.JSONDecodeError) else ""
+        raise TraceFormatError(f"{line}manifest is not valid JSON ({getattr(exc, 'msg', 'not UTF-8')})", where=str(path)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise TraceFormatError("manifest has no 'runs' list", where=str(path))
     return doc
+
+
+class _Bundle:
+    """A bundle being calibrated: its manifest, its usable runs (each run folder checked to lie inside the
+    bundle) and the problem lines of what was skipped."""
+
+    def __init__(self, path: Path, manifest: dict | None = None):
+        self.path = Path(path)
+        self.manifest = _manifest(self.path) if manifest is None else manifest
+        self.problems: list[str] = []
+        self.refused: dict[str, str] = {}           # tool -> first refused manifest path (timing_logs raises it)
+        self.ok_runs = [r for n, r in enumerate(self.manifest["runs"], 1) if self._usable(n, r)]
+
+    def _usable(self, n: int, run) -> bool:
+        if not (isinstance(run, dict) and all(isinstance(run.get(k), str) for k in ("tool", "run_id", "status", "path"))):
+            self.problems.append(f"{self.path / 'manifest.json'}: run {n}: no tool, run_id, status and path; skipped")
+            return False
+        if run["status"] != "ok":
+            self.problems.append(f"{run['tool']}/{run['run_id']}: skipped ({run['status']})")
+            return False
+        rel = PurePosixPath(run["path"])
+        if not run["path"] or rel.is_absolute() or ".." in rel.parts or not inside(self.path, self.path / rel):
+            reason = (f"{run['tool']}/{run['run_id']}: manifest path {run['path']!r} is outside the bundle; "
+                      "not read")
+            self.problems.append(reason)
+            self.refused.setdefault(run["tool"], reason)
+            return False
+        return True
+
+    def runs(self, tool: str) -> list[dict]:
+        return [r for r in self.ok_runs if r["tool"] == tool]
+
+    def file(self, run: dict, name: str = "stdout.txt") -> Path:
+        """A file of a run's folder; one that a symlink takes outside the bundle is refused."""
+        path = self.path / run["path"] / name
+        if not inside(self.path, path):
+            raise TraceFormatError("the file leads outside the bundle (a symlink); not read", where=str(path))
+        return path
+
+    def skip(self, exc: Exception, what: str = "") -> None:
+        """One problem line for an input that is not used."""
+        text = exc.one_line() if isinstance(exc, SimclusterError) else f"{what}: {type(exc).__name__}: {exc}"
+        self.problems.append(" ".join(text.split()))
+
+    def parsed(self, items: list, parse) -> tuple[list, list]:
+        """(parse(item) for each item that parses, those items); each that does not is a problem line."""
+        good, used = [], []
+        for item in items:
+            try:
+                good.append(parse(item))
+                used.append(item)
+            except DATA_ERRORS as exc:
+                self.skip(exc, str(item))
+        return good, used
 
 
 def _provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
@@ -45,93 +122,99 @@ def _provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | N
     out = {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "bundle": [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)}
     if manifest is not None:
-        out["host"] = {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")}
+        host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
+        out["host"] = {k: host.get(k) for k in ("hostname", "cpu_model", "cores")}
     return {**out, "traces": [{"path": str(p), "sha256": sha256_of(p)} for p in paths]}
 
 
-def _runs(manifest: dict, tool: str) -> list[dict]:
-    return [r for r in manifest["runs"] if r["tool"] == tool and r["status"] == "ok"]
-
-
-def _logs_by_op(bundle: Path, manifest: dict, tool: str, role: str = "timing") -> dict[str, list[Path]]:
+def _logs_by_op(b: _Bundle, tool: str, role: str = "timing") -> dict[str, list[Path]]:
     """op -> the stdout of each of its runs of one role ("timing" rounds or NCCL "tuning" logs), in manifest
-    order; older manifests without meta hold timing runs named by their op."""
+    order; older manifests without meta hold timing runs named by their op. A file outside the bundle is skipped."""
     logs: dict[str, list[Path]] = {}
-    for run in _runs(manifest, tool):
-        meta = run.get("meta", {})
+    for run in b.runs(tool):
+        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
         if meta.get("role", "timing") == role:
-            logs.setdefault(meta.get("op", run["run_id"]), []).append(bundle / run["path"] / "stdout.txt")
+            try:
+                logs.setdefault(str(meta.get("op", run["run_id"])), []).append(b.file(run))
+            except TraceFormatError as exc:
+                b.skip(exc)
     return logs
 
 
 def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[Path]]:
-    """op -> the stdout of each of its timing rounds in a trace bundle (tuning logs left out), in manifest order."""
-    bundle = Path(bundle)
-    logs = _logs_by_op(bundle, _manifest(bundle), tool)
+    """op -> the stdout of each of its timing rounds in a trace bundle (tuning logs left out), in manifest order.
+    A manifest path outside the bundle is an error here (nothing of such a bundle is validated)."""
+    b = _Bundle(Path(bundle))
+    logs = _logs_by_op(b, tool)
+    if tool in b.refused:
+        raise TraceFormatError(b.refused[tool], where=str(b.path / "manifest.json"))
     if not logs:
-        raise TraceFormatError(f"the bundle has no {tool} timing runs that finished", where=str(bundle / "manifest.json"))
+        raise TraceFormatError(f"the bundle has no {tool} timing runs that finished", where=str(b.path / "manifest.json"))
     return logs
 
 
-def _collective(bundle: Path, manifest: dict, tool: str, out: Path, op_profile: str | None = None) -> list[str]:
-    from simcluster.cards import collective_params_yaml, dump_card
+def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
+    """collective-<tool>.yaml (and op-profile-<tool>.yaml), and the model as its card stores it (None: no card)."""
+    from simcluster.cards import collective_params, collective_params_yaml, dump_card
     from simcluster.fit import collective as fit_collective
     from simcluster.fit.profile import with_profile
     from simcluster.traces import nccl_tests
 
-    logs = _logs_by_op(bundle, manifest, tool)
-    paths = logs.pop("all_reduce", [])
-    if not paths:
-        return []
-    traces = [nccl_tests.parse(p, op="all_reduce") for p in paths]
-    tuning_logs = _logs_by_op(bundle, manifest, tool, "tuning").get("all_reduce", [])
-    tunings = []
-    if tuning_logs:
+    logs = _logs_by_op(b, tool)
+    traces, paths = b.parsed(logs.pop("all_reduce", []), lambda p: nccl_tests.parse(p, op="all_reduce"))
+    if not traces:
+        return {}, None
+    tunings, tuning_paths = [], []
+    if tuning_logs := _logs_by_op(b, tool, "tuning").get("all_reduce", []):
         from simcluster.traces import nccl_tuning
 
-        paths.append(tuning_logs[0])
-        tunings.append(nccl_tuning.parse(paths[-1]))
+        tunings, tuning_paths = b.parsed(tuning_logs[:1], nccl_tuning.parse)
+        paths = paths + tuning_paths
     params = fit_collective.fit_card(traces, tunings)[0]
     carried = with_profile(params, op_profile) if op_profile else params
     trace = traces[0]
     card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
             "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
-                           f"{bundle.name}" + (", protocols chosen by NCCL's tuning table." if tuning_logs else "."),
+                           f"{b.path.name}" + (", protocols chosen by NCCL's tuning table." if tunings else "."),
             "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
             "params": collective_params_yaml(carried),
             "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
-            "provenance": _provenance(paths, bundle, manifest) | (
+            "provenance": _provenance(paths, b.path, b.manifest) | (
                 {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
-    target = out / f"collective-{tool}.yaml"
-    target.write_text(dump_card(card))
+    import yaml
+
+    stored = collective_params(yaml.safe_load(dump_card(card)), f"collective-{tool}.yaml")
+    cards = {f"collective-{tool}.yaml": card}
     others = [(path, op) for op, op_paths in logs.items() for path in op_paths]
-    if not (others and tunings):
-        return [str(target)]
-    profile = _op_profile(bundle, manifest, tool, out, params, traces, paths, others, card["machine"])
-    return [str(target), profile]
+    if others and tunings:
+        try:
+            cards[f"op-profile-{tool}.yaml"] = _op_profile(b, tool, params, traces, paths, others, card["machine"])
+        except SimclusterError as exc:
+            b.problems.append(f"{tool} op-profile: {exc.one_line()}")
+    return cards, stored
 
 
-def _op_profile(bundle: Path, manifest: dict, tool: str, out: Path, params, traces: list, paths: list[Path],
-                others: list[tuple[Path, str]], machine: dict) -> str:
-    """op-profile-<tool>.yaml: every other op of the bundle measured against the card fitted on its all_reduce
+def _op_profile(b: _Bundle, tool: str, params, traces: list, paths: list[Path],
+                others: list[tuple[Path, str]], machine: dict) -> dict:
+    """The op-profile card: every other op of the bundle measured against the card fitted on its all_reduce
     (`params`, from `traces` read at `paths`); `others` = (stdout path, op) per timing run."""
-    from simcluster.cards import dump_card, op_profiles_yaml
+    from simcluster.collectives.profile import op_profiles_yaml
     from simcluster.fit.profile import learn
     from simcluster.traces import nccl_tests
 
-    profiles = learn(params, traces + [nccl_tests.parse(p, op=op) for p, op in others], source=str(bundle))
-    card = {"kind": "op-profile", "name": f"op-profile-{tool}-{traces[0].nranks}ranks",
-            "description": f"How each collective measured in bundle {bundle.name} departs from the NCCL-primitives "
+    parsed, used = b.parsed(others, lambda item: nccl_tests.parse(item[0], op=item[1]))
+    if not parsed:
+        raise CalibrationError("no other op's timing log could be read")
+    profiles = learn(params, traces + parsed, source=str(b.path))
+    return {"kind": "op-profile", "name": f"op-profile-{tool}-{traces[0].nranks}ranks",
+            "description": f"How each collective measured in bundle {b.path.name} departs from the NCCL-primitives "
                            f"model fitted on its all_reduce (collective-{tool}.yaml): measured / model per size. "
                            "Give it to another machine of the same kind: simcluster calibrate ... --op-profile FILE.",
             "machine": machine,
             "params": {"op_profiles": op_profiles_yaml(profiles)},
             "valid_range": {"ranks": sorted({p.ranks for p in profiles}), "nodes": 1,
                             "ops": sorted({op for p in profiles for op in p.ops})},
-            "provenance": _provenance(paths + [p for p, _ in others], bundle, manifest)}
-    target = out / f"op-profile-{tool}.yaml"
-    target.write_text(dump_card(card))
-    return str(target)
+            "provenance": _provenance(paths + [p for p, _ in used], b.path, b.manifest)}
 
 
 def _framing(ground_truth: dict) -> tuple[float, str]:
@@ -140,199 +223,256 @@ def _framing(ground_truth: dict) -> tuple[float, str]:
     return 1448 / 1538, "Ethernet wire: TCP payload 1448 of 1538 bytes per frame (preamble, FCS, gap)"
 
 
-def _nic(bundle: Path, manifest: dict, out: Path) -> list[str]:
-    """One NIC card per transport; with several qperf runs, each parameter is the median over runs."""
+def _nic(b: _Bundle) -> dict[str, dict]:
+    """One NIC card per transport; with several qperf runs, each parameter is the median over the runs
+    that could be used (a run that does not parse, or whose TCP stream was CPU-bound, is skipped)."""
     import dataclasses
 
-    from simcluster.cards import dump_card, nic_params_yaml
+    from simcluster.cards import nic_params_yaml
     from simcluster.fit.nic import detect_transport, fit_nic
     from simcluster.traces import qperf
 
-    runs = _runs(manifest, "qperf")
+    runs = b.runs("qperf")
     if not runs:
-        return []
-    paths = [bundle / r["path"] / "stdout.txt" for r in runs]
-    traces = [qperf.parse(p) for p in paths]
-    truth = runs[-1].get("meta", {}).get("ground_truth") or {}
+        return {}
+    traces, used = b.parsed(runs, lambda r: qperf.parse(b.file(r)))
+    if not traces:
+        return {}
+    meta = used[-1].get("meta") if isinstance(used[-1].get("meta"), dict) else {}
+    truth = meta.get("ground_truth") if isinstance(meta.get("ground_truth"), dict) else {}
     share, framing_note = _framing(truth)
     bw_name = {"tcp": "tcp_bw", "rdma": "rc_bw"}
     # qperf's cpus_used is host-wide: in a one-host lab it counts the client and the server together
     core_limit = 2.0 if truth.get("kind") == "veth+tc" else 1.0
-    written = []
+    cards = {}
     for transport in detect_transport(traces[-1]):
-        fits, measured = [], []
-        for trace in traces:
-            bw_test = trace.test(bw_name[transport])
-            bw = bw_test.get("bw")
-            cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
-            if transport == "tcp" and cpus > 0.9 * core_limit:
-                raise CalibrationError(f"tcp_bw used {cpus:.0%} of a core: CPU-bound, the wire rate cannot be estimated",
-                                       where=trace.path, hint="calibrate with --line-rate from the NIC's speed")
-            params, info = fit_nic(trace, transport, bw / share if transport == "tcp" else bw)
+        fits, measured, paths = [], [], []
+        for trace, run in zip(traces, used, strict=True):
+            try:
+                bw_test = trace.test(bw_name[transport])
+                bw = bw_test.get("bw")
+                cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
+                if transport == "tcp" and cpus > 0.9 * core_limit:
+                    raise CalibrationError(f"tcp_bw used {cpus:.0%} of a core: CPU-bound, the wire rate cannot be "
+                                           "estimated", where=trace.path, hint="calibrate with --line-rate from the NIC's speed")
+                params, info = fit_nic(trace, transport, bw / share if transport == "tcp" else bw)
+            except DATA_ERRORS as exc:
+                b.skip(exc, str(trace.path))
+                continue
             fits.append(params)
             measured.append((bw, info["latency_s"]))
-
+            paths.append(b.file(run))
+        if not fits:
+            continue
         params = dataclasses.replace(fits[-1], **{k: float(statistics.median(getattr(f, k) for f in fits))
                                                   for k in ("line_rate_Bps", "latency_s", "cpu_s_per_byte")})
         notes = [f"line rate estimated from {bw_name[transport]} (the stream was wire-bound); {framing_note}",
-                 f"median over {len(fits)} qperf runs: bw {[round(b * 8 / 1e9, 4) for b, _ in measured]} Gb/s, "
+                 f"median over {len(fits)} qperf runs: bw {[round(bw * 8 / 1e9, 4) for bw, _ in measured]} Gb/s, "
                  f"latency {[round(t * 1e6, 1) for _, t in measured]} us"]
-        notes += _perf_note(bundle, manifest, params) if transport == "tcp" else []
-        card = {"kind": "nic", "name": f"{bundle.name}-{transport}",
-                "description": f"{transport.upper()} NIC fitted from qperf in bundle {bundle.name}.",
-                "params": nic_params_yaml(params),
-                "fit": {"line_rate_estimated": True, "notes": notes},
-                "provenance": _provenance(paths, bundle, manifest)}
-        target = out / f"nic-{transport}.yaml"
-        target.write_text(dump_card(card))
-        written.append(str(target))
-    return written
+        notes += _perf_note(b, params) if transport == "tcp" else []
+        cards[f"nic-{transport}.yaml"] = {"kind": "nic", "name": f"{b.path.name}-{transport}",
+                                          "description": f"{transport.upper()} NIC fitted from qperf in bundle {b.path.name}.",
+                                          "params": nic_params_yaml(params),
+                                          "fit": {"line_rate_estimated": True, "notes": notes},
+                                          "provenance": _provenance(paths, b.path, b.manifest)}
+    return cards
 
 
-def _perf_note(bundle: Path, manifest: dict, params) -> list[str]:
-    """What perf stat (or /proc/stat) says the sender's CPU cost per byte is, next to qperf -v's."""
-    from simcluster.traces import perf_stat, qperf
-
-    perf_runs = _runs(manifest, "perf-stat")
+def _perf_note(b: _Bundle, params) -> list[str]:
+    """What perf stat (or /proc/stat) says the sender's CPU cost per byte is, next to qperf -v's; a perf-stat
+    run that cannot be read is a problem line and the card goes without the note."""
+    perf_runs = b.runs("perf-stat")
     if not perf_runs:
         return []
-    pdir = bundle / perf_runs[-1]["path"]
-    pq = qperf.parse(pdir / "stdout.txt").test("tcp_bw")
+    try:
+        return _perf_line(b, perf_runs[-1], params)
+    except DATA_ERRORS as exc:
+        b.skip(exc, f"perf-stat/{perf_runs[-1]['run_id']}")
+        b.problems[-1] += " (the NIC card is written without the perf note)"
+        return []
+
+
+def _perf_line(b: _Bundle, run: dict, params) -> list[str]:
+    from simcluster.traces import perf_stat, qperf
+
+    pq = qperf.parse(b.file(run)).test("tcp_bw")
     moved = pq.get("bw") * pq.metrics.get("time", 0.0)
-    stat = perf_stat.parse(pdir / "perf.csv") if (pdir / "perf.csv").is_file() else None
+    csv = b.file(run, "perf.csv")
+    stat = perf_stat.parse(csv) if csv.is_file() else None
     cpu_s, source = (stat.cpu_seconds(), "perf stat task-clock") if stat else (None, "")
     if cpu_s is None:
-        ps = perf_runs[-1].get("proc_stat") or {}
-        b, a = ps.get("before"), ps.get("after")
-        cpu_s, source = ((a["busy"] - b["busy"]) / a["hz"], "/proc/stat (perf stat unavailable)") if a and b else (None, "")
+        ps = run.get("proc_stat") or {}
+        before, after = ps.get("before"), ps.get("after")
+        cpu_s, source = ((after["busy"] - before["busy"]) / after["hz"], "/proc/stat (perf stat unavailable)") \
+            if after and before else (None, "")
     if not cpu_s or moved <= 0:
         return []
     return [f"{source}: the qperf client used {cpu_s:.3g} CPU s to send {moved / 1e9:.3g} GB ({cpu_s / moved * 1e9:.3g} s/GB, "
             f"its own process); qperf -v's cost {params.cpu_s_per_byte * 1e9:.3g} s/GB (host-wide) is kept"]
 
 
-def _ddp_runs(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None):
-    """Per 1-GPU ddp-step run: a training card (written), and the 2-GPU observations and profiles the DDP
-    fit takes. The 2-GPU all_reduce comes from `comm_card`, else the bundle's own nccl-tests card. A 2-GPU
-    record collected with --ddp-paired is predicted from its own processes' plain steps."""
-    from simcluster.cards import dump_card, load_collective, training_card
+def _ddp_runs(b: _Bundle, params):
+    """Per 1-GPU ddp-step run: a training card, and the 2-GPU observations and profiles the DDP fit takes;
+    `params` is the collective model that predicts the 2-GPU all_reduce (None: no observations). A 2-GPU
+    record collected with --ddp-paired is predicted from its own processes' plain steps. A run that cannot
+    be read is a problem line; the others still give their cards."""
+    cards, obs, profiles, sources = {}, [], [], []
+    for run in b.runs("ddp-step"):
+        try:
+            card, run_obs, run_profiles = _ddp_run(b, run, params)
+        except DATA_ERRORS as exc:
+            b.skip(exc, f"ddp-step/{run['run_id']}")
+            continue
+        if card is None:
+            continue
+        cards[f"training-{card['name']}.yaml"] = card
+        obs += run_obs
+        profiles += run_profiles
+        sources.append(b.file(run))
+    return cards, obs, profiles, sources
+
+
+def _ddp_run(b: _Bundle, run: dict, params):
+    """(training card or None, observations, overlap profiles) of one ddp-step run."""
+    from simcluster.cards import training_card
     from simcluster.collectives.model import predict
     from simcluster.fit.training import Observation
     from simcluster.training import workload as W
 
-    written, obs, profiles, sources = [], [], [], []
-    coll = comm_card or out / "collective-nccl-tests.yaml"
-    params = load_collective(coll)[0] if Path(coll).is_file() else None
-    for run in _runs(manifest, "ddp-step"):
-        rdir = bundle / run["path"]
-        records = W.read_runs(rdir / "stdout.txt")
-        single = [r for r in records if r["world_size"] == 1]
-        if not single:
-            continue
-        one = single[0]
-        gpu = W.profile_gpu_s(rdir, one["model"], one["image"], one["batch_per_gpu"])
-        w = W.from_record(one, gpu, str(rdir / "stdout.txt"))
-        sources.append(rdir / "stdout.txt")
-        card = training_card(w, f"{w.model} at {w.image}px, batch {w.batch_per_gpu} per GPU, measured on 1 GPU "
-                                f"({(manifest.get('host', {}).get('gpus') or [{}])[0].get('name', 'GPU')}).",
-                             _provenance([rdir / "stdout.txt"], bundle, manifest))
-        target = out / f"training-{card['name']}.yaml"
-        target.write_text(dump_card(card))
-        written.append(str(target))
-        profiles += W.overlap_samples(rdir, gpu)
-        for r in records:
-            if r["world_size"] == 2 and params is not None:
-                where = str(rdir / "stdout.txt")
-                paired = W.from_paired(r, where) if r.get("plain") else w
-                obs.append(Observation(f"{bundle.name} {w.model} x2", paired, 2,
-                                       lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"],
-                                       W.paired_ranks(r, where)))
-    return written, obs, profiles, sources
+    stdout = b.file(run)
+    rdir = stdout.parent
+    b.file(run, "profiler-traces/profile-summary.json")          # a summary outside the bundle is refused
+    records = W.read_runs(stdout)
+    single = [r for r in records if r["world_size"] == 1]
+    if not single:
+        return None, [], []
+    one = single[0]
+    gpu = W.profile_gpu_s(rdir, one["model"], one["image"], one["batch_per_gpu"])
+    w = W.from_record(one, gpu, str(stdout))
+    host = b.manifest.get("host") if isinstance(b.manifest.get("host"), dict) else {}
+    gpus = host.get("gpus") if isinstance(host.get("gpus"), list) and host.get("gpus") else [{}]
+    gpu_name = gpus[0].get("name", "GPU") if isinstance(gpus[0], dict) else "GPU"
+    card = training_card(w, f"{w.model} at {w.image}px, batch {w.batch_per_gpu} per GPU, measured on 1 GPU ({gpu_name}).",
+                         _provenance([stdout], b.path, b.manifest))
+    try:
+        safe_name(f"training-{card['name']}.yaml", "the training card's file name")
+    except OutputError as exc:
+        raise TraceFormatError(f"model name {w.model!r} cannot name a card file; run not used", where=str(stdout)) from exc
+    obs = []
+    for r in records:
+        if r["world_size"] == 2 and params is not None:
+            paired = W.from_paired(r, str(stdout)) if r.get("plain") else w
+            obs.append(Observation(f"{b.path.name} {w.model} x2", paired, 2,
+                                   lambda s, p=params: predict(p, "all_reduce", s, 2).time_s, r["median_step_s"],
+                                   W.paired_ranks(r, str(stdout))))
+    return card, obs, W.overlap_samples(rdir, gpu)
 
 
-def _ddp_card(obs: list, profiles: list, provenance: dict, name: str, out: Path) -> list[str]:
-    from simcluster.cards import ddp_card, dump_card
+def _ddp_card(obs: list, profiles: list, provenance: dict, name: str) -> dict[str, dict]:
+    from simcluster.cards import ddp_card
     from simcluster.fit.training import fit_ddp, overlap_slowdown
 
     if len(obs) < 2:
-        return []
+        return {}
     slowdown = overlap_slowdown(profiles)
     ddp, fit = fit_ddp(obs, slowdown)
     fit["slowdown_from"] = f"{len(profiles)} multi-GPU profiles: median extra compute time / compute-comm overlap"
     fit["fitted_on"] = "2-GPU NVLink step times; 4-GPU and socket runs are held out"
-    target = out / "ddp.yaml"
-    target.write_text(dump_card(ddp_card(ddp, fit, provenance, name)))
-    return [str(target)]
+    return {"ddp.yaml": ddp_card(ddp, fit, provenance, name)}
 
 
-def _training(bundle: Path, manifest: dict, out: Path, comm_card: Path | None = None, pool: list | None = None) -> list[str]:
-    """Training cards and this bundle's DDP card; with `pool`, also hand its DDP observations to the caller."""
-    written, obs, profiles, sources = _ddp_runs(bundle, manifest, out, comm_card)
-    if pool is not None:
-        pool.append((obs, profiles, sources))
-    return written + _ddp_card(obs, profiles, _provenance(sources, bundle, manifest), f"{bundle.name}-ddp", out)
-
-
-def calibrate_bundles(bundles: list[str | Path], out: str | Path, comm_card: str | Path | None = None,
-                      op_profile: str | None = None) -> tuple[list[str], list[str]]:
-    """One bundle: calibrate_bundle. Several (repeats of one machine type): each bundle's cards in
-    out/<bundle>/, and one DDP card (out/ddp.yaml) fitted on the 2-GPU steps of all of them. `comm_card`:
-    the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card). `op_profile`: an
-    op-profile file (another machine of the kind) that the nccl-tests cards carry."""
-    out = Path(out)
-    comm = Path(comm_card) if comm_card else None
-    if comm is not None and not comm.is_file():
-        raise SimclusterError(f"--collective-card {comm}: no such card file")
-    if len(bundles) == 1:
-        return calibrate_bundle(bundles[0], out, comm, op_profile=op_profile)
-    written, problems, pool = [], [], []
-    for b in map(Path, bundles):
-        w, p = calibrate_bundle(b, out / b.name, comm, pool, op_profile)
-        written, problems = written + w, problems + [f"{b.name}: {line}" for line in p]
-    obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
-    provenance = {**_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm) if comm else None}
-    parents = {Path(b).resolve().parent for b in bundles}
-    name = (parents.pop().name if len(parents) == 1 else Path(bundles[0]).name) + "-pooled-ddp"
-    written += _ddp_card(obs, profiles, provenance, name, out)
-    return written, problems
-
-
-def calibrate_bundle(bundle: str | Path, out: str | Path, comm_card: Path | None = None,
-                     ddp_pool: list | None = None, op_profile: str | None = None) -> tuple[list[str], list[str]]:
-    """Cards written, and one line per trace that could not be used. `ddp_pool` collects the bundle's
-    DDP observations for a fit across bundles (calibrate_bundles)."""
-    bundle, out = Path(bundle), Path(out)
-    manifest = _manifest(bundle)
-    out.mkdir(parents=True, exist_ok=True)
-    written, problems = [], []
-    steps = [("nccl-tests", lambda: _collective(bundle, manifest, "nccl-tests", out, op_profile)),
-             ("nccl-tests-socket", lambda: _collective(bundle, manifest, "nccl-tests-socket", out)),
-             ("qperf", lambda: _nic(bundle, manifest, out)),
-             ("fio", lambda: _nvme(bundle, manifest, out)),
-             ("ddp-step", lambda: _training(bundle, manifest, out, comm_card, ddp_pool))]
-    for name, step in steps:
-        try:
-            written += step()
-        except SimclusterError as exc:
-            problems.append(f"{name}: {exc.one_line()}")
-    for r in manifest["runs"]:
-        if r["status"] != "ok":
-            problems.append(f"{r['tool']}/{r['run_id']}: skipped ({r['status']})")
-    return written, problems
-
-
-def _nvme(bundle: Path, manifest: dict, out: Path) -> list[str]:
-    runs = _runs(manifest, "fio")
+def _nvme(b: _Bundle) -> dict[str, dict]:
+    """nvme-local.yaml from the fio runs that parse (each run is one job: queue depth and block size)."""
+    runs = b.runs("fio")
     if not runs:
-        return []
-    from simcluster.cards import dump_card
+        return {}
     from simcluster.fit.nvme import fit_nvme, nvme_card
     from simcluster.traces import fio
 
-    traces = [fio.parse(bundle / r["path"] / "stdout.txt") for r in runs]
+    traces, _ = b.parsed(runs, lambda r: fio.parse(b.file(r)))
+    if not traces:
+        return {}
     params, info = fit_nvme([res for t in traces for res in t.results])
-    card = nvme_card(params, f"{bundle.name}-disk", f"Local disk fitted from fio in bundle {bundle.name}.", info,
-                     _provenance([Path(t.path) for t in traces], bundle, manifest))
-    target = out / "nvme-local.yaml"
-    target.write_text(dump_card(card))
-    return [str(target)]
+    return {"nvme-local.yaml": nvme_card(params, f"{b.path.name}-disk", f"Local disk fitted from fio in bundle {b.path.name}.",
+                                         info, _provenance([Path(t.path) for t in traces], b.path, b.manifest))}
+
+
+def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[str, dict]:
+    """Every card of one bundle; a tool whose fit fails is a problem line, the other tools' cards stay."""
+    cards: dict[str, dict] = {}
+    own = None
+
+    def nccl():
+        nonlocal own
+        found, own = _collective(b, "nccl-tests", op_profile)
+        return found
+
+    def training():
+        found, obs, profiles, sources = _ddp_runs(b, comm if comm is not None else own)
+        if pool is not None:
+            pool.append((obs, profiles, sources))
+        return found | _ddp_card(obs, profiles, _provenance(sources, b.path, b.manifest), f"{b.path.name}-ddp")
+
+    steps = [("nccl-tests", nccl), ("nccl-tests-socket", lambda: _collective(b, "nccl-tests-socket")[0]),
+             ("qperf", lambda: _nic(b)), ("fio", lambda: _nvme(b)), ("ddp-step", training)]
+    for name, step in steps:
+        try:
+            cards |= step()
+        except SimclusterError as exc:
+            b.problems.append(f"{name}: {exc.one_line()}")
+    return cards
+
+
+def _comm_params(comm_card: str | Path | None):
+    if comm_card is None:
+        return None
+    from simcluster.cards import load_collective
+
+    if not Path(comm_card).is_file():
+        raise SimclusterError(f"--collective-card {comm_card}: no such card file")
+    return load_collective(comm_card)[0]
+
+
+def _documents(cards: dict[str, dict], prefix: str = "") -> dict[str, str]:
+    from simcluster.cards import dump_card
+
+    return {prefix + name: dump_card(card) for name, card in cards.items()}
+
+
+def calibrate_bundle(bundle: str | Path, comm_card: str | Path | None = None, ddp_pool: list | None = None,
+                     op_profile: str | None = None) -> Calibration:
+    """One bundle's cards (not written) and one line per input that could not be used. `comm_card`: the
+    collective card for the 2-GPU all_reduce of the DDP fit (default: the bundle's own nccl-tests card).
+    `ddp_pool` collects the bundle's DDP observations for a fit across bundles (calibrate_bundles)."""
+    b = _Bundle(Path(bundle))
+    cards = _cards(b, _comm_params(comm_card), op_profile, ddp_pool)
+    return Calibration(_documents(cards), tuple(b.problems))
+
+
+def calibrate_bundles(bundles: list[str | Path], comm_card: str | Path | None = None,
+                      op_profile: str | None = None) -> Calibration:
+    """One bundle: calibrate_bundle. Several (repeats of one machine type): each bundle's cards under
+    <bundle folder name>/, and one DDP card (ddp.yaml) fitted on the 2-GPU steps of all of them. `comm_card`:
+    the collective card for the 2-GPU all_reduce (default: each bundle's own nccl-tests card). `op_profile`: an
+    op-profile file (another machine of the kind) that the nccl-tests cards carry."""
+    if len(bundles) == 1:
+        return calibrate_bundle(bundles[0], comm_card, op_profile=op_profile)
+    comm = _comm_params(comm_card)
+    names = [safe_name(Path(x).resolve().name, "bundle folder") for x in bundles]
+    if len(set(names)) < len(names):
+        raise SimclusterError(f"two bundles share the folder name {next(n for n in names if names.count(n) > 1)!r}",
+                              hint="their cards would go to one subfolder; rename one")
+    documents, problems, pool = {}, [], []
+    for path, name in zip(map(Path, bundles), names, strict=True):
+        b = _Bundle(path)
+        documents |= _documents(_cards(b, comm, op_profile, pool), f"{name}/")
+        problems += [f"{name}: {line}" for line in b.problems]
+    obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
+    provenance = {**_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm_card) if comm_card else None}
+    parents = {Path(b).resolve().parent for b in bundles}
+    name = (parents.pop().name if len(parents) == 1 else Path(bundles[0]).name) + "-pooled-ddp"
+    try:
+        documents |= _documents(_ddp_card(obs, profiles, provenance, name))
+    except SimclusterError as exc:
+        problems.append(f"pooled ddp: {exc.one_line()}")
+    return Calibration(documents, tuple(problems))

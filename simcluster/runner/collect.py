@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simcluster.errors import SimclusterError
+from simcluster.files import inside, safe_name
 from simcluster.runner import host
 
 EXIT_OK, EXIT_PARTIAL = 0, 3
@@ -101,9 +103,17 @@ def _stop_server(proc) -> None:
         proc.wait()
 
 
+def confined_run_dir(bundle: Path, step: Step) -> Path:
+    """bundle/<tool>/<run-id>: both plain names (run ids are built from option values) and inside the bundle."""
+    run_dir = Path(bundle) / safe_name(step.tool, "tool") / safe_name(step.run_id, f"{step.tool} run id")
+    if not inside(bundle, run_dir):
+        raise SimclusterError(f"{step.tool} run {step.run_id!r} would be written outside the bundle", where=str(bundle))
+    return run_dir
+
+
 def run_step(bundle: Path, step: Step) -> dict:
     """Run one step, write its folder, return its manifest entry."""
-    run_dir = bundle / step.tool / step.run_id
+    run_dir = confined_run_dir(bundle, step)
     run_dir.mkdir(parents=True, exist_ok=True)
     entry = {"tool": step.tool, "run_id": step.run_id, "path": str(run_dir.relative_to(bundle)),
              "argv": step.argv, "env": step.env, "meta": step.meta}
@@ -156,12 +166,28 @@ class Bundle:
         tmp.replace(self.out / "manifest.json")
 
 
+def _previous_runs(path: Path) -> list[dict]:
+    """The runs of an earlier collection into the same folder (kept, a rerun replaces its own entries)."""
+    if not path.is_file():
+        return []
+    try:
+        runs = json.loads(path.read_text(errors="replace")).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        raise SimclusterError("the folder holds a manifest that is not a bundle's", where=str(path),
+                              hint="collect into a new folder") from None
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and {"tool", "run_id"} <= r.keys() for r in runs):
+        raise SimclusterError("the folder's manifest has runs without tool and run_id", where=str(path),
+                              hint="collect into a new folder")
+    return runs
+
+
 def collect(out: str | Path, steps: list[Step], tools: list[str], options: dict, progress=None) -> tuple[dict, int]:
     """Run every step in order; the bundle's manifest and the exit code (EXIT_OK or EXIT_PARTIAL)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    old = out / "manifest.json"
-    previous = json.loads(old.read_text()).get("runs", []) if old.is_file() else []
+    for step in steps:
+        confined_run_dir(out, step)
+    previous = _previous_runs(out / "manifest.json")
     bundle = Bundle(out, {"format": "simcluster-bundle/1", "created": _now(), "tools": tools,
                           "options": options, "host": host.describe(tools), "runs": previous, "status": "running"})
     bundle.save()

@@ -10,13 +10,16 @@ network namespaces (`ip netns exec`), see simcluster.runner.netlab.
 from __future__ import annotations
 
 import glob
+import ipaddress
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.runner.collect import Step
+from simcluster.files import safe_name
+from simcluster.runner.collect import Step, confined_run_dir
 
 TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
          "llm-step")
@@ -27,6 +30,38 @@ PERF_EVENTS = "task-clock,context-switches,cpu-migrations,cycles,instructions"
 FIO_JOBS = (("randread-4k-qd1", "randread", "4k", 1), ("randread-4k-qd4", "randread", "4k", 4),
             ("randread-4k-qd16", "randread", "4k", 16), ("randread-4k-qd64", "randread", "4k", 64),
             ("randread-128k-qd8", "randread", "128k", 8), ("read-1m-qd8", "read", "1m", 8))
+
+
+HOST_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+SSH_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}")
+
+
+def check_host(value: str, what: str = "--hosts") -> str:
+    """`value` if it is a host name, an IPv4 or IPv6 address, optionally after `user@`; else a one-line error.
+    Host names reach ssh, mpirun's hostfile and qperf's argv: nothing that reads as an option or a shell word."""
+    user, at, name = value.rpartition("@") if isinstance(value, str) else ("", "", "")
+    ok = not at or SSH_USER.fullmatch(user) is not None
+    address, percent, zone = name.partition("%")
+    try:
+        ipaddress.ip_address(address)
+        ok = ok and (not percent or HOST_LABEL.fullmatch(zone) is not None)
+    except ValueError:
+        ok = ok and not percent and 0 < len(name) <= 253 and all(HOST_LABEL.fullmatch(label) for label in name.split("."))
+    if not ok:
+        raise SimclusterError(f"{what} {value!r} is not a host name, IPv4 or IPv6 address (optionally user@host)",
+                              hint="letters, digits, '.', '-', '_' and ':'; no leading '-', spaces or shell characters")
+    return value
+
+
+def _ddp_spec(spec: str) -> tuple[str, str, str]:
+    """MODEL:IMAGE:BATCH of --ddp-models, each part checked (the run folder is named from them)."""
+    try:
+        model, image, batch = spec.split(":")
+    except ValueError:
+        raise SimclusterError(f"--ddp-model {spec!r}: expected MODEL:IMAGE:BATCH, e.g. resnet18:32:128") from None
+    if not (image.isdigit() and batch.isdigit() and int(image) > 0 and int(batch) > 0):
+        raise SimclusterError(f"--ddp-model {spec!r}: IMAGE and BATCH must be whole numbers > 0, e.g. resnet18:32:128")
+    return safe_name(model, f"--ddp-model {spec!r}: model"), str(int(image)), str(int(batch))
 
 
 @dataclass
@@ -67,6 +102,21 @@ class Options:
     llm_steps: int = 10                                    # llm-step timed steps per shape
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
+
+
+def check(options: Options) -> None:
+    """Every option value that reaches an argv as a host or names a folder of the bundle, checked at the edge."""
+    for host in options.hosts:
+        check_host(host)
+    if options.qperf_host is not None:
+        check_host(options.qperf_host, "--qperf-host")
+    for op in options.ops:
+        safe_name(op, "--ops value")
+    safe_name(options.dlio_workload, "--dlio-workload")
+    if any(n < 1 for n in options.dlio_accelerators):
+        raise SimclusterError(f"--dlio-accelerators {list(options.dlio_accelerators)}: each count must be >= 1")
+    for spec in options.ddp_models:
+        _ddp_spec(spec)
 
 
 def _netns(ns: str | None) -> list[str]:
@@ -142,7 +192,7 @@ def _qperf_server(options: Options) -> tuple[str, list[str]]:
     """(address the client uses, argv that starts the server)."""
     if len(options.hosts) > 1 and not options.server_netns:
         peer = options.hosts[1]
-        return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", peer, "qperf"]
+        return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", "--", peer, "qperf"]
     return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 0), "qperf"]
 
 
@@ -215,10 +265,7 @@ def ddp_steps(options: Options, socket: bool = False) -> list[Step]:
     gpus = _gpu_count(options)
     worlds = [str(w) for w in (1, 2, 4, 8) if w <= gpus and (w > 1 or not socket)]
     for spec in options.ddp_models:
-        try:
-            model, image, batch = spec.split(":")
-        except ValueError:
-            raise SimclusterError(f"--ddp-model {spec!r}: expected MODEL:IMAGE:BATCH, e.g. resnet18:32:128") from None
+        model, image, batch = _ddp_spec(spec)
         argv = [sys.executable, "-m", "simcluster.runner.ddp_step", "--model", model, "--image", image, "--batch", batch,
                 "--world", *worlds, "--profile", "6", "--trace-dir", "profiler-traces"]
         if options.ddp_paired:
@@ -230,9 +277,12 @@ def ddp_steps(options: Options, socket: bool = False) -> list[Step]:
 
 
 def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
+    """The steps of a collection; every host and every value that names a run folder is checked first
+    (check), and every run folder must stay inside `out`."""
     unknown = [t for t in tools if t not in TOOLS]
     if unknown:
         raise SimclusterError(f"--tools: unknown tool {unknown[0]!r}", hint=f"one of {', '.join(TOOLS)}")
+    check(options)
     steps: list[Step] = []
     for tool in tools:
         if tool == "nccl-tests":
@@ -253,4 +303,6 @@ def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
             from simcluster.runner import plans_gpu
 
             steps += plans_gpu.gpu_micro_steps(options) if tool == "gpu-micro" else plans_gpu.llm_steps(options, _gpu_count(options))
+    for step in steps:
+        confined_run_dir(out, step)
     return steps

@@ -1,0 +1,208 @@
+"""Writing result files: the one writer behind every CLI path that writes a card, a trace or a figure's data.
+
+The library returns documents (file name -> text); only the CLI writes them, through this module:
+
+- `safe_name(value, what)`: a user or trace value that becomes a file or folder name must be a plain name
+  (letters, digits, `._+-`, not starting with `.` or `-`); anything else is a one-line error naming the value.
+- `inside(root, path)`: whether `path`, symlinks resolved, stays under `root`.
+- `write_documents(folder, {name: text})`: every document under `folder` (a name may hold one subfolder),
+  confined to it, while holding the folder's lock (`.simcluster.lock`, created with O_EXCL, holding the
+  writer's pid; a lock whose process is gone on this host is stale and taken over). Every document is first
+  written to a temporary file in its own folder and fsynced; only when all are on disk are they renamed over
+  the old files (os.replace), so a failure mid-way (full disk, read-only folder) leaves every old file whole.
+- `write_document(path, text)`: one file the same way, locked on its own name (`.NAME.simcluster.lock`).
+An OSError (read-only, full disk, a folder where a file is expected) is one line: `OutputError`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import socket
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+from simcluster.errors import SimclusterError
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9._+-]{0,127}")
+FOLDER_LOCK = ".simcluster.lock"
+FRESH_LOCK_S = 10.0          # a lock file still without a pid is being created for this long at most
+
+
+class OutputError(SimclusterError):
+    """A result that cannot be written: outside the output folder, the folder in use, or an OSError."""
+
+
+def safe_name(value: str, what: str) -> str:
+    """`value` if it can name a file or folder as it is; else a one-line error naming it."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
+        raise OutputError(f"{what} {value!r} cannot name a file or folder",
+                          hint="letters, digits and ._+- only, not starting with . or -")
+    return value
+
+
+def inside(root: str | Path, path: str | Path) -> bool:
+    """Whether `path` (symlinks resolved) is `root` or under it."""
+    root, path = Path(root).resolve(), Path(path).resolve()
+    return path == root or root in path.parents
+
+
+def _os_error(exc: OSError, path: Path) -> OutputError:
+    reason = {errno.EISDIR: "a folder is in the way of the file", errno.ENOTDIR: "a file is in the way of the folder",
+              errno.EEXIST: "a file is in the way of the folder"}.get(exc.errno, exc.strerror or str(exc))
+    return OutputError(f"cannot write: {reason}", where=str(path))
+
+
+def _relative(folder: Path, name: str) -> Path:
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or len(parts) > 2:
+        raise OutputError(f"output name {name!r} must be a file name, or one folder and a file name", where=str(folder))
+    for part in parts:
+        safe_name(part, "output name")
+    target = folder.joinpath(*parts)
+    if not inside(folder, target):
+        raise OutputError(f"output name {name!r} leads outside the output folder", where=str(folder))
+    return target
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale(lock: Path) -> bool:
+    """A lock left by a simcluster process of this host that is gone (or one that never got its pid)."""
+    try:
+        text = lock.read_text()
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    fields = text.split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return age > FRESH_LOCK_S
+    return fields[1] == socket.gethostname() and not _pid_alive(int(fields[0]))
+
+
+@contextmanager
+def lock(folder: str | Path, name: str = FOLDER_LOCK):
+    """Hold `folder/name` (O_EXCL) while writing; refuse if another live simcluster process holds it."""
+    path = Path(folder) / name
+    mine = f"{os.getpid()} {socket.gethostname()}\n"
+    for attempt in (1, 2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileExistsError:
+            if attempt == 1 and _stale(path):
+                path.unlink(missing_ok=True)
+                continue
+            holder = path.read_text(errors="replace").split()[:1] if path.exists() else []
+            raise OutputError(f"another simcluster process{' (pid ' + holder[0] + ')' if holder else ''} is writing here",
+                              where=str(folder), hint=f"wait for it, or delete {path} if no such process runs") from None
+        except OSError as exc:
+            raise _os_error(exc, path) from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(mine)
+        yield path
+    finally:
+        try:
+            if path.read_text() == mine:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _stage(target: Path, text: str | bytes, mode: int) -> Path:
+    """`text` in a temporary file beside `target`, flushed and fsynced; its path."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _commit(targets: dict[Path, str | bytes]) -> list[Path]:
+    """Stage every document, then rename each over its target; on any error nothing staged is left."""
+    mode = 0o666 & ~_umask()
+    staged: list[tuple[Path, Path]] = []
+    current = None
+    try:
+        for target, text in targets.items():
+            current = target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
+            staged.append((_stage(target, text, mode), target))
+        for tmp, target in staged:
+            current = target
+            os.replace(tmp, target)
+    except OSError as exc:
+        raise _os_error(exc, current or Path(".")) from None
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+    for folder in {t.parent for t in targets}:
+        _sync_folder(folder)
+    return list(targets)
+
+
+def write_documents(folder: str | Path, documents: dict[str, str | bytes]) -> list[Path]:
+    """Write every document under `folder` (created if needed) atomically, holding the folder's lock."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(exc, folder) from None
+    targets = {_relative(folder, name): text for name, text in documents.items()}
+    with lock(folder):
+        return _commit(targets)
+
+
+def write_document(path: str | Path, text: str | bytes) -> Path:
+    """Write one result file atomically (its folder created if needed), locked on its own name."""
+    path = Path(path)
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(exc, folder) from None
+    if not path.name or path.name in (".", ".."):
+        raise OutputError("not a file name", where=str(path))
+    with lock(folder, f".{path.name}.simcluster.lock"):
+        return _commit({path: text})[0]
