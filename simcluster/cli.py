@@ -92,12 +92,18 @@ def cmd_calibrate(args) -> int:
         not_dirs = [t for t in args.traces if not Path(t).is_dir()]
         if not_dirs:
             raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
-        written, problems = calibrate_bundles(args.traces, args.output, args.collective_card, args.op_profile)
-        for path in written:
+        from simcluster.files import write_documents
+        from simcluster.runner.collect import EXIT_PARTIAL
+
+        result = calibrate_bundles(args.traces, args.collective_card, args.op_profile)
+        for line in result.problems:
+            print(f"simcluster: skipped: {line}", file=sys.stderr)
+        if not result.documents:
+            raise SimclusterError("no card could be fitted from the bundle(s)", where=", ".join(args.traces),
+                                  hint="each skipped input is named above" if result.problems else "no traces of a known tool")
+        for path in write_documents(args.output, result.documents):
             print(f"wrote {path}")
-        for line in problems:
-            print(f"skipped: {line}")
-        return 0 if written else EXIT_USAGE
+        return EXIT_PARTIAL if result.problems else 0
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     if _is_qperf(args.traces[0]):
@@ -138,8 +144,9 @@ def cmd_calibrate(args) -> int:
                                     "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
                                     "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | extra,
     }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(dump_card(card))
+    from simcluster.files import write_document
+
+    write_document(args.output, dump_card(card))
     s = card["fit"]["in_sample_error"]["sizes_ge_1024B"]
     print(f"wrote {args.output}: {len(rows)} rows, in-sample mean |error| {s['mean_abs_error_pct']}% "
           f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
@@ -274,7 +281,9 @@ def cmd_predict_training(args) -> int:
             raise SimclusterError("the scenario has no 'kind: training' job", where=args.scenario)
         results += [(label, sc, predict_training(sc.machine, j)) for j in jobs]
     if args.trace:
-        perfetto_trace(results[0][2], args.trace)
+        from simcluster.files import write_document
+
+        write_document(args.trace, json.dumps(perfetto_trace(results[0][2])))
     if args.json:
         out = [{**({"variant": label} if label else {}), **p.as_json()} for label, _, p in results]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
