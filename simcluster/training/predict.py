@@ -10,9 +10,7 @@ Speedup is against the same workload on 1 GPU and on 1 node.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from simcluster.cards import load_collective, load_ddp, load_training
 from simcluster.collectives.model import predict
@@ -111,8 +109,9 @@ def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
                               rate / rate_1, rate / rate_node, ttt, transport)
 
 
-def perfetto_trace(pred: TrainingPrediction, path: str | Path, steps: int = 3) -> None:
-    """Chrome/Perfetto trace JSON (open in ui.perfetto.dev): a few consecutive steps of one rank."""
+def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
+    """Chrome/Perfetto trace document (json.dumps it; open in ui.perfetto.dev): a few consecutive steps of one
+    rank. The library returns it; the CLI writes it (simcluster.files)."""
     lanes = {"host": 1, "gpu": 2, "comm": 3}
     events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": f"simcluster: {pred.workload} on "
                                                                             f"{pred.ranks} GPUs (rank 0)"}}]
@@ -124,4 +123,4 @@ def perfetto_trace(pred: TrainingPrediction, path: str | Path, steps: int = 3) -
                 events.append({"name": i.name, "cat": i.lane, "ph": "X", "pid": 0, "tid": lanes[i.lane],
                                "ts": round((offset + i.start_s) * 1e6, 3), "dur": round((i.end_s - i.start_s) * 1e6, 3),
                                "args": {"step": k}})
-    Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
