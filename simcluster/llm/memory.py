@@ -1,18 +1,24 @@
 """Per-GPU memory of a training step: parameters, gradients, optimizer state, activations, logits, overhead.
 
 Parameters on a stage's GPU (P): its layers' dense weights / t, expert weights / (t ep), plus the embedding
-/ t on the first stage and the LM head / t on the last. Mixed-precision Adam (Megatron's defaults):
+/ t on the first stage and the LM head / t on the last. Bytes per parameter come from the framework
+(spec.FrameworkSpec); Megatron's mixed-precision Adam:
   parameters  P * 2 (bf16)                    / dp with ZeRO-3
   gradients   P * 4 (fp32 main_grad buffers)  / dp with ZeRO-2 and 3
   optimizer   P * 12 (fp32 master, m and v)   / dp with ZeRO-1, 2 and 3
-(expert weights shard over dp / ep instead of dp). 18 bytes per parameter unsharded.
+(expert weights shard over dp / ep instead of dp): 18 bytes per parameter unsharded. torch autocast with fp32
+weights (the runner's llm_step): 4 + 4 + 8, plus the bf16 weight copies (2 P) the forward makes and the backward
+keeps; its gradients exist only from the backward to zero_grad, so its peak is the larger of the backward's
+start (activations, copies, logits) and end (gradients) over parameters and optimizer state.
 
 Activations stashed per layer per micro-batch (bytes), after Korthikanti et al. 2022 ("Reducing Activation
 Recomputation in Large Transformer Models", eq. 1-2: s b h (34 + 5 a s / h) for GPT with dropout and
 GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16 unless stated):
-  RMSNorm inputs 2 x 2 s'bh; QKV input 2 s'bh; Q 2 s'bh, K and V 2 x 2 s'b kv; flash attention output
+  RMSNorm inputs 2 x r s'bh (r: the residual stream's element size, 2; 4 under autocast with fp32 weights);
+  QKV input 2 s'bh; Q 2 s'bh, K and V 2 x 2 s'b kv; flash attention output
   2 s'bh and its fp32 logsumexp 4 a s'b (no s^2 term: flash recomputes the scores); MLP input 2 s'bh;
-  SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (12 h + 4 kv + 6 f) + 4 a s'b
+  SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (12 h + 4 kv + 6 f) + 4 a s'b  (r = 2)
+  eager torch also keeps the contiguous copy of the attention output (2 s'bh) and the SiLU output (2 s'bf)
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
@@ -23,6 +29,7 @@ Micro-batches in flight at the first stage: 1F1B holds pp of them (pp - 1 warm-u
 interleaved (v chunks) holds 2 (pp - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers each
 (Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
 s'b V / t in bf16 plus their fp32 copy for the loss (6 bytes each).
+ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
 torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead with the card's capacity.
 """
@@ -31,20 +38,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, layer_split
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
 
 GiB = 2.0**30
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
-
-
-@dataclass(frozen=True)
-class OptimizerBytes:
-    param: float = 2.0       # bytes per parameter for the weights the forward reads
-    grad: float = 4.0        # gradient buffers
-    state: float = 12.0      # optimizer state (fp32 master + two Adam moments)
-
-
-MEGATRON_ADAM = OptimizerBytes()
 
 
 @dataclass(frozen=True)
@@ -81,18 +78,21 @@ def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: b
     return StageParams(dense, layers * expert_layer)
 
 
-def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> float:
+def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> float:
     s, b, h, t = model.seq / par.cp, batch.micro_batch, model.hidden, par.tp
+    rb = fw.residual_bytes
     sp = t if par.sequence_parallel else 1
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
     if par.recompute == "full":
         return 2 * s * b * h / sp
     lse = 4 * model.heads / t * s * b
-    attn = 4 * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    attn = (rb + 2) * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    if fw.eager:
+        attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
     if model.moe:
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)
     else:
-        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + 6 * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/product
+        mlp = (rb + 2) * s * b * h / sp + (8 if fw.eager else 6) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
     if par.recompute == "selective":
         attn -= lse
     return attn + mlp
@@ -116,14 +116,22 @@ class MemoryBreakdown:
     optimizer: float
     activations: float
     logits: float
+    weight_copies: float
     overhead: float
     capacity: float
     stage: str
+    persistent_grads: bool = True
 
     @property
     def allocated(self) -> float:
-        """What torch.cuda.max_memory_allocated would report (no context, no workspaces)."""
-        return self.parameters + self.gradients + self.optimizer + self.activations + self.logits
+        """Peak of what torch.cuda.max_memory_allocated reports (no context, no workspaces). Gradients that
+        are created in the backward and freed after the step (torch's set_to_none) peak at either the start of
+        the backward (all activations, no gradients) or its end (all gradients, no activations)."""
+        static = self.parameters + self.optimizer
+        live = self.activations + self.logits + self.weight_copies
+        if self.persistent_grads:
+            return static + self.gradients + live
+        return static + max(live, self.gradients)
 
     @property
     def total(self) -> float:
@@ -134,37 +142,46 @@ class MemoryBreakdown:
         return self.total <= self.capacity
 
     def to_gib(self) -> dict:
-        out = {k: getattr(self, k) / GiB for k in ("parameters", "gradients", "optimizer", "activations", "logits", "overhead")}
+        parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "overhead")
+        out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
 
 
-def _stage_memory(model, par, batch, capacity, first, last, opt: OptimizerBytes, stage: str) -> MemoryBreakdown:
+def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
     p = stage_params(model, par, first, last)
     dp, edp = par.dp, max(1, par.dp // par.ep)
-    shard = lambda n, on: n / dp if on else n  # noqa: E731
-    eshard = lambda n, on: n / edp if on else n  # noqa: E731
     z = par.zero
-    params = opt.param * (shard(p.dense, z >= 3) + eshard(p.expert, z >= 3))
-    grads = opt.grad * (shard(p.dense, z >= 2) + eshard(p.expert, z >= 2))
-    state = opt.state * (shard(p.dense, z >= 1) + eshard(p.expert, z >= 1))
+
+    def sharded(on: bool) -> float:
+        return p.dense / dp + p.expert / edp if on else p.total
+
+    params = fw.param_bytes * sharded(z >= 3)
+    if z == 3:  # FSDP holds the gathered weights of the layer it runs and of the one it prefetches
+        one = TransformerSpec(1, model.hidden, model.ffn, model.heads, model.kv_heads, 1, 1, model.experts, model.top_k,
+                              model.expert_ffn)
+        params += 2 * fw.param_bytes * stage_params(one, par, False, False).total
+    grads = fw.grad_bytes * sharded(z >= 2)
+    state = fw.state_bytes * sharded(z >= 1)
     m = batch.micro_batches(par.dp)
     chunks, frac = in_flight(par, m) if first else (1, 1.0 / par.virtual_stages)
     layers = stage_layers(model, par, 0 if first else par.pp - 1) * frac
-    acts = chunks * layers * layer_activation_bytes(model, par, batch)
+    per_layer = layer_activation_bytes(model, par, batch, fw)
+    acts = chunks * layers * per_layer
     if first:
-        acts += chunks * 2 * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    logits = 6 * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
+        acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     if last and not first:  # the last stage stashes one micro-batch per chunk in 1F1B steady state
-        acts = layers * layer_activation_bytes(model, par, batch)
-    return MemoryBreakdown(params, grads, state, acts, logits, OVERHEAD_BYTES, capacity, stage)
+        acts = layers * per_layer
+    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
+    copies = fw.weight_copy_bytes * p.total
+    return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads)
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
-                   opt: OptimizerBytes = MEGATRON_ADAM) -> MemoryBreakdown:
+                   fw: FrameworkSpec = MEGATRON) -> MemoryBreakdown:
     """The fuller of the first and the last pipeline stage (the same GPU when pp = 1)."""
     if par.pp == 1:
-        return _stage_memory(model, par, batch, capacity_bytes, True, True, opt, "only")
-    first = _stage_memory(model, par, batch, capacity_bytes, True, False, opt, "first")
-    last = _stage_memory(model, par, batch, capacity_bytes, False, True, opt, "last")
+        return _stage_memory(model, par, batch, capacity_bytes, True, True, fw, "only")
+    first = _stage_memory(model, par, batch, capacity_bytes, True, False, fw, "first")
+    last = _stage_memory(model, par, batch, capacity_bytes, False, True, fw, "last")
     return max(first, last, key=lambda mb: mb.total)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
 
 ACT_BYTES = 2  # bf16 activations
 
@@ -95,15 +95,29 @@ def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
     return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward), op.count)
 
 
-def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
     T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
-    ops = [memory("rmsnorm", 2 * Tsp * h * ACT_BYTES, 4 * Tsp * h, count=2),
-           gemm("qkv", T, (sh.heads + 2 * sh.kv_heads) * d, h, in_bytes=e),
-           memory("rotary", 2 * T * (sh.heads + sh.kv_heads) * d * ACT_BYTES, 3 * T * (sh.heads + sh.kv_heads) * d),
-           _attention_core(model, par, batch, sh, backward=False),
-           gemm("attn_out", T, h, sh.heads * d, in_bytes=e),
-           memory("residual_add", 3 * Tsp * h * ACT_BYTES, Tsp * h, count=2)]
+    rb = fw.residual_bytes
+    qk = T * (sh.heads + sh.kv_heads) * d
+    if fw.fused_qkv:
+        qkv = [gemm("qkv", T, (sh.heads + 2 * sh.kv_heads) * d, h, in_bytes=e)]
+    else:
+        qkv = [gemm("q", T, sh.heads * d, h, in_bytes=e), gemm("k", T, sh.kv_heads * d, h, in_bytes=e),
+               gemm("v", T, sh.kv_heads * d, h, in_bytes=e)]
+    ops = [memory("rmsnorm", 2 * Tsp * h * rb, 4 * Tsp * h, count=2)]
+    if rb != ACT_BYTES:  # autocast: the fp32 norm output is cast to bf16 for the next GEMM
+        ops.append(memory("cast", Tsp * h * (rb + ACT_BYTES), count=2))
+    ops += qkv
+    if fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
+        ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
+    else:
+        ops.append(memory("rotary", 2 * qk * ACT_BYTES, 3 * qk))
+    ops.append(_attention_core(model, par, batch, sh, backward=False))
+    if fw.eager:  # transpose + reshape makes a contiguous copy of the attention output
+        ops.append(memory("attn_out_copy", 2 * T * sh.heads * d * ACT_BYTES))
+    ops += [gemm("attn_out", T, h, sh.heads * d, in_bytes=e),
+            memory("residual_add", Tsp * h * (2 * rb + ACT_BYTES), Tsp * h, count=2)]
     if model.moe:
         local_experts = model.experts // par.ep
         routed = T * model.top_k * par.ep // model.experts  # tokens per local expert, balanced routing
@@ -113,8 +127,9 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
     else:
-        ops += [gemm("gate", T, sh.ffn, h, in_bytes=e), gemm("up", T, sh.ffn, h, in_bytes=e),
-                memory("swiglu", 3 * T * sh.ffn * ACT_BYTES, 4 * T * sh.ffn),
+        tf = T * sh.ffn
+        swiglu = memory("swiglu", 5 * tf * ACT_BYTES / 2, 2 * tf, count=2) if fw.eager else memory("swiglu", 3 * tf * ACT_BYTES, 4 * tf)
+        ops += [gemm("gate", T, sh.ffn, h, in_bytes=e), gemm("up", T, sh.ffn, h, in_bytes=e), swiglu,
                 gemm("down", T, h, sh.ffn, in_bytes=e)]
     return ops
 
@@ -131,9 +146,9 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
     return out
 
 
-def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """The layer's backward, with the forward ops recomputation re-runs first."""
-    fwd = layer_forward(model, par, batch)
+    fwd = layer_forward(model, par, batch, fw)
     e = sharding(model, par, batch).in_bytes
     if par.recompute == "full":
         again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd]
@@ -144,26 +159,32 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) 
     return again + backward_of(fwd, model, par, batch, e)
 
 
-def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
+def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
-    return [memory("embedding", 2 * sh.seq_tokens * model.hidden * ACT_BYTES)]
+    return [memory("embedding", 2 * sh.seq_tokens * model.hidden * fw.residual_bytes)]
 
 
-def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
-    return [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch)]
+def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    return [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
 
 
-def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
-    """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits)."""
+def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
+    eager: the fp32 copy and log-softmax as two kernels, 14 bytes per logit)."""
     sh = sharding(model, par, batch)
-    v = model.vocab // par.tp
-    return [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * ACT_BYTES, 4 * sh.seq_tokens * model.hidden),
-            gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes),
-            memory("cross_entropy", sh.tokens * v * (ACT_BYTES + 4), 5 * sh.tokens * v)]
+    v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
+    rb = fw.residual_bytes
+    ops = [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * rb, 4 * sh.seq_tokens * model.hidden)]
+    if rb != ACT_BYTES:
+        ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
+    ops.append(gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes))
+    ops.append(memory("cross_entropy", 7 * n * ACT_BYTES, 5 * n, count=2) if fw.eager else
+               memory("cross_entropy", n * (ACT_BYTES + 4), 5 * n))
+    return ops
 
 
-def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> list[Op]:
-    fwd = head_forward(model, par, batch)
+def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    fwd = head_forward(model, par, batch, fw)
     return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes)
 
 

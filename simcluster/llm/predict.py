@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from simcluster.llm import comm
 from simcluster.llm.memory import GiB, memory_per_gpu
 from simcluster.llm.simulate import chrome_trace, simulate_iteration
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
 
 CONVENTIONS = ("causal", "megatron")
@@ -50,31 +50,33 @@ class LlmResult:
     gpu: str
     groups: dict
     critical_stage: int
+    framework: str = "megatron"
     timeline: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self, timeline: bool = False) -> dict:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
                                              "fits", "breakdown", "events", "gpus", "micro_batches", "model_flops_per_step",
-                                             "flops_convention", "parameters", "gpu", "groups", "critical_stage")}
+                                             "flops_convention", "parameters", "gpu", "groups", "critical_stage", "framework")}
         if timeline:
             out["timeline"] = self.timeline
         return json.loads(json.dumps(out))
 
 
 def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
-                gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True) -> LlmResult:
+                gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True,
+                framework: FrameworkSpec = MEGATRON) -> LlmResult:
     """One iteration: work per stage (GPU card + collective/fabric models), the pipeline DES, memory."""
     check(model, par, batch, gpus)
     g = comm.groups(par, net)
-    work = build_work(model, par, batch, gpu, net, g)
+    work = build_work(model, par, batch, gpu, net, g, framework)
     it = simulate_iteration(work, seed, trace)
     flops = model_flops_per_step(model, batch, convention)
     per_gpu = flops / it.step_time_s / par.gpus
-    mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes)
+    mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
     return LlmResult(it.step_time_s, batch.global_batch * model.seq / it.step_time_s, per_gpu / 1e12,
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown, it.events, par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
-                     it.critical_stage, chrome_trace(it) if trace else {})
+                     it.critical_stage, framework.name, chrome_trace(it) if trace else {})
 
 
 def network_for(machine, intra=None) -> comm.Network:

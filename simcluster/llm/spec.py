@@ -204,3 +204,35 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
     m = batch.micro_batches(par.dp)
     if par.virtual_stages > 1 and m % par.pp:
         raise LlmConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp ({par.pp})")
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """How the training code runs the model: what it stores and moves besides the model's own math.
+
+    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist, fp32 master
+      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels.
+    torch-amp (simcluster.runner.llm_step): fp32 weights under bf16 autocast, separate q / k / v Linears, fp32
+      residual stream (embedding and weights are fp32), gradients created in each backward and freed by
+      zero_grad(set_to_none=True), fused AdamW with fp32 moments (4 + 4 + 8 bytes per parameter), bf16 weight
+      copies autocast makes in the forward and the backward keeps, eager (unfused) rotary, SwiGLU and loss.
+    """
+
+    name: str
+    fused_qkv: bool = True
+    param_bytes: float = 2.0
+    grad_bytes: float = 4.0
+    state_bytes: float = 12.0
+    persistent_grads: bool = True
+    weight_copy_bytes: float = 0.0    # per parameter, held from the forward to the backward (autocast's bf16 copies)
+    residual_bytes: int = 2           # element size of the residual stream
+    adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
+    cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
+    logit_bytes: float = 6.0          # bytes per logit held for the loss (bf16 logits + fp32 copy ...)
+    eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
+
+
+MEGATRON = FrameworkSpec("megatron")
+TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
+                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=10.0, eager=True)
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP)}

@@ -11,8 +11,10 @@ ZeRO-3 (FSDP, pp = 1): the stage's parameters are gathered once per micro-batch 
 its gradients reduce-scattered every micro-batch, layer by layer, prefetched one layer ahead:
   forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L
 the excess over compute is exposed data-parallel time. Optimizer: Adam reads and writes 30 bytes per
-parameter it updates (fp32 master, m, v and grad read; master, m, v and the bf16 copy written), on P / dp
-parameters with ZeRO >= 1.
+parameter it updates under Megatron (fp32 master, m, v and grad read; master, m, v and the bf16 copy written;
+28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
+weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
+one kernel per weight).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from __future__ import annotations
 from simcluster.llm import comm, ops
 from simcluster.llm.memory import stage_params
 from simcluster.llm.simulate import PipelineWork, StageWork, Task
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, layer_split
-
-ADAM_BYTES_PER_PARAM = 30.0
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
 
 
 def _task(**parts) -> Task:
@@ -41,11 +41,11 @@ def _scale(a: Task, k: float) -> Task:
 
 
 def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
-               groups: comm.Groups | None = None) -> PipelineWork:
+               groups: comm.Groups | None = None, fw: FrameworkSpec = MEGATRON) -> PipelineWork:
     g = groups or comm.groups(par, net)
     dtype = batch.precision
     lc = comm.layer_comm(model, par, batch, net, g)
-    fwd_ops, bwd_ops = ops.layer_forward(model, par, batch), ops.layer_backward(model, par, batch)
+    fwd_ops, bwd_ops = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
     attn_f = sum(ops.op_time_s(gpu, o, dtype) for o in fwd_ops if o.kind == "attention")
     attn_b = sum(ops.op_time_s(gpu, o, dtype) for o in bwd_ops if o.kind == "attention")
     layer_f = _task(compute=ops.ops_time_s(gpu, fwd_ops, dtype), tp=lc.tp_fwd_s, cp=max(0.0, lc.cp_fwd_s - attn_f),
@@ -55,20 +55,20 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel
-    emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch), dtype),
+    emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch, fw), dtype),
                   tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
-    emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch), dtype),
+    emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch, fw), dtype),
                   tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
-    head_f = _task(compute=ops.ops_time_s(gpu, ops.head_forward(model, par, batch), dtype),
+    head_f = _task(compute=ops.ops_time_s(gpu, ops.head_forward(model, par, batch, fw), dtype),
                    tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
-    head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch), dtype),
+    head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch, fw), dtype),
                    tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     pp, v = par.pp, par.virtual_stages
     split = layer_split(model.layers, pp, v)
     last_vs = pp * v - 1
     stages = []
     for s in range(pp):
-        fw, bw, buckets, gathers = [], [], [], []
+        fwd, bwd, buckets, gathers = [], [], [], []
         first, last = s == 0, s == pp - 1
         params = stage_params(model, par, first, last)
         for c in range(v):
@@ -93,10 +93,14 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size)]
                 gathers.append(comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                                if par.zero in (1, 2) else 0.0)
-            fw.append(f)
-            bw.append(b)
+            if fw.cast_bytes:  # autocast: every weight cast to bf16 in the forward, its gradient up-cast in the backward
+                kernels = 7 * layers_per_chunk + 1
+                cast = ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)
+                f, b = _add(f, _task(compute=ops.op_time_s(gpu, cast, dtype))), _add(b, _task(compute=ops.op_time_s(gpu, cast, dtype)))
+            fwd.append(f)
+            bwd.append(b)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (max(1, par.dp // par.ep) if par.zero >= 1 else 1)
-        opt = gpu.memory_time_s(ADAM_BYTES_PER_PARAM * updated)
-        stages.append(StageWork(tuple(fw), tuple(bw), tuple(buckets), tuple(gathers), opt))
+        opt = gpu.memory_time_s(fw.adam_bytes * updated)
+        stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g))

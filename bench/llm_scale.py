@@ -1,0 +1,43 @@
+"""Wall time and events/s of one LLM training iteration at scale (not a test).
+
+Llama-3.1-405B (scenarios/llm/llama405b-16k.yaml: TP 8, PP 16, interleaved x4, ZeRO-1, SP) on 1,024 /
+4,096 / 16,384 H100s: DP 8 / 32 / 128 with 16 micro-batches per replica (global batch 16 x DP). Wall
+time covers everything predict_llm_job does: the fabric built and solved for every group kind, the
+per-stage work from the GPU card, the DES and the memory model. Target: <= 2 s at 16,384 GPUs.
+    python bench/llm_scale.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.llm.predict import predict_llm_job  # noqa: E402
+from simcluster.scenario import load  # noqa: E402
+
+SCENARIO = ROOT / "scenarios" / "llm" / "llama405b-16k.yaml"
+
+
+def main() -> None:
+    base = load(SCENARIO)
+    job = base.jobs[0]
+    print(f"{'GPUs':>6} {'DP':>4} {'step s':>8} {'TFLOP/s/GPU':>12} {'MFU':>6} {'events':>7} {'wall s':>7} {'events/s':>9}")
+    for gpus in (1024, 4096, 16384):
+        dp = gpus // (job.parallel.tp * job.parallel.pp)
+        machine = dataclasses.replace(base.machine, nodes=gpus // base.machine.gpus_per_node)
+        scaled = dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, dp=dp),
+                                     batch=dataclasses.replace(job.batch, global_batch=16 * dp))
+        t0 = time.perf_counter()
+        r = predict_llm_job(machine, scaled, trace=False)
+        wall = time.perf_counter() - t0
+        print(f"{gpus:>6} {dp:>4} {r.step_time_s:>8.3f} {r.tflops_per_gpu:>12.1f} {r.mfu:>6.3f} {r.events:>7} {wall:>7.2f} "
+              f"{r.events / wall:>9.0f}")
+
+
+if __name__ == "__main__":
+    main()
