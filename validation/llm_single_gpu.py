@@ -1,0 +1,119 @@
+"""Predicted vs measured 1-GPU Llama-shaped training steps, held out (not a test).
+
+Every `llm-step` run (mode single) of the bundles below is predicted from its architecture, sequence length
+and micro-batch alone, on the GPU card of the GPU it ran on, with the torch-amp framework (the runner's own:
+fp32 weights under bf16 autocast, fused AdamW; simcluster.llm.spec.TORCH_AMP). The GPU cards are fitted on
+gpu-micro micro-benchmarks only (their provenance is printed), never on these steps, so every row is held
+out. Step time: the median of the timed steps; memory: torch.cuda.max_memory_allocated against the model's
+allocated peak (no CUDA context or workspaces). Shapes that ran out of memory are listed with the
+prediction's `fits`.
+    python validation/llm_single_gpu.py [BUNDLE ...]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.spec import TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+
+BUNDLES = {"calibration/h100x1-gpu-2026-11-23": "models/gpu/h100-sxm.yaml",
+           "calibration/h200x1-gpu-2026-11-23": "models/gpu/h200-sxm.yaml"}
+
+
+def runs(bundle: Path) -> list[dict]:
+    """The llm-step documents of a bundle (each run's stdout is one JSON document)."""
+    out = []
+    for stdout in sorted((bundle / "llm-step").glob("*/stdout")):
+        text = stdout.read_text().strip()
+        if not text:
+            continue
+        start = text.find("{")
+        try:
+            doc = json.loads(text[start:])
+        except json.JSONDecodeError as exc:
+            print(f"{stdout}: not an llm-step JSON document ({exc.msg}), skipped", file=sys.stderr)
+            continue
+        if doc.get("mode") == "single":
+            out.append(doc)
+    return out
+
+
+def model_of(doc: dict, seq: int) -> TransformerSpec:
+    m = doc["model"]
+    return TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], seq,
+                           tied_embeddings=bool(m["tied"]))
+
+
+def rows(bundle: Path, card: Path) -> list[dict]:
+    gpu, _ = load_gpu(card)
+    net = Network(None, 1)
+    out = []
+    for doc in runs(bundle):
+        if "fp32 weights" not in str(doc.get("precision", "")):
+            print(f"{bundle}: a run with precision {doc.get('precision')!r} is not the torch-amp framework, skipped", file=sys.stderr)
+            continue
+        for shape in doc["shapes"]:
+            seq, mb = shape["seq"], shape["micro_batch"]
+            model = model_of(doc, seq)
+            batch = BatchSpec(mb, mb, "bf16")
+            row = {"gpu": gpu.name, "preset": doc["model"].get("preset"), "params_B": model.parameter_count() / 1e9,
+                   "seq": seq, "mb": mb, "status": shape["status"]}
+            mem = memory_per_gpu(model, ParallelSpec(), batch, gpu.hbm_capacity_bytes, TORCH_AMP)
+            row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
+            if shape.get("max_memory_allocated_bytes"):
+                row["meas_mem_GiB"] = shape["max_memory_allocated_bytes"] / GiB
+            if shape["status"] == "ok":
+                r = predict_llm(model, ParallelSpec(), batch, gpu, net, 1, trace=False, framework=TORCH_AMP)
+                row["pred_ms"], row["meas_ms"] = r.step_time_s * 1e3, shape["median_step_s"] * 1e3
+            out.append(row)
+    return out
+
+
+def pct(pred: float, meas: float) -> float:
+    return (pred - meas) / meas * 100
+
+
+def main(argv: list[str]) -> int:
+    bundles = {Path(b): Path(BUNDLES.get(b.rstrip("/"), "")) for b in argv} if argv else {Path(b): Path(c) for b, c in BUNDLES.items()}
+    for bundle, card in bundles.items():
+        bundle, card = ROOT / bundle if not bundle.is_absolute() else bundle, ROOT / card
+        if not (bundle / "llm-step").is_dir():
+            print(f"{bundle.relative_to(ROOT) if bundle.is_relative_to(ROOT) else bundle}: no llm-step runs (not measured yet)\n")
+            continue
+        prov = load_gpu(card)[1].get("provenance", {})
+        print(f"== {bundle.name} on card {card.relative_to(ROOT)} (card provenance: {json.dumps(prov)[:200]})")
+        print(f"{'preset':>6} {'params':>7} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} "
+              f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
+        t_err, m_err = [], []
+        for r in rows(bundle, card):
+            if r["status"] != "ok":
+                print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} "
+                      f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} predicted fits: {r['fits']}")
+                continue
+            te = pct(r["pred_ms"], r["meas_ms"])
+            me = pct(r["pred_mem_GiB"], r["meas_mem_GiB"]) if "meas_mem_GiB" in r else float("nan")
+            t_err.append(abs(te))
+            if me == me:
+                m_err.append(abs(me))
+            print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {r['meas_ms']:>9.1f} {r['pred_ms']:>9.1f} {te:>+7.1f} "
+                  f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} {me:>+7.1f}")
+        if t_err:
+            print(f"step time: mean |error| {statistics.mean(t_err):.1f}%, max {max(t_err):.1f}% over {len(t_err)} shapes (held out)")
+        if m_err:
+            print(f"memory:    mean |error| {statistics.mean(m_err):.1f}%, max {max(m_err):.1f}% over {len(m_err)} shapes (held out)")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
