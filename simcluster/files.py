@@ -11,6 +11,7 @@ The library returns documents (file name -> text); only the CLI writes them, thr
   written to a temporary file in its own folder and fsynced; only when all are on disk are they renamed over
   the old files (os.replace), so a failure mid-way (full disk, read-only folder) leaves every old file whole.
 - `write_document(path, text)`: one file the same way, locked on its own name (`.NAME.simcluster.lock`).
+- `lock(folder)` + `atomic_write(path, text)`: for a writer that holds a folder for longer (`collect --out`).
 An OSError (read-only, full disk, a folder where a file is expected) is one line: `OutputError`.
 """
 
@@ -50,7 +51,7 @@ def inside(root: str | Path, path: str | Path) -> bool:
     return path == root or root in path.parents
 
 
-def _os_error(exc: OSError, path: Path) -> OutputError:
+def os_error(exc: OSError, path: Path) -> OutputError:
     reason = {errno.EISDIR: "a folder is in the way of the file", errno.ENOTDIR: "a file is in the way of the folder",
               errno.EEXIST: "a file is in the way of the folder"}.get(exc.errno, exc.strerror or str(exc))
     return OutputError(f"cannot write: {reason}", where=str(path))
@@ -110,7 +111,7 @@ def lock(folder: str | Path, name: str = FOLDER_LOCK):
             raise OutputError(f"another simcluster process{' (pid ' + holder[0] + ')' if holder else ''} is writing here",
                               where=str(folder), hint=f"wait for it, or delete {path} if no such process runs") from None
         except OSError as exc:
-            raise _os_error(exc, path) from None
+            raise os_error(exc, path) from None
     try:
         with os.fdopen(fd, "w") as f:
             f.write(mine)
@@ -173,7 +174,7 @@ def _commit(targets: dict[Path, str | bytes]) -> list[Path]:
             current = target
             os.replace(tmp, target)
     except OSError as exc:
-        raise _os_error(exc, current or Path(".")) from None
+        raise os_error(exc, current or Path(".")) from None
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
@@ -182,13 +183,18 @@ def _commit(targets: dict[Path, str | bytes]) -> list[Path]:
     return list(targets)
 
 
+def atomic_write(path: str | Path, text: str | bytes) -> Path:
+    """One file replaced atomically, for a caller that already holds its folder's lock (collect's manifest)."""
+    return _commit({Path(path): text})[0]
+
+
 def write_documents(folder: str | Path, documents: dict[str, str | bytes]) -> list[Path]:
     """Write every document under `folder` (created if needed) atomically, holding the folder's lock."""
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _os_error(exc, folder) from None
+        raise os_error(exc, folder) from None
     targets = {_relative(folder, name): text for name, text in documents.items()}
     with lock(folder):
         return _commit(targets)
@@ -201,7 +207,7 @@ def write_document(path: str | Path, text: str | bytes) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _os_error(exc, folder) from None
+        raise os_error(exc, folder) from None
     if not path.name or path.name in (".", ".."):
         raise OutputError("not a file name", where=str(path))
     with lock(folder, f".{path.name}.simcluster.lock"):

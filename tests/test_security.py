@@ -346,3 +346,15 @@ def test_output_names_stay_inside_the_folder(tmp_path):
     with pytest.raises(files.OutputError, match="outside the output folder"):
         files.write_documents(tmp_path / "out", {"link/x.yaml": "x"})
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_collect_refuses_a_bundle_folder_another_process_is_writing(tmp_path):
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / files.FOLDER_LOCK).write_text(f"{os.getpid()} {os.uname().nodename}\n")
+    with pytest.raises(files.OutputError, match="another simcluster process"):
+        collect.collect(out, [collect.Step("fio", "x", ["true"])], ["fio"], {})
+    assert not (out / "fio").exists()
+    (out / files.FOLDER_LOCK).unlink()
+    manifest, code = collect.collect(out, [collect.Step("fio", "x", ["true"])], ["fio"], {})
+    assert code == collect.EXIT_OK and not (out / files.FOLDER_LOCK).exists()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.files import inside, safe_name
+from simcluster.files import atomic_write, inside, lock, os_error, safe_name
 from simcluster.runner import host
 
 EXIT_OK, EXIT_PARTIAL = 0, 3
@@ -161,9 +161,7 @@ class Bundle:
     manifest: dict
 
     def save(self) -> None:
-        tmp = self.out / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1))
-        tmp.replace(self.out / "manifest.json")
+        atomic_write(self.out / "manifest.json", json.dumps(self.manifest, indent=1))
 
 
 def _previous_runs(path: Path) -> list[dict]:
@@ -182,11 +180,21 @@ def _previous_runs(path: Path) -> list[dict]:
 
 
 def collect(out: str | Path, steps: list[Step], tools: list[str], options: dict, progress=None) -> tuple[dict, int]:
-    """Run every step in order; the bundle's manifest and the exit code (EXIT_OK or EXIT_PARTIAL)."""
+    """Run every step in order; the bundle's manifest and the exit code (EXIT_OK or EXIT_PARTIAL). The folder
+    is locked while collecting (another simcluster process writing it is refused); an OSError (full disk,
+    read-only) is one line, and the manifest saved after the last finished run stays."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     for step in steps:
         confined_run_dir(out, step)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with lock(out):
+            return _collect(out, steps, tools, options, progress)
+    except OSError as exc:
+        raise os_error(exc, Path(exc.filename) if exc.filename else out) from None
+
+
+def _collect(out: Path, steps: list[Step], tools: list[str], options: dict, progress) -> tuple[dict, int]:
     previous = _previous_runs(out / "manifest.json")
     bundle = Bundle(out, {"format": "simcluster-bundle/1", "created": _now(), "tools": tools,
                           "options": options, "host": host.describe(tools), "runs": previous, "status": "running"})
