@@ -31,6 +31,12 @@ def test_parameter_count_matches_published(model, published):
     assert model.parameter_count() == published
 
 
+def test_gpt3_175b_parameter_count():
+    gpt3 = TransformerSpec(96, 12288, 4 * 12288, 96, 96, 51200, 2048, mlp="gelu", tied_embeddings=True)
+    # Narayanan et al. 2021 eq. 2 without biases and position embeddings: 12 l h^2 + V h (+ norms)
+    assert gpt3.parameter_count() == 12 * 96 * 12288**2 + 51200 * 12288 + 96 * 2 * 12288 + 12288
+
+
 def test_405b_is_405b():
     assert abs(LLAMA3_405B.parameter_count() / 1e9 - 405.85) < 0.01   # Meta: 405B (HF: 405,853,388,800)
 

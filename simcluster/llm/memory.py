@@ -18,6 +18,7 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   QKV input 2 s'bh; Q 2 s'bh, K and V 2 x 2 s'b kv; flash attention output
   2 s'bh and its fp32 logsumexp 4 a s'b (no s^2 term: flash recomputes the scores); MLP input 2 s'bh;
   SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (12 h + 4 kv + 6 f) + 4 a s'b  (r = 2)
+  GPT's GeLU MLP keeps the GeLU input and output, 2 x 2 s'bf, instead of the SwiGLU's three
   eager torch also keeps the contiguous copy of the attention output (2 s'bh) and the SiLU output (2 s'bf)
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
@@ -91,6 +92,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
     if model.moe:
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)
+    elif model.mlp == "gelu":
+        mlp = (rb + 2) * s * b * h / sp + 4 * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out
     else:
         mlp = (rb + 2) * s * b * h / sp + (8 if fw.eager else 6) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
     if par.recompute == "selective":

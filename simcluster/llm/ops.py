@@ -4,7 +4,7 @@ Shapes after sharding, with b micro-batch, s sequence, c = cp, t = tp, T = b * s
 h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
     qkv       (T, (a + 2 g') d / t ... see _qkv, h)     out  (T, h, a d / t)
-    gate, up  (T, f / t, h) each                      down (T, h, f / t)
+    gate, up  (T, f / t, h) each                      down (T, h, f / t)     (GeLU MLP: up, down and a GeLU 2 T f / t 2)
     MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
   attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward
@@ -126,6 +126,10 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
                 gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
+    elif model.mlp == "gelu":
+        tf = T * sh.ffn
+        ops += [gemm("up", T, sh.ffn, h, in_bytes=e), memory("gelu", 2 * tf * ACT_BYTES, 8 * tf),
+                gemm("down", T, h, sh.ffn, in_bytes=e)]
     else:
         tf = T * sh.ffn
         swiglu = memory("swiglu", 5 * tf * ACT_BYTES / 2, 2 * tf, count=2) if fw.eager else memory("swiglu", 3 * tf * ACT_BYTES, 4 * tf)

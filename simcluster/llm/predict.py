@@ -26,7 +26,8 @@ def model_flops_per_step(model: TransformerSpec, batch: BatchSpec, convention: s
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}")
     h, s = model.hidden, model.seq
-    mlp = 3 * h * model.expert_ffn * model.top_k + h * model.experts if model.moe else 3 * h * model.ffn
+    k = model.mlp_matrices
+    mlp = k * h * model.expert_ffn * model.top_k + h * model.experts if model.moe else k * h * model.ffn
     n_mm = model.layers * (model.attention_params() + mlp) + model.vocab * h
     c = 0.5 if convention == "causal" else 1.0
     return 3.0 * batch.global_batch * s * (2 * n_mm + c * 4 * model.layers * s * h)

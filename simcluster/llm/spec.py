@@ -1,10 +1,10 @@
 """What is trained and how it is split: TransformerSpec, ParallelSpec, BatchSpec and their checks.
 
-A Llama-style decoder: RMSNorm, grouped-query attention with rotary embeddings, SwiGLU MLP (or a
+A Llama-style decoder (or GPT-style with mlp: gelu): RMSNorm, grouped-query attention with rotary embeddings, SwiGLU MLP (or a
 mixture of SwiGLU experts with top-k routing), untied or tied input embedding and LM head.
 Parameter count per layer (h hidden, d = h / heads head size, g kv heads, f ffn):
   attention  h * (heads * d) + 2 * h * (g * d) + (heads * d) * h      (Q, K, V, O; no biases)
-  MLP        3 * h * f                                                (gate, up, down)
+  MLP        3 * h * f  (SwiGLU: gate, up, down; GPT's GeLU MLP: 2 * h * f, up and down)
   MoE        E * 3 * h * f_e + h * E                                  (experts, router)
   norms      2 * h
 plus the embedding V * h, the LM head V * h (unless tied) and the final norm h.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from simcluster.errors import SimclusterError
 
 RECOMPUTE = ("none", "selective", "full")
+MLPS = ("swiglu", "gelu")
 PRECISIONS = ("bf16", "fp8")
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -43,8 +44,11 @@ class TransformerSpec:
     top_k: int = 0
     expert_ffn: int = 0
     tied_embeddings: bool = False
+    mlp: str = "swiglu"       # or "gelu": GPT's two-matrix MLP (up, GeLU, down)
 
     def __post_init__(self):
+        if self.mlp not in MLPS:
+            raise LlmConfigError("model.mlp", f"expected one of {', '.join(MLPS)}, got {self.mlp!r}")
         for name in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq"):
             if getattr(self, name) < 1:
                 raise LlmConfigError(f"model.{name}", f"expected an integer >= 1, got {getattr(self, name)}")
@@ -76,10 +80,14 @@ class TransformerSpec:
         h = self.hidden
         return 2 * h * h + 2 * h * self.kv_dim
 
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.mlp == "swiglu" else 2
+
     def mlp_params(self) -> int:
         if self.moe:
-            return self.experts * 3 * self.hidden * self.expert_ffn + self.hidden * self.experts
-        return 3 * self.hidden * self.ffn
+            return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + self.hidden * self.experts
+        return self.mlp_matrices * self.hidden * self.ffn
 
     def layer_params(self) -> int:
         return self.attention_params() + self.mlp_params() + 2 * self.hidden
@@ -95,7 +103,7 @@ class TransformerSpec:
         """Parameters one token passes through (a MoE token sees top_k experts, not all)."""
         if not self.moe:
             return self.parameter_count()
-        inactive = (self.experts - self.top_k) * 3 * self.hidden * self.expert_ffn
+        inactive = (self.experts - self.top_k) * self.mlp_matrices * self.hidden * self.expert_ffn
         return self.parameter_count() - self.layers * inactive
 
 
