@@ -120,7 +120,7 @@ def run_step(bundle: Path, step: Step) -> dict:
     if shutil.which(step.argv[0]) is None and not Path(step.argv[0]).is_file():
         entry.update(status="missing", exit_code=None, stderr_tail=f"{step.argv[0]}: not found")
         (run_dir / "stderr.txt").write_text(entry["stderr_tail"] + "\n")
-        (run_dir / "run.json").write_text(json.dumps(entry, indent=1))
+        atomic_write(run_dir / "run.json", json.dumps(entry, indent=1))
         return entry
     server = None
     if step.meta.get("drop_caches"):
@@ -151,7 +151,7 @@ def run_step(bundle: Path, step: Step) -> dict:
     if status != "ok":
         tail = (run_dir / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
         entry["stderr_tail"] = "\n".join(tail) or f"{status} after {elapsed:.1f} s"
-    (run_dir / "run.json").write_text(json.dumps(entry, indent=1))
+    atomic_write(run_dir / "run.json", json.dumps(entry, indent=1))
     return entry
 
 
