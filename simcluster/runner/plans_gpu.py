@@ -7,7 +7,9 @@ modes other than `single` run under torchrun over all the host's GPUs (`--gpus`)
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.runner.collect import Step
@@ -16,9 +18,15 @@ from simcluster.runner.llm_step import MODES, PRESETS, parse_shapes
 GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 
 
+def _env() -> dict[str, str]:
+    """Runs start in their run folder: the package root goes first on PYTHONPATH so `-m simcluster.runner...` resolves."""
+    root = str(Path(__file__).resolve().parents[2])
+    return {**GPU_ENV, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+
+
 def gpu_micro_steps(options) -> list[Step]:
     argv = [sys.executable, "-m", "simcluster.runner.gpu_micro"] + (["--quick"] if options.gpu_micro_quick else [])
-    return [Step("gpu-micro", "gpu-micro", argv, dict(GPU_ENV), options.timeout_s, meta={"quick": options.gpu_micro_quick})]
+    return [Step("gpu-micro", "gpu-micro", argv, _env(), options.timeout_s, meta={"quick": options.gpu_micro_quick})]
 
 
 def llm_steps(options, gpus: int) -> list[Step]:
@@ -42,6 +50,6 @@ def llm_steps(options, gpus: int) -> list[Step]:
         for preset in options.llm_presets:
             argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
                     "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)]
-            steps.append(Step("llm-step", f"{preset}-{mode}{world if world > 1 else ''}", argv, dict(GPU_ENV), options.timeout_s,
+            steps.append(Step("llm-step", f"{preset}-{mode}{world if world > 1 else ''}", argv, _env(), options.timeout_s,
                               meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes}))
     return steps
