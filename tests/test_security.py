@@ -358,3 +358,12 @@ def test_collect_refuses_a_bundle_folder_another_process_is_writing(tmp_path):
     (out / files.FOLDER_LOCK).unlink()
     manifest, code = collect.collect(out, [collect.Step("fio", "x", ["true"])], ["fio"], {})
     assert code == collect.EXIT_OK and not (out / files.FOLDER_LOCK).exists()
+
+
+def test_a_manifest_not_written_by_collect_is_one_line(tmp_path, capsys):
+    """Hand-made manifests (runs without status) used to stop calibration with a KeyError traceback."""
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text(json.dumps({"runs": [{"file": "x.txt", "op": "all_reduce"}]}))
+    assert main(["calibrate", str(bundle), "-o", str(tmp_path / "cards")]) == 2
+    assert "not a manifest written by simcluster collect" in _one_error_line(capsys)

@@ -61,6 +61,10 @@ def _manifest(bundle: Path) -> dict:
     return doc
 
 
+def _is_run(run) -> bool:
+    return isinstance(run, dict) and all(isinstance(run.get(k), str) for k in ("tool", "run_id", "status", "path"))
+
+
 class _Bundle:
     """A bundle being calibrated: its manifest, its usable runs (each run folder checked to lie inside the
     bundle) and the problem lines of what was skipped."""
@@ -70,10 +74,14 @@ class _Bundle:
         self.manifest = _manifest(self.path) if manifest is None else manifest
         self.problems: list[str] = []
         self.refused: dict[str, str] = {}           # tool -> first refused manifest path (timing_logs raises it)
-        self.ok_runs = [r for n, r in enumerate(self.manifest["runs"], 1) if self._usable(n, r)]
+        runs = self.manifest["runs"]
+        if runs and not any(map(_is_run, runs)):
+            raise TraceFormatError("no run has a tool, run_id, status and path: not a manifest written by simcluster collect",
+                                   where=str(self.path / "manifest.json"))
+        self.ok_runs = [r for n, r in enumerate(runs, 1) if self._usable(n, r)]
 
     def _usable(self, n: int, run) -> bool:
-        if not (isinstance(run, dict) and all(isinstance(run.get(k), str) for k in ("tool", "run_id", "status", "path"))):
+        if not _is_run(run):
             self.problems.append(f"{self.path / 'manifest.json'}: run {n}: no tool, run_id, status and path; skipped")
             return False
         if run["status"] != "ok":
