@@ -96,7 +96,9 @@ def _stale(lock: Path) -> bool:
 
 @contextmanager
 def lock(folder: str | Path, name: str = FOLDER_LOCK):
-    """Hold `folder/name` (O_EXCL) while writing; refuse if another live simcluster process holds it."""
+    """Hold `folder/name` (O_EXCL) while writing; refuse if another live simcluster process holds it. A stale
+    lock is removed and taken once; two processes that find the same stale lock at the same instant can both
+    take it (a narrow race this pid-file scheme does not close)."""
     path = Path(folder) / name
     mine = f"{os.getpid()} {socket.gethostname()}\n"
     for attempt in (1, 2):
@@ -107,7 +109,10 @@ def lock(folder: str | Path, name: str = FOLDER_LOCK):
             if attempt == 1 and _stale(path):
                 path.unlink(missing_ok=True)
                 continue
-            holder = path.read_text(errors="replace").split()[:1] if path.exists() else []
+            try:
+                holder = path.read_text(errors="replace").split()[:1]
+            except OSError:
+                holder = []
             raise OutputError(f"another simcluster process{' (pid ' + holder[0] + ')' if holder else ''} is writing here",
                               where=str(folder), hint=f"wait for it, or delete {path} if no such process runs") from None
         except OSError as exc:
