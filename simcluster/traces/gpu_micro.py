@@ -1,0 +1,128 @@
+"""Parser for `python -m simcluster.runner.gpu_micro` output: one JSON document.
+
+Strict: a file that is empty, not JSON, truncated (the document does not close) or not gpu-micro's
+(no `tool: gpu-micro`, missing sections, a record without its sizes or a non-positive time) is a
+one-line TraceFormatError naming the file. Times stay in seconds, sizes in elements / bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simcluster.errors import TraceFormatError
+from simcluster.traces.common import read_text, sha256_of
+
+GEMM_KEYS = ("m", "n", "k", "batch", "dtype", "time_s")
+ATTN_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "mode", "time_s")
+MEMORY_KEYS = ("op", "bytes_moved", "time_s")
+
+
+@dataclass(frozen=True)
+class GemmSample:
+    m: int
+    n: int
+    k: int
+    batch: int
+    dtype: str
+    time_s: float
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class AttentionSample:
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_q: int
+    seq_kv: int
+    head_dim: int
+    causal: bool
+    dtype: str
+    mode: str           # "fwd" or "fwd_bwd"
+    time_s: float
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    op: str
+    bytes_moved: float
+    time_s: float
+    reference_only: bool = False   # a multi-kernel op (rms_norm): not a single memory-bound kernel
+
+
+@dataclass
+class GpuMicroTrace:
+    path: str
+    device: dict
+    torch: str
+    cuda: str | None
+    gemm: list[GemmSample]
+    attention: list[AttentionSample]
+    memory: list[MemorySample]
+    launch_s: float
+    host_issue_s: float
+    clocks: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)
+    quick: bool = False
+    sha256: str = ""
+    tool: str = "gpu-micro"
+
+    @property
+    def device_name(self) -> str:
+        return str(self.device.get("name", "gpu"))
+
+
+def load_json(path: str | Path, tool: str) -> dict:
+    """The one JSON document of a runner tool's stdout; truncated or foreign files are one-line errors."""
+    text = read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "truncated (the JSON document does not close)" if exc.pos >= len(text.rstrip()) - 1 else "not JSON"
+        raise TraceFormatError(f"line {exc.lineno}: {what} ({exc.msg})", where=str(path),
+                               hint=f"expected the stdout of {tool}") from None
+    if not isinstance(doc, dict) or doc.get("tool") != tool:
+        raise TraceFormatError(f"not {tool} output (no 'tool: {tool}' at the top)", where=str(path))
+    return doc
+
+
+def _records(doc: dict, key: str, keys: tuple[str, ...], where: str) -> list[dict]:
+    rows = doc.get(key)
+    if not isinstance(rows, list):
+        raise TraceFormatError(f"section '{key}' is missing or not a list", where=where)
+    for i, r in enumerate(rows):
+        missing = [k for k in keys if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise TraceFormatError(f"{key}[{i}]: missing '{missing[0]}'", where=where)
+        if not isinstance(r["time_s"], (int, float)) or not r["time_s"] > 0:
+            raise TraceFormatError(f"{key}[{i}]: time_s {r['time_s']!r} is not a positive number", where=where)
+    return rows
+
+
+def parse(path: str | Path) -> GpuMicroTrace:
+    where = str(path)
+    doc = load_json(path, "gpu-micro")
+    try:
+        gemm = [GemmSample(int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), str(r["dtype"]), float(r["time_s"]),
+                           str(r.get("role", ""))) for r in _records(doc, "gemm", GEMM_KEYS, where)]
+        attn = [AttentionSample(int(r["batch"]), int(r["heads"]), int(r["kv_heads"]), int(r["seq_q"]), int(r["seq_kv"]),
+                                int(r["head_dim"]), bool(r["causal"]), str(r["dtype"]), str(r["mode"]), float(r["time_s"]))
+                for r in _records(doc, "attention", ATTN_KEYS, where)]
+        mem = [MemorySample(str(r["op"]), float(r["bytes_moved"]), float(r["time_s"]), bool(r.get("reference_only", False)))
+               for r in _records(doc, "memory", MEMORY_KEYS, where)]
+    except (TypeError, ValueError) as exc:
+        raise TraceFormatError(f"a record has a value of the wrong type ({exc})", where=where) from None
+    launch = doc.get("launch")
+    if launch is not None and not (isinstance(launch, dict) and isinstance(launch.get("time_s"), (int, float))):
+        raise TraceFormatError("section 'launch' has no time_s", where=where)
+    if not isinstance(doc.get("device"), dict):
+        raise TraceFormatError("no 'device' section", where=where)
+    bad = [a.mode for a in attn if a.mode not in ("fwd", "fwd_bwd")]
+    if bad:
+        raise TraceFormatError(f"attention mode {bad[0]!r} is not fwd or fwd_bwd", where=where)
+    return GpuMicroTrace(where, doc["device"], str(doc.get("torch", "")), doc.get("cuda"), gemm, attn, mem,
+                         float(launch["time_s"]) if launch else 0.0, float(launch.get("host_issue_s", 0.0)) if launch else 0.0,
+                         {"before": doc.get("clocks_before", {}), "after": doc.get("clocks_after", {})},
+                         list(doc.get("errors", [])), bool(doc.get("quick", False)), sha256_of(path))
