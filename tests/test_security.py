@@ -367,3 +367,12 @@ def test_a_manifest_not_written_by_collect_is_one_line(tmp_path, capsys):
     (bundle / "manifest.json").write_text(json.dumps({"runs": [{"file": "x.txt", "op": "all_reduce"}]}))
     assert main(["calibrate", str(bundle), "-o", str(tmp_path / "cards")]) == 2
     assert "not a manifest written by simcluster collect" in _one_error_line(capsys)
+
+
+def test_collect_into_a_file_is_one_line(tmp_path, capsys):
+    """fio's data folder and the hostfile are made while planning: a file in the way used to be a traceback."""
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for tools in ("fio", "qperf"):
+        assert main(["collect", "--out", str(a_file), "--tools", tools, "--qperf-repeat", "1"]) == 2
+        assert "a file is in the way" in _one_error_line(capsys)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.files import safe_name
+from simcluster.files import os_error, safe_name
 from simcluster.runner.collect import Step, confined_run_dir
 
 TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
@@ -283,6 +283,16 @@ def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
     if unknown:
         raise SimclusterError(f"--tools: unknown tool {unknown[0]!r}", hint=f"one of {', '.join(TOOLS)}")
     check(options)
+    try:
+        steps = _steps(tools, options, out)
+    except OSError as exc:                        # the hostfile or fio's data folder cannot be made
+        raise os_error(exc, Path(exc.filename) if exc.filename else out) from None
+    for step in steps:
+        confined_run_dir(out, step)
+    return steps
+
+
+def _steps(tools: list[str], options: Options, out: Path) -> list[Step]:
     steps: list[Step] = []
     for tool in tools:
         if tool == "nccl-tests":
@@ -303,6 +313,4 @@ def plan(tools: list[str], options: Options, out: Path) -> list[Step]:
             from simcluster.runner import plans_gpu
 
             steps += plans_gpu.gpu_micro_steps(options) if tool == "gpu-micro" else plans_gpu.llm_steps(options, _gpu_count(options))
-    for step in steps:
-        confined_run_dir(out, step)
     return steps
