@@ -96,15 +96,14 @@ def _machines() -> dict:
 def profile_transfer() -> dict[tuple[str, str], dict[str, tuple[float, float, float]]]:
     """(reference, target) -> op -> mean |error| (sizes >= 1 KiB) on the target of: its all_reduce-fitted card
     alone, that card with the reference's per-op profile, and the reference's own measured times copied."""
-    from dataclasses import replace
-
+    from simcluster.collectives.profile import Profiled
     from simcluster.fit.profile import learn
 
     machines = _machines()
     out = {}
     for ref, target in (("graph B", "graph A"), ("graph A", "graph B"), ("host C", "host A"), ("host A", "host C")):
         (ref_traces, ref_card), (traces, card) = machines[ref], machines[target]
-        profiled = replace(card, profiles=learn(ref_card, list(ref_traces.values()), ref))
+        profiled = Profiled(card, learn(ref_card, list(ref_traces.values()), ref))
         out[ref, target] = {}
         for op, trace in traces.items():
             copied = {r.size_bytes: r.time_s for r in ref_traces[op].rows}
@@ -120,12 +119,13 @@ def profile_across_ranks() -> dict[str, tuple[float, float]]:
     """op -> (card alone, card with a 2-rank profile forced onto 4 ranks): mean |error| at 4 ranks, CUDA graphs."""
     from dataclasses import replace
 
+    from simcluster.collectives.profile import Profiled
     from simcluster.fit.profile import learn
 
     traces, ref_card = _machines()["graph B"]
     two = learn(ref_card, list(traces.values()), "graph B")[0]
     card = fit_collective.fit_card(rounds(GRAPH4, "all_reduce"), [tuning(GRAPH4)])[0]
-    forced = replace(card, profiles=(replace(two, ranks=4),))
+    forced = Profiled(card, (replace(two, ranks=4),))
     return {op: (mean_error(card, GRAPH4, op), mean_error(forced, GRAPH4, op)) for op in OPS}
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from simcluster.cards import load_collective, load_nic
 from simcluster.collectives import des
+from simcluster.collectives.chunked_ring import ChunkedRingParams
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
-from simcluster.collectives.model import CollectiveParams
 from simcluster.engine import Simulation
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import Topology
@@ -39,7 +39,7 @@ def chunk_level_ring_s(cluster: Cluster, size: int) -> tuple[float, float, int]:
     topo = Topology(g, "rail")
     ranks = [f"n{i}.nic0" for i in range(fab.spec.nodes)]
     rate = cluster.nic.wire_limit_Bps
-    params = CollectiveParams(rate, {"Simple": dataclasses.replace(cluster.intra.protocols["Simple"], bandwidth_fraction=1.0,
+    params = ChunkedRingParams(rate, {"Simple": dataclasses.replace(cluster.intra.protocols["Simple"], bandwidth_fraction=1.0,
                                                                     base_latency_s=0.0)})
     sim = Simulation(0, record=False)
     p = des.simulate(params, topo, "all_reduce", size, "Simple", ranks=ranks, sim=sim)

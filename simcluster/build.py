@@ -1,14 +1,27 @@
-"""The one composition root: a Scenario and its model cards become runnable jobs and results."""
+"""The one composition root: a Scenario and its model cards become runnable jobs and typed results."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives import des
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
+from simcluster.errors import ModelCardError
+from simcluster.llm.job import LlmJob
 from simcluster.network.fabric import Fabric, FabricSpec
 from simcluster.network.topology import single_node
+from simcluster.results import (
+    ConcurrentResult,
+    ConcurrentRun,
+    LlmTrainingResult,
+    QperfResult,
+    ScenarioResult,
+    SweepResult,
+    TrainingResult,
+)
 from simcluster.scenario import CollectiveSweep, ConcurrentJob, Machine, QperfJob, Scenario, TrainingJob
 
 
@@ -43,8 +56,6 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
         if machine.gpus_per_node not in table:
-            from simcluster.errors import ModelCardError
-
             raise ModelCardError(f"no NVLS bandwidth for {machine.gpus_per_node} GPUs per node (has {sorted(table)})",
                                  where=str(machine.nvls_card))
         nvls = (table[machine.gpus_per_node], latency)
@@ -58,7 +69,7 @@ def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
             for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
 
 
-def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> list[dict]:
+def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
     import dataclasses
 
@@ -69,51 +80,92 @@ def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> list[dic
     cluster = build_cluster(machine, intra)
     groups = [np.array(g) for g in job.groups]
     together = concurrent_ring_flows(cluster, groups)
-    out = []
+    runs = []
     for g, shared in zip(groups, together, strict=True):
         alone = concurrent_ring_flows(cluster, [g])[0]
         view = dataclasses.replace(cluster, job_nodes=len(g))
-        t_alone = predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone)
-        t_shared = predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared)
-        out.append({"nodes": [int(n) for n in g], "alone": t_alone, "shared": t_shared,
-                    "network_alone_Bps": alone.node_rate_Bps, "network_shared_Bps": shared.node_rate_Bps,
-                    "ecmp_collisions": shared.ecmp_collisions})
-    return out
+        runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
+                                  predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared),
+                                  alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
+    return ConcurrentResult(job, runs)
 
 
-def run_scenario(scenario: Scenario) -> list[dict]:
-    params, card = load_collective(scenario.machine.card)
-    sweeps = [j for j in scenario.jobs if isinstance(j, CollectiveSweep)]  # only sweeps need the cluster built here
-    cluster = build_cluster(scenario.machine, params) if scenario.machine.nodes > 1 and sweeps else None
-    results = []
-    for job in scenario.jobs:
-        if isinstance(job, ConcurrentJob):
-            results.append({"job": job, "concurrent": run_concurrent(scenario.machine, job, params)})
-            continue
-        if isinstance(job, QperfJob):
-            from simcluster.hardware import qperf_model
+def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
+    from simcluster.hardware import qperf_model
 
-            nic, card = load_nic(scenario.machine.nic.card)
-            results.append({"job": job, "qperf": qperf_model.predict(nic, job.tests, job.streams, scenario.machine.host_cores),
-                            "nic_card": card.get("name")})
-            continue
-        if isinstance(job, TrainingJob):
-            from simcluster.training.predict import predict_training
+    nic, card = load_nic(scenario.machine.nic.card)
+    return QperfResult(job, str(card.get("name")), qperf_model.predict(nic, job.tests, job.streams,
+                                                                       scenario.machine.host_cores))
 
-            results.append({"job": job, "training": predict_training(scenario.machine, job)})
-            continue
-        if cluster is not None:
-            results.append({"job": job, "card": str(scenario.machine.card), "card_name": card.get("name"),
-                            "predictions": run_fabric_sweep(cluster, job)})
-            continue
-        path = job.card or scenario.machine.card
-        job_params, job_card = load_collective(job.card) if job.card else (params, card)
-        result = {"job": job, "card": str(path), "card_name": job_card.get("name"),
-                  "predictions": run_sweep(job_params, job, scenario.machine.gpus_per_node, scenario.seed)}
-        if job.measured:
-            from simcluster.fit.validate import measured_sweep
 
-            result["measured"], result["measured_skipped"] = measured_sweep(job_params, job_card, job.measured,
-                                                                            job.op, job.ranks)
-        results.append(result)
-    return results
+def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
+    from simcluster.training.predict import predict_training
+
+    return TrainingResult(job, predict_training(scenario.machine, job))
+
+
+def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
+    from simcluster.llm.predict import predict_llm_job
+
+    return LlmTrainingResult(job, predict_llm_job(scenario.machine, job, trace=context.trace))
+
+
+def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
+    return run_concurrent(scenario.machine, job, context.machine_card()[0])
+
+
+def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
+    m = scenario.machine
+    if m.nodes > 1:
+        params, card = context.machine_card()
+        cluster = context.cluster()
+        preds = run_fabric_sweep(cluster, job)
+        algos = "/".join(sorted({p.algorithm for p in preds}))
+        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
+               f"{m.fabric.kind}, algorithm {algos}")
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
+    params, card = load_collective(job.card) if job.card else context.machine_card()
+    result = SweepResult(job, str(job.card or m.card), str(card.get("name")),
+                         run_sweep(params, job, m.gpus_per_node, scenario.seed), description=f"1 node x {m.gpus_per_node} GPUs")
+    if not job.measured:
+        return result
+    from simcluster.fit.validate import measured_sweep
+
+    measured, skipped = measured_sweep(params, card, job.measured, job.op, job.ranks)
+    return dataclasses.replace(result, measured=measured, measured_skipped=skipped)
+
+
+class _Context:
+    """What the jobs of one scenario share, built once and only when a job needs it."""
+
+    def __init__(self, scenario: Scenario, trace: bool = False):
+        self.scenario, self.trace = scenario, trace
+        self._card = self._cluster = None
+
+    def machine_card(self):
+        if self._card is None:
+            self._card = load_collective(self.scenario.machine.card)
+        return self._card
+
+    def cluster(self):
+        if self._cluster is None:
+            self._cluster = build_cluster(self.scenario.machine, self.machine_card()[0])
+        return self._cluster
+
+
+JOB_RUNNERS = {CollectiveSweep: _sweep, ConcurrentJob: _concurrent, QperfJob: _qperf, TrainingJob: _training,
+               LlmJob: _llm}
+
+
+def run_scenario(scenario: Scenario, variant: str = "", trace: bool = False) -> ScenarioResult:
+    """Every job of the scenario, in order, as typed results; `trace`: keep the timelines jobs can record."""
+    context = _Context(scenario, trace)
+    return ScenarioResult(scenario.name, scenario.seed, variant,
+                          [JOB_RUNNERS[type(job)](scenario, job, context) for job in scenario.jobs])
+
+
+def run_file(path, nodes: int | None = None, trace: bool = False) -> list[ScenarioResult]:
+    """A scenario file and each of its what-if variants."""
+    from simcluster.scenario import load_variants
+
+    return [run_scenario(sc, label, trace) for label, sc in load_variants(path, nodes)]

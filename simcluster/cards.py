@@ -6,21 +6,17 @@ Loading is strict: a missing or unknown key is a ModelCardError naming the file 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import yaml
 
-from simcluster.collectives.model import CollectiveParams
-from simcluster.collectives.primitives import PrimitiveParams
-from simcluster.collectives.profile import OpProfile
-from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
-from simcluster.collectives.schedule import OPS
+from simcluster import strict
+from simcluster.collectives.interface import CollectiveModel, from_params_yaml
+from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
-    format_bandwidth,
     format_cost,
     format_size,
     format_time,
@@ -34,33 +30,14 @@ CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", 
 
 
 def load_yaml(path: str | Path, error=ModelCardError) -> dict:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise error(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark else ""
-        raise error(f"{line}not valid YAML ({getattr(exc, 'problem', exc)})", where=str(path)) from None
+    doc = strict.load_yaml(path, error, what="model card (YAML)")
     if not isinstance(doc, dict):
         raise error("expected a mapping at the top level", where=str(path))
     return doc
 
 
 def _get(doc: dict, key: str, where: str, parse=None):
-    if key not in doc:
-        raise ModelCardError(f"missing key '{key}'", where=where)
-    if parse is None:
-        return doc[key]
-    try:
-        return parse(doc[key])
-    except UnitError as exc:
-        raise ModelCardError(f"key '{key}': {exc.one_line()}", where=where) from None
-    except (TypeError, ValueError):
-        raise ModelCardError(f"key '{key}': {doc[key]!r} is not a valid value", where=where) from None
+    return strict.field(doc, key, where, parse, ModelCardError)
 
 
 def load_card(path: str | Path, kind: str | None = None) -> dict:
@@ -75,122 +52,17 @@ def load_card(path: str | Path, kind: str | None = None) -> dict:
     return doc
 
 
-def collective_params(card: dict, where: str) -> CollectiveParams:
-    params = _get(card, "params", where)
-    if params.get("model") == "nccl-primitives":
-        return _primitive_params(params, f"{where}: params")
-    protos = {}
-    for name, proto in _get(params, "protocols", f"{where}: params").items():
-        if name not in PROTOCOLS:
-            raise ModelCardError(f"params.protocols: unknown protocol {name!r}", where=where,
-                                 hint=f"one of {', '.join(PROTOCOLS)}")
-        key = f"{where}: params.protocols.{name}"
-        protos[name] = ProtocolParams(
-            name, _get(proto, "base_latency", key, parse_time), _get(proto, "step_latency", key, parse_time), float(_get(proto, "bandwidth_fraction", key)),
-            _get(proto, "chunk", key, parse_size))
-    return CollectiveParams(_get(params, "link_bandwidth", f"{where}: params", parse_bandwidth), protos)
+def collective_params(card: dict, where: str) -> CollectiveModel:
+    return from_params_yaml(_get(card, "params", where), where)
 
 
-def load_collective(path: str | Path) -> tuple[CollectiveParams, dict]:
+def load_collective(path: str | Path) -> tuple[CollectiveModel, dict]:
     card = load_card(path, kind="collective")
     return collective_params(card, str(path)), card
 
 
-def _primitive_params(params: dict, key: str) -> PrimitiveParams:
-    def table(protos: dict) -> dict:
-        return {op: {p: (parse_time(v["latency"]), parse_bandwidth(v["bandwidth"])) for p, v in per_op.items()}
-                for op, per_op in protos.items()}
-
-    raw = params.get("nccl_tuner") or {}
-    # ranks -> op -> protocol; an older card holds one table (op -> protocol), kept as "any rank count" (0)
-    tuner = {int(n): table(t) for n, t in raw.items()} if all(str(k).isdigit() for k in raw) else {0: table(raw)}
-    optional = {name: _get(params, field, key, parse) for name, field, parse in (
-        ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
-        ("p2p_channels", "p2p_channels", int), ("p2p_channels_per_peer", "p2p_channels_per_peer", int),
-        ("ring_ramps", "ring_ramp", lambda raw: ring_ramps(raw, f"{key}.ring_ramp")))
-        if field in params}
-    if "op_profiles" in params:
-        optional["profiles"] = op_profiles(params["op_profiles"], f"{key}.op_profiles")
-    return PrimitiveParams(_get(params, "ll_base_latency", key, parse_time), _get(params, "ll_channel_bandwidth", key, parse_bandwidth),
-                           _get(params, "simple_base_latency", key, parse_time), _get(params, "bus_bandwidth", key, parse_bandwidth),
-                           int(_get(params, "channels", key)), _get(params, "host_launch_floor", key, parse_time), tuner,
-                           **optional)
-
-
-def collective_params_yaml(params: CollectiveParams | PrimitiveParams) -> dict:
-    if isinstance(params, PrimitiveParams):
-        return {"model": "nccl-primitives", "ll_base_latency": format_time(params.ll_base_s),
-                "ll_step_latency": format_time(params.ll_step_s),
-                "ll_channel_bandwidth": format_bandwidth(params.ll_channel_Bps),
-                "simple_base_latency": format_time(params.simple_base_s),
-                "simple_step_latency": format_time(params.simple_step_s),
-                "bus_bandwidth": format_bandwidth(params.link_bandwidth_Bps), "channels": params.channels,
-                "p2p_channels": params.p2p_channels, "p2p_channels_per_peer": params.p2p_channels_per_peer,
-                "host_launch_floor": format_time(params.host_floor_s),
-                "ring_ramp": {n: {"time": format_time(d), "scale": format_size(w)} for n, (d, w) in params.ring_ramps.items()},
-                "nccl_tuner": {n: {op: {p: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
-                                        for p, (lat, bw) in protos.items()} for op, protos in per_op.items()}
-                               for n, per_op in params.tuner.items()}} | (
-                {"op_profiles": op_profiles_yaml(params.profiles)} if params.profiles else {})
-    return {
-        "link_bandwidth": format_bandwidth(params.link_bandwidth_Bps),
-        "protocols": {name: {"base_latency": format_time(p.base_latency_s), "step_latency": format_time(p.step_latency_s),
-                             "bandwidth_fraction": round(p.bandwidth_fraction, 4),
-                             "chunk": format_size(p.chunk_bytes)} for name, p in params.protocols.items()},
-    }
-
-
-def op_profiles_yaml(profiles) -> list[dict]:
-    """Per-op profiles as a card stores them: measured / model per size, 4 decimals."""
-    return [{"ranks": p.ranks, "launch": p.launch, "source": p.source,
-             "measured_over_model": {op: {format_size(s): round(math.exp(v), 4) for s, v in zip(*p.ops[op], strict=True)}
-                                     for op in p.ops}} for p in profiles]
-
-
-def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
-    if not isinstance(raw, list):
-        raise ModelCardError("op_profiles: expected a list of profiles", where=where)
-    out = []
-    for i, doc in enumerate(raw):
-        key = f"{where}[{i}]"
-        if not isinstance(doc, dict):
-            raise ModelCardError("expected a profile mapping (ranks, launch, measured_over_model)", where=key)
-        ranks = _get(doc, "ranks", key, int)
-        launch = _get(doc, "launch", key)
-        if launch not in ("cuda_graph", "host"):
-            raise ModelCardError(f"key 'launch': {launch!r} is not 'cuda_graph' or 'host'", where=key)
-        tables = _get(doc, "measured_over_model", key)
-        if not isinstance(tables, dict):
-            raise ModelCardError("measured_over_model: expected a mapping of collective -> {size: factor}", where=key)
-        ops = {}
-        for op, table in tables.items():
-            if op not in OPS:
-                raise ModelCardError(f"measured_over_model: unknown collective {op!r}", where=key,
-                                     hint=f"one of {', '.join(OPS)}")
-            try:
-                pairs = sorted((parse_size(s), math.log(float(f))) for s, f in table.items())
-            except (UnitError, TypeError, ValueError, AttributeError):
-                raise ModelCardError(f"measured_over_model.{op}: expected size: positive factor pairs",
-                                     where=key) from None
-            ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
-        out.append(OpProfile(ranks, launch == "cuda_graph", ops, str(doc.get("source", ""))))
-    return tuple(out)
-
-
-def ring_ramps(raw, where: str) -> dict[int, tuple[float, float]]:
-    """The ring ramp per rank count, {ranks: {time: D, scale: W}}, as (seconds, bytes)."""
-    if not isinstance(raw, dict):
-        raise ModelCardError("expected a mapping of rank count -> {time, scale}", where=where)
-    out = {}
-    for n, doc in raw.items():
-        key = f"{where}.{n}"
-        if not isinstance(doc, dict) or not str(n).isdigit():
-            raise ModelCardError("expected a rank count mapped to {time, scale}", where=key)
-        ramp_s, scale = _get(doc, "time", key, parse_time), _get(doc, "scale", key, parse_size)
-        if ramp_s < 0 or scale <= 0:
-            raise ModelCardError("time must be >= 0 and scale > 0", where=key)
-        out[int(n)] = (ramp_s, scale)
-    return out
+def collective_params_yaml(params: CollectiveModel) -> dict:
+    return params.to_params_yaml()
 
 
 def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:

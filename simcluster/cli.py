@@ -6,21 +6,21 @@ Every SimclusterError is printed as one line, `simcluster: error: ...`, with exi
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import sys
 from pathlib import Path
 
 from simcluster import __version__
-from simcluster.cards import fitted_sha256
 from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
+EXIT_PARTIAL = 3     # something was skipped (named on stderr); the rest was done
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise SimclusterError(f"{self.prog}: {message}", hint="see --help")
+    def error(self, message):  # one line, no usage dump; the subcommand named, not the program twice
+        command = self.prog.removeprefix("simcluster").strip()
+        raise SimclusterError(f"{command}: {message}" if command else message, hint=f"see {self.prog} --help")
 
 
 def _trace(path: str, op: str | None):
@@ -42,50 +42,15 @@ def cmd_parse(args) -> int:
 
 
 def _is_qperf(path: str) -> bool:
-    import re
+    from simcluster.traces.qperf import looks_like_qperf
 
-    from simcluster.traces.common import read_text
-
-    return re.search(r"^\s*(tcp|udp|rc|uc|ud|xrc)_[a-z_]+:\s*$", read_text(path), re.M) is not None
-
-
-def _calibrate_nic(args) -> int:
-    from simcluster.cards import dump_card, nic_params_yaml
-    from simcluster.fit.nic import detect_transport, fit_nic
-    from simcluster.traces import qperf
-    from simcluster.units import parse_bandwidth
-
-    if len(args.traces) != 1:
-        raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
-    if not args.line_rate:
-        raise SimclusterError("--line-rate is required for a NIC card (the port speed, e.g. 100Gbps)")
-    trace = qperf.parse(args.traces[0])
-    found = detect_transport(trace)
-    transport = args.transport or (found[0] if len(found) == 1 else None)
-    if transport is None or transport not in found:
-        raise SimclusterError(f"choose the transport with --transport (the trace has: {', '.join(found) or 'none'})",
-                              where=trace.path)
-    params, info = fit_nic(trace, transport, parse_bandwidth(args.line_rate))
-    card = {"kind": "nic", "name": args.name or Path(args.output).stem,
-            "description": f"{transport.upper()} NIC fitted from qperf {info['bw_test']} and {info['lat_test']}.",
-            "params": nic_params_yaml(params),
-            "fit": {"measured": {info["bw_test"]: f"{info['bw_Bps'] * 8 / 1e9:.4g}Gbps",
-                                 info["lat_test"]: f"{info['latency_s'] * 1e6:.4g}us"}, "notes": info["notes"]},
-            "provenance": _provenance([{"path": trace.path, "sha256": trace.sha256, "tool": "qperf",
-                                        "commands": trace.commands}])}
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(dump_card(card))
-    print(f"wrote {args.output}: {transport} at {params.wire_limit_Bps * 8 / 1e9:.4g} Gb/s wire limit, "
-          f"latency {params.latency_s * 1e6:.3g} us, CPU {params.cpu_s_per_byte * 1e9 * 1e3:.3g} ms/GB")
-    return 0
-
-
-def _provenance(traces: list[dict]) -> dict:
-    return {"simcluster_version": __version__,
-            "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "traces": traces}
+    return looks_like_qperf(path)
 
 
 def cmd_calibrate(args) -> int:
+    from simcluster.cards import dump_card
+    from simcluster.fit import cards
+
     if Path(args.traces[0]).is_dir():
         from simcluster.fit.bundle import calibrate_bundles
 
@@ -93,7 +58,6 @@ def cmd_calibrate(args) -> int:
         if not_dirs:
             raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
         from simcluster.files import write_documents
-        from simcluster.runner.collect import EXIT_PARTIAL
 
         result = calibrate_bundles(args.traces, args.collective_card, args.op_profile)
         for line in result.problems:
@@ -106,60 +70,28 @@ def cmd_calibrate(args) -> int:
         return EXIT_PARTIAL if result.problems else 0
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
+    name = args.name or Path(args.output).stem
     if _is_qperf(args.traces[0]):
-        return _calibrate_nic(args)
-    from simcluster.cards import collective_params_yaml, dump_card
-    from simcluster.fit import collective as fit_collective
-    from simcluster.fit.profile import with_profile
-    from simcluster.fit.validate import summary, validate
-    from simcluster.traces.common import sha256_of
-
-    traces = [_trace(path, args.op) for path in args.traces]
-    tuning, extra = None, {}
-    if args.nccl_log:
-        from simcluster.traces import nccl_tuning
-
-        tuning = [nccl_tuning.parse(log) for log in args.nccl_log]
-        extra = {"nccl_log": [{"path": log, "sha256": sha256_of(log)} for log in args.nccl_log]}
-    params, fit_summary = fit_collective.fit_card(traces, tuning)
-    if args.op_profile:
-        params = with_profile(params, args.op_profile)
-        extra["op_profile"] = {"path": args.op_profile, "sha256": sha256_of(args.op_profile)}
-    rows = [r for t in traces for r in validate(params, t)]
-    card = {
-        "kind": "collective",
-        "name": args.name or Path(args.output).stem,
-        "description": f"Intra-node collective model fitted from {len(traces)} nccl-tests log(s).",
-        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
-                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
-        "params": collective_params_yaml(params),
-        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
-                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
-                        "ranks": sorted({t.nranks for t in traces}), "ops": sorted({t.op for t in traces}),
-                        "nodes": 1},
-        "fit": {**{k: v for k, v in fit_summary.items() if k != "residuals"},
-                "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
-        "provenance": _provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool,
-                                    "tool_version": t.tool_version, "nccl_version": t.nccl_version,
-                                    "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
-                                    "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | extra,
-    }
-    from simcluster.files import write_document
-
-    write_document(args.output, dump_card(card))
-    s = card["fit"]["in_sample_error"]["sizes_ge_1024B"]
-    print(f"wrote {args.output}: {len(rows)} rows, in-sample mean |error| {s['mean_abs_error_pct']}% "
-          f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
+        if len(args.traces) != 1:
+            raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
+        card, message = cards.nic_card(args.traces[0], args.transport, args.line_rate, name)
+    else:
+        card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name)
+    _write(args.output, dump_card(card))
+    print(f"wrote {args.output}: {message}")
     return 0
 
 
+def _write(path: str, text: str) -> None:
+    """A single result file, written atomically through simcluster.files (a bundle's cards: write_documents)."""
+    from simcluster.files import write_document
+
+    write_document(path, text)
+
+
 def cmd_predict_collective(args) -> int:
-    from simcluster.build import sizes
-    from simcluster.cards import load_collective
-    from simcluster.collectives.model import predict
-    from simcluster.collectives.schedule import canonical_op
+    from simcluster.predict_collective import sweep_from_card, sweep_from_scenario
     from simcluster.report.tables import nccl_tests_table
-    from simcluster.units import parse_size_arg
 
     if args.scenario:
         if args.host_launched:
@@ -167,341 +99,81 @@ def cmd_predict_collective(args) -> int:
         if args.ranks or args.ranks_per_node:
             raise SimclusterError("--ranks and --ranks-per-node apply to a --card; with --scenario the ranks are the "
                                   "scenario machine's nodes x gpus_per_node")
-        return _predict_collective_scenario(args)
-    if not args.card or not args.ranks:
+        result = sweep_from_scenario(args.scenario, args.op, args.b, args.e, args.f, args.algorithm)
+    elif not args.card or args.ranks is None:
         raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
-    params, card = load_collective(args.card)
-    op = canonical_op(args.op)
-    per_node = args.ranks_per_node or args.ranks
-    if per_node < args.ranks:
-        raise SimclusterError(f"--ranks {args.ranks} over --ranks-per-node {per_node} spans several nodes; "
-                              f"card {args.card} models one node's NVLink domain",
-                              hint="multi-node fabrics are not modelled yet")
-    hosted = args.host_launched
-    preds = [predict(params, op, s, args.ranks, host_launch=hosted)
-             for s in sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)]
-    header = [f"simcluster {__version__} prediction: {op}, {args.ranks} ranks, card {card.get('name')} ({args.card})"]
-    floor_us = getattr(params, "host_floor_s", 0) * 1e6
-    if floor_us:
-        timing = "host-launched" if hosted else "GPU time, as nccl-tests -G measures it (--host-launched: plain nccl-tests)"
-        header.append(f"note: {timing}; a host-launched call takes at least {floor_us:.1f} us on the calibrated host "
-                      "(bimodal: docs/models/collectives.md)")
-    header += [f"note: {n}" for n in _card_notes(params, card, op, args.ranks, host_launch=hosted)]
-    header.append(f"Collective test starting: {op}_perf")
-    header.append("Using devices")
-    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    header += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // per_node):>10s} device {r % per_node:2d} "
-               f"[0000:00:00] {device}" for r in range(args.ranks)]
-    sys.stdout.write(nccl_tests_table(preds, header))
-    return 0
-
-
-def _card_notes(params, card: dict, op: str, ranks: int, host_launch: bool, trace_path: str = "") -> list[str]:
-    """What a collective card says about predicting `op` at `ranks`: rank counts it never saw, a missing
-    NCCL tuning table, a per-op profile applied or not, and (validate) a log the card or its profile was
-    learned from."""
-    from simcluster.collectives import primitives
-    from simcluster.collectives.profile import matching
-    from simcluster.traces.common import sha256_of
-
-    notes = []
-    ranks_seen = card.get("valid_range", {}).get("ranks", [])
-    if ranks_seen and ranks not in ranks_seen:
-        notes.append(f"the card was fitted at ranks {ranks_seen}; {ranks} ranks is an extrapolation")
-    if isinstance(params, primitives.PrimitiveParams) and op in primitives.P2P_OPS and not host_launch:
-        notes.append("p2p buffers registered, as under CUDA-graph capture (NCCL_GRAPH_REGISTER=1): a Simple call is "
-                     "one direct copy; unregistered host-launched calls pipeline through NCCL's FIFO")
-    if isinstance(params, primitives.PrimitiveParams) and params.tuner and op not in primitives.P2P_OPS \
-            and not primitives.tuner_table(params, ranks):
-        notes.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {ranks} "
-                     "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
-    if host_launch and isinstance(params, primitives.PrimitiveParams) and not params.host_floor_s:
-        notes.append("the card has no host launch floor (fitted on CUDA-graph timings only): host-launched calls are "
-                     "predicted as GPU time, too fast wherever the host's launch cost dominates")
-    profiles = getattr(params, "profiles", ())
-    used = matching(profiles, ranks, host_launch)
-    for p in profiles:
-        state = "applied" if p is used else f"not applied ({p.ranks} ranks, {p.launch})"
-        notes.append(f"per-op profile measured on {p.source or 'a reference machine'}: {state}")
-    from simcluster.fit.validate import profile_measured_on
-
-    if profile_measured_on(params, ranks, host_launch, trace_path):
-        notes.append("this log is part of the profile's own measurement: the errors below are in sample")
-    if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in fitted_sha256(card):
-        notes.append("the card was fitted on this log: the errors below are in sample")
-    return notes
-
-
-def _predict_collective_scenario(args) -> int:
-    from simcluster import scenario as scenario_mod
-    from simcluster.build import build_cluster, sizes
-    from simcluster.cards import load_collective
-    from simcluster.collectives.fabric import predict_fabric, ring_flows
-    from simcluster.collectives.model import predict
-    from simcluster.collectives.schedule import canonical_op
-    from simcluster.report.tables import nccl_tests_table
-    from simcluster.units import parse_size_arg
-
-    sc = scenario_mod.load(args.scenario)
-    m = sc.machine
-    op = canonical_op(args.op)
-    params, card = load_collective(m.card)
-    span = sizes(parse_size_arg(args.b), parse_size_arg(args.e), args.f)
-    ranks = m.nodes * m.gpus_per_node
-    if m.nodes > 1:
-        cluster = build_cluster(m, params)
-        flows = ring_flows(cluster)
-        preds = [predict_fabric(cluster, op, s, args.algorithm, flows) for s in span]
-        algos = sorted({p.algorithm for p in preds})
-        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, algorithm {'/'.join(algos)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
-               f"ECMP collisions {flows.ecmp_collisions}")
     else:
-        preds = [predict(params, op, s, ranks) for s in span]
-        how = f"1 node x {m.gpus_per_node} GPUs"
-    header = [f"simcluster {__version__} prediction: {op}, {ranks} ranks, scenario {sc.name} ({args.scenario})", how,
-              f"Collective test starting: {op}_perf", "Using devices"]
-    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    header += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // m.gpus_per_node):>10s} device "
-               f"{r % m.gpus_per_node:2d} [0000:00:00] {device}" for r in range(ranks)]
-    sys.stdout.write(nccl_tests_table(preds, header))
+        if args.algorithm:
+            raise SimclusterError("--algorithm chooses a multi-node algorithm; it applies to --scenario")
+        result = sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
+                                 args.host_launched)
+    sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
     return 0
 
 
 def cmd_predict_training(args) -> int:
-    from simcluster.report.tables import training_table
-    from simcluster.scenario import TrainingJob, load_variants
-    from simcluster.training.predict import perfetto_trace, predict_training
+    from simcluster.build import run_file
+    from simcluster.report.results import render
+    from simcluster.results import LlmTrainingResult, TrainingResult
+    from simcluster.scenario import load
 
-    variants = load_variants(args.scenario, nodes=args.nodes)
-    results = []
-    for label, sc in variants:
-        jobs = [j for j in sc.jobs if isinstance(j, TrainingJob)]
-        if not jobs:
-            raise SimclusterError("the scenario has no 'kind: training' job", where=args.scenario)
-        results += [(label, sc, predict_training(sc.machine, j)) for j in jobs]
+    if args.nodes is not None and not 1 <= args.nodes <= 131072:
+        raise SimclusterError(f"--nodes {args.nodes}: expected 1 to 131072")
+    runs = run_file(args.scenario, nodes=args.nodes, trace=bool(args.trace))
+    found = [(r.variant, job) for r in runs for job in r.jobs if isinstance(job, (TrainingResult, LlmTrainingResult))]
+    if not found:
+        raise SimclusterError("the scenario has no 'kind: training' or 'kind: llm_training' job", where=args.scenario)
     if args.trace:
-        from simcluster.files import write_document
-
-        write_document(args.trace, json.dumps(perfetto_trace(results[0][2])))
+        _write(args.trace, json.dumps(_timeline(found[0][1])))
     if args.json:
-        out = [{**({"variant": label} if label else {}), **p.as_json()} for label, _, p in results]
+        out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
         return 0
-    print(f"scenario {variants[0][1].name}: {variants[0][1].description}".rstrip(": "))
-    for label, _, p in results:
+    print(f"scenario {runs[0].name}: {load(args.scenario).description}".rstrip(": "))
+    for label, job in found:
         if label:
             print(f"\n== variant {label}")
-        sys.stdout.write(training_table(p))
+        sys.stdout.write(render(job))
     if args.trace:
         print(f"timeline: {args.trace} (open in https://ui.perfetto.dev)")
     return 0
 
 
-def _validate_qperf(args) -> int:
-    from simcluster.build import run_scenario
-    from simcluster.scenario import load
-    from simcluster.traces import qperf
+def _timeline(job) -> dict:
+    from simcluster.results import LlmTrainingResult
+    from simcluster.training.predict import perfetto_trace
 
-    if not args.scenario:
-        raise SimclusterError("validating a qperf trace needs --scenario (a scenario with a 'kind: qperf' job)")
-    trace = qperf.parse(args.trace)
-    preds = [r for r in run_scenario(load(args.scenario)) if "qperf" in r]
-    if not preds:
-        raise SimclusterError("the scenario has no 'kind: qperf' job", where=args.scenario)
-    rows = []
-    for test, predicted in preds[0]["qperf"].items():
-        found = [t for t in trace.tests if t.name == test and t.error is None]
-        if not found:
-            continue
-        measured = found[-1].get("bw" if test.endswith("_bw") else "latency")
-        rows.append({"test": test, "measured": measured, "predicted": predicted, "error_pct": (predicted / measured - 1) * 100})
-    if not rows:
-        raise SimclusterError("no test of the scenario's qperf job is in the trace", where=args.trace)
-    if args.json:
-        print(json.dumps({"trace": args.trace, "scenario": args.scenario, "rows": rows}, indent=1))
-        return 0
-    for r in rows:
-        unit, scale = ("MB/s", 1e-6) if r["test"].endswith("_bw") else ("us", 1e6)
-        print(f"{r['test']:>8}  measured {r['measured'] * scale:9.2f} {unit}  predicted {r['predicted'] * scale:9.2f} {unit}  "
-              f"error {r['error_pct']:+6.1f}%")
-    return 0
+    return job.prediction.timeline if isinstance(job, LlmTrainingResult) else perfetto_trace(job.prediction)
 
 
 def cmd_validate(args) -> int:
-    if Path(args.trace).is_dir():
-        return _validate_bundle(args)
-    if _is_qperf(args.trace):
-        return _validate_qperf(args)
-    from simcluster.cards import load_collective
-    from simcluster.fit.validate import summary, validate
-    from simcluster.report.tables import validation_table
+    from simcluster.report.validation import plot, render
+    from simcluster.validation import validate_path
 
-    if not args.card:
-        raise SimclusterError("validating an nccl-tests log needs --card")
-    params, card = load_collective(args.card)
-    trace = _trace(args.trace, args.op)
-    rows = validate(params, trace)
-    stats = summary(rows)
+    result = validate_path(args.trace, args.card, args.scenario, args.op)
     if args.plot:
-        from simcluster.report.plots import validation_plot
-
-        validation_plot(rows, f"{trace.op}, {trace.nranks} ranks: measured vs {card.get('name')}", args.plot)
-    if args.json:
-        print(json.dumps({"trace": trace.path, "card": args.card, "op": trace.op, "ranks": trace.nranks,
-                          "summary": stats,
-                          "rows": [{"size_B": r.size_bytes, "measured_us": r.measured_s * 1e6,
-                                    "predicted_us": r.predicted_s * 1e6, "error_pct": r.error * 100,
-                                    "protocol": r.protocol} for r in rows]}, indent=1))
-        return 0
-    print(f"# {trace.op}, {trace.nranks} ranks: {trace.path} vs card {card.get('name')} ({args.card})")
-    for note in _card_notes(params, card, trace.op, trace.nranks, not trace.cuda_graph_launches, trace.path):
-        print(f"# note: {note}")
-    sys.stdout.write(validation_table(rows))
-    for label, s in stats.items():
-        print(f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%")
-    return 0
-
-
-def _validate_bundle(args) -> int:
-    """Every collective of a trace bundle against one card: a line per op (median of its rounds), which ops the
-    card was fitted on (in sample) and which it never saw (held out)."""
-    from simcluster.cards import load_collective
-    from simcluster.fit.bundle import timing_logs
-    from simcluster.fit.validate import summary, validate_logs
-
-    if not args.card:
-        raise SimclusterError("validating a trace bundle needs --card")
-    params, card = load_collective(args.card)
-    logs = timing_logs(args.trace)
-    if args.op:
-        from simcluster.collectives.schedule import canonical_op
-
-        logs = {op: paths for op, paths in logs.items() if op == canonical_op(args.op)}
-        if not logs:
-            raise SimclusterError(f"--op {args.op}: the bundle has no timing runs of it", where=args.trace)
-    results, skipped = validate_logs(params, logs, fitted_sha256(card))
-    scored = [(r, summary(r.rows), r.basis) for r in results]
-    if args.plot and results:
-        from simcluster.report.plots import bundle_validation_plot
-
-        bundle_validation_plot([(f"{r.op}, {r.ranks} ranks, {'graph' if r.cuda_graph else 'host'}", r.rows)
-                                for r in results], f"{Path(args.trace).name} vs {card.get('name')}", args.plot)
-    if args.json:
-        print(json.dumps({"bundle": args.trace, "card": args.card, "skipped": skipped, "ops": [
-            {"op": r.op, "ranks": r.ranks, "cuda_graph": r.cuda_graph, "rounds": r.rounds,
-             "in_sample": basis != "held out", "basis": basis, "summary": stats, "rows": [{"size_B": row.size_bytes, "measured_us": row.measured_s * 1e6,
-                                         "predicted_us": row.predicted_s * 1e6, "error_pct": row.error * 100,
-                                         "protocol": row.protocol} for row in r.rows]}
-            for r, stats, basis in scored]}, indent=1))
-    else:
-        print(f"# bundle {args.trace} vs card {card.get('name')} ({args.card}); each op the median of its rounds")
-        print(f"# {'op':>14}  {'ranks':>5}  {'timing':>6}  {'rounds':>6}  {'sizes':>5}  {'mean |error|':>12}  "
-              f"{'max |error|':>11}  (sizes >= 1 KiB)")
-        notes: list[str] = []
-        for r, stats, basis in scored:
-            s = stats["sizes_ge_1024B"]
-            mean, worst = (f"{s[k]:.2f}%" if s[k] is not None else "-" for k in ("mean_abs_error_pct",
-                                                                                 "max_abs_error_pct"))
-            print(f"  {r.op:>14}  {r.ranks:>5}  {'graph' if r.cuda_graph else 'host':>6}  {r.rounds:>6}  "
-                  f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {basis}")
-            notes += [n for n in _card_notes(params, card, r.op, r.ranks, not r.cuda_graph) if n not in notes]
-        for note in notes:
-            print(f"# note: {note}")
-    for line in skipped:
+        plot(result, args.plot)
+    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else render(result))
+    for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
-    if not results:
-        raise SimclusterError("no collective of the bundle could be validated", where=args.trace)
-    return 3 if skipped else 0
-
-
-def _job_json(r: dict) -> dict:
-    if "concurrent" in r:
-        return {"kind": "concurrent", "op": r["job"].op, "size_B": r["job"].size_bytes, "jobs": [
-            {"nodes": j["nodes"], "time_alone_s": j["alone"].time_s, "time_shared_s": j["shared"].time_s,
-             "slowdown": j["shared"].time_s / j["alone"].time_s, "algorithm": j["shared"].algorithm,
-             "network_alone_Bps": j["network_alone_Bps"], "network_shared_Bps": j["network_shared_Bps"],
-             "ecmp_collisions": j["ecmp_collisions"]} for j in r["concurrent"]]}
-    if "qperf" in r:
-        return {"kind": "qperf", "nic_card": r["nic_card"], "predicted": r["qperf"]}
-    if "training" in r:
-        return {"kind": "training", **r["training"].as_json()}
-    out = {"op": r["job"].op, "ranks": r["job"].ranks, "engine": r["job"].engine, "card": r["card"],
-           "rows": [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps,
-                     "busbw_Bps": p.busbw_Bps, "protocol": p.protocol} for p in r["predictions"]]}
-    if "measured" in r:
-        from simcluster.fit.validate import summary
-
-        m = r["measured"]
-        out["measured"] = None if m is None else {
-            "source": str(r["job"].measured), "cuda_graph": m.cuda_graph, "rounds": m.rounds,
-            "basis": m.basis, "summary": summary(m.rows),
-            "rows": [{"size_B": row.size_bytes, "measured_s": row.measured_s, "predicted_s": row.predicted_s,
-                      "error_pct": row.error * 100} for row in m.rows]}
-    return out
+    return EXIT_PARTIAL if result.skipped else 0
 
 
 def cmd_run(args) -> int:
-    from simcluster.build import run_scenario
-    from simcluster.report.tables import sweep_table, training_table
-    from simcluster.scenario import load_variants
+    from simcluster.build import run_file
+    from simcluster.report.results import scenario_text
+    from simcluster.results import scenario_json
+    from simcluster.scenario import load
 
-    variants = [(label, sc, run_scenario(sc)) for label, sc in load_variants(args.scenario)]
-    first = variants[0][1]
-    skipped = [line for _, _, results in variants for r in results for line in r.get("measured_skipped", [])]
+    results = run_file(args.scenario)
+    skipped = [line for r in results for line in r.skipped]
     for line in skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"scenario": first.name, "seed": first.seed, "variants": [
-            {"variant": label, "jobs": [_job_json(r) for r in results]} for label, _, results in variants]}
-            if len(variants) > 1 or variants[0][0] else
-            {"scenario": first.name, "seed": first.seed, "jobs": [_job_json(r) for r in variants[0][2]]}, indent=1))
-        return 3 if skipped else 0
-    print(f"scenario {first.name}: {first.description}".rstrip(": "))
-    for label, _, results in variants:
-        if label:
-            print(f"\n== variant {label}")
-        for r in results:
-            if "concurrent" in r:
-                job = r["job"]
-                print(f"\n{len(r['concurrent'])} concurrent {job.op} jobs of {job.size_bytes / 2**20:.0f} MiB")
-                for j in r["concurrent"]:
-                    a, sh = j["alone"], j["shared"]
-                    print(f"  nodes {j['nodes'][0]}..{j['nodes'][-1]} ({len(j['nodes'])}): alone {a.time_s * 1e3:.3f} ms, "
-                          f"together {sh.time_s * 1e3:.3f} ms (x{sh.time_s / a.time_s:.2f}), {sh.algorithm}; network "
-                          f"{j['network_alone_Bps'] / 1e9:.1f} -> {j['network_shared_Bps'] / 1e9:.1f} GB/s per node, "
-                          f"ECMP collisions {j['ecmp_collisions']}")
-                continue
-            if "qperf" in r:
-                from simcluster.hardware.qperf_model import qperf_text
-
-                print(f"\nqperf predicted from NIC card {r['nic_card']}:")
-                sys.stdout.write(qperf_text(r["qperf"]))
-                continue
-            if "training" in r:
-                sys.stdout.write(training_table(r["training"]))
-                continue
-            job = r["job"]
-            print(f"\n{job.op} on {job.ranks} ranks ({job.engine} engine), card {r['card_name']} ({r['card']})")
-            measured = r.get("measured")
-            sys.stdout.write(sweep_table(r["predictions"], {row.size_bytes: row.measured_s for row in measured.rows}
-                                         if measured else None))
-            if "measured" in r:
-                print(_measured_line(r))
-    return 3 if skipped else 0
-
-
-def _measured_line(r: dict) -> str:
-    """Where the measured column comes from, its error over every measured size >= 1 KiB, in sample or not."""
-    from simcluster.fit.validate import summary
-
-    job, m = r["job"], r["measured"]
-    if m is None:
-        return f"# measured: {job.measured} has no {job.op} at {job.ranks} ranks"
-    stats = summary(m.rows)["sizes_ge_1024B"]
-    return (f"# measured: {job.measured}, {'CUDA graphs' if m.cuda_graph else 'host-launched'}, median of {m.rounds} "
-            f"round(s); over its {stats['sizes']} sizes >= 1 KiB mean |error| {stats['mean_abs_error_pct']:.2f}%, "
-            f"max {stats['max_abs_error_pct']:.2f}%; {m.basis}")
+        print(json.dumps(scenario_json(results), indent=1))
+    else:
+        sys.stdout.write(scenario_text(results, load(args.scenario).description))
+    return EXIT_PARTIAL if skipped else 0
 
 
 def _storage_setup(args):

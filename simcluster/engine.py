@@ -1,4 +1,4 @@
-"""Simulation: one SimPy environment, one seeded numpy Generator, one recorder.
+"""Simulation: one SimPy environment, one seeded numpy Generator, one recorder of intervals (the timeline).
 
 Everything that happens in a run hangs off a Simulation, so a run is reproducible from
 (scenario, seed) alone: no module-level state, no other source of randomness.
@@ -12,26 +12,45 @@ import numpy as np
 import simpy
 
 
+@dataclass(frozen=True)
+class Interval:
+    """Something that took time on one lane (a GPU stream, a host thread, a link): what the timeline shows."""
+
+    lane: str
+    name: str
+    start_s: float
+    end_s: float
+
+
 @dataclass
 class Recorder:
-    """Flat event records: (time_s, kind, fields). Cheap to append, easy to turn into tables."""
+    """The intervals of a run, in the order they were recorded; report/perfetto.py turns them into a trace."""
 
     enabled: bool = True
-    records: list[tuple[float, str, dict]] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)
 
-    def record(self, time_s: float, kind: str, **fields) -> None:
+    def interval(self, lane: str, name: str, start_s: float, end_s: float) -> None:
         if self.enabled:
-            self.records.append((time_s, kind, fields))
+            self.intervals.append(Interval(lane, name, start_s, end_s))
 
-    def of_kind(self, kind: str) -> list[tuple[float, dict]]:
-        return [(t, f) for t, k, f in self.records if k == kind]
+
+class _CountingEnvironment(simpy.Environment):
+    """A SimPy environment that counts the events it processes (for events/s in the benchmarks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.processed = 0
+
+    def step(self) -> None:
+        self.processed += 1
+        super().step()
 
 
 class Simulation:
     """The SimPy environment plus the run's single random generator and recorder."""
 
     def __init__(self, seed: int = 0, record: bool = True):
-        self.env = simpy.Environment()
+        self.env = _CountingEnvironment()
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.recorder = Recorder(enabled=record)
@@ -49,11 +68,10 @@ class Simulation:
     def run(self, until=None):
         return self.env.run(until=until)
 
-    def record(self, kind: str, **fields) -> None:
-        self.recorder.record(self.env.now, kind, **fields)
+    def interval(self, lane: str, name: str, start_s: float) -> None:
+        """Record that `name` ran on `lane` from start_s until now."""
+        self.recorder.interval(lane, name, start_s, self.env.now)
 
     @property
     def events_processed(self) -> int:
-        # SimPy numbers every scheduled event from an itertools.count; drawing one more id only
-        # skips a number, the order of later events is unchanged.
-        return next(self.env._eid)
+        return self.env.processed

@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from simcluster import strict
 from simcluster.collectives.fabric import ALGORITHMS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import ScenarioError, SimclusterError, UnitError
@@ -22,6 +21,9 @@ from simcluster.network.topology import FORWARDING
 from simcluster.units import parse_size_arg, parse_time
 
 ENGINES = ("analytic", "des")
+MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
+MAX_GPUS_PER_NODE = 1024    # one NVLink domain
+MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic finite)
 
 
 @dataclass(frozen=True)
@@ -122,22 +124,6 @@ class Scenario:
     jobs: tuple[CollectiveSweep | TrainingJob | QperfJob | ConcurrentJob, ...]
 
 
-def _line_index(node, prefix="", out=None) -> dict[str, int]:
-    """Dotted key -> 1-based line, from yaml's node tree."""
-    out = {} if out is None else out
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            dotted = f"{prefix}.{key.value}" if prefix else str(key.value)
-            out[dotted] = key.start_mark.line + 1
-            _line_index(value, dotted, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            dotted = f"{prefix}[{i}]"
-            out[dotted] = item.start_mark.line + 1
-            _line_index(item, dotted, out)
-    return out
-
-
 class _Reader:
     def __init__(self, path: Path, lines: dict[str, int]):
         self.path, self.lines = path, lines
@@ -159,17 +145,17 @@ class _Reader:
                 self.fail(key, f"missing key '{name}'")
         return doc
 
-    def integer(self, doc, key: str, name: str, minimum: int = 1, default=None) -> int:
+    def integer(self, doc, key: str, name: str, minimum: int = 1, default=None, maximum: int = MAX_INTEGER) -> int:
         value = doc.get(name, default)
         dotted = f"{key}.{name}" if key else name
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.fail(dotted, f"expected an integer >= {minimum}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(dotted, f"expected an integer from {minimum} to {maximum:,}, got {strict.short(value)}")
         return value
 
     def choice(self, doc, key: str, name: str, choices, default=None) -> str:
         value = doc.get(name, default)
         if value not in choices:
-            self.fail(f"{key}.{name}", f"expected one of {', '.join(choices)}, got {value!r}")
+            self.fail(f"{key}.{name}", f"expected one of {', '.join(map(str, choices))}, got {strict.short(value)}")
         return value
 
     def quantity(self, doc, key: str, name: str, parse, default):
@@ -179,13 +165,15 @@ class _Reader:
         except UnitError as exc:
             self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
 
-    def number(self, doc, key: str, name: str, minimum: float, default) -> float:
+    def number(self, doc, key: str, name: str, minimum: float, default, maximum: float = 1e9) -> float:
         value = doc.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-            self.fail(f"{key}.{name}", f"expected a number >= {minimum}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
+            self.fail(f"{key}.{name}", f"expected a number from {minimum:g} to {maximum:g}, got {strict.short(value)}")
         return float(value)
 
     def card(self, doc, key: str, name: str = "card") -> Path:
+        if not isinstance(doc[name], str) or not doc[name]:
+            self.fail(f"{key}.{name}", f"expected the path of a model card, got {strict.short(doc[name])}")
         card = _resolve(self.path, doc[name])
         if not card.is_file():
             self.fail(f"{key}.{name}", f"model card {doc[name]!r} not found", hint="run 'simcluster calibrate' to make one, "
@@ -209,7 +197,8 @@ class _Reader:
 def _machine(r: _Reader, m) -> Machine:
     r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
     card = r.card(m, "machine")
-    gpus, nodes = r.integer(m, "machine", "gpus_per_node", default=1), r.integer(m, "machine", "nodes", default=1)
+    gpus = r.integer(m, "machine", "gpus_per_node", default=1, maximum=MAX_GPUS_PER_NODE)
+    nodes = r.integer(m, "machine", "nodes", default=1, maximum=MAX_GPUS // gpus)
     nic = fabric = aggregation = None
     if nodes > 1:
         for name in ("nic", "fabric"):
@@ -277,20 +266,10 @@ def load(path: str | Path) -> Scenario:
 
 
 def _read(path: Path) -> tuple[dict, dict[str, int]]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read the scenario: {exc.strerror or exc}", where=str(path)) from None
-    try:
-        lines = _line_index(yaml.compose(text))
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ScenarioError(f"not valid YAML ({getattr(exc, 'problem', exc)})", where=where) from None
+    doc, lines = strict.load_yaml(path, ScenarioError, what="scenario (YAML)", lines=True)
     if doc is None:
-        _Reader(path, lines or {}).fail("", "the scenario is empty")
-    return doc, lines or {}
+        _Reader(path, lines).fail("", "the scenario is empty")
+    return doc, lines
 
 
 DLIO_KEYS = {"workflow", "dataset", "reader"}  # a DLIO workload config's top level, not a scenario's
@@ -323,12 +302,12 @@ def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep
     try:
         op = canonical_op(str(job["op"]))
     except SimclusterError:
-        r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
+        r.fail(f"{key}.op", f"unknown collective {strict.short(job['op'])}", hint=f"one of {', '.join(OPS)}")
     job = {"ranks": machine.gpus_per_node * machine.nodes, "min_size": 8, "max_size": "128M", "factor": 2,
            "engine": "analytic", "algorithm": "auto", **job}
     algorithm = r.choice(job, key, "algorithm", ("auto",) + ALGORITHMS)
-    sweep = CollectiveSweep(op, r.integer(job, key, "ranks"), r.size(job, key, "min_size"),
-                            r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2),
+    sweep = CollectiveSweep(op, r.integer(job, key, "ranks", maximum=MAX_GPUS), r.size(job, key, "min_size"),
+                            r.size(job, key, "max_size"), r.integer(job, key, "factor", minimum=2, maximum=2**20),
                             r.choice(job, key, "engine", ENGINES), None if algorithm == "auto" else algorithm,
                             r.card(job, key) if "card" in job else None,
                             r.existing(job, key, "measured", "a trace bundle (directory) or an nccl-tests log")
@@ -351,7 +330,7 @@ def _qperf(r: _Reader, job: dict, key: str, machine: Machine) -> QperfJob:
     r.mapping(job, key, {"kind", "tests"}, {"streams"})
     tests = job["tests"]
     if not isinstance(tests, list) or not tests or any(t not in QPERF_TESTS for t in tests):
-        r.fail(f"{key}.tests", f"expected a list of qperf tests from {', '.join(QPERF_TESTS)}, got {tests!r}")
+        r.fail(f"{key}.tests", f"expected a list of qperf tests from {', '.join(QPERF_TESTS)}, got {strict.short(tests)}")
     if machine.nic is None:
         r.fail("machine", "a qperf job needs machine.nic (a NIC card)")
     return QperfJob(tuple(tests), r.integer(job, key, "streams", default=1))
@@ -367,9 +346,9 @@ def _node_list(r: _Reader, spec, key: str, nodes: int) -> tuple[int, ...]:
         lo, hi = (int(x) for x in span.split("-"))
         ids = list(range(lo, hi + 1, int(step or 1)))
     else:
-        r.fail(key, f"expected a node range like '0-7', '0-15/2' or a list of node ids, got {spec!r}")
+        r.fail(key, f"expected a node range like '0-7', '0-15/2' or a list of node ids, got {strict.short(spec)}")
     if len(ids) < 2 or len(set(ids)) != len(ids) or min(ids) < 0 or max(ids) >= nodes:
-        r.fail(key, f"a job needs >= 2 distinct nodes in 0..{nodes - 1}, got {spec!r}")
+        r.fail(key, f"a job needs >= 2 distinct nodes in 0..{nodes - 1}, got {strict.short(spec)}")
     return tuple(ids)
 
 
@@ -380,7 +359,7 @@ def _concurrent(r: _Reader, job: dict, key: str, machine: Machine) -> Concurrent
     try:
         op = canonical_op(str(job["op"]))
     except SimclusterError:
-        r.fail(f"{key}.op", f"unknown collective {job['op']!r}", hint=f"one of {', '.join(OPS)}")
+        r.fail(f"{key}.op", f"unknown collective {strict.short(job['op'])}", hint=f"one of {', '.join(OPS)}")
     groups = job["groups"]
     if not isinstance(groups, list) or len(groups) < 1:
         r.fail(f"{key}.groups", "expected a list of node groups, one per job")

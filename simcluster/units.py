@@ -7,6 +7,7 @@ Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per secon
 
 from __future__ import annotations
 
+import math
 import re
 
 from simcluster.errors import UnitError
@@ -19,13 +20,17 @@ _NUMBER = r"\s*([-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
 
 def _split(text: str, what: str) -> tuple[float, str]:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text), ""
-    if not isinstance(text, str):
-        raise UnitError(f"expected a {what} string such as {_EXAMPLE[what]}, got {text!r}")
-    match = re.fullmatch(_NUMBER + r"(\S*)\s*", text)
-    if not match:
-        raise UnitError(f"{text!r} is not a {what}", hint=f"write e.g. {_EXAMPLE[what]}")
-    return float(match.group(1).replace(",", "").replace("_", "")), match.group(2)
+        value, unit = float(text), ""
+    elif not isinstance(text, str):
+        raise UnitError(f"expected a {what} string such as {_EXAMPLE[what]}, got {type(text).__name__}")
+    else:
+        match = re.fullmatch(_NUMBER + r"(\S*)\s*", text[:100])
+        if not match:
+            raise UnitError(f"{text[:40]!r} is not a {what}", hint=f"write e.g. {_EXAMPLE[what]}")
+        value, unit = float(match.group(1).replace(",", "").replace("_", "")), match.group(2)
+    if not math.isfinite(value) or value < 0:
+        raise UnitError(f"{text!r} is not a {what}: it must be a finite number >= 0")
+    return value, unit
 
 
 _EXAMPLE = {"time": '"13.9us"', "size": '"16GiB"', "bandwidth": '"100Gbps" or "900GB/s"',
@@ -79,16 +84,6 @@ def parse_bandwidth(text) -> float:
                     hint="use bps/Gbps for bits per second or B/s, GB/s for bytes per second")
 
 
-def parse_fraction(text) -> float:
-    """'59%' -> 0.59; a bare number is a fraction already."""
-    value, unit = _split(text, "fraction")
-    if unit == "%":
-        return value / 100.0
-    if unit == "":
-        return value
-    raise UnitError(f"{text!r} is not a fraction", hint='write "59%" or 0.59')
-
-
 def parse_nccl_size(text: str) -> int:
     """nccl-tests' size suffixes: '8', '1K', '1M', '8G' (powers of 1024)."""
     match = re.fullmatch(r"\s*(\d+)\s*([KkMmGgTt]?)\s*", str(text))
@@ -131,7 +126,7 @@ def format_bandwidth(bytes_per_s: float) -> str:
 def parse_cost(text) -> float:
     """CPU cost per byte as qperf prints it: '473ms/GB' -> 4.73e-10 core-seconds per byte."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        return _split(text, "time")[0]
     if "/" not in str(text):
         raise UnitError(f"{text!r} is not a CPU cost per size", hint="write time per size, e.g. 473ms/GB")
     time_part, size_part = str(text).rsplit("/", 1)

@@ -3,7 +3,8 @@
 import pytest
 
 from simcluster.collectives import des
-from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.chunked_ring import ChunkedRingParams
+from simcluster.collectives.model import predict
 from simcluster.collectives.protocol import ProtocolParams
 from simcluster.network.topology import single_node, single_switch
 
@@ -11,7 +12,7 @@ B = 100e9
 
 
 def _params(latency=0.0, chunk=4 * 2**20):
-    return CollectiveParams(B, {"Simple": ProtocolParams("Simple", 0.0, latency, 1.0, chunk)})
+    return ChunkedRingParams(B, {"Simple": ProtocolParams("Simple", 0.0, latency, 1.0, chunk)})
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])
@@ -27,7 +28,7 @@ def test_large_ring_all_reduce_matches_bandwidth_bound(n):
                                 "alltoall"])
 @pytest.mark.parametrize("n", [2, 4])
 def test_des_equals_closed_form_without_contention(op, n):
-    params = CollectiveParams(B, {"LL": ProtocolParams("LL", 5e-6, 0.6e-6, 0.5, 64 * 1024)})
+    params = ChunkedRingParams(B, {"LL": ProtocolParams("LL", 5e-6, 0.6e-6, 0.5, 64 * 1024)})
     size = 16 * 2**20  # whole number of chunks per segment
     closed = predict(params, op, size, n)
     simulated = des.simulate(params, single_node(n, B), op, size, "LL")
@@ -56,7 +57,7 @@ def test_contention_slows_a_ring_sharing_its_links():
 
 
 def test_protocol_choice_is_size_based():
-    params = CollectiveParams(B, {"LL": ProtocolParams("LL", 5e-6, 0.6e-6, 0.5, 64 * 1024),
+    params = ChunkedRingParams(B, {"LL": ProtocolParams("LL", 5e-6, 0.6e-6, 0.5, 64 * 1024),
                                   "Simple": ProtocolParams("Simple", 20e-6, 3.4e-6, 1.0, 2**20)})
     assert predict(params, "all_reduce", 1024, 2).protocol == "LL"
     assert predict(params, "all_reduce", 2**30, 2).protocol == "Simple"

@@ -58,8 +58,8 @@ def test_bad_workload_is_one_line(tmp_path, capsys, edit, expect):
     assert "\n" not in err and "w.yaml:" in err and expect.split(":")[0].split()[-1] in err
 
 
-@pytest.mark.parametrize("args,expect", [(["--accelerators", "0"], "at least 1 accelerator"),
-                                         (["--drives", "0"], "1 drive"), (["--steps", "1"], "AU needs >= 2")])
+@pytest.mark.parametrize("args,expect", [(["--accelerators", "0"], "1 to 4096 accelerators"),
+                                         (["--drives", "0"], "1 to 256 drives"), (["--steps", "1"], "AU needs >= 2")])
 def test_bad_simulation_sizes_are_one_line(capsys, args, expect):
     code = main(["storage", "simulate", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--nvme", str(MICRON), *args])
     err = capsys.readouterr().err.strip()

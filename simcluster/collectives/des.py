@@ -9,7 +9,8 @@ form in model.py exactly; with contention (shared links, slower paths) it is the
 
 from __future__ import annotations
 
-from simcluster.collectives.model import CollectiveParams, Prediction
+from simcluster.collectives.chunked_ring import ChunkedRingParams
+from simcluster.collectives.model import Prediction
 from simcluster.collectives.schedule import schedule
 from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
@@ -19,15 +20,15 @@ from simcluster.network.topology import Topology
 MAX_FLOWS = 200_000
 
 
-def simulate(params: CollectiveParams, topology: Topology, op: str, size_bytes: int,
+def simulate(params: ChunkedRingParams, topology: Topology, op: str, size_bytes: int,
              protocol: str, ranks: list[str] | None = None, sim: Simulation | None = None,
              net: FlowNetwork | None = None) -> Prediction:
     """Run one collective with `protocol` over `topology` and return its simulated time.
 
     Pass `net` to share links with other traffic already running on that FlowNetwork."""
-    if not isinstance(params, CollectiveParams):
-        raise SimclusterError("the DES simulates the chunks of the chunked ring model; this card is an "
-                              "nccl-primitives card", hint="use engine: analytic, or a chunked-ring card")
+    if not params.runs_in_des:
+        raise SimclusterError(f"the DES simulates the chunks of the chunked ring model; this card is a "
+                              f"{params.model_name} card", hint="use engine: analytic, or a chunked-ring card")
     ranks = ranks or topology.gpus
     n = len(ranks)
     sched = schedule(op, size_bytes, n)

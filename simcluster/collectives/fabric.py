@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcluster.collectives.model import CollectiveParams, Prediction, predict
+from simcluster.collectives.interface import CollectiveModel
+from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
@@ -38,7 +39,7 @@ LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the 
 
 @dataclass(frozen=True)
 class Cluster:
-    intra: CollectiveParams
+    intra: CollectiveModel
     nic: NicParams
     fabric: Fabric
     gpus_per_node: int

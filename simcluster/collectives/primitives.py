@@ -46,11 +46,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from simcluster.collectives.profile import matching
+from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.schedule import bus_factor, canonical_op
+from simcluster.errors import ModelCardError
+from simcluster.strict import field as card_field
+from simcluster.strict import positive
+from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 
-STEP_LATENCY_S = {"LL": 0.6e-6, "Simple": 3.4e-6}      # NCCL hwLatencies, NVLink, ring
 LL_THREADS = 512                                             # NCCL max threads per LL channel
 P2P_LL_THRESHOLD_BYTES = 16384                               # NCCL_P2P_LL_THRESHOLD default, per p2p channel
 P2P_LL_PART_BYTES = 8192                                     # smallest LL part per channel (LL step / 8)
@@ -68,6 +72,9 @@ P2P_OPS = ("sendrecv", "alltoall")
 
 @dataclass(frozen=True)
 class PrimitiveParams:
+    model_name: ClassVar[str] = "nccl-primitives"
+    runs_in_des: ClassVar[bool] = False
+
     ll_base_s: float
     ll_channel_Bps: float
     simple_base_s: float
@@ -79,10 +86,8 @@ class PrimitiveParams:
     simple_step_s: float = STEP_LATENCY_S["Simple"]
     p2p_channels: int = 32                      # NCCL's "32 p2p channels, 32 p2p channels per peer"
     p2p_channels_per_peer: int = 32
-    profiles: tuple = ()                        # OpProfile per (ranks, launch mode), measured on a reference machine
     ring_ramps: dict = field(default_factory=dict)  # ranks -> (D seconds, W bytes): the ring ramp at that rank count
 
-    # What the fabric layer reads from any intra-node card (CollectiveParams has the same two).
     @property
     def base_latency_s(self) -> float:
         return min(self.ll_base_s, self.simple_base_s)
@@ -90,6 +95,21 @@ class PrimitiveParams:
     @property
     def simple_step_latency_s(self) -> float:
         return self.simple_step_s
+
+    # the CollectiveModel interface (collectives/interface.py), on this module's functions
+    def call_time(self, op: str, size_bytes: float, nranks: int, host_launch: bool = False,
+                  protocol: str | None = None) -> tuple[float, str]:
+        return call_time(self, op, size_bytes, nranks, host_launch, protocol)
+
+    def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
+        return notes(self, op, nranks, host_launch)
+
+    def to_params_yaml(self) -> dict:
+        return to_params_yaml(self)
+
+    @classmethod
+    def from_params_yaml(cls, params: dict, where: str) -> PrimitiveParams:
+        return from_params_yaml(params, where)
 
 
 def primitives(op: str, n: int) -> int:
@@ -189,7 +209,100 @@ def call_time(params: PrimitiveParams, op: str, size: float, n: int, host_launch
     """One call as nccl-tests times it: captured in a CUDA graph (buffers registered, NCCL_GRAPH_REGISTER's
     default) or launched from the host (not registered, at least the host floor)."""
     t, proto = gpu_time(params, op, size, n, protocol, registered=not host_launch)
-    if host_launch:
-        t = max(t, params.host_floor_s)
-    profile = matching(params.profiles, n, host_launch)
-    return (t * profile.factor(canonical_op(op), size) if profile else t), proto
+    return (max(t, params.host_floor_s) if host_launch else t), proto
+
+
+def notes(params: PrimitiveParams, op: str, n: int, host_launch: bool) -> list[str]:
+    """What this card says about predicting `op` at n ranks: registration of p2p buffers, a missing tuner table,
+    a missing host floor."""
+    op = canonical_op(op)
+    out = []
+    if op in P2P_OPS and not host_launch:
+        out.append("p2p buffers registered, as under CUDA-graph capture (NCCL_GRAPH_REGISTER=1): a Simple call is "
+                   "one direct copy; unregistered host-launched calls pipeline through NCCL's FIFO")
+    if params.tuner and op not in P2P_OPS and not tuner_table(params, n):
+        out.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {n} "
+                   "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+    if host_launch and not params.host_floor_s:
+        out.append("the card has no host launch floor (fitted on CUDA-graph timings only): host-launched calls are "
+                   "predicted as GPU time, too fast wherever the host's launch cost dominates")
+    return out
+
+
+def to_params_yaml(p: PrimitiveParams) -> dict:
+    return {"model": PrimitiveParams.model_name, "ll_base_latency": format_time(p.ll_base_s),
+            "ll_step_latency": format_time(p.ll_step_s), "ll_channel_bandwidth": format_bandwidth(p.ll_channel_Bps),
+            "simple_base_latency": format_time(p.simple_base_s), "simple_step_latency": format_time(p.simple_step_s),
+            "bus_bandwidth": format_bandwidth(p.link_bandwidth_Bps), "channels": p.channels,
+            "p2p_channels": p.p2p_channels, "p2p_channels_per_peer": p.p2p_channels_per_peer,
+            "host_launch_floor": format_time(p.host_floor_s),
+            "ring_ramp": {n: {"time": format_time(d), "scale": format_size(w)} for n, (d, w) in p.ring_ramps.items()},
+            "nccl_tuner": {n: {op: {proto: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
+                                    for proto, (lat, bw) in protos.items()} for op, protos in per_op.items()}
+                           for n, per_op in p.tuner.items()}}
+
+
+PARAM_KEYS = {"model", "ll_base_latency", "ll_step_latency", "ll_channel_bandwidth", "simple_base_latency",
+              "simple_step_latency", "bus_bandwidth", "channels", "p2p_channels", "p2p_channels_per_peer",
+              "host_launch_floor", "ring_ramp", "nccl_tuner"}
+
+
+def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
+    from simcluster.strict import known_keys
+
+    known_keys(params, PARAM_KEYS, where, ModelCardError)
+
+    def get(key, parse):
+        return card_field(params, key, where, parse, ModelCardError)
+
+    def count(v):
+        if isinstance(v, bool) or int(v) != v or not 1 <= int(v) <= 1024:
+            raise ValueError("expected a whole number from 1 to 1024")
+        return int(v)
+
+    def rate(v):
+        return positive(parse_bandwidth(v))
+
+    optional = {name: get(key, parse) for name, key, parse in (
+        ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
+        ("p2p_channels", "p2p_channels", count), ("p2p_channels_per_peer", "p2p_channels_per_peer", count),
+        ("ring_ramps", "ring_ramp", lambda raw: _ring_ramps(raw, f"{where}.ring_ramp")),
+        ("tuner", "nccl_tuner", lambda raw: _tuner(raw, f"{where}.nccl_tuner")))
+        if key in params}
+    return PrimitiveParams(get("ll_base_latency", parse_time), get("ll_channel_bandwidth", rate),
+                           get("simple_base_latency", parse_time), get("bus_bandwidth", rate), get("channels", count),
+                           get("host_launch_floor", parse_time), **optional)
+
+
+def _tuner(raw, where: str) -> dict:
+    """NCCL's tuner tables: {ranks: {op: {protocol: {latency, bandwidth}}}}; an older card holds one table
+    (op -> protocol), kept as 'any rank count' (0)."""
+    if not isinstance(raw, dict):
+        raise ModelCardError("expected a mapping of rank count -> op -> protocol -> {latency, bandwidth}", where=where)
+
+    def table(protos, key):
+        if not isinstance(protos, dict):
+            raise ModelCardError("expected a mapping of op -> protocol -> {latency, bandwidth}", where=key)
+        return {op: {p: (card_field(v, "latency", f"{key}.{op}.{p}", parse_time, ModelCardError),
+                         card_field(v, "bandwidth", f"{key}.{op}.{p}", lambda b: positive(parse_bandwidth(b)),
+                                    ModelCardError))
+                     for p, v in (per_op.items() if isinstance(per_op, dict) else ())}
+                for op, per_op in protos.items()}
+
+    if all(str(k).isdigit() for k in raw):
+        return {int(n): table(t, f"{where}.{n}") for n, t in raw.items()}
+    return {0: table(raw, where)}
+
+
+def _ring_ramps(raw, where: str) -> dict[int, tuple[float, float]]:
+    """The ring ramp per rank count, {ranks: {time: D, scale: W}}, as (seconds, bytes)."""
+    if not isinstance(raw, dict):
+        raise ModelCardError("expected a mapping of rank count -> {time, scale}", where=where)
+    out = {}
+    for n, doc in raw.items():
+        key = f"{where}.{n}"
+        if not isinstance(doc, dict) or not str(n).isdigit():
+            raise ModelCardError("expected a rank count mapped to {time, scale}", where=key)
+        out[int(n)] = (card_field(doc, "time", key, parse_time, ModelCardError),
+                       card_field(doc, "scale", key, lambda v: positive(parse_size(v)), ModelCardError))
+    return out

@@ -41,3 +41,102 @@ class OpProfile:
 def matching(profiles: tuple[OpProfile, ...], ranks: int, host_launch: bool) -> OpProfile | None:
     """The profile measured at this rank count and launch mode, if the card has one."""
     return next((p for p in profiles if p.ranks == ranks and p.cuda_graph != host_launch), None)
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """Any collective model times the per-op profile measured at the call's rank count and launch mode (a card
+    whose params carry `op_profiles`); elsewhere the base model alone."""
+
+    base: object                               # a CollectiveModel
+    profiles: tuple[OpProfile, ...]
+
+    runs_in_des = False
+    model_name = "per-op profile"
+
+    @property
+    def base_latency_s(self) -> float:
+        return self.base.base_latency_s
+
+    @property
+    def simple_step_latency_s(self) -> float:
+        return self.base.simple_step_latency_s
+
+    @property
+    def link_bandwidth_Bps(self) -> float:
+        return self.base.link_bandwidth_Bps
+
+    def call_time(self, op: str, size_bytes: float, nranks: int, host_launch: bool = False,
+                  protocol: str | None = None) -> tuple[float, str]:
+        from simcluster.collectives.schedule import canonical_op
+
+        t, proto = self.base.call_time(op, size_bytes, nranks, host_launch, protocol)
+        profile = matching(self.profiles, nranks, host_launch)
+        return (t * profile.factor(canonical_op(op), size_bytes) if profile else t), proto
+
+    def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
+        used = matching(self.profiles, nranks, host_launch)
+        return self.base.notes(op, nranks, host_launch) + [
+            f"per-op profile measured on {p.source or 'a reference machine'}: "
+            f"{'applied' if p is used else f'not applied ({p.ranks} ranks, {p.launch})'}" for p in self.profiles]
+
+    def to_params_yaml(self) -> dict:
+        return self.base.to_params_yaml() | {"op_profiles": op_profiles_yaml(self.profiles)}
+
+
+def unprofiled(model):
+    """The model under any per-op profile."""
+    return model.base if isinstance(model, Profiled) else model
+
+
+def op_profiles_yaml(profiles) -> list[dict]:
+    """Per-op profiles as a card stores them: measured / model per size, 4 decimals."""
+    from simcluster.units import format_size
+
+    return [{"ranks": p.ranks, "launch": p.launch, "source": p.source,
+             "measured_over_model": {op: {format_size(s): round(math.exp(v), 4) for s, v in zip(*p.ops[op], strict=True)}
+                                     for op in p.ops}} for p in profiles]
+
+
+def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
+    """Per-op profiles from a card (a list of {ranks, launch, source, measured_over_model})."""
+    from simcluster.collectives.schedule import OPS
+    from simcluster.errors import ModelCardError, UnitError
+    from simcluster.strict import field, positive
+    from simcluster.units import parse_size
+
+    if not isinstance(raw, list):
+        raise ModelCardError("op_profiles: expected a list of profiles", where=where)
+    out = []
+    for i, doc in enumerate(raw):
+        key = f"{where}[{i}]"
+        if not isinstance(doc, dict):
+            raise ModelCardError("expected a profile mapping (ranks, launch, measured_over_model)", where=key)
+
+        def rank_count(v):
+            if isinstance(v, bool) or int(v) != v or int(v) < 1:
+                raise ValueError("expected a rank count >= 1")
+            return int(v)
+
+        ranks = field(doc, "ranks", key, rank_count, ModelCardError)
+        launch = field(doc, "launch", key, error=ModelCardError)
+        if launch not in ("cuda_graph", "host"):
+            raise ModelCardError(f"key 'launch': {str(launch)[:20]!r} is not 'cuda_graph' or 'host'", where=key)
+        tables = field(doc, "measured_over_model", key, error=ModelCardError)
+        if not isinstance(tables, dict):
+            raise ModelCardError("measured_over_model: expected a mapping of collective -> {size: factor}", where=key)
+        ops = {}
+        for op, table in tables.items():
+            if op not in OPS:
+                raise ModelCardError(f"measured_over_model: unknown collective {str(op)[:20]!r}", where=key,
+                                     hint=f"one of {', '.join(OPS)}")
+            try:
+                pairs = sorted((positive(parse_size(s)), math.log(positive(float(f)))) for s, f in table.items())
+            except (UnitError, TypeError, ValueError, AttributeError, OverflowError):
+                raise ModelCardError(f"measured_over_model.{op}: expected size: positive factor pairs",
+                                     where=key) from None
+            if not pairs:
+                raise ModelCardError(f"measured_over_model.{op}: no sizes", where=key)
+            ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
+        out.append(OpProfile(ranks, launch == "cuda_graph", ops, str(doc.get("source", ""))))
+    return tuple(out)

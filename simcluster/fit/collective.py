@@ -14,7 +14,8 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import least_squares
 
-from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.chunked_ring import ChunkedRingParams
+from simcluster.collectives.model import predict
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S, ProtocolParams
 from simcluster.collectives.schedule import bus_factor
 from simcluster.errors import CalibrationError
@@ -24,10 +25,10 @@ _LOWER = np.log([1e-7, 1e-7, 1e-7, 1e8, 0.05, 0.3, 1024.0, 1024.0, 1024.0])
 _UPPER = np.log([1e-3, 1e-3, 1e-3, 1e13, 0.5, 0.95, 64 * 2.0**20, 64 * 2.0**20, 64 * 2.0**20])
 
 
-def params_from_vector(x: np.ndarray) -> CollectiveParams:
+def params_from_vector(x: np.ndarray) -> ChunkedRingParams:
     base_ll, base_ll128, base_simple, bw, f_ll, f_ll128, c_ll, c_ll128, c_simple = map(float, np.exp(x))
     lat = NCCL_NVLINK_STEP_LATENCY_S
-    return CollectiveParams(bw, {
+    return ChunkedRingParams(bw, {
         "LL": ProtocolParams("LL", base_ll, lat["LL"], f_ll, c_ll),
         "LL128": ProtocolParams("LL128", base_ll128, lat["LL128"], f_ll128, c_ll128),
         "Simple": ProtocolParams("Simple", base_simple, lat["Simple"], 1.0, c_simple),
@@ -43,11 +44,11 @@ def _points(traces: list[CollectiveTrace]) -> list[tuple[str, int, int, float]]:
     return points
 
 
-def log_residuals(params: CollectiveParams, points) -> np.ndarray:
+def log_residuals(params: ChunkedRingParams, points) -> np.ndarray:
     return np.array([np.log(predict(params, op, size, n).time_s / t) for op, size, n, t in points])
 
 
-def fit(traces: list[CollectiveTrace]) -> tuple[CollectiveParams, dict]:
+def fit(traces: list[CollectiveTrace]) -> tuple[ChunkedRingParams, dict]:
     """Fitted params and a summary of the fit (residuals per point, rms of log error)."""
     points = _points(traces)
     nodes = {t.nodes for t in traces}
@@ -80,11 +81,11 @@ def fit(traces: list[CollectiveTrace]) -> tuple[CollectiveParams, dict]:
     return params, summary
 
 
-def rounded(params: CollectiveParams) -> CollectiveParams:
+def rounded(params: ChunkedRingParams) -> ChunkedRingParams:
     """The params as a card stores them (4 significant digits), so predictions match the card."""
     def r(x):
         return float(f"{x:.4g}")
-    return CollectiveParams(r(params.link_bandwidth_Bps), {
+    return ChunkedRingParams(r(params.link_bandwidth_Bps), {
         k: replace(p, base_latency_s=r(p.base_latency_s), step_latency_s=r(p.step_latency_s), bandwidth_fraction=round(p.bandwidth_fraction, 4),
                    chunk_bytes=r(p.chunk_bytes)) for k, p in params.protocols.items()})
 

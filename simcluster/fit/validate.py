@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcluster.collectives.model import CollectiveParams, predict
+from simcluster.collectives.interface import CollectiveModel
+from simcluster.collectives.model import predict
 from simcluster.traces.nccl_tests import CollectiveTrace
 
 MIN_SCORED_BYTES = 1024  # the headline error is over sizes >= 1 KiB (below: launch noise only)
@@ -27,7 +28,7 @@ class ValidationRow:
         return self.predicted_s / self.measured_s - 1.0
 
 
-def validate(params: CollectiveParams, trace: CollectiveTrace) -> list[ValidationRow]:
+def validate(params: CollectiveModel, trace: CollectiveTrace) -> list[ValidationRow]:
     """Each measured row with its prediction; a log timed without CUDA graphs is predicted with the
     card's host launch floor (when it has one)."""
     rows = []
@@ -69,7 +70,7 @@ class OpValidation:
 HELD_OUT = "held out"
 
 
-def profile_measured_on(params: CollectiveParams, ranks: int, host_launch: bool, path) -> bool:
+def profile_measured_on(params: CollectiveModel, ranks: int, host_launch: bool, path) -> bool:
     """The card's per-op profile that applies at (ranks, launch mode) was learned from this log (or its bundle)."""
     from pathlib import Path
 
@@ -79,7 +80,7 @@ def profile_measured_on(params: CollectiveParams, ranks: int, host_launch: bool,
     return bool(used and used.source and path and Path(path).resolve().is_relative_to(Path(used.source).resolve()))
 
 
-def _basis(params: CollectiveParams, paths: list, ranks: int, graph: bool, fitted_sha256: set[str]) -> str:
+def _basis(params: CollectiveModel, paths: list, ranks: int, graph: bool, fitted_sha256: set[str]) -> str:
     from simcluster.traces.common import sha256_of
 
     if any(sha256_of(p) in fitted_sha256 for p in paths):
@@ -89,7 +90,7 @@ def _basis(params: CollectiveParams, paths: list, ranks: int, graph: bool, fitte
     return HELD_OUT
 
 
-def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256: set[str]
+def validate_logs(params: CollectiveModel, logs: dict[str, list], fitted_sha256: set[str]
                   ) -> tuple[list[OpValidation], list[str]]:
     """Every op of `logs` (op -> its rounds' nccl-tests logs), rounds reduced to their median per (ranks, launch
     mode), in the order of schedule.OPS; and one line per log left out because it did not parse (the op's other
@@ -113,7 +114,7 @@ def validate_logs(params: CollectiveParams, logs: dict[str, list], fitted_sha256
     return out, skipped
 
 
-def measured_sweep(params: CollectiveParams, card: dict, source, op: str, ranks: int
+def measured_sweep(params: CollectiveModel, card: dict, source, op: str, ranks: int
                    ) -> tuple[OpValidation | None, list[str]]:
     """The measurement of `op` at `ranks` in `source` (a trace bundle, or one nccl-tests log), median of its
     rounds, predicted row by row; CUDA-graph rounds preferred (GPU time, what a sweep predicts), else
@@ -128,3 +129,24 @@ def measured_sweep(params: CollectiveParams, card: dict, source, op: str, ranks:
     results, skipped = validate_logs(params, {op: logs}, fitted_sha256(card)) if logs else ([], [])
     mine = sorted((r for r in results if r.ranks == ranks), key=lambda r: not r.cuda_graph)
     return (mine[0] if mine else None), skipped
+
+
+def card_notes(params: CollectiveModel, card: dict, op: str, ranks: int, host_launch: bool, trace_path: str = "") -> list[str]:
+    """What a collective card says about predicting `op` at `ranks`: rank counts it never saw, the model's own
+    notes (tuner table, registration, host floor, per-op profile applied or not), and (validate) a log that the
+    card or its profile was learned from."""
+    from pathlib import Path
+
+    from simcluster.cards import fitted_sha256
+    from simcluster.traces.common import sha256_of
+
+    notes = []
+    ranks_seen = card.get("valid_range", {}).get("ranks", [])
+    if ranks_seen and ranks not in ranks_seen:
+        notes.append(f"the card was fitted at ranks {ranks_seen}; {ranks} ranks is an extrapolation")
+    notes += params.notes(op, ranks, host_launch)
+    if profile_measured_on(params, ranks, host_launch, trace_path):
+        notes.append("this log is part of the profile's own measurement: the errors below are in sample")
+    if trace_path and Path(trace_path).is_file() and sha256_of(trace_path) in fitted_sha256(card):
+        notes.append("the card was fitted on this log: the errors below are in sample")
+    return notes

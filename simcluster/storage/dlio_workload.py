@@ -8,12 +8,19 @@ output, ...) is accepted as known and ignored.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from simcluster import strict
 from simcluster.errors import ScenarioError
+
+# The largest values a workload may give (a typo such as 1e30 samples is refused, not simulated for hours):
+# records up to 64 GiB, 100 million files, batches of a million samples, 1,024 reader threads, 1 h of compute a step.
+BOUNDS = {"dataset.record_length": 64 * 2**30, "dataset.record_length_stdev": 64 * 2**30,
+          "dataset.num_files_train": 10**8, "dataset.num_samples_per_file": 10**6, "reader.batch_size": 10**6,
+          "reader.read_threads": 1024, "reader.prefetch_size": 1024, "train.computation_time": 3600.0,
+          "train.computation_time_stdev": 3600.0, "train.epochs": 10**4, "metric.au": 1.0}
 
 # (model, accelerator) -> the emulated compute time per step (s), MLPerf Storage / DLIO workload configs
 COMPUTE_TIME_S = {("unet3d", "a100"): 0.636, ("unet3d", "h100"): 0.323, ("unet3d", "v100"): 1.3604,
@@ -67,30 +74,9 @@ class DlioWorkload:
         return (self.num_files * self.samples_per_file) // (self.batch_size * accelerators)
 
 
-def _lines(text: str) -> dict[str, int]:
-    out = {}
-    node = yaml.compose(text)
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            out[k.value] = k.start_mark.line + 1
-            if isinstance(v, yaml.MappingNode):
-                for k2, _ in v.value:
-                    out[f"{k.value}.{k2.value}"] = k2.start_mark.line + 1
-    return out
-
-
 def load(path: str | Path) -> DlioWorkload:
     path = Path(path)
-    try:
-        text = path.read_text()
-        doc = yaml.safe_load(text)
-        lines = _lines(text)
-    except OSError as exc:
-        raise ScenarioError(f"cannot read the workload: {exc.strerror or exc}", where=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ScenarioError(f"not valid YAML ({getattr(exc, 'problem', exc)})",
-                            where=f"{path}:{mark.line + 1}" if mark else str(path)) from None
+    doc, lines = strict.load_yaml(path, ScenarioError, what="DLIO workload (YAML)", lines=True)
 
     def fail(key: str, message: str, hint: str | None = None):
         line = lines.get(key)
@@ -114,11 +100,12 @@ def load(path: str | Path) -> DlioWorkload:
         if value is None:
             fail(f"{section}.{key}" if section in doc else section, f"missing key '{key}'")
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            fail(f"{section}.{key}", f"expected an integer, got {value!r}")
+            fail(f"{section}.{key}", f"expected an integer, got {strict.short(value)}")
         if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            fail(f"{section}.{key}", f"expected a number, got {value!r}")
-        if minimum is not None and value < minimum:
-            fail(f"{section}.{key}", f"expected >= {minimum}, got {value!r}")
+            fail(f"{section}.{key}", f"expected a number, got {strict.short(value)}")
+        low, high = minimum if minimum is not None else -math.inf, BOUNDS.get(f"{section}.{key}", math.inf)
+        if not (low <= value <= high):  # also refuses NaN
+            fail(f"{section}.{key}", f"expected a number from {low:g} to {high:g}, got {strict.short(value)}")
         return kind(value)
 
     for section in ("dataset", "reader", "train"):
@@ -131,4 +118,4 @@ def load(path: str | Path) -> DlioWorkload:
                         record, stdev, get("reader", "batch_size", int, None, 1), get("reader", "read_threads", int, 1, 0),
                         get("reader", "prefetch_size", int, 2, 0), get("train", "computation_time", float, 0.0, 0),
                         get("train", "computation_time_stdev", float, 0.0, 0), get("train", "epochs", int, 1, 1),
-                        get("metric", "au", float, 0.9, 0) if "metric" in doc else 0.9)
+                        get("metric", "au", float, 0.9, 0.01) if "metric" in doc else 0.9)

@@ -17,14 +17,21 @@ plus the device log: throughput over time, queue depth per I/O, latency percenti
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
+from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
 from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
+
+MAX_ACCELERATORS = 4096
+MAX_DRIVES = 256
+MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
+MAX_IOS = 5_000_000                               # reads one simulation may issue (about a minute on one core)
 
 
 @dataclass(frozen=True)
@@ -63,13 +70,23 @@ def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> f
 
 def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
              config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
-    if accelerators < 1 or drives < 1:
-        raise SimclusterError(f"need at least 1 accelerator and 1 drive, got {accelerators} and {drives}")
-    env = simpy.Environment()
-    rng = np.random.default_rng(seed)
+    if not (1 <= accelerators <= MAX_ACCELERATORS and 1 <= drives <= MAX_DRIVES):
+        raise SimclusterError(f"need 1 to {MAX_ACCELERATORS} accelerators and 1 to {MAX_DRIVES} drives, "
+                              f"got {accelerators} and {drives}")
+    if not MIN_IO_BYTES <= config.io_size <= MAX_IO_BYTES:
+        raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
+    if config.depth < 1 or (config.steps is not None and config.steps < 1):
+        raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+    sim = Simulation(seed, record=False)
+    env, rng = sim.env, sim.rng
     logs = [IoLog() for _ in range(drives)]
     devices = [NvmeDevice(env, nvme, rng, logs[d]) for d in range(drives)]
     steps = config.steps or workload.steps_per_epoch(accelerators)
+    ios = steps * accelerators * workload.batch_size * math.ceil(workload.record_bytes / config.io_size)
+    if ios > MAX_IOS:
+        raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
+                              f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {config.io_size} B I/Os); "
+                              f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
     if steps < 2:
         raise SimclusterError(f"{steps} step(s) per rank at {accelerators} accelerators; DLIO's AU needs >= 2",
                               where=workload.path, hint="simulate more steps (--steps) or give the workload more files")
@@ -159,8 +176,8 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
     for r in range(accelerators):
         env.process(rank_loop(r))
-    env.run()
-    events = next(env._eid)  # SimPy's event counter: events scheduled in this run
+    sim.run()
+    events = sim.events_processed
     walls = [t_end[r] - t_start[r] for r in range(accelerators)]
     au = float(np.mean([dlio_au_percent(compute_log[r], proc_log[r], walls[r]) for r in range(accelerators)]))
     samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))

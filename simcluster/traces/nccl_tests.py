@@ -12,6 +12,7 @@ Times are stored in seconds and bandwidths in bytes/s (nccl-tests prints us and 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -241,7 +242,11 @@ def _only_logs_after(lines: list[str], number: int) -> bool:
 
 
 def _number(token: str) -> float:
-    return float(token)
+    """A measured time or bandwidth: finite and >= 0 (nccl-tests never prints NaN, inf or a negative one)."""
+    value = float(token)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{token!r} is not a measurement")
+    return value
 
 
 def _parse_row(columns: list[str], tokens: list[str], line: int) -> CollectiveRow | None:
@@ -259,7 +264,7 @@ def _parse_row(columns: list[str], tokens: list[str], line: int) -> CollectiveRo
         wrong = None if wrong_token == "N/A" else int(float(wrong_token))
         second = tokens[meta + per_block: meta + per_block + 3]
         inplace = [_number(t) for t in second] if len(second) == 3 else None
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     if inplace is None and len(tokens) > meta + per_block:
         return None

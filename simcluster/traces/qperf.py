@@ -130,3 +130,8 @@ def parse(path: str | Path) -> QperfTrace:
     trace = parse_text(read_text(path), str(path))
     trace.sha256 = sha256_of(path)
     return trace
+
+
+def looks_like_qperf(path: str | Path) -> bool:
+    """Whether a file holds qperf output (a test header such as 'tcp_bw:' on a line of its own)."""
+    return re.search(r"^\s*(tcp|udp|rc|uc|ud|xrc)_[a-z_]+:\s*$", read_text(path), re.M) is not None

@@ -110,17 +110,10 @@ def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
 
 
 def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
-    """Chrome/Perfetto trace document (json.dumps it; open in ui.perfetto.dev): a few consecutive steps of one
-    rank. The library returns it; the CLI writes it (simcluster.files)."""
-    lanes = {"host": 1, "gpu": 2, "comm": 3}
-    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": f"simcluster: {pred.workload} on "
-                                                                            f"{pred.ranks} GPUs (rank 0)"}}]
-    events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": lane}} for lane, tid in lanes.items()]
-    for k in range(steps):
-        offset = k * pred.step.step_s
-        for i in pred.step.timeline:
-            if i.end_s > i.start_s:
-                events.append({"name": i.name, "cat": i.lane, "ph": "X", "pid": 0, "tid": lanes[i.lane],
-                               "ts": round((offset + i.start_s) * 1e6, 3), "dur": round((i.end_s - i.start_s) * 1e6, 3),
-                               "args": {"step": k}})
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+    """Chrome/Perfetto trace document of a few consecutive steps of one rank (json.dumps it; open in
+    ui.perfetto.dev). The library returns it; the CLI writes it."""
+    from simcluster.report.perfetto import chrome_trace
+
+    lanes = ("host", "gpu", "comm")  # always in this order, also when a lane is empty
+    ordered = sorted(pred.step.timeline, key=lambda i: lanes.index(i.lane))
+    return chrome_trace(f"{pred.workload} on {pred.ranks} GPUs (rank 0)", ordered, steps, pred.step.step_s)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simcluster.engine import Interval
 from simcluster.training.workload import Workload
 
 
@@ -41,14 +42,6 @@ class DdpParams:
     c_tensor_s: float = 0.0     # host seconds per gradient tensor per step under DDP
     g_tensor_s: float = 0.0     # GPU seconds per gradient tensor per step under DDP
     slowdown: float = 0.0       # compute slowdown while communication overlaps it
-
-
-@dataclass
-class Interval:
-    lane: str
-    name: str
-    start_s: float
-    end_s: float
 
 
 @dataclass

@@ -1,0 +1,91 @@
+"""The chunked ring model (cards without `params.model`, or `model: chunked-ring`): NCCL's schedules as chunks.
+
+For protocol p with per-chunk latency a_p, chunk size c_p and rate r_p = f_p * B:
+  ring  (each rank sends m segments of g bytes in turn):
+      T_p = L_p + m * (k * a_p + g / r_p),      k = max(1, g / c_p)
+  chain (pipeline over h hops of S bytes, k = max(1, S / c_p) chunks):
+      T_p = L_p + (k + h - 1) * (a_p + (S / k) / r_p)
+and the protocol run is argmin_p T_p, as NCCL's tuner picks the fastest predicted one.
+L_p is the protocol's per-call base latency (launch and setup). k is kept continuous (a smooth fit); the
+chunk-level DES (collectives/des.py) runs the same schedule with k rounded. See docs/models/collectives.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
+from simcluster.collectives.schedule import Schedule, schedule
+from simcluster.errors import ModelCardError
+from simcluster.strict import field, positive
+from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+
+
+@dataclass(frozen=True)
+class ChunkedRingParams:
+    """A calibrated intra-node collective model: one bandwidth and LL / LL128 / Simple protocol parameters."""
+
+    model_name: ClassVar[str] = "chunked-ring"
+    runs_in_des: ClassVar[bool] = True
+
+    link_bandwidth_Bps: float
+    protocols: dict[str, ProtocolParams]
+
+    @property
+    def base_latency_s(self) -> float:
+        return min(p.base_latency_s for p in self.protocols.values())
+
+    @property
+    def simple_step_latency_s(self) -> float:
+        return self.protocols["Simple"].step_latency_s
+
+    def protocol_time_s(self, sched: Schedule, proto: ProtocolParams) -> float:
+        rate = proto.rate_Bps(self.link_bandwidth_Bps)
+        if sched.kind == "none":
+            return proto.base_latency_s
+        chunks = max(1.0, sched.segment_bytes / proto.chunk_bytes)
+        if sched.kind == "ring":
+            return proto.base_latency_s + sched.sends * (chunks * proto.step_latency_s + sched.segment_bytes / rate)
+        per_chunk = proto.step_latency_s + sched.segment_bytes / chunks / rate
+        return proto.base_latency_s + (chunks + sched.sends - 1) * per_chunk
+
+    def call_time(self, op: str, size_bytes: float, nranks: int, host_launch: bool = False,
+                  protocol: str | None = None) -> tuple[float, str]:
+        sched = schedule(op, size_bytes, nranks)
+        names = [protocol] if protocol in self.protocols else [p for p in PROTOCOLS if p in self.protocols]
+        best = min(names, key=lambda name: self.protocol_time_s(sched, self.protocols[name]))
+        return self.protocol_time_s(sched, self.protocols[best]), best
+
+    def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
+        return ["the chunked ring model has no host launch floor: host-launched calls are predicted as GPU time"] \
+            if host_launch else []
+
+    def to_params_yaml(self) -> dict:
+        return {"link_bandwidth": format_bandwidth(self.link_bandwidth_Bps),
+                "protocols": {name: {"base_latency": format_time(p.base_latency_s),
+                                     "step_latency": format_time(p.step_latency_s),
+                                     "bandwidth_fraction": round(p.bandwidth_fraction, 4),
+                                     "chunk": format_size(p.chunk_bytes)} for name, p in self.protocols.items()}}
+
+    @classmethod
+    def from_params_yaml(cls, params: dict, where: str) -> ChunkedRingParams:
+        protocols = field(params, "protocols", where, error=ModelCardError)
+        if not isinstance(protocols, dict) or not protocols:
+            raise ModelCardError("protocols: expected a mapping of protocol -> parameters", where=where)
+        out = {}
+        for name, proto in protocols.items():
+            if name not in PROTOCOLS:
+                raise ModelCardError(f"protocols: unknown protocol {str(name)[:20]!r}", where=where,
+                                     hint=f"one of {', '.join(PROTOCOLS)}")
+            key = f"{where}.protocols.{name}"
+            out[name] = ProtocolParams(name, field(proto, "base_latency", key, parse_time, ModelCardError),
+                                       field(proto, "step_latency", key, parse_time, ModelCardError),
+                                       field(proto, "bandwidth_fraction", key, lambda v: positive(float(v)), ModelCardError),
+                                       field(proto, "chunk", key, lambda v: positive(parse_size(v)), ModelCardError))
+        if "Simple" not in out:
+            raise ModelCardError("protocols: the Simple protocol is required (the fabric layer's step latency)", where=where)
+        return cls(field(params, "link_bandwidth", where, lambda v: positive(parse_bandwidth(v)), ModelCardError), out)
+
+
+

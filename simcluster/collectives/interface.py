@@ -1,0 +1,64 @@
+"""The one interface every collective model implements, and the registry that reads them from cards.
+
+A collective model answers one question: how long one call of `op` on `size_bytes` over `nranks` GPUs of one
+NVLink domain takes, and with which protocol. The models:
+
+  chunked-ring     collectives/chunked_ring.py   NCCL's schedules as chunks; the only one the chunk-level DES runs
+  nccl-primitives  collectives/primitives.py     NCCL's primitives, protocols, channels and tuner table
+  (per-op profile) collectives/profile.py        any model x a measured per-op correction (a wrapper)
+
+Across nodes, collectives/fabric.py composes an intra-node model with the NIC and fabric models; it reads only
+this interface (base_latency_s, simple_step_latency_s, call_time). A card's `params.model` names the model
+(no key: chunked-ring, the first format); `params.op_profiles` wraps it in a per-op profile.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class CollectiveModel(Protocol):
+    model_name: ClassVar[str]          # the card's params.model
+    runs_in_des: ClassVar[bool]        # whether collectives/des.py can simulate it chunk by chunk
+
+    @property
+    def base_latency_s(self) -> float: ...          # the smallest per-call latency (fabric layer)
+
+    @property
+    def simple_step_latency_s(self) -> float: ...   # one Simple pipeline step (fabric layer)
+
+    @property
+    def link_bandwidth_Bps(self) -> float: ...      # the NVLink rate the model was fitted to
+
+    def call_time(self, op: str, size_bytes: float, nranks: int, host_launch: bool = False,
+                  protocol: str | None = None) -> tuple[float, str]: ...
+
+    def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]: ...
+
+    def to_params_yaml(self) -> dict: ...
+
+
+def models() -> dict[str, type]:
+    from simcluster.collectives.chunked_ring import ChunkedRingParams
+    from simcluster.collectives.primitives import PrimitiveParams
+
+    return {m.model_name: m for m in (ChunkedRingParams, PrimitiveParams)}
+
+
+def from_params_yaml(params: dict, where: str) -> CollectiveModel:
+    """The model a card's `params` describe (unit strings -> SI), wrapped in its per-op profiles if it has any."""
+    from simcluster.collectives.profile import Profiled, op_profiles
+    from simcluster.errors import ModelCardError
+
+    if not isinstance(params, dict):
+        raise ModelCardError("params: expected a mapping", where=where)
+    name = params.get("model", "chunked-ring")
+    known = models()
+    if name not in known:
+        raise ModelCardError(f"params.model: unknown collective model {str(name)[:40]!r}", where=where,
+                             hint=f"one of {', '.join(known)}")
+    base = known[name].from_params_yaml({k: v for k, v in params.items() if k != "op_profiles"}, f"{where}: params")
+    if "op_profiles" in params:
+        return Profiled(base, op_profiles(params["op_profiles"], f"{where}: params.op_profiles"))
+    return base

@@ -1,0 +1,115 @@
+"""`simcluster predict collective`: a sweep of one collective, from a card (one node) or a scenario's machine
+(any number of nodes), with the header nccl-tests would print. Inputs are checked here, once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.collectives.model import Prediction
+from simcluster.errors import SimclusterError
+
+MAX_NVLINK_RANKS = 1024        # GPUs of one NVLink domain a --card sweep takes (NVL72 racks are 72)
+MAX_SIZE_BYTES = 2**50         # 1 PiB: far past any collective a job runs
+RANK_LINES = 64                # '# Rank' lines printed before the rest are counted
+
+
+@dataclass(frozen=True)
+class CollectiveSweepResult:
+    op: str
+    ranks: int
+    ranks_per_node: int
+    source: str                       # the card or scenario the prediction came from
+    device: str
+    notes: list[str]
+    predictions: list[Prediction]
+    description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
+
+    def header_lines(self, version: str) -> list[str]:
+        lines = [f"simcluster {version} prediction: {self.op}, {self.ranks} ranks, {self.source}"]
+        lines += [self.description] if self.description else []
+        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"Collective test starting: {self.op}_perf", "Using devices"]
+        shown = min(self.ranks, RANK_LINES)
+        lines += [f" Rank {r:2d} Group  0 Pid      0 on {'node' + str(r // self.ranks_per_node):>10s} device "
+                  f"{r % self.ranks_per_node:2d} [0000:00:00] {self.device}" for r in range(shown)]
+        if self.ranks > shown:
+            lines.append(f" ... {self.ranks - shown} more ranks ({self.ranks // self.ranks_per_node} nodes in all)")
+        return lines
+
+
+def size_range(min_size: str, max_size: str, factor: int) -> list[int]:
+    from simcluster.build import sizes
+    from simcluster.units import parse_size_arg
+
+    lo, hi = parse_size_arg(min_size), parse_size_arg(max_size)
+    if factor < 2:
+        raise SimclusterError(f"-f {factor}: the size factor must be >= 2")
+    if hi > MAX_SIZE_BYTES:
+        raise SimclusterError(f"-e {max_size}: at most {MAX_SIZE_BYTES} bytes (1 PiB)")
+    if lo > hi:
+        raise SimclusterError(f"-b {min_size} is larger than -e {max_size}: no size to predict")
+    return sizes(lo, hi, factor)
+
+
+def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | None, min_size: str, max_size: str,
+                    factor: int, host_launched: bool) -> CollectiveSweepResult:
+    from simcluster.cards import load_collective
+    from simcluster.collectives.model import predict
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.fit.validate import card_notes
+
+    op = canonical_op(op)
+    per_node = ranks_per_node or ranks
+    if not 1 <= ranks <= MAX_NVLINK_RANKS:
+        raise SimclusterError(f"--ranks {ranks}: a card predicts 1 to {MAX_NVLINK_RANKS} GPUs of one NVLink domain",
+                              hint="across nodes use --scenario (NIC card and fabric)")
+    if per_node < 1:
+        raise SimclusterError(f"--ranks-per-node {per_node}: expected 1 or more")
+    if per_node < ranks:
+        raise SimclusterError(f"--ranks {ranks} over --ranks-per-node {per_node} spans several nodes; card {card_path} "
+                              "models one node's NVLink domain", hint="multi-node collectives need --scenario (a machine "
+                              "with nodes, a NIC card and a fabric), e.g. scenarios/oci-bm-gpu-h100-8x2.yaml")
+    span = size_range(min_size, max_size, factor)
+    params, card = load_collective(card_path)
+    notes = []
+    if host_launched and getattr(params, "host_floor_s", 0):
+        notes.append(f"host-launched; a host-launched call takes at least {params.host_floor_s * 1e6:.1f} us on the "
+                     "calibrated host (bimodal: docs/models/collectives.md)")
+    elif getattr(params, "host_floor_s", 0):
+        notes.append("GPU time, as nccl-tests -G measures it (--host-launched: plain nccl-tests)")
+    notes += card_notes(params, card, op, ranks, host_launch=host_launched)
+    preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
+    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds)
+
+
+def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: str, factor: int,
+                        algorithm: str | None) -> CollectiveSweepResult:
+    from simcluster import scenario as scenario_mod
+    from simcluster.build import build_cluster
+    from simcluster.cards import load_collective
+    from simcluster.collectives.fabric import predict_fabric, ring_flows
+    from simcluster.collectives.model import predict
+    from simcluster.collectives.schedule import canonical_op
+
+    op = canonical_op(op)
+    span = size_range(min_size, max_size, factor)
+    sc = scenario_mod.load(scenario_path)
+    m = sc.machine
+    params, card = load_collective(m.card)
+    ranks = m.nodes * m.gpus_per_node
+    if m.nodes > 1:
+        cluster = build_cluster(m, params)
+        flows = ring_flows(cluster)
+        preds = [predict_fabric(cluster, op, s, algorithm, flows) for s in span]
+        algos = sorted({p.algorithm for p in preds})
+        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
+               f"{m.fabric.kind}, algorithm {'/'.join(algos)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
+               f"ECMP collisions {flows.ecmp_collisions}")
+    else:
+        if algorithm:
+            raise SimclusterError(f"--algorithm {algorithm}: one node runs no multi-node algorithm", where=scenario_path)
+        preds = [predict(params, op, s, ranks) for s in span]
+        how = f"1 node x {m.gpus_per_node} GPUs"
+    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [], preds, how)

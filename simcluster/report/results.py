@@ -1,0 +1,90 @@
+"""Text for typed results (simcluster/results.py): what `simcluster run` prints for each job."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from simcluster.report.tables import sweep_table, training_table
+from simcluster.results import ConcurrentResult, LlmTrainingResult, QperfResult, ScenarioResult, SweepResult, TrainingResult
+
+
+@singledispatch
+def render(result) -> str:
+    raise TypeError(f"no text rendering for {type(result).__name__}")
+
+
+@render.register
+def _(result: ScenarioResult) -> str:
+    head = f"\n== variant {result.variant}\n" if result.variant else ""
+    return head + "".join(render(job) for job in result.jobs)
+
+
+@render.register
+def _(result: SweepResult) -> str:
+    job, m = result.job, result.measured
+    text = (f"\n{job.op} on {job.ranks} ranks ({job.engine} engine, {result.description}), card {result.card_name} "
+            f"({result.card_path})\n")
+    text += sweep_table(result.predictions, {row.size_bytes: row.measured_s for row in m.rows} if m else None)
+    if job.measured is not None:
+        text += measured_line(result) + "\n"
+    return text
+
+
+def measured_line(result: SweepResult) -> str:
+    """Where the measured column comes from, its error over every measured size >= 1 KiB, in sample or not."""
+    from simcluster.fit.validate import summary
+
+    job, m = result.job, result.measured
+    if m is None:
+        return f"# measured: {job.measured} has no {job.op} at {job.ranks} ranks"
+    stats = summary(m.rows)["sizes_ge_1024B"]
+    return (f"# measured: {job.measured}, {'CUDA graphs' if m.cuda_graph else 'host-launched'}, median of {m.rounds} "
+            f"round(s); over its {stats['sizes']} sizes >= 1 KiB mean |error| {stats['mean_abs_error_pct']:.2f}%, "
+            f"max {stats['max_abs_error_pct']:.2f}%; {m.basis}")
+
+
+@render.register
+def _(result: ConcurrentResult) -> str:
+    job = result.job
+    lines = [f"\n{len(result.runs)} concurrent {job.op} jobs of {job.size_bytes / 2**20:.0f} MiB"]
+    for r in result.runs:
+        a, sh = r.alone, r.shared
+        lines.append(f"  nodes {r.nodes[0]}..{r.nodes[-1]} ({len(r.nodes)}): alone {a.time_s * 1e3:.3f} ms, "
+                     f"together {sh.time_s * 1e3:.3f} ms (x{sh.time_s / a.time_s:.2f}), {sh.algorithm}; network "
+                     f"{r.network_alone_Bps / 1e9:.1f} -> {r.network_shared_Bps / 1e9:.1f} GB/s per node, "
+                     f"ECMP collisions {r.ecmp_collisions}")
+    return "\n".join(lines) + "\n"
+
+
+@render.register
+def _(result: QperfResult) -> str:
+    from simcluster.hardware.qperf_model import qperf_text
+
+    return f"\nqperf predicted from NIC card {result.nic_card}:\n" + qperf_text(result.predicted)
+
+
+@render.register
+def _(result: TrainingResult) -> str:
+    return training_table(result.prediction)
+
+
+@render.register
+def _(result: LlmTrainingResult) -> str:
+    p = result.prediction
+    mem = p.memory_per_gpu_GiB
+    total = mem.get("total", sum(v for v in mem.values() if isinstance(v, (int, float))))
+    lines = [f"\nLLM training: {p.parameters / 1e9:.1f}B parameters on {p.gpus} x {p.gpu}, "
+             f"groups {', '.join(f'{k} {v}' for k, v in p.groups.items())}, {p.micro_batches} micro-batches",
+             f"  step time        {p.step_time_s:10.3f} s",
+             f"  throughput       {p.tokens_per_s:10.4g} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
+             f"MFU {p.mfu:.1%} ({p.flops_convention} FLOP count)",
+             f"  memory per GPU   {total:10.2f} GiB ({'fits' if p.fits else 'DOES NOT FIT'}): "
+             + ", ".join(f"{k} {v:.2f}" for k, v in mem.items() if k != "total" and isinstance(v, (int, float))),
+             "  breakdown (s)    " + ", ".join(f"{k.removesuffix('_s')} {v:.4g}" for k, v in p.breakdown.items()
+                                               if isinstance(v, (int, float))),
+             f"  simulated with {p.events:,} events"]
+    return "\n".join(lines) + "\n"
+
+
+def scenario_text(results: list[ScenarioResult], description: str) -> str:
+    return f"scenario {results[0].name}: {description}".rstrip(": ") + "\n" + "".join(render(r) for r in results)

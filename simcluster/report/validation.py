@@ -1,0 +1,64 @@
+"""Text for `simcluster validate` results (simcluster/validation.py)."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from pathlib import Path
+
+from simcluster.report.tables import validation_table
+from simcluster.validation import BundleValidation, LogValidation, QperfValidation
+
+
+@singledispatch
+def render(result) -> str:
+    raise TypeError(f"no text rendering for {type(result).__name__}")
+
+
+@render.register
+def _(v: LogValidation) -> str:
+    from simcluster.fit.validate import summary
+
+    t = v.trace
+    lines = [f"# {t.op}, {t.nranks} ranks: {t.path} vs card {v.card_name} ({v.card_path})"]
+    lines += [f"# note: {n}" for n in v.notes]
+    text = "\n".join(lines) + "\n" + validation_table(v.rows)
+    for label, s in summary(v.rows).items():
+        text += f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%\n"
+    return text
+
+
+@render.register
+def _(v: BundleValidation) -> str:
+    from simcluster.fit.validate import summary
+
+    lines = [f"# bundle {v.bundle} vs card {v.card_name} ({v.card_path}); each op the median of its rounds",
+             f"# {'op':>14}  {'ranks':>5}  {'timing':>6}  {'rounds':>6}  {'sizes':>5}  {'mean |error|':>12}  "
+             f"{'max |error|':>11}  (sizes >= 1 KiB)"]
+    for r in v.ops:
+        s = summary(r.rows)["sizes_ge_1024B"]
+        mean, worst = (f"{s[k]:.2f}%" if s[k] is not None else "-" for k in ("mean_abs_error_pct", "max_abs_error_pct"))
+        lines.append(f"  {r.op:>14}  {r.ranks:>5}  {'graph' if r.cuda_graph else 'host':>6}  {r.rounds:>6}  "
+                     f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {r.basis}")
+    lines += [f"# note: {n}" for n in v.notes]
+    return "\n".join(lines) + "\n"
+
+
+@render.register
+def _(v: QperfValidation) -> str:
+    lines = []
+    for r in v.rows:
+        unit, scale = ("MB/s", 1e-6) if r["test"].endswith("_bw") else ("us", 1e6)
+        lines.append(f"{r['test']:>8}  measured {r['measured'] * scale:9.2f} {unit}  predicted "
+                     f"{r['predicted'] * scale:9.2f} {unit}  error {r['error_pct']:+6.1f}%")
+    return "\n".join(lines) + "\n"
+
+
+def plot(v, path: str) -> None:
+    """The validation's figure: measured and predicted busbw against size (a panel per op for a bundle)."""
+    from simcluster.report.plots import bundle_validation_plot, validation_plot
+
+    if isinstance(v, LogValidation):
+        validation_plot(v.rows, f"{v.trace.op}, {v.trace.nranks} ranks: measured vs {v.card_name}", path)
+    elif isinstance(v, BundleValidation):
+        bundle_validation_plot([(f"{r.op}, {r.ranks} ranks, {'graph' if r.cuda_graph else 'host'}", r.rows)
+                                for r in v.ops], f"{Path(v.bundle).name} vs {v.card_name}", path)

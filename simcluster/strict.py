@@ -1,0 +1,163 @@
+"""The one strict reader: every YAML document simcluster reads (scenarios, model cards, DLIO workloads) comes
+through here, and so does every field it takes from them.
+
+A file that cannot be read, is not UTF-8 text (a binary file), is larger than MAX_FILE_BYTES, nests deeper than
+MAX_DEPTH, or expands (through YAML aliases) to more than MAX_NODES nodes is refused with one line naming the file
+and, where there is one, the line. Anchors and aliases are allowed; a 'billion laughs' document is not: the
+expanded size is counted on the composed node graph (shared nodes counted once per use, memoised), without
+expanding it. Fields are read with `field`, which turns a unit or type mistake into one line naming the key.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import yaml
+
+from simcluster.errors import SimclusterError, UnitError
+
+MAX_FILE_BYTES = 16 * 2**20
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+
+
+def read_text(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "file") -> str:
+    """A text file's contents, or one line saying why not (missing, a folder, binary, not UTF-8, too large)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise error(f"the {what} is {size / 2**20:.0f} MiB; at most {MAX_FILE_BYTES // 2**20} MiB is read", where=str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read the {what}: {exc.strerror or exc}", where=str(path)) from None
+    if b"\x00" in data:
+        raise error(f"not a text file (a NUL byte at offset {data.index(0)}): expected a {what}", where=str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): expected a {what}",
+                    where=str(path)) from None
+
+
+def _check_shape(root: yaml.Node, where: str, error: type[SimclusterError]) -> None:
+    """Refuse a node graph deeper than MAX_DEPTH or larger than MAX_NODES once aliases are expanded."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool, int]] = [(root, False, 1)]
+    while stack:
+        node, done, level = stack.pop()
+        if level > MAX_DEPTH:
+            raise error(f"nested more than {MAX_DEPTH} levels deep", where=f"{where}:{node.start_mark.line + 1}")
+        key = id(node)
+        children = _children(node)
+        if done:
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if size[key] > MAX_NODES:
+                raise error(f"the document expands to more than {MAX_NODES:,} values (YAML aliases?)",
+                            where=f"{where}:{node.start_mark.line + 1}")
+            continue
+        if key in size:
+            continue
+        stack.append((node, True, level))
+        stack.extend((c, False, level + 1) for c in children if id(c) not in size)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def line_index(node, prefix: str = "", out: dict[str, int] | None = None) -> dict[str, int]:
+    """Dotted key -> 1-based line, from the composed node tree (each shared node walked once)."""
+    out = {} if out is None else out
+    stack = [(node, prefix)]
+    seen: set[int] = set()
+    while stack:
+        node, prefix = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                dotted = f"{prefix}.{k.value}" if prefix else str(k.value)
+                out.setdefault(dotted, k.start_mark.line + 1)
+                stack.append((v, dotted))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                dotted = f"{prefix}[{i}]"
+                out.setdefault(dotted, item.start_mark.line + 1)
+                stack.append((item, dotted))
+    return out
+
+
+def load_yaml(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "YAML file",
+              lines: bool = False):
+    """The document of a YAML file (safe_load only), checked for size, depth and alias expansion; with
+    `lines`, also its dotted-key -> line index. An empty document is None."""
+    text = read_text(path, error, what)
+    where = str(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            _check_shape(root, where, error)
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise error(f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
+                    where=f"{where}:{mark.line + 1}" if mark else where) from None
+    except RecursionError:
+        raise error(f"nested too deeply to read (more than {MAX_DEPTH} levels are refused)", where=where) from None
+    if not lines:
+        return doc
+    return doc, (line_index(root) if root is not None else {})
+
+
+def short(value, limit: int = 60) -> str:
+    """repr of a value for an error message, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def field(doc, key: str, where: str, parse=None, error: type[SimclusterError] = SimclusterError):
+    """doc[key], parsed; a missing key or a value `parse` refuses is one line naming `where` and the key."""
+    if not isinstance(doc, dict):
+        raise error(f"expected a mapping with key '{key}', got {type(doc).__name__}", where=where)
+    if key not in doc:
+        raise error(f"missing key '{key}'", where=where)
+    if parse is None:
+        return doc[key]
+    try:
+        return parse(doc[key])
+    except UnitError as exc:
+        raise error(f"key '{key}': {exc.one_line()}", where=where) from None
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        raise error(f"key '{key}': {short(doc[key])} is not a valid value", where=where) from None
+
+
+def known_keys(doc: dict, allowed, where: str, error: type[SimclusterError] = SimclusterError) -> dict:
+    """doc, after checking it has no key outside `allowed`."""
+    if not isinstance(doc, dict):
+        raise error(f"expected a mapping, got {type(doc).__name__}", where=where)
+    unknown = sorted(str(k) for k in doc if k not in allowed)
+    if unknown:
+        raise error(f"unknown key '{unknown[0]}'", where=where, hint=f"known keys: {', '.join(sorted(allowed))}")
+    return doc
+
+
+def positive(value: float, name: str = "value") -> float:
+    """value if it is a finite number > 0 (for parse= of bandwidths, sizes, rates), else ValueError."""
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0")
+    return value
+
+
+def non_negative(value: float, name: str = "value") -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0")
+    return value

@@ -1,0 +1,228 @@
+"""Mutation fuzzing of every reader and command: the repository's own inputs (scenarios, cards, DLIO workloads,
+nccl-tests and qperf logs), mutated as a careless or hostile user would, run through the CLI in-process.
+
+A case passes when the command returns 0, 2 or 3 without raising; a 2 prints exactly one line on stderr
+('simcluster: error: ...'); nothing printed as JSON is NaN or infinite, and no time, size or bandwidth in it is
+negative; and it finishes within CASE_SECONDS. tests/test_fuzz.py runs a few hundred seeded cases in CI;
+bench/fuzz.py runs as many as asked and prints the tally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import random
+import re
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE_SECONDS = 20
+
+HOSTILE = ["-1", "0", "-50us", "1e308", ".nan", ".inf", "-.inf", "9223372036854775807", "1e30", "abc", "[]", "{}",
+           "null", "true", "'128'", "0.0", "-0.5", "1e-300", "2**63", "''"]
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n" \
+       "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e]\n"
+
+
+@dataclass(frozen=True)
+class Seed:
+    path: Path
+    kind: str          # scenario, collective-card, nic-card, nvme-card, dlio, nccl-log, qperf-log, gpu-card
+
+
+def seeds() -> list[Seed]:
+    out = [Seed(p, "scenario") for p in sorted((ROOT / "scenarios").rglob("*.yaml")) if "workloads" not in p.parts]
+    out += [Seed(p, "dlio") for p in sorted((ROOT / "scenarios" / "workloads").glob("*.yaml"))]
+    for kind in ("collective", "nic", "nvme"):
+        out += [Seed(p, f"{kind}-card") for p in sorted((ROOT / "models" / kind).glob("*.yaml")) if "op-profile" not in p.name]
+    out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}.txt", "nccl-log")
+            for op in ("all_reduce", "all_gather", "sendrecv")]
+    out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "seed000-100gbe-roce-tcp").rglob("*qperf*"))
+            if p.is_file()][:2]
+    return [s for s in out if s.path.is_file()]
+
+
+def mutate(text: str, rng: random.Random) -> bytes:
+    """One seeded mutation of a text file."""
+    how = rng.choice(["truncate", "flip", "number", "number", "number", "drop-line", "non-utf8", "binary", "bomb",
+                      "deep", "type", "empty", "huge-int"])
+    data = text.encode()
+    if how == "truncate":
+        return data[:rng.randrange(max(1, len(data)))]
+    if how == "flip":
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(b))
+            b[i] = rng.randrange(256)
+        return bytes(b)
+    if how == "number":
+        numbers = list(re.finditer(r"(?<![\w.])\d+(\.\d+)?(?:[a-zA-Z/%]*)", text))
+        if numbers:
+            m = rng.choice(numbers)
+            return (text[:m.start()] + rng.choice(HOSTILE) + text[m.end():]).encode()
+        return data
+    if how == "drop-line":
+        lines = text.splitlines(keepends=True)
+        if lines:
+            del lines[rng.randrange(len(lines))]
+        return "".join(lines).encode()
+    if how == "non-utf8":
+        i = rng.randrange(len(data) + 1)
+        return data[:i] + b"\xff\xfe\xc3" + data[i:]
+    if how == "binary":
+        return bytes(rng.randrange(256) for _ in range(4096))
+    if how == "bomb":
+        return (BOMB + text).encode() if rng.random() < 0.5 else text.replace("kind:", "kind: *f\nx:", 1).encode() + \
+            b"\n" + BOMB.encode()
+    if how == "deep":
+        depth = rng.choice([100, 1000, 50000])
+        return (text + "\ndeep: " + "[" * depth + "]" * depth + "\n").encode()
+    if how == "type":
+        lines = text.splitlines()
+        keyed = [i for i, line in enumerate(lines) if re.match(r"\s*[\w-]+:\s*\S", line)]
+        if keyed:
+            i = rng.choice(keyed)
+            key = lines[i].split(":", 1)[0]
+            lines[i] = f"{key}: {rng.choice(['[1, 2]', '{a: 1}', 'null', 'yes', '-3', '1e999'])}"
+        return "\n".join(lines).encode()
+    if how == "empty":
+        return b""
+    return re.sub(r"\b\d+\b", "99999999999999999999", text, count=3).encode()
+
+
+def commands(kind: str, path: str) -> list[list[str]]:
+    """The CLI calls that read a file of this kind."""
+    workload = str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
+    nvme = str(ROOT / "models" / "nvme" / "micron-9400-pro-7.68tb.yaml")
+    card = str(ROOT / "models" / "collective" / "h200x2-primitives.yaml")
+    return {
+        "scenario": [["run", path, "--json"], ["predict", "collective", "--scenario", path, "--op", "all_reduce",
+                                                "-b", "1M", "-e", "16M", "-f", "4"],
+                     ["predict", "training", "--scenario", path, "--json"]],
+        "dlio": [["storage", "simulate", "--workload", path, "--nvme", nvme, "--steps", "4", "--accelerators", "2"]],
+        "collective-card": [["predict", "collective", "--card", path, "--op", "all_reduce", "--ranks", "2", "-b", "1K",
+                             "-e", "16M", "-f", "16"],
+                            ["predict", "collective", "--card", path, "--op", "sendrecv", "--ranks", "2", "-b", "1K",
+                             "-e", "1M", "-f", "32", "--host-launched"]],
+        "nic-card": [["run", "{nic_scenario}", "--json"]],
+        "nvme-card": [["storage", "simulate", "--workload", workload, "--nvme", path, "--steps", "4", "--json"]],
+        "nccl-log": [["validate", path, "--card", card, "--json"], ["parse", path],
+                     ["calibrate", path, "-o", "{tmp}/card.yaml"]],
+        "qperf-log": [["calibrate", path, "--line-rate", "100Gbps", "-o", "{tmp}/nic.yaml"]],
+    }[kind]
+
+
+NIC_SCENARIO = f"""name: nic card under test
+machine:
+  card: {ROOT / "models" / "collective" / "h200x4-nvlink.yaml"}
+  gpus_per_node: 4
+  nodes: 4
+  nic: {{{{card: '{{card}}', per_node: 4}}}}
+  fabric: {{{{kind: leaf-spine, oversubscription: 2}}}}
+jobs:
+  - {{{{kind: qperf, tests: [tcp_bw, tcp_lat, rc_bw, rc_lat]}}}}
+  - {{{{kind: collective_sweep, op: all_reduce, min_size: 1M, max_size: 1G, factor: 32}}}}
+"""
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def _bad_numbers(doc, key: str = "") -> list[str]:
+    """Where a JSON document holds NaN/inf, or a negative time, size or bandwidth."""
+    if isinstance(doc, dict):
+        return [b for k, v in doc.items() for b in _bad_numbers(v, str(k))]
+    if isinstance(doc, list):
+        return [b for v in doc for b in _bad_numbers(v, key)]
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        if not math.isfinite(doc):
+            return [f"{key}={doc}"]
+        if doc < 0 and re.search(r"(_s|_Bps|_B|_bytes|_us|_GiB|_per_s)$", key):
+            return [f"{key}={doc}"]
+    return []
+
+
+def run_case(argv: list[str]) -> tuple[str, str]:
+    """(outcome, detail): outcome 'ok', 'error', 'partial', or a failure kind."""
+    from simcluster.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(CASE_SECONDS)
+    start = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except CaseTimeout:
+        return "timeout", f"> {CASE_SECONDS} s"
+    except BaseException as exc:  # noqa: BLE001 - any escape is the finding
+        return "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    wall = time.perf_counter() - start
+    stderr = err.getvalue()
+    if code == 2:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        if len(lines) != 1 or not lines[0].startswith("simcluster: error:"):
+            return "bad-error", stderr[:300] or "(nothing on stderr)"
+        return "error", lines[0][:200]
+    if code not in (0, 3):
+        return "bad-exit", f"exit {code}"
+    text = out.getvalue()
+    if "--json" in argv:
+        try:
+            bad = _bad_numbers(json.loads(text))
+        except ValueError:
+            bad = []
+        if bad:
+            return "bad-number", ", ".join(bad[:3])
+    if re.search(r"(?<![\w-])(nan|inf)(?![\w-])", text, re.I):
+        return "bad-number", "nan or inf printed"
+    return ("ok" if code == 0 else "partial"), f"{wall:.2f} s"
+
+
+def cases(count: int, seed: int = 0):
+    """`count` (seed, argv-with-{file}, mutated bytes) cases, deterministic for a seed."""
+    rng = random.Random(seed)
+    pool = seeds()
+    for _ in range(count):
+        s = rng.choice(pool)
+        data = mutate(s.path.read_text(errors="replace"), rng)
+        argv = rng.choice(commands(s.kind, "{file}"))
+        yield s, argv, data
+
+
+def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) -> list[tuple[str, str, str, list[str]]]:
+    """Run the cases with each mutated file written into its own copy of the repository's layout under `folder`
+    (models/, calibration/ linked), so the cards it names resolve; (outcome, detail, seed file, argv) per case."""
+    results = []
+    for i, (s, argv, data) in enumerate(cases(count, seed)):
+        case_dir = folder / f"case{i}"
+        target = case_dir / s.path.relative_to(ROOT)   # where the original is, so its relative card paths resolve
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for shared in ("models", "calibration", "scenarios/workloads"):
+            link = case_dir / shared
+            if not link.exists() and not target.is_relative_to(link):
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(ROOT / shared)
+        target.write_bytes(data)
+        nic_scenario = case_dir / "nic-scenario.yaml"
+        nic_scenario.write_text(NIC_SCENARIO.format(card=target))
+        args = [a.replace("{file}", str(target)).replace("{tmp}", str(case_dir)).replace("{nic_scenario}", str(nic_scenario))
+                for a in argv]
+        outcome, detail = run_case(args)
+        results.append((outcome, detail, str(s.path.relative_to(ROOT)), args))
+        if verbose:
+            print(outcome, detail, " ".join(args), flush=True)
+    return results

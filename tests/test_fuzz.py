@@ -1,0 +1,26 @@
+"""Every reader and command, on a seeded corpus of mutated inputs: exit 0/2/3, one-line errors, no NaN/inf or
+negative quantities, bounded time (tests/fuzzing.py says what a case checks)."""
+
+from collections import Counter
+
+import pytest
+
+from fuzzing import commands, run_cases, seeds
+
+FAILURES = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}
+
+
+def test_the_corpus_covers_every_kind_of_input():
+    kinds = Counter(s.kind for s in seeds())
+    assert set(kinds) == {"scenario", "dlio", "collective-card", "nic-card", "nvme-card", "nccl-log", "qperf-log"}
+    for kind in kinds:
+        assert commands(kind, "x")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mutated_inputs_never_escape_as_tracebacks(tmp_path, seed):
+    results = run_cases(100, tmp_path, seed=seed)
+    failed = [r for r in results if r[0] in FAILURES]
+    assert not failed, "\n".join(f"{o}: {d} | {f} | {' '.join(a)}" for o, d, f, a in failed[:10])
+    # the corpus is not all refused: some mutations leave a valid input, which must still run
+    assert Counter(r[0] for r in results)["ok"] >= 5
