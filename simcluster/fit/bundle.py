@@ -8,6 +8,8 @@
   fio                            -> nvme-<name>.yaml          (service time, parallelism, bandwidth ceiling)
   ddp-step (+ profiles)          -> training-<model>.yaml per model, and ddp.yaml (DDP overheads fitted on
                                     the 2-GPU runs; 4-GPU and socket runs are left for validation)
+  gpu-micro                      -> gpu-<card name>.yaml     (GPU card, simcluster.fit.gpu; llm-step runs are
+                                    left for validation)
 Each card names the traces it came from (path and sha256).
 `simcluster calibrate B1 B2 ... -o DIR [--collective-card CARD]` does this per bundle (DIR/<bundle>/) and
 fits one DDP card (DIR/ddp.yaml) on the 2-GPU steps of all of them (repeats of one machine type).
@@ -422,13 +424,20 @@ def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[
         return found | _ddp_card(obs, profiles, _provenance(sources, b.path, b.manifest), f"{b.path.name}-ddp")
 
     steps = [("nccl-tests", nccl), ("nccl-tests-socket", lambda: _collective(b, "nccl-tests-socket")[0]),
-             ("qperf", lambda: _nic(b)), ("fio", lambda: _nvme(b)), ("ddp-step", training)]
+             ("qperf", lambda: _nic(b)), ("fio", lambda: _nvme(b)), ("ddp-step", training), ("gpu-micro", lambda: _gpu(b))]
     for name, step in steps:
         try:
             cards |= step()
         except SimclusterError as exc:
             b.problems.append(f"{name}: {exc.one_line()}")
     return cards
+
+
+def _gpu(b: _Bundle) -> dict[str, dict]:
+    """gpu-micro -> gpu-<card name>.yaml (simcluster.fit.gpu.bundle_cards)."""
+    from simcluster.fit.gpu import bundle_cards
+
+    return bundle_cards(b.path, b.ok_runs, b.manifest)
 
 
 def _comm_params(comm_card: str | Path | None):

@@ -1,28 +1,37 @@
 """GPU component model: time of the op classes a transformer step is made of, from a GPU card.
 
+Every op is one kernel (or, for attention's backward, the kernels of one autograd call) in a stream that
+the host keeps fed in eager mode: a kernel shorter than the host's issue interval still costs one issue
+interval, so each time is max(floor, work), with floor = launch (memory-bound, attention) or gemm_launch
+(a cuBLAS call issues slower), measured back to back by gpu-micro.
+
 GEMM C[m,n] = A[m,k] B[k,n] (times `batch`), element size e bytes, on a GPU of S SMs:
 
     tiles   = ceil(m / tile_m) * ceil(n / tile_n) * batch            (output tiles, one per SM at a time)
     waves   = tiles / S + wave_weight * (ceil(tiles / S) - tiles / S)  (0: no wave quantisation, 1: full)
     compute = waves * 2 * tile_m * tile_n * (k + k_ramp) / (peak[dtype] / S * eff[dtype])
     memory  = (m*k + k*n + m*n) * batch * e / hbm_bandwidth
-    time    = launch + max(compute, memory)
+    time    = max(gemm_launch, compute, memory)
 
-so a tile's main loop streams k plus a fixed prologue/epilogue worth k_ramp iterations (the ramp for
-a small k), partially filled tiles (tile quantisation) and partially filled waves over the SMs
-(wave quantisation) cost full work, and eff is the fraction of the datasheet peak a full, long tile
-sustains. cuBLAS chooses among several tile shapes, so quantisation is softened by wave_weight.
+so a tile's main loop streams k plus a fixed prologue/epilogue worth k_ramp iterations (the ramp for a
+small k), partially filled tiles (tile quantisation) and partially filled waves over the SMs (wave
+quantisation) cost full work, and eff is the fraction of the datasheet peak a full, long tile sustains.
+cuBLAS chooses among several tile shapes, so quantisation is softened by wave_weight (fitted).
 
-Attention (flash / SDPA), b batch, h query heads, g kv heads, head size d:
+Attention (flash / SDPA), b batch, h query heads, g kv heads, head size d, s = seq_kv:
 
     flops_fwd = 4 * b * h * sq * skv * d * (0.5 if causal else 1);  flops_bwd = 2.5 * flops_fwd
-    eff(s, d) = eff_max[fwd|bwd] * s / (s + seq_half) * d / (d + head_dim_half),  s = skv
-    bytes     = b * (2*h*sq*d + 2*g*skv*d) * e   (fwd: q, o, k, v once);  bwd moves 2x that
-    time      = launch + max(flops / (peak[dtype] * eff), bytes / hbm_bandwidth)
+    eff(s, d) = eff_max[pass](d) * s / (s + seq_half[pass])   eff_max(d): the card's table by head_dim,
+                                                              linear in log2(d) between entries, clamped
+    bytes     = b * (2*h*sq + 2*g*skv) * d * e  (q, o, k, v once; backward 2x)
+    time      = max(launch, flops / (peak[dtype] * eff), bytes / hbm_bandwidth)
+
+`backward=True` is the backward pass alone (gpu-micro measures forward and forward + backward; the
+backward is their difference).
 
 Memory-bound ops (norm, activation, optimizer update, copy), bytes read + written:
 
-    time = launch + (bytes + ramp_bytes) / hbm_bandwidth
+    time = max(launch, (bytes + ramp_bytes) / hbm_bandwidth)
 
 i.e. an effective bandwidth hbm_bandwidth * bytes / (bytes + ramp_bytes) that ramps up with size.
 hbm_bandwidth is the achievable (measured copy) rate, not the datasheet figure, which the card keeps
@@ -49,19 +58,20 @@ class GpuParams:
     peak_flops: dict[str, float]        # dense matrix FLOP/s per precision (fp32 = tf32 dense)
     hbm_bandwidth_Bps: float            # achievable device-memory bandwidth (bytes/s)
     hbm_capacity_bytes: float           # device memory
-    launch_s: float                     # fixed cost per kernel (s)
+    launch_s: float                     # fixed cost per kernel (s): the back-to-back issue floor of a small kernel
     sm_count: int = 132
     tile_m: int = 128
     tile_n: int = 128
     gemm_efficiency: dict[str, float] = field(default_factory=lambda: {"bf16": 0.75, "fp16": 0.75, "fp8": 0.6, "fp32": 0.75})
     gemm_k_ramp: float = 64.0           # fixed per-tile cost, in k iterations
     wave_weight: float = 1.0            # 0 = no wave quantisation, 1 = full
-    attn_efficiency_fwd: float = 0.6
-    attn_efficiency_bwd: float = 0.45
-    attn_seq_half: float = 256.0        # sequence length at which attention runs at half its efficiency
-    attn_head_dim_half: float = 16.0
+    attn_efficiency_fwd: dict[int, float] = field(default_factory=lambda: {64: 0.45, 128: 0.65})   # by head_dim
+    attn_efficiency_bwd: dict[int, float] = field(default_factory=lambda: {64: 0.4, 128: 0.55})
+    attn_seq_half_fwd: float = 400.0    # sequence length at which the forward runs at half its top efficiency
+    attn_seq_half_bwd: float = 1500.0
     memory_ramp_bytes: float = 2.0**20  # bytes of bandwidth lost per memory-bound kernel
     hbm_peak_Bps: float = 0.0           # datasheet figure, reference only
+    gemm_launch_s: float = 0.0          # issue floor of one cuBLAS call (0: launch_s)
 
     def __post_init__(self):
         if not self.peak_flops or any(v <= 0 for v in self.peak_flops.values()):
@@ -72,6 +82,9 @@ class GpuParams:
             raise ValueError("sm_count and tile sizes must be >= 1")
         if not 0.0 <= self.wave_weight <= 1.0:
             raise ValueError("wave_weight must be in [0, 1]")
+        for table in (self.attn_efficiency_fwd, self.attn_efficiency_bwd):
+            if not table or any(d < 1 or not 0 < e <= 1 for d, e in table.items()):
+                raise ValueError("attention efficiency tables need head_dim >= 1 -> efficiency in (0, 1]")
 
     # --- helpers -------------------------------------------------------------------------------------
     def _peak(self, dtype: str) -> float:
@@ -96,10 +109,11 @@ class GpuParams:
         return (m * k + k * n + m * n) * batch * ELEMENT_BYTES[dtype] / self.hbm_bandwidth_Bps
 
     def gemm_time_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
-        """One (batched) matrix multiply C[m,n] = A[m,k] B[k,n]: launch + max(compute, memory)."""
+        """One (batched) matrix multiply C[m,n] = A[m,k] B[k,n]: max(issue floor, compute, memory)."""
         if min(m, n, k, batch) < 1:
             raise ValueError(f"gemm dimensions must be >= 1, got m={m} n={n} k={k} batch={batch}")
-        return self.launch_s + max(self.gemm_compute_s(m, n, k, dtype, batch), self.gemm_memory_s(m, n, k, dtype, batch))
+        return max(self.gemm_launch_s or self.launch_s, self.gemm_compute_s(m, n, k, dtype, batch),
+                   self.gemm_memory_s(m, n, k, dtype, batch))
 
     @staticmethod
     def attention_flops(batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int,
@@ -108,8 +122,9 @@ class GpuParams:
         return flops * 2.5 if backward else flops
 
     def attention_efficiency(self, seq_kv: int, head_dim: int, backward: bool = False) -> float:
-        top = self.attn_efficiency_bwd if backward else self.attn_efficiency_fwd
-        return top * seq_kv / (seq_kv + self.attn_seq_half) * head_dim / (head_dim + self.attn_head_dim_half)
+        table = self.attn_efficiency_bwd if backward else self.attn_efficiency_fwd
+        half = self.attn_seq_half_bwd if backward else self.attn_seq_half_fwd
+        return table_at(table, head_dim) * seq_kv / (seq_kv + half)
 
     def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
                          causal: bool = True, backward: bool = False, dtype: str = "bf16") -> float:
@@ -120,13 +135,27 @@ class GpuParams:
         compute = flops / (self._peak(dtype) * self.attention_efficiency(seq_kv, head_dim, backward))
         nbytes = batch * (2 * heads * seq_q + 2 * kv_heads * seq_kv) * head_dim * ELEMENT_BYTES[dtype]
         memory = nbytes * (2.0 if backward else 1.0) / self.hbm_bandwidth_Bps
-        return self.launch_s + max(compute, memory)
+        return max(self.launch_s, compute, memory)
 
     def memory_time_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel moving bytes_moved (read + written)."""
         if bytes_moved < 0:
             raise ValueError(f"bytes_moved must be >= 0, got {bytes_moved}")
-        return self.launch_s + (bytes_moved + self.memory_ramp_bytes) / self.hbm_bandwidth_Bps
+        return max(self.launch_s, (bytes_moved + self.memory_ramp_bytes) / self.hbm_bandwidth_Bps)
+
+
+def table_at(table: dict[int, float], x: float) -> float:
+    """A table's value at x: linear in log2(x) between its keys, the end values outside them."""
+    keys = sorted(table)
+    if x <= keys[0]:
+        return table[keys[0]]
+    if x >= keys[-1]:
+        return table[keys[-1]]
+    for lo, hi in zip(keys, keys[1:], strict=False):
+        if lo <= x <= hi:
+            w = (math.log2(x) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+            return table[lo] + w * (table[hi] - table[lo])
+    return table[keys[-1]]
 
 
 # --- card edges ------------------------------------------------------------------------------------------
@@ -158,12 +187,14 @@ def gpu_params_yaml(params: GpuParams) -> dict:
         "hbm_peak": format_bandwidth(params.hbm_peak_Bps or params.hbm_bandwidth_Bps),
         "hbm_capacity": format_size(params.hbm_capacity_bytes),
         "launch": format_time(params.launch_s),
+        "gemm_launch": format_time(params.gemm_launch_s or params.launch_s),
         "sm_count": params.sm_count,
         "gemm": {"tile_m": params.tile_m, "tile_n": params.tile_n,
                  "efficiency": {k: round(v, 4) for k, v in params.gemm_efficiency.items()},
                  "k_ramp": round(params.gemm_k_ramp, 2), "wave_weight": round(params.wave_weight, 4)},
-        "attention": {"efficiency_fwd": round(params.attn_efficiency_fwd, 4), "efficiency_bwd": round(params.attn_efficiency_bwd, 4),
-                      "seq_half": round(params.attn_seq_half, 2), "head_dim_half": round(params.attn_head_dim_half, 2)},
+        "attention": {"efficiency_fwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_fwd.items())},
+                      "efficiency_bwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_bwd.items())},
+                      "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1)},
         "memory": {"ramp": format_size(params.memory_ramp_bytes)},
     }
 
@@ -182,11 +213,23 @@ def _number(doc: dict, key: str, where: str, low: float = 0.0, high: float = mat
     return float(value)
 
 
+def _head_dim_table(doc: dict, key: str, where: str) -> dict[int, float]:
+    table = _get(doc, key, where)
+    if not isinstance(table, dict) or not table:
+        raise ModelCardError(f"'{key}': expected a mapping of head_dim -> efficiency", where=where)
+    out = {}
+    for d in table:
+        if isinstance(d, bool) or not str(d).isdigit() or int(d) < 1:
+            raise ModelCardError(f"'{key}': head_dim {d!r} is not a whole number >= 1", where=where)
+        out[int(d)] = _number(table, d, f"{where}.{key}", 1e-3, 1.0)
+    return out
+
+
 def gpu_params(card: dict, where: str) -> GpuParams:
     """Strictly read a gpu card's params (unknown keys, unknown precisions and bad units are one-line errors)."""
     p = _section(card, "params", where)
     key = f"{where}: params"
-    known = {"peak_flops", "hbm_bandwidth", "hbm_peak", "hbm_capacity", "launch", "sm_count", "gemm", "attention", "memory"}
+    known = {"peak_flops", "hbm_bandwidth", "hbm_peak", "hbm_capacity", "launch", "gemm_launch", "sm_count", "gemm", "attention", "memory"}
     unknown = set(p) - known
     if unknown:
         raise ModelCardError(f"unknown key 'params.{sorted(unknown)[0]}'", where=where, hint=f"known: {', '.join(sorted(known))}")
@@ -209,10 +252,11 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             sm_count=int(_number(p, "sm_count", key, 1)), tile_m=int(_number(gemm, "tile_m", f"{key}.gemm", 1)),
             tile_n=int(_number(gemm, "tile_n", f"{key}.gemm", 1)), gemm_efficiency=gemm_eff,
             gemm_k_ramp=_number(gemm, "k_ramp", f"{key}.gemm"), wave_weight=_number(gemm, "wave_weight", f"{key}.gemm", 0, 1),
-            attn_efficiency_fwd=_number(attn, "efficiency_fwd", f"{key}.attention", 1e-3, 1.0),
-            attn_efficiency_bwd=_number(attn, "efficiency_bwd", f"{key}.attention", 1e-3, 1.0),
-            attn_seq_half=_number(attn, "seq_half", f"{key}.attention"),
-            attn_head_dim_half=_number(attn, "head_dim_half", f"{key}.attention"),
+            attn_efficiency_fwd=_head_dim_table(attn, "efficiency_fwd", f"{key}.attention"),
+            attn_efficiency_bwd=_head_dim_table(attn, "efficiency_bwd", f"{key}.attention"),
+            attn_seq_half_fwd=_number(attn, "seq_half_fwd", f"{key}.attention"),
+            attn_seq_half_bwd=_number(attn, "seq_half_bwd", f"{key}.attention"),
+            gemm_launch_s=_get({"gemm_launch": p.get("gemm_launch", p.get("launch"))}, "gemm_launch", key, parse_time),
             memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
             hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth))
     except ValueError as exc:
