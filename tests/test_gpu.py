@@ -1,0 +1,288 @@
+"""GPU component model: closed forms, card reading, the gpu-micro / llm-step parsers on the measured bundles,
+the fit recovering known parameters, calibrate BUNDLE reproducing the shipped cards, the collect plans."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simcluster.errors import CalibrationError, ModelCardError, SimclusterError, TraceFormatError
+from simcluster.fit import gpu as fit
+from simcluster.hardware.gpu import GpuParams, gpu_params, gpu_params_yaml, load_gpu, table_at
+from simcluster.traces import gpu_micro, llm_step
+from simcluster.traces.gpu_micro import AttentionSample, GemmSample, GpuMicroTrace, MemorySample
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLES = {"h100": ROOT / "calibration/h100x1-gpu-2026-11-23", "h200": ROOT / "calibration/h200x1-gpu-2026-11-23"}
+
+
+def toy(**kw) -> GpuParams:
+    base = dict(name="toy", peak_flops={"bf16": 1e13, "fp8": 2e13}, hbm_bandwidth_Bps=2e12, hbm_capacity_bytes=80e9, launch_s=5e-6,
+                sm_count=4, tile_m=128, tile_n=128, gemm_efficiency={"bf16": 0.8, "fp8": 0.5}, gemm_k_ramp=64.0, wave_weight=1.0,
+                attn_efficiency_fwd={64: 0.4, 128: 0.6}, attn_efficiency_bwd={128: 0.5}, attn_seq_half_fwd=512.0,
+                attn_seq_half_bwd=1024.0, memory_ramp_bytes=1e6, gemm_launch_s=10e-6)
+    return GpuParams(**{**base, **kw})
+
+
+# --- closed forms ---------------------------------------------------------------------------------------------
+def test_gemm_compute_is_waves_of_tiles_with_the_k_ramp():
+    p = toy()
+    # 256 x 256 output = 4 tiles of 128 x 128 = one wave on 4 SMs; each tile streams k + k_ramp
+    k = 4096
+    expect = 2 * 128 * 128 * (k + 64) / (1e13 / 4 * 0.8)
+    assert p.gemm_time_s(256, 256, k) == pytest.approx(expect, rel=1e-12)
+    # 384 x 384 = 9 tiles = 2.25 waves: full quantisation pays 3 waves, none 2.25
+    one = expect
+    assert p.gemm_time_s(384, 384, k) == pytest.approx(3 * one, rel=1e-12)
+    assert dataclasses.replace(p, wave_weight=0.0).gemm_time_s(384, 384, k) == pytest.approx(2.25 * one, rel=1e-12)
+    assert dataclasses.replace(p, wave_weight=0.5).gemm_time_s(384, 384, k) == pytest.approx(2.625 * one, rel=1e-12)
+    # a batch multiplies the tiles; fp8 has its own peak and efficiency
+    assert p.gemm_time_s(256, 256, k, batch=2) == pytest.approx(2 * one, rel=1e-12)
+    assert p.gemm_time_s(256, 256, k, dtype="fp8") == pytest.approx(2 * 128 * 128 * (k + 64) / (2e13 / 4 * 0.5), rel=1e-12)
+
+
+def test_gemm_memory_bound_and_issue_floor():
+    p = toy(sm_count=1000, peak_flops={"bf16": 1e16})
+    m, n, k = 65536, 65536, 8                                  # huge output, tiny k: the bytes dominate
+    assert p.gemm_time_s(m, n, k) == pytest.approx((m * k + k * n + m * n) * 2 / 2e12, rel=1e-12)
+    assert p.gemm_time_s(16, 16, 16) == 10e-6                  # the cuBLAS issue floor
+    assert dataclasses.replace(p, gemm_launch_s=0.0).gemm_time_s(16, 16, 16) == 5e-6   # 0: the kernel floor
+    with pytest.raises(ValueError):
+        p.gemm_time_s(0, 16, 16)
+
+
+def test_attention_flops_efficiency_and_backward():
+    p = toy()
+    b, h, g, s, d = 2, 32, 8, 4096, 128
+    flops = 4 * b * h * s * s * d * 0.5
+    assert p.attention_flops(b, h, s, s, d) == flops
+    assert p.attention_flops(b, h, s, s, d, causal=False) == 2 * flops
+    assert p.attention_flops(b, h, s, s, d, backward=True) == 2.5 * flops
+    eff_f = 0.6 * s / (s + 512)
+    assert p.attention_time_s(b, h, g, s, s, d) == pytest.approx(flops / (1e13 * eff_f), rel=1e-12)
+    eff_b = 0.5 * s / (s + 1024)                               # one-entry table: that value at every head_dim
+    assert p.attention_time_s(b, h, g, s, s, 64, backward=True) == pytest.approx(
+        2.5 * flops / 2 / (1e13 * eff_b), rel=1e-12)
+    with pytest.raises(ValueError):
+        p.attention_time_s(b, 32, 5, s, s, d)                  # heads not a multiple of kv_heads
+
+
+def test_head_dim_table_is_linear_in_log2_and_clamped():
+    table = {64: 0.4, 128: 0.6}
+    assert table_at(table, 32) == 0.4 and table_at(table, 256) == 0.6
+    assert table_at(table, 64 * math.sqrt(2)) == pytest.approx(0.5)
+
+
+def test_memory_time_ramp_and_floor():
+    p = toy()
+    assert p.memory_time_s(1e9) == pytest.approx((1e9 + 1e6) / 2e12)
+    assert p.memory_time_s(1e3) == 5e-6
+    with pytest.raises(ValueError):
+        p.memory_time_s(-1)
+
+
+# --- cards ----------------------------------------------------------------------------------------------------
+def _card(tmp_path: Path, params: dict, name: str = "c.yaml", kind: str = "gpu") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"kind": kind, "name": "toy", "params": params}))
+    return path
+
+
+def test_card_round_trip(tmp_path):
+    p = toy()
+    back, _ = load_gpu(_card(tmp_path, gpu_params_yaml(p)))
+    for args in ((8192, 8192, 8192), (512, 28672, 8192), (16, 16, 16)):
+        assert back.gemm_time_s(*args) == pytest.approx(p.gemm_time_s(*args), rel=2e-3)
+    assert back.attention_time_s(1, 32, 8, 2048, 2048, 128, backward=True) == pytest.approx(
+        p.attention_time_s(1, 32, 8, 2048, 2048, 128, backward=True), rel=2e-3)
+    assert back.memory_time_s(1e9) == pytest.approx(p.memory_time_s(1e9), rel=2e-3)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.update(bogus=1), "unknown key 'params.bogus'"),
+    (lambda d: d["peak_flops"].update(int4="1PFLOP/s"), "unknown precision 'int4'"),
+    (lambda d: d.update(hbm_bandwidth="3TB"), "hbm_bandwidth"),
+    (lambda d: d["peak_flops"].update(bf16="989TFLOPS"), "bf16"),
+    (lambda d: d["gemm"]["efficiency"].update(bf16=1.5), "bf16"),
+    (lambda d: d["attention"].pop("seq_half_bwd"), "seq_half_bwd"),
+    (lambda d: d["attention"].update(efficiency_fwd={"big": 0.5}), "head_dim"),
+    (lambda d: d.update(gemm="fast"), "'gemm': expected a mapping"),
+])
+def test_bad_cards_are_one_line_errors(tmp_path, edit, words):
+    params = gpu_params_yaml(toy())
+    edit(params)
+    with pytest.raises(ModelCardError) as err:
+        load_gpu(_card(tmp_path, params))
+    assert words in str(err.value) and "\n" not in str(err.value) and "c.yaml" in str(err.value)
+
+
+def test_wrong_kind_and_shipped_cards(tmp_path):
+    with pytest.raises(ModelCardError, match="expected a 'gpu' card"):
+        load_gpu(_card(tmp_path, gpu_params_yaml(toy()), kind="nic"))
+    for name in ("h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200"):
+        p, card = load_gpu(ROOT / "models/gpu" / f"{name}.yaml")
+        assert p.name == name and p.gemm_time_s(8192, 8192, 8192) > 0
+    assert "fp8" not in load_gpu(ROOT / "models/gpu/a100-sxm-80gb.yaml")[0].peak_flops
+    assert "NOT MEASURED" in load_gpu(ROOT / "models/gpu/b200.yaml")[1]["description"]
+
+
+# --- parsers on the measured bundles --------------------------------------------------------------------------
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_gpu_micro_parser_on_real_bundles(gpu):
+    t = gpu_micro.parse(BUNDLES[gpu] / "gpu-micro/gpu-micro/stdout.txt")
+    assert gpu.upper() in t.device_name and not t.errors and not t.quick
+    assert len([s for s in t.gemm if s.dtype == "bf16"]) == 71 and {s.dtype for s in t.gemm} == {"bf16", "fp8", "fp32"}
+    assert len(t.attention) == 40 and {a.mode for a in t.attention} == {"fwd", "fwd_bwd"}
+    assert 2e-6 < t.launch_s < 50e-6
+    big = max((s for s in t.memory if s.op == "copy"), key=lambda s: s.bytes_moved)
+    assert 2e12 < big.bytes_moved / big.time_s < 5e12        # HBM copy rate in bytes/s
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_llm_step_parser_on_real_bundles(gpu):
+    traces = [llm_step.parse(p) for p in sorted((BUNDLES[gpu] / "llm-step").glob("*/stdout.txt"))]
+    assert {t.model["preset"] for t in traces} == {"0.3b", "0.5b", "1b", "3b"}
+    for t in traces:
+        assert t.mode == "single" and t.world_size == 1 and len(t.shapes) == 6
+        for s in t.shapes:
+            assert s.status == "oom" or (s.median_step_s > 0 and len(s.step_times_s) == 10 and s.max_memory_allocated_bytes > 0)
+    oom = [s for t in traces for s in t.shapes if s.status == "oom"]
+    assert (len(oom) == 2) == (gpu == "h100")                # 3b at 8192 tokens does not fit in 80 GB
+
+
+def test_truncated_and_foreign_traces_are_one_line_errors(tmp_path):
+    text = (BUNDLES["h100"] / "gpu-micro/gpu-micro/stdout.txt").read_text()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[: len(text) // 2])
+    with pytest.raises(TraceFormatError, match="truncated") as err:
+        gpu_micro.parse(cut)
+    assert "\n" not in str(err.value) and "cut.txt" in str(err.value)
+    other = tmp_path / "other.txt"
+    other.write_text(json.dumps({"tool": "llm-step"}))
+    with pytest.raises(TraceFormatError, match="not gpu-micro output"):
+        gpu_micro.parse(other)
+    step = (BUNDLES["h100"] / "llm-step/1b-single/stdout.txt").read_text()
+    cut.write_text(step[:-40])
+    with pytest.raises(TraceFormatError, match="truncated"):
+        llm_step.parse(cut)
+    cut.write_text("Traceback (most recent call last):\n  RuntimeError: CUDA error\n")
+    with pytest.raises(TraceFormatError, match="not JSON"):
+        llm_step.parse(cut)
+    doc = json.loads(text)
+    doc["gemm"][3].pop("k")
+    cut.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=r"gemm\[3\]: missing 'k'"):
+        gpu_micro.parse(cut)
+
+
+# --- the fit --------------------------------------------------------------------------------------------------
+def synthetic_trace(truth: GpuParams) -> GpuMicroTrace:
+    """gpu-micro's full sweep with every time given by `truth` (no noise)."""
+    from simcluster.runner import gpu_micro as runner
+
+    gemm = [GemmSample(m, n, k, 1, "bf16", truth.gemm_time_s(m, n, k), role) for m, n, k, role in runner.gemm_shapes(False)]
+    gemm += [GemmSample(s, s, s, 1, "fp8", truth.gemm_time_s(s, s, s, "fp8"), "square") for s in runner.FP8_SQUARE]
+    attn = []
+    for h, g, d in runner.HEADS:
+        for s in runner.SEQS:
+            b = runner.ATTN_TOKENS // s
+            fwd = truth.attention_time_s(b, h, g, s, s, d)
+            attn.append(AttentionSample(b, h, g, s, s, d, True, "bf16", "fwd", fwd))
+            attn.append(AttentionSample(b, h, g, s, s, d, True, "bf16", "fwd_bwd", fwd + truth.attention_time_s(b, h, g, s, s, d, backward=True)))
+    mem = [MemorySample("copy", 2 * n, truth.memory_time_s(2 * n)) for n in runner.MEMORY_BYTES]
+    return GpuMicroTrace("synthetic", {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132, "memory_bytes": 85e9}, "", None,
+                         gemm, attn, mem, truth.launch_s, truth.launch_s)
+
+
+def test_fit_recovers_known_parameters():
+    sheet = fit.DATASHEETS["h100-sxm"]
+    truth = GpuParams("h100-sxm", dict(sheet.peak_flops), 2.9e12, 85e9, 7e-6, sm_count=132, tile_m=128, tile_n=256,
+                      gemm_efficiency={"bf16": 0.72, "fp8": 0.6}, gemm_k_ramp=80.0, wave_weight=0.4, gemm_launch_s=14e-6,
+                      attn_efficiency_fwd={64: 0.42, 128: 0.66}, attn_efficiency_bwd={64: 0.45, 128: 0.6},
+                      attn_seq_half_fwd=400.0, attn_seq_half_bwd=1500.0, memory_ramp_bytes=8e6, hbm_peak_Bps=sheet.hbm_peak_Bps)
+    got = fit.fit_gpu(synthetic_trace(truth))
+    assert (got.tile_m, got.tile_n) == (128, 256)
+    for name in ("gemm_k_ramp", "wave_weight", "gemm_launch_s", "attn_seq_half_fwd", "attn_seq_half_bwd", "hbm_bandwidth_Bps",
+                 "memory_ramp_bytes"):
+        assert getattr(got, name) == pytest.approx(getattr(truth, name), rel=0.02), name
+    assert got.gemm_efficiency["bf16"] == pytest.approx(0.72, rel=1e-3) and got.gemm_efficiency["fp8"] == pytest.approx(0.6, rel=1e-3)
+    for d in (64, 128):
+        assert got.attn_efficiency_fwd[d] == pytest.approx(truth.attn_efficiency_fwd[d], rel=1e-3)
+        assert got.attn_efficiency_bwd[d] == pytest.approx(truth.attn_efficiency_bwd[d], rel=1e-3)
+    assert got.hbm_capacity_bytes == 85e9 and got.launch_s == 7e-6
+
+
+def test_fit_refuses_quick_and_unknown_devices():
+    t = synthetic_trace(toy())
+    with pytest.raises(CalibrationError, match="--quick"):
+        fit.fit_gpu(dataclasses.replace(t, quick=True))
+    with pytest.raises(CalibrationError, match="no datasheet"):
+        fit.fit_gpu(dataclasses.replace(t, device={"name": "Some NPU"}))
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_calibrate_bundle_reproduces_the_shipped_card(gpu):
+    from simcluster.fit.bundle import calibrate_bundle
+
+    result = calibrate_bundle(BUNDLES[gpu])
+    name = f"gpu-{gpu}-sxm.yaml"
+    made = yaml.safe_load(result.documents[name])
+    shipped = yaml.safe_load((ROOT / f"models/gpu/{gpu}-sxm.yaml").read_text())
+    assert made["params"] == shipped["params"] and made["fit"] == shipped["fit"]
+    trace = made["provenance"]["traces"][0]
+    assert trace["sha256"] == shipped["provenance"]["traces"][0]["sha256"]
+    held = {(s["op"], s["set"]): s for s in made["fit"]["error"]}
+    assert held[("attention-fwd", "held out")]["mean_abs_error"] < 0.05   # the model's documented error, re-derived
+    assert held[("gemm-bf16", "held out >= 50us")]["mean_abs_error"] < 0.10
+
+
+def test_carried_card_keeps_curves_and_takes_the_datasheet():
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    b200 = fit.carry(h100, fit.DATASHEETS["b200"])
+    assert b200.sm_count == 148 and b200.peak_flops["bf16"] == 2.25e15 and b200.wave_weight == h100.wave_weight
+    assert b200.hbm_bandwidth_Bps / 8e12 == pytest.approx(h100.hbm_bandwidth_Bps / h100.hbm_peak_Bps)
+    shipped, _ = load_gpu(ROOT / "models/gpu/b200.yaml")
+    assert shipped.gemm_time_s(8192, 8192, 8192) == pytest.approx(b200.gemm_time_s(8192, 8192, 8192), rel=2e-3)
+
+
+# --- runner plans ----------------------------------------------------------------------------------------------
+def test_collect_plans_for_gpu_tools(tmp_path):
+    from simcluster.runner import plans
+
+    opts = plans.Options(llm_presets=("0.3b", "3b"), llm_shapes="2048:1,4096:2", gpus=2)
+    steps = plans.plan(["gpu-micro", "llm-step"], opts, tmp_path)
+    assert [s.run_id for s in steps] == ["gpu-micro", "0.3b-single", "3b-single"]
+    assert steps[1].argv[-6:] == ["--mode", "single", "--shapes", "2048:1,4096:2", "--steps", "10"]
+    assert all(s.env["NCCL_NVLS_ENABLE"] == "0" and str(ROOT) in s.env["PYTHONPATH"] for s in steps)
+    multi = plans.plan(["llm-step"], dataclasses.replace(opts, llm_modes=("fsdp",)), tmp_path)
+    assert multi[0].argv[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    for bad in (dict(llm_presets=("70b",)), dict(llm_shapes="2048x1"), dict(llm_modes=("pp",)),
+                dict(llm_modes=("tp",), gpus=1)):
+        with pytest.raises(SimclusterError) as err:
+            plans.plan(["llm-step"], dataclasses.replace(opts, **bad), tmp_path)
+        assert "\n" not in str(err.value)
+
+
+def test_llm_step_param_count_matches_the_built_model():
+    torch = pytest.importorskip("torch")
+    from simcluster.runner.llm_step import PRESETS, build, param_count
+
+    for tied in (True, False):
+        cfg = {**PRESETS["tiny"], "tied": tied}
+        model = build(torch, cfg, rope=True)
+        assert sum(p.numel() for p in model.parameters()) == param_count(**cfg)
+    assert abs(param_count(**PRESETS["1b"]) - 1.236e9) < 1e6      # Llama 3.2 1B's shape
+
+
+def test_gpu_params_reject_bad_values():
+    with pytest.raises(ValueError):
+        toy(wave_weight=1.5)
+    with pytest.raises(ValueError):
+        toy(attn_efficiency_fwd={128: 1.2})
+    with pytest.raises(ModelCardError):
+        gpu_params({"name": "x", "params": {"peak_flops": {}}}, "card.yaml")
