@@ -283,3 +283,33 @@ def test_scenario_job_reads(tmp_path):
     sc = load(path)
     r = predict_llm_job(sc.machine, sc.jobs[0], trace=True)
     assert r.gpus == 8 and r.fits and r.timeline["traceEvents"]
+
+
+# --- host-bound eager steps ----------------------------------------------------------------------------------
+def test_issue_bound_is_gpu_time_or_host_time_whichever_paces():
+    import numpy as np
+
+    from simcluster.llm import host
+
+    assert host.issue_bound_s(np.array([1.0, 1.0, 1.0]), 0.1) == pytest.approx(0.1 + 3.0)    # GPU-bound: first issue + work
+    assert host.issue_bound_s(np.array([0.01] * 4), 1.0) == pytest.approx(4.0 + 0.01)       # host-bound: last issue + its kernel
+    # a long kernel early hides the host issuing the short ones behind it
+    assert host.issue_bound_s(np.array([5.0, 0.1, 0.1]), 1.0) == pytest.approx(1.0 + 5.2)
+
+
+def test_fit_host_recovers_a_line():
+    from simcluster.llm import host
+
+    c, a = host.fit_host([(2, 0.001 + 2 * 50 * 2e-5), (8, 0.001 + 8 * 50 * 2e-5), (32, 0.001 + 32 * 50 * 2e-5)], 50)
+    assert c == pytest.approx(2e-5) and a == pytest.approx(0.001)
+
+
+def test_host_cost_slows_a_small_model_and_lands_in_other(h100):
+    from dataclasses import replace
+
+    small = TransformerSpec(4, 256, 704, 4, 2, 1000, 256)
+    net = comm.Network(None, 1)
+    fast = predict_llm(small, ParallelSpec(), BatchSpec(1, 1), h100, net, 1, framework=TORCH_AMP)
+    slow = predict_llm(small, ParallelSpec(), BatchSpec(1, 1), h100, net, 1, framework=replace(TORCH_AMP, host_kernel_s=50e-6))
+    assert slow.step_time_s > fast.step_time_s
+    assert slow.breakdown["other"] - fast.breakdown["other"] == pytest.approx(slow.step_time_s - fast.step_time_s)

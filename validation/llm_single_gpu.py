@@ -3,8 +3,10 @@
 Every `llm-step` run (mode single) of the bundles below is predicted from its architecture, sequence length
 and micro-batch alone, on the GPU card of the GPU it ran on, with the torch-amp framework (the runner's own:
 fp32 weights under bf16 autocast, fused AdamW; simcluster.llm.spec.TORCH_AMP). The GPU cards are fitted on
-gpu-micro micro-benchmarks only (their provenance is printed), never on these steps, so every row is held
-out. Step time: the median of the timed steps; memory: torch.cuda.max_memory_allocated against the model's
+gpu-micro micro-benchmarks only (their provenance is printed), never on these steps, and the eager host cost
+per kernel on separate hidden-128 decoders of 2-32 layers (calibration/llm-host-2026-11-23, the same kind of
+machine), so every row is held out. The GPU-only column drops the host model, to show what it adds.
+Step time: the median of the timed steps; memory: torch.cuda.max_memory_allocated against the model's
 allocated peak (no CUDA context or workspaces). Shapes that ran out of memory are listed with the
 prediction's `fits`.
     python validation/llm_single_gpu.py [BUNDLE ...]
@@ -15,25 +17,45 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import host  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
-BUNDLES = {"calibration/h100x1-gpu-2026-11-23": "models/gpu/h100-sxm.yaml",
-           "calibration/h200x1-gpu-2026-11-23": "models/gpu/h200-sxm.yaml"}
+BUNDLES = {"calibration/h100x1-gpu-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100"),
+           "calibration/h200x1-gpu-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200")}
+HOST = ROOT / "calibration" / "llm-host-2026-11-23"   # eager host cost, measured on hidden-128 decoders (device_run.sh)
+
+
+def host_framework(label: str) -> tuple[FrameworkSpec, str]:
+    """TORCH_AMP with the host cost per kernel and per step fitted on this GPU machine's tiny-decoder steps
+    (2-32 layers, hidden 128: GPU work negligible); none of the validated shapes is among them."""
+    points, kernels = [], None
+    for path in sorted(HOST.glob(f"{label}-L*.json")):
+        doc = json.loads(path.read_text())
+        for shape in doc["shapes"]:
+            if shape["status"] == "ok":
+                tiny = model_of(doc, shape["seq"])
+                kernels = host.layer_kernels(tiny, ParallelSpec(), BatchSpec(shape["micro_batch"], shape["micro_batch"]), TORCH_AMP)
+                points.append((doc["model"]["layers"], shape["median_step_s"]))
+    if not points:
+        return TORCH_AMP, "no host measurement: GPU-bound only"
+    c, a = host.fit_host(points, kernels)
+    return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step ({len(points)} tiny steps)"
 
 
 def runs(bundle: Path) -> list[dict]:
     """The llm-step documents of a bundle (each run's stdout is one JSON document)."""
     out = []
-    for stdout in sorted((bundle / "llm-step").glob("*/stdout")):
+    for stdout in sorted((bundle / "llm-step").glob("*/stdout.txt")):
         text = stdout.read_text().strip()
         if not text:
             continue
@@ -54,7 +76,7 @@ def model_of(doc: dict, seq: int) -> TransformerSpec:
                            tied_embeddings=bool(m["tied"]))
 
 
-def rows(bundle: Path, card: Path) -> list[dict]:
+def rows(bundle: Path, card: Path, fw: FrameworkSpec) -> list[dict]:
     gpu, _ = load_gpu(card)
     net = Network(None, 1)
     out = []
@@ -68,13 +90,16 @@ def rows(bundle: Path, card: Path) -> list[dict]:
             batch = BatchSpec(mb, mb, "bf16")
             row = {"gpu": gpu.name, "preset": doc["model"].get("preset"), "params_B": model.parameter_count() / 1e9,
                    "seq": seq, "mb": mb, "status": shape["status"]}
-            mem = memory_per_gpu(model, ParallelSpec(), batch, gpu.hbm_capacity_bytes, TORCH_AMP)
+            mem = memory_per_gpu(model, ParallelSpec(), batch, gpu.hbm_capacity_bytes, fw)
             row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
             if shape.get("max_memory_allocated_bytes"):
                 row["meas_mem_GiB"] = shape["max_memory_allocated_bytes"] / GiB
             if shape["status"] == "ok":
-                r = predict_llm(model, ParallelSpec(), batch, gpu, net, 1, trace=False, framework=TORCH_AMP)
+                r = predict_llm(model, ParallelSpec(), batch, gpu, net, 1, trace=False, framework=fw)
+                gpu_only = predict_llm(model, ParallelSpec(), batch, gpu, net, 1, trace=False,
+                                       framework=replace(fw, host_kernel_s=0.0, host_step_s=0.0))
                 row["pred_ms"], row["meas_ms"] = r.step_time_s * 1e3, shape["median_step_s"] * 1e3
+                row["gpu_only_ms"] = gpu_only.step_time_s * 1e3
             out.append(row)
     return out
 
@@ -84,31 +109,36 @@ def pct(pred: float, meas: float) -> float:
 
 
 def main(argv: list[str]) -> int:
-    bundles = {Path(b): Path(BUNDLES.get(b.rstrip("/"), "")) for b in argv} if argv else {Path(b): Path(c) for b, c in BUNDLES.items()}
-    for bundle, card in bundles.items():
-        bundle, card = ROOT / bundle if not bundle.is_absolute() else bundle, ROOT / card
+    chosen = {b.rstrip("/"): BUNDLES[b.rstrip("/")] for b in argv} if argv else BUNDLES
+    for name, (card, label) in chosen.items():
+        bundle, card = ROOT / name, ROOT / card
         if not (bundle / "llm-step").is_dir():
             print(f"{bundle.relative_to(ROOT) if bundle.is_relative_to(ROOT) else bundle}: no llm-step runs (not measured yet)\n")
             continue
         prov = load_gpu(card)[1].get("provenance", {})
+        fw, how = host_framework(label)
         print(f"== {bundle.name} on card {card.relative_to(ROOT)} (card provenance: {json.dumps(prov)[:200]})")
-        print(f"{'preset':>6} {'params':>7} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} "
+        print(f"   framework torch-amp, {how}")
+        print(f"{'preset':>6} {'params':>7} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'GPU-only':>9} {'err %':>7} "
               f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
-        t_err, m_err = [], []
-        for r in rows(bundle, card):
+        t_err, g_err, m_err = [], [], []
+        for r in rows(bundle, card, fw):
             if r["status"] != "ok":
-                print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} "
+                print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} {'':>9} {'':>7} "
                       f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} predicted fits: {r['fits']}")
                 continue
-            te = pct(r["pred_ms"], r["meas_ms"])
+            te, ge = pct(r["pred_ms"], r["meas_ms"]), pct(r["gpu_only_ms"], r["meas_ms"])
+            g_err.append(abs(ge))
             me = pct(r["pred_mem_GiB"], r["meas_mem_GiB"]) if "meas_mem_GiB" in r else float("nan")
             t_err.append(abs(te))
             if me == me:
                 m_err.append(abs(me))
             print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {r['meas_ms']:>9.1f} {r['pred_ms']:>9.1f} {te:>+7.1f} "
+                  f"{r['gpu_only_ms']:>9.1f} {ge:>+7.1f} "
                   f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} {me:>+7.1f}")
         if t_err:
-            print(f"step time: mean |error| {statistics.mean(t_err):.1f}%, max {max(t_err):.1f}% over {len(t_err)} shapes (held out)")
+            print(f"step time: mean |error| {statistics.mean(t_err):.1f}%, max {max(t_err):.1f}% over {len(t_err)} shapes (held out); "
+                  f"GPU-bound only (no host model): mean {statistics.mean(g_err):.1f}%, max {max(g_err):.1f}%")
         if m_err:
             print(f"memory:    mean |error| {statistics.mean(m_err):.1f}%, max {max(m_err):.1f}% over {len(m_err)} shapes (held out)")
         print()

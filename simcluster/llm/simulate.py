@@ -25,7 +25,7 @@ import simpy
 
 from simcluster.engine import Simulation
 
-PARTS = ("compute", "tp", "cp", "ep", "dp")
+PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
     log = pipe.logs[crit]
     breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
                  "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
-                 "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s, "other": log.optimizer_s}
+                 "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s, "other": log.optimizer_s + log.busy["host"]}
     return IterationResult(ends[crit], crit, breakdown, ends, sim.events_processed, tuple(pipe.timeline))
 
 

@@ -238,6 +238,8 @@ class FrameworkSpec:
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
     logit_bytes: float = 6.0          # bytes per logit held for the loss (bf16 logits + fp32 copy ...)
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
+    host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
+    host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
 
 
 MEGATRON = FrameworkSpec("megatron")

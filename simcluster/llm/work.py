@@ -19,14 +19,16 @@ one kernel per weight).
 
 from __future__ import annotations
 
-from simcluster.llm import comm, ops
+import numpy as np
+
+from simcluster.llm import comm, host, ops
 from simcluster.llm.memory import stage_params
-from simcluster.llm.simulate import PipelineWork, StageWork, Task
+from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
 
 
 def _task(**parts) -> Task:
-    full = dict.fromkeys(("compute", "tp", "cp", "ep", "dp"), 0.0)
+    full = dict.fromkeys(PARTS, 0.0)
     full.update(parts)
     return Task(sum(full.values()), full)
 
@@ -38,6 +40,16 @@ def _add(a: Task, b: Task) -> Task:
 
 def _scale(a: Task, k: float) -> Task:
     return Task(a.duration_s * k, {p: v * k for p, v in a.parts.items()})
+
+
+def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, layer_ops, layers: int, after) -> Task:
+    """The task's compute when the host issues its kernels one at a time (llm/host.py); the excess over the
+    GPU-bound compute is the 'host' part."""
+    seq = [host.kernel_times(gpu, before + casts, dtype)] + [host.kernel_times(gpu, layer_ops, dtype)] * layers
+    seq.append(host.kernel_times(gpu, after, dtype))
+    issued = host.issue_bound_s(np.concatenate(seq), fw.host_kernel_s)
+    excess = max(0.0, issued - task.parts["compute"])
+    return _add(task, _task(host=excess)) if excess > 0 else task
 
 
 def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
@@ -55,6 +67,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel
+    emb_fwd, emb_bwd = ops.embedding_forward(model, par, batch, fw), ops.embedding_backward(model, par, batch, fw)
+    head_fwd, head_bwd = ops.head_forward(model, par, batch, fw), ops.head_backward(model, par, batch, fw)
     emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch, fw), dtype),
                   tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch, fw), dtype),
@@ -93,14 +107,20 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size)]
                 gathers.append(comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                                if par.zero in (1, 2) else 0.0)
+            casts = []
             if fw.cast_bytes:  # autocast: every weight cast to bf16 in the forward, its gradient up-cast in the backward
-                kernels = 7 * layers_per_chunk + 1
-                cast = ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)
-                f, b = _add(f, _task(compute=ops.op_time_s(gpu, cast, dtype))), _add(b, _task(compute=ops.op_time_s(gpu, cast, dtype)))
+                kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
+                casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
+                f, b = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype))), _add(b, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
+            if fw.host_kernel_s > 0:  # eager: the host issues every kernel; the slower of host and GPU sets the pace
+                f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, layers_per_chunk,
+                                (head_fwd if vs == last_vs else []))
+                b = _host_bound(b, gpu, dtype, fw, casts, (head_bwd if vs == last_vs else []), bwd_ops, layers_per_chunk,
+                                (emb_bwd if vs == 0 else []))
             fwd.append(f)
             bwd.append(b)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (max(1, par.dp // par.ep) if par.zero >= 1 else 1)
-        opt = gpu.memory_time_s(fw.adam_bytes * updated)
+        opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g))

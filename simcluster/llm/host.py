@@ -1,0 +1,53 @@
+"""Host-bound steps: eager frameworks issue every kernel from the CPU, one after the other.
+
+The host issues kernel k at k c (c = host seconds per kernel); the GPU runs it when it is issued and the
+previous kernel is done, so a sequence of kernels with GPU times t_1..t_n ends at
+    T = max_k ( k c + sum_{j >= k} t_j )          (k = 1..n)
+the GPU-bound time sum t_j when c is small, the issue time n c when the kernels are short. c and a fixed
+per-step host cost are the framework's (spec.FrameworkSpec.host_kernel_s, host_step_s), measured on the same
+host with a model whose GPU work is negligible: step(L) = a + L k_layer c for L layers of k_layer kernels
+(fit_host; calibration/llm-host-2026-11-23). Megatron-style runs (CUDA graphs or enough work per kernel)
+keep c = 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcluster.llm import ops
+from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+
+
+def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:
+    """GPU time of every kernel of the ops, in issue order (an op of count n is n equal kernels)."""
+    per = [ops.op_time_s(gpu, o, dtype) / o.count for o in op_list]
+    return np.repeat(np.array(per, dtype=float), [o.count for o in op_list])
+
+
+def issue_bound_s(times: np.ndarray, host_kernel_s: float) -> float:
+    """End of the last kernel when the host issues one every host_kernel_s (see the module docstring)."""
+    if len(times) == 0:
+        return 0.0
+    suffix = np.cumsum(times[::-1])[::-1]
+    return float(np.max(host_kernel_s * np.arange(1, len(times) + 1) + suffix))
+
+
+def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:
+    """Kernels of one layer's forward and backward (with autocast, one cast per weight matrix each way)."""
+    fwd, bwd = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
+    casts = 2 * weight_matrices(model, fw) if fw.cast_bytes else 0
+    return sum(o.count for o in fwd + bwd) + casts
+
+
+def weight_matrices(model: TransformerSpec, fw: FrameworkSpec) -> int:
+    return (2 if fw.fused_qkv else 4) + model.mlp_matrices
+
+
+def fit_host(points: list[tuple[int, float]], kernels_per_layer: int) -> tuple[float, float]:
+    """Least-squares step(L) = a + L k c over (layers, step seconds) points: (c, a)."""
+    layers = np.array([p[0] for p in points], dtype=float)
+    steps = np.array([p[1] for p in points], dtype=float)
+    if len(set(layers)) < 2:
+        raise ValueError("fit_host needs steps at two or more layer counts")
+    slope, intercept = np.polyfit(layers, steps, 1)
+    return float(slope / kernels_per_layer), float(intercept)
