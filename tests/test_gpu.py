@@ -221,8 +221,10 @@ def test_fit_refuses_quick_and_unknown_devices():
     t = synthetic_trace(toy())
     with pytest.raises(CalibrationError, match="--quick"):
         fit.fit_gpu(dataclasses.replace(t, quick=True))
-    with pytest.raises(CalibrationError, match="no datasheet"):
-        fit.fit_gpu(dataclasses.replace(t, device={"name": "Some NPU"}))
+    for name in ("Some NPU", "NVIDIA H100 PCIe", "NVIDIA H100 NVL"):
+        with pytest.raises(CalibrationError, match="no datasheet"):
+            fit.fit_gpu(dataclasses.replace(t, device={"name": name}))
+    assert fit.datasheet_for("NVIDIA H100 80GB HBM3").name == "h100-sxm" and fit.datasheet_for("NVIDIA H200").name == "h200-sxm"
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])

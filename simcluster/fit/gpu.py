@@ -69,10 +69,11 @@ DATASHEETS = {
 def datasheet_for(device_name: str) -> Datasheet:
     """The datasheet of a device name as torch reports it ('NVIDIA H100 80GB HBM3', 'NVIDIA H200')."""
     name = device_name.lower()
-    for key, sheet in (("h200", "h200-sxm"), ("h100", "h100-sxm"), ("a100", "a100-sxm-80gb"), ("b200", "b200")):
-        if key in name:
-            return DATASHEETS[sheet]
-    raise CalibrationError(f"no datasheet for device {device_name!r}", hint=f"known: {', '.join(DATASHEETS)}")
+    if not any(form in name for form in ("pcie", "nvl", "40gb", "h800", "a800")):   # other parts share the family name
+        for key, sheet in (("h200", "h200-sxm"), ("h100", "h100-sxm"), ("a100", "a100-sxm-80gb"), ("b200", "b200")):
+            if key in name:
+                return DATASHEETS[sheet]
+    raise CalibrationError(f"no datasheet for device {device_name!r}", hint=f"known: {', '.join(DATASHEETS)} (SXM parts)")
 
 
 # --- the fit / held-out split ------------------------------------------------------------------------------
