@@ -99,8 +99,10 @@ def spec_of(run: dict, defaults: dict) -> tuple[tuple | None, str, list[str]]:
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], kv, m["vocab"], m["seq"],
                             tied_embeddings=mlp == "gelu", mlp=mlp)
     recompute = pick(p, "recompute", "none")
-    par = ParallelSpec(p["tp"], p["pp"], p.get("dp") or 1, p.get("cp") or 1, p.get("ep") or 1, int(pick(p, "zero", 0)),
-                       int(pick(p, "virtual_stages", 1)), recompute if recompute in ("none", "selective", "full") else "none",
+    v = int(pick(p, "virtual_stages", 1)) if p["pp"] > 1 else 1
+    zero = int(pick(p, "zero", 0))
+    recompute = recompute if recompute in ("none", "selective", "full") else "none"
+    par = ParallelSpec(p["tp"], p["pp"], p.get("dp") or 1, p.get("cp") or 1, p.get("ep") or 1, zero, v, recompute,
                        bool(pick(p, "sequence_parallel", p["tp"] > 1)) and p["tp"] > 1)
     precision = "fp8" if str(b.get("precision", "")).lower().startswith("fp8") else "bf16"
     batch = BatchSpec(b["global_batch"], int(pick(b, "micro_batch", 1)), precision)
@@ -122,7 +124,10 @@ def compare(path: Path) -> list[dict]:
     for i, run in enumerate(doc.get("runs", [])):
         row = {"file": path.name, "row": i, "model": run["model"].get("name"), "gpus": run.get("gpus")}
         machine, why = machine_for(doc["system"]["gpu"], run["gpus"])
-        spec, why2, used = spec_of(run, defaults) if machine else (None, why, [])
+        try:
+            spec, why2, used = spec_of(run, defaults) if machine else (None, why, [])
+        except SimclusterError as exc:
+            spec, why2, used = None, exc.one_line(), []
         row["assumed"] = ", ".join(used)
         if spec is None:
             out.append({**row, "skipped": why2 or why})
@@ -173,6 +178,14 @@ def main(argv: list[str]) -> int:
         fit = "" if r["fits"] else f" (predicted OOM: {r['mem_GiB']} GiB)"
         print(f"{src:<44} {str(r['model'])[:20]:<20} {r['gpus']:>6} {r['parallel']:<26} {r['metric']:<18} {r['measured']:>11.4g} "
               f"{r['predicted']:>11.4g} {r['error_pct']:>+7.1f}  {r['assumed']}{fit}")
+    by_file: dict[str, list[float]] = {}
+    for r in rows:
+        if "error_pct" in r:
+            by_file.setdefault(r["file"], []).append(abs(r["error_pct"]))
+    print()
+    for name, errs in by_file.items():
+        print(f"{name:<52} {len(errs):>3} runs  mean |error| {statistics.mean(errs):6.1f}%  max {max(errs):6.1f}%  "
+              f"within 10%: {sum(e <= 10 for e in errs)}")
     if errors:
         within = sum(e <= 10 for e in errors)
         print(f"\n{len(errors)} runs compared: mean |error| {statistics.mean(errors):.1f}%, median {statistics.median(errors):.1f}%, "
