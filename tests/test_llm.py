@@ -216,7 +216,7 @@ def test_prediction_is_deterministic_and_consistent(h100, node):
     assert a.to_json() == b.to_json()
     assert sum(a.breakdown.values()) == pytest.approx(a.step_time_s)
     assert a.tokens_per_s == pytest.approx(16 * 8192 / a.step_time_s)
-    assert 0 < a.mfu < 1 and a.tflops_per_gpu == pytest.approx(a.mfu * 989.4)
+    assert 0 < a.mfu < 1 and a.tflops_per_gpu == pytest.approx(a.mfu * h100.peak_flops["bf16"] / 1e12)
 
 
 def test_groups_are_placed_tp_innermost(h100, node):
