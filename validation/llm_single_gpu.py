@@ -31,7 +31,8 @@ from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
 BUNDLES = {"calibration/h100x1-gpu-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100"),
-           "calibration/h200x1-gpu-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200")}
+           "calibration/h200x1-gpu-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200"),
+           "calibration/h200x1-gpu-2026-11-23/rep2": ("models/gpu/h200-sxm.yaml", "h200")}
 HOST = ROOT / "calibration" / "llm-host-2026-11-23"   # eager host cost, measured on hidden-128 decoders (device_run.sh)
 
 
@@ -110,6 +111,7 @@ def pct(pred: float, meas: float) -> float:
 
 def main(argv: list[str]) -> int:
     chosen = {b.rstrip("/"): BUNDLES[b.rstrip("/")] for b in argv} if argv else BUNDLES
+    by_gpu: dict[str, dict] = {}
     for name, (card, label) in chosen.items():
         bundle, card = ROOT / name, ROOT / card
         if not (bundle / "llm-step").is_dir():
@@ -123,6 +125,8 @@ def main(argv: list[str]) -> int:
               f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
         t_err, g_err, m_err = [], [], []
         for r in rows(bundle, card, fw):
+            if r["status"] == "ok":
+                by_gpu.setdefault(label, {}).setdefault((r["preset"], r["seq"], r["mb"]), (r["meas_ms"], r["pred_ms"]))
             if r["status"] != "ok":
                 print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} {'':>9} {'':>7} "
                       f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} predicted fits: {r['fits']}")
@@ -142,7 +146,24 @@ def main(argv: list[str]) -> int:
         if m_err:
             print(f"memory:    mean |error| {statistics.mean(m_err):.1f}%, max {max(m_err):.1f}% over {len(m_err)} shapes (held out)")
         print()
+    cross(by_gpu)
     return 0
+
+
+def cross(by_gpu: dict[str, dict]) -> None:
+    """The what-if across GPUs: H100 time / H200 time of each shape measured on both, predicted vs measured."""
+    if not {"h100", "h200"} <= set(by_gpu):
+        return
+    common = sorted(set(by_gpu["h100"]) & set(by_gpu["h200"]), key=lambda k: (k[0], k[1] * k[2], k[1]))
+    print("== H100 -> H200: step time ratio H100 / H200 of the same shape (each GPU on its own card and host)")
+    print(f"{'preset':>6} {'seq':>5} {'mb':>3} {'measured':>9} {'predicted':>9} {'err %':>7}")
+    errs = []
+    for key in common:
+        (m1, p1), (m2, p2) = by_gpu["h100"][key], by_gpu["h200"][key]
+        err = pct(p1 / p2, m1 / m2)
+        errs.append(abs(err))
+        print(f"{key[0]:>6} {key[1]:>5} {key[2]:>3} {m1 / m2:>9.3f} {p1 / p2:>9.3f} {err:>+7.1f}")
+    print(f"speed-up ratio: mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}% over {len(errs)} shapes")
 
 
 if __name__ == "__main__":
