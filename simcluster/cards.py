@@ -40,6 +40,28 @@ def _get(doc: dict, key: str, where: str, parse=None):
     return strict.field(doc, key, where, parse, ModelCardError)
 
 
+def _params(card: dict, where: str, allowed: set[str]) -> dict:
+    """A card's params, refusing a key the model does not read (a typo would otherwise be ignored)."""
+    return strict.known_keys(_get(card, "params", where), allowed, f"{where}: params", ModelCardError)
+
+
+def _positive(parse):
+    return lambda v: strict.positive(parse(v))
+
+
+def _fraction(v) -> float:
+    value = float(v)
+    if not 0 < value <= 1:
+        raise ValueError("expected a fraction in (0, 1]")
+    return value
+
+
+def _count(v) -> int:
+    if isinstance(v, bool) or int(v) != v or not 1 <= int(v) <= 2**20:
+        raise ValueError("expected a whole number >= 1")
+    return int(v)
+
+
 def load_card(path: str | Path, kind: str | None = None) -> dict:
     """Read a card and check its top-level keys; `kind` asserts what it must be."""
     doc = load_yaml(path)
@@ -76,12 +98,14 @@ def dump_card(card: dict) -> str:
 
 
 def nic_params(card: dict, where: str) -> NicParams:
-    params = _get(card, "params", where)
+    params = _params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
+                                   "message_size"})
     key = f"{where}: params"
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
         raise ModelCardError(f"params.transport: {transport!r} is not one of {', '.join(TRANSPORTS)}", where=where)
-    return NicParams(transport, _get(params, "line_rate", key, parse_bandwidth), float(_get(params, "efficiency", key)),
+    return NicParams(transport, _get(params, "line_rate", key, _positive(parse_bandwidth)),
+                     _get(params, "efficiency", key, _fraction),
                      _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
                      _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
                      _get(params, "message_size", key, parse_size))
@@ -103,14 +127,15 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     """An in-network aggregation switch card (kind: aggregation)."""
     card = load_card(path, kind="aggregation")
     where = str(path)
-    p = _get(card, "params", where)
+    p = _params(card, where, {"forwarding", "line_rate", "op_latency", "aggregation_rate", "buffer", "threshold_frames",
+                              "frame_payload", "frame_wire"})
     key = f"{where}: params"
     forwarding = _get(p, "forwarding", key)
     if forwarding not in FORWARDING:
         raise ModelCardError(f"params.forwarding: {forwarding!r} is not one of {', '.join(FORWARDING)}", where=where)
     params = AggregationParams(
-        forwarding, _get(p, "line_rate", key, parse_bandwidth), _get(p, "op_latency", key, parse_time),
-        _get(p, "aggregation_rate", key, parse_bandwidth), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
+        forwarding, _get(p, "line_rate", key, _positive(parse_bandwidth)), _get(p, "op_latency", key, parse_time),
+        _get(p, "aggregation_rate", key, _positive(parse_bandwidth)), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
         int(p.get("threshold_frames", 1)), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
         _get({"frame_wire": "1538B", **p}, "frame_wire", key, parse_size))
     return params, card
@@ -136,7 +161,8 @@ def load_training(path: str | Path):
 
     card = load_card(path, kind="training-step")
     where = str(path)
-    p = _get(card, "params", where)
+    p = _params(card, where, {"model", "image", "batch_per_gpu", "step", "host", "gpu", "phases", "bucket_cap", "grad_bytes",
+                              "step_samples"})
     key = f"{where}: params"
     phases = _get(p, "phases", key)
     try:
@@ -164,10 +190,10 @@ def load_ddp(path: str | Path):
 
     card = load_card(path, kind="ddp")
     where = str(path)
-    p = _get(card, "params", where)
+    p = _params(card, where, {"host_per_tensor", "gpu_per_tensor", "overlap_slowdown"})
     key = f"{where}: params"
     return DdpParams(_get(p, "host_per_tensor", key, parse_time), _get(p, "gpu_per_tensor", key, parse_time),
-                     float(_get(p, "overlap_slowdown", key))), card
+                     _get(p, "overlap_slowdown", key, lambda v: strict.non_negative(float(v)))), card
 
 
 def load_nvme(path: str | Path):
@@ -175,25 +201,26 @@ def load_nvme(path: str | Path):
 
     card = load_card(path, kind="nvme")
     where = str(path)
-    p = _get(card, "params", where)
+    p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth"})
     key = f"{where}: params"
-    bw = _get(p, "bandwidth", key, parse_bandwidth)
-    return NvmeParams(_get(p, "service_time", key, parse_time), float(_get(p, "sigma", key)), int(_get(p, "parallelism", key)),
+    bw = _get(p, "bandwidth", key, _positive(parse_bandwidth))
+    return NvmeParams(_get(p, "service_time", key, _positive(parse_time)), _get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
+                      _get(p, "parallelism", key, _count),
                       bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
-                               parse_bandwidth)), card
+                               _positive(parse_bandwidth))), card
 
 
 def load_nvls(path: str | Path) -> tuple[dict[int, float], float, dict]:
     """An NVLink SHARP card (kind: nvls): all_reduce algbw by GPUs per node (bytes/s), and a latency."""
     card = load_card(path, kind="nvls")
     where = str(path)
-    p = _get(card, "params", where)
+    p = _params(card, where, {"allreduce_algbw", "latency"})
     key = f"{where}: params"
     table = _get(p, "allreduce_algbw", key)
     if not isinstance(table, dict) or not table:
         raise ModelCardError("params.allreduce_algbw: expected a mapping of GPUs per node -> bandwidth", where=where)
     try:
-        algbw = {int(k): parse_bandwidth(v) for k, v in table.items()}
+        algbw = {int(k): strict.positive(parse_bandwidth(v)) for k, v in table.items()}
     except (ValueError, UnitError) as exc:
         raise ModelCardError(f"params.allreduce_algbw: {exc}", where=where) from None
     return algbw, _get(p, "latency", key, parse_time), card

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from simcluster import __version__
+from simcluster.collectives.fabric import ALGORITHMS
 from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
@@ -337,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
     c.add_argument("--card", help="a collective card (one node); or use --scenario")
     c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
-    c.add_argument("--algorithm", choices=("ring", "tree", "hierarchical", "in-network", "nvls-tree"),
+    c.add_argument("--algorithm", choices=ALGORITHMS,
                    help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
     c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
                    "alltoall (nccl-tests' names also work)")

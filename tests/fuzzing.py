@@ -42,8 +42,7 @@ def seeds() -> list[Seed]:
         out += [Seed(p, f"{kind}-card") for p in sorted((ROOT / "models" / kind).glob("*.yaml")) if "op-profile" not in p.name]
     out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}.txt", "nccl-log")
             for op in ("all_reduce", "all_gather", "sendrecv")]
-    out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "seed000-100gbe-roce-tcp").rglob("*qperf*"))
-            if p.is_file()][:2]
+    out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "local-2026-11-22" / "qperf").glob("*/stdout.txt"))][:2]
     return [s for s in out if s.path.is_file()]
 
 

@@ -122,13 +122,13 @@ def test_nvme_iops_and_bandwidth_ceilings():
 
 
 def test_real_dlio_runs_predicted_from_separate_calibration():
-    """bench/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
+    """validation/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
     calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors:
     throughput -6.8%, -13.9%, -0.5%; AU -8.9, -12.9, -7.9 points. Stated bounds: 15% and 15 points."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "storage_validation.py")], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, str(ROOT / "validation" / "storage_validation.py")], capture_output=True, text=True,
                          check=True).stdout
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("unet3d_h100-")]
     assert len(rows) == 3

@@ -48,7 +48,7 @@ def test_buckets_follow_ddp_rules():
 
 
 def _validation() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "training_validation.py"), str(BUNDLE)],
+    done = subprocess.run([sys.executable, str(ROOT / "validation" / "training_validation.py"), str(BUNDLE)],
                           capture_output=True, text=True, check=True)
     return done.stdout
 
@@ -136,7 +136,7 @@ def test_tcp_transport_and_data_loader_contend_for_host_cores(tmp_path, capsys):
 def test_ddp_card_from_repeats_predicts_another_session():
     """models/training/ddp-h200x4.yaml is fitted on the noise session's repeats; the interleaved session
     (another machine and day) is held out: measured mean |error| 4.9%, max 10.4%."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "validation"))
     import training_noise as tn
 
     from simcluster.cards import load_collective, load_ddp
@@ -168,7 +168,7 @@ def test_paired_session_held_out_and_leave_one_repeat_out():
     """calibration/h200x4-ddp-paired-2026-11-22: each 2-/4-GPU step predicted from the plain steps timed in the
     same processes (measured: mean |error| 5.7%, max 13.7%; ResNet-50 within 2.4%), and the DDP card refitted on
     two repeats predicting the third (4.9%, max 15.1%)."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "validation"))
     import training_noise as tn
 
     from simcluster.cards import load_collective, load_ddp
@@ -189,7 +189,7 @@ def test_slowest_rank_paces_the_step_held_out():
     """Each step predicted from every rank's plain steps (measured: leave one repeat out 1.7%, max 5.7%; leave one
     model out 1.8%, max 6.1%; another 2 x H200 machine, NVLink and socket, card fitted on the 4 x H200 session:
     4.4%, max 12.9%, against 5.6% from rank 0's plain steps alone)."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "validation"))
     import training_noise as tn
 
     from simcluster.cards import load_collective, load_ddp

@@ -33,7 +33,6 @@ from simcluster.hardware.switch import AggregationParams
 from simcluster.network.fabric import Fabric
 from simcluster.network.sharing import max_min_rates
 
-ALGORITHMS = ("ring", "tree", "hierarchical", "in-network", "nvls-tree")
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
 
 
@@ -122,50 +121,130 @@ def _nvlink_rate(cluster: Cluster) -> float:
     return predict(cluster.intra, "all_reduce", LARGE, g).busbw_Bps
 
 
+@dataclass(frozen=True)
+class FabricCall:
+    """One collective call across nodes, with the rates every algorithm prices it from."""
+
+    cluster: Cluster
+    op: str
+    size_bytes: float
+    b_net: float               # a node's network rate on the ring step (sum over rails), bytes/s
+    b_nvl: float               # the NVLink busbw of a large all_reduce inside a node, bytes/s
+    l_nic: float               # one network hop: NIC latency + path latency, s
+    flows: RingFlows
+
+    @property
+    def n(self) -> int:
+        return self.cluster.ranks
+
+    @property
+    def nodes(self) -> int:
+        return self.cluster.nodes
+
+    @property
+    def base(self) -> float:
+        return self.cluster.intra.base_latency_s
+
+    @property
+    def intra_step(self) -> float:
+        return self.cluster.intra.simple_step_latency_s
+
+
+class Ring:
+    """T = base + busbw bytes / min(B_nvl, B_net) + steps x max(l_nic, intra step): every op."""
+
+    name = "ring"
+
+    def applies(self, call: FabricCall) -> bool:
+        return True
+
+    def time(self, call: FabricCall) -> tuple[float, dict]:
+        steps = 2 * (call.n - 1) if call.op == "all_reduce" else max(1, call.n - 1)
+        rate = min(call.b_nvl, call.b_net)
+        t = call.base + bus_factor(call.op, call.n) * call.size_bytes / rate + steps * max(call.l_nic, call.intra_step)
+        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net}
+
+
+class Tree:
+    """NCCL's double binary tree across nodes (all_reduce): the busiest node moves w_N S on its NICs."""
+
+    name = "tree"
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "all_reduce" and call.nodes >= 2
+
+    def time(self, call: FabricCall) -> tuple[float, dict]:
+        load = tree_node_load(call.nodes)
+        t = (call.base + max(2 * call.size_bytes / call.b_nvl, load * call.size_bytes / call.b_net)
+             + 2 * math.log2(call.nodes) * call.l_nic + call.cluster.gpus_per_node * call.intra_step)
+        return t, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load}
+
+
+class Hierarchical:
+    """reduce_scatter inside the node, a ring of the node's shard across nodes, all_gather inside (all_reduce)."""
+
+    name = "hierarchical"
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "all_reduce" and call.nodes >= 2
+
+    def time(self, call: FabricCall) -> tuple[float, dict]:
+        rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
+        g, nodes = call.cluster.gpus_per_node, call.nodes
+        t_net = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g) + 2 * (nodes - 1) * call.l_nic
+        return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag}
+
+
+class NvlsTree:
+    """NVLink SHARP inside the node pipelined with the inter-node tree (all_reduce, a machine with an NVLS card)."""
+
+    name = "nvls-tree"
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.nvls is not None
+
+    def time(self, call: FabricCall) -> tuple[float, dict]:
+        nvls_bw, nvls_lat = call.cluster.nvls
+        load = tree_node_load(call.nodes)
+        t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net)
+             + 2 * math.log2(call.nodes) * call.l_nic)
+        return t, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load}
+
+
+class InNetwork:
+    """reduce_scatter inside the node, each NIC streams its share through the aggregating switch, all_gather inside
+    (all_reduce, a machine with an aggregation card)."""
+
+    name = "in-network"
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.aggregation is not None
+
+    def time(self, call: FabricCall) -> tuple[float, dict]:
+        rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
+        t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.fabric.spec.nics_per_node)
+        return rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag}
+
+
+ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork())
+ALGORITHMS = tuple(a.name for a in ALGORITHM_MODELS)
+
+
 def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | None = None,
                    flows: RingFlows | None = None) -> FabricPrediction:
-    """Predicted time of one collective across the cluster's nodes."""
-    op = canonical_op(op)
-    n, N, G = cluster.ranks, cluster.nodes, cluster.gpus_per_node
+    """Predicted time of one collective across the cluster's nodes: the fastest algorithm that applies (as NCCL's
+    tuner picks), or the one asked for."""
     flows = flows or ring_flows(cluster)
-    b_net = flows.node_rate_Bps
-    b_nvl = _nvlink_rate(cluster)
-    intra_step = cluster.intra.simple_step_latency_s
     l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
-    factor = bus_factor(op, n)
-    bytes_on_ring = factor * size_bytes
-    base = cluster.intra.base_latency_s
-    options = {}
-    steps = 2 * (n - 1) if op == "all_reduce" else max(1, n - 1)
-    options["ring"] = (base + bytes_on_ring / min(b_nvl, b_net) + steps * max(l_nic, intra_step),
-                       {"bandwidth_Bps": min(b_nvl, b_net), "nvlink_Bps": b_nvl, "network_Bps": b_net})
-    if op == "all_reduce" and N >= 2:
-        load = tree_node_load(N)
-        t_tree = (base + max(2 * size_bytes / b_nvl, load * size_bytes / b_net) + 2 * math.log2(N) * l_nic
-                  + G * intra_step)
-        options["tree"] = (t_tree, {"nvlink_Bps": b_nvl, "network_Bps": b_net, "tree_node_load": load})
-        rs, ag = _intra_time(cluster, "reduce_scatter", size_bytes), _intra_time(cluster, "all_gather", size_bytes)
-        shard = size_bytes / G
-        t_net = 2 * (N - 1) / N * shard / (b_net / G) + 2 * (N - 1) * l_nic
-        options["hierarchical"] = (rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag})
-        if cluster.nvls is not None:
-            nvls_bw, nvls_lat = cluster.nvls
-            # NVLSTree: NVSwitch reduces inside the node while the node's NICs run the inter-node tree,
-            # pipelined: the slower of the two streams sets the time
-            t_nvls = base + nvls_lat + max(size_bytes / nvls_bw, load * size_bytes / b_net) + 2 * math.log2(N) * l_nic
-            options["nvls-tree"] = (t_nvls, {"nvls_algbw_Bps": nvls_bw, "network_Bps": b_net, "tree_node_load": load})
-        if cluster.aggregation is not None:
-            # each NIC streams its share of the node's S bytes through the switch, all NICs at once
-            t_sw = cluster.aggregation.allreduce_time_s(size_bytes / cluster.fabric.spec.nics_per_node)
-            options["in-network"] = (rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw,
-                                                      "intra_all_gather_s": ag})
+    call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
+    options = {a.name: a.time(call) for a in ALGORITHM_MODELS if a.applies(call)}
     if algorithm is not None:
         if algorithm not in options:
-            raise SimclusterError(f"algorithm {algorithm!r} does not apply to {op} on {N} nodes",
+            raise SimclusterError(f"algorithm {algorithm!r} does not apply to {call.op} on {call.nodes} nodes",
                                   hint=f"applicable here: {', '.join(options)}")
         chosen = algorithm
     else:
         chosen = min(options, key=lambda a: options[a][0])
     time, detail = options[chosen]
     detail = {**detail, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
-    return FabricPrediction(op, int(size_bytes), n, time, "Simple", chosen, detail)
+    return FabricPrediction(call.op, int(size_bytes), call.n, time, "Simple", chosen, detail)

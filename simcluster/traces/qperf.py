@@ -42,7 +42,8 @@ class QperfTest:
 
     def get(self, key: str) -> float:
         if key not in self.metrics:
-            raise KeyError(f"qperf test {self.name} has no {key!r} (has {', '.join(self.metrics) or 'nothing'})")
+            raise TraceFormatError(f"qperf test {self.name} (line {self.line}) has no {key!r} result "
+                                   f"(has {', '.join(self.metrics) or 'nothing'})")
         return self.metrics[key]
 
 
