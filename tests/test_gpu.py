@@ -70,6 +70,11 @@ def test_attention_flops_efficiency_and_backward():
         2.5 * flops / 2 / (1e13 * eff_b), rel=1e-12)
     with pytest.raises(ValueError):
         p.attention_time_s(b, 32, 5, s, s, d)                  # heads not a multiple of kv_heads
+    q = dataclasses.replace(p, attn_gqa_bytes=16.0)               # GQA's backward: dK/dV per query head, summed per group
+    extra = 16.0 * b * (h - g) * s * d / 2e12
+    assert q.attention_time_s(b, h, g, s, s, d, backward=True) == pytest.approx(p.attention_time_s(b, h, g, s, s, d, backward=True) + extra)
+    assert q.attention_time_s(b, h, h, s, s, d, backward=True) == p.attention_time_s(b, h, h, s, s, d, backward=True)
+    assert q.attention_time_s(b, h, g, s, s, d) == p.attention_time_s(b, h, g, s, s, d)
 
 
 def test_head_dim_table_is_linear_in_log2_and_clamped():
@@ -204,11 +209,12 @@ def test_fit_recovers_known_parameters():
     truth = GpuParams("h100-sxm", dict(sheet.peak_flops), 2.9e12, 85e9, 7e-6, sm_count=132, tile_m=128, tile_n=256,
                       gemm_efficiency={"bf16": 0.72, "fp8": 0.6}, gemm_k_ramp=80.0, wave_weight=0.4, gemm_launch_s=14e-6,
                       attn_efficiency_fwd={64: 0.42, 128: 0.66}, attn_efficiency_bwd={64: 0.45, 128: 0.6},
-                      attn_seq_half_fwd=400.0, attn_seq_half_bwd=1500.0, memory_ramp_bytes=8e6, hbm_peak_Bps=sheet.hbm_peak_Bps)
+                      attn_seq_half_fwd=400.0, attn_seq_half_bwd=1500.0, memory_ramp_bytes=8e6, hbm_peak_Bps=sheet.hbm_peak_Bps,
+                      attn_gqa_bytes=12.0)
     got = fit.fit_gpu(synthetic_trace(truth))
     assert (got.tile_m, got.tile_n) == (128, 256)
     for name in ("gemm_k_ramp", "wave_weight", "gemm_launch_s", "attn_seq_half_fwd", "attn_seq_half_bwd", "hbm_bandwidth_Bps",
-                 "memory_ramp_bytes"):
+                 "memory_ramp_bytes", "attn_gqa_bytes"):
         assert getattr(got, name) == pytest.approx(getattr(truth, name), rel=0.02), name
     assert got.gemm_efficiency["bf16"] == pytest.approx(0.72, rel=1e-3) and got.gemm_efficiency["fp8"] == pytest.approx(0.6, rel=1e-3)
     for d in (64, 128):

@@ -11,8 +11,8 @@ by the device name gpu-micro recorded; everything else is fitted, each op class 
   gemm (fp8)    efficiency only (the bf16 shape parameters carried): squares; the MLP-up fp8 GEMMs held out
   gemm (tf32)   efficiency only: squares (no held-out set)
   attention     per pass (forward; backward = forward+backward - forward): top efficiency per head_dim and
-                seq_half, fitted on the GQA head configurations at seq 512, 2048, 8192; MHA configurations and
-                seq 1024, 4096 held out
+                seq_half, and the backward's GQA bytes, fitted on every head configuration at seq 512, 2048,
+                8192; seq 1024 and 4096 held out (the GQA term needs MHA and GQA in the fit to be identified)
 
 `fit_gpu` returns the params fitted on the fit set only, so the held-out error in `validate` is a real
 prediction error. `python -m simcluster.fit.gpu TRACE [--card CARD]` prints that table.
@@ -82,7 +82,7 @@ def gemm_in_fit(s: GemmSample) -> bool:
 
 
 def attention_in_fit(s: AttentionSample) -> bool:
-    return s.kv_heads < s.heads and s.seq_kv in ATTN_FIT_SEQS
+    return s.seq_kv in ATTN_FIT_SEQS
 
 
 def memory_in_fit(s: MemorySample) -> bool:
@@ -183,9 +183,9 @@ def fit_attention(p: GpuParams, samples: list[AttentionSample]) -> GpuParams:
         t = np.array([a.time_s for a in pts])
 
         def with_x(x, dims=dims, backward=backward, p=p):
-            table = dict(zip(dims, (float(v) for v in x[1:]), strict=True))
+            table = dict(zip(dims, (float(v) for v in x[1:1 + len(dims)]), strict=True))
             if backward:
-                return replace(p, attn_efficiency_bwd=table, attn_seq_half_bwd=float(x[0]))
+                return replace(p, attn_efficiency_bwd=table, attn_seq_half_bwd=float(x[0]), attn_gqa_bytes=float(x[-1]))
             return replace(p, attn_efficiency_fwd=table, attn_seq_half_fwd=float(x[0]))
 
         def resid(x, pts=pts, t=t, with_x=with_x):
@@ -193,8 +193,9 @@ def fit_attention(p: GpuParams, samples: list[AttentionSample]) -> GpuParams:
             return np.log(np.array([q.attention_time_s(a.sample.batch, a.sample.heads, a.sample.kv_heads, a.sample.seq_q,
                                                        a.sample.seq_kv, a.sample.head_dim, a.sample.causal, a.backward,
                                                        a.sample.dtype) for a in pts]) / t)
-        x, _ = _solve(resid, [500.0] + [0.6] * len(dims), [0.0] + [0.01] * len(dims), [1e5] + [1.0] * len(dims),
-                      f"attention {'backward' if backward else 'forward'}")
+        gqa = [4.0] if backward else []          # bytes per element of the backward's per-query-head dK/dV
+        x, _ = _solve(resid, [500.0] + [0.6] * len(dims) + gqa, [0.0] + [0.01] * len(dims) + [0.0] * len(gqa),
+                      [1e5] + [1.0] * len(dims) + [64.0] * len(gqa), f"attention {'backward' if backward else 'forward'}")
         p = with_x(x)
     return p
 
@@ -354,9 +355,9 @@ def gpu_card(params: GpuParams, trace: GpuMicroTrace, provenance: dict) -> dict:
                         "launch": "eager-mode issue floor of this host and driver (the GPU's own launch cost is lower)"},
         "fit": {"method": "scipy least_squares on log(time), one op class at a time (simcluster/fit/gpu.py)",
                 "fit_set": {"gemm": {k: list(v) for k, v in GEMM_FIT_ROLES.items()},
-                            "attention": f"GQA head configurations at seq {list(ATTN_FIT_SEQS)}", "memory": list(MEMORY_FIT_OPS)},
-                "held_out": "every other sample of the trace (gemm mlp_down, wgrad, fp8 mlp_up; MHA attention and "
-                            "seq 1024, 4096; memory add, scale; rms_norm for reference)",
+                            "attention": f"every head configuration at seq {list(ATTN_FIT_SEQS)}", "memory": list(MEMORY_FIT_OPS)},
+                "held_out": "every other sample of the trace (gemm mlp_down, wgrad, fp8 mlp_up; attention at seq 1024, "
+                            "4096; memory add, scale; rms_norm for reference)",
                 "error": summary(rows)},
         "provenance": {**provenance, "device": trace.device, "torch": trace.torch, "cuda": trace.cuda, "clocks": trace.clocks,
                        "datasheet": sheet.source},

@@ -25,6 +25,10 @@ Attention (flash / SDPA), b batch, h query heads, g kv heads, head size d, s = s
                                                               linear in log2(d) between entries, clamped
     bytes     = b * (2*h*sq + 2*g*skv) * d * e  (q, o, k, v once; backward 2x)
     time      = max(launch, flops / (peak[dtype] * eff), bytes / hbm_bandwidth)
+              + (backward only) gqa_bytes * b * (h - g) * skv * d / hbm_bandwidth
+
+the last term is GQA's backward: dK and dV are made per query head and summed over each group (fitted
+bytes per element; fp32 dK and dV written and read back would be 16).
 
 `backward=True` is the backward pass alone (gpu-micro measures forward and forward + backward; the
 backward is their difference).
@@ -72,6 +76,7 @@ class GpuParams:
     memory_ramp_bytes: float = 2.0**20  # bytes of bandwidth lost per memory-bound kernel
     hbm_peak_Bps: float = 0.0           # datasheet figure, reference only
     gemm_launch_s: float = 0.0          # issue floor of one cuBLAS call (0: launch_s)
+    attn_gqa_bytes: float = 0.0         # backward: bytes per element of the per-query-head dK/dV (h - g heads)
 
     def __post_init__(self):
         if not self.peak_flops or any(v <= 0 for v in self.peak_flops.values()):
@@ -135,7 +140,8 @@ class GpuParams:
         compute = flops / (self._peak(dtype) * self.attention_efficiency(seq_kv, head_dim, backward))
         nbytes = batch * (2 * heads * seq_q + 2 * kv_heads * seq_kv) * head_dim * ELEMENT_BYTES[dtype]
         memory = nbytes * (2.0 if backward else 1.0) / self.hbm_bandwidth_Bps
-        return max(self.launch_s, compute, memory)
+        gqa = self.attn_gqa_bytes * batch * (heads - kv_heads) * seq_kv * head_dim / self.hbm_bandwidth_Bps if backward else 0.0
+        return max(self.launch_s, compute, memory) + gqa
 
     def memory_time_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel moving bytes_moved (read + written)."""
@@ -194,7 +200,8 @@ def gpu_params_yaml(params: GpuParams) -> dict:
                  "k_ramp": round(params.gemm_k_ramp, 2), "wave_weight": round(params.wave_weight, 4)},
         "attention": {"efficiency_fwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_fwd.items())},
                       "efficiency_bwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_bwd.items())},
-                      "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1)},
+                      "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1),
+                      "gqa_bwd_bytes_per_element": round(params.attn_gqa_bytes, 3)},
         "memory": {"ramp": format_size(params.memory_ramp_bytes)},
     }
 
@@ -256,6 +263,7 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             attn_efficiency_bwd=_head_dim_table(attn, "efficiency_bwd", f"{key}.attention"),
             attn_seq_half_fwd=_number(attn, "seq_half_fwd", f"{key}.attention"),
             attn_seq_half_bwd=_number(attn, "seq_half_bwd", f"{key}.attention"),
+            attn_gqa_bytes=_number({"gqa_bwd_bytes_per_element": 0.0, **attn}, "gqa_bwd_bytes_per_element", f"{key}.attention"),
             gemm_launch_s=_get({"gemm_launch": p.get("gemm_launch", p.get("launch"))}, "gemm_launch", key, parse_time),
             memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
             hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth))
