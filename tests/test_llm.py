@@ -3,6 +3,7 @@ closed forms, error paths and determinism."""
 
 from __future__ import annotations
 
+import pathlib
 import textwrap
 
 import pytest
@@ -313,3 +314,33 @@ def test_host_cost_slows_a_small_model_and_lands_in_other(h100):
     slow = predict_llm(small, ParallelSpec(), BatchSpec(1, 1), h100, net, 1, framework=replace(TORCH_AMP, host_kernel_s=50e-6))
     assert slow.step_time_s > fast.step_time_s
     assert slow.breakdown["other"] - fast.breakdown["other"] == pytest.approx(slow.step_time_s - fast.step_time_s)
+
+
+# --- mixture of experts ------------------------------------------------------------------------------------------
+MIXTRAL = TransformerSpec(32, 4096, 0, 32, 8, 32000, 4096, experts=8, top_k=2, expert_ffn=14336)
+
+
+def test_mixtral_parameter_counts():
+    assert abs(MIXTRAL.parameter_count() / 1e9 - 46.70) < 0.01          # Mistral AI: 46.7B total
+    assert abs(MIXTRAL.active_parameter_count() / 1e9 - 12.88) < 0.01   # 12.9B active per token
+
+
+def test_moe_expert_gemms_route_top_k_tokens(h100):
+    par, batch = ParallelSpec(dp=4, ep=4), BatchSpec(4, 1)
+    fwd = {o.name: o for o in ops.layer_forward(MIXTRAL, par, batch)}
+    # 4096 tokens x top-2 over 8 experts, 2 experts per GPU: 2 batched GEMMs of 4 x 4096 x 2 / 8 = 4096 tokens each
+    assert fwd["expert_gate"].shape == (4096, 14336, 4096, 2)
+    assert fwd["router"].shape == (4096, 8, 4096, 1)
+    dense = sum(o.total_flops for o in ops.layer_forward(MIXTRAL, ParallelSpec(), BatchSpec(1, 1)) if o.name.startswith("expert"))
+    assert dense == pytest.approx(2 * 4096 * 2 * 3 * 4096 * 14336)      # every token through top_k experts
+
+
+def test_moe_on_two_nodes_runs_expert_alltoall(h100):
+    from simcluster.llm.predict import network_for
+    from simcluster.scenario import FabricConfig, Machine, NicSpec
+
+    machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 2, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
+                      FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
+    r = predict_llm(MIXTRAL, ParallelSpec(tp=2, dp=8, ep=8), BatchSpec(64, 1), h100, network_for(machine), 16)
+    assert r.breakdown["exposed_ep_comm"] > 0 and r.groups["ep"]["placement"] == "fabric"
+    assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)

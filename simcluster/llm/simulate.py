@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from simcluster.engine import Simulation
+from simcluster.errors import SimclusterError
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 
@@ -202,9 +203,12 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
     """Run one iteration; the breakdown is the critical (last to finish) stage's time, part by part."""
     sim = Simulation(seed, record=False)
     pipe = _Pipeline(work, sim, trace)
-    for s in range(work.pp):
-        sim.process(pipe.stage(s))
+    procs = [sim.process(pipe.stage(s)) for s in range(work.pp)]
     sim.run()
+    stuck = [s for s, p in enumerate(procs) if p.is_alive]
+    if stuck:
+        raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {stuck} never finished",
+                              hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
     ends = tuple(log.end_s for log in pipe.logs)
     crit = max(range(work.pp), key=lambda s: (ends[s], -s))
     log = pipe.logs[crit]
