@@ -47,7 +47,7 @@ class FabricConfig:
 
 @dataclass(frozen=True)
 class Machine:
-    card: Path
+    card: Path | None             # the collective card of one node's NVLink domain (collectives, training)
     gpus_per_node: int
     nodes: int
     nic: NicSpec | None = None
@@ -195,8 +195,8 @@ class _Reader:
 
 
 def _machine(r: _Reader, m) -> Machine:
-    r.mapping(m, "machine", {"card"}, {"gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
-    card = r.card(m, "machine")
+    r.mapping(m, "machine", set(), {"card", "gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
+    card = r.card(m, "machine") if m.get("card") is not None else None
     gpus = r.integer(m, "machine", "gpus_per_node", default=1, maximum=MAX_GPUS_PER_NODE)
     nodes = r.integer(m, "machine", "nodes", default=1, maximum=MAX_GPUS // gpus)
     nic = fabric = aggregation = None
@@ -292,8 +292,14 @@ def _build(path: Path, doc, r: _Reader, nodes: int | None = None) -> Scenario:
             r.fail(key, f"expected a mapping, got {type(job).__name__}")
         kind = r.choice(job, key, "kind", tuple(JOB_READERS))
         jobs.append(JOB_READERS[kind](r, job, key, machine))
+        if machine.card is None and _needs_collective_card(jobs[-1]):
+            r.fail("machine", f"missing key 'card': a {kind} job needs the node's collective card (models/collective/)")
     seed = r.integer(doc, "", "seed", minimum=0, default=0)
     return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))
+
+
+def _needs_collective_card(job) -> bool:
+    return not isinstance(job, QperfJob) and not (isinstance(job, CollectiveSweep) and job.card is not None)
 
 
 def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep:

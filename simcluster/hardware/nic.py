@@ -52,5 +52,3 @@ class NicParams:
         """Host cores busy moving rate_Bps (one side)."""
         return rate_Bps * self.cpu_per_byte(message_bytes)
 
-    def transfer_time_s(self, nbytes: float, streams: int = 1, cores_free: float = float("inf")) -> float:
-        return self.latency_s + nbytes / self.rate_Bps(streams, cores_free)

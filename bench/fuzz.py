@@ -1,0 +1,44 @@
+"""A long mutation fuzz run of every reader and command (tests/fuzzing.py), with the tally and the time per case.
+
+    python bench/fuzz.py [CASES] [SEED]          # default 10000 cases, seed 0
+
+Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-error, bad-exit or bad-number is a
+finding, listed), cases per second and the slowest case.
+"""
+
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fuzzing import run_cases  # noqa: E402
+
+FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}
+
+
+def main(cases: int = 10000, seed: int = 0) -> int:
+    start = time.perf_counter()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for batch in range(0, cases, 500):
+            results += run_cases(min(500, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
+    wall = time.perf_counter() - start
+    tally = Counter(r[0] for r in results)
+    print(f"{len(results)} cases, seed {seed}, {wall:.0f} s ({len(results) / wall:.1f} cases/s)")
+    for outcome, n in sorted(tally.items()):
+        print(f"  {outcome:>11}: {n}")
+    findings = [r for r in results if r[0] in FINDINGS]
+    for outcome, detail, seed_file, argv in findings[:50]:
+        print(f"FINDING {outcome}: {detail} | {seed_file} | {' '.join(argv)}")
+    timed = [float(r[1].split()[0]) for r in results if r[0] in ("ok", "partial") and r[1].endswith(" s")]
+    if timed:
+        print(f"slowest passing case: {max(timed):.2f} s")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*(int(a) for a in sys.argv[1:3])))
