@@ -224,6 +224,9 @@ class FrameworkSpec:
       residual stream (embedding and weights are fp32), gradients created in each backward and freed by
       zero_grad(set_to_none=True), fused AdamW with fp32 moments (4 + 4 + 8 bytes per parameter), bf16 weight
       copies autocast makes in the forward and the backward keeps, eager (unfused) rotary, SwiGLU and loss.
+      Its loss peaks at the start of the backward with 12 bytes per logit alive: log_softmax's saved fp32 output,
+      the fp32 gradient nll_loss hands it and the fp32 gradient it returns (the forward's bf16 logits and fp32
+      copy, 2 + 4 + 4 with log_softmax's output, are fewer).
     """
 
     name: str
@@ -236,7 +239,7 @@ class FrameworkSpec:
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
-    logit_bytes: float = 6.0          # bytes per logit held for the loss (bf16 logits + fp32 copy ...)
+    logit_bytes: float = 6.0          # bytes per logit at the loss's peak (Megatron: bf16 logits + fp32 copy; eager: 12, below)
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
@@ -244,5 +247,5 @@ class FrameworkSpec:
 
 MEGATRON = FrameworkSpec("megatron")
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
-                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=10.0, eager=True)
+                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP)}
