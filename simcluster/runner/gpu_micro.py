@@ -3,8 +3,9 @@
     python -m simcluster.runner.gpu_micro              # the full sweep (a GPU; about a minute on an H100)
     python -m simcluster.runner.gpu_micro --quick      # small sizes, also on a CPU (checks the logic)
 
-Sections, each timed with CUDA events (on a CPU: perf_counter), `--warmup` calls, then `--repeats`
-timed batches of `inner` back-to-back calls (inner chosen so a batch lasts >= `--min-batch` seconds);
+After `--preheat` seconds of large GEMMs (steady clocks and power), sections, each timed with CUDA
+events (on a CPU: perf_counter), `--warmup` calls, then `--repeats` timed batches of `inner` back-to-back
+calls (inner chosen so a batch lasts >= `--min-batch` seconds);
 a sample is batch time / inner, the record's time is the median sample:
 
   gemm       bf16 torch.matmul: square 256..16384, and the shapes of a transformer layer: M = tokens
@@ -206,6 +207,20 @@ def run_launch(torch, dev, kernels: int) -> dict:
     return {"time_s": statistics.median(samples), "samples_s": samples, "host_issue_s": statistics.median(host), "kernels": kernels}
 
 
+def preheat(torch, dev, seconds: float) -> float:
+    """Large bf16 GEMMs for `seconds` before timing, so the sweep starts at the clocks and power it ends at
+    (the first bundles measured one 8192^3 GEMM 13% apart early and late in one sweep). Seconds spent."""
+    if dev.type != "cuda" or seconds <= 0:
+        return 0.0
+    a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            torch.matmul(a, a)
+        torch.cuda.synchronize(dev)
+    return time.perf_counter() - t0
+
+
 def device_info(torch, dev) -> dict:
     if dev.type != "cuda":
         return {"name": platform.processor() or "cpu", "type": "cpu"}
@@ -222,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     ap.add_argument("--min-batch", type=float, default=1e-3, help="seconds a timed batch lasts at least")
     ap.add_argument("--sections", default="gemm,fp8,attention,memory,launch", help="comma-separated sections")
+    ap.add_argument("--preheat", type=float, default=5.0, help="seconds of large GEMMs before timing (GPU only; 0: none)")
     args = ap.parse_args(argv)
     import torch
 
@@ -233,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
            "method": {"timer": "cuda events" if dev.type == "cuda" else "perf_counter", "repeats": args.repeats,
                       "warmup": args.warmup, "min_batch_s": args.min_batch, "statistic": "median of batch time / inner"},
            "quick": args.quick, "gemm": [], "attention": [], "memory": [], "launch": None, "errors": []}
+    doc["method"]["preheat_s"] = round(preheat(torch, dev, args.preheat), 2)
+    doc["clocks_after_preheat"] = clocks() if doc["method"]["preheat_s"] else {}
     wanted = set(args.sections.split(","))
     sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick)), ("fp8", lambda: run_fp8(torch, dev, timer, args.quick)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),

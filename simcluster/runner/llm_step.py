@@ -11,7 +11,8 @@ cross-entropy on synthetic random tokens. Precision `amp` (default): fp32 master
 AdamW (fused on a GPU) with fp32 states; `bf16`: bf16 weights and optimizer states.
 
 For each `--shapes SEQ:MICRO_BATCH` it runs `--warmup` steps, then times `--steps` full steps (forward,
-backward, optimizer), each between two device synchronisations (wall clock), and records
+backward, optimizer), each between two device synchronisations (wall clock; also the host time to issue
+it), then profiles `--profile` more steps (kernels per step and their summed device time), and records
 torch.cuda.max_memory_allocated / max_memory_reserved since that shape's first step (peak statistics reset
 first; parameters and optimizer states persist across the shapes of one process). A shape that runs out of
 memory is recorded as status "oom" with the allocator's message, and the next shape runs.
@@ -191,7 +192,34 @@ def wrap(torch, model, mode: str, world: int, cfg: dict, device):
     return model
 
 
-def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int) -> dict:
+def profile_steps(torch, step, sync, steps: int) -> dict:
+    """GPU kernels per step and their summed time (the device's busy time, which a GPU model predicts),
+    from a torch.profiler Chrome trace of `steps` extra steps (events of category kernel, gpu_memcpy, gpu_memset)."""
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        sync()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f).get("traceEvents", [])
+    out = {"profiled_steps": steps}
+    for cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+        durs = [e.get("dur", 0) for e in events if e.get("cat") == cat and e.get("ph") == "X"]
+        out[f"{cat}_per_step"] = len(durs) / steps
+        out[f"{cat}_time_per_step_s"] = sum(durs) * 1e-6 / steps
+    out["cpu_ops_per_step"] = sum(1 for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X") / steps
+    return out
+
+
+def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int,
+              profile: int = 0) -> dict:
     gen = torch.Generator(device="cpu").manual_seed(seed)
     tokens = torch.randint(0, cfg["vocab"], (micro, seq + 1), generator=gen).to(device)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
@@ -215,10 +243,11 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
             step()
         sync()
         steady = torch.cuda.memory_allocated(device) if cuda else 0
-        times = []
+        times, issue = [], []
         for _ in range(steps):
             t0 = time.perf_counter()
             loss = step()
+            issue.append(time.perf_counter() - t0)       # host time to issue the step (close to the step: host-bound)
             sync()
             times.append(time.perf_counter() - t0)
     except getattr(torch, "OutOfMemoryError", RuntimeError) as exc:
@@ -229,7 +258,13 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
                           max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device))
             torch.cuda.empty_cache()
         return record
-    record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), loss=float(loss.detach()))
+    record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), host_issue_s=issue,
+                  loss=float(loss.detach()))
+    if profile > 0:
+        try:
+            record["profile"] = profile_steps(torch, step, sync, profile)
+        except Exception as exc:  # noqa: BLE001 - the timed steps stand without the profile
+            record["profile_error"] = f"{type(exc).__name__}: {exc}"[:300]
     if cuda:
         record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
                       max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
@@ -249,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+    ap.add_argument("--profile", type=int, default=1, metavar="STEPS", help="after timing, profile STEPS more steps: kernels "
+                    "per step and their summed time (0: off)")
     args = ap.parse_args(argv)
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
@@ -276,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             "params": param_count(cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["heads"], cfg["kv_heads"], cfg["vocab"], cfg["tied"])}
     records = []
     for i, (seq, micro) in enumerate(shapes):
-        records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i))
+        records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
+                                 profile=args.profile))
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
               f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
     if rank == 0:

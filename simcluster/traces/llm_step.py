@@ -27,6 +27,8 @@ class LlmStepShape:
     max_memory_allocated_bytes: float | None
     max_memory_reserved_bytes: float | None
     memory_allocated_steady_bytes: float | None
+    host_issue_s: tuple[float, ...] = ()   # host time to issue each timed step (newer traces)
+    profile: dict | None = None            # kernels per step and their summed device time (newer traces)
 
     @property
     def tokens(self) -> int:
@@ -78,7 +80,9 @@ def parse(path: str | Path) -> LlmStepTrace:
                                    _num(r.get("median_step_s"), f"{key}.median_step_s", where),
                                    _num(r.get("max_memory_allocated_bytes"), f"{key}.max_memory_allocated_bytes", where),
                                    _num(r.get("max_memory_reserved_bytes"), f"{key}.max_memory_reserved_bytes", where),
-                                   _num(r.get("memory_allocated_steady_bytes"), f"{key}.memory_allocated_steady_bytes", where)))
+                                   _num(r.get("memory_allocated_steady_bytes"), f"{key}.memory_allocated_steady_bytes", where),
+                                   tuple(_num(t, f"{key}.host_issue_s", where) for t in r.get("host_issue_s", [])),
+                                   r.get("profile") if isinstance(r.get("profile"), dict) else None))
     device = doc.get("device", {})
     return LlmStepTrace(where, str(device.get("name", "")) if isinstance(device, dict) else str(device), str(doc.get("mode", "single")),
                         int(doc.get("world_size", 1)), dict(model), str(doc.get("precision", "")), dict(doc.get("optimizer", {})),
