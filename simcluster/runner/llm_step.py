@@ -260,14 +260,14 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         return record
     record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), host_issue_s=issue,
                   loss=float(loss.detach()))
+    if cuda:   # the peaks of the timed steps, before the profiled one
+        record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                      max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
     if profile > 0:
         try:
             record["profile"] = profile_steps(torch, step, sync, profile)
         except Exception as exc:  # noqa: BLE001 - the timed steps stand without the profile
             record["profile_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    if cuda:
-        record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
-                      max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
     return record
 
 
