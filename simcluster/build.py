@@ -44,10 +44,21 @@ def run_sweep(params, job: CollectiveSweep, gpus_per_node: int, seed: int) -> li
     return predictions
 
 
+def machine_nic(machine: Machine):
+    """The machine's NIC card; a TCP NIC takes its host cost per byte from the machine's host-cpu card, if any."""
+    nic, card = load_nic(machine.nic.card)
+    if machine.host_card is not None and nic.transport == "tcp":
+        from simcluster.cards import load_host_cpu
+
+        host, _ = load_host_cpu(machine.host_card)
+        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0)
+    return nic, card
+
+
 def build_cluster(machine: Machine, intra=None) -> Cluster:
     """Cards + machine shape -> the multi-node Cluster the fabric collectives run on."""
     intra = intra or load_collective(machine.card)[0]
-    nic, _ = load_nic(machine.nic.card)
+    nic, _ = machine_nic(machine)
     f = machine.fabric
     spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
                       f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
@@ -93,7 +104,7 @@ def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> Concurre
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
     from simcluster.hardware import qperf_model
 
-    nic, card = load_nic(scenario.machine.nic.card)
+    nic, card = machine_nic(scenario.machine)
     return QperfResult(job, str(card.get("name")), qperf_model.predict(nic, job.tests, job.streams,
                                                                        scenario.machine.host_cores))
 

@@ -123,6 +123,20 @@ def nic_params_yaml(p: NicParams) -> dict:
             "message_size": format_size(p.message_bytes)}
 
 
+def load_host_cpu(path: str | Path):
+    """A host-cpu card: the host's cores and its onloaded TCP cost (core-seconds per byte), stack latency."""
+    from simcluster.hardware.cpu import HostCpuParams
+
+    card = load_card(path, kind="host-cpu")
+    where = str(path)
+    p = _params(card, where, {"cores", "tcp_cpu_per_byte", "tcp_stack_latency"})
+    key = f"{where}: params"
+    cores = p.get("cores")
+    return HostCpuParams(None if cores is None else _get(p, "cores", key, lambda v: strict.positive(float(v))),
+                         _get(p, "tcp_cpu_per_byte", key, _positive(parse_cost)),
+                         _get(p, "tcp_stack_latency", key, parse_time)), card
+
+
 def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     """An in-network aggregation switch card (kind: aggregation)."""
     card = load_card(path, kind="aggregation")

@@ -56,6 +56,7 @@ class Machine:
     aggregation_card: Path | None = None
     nvls_card: Path | None = None
     gpu_card: Path | None = None   # a GPU card (models/gpu/), for llm_training jobs
+    host_card: Path | None = None  # a host-cpu card: its TCP cost per byte replaces a TCP NIC card's
 
 
 @dataclass(frozen=True)
@@ -218,9 +219,16 @@ def _machine(r: _Reader, m) -> Machine:
                               r.quantity(d, k, "switch_latency", parse_time, "0s"),
                               r.choice(d, k, "forwarding", FORWARDING, "cut-through"))
     cores = 64.0
+    host_card = None
     if "host" in m:
-        d = r.mapping(m["host"], "machine.host", {"cores"}, set())
-        cores = r.number(d, "machine.host", "cores", 1, None)
+        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card"})
+        host_card = r.card(d, "machine.host") if "card" in d else None
+        if "cores" in d:
+            cores = r.number(d, "machine.host", "cores", 1, None, maximum=2**16)
+        elif host_card is not None:
+            from simcluster.cards import load_host_cpu
+
+            cores = load_host_cpu(host_card)[0].cores or cores
     if m.get("aggregation") is not None:  # null switches it off (what-if variants)
         d = r.mapping(m["aggregation"], "machine.aggregation", {"card"}, set())
         aggregation = r.card(d, "machine.aggregation")
@@ -229,7 +237,7 @@ def _machine(r: _Reader, m) -> Machine:
         d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
         nvls = r.card(d, "machine.nvls")
     gpu = r.card(r.mapping(m["gpu"], "machine.gpu", {"card"}, set()), "machine.gpu") if m.get("gpu") is not None else None
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu)
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card)
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -232,21 +232,29 @@ def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
     userspace process, so on a loaded 2-core machine its scheduling adds up to ~1 ms (seen: 10.7 ms),
     never less than the configured 10 ms, and can fall behind the shaper (seen once in five runs:
     92 Mb/s through the 100 Mb/s lab), never run ahead of it."""
-    if not all(shutil.which(t) for t in ("qperf", "fio", "ip", "tc")):
-        pytest.skip("qperf/fio/iproute2 are not installed (.ci/run installs them)")
+    missing = [t for t in ("qperf", "fio", "ip", "tc", "ethtool") if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (.ci/run installs them)")
     if not _lab_works():
         pytest.skip("network namespaces are not permitted here (needs root)")
     out = tmp_path / "bundle"
     code = main(["collect", "--out", str(out), "--lab", "--lab-rate", "100mbit", "--lab-delay", "10ms",
                  "--tools", "qperf,perf-stat,fio", "--qperf-time", "3", "--qperf-repeat", "3", "--fio-size", "32M",
                  "--fio-runtime", "1"])
-    assert code == 0, capsys.readouterr().out
+    collected = capsys.readouterr()
+    assert code == 0, collected.out + collected.err
     assert not (out / "fio" / "data").exists()
-    # 3: a qperf run skipped as CPU-bound on a loaded machine (named on stderr); the card comes from the others
-    assert main(["calibrate", str(out), "-o", str(tmp_path / "cards")]) in (0, 3)
+    # 3: a qperf run skipped as CPU-bound (named on stderr); the card comes from the others
+    code = main(["calibrate", str(out), "-o", str(tmp_path / "cards")])
+    calibrated = capsys.readouterr()
+    assert code in (0, 3), calibrated.err
+    if not (tmp_path / "cards" / "nic-tcp.yaml").is_file() and "CPU-bound" in calibrated.err:
+        # qperf's cpus_used is host-wide: other processes on a busy 2-core machine make every run look CPU-bound
+        pytest.skip(f"the host was busy during the lab's qperf runs (no wire-bound run): {calibrated.err[:300]}")
     nic, _ = load_nic(tmp_path / "cards" / "nic-tcp.yaml")
-    assert 0.90 * 100e6 / 8 <= nic.line_rate_Bps <= 1.05 * 100e6 / 8
-    assert 0.0098 <= nic.latency_s <= 0.0115
+    rates = [line for line in calibrated.out.splitlines() if "nic-tcp" in line]
+    assert 0.90 * 100e6 / 8 <= nic.line_rate_Bps <= 1.05 * 100e6 / 8, (nic.line_rate_Bps * 8, rates, calibrated.err)
+    assert 0.0098 <= nic.latency_s <= 0.0115, (nic.latency_s, calibrated.err)
     assert (tmp_path / "cards" / "nvme-local.yaml").is_file()
 
 

@@ -255,6 +255,7 @@ def _nic(b: _Bundle) -> dict[str, dict]:
     # qperf's cpus_used is host-wide: in a one-host lab it counts the client and the server together
     core_limit = 2.0 if truth.get("kind") == "veth+tc" else 1.0
     cards = {}
+    cpu_bound: list = []
     for transport in detect_transport(traces[-1]):
         fits, measured, paths = [], [], []
         for trace, run in zip(traces, used, strict=True):
@@ -263,8 +264,10 @@ def _nic(b: _Bundle) -> dict[str, dict]:
                 bw = bw_test.get("bw")
                 cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
                 if transport == "tcp" and cpus > 0.9 * core_limit:
+                    cpu_bound.append((trace, run, bw))
                     raise CalibrationError(f"tcp_bw used {cpus:.0%} of a core: CPU-bound, the wire rate cannot be "
-                                           "estimated", where=trace.path, hint="calibrate with --line-rate from the NIC's speed")
+                                           "estimated (its host cost per byte goes to host-cpu-tcp.yaml)", where=trace.path,
+                                           hint="calibrate with --line-rate from the NIC's speed")
                 params, info = fit_nic(trace, transport, bw / share if transport == "tcp" else bw)
             except DATA_ERRORS as exc:
                 b.skip(exc, str(trace.path))
@@ -285,7 +288,34 @@ def _nic(b: _Bundle) -> dict[str, dict]:
                                           "params": nic_params_yaml(params),
                                           "fit": {"line_rate_estimated": True, "notes": notes},
                                           "provenance": _provenance(paths, b.path, b.manifest)}
+    if cpu_bound:
+        cards["host-cpu-tcp.yaml"] = _host_cpu_card(b, cpu_bound)
     return cards
+
+
+def _host_cpu_card(b: _Bundle, runs: list) -> dict:
+    """A CPU-bound TCP stream measures the host's onload cost: core-seconds per byte = qperf -v's send/recv cost
+    (the larger side), else 1 core / tcp_bw (one kernel TCP stream runs on one core); the stack's latency is
+    tcp_lat. The median over the runs; a card of kind host-cpu (docs/models/nic-and-cpu.md)."""
+    from simcluster.units import format_time
+
+    per_byte, latency, paths = [], [], []
+    for trace, run, bw in runs:
+        costs = [trace.test("tcp_bw").metrics[k] for k in ("send_cost", "recv_cost") if k in trace.test("tcp_bw").metrics]
+        per_byte.append(max(costs) if costs else 1.0 / bw)
+        latency.append(trace.test("tcp_lat").get("latency"))
+        paths.append(b.file(run))
+    host = b.manifest.get("host") if isinstance(b.manifest.get("host"), dict) else {}
+    cores = host.get("cores") if isinstance(host.get("cores"), int) and host.get("cores") > 0 else None
+    return {"kind": "host-cpu", "name": f"{b.path.name}-host-cpu",
+            "description": f"Host CPU cost of onloaded TCP, from {len(runs)} CPU-bound qperf tcp_bw run(s) in bundle "
+                           f"{b.path.name} (host {host.get('cpu_model', '?')}).",
+            "params": {"cores": cores, "tcp_cpu_per_byte": f"{format_time(statistics.median(per_byte) * 1e9)}/GB",
+                       "tcp_stack_latency": format_time(statistics.median(latency))},
+            "fit": {"notes": ["CPU-bound: the stream was limited by one core, not by the wire; cost per byte = "
+                              + ("qperf -v send/recv cost" if any("send_cost" in t.test("tcp_bw").metrics for t, _, _ in runs)
+                                 else "1 core / tcp_bw")]},
+            "provenance": _provenance(paths, b.path, b.manifest)}
 
 
 def _perf_note(b: _Bundle, params) -> list[str]:

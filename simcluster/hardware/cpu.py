@@ -16,6 +16,15 @@ from simcluster.network.sharing import max_min_rates
 
 
 @dataclass(frozen=True)
+class HostCpuParams:
+    """A host-cpu card: what one host's cores cost an onloaded (kernel TCP) transport."""
+
+    cores: float | None            # the host's cores, when the bundle recorded them
+    tcp_cpu_s_per_byte: float      # core-seconds per byte of one TCP stream (sender or receiver, the larger)
+    tcp_stack_latency_s: float     # small-message one-way latency through the host's TCP stack (loopback)
+
+
+@dataclass(frozen=True)
 class HostCpu:
     cores: float
 
