@@ -4,10 +4,9 @@ exit 3 where the rest of the work is still done), never a traceback or a silent 
 import os
 
 import pytest
+from conftest import ROOT
 
 from simcluster.cli import main
-
-from conftest import ROOT
 
 CARD = str(ROOT / "models" / "collective" / "h200x2-primitives.yaml")
 NVME = str(ROOT / "models" / "nvme" / "micron-9400-pro-7.68tb.yaml")

@@ -4,7 +4,6 @@ negative quantities, bounded time (tests/fuzzing.py says what a case checks)."""
 from collections import Counter
 
 import pytest
-
 from fuzzing import commands, run_cases, seeds
 
 FAILURES = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}

@@ -6,13 +6,12 @@ import dataclasses
 import shutil
 
 import pytest
+from conftest import ROOT
 
 from simcluster.build import machine_nic
 from simcluster.cards import load_host_cpu
 from simcluster.cli import main
 from simcluster.scenario import load_variants
-
-from conftest import ROOT
 
 
 @pytest.mark.skipif(shutil.which("qperf") is None, reason="qperf is not installed (.ci/run installs it)")
