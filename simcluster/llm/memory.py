@@ -26,9 +26,9 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   selective recompute: the attention core is recomputed; with flash attention its only stash beyond the
     tensors above is the logsumexp, so it saves 4 a s'b / t
   full recompute: only each layer's input, 2 s'bh (/ t with sequence parallelism)
-Micro-batches in flight at the first stage: 1F1B holds pp of them (pp - 1 warm-up forwards + one);
-interleaved (v chunks) holds 2 (pp - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers each
-(Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
+Micro-batches in flight at stage r: 1F1B holds pp - r of them (pp - r - 1 warm-up forwards + one);
+interleaved (v chunks) holds 2 (pp - r - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers
+each (Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
 s'b V / t in bf16 plus their fp32 copy for the loss (6 bytes each).
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
@@ -60,23 +60,25 @@ def stage_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
     return sum(split[c * par.pp + stage] for c in range(par.virtual_stages))
 
 
+def layer_params(model: TransformerSpec, par: ParallelSpec) -> StageParams:
+    """One layer's parameters on one GPU: dense weights / t, expert weights / (t ep)."""
+    h, t = model.hidden, par.tp
+    dense = model.attention_params() / t + 2 * h
+    if model.moe:
+        return StageParams(dense + h * model.experts, model.experts * model.mlp_matrices * h * model.expert_ffn / (t * par.ep))
+    return StageParams(dense + model.mlp_params() / t, 0.0)
+
+
 def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool) -> StageParams:
     """Parameters held by one GPU of a pipeline stage (all its virtual chunks)."""
     layers = stage_layers(model, par, 0 if first else par.pp - 1)
-    h, t = model.hidden, par.tp
-    dense_layer = model.attention_params() / t + 2 * h
-    expert_layer = 0.0
-    if model.moe:
-        expert_layer = model.experts * 3 * h * model.expert_ffn / (t * par.ep)
-        dense_layer += h * model.experts
-    else:
-        dense_layer += model.mlp_params() / t
-    dense = layers * dense_layer
+    one = layer_params(model, par)
+    dense = layers * one.dense
     if first:
-        dense += model.embedding_params() / t
+        dense += model.embedding_params() / par.tp
     if last:
-        dense += (0 if model.tied_embeddings and first else model.vocab * h / t) + h
-    return StageParams(dense, layers * expert_layer)
+        dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / par.tp) + model.hidden
+    return StageParams(dense, layers * one.expert)
 
 
 def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> float:
@@ -101,14 +103,11 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     return attn + mlp
 
 
-def in_flight(par: ParallelSpec, micro_batches: int) -> tuple[int, float]:
-    """(chunk-micro-batches stashed at the first stage, layers per chunk fraction of the stage)."""
-    v = par.virtual_stages
-    if par.pp == 1:
-        return 1, 1.0
-    if v == 1:
-        return min(par.pp, micro_batches), 1.0
-    warm = 2 * (par.pp - 1) + (v - 1) * par.pp
+def in_flight(par: ParallelSpec, micro_batches: int, rank: int = 0) -> tuple[int, float]:
+    """(chunk-micro-batches a stage stashes at its peak, the fraction of the stage's layers in one chunk):
+    Megatron's warm-up forwards of that rank plus the one in flight, at most every chunk-micro-batch."""
+    v, pp = par.virtual_stages, par.pp
+    warm = pp - rank - 1 if v == 1 else 2 * (pp - rank - 1) + (v - 1) * pp
     return min(micro_batches * v, warm + 1), 1.0 / v
 
 
@@ -161,20 +160,16 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
 
     params = fw.param_bytes * sharded(z >= 3)
     if z == 3:  # FSDP holds the gathered weights of the layer it runs and of the one it prefetches
-        one = TransformerSpec(1, model.hidden, model.ffn, model.heads, model.kv_heads, 1, 1, model.experts, model.top_k,
-                              model.expert_ffn)
-        params += 2 * fw.param_bytes * stage_params(one, par, False, False).total
+        params += 2 * fw.param_bytes * layer_params(model, par).total
     grads = fw.grad_bytes * sharded(z >= 2)
     state = fw.state_bytes * sharded(z >= 1)
     m = batch.micro_batches(par.dp)
-    chunks, frac = in_flight(par, m) if first else (1, 1.0 / par.virtual_stages)
+    chunks, frac = in_flight(par, m, 0 if first else par.pp - 1)
     layers = stage_layers(model, par, 0 if first else par.pp - 1) * frac
     per_layer = layer_activation_bytes(model, par, batch, fw)
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    if last and not first:  # the last stage stashes one micro-batch per chunk in 1F1B steady state
-        acts = layers * per_layer
     logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
     copies = fw.weight_copy_bytes * p.total
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads)

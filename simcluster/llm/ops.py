@@ -3,7 +3,7 @@
 Shapes after sharding, with b micro-batch, s sequence, c = cp, t = tp, T = b * s / c tokens on this GPU,
 h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
-    qkv       (T, (a + 2 g') d / t ... see _qkv, h)     out  (T, h, a d / t)
+    qkv       (T, (a' + 2 g') d, h), a' = a / t, g' = max(1, g / t)   out  (T, h, a' d)   (eager: q, k, v apart)
     gate, up  (T, f / t, h) each                      down (T, h, f / t)     (GeLU MLP: up, down and a GeLU 2 T f / t 2)
     MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
