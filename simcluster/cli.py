@@ -177,58 +177,20 @@ def cmd_run(args) -> int:
     return EXIT_PARTIAL if skipped else 0
 
 
-def _storage_setup(args):
-    import dataclasses
-
-    from simcluster.cards import load_nvme
-    from simcluster.storage import dlio_workload
-    from simcluster.storage.loader import LoaderConfig
-    from simcluster.units import parse_bandwidth, parse_size
-
-    w = dlio_workload.load(args.workload)
-    if args.accelerator:
-        key = (w.model, args.accelerator.lower())
-        if key not in dlio_workload.COMPUTE_TIME_S:
-            known = sorted(f"{m}/{a}" for m, a in dlio_workload.COMPUTE_TIME_S)
-            raise SimclusterError(f"--accelerator {args.accelerator}: no published compute time for {w.model}",
-                                  hint=f"known: {', '.join(known)}")
-        w = dataclasses.replace(w, computation_time_s=dlio_workload.COMPUTE_TIME_S[key])
-    nvme, card = load_nvme(args.nvme)
-    config = LoaderConfig(io_size=int(parse_size(args.io_size)), depth=args.depth, steps=args.steps,
-                          thread_read_Bps=parse_bandwidth(args.thread_rate) if args.thread_rate else None,
-                          cores=args.cores)
-    return w, nvme, card, config
-
-
 def cmd_storage(args) -> int:
-    from simcluster.storage import loader
-    from simcluster.storage.report import figures, qd_stats, throughput_stats
+    from simcluster.storage import questions
 
-    w, nvme, card, config = _storage_setup(args)
+    s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
+                        args.thread_rate, args.cores)
     if args.action == "max-accelerators":
-        best, tried = loader.max_accelerators(w, nvme, args.drives, config, seed=args.seed)
-        out = {"workload": w.path, "nvme": card.get("name"), "drives": args.drives,
-               "au_threshold_percent": w.au_threshold * 100,
-               "accelerators": best.accelerators if best else 0,
-               "throughput_MiB_per_s": best.throughput_MiB_per_s if best else 0.0,
-               "au_percent": best.au_percent if best else 0.0,
-               "tried": [{"accelerators": r.accelerators, "au_percent": round(r.au_percent, 2),
-                          "throughput_MiB_per_s": round(r.throughput_MiB_per_s, 1)} for r in tried]}
-        if args.json:
-            print(json.dumps(out, indent=1))
-            return 0
-        print(f"{w.model} ({w.path}) on {args.drives} x {card.get('name')}: AU threshold {w.au_threshold:.0%}")
-        for r in out["tried"]:
-            print(f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}%  {r['throughput_MiB_per_s']:9.1f} MiB/s")
-        print(f"max accelerators: {out['accelerators']} at {out['throughput_MiB_per_s']:.1f} MiB/s, AU {out['au_percent']:.2f}%")
+        out = questions.max_accelerators(s, args.drives, args.seed)
+        sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))
         return 0
-    r = loader.simulate(w, nvme, args.accelerators, args.drives, config, seed=args.seed)
-    out = {"accelerators": r.accelerators, "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent,
-           "throughput_samples_per_s": r.throughput_samples_per_s, "throughput_MiB_per_s": r.throughput_MiB_per_s,
-           "storage_stall_per_step_s": r.stall_per_step_s, "queue_depth": qd_stats(r),
-           "device_throughput": throughput_stats(r), "latency_s": r.logs[0].latency_percentiles()}
+    out, run = questions.simulate(s, args.accelerators, args.drives, args.seed)
     if args.plot_dir:
-        out["figures"] = figures(r, args.plot_dir, f"{w.model}-{args.accelerators}acc")
+        from simcluster.storage.report import figures
+
+        out["figures"] = figures(run, args.plot_dir, f"{s.workload.model}-{args.accelerators}acc")
     print(json.dumps(out, indent=1))
     return 0
 
