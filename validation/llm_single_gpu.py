@@ -32,7 +32,8 @@ from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpe
 
 BUNDLES = {"calibration/h100x1-gpu-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100"),
            "calibration/h200x1-gpu-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200"),
-           "calibration/h200x1-gpu-2026-11-23/rep2": ("models/gpu/h200-sxm.yaml", "h200")}
+           "calibration/h200x1-gpu-2026-11-23/rep2": ("models/gpu/h200-sxm.yaml", "h200"),
+           "calibration/h100x1-llm-shapes-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100")}
 HOST = ROOT / "calibration" / "llm-host-2026-11-23"   # eager host cost, measured on hidden-128 decoders (device_run.sh)
 
 
@@ -54,9 +55,11 @@ def host_framework(label: str) -> tuple[FrameworkSpec, str]:
 
 
 def runs(bundle: Path) -> list[dict]:
-    """The llm-step documents of a bundle (each run's stdout is one JSON document)."""
+    """The llm-step documents of a bundle (each run's stdout is one JSON document; a bundle made by calling the
+    runner directly keeps them as *.json at its top)."""
     out = []
-    for stdout in sorted((bundle / "llm-step").glob("*/stdout.txt")):
+    logs = sorted((bundle / "llm-step").glob("*/stdout.txt")) if (bundle / "llm-step").is_dir() else sorted(bundle.glob("*.json"))
+    for stdout in logs:
         text = stdout.read_text().strip()
         if not text:
             continue
@@ -89,7 +92,8 @@ def rows(bundle: Path, card: Path, fw: FrameworkSpec) -> list[dict]:
             seq, mb = shape["seq"], shape["micro_batch"]
             model = model_of(doc, seq)
             batch = BatchSpec(mb, mb, "bf16")
-            row = {"gpu": gpu.name, "preset": doc["model"].get("preset"), "params_B": model.parameter_count() / 1e9,
+            preset = doc["model"].get("preset") or f"{model.layers}L/h{model.hidden}"
+            row = {"gpu": gpu.name, "preset": preset, "params_B": model.parameter_count() / 1e9,
                    "seq": seq, "mb": mb, "status": shape["status"]}
             mem = memory_per_gpu(model, ParallelSpec(), batch, gpu.hbm_capacity_bytes, fw)
             row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
@@ -114,21 +118,21 @@ def main(argv: list[str]) -> int:
     by_gpu: dict[str, dict] = {}
     for name, (card, label) in chosen.items():
         bundle, card = ROOT / name, ROOT / card
-        if not (bundle / "llm-step").is_dir():
+        if not runs(bundle):
             print(f"{bundle.relative_to(ROOT) if bundle.is_relative_to(ROOT) else bundle}: no llm-step runs (not measured yet)\n")
             continue
         prov = load_gpu(card)[1].get("provenance", {})
         fw, how = host_framework(label)
         print(f"== {bundle.name} on card {card.relative_to(ROOT)} (card provenance: {json.dumps(prov)[:200]})")
         print(f"   framework torch-amp, {how}")
-        print(f"{'preset':>6} {'params':>7} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'GPU-only':>9} {'err %':>7} "
+        print(f"{'model':>9} {'params':>7} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'GPU-only':>9} {'err %':>7} "
               f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
         t_err, g_err, m_err = [], [], []
         for r in rows(bundle, card, fw):
             if r["status"] == "ok":
                 by_gpu.setdefault(label, {}).setdefault((r["preset"], r["seq"], r["mb"]), (r["meas_ms"], r["pred_ms"]))
             if r["status"] != "ok":
-                print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} {'':>9} {'':>7} "
+                print(f"{r['preset']:>9} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {'OOM':>9} {'':>9} {'':>7} {'':>9} {'':>7} "
                       f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} predicted fits: {r['fits']}")
                 continue
             te, ge = pct(r["pred_ms"], r["meas_ms"]), pct(r["gpu_only_ms"], r["meas_ms"])
@@ -137,7 +141,7 @@ def main(argv: list[str]) -> int:
             t_err.append(abs(te))
             if me == me:
                 m_err.append(abs(me))
-            print(f"{r['preset']:>6} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {r['meas_ms']:>9.1f} {r['pred_ms']:>9.1f} {te:>+7.1f} "
+            print(f"{r['preset']:>9} {r['params_B']:>6.2f}B {r['seq']:>5} {r['mb']:>3} {r['meas_ms']:>9.1f} {r['pred_ms']:>9.1f} {te:>+7.1f} "
                   f"{r['gpu_only_ms']:>9.1f} {ge:>+7.1f} "
                   f"{r.get('meas_mem_GiB', float('nan')):>9.2f} {r['pred_mem_GiB']:>9.2f} {me:>+7.1f}")
         if t_err:
