@@ -33,7 +33,8 @@ from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpe
 BUNDLES = {"calibration/h100x1-gpu-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100"),
            "calibration/h200x1-gpu-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200"),
            "calibration/h200x1-gpu-2026-11-23/rep2": ("models/gpu/h200-sxm.yaml", "h200"),
-           "calibration/h100x1-llm-shapes-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100")}
+           "calibration/h100x1-llm-shapes-2026-11-23": ("models/gpu/h100-sxm.yaml", "h100"),
+           "calibration/h200x1-llm-shapes-2026-11-23": ("models/gpu/h200-sxm.yaml", "h200")}
 HOST = ROOT / "calibration" / "llm-host-2026-11-23"   # eager host cost, measured on hidden-128 decoders (device_run.sh)
 
 
@@ -160,13 +161,13 @@ def cross(by_gpu: dict[str, dict]) -> None:
         return
     common = sorted(set(by_gpu["h100"]) & set(by_gpu["h200"]), key=lambda k: (k[0], k[1] * k[2], k[1]))
     print("== H100 -> H200: step time ratio H100 / H200 of the same shape (each GPU on its own card and host)")
-    print(f"{'preset':>6} {'seq':>5} {'mb':>3} {'measured':>9} {'predicted':>9} {'err %':>7}")
+    print(f"{'model':>9} {'seq':>5} {'mb':>3} {'measured':>9} {'predicted':>9} {'err %':>7}")
     errs = []
     for key in common:
         (m1, p1), (m2, p2) = by_gpu["h100"][key], by_gpu["h200"][key]
         err = pct(p1 / p2, m1 / m2)
         errs.append(abs(err))
-        print(f"{key[0]:>6} {key[1]:>5} {key[2]:>3} {m1 / m2:>9.3f} {p1 / p2:>9.3f} {err:>+7.1f}")
+        print(f"{key[0]:>9} {key[1]:>5} {key[2]:>3} {m1 / m2:>9.3f} {p1 / p2:>9.3f} {err:>+7.1f}")
     print(f"speed-up ratio: mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}% over {len(errs)} shapes")
 
 
