@@ -344,3 +344,9 @@ def test_moe_on_two_nodes_runs_expert_alltoall(h100):
     r = predict_llm(MIXTRAL, ParallelSpec(tp=2, dp=8, ep=8), BatchSpec(64, 1), h100, network_for(machine), 16)
     assert r.breakdown["exposed_ep_comm"] > 0 and r.groups["ep"]["placement"] == "fabric"
     assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)
+
+
+def test_buckets_follow_the_framework():
+    assert comm.buckets(100e6, 8) == [40e6, 40e6, 20e6]                     # Megatron: max(40M, 1M dp)
+    assert comm.buckets(100e6, 64) == [64e6, 36e6]
+    assert len(comm.buckets(100e6, 2, TORCH_AMP.bucket_params)) == 15         # DDP: 25 MiB of fp32 gradients

@@ -166,11 +166,12 @@ def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Netw
     return collective_s(net, pair, "sendrecv", nbytes)
 
 
-def buckets(params: float, dp: int) -> list[float]:
-    """Gradient buckets (parameter counts), in the order the backward produces them."""
+def buckets(params: float, dp: int, bucket_params: int = 0) -> list[float]:
+    """Gradient buckets (parameter counts), in the order the backward produces them: `bucket_params` each, or
+    Megatron's max(40M, 1M dp) when 0."""
     if params <= 0:
         return []
-    size = max(BUCKET_PARAMS, 1_000_000 * dp)
+    size = bucket_params or max(BUCKET_PARAMS, 1_000_000 * dp)
     full, rest = divmod(params, size)
     return [float(size)] * int(full) + ([float(rest)] if rest else [])
 

@@ -243,9 +243,11 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
+    bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
 
 
 MEGATRON = FrameworkSpec("megatron")
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
-                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True)
+                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
+                          bucket_params=25 * 2**20 // 4)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP)}

@@ -103,8 +103,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
-                chunk_buckets = [comm.grad_sync_s(net, g.dp, par.zero, n) for n in comm.buckets(dense, g.dp.size)]
-                chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size)]
+                chunk_buckets = [comm.grad_sync_s(net, g.dp, par.zero, n) for n in comm.buckets(dense, g.dp.size, fw.bucket_params)]
+                chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size, fw.bucket_params)]
                 gathers.append(comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                                if par.zero in (1, 2) else 0.0)
             casts = []
