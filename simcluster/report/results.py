@@ -72,16 +72,19 @@ def _(result: TrainingResult) -> str:
 def _(result: LlmTrainingResult) -> str:
     p = result.prediction
     mem = p.memory_per_gpu_GiB
-    total = mem.get("total", sum(v for v in mem.values() if isinstance(v, (int, float))))
-    lines = [f"\nLLM training: {p.parameters / 1e9:.1f}B parameters on {p.gpus} x {p.gpu}, "
-             f"groups {', '.join(f'{k} {v}' for k, v in p.groups.items())}, {p.micro_batches} micro-batches",
+    parts = {k: v for k, v in mem.items() if k not in ("allocated", "total", "capacity", "stage") and v}
+    moe = p.groups.get("ep", {}).get("size", 1) > 1
+    groups = ", ".join(f"{k} {g['size']} ({g['placement']})" for k, g in p.groups.items()
+                       if g.get("size", 1) > 1 and (moe or k != "expert_dp"))
+    lines = [f"\nLLM training: {p.parameters / 1e9:.1f}B parameters on {p.gpus:,} x {p.gpu} ({p.framework}), "
+             f"{groups or 'one GPU'}, {p.micro_batches} micro-batches",
              f"  step time        {p.step_time_s:10.3f} s",
              f"  throughput       {p.tokens_per_s:10.4g} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
              f"MFU {p.mfu:.1%} ({p.flops_convention} FLOP count)",
-             f"  memory per GPU   {total:10.2f} GiB ({'fits' if p.fits else 'DOES NOT FIT'}): "
-             + ", ".join(f"{k} {v:.2f}" for k, v in mem.items() if k != "total" and isinstance(v, (int, float))),
-             "  breakdown (s)    " + ", ".join(f"{k.removesuffix('_s')} {v:.4g}" for k, v in p.breakdown.items()
-                                               if isinstance(v, (int, float))),
+             f"  memory per GPU   {mem['total']:10.2f} GiB of {mem['capacity']:.2f} "
+             f"({'fits' if p.fits else 'DOES NOT FIT'}; {mem.get('stage', '')} stage): "
+             + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
+             "  breakdown (s)    " + ", ".join(f"{k} {v:.4g}" for k, v in p.breakdown.items() if v),
              f"  simulated with {p.events:,} events"]
     return "\n".join(lines) + "\n"
 
