@@ -36,7 +36,9 @@ registers p2p buffers when the calls are captured in a CUDA graph (NCCL_GRAPH_RE
 sendrecv_reg.cc) or were registered by the application; an unregistered call pipelines through the FIFO in
 p2p chunks like a ring op's Simple primitives. Which protocol a ring or
 chain op runs: NCCL's own tuner table (latency and bandwidth per collective and protocol, printed by
-NCCL_DEBUG_SUBSYS=TUNING) for the rank count it was logged at, else the faster of the model's protocols.
+NCCL_DEBUG_SUBSYS=TUNING) for the rank count it was logged at, else NCCL's decision model computed for one
+NVSwitch node of that many GPUs of the card's `nccl_arch` (collectives/nccl_tuner.py, default hopper); a
+protocol the model has no time for (LL128) runs as the faster of LL and Simple.
 The step latencies s_LL, s_S are NCCL's documented NVLink ring values (src/graph/tuning.cc hwLatencies) unless
 the card was fitted on all_reduce at two or more rank counts, which identifies them.
 See docs/models/collectives.md.
@@ -48,6 +50,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from simcluster.collectives.nccl_tuner import ARCHS, TUNED_OPS, NcclTopology, decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.schedule import bus_factor, canonical_op
 from simcluster.errors import ModelCardError
@@ -87,6 +90,7 @@ class PrimitiveParams:
     p2p_channels: int = 32                      # NCCL's "32 p2p channels, 32 p2p channels per peer"
     p2p_channels_per_peer: int = 32
     ring_ramps: dict = field(default_factory=dict)  # ranks -> (D seconds, W bytes): the ring ramp at that rank count
+    nccl_arch: str = "hopper"                   # GPU architecture NCCL's decision model assumes without a logged table
 
     @property
     def base_latency_s(self) -> float:
@@ -179,10 +183,14 @@ def tuner_table(params: PrimitiveParams, n: int) -> dict:
 
 
 def nccl_choice(params: PrimitiveParams, op: str, size: float, n: int) -> str | None:
-    """The protocol NCCL's tuner picks (its latency + bytes / bandwidth) at n ranks, or None without its table."""
+    """The protocol NCCL's tuner picks (its latency + bytes / bandwidth) at n ranks: from NCCL's printed table when
+    the card has one for n, else from NCCL's decision model for one NVSwitch node of n GPUs of the card's
+    architecture (collectives/nccl_tuner.py); None for ops NCCL does not tune (p2p)."""
     table = tuner_table(params, n).get(op)
     if not table:
-        return None
+        if op not in TUNED_OPS:
+            return None
+        return decide(NcclTopology(params.nccl_arch, n, 1), op, size).protocol
     return min(table, key=lambda p: table[p][0] + size / table[p][1])
 
 
@@ -222,7 +230,8 @@ def notes(params: PrimitiveParams, op: str, n: int, host_launch: bool) -> list[s
                    "one direct copy; unregistered host-launched calls pipeline through NCCL's FIFO")
     if params.tuner and op not in P2P_OPS and not tuner_table(params, n):
         out.append(f"the card has NCCL's tuning table for ranks {sorted(params.tuner)} only; at {n} "
-                   "ranks the protocol is the model's own choice (calibrate with --nccl-log of that rank count)")
+                   f"ranks the protocol is NCCL's decision model's for one NVSwitch node of {params.nccl_arch} GPUs "
+                   "(collectives/nccl_tuner.py; calibrate with --nccl-log of that rank count to use NCCL's own table)")
     if host_launch and not params.host_floor_s:
         out.append("the card has no host launch floor (fitted on CUDA-graph timings only): host-launched calls are "
                    "predicted as GPU time, too fast wherever the host's launch cost dominates")
@@ -235,7 +244,7 @@ def to_params_yaml(p: PrimitiveParams) -> dict:
             "simple_base_latency": format_time(p.simple_base_s), "simple_step_latency": format_time(p.simple_step_s),
             "bus_bandwidth": format_bandwidth(p.link_bandwidth_Bps), "channels": p.channels,
             "p2p_channels": p.p2p_channels, "p2p_channels_per_peer": p.p2p_channels_per_peer,
-            "host_launch_floor": format_time(p.host_floor_s),
+            "host_launch_floor": format_time(p.host_floor_s), "nccl_arch": p.nccl_arch,
             "ring_ramp": {n: {"time": format_time(d), "scale": format_size(w)} for n, (d, w) in p.ring_ramps.items()},
             "nccl_tuner": {n: {op: {proto: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
                                     for proto, (lat, bw) in protos.items()} for op, protos in per_op.items()}
@@ -244,7 +253,7 @@ def to_params_yaml(p: PrimitiveParams) -> dict:
 
 PARAM_KEYS = {"model", "ll_base_latency", "ll_step_latency", "ll_channel_bandwidth", "simple_base_latency",
               "simple_step_latency", "bus_bandwidth", "channels", "p2p_channels", "p2p_channels_per_peer",
-              "host_launch_floor", "ring_ramp", "nccl_tuner"}
+              "host_launch_floor", "ring_ramp", "nccl_tuner", "nccl_arch"}
 
 
 def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
@@ -267,11 +276,18 @@ def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
         ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
         ("p2p_channels", "p2p_channels", count), ("p2p_channels_per_peer", "p2p_channels_per_peer", count),
         ("ring_ramps", "ring_ramp", lambda raw: _ring_ramps(raw, f"{where}.ring_ramp")),
-        ("tuner", "nccl_tuner", lambda raw: _tuner(raw, f"{where}.nccl_tuner")))
+        ("tuner", "nccl_tuner", lambda raw: _tuner(raw, f"{where}.nccl_tuner")),
+        ("nccl_arch", "nccl_arch", _arch))
         if key in params}
     return PrimitiveParams(get("ll_base_latency", parse_time), get("ll_channel_bandwidth", rate),
                            get("simple_base_latency", parse_time), get("bus_bandwidth", rate), get("channels", count),
                            get("host_launch_floor", parse_time), **optional)
+
+
+def _arch(v) -> str:
+    if v not in ARCHS:
+        raise ValueError(f"expected one of {', '.join(ARCHS)}")
+    return v
 
 
 def _tuner(raw, where: str) -> dict:
