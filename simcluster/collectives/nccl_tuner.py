@@ -397,6 +397,10 @@ def _max_channels(topo: NcclTopology, algo: str, proto: str, size: int) -> tuple
     return nc, nt
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _logged_channels(topo: NcclTopology, op: str, proto: str, size: int, max_channels: int, elem: int = 4) -> int:
     """How many channels one call alone is spread over (scheduleCollTasksToPlan's cells)."""
     comm_channels = graphs(topo)["coll_channels"]
@@ -405,13 +409,13 @@ def _logged_channels(topo: NcclTopology, op: str, proto: str, size: int, max_cha
     tpb *= 4 if proto == "LL" else 1
     traffic = per_rank * tpb
     per_channel = max(MIN_TRAFFIC_PER_CHANNEL, traffic // max(1, min(max_channels, comm_channels)))
-    cell = -(-(-(-MIN_TRAFFIC_PER_CHANNEL // tpb)) // 16) * 16
-    cells = max(1, -(-per_rank // cell))
+    cell = _ceil_div(_ceil_div(MIN_TRAFFIC_PER_CHANNEL, tpb), 16) * 16
+    cells = max(1, _ceil_div(per_rank, cell))
     per_cell_traffic = cell * tpb
-    cells_per_channel = min(cells, -(-per_channel // per_cell_traffic))
+    cells_per_channel = min(cells, _ceil_div(per_channel, per_cell_traffic))
     if comm_channels == 1:
         return 1
-    lo = min(cells, -(-per_channel // per_cell_traffic))
+    lo = cells_per_channel
     mid, hi = divmod(cells - lo, cells_per_channel)
     used = 1 + mid + (1 if hi else 0)
     return min(used, comm_channels)
