@@ -20,6 +20,7 @@ class Interval:
     name: str
     start_s: float
     end_s: float
+    process: str = ""          # a group of lanes (a pipeline stage, a rank); one timeline process each
 
 
 @dataclass
@@ -29,9 +30,9 @@ class Recorder:
     enabled: bool = True
     intervals: list[Interval] = field(default_factory=list)
 
-    def interval(self, lane: str, name: str, start_s: float, end_s: float) -> None:
-        if self.enabled:
-            self.intervals.append(Interval(lane, name, start_s, end_s))
+    def interval(self, lane: str, name: str, start_s: float, end_s: float, process: str = "") -> None:
+        if self.enabled and end_s > start_s:
+            self.intervals.append(Interval(lane, name, start_s, end_s, process))
 
 
 class _CountingEnvironment(simpy.Environment):

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from simcluster.llm import comm
 from simcluster.llm.memory import GiB, memory_per_gpu
-from simcluster.llm.simulate import chrome_trace, simulate_iteration
+from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
+from simcluster.report.perfetto import chrome_trace
 
 CONVENTIONS = ("causal", "megatron")
 
@@ -77,7 +78,11 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     return LlmResult(it.step_time_s, batch.global_batch * model.seq / it.step_time_s, per_gpu / 1e12,
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown, it.events, par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
-                     it.critical_stage, framework.name, chrome_trace(it) if trace else {})
+                     it.critical_stage, framework.name, _timeline(model, par, it) if trace else {})
+
+
+def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
+    return chrome_trace(f"{model.parameter_count() / 1e9:.1f}B on {par.gpus} GPUs, one pipeline", list(it.timeline))
 
 
 def network_for(machine, intra=None) -> comm.Network:

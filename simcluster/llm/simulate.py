@@ -100,7 +100,7 @@ class IterationResult:
     breakdown: dict
     stage_ends_s: tuple[float, ...]
     events: int
-    timeline: tuple[dict, ...]
+    timeline: tuple             # engine.Interval per compute / send / dp span, when traced
 
 
 class _Pipeline:
@@ -113,7 +113,6 @@ class _Pipeline:
         self.logs = [StageLog() for _ in range(self.pp)]
         self.send = [(simpy.Resource(self.env, 1), simpy.Resource(self.env, 1)) for _ in range(self.pp)]
         self.dp_stream = [simpy.Resource(self.env, 1) for _ in range(self.pp)]
-        self.timeline: list[dict] = []
 
     def event(self, key):
         if key not in self.arrived:
@@ -121,9 +120,7 @@ class _Pipeline:
         return self.arrived[key]
 
     def span(self, stage: int, lane: str, name: str, start: float, end: float):
-        if self.trace and end > start:
-            self.timeline.append({"name": name, "ph": "X", "pid": stage, "tid": lane, "ts": start * 1e6,
-                                  "dur": (end - start) * 1e6})
+        self.sim.recorder.interval(lane, name, start, end, f"stage {stage}")
 
     def transfer(self, stage: int, direction: int, key, name: str):
         with self.send[stage][direction].request() as req:
@@ -201,7 +198,7 @@ class _Pipeline:
 
 def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) -> IterationResult:
     """Run one iteration; the breakdown is the critical (last to finish) stage's time, part by part."""
-    sim = Simulation(seed, record=False)
+    sim = Simulation(seed, record=trace)
     pipe = _Pipeline(work, sim, trace)
     procs = [sim.process(pipe.stage(s)) for s in range(work.pp)]
     sim.run()
@@ -215,15 +212,4 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
     breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
                  "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
                  "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s, "other": log.optimizer_s + log.busy["host"]}
-    return IterationResult(ends[crit], crit, breakdown, ends, sim.events_processed, tuple(pipe.timeline))
-
-
-def chrome_trace(result: IterationResult) -> dict:
-    """Perfetto / chrome://tracing JSON: one process per pipeline stage, a thread per stream."""
-    lanes = {"compute": 0, "send-fwd": 1, "send-bwd": 2, "dp": 3}
-    events = [{**e, "tid": lanes[e["tid"]]} for e in result.timeline]
-    names = {e["pid"] for e in events}
-    meta = [{"name": "process_name", "ph": "M", "pid": p, "args": {"name": f"stage {p}"}} for p in sorted(names)]
-    meta += [{"name": "thread_name", "ph": "M", "pid": p, "tid": t, "args": {"name": lane}}
-             for p in sorted(names) for lane, t in lanes.items()]
-    return {"traceEvents": meta + events, "displayTimeUnit": "ms"}
+    return IterationResult(ends[crit], crit, breakdown, ends, sim.events_processed, tuple(sim.recorder.intervals))
