@@ -70,8 +70,14 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
             raise ModelCardError(f"no NVLS bandwidth for {machine.gpus_per_node} GPUs per node (has {sorted(table)})",
                                  where=str(machine.nvls_card))
         nvls = (table[machine.gpus_per_node], latency)
+    arch = "hopper"   # NCCL's decision model (collectives/nccl_tuner.py): the GPU card's architecture, Hopper without one
+    if machine.gpu_card:
+        from simcluster.cards import load_card
+        from simcluster.collectives.nccl_tuner import arch_of
+
+        arch = arch_of(str(load_card(machine.gpu_card, kind="gpu").get("name", "")))
     return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls)
+                   nvls, arch=arch)
 
 
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):

@@ -26,6 +26,8 @@ import numpy as np
 
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.nccl_tuner import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, TUNED_OPS, NcclTopology, decide
+from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
@@ -47,6 +49,8 @@ class Cluster:
     aggregation: AggregationParams | None = None
     nvls: tuple[float, float] | None = None     # NVLink SHARP: (intra-node all_reduce algbw B/s, latency s)
     job_nodes: int | None = None                # a job on part of the fabric (concurrent jobs)
+    arch: str = "hopper"                        # GPU architecture, for NCCL's decision model (collectives/nccl_tuner.py)
+    cpu_vendor: str = "intel"                   # NCCL prices LL across nodes by the CPU (llMaxBws)
 
     @property
     def nodes(self) -> int:
@@ -55,6 +59,12 @@ class Cluster:
     @property
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    def nccl_topology(self) -> NcclTopology:
+        """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
+        port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
+        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.fabric.spec.nics_per_node,
+                            self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
 
 
 @dataclass(frozen=True)
@@ -150,45 +160,90 @@ class FabricCall:
         return self.cluster.intra.simple_step_latency_s
 
 
+# Bytes of data per byte a protocol puts on the link: LL sends 8-byte lines with 4 bytes of data and a flag,
+# LL128 128-byte lines with 120 bytes of data, Simple the data alone.
+DATA_FRACTION = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
+PROTOCOL_INDEX = {"LL": 0, "LL128": 1, "Simple": 2}
+
+
+def step_latencies(call: FabricCall, algo: str, protocol: str) -> tuple[float, float]:
+    """(intra-node step, inter-node step) latency of one protocol. Inside a node: NCCL's NVLink step latency for
+    LL / LL128 (tuning.cc hwLatencies), the intra card's Simple step for Simple (as fitted). Across nodes: the
+    network hop (NIC card latency + path), at least NCCL's NET step latency of the protocol (its proxy and flush)."""
+    p = PROTOCOL_INDEX[protocol]
+    intra = call.intra_step if protocol == "Simple" else HW_LAT_US["nvlink"][algo][p] * 1e-6
+    inter = max(call.l_nic, HW_LAT_US["net"][algo][p] * 1e-6)
+    return intra, inter
+
+
+def ll_cap_Bps(call: FabricCall) -> float:
+    """NCCL's ceiling on LL's bus bandwidth (llMaxBws): the GPU's row inside one node, the CPU's across nodes."""
+    cluster = call.cluster
+    i2 = 0 if call.nodes == 1 else 1 if call.nodes == 2 else 2
+    row = LL_MAX_BW[cluster.arch] if call.nodes == 1 else LL_MAX_BW_CPU[cluster.cpu_vendor]
+    return row[i2] * 1e9
+
+
+def data_time(call: FabricCall, simple_s: float, bus_bytes: float, protocol: str) -> float:
+    """The data term of a protocol: Simple's time over the protocol's data fraction; LL also at most NCCL's LL
+    bus bandwidth (bus_bytes / cap)."""
+    t = simple_s / DATA_FRACTION[protocol]
+    return max(t, bus_bytes / ll_cap_Bps(call)) if protocol == "LL" else t
+
+
 class Ring:
-    """T = base + busbw bytes / min(B_nvl, B_net) + steps x max(l_nic, intra step): every op."""
+    """T = base + busbw bytes / (min(B_nvl, B_net) x f_p) + intra steps x l_intra,p + inter steps x l_inter,p: every op."""
 
     name = "ring"
+    nccl_name = "Ring"
+    protocols = ("LL", "LL128", "Simple")
 
     def applies(self, call: FabricCall) -> bool:
         return True
 
-    def time(self, call: FabricCall) -> tuple[float, dict]:
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         steps = 2 * (call.n - 1) if call.op == "all_reduce" else max(1, call.n - 1)
+        inter_steps = (2 * (call.nodes - 1) if call.op == "all_reduce" else call.nodes - 1) if call.nodes > 1 else 0
+        l_intra, l_inter = step_latencies(call, "Ring", protocol)
         rate = min(call.b_nvl, call.b_net)
-        t = call.base + bus_factor(call.op, call.n) * call.size_bytes / rate + steps * max(call.l_nic, call.intra_step)
-        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net}
+        bus_bytes = bus_factor(call.op, call.n) * call.size_bytes
+        data = data_time(call, bus_bytes / rate, bus_bytes, protocol)
+        t = call.base + data + (steps - inter_steps) * l_intra + inter_steps * l_inter
+        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
+                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
 
 
 class Tree:
     """NCCL's double binary tree across nodes (all_reduce): the busiest node moves w_N S on its NICs."""
 
     name = "tree"
+    nccl_name = "Tree"
+    protocols = ("LL", "LL128", "Simple")
 
     def applies(self, call: FabricCall) -> bool:
         return call.op == "all_reduce" and call.nodes >= 2
 
-    def time(self, call: FabricCall) -> tuple[float, dict]:
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         load = tree_node_load(call.nodes)
-        t = (call.base + max(2 * call.size_bytes / call.b_nvl, load * call.size_bytes / call.b_net)
-             + 2 * math.log2(call.nodes) * call.l_nic + call.cluster.gpus_per_node * call.intra_step)
-        return t, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load}
+        l_intra, l_inter = step_latencies(call, "Tree", protocol)
+        simple = max(2 * call.size_bytes / call.b_nvl, load * call.size_bytes / call.b_net)
+        data = data_time(call, simple, 2 * call.size_bytes, protocol)
+        t = (call.base + data + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra)
+        return t, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
+                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
 
 
 class Hierarchical:
     """reduce_scatter inside the node, a ring of the node's shard across nodes, all_gather inside (all_reduce)."""
 
     name = "hierarchical"
+    nccl_name = None            # not one of NCCL's algorithms: runs only when forced
+    protocols = ("Simple",)
 
     def applies(self, call: FabricCall) -> bool:
         return call.op == "all_reduce" and call.nodes >= 2
 
-    def time(self, call: FabricCall) -> tuple[float, dict]:
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
         g, nodes = call.cluster.gpus_per_node, call.nodes
         t_net = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g) + 2 * (nodes - 1) * call.l_nic
@@ -199,11 +254,13 @@ class NvlsTree:
     """NVLink SHARP inside the node pipelined with the inter-node tree (all_reduce, a machine with an NVLS card)."""
 
     name = "nvls-tree"
+    nccl_name = "NVLSTree"
+    protocols = ("Simple",)     # NCCL runs NVLS and NVLS tree with Simple only
 
     def applies(self, call: FabricCall) -> bool:
         return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.nvls is not None
 
-    def time(self, call: FabricCall) -> tuple[float, dict]:
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         nvls_bw, nvls_lat = call.cluster.nvls
         load = tree_node_load(call.nodes)
         t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net)
@@ -216,11 +273,13 @@ class InNetwork:
     (all_reduce, a machine with an aggregation card)."""
 
     name = "in-network"
+    nccl_name = "CollNetDirect"
+    protocols = ("Simple",)     # CollNet runs Simple only
 
     def applies(self, call: FabricCall) -> bool:
         return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.aggregation is not None
 
-    def time(self, call: FabricCall) -> tuple[float, dict]:
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
         t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.fabric.spec.nics_per_node)
         return rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag}
@@ -228,23 +287,47 @@ class InNetwork:
 
 ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork())
 ALGORITHMS = tuple(a.name for a in ALGORITHM_MODELS)
+# NCCL's algorithm -> the class that prices it here (PAT, one GPU per node, runs as a ring of the same steps;
+# NVLS across nodes needs CollNet, so it is priced as in-network aggregation)
+FROM_NCCL = {"Ring": "ring", "PAT": "ring", "Tree": "tree", "NVLSTree": "nvls-tree", "NVLS": "in-network",
+             "CollNetDirect": "in-network", "CollNetChain": "in-network"}
+
+
+def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None) -> tuple[str, str, dict]:
+    """(algorithm, protocol, what NCCL chose): NCCL's decision for the cluster's topology, or, with the algorithm
+    forced, the protocol NCCL would run it with. Where NCCL does not tune the op (p2p) or its choice has no model
+    here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
+    topo = cluster.nccl_topology()
+    if algorithm is not None:
+        model = models[algorithm]
+        proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None
+        proto = proto if proto in model.protocols else min(model.protocols, key=lambda p: model.time(call, p)[0])
+        return algorithm, proto, {}
+    if call.op in TUNED_OPS:
+        d = decide(topo, call.op, call.size_bytes)
+        chosen = FROM_NCCL[d.algorithm]
+        nccl = {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": d.channels}
+        if chosen in models:
+            return chosen, d.protocol if d.protocol in models[chosen].protocols else "Simple", nccl
+    else:
+        nccl = {}
+    options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in m.protocols}
+    name, proto = min(options, key=options.get)
+    return name, proto, nccl
 
 
 def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | None = None,
                    flows: RingFlows | None = None) -> FabricPrediction:
-    """Predicted time of one collective across the cluster's nodes: the fastest algorithm that applies (as NCCL's
-    tuner picks), or the one asked for."""
+    """Predicted time of one collective across the cluster's nodes: the algorithm and protocol NCCL's tuner picks
+    for this topology (collectives/nccl_tuner.py), or the algorithm asked for at NCCL's protocol for it."""
     flows = flows or ring_flows(cluster)
     l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
     call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
-    options = {a.name: a.time(call) for a in ALGORITHM_MODELS if a.applies(call)}
-    if algorithm is not None:
-        if algorithm not in options:
-            raise SimclusterError(f"algorithm {algorithm!r} does not apply to {call.op} on {call.nodes} nodes",
-                                  hint=f"applicable here: {', '.join(options)}")
-        chosen = algorithm
-    else:
-        chosen = min(options, key=lambda a: options[a][0])
-    time, detail = options[chosen]
-    detail = {**detail, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
-    return FabricPrediction(call.op, int(size_bytes), call.n, time, "Simple", chosen, detail)
+    models = {a.name: a for a in ALGORITHM_MODELS if a.applies(call)}
+    if algorithm is not None and algorithm not in models:
+        raise SimclusterError(f"algorithm {algorithm!r} does not apply to {call.op} on {call.nodes} nodes",
+                              hint=f"applicable here: {', '.join(models)}")
+    chosen, proto, nccl = _choose(cluster, call, models, algorithm)
+    time, detail = models[chosen].time(call, proto)
+    detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
+    return FabricPrediction(call.op, int(size_bytes), call.n, time, proto, chosen, detail)

@@ -80,6 +80,21 @@ MIN_TRAFFIC_PER_CHANNEL = 16 << 10
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0}
 
 
+GPU_ARCH_PREFIXES = (("v100", "volta"), ("a100", "ampere"), ("a800", "ampere"), ("h100", "hopper"), ("h200", "hopper"),
+                     ("h800", "hopper"), ("gh200", "hopper"), ("b100", "blackwell"), ("b200", "blackwell"),
+                     ("gb200", "blackwell"), ("b300", "blackwell"))
+
+
+def arch_of(gpu_name: str) -> str:
+    """A GPU card's name (models/gpu/*.yaml, 'h100-sxm') -> the architecture NCCL's tables are indexed by."""
+    name = gpu_name.lower()
+    for prefix, arch in GPU_ARCH_PREFIXES:
+        if name.startswith(prefix):
+            return arch
+    raise SimclusterError(f"no NCCL architecture known for GPU {gpu_name!r}",
+                          hint="one of " + ", ".join(p for p, _ in GPU_ARCH_PREFIXES))
+
+
 @dataclass(frozen=True)
 class NcclTopology:
     """What NCCL's search and tuner see: GPUs, NVLink, NICs, nodes. Bandwidths in bytes/s.
