@@ -262,6 +262,63 @@ def cmd_lab(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from simcluster.sweep import run, spec
+
+    summary = run.run(spec.read_sweep(args.scenario), args.output, workers=args.workers, scheduler=args.scheduler,
+                      chunk=args.chunk, flush_rows=args.flush_rows, flush_s=args.flush_seconds)
+    for line in summary.problems[:20]:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
+    if len(summary.problems) > 20:
+        print(f"simcluster: skipped {len(summary.problems) - 20} more points (status column in the results)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary.to_json(), indent=1))
+    else:
+        print(f"{summary.points} points: {summary.already} already stored, {summary.ran} ran ({summary.ok} ok, "
+              f"{summary.failed} failed), {summary.invalid} invalid; {summary.parts} part files in {summary.folder} "
+              f"({summary.wall_s:.1f} s)")
+    return EXIT_PARTIAL if summary.problems else 0
+
+
+def cmd_plan(args) -> int:
+    from simcluster.files import write_documents
+    from simcluster.plan import search
+    from simcluster.report import html
+
+    result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler)
+    docs = html.build(result.rows, f"simcluster plan: {Path(args.plan).stem}", "figures", result.answer,
+                      result.answer["within_s"], notes=[f"{n} candidates not run: {reason}" for reason, n in
+                                                        sorted(result.skipped.items())])
+    docs["plan.json"] = json.dumps({"answer": result.answer, "skipped": result.skipped, "sweep": result.summary.to_json()},
+                                   indent=1, sort_keys=True) + "\n"
+    for line in result.summary.problems[:20]:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
+    if args.json:
+        print(docs["plan.json"], end="")
+    else:
+        s = result.summary
+        print(f"{s.points} configurations ({sum(result.skipped.values())} candidates not run), {s.already} already stored, "
+              f"{s.ran} ran in {s.wall_s:.1f} s")
+        sys.stdout.write(search.answer_text(result.answer))
+    for path in write_documents(args.output, docs):
+        if path.suffix in (".html", ".json"):
+            print(f"wrote {path}")
+    return EXIT_PARTIAL if result.summary.problems else 0
+
+
+def cmd_report(args) -> int:
+    from simcluster.files import write_documents
+    from simcluster.plan.search import store_report
+
+    out = Path(args.output)
+    docs = store_report(args.results, f"{out.stem}-figures", args.title)
+    docs[out.name] = docs.pop("report.html")
+    for path in write_documents(out.parent if str(out.parent) else ".", docs):
+        if path.suffix == ".html":
+            print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simcluster", description="Discrete-event simulator of AI training clusters, "
                      "calibrated from real traces.")
@@ -408,6 +465,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="a scenario YAML (scenarios/quickstart.yaml is the bundled default)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("sweep", help="run every point of a scenario's sweep: section on Dask into a Parquet results folder")
+    p.add_argument("scenario", help="a scenario YAML with a sweep: {keys: {DOTTED.KEY: [values]}, mode: product|list}")
+    p.add_argument("-o", "--output", required=True, help="results folder (Parquet parts; a second run adds only missing points)")
+    p.add_argument("--workers", type=int, default=2, help="local Dask worker processes (default %(default)s; 0 = in this process)")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://HOST:PORT) instead of local workers")
+    p.add_argument("--chunk", type=int, help="points per Dask task (default: about 8 tasks per worker, at most 100)")
+    p.add_argument("--flush-rows", type=int, default=1000, help="write a part file every N rows (default %(default)s)")
+    p.add_argument("--flush-seconds", type=float, default=10.0, help="... or every S seconds (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("plan", help="search hardware and parallelism; cheapest configuration within a deadline; report")
+    p.add_argument("plan", help="a plan YAML (scenario + sweep: + search: + plan: {catalogue, target}); see docs/planning.md")
+    p.add_argument("-o", "--output", required=True, help="folder for results/, report.html, figures/ and plan.json")
+    p.add_argument("--workers", type=int, default=2, help="local Dask worker processes (default %(default)s; 0 = in this process)")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler instead of local workers")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("report", help="an HTML report (and PNG/SVG figures) of a sweep or plan results folder")
+    p.add_argument("results", help="a results folder written by simcluster sweep or plan")
+    p.add_argument("-o", "--output", required=True, help="the HTML file; figures go to NAME-figures/ beside it")
+    p.add_argument("--title", help="the report's title")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

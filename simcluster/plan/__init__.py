@@ -1,0 +1,1 @@
+"""Capacity planning: cost and energy per point (cost), the parallelism and hardware search (search)."""

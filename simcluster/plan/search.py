@@ -1,0 +1,276 @@
+"""`simcluster plan`: a sweep of hardware (the `sweep:` section), for an LLM job a search over its parallelism
+(`search:`), and the planning question (`plan:`): which configurations fit, how fast they train, what they cost.
+
+    plan:
+      catalogue: catalogue-2026.yaml      # prices and power (plan/cost.py)
+      target: {tokens: 1T, within: 30d}   # LLM: tokens to train; within: the deadline (training jobs: their own
+                                          # dataset x epochs, `tokens` omitted)
+    search:                               # LLM only: jobs[0].parallel and micro_batch, per hardware point
+      tp: [1, 2, 4, 8]                    # must divide gpus_per_node (tensor parallelism stays inside a node)
+      pp: [1, 2, 4]                       # must divide the layers
+      micro_batch: [1, 2]
+      zero: [1, 3]
+      virtual_stages: [1]                 # optional (pp = 1 uses 1)
+A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tensor parallelism).
+dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
+scenario reader (llm.spec.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
+with llm.memory.memory_per_gpu (the function predict_llm uses): a refused or non-fitting candidate is counted,
+not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (plan/cost.py) and ranked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from simcluster import strict
+from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.plan import cost
+from simcluster.sweep import run as sweep_run
+from simcluster.sweep import spec as spec_module
+from simcluster.sweep import store
+
+SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages")
+MAX_CANDIDATES = 200_000
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    catalogue: Path
+    tokens: float | None
+    within_s: float | None
+    search: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    summary: object                          # sweep_run.SweepSummary
+    rows: list[dict]                         # every stored row, priced
+    answer: dict
+    skipped: dict = field(default_factory=dict)   # reason -> candidates not run
+
+
+def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
+    sweep = spec_module.read_sweep(path, sections=("sweep", "search", "plan"))
+    r = _reader(sweep)
+    if "plan" not in sweep.sections:
+        r.fail("", "a plan file needs a 'plan:' section", hint="plan: {catalogue: FILE, target: {tokens: 1T, within: 30d}}")
+    p = r.mapping(sweep.sections["plan"], "plan", {"catalogue", "target"}, set())
+    t = r.mapping(p["target"], "plan.target", {"within"}, {"tokens"})
+    catalogue = r.existing(p, "plan", "catalogue", "a hardware catalogue (kind: catalogue)")
+    tokens = within = None
+    try:
+        tokens = cost.parse_count(t["tokens"]) if "tokens" in t else None
+    except ValueError as exc:
+        r.fail("plan.target.tokens", str(exc))
+    try:
+        within = cost.parse_duration(t["within"])
+    except (ValueError, SimclusterError) as exc:
+        r.fail("plan.target.within", getattr(exc, "message", str(exc)), hint="write e.g. 30d, 12h or 2w")
+    if not within or within <= 0:
+        r.fail("plan.target.within", "the deadline must be a positive duration")
+    search: list[tuple[str, tuple[int, ...]]] = []
+    if "search" in sweep.sections:
+        s = r.mapping(sweep.sections["search"], "search", set(), set(SEARCH_KEYS))
+        for key in SEARCH_KEYS:
+            if key in s:
+                values = s[key]
+                if not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                                                    for v in values):
+                    r.fail(f"search.{key}", f"expected a non-empty list of integers, got {strict.short(values)}")
+                search.append((key, tuple(values)))
+        jobs = sweep.doc.get("jobs")
+        if not (isinstance(jobs, list) and len(jobs) == 1 and isinstance(jobs[0], dict) and jobs[0].get("kind") == "llm_training"):
+            r.fail("search", "a parallelism search needs exactly one job, of kind llm_training")
+        if tokens is None:
+            r.fail("plan.target", "missing key 'tokens': an LLM plan trains a number of tokens (e.g. tokens: 1T)")
+    return sweep, PlanSpec(catalogue, tokens, within, tuple(search))
+
+
+def _reader(sweep):
+    from simcluster import scenario as scenario_module
+
+    return scenario_module._Reader(sweep.path, sweep.lines)
+
+
+def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_module.Point], Counter]:
+    """The points to run, and how many candidates were not run, by reason."""
+    skipped: Counter = Counter()
+    hardware = spec_module.combinations(sweep.spec)
+    if not plan.search:
+        return spec_module.points(sweep, hardware), skipped
+    job = sweep.doc["jobs"][0]
+    par = job.get("parallel") or {}
+    space = dict(plan.search)
+    space.setdefault("tp", (par.get("tp", 1),))
+    space.setdefault("pp", (par.get("pp", 1),))
+    space.setdefault("micro_batch", (job.get("micro_batch", 1),))
+    space.setdefault("zero", (par.get("zero", 0),))
+    space.setdefault("virtual_stages", (par.get("virtual_stages", 1),))
+    count = len(hardware) * math.prod(len(v) for v in space.values())
+    if count > MAX_CANDIDATES:
+        raise ScenarioError(f"{count:,} candidates; at most {MAX_CANDIDATES:,}", where=str(sweep.path),
+                            hint="narrow the search or the sweep")
+    out, seen = [], set()
+    layers = (job.get("model") or {}).get("layers")
+    batch = job.get("global_batch")
+    for hw in hardware:
+        doc = sweep.doc
+        try:
+            for k, v in hw:
+                doc = spec_module.set_key(doc, k, v)
+        except ValueError:
+            skipped["hardware point not settable"] += 1
+            continue
+        m = doc.get("machine") or {}
+        per_node, nodes = m.get("gpus_per_node", 1), m.get("nodes", 1)
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (per_node, nodes, layers, batch)):
+            out.append(spec_module.build_point(sweep, hw))   # the reader says what is wrong
+            continue
+        gpus = per_node * nodes
+        cp = par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1
+        for tp, pp, mb, zero, vs in itertools.product(*(space[k] for k in SEARCH_KEYS)):
+            if tp < 1 or per_node % tp:
+                skipped["tp does not divide the GPUs of a node"] += 1
+                continue
+            if pp < 1 or layers % pp:
+                skipped["pp does not divide the layers"] += 1
+                continue
+            if gpus % (tp * pp * cp):
+                skipped["tp x pp x cp does not divide the GPUs"] += 1
+                continue
+            dp = gpus // (tp * pp * cp)
+            if mb < 1 or batch % (dp * mb):
+                skipped["global batch not a multiple of dp x micro-batch"] += 1
+                continue
+            vs = 1 if pp == 1 else vs
+            sp = (("jobs[0].parallel.sequence_parallel", tp > 1),) if par.get("sequence_parallel") is True else ()
+            params = hw + sp + (("jobs[0].parallel.tp", tp), ("jobs[0].parallel.pp", pp), ("jobs[0].parallel.dp", dp),
+                           ("jobs[0].parallel.zero", zero), ("jobs[0].parallel.virtual_stages", vs), ("jobs[0].micro_batch", mb))
+            point = spec_module.build_point(sweep, params)
+            if point.hash in seen:
+                continue
+            seen.add(point.hash)
+            if point.scenario is None:
+                skipped[_reason(point.error)] += 1
+                continue
+            if not _fits(point.scenario):
+                skipped["does not fit in GPU memory"] += 1
+                continue
+            out.append(point)
+    return out, skipped
+
+
+def _reason(line: str) -> str:
+    """A reader error without its file:line (so equal reasons count together)."""
+    text = line.split(": ", 1)[-1] if line and ".yaml:" in line.split(": ", 1)[0] else line
+    return f"refused: {text}"
+
+
+@lru_cache(maxsize=64)
+def _gpu(path: str):
+    from simcluster.hardware.gpu import load_gpu
+
+    return load_gpu(path)[0]
+
+
+def _fits(sc) -> bool:
+    from simcluster.llm.memory import memory_per_gpu
+
+    job = sc.jobs[0]
+    gpu = _gpu(str(sc.machine.gpu_card))
+    return memory_per_gpu(job.model, job.parallel, job.batch, gpu.hbm_capacity_bytes).fits
+
+
+def price(rows: list[dict], plan: PlanSpec) -> list[dict]:
+    return cost.annotate(rows, cost.load_catalogue(plan.catalogue), plan.tokens)
+
+
+def answer(rows: list[dict], plan: PlanSpec, top: int = 10) -> dict:
+    """The cheapest configuration that trains within the deadline, the fastest, and the top ones by throughput."""
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("jobs[0].fits") is not False and r.get("cost.time_to_train_s")]
+    feasible = [r for r in ok if r["cost.time_to_train_s"] <= plan.within_s]
+    key = _throughput_key(ok)
+    cheapest = min(feasible, key=lambda r: (r["cost.total"], r["cost.time_to_train_s"], r["point_hash"]), default=None)
+    fastest = min(ok, key=lambda r: (r["cost.time_to_train_s"], r["point_hash"]), default=None)
+    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0), r["point_hash"]))[:top] if key else []
+    return {"tokens": plan.tokens, "within_s": plan.within_s, "points_priced": len(ok), "feasible": len(feasible),
+            "cheapest_within": _brief(cheapest), "fastest": _brief(fastest), "throughput_key": key,
+            "top_by_throughput": [_brief(r) for r in ranked]}
+
+
+def _throughput_key(rows) -> str | None:
+    for key in ("jobs[0].tokens_per_s", "jobs[0].samples_per_s"):
+        if any(r.get(key) for r in rows):
+            return key
+    return None
+
+
+def _brief(row: dict | None) -> dict | None:
+    if row is None:
+        return None
+    keep = ("point_hash", "machine.gpus", "machine.nodes", "machine.gpu_card", "machine.nic_card", "jobs[0].step_time_s",
+            "jobs[0].tokens_per_s", "jobs[0].samples_per_s", "jobs[0].mfu", "jobs[0].memory_per_gpu_GiB.total",
+            "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency")
+    return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None}}
+
+
+def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str | None = None, progress=None,
+             chunk: int | None = None) -> PlanResult:
+    """Read the plan, enumerate and run its points into OUT/results, price them and answer."""
+    sweep, plan = read_plan(path)
+    cost.load_catalogue(plan.catalogue)      # a bad catalogue fails before any point runs
+    pts, skipped = candidates(sweep, plan)
+    if not pts:
+        raise SimclusterError("no candidate configuration is valid and fits in memory", where=str(sweep.path),
+                              hint="; ".join(f"{n} {reason}" for reason, n in skipped.most_common(3)))
+    kwargs = {"progress": progress} if progress is not None else {}
+    summary = sweep_run.run(sweep, Path(out) / "results", points=pts, workers=workers, scheduler=scheduler, chunk=chunk,
+                            extra_manifest={"plan_file": str(sweep.path)}, **kwargs)
+    rows = price(store.rows(Path(out) / "results"), plan)
+    wanted = {p.hash for p in pts}
+    rows = [r for r in rows if r["point_hash"] in wanted]
+    return PlanResult(summary, rows, answer(rows, plan), dict(skipped))
+
+
+def answer_text(a: dict) -> str:
+    from simcluster.report.html import label
+
+    lines = []
+    tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
+    days = a["within_s"] / 86400
+    c, f = a.get("cheapest_within"), a.get("fastest")
+    if c:
+        lines.append(f"cheapest within {days:.3g} days ({tokens}): {label(c)}: {c['cost.time_to_train_s'] / 86400:.3g} days, "
+                     f"{c['cost.total']:,.0f} {c.get('cost.currency', '')}, {c['cost.energy_kWh'] / 1000:,.2f} MWh "
+                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline)")
+    else:
+        lines.append(f"no configuration trains {tokens} within {days:.3g} days ({a['points_priced']} priced)")
+    if f:
+        lines.append(f"fastest: {label(f)}: {f['cost.time_to_train_s'] / 86400:.3g} days, {f['cost.total']:,.0f} "
+                     f"{f.get('cost.currency', '')}")
+    return "\n".join(lines) + "\n"
+
+
+def store_report(folder: str | Path, figures_dir: str, title: str | None = None) -> dict:
+    """Report documents for a results folder; priced when its sweep file had a plan: section."""
+    from simcluster.report import html
+
+    folder = Path(folder)
+    manifest = store.read_manifest(folder)
+    rows = store.rows(folder)
+    answer_doc, within, notes = None, None, []
+    source = manifest.get("plan_file") or manifest.get("scenario")
+    if manifest.get("plan") and source and Path(source).is_file():
+        _, plan = read_plan(source)
+        rows = price(rows, plan)
+        answer_doc, within = answer(rows, plan), plan.within_s
+        notes.append(f"Prices and power: {plan.catalogue}")
+    elif manifest.get("plan"):
+        notes.append(f"not priced: the plan file {source} is not readable here")
+    name = title or f"simcluster sweep: {manifest.get('name') or folder.name}"
+    return html.build(rows, name, figures_dir, answer_doc, within, notes=notes)

@@ -1,0 +1,234 @@
+"""A planning report as one HTML file that opens from disk (figures inlined as base64 PNG), plus each figure as
+PNG and SVG beside it: scaling curves (throughput and efficiency against GPU count), the Pareto front of time to
+train against cost, step-time breakdown stacks, and the top configurations as a table.
+
+`build(rows, title, ...)` returns documents {name: text or bytes}; the CLI writes them through files.py.
+Efficiency of a series (same GPU card, NIC card and other swept hardware) at G GPUs is its best throughput per GPU
+at G over its best throughput per GPU at the smallest G it has (1.0 = linear scaling).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+
+THROUGHPUT = (("jobs[0].tokens_per_s", "tokens/s"), ("jobs[0].samples_per_s", "samples/s"))
+NOT_ADDITIVE = {"communication_total_s"}        # training breakdown: the part of it that is exposed is already a term
+SHORT = {"jobs[0].parallel.tp": "tp", "jobs[0].parallel.pp": "pp", "jobs[0].parallel.dp": "dp", "jobs[0].parallel.zero": "zero",
+         "jobs[0].parallel.virtual_stages": "v", "jobs[0].micro_batch": "mb",
+         "jobs[0].parallel.sequence_parallel": "sp="}
+COUNT_KEYS = {"machine.nodes", "machine.gpus_per_node"}
+
+
+def throughput_key(rows) -> tuple[str | None, str]:
+    for key, unit in THROUGHPUT:
+        if any(r.get(key) for r in rows):
+            return key, unit
+    return None, ""
+
+
+def label(row: dict) -> str:
+    parts = [str(row.get("machine.gpu_card") or ""), str(row.get("machine.nic_card") or ""), f"{row.get('machine.gpus')} GPUs"]
+    for k, v in sorted(row.items()):
+        if not k.startswith("param."):
+            continue
+        key = k[len("param."):]
+        if key in SHORT:
+            parts.append(f"{SHORT[key]}{v}")
+        elif key not in COUNT_KEYS and not key.endswith(".card"):
+            parts.append(f"{key.rsplit('.', 1)[-1]}={v}")
+    return " ".join(p for p in parts if p)
+
+
+def series_key(row: dict) -> str:
+    """The hardware a scaling curve holds fixed: cards and every swept key that is not a count or a parallel split."""
+    keys = [str(row.get("machine.gpu_card") or "-"), str(row.get("machine.nic_card") or "-")]
+    for k, v in sorted(row.items()):
+        key = k[len("param."):] if k.startswith("param.") else None
+        if key and key not in COUNT_KEYS and key not in SHORT and not key.endswith(".card"):
+            keys.append(f"{key.rsplit('.', 1)[-1]}={v}")
+    return " ".join(keys)
+
+
+def scaling(rows: list[dict], key: str) -> dict[str, list[tuple[int, float, float]]]:
+    """series -> [(gpus, best throughput, efficiency)] by GPU count."""
+    best: dict[str, dict[int, float]] = {}
+    for r in rows:
+        g, t = r.get("machine.gpus"), r.get(key)
+        if g and t:
+            s = best.setdefault(series_key(r), {})
+            s[int(g)] = max(s.get(int(g), 0.0), float(t))
+    out = {}
+    for name, by_g in sorted(best.items()):
+        counts = sorted(by_g)
+        base = by_g[counts[0]] / counts[0]
+        out[name] = [(g, by_g[g], by_g[g] / g / base) for g in counts]
+    return out
+
+
+def pareto(rows: list[dict]) -> list[dict]:
+    """The points no other point beats on both time to train and cost (ties kept once), by time."""
+    pts = sorted((r for r in rows if r.get("cost.total") is not None and r.get("cost.time_to_train_s")),
+                 key=lambda r: (r["cost.time_to_train_s"], r["cost.total"], r["point_hash"]))
+    front, best_cost = [], math.inf
+    for r in pts:
+        if r["cost.total"] < best_cost:
+            front.append(r)
+            best_cost = r["cost.total"]
+    return front
+
+
+def _figures(rows, key, unit, within_s, top):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figs = {}
+    curves = scaling(rows, key) if key else {}
+    if curves:
+        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for name, pts in curves.items():
+            g = [p[0] for p in pts]
+            a.plot(g, [p[1] for p in pts], marker="o", label=name)
+            b.plot(g, [p[2] for p in pts], marker="o", label=name)
+        for ax in (a, b):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("GPUs")
+            ax.grid(True, alpha=0.3)
+        a.set_ylabel(f"best {unit}")
+        a.set_title("Throughput (best configuration per GPU count)")
+        b.set_ylabel("per-GPU throughput / at the smallest count")
+        b.set_title("Scaling efficiency")
+        b.axhline(1.0, color="grey", lw=0.8)
+        a.legend(fontsize=7)
+        figs["scaling"] = fig
+    priced = [r for r in rows if r.get("cost.total") is not None and r.get("cost.time_to_train_s")]
+    if priced:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.scatter([r["cost.time_to_train_s"] / 86400 for r in priced], [r["cost.total"] for r in priced], s=12,
+                   color="#999", label="configurations")
+        front = pareto(priced)
+        ax.plot([r["cost.time_to_train_s"] / 86400 for r in front], [r["cost.total"] for r in front], marker="o",
+                color="C3", label="Pareto front")
+        if within_s:
+            ax.axvline(within_s / 86400, color="C0", ls="--", label="deadline")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("time to train (days)")
+        ax.set_ylabel(f"cost ({priced[0].get('cost.currency', '')})")
+        ax.set_title("Time to train vs cost")
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        figs["pareto"] = fig
+    parts = sorted({k for r in top for k in r if k.startswith("jobs[0].breakdown.") and k.rsplit(".", 1)[-1] not in NOT_ADDITIVE
+                    and isinstance(r[k], float)})
+    if top and parts:
+        fig, ax = plt.subplots(figsize=(10, 0.35 * len(top) + 1.6))
+        left = [0.0] * len(top)
+        for i, part in enumerate(parts):
+            values = [float(r.get(part) or 0.0) for r in top]
+            if not any(values):
+                continue
+            ax.barh(range(len(top)), values, left=left, label=part.rsplit(".", 1)[-1], color=f"C{i % 10}")
+            left = [a + b for a, b in zip(left, values, strict=True)]
+        ax.set_yticks(range(len(top)), [label(r) for r in top], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("seconds per step")
+        ax.set_title("Step time breakdown (top configurations)")
+        ax.legend(fontsize=7, loc="lower right")
+        figs["breakdown"] = fig
+    out = {}
+    for name, fig in figs.items():
+        fig.tight_layout()
+        png, svg = io.BytesIO(), io.BytesIO()
+        fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+        plt.close(fig)
+        out[name] = (png.getvalue(), svg.getvalue())
+    return out
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+COLUMNS = (("machine.gpus", "GPUs"), ("jobs[0].step_time_s", "step s"), ("jobs[0].mfu", "MFU"),
+           ("jobs[0].memory_per_gpu_GiB.total", "memory GiB"), ("cost.time_to_train_s", "days"),
+           ("cost.total", "cost"), ("cost.energy_kWh", "energy MWh"), ("cost.per_hour", "per hour"))
+
+
+def _table(rows: list[dict], key: str | None, unit: str) -> str:
+    head = ["#", "configuration"] + ([unit] if key else []) + [name for k, name in COLUMNS if any(r.get(k) is not None for r in rows)]
+    cols = [k for k, _ in COLUMNS if any(r.get(k) is not None for r in rows)]
+    lines = ["<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for i, r in enumerate(rows, 1):
+        cells = [str(i), html.escape(label(r))] + ([_fmt(r.get(key))] if key else [])
+        for k in cols:
+            v = r.get(k)
+            if k == "cost.time_to_train_s" and v is not None:
+                v = v / 86400
+            if k == "cost.energy_kWh" and v is not None:
+                v = v / 1000
+            cells.append(html.escape(_fmt(v)))
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;font-size:13px}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:nth-child(2){text-align:left}"
+         "img{max-width:100%}.note{color:#555}")
+
+
+def build(rows: list[dict], title: str, figures_dir: str, answer: dict | None = None, within_s: float | None = None,
+          top_n: int = 20, notes: list[str] | None = None) -> dict[str, str | bytes]:
+    """Documents: 'report.html' and figures_dir/<figure>.png|svg."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    usable = [r for r in ok if r.get("jobs[0].fits") is not False]
+    key, unit = throughput_key(usable)
+    top = sorted(usable, key=lambda r: (-(r.get(key) or 0.0), r["point_hash"]))[:top_n] if key else usable[:top_n]
+    figs = _figures(usable, key, unit, within_s, top[:12])
+    docs: dict[str, str | bytes] = {}
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f"<p>{len(rows)} points: {len(ok)} ran, {len(ok) - len(usable)} do not fit in GPU memory, "
+            f"{sum(r.get('status') == 'invalid' for r in rows)} refused by the scenario reader, "
+            f"{sum(r.get('status') == 'failed' for r in rows)} failed.</p>"]
+    for line in notes or []:
+        body.append(f"<p class='note'>{html.escape(line)}</p>")
+    if answer:
+        body.append("<h2>Answer</h2>" + _answer(answer))
+    captions = {"scaling": "Scaling", "pareto": "Time to train vs cost", "breakdown": "Step time breakdown"}
+    for name, (png, svg) in figs.items():
+        docs[f"{figures_dir}/{name}.png"] = png
+        docs[f"{figures_dir}/{name}.svg"] = svg
+        body.append(f"<h2>{captions[name]}</h2><img alt='{name}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
+    body.append(f"<h2>Top configurations{' by ' + unit if unit else ''}</h2>" + _table(top, key, unit))
+    docs["report.html"] = ("<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>" + html.escape(title) +
+                           f"</title><style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return docs
+
+
+def _answer(a: dict) -> str:
+    out = []
+    tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
+    days = a["within_s"] / 86400 if a.get("within_s") else None
+    c = a.get("cheapest_within")
+    if c:
+        out.append(f"<p>Cheapest configuration that trains {tokens} within {days:.3g} days: <b>{html.escape(label(c))}</b>, "
+                   f"{c['cost.time_to_train_s'] / 86400:.3g} days, {c['cost.total']:,.0f} {html.escape(str(c.get('cost.currency', '')))}, "
+                   f"{c.get('cost.energy_kWh', 0) / 1000:,.1f} MWh ({a['feasible']} of {a['points_priced']} configurations "
+                   f"meet the deadline).</p>")
+    elif days is not None:
+        out.append(f"<p>No configuration trains {tokens} within {days:.3g} days ({a['points_priced']} priced).</p>")
+    f = a.get("fastest")
+    if f:
+        out.append(f"<p>Fastest: {html.escape(label(f))}, {f['cost.time_to_train_s'] / 86400:.3g} days, "
+                   f"{f['cost.total']:,.0f} {html.escape(str(f.get('cost.currency', '')))}.</p>")
+    return "\n".join(out)

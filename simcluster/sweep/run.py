@@ -1,0 +1,239 @@
+"""Running a sweep: its points on Dask workers (a LocalCluster of processes, or an existing scheduler), rows into
+the results store as they finish, and only the points the store does not hold yet.
+
+`evaluate(items)` is what a worker runs: each point's Scenario through build.run_scenario, its results flattened
+into one row. The driver builds and checks every point (spec.points), skips those already stored, sends the rest
+in chunks, writes a part file every `flush_rows` rows or `flush_s` seconds, and prints progress on stderr.
+`workers=0` runs the points in this process (no Dask), for small sweeps and for measuring Dask's own overhead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from simcluster import __version__, strict
+from simcluster.errors import SimclusterError
+from simcluster.files import lock
+from simcluster.sweep import spec as spec_module
+from simcluster.sweep import store
+
+MAX_WORKERS = 256
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    folder: str
+    points: int              # distinct points in the spec
+    already: int             # found in the store, not run again
+    ran: int                 # computed now (ok + failed)
+    ok: int
+    invalid: int             # refused by the scenario reader (stored with the reason)
+    failed: int              # raised while running (stored with the reason)
+    parts: int               # part files written now
+    wall_s: float
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("folder", "points", "already", "ran", "ok", "invalid", "failed", "parts",
+                                              "wall_s")}
+
+
+@lru_cache(maxsize=256)
+def card_name(path: str) -> str:
+    try:
+        doc = strict.load_yaml(path)
+    except SimclusterError:
+        return Path(path).stem
+    return str(doc.get("name", Path(path).stem)) if isinstance(doc, dict) else Path(path).stem
+
+
+def machine_facts(sc) -> dict:
+    """What cost and energy need about a point's machine: counts and card names."""
+    from simcluster.plan.cost import switch_count
+
+    m = sc.machine
+    nics = m.nodes * m.nic.per_node if m.nic else 0
+    return {"machine.nodes": m.nodes, "machine.gpus_per_node": m.gpus_per_node, "machine.gpus": m.nodes * m.gpus_per_node,
+            "machine.gpu_card": card_name(str(m.gpu_card)) if m.gpu_card else None,
+            "machine.nic_card": card_name(str(m.nic.card)) if m.nic else None, "machine.nics": nics,
+            "machine.switches": switch_count(m)}
+
+
+def evaluate(items: list) -> list[dict]:
+    """A worker's chunk: [(hash, params, scenario)] -> one row each (a failure is a row with its one line)."""
+    from simcluster.build import run_scenario
+
+    rows = []
+    for point_hash, params, sc in items:
+        row = {"point_hash": point_hash, "status": "ok", "error": None, "simcluster_version": __version__, **params}
+        start = time.perf_counter()
+        try:
+            row.update(machine_facts(sc))
+            result = run_scenario(sc)
+            row.update(store.flatten(result.to_json()))
+            if result.skipped:
+                row["notes"] = "; ".join(result.skipped)
+        except SimclusterError as exc:
+            row.update(status="failed", error=exc.one_line())
+        except Exception as exc:  # noqa: BLE001 - a model bug on one point must not lose the sweep; the row says what
+            row.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+        row["point_wall_s"] = time.perf_counter() - start
+        rows.append(row)
+    return rows
+
+
+class _Progress:
+    def __init__(self, total: int, stream, label: str = "sweep"):
+        self.total, self.stream, self.label = total, stream, label
+        self.start = self.last = time.perf_counter()
+        self.done = 0
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+
+    def add(self, n: int, failed: int, force: bool = False):
+        self.done += n
+        now = time.perf_counter()
+        if self.stream is None or not (force or now - self.last >= (0.2 if self.tty else 2.0)):
+            return
+        self.last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (width - filled)
+        line = (f"{self.label} [{bar}] {self.done}/{self.total} points, {rate:.1f}/s, "
+                f"{failed} failed, eta {eta:.0f}s")
+        self.stream.write(("\r" + line) if self.tty else line + "\n")
+        if self.tty and force:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _client(workers: int, scheduler: str | None):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - a dependency
+        raise SimclusterError("dask.distributed is not installed", hint="pip install 'dask[distributed]'") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout=30), None
+        except (OSError, TimeoutError) as exc:
+            raise SimclusterError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = None, workers: int = 2,
+        scheduler: str | None = None, chunk: int | None = None, flush_rows: int = 1000, flush_s: float = 10.0,
+        progress=sys.stderr, extra_manifest: dict | None = None) -> SweepSummary:
+    """Every point of `sweep` (or `points`) not yet in the store at `out`, computed and stored."""
+    if not 0 <= workers <= MAX_WORKERS:
+        raise SimclusterError(f"--workers {workers}: expected 0 to {MAX_WORKERS}")
+    start = time.perf_counter()
+    pts = spec_module.points(sweep) if points is None else points
+    folder = Path(out)
+    store.check_folder(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    types = store.param_types(_keys(sweep, pts))
+    with lock(folder):
+        have = store.stored_hashes(folder)
+        manifest = {"scenario": str(sweep.path), "name": sweep.doc.get("name"), "mode": sweep.spec.mode,
+                    "keys": {k: [store.param_value(v, "str") if not isinstance(v, (int, float, str, bool)) else v
+                                 for v in vals] for k, vals in sweep.spec.keys},
+                    "points": len(pts), "simcluster_version": __version__, **(extra_manifest or {})}
+        manifest.update({k: v for k, v in sweep.sections.items() if k == "plan"})
+        store.write_manifest(folder, manifest)
+        todo = [p for p in pts if p.hash not in have]
+        writer = _Writer(folder, types, flush_rows, flush_s)
+        invalid = [p for p in todo if p.scenario is None]
+        runnable = [p for p in todo if p.scenario is not None]
+        for p in invalid:
+            writer.add([{"point_hash": p.hash, "status": "invalid", "error": p.error, "simcluster_version": __version__,
+                         **_params(p, types)}])
+        bar = _Progress(len(runnable), progress)
+        items = [(p.hash, _params(p, types), p.scenario) for p in runnable]
+        failed = ok = 0
+        problems = [f"invalid point {dict(p.params)}: {p.error}" for p in invalid]
+        for rows in _execute(items, workers, scheduler, chunk):
+            for r in rows:
+                if r["status"] == "ok":
+                    ok += 1
+                else:
+                    failed += 1
+                    problems.append(f"failed point {r['point_hash'][:12]}: {r['error']}")
+            writer.add(rows)
+            bar.add(len(rows), failed)
+        writer.flush()
+        bar.add(0, failed, force=True)
+    return SweepSummary(str(folder), len(pts), len(pts) - len(todo), ok + failed, ok, len(invalid), failed,
+                        writer.written, time.perf_counter() - start, problems)
+
+
+def _keys(sweep, pts) -> list:
+    if sweep.spec.keys:
+        keys = {k: list(v) for k, v in sweep.spec.keys}
+    else:
+        keys = {}
+    for p in pts:
+        for k, v in p.params:
+            keys.setdefault(k, [])
+            if v not in keys[k]:
+                keys[k].append(v)
+    return list(keys.items())
+
+
+def _params(point, types) -> dict:
+    return {f"param.{k}": store.param_value(v, types[f"param.{k}"]) for k, v in point.params}
+
+
+def _chunks(items, size):
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _execute(items, workers, scheduler, chunk):
+    """Rows in the order chunks finish."""
+    if not items:
+        return
+    if workers == 0 and not scheduler:
+        for part in _chunks(items, chunk or 1):
+            yield evaluate(part)
+        return
+    client, cluster = _client(workers, scheduler)
+    try:
+        from dask.distributed import as_completed
+
+        n = max(1, len(client.scheduler_info().get("workers", {})) or workers or 1)
+        size = chunk or max(1, min(100, len(items) // (n * 8)))
+        futures = [client.submit(evaluate, part, pure=False) for part in _chunks(items, size)]
+        for future in as_completed(futures):
+            yield future.result()
+            future.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+class _Writer:
+    def __init__(self, folder: Path, types, flush_rows: int, flush_s: float):
+        self.folder, self.types, self.flush_rows, self.flush_s = folder, types, max(1, flush_rows), flush_s
+        self.buffer: list[dict] = []
+        self.last = time.perf_counter()
+        self.written = 0
+
+    def add(self, rows):
+        self.buffer.extend(rows)
+        if len(self.buffer) >= self.flush_rows or time.perf_counter() - self.last >= self.flush_s:
+            self.flush()
+
+    def flush(self):
+        if self.buffer:
+            store.write_part(self.folder, self.buffer, self.types, self.written)
+            self.written += 1
+            self.buffer = []
+        self.last = time.perf_counter()

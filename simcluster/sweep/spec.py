@@ -1,0 +1,259 @@
+"""A sweep: a scenario with a `sweep:` section naming dotted keys of the scenario document and their values.
+
+    sweep:
+      keys:
+        machine.nodes: [1, 2, 4, 8]
+        machine.nic.card: [../models/nic/seed000-roce-100g.yaml, ../models/nic/roce-400g.yaml]
+        jobs[0].parallel.tp: [1, 2, 4]
+      mode: product        # every combination (default); `list`: the i-th value of every key together
+
+Each point is the scenario document with those keys set (a missing mapping on the way is created; a list index
+must exist), then read by the scenario's own strict reader (scenario._build), so a point is checked exactly like
+a hand-written scenario. A point the reader refuses is kept as an `invalid` point with its one-line reason.
+The point's hash is the sha256 of the canonical JSON of its resolved scenario (every field of the frozen
+Scenario, card paths relative to the scenario's folder) plus the sha256 of every file it names (a recalibrated
+card makes new points), so it names what was computed, not how the sweep was written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from simcluster import scenario as scenario_module
+from simcluster import strict
+from simcluster.errors import ScenarioError, SimclusterError
+
+MODES = ("product", "list")
+MAX_POINTS = 1_000_000          # a sweep larger than this is refused (split it): the driver holds every point in memory
+SECTIONS = ("sweep", "search", "plan")   # top-level sections that are not part of the scenario itself
+_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    keys: tuple[tuple[str, tuple], ...]   # (dotted key, values)
+    mode: str = "product"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a sweep: its parameter values, and either its Scenario or why the reader refused it."""
+
+    params: tuple[tuple[str, object], ...]
+    hash: str
+    scenario: object | None            # scenario.Scenario
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepFile:
+    path: Path                         # absolute
+    doc: dict                          # the scenario document without the sections above
+    lines: dict[str, int]
+    spec: SweepSpec
+    sections: dict                     # the raw `search:` and `plan:` sections, if any
+
+
+def parse_key(key: str) -> list[str | int]:
+    """'jobs[0].parallel.tp' -> ['jobs', 0, 'parallel', 'tp']; anything else is a ValueError."""
+    out: list[str | int] = []
+    for part in key.split("."):
+        m = _STEP.fullmatch(part)
+        if not m:
+            raise ValueError(f"{key!r} is not a dotted key (write e.g. machine.nodes or jobs[0].parallel.tp)")
+        out.append(m.group(1))
+        out.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    return out
+
+
+def set_key(doc: dict, key: str, value) -> dict:
+    """A copy of `doc` with the dotted `key` set to `value` (only the path to it is copied)."""
+    steps = parse_key(key)
+
+    def put(node, i):
+        step = steps[i]
+        if isinstance(step, int):
+            if not isinstance(node, list) or step >= len(node):
+                raise ValueError(f"{key}: no item [{step}] there")
+            out = list(node)
+        else:
+            if node is None:
+                node = {}
+            if not isinstance(node, dict):
+                raise ValueError(f"{key}: '{step}' is inside a value that is not a mapping")
+            out = dict(node)
+        if i == len(steps) - 1:
+            out[step] = value
+        else:
+            out[step] = put(node[step] if (isinstance(step, int) or step in node) else None, i + 1)
+        return out
+
+    return put(doc, 0)
+
+
+def read_sweep(path: str | Path, sections: tuple[str, ...] = ("sweep",)) -> SweepFile:
+    """The scenario file and its sweep section (required); `sections` names the other sections allowed here."""
+    path = Path(path).resolve()
+    doc, lines = scenario_module._read(path)
+    r = scenario_module._Reader(path, lines)
+    if not isinstance(doc, dict):
+        r.fail("", f"expected a mapping, got {type(doc).__name__}")
+    for name in SECTIONS:
+        if name in doc and name not in sections:
+            r.fail(name, f"a '{name}' section belongs in a plan file", hint="run it with: simcluster plan")
+    if "variants" in doc:
+        r.fail("variants", "a sweep file has no what-if variants", hint="make the varied keys sweep keys")
+    if "sweep" not in doc:
+        if "sweep" in sections and "search" not in sections:
+            r.fail("", "no 'sweep:' section", hint="add sweep: {keys: {machine.nodes: [1, 2, 4]}}")
+        spec = SweepSpec((), "product")
+    else:
+        spec = _spec(r, doc["sweep"])
+    rest = {k: v for k, v in doc.items() if k not in SECTIONS}
+    return SweepFile(path, rest, lines, spec, {k: doc[k] for k in SECTIONS[1:] if k in doc})
+
+
+def _spec(r, section) -> SweepSpec:
+    r.mapping(section, "sweep", {"keys"}, {"mode"})
+    mode = r.choice(section, "sweep", "mode", MODES, "product")
+    keys = section["keys"]
+    if not isinstance(keys, dict) or not keys:
+        r.fail("sweep.keys", "expected a mapping of dotted key -> list of values")
+    out = []
+    for key, values in keys.items():
+        try:
+            steps = parse_key(str(key))
+        except ValueError as exc:
+            r.fail(f"sweep.keys.{key}", str(exc))
+        if steps[0] in SECTIONS + ("name",):
+            r.fail(f"sweep.keys.{key}", f"'{steps[0]}' cannot be swept")
+        if not isinstance(values, list) or not values:
+            r.fail(f"sweep.keys.{key}", f"expected a non-empty list of values, got {strict.short(values)}")
+        out.append((str(key), tuple(values)))
+    if mode == "list" and len({len(v) for _, v in out}) > 1:
+        r.fail("sweep.keys", "mode: list needs the same number of values for every key",
+               hint=", ".join(f"{k}: {len(v)}" for k, v in out))
+    count = 1
+    for _, v in out:
+        count = count * len(v) if mode == "product" else len(v)
+    if count > MAX_POINTS:
+        r.fail("sweep.keys", f"{count:,} points; at most {MAX_POINTS:,} in one sweep", hint="split the sweep")
+    return SweepSpec(tuple(out), mode)
+
+
+def combinations(spec: SweepSpec) -> list[tuple[tuple[str, object], ...]]:
+    """Every point's (key, value) pairs, in a fixed order."""
+    names = [k for k, _ in spec.keys]
+    if not names:
+        return [()]
+    if spec.mode == "list":
+        rows = zip(*(v for _, v in spec.keys), strict=True)
+    else:
+        rows = itertools.product(*(v for _, v in spec.keys))
+    return [tuple(zip(names, row, strict=True)) for row in rows]
+
+
+def build_point(sweep: SweepFile, params: tuple[tuple[str, object], ...]) -> Point:
+    """The point's scenario, read strictly, and its hash; a refused point keeps the reader's one line."""
+    doc = sweep.doc
+    try:
+        for key, value in params:
+            doc = set_key(doc, key, value)
+    except ValueError as exc:
+        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": str(exc)}), None, str(exc))
+    reader = scenario_module._Reader(sweep.path, sweep.lines)
+    try:
+        sc = scenario_module._build(sweep.path, doc, reader)
+    except SimclusterError as exc:
+        line = exc.one_line()
+        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": line}), None, line)
+    return Point(params, scenario_hash(sc), sc)
+
+
+def points(sweep: SweepFile, params_list=None) -> list[Point]:
+    """Every point of the sweep (or of `params_list`), each built once; repeated points (same hash) once."""
+    out, seen = [], set()
+    for params in (combinations(sweep.spec) if params_list is None else params_list):
+        p = build_point(sweep, params)
+        if p.hash not in seen:
+            seen.add(p.hash)
+            out.append(p)
+    return out
+
+
+def scenario_hash(sc) -> str:
+    return _hash(resolved(sc))
+
+
+def resolved(sc) -> dict:
+    """The Scenario as plain JSON: paths relative to its folder, with the sha256 of each file they name."""
+    base = sc.path.parent
+    files: dict[str, str] = {}
+
+    def plain(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {"type": type(value).__name__, **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+        if isinstance(value, Path):
+            resolved_path = value if value.is_absolute() else Path.cwd() / value
+            rel = os.path.relpath(resolved_path, base)
+            files[rel] = file_digest(str(resolved_path))
+            return rel
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, float):
+            return repr(value)
+        return value
+
+    body = {f.name: plain(getattr(sc, f.name)) for f in dataclasses.fields(sc) if f.name != "path"}
+    return {"scenario": body, "files": dict(sorted(files.items()))}
+
+
+@lru_cache(maxsize=4096)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digest(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    if not os.path.isfile(path):
+        return "folder"
+    return _digest(path, st.st_mtime_ns, st.st_size)
+
+
+def _jsonable(value):
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _hash(doc) -> str:
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_params(params) -> None:
+    """A list-of-points given by a program (the planner) must use dotted keys."""
+    for key, _ in params:
+        try:
+            parse_key(key)
+        except ValueError as exc:
+            raise ScenarioError(str(exc)) from None
