@@ -10,7 +10,9 @@ expanding it. Fields are read with `field`, which turns a unit or type mistake i
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 from pathlib import Path
 
 import yaml
@@ -96,10 +98,31 @@ def line_index(node, prefix: str = "", out: dict[str, int] | None = None) -> dic
     return out
 
 
+_CACHE: dict[tuple, object] = {}
+CACHE_ENTRIES = 512          # documents kept (a sweep re-reads the same cards for every point)
+
+
 def load_yaml(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "YAML file",
               lines: bool = False):
     """The document of a YAML file (safe_load only), checked for size, depth and alias expansion; with
-    `lines`, also its dotted-key -> line index. An empty document is None."""
+    `lines`, also its dotted-key -> line index. An empty document is None. A file read before and unchanged
+    since (same path, size and mtime) is not parsed again: the caller gets a deep copy of the first reading."""
+    try:
+        st = os.stat(path)
+        key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, st.st_ino, error, what, lines)
+    except (OSError, TypeError, ValueError):
+        key = None
+    if key is not None and key in _CACHE:
+        return copy.deepcopy(_CACHE[key])
+    result = _load_yaml(path, error, what, lines)
+    if key is not None:
+        if len(_CACHE) >= CACHE_ENTRIES:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = copy.deepcopy(result)
+    return result
+
+
+def _load_yaml(path, error, what, lines):
     text = read_text(path, error, what)
     where = str(path)
     try:

@@ -99,8 +99,9 @@ def set_key(doc: dict, key: str, value) -> dict:
     return put(doc, 0)
 
 
-def read_sweep(path: str | Path, sections: tuple[str, ...] = ("sweep",)) -> SweepFile:
-    """The scenario file and its sweep section (required); `sections` names the other sections allowed here."""
+def read_sweep(path: str | Path, sections: tuple[str, ...] = ("sweep", "plan")) -> SweepFile:
+    """The scenario file and its sweep section (required); `sections` names the sections allowed here (a `plan:`
+    section prices the results in `simcluster report`; `search:` is for `simcluster plan` only)."""
     path = Path(path).resolve()
     doc, lines = scenario_module._read(path)
     r = scenario_module._Reader(path, lines)
