@@ -185,3 +185,22 @@ def test_sixteen_thousand_gpus_predict_in_well_under_a_second():
     pred = predict_fabric(cluster, "all_reduce", 2**30, flows=flows)
     assert time.perf_counter() - start < 1.0
     assert pred.nranks == 16384 and pred.time_s > 0
+
+
+def test_published_multi_node_validation_does_not_regress():
+    """validation/nccl_published.py: mean |busbw error| per system at >= 64 MiB, bounded at today's value plus a
+    margin (measured in comments). Most systems miss the issue's 10% target; docs/models/fabric.md says why."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "validation"))
+    import nccl_published
+
+    measured = {"aws-p5en-x4": 0.092, "h200-x248-nccltests283": 0.005, "h100-roce-x2-x4-nccl1221": 0.127,
+                "voltagepark-h100-x4": 0.155, "aws-p5-48xlarge-x2": 0.302, "aws-p4de-24xlarge-x2": 0.296,
+                "aws-p6-b200-x4": 0.273, "oci-bm-gpu-h100-8x2": 0.117}
+    summary = nccl_published.summary(nccl_published.all_rows())
+    assert set(summary) == set(measured)
+    for system, (mean, _, _) in summary.items():
+        assert mean <= measured[system] + 0.01, system
+    rows = {r.size: r for r in nccl_published.system_rows("nccl-aws-p5en-x4.yaml")}
+    assert abs(rows["4GiB (NCCL_ALGO=allreduce:ring)"].error) < 0.05     # the forced ring: network-bound, within 5%
