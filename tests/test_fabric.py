@@ -172,9 +172,10 @@ def test_seed003_cut_through_vs_store_and_forward():
 
 def test_seed002_prediction_error_is_bounded():
     """Seed 002's busbw (446-465 GB/s) vs the prediction from cards alone. With the published NVLS
-    figures (models/nvswitch/h100-nvls.yaml) NCCL's NVLSTree is chosen and over-predicts by +10..+15%;
-    without NVLS the best algorithm under-predicts by -23..-26%. The issue's 5% target is NOT met;
-    this guards both errors and the algorithm choice."""
+    figures (models/nvswitch/h100-nvls.yaml) NCCL's NVLSTree is chosen; capped by NCCL's own NVLS-tree
+    kernel ceiling (tuning.cc perChMaxNVLSTreeBws, issue 23) it is within -0.7..+1.9% (+10..+15% without the
+    cap). Not held out: this run was seen when the cap was added. Without NVLS NCCL's choice (ring)
+    under-predicts by -23..-26%. This guards both errors and the algorithm choice."""
     measured = [446.28, 456.22, 461.83, 463.90, 464.57]
     sc = scenario.load(ROOT / "scenarios" / "oci-bm-gpu-h100-8x2.yaml")
     cluster = build_cluster(sc.machine)
@@ -183,7 +184,7 @@ def test_seed002_prediction_error_is_bounded():
     preds = [predict_fabric(cluster, "all_reduce", 2**30 << i, flows=flows) for i in range(len(measured))]
     assert {p.algorithm for p in preds} == {"nvls-tree"}
     errors = [p.busbw_Bps / 1e9 / m - 1 for p, m in zip(preds, measured, strict=True)]
-    assert all(0.05 < e < 0.16 for e in errors)
+    assert all(-0.03 < e < 0.03 for e in errors)
     without = dataclasses.replace(cluster, nvls=None)
     errors = [predict_fabric(without, "all_reduce", 2**30 << i, flows=flows).busbw_Bps / 1e9 / m - 1
               for i, m in enumerate(measured)]

@@ -26,7 +26,16 @@ import numpy as np
 
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction, predict
-from simcluster.collectives.nccl_tuner import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, TUNED_OPS, NcclTopology, decide
+from simcluster.collectives.nccl_tuner import (
+    HW_LAT_US,
+    LL_MAX_BW,
+    LL_MAX_BW_CPU,
+    PER_CH_NVLS_TREE,
+    TUNED_OPS,
+    NcclTopology,
+    decide,
+    graphs,
+)
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
@@ -263,9 +272,22 @@ class NvlsTree:
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         nvls_bw, nvls_lat = call.cluster.nvls
         load = tree_node_load(call.nodes)
-        t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net)
+        kernel = nvls_tree_kernel_algbw(call)
+        t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net, call.size_bytes / kernel)
              + 2 * math.log2(call.nodes) * call.l_nic)
-        return t, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load}
+        return t, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
+                   "nvls_tree_kernel_algbw_Bps": kernel}
+
+
+def nvls_tree_kernel_algbw(call: FabricCall) -> float:
+    """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
+    45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)): the node's
+    SMs split between NVLink SHARP and the network cap the pipeline below either side's own rate."""
+    topo = call.cluster.nccl_topology()
+    heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
+    i2 = 1 if call.nodes == 2 else 2
+    bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
+    return bus * call.n / (2 * (call.n - 1)) if bus > 0 else math.inf
 
 
 class InNetwork:
