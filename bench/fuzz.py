@@ -6,6 +6,7 @@ Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-er
 finding, listed), cases per second and the slowest case.
 """
 
+import shutil
 import sys
 import tempfile
 import time
@@ -26,6 +27,9 @@ def main(cases: int = 10000, seed: int = 0) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for batch in range(0, cases, 500):
             results += run_cases(min(500, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
+            shutil.rmtree(Path(tmp) / f"b{batch}", ignore_errors=True)
+            print(f"{len(results)} cases, {time.perf_counter() - start:.0f} s, "
+                  f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
     tally = Counter(r[0] for r in results)
     print(f"{len(results)} cases, seed {seed}, {wall:.0f} s ({len(results) / wall:.1f} cases/s)")

@@ -96,6 +96,9 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
     span = size_range(min_size, max_size, factor)
     sc = scenario_mod.load(scenario_path)
     m = sc.machine
+    if m.card is None:
+        raise SimclusterError("the machine has no collective card (machine.card): nothing to predict a collective with",
+                              where=scenario_path)
     params, card = load_collective(m.card)
     ranks = m.nodes * m.gpus_per_node
     if m.nodes > 1:
