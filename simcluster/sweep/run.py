@@ -152,8 +152,8 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         writer = _Writer(folder, types, flush_rows, flush_s)
         invalid = [p for p in todo if p.scenario is None]
         runnable = [p for p in todo if p.scenario is not None]
-        for p in invalid:
-            writer.add([{"point_hash": p.hash, "status": "invalid", "error": p.error, "simcluster_version": __version__,
+        for p in invalid:   # held until the first part of computed rows, so the first part has every column
+            writer.hold([{"point_hash": p.hash, "status": "invalid", "error": p.error, "simcluster_version": __version__,
                          **_params(p, types)}])
         bar = _Progress(len(runnable), progress)
         items = [(p.hash, _params(p, types), p.scenario) for p in runnable]
@@ -223,8 +223,12 @@ class _Writer:
     def __init__(self, folder: Path, types, flush_rows: int, flush_s: float):
         self.folder, self.types, self.flush_rows, self.flush_s = folder, types, max(1, flush_rows), flush_s
         self.buffer: list[dict] = []
+        self.held: list[dict] = []
         self.last = time.perf_counter()
         self.written = 0
+
+    def hold(self, rows):
+        self.held.extend(rows)
 
     def add(self, rows):
         self.buffer.extend(rows)
@@ -232,6 +236,7 @@ class _Writer:
             self.flush()
 
     def flush(self):
+        self.buffer, self.held = self.buffer + self.held, []
         if self.buffer:
             store.write_part(self.folder, self.buffer, self.types, self.written)
             self.written += 1

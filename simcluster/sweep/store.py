@@ -1,6 +1,6 @@
-"""The results store: a folder of Parquet part files, one row per sweep point, plus `sweep.json` (the manifest).
+"""The results store: a folder of Parquet part files, one row per sweep point, plus `_sweep.json` (the manifest).
 
-    RESULTS/sweep.json                 what was swept (scenario, keys, mode, plan section), simcluster's version
+    RESULTS/_sweep.json                what was swept (scenario, keys, mode, plan section), simcluster's version
     RESULTS/part-<time>-<pid>-<n>.parquet   rows as points finish, one file per batch
 
 Each part is written to a temporary name beside it, fsynced and renamed (files.atomic_write) while the sweep
@@ -27,7 +27,7 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.files import OutputError, atomic_write
 
-MANIFEST = "sweep.json"
+MANIFEST = "_sweep.json"   # a leading _ : Parquet readers of the folder skip it
 PART_GLOB = "part-*.parquet"
 
 

@@ -1,0 +1,82 @@
+"""Sweep specs: dotted keys, product and list modes, every point read by the scenario reader, point hashes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+from sweep_fixtures import MODELS, collective_sweep
+
+from simcluster.errors import ScenarioError
+from simcluster.sweep import spec
+
+
+def test_parse_and_set_dotted_keys():
+    assert spec.parse_key("jobs[0].parallel.tp") == ["jobs", 0, "parallel", "tp"]
+    doc = {"machine": {"nodes": 1}, "jobs": [{"parallel": {"tp": 1}}]}
+    out = spec.set_key(doc, "jobs[0].parallel.tp", 4)
+    assert out["jobs"][0]["parallel"]["tp"] == 4 and doc["jobs"][0]["parallel"]["tp"] == 1   # the original is untouched
+    assert spec.set_key(doc, "machine.nic.card", "x")["machine"]["nic"] == {"card": "x"}     # a missing mapping is created
+    with pytest.raises(ValueError):
+        spec.set_key(doc, "jobs[3].kind", "x")
+    with pytest.raises(ValueError):
+        spec.parse_key("machine..nodes")
+
+
+def test_product_and_list_modes(tmp_path):
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 3, 4), per_node=(1, 2)))
+    assert len(spec.combinations(sw.spec)) == 6
+    path = collective_sweep(tmp_path, nodes=(2, 3), per_node=(1, 2), name="list.yaml")
+    doc = yaml.safe_load(path.read_text())
+    doc["sweep"]["mode"] = "list"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    combos = spec.combinations(spec.read_sweep(path).spec)
+    assert combos == [(("machine.nodes", 2), ("machine.nic.per_node", 1)), (("machine.nodes", 3), ("machine.nic.per_node", 2))]
+
+
+def test_every_point_is_checked_by_the_scenario_reader(tmp_path):
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 0), per_node=(1,)))
+    pts = spec.points(sw)
+    good, bad = pts
+    assert good.scenario is not None and good.scenario.machine.nodes == 2
+    assert bad.scenario is None and "machine.nodes" in bad.error and "sweep.yaml" in bad.error
+
+
+def test_bad_sweep_sections_are_one_line_errors_at_the_key(tmp_path):
+    path = collective_sweep(tmp_path, name="a.yaml")
+    doc = yaml.safe_load(path.read_text())
+    doc["sweep"]["mode"] = "list"                   # 3 nodes values, 2 per_node values
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match=r"a\.yaml:\d+: sweep.keys: mode: list needs the same number"):
+        spec.read_sweep(path)
+    doc["sweep"] = {"keys": {"machine.nodes": 4}}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match="expected a non-empty list"):
+        spec.read_sweep(path)
+    doc["sweep"] = {"keys": {"machine.nodes": [2]}, "extra": 1}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match="unknown key 'extra'"):
+        spec.read_sweep(path)
+    del doc["sweep"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match="no 'sweep:' section"):
+        spec.read_sweep(path)
+
+
+def test_hash_names_what_is_computed(tmp_path):
+    a = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="a.yaml")))[0]
+    b = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="b.yaml")))[0]
+    assert a.hash == b.hash                          # same resolved scenario, written in another file
+    # the same point given twice runs once
+    assert len(spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 2), per_node=(1,), name="c.yaml")))) == 1
+    # an edited card makes a new point (the hash holds every named file's sha256)
+    card = tmp_path / "nic.yaml"
+    shutil.copy(MODELS / "nic/roce-400g.yaml", card)
+    doc = yaml.safe_load((tmp_path / "a.yaml").read_text())
+    doc["machine"]["nic"]["card"] = "nic.yaml"
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(doc))
+    d = spec.points(spec.read_sweep(tmp_path / "d.yaml"))[0]
+    card.write_text(card.read_text().replace("latency: 13.9us", "latency: 14.9us"))
+    e = spec.points(spec.read_sweep(tmp_path / "d.yaml"))[0]
+    assert e.hash != d.hash

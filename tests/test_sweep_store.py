@@ -1,0 +1,62 @@
+"""The results store: rows flattened from job results, Parquet parts, dedupe by hash, resume runs only what is missing."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow.parquet as pq
+import pytest
+from sweep_fixtures import collective_sweep
+
+from simcluster.build import run_scenario
+from simcluster.sweep import run, spec, store
+
+
+def test_flatten():
+    doc = {"jobs": [{"a": 1, "b": {"c": 2.5, "d": True}, "rows": [{"t": 1}, {"t": 2}], "sizes": [1, 2], "s": "x", "n": None}]}
+    assert store.flatten(doc) == {"jobs[0].a": 1.0, "jobs[0].b.c": 2.5, "jobs[0].b.d": True, "jobs[0].rows[0].t": 1.0,
+                                  "jobs[0].rows[1].t": 2.0, "jobs[0].sizes": "[1, 2]", "jobs[0].s": "x", "jobs[0].n": None}
+
+
+def test_sweep_in_process_stores_every_point_once_and_resumes(tmp_path):
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 3, 0), per_node=(1, 2)))
+    out = tmp_path / "results"
+    first = run.run(sw, out, workers=0, flush_rows=2, progress=io.StringIO())
+    assert (first.points, first.already, first.ok, first.invalid, first.failed) == (6, 0, 4, 2, 0)
+    assert first.parts == 2                          # written as points finished (2 rows a part), not at the end only
+    table = pq.read_table(out)                       # readable as it is
+    assert table.num_rows == 6 and "jobs[0].rows[0].time_s" in table.column_names
+    rows = store.rows(out)
+    assert sorted(r["status"] for r in rows) == ["invalid"] * 2 + ["ok"] * 4
+    ok = [r for r in rows if r["status"] == "ok"]
+    # every stored number is the model's own prediction for that point
+    for r in ok:
+        point = next(p for p in spec.points(sw) if p.hash == r["point_hash"])
+        direct = run_scenario(point.scenario).jobs[0].predictions[0].time_s
+        assert r["jobs[0].rows[0].time_s"] == direct
+        assert r["machine.gpus"] == r["param.machine.nodes"] * 4
+        assert r["simcluster_version"]
+    second = run.run(sw, out, workers=0, progress=io.StringIO())
+    assert (second.already, second.ran, second.parts) == (6, 0, 0)
+    assert store.read_manifest(out)["points"] == 6
+
+
+def test_read_dedupes_and_ignores_unfinished_parts(tmp_path):
+    types = {"param.x": "int"}
+    store.write_part(tmp_path, [{"point_hash": "a", "status": "ok", "param.x": 1, "jobs[0].t": 1.0}], types, 0)
+    store.write_part(tmp_path, [{"point_hash": "a", "status": "ok", "param.x": 1, "jobs[0].t": 1.0},
+                                {"point_hash": "b", "status": "invalid", "param.x": 2, "error": "no"}], types, 1)
+    (tmp_path / ".part-x.parquet.123.tmp").write_bytes(b"half a file")    # what kill -9 during a write leaves
+    table = store.read(tmp_path)
+    assert sorted(table.column("point_hash").to_pylist()) == ["a", "b"]
+    assert store.stored_hashes(tmp_path) == {"a", "b"}
+    (tmp_path / "part-zzz.parquet").write_text("not parquet")
+    with pytest.raises(store.StoreError, match="not a Parquet part"):
+        store.read(tmp_path)
+
+
+def test_missing_results_folder_is_one_line(tmp_path):
+    with pytest.raises(store.StoreError, match="no such results folder"):
+        store.read(tmp_path / "nope")
+    with pytest.raises(store.StoreError, match="no results"):
+        store.read(tmp_path)
