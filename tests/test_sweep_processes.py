@@ -12,7 +12,7 @@ import time
 from collections import Counter
 
 import pyarrow.parquet as pq
-from sweep_fixtures import collective_sweep
+from test_sweep_spec import collective_sweep
 
 from simcluster.sweep import store
 

@@ -6,7 +6,7 @@ import io
 
 import pyarrow.parquet as pq
 import pytest
-from sweep_fixtures import collective_sweep
+from test_sweep_spec import collective_sweep
 
 from simcluster.build import run_scenario
 from simcluster.sweep import run, spec, store
