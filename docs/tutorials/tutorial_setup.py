@@ -54,9 +54,11 @@ def save(fig, folder: Path, name: str) -> Path:
     plt.close(fig)
     print(f"figure: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     try:  # inline in Jupyter; a plain python run has nothing to show it on
+        from IPython import get_ipython
         from IPython.display import Image, display
 
-        display(Image(filename=str(path)))
+        if get_ipython() is not None:
+            display(Image(filename=str(path)))
     except ImportError:
         pass
     return path
