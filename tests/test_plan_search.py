@@ -1,0 +1,143 @@
+"""The planner: candidate splits against a brute-force count, memory filtering, the answer against the rows, the
+Pareto front, and the HTML report parsed back (figures decode as PNG, one table row per top configuration)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from html.parser import HTMLParser
+
+import pytest
+import yaml
+from test_sweep_spec import MODELS
+
+from simcluster.cli import main
+from simcluster.errors import ScenarioError
+from simcluster.plan import search
+from simcluster.report import html
+from simcluster.sweep import store
+
+TINY = {"layers": 4, "hidden": 256, "ffn": 512, "heads": 4, "kv_heads": 4, "vocab": 1024, "seq": 128}
+LLAMA70B = {"layers": 80, "hidden": 8192, "ffn": 28672, "heads": 64, "kv_heads": 8, "vocab": 128256, "seq": 8192}
+
+
+def _plan(tmp_path, model=TINY, nodes=(1, 2), search_space=None, within="30d", tokens="1G", batch=16):
+    cat = tmp_path / "cat.yaml"
+    cat.write_text(yaml.safe_dump({"kind": "catalogue", "currency": "USD", "gpus": {"h100-sxm": {"power": "700W", "price_per_hour": 3}},
+                                   "nics": {"roce-400g": {"power": "25W", "price_per_hour": 0.1}},
+                                   "switch": {"power": "1kW", "price_per_hour": 1}}))
+    doc = {"name": "tiny-plan",
+           "machine": {"card": str(MODELS / "collective/h200x4-nvlink.yaml"), "gpu": {"card": str(MODELS / "gpu/h100-sxm.yaml")},
+                       "gpus_per_node": 4, "nodes": 1, "nic": {"card": str(MODELS / "nic/roce-400g.yaml"), "per_node": 4},
+                       "fabric": {"kind": "rail-optimized", "down_ports": 64, "spines": 4}},
+           "jobs": [{"kind": "llm_training", "model": model, "parallel": {"tp": 1, "pp": 1, "dp": 4, "zero": 1},
+                     "global_batch": batch, "micro_batch": 1}],
+           "sweep": {"keys": {"machine.nodes": list(nodes)}},
+           "search": search_space or {"tp": [1, 2, 3, 4], "pp": [1, 2, 3], "micro_batch": [1, 2], "zero": [1]},
+           "plan": {"catalogue": "cat.yaml", "target": {"tokens": tokens, "within": within}}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_candidates_are_exactly_the_valid_splits(tmp_path):
+    sweep, plan = search.read_plan(_plan(tmp_path))
+    pts, skipped = search.candidates(sweep, plan)
+    got = sorted((p.scenario.machine.nodes, p.scenario.jobs[0].parallel.tp, p.scenario.jobs[0].parallel.pp,
+                  p.scenario.jobs[0].parallel.dp, p.scenario.jobs[0].batch.micro_batch) for p in pts)
+    expected = sorted((n, tp, pp, 4 * n // (tp * pp), mb) for n in (1, 2) for tp in (1, 2, 4) for pp in (1, 2)
+                      for mb in (1, 2) if (4 * n) % (tp * pp) == 0 and 16 % (4 * n // (tp * pp) * mb) == 0)
+    assert got == expected
+    assert skipped["tp does not divide the GPUs of a node"] == 2 * 3 * 2      # tp 3, for every node count, pp and mb
+    assert skipped["pp does not divide the layers"] == 2 * 3 * 2              # pp 3 with tp 1, 2, 4
+
+
+def test_splits_that_do_not_fit_are_not_run(tmp_path):
+    sweep, plan = search.read_plan(_plan(tmp_path, model=LLAMA70B, nodes=(1,), batch=64,
+                                         search_space={"tp": [1, 4], "pp": [1], "zero": [1, 3]}))
+    pts, skipped = search.candidates(sweep, plan)
+    assert skipped["does not fit in GPU memory"] >= 2        # 70B parameters with tp 1 and ZeRO-1 cannot fit 80 GB
+    assert all(p.scenario.jobs[0].parallel.tp == 4 or p.scenario.jobs[0].parallel.zero == 3 for p in pts)
+
+
+def test_plan_sections_are_checked(tmp_path):
+    path = _plan(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["plan"]["target"]["within"] = "soon"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match=r"plan\.yaml:\d+: plan.target.within"):
+        search.read_plan(path)
+    doc["plan"]["target"] = {"within": "1d"}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match="missing key 'tokens'"):
+        search.read_plan(path)
+    doc["plan"]["target"] = {"within": "1d", "tokens": "1G"}
+    doc["search"] = {"tp": ["two"]}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match="search.tp: expected a non-empty list of integers"):
+        search.read_plan(path)
+
+
+def test_answer_is_the_cheapest_row_within_the_deadline():
+    plan = search.PlanSpec(None, 1e9, 100.0, ())
+    rows = [{"status": "ok", "point_hash": h, "cost.time_to_train_s": t, "cost.total": c, "jobs[0].tokens_per_s": 1e9 / t}
+            for h, t, c in (("a", 50.0, 10.0), ("b", 90.0, 7.0), ("c", 150.0, 1.0), ("d", 20.0, 30.0))]
+    rows.append({"status": "ok", "point_hash": "e", "cost.time_to_train_s": 10.0, "cost.total": 1.0, "jobs[0].fits": False})
+    a = search.answer(rows, plan)
+    assert a["cheapest_within"]["point_hash"] == "b" and a["fastest"]["point_hash"] == "d" and a["feasible"] == 3
+    assert [r["point_hash"] for r in html.pareto(rows[:4])] == ["d", "a", "b", "c"]
+    assert [r["point_hash"] for r in html.pareto(rows[:4] + [{"point_hash": "x", "cost.time_to_train_s": 60.0,
+                                                              "cost.total": 20.0}])] == ["d", "a", "b", "c"]
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.rows, self.in_body = [], 0, False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if tag == "tbody":
+            self.in_body = True
+        if tag == "tr" and self.in_body:
+            self.rows += 1
+
+
+def test_plan_command_end_to_end_and_report(tmp_path, capsys):
+    out = tmp_path / "out"
+    small = {"tp": [1, 2], "pp": [1, 2], "micro_batch": [2], "zero": [1]}
+    assert main(["plan", str(_plan(tmp_path, search_space=small)), "-o", str(out), "--workers", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "cheapest within 30 days" in printed
+    result = json.loads((out / "plan.json").read_text())
+    rows = search.price(store.rows(out / "results"), search.read_plan(tmp_path / "plan.yaml")[1])
+    feasible = [r for r in rows if r["cost.time_to_train_s"] <= 30 * 86400]
+    assert result["answer"]["cheapest_within"]["cost.total"] == min(r["cost.total"] for r in feasible)
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    assert len(page.images) == 3                                   # scaling, Pareto, breakdown
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.rows == min(20, len(rows))
+    assert (out / "figures" / "pareto.svg").read_text().lstrip().startswith("<?xml")
+    # the report command on the stored results: the same report, priced from the plan file
+    assert main(["report", str(out / "results"), "-o", str(tmp_path / "r" / "again.html")]) == 0
+    again = (tmp_path / "r" / "again.html").read_text()
+    assert "Cheapest configuration" in again and (tmp_path / "r" / "again-figures" / "scaling.png").is_file()
+
+
+def test_report_of_an_unpriced_sweep(tmp_path):
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.sweep import run, spec
+
+    sweep = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 4), per_node=(1,)))
+    run.run(sweep, tmp_path / "res", workers=0, progress=io.StringIO())
+    assert main(["report", str(tmp_path / "res"), "-o", str(tmp_path / "rep.html")]) == 0
+    page = _Page()
+    page.feed((tmp_path / "rep.html").read_text())
+    assert page.rows == 2 and page.images == []                    # no throughput or cost to plot for collectives
