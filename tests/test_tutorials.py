@@ -7,10 +7,9 @@ import re
 import time
 from pathlib import Path
 
+import jupytext  # in the test extra: a missing one is an error, not a skip
+import nbclient
 import pytest
-
-jupytext = pytest.importorskip("jupytext")
-nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = ROOT / "docs/tutorials"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +37,7 @@ def build_dir(tutorial: str) -> Path:
 def simcluster(args: str, show: bool = True) -> str:
     """Run `simcluster ARGS` from the repository root, as a user would type it; print and return its stdout.
     A non-zero exit status raises with the command's stderr."""
-    exe = shutil.which("simcluster")
-    argv = [exe] if exe else [sys.executable, "-m", "simcluster"]
+    argv = [sys.executable, "-m", "simcluster"]     # the kernel's own interpreter: the same install as the API calls
     done = subprocess.run([*argv, *shlex.split(args)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"simcluster {args}: exit {done.returncode}: {done.stderr.strip()}")
