@@ -97,3 +97,17 @@ def test_hash_names_what_is_computed(tmp_path):
     card.write_text(card.read_text().replace("latency: 13.9us", "latency: 14.9us"))
     e = spec.points(spec.read_sweep(tmp_path / "d.yaml"))[0]
     assert e.hash != d.hash
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys):
+    from simcluster.cli import main
+
+    plain = tmp_path / "plain.yaml"
+    plain.write_text((MODELS.parent / "scenarios/seed000-resnet18-2servers.yaml").read_text())
+    assert main(["sweep", str(plain), "-o", str(tmp_path / "r")]) == 2
+    assert main(["sweep", str(collective_sweep(tmp_path)), "-o", str(tmp_path / "r"), "--workers", "-1"]) == 2
+    assert main(["sweep", str(collective_sweep(tmp_path)), "-o", str(tmp_path / "r"), "--workers", "0", "--chunk", "0"]) == 2
+    assert main(["report", str(tmp_path / "nothing"), "-o", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("simcluster: error: ") for line in err)
+    assert "variants" in err[0] and "--workers -1" in err[1] and "--chunk 0" in err[2] and "no such results folder" in err[3]

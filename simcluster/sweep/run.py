@@ -120,7 +120,7 @@ def _client(workers: int, scheduler: str | None):
         raise SimclusterError("dask.distributed is not installed", hint="pip install 'dask[distributed]'") from None
     if scheduler:
         try:
-            return Client(scheduler, timeout=30), None
+            return Client(scheduler, timeout=10), None
         except (OSError, TimeoutError) as exc:
             raise SimclusterError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -134,6 +134,10 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
     """Every point of `sweep` (or `points`) not yet in the store at `out`, computed and stored."""
     if not 0 <= workers <= MAX_WORKERS:
         raise SimclusterError(f"--workers {workers}: expected 0 to {MAX_WORKERS}")
+    if chunk is not None and not 1 <= chunk <= 100_000:
+        raise SimclusterError(f"--chunk {chunk}: expected 1 to 100,000 points per task")
+    if flush_rows < 1 or not 0 <= flush_s <= 86400:
+        raise SimclusterError("--flush-rows must be >= 1 and --flush-seconds from 0 to 86400")
     start = time.perf_counter()
     pts = spec_module.points(sweep) if points is None else points
     folder = Path(out)
@@ -159,15 +163,23 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         items = [(p.hash, _params(p, types), p.scenario) for p in runnable]
         failed = ok = 0
         problems = [f"invalid point {dict(p.params)}: {p.error}" for p in invalid]
-        for rows in _execute(items, workers, scheduler, chunk):
-            for r in rows:
-                if r["status"] == "ok":
-                    ok += 1
-                else:
-                    failed += 1
-                    problems.append(f"failed point {r['point_hash'][:12]}: {r['error']}")
-            writer.add(rows)
-            bar.add(len(rows), failed)
+        try:
+            for rows in _execute(items, workers, scheduler, chunk):
+                for r in rows:
+                    if r["status"] == "ok":
+                        ok += 1
+                    else:
+                        failed += 1
+                        problems.append(f"failed point {r['point_hash'][:12]}: {r['error']}")
+                writer.add(rows)
+                bar.add(len(rows), failed)
+        except SimclusterError:
+            writer.flush()
+            raise
+        except Exception as exc:  # noqa: BLE001 - Dask's own failures (a worker lost, a closed connection): keep what ran
+            writer.flush()
+            raise SimclusterError(f"the sweep stopped: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+                                  where=str(folder), hint="run the same command again: stored points are kept") from None
         writer.flush()
         bar.add(0, failed, force=True)
     return SweepSummary(str(folder), len(pts), len(pts) - len(todo), ok + failed, ok, len(invalid), failed,
