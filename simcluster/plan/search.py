@@ -238,20 +238,19 @@ def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str
 
 
 def answer_text(a: dict) -> str:
-    from simcluster.report.html import label
+    from simcluster.report.html import duration, energy, label
 
     lines = []
     tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
-    days = a["within_s"] / 86400
     c, f = a.get("cheapest_within"), a.get("fastest")
     if c:
-        lines.append(f"cheapest within {days:.3g} days ({tokens}): {label(c)}: {c['cost.time_to_train_s'] / 86400:.3g} days, "
-                     f"{c['cost.total']:,.0f} {c.get('cost.currency', '')}, {c['cost.energy_kWh'] / 1000:,.2f} MWh "
+        lines.append(f"cheapest within {duration(a['within_s'])} ({tokens}): {label(c)}: {duration(c['cost.time_to_train_s'])}, "
+                     f"{c['cost.total']:,.0f} {c.get('cost.currency', '')}, {energy(c['cost.energy_kWh'])} "
                      f"({a['feasible']} of {a['points_priced']} configurations meet the deadline)")
     else:
-        lines.append(f"no configuration trains {tokens} within {days:.3g} days ({a['points_priced']} priced)")
+        lines.append(f"no configuration trains {tokens} within {duration(a['within_s'])} ({a['points_priced']} priced)")
     if f:
-        lines.append(f"fastest: {label(f)}: {f['cost.time_to_train_s'] / 86400:.3g} days, {f['cost.total']:,.0f} "
+        lines.append(f"fastest: {label(f)}: {duration(f['cost.time_to_train_s'])}, {f['cost.total']:,.0f} "
                      f"{f.get('cost.currency', '')}")
     return "\n".join(lines) + "\n"
 

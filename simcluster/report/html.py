@@ -29,6 +29,15 @@ def throughput_key(rows) -> tuple[str | None, str]:
     return None, ""
 
 
+def duration(seconds: float) -> str:
+    """A time to train as people say it: hours under two days, days above."""
+    return f"{seconds / 3600:.3g} hours" if seconds < 2 * 86400 else f"{seconds / 86400:.3g} days"
+
+
+def energy(kwh: float) -> str:
+    return f"{kwh:,.3g} kWh" if kwh < 1000 else f"{kwh / 1000:,.3g} MWh"
+
+
 def label(row: dict) -> str:
     parts = [str(row.get("machine.gpu_card") or ""), str(row.get("machine.nic_card") or ""), f"{row.get('machine.gpus')} GPUs"]
     for k, v in sorted(row.items()):
@@ -138,7 +147,7 @@ def _figures(rows, key, unit, within_s, top):
         ax.invert_yaxis()
         ax.set_xlabel("seconds per step")
         ax.set_title("Step time breakdown (top configurations)")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         figs["breakdown"] = fig
     out = {}
     for name, fig in figs.items():
@@ -221,14 +230,14 @@ def _answer(a: dict) -> str:
     days = a["within_s"] / 86400 if a.get("within_s") else None
     c = a.get("cheapest_within")
     if c:
-        out.append(f"<p>Cheapest configuration that trains {tokens} within {days:.3g} days: <b>{html.escape(label(c))}</b>, "
-                   f"{c['cost.time_to_train_s'] / 86400:.3g} days, {c['cost.total']:,.0f} {html.escape(str(c.get('cost.currency', '')))}, "
-                   f"{c.get('cost.energy_kWh', 0) / 1000:,.1f} MWh ({a['feasible']} of {a['points_priced']} configurations "
+        out.append(f"<p>Cheapest configuration that trains {tokens} within {duration(a['within_s'])}: <b>{html.escape(label(c))}</b>, "
+                   f"{duration(c['cost.time_to_train_s'])}, {c['cost.total']:,.0f} {html.escape(str(c.get('cost.currency', '')))}, "
+                   f"{energy(c.get('cost.energy_kWh', 0))} ({a['feasible']} of {a['points_priced']} configurations "
                    f"meet the deadline).</p>")
     elif days is not None:
-        out.append(f"<p>No configuration trains {tokens} within {days:.3g} days ({a['points_priced']} priced).</p>")
+        out.append(f"<p>No configuration trains {tokens} within {duration(a['within_s'])} ({a['points_priced']} priced).</p>")
     f = a.get("fastest")
     if f:
-        out.append(f"<p>Fastest: {html.escape(label(f))}, {f['cost.time_to_train_s'] / 86400:.3g} days, "
+        out.append(f"<p>Fastest: {html.escape(label(f))}, {duration(f['cost.time_to_train_s'])}, "
                    f"{f['cost.total']:,.0f} {html.escape(str(f.get('cost.currency', '')))}.</p>")
     return "\n".join(out)
