@@ -99,3 +99,18 @@ def test_negative_or_nan_latencies_in_a_card_are_refused(capsys, tmp_path, value
 def test_tiny_io_sizes_are_refused_not_simulated_for_minutes(capsys, io_size):
     one_line_error(capsys, ["storage", "simulate", "--workload", WORKLOAD, "--nvme", NVME, "--io-size", io_size],
                    "I/O size")
+
+
+def test_nan_or_negative_measurements_in_traces_are_refused(tmp_path, capsys):
+    qperf = tmp_path / "q.txt"
+    qperf.write_text((ROOT / "calibration" / "local-2026-11-22" / "qperf" / "qperf-1" / "stdout.txt").read_text()
+                     .replace("bw  =  ", "bw  =  -", 1))
+    one_line_error(capsys, ["calibrate", str(qperf), "--line-rate", "1Gbps", "-o", str(tmp_path / "c.yaml")], "negative")
+    fio_log = next((ROOT / "calibration" / "local-2026-11-22" / "fio").glob("*/stdout.txt"))
+    bad = tmp_path / "fio.txt"
+    bad.write_text(fio_log.read_text().replace('"bw_bytes" : ', '"bw_bytes" : NaN, "was" : ', 1))
+    from simcluster.errors import TraceFormatError
+    from simcluster.traces import fio
+
+    with pytest.raises(TraceFormatError, match="NaN is not a measurement"):
+        fio.parse(bad)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
-from simcluster.traces.common import read_text, sha256_of
+from simcluster.traces.common import loads_json, read_text, sha256_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class DlioBlock:
 
 def _json(path: str | Path) -> dict:
     try:
-        doc = json.loads(read_text(path))
+        doc = loads_json(read_text(path))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"line {exc.lineno}: not complete JSON ({exc.msg})", where=str(path)) from None
     if not isinstance(doc, dict):
@@ -116,7 +116,7 @@ def parse_pfw(path: str | Path) -> list[dict]:
         if not line or line in ("[", "]"):
             continue
         try:
-            ev = json.loads(line)
+            ev = loads_json(line)
         except json.JSONDecodeError:
             raise TraceFormatError(f"line {n}: not a JSON event (truncated trace?)", where=str(path)) from None
         if not isinstance(ev, dict) or "name" not in ev:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError, UnitError
-from simcluster.traces.common import read_text, sha256_of
+from simcluster.traces.common import read_text, refuse_constant, sha256_of
 from simcluster.units import parse_size_arg
 
 DIRECTIONS = ("read", "write")
@@ -48,7 +48,7 @@ class FioTrace:
 
 def _documents(text: str, where: str) -> list[tuple[int, dict]]:
     """(start line, document) for every top-level JSON object in the text."""
-    decoder, docs, i = json.JSONDecoder(), [], 0
+    decoder, docs, i = json.JSONDecoder(parse_constant=refuse_constant), [], 0
     while True:
         start = text.find("{", i)
         if start < 0:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
-from simcluster.traces.common import read_text, sha256_of
+from simcluster.traces.common import loads_json, read_text, sha256_of
 
 GEMM_KEYS = ("m", "n", "k", "batch", "dtype", "time_s")
 ATTN_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "mode", "time_s")
@@ -78,7 +78,7 @@ def load_json(path: str | Path, tool: str) -> dict:
     """The one JSON document of a runner tool's stdout; truncated or foreign files are one-line errors."""
     text = read_text(path)
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         what = "truncated (the JSON document does not close)" if exc.pos >= len(text.rstrip()) - 1 else "not JSON"
         raise TraceFormatError(f"line {exc.lineno}: {what} ({exc.msg})", where=str(path),

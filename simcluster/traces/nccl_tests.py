@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
-from simcluster.traces.common import read_text, sha256_of
+from simcluster.traces.common import loads_json, read_text, sha256_of
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
 _NCCL_LOG = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (INFO|WARN|TRACE|ABORT)")
@@ -277,7 +277,7 @@ def _parse_row(columns: list[str], tokens: list[str], line: int) -> CollectiveRo
 
 def _parse_json(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"line {exc.lineno}: not valid JSON ({exc.msg})", where=path) from None
     if not isinstance(doc, dict) or "results" not in doc or "config" not in doc:

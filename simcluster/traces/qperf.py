@@ -10,6 +10,7 @@ message. Everything is converted to SI: bytes/s, s, bytes, fraction of one core,
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ def _value(name: str, raw: str, where: str) -> float | None:
     if not match:
         return None
     number = float(match.group(1).replace(",", ""))
+    if not math.isfinite(number) or number < 0:
+        raise TraceFormatError(f"{name} = {raw.strip()[:30]!r}: qperf never prints a negative or non-finite value", where=where)
     unit = match.group(2).split("(")[0].strip()
     for table in (_RATE, _TIME, _COUNT, _COST):
         if unit in table:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from simcluster.errors import TraceFormatError
-from simcluster.traces.common import read_text, sha256_of
+from simcluster.traces.common import loads_json, read_text, sha256_of
 
 STEP_MARK = "simcluster_step"
 LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx")
@@ -80,7 +80,7 @@ def _intersection(x, y) -> float:
 def _events(path: str | Path) -> list[dict]:
     where = str(path)
     try:
-        doc = json.loads(read_text(path))
+        doc = loads_json(read_text(path))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"line {exc.lineno}: not a complete Chrome trace JSON ({exc.msg})", where=where) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc

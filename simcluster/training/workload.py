@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
-from simcluster.traces.common import read_text
+from simcluster.traces.common import loads_json, read_text
 
 FIRST_BUCKET = 2**20  # torch DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
@@ -109,7 +109,7 @@ def _profiles(run_dir: Path) -> dict[str, list[dict]]:
     summary = run_dir / "profiler-traces" / "profile-summary.json"
     if not summary.is_file():
         return {}
-    return {k: v for k, v in json.loads(summary.read_text()).items() if isinstance(v, list) and v}
+    return {k: v for k, v in loads_json(summary.read_text()).items() if isinstance(v, list) and v}
 
 
 def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
@@ -137,7 +137,7 @@ def read_runs(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except json.JSONDecodeError:
             raise TraceFormatError(f"line {n}: not a ddp-step JSON record", where=str(path)) from None
         missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
