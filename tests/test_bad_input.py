@@ -104,7 +104,7 @@ def test_tiny_io_sizes_are_refused_not_simulated_for_minutes(capsys, io_size):
 def test_nan_or_negative_measurements_in_traces_are_refused(tmp_path, capsys):
     qperf = tmp_path / "q.txt"
     qperf.write_text((ROOT / "calibration" / "local-2026-11-22" / "qperf" / "qperf-1" / "stdout.txt").read_text()
-                     .replace("bw  =  ", "bw  =  -", 1))
+                     .replace("=  47.8 MB/sec", "=  -47.8 MB/sec", 1))
     one_line_error(capsys, ["calibrate", str(qperf), "--line-rate", "1Gbps", "-o", str(tmp_path / "c.yaml")], "negative")
     fio_log = next((ROOT / "calibration" / "local-2026-11-22" / "fio").glob("*/stdout.txt"))
     bad = tmp_path / "fio.txt"
