@@ -30,7 +30,6 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from simcluster import __version__
 from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
 from simcluster.files import OutputError, inside, safe_name
 from simcluster.traces.common import sha256_of
@@ -126,15 +125,16 @@ class _Bundle:
 
 
 def _provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
-    """Where a card came from: the bundle (or bundles, for a fit across repeats), its host, each trace."""
-    import datetime as _dt
+    """Where a card came from (fit.cards.provenance), with the bundle (or bundles, for a fit across repeats) and
+    its host."""
+    from simcluster.fit.cards import provenance
 
-    out = {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "bundle": [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)}
+    out = provenance([{"path": str(p), "sha256": sha256_of(p)} for p in paths])
+    out["bundle"] = [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)
     if manifest is not None:
         host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
         out["host"] = {k: host.get(k) for k in ("hostname", "cpu_model", "cores")}
-    return {**out, "traces": [{"path": str(p), "sha256": sha256_of(p)} for p in paths]}
+    return out
 
 
 def _logs_by_op(b: _Bundle, tool: str, role: str = "timing") -> dict[str, list[Path]]:
