@@ -77,7 +77,7 @@ def cmd_calibrate(args) -> int:
             raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
         card, message = cards.nic_card(args.traces[0], args.transport, args.line_rate, name)
     else:
-        card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name)
+        card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name, args.model)
     _write(args.output, dump_card(card))
     print(f"wrote {args.output}: {message}")
     return 0
@@ -346,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same machine, one per rank count "
                    "(repeat the option); fits the NCCL-primitives model with NCCL's own protocol choice (else the "
                    "chunked ring model)")
+    p.add_argument("--model", choices=("chunked-ring", "nccl-primitives"),
+                   help="collective cards: the model to fit (default: nccl-primitives with --nccl-log, else chunked-ring; "
+                   "nccl-primitives without a tuning log lets NCCL's decision model pick each size's protocol)")
     p.add_argument("--op-profile", metavar="PROFILE.yaml",
                    help="collective cards: a per-op profile measured on another machine of the same kind "
                    "(op-profile-*.yaml from 'simcluster calibrate BUNDLE'); the card predicts every op as its "

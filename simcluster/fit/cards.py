@@ -43,9 +43,10 @@ def nic_card(path: str, transport: str | None, line_rate: str | None, name: str)
 
 
 def collective_card(paths: list[str], op: str | None, tuning_paths: list[str], op_profile: str | None,
-                    name: str) -> tuple[dict, str]:
+                    name: str, model: str | None = None) -> tuple[dict, str]:
     """A collective card from nccl-tests logs of one machine: the NCCL-primitives model with NCCL's tuning
-    table when tuning logs are given, else the chunked ring model; optionally carrying a per-op profile."""
+    table when tuning logs are given (or `model` nccl-primitives: NCCL's decision model instead of the table),
+    else the chunked ring model; optionally carrying a per-op profile."""
     from simcluster.fit import collective as fit_collective
     from simcluster.fit.profile import with_profile
     from simcluster.fit.validate import summary, validate
@@ -55,7 +56,7 @@ def collective_card(paths: list[str], op: str | None, tuning_paths: list[str], o
     traces = [nccl_tests.parse(path, op=op) for path in paths]
     tuning = [nccl_tuning.parse(log) for log in tuning_paths] or None
     extra = {"nccl_log": [{"path": log, "sha256": sha256_of(log)} for log in tuning_paths]} if tuning_paths else {}
-    params, fit_summary = fit_collective.fit_card(traces, tuning)
+    params, fit_summary = fit_collective.fit_card(traces, tuning, model)
     if op_profile:
         params = with_profile(params, op_profile)
         extra["op_profile"] = {"path": op_profile, "sha256": sha256_of(op_profile)}

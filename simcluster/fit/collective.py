@@ -90,15 +90,25 @@ def rounded(params: ChunkedRingParams) -> ChunkedRingParams:
                    chunk_bytes=r(p.chunk_bytes)) for k, p in params.protocols.items()})
 
 
-def fit_card(traces: list[CollectiveTrace], tunings: list | None = None):
+def fit_card(traces: list[CollectiveTrace], tunings: list | None = None, model: str | None = None):
     """The one entry for a collective card: all_reduce rounds (+ NcclTuning logs, one per rank count)
-    -> (params, summary). With NCCL's tuning logs: the NCCL-primitives model (fit/primitives.py);
-    without: the chunked ring model. Both fit the median of each set of rounds."""
+    -> (params, summary). With NCCL's tuning logs, or model "nccl-primitives": the NCCL-primitives model
+    (fit/primitives.py; without a log NCCL's decision model, collectives/nccl_tuner.py, picks each size's
+    protocol); otherwise the chunked ring model (the one the chunk DES runs). Both fit the median of each set
+    of rounds."""
+    from simcluster.errors import CalibrationError
     from simcluster.fit import primitives as fit_primitives
     from simcluster.traces.nccl_tests import median_of_rounds
 
+    if model not in (None, "chunked-ring", "nccl-primitives"):
+        raise CalibrationError(f"unknown collective model {model!r}", hint="chunked-ring or nccl-primitives")
+    if tunings and model == "chunked-ring":
+        raise CalibrationError("NCCL's tuning logs are read by the nccl-primitives model only",
+                               hint="drop --nccl-log, or --model nccl-primitives")
     if tunings:
         return fit_primitives.fit(traces, {t.ranks: t.ring_table() for t in tunings}, tunings[0].channels,
                                   tunings[0].p2p_channels)
+    if model == "nccl-primitives":
+        return fit_primitives.fit(traces, None)
     params, summary = fit(list(median_of_rounds(traces).values()))
     return rounded(params), summary
