@@ -233,8 +233,8 @@ def notes(params: PrimitiveParams, op: str, n: int, host_launch: bool) -> list[s
                    f"ranks the protocol is NCCL's decision model's for one NVSwitch node of {params.nccl_arch} GPUs "
                    "(collectives/nccl_tuner.py; calibrate with --nccl-log of that rank count to use NCCL's own table)")
     if host_launch and not params.host_floor_s:
-        out.append("the card has no host launch floor (fitted on CUDA-graph timings only): host-launched calls are "
-                   "predicted as GPU time, too fast wherever the host's launch cost dominates")
+        out.append("the card has no separate host launch floor (fitted on one launch mode): host-launched calls are "
+                   "predicted as the fitted timings, too fast where a CUDA-graph-fitted card meets the host's launch cost")
     return out
 
 
