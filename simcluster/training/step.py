@@ -1,4 +1,4 @@
-"""The data-parallel step model: host, GPU compute and communication as three pipelined resources.
+"""The data-parallel step model: host, GPU compute and communication as three processes on the simulation kernel.
 
 For one step of one rank (all ranks run the same step; see `sync_wait_s` for their spread):
   host      issues forward, backward and optimizer work: host_s split by phase shares, plus the
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcluster.engine import Interval
+from simcluster.engine import Interval, Simulation
 from simcluster.training.workload import Workload
 
 
@@ -117,48 +117,97 @@ def _with_wait(step: StepResult, wait: float) -> StepResult:
 
 def _rank_step(w: Workload, ranks: int, comm_time: Callable[[int], float], params: DdpParams,
                storage_stall_s: float, cpu_bound_s: float) -> StepResult:
-    """One rank's step up to the end of its optimizer and drain, before waiting for the others."""
-    timeline: list[Interval] = []
-    ddp = ranks > 1
+    """One rank's step up to the end of its optimizer and drain, before waiting for the others: three processes on
+    the simulation kernel, the host issuing work, the GPU's compute stream and its communication stream."""
+    sim = Simulation()
+    env, ddp = sim.env, ranks > 1
     t0 = storage_stall_s + cpu_bound_s
-    if storage_stall_s > 0:
-        timeline.append(Interval("host", "storage stall", 0.0, storage_stall_s))
-    if cpu_bound_s > 0:
-        timeline.append(Interval("host", "loader CPU-bound", storage_stall_s, t0))
     host_b = w.host_s * w.backward + (params.c_tensor_s * w.tensors if ddp else 0.0)
-    host_f, host_o = w.host_s * w.forward, w.host_s * w.optimizer
-    g_f, g_o = w.gpu_s * w.forward, w.gpu_s * w.optimizer
     g_b = w.gpu_s * w.backward + (params.g_tensor_s * w.tensors if ddp else 0.0)
-
-    issued_f = t0 + host_f
-    timeline.append(Interval("host", "issue forward", t0, issued_f))
-    gpu = max(t0 + g_f, issued_f)
-    timeline.append(Interval("gpu", "forward", t0, gpu))
-
     buckets = w.buckets() if ddp else [sum(w.grad_bytes)]
     total = float(sum(buckets)) or 1.0
-    comm_free, comm_total, host_t = gpu, 0.0, issued_f
-    for k, size in enumerate(buckets):
-        share = size / total
-        host_t += host_b * share
-        overlap = max(0.0, min(g_b * share, comm_free - gpu)) if ddp else 0.0
-        start = gpu
-        gpu = max(gpu + g_b * share + params.slowdown * overlap, host_t)
-        timeline.append(Interval("gpu", f"backward bucket {k}", start, gpu))
-        if ddp:
-            c_start = max(gpu, comm_free)
-            c = comm_time(size)
-            comm_free, comm_total = c_start + c, comm_total + c
-            timeline.append(Interval("comm", f"all_reduce bucket {k} ({size / 2**20:.1f} MiB)", c_start, comm_free))
-    timeline.append(Interval("host", "issue backward (+ DDP hooks)" if ddp else "issue backward", issued_f, host_t))
-    backward_end = gpu
-    opt_start = max(gpu, comm_free)
-    exposed = opt_start - backward_end
-    host_end = host_t + host_o
-    end = max(opt_start + g_o, host_end)
-    timeline.append(Interval("host", "issue optimizer", host_t, host_end))
-    timeline.append(Interval("gpu", "optimizer", opt_start, end))
-    end += w.drain_s
-    compute = w.gpu_s
-    overhead = max(0.0, end - t0 - compute - exposed)  # GPU waiting on the host, DDP's GPU work, slowdown, drain
-    return StepResult(ranks, end, compute, exposed, overhead, 0.0, comm_total, storage_stall_s, cpu_bound_s, timeline)
+    shares = [size / total for size in buckets]
+    issued = [env.event() for _ in range(len(buckets) + 2)]   # forward, each bucket's backward, optimizer
+    stream = _CommStream(sim, comm_time)
+    out = {}
+
+    def host():
+        if storage_stall_s > 0:
+            yield env.timeout(storage_stall_s)
+            sim.interval("host", "storage stall", 0.0)
+        if cpu_bound_s > 0:
+            yield env.timeout(cpu_bound_s)
+            sim.interval("host", "loader CPU-bound", storage_stall_s)
+        pieces = [("issue forward", w.host_s * w.forward)] + [("", host_b * share) for share in shares] + \
+                 [("issue optimizer", w.host_s * w.optimizer)]
+        start = env.now
+        for k, (name, duration) in enumerate(pieces):
+            yield env.timeout(duration)
+            issued[k].succeed()
+            if name:
+                sim.interval("host", name, start)
+                start = env.now
+            elif k == len(buckets):
+                sim.interval("host", "issue backward (+ DDP hooks)" if ddp else "issue backward", start)
+                start = env.now
+
+    def gpu():
+        yield env.timeout(t0)
+        yield from _run(env, w.gpu_s * w.forward, issued[0])
+        sim.interval("gpu", "forward", t0)
+        for k, (size, share) in enumerate(zip(buckets, shares, strict=True)):
+            start = env.now
+            overlap = max(0.0, min(g_b * share, stream.free_at - start)) if ddp else 0.0
+            yield from _run(env, g_b * share + params.slowdown * overlap, issued[k + 1])
+            sim.interval("gpu", f"backward bucket {k}", start)
+            if ddp:
+                stream.submit(k, size)
+        out["backward_end"] = env.now
+        yield stream.idle()
+        out["optimizer_start"] = env.now
+        yield from _run(env, w.gpu_s * w.optimizer, issued[-1])
+        sim.interval("gpu", "optimizer", out["optimizer_start"])
+        yield env.timeout(w.drain_s)
+
+    sim.process(host())
+    sim.process(gpu())
+    sim.run()
+    end, exposed = env.now, out["optimizer_start"] - out["backward_end"]
+    overhead = max(0.0, end - t0 - w.gpu_s - exposed)  # GPU waiting on the host, DDP's GPU work, slowdown, drain
+    return StepResult(ranks, end, w.gpu_s, exposed, overhead, 0.0, stream.busy_s, storage_stall_s, cpu_bound_s,
+                      list(sim.recorder.intervals))
+
+
+def _run(env, duration_s: float, issued):
+    """A GPU piece: its own work, and it cannot end before the host has issued all of it."""
+    yield env.timeout(duration_s)
+    if not issued.triggered:
+        yield issued
+
+
+class _CommStream:
+    """The communication stream: all-reduces buckets one at a time, in the order they are submitted. When a bucket
+    is submitted its end time is known (the stream is FIFO and each all-reduce's time is the collective model's),
+    which the compute stream reads to know how long its next piece overlaps communication."""
+
+    def __init__(self, sim: Simulation, comm_time: Callable[[int], float]):
+        self.sim, self.comm_time = sim, comm_time
+        self.free_at, self.busy_s = 0.0, 0.0
+        self._last = None
+
+    def submit(self, k: int, size: int) -> None:
+        env = self.sim.env
+        start = max(env.now, self.free_at)
+        duration = self.comm_time(size)
+        self.free_at, self.busy_s = start + duration, self.busy_s + duration
+        self._last = env.process(self._transfer(start - env.now, duration, f"all_reduce bucket {k} ({size / 2**20:.1f} MiB)"))
+
+    def _transfer(self, wait_s: float, duration_s: float, name: str):
+        yield self.sim.env.timeout(wait_s)
+        start = self.sim.env.now
+        yield self.sim.env.timeout(duration_s)
+        self.sim.interval("comm", name, start)
+
+    def idle(self):
+        """An event that fires when every submitted bucket is reduced."""
+        return self._last if self._last is not None else self.sim.env.timeout(0)
