@@ -10,8 +10,8 @@ machine.nodes (1..50) x machine.nic.card (100G RoCE, 100G TCP) x jobs[0].loader_
   engine-0  run.run(workers=0): build + run_scenario + row flattening + Parquet parts, in this process
   engine-N  run.run(workers=N): the same through a Dask LocalCluster of N worker processes (cluster start included)
 Overhead per point: engine-0 wall / points - direct / points (serial), and for Dask the core-seconds the engine
-spends beyond the model: engine-N wall x min(N, cores) / points - direct / points.
-    python bench/sweep_scale.py [--points 10000] [--workers 2]
+spends beyond the model: engine-N wall x min(N + 1, cores) / points - direct / points (N workers and the driver).
+    python bench/sweep_scale.py [--points 10000] [--workers 2[,8,15]]
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ def scenario(folder: Path, points: int) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=10_000)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="2", help="Dask worker counts to measure, e.g. 2 or 2,8,15")
+    ap.add_argument("--compute-only", action="store_true", help="time the engine without the Parquet store (run._execute: "
+                    "points to rows on Dask), e.g. where pyarrow is not installed")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sweep-bench-"))
     try:
@@ -74,28 +76,34 @@ def main() -> None:
         for p in pts:
             predict_training(p.scenario.machine, p.scenario.jobs[0])
         direct = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        s0 = run.run(sweep, tmp / "engine0", workers=0, flush_rows=1000, progress=io.StringIO())
-        engine0 = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        sn = run.run(sweep, tmp / "engineN", workers=args.workers, flush_rows=1000, progress=io.StringIO())
-        engine_n = time.perf_counter() - t0
-        rows0, rows_n = store.read(tmp / "engine0"), store.read(tmp / "engineN")
-        assert s0.ok == sn.ok == n and rows0.num_rows == rows_n.num_rows == n
-        cores = min(args.workers, os.cpu_count() or 1)
-        out = {"points": n, "cpu_count": os.cpu_count(), "workers": args.workers,
-               "direct_s": direct, "direct_points_per_s": n / direct,
-               "build_s": build, "engine0_s": engine0, "engine0_points_per_s": n / engine0,
-               "engineN_s": engine_n, "engineN_points_per_s": n / engine_n,
-               "overhead_per_point_serial_ms": (engine0 - direct) / n * 1e3,
-               "overhead_per_point_dask_core_ms": (engine_n * cores - direct) / n * 1e3,
-               "parts": [s0.parts, sn.parts]}
-        print(f"{n} points (seed 000 DDP: nodes x NIC card x loader cost), {os.cpu_count()} cores")
+        def engine(workers: int, name: str) -> float:
+            t0 = time.perf_counter()
+            if args.compute_only:
+                items = [(p.hash, {}, p.scenario) for p in spec.points(sweep)]
+                rows = [r for chunk in run._execute(items, workers, None, None) for r in chunk]
+                assert len(rows) == n and all(r["status"] == "ok" for r in rows)
+            else:
+                s = run.run(sweep, tmp / name, workers=workers, flush_rows=1000, progress=io.StringIO())
+                assert s.ok == n and store.read(tmp / name).num_rows == n
+            return time.perf_counter() - t0
+
+        engine0 = engine(0, "engine0")
+        cores = os.cpu_count() or 1
+        print(f"{n} points (seed 000 DDP: nodes x NIC card x loader cost), {cores} cores")
         print(f"  model directly      {direct:8.2f} s  {n / direct:8.0f} points/s  {direct / n * 1e3:6.2f} ms/point")
         print(f"  build + check + hash{build:8.2f} s  {n / build:8.0f} points/s  {build / n * 1e3:6.2f} ms/point")
-        print(f"  engine in process   {engine0:8.2f} s  {n / engine0:8.0f} points/s  overhead {out['overhead_per_point_serial_ms']:.2f} ms/point")
-        print(f"  engine, Dask x{args.workers}     {engine_n:8.2f} s  {n / engine_n:8.0f} points/s  overhead "
-              f"{out['overhead_per_point_dask_core_ms']:.2f} core-ms/point (cluster start included)")
+        print(f"  engine in process   {engine0:8.2f} s  {n / engine0:8.0f} points/s  overhead {(engine0 - direct) / n * 1e3:.2f} ms/point")
+        out = {"points": n, "cpu_count": cores, "direct_s": direct, "build_s": build, "engine0_s": engine0,
+               "overhead_per_point_serial_ms": (engine0 - direct) / n * 1e3, "dask": [],
+               "store": not args.compute_only}
+        for workers in (int(w) for w in args.workers.split(",")):
+            wall = engine(workers, f"engine{workers}")
+            used = min(workers + 1, cores)              # the workers and the driver
+            over = (wall * used - direct) / n * 1e3
+            out["dask"].append({"workers": workers, "wall_s": wall, "points_per_s": n / wall, "overhead_core_ms_per_point": over,
+                                "speedup_vs_direct": direct / wall})
+            print(f"  engine, Dask x{workers:<3}  {wall:8.2f} s  {n / wall:8.0f} points/s  {direct / wall:5.2f}x the model alone, "
+                  f"overhead {over:.2f} core-ms/point (cluster start included)")
         print(json.dumps(out))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

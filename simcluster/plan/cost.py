@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from simcluster import strict
@@ -146,11 +147,14 @@ def switch_count(machine) -> int:
     """Leaves + spines x planes of the machine's fabric (0 for one node; a lone leaf needs no spine)."""
     if machine.nodes <= 1 or machine.fabric is None or machine.nic is None:
         return 0
+    return _switches(machine.nodes, machine.nic.per_node, machine.fabric)
+
+
+@lru_cache(maxsize=1024)
+def _switches(nodes: int, per_node: int, f) -> int:
     from simcluster.network.fabric import Fabric, FabricSpec
 
-    f = machine.fabric
-    fabric = Fabric(FabricSpec(machine.nodes, machine.nic.per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription,
-                               f.planes))
+    fabric = Fabric(FabricSpec(nodes, per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes))
     return fabric.leaves + (f.spines * f.planes if fabric.leaves > 1 else 0)
 
 
