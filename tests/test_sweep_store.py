@@ -60,3 +60,15 @@ def test_missing_results_folder_is_one_line(tmp_path):
         store.read(tmp_path / "nope")
     with pytest.raises(store.StoreError, match="no results"):
         store.read(tmp_path)
+
+
+def test_pandas_and_duckdb_read_the_folder_as_it_is(tmp_path):
+    pd = pytest.importorskip("pandas")
+    duckdb = pytest.importorskip("duckdb")
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 3, 0), per_node=(1, 2)))
+    run.run(sw, tmp_path / "r", workers=0, flush_rows=2, progress=io.StringIO())
+    df = pd.read_parquet(tmp_path / "r")
+    assert len(df) == 6 and df["jobs[0].rows[0].time_s"].notna().sum() == 4
+    n, distinct, ok = duckdb.sql(f"SELECT count(*), count(DISTINCT point_hash), count(*) FILTER (WHERE status = 'ok') "
+                                 f"FROM read_parquet('{tmp_path / 'r'}/*.parquet', union_by_name=true)").fetchall()[0]
+    assert (n, distinct, ok) == (6, 6, 4)
