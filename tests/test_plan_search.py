@@ -140,4 +140,11 @@ def test_report_of_an_unpriced_sweep(tmp_path):
     assert main(["report", str(tmp_path / "res"), "-o", str(tmp_path / "rep.html")]) == 0
     page = _Page()
     page.feed((tmp_path / "rep.html").read_text())
-    assert page.rows == 2 and page.images == []                    # no throughput or cost to plot for collectives
+    assert page.rows == 2 and len(page.images) == 1                # bus bandwidth against GPUs; no cost, no breakdown
+    rows = store.rows(tmp_path / "res")
+    key, unit = html.throughput_key(rows)
+    assert key == "jobs[0].rows[0].busbw_Bps" and "1.049e+06 B" in unit
+    curve = html.scaling(rows, key)
+    (series, points), = curve.items()
+    assert [g for g, _, _ in points] == [8, 16] and points[0][2] == 1.0
+    assert points[1][2] == pytest.approx(points[1][1] / points[0][1])     # per rank already: not divided by GPUs

@@ -4,7 +4,8 @@ train against cost, step-time breakdown stacks, and the top configurations as a 
 
 `build(rows, title, ...)` returns documents {name: text or bytes}; the CLI writes them through files.py.
 Efficiency of a series (same GPU card, NIC card and other swept hardware) at G GPUs is its best throughput per GPU
-at G over its best throughput per GPU at the smallest G it has (1.0 = linear scaling).
+at G over its best throughput per GPU at the smallest G it has (1.0 = linear scaling); for a collective sweep the
+plotted quantity is the bus bandwidth at its largest size (already per rank), against its value at the smallest G.
 """
 
 from __future__ import annotations
@@ -23,10 +24,24 @@ COUNT_KEYS = {"machine.nodes", "machine.gpus_per_node"}
 
 
 def throughput_key(rows) -> tuple[str | None, str]:
+    """The column a report ranks and plots by: tokens/s, samples/s, or (collective sweeps) the bus bandwidth of the
+    largest size every point has."""
     for key, unit in THROUGHPUT:
         if any(r.get(key) for r in rows):
             return key, unit
+    rows_with = [{k for k in r if k.startswith("jobs[0].rows[") and k.endswith("].busbw_Bps")} for r in rows]
+    common = set.intersection(*rows_with) if rows_with else set()
+    if common:
+        key = max(common, key=lambda k: int(k[len("jobs[0].rows["):-len("].busbw_Bps")]))
+        size = rows[0].get(key.replace("busbw_Bps", "size_B"))
+        return key, f"bus bandwidth B/s at {size:.4g} B" if size else "bus bandwidth B/s"
     return None, ""
+
+
+def aggregate(key: str | None) -> bool:
+    """Whether the throughput adds up over GPUs (tokens/s, samples/s), so efficiency divides by the GPU count;
+    a bus bandwidth is already per rank."""
+    return key in dict(THROUGHPUT)
 
 
 def duration(seconds: float) -> str:
@@ -72,8 +87,9 @@ def scaling(rows: list[dict], key: str) -> dict[str, list[tuple[int, float, floa
     out = {}
     for name, by_g in sorted(best.items()):
         counts = sorted(by_g)
-        base = by_g[counts[0]] / counts[0]
-        out[name] = [(g, by_g[g], by_g[g] / g / base) for g in counts]
+        divide = aggregate(key)
+        per = {g: by_g[g] / g if divide else by_g[g] for g in counts}
+        out[name] = [(g, by_g[g], per[g] / per[counts[0]]) for g in counts]
     return out
 
 
@@ -109,7 +125,7 @@ def _figures(rows, key, unit, within_s, top):
             ax.grid(True, alpha=0.3)
         a.set_ylabel(f"best {unit}")
         a.set_title("Throughput (best configuration per GPU count)")
-        b.set_ylabel("per-GPU throughput / at the smallest count")
+        b.set_ylabel("per-GPU throughput / at the smallest count" if aggregate(key) else "bus bandwidth / at the smallest count")
         b.set_title("Scaling efficiency")
         b.axhline(1.0, color="grey", lw=0.8)
         a.legend(fontsize=7)
