@@ -33,7 +33,7 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return out
 
 
-def run_sweep(params, job: CollectiveSweep, gpus_per_node: int, seed: int) -> list[Prediction]:
+def run_sweep(params, job: CollectiveSweep, seed: int) -> list[Prediction]:
     predictions = []
     topology = single_node(job.ranks, params.link_bandwidth_Bps) if job.engine == "des" else None
     for size in sizes(job.min_bytes, job.max_bytes, job.factor):
@@ -81,15 +81,14 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
 
 
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
+    """(predictions per size, the ring step's flow solution) across the cluster's nodes."""
     flows = ring_flows(cluster)
     return [predict_fabric(cluster, job.op, size, job.algorithm, flows)
-            for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
+            for size in sizes(job.min_bytes, job.max_bytes, job.factor)], flows
 
 
 def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
-    import dataclasses
-
     import numpy as np
 
     from simcluster.collectives.fabric import concurrent_ring_flows
@@ -131,19 +130,25 @@ def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentRe
     return run_concurrent(scenario.machine, job, context.machine_card()[0])
 
 
+def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
+    """One collective sweep on the scenario's machine (a job of the scenario or one made up for it)."""
+    return _sweep(scenario, job, _Context(scenario))
+
+
 def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     m = scenario.machine
     if m.nodes > 1:
         params, card = context.machine_card()
         cluster = context.cluster()
-        preds = run_fabric_sweep(cluster, job)
+        preds, flows = run_fabric_sweep(cluster, job)
         algos = "/".join(sorted({p.algorithm for p in preds}))
         how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, algorithm {algos}")
+               f"{m.fabric.kind}, algorithm {algos}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
+               f"ECMP collisions {flows.ecmp_collisions}")
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     result = SweepResult(job, str(job.card or m.card), str(card.get("name")),
-                         run_sweep(params, job, m.gpus_per_node, scenario.seed), description=f"1 node x {m.gpus_per_node} GPUs")
+                         run_sweep(params, job, scenario.seed), description=f"1 node x {m.gpus_per_node} GPUs")
     if not job.measured:
         return result
     from simcluster.fit.validate import measured_sweep

@@ -49,6 +49,10 @@ def _positive(parse):
     return lambda v: strict.positive(parse(v))
 
 
+def _rate(v) -> float:
+    return strict.rate(parse_bandwidth(v))
+
+
 def _fraction(v) -> float:
     value = float(v)
     if not 0 < value <= 1:
@@ -70,7 +74,20 @@ def load_card(path: str | Path, kind: str | None = None) -> dict:
         raise ModelCardError(f"unknown key '{sorted(unknown)[0]}'", where=str(path),
                              hint=f"known keys: {', '.join(sorted(CARD_KEYS))}")
     if kind and doc.get("kind") != kind:
-        raise ModelCardError(f"is a {doc.get('kind')!r} card, expected a {kind!r} card", where=str(path))
+        raise ModelCardError(f"is a {strict.short(doc.get('kind'))} card, expected a {kind!r} card", where=str(path))
+    for section in ("machine", "valid_range", "provenance", "fit"):
+        if section in doc and not isinstance(doc[section], dict):
+            raise ModelCardError(f"'{section}': expected a mapping, got {type(doc[section]).__name__}", where=str(path))
+    machine, valid, prov = doc.get("machine", {}), doc.get("valid_range", {}), doc.get("provenance", {})
+    for name, value, kind_ in (("machine.devices", machine.get("devices", []), list),
+                               ("valid_range.ranks", valid.get("ranks", []), list),
+                               ("provenance.traces", prov.get("traces", []), list)):
+        if not isinstance(value, kind_):
+            raise ModelCardError(f"'{name}': expected a list, got {type(value).__name__}", where=str(path))
+    try:
+        [strict.count(r, 2**20) for r in valid.get("ranks", [])]
+    except ValueError:
+        raise ModelCardError("'valid_range.ranks': expected whole rank counts >= 1", where=str(path)) from None
     return doc
 
 
@@ -104,11 +121,11 @@ def nic_params(card: dict, where: str) -> NicParams:
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
         raise ModelCardError(f"params.transport: {transport!r} is not one of {', '.join(TRANSPORTS)}", where=where)
-    return NicParams(transport, _get(params, "line_rate", key, _positive(parse_bandwidth)),
+    return NicParams(transport, _get(params, "line_rate", key, _rate),
                      _get(params, "efficiency", key, _fraction),
                      _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
                      _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
-                     _get(params, "message_size", key, parse_size))
+                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)))
 
 
 def load_nic(path: str | Path) -> tuple[NicParams, dict]:
@@ -148,9 +165,9 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     if forwarding not in FORWARDING:
         raise ModelCardError(f"params.forwarding: {forwarding!r} is not one of {', '.join(FORWARDING)}", where=where)
     params = AggregationParams(
-        forwarding, _get(p, "line_rate", key, _positive(parse_bandwidth)), _get(p, "op_latency", key, parse_time),
-        _get(p, "aggregation_rate", key, _positive(parse_bandwidth)), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
-        int(p.get("threshold_frames", 1)), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
+        forwarding, _get(p, "line_rate", key, _rate), _get(p, "op_latency", key, parse_time),
+        _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
+        _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
         _get({"frame_wire": "1538B", **p}, "frame_wire", key, parse_size))
     return params, card
 
@@ -217,11 +234,11 @@ def load_nvme(path: str | Path):
     where = str(path)
     p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth"})
     key = f"{where}: params"
-    bw = _get(p, "bandwidth", key, _positive(parse_bandwidth))
+    bw = _get(p, "bandwidth", key, _rate)
     return NvmeParams(_get(p, "service_time", key, _positive(parse_time)), _get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
                       _get(p, "parallelism", key, _count),
                       bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
-                               _positive(parse_bandwidth))), card
+                               _rate)), card
 
 
 def load_nvls(path: str | Path) -> tuple[dict[int, float], float, dict]:
@@ -234,8 +251,8 @@ def load_nvls(path: str | Path) -> tuple[dict[int, float], float, dict]:
     if not isinstance(table, dict) or not table:
         raise ModelCardError("params.allreduce_algbw: expected a mapping of GPUs per node -> bandwidth", where=where)
     try:
-        algbw = {int(k): strict.positive(parse_bandwidth(v)) for k, v in table.items()}
-    except (ValueError, UnitError) as exc:
+        algbw = {strict.count(k, 1024): strict.rate(parse_bandwidth(v)) for k, v in table.items()}
+    except (ValueError, TypeError, UnitError) as exc:
         raise ModelCardError(f"params.allreduce_algbw: {exc}", where=where) from None
     return algbw, _get(p, "latency", key, parse_time), card
 

@@ -24,14 +24,10 @@ class _Parser(argparse.ArgumentParser):
         raise SimclusterError(f"{command}: {message}" if command else message, hint=f"see {self.prog} --help")
 
 
-def _trace(path: str, op: str | None):
+def cmd_parse(args) -> int:
     from simcluster.traces import nccl_tests
 
-    return nccl_tests.parse(path, op=op)
-
-
-def cmd_parse(args) -> int:
-    trace = _trace(args.trace, args.op)
+    trace = nccl_tests.parse(args.trace, op=args.op)
     if args.json:
         print(json.dumps(trace.as_json(), indent=1))
     else:
@@ -40,12 +36,6 @@ def cmd_parse(args) -> int:
         for warning in trace.warnings:
             print(f"warning: {warning}")
     return 0
-
-
-def _is_qperf(path: str) -> bool:
-    from simcluster.traces.qperf import looks_like_qperf
-
-    return looks_like_qperf(path)
 
 
 def cmd_calibrate(args) -> int:
@@ -72,7 +62,9 @@ def cmd_calibrate(args) -> int:
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     name = args.name or Path(args.output).stem
-    if _is_qperf(args.traces[0]):
+    from simcluster.traces.qperf import looks_like_qperf
+
+    if looks_like_qperf(args.traces[0]):
         if len(args.traces) != 1:
             raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
         card, message = cards.nic_card(args.traces[0], args.transport, args.line_rate, name)

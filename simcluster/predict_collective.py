@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from simcluster.collectives.model import Prediction
 from simcluster.errors import SimclusterError
+from simcluster.scenario import CollectiveSweep
+from simcluster.units import parse_size_arg
 
 MAX_NVLINK_RANKS = 1024        # GPUs of one NVLink domain a --card sweep takes (NVL72 racks are 72)
 MAX_SIZE_BYTES = 2**50         # 1 PiB: far past any collective a job runs
@@ -71,13 +73,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
                               "with nodes, a NIC card and a fabric), e.g. scenarios/oci-bm-gpu-h100-8x2.yaml")
     span = size_range(min_size, max_size, factor)
     params, card = load_collective(card_path)
-    notes = []
-    if host_launched and getattr(params, "host_floor_s", 0):
-        notes.append(f"host-launched; a host-launched call takes at least {params.host_floor_s * 1e6:.1f} us on the "
-                     "calibrated host (bimodal: docs/models/collectives.md)")
-    elif getattr(params, "host_floor_s", 0):
-        notes.append("GPU time, as nccl-tests -G measures it (--host-launched: plain nccl-tests)")
-    notes += card_notes(params, card, op, ranks, host_launch=host_launched)
+    notes = card_notes(params, card, op, ranks, host_launch=host_launched)
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
     return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds)
@@ -86,33 +82,22 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
 def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: str, factor: int,
                         algorithm: str | None) -> CollectiveSweepResult:
     from simcluster import scenario as scenario_mod
-    from simcluster.build import build_cluster
-    from simcluster.cards import load_collective
-    from simcluster.collectives.fabric import predict_fabric, ring_flows
-    from simcluster.collectives.model import predict
+    from simcluster.build import sweep_result
+    from simcluster.cards import load_card
     from simcluster.collectives.schedule import canonical_op
 
     op = canonical_op(op)
-    span = size_range(min_size, max_size, factor)
+    size_range(min_size, max_size, factor)
     sc = scenario_mod.load(scenario_path)
     m = sc.machine
     if m.card is None:
         raise SimclusterError("the machine has no collective card (machine.card): nothing to predict a collective with",
                               where=scenario_path)
-    params, card = load_collective(m.card)
+    if algorithm and m.nodes == 1:
+        raise SimclusterError(f"--algorithm {algorithm}: one node runs no multi-node algorithm", where=scenario_path)
     ranks = m.nodes * m.gpus_per_node
-    if m.nodes > 1:
-        cluster = build_cluster(m, params)
-        flows = ring_flows(cluster)
-        preds = [predict_fabric(cluster, op, s, algorithm, flows) for s in span]
-        algos = sorted({p.algorithm for p in preds})
-        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, algorithm {'/'.join(algos)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
-               f"ECMP collisions {flows.ecmp_collisions}")
-    else:
-        if algorithm:
-            raise SimclusterError(f"--algorithm {algorithm}: one node runs no multi-node algorithm", where=scenario_path)
-        preds = [predict(params, op, s, ranks) for s in span]
-        how = f"1 node x {m.gpus_per_node} GPUs"
-    device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [], preds, how)
+    job = CollectiveSweep(op, ranks, parse_size_arg(min_size), parse_size_arg(max_size), factor, "analytic", algorithm)
+    result = sweep_result(sc, job)
+    device = (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [],
+                                 result.predictions, result.description)

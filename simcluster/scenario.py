@@ -332,6 +332,9 @@ def _sweep(r: _Reader, job: dict, key: str, machine: Machine) -> CollectiveSweep
                    hint="multi-node sweeps run on the machine's cards")
     if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
         r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
+    if machine.nodes == 1 and sweep.ranks > machine.gpus_per_node:
+        r.fail(f"{key}.ranks", f"one node has {machine.gpus_per_node} GPUs, got {sweep.ranks} ranks",
+               hint="raise machine.gpus_per_node, or give the machine nodes, a NIC card and a fabric")
     if machine.nodes > 1 and sweep.engine == "des":
         r.fail(f"{key}.engine", "the chunk-level DES is single-node; multi-node sweeps use the steady-state form",
                hint="engine: analytic")
@@ -358,6 +361,8 @@ def _node_list(r: _Reader, spec, key: str, nodes: int) -> tuple[int, ...]:
     elif isinstance(spec, str) and re.fullmatch(r"\d+-\d+(/\d+)?", spec.strip()):
         span, _, step = spec.strip().partition("/")
         lo, hi = (int(x) for x in span.split("-"))
+        if step and int(step) < 1:
+            r.fail(key, f"the stride in {spec!r} must be >= 1")
         ids = list(range(lo, hi + 1, int(step or 1)))
     else:
         r.fail(key, f"expected a node range like '0-7', '0-15/2' or a list of node ids, got {strict.short(spec)}")

@@ -159,7 +159,7 @@ def field(doc, key: str, where: str, parse=None, error: type[SimclusterError] = 
         return parse(doc[key])
     except UnitError as exc:
         raise error(f"key '{key}': {exc.one_line()}", where=where) from None
-    except (TypeError, ValueError, AttributeError, OverflowError):
+    except (TypeError, ValueError, AttributeError, ArithmeticError):
         raise error(f"key '{key}': {short(doc[key])} is not a valid value", where=where) from None
 
 
@@ -178,6 +178,24 @@ def positive(value: float, name: str = "value") -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0")
     return value
+
+
+MIN_RATE_Bps, MAX_RATE_Bps = 1e3, 1e15      # 8 kbit/s to 8 Pbit/s: any link, bus or device a card describes
+
+
+def rate(value: float) -> float:
+    """value if it is a bandwidth a card can mean (bytes/s), else ValueError (0 would divide, 1e-300 gives inf)."""
+    if not MIN_RATE_Bps <= value <= MAX_RATE_Bps:
+        raise ValueError(f"a bandwidth must be from {MIN_RATE_Bps:g} to {MAX_RATE_Bps:g} bytes/s")
+    return value
+
+
+def count(value, high: int = 2**20) -> int:
+    """A whole number from 1 to `high` (channels, frames, SMs, GPUs per node), else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or int(value) != value \
+            or not 1 <= value <= high:
+        raise ValueError(f"expected a whole number from 1 to {high}")
+    return int(value)
 
 
 def non_negative(value: float, name: str = "value") -> float:

@@ -15,7 +15,8 @@ from simcluster.errors import UnitError
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 _TIME = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
-_NUMBER = r"\s*([-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+_NUMBER = r"\s*([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+MAX_QUANTITY = 1e18   # seconds, bytes or bytes/s: past any cluster (an exabyte, 30 billion years)
 
 
 def _split(text: str, what: str) -> tuple[float, str]:
@@ -24,12 +25,12 @@ def _split(text: str, what: str) -> tuple[float, str]:
     elif not isinstance(text, str):
         raise UnitError(f"expected a {what} string such as {_EXAMPLE[what]}, got {type(text).__name__}")
     else:
-        match = re.fullmatch(_NUMBER + r"(\S*)\s*", text[:100])
+        match = re.fullmatch(_NUMBER + r"(\S*)\s*", text) if len(text) <= 100 else None
         if not match:
             raise UnitError(f"{text[:40]!r} is not a {what}", hint=f"write e.g. {_EXAMPLE[what]}")
         value, unit = float(match.group(1).replace(",", "").replace("_", "")), match.group(2)
-    if not math.isfinite(value) or value < 0:
-        raise UnitError(f"{text!r} is not a {what}: it must be a finite number >= 0")
+    if not math.isfinite(value) or value < 0 or value > MAX_QUANTITY:
+        raise UnitError(f"{str(text)[:40]!r} is not a {what}: it must be a finite number from 0 to {MAX_QUANTITY:g}")
     return value, unit
 
 
@@ -130,7 +131,11 @@ def parse_cost(text) -> float:
     if "/" not in str(text):
         raise UnitError(f"{text!r} is not a CPU cost per size", hint="write time per size, e.g. 473ms/GB")
     time_part, size_part = str(text).rsplit("/", 1)
+    if not size_part.strip():
+        raise UnitError(f"{text!r} has no size after '/'", hint="write time per size, e.g. 473ms/GB")
     size = parse_size("1" + size_part.strip()) if not size_part.strip()[:1].isdigit() else parse_size(size_part)
+    if size <= 0:
+        raise UnitError(f"{text!r}: the size after '/' must be > 0")
     return parse_time(time_part) / size
 
 

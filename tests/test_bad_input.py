@@ -85,7 +85,7 @@ def test_an_alias_bomb_is_refused_quickly(capsys, tmp_path):
     one_line_error(capsys, ["run", str(bomb)], "expands to more than")
 
 
-@pytest.mark.parametrize("value,expect", [("-50us", ">= 0"), (".nan", "not a time"), ("-1ms", ">= 0")])
+@pytest.mark.parametrize("value,expect", [("-50us", "from 0"), (".nan", "not a time"), ("-1ms", "from 0")])
 def test_negative_or_nan_latencies_in_a_card_are_refused(capsys, tmp_path, value, expect):
     text = (ROOT / "models" / "collective" / "h200x2-primitives.yaml").read_text()
     bad = tmp_path / "card.yaml"

@@ -18,7 +18,7 @@ from typing import ClassVar
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule
 from simcluster.errors import ModelCardError
-from simcluster.strict import field, positive
+from simcluster.strict import field, known_keys, positive, rate
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 
 
@@ -35,6 +35,12 @@ class ChunkedRingParams:
     @property
     def base_latency_s(self) -> float:
         return min(p.base_latency_s for p in self.protocols.values())
+
+    profiles: ClassVar[tuple] = ()       # a bare model carries no per-op profile (profile.Profiled does)
+
+    @property
+    def base(self):
+        return self
 
     @property
     def simple_step_latency_s(self) -> float:
@@ -70,6 +76,7 @@ class ChunkedRingParams:
 
     @classmethod
     def from_params_yaml(cls, params: dict, where: str) -> ChunkedRingParams:
+        known_keys(params, {"model", "link_bandwidth", "protocols"}, where, ModelCardError)
         protocols = field(params, "protocols", where, error=ModelCardError)
         if not isinstance(protocols, dict) or not protocols:
             raise ModelCardError("protocols: expected a mapping of protocol -> parameters", where=where)
@@ -79,13 +86,14 @@ class ChunkedRingParams:
                 raise ModelCardError(f"protocols: unknown protocol {str(name)[:20]!r}", where=where,
                                      hint=f"one of {', '.join(PROTOCOLS)}")
             key = f"{where}.protocols.{name}"
+            known_keys(proto, {"base_latency", "step_latency", "bandwidth_fraction", "chunk"}, key, ModelCardError)
             out[name] = ProtocolParams(name, field(proto, "base_latency", key, parse_time, ModelCardError),
                                        field(proto, "step_latency", key, parse_time, ModelCardError),
                                        field(proto, "bandwidth_fraction", key, lambda v: positive(float(v)), ModelCardError),
                                        field(proto, "chunk", key, lambda v: positive(parse_size(v)), ModelCardError))
         if "Simple" not in out:
             raise ModelCardError("protocols: the Simple protocol is required (the fabric layer's step latency)", where=where)
-        return cls(field(params, "link_bandwidth", where, lambda v: positive(parse_bandwidth(v)), ModelCardError), out)
+        return cls(field(params, "link_bandwidth", where, lambda v: rate(parse_bandwidth(v)), ModelCardError), out)
 
 
 

@@ -23,6 +23,12 @@ class CollectiveModel(Protocol):
     runs_in_des: ClassVar[bool]        # whether collectives/des.py can simulate it chunk by chunk
 
     @property
+    def base(self) -> CollectiveModel: ...          # the model under any per-op profile (itself when none)
+
+    @property
+    def profiles(self) -> tuple: ...                # the per-op profiles it carries (collectives/profile.py)
+
+    @property
     def base_latency_s(self) -> float: ...          # the smallest per-call latency (fabric layer)
 
     @property
@@ -37,6 +43,9 @@ class CollectiveModel(Protocol):
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]: ...
 
     def to_params_yaml(self) -> dict: ...
+
+    @classmethod
+    def from_params_yaml(cls, params: dict, where: str) -> CollectiveModel: ...
 
 
 def models() -> dict[str, type]:

@@ -56,6 +56,7 @@ from simcluster.collectives.schedule import bus_factor, canonical_op
 from simcluster.errors import ModelCardError
 from simcluster.strict import field as card_field
 from simcluster.strict import positive
+from simcluster.strict import rate as strict_rate
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 
 LL_THREADS = 512                                             # NCCL max threads per LL channel
@@ -95,6 +96,12 @@ class PrimitiveParams:
     @property
     def base_latency_s(self) -> float:
         return min(self.ll_base_s, self.simple_base_s)
+
+    profiles: ClassVar[tuple] = ()       # a bare model carries no per-op profile (profile.Profiled does)
+
+    @property
+    def base(self):
+        return self
 
     @property
     def simple_step_latency_s(self) -> float:
@@ -225,6 +232,11 @@ def notes(params: PrimitiveParams, op: str, n: int, host_launch: bool) -> list[s
     a missing host floor."""
     op = canonical_op(op)
     out = []
+    if params.host_floor_s and host_launch:
+        out.append(f"host-launched; a host-launched call takes at least {params.host_floor_s * 1e6:.1f} us on the "
+                   "calibrated host (bimodal: docs/models/collectives.md)")
+    elif params.host_floor_s:
+        out.append("GPU time, as nccl-tests -G measures it (--host-launched: plain nccl-tests)")
     if op in P2P_OPS and not host_launch:
         out.append("p2p buffers registered, as under CUDA-graph capture (NCCL_GRAPH_REGISTER=1): a Simple call is "
                    "one direct copy; unregistered host-launched calls pipeline through NCCL's FIFO")
@@ -270,7 +282,7 @@ def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
         return int(v)
 
     def rate(v):
-        return positive(parse_bandwidth(v))
+        return strict_rate(parse_bandwidth(v))
 
     optional = {name: get(key, parse) for name, key, parse in (
         ("ll_step_s", "ll_step_latency", parse_time), ("simple_step_s", "simple_step_latency", parse_time),
@@ -300,7 +312,7 @@ def _tuner(raw, where: str) -> dict:
         if not isinstance(protos, dict):
             raise ModelCardError("expected a mapping of op -> protocol -> {latency, bandwidth}", where=key)
         return {op: {p: (card_field(v, "latency", f"{key}.{op}.{p}", parse_time, ModelCardError),
-                         card_field(v, "bandwidth", f"{key}.{op}.{p}", lambda b: positive(parse_bandwidth(b)),
+                         card_field(v, "bandwidth", f"{key}.{op}.{p}", lambda b: strict_rate(parse_bandwidth(b)),
                                     ModelCardError))
                      for p, v in (per_op.items() if isinstance(per_op, dict) else ())}
                 for op, per_op in protos.items()}

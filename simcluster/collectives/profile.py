@@ -86,7 +86,7 @@ class Profiled:
 
 def unprofiled(model):
     """The model under any per-op profile."""
-    return model.base if isinstance(model, Profiled) else model
+    return model.base
 
 
 def op_profiles_yaml(profiles) -> list[dict]:

@@ -76,7 +76,7 @@ def profile_measured_on(params: CollectiveModel, ranks: int, host_launch: bool, 
 
     from simcluster.collectives.profile import matching
 
-    used = matching(getattr(params, "profiles", ()), ranks, host_launch)
+    used = matching(params.profiles, ranks, host_launch)
     return bool(used and used.source and path and Path(path).resolve().is_relative_to(Path(used.source).resolve()))
 
 

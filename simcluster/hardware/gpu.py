@@ -48,7 +48,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from simcluster.cards import _get, load_card
+from simcluster import strict
+from simcluster.cards import load_card
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 
@@ -171,11 +172,15 @@ _FLOPS_UNITS = {"": 1.0, "G": 1e9, "T": 1e12, "P": 1e15}
 def parse_flops(text) -> float:
     """'989.4TFLOP/s' -> 9.894e14 FLOP/s; a bare number is FLOP/s."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    match = re.fullmatch(r"\s*([0-9.]+(?:[eE][-+]?\d+)?)\s*([GTP]?)FLOP/s\s*", str(text))
-    if not match:
-        raise UnitError(f"{text!r} is not a FLOP rate", hint='write e.g. "989.4TFLOP/s"')
-    return float(match.group(1)) * _FLOPS_UNITS[match.group(2)]
+        value = float(text)
+    else:
+        match = re.fullmatch(r"\s*([0-9.]+(?:[eE][-+]?\d+)?)\s*([GTP]?)FLOP/s\s*", str(text)[:100])
+        if not match:
+            raise UnitError(f"{str(text)[:40]!r} is not a FLOP rate", hint='write e.g. "989.4TFLOP/s"')
+        value = float(match.group(1)) * _FLOPS_UNITS[match.group(2)]
+    if not 1e9 <= value <= 1e18:   # a GFLOP/s to an EFLOP/s: NaN, inf, 0 and negatives refused
+        raise UnitError(f"{str(text)[:40]!r} is not a GPU's FLOP rate (1 GFLOP/s to 1 EFLOP/s)")
+    return value
 
 
 def format_flops(flops: float) -> str:
@@ -206,6 +211,10 @@ def gpu_params_yaml(params: GpuParams) -> dict:
     }
 
 
+def _get(doc: dict, key: str, where: str, parse=None):
+    return strict.field(doc, key, where, parse, ModelCardError)
+
+
 def _section(p: dict, key: str, where: str) -> dict:
     sec = _get(p, key, where)
     if not isinstance(sec, dict):
@@ -213,7 +222,7 @@ def _section(p: dict, key: str, where: str) -> dict:
     return sec
 
 
-def _number(doc: dict, key: str, where: str, low: float = 0.0, high: float = math.inf) -> float:
+def _number(doc: dict, key: str, where: str, low: float = 0.0, high: float = 1e18) -> float:
     value = _get(doc, key, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ModelCardError(f"key '{key}': {value!r} is not a number in [{low}, {high}]", where=where)
@@ -246,18 +255,21 @@ def gpu_params(card: dict, where: str) -> GpuParams:
         raise ModelCardError(f"params.peak_flops: unknown precision {sorted(bad)[0]!r}" if bad else "params.peak_flops is empty",
                              where=where, hint=f"precisions: {', '.join(DTYPES)}")
     peak_flops = {k: _get(peaks, k, f"{key}.peak_flops", parse_flops) for k in peaks}
+    if "bf16" not in peak_flops:
+        raise ModelCardError("params.peak_flops: a bf16 peak is required (MFU and attention are priced in bf16)",
+                             where=where)
     gemm, attn, mem = _section(p, "gemm", key), _section(p, "attention", key), _section(p, "memory", key)
     eff = _section(gemm, "efficiency", f"{key}.gemm")
     if set(eff) - set(DTYPES):
         raise ModelCardError(f"params.gemm.efficiency: unknown precision {sorted(set(eff) - set(DTYPES))[0]!r}", where=where)
     gemm_eff = {k: _number(eff, k, f"{key}.gemm.efficiency", 1e-3, 1.0) for k in eff}
-    bw = _get(p, "hbm_bandwidth", key, parse_bandwidth)
+    bw = _get(p, "hbm_bandwidth", key, lambda v: strict.rate(parse_bandwidth(v)))
     try:
         return GpuParams(
             name=str(_get(card, "name", where)), peak_flops=peak_flops, hbm_bandwidth_Bps=bw,
             hbm_capacity_bytes=_get(p, "hbm_capacity", key, parse_size), launch_s=_get(p, "launch", key, parse_time),
-            sm_count=int(_number(p, "sm_count", key, 1)), tile_m=int(_number(gemm, "tile_m", f"{key}.gemm", 1)),
-            tile_n=int(_number(gemm, "tile_n", f"{key}.gemm", 1)), gemm_efficiency=gemm_eff,
+            sm_count=int(_number(p, "sm_count", key, 1, 2**16)), tile_m=int(_number(gemm, "tile_m", f"{key}.gemm", 1, 2**16)),
+            tile_n=int(_number(gemm, "tile_n", f"{key}.gemm", 1, 2**16)), gemm_efficiency=gemm_eff,
             gemm_k_ramp=_number(gemm, "k_ramp", f"{key}.gemm"), wave_weight=_number(gemm, "wave_weight", f"{key}.gemm", 0, 1),
             attn_efficiency_fwd=_head_dim_table(attn, "efficiency_fwd", f"{key}.attention"),
             attn_efficiency_bwd=_head_dim_table(attn, "efficiency_bwd", f"{key}.attention"),

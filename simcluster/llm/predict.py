@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from simcluster.llm import comm
-from simcluster.llm.memory import GiB, memory_per_gpu
+from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
@@ -106,6 +106,3 @@ def predict_llm_job(machine, job, trace: bool = True) -> LlmResult:
     return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine),
                        machine.gpus_per_node * machine.nodes, trace=trace)
 
-
-def gib(nbytes: float) -> float:
-    return nbytes / GiB

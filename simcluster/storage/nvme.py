@@ -43,7 +43,8 @@ class IoLog:
     nbytes: list[int] = field(default_factory=list)
 
     def throughput(self, bin_s: float, end_s: float) -> tuple[np.ndarray, np.ndarray]:
-        """(bin start times, bytes/s completed in each bin)."""
+        """(bin start times, bytes/s completed in each bin); at most MAX_BINS bins (wider ones over a long run)."""
+        bin_s = max(bin_s, end_s / MAX_BINS)
         bins = np.arange(0.0, end_s + bin_s, bin_s)
         hist, _ = np.histogram(self.done_s, bins=bins, weights=self.nbytes)
         return bins[:-1], hist / bin_s
@@ -51,6 +52,9 @@ class IoLog:
     def latency_percentiles(self, pcts=(50, 90, 99, 99.9)) -> dict[float, float]:
         lat = np.asarray(self.done_s) - np.asarray(self.submit_s)
         return {p: float(np.percentile(lat, p)) for p in pcts} if len(lat) else {}
+
+
+MAX_BINS = 100_000
 
 
 class NvmeDevice:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from simcluster import strict
 from simcluster.errors import SimclusterError
 
 
@@ -37,8 +38,14 @@ def setup(workload_path: str, nvme_path: str, accelerator: str | None = None, io
     if cores is not None and not 0 < cores <= 2**16:
         raise SimclusterError(f"--cores {cores}: expected a number of host cores > 0")
     nvme, card = load_nvme(nvme_path)
-    config = LoaderConfig(io_size=int(parse_size(io_size)), depth=depth, steps=steps,
-                          thread_read_Bps=parse_bandwidth(thread_rate) if thread_rate else None, cores=cores)
+    thread_Bps = None
+    if thread_rate:
+        try:
+            thread_Bps = strict.rate(parse_bandwidth(thread_rate))
+        except ValueError as exc:
+            raise SimclusterError(f"--thread-rate {thread_rate}: {exc}") from None
+    config = LoaderConfig(io_size=int(parse_size(io_size)), depth=depth, steps=steps, thread_read_Bps=thread_Bps,
+                          cores=cores)
     return StorageSetup(w, nvme, str(card.get("name")), config)
 
 
