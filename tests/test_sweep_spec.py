@@ -85,6 +85,12 @@ def test_hash_names_what_is_computed(tmp_path):
     a = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="a.yaml")))[0]
     b = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="b.yaml")))[0]
     assert a.hash == b.hash                          # same resolved scenario, written in another file
+    renamed = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="n.yaml",
+                                                           extra={"name": "other", "description": "words"})))[0]
+    assert renamed.hash == a.hash
+    seeded = spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,), name="s.yaml",
+                                                          extra={"seed": 7})))[0]
+    assert seeded.hash != a.hash
     # the same point given twice runs once
     assert len(spec.points(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 2), per_node=(1,), name="c.yaml")))) == 1
     # an edited card makes a new point (the hash holds every named file's sha256)

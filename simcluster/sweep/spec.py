@@ -11,7 +11,7 @@ Each point is the scenario document with those keys set (a missing mapping on th
 must exist), then read by the scenario's own strict reader (scenario._build), so a point is checked exactly like
 a hand-written scenario. A point the reader refuses is kept as an `invalid` point with its one-line reason.
 The point's hash is the sha256 of the canonical JSON of its resolved scenario (every field of the frozen
-Scenario, card paths relative to the scenario's folder) plus the sha256 of every file it names (a recalibrated
+Scenario but its file, name and description; card paths relative to the scenario's folder) plus the sha256 of every file it names (a recalibrated
 card makes new points), so it names what was computed, not how the sweep was written.
 """
 
@@ -34,6 +34,7 @@ from simcluster.errors import ScenarioError, SimclusterError
 MODES = ("product", "list")
 MAX_POINTS = 1_000_000          # a sweep larger than this is refused (split it): the driver holds every point in memory
 SECTIONS = ("sweep", "search", "plan")   # top-level sections that are not part of the scenario itself
+UNHASHED = ("path", "name", "description")   # what names a scenario but does not change what it computes
 _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 
@@ -215,7 +216,7 @@ def resolved(sc) -> dict:
             return repr(value)
         return value
 
-    body = {f.name: plain(getattr(sc, f.name)) for f in dataclasses.fields(sc) if f.name != "path"}
+    body = {f.name: plain(getattr(sc, f.name)) for f in dataclasses.fields(sc) if f.name not in UNHASHED}
     return {"scenario": body, "files": dict(sorted(files.items()))}
 
 
