@@ -1,7 +1,7 @@
 """Mutation fuzzing of every reader and command: the repository's own inputs (scenarios, cards, DLIO workloads,
 nccl-tests and qperf logs), mutated as a careless or hostile user would, run through the CLI in-process.
 
-A case passes when the command returns 0, 2 or 3 without raising; a 2 prints exactly one line on stderr
+A case passes when the command returns 0, 2 or 3 without raising; a 2 ends stderr with one error line
 ('simcluster: error: ...'); nothing printed as JSON is NaN or infinite, and no time, size or bandwidth in it is
 negative; and it finishes within CASE_SECONDS. tests/test_fuzz.py runs a few hundred seeded cases in CI;
 bench/fuzz.py runs as many as asked and prints the tally.
@@ -13,8 +13,10 @@ import contextlib
 import io
 import json
 import math
+import os
 import random
 import re
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -38,11 +40,15 @@ class Seed:
 def seeds() -> list[Seed]:
     out = [Seed(p, "scenario") for p in sorted((ROOT / "scenarios").rglob("*.yaml")) if "workloads" not in p.parts]
     out += [Seed(p, "dlio") for p in sorted((ROOT / "scenarios" / "workloads").glob("*.yaml"))]
-    for kind in ("collective", "nic", "nvme"):
+    for kind in ("collective", "nic", "nvme", "gpu", "switch", "nvswitch", "training"):
         out += [Seed(p, f"{kind}-card") for p in sorted((ROOT / "models" / kind).glob("*.yaml")) if "op-profile" not in p.name]
+    out += [Seed(p, "op-profile") for p in sorted((ROOT / "models" / "collective").glob("op-profile-*.yaml"))]
     out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}.txt", "nccl-log")
             for op in ("all_reduce", "all_gather", "sendrecv")]
     out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "local-2026-11-22" / "qperf").glob("*/stdout.txt"))][:2]
+    out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "storage-flags")]
+    out += [Seed(ROOT / "calibration" / name / "manifest.json", "bundle") for name in ("h200x2-graph-2026-11-22",
+                                                                                        "local-2026-11-22")]
     return [s for s in out if s.path.is_file()]
 
 
@@ -109,6 +115,17 @@ def commands(kind: str, path: str) -> list[list[str]]:
                             ["predict", "collective", "--card", path, "--op", "sendrecv", "--ranks", "2", "-b", "1K",
                              "-e", "1M", "-f", "32", "--host-launched"]],
         "nic-card": [["run", "{nic_scenario}", "--json"]],
+        "gpu-card": [["run", "{gpu_scenario}", "--json"]],
+        "switch-card": [["run", "{switch_scenario}", "--json"]],
+        "nvswitch-card": [["run", "{nvls_scenario}", "--json"]],
+        "training-card": [["run", "{training_scenario}", "--json"]],
+        "op-profile": [["calibrate", str(ROOT / "calibration" / "h200x2-graph-2026-11-22" / "nccl-tests" / "all_reduce-r1" /
+                                         "stdout.txt"), "--nccl-log", str(ROOT / "calibration" / "h200x2-rounds-2026-11-22" /
+                                         "nccl-tests" / "all_reduce-tuning" / "stdout.txt"), "--op-profile", path,
+                        "-o", "{tmp}/card.yaml"]],
+        "storage-flags": [["storage", "simulate", "--workload", workload, "--nvme", nvme, "--steps", "{n}", "--io-size", "{size}",
+                           "--thread-rate", "{rate}", "--depth", "{n}", "--accelerators", "{n}", "--json"]],
+        "bundle": [["validate", "{bundle}", "--card", card, "--json"], ["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
         "nvme-card": [["storage", "simulate", "--workload", workload, "--nvme", path, "--steps", "4", "--json"]],
         "nccl-log": [["validate", path, "--card", card, "--json"], ["parse", path],
                      ["calibrate", path, "-o", "{tmp}/card.yaml"]],
@@ -126,6 +143,34 @@ machine:
 jobs:
   - {{{{kind: qperf, tests: [tcp_bw, tcp_lat, rc_bw, rc_lat]}}}}
   - {{{{kind: collective_sweep, op: all_reduce, min_size: 1M, max_size: 1G, factor: 32}}}}
+"""
+
+
+MACHINE_4X4 = f"""  card: {ROOT / "models" / "collective" / "h200x4-nvlink.yaml"}
+  gpus_per_node: 4
+  nodes: 4
+  nic: {{{{card: {ROOT / "models" / "nic" / "roce-400g.yaml"}, per_node: 4}}}}
+  fabric: {{{{kind: leaf-spine}}}}
+"""
+GPU_SCENARIO = "name: gpu card under test\nmachine:\n" + MACHINE_4X4 + """  gpu: {{card: '{card}'}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 8, hidden: 1024, ffn: 4096, heads: 16, kv_heads: 8, vocab: 32000, seq: 2048}}
+    parallel: {{tp: 4, pp: 2, dp: 2}}
+    global_batch: 16
+    micro_batch: 1
+"""
+SWITCH_SCENARIO = "name: switch card under test\nmachine:\n" + MACHINE_4X4 + """  aggregation: {{card: '{card}'}}
+jobs:
+  - {{kind: collective_sweep, op: all_reduce, min_size: 1M, max_size: 1G, factor: 32}}
+"""
+NVLS_SCENARIO = "name: nvls card under test\nmachine:\n" + MACHINE_4X4.replace("gpus_per_node: 4", "gpus_per_node: 8") + \
+    """  nvls: {{card: '{card}'}}
+jobs:
+  - {{kind: collective_sweep, op: all_reduce, min_size: 1M, max_size: 1G, factor: 32}}
+"""
+TRAINING_SCENARIO = "name: training card under test\nmachine:\n" + MACHINE_4X4 + """jobs:
+  - {{kind: training, workload: '{card}', ddp: {ddp}}}
 """
 
 
@@ -171,11 +216,12 @@ def run_case(argv: list[str]) -> tuple[str, str]:
         signal.signal(signal.SIGALRM, old)
     wall = time.perf_counter() - start
     stderr = err.getvalue()
-    if code == 2:
+    if code == 2:  # one error line, last; before it only the inputs skipped on the way, one line each
         lines = [line for line in stderr.splitlines() if line.strip()]
-        if len(lines) != 1 or not lines[0].startswith("simcluster: error:"):
+        if not lines or not lines[-1].startswith("simcluster: error:") or \
+                any(not line.startswith("simcluster: skipped") for line in lines[:-1]):
             return "bad-error", stderr[:300] or "(nothing on stderr)"
-        return "error", lines[0][:200]
+        return "error", lines[-1][:200]
     if code not in (0, 3):
         return "bad-exit", f"exit {code}"
     text = out.getvalue()
@@ -186,7 +232,7 @@ def run_case(argv: list[str]) -> tuple[str, str]:
             bad = []
         if bad:
             return "bad-number", ", ".join(bad[:3])
-    if re.search(r"(?<![\w-])(nan|inf)(?![\w-])", text, re.I):
+    if "--json" not in argv and re.search(r"(?<![\w.])[-+]?(nan|inf)\b(?![\w.-])", text, re.I):
         return "bad-number", "nan or inf printed"
     return ("ok" if code == 0 else "partial"), f"{wall:.2f} s"
 
@@ -204,6 +250,19 @@ def cases(count: int, seed: int = 0):
         yield s, argv, data
 
 
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem
+        shutil.copy2(src, dst)
+
+
+def _fill(arg: str, fills: dict) -> str:
+    for key, value in fills.items():
+        arg = arg.replace(key, value)
+    return arg
+
+
 def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) -> list[tuple[str, str, str, list[str]]]:
     """Run the cases with each mutated file written into its own copy of the repository's layout under `folder`
     (models/, calibration/ linked), so the cards it names resolve; (outcome, detail, seed file, argv) per case."""
@@ -218,10 +277,25 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(ROOT / shared)
         target.write_bytes(data)
-        nic_scenario = case_dir / "nic-scenario.yaml"
-        nic_scenario.write_text(NIC_SCENARIO.format(card=target))
-        args = [a.replace("{file}", str(target)).replace("{tmp}", str(case_dir)).replace("{nic_scenario}", str(nic_scenario))
-                for a in argv]
+        if s.kind == "bundle":  # the mutated manifest beside the bundle's real traces (hard links: a bundle refuses
+            for child in s.path.parent.iterdir():  # a path that leads outside it, symbolic links included)
+                if child.is_dir():
+                    shutil.copytree(child, target.parent / child.name, copy_function=_link_or_copy)
+                elif child.name != s.path.name:
+                    _link_or_copy(child, target.parent / child.name)
+        ddp = ROOT / "models" / "training" / "ddp-h200x4.yaml"
+        fills = {"{file}": str(target), "{tmp}": str(case_dir), "{bundle}": str(target.parent)}
+        for name, template in (("nic", NIC_SCENARIO), ("gpu", GPU_SCENARIO), ("switch", SWITCH_SCENARIO),
+                               ("nvls", NVLS_SCENARIO), ("training", TRAINING_SCENARIO)):
+            if "{" + name + "_scenario}" in argv:
+                path = case_dir / f"{name}-scenario.yaml"
+                path.write_text(template.format(card=target, ddp=target if target.name.startswith("ddp") else ddp))
+                fills["{" + name + "_scenario}"] = str(path)
+        rng = random.Random(f"{seed}/{i}")
+        fills.update({"{n}": rng.choice(["0", "1", "-3", "4", "1000000000"]),
+                      "{size}": rng.choice(["0", "128", "4KiB", "4MiB", "1e30B", "abc", "64MiB"]),
+                      "{rate}": rng.choice(["0", "1B/s", "nan", "400MB/s", "1e30GB/s", "10GB/s"])})
+        args = [_fill(a, fills) for a in argv]
         outcome, detail = run_case(args)
         results.append((outcome, detail, str(s.path.relative_to(ROOT)), args))
         if verbose:
