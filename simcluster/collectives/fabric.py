@@ -11,10 +11,13 @@ B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce o
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
   nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_nic (NVLink SHARP nodes)
-(l_step = the larger of the NIC latency and the intra card's per-step latency; w_N = the busiest node's
-network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4 nodes on). Other
-collectives scale the ring's bytes by their bus factor. As NCCL's tuner does, the algorithm run is
-the fastest one unless the scenario forces one. See docs/models/fabric.md.
+(w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
+nodes on). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
+each algorithm also runs LL and LL128 (LL: twice the data time, capped by NCCL's LL limit; LL128: 120/128 of
+Simple's rate), its step latencies NCCL's NVLink and network values, and only the 2(N-1) ring steps that cross
+nodes pay the network latency. Which algorithm and protocol run is NCCL's own decision for the topology
+(collectives/nccl_tuner.py), the fastest of the model's options only where NCCL's model has none; a scenario may
+force an algorithm. docs/models/fabric.md has every term.
 """
 
 from __future__ import annotations

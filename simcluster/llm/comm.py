@@ -8,7 +8,7 @@ and spans size / that nodes. A group inside a node is timed on the NVLink collec
 kind of group runs its ring at once (collectives.fabric.concurrent_ring_flows, max-min over the shared
 leaf/spine links: rails and oversubscription included), each node's NIC rate is split evenly among the
 G / ranks_per_node groups that share the node, and collectives.fabric.predict_fabric times the call on
-that share (ring, tree or hierarchical, the fastest).
+that share (the algorithm and protocol NCCL's decision model picks).
 
 Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp):
   TP   no SP: all_reduce T h 2, twice per layer forward and twice backward
@@ -46,7 +46,7 @@ BUCKET_PARAMS = 40_000_000
 class Network:
     """What the collectives run on: the NVLink card inside a node, the fabric across nodes."""
 
-    intra: object                 # CollectiveParams or PrimitiveParams
+    intra: object                 # a CollectiveModel (collectives/interface.py)
     gpus_per_node: int
     cluster: Cluster | None = None
 
