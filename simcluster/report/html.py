@@ -169,8 +169,8 @@ def _figures(rows, key, unit, within_s, top):
     for name, fig in figs.items():
         fig.tight_layout()
         png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+        fig.savefig(png, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+        fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
         plt.close(fig)
         out[name] = (png.getvalue(), svg.getvalue())
     return out
