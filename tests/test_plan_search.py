@@ -14,7 +14,7 @@ from test_sweep_spec import MODELS
 
 from simcluster.cli import main
 from simcluster.errors import ScenarioError
-from simcluster.plan import search
+from simcluster.plan import cost, search
 from simcluster.report import html
 from simcluster.sweep import store
 
@@ -148,3 +148,13 @@ def test_report_of_an_unpriced_sweep(tmp_path):
     (series, points), = curve.items()
     assert [g for g, _, _ in points] == [8, 16] and points[0][2] == 1.0
     assert points[1][2] == pytest.approx(points[1][1] / points[0][1])     # per rank already: not divided by GPUs
+
+
+def test_a_card_the_catalogue_does_not_price_fails_before_running(tmp_path):
+    path = _plan(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["sweep"]["keys"]["machine.gpu.card"] = [str(MODELS / "gpu/h100-sxm.yaml"), str(MODELS / "gpu/b200.yaml")]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(cost.CostError, match="gpus: no entry for card 'b200'"):
+        search.run_plan(path, tmp_path / "out", workers=0)
+    assert not (tmp_path / "out" / "results").exists()

@@ -223,8 +223,13 @@ def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str
              chunk: int | None = None) -> PlanResult:
     """Read the plan, enumerate and run its points into OUT/results, price them and answer."""
     sweep, plan = read_plan(path)
-    cost.load_catalogue(plan.catalogue)      # a bad catalogue fails before any point runs
+    catalogue = cost.load_catalogue(plan.catalogue)      # a bad catalogue fails before any point runs
     pts, skipped = candidates(sweep, plan)
+    for p in pts:                                         # ... and so does a card it does not price
+        if p.scenario is not None:
+            facts = sweep_run.machine_facts(p.scenario)
+            cost.point_cost(catalogue, facts["machine.gpus"], facts["machine.gpu_card"], facts["machine.nics"],
+                            facts["machine.nic_card"], facts["machine.nodes"], facts["machine.switches"], None)
     if not pts:
         raise SimclusterError("no candidate configuration is valid and fits in memory", where=str(sweep.path),
                               hint="; ".join(f"{n} {reason}" for reason, n in skipped.most_common(3)))
