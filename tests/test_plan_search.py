@@ -4,8 +4,12 @@ Pareto front, and the HTML report parsed back (figures decode as PNG, one table 
 from __future__ import annotations
 
 import base64
+import html as html_lib
 import io
 import json
+import re
+import shutil
+import subprocess
 from html.parser import HTMLParser
 
 import pytest
@@ -158,3 +162,23 @@ def test_a_card_the_catalogue_does_not_price_fails_before_running(tmp_path):
     with pytest.raises(cost.CostError, match="gpus: no entry for card 'b200'"):
         search.run_plan(path, tmp_path / "out", workers=0)
     assert not (tmp_path / "out" / "results").exists()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no headless browser (Debian: apt-get install chromium)")
+def test_report_renders_in_a_headless_browser(tmp_path):
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.sweep import run, spec
+
+    run.run(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 4), per_node=(1,))), tmp_path / "res", workers=0,
+            progress=io.StringIO())
+    assert main(["report", str(tmp_path / "res"), "-o", str(tmp_path / "rep.html")]) == 0
+    probe = "<script>window.addEventListener('load', () => { document.body.setAttribute('data-images', JSON.stringify(" \
+            "[...document.images].map(i => [i.complete, i.naturalWidth, i.naturalHeight]))); });</script></body>"
+    page = tmp_path / "probe.html"
+    page.write_text((tmp_path / "rep.html").read_text().replace("</body>", probe))
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=60).stdout
+    images = json.loads(html_lib.unescape(re.search(r'data-images="([^"]*)"', dom).group(1)))
+    assert len(images) == 1 and all(done and w > 300 and h > 200 for done, w, h in images)   # decoded by the browser
+    assert dom.count("<tr>") == 3                                                            # header + 2 rows
