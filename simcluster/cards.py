@@ -53,6 +53,21 @@ def _rate(v) -> float:
     return strict.rate(parse_bandwidth(v))
 
 
+def _time(v) -> float:
+    return strict.positive(parse_time(v))
+
+
+def _bytes(v) -> float:
+    return strict.positive(parse_size(v))
+
+
+def _share(v) -> float:
+    value = float(v)
+    if not 0 <= value <= 1:
+        raise ValueError("expected a share from 0 to 1")
+    return value
+
+
 def _fraction(v) -> float:
     value = float(v)
     if not 0 < value <= 1:
@@ -166,9 +181,11 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
         raise ModelCardError(f"params.forwarding: {forwarding!r} is not one of {', '.join(FORWARDING)}", where=where)
     params = AggregationParams(
         forwarding, _get(p, "line_rate", key, _rate), _get(p, "op_latency", key, parse_time),
-        _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, parse_size),
-        _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count), _get({"frame_payload": "1480B", **p}, "frame_payload", key, parse_size),
-        _get({"frame_wire": "1538B", **p}, "frame_wire", key, parse_size))
+        _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, _bytes),
+        _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count),
+        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes))
+    if params.frame_wire_bytes < params.frame_payload_bytes:
+        raise ModelCardError("params.frame_wire: a frame on the wire is at least its payload", where=where)
     return params, card
 
 
@@ -195,16 +212,25 @@ def load_training(path: str | Path):
     p = _params(card, where, {"model", "image", "batch_per_gpu", "step", "host", "gpu", "phases", "bucket_cap", "grad_bytes",
                               "step_samples"})
     key = f"{where}: params"
-    phases = _get(p, "phases", key)
-    try:
-        return Workload(str(_get(p, "model", key)), int(_get(p, "image", key)), int(_get(p, "batch_per_gpu", key)),
-                        _get(p, "step", key, parse_time), _get(p, "host", key, parse_time), _get(p, "gpu", key, parse_time),
-                        float(phases["forward"]), float(phases["backward"]), float(phases["optimizer"]),
-                        tuple(int(g) for g in _get(p, "grad_bytes", key)),
-                        tuple(parse_time(t) for t in _get(p, "step_samples", key)),
-                        _get(p, "bucket_cap", key, parse_size)), card
-    except (KeyError, TypeError, ValueError, UnitError) as exc:
-        raise ModelCardError(f"params: missing or bad {exc}", where=where) from None
+    phases = strict.known_keys(_get(p, "phases", key), {"forward", "backward", "optimizer"}, f"{key}.phases", ModelCardError)
+    shares = {name: _get(phases, name, f"{key}.phases", _share) for name in ("forward", "backward", "optimizer")}
+    if abs(sum(shares.values()) - 1) > 0.01:
+        raise ModelCardError(f"params.phases: the shares add up to {sum(shares.values()):.3g}, not 1", where=where)
+
+    def positive_times(values):
+        if not isinstance(values, list) or not values:
+            raise ValueError("expected a non-empty list")
+        return tuple(strict.positive(parse_time(t)) for t in values)
+
+    def sizes(values):
+        if not isinstance(values, list) or not values:
+            raise ValueError("expected a non-empty list")
+        return tuple(strict.count(g, 2**50) for g in values)
+
+    return Workload(str(_get(p, "model", key)), _get(p, "image", key, _count), _get(p, "batch_per_gpu", key, _count),
+                    _get(p, "step", key, _time), _get(p, "host", key, _time), _get(p, "gpu", key, _time),
+                    shares["forward"], shares["backward"], shares["optimizer"], _get(p, "grad_bytes", key, sizes),
+                    _get(p, "step_samples", key, positive_times), _get(p, "bucket_cap", key, _bytes)), card
 
 
 def ddp_card(params, fit: dict, provenance: dict, name: str) -> dict:

@@ -98,6 +98,14 @@ def op_profiles_yaml(profiles) -> list[dict]:
                                      for op in p.ops}} for p in profiles]
 
 
+def _factor(value) -> float:
+    """measured / model at one size: a real profile is within 0.5-2x; anything outside 1e-3..1e3 is refused."""
+    factor = float(value)
+    if not 1e-3 <= factor <= 1e3:
+        raise ValueError("a profile factor must be from 0.001 to 1000")
+    return factor
+
+
 def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
     """Per-op profiles from a card (a list of {ranks, launch, source, measured_over_model})."""
     from simcluster.collectives.schedule import OPS
@@ -131,9 +139,9 @@ def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
                 raise ModelCardError(f"measured_over_model: unknown collective {str(op)[:20]!r}", where=key,
                                      hint=f"one of {', '.join(OPS)}")
             try:
-                pairs = sorted((positive(parse_size(s)), math.log(positive(float(f)))) for s, f in table.items())
+                pairs = sorted((positive(parse_size(s)), math.log(_factor(f))) for s, f in table.items())
             except (UnitError, TypeError, ValueError, AttributeError, OverflowError):
-                raise ModelCardError(f"measured_over_model.{op}: expected size: positive factor pairs",
+                raise ModelCardError(f"measured_over_model.{op}: expected size: factor pairs, factors from 0.001 to 1000",
                                      where=key) from None
             if not pairs:
                 raise ModelCardError(f"measured_over_model.{op}: no sizes", where=key)

@@ -31,7 +31,7 @@ from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
 MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
-MAX_IOS = 5_000_000                               # reads one simulation may issue (about a minute on one core)
+MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
 
 
 @dataclass(frozen=True)
