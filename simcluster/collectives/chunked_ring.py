@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from simcluster.collectives.interface import BareModel
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule
 from simcluster.errors import ModelCardError
@@ -23,7 +24,7 @@ from simcluster.units import format_bandwidth, format_size, format_time, parse_b
 
 
 @dataclass(frozen=True)
-class ChunkedRingParams:
+class ChunkedRingParams(BareModel):
     """A calibrated intra-node collective model: one bandwidth and LL / LL128 / Simple protocol parameters."""
 
     model_name: ClassVar[str] = "chunked-ring"
@@ -35,12 +36,6 @@ class ChunkedRingParams:
     @property
     def base_latency_s(self) -> float:
         return min(p.base_latency_s for p in self.protocols.values())
-
-    profiles: ClassVar[tuple] = ()       # a bare model carries no per-op profile (profile.Profiled does)
-
-    @property
-    def base(self):
-        return self
 
     @property
     def simple_step_latency_s(self) -> float:

@@ -48,6 +48,16 @@ class CollectiveModel(Protocol):
     def from_params_yaml(cls, params: dict, where: str) -> CollectiveModel: ...
 
 
+class BareModel:
+    """What every model without a per-op profile shares: it is its own base and carries no profile."""
+
+    profiles: ClassVar[tuple] = ()
+
+    @property
+    def base(self):
+        return self
+
+
 def models() -> dict[str, type]:
     from simcluster.collectives.chunked_ring import ChunkedRingParams
     from simcluster.collectives.primitives import PrimitiveParams

@@ -50,6 +50,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from simcluster.collectives.interface import BareModel
 from simcluster.collectives.nccl_tuner import ARCHS, TUNED_OPS, NcclTopology, decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.schedule import bus_factor, canonical_op
@@ -75,7 +76,7 @@ P2P_OPS = ("sendrecv", "alltoall")
 
 
 @dataclass(frozen=True)
-class PrimitiveParams:
+class PrimitiveParams(BareModel):
     model_name: ClassVar[str] = "nccl-primitives"
     runs_in_des: ClassVar[bool] = False
 
@@ -96,12 +97,6 @@ class PrimitiveParams:
     @property
     def base_latency_s(self) -> float:
         return min(self.ll_base_s, self.simple_base_s)
-
-    profiles: ClassVar[tuple] = ()       # a bare model carries no per-op profile (profile.Profiled does)
-
-    @property
-    def base(self):
-        return self
 
     @property
     def simple_step_latency_s(self) -> float:
