@@ -81,7 +81,8 @@ class QperfResult:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted}
+        return {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted,
+                "units": {test: "B/s" if test.endswith("_bw") else "s" for test in self.predicted}}
 
 
 @dataclass(frozen=True)

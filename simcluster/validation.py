@@ -116,8 +116,8 @@ def validate_qperf(trace_path: str, scenario_path: str | None) -> QperfValidatio
         if not found:
             continue
         measured = found[-1].get("bw" if test.endswith("_bw") else "latency")
-        rows.append({"test": test, "measured": measured, "predicted": predicted,
-                     "error_pct": (predicted / measured - 1) * 100})
+        rows.append({"test": test, "unit": "B/s" if test.endswith("_bw") else "s", "measured": measured,
+                     "predicted": predicted, "error_pct": (predicted / measured - 1) * 100})
     if not rows:
         raise SimclusterError("no test of the scenario's qperf job is in the trace", where=trace_path)
     return QperfValidation(trace_path, scenario_path, rows)
