@@ -114,3 +114,21 @@ def test_nan_or_negative_measurements_in_traces_are_refused(tmp_path, capsys):
 
     with pytest.raises(TraceFormatError, match="NaN is not a measurement"):
         fio.parse(bad)
+
+
+def test_unknown_names_deep_in_cards_are_refused(tmp_path, capsys):
+    """A typo inside a card's tables is one line, not silently ignored (NCCL's tuner table, a GPU card's sections)."""
+    text = (ROOT / "models" / "collective" / "h200x2-primitives.yaml").read_text()
+    bad = tmp_path / "tuner.yaml"
+    bad.write_text(text.replace("        LL128:", "        LL129:", 1))
+    one_line_error(capsys, ["predict", "collective", "--card", str(bad), "--op", "all_reduce", "--ranks", "2"],
+                   "unknown protocol 'LL129'")
+    gpu = (ROOT / "models" / "gpu" / "h100-sxm.yaml").read_text()
+    assert "    k_ramp:" in gpu
+    card = tmp_path / "gpu.yaml"
+    card.write_text(gpu.replace("    k_ramp:", "    k_rmap:", 1))
+    from simcluster.errors import ModelCardError
+    from simcluster.hardware.gpu import load_gpu
+
+    with pytest.raises(ModelCardError, match="unknown key 'k_rmap'"):
+        load_gpu(card)

@@ -53,7 +53,8 @@ from typing import ClassVar
 from simcluster.collectives.interface import BareModel
 from simcluster.collectives.nccl_tuner import ARCHS, TUNED_OPS, NcclTopology, decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
-from simcluster.collectives.schedule import bus_factor, canonical_op
+from simcluster.collectives.protocol import PROTOCOLS
+from simcluster.collectives.schedule import OPS, bus_factor, canonical_op
 from simcluster.errors import ModelCardError
 from simcluster.strict import field as card_field
 from simcluster.strict import positive
@@ -306,12 +307,23 @@ def _tuner(raw, where: str) -> dict:
     def table(protos, key):
         if not isinstance(protos, dict):
             raise ModelCardError("expected a mapping of op -> protocol -> {latency, bandwidth}", where=key)
-        return {op: {p: (card_field(v, "latency", f"{key}.{op}.{p}", parse_time, ModelCardError),
-                         card_field(v, "bandwidth", f"{key}.{op}.{p}", lambda b: strict_rate(parse_bandwidth(b)),
-                                    ModelCardError))
-                     for p, v in (per_op.items() if isinstance(per_op, dict) else ())}
-                for op, per_op in protos.items()}
+        out = {}
+        for op, per_op in protos.items():
+            if op not in OPS or not isinstance(per_op, dict):
+                raise ModelCardError(f"{str(op)[:30]!r}: expected a collective ({', '.join(OPS)}) mapped to protocols",
+                                     where=key)
+            bad = [p for p in per_op if p not in PROTOCOLS]
+            if bad:
+                raise ModelCardError(f"{op}: unknown protocol {str(bad[0])[:20]!r}", where=key,
+                                     hint=f"one of {', '.join(PROTOCOLS)}")
+            out[op] = {p: (card_field(v, "latency", f"{key}.{op}.{p}", parse_time, ModelCardError),
+                           card_field(v, "bandwidth", f"{key}.{op}.{p}", lambda b: strict_rate(parse_bandwidth(b)),
+                                      ModelCardError)) for p, v in per_op.items()}
+        return out
 
+    if any(str(k).isdigit() for k in raw) and not all(str(k).isdigit() for k in raw):
+        raise ModelCardError("expected every key to be a rank count (or, an older card, every key a collective)",
+                             where=where)
     if all(str(k).isdigit() for k in raw):
         return {int(n): table(t, f"{where}.{n}") for n, t in raw.items()}
     return {0: table(raw, where)}

@@ -259,6 +259,11 @@ def gpu_params(card: dict, where: str) -> GpuParams:
         raise ModelCardError("params.peak_flops: a bf16 peak is required (MFU and attention are priced in bf16)",
                              where=where)
     gemm, attn, mem = _section(p, "gemm", key), _section(p, "attention", key), _section(p, "memory", key)
+    for name, section, allowed in (("gemm", gemm, {"tile_m", "tile_n", "efficiency", "k_ramp", "wave_weight"}),
+                                   ("attention", attn, {"efficiency_fwd", "efficiency_bwd", "seq_half_fwd", "seq_half_bwd",
+                                                        "gqa_bwd_bytes_per_element"}),
+                                   ("memory", mem, {"ramp"})):
+        strict.known_keys(section, allowed, f"{key}.{name}", ModelCardError)
     eff = _section(gemm, "efficiency", f"{key}.gemm")
     if set(eff) - set(DTYPES):
         raise ModelCardError(f"params.gemm.efficiency: unknown precision {sorted(set(eff) - set(DTYPES))[0]!r}", where=where)
