@@ -75,7 +75,8 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
         from simcluster.cards import load_card
         from simcluster.collectives.nccl_tuner import arch_of
 
-        arch = arch_of(str(load_card(machine.gpu_card, kind="gpu").get("name", "")))
+        card = load_card(machine.gpu_card, kind="gpu")
+        arch = arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
     return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch)
 

@@ -132,3 +132,19 @@ def test_unknown_names_deep_in_cards_are_refused(tmp_path, capsys):
 
     with pytest.raises(ModelCardError, match="unknown key 'k_rmap'"):
         load_gpu(card)
+
+
+def test_a_gpu_card_of_any_name_says_its_architecture(tmp_path, capsys):
+    """NCCL's decision model needs the GPU architecture: read from the card's name, or its machine.arch."""
+    import yaml
+
+    card = yaml.safe_load((ROOT / "models" / "gpu" / "h100-sxm.yaml").read_text())
+    card["name"] = "my-custom-gpu"
+    scenario = (ROOT / "scenarios" / "llm" / "llama70b-splits.yaml").read_text().replace(
+        "../../models/gpu/h100-sxm.yaml", str(tmp_path / "gpu.yaml")).replace("../../models", str(ROOT / "models"))
+    (tmp_path / "s.yaml").write_text(scenario)
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(card))
+    one_line_error(capsys, ["run", str(tmp_path / "s.yaml")], "machine.arch")
+    card["machine"] = {"arch": "hopper"}
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(card))
+    assert main(["run", str(tmp_path / "s.yaml"), "--json"]) == 0

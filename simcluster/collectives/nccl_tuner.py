@@ -85,14 +85,24 @@ GPU_ARCH_PREFIXES = (("v100", "volta"), ("a100", "ampere"), ("a800", "ampere"), 
                      ("gb200", "blackwell"), ("b300", "blackwell"))
 
 
-def arch_of(gpu_name: str) -> str:
-    """A GPU card's name (models/gpu/*.yaml, 'h100-sxm') -> the architecture NCCL's tables are indexed by."""
+ARCHITECTURES = tuple(dict.fromkeys(arch for _, arch in GPU_ARCH_PREFIXES))
+
+
+def arch_of(gpu_name: str, card_arch: str | None = None) -> str:
+    """The architecture NCCL's tables are indexed by: a GPU card's own `machine.arch`, else read from its name
+    (models/gpu/*.yaml, 'h100-sxm')."""
+    if card_arch is not None:
+        if card_arch not in ARCHITECTURES:
+            raise SimclusterError(f"machine.arch {str(card_arch)[:20]!r} of GPU card {gpu_name!r} is not an architecture "
+                                  "NCCL's tables know", hint="one of " + ", ".join(ARCHITECTURES))
+        return card_arch
     name = gpu_name.lower()
     for prefix, arch in GPU_ARCH_PREFIXES:
         if name.startswith(prefix):
             return arch
     raise SimclusterError(f"no NCCL architecture known for GPU {gpu_name!r}",
-                          hint="one of " + ", ".join(p for p, _ in GPU_ARCH_PREFIXES))
+                          hint="name the GPU card after one of " + ", ".join(p for p, _ in GPU_ARCH_PREFIXES)
+                          + ", or give it machine.arch")
 
 
 @dataclass(frozen=True)
