@@ -26,7 +26,6 @@ the NIC card's perf note only).
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -124,7 +123,7 @@ class _Bundle:
         return good, used
 
 
-def _provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
+def bundle_provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
     """Where a card came from (fit.cards.provenance), with the bundle (or bundles, for a fit across repeats) and
     its host."""
     from simcluster.fit.cards import provenance
@@ -189,7 +188,7 @@ def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[d
             "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
             "params": collective_params_yaml(carried),
             "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
-            "provenance": _provenance(paths, b.path, b.manifest) | (
+            "provenance": bundle_provenance(paths, b.path, b.manifest) | (
                 {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
     import yaml
 
@@ -224,131 +223,7 @@ def _op_profile(b: _Bundle, tool: str, params, traces: list, paths: list[Path],
             "params": {"op_profiles": op_profiles_yaml(profiles)},
             "valid_range": {"ranks": sorted({p.ranks for p in profiles}), "nodes": 1,
                             "ops": sorted({op for p in profiles for op in p.ops})},
-            "provenance": _provenance(paths + [p for p, _ in used], b.path, b.manifest)}
-
-
-def _framing(ground_truth: dict) -> tuple[float, str]:
-    if ground_truth.get("kind") == "veth+tc":
-        return 1448 / 1514, "tc counts 1514-byte frames (Ethernet header, no preamble/FCS): TCP payload 1448/1514"
-    return 1448 / 1538, "Ethernet wire: TCP payload 1448 of 1538 bytes per frame (preamble, FCS, gap)"
-
-
-def _nic(b: _Bundle) -> dict[str, dict]:
-    """One NIC card per transport; with several qperf runs, each parameter is the median over the runs
-    that could be used (a run that does not parse, or whose TCP stream was CPU-bound, is skipped)."""
-    import dataclasses
-
-    from simcluster.cards import nic_params_yaml
-    from simcluster.fit.nic import detect_transport, fit_nic
-    from simcluster.traces import qperf
-
-    runs = b.runs("qperf")
-    if not runs:
-        return {}
-    traces, used = b.parsed(runs, lambda r: qperf.parse(b.file(r)))
-    if not traces:
-        return {}
-    meta = used[-1].get("meta") if isinstance(used[-1].get("meta"), dict) else {}
-    truth = meta.get("ground_truth") if isinstance(meta.get("ground_truth"), dict) else {}
-    share, framing_note = _framing(truth)
-    bw_name = {"tcp": "tcp_bw", "rdma": "rc_bw"}
-    # qperf's cpus_used is host-wide: in a one-host lab it counts the client and the server together
-    core_limit = 2.0 if truth.get("kind") == "veth+tc" else 1.0
-    cards = {}
-    cpu_bound: list = []
-    for transport in detect_transport(traces[-1]):
-        fits, measured, paths = [], [], []
-        for trace, run in zip(traces, used, strict=True):
-            try:
-                bw_test = trace.test(bw_name[transport])
-                bw = bw_test.get("bw")
-                cpus = max(bw_test.metrics.get("send_cpus_used", 0.0), bw_test.metrics.get("recv_cpus_used", 0.0))
-                if transport == "tcp" and cpus > 0.9 * core_limit:
-                    cpu_bound.append((trace, run, bw))
-                    raise CalibrationError(f"tcp_bw used {cpus:.0%} of a core: CPU-bound, the wire rate cannot be "
-                                           "estimated (its host cost per byte goes to host-cpu-tcp.yaml)", where=trace.path,
-                                           hint="calibrate with --line-rate from the NIC's speed")
-                params, info = fit_nic(trace, transport, bw / share if transport == "tcp" else bw)
-            except DATA_ERRORS as exc:
-                b.skip(exc, str(trace.path))
-                continue
-            fits.append(params)
-            measured.append((bw, info["latency_s"]))
-            paths.append(b.file(run))
-        if not fits:
-            continue
-        params = dataclasses.replace(fits[-1], **{k: float(statistics.median(getattr(f, k) for f in fits))
-                                                  for k in ("line_rate_Bps", "latency_s", "cpu_s_per_byte")})
-        notes = [f"line rate estimated from {bw_name[transport]} (the stream was wire-bound); {framing_note}",
-                 f"median over {len(fits)} qperf runs: bw {[round(bw * 8 / 1e9, 4) for bw, _ in measured]} Gb/s, "
-                 f"latency {[round(t * 1e6, 1) for _, t in measured]} us"]
-        notes += _perf_note(b, params) if transport == "tcp" else []
-        cards[f"nic-{transport}.yaml"] = {"kind": "nic", "name": f"{b.path.name}-{transport}",
-                                          "description": f"{transport.upper()} NIC fitted from qperf in bundle {b.path.name}.",
-                                          "params": nic_params_yaml(params),
-                                          "fit": {"line_rate_estimated": True, "notes": notes},
-                                          "provenance": _provenance(paths, b.path, b.manifest)}
-    if cpu_bound:
-        cards["host-cpu-tcp.yaml"] = _host_cpu_card(b, cpu_bound)
-    return cards
-
-
-def _host_cpu_card(b: _Bundle, runs: list) -> dict:
-    """A CPU-bound TCP stream measures the host's onload cost: core-seconds per byte = qperf -v's send/recv cost
-    (the larger side), else 1 core / tcp_bw (one kernel TCP stream runs on one core); the stack's latency is
-    tcp_lat. The median over the runs; a card of kind host-cpu (docs/models/nic-and-cpu.md)."""
-    from simcluster.units import format_time
-
-    per_byte, latency, paths = [], [], []
-    for trace, run, bw in runs:
-        costs = [trace.test("tcp_bw").metrics[k] for k in ("send_cost", "recv_cost") if k in trace.test("tcp_bw").metrics]
-        per_byte.append(max(costs) if costs else 1.0 / bw)
-        latency.append(trace.test("tcp_lat").get("latency"))
-        paths.append(b.file(run))
-    host = b.manifest.get("host") if isinstance(b.manifest.get("host"), dict) else {}
-    cores = host.get("cores") if isinstance(host.get("cores"), int) and host.get("cores") > 0 else None
-    return {"kind": "host-cpu", "name": f"{b.path.name}-host-cpu",
-            "description": f"Host CPU cost of onloaded TCP, from {len(runs)} CPU-bound qperf tcp_bw run(s) in bundle "
-                           f"{b.path.name} (host {host.get('cpu_model', '?')}).",
-            "params": {"cores": cores, "tcp_cpu_per_byte": f"{format_time(statistics.median(per_byte) * 1e9)}/GB",
-                       "tcp_stack_latency": format_time(statistics.median(latency))},
-            "fit": {"notes": ["CPU-bound: the stream was limited by one core, not by the wire; cost per byte = "
-                              + ("qperf -v send/recv cost" if any("send_cost" in t.test("tcp_bw").metrics for t, _, _ in runs)
-                                 else "1 core / tcp_bw")]},
-            "provenance": _provenance(paths, b.path, b.manifest)}
-
-
-def _perf_note(b: _Bundle, params) -> list[str]:
-    """What perf stat (or /proc/stat) says the sender's CPU cost per byte is, next to qperf -v's; a perf-stat
-    run that cannot be read is a problem line and the card goes without the note."""
-    perf_runs = b.runs("perf-stat")
-    if not perf_runs:
-        return []
-    try:
-        return _perf_line(b, perf_runs[-1], params)
-    except DATA_ERRORS as exc:
-        b.skip(exc, f"perf-stat/{perf_runs[-1]['run_id']}")
-        b.problems[-1] += " (the NIC card is written without the perf note)"
-        return []
-
-
-def _perf_line(b: _Bundle, run: dict, params) -> list[str]:
-    from simcluster.traces import perf_stat, qperf
-
-    pq = qperf.parse(b.file(run)).test("tcp_bw")
-    moved = pq.get("bw") * pq.metrics.get("time", 0.0)
-    csv = b.file(run, "perf.csv")
-    stat = perf_stat.parse(csv) if csv.is_file() else None
-    cpu_s, source = (stat.cpu_seconds(), "perf stat task-clock") if stat else (None, "")
-    if cpu_s is None:
-        ps = run.get("proc_stat") or {}
-        before, after = ps.get("before"), ps.get("after")
-        cpu_s, source = ((after["busy"] - before["busy"]) / after["hz"], "/proc/stat (perf stat unavailable)") \
-            if after and before else (None, "")
-    if not cpu_s or moved <= 0:
-        return []
-    return [f"{source}: the qperf client used {cpu_s:.3g} CPU s to send {moved / 1e9:.3g} GB ({cpu_s / moved * 1e9:.3g} s/GB, "
-            f"its own process); qperf -v's cost {params.cpu_s_per_byte * 1e9:.3g} s/GB (host-wide) is kept"]
+            "provenance": bundle_provenance(paths + [p for p, _ in used], b.path, b.manifest)}
 
 
 def _ddp_runs(b: _Bundle, params):
@@ -393,7 +268,7 @@ def _ddp_run(b: _Bundle, run: dict, params):
     gpus = host.get("gpus") if isinstance(host.get("gpus"), list) and host.get("gpus") else [{}]
     gpu_name = gpus[0].get("name", "GPU") if isinstance(gpus[0], dict) else "GPU"
     card = training_card(w, f"{w.model} at {w.image}px, batch {w.batch_per_gpu} per GPU, measured on 1 GPU ({gpu_name}).",
-                         _provenance([stdout], b.path, b.manifest))
+                         bundle_provenance([stdout], b.path, b.manifest))
     try:
         safe_name(f"training-{card['name']}.yaml", "the training card's file name")
     except OutputError as exc:
@@ -434,11 +309,13 @@ def _nvme(b: _Bundle) -> dict[str, dict]:
         return {}
     params, info = fit_nvme([res for t in traces for res in t.results])
     return {"nvme-local.yaml": nvme_card(params, f"{b.path.name}-disk", f"Local disk fitted from fio in bundle {b.path.name}.",
-                                         info, _provenance([Path(t.path) for t in traces], b.path, b.manifest))}
+                                         info, bundle_provenance([Path(t.path) for t in traces], b.path, b.manifest))}
 
 
 def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[str, dict]:
     """Every card of one bundle; a tool whose fit fails is a problem line, the other tools' cards stay."""
+    from simcluster.fit.bundle_nic import nic_cards
+
     cards: dict[str, dict] = {}
     own = None
 
@@ -451,10 +328,10 @@ def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[
         found, obs, profiles, sources = _ddp_runs(b, comm if comm is not None else own)
         if pool is not None:
             pool.append((obs, profiles, sources))
-        return found | _ddp_card(obs, profiles, _provenance(sources, b.path, b.manifest), f"{b.path.name}-ddp")
+        return found | _ddp_card(obs, profiles, bundle_provenance(sources, b.path, b.manifest), f"{b.path.name}-ddp")
 
     steps = [("nccl-tests", nccl), ("nccl-tests-socket", lambda: _collective(b, "nccl-tests-socket")[0]),
-             ("qperf", lambda: _nic(b)), ("fio", lambda: _nvme(b)), ("ddp-step", training), ("gpu-micro", lambda: _gpu(b))]
+             ("qperf", lambda: nic_cards(b)), ("fio", lambda: _nvme(b)), ("ddp-step", training), ("gpu-micro", lambda: _gpu(b))]
     for name, step in steps:
         try:
             cards |= step()
@@ -515,7 +392,7 @@ def calibrate_bundles(bundles: list[str | Path], comm_card: str | Path | None = 
         documents |= _documents(_cards(b, comm, op_profile, pool), f"{name}/")
         problems += [f"{name}: {line}" for line in b.problems]
     obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))
-    provenance = {**_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm_card) if comm_card else None}
+    provenance = {**bundle_provenance(sources, [Path(b) for b in bundles], None), "collective_card": str(comm_card) if comm_card else None}
     parents = {Path(b).resolve().parent for b in bundles}
     name = (parents.pop().name if len(parents) == 1 else Path(bundles[0]).name) + "-pooled-ddp"
     try:

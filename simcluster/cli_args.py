@@ -1,0 +1,197 @@
+"""The arguments of every `simcluster` command (the parser alone; simcluster/cli.py runs the commands).
+A usage mistake is one SimclusterError line, never argparse's usage dump."""
+
+from __future__ import annotations
+
+import argparse
+
+from simcluster import __version__
+from simcluster.collectives.fabric import ALGORITHMS
+from simcluster.errors import SimclusterError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump; the subcommand named, not the program twice
+        command = self.prog.removeprefix("simcluster").strip()
+        raise SimclusterError(f"{command}: {message}" if command else message, hint=f"see {self.prog} --help")
+
+
+def _dask_arguments(p) -> None:
+    p.add_argument("--workers", type=int, default=2, help="local Dask worker processes (default %(default)s; 0 = in this process)")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://HOST:PORT) instead of local workers")
+
+
+def build_parser(commands: dict) -> argparse.ArgumentParser:
+    """Every command and option of `simcluster`; `commands` maps a command name to the function that runs it."""
+    parser = _Parser(prog="simcluster", description="Discrete-event simulator of AI training clusters, "
+                     "calibrated from real traces.")
+    parser.add_argument("--version", action="version", version=f"simcluster {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("parse", help="show what the nccl-tests parser reads from a log")
+    p.add_argument("trace", help="an nccl-tests log (text or -J JSON)")
+    p.add_argument("--op", help="the collective, when the log does not say")
+    p.add_argument("--json", action="store_true", help="print every row the parser read, as JSON")
+    p.set_defaults(func=commands["parse"])
+
+    p = sub.add_parser("calibrate", help="fit a model card: collective (nccl-tests logs of one machine) or NIC (qperf)")
+    p.add_argument("traces", nargs="+", metavar="TRACE",
+                   help="nccl-tests logs of one machine, a qperf output, or a trace bundle folder from 'collect'")
+    p.add_argument("--line-rate", help="NIC cards: the port speed, e.g. 100Gbps")
+    p.add_argument("--transport", choices=("rdma", "tcp"), help="NIC cards: which qperf tests to fit")
+    p.add_argument("-o", "--output", required=True, metavar="CARD.yaml",
+                   help="the model card to write (a folder of cards for a bundle)")
+    p.add_argument("--name", help="the card's name (default: the output file's stem)")
+    p.add_argument("--op", help="the collective, when the logs do not say")
+    p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
+                   "of the DDP fit (default: each bundle's own nccl-tests card)")
+    p.add_argument("--nccl-log", metavar="LOG", action="append",
+                   help="collective cards: an NCCL_DEBUG_SUBSYS=TUNING log of the same machine, one per rank count "
+                   "(repeat the option); fits the NCCL-primitives model with NCCL's own protocol choice (else the "
+                   "chunked ring model)")
+    p.add_argument("--model", choices=("chunked-ring", "nccl-primitives"),
+                   help="collective cards: the model to fit (default: nccl-primitives with --nccl-log, else chunked-ring; "
+                   "nccl-primitives without a tuning log lets NCCL's decision model pick each size's protocol)")
+    p.add_argument("--op-profile", metavar="PROFILE.yaml",
+                   help="collective cards: a per-op profile measured on another machine of the same kind "
+                   "(op-profile-*.yaml from 'simcluster calibrate BUNDLE'); the card predicts every op as its "
+                   "all_reduce-fitted model times that profile, at the profile's rank count and launch mode")
+    p.set_defaults(func=commands["calibrate"])
+
+    p = sub.add_parser("predict", help="predict with a calibrated model")
+    what = p.add_subparsers(dest="what", required=True, parser_class=_Parser)
+    c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
+    c.add_argument("--card", help="a collective card (one node); or use --scenario")
+    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
+    c.add_argument("--algorithm", choices=ALGORITHMS,
+                   help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
+    c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
+                   "alltoall (nccl-tests' names also work)")
+    c.add_argument("--ranks", type=int, help="GPUs taking part (with --card; a --scenario uses all its GPUs)")
+    c.add_argument("--ranks-per-node", type=int, help="GPUs per node (default: --ranks, one node)")
+    c.add_argument("-b", default="8", help="min size (nccl-tests suffixes: 8, 1K, 1M, 8G)")
+    c.add_argument("-e", default="128M", help="max size")
+    c.add_argument("-f", type=int, default=2, help="size factor")
+    c.add_argument("--host-launched", action="store_true",
+                   help="calls launched from the host, buffers unregistered (plain nccl-tests): the card's host launch "
+                        "floor applies and p2p calls pipeline through NCCL's FIFO (default: CUDA graphs, nccl-tests -G)")
+    c.set_defaults(func=commands["predict_collective"])
+    t = what.add_parser("training", help="a data-parallel training job: step time, speedup, breakdown")
+    t.add_argument("--scenario", required=True, help="a scenario YAML with a 'kind: training' job")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
+    t.add_argument("--nodes", type=int, help="override the machine's node count (what-if scaling)")
+    t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
+    t.set_defaults(func=commands["predict_training"])
+
+    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
+    p.add_argument("trace", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
+                   "collective in it, a line each)")
+    p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
+    p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
+    p.add_argument("--op", help="the collective, when the log does not say")
+    p.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="draw measured and predicted busbw against size")
+    p.set_defaults(func=commands["validate"])
+
+    p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
+    p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step, "
+                   "gpu-micro, llm-step (default: qperf,perf-stat,fio)")
+    p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
+    p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
+    p.add_argument("--ops", help="collectives for nccl-tests (default all_reduce)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per host (default: all)")
+    p.add_argument("-b", default="8", help="nccl-tests -b: smallest size (default %(default)s)")
+    p.add_argument("-e", default="128M", help="nccl-tests -e: largest size (default %(default)s)")
+    p.add_argument("--nccl-iters", type=int, default=20, help="nccl-tests -n: timed iterations per size")
+    p.add_argument("--nccl-warmup", type=int, default=1, help="nccl-tests -w: warm-up iterations per size")
+    p.add_argument("--nccl-graph", type=int, default=0, metavar="N", help="nccl-tests -G N: time the loop as a "
+                   "CUDA graph replayed N times (no host launch cost in the time)")
+    p.add_argument("--nccl-register", type=int, default=0, choices=(0, 1, 2), help="nccl-tests -R: 1 registers the "
+                   "send and receive buffers (ncclCommRegister), 2 symmetric registration; CUDA graphs register "
+                   "them anyway (at 2 x H200 it makes all_gather 13%% and alltoall 8%% faster)")
+    p.add_argument("--nccl-repeat", type=int, default=1, help="rounds over all ops; calibration takes the median per size")
+    p.add_argument("--nccl-tuning", action="store_true", help="one more run per op logging NCCL's algorithm, "
+                   "protocol and channels per size (NCCL_DEBUG_SUBSYS=INIT,TUNING)")
+    p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
+    p.add_argument("--qperf-time", type=int, default=5, help="qperf -t: seconds per test (default %(default)s)")
+    p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
+    p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
+                   "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
+    p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
+    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units (default %(default)s)")
+    p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
+    p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
+    p.add_argument("--fio-size", default="512M", help="fio --size: the test file (default %(default)s)")
+    p.add_argument("--fio-runtime", type=int, default=5, help="fio --runtime: seconds per job (default %(default)s)")
+    p.add_argument("--dlio", default="dlio_benchmark", help="the dlio_benchmark executable")
+    p.add_argument("--dlio-workload", default="unet3d_h100", help="DLIO workload name (default %(default)s)")
+    p.add_argument("--dlio-accelerators", default="1", help="comma-separated emulated accelerator counts")
+    p.add_argument("--dlio-override", action="append", metavar="KEY=VALUE", help="hydra override, e.g. "
+                   "++workload.dataset.num_files_train=16")
+    p.add_argument("--dlio-warm-cache", action="store_true", help="keep the page cache between DLIO runs "
+                   "(default: drop it so reads reach the disk; needs root)")
+    p.add_argument("--ddp-models", help="MODEL:IMAGE:BATCH,... for ddp-step (default resnet18:32:128)")
+    p.add_argument("--ddp-paired", type=int, default=0, metavar="BLOCKS",
+                   help="ddp-step: the multi-GPU processes also time plain 1-GPU steps, alternating BLOCKS blocks "
+                        "with the DDP steps (a 1-GPU baseline from the same processes; docs/models/training.md)")
+    p.add_argument("--gpu-micro-quick", action="store_true", help="gpu-micro: small sizes only (a logic check)")
+    p.add_argument("--llm-presets", help="llm-step model sizes, comma-separated: 0.3b, 0.5b, 1b, 3b, tiny (default: 0.3b,0.5b,1b,3b)")
+    p.add_argument("--llm-shapes", default="1024:8,2048:4,4096:2,2048:1", help="llm-step SEQ:MICRO_BATCH,... (default %(default)s)")
+    p.add_argument("--llm-modes", help="llm-step single, ddp, fsdp, tp; multi-GPU modes run under torchrun over --gpus (default single)")
+    p.add_argument("--llm-steps", type=int, default=10, help="llm-step timed steps per shape (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
+    p.set_defaults(func=commands["collect"])
+
+    p = sub.add_parser("storage", help="DLIO / MLPerf Storage workloads on NVMe drives")
+    p.add_argument("action", choices=("max-accelerators", "simulate"),
+                   help="max-accelerators: the most that keep AU above the threshold; simulate: one run")
+    p.add_argument("--workload", required=True, help="a DLIO workload YAML (e.g. unet3d_h100.yaml)")
+    p.add_argument("--accelerator", help="take the compute time published for this accelerator (a100, h100, v100)")
+    p.add_argument("--nvme", required=True, metavar="CARD", help="an NVMe card (models/nvme/*.yaml)")
+    p.add_argument("--drives", type=int, default=1, help="NVMe drives striped together (default %(default)s)")
+    p.add_argument("--accelerators", type=int, default=1, help="simulate: emulated accelerators")
+    p.add_argument("--steps", type=int, default=32, help="steps per accelerator to simulate (the first load counts, as in DLIO)")
+    p.add_argument("--io-size", default="4MiB", help="bytes per read I/O (sequential readahead; Linux max_sectors_kb)")
+    p.add_argument("--depth", type=int, default=2, help="reads in flight per loader thread")
+    p.add_argument("--thread-rate", help="bytes/s one loader thread can take in, e.g. 400MB/s (default: no limit)")
+    p.add_argument("--cores", type=float, help="host cores the loader threads share (default: unlimited)")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same numbers")
+    p.add_argument("--plot-dir", help="simulate: write the throughput and queue-depth figures here")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=commands["storage"])
+
+    p = sub.add_parser("lab", help="a two-namespace veth network lab shaped by tc (root)")
+    p.add_argument("action", choices=("up", "down"), help="build the lab or remove it")
+    p.add_argument("--rate", default="400mbit", help="tc rate on both veth ends (default %(default)s)")
+    p.add_argument("--delay", help="one-way delay, e.g. 10ms (a userspace delay line between the namespaces)")
+    p.set_defaults(func=commands["lab"])
+
+    p = sub.add_parser("run", help="run a scenario")
+    p.add_argument("scenario", help="a scenario YAML (scenarios/quickstart.yaml is the bundled default)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=commands["run"])
+
+    p = sub.add_parser("sweep", help="run every point of a scenario's sweep: section on Dask into a Parquet results folder")
+    p.add_argument("scenario", help="a scenario YAML with a sweep: {keys: {DOTTED.KEY: [values]}, mode: product|list}")
+    p.add_argument("-o", "--output", required=True, help="results folder (Parquet parts; a second run adds only missing points)")
+    _dask_arguments(p)
+    p.add_argument("--chunk", type=int, help="points per Dask task (default: about 8 tasks per worker, at most 100)")
+    p.add_argument("--flush-rows", type=int, default=1000, help="write a part file every N rows (default %(default)s)")
+    p.add_argument("--flush-seconds", type=float, default=10.0, help="... or every S seconds (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=commands["sweep"])
+
+    p = sub.add_parser("plan", help="search hardware and parallelism; cheapest configuration within a deadline; report")
+    p.add_argument("plan", help="a plan YAML (scenario + sweep: + search: + plan: {catalogue, target}); see docs/planning.md")
+    p.add_argument("-o", "--output", required=True, help="folder for results/, report.html, figures/ and plan.json")
+    _dask_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.set_defaults(func=commands["plan"])
+
+    p = sub.add_parser("report", help="an HTML report (and PNG/SVG figures) of a sweep or plan results folder")
+    p.add_argument("results", help="a results folder written by simcluster sweep or plan")
+    p.add_argument("-o", "--output", required=True, help="the HTML file; figures go to NAME-figures/ beside it")
+    p.add_argument("--title", help="the report's title")
+    p.set_defaults(func=commands["report"])
+    return parser
