@@ -294,3 +294,19 @@ def test_gpu_params_reject_bad_values():
         toy(attn_efficiency_fwd={128: 1.2})
     with pytest.raises(ModelCardError):
         gpu_params({"name": "x", "params": {"peak_flops": {}}}, "card.yaml")
+
+
+def test_held_out_is_read_from_the_card_provenance(tmp_path):
+    """validate's held-out split comes from the card's provenance: its traces' sha256, or those of the card a
+    carried card's curves came from; a card that names neither is a one-line error."""
+    card_saw_trace = fit.card_saw_trace
+    measured = {"kind": "gpu", "provenance": {"traces": [{"path": "x/stdout.txt", "sha256": "aa"}]}}
+    assert card_saw_trace(measured, tmp_path / "m.yaml", "aa")
+    assert not card_saw_trace(measured, tmp_path / "m.yaml", "bb")
+    real = Path(__file__).resolve().parent.parent / "models" / "gpu"
+    h100_sha = yaml.safe_load((real / "h100-sxm.yaml").read_text())["provenance"]["traces"][0]["sha256"]
+    carried = yaml.safe_load((real / "a100-sxm-80gb.yaml").read_text())
+    assert card_saw_trace(carried, real / "a100-sxm-80gb.yaml", h100_sha)
+    assert not card_saw_trace(carried, real / "a100-sxm-80gb.yaml", "bb")
+    with pytest.raises(SimclusterError, match="provenance"):
+        card_saw_trace({"kind": "gpu"}, tmp_path / "m.yaml", "aa")

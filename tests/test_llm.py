@@ -350,3 +350,23 @@ def test_buckets_follow_the_framework():
     assert comm.buckets(100e6, 8) == [40e6, 40e6, 20e6]                     # Megatron: max(40M, 1M dp)
     assert comm.buckets(100e6, 64) == [64e6, 36e6]
     assert len(comm.buckets(100e6, 2, TORCH_AMP.bucket_params)) == 16         # DDP: 25 MiB of fp32 = 6,553,600 params
+
+
+def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
+    """ZeRO-3 / FSDP: one all_gather and one reduce_scatter per layer; on a 64-node DP ring the L per-layer
+    calls cost more than one model-sized call (each pays the ring's latency), and the bytes follow the framework
+    (fp32 gathers under torch-amp cost more than bf16 under Megatron)."""
+    from simcluster.llm.predict import network_for
+    from simcluster.llm.work import _zero3_layer_calls
+    from simcluster.scenario import FabricConfig, Machine, NicSpec
+
+    machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 64, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
+                      FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
+    net = network_for(machine)
+    g = comm.groups(ParallelSpec(dp=512, zero=3), net)
+    params = 32 * 50e6
+    ag, rs = _zero3_layer_calls(net, g, MEGATRON, params, 0.0, 32)
+    assert ag > comm.collective_s(net, g.dp, "all_gather", params * 2)
+    assert rs > comm.collective_s(net, g.dp, "reduce_scatter", params * 4)
+    ag32, _ = _zero3_layer_calls(net, g, TORCH_AMP, params, 0.0, 32)
+    assert ag32 > ag

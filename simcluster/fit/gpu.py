@@ -15,7 +15,9 @@ by the device name gpu-micro recorded; everything else is fitted, each op class 
                 8192; seq 1024 and 4096 held out (the GQA term needs MHA and GQA in the fit to be identified)
 
 `fit_gpu` returns the params fitted on the fit set only, so the held-out error in `validate` is a real
-prediction error. `python -m simcluster.fit.gpu TRACE [--card CARD]` prints that table.
+prediction error. `python -m simcluster.fit.gpu validate TRACE [--card CARD]` prints that table; with a card,
+the rows it was fitted on are decided by the card's provenance (`card_saw_trace`: the sha256 of every trace it
+was fitted on), never by a flag.
 """
 
 from __future__ import annotations
@@ -300,6 +302,30 @@ def summary_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def card_saw_trace(card: dict, card_path, trace_sha256: str, _depth: int = 0) -> bool:
+    """Whether a GPU card was fitted on the trace with this sha256, from the card's provenance alone: its
+    `traces` (path + sha256 of every gpu-micro log it was fitted on) or, for a carried card, those of the card
+    its curves came from (`curves_from`, a path relative to the repository or to the card). A card without
+    provenance is an error: held out cannot be decided."""
+    from pathlib import Path
+
+    from simcluster.hardware.gpu import load_gpu
+
+    prov = card.get("provenance") or {}
+    if "traces" in prov:
+        return any(t.get("sha256") == trace_sha256 for t in prov["traces"] or [])
+    source = prov.get("curves_from")
+    if source and _depth < 4:
+        here = Path(card_path).resolve().parent
+        candidates = [Path(source), *(parent / source for parent in here.parents), here / Path(source).name]
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise SimclusterError(f"provenance.curves_from: {source} not found", where=str(card_path))
+        return card_saw_trace(load_gpu(found)[1], found, trace_sha256, _depth + 1)
+    raise SimclusterError("provenance: neither traces nor curves_from; cannot tell which traces the card was fitted on",
+                          where=str(card_path))
+
+
 def main(argv: list[str] | None = None) -> int:
     from simcluster.cards import dump_card
     from simcluster.hardware.gpu import load_gpu
@@ -310,7 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="error of a card (or of a fit on the trace's fit set) on a gpu-micro trace")
     v.add_argument("trace", help="a gpu-micro stdout.txt")
     v.add_argument("--card", help="a gpu card; without it the card is fitted on the trace's fit set")
-    v.add_argument("--all-held-out", action="store_true", help="the card never saw this trace: every row is held out")
     v.add_argument("--rows", action="store_true", help="print every shape, not only the summary")
     c = sub.add_parser("carry", help="a datasheet GPU's card with a measured card's curves")
     c.add_argument("card", help="the measured gpu card")
@@ -322,11 +347,16 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(dump_card(carried_card(load_gpu(args.card)[0], args.card, DATASHEETS[args.datasheet], args.note)))
             return 0
         trace = gpu_micro.parse(args.trace)
-        params = load_gpu(args.card)[0] if args.card else fit_gpu(trace)
+        if args.card:
+            params, card = load_gpu(args.card)
+            saw = card_saw_trace(card, args.card, trace.sha256)
+        else:
+            params, saw = fit_gpu(trace), True
     except SimclusterError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)
         return 2
-    rows = validate(params, trace, split=not args.all_held_out)
+    print(f"# {'the card was fitted on this trace: its fit-set rows are marked fit' if saw else 'the card never saw this trace (its provenance): every row is held out'}")
+    rows = validate(params, trace, split=saw)
     if args.rows:
         for r in rows:
             print(f"{r.op:>14} {r.shape:<34} measured {r.measured_s * 1e6:10.1f}us predicted {r.predicted_s * 1e6:10.1f}us "

@@ -8,7 +8,8 @@ grows with pp x micro-batches, not with layers or ops.
                     [+ final norm, LM head, cross-entropy (+ the SP all_gather) on the last virtual stage]
   backward(chunk) likewise with the backward ops (recomputed forward ops first)
 ZeRO-3 (FSDP, pp = 1): the stage's parameters are gathered once per micro-batch forward and again backward, and
-its gradients reduce-scattered every micro-batch, layer by layer, prefetched one layer ahead:
+its gradients reduce-scattered every micro-batch, one collective call per layer (each paying the ring's latency
+over the DP group), prefetched one layer ahead:
   forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L
 the excess over compute is exposed data-parallel time. Optimizer: Adam reads and writes 30 bytes per
 parameter it updates under Megatron (fp32 master, m, v and grad read; master, m, v and the bf16 copy written;
@@ -50,6 +51,18 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     issued = host.issue_bound_s(np.concatenate(seq), fw.host_kernel_s)
     excess = max(0.0, issued - task.parts["compute"])
     return _add(task, _task(host=excess)) if excess > 0 else task
+
+
+def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, dense: float, expert: float,
+                       layers: int) -> tuple[float, float]:
+    """ZeRO-3 / FSDP: one all_gather of a layer's parameters (in their stored dtype) and one reduce_scatter of its
+    gradients (in the gradient dtype) per layer, `layers` calls each: every call pays the ring's latency over the
+    whole DP group, which one model-sized call divided by L would hide (DP groups of 1,000+ ranks)."""
+    def calls(group: comm.Group, params: float, op: str, nbytes: float) -> float:
+        return layers * comm.collective_s(net, group, op, params / layers * nbytes) if params > 0 else 0.0
+    ag = calls(g.dp, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
+    rs = calls(g.dp, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
+    return ag, rs
 
 
 def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
@@ -95,8 +108,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 f, b = _add(f, head_f), _add(b, head_b)
             dense, expert = params.dense / v, params.expert / v
             if par.zero == 3:
-                ag = comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
-                rs = comm.grad_sync_s(net, g.dp, 3, dense) + comm.grad_sync_s(net, g.expert_dp, 3, expert)
+                ag, rs = _zero3_layer_calls(net, g, fw, dense, expert, max(1, layers_per_chunk))
                 per_layer = ag / max(1, layers_per_chunk)
                 f = _add(f, _task(dp=max(0.0, ag - f.duration_s) + per_layer))
                 b = _add(b, _task(dp=max(0.0, ag + rs - b.duration_s) + per_layer))
