@@ -254,8 +254,40 @@ def test_carried_card_keeps_curves_and_takes_the_datasheet():
     b200 = fit.carry(h100, fit.DATASHEETS["b200"])
     assert b200.sm_count == 148 and b200.peak_flops["bf16"] == 2.25e15 and b200.wave_weight == h100.wave_weight
     assert b200.hbm_bandwidth_Bps / 8e12 == pytest.approx(h100.hbm_bandwidth_Bps / h100.hbm_peak_Bps)
-    shipped, _ = load_gpu(ROOT / "models/gpu/b200.yaml")
-    assert shipped.gemm_time_s(8192, 8192, 8192) == pytest.approx(b200.gemm_time_s(8192, 8192, 8192), rel=2e-3)
+
+
+
+def test_published_card_scales_the_measured_curves_by_the_published_ratio():
+    """A100 / B200 cards: the H100 card's curves x published target / reference efficiency (MAMF matmul, best flash
+    forward); the shipped cards are exactly what `carry --published` writes."""
+    from simcluster.fit import gpu_published as pub
+
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    table = pub.load_published(ROOT / "calibration/published/gpu-efficiency-published.yaml")
+    a100, factors = pub.scaled(h100, table["h100-sxm"], table["a100-sxm-80gb"])
+    assert factors["gemm bf16"] == pytest.approx((271.2 / 312) / (794.5 / 989))
+    assert factors["attention"] == pytest.approx(0.73 / (648 / 989))
+    plain = fit.carry(h100, fit.DATASHEETS["a100-sxm-80gb"])
+    ratio = plain.gemm_time_s(8192, 8192, 8192) / a100.gemm_time_s(8192, 8192, 8192)
+    assert ratio == pytest.approx(factors["gemm bf16"], rel=1e-3)          # compute-bound: time scales by 1 / factor
+    for name, fp8_ref in (("a100-sxm-80gb", None), ("b200", "h200-sxm")):
+        made = pub.published_card(h100, "models/gpu/h100-sxm.yaml", "calibration/published/gpu-efficiency-published.yaml",
+                                  name, "h100-sxm", fp8_ref)
+        shipped = yaml.safe_load((ROOT / f"models/gpu/{name}.yaml").read_text())
+        assert made["params"] == shipped["params"]
+        assert shipped["provenance"]["published_efficiency"]["target_sources"]["gemm bf16"].count("ml-engineering")
+
+
+def test_published_efficiency_table_errors_are_one_line(tmp_path):
+    from simcluster.fit import gpu_published as pub
+
+    bad = tmp_path / "p.yaml"
+    bad.write_text("kind: published-gpu-efficiency\nsources: {}\ngpus: {x: {gemm: {bf16: {tflops: 1, peak_tflops: 1, source: nope}}}}\n")
+    with pytest.raises(CalibrationError, match="source 'nope'"):
+        pub.load_published(bad)
+    bad.write_text("kind: published-gpu-efficiency\nsources: {s: {}}\ngpus: {x: {gemm: {bf16: {tflops: 2, peak_tflops: 1, source: s}}}}\n")
+    with pytest.raises(CalibrationError, match="not in"):
+        pub.load_published(bad)
 
 
 # --- runner plans ----------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ closed forms, error paths and determinism."""
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import textwrap
 
@@ -370,3 +371,24 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
     assert rs > comm.collective_s(net, g.dp, "reduce_scatter", params * 4)
     ag32, _ = _zero3_layer_calls(net, g, TORCH_AMP, params, 0.0, 32)
     assert ag32 > ag
+
+
+def test_unfused_attention_core_by_hand():
+    """Megatron before flash attention: Q K^T and P V over the full s x s scores, softmax and dropout in HBM,
+    Korthikanti's 5 a s^2 b activation bytes unless selective recompute drops them (and recomputes the core)."""
+    from simcluster.llm.spec import MEGATRON_UNFUSED
+
+    gpt = TransformerSpec(2, 1024, 4096, 16, 16, 50304, 2048, tied_embeddings=True, mlp="gelu")
+    par, batch = ParallelSpec(tp=2), BatchSpec(8, 2)
+    core = {o.name: o for o in ops.layer_forward(gpt, par, batch, MEGATRON_UNFUSED) if o.name.startswith("core.")}
+    n, s, d = 2 * 8, 2048, 64                                # micro-batch x heads per GPU (16 / tp 2)
+    assert core["core.scores"].shape == (s, s, d, n) and core["core.scores"].flops == 2 * s * s * d * n
+    assert core["core.context"].shape == (s, d, s, n)
+    assert core["core.softmax"].bytes == n * s * s * 4 and core["core.dropout"].bytes == n * s * s * 5
+    assert not any(o.kind == "attention" for o in ops.layer_forward(gpt, par, batch, MEGATRON_UNFUSED))
+    sel = dataclasses.replace(par, recompute="selective")
+    assert {o.name for o in ops.layer_backward(gpt, sel, batch, MEGATRON_UNFUSED) if o.name.startswith("recompute.")} == \
+        {f"recompute.{k}" for k in core}
+    extra = layer_activation_bytes(gpt, par, batch, MEGATRON_UNFUSED) - layer_activation_bytes(gpt, par, batch, MEGATRON)
+    assert extra == pytest.approx(5 * 16 / 2 * s * s * 2)
+    assert layer_activation_bytes(gpt, sel, batch, MEGATRON_UNFUSED) == layer_activation_bytes(gpt, sel, batch, MEGATRON)

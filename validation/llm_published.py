@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.predict import model_flops_per_step, network_for, predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec, SimclusterError, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import MEGATRON, MEGATRON_UNFUSED, BatchSpec, ParallelSpec, SimclusterError, TransformerSpec  # noqa: E402
 from simcluster.scenario import FabricConfig, Machine, NicSpec  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
@@ -60,6 +60,11 @@ DEFAULTS = {
     "llm-megatron-bridge-26.04.01-dgx-h100-fp8.yaml": {"zero": 1, "sequence_parallel": True},
 }
 RECOMPUTE_FLOPS = {"llm-narayanan2021-megatron-table1.yaml", "llm-narayanan2021-megatron-table2.yaml"}
+# Sources from before flash attention (published May 2022; Megatron-LM's --use-flash-attn came in 2023): their
+# attention core materializes the s x s scores (Korthikanti et al. 2022 count it, 5 a s^2 b bytes, and selective
+# recompute exists to drop it), so they run on that framework; every other source on flash attention.
+UNFUSED_ATTENTION = {"llm-narayanan2021-megatron-table1.yaml", "llm-narayanan2021-megatron-table2.yaml",
+                     "llm-korthikanti2022-table5.yaml"}
 
 
 def machine_for(gpu_text: str, gpus: int) -> tuple[Machine | None, str]:
@@ -135,13 +140,14 @@ def compare(path: Path) -> list[dict]:
         model, par, batch = spec
         try:
             gpu = load_gpu(machine.gpu_card)[0]
+            fw = MEGATRON_UNFUSED if path.name in UNFUSED_ATTENTION else MEGATRON
             r = predict_llm(model, par, batch, gpu, network_for(machine, load_collective(NVLINK)[0]), run["gpus"], "megatron",
-                            trace=False)
+                            trace=False, framework=fw)
         except SimclusterError as exc:
             out.append({**row, "skipped": exc.one_line()})
             continue
         meas = run["measured"]
-        row.update(parallel=f"t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}",
+        row.update(parallel=f"t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}", framework=fw.name,
                    fits=r.fits, mem_GiB=round(r.memory_per_gpu_GiB["total"], 1))
         if meas.get("tokens_per_s"):
             row.update(metric="tokens/s", measured=meas["tokens_per_s"], predicted=r.tokens_per_s)

@@ -341,10 +341,18 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("card", help="the measured gpu card")
     c.add_argument("datasheet", choices=sorted(DATASHEETS), help="the target GPU")
     c.add_argument("--note", default="", help="a sentence on how well carrying did (appended to the description)")
+    c.add_argument("--published", help="scale the curves by published target / reference efficiency (fit/gpu_published.py)")
+    c.add_argument("--fp8-reference", help="the published GPU whose fp8 figure the target's is compared with")
     args = ap.parse_args(argv)
     try:
         if args.command == "carry":
-            sys.stdout.write(dump_card(carried_card(load_gpu(args.card)[0], args.card, DATASHEETS[args.datasheet], args.note)))
+            measured = load_gpu(args.card)[0]
+            if args.published:
+                from simcluster.fit.gpu_published import published_card
+                card = published_card(measured, args.card, args.published, args.datasheet, measured.name, args.fp8_reference)
+            else:
+                card = carried_card(measured, args.card, DATASHEETS[args.datasheet], args.note)
+            sys.stdout.write(dump_card(card))
             return 0
         trace = gpu_micro.parse(args.trace)
         if args.card:

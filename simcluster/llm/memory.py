@@ -100,6 +100,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         mlp = (rb + 2) * s * b * h / sp + (8 if fw.eager else 6) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
     if par.recompute == "selective":
         attn -= lse
+    elif fw.attention == "unfused" and par.cp == 1:   # Korthikanti's 5 a s^2 b: softmax output, dropout mask and output
+        attn += 5 * model.heads / t * s * s * b
     return attn + mlp
 
 

@@ -13,8 +13,10 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   memory-bound (bf16, 2 bytes per element, bytes = read + write; backward moves twice the forward bytes):
     RMSNorm 2 T' h 2 (x2), residual add 3 T' h 2 (x2), rotary 2 T (a' + g') d 2, SwiGLU 3 T f / t 2,
     where T' = T / t with sequence parallelism (norms and residuals run on a sequence shard), else T
+  unfused attention core (FrameworkSpec.attention, Megatron before flash attention, cp = 1): Q K^T (s, s, d) and
+    P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
 recompute: 'full' runs the layer's forward again inside its backward; 'selective' only the attention core.
-Dropout is off (as in Llama pre-training). Every Op carries its FLOPs and bytes so tests can check them by hand.
+Dropout is off (as in Llama pre-training) except the unfused core's attention dropout. Every Op carries its FLOPs and bytes so tests can check them by hand.
 """
 
 from __future__ import annotations
@@ -95,6 +97,19 @@ def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
     return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward), op.count)
 
 
+def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, fw: FrameworkSpec) -> list[Op]:
+    """The attention core: one flash kernel, or (fw.attention == 'unfused', cp = 1) Megatron's pre-flash core over
+    the full s x s scores (the causal mask is applied in the softmax, so no FLOPs are saved): Q K^T, fused
+    scale-mask-softmax (scores read, probabilities written), dropout (probabilities read, output and 1-byte mask
+    written), P V. Its ops are named core.* so selective recompute finds them."""
+    if fw.attention != "unfused" or par.cp > 1:
+        return [_attention_core(model, par, batch, sh, backward=False)]
+    s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
+    probs = n * s * s
+    return [gemm("core.scores", s, s, d, n), memory("core.softmax", 2 * probs * ACT_BYTES, 5 * probs),
+            memory("core.dropout", probs * (2 * ACT_BYTES + 1), probs), gemm("core.context", s, d, s, n)]
+
+
 def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
     T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
@@ -113,7 +128,7 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
     else:
         ops.append(memory("rotary", 2 * qk * ACT_BYTES, 3 * qk))
-    ops.append(_attention_core(model, par, batch, sh, backward=False))
+    ops += _core_forward(model, par, batch, sh, fw)
     if fw.eager:  # transpose + reshape makes a contiguous copy of the attention output
         ops.append(memory("attn_out_copy", 2 * T * sh.heads * d * ACT_BYTES))
     ops += [gemm("attn_out", T, h, sh.heads * d, in_bytes=e),
@@ -157,7 +172,8 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
     if par.recompute == "full":
         again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd]
     elif par.recompute == "selective":
-        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd if op.kind == "attention"]
+        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd
+                 if op.kind == "attention" or op.name.startswith("core.")]
     else:
         again = []
     return again + backward_of(fwd, model, par, batch, e)

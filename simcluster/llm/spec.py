@@ -227,6 +227,8 @@ class FrameworkSpec:
       Its loss peaks at the start of the backward with 12 bytes per logit alive: log_softmax's saved fp32 output,
       the fp32 gradient nll_loss hands it and the fp32 gradient it returns (the forward's bf16 logits and fp32
       copy, 2 + 4 + 4 with log_softmax's output, are fewer).
+    megatron-unfused-attention: megatron with the attention core of Megatron-LM before flash attention (scores
+      Q K^T and the context P V as batched GEMMs, s x s scores, probabilities and dropout mask in HBM).
     """
 
     name: str
@@ -244,10 +246,14 @@ class FrameworkSpec:
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
+    attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
 
 
 MEGATRON = FrameworkSpec("megatron")
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           bucket_params=25 * 2**20 // 4)   # DDP's bucket_cap_mb = 25 of fp32 gradients
-FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP)}
+# Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
+# two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
+MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused")
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED)}

@@ -1,0 +1,116 @@
+"""Datasheet GPU cards whose efficiency curves come from published kernel benchmarks, not from another GPU's.
+
+A measured card (H100) has GEMM and attention curves by shape; a GPU that was never measured here (A100, B200)
+gets the datasheet's peaks (fit.gpu.carry) and those curves scaled by what published benchmarks reached on the
+two GPUs (calibration/published/gpu-efficiency-published.yaml):
+
+  gemm efficiency[dtype]   x  published_target[dtype] / published_reference[dtype]   (best-shape matmul, MAMF)
+  attention efficiency     x  published_target_attn / published_reference_attn      (best flash forward, d 128)
+
+so the shape dependence (tiles, waves, k ramp, seq ramp) stays the measured card's, and the level follows the
+published ratio. A precision the target has no figure for keeps the bf16 ratio; fp8 is compared with the
+reference's fp8 (or, where the source measured another Hopper part on the same stack, with that part's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from simcluster.cards import load_yaml
+from simcluster.errors import CalibrationError
+from simcluster.fit.gpu import DATASHEETS, carry
+from simcluster.hardware.gpu import GpuParams, gpu_params_yaml
+
+MAX_EFFICIENCY = 0.98
+
+
+@dataclass(frozen=True)
+class PublishedEfficiency:
+    gpu: str
+    gemm: dict[str, float]            # dtype -> achieved / datasheet peak, best shape
+    attention_fwd: float | None       # best forward flash attention at head dim 128, fraction of peak
+    sources: dict[str, str]           # what each figure is -> citation
+
+
+def _fraction(entry: dict, where: str) -> float:
+    if "fraction" in entry:
+        value = float(entry["fraction"])
+    elif "tflops" in entry and "peak_tflops" in entry:
+        value = float(entry["tflops"]) / float(entry["peak_tflops"])
+    else:
+        raise CalibrationError("needs fraction, or tflops and peak_tflops", where=where)
+    if not 0 < value <= 1:
+        raise CalibrationError(f"efficiency {value:.3f} is not in (0, 1]", where=where)
+    return value
+
+
+def load_published(path) -> dict[str, PublishedEfficiency]:
+    doc = load_yaml(path)
+    if doc.get("kind") != "published-gpu-efficiency":
+        raise CalibrationError("expected kind: published-gpu-efficiency", where=str(path))
+    cites = doc.get("sources") or {}
+    out = {}
+    for gpu, entry in (doc.get("gpus") or {}).items():
+        used = {}
+        gemm = {}
+        for dtype, e in (entry.get("gemm") or {}).items():
+            gemm[dtype] = _fraction(e, f"{path}: gpus.{gpu}.gemm.{dtype}")
+            used[f"gemm {dtype}"] = _cite(cites, e, f"{path}: gpus.{gpu}.gemm.{dtype}")
+        attn = entry.get("attention_fwd_d128")
+        if attn is not None:
+            used["attention"] = _cite(cites, attn, f"{path}: gpus.{gpu}.attention_fwd_d128")
+        out[gpu] = PublishedEfficiency(gpu, gemm, _fraction(attn, f"{path}: gpus.{gpu}.attention_fwd_d128") if attn else None, used)
+    return out
+
+
+def _cite(cites: dict, entry: dict, where: str) -> str:
+    key = entry.get("source")
+    if key not in cites:
+        raise CalibrationError(f"source {key!r} is not among the file's sources", where=where)
+    c = cites[key]
+    return f"{c.get('title')} ({c.get('where')}; {c.get('url')})"
+
+
+def scaled(measured: GpuParams, reference: PublishedEfficiency, target: PublishedEfficiency,
+           fp8_reference: PublishedEfficiency | None = None) -> tuple[GpuParams, dict[str, float]]:
+    """The target's datasheet card with the measured card's curves scaled by target / reference; and the factors."""
+    if target.gpu not in DATASHEETS:
+        raise CalibrationError(f"no datasheet for {target.gpu!r}", hint=f"known: {', '.join(DATASHEETS)}")
+    base = carry(measured, DATASHEETS[target.gpu])
+    factors = {}
+    for dtype in base.gemm_efficiency:
+        ref = (fp8_reference or reference) if dtype == "fp8" else reference
+        key = dtype if dtype in target.gemm and dtype in ref.gemm else "bf16"
+        factors[f"gemm {dtype}"] = target.gemm[key] / ref.gemm[key]
+    eff = {d: min(MAX_EFFICIENCY, e * factors[f"gemm {d}"]) for d, e in base.gemm_efficiency.items()}
+    a = target.attention_fwd / reference.attention_fwd if target.attention_fwd and reference.attention_fwd else 1.0
+    factors["attention"] = a
+    fwd = {d: min(MAX_EFFICIENCY, e * a) for d, e in base.attn_efficiency_fwd.items()}
+    bwd = {d: min(MAX_EFFICIENCY, e * a) for d, e in base.attn_efficiency_bwd.items()}
+    return replace(base, gemm_efficiency=eff, attn_efficiency_fwd=fwd, attn_efficiency_bwd=bwd), factors
+
+
+def published_card(measured: GpuParams, measured_path: str, published_path, target: str, reference: str = "h100-sxm",
+                   fp8_reference: str | None = None) -> dict:
+    table = load_published(published_path)
+    for name in (target, reference, fp8_reference):
+        if name and name not in table:
+            raise CalibrationError(f"{name!r} is not in the published table", where=str(published_path))
+    tgt, ref = table[target], table[reference]
+    fp8_ref = table[fp8_reference] if fp8_reference else None
+    p, factors = scaled(measured, ref, tgt, fp8_ref)
+    sheet = DATASHEETS[target]
+    said = "; ".join(f"{k} x{v:.3f}" for k, v in factors.items())
+    return {"kind": "gpu", "name": p.name,
+            "description": f"{target} FROM ITS DATASHEET AND PUBLISHED KERNEL BENCHMARKS, NOT MEASURED HERE: peaks, HBM and SM count "
+                           f"from {sheet.source}. GEMM and attention curves: the shape dependence of the measured card "
+                           f"{measured_path}, scaled by published {target} / {reference} efficiency ({said}; "
+                           f"{Path(published_path).as_posix()}, simcluster.fit.gpu_published). Memory-bound curves and launch "
+                           f"floors carried from {measured_path} unchanged.",
+            "params": gpu_params_yaml(p),
+            "provenance": {"datasheet": sheet.source, "curves_from": measured_path,
+                           "published_efficiency": {"file": Path(published_path).as_posix(), "reference": reference,
+                                                    "fp8_reference": fp8_reference or reference,
+                                                    "factors": {k: round(v, 4) for k, v in factors.items()},
+                                                    "target_sources": tgt.sources, "reference_sources": ref.sources}}}
