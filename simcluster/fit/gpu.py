@@ -363,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     except SimclusterError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)
         return 2
-    print(f"# {'the card was fitted on this trace: its fit-set rows are marked fit' if saw else 'the card never saw this trace (its provenance): every row is held out'}")
+    said = "the card was fitted on this trace: its fit-set rows are marked fit" if saw else \
+        "the card never saw this trace (its provenance): every row is held out"
+    print(f"# {said}")
     rows = validate(params, trace, split=saw)
     if args.rows:
         for r in rows:
