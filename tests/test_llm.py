@@ -392,3 +392,15 @@ def test_unfused_attention_core_by_hand():
     extra = layer_activation_bytes(gpt, par, batch, MEGATRON_UNFUSED) - layer_activation_bytes(gpt, par, batch, MEGATRON)
     assert extra == pytest.approx(5 * 16 / 2 * s * s * 2)
     assert layer_activation_bytes(gpt, sel, batch, MEGATRON_UNFUSED) == layer_activation_bytes(gpt, sel, batch, MEGATRON)
+
+
+def test_fp8_casts_by_hand():
+    """fp8: one cast op per layer, forward = every GEMM input's transposed copy (M K) + the attention output's cast
+    (3 M K); backward = every output gradient's cast-transpose (4 M N); none in bf16."""
+    par = ParallelSpec()
+    cast = [o for o in ops.layer_forward(LLAMA3_8B, par, BatchSpec(1, 1, "fp8")) if o.name == "fp8_cast"]
+    T, h, f, qkv = 8192, 4096, 14336, 6144
+    assert len(cast) == 1 and cast[0].bytes == T * (h + h + h + h + f) + 3 * T * h
+    bwd = [o for o in ops.layer_backward(LLAMA3_8B, par, BatchSpec(1, 1, "fp8")) if o.name == "fp8_cast.bwd"]
+    assert bwd[0].bytes == 4 * T * (qkv + h + f + f + h)
+    assert not any(o.name == "fp8_cast" for o in ops.layer_forward(LLAMA3_8B, par, BatchSpec(1, 1)))

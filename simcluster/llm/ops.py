@@ -15,6 +15,8 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     where T' = T / t with sequence parallelism (norms and residuals run on a sequence shard), else T
   unfused attention core (FrameworkSpec.attention, Megatron before flash attention, cp = 1): Q K^T (s, s, d) and
     P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
+  fp8 (Transformer Engine): a transposed fp8 copy of every GEMM input forward (M K bytes; the attention output's
+    cast 3 M K more), a cast-transpose of every output gradient backward (4 M N bytes)
 recompute: 'full' runs the layer's forward again inside its backward; 'selective' only the attention core.
 Dropout is off (as in Llama pre-training) except the unfused core's attention dropout. Every Op carries its FLOPs and bytes so tests can check them by hand.
 """
@@ -34,7 +36,8 @@ class Op:
     kind: str                 # 'gemm' | 'attention' | 'memory'
     flops: float
     bytes: float
-    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward)
+    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward);
+                              # memory: () or (its backward's bytes,)
     count: int = 1            # identical ops in a row (e.g. the two RMSNorms)
 
     @property
@@ -150,7 +153,22 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         swiglu = memory("swiglu", 5 * tf * ACT_BYTES / 2, 2 * tf, count=2) if fw.eager else memory("swiglu", 3 * tf * ACT_BYTES, 4 * tf)
         ops += [gemm("gate", T, sh.ffn, h, in_bytes=e), gemm("up", T, sh.ffn, h, in_bytes=e), swiglu,
                 gemm("down", T, h, sh.ffn, in_bytes=e)]
+    if e == 1:
+        ops.append(fp8_casts(ops))
     return ops
+
+
+def fp8_casts(layer_ops: list[Op]) -> Op:
+    """Transformer Engine's fp8 casts around the layer's fp8 GEMMs Y[M,N] = X[M,K] W[K,N] (weights cast once per
+    step, not counted): forward, the transposed fp8 copy of every input X kept for the weight gradient (M K bytes
+    written; the cast itself is fused into the norm / activation before it) and the attention output's cast
+    (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
+    output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
+    gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.")]
+    fwd = sum(o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)
+    fwd += sum(3 * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms if o.name == "attn_out")
+    bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
+    return Op("fp8_cast", "memory", 0.0, float(fwd), (float(bwd),))
 
 
 def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, e: int) -> list[Op]:
@@ -160,8 +178,8 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             out += gemm_backward(op, e)
         elif op.kind == "attention":
             out.append(_attention_core(model, par, batch, sharding(model, par, batch), backward=True))
-        else:
-            out.append(Op(f"{op.name}.bwd", "memory", 2 * op.flops, 2 * op.bytes, (), op.count))
+        else:   # a memory op's backward moves twice its bytes, unless it names its backward bytes (shape)
+            out.append(Op(f"{op.name}.bwd", "memory", 2 * op.flops, op.shape[0] if op.shape else 2 * op.bytes, (), op.count))
     return out
 
 
