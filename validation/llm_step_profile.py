@@ -4,7 +4,7 @@
 calibration/h100x1-step-profile-2026-11-23 (device_run.sh there): torch.profiler kernels of the runner's 3B and 1B
 steps on an H100 (3 profiled steps, per-step time per kernel name), the same steps timed in three fresh processes
 each, and one GEMM timed back to back (gpu-micro's way) vs interleaved with memory-bound copies, with nvidia-smi's
-SM clock and power sampled meanwhile. Kernels are classed by name (cuDNN / flash SDPA = attention; nvjet, cutlass,
+SM clock and power sampled meanwhile. Kernels are classed by name (cuDNN, flash SDPA = attention; nvjet, cutlass,
 gemm = GEMM; the fused AdamW = optimizer; the rest memory-bound); the model's classes are the op lists of
 simcluster.llm.ops with the torch-amp framework on the H100 card, GPU time only (no host).
     python validation/llm_step_profile.py
@@ -31,7 +31,7 @@ CLASSES = ("gemm", "attention", "memory", "optimizer")
 
 def kernel_class(name: str) -> str:
     low = name.lower()
-    if any(k in low for k in ("flash", "fmha", "sdpa", "attention")):
+    if any(k in low for k in ("flash", "fmha", "sdpa", "attention", "cudnn")):   # cuDNN SDPA's helper kernels too
         return "attention"
     if any(k in low for k in ("gemm", "nvjet", "cutlass", "xmma", "cublas")):
         return "gemm"
