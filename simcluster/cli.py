@@ -136,7 +136,7 @@ def cmd_validate(args) -> int:
     from simcluster.report.validation import plot, render
     from simcluster.validation import validate_path
 
-    result = validate_path(args.trace, args.card, args.scenario, args.op)
+    result = validate_path(args.trace, args.card, args.scenario, args.op, args.published, args.decisions)
     if args.plot:
         plot(result, args.plot)
     sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else render(result))

@@ -83,9 +83,15 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
     t.set_defaults(func=commands["predict_training"])
 
-    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
-    p.add_argument("trace", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
-                   "collective in it, a line each)")
+    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log or bundle (--card), a qperf output "
+                       "(--scenario), published runs (--published) or NCCL's logged decisions (--decisions)")
+    p.add_argument("trace", nargs="?", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
+                   "collective in it, a line each); with --published a folder or file of published runs "
+                   "(default calibration/published)")
+    p.add_argument("--published", choices=("nccl", "llm"), help="published runs (calibration/published/nccl-*.yaml: "
+                   "multi-node busbw on the fabric model; llm-*.yaml: training throughput on the LLM model)")
+    p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
+                   "bundle under FOLDER against the decision model")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
     p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
     p.add_argument("--op", help="the collective, when the log does not say")

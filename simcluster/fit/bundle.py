@@ -162,6 +162,12 @@ def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[
     return logs
 
 
+def tuning_logs(bundle: str | Path, tool: str = "nccl-tests") -> tuple[dict[str, list[Path]], dict]:
+    """op -> the NCCL tuning logs of a trace bundle (none: {}), and the bundle's manifest (its host's GPUs)."""
+    b = _Bundle(Path(bundle))
+    return _logs_by_op(b, tool, "tuning"), b.manifest
+
+
 def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
     """collective-<tool>.yaml (and op-profile-<tool>.yaml), and the model as its card stores it (None: no card)."""
     from simcluster.cards import collective_params, collective_params_yaml, dump_card
