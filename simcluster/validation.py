@@ -18,7 +18,7 @@ from simcluster.fit.validate import OpValidation, ValidationRow, card_notes, sum
 
 
 def _rows_json(rows: list[ValidationRow]) -> list[dict]:
-    return [{"size_B": r.size_bytes, "measured_us": r.measured_s * 1e6, "predicted_us": r.predicted_s * 1e6,
+    return [{"size_B": r.size_bytes, "measured_s": r.measured_s, "predicted_s": r.predicted_s,
              "error_pct": r.error * 100, "protocol": r.protocol} for r in rows]
 
 
