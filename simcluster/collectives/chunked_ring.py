@@ -12,7 +12,7 @@ chunk-level DES (collectives/des.py) runs the same schedule with k rounded. See 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from simcluster.collectives.interface import BareModel
@@ -61,6 +61,13 @@ class ChunkedRingParams(BareModel):
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         return ["the chunked ring model has no host launch floor: host-launched calls are predicted as GPU time"] \
             if host_launch else []
+
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> ChunkedRingParams:
+        if host_floor_s:
+            raise ModelCardError("the chunked ring model has no host launch floor; a machine card of a chunked-ring "
+                                 "kind is fitted on CUDA-graph probes only")
+        return ChunkedRingParams(self.link_bandwidth_Bps, {
+            name: replace(p, base_latency_s=p.base_latency_s + latency_offset_s) for name, p in self.protocols.items()})
 
     def to_params_yaml(self) -> dict:
         return {"link_bandwidth": format_bandwidth(self.link_bandwidth_Bps),

@@ -44,6 +44,9 @@ class CollectiveModel(Protocol):
 
     def to_params_yaml(self) -> dict: ...
 
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> CollectiveModel: ...
+                                                    # one machine's terms on a kind's model (collectives/machine.py)
+
     @classmethod
     def from_params_yaml(cls, params: dict, where: str) -> CollectiveModel: ...
 

@@ -47,7 +47,7 @@ See docs/models/collectives.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from simcluster.collectives.interface import BareModel
@@ -113,6 +113,10 @@ class PrimitiveParams(BareModel):
 
     def to_params_yaml(self) -> dict:
         return to_params_yaml(self)
+
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> PrimitiveParams:
+        return replace(self, ll_base_s=self.ll_base_s + latency_offset_s,
+                       simple_base_s=self.simple_base_s + latency_offset_s, host_floor_s=host_floor_s)
 
     @classmethod
     def from_params_yaml(cls, params: dict, where: str) -> PrimitiveParams:

@@ -83,6 +83,9 @@ class Profiled:
     def to_params_yaml(self) -> dict:
         return self.base.to_params_yaml() | {"op_profiles": op_profiles_yaml(self.profiles)}
 
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> Profiled:
+        return Profiled(self.base.with_machine(latency_offset_s, host_floor_s), self.profiles)
+
 
 def unprofiled(model):
     """The model under any per-op profile."""

@@ -162,6 +162,11 @@ def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[
     return logs
 
 
+def tuning_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[Path]]:
+    """op -> its NCCL tuning logs in a trace bundle ({} when it has none)."""
+    return _logs_by_op(_Bundle(Path(bundle)), tool, "tuning")
+
+
 def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
     """collective-<tool>.yaml (and op-profile-<tool>.yaml), and the model as its card stores it (None: no card)."""
     from simcluster.cards import collective_params, collective_params_yaml, dump_card
