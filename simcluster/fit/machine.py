@@ -165,6 +165,7 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
     from simcluster.collectives.machine import is_machine_card
     from simcluster.errors import SimclusterError
     from simcluster.fit.bundle import bundle_provenance, timing_logs
+    from simcluster.traces.common import sha256_of
 
     kind, card = load_collective(kind_path)
     if is_machine_card(card.get("params")):
@@ -188,5 +189,8 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
            "fit": {"method": summary["method"], "points": summary["points"], "ops": summary["ops"],
                    "rms_log_error": round(summary["rms_log_error"], 4)},
            "provenance": bundle_provenance([Path(t.path) for t in traces], Path(bundle), None)}
+    # the kind card's traces count as fitted too: a log the kind was fitted on is in sample for this card
+    doc["provenance"]["traces"] += card.get("provenance", {}).get("traces", [])
+    doc["provenance"]["kind_card"] = {"path": str(kind_path), "sha256": sha256_of(kind_path)}
     return doc, (f"{terms.launch}: latency offset {terms.latency_offset_s * 1e6:+.2f} us, host floor "
                  f"{terms.host_floor_s * 1e6:.2f} us")

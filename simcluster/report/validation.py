@@ -59,7 +59,7 @@ def _(v: HeldOutMachines) -> str:
         lines += [f"# note: {n}" for n in m.notes]
         for r in m.ops:
             cells = []
-            for name, low, high in BANDS:
+            for _, low, high in BANDS:
                 e = m.band(r, low, high)
                 star = "*" if r.op in PROBE_OPS and low < PROBE_MAX_BYTES else " "
                 cells.append(f"{e:>9.2f}%{star}" if e is not None else f"{'-':>10} ")
