@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from simcluster.collectives.interface import BareModel
+from simcluster.collectives.interface import BareModel, DesTerms
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule
 from simcluster.errors import ModelCardError
@@ -28,7 +28,6 @@ class ChunkedRingParams(BareModel):
     """A calibrated intra-node collective model: one bandwidth and LL / LL128 / Simple protocol parameters."""
 
     model_name: ClassVar[str] = "chunked-ring"
-    runs_in_des: ClassVar[bool] = True
 
     link_bandwidth_Bps: float
     protocols: dict[str, ProtocolParams]
@@ -57,6 +56,16 @@ class ChunkedRingParams(BareModel):
         names = [protocol] if protocol in self.protocols else [p for p in PROTOCOLS if p in self.protocols]
         best = min(names, key=lambda name: self.protocol_time_s(sched, self.protocols[name]))
         return self.protocol_time_s(sched, self.protocols[best]), best
+
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None) -> DesTerms:
+        total, name = self.call_time(op, size_bytes, nranks, protocol=protocol)
+        p = self.protocols[name]
+        sched = schedule(op, size_bytes, nranks)
+        chunks = max(1, round(sched.segment_bytes / p.chunk_bytes)) if sched.kind != "none" else 0
+        steps = sched.sends * chunks if sched.kind == "ring" else chunks + sched.sends - 1 if chunks else 0
+        latency = p.base_latency_s + steps * p.step_latency_s
+        return DesTerms(name, p.base_latency_s, p.step_latency_s, p.chunk_bytes, p.rate_Bps(self.link_bandwidth_Bps),
+                        latency, max(0.0, total - latency))
 
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         return ["the chunked ring model has no host launch floor: host-launched calls are predicted as GPU time"] \

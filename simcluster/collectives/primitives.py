@@ -50,11 +50,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from simcluster.collectives.interface import BareModel
+from simcluster.collectives.interface import BareModel, DesTerms
 from simcluster.collectives.nccl_tuner import ARCHS, TUNED_OPS, NcclTopology, decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.protocol import PROTOCOLS
-from simcluster.collectives.schedule import OPS, bus_factor, canonical_op
+from simcluster.collectives.schedule import OPS, bus_factor, canonical_op, schedule
 from simcluster.errors import ModelCardError
 from simcluster.strict import field as card_field
 from simcluster.strict import positive
@@ -71,6 +71,7 @@ P2P_LL_THREAD_SHARE = P2P_RECV_WARPS * 32 / LL_THREADS       # a p2p LL channel'
 # the sender posts completion): two Simple steps as NCCL's latency table prices them, not a card's fitted s_S (that
 # is a ring primitive's marginal cost inside a pipeline, 0.6 us when fitted across rank counts)
 REGISTERED_P2P_SYNC_S = 2 * STEP_LATENCY_S["Simple"]
+CHAIN_DES_CHUNKS_PER_HOP = 100   # the DES pipelines a chain in 100 chunks per extra hop: within 1% of the closed form
 RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 CHAIN_OPS = ("broadcast", "reduce")
 P2P_OPS = ("sendrecv", "alltoall")
@@ -79,7 +80,6 @@ P2P_OPS = ("sendrecv", "alltoall")
 @dataclass(frozen=True)
 class PrimitiveParams(BareModel):
     model_name: ClassVar[str] = "nccl-primitives"
-    runs_in_des: ClassVar[bool] = False
 
     ll_base_s: float
     ll_channel_Bps: float
@@ -107,6 +107,9 @@ class PrimitiveParams(BareModel):
     def call_time(self, op: str, size_bytes: float, nranks: int, host_launch: bool = False,
                   protocol: str | None = None) -> tuple[float, str]:
         return call_time(self, op, size_bytes, nranks, host_launch, protocol)
+
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None) -> DesTerms:
+        return des_terms(self, op, size_bytes, nranks, protocol)
 
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         return notes(self, op, nranks, host_launch)
@@ -150,16 +153,8 @@ def p2p_uses_ll(params: PrimitiveParams, op: str, size: float, n: int) -> bool:
 
 
 def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
-    steps = primitives(op, n)
-    if op in RING_OPS:
-        c = ll_channels(params, size, n)
-        return params.ll_base_s + steps * (params.ll_step_s + size / n / (c * params.ll_channel_Bps))
-    if op in CHAIN_OPS:
-        c = ll_channels(params, size, n)
-        return params.ll_base_s + steps * params.ll_step_s + size / (c * params.ll_channel_Bps)
-    peer = p2p_peer_bytes(op, size, n)
-    c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
-    return p2p_fixed_s(params) + peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+    fixed, moving = _fixed_and_moving_s(params, op, size, n, "LL")
+    return fixed + moving + (0.0 if op in P2P_OPS else primitives(op, n) * params.ll_step_s)
 
 
 def p2p_fixed_s(params: PrimitiveParams) -> float:
@@ -217,6 +212,39 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
         choice = nccl_choice(params, op, size, n)
         proto = choice if choice in options else min(options, key=options.get)
     return options[proto], proto
+
+
+def _fixed_and_moving_s(params: PrimitiveParams, op: str, size: float, n: int, proto: str) -> tuple[float, float]:
+    """(the call's fixed latency, the time it spends moving bytes) at one protocol, GPU time, buffers registered."""
+    if proto == "Simple":
+        fixed = p2p_fixed_s(params) + REGISTERED_P2P_SYNC_S if op in P2P_OPS else params.simple_base_s
+        return fixed, size * bus_factor(op, n) / params.link_bandwidth_Bps
+    if op in P2P_OPS:
+        peer = p2p_peer_bytes(op, size, n)
+        c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
+        return p2p_fixed_s(params), peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+    c = ll_channels(params, size, n)
+    moved = primitives(op, n) * size / n if op in RING_OPS else size
+    return params.ll_base_s, moved / (c * params.ll_channel_Bps)
+
+
+def des_terms(params: PrimitiveParams, op: str, size: float, n: int, protocol: str | None = None) -> DesTerms:
+    """The chunk DES's terms for one call (GPU time): one chunk per send of the schedule; the base latency is the
+    protocol's fixed cost, the rate moves each send's bytes in the model's byte time, and the step latency carries
+    the rest (the primitives' step latencies, the ring ramp), so that uncontended the DES equals gpu_time."""
+    op = canonical_op(op)
+    total, proto = gpu_time(params, op, size, n, protocol)
+    sched = schedule(op, size, n)
+    if sched.kind == "none" or size <= 0:
+        return DesTerms(proto, total, 0.0, 1.0, params.link_bandwidth_Bps, total, 0.0)
+    fixed, moving = _fixed_and_moving_s(params, op, size, n, proto)
+    if sched.kind == "chain" and sched.sends > 1:     # pipelined hops: k chunks, a bubble of (hops - 1) / k
+        k = CHAIN_DES_CHUNKS_PER_HOP * (sched.sends - 1)
+        steps = k + sched.sends - 1
+        return DesTerms(proto, fixed, max(0.0, total - fixed - moving) / steps, size / k, size / moving,
+                        total - moving, moving)
+    return DesTerms(proto, fixed, max(0.0, total - fixed - moving) / sched.sends, sched.segment_bytes,
+                    sched.sends * sched.segment_bytes / moving, total - moving, moving)
 
 
 def call_time(params: PrimitiveParams, op: str, size: float, n: int, host_launch: bool = False,

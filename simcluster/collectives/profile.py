@@ -51,7 +51,6 @@ class Profiled:
     base: object                               # a CollectiveModel
     profiles: tuple[OpProfile, ...]
 
-    runs_in_des = False
     model_name = "per-op profile"
 
     @property
@@ -73,6 +72,13 @@ class Profiled:
         t, proto = self.base.call_time(op, size_bytes, nranks, host_launch, protocol)
         profile = matching(self.profiles, nranks, host_launch)
         return (t * profile.factor(canonical_op(op), size_bytes) if profile else t), proto
+
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None):
+        from simcluster.collectives.schedule import canonical_op
+
+        terms = self.base.des_terms(op, size_bytes, nranks, protocol)
+        profile = matching(self.profiles, nranks, False)
+        return terms.scaled(profile.factor(canonical_op(op), size_bytes)) if profile else terms
 
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         used = matching(self.profiles, nranks, host_launch)
