@@ -99,3 +99,37 @@ def test_held_out_same_kind_machines_meet_the_target_in_cuda_graph_mode():
         for r in m.ops:
             small, large = (m.band(r, lo, hi) for _, lo, hi in BANDS)
             assert large <= 5.0 and small <= 10.0, (m.bundle, r.op, small, large)
+
+
+def test_calibrate_a_probe_bundle_with_a_kind_card_writes_a_machine_card(tmp_path):
+    """A bundle whose runs are nccl-probe runs (here the small sizes of a real 2 x H200 log, cut as the probe would
+    measure them) -> `calibrate --kind-card` -> a machine card that loads, names its kind card, and predicts."""
+    import json
+    import shutil
+
+    from simcluster.cli import main
+
+    source = ROOT / "calibration" / "h200x2-graph-2026-11-22"
+    bundle = tmp_path / "probe"
+    runs = []
+    for op in ("all_reduce", "all_gather"):
+        folder = bundle / "nccl-probe" / op
+        folder.mkdir(parents=True)
+        lines = (source / "nccl-tests" / f"{op}-r1" / "stdout.txt").read_text().splitlines(keepends=True)
+        kept = [line for line in lines if line.lstrip().startswith("#") or not line.strip()
+                or not line.split()[0].isdigit() or int(line.split()[0]) <= 2**20]
+        (folder / "stdout.txt").write_text("".join(kept))
+        shutil.copy(source / "nccl-tests" / f"{op}-r1" / "stderr.txt", folder / "stderr.txt")
+        runs.append({"tool": "nccl-probe", "run_id": op, "path": f"nccl-probe/{op}", "argv": [], "env": {},
+                     "meta": {"op": op, "role": "timing", "cuda_graph_launches": 5}, "status": "ok", "exit_code": 0})
+    manifest = json.loads((source / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps(manifest | {"runs": runs, "tools": ["nccl-probe"]}))
+    out = tmp_path / "cards" / "machine.yaml"
+    out.parent.mkdir()
+    assert main(["calibrate", str(bundle), "--kind-card", str(CARDS / "h200-nvlink-kind.yaml"), "-o", str(out)]) == 0
+    model, card = load_collective(out)
+    assert card["params"]["launch"] == "cuda_graph" and card["params"]["kind_card"].endswith("h200-nvlink-kind.yaml")
+    from simcluster.collectives.machine import machine_terms
+
+    assert abs(machine_terms(card["params"], "card").latency_offset_s) < 1e-6     # the same kind: a small offset
+    assert 0 < predict(model, "reduce_scatter", 2**30, 2).time_s < 1e-2
