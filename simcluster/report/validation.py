@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import singledispatch
 from pathlib import Path
 
+from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
+from simcluster.machine_validation import HeldOutMachines
 from simcluster.report.tables import validation_table
 from simcluster.results import DecisionValidation, ReferenceValidation
 from simcluster.validation import BundleValidation, LogValidation, QperfValidation
@@ -41,6 +43,29 @@ def _(v: BundleValidation) -> str:
         lines.append(f"  {r.op:>14}  {r.ranks:>5}  {'graph' if r.cuda_graph else 'host':>6}  {r.rounds:>6}  "
                      f"{s['sizes']:>5}  {mean:>12}  {worst:>11}  {r.basis}")
     lines += [f"# note: {n}" for n in v.notes]
+    return "\n".join(lines) + "\n"
+
+
+@render.register
+def _(v: HeldOutMachines) -> str:
+    from simcluster.machine_validation import BANDS
+
+    lines = ["# each machine held out in turn: a kind card fitted on the other machines' bundles + the held-out "
+             "bundle's probe (all_reduce, all_gather, sizes <= 1 MiB)",
+             f"# {'bundle':>44}  {'machine':>7}  {'timing':>6}  {'op':>14}  "
+             + "  ".join(f"{name:>10}" for name, *_ in BANDS) + "  (mean |error|; * probe sizes, in sample)"]
+    for m in v.machines:
+        lines.append(f"# {m.bundle}: {m.terms.launch}, latency offset {m.terms.latency_offset_s * 1e6:+.2f} us, host "
+                     f"floor {m.terms.host_floor_s * 1e6:.2f} us; kind from {', '.join(m.kind_from)}")
+        lines += [f"# note: {n}" for n in m.notes]
+        for r in m.ops:
+            cells = []
+            for _, low, high in BANDS:
+                e = m.band(r, low, high)
+                star = "*" if r.op in PROBE_OPS and low < PROBE_MAX_BYTES else " "
+                cells.append(f"{e:>9.2f}%{star}" if e is not None else f"{'-':>10} ")
+            lines.append(f"  {Path(m.bundle).name:>44}  {m.machine:>7}  {'graph' if r.cuda_graph else 'host':>6}  "
+                         f"{r.op:>14}  " + " ".join(cells))
     return "\n".join(lines) + "\n"
 
 
