@@ -56,6 +56,28 @@ def collective_card(paths: list[str], op: str | None, tuning_paths: list[str], o
                   f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
 
 
+def card_document(name: str, description: str, params_yaml: dict, traces: list, fit: dict | None,
+                  provenance_extra: dict) -> dict:
+    """Every collective card's one shape: the fitted parameters (the model's to_params_yaml()), the machine and the
+    valid range the traces span, the fit's summary, and provenance (each trace with its hash, plus `provenance_extra`).
+    Used by log-file and bundle calibration, kind cards and machine cards alike."""
+    ranks, ops = sorted({t.nranks for t in traces}), sorted({t.op for t in traces})
+    card = {
+        "kind": "collective", "name": name, "description": description,
+        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
+                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
+        "params": params_yaml,
+        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
+                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
+                        "ranks": ranks, "ops": ops, "nodes": 1},
+        "provenance": provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool, "tool_version": t.tool_version,
+                                   "nccl_version": t.nccl_version, "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
+                                   "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | provenance_extra}
+    if fit is not None:
+        card["fit"] = fit
+    return card
+
+
 def collective_document(traces: list, tunings: list, name: str, model: str | None = None, op_profile: str | None = None,
                         source: dict | None = None) -> tuple[dict, object]:
     """The one builder of every collective card document, for log files and bundles alike: fit (fit/collective.py:
@@ -76,21 +98,11 @@ def collective_document(traces: list, tunings: list, name: str, model: str | Non
     extra = {"nccl_log": [{"path": t.path, "sha256": sha256_of(t.path)} for t in tunings]} if tunings else {}
     if op_profile:
         extra["op_profile"] = {"path": str(op_profile), "sha256": sha256_of(op_profile)}
-    card = {
-        "kind": "collective", "name": name,
-        "description": f"Intra-node collective model ({yaml_params.get('model', 'chunked-ring')}, docs/models/collectives.md) "
-                       f"fitted from {len(traces)} nccl-tests log(s) of {', '.join(ops)} at {', '.join(map(str, ranks))} "
-                       "ranks" + (", protocols as NCCL's tuning log chose them" if tunings else "")
-                       + (", carrying a per-op profile" if op_profile else "") + ".",
-        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
-                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
-        "params": yaml_params,
-        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
-                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
-                        "ranks": ranks, "ops": ops, "nodes": 1},
-        "fit": {**{k: v for k, v in fit_summary.items() if k != "residuals"},
-                "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
-        "provenance": provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool, "tool_version": t.tool_version,
-                                   "nccl_version": t.nccl_version, "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
-                                   "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | extra | (source or {})}
+    description = (f"Intra-node collective model ({yaml_params.get('model', 'chunked-ring')}, docs/models/collectives.md) "
+                   f"fitted from {len(traces)} nccl-tests log(s) of {', '.join(ops)} at {', '.join(map(str, ranks))} "
+                   "ranks" + (", protocols as NCCL's tuning log chose them" if tunings else "")
+                   + (", carrying a per-op profile" if op_profile else "") + ".")
+    fit = {**{k: v for k, v in fit_summary.items() if k != "residuals"},
+           "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]}
+    card = card_document(name, description, yaml_params, traces, fit, extra | (source or {}))
     return card, fitted

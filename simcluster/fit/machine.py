@@ -101,7 +101,7 @@ def kind_model(bundles: list[Path]):
               any(t.op != "all_reduce" for t in ts)]
     if hosted:
         profiles += host_profiles(base, hosted)
-    return Profiled(base, tuple(profiles)), sorted(map(str, graph)), [t.path for ts in runs.values() for t in ts]
+    return Profiled(base, tuple(profiles)), sorted(map(str, graph)), [t for ts in runs.values() for t in ts]
 
 
 def host_profiles(base, bundles: list[list[CollectiveTrace]]) -> list[OpProfile]:
@@ -142,17 +142,15 @@ def bundle_tunings(bundle: Path) -> list:
 
 def kind_card(bundles: list[str], name: str) -> tuple[dict, str]:
     """A kind card document from bundles of machines of one kind (the library returns it; the CLI writes it)."""
-    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.fit.bundle import bundle_source
+    from simcluster.fit.cards import card_document
 
-    model, graph_bundles, paths = kind_model([Path(b) for b in bundles])
-    ranks = sorted({p.ranks for p in model.profiles})
-    card = {"kind": "collective", "name": name,
-            "description": "Kind card: the NCCL-primitives terms shared by every machine of one GPU / NVLink kind "
-                           f"(all_reduce of {', '.join(graph_bundles)} as CUDA graphs) and the per-op profiles of "
-                           "NCCL's kernels; a machine card names it and adds one machine's terms (collectives/machine.py).",
-            "params": model.to_params_yaml(),
-            "valid_range": {"ranks": ranks, "nodes": 1},
-            "provenance": bundle_provenance([Path(p) for p in paths], [Path(b) for b in bundles], None)}
+    model, graph_bundles, traces = kind_model([Path(b) for b in bundles])
+    description = ("Kind card: the NCCL-primitives terms shared by every machine of one GPU / NVLink kind "
+                   f"(all_reduce of {', '.join(graph_bundles)} as CUDA graphs) and the per-op profiles of "
+                   "NCCL's kernels; a machine card names it and adds one machine's terms (collectives/machine.py).")
+    card = card_document(name, description, model.to_params_yaml(), traces, None,
+                         bundle_source([Path(b) for b in bundles], None))
     return card, f"kind card from {len(bundles)} bundle(s), {len(model.profiles)} per-op profile(s)"
 
 
@@ -164,7 +162,8 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
     from simcluster.cards import load_collective
     from simcluster.collectives.machine import is_machine_card
     from simcluster.errors import SimclusterError
-    from simcluster.fit.bundle import bundle_provenance, timing_logs
+    from simcluster.fit.bundle import bundle_source, timing_logs
+    from simcluster.fit.cards import card_document
     from simcluster.traces.common import sha256_of
 
     kind, card = load_collective(kind_path)
@@ -180,15 +179,12 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
         raise CalibrationError("the bundle has no all_reduce or all_gather runs to probe the machine with", where=bundle,
                                hint="simcluster collect --tools nccl-probe")
     terms, summary = fit_terms(kind, traces, bundle)
-    ranks = sorted({t.nranks for t in traces})
-    doc = {"kind": "collective", "name": name,
-           "description": f"Machine card: kind card {Path(kind_path).name} with this machine's terms, fitted on the "
-                          f"{tool} probe of {bundle} ({terms.launch}).",
-           "params": terms.to_params_yaml(os.path.relpath(kind_path, Path(output).parent or ".")),
-           "valid_range": {"ranks": ranks, "nodes": 1},
-           "fit": {"method": summary["method"], "points": summary["points"], "ops": summary["ops"],
-                   "rms_log_error": round(summary["rms_log_error"], 4)},
-           "provenance": bundle_provenance([Path(t.path) for t in traces], Path(bundle), None)}
+    description = (f"Machine card: kind card {Path(kind_path).name} with this machine's terms, fitted on the "
+                   f"{tool} probe of {bundle} ({terms.launch}).")
+    fit = {"method": summary["method"], "points": summary["points"], "ops": summary["ops"],
+           "rms_log_error": round(summary["rms_log_error"], 4)}
+    doc = card_document(name, description, terms.to_params_yaml(os.path.relpath(kind_path, Path(output).parent or ".")),
+                        traces, fit, bundle_source(Path(bundle), None))
     # the kind card's traces count as fitted too: a log the kind was fitted on is in sample for this card
     doc["provenance"]["traces"] += card.get("provenance", {}).get("traces", [])
     doc["provenance"]["kind_card"] = {"path": str(kind_path), "sha256": sha256_of(kind_path)}
