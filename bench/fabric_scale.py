@@ -22,31 +22,28 @@ from simcluster.collectives import des
 from simcluster.collectives.chunked_ring import ChunkedRingParams
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.engine import Simulation
-from simcluster.network.fabric import Fabric, FabricSpec
-from simcluster.network.topology import Topology
+from simcluster.network.builders import FabricSpec, machine_platform
 
 ROOT = Path(__file__).resolve().parent.parent
 INTRA = ROOT / "models" / "collective" / "h200x4-nvlink.yaml"
 NIC = ROOT / "models" / "nic" / "seed000-roce-100g.yaml"
 
 
-def chunk_level_ring_s(cluster: Cluster, size: int) -> tuple[float, float, int]:
-    """Chunk-level DES of one rail's ring all_reduce over the fabric graph, vs the same ring's closed form."""
-    fab = cluster.fabric
-    g = fab.graph()
-    for name in g.nodes:
-        g.nodes[name]["kind"] = "gpu" if ".nic" in name else "switch"
-    topo = Topology(g, "rail")
-    ranks = [f"n{i}.nic0" for i in range(fab.spec.nodes)]
+def chunk_level_ring_s(cluster: Cluster, spec: FabricSpec, size: int) -> tuple[float, float, int]:
+    """Chunk-level DES of one rail's ring all_reduce over the cluster's platform (its fabric without link and switch
+    latency, as the closed form below has none), vs the same ring's closed form."""
+    p = cluster.platform
+    platform = machine_platform(p.nodes, p.gpus_per_node, 0.0, dataclasses.replace(spec, link_latency_s=0.0, switch_latency_s=0.0))
+    ranks = [f"n{i}.nic0" for i in range(p.nodes)]
     rate = cluster.nic.wire_limit_Bps
     params = ChunkedRingParams(rate, {"Simple": dataclasses.replace(cluster.intra.protocols["Simple"], bandwidth_fraction=1.0,
                                                                     base_latency_s=0.0)})
     sim = Simulation(0, record=False)
-    p = des.simulate(params, topo, "all_reduce", size, "Simple", ranks=ranks, sim=sim)
+    result = des.simulate(params, platform, "all_reduce", size, "Simple", ranks=ranks, sim=sim)
     from simcluster.collectives.model import predict
 
     closed = predict(params, "all_reduce", size, len(ranks), "Simple")
-    return p.time_s, closed.time_s, sim.events_processed
+    return result.time_s, closed.time_s, sim.events_processed
 
 
 def main() -> None:
@@ -65,7 +62,7 @@ def main() -> None:
             t0 = time.perf_counter()
             spec = FabricSpec(gpus // 8, 8, nic.line_rate_Bps, "rail-optimized", down_ports=32, spines=16,
                               link_latency_s=50e-9, switch_latency_s=600e-9)
-            cluster = Cluster(intra, nic, Fabric(spec), 8, 112.0)
+            cluster = Cluster(intra, nic, machine_platform(gpus // 8, 8, intra.link_bandwidth_Bps, spec), 8, 112.0)
             flows = ring_flows(cluster)
             pred = predict_fabric(cluster, "all_reduce", size, flows=flows)
             wall = time.perf_counter() - t0
@@ -76,7 +73,7 @@ def main() -> None:
         if gpus <= 128:
             for size in (2**20, 2**26):
                 t0 = time.perf_counter()
-                chunk, closed, ev = chunk_level_ring_s(cluster, size)
+                chunk, closed, ev = chunk_level_ring_s(cluster, spec, size)
                 wall = time.perf_counter() - t0
                 print(f"       chunk-level DES, one rail ring of {gpus // 8} NICs, {size >> 20} MiB: {chunk * 1e3:.3f} ms vs "
                       f"steady state {closed * 1e3:.3f} ms ({(chunk / closed - 1) * 100:+.2f}%), {ev} events in {wall:.2f} s")

@@ -1,7 +1,7 @@
 """Collectives across nodes (steady-state flow form): ring, double binary tree, hierarchical, in-network.
 
 Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fabric and, where the
-switches aggregate, an AggregationParams. The network part is solved as flows on the Fabric:
+switches aggregate, an AggregationParams. The network part is solved as flows on the machine's Platform:
 one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
 what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
@@ -44,17 +44,18 @@ from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.switch import AggregationParams
-from simcluster.network.fabric import Fabric
+from simcluster.network.platform import Platform
 from simcluster.network.sharing import max_min_rates
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
+PACKET_BYTES = 4096.0  # the packet a store-and-forward switch waits for, on the network hop's latency
 
 
 @dataclass(frozen=True)
 class Cluster:
     intra: CollectiveModel
     nic: NicParams
-    fabric: Fabric
+    platform: Platform                          # the machine (network/platform.py), built once per scenario
     gpus_per_node: int
     host_cores: float = 64.0
     nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
@@ -66,7 +67,7 @@ class Cluster:
 
     @property
     def nodes(self) -> int:
-        return self.job_nodes or self.fabric.spec.nodes
+        return self.job_nodes or self.platform.nodes
 
     @property
     def ranks(self) -> int:
@@ -75,7 +76,7 @@ class Cluster:
     def nccl_topology(self) -> NcclTopology:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
-        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.fabric.spec.nics_per_node,
+        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
 
 
@@ -88,6 +89,7 @@ class RingFlows:
     ecmp_collisions: int       # leaf<->spine links (up or down) carrying more than one ring flow
     cpu_cores_per_node: float  # host cores the NICs' transport takes at these rates
     max_hops: int
+    path_latency_s: float      # the longest ring hop's links and switches (a PACKET_BYTES packet)
 
 
 @dataclass(frozen=True)
@@ -101,36 +103,38 @@ class FabricPrediction(Prediction):
 def ring_flows(cluster: Cluster, tag: int = 0) -> RingFlows:
     """Solve one ring step over every node of the fabric: NIC j of node i sends to NIC j of node i+1,
     every rail at once."""
-    return concurrent_ring_flows(cluster, [np.arange(cluster.fabric.spec.nodes)], tag)[0]
+    return concurrent_ring_flows(cluster, [np.arange(cluster.platform.nodes)], tag)[0]
 
 
 def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0) -> list[RingFlows]:
     """One ring step for several jobs at once, each a ring over its own nodes (in the given order),
     every rail; all flows share the fabric max-min. One RingFlows per job."""
-    fab, spec, nic = cluster.fabric, cluster.fabric.spec, cluster.nic
-    k = spec.nics_per_node
+    plat, nic = cluster.platform, cluster.nic
+    k = plat.nics_per_node
     src_all, dst_all, owner = [], [], []
     for g, nodes in enumerate(groups):
         nodes = np.asarray(nodes)
         nxt = np.roll(nodes, -1)
-        src_all.append(fab.nic_index(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
-        dst_all.append(fab.nic_index(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
+        src_all.append(plat.nic(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
+        dst_all.append(plat.nic(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
         owner.append(np.full(len(nodes) * k, g))
     src, dst, owner = np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(owner)
-    fi, li, hops = fab.routes(src, dst, tag)
+    fi, li, hops = plat.routes(src, dst, tag)
     cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
-    rates = max_min_rates(fi, li, fab.capacity, len(src), caps=cap)
+    rates = max_min_rates(fi, li, plat.capacity, len(src), caps=cap)
+    latency = plat.path_latency_s(fi, li, len(src), PACKET_BYTES)
     out = []
-    spine = li >= fab.leaf_up0
-    shared = np.bincount(li[spine] - fab.leaf_up0)  # flows (of any job) per leaf<->spine link
+    first, end = plat.spine_links
+    spine = (li >= first) & (li < end)
+    shared = np.bincount(li[spine] - first)  # flows (of any job) per leaf<->spine link
     for g, nodes in enumerate(groups):
         mine = owner == g
         per_rail = rates[mine].reshape(len(nodes), k).min(axis=0)
         on_spine = spine & mine[fi]
-        collisions = int(np.sum(shared[np.unique(li[on_spine] - fab.leaf_up0)] > 1)) if on_spine.any() else 0
+        collisions = int(np.sum(shared[np.unique(li[on_spine] - first)] > 1)) if on_spine.any() else 0
         node_rate = float(per_rail.sum())
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
-                             int(hops[mine].max(initial=0))))
+                             int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0))))
     return out
 
 
@@ -306,7 +310,7 @@ class InNetwork:
 
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
-        t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.fabric.spec.nics_per_node)
+        t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.platform.nics_per_node)
         return rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag}
 
 
@@ -346,7 +350,7 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     """Predicted time of one collective across the cluster's nodes: the algorithm and protocol NCCL's tuner picks
     for this topology (collectives/nccl_tuner.py), or the algorithm asked for at NCCL's protocol for it."""
     flows = flows or ring_flows(cluster)
-    l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
+    l_nic = cluster.nic.latency_s + flows.path_latency_s
     call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
     models = {a.name: a for a in ALGORITHM_MODELS if a.applies(call)}
     if algorithm is not None and algorithm not in models:
