@@ -13,12 +13,11 @@ import resource
 import time
 from pathlib import Path
 
-from simcluster.network.topology import single_node
-
 from simcluster.cards import load_collective
 from simcluster.collectives import des
 from simcluster.collectives.model import predict
 from simcluster.engine import Simulation
+from simcluster.network.builders import single_node
 
 CARD = Path(__file__).resolve().parent.parent / "models" / "collective" / "h200x2-nvlink.yaml"
 

@@ -22,6 +22,7 @@ force an algorithm. docs/models/fabric.md has every term.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -73,6 +74,7 @@ class Cluster:
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    @functools.cached_property
     def nccl_topology(self) -> NcclTopology:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
@@ -111,27 +113,30 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
     every rail; all flows share the fabric max-min. One RingFlows per job."""
     plat, nic = cluster.platform, cluster.nic
     k = plat.nics_per_node
-    src_all, dst_all, owner = [], [], []
-    for g, nodes in enumerate(groups):
+    src_all, dst_all = [], []
+    for nodes in groups:
         nodes = np.asarray(nodes)
         nxt = np.roll(nodes, -1)
         src_all.append(plat.nic(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
         dst_all.append(plat.nic(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
-        owner.append(np.full(len(nodes) * k, g))
-    src, dst, owner = np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(owner)
-    fi, li, hops = plat.routes(src, dst, tag)
+    src, dst = np.concatenate(src_all), np.concatenate(dst_all)
+    bounds = np.cumsum([0] + [len(x) for x in src_all])   # job g's flows are [bounds[g], bounds[g+1])
+    routes = plat.routes(src, dst, tag)
+    fi, li, hops = routes.flow_idx, routes.link_idx, routes.hops
     cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
-    rates = max_min_rates(fi, li, plat.capacity, len(src), caps=cap)
-    latency = plat.path_latency_s(fi, li, len(src), PACKET_BYTES)
+    # NIC flows cross fabric links only, which come first in a machine's link layout (network/builders.py)
+    rates = max_min_rates(fi, li, plat.capacity[:plat.nvlink_links[0]], len(src), caps=cap)
+    latency = routes.latency_s(PACKET_BYTES)
     out = []
     first, end = plat.spine_links
     spine = (li >= first) & (li < end)
-    shared = np.bincount(li[spine] - first)  # flows (of any job) per leaf<->spine link
+    spine_flow, spine_link = fi[spine], li[spine] - first
+    shared = np.bincount(spine_link)  # flows (of any job) per leaf<->spine link
     for g, nodes in enumerate(groups):
-        mine = owner == g
+        mine = slice(bounds[g], bounds[g + 1])
         per_rail = rates[mine].reshape(len(nodes), k).min(axis=0)
-        on_spine = spine & mine[fi]
-        collisions = int(np.sum(shared[np.unique(li[on_spine] - first)] > 1)) if on_spine.any() else 0
+        on_spine = spine_link[(spine_flow >= bounds[g]) & (spine_flow < bounds[g + 1])]
+        collisions = int(np.sum(shared[np.unique(on_spine)] > 1))
         node_rate = float(per_rail.sum())
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
                              int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0))))
@@ -290,7 +295,7 @@ def nvls_tree_kernel_algbw(call: FabricCall) -> float:
     """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
     45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)): the node's
     SMs split between NVLink SHARP and the network cap the pipeline below either side's own rate."""
-    topo = call.cluster.nccl_topology()
+    topo = call.cluster.nccl_topology
     heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
     i2 = 1 if call.nodes == 2 else 2
     bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
@@ -326,7 +331,7 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
     """(algorithm, protocol, what NCCL chose): NCCL's decision for the cluster's topology, or, with the algorithm
     forced, the protocol NCCL would run it with. Where NCCL does not tune the op (p2p) or its choice has no model
     here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
-    topo = cluster.nccl_topology()
+    topo = cluster.nccl_topology
     if algorithm is not None:
         model = models[algorithm]
         proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None

@@ -449,6 +449,7 @@ def _logged_channels(topo: NcclTopology, op: str, proto: str, size: int, max_cha
     return min(used, comm_channels)
 
 
+@lru_cache(maxsize=65536)
 def decide(topo: NcclTopology, op: str, size: float) -> Decision:
     """The algorithm, protocol and channels NCCL runs one call of `size` bytes with (nccl-tests' size:
     all_gather / reduce_scatter count every rank's bytes)."""
@@ -472,6 +473,7 @@ def decide(topo: NcclTopology, op: str, size: float) -> Decision:
     return Decision(algo, proto, used, nmax, t)
 
 
+@lru_cache(maxsize=65536)
 def best_protocol(topo: NcclTopology, op: str, algo: str, size: float) -> str | None:
     """The protocol NCCL would run `algo` with (NCCL_ALGO forcing the algorithm), None if it cannot run."""
     times = {p: algo_time_s(topo, op, algo, p, size) for p in PROTOCOLS}

@@ -14,7 +14,7 @@ NVSwitches, leaves, spine planes. Everything is arrays, so 16,384 GPUs build in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,63 +59,41 @@ def leaf_of_nic(spec: FabricSpec) -> np.ndarray:
 
 
 class _Layout:
-    """Vertex and link arrays filled block by block (every block one kind of vertex and its up/down links)."""
+    """A platform's parent and capacity arrays, allocated once at their final size, and its blocks, filled in turn."""
 
-    def __init__(self, vertices: int):
-        self.parent = np.full(vertices, -1, dtype=np.int64)
-        self.tier = np.zeros(vertices, dtype=np.int64)
-        self.width = np.ones(vertices, dtype=np.int64)
-        self.up0 = np.full(vertices, -1, dtype=np.int64)
-        self.down0 = np.full(vertices, -1, dtype=np.int64)
-        self.switch_latency_s = np.zeros(vertices)
-        self.store_and_forward = np.zeros(vertices, dtype=bool)
-        self.capacity, self.latency, self.link_to = [], [], []
+    def __init__(self, vertices: int, links: int):
+        self.parent = np.full(vertices, -1, dtype=np.int32)
+        self.capacity = np.empty(links)
         self.blocks: list[Block] = []
         self.links = 0
 
-    def block(self, count: int, pattern: str, kind: str, per: int = 1, tier=0, latency_s: float = 0.0,
-              forwarding: str = "cut-through") -> np.ndarray:
-        """`count` vertices at `tier` (0 endpoints, higher above; one value or one per vertex)."""
+    def block(self, count: int, pattern: str, kind: str, per: int = 1, tier: int = 0, latency_s: float = 0.0,
+              forwarding: str = "cut-through") -> int:
+        """A block of `count` vertices at `tier` (0 endpoints, higher above); switches with their port latency and
+        forwarding. Returns its index."""
         start = self.blocks[-1].start + self.blocks[-1].count if self.blocks else 0
-        self.blocks.append(Block(start, count, pattern, kind, per))
-        self.tier[start:start + count] = tier
-        if kind == "switch":
-            self.switch_latency_s[start:start + count] = latency_s
-            self.store_and_forward[start:start + count] = forwarding == "store-and-forward"
-        return np.arange(start, start + count)
+        self.blocks.append(Block(start, count, pattern, kind, per, tier, switch_latency_s=latency_s,
+                                 store_and_forward=forwarding == "store-and-forward"))
+        return len(self.blocks) - 1
 
-    def attach(self, children, parents, up_Bps, latency_s: float, width: int = 1, down_Bps=None) -> int:
-        """Give every child (vertex array) `width` duplex links to its parent; returns the first up link. Up links
-        of all children first, then their down links; `up_Bps` / `down_Bps` per child (or one value)."""
-        children, parents = np.asarray(children, dtype=np.int64), np.asarray(parents, dtype=np.int64)
-        n = len(children) * width
+    def first(self, block: int) -> int:
+        return self.blocks[block].start
+
+    def attach(self, block: int, parents, Bps, latency_s: float, width: int = 1) -> int:
+        """Give every vertex of a block `width` duplex links of Bps (one value, or one per vertex) to its parent:
+        the up links of all of them, then their down links. Returns the first up link."""
+        b = self.blocks[block]
+        n = b.count * width
         first = self.links
-        self.parent[children] = parents
-        self.width[children] = width
-        self.up0[children] = first + np.arange(len(children)) * width
-        self.down0[children] = first + n + np.arange(len(children)) * width
-        up = _per_link(up_Bps, len(children), width)
-        self.capacity += [up, up if down_Bps is None else _per_link(down_Bps, len(children), width)]
-        self.latency.append(np.full(2 * n, latency_s))
-        self.link_to += [np.repeat(parents, width), np.repeat(children, width)]
+        self.parent[b.start:b.start + b.count] = parents
+        self.capacity[first:first + n] = Bps if np.ndim(Bps) == 0 else np.repeat(Bps, width)
+        self.capacity[first + n:first + 2 * n] = self.capacity[first:first + n]
+        self.blocks[block] = replace(b, width=width, up=first, link_latency_s=latency_s)
         self.links += 2 * n
         return first
 
     def platform(self, name: str, **shape) -> Platform:
-        return Platform(name, tuple(self.blocks), self.parent, self.tier, self.width, self.up0, self.down0,
-                        self.switch_latency_s, self.store_and_forward, _cat(self.capacity, float), _cat(self.latency, float),
-                        _cat(self.link_to, np.int64), **shape)
-
-
-def _per_link(Bps, children: int, width: int) -> np.ndarray:
-    """A rate per link: one value for all, or one per child repeated over its `width` links."""
-    if np.ndim(Bps) == 0:
-        return np.full(children * width, float(Bps))
-    return np.repeat(np.asarray(Bps, dtype=float), width)
-
-
-def _cat(parts: list, dtype) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        return Platform(name, tuple(self.blocks), self.parent, self.capacity, **shape)
 
 
 def machine_platform(nodes: int, gpus_per_node: int, nvlink_Bps: float, fabric: FabricSpec | None = None,
@@ -125,23 +103,24 @@ def machine_platform(nodes: int, gpus_per_node: int, nvlink_Bps: float, fabric: 
     leaf = leaf_of_nic(fabric) if fabric else np.zeros(0, dtype=np.int64)
     leaves = int(leaf.max()) + 1 if nics else 0
     planes = fabric.planes if fabric else 0
-    lay = _Layout(nics + nodes * gpus_per_node + nodes + leaves + planes)
-    nic_v = lay.block(nics, "n{a}.nic{b}", "nic", fabric.nics_per_node if fabric else 1)
-    gpu_v = lay.block(nodes * gpus_per_node, "n{a}.gpu{b}", "gpu", gpus_per_node)
-    nvswitch_v = lay.block(nodes, "n{i}.nvswitch", "switch", tier=1)
+    gpus = nodes * gpus_per_node
+    lay = _Layout(nics + gpus + nodes + leaves + planes, 2 * (nics + leaves * (fabric.spines if fabric else 0) + gpus))
+    nic_b = lay.block(nics, "n{a}.nic{b}", "nic", fabric.nics_per_node if fabric else 1)
+    gpu_b = lay.block(gpus, "n{a}.gpu{b}", "gpu", gpus_per_node)
+    nvswitch_b = lay.block(nodes, "n{i}.nvswitch", "switch", tier=1)
     shape = {"nodes": nodes, "gpus_per_node": gpus_per_node}
     if fabric:
         f = fabric
-        leaf_v = lay.block(leaves, "leaf{i}", "switch", tier=1, latency_s=f.switch_latency_s, forwarding=f.forwarding)
-        spine_v = lay.block(planes, "p{i}.spine", "switch", tier=2, latency_s=f.switch_latency_s, forwarding=f.forwarding)
-        lay.attach(nic_v, leaf_v[0] + leaf, f.nic_Bps, f.link_latency_s)
+        leaf_b = lay.block(leaves, "leaf{i}", "switch", tier=1, latency_s=f.switch_latency_s, forwarding=f.forwarding)
+        spine_b = lay.block(planes, "p{i}.spine", "switch", tier=2, latency_s=f.switch_latency_s, forwarding=f.forwarding)
+        lay.attach(nic_b, lay.first(leaf_b) + leaf, f.nic_Bps, f.link_latency_s)
         plane_of_leaf = np.zeros(leaves, dtype=np.int64)
         plane_of_leaf[leaf] = (np.arange(nics) % f.nics_per_node) % f.planes
         uplink = np.bincount(leaf, minlength=leaves) * f.nic_Bps / f.oversubscription / f.spines
-        first = lay.attach(leaf_v, spine_v[0] + plane_of_leaf, uplink, f.link_latency_s, width=f.spines)
+        first = lay.attach(leaf_b, lay.first(spine_b) + plane_of_leaf, uplink, f.link_latency_s, width=f.spines)
         shape.update(nics_per_node=f.nics_per_node, spine_links=(first, lay.links), leaves=leaves)
     first = lay.links
-    lay.attach(gpu_v, nvswitch_v[0] + np.arange(nodes * gpus_per_node) // gpus_per_node, nvlink_Bps, nvlink_latency_s)
+    lay.attach(gpu_b, lay.first(nvswitch_b) + np.arange(gpus) // gpus_per_node, nvlink_Bps, nvlink_latency_s)
     name = f"{nodes} x {gpus_per_node} GPUs" + (f", {fabric.kind}" if fabric else "")
     return lay.platform(name, nvlink_links=(first, lay.links), **shape)
 
@@ -155,26 +134,27 @@ def single_switch(hosts: int, link_Bps: float, link_latency_s: float = 0.0, swit
                   forwarding: str = "cut-through") -> Platform:
     """`hosts` endpoints `h{i}` on one switch; each has one duplex link of link_Bps."""
     _forwarding(forwarding)
-    lay = _Layout(hosts + 1)
-    host_v = lay.block(hosts, "h{i}", "host")
-    sw = lay.block(1, "sw0", "switch", tier=1, latency_s=switch_latency_s, forwarding=forwarding)
-    lay.attach(host_v, np.full(hosts, sw[0]), link_Bps, link_latency_s)
+    lay = _Layout(hosts + 1, 2 * hosts)
+    host_b = lay.block(hosts, "h{i}", "host")
+    switch_b = lay.block(1, "sw0", "switch", tier=1, latency_s=switch_latency_s, forwarding=forwarding)
+    lay.attach(host_b, lay.first(switch_b), link_Bps, link_latency_s)
     return lay.platform(f"single-switch x{hosts}", nodes=hosts)
 
 
 def chain(hops: int, link_Bps: float, link_latency_s: float = 0.0, switch_latency_s: float = 0.0,
           forwarding: str = "cut-through") -> Platform:
-    """Two endpoints `a`, `b` joined through hops-1 switches in a line (`hops` links): for latency formulas."""
+    """Two endpoints `a`, `b` joined through hops-1 switches in a line (`hops` links): for latency formulas.
+    As a tree: a hangs from the first switch, every further switch from the one before it, b from the last (with
+    no switch, b is a's parent)."""
     _forwarding(forwarding)
-    lay = _Layout(hops + 1)
+    lay = _Layout(hops + 1, 2 * hops)
     a = lay.block(1, "a", "host")
-    sw = lay.block(hops - 1, "sw{i}", "switch", tier=np.arange(hops - 1, 0, -1), latency_s=switch_latency_s, forwarding=forwarding)
-    b = lay.block(1, "b", "host", tier=1 if hops == 1 else 0)   # one link: b is a's parent
-    # as a tree rooted at the first switch (at b with no switch): a and sw1 hang from sw0, sw2 from sw1, ..., b last
-    line = [*sw, b[0]]
-    lay.attach(a, [line[0]], link_Bps, link_latency_s)
-    if len(line) > 1:
-        lay.attach(line[1:], line[:-1], link_Bps, link_latency_s)
+    line = [lay.block(1, f"sw{i}", "switch", tier=hops - 1 - i, latency_s=switch_latency_s, forwarding=forwarding)
+            for i in range(hops - 1)]
+    line.append(lay.block(1, "b", "host", tier=1 if hops == 1 else 0))
+    lay.attach(a, lay.first(line[0]), link_Bps, link_latency_s)
+    for below, above in zip(line[1:], line, strict=False):
+        lay.attach(below, lay.first(above), link_Bps, link_latency_s)
     return lay.platform(f"chain h={hops}", nodes=2)
 
 
