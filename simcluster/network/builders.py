@@ -43,8 +43,7 @@ class FabricSpec:
             raise ValueError(f"fabric kind must be one of {KINDS}, got {self.kind!r}")
         if self.oversubscription < 1.0:
             raise ValueError("oversubscription must be >= 1 (1 means non-blocking)")
-        if self.forwarding not in FORWARDING:
-            raise ValueError(f"forwarding must be one of {FORWARDING}")
+        _forwarding(self.forwarding)
 
 
 def leaf_of_nic(spec: FabricSpec) -> np.ndarray:

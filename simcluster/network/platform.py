@@ -73,7 +73,7 @@ class Routes:
     def latency_s(self, packet_bytes: float) -> np.ndarray:
         """Per flow: its links' latency plus, at every switch it enters, the port latency and, store-and-forward,
         packet_bytes / the capacity of the link it arrives on."""
-        t, n = self.platform._t, len(self.hops)
+        t, n = self.platform.per_block, len(self.hops)
         switch = t["switch"][self.into_block]
         if t["sf"].any():
             switch = switch + np.where(t["sf"][self.into_block], packet_bytes / self.platform.capacity[self.link_idx], 0.0)
@@ -94,6 +94,7 @@ class Platform:
     nvlink_links: tuple[int, int] = (0, 0)   # [first, end) of the GPU <-> NVSwitch links
     leaves: int = 0
     _cache: dict = field(default_factory=dict, repr=False)
+    per_block: dict = field(init=False, repr=False)   # the blocks' fields as arrays, and 'block': each vertex's block
 
     def __post_init__(self):
         b = self.blocks
@@ -102,7 +103,7 @@ class Platform:
                  "switch": [x.switch_latency_s for x in b], "sf": [x.store_and_forward for x in b]}
         t = {k: np.array(v) for k, v in table.items()}
         t["block"] = np.repeat(np.arange(len(b), dtype=np.int16), [x.count for x in b])   # block of every vertex
-        object.__setattr__(self, "_t", t)
+        object.__setattr__(self, "per_block", t)
 
     @property
     def links(self) -> int:
@@ -143,7 +144,7 @@ class Platform:
         """Route flows src[i] -> dst[i] (vertices)."""
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         ends = (src, dst, np.broadcast_to(np.asarray(tag, dtype=np.int64), src.shape))
-        tier, block = self._t["tier"], self._t["block"]
+        tier, block = self.per_block["tier"], self.per_block["block"]
         i, a, b = np.arange(len(src)), src, dst
         steps: list[tuple] = []
         while True:
@@ -164,7 +165,7 @@ class Platform:
     def _step(self, i, v, blk, moves, direction: str, ends, steps: list) -> np.ndarray:
         """Move the flows i (now at vertices v, of blocks blk) where `moves` one tier up; record the link each takes
         (`direction` 'up': from v, 'down': into v), ECMP-chosen where the step has several."""
-        t = self._t
+        t = self.per_block
         everyone = moves.all()
         fi, fv, fb = (i, v, blk) if everyone else (i[moves], v[moves], blk[moves])
         up = self.parent[fv]
