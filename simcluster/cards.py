@@ -111,8 +111,20 @@ def collective_params(card: dict, where: str) -> CollectiveModel:
 
 
 def load_collective(path: str | Path) -> tuple[CollectiveModel, dict]:
+    """A collective card's model; a machine card (params.kind_card) is its kind card's model with the machine's
+    terms in place (collectives/machine.py), the kind card read from the machine card's folder."""
+    from simcluster.collectives.machine import compose, is_machine_card, machine_terms
+
     card = load_card(path, kind="collective")
-    return collective_params(card, str(path)), card
+    params = _get(card, "params", str(path))
+    if not is_machine_card(params):
+        return collective_params(card, str(path)), card
+    where = f"{path}: params"
+    kind_path = Path(path).parent / str(_get(params, "kind_card", where))
+    kind_card = load_card(kind_path, kind="collective")
+    if is_machine_card(kind_card.get("params")):
+        raise ModelCardError("kind_card: names another machine card, not a kind card", where=where)
+    return compose(collective_params(kind_card, str(kind_path)), machine_terms(params, where)), card
 
 
 def collective_params_yaml(params: CollectiveModel) -> dict:

@@ -41,6 +41,15 @@ def cmd_calibrate(args) -> int:
         not_dirs = [t for t in args.traces if not Path(t).is_dir()]
         if not_dirs:
             raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
+        if args.kind or args.kind_card:
+            from simcluster.fit import machine
+
+            card, message = (machine.kind_card(args.traces, args.name or Path(args.output).stem) if args.kind else
+                             machine.machine_card(args.traces[0], args.kind_card, args.output,
+                                                  args.name or Path(args.output).stem))
+            _write(args.output, dump_card(card))
+            print(f"wrote {args.output}: {message}")
+            return 0
         from simcluster.files import write_documents
 
         result = calibrate_bundles(args.traces, args.collective_card, args.op_profile)
@@ -136,7 +145,15 @@ def cmd_validate(args) -> int:
     from simcluster.report.validation import plot, render
     from simcluster.validation import validate_path
 
-    result = validate_path(args.trace, args.card, args.scenario, args.op)
+    if args.held_out_machines:
+        from simcluster.machine_validation import validate_held_out_machines
+
+        result = validate_held_out_machines(args.trace)
+    elif len(args.trace) > 1:
+        raise SimclusterError("validate takes one trace, log or bundle", hint="--held-out-machines takes several bundles")
+    else:
+        result = validate_path(args.trace[0] if args.trace else None, args.card, args.scenario, args.op,
+                               args.published, args.decisions)
     if args.plot:
         plot(result, args.plot)
     sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else render(result))

@@ -56,6 +56,10 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    help="collective cards: a per-op profile measured on another machine of the same kind "
                    "(op-profile-*.yaml from 'simcluster calibrate BUNDLE'); the card predicts every op as its "
                    "all_reduce-fitted model times that profile, at the profile's rank count and launch mode")
+    p.add_argument("--kind", action="store_true", help="bundles of several machines of one kind -> a kind card "
+                   "(collectives/machine.py)")
+    p.add_argument("--kind-card", metavar="KIND.yaml", help="a probe bundle (collect --tools nccl-probe) -> a machine "
+                   "card: the kind card plus this machine's terms")
     p.set_defaults(func=commands["calibrate"])
 
     p = sub.add_parser("predict", help="predict with a calibrated model")
@@ -83,9 +87,18 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
     t.set_defaults(func=commands["predict_training"])
 
-    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log (--card) or a qperf output (--scenario)")
-    p.add_argument("trace", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
-                   "collective in it, a line each)")
+    p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log or bundle (--card), a qperf output "
+                       "(--scenario), machines held out in turn (--held-out-machines), published runs (--published) or "
+                       "NCCL's logged decisions (--decisions)")
+    p.add_argument("trace", nargs="*", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
+                   "collective in it, a line each); with --held-out-machines, bundles of several machines; with "
+                   "--published a folder or file of published runs (default calibration/published)")
+    p.add_argument("--held-out-machines", action="store_true", help="each machine's bundles held out in turn: a kind "
+                   "card fitted on the others plus the held-out machine's probe (sizes <= 1 MiB) predict its sweeps")
+    p.add_argument("--published", choices=("nccl", "llm"), help="published runs (calibration/published/nccl-*.yaml: "
+                   "multi-node busbw on the fabric model; llm-*.yaml: training throughput on the LLM model)")
+    p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
+                   "bundle under FOLDER against the decision model")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
     p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
     p.add_argument("--op", help="the collective, when the log does not say")

@@ -131,3 +131,96 @@ def scenario_json(results: list[ScenarioResult]) -> dict:
     if len(results) == 1 and not first.variant:
         return {"scenario": first.name, "seed": first.seed, "jobs": first.to_json()["jobs"]}
     return {"scenario": first.name, "seed": first.seed, "variants": [r.to_json() for r in results]}
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """One row of a reference measurement beside its prediction (simcluster/reference/). `metric` names the compared
+    quantity with its SI unit (busbw_Bps, tokens_per_s, step_time_s, flops_per_gpu_per_s); `error` is a fraction,
+    + = predicted faster (a step time's sign is flipped); `unavailable` says why a row has no prediction (the source
+    does not give what the model needs)."""
+
+    source: str
+    run: int
+    configuration: str
+    metric: str
+    measured: float | None
+    predicted: float | None
+    error: float | None
+    held_out: bool
+    detail: str = ""
+    unavailable: str = ""
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "run": self.run, "configuration": self.configuration, "metric": self.metric,
+                "measured": self.measured, "predicted": self.predicted,
+                "error_pct": None if self.error is None else self.error * 100, "held_out": self.held_out,
+                "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {})}
+
+
+@dataclass(frozen=True)
+class ReferenceValidation:
+    """Predictions beside published measurements: every row, and per source its held-out status and why."""
+
+    what: str                                     # "published nccl" or "published llm"
+    target: float                                 # the |error| a source should stay within (fraction)
+    rows: list[ReferenceRow]
+    sources: dict[str, str]                       # source -> why it is (not) held out, or why it was not predicted
+    skipped: list[str] = field(default_factory=list)   # rows whose prediction failed (exit 3)
+
+    def summary(self) -> dict[str, dict]:
+        """source -> rows compared, mean and max |error| (%), rows within the target, held out (yes/no/partly)."""
+        out = {}
+        for source in self.sources:
+            rows = [r for r in self.rows if r.source == source and r.error is not None]
+            errs = [abs(r.error) for r in rows]
+            held = {r.held_out for r in self.rows if r.source == source}
+            out[source] = {"rows": len(errs), "mean_abs_error_pct": sum(errs) / len(errs) * 100 if errs else None,
+                           "max_abs_error_pct": max(errs) * 100 if errs else None,
+                           "within_target": sum(e <= self.target for e in errs),
+                           "held_out": "partly" if len(held) > 1 else ("yes" if held == {True} else "no" if held else "-"),
+                           "why": self.sources[source]}
+        return out
+
+    def to_json(self) -> dict:
+        return {"kind": self.what, "target_pct": self.target * 100, "summary": self.summary(),
+                "rows": [r.to_json() for r in self.rows], "skipped": self.skipped}
+
+
+@dataclass(frozen=True)
+class DecisionSource:
+    """NCCL's decisions in one tuning log against the decision model's (collectives/nccl_tuner.py)."""
+
+    source: str
+    configuration: str
+    decisions: int                                # distinct (op, size) calls NCCL logged
+    agree: int                                    # the model picks the same algorithm and protocol
+    channels_agree: int
+    held_out: bool
+    misses: list[str] = field(default_factory=list)
+    unavailable: str = ""
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "configuration": self.configuration, "decisions": self.decisions,
+                "agree": self.agree, "channels_agree": self.channels_agree, "held_out": self.held_out,
+                "misses": self.misses, **({"unavailable": self.unavailable} if self.unavailable else {})}
+
+
+@dataclass(frozen=True)
+class DecisionValidation:
+    folder: str
+    sources: list[DecisionSource]
+    provenance: str                               # what says which logs the model was written against
+    skipped: list[str] = field(default_factory=list)
+
+    def totals(self) -> dict:
+        checked = [s for s in self.sources if not s.unavailable]
+        return {"logs": len(self.sources), "logs_with_decisions": len(checked), "decisions": sum(s.decisions for s in checked),
+                "agree": sum(s.agree for s in checked),
+                "channels_agree": sum(s.channels_agree for s in checked),
+                "held_out_decisions": sum(s.decisions for s in checked if s.held_out),
+                "held_out_agree": sum(s.agree for s in checked if s.held_out)}
+
+    def to_json(self) -> dict:
+        return {"kind": "nccl decisions", "folder": self.folder, "provenance": self.provenance, "totals": self.totals(),
+                "sources": [s.to_json() for s in self.sources], "skipped": self.skipped}

@@ -3,6 +3,8 @@
   an nccl-tests log + a collective card   -> LogValidation    (row by row, the card's notes, the parser's warnings)
   a trace bundle + a collective card      -> BundleValidation (every op, median of its rounds, in sample or held out)
   a qperf output + a scenario             -> QperfValidation  (each qperf test of the scenario's qperf job)
+  --published nccl|llm [FOLDER | FILE]    -> ReferenceValidation (published runs, reference/nccl.py, reference/llm.py)
+  --decisions FOLDER                      -> DecisionValidation  (NCCL's logged decisions, reference/decisions.py)
 Text for each is in report/validation.py; the CLI only chooses which one and prints.
 """
 
@@ -16,7 +18,7 @@ from simcluster.fit.validate import OpValidation, ValidationRow, card_notes, sum
 
 
 def _rows_json(rows: list[ValidationRow]) -> list[dict]:
-    return [{"size_B": r.size_bytes, "measured_us": r.measured_s * 1e6, "predicted_us": r.predicted_s * 1e6,
+    return [{"size_B": r.size_bytes, "measured_s": r.measured_s, "predicted_s": r.predicted_s,
              "error_pct": r.error * 100, "protocol": r.protocol} for r in rows]
 
 
@@ -123,10 +125,27 @@ def validate_qperf(trace_path: str, scenario_path: str | None) -> QperfValidatio
     return QperfValidation(trace_path, scenario_path, rows)
 
 
-def validate_path(path: str, card: str | None, scenario: str | None, op: str | None):
-    """The validation that fits what `path` is: a bundle folder, a qperf output, or an nccl-tests log."""
+def validate_path(path: str | None, card: str | None, scenario: str | None, op: str | None,
+                  published: str | None = None, decisions: str | None = None):
+    """The validation that fits what is asked: published runs (`published` nccl or llm; `path` a folder or file of
+    them, default calibration/published), NCCL's logged decisions (`decisions` a folder of bundles), or what `path`
+    is: a bundle folder, a qperf output, or an nccl-tests log."""
     from simcluster.traces.qperf import looks_like_qperf
 
+    if published or decisions:
+        given = [f"--{k}" for k, v in (("card", card), ("scenario", scenario), ("op", op)) if v]
+        if given or (published and decisions):
+            raise SimclusterError(f"{(given or ['--decisions'])[0]} does not apply to --{'published' if published else 'decisions'}")
+        if decisions:
+            from simcluster.reference.decisions import validate_decisions
+
+            return validate_decisions(decisions)
+        from simcluster.reference.llm import validate_published_llm
+        from simcluster.reference.nccl import validate_published_nccl
+
+        return {"nccl": validate_published_nccl, "llm": validate_published_llm}[published](path)
+    if path is None:
+        raise SimclusterError("validate needs a trace (an nccl-tests log, a qperf output or a bundle), --published or --decisions")
     if Path(path).is_dir():
         if not card:
             raise SimclusterError("validating a trace bundle needs --card")

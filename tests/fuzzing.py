@@ -34,7 +34,7 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a
 @dataclass(frozen=True)
 class Seed:
     path: Path
-    kind: str          # scenario, collective-card, nic-card, nvme-card, dlio, nccl-log, qperf-log, gpu-card
+    kind: str          # scenario, collective-card, nic-card, nvme-card, dlio, nccl-log, qperf-log, gpu-card, published-*
 
 
 def seeds() -> list[Seed]:
@@ -49,6 +49,8 @@ def seeds() -> list[Seed]:
     out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "storage-flags")]
     out += [Seed(ROOT / "calibration" / name / "manifest.json", "bundle") for name in ("h200x2-graph-2026-11-22",
                                                                                         "local-2026-11-22")]
+    out += [Seed(ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml", "published-nccl"),
+            Seed(ROOT / "calibration" / "published" / "llm-llama3-405b-table4.yaml", "published-llm")]
     return [s for s in out if s.path.is_file()]
 
 
@@ -125,7 +127,10 @@ def commands(kind: str, path: str) -> list[list[str]]:
                         "-o", "{tmp}/card.yaml"]],
         "storage-flags": [["storage", "simulate", "--workload", workload, "--nvme", nvme, "--steps", "{n}", "--io-size", "{size}",
                            "--thread-rate", "{rate}", "--depth", "{n}", "--accelerators", "{n}", "--json"]],
-        "bundle": [["validate", "{bundle}", "--card", card, "--json"], ["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "bundle": [["validate", "{bundle}", "--card", card, "--json"], ["calibrate", "{bundle}", "-o", "{tmp}/cards"],
+                   ["validate", "--decisions", "{bundle}", "--json"]],
+        "published-nccl": [["validate", "--published", "nccl", path, "--json"]],
+        "published-llm": [["validate", "--published", "llm", path]],
         "nvme-card": [["storage", "simulate", "--workload", workload, "--nvme", path, "--steps", "4", "--json"]],
         "nccl-log": [["validate", path, "--card", card, "--json"], ["parse", path],
                      ["calibrate", path, "-o", "{tmp}/card.yaml"]],
@@ -271,7 +276,7 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
         case_dir = folder / f"case{i}"
         target = case_dir / s.path.relative_to(ROOT)   # where the original is, so its relative card paths resolve
         target.parent.mkdir(parents=True, exist_ok=True)
-        for shared in ("models", "calibration", "scenarios/workloads"):
+        for shared in ("models", "calibration", "scenarios/workloads", "scenarios/published"):
             link = case_dir / shared
             if not link.exists() and not target.is_relative_to(link):
                 link.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,8 @@ FAILURES = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}
 def test_the_corpus_covers_every_kind_of_input():
     kinds = Counter(s.kind for s in seeds())
     assert set(kinds) == {"scenario", "dlio", "collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card",
-                          "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "bundle"}
+                          "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "bundle",
+                          "published-nccl", "published-llm"}
     for kind in kinds:
         assert commands(kind, "x")
 

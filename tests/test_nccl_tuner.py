@@ -16,41 +16,14 @@ from simcluster.traces import nccl_tuning
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted((ROOT / "calibration").rglob("*-tuning/stdout.txt"))
-AGREEMENT_FLOOR = 1.0   # measured: 628 of 628 distinct (log, op, size) decisions, 2512 of 2512 logged calls
 
 
-def logged_decisions():
-    """(log, topology, op, nccl-tests size, logged algorithm, protocol, channels) for every call NCCL logged."""
-    rows = []
-    for path in LOGS:
-        t = nccl_tuning.parse(path)
-        topo = NcclTopology("hopper", t.ranks, 1)
-        for op, logged_bytes, algo, proto, channels in t.calls:
-            size = logged_bytes * t.ranks if op in ("all_gather", "reduce_scatter") else logged_bytes  # NCCL logs per-rank bytes
-            rows.append((path, topo, op, size, algo.upper(), proto.upper(), channels))
-    return rows
+# NCCL's logged decisions against the model (628 of 628): tests/test_reference.py, through `simcluster validate --decisions`.
 
 
 def test_every_tuning_log_is_read():
     assert len(LOGS) == 29
     assert {nccl_tuning.parse(p).ranks for p in LOGS} == {2, 4}
-
-
-def test_decisions_agree_with_every_tuning_log(capsys):
-    rows = logged_decisions()
-    distinct = {(p, op, size): r for r in rows for p, _, op, size, *_ in [r]}
-    agree, channels, misses = 0, 0, []
-    for path, topo, op, size, algo, proto, ch in distinct.values():
-        d = decide(topo, op, size)
-        ok = (d.algorithm.upper(), d.protocol.upper()) == (algo, proto)
-        agree += ok
-        channels += d.channels == ch
-        if not ok or d.channels != ch:
-            misses.append(f"{path.parent.name} {op} {size}: logged {algo}/{proto}/{ch}, model {d.algorithm}/{d.protocol}/{d.channels}")
-    print(f"{agree} of {len(distinct)} decisions agree, channels {channels}; disagreements: {misses or 'none'}")
-    assert len(distinct) >= 600
-    assert agree / len(distinct) >= AGREEMENT_FLOOR
-    assert channels / len(distinct) >= AGREEMENT_FLOOR
 
 
 def test_table_matches_every_printed_cell():
@@ -138,7 +111,7 @@ def test_primitives_use_the_decision_model_where_the_card_has_no_logged_table():
               nccl_tuning.parse(ROOT / "calibration/h200x4-graph-2026-11-22/nccl-tests/all_reduce-tuning/stdout.txt").calls}
     for size in (2**20, 2**22, 2**24):
         assert nccl_choice(card, "all_reduce", size, 4) == logged[size]
-    assert gpu_time(card, "all_reduce", 2**22, 4)[1] in ("LL", "Simple")    # no LL128 time in this model: the faster
+    assert gpu_time(card, "all_reduce", 2**22, 4)[1] == "LL128"              # where NCCL runs LL128, timed as LL128
     assert any("decision model" in n for n in notes(card, "all_reduce", 4, False))
     assert nccl_choice(card, "sendrecv", 2**20, 4) is None                    # p2p: not tuned
 
@@ -185,25 +158,6 @@ def test_sixteen_thousand_gpus_predict_in_well_under_a_second():
     pred = predict_fabric(cluster, "all_reduce", 2**30, flows=flows)
     assert time.perf_counter() - start < 1.0
     assert pred.nranks == 16384 and pred.time_s > 0
-
-
-def test_published_multi_node_validation_does_not_regress():
-    """validation/nccl_published.py: mean |busbw error| per system at >= 64 MiB, bounded at today's value plus a
-    margin (measured in comments). Most systems miss the issue's 10% target; docs/models/fabric.md says why."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "validation"))
-    import nccl_published
-
-    measured = {"aws-p5en-x4": 0.078, "h200-x248-nccltests283": 0.054, "h100-roce-x2-x4-nccl1221": 0.085,
-                "voltagepark-h100-x4": 0.142, "aws-p5-48xlarge-x2": 0.197, "aws-p4de-24xlarge-x2": 0.296,
-                "aws-p6-b200-x4": 0.231, "oci-bm-gpu-h100-8x2": 0.008}
-    summary = nccl_published.summary(nccl_published.all_rows())
-    assert set(summary) == set(measured)
-    for system, (mean, _, _) in summary.items():
-        assert mean <= measured[system] + 0.01, system
-    rows = {r.size: r for r in nccl_published.system_rows("nccl-aws-p5en-x4.yaml")}
-    assert abs(rows["4GiB (NCCL_ALGO=allreduce:ring)"].error) < 0.05     # the forced ring: network-bound, within 5%
 
 
 def test_a_primitives_fit_without_a_tuning_log_equals_the_fit_with_one():

@@ -236,22 +236,26 @@ def test_latency_grows_by_one_ll_step_per_primitive(cards):
     assert t["all_gather"] - t["broadcast"] == pytest.approx(0.6e-6, rel=0.05)
 
 
-def test_des_engine_with_a_primitives_card_is_a_one_line_error(tmp_path):
+def test_des_engine_runs_a_primitives_card_as_its_closed_form(tmp_path):
+    import json
     import subprocess
 
     card = Path(__file__).resolve().parents[1] / "models" / "collective" / "h200x2-primitives.yaml"
     scenario = tmp_path / "s.yaml"
     scenario.write_text(f"name: s\nmachine:\n  card: {card}\n  gpus_per_node: 2\n  nodes: 1\njobs:\n"
-                        "  - kind: collective_sweep\n    op: all_reduce\n    ranks: 2\n    engine: des\n")
-    done = subprocess.run([sys.executable, "-m", "simcluster", "run", str(scenario)], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1 and "nccl-primitives" in done.stderr
-    ok = subprocess.run([sys.executable, "-m", "simcluster", "run", str(scenario).replace("s.yaml", "t.yaml")],
-                        capture_output=True, text=True)
-    assert ok.returncode == 2  # a missing file is an error too, not a traceback
-    scenario.with_name("t.yaml").write_text(scenario.read_text().replace("engine: des", "engine: analytic"))
-    assert subprocess.run([sys.executable, "-m", "simcluster", "run", str(scenario.with_name("t.yaml"))],
-                          capture_output=True, text=True).returncode == 0
+                        "  - kind: collective_sweep\n    op: all_reduce\n    ranks: 2\n    engine: des\n"
+                        "  - kind: collective_sweep\n    op: all_reduce\n    ranks: 2\n")
+    done = subprocess.run([sys.executable, "-m", "simcluster", "run", str(scenario), "--json"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    des, closed = json.loads(done.stdout)["jobs"]
+    assert des["engine"] == "des" and closed["engine"] != "des" and len(des["rows"]) == len(closed["rows"]) > 10
+    for simulated, formula in zip(des["rows"], closed["rows"], strict=True):
+        assert simulated["protocol"] == formula["protocol"]
+        assert simulated["time_s"] == pytest.approx(formula["time_s"], rel=1e-9)
+    missing = subprocess.run([sys.executable, "-m", "simcluster", "run", str(scenario.with_name("t.yaml"))],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2  # a missing file is an error, not a traceback
 
 
 def test_runner_plans_rounds_graph_and_tuning_runs(tmp_path):
@@ -404,3 +408,41 @@ def test_a_plain_host_launched_log_calibrates_the_primitives_model_without_a_tun
     primitives, chunked = errors("nccl-primitives"), errors("chunked-ring")
     assert primitives["all_reduce"] <= 3.0
     assert all(primitives[op] < chunked[op] for op in primitives if op != "all_reduce"), (primitives, chunked)
+
+
+def test_ll128_time_follows_nccl_facts_where_nccl_runs_it():
+    """LL128 (120 payload bytes of 128): base L_S + NCCL's 14 - 8.4 us unless fitted, step 1.9 us between NCCL's LL and
+    Simple step latencies, bus bandwidth min(0.92 B, ring channels x 36.7 GB/s on Hopper); p2p never runs it."""
+    from simcluster.collectives.primitives import (
+        PrimitiveParams,
+        gpu_time,
+        ll128_base_s,
+        ll128_bus_Bps,
+        ll128_step_s,
+        to_params_yaml,
+    )
+    from simcluster.collectives.primitives import from_params_yaml as primitives_from_yaml
+
+    p = PrimitiveParams(5e-6, 8e9, 10e-6, 360e9, 24)
+    assert ll128_base_s(p) == pytest.approx(15.6e-6) and ll128_step_s(p) == pytest.approx(1.9e-6)
+    assert ll128_bus_Bps(p) == pytest.approx(0.92 * 360e9)
+    assert ll128_bus_Bps(PrimitiveParams(5e-6, 8e9, 10e-6, 360e9, 4)) == pytest.approx(2 * 36.7e9)
+    size, n = 4 * 2**20, 4
+    expected = 15.6e-6 + (2 * n - 1) * 1.9e-6 + size * 2 * (n - 1) / n / (0.92 * 360e9)
+    assert gpu_time(p, "all_reduce", size, n, "LL128") == (pytest.approx(expected), "LL128")
+    assert gpu_time(p, "sendrecv", size, n, "LL128")[1] != "LL128"
+    fitted = PrimitiveParams(5e-6, 8e9, 10e-6, 360e9, 24, ll128_base_s=12e-6)
+    assert gpu_time(fitted, "all_reduce", size, n, "LL128")[0] == pytest.approx(expected - 3.6e-6)
+    assert primitives_from_yaml(to_params_yaml(fitted), "card").ll128_base_s == pytest.approx(12e-6)
+
+
+def test_a_fit_with_rows_nccl_ran_at_ll128_fits_their_base_latency():
+    from simcluster.fit.collective import fit_card
+    from simcluster.traces import nccl_tests, nccl_tuning
+
+    folder = Path(__file__).resolve().parents[1] / "calibration" / "h200x4-graph-2026-11-22" / "nccl-tests"
+    traces = [nccl_tests.parse(folder / f"all_reduce-r{k}" / "stdout.txt", op="all_reduce") for k in (1, 2, 3)]
+    params, summary = fit_card(traces, [nccl_tuning.parse(folder / "all_reduce-tuning" / "stdout.txt")])
+    assert params.ll128_base_s > 0 and "LL128" in summary["method"]
+    picked = {r["size_B"]: abs(r["error_pct"]) for r in summary["residuals"] if r["size_B"] in (2**22, 2**23)}
+    assert len(picked) == 2 and max(picked.values()) < 3.0

@@ -83,15 +83,15 @@ def test_seed001_one_accelerator_is_light_and_shallow():
     q, t = qd_stats(r), throughput_stats(r)
     assert q["qd_max"] <= 10                          # seed: QD never above 10
     assert q["qd0_share"] + q["qd1_share"] > 0.5       # seed: ~50% at QD 0, ~50% at QD 1
-    assert t["p50_MBps"] < 600 and t["max_MBps"] > 1000  # seed: mostly 0-600 MB/s, ~1,600 MB/s peaks
+    assert t["p50_Bps"] < 600e6 and t["max_Bps"] > 1000e6  # seed: mostly 0-600 MB/s, ~1,600 MB/s peaks
     assert r.au_percent > 90
 
 
 def test_seed001_fifteen_accelerators_saturate_the_drive():
     r = _seed001(15, 16, 2**20)
     q, t = qd_stats(r), throughput_stats(r)
-    assert t["max_MBps"] > 0.95 * 7000                 # reaches the device maximum
-    assert 0.6 * 7000 < t["mean_MBps"] < 0.9 * 7000     # seed: mean 15-20% below the maximum
+    assert t["max_Bps"] > 0.95 * 7000e6                 # reaches the device maximum
+    assert 0.6 * 7000e6 < t["mean_Bps"] < 0.9 * 7000e6     # seed: mean 15-20% below the maximum
     assert q["qd_max"] > 60
 
 
@@ -99,8 +99,9 @@ def test_max_accelerators_json(capsys):
     assert main(["storage", "max-accelerators", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--accelerator", "h100",
                  "--nvme", str(MICRON), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"accelerators", "throughput_MiB_per_s", "au_percent"} <= set(out)
+    assert {"accelerators", "throughput_Bps", "au_percent"} <= set(out)
     assert out["accelerators"] >= 1 and out["au_percent"] >= 90
+    assert out["throughput_Bps"] > 1e8 and all(t["throughput_Bps"] > 0 for t in out["tried"])   # SI: bytes/s, not MiB/s
     more = [t for t in out["tried"] if t["accelerators"] == out["accelerators"] + 1]
     assert not more or more[0]["au_percent"] < 90
 

@@ -12,10 +12,10 @@ chunk-level DES (collectives/des.py) runs the same schedule with k rounded. See 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from simcluster.collectives.interface import BareModel
+from simcluster.collectives.interface import BareModel, DesTerms
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule
 from simcluster.errors import ModelCardError
@@ -28,7 +28,6 @@ class ChunkedRingParams(BareModel):
     """A calibrated intra-node collective model: one bandwidth and LL / LL128 / Simple protocol parameters."""
 
     model_name: ClassVar[str] = "chunked-ring"
-    runs_in_des: ClassVar[bool] = True
 
     link_bandwidth_Bps: float
     protocols: dict[str, ProtocolParams]
@@ -58,9 +57,26 @@ class ChunkedRingParams(BareModel):
         best = min(names, key=lambda name: self.protocol_time_s(sched, self.protocols[name]))
         return self.protocol_time_s(sched, self.protocols[best]), best
 
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None) -> DesTerms:
+        total, name = self.call_time(op, size_bytes, nranks, protocol=protocol)
+        p = self.protocols[name]
+        sched = schedule(op, size_bytes, nranks)
+        chunks = max(1, round(sched.segment_bytes / p.chunk_bytes)) if sched.kind != "none" else 0
+        steps = sched.sends * chunks if sched.kind == "ring" else chunks + sched.sends - 1 if chunks else 0
+        latency = p.base_latency_s + steps * p.step_latency_s
+        return DesTerms(name, p.base_latency_s, p.step_latency_s, p.chunk_bytes, p.rate_Bps(self.link_bandwidth_Bps),
+                        latency, max(0.0, total - latency))
+
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         return ["the chunked ring model has no host launch floor: host-launched calls are predicted as GPU time"] \
             if host_launch else []
+
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> ChunkedRingParams:
+        if host_floor_s:
+            raise ModelCardError("the chunked ring model has no host launch floor; a machine card of a chunked-ring "
+                                 "kind is fitted on CUDA-graph probes only")
+        return ChunkedRingParams(self.link_bandwidth_Bps, {
+            name: replace(p, base_latency_s=p.base_latency_s + latency_offset_s) for name, p in self.protocols.items()})
 
     def to_params_yaml(self) -> dict:
         return {"link_bandwidth": format_bandwidth(self.link_bandwidth_Bps),

@@ -1,15 +1,16 @@
-"""Chunk-level discrete-event form of the collectives on a Platform.
+"""Chunk-level discrete-event form of the collectives on a Platform, for any collective model.
 
+The model gives the call's terms (interface.DesTerms: protocol, base latency, step latency, chunk size, rate cap).
 Every chunk is a flow from a GPU to its ring successor through the platform, sharing links
 max-min with whatever else is running; each chunk first pays the protocol's step latency.
 A rank processes its chunk sends in NCCL's order (chunk-major, then step) and a forwarded chunk
 waits for its arrival from the predecessor. With no contention this reproduces the closed
-form in model.py exactly; with contention (shared links, slower paths) it is the reference.
+form of the model exactly; with contention (shared links, slower paths) it is the reference.
 """
 
 from __future__ import annotations
 
-from simcluster.collectives.chunked_ring import ChunkedRingParams
+from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction
 from simcluster.collectives.schedule import schedule
 from simcluster.engine import Simulation
@@ -20,24 +21,22 @@ from simcluster.network.platform import Platform
 MAX_FLOWS = 200_000
 
 
-def simulate(params: ChunkedRingParams, platform: Platform, op: str, size_bytes: int,
+def simulate(params: CollectiveModel, platform: Platform, op: str, size_bytes: int,
              protocol: str, ranks: list[str] | None = None, sim: Simulation | None = None,
              net: FlowNetwork | None = None) -> Prediction:
     """Run one collective with `protocol` over `platform` (ranks: endpoint names, default its GPUs) and return its simulated time.
 
     Pass `net` to share links with other traffic already running on that FlowNetwork."""
-    if not params.runs_in_des:
-        raise SimclusterError(f"the DES simulates the chunks of the chunked ring model; this card is a "
-                              f"{params.model_name} card", hint="use engine: analytic, or a chunked-ring card")
     ranks = ranks or platform.gpus
     n = len(ranks)
     sched = schedule(op, size_bytes, n)
-    proto = params.protocols[protocol]
+    proto = params.des_terms(sched.op, size_bytes, n, protocol)
+    protocol = proto.protocol
     if net is not None:
         sim = net.sim
     sim = sim or Simulation(record=False)
     net = net or FlowNetwork(sim, platform, packet_bytes=min(proto.chunk_bytes, 4096.0))
-    cap = proto.rate_Bps(params.link_bandwidth_Bps)
+    cap = proto.rate_Bps
     if sched.kind == "none":
         return Prediction(sched.op, int(size_bytes), n, proto.base_latency_s, protocol)
     chunks = max(1, round(sched.segment_bytes / proto.chunk_bytes))

@@ -47,14 +47,14 @@ See docs/models/collectives.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from simcluster.collectives.interface import BareModel
-from simcluster.collectives.nccl_tuner import ARCHS, TUNED_OPS, NcclTopology, decide
+from simcluster.collectives.interface import BareModel, DesTerms
+from simcluster.collectives.nccl_tuner import ARCHS, BASE_LAT_US, PER_CH_RING_LL128, TUNED_OPS, NcclTopology, decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.protocol import PROTOCOLS
-from simcluster.collectives.schedule import OPS, bus_factor, canonical_op
+from simcluster.collectives.schedule import OPS, bus_factor, canonical_op, schedule
 from simcluster.errors import ModelCardError
 from simcluster.strict import field as card_field
 from simcluster.strict import positive
@@ -71,6 +71,11 @@ P2P_LL_THREAD_SHARE = P2P_RECV_WARPS * 32 / LL_THREADS       # a p2p LL channel'
 # the sender posts completion): two Simple steps as NCCL's latency table prices them, not a card's fitted s_S (that
 # is a ring primitive's marginal cost inside a pipeline, 0.6 us when fitted across rank counts)
 REGISTERED_P2P_SYNC_S = 2 * STEP_LATENCY_S["Simple"]
+# LL128 (NCCL's 120 payload bytes of every 128): base latency, unless fitted, = L_S + NCCL's ring LL128 - Simple base
+# latency (14 - 8.4 us, src/graph/tuning.cc baseLat); bus bandwidth = NCCL's ring LL128 share of the Simple one
+LL128_EXTRA_BASE_S = (BASE_LAT_US["Ring"][1] - BASE_LAT_US["Ring"][2]) * 1e-6
+LL128_BUS_SHARE = 0.92
+CHAIN_DES_CHUNKS_PER_HOP = 100   # the DES pipelines a chain in 100 chunks per extra hop: within 1% of the closed form
 RING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 CHAIN_OPS = ("broadcast", "reduce")
 P2P_OPS = ("sendrecv", "alltoall")
@@ -79,7 +84,6 @@ P2P_OPS = ("sendrecv", "alltoall")
 @dataclass(frozen=True)
 class PrimitiveParams(BareModel):
     model_name: ClassVar[str] = "nccl-primitives"
-    runs_in_des: ClassVar[bool] = False
 
     ll_base_s: float
     ll_channel_Bps: float
@@ -94,6 +98,7 @@ class PrimitiveParams(BareModel):
     p2p_channels_per_peer: int = 32
     ring_ramps: dict = field(default_factory=dict)  # ranks -> (D seconds, W bytes): the ring ramp at that rank count
     nccl_arch: str = "hopper"                   # GPU architecture NCCL's decision model assumes without a logged table
+    ll128_base_s: float = 0.0                   # LL128's base latency when fitted (rows NCCL ran at LL128); 0: derived
 
     @property
     def base_latency_s(self) -> float:
@@ -108,11 +113,19 @@ class PrimitiveParams(BareModel):
                   protocol: str | None = None) -> tuple[float, str]:
         return call_time(self, op, size_bytes, nranks, host_launch, protocol)
 
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None) -> DesTerms:
+        return des_terms(self, op, size_bytes, nranks, protocol)
+
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         return notes(self, op, nranks, host_launch)
 
     def to_params_yaml(self) -> dict:
         return to_params_yaml(self)
+
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> PrimitiveParams:
+        return replace(self, ll_base_s=self.ll_base_s + latency_offset_s,
+                       simple_base_s=self.simple_base_s + latency_offset_s, host_floor_s=host_floor_s,
+                       ll128_base_s=self.ll128_base_s and self.ll128_base_s + latency_offset_s)
 
     @classmethod
     def from_params_yaml(cls, params: dict, where: str) -> PrimitiveParams:
@@ -146,16 +159,8 @@ def p2p_uses_ll(params: PrimitiveParams, op: str, size: float, n: int) -> bool:
 
 
 def _ll_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
-    steps = primitives(op, n)
-    if op in RING_OPS:
-        c = ll_channels(params, size, n)
-        return params.ll_base_s + steps * (params.ll_step_s + size / n / (c * params.ll_channel_Bps))
-    if op in CHAIN_OPS:
-        c = ll_channels(params, size, n)
-        return params.ll_base_s + steps * params.ll_step_s + size / (c * params.ll_channel_Bps)
-    peer = p2p_peer_bytes(op, size, n)
-    c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
-    return p2p_fixed_s(params) + peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+    fixed, moving = _fixed_and_moving_s(params, op, size, n, "LL")
+    return fixed + moving + (0.0 if op in P2P_OPS else primitives(op, n) * params.ll_step_s)
 
 
 def p2p_fixed_s(params: PrimitiveParams) -> float:
@@ -169,6 +174,32 @@ def ring_ramp_s(params: PrimitiveParams, wire: float, n: int) -> float:
     rank count the card has no ramp for (it differs between rank counts: ~400 us at 2, 50-90 us at 4 on H200)."""
     ramp_s, scale_bytes = params.ring_ramps.get(n, (0.0, 1.0))
     return ramp_s * -math.expm1(-wire / scale_bytes)
+
+
+def ll128_base_s(params: PrimitiveParams) -> float:
+    """LL128's base latency: fitted where the card's all_reduce had rows NCCL ran at LL128, else L_S + NCCL's ring
+    LL128 - Simple base latency (14 - 8.4 us, src/graph/tuning.cc baseLat)."""
+    return params.ll128_base_s or params.simple_base_s + LL128_EXTRA_BASE_S
+
+
+def ll128_step_s(params: PrimitiveParams) -> float:
+    """LL128's step latency: where NCCL's NVLink ring table puts it between LL and Simple (0.6 / 1.9 / 3.4 us),
+    applied to the card's s_LL and s_S (NCCL's 1.9 us when those are NCCL's own)."""
+    ll, ll128, simple = (STEP_LATENCY_S[p] for p in PROTOCOLS)
+    return params.ll_step_s + (params.simple_step_s - params.ll_step_s) * (ll128 - ll) / (simple - ll)
+
+
+def ll128_bus_Bps(params: PrimitiveParams) -> float:
+    """LL128's bus bandwidth: NCCL's ring LL128 rule (src/graph/tuning.cc), min(0.92 B, ring channels x the
+    architecture's per-channel LL128 rate); one node's ring channels are half its collective channels."""
+    return min(LL128_BUS_SHARE * params.link_bandwidth_Bps,
+               params.channels / 2 * PER_CH_RING_LL128[params.nccl_arch][0] * 1e9)
+
+
+def _ll128_time(params: PrimitiveParams, op: str, size: float, n: int) -> float:
+    fixed, moving = _fixed_and_moving_s(params, op, size, n, "LL128")
+    ramp = ring_ramp_s(params, size * bus_factor(op, n), n) if op in RING_OPS else 0.0
+    return fixed + moving + primitives(op, n) * ll128_step_s(params) + ramp
 
 
 def _simple_time(params: PrimitiveParams, op: str, size: float, n: int, registered: bool) -> float:
@@ -205,6 +236,8 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
     if n <= 1:
         return params.ll_base_s, "LL"
     options = {"LL": _ll_time(params, op, size, n), "Simple": _simple_time(params, op, size, n, registered)}
+    if op not in P2P_OPS:                          # NCCL runs p2p at LL or Simple only
+        options["LL128"] = _ll128_time(params, op, size, n)
     if protocol in options:
         return options[protocol], protocol
     if op in P2P_OPS:
@@ -213,6 +246,41 @@ def gpu_time(params: PrimitiveParams, op: str, size: float, n: int, protocol: st
         choice = nccl_choice(params, op, size, n)
         proto = choice if choice in options else min(options, key=options.get)
     return options[proto], proto
+
+
+def _fixed_and_moving_s(params: PrimitiveParams, op: str, size: float, n: int, proto: str) -> tuple[float, float]:
+    """(the call's fixed latency, the time it spends moving bytes) at one protocol, GPU time, buffers registered."""
+    if proto == "Simple":
+        fixed = p2p_fixed_s(params) + REGISTERED_P2P_SYNC_S if op in P2P_OPS else params.simple_base_s
+        return fixed, size * bus_factor(op, n) / params.link_bandwidth_Bps
+    if proto == "LL128":
+        return ll128_base_s(params), size * bus_factor(op, n) / ll128_bus_Bps(params)
+    if op in P2P_OPS:
+        peer = p2p_peer_bytes(op, size, n)
+        c = min(p2p_channels_min(params, n), max(1, math.ceil(peer / P2P_LL_PART_BYTES)))
+        return p2p_fixed_s(params), peer / (c * P2P_LL_THREAD_SHARE * params.ll_channel_Bps)
+    c = ll_channels(params, size, n)
+    moved = primitives(op, n) * size / n if op in RING_OPS else size
+    return params.ll_base_s, moved / (c * params.ll_channel_Bps)
+
+
+def des_terms(params: PrimitiveParams, op: str, size: float, n: int, protocol: str | None = None) -> DesTerms:
+    """The chunk DES's terms for one call (GPU time): one chunk per send of the schedule; the base latency is the
+    protocol's fixed cost, the rate moves each send's bytes in the model's byte time, and the step latency carries
+    the rest (the primitives' step latencies, the ring ramp), so that uncontended the DES equals gpu_time."""
+    op = canonical_op(op)
+    total, proto = gpu_time(params, op, size, n, protocol)
+    sched = schedule(op, size, n)
+    if sched.kind == "none" or size <= 0:
+        return DesTerms(proto, total, 0.0, 1.0, params.link_bandwidth_Bps, total, 0.0)
+    fixed, moving = _fixed_and_moving_s(params, op, size, n, proto)
+    if sched.kind == "chain" and sched.sends > 1:     # pipelined hops: k chunks, a bubble of (hops - 1) / k
+        k = CHAIN_DES_CHUNKS_PER_HOP * (sched.sends - 1)
+        steps = k + sched.sends - 1
+        return DesTerms(proto, fixed, max(0.0, total - fixed - moving) / steps, size / k, size / moving,
+                        total - moving, moving)
+    return DesTerms(proto, fixed, max(0.0, total - fixed - moving) / sched.sends, sched.segment_bytes,
+                    sched.sends * sched.segment_bytes / moving, total - moving, moving)
 
 
 def call_time(params: PrimitiveParams, op: str, size: float, n: int, host_launch: bool = False,
@@ -253,6 +321,7 @@ def to_params_yaml(p: PrimitiveParams) -> dict:
             "bus_bandwidth": format_bandwidth(p.link_bandwidth_Bps), "channels": p.channels,
             "p2p_channels": p.p2p_channels, "p2p_channels_per_peer": p.p2p_channels_per_peer,
             "host_launch_floor": format_time(p.host_floor_s), "nccl_arch": p.nccl_arch,
+            **({"ll128_base_latency": format_time(p.ll128_base_s)} if p.ll128_base_s else {}),
             "ring_ramp": {n: {"time": format_time(d), "scale": format_size(w)} for n, (d, w) in p.ring_ramps.items()},
             "nccl_tuner": {n: {op: {proto: {"latency": format_time(lat), "bandwidth": format_bandwidth(bw)}
                                     for proto, (lat, bw) in protos.items()} for op, protos in per_op.items()}
@@ -261,7 +330,7 @@ def to_params_yaml(p: PrimitiveParams) -> dict:
 
 PARAM_KEYS = {"model", "ll_base_latency", "ll_step_latency", "ll_channel_bandwidth", "simple_base_latency",
               "simple_step_latency", "bus_bandwidth", "channels", "p2p_channels", "p2p_channels_per_peer",
-              "host_launch_floor", "ring_ramp", "nccl_tuner", "nccl_arch"}
+              "host_launch_floor", "ring_ramp", "nccl_tuner", "nccl_arch", "ll128_base_latency"}
 
 
 def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
@@ -285,7 +354,7 @@ def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
         ("p2p_channels", "p2p_channels", count), ("p2p_channels_per_peer", "p2p_channels_per_peer", count),
         ("ring_ramps", "ring_ramp", lambda raw: _ring_ramps(raw, f"{where}.ring_ramp")),
         ("tuner", "nccl_tuner", lambda raw: _tuner(raw, f"{where}.nccl_tuner")),
-        ("nccl_arch", "nccl_arch", _arch))
+        ("nccl_arch", "nccl_arch", _arch), ("ll128_base_s", "ll128_base_latency", parse_time))
         if key in params}
     return PrimitiveParams(get("ll_base_latency", parse_time), get("ll_channel_bandwidth", rate),
                            get("simple_base_latency", parse_time), get("bus_bandwidth", rate), get("channels", count),

@@ -51,7 +51,6 @@ class Profiled:
     base: object                               # a CollectiveModel
     profiles: tuple[OpProfile, ...]
 
-    runs_in_des = False
     model_name = "per-op profile"
 
     @property
@@ -74,6 +73,13 @@ class Profiled:
         profile = matching(self.profiles, nranks, host_launch)
         return (t * profile.factor(canonical_op(op), size_bytes) if profile else t), proto
 
+    def des_terms(self, op: str, size_bytes: float, nranks: int, protocol: str | None = None):
+        from simcluster.collectives.schedule import canonical_op
+
+        terms = self.base.des_terms(op, size_bytes, nranks, protocol)
+        profile = matching(self.profiles, nranks, False)
+        return terms.scaled(profile.factor(canonical_op(op), size_bytes)) if profile else terms
+
     def notes(self, op: str, nranks: int, host_launch: bool) -> list[str]:
         used = matching(self.profiles, nranks, host_launch)
         return self.base.notes(op, nranks, host_launch) + [
@@ -82,6 +88,9 @@ class Profiled:
 
     def to_params_yaml(self) -> dict:
         return self.base.to_params_yaml() | {"op_profiles": op_profiles_yaml(self.profiles)}
+
+    def with_machine(self, latency_offset_s: float, host_floor_s: float) -> Profiled:
+        return Profiled(self.base.with_machine(latency_offset_s, host_floor_s), self.profiles)
 
 
 def unprofiled(model):

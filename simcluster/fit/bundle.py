@@ -123,17 +123,21 @@ class _Bundle:
         return good, used
 
 
-def bundle_provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
-    """Where a card came from (fit.cards.provenance), with the bundle (or bundles, for a fit across repeats) and
-    its host."""
-    from simcluster.fit.cards import provenance
-
-    out = provenance([{"path": str(p), "sha256": sha256_of(p)} for p in paths])
-    out["bundle"] = [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)
+def bundle_source(bundle: Path | list[Path], manifest: dict | None) -> dict:
+    """Where a card's traces came from when they came from a bundle (or bundles, for a fit across repeats): the
+    bundle and its host; merged into the card's provenance."""
+    out: dict = {"bundle": [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)}
     if manifest is not None:
         host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
         out["host"] = {k: host.get(k) for k in ("hostname", "cpu_model", "cores")}
     return out
+
+
+def bundle_provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
+    """Where a card came from (fit.cards.provenance), with the bundle (bundle_source)."""
+    from simcluster.fit.cards import provenance
+
+    return provenance([{"path": str(p), "sha256": sha256_of(p)} for p in paths]) | bundle_source(bundle, manifest)
 
 
 def _logs_by_op(b: _Bundle, tool: str, role: str = "timing") -> dict[str, list[Path]]:
@@ -162,34 +166,27 @@ def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[
     return logs
 
 
+def tuning_logs(bundle: str | Path, tool: str = "nccl-tests") -> tuple[dict[str, list[Path]], dict]:
+    """op -> the NCCL tuning logs of a trace bundle (none: {}), and the bundle's manifest (its host's GPUs)."""
+    b = _Bundle(Path(bundle))
+    return _logs_by_op(b, tool, "tuning"), b.manifest
+
+
 def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
-    """collective-<tool>.yaml (and op-profile-<tool>.yaml), and the model as its card stores it (None: no card)."""
-    from simcluster.cards import collective_params, collective_params_yaml, dump_card
-    from simcluster.fit import collective as fit_collective
-    from simcluster.fit.profile import with_profile
-    from simcluster.traces import nccl_tests
+    """collective-<tool>.yaml (fit.cards.collective_document, the same builder as for log files) from the bundle's
+    all_reduce rounds and its first all_reduce tuning log; op-profile-<tool>.yaml from the other ops; and the model
+    as its card stores it (None: no card)."""
+    from simcluster.cards import collective_params, dump_card
+    from simcluster.fit.cards import collective_document
+    from simcluster.traces import nccl_tests, nccl_tuning
 
     logs = _logs_by_op(b, tool)
     traces, paths = b.parsed(logs.pop("all_reduce", []), lambda p: nccl_tests.parse(p, op="all_reduce"))
     if not traces:
         return {}, None
-    tunings, tuning_paths = [], []
-    if tuning_logs := _logs_by_op(b, tool, "tuning").get("all_reduce", []):
-        from simcluster.traces import nccl_tuning
-
-        tunings, tuning_paths = b.parsed(tuning_logs[:1], nccl_tuning.parse)
-        paths = paths + tuning_paths
-    params = fit_collective.fit_card(traces, tunings)[0]
-    carried = with_profile(params, op_profile) if op_profile else params
-    trace = traces[0]
-    card = {"kind": "collective", "name": f"{tool}-{trace.nranks}ranks",
-            "description": f"Collective model fitted from {tool} all_reduce ({len(traces)} round(s)) in bundle "
-                           f"{b.path.name}" + (", protocols chosen by NCCL's tuning table." if tunings else "."),
-            "machine": {"devices": sorted(set(trace.devices)), "ranks_per_node": trace.ranks_per_node},
-            "params": collective_params_yaml(carried),
-            "valid_range": {"ranks": [trace.nranks], "nodes": 1, "ops": ["all_reduce"]},
-            "provenance": bundle_provenance(paths, b.path, b.manifest) | (
-                {"op_profile": {"path": op_profile, "sha256": sha256_of(op_profile)}} if op_profile else {})}
+    tunings, tuning_paths = b.parsed(_logs_by_op(b, tool, "tuning").get("all_reduce", [])[:1], nccl_tuning.parse)
+    card, params = collective_document(traces, tunings, f"{tool}-{traces[0].nranks}ranks", op_profile=op_profile,
+                                       source=bundle_source(b.path, b.manifest))
     import yaml
 
     stored = collective_params(yaml.safe_load(dump_card(card)), f"collective-{tool}.yaml")
@@ -197,7 +194,8 @@ def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[d
     others = [(path, op) for op, op_paths in logs.items() for path in op_paths]
     if others and tunings:
         try:
-            cards[f"op-profile-{tool}.yaml"] = _op_profile(b, tool, params, traces, paths, others, card["machine"])
+            cards[f"op-profile-{tool}.yaml"] = _op_profile(b, tool, params, traces, paths + tuning_paths, others,
+                                                           card["machine"])
         except SimclusterError as exc:
             b.problems.append(f"{tool} op-profile: {exc.one_line()}")
     return cards, stored

@@ -44,37 +44,65 @@ def nic_card(path: str, transport: str | None, line_rate: str | None, name: str)
 
 def collective_card(paths: list[str], op: str | None, tuning_paths: list[str], op_profile: str | None,
                     name: str, model: str | None = None) -> tuple[dict, str]:
-    """A collective card from nccl-tests logs of one machine: the NCCL-primitives model with NCCL's tuning
-    table when tuning logs are given (or `model` nccl-primitives: NCCL's decision model instead of the table),
-    else the chunked ring model; optionally carrying a per-op profile."""
+    """A collective card from nccl-tests log files of one machine (`simcluster calibrate LOG ...`): the document
+    (collective_document) and a one-line summary of its in-sample error."""
+    from simcluster.traces import nccl_tests, nccl_tuning
+
+    traces = [nccl_tests.parse(path, op=op) for path in paths]
+    card, _ = collective_document(traces, [nccl_tuning.parse(log) for log in tuning_paths], name, model, op_profile)
+    error = card["fit"]["in_sample_error"]
+    s = error["sizes_ge_1024B"]
+    return card, (f"{error['all_sizes']['sizes']} rows, in-sample mean |error| {s['mean_abs_error_pct']}% "
+                  f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
+
+
+def card_document(name: str, description: str, params_yaml: dict, traces: list, fit: dict | None,
+                  provenance_extra: dict) -> dict:
+    """Every collective card's one shape: the fitted parameters (the model's to_params_yaml()), the machine and the
+    valid range the traces span, the fit's summary, and provenance (each trace with its hash, plus `provenance_extra`).
+    Used by log-file and bundle calibration, kind cards and machine cards alike."""
+    ranks, ops = sorted({t.nranks for t in traces}), sorted({t.op for t in traces})
+    card = {
+        "kind": "collective", "name": name, "description": description,
+        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
+                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
+        "params": params_yaml,
+        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
+                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
+                        "ranks": ranks, "ops": ops, "nodes": 1},
+        "provenance": provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool, "tool_version": t.tool_version,
+                                   "nccl_version": t.nccl_version, "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
+                                   "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | provenance_extra}
+    if fit is not None:
+        card["fit"] = fit
+    return card
+
+
+def collective_document(traces: list, tunings: list, name: str, model: str | None = None, op_profile: str | None = None,
+                        source: dict | None = None) -> tuple[dict, object]:
+    """The one builder of every collective card document, for log files and bundles alike: fit (fit/collective.py:
+    the NCCL-primitives model with NCCL's tuning logs, or `model`; else the chunked ring), optionally carry a per-op
+    profile, and describe the card. Generic over the model: its parameters are `params.to_params_yaml()`.
+    `source` (a bundle: {"bundle", "host"}) goes into the provenance; nothing else depends on where the traces came
+    from. Returns (card, the fitted model before the profile)."""
     from simcluster.fit import collective as fit_collective
     from simcluster.fit.profile import with_profile
     from simcluster.fit.validate import summary, validate
-    from simcluster.traces import nccl_tests, nccl_tuning
     from simcluster.traces.common import sha256_of
 
-    traces = [nccl_tests.parse(path, op=op) for path in paths]
-    tuning = [nccl_tuning.parse(log) for log in tuning_paths] or None
-    extra = {"nccl_log": [{"path": log, "sha256": sha256_of(log)} for log in tuning_paths]} if tuning_paths else {}
-    params, fit_summary = fit_collective.fit_card(traces, tuning, model)
-    if op_profile:
-        params = with_profile(params, op_profile)
-        extra["op_profile"] = {"path": op_profile, "sha256": sha256_of(op_profile)}
+    fitted, fit_summary = fit_collective.fit_card(traces, tunings or None, model)
+    params = with_profile(fitted, op_profile) if op_profile else fitted
     rows = [r for t in traces for r in validate(params, t)]
-    card = {
-        "kind": "collective", "name": name,
-        "description": f"Intra-node collective model fitted from {len(traces)} nccl-tests log(s).",
-        "machine": {"devices": sorted(set(d for t in traces for d in t.devices)),
-                    "ranks_per_node": max(t.ranks_per_node for t in traces)},
-        "params": params.to_params_yaml(),
-        "valid_range": {"min_size": f"{min(r.size_bytes for t in traces for r in t.rows)}B",
-                        "max_size": f"{max(r.size_bytes for t in traces for r in t.rows)}B",
-                        "ranks": sorted({t.nranks for t in traces}), "ops": sorted({t.op for t in traces}), "nodes": 1},
-        "fit": {**{k: v for k, v in fit_summary.items() if k != "residuals"},
-                "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]},
-        "provenance": provenance([{"path": t.path, "sha256": t.sha256, "tool": t.tool, "tool_version": t.tool_version,
-                                   "nccl_version": t.nccl_version, "op": t.op, "ranks": t.nranks, "sizes": len(t.rows),
-                                   "cuda_graph_launches": t.cuda_graph_launches} for t in traces]) | extra}
-    s = card["fit"]["in_sample_error"]["sizes_ge_1024B"]
-    return card, (f"{len(rows)} rows, in-sample mean |error| {s['mean_abs_error_pct']}% "
-                  f"(max {s['max_abs_error_pct']}%) over sizes >= 1 KiB")
+    yaml_params = params.to_params_yaml()
+    ranks, ops = sorted({t.nranks for t in traces}), sorted({t.op for t in traces})
+    extra = {"nccl_log": [{"path": t.path, "sha256": sha256_of(t.path)} for t in tunings]} if tunings else {}
+    if op_profile:
+        extra["op_profile"] = {"path": str(op_profile), "sha256": sha256_of(op_profile)}
+    description = (f"Intra-node collective model ({yaml_params.get('model', 'chunked-ring')}, docs/models/collectives.md) "
+                   f"fitted from {len(traces)} nccl-tests log(s) of {', '.join(ops)} at {', '.join(map(str, ranks))} "
+                   "ranks" + (", protocols as NCCL's tuning log chose them" if tunings else "")
+                   + (", carrying a per-op profile" if op_profile else "") + ".")
+    fit = {**{k: v for k, v in fit_summary.items() if k != "residuals"},
+           "in_sample_error": summary(rows), "residuals": fit_summary["residuals"]}
+    card = card_document(name, description, yaml_params, traces, fit, extra | (source or {}))
+    return card, fitted

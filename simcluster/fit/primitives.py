@@ -22,7 +22,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import least_squares
 
-from simcluster.collectives.primitives import STEP_LATENCY_S, PrimitiveParams, call_time
+from simcluster.collectives.primitives import STEP_LATENCY_S, PrimitiveParams, call_time, nccl_choice
 from simcluster.collectives.schedule import bus_factor
 from simcluster.errors import CalibrationError
 from simcluster.traces.nccl_tests import CollectiveTrace, median_of_rounds
@@ -67,14 +67,18 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     steps_free = len(gpu) >= 2
 
     ranks = sorted(gpu)
-    fixed = 5 if steps_free else 3       # log L_LL, r_LL, L_S (+ s_LL, s_S), then log D, W per rank count
+    probe = PrimitiveParams(1e-6, 1e9, 1e-6, bus, nch, 0.0, tuners or {})
+    ll128_free = any(nccl_choice(probe, "all_reduce", s, n) == "LL128" for n, s, _ in points)
+    # log L_LL, r_LL, L_S (+ s_LL, s_S) (+ L_LL128 where NCCL ran rows at LL128), then log D, W per rank count
+    fixed = 3 + 2 * steps_free + ll128_free
 
     def params_of(x):
         v = np.exp(x)
         ll_step, simple_step = (v[3], v[4]) if steps_free else (STEP_LATENCY_S["LL"], STEP_LATENCY_S["Simple"])
         ramps = {n: (float(v[fixed + 2 * i]), float(v[fixed + 2 * i + 1])) for i, n in enumerate(ranks)}
         return PrimitiveParams(float(v[0]), float(v[1]), float(v[2]), bus, nch, 0.0, tuners or {},
-                               float(ll_step), float(simple_step), **p2p, ring_ramps=ramps)
+                               float(ll_step), float(simple_step), **p2p, ring_ramps=ramps,
+                               ll128_base_s=float(v[fixed - 1]) if ll128_free else 0.0)
 
     def residuals(x):
         p = params_of(x)
@@ -84,6 +88,8 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     x0 = [np.log(small * 0.7), np.log(5e9), np.log(small * 2)]
     if steps_free:
         x0 += [np.log(STEP_LATENCY_S["LL"]), np.log(STEP_LATENCY_S["Simple"])]
+    if ll128_free:
+        x0 += [np.log(small * 2)]
     lower, upper = [-np.inf] * fixed, [np.inf] * fixed
     for n in ranks:
         # B is the slope of the two largest sizes, so the ramp must have levelled off there: W <= the largest
@@ -104,6 +110,7 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     res = np.array(residuals(best.x))
     summary = {"method": "B from the two largest sizes; scipy least_squares (soft_l1) on log(time) for the rest"
                          + ("; step latencies fitted across rank counts" if steps_free else "; NCCL's step latencies")
+                         + ("; LL128's base latency fitted on the rows NCCL ran at LL128" if ll128_free else "")
                          + "; the ring ramp (D, W) per rank count fitted with them",
                "points": len(points), "ranks": sorted(gpu),
                "rounds": {"cuda_graph": len(graph), "host_launched": len(hosted)},
@@ -119,5 +126,5 @@ def rounded(p: PrimitiveParams) -> PrimitiveParams:
         return float(f"{x:.4g}")
     return replace(p, ll_base_s=r(p.ll_base_s), ll_channel_Bps=r(p.ll_channel_Bps), simple_base_s=r(p.simple_base_s),
                    link_bandwidth_Bps=r(p.link_bandwidth_Bps), host_floor_s=r(p.host_floor_s),
-                   ll_step_s=r(p.ll_step_s), simple_step_s=r(p.simple_step_s),
+                   ll_step_s=r(p.ll_step_s), simple_step_s=r(p.simple_step_s), ll128_base_s=r(p.ll128_base_s),
                    ring_ramps={n: (r(d), r(w)) for n, (d, w) in p.ring_ramps.items()})

@@ -1,11 +1,14 @@
-"""Text for `simcluster validate` results (simcluster/validation.py)."""
+"""Text for `simcluster validate` results (simcluster/validation.py, simcluster/reference/)."""
 
 from __future__ import annotations
 
 from functools import singledispatch
 from pathlib import Path
 
+from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
+from simcluster.machine_validation import HeldOutMachines
 from simcluster.report.tables import validation_table
+from simcluster.results import DecisionValidation, ReferenceValidation
 from simcluster.validation import BundleValidation, LogValidation, QperfValidation
 
 
@@ -44,6 +47,29 @@ def _(v: BundleValidation) -> str:
 
 
 @render.register
+def _(v: HeldOutMachines) -> str:
+    from simcluster.machine_validation import BANDS
+
+    lines = ["# each machine held out in turn: a kind card fitted on the other machines' bundles + the held-out "
+             "bundle's probe (all_reduce, all_gather, sizes <= 1 MiB)",
+             f"# {'bundle':>44}  {'machine':>7}  {'timing':>6}  {'op':>14}  "
+             + "  ".join(f"{name:>10}" for name, *_ in BANDS) + "  (mean |error|; * probe sizes, in sample)"]
+    for m in v.machines:
+        lines.append(f"# {m.bundle}: {m.terms.launch}, latency offset {m.terms.latency_offset_s * 1e6:+.2f} us, host "
+                     f"floor {m.terms.host_floor_s * 1e6:.2f} us; kind from {', '.join(m.kind_from)}")
+        lines += [f"# note: {n}" for n in m.notes]
+        for r in m.ops:
+            cells = []
+            for _, low, high in BANDS:
+                e = m.band(r, low, high)
+                star = "*" if r.op in PROBE_OPS and low < PROBE_MAX_BYTES else " "
+                cells.append(f"{e:>9.2f}%{star}" if e is not None else f"{'-':>10} ")
+            lines.append(f"  {Path(m.bundle).name:>44}  {m.machine:>7}  {'graph' if r.cuda_graph else 'host':>6}  "
+                         f"{r.op:>14}  " + " ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+@render.register
 def _(v: QperfValidation) -> str:
     lines = []
     for r in v.rows:
@@ -62,3 +88,59 @@ def plot(v, path: str) -> None:
     elif isinstance(v, BundleValidation):
         bundle_validation_plot([(f"{r.op}, {r.ranks} ranks, {'graph' if r.cuda_graph else 'host'}", r.rows)
                                 for r in v.ops], f"{Path(v.bundle).name} vs {v.card_name}", path)
+
+
+_METRICS = {"busbw_Bps": ("busbw GB/s", 1e-9), "tokens_per_s": ("tokens/s", 1.0), "step_time_s": ("step s", 1.0),
+            "flops_per_gpu_per_s": ("TFLOP/s/GPU", 1e-12), "flops_per_gpu_per_s (eq. 3)": ("TFLOP/s/GPU eq.3", 1e-12)}
+
+_REFERENCE_HEADER = (f"{'source':<40} {'run':>3}  {'configuration':<64} {'metric':<16} {'measured':>10} {'predicted':>10} "
+                     f"{'error':>7}  {'held out':<8}  detail")
+
+
+@render.register
+def _(v: ReferenceValidation) -> str:
+    """A row per published run (predicted beside measured, the error, held out or not), then a line per source."""
+    lines = [f"# {v.what}: predicted vs measured; + = predicted faster; held out = nothing fitted or chosen on the row",
+             _REFERENCE_HEADER]
+    for r in v.rows:
+        head = f"{r.source.removeprefix('nccl-').removeprefix('llm-')[:40]:<40} {r.run:>3}  {r.configuration[:64]:<64}"
+        if r.unavailable:
+            lines.append(f"{head} not compared: {r.unavailable}")
+            continue
+        label, scale = _METRICS.get(r.metric, (r.metric, 1.0))
+        lines.append(f"{head} {label:<16} {r.measured * scale:>10.4g} {r.predicted * scale:>10.4g} {r.error * 100:>+6.1f}%  "
+                     f"{'yes' if r.held_out else 'no':<8}  {r.detail}")
+    lines += ["", f"per source (target |error| <= {v.target * 100:.0f}%):"]
+    for source, s in v.summary().items():
+        name = source.removeprefix("nccl-").removeprefix("llm-")
+        if not s["rows"]:
+            lines.append(f"  {name:<44} no row compared; {s['why']}")
+            continue
+        lines.append(f"  {name:<44} {s['rows']:>3} rows  mean |error| {s['mean_abs_error_pct']:5.1f}%  max "
+                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {s['why']}")
+    held = [abs(r.error) for r in v.rows if r.error is not None and r.held_out]
+    if held:
+        lines.append(f"held-out rows: {len(held)}, mean |error| {sum(held) / len(held) * 100:.1f}%, "
+                     f"{sum(e <= v.target for e in held)} within target")
+    return "\n".join(lines) + "\n"
+
+
+@render.register
+def _(v: DecisionValidation) -> str:
+    """A line per tuning log: NCCL's logged decisions vs the decision model's, then the totals."""
+    lines = [f"# NCCL's logged decisions vs the decision model (collectives/nccl_tuner.py); held out = the log's sha256 "
+             f"is not in {v.provenance}",
+             f"{'tuning log':<58} {'configuration':<50} {'decisions':>9} {'algo+proto':>10} {'channels':>8}  held out"]
+    for s in v.sources:
+        head = f"{s.source[-58:]:<58} {s.configuration[:50]:<50}"
+        if s.unavailable:
+            lines.append(f"{head} {'-':>9}  {s.unavailable}")
+            continue
+        lines.append(f"{head} {s.decisions:>9} {s.agree:>10} {s.channels_agree:>8}  {'yes' if s.held_out else 'no'}")
+        lines += [f"    disagrees: {m}" for m in s.misses[:5]] + ([f"    ... {len(s.misses) - 5} more"] if len(s.misses) > 5 else [])
+    t = v.totals()
+    lines.append(f"\n{t['logs']} logs ({t['logs_with_decisions']} with tuned calls): {t['agree']} of {t['decisions']} decisions "
+                 f"agree on algorithm and protocol, {t['channels_agree']} on channels; " + (
+                     f"held out: {t['held_out_agree']} of {t['held_out_decisions']} agree" if t["held_out_decisions"] else
+                     "none held out (the model was written against every log here)"))
+    return "\n".join(lines) + "\n"

@@ -14,15 +14,16 @@ import ipaddress
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.files import os_error, safe_name
 from simcluster.runner.collect import Step, confined_run_dir
 
-TOOLS = ("nccl-tests", "nccl-tests-socket", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
+TOOLS = ("nccl-tests", "nccl-tests-socket", "nccl-probe", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
          "llm-step")
+PROBE_OPS = ("all_reduce", "all_gather")                     # what nccl-probe runs (fit/machine.py)
 NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
 SOCKET_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 QPERF_PORT = 19765
@@ -151,11 +152,20 @@ def _nccl_argv(options: Options, out: Path, op: str, gpus: int, env: dict, timin
     return [str(binary.resolve()), *sizes, *timing, "-g", str(gpus)], env
 
 
-def nccl_steps(options: Options, out: Path, socket: bool = False) -> list[Step]:
+def nccl_probe_steps(options: Options, out: Path) -> list[Step]:
+    """A machine's short probe (~30 s): all_reduce and all_gather, 8 B .. 1 MiB, 5 warm-up and 20 timed
+    iterations, one round, in the launch mode the options choose (--nccl-graph N: CUDA graphs). Fitted with a kind
+    card by `calibrate PROBE --kind-card KIND` (fit/machine.py)."""
+    probe = replace(options, ops=PROBE_OPS, min_size="8", max_size="1M", nccl_iters=20, nccl_warmup=5, nccl_repeat=1,
+                    nccl_tuning=False)
+    return nccl_steps(probe, out, tool="nccl-probe")
+
+
+def nccl_steps(options: Options, out: Path, socket: bool = False, tool: str = "") -> list[Step]:
     """Timed runs, `nccl_repeat` rounds over all ops (round k of op X is run_id X-rK; X alone when one
     round), then with `nccl_tuning` one short run per op whose log names NCCL's algorithm, protocol and
     channels for every size (NCCL_DEBUG_SUBSYS=INIT,TUNING; logging slows small calls, so it is not timed)."""
-    tool = "nccl-tests-socket" if socket else "nccl-tests"
+    tool = tool or ("nccl-tests-socket" if socket else "nccl-tests")
     base_env = dict(SOCKET_ENV) if socket else {}
     gpus = _gpu_count(options)
     binaries = bool(options.nccl_tests) and all((Path(options.nccl_tests) / f"{op}_perf").is_file() for op in options.ops)
@@ -299,6 +309,8 @@ def _steps(tools: list[str], options: Options, out: Path) -> list[Step]:
             steps += nccl_steps(options, out)
         elif tool == "nccl-tests-socket":
             steps += nccl_steps(options, out, socket=True)
+        elif tool == "nccl-probe":
+            steps += nccl_probe_steps(options, out)
         elif tool == "qperf":
             steps += qperf_steps(options)
         elif tool == "perf-stat":

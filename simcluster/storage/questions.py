@@ -1,5 +1,6 @@
-"""The storage questions `simcluster storage` answers, as documents (JSON-ready, SI units) and their text:
-how many accelerators a set of drives feeds at the workload's AU threshold, and one simulated run."""
+"""The storage questions `simcluster storage` answers, as documents (JSON-ready, SI units: bytes/s as `_Bps`, seconds
+as `_s`; AU in percent as `_percent`) and their text (MiB/s): how many accelerators a set of drives feeds at the
+workload's AU threshold, and one simulated run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 
 from simcluster import strict
 from simcluster.errors import SimclusterError
+
+MiB = 2**20
 
 
 @dataclass(frozen=True)
@@ -56,18 +59,18 @@ def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
     return {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "drives": drives,
             "au_threshold_percent": s.workload.au_threshold * 100,
             "accelerators": best.accelerators if best else 0,
-            "throughput_MiB_per_s": best.throughput_MiB_per_s if best else 0.0,
+            "throughput_Bps": best.throughput_MiB_per_s * MiB if best else 0.0,
             "au_percent": best.au_percent if best else 0.0,
-            "tried": [{"accelerators": r.accelerators, "au_percent": round(r.au_percent, 2),
-                       "throughput_MiB_per_s": round(r.throughput_MiB_per_s, 1)} for r in tried]}
+            "tried": [{"accelerators": r.accelerators, "au_percent": r.au_percent,
+                       "throughput_Bps": r.throughput_MiB_per_s * MiB} for r in tried]}
 
 
 def max_accelerators_text(out: dict) -> str:
     lines = [f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}: AU threshold "
              f"{out['au_threshold_percent']:.0f}%"]
-    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}%  {r['throughput_MiB_per_s']:9.1f} MiB/s"
+    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}%  {r['throughput_Bps'] / MiB:9.1f} MiB/s"
               for r in out["tried"]]
-    lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_MiB_per_s']:.1f} MiB/s, "
+    lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
                  f"AU {out['au_percent']:.2f}%")
     return "\n".join(lines) + "\n"
 
@@ -79,6 +82,6 @@ def simulate(s: StorageSetup, accelerators: int, drives: int, seed: int):
 
     r = loader.simulate(s.workload, s.nvme, accelerators, drives, s.config, seed=seed)
     return {"accelerators": r.accelerators, "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent,
-            "throughput_samples_per_s": r.throughput_samples_per_s, "throughput_MiB_per_s": r.throughput_MiB_per_s,
+            "throughput_samples_per_s": r.throughput_samples_per_s, "throughput_Bps": r.throughput_MiB_per_s * MiB,
             "storage_stall_per_step_s": r.stall_per_step_s, "queue_depth": qd_stats(r),
             "device_throughput": throughput_stats(r), "latency_s": r.logs[0].latency_percentiles()}, r

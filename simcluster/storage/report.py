@@ -21,8 +21,9 @@ def qd_stats(result: RunResult) -> dict:
 
 def throughput_stats(result: RunResult, bin_s: float = 0.1) -> dict:
     _, bw = result.logs[0].throughput(bin_s, result.wall_s)
-    return {"bin_s": bin_s, "mean_MBps": float(bw.mean() / 1e6), "p50_MBps": float(np.percentile(bw, 50) / 1e6),
-            "p90_MBps": float(np.percentile(bw, 90) / 1e6), "max_MBps": float(bw.max() / 1e6)}
+    """The device's read rate over `bin_s` bins, bytes/s: mean, median, 90th percentile and maximum."""
+    return {"bin_s": bin_s, "mean_Bps": float(bw.mean()), "p50_Bps": float(np.percentile(bw, 50)),
+            "p90_Bps": float(np.percentile(bw, 90)), "max_Bps": float(bw.max())}
 
 
 def figures(result: RunResult, folder: str | Path, label: str, bin_s: float = 0.1) -> list[str]:

@@ -22,7 +22,9 @@ _PROTOS = ("LL", "LL128", "Simple")
 _ALGO_HEADER = re.compile(r"NCCL INFO\s+Algorithm\s+\|(.*)$")
 _ROW = re.compile(r"NCCL INFO\s+(\w+)\s+\|((?:\s*[\d.]+/\s*[\d.]+\s*\|)+)\s*$")
 _CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
-_RANKS = re.compile(r"NCCL INFO .*\bnRanks (\d+)")
+_RANKS = re.compile(r"NCCL INFO .*\bnRanks (\d+)(?: nNodes (\d+))?")
+_NVLS = re.compile(r"(\d+) nvls channels")
+_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
 _P2P = re.compile(r"NCCL INFO .*?(\d+) p2p channels, (\d+) p2p channels per peer")
 _CALL = re.compile(r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
 
@@ -35,6 +37,9 @@ class NcclTuning:
     calls: list = field(default_factory=list)     # (op, bytes as NCCL logs them*, algo, protocol, channels)
     ranks: int = 0                                # the communicator's size (0: not in the log)
     p2p_channels: tuple[int, int] = (0, 0)        # (p2p channels, p2p channels per peer); 0: not in the log
+    nodes: int = 0                                # nNodes (0: not in the log)
+    nvls_channels: int = 0
+    nccl_version: str = ""
     # *all_gather / reduce_scatter: per-rank bytes (nccl-tests size / ranks); others: nccl-tests size
 
     def ring_table(self) -> dict:
@@ -47,12 +52,14 @@ def parse(path: str | Path) -> NcclTuning:
     text = read_text(path)
     table: dict = {}
     algos: list[str] = []
-    channels = ranks = 0
+    channels = ranks = nodes = nvls = 0
+    version = ""
     p2p = (0, 0)
     calls = []
     for raw in text.splitlines():
         if "NCCL INFO" not in raw:
             continue
+        version = version or ((m := _VERSION.search(raw)) and m.group(1).split("+")[0]) or ""
         match = _ALGO_HEADER.search(raw)
         if match:
             algos = [a.strip() for a in match.group(1).split("|") if a.strip()]
@@ -72,10 +79,12 @@ def parse(path: str | Path) -> NcclTuning:
             channels = int(match.group(1))
             p2p_match = _P2P.search(raw)
             p2p = (int(p2p_match.group(1)), int(p2p_match.group(2))) if p2p_match else p2p
+            nvls = int(m.group(1)) if (m := _NVLS.search(raw)) else nvls
             continue
         match = _RANKS.search(raw)
         if match:
             ranks = int(match.group(1))
+            nodes = int(match.group(2)) if match.group(2) else nodes
             continue
         match = _CALL.search(raw)
         if match and match.group(1) in NCCL_FUNCS:
@@ -86,4 +95,4 @@ def parse(path: str | Path) -> NcclTuning:
         raise TraceFormatError("no NCCL tuning table or channel count in this log", where=str(path),
                                hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "
                                     "(simcluster collect --nccl-tuning)")
-    return NcclTuning(str(path), channels, table, calls, ranks, p2p)
+    return NcclTuning(str(path), channels, table, calls, ranks, p2p, nodes, nvls, version)

@@ -1,0 +1,86 @@
+"""Reference measurements the models are checked against, read once: the published runs in
+calibration/published/ (`simcluster validate --published nccl|llm`) and NCCL's logged decisions in trace
+bundles (`simcluster validate --decisions FOLDER`). Each comparison returns a typed result
+(results.ReferenceValidation, results.DecisionValidation) that report/validation.py renders.
+
+Whether a reference was held out (nothing fitted or chosen on it) is read from the reference itself: a published
+file's `simcluster:` block (`held_out`, `why`, per-run exceptions in `runs_not_held_out`), a tuning log's sha256
+against the decision model's provenance (reference/decisions.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.strict import field, known_keys, load_yaml
+
+BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops"}
+CALIBRATION = Path(__file__).resolve().parents[2] / "calibration"
+PUBLISHED = CALIBRATION / "published"
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published file: its runs as the source prints them, and how simcluster uses it."""
+
+    path: Path
+    kind: str
+    system: dict
+    runs: list
+    usage: dict                       # the `simcluster:` block
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def held_out(self, run: int) -> bool:
+        return bool(self.usage["held_out"]) and run not in (self.usage.get("runs_not_held_out") or {})
+
+    def why(self, run: int) -> str:
+        return (self.usage.get("runs_not_held_out") or {}).get(run) or str(self.usage.get("why") or "")
+
+    def summary_why(self) -> str:
+        """Why the file is (not) held out, each run that is an exception, and its note."""
+        parts = [str(self.usage.get("why") or "")]
+        parts += [f"run {i}: {why}" for i, why in (self.usage.get("runs_not_held_out") or {}).items()]
+        return "; ".join(x for x in parts + [str(self.usage.get("note") or "")] if x)
+
+    def file(self, key: str) -> Path | None:
+        """A path of the `simcluster:` block, relative to this file."""
+        value = self.usage.get(key)
+        return None if value is None else (self.path.parent / str(value)).resolve()
+
+
+def read_published(path: str | Path, kind: str) -> Published:
+    """A published file of `kind` (published-nccl-run, published-llm-run), checked for what the comparison reads."""
+    where = str(path)
+    doc = load_yaml(path, SimclusterError, "published reference")
+    if field(doc, "kind", where) != kind:
+        raise SimclusterError(f"kind {doc['kind']!r}, expected {kind}", where=where)
+    usage = known_keys(field(doc, "simcluster", where), BLOCK_KEYS, f"{where}: simcluster")
+    if not isinstance(field(usage, "held_out", f"{where}: simcluster"), bool):
+        raise SimclusterError("simcluster.held_out must be true or false", where=where)
+    exceptions = usage.get("runs_not_held_out") or {}
+    if not isinstance(exceptions, dict) or not all(isinstance(k, int) for k in exceptions):
+        raise SimclusterError("simcluster.runs_not_held_out must map run indexes to why", where=where)
+    runs, system = field(doc, "runs", where), field(doc, "system", where)
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs) or not isinstance(system, dict):
+        raise SimclusterError("expected 'system' to be a mapping and 'runs' a list of mappings", where=where)
+    return Published(Path(path), kind, system, runs, usage)
+
+
+def published_files(path: str | Path | None, prefix: str) -> list[Path]:
+    """The reference files a comparison reads: one file, or every `prefix`*.yaml of a folder (default
+    calibration/published/ of this checkout)."""
+    path = Path(path) if path else PUBLISHED
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise SimclusterError("no such file or folder of published references", where=str(path),
+                              hint="give calibration/published or one of its files")
+    files = sorted(path.glob(f"{prefix}*.yaml"))
+    if not files:
+        raise SimclusterError(f"no {prefix}*.yaml reference in the folder", where=str(path))
+    return files

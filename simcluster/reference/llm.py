@@ -1,0 +1,138 @@
+"""Published LLM training runs (calibration/published/llm-*.yaml) against the LLM model:
+`simcluster validate --published llm [FOLDER | FILE]`.
+
+Each row is predicted from the architecture, parallelism and batch the source prints; what the source leaves out
+(null) is filled from the file's `simcluster.assumptions` (printed with every row), and a row whose model or batch
+cannot be filled has no prediction, with the reason. The machine is the file's `simcluster.machine` (GPU card, NIC
+card per GPU, NVLink collective card), 8 GPUs per node on a non-blocking rail-optimized fabric: the sources' own
+fabrics differ (Llama 3: 1:7 oversubscribed aggregation layer; Selene: three-level fat tree).
+
+Compared quantity: the source's own throughput. Where it gives tokens/s or the iteration time, those (no FLOP
+convention involved); otherwise its TFLOP/s per GPU, recomputed from the predicted step time with the source's FLOP
+count (`simcluster.flops`): narayanan-eq3 = Narayanan et al. 2021 eq. 3 (96 B s l h^2 (1 + s/6h + V/16lh),
+recompute pass included), megatron = the model-FLOP count 72 B s l h^2 (1 + s/6h + V/12lh) generalised to GQA /
+SwiGLU (llm/predict.py). + = predicted faster (a step time's error sign is flipped).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.reference import Published, published_files, read_published
+from simcluster.results import ReferenceRow, ReferenceValidation
+
+TARGET = 0.10
+MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
+
+
+def machine_for(ref: Published, gpus: int):
+    from simcluster.scenario import FabricConfig, Machine, NicSpec
+
+    gpu, nic, nvlink = _machine_files(ref)
+    nodes = max(1, gpus // 8)
+    fabric = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 100e-9, 600e-9, "cut-through")
+    return Machine(nvlink, min(8, gpus), nodes, NicSpec(nic, 8, 1) if nodes > 1 else None, fabric if nodes > 1 else None,
+                   112.0, gpu_card=gpu)
+
+
+def _machine_files(ref: Published) -> tuple[Path, Path, Path]:
+    machine = ref.usage.get("machine")
+    if not isinstance(machine, dict) or not all(machine.get(k) for k in ("gpu_card", "nic_card", "nvlink_card")):
+        raise SimclusterError("simcluster.machine needs gpu_card, nic_card and nvlink_card", where=str(ref.path))
+    return tuple((ref.path.parent / str(machine[k])).resolve() for k in ("gpu_card", "nic_card", "nvlink_card"))
+
+
+def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
+    """(TransformerSpec, ParallelSpec, BatchSpec) of a row, or None and what the source does not give; and the
+    assumptions used for its nulls."""
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+    m, p, b = run["model"], run["parallel"], run["batch"]
+    used: list[str] = []
+    for key in MODEL_KEYS:
+        if m.get(key) is None:
+            return None, f"model.{key} not given", used
+    if b.get("global_batch") is None:
+        return None, "global batch not given", used
+    if p.get("tp") is None or p.get("pp") is None:
+        return None, "tp / pp not given", used
+
+    def pick(section: dict, key: str, fallback):
+        if section.get(key) is not None:
+            return section[key]
+        value = assumed.get(key, fallback)
+        used.append(f"{key}={value}")
+        return value
+
+    mlp = "gelu" if "GPT" in str(m.get("name", "")).upper() and m["ffn"] == 4 * m["hidden"] else "swiglu"
+    model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m.get("kv_heads") or m["heads"], m["vocab"],
+                            m["seq"], tied_embeddings=mlp == "gelu", mlp=mlp)
+    recompute = pick(p, "recompute", "none")
+    v = int(pick(p, "virtual_stages", 1)) if p["pp"] > 1 else 1
+    zero = int(pick(p, "zero", 0))
+    recompute = recompute if recompute in ("none", "selective", "full") else "none"
+    par = ParallelSpec(p["tp"], p["pp"], p.get("dp") or 1, p.get("cp") or 1, p.get("ep") or 1, zero, v, recompute,
+                       bool(pick(p, "sequence_parallel", p["tp"] > 1)) and p["tp"] > 1)
+    precision = "fp8" if str(b.get("precision", "")).lower().startswith("fp8") else "bf16"
+    return (model, par, BatchSpec(b["global_batch"], int(pick(b, "micro_batch", 1)), precision)), "", used
+
+
+def narayanan_flops(model, batch) -> float:
+    """Narayanan et al. 2021 eq. 3 (4 passes: recompute included)."""
+    B, s, L, h, V = batch.global_batch, model.seq, model.layers, model.hidden, model.vocab
+    return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+
+
+def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, float, float, float]:
+    """(metric, measured, predicted, error) in SI units; + = predicted faster."""
+    from simcluster.llm.predict import model_flops_per_step
+
+    meas = run["measured"]
+    if meas.get("tokens_per_s"):
+        return "tokens_per_s", float(meas["tokens_per_s"]), result.tokens_per_s, result.tokens_per_s / meas["tokens_per_s"] - 1
+    if meas.get("step_time_s"):
+        return "step_time_s", float(meas["step_time_s"]), result.step_time_s, 1 - result.step_time_s / meas["step_time_s"]
+    if meas.get("tflops_per_gpu"):
+        eq3 = ref.usage.get("flops") == "narayanan-eq3"
+        flops = narayanan_flops(model, batch) if eq3 else model_flops_per_step(model, batch, "megatron")
+        predicted = flops / result.step_time_s / run["gpus"]
+        measured = float(meas["tflops_per_gpu"]) * 1e12
+        return "flops_per_gpu_per_s" + (" (eq. 3)" if eq3 else ""), measured, predicted, predicted / measured - 1
+    raise SimclusterError("no throughput measured")
+
+
+def _row(ref: Published, i: int, run: dict) -> ReferenceRow:
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.predict import network_for, predict_llm
+
+    config = f"{run['model'].get('name')}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
+    spec, missing, used = spec_of(run, ref.usage.get("assumptions") or {})
+    if spec is None:
+        return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=missing)
+    model, par, batch = spec
+    machine = machine_for(ref, run["gpus"])
+    result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0],
+                         network_for(machine, load_collective(machine.card)[0]), run["gpus"], "megatron", trace=False)
+    metric, measured, predicted, error = _compared(ref, run, model, batch, result)
+    config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
+    detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
+                                                                f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
+    return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip())
+
+
+def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:
+    """Every llm-*.yaml of a folder (default calibration/published), or one file, against the LLM model."""
+    rows, sources, skipped = [], {}, []
+    for file in published_files(path, "llm-"):
+        ref = read_published(file, "published-llm-run")
+        sources[ref.name] = ref.summary_why()
+        for i, run in enumerate(ref.runs):
+            try:
+                rows.append(_row(ref, i, run))
+            except SimclusterError as exc:
+                skipped.append(f"{ref.path}: runs[{i}]: {exc.one_line()}")
+            except (KeyError, TypeError, ValueError) as exc:
+                skipped.append(f"{ref.path}: runs[{i}]: cannot read the run ({type(exc).__name__}: {exc})")
+    return ReferenceValidation("published llm", TARGET, rows, sources, skipped)

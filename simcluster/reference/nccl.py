@@ -1,0 +1,110 @@
+"""Published multi-node nccl-tests runs (calibration/published/nccl-*.yaml) against the fabric model (issue 23):
+`simcluster validate --published nccl [FOLDER | FILE]`.
+
+Each file names its system's scenario (`simcluster.scenario`, built from the source's configuration, cards from
+published port speeds). For every published row at >= 64 MiB the fabric model predicts busbw with the algorithm and
+protocol NCCL's decision model picks for the topology (or the algorithm the source forced). A row whose size the
+source does not give (Voltage Park) is compared with the model's peak busbw over 64 MiB..16 GiB, as the source calls
+its figures peaks; nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. Target: <= 10% per system.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.reference import Published, published_files, read_published
+from simcluster.results import ReferenceRow, ReferenceValidation
+
+MIN_BYTES = 64 * 2**20
+PEAK_SIZES = [2**k for k in range(26, 35)]
+RANGE_SIZES = {"4GiB-8GiB": [4 * 2**30, 8 * 2**30]}
+FORCED = {"NCCL_ALGO=allreduce:ring (forced)": "ring", "NCCL_ALGO=allreduce:nvlstree (forced)": "nvls-tree"}
+TARGET = 0.10
+
+
+def _cluster(scenario: Path, nodes: int):
+    from simcluster.build import build_cluster
+    from simcluster.scenario import load_variants
+
+    return build_cluster(load_variants(scenario, nodes)[0][1].machine)
+
+
+def _predict(cluster, op: str, sizes: list[int] | None, algorithm: str | None) -> tuple[float, str]:
+    """Predicted busbw (B/s): the mean over `sizes`, or the peak over PEAK_SIZES (sizes None); and what ran."""
+    from simcluster.collectives.fabric import predict_fabric, ring_flows
+
+    flows = ring_flows(cluster)
+    if sizes is None:
+        best = max((predict_fabric(cluster, op, s, None, flows) for s in PEAK_SIZES), key=lambda p: p.busbw_Bps)
+        return best.busbw_Bps, f"{best.algorithm}/{best.protocol} at {best.size_bytes >> 20} MiB (peak)"
+    preds = [predict_fabric(cluster, op, s, algorithm, flows) for s in sizes]
+    return sum(p.busbw_Bps for p in preds) / len(preds), f"{preds[-1].algorithm}/{preds[-1].protocol}"
+
+
+def _sizes(run: dict) -> list[int] | None:
+    """The sizes a row was measured at (None: not given, compare peaks); [] when below MIN_BYTES."""
+    if run.get("bytes"):
+        sizes = [int(run["bytes"])]
+    elif run.get("size") is None:
+        return None
+    elif str(run["size"]) in RANGE_SIZES:
+        sizes = RANGE_SIZES[str(run["size"])]
+    else:
+        raise SimclusterError(f"size {run['size']!r} without bytes", hint="give 'bytes'")
+    return sizes if min(sizes) >= MIN_BYTES else []
+
+
+def _configuration(ref: Published, run: dict, nodes: int) -> str:
+    gpu = str(ref.system.get("gpu", "")).split(" (")[0]
+    text = f"{run['op']} {run.get('size') or 'size not given'}, {nodes} x {ref.system.get('gpus_per_node')} {gpu}"
+    if run.get("algorithm"):
+        text += f", {str(run['algorithm']).split(' (')[0]}"
+    if run.get("nvls") is not None:
+        text += f", nvls {run['nvls']}"
+    return text
+
+
+def system_rows(ref: Published) -> list[ReferenceRow]:
+    """One row per published run at >= 64 MiB (or without a size) of one system."""
+    scenario = ref.file("scenario")
+    if scenario is None:
+        return []
+    rows, clusters = [], {}
+    per_node = int(ref.system["gpus_per_node"])
+    for i, run in enumerate(ref.runs):
+        where = f"{ref.path}: runs[{i}]"
+        try:
+            sizes = _sizes(run)
+            if sizes == []:
+                continue
+            nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+            if nodes not in clusters:
+                clusters[nodes] = _cluster(scenario, nodes)
+            cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
+            predicted, chosen = _predict(cluster, run["op"], sizes, FORCED.get(str(run.get("algorithm", ""))))
+            measured = float(run["busbw_GBps"]) * 1e9
+        except SimclusterError as exc:
+            raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
+        rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
+                                 predicted / measured - 1, ref.held_out(i), chosen))
+    return rows
+
+
+def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidation:
+    """Every nccl-*.yaml of a folder (default calibration/published), or one file, against the fabric model."""
+    rows, sources, skipped = [], {}, []
+    for file in published_files(path, "nccl-"):
+        ref = read_published(file, "published-nccl-run")
+        if ref.file("scenario") is None:
+            sources[ref.name] = "not predicted: " + str(ref.usage.get("not_predicted") or "no scenario")
+            continue
+        sources[ref.name] = ref.summary_why()
+        try:
+            rows += system_rows(ref)
+        except SimclusterError as exc:
+            skipped.append(exc.one_line())
+    return ReferenceValidation("published nccl", TARGET, rows, sources, skipped)

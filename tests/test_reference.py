@@ -1,0 +1,163 @@
+"""`simcluster validate --published nccl|llm` and `--decisions` (simcluster/reference/): predictions beside the
+published runs and NCCL's logged decisions, held out or not as the reference itself says, one-line errors."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simcluster.cli import main
+from simcluster.errors import SimclusterError
+from simcluster.reference import read_published
+from simcluster.reference.decisions import validate_decisions
+from simcluster.reference.llm import validate_published_llm
+from simcluster.reference.nccl import validate_published_nccl
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ROOT / "calibration" / "published"
+
+
+def test_published_multi_node_validation_does_not_regress():
+    """Mean |busbw error| per system at >= 64 MiB, bounded at today's value plus a margin (measured in comments). Most
+    systems miss the issue's 10% target; docs/models/fabric.md says why."""
+    measured = {"aws-p5en-x4": 0.078, "h200-x248-nccltests283": 0.054, "h100-roce-x2-x4-nccl1221": 0.085,
+                "voltagepark-h100-x4": 0.142, "aws-p5-48xlarge-x2": 0.197, "aws-p4de-24xlarge-x2": 0.296,
+                "aws-p6-b200-x4": 0.231, "oci-bm-gpu-h100-8x2": 0.008}
+    v = validate_published_nccl()
+    summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
+    assert {k for k, s in summary.items() if s["rows"]} == set(measured)
+    assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
+    for system, mean in measured.items():
+        assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
+    ring = next(r for r in v.rows if r.source == "nccl-aws-p5en-x4" and "allreduce:ring" in r.configuration)
+    assert abs(ring.error) < 0.05     # the forced ring: network-bound, within 5%
+    assert all(r.metric == "busbw_Bps" and r.measured > 1e9 for r in v.rows) and not v.skipped
+
+
+def test_held_out_is_read_from_each_reference():
+    """Seed 002 and the AWS p5 / p5en rows were looked at while building the model: not held out; nccl#1221 is held
+    out except its 2-node NVLS row; flipping the file's flag flips the rows."""
+    v = validate_published_nccl()
+    held = {(r.source, r.run): r.held_out for r in v.rows}
+    assert not any(h for (s, _), h in held.items() if s in ("nccl-oci-bm-gpu-h100-8x2", "nccl-aws-p5-48xlarge-x2"))
+    assert [held[("nccl-h100-roce-x2-x4-nccl1221", i)] for i in range(3)] == [True, False, True]
+    assert v.summary()["nccl-h100-roce-x2-x4-nccl1221"]["held_out"] == "partly"
+    assert read_published(PUBLISHED / "llm-llama3-405b-table4.yaml", "published-llm-run").held_out(0) is False
+
+
+def test_flipping_the_flag_in_the_file_flips_the_rows(tmp_path):
+    doc = (PUBLISHED / "nccl-h200-x248-nccltests283.yaml").read_text()
+    scenario = ROOT / "scenarios" / "published" / "nccltests283-h200-x248.yaml"
+    path = tmp_path / "nccl-x.yaml"
+    path.write_text(doc.replace("../../scenarios/published/nccltests283-h200-x248.yaml", str(scenario))
+                    .replace("held_out: true", "held_out: false"))
+    [row] = validate_published_nccl(path).rows
+    assert row.held_out is False and row.predicted > 0
+
+
+def test_published_llm_rows_state_configuration_assumptions_and_why_not(capsys):
+    """Two sources (fast ones): Llama 3 405B (not held out: its interleaving count was chosen on it) and NeMo 24.07
+    (2 of 12 rows comparable; the others lack the model's dimensions)."""
+    v = validate_published_llm(PUBLISHED / "llm-llama3-405b-table4.yaml")
+    assert [round(r.error * 100, 1) for r in v.rows] == pytest.approx([5.9, -5.1, -4.3], abs=1.0)
+    assert all(not r.held_out and "virtual_stages=2" in r.detail and "t8 p16" in r.configuration for r in v.rows)
+    assert v.rows[0].metric == "flops_per_gpu_per_s" and v.rows[0].measured == 430e12
+    nemo = validate_published_llm(PUBLISHED / "llm-nemo-24.07-dgx-h100-fp8.yaml")
+    compared = [r for r in nemo.rows if r.error is not None]
+    assert len(compared) == 2 and all(r.metric == "tokens_per_s" and r.held_out for r in compared)
+    assert {r.unavailable for r in nemo.rows if r.error is None} <= {"model.layers not given", "model.vocab not given"}
+    assert nemo.summary()["llm-nemo-24.07-dgx-h100-fp8"]["held_out"] == "yes"
+
+
+def test_decisions_agree_with_every_tuning_log_and_none_is_held_out():
+    """628 of 628 logged (log, op, size) decisions, as tests/test_nccl_tuner.py counts them, through the command's
+    library; every log here is in calibration/nccl-decision-model.yaml, so none is held out."""
+    v = validate_decisions(ROOT / "calibration")
+    t = v.totals()
+    assert (t["logs"], t["decisions"], t["agree"], t["channels_agree"]) == (29, 628, 628, 628)
+    assert t["held_out_decisions"] == 0 and not v.skipped
+    assert all("(hopper), 1 node, NCCL 2.28.3, NVLS off" in s.configuration for s in v.sources)
+
+
+def _bundle_with_log(tmp_path: Path, text: str) -> Path:
+    bundle = tmp_path / "bundle"
+    run = bundle / "nccl-tests" / "all_reduce-tuning"
+    run.mkdir(parents=True)
+    (run / "stdout.txt").write_text(text)
+    manifest = {"host": {"gpus": [{"name": "NVIDIA H200"}]}, "runs": [
+        {"tool": "nccl-tests", "run_id": "all_reduce-tuning", "status": "ok", "path": "nccl-tests/all_reduce-tuning",
+         "meta": {"op": "all_reduce", "role": "tuning"}}]}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    return bundle
+
+
+def test_a_log_the_model_never_saw_is_held_out_and_a_disagreement_is_shown(tmp_path):
+    log = ROOT / "calibration/h200x4-graph-2026-11-22/nccl-tests/all_reduce-tuning/stdout.txt"
+    text = log.read_text() + "\n"                                        # another file: not in the provenance
+    [source] = validate_decisions(_bundle_with_log(tmp_path / "a", text)).sources
+    assert source.held_out and source.agree == source.decisions == 30
+    changed = text.replace("AllReduce: 8 Bytes -> Algo RING", "AllReduce: 8 Bytes -> Algo TREE")   # every rank's line
+    [source] = validate_decisions(_bundle_with_log(tmp_path / "b", changed)).sources
+    assert source.agree == 29 and "logged TREE/LL" in source.misses[0]
+    multi = text.replace("nNodes 1 ", "nNodes 2 ")
+    [source] = validate_decisions(_bundle_with_log(tmp_path / "c", multi)).sources
+    assert "multi-node" in source.unavailable
+
+
+def test_the_cli_prints_tables_and_si_json(capsys):
+    assert main(["validate", "--published", "nccl", str(PUBLISHED / "nccl-aws-p5en-x4.yaml")]) == 0
+    text = capsys.readouterr().out
+    assert "busbw GB/s" in text and "held out: no" in text and "aws-p5en-x4" in text
+    assert main(["validate", "--decisions", str(ROOT / "calibration" / "h200x2-rounds-2026-11-22"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["totals"]["agree"] == doc["totals"]["decisions"] == 151
+    assert main(["validate", "--published", "nccl", str(PUBLISHED / "nccl-aws-p5en-x4.yaml"), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["metric"] == "busbw_Bps" and 3e11 < row["measured"] < 4e11 and row["held_out"] is False
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["validate", "--published", "nccl", "--card", "x.yaml"], "--card does not apply to --published"),
+    (["validate", "--published", "nccl", "--decisions", "calibration"], "does not apply"),
+    (["validate", "--published", "gpu"], "invalid choice"),
+    (["validate", "--published", "nccl", "/nonexistent"], "no such file or folder"),
+    (["validate", "--decisions", "/nonexistent"], "not a folder"),
+    (["validate"], "needs a trace"),
+])
+def test_usage_mistakes_are_one_line(capsys, argv, match):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and "\n" not in err
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d.pop("simcluster"), "missing key 'simcluster'"),
+    (lambda d: d["simcluster"].update(held_out="yes"), "held_out must be true or false"),
+    (lambda d: d["simcluster"].update(fitted=True), "unknown key 'fitted'"),
+    (lambda d: d.update(kind="published-llm-run"), "expected published-nccl-run"),
+    (lambda d: d["simcluster"].update(runs_not_held_out=["0"]), "runs_not_held_out"),
+])
+def test_a_bad_reference_file_is_one_line(tmp_path, capsys, edit, match):
+    doc = yaml.safe_load((PUBLISHED / "nccl-aws-p5en-x4.yaml").read_text())
+    edit(doc)
+    path = tmp_path / "nccl-bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SimclusterError, match=match):
+        validate_published_nccl(path)
+    assert main(["validate", "--published", "nccl", str(path)]) == 2
+    assert "\n" not in capsys.readouterr().err.strip()
+
+
+def test_a_row_that_cannot_be_predicted_is_named_and_the_exit_is_partial(tmp_path, capsys):
+    folder = tmp_path / "published"
+    folder.mkdir()
+    doc = yaml.safe_load((PUBLISHED / "nccl-aws-p5en-x4.yaml").read_text())
+    doc["simcluster"]["scenario"] = str(tmp_path / "missing-scenario.yaml")
+    (folder / "nccl-a.yaml").write_text(yaml.safe_dump(doc))
+    shutil.copy(PUBLISHED / "nccl-gcp-a3mega-x2-unverified.yaml", folder)
+    assert main(["validate", "--published", "nccl", str(folder)]) == 3
+    captured = capsys.readouterr()
+    assert "simcluster: skipped" in captured.err and "missing-scenario" in captured.err
+    assert "not predicted: system unidentified" in captured.out
