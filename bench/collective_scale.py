@@ -17,7 +17,7 @@ from simcluster.cards import load_collective
 from simcluster.collectives import des
 from simcluster.collectives.model import predict
 from simcluster.engine import Simulation
-from simcluster.network.topology import single_node
+from simcluster.network.builders import single_node
 
 CARD = Path(__file__).resolve().parent.parent / "models" / "collective" / "h200x2-nvlink.yaml"
 

@@ -11,8 +11,8 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
 from simcluster.errors import ModelCardError
 from simcluster.llm.job import LlmJob
-from simcluster.network.fabric import Fabric, FabricSpec
-from simcluster.network.topology import single_node
+from simcluster.network.builders import FabricSpec, machine_platform
+from simcluster.network.platform import Platform
 from simcluster.results import (
     ConcurrentResult,
     ConcurrentRun,
@@ -33,13 +33,18 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return out
 
 
-def run_sweep(params, job: CollectiveSweep, seed: int) -> list[Prediction]:
+def run_sweep(params, job: CollectiveSweep, seed: int, platform: Platform | None = None) -> list[Prediction]:
+    """One node: the card's closed form per size, or the chunk DES on the first job.ranks GPUs of the platform's
+    node 0, its NVLink ports at the card's own link rate."""
     predictions = []
-    topology = single_node(job.ranks, params.link_bandwidth_Bps) if job.engine == "des" else None
+    if job.engine == "des":
+        platform = platform or machine_platform(1, job.ranks, 0.0)
+        platform = platform.with_link_rate(platform.nvlink_links, params.link_bandwidth_Bps)
+        ranks = platform.gpus[:job.ranks]
     for size in sizes(job.min_bytes, job.max_bytes, job.factor):
         closed = predict(params, job.op, size, job.ranks)
         if job.engine == "des":
-            closed = des.simulate(params, topology, job.op, size, closed.protocol, sim=Simulation(seed, record=False))
+            closed = des.simulate(params, platform, job.op, size, closed.protocol, ranks=ranks, sim=Simulation(seed, record=False))
         predictions.append(closed)
     return predictions
 
@@ -55,13 +60,23 @@ def machine_nic(machine: Machine):
     return nic, card
 
 
-def build_cluster(machine: Machine, intra=None) -> Cluster:
-    """Cards + machine shape -> the multi-node Cluster the fabric collectives run on."""
+def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
+    """The machine as one Platform: every node's NVLink domain (ports at nvlink_Bps, the collective card's link rate)
+    and, across nodes, the fabric of the machine's NICs. Built once per scenario machine; every job reads it."""
+    spec = None
+    if machine.nodes > 1:
+        nic, _ = machine_nic(machine)
+        f = machine.fabric
+        spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
+                          f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
+    return machine_platform(machine.nodes, machine.gpus_per_node, nvlink_Bps, spec)
+
+
+def build_cluster(machine: Machine, intra=None, platform: Platform | None = None) -> Cluster:
+    """Cards + the machine's platform -> the multi-node Cluster the fabric collectives run on."""
     intra = intra or load_collective(machine.card)[0]
     nic, _ = machine_nic(machine)
-    f = machine.fabric
-    spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
-                      f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
+    platform = platform or build_platform(machine, intra.link_bandwidth_Bps)
     aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
     nvls = None
     if machine.nvls_card:
@@ -77,8 +92,8 @@ def build_cluster(machine: Machine, intra=None) -> Cluster:
 
         card = load_card(machine.gpu_card, kind="gpu")
         arch = arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
-    return Cluster(intra, nic, Fabric(spec), machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls, arch=arch)
+    return Cluster(intra, nic, platform, machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
+                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor)
 
 
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
@@ -88,13 +103,12 @@ def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
             for size in sizes(job.min_bytes, job.max_bytes, job.factor)], flows
 
 
-def run_concurrent(machine: Machine, job: ConcurrentJob, intra=None) -> ConcurrentResult:
+def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
     import numpy as np
 
     from simcluster.collectives.fabric import concurrent_ring_flows
 
-    cluster = build_cluster(machine, intra)
     groups = [np.array(g) for g in job.groups]
     together = concurrent_ring_flows(cluster, groups)
     runs = []
@@ -128,7 +142,7 @@ def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
-    return run_concurrent(scenario.machine, job, context.machine_card()[0])
+    return run_concurrent(context.cluster(), job)
 
 
 def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
@@ -148,8 +162,9 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                f"ECMP collisions {flows.ecmp_collisions}")
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
     params, card = load_collective(job.card) if job.card else context.machine_card()
-    result = SweepResult(job, str(job.card or m.card), str(card.get("name")),
-                         run_sweep(params, job, scenario.seed), description=f"1 node x {m.gpus_per_node} GPUs")
+    platform = context.platform() if job.engine == "des" else None
+    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), run_sweep(params, job, scenario.seed, platform),
+                         description=f"1 node x {m.gpus_per_node} GPUs")
     if not job.measured:
         return result
     from simcluster.fit.validate import measured_sweep
@@ -163,16 +178,22 @@ class _Context:
 
     def __init__(self, scenario: Scenario, trace: bool = False):
         self.scenario, self.trace = scenario, trace
-        self._card = self._cluster = None
+        self._card = self._cluster = self._platform = None
 
     def machine_card(self):
         if self._card is None:
             self._card = load_collective(self.scenario.machine.card)
         return self._card
 
-    def cluster(self):
+    def platform(self) -> Platform:
+        if self._platform is None:
+            m = self.scenario.machine   # no machine card (a sweep with its own): NVLink rate unknown here, 0
+            self._platform = build_platform(m, self.machine_card()[0].link_bandwidth_Bps if m.card else 0.0)
+        return self._platform
+
+    def cluster(self) -> Cluster:
         if self._cluster is None:
-            self._cluster = build_cluster(self.scenario.machine, self.machine_card()[0])
+            self._cluster = build_cluster(self.scenario.machine, self.machine_card()[0], self.platform())
         return self._cluster
 
 

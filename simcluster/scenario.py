@@ -13,11 +13,12 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.collectives.fabric import ALGORITHMS
+from simcluster.collectives.nccl_tuner import CPU_VENDORS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import ScenarioError, SimclusterError, UnitError
 from simcluster.llm.job import read_llm_job
-from simcluster.network.fabric import KINDS as FABRIC_KINDS
-from simcluster.network.topology import FORWARDING
+from simcluster.network.builders import FORWARDING
+from simcluster.network.builders import KINDS as FABRIC_KINDS
 from simcluster.units import parse_size_arg, parse_time
 
 ENGINES = ("analytic", "des")
@@ -57,6 +58,7 @@ class Machine:
     nvls_card: Path | None = None
     gpu_card: Path | None = None   # a GPU card (models/gpu/), for llm_training jobs
     host_card: Path | None = None  # a host-cpu card: its TCP cost per byte replaces a TCP NIC card's
+    cpu_vendor: str = "intel"      # the hosts' CPU, as NCCL's tuner reads it (collectives/nccl_tuner.py)
 
 
 @dataclass(frozen=True)
@@ -220,8 +222,10 @@ def _machine(r: _Reader, m) -> Machine:
                               r.choice(d, k, "forwarding", FORWARDING, "cut-through"))
     cores = 64.0
     host_card = None
+    cpu_vendor = "intel"
     if "host" in m:
-        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card"})
+        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card", "cpu_vendor"})
+        cpu_vendor = r.choice(d, "machine.host", "cpu_vendor", CPU_VENDORS, "intel")
         host_card = r.card(d, "machine.host") if "card" in d else None
         if "cores" in d:
             cores = r.number(d, "machine.host", "cores", 1, None, maximum=2**16)
@@ -237,7 +241,7 @@ def _machine(r: _Reader, m) -> Machine:
         d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
         nvls = r.card(d, "machine.nvls")
     gpu = r.card(r.mapping(m["gpu"], "machine.gpu", {"card"}, set()), "machine.gpu") if m.get("gpu") is not None else None
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card)
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor)
 
 
 def _merge(base: dict, over: dict) -> dict:

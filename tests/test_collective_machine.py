@@ -9,7 +9,7 @@ from simcluster.collectives import des
 from simcluster.collectives.machine import MachineTerms, compose
 from simcluster.collectives.model import predict
 from simcluster.errors import ModelCardError
-from simcluster.network.topology import single_node
+from simcluster.network.builders import single_node
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = ROOT / "models" / "collective"

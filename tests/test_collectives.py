@@ -6,7 +6,7 @@ from simcluster.collectives import des
 from simcluster.collectives.chunked_ring import ChunkedRingParams
 from simcluster.collectives.model import predict
 from simcluster.collectives.protocol import ProtocolParams
-from simcluster.network.topology import single_node, single_switch
+from simcluster.network.builders import single_node, single_switch
 
 B = 100e9
 

@@ -17,21 +17,27 @@ from simcluster.cli import main
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.schedule import _btree_parents, tree_node_load
 from simcluster.hardware.cpu import HostCpu
-from simcluster.network.fabric import Fabric, FabricSpec, bisection_Bps
+from simcluster.network.builders import FabricSpec, machine_platform
+from simcluster.network.platform import Platform, bisection_Bps
 
 NIC = ROOT / "models" / "nic"
 B = 12.5e9  # 100 Gb/s in bytes/s
 
 
-def fabric(**kw) -> Fabric:
-    spec = dict(nodes=8, nics_per_node=1, nic_Bps=B, kind="leaf-spine", down_ports=4, spines=2)
-    return Fabric(FabricSpec(**{**spec, **kw}))
+def fabric(gpus_per_node: int = 1, **kw) -> Platform:
+    spec = FabricSpec(**{**dict(nodes=8, nics_per_node=1, nic_Bps=B, kind="leaf-spine", down_ports=4, spines=2), **kw})
+    return machine_platform(spec.nodes, gpus_per_node, 900e9, spec)
 
 
 @pytest.mark.parametrize("kind", ["leaf-spine", "rail-optimized"])
 def test_fabric_is_connected(kind):
-    g = fabric(kind=kind, nics_per_node=2).graph()
-    assert nx.is_strongly_connected(g)
+    # the NICs, leaves and spines are one strongly connected fabric; every node's GPUs and NVSwitch its own domain
+    platform = fabric(gpus_per_node=4, kind=kind, nics_per_node=2)
+    parts = list(nx.strongly_connected_components(platform.graph()))
+    assert len(parts) == 1 + platform.nodes
+    nics = set(platform.endpoints("nic"))
+    assert len(nics) == 16 and any(nics <= part for part in parts)
+    assert all({f"n{n}.gpu{g}" for g in range(4)} | {f"n{n}.nvswitch"} in parts for n in range(platform.nodes))
 
 
 def test_bisection_non_blocking_and_oversubscribed():
@@ -42,11 +48,11 @@ def test_bisection_non_blocking_and_oversubscribed():
 
 def test_rail_optimized_keeps_a_rail_inside_its_leaf():
     fab = fabric(kind="rail-optimized", nics_per_node=4, down_ports=8)
-    src = fab.nic_index(np.arange(8), np.full(8, 2))
-    dst = fab.nic_index((np.arange(8) + 1) % 8, np.full(8, 2))
-    _, _, hops = fab.routes(src, dst)
+    src = fab.nic(np.arange(8), np.full(8, 2))
+    dst = fab.nic((np.arange(8) + 1) % 8, np.full(8, 2))
+    hops = fab.routes(src, dst).hops
     assert (hops == 1).all()  # same rail, same leaf: NIC -> leaf -> NIC
-    _, _, cross = fab.routes(fab.nic_index(np.array([0]), np.array([0])), fab.nic_index(np.array([1]), np.array([1])))
+    cross = fab.routes(fab.nic(np.array([0]), np.array([0])), fab.nic(np.array([1]), np.array([1]))).hops
     assert cross[0] == 3  # different rails meet at a spine
 
 
@@ -54,7 +60,7 @@ def test_ecmp_is_deterministic_and_collisions_are_counted():
     fab = fabric(nodes=16, down_ports=8, spines=4)
     src, dst = np.arange(16), (np.arange(16) + 8) % 16
     a, b = fab.routes(src, dst), fab.routes(src, dst)
-    assert all((x == y).all() for x, y in zip(a, b, strict=True))
+    assert all((getattr(a, x) == getattr(b, x)).all() for x in ("flow_idx", "link_idx", "hops"))
     # 4 nodes x 2 NICs, 2 leaves, 1 spine, 4:1: both rails' hops out of each leaf share its one
     # uplink of B and, at the far leaf, one spine downlink: 4 shared links, each colliding flow gets B / 2
     intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
@@ -95,7 +101,7 @@ def test_tree_is_not_faster_than_the_busiest_node_s_nics():
     intra, _ = load_collective(ROOT / "models/collective/h200x4-nvlink.yaml")
     nic, _ = load_nic(NIC / "seed000-roce-100g.yaml")
     agg, _ = load_aggregation(ROOT / "models/switch/sharp-streaming-100g.yaml")
-    cluster = Cluster(intra, nic, fabric(nodes=16, down_ports=16, spines=4), 8, aggregation=agg)
+    cluster = Cluster(intra, nic, fabric(8, nodes=16, down_ports=16, spines=4), 8, aggregation=agg)
     size = 2**30
     b_net = ring_flows(cluster).node_rate_Bps
     tree = predict_fabric(cluster, "all_reduce", size, algorithm="tree")

@@ -119,13 +119,13 @@ def test_primitives_use_the_decision_model_where_the_card_has_no_logged_table():
 def _cluster(nodes=2, nics=8, nvls=False):
     from simcluster.cards import load_collective, load_nic, load_nvls
     from simcluster.collectives.fabric import Cluster
-    from simcluster.network.fabric import Fabric, FabricSpec
+    from simcluster.network.builders import FabricSpec, machine_platform
 
     intra = load_collective(ROOT / "models" / "collective" / "h200x4-nvlink.yaml")[0]
     nic = load_nic(ROOT / "models" / "nic" / "roce-400g.yaml")[0]
     spec = FabricSpec(nodes, nics, nic.line_rate_Bps, "rail-optimized", 32, 16, 1.0, 1, 50e-9, 600e-9, "cut-through")
     table, latency, _ = load_nvls(ROOT / "models" / "nvswitch" / "h100-nvls.yaml")
-    return Cluster(intra, nic, Fabric(spec), 8, nvls=(table[8], latency) if nvls else None)
+    return Cluster(intra, nic, machine_platform(nodes, 8, intra.link_bandwidth_Bps, spec), 8, nvls=(table[8], latency) if nvls else None)
 
 
 def test_fabric_prices_small_messages_at_ll_and_follows_nccl():

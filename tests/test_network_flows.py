@@ -3,8 +3,8 @@
 import pytest
 
 from simcluster.engine import Simulation
+from simcluster.network.builders import chain, single_switch
 from simcluster.network.flows import FlowNetwork
-from simcluster.network.topology import chain, single_switch
 
 B, PROP, SW, PKT, M = 10e9, 1e-6, 0.3e-6, 4096.0, 1e6
 

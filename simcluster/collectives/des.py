@@ -1,7 +1,7 @@
-"""Chunk-level discrete-event form of the collectives on a Topology, for any collective model.
+"""Chunk-level discrete-event form of the collectives on a Platform, for any collective model.
 
 The model gives the call's terms (interface.DesTerms: protocol, base latency, step latency, chunk size, rate cap).
-Every chunk is a flow from a GPU to its ring successor through the topology, sharing links
+Every chunk is a flow from a GPU to its ring successor through the platform, sharing links
 max-min with whatever else is running; each chunk first pays the protocol's step latency.
 A rank processes its chunk sends in NCCL's order (chunk-major, then step) and a forwarded chunk
 waits for its arrival from the predecessor. With no contention this reproduces the closed
@@ -16,18 +16,18 @@ from simcluster.collectives.schedule import schedule
 from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
 from simcluster.network.flows import FlowNetwork
-from simcluster.network.topology import Topology
+from simcluster.network.platform import Platform
 
 MAX_FLOWS = 200_000
 
 
-def simulate(params: CollectiveModel, topology: Topology, op: str, size_bytes: int,
+def simulate(params: CollectiveModel, platform: Platform, op: str, size_bytes: int,
              protocol: str, ranks: list[str] | None = None, sim: Simulation | None = None,
              net: FlowNetwork | None = None) -> Prediction:
-    """Run one collective with `protocol` over `topology` and return its simulated time.
+    """Run one collective with `protocol` over `platform` (ranks: endpoint names, default its GPUs) and return its simulated time.
 
     Pass `net` to share links with other traffic already running on that FlowNetwork."""
-    ranks = ranks or topology.gpus
+    ranks = ranks or platform.gpus
     n = len(ranks)
     sched = schedule(op, size_bytes, n)
     proto = params.des_terms(sched.op, size_bytes, n, protocol)
@@ -35,7 +35,7 @@ def simulate(params: CollectiveModel, topology: Topology, op: str, size_bytes: i
     if net is not None:
         sim = net.sim
     sim = sim or Simulation(record=False)
-    net = net or FlowNetwork(sim, topology, packet_bytes=min(proto.chunk_bytes, 4096.0))
+    net = net or FlowNetwork(sim, platform, packet_bytes=min(proto.chunk_bytes, 4096.0))
     cap = proto.rate_Bps
     if sched.kind == "none":
         return Prediction(sched.op, int(size_bytes), n, proto.base_latency_s, protocol)

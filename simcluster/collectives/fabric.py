@@ -1,7 +1,7 @@
 """Collectives across nodes (steady-state flow form): ring, double binary tree, hierarchical, in-network.
 
 Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fabric and, where the
-switches aggregate, an AggregationParams. The network part is solved as flows on the Fabric:
+switches aggregate, an AggregationParams. The network part is solved as flows on the machine's Platform:
 one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
 what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
@@ -22,6 +22,7 @@ force an algorithm. docs/models/fabric.md has every term.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -44,17 +45,18 @@ from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.switch import AggregationParams
-from simcluster.network.fabric import Fabric
+from simcluster.network.platform import Platform
 from simcluster.network.sharing import max_min_rates
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
+PACKET_BYTES = 4096.0  # the packet a store-and-forward switch waits for, on the network hop's latency
 
 
 @dataclass(frozen=True)
 class Cluster:
     intra: CollectiveModel
     nic: NicParams
-    fabric: Fabric
+    platform: Platform                          # the machine (network/platform.py), built once per scenario
     gpus_per_node: int
     host_cores: float = 64.0
     nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
@@ -66,16 +68,17 @@ class Cluster:
 
     @property
     def nodes(self) -> int:
-        return self.job_nodes or self.fabric.spec.nodes
+        return self.job_nodes or self.platform.nodes
 
     @property
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    @functools.cached_property
     def nccl_topology(self) -> NcclTopology:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
-        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.fabric.spec.nics_per_node,
+        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
 
 
@@ -88,6 +91,7 @@ class RingFlows:
     ecmp_collisions: int       # leaf<->spine links (up or down) carrying more than one ring flow
     cpu_cores_per_node: float  # host cores the NICs' transport takes at these rates
     max_hops: int
+    path_latency_s: float      # the longest ring hop's links and switches (a PACKET_BYTES packet)
 
 
 @dataclass(frozen=True)
@@ -101,36 +105,41 @@ class FabricPrediction(Prediction):
 def ring_flows(cluster: Cluster, tag: int = 0) -> RingFlows:
     """Solve one ring step over every node of the fabric: NIC j of node i sends to NIC j of node i+1,
     every rail at once."""
-    return concurrent_ring_flows(cluster, [np.arange(cluster.fabric.spec.nodes)], tag)[0]
+    return concurrent_ring_flows(cluster, [np.arange(cluster.platform.nodes)], tag)[0]
 
 
 def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0) -> list[RingFlows]:
     """One ring step for several jobs at once, each a ring over its own nodes (in the given order),
     every rail; all flows share the fabric max-min. One RingFlows per job."""
-    fab, spec, nic = cluster.fabric, cluster.fabric.spec, cluster.nic
-    k = spec.nics_per_node
-    src_all, dst_all, owner = [], [], []
-    for g, nodes in enumerate(groups):
+    plat, nic = cluster.platform, cluster.nic
+    k = plat.nics_per_node
+    src_all, dst_all = [], []
+    for nodes in groups:
         nodes = np.asarray(nodes)
         nxt = np.roll(nodes, -1)
-        src_all.append(fab.nic_index(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
-        dst_all.append(fab.nic_index(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
-        owner.append(np.full(len(nodes) * k, g))
-    src, dst, owner = np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(owner)
-    fi, li, hops = fab.routes(src, dst, tag)
+        src_all.append(plat.nic(np.repeat(nodes, k), np.tile(np.arange(k), len(nodes))))
+        dst_all.append(plat.nic(np.repeat(nxt, k), np.tile(np.arange(k), len(nodes))))
+    src, dst = np.concatenate(src_all), np.concatenate(dst_all)
+    bounds = np.cumsum([0] + [len(x) for x in src_all])   # job g's flows are [bounds[g], bounds[g+1])
+    routes = plat.routes(src, dst, tag)
+    fi, li, hops = routes.flow_idx, routes.link_idx, routes.hops
     cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
-    rates = max_min_rates(fi, li, fab.capacity, len(src), caps=cap)
+    # NIC flows cross fabric links only, which come first in a machine's link layout (network/builders.py)
+    rates = max_min_rates(fi, li, plat.capacity[:plat.nvlink_links[0]], len(src), caps=cap)
+    latency = routes.latency_s(PACKET_BYTES)
     out = []
-    spine = li >= fab.leaf_up0
-    shared = np.bincount(li[spine] - fab.leaf_up0)  # flows (of any job) per leaf<->spine link
+    first, end = plat.spine_links
+    spine = (li >= first) & (li < end)
+    spine_flow, spine_link = fi[spine], li[spine] - first
+    shared = np.bincount(spine_link)  # flows (of any job) per leaf<->spine link
     for g, nodes in enumerate(groups):
-        mine = owner == g
+        mine = slice(bounds[g], bounds[g + 1])
         per_rail = rates[mine].reshape(len(nodes), k).min(axis=0)
-        on_spine = spine & mine[fi]
-        collisions = int(np.sum(shared[np.unique(li[on_spine] - fab.leaf_up0)] > 1)) if on_spine.any() else 0
+        on_spine = spine_link[(spine_flow >= bounds[g]) & (spine_flow < bounds[g + 1])]
+        collisions = int(np.sum(shared[np.unique(on_spine)] > 1))
         node_rate = float(per_rail.sum())
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
-                             int(hops[mine].max(initial=0))))
+                             int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0))))
     return out
 
 
@@ -286,7 +295,7 @@ def nvls_tree_kernel_algbw(call: FabricCall) -> float:
     """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
     45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)): the node's
     SMs split between NVLink SHARP and the network cap the pipeline below either side's own rate."""
-    topo = call.cluster.nccl_topology()
+    topo = call.cluster.nccl_topology
     heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
     i2 = 1 if call.nodes == 2 else 2
     bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
@@ -306,7 +315,7 @@ class InNetwork:
 
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
-        t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.fabric.spec.nics_per_node)
+        t_sw = call.cluster.aggregation.allreduce_time_s(call.size_bytes / call.cluster.platform.nics_per_node)
         return rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag}
 
 
@@ -322,7 +331,7 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
     """(algorithm, protocol, what NCCL chose): NCCL's decision for the cluster's topology, or, with the algorithm
     forced, the protocol NCCL would run it with. Where NCCL does not tune the op (p2p) or its choice has no model
     here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
-    topo = cluster.nccl_topology()
+    topo = cluster.nccl_topology
     if algorithm is not None:
         model = models[algorithm]
         proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None
@@ -346,7 +355,7 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     """Predicted time of one collective across the cluster's nodes: the algorithm and protocol NCCL's tuner picks
     for this topology (collectives/nccl_tuner.py), or the algorithm asked for at NCCL's protocol for it."""
     flows = flows or ring_flows(cluster)
-    l_nic = cluster.nic.latency_s + float(cluster.fabric.path_latency_s(np.array([flows.max_hops]), 4096.0)[0])
+    l_nic = cluster.nic.latency_s + flows.path_latency_s
     call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
     models = {a.name: a for a in ALGORITHM_MODELS if a.applies(call)}
     if algorithm is not None and algorithm not in models:

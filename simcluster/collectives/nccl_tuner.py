@@ -46,7 +46,8 @@ HW_LAT_US = {
 # [arch or CPU row][nodes index: 1 node, 2 nodes, more], GB/s. LL: one node -> the GPU's row; more -> the CPU's
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
              "blackwell": (282.0, 90.0, 70.0)}
-LL_MAX_BW_CPU = {"intel": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
+# across nodes NCCL takes the AMD row for an AMD (or mixed) host, the Intel row for every other (ARM included)
+LL_MAX_BW_CPU = {"intel": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0), "arm": (39.0, 39.0, 20.4)}
 PER_CH_RING_LL128 = {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7,) * 3, "blackwell": (73.4,) * 3}
 PER_CH_TREE_LL128 = {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7, 36.7, 29.0), "blackwell": (55.6, 31.67, 20.0)}
 PER_CH_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
@@ -77,7 +78,9 @@ THREADS = {"LL": 512, "LL128": 640, "Simple": 512}     # NCCL_{LL,LL128,SIMPLE}_
 THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
 MAX_THREADS = 640
 MIN_TRAFFIC_PER_CHANNEL = 16 << 10
-NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0}
+# per network step (tuning.cc getNetOverhead): x86 Intel 1 us, x86 AMD 2 us, any other CPU 1 us
+NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
+CPU_VENDORS = tuple(NET_OVERHEAD_US)
 
 
 GPU_ARCH_PREFIXES = (("v100", "volta"), ("a100", "ampere"), ("a800", "ampere"), ("h100", "hopper"), ("h200", "hopper"),
@@ -127,7 +130,7 @@ class NcclTopology:
         if self.arch not in ARCHS:
             raise SimclusterError(f"unknown GPU architecture {self.arch!r}", hint=f"one of {', '.join(ARCHS)}")
         if self.cpu_vendor not in NET_OVERHEAD_US:
-            raise SimclusterError(f"unknown CPU vendor {self.cpu_vendor!r}", hint="intel or amd")
+            raise SimclusterError(f"unknown CPU vendor {self.cpu_vendor!r}", hint=", ".join(CPU_VENDORS))
         if self.gpus_per_node < 1 or self.nodes < 1:
             raise SimclusterError(f"a topology needs >= 1 GPU per node and >= 1 node, got {self.gpus_per_node} x {self.nodes}")
         if self.nodes > 1 and (self.nics_per_node < 1 or self.nic_Bps <= 0):
@@ -446,6 +449,7 @@ def _logged_channels(topo: NcclTopology, op: str, proto: str, size: int, max_cha
     return min(used, comm_channels)
 
 
+@lru_cache(maxsize=65536)
 def decide(topo: NcclTopology, op: str, size: float) -> Decision:
     """The algorithm, protocol and channels NCCL runs one call of `size` bytes with (nccl-tests' size:
     all_gather / reduce_scatter count every rank's bytes)."""
@@ -469,6 +473,7 @@ def decide(topo: NcclTopology, op: str, size: float) -> Decision:
     return Decision(algo, proto, used, nmax, t)
 
 
+@lru_cache(maxsize=65536)
 def best_protocol(topo: NcclTopology, op: str, algo: str, size: float) -> str | None:
     """The protocol NCCL would run `algo` with (NCCL_ALGO forcing the algorithm), None if it cannot run."""
     times = {p: algo_time_s(topo, op, algo, p, size) for p in PROTOCOLS}

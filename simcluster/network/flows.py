@@ -1,4 +1,4 @@
-"""Flows over a Topology inside a SimPy simulation, sharing links max-min fairly.
+"""Flows over a Platform inside a SimPy simulation, sharing links max-min fairly.
 
 `FlowNetwork.transfer(src, dst, nbytes, rate_cap_Bps)` returns a SimPy event that fires when
 the last byte has arrived: after the path latency (propagation, switch, store-and-forward
@@ -11,16 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from simcluster.engine import Simulation
+from simcluster.network.platform import Platform
 from simcluster.network.sharing import max_min_rates
-from simcluster.network.topology import Topology
 
 _EPS_BYTES = 1e-6
 
 
 class FlowNetwork:
-    def __init__(self, sim: Simulation, topology: Topology, packet_bytes: float = 4096.0):
-        self.sim, self.topology, self.packet_bytes = sim, topology, packet_bytes
-        self.capacity = np.array([link.bandwidth_Bps for link in topology.links], dtype=float)
+    def __init__(self, sim: Simulation, platform: Platform, packet_bytes: float = 4096.0):
+        self.sim, self.platform, self.packet_bytes = sim, platform, packet_bytes
+        self.capacity = platform.capacity
         self._flows: dict[int, dict] = {}
         self._next_id = 0
         self._last_update = 0.0
@@ -29,8 +29,7 @@ class FlowNetwork:
 
     def transfer(self, src: str, dst: str, nbytes: float, rate_cap_Bps: float = np.inf):
         done = self.sim.env.event()
-        latency = self.topology.path_latency_s(src, dst, min(self.packet_bytes, nbytes))
-        path = self.topology.path(src, dst) if src != dst else []
+        path, latency = self.platform.path(src, dst, min(self.packet_bytes, nbytes))
         self.sim.process(self._start_after(latency, path, float(nbytes), rate_cap_Bps, done))
         return done
 

@@ -152,10 +152,10 @@ def switch_count(machine) -> int:
 
 @lru_cache(maxsize=1024)
 def _switches(nodes: int, per_node: int, f) -> int:
-    from simcluster.network.fabric import Fabric, FabricSpec
+    from simcluster.network.builders import FabricSpec, leaf_of_nic
 
-    fabric = Fabric(FabricSpec(nodes, per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes))
-    return fabric.leaves + (f.spines * f.planes if fabric.leaves > 1 else 0)
+    leaves = int(leaf_of_nic(FabricSpec(nodes, per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes)).max()) + 1
+    return leaves + (f.spines * f.planes if leaves > 1 else 0)
 
 
 @dataclass(frozen=True)
