@@ -68,6 +68,17 @@ def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> f
     return total_compute / (wall_s - proc[0]) * 100.0
 
 
+def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
+    """Refuse accelerator, drive, I/O size, depth and step counts outside their bounds (one-line errors)."""
+    if not (1 <= accelerators <= MAX_ACCELERATORS and 1 <= drives <= MAX_DRIVES):
+        raise SimclusterError(f"need 1 to {MAX_ACCELERATORS} accelerators and 1 to {MAX_DRIVES} drives, "
+                              f"got {accelerators} and {drives}")
+    if not MIN_IO_BYTES <= config.io_size <= MAX_IO_BYTES:
+        raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
+    if config.depth < 1 or (config.steps is not None and config.steps < 1):
+        raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+
+
 def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
     """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
     ios = steps * accelerators * workload.batch_size * math.ceil(workload.record_bytes / io_size)
@@ -126,13 +137,7 @@ class SampleReader:
 
 def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
              config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
-    if not (1 <= accelerators <= MAX_ACCELERATORS and 1 <= drives <= MAX_DRIVES):
-        raise SimclusterError(f"need 1 to {MAX_ACCELERATORS} accelerators and 1 to {MAX_DRIVES} drives, "
-                              f"got {accelerators} and {drives}")
-    if not MIN_IO_BYTES <= config.io_size <= MAX_IO_BYTES:
-        raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
-    if config.depth < 1 or (config.steps is not None and config.steps < 1):
-        raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+    check_setup(accelerators, drives, config)
     sim = Simulation(seed, record=False)
     env, rng = sim.env, sim.rng
     logs = [IoLog() for _ in range(drives)]
