@@ -10,8 +10,10 @@ prefetch: `ahead` batches ready or in progress). Building a batch is
   cpu    G x batch x cpu_per_sample core-seconds on the host's SharedCores, at most `cores_per_build` cores
          at once (all the host's cores without storage, one per GPU with it), shared max-min with the
          transport's work as it happens.
-The run starts cold (nothing prefetched, every builder starting), as a DLIO epoch does; the step model waits
-for its batch and books the wait as storage stall up to the end of the batch's reads, CPU-bound after.
+With storage the run starts cold (nothing prefetched, every builder starting), as a DLIO epoch does (the storage
+model is validated against DLIO runs); without, it starts warm (the first `ahead` batches built, as mid-epoch),
+so a loader that keeps up shows its steady state in the first step. The step model waits for its batch and
+books the wait as storage stall up to the end of the batch's reads, CPU-bound after.
 """
 
 from __future__ import annotations
@@ -56,28 +58,38 @@ class InputPipeline:
             workers, ahead = max(1, workload.read_threads), max(1, workload.read_threads) * max(1, workload.prefetch)
         self.ahead, self.steps = ahead, steps
         self.cores_per_build = float(spec.gpus) if spec.storage is not None else cores.host.cores
-        self._ready = [sim.env.event() for _ in range(steps)]
-        self._taken = [sim.env.event() for _ in range(steps)]
+        self._ready: dict[int, object] = {}
+        self._taken: dict[int, object] = {}
+        self.warm = spec.storage is None
+        for k in range(ahead if self.warm else 0):
+            self.ready(k).succeed()
+            self.reads_end_s[k] = 0.0
         for w in range(workers):
             sim.process(self._builder(w, workers, ahead, steps))
 
     def ready(self, k: int):
-        return self._ready[k]
+        return self._event(self._ready, k)
 
     def full(self, k: int) -> bool:
         """Whether batches k .. k + ahead - 1 are all built (the pipeline cannot run further ahead); False where
         that reaches past the simulated steps (no builder goes there)."""
-        return k + self.ahead <= self.steps and all(e.triggered for e in self._ready[k:k + self.ahead])
+        return k + self.ahead <= self.steps and all(self.ready(j).triggered for j in range(k, k + self.ahead))
 
     def take(self, k: int) -> None:
-        self._taken[k].succeed()
+        self._event(self._taken, k).succeed()
+
+    def _event(self, events: dict, k: int):
+        if k not in events:
+            events[k] = self.sim.env.event()
+        return events[k]
 
     def _builder(self, w: int, workers: int, ahead: int, steps: int):
         sim, spec = self.sim, self.spec
         lane = f"loader {w}" if workers > 1 else "loader"
-        for k in range(w, steps, workers):
-            if k >= ahead and not self._taken[k - ahead].triggered:
-                yield self._taken[k - ahead]
+        for k in range(w + (ahead if self.warm else 0), steps, workers):
+            taken = self._event(self._taken, k - ahead) if k >= ahead else None
+            if taken is not None and not taken.triggered:
+                yield taken
             if self.reader is not None:
                 start = sim.now
                 yield sim.env.all_of([sim.process(self.reader.read_batch(g, k)) for g in range(spec.gpus)])
@@ -86,7 +98,7 @@ class InputPipeline:
             work = spec.gpus * spec.batch * spec.cpu_per_sample_s
             if work > 0:
                 yield self.cores.run(lane, f"prepare batch {k}", work / self.cores_per_build, self.cores_per_build)
-            self._ready[k].succeed()
+            self.ready(k).succeed()
 
 
 def _reader(sim: Simulation, spec: PipelineSpec, steps: int):

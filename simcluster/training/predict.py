@@ -47,7 +47,7 @@ class TrainingPrediction:
 def _comm(machine: Machine, intra, nodes: int, ranks: int):
     """(bucket bytes -> all_reduce seconds, transport label, TCP cores per node at full rate)."""
     if nodes <= 1:
-        return (lambda size: predict(intra, "all_reduce", int(size), ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
+        return _once_per_size(lambda size: predict(intra, "all_reduce", size, ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
     from dataclasses import replace
 
     from simcluster.build import build_cluster
@@ -56,7 +56,19 @@ def _comm(machine: Machine, intra, nodes: int, ranks: int):
     cluster = build_cluster(replace(machine, nodes=nodes), intra)
     flows = ring_flows(cluster)
     cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
-    return (lambda size: predict_fabric(cluster, "all_reduce", int(size), None, flows).time_s), cluster.nic.transport, cores
+    return _once_per_size(lambda size: predict_fabric(cluster, "all_reduce", size, None, flows).time_s), cluster.nic.transport, cores
+
+
+def _once_per_size(time_s):
+    """The bucket time function, each size computed once (every simulated step reduces the same buckets)."""
+    known: dict[int, float] = {}
+
+    def bucket_s(size) -> float:
+        size = int(size)
+        if size not in known:
+            known[size] = time_s(size)
+        return known[size]
+    return bucket_s
 
 
 def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, str]:
@@ -75,7 +87,7 @@ def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
     ranks = machine.nodes * machine.gpus_per_node
     step, transport = _step(w, ddp, machine, intra, machine.nodes, ranks, job)
     one, _ = _step(w, ddp, machine, intra, 1, 1, job)
-    node, _ = _step(w, ddp, machine, intra, 1, machine.gpus_per_node, job)
+    node = step if machine.nodes == 1 else _step(w, ddp, machine, intra, 1, machine.gpus_per_node, job)[0]
     rate = ranks * w.batch_per_gpu / step.step_s
     rate_1 = w.batch_per_gpu / one.step_s
     rate_node = machine.gpus_per_node * w.batch_per_gpu / node.step_s

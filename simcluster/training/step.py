@@ -26,10 +26,11 @@ The host: with a HostSetup, the node's cores are a processor-sharing resource on
 used by the input pipeline (training/pipeline.py: batches read from the node's drives and prepared on its
 cores) and, with an onloaded (TCP) transport, by the all-reduce of each bucket while it is on the wire (its
 full-rate cores; fewer granted cores stretch it). Each step first waits for its batch. With a pipeline the
-run is several steps from a cold start: it ends once a step starts and ends with the pipeline full (every
-later step repeats it: that step is the answer), once the last three steps each waited for their batch and
-their periods agree to 1e-9 (a steady pipeline-bound state: their mean), or after MAX_STEPS: then the mean of
-the steps from the first (after the cold one) that waited for its batch, else of all but the cold one.
+run is several steps (from a cold start with storage, else warm): it ends once a step (not the cold one)
+starts and ends with the pipeline full (every later step repeats it: that step is the answer), once the last
+three steps each waited for their batch and their periods agree to 1e-9 (a steady pipeline-bound state: their
+mean), or after MAX_STEPS: then the mean of the steps from the first (after the first one) that waited for its
+batch, else of all but the first.
 Outputs: the step time, its breakdown and the timeline (for the Perfetto trace).
 See docs/models/training.md.
 """
@@ -197,12 +198,12 @@ def _rank_step(w: Workload, ranks: int, comm_time: Callable[[int], float], param
                 sim.interval("gpu", "wait for slowest rank", end)
             records.append(_Record(asked, got, storage_wait, computing, end, sim.now, out["exposed"], stream.busy_s - busy))
             if pipeline is not None:
-                steady[0] = _steady(records, full and k >= 1 and pipeline.full(k + 1))
+                steady[0] = _steady(records, full and (k >= 1 or pipeline.warm) and pipeline.full(k + 1))
                 if steady[0]:
                     break
 
     sim.run(until=sim.process(driver()))
-    return _result(w, ranks, stall_s, wait_s, records, steady[0], sim.recorder.intervals)
+    return _result(w, ranks, stall_s, wait_s, records, steady[0], list(sim.recorder.intervals))
 
 
 def _steady(records: list[_Record], repeats: bool) -> int:
@@ -225,14 +226,15 @@ def _result(w: Workload, ranks: int, stall_s: float, wait_s: float, records: lis
     the timeline of the last step, from the moment it asked for its batch."""
     waited = [k for k, r in enumerate(records) if k > 0 and r.got > r.asked]
     kept = records[-steady:] if steady else records[waited[0] if waited else 1:] or records
-    mean = lambda f: float(np.mean([f(r) for r in kept]))  # noqa: E731
+    mean = lambda f: sum(f(r) for r in kept) / len(kept)  # noqa: E731
     batch_wait = mean(lambda r: r.got - r.asked)
     storage = mean(lambda r: r.storage_wait)
     exposed = mean(lambda r: r.exposed)
     overhead = mean(lambda r: max(0.0, r.end - r.computing - w.gpu_s - r.exposed))
     last = records[-1]
-    timeline = [Interval(i.lane, i.name, max(i.start_s, last.asked) - last.asked, min(i.end_s, last.done) - last.asked,
-                         i.process) for i in intervals if i.end_s > last.asked and i.start_s < last.done]
+    timeline = intervals if len(records) == 1 else \
+        [Interval(i.lane, i.name, max(i.start_s, last.asked) - last.asked, min(i.end_s, last.done) - last.asked, i.process)
+         for i in intervals if i.end_s > last.asked and i.start_s < last.done]
     return StepResult(ranks, mean(lambda r: r.done - r.asked), w.gpu_s, exposed, overhead, wait_s,
                       mean(lambda r: r.comm_busy), stall_s + storage, batch_wait - storage, timeline)
 
@@ -241,7 +243,7 @@ def _one_step(sim: Simulation, plan: _Plan, stream: _CommStream, out: dict):
     """The host issuing and the GPU running one step from now; `out["exposed"]`: communication the GPU waited for."""
     issued = [sim.env.event() for _ in range(len(plan.buckets) + 2)]   # forward, each bucket's backward, optimizer
     sim.process(_host(sim, plan, issued))
-    yield sim.process(_gpu(sim, plan, stream, issued, out))
+    yield from _gpu(sim, plan, stream, issued, out)
 
 
 def _host(sim: Simulation, plan: _Plan, issued: list):
