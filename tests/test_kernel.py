@@ -77,3 +77,11 @@ def test_shared_cores_starved_job_stretches():
     done = [cores.run("cpu", str(k), 1.0, 1.0) for k in range(3)]
     sim.run(until=sim.env.all_of(done))
     assert sim.now == pytest.approx(3.0)
+
+
+def test_event_constructors_are_bound_once():
+    """SimPy binds timeout/event/process/all_of/any_of on the instance for its own class only; the counting
+    subclass binds them too, so env.timeout(...) is not a new bound method per call."""
+    env = Simulation().env
+    assert all(name in vars(env) for name in ("timeout", "event", "process", "all_of", "any_of"))
+    assert env.timeout is env.timeout
