@@ -250,16 +250,17 @@ def _host(sim: Simulation, plan: _Plan, issued: list):
     w, ddp = plan.w, plan.ddp
     pieces = [("issue forward", w.host_s * w.forward)] + [("", plan.host_backward_s * share) for share in plan.shares] + \
              [("issue optimizer", w.host_s * w.optimizer)]
-    start = sim.now
+    env = sim.env
+    start = env.now
     for k, (name, duration) in enumerate(pieces):
-        yield sim.timeout(duration)
+        yield env.timeout(duration)
         issued[k].succeed()
         if name:
             sim.interval("host", name, start)
-            start = sim.now
+            start = env.now
         elif k == len(plan.buckets):
             sim.interval("host", "issue backward (+ DDP hooks)" if ddp else "issue backward", start)
-            start = sim.now
+            start = env.now
 
 
 def _gpu(sim: Simulation, plan: _Plan, stream: _CommStream, issued: list, out: dict):
