@@ -68,8 +68,8 @@ def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> f
     return total_compute / (wall_s - proc[0]) * 100.0
 
 
-def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
-             config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
+def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
+    """Refuse accelerator, drive, I/O size, depth and step counts outside their bounds (one-line errors)."""
     if not (1 <= accelerators <= MAX_ACCELERATORS and 1 <= drives <= MAX_DRIVES):
         raise SimclusterError(f"need 1 to {MAX_ACCELERATORS} accelerators and 1 to {MAX_DRIVES} drives, "
                               f"got {accelerators} and {drives}")
@@ -77,23 +77,75 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
         raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
     if config.depth < 1 or (config.steps is not None and config.steps < 1):
         raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+
+
+def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
+    """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
+    ios = steps * accelerators * workload.batch_size * math.ceil(workload.record_bytes / io_size)
+    if ios > MAX_IOS:
+        raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
+                              f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {io_size} B I/Os); "
+                              f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
+
+
+class SampleReader:
+    """The loader's I/O path on a Simulation: the workload's files (sizes drawn once), DLIO's seeded shuffle, files
+    striped round-robin over `drives` NVMe devices, each file read start to end in `io_size` reads with `depth` in
+    flight. `consume(bytes)`, when given, is a generator run after each read completes (a worker taking it in)."""
+
+    def __init__(self, sim: Simulation, workload: DlioWorkload, nvme: NvmeParams, drives: int, accelerators: int,
+                 config: LoaderConfig, logs: list[IoLog] | None = None, consume=None):
+        self.env, self.workload, self.config, self.accelerators, self.consume = sim.env, workload, config, accelerators, consume
+        rng = sim.rng
+        self.devices = [NvmeDevice(sim.env, nvme, rng, logs[d] if logs else None) for d in range(drives)]
+        files = workload.num_files
+        self.sizes = np.maximum(512, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)  # one sector at least
+        self.order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle
+        self.cached: set[int] = set()
+
+    def read_file(self, f: int):
+        env, config, dev = self.env, self.config, self.devices[f % len(self.devices)]
+        size, offset, inflight = int(self.sizes[f]), 0, []
+        while offset < size:
+            n = min(config.io_size, size - offset)
+            offset += n
+            inflight.append((env.process(dev.read(n)), n))
+            if len(inflight) >= config.depth:
+                done, m = inflight.pop(0)
+                yield done
+                if self.consume:
+                    yield from self.consume(m)
+        for done, m in inflight:
+            yield done
+            if self.consume:
+                yield from self.consume(m)
+
+    def sample_file(self, rank: int, step: int, k: int) -> int:
+        w = self.workload
+        idx = (step * self.accelerators + rank) * w.batch_size + k
+        return int(self.order[idx % len(self.order)]) // w.samples_per_file
+
+    def read_batch(self, rank: int, step: int):
+        """A process body: read every sample of `rank`'s batch `step`, one file after another."""
+        for k in range(self.workload.batch_size):
+            f = self.sample_file(rank, step, k)
+            if self.config.page_cache and f in self.cached:
+                continue
+            yield from self.read_file(f)
+            self.cached.add(f)
+
+
+def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
+             config: LoaderConfig = LoaderConfig(), seed: int = 0) -> RunResult:
+    check_setup(accelerators, drives, config)
     sim = Simulation(seed, record=False)
     env, rng = sim.env, sim.rng
     logs = [IoLog() for _ in range(drives)]
-    devices = [NvmeDevice(env, nvme, rng, logs[d]) for d in range(drives)]
     steps = config.steps or workload.steps_per_epoch(accelerators)
-    ios = steps * accelerators * workload.batch_size * math.ceil(workload.record_bytes / config.io_size)
-    if ios > MAX_IOS:
-        raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
-                              f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {config.io_size} B I/Os); "
-                              f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
+    check_reads(workload, accelerators, steps, config.io_size)
     if steps < 2:
         raise SimclusterError(f"{steps} step(s) per rank at {accelerators} accelerators; DLIO's AU needs >= 2",
                               where=workload.path, hint="simulate more steps (--steps) or give the workload more files")
-    files = workload.num_files
-    sizes = np.maximum(512, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)  # one sector at least
-    order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle
-    cached: set[int] = set()
     threads = max(1, workload.read_threads)
     barrier_waiters: list = []
     compute_log = [[] for _ in range(accelerators)]
@@ -105,8 +157,6 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     cpu = simpy.Resource(env, capacity=max(1, int(config.cores))) if config.cores else None
 
     def consume(n: int):
-        if config.thread_read_Bps is None:
-            return
         if cpu is None:
             yield env.timeout(n / config.thread_read_Bps)
             return
@@ -114,34 +164,13 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
             yield core
             yield env.timeout(n / config.thread_read_Bps)
 
-    def read_file(f: int):
-        dev = devices[f % drives]
-        size, offset, inflight = int(sizes[f]), 0, []
-        while offset < size:
-            n = min(config.io_size, size - offset)
-            offset += n
-            inflight.append((env.process(dev.read(n)), n))
-            if len(inflight) >= config.depth:
-                done, m = inflight.pop(0)
-                yield done
-                yield from consume(m)
-        for done, m in inflight:
-            yield done
-            yield from consume(m)
-
-    def sample_file(rank: int, step: int, k: int) -> int:
-        idx = (step * accelerators + rank) * workload.batch_size + k
-        return int(order[idx % len(order)]) // workload.samples_per_file
+    reader = SampleReader(sim, workload, nvme, drives, accelerators, config, logs,
+                          consume if config.thread_read_Bps is not None else None)
 
     def worker(rank: int, w: int, ready: list, credits: simpy.Container):
         for step in range(w, steps, threads):
             yield credits.get(1)
-            for k in range(workload.batch_size):
-                f = sample_file(rank, step, k)
-                if config.page_cache and f in cached:
-                    continue
-                yield from read_file(f)
-                cached.add(f)
+            yield from reader.read_batch(rank, step)
             ready[step].succeed()
 
     def barrier():

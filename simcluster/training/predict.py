@@ -2,10 +2,11 @@
 
 Communication per bucket comes from the machine: one node -> its collective card at N ranks;
 several nodes -> the fabric model (NICs, topology, algorithm choice) for an all_reduce of that
-bucket. Host CPU: the data loader (loader_cpu_per_sample x samples per second per node) and an
-onloaded TCP transport (cores the NIC model says the ring's traffic takes) share the host's cores
-max-min (HostCpu); a loader that gets fewer cores than it needs stalls the step (cpu-bound time).
-Speedup is against the same workload on 1 GPU and on 1 node.
+bucket. The host: the node's input pipeline (batches read from its drives when the job has `storage:`,
+loader_cpu_per_sample core-seconds per sample) and an onloaded TCP transport (the cores the NIC model
+says the ring's traffic takes, while a bucket is on the wire) run on the host's cores in the same
+simulation as the step (training/step.py, training/pipeline.py); the step's wait for its batch is the
+storage stall and the CPU-bound time. Speedup is against the same workload on 1 GPU and on 1 node.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 
 from simcluster.cards import load_collective, load_ddp, load_training
 from simcluster.collectives.model import predict
-from simcluster.hardware.cpu import HostCpu
 from simcluster.scenario import Machine, TrainingJob
+from simcluster.training.pipeline import HostSetup, PipelineSpec
 from simcluster.training.step import DdpParams, StepResult, simulate_step
 
 
@@ -43,11 +44,10 @@ class TrainingPrediction:
                 "breakdown": self.step.breakdown}
 
 
-def _comm(machine: Machine, nodes: int, ranks: int):
+def _comm(machine: Machine, intra, nodes: int, ranks: int):
     """(bucket bytes -> all_reduce seconds, transport label, TCP cores per node at full rate)."""
-    intra = load_collective(machine.card)[0]
     if nodes <= 1:
-        return (lambda size: predict(intra, "all_reduce", int(size), ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
+        return _once_per_size(lambda size: predict(intra, "all_reduce", size, ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
     from dataclasses import replace
 
     from simcluster.build import build_cluster
@@ -56,51 +56,38 @@ def _comm(machine: Machine, nodes: int, ranks: int):
     cluster = build_cluster(replace(machine, nodes=nodes), intra)
     flows = ring_flows(cluster)
     cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
-    return (lambda size: predict_fabric(cluster, "all_reduce", int(size), None, flows).time_s), cluster.nic.transport, cores
+    return _once_per_size(lambda size: predict_fabric(cluster, "all_reduce", size, None, flows).time_s), cluster.nic.transport, cores
 
 
-def storage_stall_s(w, job: TrainingJob, step_s: float, gpus: int) -> float:
-    """Mean wait per step for the input pipeline: one DLIO-style loader per GPU of a node reading its
-    samples from the node's local drives, each GPU consuming a batch every step_s."""
-    if job.storage is None:
-        return job.storage_stall_s
-    import dataclasses
+def _once_per_size(time_s):
+    """The bucket time function, each size computed once (every simulated step reduces the same buckets)."""
+    known: dict[int, float] = {}
 
-    from simcluster.cards import load_nvme
-    from simcluster.storage import dlio_workload, loader
-
-    spec = job.storage
-    dl = dataclasses.replace(dlio_workload.load(spec.workload), batch_size=w.batch_per_gpu, computation_time_s=step_s,
-                             computation_stdev_s=0.0)
-    nvme, _ = load_nvme(spec.nvme)
-    run = loader.simulate(dl, nvme, gpus, spec.drives, loader.LoaderConfig(io_size=spec.io_size, steps=24))
-    return job.storage_stall_s + run.stall_per_step_s
+    def bucket_s(size) -> float:
+        size = int(size)
+        if size not in known:
+            known[size] = time_s(size)
+        return known[size]
+    return bucket_s
 
 
-def _step(w, ddp: DdpParams, machine: Machine, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, str]:
-    comm, transport, tcp_cores = _comm(machine, nodes, ranks)
-    step = simulate_step(w, ranks, comm, ddp)
-    stall = storage_stall_s(w, job, step.step_s, min(ranks, machine.gpus_per_node))
-    if stall > 0:
-        step = simulate_step(w, ranks, comm, ddp, stall)
-    if job.loader_cpu_per_sample_s > 0:
-        gpus = min(ranks, machine.gpus_per_node)
-        need = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / step.step_s     # cores to keep up
-        busy = step.comm_total_s / step.step_s if step.step_s else 0.0
-        granted = HostCpu(machine.host_cores).share({"loader": need, "tcp": tcp_cores * min(1.0, busy)})["loader"]
-        if granted < need * (1 - 1e-9):
-            loader_time = gpus * w.batch_per_gpu * job.loader_cpu_per_sample_s / granted
-            step = simulate_step(w, ranks, comm, ddp, stall, loader_time - step.step_s)
-    return step, transport
+def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, str]:
+    comm, transport, tcp_cores = _comm(machine, intra, nodes, ranks)
+    pipeline = None
+    if job.storage is not None or job.loader_cpu_per_sample_s > 0:
+        pipeline = PipelineSpec(min(ranks, machine.gpus_per_node), w.batch_per_gpu, job.loader_cpu_per_sample_s, job.storage)
+    host = HostSetup(machine.host_cores, tcp_cores, pipeline)
+    return simulate_step(w, ranks, comm, ddp, job.storage_stall_s, host=host), transport
 
 
 def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
     w, _ = load_training(job.workload)
     ddp = load_ddp(job.ddp)[0] if job.ddp else DdpParams()
+    intra = load_collective(machine.card)[0]
     ranks = machine.nodes * machine.gpus_per_node
-    step, transport = _step(w, ddp, machine, machine.nodes, ranks, job)
-    one, _ = _step(w, ddp, machine, 1, 1, job)
-    node, _ = _step(w, ddp, machine, 1, machine.gpus_per_node, job)
+    step, transport = _step(w, ddp, machine, intra, machine.nodes, ranks, job)
+    one, _ = _step(w, ddp, machine, intra, 1, 1, job)
+    node = step if machine.nodes == 1 else _step(w, ddp, machine, intra, 1, machine.gpus_per_node, job)[0]
     rate = ranks * w.batch_per_gpu / step.step_s
     rate_1 = w.batch_per_gpu / one.step_s
     rate_node = machine.gpus_per_node * w.batch_per_gpu / node.step_s
@@ -114,6 +101,6 @@ def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
     ui.perfetto.dev). The library returns it; the CLI writes it."""
     from simcluster.report.perfetto import chrome_trace
 
-    lanes = ("host", "gpu", "comm")  # always in this order, also when a lane is empty
-    ordered = sorted(pred.step.timeline, key=lambda i: lanes.index(i.lane))
+    lanes = ("host", "gpu", "comm")  # always first and in this order, also when a lane is empty; then the host's
+    ordered = sorted(pred.step.timeline, key=lambda i: (lanes.index(i.lane), "") if i.lane in lanes else (3, i.lane))
     return chrome_trace(f"{pred.workload} on {pred.ranks} GPUs (rank 0)", ordered, steps, pred.step.step_s)
