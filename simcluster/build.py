@@ -132,13 +132,15 @@ def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
 def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
     from simcluster.training.predict import predict_training
 
-    return TrainingResult(job, predict_training(scenario.machine, job))
+    cluster = context.cluster() if scenario.machine.nodes > 1 else None
+    return TrainingResult(job, predict_training(scenario.machine, job, cluster))
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    return LlmTrainingResult(job, predict_llm_job(scenario.machine, job, trace=context.trace))
+    cluster = context.cluster() if scenario.machine.nodes > 1 else None
+    return LlmTrainingResult(job, predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster))
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:

@@ -85,17 +85,19 @@ def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
     return chrome_trace(f"{model.parameter_count() / 1e9:.1f}B on {par.gpus} GPUs, one pipeline", list(it.timeline))
 
 
-def network_for(machine, intra=None) -> comm.Network:
-    """The scenario machine's collective card (inside a node) and fabric (across nodes)."""
+def network_for(machine, intra=None, cluster=None) -> comm.Network:
+    """The scenario machine's collective card (inside a node) and fabric (across nodes; `cluster` the scenario's
+    own when build.py has one, else built here)."""
     from simcluster.build import build_cluster
     from simcluster.cards import load_collective
 
-    intra = intra or load_collective(machine.card)[0]
-    cluster = build_cluster(machine, intra) if machine.nodes > 1 else None
+    intra = cluster.intra if cluster is not None else (intra or load_collective(machine.card)[0])
+    if cluster is None and machine.nodes > 1:
+        cluster = build_cluster(machine, intra)
     return comm.Network(intra, machine.gpus_per_node, cluster)
 
 
-def predict_llm_job(machine, job, trace: bool = True) -> LlmResult:
+def predict_llm_job(machine, job, trace: bool = True, cluster=None) -> LlmResult:
     """A scenario's `kind: llm_training` job on its machine (machine.gpu_card names the GPU card)."""
     from simcluster.errors import ScenarioError
     from simcluster.hardware.gpu import load_gpu
@@ -103,6 +105,6 @@ def predict_llm_job(machine, job, trace: bool = True) -> LlmResult:
     if machine.gpu_card is None:
         raise ScenarioError("machine.gpu: an llm_training job needs a GPU card (machine.gpu.card)")
     gpu, _ = load_gpu(machine.gpu_card)
-    return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine),
+    return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
                        machine.gpus_per_node * machine.nodes, trace=trace)
 

@@ -44,8 +44,9 @@ class TrainingPrediction:
                 "breakdown": self.step.breakdown}
 
 
-def _comm(machine: Machine, intra, nodes: int, ranks: int):
-    """(bucket bytes -> all_reduce seconds, transport label, TCP cores per node at full rate)."""
+def _comm(machine: Machine, intra, nodes: int, ranks: int, cluster=None):
+    """(bucket bytes -> all_reduce seconds, transport label, TCP cores per node at full rate). `cluster`: the
+    scenario's own (build.py), used when `nodes` is the machine's; else one is built for that node count."""
     if nodes <= 1:
         return _once_per_size(lambda size: predict(intra, "all_reduce", size, ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
     from dataclasses import replace
@@ -53,7 +54,8 @@ def _comm(machine: Machine, intra, nodes: int, ranks: int):
     from simcluster.build import build_cluster
     from simcluster.collectives.fabric import predict_fabric, ring_flows
 
-    cluster = build_cluster(replace(machine, nodes=nodes), intra)
+    if cluster is None or nodes != machine.nodes:
+        cluster = build_cluster(replace(machine, nodes=nodes), intra)
     flows = ring_flows(cluster)
     cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
     return _once_per_size(lambda size: predict_fabric(cluster, "all_reduce", size, None, flows).time_s), cluster.nic.transport, cores
@@ -71,8 +73,9 @@ def _once_per_size(time_s):
     return bucket_s
 
 
-def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, job: TrainingJob) -> tuple[StepResult, str]:
-    comm, transport, tcp_cores = _comm(machine, intra, nodes, ranks)
+def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, job: TrainingJob,
+          cluster=None) -> tuple[StepResult, str]:
+    comm, transport, tcp_cores = _comm(machine, intra, nodes, ranks, cluster)
     pipeline = None
     if job.storage is not None or job.loader_cpu_per_sample_s > 0:
         pipeline = PipelineSpec(min(ranks, machine.gpus_per_node), w.batch_per_gpu, job.loader_cpu_per_sample_s, job.storage)
@@ -80,12 +83,14 @@ def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, jo
     return simulate_step(w, ranks, comm, ddp, job.storage_stall_s, host=host), transport
 
 
-def predict_training(machine: Machine, job: TrainingJob) -> TrainingPrediction:
+def predict_training(machine: Machine, job: TrainingJob, cluster=None) -> TrainingPrediction:
+    """The job on the machine, and on 1 GPU and 1 node for the speedups. `cluster`: the scenario's multi-node
+    Cluster (build.py builds it once per scenario), else built here."""
     w, _ = load_training(job.workload)
     ddp = load_ddp(job.ddp)[0] if job.ddp else DdpParams()
-    intra = load_collective(machine.card)[0]
+    intra = cluster.intra if cluster is not None else load_collective(machine.card)[0]
     ranks = machine.nodes * machine.gpus_per_node
-    step, transport = _step(w, ddp, machine, intra, machine.nodes, ranks, job)
+    step, transport = _step(w, ddp, machine, intra, machine.nodes, ranks, job, cluster)
     one, _ = _step(w, ddp, machine, intra, 1, 1, job)
     node = step if machine.nodes == 1 else _step(w, ddp, machine, intra, 1, machine.gpus_per_node, job)[0]
     rate = ranks * w.batch_per_gpu / step.step_s
