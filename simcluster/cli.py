@@ -35,6 +35,12 @@ def cmd_calibrate(args) -> int:
     from simcluster.cards import dump_card
     from simcluster.fit import cards
 
+    if args.kind and args.kind_card:
+        raise SimclusterError("--kind writes a kind card, --kind-card fits a machine card with one: give one of them")
+    if args.kind_card and len(args.traces) > 1:
+        raise SimclusterError("--kind-card fits one machine's terms: give its one probe bundle", where=", ".join(args.traces)[:200])
+    if (args.kind or args.kind_card) and not Path(args.traces[0]).is_dir():
+        raise SimclusterError(f"{args.traces[0]}: --kind and --kind-card read trace bundles (simcluster collect), not log files")
     if Path(args.traces[0]).is_dir():
         from simcluster.fit.bundle import calibrate_bundles
 
@@ -147,6 +153,11 @@ def cmd_validate(args) -> int:
 
     if args.held_out_machines:
         from simcluster.machine_validation import validate_held_out_machines
+
+        given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                          ("--published", args.published), ("--decisions", args.decisions)) if value]
+        if given:
+            raise SimclusterError(f"--held-out-machines fits its own kind card per machine; {given[0]} does not apply")
 
         result = validate_held_out_machines(args.trace)
     elif len(args.trace) > 1:

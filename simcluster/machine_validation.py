@@ -1,10 +1,11 @@
 """`simcluster validate --held-out-machines BUNDLE...`: a kind card plus a machine's probe, each machine held out.
 
 For every bundle with an nccl-tests size sweep, in turn: the kind card is fitted on the bundles of the OTHER
-machines (fit/machine.kind_model), the held-out bundle's sizes <= 1 MiB of all_reduce and all_gather are its probe
-(fit/machine.fit_terms), and every op it measured is predicted at every size from the two. Bundles are told apart
-as machines by when they were collected: a lent machine is held for at most 30 minutes, so bundles whose collection
-times lie within 30 minutes of each other are one machine (and never fit the kind for each other).
+machines (fit/machine.kind_model), the held-out bundle's sizes below 1 MiB of all_reduce and all_gather are its
+probe (fit/machine.fit_terms), and every op it measured is predicted at every size from the two. Bundles are told
+apart as machines by their GPUs' UUIDs when the manifest records them (collect does since 2026-11-23), else by
+lease: a lent machine is held for at most 30 minutes, so bundles whose collection times lie within 30 minutes of
+each other are one lease (and never fit the kind for each other). Two leases may be the same physical host.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from simcluster.errors import SimclusterError
 from simcluster.fit.validate import OpValidation
 
 SESSION_GAP_S = 30 * 60
-BANDS = (("1KiB..1MiB", 1024, 2**20), (">=1MiB", 2**20, float("inf")))
+BANDS = (("1KiB_to_1MiB", 1024, 2**20), ("from_1MiB", 2**20, float("inf")))    # [low, high): 1 MiB is never probed
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,28 @@ def _manifest(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text())
 
 
+def collected(bundle: Path) -> tuple[datetime, datetime]:
+    """When the bundle's collection started and finished (UTC; a time without a zone read as UTC)."""
+    from datetime import UTC
+
+    manifest = _manifest(bundle)
+    times = []
+    for key in ("created", "finished"):
+        value = manifest.get(key) or manifest.get("created")
+        try:
+            t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise SimclusterError(f"{key}: expected an ISO 8601 time, got {str(value)[:40]!r}",
+                                  where=str(bundle / "manifest.json")) from None
+        times.append(t if t.tzinfo else t.replace(tzinfo=UTC))
+    return times[0], times[1]
+
+
+def _gpu_ids(bundle: Path) -> tuple[str, ...]:
+    gpus = _manifest(bundle).get("host", {}).get("gpus") or []
+    return tuple(sorted(str(g["uuid"]) for g in gpus if isinstance(g, dict) and g.get("uuid")))
+
+
 def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
     """The bundles among `paths` (a path itself, or its sub-folders with a manifest) with an nccl-tests sweep
     reaching below 1 MiB (a probe can be cut from it); one line per path left out and why."""
@@ -67,7 +90,8 @@ def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
     from simcluster.fit.machine import PROBE_MAX_BYTES, probe_points
 
     found, skipped = [], []
-    for path in map(Path, paths):
+    unique = {Path(p).resolve(): Path(p) for p in reversed(paths)}      # one bundle named twice counts once
+    for path in sorted(unique.values(), key=lambda p: paths.index(str(p)) if str(p) in paths else 0):
         candidates = [path] if (path / "manifest.json").is_file() else sorted(p.parent for p in path.glob("*/manifest.json"))
         if not candidates:
             skipped.append(f"{path}: no manifest.json (not a bundle written by simcluster collect)")
@@ -77,6 +101,7 @@ def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
                 from simcluster.fit.machine import bundle_traces
 
                 traces = bundle_traces(bundle)
+                collected(bundle)
             except SimclusterError as exc:
                 skipped.append(f"{bundle}: {exc.one_line()}")
                 continue
@@ -88,16 +113,23 @@ def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
 
 
 def machines_of(bundles: list[Path]) -> dict[Path, str]:
-    """bundle -> machine label: bundles collected within SESSION_GAP_S of each other are one machine."""
-    def when(b, key):
-        return datetime.fromisoformat(str(_manifest(b).get(key) or _manifest(b)["created"]).replace("Z", "+00:00"))
-
-    out, label, last_end = {}, 0, None
-    for b in sorted(bundles, key=lambda b: when(b, "created")):
-        if last_end is None or (when(b, "created") - last_end).total_seconds() > SESSION_GAP_S:
+    """bundle -> machine label: bundles whose GPUs have the same UUIDs are one machine; without UUIDs, bundles
+    collected within SESSION_GAP_S of each other are one lease, counted as one machine."""
+    out, label, last_end, by_ids = {}, 0, None, {}
+    for b in sorted(bundles, key=lambda b: collected(b)[0]):
+        start, end = collected(b)
+        ids = _gpu_ids(b)
+        if ids and ids in by_ids:
+            out[b] = by_ids[ids]
+            continue
+        if ids or last_end is None or (start - last_end).total_seconds() > SESSION_GAP_S:
             label += 1
+            last_end = None
         out[b] = f"M{label}"
-        last_end = max(last_end, when(b, "finished")) if last_end else when(b, "finished")
+        if ids:
+            by_ids[ids] = out[b]
+        else:
+            last_end = max(last_end, end) if last_end else end
     return out
 
 

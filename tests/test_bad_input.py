@@ -148,3 +148,19 @@ def test_a_gpu_card_of_any_name_says_its_architecture(tmp_path, capsys):
     card["machine"] = {"arch": "hopper"}
     (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(card))
     assert main(["run", str(tmp_path / "s.yaml"), "--json"]) == 0
+
+
+KIND = str(ROOT / "models" / "collective" / "h200-nvlink-kind.yaml")
+GRAPH = str(ROOT / "calibration" / "h200x2-graph-2026-11-22")
+
+
+@pytest.mark.parametrize("argv,expect", [
+    (["calibrate", f"{GRAPH}/manifest.json", "--kind-card", KIND, "-o", "{o}"], "read trace bundles"),
+    (["calibrate", GRAPH, str(ROOT / "calibration" / "h200x2-graph2-2026-11-22"), "--kind-card", KIND, "-o", "{o}"], "one probe bundle"),
+    (["calibrate", GRAPH, "--kind", "--kind-card", KIND, "-o", "{o}"], "give one of them"),
+    (["validate", "--held-out-machines", GRAPH, "--card", KIND], "--card does not apply"),
+])
+def test_options_that_would_be_ignored_are_refused(capsys, tmp_path, argv, expect):
+    out = str(tmp_path / "card.yaml")
+    one_line_error(capsys, [a.replace("{o}", out) for a in argv], expect)
+    assert not (tmp_path / "card.yaml").exists()

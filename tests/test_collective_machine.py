@@ -133,3 +133,64 @@ def test_calibrate_a_probe_bundle_with_a_kind_card_writes_a_machine_card(tmp_pat
 
     assert abs(machine_terms(card["params"], "card").latency_offset_s) < 1e-6     # the same kind: a small offset
     assert 0 < predict(model, "reduce_scatter", 2**30, 2).time_s < 1e-2
+
+
+def _copy_bundle(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.pop("created") and m.pop("finished", None), "created: expected an ISO 8601 time"),
+    (lambda m: m.update(created="yesterday"), "created: expected an ISO 8601 time"),
+])
+def test_held_out_machines_skip_a_manifest_with_a_bad_time_in_one_line(tmp_path, edit, message):
+    import json
+
+    from simcluster.machine_validation import find_bundles
+
+    bundle = _copy_bundle(ROOT / "calibration" / "h200x2-graph2-2026-11-22", tmp_path / "b")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    edit(manifest)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    found, skipped = find_bundles([str(bundle)])
+    assert found == [] and len(skipped) == 1 and message in skipped[0] and "manifest.json" in skipped[0]
+
+
+def test_a_time_without_a_zone_is_utc_and_a_bundle_named_twice_counts_once(tmp_path):
+    import json
+
+    from simcluster.machine_validation import collected, find_bundles
+
+    bundle = _copy_bundle(ROOT / "calibration" / "h200x2-graph2-2026-11-22", tmp_path / "b")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["created"] = "2026-11-22T10:05:17"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert collected(bundle)[0].utcoffset().total_seconds() == 0
+    found, _ = find_bundles([str(bundle), str(bundle), str(tmp_path / "b" / ".")])
+    assert found == [bundle]
+
+
+def test_kind_card_must_be_a_profiled_primitives_card_at_the_probes_ranks(tmp_path):
+    from simcluster.errors import CalibrationError
+    from simcluster.fit.machine import machine_card
+
+    probe = ROOT / "calibration" / "h200x2-graph2-2026-11-22"
+    with pytest.raises(CalibrationError, match="a kind card is an nccl-primitives card with per-op profiles"):
+        machine_card(str(probe), str(CARDS / "h200x2-nvlink.yaml"), str(tmp_path / "m.yaml"), "m")
+    with pytest.raises(CalibrationError, match=r"the probe ran at \[4\] ranks; the kind card knows \[2\]"):
+        machine_card(str(ROOT / "calibration" / "h200x4-graph-2026-11-22"), str(CARDS / "h200-nvlink-kind.yaml"),
+                     str(tmp_path / "m.yaml"), "m")
+
+
+def test_machine_fit_reaches_its_optimum_not_the_rounding_of_its_start():
+    # the objective is smooth (terms rounded only for the card): a CUDA-graph probe's offset moves off every start
+    from simcluster.fit.machine import OFFSET_STARTS_US, bundle_traces, fit_terms
+
+    kind = load_collective(CARDS / "h200-nvlink-kind.yaml")[0]
+    traces = [t for t in bundle_traces(ROOT / "calibration" / "h200x2-graph-2026-11-22") if t.op in ("all_reduce", "all_gather")]
+    terms, summary = fit_terms(kind, traces)
+    assert all(abs(terms.latency_offset_s * 1e6 - a0) > 0.01 for a0 in OFFSET_STARTS_US)
+    assert summary["rms_log_error"] < 0.05

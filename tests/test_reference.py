@@ -93,14 +93,14 @@ def _bundle_with_log(tmp_path: Path, text: str) -> Path:
     return bundle
 
 
-def test_a_log_the_model_never_saw_is_held_out_and_a_disagreement_is_shown(tmp_path):
+def test_held_out_means_other_content_not_other_bytes_and_a_disagreement_is_shown(tmp_path):
     log = ROOT / "calibration/h200x4-graph-2026-11-22/nccl-tests/all_reduce-tuning/stdout.txt"
-    text = log.read_text() + "\n"                                        # another file: not in the provenance
+    text = log.read_text() + "\n"                                        # other bytes, the same decisions: in sample
     [source] = validate_decisions(_bundle_with_log(tmp_path / "a", text)).sources
-    assert source.held_out and source.agree == source.decisions == 30
+    assert not source.held_out and source.agree == source.decisions == 30
     changed = text.replace("AllReduce: 8 Bytes -> Algo RING", "AllReduce: 8 Bytes -> Algo TREE")   # every rank's line
     [source] = validate_decisions(_bundle_with_log(tmp_path / "b", changed)).sources
-    assert source.agree == 29 and "logged TREE/LL" in source.misses[0]
+    assert source.held_out and source.agree == 29 and "logged TREE/LL" in source.misses[0]
     multi = text.replace("nNodes 1 ", "nNodes 2 ")
     [source] = validate_decisions(_bundle_with_log(tmp_path / "c", multi)).sources
     assert "multi-node" in source.unavailable

@@ -9,7 +9,7 @@ Kind (`kind_model`), from trace bundles of machines of one GPU / NVLink kind:
                               a host-launched call is its process's launch interval, bimodal between processes:
                               docs/models/collectives.md, "Why a floor"; the factor is 1 there); the mean log
                               factor over host-launched bundles
-Machine (`fit_terms`), from the sizes <= PROBE_MAX_BYTES of the probe's ops (all_reduce, all_gather), the median
+Machine (`fit_terms`), from the sizes < PROBE_MAX_BYTES of the probe's ops (all_reduce, all_gather), the median
   of its rounds: latency offset a (and host floor f when the probe was host-launched) by soft-L1 least squares on
   log(predicted / measured), with the kind's model, its profiles included, predicting (collectives/machine.py).
 """
@@ -28,10 +28,11 @@ from simcluster.errors import CalibrationError
 from simcluster.runner.plans import PROBE_OPS
 from simcluster.traces.nccl_tests import CollectiveTrace, median_of_rounds
 
-PROBE_MAX_BYTES = 2**20                 # the probe's largest size (collect --tools nccl-probe)
+PROBE_MAX_BYTES = 2**20                 # the probe: sizes below this (collect --tools nccl-probe runs 8 B .. 1 MiB)
 OFFSET_BOUNDS_S = (-3e-6, 50e-6)        # a is a few us at most on machines of one kind; bounded to keep T > 0
 FLOOR_BOUNDS_S = (1e-7, 1e-3)
-OFFSET_STARTS_US = (0.0,)
+OFFSET_STARTS_US = (-1.5, 0.0, 3.0)
+OFFSET_PRIOR_PER_US = 0.01
 HOST_FLOOR_MAX_BYTES = 64 * 1024     # host-launched calls up to here are the launch interval (fit/primitives.FLOOR_MAX_BYTES)
 
 
@@ -44,9 +45,10 @@ def _launch(traces: list[CollectiveTrace], where: str) -> str:
 
 
 def probe_points(traces: list[CollectiveTrace], max_bytes: float = PROBE_MAX_BYTES) -> list[tuple[str, int, int, float]]:
-    """(op, size, ranks, seconds) of every size up to max_bytes, each the median of its rounds."""
+    """(op, size, ranks, seconds) of every size below max_bytes, each the median of its rounds (1 MiB and up is
+    what the probe predicts, never what it fits)."""
     return [(t.op, r.size_bytes, t.nranks, r.time_s) for t in median_of_rounds(traces).values() for r in t.rows
-            if 0 < r.size_bytes <= max_bytes and r.time_s > 0]
+            if 0 < r.size_bytes < max_bytes and r.time_s > 0]
 
 
 def fit_terms(kind, traces: list[CollectiveTrace], where: str = "probe") -> tuple[MachineTerms, dict]:
@@ -55,24 +57,40 @@ def fit_terms(kind, traces: list[CollectiveTrace], where: str = "probe") -> tupl
     host = launch == "host"
     points = probe_points(traces)
     if len(points) < 4:
-        raise CalibrationError(f"the probe has {len(points)} sizes <= 1 MiB; a machine fit needs at least 4",
+        raise CalibrationError(f"the probe has {len(points)} sizes below 1 MiB; a machine fit needs at least 4",
                                where=where, hint="collect --tools nccl-probe (8 B .. 1 MiB)")
 
-    def terms(x) -> MachineTerms:
-        return MachineTerms(launch, float(f"{x[0] * 1e-6:.4g}"), float(f"{math.exp(x[1]):.4g}") if host else 0.0)
+    def terms(x, digits: int | None = None) -> MachineTerms:
+        """The terms at x (offset in us, log floor); rounded only for the card, never inside the fit (a rounded
+        objective is flat to the optimiser's finite-difference steps)."""
+        offset_s, floor_s = x[0] * 1e-6, math.exp(x[1]) if host else 0.0
+        if digits:
+            offset_s, floor_s = float(f"{offset_s:.{digits}g}"), float(f"{floor_s:.{digits}g}")
+        return MachineTerms(launch, offset_s, floor_s)
 
     def residuals(x):
         model = compose(kind, terms(x))
         return [math.log(model.call_time(op, s, n, host)[0] / t) for op, s, n, t in points]
 
+    def objective(x):
+        # a weak pull of the offset to 0 (1 us costs as much as a 1% error at one size): where the host floor
+        # covers every probe size the data say nothing about the offset, and the kind's own latency is the answer
+        return residuals(x) + [OFFSET_PRIOR_PER_US * x[0]]
+
     floor0 = math.log(float(np.median([t for *_, t in points])))
     lower = [OFFSET_BOUNDS_S[0] * 1e6, math.log(FLOOR_BOUNDS_S[0])]
     upper = [OFFSET_BOUNDS_S[1] * 1e6, math.log(FLOOR_BOUNDS_S[1])]
     # below the floor the offset has no gradient: several deterministic starts, the lowest cost kept
-    best = min((least_squares(residuals, np.clip([a0, floor0], np.add(lower, 1e-9), np.subtract(upper, 1e-9)),
+    best = min((least_squares(objective, np.clip([a0, floor0], np.add(lower, 1e-9), np.subtract(upper, 1e-9)),
                               bounds=(lower, upper), loss="soft_l1", f_scale=0.05) for a0 in OFFSET_STARTS_US),
                key=lambda r: r.cost)
-    fitted = terms(best.x)
+    at_bound = [name for name, v, lo, hi in (("latency offset", best.x[0], lower[0], upper[0]),) + (
+        (("host floor", best.x[1], lower[1], upper[1]),) if host else ()) if min(v - lo, hi - v) < 1e-3 * (hi - lo)]
+    if at_bound:
+        raise CalibrationError(f"the machine fit ends at the bound of its {' and '.join(at_bound)} "
+                               f"({best.x[0]:+.2f} us): the probe does not look like a machine of this kind",
+                               where=where, hint="give the kind card of this GPU / NVLink kind at the probe's rank count")
+    fitted = terms(best.x, digits=4)
     res = np.array(residuals(best.x))
     return fitted, {"method": "scipy least_squares (soft_l1) on log(time) of the probe sizes <= 1 MiB, "
                               "the kind's model predicting", "points": len(points),
@@ -178,6 +196,15 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
     if not traces:
         raise CalibrationError("the bundle has no all_reduce or all_gather runs to probe the machine with", where=bundle,
                                hint="simcluster collect --tools nccl-probe")
+    kind_ranks = sorted({p.ranks for p in kind.profiles})
+    if kind.base.model_name != "nccl-primitives" or not kind_ranks:
+        raise CalibrationError("--kind-card: a kind card is an nccl-primitives card with per-op profiles "
+                               f"(this one: {kind.base.model_name}, {len(kind.profiles)} profiles)", where=kind_path,
+                               hint="simcluster calibrate BUNDLES --kind -o KIND.yaml")
+    probe_ranks = sorted({t.nranks for t in traces})
+    if any(n not in kind_ranks for n in probe_ranks):
+        raise CalibrationError(f"the probe ran at {probe_ranks} ranks; the kind card knows {kind_ranks}", where=bundle,
+                               hint="probe at a rank count the kind card was fitted at")
     terms, summary = fit_terms(kind, traces, bundle)
     description = (f"Machine card: kind card {Path(kind_path).name} with this machine's terms, fitted on the "
                    f"{tool} probe of {bundle} ({terms.launch}).")

@@ -4,8 +4,10 @@ FOLDER`.
 Every trace bundle under FOLDER (a folder with a manifest.json from `simcluster collect`) gives its NCCL tuning logs
 (`collect --nccl-tuning`); each distinct (op, size) call NCCL logged is decided again from the topology the log and
 the bundle state (GPU architecture from the manifest's GPU name, ranks, nodes and NVLS channels from the log) and the
-algorithm, protocol and channel count are compared. A log the model was written against (its sha256 is in
-calibration/nccl-decision-model.yaml) is not held out; any other is.
+algorithm, protocol and channel count are compared. A log the model was written against is not held out; any other
+is. "The same log" is decided by content, not bytes: calibration/nccl-decision-model.yaml keeps each log's sha256
+and the fingerprint of what was parsed from it (communicator, NCCL version and every logged decision), so a copy
+with an extra newline is still in sample.
 """
 
 from __future__ import annotations
@@ -24,12 +26,22 @@ MISSES_SHOWN = 5
 
 
 def developed_on(path: Path = PROVENANCE) -> set[str]:
-    """sha256 of every tuning log the decision model was written and checked against."""
+    """sha256 and content fingerprint of every tuning log the decision model was written and checked against."""
     doc = load_yaml(path, SimclusterError, "decision model provenance")
     traces = field(field(doc, "provenance", str(path)), "traces", str(path))
-    if not isinstance(traces, list) or not all(isinstance(t, dict) and isinstance(t.get("sha256"), str) for t in traces):
-        raise SimclusterError("provenance.traces must be a list of {path, sha256}", where=str(path))
-    return {t["sha256"] for t in traces}
+    if not isinstance(traces, list) or not all(isinstance(t, dict) and isinstance(t.get("sha256"), str)
+                                               and isinstance(t.get("decisions_sha256"), str) for t in traces):
+        raise SimclusterError("provenance.traces must be a list of {path, sha256, decisions_sha256}", where=str(path))
+    return {t["sha256"] for t in traces} | {t["decisions_sha256"] for t in traces}
+
+
+def fingerprint(t) -> str:
+    """sha256 of what a tuning log says (communicator, NCCL version, every logged decision), whatever its bytes."""
+    import hashlib
+    import json
+
+    content = [t.ranks, t.nodes, t.nvls_channels, t.nccl_version, t.channels, sorted(map(list, set(map(tuple, t.calls))))]
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _arch(manifest: dict) -> tuple[str, str]:
@@ -55,7 +67,7 @@ def compare_log(path: Path, gpu: str, arch: str, seen: set[str], label: str) -> 
     nodes = t.nodes or 1
     config = (f"{t.ranks} x {gpu} ({arch}), {nodes} node{'s' if nodes > 1 else ''}, NCCL {t.nccl_version or '?'}, "
               f"NVLS {'on' if t.nvls_channels else 'off'}")
-    held_out = sha256_of(path) not in seen
+    held_out = sha256_of(path) not in seen and fingerprint(t) not in seen
     why = ("multi-node log: NIC count and rate are not in it" if nodes > 1 else "no communicator size (nRanks) in the log"
            if not t.ranks else "" if t.calls else "no tuned call logged (NCCL does not tune p2p ops)")
     if why:
@@ -85,14 +97,15 @@ def validate_decisions(folder: str | Path) -> DecisionValidation:
     if not root.is_dir():
         raise SimclusterError("not a folder: give a trace bundle or a folder of them", where=str(root))
     seen = developed_on()
-    sources, skipped = [], []
+    sources, skipped, unreadable = [], [], []
     for manifest in sorted(root.rglob("manifest.json")):
         bundle = manifest.parent
         try:
             logs = {tool: tuning_logs(bundle, tool) for tool in TOOLS}
-        except TraceFormatError:
+        except TraceFormatError as exc:
             if bundle == root:
                 raise
+            unreadable.append(exc.one_line())
             continue          # not a manifest written by simcluster collect (older studies): no tuning logs to read
         if not any(by_op for by_op, _ in logs.values()):
             continue
@@ -110,5 +123,6 @@ def validate_decisions(folder: str | Path) -> DecisionValidation:
                     skipped.append(exc.one_line())
     if not sources and not skipped:
         raise SimclusterError("no NCCL tuning log in any trace bundle here", where=str(root),
-                              hint="collect them with 'simcluster collect --nccl-tuning'")
+                              hint=f"not read: {unreadable[0]}"[:300] if unreadable else
+                              "collect them with 'simcluster collect --nccl-tuning'")
     return DecisionValidation(str(root), sources, os.path.relpath(PROVENANCE), skipped)

@@ -51,9 +51,9 @@ def _(v: HeldOutMachines) -> str:
     from simcluster.machine_validation import BANDS
 
     lines = ["# each machine held out in turn: a kind card fitted on the other machines' bundles + the held-out "
-             "bundle's probe (all_reduce, all_gather, sizes <= 1 MiB)",
+             "bundle's probe (all_reduce, all_gather, sizes below 1 MiB); machine: one set of GPUs (UUIDs) or one lease",
              f"# {'bundle':>44}  {'machine':>7}  {'timing':>6}  {'op':>14}  "
-             + "  ".join(f"{name:>10}" for name, *_ in BANDS) + "  (mean |error|; * probe sizes, in sample)"]
+             + "  ".join(f"{name:>12}" for name, *_ in BANDS) + "  (mean |error|; * probe sizes, in sample)"]
     for m in v.machines:
         lines.append(f"# {m.bundle}: {m.terms.launch}, latency offset {m.terms.latency_offset_s * 1e6:+.2f} us, host "
                      f"floor {m.terms.host_floor_s * 1e6:.2f} us; kind from {', '.join(m.kind_from)}")
@@ -63,7 +63,7 @@ def _(v: HeldOutMachines) -> str:
             for _, low, high in BANDS:
                 e = m.band(r, low, high)
                 star = "*" if r.op in PROBE_OPS and low < PROBE_MAX_BYTES else " "
-                cells.append(f"{e:>9.2f}%{star}" if e is not None else f"{'-':>10} ")
+                cells.append(f"{e:>11.2f}%{star}" if e is not None else f"{'-':>12} ")
             lines.append(f"  {Path(m.bundle).name:>44}  {m.machine:>7}  {'graph' if r.cuda_graph else 'host':>6}  "
                          f"{r.op:>14}  " + " ".join(cells))
     return "\n".join(lines) + "\n"

@@ -42,15 +42,15 @@ def gpus() -> list[dict]:
     if shutil.which("nvidia-smi") is None:
         return []
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,pci.bus_id",
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,pci.bus_id,uuid,serial",
                                "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return []
     out = []
     for line in done.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 5:
-            out.append(dict(zip(("index", "name", "driver", "memory", "pci"), parts, strict=True)))
+        if len(parts) == 7:    # uuid and serial tell one physical machine from another (held-out machines)
+            out.append(dict(zip(("index", "name", "driver", "memory", "pci", "uuid", "serial"), parts, strict=True)))
     return out
 
 
