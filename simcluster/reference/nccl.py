@@ -5,7 +5,10 @@ Each file names its system's scenario (`simcluster.scenario`, built from the sou
 published port speeds). For every published row at >= 64 MiB the fabric model predicts busbw with the algorithm and
 protocol NCCL's decision model picks for the topology (or the algorithm the source forced). A row whose size the
 source does not give (Voltage Park) is compared with the model's peak busbw over 64 MiB..16 GiB, as the source calls
-its figures peaks; nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. Target: <= 10% per system.
+its figures peaks; nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. Where the source says another chooser
+than NCCL's ran (AWS's ofi tuner plugin), the file's `simcluster.chooser` gives that chooser's algorithm per size at
+the run's rank count, from the chooser's own table (cited in the block), and that algorithm is priced. Target: <= 10%
+per system.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.reference import Published, published_files, read_published
 from simcluster.results import ReferenceRow, ReferenceValidation
+from simcluster.strict import field, known_keys
 
 MIN_BYTES = 64 * 2**20
 PEAK_SIZES = [2**k for k in range(26, 35)]
@@ -31,16 +35,43 @@ def _cluster(scenario: Path, nodes: int):
     return build_cluster(load_variants(scenario, nodes)[0][1].machine)
 
 
-def _predict(cluster, op: str, sizes: list[int] | None, algorithm: str | None) -> tuple[float, str]:
-    """Predicted busbw (B/s): the mean over `sizes`, or the peak over PEAK_SIZES (sizes None); and what ran."""
+def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None]) -> tuple[float, str]:
+    """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
+    PEAK_SIZES (sizes None); and what ran."""
     from simcluster.collectives.fabric import predict_fabric, ring_flows
 
     flows = ring_flows(cluster)
     if sizes is None:
         best = max((predict_fabric(cluster, op, s, None, flows) for s in PEAK_SIZES), key=lambda p: p.busbw_Bps)
         return best.busbw_Bps, f"{best.algorithm}/{best.protocol} at {best.size_bytes >> 20} MiB (peak)"
-    preds = [predict_fabric(cluster, op, s, algorithm, flows) for s in sizes]
+    preds = [predict_fabric(cluster, op, s, a, flows) for s, a in zip(sizes, algorithms, strict=True)]
     return sum(p.busbw_Bps for p in preds) / len(preds), f"{preds[-1].algorithm}/{preds[-1].protocol}"
+
+
+def chooser_algorithm(ref: Published, ranks: int, size: int) -> str | None:
+    """The algorithm the file's `simcluster.chooser` (a chooser other than NCCL's, e.g. AWS's ofi tuner plugin) runs
+    at `size` bytes on `ranks` ranks: its `algorithms` list [[below_bytes, algorithm], ..., [null, algorithm]]; None
+    where the file has no chooser or it is given for another rank count (NCCL's decision model then)."""
+    from simcluster.collectives.fabric import ALGORITHMS
+
+    chooser = ref.usage.get("chooser")
+    if chooser is None:
+        return None
+    where = f"{ref.path}: simcluster.chooser"
+    known_keys(chooser, {"source", "ranks", "algorithms"}, where)
+    table = field(chooser, "algorithms", where)
+    if not isinstance(table, list) or not table or not all(isinstance(e, list) and len(e) == 2 for e in table):
+        raise SimclusterError("algorithms: expected a list of [below_bytes, algorithm] pairs, the last [null, algorithm]",
+                              where=where)
+    if int(field(chooser, "ranks", where)) != ranks:
+        return None
+    for below, algorithm in table:
+        if algorithm not in ALGORITHMS:
+            raise SimclusterError(f"algorithms: unknown algorithm {str(algorithm)[:20]!r}", where=where,
+                                  hint=f"one of {', '.join(ALGORITHMS)}")
+        if below is None or size < int(below):
+            return algorithm
+    raise SimclusterError("algorithms: the last entry must be [null, algorithm] (every larger size)", where=where)
 
 
 def _sizes(run: dict) -> list[int] | None:
@@ -83,7 +114,9 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             if nodes not in clusters:
                 clusters[nodes] = _cluster(scenario, nodes)
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
-            predicted, chosen = _predict(cluster, run["op"], sizes, FORCED.get(str(run.get("algorithm", ""))))
+            forced = FORCED.get(str(run.get("algorithm", "")))
+            algorithms = [forced or chooser_algorithm(ref, nodes * per_node, s) for s in sizes or []]
+            predicted, chosen = _predict(cluster, run["op"], sizes, algorithms)
             measured = float(run["busbw_GBps"]) * 1e9
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
