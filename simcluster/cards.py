@@ -121,6 +121,8 @@ def load_collective(path: str | Path) -> tuple[CollectiveModel, dict]:
         return collective_params(card, str(path)), card
     where = f"{path}: params"
     kind_path = Path(path).parent / str(_get(params, "kind_card", where))
+    if not kind_path.is_file():
+        raise ModelCardError(f"kind_card: {kind_path} is not a file (read relative to this card's folder)", where=where)
     kind_card = load_card(kind_path, kind="collective")
     if is_machine_card(kind_card.get("params")):
         raise ModelCardError("kind_card: names another machine card, not a kind card", where=where)

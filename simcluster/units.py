@@ -48,10 +48,12 @@ def _prefix(unit: str, base: str) -> float | None:
 
 
 def parse_time(text) -> float:
-    """'13.9us' -> 1.39e-05 seconds. A bare number is taken as seconds."""
+    """'13.9us' -> 1.39e-05 seconds. A bare number needs a unit (is 5 seconds or 5 us?), except 0."""
     value, unit = _split(text, "time")
     if unit in _TIME:
         return value * _TIME[unit]
+    if unit == "" and value == 0:
+        return 0.0
     raise UnitError(f"{text!r} has no known time unit", hint="use s, ms, us or ns")
 
 

@@ -24,3 +24,13 @@ def test_unit_typos_are_one_line_errors(bad):
     with pytest.raises(UnitError) as err:
         parse_bandwidth(bad)
     assert bad in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bare_zero_time_needs_no_unit_but_other_bare_numbers_do():
+    import pytest
+
+    from simcluster.units import UnitError, parse_time
+
+    assert parse_time(0) == parse_time("0") == 0.0
+    with pytest.raises(UnitError, match="no known time unit"):
+        parse_time("5")
