@@ -25,7 +25,7 @@ from simcluster.llm import host, ops  # noqa: E402
 from simcluster.llm.spec import TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-step-profile-2026-11-23"
-CARD = ROOT / "models" / "gpu" / "h100-sxm.yaml"
+CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"   # the card validation/llm_single_gpu.py uses for eager steps
 CLASSES = ("gemm", "attention", "memory", "optimizer")
 PROFILED_STEPS = 3   # kernel_profile.py profiles 3 steps; its counts are their sum, its times per step
 
@@ -64,7 +64,7 @@ def predicted_classes(arch: dict, seq: int, micro: int, gpu) -> tuple[dict[str, 
 def main() -> int:
     gpu = load_gpu(CARD)[0]
     presets = {json.loads(p.read_text())["model"]["preset"]: json.loads(p.read_text())["model"] for p in sorted(BUNDLE.glob("rep*_1.json"))}
-    print("GPU kernel time per step by op class, measured (torch.profiler) vs predicted (H100 card, GPU only)")
+    print("GPU kernel time per step by op class, measured (torch.profiler) vs predicted (H100 interleaved card, GPU only)")
     print("(kernels per step: the profile's counts over its 3 steps / 3, memsets left out; the inventory was checked against")
     print(" the 3b seq 2048 mb 2 kernel list only: the other two rows are held out for it)")
     print(f"{'model':>5} {'seq':>5} {'mb':>3} {'class':<10} {'measured ms':>11} {'predicted ms':>12} {'error':>7} {'kernels meas':>12} {'pred':>6}")

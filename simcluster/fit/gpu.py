@@ -437,7 +437,8 @@ def bundle_cards(bundle, runs: list[dict], manifest: dict) -> dict[str, dict]:
         if manifest.get(BASE_KEY):   # this bundle's GEMMs; attention, memory and launch from the base bundle's trace
             gemm_trace, base = trace, Path(manifest[BASE_KEY])
             trace = gpu_micro.parse(base if base.is_file() else Path(os.path.normpath(Path(bundle) / base)))
-        params = fit_gpu(trace, gemm_trace=gemm_trace)
+        sheet = datasheet_for(trace.device_name)
+        params = fit_gpu(trace, f"{sheet.name}-{gemm_trace.gemm_condition}" if gemm_trace else None, gemm_trace)
         used = [trace] + ([gemm_trace] if gemm_trace else [])
         provenance = {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                       "bundle": str(bundle), "host": {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")},
