@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ TILES = ((128, 128), (128, 256), (256, 128))
 GEMM_FIT_ROLES = {"bf16": ("square", "proj", "mlp_up"), "fp8": ("square",), "fp32": ("square-tf32",)}
 ATTN_FIT_SEQS = (512, 2048, 8192)
 MEMORY_FIT_OPS = ("copy",)
+BASE_KEY = "gpu_micro_base"   # a bundle manifest key: the gpu-micro trace whose attention, memory and launch the card takes
 
 
 @dataclass(frozen=True)
@@ -202,8 +204,12 @@ def fit_attention(p: GpuParams, samples: list[AttentionSample]) -> GpuParams:
     return p
 
 
-def fit_gpu(trace: GpuMicroTrace, name: str | None = None) -> GpuParams:
-    """A GPU card's params from one gpu-micro trace, fitted on the fit set only (module docstring)."""
+def fit_gpu(trace: GpuMicroTrace, name: str | None = None, gemm_trace: GpuMicroTrace | None = None) -> GpuParams:
+    """A GPU card's params from one gpu-micro trace, fitted on the fit set only (module docstring); with
+    `gemm_trace`, the GEMM curves from that trace instead (its interleaved condition: BASE_KEY)."""
+    gemm_from = gemm_trace or trace
+    if gemm_from.quick:
+        raise CalibrationError("a --quick gpu-micro trace has toy sizes only; calibrate from a full run", where=gemm_from.path)
     if trace.quick:
         raise CalibrationError("a --quick gpu-micro trace has toy sizes only; calibrate from a full run", where=trace.path)
     if trace.launch_s <= 0:
@@ -215,10 +221,13 @@ def fit_gpu(trace: GpuMicroTrace, name: str | None = None) -> GpuParams:
                   sm_count=sm, hbm_peak_Bps=sheet.hbm_peak_Bps)
     try:
         p = fit_memory(p, trace.memory)
-        p = fit_gemm(p, trace.gemm)
-        return fit_attention(p, trace.attention)
+        p = fit_attention(p, trace.attention)
     except CalibrationError as exc:
         raise CalibrationError(exc.message, where=trace.path, hint=exc.hint) from None
+    try:
+        return fit_gemm(p, [s for s in gemm_from.gemm if s.condition == gemm_from.gemm_condition])
+    except CalibrationError as exc:
+        raise CalibrationError(exc.message, where=gemm_from.path, hint=exc.hint) from None
 
 
 def carry(measured: GpuParams, sheet: Datasheet) -> GpuParams:
@@ -260,20 +269,21 @@ class Row:
         return self.predicted_s / self.measured_s - 1.0
 
 
-def validate(p: GpuParams, trace: GpuMicroTrace, split: bool = True) -> list[Row]:
-    """Predicted vs measured for every sample; `in_fit` marks the fit set (False everywhere with split=False:
-    a trace the card never saw)."""
-    rows = []
-    for s in trace.gemm:
-        if s.dtype in p.peak_flops:
-            rows.append(Row(f"gemm-{s.dtype}", f"{s.role} {s.m}x{s.n}x{s.k}", s.time_s, p.gemm_time_s(s.m, s.n, s.k, s.dtype, s.batch),
-                            split and gemm_in_fit(s)))
-    for a in attention_passes(trace.attention):
+def validate(p: GpuParams, trace: GpuMicroTrace, split: bool = True, sections: tuple[str, ...] = ("gemm", "attention", "memory")) -> list[Row]:
+    """Predicted vs measured for every sample of `sections`; `in_fit` marks the fit set (False everywhere with
+    split=False: a trace the card never saw)."""
+    rows: list[Row] = []
+    for s in trace.gemm if "gemm" in sections else []:
+        if s.dtype in p.peak_flops:   # the other condition's rows: never fitted, named apart
+            fitted = s.condition == trace.gemm_condition
+            rows.append(Row(f"gemm-{s.dtype}" + ("" if fitted else f" {s.condition}"), f"{s.role} {s.m}x{s.n}x{s.k}", s.time_s,
+                            p.gemm_time_s(s.m, s.n, s.k, s.dtype, s.batch), split and fitted and gemm_in_fit(s)))
+    for a in attention_passes(trace.attention) if "attention" in sections else []:
         s = a.sample
         rows.append(Row("attention-bwd" if a.backward else "attention-fwd", f"h{s.heads}/kv{s.kv_heads} d{s.head_dim} s{s.seq_kv} b{s.batch}",
                         a.time_s, p.attention_time_s(s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim, s.causal, a.backward, s.dtype),
                         split and attention_in_fit(s)))
-    for s in trace.memory:
+    for s in trace.memory if "memory" in sections else []:
         rows.append(Row(f"memory-{s.op}", f"{s.bytes_moved / 2**20:.4g}MiB", s.time_s, p.memory_time_s(s.bytes_moved),
                         split and memory_in_fit(s) and not s.reference_only))
     return rows
@@ -377,16 +387,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # --- cards -------------------------------------------------------------------------------------------------
-def gpu_card(params: GpuParams, trace: GpuMicroTrace, provenance: dict) -> dict:
-    """A `kind: gpu` card fitted from one gpu-micro trace, with its held-out error summary."""
+def gpu_card(params: GpuParams, trace: GpuMicroTrace, provenance: dict, gemm_trace: GpuMicroTrace | None = None) -> dict:
+    """A `kind: gpu` card fitted from one gpu-micro trace (GEMMs from `gemm_trace` where given), with its
+    held-out error summary."""
     from simcluster.hardware.gpu import gpu_params_yaml
 
     sheet = datasheet_for(trace.device_name)
-    rows = validate(params, trace, split=True)
+    if gemm_trace is None:
+        rows = validate(params, trace, split=True)
+    else:
+        rows = validate(params, trace, True, ("attention", "memory")) + validate(params, gemm_trace, True, ("gemm",))
+    gemm_from = gemm_trace or trace
     return {
         "kind": "gpu", "name": params.name,
         "description": f"{trace.device_name} measured with gpu-micro (torch {trace.torch}, CUDA {trace.cuda}): GEMM, attention, "
-                       f"memory-bound and launch curves fitted by simcluster.fit.gpu on its fit set; peak FLOP/s, HBM peak "
+                       f"memory-bound and launch curves fitted by simcluster.fit.gpu on its fit set (GEMMs {gemm_from.gemm_condition}"
+                       f"{', from ' + gemm_from.path if gemm_trace else ''}); peak FLOP/s, HBM peak "
                        f"and capacity from the datasheet ({sheet.source}).",
         "params": gpu_params_yaml(params),
         "valid_range": {"gemm": "bf16 M, N, K 256..28672 (tokens 512..16384); fp8 1024..28672; tf32 2048..8192",
@@ -417,12 +433,18 @@ def bundle_cards(bundle, runs: list[dict], manifest: dict) -> dict[str, dict]:
         if run.get("tool") != "gpu-micro":
             continue
         path = Path(bundle) / run["path"] / "stdout.txt"
-        trace = gpu_micro.parse(path)
-        params = fit_gpu(trace)
+        trace, gemm_trace = gpu_micro.parse(path), None
+        if manifest.get(BASE_KEY):   # this bundle's GEMMs; attention, memory and launch from the base bundle's trace
+            gemm_trace, base = trace, Path(manifest[BASE_KEY])
+            trace = gpu_micro.parse(base if base.is_file() else Path(os.path.normpath(Path(bundle) / base)))
+        sheet = datasheet_for(trace.device_name)
+        params = fit_gpu(trace, f"{sheet.name}-{gemm_trace.gemm_condition}" if gemm_trace else None, gemm_trace)
+        used = [trace] + ([gemm_trace] if gemm_trace else [])
         provenance = {"simcluster_version": __version__, "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                       "bundle": str(bundle), "host": {k: manifest.get("host", {}).get(k) for k in ("hostname", "cpu_model", "cores")},
-                      "traces": [{"path": str(path), "sha256": trace.sha256}]}
-        cards[f"gpu-{params.name}.yaml"] = gpu_card(params, trace, provenance)
+                      "traces": [{"path": t.path, "sha256": t.sha256} for t in used],
+                      "gemm_condition": (gemm_trace or trace).gemm_condition}
+        cards[f"gpu-{params.name}.yaml"] = gpu_card(params, trace, provenance, gemm_trace)
     return cards
 
 

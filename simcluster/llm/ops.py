@@ -124,8 +124,10 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         qkv = [gemm("q", T, sh.heads * d, h, in_bytes=e), gemm("k", T, sh.kv_heads * d, h, in_bytes=e),
                gemm("v", T, sh.kv_heads * d, h, in_bytes=e)]
     ops = [memory("rmsnorm", 2 * Tsp * h * rb, 4 * Tsp * h, count=2)]
-    if rb != ACT_BYTES:  # autocast: the fp32 norm output is cast to bf16 for the next GEMM
-        ops.append(memory("cast", Tsp * h * (rb + ACT_BYTES), count=2))
+    if rb != ACT_BYTES:  # autocast: each linear casts its fp32 input to bf16 itself (q, k, v, gate, up: five casts of
+        # the two norm outputs); each cast's backward is one bf16 -> fp32 copy of its gradient (the same bytes)
+        cast = Tsp * h * (rb + ACT_BYTES)
+        ops.append(Op("cast", "memory", 0.0, float(cast), (float(cast),), len(qkv) + model.mlp_matrices - 1))
     ops += qkv
     if fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
         ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
@@ -134,8 +136,10 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     ops += _core_forward(model, par, batch, sh, fw)
     if fw.eager:  # transpose + reshape makes a contiguous copy of the attention output
         ops.append(memory("attn_out_copy", 2 * T * sh.heads * d * ACT_BYTES))
-    ops += [gemm("attn_out", T, h, sh.heads * d, in_bytes=e),
-            memory("residual_add", Tsp * h * (2 * rb + ACT_BYTES), Tsp * h, count=2)]
+    residual = memory("residual_add", Tsp * h * (2 * rb + ACT_BYTES), Tsp * h, count=2)
+    if fw.eager:  # autograd passes the gradient through an add; its one kernel casts it to the bf16 branch's dtype
+        residual = Op(residual.name, "memory", residual.flops, residual.bytes, (float(Tsp * h * (rb + ACT_BYTES)),), 2)
+    ops += [gemm("attn_out", T, h, sh.heads * d, in_bytes=e), residual]
     if model.moe:
         local_experts = model.experts // par.ep
         routed = T * model.top_k * par.ep // model.experts  # tokens per local expert, balanced routing
@@ -183,8 +187,35 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
     return out
 
 
+def eager_backward_extras(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> list[Op]:
+    """Kernels eager autograd launches in a layer's backward beyond the mirror of layer_forward's (one backward
+    kernel per forward kernel: backward_of), from the runner's decoder (simcluster/runner/llm_step.py) and torch's
+    autograd rules; r = fw.residual_bytes, a = 2 activation bytes:
+      grad accumulation: an input read n times gets n - 1 adds of its gradient: x (norm and residual) twice per
+        layer, the attention norm's output (q, k, v) twice and the MLP norm's (gate, up) once when each linear
+        reads it (autocast casts it per linear), in the residual dtype: 3 passes of T h r each
+      RMSNorm: the weight gradient is a second kernel beside the input gradient (reads x and dy: 2 T h r), 2 per layer
+      SwiGLU: d(silu(g) * u) is two multiplies and silu's backward: one kernel more than the forward's two
+      rotary: the mirror's ten kernels are the four multiplies, two negations and four adds of the gradient paths;
+        the halves of cat(-x2, x1) come back through slices, each a zero fill and a copy: 4 per rotated tensor
+      attention input gradients: dq, dk, dv from the (b, heads, s, d) layout back to (b, s, heads d) for their
+        linears' backward: one copy each (read + write)
+    (the residual adds' mirror is the cast of the branch gradient: layer_forward gives it its bytes)"""
+    sh = sharding(model, par, batch)
+    T, Tsp, h, d, r, a = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, fw.residual_bytes, ACT_BYTES
+    consumers = (1 if fw.fused_qkv else 3) - 1 + (model.mlp_matrices - 1) - 1   # extra reads of the two norm outputs
+    qk, qkv = T * (sh.heads + sh.kv_heads) * d, T * (sh.heads + 2 * sh.kv_heads) * d
+    ops = [memory("grad_accumulate", 3 * Tsp * h * r, Tsp * h, count=2 + consumers),
+           memory("rmsnorm_weight_grad", 2 * Tsp * h * r, 2 * Tsp * h, count=2),
+           memory("rotary_slices", 3 * qk * a / 8, count=8),             # per tensor: 2 fills and 2 copies of half of it
+           memory("qkv_grad_copy", 2 * qkv * a / 3, count=3)]
+    if model.mlp == "swiglu" and not model.moe:
+        ops.append(memory("swiglu_extra", 3 * T * sh.ffn * a, T * sh.ffn))
+    return ops
+
+
 def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    """The layer's backward, with the forward ops recomputation re-runs first."""
+    """The layer's backward, with the forward ops recomputation re-runs first (eager: eager_backward_extras too)."""
     fwd = layer_forward(model, par, batch, fw)
     e = sharding(model, par, batch).in_bytes
     if par.recompute == "full":
@@ -194,7 +225,8 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
                  if op.kind == "attention" or op.name.startswith("core.")]
     else:
         again = []
-    return again + backward_of(fwd, model, par, batch, e)
+    extras = eager_backward_extras(model, par, batch, fw) if fw.eager else []
+    return again + backward_of(fwd, model, par, batch, e) + extras
 
 
 def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:

@@ -10,7 +10,13 @@ a sample is batch time / inner, the record's time is the median sample:
 
   gemm       bf16 torch.matmul: square 256..16384, and the shapes of a transformer layer: M = tokens
              512..16384 against (N, K) = (h, h), (ffn, h), (h, ffn) for h 1024..8192, and the weight
-             gradients (h, ffn, tokens); fp8 (e4m3, torch._scaled_mm, bf16 out) where the GPU has it; tf32
+             gradients (h, ffn, tokens); fp8 (e4m3, torch._scaled_mm, bf16 out) where the GPU has it; tf32.
+             Each shape twice: `condition: back-to-back` (the batch above), and `condition: interleaved`,
+             every call preceded by bf16 copies of about the GEMM's own duration and timed alone by its
+             own pair of events, as a training step runs GEMMs between memory-bound kernels (back to back
+             an H100 GEMM sits at the 700 W cap at 1350-1425 MHz; interleaved it runs at 1800-1875 MHz).
+             On a GPU each record carries the median SM clock and power nvidia-smi reported meanwhile (a
+             sampling thread that runs during the GEMM sections only)
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -29,6 +35,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -41,6 +48,8 @@ SEQS = (512, 1024, 2048, 4096, 8192)
 HEADS = ((32, 8, 128), (32, 32, 128), (16, 4, 64), (16, 16, 64))   # (heads, kv_heads, head_dim)
 ATTN_TOKENS = 16384                                                   # batch * seq per attention call
 MEMORY_BYTES = tuple(2**p for p in range(18, 33))                    # 256 KiB .. 4 GiB per tensor
+SETTLE_S = 0.25            # seconds each interleaved shape runs untimed first (clocks follow power within ~0.1 s)
+HOST_ISSUE_CYCLES = 1.2e5  # GPU sleep cycles per interleaved call: >= 60 us at 2 GHz, more than the host needs to issue one
 QUICK = {"square": (64, 128), "fp8": (), "tf32": (64,), "hidden": ((64, 176),), "tokens": (32, 64), "seqs": (64, 128),
          "heads": ((4, 2, 16),), "attn_tokens": 256, "memory": (2**12, 2**16)}
 
@@ -64,6 +73,40 @@ def clocks() -> dict:
         return {"sm_MHz": sm, "sm_max_MHz": sm_max, "mem_MHz": mem, "power_W": power, "temperature_C": temp}
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return {}
+
+
+class ClockSampler:
+    """nvidia-smi's SM clock and power every 0.1 s in a thread; `window(t0, t1)` the medians between two
+    perf_counter times (empty where nvidia-smi does not answer, e.g. on a CPU)."""
+
+    def __init__(self):
+        self.samples: list[tuple[float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+                sm, power = (float(x) for x in out.splitlines()[0].split(","))
+            except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+                return
+            self.samples.append((time.perf_counter(), sm, power))
+            time.sleep(0.1)
+
+    def start(self) -> ClockSampler:
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+
+    def window(self, t0: float, t1: float) -> dict:
+        got = [(sm, pw) for t, sm, pw in list(self.samples) if t0 <= t <= t1]
+        if not got:
+            return {}
+        return {"sm_MHz": statistics.median(s for s, _ in got), "power_W": statistics.median(p for _, p in got), "clock_samples": len(got)}
 
 
 class Timer:
@@ -94,41 +137,115 @@ class Timer:
         samples = [self._batch(fn, inner) / inner for _ in range(self.repeats)]
         return {"time_s": statistics.median(samples), "samples_s": samples, "inner": inner}
 
+    def interleaved(self, fn, between, settle_s: float) -> dict:
+        """Like __call__, but `between()` runs before every call and each call is timed alone (CUDA events
+        around `fn` only); a sample is the mean call time of a batch. The pattern first runs untimed for
+        `settle_s` (clocks and power settle to it); each timed batch starts behind a GPU sleep long enough for
+        the host to issue the whole batch, so no host gap falls inside a GEMM's events."""
+        if self.device.type != "cuda":
+            for _ in range(self.warmup):
+                between()
+            return self(fn)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < settle_s:
+            for _ in range(10):
+                between()
+                fn()
+            self.torch.cuda.synchronize(self.device)
+        one = max(self._batch(fn, 1), 1e-7)
+        inner = int(min(200, max(1, math.ceil(self.min_batch_s / one))))
+        samples = []
+        for _ in range(self.repeats):
+            events = [(self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)) for _ in range(inner)]
+            self.torch.cuda._sleep(int(inner * HOST_ISSUE_CYCLES))
+            for start, end in events:
+                between()
+                start.record()
+                fn()
+                end.record()
+            events[-1][1].synchronize()
+            samples.append(sum(s.elapsed_time(e) for s, e in events) / 1e3 / inner)
+        return {"time_s": statistics.median(samples), "samples_s": samples, "inner": inner}
 
-def run_gemm(torch, dev, timer, quick: bool) -> list[dict]:
-    out = []
-    for m, n, k, role in gemm_shapes(quick):
-        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-        b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
-        out.append({"m": m, "n": n, "k": k, "batch": 1, "dtype": "bf16", "role": role, **timer(lambda a=a, b=b: torch.matmul(a, b))})
-        del a, b
+
+class Interleaver:
+    """bf16 copies lasting about `seconds` (at the copy rate measured here on the full buffers, read + written),
+    from one preallocated pair of buffers: the memory-bound work a training step runs between its GEMMs."""
+
+    def __init__(self, torch, dev, timer, elements: int):
+        self.src = torch.randn(elements, device=dev, dtype=torch.bfloat16)
+        self.dst = torch.empty_like(self.src)
+        self.rate_Bps = 4 * elements / timer(lambda: self.dst.copy_(self.src))["time_s"]
+
+    def between(self, seconds: float):
+        elements = max(1, int(seconds * self.rate_Bps / 4))
+        full, rest = divmod(elements, self.src.numel())
+        src, dst = self.src, self.dst
+
+        def run():
+            for _ in range(full):
+                dst.copy_(src)
+            if rest:
+                dst[:rest].copy_(src[:rest])
+        return run
+
+
+def both_conditions(timer, clock, interleaver, records: list[tuple[dict, object]]) -> list[dict]:
+    """Every (shape, make) back to back first (one sweep, as the first bundles ran it), then every one
+    interleaved (copies of its back-to-back time between calls, settled for SETTLE_S first), each record with
+    the clocks nvidia-smi reported while it ran. make() returns the call, holding its operands while it lives."""
+    out, b2b = [], []
+    for shape, make in records:
+        fn = make()
+        t0 = time.perf_counter()
+        b2b.append(timer(fn))
+        out.append({**shape, "condition": "back-to-back", **b2b[-1], **clock.window(t0, time.perf_counter())})
+        del fn
+    for (shape, make), first in zip(records, b2b, strict=True):
+        fn = make()
+        t0 = time.perf_counter()
+        rec = timer.interleaved(fn, interleaver.between(first["time_s"]), SETTLE_S)
+        out.append({**shape, "condition": "interleaved", **rec, **clock.window(t0, time.perf_counter())})
+        del fn
+    return out
+
+
+def run_gemm(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
+    """bf16 shapes, then tf32 squares; operands are made per shape when it runs (the largest take 1.3 GB)."""
+    def matmul(m, n, k, dtype):
+        def make():
+            a, b = torch.randn(m, k, device=dev, dtype=dtype), torch.randn(k, n, device=dev, dtype=dtype)
+            return lambda: torch.matmul(a, b)
+        return make
+
+    records = [({"m": m, "n": n, "k": k, "batch": 1, "dtype": "bf16", "role": role}, matmul(m, n, k, torch.bfloat16))
+               for m, n, k, role in gemm_shapes(quick)]
+    out = both_conditions(timer, clock, interleaver, records)
     torch.backends.cuda.matmul.allow_tf32 = True
-    for s in QUICK["tf32"] if quick else TF32_SQUARE:
-        a, b = torch.randn(s, s, device=dev), torch.randn(s, s, device=dev)
-        out.append({"m": s, "n": s, "k": s, "batch": 1, "dtype": "fp32", "role": "square-tf32", **timer(lambda a=a, b=b: a @ b)})
-        del a, b
+    records = [({"m": s, "n": s, "k": s, "batch": 1, "dtype": "fp32", "role": "square-tf32"}, matmul(s, s, s, torch.float32))
+               for s in (QUICK["tf32"] if quick else TF32_SQUARE)]
+    out += both_conditions(timer, clock, interleaver, records)
     torch.backends.cuda.matmul.allow_tf32 = False
     return out
 
 
-def run_fp8(torch, dev, timer, quick: bool) -> list[dict]:
+def run_fp8(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
     """e4m3 x e4m3 -> bf16 with per-tensor scales (torch._scaled_mm: A row-major, B column-major)."""
     if dev.type != "cuda" or torch.cuda.get_device_capability(dev) < (8, 9) or not hasattr(torch, "_scaled_mm"):
         return []
     one = torch.tensor(1.0, device=dev)
     shapes = [(s, s, s, "square") for s in FP8_SQUARE]
     shapes += [(t, f, h, "mlp_up") for h, f in HIDDEN_FFN[1:] for t in (2048, 8192)]
-    out = []
-    for m, n, k, role in shapes:
-        a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
-        b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
 
-        def fn(a=a, b=b):
-            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    def scaled_mm(m, n, k):
+        def make():
+            a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
+            return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        return make
 
-        out.append({"m": m, "n": n, "k": k, "batch": 1, "dtype": "fp8", "role": role, **timer(fn)})
-        del a, b
-    return out
+    records = [({"m": m, "n": n, "k": k, "batch": 1, "dtype": "fp8", "role": role}, scaled_mm(m, n, k)) for m, n, k, role in shapes]
+    return both_conditions(timer, clock, interleaver, records)
 
 
 def run_attention(torch, dev, timer, quick: bool) -> list[dict]:
@@ -252,13 +369,21 @@ def main(argv: list[str] | None = None) -> int:
     doc["method"]["preheat_s"] = round(preheat(torch, dev, args.preheat), 2)
     doc["clocks_after_preheat"] = clocks() if doc["method"]["preheat_s"] else {}
     wanted = set(args.sections.split(","))
-    sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick)), ("fp8", lambda: run_fp8(torch, dev, timer, args.quick)),
+    clock = ClockSampler().start() if dev.type == "cuda" else ClockSampler()
+    interleaver = Interleaver(torch, dev, timer, 2**12 if args.quick else 2**27)   # 256 MiB a buffer on a GPU
+    doc["method"]["interleaved"] = {"between_calls": "bf16 copies of about the back-to-back call time", "settle_s": SETTLE_S,
+                                    "copy_rate_Bps": interleaver.rate_Bps, "buffer_elements": interleaver.src.numel(),
+                                    "host_issue_cycles_per_call": HOST_ISSUE_CYCLES}
+    sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick, clock, interleaver)),
+                ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
                 ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
                 ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)))
     for name, fn in sections:
         if name not in wanted:
             continue
+        if name not in ("gemm", "fp8"):
+            clock.stop()   # nvidia-smi's processes take host time: the host-bound sections run without them
         t0 = time.perf_counter()
         try:
             result = fn()
@@ -273,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+    clock.stop()
     doc["clocks_after"] = clocks()
     json.dump(doc, sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -17,6 +17,7 @@ from simcluster.traces.common import loads_json, read_text, sha256_of
 GEMM_KEYS = ("m", "n", "k", "batch", "dtype", "time_s")
 ATTN_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "mode", "time_s")
 MEMORY_KEYS = ("op", "bytes_moved", "time_s")
+GEMM_CONDITIONS = ("back-to-back", "interleaved")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class GemmSample:
     dtype: str
     time_s: float
     role: str = ""
+    condition: str = "back-to-back"   # or "interleaved": each call after copies of its own duration (a step's mix)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,12 @@ class GpuMicroTrace:
     def device_name(self) -> str:
         return str(self.device.get("name", "gpu"))
 
+    @property
+    def gemm_condition(self) -> str:
+        """The condition a card is fitted and validated on: interleaved where the trace has it (a training step's
+        GEMMs run between memory-bound kernels), else back-to-back (the first bundles)."""
+        return "interleaved" if any(s.condition == "interleaved" for s in self.gemm) else "back-to-back"
+
 
 def load_json(path: str | Path, tool: str) -> dict:
     """The one JSON document of a runner tool's stdout; truncated or foreign files are one-line errors."""
@@ -106,7 +114,7 @@ def parse(path: str | Path) -> GpuMicroTrace:
     doc = load_json(path, "gpu-micro")
     try:
         gemm = [GemmSample(int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), str(r["dtype"]), float(r["time_s"]),
-                           str(r.get("role", ""))) for r in _records(doc, "gemm", GEMM_KEYS, where)]
+                           str(r.get("role", "")), str(r.get("condition", "back-to-back"))) for r in _records(doc, "gemm", GEMM_KEYS, where)]
         attn = [AttentionSample(int(r["batch"]), int(r["heads"]), int(r["kv_heads"]), int(r["seq_q"]), int(r["seq_kv"]),
                                 int(r["head_dim"]), bool(r["causal"]), str(r["dtype"]), str(r["mode"]), float(r["time_s"]))
                 for r in _records(doc, "attention", ATTN_KEYS, where)]
@@ -119,6 +127,9 @@ def parse(path: str | Path) -> GpuMicroTrace:
         raise TraceFormatError("section 'launch' has no time_s", where=where)
     if not isinstance(doc.get("device"), dict):
         raise TraceFormatError("no 'device' section", where=where)
+    odd = [g.condition for g in gemm if g.condition not in GEMM_CONDITIONS]
+    if odd:
+        raise TraceFormatError(f"gemm condition {odd[0]!r} is not one of {', '.join(GEMM_CONDITIONS)}", where=where)
     bad = [a.mode for a in attn if a.mode not in ("fwd", "fwd_bwd")]
     if bad:
         raise TraceFormatError(f"attention mode {bad[0]!r} is not fwd or fwd_bwd", where=where)
