@@ -427,14 +427,14 @@ def test_fp8_casts_by_hand():
 
 def test_published_runs_stay_within_their_documented_error():
     """Measured fidelity (docs/models/llm.md, `simcluster validate --published llm`): Korthikanti et al. 2022 Table 5
-    (A100, pre-flash attention) and the Llama 3 paper's 405B rows (16K H100), each row within 10% of the published
-    throughput (neither file is held out any more: the files' simcluster blocks say why)."""
+    (A100, pre-flash attention) within 7% mean and 12% per row, and the Llama 3 paper's 405B rows (16K H100) each within
+    10% of the published throughput (neither file is held out any more: the files' simcluster blocks say why)."""
     from simcluster.reference.llm import validate_published_llm
 
     root = pathlib.Path(__file__).resolve().parent.parent / "calibration" / "published"
-    for name in ("llm-korthikanti2022-table5.yaml", "llm-llama3-405b-table4.yaml"):
+    for name, mean, worst in (("llm-korthikanti2022-table5.yaml", 0.07, 0.12), ("llm-llama3-405b-table4.yaml", 0.10, 0.10)):
         errors = [abs(r.error) for r in validate_published_llm(root / name).rows if r.error is not None]
-        assert len(errors) >= 3 and max(errors) < 0.10, (name, errors)
+        assert len(errors) >= 3 and sum(errors) / len(errors) < mean and max(errors) < worst, (name, errors)
 
 
 def test_published_file_naming_an_unknown_framework_is_a_one_line_skip(tmp_path):

@@ -109,8 +109,11 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
         return [_attention_core(model, par, batch, sh, backward=False)]
     s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
     probs = n * s * s
-    return [gemm("core.scores", s, s, d, n), memory("core.softmax", 2 * probs * ACT_BYTES, 5 * probs),
-            memory("core.dropout", probs * (2 * ACT_BYTES + 1), probs), gemm("core.context", s, d, s, n)]
+    # backward: softmax reads probabilities and their gradient, writes the scores' gradient (3 a per element);
+    # dropout reads the gradient and the 1-byte mask, writes the gradient (2 a + 1)
+    softmax = Op("core.softmax", "memory", float(5 * probs), float(2 * probs * ACT_BYTES), (float(3 * probs * ACT_BYTES),))
+    dropout = Op("core.dropout", "memory", float(probs), float(probs * (2 * ACT_BYTES + 1)), (float(probs * (2 * ACT_BYTES + 1)),))
+    return [gemm("core.scores", s, s, d, n), softmax, dropout, gemm("core.context", s, d, s, n)]
 
 
 def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
