@@ -375,3 +375,16 @@ def test_held_out_is_read_from_the_card_provenance(tmp_path):
     assert not card_saw_trace(carried, real / "a100-sxm-80gb.yaml", "bb")
     with pytest.raises(SimclusterError, match="provenance"):
         card_saw_trace({"kind": "gpu"}, tmp_path / "m.yaml", "aa")
+
+
+def test_validating_a_card_on_another_gpus_trace_warns_that_it_is_cross_gpu(capsys):
+    import glob
+
+    from simcluster.fit.gpu import main
+
+    root = Path(__file__).resolve().parent.parent
+    trace = sorted(glob.glob(str(root / "calibration/h100x1-gpu-2026-11-23/gpu-micro/*/stdout.txt")))[0]
+    assert main(["validate", trace, "--card", str(root / "models/gpu/b200.yaml")]) == 0
+    assert "cross-GPU prediction" in capsys.readouterr().err
+    assert main(["validate", trace, "--card", str(root / "models/gpu/h100-sxm.yaml")]) == 0
+    assert "warning" not in capsys.readouterr().err

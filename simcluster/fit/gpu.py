@@ -312,6 +312,14 @@ def summary_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def same_gpu(card_name: str, device_name: str) -> bool:
+    """Whether a card's name ('h100-sxm', 'h200-sxm-interleaved') names the trace's GPU ('NVIDIA H100 80GB HBM3')."""
+    import re
+
+    model = re.match(r"[a-z]+\d+", card_name.lower())
+    return bool(model) and model.group(0) in device_name.lower().replace(" ", "")
+
+
 def card_saw_trace(card: dict, card_path, trace_sha256: str, _depth: int = 0) -> bool:
     """Whether a GPU card was fitted on the trace with this sha256, from the card's provenance alone: its
     `traces` (path + sha256 of every gpu-micro log it was fitted on) or, for a carried card, those of the card
@@ -376,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     said = "the card was fitted on this trace: its fit-set rows are marked fit" if saw else \
         "the card never saw this trace (its provenance): every row is held out"
     print(f"# {said}")
+    if args.card and not same_gpu(str(card.get("name", "")), trace.device_name):
+        print(f"# warning: the card is for {card.get('name')}, the trace ran on {trace.device_name}: "
+              "this is a cross-GPU prediction, not the card's error", file=sys.stderr)
     rows = validate(params, trace, split=saw)
     if args.rows:
         for r in rows:
