@@ -143,11 +143,15 @@ def validate_published_llm(path: str | Path | None = None) -> ReferenceValidatio
     for file in published_files(path, "llm-"):
         ref = read_published(file, "published-llm-run")
         sources[ref.name] = ref.summary_why()
+        failed: dict[str, list[int]] = {}       # one line per distinct problem of a file, naming its runs
         for i, run in enumerate(ref.runs):
             try:
                 rows.append(_row(ref, i, run))
             except SimclusterError as exc:
-                skipped.append(f"{ref.path}: runs[{i}]: {exc.one_line()}")
+                failed.setdefault(exc.one_line(), []).append(i)
             except (KeyError, TypeError, ValueError) as exc:
-                skipped.append(f"{ref.path}: runs[{i}]: cannot read the run ({type(exc).__name__}: {exc})")
+                failed.setdefault(f"cannot read the run ({type(exc).__name__}: {exc})", []).append(i)
+        for message, runs in failed.items():
+            which = "every run" if len(runs) == len(ref.runs) > 1 else f"runs[{', '.join(map(str, runs))}]"
+            skipped.append(f"{ref.path}: {which}: {message}")
     return ReferenceValidation("published llm", TARGET, rows, sources, skipped)
