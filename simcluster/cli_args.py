@@ -108,7 +108,7 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
-    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, qperf, perf-stat, fio, dlio, ddp-step, "
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, nccl-probe, qperf, perf-stat, fio, dlio, ddp-step, "
                    "gpu-micro, llm-step (default: qperf,perf-stat,fio)")
     p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
     p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
