@@ -88,7 +88,7 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     arch = "hopper"   # NCCL's decision model (collectives/nccl_tuner.py): the GPU card's architecture, Hopper without one
     if machine.gpu_card:
         from simcluster.cards import load_card
-        from simcluster.collectives.nccl_tuner import arch_of
+        from simcluster.collectives.nccl_constants import arch_of
 
         card = load_card(machine.gpu_card, kind="gpu")
         arch = arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))

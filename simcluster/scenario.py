@@ -13,7 +13,7 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.collectives.fabric import ALGORITHMS
-from simcluster.collectives.nccl_tuner import CPU_VENDORS
+from simcluster.collectives.nccl_constants import CPU_VENDORS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import ScenarioError, SimclusterError, UnitError
 from simcluster.llm.job import read_llm_job

@@ -51,7 +51,9 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from simcluster.collectives.interface import BareModel, DesTerms
-from simcluster.collectives.nccl_tuner import ARCHS, BASE_LAT_US, PER_CH_RING_LL128, TUNED_OPS, NcclTopology, decide
+from simcluster.collectives.nccl_constants import ARCHS, BASE_LAT_US, PER_CH_RING_LL128, TUNED_OPS
+from simcluster.collectives.nccl_search import NcclTopology
+from simcluster.collectives.nccl_tuner import decide
 from simcluster.collectives.protocol import NCCL_NVLINK_STEP_LATENCY_S as STEP_LATENCY_S
 from simcluster.collectives.protocol import PROTOCOLS
 from simcluster.collectives.schedule import OPS, bus_factor, canonical_op, schedule
