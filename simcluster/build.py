@@ -22,7 +22,8 @@ from simcluster.results import (
     SweepResult,
     TrainingResult,
 )
-from simcluster.scenario import CollectiveSweep, ConcurrentJob, Machine, QperfJob, Scenario, TrainingJob
+from simcluster.scenario import Machine, Scenario
+from simcluster.scenario_jobs import CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
