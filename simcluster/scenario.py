@@ -66,7 +66,6 @@ class Scenario:
     jobs: tuple[CollectiveSweep | TrainingJob | QperfJob | ConcurrentJob, ...]
 
 
-
 def _machine(r: ScenarioReader, m) -> Machine:
     r.mapping(m, "machine", set(), {"card", "gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
     card = r.card(m, "machine") if m.get("card") is not None else None

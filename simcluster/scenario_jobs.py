@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 ENGINES = ("analytic", "des")
 
 
-
 @dataclass(frozen=True)
 class CollectiveSweep:
     op: str

@@ -57,7 +57,6 @@ class Decision:
     time_s: float        # NCCL's own estimate
 
 
-
 def _index2(nodes: int) -> int:
     return 0 if nodes == 1 else 1 if nodes == 2 else 2
 
