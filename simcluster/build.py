@@ -22,7 +22,8 @@ from simcluster.results import (
     SweepResult,
     TrainingResult,
 )
-from simcluster.scenario import CollectiveSweep, ConcurrentJob, Machine, QperfJob, Scenario, TrainingJob
+from simcluster.scenario import Machine, Scenario
+from simcluster.scenario_jobs import CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -88,7 +89,7 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     arch = "hopper"   # NCCL's decision model (collectives/nccl_tuner.py): the GPU card's architecture, Hopper without one
     if machine.gpu_card:
         from simcluster.cards import load_card
-        from simcluster.collectives.nccl_tuner import arch_of
+        from simcluster.collectives.nccl_constants import arch_of
 
         card = load_card(machine.gpu_card, kind="gpu")
         arch = arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from simcluster.collectives.model import Prediction
 from simcluster.errors import SimclusterError
-from simcluster.scenario import CollectiveSweep
+from simcluster.scenario_jobs import CollectiveSweep
 from simcluster.units import parse_size_arg
 
 MAX_NVLINK_RANKS = 1024        # GPUs of one NVLink domain a --card sweep takes (NVL72 racks are 72)

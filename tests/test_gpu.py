@@ -364,7 +364,8 @@ def test_gpu_params_reject_bad_values():
 def test_held_out_is_read_from_the_card_provenance(tmp_path):
     """validate's held-out split comes from the card's provenance: its traces' sha256, or those of the card a
     carried card's curves came from; a card that names neither is a one-line error."""
-    card_saw_trace = fit.card_saw_trace
+    from simcluster.fit.gpu_validate import card_saw_trace
+
     measured = {"kind": "gpu", "provenance": {"traces": [{"path": "x/stdout.txt", "sha256": "aa"}]}}
     assert card_saw_trace(measured, tmp_path / "m.yaml", "aa")
     assert not card_saw_trace(measured, tmp_path / "m.yaml", "bb")
@@ -380,7 +381,7 @@ def test_held_out_is_read_from_the_card_provenance(tmp_path):
 def test_validating_a_card_on_another_gpus_trace_warns_that_it_is_cross_gpu(capsys):
     import glob
 
-    from simcluster.fit.gpu import main
+    from simcluster.fit.gpu_validate import main
 
     root = Path(__file__).resolve().parent.parent
     trace = sorted(glob.glob(str(root / "calibration/h100x1-gpu-2026-11-23/gpu-micro/*/stdout.txt")))[0]

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from simcluster.collectives.nccl_tuner import NcclTopology, arch_of, decide, graphs, tuning_table
+from simcluster.collectives.nccl_constants import arch_of
+from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.collectives.nccl_tuner import decide, tuning_table
 from simcluster.errors import SimclusterError
 from simcluster.traces import nccl_tuning
 

@@ -9,7 +9,8 @@ from conftest import ROOT
 
 from simcluster import scenario
 from simcluster.build import build_platform
-from simcluster.collectives.nccl_tuner import NcclTopology, decide, tuning_table
+from simcluster.collectives.nccl_search import NcclTopology
+from simcluster.collectives.nccl_tuner import decide, tuning_table
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.network.builders import FabricSpec, chain, machine_platform, single_node, single_switch
 

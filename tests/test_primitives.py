@@ -419,9 +419,9 @@ def test_ll128_time_follows_nccl_facts_where_nccl_runs_it():
         ll128_base_s,
         ll128_bus_Bps,
         ll128_step_s,
-        to_params_yaml,
     )
-    from simcluster.collectives.primitives import from_params_yaml as primitives_from_yaml
+    from simcluster.collectives.primitives_card import from_params_yaml as primitives_from_yaml
+    from simcluster.collectives.primitives_card import to_params_yaml
 
     p = PrimitiveParams(5e-6, 8e9, 10e-6, 360e9, 24)
     assert ll128_base_s(p) == pytest.approx(15.6e-6) and ll128_step_s(p) == pytest.approx(1.9e-6)

@@ -97,9 +97,9 @@ def test_derived_a100_and_b200_cards_scale_the_h200_card_by_nccls_nvlink_constan
     NVLink bandwidth x NCCL's NVLS efficiency."""
     from simcluster.cards import load_collective, load_nvls
     from simcluster.collectives.model import predict
-    from simcluster.collectives.nccl_tuner import NVLINK_GBPS_PER_LINK as PER_LINK
-    from simcluster.collectives.nccl_tuner import NVLINKS_PER_GPU as LINKS
-    from simcluster.collectives.nccl_tuner import NVLS_EFFICIENCY as EFF
+    from simcluster.collectives.nccl_constants import NVLINK_GBPS_PER_LINK as PER_LINK
+    from simcluster.collectives.nccl_constants import NVLINKS_PER_GPU as LINKS
+    from simcluster.collectives.nccl_constants import NVLS_EFFICIENCY as EFF
 
     def card(name):
         return load_collective(ROOT / "models" / "collective" / f"{name}.yaml")[0]

@@ -30,17 +30,10 @@ import numpy as np
 
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction, predict
-from simcluster.collectives.nccl_tuner import (
-    HW_LAT_US,
-    LL_MAX_BW,
-    LL_MAX_BW_CPU,
-    PER_CH_NVLS_TREE,
-    TUNED_OPS,
-    NcclTopology,
-    decide,
-    graphs,
-)
+from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
+from simcluster.collectives.nccl_search import NcclTopology, graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
+from simcluster.collectives.nccl_tuner import decide
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams

@@ -92,9 +92,9 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
 
 
 def _reader(sweep):
-    from simcluster import scenario as scenario_module
+    from simcluster.scenario_reader import ScenarioReader
 
-    return scenario_module._Reader(sweep.path, sweep.lines)
+    return ScenarioReader(sweep.path, sweep.lines)
 
 
 def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_module.Point], Counter]:

@@ -46,7 +46,7 @@ def fingerprint(t) -> str:
 
 def _arch(manifest: dict) -> tuple[str, str]:
     """(GPU name, NCCL architecture) from a manifest's host GPUs."""
-    from simcluster.collectives.nccl_tuner import arch_of
+    from simcluster.collectives.nccl_constants import arch_of
 
     host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
     gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
@@ -59,7 +59,8 @@ def _arch(manifest: dict) -> tuple[str, str]:
 
 def compare_log(path: Path, gpu: str, arch: str, seen: set[str], label: str) -> DecisionSource:
     """Every distinct (op, size) decision of one tuning log against the model's."""
-    from simcluster.collectives.nccl_tuner import NcclTopology, decide
+    from simcluster.collectives.nccl_search import NcclTopology
+    from simcluster.collectives.nccl_tuner import decide
     from simcluster.traces import nccl_tuning
     from simcluster.traces.common import sha256_of
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from simcluster import scenario as scenario_module
 from simcluster import strict
 from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.scenario_reader import ScenarioReader
 
 MODES = ("product", "list")
 MAX_POINTS = 1_000_000          # a sweep larger than this is refused (split it): the driver holds every point in memory
@@ -105,7 +106,7 @@ def read_sweep(path: str | Path, sections: tuple[str, ...] = ("sweep", "plan")) 
     section prices the results in `simcluster report`; `search:` is for `simcluster plan` only)."""
     path = Path(path).resolve()
     doc, lines = scenario_module._read(path)
-    r = scenario_module._Reader(path, lines)
+    r = ScenarioReader(path, lines)
     if not isinstance(doc, dict):
         r.fail("", f"expected a mapping, got {type(doc).__name__}")
     for name in SECTIONS:
@@ -171,7 +172,7 @@ def build_point(sweep: SweepFile, params: tuple[tuple[str, object], ...]) -> Poi
             doc = set_key(doc, key, value)
     except ValueError as exc:
         return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": str(exc)}), None, str(exc))
-    reader = scenario_module._Reader(sweep.path, sweep.lines)
+    reader = ScenarioReader(sweep.path, sweep.lines)
     try:
         sc = scenario_module._build(sweep.path, doc, reader)
     except SimclusterError as exc:

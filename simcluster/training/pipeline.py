@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from simcluster.engine import Simulation
 from simcluster.hardware.cpu import SharedCores
-from simcluster.scenario import StorageSpec
+from simcluster.scenario_jobs import StorageSpec
 
 
 @dataclass(frozen=True)

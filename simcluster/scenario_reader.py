@@ -1,0 +1,91 @@
+"""The scenario's strict field reader: every getter checks one key and fails as a ScenarioError naming the
+file, the line and the dotted key, with what was expected. Used by the scenario loader (scenario.py), the job
+readers (scenario_jobs.py, llm/job.py), sweeps and plans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simcluster import strict
+from simcluster.errors import ScenarioError, UnitError
+from simcluster.units import parse_size_arg
+
+MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
+MAX_GPUS_PER_NODE = 1024    # one NVLink domain
+MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic finite)
+
+
+class ScenarioReader:
+    def __init__(self, path: Path, lines: dict[str, int]):
+        self.path, self.lines = path, lines
+
+    def fail(self, key: str, message: str, hint: str | None = None):
+        line = self.lines.get(key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        raise ScenarioError(f"{key}: {message}" if key else message, where=where, hint=hint)
+
+    def mapping(self, doc, key: str, required: set[str], optional: set[str]) -> dict:
+        if not isinstance(doc, dict):
+            self.fail(key, f"expected a mapping, got {type(doc).__name__}")
+        for name in doc:
+            if name not in required | optional:
+                dotted = f"{key}.{name}" if key else str(name)
+                self.fail(dotted, f"unknown key '{name}'", hint=f"expected one of: {', '.join(sorted(required | optional))}")
+        for name in sorted(required):
+            if name not in doc:
+                self.fail(key, f"missing key '{name}'")
+        return doc
+
+    def integer(self, doc, key: str, name: str, minimum: int = 1, default=None, maximum: int = MAX_INTEGER) -> int:
+        value = doc.get(name, default)
+        dotted = f"{key}.{name}" if key else name
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(dotted, f"expected an integer from {minimum} to {maximum:,}, got {strict.short(value)}")
+        return value
+
+    def choice(self, doc, key: str, name: str, choices, default=None) -> str:
+        value = doc.get(name, default)
+        if value not in choices:
+            self.fail(f"{key}.{name}", f"expected one of {', '.join(map(str, choices))}, got {strict.short(value)}")
+        return value
+
+    def quantity(self, doc, key: str, name: str, parse, default):
+        value = doc.get(name, default)
+        try:
+            return parse(value)
+        except UnitError as exc:
+            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
+
+    def number(self, doc, key: str, name: str, minimum: float, default, maximum: float = 1e9) -> float:
+        value = doc.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
+            self.fail(f"{key}.{name}", f"expected a number from {minimum:g} to {maximum:g}, got {strict.short(value)}")
+        return float(value)
+
+    def card(self, doc, key: str, name: str = "card") -> Path:
+        if not isinstance(doc[name], str) or not doc[name]:
+            self.fail(f"{key}.{name}", f"expected the path of a model card, got {strict.short(doc[name])}")
+        card = resolve(self.path, doc[name])
+        if not card.is_file():
+            self.fail(f"{key}.{name}", f"model card {doc[name]!r} not found", hint="run 'simcluster calibrate' to make one, "
+                      "or point to a file under models/")
+        return card
+
+    def existing(self, doc, key: str, name: str, what: str) -> Path:
+        path = resolve(self.path, str(doc[name]))
+        if not path.exists():
+            self.fail(f"{key}.{name}", f"{doc[name]!r} not found", hint=f"expected {what}")
+        return path
+
+    def size(self, doc, key: str, name: str) -> int:
+        value = doc[name]
+        try:
+            return parse_size_arg(value)
+        except UnitError as exc:
+            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
+
+
+def resolve(scenario_path: Path, ref: str) -> Path:
+    """A card path is relative to the scenario's folder, else to the working directory."""
+    candidate = scenario_path.parent / str(ref)
+    return candidate if candidate.exists() else Path(str(ref))
