@@ -87,19 +87,20 @@ def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
     """The bundles among `paths` (a path itself, or its sub-folders with a manifest) with an nccl-tests sweep
     reaching below 1 MiB (a probe can be cut from it); one line per path left out and why."""
     from simcluster.fit.bundle import timing_logs
-    from simcluster.fit.machine import PROBE_MAX_BYTES, probe_points
+    from simcluster.fit.machine import PROBE_MAX_BYTES, bundle_traces, probe_points
 
     found, skipped = [], []
-    unique = {Path(p).resolve(): Path(p) for p in reversed(paths)}      # one bundle named twice counts once
-    for path in sorted(unique.values(), key=lambda p: paths.index(str(p)) if str(p) in paths else 0):
+    seen: set[Path] = set()                 # one bundle named twice (or through its folder) counts once
+    for path in map(Path, paths):
         candidates = [path] if (path / "manifest.json").is_file() else sorted(p.parent for p in path.glob("*/manifest.json"))
         if not candidates:
             skipped.append(f"{path}: no manifest.json (not a bundle written by simcluster collect)")
         for bundle in candidates:
+            if bundle.resolve() in seen:
+                continue
+            seen.add(bundle.resolve())
             try:
                 logs = timing_logs(bundle)
-                from simcluster.fit.machine import bundle_traces
-
                 traces = bundle_traces(bundle)
                 collected(bundle)
             except SimclusterError as exc:

@@ -55,6 +55,10 @@ def fit_terms(kind, traces: list[CollectiveTrace], where: str = "probe") -> tupl
     """One machine's terms from its probe (nccl-tests logs of small sizes, one launch mode) and a kind's model."""
     launch = _launch(traces, where)
     host = launch == "host"
+    kind_ranks, probe_ranks = sorted({p.ranks for p in kind.profiles}), sorted({t.nranks for t in traces})
+    if kind_ranks and any(n not in kind_ranks for n in probe_ranks):
+        raise CalibrationError(f"the probe ran at {probe_ranks} ranks; the kind card knows {kind_ranks}", where=where,
+                               hint="probe at a rank count the kind card was fitted at")
     points = probe_points(traces)
     if len(points) < 4:
         raise CalibrationError(f"the probe has {len(points)} sizes below 1 MiB; a machine fit needs at least 4",
@@ -196,15 +200,10 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
     if not traces:
         raise CalibrationError("the bundle has no all_reduce or all_gather runs to probe the machine with", where=bundle,
                                hint="simcluster collect --tools nccl-probe")
-    kind_ranks = sorted({p.ranks for p in kind.profiles})
-    if kind.base.model_name != "nccl-primitives" or not kind_ranks:
+    if kind.base.model_name != "nccl-primitives" or not kind.profiles:
         raise CalibrationError("--kind-card: a kind card is an nccl-primitives card with per-op profiles "
                                f"(this one: {kind.base.model_name}, {len(kind.profiles)} profiles)", where=kind_path,
                                hint="simcluster calibrate BUNDLES --kind -o KIND.yaml")
-    probe_ranks = sorted({t.nranks for t in traces})
-    if any(n not in kind_ranks for n in probe_ranks):
-        raise CalibrationError(f"the probe ran at {probe_ranks} ranks; the kind card knows {kind_ranks}", where=bundle,
-                               hint="probe at a rank count the kind card was fitted at")
     terms, summary = fit_terms(kind, traces, bundle)
     description = (f"Machine card: kind card {Path(kind_path).name} with this machine's terms, fitted on the "
                    f"{tool} probe of {bundle} ({terms.launch}).")

@@ -5,12 +5,12 @@ Demands are in cores (core-seconds per second). When they fit, every consumer ge
 for; when they do not, the cores are shared max-min fairly (the same rule as network links), so
 an onloaded TCP transport and a data loader that both want more than the host has each get a fair
 share and both slow down. On one resource max-min is progressive filling: serve the consumers in
-order of demand, each getting min(its demand, what is left / consumers left). Outputs: what each
-consumer gets and the host's utilisation.
+order of demand, each getting min(its demand, what is left / consumers left). Output: what each
+consumer gets.
 
 SharedCores runs jobs (the loader's work on a batch, the transport's work while a bucket is on the
 wire) on those cores as they happen: a job asks for `cap` cores and needs `full_rate_s` seconds at
-that rate; whenever a job starts or ends, every running job's rate is re-shared (HostCpu.share) and
+that rate; whenever a job starts or ends, every running job's rate is re-shared (HostCpu.grants) and
 its end re-planned, so a job runs at speed granted / cap of its full rate. A job alone on enough
 cores ends exactly full_rate_s after it started.
 """
@@ -35,10 +35,6 @@ class HostCpuParams:
 class HostCpu:
     cores: float
 
-    def share(self, demands: dict[str, float]) -> dict[str, float]:
-        """Cores granted to each consumer (never more than it asks for)."""
-        return dict(zip(demands, self.grants(list(demands.values())), strict=True))
-
     def grants(self, wants: list[float]) -> list[float]:
         """Max-min fair cores for consumers asking for `wants` cores, in the same order."""
         wants = [max(0.0, w) for w in wants]
@@ -49,10 +45,6 @@ class HostCpu:
             out[k] = min(wants[k], left / (n - served))
             left -= out[k]
         return out
-
-    def utilisation(self, demands: dict[str, float]) -> float:
-        """Fraction of the host's cores busy under these demands."""
-        return sum(self.share(demands).values()) / self.cores
 
 
 class _Job:

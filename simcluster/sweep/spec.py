@@ -29,7 +29,7 @@ from pathlib import Path
 
 from simcluster import scenario as scenario_module
 from simcluster import strict
-from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.errors import SimclusterError
 from simcluster.scenario_reader import ScenarioReader
 
 MODES = ("product", "list")
@@ -251,12 +251,3 @@ def _jsonable(value):
 def _hash(doc) -> str:
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def check_params(params) -> None:
-    """A list-of-points given by a program (the planner) must use dotted keys."""
-    for key, _ in params:
-        try:
-            parse_key(key)
-        except ValueError as exc:
-            raise ScenarioError(str(exc)) from None
