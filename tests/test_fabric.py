@@ -138,7 +138,7 @@ def test_tcp_becomes_cpu_bound_when_cores_saturate():
     assert tcp.rate_Bps(streams=16, cores_free=2.0) == pytest.approx(2 * one)  # only 2 cores left
     host = HostCpu(8.0)
     wants = {"tcp": tcp.cores_used(tcp.wire_limit_Bps), "loader": 6.0}
-    got = dict(zip(wants, host.grants(list(wants.values())), strict=True))
+    got = host.share(wants)
     assert sum(got.values()) == pytest.approx(8.0)
     assert got["tcp"] < wants["tcp"]  # the transport no longer gets what the wire allows
     assert tcp.rate_Bps(streams=16, cores_free=got["tcp"]) < tcp.wire_limit_Bps

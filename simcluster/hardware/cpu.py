@@ -35,6 +35,10 @@ class HostCpuParams:
 class HostCpu:
     cores: float
 
+    def share(self, demands: dict[str, float]) -> dict[str, float]:
+        """Cores granted to each named consumer (never more than it asks for); tutorial 03 uses it."""
+        return dict(zip(demands, self.grants(list(demands.values())), strict=True))
+
     def grants(self, wants: list[float]) -> list[float]:
         """Max-min fair cores for consumers asking for `wants` cores, in the same order."""
         wants = [max(0.0, w) for w in wants]
