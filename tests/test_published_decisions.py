@@ -116,14 +116,18 @@ def test_a_source_with_an_unknown_key_is_one_line(tmp_path):
         validate_decisions(tmp_path)
 
 
-def _posted_copy(tmp_path: Path, folder: str, old: str, new: str) -> Path:
-    """A copy of one posted-log folder with one text of its source.yaml replaced."""
+def _posted_copy(tmp_path: Path, folder: str, old: str, new: str, *more: tuple[str, str]) -> Path:
+    """A copy of one posted-log folder with texts of its source.yaml replaced (old -> new, then each (old, new) of more)."""
     copy = tmp_path / folder
     shutil.copytree(POSTED / folder, copy)
     source = copy / "source.yaml"
-    assert old in source.read_text()
-    source.write_text(source.read_text().replace(old, new))
+    for a, b in ((old, new), *more):
+        assert a in source.read_text()
+        source.write_text(source.read_text().replace(a, b))
     return copy
+
+
+PROTO_ENV = "env: {NCCL_PROTO: Simple, "       # nccl#1595's system.env, which pins the protocol its forced block names
 
 
 @pytest.mark.parametrize("forced, match", [
@@ -141,7 +145,9 @@ def test_a_forced_choice_is_checked_against_its_own_list_and_must_be_priceable(t
     from simcluster.cli import main
     from simcluster.errors import SimclusterError
 
-    _posted_copy(tmp_path, "nccl-decisions-h100x8-nccl1595", "forced: {protocol: Simple}", f"forced: {forced}")
+    algo = forced.split("algorithm: ")[1].rstrip("}") if "algorithm: " in forced else None
+    env = (PROTO_ENV, f"env: {{NCCL_ALGO: {algo}, ") if algo else (PROTO_ENV, PROTO_ENV)
+    _posted_copy(tmp_path, "nccl-decisions-h100x8-nccl1595", "forced: {protocol: Simple}", f"forced: {forced}", env)
     with pytest.raises(SimclusterError, match="nccl-decisions-h100x8-nccl1595/"):
         validate_decisions(tmp_path)
     assert main(["validate", "--decisions", str(tmp_path)]) == 2
@@ -151,7 +157,8 @@ def test_a_forced_choice_is_checked_against_its_own_list_and_must_be_priceable(t
 
 def test_a_forced_algorithm_prices_the_protocol_among_its_own(tmp_path):
     """The same posted lines with the algorithm forced instead: one protocol row per call, named after the algorithm."""
-    _posted_copy(tmp_path, "nccl-decisions-h100x8-nccl1595", "forced: {protocol: Simple}", "forced: {algorithm: Ring}")
+    _posted_copy(tmp_path, "nccl-decisions-h100x8-nccl1595", "forced: {protocol: Simple}", "forced: {algorithm: Ring}",
+                 (PROTO_ENV, "env: {NCCL_ALGO: Ring, "))
     [log] = validate_decisions(tmp_path).published
     facts = [f.fact for f in log.facts if "forced" in f.fact]
     assert facts == ["all_reduce 805306368 B: protocol (Ring forced)", "all_reduce 1026048 B: protocol (Ring forced)"]
@@ -176,3 +183,74 @@ def test_times_come_as_si_numbers_in_json_beside_the_table_text():
     assert row["model_s"] == pytest.approx(row["logged_s"], rel=0.005) and row["model"] == f"{row['model_s'] * 1e6:.3f} us"
     choice = next(f.to_json() for f in turn2.facts if f.fact.endswith("algorithm/protocol"))
     assert "logged_s" not in choice and "model_s" not in choice
+
+
+# real lines, copied from calibration/published/nccl-decisions-a100x8x2-nccltests188/log.txt (NVIDIA/nccl-tests#188)
+NOT_AVAILABLE = """\
+user:16906:16952 [7] NCCL INFO NVLS multicast support is not available on dev 7
+user:16899:16949 [0] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7   8  15  14  13  12  11  10   9
+"""
+# a real line of calibration/published/nccl-decisions-h100x8x2-nccl1357/log.txt (NVIDIA/nccl#1357)
+AVAILABLE = "qh100-gpu20:39633:39689 [4] NCCL INFO NVLS multicast support is available on dev 4\n"
+
+
+def test_a_log_saying_nvls_is_not_available_is_read_as_such(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(NOT_AVAILABLE)
+    parsed = nccl_info.parse(log)
+    assert (parsed.nvls_available, parsed.nvls_line) == (False, (1, False))
+    assert [(c.what, c.value, c.line) for c in parsed.counts] == [("coll channels", 2, 2)]
+    log.write_text(AVAILABLE + NOT_AVAILABLE)
+    with pytest.raises(TraceFormatError) as err:
+        nccl_info.parse(log)
+    assert err.value.one_line() == f"{log}: line 2: NVLS multicast not available contradicts line 1"
+
+
+def test_a_source_whose_nvls_contradicts_its_log_is_one_line(tmp_path):
+    from simcluster.errors import SimclusterError
+
+    folder = _posted_copy(tmp_path, "nccl-decisions-a100x8x2-nccltests188", "nvls: false", "nvls: true")
+    with pytest.raises(SimclusterError) as err:
+        validate_decisions(tmp_path)
+    assert err.value.one_line() == (f"{folder / 'source.yaml'}: system.nvls true contradicts log.txt line 1 "
+                                    "(NVLS multicast not available)")
+
+
+@pytest.mark.parametrize("folder, edits, match", [
+    ("nccl-decisions-h100x8-nccl1595", [("forced: {protocol: Simple}", "forced: {}")],
+     "system.env pins NCCL_PROTO=Simple but simcluster.forced.protocol is not set"),
+    ("nccl-decisions-h100x8-nccl1595", [("forced: {protocol: Simple}", "forced: {protocol: LL}")],
+     "system.env pins NCCL_PROTO=Simple but simcluster.forced.protocol is LL"),
+    ("nccl-decisions-h100x8x2-nccl1357", [("env: {}", "env: {NCCL_ALGO: Tree}")],
+     "system.env pins NCCL_ALGO=Tree but simcluster.forced.algorithm is not set"),
+    ("nccl-decisions-h100x8x2-nccl1357", [("forced: {}", "forced: {algorithm: Tree}")],
+     "system.env does not pin NCCL_ALGO but simcluster.forced.algorithm is Tree"),
+    ("nccl-decisions-h100x8x2-nccl1357", [("env: {}", "env: {NCCL_ALGO: COLLNET}")],
+     "system.env: NCCL_ALGO='COLLNET' names none of NCCL's algorithm names"),
+    ("nccl-decisions-h100x8x2-nccl1357", [("env: {}", "env: [NCCL_ALGO]")], "system.env must be a mapping"),
+])
+def test_a_posted_env_must_agree_with_what_the_source_forces(tmp_path, capsys, folder, edits, match):
+    """Review L2: an NCCL_ALGO / NCCL_PROTO the post states that pins one choice must be simcluster.forced, and the reverse;
+    otherwise one line naming source.yaml (validate exits 2, no traceback)."""
+    from simcluster.cli import main
+    from simcluster.errors import SimclusterError
+
+    copy = _posted_copy(tmp_path, folder, *edits[0], *edits[1:])
+    with pytest.raises(SimclusterError) as err:
+        validate_decisions(tmp_path)
+    assert err.value.one_line().startswith(f"{copy / 'source.yaml'}: {match}")
+    assert main(["validate", "--decisions", str(tmp_path)]) == 2
+    out = capsys.readouterr().err.strip()
+    assert match in out and "\n" not in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("env, forced", [
+    ("{NCCL_ALGO: nvls_tree}", "{algorithm: NVLSTree}"),      # NCCL's own spellings: case and '_' do not matter
+    ("{NCCL_ALGO: \"Tree,Ring\"}", "{}"),                      # a list restricts, it does not pin
+    ("{NCCL_PROTO: ^LL128}", "{}"),                            # nor does an exclusion
+    ("{NCCL_ALGO: \"allreduce:tree\"}", "{}"),                 # nor a per-collective setting
+])
+def test_what_pins_a_choice_and_what_does_not(tmp_path, env, forced):
+    _posted_copy(tmp_path, "nccl-decisions-h100x8x2-nccl1357", "env: {}", f"env: {env}", ("forced: {}", f"forced: {forced}"))
+    [log] = validate_decisions(tmp_path).published
+    assert log.facts

@@ -3,7 +3,8 @@
 
 Each folder calibration/published/nccl-decisions-<system>/ holds the log lines as posted (traces/nccl_info.py reads
 them) and source.yaml: the citation, the system as the post states it (null = not stated), which log ran which
-collective, and the NCCL_ALGO / NCCL_PROTO that force a choice (a forced choice is not a decision to check). Every
+collective, and the NCCL_ALGO / NCCL_PROTO that force a choice (a forced choice is not a decision to check; the post's
+system.env must agree with it, and the log's own NVLS line with system.nvls, else a one-line error). Every
 fact a log states becomes a row: the model's answer for the communicator the log and the post describe, agree or
 disagree, or not compared with the reason (a topology input the post does not give, a forced choice). The model
 follows NCCL 2.28; a log of another or an unstated NCCL version says so on every row and is counted apart.
@@ -29,6 +30,7 @@ SYSTEM_KEYS = {"gpu", "arch", "gpus_per_node", "nodes", "nvlink_links", "nics_pe
 LOG_KEYS = {"file", "where", "op"}
 BLOCK_KEYS = {"held_out", "why", "forced", "note"}
 FORCED_NAMES = {"algorithm": ALGORITHMS, "protocol": PROTOCOLS}     # NCCL_ALGO / NCCL_PROTO, each from its own list
+FORCING_ENV = {"NCCL_ALGO": "algorithm", "NCCL_PROTO": "protocol"}
 # how an older NCCL's rules differ from 2.28.3's (NCCL's git history, src/graph/tuning.cc between the release tags;
 # facts, not code): a log of one of these versions is compared with 2.28's rules and counted apart
 _NVLS_OLD = "NVLS / NVLS-tree bandwidth min(intra, inter; inter/2 above 2 nodes) x 5/6 (2.28: x NVLS efficiency)"
@@ -94,6 +96,36 @@ def _forced(usage: dict, where: str) -> dict:
             raise SimclusterError(f"key '{key}': {short(forced[key])} is not one of NCCL's {key} names", where=where,
                                   hint="one of " + ", ".join(names))
     return {k: v for k, v in forced.items() if v is not None}
+
+
+def _pinned(var: str, value, where: str) -> str | None:
+    """The one choice an NCCL_ALGO / NCCL_PROTO value pins (NCCL's name, case and '_' ignored: NVLS_TREE = NVLSTree);
+    None for a value that pins nothing: a list ('Tree,Ring'), an exclusion ('^LL128') or per-collective ('allreduce:ring')."""
+    text = str(value).strip()
+    if not text or any(c in text for c in ",^:;"):
+        return None
+    names = FORCED_NAMES[FORCING_ENV[var]]
+    pinned = {n.upper(): n for n in names}.get(text.upper().replace("_", ""))
+    if pinned is None:
+        raise SimclusterError(f"system.env: {var}={short(text)} names none of NCCL's {FORCING_ENV[var]} names", where=where,
+                              hint="one of " + ", ".join(names))
+    return pinned
+
+
+def _check_env(env, forced: dict, where: str) -> None:
+    """system.env (as the post states it) and simcluster.forced must agree: an NCCL_ALGO / NCCL_PROTO that pins one choice
+    is that forced choice, and a forced choice needs the variable that pins it."""
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise SimclusterError(f"system.env must be a mapping of variable: value, got {short(env)}", where=where)
+    for var, key in FORCING_ENV.items():
+        pinned = _pinned(var, env[var], where) if env.get(var) is not None else None
+        if pinned != forced.get(key):
+            said = f"pins {var}={pinned}" if pinned else f"does not pin {var}"
+            raise SimclusterError(f"system.env {said} but simcluster.forced.{key} is {forced.get(key) or 'not set'}",
+                                  where=where, hint=f"set simcluster.forced.{key} to what the post's {var} pins (or state the "
+                                                    "variable in system.env)")
 
 
 def _topology(system: dict, ranks: int, nodes: int):
@@ -203,10 +235,12 @@ def compare_source(path: str | Path) -> list[PublishedDecisionLog]:
     if field(doc, "kind", where) != KIND:
         raise SimclusterError(f"kind {str(doc['kind'])[:40]!r}, expected {KIND}", where=where)
     citation = field(doc, "citation", where)
-    system = _system(known_keys(field(doc, "system", where), SYSTEM_KEYS, f"{where}: system"), f"{where}: system")
+    stated = known_keys(field(doc, "system", where), SYSTEM_KEYS, f"{where}: system")
+    system = _system(stated, f"{where}: system")
     usage = known_keys(field(doc, "simcluster", where), BLOCK_KEYS, f"{where}: simcluster")
     held = field(usage, "held_out", f"{where}: simcluster")
     forced = _forced(usage, where)
+    _check_env(stated.get("env"), forced, where)
     logs = field(doc, "logs", where)
     if not isinstance(held, bool) or not isinstance(citation, dict):
         raise SimclusterError("expected citation a mapping, simcluster.held_out true/false", where=where)
@@ -220,6 +254,9 @@ def compare_source(path: str | Path) -> list[PublishedDecisionLog]:
             raise SimclusterError(f"logs: file {name[:60]!r} must be a file in the source's own folder", where=where)
         op = _optional(entry, "op", f"{where}: logs", one_of(TUNED_OPS))
         log = nccl_info.parse(path.parent / name, op)
+        if log.nvls_line is not None and system["nvls"] is not None and log.nvls_line[1] != system["nvls"]:
+            raise SimclusterError(f"system.nvls {str(system['nvls']).lower()} contradicts {name} line {log.nvls_line[0]} (NVLS "
+                                  f"multicast {'' if log.nvls_line[1] else 'not '}available)", where=where)
         version = log.version or (system["nccl"] or "")
         same = version.startswith(MODEL_VERSION + ".")
         ranks = log.ranks or system["gpus_per_node"] * system["nodes"]

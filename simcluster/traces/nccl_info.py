@@ -1,6 +1,7 @@
 """What an NCCL_DEBUG=INFO log states about NCCL's decisions, read line by line from a log as someone posted it
 (calibration/published/nccl-decisions-*/): the communicator (ranks, nodes, ranks per node), whether NVLS multicast
-is available, the communicator's collective and NVLS channel counts, and each per-call algorithm / protocol choice.
+is available (or that it is not), the communicator's collective and NVLS channel counts, and each per-call algorithm /
+protocol choice.
 
 Three per-call formats exist: NCCL >= 2.23 'AllReduce: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}';
 NCCL 2.19-2.22 '1048576 Bytes -> Algo 1 proto 0 time 34.69' (indices into NCCL's algorithm and protocol lists, and
@@ -31,7 +32,7 @@ LINES = {
     "coll channels": re.compile(r"NCCL INFO (\d+) coll channels, (?:(\d+) collnet channels, )?(\d+) nvls channels, "
                                 r"\d+ p2p channels, \d+ p2p channels per peer\s*$"),
     "ring list": re.compile(r"NCCL INFO Channel (\d+)/(\d+) :(?:\s+\d+)+\s*$"),
-    "nvls available": re.compile(r"NCCL INFO NVLS multicast support is available on dev \d+(?: \(NVLS_NCHANNELS (\d+)\))?\s*$"),
+    "nvls available": re.compile(r"NCCL INFO NVLS multicast support is (not )?available on dev \d+(?: \(NVLS_NCHANNELS (\d+)\))?\s*$"),
     "nvls comm": re.compile(r"NCCL INFO NVLS comm 0x[0-9a-f]+ headRank -?\d+ nHeads (\d+) "),
     "nvls head": re.compile(r"NCCL INFO NVLS Head +(\d+):(?: +\d+)+\s*$"),
     "trees": re.compile(r"NCCL INFO Trees((?: \[\d+\] [-\d/]+->-?\d+->-?\d+)+)\s*$"),
@@ -71,6 +72,7 @@ class NcclInfoLog:
     nvls_available: bool             # the log says NVLS multicast is available
     calls: tuple[LoggedCall, ...]
     counts: tuple[LoggedCount, ...]
+    nvls_line: tuple[int, bool] | None = None    # (line, available) of the first 'NVLS multicast support is ...' line
 
 
 def _fail(path, number: int, message: str) -> TraceFormatError:
@@ -105,6 +107,7 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
     calls: list[LoggedCall] = []
     counts: dict[str, LoggedCount] = {}
     heads: dict = {}                  # 'NVLS Head i:' lines: the highest i + 1, and the first line
+    nvls_line: tuple[int, bool] | None = None
 
     def count(number: int, what: str, value: int) -> None:
         if what in counts and counts[what].value != value:
@@ -128,9 +131,14 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
         elif (m := LINES["ring list"].search(raw)) is not None:
             count(number, "coll channels", int(m.group(2)))
         elif (m := LINES["nvls available"].search(raw)) is not None:
-            nvls = True
-            if m.group(1):
-                count(number, "nvls channels", int(m.group(1)))
+            available = not m.group(1)
+            if nvls_line is not None and nvls_line[1] != available:
+                raise _fail(path, number, f"NVLS multicast {'available' if available else 'not available'} contradicts "
+                                          f"line {nvls_line[0]}")
+            nvls_line = nvls_line or (number, available)
+            nvls = nvls or available
+            if m.group(2):
+                count(number, "nvls channels", int(m.group(2)))
         elif (m := LINES["nvls comm"].search(raw)) is not None:
             nvls = True
             count(number, "nvls heads", int(m.group(1)))
@@ -151,4 +159,6 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
         count(heads["line"], "nvls heads", heads["value"])
     if not calls and not counts:
         raise TraceFormatError("no per-call decision and no channel count in this log", where=str(path))
-    return NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts.values()))
+    if nvls and nvls_line is not None and not nvls_line[1]:
+        raise _fail(path, nvls_line[0], "NVLS multicast not available, but another line sets NVLS up")
+    return NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts.values()), nvls_line)
