@@ -1,0 +1,114 @@
+"""Multi-node NVLink domains (machine.nvlink_domain; GB200 NVL72): the machine shape, its one-line errors, the
+collectives NCCL's decision model runs on it, and LLM groups mapped onto the domain."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from conftest import ROOT
+
+from simcluster import scenario
+from simcluster.build import build_cluster, run_scenario
+from simcluster.cards import load_collective, load_nvls
+from simcluster.collectives.domain import domain_predict
+from simcluster.collectives.fabric import predict_fabric
+from simcluster.collectives.model import predict
+from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.collectives.nccl_tuner import decide
+from simcluster.errors import ScenarioError, SimclusterError
+
+MODELS = ROOT / "models"
+NVL72 = ROOT / "scenarios" / "published" / "gb200-nvl72-coreweave.yaml"
+LLM = ROOT / "scenarios" / "llm" / "gb200-nvl72-vs-hgx-b200.yaml"
+
+
+def _machine(tmp_path, **over) -> str:
+    m = {"card": str(MODELS / "collective" / "gb200-nvlink-derived.yaml"), "gpus_per_node": 4, "nodes": 36,
+         "nvlink_domain": 72, "gpu": {"card": str(MODELS / "gpu" / "b200.yaml")},
+         "nic": {"card": str(MODELS / "nic" / "roce-400g.yaml"), "per_node": 4},
+         "fabric": {"kind": "rail-optimized"}, **over}
+    m = {k: v for k, v in m.items() if v is not None}
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "machine": m, "jobs": [{"kind": "collective_sweep", "op": "all_reduce",
+                                                                         "min_size": "1G", "max_size": "1G"}]}))
+    return str(path)
+
+
+def test_default_domain_is_one_node_and_changes_nothing():
+    m = scenario.load(ROOT / "scenarios" / "published" / "aws-p6-b200-x4.yaml").machine
+    assert m.nvlink_domain == 0 and m.domain_gpus == 8 and m.domains == 4 and m.nics_per_domain == 8
+
+
+def test_domain_shape(tmp_path):
+    m = scenario.load(_machine(tmp_path)).machine
+    assert (m.domain_gpus, m.domains, m.nics_per_domain) == (72, 2, 72)
+    cluster = build_cluster(m)
+    assert cluster.gpus_per_node == 72 and cluster.nodes == 2 and cluster.platform.nics_per_node == 72
+
+
+@pytest.mark.parametrize("over, text", [
+    ({"nvlink_domain": 70}, "not a whole number of nodes"),
+    ({"nvlink_domain": 2}, "expected an integer from 4"),
+    ({"nvlink_domain": 216}, "not a whole number of 216-GPU NVLink domains"),
+    ({"nodes": 27}, "not a whole number of 72-GPU NVLink domains"),
+    ({"nvlink_domain": "72"}, "expected an integer"),
+    ({"nic": None}, "needs a NIC card and a fabric"),
+])
+def test_bad_domains_are_one_line_errors(tmp_path, over, text):
+    with pytest.raises(ScenarioError) as exc:
+        scenario.load(_machine(tmp_path, **over))
+    assert text in exc.value.one_line() and "nvlink_domain" in exc.value.one_line() or text in exc.value.one_line()
+    assert "\n" not in exc.value.one_line()
+
+
+def test_one_rack_needs_no_nic(tmp_path):
+    m = scenario.load(_machine(tmp_path, nodes=18, nic=None, fabric=None)).machine
+    assert m.domains == 1
+
+
+def test_nvls_channels_and_heads_on_one_blackwell_domain():
+    one = graphs(NcclTopology("blackwell", 72, 1, nvls=True))
+    assert one["nvls_channels"] == 24 and one["NVLS"].channels == 32      # nvls.cc SM100_NVL; NCCL_MAX_NVLS_ARITY
+    two = graphs(NcclTopology("blackwell", 72, 2, None, 72, 50e9, nvls=True))
+    assert two["nvls_channels"] == 32 and two["NVLS"].channels == 32
+    assert graphs(NcclTopology("blackwell", 8, 2, None, 8, 50e9, nvls=True))["NVLS"].channels == 8
+
+
+def test_one_domain_all_reduce_runs_nvls_where_nccl_picks_it():
+    intra = load_collective(MODELS / "collective" / "gb200-nvlink-derived.yaml")[0]
+    table, latency, _ = load_nvls(MODELS / "nvswitch" / "gb200-nvl72-nvls-derived.yaml")
+    size = 2**30
+    d = decide(NcclTopology("blackwell", 72, 1, nvls=True), "all_reduce", size)
+    p = domain_predict(intra, "all_reduce", size, 72, "blackwell", (table, latency))
+    assert d.algorithm == "NVLS" and p.algorithm == "nvls"
+    assert p.time_s == pytest.approx(latency + size / table[72])
+    ring = domain_predict(intra, "all_reduce", size, 72, "blackwell", None)
+    assert ring == predict(intra, "all_reduce", size, 72)
+    assert decide(NcclTopology("blackwell", 8, 1, nvls=True), "all_reduce", 4096).algorithm == "Ring"   # 15 us < NVLS's 25
+    assert domain_predict(intra, "all_reduce", 4096, 8, "blackwell", (table, latency)) == predict(intra, "all_reduce", 4096, 8)
+    assert domain_predict(intra, "all_reduce", size, 36 + 4, "blackwell", (table, latency)) == predict(intra, "all_reduce", size, 40)
+    assert domain_predict(intra, "all_gather", size, 72, "blackwell", (table, latency)) == predict(intra, "all_gather", size, 72)
+
+
+def test_one_rack_sweep_is_one_domain_and_two_racks_cross_the_network(tmp_path):
+    one = run_scenario(scenario.load(NVL72)).jobs[0]
+    assert "1 NVLink domain of 72 GPUs" in one.description and {p.nranks for p in one.predictions} == {72}
+    two = scenario.load(_machine(tmp_path))
+    p = predict_fabric(build_cluster(two.machine), "all_reduce", 2**30)
+    assert p.nranks == 144 and p.breakdown["nccl_algorithm"] in ("Ring", "Tree")
+    # the NVLink leg is the card at 72 ranks, the network 72 NICs of 400G per domain
+    assert p.breakdown["network_Bps"] == pytest.approx(72 * 50e9, rel=0.1)
+
+
+def test_training_and_concurrent_jobs_are_refused_on_a_domain(tmp_path):
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    doc = yaml.safe_load(open(_machine(tmp_path)))
+    doc["jobs"] = [{"kind": "concurrent", "op": "all_reduce", "size": "1G", "groups": ["0-1"]}]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ScenarioError, match="not modelled on a multi-node NVLink domain"):
+        scenario.load(path)
