@@ -3,8 +3,6 @@ collectives NCCL's decision model runs on it, and LLM groups mapped onto the dom
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from conftest import ROOT
 
@@ -112,3 +110,39 @@ def test_training_and_concurrent_jobs_are_refused_on_a_domain(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ScenarioError, match="not modelled on a multi-node NVLink domain"):
         scenario.load(path)
+
+
+def _llm(variant: str, path=LLM):
+    from simcluster.build import run_file
+
+    return {r.variant: r for r in run_file(path)}[variant].jobs[0]
+
+
+def test_ep64_inside_a_64_gpu_domain_is_on_nvlink_and_across_hgx_nodes_on_the_fabric():
+    rack, hgx = _llm("gb200-nvl72"), _llm("hgx-b200")
+    assert rack.prediction.groups["ep"]["placement"] == "NVLink" and rack.prediction.groups["ep"]["nodes"] == 1
+    assert hgx.prediction.groups["ep"]["placement"] == "fabric" and hgx.prediction.groups["ep"]["nodes"] == 8
+    assert rack.prediction.breakdown["exposed_ep_comm"] < hgx.prediction.breakdown["exposed_ep_comm"]
+    dense = _llm("gb200-nvl72", LLM.with_name("gb200-nvl72-vs-hgx-b200-dense.yaml"))
+    assert dense.prediction.groups["dp"]["ranks_per_node"] == 9 and dense.prediction.groups["tp"]["placement"] == "NVLink"
+
+
+def test_a_group_that_straddles_72_gpu_domains_is_refused():
+    from simcluster.llm.comm import Network, place
+
+    net = Network(None, 72, None, aligned=False)
+    with pytest.raises(SimclusterError, match="does not tile the 72-GPU NVLink domain"):
+        place("ep", 64, 1, 1152, net)
+    assert place("tp", 8, 1, 1152, net).inside_node and place("tp", 72, 1, 1152, net).inside_node
+
+
+@pytest.mark.parametrize("name", ["gb200-nvl72-vs-hgx-b200.yaml", "gb200-nvl72-vs-hgx-b200-dense.yaml"])
+def test_predict_training_json_on_both_machines(name, capsys):
+    import json
+
+    from simcluster.cli import main
+
+    assert main(["predict", "training", "--scenario", str(LLM.with_name(name)), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    text = json.dumps(out)
+    assert "gb200-nvl72" in text and "hgx-b200" in text
