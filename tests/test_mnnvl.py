@@ -146,3 +146,13 @@ def test_predict_training_json_on_both_machines(name, capsys):
     out = json.loads(capsys.readouterr().out)
     text = json.dumps(out)
     assert "gb200-nvl72" in text and "hgx-b200" in text
+
+
+def test_the_published_rack_is_priced_inside_one_domain():
+    from simcluster.reference import read_published
+    from simcluster.reference.nccl import system_rows
+
+    ref = read_published(ROOT / "calibration" / "published" / "nccl-gb200-nvl72-coreweave.yaml", "published-nccl-run")
+    rows = system_rows(ref)
+    assert len(rows) == 5 and all(r.detail == "nvls/Simple" for r in rows)
+    assert [r.held_out for r in rows] == [False, True, True, True, True]
