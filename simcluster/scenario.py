@@ -145,7 +145,7 @@ def _nvlink_domain(r: ScenarioReader, m: dict, gpus: int, nodes: int) -> int:
     domain = r.integer(m, "machine", "nvlink_domain", minimum=gpus, maximum=MAX_GPUS_PER_NODE)
     if domain % gpus:
         r.fail("machine.nvlink_domain", f"{domain} GPUs is not a whole number of nodes of {gpus} GPUs",
-               hint=f"a multiple of gpus_per_node, e.g. {gpus * max(1, domain // gpus)}")
+               hint=f"a multiple of gpus_per_node, e.g. {gpus * max(1, domain // gpus)} or {gpus * (domain // gpus + 1)}")
     if domain > nodes * gpus or (nodes * gpus) % domain:
         r.fail("machine.nvlink_domain", f"the machine's {nodes * gpus} GPUs ({nodes} nodes x {gpus}) are not a whole number "
                f"of {domain}-GPU NVLink domains", hint=f"nodes: a multiple of {domain // gpus}")

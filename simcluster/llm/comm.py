@@ -35,7 +35,7 @@ import numpy as np
 
 from simcluster.collectives.fabric import Cluster, RingFlows, concurrent_ring_flows, predict_fabric
 from simcluster.collectives.model import predict
-from simcluster.errors import SimclusterError
+from simcluster.errors import ScenarioError
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GRAD_BYTES = 4      # gradients reduced in fp32 (Megatron's main_grad buffers under bf16)
@@ -102,7 +102,7 @@ def _check_tiles(name: str, size: int, stride: int, g: int) -> None:
     inside = span <= g and g % span == 0
     across = span >= g and (g % stride == 0 and span % g == 0 or stride % g == 0)
     if not (inside or across):
-        raise SimclusterError(f"the {name} group ({size} ranks, {stride} apart) does not tile the {g}-GPU NVLink domain: "
+        raise ScenarioError(f"the {name} group ({size} ranks, {stride} apart) does not tile the {g}-GPU NVLink domain: "
                               "some groups would straddle two domains",
                               hint=f"a degree whose groups divide {g} GPUs, or machine.nvlink_domain a multiple of {span}")
 

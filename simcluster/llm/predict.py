@@ -123,6 +123,11 @@ def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str |
     if machine.gpu_clock == "duty" and gpu.clock is None:
         raise ScenarioError(f"machine.gpu.clock: 'duty' needs a GPU card with a clock: block; {machine.gpu_card} has none",
                             where=where, hint="use clock: fixed, or a measured card (models/gpu/h100-sxm*.yaml, h200-sxm*.yaml)")
-    return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
-                       machine.gpus_per_node * machine.nodes, trace=trace, clock_model=machine.gpu_clock)
+    try:
+        return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
+                           machine.gpus_per_node * machine.nodes, trace=trace, clock_model=machine.gpu_clock)
+    except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
+        if exc.where:
+            raise
+        raise ScenarioError(exc.message, where=where, hint=exc.hint) from None
 
