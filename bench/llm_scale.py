@@ -23,18 +23,23 @@ from simcluster.scenario import load  # noqa: E402
 SCENARIO = ROOT / "scenarios" / "llm" / "llama405b-16k.yaml"
 
 
+def timed_step(machine, job, gpus: int):
+    """(dp, LlmResult, wall s) of one iteration of `job` scaled to `gpus` by its DP degree, 16 micro-batches per replica."""
+    dp = gpus // (job.parallel.tp * job.parallel.pp * job.parallel.cp)
+    machine = dataclasses.replace(machine, nodes=gpus // machine.gpus_per_node)
+    scaled = dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, dp=dp),
+                                 batch=dataclasses.replace(job.batch, global_batch=16 * dp))
+    t0 = time.perf_counter()
+    r = predict_llm_job(machine, scaled, trace=False)
+    return dp, r, time.perf_counter() - t0
+
+
 def main() -> None:
     base = load(SCENARIO)
     job = base.jobs[0]
     print(f"{'GPUs':>6} {'DP':>4} {'step s':>8} {'TFLOP/s/GPU':>12} {'MFU':>6} {'events':>7} {'wall s':>7} {'events/s':>9}")
     for gpus in (1024, 4096, 16384):
-        dp = gpus // (job.parallel.tp * job.parallel.pp)
-        machine = dataclasses.replace(base.machine, nodes=gpus // base.machine.gpus_per_node)
-        scaled = dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, dp=dp),
-                                     batch=dataclasses.replace(job.batch, global_batch=16 * dp))
-        t0 = time.perf_counter()
-        r = predict_llm_job(machine, scaled, trace=False)
-        wall = time.perf_counter() - t0
+        dp, r, wall = timed_step(base.machine, job, gpus)
         print(f"{gpus:>6} {dp:>4} {r.step_time_s:>8.3f} {r.tflops_per_gpu:>12.1f} {r.mfu:>6.3f} {r.events:>7} {wall:>7.2f} "
               f"{r.events / wall:>9.0f}")
 

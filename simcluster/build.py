@@ -6,6 +6,7 @@ import dataclasses
 
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives import des
+from simcluster.collectives.domain import domain_predict
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
@@ -62,15 +63,16 @@ def machine_nic(machine: Machine):
 
 
 def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
-    """The machine as one Platform: every node's NVLink domain (ports at nvlink_Bps, the collective card's link rate)
-    and, across nodes, the fabric of the machine's NICs. Built once per scenario machine; every job reads it."""
+    """The machine as one Platform: every NVLink domain (one node's, or several nodes' with machine.nvlink_domain;
+    ports at nvlink_Bps, the collective card's link rate) and, across domains, the fabric of the machine's NICs (a
+    domain's NICs are those of its nodes). Built once per scenario machine; every job reads it."""
     spec = None
-    if machine.nodes > 1:
+    if machine.domains > 1:
         nic, _ = machine_nic(machine)
         f = machine.fabric
-        spec = FabricSpec(machine.nodes, machine.nic.per_node, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
+        spec = FabricSpec(machine.domains, machine.nics_per_domain, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
                           f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
-    return machine_platform(machine.nodes, machine.gpus_per_node, nvlink_Bps, spec)
+    return machine_platform(machine.domains, machine.domain_gpus, nvlink_Bps, spec)
 
 
 def build_cluster(machine: Machine, intra=None, platform: Platform | None = None) -> Cluster:
@@ -82,19 +84,23 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     nvls = None
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
-        if machine.gpus_per_node not in table:
-            raise ModelCardError(f"no NVLS bandwidth for {machine.gpus_per_node} GPUs per node (has {sorted(table)})",
+        if machine.domain_gpus not in table:
+            raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)})",
                                  where=str(machine.nvls_card))
-        nvls = (table[machine.gpus_per_node], latency)
-    arch = "hopper"   # NCCL's decision model (collectives/nccl_tuner.py): the GPU card's architecture, Hopper without one
-    if machine.gpu_card:
-        from simcluster.cards import load_card
-        from simcluster.collectives.nccl_constants import arch_of
+        nvls = (table[machine.domain_gpus], latency)
+    return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
+                   nvls, arch=machine_arch(machine), cpu_vendor=machine.cpu_vendor)
 
-        card = load_card(machine.gpu_card, kind="gpu")
-        arch = arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
-    return Cluster(intra, nic, platform, machine.gpus_per_node, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor)
+
+def machine_arch(machine: Machine) -> str:
+    """The architecture NCCL's decision model (collectives/nccl_tuner.py) indexes: the GPU card's, Hopper without one."""
+    if not machine.gpu_card:
+        return "hopper"
+    from simcluster.cards import load_card
+    from simcluster.collectives.nccl_constants import arch_of
+
+    card = load_card(machine.gpu_card, kind="gpu")
+    return arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
 
 
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
@@ -140,7 +146,7 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    cluster = context.cluster() if scenario.machine.nodes > 1 else None
+    cluster = context.cluster() if scenario.machine.domains > 1 else None
     return LlmTrainingResult(job, predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster,
                                                      where=str(scenario.path)))
 
@@ -156,19 +162,27 @@ def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
 
 def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     m = scenario.machine
-    if m.nodes > 1:
+    if m.domains > 1:
         params, card = context.machine_card()
         cluster = context.cluster()
         preds, flows = run_fabric_sweep(cluster, job)
         algos = "/".join(sorted({p.algorithm for p in preds}))
-        how = (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
+        how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
+        how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
                f"{m.fabric.kind}, algorithm {algos}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
                f"ECMP collisions {flows.ecmp_collisions}")
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
-    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), run_sweep(params, job, scenario.seed, platform),
-                         description=f"1 node x {m.gpus_per_node} GPUs")
+    if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain
+        table, latency, _ = load_nvls(m.nvls_card)
+        preds = [domain_predict(params, job.op, size, job.ranks, machine_arch(m), (table, latency))
+                 for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
+    else:
+        preds = run_sweep(params, job, scenario.seed, platform)
+    where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \
+        f"1 NVLink domain of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}, multi-node NVLink)"
+    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where)
     if not job.measured:
         return result
     from simcluster.fit.validate import measured_sweep

@@ -93,8 +93,8 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
     if m.card is None:
         raise SimclusterError("the machine has no collective card (machine.card): nothing to predict a collective with",
                               where=scenario_path)
-    if algorithm and m.nodes == 1:
-        raise SimclusterError(f"--algorithm {algorithm}: one node runs no multi-node algorithm", where=scenario_path)
+    if algorithm and m.domains == 1:
+        raise SimclusterError(f"--algorithm {algorithm}: one NVLink domain runs no multi-node algorithm", where=scenario_path)
     ranks = m.nodes * m.gpus_per_node
     job = CollectiveSweep(op, ranks, parse_size_arg(min_size), parse_size_arg(max_size), factor, "analytic", algorithm)
     result = sweep_result(sc, job)

@@ -57,6 +57,21 @@ class Machine:
     host_card: Path | None = None  # a host-cpu card: its TCP cost per byte replaces a TCP NIC card's
     cpu_vendor: str = "intel"      # the hosts' CPU, as NCCL's tuner reads it (collectives/nccl_tuner.py)
     gpu_clock: str = "fixed"       # "fixed": the card's reference clock; "duty": the step's own (llm/clock.py)
+    nvlink_domain: int = 0         # GPUs on one NVLink fabric (GB200 NVL72: 72, several nodes); 0 = one node's
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs of one NVLink domain: what NCCL (MNNVL) and the models treat as one node."""
+        return self.nvlink_domain or self.gpus_per_node
+
+    @property
+    def domains(self) -> int:
+        """NVLink domains of the machine: the 'nodes' the network joins."""
+        return self.nodes * self.gpus_per_node // self.domain_gpus
+
+    @property
+    def nics_per_domain(self) -> int:
+        return self.nic.per_node * (self.domain_gpus // self.gpus_per_node) if self.nic else 0
 
 
 @dataclass(frozen=True)
@@ -70,15 +85,17 @@ class Scenario:
 
 
 def _machine(r: ScenarioReader, m) -> Machine:
-    r.mapping(m, "machine", set(), {"card", "gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu"})
+    r.mapping(m, "machine", set(), {"card", "gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu",
+                                    "nvlink_domain"})
     card = r.card(m, "machine") if m.get("card") is not None else None
     gpus = r.integer(m, "machine", "gpus_per_node", default=1, maximum=MAX_GPUS_PER_NODE)
     nodes = r.integer(m, "machine", "nodes", default=1, maximum=MAX_GPUS // gpus)
+    domain = _nvlink_domain(r, m, gpus, nodes)
     nic = fabric = aggregation = None
-    if nodes > 1:
+    if nodes * gpus > domain:
         for name in ("nic", "fabric"):
             if m.get(name) is None:
-                r.fail("machine", f"missing key '{name}': a machine of {nodes} nodes needs a NIC card and a fabric")
+                r.fail("machine", f"missing key '{name}': a machine of {nodes * gpus // domain} NVLink domains needs a NIC card and a fabric")
     if m.get("nic") is not None:
         d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams"})
         nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node"),
@@ -116,7 +133,23 @@ def _machine(r: ScenarioReader, m) -> Machine:
     if m.get("gpu") is not None:
         d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock"})
         gpu, gpu_clock = r.card(d, "machine.gpu"), r.choice(d, "machine.gpu", "clock", GPU_CLOCKS, "fixed")
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock)
+    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
+                   0 if domain == gpus else domain)
+
+
+def _nvlink_domain(r: ScenarioReader, m: dict, gpus: int, nodes: int) -> int:
+    """machine.nvlink_domain: GPUs sharing one NVLink fabric across nodes (multi-node NVLink, GB200 NVL72: 72); a
+    multiple of gpus_per_node that divides the machine's GPUs; default one node's GPUs."""
+    if m.get("nvlink_domain") is None:
+        return gpus
+    domain = r.integer(m, "machine", "nvlink_domain", minimum=gpus, maximum=MAX_GPUS_PER_NODE)
+    if domain % gpus:
+        r.fail("machine.nvlink_domain", f"{domain} GPUs is not a whole number of nodes of {gpus} GPUs",
+               hint=f"a multiple of gpus_per_node, e.g. {gpus * max(1, domain // gpus)} or {gpus * (domain // gpus + 1)}")
+    if domain > nodes * gpus or (nodes * gpus) % domain:
+        r.fail("machine.nvlink_domain", f"the machine's {nodes * gpus} GPUs ({nodes} nodes x {gpus}) are not a whole number "
+               f"of {domain}-GPU NVLink domains", hint=f"nodes: a multiple of {domain // gpus}")
+    return domain
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -98,15 +98,15 @@ def _sweep(r: ScenarioReader, job: dict, key: str, machine: Machine) -> Collecti
                             r.existing(job, key, "measured", "a trace bundle (directory) or an nccl-tests log")
                             if "measured" in job else None)
     for name in ("card", "measured"):
-        if machine.nodes > 1 and name in job:
+        if machine.domains > 1 and name in job:
             r.fail(f"{key}.{name}", "only a one-node sweep takes its own card or a measurement",
                    hint="multi-node sweeps run on the machine's cards")
-    if machine.nodes > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
+    if machine.domains > 1 and sweep.ranks != machine.nodes * machine.gpus_per_node:
         r.fail(f"{key}.ranks", f"a multi-node sweep runs on all {machine.nodes * machine.gpus_per_node} GPUs, got {sweep.ranks}")
-    if machine.nodes == 1 and sweep.ranks > machine.gpus_per_node:
-        r.fail(f"{key}.ranks", f"one node has {machine.gpus_per_node} GPUs, got {sweep.ranks} ranks",
+    if machine.domains == 1 and sweep.ranks > machine.domain_gpus:
+        r.fail(f"{key}.ranks", f"one NVLink domain has {machine.domain_gpus} GPUs, got {sweep.ranks} ranks",
                hint="raise machine.gpus_per_node, or give the machine nodes, a NIC card and a fabric")
-    if machine.nodes > 1 and sweep.engine == "des":
+    if machine.domains > 1 and sweep.engine == "des":
         r.fail(f"{key}.engine", "the chunk-level DES is single-node; multi-node sweeps use the steady-state form",
                hint="engine: analytic")
     if sweep.min_bytes > sweep.max_bytes:
@@ -142,8 +142,16 @@ def _node_list(r: ScenarioReader, spec, key: str, nodes: int) -> tuple[int, ...]
     return tuple(ids)
 
 
+def _one_node_domains(r: ScenarioReader, key: str, machine: Machine, kind: str) -> None:
+    """A job kind that knows nodes, not NVLink domains of several nodes (machine.nvlink_domain)."""
+    if machine.nvlink_domain:
+        r.fail(key, f"a {kind} job is not modelled on a multi-node NVLink domain (machine.nvlink_domain)",
+               hint="collective_sweep and llm_training jobs run on it")
+
+
 def _concurrent(r: ScenarioReader, job: dict, key: str, machine: Machine) -> ConcurrentJob:
     r.mapping(job, key, {"kind", "op", "size", "groups"}, {"algorithm"})
+    _one_node_domains(r, key, machine, "concurrent")
     if machine.nodes < 2 or machine.fabric is None:
         r.fail(key, "concurrent jobs share a multi-node fabric: the machine needs nodes > 1, a NIC card and a fabric")
     try:
@@ -164,6 +172,7 @@ def _concurrent(r: ScenarioReader, job: dict, key: str, machine: Machine) -> Con
 def _training(r: ScenarioReader, job: dict, key: str, machine: Machine) -> TrainingJob:
     r.mapping(job, key, {"kind", "workload"}, {"ddp", "dataset_samples", "epochs", "loader_cpu_per_sample", "storage_stall",
                                                "storage"})
+    _one_node_domains(r, key, machine, "training")
     ddp = r.card(job, key, "ddp") if "ddp" in job else None
     storage = None
     if job.get("storage") is not None:

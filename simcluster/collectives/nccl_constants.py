@@ -51,6 +51,7 @@ NVLINK_GBPS_PER_LINK = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwel
 NVLINKS_PER_GPU = {"volta": 6, "ampere": 12, "hopper": 18, "blackwell": 18}                  # SXM parts
 MAX_CHANNELS = 64
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
+NVLS_CHANNELS_ONE_DOMAIN = {"blackwell": 24}   # nvls.cc NVLS_NCHANNELS_SM100_NVL: one node or one MNNVL clique
 NVLS_ARITY = 32
 DIRECT_ARITY = 7
 THREADS = {"LL": 512, "LL128": 640, "Simple": 512}     # NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS

@@ -19,6 +19,7 @@ from simcluster.collectives.nccl_constants import (
     NVLINKS_PER_GPU,
     NVLS_ARITY,
     NVLS_CHANNELS,
+    NVLS_CHANNELS_ONE_DOMAIN,
     SPEEDS_INTER,
     SPEEDS_INTRA,
 )
@@ -160,13 +161,14 @@ def graphs(topo: NcclTopology) -> dict:
     nvls_channels = 0
     if topo.nvls and topo.arch in NVLS_CHANNELS and g > 1 and topo.has_nvlink:
         # NVLS: one channel per head GPU; per-channel speed bounded by the GPU's NVLink (pattern != ring)
-        heads = min(g, NVLS_ARITY) if not multi else min(g, topo.nics_per_node)
+        heads = min(g, NVLS_ARITY) if not multi else min(g, topo.nics_per_node, NVLS_ARITY)
         intra_speeds = _speeds(topo.arch, inter=multi)
         fits = [x for x in intra_speeds if heads * x <= nvl * g / (g - 1) + 1e-9]
         bw_intra = max(fits) if fits else 0.0
         bw_inter = max([x for x in intra_speeds if x <= topo.nic_Bps / 1e9], default=0.0) if multi else bw_intra
         out["NVLS"] = out["NVLSTree"] = Graph(heads, bw_intra, bw_inter)
-        nvls_channels = NVLS_CHANNELS[topo.arch]
+        # nvls.cc: Blackwell runs fewer NVLS channels on one node or one MNNVL domain (NVLS_NCHANNELS_SM100_NVL)
+        nvls_channels = NVLS_CHANNELS_ONE_DOMAIN.get(topo.arch, NVLS_CHANNELS[topo.arch]) if not multi else NVLS_CHANNELS[topo.arch]
     else:
         out["NVLS"] = out["NVLSTree"] = Graph(0, 0.0, 0.0)
     coll = min(MAX_CHANNELS, 2 * n)

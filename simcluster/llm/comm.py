@@ -35,6 +35,7 @@ import numpy as np
 
 from simcluster.collectives.fabric import Cluster, RingFlows, concurrent_ring_flows, predict_fabric
 from simcluster.collectives.model import predict
+from simcluster.errors import ScenarioError
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GRAD_BYTES = 4      # gradients reduced in fp32 (Megatron's main_grad buffers under bf16)
@@ -47,8 +48,9 @@ class Network:
     """What the collectives run on: the NVLink card inside a node, the fabric across nodes."""
 
     intra: object                 # a CollectiveModel (collectives/interface.py)
-    gpus_per_node: int
+    gpus_per_node: int            # GPUs of one NVLink domain (a node, or an MNNVL domain of several nodes)
     cluster: Cluster | None = None
+    aligned: bool = True          # False: groups must tile the domain (checked in `place`; machine.nvlink_domain)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Group:
 
 def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
     g = net.gpus_per_node
+    if not net.aligned and size > 1:
+        _check_tiles(name, size, stride, g)
     per_node = min(size, max(1, g // stride))
     nodes = math.ceil(size / per_node)
     if nodes == 1 or size == 1:
@@ -88,6 +92,19 @@ def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
     share = slowest.node_rate_Bps * per_node / g
     return Group(name, size, stride, per_node, nodes, len(node_sets), share,
                  dataclasses.replace(slowest, node_rate_Bps=share))
+
+
+def _check_tiles(name: str, size: int, stride: int, g: int) -> None:
+    """The placement below holds when the groups tile the NVLink domain: a group inside it divides it, a group across
+    domains has a whole number of its ranks in each. A multi-node NVLink domain (72 GPUs) need not be a power of two,
+    so a group (64 ranks) may straddle two domains; that layout is refused rather than priced as if aligned."""
+    span = size * stride
+    inside = span <= g and g % span == 0
+    across = span >= g and (g % stride == 0 and span % g == 0 or stride % g == 0)
+    if not (inside or across):
+        raise ScenarioError(f"the {name} group ({size} ranks, {stride} apart) does not tile the {g}-GPU NVLink domain: "
+                              "some groups would straddle two domains",
+                              hint=f"a degree whose groups divide {g} GPUs, or machine.nvlink_domain a multiple of {span}")
 
 
 def collective_s(net: Network, group: Group, op: str, size_bytes: float) -> float:

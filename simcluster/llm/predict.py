@@ -99,15 +99,16 @@ def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
 
 
 def network_for(machine, intra=None, cluster=None) -> comm.Network:
-    """The scenario machine's collective card (inside a node) and fabric (across nodes; `cluster` the scenario's
-    own when build.py has one, else built here)."""
+    """The scenario machine's collective card (inside an NVLink domain: a node, or several nodes with
+    machine.nvlink_domain) and fabric (across domains; `cluster` the scenario's own when build.py has one, else
+    built here)."""
     from simcluster.build import build_cluster
     from simcluster.cards import load_collective
 
     intra = cluster.intra if cluster is not None else (intra or load_collective(machine.card)[0])
-    if cluster is None and machine.nodes > 1:
+    if cluster is None and machine.domains > 1:
         cluster = build_cluster(machine, intra)
-    return comm.Network(intra, machine.gpus_per_node, cluster)
+    return comm.Network(intra, machine.domain_gpus, cluster, aligned=not machine.nvlink_domain)
 
 
 def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str | None = None) -> LlmResult:
@@ -122,6 +123,11 @@ def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str |
     if machine.gpu_clock == "duty" and gpu.clock is None:
         raise ScenarioError(f"machine.gpu.clock: 'duty' needs a GPU card with a clock: block; {machine.gpu_card} has none",
                             where=where, hint="use clock: fixed, or a measured card (models/gpu/h100-sxm*.yaml, h200-sxm*.yaml)")
-    return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
-                       machine.gpus_per_node * machine.nodes, trace=trace, clock_model=machine.gpu_clock)
+    try:
+        return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
+                           machine.gpus_per_node * machine.nodes, trace=trace, clock_model=machine.gpu_clock)
+    except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
+        if exc.where:
+            raise
+        raise ScenarioError(exc.message, where=where, hint=exc.hint) from None
 

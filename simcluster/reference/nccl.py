@@ -30,11 +30,33 @@ FORCED = {"NCCL_ALGO=allreduce:ring (forced)": "ring", "NCCL_ALGO=allreduce:nvls
 TARGET = 0.10
 
 
+@dataclasses.dataclass(frozen=True)
+class OneDomain:
+    """A system whose GPUs are all on one NVLink domain (one node, or a multi-node NVLink rack): no network."""
+
+    intra: object
+    ranks: int
+    arch: str
+    nvls: tuple | None
+
+    def predict(self, op: str, size: int, algorithm: str | None):
+        from simcluster.collectives.domain import domain_predict
+
+        if algorithm is not None:
+            raise SimclusterError(f"algorithm {algorithm!r} forced on one NVLink domain: no multi-node algorithm runs there")
+        return domain_predict(self.intra, op, size, self.ranks, self.arch, self.nvls)
+
+
 def _cluster(scenario: Path, nodes: int):
-    from simcluster.build import build_cluster
+    from simcluster.build import build_cluster, machine_arch
+    from simcluster.cards import load_collective, load_nvls
     from simcluster.scenario import load_variants
 
-    return build_cluster(load_variants(scenario, nodes)[0][1].machine)
+    machine = load_variants(scenario, nodes)[0][1].machine
+    if machine.domains == 1 and (machine.nvlink_domain or machine.nic is None):   # no network: NCCL's one node
+        return OneDomain(load_collective(machine.card)[0], machine.nodes * machine.gpus_per_node, machine_arch(machine),
+                         load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None)
+    return build_cluster(machine)
 
 
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
@@ -42,13 +64,24 @@ def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | N
     `peak` (sizes None; at algorithms[0] where the source forced one); and what ran."""
     from simcluster.collectives.fabric import predict_fabric, ring_flows
 
-    flows = ring_flows(cluster)
+    if isinstance(cluster, OneDomain):
+        def call(s, a, flows):
+            return cluster.predict(op, s, a)
+        flows = None
+    else:
+        def call(s, a, flows):
+            return predict_fabric(cluster, op, s, a, flows)
+        flows = ring_flows(cluster)
     if sizes is None:
         forced = algorithms[0] if algorithms else None
-        best = max((predict_fabric(cluster, op, s, forced, flows) for s in peak), key=lambda p: p.busbw_Bps)
-        return best.busbw_Bps, f"{best.algorithm}/{best.protocol} at {best.size_bytes >> 20} MiB (peak)"
-    preds = [predict_fabric(cluster, op, s, a, flows) for s, a in zip(sizes, algorithms, strict=True)]
-    return sum(p.busbw_Bps for p in preds) / len(preds), f"{preds[-1].algorithm}/{preds[-1].protocol}"
+        best = max((call(s, forced, flows) for s in peak), key=lambda p: p.busbw_Bps)
+        return best.busbw_Bps, f"{_ran(best)} at {best.size_bytes >> 20} MiB (peak)"
+    preds = [call(s, a, flows) for s, a in zip(sizes, algorithms, strict=True)]
+    return sum(p.busbw_Bps for p in preds) / len(preds), _ran(preds[-1])
+
+
+def _ran(p) -> str:
+    return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}"
 
 
 def chooser_algorithm(ref: Published, ranks: int, size: int) -> str | None:

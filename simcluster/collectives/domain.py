@@ -1,0 +1,38 @@
+"""A collective inside one NVLink domain: one node, or several nodes on one NVLink fabric (multi-node NVLink, MNNVL:
+GB200 NVL72's 72 GPUs behind its NVLink switch trays). NCCL (2.20+, NCCL_MNNVL_ENABLE with IMEX / cuMem fabric
+handles) fuses the topology of every GPU of an MNNVL clique into one "node" (src/graph/topo.c, ncclTopoGetSystem),
+so its search and tuner see one node of that many GPUs; collectives/nccl_search.py and nccl_tuner.py do the same.
+
+Without an NVLS card a call is the NVLink card's (collectives/model.predict: NCCL's ring / chain as the card prices
+them). With one, an all_reduce runs NVLS where NCCL's decision model picks it for this domain (elsewhere the card):
+
+    T = l_NVLS + S / algbw_NVLS(n)          algbw_NVLS from the NVLS card at n GPUs, l_NVLS its latency
+
+The card holds algbw per GPU count; a count it lacks runs as the NVLink card (no extrapolation here: cards that
+cover a domain's GPU count are derived in their own provenance). docs/models/collectives.md, "Multi-node NVLink".
+"""
+
+from __future__ import annotations
+
+from simcluster.collectives.fabric import FabricPrediction
+from simcluster.collectives.interface import CollectiveModel
+from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.nccl_search import NcclTopology
+from simcluster.collectives.nccl_tuner import decide
+from simcluster.collectives.schedule import canonical_op
+
+
+def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
+                   nvls: tuple[dict[int, float], float] | None = None) -> Prediction:
+    """One call on `ranks` GPUs of one NVLink domain; `nvls`: (all_reduce algbw by GPU count, latency s) of the
+    domain's NVLink SHARP card."""
+    op = canonical_op(op)
+    if nvls is None or op != "all_reduce" or ranks < 2 or ranks not in nvls[0]:
+        return predict(intra, op, size_bytes, ranks)
+    table, latency = nvls
+    d = decide(NcclTopology(arch, ranks, 1, nvls=True), op, size_bytes)
+    nccl = {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": d.channels}
+    if d.algorithm != "NVLS":
+        return predict(intra, op, size_bytes, ranks)
+    time = latency + size_bytes / table[ranks]
+    return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls", {**nccl, "nvls_algbw_Bps": table[ranks]})
