@@ -468,3 +468,39 @@ def test_nccls_own_choice_is_no_algorithm_or_a_default_text(tmp_path):
     own = {r.run: r.predicted for r in validate_published_nccl(_nccl1368_copy(tmp_path, lambda d: d["runs"][1].pop("algorithm"))).rows}
     said = validate_published_nccl(_nccl1368_copy(tmp_path, lambda d: d["runs"][1].update(algorithm="default (NCCL's choice)"))).rows
     assert {r.run: r.predicted for r in said} == own
+
+
+# session 19: new published LLM files, held out, predicted first at main 4492d46 (model of a35dc28); the rows each makes
+# comparable under the Session 19 rules (calibration/published/README.md)
+SESSION19_COMPARED = {"llm-dgxc-benchmarking-v24.11.1-llama31-h100": list(range(34)),
+                      "llm-dgxc-benchmarking-v25.02-llama31-h100": list(range(34)),
+                      "llm-nemo-25.02-dgx-b200-fp8": [1, 2, 3, 6], "llm-megatron-bridge-25.11-dgx-h100-b200": [1, 2]}
+
+
+def test_session19_files_parse_are_held_out_and_compare_the_rows_they_made_comparable():
+    """Structure and flags only, no predicted number: every row the file made comparable gets a prediction on the
+    source's tokens per second, held out, with its fills' recipe named; the others say why not."""
+    for name, runs in SESSION19_COMPARED.items():
+        v = validate_published_llm(PUBLISHED / f"{name}.yaml")
+        assert not v.skipped, name
+        compared = {r.run: r for r in v.rows if r.error is not None}
+        assert sorted(compared) == runs, name
+        assert all(r.held_out and r.metric == "tokens_per_s" and r.predicted > 0 and r.measured > 0 for r in compared.values()), name
+        assert all(r.unavailable for r in v.rows if r.error is None), name
+        assert "4492d46" in v.sources[name] and "a35dc28" in v.sources[name], name
+        ref = read_published(PUBLISHED / f"{name}.yaml", "published-llm-run")
+        assert ref.usage["assumptions"]["from"] and all(" from " in r.detail for r in compared.values()), name
+    b200 = validate_published_llm(PUBLISHED / "llm-nemo-25.02-dgx-b200-fp8.yaml")
+    assert any("experts" in r.detail for r in b200.rows if r.run == 6)     # Mixtral 8x7B: the MoE keys from its recipe
+
+
+def test_a_block_scaled_precision_is_refused_not_read_as_bf16(tmp_path):
+    src = PUBLISHED / "llm-nemo-25.02-dgx-b200-fp8.yaml"
+    doc = yaml.safe_load(src.read_text())
+    doc["runs"][1]["batch"]["precision"] = "MXFP8"
+    doc["simcluster"]["machine"] = {k: str((src.parent / v).resolve()) for k, v in doc["simcluster"]["machine"].items()}
+    bad = tmp_path / "llm-mx.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    v = validate_published_llm(bad)
+    assert [r.run for r in v.rows if r.error is not None] == [2, 3, 6]
+    assert len(v.skipped) == 1 and "runs[1]" in v.skipped[0] and "MXFP8" in v.skipped[0] and "precision" in v.skipped[0]

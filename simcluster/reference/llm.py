@@ -35,8 +35,11 @@ MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "ffn_per_hidden": lambda v: count(v, 64)}
-MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads",)}, "mlp": one_of(MLPS), "tied_embeddings": flag,
-                 "dropout": flag, "from": text}
+MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn")}, "mlp": one_of(MLPS),
+                 "tied_embeddings": flag, "dropout": flag, "from": text}
+# a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
+# scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
+PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,10 @@ def llm_usage(ref: Published) -> LlmUsage:
     cards = [(ref.path.parent / checked(machine, k, where, text)).resolve() for k in ("gpu_card", "nic_card", "nvlink_card")]
     nics = 8 if machine.get("nics_per_node") is None else checked(machine, "nics_per_node", where, lambda v: count(v, 64))
     where = f"{ref.path}: simcluster.assumptions"
-    raw = known_keys(ref.usage.get("assumptions") or {}, set(FILL_PARSERS) | {"models"}, where)
+    raw = known_keys(ref.usage.get("assumptions") or {}, set(FILL_PARSERS) | {"models", "from"}, where)
     assumptions = {k: checked(raw, k, where, parse) for k, parse in FILL_PARSERS.items() if raw.get(k) is not None}
+    if raw.get("from") is not None:       # the recipe or config the fills above come from (Session 19 rules)
+        assumptions["from"] = checked(raw, "from", where, text)
     models = raw.get("models") or {}
     if not isinstance(models, dict):
         raise SimclusterError("key 'models': expected a mapping of model name -> model keys", where=where)
@@ -106,8 +111,9 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
 
     mlp = m.get("mlp") or ("gelu" if "GPT" in str(m.get("name", "")).upper() and m["ffn"] == 4 * m["hidden"] else "swiglu")
     tied = m["tied_embeddings"] if m.get("tied_embeddings") is not None else mlp == "gelu"
+    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn") if m.get(k) is not None}
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m.get("kv_heads") or m["heads"], m["vocab"],
-                            m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False))
+                            m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False), **moe)
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
     dp, cp, ep = (1 if p.get(k) is None else checked(p, k, "parallel", count) for k in ("dp", "cp", "ep"))
     recompute = pick(p, "parallel", "recompute", "none")
@@ -118,9 +124,16 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     flags = {k: checked(p, k, "parallel", flag) for k in ("tp_comm_overlap", "overlap_param_gather") if p.get(k) is not None}
     flags["tp_comm_overlap"] = flags.get("tp_comm_overlap", False) and sp
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, **flags)
-    precision = "fp8" if str(b.get("precision", "")).lower().startswith("fp8") else "bf16"
+    precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)
     return (model, par, batch), "", used
+
+
+def precision_of(value) -> str:
+    """A `parse` for a row's printed precision (PRECISIONS); a format the model has no GEMMs for is refused."""
+    if str(value).lower() not in PRECISIONS:
+        raise ValueError(f"expected one of {', '.join(PRECISIONS)} (block-scaled MXFP8 / NVFP4 are not modelled)")
+    return PRECISIONS[str(value).lower()]
 
 
 def dict_of(value) -> dict:
