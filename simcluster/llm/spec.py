@@ -226,7 +226,8 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
 class FrameworkSpec:
     """How the training code runs the model: what it stores and moves besides the model's own math.
 
-    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist, fp32 master
+    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist (every micro-batch's
+      weight gradients added into them: grad_accumulate_bytes), fp32 master
       weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels.
     torch-amp (simcluster.runner.llm_step): fp32 weights under bf16 autocast, separate q / k / v Linears, fp32
       residual stream (embedding and weights are fp32), gradients created in each backward and freed by
