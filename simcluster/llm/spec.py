@@ -227,7 +227,9 @@ class FrameworkSpec:
     """How the training code runs the model: what it stores and moves besides the model's own math.
 
     megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist, fp32 master
-      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels.
+      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels, Transformer Engine layers (under fp8:
+      GEMM inputs saved in fp8, cached fp8 weights; llm/memory.py). A recipe's own gradient-buffer and optimizer dtypes
+      and fp8 weights are memory-only fields set with dataclasses.replace (a published file's `simcluster.memory`).
     torch-amp (simcluster.runner.llm_step): fp32 weights under bf16 autocast, separate q / k / v Linears, fp32
       residual stream (embedding and weights are fp32), gradients created in each backward and freed by
       zero_grad(set_to_none=True), fused AdamW with fp32 moments (4 + 4 + 8 bytes per parameter), bf16 weight

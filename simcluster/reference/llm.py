@@ -15,7 +15,9 @@ convention involved); otherwise its TFLOP/s per GPU, recomputed from the predict
 count (`simcluster.flops`): narayanan-eq3 = Narayanan et al. 2021 eq. 3 (96 B s l h^2 (1 + s/6h + V/16lh),
 recompute pass included), megatron = the model-FLOP count 72 B s l h^2 (1 + s/6h + V/12lh) generalised to GQA /
 SwiGLU (llm/predict.py). The training code is the file's `simcluster.framework` (default megatron; sources from
-before flash attention run on megatron-unfused-attention). + = predicted faster (a step time's error sign is flipped).
+before flash attention run on megatron-unfused-attention), with the recipe's memory settings of `simcluster.memory`
+and `memory_by_model` (gradient-buffer and optimizer dtypes, fp8 weights; memory only, each citing its recipe).
++ = predicted faster (a step time's error sign is flipped).
 """
 
 from __future__ import annotations
