@@ -1,10 +1,12 @@
-"""Benchmark: one all_reduce across a rail-optimized fat-tree, 16 to 16,384 GPUs.
+"""Benchmark: one all_reduce (and one alltoall) across a rail-optimized fat-tree, 16 to 16,384 GPUs.
 
     python bench/fabric_scale.py [--max-gpus 16384] [--repeat 5]
 
 For each size it builds the platform (8 GPUs and 8 x 400 Gb/s RoCE NICs per node, rail-optimized,
 1:1), solves the steady-state ring flows (max-min over every NIC and spine link) and predicts the
-all_reduce for 1 MiB and 1 GiB. Prints the wall time of that whole point (the fastest of --repeat runs, each
+all_reduce for 1 MiB and 1 GiB, then a 1 GiB alltoall (its point-to-point pattern routed and loaded on the same
+fabric, collectives/alltoall.py: at most 2^18 flows, node shifts sampled beyond that). Prints the wall time of
+that whole point (the fastest of --repeat runs, each
 building the platform anew; NCCL's decision is memoised after the first), peak memory (ru_maxrss) and the work
 done: flow-link crossings routed and solved (the steady-state form has no events; the DES lines count real
 events). At 16 and 128 GPUs it also runs the chunk-level DES of one rail ring on the same fabric and prints how
@@ -61,7 +63,7 @@ def main() -> None:
     for gpus in (16, 128, 1024, 4096, 16384):
         if gpus > args.max_gpus:
             break
-        for size, label in ((2**20, "1MiB"), (2**30, "1GiB")):
+        for op, size, label in (("all_reduce", 2**20, "1MiB"), ("all_reduce", 2**30, "1GiB"), ("alltoall", 2**30, "1GiB")):
             wall = float("inf")
             for _ in range(max(1, args.repeat)):
                 t0 = time.perf_counter()
@@ -69,9 +71,10 @@ def main() -> None:
                                   link_latency_s=50e-9, switch_latency_s=600e-9)
                 cluster = Cluster(intra, nic, machine_platform(gpus // 8, 8, intra.link_bandwidth_Bps, spec), 8, 112.0)
                 flows = ring_flows(cluster)
-                pred = predict_fabric(cluster, "all_reduce", size, flows=flows)
+                pred = predict_fabric(cluster, op, size, flows=flows)
                 wall = min(wall, time.perf_counter() - t0)
-            events = len(flows.flow_rates_Bps) * (flows.max_hops + 1)
+            routed = cluster.platform._cache.get(("alltoall crossings", gpus // 8, True), 0)
+            events = len(flows.flow_rates_Bps) * (flows.max_hops + 1) + routed
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"{gpus:6d} {label:>5} {pred.algorithm:>12} {pred.time_s * 1e3:8.3f}ms {pred.busbw_Bps / 1e9:10.1f} "
                   f"{wall * 1e3:7.2f} {events:10d} {events / wall:10.0f} {peak:8.0f}")

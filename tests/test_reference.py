@@ -27,6 +27,10 @@ HELD_OUT_SET = {"a100-hdr-x2-nccltests100": 1, "a100-hdr-x3-nccltests119": 6, "a
 # source leaves the NIC count or rate unstated (recorded, not predicted)
 SESSION19_SET = {"azure-ndmv4-a100-x2-mscclpp": 6, "gcp-a3ultra-h200-x2-skypilot": 16, "gcp-a4-b200-x2-dranet": 8,
                  "h100-roce-x2-nccl2409": 1, "h100-ib-x2-nccltests290": 16}
+# session 19, alltoall model (collectives/alltoall.py): the one multi-node NCCL alltoall row found with a stated system,
+# recorded before the model was run on it and predicted once (docs/models/fabric-findings.md); the Azure alltoall rows
+# (runs 4, 5) were seen before the model and are not held out any more
+ALLTOALL_SET = {"aws-p5en-x2-alltoall-worklog-unverified": 1}
 SESSION19_NOT_PREDICTED = ("oci-h200-x2-argonne", "oci-a100-b48-x2-oke", "nebius-h200-x2-runai-unverified", "h100-x128-nccltests322")
 
 
@@ -39,7 +43,7 @@ def test_published_multi_node_validation_does_not_regress():
                 "gb200-nvl72-coreweave": 0.398}   # session 19: one NVL72 rack as one NVLink domain, predicted once at f4cb908
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
-    assert {k for k, s in summary.items() if s["rows"]} == set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET)
+    assert {k for k, s in summary.items() if s["rows"]} == set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -96,8 +100,13 @@ def test_the_session19_set_parses_and_every_row_is_compared_as_held_out():
             (ref.system["nodes"], ref.system["gpus_per_node"], ref.system["nics_per_node"]), system
         at_64mib = [r for r in ref.runs if r["bytes"] >= 64 * 2**20]
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
-        assert len(compared) == len(at_64mib) == rows == summary[system]["rows"] and all(r.held_out for r in compared), system
-        assert summary[system]["held_out"] == "yes"
+        alltoall = [r.run for r in compared if r.configuration.startswith("alltoall")]
+        assert len(compared) == len(at_64mib) == rows == summary[system]["rows"], system
+        assert [r.run for r in compared if not r.held_out] == alltoall, system      # only the alltoall rows, seen before the model
+        assert summary[system]["held_out"] == ("partly" if alltoall else "yes")
+    for system, rows in ALLTOALL_SET.items():
+        compared = [r for r in v.rows if r.source == f"nccl-{system}"]
+        assert len(compared) == rows and all(r.held_out and r.detail == "alltoall/Simple" for r in compared), system
     for system in SESSION19_NOT_PREDICTED:
         ref = read_published(PUBLISHED / f"nccl-{system}.yaml", "published-nccl-run")
         assert ref.file("scenario") is None and ref.usage["not_predicted"] and ref.usage["held_out"] is True, system
@@ -181,7 +190,7 @@ def test_published_llm_rows_state_configuration_assumptions_and_why_not(capsys):
     rows comparable, 8 with dimensions from NeMo's recipes; rows 10-11 not held out: the fp8 casts were added after;
     rows 0, 2, 4, 6: the development rows of issue 22's split)."""
     v = validate_published_llm(PUBLISHED / "llm-llama3-405b-table4.yaml")
-    assert [round(r.error * 100, 1) for r in v.rows] == pytest.approx([5.9, -5.1, -4.3], abs=1.0)   # the card's fixed clock
+    assert [round(r.error * 100, 1) for r in v.rows] == pytest.approx([2.3, -8.3, -5.8], abs=1.0)   # fixed clock, main_grad accumulation
     assert all(not r.held_out and "virtual_stages=2" in r.detail and "t8 p16" in r.configuration for r in v.rows)
     assert v.rows[0].metric == "flops_per_gpu_per_s" and v.rows[0].measured == 430e12
     nemo = validate_published_llm(PUBLISHED / "llm-nemo-24.07-dgx-h100-fp8.yaml")

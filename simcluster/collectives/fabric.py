@@ -17,7 +17,9 @@ each algorithm also runs LL and LL128 (LL: twice the data time, capped by NCCL's
 Simple's rate), its step latencies NCCL's NVLink and network values, and only the 2(N-1) ring steps that cross
 nodes pay the network latency. Which algorithm and protocol run is NCCL's own decision for the topology
 (collectives/nccl_tuner.py), the fastest of the model's options only where NCCL's model has none; a scenario may
-force an algorithm. docs/models/fabric.md has every term.
+force an algorithm. alltoall and sendrecv across nodes run on NCCL's point-to-point path (`Alltoall`, `SendRecv`:
+each GPU's remote bytes through its own NIC, the fabric's share from the alltoall's routes, collectives/alltoall.py),
+not as a ring. docs/models/fabric.md has every term.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
@@ -58,6 +61,7 @@ class Cluster:
     job_nodes: int | None = None                # a job on part of the fabric (concurrent jobs)
     arch: str = "hopper"                        # GPU architecture, for NCCL's decision model (collectives/nccl_tuner.py)
     cpu_vendor: str = "intel"                   # NCCL prices LL across nodes by the CPU (llMaxBws)
+    pxn: bool = True                            # NCCL's PXN (p2p through the rail-aligned GPU's NIC), on by default
 
     @property
     def nodes(self) -> int:
@@ -205,15 +209,19 @@ def data_time(call: FabricCall, simple_s: float, bus_bytes: float, protocol: str
     return max(t, bus_bytes / ll_cap_Bps(call)) if protocol == "LL" else t
 
 
+P2P_OPS = ("sendrecv", "alltoall")
+
+
 class Ring:
-    """T = base + busbw bytes / (min(B_nvl, B_net) x f_p) + intra steps x l_intra,p + inter steps x l_inter,p: every op."""
+    """T = base + busbw bytes / (min(B_nvl, B_net) x f_p) + intra steps x l_intra,p + inter steps x l_inter,p: the
+    collectives, and point-to-point ops inside one node."""
 
     name = "ring"
     nccl_name = "Ring"
     protocols = ("LL", "LL128", "Simple")
 
     def applies(self, call: FabricCall) -> bool:
-        return True
+        return call.op not in P2P_OPS or call.nodes == 1
 
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         steps = 2 * (call.n - 1) if call.op == "all_reduce" else max(1, call.n - 1)
@@ -312,7 +320,62 @@ class InNetwork:
         return rs + t_sw + ag, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag}
 
 
-ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork())
+class Alltoall:
+    """alltoall across nodes as NCCL's grouped sends (collectives/alltoall.py), n = N G ranks, S each rank's bytes:
+    T = base + max(S (n-G)/n / (R_gpu / max(1, phi)), B_nvl bytes / B_a2a) + rounds x l_inter, R_gpu = K r / G_node
+    (a GPU's share of its node's K NICs at rate r), phi the fabric's excess on the alltoall's routes, NVLink bytes
+    S (G-1)/n plus, with PXN, the (G-1)/G of S (n-G)/n relayed to the rail-aligned GPU; B_a2a the intra card's
+    alltoall busbw on G GPUs. Simple protocol only."""
+
+    name = "alltoall"
+    nccl_name = None            # NCCL's p2p path, not a tuned algorithm
+    protocols = ("Simple",)
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "alltoall" and call.nodes >= 2
+
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
+        cluster, g, n, s = call.cluster, call.cluster.gpus_per_node, call.n, call.size_bytes
+        plat = cluster.platform
+        if call.nodes > plat.nodes:
+            raise SimclusterError(f"alltoall over {call.nodes} nodes on a machine of {plat.nodes}")
+        k = plat.nics_per_node
+        r = cluster.nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k)
+        phi = max(1.0, r * unit_link_load(plat, call.nodes, cluster.pxn))
+        per_gpu = k * r / (plat.gpus_per_node or g) / phi
+        net_bytes = s * (n - g) / n
+        nvl_bytes = s * (g - 1) / n + (net_bytes * (g - 1) / g if cluster.pxn else 0.0)
+        b_a2a = predict(cluster.intra, "alltoall", LARGE, g).busbw_Bps if g > 1 else math.inf
+        t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
+        rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
+        t = call.base + max(t_net, t_nvl) + rounds * call.l_nic
+        return t, {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net, "nvlink_s": t_nvl,
+                   "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn}
+
+
+class SendRecv:
+    """sendrecv across nodes (nccl-tests: rank r sends S to r+1): the pairs that cross a node boundary each send S
+    through one GPU's NICs, the others over NVLink, at once: T = base + S / (min(B_nvl, B_net / min(G, K)) f_p) +
+    l_inter,p with K NICs per node (a node's NICs are not combined for one peer; one GPU per node in the view, as a
+    pipeline boundary is, gets the view's whole B_net, which is already that GPU's share)."""
+
+    name = "p2p"
+    nccl_name = None
+    protocols = ("LL", "LL128", "Simple")
+
+    def applies(self, call: FabricCall) -> bool:
+        return call.op == "sendrecv" and call.nodes >= 2
+
+    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
+        _, l_inter = step_latencies(call, "Ring", protocol)
+        one_nic = call.b_net / max(1, min(call.cluster.gpus_per_node, call.cluster.platform.nics_per_node))
+        rate = min(call.b_nvl, one_nic)
+        t = call.base + data_time(call, call.size_bytes / rate, call.size_bytes, protocol) + l_inter
+        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "one_nic_Bps": one_nic,
+                   "step_latency_inter_s": l_inter}
+
+
+ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork(), Alltoall(), SendRecv())
 ALGORITHMS = tuple(a.name for a in ALGORITHM_MODELS)
 # NCCL's algorithm -> the class that prices it here (PAT, one GPU per node, runs as a ring of the same steps;
 # NVLS across nodes needs CollNet, so it is priced as in-network aggregation)

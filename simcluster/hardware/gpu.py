@@ -26,6 +26,7 @@ Attention (flash / SDPA), b batch, h query heads, g kv heads, head size d, s = s
     bytes     = b * (2*h*sq + 2*g*skv) * d * e  (q, o, k, v once; backward 2x)
     time      = max(launch, flops / (peak[dtype] * eff), bytes / hbm_bandwidth)
               + (backward only) gqa_bytes * b * (h - g) * skv * d / hbm_bandwidth
+              + (with dropout) b * h * sq * skv * (0.5 if causal else 1) / dropout_rate[pass]
 
 the last term is GQA's backward: dK and dV are made per query head and summed over each group (fitted
 bytes per element; fp32 dK and dV written and read back would be 16).
@@ -79,6 +80,8 @@ class GpuParams:
     hbm_peak_Bps: float = 0.0           # datasheet figure, reference only
     gemm_launch_s: float = 0.0          # issue floor of one cuBLAS call (0: launch_s)
     attn_gqa_bytes: float = 0.0         # backward: bytes per element of the per-query-head dK/dV (h - g heads)
+    attn_dropout_rate_fwd: float = 0.0  # score elements per second of in-kernel dropout, forward (0: not measured, not priced)
+    attn_dropout_rate_bwd: float = 0.0  # and backward (the mask regenerated)
     clock: ClockParams | None = None    # the power-limited SM clock (hardware/gpu_clock.py); None: curves as fitted
 
     def __post_init__(self):
@@ -135,8 +138,9 @@ class GpuParams:
         return table_at(table, head_dim) * seq_kv / (seq_kv + half)
 
     def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
-                         causal: bool = True, backward: bool = False, dtype: str = "bf16") -> float:
-        """Fused attention forward (backward=False) or its backward pass alone (backward=True)."""
+                         causal: bool = True, backward: bool = False, dtype: str = "bf16", dropout: bool = False) -> float:
+        """Fused attention forward (backward=False) or its backward pass alone (backward=True); with dropout, the
+        in-kernel mask's random numbers: one per score element the pass computes, at the card's measured rate."""
         if min(batch, heads, kv_heads, seq_q, seq_kv, head_dim) < 1 or heads % kv_heads:
             raise ValueError("attention sizes must be >= 1 and heads a multiple of kv_heads")
         flops = self.attention_flops(batch, heads, seq_q, seq_kv, head_dim, causal, backward)
@@ -144,7 +148,15 @@ class GpuParams:
         nbytes = batch * (2 * heads * seq_q + 2 * kv_heads * seq_kv) * head_dim * ELEMENT_BYTES[dtype]
         memory = nbytes * (2.0 if backward else 1.0) / self.hbm_bandwidth_Bps
         gqa = self.attn_gqa_bytes * batch * (heads - kv_heads) * seq_kv * head_dim / self.hbm_bandwidth_Bps if backward else 0.0
-        return max(self.launch_s, compute, memory) + gqa
+        return max(self.launch_s, compute, memory) + gqa + (self.attention_dropout_s(batch, heads, seq_q, seq_kv, causal, backward)
+                                                             if dropout else 0.0)
+
+    def attention_dropout_s(self, batch: int, heads: int, seq_q: int, seq_kv: int, causal: bool = True,
+                            backward: bool = False) -> float:
+        """What dropout adds to a fused attention pass: b h s_q s_kv (/2 causal) score elements at the card's rate
+        (0 where the card has none measured)."""
+        rate = self.attn_dropout_rate_bwd if backward else self.attn_dropout_rate_fwd
+        return batch * heads * seq_q * seq_kv * (0.5 if causal else 1.0) / rate if rate > 0 else 0.0
 
     def memory_time_s(self, bytes_moved: float) -> float:
         """A memory-bound kernel moving bytes_moved (read + written)."""
@@ -208,7 +220,9 @@ def gpu_params_yaml(params: GpuParams) -> dict:
         "attention": {"efficiency_fwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_fwd.items())},
                       "efficiency_bwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_bwd.items())},
                       "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1),
-                      "gqa_bwd_bytes_per_element": round(params.attn_gqa_bytes, 3)},
+                      "gqa_bwd_bytes_per_element": round(params.attn_gqa_bytes, 3)}
+        | ({"dropout_elements_per_s_fwd": float(f"{params.attn_dropout_rate_fwd:.4g}"),
+            "dropout_elements_per_s_bwd": float(f"{params.attn_dropout_rate_bwd:.4g}")} if params.attn_dropout_rate_fwd else {}),
         "memory": {"ramp": format_size(params.memory_ramp_bytes)},
     } | ({"clock": clock_yaml(params.clock)} if params.clock else {})
 
@@ -243,6 +257,14 @@ def _head_dim_table(doc: dict, key: str, where: str) -> dict[int, float]:
     return out
 
 
+def _dropout_rate(attn: dict, direction: str, where: str) -> float:
+    """An optional attention.dropout_elements_per_s_{fwd,bwd} (absent: 0, dropout not priced); both or neither."""
+    keys = ("dropout_elements_per_s_fwd", "dropout_elements_per_s_bwd")
+    if (keys[0] in attn) != (keys[1] in attn):
+        raise ModelCardError(f"'{keys[0] if keys[1] in attn else keys[1]}' missing: give both dropout rates or neither", where=where)
+    return _number(attn, f"dropout_elements_per_s_{direction}", where, 1e6, 1e18) if keys[0] in attn else 0.0
+
+
 def gpu_params(card: dict, where: str) -> GpuParams:
     """Strictly read a gpu card's params (unknown keys, unknown precisions and bad units are one-line errors)."""
     p = _section(card, "params", where)
@@ -263,7 +285,8 @@ def gpu_params(card: dict, where: str) -> GpuParams:
     gemm, attn, mem = _section(p, "gemm", key), _section(p, "attention", key), _section(p, "memory", key)
     for name, section, allowed in (("gemm", gemm, {"tile_m", "tile_n", "efficiency", "k_ramp", "wave_weight"}),
                                    ("attention", attn, {"efficiency_fwd", "efficiency_bwd", "seq_half_fwd", "seq_half_bwd",
-                                                        "gqa_bwd_bytes_per_element"}),
+                                                        "gqa_bwd_bytes_per_element", "dropout_elements_per_s_fwd",
+                                                        "dropout_elements_per_s_bwd"}),
                                    ("memory", mem, {"ramp"})):
         strict.known_keys(section, allowed, f"{key}.{name}", ModelCardError)
     eff = _section(gemm, "efficiency", f"{key}.gemm")
@@ -283,6 +306,8 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             attn_seq_half_fwd=_number(attn, "seq_half_fwd", f"{key}.attention"),
             attn_seq_half_bwd=_number(attn, "seq_half_bwd", f"{key}.attention"),
             attn_gqa_bytes=_number({"gqa_bwd_bytes_per_element": 0.0, **attn}, "gqa_bwd_bytes_per_element", f"{key}.attention"),
+            attn_dropout_rate_fwd=_dropout_rate(attn, "fwd", f"{key}.attention"),
+            attn_dropout_rate_bwd=_dropout_rate(attn, "bwd", f"{key}.attention"),
             gemm_launch_s=_get({"gemm_launch": p.get("gemm_launch", p.get("launch"))}, "gemm_launch", key, parse_time),
             memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
             hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth),

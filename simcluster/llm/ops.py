@@ -20,7 +20,8 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
 recompute: 'full' runs the layer's forward again inside its backward; 'selective' only the attention core.
 Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the
 hidden dropout of the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout
-draws its mask inside the kernel (no bytes) and its compute cost is not modelled. Every Op carries its FLOPs and bytes so tests can check them by hand.
+draws its mask inside the kernel (no bytes; its random numbers cost time per score element, priced by the GPU card's
+measured dropout rates: GpuParams.attention_dropout_s). Every Op carries its FLOPs and bytes so tests can check them by hand.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Op:
     kind: str                 # 'gemm' | 'attention' | 'memory'
     flops: float
     bytes: float
-    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward);
+    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
                               # memory: () or (its backward's bytes,)
     count: int = 1            # identical ops in a row (e.g. the two RMSNorms)
 
@@ -62,11 +63,11 @@ def gemm_backward(op: Op, in_bytes: int = 2) -> list[Op]:
 
 
 def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
-              causal: bool, backward: bool) -> Op:
+              causal: bool, backward: bool, dropout: bool = False) -> Op:
     flops = 4.0 * batch * heads * seq_q * seq_kv * head_dim * (0.5 if causal else 1.0) * (2.5 if backward else 1.0)
     io = batch * (2 * seq_q * heads + 2 * seq_kv * kv_heads) * head_dim * ACT_BYTES  # q, o and k, v
     return Op(name, "attention", flops, float(io * (2 if backward else 1)),
-              (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward))
+              (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout))
 
 
 def memory(name: str, bytes_moved: float, flops: float = 0.0, count: int = 1) -> Op:
@@ -96,10 +97,11 @@ def sharding(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> Sha
 
 def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, backward: bool) -> Op:
     name = "attention.bwd" if backward else "attention"
+    drop = model.dropout   # attention dropout inside the fused kernel (its random numbers: GpuParams.attention_dropout_s)
     if par.cp == 1:
-        return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, model.head_dim, True, backward)
-    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, model.head_dim, False, backward)
-    return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward), op.count)
+        return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, model.head_dim, True, backward, drop)
+    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, model.head_dim, False, backward, drop)
+    return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward, drop), op.count)
 
 
 def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, fw: FrameworkSpec) -> list[Op]:
@@ -233,7 +235,18 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
     else:
         again = []
     extras = eager_backward_extras(model, par, batch, fw) if fw.eager else []
-    return again + backward_of(fwd, model, par, batch, e) + extras
+    return again + backward_of(fwd, model, par, batch, e) + extras + grad_accumulate(fwd, fw)
+
+
+def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -> list[Op]:
+    """Every weight gradient added into its persistent fp32 main_grad each micro-batch (Megatron): one pass per weight
+    GEMM of fw.grad_accumulate_bytes per weight element (bf16 gradient read, fp32 main_grad read and written: 10), plus
+    fill_bytes per element where the gradient is first made as a zeroed dense tensor (the embedding's)."""
+    weights = [o for o in fwd if o.kind == "gemm" and not o.name.startswith("core.")]
+    if not fw.grad_accumulate_bytes or not weights:
+        return []
+    elements = sum(o.shape[1] * o.shape[2] * o.shape[3] for o in weights)   # K N per (batched) weight
+    return [memory("main_grad_accumulate", (fw.grad_accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
 
 
 def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
@@ -242,7 +255,11 @@ def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpe
 
 
 def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    return [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
+    """The gathered rows' gradient, and (Megatron) the dense V/t x h weight gradient, zero-filled (2 bytes per element)
+    and added into main_grad."""
+    table = gemm("embedding_table", 1, model.vocab // par.tp, model.hidden)   # stands for the V/t x h weight
+    return ([Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
+            + grad_accumulate([table], fw, fill_bytes=ACT_BYTES))
 
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
@@ -262,7 +279,7 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
 
 def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     fwd = head_forward(model, par, batch, fw)
-    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes)
+    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes) + grad_accumulate(fwd, fw)
 
 
 def op_time_s(gpu, op: Op, dtype: str) -> float:
@@ -271,8 +288,8 @@ def op_time_s(gpu, op: Op, dtype: str) -> float:
         m, n, k, batch = op.shape
         t = gpu.gemm_time_s(m, n, k, dtype=dtype, batch=batch)
     elif op.kind == "attention":
-        b, a, g, sq, skv, d, causal, backward = op.shape
-        t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16")
+        b, a, g, sq, skv, d, causal, backward, dropout = op.shape
+        t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16", dropout=dropout)
     else:
         t = gpu.memory_time_s(op.bytes)
     return t * op.count

@@ -226,7 +226,8 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
 class FrameworkSpec:
     """How the training code runs the model: what it stores and moves besides the model's own math.
 
-    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist, fp32 master
+    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist (every micro-batch's
+      weight gradients added into them: grad_accumulate_bytes), fp32 master
       weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels, Transformer Engine layers (under fp8:
       GEMM inputs saved in fp8, cached fp8 weights; llm/memory.py). A recipe's own gradient-buffer and optimizer dtypes
       and fp8 weights are memory-only fields set with dataclasses.replace (a published file's `simcluster.memory`).
@@ -270,6 +271,8 @@ class FrameworkSpec:
     blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
+    grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
+                                          # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
     # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
     grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
     transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
@@ -283,6 +286,7 @@ class FrameworkSpec:
 MEGATRON = FrameworkSpec("megatron")
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
+                          grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
