@@ -376,6 +376,12 @@ def _assumed(doc) -> dict:
      "simcluster.framework_by_model['BLOOM 176B']: 'megatron-foo' is not one of megatron,"),
     (lambda d: d["simcluster"].update(framework="megatron-foo"),
      "simcluster: key 'framework': 'megatron-foo' is not a valid value: expected one of megatron,"),
+    (lambda d: d["simcluster"].update(memory={"grad_buffer_bytes": 3, "from": "a recipe"}),
+     "simcluster.memory: key 'grad_buffer_bytes': 3 is not a valid value: expected one of 2, 4"),
+    (lambda d: d["simcluster"].update(memory={"grad_buffer_bytes": 2}), "simcluster.memory: missing key 'from'"),
+    (lambda d: d["simcluster"].update(memory={"grad_bufer_bytes": 2, "from": "a recipe"}), "simcluster.memory: unknown key 'grad_bufer_bytes'"),
+    (lambda d: d["simcluster"].update(memory_by_model={"BLOOM 17B": {"from": "a recipe"}}),
+     "simcluster.memory_by_model['BLOOM 17B']: no run's model.name is this name"),
 ])
 def test_a_bad_llm_block_is_one_line_naming_the_key(tmp_path, capsys, edit, match):
     """The reviewer's repros (session 18): each was a traceback or a silent substitution."""

@@ -6,7 +6,11 @@ Parameters on a stage's GPU (P): its layers' dense weights / t, expert weights /
   parameters  P * 2 (bf16)                    / dp with ZeRO-3
   gradients   P * 4 (fp32 main_grad buffers)  / dp with ZeRO-2 and 3
   optimizer   P * 12 (fp32 master, m and v)   / dp with ZeRO-1, 2 and 3
-(expert weights shard over dp / ep instead of dp): 18 bytes per parameter unsharded. torch autocast with fp32
+The ZeRO group is data x context parallel (dp cp; expert weights (dp / ep) cp): context-parallel ranks hold the same
+weights, and Megatron-Core builds its distributed optimizer on get_data_parallel_group(with_context_parallel=True)
+(megatron/core/optimizer/__init__.py L343 at core_r0.8.0; NeMo's distributed Adam likewise, nemo/core/optim/
+distributed_adam.py L130 at 070a0bb). 18 bytes per parameter unsharded; a recipe's own dtypes replace 4 and 12
+(FrameworkSpec.grad_buffer_bytes, state_bytes: docs/models/llm.md, Memory). torch autocast with fp32
 weights (the runner's llm_step): 4 + 4 + 8, plus the bf16 weight copies (2 P) the forward makes and the backward
 keeps; its gradients exist only from the backward to zero_grad, so its peak is the larger of the backward's
 start (activations, copies, logits) and end (gradients) over parameters and optimizer state.
@@ -26,6 +30,13 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   selective recompute: the attention core is recomputed; with flash attention its only stash beyond the
     tensors above is the logsumexp, so it saves 4 a s'b / t
   full recompute: only each layer's input, 2 s'bh (/ t with sequence parallelism)
+fp8 under Transformer Engine (FrameworkSpec.transformer_engine): each GEMM's input is saved for the backward as TE's
+  fp8 copy, 1 byte (TE 1.8 layernorm_linear.py / linear.py; TE 2.14 keeps one usage of the quantized input): the QKV,
+  fc1 and fc2 inputs cost 1 byte instead of 2, and the out-projection saves its fp8 copy of the attention output
+  (s'bh / t) beside the bf16 one flash attention keeps; SwiGLU's input (fc1's bf16 output, 4 s'bf / t) stays.
+  Each linear weight also has its fp8 copy and transpose cached across micro-batches (2 bytes per parameter;
+  Megatron-Core passes is_first_microbatch, TE caches the workspace), unless the weights themselves are fp8
+  (FrameworkSpec.fp8_params: 1 byte + the cached transpose = the 2 of bf16, no cache).
 Micro-batches in flight at stage r: 1F1B holds pp - r of them (pp - r - 1 warm-up forwards + one);
 interleaved (v chunks) holds 2 (pp - r - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers
 each (Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
@@ -42,6 +53,7 @@ from dataclasses import dataclass
 from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
 
 GiB = 2.0**30
+FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -69,6 +81,15 @@ def layer_params(model: TransformerSpec, par: ParallelSpec) -> StageParams:
     return StageParams(dense + model.mlp_params() / t, 0.0)
 
 
+def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
+    """One layer's weights in Transformer Engine linear layers on one GPU (QKV, out-projection, MLP or expert matrices;
+    not the norms, the router, the embedding or the LM head)."""
+    t = par.tp
+    if model.moe:
+        return model.attention_params() / t + model.experts * model.mlp_matrices * model.hidden * model.expert_ffn / (t * par.ep)
+    return (model.attention_params() + model.mlp_params()) / t
+
+
 def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool) -> StageParams:
     """Parameters held by one GPU of a pipeline stage (all its virtual chunks)."""
     layers = stage_layers(model, par, 0 if first else par.pp - 1)
@@ -84,20 +105,24 @@ def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: b
 def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> float:
     s, b, h, t = model.seq / par.cp, batch.micro_batch, model.hidden, par.tp
     rb = fw.residual_bytes
+    fp8 = fp8_saved_inputs(batch, fw)
+    g = 1 if fp8 else 2                 # bytes per element of a GEMM input saved for the backward
     sp = t if par.sequence_parallel else 1
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
     if par.recompute == "full":
         return 2 * s * b * h / sp
     lse = 4 * model.heads / t * s * b
-    attn = (rb + 2) * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    attn = (rb + g) * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    if fp8:
+        attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
     if fw.eager:
         attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
     if model.moe:
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)
     elif model.mlp == "gelu":
-        mlp = (rb + 2) * s * b * h / sp + 4 * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out
+        mlp = (rb + g) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
     else:
-        mlp = (rb + 2) * s * b * h / sp + (8 if fw.eager else 6) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
+        mlp = (rb + g) * s * b * h / sp + (8 if fw.eager else 4 + g) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
     if model.dropout:   # the two hidden-dropout masks, 1 byte per element of the (sequence-sharded) residual stream
         mlp += 2 * s * b * h / sp
     if par.recompute == "selective":
@@ -105,6 +130,11 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     elif fw.attention == "unfused" and par.cp == 1:   # Korthikanti's 5 a s^2 b: softmax output, dropout mask and output
         attn += 5 * model.heads / t * s * s * b
     return attn + mlp
+
+
+def fp8_saved_inputs(batch: BatchSpec, fw: FrameworkSpec) -> bool:
+    """Transformer Engine's fp8: GEMM inputs saved in 1 byte, fp8 weight caches (module docstring)."""
+    return batch.precision == "fp8" and fw.transformer_engine
 
 
 def in_flight(par: ParallelSpec, micro_batches: int, rank: int = 0) -> tuple[int, float]:
@@ -127,13 +157,14 @@ class MemoryBreakdown:
     capacity: float
     stage: str
     persistent_grads: bool = True
+    fp8_weight_cache: float = 0.0     # TE's cached fp8 weights and transposes (persistent)
 
     @property
     def allocated(self) -> float:
         """Peak of what torch.cuda.max_memory_allocated reports (no context, no workspaces). Gradients that
         are created in the backward and freed after the step (torch's set_to_none) peak at either the start of
         the backward (all activations, no gradients) or its end (all gradients, no activations)."""
-        static = self.parameters + self.optimizer
+        static = self.parameters + self.optimizer + self.fp8_weight_cache
         live = self.activations + self.logits + self.weight_copies
         if self.persistent_grads:
             return static + self.gradients + live
@@ -148,7 +179,7 @@ class MemoryBreakdown:
         return self.total <= self.capacity
 
     def to_gib(self) -> dict:
-        parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "overhead")
+        parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "overhead")
         out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
@@ -156,7 +187,7 @@ class MemoryBreakdown:
 
 def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
     p = stage_params(model, par, first, last)
-    dp, edp = par.dp, max(1, par.dp // par.ep)
+    dp, edp = par.dp * par.cp, max(1, par.dp // par.ep) * par.cp   # the ZeRO group: data x context parallel
     z = par.zero
 
     def sharded(on: bool) -> float:
@@ -165,18 +196,23 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     params = fw.param_bytes * sharded(z >= 3)
     if z == 3:  # FSDP holds the gathered weights of the layer it runs and of the one it prefetches
         params += 2 * fw.param_bytes * layer_params(model, par).total
-    grads = fw.grad_bytes * sharded(z >= 2)
-    state = fw.state_bytes * sharded(z >= 1)
+    grads = fw.grad_buffer_bytes * sharded(z >= 2)
+    fp8 = fp8_saved_inputs(batch, fw)
+    state = (fw.state_bytes - (2 if fw.master_remainders and not (fp8 and fw.fp8_params) else 0)) * sharded(z >= 1)
     m = batch.micro_batches(par.dp)
     chunks, frac = in_flight(par, m, 0 if first else par.pp - 1)
-    layers = stage_layers(model, par, 0 if first else par.pp - 1) * frac
+    stage_layer_count = stage_layers(model, par, 0 if first else par.pp - 1)
+    cached = fp8 and not fw.fp8_params
+    cache = FP8_WEIGHT_CACHE_BYTES * stage_layer_count * layer_linear_params(model, par) if cached else 0.0
+    layers = stage_layer_count * frac
     per_layer = layer_activation_bytes(model, par, batch, fw)
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
     copies = fw.weight_copy_bytes * p.total
-    return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads)
+    return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads,
+                           cache)
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,

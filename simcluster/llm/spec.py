@@ -228,7 +228,9 @@ class FrameworkSpec:
 
     megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist (every micro-batch's
       weight gradients added into them: grad_accumulate_bytes), fp32 master
-      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels.
+      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels, Transformer Engine layers (under fp8:
+      GEMM inputs saved in fp8, cached fp8 weights; llm/memory.py). A recipe's own gradient-buffer and optimizer dtypes
+      and fp8 weights are memory-only fields set with dataclasses.replace (a published file's `simcluster.memory`).
     torch-amp (simcluster.runner.llm_step): fp32 weights under bf16 autocast, separate q / k / v Linears, fp32
       residual stream (embedding and weights are fp32), gradients created in each backward and freed by
       zero_grad(set_to_none=True), fused AdamW with fp32 moments (4 + 4 + 8 bytes per parameter), bf16 weight
@@ -271,16 +273,24 @@ class FrameworkSpec:
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
                                           # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
+    # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
+    grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
+    transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
+                                      # transpose are cached across micro-batches (llm/memory.py)
+    fp8_params: bool = False          # under fp8, linear weights stored in fp8 (Megatron --fp8-param-gather, NeMo fp8_params): 1 byte
+                                      # + its cached transpose = the 2 of bf16, and no separate fp8 weight cache
+    master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
+                                      # weight + a 16-bit remainder (state_bytes - 2); NeMo keeps a full fp32 master with fp8_params
 
 
 MEGATRON = FrameworkSpec("megatron")
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
-                          bucket_params=25 * 2**20 // 4)   # DDP's bucket_cap_mb = 25 of fp32 gradients
+                          bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
-MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused")
+MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
 # (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()
@@ -288,7 +298,7 @@ MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfuse
 UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Core's vocab-parallel cross-entropy, unfused
 MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
 MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", grad_reduce_after_backward=True, blocking_p2p=True,
-                                   **UNFUSED_LOSS)
+                                   transformer_engine=False, **UNFUSED_LOSS)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC)}
 
 

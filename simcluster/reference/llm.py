@@ -15,12 +15,14 @@ convention involved); otherwise its TFLOP/s per GPU, recomputed from the predict
 count (`simcluster.flops`): narayanan-eq3 = Narayanan et al. 2021 eq. 3 (96 B s l h^2 (1 + s/6h + V/16lh),
 recompute pass included), megatron = the model-FLOP count 72 B s l h^2 (1 + s/6h + V/12lh) generalised to GQA /
 SwiGLU (llm/predict.py). The training code is the file's `simcluster.framework` (default megatron; sources from
-before flash attention run on megatron-unfused-attention). + = predicted faster (a step time's error sign is flipped).
+before flash attention run on megatron-unfused-attention), with the recipe's memory settings of `simcluster.memory`
+and `memory_by_model` (gradient-buffer and optimizer dtypes, fp8 weights; memory only, each citing its recipe).
++ = predicted faster (a step time's error sign is flipped).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
@@ -37,6 +39,9 @@ FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_ba
                 "recompute": one_of(RECOMPUTE), "ffn_per_hidden": lambda v: count(v, 64)}
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn")}, "mlp": one_of(MLPS),
                  "tied_embeddings": flag, "dropout": flag, "from": text}
+# a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/spec.FrameworkSpec), `from` citing them
+MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
+                  "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
@@ -72,6 +77,12 @@ def llm_usage(ref: Published) -> LlmUsage:
         known_keys(fills, MODEL_PARSERS, at)
         models[name] = {k: checked(fills, k, at, MODEL_PARSERS[k]) for k in fills if fills[k] is not None}
     framework_choice(ref)
+    for run in ref.runs:
+        memory_options(ref, run)
+    names = {r["model"].get("name") for r in ref.runs if isinstance(r.get("model"), dict)}
+    for name in ref.usage.get("memory_by_model") or {}:
+        if name not in names:
+            raise SimclusterError("no run's model.name is this name", where=f"{ref.path}: simcluster.memory_by_model[{str(name)[:40]!r}]")
     return LlmUsage(*cards, nics, {**assumptions, "models": models})
 
 
@@ -187,7 +198,27 @@ def framework_of(ref: Published, run: dict | None = None):
 
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")
-    return FRAMEWORKS[(by_model.get(model.get("name")) if isinstance(model, dict) else None) or default]
+    framework = FRAMEWORKS[(by_model.get(model.get("name")) if isinstance(model, dict) else None) or default]
+    return replace(framework, **memory_options(ref, run))
+
+
+def memory_options(ref: Published, run: dict | None = None) -> dict:
+    """The FrameworkSpec memory fields a file's recipe sets (`simcluster.memory`, then `memory_by_model[model name]`
+    over it), each key checked; `from` (the recipe and commit that state them) is required and not returned."""
+    options = {}
+    model = (run or {}).get("model")
+    name = model.get("name") if isinstance(model, dict) else None
+    by_model = ref.usage.get("memory_by_model") or {}
+    if not isinstance(by_model, dict):
+        raise SimclusterError("simcluster.memory_by_model: expected a mapping of model name -> memory settings", where=str(ref.path))
+    for where, block in ((f"{ref.path}: simcluster.memory", ref.usage.get("memory")),
+                         (f"{ref.path}: simcluster.memory_by_model[{str(name)[:40]!r}]", by_model.get(name))):
+        if block is None:
+            continue
+        known_keys(block, MEMORY_PARSERS, where)
+        checked(block, "from", where, text)
+        options.update({k: checked(block, k, where, MEMORY_PARSERS[k]) for k in block if k != "from"})
+    return options
 
 
 def narayanan_flops(model, batch) -> float:
