@@ -503,7 +503,7 @@ def test_session19_files_parse_are_held_out_and_compare_the_rows_they_made_compa
         assert sorted(compared) == runs, name
         assert all(r.held_out and r.metric == "tokens_per_s" and r.predicted > 0 and r.measured > 0 for r in compared.values()), name
         assert all(r.unavailable for r in v.rows if r.error is None), name
-        assert "4492d46" in v.sources[name] and ("a35dc28" in v.sources[name] or "final main" in v.sources[name]), name
+        assert "4492d46" in v.sources[name] and ("a35dc28" in v.sources[name] or "fbe069c" in v.sources[name]), name
         ref = read_published(PUBLISHED / f"{name}.yaml", "published-llm-run")
         assert ref.usage["assumptions"]["from"] and all(" from " in r.detail for r in compared.values()), name
     b200 = validate_published_llm(PUBLISHED / "llm-nemo-25.02-dgx-b200-fp8.yaml")
