@@ -147,8 +147,14 @@ def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
     cluster = context.cluster() if scenario.machine.domains > 1 else None
-    return LlmTrainingResult(job, predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster,
-                                                     where=str(scenario.path)))
+    p = predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster, where=str(scenario.path))
+    goodput = None
+    if job.reliability is not None:
+        from simcluster.llm.goodput import predict_goodput
+
+        goodput = predict_goodput(job.model, job.reliability, p.gpus, scenario.machine.gpus_per_node, p.step_time_s,
+                                  job.batch.global_batch * job.model.seq, job.train_tokens, scenario.seed)
+    return LlmTrainingResult(job, p, goodput=goodput)
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
