@@ -142,7 +142,6 @@ def validate_path(path: str | None, card: str | None, scenario: str | None, op: 
             return validate_decisions(decisions)
         from simcluster.reference.llm import validate_published_llm
         from simcluster.reference.nccl import validate_published_nccl
-
         from simcluster.reference.reliability import validate_published_reliability
 
         return {"nccl": validate_published_nccl, "llm": validate_published_llm,
