@@ -97,11 +97,16 @@ def test_failure_rate_units():
 
 def test_published_reliability_rows_are_the_named_arithmetic():
     v = validate_published_reliability(ROOT / "calibration" / "published")
-    rows = {r.source: r for r in v.rows}
-    llama = rows["reliability-llama3-405b"]
-    assert llama.measured == pytest.approx(54 * 24 * HOUR / 419)                       # 54 days / 419 unexpected
-    assert llama.predicted == pytest.approx(1 / (16384 * 53.5 / (992 * 56 * 24 * HOUR)))   # OPT's rate at 16,384 GPUs
+    rows = {(r.source, r.configuration.split("rate from ")[1]): r for r in v.rows}
+    llama = rows["reliability-llama3-405b", "opt175b-unverified run 0"]
+    assert llama.measured == pytest.approx(54 * 24 * HOUR / 419)                            # 54 days / 419 unexpected
+    assert llama.predicted == pytest.approx(1 / (16384 * 53.5 / (992 * 56 * 24 * HOUR)))     # OPT's rate at 16,384 GPUs
+    rsc = rows["reliability-kokolis2025-rsc-unverified", "llama3-405b run 0"]
+    assert rsc.measured == pytest.approx(7.9 * HOUR)                                         # a measured MTTF at 1,024 GPUs
+    assert rows["reliability-opt175b-unverified", "kokolis2025-rsc-unverified run 0"].predicted == pytest.approx(
+        1 / (992 * 6.5e-3 / (8 * 24 * HOUR)))                                                # 6.5 per 1000 node-days, 8 GPUs a node
     assert all(r.held_out for r in v.rows)
+    assert not any("run 2" in r.configuration or r.run in (2, 3) for r in v.rows)            # projections: not compared
 
 
 GOOD = ("{failure_rate: 1e-3/GPU-hour, restart: 10min, checkpoint: {storage: {nvme: "
@@ -157,6 +162,8 @@ def test_predict_training_json_has_goodput_and_is_deterministic(tmp_path, capsys
      "jobs[0].reliability.checkpoint.storage.drives: expected an integer from 1 to 64"),
     ("{failure_rate: {published: %s/calibration/published/reliability-llama3-405b.yaml, run: 4}, restart: 1min, "
      "checkpoint: {storage: {filesystem: 1TB/s}}}", "jobs[0].reliability.failure_rate: run 4 is not a run of the file"),
+    ("{failure_rate: {published: %s/calibration/published/reliability-kokolis2025-rsc-unverified.yaml, run: 1}, restart: 1min, "
+     "checkpoint: {storage: {filesystem: 1TB/s}}}", "jobs[0].reliability.failure_rate: run 1 gives an MTTF at one job size, not a rate"),
 ])
 def test_reliability_errors_are_one_line_at_the_key(tmp_path, reliability, message):
     path = _write(tmp_path, reliability)

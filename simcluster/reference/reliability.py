@@ -1,8 +1,9 @@
 """Published interruption counts of large training jobs (calibration/published/reliability-*.yaml) and the check
-`simcluster validate --published reliability`: each source's per-GPU rate (interruptions / (GPUs x hours), the
-arithmetic its file names) predicts every other source's mean time between interruptions at that source's own GPU
-count, M = 1 / (G r) (llm/goodput.py's Poisson assumption); nothing is fitted, so every row is held out unless its
-file says otherwise. + = more time between interruptions predicted than published (a faster job).
+`simcluster validate --published reliability`: each run's per-GPU rate (interruptions / (GPUs x hours), or failures
+per node-day / GPUs per node: the arithmetic its file names) predicts every other run's mean time between
+interruptions (a count over a duration, or a measured MTTF at a job size) at that run's GPU count, M = 1 / (G r)
+(llm/goodput.py's Poisson assumption); nothing is fitted, so every row is held out unless its file says otherwise.
++ = more time between interruptions predicted than published (a faster job).
 """
 
 from __future__ import annotations
@@ -20,24 +21,21 @@ HOUR = 3600.0
 
 @dataclass(frozen=True)
 class Interruptions:
-    """One published run: its GPUs, how long it was watched and how many interruptions it had (the failures
-    printed: unexpected ones where the source splits them, else the midpoint of a printed range)."""
+    """One published run: a per-GPU rate (interruptions over GPUs x time watched, or a rate per node-day), a mean time
+    between interruptions at a job size, or both. Interruptions counted: unexpected ones where the source splits
+    them, else the midpoint of a printed range of restarts."""
 
     source: str
     run: int
     name: str
-    gpus: int
-    duration_s: float
-    count: float
+    gpus: int | None
+    rate_per_gpu_s: float | None     # what a prediction can start from
+    mtbf_s: float | None             # what a prediction can be checked against
     counted: str
 
     @property
-    def rate_per_gpu_s(self) -> float:
-        return self.count / (self.gpus * self.duration_s)
-
-    @property
-    def mtbf_s(self) -> float:
-        return self.duration_s / self.count
+    def label(self) -> str:
+        return f"{self.source} run {self.run}: {self.counted}"
 
 
 def interruptions(pub: Published, run: int) -> Interruptions:
@@ -46,42 +44,63 @@ def interruptions(pub: Published, run: int) -> Interruptions:
         raise SimclusterError(f"run {run} is not a run of the file (runs 0-{len(pub.runs) - 1})", where=where)
     row = pub.runs[run]
     try:
-        gpus, days = int(row["gpus"]), float(row["duration_days"])
-        counts = row["interruptions"]
+        if "failures_per_1000_node_days" in row:   # a cluster's rate, no job size
+            per_node_day = float(row["failures_per_1000_node_days"]) / 1000.0
+            return _checked(pub, run, row, None, per_node_day / (int(row["gpus_per_node"]) * 86400.0), None,
+                            f"{row['failures_per_1000_node_days']} failures per 1000 node-days / {row['gpus_per_node']} GPUs per node")
+        gpus = int(row["gpus"])
+        if "mttf_hours" in row:                   # a measured MTTF at a job size
+            return _checked(pub, run, row, gpus, None, float(row["mttf_hours"]) * HOUR, f"MTTF {row['mttf_hours']} h at {gpus:,} GPUs")
+        days, counts = float(row["duration_days"]), row["interruptions"]
         if counts.get("unexpected") is not None:
-            count, counted = float(counts["unexpected"]), "unexpected interruptions"
+            count, what = float(counts["unexpected"]), "unexpected interruptions"
         else:
             low, high = float(counts["restarts_min"]), float(counts["restarts_max"])
-            count, counted = (low + high) / 2.0, f"restarts, midpoint of {low:g}-{high:g}"
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SimclusterError(f"run {run}: expected gpus, duration_days and interruptions (unexpected, or restarts_min and "
-                              f"restarts_max): {exc}", where=where) from None
-    if gpus <= 0 or days <= 0 or count <= 0:
-        raise SimclusterError(f"run {run}: gpus, duration_days and the interruption count must be positive", where=where)
-    return Interruptions(pub.name, run, str(row.get("name", "")), gpus, days * 86400.0, count, counted)
+            count, what = (low + high) / 2.0, f"restarts (midpoint of {low:g}-{high:g})"
+        duration = days * 86400.0
+        return _checked(pub, run, row, gpus, count / (gpus * duration), duration / count,
+                        f"{count:g} {what} / ({gpus:,} GPUs x {days:g} days)")
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise SimclusterError(f"run {run}: expected failures_per_1000_node_days and gpus_per_node, gpus and mttf_hours, or gpus, "
+                              f"duration_days and interruptions (unexpected, or restarts_min and restarts_max): {exc}",
+                              where=where) from None
+
+
+def _checked(pub: Published, run: int, row: dict, gpus, rate, mtbf, counted: str) -> Interruptions:
+    if any(v is not None and not v > 0 for v in (gpus, rate, mtbf)):
+        raise SimclusterError(f"run {run}: GPUs, rates, durations and counts must be positive", where=str(pub.path))
+    return Interruptions(pub.name, run, str(row.get("name", "")), gpus, rate, mtbf, counted)
 
 
 def published_rate(path: str | Path, run: int = 0) -> tuple[float, str]:
     """(interruptions per GPU-second, a label naming the file, run and arithmetic) for a scenario's failure_rate."""
     i = interruptions(read_published(path, KIND), run)
-    return i.rate_per_gpu_s, (f"{i.source} run {run}: {i.count:g} {i.counted} / ({i.gpus:,} GPUs x "
-                              f"{i.duration_s / 86400:g} days)")
+    if i.rate_per_gpu_s is None:
+        raise SimclusterError(f"run {run} gives an MTTF at one job size, not a rate", where=str(path),
+                              hint="name a run with interruptions over a duration, or a rate per node-day")
+    return i.rate_per_gpu_s, i.label
 
 
 def validate_published_reliability(path: str | Path | None = None) -> ReferenceValidation:
+    """Every run with a rate predicts every other run's MTBF at that run's GPU count (M = 1 / (G r)); a file's
+    runs_not_compared are left out as targets."""
     pubs = [read_published(f, KIND) for f in published_files(path, "reliability-")]
     runs = [(p, interruptions(p, i)) for p in pubs for i in range(len(p.runs))]
     rows = []
     for target_pub, target in runs:
+        skip = (target_pub.usage.get("runs_not_compared") or {}).get(target.run)
+        if target.mtbf_s is None or skip:
+            continue
         for _, source in runs:
-            if source.source == target.source:
+            if source.rate_per_gpu_s is None or (source.source, source.run) == (target.source, target.run):
                 continue
             predicted = 1.0 / (target.gpus * source.rate_per_gpu_s)
             rows.append(ReferenceRow(
-                target.source, target.run, f"{target.gpus:,} GPUs, {target.duration_s / 86400:g} days, rate from {source.source}",
-                "mtbf_s", target.mtbf_s, predicted, predicted / target.mtbf_s - 1.0, target_pub.held_out(target.run),
-                f"interruptions: published {target.count:g} ({target.counted}), predicted "
-                f"{target.duration_s / predicted:.1f}; r = {source.rate_per_gpu_s * HOUR:.3g}/GPU-hour"))
+                target.source, target.run, f"{target.gpus:,} GPUs; rate from {source.source.removeprefix('reliability-')} "
+                f"run {source.run}", "mtbf_s", target.mtbf_s, predicted, predicted / target.mtbf_s - 1.0,
+                target_pub.held_out(target.run), f"published: {target.counted}; r = {source.rate_per_gpu_s * HOUR:.3g}/GPU-hour "
+                f"({source.counted})"))
     if not rows:
-        raise SimclusterError("a reliability check needs runs from two sources", where=str(path or "calibration/published"))
+        raise SimclusterError("a reliability check needs a run with a rate and another with an MTBF",
+                              where=str(path or "calibration/published"))
     return ReferenceValidation("published reliability", 0.25, rows, {p.name: p.summary_why() for p in pubs})
