@@ -173,6 +173,19 @@ def test_reliability_errors_are_one_line_at_the_key(tmp_path, reliability, messa
     assert message in text and "\n" not in text and f"{path}:" in text
 
 
+@pytest.mark.parametrize("reliability,tokens,message", [
+    ("{failure_rate: 1/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 10h}}", "2G",
+     "the job would almost never reach its next checkpoint"),
+    ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 1s}}", "1P",
+     "more than the job DES simulates"),
+])
+def test_jobs_the_model_refuses_are_one_line(tmp_path, capsys, reliability, tokens, message):
+    path = _write(tmp_path, reliability, tokens)
+    assert main(["predict", "training", "--scenario", str(path), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and str(path) in err
+
+
 def test_train_tokens_must_be_a_count(tmp_path):
     with pytest.raises(ScenarioError, match=r"jobs\[0\].train_tokens: 'lots' is not a count"):
         load(_write(tmp_path, tokens="lots"))

@@ -22,11 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simcluster.llm.goodput_des import simulate_job
+from simcluster.errors import ScenarioError
+from simcluster.llm.goodput_des import MAX_EVENTS, simulate_job
 from simcluster.llm.reliability import Reliability
 from simcluster.llm.spec import MEGATRON, FrameworkSpec, TransformerSpec
 
 DAY = 86400.0
+MAX_LOSS = 5.0   # lambda x (period + restart): beyond it a segment needs e^5 = 148 tries on average (refused)
 
 
 def checkpoint_bytes(model: TransformerSpec, fw: FrameworkSpec = MEGATRON) -> float:
@@ -97,12 +99,19 @@ def predict_goodput(model: TransformerSpec, rel: Reliability, gpus: int, gpus_pe
     tau = max(1, round(tau / step_time_s)) * step_time_s
     not_durable = write if rel.async_copy_Bps else 0.0
     g1 = first_order_goodput(tau, blocking, rel.restart_s, mtbf, not_durable)
+    if rate * (tau + blocking + rel.restart_s + not_durable) > MAX_LOSS or (rel.async_copy_Bps and g1 <= 0):
+        raise ScenarioError(f"reliability: a checkpoint period ({tau + blocking:.4g} s) plus a restart ({rel.restart_s:.4g} s) is "
+                            f"{rate * (tau + blocking + rel.restart_s):.3g} MTBFs ({mtbf:.4g} s): the job would almost never "
+                            "reach its next checkpoint", hint="a shorter checkpoint interval or restart, or a lower failure rate")
     work = days = interruptions = g_sim = None
     sim = {}
     if train_tokens is not None:
         work = math.ceil(train_tokens / tokens_per_step) * step_time_s
         wall = work / g1 if rel.async_copy_Bps else expected_job_s(work, tau, blocking, rel.restart_s, rate)
         goodput, days, interruptions = work / wall, wall / DAY, rate * wall
+        if 6 * (work / tau + interruptions) > MAX_EVENTS:
+            raise ScenarioError(f"reliability: {work / tau:,.0f} checkpoints and {interruptions:,.0f} interruptions are more than the "
+                                f"job DES simulates ({MAX_EVENTS:,} events)", hint="a longer checkpoint interval, or fewer train_tokens")
         run = simulate_job(work, tau, blocking, write if rel.async_copy_Bps else 0.0, rel.restart_s, rate, seed)
         g_sim = work / run.wall_s
         sim = {**run.to_json(), "days_to_train": run.wall_s / DAY, "seed": seed}
