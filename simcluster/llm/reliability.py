@@ -58,7 +58,7 @@ def parse_failure_rate(text) -> float:
     """'1.97e-5/GPU-hour' -> interruptions per GPU-second."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*/\s*(GPU-hour|GPU-h|GPU-day|GPU-d)\s*", str(text)) \
         if isinstance(text, str) and len(text) < 80 else None
-    if not m or float(m.group(1)) <= 0:
+    if not m or not 0 < float(m.group(1)) < 1e6:
         raise ValueError(f"{str(text)[:40]!r} is not a failure rate per GPU (write e.g. 2e-5/GPU-hour or 5e-4/GPU-day)")
     return float(m.group(1)) / _PER[m.group(2)]
 
