@@ -23,7 +23,7 @@ HOUR = 3600.0
 class Interruptions:
     """One published run: a per-GPU rate (interruptions over GPUs x time watched, or a rate per node-day), a mean time
     between interruptions at a job size, or both. Interruptions counted: unexpected ones where the source splits
-    them, else the midpoint of a printed range of restarts."""
+    them, else the restarts printed."""
 
     source: str
     run: int
@@ -55,14 +55,14 @@ def interruptions(pub: Published, run: int) -> Interruptions:
         if counts.get("unexpected") is not None:
             count, what = float(counts["unexpected"]), "unexpected interruptions"
         else:
-            low, high = float(counts["restarts_min"]), float(counts["restarts_max"])
-            count, what = (low + high) / 2.0, f"restarts (midpoint of {low:g}-{high:g})"
+            count = float(counts["restarts"])
+            what = "restarts (approximate)" if counts.get("approximate") else "restarts"
         duration = days * 86400.0
         return _checked(pub, run, row, gpus, count / (gpus * duration), duration / count,
                         f"{count:g} {what} / ({gpus:,} GPUs x {days:g} days)")
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
         raise SimclusterError(f"run {run}: expected failures_per_1000_node_days and gpus_per_node, gpus and mttf_hours, or gpus, "
-                              f"duration_days and interruptions (unexpected, or restarts_min and restarts_max): {exc}",
+                              f"duration_days and interruptions (unexpected, or restarts): {exc}",
                               where=where) from None
 
 
@@ -100,7 +100,31 @@ def validate_published_reliability(path: str | Path | None = None) -> ReferenceV
                 f"run {source.run}", "mtbf_s", target.mtbf_s, predicted, predicted / target.mtbf_s - 1.0,
                 target_pub.held_out(target.run), f"published: {target.counted}; r = {source.rate_per_gpu_s * HOUR:.3g}/GPU-hour "
                 f"({source.counted})"))
+    rows += _checkpoint_rows(pubs)
     if not rows:
         raise SimclusterError("a reliability check needs a run with a rate and another with an MTBF",
                               where=str(path or "calibration/published"))
     return ReferenceValidation("published reliability", 0.25, rows, {p.name: p.summary_why() for p in pubs})
+
+
+def _checkpoint_rows(pubs: list[Published]) -> list[ReferenceRow]:
+    """A run's printed checkpoint size against llm/goodput.py's bytes per parameter (Megatron's bf16 weight, fp32
+    master, m and v); + = a smaller checkpoint predicted (a faster write)."""
+    from simcluster.llm.spec import MEGATRON
+
+    per_param = MEGATRON.param_bytes + MEGATRON.state_bytes
+    rows = []
+    for pub in pubs:
+        for i, row in enumerate(pub.runs):
+            ck = row.get("checkpoint")
+            if not isinstance(ck, dict) or ck.get("bytes") is None:
+                continue
+            try:
+                measured, params = float(ck["bytes"]), float(ck["parameters"])
+            except (KeyError, TypeError, ValueError):
+                raise SimclusterError(f"run {i}: checkpoint needs bytes and parameters (numbers)", where=str(pub.path)) from None
+            predicted = params * per_param
+            rows.append(ReferenceRow(pub.name, i, f"checkpoint of {params / 1e9:g}B parameters", "checkpoint_bytes", measured,
+                                     predicted, 1.0 - predicted / measured, pub.held_out(i),
+                                     f"{per_param:g} bytes per parameter predicted, {measured / params:.2f} published"))
+    return rows

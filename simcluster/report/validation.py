@@ -91,7 +91,8 @@ def plot(v, path: str) -> None:
 
 
 _METRICS = {"busbw_Bps": ("busbw GB/s", 1e-9), "tokens_per_s": ("tokens/s", 1.0), "step_time_s": ("step s", 1.0),
-            "flops_per_gpu_per_s": ("TFLOP/s/GPU", 1e-12), "mtbf_s": ("MTBF hours", 1 / 3600), "flops_per_gpu_per_s (eq. 3)": ("TFLOP/s/GPU eq.3", 1e-12)}
+            "flops_per_gpu_per_s": ("TFLOP/s/GPU", 1e-12), "mtbf_s": ("MTBF hours", 1 / 3600),
+            "checkpoint_bytes": ("checkpoint TB", 1e-12), "flops_per_gpu_per_s (eq. 3)": ("TFLOP/s/GPU eq.3", 1e-12)}
 
 _REFERENCE_HEADER = (f"{'source':<40} {'run':>3}  {'configuration':<64} {'metric':<16} {'measured':>10} {'predicted':>10} "
                      f"{'error':>7}  {'held out':<8}  detail")
