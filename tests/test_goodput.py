@@ -107,6 +107,8 @@ def test_published_reliability_rows_are_the_named_arithmetic():
         1 / (1024 * 6.5e-3 / (8 * 24 * HOUR)))                                               # 6.5 per 1000 node-days, 8 GPUs a node
     ck = rows["reliability-opt175b-chronicles", "checkpoint of 175B parameters"]
     assert (ck.measured, ck.predicted) == (1.6e12, pytest.approx(175e9 * 14)) and ck.error == pytest.approx(1 - 2.45 / 1.6)
+    bloom = rows["reliability-bloom176b-chronicles", "checkpoint of 176.236B parameters"]
+    assert bloom.measured == pytest.approx(2.3 * 2**40, rel=1e-3) and bloom.predicted == pytest.approx(176.236e9 * 14)
     assert all(r.held_out for r in v.rows)
     assert not any(r.run in (2, 3) for r in v.rows if "kokolis" in r.source)                # projections: not compared
 
