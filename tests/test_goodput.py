@@ -66,6 +66,21 @@ def test_des_agrees_with_the_exponential_form(seed):
     assert abs(run.interruptions - rate * expected) < 4 * math.sqrt(rate * expected) + 4 * rate * run.wall_se_s
 
 
+def test_des_standard_error_is_calibrated_across_seeds():
+    """100 runs of a 2-day job at the 405B what-if's 16K-GPU parameters (M 3.09 h, tau 95.7 s, delta 0.4 s, R 10 min):
+    their mean is within 4 standard errors of the exponential form, and their spread matches the standard error each
+    run reports from its own cycles (a ratio within 0.75-1.33: about 3 standard deviations of a spread estimated from
+    100 runs)."""
+    work, tau, delta, restart, rate = 2 * 86400.0, 95.7, 0.396, 600.0, 1 / (3.093 * HOUR)
+    runs = [simulate_job(work, tau, delta, 0.0, restart, rate, seed) for seed in range(100)]
+    walls = [r.wall_s for r in runs]
+    mean = sum(walls) / len(walls)
+    spread = math.sqrt(sum((w - mean) ** 2 for w in walls) / (len(walls) - 1))
+    assert abs(mean - expected_job_s(work, tau, delta, restart, rate)) < 4 * spread / math.sqrt(len(walls))
+    reported = math.sqrt(sum(r.wall_se_s ** 2 for r in runs) / len(runs))
+    assert 0.75 < spread / reported < 1.33
+
+
 def test_des_asynchronous_against_first_order():
     """Asynchronous checkpoints have no exact form here: the first-order expression is checked within 4 standard
     errors plus 1% (its neglected terms are of order (P / M)^2 = (1810 s / 10 h)^2 = 0.25%)."""
