@@ -7,11 +7,12 @@ takes delta_w = B / nodes / (drives x a drive's write rate) on local NVMe, or B 
 delta_b = delta_w when synchronous, delta_b = B / G / copy rate when asynchronous (only the copy to host memory).
 Interval tau: given, or Young's optimum sqrt(2 delta_b M) (Young 1974), rounded to whole steps.
 
-First order (Young; Daly 2006 eq. 1): a period is tau of work + delta_b; a failure costs R + what was not yet durable,
+First order (Young 1974; Daly 2006): a period is tau of work + delta_b; a failure costs R + what was not yet durable,
 on average P / 2 + delta_w (asynchronous: the checkpoint written last is durable delta_w after its copy; 0 when
 synchronous, where delta_w = delta_b is inside P):
     goodput_1 = tau / (tau + delta_b) x (1 - (R + (tau + delta_b) / 2 + delta_async) / M)
-Exponential form (synchronous; failures strike anywhere, restarts included; Daly 2006): one segment of L work takes
+Exponential form (synchronous; failures strike anywhere, restarts included; the renewal argument of Daly 2006):
+one segment of L work takes
     E[T(L)] = e^(lambda R) (e^(lambda (L + delta)) - 1) / lambda,
 the job sum_i E[T(L_i)] over its segments (the last one shorter), goodput = work / that, and the expected number of
 interruptions lambda x E[T] (Wald). llm/goodput_des.py runs the same job as a DES on the simulation kernel.
