@@ -95,8 +95,9 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    "--published a folder or file of published runs (default calibration/published)")
     p.add_argument("--held-out-machines", action="store_true", help="each machine's bundles held out in turn: a kind "
                    "card fitted on the others plus the held-out machine's probe (sizes <= 1 MiB) predict its sweeps")
-    p.add_argument("--published", choices=("nccl", "llm"), help="published runs (calibration/published/nccl-*.yaml: "
-                   "multi-node busbw on the fabric model; llm-*.yaml: training throughput on the LLM model)")
+    p.add_argument("--published", choices=("nccl", "llm", "reliability"), help="published runs (calibration/published/nccl-*.yaml: "
+                   "multi-node busbw on the fabric model; llm-*.yaml: training throughput on the LLM model; reliability-*.yaml: "
+                   "interruptions per GPU-hour, each source's rate predicting the others' MTBF)")
     p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
                    "bundle under FOLDER, and in every posted log (nccl-decisions-*/source.yaml, e.g. calibration/published), "
                    "against the decision model")

@@ -104,9 +104,11 @@ class LlmTrainingResult:
     job: object
     prediction: object
     skipped: list[str] = field(default_factory=list)
+    goodput: object = None      # llm/goodput.py's GoodputResult when the job has a reliability: block
 
     def to_json(self) -> dict:
-        return {"kind": "llm_training", **self.prediction.to_json()}
+        extra = self.goodput.to_json() if self.goodput is not None else {}
+        return {"kind": "llm_training", **self.prediction.to_json(), **extra}
 
 
 @dataclass(frozen=True)

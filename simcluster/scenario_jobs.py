@@ -158,6 +158,9 @@ def _concurrent(r: ScenarioReader, job: dict, key: str, machine: Machine) -> Con
         op = canonical_op(str(job["op"]))
     except SimclusterError:
         r.fail(f"{key}.op", f"unknown collective {strict.short(job['op'])}", hint=f"one of {', '.join(OPS)}")
+    if op in ("alltoall", "sendrecv"):
+        r.fail(f"{key}.op", f"{op} in concurrent jobs is not modelled: the point-to-point model prices one call's routes on "
+               "contiguous nodes and does not see the other jobs' flows", hint="one of all_reduce, all_gather, reduce_scatter, broadcast, reduce")
     groups = job["groups"]
     if not isinstance(groups, list) or len(groups) < 1:
         r.fail(f"{key}.groups", "expected a list of node groups, one per job")

@@ -3,7 +3,7 @@
   an nccl-tests log + a collective card   -> LogValidation    (row by row, the card's notes, the parser's warnings)
   a trace bundle + a collective card      -> BundleValidation (every op, median of its rounds, in sample or held out)
   a qperf output + a scenario             -> QperfValidation  (each qperf test of the scenario's qperf job)
-  --published nccl|llm [FOLDER | FILE]    -> ReferenceValidation (published runs, reference/nccl.py, reference/llm.py)
+  --published nccl|llm|reliability [FOLDER | FILE]    -> ReferenceValidation (published runs, reference/nccl.py, reference/llm.py)
   --decisions FOLDER                      -> DecisionValidation  (NCCL's logged decisions, reference/decisions.py)
 Text for each is in report/validation.py; the CLI only chooses which one and prints.
 """
@@ -142,8 +142,10 @@ def validate_path(path: str | None, card: str | None, scenario: str | None, op: 
             return validate_decisions(decisions)
         from simcluster.reference.llm import validate_published_llm
         from simcluster.reference.nccl import validate_published_nccl
+        from simcluster.reference.reliability import validate_published_reliability
 
-        return {"nccl": validate_published_nccl, "llm": validate_published_llm}[published](path)
+        return {"nccl": validate_published_nccl, "llm": validate_published_llm,
+                "reliability": validate_published_reliability}[published](path)
     if path is None:
         raise SimclusterError("validate needs a trace (an nccl-tests log, a qperf output or a bundle), --published or --decisions")
     if Path(path).is_dir():

@@ -238,11 +238,12 @@ def test_concurrent_jobs_share_the_spine(capsys):
     assert interleaved[0]["network_shared_Bps"] == pytest.approx(interleaved[0]["network_alone_Bps"] / 2)
 
 
-@pytest.mark.parametrize("groups,expect", [('["0-7", "7-15"]', "two jobs"), ('["0-7", "8-16"]', "0..15"),
-                                           ('["0-7", "x"]', "node range")])
-def test_concurrent_bad_groups_are_one_line(tmp_path, capsys, groups, expect):
+@pytest.mark.parametrize("op,groups,expect", [("all_reduce", '["0-7", "7-15"]', "two jobs"), ("all_reduce", '["0-7", "8-16"]', "0..15"),
+                                              ("all_reduce", '["0-7", "x"]', "node range"),
+                                              ("alltoall", '["0-15/2", "1-15/2"]', "alltoall in concurrent jobs is not modelled")])
+def test_concurrent_bad_groups_are_one_line(tmp_path, capsys, op, groups, expect):
     text = (ROOT / "scenarios" / "concurrent-jobs.yaml").read_text().replace("../", str(ROOT) + "/")
-    text = text.split("variants:")[0] + f"jobs:\n  - {{kind: concurrent, op: all_reduce, size: 1G, groups: {groups}}}\n"
+    text = text.split("variants:")[0] + f"jobs:\n  - {{kind: concurrent, op: {op}, size: 1G, groups: {groups}}}\n"
     bad = tmp_path / "c.yaml"
     bad.write_text(text)
     assert main(["run", str(bad)]) == 2

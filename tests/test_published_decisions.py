@@ -254,3 +254,24 @@ def test_what_pins_a_choice_and_what_does_not(tmp_path, env, forced):
     _posted_copy(tmp_path, "nccl-decisions-h100x8x2-nccl1357", "env: {}", f"env: {env}", ("forced: {}", f"forced: {forced}"))
     [log] = validate_decisions(tmp_path).published
     assert log.facts
+
+
+def test_a_restricted_choice_is_not_compared_as_ncclss_free_decision(tmp_path):
+    """NCCL_ALGO=^NVLS narrows the choice without pinning one: nccl#1595's per-call lines, otherwise compared under the
+    forced protocol, are then not compared, and say why."""
+    _posted_copy(tmp_path, "nccl-decisions-h100x8-nccl1595", PROTO_ENV, "env: {NCCL_ALGO: ^NVLS, ",
+                 ("forced: {protocol: Simple}", "forced: {}"))
+    [log] = validate_decisions(tmp_path).published
+    calls = [f for f in log.facts if "algorithm" in f.fact]
+    assert calls and all(f.verdict == "not compared" and "NCCL_ALGO=" in f.note and "restricts" in f.note for f in calls)
+
+
+def test_the_posted_logs_agreement_and_its_one_version_dependent_miss():
+    """A guard on the held-out total (docs quote it): 22 of 28 facts; the DGX B200 log's 32 NVLS channels disagree with
+    the model's 24, NCCL 2.28's one-node Blackwell value (nvls.cc NVLS_NCHANNELS_SM100_NVL), the log's version unstated."""
+    v = validate_decisions(POSTED)
+    facts = [f for log in v.published for f in log.facts if f.verdict != "not compared"]
+    assert (sum(f.verdict == "agree" for f in facts), len(facts)) == (22, 28)
+    [b200] = [log for log in v.published if "nccl1646" in log.source]
+    nvls = [f for f in b200.facts if "nvls" in f.fact.lower()]
+    assert [(f.logged, f.model, f.verdict) for f in nvls if f.verdict == "disagree"] == [("32", "24", "disagree")]

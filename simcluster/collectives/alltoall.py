@@ -23,11 +23,12 @@ import math
 
 import numpy as np
 
+from simcluster.collectives.nccl_constants import MAX_CHANNELS
 from simcluster.network.platform import Platform
 
 MAX_FLOWS = 1 << 18        # routed flows per alltoall pattern (16,384 GPUs with PXN: 16 node shifts)
 P2P_PER_BATCH = 8          # NCCL_MAX_DEV_WORK_P2P_PER_BATCH: peers one p2p channel serves at once (device.h)
-MAX_P2P_CHANNELS = 32      # MAXCHANNELS on the p2p side (paths.cc: p2pnChannels = min(nChannels, MAX_P2P_NCHANNELS))
+MAX_P2P_CHANNELS = MAX_CHANNELS   # NCCL_MAX_P2P_NCHANNELS defaults to MAXCHANNELS (p2pnChannels = min(nChannels, it))
 
 
 def node_shifts(nodes: int, per_shift_flows: int) -> np.ndarray:
@@ -88,6 +89,6 @@ def p2p_rounds(ranks: int, channels: int) -> int:
     """Rounds of peers an alltoall of `ranks` ranks runs in: NCCL serves P2P_PER_BATCH peers per p2p channel at once
     and, across nodes, lowers the channels per peer until all peers fit (paths.cc ncclTopoComputeP2pChannels), so
     ceil((n - 1) / (P2P_PER_BATCH x p2p channels)); p2p channels = the collective channels rounded up to a power of
-    two, at most MAX_P2P_CHANNELS."""
+    two, at most MAX_P2P_CHANNELS (NCCL's MAXCHANNELS)."""
     p2p_channels = min(MAX_P2P_CHANNELS, 1 << max(0, math.ceil(math.log2(max(1, channels)))))
     return max(1, math.ceil((ranks - 1) / (P2P_PER_BATCH * p2p_channels)))

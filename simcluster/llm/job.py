@@ -7,6 +7,7 @@
       global_batch: 1024
       micro_batch: 1
       precision: bf16
+      train_tokens: 15T          # optional; with reliability: (llm/reliability.py) the days to train
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import PRECISIONS, RECOMPUTE, BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
 
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout"})
@@ -28,11 +30,13 @@ class LlmJob:
     parallel: ParallelSpec
     batch: BatchSpec
     kind: str = "llm_training"
+    train_tokens: float | None = None
+    reliability: Reliability | None = None
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     """Read one llm_training job with the scenario reader `r` (fail / mapping / integer / choice)."""
-    r.mapping(job, key, {"kind", "model", "parallel", "global_batch", "micro_batch"}, {"precision"})
+    r.mapping(job, key, {"kind", "model", "parallel", "global_batch", "micro_batch"}, {"precision", "train_tokens", "reliability"})
     mk = f"{key}.model"
     m = r.mapping(job["model"], mk, *MODEL_KEYS)
     ints = {name: r.integer(m, mk, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
@@ -70,4 +74,16 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     except LlmConfigError as exc:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
         r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
-    return LlmJob(model, par, batch)
+    rel = read_reliability(r, job["reliability"], f"{key}.reliability") if "reliability" in job else None
+    return LlmJob(model, par, batch, train_tokens=_tokens(r, job, key), reliability=rel)
+
+
+def _tokens(r, job: dict, key: str) -> float | None:
+    from simcluster.plan.cost import parse_count
+
+    if "train_tokens" not in job:
+        return None
+    try:
+        return parse_count(job["train_tokens"])
+    except ValueError as exc:
+        r.fail(f"{key}.train_tokens", str(exc))

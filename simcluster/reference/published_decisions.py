@@ -128,6 +128,15 @@ def _check_env(env, forced: dict, where: str) -> None:
                                                     "variable in system.env)")
 
 
+def restricted_by(env) -> str:
+    """The NCCL_ALGO / NCCL_PROTO values that narrow NCCL's choice without pinning one (a list, an exclusion, a
+    per-collective value): a per-call choice made under them is not NCCL's free decision ('' when none)."""
+    if not isinstance(env, dict):
+        return ""
+    said = [f"{var}={short(str(env[var]))}" for var in FORCING_ENV if env.get(var) is not None and _pinned(var, env[var], "") is None]
+    return f"{' and '.join(said)} restricts the choice" if said else ""
+
+
 def _topology(system: dict, ranks: int, nodes: int):
     """The NcclTopology the post states, and why a multi-node fact cannot be checked ('' when it can)."""
     from simcluster.collectives.nccl_constants import NVLINK_GBPS_PER_LINK, arch_of
@@ -168,14 +177,14 @@ def _unpriced(call, where: str, forced: str, free: str) -> SimclusterError:
                            "with it", where=where, hint="check simcluster.forced in source.yaml")
 
 
-def _call_facts(call, topo, forced: dict, missing: str, where: str) -> list[DecisionFact]:
+def _call_facts(call, topo, forced: dict, missing: str, where: str, restricted: str = "") -> list[DecisionFact]:
     from simcluster.collectives.nccl_tuner import algo_time_s, decide
 
     size = call.size
     head = f"{call.op} {size} B"
     logged = f"{call.algorithm}/{call.protocol}"
-    if missing:
-        return [DecisionFact(f"{head}: algorithm/protocol", call.line, logged, "-", "not compared", missing)]
+    if missing or restricted:
+        return [DecisionFact(f"{head}: algorithm/protocol", call.line, logged, "-", "not compared", missing or restricted)]
     if forced.get("algorithm") and forced.get("protocol"):
         return [DecisionFact(f"{head}: algorithm/protocol", call.line, logged, "-", "not compared",
                              "NCCL_ALGO and NCCL_PROTO force both")]
@@ -265,7 +274,8 @@ def compare_source(path: str | Path) -> list[PublishedDecisionLog]:
             raise SimclusterError(f"{ranks} ranks do not split evenly over {nodes} nodes", where=log.path)
         topo, missing = _topology(system, ranks, nodes)
         tag = "" if same else f"NCCL {version} rules" if version else "NCCL version unstated"
-        facts = [f for call in log.calls for f in _call_facts(call, topo, forced, missing, log.path)]
+        restricted = restricted_by(stated.get("env"))
+        facts = [f for call in log.calls for f in _call_facts(call, topo, forced, missing, log.path, restricted)]
         facts += [_count_facts(c, topo, log, missing) for c in log.counts]
         facts = [dataclasses.replace(f, note="; ".join(x for x in (f.note, tag) if x)) for f in facts]
         cite = f"{citation.get('url', '')} ({entry.get('where') or ''})".strip()

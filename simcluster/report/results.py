@@ -90,7 +90,26 @@ def _(result: LlmTrainingResult) -> str:
         c = p.clock
         lines.insert(-1, f"  SM clock         {c['sm_clock_MHz']:10.0f} MHz (card curves at {c['reference_clock_MHz']:.0f}), duty: "
                          f"compute {c['compute_duty']:.1%}, memory {c['memory_duty']:.1%}, idle {c['idle_duty']:.1%}; {c['power_W']:.0f} W")
+    if result.goodput is not None:
+        lines += goodput_lines(result.goodput)
     return "\n".join(lines) + "\n"
+
+
+def goodput_lines(g) -> list[str]:
+    """Interruptions, checkpoints and days to train (llm/goodput.py)."""
+    mode = "asynchronous: the copy to host blocks" if g.asynchronous else "synchronous"
+    lines = [f"  interruptions    MTBF {g.mtbf_s / 3600:.3g} h ({g.failure_rate_per_gpu_hour:.3g}/GPU-hour from {g.rate_source}), "
+             f"restart {g.restart_s:.4g} s",
+             f"  checkpoints      {g.checkpoint_bytes / 1e12:.3g} TB to {g.storage}: blocks {g.checkpoint_s:.4g} s ({mode}), "
+             f"write {g.checkpoint_write_s:.4g} s, every {g.checkpoint_interval_s:.4g} s",
+             f"  goodput          {g.goodput:.4f} (first order {g.goodput_first_order:.4f}"
+             + (f", simulated {g.goodput_simulated:.4f})" if g.goodput_simulated is not None else ")")]
+    if g.days_to_train is not None:
+        s = g.simulated
+        lines.append(f"  days to train    {g.days_to_train:.2f} for {g.train_tokens:.3g} tokens ({g.productive_s / 86400:.2f} days "
+                     f"of steps, {g.expected_interruptions:.0f} interruptions expected); one simulated run (seed {s['seed']}): "
+                     f"{s['days_to_train']:.2f} days, {s['interruptions']} interruptions, {s['events']:,} events")
+    return lines
 
 
 def scenario_text(results: list[ScenarioResult], description: str) -> str:

@@ -91,10 +91,15 @@ def plot(v, path: str) -> None:
 
 
 _METRICS = {"busbw_Bps": ("busbw GB/s", 1e-9), "tokens_per_s": ("tokens/s", 1.0), "step_time_s": ("step s", 1.0),
-            "flops_per_gpu_per_s": ("TFLOP/s/GPU", 1e-12), "flops_per_gpu_per_s (eq. 3)": ("TFLOP/s/GPU eq.3", 1e-12)}
+            "flops_per_gpu_per_s": ("TFLOP/s/GPU", 1e-12), "mtbf_s": ("MTBF hours", 1 / 3600),
+            "checkpoint_bytes": ("checkpoint TB", 1e-12), "flops_per_gpu_per_s (eq. 3)": ("TFLOP/s/GPU eq.3", 1e-12)}
 
 _REFERENCE_HEADER = (f"{'source':<40} {'run':>3}  {'configuration':<64} {'metric':<16} {'measured':>10} {'predicted':>10} "
                      f"{'error':>7}  {'held out':<8}  detail")
+
+
+def _short(source: str) -> str:
+    return source.removeprefix("nccl-").removeprefix("llm-").removeprefix("reliability-")
 
 
 @render.register
@@ -103,7 +108,7 @@ def _(v: ReferenceValidation) -> str:
     lines = [f"# {v.what}: predicted vs measured; + = predicted faster; held out = nothing fitted or chosen on the row",
              _REFERENCE_HEADER]
     for r in v.rows:
-        head = f"{r.source.removeprefix('nccl-').removeprefix('llm-')[:40]:<40} {r.run:>3}  {r.configuration[:64]:<64}"
+        head = f"{_short(r.source)[:40]:<40} {r.run:>3}  {r.configuration[:64]:<64}"
         if r.unavailable:
             lines.append(f"{head} not compared: {r.unavailable}")
             continue
@@ -112,7 +117,7 @@ def _(v: ReferenceValidation) -> str:
                      f"{'yes' if r.held_out else 'no':<8}  {r.detail}")
     lines += ["", f"per source (target |error| <= {v.target * 100:.0f}%):"]
     for source, s in v.summary().items():
-        name = source.removeprefix("nccl-").removeprefix("llm-")
+        name = _short(source)
         if not s["rows"]:
             lines.append(f"  {name:<44} no row compared; {s['why']}")
             continue

@@ -27,6 +27,7 @@ class NvmeParams:
     parallelism: int          # P: I/Os the media serves at once
     bandwidth_Bps: float      # B: link/controller ceiling
     unit_bandwidth_Bps: float  # B_unit: one I/O's media transfer rate
+    write_bandwidth_Bps: float | None = None  # sequential write ceiling (checkpoints, llm/goodput.py); None: not stated
 
     @property
     def iops_ceiling(self) -> float:

@@ -1,0 +1,124 @@
+"""The `reliability:` block of an llm_training job: how often the job is interrupted, what a restart costs, where
+checkpoints go and how often (the model is llm/goodput.py, docs/models/goodput.md).
+
+    - kind: llm_training
+      ...
+      train_tokens: 15T                     # optional: tokens to train (days_to_train needs it)
+      reliability:
+        failure_rate: 1.97e-5/GPU-hour      # r, per GPU-hour (or /GPU-day); or {published: FILE, run: 0}
+        restart: 10min                      # R: from an interruption to training again (scheduling, loading)
+        checkpoint:
+          storage: {nvme: CARD, drives: 4}  # local NVMe drives per node (the card's write_bandwidth), or
+                                            # {filesystem: 7TB/s}: a shared file system's aggregate write rate
+          interval: auto                    # auto (Young/Daly) or a time ("30min"), rounded to whole steps
+          async_copy: 50GB/s                # optional: asynchronous; only the GPU -> host copy at this rate blocks
+
+Every mistake is the scenario reader's one-line error at the key (file:line).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from simcluster.errors import SimclusterError
+from simcluster.units import parse_bandwidth, parse_time
+
+RELIABILITY_KEYS = {"failure_rate", "restart", "checkpoint"}
+CHECKPOINT_KEYS = {"storage", "interval", "async_copy"}
+_PER = {"GPU-hour": 3600.0, "GPU-h": 3600.0, "GPU-day": 86400.0, "GPU-d": 86400.0}
+MAX_DRIVES = 64
+
+
+@dataclass(frozen=True)
+class CheckpointStorage:
+    """Where checkpoints are written: local drives (a rate per node) or a shared file system (one aggregate rate)."""
+
+    node_write_Bps: float | None      # drives x one drive's write bandwidth (every node writes its share at once)
+    filesystem_write_Bps: float | None
+    describe: str
+
+    def write_s(self, checkpoint_bytes: float, nodes: int) -> float:
+        if self.node_write_Bps is not None:
+            return checkpoint_bytes / nodes / self.node_write_Bps
+        return checkpoint_bytes / self.filesystem_write_Bps
+
+
+@dataclass(frozen=True)
+class Reliability:
+    failure_rate_per_gpu_s: float     # r: interruptions per GPU-second
+    rate_source: str                  # where r comes from (the scenario, or a published file and run)
+    restart_s: float                  # R
+    storage: CheckpointStorage
+    interval_s: float | None          # None: Young/Daly's optimum
+    async_copy_Bps: float | None      # per GPU, device -> host; None: a synchronous checkpoint
+
+
+def parse_failure_rate(text) -> float:
+    """'1.97e-5/GPU-hour' -> interruptions per GPU-second."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*/\s*(GPU-hour|GPU-h|GPU-day|GPU-d)\s*", str(text)) \
+        if isinstance(text, str) and len(text) < 80 else None
+    if not m or not 0 < float(m.group(1)) < 1e6:
+        raise ValueError(f"{str(text)[:40]!r} is not a failure rate per GPU (write e.g. 2e-5/GPU-hour or 5e-4/GPU-day)")
+    return float(m.group(1)) / _PER[m.group(2)]
+
+
+def read_reliability(r, doc, key: str) -> Reliability:
+    """The block at `key`, read with the scenario reader `r` (ScenarioReader)."""
+    rel = r.mapping(doc, key, RELIABILITY_KEYS, set())
+    rate, source = _rate(r, rel["failure_rate"], f"{key}.failure_rate")
+    restart = r.quantity(rel, key, "restart", parse_time, None)
+    ck = f"{key}.checkpoint"
+    c = r.mapping(rel["checkpoint"], ck, {"storage"}, CHECKPOINT_KEYS - {"storage"})
+    storage = _storage(r, c["storage"], f"{ck}.storage")
+    interval = None
+    if c.get("interval", "auto") != "auto":
+        interval = r.quantity(c, ck, "interval", parse_time, None)
+        if interval <= 0:
+            r.fail(f"{ck}.interval", "expected auto or a positive time")
+    copy = r.quantity(c, ck, "async_copy", parse_bandwidth, None) if "async_copy" in c else None
+    if copy is not None and copy <= 0:
+        r.fail(f"{ck}.async_copy", "expected a positive rate (GPU -> host copy, e.g. 50GB/s)")
+    return Reliability(rate, source, restart, storage, interval, copy)
+
+
+def _rate(r, value, key: str) -> tuple[float, str]:
+    if isinstance(value, dict):
+        r.mapping(value, key, {"published"}, {"run"})
+        path = r.existing(value, key, "published", "a calibration/published/reliability-*.yaml file")
+        run = r.integer(value, key, "run", minimum=0, default=0)
+        from simcluster.reference.reliability import published_rate
+
+        try:
+            rate, label = published_rate(path, run)
+        except SimclusterError as exc:
+            r.fail(key, exc.message, hint=exc.hint)
+        return rate, label
+    try:
+        return parse_failure_rate(value), "scenario"
+    except ValueError as exc:
+        r.fail(key, str(exc), hint="or {published: ../../calibration/published/reliability-llama3-405b.yaml, run: 0}")
+
+
+def _storage(r, doc, key: str) -> CheckpointStorage:
+    if not isinstance(doc, dict) or len({"nvme", "filesystem"} & set(doc)) != 1:
+        r.fail(key, "expected {nvme: CARD, drives: N} (local drives per node) or {filesystem: RATE} (a shared file system)")
+    if "filesystem" in doc:
+        r.mapping(doc, key, {"filesystem"}, set())
+        rate = r.quantity(doc, key, "filesystem", parse_bandwidth, None)
+        if rate <= 0:
+            r.fail(f"{key}.filesystem", "expected a positive write rate (e.g. 7TB/s)")
+        return CheckpointStorage(None, rate, f"shared file system at {doc['filesystem']}")
+    r.mapping(doc, key, {"nvme", "drives"}, set())
+    card = r.card(doc, key, "nvme")
+    drives = r.integer(doc, key, "drives", maximum=MAX_DRIVES)
+    from simcluster.cards import load_nvme
+
+    try:
+        params, c = load_nvme(card)
+    except SimclusterError as exc:
+        r.fail(f"{key}.nvme", exc.message, hint=exc.hint)
+    if params.write_bandwidth_Bps is None:
+        r.fail(f"{key}.nvme", f"the card {c.get('name')} states no write_bandwidth (params.write_bandwidth)",
+               hint="give the drive's sequential write rate in its card, with its source")
+    return CheckpointStorage(drives * params.write_bandwidth_Bps, None, f"{drives} x {c.get('name')} per node")
