@@ -12,7 +12,9 @@ checkpoints go and how often (the model is llm/goodput.py, docs/models/goodput.m
                                             # durable once copied on to a shared file system at `replica` (required:
                                             # a node's drives are lost with it); or {filesystem: 7TB/s}: written
                                             # straight to a shared file system at its aggregate rate
-          interval: auto                    # auto (Young/Daly) or a time ("30min"), rounded to whole steps
+          interval: auto                    # auto (Young/Daly; raised to one step and to the time until durable,
+                                            # said in the output) or a time ("30min"), rounded to whole steps
+                                            # (refused below one step or below the time until durable)
           async_copy: 50GB/s                # optional: asynchronous; only the GPU -> host copy at this rate blocks
 
 Every mistake is the scenario reader's one-line error at the key (file:line).
