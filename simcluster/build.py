@@ -10,7 +10,7 @@ from simcluster.collectives.domain import domain_predict
 from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
 from simcluster.collectives.model import Prediction, predict
 from simcluster.engine import Simulation
-from simcluster.errors import ModelCardError, ScenarioError
+from simcluster.errors import ModelCardError
 from simcluster.llm.job import LlmJob
 from simcluster.network.builders import FabricSpec, machine_platform
 from simcluster.network.platform import Platform
@@ -152,11 +152,8 @@ def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
 
-        try:
-            goodput = predict_goodput(job.model, job.reliability, p.gpus, scenario.machine.gpus_per_node, p.step_time_s,
-                                      job.batch.global_batch * job.model.seq, job.train_tokens, scenario.seed)
-        except ScenarioError as exc:
-            raise ScenarioError(exc.message, where=str(scenario.path), hint=exc.hint) from None
+        goodput = predict_goodput(job.model, job.reliability, p.gpus, scenario.machine.gpus_per_node, p.step_time_s,
+                                  job.batch.global_batch * job.model.seq, job.train_tokens, scenario.seed)   # refusals name the key
     return LlmTrainingResult(job, p, goodput=goodput)
 
 

@@ -176,6 +176,7 @@ def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str,
         merged = _merge({k: v for k, v in doc.items() if k != "variants"}, {"machine": over.get("machine", {})})
         if "jobs" in over:  # a variant may replace the job list (e.g. a different storage setup)
             merged["jobs"] = over["jobs"]
+        r.variant = str(label)
         out.append((str(label), _build(path, merged, r, nodes)))
     return out
 

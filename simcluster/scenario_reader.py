@@ -18,10 +18,17 @@ MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic fin
 class ScenarioReader:
     def __init__(self, path: Path, lines: dict[str, int]):
         self.path, self.lines = path, lines
+        self.variant = ""           # the what-if variant being read (scenario.load_variants): its own keys' lines
+
+    def locate(self, key: str) -> tuple[str, str]:
+        """(file:line, the dotted key as the file spells it): a key a variant overrides is found under variants.LABEL."""
+        if self.variant and f"variants.{self.variant}.{key}" in self.lines:
+            key = f"variants.{self.variant}.{key}"
+        line = self.lines.get(key)
+        return (f"{self.path}:{line}" if line else str(self.path)), key
 
     def fail(self, key: str, message: str, hint: str | None = None):
-        line = self.lines.get(key)
-        where = f"{self.path}:{line}" if line else str(self.path)
+        where, key = self.locate(key)
         raise ScenarioError(f"{key}: {message}" if key else message, where=where, hint=hint)
 
     def mapping(self, doc, key: str, required: set[str], optional: set[str]) -> dict:

@@ -275,3 +275,11 @@ def test_the_posted_logs_agreement_and_its_one_version_dependent_miss():
     [b200] = [log for log in v.published if "nccl1646" in log.source]
     nvls = [f for f in b200.facts if "nvls" in f.fact.lower()]
     assert [(f.logged, f.model, f.verdict) for f in nvls if f.verdict == "disagree"] == [("32", "24", "disagree")]
+
+
+def test_an_empty_nccl_algo_is_unset_and_restricts_nothing():
+    """NCCL reads NCCL_ALGO='' as not given: a per-call choice made under it is NCCL's own decision."""
+    from simcluster.reference.published_decisions import restricted_by
+
+    assert restricted_by({"NCCL_ALGO": "", "NCCL_PROTO": "  "}) == ""
+    assert restricted_by({"NCCL_ALGO": "Tree,Ring"}) == "NCCL_ALGO='Tree,Ring' restricts the choice"

@@ -74,7 +74,15 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     except LlmConfigError as exc:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
         r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
-    rel = read_reliability(r, job["reliability"], f"{key}.reliability") if "reliability" in job else None
+    rel = None
+    if "reliability" in job:
+        from simcluster.llm.goodput import checkpoint_plan
+
+        rel = read_reliability(r, job["reliability"], f"{key}.reliability")
+        checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
+    elif "train_tokens" in job:
+        r.fail(f"{key}.train_tokens", "days to train need a reliability: block (every large run is interrupted); without "
+               "one, the printed tokens/s is the whole answer", hint="add reliability: (llm/reliability.py) or remove train_tokens")
     return LlmJob(model, par, batch, train_tokens=_tokens(r, job, key), reliability=rel)
 
 

@@ -8,9 +8,13 @@ checkpoints go and how often (the model is llm/goodput.py, docs/models/goodput.m
         failure_rate: 1.97e-5/GPU-hour      # r, per GPU-hour (or /GPU-day); or {published: FILE, run: 0}
         restart: 10min                      # R: from an interruption to training again (scheduling, loading)
         checkpoint:
-          storage: {nvme: CARD, drives: 4}  # local NVMe drives per node (the card's write_bandwidth), or
-                                            # {filesystem: 7TB/s}: a shared file system's aggregate write rate
-          interval: auto                    # auto (Young/Daly) or a time ("30min"), rounded to whole steps
+          storage: {nvme: CARD, drives: 4, replica: 1TB/s}   # local NVMe drives per node (the card's write_bandwidth),
+                                            # durable once copied on to a shared file system at `replica` (required:
+                                            # a node's drives are lost with it); or {filesystem: 7TB/s}: written
+                                            # straight to a shared file system at its aggregate rate
+          interval: auto                    # auto (Young/Daly; raised to one step and to the time until durable,
+                                            # said in the output) or a time ("30min"), rounded to whole steps
+                                            # (refused below one step or below the time until durable)
           async_copy: 50GB/s                # optional: asynchronous; only the GPU -> host copy at this rate blocks
 
 Every mistake is the scenario reader's one-line error at the key (file:line).
@@ -32,16 +36,19 @@ MAX_DRIVES = 64
 
 @dataclass(frozen=True)
 class CheckpointStorage:
-    """Where checkpoints are written: local drives (a rate per node) or a shared file system (one aggregate rate)."""
+    """Where checkpoints are written: local drives (a rate per node) then a copy on to a shared file system, or the
+    shared file system directly (one aggregate rate). A checkpoint is durable once it is on the shared file system."""
 
-    node_write_Bps: float | None      # drives x one drive's write bandwidth (every node writes its share at once)
-    filesystem_write_Bps: float | None
+    node_write_Bps: float | None      # drives x one drive's write bandwidth (every node writes its share at once); None: none
+    filesystem_write_Bps: float       # the shared file system's aggregate rate for this job (direct, or the replica copy)
     describe: str
 
-    def write_s(self, checkpoint_bytes: float, nodes: int) -> float:
-        if self.node_write_Bps is not None:
-            return checkpoint_bytes / nodes / self.node_write_Bps
-        return checkpoint_bytes / self.filesystem_write_Bps
+    def local_write_s(self, checkpoint_bytes: float, nodes: int) -> float:
+        return checkpoint_bytes / nodes / self.node_write_Bps if self.node_write_Bps is not None else 0.0
+
+    def durable_s(self, checkpoint_bytes: float, nodes: int) -> float:
+        """From the start of the write (after any copy to host memory) until the checkpoint is on shared storage."""
+        return self.local_write_s(checkpoint_bytes, nodes) + checkpoint_bytes / self.filesystem_write_Bps
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,9 @@ class Reliability:
     storage: CheckpointStorage
     interval_s: float | None          # None: Young/Daly's optimum
     async_copy_Bps: float | None      # per GPU, device -> host; None: a synchronous checkpoint
+    where: str = ""                   # file:line of the block (a refusal found once the step time is known names it)
+    key: str = "reliability"          # its dotted key (variants.LABEL... where a what-if variant overrides it)
+    variant: str = ""                 # the what-if variant read
 
 
 def parse_failure_rate(text) -> float:
@@ -79,7 +89,8 @@ def read_reliability(r, doc, key: str) -> Reliability:
     copy = r.quantity(c, ck, "async_copy", parse_bandwidth, None) if "async_copy" in c else None
     if copy is not None and copy <= 0:
         r.fail(f"{ck}.async_copy", "expected a positive rate (GPU -> host copy, e.g. 50GB/s)")
-    return Reliability(rate, source, restart, storage, interval, copy)
+    where, dotted = r.locate(key)
+    return Reliability(rate, source, restart, storage, interval, copy, where, dotted, r.variant)
 
 
 def _rate(r, value, key: str) -> tuple[float, str]:
@@ -109,7 +120,13 @@ def _storage(r, doc, key: str) -> CheckpointStorage:
         if rate <= 0:
             r.fail(f"{key}.filesystem", "expected a positive write rate (e.g. 7TB/s)")
         return CheckpointStorage(None, rate, f"shared file system at {doc['filesystem']}")
-    r.mapping(doc, key, {"nvme", "drives"}, set())
+    if "replica" not in doc:
+        r.fail(key, "a checkpoint on local NVMe is lost with its node, and most interruptions are hardware (324 of Llama 3's 419: "
+               "GPU, host, network): name the shared file system it is copied on to", hint="add replica: RATE (e.g. replica: 1TB/s)")
+    r.mapping(doc, key, {"nvme", "drives", "replica"}, set())
+    replica = r.quantity(doc, key, "replica", parse_bandwidth, None)
+    if replica <= 0:
+        r.fail(f"{key}.replica", "expected a positive write rate (the shared file system's, e.g. 1TB/s)")
     card = r.card(doc, key, "nvme")
     drives = r.integer(doc, key, "drives", maximum=MAX_DRIVES)
     from simcluster.cards import load_nvme
@@ -121,4 +138,5 @@ def _storage(r, doc, key: str) -> CheckpointStorage:
     if params.write_bandwidth_Bps is None:
         r.fail(f"{key}.nvme", f"the card {c.get('name')} states no write_bandwidth (params.write_bandwidth)",
                hint="give the drive's sequential write rate in its card, with its source")
-    return CheckpointStorage(drives * params.write_bandwidth_Bps, None, f"{drives} x {c.get('name')} per node")
+    return CheckpointStorage(drives * params.write_bandwidth_Bps, replica,
+                             f"{drives} x {c.get('name')} per node, copied on to a shared file system at {doc['replica']}")

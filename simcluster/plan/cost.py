@@ -188,11 +188,11 @@ def _lookup(cat: Catalogue, group: str, name: str | None) -> Item:
 
 
 def time_to_train_s(row: dict, tokens: float | None) -> float | None:
-    """Seconds to train: `tokens` at the point's tokens/s (LLM; divided by the job's goodput where it has a
-    reliability: block, llm/goodput.py), else the training job's own time to train."""
+    """Seconds to train: `tokens` at the point's tokens/s (LLM; divided by the job's steady-state goodput, the closed
+    form of llm/goodput.py, where it has a reliability: block), else the training job's own time to train."""
     tps = row.get("jobs[0].tokens_per_s")
     if tokens is not None and tps:
-        return tokens / tps / (row.get("jobs[0].goodput") or 1.0)
+        return tokens / tps / (row.get("jobs[0].goodput_steady") or 1.0)
     ttt = row.get("jobs[0].time_to_train_s")
     return ttt if ttt else None
 

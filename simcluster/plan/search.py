@@ -67,6 +67,10 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
         tokens = cost.parse_count(t["tokens"]) if "tokens" in t else None
     except ValueError as exc:
         r.fail("plan.target.tokens", str(exc))
+    for i, job in enumerate(sweep.doc.get("jobs") or []):
+        if isinstance(job, dict) and "train_tokens" in job:
+            r.fail(f"jobs[{i}].train_tokens", "a plan trains plan.target.tokens at each point's steady-state goodput (closed "
+                   "form); train_tokens would run the whole-job DES at every point", hint="remove train_tokens")
     try:
         within = cost.parse_duration(t["within"])
     except (ValueError, SimclusterError) as exc:
@@ -215,7 +219,8 @@ def _brief(row: dict | None) -> dict | None:
         return None
     keep = ("point_hash", "machine.gpus", "machine.nodes", "machine.gpu_card", "machine.nic_card", "jobs[0].step_time_s",
             "jobs[0].tokens_per_s", "jobs[0].samples_per_s", "jobs[0].mfu", "jobs[0].memory_per_gpu_GiB.total",
-            "jobs[0].goodput", "jobs[0].mtbf_s", "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency")
+            "jobs[0].goodput_steady", "jobs[0].mtbf_s",
+            "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency")
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None}}
 
 

@@ -130,10 +130,12 @@ def _check_env(env, forced: dict, where: str) -> None:
 
 def restricted_by(env) -> str:
     """The NCCL_ALGO / NCCL_PROTO values that narrow NCCL's choice without pinning one (a list, an exclusion, a
-    per-collective value): a per-call choice made under them is not NCCL's free decision ('' when none)."""
+    per-collective value): a per-call choice made under them is not NCCL's free decision ('' when none). An empty
+    value is unset, as NCCL reads it (NCCL_ALGO='' restricts nothing)."""
     if not isinstance(env, dict):
         return ""
-    said = [f"{var}={short(str(env[var]))}" for var in FORCING_ENV if env.get(var) is not None and _pinned(var, env[var], "") is None]
+    said = [f"{var}={short(str(env[var]))}" for var in FORCING_ENV
+            if env.get(var) is not None and str(env[var]).strip() and _pinned(var, env[var], "") is None]
     return f"{' and '.join(said)} restricts the choice" if said else ""
 
 

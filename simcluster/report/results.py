@@ -96,19 +96,22 @@ def _(result: LlmTrainingResult) -> str:
 
 
 def goodput_lines(g) -> list[str]:
-    """Interruptions, checkpoints and days to train (llm/goodput.py)."""
+    """Interruptions, checkpoints and days to train (llm/goodput.py); the DES run with its standard error."""
     mode = "asynchronous: the copy to host blocks" if g.asynchronous else "synchronous"
     lines = [f"  interruptions    MTBF {g.mtbf_s / 3600:.3g} h ({g.failure_rate_per_gpu_hour:.3g}/GPU-hour from {g.rate_source}), "
              f"restart {g.restart_s:.4g} s",
              f"  checkpoints      {g.checkpoint_bytes / 1e12:.3g} TB to {g.storage}: blocks {g.checkpoint_s:.4g} s ({mode}), "
-             f"write {g.checkpoint_write_s:.4g} s, every {g.checkpoint_interval_s:.4g} s",
+             f"durable {g.checkpoint_not_durable_s:.4g} s later, every {g.checkpoint_interval_s:.4g} s",
              f"  goodput          {g.goodput:.4f} (first order {g.goodput_first_order:.4f}"
-             + (f", simulated {g.goodput_simulated:.4f})" if g.goodput_simulated is not None else ")")]
+             + (f", simulated {g.goodput_simulated:.4f} +- {g.goodput_simulated_se:.4f})" if g.goodput_simulated is not None else ")")]
+    if g.interval_note:
+        lines.append(f"  note             {g.interval_note}")
     if g.days_to_train is not None:
         s = g.simulated
         lines.append(f"  days to train    {g.days_to_train:.2f} for {g.train_tokens:.3g} tokens ({g.productive_s / 86400:.2f} days "
                      f"of steps, {g.expected_interruptions:.0f} interruptions expected); one simulated run (seed {s['seed']}): "
-                     f"{s['days_to_train']:.2f} days, {s['interruptions']} interruptions, {s['events']:,} events")
+                     f"{s['days_to_train']:.2f} +- {s['days_to_train_se']:.2f} days (its standard error), {s['interruptions']} "
+                     f"interruptions, {s['events']:,} events")
     return lines
 
 
