@@ -7,8 +7,9 @@ import dataclasses
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives import des
 from simcluster.collectives.domain import domain_predict
-from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
+from simcluster.collectives.fabric import Cluster, predict_fabric
 from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.errors import ModelCardError
 from simcluster.llm.job import LlmJob
@@ -114,7 +115,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
     import numpy as np
 
-    from simcluster.collectives.fabric import concurrent_ring_flows
+    from simcluster.collectives.ring_flows import concurrent_ring_flows
 
     groups = [np.array(g) for g in job.groups]
     together = concurrent_ring_flows(cluster, groups)

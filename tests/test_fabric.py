@@ -14,7 +14,8 @@ from simcluster import scenario
 from simcluster.build import build_cluster
 from simcluster.cards import load_aggregation, load_collective, load_nic
 from simcluster.cli import main
-from simcluster.collectives.fabric import Cluster, predict_fabric, ring_flows
+from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.ring_flows import ring_flows
 from simcluster.collectives.schedule import _btree_parents, tree_node_load
 from simcluster.hardware.cpu import HostCpu
 from simcluster.network.builders import FabricSpec, machine_platform

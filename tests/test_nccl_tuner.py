@@ -153,7 +153,8 @@ def test_fabric_prices_small_messages_at_ll_and_follows_nccl():
     forced = predict_fabric(cluster, "all_reduce", 4096, algorithm="tree")
     assert forced.protocol == "LL"            # forcing the algorithm keeps NCCL's protocol for it
     ll = small.time_s
-    from simcluster.collectives.fabric import FabricCall, Tree, _nvlink_rate, ring_flows
+    from simcluster.collectives.fabric import FabricCall, Tree, _nvlink_rate
+    from simcluster.collectives.ring_flows import ring_flows
 
     flows = ring_flows(cluster)
     call = FabricCall(cluster, "all_reduce", 4096, flows.node_rate_Bps, _nvlink_rate(cluster), small.breakdown["step_latency_inter_s"], flows)
@@ -165,7 +166,8 @@ def test_fabric_prices_small_messages_at_ll_and_follows_nccl():
 
 
 def test_sixteen_thousand_gpus_predict_in_well_under_a_second():
-    from simcluster.collectives.fabric import predict_fabric, ring_flows
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.collectives.ring_flows import ring_flows
 
     cluster = _cluster(nodes=2048)
     start = time.perf_counter()

@@ -125,7 +125,7 @@ def test_tcp_transport_and_data_loader_contend_for_host_cores(capsys):
     1.0 core: the all-reduce itself stretches."""
     from simcluster.build import build_cluster
     from simcluster.cards import load_collective
-    from simcluster.collectives.fabric import ring_flows
+    from simcluster.collectives.ring_flows import ring_flows
     from simcluster.scenario import load_variants
 
     path = ROOT / "scenarios" / "whatif" / "host-cores.yaml"

@@ -5,7 +5,7 @@ Ranks are numbered TP innermost, then CP, then DP, then PP (Megatron's default o
 so a group of `size` ranks `stride` apart has min(size, G / stride) ranks in a node of G GPUs (at least 1)
 and spans size / that nodes. A group inside a node is timed on the NVLink collective card
 (collectives.model.predict); a group across nodes on the fabric model: every distinct node set of that
-kind of group runs its ring at once (collectives.fabric.concurrent_ring_flows, max-min over the shared
+kind of group runs its ring at once (collectives.ring_flows.concurrent_ring_flows, max-min over the shared
 leaf/spine links: rails and oversubscription included), each node's NIC rate is split evenly among the
 G / ranks_per_node groups that share the node, and collectives.fabric.predict_fabric times the call on
 that share (the algorithm and protocol NCCL's decision model picks).
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcluster.collectives.fabric import Cluster, RingFlows, concurrent_ring_flows, predict_fabric
+from simcluster.collectives.fabric import Cluster, predict_fabric
 from simcluster.collectives.model import predict
+from simcluster.collectives.ring_flows import RingFlows, concurrent_ring_flows
 from simcluster.errors import ScenarioError
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 

@@ -62,7 +62,8 @@ def _cluster(scenario: Path, nodes: int):
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
     """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
     `peak` (sizes None; at algorithms[0] where the source forced one); and what ran."""
-    from simcluster.collectives.fabric import predict_fabric, ring_flows
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.collectives.ring_flows import ring_flows
 
     if isinstance(cluster, OneDomain):
         def call(s, a, flows):

@@ -53,7 +53,8 @@ def _comm(machine: Machine, intra, nodes: int, ranks: int, cluster=None):
     from dataclasses import replace
 
     from simcluster.build import build_cluster
-    from simcluster.collectives.fabric import predict_fabric, ring_flows
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.collectives.ring_flows import ring_flows
 
     if cluster is None or nodes != machine.nodes:
         cluster = build_cluster(replace(machine, nodes=nodes), intra)
