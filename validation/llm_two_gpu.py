@@ -37,7 +37,7 @@ What the model cannot express (expected direction of the error, decided before t
         the model splits them over the vocabulary (Megatron) -> head compute, its optimizer update and memory
         under-predicted. Each column-parallel Linear (q, k, v, gate, up) converts its fp32 input to a replicated
         DTensor, whose backward all-reduces the input gradient in fp32 (5 all_reduces of 4 bytes per element per
-        layer, as torch's tensor-parallel code reads); the model has Megatron's 2 of 2 bytes -> TP communication
+        layer: our reading of DTensor.from_local's backward, not checked on a profile); the model has Megatron's 2 of 2 bytes -> TP communication
         under-predicted. The runner's AdamW is not fused under tp (the model prices the fused one).
 Step time: the median of rank 0's timed steps; memory: rank 0's torch.cuda.max_memory_allocated against the
 model's allocated peak; "comm ms": the predicted exposed data- and tensor-parallel communication of the step.
