@@ -70,7 +70,7 @@ from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
 from simcluster.traces import nccl_tests  # noqa: E402
 
-BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
+BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
 CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x4-socket.yaml"}
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on

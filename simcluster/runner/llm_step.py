@@ -311,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         model = model.to(torch.bfloat16)
     model = wrap(torch, model, args.mode, world, cfg, device)
     fused = device.type == "cuda" and args.mode != "tp"
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=fused or None)
+    # tp: the decoder layers' parameters are DTensors, the embedding / head plain tensors; torch's foreach kernels refuse
+    # the mix (aten._foreach_mul_: mixed torch.Tensor and DTensor), so the tp optimizer runs per parameter
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=fused or None, foreach=False if args.mode == "tp" else None)
     amp = args.precision == "amp"
     arch = {**cfg, "preset": args.preset, "head_dim": cfg["hidden"] // cfg["heads"], "rope": not args.no_rope,
             "params": param_count(cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["heads"], cfg["kv_heads"], cfg["vocab"], cfg["tied"])}
@@ -338,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                           "sm_count": props.multi_processor_count if props else None},
                "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
-               "optimizer": {"name": "AdamW", "fused": bool(fused), "lr": args.lr}, "shapes": records}
+               "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": args.mode != "tp", "lr": args.lr}, "shapes": records}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     if args.mode != "single":
