@@ -6,7 +6,7 @@ import dataclasses
 
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives import des
-from simcluster.collectives.domain import domain_predict
+from simcluster.collectives.domain import NvlinkDomain
 from simcluster.collectives.fabric import Cluster, predict_fabric
 from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
@@ -91,6 +91,13 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
         nvls = (table[machine.domain_gpus], latency)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=machine_arch(machine), cpu_vendor=machine.cpu_vendor)
+
+
+def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
+    """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
+    intra = intra or load_collective(machine.card)[0]
+    nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls)
 
 
 def machine_arch(machine: Machine) -> str:
@@ -182,9 +189,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain
-        table, latency, _ = load_nvls(m.nvls_card)
-        preds = [domain_predict(params, job.op, size, job.ranks, machine_arch(m), (table, latency))
-                 for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
+        domain = build_domain(m, params)
+        preds = [domain.predict(job.op, size, ranks=job.ranks) for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
     else:
         preds = run_sweep(params, job, scenario.seed, platform)
     where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \

@@ -14,12 +14,15 @@ cover a domain's GPU count are derived in their own provenance). docs/models/col
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simcluster.collectives.fabric import FabricPrediction
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
 from simcluster.collectives.schedule import canonical_op
+from simcluster.errors import SimclusterError
 
 
 def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
@@ -36,3 +39,18 @@ def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int,
         return predict(intra, op, size_bytes, ranks)
     time = latency + size_bytes / table[ranks]
     return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls", {**nccl, "nvls_algbw_Bps": table[ranks]})
+
+
+@dataclass(frozen=True)
+class NvlinkDomain:
+    """One NVLink domain of a machine, its cards read once (build.build_domain): every call inside it, as domain_predict."""
+
+    intra: CollectiveModel
+    ranks: int
+    arch: str
+    nvls: tuple[dict[int, float], float] | None
+
+    def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
+        if algorithm is not None:
+            raise SimclusterError(f"algorithm {algorithm!r} forced on one NVLink domain: no multi-node algorithm runs there")
+        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls)

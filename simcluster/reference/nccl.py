@@ -30,42 +30,24 @@ FORCED = {"NCCL_ALGO=allreduce:ring (forced)": "ring", "NCCL_ALGO=allreduce:nvls
 TARGET = 0.10
 
 
-@dataclasses.dataclass(frozen=True)
-class OneDomain:
-    """A system whose GPUs are all on one NVLink domain (one node, or a multi-node NVLink rack): no network."""
-
-    intra: object
-    ranks: int
-    arch: str
-    nvls: tuple | None
-
-    def predict(self, op: str, size: int, algorithm: str | None):
-        from simcluster.collectives.domain import domain_predict
-
-        if algorithm is not None:
-            raise SimclusterError(f"algorithm {algorithm!r} forced on one NVLink domain: no multi-node algorithm runs there")
-        return domain_predict(self.intra, op, size, self.ranks, self.arch, self.nvls)
-
-
 def _cluster(scenario: Path, nodes: int):
-    from simcluster.build import build_cluster, machine_arch
-    from simcluster.cards import load_collective, load_nvls
+    from simcluster.build import build_cluster, build_domain
     from simcluster.scenario import load_variants
 
     machine = load_variants(scenario, nodes)[0][1].machine
     if machine.domains == 1 and (machine.nvlink_domain or machine.nic is None):   # no network: NCCL's one node
-        return OneDomain(load_collective(machine.card)[0], machine.nodes * machine.gpus_per_node, machine_arch(machine),
-                         load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None)
+        return build_domain(machine)
     return build_cluster(machine)
 
 
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
     """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
     `peak` (sizes None; at algorithms[0] where the source forced one); and what ran."""
+    from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
 
-    if isinstance(cluster, OneDomain):
+    if isinstance(cluster, NvlinkDomain):
         def call(s, a, flows):
             return cluster.predict(op, s, a)
         flows = None
