@@ -39,7 +39,8 @@ BUNDLES = {"calibration/h100x1-gpu-2026-11-23": (H100, "h100"),
            "calibration/h200x1-gpu-2026-11-23": (H200, "h200"),
            "calibration/h200x1-gpu-2026-11-23/rep2": (H200, "h200"),
            "calibration/h100x1-llm-shapes-2026-11-23": (H100, "h100"),
-           "calibration/h200x1-llm-shapes-2026-11-23": (H200, "h200")}
+           "calibration/h200x1-llm-shapes-2026-11-23": (H200, "h200"),
+           "calibration/h200x2-llm-2gpu-sealed-2026-11-23": (H200, "h200")}   # its mode-single runs (session 20, sealed)
 HOST = ROOT / "calibration" / "llm-host-2026-11-23"   # eager host cost, measured on hidden-128 decoders (device_run.sh)
 
 
