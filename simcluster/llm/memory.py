@@ -125,8 +125,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     if fw.eager:
         attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
     if model.moe:
-        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)   # (expert TP 1: 1/t of the tokens, whole experts: the same)
-        mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # the shared expert's input is the routed MLP's; gate/up/product
+        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)   # expert TP 1: the same
+        mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # shared expert: gate/up/product (input shared)
     elif model.mlp == "gelu":
         mlp = (rb + g) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
     else:
