@@ -69,3 +69,33 @@ def test_qwen3_qk_norm_and_expert_tp_one():
         check(QWEN3_235B, ParallelSpec(tp=2, dp=8, ep=32, expert_tp=1, sequence_parallel=True), BatchSpec(256, 1), 16)
     with pytest.raises(LlmConfigError, match="does not divide dp"):
         check(QWEN3_235B, ParallelSpec(tp=2, dp=16, ep=32, sequence_parallel=True), batch, 32)
+
+
+def test_bad_moe_settings_name_their_key():
+    with pytest.raises(LlmConfigError) as e:
+        TransformerSpec(61, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, kv_lora_rank=512)
+    assert e.value.key == "model.kv_lora_rank"
+    with pytest.raises(LlmConfigError) as e:
+        TransformerSpec(4, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, dense_layers=4)
+    assert e.value.key == "model.dense_layers"
+    with pytest.raises(LlmConfigError) as e:
+        ParallelSpec(tp=4, dp=8, ep=8, expert_tp=2)
+    assert e.value.key == "parallel.expert_tp"
+
+
+def test_dense_first_layers_and_mtp_cost_step_time():
+    from dataclasses import replace
+
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.scenario import Machine
+
+    small = replace(DSV3, layers=8, mtp_layers=0, dense_layers=0)
+    par, batch = ParallelSpec(tp=1, pp=2, dp=4, ep=4, zero=1, recompute="full"), BatchSpec(32, 1)
+    machine = Machine("models/collective/h200x4-nvlink.yaml", 8, 1, None, None, 112.0, gpu_card="models/gpu/h100-sxm.yaml")
+    gpu, net = load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0])
+    step = {k: predict_llm(replace(small, **kw), par, batch, gpu, net, 8, "megatron", trace=False).step_time_s
+            for k, kw in (("moe", {}), ("dense3", {"dense_layers": 3}), ("mtp", {"mtp_layers": 1}))}
+    assert step["mtp"] > step["moe"]             # one more layer and head on the last stage
+    assert step["dense3"] != step["moe"]          # the dense layers have their own ops (no alltoall, the 18432-wide MLP)
