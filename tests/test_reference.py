@@ -489,12 +489,14 @@ def test_nccls_own_choice_is_no_algorithm_or_a_default_text(tmp_path):
 # comparable under the Session 19 rules (calibration/published/README.md)
 SESSION19_COMPARED = {"llm-dgxc-benchmarking-v24.11.1-llama31-h100": list(range(34)),
                       "llm-dgxc-benchmarking-v25.02-llama31-h100": list(range(34)),
-                      "llm-nemo-25.02-dgx-b200-fp8": [1, 2, 3, 6], "llm-megatron-bridge-25.11-dgx-h100-b200": [1, 2],
+                      "llm-nemo-25.02-dgx-b200-fp8": [1, 2, 3, 6], "llm-megatron-bridge-25.11-dgx-h100-b200": [1, 2, 4, 5],   # 4, 5: Qwen3 MoE, session 20
+                      "llm-megatron-bridge-26.04-26.06-dgx-h100-moe": [0, 1, 2, 3, 4],   # session 20: recorded 4f6ee63 / 0800cf6, predicted 076d618
                       "llm-megatron-bridge-25.11-dgx-b200": [0, 1],
                       # second batch: recorded at 712f766, predicted once at 7eb8492 (340B at v25.02 and one 15B column: v24.11.1's re-printed)
                       "llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100": list(range(36)),
                       "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100": [*range(13), 14, 15, *range(26, 36)]}
-SESSION19_PREDICTED_AT = {"llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100": ("712f766", "7eb8492"),
+SESSION19_PREDICTED_AT = {"llm-megatron-bridge-26.04-26.06-dgx-h100-moe": ("4f6ee63", "076d618"),
+                          "llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100": ("712f766", "7eb8492"),
                           "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100": ("712f766", "7eb8492")}
 
 

@@ -136,8 +136,9 @@ def groups(par: ParallelSpec, net: Network) -> Groups:
     tp = place("tp", par.tp, 1, n, net)
     cp = place("cp", par.cp, par.tp, n, net)
     dp = place("dp", par.dp, par.tp * par.cp, n, net)
-    ep = place("ep", par.ep, par.tp * par.cp, n, net)
-    edp = place("expert_dp", par.dp // par.ep, par.tp * par.cp * par.ep, n, net)
+    stride = par.etp * par.cp          # expert TP 1: the experts' group runs over the TP ranks too
+    ep = place("ep", par.ep, stride, n, net)
+    edp = place("expert_dp", par.expert_dp, stride * par.ep, n, net)
     if par.pp > 1:
         pp = place("pp", par.pp, par.tp * par.cp * par.dp, n, net)
     else:
@@ -169,7 +170,8 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
     cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)
-    ep_one = 2 * collective_s(net, g.ep, "alltoall", tokens * model.top_k * model.hidden * 2) if model.moe else 0.0
+    dispatched = tokens // (par.tp // par.etp) * model.top_k * model.hidden * 2     # expert TP 1: each TP rank its 1/t
+    ep_one = 2 * collective_s(net, g.ep, "alltoall", dispatched) if model.moe else 0.0
     return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one)
 
 

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import PRECISIONS, RECOMPUTE, BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
 
-MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout"})
+MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers")
+MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
+                                                              "qk_norm", *MODEL_VARIANTS})
 PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "sequence_parallel", "tp_comm_overlap",
-                 "overlap_param_gather"}
+                 "overlap_param_gather", "expert_tp"}
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,11 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     m = r.mapping(job["model"], mk, *MODEL_KEYS)
     ints = {name: r.integer(m, mk, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
     ints["kv_heads"] = r.integer(m, mk, "kv_heads", default=ints["heads"])
-    moe = {name: r.integer(m, mk, name, minimum=0, default=0) for name in ("experts", "top_k", "expert_ffn")}
+    moe = {name: r.integer(m, mk, name, minimum=0, default=0) for name in ("experts", "top_k", "expert_ffn") + MODEL_VARIANTS}
     ffn = r.integer(m, mk, "ffn", minimum=0 if moe["experts"] else 1, default=0 if moe["experts"] else None)
+    moe["qk_norm"] = m.get("qk_norm", False)
+    if not isinstance(moe["qk_norm"], bool):
+        r.fail(f"{mk}.qk_norm", f"expected true or false, got {moe['qk_norm']!r}")
     tied = m.get("tied_embeddings", False)
     if not isinstance(tied, bool):
         r.fail(f"{mk}.tied_embeddings", f"expected true or false, got {tied!r}")
@@ -53,6 +58,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     pk = f"{key}.parallel"
     p = r.mapping(job["parallel"], pk, set(), PARALLEL_KEYS)
     degrees = {name: r.integer(p, pk, name, default=1) for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages")}
+    degrees["expert_tp"] = r.integer(p, pk, "expert_tp", minimum=0, default=0)
     zero = p.get("zero", 0)
     if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
         r.fail(f"{pk}.zero", f"expected 0, 1, 2 or 3, got {zero!r}")

@@ -77,7 +77,8 @@ def layer_params(model: TransformerSpec, par: ParallelSpec) -> StageParams:
     h, t = model.hidden, par.tp
     dense = model.attention_params() / t + 2 * h
     if model.moe:
-        return StageParams(dense + h * model.experts, model.experts * model.mlp_matrices * h * model.expert_ffn / (t * par.ep))
+        shared = model.mlp_matrices * h * model.shared_expert_ffn / t
+        return StageParams(dense + shared + h * model.experts, model.experts * model.mlp_matrices * h * model.expert_ffn / (par.etp * par.ep))
     return StageParams(dense + model.mlp_params() / t, 0.0)
 
 
@@ -86,7 +87,8 @@ def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
     not the norms, the router, the embedding or the LM head)."""
     t = par.tp
     if model.moe:
-        return model.attention_params() / t + model.experts * model.mlp_matrices * model.hidden * model.expert_ffn / (t * par.ep)
+        shared = model.mlp_matrices * model.hidden * model.shared_expert_ffn
+        return (model.attention_params() + shared) / t + model.experts * model.mlp_matrices * model.hidden * model.expert_ffn / (par.etp * par.ep)
     return (model.attention_params() + model.mlp_params()) / t
 
 
@@ -112,13 +114,19 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     if par.recompute == "full":
         return 2 * s * b * h / sp
     lse = 4 * model.heads / t * s * b
-    attn = (rb + g) * s * b * h / sp + s * b * (4 * h / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    qo = model.heads * (model.head_dim + model.value_dim) / 2     # = h unless attn_head_dim / MLA (Q and O widths)
+    attn = (rb + g) * s * b * h / sp + s * b * (4 * qo / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    if model.mla:     # the two latents (saved for their up-projections) and their normalised copies
+        attn += 2 * (1 + g / 2) * s * b * (model.q_lora_rank + model.kv_lora_rank)
+    if model.qk_norm:   # the normalised query and key heads' inputs
+        attn += 2 * s * b * (model.heads / t + kv / model.head_dim) * model.head_dim
     if fp8:
         attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
     if fw.eager:
         attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
     if model.moe:
-        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)
+        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)   # expert TP 1: the same
+        mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # shared expert: gate/up/product (input shared)
     elif model.mlp == "gelu":
         mlp = (rb + g) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
     else:
@@ -187,7 +195,7 @@ class MemoryBreakdown:
 
 def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
     p = stage_params(model, par, first, last)
-    dp, edp = par.dp * par.cp, max(1, par.dp // par.ep) * par.cp   # the ZeRO group: data x context parallel
+    dp, edp = par.dp * par.cp, par.expert_dp * par.cp   # the ZeRO group: data x context parallel
     z = par.zero
 
     def sharded(on: bool) -> float:

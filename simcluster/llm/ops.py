@@ -5,7 +5,11 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
     qkv       (T, (a' + 2 g') d, h), a' = a / t, g' = max(1, g / t)   out  (T, h, a' d)   (eager: q, k, v apart)
     gate, up  (T, f / t, h) each                      down (T, h, f / t)     (GeLU MLP: up, down and a GeLU 2 T f / t 2)
-    MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t)
+    MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
+      shared expert(s) (T, f_s / t, h) x 2 and (T, h, f_s / t) on every token
+    MLA: q_down (T, r_q, h), q_up (T, a' (d_nope + d_rope), r_q), kv_down (T, r_kv + d_rope, h), kv_up
+      (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary on a' + 1 rope heads
+    QK-norm: 2 T (a' + g') d 2 bytes (every query and key head normalised)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
   attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward
     (flash recomputes the scores: 5 matmuls against 2); with cp > 1 each rank has s/c queries against
@@ -90,7 +94,7 @@ class Sharding:
 def sharding(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> Sharding:
     t, c = par.tp, par.cp
     tokens = batch.micro_batch * model.seq // c
-    ffn = (model.expert_ffn if model.moe else model.ffn) // t
+    ffn = model.expert_ffn // par.etp if model.moe else model.ffn // t
     return Sharding(tokens, tokens // t if par.sequence_parallel else tokens, model.heads // t,
                     max(1, model.kv_heads // t), ffn, model.seq // c, 1 if batch.precision == "fp8" else 2)
 
@@ -98,10 +102,37 @@ def sharding(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> Sha
 def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, backward: bool) -> Op:
     name = "attention.bwd" if backward else "attention"
     drop = model.dropout   # attention dropout inside the fused kernel (its random numbers: GpuParams.attention_dropout_s)
+    d = core_head_dim(model)
     if par.cp == 1:
-        return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, model.head_dim, True, backward, drop)
-    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, model.head_dim, False, backward, drop)
+        return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, d, True, backward, drop)
+    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, d, False, backward, drop)
     return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward, drop), op.count)
+
+
+def core_head_dim(model: TransformerSpec) -> int:
+    """The flash kernel's head size: Q K^T runs over the query/key size, P V over the value size, so (d_qk + d_v) / 2
+    gives both GEMMs' FLOPs (MLA: (192 + 128) / 2 = 160); the head size itself otherwise."""
+    return (model.head_dim + model.value_dim) // 2
+
+
+def attention_inputs(model: TransformerSpec, sh: Sharding, e: int, fused: bool) -> list[Op]:
+    """The projections before the attention core. MLA (DeepSeek-V2/V3): the query and K/V down-projections to their
+    latents (replicated over tp, as Megatron's MLA does), each latent's RMSNorm, and the up-projections to a' heads
+    (queries: a' (d_nope + d_rope); keys and values: a' (d_nope + d_v)); the rotary key comes from the K/V
+    down-projection (one per token). Otherwise the fused QKV GEMM (eager: q, k, v apart)."""
+    T, h, d = sh.tokens, model.hidden, model.head_dim
+    if model.mla:
+        rq, rkv, nope = model.q_lora_rank, model.kv_lora_rank, model.attn_head_dim
+        ops = [gemm("q_down", T, rq, h, in_bytes=e), gemm("q_up", T, sh.heads * d, rq, in_bytes=e)] if rq else \
+            [gemm("q", T, sh.heads * d, h, in_bytes=e)]
+        ops += [gemm("kv_down", T, rkv + model.qk_rope_dim, h, in_bytes=e),
+                memory("latent_rmsnorm", 2 * T * (rq + rkv) * ACT_BYTES, 4 * T * (rq + rkv)),
+                gemm("kv_up", T, sh.heads * (nope + model.v_head_dim), rkv, in_bytes=e)]
+        return ops
+    if fused:
+        return [gemm("qkv", T, (sh.heads + 2 * sh.kv_heads) * d, h, in_bytes=e)]
+    return [gemm("q", T, sh.heads * d, h, in_bytes=e), gemm("k", T, sh.kv_heads * d, h, in_bytes=e),
+            gemm("v", T, sh.kv_heads * d, h, in_bytes=e)]
 
 
 def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, fw: FrameworkSpec) -> list[Op]:
@@ -125,18 +156,19 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
     rb = fw.residual_bytes
     qk = T * (sh.heads + sh.kv_heads) * d
-    if fw.fused_qkv:
-        qkv = [gemm("qkv", T, (sh.heads + 2 * sh.kv_heads) * d, h, in_bytes=e)]
-    else:
-        qkv = [gemm("q", T, sh.heads * d, h, in_bytes=e), gemm("k", T, sh.kv_heads * d, h, in_bytes=e),
-               gemm("v", T, sh.kv_heads * d, h, in_bytes=e)]
+    qkv = attention_inputs(model, sh, e, fw.fused_qkv)
     ops = [memory("rmsnorm", 2 * Tsp * h * rb, 4 * Tsp * h, count=2)]
     if rb != ACT_BYTES:  # autocast: each linear casts its fp32 input to bf16 itself (q, k, v, gate, up: five casts of
         # the two norm outputs); each cast's backward is one bf16 -> fp32 copy of its gradient (the same bytes)
         cast = Tsp * h * (rb + ACT_BYTES)
         ops.append(Op("cast", "memory", 0.0, float(cast), (float(cast),), len(qkv) + model.mlp_matrices - 1))
     ops += qkv
-    if fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
+    if model.qk_norm:   # RMSNorm of every query and key head (read + write)
+        ops.append(memory("qk_norm", 2 * qk * ACT_BYTES, 4 * qk))
+    if model.mla:       # rotary on the rope part only: a' query heads and the one shared key
+        rope = T * (sh.heads + 1) * model.qk_rope_dim
+        ops.append(memory("rotary", 2 * rope * ACT_BYTES, 3 * rope))
+    elif fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
         ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
     else:
         ops.append(memory("rotary", 2 * qk * ACT_BYTES, 3 * qk))
@@ -148,15 +180,21 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         residual = Op(residual.name, "memory", residual.flops, residual.bytes + Tsp * h, (2 * residual.bytes + 5 * Tsp * h,), 2)
     if fw.eager:  # autograd passes the gradient through an add; its one kernel casts it to the bf16 branch's dtype
         residual = Op(residual.name, "memory", residual.flops, residual.bytes, (float(Tsp * h * (rb + ACT_BYTES)),), 2)
-    ops += [gemm("attn_out", T, h, sh.heads * d, in_bytes=e), residual]
+    ops += [gemm("attn_out", T, h, sh.heads * model.value_dim, in_bytes=e), residual]
     if model.moe:
         local_experts = model.experts // par.ep
-        routed = T * model.top_k * par.ep // model.experts  # tokens per local expert, balanced routing
+        # tokens per local expert, balanced routing; expert TP 1: each TP rank dispatches its own 1/t of the tokens
+        # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
+        routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
         ops += [gemm("router", T, model.experts, h, in_bytes=2),
                 memory("permute", 2 * 2 * T * model.top_k * h * ACT_BYTES),   # dispatch and combine copies
                 gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
+        if model.shared_expert_ffn:   # the shared expert(s): a dense SwiGLU MLP of width f_s on every token
+            fs = model.shared_expert_ffn // par.tp
+            ops += [gemm("shared_gate", T, fs, h, in_bytes=e), gemm("shared_up", T, fs, h, in_bytes=e),
+                    memory("shared_swiglu", 3 * T * fs * ACT_BYTES, 4 * T * fs), gemm("shared_down", T, h, fs, in_bytes=e)]
     elif model.mlp == "gelu":
         tf = T * sh.ffn
         ops += [gemm("up", T, sh.ffn, h, in_bytes=e), memory("gelu", 2 * tf * ACT_BYTES, 8 * tf),

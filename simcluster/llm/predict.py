@@ -28,10 +28,15 @@ def model_flops_per_step(model: TransformerSpec, batch: BatchSpec, convention: s
         raise ValueError(f"convention must be one of {CONVENTIONS}")
     h, s = model.hidden, model.seq
     k = model.mlp_matrices
-    mlp = k * h * model.expert_ffn * model.top_k + h * model.experts if model.moe else k * h * model.ffn
-    n_mm = model.layers * (model.attention_params() + mlp) + model.vocab * h
+    mlp = k * h * (model.expert_ffn * model.top_k + model.shared_expert_ffn) + h * model.experts if model.moe else k * h * model.ffn
+    attn = model.attention_params()
+    moe_layers = model.moe_layers if model.moe else model.layers
+    n_mm = moe_layers * (attn + mlp) + (model.layers - moe_layers) * (attn + model.dense_mlp_params()) + model.vocab * h
+    n_mm += model.mtp_layers * (attn + mlp + 2 * h * h + model.vocab * h)    # MTP: layer, projection, the shared head
+    layers = model.layers + model.mtp_layers
+    core = model.heads * (model.head_dim + model.value_dim) / 2            # = h for a plain decoder
     c = 0.5 if convention == "causal" else 1.0
-    return 3.0 * batch.global_batch * s * (2 * n_mm + c * 4 * model.layers * s * h)
+    return 3.0 * batch.global_batch * s * (2 * n_mm + c * 4 * layers * s * core)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 
 A Llama-style decoder (or GPT-style with mlp: gelu): RMSNorm, grouped-query attention with rotary embeddings, SwiGLU MLP (or a
 mixture of SwiGLU experts with top-k routing), untied or tied input embedding and LM head.
-Parameter count per layer (h hidden, d = h / heads head size, g kv heads, f ffn):
-  attention  h * (heads * d) + 2 * h * (g * d) + (heads * d) * h      (Q, K, V, O; no biases)
+Parameter count per layer (h hidden, d head size = h / heads unless attn_head_dim, g kv heads, f ffn):
+  attention  h * (heads * d) + 2 * h * (g * d) + (heads * d) * h      (Q, K, V, O; no biases; QK-norm: + 2 d)
+  MLA        h r_q + r_q + r_q a (d_nope + d_rope) + h (r_kv + d_rope) + r_kv + r_kv a (d_nope + d_v) + a d_v h
   MLP        3 * h * f  (SwiGLU: gate, up, down; GPT's GeLU MLP: 2 * h * f, up and down)
-  MoE        E * 3 * h * f_e + h * E                                  (experts, router)
+  MoE        E * 3 * h * f_e + 3 * h * f_s + h * E                    (routed experts, shared expert(s), router)
   norms      2 * h
-plus the embedding V * h, the LM head V * h (unless tied) and the final norm h.
+plus the embedding V * h, the LM head V * h (unless tied) and the final norm h; the first dense_layers layers have the
+dense MLP; each MTP module is one more layer, two norms and a 2h x h projection.
 Every check raises LlmConfigError whose `key` names the offending setting (e.g. "parallel.tp").
 """
 
@@ -46,6 +48,19 @@ class TransformerSpec:
     tied_embeddings: bool = False
     mlp: str = "swiglu"       # or "gelu": GPT's two-matrix MLP (up, GeLU, down)
     dropout: bool = False     # hidden dropout after attention and MLP (Megatron's fused bias-dropout-add keeps a 1-byte mask)
+    attn_head_dim: int = 0    # attention head size when heads x head size != hidden (Qwen3: 128); 0 = hidden / heads
+    qk_norm: bool = False     # RMSNorm on every query and key head (Qwen3), memory-bound
+    q_lora_rank: int = 0      # multi-head latent attention (DeepSeek-V2/V3, on when kv_lora_rank > 0): query down-projection rank
+    kv_lora_rank: int = 0     # the compressed K/V latent's width
+    qk_rope_dim: int = 0      # the rotary part of each query / key head (one shared rotary key per token)
+    v_head_dim: int = 0       # value head size under MLA (the no-rope query/key head size is attn_head_dim)
+    shared_expert_ffn: int = 0  # width of the always-on shared expert(s) beside the routed ones (DeepSeek-V3: 1 x 2048)
+    dense_layers: int = 0     # the first k layers run a dense MLP of width `ffn` instead of the experts (DeepSeek-V3: 3)
+    mtp_layers: int = 0       # multi-token prediction depth: each adds one layer, a 2h -> h projection, two norms, a loss
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
 
     def __post_init__(self):
         if self.mlp not in MLPS:
@@ -53,8 +68,18 @@ class TransformerSpec:
         for name in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq"):
             if getattr(self, name) < 1:
                 raise LlmConfigError(f"model.{name}", f"expected an integer >= 1, got {getattr(self, name)}")
-        if self.hidden % self.heads:
-            raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}")
+        if self.hidden % self.heads and not self.attn_head_dim:
+            raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}", hint="set attn_head_dim")
+        for name in ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
+                     "mtp_layers"):
+            if getattr(self, name) < 0:
+                raise LlmConfigError(f"model.{name}", f"expected an integer >= 0, got {getattr(self, name)}")
+        if self.mla and not (self.qk_rope_dim and self.v_head_dim and self.attn_head_dim):
+            raise LlmConfigError("model.kv_lora_rank", "multi-head latent attention needs qk_rope_dim, v_head_dim and attn_head_dim (the no-rope head size)")
+        if self.dense_layers >= self.layers or (self.dense_layers and not self.experts):
+            raise LlmConfigError("model.dense_layers", f"expected 0 <= dense_layers < layers ({self.layers}) on a mixture of experts")
+        if self.dense_layers and self.ffn < 1:
+            raise LlmConfigError("model.ffn", "dense layers need ffn >= 1")
         if self.heads % self.kv_heads:
             raise LlmConfigError("model.kv_heads", f"{self.kv_heads} kv heads do not divide {self.heads} heads")
         if self.moe:
@@ -71,41 +96,73 @@ class TransformerSpec:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        """Query / key head size (under MLA: the no-rope part plus the rotary part)."""
+        return (self.attn_head_dim or self.hidden // self.heads) + self.qk_rope_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
 
     @property
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim
 
     def attention_params(self) -> int:
-        h = self.hidden
-        return 2 * h * h + 2 * h * self.kv_dim
+        """Q, K, V, O (no biases); MLA: q down (h r_q), q norm, q up (r_q a d_qk), kv down (h (r_kv + d_rope)), kv norm,
+        kv up (r_kv a (d_nope + d_v)), out (a d_v h); QK-norm: two head-size weights."""
+        h, a = self.hidden, self.heads
+        if self.mla:
+            nope = self.attn_head_dim
+            q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * self.head_dim if self.q_lora_rank else h * a * self.head_dim
+            kv = h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank + self.kv_lora_rank * a * (nope + self.v_head_dim)
+            return q + kv + a * self.v_head_dim * h
+        return 2 * h * a * self.head_dim + 2 * h * self.kv_dim + (2 * self.head_dim if self.qk_norm else 0)
 
     @property
     def mlp_matrices(self) -> int:
         return 3 if self.mlp == "swiglu" else 2
 
     def mlp_params(self) -> int:
+        """One MoE layer's MLP: routed experts, shared expert(s) and router (plus its expert bias: DeepSeek-V3's
+        aux-loss-free balancing keeps one per expert, counted here); a dense model's (or dense layer's) MLP."""
         if self.moe:
-            return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + self.hidden * self.experts
+            shared = self.mlp_matrices * self.hidden * self.shared_expert_ffn
+            return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + shared + self.hidden * self.experts
+        return self.dense_mlp_params()
+
+    def dense_mlp_params(self) -> int:
         return self.mlp_matrices * self.hidden * self.ffn
 
     def layer_params(self) -> int:
+        """A (MoE) layer: attention, MLP, two norms."""
         return self.attention_params() + self.mlp_params() + 2 * self.hidden
+
+    def dense_layer_params(self) -> int:
+        return self.attention_params() + self.dense_mlp_params() + 2 * self.hidden
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.moe else 0
 
     def embedding_params(self) -> int:
         return self.vocab * self.hidden
 
-    def parameter_count(self) -> int:
-        head = 0 if self.tied_embeddings else self.vocab * self.hidden
-        return self.layers * self.layer_params() + self.embedding_params() + head + self.hidden
+    def mtp_params(self) -> int:
+        """Each MTP module: a layer, two RMSNorms and the 2h -> h projection (embedding and head shared with the model)."""
+        return self.mtp_layers * (self.layer_params() + 2 * self.hidden + 2 * self.hidden * self.hidden)
 
-    def active_parameter_count(self) -> int:
+    def parameter_count(self, with_mtp: bool = True) -> int:
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        moe = self.moe_layers if self.moe else self.layers
+        layers = moe * self.layer_params() + (self.layers - moe) * self.dense_layer_params()
+        return layers + self.embedding_params() + head + self.hidden + (self.mtp_params() if with_mtp else 0)
+
+    def active_parameter_count(self, with_mtp: bool = True) -> int:
         """Parameters one token passes through (a MoE token sees top_k experts, not all)."""
         if not self.moe:
-            return self.parameter_count()
+            return self.parameter_count(with_mtp)
         inactive = (self.experts - self.top_k) * self.mlp_matrices * self.hidden * self.expert_ffn
-        return self.parameter_count() - self.layers * inactive
+        return self.parameter_count(with_mtp) - (self.moe_layers + (self.mtp_layers if with_mtp else 0)) * inactive
 
 
 @dataclass(frozen=True)
@@ -121,6 +178,7 @@ class ParallelSpec:
     sequence_parallel: bool = False
     tp_comm_overlap: bool = False       # Megatron --tp-comm-overlap: TE userbuffers pipeline TP collectives with GEMMs (llm/overlap.py)
     overlap_param_gather: bool = False  # Megatron --overlap-param-gather: ZeRO-1/2 parameter all_gather overlapped with the forward
+    expert_tp: int = 0            # Megatron --expert-tensor-parallel-size: 0 = tp (its default) or 1 (experts whole, spread over tp x dp)
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -135,6 +193,10 @@ class ParallelSpec:
         if self.tp_comm_overlap and not self.sequence_parallel:
             raise LlmConfigError("parallel.tp_comm_overlap", "TP communication overlap needs sequence parallelism (as Megatron asserts)",
                                  hint="set sequence_parallel: true")
+        if self.expert_tp not in (0, 1, self.tp):
+            raise LlmConfigError("parallel.expert_tp", f"expected 1 or tp ({self.tp}), got {self.expert_tp} (other expert TP sizes are not modelled)")
+        if self.etp != self.tp and self.cp > 1:
+            raise LlmConfigError("parallel.expert_tp", "expert_tp 1 with context parallelism is not modelled")
         if self.overlap_param_gather and self.zero not in (1, 2):
             raise LlmConfigError("parallel.overlap_param_gather", f"needs the distributed optimizer (zero 1 or 2), got zero {self.zero}")
         if self.virtual_stages > 1 and self.pp == 1:
@@ -146,6 +208,20 @@ class ParallelSpec:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def etp(self) -> int:
+        """Tensor parallelism of the experts (1 or tp)."""
+        return self.expert_tp or self.tp
+
+    @property
+    def ep_span(self) -> int:
+        """Ranks of one pipeline stage the experts spread over: dp (expert TP = tp) or dp x tp (expert TP = 1)."""
+        return self.dp * (self.tp // self.etp)
+
+    @property
+    def expert_dp(self) -> int:
+        return max(1, self.ep_span // self.ep)
 
 
 @dataclass(frozen=True)
@@ -193,8 +269,11 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
     if model.kv_heads % t and t % model.kv_heads:
         raise LlmConfigError("parallel.tp", f"tp {t} and kv_heads {model.kv_heads}: neither divides the other")
     ffn = model.expert_ffn if model.moe else model.ffn
-    if ffn % t:
-        raise LlmConfigError("parallel.tp", f"tp {t} does not divide the {'expert_ffn' if model.moe else 'ffn'} ({ffn})")
+    if model.shared_expert_ffn % t or (model.dense_layers and model.ffn % t):
+        raise LlmConfigError("parallel.tp", f"tp {t} does not divide the shared expert or dense ffn")
+    split = par.etp if model.moe else t
+    if ffn % split:
+        raise LlmConfigError("parallel.tp", f"tp {split} does not divide the {'expert_ffn' if model.moe else 'ffn'} ({ffn})")
     if model.vocab % t:
         raise LlmConfigError("parallel.tp", f"tp {t} does not divide vocab ({model.vocab})",
                              hint="pad the vocabulary to a multiple of tp")
@@ -209,8 +288,10 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
             raise LlmConfigError("parallel.ep", "expert parallelism needs a mixture of experts (model.experts)")
         if model.experts % par.ep:
             raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide experts ({model.experts})")
-        if par.dp % par.ep:
-            raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide dp ({par.dp}) (experts are spread over data-parallel ranks)")
+        if par.ep_span % par.ep:
+            over = "dp" if par.etp == par.tp else "dp x tp (expert_tp 1)"
+            raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide {over} ({par.ep_span}) (experts are spread over those ranks)",
+                                 hint=None if par.etp == 1 else "Megatron's expert_tp 1 spreads the experts over dp x tp")
     if gpus is not None and par.gpus != gpus:
         raise LlmConfigError("parallel.dp", f"dp x tp x pp x cp = {par.dp} x {par.tp} x {par.pp} x {par.cp} = {par.gpus}, "
                              f"but the machine has {gpus} GPUs")

@@ -7,6 +7,9 @@ grows with pp x micro-batches, not with layers or ops.
                     [+ embedding (+ its TP all_reduce / reduce_scatter) on virtual stage 0]
                     [+ final norm, LM head, cross-entropy (+ the SP all_gather) on the last virtual stage]
   backward(chunk) likewise with the backward ops (recomputed forward ops first)
+A MoE model's first `dense_layers` layers (those of virtual stage 0, then onwards) use the dense layer's ops and
+communication (no alltoall); each MTP module adds one more (MoE) layer and one more head and loss on the last virtual
+stage (its 2h -> h projection and two norms are left out: under 1% of a DeepSeek-V3 step's FLOPs).
 With parallel.tp_comm_overlap the layer's TP part is what TE's userbuffer overlap leaves exposed (llm/overlap.py); with
 parallel.overlap_param_gather a chunk's ZeRO-1/2 parameter all_gather runs bucket by bucket beside its first forward
 (the DES waits for the first bucket only; overlap.param_gather_s is the closed form for one chunk).
@@ -22,6 +25,8 @@ one kernel per weight).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -68,6 +73,19 @@ def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, den
     return ag, rs
 
 
+def _dense_layer_tasks(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network, g: comm.Groups,
+                       fw: FrameworkSpec) -> tuple[Task, Task]:
+    """(forward, backward) of one of a MoE model's first dense layers (the MLP of width ffn, no experts, no alltoall)."""
+    dense = replace(model, experts=0, top_k=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=0, mtp_layers=0)
+    lc = comm.layer_comm(dense, par, batch, net, g)
+    fwd_ops, bwd_ops = ops.layer_forward(dense, par, batch, fw), ops.layer_backward(dense, par, batch, fw)
+    tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
+    if par.tp_comm_overlap:
+        tp_f, tp_b = overlap.tp_layer_exposed(dense, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
+    return (_task(compute=ops.ops_time_s(gpu, fwd_ops, batch.precision), tp=tp_f, cp=lc.cp_fwd_s),
+            _task(compute=ops.ops_time_s(gpu, bwd_ops, batch.precision), tp=tp_b, cp=lc.cp_bwd_s))
+
+
 def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
                groups: comm.Groups | None = None, fw: FrameworkSpec = MEGATRON) -> PipelineWork:
     g = groups or comm.groups(par, net)
@@ -94,8 +112,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                    tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
     head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch, fw), dtype),
                    tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+    dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
     split = layer_split(model.layers, pp, v)
+    starts = [sum(split[:i]) for i in range(len(split))]
     last_vs = pp * v - 1
     stages = []
     for s in range(pp):
@@ -105,11 +125,14 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         for c in range(v):
             vs = c * pp + s
             layers_per_chunk = split[vs]
-            f, b = _scale(layer_f, layers_per_chunk), _scale(layer_b, layers_per_chunk)
+            dense_here = max(0, min(model.dense_layers, starts[vs] + layers_per_chunk) - starts[vs])   # the first k layers: dense MLP
+            f = _add(_scale(layer_f, layers_per_chunk - dense_here), _scale(dense_f, dense_here))
+            b = _add(_scale(layer_b, layers_per_chunk - dense_here), _scale(dense_b, dense_here))
             if vs == 0:
                 f, b = _add(f, emb_f), _add(b, emb_b)
-            if vs == last_vs:
-                f, b = _add(f, head_f), _add(b, head_b)
+            if vs == last_vs:   # MTP modules after the last layer: each one more layer and one more head and loss
+                f = _add(_add(f, head_f), _scale(_add(layer_f, head_f), model.mtp_layers))
+                b = _add(_add(b, head_b), _scale(_add(layer_b, head_b), model.mtp_layers))
             dense, expert = params.dense / v, params.expert / v
             if par.zero == 3:
                 ag, rs = _zero3_layer_calls(net, g, fw, dense, expert, max(1, layers_per_chunk))
@@ -139,7 +162,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             fwd.append(f)
             bwd.append(b)
             buckets.append(tuple(chunk_buckets))
-        updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (max(1, par.dp // par.ep) if par.zero >= 1 else 1)
+        updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g),

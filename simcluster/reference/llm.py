@@ -36,9 +36,12 @@ MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
-                "recompute": one_of(RECOMPUTE), "ffn_per_hidden": lambda v: count(v, 64)}
-MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn")}, "mlp": one_of(MLPS),
-                 "tied_embeddings": flag, "dropout": flag, "from": text}
+                "recompute": one_of(RECOMPUTE), "ffn_per_hidden": lambda v: count(v, 64), "expert_tp": count}
+# the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
+MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
+                  "mtp_layers")
+MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
+                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/spec.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
@@ -122,7 +125,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
 
     mlp = m.get("mlp") or ("gelu" if "GPT" in str(m.get("name", "")).upper() and m["ffn"] == 4 * m["hidden"] else "swiglu")
     tied = m["tied_embeddings"] if m.get("tied_embeddings") is not None else mlp == "gelu"
-    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn") if m.get(k) is not None}
+    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn", "qk_norm") + MODEL_VARIANTS if m.get(k) is not None}
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m.get("kv_heads") or m["heads"], m["vocab"],
                             m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False), **moe)
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
@@ -134,6 +137,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     # overlaps as the source states them (null: off); TP overlap needs sequence parallelism (TP 1: nothing to overlap)
     flags = {k: checked(p, k, "parallel", flag) for k in ("tp_comm_overlap", "overlap_param_gather") if p.get(k) is not None}
     flags["tp_comm_overlap"] = flags.get("tp_comm_overlap", False) and sp
+    if ep > 1 and tp > 1:     # Megatron's expert TP (default tp); a recipe's expert_tensor_parallel_size 1 comes from the assumptions
+        flags["expert_tp"] = pick(p, "parallel", "expert_tp", 0)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)
