@@ -48,6 +48,17 @@ def test_torch_ddp_holds_a_reducer_bucket_copy_of_every_gradient():
     assert memory_per_gpu(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), 80 * GiB, ddp).ddp_buckets == 0.0
 
 
+def test_a_replicated_embedding_and_head_under_tensor_parallelism():
+    """The runner's DTensor tp shards only the decoder layers: embedding and head (2 x 256 x 64 = 32,768 parameters)
+    stay whole on each of 2 ranks instead of half (16,384 more), and the logits (128 x 1 x 256 at 12 bytes) too."""
+    model = TransformerSpec(2, 64, 128, 4, 2, 256, 128)
+    split = memory_per_gpu(model, ParallelSpec(tp=2), BatchSpec(1, 1), 80 * GiB, TORCH_AMP)
+    whole = memory_per_gpu(model, ParallelSpec(tp=2), BatchSpec(1, 1), 80 * GiB, replace(TORCH_AMP, tp_vocab_split=False))
+    assert whole.parameters - split.parameters == pytest.approx(4 * 16_384)
+    assert whole.optimizer - split.optimizer == pytest.approx(8 * 16_384)
+    assert whole.logits - split.logits == pytest.approx(12 * 128 * 256 / 2)
+
+
 def test_a_recipes_gradient_buffer_and_master_weights():
     """bf16 gradient buffers (grad_reduce_in_fp32 false / grad_sync_dtype bf16): 2 bytes; Apex's parameter remainders:
     2 + 4 + 4 = 10 bytes of state, a full fp32 master (12) once the weights are fp8 (NeMo's store_params)."""

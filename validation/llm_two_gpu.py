@@ -26,7 +26,8 @@ Modes onto the model (llm-step's docstring says what each mode runs):
         gathered in bf16 (param_bytes 2), gradients reduce-scattered in fp32 (grad_bytes 4), the fp32 shard kept as
         optimizer state (state_bytes 8 + 4 = 10 + param_bytes 2 = the real 4 + 8 per sharded parameter), no
         autocast weight copies (weight_copy_bytes 0: the gathered weights are already bf16).
-  tp    ParallelSpec(tp=2), no sequence parallelism, torch-amp; global batch = micro-batch.
+  tp    ParallelSpec(tp=2), no sequence parallelism, torch-amp with tp_vocab_split False (embedding, head and logits
+        whole on each rank: memory only); global batch = micro-batch.
 What the model cannot express (expected direction of the error, decided before the data):
   all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute; host costs of DDP's hooks,
         FSDP2's pre/post hooks and DTensor dispatch (the host model counts kernels, fitted on 1 GPU).
@@ -34,9 +35,10 @@ What the model cannot express (expected direction of the error, decided before t
         only two layers gathered -> memory under-predicted by 2 bytes x those parameters. The fp32 -> bf16 cast
         is priced as autocast's (6 bytes per parameter forward, 6 backward: at dp 2 the same total as FSDP2's
         casts of the shard twice and of the gradient once).
-  tp    the runner shards only the decoder layers: the embedding, final norm and LM head are replicated, while
-        the model splits them over the vocabulary (Megatron) -> head compute, its optimizer update and memory
-        under-predicted. Each column-parallel Linear (q, k, v, gate, up) converts its fp32 input to a replicated
+  tp    the runner shards only the decoder layers: the embedding, final norm and LM head are replicated; the memory
+        model holds them whole (tp_vocab_split False, session 20), the step model still splits the head's compute
+        and optimizer update over the vocabulary (Megatron) -> those under-predicted. Each column-parallel Linear
+        (q, k, v, gate, up) converts its fp32 input to a replicated
         DTensor, whose backward all-reduces the input gradient in fp32 (5 all_reduces of 4 bytes per element per
         layer: our reading of DTensor.from_local's backward, not checked on a profile); the model has Megatron's 2 of 2 bytes -> TP communication
         under-predicted. The runner's AdamW is not fused under tp (the model prices the fused one).
@@ -140,7 +142,7 @@ def mapping(doc: dict, fw: FrameworkSpec) -> tuple[ParallelSpec, FrameworkSpec, 
     if mode == "fsdp":
         return ParallelSpec(dp=2, zero=3), replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0), 2
     if mode == "tp":
-        return ParallelSpec(tp=2), fw, 1
+        return ParallelSpec(tp=2), replace(fw, tp_vocab_split=False), 1
     raise NotPredicted(f"mode {mode!r} with 2 ranks has no mapping onto the model")
 
 

@@ -92,15 +92,17 @@ def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
     return (model.attention_params() + model.mlp_params()) / t
 
 
-def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool) -> StageParams:
-    """Parameters held by one GPU of a pipeline stage (all its virtual chunks)."""
+def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool, vocab_split: int | None = None) -> StageParams:
+    """Parameters held by one GPU of a pipeline stage (all its virtual chunks); the embedding and LM head are split over
+    vocab_split ranks (the tensor-parallel ranks unless the framework replicates them: FrameworkSpec.tp_vocab_split)."""
+    vs = par.tp if vocab_split is None else vocab_split
     layers = stage_layers(model, par, 0 if first else par.pp - 1)
     one = layer_params(model, par)
     dense = layers * one.dense
     if first:
-        dense += model.embedding_params() / par.tp
+        dense += model.embedding_params() / vs
     if last:
-        dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / par.tp) + model.hidden
+        dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / vs) + model.hidden
     return StageParams(dense, layers * one.expert)
 
 
@@ -190,7 +192,8 @@ class MemoryBreakdown:
 
 
 def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
-    p = stage_params(model, par, first, last)
+    vocab_split = par.tp if fw.tp_vocab_split else 1
+    p = stage_params(model, par, first, last, vocab_split)
     dp, edp = par.dp * par.cp, max(1, par.dp // par.ep) * par.cp   # the ZeRO group: data x context parallel
     z = par.zero
 
@@ -213,7 +216,7 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
+    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads,
