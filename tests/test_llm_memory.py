@@ -32,6 +32,33 @@ def test_the_distributed_optimizer_shards_over_data_and_context_parallel_ranks()
     assert z2.gradients == pytest.approx(4 * p / 8)
 
 
+def test_torch_ddp_holds_a_reducer_bucket_copy_of_every_gradient():
+    """DDP with gradient_as_bucket_view off: 4 bytes per parameter of fp32 bucket copies for the whole run, on top of
+    torch-amp's 4 + 4 + 8; none at dp 1 or under ZeRO (FSDP does not use DDP's reducer). Hand count for a 2-layer
+    h 64 / f 128 / 4 heads (2 kv) / vocab 256 model: embedding + head 2 x 256 x 64 = 32,768; per layer q, o 2 x 64^2 =
+    8,192, k, v 2 x 64 x 32 = 4,096, MLP 3 x 64 x 128 = 24,576, norms 128 -> 36,992 x 2 = 73,984; final norm 64 ->
+    106,816 parameters = 427,264 bytes of buckets."""
+    model = TransformerSpec(2, 64, 128, 4, 2, 256, 128)
+    assert model.parameter_count() == 106_816
+    ddp = replace(TORCH_AMP, ddp_bucket_bytes=4.0)
+    two = memory_per_gpu(model, ParallelSpec(dp=2), BatchSpec(2, 1), 80 * GiB, ddp)
+    plain = memory_per_gpu(model, ParallelSpec(dp=2), BatchSpec(2, 1), 80 * GiB, TORCH_AMP)
+    assert two.ddp_buckets == pytest.approx(427_264) and two.allocated - plain.allocated == pytest.approx(427_264)
+    assert memory_per_gpu(model, ParallelSpec(dp=1), BatchSpec(1, 1), 80 * GiB, ddp).ddp_buckets == 0.0
+    assert memory_per_gpu(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), 80 * GiB, ddp).ddp_buckets == 0.0
+
+
+def test_a_replicated_embedding_and_head_under_tensor_parallelism():
+    """The runner's DTensor tp shards only the decoder layers: embedding and head (2 x 256 x 64 = 32,768 parameters)
+    stay whole on each of 2 ranks instead of half (16,384 more), and the logits (128 x 1 x 256 at 12 bytes) too."""
+    model = TransformerSpec(2, 64, 128, 4, 2, 256, 128)
+    split = memory_per_gpu(model, ParallelSpec(tp=2), BatchSpec(1, 1), 80 * GiB, TORCH_AMP)
+    whole = memory_per_gpu(model, ParallelSpec(tp=2), BatchSpec(1, 1), 80 * GiB, replace(TORCH_AMP, tp_vocab_split=False))
+    assert whole.parameters - split.parameters == pytest.approx(4 * 16_384)
+    assert whole.optimizer - split.optimizer == pytest.approx(8 * 16_384)
+    assert whole.logits - split.logits == pytest.approx(12 * 128 * 256 / 2)
+
+
 def test_a_recipes_gradient_buffer_and_master_weights():
     """bf16 gradient buffers (grad_reduce_in_fp32 false / grad_sync_dtype bf16): 2 bytes; Apex's parameter remainders:
     2 + 4 + 4 = 10 bytes of state, a full fp32 master (12) once the weights are fp8 (NeMo's store_params)."""

@@ -13,7 +13,9 @@ distributed_adam.py L130 at 070a0bb). 18 bytes per parameter unsharded; a recipe
 (FrameworkSpec.grad_buffer_bytes, state_bytes: docs/models/llm.md, Memory). torch autocast with fp32
 weights (the runner's llm_step): 4 + 4 + 8, plus the bf16 weight copies (2 P) the forward makes and the backward
 keeps; its gradients exist only from the backward to zero_grad, so its peak is the larger of the backward's
-start (activations, copies, logits) and end (gradients) over parameters and optimizer state.
+start (activations, copies, logits) and end (gradients) over parameters and optimizer state. torch DDP (dp > 1,
+no ZeRO) adds its reducer's buckets: a flat copy of every gradient in its dtype (FrameworkSpec.ddp_bucket_bytes, 4 for
+fp32 gradients), allocated when the model is wrapped and held for the run (gradient_as_bucket_view off, the default).
 
 Activations stashed per layer per micro-batch (bytes), after Korthikanti et al. 2022 ("Reducing Activation
 Recomputation in Large Transformer Models", eq. 1-2: s b h (34 + 5 a s / h) for GPT with dropout and
@@ -92,15 +94,17 @@ def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
     return (model.attention_params() + model.mlp_params()) / t
 
 
-def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool) -> StageParams:
-    """Parameters held by one GPU of a pipeline stage (all its virtual chunks)."""
+def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool, vocab_split: int | None = None) -> StageParams:
+    """Parameters held by one GPU of a pipeline stage (all its virtual chunks); the embedding and LM head are split over
+    vocab_split ranks (the tensor-parallel ranks unless the framework replicates them: FrameworkSpec.tp_vocab_split)."""
+    vs = par.tp if vocab_split is None else vocab_split
     layers = stage_layers(model, par, 0 if first else par.pp - 1)
     one = layer_params(model, par)
     dense = layers * one.dense
     if first:
-        dense += model.embedding_params() / par.tp
+        dense += model.embedding_params() / vs
     if last:
-        dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / par.tp) + model.hidden
+        dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / vs) + model.hidden
     return StageParams(dense, layers * one.expert)
 
 
@@ -166,13 +170,14 @@ class MemoryBreakdown:
     stage: str
     persistent_grads: bool = True
     fp8_weight_cache: float = 0.0     # TE's cached fp8 weights and transposes (persistent)
+    ddp_buckets: float = 0.0          # torch DDP's reducer bucket copy of the gradients (persistent, allocated at wrap)
 
     @property
     def allocated(self) -> float:
         """Peak of what torch.cuda.max_memory_allocated reports (no context, no workspaces). Gradients that
         are created in the backward and freed after the step (torch's set_to_none) peak at either the start of
         the backward (all activations, no gradients) or its end (all gradients, no activations)."""
-        static = self.parameters + self.optimizer + self.fp8_weight_cache
+        static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets
         live = self.activations + self.logits + self.weight_copies
         if self.persistent_grads:
             return static + self.gradients + live
@@ -187,14 +192,16 @@ class MemoryBreakdown:
         return self.total <= self.capacity
 
     def to_gib(self) -> dict:
-        parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "overhead")
+        parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "ddp_buckets",
+             "overhead")
         out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
 
 
 def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
-    p = stage_params(model, par, first, last)
+    vocab_split = par.tp if fw.tp_vocab_split else 1
+    p = stage_params(model, par, first, last, vocab_split)
     dp, edp = par.dp * par.cp, par.expert_dp * par.cp   # the ZeRO group: data x context parallel
     z = par.zero
 
@@ -217,10 +224,11 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / par.tp if last else 0.0
+    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
     copies = fw.weight_copy_bytes * p.total
+    buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads,
-                           cache)
+                           cache, buckets)
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,

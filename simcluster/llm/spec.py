@@ -338,6 +338,8 @@ class FrameworkSpec:
     state_bytes: float = 12.0
     persistent_grads: bool = True
     weight_copy_bytes: float = 0.0    # per parameter, held from the forward to the backward (autocast's bf16 copies)
+    tp_vocab_split: bool = True       # embedding, LM head and logits split over tp (Megatron); False: replicated (memory only)
+    ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
