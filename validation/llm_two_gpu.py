@@ -221,7 +221,8 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: 
                  f"{sum(e <= target for e in t)} of {len(t)} within {target:.0f}%"] if t else ["no timed shape"]
         if m:
             parts.append(f"memory mean |error| {statistics.mean(m):.1f}%, max {max(m):.1f}% over {len(m)}")
-        print(f"{mode} over {transport} (development): " + "; ".join(parts))
+        role = "development" if name in BUNDLES else "sealed, held out" if "sealed" in name else "not in the registered split"
+        print(f"{mode} over {transport} ({role}): " + "; ".join(parts))
     print()
     return errors
 
