@@ -463,3 +463,21 @@ def test_published_file_naming_an_unknown_framework_is_one_line_naming_the_key(t
     with pytest.raises(SimclusterError) as err:
         validate_published_llm(bad)
     assert "llm-bad.yaml: simcluster: key 'framework': 'megatron-2019' is not a valid value: expected one of megatron," in err.value.one_line()
+
+
+def test_ddp_bucket_copies_add_sixteen_bytes_per_parameter_per_step(h100):
+    """torch DDP's reducer: copy-in with the division (read + write 4 bytes) and copy-out (read + write 4 bytes) of every
+    fp32 gradient: 16 bytes per parameter on the GPU's memory model, once per step, only for DDP (dp > 1, no ZeRO)."""
+    from dataclasses import replace
+
+    from simcluster.llm.work import build_work
+
+    model = TransformerSpec(4, 256, 704, 4, 2, 1000, 256)
+    net = comm.Network(load_collective(pathlib.Path("models/collective/h200x2-primitives.yaml"))[0], 2)
+    ddp = replace(TORCH_AMP, ddp_bucket_bytes=4.0)
+    params = stage_params(model, ParallelSpec(dp=2), True, True)
+    with_copies = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
+    without = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s
+    assert with_copies - without == pytest.approx(h100.memory_time_s(16 * params.total))
+    zero3 = build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
+    assert zero3 == pytest.approx(build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s)

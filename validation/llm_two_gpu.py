@@ -3,8 +3,9 @@
 Every `llm-step` run with world_size 2 of the bundles below (rank 0's document; torchrun on one 2 x H200 node)
 is predicted from its architecture, sequence length, micro-batch and mode alone, with the same pieces as
 validation/llm_single_gpu.py: the H200 interleaved GPU card (fitted on gpu-micro only), the torch-amp framework
-with the eager host cost fitted on the hidden-128 decoders of calibration/llm-host-2026-11-23 (1 GPU, H200 machine),
-and a collective card for the transport. Nothing here was fitted on the 2-GPU runs. Since session 20 these three
+with the eager host cost of the run's own mode (per kernel and per step, fitted on hidden-128 decoders of 2, 8 and
+32 layers run in that mode on a 2 x H200 host: calibration/h200x2-llm-host-2026-11-23; session 21), and a collective
+card for the transport. Nothing here was fitted on the 2-GPU llm-step runs. Since session 20 these three
 bundles are DEVELOPMENT data (mechanisms from torch's documented behaviour were added after seeing them: docs/models/llm-findings.md); the held-out 2-GPU test
 is the sealed set registered there.
     python validation/llm_two_gpu.py [--transport auto|nvlink|socket] [BUNDLE ...]
@@ -13,10 +14,10 @@ Transports and cards (a bundle's transport: its runs' recorded NCCL_P2P_DISABLE=
 "socket" in its folder name; --transport overrides):
   NVLink  models/collective/h200x2-primitives.yaml: the NCCL-primitives card fitted on a 2 x H200 machine's
           nccl-tests (every op, 2 ranks), the card `predict collective` uses for 2-rank H200 collectives.
-  socket  models/collective/h200x4-socket.yaml: the only card of NCCL's socket transport on one host (chunked ring,
-          fitted on all_reduce at 4 ranks of calibration/h200x4-collect-2026-11-22). Used at 2 ranks and for
-          all_gather / reduce_scatter through the ring schedules: both outside its fitted range. How far its
-          2-rank all_reduce is from a 2 x H200 socket sweep it never saw is printed first (context, not a fit).
+  socket  models/collective/h200x2-socket.yaml: NCCL's socket transport at 2 ranks on one host (chunked ring, fitted
+          on the all_reduce and all_gather sweeps of calibration/h200x2-nvlink-2026-11-22/nccl-tests-socket; session
+          21; until then the 4-rank card h200x4-socket.yaml). reduce_scatter goes through the ring schedule, outside
+          its fitted ops. How far its all_reduce is from another 2 x H200 socket sweep it never saw is printed first.
 
 Modes onto the model (llm-step's docstring says what each mode runs):
   ddp   ParallelSpec(dp=2), torch-amp (fp32 gradients all-reduced in DDP's 25 MiB buckets: bucket_params),
@@ -29,8 +30,9 @@ Modes onto the model (llm-step's docstring says what each mode runs):
   tp    ParallelSpec(tp=2), no sequence parallelism, torch-amp with tp_vocab_split False (embedding, head and logits
         whole on each rank: memory only); global batch = micro-batch.
 What the model cannot express (expected direction of the error, decided before the data):
-  all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute; host costs of DDP's hooks,
-        FSDP2's pre/post hooks and DTensor dispatch (the host model counts kernels, fitted on 1 GPU).
+  all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute; host costs that grow with
+        the tensors' size (the host model is fitted on hidden-128 decoders; each mode's hooks and DTensor dispatch
+        are in its own fit since session 21).
   fsdp  the root unit (embedding, LM head, final norm) stays gathered in bf16 through the step; the model holds
         only two layers gathered -> memory under-predicted by 2 bytes x those parameters. The fp32 -> bf16 cast
         is priced as autocast's (6 bytes per parameter forward, 6 backward: at dp 2 the same total as FSDP2's
@@ -70,11 +72,13 @@ from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
+from simcluster.llm import host  # noqa: E402
+from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
 from simcluster.traces import nccl_tests  # noqa: E402
 
 BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
-CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x4-socket.yaml"}
+CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x2-socket.yaml"}
+MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on
 
@@ -132,21 +136,56 @@ def transport_of(bundle: Path, runs: list[Run], forced: str) -> tuple[str, str]:
     return "nvlink", "no socket setting recorded"
 
 
-def mapping(doc: dict, fw: FrameworkSpec) -> tuple[ParallelSpec, FrameworkSpec, int]:
-    """(parallelism, framework, data-parallel ranks) of a run's mode; NotPredicted for what the model has not."""
+def parallel_of(mode: str | None) -> tuple[ParallelSpec, int]:
+    """(parallelism, data-parallel ranks) of an llm-step mode at 2 ranks; NotPredicted for a mode the model has not."""
+    pars = {"single": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
+            "tp": (ParallelSpec(tp=2), 1)}
+    if mode not in pars:
+        raise NotPredicted(f"mode {mode!r} with 2 ranks has no mapping onto the model")
+    return pars[mode]
+
+
+def mode_hosts(folder: Path = MODE_HOST) -> dict[str, tuple[float, float, int]]:
+    """Each mode's eager host cost (seconds per kernel, seconds per step, timed steps) fitted on the hidden-128
+    decoders of the folder (MODE-L<layers>.json: llm-step documents; device_run.sh there) with host.fit_host, the
+    kernels per layer counted by the model for that mode. A mode without two layer counts is left out."""
+    out = {}
+    for mode in ("single", "ddp", "fsdp", "tp"):
+        par, dp = parallel_of(mode)
+        points, kernels = [], None
+        for path in sorted(folder.glob(f"{mode}-L*.json")):
+            text = path.read_text()
+            doc = json.loads(text[text.find("{"):])
+            for shape in doc["shapes"]:
+                if shape["status"] == "ok":
+                    tiny = model_of(doc, shape["seq"])
+                    kernels = host.layer_kernels(tiny, par, BatchSpec(shape["micro_batch"] * dp, shape["micro_batch"]), TORCH_AMP)
+                    points.append((doc["model"]["layers"], shape["median_step_s"]))
+        if len({p[0] for p in points}) >= 2:
+            c, a = host.fit_host(points, kernels)
+            out[mode] = (c, a, len(points))
+    return out
+
+
+def mapping(doc: dict, fw: FrameworkSpec, hosts: dict | None = None) -> tuple[ParallelSpec, FrameworkSpec, int]:
+    """(parallelism, framework, data-parallel ranks) of a run's mode, with the mode's own host cost when `hosts`
+    has it (mode_hosts); NotPredicted for what the model has not."""
     if "fp32 weights" not in str(doc.get("precision", "")):
         raise NotPredicted(f"precision {doc.get('precision')!r} is not the torch-amp framework")
     mode = doc.get("mode")
+    par, dp = parallel_of(mode)
+    if hosts and mode in hosts:
+        fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
     if mode == "ddp":
-        return ParallelSpec(dp=2), replace(fw, ddp_bucket_bytes=4.0), 2
+        return par, replace(fw, ddp_bucket_bytes=4.0), dp
     if mode == "fsdp":
-        return ParallelSpec(dp=2, zero=3), replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0), 2
+        return par, replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0), dp
     if mode == "tp":
-        return ParallelSpec(tp=2), replace(fw, tp_vocab_split=False), 1
+        return par, replace(fw, tp_vocab_split=False), dp
     raise NotPredicted(f"mode {mode!r} with 2 ranks has no mapping onto the model")
 
 
-def rows(run: Run, gpu, net: Network, fw: FrameworkSpec) -> list[dict]:
+def rows(run: Run, gpu, net: Network, fw: FrameworkSpec, hosts: dict | None = None) -> list[dict]:
     doc = run.doc
     preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
     out = []
@@ -158,7 +197,7 @@ def rows(run: Run, gpu, net: Network, fw: FrameworkSpec) -> list[dict]:
         if shape["status"] == "ok":
             row["meas_ms"] = shape["median_step_s"] * 1e3
         try:
-            par, mode_fw, dp = mapping(doc, fw)
+            par, mode_fw, dp = mapping(doc, fw, hosts)
             model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
             mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
             row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
@@ -182,13 +221,18 @@ def socket_card_context(card) -> str:
     return f"its 2-rank all_reduce vs {SOCKET_SWEEP} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}%"
 
 
-def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: FrameworkSpec, fw_how: str) -> dict:
-    card_path = ROOT / CARDS[transport]
-    card, _ = load_collective(card_path)
+def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: FrameworkSpec, fw_how: str,
+                 hosts: dict | None = None) -> dict | None:
+    card_path = Path(CARDS[transport]) if Path(CARDS[transport]).is_absolute() else ROOT / CARDS[transport]
+    try:
+        card, _ = load_collective(card_path)
+    except SimclusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
     print(f"== {name}: {transport} ({how}); collective card {CARDS[transport]}; GPU card {H200}")
     print(f"   framework torch-amp, {fw_how}")
     if transport == "socket":
-        print(f"   socket card: fitted at 4 ranks on all_reduce only; {socket_card_context(card)}")
+        print(f"   socket card: fitted at 2 ranks on all_reduce and all_gather; {socket_card_context(card)}")
     print(f"{'model':>6} {'mode':>5} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'comm ms':>8} "
           f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
     errors: dict[str, dict[str, list[float]]] = {}
@@ -197,7 +241,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: 
         if run.doc is None:
             print(f"{run.path.relative_to(ROOT) if run.path.is_relative_to(ROOT) else run.path}: not predicted: {run.failure}")
             continue
-        for r in rows(run, gpu, net, fw):
+        for r in rows(run, gpu, net, fw, hosts):
             head = f"{r['preset']:>6} {r['mode']:>5} {r['seq']:>5} {r['mb']:>3}"
             mem_meas = r.get("meas_mem_GiB", float("nan"))
             if "why" in r:
@@ -232,9 +276,22 @@ def main(argv: list[str]) -> int:
     ap.add_argument("bundles", nargs="*", metavar="BUNDLE", help=f"bundle folders (default: {', '.join(BUNDLES)})")
     ap.add_argument("--transport", choices=("auto", "nvlink", "socket"), default="auto",
                     help="the collectives' transport of every bundle given (default: from the runs or the bundle's name)")
+    ap.add_argument("--host-fit", metavar="FOLDER", default=str(MODE_HOST.relative_to(ROOT)),
+                    help="the folder of hidden-128 decoder runs per mode that sets each mode's host cost (device_run.sh there)")
+    ap.add_argument("--socket-card", metavar="CARD", default=CARDS["socket"], help="the socket transport's collective card")
     args = ap.parse_args(argv)
+    CARDS["socket"] = args.socket_card
     gpu, _ = load_gpu(ROOT / H200)
     fw, fw_how = host_framework("h200")
+    host_folder = Path(args.host_fit) if Path(args.host_fit).is_absolute() else ROOT / args.host_fit
+    if not host_folder.is_dir():
+        print(f"error: --host-fit {args.host_fit}: no such folder", file=sys.stderr)
+        return 1
+    hosts = mode_hosts(host_folder)
+    if hosts:
+        fw_how = ("host per mode (" + host_folder.name + "): " + ", ".join(
+            f"{m} {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step" for m, (c, a, _) in hosts.items())
+            + f"; a mode without its own fit: {fw_how}")
     status = 0
     for name in args.bundles or BUNDLES:
         bundle = Path(name) if Path(name).is_absolute() else ROOT / name
@@ -248,7 +305,8 @@ def main(argv: list[str]) -> int:
             status = 1
             continue
         transport, how = transport_of(bundle, runs, args.transport)
-        print_bundle(name, runs, transport, how, gpu, fw, fw_how)
+        if print_bundle(name, runs, transport, how, gpu, fw, fw_how, hosts) is None:
+            status = 1
     return status
 
 

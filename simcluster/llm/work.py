@@ -21,7 +21,8 @@ the excess over compute is exposed data-parallel time. Optimizer: Adam reads and
 parameter it updates under Megatron (fp32 master, m, v and grad read; master, m, v and the bf16 copy written;
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
 weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
-one kernel per weight).
+one kernel per weight). torch DDP's reducer adds its bucket copies (4 x ddp_bucket_bytes per parameter) to the optimizer's
+step (_ddp_bucket_copies_s).
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     issued = host.issue_bound_s(np.concatenate(seq), fw.host_kernel_s)
     excess = max(0.0, issued - task.parts["compute"])
     return _add(task, _task(host=excess)) if excess > 0 else task
+
+
+def _ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params) -> float:
+    """torch DDP's reducer (FrameworkSpec.ddp_bucket_bytes > 0, dp > 1, no ZeRO): each gradient is copied into its
+    bucket, divided by the world size on the way (read + write), and after the all_reduce the bucket is copied back
+    into param.grad (gradient_as_bucket_view off: read + write): 4 x ddp_bucket_bytes per parameter per step on the
+    compute stream, once per step (the copy-in runs in the backward's hooks, the copy-out when the backward is
+    finalized; both end before the optimizer, so they are priced with it)."""
+    if fw.ddp_bucket_bytes <= 0 or par.dp <= 1 or par.zero != 0:
+        return 0.0
+    return gpu.memory_time_s(4 * fw.ddp_bucket_bytes * (params.dense + params.expert))
 
 
 def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, dense: float, expert: float,
@@ -163,7 +175,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             bwd.append(b)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s
+        opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params)
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g),
                         fw.grad_reduce_after_backward, fw.blocking_p2p)

@@ -40,6 +40,9 @@ PRESETS = {
     "1b": dict(layers=16, hidden=2048, ffn=8192, heads=32, kv_heads=8, vocab=128256, tied=True),
     "3b": dict(layers=28, hidden=3072, ffn=8192, heads=24, kv_heads=8, vocab=128256, tied=True),
     "tiny": dict(layers=2, hidden=128, ffn=352, heads=4, kv_heads=2, vocab=512, tied=False),
+    # session 21's sealed 2-GPU set: shapes no earlier run used (GQA 7:1 with a 50K vocabulary; 5:1 with a tied 64K one)
+    "0.8b": dict(layers=20, hidden=1792, ffn=4864, heads=14, kv_heads=2, vocab=50304, tied=False),
+    "2b": dict(layers=24, hidden=2560, ffn=6912, heads=20, kv_heads=4, vocab=65536, tied=True),
 }
 MODES = ("single", "ddp", "fsdp", "tp")
 
@@ -215,6 +218,16 @@ def profile_steps(torch, step, sync, steps: int) -> dict:
         out[f"{cat}_per_step"] = len(durs) / steps
         out[f"{cat}_time_per_step_s"] = sum(durs) * 1e-6 / steps
     out["cpu_ops_per_step"] = sum(1 for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X") / steps
+    # the host's CUDA runtime calls (launches, synchronizations, allocations): count and summed host time per step,
+    # the ten largest by time; the profile's closing synchronization is among them
+    runtime: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "cuda_runtime" and e.get("ph") == "X":
+            acc = runtime.setdefault(str(e.get("name")), [0.0, 0.0])
+            acc[0] += 1
+            acc[1] += e.get("dur", 0) * 1e-6
+    top = sorted(runtime.items(), key=lambda kv: -kv[1][1])[:10]
+    out["cuda_runtime_per_step"] = {name: {"calls": n / steps, "time_s": t / steps} for name, (n, t) in top}
     return out
 
 
