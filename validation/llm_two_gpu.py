@@ -7,7 +7,8 @@ with the eager host cost of the run's own mode (per kernel and per step, fitted 
 32 layers run in that mode on a 2 x H200 host: calibration/h200x2-llm-host-2026-11-23; session 21), and a collective
 card for the transport. Nothing here was fitted on the 2-GPU llm-step runs. Since session 20 these three
 bundles are DEVELOPMENT data (mechanisms from torch's documented behaviour were added after seeing them: docs/models/llm-findings.md); the held-out 2-GPU test
-is the sealed set registered there.
+is the sealed set registered there; session 21's (calibration/h200x2-llm-2gpu-sealed2{,-socket}-2026-11-23, read once
+as registered, llm-findings.md) is the current held-out table of docs/models/llm.md.
     python validation/llm_two_gpu.py [--transport auto|nvlink|socket] [BUNDLE ...]
 
 Transports and cards (a bundle's transport: its runs' recorded NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1, or
