@@ -57,24 +57,24 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
-from llm_single_gpu import H200, host_framework, model_of, pct  # noqa: E402
+from llm_single_gpu import H200, model_of, pct  # noqa: E402
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.collectives.model import predict  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm import host  # noqa: E402
-from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
 from simcluster.traces import nccl_tests  # noqa: E402
 
 BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
@@ -137,56 +137,18 @@ def transport_of(bundle: Path, runs: list[Run], forced: str) -> tuple[str, str]:
     return "nvlink", "no socket setting recorded"
 
 
-def parallel_of(mode: str | None) -> tuple[ParallelSpec, int]:
-    """(parallelism, data-parallel ranks) of an llm-step mode at 2 ranks; NotPredicted for a mode the model has not."""
-    pars = {"single": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
-            "tp": (ParallelSpec(tp=2), 1)}
-    if mode not in pars:
-        raise NotPredicted(f"mode {mode!r} with 2 ranks has no mapping onto the model")
-    return pars[mode]
-
-
-def mode_hosts(folder: Path = MODE_HOST) -> dict[str, tuple[float, float, int]]:
-    """Each mode's eager host cost (seconds per kernel, seconds per step, timed steps) fitted on the hidden-128
-    decoders of the folder (MODE-L<layers>.json: llm-step documents; device_run.sh there) with host.fit_host, the
-    kernels per layer counted by the model for that mode. A mode without two layer counts is left out."""
-    out = {}
-    for mode in ("single", "ddp", "fsdp", "tp"):
-        par, dp = parallel_of(mode)
-        points, kernels = [], None
-        for path in sorted(folder.glob(f"{mode}-L*.json")):
-            text = path.read_text()
-            doc = json.loads(text[text.find("{"):])
-            for shape in doc["shapes"]:
-                if shape["status"] == "ok":
-                    tiny = model_of(doc, shape["seq"])
-                    kernels = host.layer_kernels(tiny, par, BatchSpec(shape["micro_batch"] * dp, shape["micro_batch"]), TORCH_AMP)
-                    points.append((doc["model"]["layers"], shape["median_step_s"]))
-        if len({p[0] for p in points}) >= 2:
-            c, a = host.fit_host(points, kernels)
-            out[mode] = (c, a, len(points))
-    return out
-
-
-def mapping(doc: dict, fw: FrameworkSpec, hosts: dict | None = None) -> tuple[ParallelSpec, FrameworkSpec, int]:
-    """(parallelism, framework, data-parallel ranks) of a run's mode, with the mode's own host cost when `hosts`
-    has it (mode_hosts); NotPredicted for what the model has not."""
+def mapping(doc: dict, hosts: dict | None = None) -> tuple[ParallelSpec, FrameworkSpec, int]:
+    """(parallelism, framework, data-parallel ranks) of a run's mode: the product's eager-torch framework
+    (simcluster.llm.eager) with the mode's own host cost when `hosts` has it; NotPredicted for what the model has not."""
     if "fp32 weights" not in str(doc.get("precision", "")):
         raise NotPredicted(f"precision {doc.get('precision')!r} is not the torch-amp framework")
-    mode = doc.get("mode")
-    par, dp = parallel_of(mode)
-    if hosts and mode in hosts:
-        fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
-    if mode == "ddp":
-        return par, replace(fw, ddp_bucket_bytes=4.0), dp
-    if mode == "fsdp":
-        return par, replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0), dp
-    if mode == "tp":
-        return par, replace(fw, tp_vocab_split=False), dp
-    raise NotPredicted(f"mode {mode!r} with 2 ranks has no mapping onto the model")
+    par = {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)}.get(doc.get("mode"))
+    if par is None:
+        raise NotPredicted(f"mode {doc.get('mode')!r} with 2 ranks has no mapping onto the model")
+    return par, eager.torch_framework(par, hosts), par.dp
 
 
-def rows(run: Run, gpu, net: Network, fw: FrameworkSpec, hosts: dict | None = None) -> list[dict]:
+def rows(run: Run, gpu, net: Network, hosts: dict | None = None) -> list[dict]:
     doc = run.doc
     preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
     out = []
@@ -198,7 +160,7 @@ def rows(run: Run, gpu, net: Network, fw: FrameworkSpec, hosts: dict | None = No
         if shape["status"] == "ok":
             row["meas_ms"] = shape["median_step_s"] * 1e3
         try:
-            par, mode_fw, dp = mapping(doc, fw, hosts)
+            par, mode_fw, dp = mapping(doc, hosts)
             model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
             mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
             row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
@@ -222,7 +184,7 @@ def socket_card_context(card) -> str:
     return f"its 2-rank all_reduce vs {SOCKET_SWEEP} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}%"
 
 
-def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: FrameworkSpec, fw_how: str,
+def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw_how: str,
                  hosts: dict | None = None) -> dict | None:
     card_path = Path(CARDS[transport]) if Path(CARDS[transport]).is_absolute() else ROOT / CARDS[transport]
     try:
@@ -242,7 +204,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw: 
         if run.doc is None:
             print(f"{run.path.relative_to(ROOT) if run.path.is_relative_to(ROOT) else run.path}: not predicted: {run.failure}")
             continue
-        for r in rows(run, gpu, net, fw, hosts):
+        for r in rows(run, gpu, net, hosts):
             head = f"{r['preset']:>6} {r['mode']:>5} {r['seq']:>5} {r['mb']:>3}"
             mem_meas = r.get("meas_mem_GiB", float("nan"))
             if "why" in r:
@@ -283,16 +245,17 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     CARDS["socket"] = args.socket_card
     gpu, _ = load_gpu(ROOT / H200)
-    fw, fw_how = host_framework("h200")
     host_folder = Path(args.host_fit) if Path(args.host_fit).is_absolute() else ROOT / args.host_fit
     if not host_folder.is_dir():
         print(f"error: --host-fit {args.host_fit}: no such folder", file=sys.stderr)
         return 1
-    hosts = mode_hosts(host_folder)
+    hosts = eager.fit_modes(host_folder)
     if hosts:
         fw_how = ("host per mode (" + host_folder.name + "): " + ", ".join(
             f"{m} {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step" for m, (c, a, _) in hosts.items())
-            + f"; a mode without its own fit: {fw_how}")
+            + "; a mode without its own fit: no host cost (GPU-bound)")
+    else:
+        fw_how = f"no host fit in {host_folder}: GPU-bound only"
     status = 0
     for name in args.bundles or BUNDLES:
         bundle = Path(name) if Path(name).is_absolute() else ROOT / name
@@ -306,7 +269,7 @@ def main(argv: list[str]) -> int:
             status = 1
             continue
         transport, how = transport_of(bundle, runs, args.transport)
-        if print_bundle(name, runs, transport, how, gpu, fw, fw_how, hosts) is None:
+        if print_bundle(name, runs, transport, how, gpu, fw_how, hosts) is None:
             status = 1
     return status
 

@@ -8,6 +8,8 @@
       micro_batch: 1
       precision: bf16
       train_tokens: 15T          # optional; with reliability: (llm/reliability.py) the days to train
+      framework: megatron        # optional: megatron (default) or another name of spec.FRAMEWORKS, or eager PyTorch:
+                                 # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -16,8 +18,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simcluster.llm import eager
 from simcluster.llm.reliability import Reliability, read_reliability
-from simcluster.llm.spec import PRECISIONS, RECOMPUTE, BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import (
+    FRAMEWORKS,
+    PRECISIONS,
+    RECOMPUTE,
+    BatchSpec,
+    LlmConfigError,
+    ParallelSpec,
+    TransformerSpec,
+    check,
+    check_framework,
+)
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers")
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
@@ -34,11 +47,19 @@ class LlmJob:
     kind: str = "llm_training"
     train_tokens: float | None = None
     reliability: Reliability | None = None
+    framework: str = "megatron"                          # spec.FRAMEWORKS' name, or "torch" (llm/eager.py)
+    host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
+
+    def framework_spec(self):
+        """The FrameworkSpec the step model runs this job with."""
+        if self.framework == "torch":
+            return eager.torch_framework(self.parallel, dict(self.host_costs))
+        return FRAMEWORKS[self.framework]
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     """Read one llm_training job with the scenario reader `r` (fail / mapping / integer / choice)."""
-    r.mapping(job, key, {"kind", "model", "parallel", "global_batch", "micro_batch"}, {"precision", "train_tokens", "reliability"})
+    r.mapping(job, key, {"kind", "model", "parallel", "global_batch", "micro_batch"}, {"precision", "train_tokens", "reliability", "framework"})
     mk = f"{key}.model"
     m = r.mapping(job["model"], mk, *MODEL_KEYS)
     ints = {name: r.integer(m, mk, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
@@ -80,6 +101,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     except LlmConfigError as exc:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
         r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
+    framework, hosts = _framework(r, job, key, par, precision)
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
@@ -89,7 +111,51 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     elif "train_tokens" in job:
         r.fail(f"{key}.train_tokens", "days to train need a reliability: block (every large run is interrupted); without "
                "one, the printed tokens/s is the whole answer", hint="add reliability: (llm/reliability.py) or remove train_tokens")
-    return LlmJob(model, par, batch, train_tokens=_tokens(r, job, key), reliability=rel)
+    return LlmJob(model, par, batch, train_tokens=_tokens(r, job, key), reliability=rel, framework=framework,
+                  host_costs=tuple(sorted(hosts.items())))
+
+
+def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:
+    """(framework name, host costs per mode) of the job's optional `framework:` (a name, or {name, host})."""
+    if "framework" not in job:
+        return "megatron", {}
+    fk = f"{key}.framework"
+    names = (*FRAMEWORKS, "torch")
+    if isinstance(job["framework"], str):
+        doc, name = {}, job["framework"]
+        if name not in names:
+            r.fail(fk, f"expected one of {', '.join(names)}, got {name!r}")
+    else:
+        doc = r.mapping(job["framework"], fk, {"name"}, {"host"})
+        name = r.choice(doc, fk, "name", names)
+    if name != "torch":
+        if "host" in doc:
+            r.fail(f"{fk}.host", f"framework {name} is never host-bound in the model (its host cost is 0); host costs are "
+                   "measured for framework torch", hint="name: torch, or remove host")
+        try:
+            check_framework(par, FRAMEWORKS[name])
+        except LlmConfigError as exc:
+            r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
+        return name, {}
+    try:
+        mode = eager.mode_of(par)
+    except LlmConfigError as exc:
+        r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
+    if precision != "bf16":
+        r.fail(f"{key}.precision", f"framework torch runs fp32 weights under bf16 autocast; got precision {precision}",
+               hint="precision: bf16")
+    if "host" not in doc:
+        return name, {}
+    folder = r.existing(doc, fk, "host", "a folder of llm-step runs MODE-L<layers>.json (calibration/h200x2-llm-host-2026-11-23)")
+    if not folder.is_dir():
+        r.fail(f"{fk}.host", f"{doc['host']!r} is not a folder", hint="a folder of llm-step runs MODE-L<layers>.json")
+    try:
+        hosts = eager.fit_modes(folder)
+    except (ValueError, KeyError, TypeError) as exc:
+        r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
+    if mode not in hosts:
+        r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")
+    return name, hosts
 
 
 def _tokens(r, job: dict, key: str) -> float | None:

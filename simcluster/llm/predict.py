@@ -130,7 +130,8 @@ def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str |
                             where=where, hint="use clock: fixed, or a measured card (models/gpu/h100-sxm*.yaml, h200-sxm*.yaml)")
     try:
         return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
-                           machine.gpus_per_node * machine.nodes, trace=trace, clock_model=machine.gpu_clock)
+                           machine.gpus_per_node * machine.nodes, trace=trace, framework=job.framework_spec(),
+                           clock_model=machine.gpu_clock)
     except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
         if exc.where:
             raise
