@@ -187,7 +187,7 @@ def _fits(sc) -> bool:
 
     job = sc.jobs[0]
     gpu = _gpu(str(sc.machine.gpu_card))
-    return memory_per_gpu(job.model, job.parallel, job.batch, gpu.hbm_capacity_bytes).fits
+    return memory_per_gpu(job.model, job.parallel, job.batch, gpu.hbm_capacity_bytes, job.framework_spec()).fits
 
 
 def price(rows: list[dict], plan: PlanSpec) -> list[dict]:
