@@ -243,6 +243,12 @@ def test_calibrate_bundle_reproduces_the_shipped_card(gpu):
     made = yaml.safe_load(result.documents[name])
     shipped = yaml.safe_load((ROOT / f"models/gpu/{gpu}-sxm-interleaved.yaml").read_text())
     clock = shipped["params"].pop("clock")   # added from the duty bundle (simcluster.fit.gpu_clock; tests/test_gpu_clock.py)
+    overlap = shipped["params"].pop("comm_overlap", None)   # added from an overlap-micro bundle (simcluster.fit.gpu_overlap)
+    if overlap is not None:
+        from simcluster.fit.gpu_overlap import fit
+
+        measured = fit(sorted((ROOT / "calibration" / "h200x2-overlap-2026-11-23").glob("overlap-g*.json")))
+        assert (overlap["compute_slowdown"], overlap["comm_rate"]) == (measured["compute_slowdown"], measured["comm_rate"])
     pop_dropout_rates(gpu, shipped["params"])
     assert made["params"] == shipped["params"] and made["fit"] == shipped["fit"] and clock["reference_duty"]["compute"] == 0.5
     assert [t["sha256"] for t in made["provenance"]["traces"]] == [t["sha256"] for t in shipped["provenance"]["traces"]]

@@ -97,3 +97,53 @@ def test_a_host_folder_without_the_mode_is_refused(tmp_path):
     (folder / "ddp-L8.json").write_text("not json")
     with pytest.raises(ScenarioError, match=r"framework\.host: cannot fit the host cost: .*ddp-L8.json: not an llm-step JSON"):
         load(scenario(tmp_path, framework=f"{{name: torch, host: {folder}}}"))
+
+
+def test_compute_and_nccl_beside_each_other():
+    """work._beside: C seconds of NCCL alone take C / r beside compute, which loses s C / r; when that outlasts the
+    compute, the compute is slowed throughout and the rest of the communication runs alone after it."""
+    from dataclasses import replace
+
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.spec import TORCH_AMP
+    from simcluster.llm.work import _beside
+
+    gpu = replace(load_gpu(ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml")[0], overlap_compute_slowdown=0.2, overlap_comm_rate=0.4)
+    on = replace(TORCH_AMP, comm_interference=True)
+    assert _beside(1.0, 0.1, gpu, TORCH_AMP) == (0.0, 0.1)                       # off: nothing lost, the comm alone
+    slow, end = _beside(1.0, 0.1, gpu, on)                                        # 0.25 s beside a 1 s compute
+    assert slow == pytest.approx(0.2 * 0.25) and end == pytest.approx(0.25)
+    slow, end = _beside(1.0, 1.0, gpu, on)                                        # 2.5 s of comm beside 1 s of compute
+    assert slow == pytest.approx(1.0 / 0.8 - 1.0)                                 # compute stretched to 1.25 s
+    assert end == pytest.approx(1.25 + (1.0 - 0.4 * 1.25))                        # then 0.5 s of comm alone
+
+
+def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
+    """torch DDP with the card's measured comm_overlap: the backward loses compute to the bucket all_reduces (exposed
+    data-parallel time grows), and a card without the block (or FSDP2) prices none."""
+    from dataclasses import replace
+
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.predict import predict_llm_job
+
+    sc = load(scenario(tmp_path))
+    gpu = load_gpu(sc.machine.gpu_card)[0]
+    assert gpu.overlap_compute_slowdown > 0 and 0 < gpu.overlap_comm_rate < 1
+    with_it = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
+    job = replace(sc.jobs[0], host_costs=())
+    off = replace(job.framework_spec(), comm_interference=False)
+    from simcluster.llm.predict import network_for, predict_llm
+    without = predict_llm(job.model, job.parallel, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=off)
+    assert with_it.breakdown["exposed_dp_comm"] > without.breakdown["exposed_dp_comm"]
+    assert eager.torch_framework(ParallelSpec(dp=2, zero=3)).comm_interference is False
+
+
+def test_a_bad_comm_overlap_block_names_its_key(tmp_path):
+    from simcluster.errors import ModelCardError
+    from simcluster.hardware.gpu import load_gpu
+
+    text = (ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml").read_text().replace("comm_rate: 0.364", "comm_rate: 3")
+    bad = tmp_path / "gpu.yaml"
+    bad.write_text(text)
+    with pytest.raises(ModelCardError, match=r"comm_overlap.*comm_rate|key 'comm_rate'"):
+        load_gpu(bad)

@@ -57,7 +57,7 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +80,8 @@ from simcluster.traces import nccl_tests  # noqa: E402
 BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
 CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x2-socket.yaml"}
 MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
+READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
+               "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23")  # 21
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on
 
@@ -148,7 +150,7 @@ def mapping(doc: dict, hosts: dict | None = None) -> tuple[ParallelSpec, Framewo
     return par, eager.torch_framework(par, hosts), par.dp
 
 
-def rows(run: Run, gpu, net: Network, hosts: dict | None = None) -> list[dict]:
+def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: bool = False) -> list[dict]:
     doc = run.doc
     preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
     out = []
@@ -161,6 +163,8 @@ def rows(run: Run, gpu, net: Network, hosts: dict | None = None) -> list[dict]:
             row["meas_ms"] = shape["median_step_s"] * 1e3
         try:
             par, mode_fw, dp = mapping(doc, hosts)
+            if net_is_socket:   # comm_overlap is measured over NVLink (overlap-micro); the socket transport's kernels differ
+                mode_fw = replace(mode_fw, comm_interference=False)
             model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
             mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
             row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
@@ -204,7 +208,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw_h
         if run.doc is None:
             print(f"{run.path.relative_to(ROOT) if run.path.is_relative_to(ROOT) else run.path}: not predicted: {run.failure}")
             continue
-        for r in rows(run, gpu, net, hosts):
+        for r in rows(run, gpu, net, hosts, transport == "socket"):
             head = f"{r['preset']:>6} {r['mode']:>5} {r['seq']:>5} {r['mb']:>3}"
             mem_meas = r.get("meas_mem_GiB", float("nan"))
             if "why" in r:
@@ -228,7 +232,8 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw_h
                  f"{sum(e <= target for e in t)} of {len(t)} within {target:.0f}%"] if t else ["no timed shape"]
         if m:
             parts.append(f"memory mean |error| {statistics.mean(m):.1f}%, max {max(m):.1f}% over {len(m)}")
-        role = "development" if name in BUNDLES else "sealed, held out" if "sealed" in name else "not in the registered split"
+        role = ("development" if name in BUNDLES else "sealed, read once: development since" if name in READ_SEALED
+                else "sealed, held out" if "sealed" in name else "not in the registered split")
         print(f"{mode} over {transport} ({role}): " + "; ".join(parts))
     print()
     return errors

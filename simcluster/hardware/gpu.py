@@ -83,6 +83,8 @@ class GpuParams:
     attn_dropout_rate_fwd: float = 0.0  # score elements per second of in-kernel dropout, forward (0: not measured, not priced)
     attn_dropout_rate_bwd: float = 0.0  # and backward (the mask regenerated)
     clock: ClockParams | None = None    # the power-limited SM clock (hardware/gpu_clock.py); None: curves as fitted
+    overlap_compute_slowdown: float = 0.0   # fraction of compute rate lost while NCCL kernels run beside it (0: not measured)
+    overlap_comm_rate: float = 1.0          # NCCL's rate beside compute, as a fraction of its rate alone (overlap-micro)
 
     def __post_init__(self):
         if not self.peak_flops or any(v <= 0 for v in self.peak_flops.values()):
@@ -224,7 +226,9 @@ def gpu_params_yaml(params: GpuParams) -> dict:
         | ({"dropout_elements_per_s_fwd": float(f"{params.attn_dropout_rate_fwd:.4g}"),
             "dropout_elements_per_s_bwd": float(f"{params.attn_dropout_rate_bwd:.4g}")} if params.attn_dropout_rate_fwd else {}),
         "memory": {"ramp": format_size(params.memory_ramp_bytes)},
-    } | ({"clock": clock_yaml(params.clock)} if params.clock else {})
+    } | ({"clock": clock_yaml(params.clock)} if params.clock else {}) \
+      | ({"comm_overlap": {"compute_slowdown": round(params.overlap_compute_slowdown, 4),
+                           "comm_rate": round(params.overlap_comm_rate, 4)}} if params.overlap_compute_slowdown else {})
 
 
 def _get(doc: dict, key: str, where: str, parse=None):
@@ -265,11 +269,23 @@ def _dropout_rate(attn: dict, direction: str, where: str) -> float:
     return _number(attn, f"dropout_elements_per_s_{direction}", where, 1e6, 1e18) if keys[0] in attn else 0.0
 
 
+def _comm_overlap(p: dict, key: str) -> tuple[float, float]:
+    """The optional params.comm_overlap {compute_slowdown, comm_rate, source}: compute and NCCL beside each other
+    (runner/overlap_micro.py); absent: (0, 1), no interference priced."""
+    if "comm_overlap" not in p:
+        return 0.0, 1.0
+    sec = _section(p, "comm_overlap", key)
+    strict.known_keys(sec, {"compute_slowdown", "comm_rate", "source"}, f"{key}.comm_overlap", ModelCardError)
+    return (_number(sec, "compute_slowdown", f"{key}.comm_overlap", 0.0, 0.95),
+            _number(sec, "comm_rate", f"{key}.comm_overlap", 0.01, 1.0))
+
+
 def gpu_params(card: dict, where: str) -> GpuParams:
     """Strictly read a gpu card's params (unknown keys, unknown precisions and bad units are one-line errors)."""
     p = _section(card, "params", where)
     key = f"{where}: params"
-    known = {"peak_flops", "hbm_bandwidth", "hbm_peak", "hbm_capacity", "launch", "gemm_launch", "sm_count", "gemm", "attention", "memory", "clock"}
+    known = {"peak_flops", "hbm_bandwidth", "hbm_peak", "hbm_capacity", "launch", "gemm_launch", "sm_count", "gemm", "attention", "memory", "clock",
+             "comm_overlap"}
     unknown = set(p) - known
     if unknown:
         raise ModelCardError(f"unknown key 'params.{sorted(unknown)[0]}'", where=where, hint=f"known: {', '.join(sorted(known))}")
@@ -294,6 +310,7 @@ def gpu_params(card: dict, where: str) -> GpuParams:
         raise ModelCardError(f"params.gemm.efficiency: unknown precision {sorted(set(eff) - set(DTYPES))[0]!r}", where=where)
     gemm_eff = {k: _number(eff, k, f"{key}.gemm.efficiency", 1e-3, 1.0) for k in eff}
     bw = _get(p, "hbm_bandwidth", key, lambda v: strict.rate(parse_bandwidth(v)))
+    slowdown, comm_rate = _comm_overlap(p, key)
     try:
         return GpuParams(
             name=str(_get(card, "name", where)), peak_flops=peak_flops, hbm_bandwidth_Bps=bw,
@@ -311,7 +328,8 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             gemm_launch_s=_get({"gemm_launch": p.get("gemm_launch", p.get("launch"))}, "gemm_launch", key, parse_time),
             memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
             hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth),
-            clock=parse_clock(p["clock"], f"{key}.clock") if "clock" in p else None)
+            clock=parse_clock(p["clock"], f"{key}.clock") if "clock" in p else None,
+            overlap_compute_slowdown=slowdown, overlap_comm_rate=comm_rate)
     except ValueError as exc:
         raise ModelCardError(f"params: {exc}", where=where) from None
 

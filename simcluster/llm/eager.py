@@ -1,7 +1,10 @@
 """Eager PyTorch training (the `llm-step` runner's code, simcluster/runner/llm_step.py) as a framework of the step model:
 fp32 weights under bf16 autocast and torch AdamW (spec.TORCH_AMP), with the parallel wrapper the parallel block implies:
   dp > 1, zero 0   torch DDP: its reducer's fp32 bucket copy of the gradients (ddp_bucket_bytes 4; memory and the
-                   step's bucket copies, work._ddp_bucket_copies_s)
+                   step's bucket copies, work._ddp_bucket_copies_s); its bucket all_reduces and the backward they
+                   overlap slow each other by the GPU card's measured comm_overlap (comm_interference, work._beside:
+                   measured for all_reduce beside GEMMs over NVLink only, so FSDP2's all_gather / reduce_scatter
+                   and the socket transport keep it off)
   dp > 1, zero 3   FSDP2 (fully_shard per layer, MixedPrecisionPolicy bf16 parameters / fp32 reduce): parameters
                    gathered in bf16, the fp32 shard kept as optimizer state, no autocast weight copies
   tp > 1           DTensor tensor parallelism of the decoder layers (no sequence parallelism); the embedding, final
@@ -50,7 +53,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
     if mode == "ddp":
-        return replace(fw, name="torch-ddp", ddp_bucket_bytes=4.0)
+        return replace(fw, name="torch-ddp", ddp_bucket_bytes=4.0, comm_interference=True)
     if mode == "fsdp":
         return replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0)
     if mode == "tp":

@@ -48,6 +48,8 @@ class StageWork:
     optimizer_s: float = 0.0
     param_gather_buckets: tuple[int, ...] = ()            # per chunk: n > 0 = the gather is overlapped bucket by bucket with
                                                           # the chunk's first forward (llm/overlap.py); 0 = waited for in full
+    bucket_slowdown_s: tuple[float, ...] = ()             # per chunk: compute time its last backward loses to the bucket
+                                                          # reductions running beside it (llm/work.py, _beside); logged as dp
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,9 @@ class _Pipeline:
                 serial += buckets
                 buckets = ()
             if buckets:
-                piece = task.duration_s / len(buckets)
+                extra = work.bucket_slowdown_s[c] if work.bucket_slowdown_s else 0.0
+                log.busy["dp"] += extra
+                piece = (task.duration_s + extra) / len(buckets)
                 for j, t in enumerate(buckets):
                     yield env.timeout(piece)
                     reductions.append(env.process(self.reduce(s, t, f"grad bucket c{c}.{j}")))

@@ -352,6 +352,8 @@ class FrameworkSpec:
     grad_reduce_after_backward: bool = False   # DP gradient reduction after the whole backward, parameter gather after the
                                                # optimizer (Megatron-LM before --overlap-grad-reduce); False: overlapped
     blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
+    comm_interference: bool = False   # data-parallel NCCL kernels and the compute they overlap slow each other by the GPU
+                                      # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32

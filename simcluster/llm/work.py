@@ -62,6 +62,22 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     return _add(task, _task(host=excess)) if excess > 0 else task
 
 
+def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[float, float]:
+    """Compute and NCCL kernels running beside each other (FrameworkSpec.comm_interference, with the GPU card's
+    measured comm_overlap: compute rate lost s, NCCL rate kept r): (compute seconds lost, seconds until the
+    communication ends, from the start). The communication of C seconds alone takes C / r beside the compute, which
+    loses s C / r; when that outlasts the compute (C (1 - s) / r > T), the compute is slowed throughout (T s / (1 - s))
+    and the rest of the communication runs alone after it. Without interference: (0, C)."""
+    s, r = gpu.overlap_compute_slowdown, gpu.overlap_comm_rate
+    if not fw.comm_interference or s <= 0 or comm_s <= 0:
+        return 0.0, comm_s
+    beside = comm_s / r
+    if beside * (1 - s) <= compute_s:
+        return s * beside, beside
+    stretched = compute_s / (1 - s)
+    return stretched - compute_s, stretched + (comm_s - r * stretched)
+
+
 def _ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params) -> float:
     """torch DDP's reducer (FrameworkSpec.ddp_bucket_bytes > 0, dp > 1, no ZeRO): each gradient is copied into its
     bucket, divided by the world size on the way (read + write), and after the all_reduce the bucket is copied back
@@ -131,7 +147,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     last_vs = pp * v - 1
     stages = []
     for s in range(pp):
-        fwd, bwd, buckets, gathers, gather_buckets = [], [], [], [], []
+        fwd, bwd, buckets, gathers, gather_buckets, slowdowns = [], [], [], [], [], []
         first, last = s == 0, s == pp - 1
         params = stage_params(model, par, first, last)
         for c in range(v):
@@ -149,8 +165,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             if par.zero == 3:
                 ag, rs = _zero3_layer_calls(net, g, fw, dense, expert, max(1, layers_per_chunk))
                 per_layer = ag / max(1, layers_per_chunk)
-                f = _add(f, _task(dp=max(0.0, ag - f.duration_s) + per_layer))
-                b = _add(b, _task(dp=max(0.0, ag + rs - b.duration_s) + per_layer))
+                slow_f, ag_f = _beside(f.duration_s, ag, gpu, fw)
+                slow_b, agrs_b = _beside(b.duration_s, ag + rs, gpu, fw)
+                f = _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + per_layer))
+                b = _add(b, _task(dp=slow_b + max(0.0, agrs_b - b.duration_s - slow_b) + per_layer))
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
@@ -173,9 +191,16 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                                 (emb_bwd if vs == 0 else []))
             fwd.append(f)
             bwd.append(b)
+            slow = 0.0
+            if par.zero != 3 and chunk_buckets:   # the reductions of the chunk's last backward run beside it
+                total = sum(chunk_buckets)
+                slow, span = _beside(b.duration_s, total, gpu, fw)
+                chunk_buckets = [t * span / total for t in chunk_buckets] if total > 0 else chunk_buckets
+            slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params)
-        stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets)))
+        stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
+                                tuple(slowdowns)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g),
                         fw.grad_reduce_after_backward, fw.blocking_p2p)
