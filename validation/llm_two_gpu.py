@@ -46,7 +46,8 @@ What the model cannot express (expected direction of the error, decided before t
         layer: our reading of DTensor.from_local's backward, not checked on a profile); the model has Megatron's 2 of 2 bytes -> TP communication
         under-predicted. The runner's AdamW is not fused under tp (the model prices the fused one).
 Step time: the median of rank 0's timed steps; memory: rank 0's torch.cuda.max_memory_allocated against the
-model's allocated peak; "comm ms": the predicted exposed data- and tensor-parallel communication of the step.
+model's allocated peak (the job's, with DDP's first-iteration bucket rebuild, for a run's first shape; the steady
+peak for the later shapes of the same process, whose peak statistics were reset after those iterations); "comm ms": the predicted exposed data- and tensor-parallel communication of the step.
 Targets (issue 22): 5% over NVLink, 10% over sockets. A run or mode the model cannot express is printed as
 "not predicted: why"; a missing bundle is a one-line error (exit status 1).
 """
@@ -154,7 +155,7 @@ def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: 
     doc = run.doc
     preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
     out = []
-    for shape in doc["shapes"]:
+    for index, shape in enumerate(doc["shapes"]):
         seq, mb = shape["seq"], shape["micro_batch"]
         row = {"preset": preset, "mode": doc.get("mode"), "seq": seq, "mb": mb, "status": shape["status"]}
         if shape.get("max_memory_allocated_bytes"):
@@ -167,7 +168,8 @@ def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: 
                 mode_fw = replace(mode_fw, comm_interference=False)
             model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
             mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
-            row["pred_mem_GiB"], row["fits"] = mem.allocated / GiB, mem.fits
+            # the runner resets the peak before each shape: only a run's first shape holds the job's first iterations
+            row["pred_mem_GiB"], row["fits"] = (mem.allocated if index == 0 else mem.steady_allocated) / GiB, mem.fits
             if shape["status"] == "ok":
                 r = predict_llm(model, par, batch, gpu, net, 2, trace=False, framework=mode_fw)
                 row["pred_ms"] = r.step_time_s * 1e3

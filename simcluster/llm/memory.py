@@ -15,7 +15,11 @@ weights (the runner's llm_step): 4 + 4 + 8, plus the bf16 weight copies (2 P) th
 keeps; its gradients exist only from the backward to zero_grad, so its peak is the larger of the backward's
 start (activations, copies, logits) and end (gradients) over parameters and optimizer state. torch DDP (dp > 1,
 no ZeRO) adds its reducer's buckets: a flat copy of every gradient in its dtype (FrameworkSpec.ddp_bucket_bytes, 4 for
-fp32 gradients), allocated when the model is wrapped and held for the run (gradient_as_bucket_view off, the default).
+fp32 gradients), allocated when the model is wrapped and held for the run (gradient_as_bucket_view off, the default),
+and in its first iterations one more copy of that size (MemoryBreakdown.ddp_rebuild: the reducer rebuilds its buckets in
+the order the first backward produced the gradients; measured: every DDP run's first shape peaks 4 bytes per parameter
+above its later shapes in the same process, single-GPU and FSDP2 runs do not). The job's peak includes it
+(`allocated`); `steady_allocated` is the peak of a later step.
 
 Activations stashed per layer per micro-batch (bytes), after Korthikanti et al. 2022 ("Reducing Activation
 Recomputation in Large Transformer Models", eq. 1-2: s b h (34 + 5 a s / h) for GPT with dropout and
@@ -171,12 +175,19 @@ class MemoryBreakdown:
     persistent_grads: bool = True
     fp8_weight_cache: float = 0.0     # TE's cached fp8 weights and transposes (persistent)
     ddp_buckets: float = 0.0          # torch DDP's reducer bucket copy of the gradients (persistent, allocated at wrap)
+    ddp_rebuild: float = 0.0          # one more such copy in DDP's first iterations (bucket rebuild): in the job's peak only
 
     @property
     def allocated(self) -> float:
-        """Peak of what torch.cuda.max_memory_allocated reports (no context, no workspaces). Gradients that
-        are created in the backward and freed after the step (torch's set_to_none) peak at either the start of
-        the backward (all activations, no gradients) or its end (all gradients, no activations)."""
+        """The job's peak of what torch.cuda.max_memory_allocated reports (no context, no workspaces), its first
+        iterations included."""
+        return self.steady_allocated + self.ddp_rebuild
+
+    @property
+    def steady_allocated(self) -> float:
+        """The peak of a step after the first iterations. Gradients that are created in the backward and freed after
+        the step (torch's set_to_none) peak at either the start of the backward (all activations, no gradients) or
+        its end (all gradients, no activations)."""
         static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets
         live = self.activations + self.logits + self.weight_copies
         if self.persistent_grads:
@@ -193,7 +204,7 @@ class MemoryBreakdown:
 
     def to_gib(self) -> dict:
         parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "ddp_buckets",
-             "overhead")
+                 "ddp_rebuild", "overhead")
         out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
@@ -228,7 +239,7 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads,
-                           cache, buckets)
+                           cache, buckets, buckets)
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
