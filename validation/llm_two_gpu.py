@@ -47,7 +47,8 @@ What the model cannot express (expected direction of the error, decided before t
         under-predicted. The runner's AdamW is not fused under tp (the model prices the fused one).
 Step time: the median of rank 0's timed steps; memory: rank 0's torch.cuda.max_memory_allocated against the
 model's allocated peak (the job's, with DDP's first-iteration bucket rebuild, for a run's first shape; the steady
-peak for the later shapes of the same process, whose peak statistics were reset after those iterations); "comm ms": the predicted exposed data- and tensor-parallel communication of the step.
+peak for the later shapes of the same process, whose peak statistics were reset after those iterations); "comm ms":
+the predicted exposed data- and tensor-parallel communication of the step.
 Targets (issue 22): 5% over NVLink, 10% over sockets. A run or mode the model cannot express is printed as
 "not predicted: why"; a missing bundle is a one-line error (exit status 1).
 """
