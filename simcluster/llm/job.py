@@ -120,7 +120,7 @@ def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tup
     if "framework" not in job:
         return "megatron", {}
     fk = f"{key}.framework"
-    names = (*FRAMEWORKS, "torch")
+    names = (*(n for n in FRAMEWORKS if n != "torch-amp"), "torch")   # torch-amp is torch's base, without its wrappers
     if isinstance(job["framework"], str):
         doc, name = {}, job["framework"]
         if name not in names:
