@@ -43,6 +43,10 @@ PRESETS = {
     # session 21's sealed 2-GPU set: shapes no earlier run used (GQA 7:1 with a 50K vocabulary; 5:1 with a tied 64K one)
     "0.8b": dict(layers=20, hidden=1792, ffn=4864, heads=14, kv_heads=2, vocab=50304, tied=False),
     "2b": dict(layers=24, hidden=2560, ffn=6912, heads=20, kv_heads=4, vocab=65536, tied=True),
+    # session 22's sealed set: TinyLlama 1.1B's shape (GQA 8:1, 32K vocabulary) and a Qwen2.5-3B-like one (36 thin layers,
+    # GQA 8:1, tied 152K vocabulary)
+    "1.1b": dict(layers=22, hidden=2048, ffn=5632, heads=32, kv_heads=4, vocab=32000, tied=False),
+    "3.1b": dict(layers=36, hidden=2048, ffn=11008, heads=16, kv_heads=2, vocab=151936, tied=True),
 }
 MODES = ("single", "ddp", "fsdp", "tp")
 
