@@ -120,7 +120,7 @@ def test_compute_and_nccl_beside_each_other():
 
 def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
     """torch DDP with the card's measured comm_overlap: the backward loses compute to the bucket all_reduces (exposed
-    data-parallel time grows), and a card without the block (or FSDP2) prices none."""
+    data-parallel time grows), FSDP2's all_gathers / reduce_scatters likewise; tensor parallelism prices none."""
     from dataclasses import replace
 
     from simcluster.hardware.gpu import load_gpu
@@ -135,7 +135,13 @@ def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
     from simcluster.llm.predict import network_for, predict_llm
     without = predict_llm(job.model, job.parallel, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=off)
     assert with_it.breakdown["exposed_dp_comm"] > without.breakdown["exposed_dp_comm"]
-    assert eager.torch_framework(ParallelSpec(dp=2, zero=3)).comm_interference is False
+    fsdp = replace(job.parallel, zero=3)
+    on = eager.torch_framework(fsdp)
+    assert on.comm_interference is True and eager.torch_framework(ParallelSpec(tp=2)).comm_interference is False
+    slowed = predict_llm(job.model, fsdp, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=on)
+    alone = predict_llm(job.model, fsdp, job.batch, gpu, network_for(sc.machine), 2, trace=False,
+                        framework=replace(on, comm_interference=False))
+    assert slowed.step_time_s > alone.step_time_s      # FSDP2's gathers and reduce-scatters beside its compute (session 22)
 
 
 def test_a_bad_comm_overlap_block_names_its_key(tmp_path):

@@ -3,10 +3,12 @@ fp32 weights under bf16 autocast and torch AdamW (spec.TORCH_AMP), with the para
   dp > 1, zero 0   torch DDP: its reducer's fp32 bucket copy of the gradients (ddp_bucket_bytes 4; memory and the
                    step's bucket copies, work._ddp_bucket_copies_s); its bucket all_reduces and the backward they
                    overlap slow each other by the GPU card's measured comm_overlap (comm_interference, work._beside:
-                   measured for all_reduce beside GEMMs over NVLink only, so FSDP2's all_gather / reduce_scatter
-                   and the socket transport keep it off)
+                   measured for all_reduce beside GEMMs over NVLink; the socket transport is not measured, and
+                   validation/llm_two_gpu.py turns it off there)
   dp > 1, zero 3   FSDP2 (fully_shard per layer, MixedPrecisionPolicy bf16 parameters / fp32 reduce): parameters
-                   gathered in bf16, the fp32 shard kept as optimizer state, no autocast weight copies
+                   gathered in bf16, the fp32 shard kept as optimizer state, no autocast weight copies; its
+                   all_gathers / reduce_scatters beside the compute priced with the same comm_overlap (session 22:
+                   all_reduce's terms taken for them, not measured for them)
   tp > 1           DTensor tensor parallelism of the decoder layers (no sequence parallelism); the embedding, final
                    norm and LM head replicated (tp_vocab_split False)
 and the host cost of issuing each kernel in that mode (host.py), fitted on a folder of hidden-128 decoders run in
@@ -55,7 +57,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     if mode == "ddp":
         return replace(fw, name="torch-ddp", ddp_bucket_bytes=4.0, comm_interference=True)
     if mode == "fsdp":
-        return replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0)
+        return replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)
     if mode == "tp":
         return replace(fw, name="torch-dtensor-tp", tp_vocab_split=False)
     return fw
