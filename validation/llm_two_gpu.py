@@ -7,8 +7,9 @@ with the eager host cost of the run's own mode (per kernel and per step, fitted 
 32 layers run in that mode on a 2 x H200 host: calibration/h200x2-llm-host-2026-11-23; session 21), and a collective
 card for the transport. Nothing here was fitted on the 2-GPU llm-step runs. Since session 20 these three
 bundles are DEVELOPMENT data (mechanisms from torch's documented behaviour were added after seeing them: docs/models/llm-findings.md); the held-out 2-GPU test
-is the sealed set registered there; session 21's (calibration/h200x2-llm-2gpu-sealed2{,-socket}-2026-11-23, read once
-as registered, llm-findings.md) is the current held-out table of docs/models/llm.md.
+is the sealed set registered there; session 22's (calibration/h200x2-llm-2gpu-sealed3-2026-11-27, NVLink, read once
+as registered, llm-findings.md) is the current held-out table of docs/models/llm.md, session 21's socket rows
+(calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23) the last held-out socket ones.
     python validation/llm_two_gpu.py [--transport auto|nvlink|socket] [BUNDLE ...]
 
 Transports and cards (a bundle's transport: its runs' recorded NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1, or
@@ -31,7 +32,8 @@ Modes onto the model (llm-step's docstring says what each mode runs):
   tp    ParallelSpec(tp=2), no sequence parallelism, torch-amp with tp_vocab_split False (embedding, head and logits
         whole on each rank: memory only); global batch = micro-batch.
 What the model cannot express (expected direction of the error, decided before the data):
-  all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute; host costs that grow with
+  all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute (priced since session 21
+        for DDP, 22 for FSDP2, NVLink only: work._beside); host costs that grow with
         the tensors' size (the host model is fitted on hidden-128 decoders; each mode's hooks and DTensor dispatch
         are in its own fit since session 21).
   fsdp  the root unit (embedding, LM head, final norm) stays gathered in bf16 through the step; the model holds
@@ -83,7 +85,8 @@ BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gp
 CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x2-socket.yaml"}
 MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
 READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
-               "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23")  # 21
+               "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",  # 21
+               "calibration/h200x2-llm-2gpu-sealed3-2026-11-27")  # session 22 (read at 82da8dc)
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on
 
