@@ -48,6 +48,8 @@ def test_modes_follow_the_parallel_block():
         eager.mode_of(ParallelSpec(pp=2))
     with pytest.raises(LlmConfigError, match="ZeRO-1"):
         eager.mode_of(ParallelSpec(dp=2, zero=1))
+    with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch recomputes nothing"):
+        eager.mode_of(ParallelSpec(dp=2, recompute="selective"))
 
 
 def test_each_mode_gets_its_wrapper_and_its_own_host_cost():

@@ -99,3 +99,63 @@ def test_dense_first_layers_and_mtp_cost_step_time():
             for k, kw in (("moe", {}), ("dense3", {"dense_layers": 3}), ("mtp", {"mtp_layers": 1}))}
     assert step["mtp"] > step["moe"]             # one more layer and head on the last stage
     assert step["dense3"] != step["moe"]          # the dense layers have their own ops (no alltoall, the 18432-wide MLP)
+
+
+def test_recompute_modules_drop_their_stash_by_hand():
+    """Megatron's recompute_modules (spec.RECOMPUTE_MODULES) on a Qwen3-235B layer, tp 2 with sequence parallelism,
+    expert TP 1: each module removes its own term of memory.layer_activation_bytes (the module docstring's sizes)."""
+    from dataclasses import replace
+
+    from simcluster.llm.memory import layer_activation_bytes
+
+    base = ParallelSpec(tp=2, dp=8, ep=16, sequence_parallel=True, expert_tp=1, recompute="selective")
+    batch = BatchSpec(64, 1)
+    s, h, t, k, fe = 4096, 4096, 2, 8, 1536
+
+    def act(*modules):
+        return layer_activation_bytes(QWEN3_235B, replace(base, recompute_modules=modules), batch)
+
+    assert act() == act("core_attn")                                        # Megatron's default list
+    assert act("core_attn", "moe_act") == pytest.approx(act("core_attn") - k * 2 * s * fe / t)
+    assert act("core_attn", "layernorm") == pytest.approx(act("core_attn") - 2 * 2 * s * h / t)   # QKV and router inputs
+    lse = 4 * 64 / t * s
+    moe_stash = act("core_attn") - act("core_attn", "moe")
+    assert moe_stash == pytest.approx(k * (4 * s * h / t + 6 * s * fe / t))      # the experts' stash; both inputs kept
+    assert act("moe") - act("core_attn", "moe") == pytest.approx(lse)       # without core_attn the logsumexp stays
+
+
+def test_recompute_modules_rerun_their_ops_and_collectives(monkeypatch):
+    """The backward re-runs exactly the forward ops of the listed modules (ops.modules_of); recomputing the MoE block
+    dispatches and combines its tokens again (comm.layer_comm's EP backward doubles)."""
+    from simcluster.llm import comm
+
+    batch = BatchSpec(64, 1)
+    par = ParallelSpec(dp=8, ep=8, recompute="selective", recompute_modules=("moe_act", "mla_up_proj"))
+    fwd = {o.name: o for o in ops.layer_forward(DSV3, par, batch)}
+    again = {o.name[len("recompute."):] for o in ops.layer_backward(DSV3, par, batch) if o.name.startswith("recompute.")}
+    assert again == {"swiglu", "q_up", "kv_up", "rotary"}
+    par = ParallelSpec(dp=8, ep=8, recompute="selective", recompute_modules=("moe",))
+    again = [o for o in ops.layer_backward(DSV3, par, batch) if o.name.startswith("recompute.")]
+    assert {o.name for o in again} == {f"recompute.{n}" for n in ops.MOE_OPS}
+    assert sum(o.total_flops for o in again) == pytest.approx(sum(fwd[n].total_flops for n in ops.MOE_OPS))
+    dense = DSV3.dense_layer()
+    par = ParallelSpec(dp=8, recompute="selective", recompute_modules=("mlp",))
+    again = {o.name for o in ops.layer_backward(dense, par, batch) if o.name.startswith("recompute.")}
+    assert again == {"recompute.gate", "recompute.up", "recompute.swiglu", "recompute.down"}
+    assert not [o for o in ops.layer_backward(DSV3, par, batch) if o.name.startswith("recompute.")]   # mlp: dense layers only
+
+    # every collective 1 ms: the number of calls is what is checked
+    monkeypatch.setattr(comm, "collective_s", lambda net, group, op, nbytes: 1e-3 if group.size > 1 else 0.0)
+    net = comm.Network(None, 8)
+    plain, moe = ParallelSpec(dp=8, ep=8), ParallelSpec(dp=8, ep=8, recompute="selective", recompute_modules=("moe",))
+    g = comm.groups(plain, net)
+    assert comm.layer_comm(DSV3, plain, batch, net, g).ep_bwd_s == pytest.approx(2e-3)   # dispatch + combine
+    assert comm.layer_comm(DSV3, moe, batch, net, g).ep_fwd_s == pytest.approx(2e-3)
+    assert comm.layer_comm(DSV3, moe, batch, net, g).ep_bwd_s == pytest.approx(4e-3)     # and again for the recompute
+
+
+def test_recompute_modules_need_selective_and_known_names():
+    with pytest.raises(LlmConfigError, match="recompute_modules: a module list needs recompute: selective"):
+        ParallelSpec(recompute="full", recompute_modules=("moe",))
+    with pytest.raises(LlmConfigError, match="expected modules among"):
+        ParallelSpec(recompute="selective", recompute_modules=("experts",))

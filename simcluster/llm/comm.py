@@ -13,10 +13,11 @@ that share (the algorithm and protocol NCCL's decision model picks).
 Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp):
   TP   no SP: all_reduce T h 2, twice per layer forward and twice backward
        SP:    all_gather + reduce_scatter of T h 2 (the full tensor), twice each way
-       full recompute repeats the forward's calls in the backward
+       full recompute repeats the forward's calls in the backward; recompute_modules mlp / moe the MLP block's one
   CP   ring attention: the layer's K and V (all_gather of b s 2 g' d 2) forward; again plus a reduce_scatter of
        dK, dV backward; overlapped with the attention core: only max(0, comm - attention) is exposed
-  EP   alltoall dispatch + combine of T k h 2 per MoE layer each way (exposed)
+  EP   alltoall dispatch + combine of T k h 2 per MoE layer each way (exposed); the MoE block's recomputation
+       (full, or recompute_modules moe) dispatches and combines again in the backward
   PP   one activation (forward) and one gradient (backward) of T h 2 / t per micro-batch per stage boundary
        (Megatron scatters the boundary tensor over the TP ranks)
   DP   DDP: all_reduce of the stage's gradients (GRAD_BYTES per parameter), in buckets of
@@ -166,13 +167,14 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
     else:
         one = collective_s(net, g.tp, "all_reduce", act)
     tp_fwd = 2 * one
-    tp_bwd = 2 * one + (tp_fwd if par.recompute == "full" else 0.0)
+    again = 2 if par.recompute == "full" else int(par.recomputes("moe" if model.moe else "mlp"))   # checkpointed blocks' calls
+    tp_bwd = 2 * one + again * one
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
     cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)
     dispatched = tokens // (par.tp // par.etp) * model.top_k * model.hidden * 2     # expert TP 1: each TP rank its 1/t
     ep_one = 2 * collective_s(net, g.ep, "alltoall", dispatched) if model.moe else 0.0
-    return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one)
+    return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one * (2 if par.recomputes("moe") else 1))
 
 
 def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> float:

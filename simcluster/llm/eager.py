@@ -35,6 +35,9 @@ def mode_of(par: ParallelSpec) -> str:
         if getattr(par, name) != 1:
             raise LlmConfigError(f"parallel.{name}", f"framework torch runs no {name} (the llm-step runner's modes are "
                                  "single, ddp, fsdp and tp)", hint="use framework: megatron")
+    if par.recompute != "none":
+        raise LlmConfigError("parallel.recompute", f"framework torch recomputes nothing (the llm-step runner keeps every "
+                             f"activation), got recompute: {par.recompute}", hint="use recompute: none or framework: megatron")
     if par.tp > 1 and par.dp > 1:
         raise LlmConfigError("parallel.tp", f"framework torch: tp {par.tp} with dp {par.dp} was never measured (the "
                              "runner's tp mode is tensor parallelism alone)", hint="tp or dp, not both")

@@ -4,6 +4,8 @@
       model: {layers: 80, hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, vocab: 128256, seq: 8192}
       parallel: {tp: 8, pp: 4, dp: 32, zero: 1, virtual_stages: 5, recompute: none, sequence_parallel: true,
                  tp_comm_overlap: false, overlap_param_gather: false}
+                 # recompute: selective takes Megatron's recompute_modules: [core_attn (default), layernorm, mlp, moe,
+                 # moe_act, shared_experts, mla_up_proj]
       global_batch: 1024
       micro_batch: 1
       precision: bf16
@@ -24,6 +26,7 @@ from simcluster.llm.spec import (
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE,
+    RECOMPUTE_MODULES,
     BatchSpec,
     LlmConfigError,
     ParallelSpec,
@@ -35,7 +38,7 @@ from simcluster.llm.spec import (
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers")
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
                                                               "qk_norm", *MODEL_VARIANTS})
-PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "sequence_parallel", "tp_comm_overlap",
+PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "recompute_modules", "sequence_parallel", "tp_comm_overlap",
                  "overlap_param_gather", "expert_tp"}
 
 
@@ -84,6 +87,9 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
         r.fail(f"{pk}.zero", f"expected 0, 1, 2 or 3, got {zero!r}")
     recompute = r.choice(p, pk, "recompute", RECOMPUTE, "none")
+    modules = p.get("recompute_modules", [])
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        r.fail(f"{pk}.recompute_modules", f"expected a list of module names ({', '.join(RECOMPUTE_MODULES)}), got {modules!r}")
     flags = {}
     for name in ("sequence_parallel", "tp_comm_overlap", "overlap_param_gather"):
         flags[name] = p.get(name, False)
@@ -95,7 +101,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         r.fail("machine", "an llm_training job needs machine.gpu: {card: ...} (a GPU card, models/gpu/)")
     try:
         model = TransformerSpec(ffn=ffn, tied_embeddings=tied, mlp=mlp, dropout=dropout, **ints, **moe)
-        par = ParallelSpec(zero=zero, recompute=recompute, **flags, **degrees)
+        par = ParallelSpec(zero=zero, recompute=recompute, recompute_modules=tuple(modules), **flags, **degrees)
         batch = BatchSpec(gb, mb, precision)
         check(model, par, batch, machine.gpus_per_node * machine.nodes)
     except LlmConfigError as exc:

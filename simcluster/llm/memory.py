@@ -33,8 +33,15 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
-  selective recompute: the attention core is recomputed; with flash attention its only stash beyond the
-    tensors above is the logsumexp, so it saves 4 a s'b / t
+  selective recompute, Megatron's recompute_modules (default core_attn; spec.RECOMPUTE_MODULES):
+    core_attn      the attention core is recomputed; with flash attention its only stash beyond the tensors above is
+                   the logsumexp, so it saves 4 a s'b / t
+    layernorm      (output-discarding) the two norms' outputs, i.e. the QKV and MLP inputs: 2 x e s'bh / sp
+    mla_up_proj    (output-discarding) MLA's up-projected, rotated Q, K and V: s'b (2 a d_qk / t + 4 kv)
+    moe_act        (output-discarding) the experts' SwiGLU product: k 2 s'b f_e / t
+    shared_experts the shared expert's gate / up / product and input: (4 + e) s'b f_s / t
+    mlp, moe       (dense layers / MoE layers) only the norm's input and the module's checkpointed input, 2 s'bh / sp
+                   each, are kept
   full recompute: only each layer's input, 2 s'bh (/ t with sequence parallelism)
 fp8 under Transformer Engine (FrameworkSpec.transformer_engine): each GEMM's input is saved for the backward as TE's
   fp8 copy, 1 byte (TE 1.8 layernorm_linear.py / linear.py; TE 2.14 keeps one usage of the quantized input): the QKV,
@@ -121,27 +128,37 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
     if par.recompute == "full":
         return 2 * s * b * h / sp
+    norm_out = 0 if par.recomputes("layernorm") else 1   # output-discarding: the norms' outputs (the QKV / MLP inputs) go
     lse = 4 * model.heads / t * s * b
     qo = model.heads * (model.head_dim + model.value_dim) / 2     # = h unless attn_head_dim / MLA (Q and O widths)
-    attn = (rb + g) * s * b * h / sp + s * b * (4 * qo / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
+    attn = (rb + g * norm_out) * s * b * h / sp + s * b * (4 * qo / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
     if model.mla:     # the two latents (saved for their up-projections) and their normalised copies
         attn += 2 * (1 + g / 2) * s * b * (model.q_lora_rank + model.kv_lora_rank)
+        if par.recomputes("mla_up_proj"):   # output-discarding: the up-projected, rotated Q and K, V are rebuilt
+            attn -= s * b * (2 * model.heads / t * model.head_dim + 4 * kv)
     if model.qk_norm:   # the normalised query and key heads' inputs
         attn += 2 * s * b * (model.heads / t + kv / model.head_dim) * model.head_dim
     if fp8:
         attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
     if fw.eager:
         attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
-    if model.moe:
-        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp + model.top_k * (4 * s * b * h / sp + 6 * s * b * model.expert_ffn / t)   # expert TP 1: the same
-        mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # shared expert: gate/up/product (input shared)
+    if model.moe and par.recomputes("moe"):    # norm2 in and the layer's checkpointed input
+        mlp = 2 * s * b * h / sp + 2 * s * b * h / sp
+    elif model.moe:
+        act = 4 if par.recomputes("moe_act") else 6     # gate, up (and the product, unless the activation is rebuilt)
+        # norm2 in, router in, and per expert pick the dispatched / combined tokens and gate, up (product); expert TP 1: the same
+        mlp = 2 * s * b * h / sp + 2 * norm_out * s * b * h / sp + model.top_k * (4 * s * b * h / sp + act * s * b * model.expert_ffn / t)
+        if not par.recomputes("shared_experts"):
+            mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # shared expert: gate/up/product (input shared)
+    elif par.recomputes("mlp"):                # norm2 in and the MLP's checkpointed input (bf16)
+        mlp = rb * s * b * h / sp + 2 * s * b * h / sp
     elif model.mlp == "gelu":
-        mlp = (rb + g) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
+        mlp = (rb + g * norm_out) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
     else:
-        mlp = (rb + g) * s * b * h / sp + (8 if fw.eager else 4 + g) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
+        mlp = (rb + g * norm_out) * s * b * h / sp + (8 if fw.eager else 4 + g) * s * b * model.ffn / t   # norm2 in, mlp in, gate/up/(silu)/product
     if model.dropout:   # the two hidden-dropout masks, 1 byte per element of the (sequence-sharded) residual stream
         mlp += 2 * s * b * h / sp
-    if par.recompute == "selective":
+    if par.recomputes("core_attn"):
         attn -= lse
     elif fw.attention == "unfused" and par.cp == 1:   # Korthikanti's 5 a s^2 b: softmax output, dropout mask and output
         attn += 5 * model.heads / t * s * s * b
@@ -232,6 +249,10 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     cache = FP8_WEIGHT_CACHE_BYTES * stage_layer_count * layer_linear_params(model, par) if cached else 0.0
     layers = stage_layer_count * frac
     per_layer = layer_activation_bytes(model, par, batch, fw)
+    dense_here = min(model.dense_layers, stage_layer_count) if first else 0   # a MoE model's first layers are dense
+    if dense_here:
+        dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
+        per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)

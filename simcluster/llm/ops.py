@@ -21,7 +21,10 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
   fp8 (Transformer Engine): a transposed fp8 copy of every GEMM input forward (M K bytes; the attention output's
     cast 3 M K more), a cast-transpose of every output gradient backward (4 M N bytes)
-recompute: 'full' runs the layer's forward again inside its backward; 'selective' only the attention core.
+recompute: 'full' runs the layer's forward again inside its backward; 'selective' the ops of its recompute_modules
+(modules_of: core_attn the attention core, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary,
+mlp a dense layer's MLP, moe the whole MoE block (router, permutation, experts, shared experts), moe_act the experts'
+SwiGLU, shared_experts the shared expert); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
 Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the
 hidden dropout of the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout
 draws its mask inside the kernel (no bytes; its random numbers cost time per score element, priced by the GPU card's
@@ -261,17 +264,32 @@ def eager_backward_extras(model: TransformerSpec, par: ParallelSpec, batch: Batc
     return ops
 
 
+SHARED_EXPERT_OPS = ("shared_gate", "shared_up", "shared_swiglu", "shared_down")
+MOE_OPS = ("router", "permute", "expert_gate", "expert_up", "swiglu", "expert_down") + SHARED_EXPERT_OPS
+DENSE_MLP_OPS = ("gate", "up", "swiglu", "down", "gelu")
+
+
+def modules_of(op: Op, model: TransformerSpec) -> tuple[str, ...]:
+    """The recompute_modules (spec.RECOMPUTE_MODULES) whose recomputation runs this forward op again."""
+    if op.kind == "attention" or op.name.startswith("core."):
+        return ("core_attn",)
+    if op.name == "rmsnorm":
+        return ("layernorm",)
+    if model.mla and op.name in ("q_up", "kv_up", "rotary"):
+        return ("mla_up_proj",)
+    if model.moe:
+        found = ("moe",) if op.name in MOE_OPS else ()
+        found += ("shared_experts",) if op.name in SHARED_EXPERT_OPS else ()
+        return found + (("moe_act",) if op.name == "swiglu" else ())
+    return ("mlp",) if op.name in DENSE_MLP_OPS else ()
+
+
 def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """The layer's backward, with the forward ops recomputation re-runs first (eager: eager_backward_extras too)."""
     fwd = layer_forward(model, par, batch, fw)
     e = sharding(model, par, batch).in_bytes
-    if par.recompute == "full":
-        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd]
-    elif par.recompute == "selective":
-        again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd
-                 if op.kind == "attention" or op.name.startswith("core.")]
-    else:
-        again = []
+    again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd
+             if par.recompute == "full" or any(par.recomputes(m) for m in modules_of(op, model))]
     extras = eager_backward_extras(model, par, batch, fw) if fw.eager else []
     return again + backward_of(fwd, model, par, batch, e) + extras + grad_accumulate(fwd, fw)
 

@@ -15,8 +15,9 @@ collective's (the NVLink card's all_gather / reduce_scatter of the full T h tens
   backward  out-projection and fc2 dgrad (proj_dgrad, fc2_dgrad): the all_gather of the output gradient, ring exchange;
             QKV and fc1 (qkv_wgrad, fc1_wgrad, 'bulk'): the reduce_scatter of the input gradient runs beside the
             weight-gradient GEMM on COMM_SMS SMs: bulk_s = max(g', c)
-  exposed = overlapped time - g, per collective; full recompute repeats the forward's. Under fp8 the all_gather
-  buffers hold fp8 (TE: "AllGather buffers use fp8 when using fp8 recipe"): 1 byte per element.
+  exposed = overlapped time - g, per collective; full recompute repeats the forward's (recompute_modules mlp / moe the
+  MLP's). Under fp8 the all_gather buffers hold fp8 (TE: "AllGather buffers use fp8 when using fp8 recipe"): 1 byte per
+  element.
 Not modelled: the input all_gather TE's 'bulk' qkv_dgrad / fc1_dgrad overlaps with the dgrad GEMM for the weight
 gradient (without the overlap Megatron runs it asynchronously too, and the model counts it in neither case), and any
 slowdown of the copy-engine ring exchange on the GEMM's memory traffic.
@@ -72,14 +73,17 @@ def tp_layer_exposed(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec
     rs = comm.collective_s(net, group, "reduce_scatter", tokens * model.hidden * 2)
     slow = gpu.sm_count / (gpu.sm_count - COMM_SMS)
     qkv, fc1 = ("qkv", "q", "k", "v"), ("gate", "up")
-    fwd = 0.0
-    for names in (qkv, fc1):
+    def gathered(names):      # a GEMM fed by an all_gather: the ring exchange's exposed part
         g = _gemm_s(gpu, fwd_ops, names, dtype)
-        fwd += ring_exchange_s(g, ag, t) - g
-    for names in (("attn_out",), ("down",)):
+        return ring_exchange_s(g, ag, t) - g
+
+    def scattered(names):     # a GEMM whose output is reduce-scattered: pipelined in chunks
         g = _gemm_s(gpu, fwd_ops, names, dtype)
-        fwd += pipelined_s(g * slow, rs, PIPELINE_SPLITS) - g
-    bwd = fwd if par.recompute == "full" else 0.0
+        return pipelined_s(g * slow, rs, PIPELINE_SPLITS) - g
+
+    attn_part, mlp_part = gathered(qkv) + scattered(("attn_out",)), gathered(fc1) + scattered(("down",))
+    fwd = attn_part + mlp_part
+    bwd = fwd if par.recompute == "full" else (mlp_part if par.recomputes("moe" if model.moe else "mlp") else 0.0)
     for name in ("attn_out", "down"):
         g = _gemm_s(gpu, bwd_ops, (f"{name}.dgrad",), dtype)
         bwd += ring_exchange_s(g, ag, t) - g

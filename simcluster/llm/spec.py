@@ -15,11 +15,15 @@ Every check raises LlmConfigError whose `key` names the offending setting (e.g. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.errors import SimclusterError
 
 RECOMPUTE = ("none", "selective", "full")
+# Megatron-Core's recompute_modules (selective granularity; default core_attn). Output-discarding: layernorm, moe_act,
+# mla_up_proj (the module's output is freed after its consumer used it, recomputed in the backward); the others keep
+# only their input (normal checkpointing) and run their forward again, communication included.
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts")
 MLPS = ("swiglu", "gelu")
 PRECISIONS = ("bf16", "fp8")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -157,6 +161,10 @@ class TransformerSpec:
         layers = moe * self.layer_params() + (self.layers - moe) * self.dense_layer_params()
         return layers + self.embedding_params() + head + self.hidden + (self.mtp_params() if with_mtp else 0)
 
+    def dense_layer(self) -> TransformerSpec:
+        """One of a MoE model's first dense_layers layers as a model of its own (the MLP of width ffn, no experts)."""
+        return replace(self, experts=0, top_k=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=0, mtp_layers=0)
+
     def active_parameter_count(self, with_mtp: bool = True) -> int:
         """Parameters one token passes through (a MoE token sees top_k experts, not all)."""
         if not self.moe:
@@ -176,6 +184,7 @@ class ParallelSpec:
     virtual_stages: int = 1       # interleaved 1F1B model chunks per pipeline stage
     recompute: str = "none"
     sequence_parallel: bool = False
+    recompute_modules: tuple[str, ...] = ()   # with recompute 'selective': Megatron's module list (empty: core_attn)
     tp_comm_overlap: bool = False       # Megatron --tp-comm-overlap: TE userbuffers pipeline TP collectives with GEMMs (llm/overlap.py)
     overlap_param_gather: bool = False  # Megatron --overlap-param-gather: ZeRO-1/2 parameter all_gather overlapped with the forward
     expert_tp: int = 0            # Megatron --expert-tensor-parallel-size: 0 = tp (its default) or 1 (experts whole, spread over tp x dp)
@@ -188,6 +197,12 @@ class ParallelSpec:
             raise LlmConfigError("parallel.zero", f"expected one of 0, 1, 2, 3, got {self.zero}")
         if self.recompute not in RECOMPUTE:
             raise LlmConfigError("parallel.recompute", f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        bad = [m for m in self.recompute_modules if m not in RECOMPUTE_MODULES]
+        if bad:
+            raise LlmConfigError("parallel.recompute_modules", f"expected modules among {', '.join(RECOMPUTE_MODULES)}, got {bad[0]!r}")
+        if self.recompute_modules and self.recompute != "selective":
+            raise LlmConfigError("parallel.recompute_modules", f"a module list needs recompute: selective, got recompute: {self.recompute}",
+                                 hint="set recompute: selective (Megatron's --recompute-granularity selective)")
         if self.sequence_parallel and self.tp == 1:
             raise LlmConfigError("parallel.sequence_parallel", "sequence parallelism needs tp > 1")
         if self.tp_comm_overlap and not self.sequence_parallel:
@@ -208,6 +223,13 @@ class ParallelSpec:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    def recomputes(self, module: str) -> bool:
+        """Whether the backward recomputes this module of the layer (RECOMPUTE_MODULES): every one under full
+        recompute, the listed ones (default core_attn) under selective, none otherwise."""
+        if self.recompute == "full":
+            return True
+        return self.recompute == "selective" and module in (self.recompute_modules or ("core_attn",))
 
     @property
     def etp(self) -> int:

@@ -27,8 +27,6 @@ step (_ddp_bucket_copies_s).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap
@@ -104,7 +102,7 @@ def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, den
 def _dense_layer_tasks(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network, g: comm.Groups,
                        fw: FrameworkSpec) -> tuple[Task, Task]:
     """(forward, backward) of one of a MoE model's first dense layers (the MLP of width ffn, no experts, no alltoall)."""
-    dense = replace(model, experts=0, top_k=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=0, mtp_layers=0)
+    dense = model.dense_layer()
     lc = comm.layer_comm(dense, par, batch, net, g)
     fwd_ops, bwd_ops = ops.layer_forward(dense, par, batch, fw), ops.layer_backward(dense, par, batch, fw)
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s

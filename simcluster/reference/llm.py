@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.spec import MLPS, RECOMPUTE
+from simcluster.llm.spec import MLPS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.reference import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
@@ -34,9 +34,17 @@ from simcluster.strict import count, field, known_keys, short
 TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
+def modules_of(value) -> tuple[str, ...]:
+    """A `parse` for a row's recompute_modules: a list of Megatron's module names (spec.RECOMPUTE_MODULES)."""
+    if not isinstance(value, (list, tuple)) or not all(v in RECOMPUTE_MODULES for v in value):
+        raise ValueError(f"expected a list of {', '.join(RECOMPUTE_MODULES)}")
+    return tuple(value)
+
+
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
-                "recompute": one_of(RECOMPUTE), "ffn_per_hidden": lambda v: count(v, 64), "expert_tp": count}
+                "recompute": one_of(RECOMPUTE), "recompute_modules": modules_of, "ffn_per_hidden": lambda v: count(v, 64),
+                "expert_tp": count}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers")
@@ -131,6 +139,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
     dp, cp, ep = (1 if p.get(k) is None else checked(p, k, "parallel", count) for k in ("dp", "cp", "ep"))
     recompute = pick(p, "parallel", "recompute", "none")
+    listed = p.get("recompute_modules") is not None or "recompute_modules" in assumed
+    modules = pick(p, "parallel", "recompute_modules", ()) if recompute == "selective" and listed else ()
     v = pick(p, "parallel", "virtual_stages", 1) if pp > 1 else 1
     zero = pick(p, "parallel", "zero", 0)
     sp = pick(p, "parallel", "sequence_parallel", tp > 1) and tp > 1
@@ -139,7 +149,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     flags["tp_comm_overlap"] = flags.get("tp_comm_overlap", False) and sp
     if ep > 1 and tp > 1:     # Megatron's expert TP (default tp); a recipe's expert_tensor_parallel_size 1 comes from the assumptions
         flags["expert_tp"] = pick(p, "parallel", "expert_tp", 0)
-    par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, **flags)
+    par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)
     return (model, par, batch), "", used
@@ -273,6 +283,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
                          framework=framework_of(ref, run))
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
+    config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
     detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip())
