@@ -182,3 +182,20 @@ def test_report_renders_in_a_headless_browser(tmp_path):
     images = json.loads(html_lib.unescape(re.search(r'data-images="([^"]*)"', dom).group(1)))
     assert len(images) == 1 and all(done and w > 300 and h > 200 for done, w, h in images)   # decoded by the browser
     assert dom.count("<tr>") == 3                                                            # header + 2 rows
+
+
+def test_recompute_is_searched_and_checked(tmp_path):
+    """search.recompute: every split once per recompute setting, each read with it (and its memory lower for full);
+    a name that is not a recompute setting is one line at the key."""
+    from simcluster.llm.memory import memory_per_gpu
+
+    sweep, plan = search.read_plan(_plan(tmp_path, nodes=(1,), search_space={"tp": [1, 2], "recompute": ["none", "full"]}))
+    pts, _ = search.candidates(sweep, plan)
+    got = sorted((p.scenario.jobs[0].parallel.tp, p.scenario.jobs[0].parallel.recompute) for p in pts)
+    assert got == [(1, "full"), (1, "none"), (2, "full"), (2, "none")]
+    by = {(p.scenario.jobs[0].parallel.tp, p.scenario.jobs[0].parallel.recompute): p.scenario.jobs[0] for p in pts}
+    acts = {k: memory_per_gpu(j.model, j.parallel, j.batch, 80e9).activations for k, j in by.items()}
+    assert acts[(1, "full")] < acts[(1, "none")]
+    path = _plan(tmp_path, search_space={"tp": [1], "recompute": ["some"]})
+    with pytest.raises(ScenarioError, match="search.recompute: expected a non-empty list of none, selective, full"):
+        search.read_plan(path)

@@ -11,6 +11,8 @@
       micro_batch: [1, 2]
       zero: [1, 3]
       virtual_stages: [1]                 # optional (pp = 1 uses 1)
+      recompute: [none, selective, full]  # optional: activation recomputation traded against memory (a base job's
+                                          # recompute_modules go with selective only)
 A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tensor parallelism).
 dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
 scenario reader (llm.spec.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
@@ -29,12 +31,13 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.llm.spec import RECOMPUTE
 from simcluster.plan import cost
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
 
-SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages")
+SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute")
 MAX_CANDIDATES = 200_000
 
 
@@ -43,7 +46,7 @@ class PlanSpec:
     catalogue: Path
     tokens: float | None
     within_s: float | None
-    search: tuple[tuple[str, tuple[int, ...]], ...]
+    search: tuple[tuple[str, tuple], ...]      # (key, values): integers, recompute's names
 
 
 @dataclass(frozen=True)
@@ -77,16 +80,19 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
         r.fail("plan.target.within", getattr(exc, "message", str(exc)), hint="write e.g. 30d, 12h or 2w")
     if not within or within <= 0:
         r.fail("plan.target.within", "the deadline must be a positive duration")
-    search: list[tuple[str, tuple[int, ...]]] = []
+    search: list[tuple[str, tuple]] = []
     if "search" in sweep.sections:
         s = r.mapping(sweep.sections["search"], "search", set(), set(SEARCH_KEYS))
         for key in SEARCH_KEYS:
-            if key in s:
-                values = s[key]
-                if not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
-                                                                    for v in values):
-                    r.fail(f"search.{key}", f"expected a non-empty list of integers, got {strict.short(values)}")
-                search.append((key, tuple(values)))
+            if key not in s:
+                continue
+            values = s[key]
+            if key == "recompute":
+                if not isinstance(values, list) or not values or any(v not in RECOMPUTE for v in values):
+                    r.fail("search.recompute", f"expected a non-empty list of {', '.join(RECOMPUTE)}, got {strict.short(values)}")
+            elif not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+                r.fail(f"search.{key}", f"expected a non-empty list of integers, got {strict.short(values)}")
+            search.append((key, tuple(values)))
         jobs = sweep.doc.get("jobs")
         if not (isinstance(jobs, list) and len(jobs) == 1 and isinstance(jobs[0], dict) and jobs[0].get("kind") == "llm_training"):
             r.fail("search", "a parallelism search needs exactly one job, of kind llm_training")
@@ -115,6 +121,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
     space.setdefault("micro_batch", (job.get("micro_batch", 1),))
     space.setdefault("zero", (par.get("zero", 0),))
     space.setdefault("virtual_stages", (par.get("virtual_stages", 1),))
+    space.setdefault("recompute", (par.get("recompute", "none"),))
     count = len(hardware) * math.prod(len(v) for v in space.values())
     if count > MAX_CANDIDATES:
         raise ScenarioError(f"{count:,} candidates; at most {MAX_CANDIDATES:,}", where=str(sweep.path),
@@ -137,7 +144,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             continue
         gpus = per_node * nodes
         cp = par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1
-        for tp, pp, mb, zero, vs in itertools.product(*(space[k] for k in SEARCH_KEYS)):
+        for tp, pp, mb, zero, vs, rc in itertools.product(*(space[k] for k in SEARCH_KEYS)):
             if tp < 1 or per_node % tp:
                 skipped["tp does not divide the GPUs of a node"] += 1
                 continue
@@ -154,7 +161,8 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             vs = 1 if pp == 1 else vs
             sp = (("jobs[0].parallel.sequence_parallel", tp > 1),) if par.get("sequence_parallel") is True else ()
             params = hw + sp + (("jobs[0].parallel.tp", tp), ("jobs[0].parallel.pp", pp), ("jobs[0].parallel.dp", dp),
-                           ("jobs[0].parallel.zero", zero), ("jobs[0].parallel.virtual_stages", vs), ("jobs[0].micro_batch", mb))
+                           ("jobs[0].parallel.zero", zero), ("jobs[0].parallel.virtual_stages", vs), ("jobs[0].micro_batch", mb),
+                           ("jobs[0].parallel.recompute", rc))
             point = spec_module.build_point(sweep, params)
             if point.hash in seen:
                 continue
