@@ -153,17 +153,14 @@ def test_tuning_log_names_its_rank_count_and_p2p_channels():
     assert (t.ranks, t.channels, t.p2p_channels) == (4, 24, (32, 32))
 
 
-def test_primitives_beat_the_chunked_model_on_every_held_out_op_but_reduce_scatter(cards):
-    # reduce_scatter's rate is not in any all_reduce log (docs/models/collectives-findings.md, item 10): both models
-    # miss it by ~8.7%, and which is ahead by a few hundredths of a point moves with the scipy version that fits
-    # the chunked card (8.71 vs 8.68 with scipy 1.17); every other held-out op is clearly better
+def test_primitives_beat_the_chunked_model_on_every_held_out_op(cards):
+    # reduce_scatter's rate is not in any all_reduce log (docs/models/collectives-findings.md, item 10): the primitives
+    # card misses it by ~8.7%; the chunked card, fitted from 12 starts since session 22 (3 starts fell into a minimum
+    # 50% above the best cost under scipy 1.17 / numpy 2.4 and the margin then depended on the versions), by ~13%
     primitives, chunked = cards
     for op in BOUNDS:
-        mine, theirs = cf.mean_error(primitives, cf.GRAPH, op), cf.mean_error(chunked, cf.GRAPH, op)
-        if op == "reduce_scatter":
-            assert abs(mine - theirs) < 0.5
-        elif op != "all_reduce":
-            assert mine < theirs
+        if op != "all_reduce":
+            assert cf.mean_error(primitives, cf.GRAPH, op) < cf.mean_error(chunked, cf.GRAPH, op)
 
 
 def test_tuning_log_table_and_channels():
