@@ -167,7 +167,7 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
     else:
         one = collective_s(net, g.tp, "all_reduce", act)
     tp_fwd = 2 * one
-    again = 2 if par.recompute == "full" else int(par.recomputes("moe" if model.moe else "mlp"))   # checkpointed blocks' calls
+    again = 2 if par.recompute == "full" else int(par.recomputes_mlp_block(model))   # checkpointed blocks' calls
     tp_bwd = 2 * one + again * one
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)

@@ -83,7 +83,7 @@ def tp_layer_exposed(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec
 
     attn_part, mlp_part = gathered(qkv) + scattered(("attn_out",)), gathered(fc1) + scattered(("down",))
     fwd = attn_part + mlp_part
-    bwd = fwd if par.recompute == "full" else (mlp_part if par.recomputes("moe" if model.moe else "mlp") else 0.0)
+    bwd = fwd if par.recompute == "full" else (mlp_part if par.recomputes_mlp_block(model) else 0.0)
     for name in ("attn_out", "down"):
         g = _gemm_s(gpu, bwd_ops, (f"{name}.dgrad",), dtype)
         bwd += ring_exchange_s(g, ag, t) - g

@@ -231,6 +231,11 @@ class ParallelSpec:
             return True
         return self.recompute == "selective" and module in (self.recompute_modules or ("core_attn",))
 
+    def recomputes_mlp_block(self, model: TransformerSpec) -> bool:
+        """Whether the layer's MLP block (the MoE block of a MoE layer) is checkpointed: its forward, TP and EP calls
+        included, runs again in the backward."""
+        return self.recomputes("moe" if model.moe else "mlp")
+
     @property
     def etp(self) -> int:
         """Tensor parallelism of the experts (1 or tp)."""

@@ -34,7 +34,7 @@ from simcluster.strict import count, field, known_keys, short
 TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
-def modules_of(value) -> tuple[str, ...]:
+def module_list(value) -> tuple[str, ...]:
     """A `parse` for a row's recompute_modules: a list of Megatron's module names (spec.RECOMPUTE_MODULES)."""
     if not isinstance(value, (list, tuple)) or not all(v in RECOMPUTE_MODULES for v in value):
         raise ValueError(f"expected a list of {', '.join(RECOMPUTE_MODULES)}")
@@ -43,7 +43,7 @@ def modules_of(value) -> tuple[str, ...]:
 
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
-                "recompute": one_of(RECOMPUTE), "recompute_modules": modules_of, "ffn_per_hidden": lambda v: count(v, 64),
+                "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
