@@ -16,8 +16,11 @@ Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp)
        full recompute repeats the forward's calls in the backward; recompute_modules mlp / moe the MLP block's one
   CP   ring attention: the layer's K and V (all_gather of b s 2 g' d 2) forward; again plus a reduce_scatter of
        dK, dV backward; overlapped with the attention core: only max(0, comm - attention) is exposed
-  EP   alltoall dispatch + combine of T k h 2 per MoE layer each way (exposed); the MoE block's recomputation
-       (full, or recompute_modules moe) dispatches and combines again in the backward
+  EP   dispatch + combine of S = T k h 2 per MoE layer each way; the MoE block's recomputation (full, or
+       recompute_modules moe) dispatches and combines again in the backward. moe_dispatcher alltoall: one alltoall of S
+       (each of a token's k copies its own message). deepep across N nodes: a token goes once to each remote node that
+       holds one of its experts (D of the N nodes, ep_nodes_per_token), then over NVLink to its experts' GPUs there:
+       max(alltoall of S D / k across nodes, alltoall of S over the node's ranks on NVLink); inside a node as alltoall
   PP   one activation (forward) and one gradient (backward) of T h 2 / t per micro-batch per stage boundary
        (Megatron scatters the boundary tensor over the TP ranks)
   DP   DDP: all_reduce of the stage's gradients (GRAD_BYTES per parameter), in buckets of
@@ -173,8 +176,49 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
     cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)
     dispatched = tokens // (par.tp // par.etp) * model.top_k * model.hidden * 2     # expert TP 1: each TP rank its 1/t
-    ep_one = 2 * collective_s(net, g.ep, "alltoall", dispatched) if model.moe else 0.0
+    ep_one = 2 * ep_dispatch_s(model, par, net, g.ep, dispatched) if model.moe else 0.0
     return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one * (2 if par.recomputes("moe") else 1))
+
+
+def ep_nodes_per_token(model: TransformerSpec, nodes: int) -> float:
+    """Expected number of the EP group's `nodes` nodes that hold at least one of a token's top_k experts, routing
+    balanced (every expert equally likely; experts placed in order, E / N per node). P(a node is missed) is the
+    hypergeometric C(E - E/N, k) / C(E, k); with group-limited routing (expert_groups G, group_topk M) the k experts
+    are drawn from the M E / G experts of M groups drawn among G: a node holding whole groups (G a multiple of N) is
+    missed when j of its G / N groups are drawn (hypergeometric in j) and none of its j E / G experts is picked; a
+    group spread over N / G nodes, when it is not drawn or none of the node's E / N experts of it is picked."""
+    e, k = model.experts, model.top_k
+    if nodes <= 1:
+        return 1.0
+    per_node = e / nodes
+
+    def none_picked(pool: float, held: float) -> float:     # k drawn without replacement from `pool`, none of `held`
+        return math.comb(int(pool - held), k) / math.comb(int(pool), k) if pool - held >= k else 0.0
+
+    if not model.expert_groups or model.group_topk == model.expert_groups:
+        missed = none_picked(e, per_node)
+    elif model.expert_groups % nodes == 0:
+        g, m, q, size = model.expert_groups, model.group_topk, model.expert_groups // nodes, e // model.expert_groups
+        missed = sum(math.comb(q, j) * math.comb(g - q, m - j) / math.comb(g, m) * none_picked(m * size, j * size)
+                     for j in range(0, min(q, m) + 1))
+    elif nodes % model.expert_groups == 0:
+        g, m = model.expert_groups, model.group_topk
+        missed = (1 - m / g) + m / g * none_picked(m * e / g, per_node)
+    else:
+        raise ScenarioError(f"model.expert_groups {model.expert_groups} and the EP group's {nodes} nodes: neither divides the other",
+                            hint="the deepep dispatcher's volume is modelled for groups aligned with nodes")
+    return nodes * (1 - missed)
+
+
+def ep_dispatch_s(model: TransformerSpec, par: ParallelSpec, net: Network, group: Group, nbytes: float) -> float:
+    """One dispatch (or combine) of `nbytes` per GPU (T k h 2) on the EP group, by par.moe_dispatcher."""
+    if par.moe_dispatcher == "alltoall" or group.inside_node:
+        return collective_s(net, group, "alltoall", nbytes)
+    dedup = ep_nodes_per_token(model, group.nodes) / model.top_k
+    across = collective_s(net, group, "alltoall", nbytes * dedup)
+    r = group.ranks_per_node
+    forward = predict(net.intra, "alltoall", max(1, int(nbytes)), r).time_s if r > 1 else 0.0
+    return max(across, forward)
 
 
 def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> float:

@@ -6,6 +6,8 @@
                  tp_comm_overlap: false, overlap_param_gather: false}
                  # recompute: selective takes Megatron's recompute_modules: [core_attn (default), layernorm, mlp, moe,
                  # moe_act, shared_experts, mla_up_proj]
+                 # optional: pipeline_layout: [layers of each virtual stage, model order]; MoE: moe_dispatcher: alltoall |
+                 # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit)
       global_batch: 1024
       micro_batch: 1
       precision: bf16
@@ -24,6 +26,7 @@ from simcluster.llm import eager
 from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import (
     FRAMEWORKS,
+    MOE_DISPATCHERS,
     PRECISIONS,
     RECOMPUTE,
     RECOMPUTE_MODULES,
@@ -35,11 +38,13 @@ from simcluster.llm.spec import (
     check_framework,
 )
 
-MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers")
+MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
+                  "expert_groups", "group_topk")
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
                                                               "qk_norm", *MODEL_VARIANTS})
 PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "recompute_modules", "sequence_parallel", "tp_comm_overlap",
-                 "overlap_param_gather", "expert_tp"}
+                 "overlap_param_gather", "expert_tp", "pipeline_layout", "moe_dispatcher", "moe_shared_expert_overlap", "moe_a2a_overlap"}
+MOE_FLAGS = ("moe_shared_expert_overlap", "moe_a2a_overlap")
 
 
 @dataclass(frozen=True)
@@ -90,8 +95,13 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     modules = p.get("recompute_modules", [])
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         r.fail(f"{pk}.recompute_modules", f"expected a list of module names ({', '.join(RECOMPUTE_MODULES)}), got {modules!r}")
-    flags = {}
-    for name in ("sequence_parallel", "tp_comm_overlap", "overlap_param_gather"):
+    flags: dict = {}
+    layout = p.get("pipeline_layout", [])
+    if not isinstance(layout, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in layout):
+        r.fail(f"{pk}.pipeline_layout", f"expected a list of layer counts (one per virtual stage), got {layout!r}")
+    flags["pipeline_layout"] = tuple(layout)
+    flags["moe_dispatcher"] = r.choice(p, pk, "moe_dispatcher", MOE_DISPATCHERS, "alltoall")
+    for name in ("sequence_parallel", "tp_comm_overlap", "overlap_param_gather") + MOE_FLAGS:
         flags[name] = p.get(name, False)
         if not isinstance(flags[name], bool):
             r.fail(f"{pk}.{name}", f"expected true or false, got {flags[name]!r}")

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
 
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
@@ -81,7 +81,7 @@ class StageParams:
 
 
 def stage_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
-    split = layer_split(model.layers, par.pp, par.virtual_stages)
+    split = par.layer_split(model.layers)
     return sum(split[c * par.pp + stage] for c in range(par.virtual_stages))
 
 
@@ -114,8 +114,10 @@ def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: b
     dense = layers * one.dense
     if first:
         dense += model.embedding_params() / vs
-    if last:
+    if last:   # the LM head, the final norm, and the MTP modules (each a layer, two norms and a 2h x h projection / t)
         dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / vs) + model.hidden
+        dense += model.mtp_layers * (one.dense + 2 * model.hidden + 2 * model.hidden * model.hidden / par.tp)
+        layers += model.mtp_layers if model.moe else 0
     return StageParams(dense, layers * one.expert)
 
 

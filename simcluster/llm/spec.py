@@ -25,6 +25,10 @@ RECOMPUTE = ("none", "selective", "full")
 # only their input (normal checkpointing) and run their forward again, communication included.
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts")
 MLPS = ("swiglu", "gelu")
+# how a MoE layer's tokens reach their experts' ranks: alltoall (Megatron's alltoall dispatcher: each of a token's top_k
+# copies is its own message) or deepep (DeepEP's / HybridEP's node-deduplicated dispatch, Megatron's `flex` dispatcher:
+# one copy per remote node over the NIC, then NVLink inside that node; llm/comm.py)
+MOE_DISPATCHERS = ("alltoall", "deepep")
 PRECISIONS = ("bf16", "fp8")
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -61,6 +65,8 @@ class TransformerSpec:
     shared_expert_ffn: int = 0  # width of the always-on shared expert(s) beside the routed ones (DeepSeek-V3: 1 x 2048)
     dense_layers: int = 0     # the first k layers run a dense MLP of width `ffn` instead of the experts (DeepSeek-V3: 3)
     mtp_layers: int = 0       # multi-token prediction depth: each adds one layer, a 2h -> h projection, two norms, a loss
+    expert_groups: int = 0    # group-limited routing (Megatron's moe_router_num_groups; DeepSeek-V3: 8): experts in equal groups,
+    group_topk: int = 0       # a token picks its top_k experts inside its group_topk best groups (DeepSeek-V3: 4); 0 = no limit
 
     @property
     def mla(self) -> bool:
@@ -75,7 +81,7 @@ class TransformerSpec:
         if self.hidden % self.heads and not self.attn_head_dim:
             raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}", hint="set attn_head_dim")
         for name in ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
-                     "mtp_layers"):
+                     "mtp_layers", "expert_groups", "group_topk"):
             if getattr(self, name) < 0:
                 raise LlmConfigError(f"model.{name}", f"expected an integer >= 0, got {getattr(self, name)}")
         if self.mla and not (self.qk_rope_dim and self.v_head_dim and self.attn_head_dim):
@@ -93,6 +99,17 @@ class TransformerSpec:
                 raise LlmConfigError("model.expert_ffn", "a mixture of experts needs expert_ffn >= 1")
         elif self.ffn < 1:
             raise LlmConfigError("model.ffn", f"expected an integer >= 1, got {self.ffn}")
+        if self.expert_groups or self.group_topk:
+            self._check_groups()
+
+    def _check_groups(self) -> None:
+        g, m = self.expert_groups, self.group_topk
+        if not self.moe or g < 1 or self.experts % g:
+            raise LlmConfigError("model.expert_groups", f"expected a number of groups dividing experts ({self.experts}), got {g}")
+        if not 1 <= m <= g:
+            raise LlmConfigError("model.group_topk", f"expected 1 <= group_topk <= expert_groups ({g}), got {m}")
+        if self.top_k > m * self.experts // g:
+            raise LlmConfigError("model.group_topk", f"top_k {self.top_k} experts do not fit in {m} groups of {self.experts // g}")
 
     @property
     def moe(self) -> bool:
@@ -163,7 +180,7 @@ class TransformerSpec:
 
     def dense_layer(self) -> TransformerSpec:
         """One of a MoE model's first dense_layers layers as a model of its own (the MLP of width ffn, no experts)."""
-        return replace(self, experts=0, top_k=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=0, mtp_layers=0)
+        return replace(self, experts=0, top_k=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=0, mtp_layers=0, expert_groups=0, group_topk=0)
 
     def active_parameter_count(self, with_mtp: bool = True) -> int:
         """Parameters one token passes through (a MoE token sees top_k experts, not all)."""
@@ -188,6 +205,11 @@ class ParallelSpec:
     tp_comm_overlap: bool = False       # Megatron --tp-comm-overlap: TE userbuffers pipeline TP collectives with GEMMs (llm/overlap.py)
     overlap_param_gather: bool = False  # Megatron --overlap-param-gather: ZeRO-1/2 parameter all_gather overlapped with the forward
     expert_tp: int = 0            # Megatron --expert-tensor-parallel-size: 0 = tp (its default) or 1 (experts whole, spread over tp x dp)
+    pipeline_layout: tuple[int, ...] = ()   # layers of each virtual stage in model order (pp x virtual_stages entries; Megatron's
+                                  # num_layers_in_first / last_pipeline_stage, pipeline_model_parallel_layout); () = spec.layer_split
+    moe_dispatcher: str = "alltoall"        # MOE_DISPATCHERS
+    moe_shared_expert_overlap: bool = False  # Megatron moe_shared_expert_overlap: the shared expert beside the dispatch / combine
+    moe_a2a_overlap: bool = False  # Megatron overlap_moe_expert_parallel_comm: one micro-batch's EP calls beside another's compute
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -216,6 +238,13 @@ class ParallelSpec:
             raise LlmConfigError("parallel.overlap_param_gather", f"needs the distributed optimizer (zero 1 or 2), got zero {self.zero}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise LlmConfigError("parallel.virtual_stages", "interleaved stages need pp > 1")
+        if self.pipeline_layout and (len(self.pipeline_layout) != self.pp * self.virtual_stages or min(self.pipeline_layout) < 0):
+            raise LlmConfigError("parallel.pipeline_layout", f"expected {self.pp * self.virtual_stages} layer counts >= 0 (pp x virtual_stages, "
+                                 f"model order), got {list(self.pipeline_layout)}")
+        if self.moe_dispatcher not in MOE_DISPATCHERS:
+            raise LlmConfigError("parallel.moe_dispatcher", f"expected one of {', '.join(MOE_DISPATCHERS)}, got {self.moe_dispatcher!r}")
+        if self.moe_shared_expert_overlap and self.moe_dispatcher != "alltoall":
+            raise LlmConfigError("parallel.moe_shared_expert_overlap", "needs moe_dispatcher: alltoall (Megatron does not run it with DeepEP)")
         if self.zero == 3 and self.pp > 1:
             raise LlmConfigError("parallel.zero", "ZeRO-3 / FSDP with pipeline parallelism is not modelled",
                                  hint="use zero 0, 1 or 2 with pp > 1")
@@ -223,6 +252,10 @@ class ParallelSpec:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    def layer_split(self, layers: int) -> tuple[int, ...]:
+        """Layers of each virtual stage (k = chunk x pp + stage, model order): the pipeline_layout, else spec.layer_split."""
+        return self.pipeline_layout or layer_split(layers, self.pp, self.virtual_stages)
 
     def recomputes(self, module: str) -> bool:
         """Whether the backward recomputes this module of the layer (RECOMPUTE_MODULES): every one under full
@@ -305,11 +338,17 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
         raise LlmConfigError("parallel.tp", f"tp {t} does not divide vocab ({model.vocab})",
                              hint="pad the vocabulary to a multiple of tp")
     chunks = par.pp * par.virtual_stages
-    if chunks > model.layers:
+    if par.pipeline_layout and sum(par.pipeline_layout) != model.layers:
+        raise LlmConfigError("parallel.pipeline_layout", f"the layout holds {sum(par.pipeline_layout)} layers, the model {model.layers}")
+    if chunks > model.layers and not par.pipeline_layout:
         what = f"pp {par.pp} x virtual_stages {par.virtual_stages}" if par.virtual_stages > 1 else f"pp {par.pp}"
         raise LlmConfigError("parallel.pp", f"{what} = {chunks} model chunks for {model.layers} layers: a chunk needs >= 1 layer")
     if model.seq % (2 * par.cp) and par.cp > 1:
         raise LlmConfigError("parallel.cp", f"2 x cp ({2 * par.cp}) does not divide seq ({model.seq}) (load-balanced ring attention)")
+    if (par.moe_shared_expert_overlap and not model.shared_expert_ffn) or (par.moe_a2a_overlap and par.ep == 1):
+        key = "moe_shared_expert_overlap" if par.moe_shared_expert_overlap and not model.shared_expert_ffn else "moe_a2a_overlap"
+        raise LlmConfigError(f"parallel.{key}", "needs " + ("a shared expert (model.shared_expert_ffn)" if key.endswith("expert_overlap")
+                                                          else "expert parallelism (parallel.ep > 1)"))
     if par.ep > 1:
         if not model.moe:
             raise LlmConfigError("parallel.ep", "expert parallelism needs a mixture of experts (model.experts)")

@@ -32,7 +32,7 @@ import numpy as np
 from simcluster.llm import comm, host, ops, overlap
 from simcluster.llm.memory import stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, layer_split
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
 
 
 def _task(**parts) -> Task:
@@ -74,6 +74,36 @@ def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[fl
         return s * beside, beside
     stretched = compute_s / (1 - s)
     return stretched - compute_s, stretched + (comm_s - r * stretched)
+
+
+def _beside_excess(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> float:
+    """What communication running beside `compute_s` of compute adds to it (_beside: the compute's loss, then the
+    communication's tail)."""
+    slow, span = _beside(compute_s, comm_s, gpu, fw)
+    return max(compute_s + slow, span) - compute_s
+
+
+def _shared_expert_s(gpu, layer_ops, dtype: str) -> float:
+    """The shared expert's kernels among a layer's forward or backward ops (recomputed ones included)."""
+    return sum(ops.op_time_s(gpu, o, dtype) for o in layer_ops
+               if o.name.removeprefix("recompute.").split(".")[0] in ops.SHARED_EXPERT_OPS)
+
+
+def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, comp_f: float, comp_b: float,
+                shared_f: float, shared_b: float) -> tuple[float, float]:
+    """Exposed EP time of one MoE layer (forward, backward). moe_a2a_overlap (Megatron's
+    overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
+    backward, each one's dispatch and combine beside the other's compute, so the pair exposes only what
+    ep_f + ep_b adds beside comp_f + comp_b (split between the two by their EP shares; the warm-up forwards and
+    cool-down backwards, pp x virtual_stages of m, are priced the same: an approximation for m >> pp v).
+    moe_shared_expert_overlap: the shared expert's GEMMs run beside the dispatch and combine of their own pass."""
+    ep_f, ep_b = lc.ep_fwd_s, lc.ep_bwd_s
+    if par.moe_a2a_overlap and ep_f + ep_b > 0:
+        exposed = _beside_excess(comp_f + comp_b, ep_f + ep_b, gpu, fw)
+        return exposed * ep_f / (ep_f + ep_b), exposed * ep_b / (ep_f + ep_b)
+    if par.moe_shared_expert_overlap:
+        return _beside_excess(shared_f, ep_f, gpu, fw), _beside_excess(shared_b, ep_b, gpu, fw)
+    return ep_f, ep_b
 
 
 def _ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params) -> float:
@@ -123,8 +153,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
-    layer_f = _task(compute=ops.ops_time_s(gpu, fwd_ops, dtype), tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=lc.ep_fwd_s)
-    layer_b = _task(compute=ops.ops_time_s(gpu, bwd_ops, dtype), tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=lc.ep_bwd_s)
+    comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
+    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, comp_f, comp_b, _shared_expert_s(gpu, fwd_ops, dtype), _shared_expert_s(gpu, bwd_ops, dtype))
+    layer_f = _task(compute=comp_f, tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=ep_f)
+    layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel
@@ -140,7 +172,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                    tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
-    split = layer_split(model.layers, pp, v)
+    split = par.layer_split(model.layers)
     starts = [sum(split[:i]) for i in range(len(split))]
     last_vs = pp * v - 1
     stages = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.spec import MLPS, RECOMPUTE, RECOMPUTE_MODULES
+from simcluster.llm.spec import MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.reference import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
@@ -41,13 +41,21 @@ def module_list(value) -> tuple[str, ...]:
     return tuple(value)
 
 
+def layer_counts(value) -> tuple[int, ...]:
+    """A `parse` for a row's pipeline_layout: layers per virtual stage, model order (integers >= 0)."""
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise ValueError("expected a list of layer counts >= 0, one per virtual stage")
+    return tuple(value)
+
+
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
-                "expert_tp": count}
+                "expert_tp": count, "pipeline_layout": layer_counts, "moe_dispatcher": one_of(MOE_DISPATCHERS),
+                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
-                  "mtp_layers")
+                  "mtp_layers", "expert_groups", "group_topk")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
                  "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/spec.FrameworkSpec), `from` citing them
@@ -149,6 +157,11 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     flags["tp_comm_overlap"] = flags.get("tp_comm_overlap", False) and sp
     if ep > 1 and tp > 1:     # Megatron's expert TP (default tp); a recipe's expert_tensor_parallel_size 1 comes from the assumptions
         flags["expert_tp"] = pick(p, "parallel", "expert_tp", 0)
+    if p.get("pipeline_layout") is not None:
+        flags["pipeline_layout"] = checked(p, "pipeline_layout", "parallel", layer_counts)
+    if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
+        flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
+        flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)

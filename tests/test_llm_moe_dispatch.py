@@ -1,0 +1,174 @@
+"""MoE dispatch across nodes (alltoall vs DeepEP's node-deduplicated dispatch, group-limited routing), the shared-expert
+and EP-alltoall overlaps, and explicit pipeline layouts (llm/comm.py, llm/work.py, llm/spec.py)."""
+
+import math
+from pathlib import Path
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from simcluster.llm import comm
+from simcluster.llm.memory import stage_layers
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+
+DSV3 = TransformerSpec(61, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, attn_head_dim=128,
+                       q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128, shared_expert_ffn=2048, dense_layers=3,
+                       mtp_layers=1, expert_groups=8, group_topk=4)
+QWEN3_30B = TransformerSpec(48, 2048, 6144, 32, 4, 151936, 4096, experts=128, top_k=8, expert_ffn=768, attn_head_dim=128, qk_norm=True)
+
+
+def _monte_carlo_nodes(model: TransformerSpec, nodes: int, draws: int = 20000) -> float:
+    rng = np.random.default_rng(1)
+    e, g, m = model.experts, model.expert_groups or 1, model.group_topk or 1
+    size, hit = e // g, 0
+    for _ in range(draws):
+        chosen = rng.choice(g, m, replace=False)
+        pool = np.concatenate([np.arange(c * size, (c + 1) * size) for c in chosen])
+        hit += len(set(rng.choice(pool, model.top_k, replace=False) // (e // nodes)))
+    return hit / draws
+
+
+def test_nodes_per_token_without_groups_is_the_hypergeometric_miss():
+    # Qwen3 30B on 2 nodes: a node is missed when all 8 experts come from the other 64: C(64, 8) / C(128, 8)
+    missed = math.comb(64, 8) / math.comb(128, 8)
+    assert comm.ep_nodes_per_token(QWEN3_30B, 2) == pytest.approx(2 * (1 - missed))
+    assert comm.ep_nodes_per_token(QWEN3_30B, 1) == 1.0
+    assert comm.ep_nodes_per_token(QWEN3_30B, 16) < 8        # never more nodes than experts picked
+
+
+@pytest.mark.parametrize("nodes", [2, 8, 16])
+def test_nodes_per_token_with_group_limited_routing_matches_a_simulation(nodes):
+    """DeepSeek-V3's 8 groups, top 4: groups whole on a node (8 nodes: one group each; 2 nodes: four each) or spread
+    over two nodes (16): the closed form against 20,000 drawn tokens."""
+    assert comm.ep_nodes_per_token(DSV3, nodes) == pytest.approx(_monte_carlo_nodes(DSV3, nodes), abs=0.03)
+    assert comm.ep_nodes_per_token(DSV3, 8) <= 4          # at most group_topk nodes when a group is a node
+
+
+def test_misaligned_groups_and_bad_group_settings_are_refused():
+    with pytest.raises(Exception, match="expert_groups 8 and the EP group's 3 nodes"):
+        comm.ep_nodes_per_token(DSV3, 3)
+    with pytest.raises(LlmConfigError, match="model.expert_groups"):
+        replace(DSV3, expert_groups=7)
+    with pytest.raises(LlmConfigError, match="model.group_topk"):
+        replace(DSV3, group_topk=0)
+    with pytest.raises(LlmConfigError, match="do not fit"):
+        replace(QWEN3_30B, expert_groups=64, group_topk=1)      # 8 experts from one group of 2
+
+
+def test_deepep_sends_a_token_once_per_node(monkeypatch):
+    """Across nodes, deepep's network alltoall carries S D / k (D = nodes per token) and its NVLink forward S; the
+    dispatch takes the longer. Inside a node both dispatchers are the same alltoall."""
+    calls = []
+    monkeypatch.setattr(comm, "collective_s", lambda net, group, op, nbytes: calls.append(nbytes) or nbytes * 1e-9)
+    monkeypatch.setattr(comm, "predict", lambda card, op, nbytes, n: type("R", (), {"time_s": nbytes * 1e-10})())
+    across, net = comm.Group("ep", 64, 1, 8, 8), comm.Network(None, 8)
+    s = 4096 * 8 * 7168 * 2
+    plain = comm.ep_dispatch_s(DSV3, ParallelSpec(dp=64, ep=64), net, across, s)
+    deep = comm.ep_dispatch_s(DSV3, ParallelSpec(dp=64, ep=64, moe_dispatcher="deepep"), net, across, s)
+    assert plain == pytest.approx(s * 1e-9)
+    assert calls[-1] == pytest.approx(s * comm.ep_nodes_per_token(DSV3, 8) / 8)
+    assert deep == pytest.approx(s * comm.ep_nodes_per_token(DSV3, 8) / 8 * 1e-9)
+    inside = comm.Group("ep", 8, 1, 8, 1)
+    assert comm.ep_dispatch_s(DSV3, ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep"), net, inside, s) == pytest.approx(s * 1e-9)
+    monkeypatch.setattr(comm, "predict", lambda card, op, nbytes, n: type("R", (), {"time_s": nbytes * 1e-9})())
+    assert comm.ep_dispatch_s(DSV3, ParallelSpec(dp=64, ep=64, moe_dispatcher="deepep"), net, across, s) == pytest.approx(s * 1e-9)
+
+
+def _step(model, par, batch, gpus):
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    usage = LlmUsage("models/gpu/h100-sxm.yaml", "models/nic/roce-400g.yaml", "models/collective/h200x4-nvlink.yaml", 8, {})
+    machine = machine_for(usage, gpus)
+    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0]),
+                       gpus, "megatron", trace=False)
+
+
+def test_dispatcher_and_overlaps_order_the_exposed_ep_time():
+    """Qwen3 30B over 2 nodes (EP 16): deduplicated dispatch exposes less EP time than alltoall; overlapping the
+    alltoall with the other micro-batch's compute exposes less again; compute is the same in all three."""
+    model, batch = QWEN3_30B, BatchSpec(64, 1)
+    base = ParallelSpec(dp=16, ep=16, zero=1)
+    runs = {name: _step(model, replace(base, **kw), batch, 16)
+            for name, kw in (("alltoall", {}), ("deepep", {"moe_dispatcher": "deepep"}), ("overlap", {"moe_a2a_overlap": True}))}
+    ep = {k: r.breakdown["exposed_ep_comm"] for k, r in runs.items()}
+    assert ep["deepep"] < 0.5 * ep["alltoall"]             # ~2 node copies of 8 per token
+    assert ep["overlap"] < ep["alltoall"]
+    assert {round(r.breakdown["compute"], 9) for r in runs.values()} == {round(runs["alltoall"].breakdown["compute"], 9)}
+
+
+def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
+    from simcluster.llm import work
+
+    lc = comm.LayerComm(0, 0, 0, 0, ep_fwd_s=3e-3, ep_bwd_s=5e-3)
+    gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0})()
+    from simcluster.llm.spec import MEGATRON
+    par = ParallelSpec(dp=8, ep=8, moe_shared_expert_overlap=True)
+    assert work._exposed_ep(par, lc, gpu, MEGATRON, 10e-3, 20e-3, 1e-3, 8e-3) == pytest.approx((2e-3, 0.0))
+    par = ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True)
+    assert work._exposed_ep(par, lc, gpu, MEGATRON, 3e-3, 2e-3, 0, 0) == pytest.approx((3e-3 * 3 / 8, 3e-3 * 5 / 8))
+    assert work._exposed_ep(ParallelSpec(dp=8, ep=8), lc, gpu, MEGATRON, 1, 1, 1, 1) == (3e-3, 5e-3)
+    with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs moe_dispatcher: alltoall"):
+        ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep", moe_shared_expert_overlap=True)
+    with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs a shared expert"):
+        check(QWEN3_30B, ParallelSpec(dp=8, ep=8, moe_shared_expert_overlap=True), BatchSpec(64, 1))
+    with pytest.raises(LlmConfigError, match="moe_a2a_overlap: needs expert parallelism"):
+        check(QWEN3_30B, ParallelSpec(dp=8, moe_a2a_overlap=True), BatchSpec(64, 1))
+    with pytest.raises(LlmConfigError, match="moe_dispatcher: expected one of alltoall, deepep"):
+        ParallelSpec(moe_dispatcher="hybrid")
+
+
+def test_pipeline_layout_places_the_layers_and_is_checked():
+    """NeMo's DeepSeek-V3 layout for PP 16: 3 + 14 x 4 + 2 (first and last stages lighter, they hold embedding and
+    loss + MTP) instead of the default split."""
+    layout = (3,) + (4,) * 14 + (2,)
+    par = ParallelSpec(tp=2, pp=16, dp=32, ep=64, expert_tp=1, sequence_parallel=True, pipeline_layout=layout)
+    assert par.layer_split(61) == layout
+    assert [stage_layers(DSV3, par, s) for s in (0, 1, 15)] == [3, 4, 2]
+    assert ParallelSpec(pp=16).layer_split(61) == (3, 3) + (4,) * 13 + (3,)
+    check(DSV3, par, BatchSpec(8192, 1), 1024)
+    with pytest.raises(LlmConfigError, match="pipeline_layout: the layout holds 60 layers, the model 61"):
+        check(DSV3, replace(par, pipeline_layout=(2,) + layout[1:]), BatchSpec(8192, 1), 1024)
+    with pytest.raises(LlmConfigError, match="expected 16 layer counts"):
+        replace(par, pipeline_layout=layout[:-1])
+    small = replace(DSV3, layers=16, dense_layers=1, mtp_layers=0)
+    four = ParallelSpec(pp=4, dp=16, ep=16, zero=1)
+    fast = _step(small, four, BatchSpec(64, 1), 64)
+    slow = _step(small, replace(four, pipeline_layout=(13, 1, 1, 1)), BatchSpec(64, 1), 64)
+    assert slow.step_time_s > fast.step_time_s      # an unbalanced layout: the 13-layer stage sets the pace
+
+
+def test_scenario_keys_reach_the_spec(tmp_path):
+    from simcluster.scenario import load as load_scenario
+
+    text = ("""
+name: moe-keys
+machine:
+  card: ROOT/models/collective/h200x4-nvlink.yaml
+  gpus_per_node: 8
+  nodes: 2
+  gpu: {card: ROOT/models/gpu/h100-sxm.yaml}
+  nic: {card: ROOT/models/nic/roce-400g.yaml, per_node: 8}
+  fabric: {kind: rail-optimized, down_ports: 32, spines: 16, link_latency: 100ns, switch_latency: 600ns}
+jobs:
+  - kind: llm_training
+    model: {layers: 8, hidden: 2048, ffn: 6144, heads: 32, kv_heads: 4, vocab: 151936, seq: 4096, experts: 128, top_k: 8,
+            expert_ffn: 768, attn_head_dim: 128, expert_groups: 8, group_topk: 4}
+    parallel: {pp: 2, dp: 8, ep: 8, zero: 1, pipeline_layout: [3, 5], moe_dispatcher: deepep, moe_a2a_overlap: true}
+    global_batch: 64
+    micro_batch: 1
+""").replace("ROOT", str(Path(__file__).resolve().parent.parent))
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    job = load_scenario(path).jobs[0]
+    assert job.parallel.pipeline_layout == (3, 5) and job.parallel.moe_dispatcher == "deepep" and job.parallel.moe_a2a_overlap
+    assert job.model.expert_groups == 8 and job.model.group_topk == 4
+    path.write_text(text.replace("moe_dispatcher: deepep", "moe_dispatcher: nccl"))
+    with pytest.raises(Exception, match="moe_dispatcher"):
+        load_scenario(path)
+    path.write_text(text.replace("[3, 5]", "[3, 4]"))
+    with pytest.raises(Exception, match="pipeline_layout"):
+        load_scenario(path)
