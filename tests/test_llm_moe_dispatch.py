@@ -2,8 +2,8 @@
 and EP-alltoall overlaps, and explicit pipeline layouts (llm/comm.py, llm/work.py, llm/spec.py)."""
 
 import math
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
