@@ -39,7 +39,7 @@ from simcluster.llm.spec import (
 )
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
-                  "expert_groups", "group_topk")
+                  "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
                                                               "qk_norm", *MODEL_VARIANTS})
 PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "recompute_modules", "sequence_parallel", "tp_comm_overlap",

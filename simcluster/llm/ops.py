@@ -33,7 +33,7 @@ measured dropout rates: GpuParams.attention_dropout_s). Every Op carries its FLO
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
 
@@ -48,7 +48,8 @@ class Op:
     bytes: float
     shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
                               # memory: () or (its backward's bytes,)
-    count: int = 1            # identical ops in a row (e.g. the two RMSNorms)
+    count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
+                              # (a sliding-window model's full and windowed attention: each its share of the layers)
 
     @property
     def total_flops(self) -> float:
@@ -102,6 +103,20 @@ def sharding(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> Sha
                     max(1, model.kv_heads // t), ffn, model.seq // c, 1 if batch.precision == "fp8" else 2)
 
 
+def _attention_cores(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, backward: bool) -> list[Op]:
+    """The fused attention kernel(s) of a layer. With a sliding window (model.window_share of the layers), the windowed
+    kernel runs as s queries over window_keys keys each (no causal halving: the band is already causal), with
+    the share of the layers as its count, beside the full causal kernel's share."""
+    share = model.window_share
+    if not share:
+        return [_attention_core(model, par, batch, sh, backward)]
+    name = "attention_window.bwd" if backward else "attention_window"
+    keys = max(1, round(model.window_keys))
+    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, keys, core_head_dim(model), False, backward, model.dropout)
+    windowed = replace(op, count=share)
+    return [windowed] if share == 1 else [replace(_attention_core(model, par, batch, sh, backward), count=1 - share), windowed]
+
+
 def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, backward: bool) -> Op:
     name = "attention.bwd" if backward else "attention"
     drop = model.dropout   # attention dropout inside the fused kernel (its random numbers: GpuParams.attention_dropout_s)
@@ -144,7 +159,7 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     scale-mask-softmax (scores read, probabilities written), dropout (probabilities read, output and 1-byte mask
     written), P V. Its ops are named core.* so selective recompute finds them."""
     if fw.attention != "unfused" or par.cp > 1:
-        return [_attention_core(model, par, batch, sh, backward=False)]
+        return _attention_cores(model, par, batch, sh, backward=False)
     s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
     probs = n * s * s
     # backward: softmax reads probabilities and their gradient, writes the scores' gradient (3 a per element);
@@ -230,8 +245,10 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
     for op in ops:
         if op.kind == "gemm":
             out += gemm_backward(op, e)
-        elif op.kind == "attention":
-            out.append(_attention_core(model, par, batch, sharding(model, par, batch), backward=True))
+        elif op.kind == "attention":   # each kernel's backward: the same sizes at the backward's rates
+            b, a, g, sq, skv, d, causal, _, dropout = op.shape
+            bwd = attention(f"{op.name}.bwd", b, a, g, sq, skv, d, causal, True, dropout)
+            out.append(replace(bwd, flops=op.flops * 2.5, count=op.count))
         else:   # a memory op's backward moves twice its bytes, unless it names its backward bytes (shape)
             out.append(Op(f"{op.name}.bwd", "memory", 2 * op.flops, op.shape[0] if op.shape else 2 * op.bytes, (), op.count))
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from simcluster.llm import clock, comm
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check, check_framework
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, check_framework
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
 
@@ -36,7 +36,9 @@ def model_flops_per_step(model: TransformerSpec, batch: BatchSpec, convention: s
     layers = model.layers + model.mtp_layers
     core = model.heads * (model.head_dim + model.value_dim) / 2            # = h for a plain decoder
     c = 0.5 if convention == "causal" else 1.0
-    return 3.0 * batch.global_batch * s * (2 * n_mm + c * 4 * layers * s * core)
+    share = model.window_share        # sliding-window layers: window_keys keys per query (either convention)
+    keys = (1 - share) * c * s + share * model.window_keys
+    return 3.0 * batch.global_batch * s * (2 * n_mm + 4 * layers * keys * core)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     the card needs a `clock:` block)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
+    if framework.eager and (model.window_share or model.moe):
+        key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
+        raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
+                             hint="use a Megatron framework")
     g = comm.groups(par, net)
     info = {}
     if clock_model == "duty":   # the step's own clock: a first run at the card's reference clock

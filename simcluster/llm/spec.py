@@ -67,6 +67,9 @@ class TransformerSpec:
     mtp_layers: int = 0       # multi-token prediction depth: each adds one layer, a 2h -> h projection, two norms, a loss
     expert_groups: int = 0    # group-limited routing (Megatron's moe_router_num_groups; DeepSeek-V3: 8): experts in equal groups,
     group_topk: int = 0       # a token picks its top_k experts inside its group_topk best groups (DeepSeek-V3: 4); 0 = no limit
+    window: int = 0           # sliding-window attention: a query attends to its `window` latest keys (GPT-OSS: 128); 0 = full causal
+    full_attention_every: int = 0   # with window: every N-th layer attends fully (Megatron's window_attn_skip_freq; GPT-OSS 2,
+                                    # Gemma 3 6); 0 = every layer windowed
 
     @property
     def mla(self) -> bool:
@@ -81,7 +84,7 @@ class TransformerSpec:
         if self.hidden % self.heads and not self.attn_head_dim:
             raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}", hint="set attn_head_dim")
         for name in ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
-                     "mtp_layers", "expert_groups", "group_topk"):
+                     "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every"):
             if getattr(self, name) < 0:
                 raise LlmConfigError(f"model.{name}", f"expected an integer >= 0, got {getattr(self, name)}")
         if self.mla and not (self.qk_rope_dim and self.v_head_dim and self.attn_head_dim):
@@ -101,6 +104,8 @@ class TransformerSpec:
             raise LlmConfigError("model.ffn", f"expected an integer >= 1, got {self.ffn}")
         if self.expert_groups or self.group_topk:
             self._check_groups()
+        if self.full_attention_every and not self.window:
+            raise LlmConfigError("model.full_attention_every", "needs a sliding window (model.window)")
 
     def _check_groups(self) -> None:
         g, m = self.expert_groups, self.group_topk
@@ -114,6 +119,19 @@ class TransformerSpec:
     @property
     def moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def window_share(self) -> float:
+        """The share of layers whose attention is a sliding window shorter than the sequence."""
+        if not self.window or self.window >= self.seq:
+            return 0.0
+        return 1.0 - 1.0 / self.full_attention_every if self.full_attention_every else 1.0
+
+    @property
+    def window_keys(self) -> float:
+        """Mean keys a query of a windowed layer attends to: W - W (W - 1) / (2 s) (the first W - 1 queries see fewer)."""
+        w = min(self.window, self.seq)
+        return w - w * (w - 1) / (2 * self.seq)
 
     @property
     def head_dim(self) -> int:
@@ -343,6 +361,8 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
     if chunks > model.layers and not par.pipeline_layout:
         what = f"pp {par.pp} x virtual_stages {par.virtual_stages}" if par.virtual_stages > 1 else f"pp {par.pp}"
         raise LlmConfigError("parallel.pp", f"{what} = {chunks} model chunks for {model.layers} layers: a chunk needs >= 1 layer")
+    if model.window_share and par.cp > 1:
+        raise LlmConfigError("parallel.cp", "context parallelism with sliding-window attention is not modelled")
     if model.seq % (2 * par.cp) and par.cp > 1:
         raise LlmConfigError("parallel.cp", f"2 x cp ({2 * par.cp}) does not divide seq ({model.seq}) (load-balanced ring attention)")
     if (par.moe_shared_expert_overlap and not model.shared_expert_ffn) or (par.moe_a2a_overlap and par.ep == 1):

@@ -55,7 +55,7 @@ FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_ba
                 "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
-                  "mtp_layers", "expert_groups", "group_topk")
+                  "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
                  "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/spec.FrameworkSpec), `from` citing them
