@@ -20,6 +20,9 @@ a sample is batch time / inner, the record's time is the median sample:
              an H100 GEMM sits at the 700 W cap at 1350-1425 MHz; interleaved it runs at 1800-1875 MHz).
              On a GPU each record carries the median SM clock and power nvidia-smi reported meanwhile (a
              sampling thread that runs during the GEMM sections only)
+  moe-experts the expert GEMMs of MoE layers as a grouped linear layer runs them, one GEMM per local expert (moe_expert_shapes:
+             M = tokens an expert receives under balanced routing, fused up+gate (N = 2 f) and down (h, f), each forward,
+             data gradient and weight gradient), bf16 and fp8; both conditions. Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -52,6 +55,11 @@ FP8_SQUARE = (1024, 2048, 4096, 8192, 16384)
 # fp8 transformer layers (hidden, ffn, fused QKV width): Llama 3.2 1B, Llama 3 8B, 70B, 405B (GQA, 8 kv heads of 64 / 128)
 FP8_LAYERS = ((2048, 8192, 3072), (4096, 14336, 6144), (8192, 28672, 10240), (16384, 53248, 18432))
 FP8_TOKENS = (2048, 4096, 8192, 16384)
+# MoE layers of the published H100 rows (hidden, expert ffn, tokens per expert = EP ranks x tokens per rank x top_k / experts):
+# Qwen3 30B-A3B at EP 8 and 16, Qwen3 235B-A22B (EP 32, TP 2 + SP, expert TP 1), GPT-OSS 120B (EP 8), DeepSeek-V3 (EP 64 at TP 2
+# + SP and at TP 1)
+MOE_EXPERTS = (("qwen3-30b-ep8", 2048, 768, 2048), ("qwen3-30b-ep16", 2048, 768, 4096), ("qwen3-235b-ep32", 4096, 1536, 4096),
+               ("gpt-oss-120b-ep8", 2880, 2880, 1024), ("deepseek-v3-ep64-tp2", 7168, 2048, 4096), ("deepseek-v3-ep64", 7168, 2048, 8192))
 TF32_SQUARE = (2048, 4096, 8192)
 SEQS = (512, 1024, 2048, 4096, 8192)
 HEADS = ((32, 8, 128), (32, 32, 128), (16, 4, 64), (16, 16, 64))   # (heads, kv_heads, head_dim)
@@ -101,6 +109,31 @@ def fp8_layer_shapes(layers=FP8_LAYERS, tokens=FP8_TOKENS) -> list[dict]:
                 for role, shape in (("fwd", (t, n, k)), ("dgrad", (t, k, n)), ("wgrad", (n, k, t))):
                     out.append({"m": shape[0], "n": shape[1], "k": shape[2], "role": f"layer-{role}-{gemm}", "hidden": h, "tokens": t})
     return out
+
+
+def moe_expert_shapes(layers=MOE_EXPERTS) -> list[dict]:
+    """One record per expert GEMM of each MoE layer: fused up+gate (N = 2 f, K = h) and down (N = h, K = f), forward
+    (M = tokens per expert), data gradient (M, K, N) and weight gradient (N, K, M)."""
+    out = []
+    for name, h, f, t in layers:
+        for gemm, n, k in (("up", 2 * f, h), ("down", h, f)):
+            for role, shape in (("fwd", (t, n, k)), ("dgrad", (t, k, n)), ("wgrad", (n, k, t))):
+                out.append({"m": shape[0], "n": shape[1], "k": shape[2], "role": f"moe-{role}-{gemm}", "moe": name, "hidden": h,
+                            "tokens": t})
+    return out
+
+
+def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
+    shapes = moe_expert_shapes((("tiny", 64, 32, 48),)) if quick else moe_expert_shapes()
+
+    def matmul(m, n, k):
+        def make():
+            a, b = torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+            return lambda: torch.matmul(a, b)
+        return make
+
+    records = [({**shape, "batch": 1, "dtype": "bf16"}, matmul(shape["m"], shape["n"], shape["k"])) for shape in shapes]
+    return both_conditions(timer, clock, interleaver, records) + run_fp8(torch, dev, timer, quick, clock, interleaver, shapes)
 
 
 def run_fp8_layers(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
@@ -258,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick, clock, interleaver)),
                 ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver)),
                 ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver)),
+                ("moe-experts", lambda: run_moe_experts(torch, dev, timer, args.quick, clock, interleaver)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
                 ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
                 ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)),
@@ -265,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in sections:
         if name not in wanted:
             continue
-        if name not in ("gemm", "fp8", "fp8-layers"):
+        if name not in ("gemm", "fp8", "fp8-layers", "moe-experts"):
             clock.stop()   # nvidia-smi's processes take host time: the host-bound sections run without them
         t0 = time.perf_counter()
         try:
@@ -277,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in ("launch", "duty"):
             doc[name] = result if result is not None else doc[name]
         elif result:
-            doc["gemm" if name in ("fp8", "fp8-layers") else name] += result
+            doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts") else name] += result
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         if dev.type == "cuda":
             torch.cuda.empty_cache()
