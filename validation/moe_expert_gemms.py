@@ -1,0 +1,68 @@
+"""The GPU card's GEMM curve at MoE expert shapes (issue 22): the expert GEMMs of the published H100 MoE rows' layers,
+measured by gpu-micro's moe-experts section on one H100 (calibration/h100x1-moe-experts-2026-11-27), against the card's
+prediction for each shape (written to predicted-before.json before the measurement; the card was fitted on other shapes:
+dense layer GEMMs with every dimension >= 1024 for fp8). Read-only, nothing fitted.
+
+    python validation/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.runner.gpu_micro import MOE_EXPERTS  # noqa: E402
+from simcluster.traces import gpu_micro  # noqa: E402
+
+BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"
+
+
+def rows(bundle: Path, card: Path) -> list[dict]:
+    """One row per measured record: shape, condition, measured and predicted seconds, error (+ = predicted slower)."""
+    trace = gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt")
+    layer = {(h, t): name for name, h, _, t in MOE_EXPERTS}
+    gpu = load_gpu(card)[0]
+    out = []
+    for s in trace.gemm:
+        if not s.role.startswith("moe-"):
+            continue
+        predicted = gpu.gemm_time_s(s.m, s.n, s.k, dtype=s.dtype)
+        out.append({"moe": layer.get((s.hidden, s.tokens), f"h{s.hidden}-t{s.tokens}"), "role": s.role, "m": s.m, "n": s.n, "k": s.k,
+                    "dtype": s.dtype, "condition": s.condition, "measured_s": s.time_s, "predicted_s": predicted,
+                    "error": predicted / s.time_s - 1})
+    return out
+
+
+def summary(table: list[dict]) -> dict:
+    """Mean |error| and mean signed error per (condition, dtype)."""
+    groups: dict[tuple, list[float]] = {}
+    for r in table:
+        groups.setdefault((r["condition"], r["dtype"]), []).append(r["error"])
+    return {k: {"n": len(v), "mean_abs": statistics.mean(abs(e) for e in v), "mean": statistics.mean(v),
+                "median_abs": statistics.median(abs(e) for e in v)} for k, v in sorted(groups.items())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bundle", nargs="?", default=str(BUNDLE))
+    ap.add_argument("--card", default=str(ROOT / "models" / "gpu" / "h100-sxm.yaml"))
+    args = ap.parse_args(argv)
+    table = rows(Path(args.bundle), Path(args.card))
+    print(f"{'condition':12s} {'dtype':5s} {'layer':22s} {'gemm':15s} {'M':>5s} {'N':>5s} {'K':>5s} {'meas us':>8s} {'card us':>8s} error")
+    for r in table:
+        print(f"{r['condition']:12s} {r['dtype']:5s} {r['moe']:22s} {r['role']:15s} {r['m']:5d} {r['n']:5d} {r['k']:5d} "
+              f"{r['measured_s'] * 1e6:8.1f} {r['predicted_s'] * 1e6:8.1f} {r['error'] * 100:+6.1f}%")
+    for (cond, dtype), s in summary(table).items():
+        print(f"{cond} {dtype}: {s['n']} GEMMs, mean |error| {s['mean_abs'] * 100:.1f}% (median {s['median_abs'] * 100:.1f}%), "
+              f"mean signed {s['mean'] * 100:+.1f}% (+ = card slower)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
