@@ -104,13 +104,18 @@ def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
     from simcluster.llm import work
 
     lc = comm.LayerComm(0, 0, 0, 0, ep_fwd_s=3e-3, ep_bwd_s=5e-3)
-    gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0})()
+    gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0, "sm_count": 132})()
     from simcluster.llm.spec import MEGATRON
     par = ParallelSpec(dp=8, ep=8, moe_shared_expert_overlap=True)
     assert work._exposed_ep(par, lc, gpu, MEGATRON, 10e-3, 20e-3, 1e-3, 8e-3) == pytest.approx((2e-3, 0.0))
     par = ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True)
     assert work._exposed_ep(par, lc, gpu, MEGATRON, 3e-3, 2e-3, 0, 0) == pytest.approx((3e-3 * 3 / 8, 3e-3 * 5 / 8))
+    assert sum(work._exposed_ep(par, lc, gpu, MEGATRON, 20e-3, 20e-3, 0, 0)) == pytest.approx(8e-3 * 20 / 132)
     assert work._exposed_ep(ParallelSpec(dp=8, ep=8), lc, gpu, MEGATRON, 1, 1, 1, 1) == (3e-3, 5e-3)
+    # the dispatcher's 20 of 132 SMs: beside long compute the pair still exposes 20/132 of its EP time; else the excess
+    deep = ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep", moe_a2a_overlap=True)
+    assert sum(work._exposed_ep(deep, lc, gpu, MEGATRON, 20e-3, 20e-3, 0, 0)) == pytest.approx(8e-3 * 20 / 132)
+    assert sum(work._exposed_ep(deep, lc, gpu, MEGATRON, 2e-3, 2e-3, 0, 0)) == pytest.approx(4e-3)
     with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs moe_dispatcher: alltoall"):
         ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep", moe_shared_expert_overlap=True)
     with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs a shared expert"):

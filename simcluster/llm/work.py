@@ -76,6 +76,11 @@ def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[fl
     return stretched - compute_s, stretched + (comm_s - r * stretched)
 
 
+# SMs a MoE dispatcher's kernels occupy while they run: DeepEP's default Buffer.num_sms (the DeepSeek-V3 report: 20 of the
+# H800's 132); NCCL's alltoall runs one block per channel, 16-32 on H100: taken as the same 20
+EP_COMM_SMS = 20
+
+
 def _beside_excess(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> float:
     """What communication running beside `compute_s` of compute adds to it (_beside: the compute's loss, then the
     communication's tail)."""
@@ -95,12 +100,15 @@ def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c
     overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
     backward, each one's dispatch and combine beside the other's compute, so the pair exposes only what
     ep_f + ep_b adds beside comp_f + comp_b (split between the two by their EP shares; the warm-up forwards and
-    cool-down backwards, pp x virtual_stages of m, are priced the same: an approximation for m >> pp v).
+    cool-down backwards, pp x virtual_stages of m, are priced the same: an approximation for m >> pp v). The
+    dispatcher's kernels take EP_COMM_SMS of the GPU's SMs while they run, so compute beside them runs on the rest:
+    exposed = max(ep - comp, EP_COMM_SMS / sm_count x ep).
     moe_shared_expert_overlap: the shared expert's GEMMs run beside the dispatch and combine of their own pass."""
     ep_f, ep_b = lc.ep_fwd_s, lc.ep_bwd_s
     if par.moe_a2a_overlap and ep_f + ep_b > 0:
-        exposed = _beside_excess(comp_f + comp_b, ep_f + ep_b, gpu, fw)
-        return exposed * ep_f / (ep_f + ep_b), exposed * ep_b / (ep_f + ep_b)
+        comp, ep = comp_f + comp_b, ep_f + ep_b   # the dispatcher's kernels hold EP_COMM_SMS of the SMs while they run
+        exposed = max(ep - comp, EP_COMM_SMS / gpu.sm_count * ep)
+        return exposed * ep_f / ep, exposed * ep_b / ep
     if par.moe_shared_expert_overlap:
         return _beside_excess(shared_f, ep_f, gpu, fw), _beside_excess(shared_b, ep_b, gpu, fw)
     return ep_f, ep_b
