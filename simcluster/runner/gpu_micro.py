@@ -23,6 +23,10 @@ a sample is batch time / inner, the record's time is the median sample:
   moe-experts the expert GEMMs of MoE layers as a grouped linear layer runs them, one GEMM per local expert (moe_expert_shapes:
              M = tokens an expert receives under balanced routing, fused up+gate (N = 2 f) and down (h, f), each forward,
              data gradient and weight gradient), bf16 and fp8; both conditions. Not in the default sections
+  moe-grouped each expert GEMM group of moe-experts as a whole (the `experts` local experts' GEMMs of one layer pass): a loop
+             on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
+             issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
+             `moe_grouped`, time per group. Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -60,6 +64,11 @@ FP8_TOKENS = (2048, 4096, 8192, 16384)
 # + SP and at TP 1)
 MOE_EXPERTS = (("qwen3-30b-ep8", 2048, 768, 2048), ("qwen3-30b-ep16", 2048, 768, 4096), ("qwen3-235b-ep32", 4096, 1536, 4096),
                ("gpt-oss-120b-ep8", 2880, 2880, 1024), ("deepseek-v3-ep64-tp2", 7168, 2048, 4096), ("deepseek-v3-ep64", 7168, 2048, 8192))
+# local experts per GPU of each MOE_EXPERTS layer (experts / ep): Qwen3 30B 128 / 8 and / 16, 235B 128 / 32, GPT-OSS 128 / 8,
+# DeepSeek-V3 256 / 64
+MOE_LOCAL_EXPERTS = {"qwen3-30b-ep8": 16, "qwen3-30b-ep16": 8, "qwen3-235b-ep32": 4, "gpt-oss-120b-ep8": 16,
+                     "deepseek-v3-ep64-tp2": 4, "deepseek-v3-ep64": 4}
+GROUP_STREAMS = 4
 TF32_SQUARE = (2048, 4096, 8192)
 SEQS = (512, 1024, 2048, 4096, 8192)
 HEADS = ((32, 8, 128), (32, 32, 128), (16, 4, 64), (16, 16, 64))   # (heads, kv_heads, head_dim)
@@ -134,6 +143,64 @@ def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver) -> list[
 
     records = [({**shape, "batch": 1, "dtype": "bf16"}, matmul(shape["m"], shape["n"], shape["k"])) for shape in shapes]
     return both_conditions(timer, clock, interleaver, records) + run_fp8(torch, dev, timer, quick, clock, interleaver, shapes)
+
+
+def _group_modes(torch, dev, m: int, n: int, k: int, experts: int, dtype: str, streams: list) -> list[tuple[str, object]]:
+    """(mode, call) for one group of `experts` GEMMs of (m, n, k): the calls hold their operands."""
+    if dtype == "bf16":
+        a = [torch.randn(m, k, device=dev, dtype=torch.bfloat16) for _ in range(experts)]
+        b = [torch.randn(k, n, device=dev, dtype=torch.bfloat16) for _ in range(experts)]
+        gemm = torch.matmul
+    else:
+        one = torch.tensor(1.0, device=dev)
+        a = [torch.randn(m, k, device=dev).to(torch.float8_e4m3fn) for _ in range(experts)]
+        b = [torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t() for _ in range(experts)]
+
+        def gemm(x, y):
+            return torch._scaled_mm(x, y, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    def loop():
+        for x, y in zip(a, b, strict=True):
+            gemm(x, y)
+
+    def spread():
+        main = torch.cuda.current_stream(dev)
+        for st in streams:
+            st.wait_stream(main)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            with torch.cuda.stream(streams[i % len(streams)]):
+                gemm(x, y)
+        for st in streams:
+            main.wait_stream(st)
+
+    modes = [("loop", loop)] + ([("streams", spread)] if streams else [])
+    if dtype == "bf16" and streams and hasattr(torch, "_grouped_mm"):
+        a_cat, b_stack = torch.cat(a), torch.stack(b)
+        offs = torch.arange(m, m * experts + 1, m, device=dev, dtype=torch.int32)
+        modes.append(("grouped_mm", lambda: torch._grouped_mm(a_cat, b_stack, offs=offs)))
+    return modes
+
+
+def run_moe_grouped(torch, dev, timer, quick: bool) -> list[dict]:
+    """Each moe-experts shape as the group of `experts` GEMMs one layer pass runs (module docstring); time per group."""
+    layers = (("tiny", 64, 32, 48),) if quick else MOE_EXPERTS
+    experts = {"tiny": 3} if quick else MOE_LOCAL_EXPERTS
+    cuda = dev.type == "cuda"
+    streams = [torch.cuda.Stream(dev) for _ in range(GROUP_STREAMS)] if cuda else []
+    dtypes = ("bf16", "fp8") if cuda and torch.cuda.get_device_capability(dev) >= (8, 9) else ("bf16",)
+    out = []
+    for shape in moe_expert_shapes(layers):
+        e = experts[shape["moe"]]
+        for dtype in dtypes:
+            for mode, fn in _group_modes(torch, dev, shape["m"], shape["n"], shape["k"], e, dtype, streams):
+                head = {**shape, "experts": e, "dtype": dtype, "mode": mode}
+                try:
+                    out.append({**head, **timer(fn)})
+                except Exception as exc:  # noqa: BLE001 - a mode this torch lacks is recorded, the others still run
+                    out.append({**head, "error": f"{type(exc).__name__}: {exc}"})
+            if cuda:
+                torch.cuda.empty_cache()
+    return out
 
 
 def run_fp8_layers(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
@@ -292,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver)),
                 ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver)),
                 ("moe-experts", lambda: run_moe_experts(torch, dev, timer, args.quick, clock, interleaver)),
+                ("moe-grouped", lambda: run_moe_grouped(torch, dev, timer, args.quick)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
                 ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
                 ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)),
@@ -310,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             result = None
         if name in ("launch", "duty"):
             doc[name] = result if result is not None else doc[name]
+        elif name == "moe-grouped":
+            doc["moe_grouped"] = result or []
         elif result:
             doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts") else name] += result
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from simcluster.traces.common import loads_json, read_text, sha256_of
 GEMM_KEYS = ("m", "n", "k", "batch", "dtype", "time_s")
 ATTN_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "mode", "time_s")
 MEMORY_KEYS = ("op", "bytes_moved", "time_s")
+GROUP_KEYS = ("m", "n", "k", "experts", "dtype", "mode", "role", "hidden", "tokens", "time_s")
 GEMM_CONDITIONS = ("back-to-back", "interleaved")
 
 
@@ -32,6 +33,21 @@ class GemmSample:
     condition: str = "back-to-back"   # or "interleaved": each call after copies of its own duration (a step's mix)
     hidden: int = 0                   # fp8-layers records: the layer's hidden size and tokens (0: not a layer record)
     tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GroupSample:
+    """moe-grouped: `experts` GEMMs of (m, n, k) run as one layer pass runs them (mode loop, streams, grouped_mm)."""
+    m: int
+    n: int
+    k: int
+    experts: int
+    dtype: str
+    mode: str
+    role: str
+    hidden: int
+    tokens: int
+    time_s: float         # the whole group
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class GpuMicroTrace:
     quick: bool = False
     sha256: str = ""
     tool: str = "gpu-micro"
+    groups: list[GroupSample] = field(default_factory=list)   # moe-grouped records (a mode that failed is left out)
 
     @property
     def device_name(self) -> str:
@@ -123,6 +140,10 @@ def parse(path: str | Path) -> GpuMicroTrace:
                 for r in _records(doc, "attention", ATTN_KEYS, where)]
         mem = [MemorySample(str(r["op"]), float(r["bytes_moved"]), float(r["time_s"]), bool(r.get("reference_only", False)))
                for r in _records(doc, "memory", MEMORY_KEYS, where)]
+        timed = {"moe_grouped": [r for r in doc.get("moe_grouped", []) if isinstance(r, dict) and "error" not in r]}
+        groups = [GroupSample(int(r["m"]), int(r["n"]), int(r["k"]), int(r["experts"]), str(r["dtype"]), str(r["mode"]),
+                              str(r["role"]), int(r["hidden"]), int(r["tokens"]), float(r["time_s"]))
+                  for r in _records(timed, "moe_grouped", GROUP_KEYS, where)]
     except (TypeError, ValueError) as exc:
         raise TraceFormatError(f"a record has a value of the wrong type ({exc})", where=where) from None
     launch = doc.get("launch")
@@ -139,4 +160,4 @@ def parse(path: str | Path) -> GpuMicroTrace:
     return GpuMicroTrace(where, doc["device"], str(doc.get("torch", "")), doc.get("cuda"), gemm, attn, mem,
                          float(launch["time_s"]) if launch else 0.0, float(launch.get("host_issue_s", 0.0)) if launch else 0.0,
                          {"before": doc.get("clocks_before", {}), "after": doc.get("clocks_after", {})},
-                         list(doc.get("errors", [])), bool(doc.get("quick", False)), sha256_of(path))
+                         list(doc.get("errors", [])), bool(doc.get("quick", False)), sha256_of(path), groups=groups)
