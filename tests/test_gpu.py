@@ -478,3 +478,20 @@ def test_card_at_moe_expert_shapes_held_out():
     s = mod.summary(table)
     assert s[("back-to-back", "bf16")]["mean_abs"] < 0.12 and s[("interleaved", "bf16")]["mean_abs"] < 0.12
     assert all(abs(v["mean"]) < 0.2 for v in s.values())
+
+
+def test_llm_model_prices_a_layer_pass_of_expert_gemms_as_per_expert_kernels():
+    """moe-grouped (one H100): the model's price for a layer pass's expert GEMMs (one GEMM per local expert, llm/ops.py)
+    against a loop of per-expert GEMMs, as a grouped linear layer issues them; one batched kernel is the worse model."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "validation" / "moe_expert_gemms.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    groups = mod.group_rows(mod.GROUPED, ROOT / "models" / "gpu" / "h100-sxm.yaml")
+    for dtype, bound in (("bf16", 0.10), ("fp8", 0.15)):
+        loop = [r for r in groups if r["condition"] == "loop" and r["dtype"] == dtype]
+        assert len(loop) == 36
+        model = sum(abs(r["error"]) for r in loop) / len(loop)
+        batched = sum(abs(r["batched_error"]) for r in loop) / len(loop)
+        assert model < bound and model < batched, dtype

@@ -1,7 +1,9 @@
 """The GPU card's GEMM curve at MoE expert shapes (issue 22): the expert GEMMs of the published H100 MoE rows' layers,
 measured by gpu-micro's moe-experts section on one H100 (calibration/h100x1-moe-experts-2026-11-27), against the card's
 prediction for each shape (written to predicted-before.json before the measurement; the card was fitted on other shapes:
-dense layer GEMMs with every dimension >= 1024 for fp8). Read-only, nothing fitted.
+dense layer GEMMs with every dimension >= 1024 for fp8); then each layer pass's group of local-expert GEMMs
+(moe-grouped, calibration/h100x1-moe-grouped-2026-11-27: a loop, and torch._grouped_mm in bf16) against the LLM model's
+price for that group (llm/ops.op_time_s: one GEMM per expert) and against one batched GEMM. Read-only, nothing fitted.
 
     python validation/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
 """
@@ -17,10 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import ops  # noqa: E402
 from simcluster.runner.gpu_micro import MOE_EXPERTS  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"
+GROUPED = ROOT / "calibration" / "h100x1-moe-grouped-2026-11-27"
 
 
 def rows(bundle: Path, card: Path) -> list[dict]:
@@ -36,6 +40,21 @@ def rows(bundle: Path, card: Path) -> list[dict]:
         out.append({"moe": layer.get((s.hidden, s.tokens), f"h{s.hidden}-t{s.tokens}"), "role": s.role, "m": s.m, "n": s.n, "k": s.k,
                     "dtype": s.dtype, "condition": s.condition, "measured_s": s.time_s, "predicted_s": predicted,
                     "error": predicted / s.time_s - 1})
+    return out
+
+
+def group_rows(bundle: Path, card: Path) -> list[dict]:
+    """One row per timed group: mode, measured, the model's price (an `expert_up` op of batch = experts) and one batched GEMM."""
+    trace = gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt")
+    layer = {(h, t): name for name, h, _, t in MOE_EXPERTS}
+    gpu = load_gpu(card)[0]
+    out = []
+    for g in trace.groups:
+        op = ops.gemm("expert_up", g.m, g.n, g.k, g.experts)
+        model, batched = ops.op_time_s(gpu, op, g.dtype), gpu.gemm_time_s(g.m, g.n, g.k, dtype=g.dtype, batch=g.experts)
+        out.append({"moe": layer.get((g.hidden, g.tokens), f"h{g.hidden}-t{g.tokens}"), "role": g.role, "experts": g.experts,
+                    "dtype": g.dtype, "condition": g.mode, "measured_s": g.time_s, "predicted_s": model, "batched_s": batched,
+                    "error": model / g.time_s - 1, "batched_error": batched / g.time_s - 1})
     return out
 
 
@@ -61,6 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     for (cond, dtype), s in summary(table).items():
         print(f"{cond} {dtype}: {s['n']} GEMMs, mean |error| {s['mean_abs'] * 100:.1f}% (median {s['median_abs'] * 100:.1f}%), "
               f"mean signed {s['mean'] * 100:+.1f}% (+ = card slower)")
+    groups = group_rows(GROUPED, Path(args.card))
+    print("\nlayer-pass groups (moe-grouped): model = one GEMM per expert (llm/ops.op_time_s), batched = one batched kernel")
+    for (mode, dtype), s in summary(groups).items():
+        if mode == "streams":   # torch's per-call stream switching costs more host time than it overlaps: not a model target
+            continue
+        batched = [r["batched_error"] for r in groups if (r["condition"], r["dtype"]) == (mode, dtype)]
+        print(f"{mode} {dtype}: {s['n']} groups, model mean |error| {s['mean_abs'] * 100:.1f}% (signed {s['mean'] * 100:+.1f}%); "
+              f"batched {statistics.mean(abs(e) for e in batched) * 100:.1f}% ({statistics.mean(batched) * 100:+.1f}%)")
     return 0
 
 
