@@ -199,3 +199,19 @@ def test_recompute_is_searched_and_checked(tmp_path):
     path = _plan(tmp_path, search_space={"tp": [1], "recompute": ["some"]})
     with pytest.raises(ScenarioError, match="search.recompute: expected a non-empty list of none, selective, full"):
         search.read_plan(path)
+
+
+def test_expert_parallelism_and_dispatcher_are_searched(tmp_path):
+    """search.ep / search.moe_dispatcher on a MoE job: every (ep, dispatcher) the reader accepts is a candidate with those
+    settings; an ep that does not divide the experts or dp is refused and counted, a dispatcher name that does not exist
+    is one line at the key."""
+    moe = {**TINY, "experts": 8, "top_k": 2, "expert_ffn": 256}
+    sweep, plan = search.read_plan(_plan(tmp_path, model=moe, nodes=(2,), search_space={"tp": [1], "ep": [1, 4, 8, 3],
+                                                                                          "moe_dispatcher": ["alltoall", "deepep"]}))
+    pts, skipped = search.candidates(sweep, plan)
+    got = sorted((p.scenario.jobs[0].parallel.ep, p.scenario.jobs[0].parallel.moe_dispatcher) for p in pts)
+    assert got == [(e, d) for e in (1, 4, 8) for d in ("alltoall", "deepep")]
+    assert sum(n for reason, n in skipped.items() if "ep 3" in reason) == 2
+    path = _plan(tmp_path, model=moe, search_space={"ep": [2], "moe_dispatcher": ["nccl"]})
+    with pytest.raises(ScenarioError, match="search.moe_dispatcher: expected a non-empty list of alltoall, deepep"):
+        search.read_plan(path)

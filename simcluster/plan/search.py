@@ -13,6 +13,9 @@
       virtual_stages: [1]                 # optional (pp = 1 uses 1)
       recompute: [none, selective, full]  # optional: activation recomputation traded against memory (a base job's
                                           # recompute_modules go with selective only)
+      ep: [8, 16, 32]                     # optional, MoE: expert parallelism (must divide the experts and dp, or dp x tp
+                                          # with expert_tp 1: the reader refuses the rest, counted as skipped)
+      moe_dispatcher: [alltoall, deepep]  # optional, MoE: the token dispatcher (llm/comm.py)
 A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tensor parallelism).
 dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
 scenario reader (llm.spec.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
@@ -31,13 +34,14 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.errors import ScenarioError, SimclusterError
-from simcluster.llm.spec import RECOMPUTE
+from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
 from simcluster.plan import cost
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
 
-SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute")
+SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute", "ep", "moe_dispatcher")
+NAMED = {"recompute": RECOMPUTE, "moe_dispatcher": MOE_DISPATCHERS}   # the keys whose values are names, not integers
 MAX_CANDIDATES = 200_000
 
 
@@ -87,9 +91,9 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
             if key not in s:
                 continue
             values = s[key]
-            if key == "recompute":
-                if not isinstance(values, list) or not values or any(v not in RECOMPUTE for v in values):
-                    r.fail("search.recompute", f"expected a non-empty list of {', '.join(RECOMPUTE)}, got {strict.short(values)}")
+            if key in NAMED:
+                if not isinstance(values, list) or not values or any(not isinstance(v, str) or v not in NAMED[key] for v in values):
+                    r.fail(f"search.{key}", f"expected a non-empty list of {', '.join(NAMED[key])}, got {strict.short(values)}")
             elif not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
                 r.fail(f"search.{key}", f"expected a non-empty list of integers, got {strict.short(values)}")
             search.append((key, tuple(values)))
@@ -122,6 +126,9 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
     space.setdefault("zero", (par.get("zero", 0),))
     space.setdefault("virtual_stages", (par.get("virtual_stages", 1),))
     space.setdefault("recompute", (par.get("recompute", "none"),))
+    moe_keys = [k for k in ("ep", "moe_dispatcher") if k in space]     # set on a candidate only when searched
+    space.setdefault("ep", (par.get("ep", 1),))
+    space.setdefault("moe_dispatcher", (par.get("moe_dispatcher", "alltoall"),))
     count = len(hardware) * math.prod(len(v) for v in space.values())
     if count > MAX_CANDIDATES:
         raise ScenarioError(f"{count:,} candidates; at most {MAX_CANDIDATES:,}", where=str(sweep.path),
@@ -144,7 +151,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             continue
         gpus = per_node * nodes
         cp = par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1
-        for tp, pp, mb, zero, vs, rc in itertools.product(*(space[k] for k in SEARCH_KEYS)):
+        for tp, pp, mb, zero, vs, rc, ep, dispatcher in itertools.product(*(space[k] for k in SEARCH_KEYS)):
             if tp < 1 or per_node % tp:
                 skipped["tp does not divide the GPUs of a node"] += 1
                 continue
@@ -163,6 +170,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             params = hw + sp + (("jobs[0].parallel.tp", tp), ("jobs[0].parallel.pp", pp), ("jobs[0].parallel.dp", dp),
                            ("jobs[0].parallel.zero", zero), ("jobs[0].parallel.virtual_stages", vs), ("jobs[0].micro_batch", mb),
                            ("jobs[0].parallel.recompute", rc))
+            params += tuple((f"jobs[0].parallel.{k}", {"ep": ep, "moe_dispatcher": dispatcher}[k]) for k in moe_keys)
             point = spec_module.build_point(sweep, params)
             if point.hash in seen:
                 continue
