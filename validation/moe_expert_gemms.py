@@ -27,31 +27,28 @@ BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"
 GROUPED = ROOT / "calibration" / "h100x1-moe-grouped-2026-11-27"
 
 
+def _read(bundle: Path, card: Path):
+    """The bundle's gpu-micro trace, the layer name of each (hidden, tokens), the card."""
+    layer = {(h, t): name for name, h, _, t in MOE_EXPERTS}
+    return gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt"), layer, load_gpu(card)[0]
+
+
 def rows(bundle: Path, card: Path) -> list[dict]:
     """One row per measured record: shape, condition, measured and predicted seconds, error (+ = predicted slower)."""
-    trace = gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt")
-    layer = {(h, t): name for name, h, _, t in MOE_EXPERTS}
-    gpu = load_gpu(card)[0]
-    out = []
-    for s in trace.gemm:
-        if not s.role.startswith("moe-"):
-            continue
-        predicted = gpu.gemm_time_s(s.m, s.n, s.k, dtype=s.dtype)
-        out.append({"moe": layer.get((s.hidden, s.tokens), f"h{s.hidden}-t{s.tokens}"), "role": s.role, "m": s.m, "n": s.n, "k": s.k,
-                    "dtype": s.dtype, "condition": s.condition, "measured_s": s.time_s, "predicted_s": predicted,
-                    "error": predicted / s.time_s - 1})
-    return out
+    trace, layer, gpu = _read(bundle, card)
+    return [{"moe": layer.get((s.hidden, s.tokens), f"h{s.hidden}-t{s.tokens}"), "role": s.role, "m": s.m, "n": s.n, "k": s.k,
+             "dtype": s.dtype, "condition": s.condition, "measured_s": s.time_s,
+             "predicted_s": gpu.gemm_time_s(s.m, s.n, s.k, dtype=s.dtype), "error": gpu.gemm_time_s(s.m, s.n, s.k, dtype=s.dtype) / s.time_s - 1}
+            for s in trace.gemm if s.role.startswith("moe-")]
 
 
 def group_rows(bundle: Path, card: Path) -> list[dict]:
     """One row per timed group: mode, measured, the model's price (an `expert_up` op of batch = experts) and one batched GEMM."""
-    trace = gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt")
-    layer = {(h, t): name for name, h, _, t in MOE_EXPERTS}
-    gpu = load_gpu(card)[0]
+    trace, layer, gpu = _read(bundle, card)
     out = []
     for g in trace.groups:
-        op = ops.gemm("expert_up", g.m, g.n, g.k, g.experts)
-        model, batched = ops.op_time_s(gpu, op, g.dtype), gpu.gemm_time_s(g.m, g.n, g.k, dtype=g.dtype, batch=g.experts)
+        model = ops.op_time_s(gpu, ops.gemm("expert_up", g.m, g.n, g.k, g.experts), g.dtype)
+        batched = gpu.gemm_time_s(g.m, g.n, g.k, dtype=g.dtype, batch=g.experts)
         out.append({"moe": layer.get((g.hidden, g.tokens), f"h{g.hidden}-t{g.tokens}"), "role": g.role, "experts": g.experts,
                     "dtype": g.dtype, "condition": g.mode, "measured_s": g.time_s, "predicted_s": model, "batched_s": batched,
                     "error": model / g.time_s - 1, "batched_error": batched / g.time_s - 1})
