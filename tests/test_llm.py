@@ -102,7 +102,7 @@ def test_memory_components_by_hand():
     par, batch = ParallelSpec(), BatchSpec(4, 1)
     mem = memory_per_gpu(LLAMA2_7B, par, batch, 80 * GiB)
     p = LLAMA2_7B.parameter_count()
-    assert stage_params(LLAMA2_7B, par, True, True).total == pytest.approx(p)
+    assert stage_params(LLAMA2_7B, par, 0).total == pytest.approx(p)
     assert mem.parameters == pytest.approx(2 * p) and mem.gradients == pytest.approx(4 * p)
     assert mem.optimizer == pytest.approx(12 * p)
     s, b, h, f, a = 4096, 1, 4096, 11008, 32
@@ -478,7 +478,7 @@ def test_ddp_bucket_copies_add_sixteen_bytes_per_parameter_per_step(h100):
     model = TransformerSpec(4, 256, 704, 4, 2, 1000, 256)
     net = comm.Network(load_collective(pathlib.Path("models/collective/h200x2-primitives.yaml"))[0], 2)
     ddp = replace(TORCH_AMP, ddp_bucket_bytes=4.0)
-    params = stage_params(model, ParallelSpec(dp=2), True, True)
+    params = stage_params(model, ParallelSpec(dp=2), 0)
     with_copies = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
     without = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s
     assert with_copies - without == pytest.approx(h100.memory_time_s(16 * params.total))

@@ -215,3 +215,12 @@ def test_expert_parallelism_and_dispatcher_are_searched(tmp_path):
     path = _plan(tmp_path, model=moe, search_space={"ep": [2], "moe_dispatcher": ["nccl"]})
     with pytest.raises(ScenarioError, match="search.moe_dispatcher: expected a non-empty list of alltoall, deepep"):
         search.read_plan(path)
+
+
+def test_a_base_layout_with_a_pipeline_search_is_refused(tmp_path):
+    path = _plan(tmp_path, search_space={"pp": [1, 2]})
+    doc = yaml.safe_load(path.read_text())
+    doc["jobs"][0]["parallel"]["pipeline_layout"] = [4]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ScenarioError, match="search.pp: the base job's parallel.pipeline_layout fixes pp x virtual_stages"):
+        search.read_plan(path)

@@ -19,7 +19,10 @@ from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec, Transfor
 
 
 def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:
-    """GPU time of every kernel of the ops, in issue order (an op of count n is n equal kernels)."""
+    """GPU time of every kernel of the ops, in issue order (an op of count n is n equal kernels; a fractional count, an op
+    only some layers run, has no kernel sequence: the frameworks that call this refuse such models)."""
+    if any(o.count != int(o.count) for o in op_list):
+        raise ValueError("kernel_times needs whole kernel counts (a sliding-window model's attention ops have fractions)")
     per = [ops.op_time_s(gpu, o, dtype) / o.count for o in op_list]
     return np.repeat(np.array(per, dtype=float), [o.count for o in op_list])
 

@@ -35,7 +35,9 @@ from simcluster.llm.spec import (
     ParallelSpec,
     TransformerSpec,
     check,
+    check_dispatch,
     check_framework,
+    check_model_framework,
 )
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
@@ -118,6 +120,12 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
         r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
     framework, hosts = _framework(r, job, key, par, precision)
+    try:   # what the framework's ops cannot run, refused at the job's key
+        fw = eager.torch_framework(par, hosts) if framework == "torch" else FRAMEWORKS[framework]
+        check_model_framework(model, fw)
+        check_dispatch(model, par, machine.domain_gpus)
+    except LlmConfigError as exc:
+        r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan

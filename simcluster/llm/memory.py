@@ -105,20 +105,36 @@ def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
     return (model.attention_params() + model.mlp_params()) / t
 
 
-def stage_params(model: TransformerSpec, par: ParallelSpec, first: bool, last: bool, vocab_split: int | None = None) -> StageParams:
-    """Parameters held by one GPU of a pipeline stage (all its virtual chunks); the embedding and LM head are split over
-    vocab_split ranks (the tensor-parallel ranks unless the framework replicates them: FrameworkSpec.tp_vocab_split)."""
+def stage_dense_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
+    """How many of a MoE model's first dense_layers (dense MLP) lie in this stage's chunks."""
+    split = par.layer_split(model.layers)
+    starts = [sum(split[:i]) for i in range(len(split))]
+    return sum(max(0, min(model.dense_layers, starts[vs] + split[vs]) - starts[vs])
+               for vs in (c * par.pp + stage for c in range(par.virtual_stages)))
+
+
+def stage_params(model: TransformerSpec, par: ParallelSpec, stage: int, vocab_split: int | None = None) -> StageParams:
+    """Parameters held by one GPU of pipeline stage `stage` (all its virtual chunks, the layers of par.layer_split); the
+    embedding and LM head are split over vocab_split ranks (the tensor-parallel ranks unless the framework replicates
+    them: FrameworkSpec.tp_vocab_split). A MoE model's dense first layers hold the dense MLP. The last stage also holds
+    the MTP modules, each a (MoE) layer, two norms and a 2h x h projection / t, and (pp > 1) its own copy of the
+    embedding (Megatron builds one on every stage that runs MTP)."""
     vs = par.tp if vocab_split is None else vocab_split
-    layers = stage_layers(model, par, 0 if first else par.pp - 1)
+    first, last = stage == 0, stage == par.pp - 1
+    layers = stage_layers(model, par, stage)
+    dense_layers = stage_dense_layers(model, par, stage) if model.dense_layers else 0
     one = layer_params(model, par)
-    dense = layers * one.dense
+    dense = (layers - dense_layers) * one.dense + dense_layers * layer_params(model.dense_layer(), par).dense
+    expert_layers = layers - dense_layers
     if first:
         dense += model.embedding_params() / vs
-    if last:   # the LM head, the final norm, and the MTP modules (each a layer, two norms and a 2h x h projection / t)
+    if last:   # the LM head and the final norm; the MTP modules
         dense += (0 if model.tied_embeddings and first else model.vocab * model.hidden / vs) + model.hidden
-        dense += model.mtp_layers * (one.dense + 2 * model.hidden + 2 * model.hidden * model.hidden / par.tp)
-        layers += model.mtp_layers if model.moe else 0
-    return StageParams(dense, layers * one.expert)
+        if model.mtp_layers:
+            dense += model.mtp_layers * (one.dense + 2 * model.hidden + 2 * model.hidden * model.hidden / par.tp)
+            dense += 0 if first else model.embedding_params() / vs
+            expert_layers += model.mtp_layers
+    return StageParams(dense, expert_layers * one.expert)
 
 
 def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> float:
@@ -229,9 +245,11 @@ class MemoryBreakdown:
                 "stage": self.stage}
 
 
-def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, stage: str) -> MemoryBreakdown:
+def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) -> MemoryBreakdown:
     vocab_split = par.tp if fw.tp_vocab_split else 1
-    p = stage_params(model, par, first, last, vocab_split)
+    first, last = stage == 0, stage == par.pp - 1
+    label = "only" if first and last else "first" if first else "last" if last else f"stage {stage}"
+    p = stage_params(model, par, stage, vocab_split)
     dp, edp = par.dp * par.cp, par.expert_dp * par.cp   # the ZeRO group: data x context parallel
     z = par.zero
 
@@ -245,31 +263,29 @@ def _stage_memory(model, par, batch, capacity, first, last, fw: FrameworkSpec, s
     fp8 = fp8_saved_inputs(batch, fw)
     state = (fw.state_bytes - (2 if fw.master_remainders and not (fp8 and fw.fp8_params) else 0)) * sharded(z >= 1)
     m = batch.micro_batches(par.dp)
-    chunks, frac = in_flight(par, m, 0 if first else par.pp - 1)
-    stage_layer_count = stage_layers(model, par, 0 if first else par.pp - 1)
+    chunks, frac = in_flight(par, m, stage)
+    stage_layer_count = stage_layers(model, par, stage) + (model.mtp_layers if last else 0)   # MTP: one more layer each
     cached = fp8 and not fw.fp8_params
     cache = FP8_WEIGHT_CACHE_BYTES * stage_layer_count * layer_linear_params(model, par) if cached else 0.0
     layers = stage_layer_count * frac
     per_layer = layer_activation_bytes(model, par, batch, fw)
-    dense_here = min(model.dense_layers, stage_layer_count) if first else 0   # a MoE model's first layers are dense
+    dense_here = stage_dense_layers(model, par, stage) if model.dense_layers else 0   # a MoE model's first layers are dense
     if dense_here:
         dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
     acts = chunks * layers * per_layer
     if first:
         acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    logits = fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
+    heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
+    logits = heads * fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
-    return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, stage, fw.persistent_grads,
+    return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets)
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
                    fw: FrameworkSpec = MEGATRON) -> MemoryBreakdown:
-    """The fuller of the first and the last pipeline stage (the same GPU when pp = 1)."""
-    if par.pp == 1:
-        return _stage_memory(model, par, batch, capacity_bytes, True, True, fw, "only")
-    first = _stage_memory(model, par, batch, capacity_bytes, True, False, fw, "first")
-    last = _stage_memory(model, par, batch, capacity_bytes, False, True, fw, "last")
-    return max(first, last, key=lambda mb: mb.total)
+    """The fullest pipeline stage (the first on a tie; the one GPU's when pp = 1): every stage is checked, since a layout
+    (parallel.pipeline_layout) can make a middle stage the heaviest."""
+    return max((_stage_memory(model, par, batch, capacity_bytes, s, fw) for s in range(par.pp)), key=lambda mb: mb.total)

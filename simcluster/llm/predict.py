@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from simcluster.llm import clock, comm
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, check_framework
+from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check, check_framework, check_model_framework
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
 
@@ -80,10 +80,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     the card needs a `clock:` block)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
-    if framework.eager and (model.window_share or model.moe):
-        key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
-        raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
-                             hint="use a Megatron framework")
+    check_model_framework(model, framework)
     g = comm.groups(par, net)
     info = {}
     if clock_model == "duty":   # the step's own clock: a first run at the card's reference clock

@@ -473,6 +473,32 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC)}
 
 
+def check_dispatch(model: TransformerSpec, par: ParallelSpec, domain_gpus: int) -> None:
+    """deepep with group-limited routing is priced for groups aligned with the EP group's nodes (llm/comm.py
+    ep_nodes_per_token): whole groups on a node, or a group over whole nodes. The EP group places min(ep, G / (etp cp))
+    ranks on each NVLink domain of G GPUs, as comm.place does."""
+    g, m = model.expert_groups, model.group_topk
+    if par.moe_dispatcher != "deepep" or par.ep == 1 or not g or m == g:
+        return
+    per_node = min(par.ep, max(1, domain_gpus // (par.etp * par.cp)))
+    nodes = -(-par.ep // per_node)
+    if nodes > 1 and g % nodes and nodes % g:
+        raise LlmConfigError("model.expert_groups", f"{g} groups and the EP group's {nodes} nodes: neither divides the other "
+                             "(deepep's volume is modelled for groups aligned with nodes)")
+
+
+def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
+    """A model feature the framework's ops do not have is refused, not ignored: the eager decoder (the llm-step runner's)
+    has no experts and no sliding window; Megatron's unfused attention core computes the full s x s scores."""
+    if framework.eager and (model.window_share or model.moe):
+        key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
+        raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
+                             hint="use a Megatron framework")
+    if framework.attention == "unfused" and model.window_share:
+        raise LlmConfigError("model.window", f"framework {framework.name} runs the unfused attention core over the full "
+                             "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
+
+
 def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
     """A parallel setting the framework's code does not have is refused, not ignored."""
     if par.overlap_param_gather and framework.grad_reduce_after_backward:

@@ -186,8 +186,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     stages = []
     for s in range(pp):
         fwd, bwd, buckets, gathers, gather_buckets, slowdowns = [], [], [], [], [], []
-        first, last = s == 0, s == pp - 1
-        params = stage_params(model, par, first, last)
+        params = stage_params(model, par, s)
         for c in range(v):
             vs = c * pp + s
             layers_per_chunk = split[vs]

@@ -102,6 +102,10 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
             r.fail("search", "a parallelism search needs exactly one job, of kind llm_training")
         if tokens is None:
             r.fail("plan.target", "missing key 'tokens': an LLM plan trains a number of tokens (e.g. tokens: 1T)")
+        searched = [k for k, _ in search if k in ("pp", "virtual_stages")]
+        if searched and (jobs[0].get("parallel") or {}).get("pipeline_layout"):
+            r.fail(f"search.{searched[0]}", "the base job's parallel.pipeline_layout fixes pp x virtual_stages; every other "
+                   "split would be refused", hint="remove the layout from the base job, or this key from the search")
     return sweep, PlanSpec(catalogue, tokens, within, tuple(search))
 
 

@@ -51,7 +51,7 @@ def layer_counts(value) -> tuple[int, ...]:
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
-                "expert_tp": count, "pipeline_layout": layer_counts, "moe_dispatcher": one_of(MOE_DISPATCHERS),
+                "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
                 "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
