@@ -124,7 +124,7 @@ def stage_params(model: TransformerSpec, par: ParallelSpec, stage: int, vocab_sp
     layers = stage_layers(model, par, stage)
     dense_layers = stage_dense_layers(model, par, stage) if model.dense_layers else 0
     one = layer_params(model, par)
-    dense = (layers - dense_layers) * one.dense + dense_layers * layer_params(model.dense_layer(), par).dense
+    dense = (layers - dense_layers) * one.dense + (dense_layers * layer_params(model.dense_layer(), par).dense if dense_layers else 0.0)
     expert_layers = layers - dense_layers
     if first:
         dense += model.embedding_params() / vs
