@@ -248,7 +248,8 @@ class _Pipeline:
 
 
 def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) -> IterationResult:
-    """Run one iteration; the breakdown is the critical (last to finish) stage's time, part by part."""
+    """Run one iteration; the step ends when the last stage does; the breakdown is the busiest stage's time, part by part
+    (its idle time until the step's end is pipeline bubble)."""
     sim = Simulation(seed, record=trace)
     pipe = _Pipeline(work, sim, trace)
     procs = [sim.process(pipe.stage(s)) for s in range(work.pp)]
@@ -258,9 +259,14 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
         raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {stuck} never finished",
                               hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
     ends = tuple(log.end_s for log in pipe.logs)
-    crit = max(range(work.pp), key=lambda s: (ends[s], -s))
+    step = max(ends)
+    busy = [sum(log.busy.values()) for log in pipe.logs]
+    # the stage whose own work is largest: with uneven stages (a layout, dense first layers, the LM head) the others wait
+    # on it, and their waiting is pipeline bubble in its view; ties go to the last stage to finish (1F1B: stage 0)
+    crit = max(range(work.pp), key=lambda s: (round(busy[s], 12), ends[s], -s))
     log = pipe.logs[crit]
     breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
                  "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
-                 "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s, "other": log.optimizer_s + log.busy["host"]}
-    return IterationResult(ends[crit], crit, breakdown, ends, sim.events_processed, tuple(sim.recorder.intervals))
+                 "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s + step - ends[crit],
+                 "other": log.optimizer_s + log.busy["host"]}
+    return IterationResult(step, crit, breakdown, ends, sim.events_processed, tuple(sim.recorder.intervals))
