@@ -31,6 +31,7 @@ from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
+PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batch work: what sets the pipeline's pace
 
 
 @dataclass(frozen=True)
@@ -260,10 +261,11 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
                               hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
     ends = tuple(log.end_s for log in pipe.logs)
     step = max(ends)
-    busy = [sum(log.busy.values()) for log in pipe.logs]
-    # the stage whose own work is largest: with uneven stages (a layout, dense first layers, the LM head) the others wait
-    # on it, and their waiting is pipeline bubble in its view; ties go to the last stage to finish (1F1B: stage 0)
-    crit = max(range(work.pp), key=lambda s: (round(busy[s], 12), ends[s], -s))
+    # the stage that sets the pipeline's pace: the largest per-micro-batch work (compute and in-layer communication; the
+    # step-level DP sync is not pace). With uneven stages (a layout, dense first layers, the LM head) the others wait on
+    # it, and their waiting is pipeline bubble in its view; ties go to the last stage to finish (1F1B: stage 0)
+    pace = [sum(log.busy[k] for k in PACE_PARTS) for log in pipe.logs]
+    crit = max(range(work.pp), key=lambda s: (round(pace[s], 12), ends[s], -s))
     log = pipe.logs[crit]
     breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
                  "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
