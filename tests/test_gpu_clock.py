@@ -132,8 +132,9 @@ def test_both_cards_of_a_gpu_give_one_step_time(gpu):
     """Back-to-back and interleaved GEMM curves, each moved from its own reference clock to the step's clock, agree on
     the same step within 5% (their raw curves differ by 5-15%)."""
     from simcluster.llm.comm import Network
+    from simcluster.llm.framework import TORCH_AMP
     from simcluster.llm.predict import predict_llm
-    from simcluster.llm.spec import TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
     model = TransformerSpec(28, 3072, 8192, 24, 8, 128256, 2048, tied_embeddings=True)
     times = {}

@@ -13,10 +13,11 @@ from simcluster.cards import load_collective
 from simcluster.errors import ScenarioError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, ops
+from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu, stage_params
 from simcluster.llm.predict import model_flops_per_step, predict_llm
 from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
-from simcluster.llm.spec import MEGATRON, TORCH_AMP, BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, layer_split
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, layer_split
 from simcluster.scenario import load
 
 LLAMA2_7B = TransformerSpec(32, 4096, 11008, 32, 32, 32000, 4096)
@@ -410,7 +411,7 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
 def test_unfused_attention_core_by_hand():
     """Megatron before flash attention: Q K^T and P V over the full s x s scores, softmax and dropout in HBM,
     Korthikanti's 5 a s^2 b activation bytes unless selective recompute drops them (and recomputes the core)."""
-    from simcluster.llm.spec import MEGATRON_UNFUSED
+    from simcluster.llm.framework import MEGATRON_UNFUSED
 
     gpt = TransformerSpec(2, 1024, 4096, 16, 16, 50304, 2048, tied_embeddings=True, mlp="gelu")
     par, batch = ParallelSpec(tp=2), BatchSpec(8, 2)

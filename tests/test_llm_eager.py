@@ -107,7 +107,7 @@ def test_compute_and_nccl_beside_each_other():
     from dataclasses import replace
 
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.spec import TORCH_AMP
+    from simcluster.llm.framework import TORCH_AMP
     from simcluster.llm.work import _beside
 
     gpu = replace(load_gpu(ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml")[0], overlap_compute_slowdown=0.2, overlap_comm_rate=0.4)

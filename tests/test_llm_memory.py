@@ -10,9 +10,10 @@ import pytest
 from simcluster.cards import load_collective
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm
+from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu
 from simcluster.llm.predict import predict_llm
-from simcluster.llm.spec import MEGATRON, TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 from simcluster.reference import PUBLISHED, read_published
 from simcluster.reference.llm import framework_of
 

@@ -109,7 +109,7 @@ def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
 
     lc = comm.LayerComm(0, 0, 0, 0, ep_fwd_s=3e-3, ep_bwd_s=5e-3)
     gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0, "sm_count": 132})()
-    from simcluster.llm.spec import MEGATRON
+    from simcluster.llm.framework import MEGATRON
     par = ParallelSpec(dp=8, ep=8, moe_shared_expert_overlap=True)
     assert work._exposed_ep(par, lc, gpu, MEGATRON, 10e-3, 20e-3, 1e-3, 8e-3) == pytest.approx((2e-3, 0.0))
     par = ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True)
@@ -188,8 +188,8 @@ def test_sliding_window_ops_and_flops_by_hand():
     W - W (W - 1) / (2 s) keys each (non-causal), the other half the full causal kernel; backward keeps the shares; the
     model FLOPs count the same keys; frameworks without windows refuse them."""
     from simcluster.llm import ops
+    from simcluster.llm.framework import MEGATRON, MEGATRON_UNFUSED, TORCH_AMP, check_model_framework
     from simcluster.llm.predict import model_flops_per_step
-    from simcluster.llm.spec import MEGATRON, MEGATRON_UNFUSED, TORCH_AMP, check_model_framework
 
     s, w = 4096, 128
     m = TransformerSpec(4, 2880, 2880, 64, 8, 201088, s, experts=128, top_k=4, expert_ffn=2880, attn_head_dim=64, window=w,

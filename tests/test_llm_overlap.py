@@ -133,7 +133,7 @@ def test_blocking_sends_hold_the_sender():
 
 
 def test_megatron_2023_sync_is_the_unfused_core_with_serial_dp(node):
-    from simcluster.llm.spec import FRAMEWORKS
+    from simcluster.llm.framework import FRAMEWORKS
 
     fw = FRAMEWORKS["megatron-2023-sync"]
     assert fw.attention == "unfused" and fw.grad_reduce_after_backward and fw.blocking_p2p
@@ -152,7 +152,7 @@ def test_megatron_2023_sync_is_the_unfused_core_with_serial_dp(node):
 # --- Megatron's loss and dropout kernels ---------------------------------------------------------------------
 def test_unfused_loss_bytes_per_logit():
     from simcluster.llm import ops
-    from simcluster.llm.spec import FRAMEWORKS, MEGATRON
+    from simcluster.llm.framework import FRAMEWORKS, MEGATRON
 
     par, batch = ParallelSpec(tp=4, sequence_parallel=True), BatchSpec(8, 2)
     logits = 2 * 2048 * 51200 // 4

@@ -14,7 +14,8 @@ from simcluster.fit.gpu import DATASHEETS, carry
 from simcluster.fit.gpu_dropout import elements, fit_dropout_rates, fit_rates
 from simcluster.hardware.gpu import GpuParams, gpu_params, gpu_params_yaml, load_gpu
 from simcluster.llm import ops
-from simcluster.llm.spec import MEGATRON, TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import MEGATRON, TORCH_AMP
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = TransformerSpec(layers=2, hidden=8, ffn=16, heads=2, kv_heads=1, vocab=32, seq=4)

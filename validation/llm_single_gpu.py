@@ -2,7 +2,7 @@
 
 Every `llm-step` run (mode single) of the bundles below is predicted from its architecture, sequence length
 and micro-batch alone, on the GPU card of the GPU it ran on, with the torch-amp framework (the runner's own:
-fp32 weights under bf16 autocast, fused AdamW; simcluster.llm.spec.TORCH_AMP). The GPU cards are fitted on
+fp32 weights under bf16 autocast, fused AdamW; simcluster.llm.framework.TORCH_AMP). The GPU cards are fitted on
 gpu-micro micro-benchmarks only (their provenance is printed), never on these steps, and the eager host cost
 per kernel on separate hidden-128 decoders of 2-32 layers (calibration/llm-host-2026-11-23, the same kind of
 machine), so every row is held out. The GPU-only column drops the host model, to show what it adds.
@@ -28,9 +28,10 @@ sys.path.insert(0, str(ROOT))
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import host  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.framework import TORCH_AMP, FrameworkSpec  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
 # The eager torch step runs its GEMMs between memory-bound kernels: the cards fitted on GEMMs timed that way
 # (gpu-micro's interleaved condition, docs/models/gpu.md), not the back-to-back cards Megatron-style runs use.

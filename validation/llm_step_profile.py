@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import host, ops  # noqa: E402
-from simcluster.llm.spec import TORCH_AMP, BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.framework import TORCH_AMP  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-step-profile-2026-11-23"
 CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"   # the card validation/llm_single_gpu.py uses for eager steps

@@ -76,9 +76,10 @@ from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.framework import FrameworkSpec  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.traces import nccl_tests  # noqa: E402
 
 BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")

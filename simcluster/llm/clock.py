@@ -26,7 +26,8 @@ from __future__ import annotations
 from simcluster.errors import ModelCardError
 from simcluster.hardware.gpu_clock import at_clock
 from simcluster.llm import ops
-from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 COMPUTE_KINDS = ("gemm", "attention")
 GRID = 64            # downward scan steps from max_clock to the floor (settle)

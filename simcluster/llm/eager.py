@@ -1,5 +1,5 @@
 """Eager PyTorch training (the `llm-step` runner's code, simcluster/runner/llm_step.py) as a framework of the step model:
-fp32 weights under bf16 autocast and torch AdamW (spec.TORCH_AMP), with the parallel wrapper the parallel block implies:
+fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the parallel wrapper the parallel block implies:
   dp > 1, zero 0   torch DDP: its reducer's fp32 bucket copy of the gradients (ddp_bucket_bytes 4; memory and the
                    step's bucket copies, work._ddp_bucket_copies_s); its bucket all_reduces and the backward they
                    overlap slow each other by the GPU card's measured comm_overlap (comm_interference, work._beside:
@@ -24,7 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from simcluster.llm import host
-from simcluster.llm.spec import TORCH_AMP, BatchSpec, FrameworkSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
 MODES = ("single", "ddp", "fsdp", "tp")
 

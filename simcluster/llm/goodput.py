@@ -26,9 +26,10 @@ import math
 from dataclasses import dataclass
 
 from simcluster.errors import ScenarioError
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.goodput_des import MAX_EVENTS, simulate_job
 from simcluster.llm.reliability import Reliability
-from simcluster.llm.spec import MEGATRON, FrameworkSpec, TransformerSpec
+from simcluster.llm.spec import TransformerSpec
 
 DAY = 86400.0
 MAX_LOSS = 5.0   # lambda x (period + restart): beyond it a segment needs e^5 = 148 tries on average (refused)

@@ -4,7 +4,7 @@ The host issues kernel k at k c (c = host seconds per kernel); the GPU runs it w
 previous kernel is done, so a sequence of kernels with GPU times t_1..t_n ends at
     T = max_k ( k c + sum_{j >= k} t_j )          (k = 1..n)
 the GPU-bound time sum t_j when c is small, the issue time n c when the kernels are short. c and a fixed
-per-step host cost are the framework's (spec.FrameworkSpec.host_kernel_s, host_step_s), measured on the same
+per-step host cost are the framework's (framework.FrameworkSpec.host_kernel_s, host_step_s), measured on the same
 host with a model whose GPU work is negligible: step(L) = a + L k_layer c for L layers of k_layer kernels
 (fit_host; calibration/llm-host-2026-11-23). Megatron-style runs (CUDA graphs or enough work per kernel)
 keep c = 0.
@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from simcluster.llm import ops
-from simcluster.llm.spec import BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 
 def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:

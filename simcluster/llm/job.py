@@ -12,7 +12,7 @@
       micro_batch: 1
       precision: bf16
       train_tokens: 15T          # optional; with reliability: (llm/reliability.py) the days to train
-      framework: megatron        # optional: megatron (default) or another name of spec.FRAMEWORKS, or eager PyTorch:
+      framework: megatron        # optional: megatron (default) or another name of framework.FRAMEWORKS, or eager PyTorch:
                                  # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.llm import eager
+from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
 from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import (
-    FRAMEWORKS,
     MOE_DISPATCHERS,
     PRECISIONS,
     RECOMPUTE,
@@ -36,8 +36,6 @@ from simcluster.llm.spec import (
     TransformerSpec,
     check,
     check_dispatch,
-    check_framework,
-    check_model_framework,
 )
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
@@ -57,7 +55,7 @@ class LlmJob:
     kind: str = "llm_training"
     train_tokens: float | None = None
     reliability: Reliability | None = None
-    framework: str = "megatron"                          # spec.FRAMEWORKS' name, or "torch" (llm/eager.py)
+    framework: str = "megatron"                          # framework.FRAMEWORKS' name, or "torch" (llm/eager.py)
     host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
 
     def framework_spec(self):

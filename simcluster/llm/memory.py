@@ -2,7 +2,7 @@
 
 Parameters on a stage's GPU (P): its layers' dense weights / t, expert weights / (t ep), plus the embedding
 / t on the first stage and the LM head / t on the last. Bytes per parameter come from the framework
-(spec.FrameworkSpec); Megatron's mixed-precision Adam:
+(framework.FrameworkSpec); Megatron's mixed-precision Adam:
   parameters  P * 2 (bf16)                    / dp with ZeRO-3
   gradients   P * 4 (fp32 main_grad buffers)  / dp with ZeRO-2 and 3
   optimizer   P * 12 (fp32 master, m and v)   / dp with ZeRO-1, 2 and 3
@@ -63,7 +63,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter

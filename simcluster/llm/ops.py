@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 ACT_BYTES = 2  # bf16 activations
 

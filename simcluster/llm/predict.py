@@ -14,9 +14,10 @@ import json
 from dataclasses import dataclass, field
 
 from simcluster.llm import clock, comm
+from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec, check, check_framework, check_model_framework
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
 

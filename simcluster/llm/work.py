@@ -30,9 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.memory import stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
-from simcluster.llm.spec import MEGATRON, BatchSpec, FrameworkSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 
 def _task(**parts) -> Task:

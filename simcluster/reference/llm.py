@@ -58,7 +58,7 @@ MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
                  "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
-# a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/spec.FrameworkSpec), `from` citing them
+# a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
@@ -200,8 +200,8 @@ def filled_model(model: dict, assumed: dict, used: list[str]) -> dict:
 
 def framework_choice(ref: Published) -> tuple[str, dict]:
     """(the file's `simcluster.framework`, default megatron; `simcluster.framework_by_model`: model name -> framework),
-    every name one of llm/spec.FRAMEWORKS and every model name some run's model.name (a typo is one line naming it)."""
-    from simcluster.llm.spec import FRAMEWORKS
+    every name one of llm/framework.FRAMEWORKS and every model name some run's model.name (a typo is one line naming it)."""
+    from simcluster.llm.framework import FRAMEWORKS
 
     where = f"{ref.path}: simcluster"
     default = "megatron" if ref.usage.get("framework") is None else checked(ref.usage, "framework", where, one_of(tuple(FRAMEWORKS)))
@@ -222,7 +222,7 @@ def framework_of(ref: Published, run: dict | None = None):
     """The training code the source ran (`simcluster.framework`, default megatron): e.g. megatron-unfused-attention
     for Megatron-LM before flash attention (llm/spec.py); `simcluster.framework_by_model` names another one for the
     runs of one model (a recipe's own setting, e.g. its loss fusion)."""
-    from simcluster.llm.spec import FRAMEWORKS
+    from simcluster.llm.framework import FRAMEWORKS
 
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")

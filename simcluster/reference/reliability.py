@@ -138,7 +138,7 @@ def validate_published_reliability(path: str | Path | None = None) -> ReferenceV
 def _checkpoint_rows(pubs: list[Published]) -> list[ReferenceRow]:
     """A run's printed checkpoint size against llm/goodput.py's bytes per parameter (Megatron's bf16 weight, fp32
     master, m and v); + = a smaller checkpoint predicted (a faster write)."""
-    from simcluster.llm.spec import MEGATRON
+    from simcluster.llm.framework import MEGATRON
 
     per_param = MEGATRON.param_bytes + MEGATRON.state_bytes
     rows = []

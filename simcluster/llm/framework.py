@@ -1,0 +1,112 @@
+"""How the training code runs the model (FrameworkSpec): what it stores and moves besides the model's own math, the
+named frameworks (FRAMEWORKS), and the model and parallel settings a framework's code does not have (refused at their key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.llm.spec import LlmConfigError, ParallelSpec, TransformerSpec
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """How the training code runs the model: what it stores and moves besides the model's own math.
+
+    megatron: fused QKV GEMM, bf16 weights and residual stream, fp32 main_grad buffers that persist (every micro-batch's
+      weight gradients added into them: grad_accumulate_bytes), fp32 master
+      weights and Adam moments (2 + 4 + 12 bytes per parameter), fused kernels, Transformer Engine layers (under fp8:
+      GEMM inputs saved in fp8, cached fp8 weights; llm/memory.py). A recipe's own gradient-buffer and optimizer dtypes
+      and fp8 weights are memory-only fields set with dataclasses.replace (a published file's `simcluster.memory`).
+    torch-amp (simcluster.runner.llm_step): fp32 weights under bf16 autocast, separate q / k / v Linears, fp32
+      residual stream (embedding and weights are fp32), gradients created in each backward and freed by
+      zero_grad(set_to_none=True), fused AdamW with fp32 moments (4 + 4 + 8 bytes per parameter), bf16 weight
+      copies autocast makes in the forward and the backward keeps, eager (unfused) rotary, SwiGLU and loss.
+      Its loss peaks at the start of the backward with 12 bytes per logit alive: log_softmax's saved fp32 output,
+      the fp32 gradient nll_loss hands it and the fp32 gradient it returns (the forward's bf16 logits and fp32
+      copy, 2 + 4 + 4 with log_softmax's output, are fewer).
+    megatron-unfused-attention: megatron with the attention core of Megatron-LM before flash attention (scores
+      Q K^T and the context P V as batched GEMMs, s x s scores, probabilities and dropout mask in HBM).
+    megatron-unfused-loss: megatron with Megatron-Core's unfused vocab-parallel cross-entropy (no
+      --cross-entropy-loss-fusion): .float() cast (2 + 4 bytes per logit), max (4), subtract (4 + 4), exp in place (8),
+      sum (4), divide in place (8) = 38 bytes forward; the gradient's multiply in place (8) and the cast back to bf16
+      (4 + 2) = 14 backward (megatron/core/tensor_parallel/cross_entropy.py at core_r0.8.0 L27-113; the same kernels
+      at 285068c8, megatron/model/gpt_model.py L38 calling it on output.float()).
+    megatron-2023-sync: Megatron-LM of early 2023 (commit 285068c8): the unfused attention core (flash attention
+      off by default), the data-parallel gradient reduction after the whole backward and the parameter all_gather
+      after the optimizer step (neither overlapped), pipeline sends that block the sender, the unfused loss.
+    """
+
+    name: str
+    fused_qkv: bool = True
+    param_bytes: float = 2.0
+    grad_bytes: float = 4.0
+    state_bytes: float = 12.0
+    persistent_grads: bool = True
+    weight_copy_bytes: float = 0.0    # per parameter, held from the forward to the backward (autocast's bf16 copies)
+    tp_vocab_split: bool = True       # embedding, LM head and logits split over tp (Megatron); False: replicated (memory only)
+    ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
+    residual_bytes: int = 2           # element size of the residual stream
+    adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
+    cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
+    logit_bytes: float = 6.0          # bytes per logit at the loss's peak (Megatron: bf16 logits + fp32 copy; eager: 12, below)
+    eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
+    host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
+    host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
+    bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
+    attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
+    grad_reduce_after_backward: bool = False   # DP gradient reduction after the whole backward, parameter gather after the
+                                               # optimizer (Megatron-LM before --overlap-grad-reduce); False: overlapped
+    blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
+    comm_interference: bool = False   # data-parallel NCCL kernels and the compute they overlap slow each other by the GPU
+                                      # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
+    loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
+    loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
+    grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
+                                          # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
+    # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
+    grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
+    transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
+                                      # transpose are cached across micro-batches (llm/memory.py)
+    fp8_params: bool = False          # under fp8, linear weights stored in fp8 (Megatron --fp8-param-gather, NeMo fp8_params): 1 byte
+                                      # + its cached transpose = the 2 of bf16, and no separate fp8 weight cache
+    master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
+                                      # weight + a 16-bit remainder (state_bytes - 2); NeMo keeps a full fp32 master with fp8_params
+
+
+MEGATRON = FrameworkSpec("megatron")
+TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
+                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
+                          grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
+                          bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
+# Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
+# two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
+MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)
+# Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
+# after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
+# (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()
+# (L227-231); --use-flash-attn is off unless given (megatron/arguments.py L655), so the attention core is unfused.
+UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Core's vocab-parallel cross-entropy, unfused
+MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
+MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", grad_reduce_after_backward=True, blocking_p2p=True,
+                                   transformer_engine=False, **UNFUSED_LOSS)
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC)}
+
+
+def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
+    """A model feature the framework's ops do not have is refused, not ignored: the eager decoder (the llm-step runner's)
+    has no experts and no sliding window; Megatron's unfused attention core computes the full s x s scores."""
+    if framework.eager and (model.window_share or model.moe):
+        key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
+        raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
+                             hint="use a Megatron framework")
+    if framework.attention == "unfused" and model.window_share:
+        raise LlmConfigError("model.window", f"framework {framework.name} runs the unfused attention core over the full "
+                             "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
+
+
+def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
+    """A parallel setting the framework's code does not have is refused, not ignored."""
+    if par.overlap_param_gather and framework.grad_reduce_after_backward:
+        raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
+                             "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")
