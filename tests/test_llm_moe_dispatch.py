@@ -11,7 +11,7 @@ import pytest
 from simcluster.errors import ScenarioError
 from simcluster.llm import comm
 from simcluster.llm.memory import stage_layers
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, check_dispatch
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
 
 DSV3 = TransformerSpec(61, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, attn_head_dim=128,
                        q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128, shared_expert_ffn=2048, dense_layers=3,
@@ -50,8 +50,8 @@ def test_misaligned_groups_and_bad_group_settings_are_refused():
     with pytest.raises(ScenarioError, match="expert_groups 8 and the EP group's 3 nodes"):
         comm.ep_nodes_per_token(DSV3, 3)
     with pytest.raises(LlmConfigError, match="model.expert_groups: 8 groups and the EP group's 3 nodes"):
-        check_dispatch(DSV3, ParallelSpec(dp=24, ep=24, moe_dispatcher="deepep"), 8)
-    check_dispatch(DSV3, ParallelSpec(dp=24, ep=24), 8)     # alltoall: no alignment needed
+        comm.check_dispatch(DSV3, ParallelSpec(dp=24, ep=24, moe_dispatcher="deepep"), 8)
+    comm.check_dispatch(DSV3, ParallelSpec(dp=24, ep=24), 8)     # alltoall: no alignment needed
     with pytest.raises(LlmConfigError, match="model.expert_groups"):
         replace(DSV3, expert_groups=7)
     with pytest.raises(LlmConfigError, match="model.group_topk"):
@@ -223,7 +223,7 @@ def test_every_stage_is_checked_for_memory_and_mtp_sits_on_the_last():
     par = ParallelSpec(tp=2, pp=16, dp=32, ep=64, expert_tp=1, sequence_parallel=True, zero=1, recompute="selective",
                        recompute_modules=("mla_up_proj",), pipeline_layout=layout)
     mem = memory_per_gpu(DSV3, par, BatchSpec(8192, 1), 80e9)
-    assert mem.stage.startswith("stage ")
+    assert mem.stage.startswith("middle (")
     no_mtp = replace(DSV3, mtp_layers=0)
     last, last_plain = stage_params(DSV3, par, 15), stage_params(no_mtp, par, 15)
     one_layer = stage_params(no_mtp, replace(par, pipeline_layout=(3,) + (4,) * 13 + (5, 1)), 15)

@@ -41,7 +41,7 @@ from simcluster.collectives.fabric import Cluster, predict_fabric
 from simcluster.collectives.model import predict
 from simcluster.collectives.ring_flows import RingFlows, concurrent_ring_flows
 from simcluster.errors import ScenarioError
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
 GRAD_BYTES = 4      # gradients reduced in fp32 (Megatron's main_grad buffers under bf16)
 PARAM_BYTES = 2     # bf16 parameters (ZeRO / FSDP all_gather)
@@ -79,11 +79,16 @@ class Group:
                 "network_Bps_per_group": self.node_rate_Bps}
 
 
+def ranks_per_node(size: int, stride: int, domain_gpus: int) -> int:
+    """Ranks of a group of `size` ranks `stride` apart on one NVLink domain of domain_gpus GPUs (module docstring)."""
+    return min(size, max(1, domain_gpus // stride))
+
+
 def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
     g = net.gpus_per_node
     if not net.aligned and size > 1:
         _check_tiles(name, size, stride, g)
-    per_node = min(size, max(1, g // stride))
+    per_node = ranks_per_node(size, stride, g)
     nodes = math.ceil(size / per_node)
     if nodes == 1 or size == 1:
         return Group(name, size, stride, per_node, 1)
@@ -208,6 +213,19 @@ def ep_nodes_per_token(model: TransformerSpec, nodes: int) -> float:
         raise ScenarioError(f"model.expert_groups {model.expert_groups} and the EP group's {nodes} nodes: neither divides the other",
                             hint="the deepep dispatcher's volume is modelled for groups aligned with nodes")
     return nodes * (1 - missed)
+
+
+def check_dispatch(model: TransformerSpec, par: ParallelSpec, domain_gpus: int) -> None:
+    """deepep with group-limited routing is priced for groups aligned with the EP group's nodes (ep_nodes_per_token):
+    whole groups on a node, or a group over whole nodes; the EP group placed as groups() places it. Checked when the
+    scenario is read, so the refusal names the model key."""
+    g, m = model.expert_groups, model.group_topk
+    if par.moe_dispatcher != "deepep" or par.ep == 1 or not g or m == g:
+        return
+    nodes = -(-par.ep // ranks_per_node(par.ep, par.etp * par.cp, domain_gpus))
+    if nodes > 1 and g % nodes and nodes % g:
+        raise LlmConfigError("model.expert_groups", f"{g} groups and the EP group's {nodes} nodes: neither divides the other "
+                             "(deepep's volume is modelled for groups aligned with nodes)")
 
 
 def ep_dispatch_s(model: TransformerSpec, par: ParallelSpec, net: Network, group: Group, nbytes: float) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.llm import eager
+from simcluster.llm.comm import check_dispatch
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
 from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import (
@@ -35,7 +36,6 @@ from simcluster.llm.spec import (
     ParallelSpec,
     TransformerSpec,
     check,
-    check_dispatch,
 )
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",

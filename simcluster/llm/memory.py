@@ -106,12 +106,16 @@ def layer_linear_params(model: TransformerSpec, par: ParallelSpec) -> float:
     return (model.attention_params() + model.mlp_params()) / t
 
 
-def stage_dense_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
-    """How many of a MoE model's first dense_layers (dense MLP) lie in this stage's chunks."""
+def chunk_dense_layers(model: TransformerSpec, par: ParallelSpec, vs: int) -> int:
+    """How many of a MoE model's first dense_layers (dense MLP) lie in virtual stage vs (model order)."""
     split = par.layer_split(model.layers)
-    starts = [sum(split[:i]) for i in range(len(split))]
-    return sum(max(0, min(model.dense_layers, starts[vs] + split[vs]) - starts[vs])
-               for vs in (c * par.pp + stage for c in range(par.virtual_stages)))
+    start = sum(split[:vs])
+    return max(0, min(model.dense_layers, start + split[vs]) - start)
+
+
+def stage_dense_layers(model: TransformerSpec, par: ParallelSpec, stage: int) -> int:
+    """The dense layers in all of this stage's chunks."""
+    return sum(chunk_dense_layers(model, par, c * par.pp + stage) for c in range(par.virtual_stages))
 
 
 def stage_params(model: TransformerSpec, par: ParallelSpec, stage: int, vocab_split: int | None = None) -> StageParams:
@@ -249,7 +253,7 @@ class MemoryBreakdown:
 def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) -> MemoryBreakdown:
     vocab_split = par.tp if fw.tp_vocab_split else 1
     first, last = stage == 0, stage == par.pp - 1
-    label = "only" if first and last else "first" if first else "last" if last else f"stage {stage}"
+    label = "only" if first and last else "first" if first else "last" if last else f"middle ({stage})"
     p = stage_params(model, par, stage, vocab_split)
     dp, edp = par.dp * par.cp, par.expert_dp * par.cp   # the ZeRO group: data x context parallel
     z = par.zero

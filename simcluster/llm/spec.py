@@ -387,17 +387,3 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
     m = batch.micro_batches(par.dp)
     if par.virtual_stages > 1 and m % par.pp:
         raise LlmConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp ({par.pp})")
-
-
-def check_dispatch(model: TransformerSpec, par: ParallelSpec, domain_gpus: int) -> None:
-    """deepep with group-limited routing is priced for groups aligned with the EP group's nodes (llm/comm.py
-    ep_nodes_per_token): whole groups on a node, or a group over whole nodes. The EP group places min(ep, G / (etp cp))
-    ranks on each NVLink domain of G GPUs, as comm.place does."""
-    g, m = model.expert_groups, model.group_topk
-    if par.moe_dispatcher != "deepep" or par.ep == 1 or not g or m == g:
-        return
-    per_node = min(par.ep, max(1, domain_gpus // (par.etp * par.cp)))
-    nodes = -(-par.ep // per_node)
-    if nodes > 1 and g % nodes and nodes % g:
-        raise LlmConfigError("model.expert_groups", f"{g} groups and the EP group's {nodes} nodes: neither divides the other "
-                             "(deepep's volume is modelled for groups aligned with nodes)")

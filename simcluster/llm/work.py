@@ -31,7 +31,7 @@ import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.memory import stage_params
+from simcluster.llm.memory import chunk_dense_layers, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -182,7 +182,6 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
     split = par.layer_split(model.layers)
-    starts = [sum(split[:i]) for i in range(len(split))]
     last_vs = pp * v - 1
     stages = []
     for s in range(pp):
@@ -191,7 +190,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         for c in range(v):
             vs = c * pp + s
             layers_per_chunk = split[vs]
-            dense_here = max(0, min(model.dense_layers, starts[vs] + layers_per_chunk) - starts[vs])   # the first k layers: dense MLP
+            dense_here = chunk_dense_layers(model, par, vs) if model.dense_layers else 0   # the first k layers: dense MLP
             f = _add(_scale(layer_f, layers_per_chunk - dense_here), _scale(dense_f, dense_here))
             b = _add(_scale(layer_b, layers_per_chunk - dense_here), _scale(dense_b, dense_here))
             if vs == 0:
