@@ -199,9 +199,12 @@ def wrap(torch, model, mode: str, world: int, cfg: dict, device):
     return model
 
 
-def profile_steps(torch, step, sync, steps: int) -> dict:
+def profile_steps(torch, step, sync, steps: int, trace: str | None = None) -> dict:
     """GPU kernels per step and their summed time (the device's busy time, which a GPU model predicts),
-    from a torch.profiler Chrome trace of `steps` extra steps (events of category kernel, gpu_memcpy, gpu_memset)."""
+    from a torch.profiler Chrome trace of `steps` extra steps (events of category kernel, gpu_memcpy, gpu_memset);
+    with `trace`, that Chrome trace is also kept, gzipped, at that path (the timeline, for Perfetto)."""
+    import gzip
+    import shutil
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
@@ -216,6 +219,9 @@ def profile_steps(torch, step, sync, steps: int) -> dict:
         prof.export_chrome_trace(path)
         with open(path) as f:
             events = json.load(f).get("traceEvents", [])
+        if trace:
+            with open(path, "rb") as src, gzip.open(trace, "wb") as dst:
+                shutil.copyfileobj(src, dst)
     out = {"profiled_steps": steps}
     for cat in ("kernel", "gpu_memcpy", "gpu_memset"):
         durs = [e.get("dur", 0) for e in events if e.get("cat") == cat and e.get("ph") == "X"]
@@ -236,7 +242,7 @@ def profile_steps(torch, step, sync, steps: int) -> dict:
 
 
 def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int,
-              profile: int = 0) -> dict:
+              profile: int = 0, trace: str | None = None) -> dict:
     gen = torch.Generator(device="cpu").manual_seed(seed)
     tokens = torch.randint(0, cfg["vocab"], (micro, seq + 1), generator=gen).to(device)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
@@ -284,7 +290,7 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
                       max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
     if profile > 0:
         try:
-            record["profile"] = profile_steps(torch, step, sync, profile)
+            record["profile"] = profile_steps(torch, step, sync, profile, trace)
         except Exception as exc:  # noqa: BLE001 - the timed steps stand without the profile
             record["profile_error"] = f"{type(exc).__name__}: {exc}"[:300]
     return record
@@ -307,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                     "steps (every 20 ms) and record their medians per shape (the step's own clock, llm/clock.py)")
     ap.add_argument("--profile", type=int, default=1, metavar="STEPS", help="after timing, profile STEPS more steps: kernels "
                     "per step and their summed time (0: off)")
+    ap.add_argument("--trace", metavar="PREFIX", help="keep each shape's profiled steps as a gzipped Chrome trace (Perfetto): "
+                    "PREFIX-SEQxMB-rankR.json.gz, every rank")
     args = ap.parse_args(argv)
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
@@ -341,8 +349,9 @@ def main(argv: list[str] | None = None) -> int:
 
         smi = SmiStream()
     for i, (seq, micro) in enumerate(shapes):
+        trace = f"{args.trace}-{seq}x{micro}-rank{rank}.json.gz" if args.trace else None
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
-                                 profile=args.profile))
+                                 profile=args.profile, trace=trace))
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
               f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
     samples = smi.stop() if smi is not None else []
