@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
-from llm_single_gpu import H200, model_of, pct  # noqa: E402
+from llm_single_gpu import H100, H200, model_of, pct  # noqa: E402
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.collectives.model import predict  # noqa: E402
@@ -83,7 +83,10 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.traces import nccl_tests  # noqa: E402
 
 BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
-CARDS = {"nvlink": "models/collective/h200x2-primitives.yaml", "socket": "models/collective/h200x2-socket.yaml"}
+# each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
+CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
+         ("nvlink", 4): "models/collective/h200x4-primitives.yaml", ("socket", 4): "models/collective/h200x4-socket.yaml"}
+WORLDS = (2, 4)
 MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
 READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
                "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",  # 21
@@ -130,7 +133,7 @@ def read_runs(bundle: Path) -> list[Run]:
         if doc is not None and doc.get("tool") != "llm-step":
             doc, why = None, "not llm-step output"
         world = doc.get("world_size", 1) if doc else meta.get("meta", {}).get("world_size", 0)
-        if world == 2:
+        if world in WORLDS:
             out.append(Run(log.parent if meta_path else log, doc, env, why))
     return out
 
@@ -150,9 +153,10 @@ def mapping(doc: dict, hosts: dict | None = None) -> tuple[ParallelSpec, Framewo
     (simcluster.llm.eager) with the mode's own host cost when `hosts` has it; NotPredicted for what the model has not."""
     if "fp32 weights" not in str(doc.get("precision", "")):
         raise NotPredicted(f"precision {doc.get('precision')!r} is not the torch-amp framework")
-    par = {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)}.get(doc.get("mode"))
+    world = doc.get("world_size")
+    par = {"ddp": ParallelSpec(dp=world), "fsdp": ParallelSpec(dp=world, zero=3), "tp": ParallelSpec(tp=world)}.get(doc.get("mode"))
     if par is None:
-        raise NotPredicted(f"mode {doc.get('mode')!r} with 2 ranks has no mapping onto the model")
+        raise NotPredicted(f"mode {doc.get('mode')!r} with {world} ranks has no mapping onto the model")
     return par, eager.torch_framework(par, hosts), par.dp
 
 
@@ -176,7 +180,7 @@ def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: 
             # the runner resets the peak before each shape: only a run's first shape holds the job's first iterations
             row["pred_mem_GiB"], row["fits"] = (mem.allocated if index == 0 else mem.steady_allocated) / GiB, mem.fits
             if shape["status"] == "ok":
-                r = predict_llm(model, par, batch, gpu, net, 2, trace=False, framework=mode_fw)
+                r = predict_llm(model, par, batch, gpu, net, doc["world_size"], trace=False, framework=mode_fw)
                 row["pred_ms"] = r.step_time_s * 1e3
                 row["comm_ms"] = sum(r.breakdown.get(k, 0.0) for k in ("exposed_dp_comm", "exposed_tp_comm")) * 1e3
         except (NotPredicted, SimclusterError) as exc:
@@ -195,22 +199,30 @@ def socket_card_context(card) -> str:
     return f"its 2-rank all_reduce vs {SOCKET_SWEEP} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}%"
 
 
-def print_bundle(name: str, runs: list[Run], transport: str, how: str, gpu, fw_how: str,
+def gpu_card_of(runs: list[Run]) -> str:
+    """The interleaved card of the runs' GPU (H100 or H200, from rank 0's device name; H200 when none says)."""
+    names = {str(r.doc.get("device", {}).get("name", "")) for r in runs if r.doc}
+    return H100 if any("H100" in n for n in names) else H200
+
+
+def print_bundle(name: str, runs: list[Run], transport: str, how: str, world: int, fw_how: str,
                  hosts: dict | None = None) -> dict | None:
-    card_path = Path(CARDS[transport]) if Path(CARDS[transport]).is_absolute() else ROOT / CARDS[transport]
+    card_name, gpu_name = CARDS[(transport, world)], gpu_card_of(runs)
+    card_path = Path(card_name) if Path(card_name).is_absolute() else ROOT / card_name
     try:
         card, _ = load_collective(card_path)
+        gpu, _ = load_gpu(ROOT / gpu_name)
     except SimclusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
-    print(f"== {name}: {transport} ({how}); collective card {CARDS[transport]}; GPU card {H200}")
+    print(f"== {name}: {world} ranks, {transport} ({how}); collective card {card_name}; GPU card {gpu_name}")
     print(f"   framework torch-amp, {fw_how}")
     if transport == "socket":
         print(f"   socket card: fitted at 2 ranks on all_reduce and all_gather; {socket_card_context(card)}")
     print(f"{'model':>6} {'mode':>5} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'comm ms':>8} "
           f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
     errors: dict[str, dict[str, list[float]]] = {}
-    net = Network(card, 2)
+    net = Network(card, world)
     for run in runs:
         if run.doc is None:
             print(f"{run.path.relative_to(ROOT) if run.path.is_relative_to(ROOT) else run.path}: not predicted: {run.failure}")
@@ -253,10 +265,9 @@ def main(argv: list[str]) -> int:
                     help="the collectives' transport of every bundle given (default: from the runs or the bundle's name)")
     ap.add_argument("--host-fit", metavar="FOLDER", default=str(MODE_HOST.relative_to(ROOT)),
                     help="the folder of hidden-128 decoder runs per mode that sets each mode's host cost (device_run.sh there)")
-    ap.add_argument("--socket-card", metavar="CARD", default=CARDS["socket"], help="the socket transport's collective card")
+    ap.add_argument("--socket-card", metavar="CARD", default=CARDS[("socket", 2)], help="the socket transport's 2-rank collective card")
     args = ap.parse_args(argv)
-    CARDS["socket"] = args.socket_card
-    gpu, _ = load_gpu(ROOT / H200)
+    CARDS[("socket", 2)] = args.socket_card
     host_folder = Path(args.host_fit) if Path(args.host_fit).is_absolute() else ROOT / args.host_fit
     if not host_folder.is_dir():
         print(f"error: --host-fit {args.host_fit}: no such folder", file=sys.stderr)
@@ -277,12 +288,14 @@ def main(argv: list[str]) -> int:
             continue
         runs = read_runs(bundle)
         if not runs:
-            print(f"error: {name}: no llm-step runs with world_size 2", file=sys.stderr)
+            print(f"error: {name}: no llm-step runs with world_size {' or '.join(map(str, WORLDS))}", file=sys.stderr)
             status = 1
             continue
         transport, how = transport_of(bundle, runs, args.transport)
-        if print_bundle(name, runs, transport, how, gpu, fw_how, hosts) is None:
-            status = 1
+        for world in sorted({r.doc.get("world_size") if r.doc else 2 for r in runs}):
+            same = [r for r in runs if (r.doc.get("world_size") if r.doc else 2) == world]
+            if print_bundle(name, same, transport, how, world, fw_how, hosts) is None:
+                status = 1
     return status
 
 

@@ -47,6 +47,8 @@ PRESETS = {
     # GQA 8:1, tied 152K vocabulary)
     "1.1b": dict(layers=22, hidden=2048, ffn=5632, heads=32, kv_heads=4, vocab=32000, tied=False),
     "3.1b": dict(layers=36, hidden=2048, ffn=11008, heads=16, kv_heads=2, vocab=151936, tied=True),
+    # session 24's 4-GPU set: Llama 3 8B's shape (GQA 4:1, 128K vocabulary, untied)
+    "8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256, tied=False),
 }
 MODES = ("single", "ddp", "fsdp", "tp")
 
