@@ -1,6 +1,8 @@
-"""Predicted vs measured 2-GPU Llama-shaped training steps (DDP, FSDP2, tensor parallel), development rows (not a test).
+"""Predicted vs measured 2- and 4-GPU Llama-shaped training steps (DDP, FSDP2, tensor parallel), development rows (not a test).
 
-Every `llm-step` run with world_size 2 of the bundles below (rank 0's document; torchrun on one 2 x H200 node)
+Every `llm-step` run with world_size 2 or 4 of the bundles below (rank 0's document; torchrun on one 2 x H200 node, or
+4 x H200 for session 24's sealed set: dp or tp is the run's world size, the collective card the NVLink card of that
+many ranks (CARDS), the GPU card that of the run's GPU (H100 or H200))
 is predicted from its architecture, sequence length, micro-batch and mode alone, with the same pieces as
 validation/llm_single_gpu.py: the H200 interleaved GPU card (fitted on gpu-micro only), the torch-amp framework
 with the eager host cost of the run's own mode (per kernel and per step, fitted on hidden-128 decoders of 2, 8 and
@@ -90,7 +92,8 @@ WORLDS = (2, 4)
 MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
 READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
                "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",  # 21
-               "calibration/h200x2-llm-2gpu-sealed3-2026-11-27")  # session 22 (read at 82da8dc)
+               "calibration/h200x2-llm-2gpu-sealed3-2026-11-27",  # session 22 (read at 82da8dc)
+               "calibration/h200x4-llm-4gpu-sealed4-2026-11-27-ddp", "calibration/h200x4-llm-4gpu-sealed4-2026-11-27")  # 24 (200c183)
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on
 
