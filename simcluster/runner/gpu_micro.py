@@ -27,6 +27,13 @@ a sample is batch time / inner, the record's time is the median sample:
              on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
              issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
              `moe_grouped`, time per group. Not in the default sections
+  moe-permute the token permutations of Megatron's alltoall dispatcher for each MOE_EXPERTS layer, N = tokens per expert x
+             local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
+             chunk sort by local expert after the alltoall (gather N rows, block permutation of ep x experts chunks),
+             its inverse before the combine, unpermute (index_add of N rows into T); forward alone and forward +
+             backward (autograd: a gather's backward is a scatter and the reverse), and one bf16 copy of N rows for
+             reference; records in `moe_permute`. The routing is balanced, the expert GEMMs left out. Not in the
+             default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -68,6 +75,11 @@ MOE_EXPERTS = (("qwen3-30b-ep8", 2048, 768, 2048), ("qwen3-30b-ep16", 2048, 768,
 # DeepSeek-V3 256 / 64
 MOE_LOCAL_EXPERTS = {"qwen3-30b-ep8": 16, "qwen3-30b-ep16": 8, "qwen3-235b-ep32": 4, "gpt-oss-120b-ep8": 16,
                      "deepseek-v3-ep64-tp2": 4, "deepseek-v3-ep64": 4}
+# top-k of each MOE_EXPERTS layer's model, and its EP ranks (the chunk count of the dispatcher's sort is ep x local experts)
+MOE_TOP_K = {"qwen3-30b-ep8": 8, "qwen3-30b-ep16": 8, "qwen3-235b-ep32": 8, "gpt-oss-120b-ep8": 4, "deepseek-v3-ep64-tp2": 8,
+             "deepseek-v3-ep64": 8}
+MOE_EP = {"qwen3-30b-ep8": 8, "qwen3-30b-ep16": 16, "qwen3-235b-ep32": 32, "gpt-oss-120b-ep8": 8, "deepseek-v3-ep64-tp2": 64,
+          "deepseek-v3-ep64": 64}
 GROUP_STREAMS = 4
 TF32_SQUARE = (2048, 4096, 8192)
 SEQS = (512, 1024, 2048, 4096, 8192)
@@ -200,6 +212,58 @@ def run_moe_grouped(torch, dev, timer, quick: bool) -> list[dict]:
                     out.append({**head, "error": f"{type(exc).__name__}: {exc}"})
             if cuda:
                 torch.cuda.empty_cache()
+    return out
+
+
+def _permutations(torch, dev, rows: int, top_k: int, chunks: int, gen):
+    """Row maps of one balanced dispatch: each token's top_k copies sorted by expert (token id per dispatched row), a
+    block permutation of `chunks` equal chunks (the sort by local expert) and its inverse."""
+    tokens = rows // top_k
+    src = (torch.randperm(rows, generator=gen) % tokens).to(dev)
+    size = rows // chunks
+    order = torch.randperm(chunks, generator=gen)
+    block = (order[:, None] * size + torch.arange(size)[None, :]).reshape(-1)
+    block = torch.cat([block, torch.arange(chunks * size, rows)]).to(dev)
+    return src, block, torch.argsort(block)
+
+
+def run_moe_permute(torch, dev, timer, quick: bool) -> list[dict]:
+    """The alltoall dispatcher's four permutations per MoE layer pass (module docstring), forward and forward + backward."""
+    layers = (("tiny", 64, 32, 48),) if quick else MOE_EXPERTS
+    experts = {"tiny": 3} if quick else MOE_LOCAL_EXPERTS
+    top_k, ep = ({"tiny": 2}, {"tiny": 2}) if quick else (MOE_TOP_K, MOE_EP)
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for name, h, _f, t in layers:
+        rows = t * experts[name]
+        tokens = rows // top_k[name]
+        src, block, unblock = _permutations(torch, dev, rows, top_k[name], ep[name] * experts[name], gen)
+        x = torch.randn(tokens, h, device=dev, dtype=torch.bfloat16, requires_grad=True)
+
+        def forward(x=x, src=src, block=block, unblock=unblock, tokens=tokens, h=h):
+            p = x.index_select(0, src)            # permute: the dispatched copies, grouped by expert
+            q = p.index_select(0, block)          # sort the received chunks by local expert
+            r = q.index_select(0, unblock)        # and back, before the combine
+            return torch.zeros(tokens, h, device=x.device, dtype=x.dtype).index_add(0, src, r)   # unpermute
+
+        def fwd():
+            with torch.no_grad():
+                forward()
+
+        grad = torch.randn(tokens, h, device=dev, dtype=torch.bfloat16)
+
+        def fwd_bwd(x=x, grad=grad):
+            torch.autograd.grad(forward(), x, grad)
+
+        copy_src = torch.randn(rows, h, device=dev, dtype=torch.bfloat16)
+        copy_dst = torch.empty_like(copy_src)
+        head = {"moe": name, "hidden": h, "rows": rows, "tokens": tokens, "top_k": top_k[name], "experts": experts[name],
+                "chunks": ep[name] * experts[name], "dtype": "bf16", "row_bytes": 2 * h}
+        for mode, fn in (("fwd", fwd), ("fwd_bwd", fwd_bwd), ("copy", lambda a=copy_src, b=copy_dst: b.copy_(a))):
+            out.append({**head, "mode": mode, **timer(fn)})
+        del x, grad, copy_src, copy_dst
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
     return out
 
 
@@ -360,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver)),
                 ("moe-experts", lambda: run_moe_experts(torch, dev, timer, args.quick, clock, interleaver)),
                 ("moe-grouped", lambda: run_moe_grouped(torch, dev, timer, args.quick)),
+                ("moe-permute", lambda: run_moe_permute(torch, dev, timer, args.quick)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
                 ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
                 ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)),
@@ -378,8 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             result = None
         if name in ("launch", "duty"):
             doc[name] = result if result is not None else doc[name]
-        elif name == "moe-grouped":
-            doc["moe_grouped"] = result or []
+        elif name in ("moe-grouped", "moe-permute"):
+            doc[name.replace("-", "_")] = result or []
         elif result:
             doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts") else name] += result
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
