@@ -31,9 +31,10 @@ a sample is batch time / inner, the record's time is the median sample:
              local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
              chunk sort by local expert after the alltoall (gather N rows, block permutation of ep x experts chunks),
              its inverse before the combine, unpermute (index_add of N rows into T); forward alone and forward +
-             backward (autograd: a gather's backward is a scatter and the reverse), and one bf16 copy of N rows for
-             reference; records in `moe_permute`. The routing is balanced, the expert GEMMs left out. Not in the
-             default sections
+             backward (autograd: a gather's backward is a scatter and the reverse), one bf16 copy of N rows for
+             reference, and alone: one gather of N rows, one index_add of N rows into T, and the same combine
+             without atomic adds (gather into token order, sum the top_k rows); records in `moe_permute`. The
+             routing is balanced, the expert GEMMs left out. Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -257,9 +258,22 @@ def run_moe_permute(torch, dev, timer, quick: bool) -> list[dict]:
 
         copy_src = torch.randn(rows, h, device=dev, dtype=torch.bfloat16)
         copy_dst = torch.empty_like(copy_src)
+        by_token = torch.argsort(src)     # the dispatched rows in token order: k rows per token, side by side
+        kk = top_k[name]
+
+        def gather(a=copy_src, idx=block):            # one permutation alone: a gather of the rows
+            return a.index_select(0, idx)
+
+        def scatter(a=copy_src, idx=src, tokens=tokens, h=h):   # one unpermute alone as an index_add (atomic adds)
+            return torch.zeros(tokens, h, device=a.device, dtype=a.dtype).index_add(0, idx, a)
+
+        def gather_sum(a=copy_src, idx=by_token, tokens=tokens, h=h, kk=kk):   # the same without atomics: gather, sum k
+            return a.index_select(0, idx)[: tokens * kk].view(tokens, kk, h).sum(1)
+
         head = {"moe": name, "hidden": h, "rows": rows, "tokens": tokens, "top_k": top_k[name], "experts": experts[name],
                 "chunks": ep[name] * experts[name], "dtype": "bf16", "row_bytes": 2 * h}
-        for mode, fn in (("fwd", fwd), ("fwd_bwd", fwd_bwd), ("copy", lambda a=copy_src, b=copy_dst: b.copy_(a))):
+        for mode, fn in (("fwd", fwd), ("fwd_bwd", fwd_bwd), ("copy", lambda a=copy_src, b=copy_dst: b.copy_(a)),
+                         ("gather", gather), ("index_add", scatter), ("gather_sum", gather_sum)):
             out.append({**head, "mode": mode, **timer(fn)})
         del x, grad, copy_src, copy_dst
         if dev.type == "cuda":
