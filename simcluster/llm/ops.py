@@ -5,7 +5,8 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
     qkv       (T, (a' + 2 g') d, h), a' = a / t, g' = max(1, g / t)   out  (T, h, a' d)   (eager: q, k, v apart)
     gate, up  (T, f / t, h) each                      down (T, h, f / t)     (GeLU MLP: up, down and a GeLU 2 T f / t 2)
-    MoE: router (T, E, h); experts batched E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
+    MoE: router (T, E, h); the dispatcher's copies of the T k / (t / etp) rows a GPU dispatches (permute_copies: 4, or 2
+      without the sort by local expert); experts E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
       shared expert(s) (T, f_s / t, h) x 2 and (T, h, f_s / t) on every token
     MLA: q_down (T, r_q, h), q_up (T, a' (d_nope + d_rope), r_q), kv_down (T, r_kv + d_rope, h), kv_up
       (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary on a' + 1 rope heads
@@ -170,6 +171,14 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     return [gemm("core.scores", s, s, d, n), softmax, dropout, gemm("core.context", s, d, s, n)]
 
 
+def permute_copies(par: ParallelSpec, local_experts: int) -> int:
+    """Copies of the T k dispatched rows per MoE layer pass, forward (each read and written): the alltoall dispatcher's
+    permute, sort of the received chunks by local expert, its inverse and unpermute; without the sort (one local
+    expert, or DeepEP, whose kernels write the received tokens in place) permute and unpermute. Measured on one H100
+    (calibration/h100x1-moe-permute-2026-11-27): a row gather runs at 1.05-1.16x a copy's time."""
+    return 4 if par.moe_dispatcher == "alltoall" and local_experts > 1 else 2
+
+
 def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
     T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
@@ -206,7 +215,9 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
         ops += [gemm("router", T, model.experts, h, in_bytes=2),
-                memory("permute", 2 * 2 * T * model.top_k * h * ACT_BYTES),   # dispatch and combine copies
+                # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
+                # balanced, receives: routed x local experts
+                memory("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
                 gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
