@@ -204,7 +204,7 @@ def cmd_storage(args) -> int:
         from simcluster.storage.report import figures
 
         out["figures"] = figures(run, args.plot_dir, f"{s.workload.model}-{args.accelerators}acc")
-    print(json.dumps(out, indent=1))
+    sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.simulate_text(out))
     return 0
 
 

@@ -12,6 +12,8 @@ Outputs per run, computed exactly as DLIO computes them (dlio_benchmark/utils/st
   AU per rank = sum(compute[1:]) / (block wall - proc[0]) x 100,   averaged over ranks
   throughput  = steps x batch / block wall  (samples/s per rank, summed over ranks)
   I/O rate    = throughput x record_length / 2^20  (MiB/s; DLIO prints it as "MB/s")
+  stall       = mean over ranks and steps 2.. of (batch wait + proc - compute): the step's time beyond its compute,
+                including the barrier's wait for slower ranks' batches (not a DLIO output; consistent with AU)
 plus the device log: throughput over time, queue depth per I/O, latency percentiles.
 """
 
@@ -53,7 +55,7 @@ class RunResult:
     throughput_samples_per_s: float
     throughput_MiB_per_s: float
     wall_s: float
-    stall_per_step_s: float      # mean wait for a batch, first step excluded
+    stall_per_step_s: float      # mean step time beyond compute (own batch wait + the barrier's wait for the others), first step excluded
     events: int = 0              # SimPy events processed (for the speed benchmark)
     logs: list[IoLog] = field(default_factory=list)
     compute: list[list[float]] = field(default_factory=list)
@@ -210,7 +212,10 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     walls = [t_end[r] - t_start[r] for r in range(accelerators)]
     au = float(np.mean([dlio_au_percent(compute_log[r], proc_log[r], walls[r]) for r in range(accelerators)]))
     samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
-    stall = float(np.mean([np.mean(wait_log[r][1:]) for r in range(accelerators)]))  # steady state: first load excluded
+    # steady state, first load excluded: what a step takes beyond its compute, waiting for its own batch and, at DLIO's
+    # per-step barrier, for the other accelerators' batches (AU counts both)
+    stall = float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:])])
+                           for r in range(accelerators)]))
     return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
                      stall, events, logs, compute_log, proc_log)
 

@@ -81,7 +81,26 @@ def simulate(s: StorageSetup, accelerators: int, drives: int, seed: int):
     from simcluster.storage.report import qd_stats, throughput_stats
 
     r = loader.simulate(s.workload, s.nvme, accelerators, drives, s.config, seed=seed)
-    return {"accelerators": r.accelerators, "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent,
-            "throughput_samples_per_s": r.throughput_samples_per_s, "throughput_Bps": r.throughput_MiB_per_s * MiB,
-            "storage_stall_per_step_s": r.stall_per_step_s, "queue_depth": qd_stats(r),
-            "device_throughput": throughput_stats(r), "latency_s": r.logs[0].latency_percentiles()}, r
+    return {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "accelerators": r.accelerators,
+            "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent, "au_threshold_percent": s.workload.au_threshold * 100,
+            "compute_per_step_s": s.workload.computation_time_s, "throughput_samples_per_s": r.throughput_samples_per_s,
+            "throughput_Bps": r.throughput_MiB_per_s * MiB, "storage_stall_per_step_s": r.stall_per_step_s,
+            "queue_depth": qd_stats(r), "device_throughput": {"drive": 0, **throughput_stats(r)},
+            "latency_s": {"drive": 0, **r.logs[0].latency_percentiles()}}, r
+
+
+def simulate_text(out: dict) -> str:
+    """One run as lines: AU against the threshold, throughput, the stall beside the compute, the first drive's device view."""
+    dev, lat = out["device_throughput"], out["latency_s"]
+    pcts = ", ".join(f"p{k} {v * 1e3:.1f} ms" for k, v in lat.items() if k != "drive")
+    return "\n".join([
+        f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}, {out['accelerators']} accelerators, "
+        f"{out['steps']} steps each",
+        f"  AU {out['au_percent']:.2f}% (threshold {out['au_threshold_percent']:.0f}%: "
+        f"{'met' if out['au_percent'] >= out['au_threshold_percent'] else 'not met'})",
+        f"  throughput {out['throughput_samples_per_s']:.1f} samples/s, {out['throughput_Bps'] / MiB:.1f} MiB/s (all accelerators)",
+        f"  per step: compute {out['compute_per_step_s'] * 1e3:.1f} ms, storage stall {out['storage_stall_per_step_s'] * 1e3:.1f} ms "
+        "(own batch wait + barrier wait for the others, first step excluded)",
+        f"  drive 0 of {out['drives']}: read rate mean {dev['mean_Bps'] / MiB:.1f} MiB/s (p90 {dev['p90_Bps'] / MiB:.1f}, "
+        f"{dev['bin_s']} s bins); read latency {pcts}",
+    ]) + "\n"
