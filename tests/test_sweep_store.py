@@ -41,6 +41,26 @@ def test_sweep_in_process_stores_every_point_once_and_resumes(tmp_path):
     assert store.read_manifest(out)["points"] == 6
 
 
+def test_points_of_other_code_are_recomputed_and_left_out_of_the_report(tmp_path, monkeypatch):
+    """A stored point names the code that computed it: after a model change the same sweep recomputes every point, and
+    the folder's report shows only the current code's rows (the earlier ones stay stored)."""
+    import simcluster
+    from simcluster.plan.search import store_report
+
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 3), per_node=(1, 2)))
+    out = tmp_path / "results"
+    first = run.run(sw, out, workers=0, progress=io.StringIO())
+    assert (first.already, first.ran) == (0, 4)
+    real = simcluster.code_digest()
+    monkeypatch.setitem(simcluster._DIGEST, "code", "0123456789abcdef")
+    again = run.run(spec.read_sweep(sw.path), out, workers=0, progress=io.StringIO())
+    assert (again.already, again.ran) == (0, 4)
+    assert len(store.rows(out)) == 8
+    assert sorted(r["simcluster_code"] for r in store.rows(out)) == sorted([real] * 4 + ["0123456789abcdef"] * 4)
+    docs = store_report(out, "figures")
+    assert any("4 stored points computed by other simcluster code left out" in str(v) for v in docs.values())
+
+
 def test_read_dedupes_and_ignores_unfinished_parts(tmp_path):
     types = {"param.x": "int"}
     store.write_part(tmp_path, [{"point_hash": "a", "status": "ok", "param.x": 1, "jobs[0].t": 1.0}], types, 0)

@@ -307,6 +307,12 @@ def store_report(folder: str | Path, figures_dir: str, title: str | None = None)
     manifest = store.read_manifest(folder)
     rows = store.rows(folder)
     answer_doc, within, notes = None, None, []
+    code = manifest.get("simcluster_code")
+    if code:   # points stored by earlier code of simcluster stay in the folder but are not this run's answers
+        stale = sum(1 for r in rows if r.get("simcluster_code") != code)
+        rows = [r for r in rows if r.get("simcluster_code") == code]
+        if stale:
+            notes.append(f"{stale} stored points computed by other simcluster code left out (code {code} only)")
     source = manifest.get("plan_file") or manifest.get("scenario")
     if manifest.get("plan") and source and Path(source).is_file():
         _, plan = read_plan(source)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import __version__, strict
+from simcluster import __version__, code_digest, strict
 from simcluster.errors import SimclusterError
 from simcluster.files import lock
 from simcluster.sweep import spec as spec_module
@@ -70,7 +70,8 @@ def evaluate(items: list) -> list[dict]:
 
     rows = []
     for point_hash, params, sc in items:
-        row = {"point_hash": point_hash, "status": "ok", "error": None, "simcluster_version": __version__, **params}
+        row = {"point_hash": point_hash, "status": "ok", "error": None, "simcluster_version": __version__,
+               "simcluster_code": code_digest(), **params}
         start = time.perf_counter()
         try:
             row.update(machine_facts(sc))
@@ -149,7 +150,8 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         manifest = {"scenario": str(sweep.path), "name": sweep.doc.get("name"), "mode": sweep.spec.mode,
                     "keys": {k: [store.param_value(v, "str") if not isinstance(v, (int, float, str, bool)) else v
                                  for v in vals] for k, vals in sweep.spec.keys},
-                    "points": len(pts), "simcluster_version": __version__, **(extra_manifest or {})}
+                    "points": len(pts), "simcluster_version": __version__, "simcluster_code": code_digest(),
+                    **(extra_manifest or {})}
         manifest.update({k: v for k, v in sweep.sections.items() if k == "plan"})
         store.write_manifest(folder, manifest)
         todo = [p for p in pts if p.hash not in have]
@@ -158,7 +160,7 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         runnable = [p for p in todo if p.scenario is not None]
         for p in invalid:   # held until the first part of computed rows, so the first part has every column
             writer.hold([{"point_hash": p.hash, "status": "invalid", "error": p.error, "simcluster_version": __version__,
-                         **_params(p, types)}])
+                          "simcluster_code": code_digest(), **_params(p, types)}])
         bar = _Progress(len(runnable), progress)
         items = [(p.hash, _params(p, types), p.scenario) for p in runnable]
         failed = ok = 0

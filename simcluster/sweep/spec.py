@@ -12,7 +12,8 @@ must exist), then read by the scenario's own strict reader (scenario._build), so
 a hand-written scenario. A point the reader refuses is kept as an `invalid` point with its one-line reason.
 The point's hash is the sha256 of the canonical JSON of its resolved scenario (every field of the frozen
 Scenario but its file, name and description; card paths relative to the scenario's folder) plus the sha256 of every file it names (a recalibrated
-card makes new points), so it names what was computed, not how the sweep was written.
+card makes new points) and of simcluster's own code (simcluster.code_digest: a changed model makes new points too), so it
+names what was computed, not how the sweep was written.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from simcluster import code_digest, strict
 from simcluster import scenario as scenario_module
-from simcluster import strict
 from simcluster.errors import SimclusterError
 from simcluster.scenario_reader import ScenarioReader
 
@@ -171,13 +172,13 @@ def build_point(sweep: SweepFile, params: tuple[tuple[str, object], ...]) -> Poi
         for key, value in params:
             doc = set_key(doc, key, value)
     except ValueError as exc:
-        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": str(exc)}), None, str(exc))
+        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": str(exc), "code": code_digest()}), None, str(exc))
     reader = ScenarioReader(sweep.path, sweep.lines)
     try:
         sc = scenario_module._build(sweep.path, doc, reader)
     except SimclusterError as exc:
         line = exc.one_line()
-        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": line}), None, line)
+        return Point(params, _hash({"params": [[k, _jsonable(v)] for k, v in params], "error": line, "code": code_digest()}), None, line)
     return Point(params, scenario_hash(sc), sc)
 
 
@@ -218,7 +219,7 @@ def resolved(sc) -> dict:
         return value
 
     body = {f.name: plain(getattr(sc, f.name)) for f in dataclasses.fields(sc) if f.name not in UNHASHED}
-    return {"scenario": body, "files": dict(sorted(files.items()))}
+    return {"scenario": body, "files": dict(sorted(files.items())), "code": code_digest()}
 
 
 @lru_cache(maxsize=4096)
