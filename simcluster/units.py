@@ -2,7 +2,8 @@
 
 Inside simcluster every quantity is a float in seconds, bytes or bytes/s. Strings with units
 exist only in files and on the command line; this module converts both ways.
-Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per second.
+Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per second. Sizes are bytes: a size in bits
+("1Gb", "128Kbit") is refused with a hint, as it is almost always a typo for bytes.
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ def parse_size(text) -> float:
         if scale is not None:
             return value * scale
     for base in ("b", "bit", "bits"):
-        scale = _prefix(unit, base)
-        if scale is not None:
-            return value * scale / 8.0
+        if _prefix(unit, base) is not None:   # '1Gb' is a gigabit: as a message or I/O size almost always a typo for bytes
+            n, p = f"{value:g}", unit[: len(unit) - len(base)].strip()
+            raise UnitError(f"{text!r} is in bits; a size is in bytes",
+                            hint=f"write {n}{p}B (powers of 1000) or {n}{p}iB (powers of 1024, what nccl-tests' {n}{p} means)"
+                                 if p else f"write {n}B")
     raise UnitError(f"{text!r} has no known size unit", hint="use B, KB, MiB, GiB, ...")
 
 

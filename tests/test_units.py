@@ -15,6 +15,9 @@ def test_time_and_size():
     assert parse_time("2ms") == pytest.approx(2e-3)
     assert parse_size("16GiB") == 16 * 2**30
     assert parse_size("1.5MB") == pytest.approx(1.5e6)
+    for bits in ("1Gb", "128Kb", "4 Mbit"):      # a size in bits is refused: '1Gb' read as 1.25e8 bytes misled a user
+        with pytest.raises(UnitError, match="in bits"):
+            parse_size(bits)
     assert parse_nccl_size("8G") == 8 * 2**30
     assert parse_size_arg("1K") == 1024 and parse_size_arg("4KiB") == 4096
 
