@@ -85,6 +85,7 @@ class GpuParams:
     clock: ClockParams | None = None    # the power-limited SM clock (hardware/gpu_clock.py); None: curves as fitted
     overlap_compute_slowdown: float = 0.0   # fraction of compute rate lost while NCCL kernels run beside it (0: not measured)
     overlap_comm_rate: float = 1.0          # NCCL's rate beside compute, as a fraction of its rate alone (overlap-micro)
+    derived_from: str = ""              # a card not measured: the measured card its curves come from (provenance.curves_from)
 
     def __post_init__(self):
         if not self.peak_flops or any(v <= 0 for v in self.peak_flops.values()):
@@ -329,7 +330,8 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
             hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth),
             clock=parse_clock(p["clock"], f"{key}.clock") if "clock" in p else None,
-            overlap_compute_slowdown=slowdown, overlap_comm_rate=comm_rate)
+            overlap_compute_slowdown=slowdown, overlap_comm_rate=comm_rate,
+            derived_from=str((card.get("provenance") or {}).get("curves_from", "")) if isinstance(card.get("provenance"), dict) else "")
     except ValueError as exc:
         raise ModelCardError(f"params: {exc}", where=where) from None
 

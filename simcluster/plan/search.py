@@ -239,7 +239,7 @@ def _brief(row: dict | None) -> dict | None:
         return None
     keep = ("point_hash", "machine.gpus", "machine.nodes", "machine.gpu_card", "machine.nic_card", "jobs[0].step_time_s",
             "jobs[0].tokens_per_s", "jobs[0].samples_per_s", "jobs[0].mfu", "jobs[0].memory_per_gpu_GiB.total",
-            "jobs[0].goodput_steady", "jobs[0].mtbf_s",
+            "jobs[0].goodput_steady", "jobs[0].mtbf_s", "jobs[0].caveats",
             "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency")
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None}}
 
@@ -296,7 +296,27 @@ def answer_text(a: dict) -> str:
     if f:
         lines.append(f"fastest: {label(f)}: {duration(f['cost.time_to_train_s'])}, {f['cost.total']:,.0f} "
                      f"{f.get('cost.currency', '')}")
+    ranked = a.get("top_by_throughput") or []
+    if len(ranked) > 1:
+        lines.append(f"top {len(ranked)} by throughput (time to train, cost, memory per GPU):")
+        lines += [f"  {i + 1:2d}. {label(r)}: {duration(r['cost.time_to_train_s'])}, {r['cost.total']:,.0f} "
+                  f"{r.get('cost.currency', '')}"
+                  + (f", {r['jobs[0].memory_per_gpu_GiB.total']:.1f} GiB" if r.get("jobs[0].memory_per_gpu_GiB.total") else "")
+                  for i, r in enumerate(ranked)]
+    for note in dict.fromkeys(text for row in (c, f) if row for text in _caveats(row)):
+        lines.append(f"caveat: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _caveats(row: dict) -> list[str]:
+    """The caveats stored with a row (llm/caveats.py), a JSON list in the flattened results."""
+    import json
+
+    try:
+        found = json.loads(row.get("jobs[0].caveats") or "[]")
+    except ValueError:
+        return []
+    return [str(x) for x in found] if isinstance(found, list) else []
 
 
 def store_report(folder: str | Path, figures_dir: str, title: str | None = None) -> dict:

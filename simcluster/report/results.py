@@ -92,6 +92,7 @@ def _(result: LlmTrainingResult) -> str:
                          f"compute {c['compute_duty']:.1%}, memory {c['memory_duty']:.1%}, idle {c['idle_duty']:.1%}; {c['power_W']:.0f} W")
     if result.goodput is not None:
         lines += goodput_lines(result.goodput)
+    lines += [f"  caveat           {c}" for c in p.caveats]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,30 @@
+"""What the user of a prediction should know about its accuracy, said where the answer is given (`run`, `predict
+training`, `plan`): the classes of configuration whose measured or published held-out rows the model misses by more
+than the issue's 10% target, each with where the numbers are (docs/models/llm.md, Validation; llm-findings.md)."""
+
+from __future__ import annotations
+
+from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+MOE_MEGATRON = ("MoE: every published H100 Megatron MoE row is predicted fast (+10% to +149% tokens/s with its recipe's "
+                "settings; docs/models/llm.md, Validation): take this step time as optimistic and compare variants "
+                "rather than absolute times")
+DERIVED_GPU = ("GPU card {name} is derived (datasheet peaks, curves of {source}), not measured: the held-out published "
+               "rows on derived B200 cards miss by 17-21% mean, mostly fast (docs/models/llm.md, Validation)")
+EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size measured; FSDP2 up to ~3B parameters on "
+              "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
+              "sessions 21-24), below which no prediction of it can go")
+HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
+
+
+def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu) -> list[str]:
+    """The caveats of one prediction (empty when its class is validated within the target)."""
+    out = []
+    if model.moe and par.ep >= 1 and framework.name.startswith("megatron"):
+        out.append(MOE_MEGATRON)
+    if getattr(gpu, "derived_from", ""):
+        out.append(DERIVED_GPU.format(name=gpu.name, source=gpu.derived_from))
+    if framework.name in HOST_BOUND_EAGER:
+        out.append(EAGER_HOST.format(framework=framework.name))
+    return out

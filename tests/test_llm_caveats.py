@@ -1,0 +1,40 @@
+"""Caveats travel with the predictions whose class misses the published or measured rows beyond the target, and only
+with those: MoE on Megatron, a derived (not measured) GPU card, host-bound eager frameworks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_caveats_name_the_weak_classes_only():
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import MEGATRON
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    dense = TransformerSpec(32, 4096, 14336, 32, 8, 128256, 8192)
+    moe = TransformerSpec(48, 2048, 6144, 32, 4, 151936, 4096, experts=128, top_k=8, expert_ffn=768)
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    b200, _ = load_gpu(ROOT / "models/gpu/b200.yaml")
+    assert caveats(dense, ParallelSpec(tp=8), MEGATRON, h100) == []
+    assert len(caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, h100)) == 1 and "MoE" in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, h100)[0]
+    derived = caveats(dense, ParallelSpec(tp=8), MEGATRON, b200)
+    assert len(derived) == 1 and "b200 is derived" in derived[0] and "h100-sxm" in derived[0]
+    assert h100.derived_from == "" and b200.derived_from.endswith("h100-sxm.yaml")
+
+
+def test_caveats_reach_the_scenario_output():
+    import contextlib
+    import io
+    import json
+
+    from simcluster.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["run", str(ROOT / "scenarios/llm/eager-torch-2gpu.yaml"), "--json"]) == 0
+    variants = {v["variant"]: v["jobs"][0]["caveats"] for v in json.loads(buf.getvalue())["variants"]}
+    assert variants["megatron-ddp"] == [] and variants["torch-ddp"] == []
+    assert all("host" in c for c in variants["torch-dtensor-tp"]) and variants["torch-dtensor-tp"]
