@@ -111,6 +111,21 @@ def machine_arch(machine: Machine) -> str:
     return arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
 
 
+def choices(preds) -> str:
+    """The algorithm / protocol each size ran, runs of sizes with one choice together: 'tree/LL 8B-64KiB, tree/Simple 1MiB'."""
+    from simcluster.units import format_size
+
+    runs: list[list] = []
+    for p in preds:
+        choice = f"{getattr(p, 'algorithm', '') or 'nvlink'}/{p.protocol}"
+        if runs and runs[-1][0] == choice:
+            runs[-1][2] = p.size_bytes
+        else:
+            runs.append([choice, p.size_bytes, p.size_bytes])
+    return "algorithm/protocol " + ", ".join(f"{c} {format_size(lo)}" + (f"-{format_size(hi)}" if hi != lo else "")
+                                             for c, lo, hi in runs)
+
+
 def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
     """(predictions per size, the ring step's flow solution) across the cluster's nodes."""
     flows = ring_flows(cluster)
@@ -180,10 +195,9 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         params, card = context.machine_card()
         cluster = context.cluster()
         preds, flows = run_fabric_sweep(cluster, job)
-        algos = "/".join(sorted({p.algorithm for p in preds}))
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, algorithm {algos}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
+               f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
                f"ECMP collisions {flows.ecmp_collisions}")
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
     params, card = load_collective(job.card) if job.card else context.machine_card()

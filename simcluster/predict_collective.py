@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from simcluster.collectives.model import Prediction
 from simcluster.errors import SimclusterError
@@ -74,6 +75,8 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
     span = size_range(min_size, max_size, factor)
     params, card = load_collective(card_path)
     notes = card_notes(params, card, op, ranks, host_launch=host_launched)
+    if ranks_per_node is None and ranks > 8:
+        notes.append(f"{ranks} GPUs taken as one NVLink domain (an NVL rack); nodes of 8 GPUs joined by NICs need --scenario")
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
     return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds)
@@ -98,6 +101,7 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
     ranks = m.nodes * m.gpus_per_node
     job = CollectiveSweep(op, ranks, parse_size_arg(min_size), parse_size_arg(max_size), factor, "analytic", algorithm)
     result = sweep_result(sc, job)
-    device = (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0]
+    device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
+              (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [],
                                  result.predictions, result.description)
