@@ -45,10 +45,10 @@ What the model cannot express (expected direction of the error, decided before t
   tp    the runner shards only the decoder layers: the embedding, final norm and LM head are replicated; the memory
         model holds them whole (tp_vocab_split False, session 20), the step model still splits the head's compute
         and optimizer update over the vocabulary (Megatron) -> those under-predicted. Each column-parallel Linear
-        (q, k, v, gate, up) converts its fp32 input to a replicated
-        DTensor, whose backward all-reduces the input gradient in fp32 (5 all_reduces of 4 bytes per element per
-        layer: our reading of DTensor.from_local's backward, not checked on a profile); the model has Megatron's 2 of 2 bytes -> TP communication
-        under-predicted. The runner's AdamW is not fused under tp (the model prices the fused one).
+        (q, k, v, gate, up) converts its fp32 input to a replicated DTensor, whose backward all-reduces the input
+        gradient in fp32: 5 all_reduces of 4 bytes per element per layer, counted on a profiled 2-GPU 0.5B step
+        (session 24) and priced since then (eager.torch_framework: tp_bwd_allreduces 5, tp_bwd_bytes 4; Megatron's 2 of
+        2 bytes before). The runner's AdamW is not fused under tp (the model prices the fused one).
 Step time: the median of rank 0's timed steps; memory: rank 0's torch.cuda.max_memory_allocated against the
 model's allocated peak (the job's, with DDP's first-iteration bucket rebuild, for a run's first shape; the steady
 peak for the later shapes of the same process, whose peak statistics were reset after those iterations); "comm ms":
@@ -95,7 +95,9 @@ READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h20
                "calibration/h200x2-llm-2gpu-sealed3-2026-11-27",  # session 22 (read at 82da8dc)
                "calibration/h200x4-llm-4gpu-sealed4-2026-11-27-ddp", "calibration/h200x4-llm-4gpu-sealed4-2026-11-27")  # 24 (200c183)
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
-SOCKET_SWEEP = "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt"   # 2 x H200, socket, never fitted on
+# a socket all_reduce sweep of another lease than each socket card was fitted on, per rank count
+SOCKET_SWEEP = {2: "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt",
+                4: "calibration/h200x4-nvlink-2026-11-22/nccl-tests-socket/all_reduce_g4_socket.txt"}
 
 
 class NotPredicted(Exception):
@@ -192,14 +194,15 @@ def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: 
     return out
 
 
-def socket_card_context(card) -> str:
-    """The socket card's 2-rank all_reduce against a 2 x H200 socket sweep it was not fitted on (>= 1 MiB)."""
-    path = ROOT / SOCKET_SWEEP
+def socket_card_context(card, world: int) -> str:
+    """The socket card's all_reduce at `world` ranks against a socket sweep of another lease it was not fitted on (>= 1 MiB)."""
+    path = ROOT / SOCKET_SWEEP[world]
     if not path.is_file():
-        return "no 2-rank socket sweep to compare the card with"
-    errs = [abs(pct(predict(card, "all_reduce", r.size_bytes, 2).time_s, r.time_s))
+        return f"no {world}-rank socket sweep to compare the card with"
+    errs = [abs(pct(predict(card, "all_reduce", r.size_bytes, world).time_s, r.time_s))
             for r in nccl_tests.parse(path).rows if r.size_bytes >= 2**20]
-    return f"its 2-rank all_reduce vs {SOCKET_SWEEP} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, max {max(errs):.1f}%"
+    return (f"its {world}-rank all_reduce vs {SOCKET_SWEEP[world]} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, "
+            f"max {max(errs):.1f}%")
 
 
 def gpu_card_of(runs: list[Run]) -> str:
@@ -213,7 +216,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, world: in
     card_name, gpu_name = CARDS[(transport, world)], gpu_card_of(runs)
     card_path = Path(card_name) if Path(card_name).is_absolute() else ROOT / card_name
     try:
-        card, _ = load_collective(card_path)
+        card, card_doc = load_collective(card_path)
         gpu, _ = load_gpu(ROOT / gpu_name)
     except SimclusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -221,7 +224,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, world: in
     print(f"== {name}: {world} ranks, {transport} ({how}); collective card {card_name}; GPU card {gpu_name}")
     print(f"   framework torch-amp, {fw_how}")
     if transport == "socket":
-        print(f"   socket card: fitted at 2 ranks on all_reduce and all_gather; {socket_card_context(card)}")
+        print(f"   socket card: {str(card_doc.get('description', ''))[:90]}; {socket_card_context(card, world)}")
     print(f"{'model':>6} {'mode':>5} {'seq':>5} {'mb':>3} {'meas ms':>9} {'pred ms':>9} {'err %':>7} {'comm ms':>8} "
           f"{'meas GiB':>9} {'pred GiB':>9} {'err %':>7}")
     errors: dict[str, dict[str, list[float]]] = {}

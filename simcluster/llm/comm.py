@@ -41,6 +41,7 @@ from simcluster.collectives.fabric import Cluster, predict_fabric
 from simcluster.collectives.model import predict
 from simcluster.collectives.ring_flows import RingFlows, concurrent_ring_flows
 from simcluster.errors import ScenarioError
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
 GRAD_BYTES = 4      # gradients reduced in fp32 (Megatron's main_grad buffers under bf16)
@@ -167,16 +168,21 @@ class LayerComm:
     ep_bwd_s: float
 
 
-def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> LayerComm:
+def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups,
+               fw: FrameworkSpec = MEGATRON) -> LayerComm:
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     if par.sequence_parallel:
         one = collective_s(net, g.tp, "all_gather", act) + collective_s(net, g.tp, "reduce_scatter", act)
+        grads = 2 * one
     else:
         one = collective_s(net, g.tp, "all_reduce", act)
+        # the input gradients' all_reduces: Megatron's two bf16 ones (fused QKV, fused up-gate); torch DTensor TP all-reduces
+        # each column-parallel linear's fp32 input gradient (5 calls; counted on a profiled 2-GPU step, llm-findings.md)
+        grads = fw.tp_bwd_allreduces * collective_s(net, g.tp, "all_reduce", act * fw.tp_bwd_bytes // 2)
     tp_fwd = 2 * one
     again = 2 if par.recompute == "full" else int(par.recomputes_mlp_block(model))   # checkpointed blocks' calls
-    tp_bwd = 2 * one + again * one
+    tp_bwd = grads + again * one
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
     cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)

@@ -10,7 +10,9 @@ fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the
                    all_gathers / reduce_scatters beside the compute priced with the same comm_overlap (session 22:
                    all_reduce's terms taken for them, not measured for them)
   tp > 1           DTensor tensor parallelism of the decoder layers (no sequence parallelism); the embedding, final
-                   norm and LM head replicated (tp_vocab_split False)
+                   norm and LM head replicated (tp_vocab_split False); each column-parallel linear (q, k, v, gate,
+                   up) all-reduces its fp32 input gradient: 5 fp32 all_reduces per layer backward (tp_bwd_allreduces,
+                   tp_bwd_bytes; a profiled 2-GPU 0.5B step shows 16 x 5 fp32 and 16 x 2 bf16 all_reduces of T h)
 and the host cost of issuing each kernel in that mode (host.py), fitted on a folder of hidden-128 decoders run in
 each mode on the machine (MODE-L<layers>.json, llm-step documents: calibration/h200x2-llm-host-2026-11-23 and its
 device_run.sh). Only what the runner measures is accepted: pipeline, context and expert parallelism, ZeRO-1/2 and tp
@@ -63,7 +65,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     if mode == "fsdp":
         return replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)
     if mode == "tp":
-        return replace(fw, name="torch-dtensor-tp", tp_vocab_split=False)
+        return replace(fw, name="torch-dtensor-tp", tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
     return fw
 
 

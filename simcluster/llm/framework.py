@@ -45,6 +45,8 @@ class FrameworkSpec:
     persistent_grads: bool = True
     weight_copy_bytes: float = 0.0    # per parameter, held from the forward to the backward (autocast's bf16 copies)
     tp_vocab_split: bool = True       # embedding, LM head and logits split over tp (Megatron); False: replicated (memory only)
+    tp_bwd_allreduces: int = 2        # TP all_reduces of a layer's input gradient (no sequence parallelism): Megatron's 2, fused
+    tp_bwd_bytes: int = 2             # QKV and fused up-gate, in bf16; torch DTensor TP (llm/eager.py): 5 in fp32
     ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)

@@ -142,7 +142,7 @@ def _dense_layer_tasks(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
                        fw: FrameworkSpec) -> tuple[Task, Task]:
     """(forward, backward) of one of a MoE model's first dense layers (the MLP of width ffn, no experts, no alltoall)."""
     dense = model.dense_layer()
-    lc = comm.layer_comm(dense, par, batch, net, g)
+    lc = comm.layer_comm(dense, par, batch, net, g, fw)
     fwd_ops, bwd_ops = ops.layer_forward(dense, par, batch, fw), ops.layer_backward(dense, par, batch, fw)
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
     if par.tp_comm_overlap:
@@ -155,7 +155,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                groups: comm.Groups | None = None, fw: FrameworkSpec = MEGATRON) -> PipelineWork:
     g = groups or comm.groups(par, net)
     dtype = batch.precision
-    lc = comm.layer_comm(model, par, batch, net, g)
+    lc = comm.layer_comm(model, par, batch, net, g, fw)
     fwd_ops, bwd_ops = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
     attn_f = sum(ops.op_time_s(gpu, o, dtype) for o in fwd_ops if o.kind == "attention")
     attn_b = sum(ops.op_time_s(gpu, o, dtype) for o in bwd_ops if o.kind == "attention")
