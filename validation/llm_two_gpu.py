@@ -93,7 +93,10 @@ MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's 
 READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
                "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",  # 21
                "calibration/h200x2-llm-2gpu-sealed3-2026-11-27",  # session 22 (read at 82da8dc)
-               "calibration/h200x4-llm-4gpu-sealed4-2026-11-27-ddp", "calibration/h200x4-llm-4gpu-sealed4-2026-11-27")  # 24 (200c183)
+               "calibration/h200x4-llm-4gpu-sealed4-2026-11-27-ddp", "calibration/h200x4-llm-4gpu-sealed4-2026-11-27",  # 24 (200c183)
+               "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27",                                   # 24 (597d355)
+               "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27-tp",
+               "calibration/h200x4-llm-4gpu-sealed5-socket-tp-2026-11-27")                                # 24 (3360db7)
 TARGET_PCT = {"nvlink": 5.0, "socket": 10.0}
 # a socket all_reduce sweep of another lease than each socket card was fitted on, per rank count
 SOCKET_SWEEP = {2: "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.txt",
