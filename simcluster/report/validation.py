@@ -102,6 +102,12 @@ def _short(source: str) -> str:
     return source.removeprefix("nccl-").removeprefix("llm-").removeprefix("reliability-")
 
 
+def _clip(text: str, width: int = 140) -> str:
+    """A provenance or detail note cut to one readable line; --json carries the whole text."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 12].rstrip() + " ... (--json)"
+
+
 @render.register
 def _(v: ReferenceValidation) -> str:
     """A row per published run (predicted beside measured, the error, held out or not), then a line per source."""
@@ -110,19 +116,19 @@ def _(v: ReferenceValidation) -> str:
     for r in v.rows:
         head = f"{_short(r.source)[:40]:<40} {r.run:>3}  {r.configuration[:64]:<64}"
         if r.unavailable:
-            lines.append(f"{head} not compared: {r.unavailable}")
+            lines.append(f"{head} not compared: {_clip(r.unavailable)}")
             continue
         label, scale = _METRICS.get(r.metric, (r.metric, 1.0))
         lines.append(f"{head} {label:<16} {r.measured * scale:>10.4g} {r.predicted * scale:>10.4g} {r.error * 100:>+6.1f}%  "
-                     f"{'yes' if r.held_out else 'no':<8}  {r.detail}")
+                     f"{'yes' if r.held_out else 'no':<8}  {_clip(r.detail)}")
     lines += ["", f"per source (target |error| <= {v.target * 100:.0f}%):"]
     for source, s in v.summary().items():
         name = _short(source)
         if not s["rows"]:
-            lines.append(f"  {name:<44} no row compared; {s['why']}")
+            lines.append(f"  {name:<44} no row compared; {_clip(s['why'])}")
             continue
         lines.append(f"  {name:<44} {s['rows']:>3} rows  mean |error| {s['mean_abs_error_pct']:5.1f}%  max "
-                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {s['why']}")
+                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(s['why'])}")
     held = [abs(r.error) for r in v.rows if r.error is not None and r.held_out]
     if held:
         lines.append(f"held-out rows: {len(held)}, mean |error| {sum(held) / len(held) * 100:.1f}%, "
