@@ -69,7 +69,7 @@ def parse_size(text) -> float:
             return value * scale
     for base in ("b", "bit", "bits"):
         if _prefix(unit, base) is not None:   # '1Gb' is a gigabit: as a message or I/O size almost always a typo for bytes
-            n, p = f"{value:g}", unit[: len(unit) - len(base)].strip()
+            n, p = f"{value:g}", unit[: len(unit) - len(base)].strip().removesuffix("i")
             raise UnitError(f"{text!r} is in bits; a size is in bytes",
                             hint=f"write {n}{p}B (powers of 1000) or {n}{p}iB (powers of 1024, what nccl-tests' {n}{p} means)"
                                  if p else f"write {n}B")

@@ -61,6 +61,14 @@ def test_points_of_other_code_are_recomputed_and_left_out_of_the_report(tmp_path
     assert any("4 stored points computed by other simcluster code left out" in str(v) for v in docs.values())
 
 
+def test_a_worker_with_other_code_fails_its_points_instead_of_storing_them(tmp_path):
+    sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,)))
+    items = [(p.hash, {}, p.scenario) for p in spec.points(sw) if p.scenario is not None]
+    rows = run.evaluate(items, "0123456789abcdef")          # the driver named the points with other code
+    assert rows and all(r["status"] == "failed" and "other simcluster code" in r["error"] for r in rows)
+    assert all(r["status"] == "ok" for r in run.evaluate(items))
+
+
 def test_read_dedupes_and_ignores_unfinished_parts(tmp_path):
     types = {"param.x": "int"}
     store.write_part(tmp_path, [{"point_hash": "a", "status": "ok", "param.x": 1, "jobs[0].t": 1.0}], types, 0)

@@ -113,6 +113,7 @@ class Run:
     doc: dict | None    # rank 0's llm-step document; None when the run left none
     env: dict
     failure: str = ""
+    world: int = 2      # ranks: the document's world_size, else the runner's record of the run
 
 
 def read_runs(bundle: Path) -> list[Run]:
@@ -142,7 +143,7 @@ def read_runs(bundle: Path) -> list[Run]:
             doc, why = None, "not llm-step output"
         world = doc.get("world_size", 1) if doc else meta.get("meta", {}).get("world_size", 0)
         if world in WORLDS:
-            out.append(Run(log.parent if meta_path else log, doc, env, why))
+            out.append(Run(log.parent if meta_path else log, doc, env, why, world))
     return out
 
 
@@ -274,7 +275,8 @@ def main(argv: list[str]) -> int:
                     help="the collectives' transport of every bundle given (default: from the runs or the bundle's name)")
     ap.add_argument("--host-fit", metavar="FOLDER", default=str(MODE_HOST.relative_to(ROOT)),
                     help="the folder of hidden-128 decoder runs per mode that sets each mode's host cost (device_run.sh there)")
-    ap.add_argument("--socket-card", metavar="CARD", default=CARDS[("socket", 2)], help="the socket transport's 2-rank collective card")
+    ap.add_argument("--socket-card", metavar="CARD", default=CARDS[("socket", 2)],
+                    help="the socket transport's collective card for 2-rank runs (4-rank runs keep the 4-rank card)")
     args = ap.parse_args(argv)
     CARDS[("socket", 2)] = args.socket_card
     host_folder = Path(args.host_fit) if Path(args.host_fit).is_absolute() else ROOT / args.host_fit
@@ -301,8 +303,8 @@ def main(argv: list[str]) -> int:
             status = 1
             continue
         transport, how = transport_of(bundle, runs, args.transport)
-        for world in sorted({r.doc.get("world_size") if r.doc else 2 for r in runs}):
-            same = [r for r in runs if (r.doc.get("world_size") if r.doc else 2) == world]
+        for world in sorted({r.world for r in runs}):
+            same = [r for r in runs if r.world == world]
             if print_bundle(name, same, transport, how, world, fw_how, hosts) is None:
                 status = 1
     return status

@@ -1,14 +1,18 @@
 """The token permutations of Megatron's alltoall dispatcher (issue 22's MoE miss, one of its candidates): gpu-micro's
 moe-permute section on one H100 (calibration/h100x1-moe-permute-2026-11-27) against the LLM model's price for them.
 
-The model prices the dispatcher's copies as one memory-bound op per MoE layer pass, `permute` (llm/ops.py): 2 x 2 x T k h
-bf16 bytes forward (two copies of the T k dispatched rows, each read and written), twice that backward. Megatron's alltoall
-dispatcher runs four per pass when a GPU holds more than one expert: permute, the sort of the received chunks by local
-expert, its inverse, unpermute. Both prices use the GPU card's memory-bound curve (gpu.memory_time_s); the expert GEMMs
-of the same pass (one per local expert, forward) are printed beside them for scale. Read-only, nothing fitted.
+Until session 24 the model priced the dispatcher's copies as one memory-bound `permute` op per MoE layer pass: two
+copies of the T k dispatched rows forward (each read and written), twice that backward ("before" columns; the prices
+registered before the run). Megatron's alltoall dispatcher makes four per pass when a GPU holds more than one expert:
+permute, the sort of the received chunks by local expert, its inverse, unpermute; a permutation's backward is its
+inverse, the same bytes. Since session 24 the model prices that (`ops.permute_copies`, `ops.permutation`: "now"
+columns). Both on the GPU card's memory-bound curve (gpu.memory_time_s); the expert GEMMs of the same pass (one per local
+expert, forward) are printed beside them for scale. The measured sequence is plain torch (gathers and an index_add,
+whose bf16 atomic adds take 6x a copy); Transformer Engine's fused permute, which the recipes run, is not measured.
+Read-only, nothing fitted.
 
     python validation/moe_permute.py [BUNDLE] [--card models/gpu/h100-sxm-interleaved.yaml]
-    python validation/moe_permute.py --plan        # the prices alone (registered before the measurement)
+    python validation/moe_permute.py --plan        # the prices alone
 """
 
 from __future__ import annotations
@@ -27,17 +31,18 @@ from simcluster.runner.gpu_micro import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: 
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-permute-2026-11-27"
 CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"
-MODEL_COPIES, MEGATRON_COPIES = 2, 4     # dispatched-row copies per layer pass, forward (each read + written)
+BEFORE_COPIES, NOW_COPIES = 2, 4     # dispatched-row copies per layer pass, forward (each read and written)
 
 
 def prices(gpu, rows: int, h: int) -> dict:
-    """Seconds for the dispatcher's copies of `rows` x h bf16 rows: the model's two and Megatron's four, forward and
-    forward + backward (backward twice the forward bytes), and one copy."""
+    """Seconds for the dispatcher's copies of `rows` x h bf16 rows, forward and forward + backward: the model before
+    session 24 (two copies, backward twice the forward bytes) and now (four, backward the same bytes), and one copy."""
     one = 2 * rows * h * 2                       # one copy: rows x h bf16 read and written
     out = {"copy": gpu.memory_time_s(one)}
-    for name, copies in (("model", MODEL_COPIES), ("four", MEGATRON_COPIES)):
-        out[f"{name}_fwd"] = gpu.memory_time_s(copies * one)
-        out[f"{name}_fwd_bwd"] = out[f"{name}_fwd"] + gpu.memory_time_s(2 * copies * one)
+    out["before_fwd"] = gpu.memory_time_s(BEFORE_COPIES * one)
+    out["before_fwd_bwd"] = out["before_fwd"] + gpu.memory_time_s(2 * BEFORE_COPIES * one)
+    out["now_fwd"] = gpu.memory_time_s(NOW_COPIES * one)
+    out["now_fwd_bwd"] = 2 * out["now_fwd"]
     return out
 
 
@@ -70,9 +75,9 @@ def main(argv: list[str]) -> int:
     gpu, _ = load_gpu(Path(args.card))
     meas = {} if args.plan else measured(Path(args.bundle))
     print(f"card {Path(args.card).name}; ms per layer pass; err: price / measured - 1")
-    print(f"{'layer':<22} {'rows':>6} {'h':>5} {'GEMMs fwd':>9} | {'fwd meas':>8} {'model':>7} {'four':>7} | "
-          f"{'fwd+bwd meas':>12} {'model':>7} {'four':>7} | {'copy meas':>9} {'card':>7}")
-    errs: dict[str, list[float]] = {"model_fwd": [], "four_fwd": [], "model_fwd_bwd": [], "four_fwd_bwd": [], "copy": []}
+    print(f"{'layer':<22} {'rows':>6} {'h':>5} {'GEMMs fwd':>9} | {'fwd meas':>8} {'before':>7} {'now':>7} | "
+          f"{'fwd+bwd meas':>12} {'before':>7} {'now':>7} | {'copy meas':>9} {'card':>7}")
+    errs: dict[str, list[float]] = {"before_fwd": [], "now_fwd": [], "before_fwd_bwd": [], "now_fwd_bwd": [], "copy": []}
     for name, h, f, t in MOE_EXPERTS:
         rows = t * MOE_LOCAL_EXPERTS[name]
         p = prices(gpu, rows, h)
@@ -86,9 +91,9 @@ def main(argv: list[str]) -> int:
 
         fmt = lambda v: f"{v * 1e3:.3f}" if v else "-"   # noqa: E731
         print(f"{name:<22} {rows:>6} {h:>5} {expert_gemms_fwd_s(gpu, name, h, f, t) * 1e3:>9.3f} | {fmt(m['fwd']):>8} "
-              f"{cell(p['model_fwd'], m['fwd'], 'model_fwd')} {cell(p['four_fwd'], m['fwd'], 'four_fwd')} | "
-              f"{fmt(m['fwd_bwd']):>12} {cell(p['model_fwd_bwd'], m['fwd_bwd'], 'model_fwd_bwd')} "
-              f"{cell(p['four_fwd_bwd'], m['fwd_bwd'], 'four_fwd_bwd')} | {fmt(m['copy']):>9} {cell(p['copy'], m['copy'], 'copy')}")
+              f"{cell(p['before_fwd'], m['fwd'], 'before_fwd')} {cell(p['now_fwd'], m['fwd'], 'now_fwd')} | "
+              f"{fmt(m['fwd_bwd']):>12} {cell(p['before_fwd_bwd'], m['fwd_bwd'], 'before_fwd_bwd')} "
+              f"{cell(p['now_fwd_bwd'], m['fwd_bwd'], 'now_fwd_bwd')} | {fmt(m['copy']):>9} {cell(p['copy'], m['copy'], 'copy')}")
     for key, e in errs.items():
         if e:
             print(f"{key}: mean error {statistics.mean(e) * 100:+.1f}%, mean |error| {statistics.mean(abs(x) for x in e) * 100:.1f}% over {len(e)}")

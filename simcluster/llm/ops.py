@@ -171,6 +171,11 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     return [gemm("core.scores", s, s, d, n), softmax, dropout, gemm("core.context", s, d, s, n)]
 
 
+def permutation(name: str, bytes_moved: float) -> Op:
+    """Row copies whose backward is the inverse permutation: the same bytes backward (not twice, as an elementwise op's)."""
+    return Op(name, "memory", 0.0, float(bytes_moved), (float(bytes_moved),))
+
+
 def permute_copies(par: ParallelSpec, local_experts: int) -> int:
     """Copies of the T k dispatched rows per MoE layer pass, forward (each read and written): the alltoall dispatcher's
     permute, sort of the received chunks by local expert, its inverse and unpermute; without the sort (one local
@@ -217,7 +222,7 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         ops += [gemm("router", T, model.experts, h, in_bytes=2),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
                 # balanced, receives: routed x local experts
-                memory("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
+                permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
                 gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]

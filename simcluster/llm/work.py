@@ -171,14 +171,16 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     sp = par.sequence_parallel
     emb_fwd, emb_bwd = ops.embedding_forward(model, par, batch, fw), ops.embedding_backward(model, par, batch, fw)
     head_fwd, head_bwd = ops.head_forward(model, par, batch, fw), ops.head_backward(model, par, batch, fw)
+    # the vocabulary-parallel embedding's and head's TP collectives; none where they are replicated (torch DTensor TP)
+    vocab_tp = 1.0 if fw.tp_vocab_split else 0.0
     emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch, fw), dtype),
-                  tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+                  tp=vocab_tp * comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch, fw), dtype),
                   tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
     head_f = _task(compute=ops.ops_time_s(gpu, ops.head_forward(model, par, batch, fw), dtype),
                    tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
     head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch, fw), dtype),
-                   tp=comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+                   tp=vocab_tp * comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
     split = par.layer_split(model.layers)

@@ -222,8 +222,11 @@ def profile_steps(torch, step, sync, steps: int, trace: str | None = None) -> di
         with open(path) as f:
             events = json.load(f).get("traceEvents", [])
         if trace:
-            with open(path, "rb") as src, gzip.open(trace, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            try:
+                with open(path, "rb") as src, gzip.open(trace, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as exc:   # the kernel summary below stands without the kept timeline
+                print(f"llm-step: --trace {trace}: not written ({exc})", file=sys.stderr, flush=True)
     out = {"profiled_steps": steps}
     for cat in ("kernel", "gpu_memcpy", "gpu_memset"):
         durs = [e.get("dur", 0) for e in events if e.get("cat") == cat and e.get("ph") == "X"]
@@ -318,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", metavar="PREFIX", help="keep each shape's profiled steps as a gzipped Chrome trace (Perfetto): "
                     "PREFIX-SEQxMB-rankR.json.gz, every rank")
     args = ap.parse_args(argv)
+    if args.trace and args.profile < 1:
+        raise SystemExit("--trace keeps the profiled steps' timeline: give --profile 1 or more")
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
         if getattr(args, name) is not None:

@@ -12,8 +12,9 @@ Outputs per run, computed exactly as DLIO computes them (dlio_benchmark/utils/st
   AU per rank = sum(compute[1:]) / (block wall - proc[0]) x 100,   averaged over ranks
   throughput  = steps x batch / block wall  (samples/s per rank, summed over ranks)
   I/O rate    = throughput x record_length / 2^20  (MiB/s; DLIO prints it as "MB/s")
-  stall       = mean over ranks and steps 2.. of (batch wait + proc - compute): the step's time beyond its compute,
-                including the barrier's wait for slower ranks' batches (not a DLIO output; consistent with AU)
+  stall       = mean over ranks and steps 2.. of (batch wait + proc - compute): the step's time beyond its own compute,
+                including the barrier's wait for slower ranks (their loads, and their compute jitter when the workload
+                has computation_time_stdev); not a DLIO output; consistent with AU
 plus the device log: throughput over time, queue depth per I/O, latency percentiles.
 """
 

@@ -99,8 +99,8 @@ def simulate_text(out: dict) -> str:
         f"  AU {out['au_percent']:.2f}% (threshold {out['au_threshold_percent']:.0f}%: "
         f"{'met' if out['au_percent'] >= out['au_threshold_percent'] else 'not met'})",
         f"  throughput {out['throughput_samples_per_s']:.1f} samples/s, {out['throughput_Bps'] / MiB:.1f} MiB/s (all accelerators)",
-        f"  per step: compute {out['compute_per_step_s'] * 1e3:.1f} ms, storage stall {out['storage_stall_per_step_s'] * 1e3:.1f} ms "
-        "(own batch wait + barrier wait for the others, first step excluded)",
+        f"  per step: compute {out['compute_per_step_s'] * 1e3:.1f} ms, stall {out['storage_stall_per_step_s'] * 1e3:.1f} ms "
+        "beyond it (own batch wait + the barrier's wait for the others' loads and compute jitter; first step excluded)",
         f"  drive 0 of {out['drives']}: read rate mean {dev['mean_Bps'] / MiB:.1f} MiB/s (p90 {dev['p90_Bps'] / MiB:.1f}, "
         f"{dev['bin_s']} s bins); read latency {pcts}",
-    ]) + "\n"
+    ] + [f"  figure {f}" for f in out.get("figures", [])]) + "\n"

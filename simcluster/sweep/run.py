@@ -64,15 +64,23 @@ def machine_facts(sc) -> dict:
             "machine.switches": switch_count(m)}
 
 
-def evaluate(items: list) -> list[dict]:
-    """A worker's chunk: [(hash, params, scenario)] -> one row each (a failure is a row with its one line)."""
+def evaluate(items: list, code: str | None = None) -> list[dict]:
+    """A worker's chunk: [(hash, params, scenario)] -> one row each (a failure is a row with its one line). `code`: the
+    driver's code_digest, which named the points; a worker running other code fails them instead of storing its numbers
+    under the driver's hashes."""
     from simcluster.build import run_scenario
 
+    code = code or code_digest()
     rows = []
     for point_hash, params, sc in items:
         row = {"point_hash": point_hash, "status": "ok", "error": None, "simcluster_version": __version__,
-               "simcluster_code": code_digest(), **params}
+               "simcluster_code": code, **params}
         start = time.perf_counter()
+        if code_digest() != code:
+            rows.append({**row, "status": "failed", "point_wall_s": 0.0,
+                         "error": f"this worker runs other simcluster code ({code_digest()}) than the driver ({code}); "
+                                  "install the same version on every worker"})
+            continue
         try:
             row.update(machine_facts(sc))
             result = run_scenario(sc)
@@ -215,7 +223,7 @@ def _execute(items, workers, scheduler, chunk):
         return
     if workers == 0 and not scheduler:
         for part in _chunks(items, chunk or 1):
-            yield evaluate(part)
+            yield evaluate(part, code_digest())
         return
     client, cluster = _client(workers, scheduler)
     try:
@@ -223,7 +231,7 @@ def _execute(items, workers, scheduler, chunk):
 
         n = max(1, len(client.scheduler_info().get("workers", {})) or workers or 1)
         size = chunk or max(1, min(100, len(items) // (n * 8)))
-        futures = [client.submit(evaluate, part, pure=False) for part in _chunks(items, size)]
+        futures = [client.submit(evaluate, part, code_digest(), pure=False) for part in _chunks(items, size)]
         for future in as_completed(futures):
             yield future.result()
             future.release()

@@ -9,6 +9,7 @@ histogram (fraction of I/Os issued at each queue-depth bucket).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,13 @@ def _job_option(job: dict, doc_opts: dict, key: str, default):
     return job.get("job options", {}).get(key, doc_opts.get(key, default))
 
 
+def fio_size(text: str) -> str:
+    """fio's own size suffixes as bytes: k/m/g and kb/mb/gb (any case) are powers of 1024 (fio's default kb_base),
+    'KiB' as written; '4kb' is 4096 bytes, not 4 kilobits."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT])[bB]?\s*", str(text))
+    return f"{m.group(1)}{m.group(2).upper()}" if m else str(text)
+
+
 def _result(job: dict, direction: str, doc_opts: dict, index: int, where: str, line: int) -> FioResult | None:
     d = job.get(direction)
     if not isinstance(d, dict) or not d.get("io_bytes"):
@@ -74,7 +82,7 @@ def _result(job: dict, direction: str, doc_opts: dict, index: int, where: str, l
     try:
         clat = d.get("clat_ns") or d["lat_ns"]
         bs_text = str(_job_option(job, doc_opts, f"bs_{direction}", _job_option(job, doc_opts, "bs", "4096")))
-        block = parse_size_arg(bs_text.split(",")[0])  # fio's k/m/g are powers of 1024
+        block = parse_size_arg(fio_size(bs_text.split(",")[0]))
         pct = {float(k): v * 1e-9 for k, v in (clat.get("percentile") or {}).items()}
         return FioResult(str(job["jobname"]), direction, str(_job_option(job, doc_opts, "rw", "read")), block,
                          int(_job_option(job, doc_opts, "iodepth", 1)), int(d["io_bytes"]), float(d["bw_bytes"]),
