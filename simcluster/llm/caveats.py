@@ -7,7 +7,7 @@ from __future__ import annotations
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 
-MOE_MEGATRON = ("MoE: 13 of the 14 published H100 Megatron MoE rows are predicted fast (-9% to +149% tokens/s with their "
+MOE_MEGATRON = ("MoE: 13 of the 14 published H100 Megatron MoE rows are predicted fast (-7% to +164% tokens/s with their "
                 "recipes' settings; docs/models/llm.md, Validation): take this step time as optimistic and compare "
                 "variants rather than absolute times")
 # derived GPU cards (datasheet peaks, curves of a measured card) whose held-out published rows miss beyond 10%; the A100
