@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import ops  # noqa: E402
-from simcluster.runner.gpu_micro import MOE_EXPERTS  # noqa: E402
+from simcluster.runner.gpu_micro_moe import MOE_EXPERTS  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"
