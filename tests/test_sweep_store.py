@@ -65,8 +65,8 @@ def test_a_worker_with_other_code_fails_its_points_instead_of_storing_them(tmp_p
     sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2,), per_node=(1,)))
     items = [(p.hash, {}, p.scenario) for p in spec.points(sw) if p.scenario is not None]
     rows = run.evaluate(items, "0123456789abcdef")          # the driver named the points with other code
-    assert rows and all(r["status"] == "failed" and "other simcluster code" in r["error"] for r in rows)
-    assert all(r["status"] == "ok" for r in run.evaluate(items))
+    assert rows and all(r["status"] == "failed" and "other simcluster code" in r["error"] and run.WORKER_CODE in r for r in rows)
+    assert all(r["status"] == "ok" and run.WORKER_CODE not in r for r in run.evaluate(items))
 
 
 def test_read_dedupes_and_ignores_unfinished_parts(tmp_path):

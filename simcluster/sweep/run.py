@@ -64,6 +64,9 @@ def machine_facts(sc) -> dict:
             "machine.switches": switch_count(m)}
 
 
+WORKER_CODE = "worker_code"   # set only on the rows of a worker whose code differs from the driver's: never stored
+
+
 def evaluate(items: list, code: str | None = None) -> list[dict]:
     """A worker's chunk: [(hash, params, scenario)] -> one row each (a failure is a row with its one line). `code`: the
     driver's code_digest, which named the points; a worker running other code fails them instead of storing its numbers
@@ -77,7 +80,7 @@ def evaluate(items: list, code: str | None = None) -> list[dict]:
                "simcluster_code": code, **params}
         start = time.perf_counter()
         if code_digest() != code:
-            rows.append({**row, "status": "failed", "point_wall_s": 0.0,
+            rows.append({**row, "status": "failed", "point_wall_s": 0.0, WORKER_CODE: code_digest(),
                          "error": f"this worker runs other simcluster code ({code_digest()}) than the driver ({code}); "
                                   "install the same version on every worker"})
             continue
@@ -175,6 +178,10 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         problems = [f"invalid point {dict(p.params)}: {p.error}" for p in invalid]
         try:
             for rows in _execute(items, workers, scheduler, chunk):
+                stale = next((r for r in rows if WORKER_CODE in r), None)
+                if stale is not None:   # stored, these rows would name numbers of other code; resume re-runs them
+                    raise SimclusterError(stale["error"], where=str(folder),
+                                          hint="stored points are kept; run again once every worker has the driver's code")
                 for r in rows:
                     if r["status"] == "ok":
                         ok += 1
