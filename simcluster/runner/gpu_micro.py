@@ -35,6 +35,8 @@ a sample is batch time / inner, the record's time is the median sample:
              reference, and alone: one gather of N rows, one index_add of N rows into T, and the same combine
              without atomic adds (gather into token order, sum the top_k rows); records in `moe_permute`. The
              routing is balanced, the expert GEMMs left out. Not in the default sections
+  gemm-shapes the GEMMs named by --gemm-shapes M:N:K[:ROLE],... in bf16 and fp8, both conditions; records in `gemm`
+             (role 'custom' or ROLE). Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
@@ -158,6 +160,33 @@ def run_fp8(torch, dev, timer, quick: bool, clock, interleaver, shapes: list[dic
     return both_conditions(timer, clock, interleaver, records)
 
 
+def parse_gemm_shapes(text: str) -> list[dict]:
+    """--gemm-shapes 'M:N:K[:ROLE],...' -> records (role 'custom' unless named)."""
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        parts = item.split(":")
+        try:
+            m, n, k = (int(v) for v in parts[:3])
+        except ValueError:
+            raise SystemExit(f"--gemm-shapes {item!r}: expected M:N:K or M:N:K:ROLE with positive integers") from None
+        if len(parts) not in (3, 4) or min(m, n, k) < 1:
+            raise SystemExit(f"--gemm-shapes {item!r}: expected M:N:K or M:N:K:ROLE with positive integers")
+        out.append({"m": m, "n": n, "k": k, "role": parts[3] if len(parts) == 4 else "custom"})
+    return out
+
+
+def run_gemm_shapes(torch, dev, timer, shapes: list[dict], clock, interleaver) -> list[dict]:
+    """The --gemm-shapes GEMMs in bf16 and (where the GPU has it) fp8, both conditions."""
+    def matmul(m, n, k):
+        def make():
+            a, b = torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+            return lambda: torch.matmul(a, b)
+        return make
+
+    records = [({**shape, "batch": 1, "dtype": "bf16"}, matmul(shape["m"], shape["n"], shape["k"])) for shape in shapes]
+    return both_conditions(timer, clock, interleaver, records) + run_fp8(torch, dev, timer, False, clock, interleaver, shapes)
+
+
 def run_attention(torch, dev, timer, quick: bool) -> list[dict]:
     import torch.nn.functional as F
 
@@ -265,7 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-batch", type=float, default=1e-3, help="seconds a timed batch lasts at least")
     ap.add_argument("--sections", default="gemm,fp8,fp8-layers,attention,memory,launch,duty", help="comma-separated sections")
     ap.add_argument("--preheat", type=float, default=5.0, help="seconds of large GEMMs before timing (GPU only; 0: none)")
+    ap.add_argument("--gemm-shapes", default="", metavar="M:N:K[:ROLE],...",
+                    help="section gemm-shapes: these GEMMs, bf16 and fp8, both conditions (records in gemm, role custom or ROLE)")
     args = ap.parse_args(argv)
+    custom = parse_gemm_shapes(args.gemm_shapes)
+    if "gemm-shapes" in args.sections.split(",") and not custom:
+        raise SystemExit("--sections gemm-shapes needs --gemm-shapes M:N:K,...")
     import torch
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -288,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver)),
                 ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver)),
                 ("moe-experts", lambda: run_moe_experts(torch, dev, timer, args.quick, clock, interleaver)),
+                ("gemm-shapes", lambda: run_gemm_shapes(torch, dev, timer, custom, clock, interleaver)),
                 ("moe-grouped", lambda: run_moe_grouped(torch, dev, timer, args.quick)),
                 ("moe-permute", lambda: run_moe_permute(torch, dev, timer, args.quick)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
@@ -297,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in sections:
         if name not in wanted:
             continue
-        if name not in ("gemm", "fp8", "fp8-layers", "moe-experts"):
+        if name not in ("gemm", "fp8", "fp8-layers", "moe-experts", "gemm-shapes"):
             clock.stop()   # nvidia-smi's processes take host time: the host-bound sections run without them
         t0 = time.perf_counter()
         try:
@@ -311,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         elif name in ("moe-grouped", "moe-permute"):
             doc[name.replace("-", "_")] = result or []
         elif result:
-            doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts") else name] += result
+            doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts", "gemm-shapes") else name] += result
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         if dev.type == "cuda":
             torch.cuda.empty_cache()
