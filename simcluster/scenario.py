@@ -161,7 +161,8 @@ def _merge(base: dict, over: dict) -> dict:
 
 def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str, Scenario]]:
     """A scenario and its what-if variants: `variants: {label: {machine: {...overrides}}}` each give a
-    Scenario whose machine is the base machine with those keys replaced (checked as strictly)."""
+    Scenario whose machine is the base machine with those keys replaced (checked as strictly); a variant may replace
+    the job list (`jobs:`) or set dotted keys of the document (`set:` with lines `jobs[0].parallel.tp: 4`, after the others)."""
     path = Path(path)
     doc, lines = _read(path)
     r = ScenarioReader(path, lines)
@@ -172,13 +173,30 @@ def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str,
         r.fail("variants", "expected a mapping of label -> overrides")
     out = []
     for label, over in variants.items():
-        r.mapping(over, f"variants.{label}", set(), {"machine", "jobs", "description"})
+        r.mapping(over, f"variants.{label}", set(), {"machine", "jobs", "description", "set"})
         merged = _merge({k: v for k, v in doc.items() if k != "variants"}, {"machine": over.get("machine", {})})
         if "jobs" in over:  # a variant may replace the job list (e.g. a different storage setup)
             merged["jobs"] = over["jobs"]
+        merged = _set_keys(r, merged, over.get("set"), f"variants.{label}.set")
         r.variant = str(label)
         out.append((str(label), _build(path, merged, r, nodes)))
     return out
+
+
+def _set_keys(r: ScenarioReader, doc: dict, keys, where: str) -> dict:
+    """A variant's `set: {dotted.key: value}` applied to the document (one-line errors at the key)."""
+    from simcluster.dotted import set_key
+
+    if keys is None:
+        return doc
+    if not isinstance(keys, dict) or not keys:
+        r.fail(where, "expected a mapping of dotted keys to values", hint="set:, then one 'jobs[0].parallel.tp: 4' per line")
+    for key, value in keys.items():
+        try:
+            doc = set_key(doc, str(key), value)
+        except ValueError as exc:
+            r.fail(f"{where}.{key}", str(exc))
+    return doc
 
 
 def load(path: str | Path) -> Scenario:

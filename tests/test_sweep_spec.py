@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simcluster import dotted
 from simcluster.errors import ScenarioError
 from simcluster.sweep import spec
 
@@ -30,15 +31,15 @@ def collective_sweep(tmp: Path, nodes=(2, 3, 4), per_node=(1, 2), extra: dict | 
 
 
 def test_parse_and_set_dotted_keys():
-    assert spec.parse_key("jobs[0].parallel.tp") == ["jobs", 0, "parallel", "tp"]
+    assert dotted.parse_key("jobs[0].parallel.tp") == ["jobs", 0, "parallel", "tp"]
     doc = {"machine": {"nodes": 1}, "jobs": [{"parallel": {"tp": 1}}]}
-    out = spec.set_key(doc, "jobs[0].parallel.tp", 4)
+    out = dotted.set_key(doc, "jobs[0].parallel.tp", 4)
     assert out["jobs"][0]["parallel"]["tp"] == 4 and doc["jobs"][0]["parallel"]["tp"] == 1   # the original is untouched
-    assert spec.set_key(doc, "machine.nic.card", "x")["machine"]["nic"] == {"card": "x"}     # a missing mapping is created
+    assert dotted.set_key(doc, "machine.nic.card", "x")["machine"]["nic"] == {"card": "x"}     # a missing mapping is created
     with pytest.raises(ValueError):
-        spec.set_key(doc, "jobs[3].kind", "x")
+        dotted.set_key(doc, "jobs[3].kind", "x")
     with pytest.raises(ValueError):
-        spec.parse_key("machine..nodes")
+        dotted.parse_key("machine..nodes")
 
 
 def test_product_and_list_modes(tmp_path):
@@ -117,3 +118,42 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 4 and all(line.startswith("simcluster: error: ") for line in err)
     assert "variants" in err[0] and "--workers -1" in err[1] and "--chunk 0" in err[2] and "no such results folder" in err[3]
+
+
+VARIANT_SET = """\
+name: v
+machine:
+  card: {root}/models/collective/h200x4-nvlink.yaml
+  gpus_per_node: 8
+  nodes: 16
+  gpu: {{card: {root}/models/gpu/h100-sxm.yaml}}
+  nic: {{card: {root}/models/nic/roce-400g.yaml, per_node: 8}}
+  fabric: {{kind: rail-optimized, down_ports: 64, spines: 32, link_latency: 100ns, switch_latency: 600ns}}
+variants:
+  tp8: {{}}
+  tp4-pp2:
+    set:
+      jobs[0].parallel.tp: 4
+      jobs[0].parallel.pp: 2
+{extra}jobs:
+  - kind: llm_training
+    model: {{layers: 32, hidden: 4096, ffn: 14336, heads: 32, kv_heads: 8, vocab: 128256, seq: 8192}}
+    parallel: {{tp: 8, dp: 16, zero: 1, sequence_parallel: true}}
+    global_batch: 128
+    micro_batch: 1
+"""
+
+
+def test_a_variant_sets_dotted_keys_of_the_document(tmp_path):
+    """What-if variants share sweep's dotted keys (simcluster/dotted.py): `set:` changes a job key without repeating
+    the job list; a key that is not there is a one-line error naming the variant and the key."""
+    from simcluster.scenario import load_variants
+
+    path = tmp_path / "v.yaml"
+    path.write_text(VARIANT_SET.format(root=ROOT, extra=""))
+    (_, base), (_, tp4) = load_variants(path)
+    assert (base.jobs[0].parallel.tp, base.jobs[0].parallel.pp) == (8, 1)
+    assert (tp4.jobs[0].parallel.tp, tp4.jobs[0].parallel.pp, tp4.jobs[0].parallel.dp) == (4, 2, 16)
+    path.write_text(VARIANT_SET.format(root=ROOT, extra="  bad:\n    set:\n      jobs[3].parallel.tp: 4\n"))
+    with pytest.raises(ScenarioError, match=r"variants\.bad\.set\.jobs\[3\]\.parallel\.tp: .*no item \[3\]"):
+        load_variants(path)

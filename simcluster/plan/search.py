@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from simcluster import strict
+from simcluster.dotted import set_key
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
 from simcluster.plan import cost
@@ -144,7 +145,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
         doc = sweep.doc
         try:
             for k, v in hw:
-                doc = spec_module.set_key(doc, k, v)
+                doc = set_key(doc, k, v)
         except ValueError:
             skipped["hardware point not settable"] += 1
             continue

@@ -23,13 +23,13 @@ import hashlib
 import itertools
 import json
 import os
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from simcluster import code_digest, strict
 from simcluster import scenario as scenario_module
+from simcluster.dotted import parse_key, set_key
 from simcluster.errors import SimclusterError
 from simcluster.scenario_reader import ScenarioReader
 
@@ -37,7 +37,6 @@ MODES = ("product", "list")
 MAX_POINTS = 1_000_000          # a sweep larger than this is refused (split it): the driver holds every point in memory
 SECTIONS = ("sweep", "search", "plan")   # top-level sections that are not part of the scenario itself
 UNHASHED = ("path", "name", "description")   # what names a scenario but does not change what it computes
-_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 
 @dataclass(frozen=True)
@@ -63,43 +62,6 @@ class SweepFile:
     lines: dict[str, int]
     spec: SweepSpec
     sections: dict                     # the raw `search:` and `plan:` sections, if any
-
-
-def parse_key(key: str) -> list[str | int]:
-    """'jobs[0].parallel.tp' -> ['jobs', 0, 'parallel', 'tp']; anything else is a ValueError."""
-    out: list[str | int] = []
-    for part in key.split("."):
-        m = _STEP.fullmatch(part)
-        if not m:
-            raise ValueError(f"{key!r} is not a dotted key (write e.g. machine.nodes or jobs[0].parallel.tp)")
-        out.append(m.group(1))
-        out.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
-    return out
-
-
-def set_key(doc: dict, key: str, value) -> dict:
-    """A copy of `doc` with the dotted `key` set to `value` (only the path to it is copied)."""
-    steps = parse_key(key)
-
-    def put(node, i):
-        step = steps[i]
-        if isinstance(step, int):
-            if not isinstance(node, list) or step >= len(node):
-                raise ValueError(f"{key}: no item [{step}] there")
-            out = list(node)
-        else:
-            if node is None:
-                node = {}
-            if not isinstance(node, dict):
-                raise ValueError(f"{key}: '{step}' is inside a value that is not a mapping")
-            out = dict(node)
-        if i == len(steps) - 1:
-            out[step] = value
-        else:
-            out[step] = put(node[step] if (isinstance(step, int) or step in node) else None, i + 1)
-        return out
-
-    return put(doc, 0)
 
 
 def read_sweep(path: str | Path, sections: tuple[str, ...] = ("sweep", "plan")) -> SweepFile:
