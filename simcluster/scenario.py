@@ -192,10 +192,12 @@ def _set_keys(r: ScenarioReader, doc: dict, keys, where: str) -> dict:
     if not isinstance(keys, dict) or not keys:
         r.fail(where, "expected a mapping of dotted keys to values", hint="set:, then one 'jobs[0].parallel.tp: 4' per line")
     for key, value in keys.items():
+        if str(key).split(".")[0].split("[")[0] == "variants":
+            r.fail(f"{where}.{key}", "a variant cannot set variants (it is read from the base document)")
         try:
             doc = set_key(doc, str(key), value)
         except ValueError as exc:
-            r.fail(f"{where}.{key}", str(exc))
+            r.fail(f"{where}.{key}", str(exc).removeprefix(f"{key}: "))
     return doc
 
 

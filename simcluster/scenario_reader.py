@@ -15,15 +15,32 @@ MAX_GPUS_PER_NODE = 1024    # one NVLink domain
 MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic finite)
 
 
+def _prefixes(key: str) -> list[str]:
+    """'jobs[0].parallel.tp' -> the key, then each shorter dotted key above it: jobs[0].parallel, jobs[0], jobs."""
+    out, cut = [key], key
+    while True:
+        i = max(cut.rfind("."), cut.rfind("["))
+        if i <= 0:
+            return out
+        cut = cut[:i]
+        out.append(cut)
+
+
 class ScenarioReader:
     def __init__(self, path: Path, lines: dict[str, int]):
         self.path, self.lines = path, lines
         self.variant = ""           # the what-if variant being read (scenario.load_variants): its own keys' lines
 
     def locate(self, key: str) -> tuple[str, str]:
-        """(file:line, the dotted key as the file spells it): a key a variant overrides is found under variants.LABEL."""
-        if self.variant and f"variants.{self.variant}.{key}" in self.lines:
-            key = f"variants.{self.variant}.{key}"
+        """(file:line, the dotted key as the file spells it): a key a variant sets (`set:`, applied last: the key or the
+        nearest key above it there) or overrides is found under variants.LABEL."""
+        if self.variant:
+            here = f"variants.{self.variant}"
+            for prefix in _prefixes(key):
+                if f"{here}.set.{prefix}" in self.lines:
+                    return f"{self.path}:{self.lines[f'{here}.set.{prefix}']}", f"{here}.set.{prefix}" + key[len(prefix):]
+            if f"{here}.{key}" in self.lines:
+                key = f"{here}.{key}"
         line = self.lines.get(key)
         return (f"{self.path}:{line}" if line else str(self.path)), key
 

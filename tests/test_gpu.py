@@ -495,3 +495,13 @@ def test_llm_model_prices_a_layer_pass_of_expert_gemms_as_per_expert_kernels():
         model = sum(abs(r["error"]) for r in loop) / len(loop)
         batched = sum(abs(r["batched_error"]) for r in loop) / len(loop)
         assert model < bound and model < batched, dtype
+
+
+def test_gemm_shapes_argument():
+    from simcluster.runner.gpu_micro import parse_gemm_shapes
+
+    assert parse_gemm_shapes("16384:2048:6144:nem15-qkv-fwd, 8:16:32") == [
+        {"m": 16384, "n": 2048, "k": 6144, "role": "nem15-qkv-fwd"}, {"m": 8, "n": 16, "k": 32, "role": "custom"}]
+    for bad in ("1:x:3", "1:2", "0:2:3", "1:2:3:", "1:2:3:a:b"):
+        with pytest.raises(SystemExit, match="--gemm-shapes"):
+            parse_gemm_shapes(bad)

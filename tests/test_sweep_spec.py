@@ -157,3 +157,17 @@ def test_a_variant_sets_dotted_keys_of_the_document(tmp_path):
     path.write_text(VARIANT_SET.format(root=ROOT, extra="  bad:\n    set:\n      jobs[3].parallel.tp: 4\n"))
     with pytest.raises(ScenarioError, match=r"variants\.bad\.set\.jobs\[3\]\.parallel\.tp: .*no item \[3\]"):
         load_variants(path)
+
+
+def test_an_error_a_variant_sets_points_at_its_set_line(tmp_path):
+    from simcluster.scenario import load_variants
+
+    path = tmp_path / "v.yaml"
+    path.write_text(VARIANT_SET.format(root=ROOT, extra="  tp3:\n    set:\n      jobs[0].parallel.tp: 3\n"))
+    with pytest.raises(ScenarioError) as err:
+        load_variants(path)
+    line = path.read_text().splitlines().index("      jobs[0].parallel.tp: 3") + 1
+    assert f"v.yaml:{line}" in str(err.value) and "variants.tp3.set.jobs[0].parallel.tp: tp 3 does not divide heads" in str(err.value)
+    path.write_text(VARIANT_SET.format(root=ROOT, extra="  loop:\n    set:\n      variants.tp8.machine.nodes: 4\n"))
+    with pytest.raises(ScenarioError, match="a variant cannot set variants"):
+        load_variants(path)

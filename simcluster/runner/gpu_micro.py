@@ -169,7 +169,7 @@ def parse_gemm_shapes(text: str) -> list[dict]:
             m, n, k = (int(v) for v in parts[:3])
         except ValueError:
             raise SystemExit(f"--gemm-shapes {item!r}: expected M:N:K or M:N:K:ROLE with positive integers") from None
-        if len(parts) not in (3, 4) or min(m, n, k) < 1:
+        if len(parts) not in (3, 4) or min(m, n, k) < 1 or (len(parts) == 4 and not parts[3].strip()):
             raise SystemExit(f"--gemm-shapes {item!r}: expected M:N:K or M:N:K:ROLE with positive integers")
         out.append({"m": m, "n": n, "k": k, "role": parts[3] if len(parts) == 4 else "custom"})
     return out
@@ -298,8 +298,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="section gemm-shapes: these GEMMs, bf16 and fp8, both conditions (records in gemm, role custom or ROLE)")
     args = ap.parse_args(argv)
     custom = parse_gemm_shapes(args.gemm_shapes)
-    if "gemm-shapes" in args.sections.split(",") and not custom:
-        raise SystemExit("--sections gemm-shapes needs --gemm-shapes M:N:K,...")
+    if ("gemm-shapes" in args.sections.split(",")) != bool(custom):
+        raise SystemExit("--gemm-shapes and the gemm-shapes section go together: --sections gemm-shapes --gemm-shapes M:N:K,...")
     import torch
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
