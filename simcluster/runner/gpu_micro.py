@@ -123,15 +123,7 @@ def fp8_layer_shapes(layers=FP8_LAYERS, tokens=FP8_TOKENS) -> list[dict]:
 
 def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
     shapes = moe_expert_shapes((("tiny", 64, 32, 48),)) if quick else moe_expert_shapes()
-
-    def matmul(m, n, k):
-        def make():
-            a, b = torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16)
-            return lambda: torch.matmul(a, b)
-        return make
-
-    records = [({**shape, "batch": 1, "dtype": "bf16"}, matmul(shape["m"], shape["n"], shape["k"])) for shape in shapes]
-    return both_conditions(timer, clock, interleaver, records) + run_fp8(torch, dev, timer, quick, clock, interleaver, shapes)
+    return run_gemm_shapes(torch, dev, timer, shapes, clock, interleaver)
 
 
 def run_fp8_layers(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
@@ -176,7 +168,8 @@ def parse_gemm_shapes(text: str) -> list[dict]:
 
 
 def run_gemm_shapes(torch, dev, timer, shapes: list[dict], clock, interleaver) -> list[dict]:
-    """The --gemm-shapes GEMMs in bf16 and (where the GPU has it) fp8, both conditions."""
+    """GEMM records (m, n, k, role, ...) in bf16 and (where the GPU has it) fp8, both conditions: the --gemm-shapes
+    section's and moe-experts'."""
     def matmul(m, n, k):
         def make():
             a, b = torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16)
