@@ -173,13 +173,13 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     head_fwd, head_bwd = ops.head_forward(model, par, batch, fw), ops.head_backward(model, par, batch, fw)
     # the vocabulary-parallel embedding's and head's TP collectives; none where they are replicated (torch DTensor TP)
     vocab_tp = 1.0 if fw.tp_vocab_split else 0.0
-    emb_f = _task(compute=ops.ops_time_s(gpu, ops.embedding_forward(model, par, batch, fw), dtype),
+    emb_f = _task(compute=ops.ops_time_s(gpu, emb_fwd, dtype),
                   tp=vocab_tp * comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
-    emb_b = _task(compute=ops.ops_time_s(gpu, ops.embedding_backward(model, par, batch, fw), dtype),
+    emb_b = _task(compute=ops.ops_time_s(gpu, emb_bwd, dtype),
                   tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
-    head_f = _task(compute=ops.ops_time_s(gpu, ops.head_forward(model, par, batch, fw), dtype),
+    head_f = _task(compute=ops.ops_time_s(gpu, head_fwd, dtype),
                    tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
-    head_b = _task(compute=ops.ops_time_s(gpu, ops.head_backward(model, par, batch, fw), dtype),
+    head_b = _task(compute=ops.ops_time_s(gpu, head_bwd, dtype),
                    tp=vocab_tp * comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
     dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
