@@ -1,6 +1,6 @@
 """Wall time and events/s of one LLM training iteration at scale (not a test).
 
-Llama-3.1-405B (scenarios/llm/llama405b-16k.yaml: TP 8, PP 16, interleaved x4, ZeRO-1, SP) on 1,024 /
+Llama-3.1-405B (scenarios/llm/llama405b-16k.yaml: TP 8, PP 16, interleaved x4, ZeRO-2, SP) on 1,024 /
 4,096 / 16,384 H100s: DP 8 / 32 / 128 with 16 micro-batches per replica (global batch 16 x DP). Wall
 time covers everything predict_llm_job does: the fabric built and solved for every group kind, the
 per-stage work from the GPU card, the DES and the memory model. Target: <= 2 s at 16,384 GPUs.

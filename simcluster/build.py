@@ -82,6 +82,10 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     nic, _ = machine_nic(machine)
     platform = platform or build_platform(machine, intra.link_bandwidth_Bps)
     aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
+    if aggregation is not None and aggregation.line_rate_Bps < nic.line_rate_Bps * (1 - 1e-9):
+        raise ModelCardError(f"the aggregating switch's ports run at {aggregation.line_rate_Bps * 8 / 1e9:g} Gb/s, slower than "
+                             f"the NICs' {nic.line_rate_Bps * 8 / 1e9:g} Gb/s (machine.aggregation.card)",
+                             where=str(machine.aggregation_card), hint="use an aggregation card of the NICs' line rate")
     nvls = None
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -95,6 +96,8 @@ def cmd_predict_collective(args) -> int:
     from simcluster.report.tables import nccl_tests_table
 
     if args.scenario:
+        if args.card:
+            raise SimclusterError("give --card (one node's card) or --scenario (its machine's cards), not both")
         if args.host_launched:
             raise SimclusterError("--host-launched applies to a --card (one node's nccl-tests timing), not to --scenario")
         if args.ranks or args.ranks_per_node:
@@ -124,8 +127,9 @@ def cmd_predict_training(args) -> int:
     found = [(r.variant, job) for r in runs for job in r.jobs if isinstance(job, (TrainingResult, LlmTrainingResult))]
     if not found:
         raise SimclusterError("the scenario has no 'kind: training' or 'kind: llm_training' job", where=args.scenario)
-    if args.trace:
-        _write(args.trace, json.dumps(_timeline(found[0][1])))
+    traces = _trace_paths(args.trace, [label for label, _ in found]) if args.trace else []
+    for path, (_, job) in zip(traces, found, strict=False):
+        _write(path, json.dumps(_timeline(job)))
     if args.json:
         out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
@@ -135,9 +139,23 @@ def cmd_predict_training(args) -> int:
         if label:
             print(f"\n== variant {label}")
         sys.stdout.write(render(job))
-    if args.trace:
-        print(f"timeline: {args.trace} (open in https://ui.perfetto.dev)")
+    for path, (label, _) in zip(traces, found, strict=False):
+        print(f"timeline{f' of {label}' if label else ''}: {path} (open in https://ui.perfetto.dev)")
     return 0
+
+
+def _trace_paths(path: str, labels: list) -> list[str]:
+    """One timeline file per result: PATH itself for one, PATH's stem + '-VARIANT' + its suffix for each of several."""
+    if len(labels) <= 1:
+        return [path]
+    p = Path(path)
+    if p.is_dir():
+        raise SimclusterError("cannot write the timelines there: a folder is in the way of the file", where=path,
+                              hint="--trace names a file; with several variants, FILE-VARIANT.json is written for each")
+    suffix = "".join(p.suffixes) or ".json"
+    stem = p.name[:len(p.name) - len("".join(p.suffixes))] if p.suffixes else p.name
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(label or f"job{i}")) for i, label in enumerate(labels)]
+    return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in safe]
 
 
 def _timeline(job) -> dict:

@@ -68,7 +68,7 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     c.add_argument("--card", help="a collective card (one node); or use --scenario")
     c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
     c.add_argument("--algorithm", choices=ALGORITHMS,
-                   help="force a multi-node algorithm (default: the fastest, as NCCL's tuner)")
+                   help="force a multi-node algorithm (default: the one NCCL's tuner picks from its own table, not always the fastest here)")
     c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
                    "alltoall (nccl-tests' names also work)")
     c.add_argument("--ranks", type=int, help="GPUs taking part (with --card; a --scenario uses all its GPUs)")
@@ -80,11 +80,14 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    help="calls launched from the host, buffers unregistered (plain nccl-tests): the card's host launch "
                         "floor applies and p2p calls pipeline through NCCL's FIFO (default: CUDA graphs, nccl-tests -G)")
     c.set_defaults(func=commands["predict_collective"])
-    t = what.add_parser("training", help="a data-parallel training job: step time, speedup, breakdown")
-    t.add_argument("--scenario", required=True, help="a scenario YAML with a 'kind: training' job")
+    t = what.add_parser("training", help="a training job: DDP (kind: training) or an LLM (kind: llm_training): step time, "
+                        "breakdown, memory, days")
+    t.add_argument("--scenario", required=True, help="a scenario YAML with a 'kind: training' or 'kind: llm_training' job")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
-    t.add_argument("--nodes", type=int, help="override the machine's node count (what-if scaling)")
-    t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step")
+    t.add_argument("--nodes", type=int, help="override the machine's node count (what-if scaling; an LLM job keeps tp, pp "
+                   "and cp, takes dp from the GPUs and grows the global batch with dp)")
+    t.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto timeline of the step (one FILE-VARIANT.json "
+                   "per variant when the scenario has several)")
     t.set_defaults(func=commands["predict_training"])
 
     p = sub.add_parser("validate", help="predicted vs measured: an nccl-tests log or bundle (--card), a qperf output "

@@ -59,7 +59,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
     from simcluster.cards import load_collective
     from simcluster.collectives.model import predict
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.fit.validate import card_notes
+    from simcluster.fit.validate import card_notes, size_notes
 
     op = canonical_op(op)
     per_node = ranks_per_node or ranks
@@ -74,7 +74,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
                               "with nodes, a NIC card and a fabric), e.g. scenarios/oci-bm-gpu-h100-8x2.yaml")
     span = size_range(min_size, max_size, factor)
     params, card = load_collective(card_path)
-    notes = card_notes(params, card, op, ranks, host_launch=host_launched)
+    notes = card_notes(params, card, op, ranks, host_launch=host_launched) + size_notes(card, span)
     if ranks_per_node is None and ranks > 8:
         notes.append(f"{ranks} GPUs taken as one NVLink domain (an NVL rack); nodes of 8 GPUs joined by NICs need --scenario")
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]

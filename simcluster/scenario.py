@@ -105,7 +105,7 @@ def _machine(r: ScenarioReader, m) -> Machine:
                       {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding"})
         k = "machine.fabric"
         fabric = FabricConfig(r.choice(d, k, "kind", FABRIC_KINDS), r.integer(d, k, "down_ports", default=32),
-                              r.integer(d, k, "spines", default=16), r.number(d, k, "oversubscription", 1.0, 1.0),
+                              r.integer(d, k, "spines", default=16), r.ratio(d, k, "oversubscription", 1.0),
                               r.integer(d, k, "planes", default=1), r.quantity(d, k, "link_latency", parse_time, "0s"),
                               r.quantity(d, k, "switch_latency", parse_time, "0s"),
                               r.choice(d, k, "forwarding", FORWARDING, "cut-through"))
@@ -216,6 +216,32 @@ def _read(path: Path) -> tuple[dict, dict[str, int]]:
 DLIO_KEYS = {"workflow", "dataset", "reader"}  # a DLIO workload config's top level, not a scenario's
 
 
+def _rescale_llm_dp(r: ScenarioReader, doc: dict, nodes: int) -> dict:
+    """`--nodes N` on an llm_training job: the model-parallel split (tp, pp, cp) stays, dp takes the GPUs it leaves, and
+    the global batch grows with dp (each replica keeps its sequences per step, so the micro-batches per step stay)."""
+    per_node = doc["machine"].get("gpus_per_node", 1)
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not isinstance(per_node, int):
+        return doc
+    out = []
+    for i, job in enumerate(jobs):
+        par = job.get("parallel") if isinstance(job, dict) and job.get("kind") == "llm_training" else None
+        if not isinstance(par, dict) or not all(isinstance(par.get(k, 1), int) for k in ("tp", "pp", "cp", "dp")) \
+                or not isinstance(job.get("global_batch"), int):
+            out.append(job)
+            continue
+        split = par.get("tp", 1) * par.get("pp", 1) * par.get("cp", 1)
+        old_dp = par.get("dp", 1)
+        if (nodes * per_node) % split:
+            r.fail(f"jobs[{i}].parallel", f"--nodes {nodes}: {nodes * per_node} GPUs do not divide by tp x pp x cp = {split}")
+        dp = nodes * per_node // split
+        if (job["global_batch"] * dp) % old_dp:
+            r.fail(f"jobs[{i}].global_batch", f"--nodes {nodes}: dp {old_dp} -> {dp} cannot scale the global batch "
+                   f"{job['global_batch']} by {dp}/{old_dp} to whole sequences")
+        out.append({**job, "parallel": {**par, "dp": dp}, "global_batch": job["global_batch"] * dp // old_dp})
+    return {**doc, "jobs": out}
+
+
 def _build(path: Path, doc, r: ScenarioReader, nodes: int | None = None) -> Scenario:
     if isinstance(doc, dict) and DLIO_KEYS <= set(doc):
         r.fail("", "this is a DLIO workload config, not a scenario",
@@ -223,6 +249,7 @@ def _build(path: Path, doc, r: ScenarioReader, nodes: int | None = None) -> Scen
     r.mapping(doc, "", {"name", "machine", "jobs"}, {"description", "seed", "variants"})
     if nodes is not None and isinstance(doc.get("machine"), dict):
         doc = _merge(doc, {"machine": {"nodes": nodes}})
+        doc = _rescale_llm_dp(r, doc, nodes)
     machine = _machine(r, doc["machine"])
     if not isinstance(doc["jobs"], list) or not doc["jobs"]:
         r.fail("jobs", "expected a non-empty list of jobs")

@@ -184,7 +184,7 @@ def _training(r: ScenarioReader, job: dict, key: str, machine: Machine) -> Train
         storage = StorageSpec(r.card(d, k, "workload"), r.card(d, k, "nvme"), r.integer(d, k, "drives", default=1),
                               int(r.quantity(d, k, "io_size", parse_size_arg, "4MiB")))
     samples = r.integer(job, key, "dataset_samples") if "dataset_samples" in job else None
-    return TrainingJob(r.card(job, key, "workload"), ddp, samples, r.number(job, key, "epochs", 0, 1),
+    return TrainingJob(r.card(job, key, "workload"), ddp, samples, r.number(job, key, "epochs", 1e-6, 1),
                        r.quantity(job, key, "loader_cpu_per_sample", parse_time, "0s"),
                        r.quantity(job, key, "storage_stall", parse_time, "0s"), storage)
 

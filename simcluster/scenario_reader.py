@@ -46,6 +46,8 @@ class ScenarioReader:
 
     def fail(self, key: str, message: str, hint: str | None = None):
         where, key = self.locate(key)
+        if self.variant and not key.startswith(f"variants.{self.variant}"):   # the variant's keys made the base key wrong
+            message += f" (with variant '{self.variant}')"
         raise ScenarioError(f"{key}: {message}" if key else message, where=where, hint=hint)
 
     def mapping(self, doc, key: str, required: set[str], optional: set[str]) -> dict:
@@ -84,6 +86,19 @@ class ScenarioReader:
         value = doc.get(name, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
             self.fail(f"{key}.{name}", f"expected a number from {minimum:g} to {maximum:g}, got {strict.short(value)}")
+        return float(value)
+
+    def ratio(self, doc, key: str, name: str, default: float) -> float:
+        """A ratio >= 1 given as a number (3) or as 'N:1' (3:1, 1.5:1), as network engineers write oversubscription."""
+        value = doc.get(name, default)
+        if isinstance(value, str) and value.count(":") == 1:
+            a, b = value.split(":")
+            try:
+                value = float(a) / float(b)
+            except (ValueError, ZeroDivisionError):
+                self.fail(f"{key}.{name}", f"expected a ratio such as 3 or '3:1', got {strict.short(doc.get(name))}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 1e6:
+            self.fail(f"{key}.{name}", f"expected a ratio >= 1 such as 3 or '3:1' (1 = non-blocking), got {strict.short(doc.get(name))}")
         return float(value)
 
     def card(self, doc, key: str, name: str = "card") -> Path:

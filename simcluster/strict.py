@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -98,6 +99,43 @@ def line_index(node, prefix: str = "", out: dict[str, int] | None = None) -> dic
     return out
 
 
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader without YAML 1.1's base-60 numbers: `3:1` (a ratio) and `1:30` stay strings instead of becoming
+    181 and 90, so a field that expects a number refuses them by name, and a ratio field can read them."""
+
+
+StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""", re.X), list("-+0123456789"))
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
+
+
+def _check_duplicates(root: yaml.Node, where: str, error: type[SimclusterError]) -> None:
+    """Refuse a mapping that gives one key twice (YAML's last-one-wins would silently drop the first)."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for k, _ in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value != "<<":
+                    if k.value in first:
+                        raise error(f"key '{k.value}' given twice in one mapping (first at line {first[k.value]}); "
+                                    "YAML would keep only the last", where=f"{where}:{k.start_mark.line + 1}")
+                    first[k.value] = k.start_mark.line + 1
+        stack.extend(_children(node))
+
+
 _CACHE: dict[tuple, object] = {}
 CACHE_ENTRIES = 512          # documents kept (a sweep re-reads the same cards for every point)
 
@@ -126,10 +164,11 @@ def _load_yaml(path, error, what, lines):
     text = read_text(path, error, what)
     where = str(path)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=StrictLoader)
         if root is not None:
             _check_shape(root, where, error)
-        doc = yaml.safe_load(text)
+            _check_duplicates(root, where, error)
+        doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise error(f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
@@ -159,7 +198,10 @@ def field(doc, key: str, where: str, parse=None, error: type[SimclusterError] = 
         return parse(doc[key])
     except UnitError as exc:
         raise error(f"key '{key}': {exc.one_line()}", where=where) from None
-    except (TypeError, ValueError, AttributeError, ArithmeticError):
+    except ValueError as exc:   # the parser's reason (a range, a unit) when it gives one
+        why = str(exc).splitlines()[0] if str(exc) else ""
+        raise error(f"key '{key}': {short(doc[key])} is not a valid value" + (f" ({why})" if why else ""), where=where) from None
+    except (TypeError, AttributeError, ArithmeticError):
         raise error(f"key '{key}': {short(doc[key])} is not a valid value", where=where) from None
 
 

@@ -72,8 +72,56 @@ def validate_log(trace_path: str, card_path: str, op: str | None = None) -> LogV
 
     params, card = load_collective(card_path)
     trace = nccl_tests.parse(trace_path, op=op)
+    if trace.nodes > 1:
+        raise SimclusterError(f"the log ran on {trace.nodes} nodes; card {card_path} models one node's NVLink domain",
+                              where=trace_path, hint="validate it against a machine: --scenario FILE (nodes, NIC card, fabric)")
     notes = card_notes(params, card, trace.op, trace.nranks, not trace.cuda_graph_launches, trace.path)
     return LogValidation(trace, card_path, str(card.get("name")), notes, validate(params, trace))
+
+
+def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None = None) -> LogValidation:
+    """An nccl-tests log (one node or several) against a scenario machine of the same GPU count: every size predicted
+    as `predict collective --scenario` predicts it (NCCL's algorithm and protocol; across nodes the fabric model)."""
+    from simcluster.build import _Context
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.collectives.model import predict
+    from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.scenario import load
+    from simcluster.traces import nccl_tests
+
+    trace = nccl_tests.parse(trace_path, op=op)
+    sc = load(scenario_path)
+    m = sc.machine
+    gpus = m.nodes * m.gpus_per_node
+    if trace.nranks != gpus:
+        raise SimclusterError(f"the log ran {trace.nranks} ranks on {trace.nodes} node(s); the scenario's machine has "
+                              f"{gpus} GPUs ({m.nodes} x {m.gpus_per_node})", where=scenario_path,
+                              hint="set machine.nodes and gpus_per_node to the log's")
+    if m.card is None:
+        raise SimclusterError("the machine has no collective card (machine.card)", where=scenario_path)
+    context = _Context(sc)
+    params, card = context.machine_card()
+    notes = []
+    if trace.nodes > 1 and trace.ranks_per_node != m.gpus_per_node:
+        notes.append(f"the log ran {trace.ranks_per_node} ranks per node, the scenario {m.gpus_per_node} GPUs per node")
+    if not trace.cuda_graph_launches:
+        notes.append("the log is host-launched: small sizes include the host's launch cost, which the fabric model "
+                     "(GPU time) leaves out" if m.domains > 1 else "host-launched: predicted with the card's host launch floor")
+    rows = []
+    if m.domains > 1:
+        cluster = context.cluster()
+        flows = ring_flows(cluster)
+        for r in trace.rows:
+            if r.size_bytes > 0 and r.time_s > 0:
+                pred = predict_fabric(cluster, trace.op, r.size_bytes, None, flows)
+                rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, f"{pred.protocol} / {pred.algorithm}",
+                                          r.busbw_Bps, pred.busbw_Bps))
+    else:
+        for r in trace.rows:
+            if r.size_bytes > 0 and r.time_s > 0:
+                pred = predict(params, trace.op, r.size_bytes, trace.nranks, host_launch=not trace.cuda_graph_launches)
+                rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, pred.protocol, r.busbw_Bps, pred.busbw_Bps))
+    return LogValidation(trace, scenario_path, f"scenario {sc.name}", notes, rows)
 
 
 def validate_bundle(bundle: str, card_path: str, op: str | None = None) -> BundleValidation:
@@ -154,6 +202,10 @@ def validate_path(path: str | None, card: str | None, scenario: str | None, op: 
         return validate_bundle(path, card, op)
     if looks_like_qperf(path):
         return validate_qperf(path, scenario)
+    if card and scenario:
+        raise SimclusterError("give --card (one node's card) or --scenario (a machine), not both")
+    if scenario:
+        return validate_log_on_scenario(path, scenario, op)
     if not card:
-        raise SimclusterError("validating an nccl-tests log needs --card")
+        raise SimclusterError("validating an nccl-tests log needs --card (one node) or --scenario (any machine)")
     return validate_log(path, card, op)

@@ -24,7 +24,7 @@ LOGS = sorted((ROOT / "calibration").rglob("*-tuning/stdout.txt"))
 
 
 def test_every_tuning_log_is_read():
-    assert len(LOGS) == 36                       # 29 + the fourth 2 x H200 machine's 7 (session 20)
+    assert len(LOGS) == 43                       # 29 + the fourth 2 x H200 machine's 7 (session 20) + the fifth's 7 (session 25)
     assert {nccl_tuning.parse(p).ranks for p in LOGS} == {2, 4}
 
 

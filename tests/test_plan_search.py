@@ -53,8 +53,33 @@ def test_candidates_are_exactly_the_valid_splits(tmp_path):
     expected = sorted((n, tp, pp, 4 * n // (tp * pp), mb) for n in (1, 2) for tp in (1, 2, 4) for pp in (1, 2)
                       for mb in (1, 2) if (4 * n) % (tp * pp) == 0 and 16 % (4 * n // (tp * pp) * mb) == 0)
     assert got == expected
-    assert skipped["tp does not divide the GPUs of a node"] == 2 * 3 * 2      # tp 3, for every node count, pp and mb
-    assert skipped["pp does not divide the layers"] == 2 * 3 * 2              # pp 3 with tp 1, 2, 4
+    assert skipped["tp does not divide the GPUs of an NVLink domain"] == 2 * 3 * 2   # tp 3, for every node count, pp and mb
+    assert skipped["tp x pp x cp does not divide the GPUs"] >= 2 * 3 * 2              # pp 3 (4 layers: 2 + 1 + 1) with tp 1, 2, 4
+
+
+def test_uneven_pipeline_stages_are_searched_as_the_reader_splits_them(tmp_path):
+    """pp 3 over 4 layers on 6 GPUs: the scenario reader splits 2 + 1 + 1, so the planner offers it; pp 5 > 4 layers is not."""
+    path = _plan(tmp_path, nodes=(1,), search_space={"tp": [1], "pp": [3, 5], "micro_batch": [1], "zero": [1]}, batch=12)
+    doc = yaml.safe_load(path.read_text())
+    doc["machine"]["gpus_per_node"], doc["machine"]["nic"]["per_node"] = 6, 6
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    sweep, plan = search.read_plan(path)
+    pts, skipped = search.candidates(sweep, plan)
+    assert [(p.scenario.jobs[0].parallel.pp, p.scenario.jobs[0].parallel.dp) for p in pts] == [(3, 2)]
+    assert skipped["pp larger than the layers"] == 1
+
+
+def test_tp_may_span_a_multi_node_nvlink_domain(tmp_path):
+    """tp 8 on nodes of 4 GPUs is searched when machine.nvlink_domain joins the nodes' NVLink (GB200 NVL72-like)."""
+    path = _plan(tmp_path, model=dict(TINY, heads=8, kv_heads=8), nodes=(2,),
+                 search_space={"tp": [4, 8], "pp": [1], "micro_batch": [1], "zero": [1]})
+    doc = yaml.safe_load(path.read_text())
+    doc["machine"]["nvlink_domain"] = 8
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    sweep, plan = search.read_plan(path)
+    pts, skipped = search.candidates(sweep, plan)
+    assert sorted(p.scenario.jobs[0].parallel.tp for p in pts) == [4, 8]
+    assert not skipped.get("tp does not divide the GPUs of an NVLink domain")
 
 
 def test_splits_that_do_not_fit_are_not_run(tmp_path):

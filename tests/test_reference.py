@@ -190,7 +190,9 @@ def test_published_llm_rows_state_configuration_assumptions_and_why_not(capsys):
     rows comparable, 8 with dimensions from NeMo's recipes; rows 10-11 not held out: the fp8 casts were added after;
     rows 0, 2, 4, 6: the development rows of issue 22's split)."""
     v = validate_published_llm(PUBLISHED / "llm-llama3-405b-table4.yaml")
-    assert [round(r.error * 100, 1) for r in v.rows] == pytest.approx([2.3, -8.3, -5.8], abs=1.0)   # fixed clock, main_grad accumulation
+    # fixed clock, main_grad accumulation; session 25: ZeRO-2 reduce-scatters every micro-batch (rows 0, 1: +2.3 / -8.3 before)
+    # and CP attention is timed at its causal share (row 2: -5.8 before)
+    assert [round(r.error * 100, 1) for r in v.rows] == pytest.approx([-6.6, -18.6, 19.6], abs=1.0)
     assert all(not r.held_out and "virtual_stages=2" in r.detail and "t8 p16" in r.configuration for r in v.rows)
     assert v.rows[0].metric == "flops_per_gpu_per_s" and v.rows[0].measured == 430e12
     nemo = validate_published_llm(PUBLISHED / "llm-nemo-24.07-dgx-h100-fp8.yaml")
@@ -247,11 +249,12 @@ def test_filled_model_keys_never_replace_what_the_source_prints():
 
 
 def test_decisions_agree_with_every_tuning_log_and_none_is_held_out():
-    """779 of 779 logged (log, op, size) decisions, as tests/test_nccl_tuner.py counts them, through the command's
-    library; every log here is in calibration/nccl-decision-model.yaml, so none is held out."""
+    """930 of 930 logged (log, op, size) decisions, as tests/test_nccl_tuner.py counts them, through the command's
+    library; every log here is in calibration/nccl-decision-model.yaml or says what one there says (the fifth machine's,
+    session 25: the same decisions), so none is held out."""
     v = validate_decisions(ROOT / "calibration")
     t = v.totals()
-    assert (t["logs"], t["decisions"], t["agree"], t["channels_agree"]) == (36, 779, 779, 779)
+    assert (t["logs"], t["decisions"], t["agree"], t["channels_agree"]) == (43, 930, 930, 930)
     assert t["held_out_decisions"] == 0 and not v.skipped
     assert all("(hopper), 1 node, NCCL 2.28.3, NVLS off" in s.configuration for s in v.sources)
 

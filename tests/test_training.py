@@ -73,7 +73,10 @@ def test_predict_training_json_keys_and_perfetto(tmp_path, capsys):
     for v in out:
         assert {"step_time_s", "samples_per_s", "speedup", "breakdown"} <= set(v)
         assert {"compute_s", "exposed_communication_s", "storage_stall_s", "cpu_bound_s"} <= set(v["breakdown"])
-    events = json.loads(trace.read_text())["traceEvents"]
+    assert not trace.exists()    # one timeline per variant: step-roce.json, step-tcp.json
+    files = sorted(tmp_path.glob("step-*.json"))
+    assert [f.name for f in files] == [f"step-{v['variant']}.json" for v in sorted(out, key=lambda v: v["variant"])]
+    events = json.loads(files[0].read_text())["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]
     lanes = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert [lanes[t] for t in sorted(lanes)] == ["host", "gpu", "comm", "loader"]   # the data loader has its lane

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from simcluster import __version__
-from simcluster.errors import SimclusterError
+from simcluster.errors import CalibrationError, SimclusterError
 
 
 def provenance(traces: list[dict]) -> dict:
@@ -49,6 +49,11 @@ def collective_card(paths: list[str], op: str | None, tuning_paths: list[str], o
     from simcluster.traces import nccl_tests, nccl_tuning
 
     traces = [nccl_tests.parse(path, op=op) for path in paths]
+    for trace in traces:
+        if not trace.complete:
+            raise CalibrationError("the run was cut short (no '# Avg bus bandwidth' footer): a card is not fitted on a "
+                                   "partial sweep", where=trace.path, hint="re-run nccl-tests to the end, or cut the log "
+                                   "after a complete table and add its footer line")
     card, _ = collective_document(traces, [nccl_tuning.parse(log) for log in tuning_paths], name, model, op_profile)
     error = card["fit"]["in_sample_error"]
     s = error["sizes_ge_1024B"]

@@ -94,7 +94,13 @@ def fit(traces: list[CollectiveTrace], tuners: dict | None = None, channels: int
     for n in ranks:
         # B is the slope of the two largest sizes, so the ramp must have levelled off there: W <= the largest
         # wire bytes at this rank count / RAMP_LEVELS (then the ramp moves by < 2% of D between those two sizes).
-        ramp_max = np.log(max(s for m, s, _ in points if m == n) * bus_factor("all_reduce", n) / RAMP_LEVELS)
+        largest = max(s for m, s, _ in points if m == n)
+        ramp_max = np.log(largest * bus_factor("all_reduce", n) / RAMP_LEVELS)
+        if ramp_max <= np.log(RAMP_MIN_BYTES):
+            need = int(np.ceil(RAMP_MIN_BYTES * RAMP_LEVELS / bus_factor("all_reduce", n) / 2**20))
+            raise CalibrationError(f"the {n}-rank log stops at {largest} B: the NCCL-primitives fit needs sizes past "
+                                   f"{need} MiB (its bandwidth comes from the largest sizes)",
+                                   hint=f"run nccl-tests to -e 8G (at least past -e {need}M), or fit --model chunked-ring")
         x0 += [np.log(RAMP_START_S), min(np.log(RAMP_START_BYTES), ramp_max - 1)]
         lower += [-np.inf, np.log(RAMP_MIN_BYTES)]
         upper += [np.inf, ramp_max]

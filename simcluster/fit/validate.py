@@ -131,6 +131,23 @@ def measured_sweep(params: CollectiveModel, card: dict, source, op: str, ranks: 
     return (mine[0] if mine else None), skipped
 
 
+def size_notes(card: dict, sizes) -> list[str]:
+    """A note when sizes reach past the card's fitted size range (valid_range.min_size / max_size)."""
+    from simcluster.errors import SimclusterError
+    from simcluster.units import parse_size
+
+    vr = card.get("valid_range", {})
+    try:
+        low, high = int(parse_size(str(vr["min_size"]))), int(parse_size(str(vr["max_size"])))
+    except (KeyError, ValueError, SimclusterError):
+        return []
+    sizes = [s for s in sizes if s > 0]
+    out = [s for s in sizes if s > high or s < low]
+    if not out:
+        return []
+    return [f"{len(out)} of {len(sizes)} sizes lie outside the card's fitted range {low} B..{high} B: extrapolated"]
+
+
 def card_notes(params: CollectiveModel, card: dict, op: str, ranks: int, host_launch: bool, trace_path: str = "") -> list[str]:
     """What a collective card says about predicting `op` at `ranks`: rank counts it never saw, the model's own
     notes (tuner table, registration, host floor, per-op profile applied or not), and (validate) a log that the
@@ -141,6 +158,9 @@ def card_notes(params: CollectiveModel, card: dict, op: str, ranks: int, host_la
     from simcluster.traces.common import sha256_of
 
     notes = []
+    ops_seen = card.get("valid_range", {}).get("ops", [])
+    if ops_seen and op not in ops_seen:
+        notes.append(f"the card was fitted on {', '.join(ops_seen)}; {op} is predicted from the model's structure")
     ranks_seen = card.get("valid_range", {}).get("ranks", [])
     if ranks_seen and ranks not in ranks_seen:
         notes.append(f"the card was fitted at ranks {ranks_seen}; {ranks} ranks is an extrapolation")

@@ -125,8 +125,12 @@ def _attention_core(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
     d = core_head_dim(model)
     if par.cp == 1:
         return attention(name, batch.micro_batch, sh.heads, sh.kv_heads, model.seq, model.seq, d, True, backward, drop)
-    op = attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, model.seq, d, False, backward, drop)
-    return Op(op.name, op.kind, op.flops / 2, op.bytes, op.shape[:6] + (False, backward, drop), op.count)
+    # load-balanced context parallelism (Megatron / TE ring attention, two zig-zag chunks per rank): a rank's s / cp
+    # queries meet half the keys on average, in cp ring steps of (s / cp) x (s / 2cp) unmasked pairs each: causal / cp
+    # of the FLOPs, at the efficiency of blocks of s / 2cp keys
+    keys = max(1, model.seq // (2 * par.cp))
+    return replace(attention(name, batch.micro_batch, sh.heads, sh.kv_heads, sh.seq_q, keys, d, False, backward, drop),
+                   count=par.cp)
 
 
 def core_head_dim(model: TransformerSpec) -> int:

@@ -12,6 +12,7 @@ exposed pipeline communication emerge from the waits; no bubble formula is used.
 A wait is attributed to the bubble while the producer is still computing and to pipeline communication
 after it finished (the tensor is on the wire). The data-parallel stream of a stage reduces gradient buckets
 as the last backward of each chunk produces them (bucket i of n is ready after (i + 1) / n of that
+backward; under ZeRO-2, whose gradient buffer is sharded, after every micro-batch's
 backward), and, with ZeRO-1/2, first gathers each chunk's parameters (prefetched from the step's start:
 a chunk's first forward waits for its gather; with the gather overlapped bucket by bucket, only for its first
 bucket, and the forward's last part waits for the last bucket). A runtime without that overlap (dp_after_backward,
@@ -60,6 +61,8 @@ class PipelineWork:
     p2p_s: float = 0.0
     dp_after_backward: bool = False     # buckets reduced after the stage's last backward, parameters gathered after its optimizer
     blocking_p2p: bool = False          # a boundary send holds the sender until it is on the other side
+    grads_every_micro_batch: bool = False   # ZeRO-2: gradients reduce-scattered after every micro-batch's backward into
+                                            # the sharded buffer (DeepSpeed ZeRO-2, FSDP SHARD_GRAD_OP), not once per step
 
     @property
     def pp(self) -> int:
@@ -199,7 +202,8 @@ class _Pipeline:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward[c]
             start = env.now
-            buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and i == last_backward[c] else ()
+            reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
+            buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()
             if self.work.dp_after_backward:
                 serial += buckets
                 buckets = ()

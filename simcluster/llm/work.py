@@ -242,4 +242,4 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g),
-                        fw.grad_reduce_after_backward, fw.blocking_p2p)
+                        fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2)

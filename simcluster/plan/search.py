@@ -155,13 +155,14 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             out.append(spec_module.build_point(sweep, hw))   # the reader says what is wrong
             continue
         gpus = per_node * nodes
+        domain = m.get("nvlink_domain") if isinstance(m.get("nvlink_domain"), int) else per_node   # GPUs on one NVLink fabric
         cp = par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1
         for tp, pp, mb, zero, vs, rc, ep, dispatcher in itertools.product(*(space[k] for k in SEARCH_KEYS)):
-            if tp < 1 or per_node % tp:
-                skipped["tp does not divide the GPUs of a node"] += 1
+            if tp < 1 or domain % tp:
+                skipped["tp does not divide the GPUs of an NVLink domain"] += 1
                 continue
-            if pp < 1 or layers % pp:
-                skipped["pp does not divide the layers"] += 1
+            if pp < 1 or pp > layers:   # uneven stages are split as the scenario reader splits them (spec.layer_split)
+                skipped["pp larger than the layers"] += 1
                 continue
             if gpus % (tp * pp * cp):
                 skipped["tp x pp x cp does not divide the GPUs"] += 1

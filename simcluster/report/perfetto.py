@@ -3,6 +3,8 @@ The library returns the document; the CLI writes it."""
 
 from __future__ import annotations
 
+import re
+
 from simcluster.engine import Interval
 
 
@@ -17,6 +19,10 @@ def chrome_trace(title: str, intervals: list[Interval], repeats: int = 1, period
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": f"simcluster: {title}"
                                                                         + (f", {process}" if process else "")}}
               for process, pid in pids.items()]
+    # shown in name order with numbers compared as numbers (stage 0, 1, ..., 10), not in order of first use
+    order = sorted(pids, key=lambda name: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name or "")])
+    events += [{"name": "process_sort_index", "ph": "M", "pid": pids[process], "args": {"sort_index": k}}
+               for k, process in enumerate(order)]
     events += [{"name": "thread_name", "ph": "M", "pid": pids[process], "tid": tid, "args": {"name": lane}}
                for (process, lane), tid in lanes.items()]
     for k in range(repeats):

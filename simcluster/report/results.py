@@ -80,7 +80,7 @@ def _(result: LlmTrainingResult) -> str:
              f"{groups or 'one GPU'}, {p.micro_batches} micro-batches",
              f"  step time        {p.step_time_s:10.3f} s",
              f"  throughput       {p.tokens_per_s:10.4g} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
-             f"MFU {p.mfu:.1%} ({p.flops_convention} FLOP count)",
+             f"MFU {p.mfu:.1%} (of the dense bf16 peak, {p.flops_convention} FLOP count)",
              f"  memory per GPU   {mem['total']:10.2f} GiB of {mem['capacity']:.2f} "
              f"({'fits' if p.fits else 'DOES NOT FIT'}; {mem.get('stage', '')} stage): "
              + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
@@ -92,6 +92,9 @@ def _(result: LlmTrainingResult) -> str:
                          f"compute {c['compute_duty']:.1%}, memory {c['memory_duty']:.1%}, idle {c['idle_duty']:.1%}; {c['power_W']:.0f} W")
     if result.goodput is not None:
         lines += goodput_lines(result.goodput)
+        if not p.fits:
+            lines.append("  warning          the configuration does not fit in GPU memory (above): these days are for a run that "
+                         "could not start")
     lines += [f"  caveat           {c}" for c in p.caveats]
     return "\n".join(lines) + "\n"
 

@@ -79,8 +79,12 @@ def training_table(pred) -> str:
              f"  step time        {pred.step.step_s * 1e3:10.2f} ms",
              f"  throughput       {pred.samples_per_s:10.1f} samples/s",
              f"  speedup          {pred.speedup_vs_1gpu:10.2f} x vs 1 GPU, {pred.speedup_vs_1node:.2f} x vs 1 node "
-             f"(scaling efficiency {pred.scaling_efficiency:.0%})"]
+             f"(scaling efficiency {pred.scaling_efficiency:.0%}; the baselines run on the same host)"]
     if pred.time_to_train_s is not None:
-        lines.append(f"  time to train    {pred.time_to_train_s / 60:10.1f} min")
-    lines.append("  breakdown (ms)   " + ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f}" for k, v in b.items()))
+        t = pred.time_to_train_s
+        lines.append(f"  time to train    {t / 3600:10.2f} h" if t >= 3600 else f"  time to train    {t / 60:10.2f} min")
+    parts = {k: v for k, v in b.items() if k != "communication_total_s"}     # these add up to the step
+    lines.append("  breakdown (ms)   " + ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.2f}" for k, v in parts.items())
+                 + (f"; communication in all {b['communication_total_s'] * 1e3:.2f} (hidden or not, not a part of the sum)"
+                    if "communication_total_s" in b else ""))
     return "\n".join(lines) + "\n"

@@ -22,11 +22,13 @@ def _(v: LogValidation) -> str:
     from simcluster.fit.validate import summary
 
     t = v.trace
-    lines = [f"# {t.op}, {t.nranks} ranks: {t.path} vs card {v.card_name} ({v.card_path})"]
+    against = v.card_name if v.card_name.startswith("scenario ") else f"card {v.card_name}"
+    lines = [f"# {t.op}, {t.nranks} ranks: {t.path} vs {against} ({v.card_path})"]
     lines += [f"# note: {n}" for n in v.notes]
     text = "\n".join(lines) + "\n" + validation_table(v.rows)
     for label, s in summary(v.rows).items():
-        text += f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%\n"
+        text += (f"# {label}: {s['sizes']} sizes, mean |error| {s['mean_abs_error_pct']}%, max {s['max_abs_error_pct']}%\n"
+                 if s["sizes"] else f"# {label}: no sizes to compare\n")
     return text
 
 

@@ -70,8 +70,14 @@ def max_accelerators_text(out: dict) -> str:
              f"{out['au_threshold_percent']:.0f}%"]
     lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}%  {r['throughput_Bps'] / MiB:9.1f} MiB/s"
               for r in out["tried"]]
-    lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
-                 f"AU {out['au_percent']:.2f}%")
+    if out["accelerators"] == 0:
+        tried = out["tried"][0] if out["tried"] else None
+        lines.append(f"max accelerators: none: even {tried['accelerators'] if tried else 1} accelerator(s) stay below the "
+                     f"{out['au_threshold_percent']:.0f}% AU threshold" + (f" (AU {tried['au_percent']:.2f}%)" if tried else "")
+                     + ": the storage path is too slow for this workload")
+    else:
+        lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
+                     f"AU {out['au_percent']:.2f}%")
     return "\n".join(lines) + "\n"
 
 

@@ -161,6 +161,7 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
     if log_start is not None:
         lines = _rejoin_cut_lines(lines, log_start)
     ranks = [(int(m.group(1)), m.group(4), m.group(7).strip()) for m in rank_lines]
+    _refuse_two_runs(path, lines)
     rows, warnings = [], []
     columns: list[str] | None = None
     found_op = tool_version = nccl_version = command = None
@@ -214,6 +215,8 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
                 continue
             raise TraceFormatError(f"line {number}: not an nccl-tests data line: {stripped[:60]!r}",
                                    where=path, hint="expected 'size count type redop root time algbw busbw ...'")
+        if row.wrong:
+            warnings.append(f"line {number}: #wrong = {row.wrong}: nccl-tests found wrong results at {row.size_bytes} B")
         rows.append(row)
     if not rows:
         what = "no nccl-tests table header" if columns is None else "no data line after the table header"
@@ -234,6 +237,22 @@ def _parse_text(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
         devices=[dev for _, _, dev in ranks], rows=rows, tool=tool, tool_version=tool_version,
         nccl_version=nccl_version, command=command, complete=footer, cuda_graph_launches=graph_launches,
         warnings=warnings)
+
+
+def _refuse_two_runs(path: str, lines: list[str]) -> None:
+    """One file, one nccl-tests run: a second '# Rank 0' line or a second table header (logs pasted together) is
+    refused at its line, not merged into one run of twice the ranks."""
+    first: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        match = _RANK.match(stripped)
+        key = f"# Rank {match.group(1)}" if match else ("table header" if _header_columns(stripped) else None)
+        if key is None:
+            continue
+        if key in first:
+            raise TraceFormatError(f"line {number}: a second nccl-tests run in one file ('{key}' again, first at line "
+                                   f"{first[key]})", where=path, hint="give each run's log as its own file")
+        first[key] = number
 
 
 def _only_logs_after(lines: list[str], number: int) -> bool:
