@@ -116,10 +116,10 @@ def cmd_predict_collective(args) -> int:
 
 
 def cmd_predict_training(args) -> int:
+    from simcluster import strict
     from simcluster.build import run_file
     from simcluster.report.results import render
     from simcluster.results import LlmTrainingResult, TrainingResult
-    from simcluster.scenario import load
 
     if args.nodes is not None and not 1 <= args.nodes <= 131072:
         raise SimclusterError(f"--nodes {args.nodes}: expected 1 to 131072")
@@ -134,7 +134,8 @@ def cmd_predict_training(args) -> int:
         out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
         return 0
-    print(f"scenario {runs[0].name}: {load(args.scenario).description}".rstrip(": "))
+    doc = strict.load_yaml(args.scenario)   # its description only (already read and checked by run_file)
+    print(f"scenario {runs[0].name}: {doc.get('description', '') if isinstance(doc, dict) else ''}".rstrip(": "))
     for label, job in found:
         if label:
             print(f"\n== variant {label}")
@@ -154,8 +155,13 @@ def _trace_paths(path: str, labels: list) -> list[str]:
                               hint="--trace names a file; with several variants, FILE-VARIANT.json is written for each")
     suffix = "".join(p.suffixes) or ".json"
     stem = p.name[:len(p.name) - len("".join(p.suffixes))] if p.suffixes else p.name
-    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(label or f"job{i}")) for i, label in enumerate(labels)]
-    return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in safe]
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(label or "job")) for label in labels]
+    seen: dict[str, int] = {}
+    names = []
+    for s in safe:   # a variant with several jobs: -LABEL, -LABEL-job2, ...
+        seen[s] = seen.get(s, 0) + 1
+        names.append(s if seen[s] == 1 else f"{s}-job{seen[s]}")
+    return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in names]
 
 
 def _timeline(job) -> dict:

@@ -173,12 +173,12 @@ def load_variants(path: str | Path, nodes: int | None = None) -> list[tuple[str,
         r.fail("variants", "expected a mapping of label -> overrides")
     out = []
     for label, over in variants.items():
+        r.variant = str(label)
         r.mapping(over, f"variants.{label}", set(), {"machine", "jobs", "description", "set"})
         merged = _merge({k: v for k, v in doc.items() if k != "variants"}, {"machine": over.get("machine", {})})
         if "jobs" in over:  # a variant may replace the job list (e.g. a different storage setup)
             merged["jobs"] = over["jobs"]
         merged = _set_keys(r, merged, over.get("set"), f"variants.{label}.set")
-        r.variant = str(label)
         out.append((str(label), _build(path, merged, r, nodes)))
     return out
 
@@ -226,9 +226,9 @@ def _rescale_llm_dp(r: ScenarioReader, doc: dict, nodes: int) -> dict:
     out = []
     for i, job in enumerate(jobs):
         par = job.get("parallel") if isinstance(job, dict) and job.get("kind") == "llm_training" else None
-        if not isinstance(par, dict) or not all(isinstance(par.get(k, 1), int) for k in ("tp", "pp", "cp", "dp")) \
-                or not isinstance(job.get("global_batch"), int):
-            out.append(job)
+        degrees = [par.get(k, 1) for k in ("tp", "pp", "cp", "dp")] + [job.get("global_batch")] if isinstance(par, dict) else [None]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in degrees):
+            out.append(job)     # the reader refuses what is wrong, at its key
             continue
         split = par.get("tp", 1) * par.get("pp", 1) * par.get("cp", 1)
         old_dp = par.get("dp", 1)

@@ -47,7 +47,7 @@ class ScenarioReader:
     def fail(self, key: str, message: str, hint: str | None = None):
         where, key = self.locate(key)
         if self.variant and not key.startswith(f"variants.{self.variant}"):   # the variant's keys made the base key wrong
-            message += f" (with variant '{self.variant}')"
+            message += f" (while reading variant '{self.variant}')"
         raise ScenarioError(f"{key}: {message}" if key else message, where=where, hint=hint)
 
     def mapping(self, doc, key: str, required: set[str], optional: set[str]) -> dict:

@@ -82,15 +82,16 @@ def validate_log(trace_path: str, card_path: str, op: str | None = None) -> LogV
 def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None = None) -> LogValidation:
     """An nccl-tests log (one node or several) against a scenario machine of the same GPU count: every size predicted
     as `predict collective --scenario` predicts it (NCCL's algorithm and protocol; across nodes the fabric model)."""
-    from simcluster.build import _Context
+    from simcluster.build import _Context, build_domain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.model import predict
     from simcluster.collectives.ring_flows import ring_flows
-    from simcluster.scenario import load
+    from simcluster.scenario import load_variants
     from simcluster.traces import nccl_tests
 
     trace = nccl_tests.parse(trace_path, op=op)
-    sc = load(scenario_path)
+    variants = load_variants(scenario_path)
+    label, sc = variants[0]
     m = sc.machine
     gpus = m.nodes * m.gpus_per_node
     if trace.nranks != gpus:
@@ -101,7 +102,7 @@ def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None
         raise SimclusterError("the machine has no collective card (machine.card)", where=scenario_path)
     context = _Context(sc)
     params, card = context.machine_card()
-    notes = []
+    notes = [f"the scenario's first variant, '{label}', of {len(variants)} (one machine per validation)"] if len(variants) > 1 else []
     if trace.nodes > 1 and trace.ranks_per_node != m.gpus_per_node:
         notes.append(f"the log ran {trace.ranks_per_node} ranks per node, the scenario {m.gpus_per_node} GPUs per node")
     if not trace.cuda_graph_launches:
@@ -116,10 +117,14 @@ def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None
                 pred = predict_fabric(cluster, trace.op, r.size_bytes, None, flows)
                 rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, f"{pred.protocol} / {pred.algorithm}",
                                           r.busbw_Bps, pred.busbw_Bps))
-    else:
+    else:   # one NVLink domain, as `predict collective --scenario` runs it: NVLS where the machine has an NVLS card
+        domain = build_domain(m, params) if m.nvls_card else None
+        if domain is not None and not trace.cuda_graph_launches:
+            notes.append("NVLS domain: GPU time (no host launch floor) for a host-launched log")
         for r in trace.rows:
             if r.size_bytes > 0 and r.time_s > 0:
-                pred = predict(params, trace.op, r.size_bytes, trace.nranks, host_launch=not trace.cuda_graph_launches)
+                pred = (domain.predict(trace.op, r.size_bytes, ranks=trace.nranks) if domain is not None else
+                        predict(params, trace.op, r.size_bytes, trace.nranks, host_launch=not trace.cuda_graph_launches))
                 rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, pred.protocol, r.busbw_Bps, pred.busbw_Bps))
     return LogValidation(trace, scenario_path, f"scenario {sc.name}", notes, rows)
 
@@ -197,8 +202,8 @@ def validate_path(path: str | None, card: str | None, scenario: str | None, op: 
     if path is None:
         raise SimclusterError("validate needs a trace (an nccl-tests log, a qperf output or a bundle), --published or --decisions")
     if Path(path).is_dir():
-        if not card:
-            raise SimclusterError("validating a trace bundle needs --card")
+        if not card or scenario:
+            raise SimclusterError("validating a trace bundle needs --card (and no --scenario)")
         return validate_bundle(path, card, op)
     if looks_like_qperf(path):
         return validate_qperf(path, scenario)

@@ -242,14 +242,20 @@ def test_zero2_reduces_the_gradients_after_every_micro_batch():
     assert every.breakdown["exposed_dp_comm"] == pytest.approx(3.5)
 
 
-def test_zero2_memory_and_traffic_agree(h100, node):
+def test_zero2_memory_and_traffic_agree():
     """ZeRO-2 shards the gradients (memory) and so pays a reduce_scatter per micro-batch (step); ZeRO-1 keeps the full
-    buffer and reduces once. Same step otherwise: ZeRO-2 is never faster."""
-    batch = BatchSpec(32, 1)
-    z1 = predict_llm(LLAMA3_8B, ParallelSpec(tp=2, dp=4, zero=1), batch, h100, node, 8, trace=False)
-    z2 = predict_llm(LLAMA3_8B, ParallelSpec(tp=2, dp=4, zero=2), batch, h100, node, 8, trace=False)
-    assert z2.memory_per_gpu_GiB["gradients"] < z1.memory_per_gpu_GiB["gradients"] / 3
-    assert z2.step_time_s >= z1.step_time_s and z2.breakdown["exposed_dp_comm"] >= z1.breakdown["exposed_dp_comm"]
+    buffer and reduces once. The 405B split on 16,384 H100s over 400G (DP 128, 16 micro-batches): ZeRO-2's fp32
+    reduce-scatters outlast the backwards they overlap (exposed 1.4 s against ZeRO-1's 0.04 s)."""
+    from simcluster.llm.predict import predict_llm_job
+
+    sc = load("scenarios/llm/llama405b-16k.yaml")
+    job = sc.jobs[0]
+    assert job.parallel.zero == 2
+    z2 = predict_llm_job(sc.machine, job, trace=False)
+    z1 = predict_llm_job(sc.machine, dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, zero=1)), trace=False)
+    assert z2.memory_per_gpu_GiB["gradients"] < z1.memory_per_gpu_GiB["gradients"] / 100
+    assert z2.breakdown["exposed_dp_comm"] > 1.0 > 0.1 > z1.breakdown["exposed_dp_comm"]
+    assert z2.step_time_s > z1.step_time_s * 1.1
 
 
 # --- full predictions -------------------------------------------------------------------------------------

@@ -147,7 +147,7 @@ def test_an_error_a_variant_causes_at_a_base_key_names_the_variant(tmp_path, cap
     text = text.replace("\njobs:\n", "\n  bad:\n    set:\n      jobs[0].parallel.virtual_stages: 40\njobs:\n", 1)
     path = tmp_path / "v.yaml"
     path.write_text(text)
-    one_line_error(capsys, ["predict", "training", "--scenario", str(path)], "(with variant 'bad')")
+    one_line_error(capsys, ["predict", "training", "--scenario", str(path)], "(while reading variant 'bad')")
 
 
 def test_days_to_train_for_a_configuration_that_does_not_fit_carry_a_warning(tmp_path, capsys):
@@ -172,3 +172,27 @@ def test_zero_epochs_are_refused_at_the_key(tmp_path, capsys):
     path = tmp_path / "e.yaml"
     path.write_text(text.replace("epochs: 1\n", "epochs: 0\n"))
     one_line_error(capsys, ["run", str(path)], "epochs: expected a number from")
+
+
+def test_a_partly_filled_leaf_keeps_port_speed_uplinks(tmp_path):
+    """6 nodes on leaves of 4 ports (4 + 2), 1:1: the second leaf's uplinks are its ports' (not its 2 NICs') share, so
+    1, 2 or 4 spines give the same ring (a review found 4 spines halving it)."""
+    doc = yaml.safe_load((ROOT / "scenarios" / "concurrent-jobs.yaml").read_text().replace("../", str(ROOT) + "/"))
+    doc.pop("variants")
+    doc["machine"]["nodes"] = 6
+    doc["jobs"] = [{"kind": "collective_sweep", "op": "all_reduce", "min_size": "1G", "max_size": "1G", "algorithm": "ring"}]
+    busbw = []
+    for spines in (1, 2, 4):
+        doc["machine"]["fabric"].update(spines=spines, oversubscription=1)
+        path = tmp_path / f"s{spines}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        busbw.append(sweep_from_scenario(str(path), "all_reduce", "1G", "1G", 2, "ring").predictions[0].busbw_Bps)
+    assert busbw[1] == pytest.approx(busbw[0]) and busbw[2] == pytest.approx(busbw[0])
+
+
+def test_timelines_of_several_variants_and_jobs_get_their_own_files():
+    from simcluster.cli import _trace_paths
+
+    assert _trace_paths("/tmp/t.json", ["a"]) == ["/tmp/t.json"]
+    assert _trace_paths("/tmp/t.json", ["a", "a", "b c"]) == ["/tmp/t-a.json", "/tmp/t-a-job2.json", "/tmp/t-b_c.json"]
+    assert _trace_paths("/tmp/t.json.gz", ["x", "y"]) == ["/tmp/t-x.json.gz", "/tmp/t-y.json.gz"]

@@ -137,6 +137,8 @@ def size_notes(card: dict, sizes) -> list[str]:
     from simcluster.units import parse_size
 
     vr = card.get("valid_range", {})
+    if card.get("params", {}).get("kind_card"):   # a machine card's range is its probe's; its kind card's spans the sizes
+        return []
     try:
         low, high = int(parse_size(str(vr["min_size"]))), int(parse_size(str(vr["max_size"])))
     except (KeyError, ValueError, SimclusterError):
@@ -158,7 +160,8 @@ def card_notes(params: CollectiveModel, card: dict, op: str, ranks: int, host_la
     from simcluster.traces.common import sha256_of
 
     notes = []
-    ops_seen = card.get("valid_range", {}).get("ops", [])
+    machine_card = bool(card.get("params", {}).get("kind_card"))   # a kind card + a probe: the kind's ops and sizes hold
+    ops_seen = [] if machine_card else card.get("valid_range", {}).get("ops", [])
     if ops_seen and op not in ops_seen:
         notes.append(f"the card was fitted on {', '.join(ops_seen)}; {op} is predicted from the model's structure")
     ranks_seen = card.get("valid_range", {}).get("ranks", [])

@@ -13,8 +13,8 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     QK-norm: 2 T (a' + g') d 2 bytes (every query and key head normalised)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
   attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward
-    (flash recomputes the scores: 5 matmuls against 2); with cp > 1 each rank has s/c queries against
-    all s keys, load-balanced, so its causal share is half of that non-causal block
+    (flash recomputes the scores: 5 matmuls against 2); with cp > 1 each rank's s/c queries meet half the
+    keys (load-balanced): c unmasked ring blocks of s/c x s/2c, timed at that block's rate
   memory-bound (bf16, 2 bytes per element, bytes = read + write; backward moves twice the forward bytes):
     RMSNorm 2 T' h 2 (x2), residual add 3 T' h 2 (x2), rotary 2 T (a' + g') d 2, SwiGLU 3 T f / t 2,
     where T' = T / t with sequence parallelism (norms and residuals run on a sequence shard), else T

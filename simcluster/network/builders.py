@@ -4,10 +4,11 @@ The multi-node fabric (docs/models/fabric.md):
   - every NIC `n{node}.nic{j}` has an uplink to its leaf and a downlink from it (nic_Bps each);
   - leaf-spine: NICs fill leaves in order, `down_ports` per leaf;
     rail-optimized: NIC j of every node sits on a leaf of rail j (one leaf group per NIC index);
-  - a leaf's uplink capacity is its downlink capacity / oversubscription, split evenly over its uplinks: one to and
-    one from each of `spines` spines, but no more than the leaf has uplink ports (down_ports / oversubscription,
-    rounded down, at least 1), so no uplink is slower than a NIC port: spines past that add no path (a flow is pinned
-    to one uplink by ECMP, and an uplink thinner than a port would throttle even a flow the fabric has room for);
+  - a leaf's uplink capacity is its ports' capacity (down_ports x the NIC rate, filled or not) / oversubscription,
+    split evenly over its uplinks: one to and one from each of `spines` spines, but no more than the leaf has uplink
+    ports (down_ports / oversubscription, rounded down, at least 1), so no uplink is slower than a NIC port (unless
+    oversubscription > down_ports): spines past that add no path (a flow is pinned to one uplink by ECMP, and an
+    uplink thinner than a port would throttle even a flow the fabric has room for);
   - planes > 1 repeats the leaf/spine layers: NIC j is in plane j % planes.
 Inside a node every GPU `n{node}.gpu{g}` has one NVLink port each way to the node's NVSwitch.
 Link layout: [NIC up | NIC down | leaf -> spine | spine -> leaf | GPU up | GPU down]; vertices: NICs, GPUs,
@@ -50,7 +51,7 @@ class FabricSpec:
 
 def leaf_uplinks(spec: FabricSpec) -> int:
     """Parallel uplinks of each leaf (ECMP width): one per spine, at most the leaf's uplink ports (module docstring)."""
-    return max(1, min(spec.spines, int(spec.down_ports // spec.oversubscription)))
+    return max(1, min(spec.spines, int(spec.down_ports // spec.oversubscription)))   # oversubscription > down_ports: one link
 
 
 def leaf_of_nic(spec: FabricSpec) -> np.ndarray:
@@ -123,7 +124,7 @@ def machine_platform(nodes: int, gpus_per_node: int, nvlink_Bps: float, fabric: 
         lay.attach(nic_b, lay.first(leaf_b) + leaf, f.nic_Bps, f.link_latency_s)
         plane_of_leaf = np.zeros(leaves, dtype=np.int64)
         plane_of_leaf[leaf] = (np.arange(nics) % f.nics_per_node) % f.planes
-        uplink = np.bincount(leaf, minlength=leaves) * f.nic_Bps / f.oversubscription / width
+        uplink = f.down_ports * f.nic_Bps / f.oversubscription / width   # the leaf's ports, filled or not
         first = lay.attach(leaf_b, lay.first(spine_b) + plane_of_leaf, uplink, f.link_latency_s, width=width)
         shape.update(nics_per_node=f.nics_per_node, spine_links=(first, lay.links), leaves=leaves)
     first = lay.links

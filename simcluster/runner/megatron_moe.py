@@ -56,7 +56,6 @@ def main(argv: list[str] | None = None) -> int:
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.models.gpt.gpt_model import GPTModel
     from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
-
     from megatron.core.transformer.moe import moe_utils
 
     for name in ("te_general_gemm",):   # megatron-core 0.14 reads it unguarded when Transformer Engine is absent
