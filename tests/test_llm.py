@@ -281,6 +281,14 @@ def test_prediction_is_deterministic_and_consistent(h100, node):
 def test_groups_are_placed_tp_innermost(h100, node):
     g = comm.groups(ParallelSpec(tp=2, dp=4), node)
     assert g.tp.inside_node and g.dp.inside_node and g.dp.stride == 2 and g.dp.ranks_per_node == 4
+    assert g.dense_grad is g.dp
+
+
+def test_dense_gradients_reduce_over_dp_and_cp(node):
+    """CP ranks hold the same weights: the dense gradients' group is dp x cp (stride tp), as the memory model shards
+    them; the dp group itself stays dp."""
+    g = comm.groups(ParallelSpec(tp=2, cp=2, dp=2), node)
+    assert (g.dp.size, g.dp.stride) == (2, 4) and (g.dense_grad.size, g.dense_grad.stride) == (4, 2)
 
 
 def test_uneven_layer_split_like_llama3():

@@ -136,6 +136,8 @@ class Groups:
     pp: Group
     ep: Group
     expert_dp: Group
+    dense_grad: Group | None = None   # the dense weights' gradient / parameter group: dp x cp (CP ranks hold the same
+                                      # weights; Megatron's data-parallel group with context parallelism); dp when cp = 1
 
     def describe(self) -> dict:
         return {g.name: g.describe() for g in (self.tp, self.cp, self.dp, self.pp, self.ep, self.expert_dp)}
@@ -153,7 +155,8 @@ def groups(par: ParallelSpec, net: Network) -> Groups:
         pp = place("pp", par.pp, par.tp * par.cp * par.dp, n, net)
     else:
         pp = Group("pp", 1, n, 1, 1)
-    return Groups(tp, cp, dp, pp, ep, edp)
+    grad = place("dp", par.dp * par.cp, par.tp, n, net) if par.cp > 1 else dp
+    return Groups(tp, cp, dp, pp, ep, edp, grad)
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,8 @@ def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, den
     whole DP group, which one model-sized call divided by L would hide (DP groups of 1,000+ ranks)."""
     def calls(group: comm.Group, params: float, op: str, nbytes: float) -> float:
         return layers * comm.collective_s(net, group, op, params / layers * nbytes) if params > 0 else 0.0
-    ag = calls(g.dp, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
-    rs = calls(g.dp, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
+    ag = calls(g.dense_grad, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
+    rs = calls(g.dense_grad, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
     return ag, rs
 
 
@@ -211,12 +211,13 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
-                chunk_buckets = [comm.grad_sync_s(net, g.dp, par.zero, n) for n in comm.buckets(dense, g.dp.size, fw.bucket_params)]
+                chunk_buckets = [comm.grad_sync_s(net, g.dense_grad, par.zero, n)
+                                 for n in comm.buckets(dense, g.dense_grad.size, fw.bucket_params)]
                 chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size, fw.bucket_params)]
-                gather = (comm.param_gather_s(net, g.dp, dense) + comm.param_gather_s(net, g.expert_dp, expert)
+                gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                           if par.zero in (1, 2) else 0.0)
                 gathers.append(gather)
-                gather_buckets.append(len(comm.buckets(dense, g.dp.size, fw.bucket_params))
+                gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)
             casts = []
             if fw.cast_bytes:  # autocast: every weight cast to bf16 in the forward, its gradient up-cast in the backward
