@@ -152,10 +152,11 @@ def switch_count(machine) -> int:
 
 @lru_cache(maxsize=1024)
 def _switches(nodes: int, per_node: int, f) -> int:
-    from simcluster.network.builders import FabricSpec, leaf_of_nic
+    from simcluster.network.builders import FabricSpec, leaf_of_nic, leaf_uplinks
 
-    leaves = int(leaf_of_nic(FabricSpec(nodes, per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes)).max()) + 1
-    return leaves + (f.spines * f.planes if leaves > 1 else 0)
+    spec = FabricSpec(nodes, per_node, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes)
+    leaves = int(leaf_of_nic(spec).max()) + 1
+    return leaves + (leaf_uplinks(spec) * f.planes if leaves > 1 else 0)   # spines past a leaf's uplinks carry nothing
 
 
 @dataclass(frozen=True)
