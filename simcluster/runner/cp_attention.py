@@ -19,6 +19,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 
 def _timed(torch, fn, warmup: int, steps: int, sync) -> list[float]:
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--clocks", action="store_true", help="stream nvidia-smi's SM clock and power during rank 0's 1-GPU "
+                    "timing and record their medians per length (runner/gpu_duty.py)")
+    ap.add_argument("--single-only", action="store_true", help="time the 1-GPU calls only (no context parallelism)")
     args = ap.parse_args(argv)
     seqs = [int(s) for s in args.seqs.split(",") if s]
     import torch
@@ -98,12 +102,27 @@ def main(argv: list[str] | None = None) -> int:
         q, k, v, dout = _inputs(torch, seq, args.heads, args.kv_heads, args.head_dim, device, seed=i)
         if rank == 0:
             fwd, both = _passes(torch, q, k, v, dout, gqa)
+            smi = None
+            if args.clocks:
+                from simcluster.runner.gpu_duty import SmiStream, window_medians
+
+                smi = SmiStream()
             try:
+                t0 = time.time()
                 rec["single_forward_s"] = statistics.median(_timed(torch, fwd, args.warmup, args.steps, sync))
+                t1 = time.time()
                 rec["single_forward_backward_s"] = statistics.median(_timed(torch, both, args.warmup, args.steps, sync))
+                t2 = time.time()
+                if smi is not None:
+                    samples = smi.stop()
+                    rec["single_forward_clock"] = window_medians(samples, t0, t1)
+                    rec["single_forward_backward_clock"] = window_medians(samples, t1, t2)
             except Exception as exc:  # noqa: BLE001 - the CP timing below stands without the baseline
                 rec["single_error"] = f"{type(exc).__name__}: {exc}"[:300]
         dist.barrier()
+        if args.single_only:
+            records.append(rec)
+            continue
         try:
             with context_parallel(mesh, buffers=[q, k, v, dout], buffer_seq_dims=[2, 2, 2, 2]):
                 rec["local_queries"] = int(q.shape[2])
