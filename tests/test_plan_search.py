@@ -249,3 +249,17 @@ def test_a_base_layout_with_a_pipeline_search_is_refused(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ScenarioError, match="search.pp: the base job's parallel.pipeline_layout fixes pp x virtual_stages"):
         search.read_plan(path)
+
+
+def test_cp_is_searched_and_bad_search_values_are_refused_at_their_key(tmp_path, capsys):
+    """cp splits the GPUs like tp and pp (dp = GPUs / (tp pp cp)); a 0 or a ZeRO stage 4 is one line at search.KEY."""
+    path = _plan(tmp_path, model=dict(TINY, seq=256), nodes=(1,), search_space={"tp": [1], "pp": [1], "cp": [1, 2], "zero": [1]})
+    sweep, plan = search.read_plan(path)
+    pts, _ = search.candidates(sweep, plan)
+    assert sorted((p.scenario.jobs[0].parallel.cp, p.scenario.jobs[0].parallel.dp) for p in pts) == [(1, 4), (2, 2)]
+    for key, bad in (("virtual_stages", [0, 2]), ("zero", [1, 4])):
+        doc = yaml.safe_load(path.read_text())
+        doc["search"][key] = bad
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        with pytest.raises(ScenarioError, match=f"search.{key}: expected"):
+            search.read_plan(path)

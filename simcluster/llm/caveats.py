@@ -29,4 +29,9 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
     if framework.name in HOST_BOUND_EAGER:
         out.append(EAGER_HOST.format(framework=framework.name))
+    split = par.layer_split(model.layers)
+    if not par.pipeline_layout and len(set(split)) > 1:
+        out.append(f"the {model.layers} layers split unevenly over pp x virtual_stages = {len(split)} chunks "
+                   f"({min(split)} to {max(split)} layers each, as spec.layer_split places them); Megatron needs an explicit "
+                   "layout for that (parallel.pipeline_layout states one)")
     return out

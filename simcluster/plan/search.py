@@ -41,7 +41,7 @@ from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
 
-SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute", "ep", "moe_dispatcher")
+SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute", "ep", "moe_dispatcher", "cp")
 NAMED = {"recompute": RECOMPUTE, "moe_dispatcher": MOE_DISPATCHERS}   # the keys whose values are names, not integers
 MAX_CANDIDATES = 200_000
 
@@ -95,8 +95,12 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
             if key in NAMED:
                 if not isinstance(values, list) or not values or any(not isinstance(v, str) or v not in NAMED[key] for v in values):
                     r.fail(f"search.{key}", f"expected a non-empty list of {', '.join(NAMED[key])}, got {strict.short(values)}")
-            elif not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+            elif not isinstance(values, list) or not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
                 r.fail(f"search.{key}", f"expected a non-empty list of integers, got {strict.short(values)}")
+            elif key == "zero" and any(v not in (0, 1, 2, 3) for v in values):
+                r.fail("search.zero", f"expected ZeRO stages 0 to 3, got {strict.short(values)}")
+            elif key != "zero" and any(v < 1 for v in values):
+                r.fail(f"search.{key}", f"expected integers >= 1, got {strict.short(values)}")
             search.append((key, tuple(values)))
         jobs = sweep.doc.get("jobs")
         if not (isinstance(jobs, list) and len(jobs) == 1 and isinstance(jobs[0], dict) and jobs[0].get("kind") == "llm_training"):
@@ -131,9 +135,10 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
     space.setdefault("zero", (par.get("zero", 0),))
     space.setdefault("virtual_stages", (par.get("virtual_stages", 1),))
     space.setdefault("recompute", (par.get("recompute", "none"),))
-    moe_keys = [k for k in ("ep", "moe_dispatcher") if k in space]     # set on a candidate only when searched
+    moe_keys = [k for k in ("ep", "moe_dispatcher", "cp") if k in space]     # set on a candidate only when searched
     space.setdefault("ep", (par.get("ep", 1),))
     space.setdefault("moe_dispatcher", (par.get("moe_dispatcher", "alltoall"),))
+    space.setdefault("cp", (par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1,))
     count = len(hardware) * math.prod(len(v) for v in space.values())
     if count > MAX_CANDIDATES:
         raise ScenarioError(f"{count:,} candidates; at most {MAX_CANDIDATES:,}", where=str(sweep.path),
@@ -156,8 +161,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             continue
         gpus = per_node * nodes
         domain = m.get("nvlink_domain") if isinstance(m.get("nvlink_domain"), int) else per_node   # GPUs on one NVLink fabric
-        cp = par.get("cp", 1) if isinstance(par.get("cp", 1), int) else 1
-        for tp, pp, mb, zero, vs, rc, ep, dispatcher in itertools.product(*(space[k] for k in SEARCH_KEYS)):
+        for tp, pp, mb, zero, vs, rc, ep, dispatcher, cp in itertools.product(*(space[k] for k in SEARCH_KEYS)):
             if tp < 1 or domain % tp:
                 skipped["tp does not divide the GPUs of an NVLink domain"] += 1
                 continue
@@ -176,7 +180,7 @@ def candidates(sweep: spec_module.SweepFile, plan: PlanSpec) -> tuple[list[spec_
             params = hw + sp + (("jobs[0].parallel.tp", tp), ("jobs[0].parallel.pp", pp), ("jobs[0].parallel.dp", dp),
                            ("jobs[0].parallel.zero", zero), ("jobs[0].parallel.virtual_stages", vs), ("jobs[0].micro_batch", mb),
                            ("jobs[0].parallel.recompute", rc))
-            params += tuple((f"jobs[0].parallel.{k}", {"ep": ep, "moe_dispatcher": dispatcher}[k]) for k in moe_keys)
+            params += tuple((f"jobs[0].parallel.{k}", {"ep": ep, "moe_dispatcher": dispatcher, "cp": cp}[k]) for k in moe_keys)
             point = spec_module.build_point(sweep, params)
             if point.hash in seen:
                 continue

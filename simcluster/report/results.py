@@ -84,7 +84,9 @@ def _(result: LlmTrainingResult) -> str:
              f"  memory per GPU   {mem['total']:10.2f} GiB of {mem['capacity']:.2f} "
              f"({'fits' if p.fits else 'DOES NOT FIT'}; {mem.get('stage', '')} stage): "
              + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
-             "  breakdown (s)    " + ", ".join(f"{k} {v:.4g}" for k, v in p.breakdown.items() if v),
+             ("  breakdown (s)    " if p.critical_stage is None or not p.groups.get("pp", {}).get("size", 1) > 1 else
+              f"  breakdown (s)    (stage {p.critical_stage}, the one that sets the pipeline's pace) ")
+             + ", ".join(f"{k} {v:.4g}" for k, v in p.breakdown.items() if v),
              f"  simulated with {p.events:,} events"]
     if p.clock:   # the step's own SM clock (llm/clock.py)
         c = p.clock
