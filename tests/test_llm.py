@@ -284,11 +284,23 @@ def test_groups_are_placed_tp_innermost(h100, node):
     assert g.dense_grad is g.dp
 
 
-def test_dense_gradients_reduce_over_dp_and_cp(node):
+def test_dense_gradients_reduce_over_dp_and_cp(h100, node):
     """CP ranks hold the same weights: the dense gradients' group is dp x cp (stride tp), as the memory model shards
-    them; the dp group itself stays dp."""
-    g = comm.groups(ParallelSpec(tp=2, cp=2, dp=2), node)
+    them; the dp group itself stays dp. The step's gradient buckets are priced on that group, and the optimizer update
+    is sharded over dp x cp."""
+    from simcluster.llm.memory import stage_params
+    from simcluster.llm.work import build_work
+
+    par = ParallelSpec(tp=2, cp=2, dp=2, zero=1)
+    g = comm.groups(par, node)
     assert (g.dp.size, g.dp.stride) == (2, 4) and (g.dense_grad.size, g.dense_grad.stride) == (4, 2)
+    work = build_work(LLAMA3_8B, par, BatchSpec(2, 1), h100, node, g)
+    dense = stage_params(LLAMA3_8B, par, 0).dense
+    want = sum(comm.grad_sync_s(node, g.dense_grad, 1, n) for n in comm.buckets(dense, 4, MEGATRON.bucket_params))
+    dp_only = sum(comm.grad_sync_s(node, g.dp, 1, n) for n in comm.buckets(dense, 2, MEGATRON.bucket_params))
+    assert sum(work.stages[0].grad_buckets_s[0]) == pytest.approx(want) and want != pytest.approx(dp_only)
+    one = build_work(LLAMA3_8B, ParallelSpec(tp=2, dp=4, zero=1), BatchSpec(4, 1), h100, node)
+    assert work.stages[0].optimizer_s == pytest.approx(one.stages[0].optimizer_s)   # both shard the states 4 ways
 
 
 def test_uneven_layer_split_like_llama3():

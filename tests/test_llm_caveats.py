@@ -40,3 +40,26 @@ def test_caveats_reach_the_scenario_output():
     variants = {v["variant"]: v["jobs"][0]["caveats"] for v in json.loads(buf.getvalue())["variants"]}
     assert variants["megatron-ddp"] == [] and variants["torch-ddp"] == []
     assert all("host" in c for c in variants["torch-dtensor-tp"]) and variants["torch-dtensor-tp"]
+
+
+def test_an_uneven_pipeline_split_is_a_note_not_a_caveat():
+    from simcluster.llm.caveats import notes
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    m405 = TransformerSpec(126, 16384, 53248, 128, 8, 128256, 8192)
+    assert "126 layers split unevenly over pp x virtual_stages = 64 chunks (1 to 2 each" in notes(m405, ParallelSpec(tp=8, pp=16, virtual_stages=4))[0]
+    assert notes(TransformerSpec(80, 8192, 28672, 64, 8, 128256, 8192), ParallelSpec(tp=8, pp=4, virtual_stages=5)) == []
+    assert notes(m405, ParallelSpec(tp=8, pp=16, virtual_stages=4, pipeline_layout=(1,) + (2,) * 62 + (1,))) == []
+
+
+def test_the_breakdown_names_its_pacing_stage_under_pipelining():
+    import contextlib
+    import io
+
+    from simcluster.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["predict", "training", "--scenario", str(ROOT / "scenarios/llm/llama405b-16k.yaml")]) == 0
+    line = next(x for x in buf.getvalue().splitlines() if "breakdown (s)" in x)
+    assert "(stage 1, the one that sets the pipeline's pace)" in line

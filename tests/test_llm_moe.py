@@ -2,7 +2,8 @@
 
 import pytest
 
-from simcluster.llm import ops
+from simcluster.cards import load_collective
+from simcluster.llm import comm, ops
 from simcluster.llm.predict import model_flops_per_step
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
 
@@ -65,9 +66,9 @@ def test_qwen3_qk_norm_and_expert_tp_one():
     assert f["qk_norm"].bytes == 2 * 4096 * (32 + 2) * 128 * 2
     # expert TP 1: 32 experts' worth of ranks over tp x dp; each TP rank routes its 2048 tokens x 8 to 4 local experts, whole width
     assert f["expert_gate"].shape == (2048 * 8 * 32 // 128, 1536, 4096, 4)
-    with pytest.raises(LlmConfigError, match="dp x tp"):
+    with pytest.raises(LlmConfigError, match="dp x cp x tp"):
         check(QWEN3_235B, ParallelSpec(tp=2, dp=8, ep=32, expert_tp=1, sequence_parallel=True), BatchSpec(256, 1), 16)
-    with pytest.raises(LlmConfigError, match="does not divide dp"):
+    with pytest.raises(LlmConfigError, match="does not divide dp x cp"):
         check(QWEN3_235B, ParallelSpec(tp=2, dp=16, ep=32, sequence_parallel=True), batch, 32)
 
 
@@ -159,3 +160,15 @@ def test_recompute_modules_need_selective_and_known_names():
         ParallelSpec(recompute="full", recompute_modules=("moe",))
     with pytest.raises(LlmConfigError, match="expected modules among"):
         ParallelSpec(recompute="selective", recompute_modules=("experts",))
+
+
+def test_context_parallel_ranks_fold_into_the_expert_grid():
+    """Megatron's expert grid (etp x ep x edp x pp) has no CP dimension: with tp 2, cp 2, dp 8 and ep 4 the experts spread
+    over dp x cp = 16 ranks per TP slice, the EP group is 4 ranks at stride etp = 2 (inside a node of 8) and the expert
+    data-parallel group 4 (= 16 / 4); the memory shards expert states over those 4, the step over the same."""
+    par = ParallelSpec(tp=2, cp=2, dp=8, ep=4)
+    assert (par.ep_span, par.expert_dp) == (16, 4)
+    net = comm.Network(load_collective("models/collective/h200x4-nvlink.yaml")[0], 8, None)
+    small = ParallelSpec(tp=2, cp=2, dp=2, ep=4)
+    g = comm.groups(small, net)
+    assert (g.ep.size, g.ep.stride, g.ep.inside_node) == (4, 2, True) and g.expert_dp.size == 1

@@ -55,6 +55,9 @@ def test_switch_count_from_the_fabric():
     assert cost.switch_count(Machine(None, 8, 1, nic, f)) == 0
     rail = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 0.0, 0.0, "cut-through")
     assert cost.switch_count(Machine(None, 8, 16, nic, rail)) == 8 + 32   # one leaf per rail
+    # 4:1 on 32-port leaves: 8 uplink ports per leaf, so only 8 of 32 spines are reached and priced (all 32 before)
+    over = FabricConfig("leaf-spine", 32, 32, 4.0, 1, 0.0, 0.0, "cut-through")
+    assert cost.switch_count(Machine(None, 8, 16, nic, over)) == 4 + 8
 
 
 def test_units_at_the_edge():

@@ -257,8 +257,9 @@ def test_cp_is_searched_and_bad_search_values_are_refused_at_their_key(tmp_path,
     sweep, plan = search.read_plan(path)
     pts, _ = search.candidates(sweep, plan)
     assert sorted((p.scenario.jobs[0].parallel.cp, p.scenario.jobs[0].parallel.dp) for p in pts) == [(1, 4), (2, 2)]
+    good = path.read_text()
     for key, bad in (("virtual_stages", [0, 2]), ("zero", [1, 4])):
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(good)
         doc["search"][key] = bad
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         with pytest.raises(ScenarioError, match=f"search.{key}: expected"):

@@ -42,9 +42,16 @@ def documents(paths: list[str]) -> list[dict]:
     out = []
     for p in paths:
         path = Path(p)
-        for f in ([path] if path.is_file() else sorted(path.glob("cp-attention*.json"))):
+        found = [path] if path.is_file() else sorted(path.glob("*.json"))
+        docs = []
+        for f in found:
             text = f.read_text()
-            out.append(json.loads(text[text.find("{"):]))
+            doc = json.loads(text[text.find("{"):]) if "{" in text else {}
+            if doc.get("tool") == "cp-attention":
+                docs.append(doc)
+        if not docs:
+            raise SystemExit(f"{p}: no cp-attention document there")
+        out += docs
     return out
 
 
@@ -81,8 +88,9 @@ def main(argv: list[str]) -> int:
                 for suffix, pred in (("forward_s", pf), ("forward_backward_s", pfb)):
                     meas = r.get(f"{key}_{suffix}")
                     if meas is None:
-                        why = r.get(f"{key}_error") or r.get("cp_error") or r.get("error") or "not measured"
-                        print(f"{r['seq']:>6} {cp:>5} {suffix[:-2]:>8} not measured: {why[:100]}")
+                        why = r.get(f"{key}_error") or r.get("cp_error") or r.get("error")
+                        if why:
+                            print(f"{r['seq']:>6} {cp:>5} {suffix[:-2]:>8} not measured: {why[:100]}")
                         continue
                     meas = max(meas) if isinstance(meas, list) else meas
                     err = (pred / meas - 1) * 100

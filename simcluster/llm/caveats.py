@@ -29,9 +29,15 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
     if framework.name in HOST_BOUND_EAGER:
         out.append(EAGER_HOST.format(framework=framework.name))
-    split = par.layer_split(model.layers)
-    if not par.pipeline_layout and len(set(split)) > 1:
-        out.append(f"the {model.layers} layers split unevenly over pp x virtual_stages = {len(split)} chunks "
-                   f"({min(split)} to {max(split)} layers each, as spec.layer_split places them); Megatron needs an explicit "
-                   "layout for that (parallel.pipeline_layout states one)")
     return out
+
+
+def notes(model: TransformerSpec, par: ParallelSpec) -> list[str]:
+    """What the configuration implies that the user may not have asked for (not an accuracy class): layers split
+    unevenly over the pipeline's chunks."""
+    split = par.layer_split(model.layers)
+    if par.pipeline_layout or len(set(split)) == 1:
+        return []
+    return [f"the {model.layers} layers split unevenly over pp x virtual_stages = {len(split)} chunks ({min(split)} to "
+            f"{max(split)} each, spec.layer_split); Megatron runs such a split with account_for_embedding / "
+            "account_for_loss or a pipeline layout (parallel.pipeline_layout states one)"]

@@ -49,7 +49,7 @@ def class_times_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, g
     compute = micro_batches * (sum(c for c, _ in parts) * model.layers / par.pp + sum(c for c, _ in ends) / par.pp)
     memory = micro_batches * (sum(m for _, m in parts) * model.layers / par.pp + sum(m for _, m in ends) / par.pp
                               + fw.cast_bytes * params / gpu.hbm_bandwidth_Bps)
-    return compute, memory + gpu.memory_time_s(fw.adam_bytes * params / (par.dp if par.zero >= 1 else 1))
+    return compute, memory + gpu.memory_time_s(fw.adam_bytes * params / (par.dp * par.cp if par.zero >= 1 else 1))
 
 
 def settle(clock, c: float, m: float, step_s: float, compute_part_s: float, bubble_s: float) -> float:

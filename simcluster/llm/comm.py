@@ -140,7 +140,8 @@ class Groups:
                                       # weights; Megatron's data-parallel group with context parallelism); dp when cp = 1
 
     def describe(self) -> dict:
-        return {g.name: g.describe() for g in (self.tp, self.cp, self.dp, self.pp, self.ep, self.expert_dp)}
+        extra = (self.dense_grad,) if self.dense_grad is not None and self.dense_grad is not self.dp else ()
+        return {g.name: g.describe() for g in (self.tp, self.cp, self.dp, self.pp, self.ep, self.expert_dp) + extra}
 
 
 def groups(par: ParallelSpec, net: Network) -> Groups:
@@ -148,14 +149,14 @@ def groups(par: ParallelSpec, net: Network) -> Groups:
     tp = place("tp", par.tp, 1, n, net)
     cp = place("cp", par.cp, par.tp, n, net)
     dp = place("dp", par.dp, par.tp * par.cp, n, net)
-    stride = par.etp * par.cp          # expert TP 1: the experts' group runs over the TP ranks too
+    stride = par.etp                   # expert TP 1: the experts' group runs over the TP ranks too; CP ranks fold into ep
     ep = place("ep", par.ep, stride, n, net)
     edp = place("expert_dp", par.expert_dp, stride * par.ep, n, net)
     if par.pp > 1:
         pp = place("pp", par.pp, par.tp * par.cp * par.dp, n, net)
     else:
         pp = Group("pp", 1, n, 1, 1)
-    grad = place("dp", par.dp * par.cp, par.tp, n, net) if par.cp > 1 else dp
+    grad = place("dp_cp", par.dp * par.cp, par.tp, n, net) if par.cp > 1 else dp
     return Groups(tp, cp, dp, pp, ep, edp, grad)
 
 
@@ -231,7 +232,7 @@ def check_dispatch(model: TransformerSpec, par: ParallelSpec, domain_gpus: int) 
     g, m = model.expert_groups, model.group_topk
     if par.moe_dispatcher != "deepep" or par.ep == 1 or not g or m == g:
         return
-    nodes = -(-par.ep // ranks_per_node(par.ep, par.etp * par.cp, domain_gpus))
+    nodes = -(-par.ep // ranks_per_node(par.ep, par.etp, domain_gpus))
     if nodes > 1 and g % nodes and nodes % g:
         raise LlmConfigError("model.expert_groups", f"{g} groups and the EP group's {nodes} nodes: neither divides the other "
                              "(deepep's volume is modelled for groups aligned with nodes)")

@@ -255,7 +255,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     first, last = stage == 0, stage == par.pp - 1
     label = "only" if first and last else "first" if first else "last" if last else f"middle ({stage})"
     p = stage_params(model, par, stage, vocab_split)
-    dp, edp = par.dp * par.cp, par.expert_dp * par.cp   # the ZeRO group: data x context parallel
+    dp, edp = par.dp * par.cp, par.expert_dp   # the ZeRO groups: data x context parallel (expert_dp has its CP ranks)
     z = par.zero
 
     def sharded(on: bool) -> float:

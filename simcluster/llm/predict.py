@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from simcluster.llm import clock, comm
-from simcluster.llm.caveats import caveats
+from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
@@ -64,13 +64,14 @@ class LlmResult:
     framework: str = "megatron"
     clock: dict = field(default_factory=dict)   # the step's SM clock and duty cycle (llm/clock.py); {} without a clock model
     caveats: list = field(default_factory=list)   # what is known about this class of prediction's accuracy (llm/caveats.py)
+    notes: list = field(default_factory=list)     # what the configuration implies (llm/caveats.notes)
     timeline: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self, timeline: bool = False) -> dict:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
                                              "fits", "breakdown", "events", "gpus", "micro_batches", "model_flops_per_step",
                                              "flops_convention", "parameters", "gpu", "groups", "critical_stage", "framework", "clock",
-                                             "caveats")}
+                                             "caveats", "notes")}
         if timeline:
             out["timeline"] = self.timeline
         return json.loads(json.dumps(out))
@@ -103,7 +104,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown,
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
-                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu),
+                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),
                      _timeline(model, par, it) if trace else {})
 
 

@@ -294,8 +294,10 @@ class ParallelSpec:
 
     @property
     def ep_span(self) -> int:
-        """Ranks of one pipeline stage the experts spread over: dp (expert TP = tp) or dp x tp (expert TP = 1)."""
-        return self.dp * (self.tp // self.etp)
+        """Ranks of one pipeline stage the experts spread over: dp x cp (expert TP = tp) or dp x cp x tp (expert TP = 1).
+        Megatron's expert grid (etp x ep x edp x pp) has no context-parallel dimension: the CP ranks, which hold the
+        same weights, are folded into ep and the expert data-parallel group."""
+        return self.dp * self.cp * (self.tp // self.etp)
 
     @property
     def expert_dp(self) -> int:
@@ -375,7 +377,7 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
         if model.experts % par.ep:
             raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide experts ({model.experts})")
         if par.ep_span % par.ep:
-            over = "dp" if par.etp == par.tp else "dp x tp (expert_tp 1)"
+            over = "dp x cp" if par.etp == par.tp else "dp x cp x tp (expert_tp 1)"
             raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide {over} ({par.ep_span}) (experts are spread over those ranks)",
                                  hint=None if par.etp == 1 else "Megatron's expert_tp 1 spreads the experts over dp x tp")
     if gpus is not None and par.gpus != gpus:

@@ -238,7 +238,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [t * span / total for t in chunk_buckets] if total > 0 else chunk_buckets
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
-        updated = params.dense / (par.dp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
+        updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params)
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns)))

@@ -144,7 +144,8 @@ def load_catalogue(path: str | Path) -> Catalogue:
 
 
 def switch_count(machine) -> int:
-    """Leaves + spines x planes of the machine's fabric (0 for one node; a lone leaf needs no spine)."""
+    """Leaves + the spines a leaf reaches x planes (network/builders.leaf_uplinks; 0 for one node; a lone leaf needs
+    no spine)."""
     if machine.nodes <= 1 or machine.fabric is None or machine.nic is None:
         return 0
     return _switches(machine.nodes, machine.nic.per_node, machine.fabric)

@@ -226,8 +226,9 @@ def answer(rows: list[dict], plan: PlanSpec, top: int = 10) -> dict:
     feasible = [r for r in ok if r["cost.time_to_train_s"] <= plan.within_s]
     key = _throughput_key(ok)
     cheapest = min(feasible, key=lambda r: (r["cost.total"], r["cost.time_to_train_s"], r["point_hash"]), default=None)
-    fastest = min(ok, key=lambda r: (r["cost.time_to_train_s"], r["point_hash"]), default=None)
-    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0), r["point_hash"]))[:top] if key else []
+    # ties broken on cost, then on the point (its hash carries the code version, so it decides only among equals)
+    fastest = min(ok, key=lambda r: (r["cost.time_to_train_s"], r["cost.total"], r["point_hash"]), default=None)
+    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0), r["cost.total"], r["point_hash"]))[:top] if key else []
     return {"tokens": plan.tokens, "within_s": plan.within_s, "points_priced": len(ok), "feasible": len(feasible),
             "cheapest_within": _brief(cheapest), "fastest": _brief(fastest), "throughput_key": key,
             "top_by_throughput": [_brief(r) for r in ranked]}

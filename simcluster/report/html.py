@@ -18,7 +18,7 @@ import math
 THROUGHPUT = (("jobs[0].tokens_per_s", "tokens/s"), ("jobs[0].samples_per_s", "samples/s"))
 NOT_ADDITIVE = {"communication_total_s"}        # training breakdown: the part of it that is exposed is already a term
 SHORT = {"jobs[0].parallel.tp": "tp", "jobs[0].parallel.pp": "pp", "jobs[0].parallel.dp": "dp", "jobs[0].parallel.zero": "zero",
-         "jobs[0].parallel.virtual_stages": "v", "jobs[0].micro_batch": "mb",
+         "jobs[0].parallel.virtual_stages": "v", "jobs[0].micro_batch": "mb", "jobs[0].parallel.cp": "cp",
          "jobs[0].parallel.sequence_parallel": "sp="}
 COUNT_KEYS = {"machine.nodes", "machine.gpus_per_node"}
 

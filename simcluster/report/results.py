@@ -98,6 +98,7 @@ def _(result: LlmTrainingResult) -> str:
             lines.append("  warning          the configuration does not fit in GPU memory (above): these days are for a run that "
                          "could not start")
     lines += [f"  caveat           {c}" for c in p.caveats]
+    lines += [f"  note             {n}" for n in p.notes]
     return "\n".join(lines) + "\n"
 
 

@@ -65,6 +65,22 @@ def _passes(torch, q, k, v, dout, gqa: bool):
     return forward, both
 
 
+def _cp_timing(torch, dist, context_parallel, mesh, rec: dict, q, k, v, dout, gqa: bool, args, sync, world: int) -> None:
+    """Every rank's medians under torch's context parallelism, into rec (or the error that stopped it)."""
+    try:
+        with context_parallel(mesh, buffers=[q, k, v, dout], buffer_seq_dims=[2, 2, 2, 2]):
+            rec["local_queries"] = int(q.shape[2])
+            fwd, both = _passes(torch, q, k, v, dout, gqa)
+            f = _timed(torch, fwd, args.warmup, args.steps, sync)
+            b = _timed(torch, both, args.warmup, args.steps, sync)
+        times = [None] * world
+        dist.all_gather_object(times, (statistics.median(f), statistics.median(b)))
+        rec["cp_forward_s"] = [t[0] for t in times]
+        rec["cp_forward_backward_s"] = [t[1] for t in times]
+    except Exception as exc:  # noqa: BLE001 - recorded; the next length runs
+        rec["cp_error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seqs", default="16384,32768", help="sequence lengths, comma-separated")
@@ -74,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--clocks", action="store_true", help="stream nvidia-smi's SM clock and power during rank 0's 1-GPU "
-                    "timing and record their medians per length (runner/gpu_duty.py)")
+                    "timing and record their medians per length (runner/gpu_duty.py; every visible GPU's samples: run it "
+                    "on one GPU)")
     ap.add_argument("--single-only", action="store_true", help="time the 1-GPU calls only (no context parallelism)")
     args = ap.parse_args(argv)
     seqs = [int(s) for s in args.seqs.split(",") if s]
@@ -107,34 +124,22 @@ def main(argv: list[str] | None = None) -> int:
                 from simcluster.runner.gpu_duty import SmiStream, window_medians
 
                 smi = SmiStream()
+            t0 = t1 = t2 = time.time()
             try:
-                t0 = time.time()
                 rec["single_forward_s"] = statistics.median(_timed(torch, fwd, args.warmup, args.steps, sync))
                 t1 = time.time()
                 rec["single_forward_backward_s"] = statistics.median(_timed(torch, both, args.warmup, args.steps, sync))
                 t2 = time.time()
-                if smi is not None:
+            except Exception as exc:  # noqa: BLE001 - the CP timing below stands without the baseline
+                rec["single_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                if smi is not None:    # stopped whatever happened: one nvidia-smi stream per length, never left running
                     samples = smi.stop()
                     rec["single_forward_clock"] = window_medians(samples, t0, t1)
                     rec["single_forward_backward_clock"] = window_medians(samples, t1, t2)
-            except Exception as exc:  # noqa: BLE001 - the CP timing below stands without the baseline
-                rec["single_error"] = f"{type(exc).__name__}: {exc}"[:300]
         dist.barrier()
-        if args.single_only:
-            records.append(rec)
-            continue
-        try:
-            with context_parallel(mesh, buffers=[q, k, v, dout], buffer_seq_dims=[2, 2, 2, 2]):
-                rec["local_queries"] = int(q.shape[2])
-                fwd, both = _passes(torch, q, k, v, dout, gqa)
-                f = _timed(torch, fwd, args.warmup, args.steps, sync)
-                b = _timed(torch, both, args.warmup, args.steps, sync)
-            times = [None] * world
-            dist.all_gather_object(times, (statistics.median(f), statistics.median(b)))
-            rec["cp_forward_s"] = [t[0] for t in times]
-            rec["cp_forward_backward_s"] = [t[1] for t in times]
-        except Exception as exc:  # noqa: BLE001 - recorded; the next length runs
-            rec["cp_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        if not args.single_only:
+            _cp_timing(torch, dist, context_parallel, mesh, rec, q, k, v, dout, gqa, args, sync, world)
         records.append(rec)
         if rank == 0:
             print(f"cp-attention: seq {seq}: {json.dumps({k: v for k, v in rec.items() if k != 'seq'})[:200]}",
