@@ -202,7 +202,9 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
                f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
-               f"ECMP collisions {flows.ecmp_collisions}")
+               f"ECMP collisions {flows.ecmp_collisions}"
+               + (f"; TCP takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
+                  if cluster.nic.transport == "tcp" else ""))
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None

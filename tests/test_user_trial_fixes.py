@@ -196,3 +196,17 @@ def test_timelines_of_several_variants_and_jobs_get_their_own_files():
     assert _trace_paths("/tmp/t.json", ["a"]) == ["/tmp/t.json"]
     assert _trace_paths("/tmp/t.json", ["a", "a", "b c"]) == ["/tmp/t-a.json", "/tmp/t-a-job2.json", "/tmp/t-b_c.json"]
     assert _trace_paths("/tmp/t.json.gz", ["x", "y"]) == ["/tmp/t-x.json.gz", "/tmp/t-y.json.gz"]
+
+
+def test_the_tcp_transports_host_cores_are_reported(capsys):
+    """Onloaded networking's CPU cost is in the answer, not only in the library: the DDP result and the collective
+    sweep name the cores TCP takes per node; RDMA takes none."""
+    assert main(["predict", "training", "--scenario", str(ROOT / "scenarios/whatif/roce-vs-tcp.yaml"), "--json"]) == 0
+    roce, tcp = json.loads(capsys.readouterr().out)
+    assert roce["transport_cores_per_node"] == 0 and tcp["transport_cores_per_node"] > 1
+    label, sc = load_variants(ROOT / "scenarios/whatif/roce-vs-tcp.yaml")[1]
+    from simcluster.build import sweep_result
+    from simcluster.scenario_jobs import CollectiveSweep
+
+    job = CollectiveSweep("all_reduce", sc.machine.nodes * sc.machine.gpus_per_node, 2**30, 2**30, 2, "analytic")
+    assert label == "tcp" and "TCP takes" in sweep_result(sc, job).description

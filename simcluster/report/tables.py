@@ -75,7 +75,9 @@ def sweep_table(predictions: list[Prediction], measured_s: dict[int, float] | No
 def training_table(pred) -> str:
     """A readable summary of one TrainingPrediction."""
     b = pred.as_json()["breakdown"]
-    lines = [f"\n{pred.workload} on {pred.ranks} GPU(s), {pred.nodes} node(s), transport {pred.transport}",
+    cores = (f" ({pred.transport_cores_per_node:.1f} host cores per node busy with it at the all_reduce's full rate)"
+             if pred.transport_cores_per_node else "")
+    lines = [f"\n{pred.workload} on {pred.ranks} GPU(s), {pred.nodes} node(s), transport {pred.transport}{cores}",
              f"  step time        {pred.step.step_s * 1e3:10.2f} ms",
              f"  throughput       {pred.samples_per_s:10.1f} samples/s",
              f"  speedup          {pred.speedup_vs_1gpu:10.2f} x vs 1 GPU, {pred.speedup_vs_1node:.2f} x vs 1 node "

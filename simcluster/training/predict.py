@@ -32,6 +32,7 @@ class TrainingPrediction:
     speedup_vs_1node: float
     time_to_train_s: float | None
     transport: str
+    transport_cores_per_node: float = 0.0   # host cores the TCP transport takes at the all_reduce's full rate (0: RDMA)
 
     @property
     def scaling_efficiency(self) -> float:
@@ -42,7 +43,7 @@ class TrainingPrediction:
                 "step_time_s": self.step.step_s, "samples_per_s": self.samples_per_s,
                 "speedup": self.speedup_vs_1gpu, "speedup_vs_1node": self.speedup_vs_1node,
                 "scaling_efficiency": self.scaling_efficiency, "time_to_train_s": self.time_to_train_s,
-                "breakdown": self.step.breakdown}
+                "transport_cores_per_node": self.transport_cores_per_node, "breakdown": self.step.breakdown}
 
 
 def _comm(machine: Machine, intra, nodes: int, ranks: int, cluster=None):
@@ -76,13 +77,13 @@ def _once_per_size(time_s):
 
 
 def _step(w, ddp: DdpParams, machine: Machine, intra, nodes: int, ranks: int, job: TrainingJob,
-          cluster=None) -> tuple[StepResult, str]:
+          cluster=None) -> tuple[StepResult, str, float]:
     comm, transport, tcp_cores = _comm(machine, intra, nodes, ranks, cluster)
     pipeline = None
     if job.storage is not None or job.loader_cpu_per_sample_s > 0:
         pipeline = PipelineSpec(min(ranks, machine.gpus_per_node), w.batch_per_gpu, job.loader_cpu_per_sample_s, job.storage)
     host = HostSetup(machine.host_cores, tcp_cores, pipeline)
-    return simulate_step(w, ranks, comm, ddp, job.storage_stall_s, host=host), transport
+    return simulate_step(w, ranks, comm, ddp, job.storage_stall_s, host=host), transport, tcp_cores
 
 
 def predict_training(machine: Machine, job: TrainingJob, cluster=None) -> TrainingPrediction:
@@ -92,15 +93,15 @@ def predict_training(machine: Machine, job: TrainingJob, cluster=None) -> Traini
     ddp = load_ddp(job.ddp)[0] if job.ddp else DdpParams()
     intra = cluster.intra if cluster is not None else load_collective(machine.card)[0]
     ranks = machine.nodes * machine.gpus_per_node
-    step, transport = _step(w, ddp, machine, intra, machine.nodes, ranks, job, cluster)
-    one, _ = _step(w, ddp, machine, intra, 1, 1, job)
+    step, transport, tcp_cores = _step(w, ddp, machine, intra, machine.nodes, ranks, job, cluster)
+    one = _step(w, ddp, machine, intra, 1, 1, job)[0]
     node = step if machine.nodes == 1 else _step(w, ddp, machine, intra, 1, machine.gpus_per_node, job)[0]
     rate = ranks * w.batch_per_gpu / step.step_s
     rate_1 = w.batch_per_gpu / one.step_s
     rate_node = machine.gpus_per_node * w.batch_per_gpu / node.step_s
     ttt = job.dataset_samples * job.epochs / rate if job.dataset_samples else None
     return TrainingPrediction(f"{w.model}-{w.image}-b{w.batch_per_gpu}", ranks, machine.nodes, step, rate,
-                              rate / rate_1, rate / rate_node, ttt, transport)
+                              rate / rate_1, rate / rate_node, ttt, transport, tcp_cores)
 
 
 def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
