@@ -130,11 +130,25 @@ def choices(preds) -> str:
                                              for c, lo, hi in runs)
 
 
-def run_fabric_sweep(cluster: Cluster, job: CollectiveSweep):
-    """(predictions per size, the ring step's flow solution) across the cluster's nodes."""
-    flows = ring_flows(cluster)
-    return [predict_fabric(cluster, job.op, size, job.algorithm, flows)
-            for size in sizes(job.min_bytes, job.max_bytes, job.factor)], flows
+def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str | None = None, host_launch: bool = False,
+                        context=None, ranks: int | None = None) -> tuple[list[Prediction], object]:
+    """One collective at each size on the scenario's whole machine, the one path `predict collective --scenario` and
+    `validate LOG --scenario` share: across NVLink domains the fabric model (NCCL's algorithm and protocol, or
+    `algorithm`); inside one domain NVLS where the machine has an NVLS card, else the machine's card (with its host
+    launch floor when `host_launch`); `ranks` of one domain, default all its GPUs. Returns (predictions, the ring step's
+    flow solution or None inside one domain)."""
+    m = scenario.machine
+    context = context or _Context(scenario)
+    if m.domains > 1:
+        cluster = context.cluster()
+        flows = ring_flows(cluster)
+        return [predict_fabric(cluster, op, size, algorithm, flows) for size in size_list], flows
+    params, _ = context.machine_card()
+    ranks = ranks or m.nodes * m.gpus_per_node
+    if m.nvls_card:
+        domain = build_domain(m, params)
+        return [domain.predict(op, size, ranks=ranks) for size in size_list], None
+    return [predict(params, op, size, ranks, host_launch=host_launch) for size in size_list], None
 
 
 def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
@@ -198,7 +212,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     if m.domains > 1:
         params, card = context.machine_card()
         cluster = context.cluster()
-        preds, flows = run_fabric_sweep(cluster, job)
+        preds, flows = machine_predictions(scenario, job.op, sizes(job.min_bytes, job.max_bytes, job.factor), job.algorithm,
+                                           context=context)
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
                f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
@@ -209,8 +224,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain
-        domain = build_domain(m, params)
-        preds = [domain.predict(job.op, size, ranks=job.ranks) for size in sizes(job.min_bytes, job.max_bytes, job.factor)]
+        preds, _ = machine_predictions(scenario, job.op, sizes(job.min_bytes, job.max_bytes, job.factor), context=context,
+                                       ranks=job.ranks)
     else:
         preds = run_sweep(params, job, scenario.seed, platform)
     where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \

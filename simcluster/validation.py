@@ -82,10 +82,7 @@ def validate_log(trace_path: str, card_path: str, op: str | None = None) -> LogV
 def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None = None) -> LogValidation:
     """An nccl-tests log (one node or several) against a scenario machine of the same GPU count: every size predicted
     as `predict collective --scenario` predicts it (NCCL's algorithm and protocol; across nodes the fabric model)."""
-    from simcluster.build import _Context, build_domain
-    from simcluster.collectives.fabric import predict_fabric
-    from simcluster.collectives.model import predict
-    from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.build import machine_predictions
     from simcluster.scenario import load_variants
     from simcluster.traces import nccl_tests
 
@@ -100,32 +97,18 @@ def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None
                               hint="set machine.nodes and gpus_per_node to the log's")
     if m.card is None:
         raise SimclusterError("the machine has no collective card (machine.card)", where=scenario_path)
-    context = _Context(sc)
-    params, card = context.machine_card()
     notes = [f"the scenario's first variant, '{label}', of {len(variants)} (one machine per validation)"] if len(variants) > 1 else []
     if trace.nodes > 1 and trace.ranks_per_node != m.gpus_per_node:
         notes.append(f"the log ran {trace.ranks_per_node} ranks per node, the scenario {m.gpus_per_node} GPUs per node")
-    if not trace.cuda_graph_launches:
-        notes.append("the log is host-launched: small sizes include the host's launch cost, which the fabric model "
-                     "(GPU time) leaves out" if m.domains > 1 else "host-launched: predicted with the card's host launch floor")
-    rows = []
-    if m.domains > 1:
-        cluster = context.cluster()
-        flows = ring_flows(cluster)
-        for r in trace.rows:
-            if r.size_bytes > 0 and r.time_s > 0:
-                pred = predict_fabric(cluster, trace.op, r.size_bytes, None, flows)
-                rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, f"{pred.protocol} / {pred.algorithm}",
-                                          r.busbw_Bps, pred.busbw_Bps))
-    else:   # one NVLink domain, as `predict collective --scenario` runs it: NVLS where the machine has an NVLS card
-        domain = build_domain(m, params) if m.nvls_card else None
-        if domain is not None and not trace.cuda_graph_launches:
-            notes.append("NVLS domain: GPU time (no host launch floor) for a host-launched log")
-        for r in trace.rows:
-            if r.size_bytes > 0 and r.time_s > 0:
-                pred = (domain.predict(trace.op, r.size_bytes, ranks=trace.nranks) if domain is not None else
-                        predict(params, trace.op, r.size_bytes, trace.nranks, host_launch=not trace.cuda_graph_launches))
-                rows.append(ValidationRow(r.size_bytes, r.time_s, pred.time_s, pred.protocol, r.busbw_Bps, pred.busbw_Bps))
+    host = not trace.cuda_graph_launches
+    if host:
+        notes.append("host-launched: predicted with the card's host launch floor" if m.domains == 1 and not m.nvls_card else
+                     "the log is host-launched: small sizes include the host's launch cost, which this machine's model "
+                     "(GPU time: the fabric, or NVLS) leaves out")
+    measured = [r for r in trace.rows if r.size_bytes > 0 and r.time_s > 0]
+    preds, _ = machine_predictions(sc, trace.op, [r.size_bytes for r in measured], host_launch=host)
+    rows = [ValidationRow(r.size_bytes, r.time_s, p.time_s, f"{p.protocol} / {p.algorithm}" if getattr(p, "algorithm", "") else
+                          p.protocol, r.busbw_Bps, p.busbw_Bps) for r, p in zip(measured, preds, strict=True)]
     return LogValidation(trace, scenario_path, f"scenario {sc.name}", notes, rows)
 
 

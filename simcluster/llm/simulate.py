@@ -207,24 +207,22 @@ class _Pipeline:
             if self.work.dp_after_backward:
                 serial += buckets
                 buckets = ()
-            if buckets and i != last_backward[c]:
-                # ZeRO-2, a micro-batch before the chunk's last: its buckets as one reduction from the first bucket's
-                # readiness, as long as they take back to back or until the last one after the backward, whichever
-                # is later (the stream's finish; 2 events, not 2 per bucket: long accumulations stay fast)
+            if buckets:
                 extra = work.bucket_slowdown_s[c] if work.bucket_slowdown_s else 0.0
                 log.busy["dp"] += extra
                 piece = (task.duration_s + extra) / len(buckets)
-                yield env.timeout(piece)
-                span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
-                reductions.append(env.process(self.reduce(s, span, f"grad buckets c{c} mb{i}")))
-                yield env.timeout(task.duration_s + extra - piece)
-            elif buckets:
-                extra = work.bucket_slowdown_s[c] if work.bucket_slowdown_s else 0.0
-                log.busy["dp"] += extra
-                piece = (task.duration_s + extra) / len(buckets)
-                for j, t in enumerate(buckets):
+                if i != last_backward[c]:
+                    # ZeRO-2, a micro-batch before the chunk's last: its buckets as one reduction from the first bucket's
+                    # readiness, as long as they take back to back or until the last one after the backward, whichever
+                    # is later (the stream's finish; 2 events, not 2 per bucket: long accumulations stay fast)
                     yield env.timeout(piece)
-                    reductions.append(env.process(self.reduce(s, t, f"grad bucket c{c}.{j}")))
+                    span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
+                    reductions.append(env.process(self.reduce(s, span, f"grad buckets c{c} mb{i}")))
+                    yield env.timeout(task.duration_s + extra - piece)
+                else:
+                    for j, t in enumerate(buckets):
+                        yield env.timeout(piece)
+                        reductions.append(env.process(self.reduce(s, t, f"grad bucket c{c}.{j}")))
             else:
                 yield env.timeout(task.duration_s)
             for part, sec in task.parts.items():
