@@ -193,4 +193,6 @@ def test_a_primitives_fit_without_a_tuning_log_equals_the_fit_with_one():
     without, _ = fit_primitives.fit([trace], None)
     for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         for size in (2**10, 2**16, 2**20, 2**24, 2**30):
-            assert gpu_time(without, op, size, 2) == pytest.approx(gpu_time(with_log, op, size, 2), rel=1e-3), (op, size)
+            (t_without, proto_without), (t_with, proto_with) = gpu_time(without, op, size, 2), gpu_time(with_log, op, size, 2)
+            assert proto_without == proto_with, (op, size)
+            assert t_without == pytest.approx(t_with, rel=1e-3), (op, size)

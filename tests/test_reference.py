@@ -505,6 +505,7 @@ SESSION19_PREDICTED_AT = {"llm-megatron-bridge-26.04-26.06-dgx-h100-moe": ("4f6e
                           "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100": ("712f766", "7eb8492")}
 
 
+@pytest.mark.slow
 def test_session19_files_parse_are_held_out_and_compare_the_rows_they_made_comparable():
     """Structure and flags only, no predicted number: every row the file made comparable gets a prediction on the
     source's tokens per second, held out, with its fills' recipe named; the others say why not."""

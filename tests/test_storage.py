@@ -137,6 +137,7 @@ def test_real_dlio_runs_predicted_from_separate_calibration():
         assert abs(float(row[3])) <= 15.0 and abs(float(row[6].rstrip("%"))) <= 15.0, row
 
 
+@pytest.mark.slow
 def test_stall_per_step_agrees_with_au():
     """The stall is what a step takes beyond its compute, the barrier's wait for slower ranks' batches included, so the
     steady-state compute share compute / (compute + stall) sits above DLIO's AU (which also counts the first load);

@@ -21,7 +21,12 @@ def test_the_eight_tutorials_are_there():
     assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 9)]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+# the three longest (10-15 s each on 2 cores) run with the slow set (`pytest -q -m slow`)
+SLOW = {"04-storage-critical-path", "06-calibrate-your-lab", "08-moe-racks-and-days"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
+                         ids=lambda p: p.stem)
 def test_tutorial_runs(path, tmp_path, monkeypatch):
     monkeypatch.setenv("SIMCLUSTER_TUTORIAL_BUILD", str(tmp_path))
     notebook = jupytext.read(path)
