@@ -166,7 +166,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
                                   predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs)
+    return ConcurrentResult(job, runs, link=cluster.nic.transport)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -220,7 +220,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                f"ECMP collisions {flows.ecmp_collisions}"
                + (f"; TCP takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.transport == "tcp" else ""))
-        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=cluster.nic.transport)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain

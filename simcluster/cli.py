@@ -1,6 +1,8 @@
 """The command line: thin wrappers that parse arguments, call the library and print.
 
-Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2.
+Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2. Exit 3: something was
+skipped (named on stderr). Exit 4 (`predict training`): a configuration that does not fit in GPU memory; its JSON has
+`"status": "does_not_fit"` and its text prints no step time as if it could run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3     # something was skipped (named on stderr); the rest was done
+EXIT_CANNOT_RUN = 4  # predict training: a configuration that does not fit in GPU memory (its times are for reference only)
 
 
 def cmd_parse(args) -> int:
@@ -103,15 +106,23 @@ def cmd_predict_collective(args) -> int:
         if args.ranks or args.ranks_per_node:
             raise SimclusterError("--ranks and --ranks-per-node apply to a --card; with --scenario the ranks are the "
                                   "scenario machine's nodes x gpus_per_node")
-        result = sweep_from_scenario(args.scenario, args.op, args.b, args.e, args.f, args.algorithm)
+        results = sweep_from_scenario(args.scenario, args.op, args.b, args.e, args.f, args.algorithm, args.variant)
     elif not args.card or args.ranks is None:
         raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
     else:
-        if args.algorithm:
-            raise SimclusterError("--algorithm chooses a multi-node algorithm; it applies to --scenario")
-        result = sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
-                                 args.host_launched)
-    sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
+        if args.algorithm or args.variant:
+            raise SimclusterError(f"{'--algorithm' if args.algorithm else '--variant'} applies to --scenario, not to a --card")
+        results = [sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
+                                   args.host_launched)]
+    if args.json:
+        docs = [r.to_json() for r in results]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+        return 0
+    for result in results:
+        if result.variant:
+            print(f"== variant {result.variant}")
+        sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
+        sys.stdout.write("".join(f"# {line}\n" for line in result.trust_lines()))
     return 0
 
 
@@ -130,10 +141,11 @@ def cmd_predict_training(args) -> int:
     traces = _trace_paths(args.trace, [label for label, _ in found]) if args.trace else []
     for path, (_, job) in zip(traces, found, strict=False):
         _write(path, json.dumps(_timeline(job)))
+    cannot_run = EXIT_CANNOT_RUN if any(isinstance(job, LlmTrainingResult) and not job.prediction.fits for _, job in found) else 0
     if args.json:
         out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
-        return 0
+        return cannot_run
     doc = strict.load_yaml(args.scenario)   # its description only (already read and checked by run_file)
     print(f"scenario {runs[0].name}: {doc.get('description', '') if isinstance(doc, dict) else ''}".rstrip(": "))
     for label, job in found:
@@ -142,7 +154,7 @@ def cmd_predict_training(args) -> int:
         sys.stdout.write(render(job))
     for path, (label, _) in zip(traces, found, strict=False):
         print(f"timeline{f' of {label}' if label else ''}: {path} (open in https://ui.perfetto.dev)")
-    return 0
+    return cannot_run
 
 
 def _trace_paths(path: str, labels: list) -> list[str]:
@@ -171,10 +183,46 @@ def _timeline(job) -> dict:
     return job.prediction.timeline if isinstance(job, LlmTrainingResult) else perfetto_trace(job.prediction)
 
 
+def cmd_error_bands(args) -> int:
+    from simcluster.files import write_document
+    from simcluster.trust import report
+    from simcluster.trust.build import build_table, held_out_coverage, regime_summary
+    from simcluster.trust.table import TABLE
+
+    given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                      ("--published", args.published), ("--decisions", args.decisions),
+                                      ("--held-out-machines", args.held_out_machines), ("--plot", args.plot)) if value]
+    if given or len(args.trace) > 1:
+        raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
+                              hint="give at most one folder of published runs (default calibration/published)")
+    table = build_table(args.trace[0] if args.trace else None)
+    write_document(args.table or TABLE, json.dumps(table.to_json(), indent=1) + "\n")
+    if args.docs:
+        repo = Path(args.docs)
+        write_document(repo / "docs" / "accuracy.md", report.accuracy_page(table))
+        readme = repo / "README.md"
+        try:
+            text = readme.read_text()
+            write_document(readme, report.with_readme_block(text, table))
+        except (OSError, ValueError) as exc:
+            raise SimclusterError(f"cannot rewrite the README's accuracy lines ({exc})", where=str(readme)) from None
+    if args.json:
+        print(json.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
+                          "regimes": regime_summary(table)}, indent=1))
+    else:
+        print(f"error-band table: {args.table or TABLE} ({len(table.residuals)} held-out rows, {len(table.regimes)} regimes)")
+        print("\n".join(report.coverage_lines(table)))
+    return 0
+
+
 def cmd_validate(args) -> int:
     from simcluster.report.validation import plot, render
     from simcluster.validation import validate_path
 
+    if args.error_bands:
+        return cmd_error_bands(args)
+    if args.table or args.docs:
+        raise SimclusterError("--table and --docs go with --error-bands")
     if args.held_out_machines:
         from simcluster.machine_validation import validate_held_out_machines
 
@@ -321,7 +369,8 @@ def cmd_plan(args) -> int:
     from simcluster.files import write_documents
     from simcluster.plan import search
 
-    result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler)
+    result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler,
+                             include_unvalidated=args.include_unvalidated)
     docs = search.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
     for line in result.summary.problems[:20]:
         print(f"simcluster: skipped {line}", file=sys.stderr)

@@ -66,7 +66,11 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     what = p.add_subparsers(dest="what", required=True, parser_class=_Parser)
     c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
     c.add_argument("--card", help="a collective card (one node); or use --scenario")
-    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
+    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective; every what-if "
+                   "variant of it is predicted, one table each (--variant picks one)")
+    c.add_argument("--variant", help="with --scenario: only this what-if variant (its label under variants:)")
+    c.add_argument("--json", action="store_true", help="print the sweep as JSON: per size time_s, algbw_Bps, busbw_Bps, each "
+                   "with its 80%% band (time_s_band, ...), the algorithm, protocol, breakdown and the validation status")
     c.add_argument("--algorithm", choices=ALGORITHMS,
                    help="force a multi-node algorithm (default: the one NCCL's tuner picks from its own table, not always the fastest here)")
     c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
@@ -104,6 +108,13 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
                    "bundle under FOLDER, and in every posted log (nccl-decisions-*/source.yaml, e.g. calibration/published), "
                    "against the decision model")
+    p.add_argument("--error-bands", action="store_true", help="every held-out set (published LLM and NCCL runs, machines "
+                   "held out in turn) -> the residuals per regime that give every answer its 80%% band: writes the table "
+                   "(default: the one the package ships, simcluster/trust/error_bands.json) and prints each family's "
+                   "coverage with its source left out")
+    p.add_argument("--table", metavar="FILE.json", help="with --error-bands: write the table here instead")
+    p.add_argument("--docs", metavar="REPO", help="with --error-bands: also rewrite REPO/docs/accuracy.md and REPO/README.md's "
+                   "accuracy lines from the table")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
     p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
     p.add_argument("--op", help="the collective, when the log does not say")
@@ -207,6 +218,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="folder for results/, report.html, figures/ and plan.json")
     _dask_arguments(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--include-unvalidated", action="store_true", help="rank configurations whose regime was never validated "
+                   "too (default: left out and counted; every configuration is judged at the slow end of its 80%% band)")
     p.set_defaults(func=commands["plan"])
 
     p = sub.add_parser("report", help="an HTML report (and PNG/SVG figures) of a sweep or plan results folder")

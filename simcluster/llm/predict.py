@@ -21,6 +21,8 @@ from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
+from simcluster.trust.band import annotate
+from simcluster.trust.regime import llm_regime_of
 
 CONVENTIONS = ("causal", "megatron")
 
@@ -66,6 +68,18 @@ class LlmResult:
     caveats: list = field(default_factory=list)   # what is known about this class of prediction's accuracy (llm/caveats.py)
     notes: list = field(default_factory=list)     # what the configuration implies (llm/caveats.notes)
     timeline: dict = field(default_factory=dict, repr=False, compare=False)
+    regime: object = None                         # trust/regime.py's Regime: the class whose held-out residuals bound it
+
+    @property
+    def status(self) -> str:
+        """'ok', or 'does_not_fit': the configuration cannot start (its times are what it would take if it fit)."""
+        return "ok" if self.fits else "does_not_fit"
+
+    @property
+    def trust(self):
+        from simcluster.trust.band import trust_of
+
+        return trust_of(self.regime)
 
     def to_json(self, timeline: bool = False) -> dict:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
@@ -74,6 +88,9 @@ class LlmResult:
                                              "caveats", "notes")}
         if timeline:
             out["timeline"] = self.timeline
+        out["status"] = self.status
+        if self.regime is not None:
+            out = annotate(out, self.trust, times=("step_time_s",), rates=("tokens_per_s", "tflops_per_gpu", "mfu"))
         return json.loads(json.dumps(out))
 
 
@@ -105,7 +122,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),
-                     _timeline(model, par, it) if trace else {})
+                     _timeline(model, par, it) if trace else {}, llm_regime_of(model, par, batch, framework.name))
 
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
