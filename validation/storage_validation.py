@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from simcluster.cards import load_nvme
-from simcluster.files import write_documents
+from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.loader import thread_rate_Bps
 from simcluster.storage import loader
@@ -26,6 +26,7 @@ from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.traces import dlio
 
 ROOT = Path(__file__).resolve().parent.parent
+
 
 
 def workload_of(run: dict) -> DlioWorkload:
@@ -46,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     bundle = Path(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    cards = Path("/tmp/simcluster-storage-validation")
+    cards = scratch_folder("storage-validation")
     write_documents(cards, calibrate_bundle(bundle).documents)
     nvme, _ = load_nvme(cards / "nvme-local.yaml")
     rates = {}
