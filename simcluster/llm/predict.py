@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import clock, comm
+from simcluster.llm import clock, comm, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.memory import memory_per_gpu
@@ -96,10 +96,11 @@ class LlmResult:
 
 def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
                 gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True,
-                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed") -> LlmResult:
+                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed", speed_spread: float | None = None) -> LlmResult:
     """One iteration: work per stage (GPU card + collective/fabric models), the pipeline DES, memory. clock_model
     "fixed" runs the GPU at its card's reference clock; "duty" at the step's own power-limited clock (llm/clock.py;
-    the card needs a `clock:` block)."""
+    the card needs a `clock:` block). `speed_spread`: the GPUs' speed spread behind the stragglers term (llm/scaleout.py;
+    None: its fitted default)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
@@ -114,11 +115,13 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     it = simulate_iteration(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
+    lag = scaleout.straggler_s(it.breakdown["compute"], par.gpus, scaleout.SPEED_SPREAD if speed_spread is None else speed_spread)
+    step = it.step_time_s + lag
     flops = model_flops_per_step(model, batch, convention)
-    per_gpu = flops / it.step_time_s / par.gpus
+    per_gpu = flops / step / par.gpus
     mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
-    return LlmResult(it.step_time_s, batch.global_batch * model.seq / it.step_time_s, per_gpu / 1e12,
-                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown,
+    return LlmResult(step, batch.global_batch * model.seq / step, per_gpu / 1e12,
+                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, "stragglers": lag},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),

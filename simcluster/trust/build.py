@@ -23,9 +23,13 @@ DEFAULT_MACHINES = "calibration/h200x2-*"
 def reference_residuals(validation, family: str | None) -> list[Residual]:
     """Held-out rows of a ReferenceValidation (results.py) with a regime and a prediction; `family` None: a
     collective's, from its link (the regime key's last field)."""
+    from simcluster.llm.scaleout import FITTED_ON
+
     out = []
     for r in validation.rows:
         rho = r.time_ratio
+        if r.source in FITTED_ON:          # the stragglers term's spread was fitted on this source's scaling
+            continue
         if r.held_out and r.regime and rho is not None and r.scale is not None:
             fam = family or ("collective one node" if r.regime.endswith("| nvlink") else "collective across nodes")
             out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho))
