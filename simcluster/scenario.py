@@ -58,6 +58,7 @@ class Machine:
     cpu_vendor: str = "intel"      # the hosts' CPU, as NCCL's tuner reads it (collectives/nccl_tuner.py)
     gpu_clock: str = "fixed"       # "fixed": the card's reference clock; "duty": the step's own (llm/clock.py)
     nvlink_domain: int = 0         # GPUs on one NVLink fabric (GB200 NVL72: 72, several nodes); 0 = one node's
+    gpu_speed_spread: float | None = None   # machine.gpu.speed_spread: the GPUs' speed spread (llm/scaleout.py); None: fitted default
 
     @property
     def domain_gpus(self) -> int:
@@ -129,12 +130,14 @@ def _machine(r: ScenarioReader, m) -> Machine:
     if m.get("nvls") is not None:  # NVLink SHARP in the node's NVSwitches
         d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
         nvls = r.card(d, "machine.nvls")
-    gpu, gpu_clock = None, "fixed"
+    gpu, gpu_clock, spread = None, "fixed", None
     if m.get("gpu") is not None:
-        d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock"})
+        d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock", "speed_spread"})
         gpu, gpu_clock = r.card(d, "machine.gpu"), r.choice(d, "machine.gpu", "clock", GPU_CLOCKS, "fixed")
+        if d.get("speed_spread") is not None:
+            spread = r.number(d, "machine.gpu", "speed_spread", 0.0, None, maximum=0.5)
     return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
-                   0 if domain == gpus else domain)
+                   0 if domain == gpus else domain, spread)
 
 
 def _nvlink_domain(r: ScenarioReader, m: dict, gpus: int, nodes: int) -> int:

@@ -160,7 +160,7 @@ def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str |
     try:
         return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
                            machine.gpus_per_node * machine.nodes, trace=trace, framework=job.framework_spec(),
-                           clock_model=machine.gpu_clock)
+                           clock_model=machine.gpu_clock, speed_spread=machine.gpu_speed_spread)
     except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
         if exc.where:
             raise
