@@ -11,8 +11,9 @@ from pathlib import Path
 import yaml
 
 from simcluster import strict
-from simcluster.collectives.interface import CollectiveModel, from_params_yaml
+from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.profile import OpProfile, op_profiles
+from simcluster.collectives.registry import from_params_yaml
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
