@@ -141,3 +141,14 @@ def test_the_shipped_table_is_what_validate_error_bands_builds_today(tmp_path, c
     shipped = json.loads((ROOT / "simcluster/trust/error_bands.json").read_text())["rows"]
     assert [(r["regime"], r["source"], r["row"]) for r in fresh] == [(r["regime"], r["source"], r["row"]) for r in shipped]
     assert [r["rho"] for r in fresh] == pytest.approx([r["rho"] for r in shipped], rel=1e-6)
+
+
+def test_the_report_reads_each_rows_band_for_its_error_bars():
+    from simcluster.report.html import band, scaling_bands
+
+    rows = [{"machine.gpus": 8.0, "jobs[0].tokens_per_s": 10.0, "jobs[0].tokens_per_s_band": "[8.0, 11.0]", "machine.gpu_card": "a"},
+            {"machine.gpus": 8.0, "jobs[0].tokens_per_s": 12.0, "jobs[0].tokens_per_s_band": "[9.0, 12.5]", "machine.gpu_card": "a"},
+            {"machine.gpus": 16.0, "jobs[0].tokens_per_s": 20.0, "machine.gpu_card": "a"}]
+    assert band(rows[0], "jobs[0].tokens_per_s") == (8.0, 11.0) and band(rows[2], "jobs[0].tokens_per_s") is None
+    (series,) = scaling_bands(rows, "jobs[0].tokens_per_s").values()
+    assert series == {8: (9.0, 12.5)}             # the best configuration's band at 8 GPUs; none known at 16
