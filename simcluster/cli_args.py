@@ -116,7 +116,10 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--docs", metavar="REPO", help="with --error-bands: also rewrite REPO/docs/accuracy.md and REPO/README.md's "
                    "accuracy lines from the table")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
-    p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
+    p.add_argument("--scenario", help="predict the log on this scenario's machine and compare size by size: an nccl-tests log "
+                   "(any node count: the fabric model across nodes, NCCL's algorithm; the machine's nodes x GPUs must match "
+                   "the log's ranks) or a qperf output (the scenario's 'kind: qperf' job); prints measured, predicted and "
+                   "the error per size")
     p.add_argument("--op", help="the collective, when the log does not say")
     p.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw measured and predicted busbw against size")
