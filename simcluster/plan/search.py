@@ -317,10 +317,10 @@ def answer_text(a: dict) -> str:
 
 def _caveats(row: dict) -> list[str]:
     """The caveats stored with a row (llm/caveats.py), a JSON list in the flattened results."""
-    import json
+    from simcluster.strict import loads_json
 
     try:
-        found = json.loads(row.get("jobs[0].caveats") or "[]")
+        found = loads_json(str(row.get("jobs[0].caveats") or "[]"))
     except ValueError:
         return []
     return [str(x) for x in found] if isinstance(found, list) else []

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import loads_json, read_text
 
@@ -109,7 +110,16 @@ def _profiles(run_dir: Path) -> dict[str, list[dict]]:
     summary = run_dir / "profiler-traces" / "profile-summary.json"
     if not summary.is_file():
         return {}
-    return {k: v for k, v in loads_json(summary.read_text()).items() if isinstance(v, list) and v}
+    doc = strict.load_json(summary, TraceFormatError, "torch.profiler summary")
+    if not isinstance(doc, dict):
+        raise TraceFormatError("expected a JSON object (trace name -> per-step summaries)", where=str(summary))
+    for name, steps in doc.items():
+        for step in steps if isinstance(steps, list) else []:
+            for key in ("compute_busy_s", "overlap_s"):
+                value = step.get(key) if isinstance(step, dict) else None
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e6:
+                    raise TraceFormatError(f"{name}: {key} {strict.short(value)} is not a time in seconds", where=str(summary))
+    return {k: v for k, v in doc.items() if isinstance(v, list) and v}
 
 
 def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
