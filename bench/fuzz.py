@@ -6,6 +6,8 @@ Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-er
 finding, listed), cases per second and the slowest case.
 """
 
+import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -18,10 +20,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzzing import run_cases  # noqa: E402
 
-FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}
+FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}
+MEMORY_LIMIT = 4 * 2**30     # the address space a case may use (RLIMIT_AS): past it, a MemoryError is a finding
 
 
 def main(cases: int = 10000, seed: int = 0) -> int:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.perf_counter()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -36,8 +40,10 @@ def main(cases: int = 10000, seed: int = 0) -> int:
     for outcome, n in sorted(tally.items()):
         print(f"  {outcome:>11}: {n}")
     findings = [r for r in results if r[0] in FINDINGS]
-    for outcome, detail, seed_file, argv in findings[:50]:
-        print(f"FINDING {outcome}: {detail} | {seed_file} | {' '.join(argv)}")
+    places = Counter((r[0], re.sub(r"\d+", "N", r[1])[:90]) for r in findings)   # one line per kind of finding
+    for (outcome, detail), n in places.most_common():
+        example = next(r for r in findings if r[0] == outcome and re.sub(r"\d+", "N", r[1])[:90] == detail)
+        print(f"FINDING x{n} {outcome}: {example[1][:200]} | {example[2]} | {' '.join(example[3])[:300]}")
     timed = [float(r[1].split()[0]) for r in results if r[0] in ("ok", "partial") and r[1].endswith(" s")]
     if timed:
         print(f"slowest passing case: {max(timed):.2f} s")
