@@ -215,9 +215,9 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
     # steady state, first load excluded: what a step takes beyond its compute, waiting for its own batch and, at DLIO's
     # per-step barrier, for the other accelerators' batches (AU counts both)
-    stall = float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:],
+    stall = max(0.0, float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:],
                                                                        strict=True)])
-                           for r in range(accelerators)]))
+                           for r in range(accelerators)])))   # >= 0: a rounding residue is no negative stall
     return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
                      stall, events, logs, compute_log, proc_log)
 
