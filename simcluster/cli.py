@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from simcluster import __version__
+from simcluster import __version__, output
 from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
@@ -22,8 +22,9 @@ def cmd_parse(args) -> int:
     from simcluster.traces import nccl_tests
 
     trace = nccl_tests.parse(args.trace, op=args.op)
+    doc = output.check(trace.as_json(), args.trace)
     if args.json:
-        print(json.dumps(trace.as_json(), indent=1))
+        print(json.dumps(doc, indent=1))
     else:
         print(f"{trace.path}: {trace.tool} {trace.tool_version or ''} NCCL {trace.nccl_version or '?'}, "
               f"{trace.op}, {trace.nranks} ranks on {trace.nodes} node(s), {len(trace.rows)} sizes")
@@ -111,6 +112,8 @@ def cmd_predict_collective(args) -> int:
             raise SimclusterError("--algorithm chooses a multi-node algorithm; it applies to --scenario")
         result = sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
                                  args.host_launched)
+    output.check([{"size_B": p.size_bytes, "time_s": p.time_s, "busbw_Bps": p.busbw_Bps} for p in result.predictions],
+                 args.scenario or args.card)
     sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
     return 0
 
@@ -128,10 +131,10 @@ def cmd_predict_training(args) -> int:
     if not found:
         raise SimclusterError("the scenario has no 'kind: training' or 'kind: llm_training' job", where=args.scenario)
     traces = _trace_paths(args.trace, [label for label, _ in found]) if args.trace else []
+    out = output.check([{**({"variant": label} if label else {}), **job.to_json()} for label, job in found], args.scenario)
     for path, (_, job) in zip(traces, found, strict=False):
-        _write(path, json.dumps(_timeline(job)))
+        _write(path, output.dumps(_timeline(job), args.scenario))
     if args.json:
-        out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
         return 0
     doc = strict.load_yaml(args.scenario)   # its description only (already read and checked by run_file)
@@ -189,9 +192,10 @@ def cmd_validate(args) -> int:
     else:
         result = validate_path(args.trace[0] if args.trace else None, args.card, args.scenario, args.op,
                                args.published, args.decisions)
+    doc = output.check(result.to_json(), " ".join(args.trace) or args.published or args.decisions or "validate")
     if args.plot:
         plot(result, args.plot)
-    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else render(result))
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else render(result))
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
@@ -204,11 +208,12 @@ def cmd_run(args) -> int:
     from simcluster.scenario import load
 
     results = run_file(args.scenario)
+    doc = output.check(scenario_json(results), args.scenario)
     skipped = [line for r in results for line in r.skipped]
     for line in skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(scenario_json(results), indent=1))
+        print(json.dumps(doc, indent=1))
     else:
         sys.stdout.write(scenario_text(results, load(args.scenario).description))
     return EXIT_PARTIAL if skipped else 0
@@ -220,10 +225,11 @@ def cmd_storage(args) -> int:
     s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
                         args.thread_rate, args.cores)
     if args.action == "max-accelerators":
-        out = questions.max_accelerators(s, args.drives, args.seed)
+        out = output.check(questions.max_accelerators(s, args.drives, args.seed), args.workload)
         sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))
         return 0
     out, run = questions.simulate(s, args.accelerators, args.drives, args.seed)
+    output.check(out, args.workload)
     if args.plot_dir:
         from simcluster.storage.report import figures
 
@@ -309,7 +315,7 @@ def cmd_sweep(args) -> int:
     if len(summary.problems) > 20:
         print(f"simcluster: skipped {len(summary.problems) - 20} more points (status column in the results)", file=sys.stderr)
     if args.json:
-        print(json.dumps(summary.to_json(), indent=1))
+        print(output.dumps(summary.to_json(), args.scenario, indent=1))
     else:
         print(f"{summary.points} points: {summary.already} already stored, {summary.ran} ran ({summary.ok} ok, "
               f"{summary.failed} failed), {summary.invalid} invalid; {summary.parts} part files in {summary.folder} "

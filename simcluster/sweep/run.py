@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import __version__, code_digest, strict
+from simcluster import __version__, code_digest, output, strict
 from simcluster.errors import SimclusterError
 from simcluster.files import lock
 from simcluster.sweep import spec as spec_module
@@ -87,7 +87,7 @@ def evaluate(items: list, code: str | None = None) -> list[dict]:
         try:
             row.update(machine_facts(sc))
             result = run_scenario(sc)
-            row.update(store.flatten(result.to_json()))
+            row.update(store.flatten(output.check(result.to_json(), f"sweep point {params}"[:200])))
             if result.skipped:
                 row["notes"] = "; ".join(result.skipped)
         except SimclusterError as exc:
