@@ -29,3 +29,35 @@ def test_plot_dir_figures_stay_in_the_plot_folder(tmp_path, capsys):
     assert len(written) == 3 and all(p.parent == plots for p in written)
     assert all(len(p.name) < 120 for p in written)
     assert not (tmp_path / "escaped").exists()
+
+
+@pytest.mark.slow
+def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.sweep import store
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    scenario = collective_sweep(tmp_path, nodes=tuple(range(2, 402)), per_node=(1, 2))
+    out = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-m", "simcluster", "sweep", str(scenario), "-o", str(out), "--workers", "1",
+                             "--chunk", "1", "--flush-rows", "5"], env={**os.environ, "TMPDIR": str(scratch)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 90
+    try:
+        while not store.parts(out) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert list(scratch.iterdir()), "the sweep made no scratch folder to clean"
+        proc.send_signal(signal.SIGINT)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode != 0, "the sweep finished before it could be interrupted"
+    assert store.parts(out)                     # what was written stays
+    assert not list(scratch.iterdir()), list(scratch.iterdir())
