@@ -33,3 +33,32 @@ def _one_line(capsys, argv) -> str:
     (2, 8, 1024, "machine.nic.per_node: expected an integer from 1 to 64, got 1024")])
 def test_nic_counts_are_bounded_before_the_fabric_is_built(tmp_path, capsys, nodes, gpus, nics, expect):
     assert expect in _one_line(capsys, ["run", _scenario(tmp_path, nodes, gpus, nics)])
+
+
+def test_the_max_accelerators_search_is_refused_before_the_run_past_its_budget(monkeypatch):
+    from simcluster.errors import SimclusterError
+    from simcluster.storage import loader, questions
+
+    s = questions.setup(str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"),
+                        str(MODELS / "nvme" / "micron-9400-pro-7.68tb.yaml"), steps=2)
+    first = loader.reads(s.workload, 1, 2, s.config.io_size)
+    monkeypatch.setattr(loader, "MAX_SEARCH_IOS", first + 1)      # room for the run at 1 accelerator only
+    ran = []
+    real = loader.simulate
+    monkeypatch.setattr(loader, "simulate", lambda *a, **k: ran.append(a[2]) or real(*a, **k))
+    import dataclasses
+
+    every = dataclasses.replace(s.workload, au_threshold=0.0)     # every count meets it: the search goes on to 2
+    with pytest.raises(SimclusterError, match=f"would simulate more than {first + 1:,} reads \\(at 2 accelerators"):
+        loader.max_accelerators(every, s.nvme, 1, s.config)
+    assert ran == [1]
+
+
+def test_the_read_estimate_counts_the_sample_size_spread():
+    import dataclasses
+
+    from simcluster.storage import dlio_workload, loader
+
+    w = dlio_workload.load(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
+    tiny = dataclasses.replace(w, record_bytes=1.5)     # a mean of 1.5 B, its spread of 68 MB: the drawn files are large
+    assert loader.reads(tiny, 1, 10, 4 * 2**20) == 10 * 7 * 17
