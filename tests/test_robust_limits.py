@@ -62,3 +62,25 @@ def test_the_read_estimate_counts_the_sample_size_spread():
     w = dlio_workload.load(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
     tiny = dataclasses.replace(w, record_bytes=1.5)     # a mean of 1.5 B, its spread of 68 MB: the drawn files are large
     assert loader.reads(tiny, 1, 10, 4 * 2**20) == 10 * 7 * 17
+
+
+def test_gradient_buckets_are_bounded_before_the_list_is_made():
+    from simcluster.llm import comm
+    from simcluster.llm.spec import LlmConfigError
+
+    assert len(comm.buckets(405e9, 1)) == 10125                  # Llama 3 405B in Megatron's 40M buckets
+    with pytest.raises(LlmConfigError, match=r"model.layers: 2e\+17 gradient parameters in buckets of 40,000,000 are more than 100,000"):
+        comm.buckets(2e17, 1)                                    # 5e9 buckets: a MemoryError before the bound
+    with pytest.raises(LlmConfigError, match="framework.bucket_params"):
+        comm.buckets(405e9, 1, bucket_params=1)
+
+
+def test_an_extreme_layer_count_is_refused_at_its_key(tmp_path, capsys):
+    job = {"kind": "llm_training", "model": {"layers": 10**8, "hidden": 1024, "ffn": 4096, "heads": 16, "kv_heads": 8,
+                                             "vocab": 32000, "seq": 2048},
+           "parallel": {"tp": 4, "pp": 2, "dp": 2}, "global_batch": 16, "micro_batch": 1}
+    path = _scenario(tmp_path, 4, 4, 4, job)
+    doc = yaml.safe_load(open(path))
+    doc["machine"]["gpu"] = {"card": str(MODELS / "gpu" / "h200-sxm.yaml")}
+    open(path, "w").write(yaml.safe_dump(doc))
+    assert "jobs[0].model.layers: expected an integer from 1 to 16,384, got 100000000" in _one_line(capsys, ["run", path])
