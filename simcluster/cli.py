@@ -371,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        bad = next((a for a in (sys.argv[1:] if argv is None else argv) if "\x00" in str(a)), None)
+        if bad is not None:   # no file or option can hold one; os calls would raise ValueError
+            raise SimclusterError(f"argument {bad.split(chr(0))[0][:80]!r}... holds a NUL byte")
         args = build_parser().parse_args(argv)
         if args.command == "predict" and getattr(args, "f", 2) < 2:
             raise SimclusterError("-f must be >= 2")

@@ -36,7 +36,9 @@ def read_text(path: str | Path, error: type[SimclusterError] = SimclusterError, 
             raise error(f"the {what} is {size / 2**20:.0f} MiB; at most {MAX_FILE_BYTES // 2**20} MiB is read", where=str(path))
         data = path.read_bytes()
     except OSError as exc:
-        raise error(f"cannot read the {what}: {exc.strerror or exc}", where=str(path)) from None
+        raise error(f"cannot read the {what}: {exc.strerror or exc}", where=str(path)[:300]) from None
+    except ValueError as exc:    # a NUL byte in the path
+        raise error(f"cannot read the {what}: {exc}", where=repr(str(path))[:300]) from None
     if b"\x00" in data:
         raise error(f"not a text file (a NUL byte at offset {data.index(0)}): expected a {what}", where=str(path))
     try:

@@ -61,3 +61,20 @@ def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
     assert proc.returncode != 0, "the sweep finished before it could be interrupted"
     assert store.parts(out)                     # what was written stays
     assert not list(scratch.iterdir()), list(scratch.iterdir())
+
+
+@pytest.mark.parametrize("argv", [["run", "x\x00.yaml"], ["parse", "a\x00b"], ["calibrate", str(ROOT / "README.md"), "-o", "c\x00.yaml"]])
+def test_a_nul_byte_in_an_argument_is_one_line(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("simcluster: error: argument") and "NUL byte" in err and "\n" not in err
+
+
+def test_a_nul_byte_or_a_long_name_in_a_library_path_is_a_simcluster_error(tmp_path):
+    from simcluster import strict
+    from simcluster.errors import SimclusterError
+
+    with pytest.raises(SimclusterError, match="embedded null byte"):
+        strict.read_text("a\x00b.yaml")
+    with pytest.raises(SimclusterError, match="File name too long"):
+        strict.load_yaml(tmp_path / ("n" * 300 + ".yaml"))

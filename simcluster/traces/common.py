@@ -15,7 +15,9 @@ def read_text(path: str | Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise TraceFormatError(f"cannot read the file: {exc.strerror or exc}", where=str(path)) from None
+        raise TraceFormatError(f"cannot read the file: {exc.strerror or exc}", where=str(path)[:300]) from None
+    except ValueError as exc:    # a NUL byte in the path
+        raise TraceFormatError(f"cannot read the file: {exc}", where=repr(str(path))[:300]) from None
     if not data.strip():
         raise TraceFormatError("the file is empty", where=str(path))
     if b"\x00" in data[:4096]:
