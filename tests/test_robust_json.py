@@ -94,3 +94,13 @@ def test_a_profile_summary_with_a_bad_time_is_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code in (2, 3) and "Traceback" not in err
     assert "profile-summary.json" in err and "overlap_s -1 is not a time" in err
+
+
+@pytest.mark.parametrize("old,new,expect", [("47.8 MB/sec", "0 MB/sec", "bw = '0 MB/sec': not a measurement"),
+                                            ("47.8 MB/sec", "1e308 GB/sec", "not a measurement (expected 1 to 1e+15 B/s)"),
+                                            ("8.21 us", "1e-300 us", "latency = '1e-300 us': not a measurement")])
+def test_a_qperf_measurement_out_of_range_is_refused_at_its_line(tmp_path, capsys, old, new, expect):
+    path = tmp_path / "q.txt"
+    path.write_text((ROOT / "calibration" / "local-2026-11-22" / "qperf" / "qperf-1" / "stdout.txt").read_text().replace(old, new))
+    err = _one_line(capsys, ["validate", str(path), "--scenario", str(ROOT / "scenarios" / "local-lab-qperf.yaml")])
+    assert f"{path}:" in err and expect in err
