@@ -2,6 +2,7 @@
 that overflow and integers too long for any count are one-line errors naming the file, never a RecursionError."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -93,7 +94,7 @@ def test_a_profile_summary_with_a_bad_time_is_named(tmp_path, capsys):
     code = main(["calibrate", str(bundle), "-o", str(tmp_path / "cards")])
     err = capsys.readouterr().err
     assert code in (2, 3) and "Traceback" not in err
-    assert "profile-summary.json" in err and "overlap_s -1 is not a time" in err
+    assert f"profile-summary.json: {first}[0].overlap_s: expected a number from 0 to 3600 s, got -1" in err
 
 
 @pytest.mark.parametrize("old,new,expect", [("47.8 MB/sec", "0 MB/sec", "bw = '0 MB/sec': not a measurement"),
@@ -104,3 +105,21 @@ def test_a_qperf_measurement_out_of_range_is_refused_at_its_line(tmp_path, capsy
     path.write_text((ROOT / "calibration" / "local-2026-11-22" / "qperf" / "qperf-1" / "stdout.txt").read_text().replace(old, new))
     err = _one_line(capsys, ["validate", str(path), "--scenario", str(ROOT / "scenarios" / "local-lab-qperf.yaml")])
     assert f"{path}:" in err and expect in err
+
+
+@pytest.mark.parametrize("value,why", [(-0.5, "step_times_s[3]: expected a number > 0 to 3600 s, got -0.5"),
+                                       (0, "step_times_s[3]: expected a number > 0 to 3600 s, got 0"),
+                                       ('"x"', "step_times_s[3]: expected a number, got 'x'"),
+                                       ("null", "step_times_s[3]: expected a number, got None")])
+def test_a_ddp_step_record_with_a_bad_step_time_is_named_at_its_line_and_key(tmp_path, value, why):
+    from simcluster.errors import TraceFormatError
+    from simcluster.training.workload import read_runs
+
+    lines = (ROOT / "calibration" / "h200x4-collect-2026-11-22" / "ddp-step/resnet18-32-b128/stdout.txt").read_text().splitlines()
+    doc = json.loads(lines[1])
+    doc["step_times_s"][3] = "@"
+    lines[1] = json.dumps(doc).replace('"@"', str(value))
+    path = tmp_path / "stdout.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=re.escape(f"{path}:2: {why}")):
+        read_runs(path)
