@@ -52,3 +52,15 @@ def test_a_nan_answer_is_one_line_naming_the_input(tmp_path, capsys, monkeypatch
     assert code == 2 and "nan" not in captured.out
     assert captured.err.strip() == (f"simcluster: error: {workload}: the answer would hold storage_stall_per_step_s = nan: the inputs "
                                     "are outside what the model can answer (check the input's counts, sizes and rates)")
+
+
+@pytest.mark.parametrize("values", [[2, math.inf], [2, math.nan], [{"a": -math.inf}]])
+def test_a_sweep_value_that_is_not_finite_is_refused_at_its_key(tmp_path, values):
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.errors import ScenarioError
+    from simcluster.sweep import spec
+
+    path = collective_sweep(tmp_path, extra={"sweep": {"keys": {"machine.nodes": values}}})
+    with pytest.raises(ScenarioError, match=r"sweep.keys.machine.nodes: value \d, .*, is not finite"):
+        spec.read_sweep(path)
