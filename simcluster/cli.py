@@ -375,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         if bad is not None:   # no file or option can hold one; os calls would raise ValueError
             raise SimclusterError(f"argument {bad.split(chr(0))[0][:80]!r}... holds a NUL byte")
         args = build_parser().parse_args(argv)
+        if getattr(args, "max_events", None) is not None:
+            from simcluster import engine
+
+            if not 1e5 <= args.max_events <= 1e12:
+                raise SimclusterError(f"--max-events {args.max_events:g}: expected 1e5 to 1e12")
+            engine.MAX_EVENTS = int(args.max_events)
         if args.command == "predict" and getattr(args, "f", 2) < 2:
             raise SimclusterError("-f must be >= 2")
         return args.func(args)

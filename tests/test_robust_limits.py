@@ -84,3 +84,28 @@ def test_an_extreme_layer_count_is_refused_at_its_key(tmp_path, capsys):
     doc["machine"]["gpu"] = {"card": str(MODELS / "gpu" / "h200-sxm.yaml")}
     open(path, "w").write(yaml.safe_dump(doc))
     assert "jobs[0].model.layers: expected an integer from 1 to 16,384, got 100000000" in _one_line(capsys, ["run", path])
+
+
+def test_a_simulation_that_never_ends_is_refused_at_the_event_limit(monkeypatch):
+    from simcluster import engine
+
+    monkeypatch.setattr(engine, "MAX_EVENTS", 100_000)
+    sim = engine.Simulation()
+
+    def forever():
+        while True:
+            yield sim.timeout(1.0)
+
+    sim.process(forever())
+    with pytest.raises(engine.EventLimitError, match="passed 100,000 events without finishing .*--max-events"):
+        sim.run()
+    assert 100_000 < sim.events_processed <= 100_000 + 65_536
+
+
+def test_max_events_is_checked_and_set(capsys, monkeypatch):
+    from simcluster import engine
+
+    monkeypatch.setattr(engine, "MAX_EVENTS", engine.MAX_EVENTS)
+    assert "--max-events 10: expected 1e5 to 1e12" in _one_line(capsys, ["--max-events", "10", "run", "x.yaml"])
+    main(["--max-events", "2e5", "run", "missing.yaml"])
+    assert engine.MAX_EVENTS == 200_000
