@@ -290,6 +290,8 @@ def run_case(argv: list[str]) -> tuple[str, str]:
         return "timeout", f"> {CASE_SECONDS} s"
     except MemoryError:
         return "memory", "MemoryError"
+    except KeyboardInterrupt:   # the run itself is being stopped (bench/fuzz.py prints what it has)
+        raise
     except BaseException as exc:  # noqa: BLE001 - any escape is the finding
         return "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
     finally:
