@@ -6,7 +6,10 @@ Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-er
 finding, listed), cases per second and the slowest case.
 """
 
+import re
+import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -18,29 +21,41 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzzing import run_cases  # noqa: E402
 
-FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number"}
+BATCH = 100
+FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}
+MEMORY_LIMIT = 4 * 2**30     # the address space a case may use (RLIMIT_AS): past it, a MemoryError is a finding
 
 
 def main(cases: int = 10000, seed: int = 0) -> int:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.perf_counter()
     results = []
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     with tempfile.TemporaryDirectory() as tmp:
-        for batch in range(0, cases, 500):
-            results += run_cases(min(500, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
-            shutil.rmtree(Path(tmp) / f"b{batch}", ignore_errors=True)
-            print(f"{len(results)} cases, {time.perf_counter() - start:.0f} s, "
-                  f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
+        try:
+            for batch in range(0, cases, BATCH):
+                found = run_cases(min(BATCH, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
+                results += found
+                shutil.rmtree(Path(tmp) / f"b{batch}", ignore_errors=True)
+                for outcome, detail, seed_file, argv in (r for r in found if r[0] in FINDINGS):   # as they come
+                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | {' '.join(argv)[:240]}", file=sys.stderr)
+                print(f"{len(results)} cases, {time.perf_counter() - start:.0f} s, "
+                      f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:   # stopped early: the tally of the cases that ran
+            print(f"stopped after {len(results)} cases", file=sys.stderr)
     wall = time.perf_counter() - start
     tally = Counter(r[0] for r in results)
     print(f"{len(results)} cases, seed {seed}, {wall:.0f} s ({len(results) / wall:.1f} cases/s)")
     for outcome, n in sorted(tally.items()):
         print(f"  {outcome:>11}: {n}")
     findings = [r for r in results if r[0] in FINDINGS]
-    for outcome, detail, seed_file, argv in findings[:50]:
-        print(f"FINDING {outcome}: {detail} | {seed_file} | {' '.join(argv)}")
+    places = Counter((r[0], re.sub(r"\d+", "N", r[1])[:90], r[2]) for r in findings)   # one line per kind and seed file
+    for (outcome, detail, seed_file), n in places.most_common():
+        example = next(r for r in findings if (r[0], re.sub(r"\d+", "N", r[1])[:90], r[2]) == (outcome, detail, seed_file))
+        print(f"FINDING x{n} {outcome}: {example[1][:200]} | {example[2]} | {' '.join(example[3])[:300]}")
     timed = [float(r[1].split()[0]) for r in results if r[0] in ("ok", "partial") and r[1].endswith(" s")]
     if timed:
-        print(f"slowest passing case: {max(timed):.2f} s")
+        print(f"slowest passing case: {max(timed):.2f} s of CPU")
     return 1 if findings else 0
 
 

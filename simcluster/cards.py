@@ -141,6 +141,10 @@ def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
 
 
 def dump_card(card: dict) -> str:
+    """The card's YAML, after simcluster.output's check (no .nan, .inf or negative quantity is written)."""
+    from simcluster import output
+
+    output.check(card, f"the {card.get('kind', '') if isinstance(card, dict) else ''} card {card.get('name', '') if isinstance(card, dict) else ''}")
     return yaml.safe_dump(card, sort_keys=False, width=100)
 
 

@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from simcluster import __version__
+from simcluster import __version__, output
 from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
@@ -25,8 +25,9 @@ def cmd_parse(args) -> int:
     from simcluster.traces import nccl_tests
 
     trace = nccl_tests.parse(args.trace, op=args.op)
+    doc = output.check(trace.as_json(), args.trace)
     if args.json:
-        print(json.dumps(trace.as_json(), indent=1))
+        print(json.dumps(doc, indent=1))
     else:
         print(f"{trace.path}: {trace.tool} {trace.tool_version or ''} NCCL {trace.nccl_version or '?'}, "
               f"{trace.op}, {trace.nranks} ranks on {trace.nodes} node(s), {len(trace.rows)} sizes")
@@ -114,8 +115,8 @@ def cmd_predict_collective(args) -> int:
             raise SimclusterError(f"{'--algorithm' if args.algorithm else '--variant'} applies to --scenario, not to a --card")
         results = [sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
                                    args.host_launched)]
+    docs = output.check([r.to_json() for r in results], args.scenario or args.card)
     if args.json:
-        docs = [r.to_json() for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
         return 0
     for result in results:
@@ -139,11 +140,11 @@ def cmd_predict_training(args) -> int:
     if not found:
         raise SimclusterError("the scenario has no 'kind: training' or 'kind: llm_training' job", where=args.scenario)
     traces = _trace_paths(args.trace, [label for label, _ in found]) if args.trace else []
+    out = output.check([{**({"variant": label} if label else {}), **job.to_json()} for label, job in found], args.scenario)
     for path, (_, job) in zip(traces, found, strict=False):
-        _write(path, json.dumps(_timeline(job)))
+        _write(path, output.dumps(_timeline(job), args.scenario))
     cannot_run = EXIT_CANNOT_RUN if any(isinstance(job, LlmTrainingResult) and not job.prediction.fits for _, job in found) else 0
     if args.json:
-        out = [{**({"variant": label} if label else {}), **job.to_json()} for label, job in found]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
         return cannot_run
     doc = strict.load_yaml(args.scenario)   # its description only (already read and checked by run_file)
@@ -237,9 +238,10 @@ def cmd_validate(args) -> int:
     else:
         result = validate_path(args.trace[0] if args.trace else None, args.card, args.scenario, args.op,
                                args.published, args.decisions)
+    doc = output.check(result.to_json(), " ".join(args.trace) or args.published or args.decisions or "validate")
     if args.plot:
         plot(result, args.plot)
-    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else render(result))
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else render(result))
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
@@ -252,11 +254,12 @@ def cmd_run(args) -> int:
     from simcluster.scenario import load
 
     results = run_file(args.scenario)
+    doc = output.check(scenario_json(results), args.scenario)
     skipped = [line for r in results for line in r.skipped]
     for line in skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(scenario_json(results), indent=1))
+        print(json.dumps(doc, indent=1))
     else:
         sys.stdout.write(scenario_text(results, load(args.scenario).description))
     return EXIT_PARTIAL if skipped else 0
@@ -268,10 +271,11 @@ def cmd_storage(args) -> int:
     s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
                         args.thread_rate, args.cores)
     if args.action == "max-accelerators":
-        out = questions.max_accelerators(s, args.drives, args.seed)
+        out = output.check(questions.max_accelerators(s, args.drives, args.seed), args.workload)
         sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))
         return 0
     out, run = questions.simulate(s, args.accelerators, args.drives, args.seed)
+    output.check(out, args.workload)
     if args.plot_dir:
         from simcluster.storage.report import figures
 
@@ -357,7 +361,7 @@ def cmd_sweep(args) -> int:
     if len(summary.problems) > 20:
         print(f"simcluster: skipped {len(summary.problems) - 20} more points (status column in the results)", file=sys.stderr)
     if args.json:
-        print(json.dumps(summary.to_json(), indent=1))
+        print(output.dumps(summary.to_json(), args.scenario, indent=1))
     else:
         print(f"{summary.points} points: {summary.already} already stored, {summary.ran} ran ({summary.ok} ok, "
               f"{summary.failed} failed), {summary.invalid} invalid; {summary.parts} part files in {summary.folder} "
@@ -414,7 +418,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        bad = next((a for a in (sys.argv[1:] if argv is None else argv) if "\x00" in str(a)), None)
+        if bad is not None:   # no file or option can hold one; os calls would raise ValueError
+            raise SimclusterError(f"argument {bad.split(chr(0))[0][:80]!r}... holds a NUL byte")
         args = build_parser().parse_args(argv)
+        if getattr(args, "max_events", None) is not None:
+            from simcluster import engine
+
+            if not 1e5 <= args.max_events <= 1e12:
+                raise SimclusterError(f"--max-events {args.max_events:g}: expected 1e5 to 1e12")
+            engine.MAX_EVENTS = int(args.max_events)
         if args.command == "predict" and getattr(args, "f", 2) < 2:
             raise SimclusterError("-f must be >= 2")
         return args.func(args)

@@ -26,6 +26,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     parser = _Parser(prog="simcluster", description="Discrete-event simulator of AI training clusters, "
                      "calibrated from real traces.")
     parser.add_argument("--version", action="version", version=f"simcluster {__version__}")
+    parser.add_argument("--max-events", type=float, metavar="N", help="events one simulation may process before it is "
+                        "refused (default 1e8: several minutes)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("parse", help="show what the nccl-tests parser reads from a log")

@@ -12,6 +12,8 @@ import numpy as np
 import simpy
 from simpy.core import BoundClass, EmptySchedule, StopSimulation
 
+from simcluster.errors import SimclusterError
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -34,6 +36,13 @@ class Recorder:
     def interval(self, lane: str, name: str, start_s: float, end_s: float, process: str = "") -> None:
         if self.enabled and end_s > start_s:
             self.intervals.append(Interval(lane, name, start_s, end_s, process))
+
+
+MAX_EVENTS = 100_000_000     # events one run may process (simcluster --max-events); several minutes at ~0.5 M events/s
+
+
+class EventLimitError(SimclusterError):
+    """A run that passed MAX_EVENTS events: refused instead of running on for hours."""
 
 
 class _CountingEnvironment(simpy.Environment):
@@ -61,11 +70,15 @@ class _CountingEnvironment(simpy.Environment):
             elif until.callbacks is None:   # already processed
                 return until.value
             until.callbacks.append(StopSimulation.callback)
-        step, n = self.step, 0
+        step, n, room = self.step, 0, MAX_EVENTS - self.processed
         try:
             while True:
                 step()
                 n += 1
+                if not n & 0xFFFF and n > room:   # checked every 65,536 events: a bound, not a per-event cost
+                    raise EventLimitError(f"the simulation passed {MAX_EVENTS:,} events without finishing",
+                                          hint="the inputs ask for a very long run; raise the limit with "
+                                               "'simcluster --max-events N ...' if it is meant")
         except StopSimulation as stop:
             return stop.args[0]
         except EmptySchedule:

@@ -35,3 +35,8 @@ class CalibrationError(SimclusterError):
 
 class ModelCardError(SimclusterError):
     """A model card that is missing, malformed, or of the wrong kind."""
+
+
+class AnswerError(SimclusterError):
+    """An answer that would carry a NaN, an infinity or a negative time, size, rate or cost: the inputs named are
+    outside what the model can answer (simcluster.output refuses it before it is printed or written)."""

@@ -4,6 +4,7 @@ The library returns documents (file name -> text); only the CLI writes them, thr
 
 - `safe_name(value, what)`: a user or trace value that becomes a file or folder name must be a plain name
   (letters, digits, `._+-`, not starting with `.` or `-`); anything else is a one-line error naming the value.
+- `file_stem(value)`: a name derived from input data made into a plain file-name stem (never refused).
 - `inside(root, path)`: whether `path`, symlinks resolved, stays under `root`.
 - `write_documents(folder, {name: text})`: every document under `folder` (a name may hold one subfolder),
   confined to it, while holding the folder's lock (`.simcluster.lock`, created with O_EXCL, holding the
@@ -43,6 +44,14 @@ def safe_name(value: str, what: str) -> str:
         raise OutputError(f"{what} {value!r} cannot name a file or folder",
                           hint="letters, digits and ._+- only, not starting with . or -")
     return value
+
+
+def file_stem(value, limit: int = 80, default: str = "out") -> str:
+    """A file-name stem made from data (a workload's model name, a label): every character outside `A-Za-z0-9._+-`
+    becomes '_', leading dots and dashes go, and it is cut to `limit` characters, so '../x' or a 300-character
+    name can neither leave the folder nor be refused by the file system; `default` when nothing is left."""
+    stem = re.sub(r"[^A-Za-z0-9._+-]+", "_", str(value)).lstrip(".-")[:limit]
+    return stem if SAFE_NAME.fullmatch(stem) else default
 
 
 def inside(root: str | Path, path: str | Path) -> bool:

@@ -10,7 +10,6 @@ each other are one lease (and never fit the kind for each other). Two leases may
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -58,7 +57,9 @@ def _probe_ops():
 
 
 def _manifest(bundle: Path) -> dict:
-    return json.loads((bundle / "manifest.json").read_text())
+    from simcluster.fit.bundle import read_manifest
+
+    return read_manifest(bundle)
 
 
 def collected(bundle: Path) -> tuple[datetime, datetime]:

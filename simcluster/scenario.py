@@ -18,7 +18,7 @@ from simcluster.errors import ScenarioError
 from simcluster.network.builders import FORWARDING
 from simcluster.network.builders import KINDS as FABRIC_KINDS
 from simcluster.scenario_jobs import JOB_READERS, CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob, needs_collective_card
-from simcluster.scenario_reader import MAX_GPUS, MAX_GPUS_PER_NODE, ScenarioReader
+from simcluster.scenario_reader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE, ScenarioReader
 from simcluster.units import parse_time
 
 GPU_CLOCKS = ("fixed", "duty")   # machine.gpu.clock: the card's reference clock, or the step's own (llm/clock.py)
@@ -99,8 +99,11 @@ def _machine(r: ScenarioReader, m) -> Machine:
                 r.fail("machine", f"missing key '{name}': a machine of {nodes * gpus // domain} NVLink domains needs a NIC card and a fabric")
     if m.get("nic") is not None:
         d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams"})
-        nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node"),
-                      r.integer(d, "machine.nic", "streams", default=1))
+        nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node", maximum=MAX_NICS_PER_NODE),
+                      r.integer(d, "machine.nic", "streams", default=1, maximum=1024))
+        if nodes * nic.per_node > MAX_GPUS:
+            r.fail("machine.nic.per_node", f"{nodes} nodes x {nic.per_node} NICs is {nodes * nic.per_node:,} NICs; at most "
+                   f"{MAX_GPUS:,} are modelled (the fabric model is O(NICs))")
     if m.get("fabric") is not None:
         d = r.mapping(m["fabric"], "machine.fabric", {"kind"},
                       {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding"})

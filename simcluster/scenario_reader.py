@@ -12,6 +12,7 @@ from simcluster.units import parse_size_arg
 
 MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
 MAX_GPUS_PER_NODE = 1024    # one NVLink domain
+MAX_NICS_PER_NODE = 64      # NICs of one node (AWS p5: 32); nodes x NICs is bounded by MAX_GPUS where the machine is read
 MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic finite)
 
 

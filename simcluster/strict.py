@@ -1,5 +1,6 @@
-"""The one strict reader: every YAML document simcluster reads (scenarios, model cards, DLIO workloads) comes
-through here, and so does every field it takes from them.
+"""The one strict reader: every YAML document simcluster reads (scenarios, model cards, DLIO workloads) and every
+JSON document (tool output, bundle manifests, results stores) comes through here, and so does every field it takes
+from them.
 
 A file that cannot be read, is not UTF-8 text (a binary file), is larger than MAX_FILE_BYTES, nests deeper than
 MAX_DEPTH, or expands (through YAML aliases) to more than MAX_NODES nodes is refused with one line naming the file
@@ -11,6 +12,7 @@ expanding it. Fields are read with `field`, which turns a unit or type mistake i
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import re
@@ -34,7 +36,9 @@ def read_text(path: str | Path, error: type[SimclusterError] = SimclusterError, 
             raise error(f"the {what} is {size / 2**20:.0f} MiB; at most {MAX_FILE_BYTES // 2**20} MiB is read", where=str(path))
         data = path.read_bytes()
     except OSError as exc:
-        raise error(f"cannot read the {what}: {exc.strerror or exc}", where=str(path)) from None
+        raise error(f"cannot read the {what}: {exc.strerror or exc}", where=str(path)[:300]) from None
+    except ValueError as exc:    # a NUL byte in the path
+        raise error(f"cannot read the {what}: {exc}", where=repr(str(path))[:300]) from None
     if b"\x00" in data:
         raise error(f"not a text file (a NUL byte at offset {data.index(0)}): expected a {what}", where=str(path))
     try:
@@ -99,7 +103,7 @@ def line_index(node, prefix: str = "", out: dict[str, int] | None = None) -> dic
     return out
 
 
-class StrictLoader(yaml.SafeLoader):
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml's parser where PyYAML has it: ~10x faster
     """SafeLoader without YAML 1.1's base-60 numbers: `3:1` (a ratio) and `1:30` stay strings instead of becoming
     181 and 90, so a field that expects a number refuses them by name, and a ratio field can read them."""
 
@@ -164,11 +168,15 @@ def _load_yaml(path, error, what, lines):
     text = read_text(path, error, what)
     where = str(path)
     try:
-        root = yaml.compose(text, Loader=StrictLoader)
-        if root is not None:
-            _check_shape(root, where, error)
-            _check_duplicates(root, where, error)
-        doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+        loader = StrictLoader(text)   # parsed once: the checks and the document read the same node graph
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _check_shape(root, where, error)
+                _check_duplicates(root, where, error)
+            doc = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise error(f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
@@ -178,6 +186,82 @@ def _load_yaml(path, error, what, lines):
     if not lines:
         return doc
     return doc, (line_index(root) if root is not None else {})
+
+
+MAX_JSON_INT_DIGITS = 20      # 2**64 has 20 digits: no count, size or time a tool writes is longer
+
+
+def _refuse_constant(name: str):
+    raise json.JSONDecodeError(f"{name} is not a measurement", name, 0)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise json.JSONDecodeError(f"{text} is out of range (not a finite number)", text, 0)
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise json.JSONDecodeError(f"an integer of {len(text)} digits is out of range", text[:30], 0)
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+
+
+def _check_json_depth(doc, text: str, pos: int) -> None:
+    stack = [(doc, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > MAX_DEPTH:
+            raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, pos)
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node if isinstance(v, (dict, list)))
+
+
+def decode_json(text: str, start: int = 0):
+    """(document, end) of the JSON value at `start` (JSONDecoder.raw_decode), strictly: NaN, Infinity, a float that
+    overflows, an integer of more than MAX_JSON_INT_DIGITS digits and nesting deeper than MAX_DEPTH are a
+    json.JSONDecodeError (the one exception each reader turns into its one-line error), never a RecursionError,
+    OverflowError or ValueError from further in."""
+    try:
+        doc, end = _DECODER.raw_decode(text, start)
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, start) from None
+    except json.JSONDecodeError as exc:
+        if exc.doc is text:
+            raise
+        at = text.find(exc.doc, start) if exc.doc else -1     # a hook's refusal: its token, located in the text
+        raise json.JSONDecodeError(exc.msg, text, at if at >= 0 else start) from None
+    except ValueError as exc:      # int digits limit, a float parse_float refused in its own way
+        raise json.JSONDecodeError(str(exc).split(";")[0][:80] or "not a number", text, start) from None
+    _check_json_depth(doc, text, start)
+    return doc, end
+
+
+def loads_json(text: str):
+    """The one JSON document in `text` (json.loads, strictly as decode_json says)."""
+    if not isinstance(text, str):
+        raise json.JSONDecodeError("not text", "", 0)
+    begin = len(text) - len(text.lstrip())
+    doc, end = decode_json(text, begin)
+    if text[end:].strip():
+        raise json.JSONDecodeError("Extra data", text, end)
+    return doc
+
+
+def load_json(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "JSON file"):
+    """The document of a JSON file, read as read_text and loads_json say; any refusal is one line naming the file
+    and the line."""
+    text = read_text(path, error, what)
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"not valid JSON ({exc.msg}): expected a {what}", where=f"{path}:{exc.lineno}") from None
 
 
 def short(value, limit: int = 60) -> str:

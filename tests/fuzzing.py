@@ -1,10 +1,13 @@
 """Mutation fuzzing of every reader and command: the repository's own inputs (scenarios, cards, DLIO workloads,
-nccl-tests and qperf logs), mutated as a careless or hostile user would, run through the CLI in-process.
+nccl-tests and qperf logs, bundle files: ddp-step, fio, DLIO, gpu-micro, llm-step, perf-stat, profile summaries,
+manifests; sweep and plan files, published tables, file names), mutated as a careless or hostile user would, run
+through the CLI in-process.
 
-A case passes when the command returns 0, 2 or 3 without raising; a 2 ends stderr with one error line
-('simcluster: error: ...'); nothing printed as JSON is NaN or infinite, and no time, size or bandwidth in it is
-negative; and it finishes within CASE_SECONDS. tests/test_fuzz.py runs a few hundred seeded cases in CI;
-bench/fuzz.py runs as many as asked and prints the tally.
+A case passes when the command returns 0, 2 or 3 without raising (a MemoryError is the finding 'memory'); a 2 ends
+stderr with one error line ('simcluster: error: ...'); nothing printed as JSON is NaN or infinite, and no time, size
+or bandwidth in it is negative; it finishes within CASE_SECONDS of CPU time; and it writes nothing outside its case folder (the
+finding 'escape'). tests/test_fuzz.py runs a few hundred seeded cases in CI; bench/fuzz.py runs as many as asked
+and prints the tally.
 """
 
 from __future__ import annotations
@@ -35,6 +38,20 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a
 class Seed:
     path: Path
     kind: str          # scenario, collective-card, nic-card, nvme-card, dlio, nccl-log, qperf-log, gpu-card, published-*
+    bundle: Path | None = None     # a file inside a bundle: the whole bundle is copied (hard links) beside it
+
+
+CAL = ROOT / "calibration"
+BUNDLE_FILES = [   # (bundle, file inside it, kind): tool output as calibrate and validate read it from a bundle
+    ("h200x4-collect-2026-11-22", "ddp-step/resnet18-32-b128/stdout.txt", "ddp-log"),
+    ("h200x4-collect-2026-11-22", "ddp-step/resnet50-224-b64/profiler-traces/profile-summary.json", "profile-summary"),
+    ("local-2026-11-22", "fio/randread-4k-qd16/stdout.txt", "fio-json"),
+    ("local-2026-11-22", "dlio/unet3d_h100-1acc/output/summary.json", "dlio-json"),
+    ("local-2026-11-22", "dlio/unet3d_h100-1acc/output/0_output.json", "dlio-json"),
+    ("local-2026-11-22", "perf-stat/qperf-tcp_bw/perf.csv", "perf-stat"),
+    ("h100x1-gpu-2026-11-23", "gpu-micro/gpu-micro/stdout.txt", "gpu-micro"),
+    ("h100x1-gpu-2026-11-23", "llm-step/1b-single/stdout.txt", "llm-step"),
+]
 
 
 def seeds() -> list[Seed]:
@@ -53,14 +70,54 @@ def seeds() -> list[Seed]:
             Seed(ROOT / "calibration" / "published" / "llm-llama3-405b-table4.yaml", "published-llm")]
     posted = ROOT / "calibration" / "published" / "nccl-decisions-h100x8x3-nccl1453"
     out += [Seed(posted / "source.yaml", "published-decisions"), Seed(posted / "turn2.txt", "published-decisions")]
+    out += [Seed(CAL / b / f, kind, CAL / b) for b, f, kind in BUNDLE_FILES]
+    out += [Seed(ROOT / "scenarios" / "plans" / "seed000-ddp.yaml", "sweep")]   # (llama8b.yaml's 288 points take 45 s as they are)
+    out += [Seed(ROOT / "scenarios" / "plans" / "catalogue-2026.yaml", "catalogue")]
+    out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "plot-dir"),
+            Seed(CAL / "h200x2-nvlink-2026-11-22" / "nccl-tests" / "all_reduce.txt", "long-name")]
     return [s for s in out if s.path.is_file()]
 
 
 def mutate(text: str, rng: random.Random) -> bytes:
     """One seeded mutation of a text file."""
     how = rng.choice(["truncate", "flip", "number", "number", "number", "drop-line", "non-utf8", "binary", "bomb",
-                      "deep", "type", "empty", "huge-int"])
+                      "deep", "type", "empty", "huge-int", "deep-json", "nul", "dup-lines", "json-number", "json-type",
+                      "escape-name"])
     data = text.encode()
+    if how == "deep-json":   # nesting inside the first JSON object or list (or the whole text)
+        depth = rng.choice([70, 1000, 100000])
+        i = min((j for j in (text.find("{"), text.find("[")) if j >= 0), default=-1)
+        deep = ('"deep": ' if i >= 0 and text[i] == "{" else "") + "[" * depth + "]" * depth + ","
+        return (text[:i + 1] + deep + text[i + 1:] if i >= 0 else "[" * depth + "]" * depth).encode()
+    if how == "nul":
+        i = rng.randrange(len(data) + 1)
+        return data[:i] + b"\x00" + data[i:]
+    if how == "dup-lines":   # a line repeated (a log written twice, a record appended many times)
+        lines = text.splitlines(keepends=True)
+        if lines:
+            i = rng.randrange(len(lines))
+            lines[i:i + 1] = [lines[i]] * rng.choice([2, 50, 5000])
+        return "".join(lines).encode()
+    if how == "json-number":   # a JSON number replaced by a value no tool writes for a measurement
+        numbers = list(re.finditer(r"(?<=[:\[,\s])-?\d+(\.\d+)?([eE][-+]?\d+)?(?=[,\]}\s])", text))
+        if numbers:
+            m = rng.choice(numbers)
+            return (text[:m.start()] + rng.choice(["NaN", "Infinity", "-Infinity", "1e999", "-1", "0", "1e-320", "-0.0",
+                                                   "1e300", "123456789012345678901234567890"]) + text[m.end():]).encode()
+        return data
+    if how == "json-type":   # a JSON value replaced by another type
+        values = list(re.finditer(r'(?<=": )("[^"]*"|-?[\d.eE+-]+|true|false|null)', text))
+        if values:
+            m = rng.choice(values)
+            return (text[:m.start()] + rng.choice(['null', '[]', '{}', '"x"', 'true', '[1, 2]', '{"a": 1}']) + text[m.end():]).encode()
+        return data
+    if how == "escape-name":   # a name that would lead out of a folder or is too long for a file name
+        names = list(re.finditer(r"(?m)^(\s*(?:name|model|model_name):\s*)(\S.*)$", text))
+        bad = rng.choice(["../../escaped", "/tmp/abs-escape", "a/b/c", "x" * 300, "..", "nul\\0", "con"])
+        if names:
+            m = rng.choice(names)
+            return (text[:m.start(2)] + repr(bad) + text[m.end(2):]).encode()
+        return data
     if how == "truncate":
         return data[:rng.randrange(max(1, len(data)))]
     if how == "flip":
@@ -138,6 +195,20 @@ def commands(kind: str, path: str) -> list[list[str]]:
         "nccl-log": [["validate", path, "--card", card, "--json"], ["parse", path],
                      ["calibrate", path, "-o", "{tmp}/card.yaml"]],
         "qperf-log": [["calibrate", path, "--line-rate", "100Gbps", "-o", "{tmp}/nic.yaml"]],
+        "ddp-log": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "profile-summary": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "fio-json": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "dlio-json": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "perf-stat": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "gpu-micro": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "llm-step": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
+        "sweep": [["sweep", path, "-o", "{tmp}/results", "--workers", "0", "--json"],
+                  ["plan", path, "-o", "{tmp}/plan", "--workers", "0", "--json"]],
+        "catalogue": [["plan", "{dir}/seed000-ddp.yaml", "-o", "{tmp}/plan", "--workers", "0", "--json"]],
+        "plot-dir": [["storage", "simulate", "--workload", path, "--nvme", nvme, "--steps", "2", "--accelerators", "1",
+                      "--plot-dir", "{tmp}/plots"]],
+        "long-name": [["calibrate", path, "-o", "{tmp}/" + "c" * 300 + ".yaml"], ["parse", "{tmp}/" + "n" * 300 + ".txt"],
+                      ["calibrate", path, "-o", "{tmp}/a\x00b.yaml"], ["run", "{tmp}/x\x00.yaml"]],
     }[kind]
 
 
@@ -182,8 +253,8 @@ TRAINING_SCENARIO = "name: training card under test\nmachine:\n" + MACHINE_4X4 +
 """
 
 
-class CaseTimeout(Exception):
-    pass
+class CaseTimeout(BaseException):
+    """Raised by the alarm: a BaseException, so no `except Exception` on the way swallows it."""
 
 
 def _alarm(signum, frame):
@@ -209,20 +280,26 @@ def run_case(argv: list[str]) -> tuple[str, str]:
     from simcluster.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(CASE_SECONDS)
-    start = time.perf_counter()
+    old = signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, CASE_SECONDS)   # CPU seconds: a loaded machine's wall clock would time out anything
+    start = time.process_time()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
     except CaseTimeout:
         return "timeout", f"> {CASE_SECONDS} s"
+    except MemoryError:
+        return "memory", "MemoryError"
+    except KeyboardInterrupt:   # the run itself is being stopped (bench/fuzz.py prints what it has)
+        raise
     except BaseException as exc:  # noqa: BLE001 - any escape is the finding
         return "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    wall = time.perf_counter() - start
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
+    wall = time.process_time() - start
+    if wall > CASE_SECONDS:    # the alarm was caught on the way and the command went on
+        return "timeout", f"{wall:.1f} s"
     stderr = err.getvalue()
     if code == 2:  # one error line, last; before it only the inputs skipped on the way, one line each
         lines = [line for line in stderr.splitlines() if line.strip()]
@@ -284,7 +361,14 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
             if not link.exists() and not target.is_relative_to(link):
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(ROOT / shared)
+        if s.bundle is not None:   # the bundle as hard links, the mutated file a new file (never written through a link)
+            shutil.copytree(s.bundle, case_dir / s.bundle.relative_to(ROOT), copy_function=_link_or_copy, dirs_exist_ok=True)
+            target.unlink()
         target.write_bytes(data)
+        if s.kind in ("sweep", "catalogue"):   # the plan's catalogue and the other plans beside it
+            for child in s.path.parent.iterdir():
+                if child.is_file() and child.name != s.path.name:
+                    _link_or_copy(child, target.parent / child.name)
         if s.kind in ("bundle", "published-decisions"):  # the mutated file beside its folder's real files (hard links: a bundle refuses
             for child in s.path.parent.iterdir():  # a path that leads outside it, symbolic links included)
                 if child.is_dir():
@@ -292,7 +376,8 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
                 elif child.name != s.path.name:
                     _link_or_copy(child, target.parent / child.name)
         ddp = ROOT / "models" / "training" / "ddp-h200x4.yaml"
-        fills = {"{file}": str(target), "{tmp}": str(case_dir), "{bundle}": str(target.parent)}
+        fills = {"{file}": str(target), "{tmp}": str(case_dir), "{dir}": str(target.parent),
+                 "{bundle}": str(case_dir / s.bundle.relative_to(ROOT)) if s.bundle else str(target.parent)}
         for name, template in (("nic", NIC_SCENARIO), ("gpu", GPU_SCENARIO), ("switch", SWITCH_SCENARIO),
                                ("nvls", NVLS_SCENARIO), ("training", TRAINING_SCENARIO)):
             if "{" + name + "_scenario}" in argv:
@@ -305,6 +390,13 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
                       "{rate}": rng.choice(["0", "1B/s", "nan", "400MB/s", "1e30GB/s", "10GB/s"])})
         args = [_fill(a, fills) for a in argv]
         outcome, detail = run_case(args)
+        escaped = [p.name for p in folder.iterdir() if not p.name.startswith("case")] + \
+            [p.name for p in Path("/tmp").glob("abs-escape*")]
+        if escaped:   # a name from the input led a write out of the case's folder
+            outcome, detail = "escape", f"wrote {escaped[0]} outside {case_dir}"
+            for p in folder.iterdir():
+                if not p.name.startswith("case"):
+                    shutil.rmtree(p) if p.is_dir() else p.unlink()
         results.append((outcome, detail, str(s.path.relative_to(ROOT)), args))
         if verbose:
             print(outcome, detail, " ".join(args), flush=True)

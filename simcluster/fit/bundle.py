@@ -25,10 +25,10 @@ the NIC card's perf note only).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from simcluster import strict
 from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
 from simcluster.files import OutputError, inside, safe_name
 from simcluster.traces.common import sha256_of
@@ -46,16 +46,12 @@ class Calibration:
     problems: tuple[str, ...]
 
 
-def _manifest(bundle: Path) -> dict:
+def read_manifest(bundle: Path) -> dict:
     path = bundle / "manifest.json"
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise TraceFormatError(f"not a trace bundle: {exc.strerror or exc}", where=str(path),
-                               hint="make one with 'simcluster collect --out DIR'") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = f"line {exc.lineno}: " if isinstance(exc, json.JSONDecodeError) else ""
-        raise TraceFormatError(f"{line}manifest is not valid JSON ({getattr(exc, 'msg', 'not UTF-8')})", where=str(path)) from None
+    if not path.is_file():
+        raise TraceFormatError("not a trace bundle: no manifest.json", where=str(path),
+                               hint="make one with 'simcluster collect --out DIR'")
+    doc = strict.load_json(path, TraceFormatError, "bundle manifest")
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise TraceFormatError("manifest has no 'runs' list", where=str(path))
     return doc
@@ -71,7 +67,7 @@ class _Bundle:
 
     def __init__(self, path: Path, manifest: dict | None = None):
         self.path = Path(path)
-        self.manifest = _manifest(self.path) if manifest is None else manifest
+        self.manifest = read_manifest(self.path) if manifest is None else manifest
         self.problems: list[str] = []
         self.refused: dict[str, str] = {}           # tool -> first refused manifest path (timing_logs raises it)
         runs = self.manifest["runs"]

@@ -176,7 +176,9 @@ def _card_with_clock(card_path: str, out: str, c: ClockParams) -> None:
     gpu_params(card, card_path)
     if not Path(out).resolve().parent.is_dir():
         raise OutputError("cannot write: no such folder", where=str(Path(out).parent))
-    write_document(out, yaml.safe_dump(card, sort_keys=False, width=160))
+    from simcluster import output
+
+    write_document(out, yaml.safe_dump(output.check(card, str(out)), sort_keys=False, width=160))
 
 
 def main(argv: list[str] | None = None) -> int:

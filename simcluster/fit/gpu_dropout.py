@@ -10,9 +10,9 @@ Added to a card by hand, like the clock block: `calibrate` does not write it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.errors import CalibrationError
 
 PASSES = ("fwd", "bwd")
@@ -31,7 +31,7 @@ def pass_times(row: dict) -> dict[str, tuple[float, float]]:
 
 def sweep_rows(path: Path, backend: str) -> list[dict]:
     try:
-        rows = json.loads(Path(path).read_text())["attention"]
+        rows = strict.load_json(path, CalibrationError, "attention dropout sweep")["attention"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CalibrationError(f"not an attention dropout sweep ({type(exc).__name__})", where=str(path)) from None
     return [r for r in rows if r.get("backend") == backend and "error" not in r]

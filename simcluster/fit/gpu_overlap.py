@@ -16,6 +16,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from simcluster import strict
+from simcluster.errors import CalibrationError
+
 
 def terms(doc: dict) -> tuple[float, float]:
     """(compute_slowdown, comm_rate) of one overlap-micro document."""
@@ -32,7 +35,7 @@ def terms(doc: dict) -> tuple[float, float]:
 
 def fit(paths: list[Path]) -> dict:
     """The card block: the means of the documents' terms, each rounded as the card keeps them."""
-    pairs = [terms(json.loads(Path(p).read_text())) for p in paths]
+    pairs = [terms(strict.load_json(p, CalibrationError, "overlap document")) for p in paths]
     return {"compute_slowdown": round(statistics.mean(s for s, _ in pairs), 3),
             "comm_rate": round(statistics.mean(r for _, r in pairs), 3),
             "per_document": [(round(s, 3), round(r, 3)) for s, r in pairs]}

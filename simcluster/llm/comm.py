@@ -260,6 +260,9 @@ def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Netw
     return collective_s(net, pair, "sendrecv", nbytes)
 
 
+MAX_BUCKETS = 100_000       # gradient buckets of one pipeline chunk (Megatron at 405B, dp 1: about 10,000)
+
+
 def buckets(params: float, dp: int, bucket_params: int = 0) -> list[float]:
     """Gradient buckets (parameter counts), in the order the backward produces them: `bucket_params` each, or
     Megatron's max(40M, 1M dp) when 0."""
@@ -267,6 +270,12 @@ def buckets(params: float, dp: int, bucket_params: int = 0) -> list[float]:
         return []
     size = bucket_params or max(BUCKET_PARAMS, 1_000_000 * dp)
     full, rest = divmod(params, size)
+    if full >= MAX_BUCKETS:   # refused before a list of billions of buckets (MemoryError) or a DES of as many events
+        from simcluster.llm.spec import LlmConfigError
+
+        raise LlmConfigError("framework.bucket_params" if bucket_params else "model.layers",
+                             f"{params:.3g} gradient parameters in buckets of {size:,} are more than {MAX_BUCKETS:,} buckets",
+                             hint="a larger gradient bucket, or fewer layers / a smaller model per pipeline stage")
     return [float(size)] * int(full) + ([float(rest)] if rest else [])
 
 

@@ -25,6 +25,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.llm import host
 from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
@@ -78,7 +79,7 @@ def _document(path: Path) -> dict:
     text = path.read_text()
     start = text.find("{")
     try:
-        doc = json.loads(text[start:]) if start >= 0 else None
+        doc = strict.loads_json(text[start:]) if start >= 0 else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not an llm-step JSON document ({exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict) or not isinstance(doc.get("shapes"), list):

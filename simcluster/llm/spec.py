@@ -41,6 +41,11 @@ class LlmConfigError(SimclusterError):
         super().__init__(f"{key}: {message}", hint=hint)
 
 
+# bounds far beyond any model trained (Llama 3 405B: 126 layers, hidden 16,384, vocab 128,256) that keep per-layer
+# lists, bucket lists and the pipeline DES small enough to build
+MODEL_MAX = {"layers": 16_384, "hidden": 2**20, "heads": 2**16, "kv_heads": 2**16, "vocab": 2**24, "seq": 2**24}
+
+
 @dataclass(frozen=True)
 class TransformerSpec:
     layers: int
@@ -79,8 +84,8 @@ class TransformerSpec:
         if self.mlp not in MLPS:
             raise LlmConfigError("model.mlp", f"expected one of {', '.join(MLPS)}, got {self.mlp!r}")
         for name in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq"):
-            if getattr(self, name) < 1:
-                raise LlmConfigError(f"model.{name}", f"expected an integer >= 1, got {getattr(self, name)}")
+            if not 1 <= getattr(self, name) <= MODEL_MAX[name]:
+                raise LlmConfigError(f"model.{name}", f"expected an integer from 1 to {MODEL_MAX[name]:,}, got {getattr(self, name)}")
         if self.hidden % self.heads and not self.attn_head_dim:
             raise LlmConfigError("model.heads", f"{self.heads} heads do not divide hidden {self.hidden}", hint="set attn_head_dim")
         for name in ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",

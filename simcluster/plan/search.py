@@ -317,14 +317,15 @@ def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str
 def plan_documents(result, title: str) -> dict[str, str]:
     """What `simcluster plan` writes: the HTML report and its figures, and plan.json (the answer, the candidates
     not run and the sweep's summary); file name -> text or bytes."""
-    import json
 
     from simcluster.report import html
 
     docs = html.build(result.rows, title, "figures", result.answer, result.answer["within_s"],
                       notes=[f"{n} candidates not run: {reason}" for reason, n in sorted(result.skipped.items())])
-    docs["plan.json"] = json.dumps({"answer": result.answer, "skipped": result.skipped, "sweep": result.summary.to_json()},
-                                   indent=1, sort_keys=True) + "\n"
+    from simcluster import output
+
+    doc = {"answer": result.answer, "skipped": result.skipped, "sweep": result.summary.to_json()}
+    docs["plan.json"] = output.dumps(doc, title, indent=1, sort_keys=True) + "\n"
     return docs
 
 
@@ -373,10 +374,10 @@ def _slow_end(row: dict) -> str:
 
 def _caveats(row: dict) -> list[str]:
     """The caveats stored with a row (llm/caveats.py), a JSON list in the flattened results."""
-    import json
+    from simcluster.strict import loads_json
 
     try:
-        found = json.loads(row.get("jobs[0].caveats") or "[]")
+        found = loads_json(str(row.get("jobs[0].caveats") or "[]"))
     except ValueError:
         return []
     return [str(x) for x in found] if isinstance(found, list) else []

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.errors import SimclusterError
 from simcluster.files import atomic_write, inside, lock, os_error, safe_name
 from simcluster.runner import host
@@ -169,7 +170,7 @@ def _previous_runs(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     try:
-        runs = json.loads(path.read_text(errors="replace")).get("runs", [])
+        runs = strict.loads_json(path.read_text(errors="replace")).get("runs", [])
     except (OSError, ValueError, AttributeError):
         raise SimclusterError("the folder holds a manifest that is not a bundle's", where=str(path),
                               hint="collect into a new folder") from None

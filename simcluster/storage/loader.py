@@ -35,6 +35,7 @@ MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
+MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may issue over all its runs
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,19 @@ def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
         raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
 
 
+def reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> int:
+    """The reads a run issues, about (each sample's size taken as its mean plus one standard deviation)."""
+    sample = max(512.0, workload.record_bytes) + workload.record_stdev_bytes   # the drawn sizes (SampleReader) at most so, mostly
+    return steps * accelerators * workload.batch_size * math.ceil(sample / io_size)
+
+
 def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
     """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
-    ios = steps * accelerators * workload.batch_size * math.ceil(workload.record_bytes / io_size)
+    sample = max(512.0, workload.record_bytes) + workload.record_stdev_bytes
+    ios = reads(workload, accelerators, steps, io_size)
     if ios > MAX_IOS:
         raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
-                              f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {io_size} B I/Os); "
+                              f"{workload.batch_size} samples of up to {sample:.4g} B in {io_size} B I/Os); "
                               f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
 
 
@@ -215,9 +223,9 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
     # steady state, first load excluded: what a step takes beyond its compute, waiting for its own batch and, at DLIO's
     # per-step barrier, for the other accelerators' batches (AU counts both)
-    stall = float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:],
+    stall = max(0.0, float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:],
                                                                        strict=True)])
-                           for r in range(accelerators)]))
+                           for r in range(accelerators)])))   # >= 0: a rounding residue is no negative stall
     return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
                      stall, events, logs, compute_log, proc_log)
 
@@ -229,8 +237,16 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     threshold = workload.au_threshold * 100
     tried: dict[int, RunResult] = {}
 
+    spent = [0]
+
     def run(n: int) -> RunResult:
         if n not in tried:
+            ios = reads(workload, n, config.steps or workload.steps_per_epoch(n), config.io_size)
+            if spent[0] + ios > MAX_SEARCH_IOS:   # refused before the run that would pass the search's budget
+                raise SimclusterError(f"the search for the largest accelerator count would simulate more than "
+                                      f"{MAX_SEARCH_IOS:,} reads (at {n} accelerators, {spent[0] + ios:,})", where=workload.path,
+                                      hint="fewer --steps or a larger --io-size")
+            spent[0] += ios
             tried[n] = simulate(workload, nvme, n, drives, config, seed)
         return tried[n]
 

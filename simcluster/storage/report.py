@@ -27,35 +27,42 @@ def throughput_stats(result: RunResult, bin_s: float = 0.1) -> dict:
 
 
 def figures(result: RunResult, folder: str | Path, label: str, bin_s: float = 0.1) -> list[str]:
+    """Throughput, queue depth and its histogram as PNGs in `folder`, named after `label` made a safe file stem
+    (files.file_stem: a workload's model name '../x' stays inside), written atomically through files.write_documents."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    from simcluster.files import file_stem, write_documents
+
+    stem = file_stem(label, default="storage")
+    label = str(label)[:80].replace("$", r"\$")     # a title, not mathtext
     log = result.logs[0]
     t, bw = log.throughput(bin_s, result.wall_s)
-    paths = []
+    docs: dict[str, bytes] = {}
+
+    def keep(fig, name: str) -> None:
+        fig.tight_layout()
+        data = io.BytesIO()
+        fig.savefig(data, format="png", dpi=110)
+        docs[f"{stem}-{name}.png"] = data.getvalue()
+
     fig, ax = plt.subplots(figsize=(9, 3.2))
     ax.plot(t, bw / 1e6, lw=0.8)
     ax.set(xlabel="time (s)", ylabel="device read MB/s", title=f"{label}: throughput ({bin_s * 1e3:.0f} ms bins)")
-    paths.append(folder / f"{label}-throughput.png")
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=110)
+    keep(fig, "throughput")
     fig, ax = plt.subplots(figsize=(9, 3.2))
     ax.plot(log.submit_s, log.qd, ".", ms=1)
     ax.set(xlabel="time (s)", ylabel="queue depth at submission", title=f"{label}: queue depth")
-    paths.append(folder / f"{label}-qd.png")
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=110)
+    keep(fig, "qd")
     fig, ax = plt.subplots(figsize=(6, 3.2))
     qd = np.asarray(log.qd)
     counts = np.bincount(qd)
     ax.bar(np.arange(len(counts)), counts / counts.sum() * 100, width=1.0)
     ax.set(xlabel="queue depth", ylabel="% of I/Os", title=f"{label}: queue-depth histogram")
-    paths.append(folder / f"{label}-qd-histogram.png")
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=110)
+    keep(fig, "qd-histogram")
     plt.close("all")
-    return [str(p) for p in paths]
+    return [str(p) for p in write_documents(folder, docs)]

@@ -9,14 +9,17 @@ in chunks, writes a part file every `flush_rows` rows or `flush_s` seconds, and 
 
 from __future__ import annotations
 
+import atexit
 import logging
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import __version__, code_digest, strict
+from simcluster import __version__, code_digest, output, strict
 from simcluster.errors import SimclusterError
 from simcluster.files import lock
 from simcluster.sweep import spec as spec_module
@@ -87,7 +90,7 @@ def evaluate(items: list, code: str | None = None) -> list[dict]:
         try:
             row.update(machine_facts(sc))
             result = run_scenario(sc)
-            row.update(store.flatten(result.to_json()))
+            row.update(store.flatten(output.check(result.to_json(), f"sweep point {params}"[:200])))
             if result.skipped:
                 row["notes"] = "; ".join(result.skipped)
         except SimclusterError as exc:
@@ -135,9 +138,19 @@ def _client(workers: int, scheduler: str | None):
             return Client(scheduler, timeout=10), None
         except (OSError, TimeoutError) as exc:
             raise SimclusterError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
-    return Client(cluster), cluster
+    scratch = tempfile.mkdtemp(prefix="simcluster-dask-")   # the workers' scratch, removed whatever ends the sweep
+    atexit.register(shutil.rmtree, scratch, True)
+    try:
+        import dask
+
+        dask.config.set({"temporary-directory": scratch})   # the nannies' and workers' dask-scratch-space too
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR, local_directory=scratch)
+        cluster.scratch = scratch
+        return Client(cluster), cluster
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
 def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = None, workers: int = 2,
@@ -243,9 +256,13 @@ def _execute(items, workers, scheduler, chunk):
             yield future.result()
             future.release()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        finally:
+            if cluster is not None:
+                shutil.rmtree(cluster.scratch, ignore_errors=True)
 
 
 class _Writer:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import code_digest, strict
+from simcluster import code_digest, output, strict
 from simcluster import scenario as scenario_module
 from simcluster.dotted import parse_key, set_key
 from simcluster.errors import SimclusterError
@@ -103,6 +103,9 @@ def _spec(r, section) -> SweepSpec:
             r.fail(f"sweep.keys.{key}", f"'{steps[0]}' cannot be swept")
         if not isinstance(values, list) or not values:
             r.fail(f"sweep.keys.{key}", f"expected a non-empty list of values, got {strict.short(values)}")
+        for i, value in enumerate(values):   # a value becomes a results column: no NaN or inf in it
+            if output.problems({"value": value}):
+                r.fail(f"sweep.keys.{key}", f"value {i + 1}, {strict.short(value)}, is not finite")
         out.append((str(key), tuple(values)))
     if mode == "list" and len({len(v) for _, v in out}) > 1:
         r.fail("sweep.keys", "mode: list needs the same number of values for every key",

@@ -24,6 +24,7 @@ import os
 import time
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.errors import SimclusterError
 from simcluster.files import OutputError, atomic_write
 
@@ -177,10 +178,10 @@ def read_manifest(folder: str | Path) -> dict:
     path = Path(folder) / MANIFEST
     if not path.is_file():
         return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"unreadable manifest: {exc}", where=str(path)) from None
+    doc = strict.load_json(path, StoreError, "results store manifest")
+    if not isinstance(doc, dict):
+        raise StoreError(f"the manifest is a JSON {type(doc).__name__}, not an object", where=str(path))
+    return doc
 
 
 def check_folder(folder: Path) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
+from simcluster import strict
 from simcluster.errors import TraceFormatError
 
 
@@ -15,7 +15,9 @@ def read_text(path: str | Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise TraceFormatError(f"cannot read the file: {exc.strerror or exc}", where=str(path)) from None
+        raise TraceFormatError(f"cannot read the file: {exc.strerror or exc}", where=str(path)[:300]) from None
+    except ValueError as exc:    # a NUL byte in the path
+        raise TraceFormatError(f"cannot read the file: {exc}", where=repr(str(path))[:300]) from None
     if not data.strip():
         raise TraceFormatError("the file is empty", where=str(path))
     if b"\x00" in data[:4096]:
@@ -23,15 +25,10 @@ def read_text(path: str | Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def refuse_constant(name: str):
-    """parse_constant for json: NaN, Infinity and -Infinity are malformed input here."""
-    raise json.JSONDecodeError(f"{name} is not a measurement", name, 0)
-
-
 def loads_json(text: str):
-    """json.loads that refuses NaN and Infinity (Python's json accepts them; no tool this project reads writes
-    them for a real measurement): a JSONDecodeError, which each parser turns into its one-line TraceFormatError."""
-    return json.loads(text, parse_constant=refuse_constant)
+    """strict.loads_json: NaN, Infinity, overflowing numbers and nesting deeper than strict.MAX_DEPTH are a
+    JSONDecodeError, which each parser turns into its one-line TraceFormatError."""
+    return strict.loads_json(text)
 
 
 def sha256_of(path: str | Path) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError, UnitError
-from simcluster.traces.common import read_text, refuse_constant, sha256_of
+from simcluster.strict import decode_json
+from simcluster.traces.common import read_text, sha256_of
 from simcluster.units import parse_size_arg
 
 DIRECTIONS = ("read", "write")
@@ -49,13 +50,13 @@ class FioTrace:
 
 def _documents(text: str, where: str) -> list[tuple[int, dict]]:
     """(start line, document) for every top-level JSON object in the text."""
-    decoder, docs, i = json.JSONDecoder(parse_constant=refuse_constant), [], 0
+    docs, i = [], 0
     while True:
         start = text.find("{", i)
         if start < 0:
             break
         try:
-            doc, end = decoder.raw_decode(text, start)
+            doc, end = decode_json(text, start)
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
             raise TraceFormatError(f"line {line}: truncated or malformed fio JSON ({exc.msg})", where=where) from None

@@ -10,11 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import schema as S
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import sha256_of
 from simcluster.traces.gpu_micro import load_json
 
 MODEL_KEYS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "tied", "params")
+_COUNT = S.Count(1, 2**40)
+DOCUMENT = S.Record(   # the fields parse() takes on trust below, declared once (llm_step runner writes them)
+    {"model": S.Record({k: _COUNT for k in MODEL_KEYS if k != "tied"}),
+     "shapes": S.ListOf(S.Record({"seq": _COUNT, "micro_batch": _COUNT, "status": S.Text(16)}), min_len=1, max_len=100_000)},
+    optional={"world_size": S.Count(1, 2**17), "optimizer": S.Record(),
+              "mode": S.Text(64), "precision": S.Text(64), "torch": S.Text(200)})
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,9 @@ def _num(value, what: str, where: str) -> float | None:
 def parse(path: str | Path) -> LlmStepTrace:
     where = str(path)
     doc = load_json(path, "llm-step")
+    model = doc.get("model")
+    if isinstance(model, dict) and all(k in model for k in MODEL_KEYS) and isinstance(doc.get("shapes"), list) and doc["shapes"]:
+        DOCUMENT.check(doc, where, TraceFormatError)
     model = doc.get("model")
     if not isinstance(model, dict) or any(k not in model for k in MODEL_KEYS):
         missing = next((k for k in MODEL_KEYS if not isinstance(model, dict) or k not in model), "model")

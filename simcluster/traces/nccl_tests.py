@@ -338,16 +338,16 @@ def _parse_json(path: str, text: str, op_hint: str | None) -> CollectiveTrace:
 
 
 def median_trace(traces: list[CollectiveTrace]) -> CollectiveTrace:
-    """One trace whose every size is the median over `traces` (rounds of the same run; sizes present in all);
-    algbw and busbw follow from the median time."""
+    """One trace whose every size is the median over `traces` (rounds of the same run; sizes present in all) and
+    over the rows of that size within each; algbw and busbw follow from the median time."""
     import statistics
     from dataclasses import replace
 
     from simcluster.collectives.schedule import bus_factor
 
-    if len(traces) == 1:
-        return traces[0]
     first = traces[0]
+    if len(traces) == 1 and len({r.size_bytes for r in first.rows}) == len(first.rows):
+        return first      # one round, each size once (a size repeated in one log, -N cycles or lines pasted twice: its median)
     factor = bus_factor(first.op, first.nranks)
     common = set.intersection(*({r.size_bytes for r in t.rows} for t in traces))
     rows = []
@@ -357,7 +357,7 @@ def median_trace(traces: list[CollectiveTrace]) -> CollectiveTrace:
         algbw = size / time if time else 0.0
         rows.append(replace(same[0], time_s=time, algbw_Bps=algbw, busbw_Bps=algbw * factor,
                             time_inplace_s=None, busbw_inplace_Bps=None))
-    return replace(first, path=f"median of {len(traces)} rounds ({first.path}, ...)", rows=rows,
+    return replace(first, path=f"median of {len(traces)} rounds ({first.path}, ...)" if len(traces) > 1 else first.path, rows=rows,
                    warnings=[w for t in traces for w in t.warnings])
 
 

@@ -63,8 +63,23 @@ class QperfTrace:
         return found[-1]
 
 
+# the measurements the models divide by: outside these a value is no measurement (0 B/s, 1e-300 us, 1e308 GB/s)
+MEASURED = {"bw": (1.0, 1e15, "B/s"), "latency": (1e-9, 3600.0, "s"), "msg_rate": (1e-3, 1e12, "/s")}
+
+
 def _value(name: str, raw: str, where: str) -> float | None:
-    """SI value of one metric, None for a text field (loc_node, loc_os ...)."""
+    """SI value of one metric, None for a text field (loc_node, loc_os ...); a measurement (MEASURED) out of its
+    range is refused."""
+    si = _si_value(name, raw, where)
+    if si is not None and name in MEASURED:
+        low, high, unit = MEASURED[name]
+        if not low <= si <= high:
+            raise TraceFormatError(f"{name} = {raw.strip()[:30]!r}: not a measurement (expected {low:g} to {high:g} {unit})",
+                                   where=where)
+    return si
+
+
+def _si_value(name: str, raw: str, where: str) -> float | None:
     match = _NUMBER.match(raw)
     if not match:
         return None

@@ -16,6 +16,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import schema as S
+from simcluster import strict
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import loads_json, read_text
 
@@ -109,7 +111,10 @@ def _profiles(run_dir: Path) -> dict[str, list[dict]]:
     summary = run_dir / "profiler-traces" / "profile-summary.json"
     if not summary.is_file():
         return {}
-    return {k: v for k, v in loads_json(summary.read_text()).items() if isinstance(v, list) and v}
+    doc = strict.load_json(summary, TraceFormatError, "torch.profiler summary")
+    lists = {k: v for k, v in PROFILE_SUMMARY.check(doc, str(summary), TraceFormatError).items() if isinstance(v, list) and v}
+    S.Record({k: S.ListOf(_PROFILE_STEP) for k in lists}).check(lists, str(summary), TraceFormatError)
+    return lists
 
 
 def profile_gpu_s(run_dir: Path, model: str, image: int, batch: int) -> float | None:
@@ -128,6 +133,19 @@ def overlap_samples(run_dir: Path, gpu_s: float | None) -> list[tuple[float, flo
 
 
 RECORD_KEYS = ("model", "image", "batch_per_gpu", "world_size", "median_step_s", "step_times_s", "grad_bytes")
+_STEPS = S.ListOf(S.Seconds(3600.0), min_len=1, max_len=100_000)
+_PHASE = S.Number(0.0, 3600.0, "s")
+RECORD = S.Record(   # a ddp-step JSON record, as far as the model reads it (runner/ddp_step.py writes it)
+    {"model": S.Text(200), "image": S.Count(1, 2**16), "batch_per_gpu": S.Count(1, 2**20), "world_size": S.Count(1, 2**17),
+     "median_step_s": S.Seconds(3600.0), "step_times_s": _STEPS,
+     "grad_bytes": S.ListOf(S.Number(0, 2**40, "B", integer=True), min_len=1, max_len=1_000_000)},
+    optional={"issue_times_s": S.Nullable(_STEPS), "bucket_cap_mb": S.Number(2**-20, 2**20, "MiB", above=True),
+              "phases": S.Nullable(S.Record({"forward_s": _PHASE, "backward_s": _PHASE, "optimizer_s": _PHASE})),
+              "plain": S.Nullable(S.Record({"step_times_s": _STEPS}, {"issue_times_s": S.Nullable(_STEPS)})),
+              "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS)}),
+                                           max_len=2**17))})
+_PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")})
+PROFILE_SUMMARY = S.Record()   # trace name -> [per-step summary]; the lists are checked by _PROFILE_STEP
 
 
 def read_runs(path: str | Path) -> list[dict]:
@@ -143,5 +161,5 @@ def read_runs(path: str | Path) -> list[dict]:
         missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
         if missing:
             raise TraceFormatError(f"line {n}: a ddp-step record without {', '.join(missing)}", where=str(path))
-        out.append(record)
+        out.append(RECORD.check(record, f"{path}:{n}", TraceFormatError))
     return out

@@ -1,0 +1,111 @@
+"""Issue 45: limits before work. Counts and sizes that would take minutes or gigabytes are refused when the input
+is read, with one line naming the key and the limit."""
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from simcluster.cli import main
+
+MODELS = ROOT / "models"
+
+
+def _scenario(tmp_path, nodes, gpus, nics, extra_job=None):
+    doc = {"name": "limits", "machine": {"card": str(MODELS / "collective" / "h200x4-nvlink.yaml"), "gpus_per_node": gpus,
+                                         "nodes": nodes, "nic": {"card": str(MODELS / "nic" / "roce-400g.yaml"), "per_node": nics},
+                                         "fabric": {"kind": "leaf-spine"}},
+           "jobs": [extra_job or {"kind": "qperf", "tests": ["tcp_bw"]}]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _one_line(capsys, argv) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("simcluster: error:") and "\n" not in err
+    return err
+
+
+@pytest.mark.parametrize("nodes,gpus,nics,expect", [
+    (16384, 8, 16, "16384 nodes x 16 NICs is 262,144 NICs; at most 131,072"),
+    (2, 8, 1024, "machine.nic.per_node: expected an integer from 1 to 64, got 1024")])
+def test_nic_counts_are_bounded_before_the_fabric_is_built(tmp_path, capsys, nodes, gpus, nics, expect):
+    assert expect in _one_line(capsys, ["run", _scenario(tmp_path, nodes, gpus, nics)])
+
+
+def test_the_max_accelerators_search_is_refused_before_the_run_past_its_budget(monkeypatch):
+    from simcluster.errors import SimclusterError
+    from simcluster.storage import loader, questions
+
+    s = questions.setup(str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"),
+                        str(MODELS / "nvme" / "micron-9400-pro-7.68tb.yaml"), steps=2)
+    first = loader.reads(s.workload, 1, 2, s.config.io_size)
+    monkeypatch.setattr(loader, "MAX_SEARCH_IOS", first + 1)      # room for the run at 1 accelerator only
+    ran = []
+    real = loader.simulate
+    monkeypatch.setattr(loader, "simulate", lambda *a, **k: ran.append(a[2]) or real(*a, **k))
+    import dataclasses
+
+    every = dataclasses.replace(s.workload, au_threshold=0.0)     # every count meets it: the search goes on to 2
+    with pytest.raises(SimclusterError, match=f"would simulate more than {first + 1:,} reads \\(at 2 accelerators"):
+        loader.max_accelerators(every, s.nvme, 1, s.config)
+    assert ran == [1]
+
+
+def test_the_read_estimate_counts_the_sample_size_spread():
+    import dataclasses
+
+    from simcluster.storage import dlio_workload, loader
+
+    w = dlio_workload.load(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
+    tiny = dataclasses.replace(w, record_bytes=1.5)     # a mean of 1.5 B, its spread of 68 MB: the drawn files are large
+    assert loader.reads(tiny, 1, 10, 4 * 2**20) == 10 * 7 * 17
+
+
+def test_gradient_buckets_are_bounded_before_the_list_is_made():
+    from simcluster.llm import comm
+    from simcluster.llm.spec import LlmConfigError
+
+    assert len(comm.buckets(405e9, 1)) == 10125                  # Llama 3 405B in Megatron's 40M buckets
+    with pytest.raises(LlmConfigError, match=r"model.layers: 2e\+17 gradient parameters in buckets of 40,000,000 are more than 100,000"):
+        comm.buckets(2e17, 1)                                    # 5e9 buckets: a MemoryError before the bound
+    with pytest.raises(LlmConfigError, match="framework.bucket_params"):
+        comm.buckets(405e9, 1, bucket_params=1)
+
+
+def test_an_extreme_layer_count_is_refused_at_its_key(tmp_path, capsys):
+    job = {"kind": "llm_training", "model": {"layers": 10**8, "hidden": 1024, "ffn": 4096, "heads": 16, "kv_heads": 8,
+                                             "vocab": 32000, "seq": 2048},
+           "parallel": {"tp": 4, "pp": 2, "dp": 2}, "global_batch": 16, "micro_batch": 1}
+    path = _scenario(tmp_path, 4, 4, 4, job)
+    doc = yaml.safe_load(open(path))
+    doc["machine"]["gpu"] = {"card": str(MODELS / "gpu" / "h200-sxm.yaml")}
+    open(path, "w").write(yaml.safe_dump(doc))
+    assert "jobs[0].model.layers: expected an integer from 1 to 16,384, got 100000000" in _one_line(capsys, ["run", path])
+
+
+def test_a_simulation_that_never_ends_is_refused_at_the_event_limit(monkeypatch):
+    from simcluster import engine
+
+    monkeypatch.setattr(engine, "MAX_EVENTS", 100_000)
+    sim = engine.Simulation()
+
+    def forever():
+        while True:
+            yield sim.timeout(1.0)
+
+    sim.process(forever())
+    with pytest.raises(engine.EventLimitError, match="passed 100,000 events without finishing .*--max-events"):
+        sim.run()
+    assert 100_000 < sim.events_processed <= 100_000 + 65_536
+
+
+def test_max_events_is_checked_and_set(capsys, monkeypatch):
+    from simcluster import engine
+
+    monkeypatch.setattr(engine, "MAX_EVENTS", engine.MAX_EVENTS)
+    assert "--max-events 10: expected 1e5 to 1e12" in _one_line(capsys, ["--max-events", "10", "run", "x.yaml"])
+    main(["--max-events", "2e5", "run", "missing.yaml"])
+    assert engine.MAX_EVENTS == 200_000

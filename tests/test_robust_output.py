@@ -1,0 +1,66 @@
+"""Issue 45: nothing non-finite leaves. simcluster.output checks every number printed or written (JSON, cards,
+sweep rows, the documents text reports are rendered from): NaN, inf and negative quantities become one line."""
+
+import math
+
+import pytest
+import yaml
+
+from simcluster import output
+from simcluster.cards import dump_card
+from simcluster.cli import main
+from simcluster.errors import AnswerError
+
+
+@pytest.mark.parametrize("doc,where", [
+    ({"a": {"time_s": math.nan}}, "a.time_s = nan"), ({"rows": [{"busbw_Bps": 1.0}, {"busbw_Bps": -2.0}]}, "rows[1].busbw_Bps = -2"),
+    ([{"cost_usd": math.inf}], "[0].cost_usd = inf"), ({"host": {"cores": -1}}, "host.cores = -1"),
+    ({"x": [1.0, [2.0, -math.inf]]}, "x[1][1] = -inf")])
+def test_check_names_the_first_bad_key(doc, where):
+    with pytest.raises(AnswerError, match=r"in\.yaml: the answer would hold " + where.replace("[", r"\[").replace("]", r"\]")):
+        output.check(doc, "in.yaml")
+
+
+def test_check_passes_signed_numbers_that_are_not_quantities():
+    doc = {"error_pct": -12.5, "delta": -1, "time_s": 0.0, "name": "nan", "ok": True, "rows": [{"size_B": 8}]}
+    assert output.check(doc, "x") is doc
+    assert output.dumps({"a": 1.5}, "x") == '{"a": 1.5}'
+
+
+def test_a_card_with_nan_is_never_written():
+    with pytest.raises(AnswerError, match="host.cores = nan"):
+        dump_card({"kind": "nic", "name": "n", "host": {"cores": math.nan}})
+    assert yaml.safe_load(dump_card({"kind": "nic", "name": "n", "host": {"cores": 4}}))["host"]["cores"] == 4
+
+
+def test_a_nan_answer_is_one_line_naming_the_input(tmp_path, capsys, monkeypatch):
+    from simcluster.storage import questions
+
+    real = questions.simulate
+
+    def nan_stall(*args, **kwargs):
+        out, run = real(*args, **kwargs)
+        return {**out, "storage_stall_per_step_s": math.nan}, run
+
+    monkeypatch.setattr(questions, "simulate", nan_stall)
+    from conftest import ROOT
+
+    workload = str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
+    code = main(["storage", "simulate", "--workload", workload, "--nvme", str(ROOT / "models" / "nvme" / "micron-9400-pro-7.68tb.yaml"),
+                 "--steps", "2", "--accelerators", "1"])
+    captured = capsys.readouterr()
+    assert code == 2 and "nan" not in captured.out
+    assert captured.err.strip() == (f"simcluster: error: {workload}: the answer would hold storage_stall_per_step_s = nan: the inputs "
+                                    "are outside what the model can answer (check the input's counts, sizes and rates)")
+
+
+@pytest.mark.parametrize("values", [[2, math.inf], [2, math.nan], [{"a": -math.inf}]])
+def test_a_sweep_value_that_is_not_finite_is_refused_at_its_key(tmp_path, values):
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.errors import ScenarioError
+    from simcluster.sweep import spec
+
+    path = collective_sweep(tmp_path, extra={"sweep": {"keys": {"machine.nodes": values}}})
+    with pytest.raises(ScenarioError, match=r"sweep.keys.machine.nodes: value \d, .*, is not finite"):
+        spec.read_sweep(path)
