@@ -269,7 +269,7 @@ def cmd_storage(args) -> int:
     from simcluster.storage import questions
 
     s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
-                        args.thread_rate, args.cores)
+                        args.thread_rate, args.cores, args.network, args.page_cache, at_least=args.action == "max-accelerators")
     if args.action == "max-accelerators":
         out = output.check(questions.max_accelerators(s, args.drives, args.seed), args.workload)
         sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))

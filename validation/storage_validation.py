@@ -69,9 +69,11 @@ def main() -> None:
             continue
         s = dlio.parse_summary(bundle / run["path"] / "output" / "summary.json")
         w = workload_of(run)
-        r = loader.simulate(w, nvme, s.accelerators, 1, dataclasses.replace(config), seed=0)
-        print(f"{run['run_id']:>18} {s.au_mean_percent:8.1f} {r.au_percent:8.1f} {r.au_percent - s.au_mean_percent:+7.1f} "
-              f"{s.io_MiB_per_s:10.1f} {r.throughput_MiB_per_s:10.1f} {(r.throughput_MiB_per_s / s.io_MiB_per_s - 1) * 100:+6.1f}%")
+        # one DLIO epoch, as the run measured it (DLIO's AU and throughput over the epoch, not the steady state)
+        r = loader.simulate(w, nvme, s.accelerators, 1, dataclasses.replace(config, steps=w.steps_per_epoch(s.accelerators)), seed=0)
+        mib = r.dlio_throughput_samples_per_s * w.record_bytes / 2**20
+        print(f"{run['run_id']:>18} {s.au_mean_percent:8.1f} {r.dlio_au_percent:8.1f} {r.dlio_au_percent - s.au_mean_percent:+7.1f} "
+              f"{s.io_MiB_per_s:10.1f} {mib:10.1f} {(mib / s.io_MiB_per_s - 1) * 100:+6.1f}%")
 
 
 if __name__ == "__main__":
