@@ -92,6 +92,17 @@ def _start_server(step: Step, log):
     return proc
 
 
+def server_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a server process and its reaped children (qperf forks one per test), from
+    /proc/PID/stat; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _stop_server(proc) -> None:
     if proc is None:
         return
@@ -131,9 +142,12 @@ def run_step(bundle: Path, step: Step) -> dict:
           open(run_dir / "server.stderr.txt", "w") as server_log):
         try:
             server = _start_server(step, server_log)
+            client0 = _children_cpu()
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                   env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
             code = done.returncode
+            if server is not None:                 # the command's own CPU, without the server's and the readiness probes'
+                entry["client_cpu_s"] = round(_children_cpu() - client0, 6)
             status = "ok" if code == 0 else "failed"
         except subprocess.TimeoutExpired:
             status = "timeout"
@@ -141,6 +155,8 @@ def run_step(bundle: Path, step: Step) -> dict:
             status = "failed"
             err.write(f"{exc}\n")
         finally:
+            if server is not None:
+                entry["server_cpu_s"] = server_cpu_s(server.pid)
             _stop_server(server)
     if not step.server_argv:
         (run_dir / "server.stderr.txt").unlink(missing_ok=True)
