@@ -119,3 +119,20 @@ def test_loopback_sweep_held_out_sizes_are_predicted_not_fitted():
     assert 300e-9 < terms.b < 3e-6          # a syscall-scale cost per call
     # the documented held-out error of this bundle (docs/models/nic-and-cpu.md): within 15% for each size
     assert max(abs(r["error"]) for r in rows) < 0.15
+
+
+def test_host_clock_memory_bandwidth_and_copies():
+    from simcluster.hardware.host_stack import Host, memory_traffic, on_host
+
+    tcp = _tcp(cpu_s_per_byte=1e-9, cores_per_stream=1.0)
+    rate, cores = on_host(tcp, Host(cores=8), streams=4)
+    assert rate == pytest.approx(4e9) and cores == pytest.approx(4.0)
+    slow, _ = on_host(tcp, Host(cores=8, clock=0.5), streams=4)
+    assert slow == pytest.approx(2e9)                                    # half the clock: twice the core-seconds
+    capped, _ = on_host(tcp, Host(cores=8, memory_Bps=6e9), streams=4)
+    assert memory_traffic(tcp) == 3.0 and capped == pytest.approx(2e9)   # DMA + a copy's read and write
+    rdma = NicParams("rdma", 400e9 / 8, 0.97, 2e-6, 0.0, 1e-6)
+    assert memory_traffic(rdma) == 1.0
+    assert on_host(rdma, Host(cores=8, memory_Bps=30e9))[0] == pytest.approx(30e9)
+    with pytest.raises(ValueError, match="host clock"):
+        Host(cores=8, clock=0)
