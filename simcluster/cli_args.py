@@ -149,7 +149,7 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
-    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units (default %(default)s)")
+    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units, or none: no shaping (default %(default)s)")
     p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
     p.add_argument("--lab-offloads", choices=("none", "csum", "all"), default="none",
                    help="veth offloads left on in the lab: none (software checksums, MTU frames), csum, all (and TSO/GSO/GRO)")

@@ -134,14 +134,14 @@ def pooled(bundles: list[Path]) -> dict[str, list[Sample]]:
 
 
 def config_label(truth: dict) -> str:
-    """loopback, or the lab's offload mode; offloads=all with tbf's 64kb burst is its own configuration (tbf split
-    the 64 KiB super-packets back into MTU frames)."""
+    """loopback, or the lab's offload mode; offloads=all behind a tbf qdisc is its own configuration (tbf splits the
+    64 KiB super-packets back into MTU frames in software), all without shaping (--lab-rate none) keeps them."""
     if not truth:
         return "loopback"
     offloads = truth.get("offloads", "none")
-    if offloads == "all" and truth.get("tbf_burst", "64kb") == "64kb":
-        return "lab offloads=all-resegmented"
-    return f"lab offloads={offloads}"
+    if truth.get("rate") == "none":
+        return f"lab unshaped offloads={offloads}"
+    return "lab offloads=all-resegmented" if offloads == "all" else f"lab offloads={offloads}"
 
 
 MSS, GSO = 1448.0, 65160.0    # TCP payload per MTU frame (timestamps); per 64 KiB GSO/TSO super-packet (45 x 1448)
@@ -149,12 +149,17 @@ MSS, GSO = 1448.0, 65160.0    # TCP payload per MTU frame (timestamps); per 64 K
 
 def decompose(both: dict[str, Terms]) -> dict[str, float]:
     """One TCP stream's per-byte cost (both sides) split with the lab's offload modes, each fitted on its own:
-        none = copy + csum + pkt / MSS,  csum = copy + pkt / MSS,  all = copy + pkt / GSO
-    -> csum (core-s per byte), pkt (core-s per packet), copy (core-s per byte); a negative difference (noise larger
-    than the term) is reported as it is, not clipped."""
-    none, csum, all_ = (both[f"lab offloads={k}"].a for k in ("none", "csum", "all"))
-    pkt = (csum - all_) / (1 / MSS - 1 / GSO)
-    return {"csum": none - csum, "pkt": pkt, "copy": all_ - pkt / GSO}
+        shaped (tbf):   none = copy + csum + pkt / MSS + q,   csum = copy + pkt / MSS + q
+        unshaped:       csum = copy + pkt / MSS,              all  = copy + pkt / GSO
+    -> csum (core-s per byte), pkt (core-s per packet), copy (core-s per byte); q (the tbf qdisc's share) drops out.
+    A negative difference (noise larger than the term) is reported as it is, not clipped."""
+    csum = both["lab offloads=none"].a - both["lab offloads=csum"].a
+    free_csum, free_all = both["lab unshaped offloads=csum"].a, both["lab unshaped offloads=all"].a
+    pkt = (free_csum - free_all) / (1 / MSS - 1 / GSO)
+    return {"csum": csum, "pkt": pkt, "copy": free_all - pkt / GSO}
+
+
+NEEDED = ("lab offloads=none", "lab offloads=csum", "lab unshaped offloads=csum", "lab unshaped offloads=all")
 
 
 def report(bundles: list[Path], split: float = SPLIT) -> str:
@@ -180,11 +185,11 @@ def report(bundles: list[Path], split: float = SPLIT) -> str:
 
 
 def split_terms(bundles: list[Path]) -> dict[str, float] | None:
-    """decompose() over the lab's three offload modes (TCP, both sides, all sizes), with the per-call cost of the
-    offloads=none fit; None unless all three modes are among the bundles."""
+    """decompose() over the lab's offload modes (TCP, both sides, all sizes), with the per-call cost of the
+    offloads=none fit; None unless every configuration of NEEDED is among the bundles."""
     configs = pooled(bundles)
     both = {c: fit_terms(medians(samples)[("tcp", "both")]) for c, samples in configs.items() if ("tcp", "both") in medians(samples)}
-    if not all(f"lab offloads={k}" in both for k in ("none", "csum", "all")):
+    if not all(k in both for k in NEEDED):
         return None
     return decompose(both) | {"msg": both["lab offloads=none"].b}
 
@@ -199,21 +204,23 @@ def stack_card(bundles: list[Path], name: str) -> dict:
 
     parts = split_terms(bundles)
     if parts is None:
-        raise CalibrationError("a split stack card needs qperf-sizes bundles of the lab's three offload modes (none, csum, all)",
-                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit --lab-offloads MODE")
+        raise CalibrationError(f"a split stack card needs qperf-sizes bundles of {', '.join(NEEDED)}",
+                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit|none --lab-offloads MODE")
     nic = NicParams("tcp", 100e9 / 8, MSS / 1514, 8.07e-6, max(0.0, parts["copy"]) / 2, parts["msg"] / 2, 65536.0,
                     max(0.0, parts["csum"]) / 2, max(0.0, parts["pkt"]) / 2, MSS, cores_per_stream=1.0)
-    paths = [p for b in bundles for p in sorted(Path(b).glob("qperf-sizes/*/stdout.txt"))]
+    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) in NEEDED]
+    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/*/stdout.txt"))]
     return {"kind": "nic", "name": name,
-            "description": ("This machine's TCP stack between two network namespaces (veth, tc tbf at 100gbit: not binding; "
-                            "MTU 1500, software checksums, no TSO/GRO), fitted from qperf-sizes sweeps of the lab's three "
-                            "offload modes (python -m simcluster.fit.host_stack). Each side is half of one stream's measured "
+            "description": ("This machine's TCP stack between two network namespaces (veth, MTU 1500, software checksums, "
+                            "no TSO/GRO), fitted from qperf-sizes sweeps of the lab's offload modes, shaped by tc tbf at "
+                            "100gbit (not binding) and unshaped (python -m simcluster.fit.host_stack). Each side is half of "
+                            "one stream's measured "
                             "work. Latency carried from models/nic/local-lab-tcp-400mbit.yaml (qperf tcp_lat in the same lab)."),
             "params": nic_params_yaml(nic),
             "fit": {"notes": [f"both sides, per byte: copy {parts['copy'] * 1e9:.3f} s/GB, checksum {parts['csum'] * 1e9:+.3f} s/GB; "
                               f"per packet {parts['pkt'] * 1e9:.0f} ns; per call {parts['msg'] * 1e9:.0f} ns",
                               "negative terms (noise larger than the term) are written as 0"]},
-            "provenance": bundle_provenance(paths, [Path(b) for b in bundles], None)}
+            "provenance": bundle_provenance(paths, used, None)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,7 +48,6 @@ class Lab:
     @property
     def ground_truth(self) -> dict:
         return {"kind": "veth+tc", "rate": self.rate, "one_way_delay": self.delay, "mtu": MTU, "offloads": self.offloads,
-                "tbf_burst": "1mb" if self.offloads == "all" else "64kb",
                 "delay_method": "userspace delay line (simcluster.runner.delayline)" if self.delay else None,
                 "frame_payload": "1448B", "frame_on_tc": "1514B",
                 "client_netns": CLIENT_NS, "server_netns": SERVER_NS, "server": SERVER_IP}
@@ -90,8 +89,8 @@ def _link_up(ns: str, dev: str, offloads: str = "none") -> None:
 
 
 def up(rate: str, delay: str | None = None, offloads: str = "none") -> Lab:
-    """(Re)create the lab. `rate` is tc's string (400mbit); `delay` a one-way delay ("10ms"); `offloads` which veth
-    offloads stay on (OFFLOADS: none, csum, all; a delay line needs none)."""
+    """(Re)create the lab. `rate` is tc's string (400mbit), or "none" for no shaping; `delay` a one-way delay ("10ms");
+    `offloads` which veth offloads stay on (OFFLOADS: none, csum, all; a delay line needs none)."""
     if offloads not in OFFLOADS or (delay and offloads != "none"):
         raise SimclusterError(f"lab offloads {offloads!r}: expected one of {', '.join(OFFLOADS)} (none with a delay)")
     delay_s = parse_time(delay) if delay else None
@@ -116,10 +115,10 @@ def up(rate: str, delay: str | None = None, offloads: str = "none") -> Lab:
         _run([*_exec(ns), "ip", "addr", "add", f"{ip}/24", "dev", dev])
         _link_up(ns, dev, offloads)
         _run([*_exec(ns), "ip", "link", "set", "lo", "up"])
-        # tbf splits a packet larger than its burst back into MTU frames in software: with TSO/GSO on, a burst that
-        # holds a 64 KiB super-packet keeps the segmentation offload (calibration/lab-sizes-all-2026-11-28 had 64kb)
-        burst = "1mb" if offloads == "all" else "64kb"
-        _run([*_exec(ns), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", burst, "latency", "100ms"])
+        # rate "none": no qdisc. tbf splits a GSO super-packet back into MTU frames in software, so a lab that
+        # measures TSO/GRO (offloads all) runs without it (with a 1mb burst instead, the stream stalled at ~11 MB/s)
+        if rate != "none":
+            _run([*_exec(ns), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "100ms"])
     if delay:
         proc = subprocess.Popen([*_exec(MIDDLE_NS), "taskset", "-c", "1", sys.executable, "-m", "simcluster.runner.delayline",
                                  "sc-veth-ma", "sc-veth-mb", repr(delay_s)], stdin=subprocess.DEVNULL,
