@@ -139,6 +139,8 @@ def config_label(truth: dict) -> str:
     if not truth:
         return "loopback"
     offloads = truth.get("offloads", "none")
+    if truth.get("pinned") is False:               # a lab run with client and server left unpinned (findings page)
+        return f"lab unpinned offloads={offloads}"
     if truth.get("rate") == "none":
         return f"lab unshaped offloads={offloads}"
     return "lab offloads=all-resegmented" if offloads == "all" else f"lab offloads={offloads}"
