@@ -136,3 +136,11 @@ def test_host_clock_memory_bandwidth_and_copies():
     assert on_host(rdma, Host(cores=8, memory_Bps=30e9))[0] == pytest.approx(30e9)
     with pytest.raises(ValueError, match="host clock"):
         Host(cores=8, clock=0)
+
+
+def test_packet_counters_are_read_per_namespace_and_the_sweep_asks_for_them():
+    counters = collect.packet_counters(None)
+    assert counters is None or {"tcp_out_segs", "udp_in"} <= set(counters)
+    assert collect.packet_counters("no-such-netns-sc") is None
+    step = plans.qperf_size_steps(plans.Options(qperf_sizes=("1K",), client_netns="a", server_netns="b"))[0]
+    assert step.meta["count_packets"] == ["a", "b"] and step.argv[:4] == ["ip", "netns", "exec", "a"]

@@ -103,6 +103,29 @@ def server_cpu_s(pid: int) -> float | None:
         return None
 
 
+SNMP = {("Tcp", "OutSegs"): "tcp_out_segs", ("Tcp", "InSegs"): "tcp_in_segs",
+        ("Udp", "OutDatagrams"): "udp_out", ("Udp", "InDatagrams"): "udp_in"}
+
+
+def packet_counters(netns: str | None) -> dict[str, int] | None:
+    """TCP segments and UDP datagrams in and out of a network namespace (/proc/net/snmp; the host's own when netns is
+    None), for a run that counts its packets (meta count_packets); None where they cannot be read."""
+    argv = (["ip", "netns", "exec", netns] if netns else []) + ["cat", "/proc/net/snmp"]
+    try:
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line.split() for line in text.splitlines()]
+    out = {}
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names and values and names[0] == values[0]:
+            for name, value in zip(names[1:], values[1:], strict=False):
+                key = SNMP.get((names[0].rstrip(":"), name))
+                if key and value.lstrip("-").isdigit():
+                    out[key] = int(value)
+    return out or None
+
+
 def _stop_server(proc) -> None:
     if proc is None:
         return
@@ -143,11 +166,15 @@ def run_step(bundle: Path, step: Step) -> dict:
         try:
             server = _start_server(step, server_log)
             client0 = _children_cpu()
+            spaces = step.meta.get("count_packets") or []
+            counted = [packet_counters(ns) for ns in spaces]
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                   env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
             code = done.returncode
             if server is not None:                 # the command's own CPU, without the server's and the readiness probes'
                 entry["client_cpu_s"] = round(_children_cpu() - client0, 6)
+            if spaces:
+                entry["packets"] = [{"netns": ns, "before": b, "after": packet_counters(ns)} for ns, b in zip(spaces, counted, strict=True)]
             status = "ok" if code == 0 else "failed"
         except subprocess.TimeoutExpired:
             status = "timeout"

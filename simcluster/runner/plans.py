@@ -234,7 +234,9 @@ def qperf_size_steps(options: Options) -> list[Step]:
     """One qperf -v bandwidth run per message size (-m) and repeat: tcp_bw, udp_bw where the size fits a datagram, and
     rc_bw / ud_bw waiting on completions (-cp0: a polling loop would read as 100% CPU, seed 004) when this host has an
     RDMA device. Each run's CPU is per process: the client's (getrusage) and the server's (/proc, run.json server_cpu_s),
-    so other load on the host does not count (qperf's own send_cost / recv_cost are host-wide)."""
+    so other load on the host does not count (qperf's own send_cost / recv_cost are host-wide); and the TCP segments /
+    UDP datagrams in and out of the client's and the server's network namespace (run.json packets; on loopback both
+    are the host's, which other traffic also counts)."""
     address, server = _qperf_server(options)
     client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
@@ -247,7 +249,8 @@ def qperf_size_steps(options: Options) -> list[Step]:
             for test in tests:
                 argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), "-m", str(m),
                         *(["-cp0"] if test in RDMA_SIZE_TESTS else []), address, test]
-                meta = {"server": address, "ground_truth": options.ground_truth, "test": test, "msg_size": m}
+                meta = {"server": address, "ground_truth": options.ground_truth, "test": test, "msg_size": m,
+                        "count_packets": [options.client_netns, options.server_netns]}
                 steps.append(Step("qperf-sizes", f"{test}-m{m}-{k + 1}", argv, {}, options.timeout_s, server, ready, meta))
     return steps
 
