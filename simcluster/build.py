@@ -59,7 +59,8 @@ def machine_nic(machine: Machine):
         from simcluster.cards import load_host_cpu
 
         host, _ = load_host_cpu(machine.host_card)
-        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0)
+        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0, csum_s_per_byte=0.0,
+                                  cpu_s_per_packet=0.0)
     return nic, card
 
 
@@ -218,8 +219,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
                f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
                f"ECMP collisions {flows.ecmp_collisions}"
-               + (f"; TCP takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
-                  if cluster.nic.transport == "tcp" else ""))
+               + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
+                  if cluster.nic.onloaded else ""))
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=cluster.nic.transport)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None

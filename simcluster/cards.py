@@ -150,16 +150,42 @@ def dump_card(card: dict) -> str:
 
 def nic_params(card: dict, where: str) -> NicParams:
     params = _params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
-                                   "message_size"})
+                                   "message_size", "csum_per_byte", "cpu_per_packet", "segment_size", "polling_cores",
+                                   "cores_per_stream"})
     key = f"{where}: params"
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
         raise ModelCardError(f"params.transport: {transport!r} is not one of {', '.join(TRANSPORTS)}", where=where)
+    optional = {"cpu_per_message": "0s", "csum_per_byte": "0s/GB", "cpu_per_packet": "0s", "segment_size": "64KiB",
+                "polling_cores": 0, **params}
     return NicParams(transport, _get(params, "line_rate", key, _rate),
                      _get(params, "efficiency", key, _fraction),
                      _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
-                     _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
-                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)))
+                     _get(optional, "cpu_per_message", key, parse_time),
+                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)),
+                     _get(optional, "csum_per_byte", key, parse_cost), _get(optional, "cpu_per_packet", key, parse_time),
+                     _get(optional, "segment_size", key, _bytes), _get(optional, "polling_cores", key, _nonnegative),
+                     _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key))
+
+
+# A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
+# core of this machine, calibration/loopback-sizes-*; seed 000's single stream was CPU-bound at 16.9 Gb/s); RDMA and PSM
+# have no per-stream cap unless the card gives one.
+DEFAULT_CORES_PER_STREAM = {"tcp": 1.0, "udp": 1.0, "rdma": "none", "psm": "none"}
+
+
+def _cores_per_stream(value, key: str) -> float | None:
+    if value is None or value == "none":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ModelCardError(f"{key}.cores_per_stream: expected a number of cores > 0 or 'none', got {value!r}")
+    return float(value)
+
+
+def _nonnegative(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return float(value)
 
 
 def load_nic(path: str | Path) -> tuple[NicParams, dict]:
@@ -168,10 +194,15 @@ def load_nic(path: str | Path) -> tuple[NicParams, dict]:
 
 
 def nic_params_yaml(p: NicParams) -> dict:
-    return {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
-            "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
-            "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
-            "message_size": format_size(p.message_bytes)}
+    out = {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
+           "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
+           "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
+           "message_size": format_size(p.message_bytes)}
+    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores:
+        out.update(csum_per_byte=format_cost(p.csum_s_per_byte), cpu_per_packet=format_time(p.cpu_s_per_packet),
+                   segment_size=f"{p.segment_bytes:.0f}B", polling_cores=p.polling_cores)
+    out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
+    return out
 
 
 def load_host_cpu(path: str | Path):

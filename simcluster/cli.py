@@ -298,14 +298,14 @@ def cmd_collect(args) -> int:
     if args.lab:
         from simcluster.runner import netlab
 
-        lab = netlab.up(args.lab_rate, args.lab_delay)
+        lab = netlab.up(args.lab_rate, args.lab_delay, args.lab_offloads)
         gt = lab.ground_truth
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
         min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
         nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
         nccl_register=args.nccl_register, qperf_host=args.qperf_host or (gt.get("server")),
-        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat,
+        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(_csv(args.qperf_sizes) or plans.Options.qperf_sizes),
         pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),

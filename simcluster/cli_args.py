@@ -129,7 +129,7 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
-    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, nccl-probe, qperf, perf-stat, fio, dlio, ddp-step, "
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, nccl-probe, qperf, qperf-sizes, perf-stat, fio, dlio, ddp-step, "
                    "gpu-micro, llm-step (default: qperf,perf-stat,fio)")
     p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
     p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
@@ -150,11 +150,14 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
     p.add_argument("--qperf-time", type=int, default=5, help="qperf -t: seconds per test (default %(default)s)")
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
+    p.add_argument("--qperf-sizes", help="qperf-sizes tool: comma-separated message sizes (default 64,256,1K,4K,16K,64K,256K,1M)")
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
-    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units (default %(default)s)")
+    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units, or none: no shaping (default %(default)s)")
     p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
+    p.add_argument("--lab-offloads", choices=("none", "csum", "all"), default="none",
+                   help="veth offloads left on in the lab: none (software checksums, MTU frames), csum, all (and TSO/GSO/GRO)")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
     p.add_argument("--fio-size", default="512M", help="fio --size: the test file (default %(default)s)")
     p.add_argument("--fio-runtime", type=int, default=5, help="fio --runtime: seconds per job (default %(default)s)")

@@ -60,7 +60,7 @@ def _comm(machine: Machine, intra, nodes: int, ranks: int, cluster=None):
     if cluster is None or nodes != machine.nodes:
         cluster = build_cluster(replace(machine, nodes=nodes), intra)
     flows = ring_flows(cluster)
-    cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
+    cores = flows.cpu_cores_per_node if cluster.nic.onloaded else 0.0
     return _once_per_size(lambda size: predict_fabric(cluster, "all_reduce", size, None, flows).time_s), cluster.nic.transport, cores
 
 
