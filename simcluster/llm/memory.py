@@ -61,13 +61,14 @@ torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
+EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held in torch pipelining's forward cache
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -149,8 +150,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     g = 1 if fp8 else 2                 # bytes per element of a GEMM input saved for the backward
     sp = t if par.sequence_parallel else 1
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
-    if par.recompute == "full":
-        return 2 * s * b * h / sp
+    if par.recompute == "full":   # each layer's input, in the residual stream's dtype (eager torch: fp32)
+        return rb * s * b * h / sp
     norm_out = 0 if par.recomputes("layernorm") else 1   # output-discarding: the norms' outputs (the QKV / MLP inputs) go
     lse = 4 * model.heads / t * s * b
     qo = model.heads * (model.head_dim + model.value_dim) / 2     # = h unless attn_head_dim / MLA (Q and O widths)
@@ -197,6 +198,8 @@ def in_flight(par: ParallelSpec, micro_batches: int, rank: int = 0) -> tuple[int
     """(chunk-micro-batches a stage stashes at its peak, the fraction of the stage's layers in one chunk):
     Megatron's warm-up forwards of that rank plus the one in flight, at most every chunk-micro-batch."""
     v, pp = par.virtual_stages, par.pp
+    if par.pp_schedule == "gpipe":   # every micro-batch's forward before the first backward
+        return micro_batches, 1.0
     warm = pp - rank - 1 if v == 1 else 2 * (pp - rank - 1) + (v - 1) * pp
     return min(micro_batches * v, warm + 1), 1.0 / v
 
@@ -279,10 +282,19 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
     acts = chunks * layers * per_layer
+    residual = fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     if first:
-        acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
+        acts += chunks * residual
+    if fw.eager and par.recompute == "full":   # torch.utils.checkpoint: the block being recomputed holds its activations
+        acts += layer_activation_bytes(model, replace(par, recompute="none"), batch, fw)
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
-    logits = heads * fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
+    logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
+    logits = heads * fw.logit_bytes * logit_elements if last else 0.0
+    if fw.eager and par.pp > 1:   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its backward
+        if last:   # the bf16 logits (and, for the micro-batches beyond the one at its peak, log_softmax's saved fp32 output)
+            logits += heads * (EAGER_PP_LOGITS_HELD + (chunks - 1) * (EAGER_PP_LOGITS_HELD + 4)) * logit_elements
+        else:      # the boundary activation it sent (the residual stream)
+            acts += chunks * residual
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
