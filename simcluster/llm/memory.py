@@ -68,7 +68,7 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
-EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held in torch pipelining's forward cache
+EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held by torch pipelining to the step's end
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -219,6 +219,10 @@ class MemoryBreakdown:
     fp8_weight_cache: float = 0.0     # TE's cached fp8 weights and transposes (persistent)
     ddp_buckets: float = 0.0          # torch DDP's reducer bucket copy of the gradients (persistent, allocated at wrap)
     ddp_rebuild: float = 0.0          # one more such copy in DDP's first iterations (bucket rebuild): in the job's peak only
+    live_peak: float | None = None    # the step's live bytes where activations, logits and copies do not all coexist
+                                      # (eager activation checkpointing, _checkpointed_live); None: their sum
+    step_end: float = 0.0             # bytes alive beside the full gradients at the backward's end (torch pipelining's
+                                      # last stage: its micro-batches' outputs and their merged copy)
 
     @property
     def allocated(self) -> float:
@@ -232,10 +236,10 @@ class MemoryBreakdown:
         the step (torch's set_to_none) peak at either the start of the backward (all activations, no gradients) or
         its end (all gradients, no activations)."""
         static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets
-        live = self.activations + self.logits + self.weight_copies
+        live = self.activations + self.logits + self.weight_copies if self.live_peak is None else self.live_peak
         if self.persistent_grads:
             return static + self.gradients + live
-        return static + max(live, self.gradients)
+        return static + max(live, self.gradients + self.step_end)
 
     @property
     def total(self) -> float:
@@ -285,24 +289,49 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     residual = fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     if first:
         acts += chunks * residual
-    if fw.eager and par.recompute == "full":   # torch.utils.checkpoint: the block being recomputed holds its activations
-        acts += layer_activation_bytes(model, replace(par, recompute="none"), batch, fw)
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
     logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
     logits = heads * fw.logit_bytes * logit_elements if last else 0.0
+    step_end = 0.0
     if fw.eager and par.pp > 1:   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its backward
-        if last:   # the bf16 logits (and, for the micro-batches beyond the one at its peak, log_softmax's saved fp32 output)
-            logits += heads * (EAGER_PP_LOGITS_HELD + (chunks - 1) * (EAGER_PP_LOGITS_HELD + 4)) * logit_elements
+        if last:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved fp32
+            #        output of each in-flight micro-batch beyond the one at the loss's peak; at the end step() merges the chunks
+            held = heads * logit_elements * m
+            logits += EAGER_PP_LOGITS_HELD * held + 4 * (chunks - 1) * heads * logit_elements
+            step_end = 2 * EAGER_PP_LOGITS_HELD * held
         else:      # the boundary activation it sent (the residual stream)
             acts += chunks * residual
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
+    live = None
+    if fw.eager and par.recompute == "full":
+        head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
+        live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
-                           cache, buckets, buckets)
+                           cache, buckets, buckets, live, step_end)
+
+
+def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logits: float, copies: float, head_copy: float,
+                       logit_elements: float) -> float:
+    """Live bytes of an eager step with torch.utils.checkpoint per block (non-reentrant): the blocks' inputs (`inputs`)
+    are kept throughout; above them the largest of
+      the forward's end   autocast's cache still holds every bf16 weight copy; the loss's forward tensors, 2 bytes per
+                          logit fewer than at the backward's start (no fp32 gradient yet)
+      the backward's start  the LM head's bf16 copy (the only one autograd saved) and the loss's peak
+      a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)"""
+    one = layer_params(model, par).total
+    block = layer_activation_bytes(model, replace(par, recompute="none"), batch, fw) + fw.weight_copy_bytes * one
+    return inputs + max(copies + logits - 2 * logit_elements, head_copy + logits, block)
+
+
+def stage_memories(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
+                   fw: FrameworkSpec = MEGATRON) -> list[MemoryBreakdown]:
+    """Each pipeline stage's GPU, stage order."""
+    return [_stage_memory(model, par, batch, capacity_bytes, s, fw) for s in range(par.pp)]
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
                    fw: FrameworkSpec = MEGATRON) -> MemoryBreakdown:
     """The fullest pipeline stage (the first on a tie; the one GPU's when pp = 1): every stage is checked, since a layout
     (parallel.pipeline_layout) can make a middle stage the heaviest."""
-    return max((_stage_memory(model, par, batch, capacity_bytes, s, fw) for s in range(par.pp)), key=lambda mb: mb.total)
+    return max(stage_memories(model, par, batch, capacity_bytes, fw), key=lambda mb: mb.total)

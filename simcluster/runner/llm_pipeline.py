@@ -62,8 +62,10 @@ class Pipeline:
         del model.layers   # the other ranks' layers, embedding, norm and head: freed before the first shape
         if not first:
             del model.embed
+        if not last or self.cfg["tied"]:   # a tied head shares the embedding's weight: the last stage trains its own copy
+            del model.head
         if not last:
-            del model.norm, model.head
+            del model.norm
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return stage
