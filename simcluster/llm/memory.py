@@ -223,6 +223,8 @@ class MemoryBreakdown:
                                       # (eager activation checkpointing, _checkpointed_live); None: their sum
     step_end: float = 0.0             # bytes alive beside the full gradients at the backward's end (torch pipelining's
                                       # last stage: its micro-batches' outputs and their merged copy)
+    live_after_backward: float | None = None   # freed gradients, several micro-batches a step: the live bytes beside the
+                                               # gradients a first backward made (1F1B's next forward, GPipe's next backward)
 
     @property
     def allocated(self) -> float:
@@ -239,7 +241,8 @@ class MemoryBreakdown:
         live = self.activations + self.logits + self.weight_copies if self.live_peak is None else self.live_peak
         if self.persistent_grads:
             return static + self.gradients + live
-        return static + max(live, self.gradients + self.step_end)
+        after = self.gradients + self.live_after_backward if self.live_after_backward is not None else 0.0
+        return static + max(live, self.gradients + self.step_end, after)
 
     @property
     def total(self) -> float:
@@ -285,30 +288,38 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     if dense_here:
         dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
-    acts = chunks * layers * per_layer
     residual = fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
-    if first:
-        acts += chunks * residual
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
     logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
-    logits = heads * fw.logit_bytes * logit_elements if last else 0.0
-    step_end = 0.0
-    if fw.eager and par.pp > 1:   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its backward
-        if last:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved fp32
-            #        output of each in-flight micro-batch beyond the one at the loss's peak; at the end step() merges the chunks
-            held = heads * logit_elements * m
-            logits += EAGER_PP_LOGITS_HELD * held + 4 * (chunks - 1) * heads * logit_elements
-            step_end = 2 * EAGER_PP_LOGITS_HELD * held
-        else:      # the boundary activation it sent (the residual stream)
-            acts += chunks * residual
+    eager_pp = fw.eager and par.pp > 1   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output
+
+    def acts_of(n: int) -> float:   # n chunk-micro-batches stashed
+        out = n * layers * per_layer + (n * residual if first else 0.0)
+        return out + (n * residual if eager_pp and not last else 0.0)   # (not last) the boundary activation it sent
+
+    def logits_of(n: int) -> float:
+        if not last:
+            return 0.0
+        out = heads * fw.logit_bytes * logit_elements
+        if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
+            #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
+            out += EAGER_PP_LOGITS_HELD * heads * logit_elements * m + 4 * (n - 1) * heads * logit_elements
+        return out
+
+    acts, logits = acts_of(chunks), logits_of(chunks)
+    step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     live = None
     if fw.eager and par.recompute == "full":
         head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
         live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
+    after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
+    if not fw.persistent_grads and m > 1 and live is None:
+        n = m - 1 if par.pp_schedule == "gpipe" else chunks if m > chunks else 0   # 1F1B: a forward follows a backward
+        after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
-                           cache, buckets, buckets, live, step_end)
+                           cache, buckets, buckets, live, step_end, after)
 
 
 def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logits: float, copies: float, head_copy: float,
