@@ -54,6 +54,11 @@ Micro-batches in flight at stage r: 1F1B holds pp - r of them (pp - r - 1 warm-u
 interleaved (v chunks) holds 2 (pp - r - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers
 each (Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
 s'b V / t in bf16 plus their fp32 copy for the loss (6 bytes each).
+GPipe (pp_schedule gpipe) stashes all m micro-batches. Eager torch (issue 44): torch.utils.checkpoint per block keeps each
+block's fp32 input and peaks at the largest of the forward's end, the backward's start and one block's recomputation
+(_checkpointed_live); torch.distributed.pipelining holds each stashed micro-batch's sent output, and on the last stage
+every micro-batch's bf16 logits to the step's end and their merged copy beside the gradients (step_end); freed gradients
+made by a first backward sit beside the micro-batches stashed after it (live_after_backward; docs/models/llm.md).
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
 torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead with the card's capacity.

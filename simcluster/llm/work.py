@@ -22,7 +22,9 @@ parameter it updates under Megatron (fp32 master, m, v and grad read; master, m,
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
 weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
 one kernel per weight). torch DDP's reducer adds its bucket copies (4 x ddp_bucket_bytes per parameter) to the optimizer's
-step (_ddp_bucket_copies_s).
+step (_ddp_bucket_copies_s). Eager torch checkpointing casts each block's weights again in its backward (_recast);
+torch pipelining casts the weights once per step (one autocast around the schedule: priced with the optimizer step),
+divides the gradients by m (grad_scale_bytes) and merges the last stage's logits after its last backward.
 """
 
 from __future__ import annotations
