@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             record["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
         if args.profile > 0:
-            from simcluster.runner.llm_step import profile_steps
+            from simcluster.runner.llm_profile import profile_steps
 
             record["profile"] = profile_steps(torch, step, sync, args.profile, args.trace if rank == 0 else None)
     except Exception as exc:  # noqa: BLE001 - recorded, the document still comes out
