@@ -224,6 +224,8 @@ def cmd_validate(args) -> int:
         return cmd_error_bands(args)
     if args.table or args.docs:
         raise SimclusterError("--table and --docs go with --error-bands")
+    if args.packet_level:
+        return _validate_packet_level(args)
     if args.held_out_machines:
         from simcluster.machine_validation import validate_held_out_machines
 
@@ -242,6 +244,26 @@ def cmd_validate(args) -> int:
     if args.plot:
         plot(result, args.plot)
     sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else render(result))
+    for line in result.skipped:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
+    return EXIT_PARTIAL if result.skipped else 0
+
+
+def _validate_packet_level(args) -> int:
+    """validate --packet-level SCENARIO: the flow model against ns-3 (simcluster/packet/)."""
+    from simcluster.packet.compare import ns3_available, validate_scenario
+
+    given = [flag for flag, value in (("a trace", args.trace), ("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                      ("--published", args.published), ("--decisions", args.decisions), ("--plot", args.plot),
+                                      ("--held-out-machines", args.held_out_machines)) if value]
+    if given:
+        raise SimclusterError(f"--packet-level runs the scenario's own traffic; {given[0]} does not apply")
+    ok, why = ns3_available()
+    if not ok:
+        raise SimclusterError(why)
+    result = validate_scenario(args.packet_level, progress=lambda r: print(
+        f"simcluster: {r.fabric} {r.pattern} {r.flow_bytes / 2**20:.3g} MiB: {r.error_pct:+.1f}%", file=sys.stderr))
+    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else result.text())
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0

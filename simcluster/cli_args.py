@@ -125,6 +125,9 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--op", help="the collective, when the log does not say")
     p.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw measured and predicted busbw against size")
+    p.add_argument("--packet-level", metavar="SCENARIO", help="the fabric's flow model against ns-3 (packet level) on the "
+                   "scenario's fabric: ring, tree, alltoall and incast traffic per variant at 1 MiB and the full message per "
+                   "flow (needs pip install -e '.[packet]'; minutes)")
     p.set_defaults(func=commands["validate"])
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
