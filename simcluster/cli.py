@@ -75,6 +75,8 @@ def cmd_calibrate(args) -> int:
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     name = args.name or Path(args.output).stem
+    if args.scenario or _multi_node_log(args.traces[0]):
+        return _calibrate_internode(args, name)
     from simcluster.traces.qperf import looks_like_qperf
 
     if looks_like_qperf(args.traces[0]):
@@ -85,6 +87,38 @@ def cmd_calibrate(args) -> int:
         card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name, args.model)
     _write(args.output, dump_card(card))
     print(f"wrote {args.output}: {message}")
+    return 0
+
+
+def _multi_node_log(path: str) -> bool:
+    from simcluster.errors import TraceFormatError
+    from simcluster.traces import nccl_tests
+    from simcluster.traces.qperf import looks_like_qperf
+
+    if looks_like_qperf(path):
+        return False
+    try:
+        return nccl_tests.parse(path).nodes > 1
+    except TraceFormatError:
+        return False           # the collective-card path reports what is wrong with it
+
+
+def _calibrate_internode(args, name: str) -> int:
+    from simcluster.cards import dump_card
+    from simcluster.fit.fabric import fit_internode, nic_document
+
+    if not args.scenario:
+        raise SimclusterError("a multi-node nccl-tests log calibrates the inter-node terms of a machine: give --scenario "
+                              "(the machine it ran on)", where=args.traces[0],
+                              hint="e.g. simcluster calibrate LOG --scenario scenarios/oci-bm-gpu-h100-8x2.yaml -o nic.yaml")
+    if len(args.traces) != 1:
+        raise SimclusterError("one multi-node log at a time", hint="give one nccl-tests log with --scenario")
+    fit = fit_internode(args.traces[0], args.scenario, args.variant, args.op)
+    _write(args.output, dump_card(output.check(nic_document(fit, args.traces[0], args.scenario, name), args.traces[0])))
+    held = f", held out (larger half of the sizes) {fit.held_out_pct:.2f}%" if fit.held_out_pct is not None else ""
+    print(f"wrote {args.output}: {', '.join(fit.fitted)} fitted on {fit.sizes} sizes: efficiency {fit.nic.efficiency:.4f}, "
+          f"latency {fit.nic.latency_s * 1e6:.3g} us; mean |error| {fit.before_pct:.2f}% with the card -> "
+          f"{fit.in_sample_pct:.2f}% in sample{held}")
     return 0
 
 

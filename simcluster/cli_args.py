@@ -44,6 +44,9 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="CARD.yaml",
                    help="the model card to write (a folder of cards for a bundle)")
     p.add_argument("--name", help="the card's name (default: the output file's stem)")
+    p.add_argument("--scenario", help="a multi-node nccl-tests log: the machine it ran on (NVLink card, NICs, fabric), held "
+                   "fixed while the NIC's efficiency and latency are fitted -> a NIC card (docs/models/fabric.md)")
+    p.add_argument("--variant", help="with --scenario: the what-if variant whose machine ran the log")
     p.add_argument("--op", help="the collective, when the logs do not say")
     p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
                    "of the DDP fit (default: each bundle's own nccl-tests card)")
