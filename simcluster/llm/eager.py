@@ -26,8 +26,8 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    (8 B per parameter); each stage holds its in-flight micro-batches' outputs (memory.py); the host cost
                    of the single mode (or of dp's / tp's wrapper)
   recompute full   torch.utils.checkpoint per decoder block (non-reentrant): the block's forward re-run in its backward,
-                   its weights cast again under the recomputation's own autocast; only the block's fp32 input kept, plus
-                   the activations of the block being recomputed
+                   its weights cast again under the recomputation's own autocast; only the block's fp32 input kept
+                   (memory._checkpointed_live: the peak of the forward's end, the backward's start, one block's recompute)
 Context and expert parallelism, ZeRO-1/2 and selective recompute are refused at their key.
 """
 
