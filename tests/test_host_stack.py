@@ -144,3 +144,12 @@ def test_packet_counters_are_read_per_namespace_and_the_sweep_asks_for_them():
     assert collect.packet_counters("no-such-netns-sc") is None
     step = plans.qperf_size_steps(plans.Options(qperf_sizes=("1K",), client_netns="a", server_netns="b"))[0]
     assert step.meta["count_packets"] == ["a", "b"] and step.argv[:4] == ["ip", "netns", "exec", "a"]
+
+
+def test_a_run_with_a_server_records_each_sides_cpu_and_switches(tmp_path):
+    step = collect.Step("qperf-sizes", "t", ["python3", "-c", "import time; time.sleep(0.05)"],
+                        server_argv=["python3", "-c", "import time; time.sleep(30)"], meta={})
+    entry = collect.run_step(tmp_path, step)
+    assert entry["status"] == "ok"
+    assert entry["client_cpu_s"] >= 0 and entry["server_cpu_s"] is not None
+    assert entry["client_switches"] >= 1 and entry["server_switches"] >= 0
