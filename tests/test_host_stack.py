@@ -153,3 +153,14 @@ def test_a_run_with_a_server_records_each_sides_cpu_and_switches(tmp_path):
     assert entry["status"] == "ok"
     assert entry["client_cpu_s"] >= 0 and entry["server_cpu_s"] is not None
     assert entry["client_switches"] >= 1 and entry["server_switches"] >= 0
+
+
+def test_the_fit_command_prints_the_table_and_refuses_bad_input_in_one_line(capsys, tmp_path):
+    assert host_stack.main([str(LOOPBACK)]) == 0
+    assert "loopback: fit on m <= 4096 B" in capsys.readouterr().out
+    for argv, said in (([str(LOOPBACK), "--split", "abc"], "--split: expected a number of bytes"),
+                       ([str(tmp_path)], "not a trace bundle"), ([], "expected BUNDLE"),
+                       ([str(LOOPBACK), "--card", str(tmp_path / "c.yaml")], "needs qperf-sizes bundles of")):
+        assert host_stack.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and "\n" not in err
