@@ -144,3 +144,23 @@ def test_packet_counters_are_read_per_namespace_and_the_sweep_asks_for_them():
     assert collect.packet_counters("no-such-netns-sc") is None
     step = plans.qperf_size_steps(plans.Options(qperf_sizes=("1K",), client_netns="a", server_netns="b"))[0]
     assert step.meta["count_packets"] == ["a", "b"] and step.argv[:4] == ["ip", "netns", "exec", "a"]
+
+
+def test_a_run_with_a_server_records_each_sides_cpu_and_switches(tmp_path):
+    step = collect.Step("qperf-sizes", "t", ["python3", "-c", "import time; time.sleep(0.05)"],
+                        server_argv=["python3", "-c", "import time; time.sleep(30)"], meta={})
+    entry = collect.run_step(tmp_path, step)
+    assert entry["status"] == "ok"
+    assert entry["client_cpu_s"] >= 0 and entry["server_cpu_s"] is not None
+    assert entry["client_switches"] >= 1 and entry["server_switches"] >= 0
+
+
+def test_the_fit_command_prints_the_table_and_refuses_bad_input_in_one_line(capsys, tmp_path):
+    assert host_stack.main([str(LOOPBACK)]) == 0
+    assert "loopback: fit on m <= 4096 B" in capsys.readouterr().out
+    for argv, said in (([str(LOOPBACK), "--split", "abc"], "--split: expected a number of bytes"),
+                       ([str(tmp_path)], "not a trace bundle"), ([], "expected BUNDLE"),
+                       ([str(LOOPBACK), "--card", str(tmp_path / "c.yaml")], "needs qperf-sizes bundles of")):
+        assert host_stack.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and "\n" not in err

@@ -226,23 +226,41 @@ def stack_card(bundles: list[Path], name: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    split, card = SPLIT, None
-    if "--split" in args:
-        k = args.index("--split")
-        split = float(args[k + 1])
-        del args[k:k + 2]
-    if "--card" in args:
-        k = args.index("--card")
-        card = Path(args[k + 1])
-        del args[k:k + 2]
-    print(report([Path(a) for a in args], split))
-    if card is not None:
-        from simcluster.cards import dump_card
+    """The command line (module docstring); bad input is one line on stderr and exit status 2."""
+    from simcluster.errors import SimclusterError
 
-        card.write_text(dump_card(stack_card([Path(a) for a in args], card.stem)))
-        print(f"wrote {card}")
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        text = _option(args, "--split", str(SPLIT))
+        try:
+            split = float(text)
+        except ValueError:
+            raise ValueError(f"--split: expected a number of bytes, got {text!r}") from None
+        card = _option(args, "--card", None)
+        if not args or any(a.startswith("-") for a in args):
+            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml]",
+                                  hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
+        print(report([Path(a) for a in args], split))
+        if card is not None:
+            from simcluster.cards import dump_card
+
+            Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
+            print(f"wrote {card}")
+    except (SimclusterError, ValueError, OSError) as exc:
+        print(f"simcluster.fit.host_stack: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _option(args: list[str], name: str, default):
+    if name not in args:
+        return default
+    k = args.index(name)
+    if k + 1 >= len(args):
+        raise ValueError(f"{name}: expected a value after it")
+    value = args[k + 1]
+    del args[k:k + 2]
+    return value
 
 
 if __name__ == "__main__":

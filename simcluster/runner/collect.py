@@ -75,6 +75,12 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _children_switches() -> int:
+    """Context switches (voluntary + involuntary) of the reaped children: each is a sleep or a preemption."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -161,12 +167,13 @@ def run_step(bundle: Path, step: Step) -> dict:
     if step.meta.get("drop_caches"):
         entry["page_cache_dropped"] = drop_caches()
     cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
+    switches0 = _children_switches()
     status, code = "ok", None
     with (open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err,
           open(run_dir / "server.stderr.txt", "w") as server_log):
         try:
             server = _start_server(step, server_log)
-            client0 = _children_cpu()
+            client0, client_switches0 = _children_cpu(), _children_switches()
             spaces = step.meta.get("count_packets") or []
             counted = [packet_counters(ns) for ns in spaces]
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
@@ -174,6 +181,7 @@ def run_step(bundle: Path, step: Step) -> dict:
             code = done.returncode
             if server is not None:                 # the command's own CPU, without the server's and the readiness probes'
                 entry["client_cpu_s"] = round(_children_cpu() - client0, 6)
+                entry["client_switches"] = _children_switches() - client_switches0
             if spaces:
                 entry["packets"] = [{"netns": ns, "before": b, "after": packet_counters(ns)} for ns, b in zip(spaces, counted, strict=True)]
             status = "ok" if code == 0 else "failed"
@@ -188,6 +196,8 @@ def run_step(bundle: Path, step: Step) -> dict:
             _stop_server(server)
     if not step.server_argv:
         (run_dir / "server.stderr.txt").unlink(missing_ok=True)
+    if server is not None and "client_switches" in entry:   # the server and its reaped children, once it is reaped
+        entry["server_switches"] = _children_switches() - switches0 - entry["client_switches"]
     elapsed, stat1 = time.monotonic() - t0, proc_stat()
     entry.update(status=status, exit_code=code, start=start, end=_now(), wall_s=round(elapsed, 6),
                  child_cpu_s=round(_children_cpu() - cpu0, 6),
