@@ -220,7 +220,7 @@ def cache_hit_share(workload: DlioWorkload, cache_bytes: float | None) -> float:
 def plan_for(workload: DlioWorkload, accelerators: int, config: LoaderConfig) -> tuple[steady.Plan, int]:
     """The steady-state plan and the steps this run simulates (fixed, or the bound of a run until settled)."""
     bound = min(steady.MAX_STEPS, MAX_IOS // max(1, accelerators * reads_per_step(workload, config.io_size)))
-    p = steady.plan(workload.read_threads, bound)
+    p = steady.plan(workload.read_threads, bound, workload.steps_per_epoch(accelerators))
     if config.steps is not None and not config.at_least:
         return p, config.steps
     if bound < p.min_steps:
@@ -245,6 +245,9 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     until_settled = config.steps is None or config.at_least
     threads = workload.read_threads
     ahead = threads * prefetch_factor(workload)
+    # a run until settled reads on past its end as training reads the next batches (its last steps are no faster); a
+    # fixed run is one DLIO epoch whose loader stops with it
+    reads_to = steps + ahead + threads if until_settled else steps
     barrier_waiters: list = []
     compute_log = [[] for _ in range(accelerators)]
     lead_log = [[] for _ in range(accelerators)]
@@ -280,7 +283,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     reading: dict = {}
 
     def worker(rank: int, w: int, ready: list, credits: simpy.Container):
-        for step in range(w, steps, threads):
+        for step in range(w, reads_to, threads):
             yield credits.get(1)
             reading[(rank, w)] = env.now
             yield from reader.read_batch(rank, step)
@@ -310,7 +313,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
         return np.mean([lead[:n] for lead in lead_log], axis=0)
 
     def rank_loop(rank: int):
-        ready = [env.event() for _ in range(steps)]
+        ready = [env.event() for _ in range(reads_to)]
         credits = simpy.Container(env, init=ahead, capacity=10**9)
         for w in range(threads):
             env.process(worker(rank, w, ready, credits))
@@ -364,13 +367,13 @@ def _use(snapshots, release, est: steady.Estimate, drives: int, config: LoaderCo
 
 def _limit(use: dict) -> str:
     """What limits the run: the busiest of drive, network and host CPU when it is saturated; else the loader threads
-    when they are always busy (reads in flight per thread, or their intake rate); else nothing saturated (the per-step
-    barrier and the loads' latency)."""
+    when they are always busy (reads in flight per thread, or their intake rate); else nothing saturated: the batches a
+    rank may have in flight (threads x prefetch factor) against the loads' latency and the per-step barrier."""
     shared = {k: v for k, v in use.items() if k != "loader threads"}
     name, value = max(shared.items(), key=lambda kv: kv[1])
     if value >= SATURATED:
         return name
-    return "loader threads" if use["loader threads"] >= SATURATED else "latency"
+    return "loader threads" if use["loader threads"] >= SATURATED else "prefetch depth and barrier (no resource saturated)"
 
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),

@@ -71,7 +71,7 @@ def check_capacity(s: StorageSetup, drives: int) -> None:
     """A dataset larger than the drives hold is refused (the card's capacity; none stated: not checked)."""
     from simcluster.units import parse_size
 
-    if s.capacity is None:
+    if s.capacity is None or drives < 1:   # a drive count out of range is refused by the loader's check
         return
     w = s.workload
     data = w.num_files * w.samples_per_file * w.record_bytes

@@ -13,9 +13,12 @@ step, s < 0 while draining), the steady values are
 
     AU_steady = AU_window x (1 + min(0, s)),   throughput_steady = throughput_window x (1 + min(0, s))
 
-(a step that takes t while the loaders need t / (1 + s) per batch). Settled: the estimates over the last K blocks,
-computed at three successive block ends, agree within AU_TOLERANCE points and THROUGHPUT_TOLERANCE. The confidence
-interval is the batch-means one (Student t, 95%) over the window's block estimates.
+(a step that takes t while the loaders need t / (1 + s) per batch; s counts only below -DRAIN_MIN and -2 standard
+errors). Blocks: one round of the loader threads, or whole epochs when an epoch is that short. Settled: the estimate
+over the last K blocks and the one over the K blocks before them (disjoint windows) agree within AU_TOLERANCE points
+and THROUGHPUT_TOLERANCE, and the last window's 95% interval (batch means, Student t over its K block estimates) is
+within them too. Bounded: MAX_STEPS steps and the loader's MAX_IOS reads; a run that reaches the bound reports the
+second half of its blocks, not settled.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ import numpy as np
 from scipy import stats
 
 BLOCKS = 4                     # K: blocks in a window
-AGREEING_WINDOWS = 3           # successive windows that must agree
 AU_TOLERANCE = 1.0             # AU points
 THROUGHPUT_TOLERANCE = 0.02    # relative
 MIN_BLOCK, MAX_BLOCK = 16, 32  # steps per block: one round of the loader threads, within these bounds
-MAX_STEPS = 4000               # steps per accelerator one steady-state run may take (also bounded by MAX_IOS)
+DRAIN_MIN = 0.01               # batches per step: a slower drain biases AU by less than AU_TOLERANCE points
+MAX_STEPS = 2000               # steps per accelerator one steady-state run may take (also bounded by MAX_IOS)
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,16 @@ class Plan:
 
     @property
     def min_steps(self) -> int:
-        return self.warmup + (BLOCKS + AGREEING_WINDOWS - 1) * self.block
+        return self.warmup + 2 * BLOCKS * self.block
 
 
-def plan(threads: int, max_steps: int) -> Plan:
+def plan(threads: int, max_steps: int, epoch_steps: int = 0) -> Plan:
+    """Blocks of one round of the loader threads (MIN_BLOCK to MAX_BLOCK steps); when an epoch is that short, a whole
+    number of epochs (the simulated shuffle repeats each epoch, so a block of part of one sees a biased mix of record
+    sizes)."""
     block = min(MAX_BLOCK, max(MIN_BLOCK, threads))
+    if 0 < epoch_steps <= MAX_BLOCK:
+        block = epoch_steps * math.ceil(block / epoch_steps)
     return Plan(1 + threads, block, max_steps)
 
 
@@ -84,29 +92,31 @@ def _window(release_s, compute, lead, batch: int, ranks: int, a: int, b: int, bl
 
 
 def _drain_slope(x: np.ndarray, y: np.ndarray, block: int) -> float:
-    """The lead's OLS slope when it is a drain: negative by more than twice its standard error (the residuals' spread,
-    inflated by sqrt(block) for the correlation of steps within a block); else 0. A full buffer's lead jitters as the
+    """The lead's OLS slope when it is a drain: below -DRAIN_MIN and negative by more than twice its standard error (the
+    residuals' spread, inflated by sqrt(block) for the correlation of steps within a block); else 0. A full buffer's lead jitters as the
     threads finish their batches in clumps, and that jitter must not read as a drain."""
     if len(x) <= 2:
         return 0.0
     slope, icpt = np.polyfit(x, y, 1)
     resid = y - (slope * x + icpt)
     se = math.sqrt(float(resid @ resid) / (len(x) - 2) / float(((x - x.mean()) ** 2).sum()) * block)
-    return float(slope) if slope < -2 * se else 0.0
+    return float(slope) if slope < -max(2 * se, DRAIN_MIN) else 0.0
 
 
 def settled_estimate(release_s, compute, lead, batch: int, ranks: int, p: Plan) -> Estimate | None:
-    """The estimate once the last AGREEING_WINDOWS windows of BLOCKS blocks agree, else None (call at a block's end)."""
+    """The estimate over the last window of BLOCKS blocks once it agrees with the window of BLOCKS blocks before it (two
+    disjoint windows: a transient still moving shows as a difference) and its 95% interval is within the tolerances
+    (a slow ramp hides in a wide interval), else None (call at a block's end)."""
     n = len(release_s)
     if n < p.min_steps or (n - p.warmup) % p.block:
         return None
     span = BLOCKS * p.block
-    ests = [_window(release_s, compute, lead, batch, ranks, n - k * p.block - span, n - k * p.block, p.block)
-            for k in range(AGREEING_WINDOWS)]
-    aus = [e.au_percent for e in ests]
-    thrs = [e.throughput_samples_per_s for e in ests]
-    if max(aus) - min(aus) <= AU_TOLERANCE and (max(thrs) - min(thrs)) <= THROUGHPUT_TOLERANCE * np.mean(thrs):
-        return _settle(ests[0])
+    last = _window(release_s, compute, lead, batch, ranks, n - span, n, p.block)
+    before = _window(release_s, compute, lead, batch, ranks, n - 2 * span, n - span, p.block)
+    thr = (last.throughput_samples_per_s, before.throughput_samples_per_s)
+    if abs(last.au_percent - before.au_percent) <= AU_TOLERANCE and abs(thr[0] - thr[1]) <= THROUGHPUT_TOLERANCE * max(thr) \
+            and last.au_ci_percent <= AU_TOLERANCE and last.throughput_ci_samples_per_s <= THROUGHPUT_TOLERANCE * thr[0]:
+        return _settle(last)
     return None
 
 
