@@ -14,6 +14,7 @@ from simcluster import strict
 from simcluster.collectives.interface import CollectiveModel, from_params_yaml
 from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.errors import ModelCardError, UnitError
+from simcluster.hardware import pcie
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
@@ -145,7 +146,7 @@ def dump_card(card: dict) -> str:
 
 def nic_params(card: dict, where: str) -> NicParams:
     params = _params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
-                                   "message_size"})
+                                   "message_size", "pcie"})
     key = f"{where}: params"
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
@@ -154,7 +155,8 @@ def nic_params(card: dict, where: str) -> NicParams:
                      _get(params, "efficiency", key, _fraction),
                      _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
                      _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
-                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)))
+                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)),
+                     _get(params, "pcie", key, pcie.parse) if "pcie" in params else None)
 
 
 def load_nic(path: str | Path) -> tuple[NicParams, dict]:
@@ -166,7 +168,7 @@ def nic_params_yaml(p: NicParams) -> dict:
     return {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
             "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
             "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
-            "message_size": format_size(p.message_bytes)}
+            "message_size": format_size(p.message_bytes), **({"pcie": str(p.pcie)} if p.pcie else {})}
 
 
 def load_host_cpu(path: str | Path):
@@ -188,7 +190,7 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     card = load_card(path, kind="aggregation")
     where = str(path)
     p = _params(card, where, {"forwarding", "line_rate", "op_latency", "aggregation_rate", "buffer", "threshold_frames",
-                              "frame_payload", "frame_wire"})
+                              "frame_payload", "frame_wire", "trees_per_switch", "max_levels"})
     key = f"{where}: params"
     forwarding = _get(p, "forwarding", key)
     if forwarding not in FORWARDING:
@@ -197,7 +199,9 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
         forwarding, _get(p, "line_rate", key, _rate), _get(p, "op_latency", key, parse_time),
         _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, _bytes),
         _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count),
-        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes))
+        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes),
+        _get(p, "trees_per_switch", key, _count) if "trees_per_switch" in p else None,
+        _get(p, "max_levels", key, _count) if "max_levels" in p else None)
     if params.frame_wire_bytes < params.frame_payload_bytes:
         raise ModelCardError("params.frame_wire: a frame on the wire is at least its payload", where=where)
     return params, card

@@ -10,7 +10,8 @@ from simcluster.collectives.model import Prediction
 
 def _rows(predictions: list[Prediction]) -> list[dict]:
     return [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
-             "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {})}
+             "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
+             **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})}
             for p in predictions]
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simcluster.hardware.pcie import PcieLink
+
 TRANSPORTS = ("rdma", "tcp")
 
 
@@ -27,6 +29,7 @@ class NicParams:
     cpu_s_per_byte: float      # host core-seconds per byte (sender and receiver each)
     cpu_s_per_message: float = 0.0
     message_bytes: float = 65536.0  # qperf's default message size
+    pcie: PcieLink | None = None    # the NIC's own host interface (ConnectX-7: gen5x16); None: not stated on the card
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
