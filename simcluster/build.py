@@ -13,7 +13,7 @@ from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.errors import ModelCardError
 from simcluster.llm.job import LlmJob
-from simcluster.network.builders import FabricSpec, machine_platform
+from simcluster.network.builders import FabricSpec, aggregation_levels, fabric_tiers, machine_platform, nodes_within_levels
 from simcluster.network.platform import Platform
 from simcluster.results import (
     ConcurrentResult,
@@ -73,7 +73,8 @@ def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
         nic, _ = machine_nic(machine)
         f = machine.fabric
         spec = FabricSpec(machine.domains, machine.nics_per_domain, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
-                          f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
+                          f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding,
+                          f.spine_ports, f.tiers)
     return machine_platform(machine.domains, machine.domain_gpus, nvlink_Bps, spec)
 
 
@@ -87,6 +88,14 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
         raise ModelCardError(f"the aggregating switch's ports run at {aggregation.line_rate_Bps * 8 / 1e9:g} Gb/s, slower than "
                              f"the NICs' {nic.line_rate_Bps * 8 / 1e9:g} Gb/s (machine.aggregation.card)",
                              where=str(machine.aggregation_card), hint="use an aggregation card of the NICs' line rate")
+    if aggregation is not None and aggregation.max_levels is not None and platform.fabric is not None:
+        levels = aggregation_levels(platform.fabric, machine.domains)
+        if levels > aggregation.max_levels:
+            raise ModelCardError(f"the aggregation tree over {machine.domains} nodes needs {levels} switch levels; the "
+                                 f"card's switches build at most {aggregation.max_levels} (machine.aggregation.card)",
+                                 where=str(machine.aggregation_card),
+                                 hint=f"at most {nodes_within_levels(platform.fabric, aggregation.max_levels)} nodes, or "
+                                      "a card whose switches build deeper trees")
     nvls = None
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
@@ -94,8 +103,22 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
             raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)})",
                                  where=str(machine.nvls_card))
         nvls = (table[machine.domain_gpus], latency)
+    arch = machine_arch(machine)
+    gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls, arch=machine_arch(machine), cpu_vendor=machine.cpu_vendor)
+                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie)
+
+
+def machine_pcie(machine: Machine, nic, arch: str):
+    """(GPU side, NIC side) of the PCIe path between a GPU and its NIC (hardware/pcie.py): machine.nic.pcie where the
+    scenario states it (both sides), else the GPU architecture's port as its board wires it and the NIC card's own."""
+    from simcluster.hardware import pcie
+
+    if machine.nic.pcie:
+        link = pcie.parse(machine.nic.pcie)
+        return link, link
+    gpu = pcie.parse(pcie.GPU_PCIE[arch]) if arch in pcie.GPU_PCIE else None
+    return gpu, nic.pcie
 
 
 def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
@@ -164,8 +187,9 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
     for g, shared in zip(groups, together, strict=True):
         alone = concurrent_ring_flows(cluster, [g])[0]
         view = dataclasses.replace(cluster, job_nodes=len(g))
+        together_view = dataclasses.replace(view, tree_jobs=len(groups))   # every job's aggregation trees at once
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
-                                  predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared),
+                                  predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
     return ConcurrentResult(job, runs, link=cluster.nic.transport)
 
@@ -217,8 +241,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                                            context=context)
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
-               f"ECMP collisions {flows.ecmp_collisions}"
+               f"{m.fabric.kind} ({fabric_tiers(cluster.platform.fabric)} switch tiers), {choices(preds)}; network "
+               f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.onloaded else ""))
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=cluster.nic.transport)

@@ -15,6 +15,7 @@ from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.collectives.registry import from_params_yaml
 from simcluster.errors import ModelCardError, UnitError
+from simcluster.hardware import pcie
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
@@ -151,7 +152,7 @@ def dump_card(card: dict) -> str:
 def nic_params(card: dict, where: str) -> NicParams:
     params = _params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
                                    "message_size", "csum_per_byte", "cpu_per_packet", "segment_size", "polling_cores",
-                                   "cores_per_stream"})
+                                   "cores_per_stream", "pcie"})
     key = f"{where}: params"
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
@@ -165,7 +166,8 @@ def nic_params(card: dict, where: str) -> NicParams:
                      _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)),
                      _get(optional, "csum_per_byte", key, parse_cost), _get(optional, "cpu_per_packet", key, parse_time),
                      _get(optional, "segment_size", key, _bytes), _get(optional, "polling_cores", key, _nonnegative),
-                     _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key))
+                     _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key),
+                     _get(params, "pcie", key, pcie.parse) if "pcie" in params else None)
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
@@ -202,6 +204,8 @@ def nic_params_yaml(p: NicParams) -> dict:
         out.update(csum_per_byte=format_cost(p.csum_s_per_byte), cpu_per_packet=format_time(p.cpu_s_per_packet),
                    segment_size=f"{p.segment_bytes:.0f}B", polling_cores=p.polling_cores)
     out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
+    if p.pcie:
+        out["pcie"] = str(p.pcie)
     return out
 
 
@@ -224,7 +228,7 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     card = load_card(path, kind="aggregation")
     where = str(path)
     p = _params(card, where, {"forwarding", "line_rate", "op_latency", "aggregation_rate", "buffer", "threshold_frames",
-                              "frame_payload", "frame_wire"})
+                              "frame_payload", "frame_wire", "trees_per_switch", "max_levels"})
     key = f"{where}: params"
     forwarding = _get(p, "forwarding", key)
     if forwarding not in FORWARDING:
@@ -233,7 +237,9 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
         forwarding, _get(p, "line_rate", key, _rate), _get(p, "op_latency", key, parse_time),
         _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, _bytes),
         _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count),
-        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes))
+        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes),
+        _get(p, "trees_per_switch", key, _count) if "trees_per_switch" in p else None,
+        _get(p, "max_levels", key, _count) if "max_levels" in p else None)
     if params.frame_wire_bytes < params.frame_payload_bytes:
         raise ModelCardError("params.frame_wire: a frame on the wire is at least its payload", where=where)
     return params, card

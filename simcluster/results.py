@@ -12,7 +12,9 @@ def _rows(predictions: list[Prediction], link: str) -> list[dict]:
     from simcluster.trust.band import annotate_collective
 
     return [annotate_collective({"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
-                                 "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {})}, p, link)
+                                 "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
+                                 **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})},
+                                p, link)
             for p in predictions]
 
 

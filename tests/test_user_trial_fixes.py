@@ -119,11 +119,11 @@ def test_in_network_aggregation_pipelines_its_stages_and_refuses_a_slower_switch
     for size in (COLLNET_CHUNK_BYTES // 4, 64 * COLLNET_CHUNK_BYTES):
         call = FabricCall(cluster, "all_reduce", size, flows.node_rate_Bps, _nvlink_rate(cluster), cluster.nic.latency_s, flows)
         total, d = InNetwork().time(call)
-        stages = d["intra_reduce_scatter_s"] + d["switch_s"] + d["intra_all_gather_s"]
+        stages = d["node_stage_s"] + d["switch_s"]   # the in-node reduce and broadcast share NVLink: one stage (issue 41)
         if size <= COLLNET_CHUNK_BYTES:
             assert total == pytest.approx(stages)
         else:
-            assert max(d["intra_reduce_scatter_s"], d["switch_s"], d["intra_all_gather_s"]) < total < stages
+            assert max(d["node_stage_s"], d["switch_s"]) < total < stages
     text = scenario.read_text().replace("../../", str(ROOT) + "/").replace("nic/seed000-roce-100g.yaml", "nic/roce-400g.yaml")
     bad = tmp_path / "agg.yaml"
     bad.write_text(text)

@@ -3,13 +3,16 @@
 Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fabric and, where the
 switches aggregate, an AggregationParams. The network part is solved as flows on the machine's Platform:
 one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
-what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, with
+what the NIC can do (a TCP NIC is capped by the host cores it may use) and by the PCIe path between the GPU and the
+NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
   tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_nic + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
-  in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
+  in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
+                  T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
+                  (hardware/switch.py)
   nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_nic (NVLink SHARP nodes)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
 nodes on). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
@@ -19,18 +22,21 @@ nodes pay the network latency. Which algorithm and protocol run is NCCL's own de
 (collectives/nccl_tuner.py), the fastest of the model's options only where NCCL's model has none; a scenario may
 force an algorithm. alltoall and sendrecv across nodes run on NCCL's point-to-point path (`Alltoall`, `SendRecv`:
 each GPU's remote bytes through its own NIC, the fabric's share from the alltoall's routes, collectives/alltoall.py),
-not as a ring. docs/models/fabric.md has every term.
+not as a ring. Every answer names the limit that binds it (`binding_limit` in its breakdown: the bandwidth term
+that takes longest - NVLink, NVLS, the NVLS-tree kernel, the NIC, the PCIe path, a fabric link, the switch tree -
+or 'latency' where the fixed terms take longer). docs/models/fabric.md has every term.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
+from simcluster.collectives.domain import domain_predict
 from simcluster.collectives.interface import CollectiveModel
-from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.model import FabricPrediction, predict
 from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
 from simcluster.collectives.nccl_search import NcclTopology, graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
@@ -39,7 +45,9 @@ from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
 from simcluster.hardware.nic import NicParams
+from simcluster.hardware.pcie import PcieLink
 from simcluster.hardware.switch import AggregationParams
+from simcluster.network.builders import aggregation_levels, trees_at_busiest_switch
 from simcluster.network.platform import Platform
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
@@ -59,10 +67,42 @@ class Cluster:
     arch: str = "hopper"                        # GPU architecture, for NCCL's decision model (collectives/nccl_tuner.py)
     cpu_vendor: str = "intel"                   # NCCL prices LL across nodes by the CPU (llMaxBws)
     pxn: bool = True                            # NCCL's PXN (p2p through the rail-aligned GPU's NIC), on by default
+    gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
+    nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
+    tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
 
     @property
     def nodes(self) -> int:
         return self.job_nodes or self.platform.nodes
+
+    @functools.cached_property
+    def pcie_per_nic(self) -> tuple[float, str]:
+        """(payload bytes/s, name) of the PCIe path one NIC's traffic crosses between GPU memory and the NIC: the NIC's
+        own port and its GPU's port, which a GPU with several NICs (K > G) shares among them. inf where neither is known."""
+        k, g = max(1, self.platform.nics_per_node), max(1, self.gpus_per_node)
+        options = []
+        if self.gpu_pcie is not None:
+            share = min(1.0, g / k)
+            options.append((self.gpu_pcie.payload_Bps * share, f"{self.gpu_pcie.label} between GPU and NIC"
+                            + (f" (one GPU's port for {k // g} NICs)" if share < 1 else "")))
+        if self.nic_pcie is not None:
+            options.append((self.nic_pcie.payload_Bps, f"{self.nic_pcie.label} of the NIC"))
+        return min(options) if options else (math.inf, "")
+
+    @functools.cached_property
+    def nic_limit(self) -> tuple[float, str]:
+        """(bytes/s, name) of what one NIC moves for its GPU at most: its transport (the wire's payload rate, or for
+        TCP the host cores it may use) and the PCIe path to it."""
+        k = max(1, self.platform.nics_per_node)
+        rate = self.nic.rate_Bps(self.nic_streams, self.host_cores / k)
+        name = (f"NIC line rate ({self.nic.line_rate_Bps * 8 / 1e9:g} Gb/s x {self.nic.efficiency:g} payload)"
+                if rate >= self.nic.wire_limit_Bps * (1 - 1e-9) else f"host cores for TCP ({self.host_cores / k:g} per NIC)")
+        pcie_Bps, pcie_name = self.pcie_per_nic
+        return (pcie_Bps, pcie_name) if pcie_Bps < rate else (rate, name)
+
+    @property
+    def nic_rate_Bps(self) -> float:
+        return self.nic_limit[0]
 
     @property
     def ranks(self) -> int:
@@ -74,14 +114,6 @@ class Cluster:
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
-
-
-@dataclass(frozen=True)
-class FabricPrediction(Prediction):
-    """A Prediction across nodes: which algorithm ran and where the time went."""
-
-    algorithm: str = ""
-    breakdown: dict = field(default_factory=dict)
 
 
 def _intra_time(cluster: Cluster, op: str, size: float) -> float:
@@ -146,11 +178,30 @@ def ll_cap_Bps(call: FabricCall) -> float:
     return row[i2] * 1e9
 
 
-def data_time(call: FabricCall, simple_s: float, bus_bytes: float, protocol: str) -> float:
-    """The data term of a protocol: Simple's time over the protocol's data fraction; LL also at most NCCL's LL
-    bus bandwidth (bus_bytes / cap)."""
-    t = simple_s / DATA_FRACTION[protocol]
-    return max(t, bus_bytes / ll_cap_Bps(call)) if protocol == "LL" else t
+def binding(latency_s: float, bandwidth_s: dict[str, float]) -> str:
+    """What bounds a call's time: the bandwidth term that takes longest, or 'latency' where the fixed terms (launch,
+    steps, hops, tree levels) take longer than every bandwidth term."""
+    if not bandwidth_s:
+        return "latency"
+    name, t = max(bandwidth_s.items(), key=lambda kv: kv[1])
+    return "latency" if latency_s >= t else name
+
+
+NVLINK = "NVLink (per GPU, the intra card's all_reduce rate)"
+
+
+def network_name(call: FabricCall) -> str:
+    return call.flows.limit or "network"
+
+
+def protocol_terms(call: FabricCall, terms: dict[str, float], bus_bytes: float, protocol: str) -> tuple[float, dict]:
+    """(data time, named terms) of a protocol over Simple's named bandwidth terms: each over the protocol's data
+    fraction, LL also at least NCCL's LL ceiling."""
+    f = DATA_FRACTION[protocol]
+    named = {k: v / f for k, v in terms.items()}
+    if protocol == "LL":
+        named["LL protocol ceiling (NCCL llMaxBws)"] = bus_bytes / ll_cap_Bps(call)
+    return max(named.values()), named
 
 
 P2P_OPS = ("sendrecv", "alltoall")
@@ -173,10 +224,12 @@ class Ring:
         l_intra, l_inter = step_latencies(call, "Ring", protocol)
         rate = min(call.b_nvl, call.b_net)
         bus_bytes = bus_factor(call.op, call.n) * call.size_bytes
-        data = data_time(call, bus_bytes / rate, bus_bytes, protocol)
-        t = call.base + data + (steps - inter_steps) * l_intra + inter_steps * l_inter
-        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
-                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: bus_bytes / call.b_nvl, network_name(call): bus_bytes / call.b_net},
+                                     bus_bytes, protocol)
+        latency = call.base + (steps - inter_steps) * l_intra + inter_steps * l_inter
+        return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
+                                "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
+                                "binding_limit": binding(latency, terms)}
 
 
 class Tree:
@@ -192,11 +245,13 @@ class Tree:
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         load = tree_node_load(call.nodes)
         l_intra, l_inter = step_latencies(call, "Tree", protocol)
-        simple = max(2 * call.size_bytes / call.b_nvl, load * call.size_bytes / call.b_net)
-        data = data_time(call, simple, 2 * call.size_bytes, protocol)
-        t = (call.base + data + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra)
-        return t, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
-                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: 2 * call.size_bytes / call.b_nvl,
+                                            network_name(call): load * call.size_bytes / call.b_net},
+                                     2 * call.size_bytes, protocol)
+        latency = call.base + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
+        return latency + data, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
+                                "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
+                                "binding_limit": binding(latency, terms)}
 
 
 class Hierarchical:
@@ -212,8 +267,11 @@ class Hierarchical:
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
         g, nodes = call.cluster.gpus_per_node, call.nodes
-        t_net = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g) + 2 * (nodes - 1) * call.l_nic
-        return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag}
+        net_data = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g)
+        t_net = net_data + 2 * (nodes - 1) * call.l_nic
+        binds = binding(2 * (nodes - 1) * call.l_nic, {NVLINK: rs + ag, network_name(call): net_data})
+        return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag,
+                                 "binding_limit": binds}
 
 
 class NvlsTree:
@@ -230,10 +288,15 @@ class NvlsTree:
         nvls_bw, nvls_lat = call.cluster.nvls
         load = tree_node_load(call.nodes)
         kernel = nvls_tree_kernel_algbw(call)
-        t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net, call.size_bytes / kernel)
-             + 2 * math.log2(call.nodes) * call.l_nic)
-        return t, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
-                   "nvls_tree_kernel_algbw_Bps": kernel}
+        terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
+                 NVLS_TREE_KERNEL: call.size_bytes / kernel}
+        latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_nic
+        return latency + max(terms.values()), {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
+                                               "nvls_tree_kernel_algbw_Bps": kernel, "binding_limit": binding(latency, terms)}
+
+
+NVLS = "NVLink SHARP (the NVLS card's all_reduce rate)"
+NVLS_TREE_KERNEL = "NVLS-tree kernel (SMs of its channels, NCCL's per-channel rate)"
 
 
 def nvls_tree_kernel_algbw(call: FabricCall) -> float:
@@ -250,32 +313,93 @@ def nvls_tree_kernel_algbw(call: FabricCall) -> float:
 COLLNET_CHUNK_BYTES = 4 * 2**20   # the pipeline's grain: NCCL CollNet moves a call in chunks (Simple, 512 KiB a channel)
 
 
+@dataclass(frozen=True)
+class AggregationTree:
+    """Where one call's aggregation runs: the tree's switch levels (network/builders.aggregation_levels), one level's
+    link + switch latency, and the trees (one per rail, of every job at once) that need its busiest switch."""
+
+    levels: int
+    hop_latency_s: float
+    trees: int
+
+
+def aggregation_tree(cluster: Cluster) -> AggregationTree:
+    spec = cluster.platform.fabric
+    if spec is None:            # a platform without a fabric description (teaching shapes): one switch
+        return AggregationTree(1, 0.0, cluster.tree_jobs)
+    return AggregationTree(aggregation_levels(spec, cluster.nodes), spec.hop_latency_s,
+                           trees_at_busiest_switch(spec, cluster.nodes, cluster.tree_jobs))
+
+
+def node_allreduce_s(cluster: Cluster, size: float) -> float:
+    """One node's own all_reduce of `size` on its G GPUs (NVLS where the node has it and NCCL picks it, else the
+    NVLink card): no multi-node all_reduce can move the node's bytes faster than this."""
+    g = cluster.gpus_per_node
+    if g < 2:
+        return 0.0
+    nvls = ({g: cluster.nvls[0]}, cluster.nvls[1]) if cluster.nvls is not None else None
+    return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls).time_s
+
+
 class InNetwork:
-    """reduce_scatter inside the node, each NIC streams its share through the aggregating switch, all_gather inside
-    (all_reduce, a machine with an aggregation card). NCCL's CollNet runs the three as a pipeline over chunks of the
-    call, so a large call takes its slowest stage plus the other two stages' time for one chunk (COLLNET_CHUNK_BYTES);
-    a call of one chunk or less, their sum."""
+    """In-network aggregation (all_reduce, a machine with an aggregation card): the node reduces inside (NVLink
+    SHARP where it has an NVLS card, NCCL's NVLS + CollNet; else CollNet Direct's scatter to the NICs' GPUs over
+    NVLink), each of its K NICs streams its S/K up a tree of switches and back (hardware/switch.py: the tree's levels,
+    per-level latency, the switch's aggregation rate and concurrent-tree limit; the stream at most the NIC's and its
+    PCIe path's rate), the node broadcasts the result inside (NVLS, or a gather over NVLink). The in-node reduce and
+    broadcast run in one kernel and share each GPU's NVLink: together they are one stage, the node's own all_reduce
+    of S (with NVLS: l_NVLS + S / algbw_NVLS, never below the node's own all_reduce). NCCL's CollNet runs
+    the stages as a pipeline over chunks: a call larger than COLLNET_CHUNK_BYTES takes its slower stage plus the
+    faster one's time for one chunk; a call of one chunk or less, their sum."""
 
     name = "in-network"
     nccl_name = "CollNetDirect"
     protocols = ("Simple",)     # CollNet runs Simple only
 
     def applies(self, call: FabricCall) -> bool:
-        return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.aggregation is not None
+        agg = call.cluster.aggregation
+        if call.op != "all_reduce" or call.nodes < 2 or agg is None:
+            return False
+        return agg.max_levels is None or aggregation_tree(call.cluster).levels <= agg.max_levels
+
+    @staticmethod
+    def node_stage(call: FabricCall, size: float) -> tuple[float, float]:
+        """(time, data part) of the in-node reduce and broadcast of `size`."""
+        cluster, g = call.cluster, call.cluster.gpus_per_node
+        if g < 2:
+            return 0.0, 0.0
+        own = node_allreduce_s(cluster, size)
+        if cluster.nvls is not None:
+            bw, latency = cluster.nvls
+            return max(latency + size / bw, own), size / bw
+        return own, 2 * (g - 1) / g * size / call.b_nvl
 
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
-        def stages(size: float) -> tuple[float, float, float]:
-            return (_intra_time(call.cluster, "reduce_scatter", size),
-                    call.cluster.aggregation.allreduce_time_s(size / call.cluster.platform.nics_per_node),
-                    _intra_time(call.cluster, "all_gather", size))
+        cluster, agg = call.cluster, call.cluster.aggregation
+        tree = aggregation_tree(cluster)
+        k = max(1, cluster.platform.nics_per_node)
+        pcie_Bps, pcie_name = cluster.pcie_per_nic
 
-        rs, t_sw, ag = parts = stages(call.size_bytes)
-        if call.size_bytes <= COLLNET_CHUNK_BYTES:
-            total = sum(parts)
+        def switch(size: float) -> dict:
+            return agg.terms(size / k, tree.levels, tree.hop_latency_s, pcie_Bps, tree.trees)
+
+        (node, node_data), sw = self.node_stage(call, call.size_bytes), switch(call.size_bytes)
+        pipelined = call.size_bytes > COLLNET_CHUNK_BYTES
+        if pipelined:
+            chunk_node, chunk_sw = self.node_stage(call, COLLNET_CHUNK_BYTES)[0], switch(COLLNET_CHUNK_BYTES)["time_s"]
+            total = max(node, sw["time_s"]) + min(chunk_node, chunk_sw)
         else:
-            chunk = stages(COLLNET_CHUNK_BYTES)
-            total = max(parts) + sum(chunk) - max(chunk)
-        return total, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag, "pipelined": call.size_bytes > COLLNET_CHUNK_BYTES}
+            total = node + sw["time_s"]
+        names = {"payload": f"NIC line rate ({agg.line_rate_Bps * 8 / 1e9:g} Gb/s, aggregation frames "
+                            f"{agg.frame_payload_bytes:g}/{agg.frame_wire_bytes:g} B payload)",
+                 "stream cap": pcie_name,
+                 "alu": f"switch aggregation ALU ({agg.aggregation_Bps * 8 / 1e9:g} Gb/s per tree)",
+                 "trees": f"switch aggregation shared: {tree.trees} trees on a switch that runs {agg.trees_per_switch} at once"}
+        terms = {NVLS if cluster.nvls is not None else NVLINK: node_data, names[sw["binds"]]: sw["stream_s"]}
+        binds = binding(node - node_data + sw["fixed_s"], terms)
+        return total, {"node_stage_s": node, "switch_s": sw["time_s"], "switch_latency_s": sw["fixed_s"],
+                       "tree_levels": tree.levels, "trees_per_switch": tree.trees, "switch_rate_Bps": sw["rate_Bps"],
+                       "pipelined": pipelined, "binding_limit": binds}
 
 
 class Alltoall:
@@ -298,7 +422,7 @@ class Alltoall:
         if call.nodes > plat.nodes:
             raise SimclusterError(f"alltoall over {call.nodes} nodes on a machine of {plat.nodes}")
         k = plat.nics_per_node
-        r = cluster.nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k)
+        r = cluster.nic_rate_Bps
         phi = max(1.0, r * unit_link_load(plat, call.nodes, cluster.pxn))
         per_gpu = k * r / (plat.gpus_per_node or g) / phi
         net_bytes = s * (n - g) / n
@@ -306,9 +430,12 @@ class Alltoall:
         b_a2a = predict(cluster.intra, "alltoall", LARGE, g).busbw_Bps if g > 1 else math.inf
         t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
         rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
-        t = call.base + max(t_net, t_nvl) + rounds * call.l_nic
-        return t, {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net, "nvlink_s": t_nvl,
-                   "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn}
+        latency = call.base + rounds * call.l_nic
+        net = cluster.nic_limit[1] if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
+        binds = binding(latency, {"NVLink (the intra card's alltoall rate)": t_nvl, net: t_net})
+        return latency + max(t_net, t_nvl), {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net,
+                                             "nvlink_s": t_nvl, "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn,
+                                             "binding_limit": binds}
 
 
 class SendRecv:
@@ -328,9 +455,11 @@ class SendRecv:
         _, l_inter = step_latencies(call, "Ring", protocol)
         one_nic = call.b_net / max(1, min(call.cluster.gpus_per_node, call.cluster.platform.nics_per_node))
         rate = min(call.b_nvl, one_nic)
-        t = call.base + data_time(call, call.size_bytes / rate, call.size_bytes, protocol) + l_inter
-        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "one_nic_Bps": one_nic,
-                   "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: call.size_bytes / call.b_nvl,
+                                            network_name(call): call.size_bytes / one_nic}, call.size_bytes, protocol)
+        latency = call.base + l_inter
+        return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
+                                "one_nic_Bps": one_nic, "step_latency_inter_s": l_inter, "binding_limit": binding(latency, terms)}
 
 
 ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork(), Alltoall(), SendRecv())
@@ -377,5 +506,6 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
                               hint=f"applicable here: {', '.join(models)}")
     chosen, proto, nccl = _choose(cluster, call, models, algorithm)
     time, detail = models[chosen].time(call, proto)
-    detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
+    detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions,
+              "network_limit": flows.limit}
     return FabricPrediction(call.op, int(size_bytes), call.n, time, proto, chosen, detail)

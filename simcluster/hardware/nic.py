@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simcluster.hardware.pcie import PcieLink
+
 TRANSPORTS = ("rdma", "tcp", "udp", "psm")
 ONLOADED = ("tcp", "udp", "psm")       # the transport's protocol work runs on host cores
 
@@ -46,6 +48,7 @@ class NicParams:
     segment_bytes: float = 65536.0  # bytes per CPU-handled packet: MSS without TSO/GRO, 64 KiB with
     polling_cores: float = 0.0      # cores spinning on completions, busy at any rate
     cores_per_stream: float | None = None  # None: no per-stream cap (see the module docstring)
+    pcie: PcieLink | None = None    # the NIC's own host interface (ConnectX-7: gen5x16); None: not stated on the card
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
