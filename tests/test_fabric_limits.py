@@ -163,7 +163,8 @@ def test_every_multi_node_answer_names_its_binding_limit_per_size(capsys):
     assert main(["predict", "collective", "--scenario", str(ROOT / "scenarios/published/nccl1221-h100-roce-x4.yaml"),
                  "--op", "all_reduce", "-b", "8", "-e", "4G", "-f", "64"]) == 0
     out = capsys.readouterr().out
-    block = out.split("# binding limit per size")[1].splitlines()[1:-1]
+    block = out.split("# binding limit per size")[1].split("\n#\n")[0].splitlines()[1:]     # to the table's closing '#'
+    assert "# trust " in out                                                                   # the bands follow it
     assert len(block) == 5 and all(line.startswith("# ") for line in block)      # 8 B, 512 B, 32 KiB, 2 MiB, 128 MiB
     assert "latency" in block[0] and "NVLS-tree kernel" in block[-1]
     assert "NIC line rate (400 Gb/s x 0.973 payload) binds it" in out
