@@ -5,6 +5,7 @@ refused at their scenario key."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import yaml
@@ -12,13 +13,14 @@ from conftest import ROOT
 from test_bad_input import one_line_error
 
 from simcluster import scenario
-from simcluster.build import build_cluster, build_domain
+from simcluster.build import build_cluster, build_domain, run_concurrent
 from simcluster.cards import load_aggregation
 from simcluster.cli import main
 from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.hardware import pcie
 from simcluster.network.builders import FabricSpec, aggregation_levels, tiers_needed, trees_at_busiest_switch
+from simcluster.scenario_jobs import ConcurrentJob
 
 WHATIF = ROOT / "scenarios" / "whatif" / "in-network-aggregation.yaml"
 QUANTUM2 = ROOT / "models" / "switch" / "sharp-quantum2-400g.yaml"
@@ -75,6 +77,20 @@ def test_trees_beyond_the_switch_limit_share_its_aggregation():
     assert agg.tree_rate_Bps(8) == pytest.approx(agg.aggregation_Bps / 8)
     terms = agg.terms(2**30, trees=8)
     assert terms["binds"] == "trees" and terms["rate_Bps"] == pytest.approx(agg.aggregation_Bps / 8)
+
+
+def test_concurrent_jobs_count_each_others_trees():
+    # two 8-node jobs on 4-port leaves with one uplink each (3:1): both jobs' trees meet at the one spine a leaf
+    # reaches; the streaming card's switches run one tree at a time, so together each tree gets half the ALU
+    m = scenario.load(ROOT / "scenarios" / "concurrent-jobs.yaml").machine
+    agg, _ = load_aggregation(ROOT / "models/switch/sharp-streaming-100g.yaml")
+    cluster = dataclasses.replace(build_cluster(m), aggregation=agg)
+    job = ConcurrentJob("all_reduce", 1 << 30, (tuple(range(8)), tuple(range(8, 16))), "in-network")
+    run = run_concurrent(cluster, job).runs[0]
+    assert run.alone.breakdown["trees_per_switch"] == 1 and run.shared.breakdown["trees_per_switch"] == 2
+    assert run.shared.breakdown["switch_rate_Bps"] == pytest.approx(agg.aggregation_Bps / 2)
+    assert run.shared.breakdown["binding_limit"].startswith("switch aggregation shared: 2 trees")
+    assert run.shared.time_s > 1.9 * run.alone.time_s
 
 
 def test_seed003_single_switch_forms_are_unchanged():
@@ -170,6 +186,12 @@ def test_every_multi_node_answer_names_its_binding_limit_per_size(capsys):
     assert "NIC line rate (400 Gb/s x 0.973 payload) binds it" in out
     rows = [line for line in out.splitlines() if line and not line.startswith("#")]
     assert len(rows) == 5                      # the nccl-tests rows are untouched: the limits are comment lines
+    # `simcluster run` prints it on each row and writes it in the JSON rows
+    assert main(["run", str(ROOT / "scenarios/oci-bm-gpu-h100-8x2.yaml")]) == 0
+    assert capsys.readouterr().out.count("binds: NVLS-tree kernel") == 5
+    assert main(["run", str(ROOT / "scenarios/oci-bm-gpu-h100-8x2.yaml"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["jobs"][0]["rows"]
+    assert {r["binding_limit"] for r in rows} == {"NVLS-tree kernel (SMs of its channels, NCCL's per-channel rate)"}
 
 
 def test_an_oversubscribed_leaf_uplink_is_named():

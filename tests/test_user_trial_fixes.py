@@ -12,7 +12,7 @@ from test_bad_input import LOG, one_line_error
 
 from simcluster.build import build_cluster
 from simcluster.cli import main
-from simcluster.collectives.fabric import COLLNET_CHUNK_BYTES, InNetwork
+from simcluster.collectives.in_network import COLLNET_CHUNK_BYTES, InNetwork
 from simcluster.network.builders import FabricSpec, leaf_uplinks
 from simcluster.predict_collective import sweep_from_scenario
 from simcluster.scenario import load, load_variants
