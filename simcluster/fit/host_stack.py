@@ -14,9 +14,10 @@ range (m <= 4 KiB); the larger sizes are predicted, never seen. (The reverse, fi
 identify the per-message term: it is a few percent of their cost.) For TCP, a = copy + checksum + per-packet / segment (TCP coalesces
 small writes into segments, so packets follow bytes) and b = the per-call cost; for UDP every datagram is a packet:
 b = per-call + per-packet. Repeats of one size are reduced to their median first.
-    python -m simcluster.fit.host_stack BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml]
+    python -m simcluster.fit.host_stack BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]
 prints the error tables of docs/models/nic-and-cpu.md; with the lab's three offload modes among the bundles, the
-per-byte cost is split into copy, checksum and per packet (decompose) and --card writes that split as a NIC card.
+per-byte cost is split into copy, checksum and per packet (decompose) and --card writes that split as a NIC card;
+--udp-card writes the lab's UDP stack as one.
 """
 
 from __future__ import annotations
@@ -225,6 +226,35 @@ def stack_card(bundles: list[Path], name: str) -> dict:
             "provenance": bundle_provenance(paths, used, None)}
 
 
+def udp_card(bundles: list[Path], name: str) -> dict:
+    """A NIC card of this machine's lab UDP stack (offloads none, tc tbf not binding): per byte and per datagram of the
+    costlier side at 16 KiB (the largest size swept), both sides' fits over all sizes in the notes; one core per stream."""
+    from simcluster.cards import nic_params_yaml
+    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.hardware.nic import NicParams
+
+    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) == "lab offloads=none"]
+    if not used:
+        raise CalibrationError("a UDP card needs qperf-sizes bundles of lab offloads=none",
+                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit --lab-offloads none")
+    costs = medians(pooled(used)["lab offloads=none"])
+    recv, send = fit_terms(costs[("udp", "receiver")]), fit_terms(costs[("udp", "sender")])
+    side, terms = max((("sender", send), ("receiver", recv)), key=lambda st: st[1].cost(16384.0))
+    nic = NicParams("udp", 100e9 / 8, 1472 / 1514, 8.07e-6, terms.a, terms.b, 16384.0, cores_per_stream=1.0)
+    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/udp_bw-*/stdout.txt"))]
+    return {"kind": "nic", "name": name,
+            "description": ("This machine's UDP stack between two network namespaces (veth, MTU 1500, no offloads), fitted "
+                            f"from qperf-sizes udp_bw sweeps (64 B to 16 KiB; python -m simcluster.fit.host_stack): the {side}'s "
+                            "cost per byte and per datagram, the costlier side at 16 KiB. The receiver took 26-90% of what "
+                            "was sent in these runs (7% in seed 000): drops the model does not represent. Latency assumed "
+                            "equal to the lab's tcp_lat (models/nic/local-lab-tcp-400mbit.yaml); efficiency 1472 / 1514."),
+            "params": nic_params_yaml(nic),
+            "fit": {"notes": [f"receiver {recv.a * 1e9:.3f} s/GB + {recv.b * 1e9:.0f} ns per datagram (per byte received); "
+                              f"sender {send.a * 1e9:.3f} s/GB + {send.b * 1e9:.0f} ns per datagram (per byte sent); all sizes, "
+                              "median of repeats"]},
+            "provenance": bundle_provenance(paths, used, None)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (module docstring); bad input is one line on stderr and exit status 2."""
     from simcluster.errors import SimclusterError
@@ -237,8 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             raise ValueError(f"--split: expected a number of bytes, got {text!r}") from None
         card = _option(args, "--card", None)
+        udp = _option(args, "--udp-card", None)
         if not args or any(a.startswith("-") for a in args):
-            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml]",
+            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]",
                                   hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
         print(report([Path(a) for a in args], split))
         if card is not None:
@@ -246,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
 
             Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
             print(f"wrote {card}")
+        if udp is not None:
+            from simcluster.cards import dump_card
+
+            Path(udp).write_text(dump_card(udp_card([Path(a) for a in args], Path(udp).stem)))
+            print(f"wrote {udp}")
     except (SimclusterError, ValueError, OSError) as exc:
         print(f"simcluster.fit.host_stack: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
         return 2
