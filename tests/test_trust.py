@@ -59,7 +59,7 @@ def test_shipped_table_covers_its_rows_held_out_within_the_target_for_llm_and_on
     for family in ("llm", "collective one node"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
         assert cov[family].checked == cov[family].rows
-    assert cov["llm"].median_half_width_pct <= 15.0
+    assert cov["llm"].median_half_width_validated_pct <= 15.0
     assert cov["collective across nodes"].coverage_pct < 70.0
 
 

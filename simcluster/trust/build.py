@@ -77,6 +77,7 @@ class Coverage:
     checked: int          # rows whose regime still had a band with their source left out
     covered: int          # of those, inside the band
     median_half_width_pct: float | None
+    median_half_width_validated_pct: float | None = None   # rows whose regime was validated without their source
 
     @property
     def coverage_pct(self) -> float | None:
@@ -84,7 +85,8 @@ class Coverage:
 
     def to_json(self) -> dict:
         return {"family": self.family, "rows": self.rows, "checked_leave_one_source_out": self.checked,
-                "covered": self.covered, "coverage_pct": self.coverage_pct, "median_half_width_pct": self.median_half_width_pct}
+                "covered": self.covered, "coverage_pct": self.coverage_pct, "median_half_width_pct": self.median_half_width_pct,
+                "median_half_width_validated_pct": self.median_half_width_validated_pct}
 
 
 def held_out_coverage(table: Table) -> list[Coverage]:
@@ -93,7 +95,7 @@ def held_out_coverage(table: Table) -> list[Coverage]:
     from simcluster.trust.band import trust_of
     from simcluster.trust.regime import Regime
 
-    hits: dict[str, list[tuple[bool, float]]] = {}
+    hits: dict[str, list[tuple[bool, float, bool]]] = {}
     for source in sorted({r.source for r in table.residuals}):
         rest = Table([r for r in table.residuals if r.source != source])
         for row in (r for r in table.residuals if r.source == source):
@@ -101,12 +103,14 @@ def held_out_coverage(table: Table) -> list[Coverage]:
             if trust.rho is None:
                 continue
             lo, hi = trust.rho
-            hits.setdefault(row.family, []).append((lo <= row.rho <= hi, (hi - lo) / 2 * 100))
+            hits.setdefault(row.family, []).append((lo <= row.rho <= hi, (hi - lo) / 2 * 100, trust.status != "unvalidated"))
     out = []
     for family in sorted({r.family for r in table.residuals}):
         got = hits.get(family, [])
-        out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(h for h, _ in got),
-                            statistics.median(w for _, w in got) if got else None))
+        validated = [w for _, w, ok in got if ok]
+        out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(h for h, _, _ in got),
+                            statistics.median(w for _, w, _ in got) if got else None,
+                            statistics.median(validated) if validated else None))
     return out
 
 

@@ -15,10 +15,12 @@ def _pct(x: float | None) -> str:
 
 
 def coverage_lines(table: Table) -> list[str]:
-    lines = ["| family | held-out rows | rows with a band (source left out) | inside the 80% band | median half-width |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| family | held-out rows | rows with a band (source left out) | inside the 80% band | median half-width | "
+             "median half-width, validated regimes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for c in held_out_coverage(table):
-        lines.append(f"| {c.family} | {c.rows} | {c.checked} | {_pct(c.coverage_pct)} | {_pct(c.median_half_width_pct)} |")
+        lines.append(f"| {c.family} | {c.rows} | {c.checked} | {_pct(c.coverage_pct)} | {_pct(c.median_half_width_pct)} | "
+                     f"{_pct(c.median_half_width_validated_pct)} |")
     return lines
 
 
@@ -47,7 +49,8 @@ def readme_block(table: Table) -> str:
     parts = []
     for family, c in cov.items():
         parts.append(f"{family}: {c.rows} held-out rows, the measured value inside the 80% band in "
-                     f"{_pct(c.coverage_pct)} of them with their source left out (median half-width {_pct(c.median_half_width_pct)})")
+                     f"{_pct(c.coverage_pct)} of them with their source left out (median half-width {_pct(c.median_half_width_pct)}; "
+                     f"{_pct(c.median_half_width_validated_pct)} where the regime was validated)")
     return "\n".join([README_START, *[f"- {p}" for p in parts], README_END])
 
 
