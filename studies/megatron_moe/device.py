@@ -1,6 +1,6 @@
 """Megatron-Core MoE decoder steps (forward + backward, no optimizer): one JSON document on stdout (rank 0).
 
-    torchrun --nproc-per-node 4 -m simcluster.runner.megatron_moe --layers 4 --hidden 2048 --heads 32 --kv-heads 4 \
+    torchrun --nproc-per-node 4 studies/megatron_moe/device.py --layers 4 --hidden 2048 --heads 32 --kv-heads 4 \
         --experts 128 --top-k 8 --expert-ffn 768 --seq 4096 --ep 4
 
 Megatron-Core's own GPTModel (megatron-core from PyPI, its local layer spec: no Transformer Engine, no Apex), every

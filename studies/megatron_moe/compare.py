@@ -1,7 +1,7 @@
-"""Megatron-Core MoE decoder steps (runner/megatron_moe.py: forward + backward of one micro-batch, no optimizer) against
+"""Megatron-Core MoE decoder steps (studies/megatron_moe/device.py: forward + backward of one micro-batch, no optimizer) against
 the LLM model's per-stage forward + backward (a comparison, not a test).
 
-    python validation/megatron_moe.py [JSON_OR_FOLDER ...]      # without arguments: the registered predictions
+    python studies/megatron_moe/compare.py [JSON_OR_FOLDER ...]      # without arguments: the registered predictions
 
 The model: framework megatron-unfused-attention (Megatron's local DotProductAttention materializes the scores; no TE),
 the alltoall dispatcher (its four permutation copies with several local experts), per-expert GEMMs, QK-norm, bf16,
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_collective  # noqa: E402

@@ -1,6 +1,6 @@
 """Causal attention with and without context parallelism: one JSON document on stdout (rank 0).
 
-    torchrun --nproc-per-node 4 -m simcluster.runner.cp_attention --seqs 16384,32768,65536
+    torchrun --nproc-per-node 4 studies/cp_attention/device.py --seqs 16384,32768,65536
 
 For each sequence length S: rank 0 alone times causal SDPA (bf16, batch 1, `--heads` query heads, `--kv-heads` key /
 value heads, `--head-dim`) forward, and forward + backward, on the whole sequence; then every rank times the same call
@@ -8,7 +8,7 @@ under torch's context parallelism (torch.distributed.tensor.experimental.context
 gradient sharded along the sequence over all ranks, load-balanced, K/V rotated by all-gather, torch's defaults), each
 rank holding S / ranks queries. Times are CUDA-event medians of `--steps` calls after `--warmup`, per rank; the
 document keeps every rank's. What the LLM model prices for a CP rank's attention core (simcluster/llm/ops.py) is
-compared in validation/cp_attention.py. torch is imported inside main only.
+compared in studies/cp_attention/compare.py. torch is imported inside main only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Context-parallel causal attention: the LLM model's price of a CP rank's attention core against torch's context
-parallelism measured on one node (runner/cp_attention.py; a comparison, not a test).
+parallelism measured on one node (studies/cp_attention/device.py; a comparison, not a test).
 
-    python validation/cp_attention.py [BUNDLE_OR_JSON ...]        # without arguments: the predictions alone
+    python studies/cp_attention/compare.py [BUNDLE_OR_JSON ...]        # without arguments: the predictions alone
 
 The model (simcluster/llm/ops.py _attention_core, session 25): a rank of a load-balanced CP group of size c runs c
 unmasked blocks of s/c queries x s/2c keys (forward; the backward 2.5x its FLOPs), timed on the GPU card's attention
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
