@@ -14,7 +14,7 @@ import numpy as np
 from simcluster.network.sharing import max_min_rates
 
 if TYPE_CHECKING:
-    from simcluster.collectives.fabric import Cluster
+    from simcluster.collectives.cluster import Cluster
 
 PACKET_BYTES = 4096.0  # the packet a store-and-forward switch waits for, on the network hop's latency
 

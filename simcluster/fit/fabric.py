@@ -52,9 +52,9 @@ def _machine(scenario_path: str, variant: str | None, trace):
 
 
 def _predictor(sc, op: str, sizes: list[int]):
-    from simcluster.build import build_cluster
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.machine_models import build_cluster
 
     base = build_cluster(sc.machine)
 

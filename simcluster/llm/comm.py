@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.model import predict
 from simcluster.collectives.ring_flows import RingFlows, concurrent_ring_flows
 from simcluster.errors import ScenarioError

@@ -136,8 +136,8 @@ def network_for(machine, intra=None, cluster=None) -> comm.Network:
     """The scenario machine's collective card (inside an NVLink domain: a node, or several nodes with
     machine.nvlink_domain) and fabric (across domains; `cluster` the scenario's own when build.py has one, else
     built here)."""
-    from simcluster.build import build_cluster
     from simcluster.cards import load_collective
+    from simcluster.machine_models import build_cluster
 
     intra = cluster.intra if cluster is not None else (intra or load_collective(machine.card)[0])
     if cluster is None and machine.domains > 1:

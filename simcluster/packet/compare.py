@@ -130,8 +130,8 @@ def scenario_message_bytes(scenario) -> float:
 
 
 def validate_scenario(path: str, pattern_names=SCENARIO_PATTERNS, progress=None) -> PacketValidation:
-    from simcluster.build import build_platform
     from simcluster.cards import load_collective
+    from simcluster.machine_models import build_platform
     from simcluster.scenario import load_variants
 
     out = PacketValidation(str(path))

@@ -31,7 +31,7 @@ TARGET = 0.10
 
 
 def _cluster(scenario: Path, nodes: int):
-    from simcluster.build import build_cluster, build_domain
+    from simcluster.machine_models import build_cluster, build_domain
     from simcluster.scenario import load_variants
 
     machine = load_variants(scenario, nodes)[0][1].machine
