@@ -217,6 +217,7 @@ VALIDATION_ROWS = {"llm-megascale2024-table2": [8, 9, 10, 11], "llm-megatron-cor
                    "llm-nemo-24.07-dgx-h100-fp8": [1, 3, 5, 9]}
 
 
+@pytest.mark.slow
 def test_the_held_out_set_parses_and_compares_the_rows_it_made_comparable():
     """Structure and flags only, no predicted number: each held-out row is compared (a prediction and a measurement
     on the source's own metric), says held out, and its file says which model it was predicted with; the rows the

@@ -226,6 +226,7 @@ def _lab_works() -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_fresh_collect_and_calibrate_on_this_machine(tmp_path, capsys):
     """A real local collection (qperf through the tc-shaped veth lab, perf stat, fio) calibrated into
     cards; the lab's rate is recovered within -10%..+5%, its delay within -2%..+15%: the delay line is a

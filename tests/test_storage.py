@@ -106,6 +106,7 @@ def test_max_accelerators_json(capsys):
     assert not more or more[0]["au_percent"] < 90
 
 
+@pytest.mark.slow
 def test_more_drives_more_accelerators(capsys):
     found = []
     for drives in (1, 2):

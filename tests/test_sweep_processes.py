@@ -12,6 +12,7 @@ import time
 from collections import Counter
 
 import pyarrow.parquet as pq
+import pytest
 from test_sweep_spec import collective_sweep
 
 from simcluster.sweep import store
@@ -60,6 +61,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_sweep_through_a_separate_dask_scheduler_and_two_workers(tmp_path):
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"

@@ -236,6 +236,7 @@ def test_paired_session_held_out_and_leave_one_repeat_out():
     assert len(cv) == 18 and np.mean(np.abs(cv)) <= 5.5
 
 
+@pytest.mark.slow
 def test_slowest_rank_paces_the_step_held_out():
     """Each step predicted from every rank's plain steps (measured: leave one repeat out 1.7%, max 5.7%; leave one
     model out 1.8%, max 6.1%; another 2 x H200 machine, NVLink and socket, card fitted on the 4 x H200 session:

@@ -21,8 +21,9 @@ def test_the_eight_tutorials_are_there():
     assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 9)]
 
 
-# the three longest (10-15 s each on 2 cores) run with the slow set (`pytest -q -m slow`)
-SLOW = {"04-storage-critical-path", "06-calibrate-your-lab", "08-moe-racks-and-days"}
+# the five longest (10-17 s each on 2 cores) run with the slow set (`pytest -q -m slow`)
+SLOW = {"04-storage-critical-path", "05-collectives-and-topology", "06-calibrate-your-lab", "07-llm-parallelism",
+        "08-moe-racks-and-days"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
