@@ -36,13 +36,9 @@ class CollectiveSweepResult:
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
-        seen: dict[str, list[int]] = {}
-        trusts = {}
-        for p in self.predictions:
-            t = self.trust(p)
-            seen.setdefault(t.regime.key, []).append(p.size_bytes)
-            trusts[t.regime.key] = t
-        return [f"trust {_sizes(s)}: {trusts[k].text()}" for k, s in seen.items()]
+        from simcluster.trust.band import sweep_trust_lines
+
+        return sweep_trust_lines(self.predictions, self.link)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate_collective
@@ -68,12 +64,6 @@ class CollectiveSweepResult:
         if self.ranks > shown:
             lines.append(f" ... {self.ranks - shown} more ranks ({self.ranks // self.ranks_per_node} nodes in all)")
         return lines
-
-
-def _sizes(sizes: list[int]) -> str:
-    from simcluster.units import format_size
-
-    return format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}-{format_size(sizes[-1])}"
 
 
 def size_range(min_size: str, max_size: str, factor: int) -> list[int]:

@@ -27,7 +27,10 @@ def _(result: SweepResult) -> str:
     text += sweep_table(result.predictions, {row.size_bytes: row.measured_s for row in m.rows} if m else None)
     if job.measured is not None:
         text += measured_line(result) + "\n"
-    return text
+    from simcluster.trust.band import sweep_trust_lines
+
+    return text + "".join(f"# {line}\n" for line in sweep_trust_lines(result.predictions, result.link))
+
 
 
 def measured_line(result: SweepResult) -> str:
@@ -59,13 +62,17 @@ def _(result: ConcurrentResult) -> str:
 @render.register
 def _(result: QperfResult) -> str:
     from simcluster.hardware.qperf_model import qperf_text
+    from simcluster.trust.band import family_trust
 
-    return f"\nqperf predicted from NIC card {result.nic_card}:\n" + qperf_text(result.predicted)
+    return (f"\nqperf predicted from NIC card {result.nic_card}:\n" + qperf_text(result.predicted)
+            + f"trust: {family_trust('transport', 'qperf').text()}\n")
 
 
 @render.register
 def _(result: TrainingResult) -> str:
-    return training_table(result.prediction)
+    from simcluster.trust.band import family_trust
+
+    return training_table(result.prediction) + f"  trust            {family_trust('ddp', 'data-parallel step').text()}\n"
 
 
 @render.register

@@ -51,7 +51,8 @@ class Trust:
         if self.pooled:
             return (f"{band}; unvalidated regime ({self.regime.key}: too few held-out rows), band from all {self.rows} "
                     f"held-out {self.regime.family} rows pooled")
-        span = f", {int(self.scale_range[0])}-{int(self.scale_range[1])} GPUs" if self.scale_range else ""
+        lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
+        span = "" if not self.scale_range else f", {lo} GPUs" if lo == hi else f", {lo}-{hi} GPUs"
         status = f"extrapolated ({self.outside})" if self.outside else "validated"
         return f"{band}; {status} on {self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
 
@@ -101,3 +102,14 @@ def annotate_collective(row: dict, p, link: str) -> dict:
 def family_trust(family: str, key: str, scale: float | None = None) -> Trust:
     """The trust of an answer class with no regime breakdown yet (DDP steps, storage, host transports)."""
     return trust_of(Regime(family, f"{family} | {key}", scale))
+
+
+def sweep_trust_lines(predictions, link: str) -> list[str]:
+    """One line per regime a sweep's sizes fall in: its 80% band and validation status (trust/band.py)."""
+    from simcluster.units import format_size
+
+    by: dict[str, tuple[object, list[int]]] = {}
+    for p in predictions:
+        t = collective_trust(p, link)
+        by.setdefault(t.regime.key, (t, []))[1].append(p.size_bytes)
+    return [f"trust {format_size(s[0])}{'' if len(s) == 1 else '-' + format_size(s[-1])}: {t.text()}" for t, s in by.values()]
