@@ -90,7 +90,8 @@ def test_flow_model_side_against_closed_forms():
     steps = patterns.traffic(plat, "ring-steps", m)
     _, finish = patterns.flow_model(plat, steps, MTU)
     assert len(steps.deps) == (patterns.RING_STEPS - 1) * 16
-    assert finish.max() == pytest.approx(m / B + patterns.RING_STEPS * cross)   # each step waits for the last
+    # each step waits for the one before it into its sender: the slowest chain is 3 hops inside a leaf, then 1 across
+    assert finish.max() == pytest.approx(m / B + (patterns.RING_STEPS - 1) * local + cross)
     strided = patterns.traffic(plat, "ring-strided", m)
     assert np.all(topology.flow_spines(plat, strided.src, strided.dst) >= 0)   # every hop crosses the spines
 
@@ -118,3 +119,28 @@ def test_tiny_fabric_in_ns3_against_the_flow_model():
         assert np.isfinite(row.packet_s)
         assert row.packet_s > (row.flows if pattern == "incast" else 1) * 2**20 / B   # no faster than the wire
         assert abs(row.error_pct) < 10, row
+
+
+def test_scenario_traffic_sizes_and_the_summary(monkeypatch):
+    """--packet-level SCENARIO: each variant's Platform, 1 MiB and the full message per flow (the DDP bucket's bytes per
+    NIC in one ring all_reduce), and a mean |error| over the rows of at least 1 MiB per flow only (ns-3 stubbed)."""
+    from simcluster.packet import compare as cmp
+
+    calls = []
+
+    def fake(platform, fabric, pattern, size, over):
+        calls.append((fabric, pattern, size, platform.nics))
+        packet = 1.0 if size >= 2**20 else 2.0
+        return cmp.Row(fabric, pattern, platform.nics, over, size, 1, 1.1, packet, 1.1, "cut-through", 0.0)
+
+    monkeypatch.setattr(cmp, "compare", fake)
+    result = cmp.validate_scenario(ROOT / "scenarios/whatif/100g-vs-400g.yaml", ("ring", "alltoall"))
+    full = 2 * 7 / 8 * 25 * 2**20      # 8 nodes, one NIC each, ResNet-50's 25 MiB bucket
+    assert {(f, p, s) for f, p, s, _ in calls} == {
+        (f"whatif-100g-vs-400g:{v}", p, s) for v in ("100g", "400g")
+        for p, s in (("ring", 2**20), ("ring", full), ("alltoall", 2**20), ("alltoall", full / 7))}
+    assert all(n == 8 for *_, n in calls)
+    assert result.to_json()["mean_abs_error_pct"] == pytest.approx(10.0)
+    result.rows.append(cmp.Row("x", "ring-steps", 8, 1.0, 2**18, 1, 1.0, 2.0, 1.0, "cut-through", 0.0))   # -50%, 256 KiB
+    assert result.mean_abs_error_pct() == pytest.approx(10.0)
+    assert "mean |error| at >= 1 MiB per flow: 10.0%" in result.text()

@@ -91,10 +91,10 @@ def traffic(platform: Platform, pattern: str, nbytes: float) -> Traffic:
         per_step = len(src)
         src, dst = np.tile(src, RING_STEPS), np.tile(dst, RING_STEPS)
         size = nbytes / RING_STEPS
-        into = {(int(d), 0): f for f, d in enumerate(dst[:per_step])}
+        into = {int(d): f for f, d in enumerate(dst[:per_step])}   # the step-0 flow into each NIC
         for s in range(1, RING_STEPS):
             for f in range(per_step):
-                deps.append((s * per_step + f, (s - 1) * per_step + into[int(src[f]), 0]))
+                deps.append((s * per_step + f, (s - 1) * per_step + into[int(src[f])]))
     return Traffic(pattern, src, dst, np.full(len(src), size), tuple(deps))
 
 
