@@ -22,6 +22,7 @@ import numpy as np
 from simcluster.packet.topology import Network
 
 START_S = 1e-3          # the data starts here, after every connection's handshake
+HOST_MARK = 0.0         # a host port marks ECN at HOST_MARK x K packets (0: never, the set-up kept; fabric-findings.md)
 TCP_HEADERS = 52        # IPv4 20 + TCP 20 + timestamp option 12: a segment is MTU - 52 bytes
 _SOURCE = r"""
 namespace simcluster_packet {
@@ -74,7 +75,7 @@ std::vector<double> Run(int nodes, std::vector<int> la, std::vector<int> lb, std
                         std::vector<int> rn, std::vector<uint32_t> rd, std::vector<int> rp, std::vector<int> rl,
                         std::vector<int> fs, std::vector<int> fd, std::vector<uint32_t> fsa, std::vector<uint32_t> fda,
                         std::vector<double> fbytes, std::vector<int> dep_flow, std::vector<int> dep_on,
-                        double start_s, double stop_s, int tcp_headers, std::string tcp) {
+                        double start_s, double stop_s, int tcp_headers, std::string tcp, double host_mark) {
     RngSeedManager::SetSeed(1);   // every run alike, whatever ran before it in this process
     RngSeedManager::SetRun(1);
     RngSeedManager::ResetNextStreamIndex();
@@ -110,10 +111,11 @@ std::vector<double> Run(int nodes, std::vector<int> la, std::vector<int> lb, std
             TrafficControlHelper::ClassIdList bands = tch.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
             tch.AddChildQueueDisc(root, bands[0], "ns3::FifoQueueDisc",
                                   "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queue_packets)));
-            if (host)
+            if (host && host_mark <= 0)
                 tch.AddChildQueueDisc(root, bands[1], "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1000000)));
             else
-                tch.AddChildQueueDisc(root, bands[1], "ns3::RedQueueDisc", "MinTh", DoubleValue(mark[i]), "MaxTh", DoubleValue(mark[i]),
+                tch.AddChildQueueDisc(root, bands[1], "ns3::RedQueueDisc", "MinTh", DoubleValue(host ? host_mark * mark[i] : mark[i]),
+                                      "MaxTh", DoubleValue(host ? host_mark * mark[i] : mark[i]),
                                       "QW", DoubleValue(1.0), "Gentle", BooleanValue(false), "UseEcn", BooleanValue(true),
                                       "UseHardDrop", BooleanValue(false), "MeanPktSize", UintegerValue(mtu),
                                       "LinkBandwidth", DataRateValue(DataRate((uint64_t) rate[i])),
@@ -213,7 +215,7 @@ def run(net: Network, stop_s: float, tcp: str = "ns3::TcpDctcp") -> tuple[np.nda
                 _vec("int", net.route_link),
                 _vec("int", net.flow_src), _vec("int", net.flow_dst), _vec("uint32_t", net.flow_src_addr),
                 _vec("uint32_t", net.flow_dst_addr), _vec("double", net.flow_bytes),
-                _vec("int", net.dep_flow), _vec("int", net.dep_on), START_S, START_S + stop_s, TCP_HEADERS, tcp)
+                _vec("int", net.dep_flow), _vec("int", net.dep_on), START_S, START_S + stop_s, TCP_HEADERS, tcp, HOST_MARK)
     out = np.array(list(out)).reshape(3, n)
     start, finish, got = out
     finish = np.where((finish < 0) | (got < np.asarray(net.flow_bytes)), np.nan, finish)
