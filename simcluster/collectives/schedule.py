@@ -73,6 +73,18 @@ def _btree_parents(n: int) -> np.ndarray:
     return parents
 
 
+def double_tree_parents(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The parent of each node (-1 for a root) in both of NCCL's binary trees over `nodes` nodes: the second tree is
+    the first mirrored (even count) or shifted by one rank (odd)."""
+    first = _btree_parents(nodes)
+    r = np.arange(nodes)
+    if nodes % 2 == 0:
+        mirrored = first[nodes - 1 - r]
+        return first, np.where(mirrored < 0, -1, nodes - 1 - mirrored)
+    shifted = first[(r - 1) % nodes]
+    return first, np.where(shifted < 0, -1, (shifted + 1) % nodes)
+
+
 @lru_cache(maxsize=256)
 def tree_node_load(nodes: int) -> float:
     """Bytes the busiest node sends (and receives) over the network, in units of S, for an all_reduce
@@ -82,16 +94,8 @@ def tree_node_load(nodes: int) -> float:
     (a ring sends 2(N-1)/N: the tree's gain is latency, not bandwidth)."""
     if nodes < 2:
         return 0.0
-    first = _btree_parents(nodes)
-    r = np.arange(nodes)
-    if nodes % 2 == 0:
-        mirrored = first[nodes - 1 - r]
-        second = np.where(mirrored < 0, -1, nodes - 1 - mirrored)
-    else:
-        shifted = first[(r - 1) % nodes]
-        second = np.where(shifted < 0, -1, (shifted + 1) % nodes)
     links = np.zeros(nodes)
-    for parents in (first, second):
+    for parents in double_tree_parents(nodes):
         has_parent = parents >= 0
         links += has_parent + np.bincount(parents[has_parent], minlength=nodes)
     return float(links.max() / 2)
