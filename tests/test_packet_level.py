@@ -110,7 +110,7 @@ def test_packet_level_refuses_other_inputs_and_reports_a_missing_extra(capsys):
 @pytest.mark.skipif(not ns3_available()[0], reason=ns3_available()[1] or "ns-3 installed")
 def test_tiny_fabric_in_ns3_against_the_flow_model():
     """4 hosts, 2 leaves, 2:1 (one uplink per leaf): a ring step and an incast of 1 MiB per flow, ns-3 against the
-    flow model (ns-3 import and driver: about 20 s)."""
+    flow model, no packet dropped (ns-3 import and driver: about 20 s)."""
     from simcluster.packet.compare import compare
 
     plat = _platform(hosts=4, per_leaf=2, spines=2, over=2.0)
@@ -119,6 +119,12 @@ def test_tiny_fabric_in_ns3_against_the_flow_model():
         assert np.isfinite(row.packet_s)
         assert row.packet_s > (row.flows if pattern == "incast" else 1) * 2**20 / B   # no faster than the wire
         assert abs(row.error_pct) < 10, row
+        assert row.packet_drops == 0                                 # deep queues and ECN: lossless
+    from simcluster.packet import ns3_run  # the drop count is real: a 3-packet queue under a 3-to-1 incast drops
+
+    t = patterns.traffic(plat, "incast", 2**20)
+    _, finish, drops = ns3_run.run(topology.network(plat, t.src, t.dst, t.nbytes, queue_packets=3), 1.0)
+    assert drops > 0
 
 
 def test_scenario_traffic_sizes_and_the_summary(monkeypatch):
