@@ -150,3 +150,19 @@ def test_scenario_traffic_sizes_and_the_summary(monkeypatch):
     result.rows.append(cmp.Row("x", "ring-steps", 8, 1.0, 2**18, 1, 1.0, 2.0, 1.0, "cut-through", 0.0))   # -50%, 256 KiB
     assert result.mean_abs_error_pct() == pytest.approx(10.0)
     assert "mean |error| at >= 1 MiB per flow: 10.0%" in result.text()
+
+
+def test_large_fabrics_run_scaled_down_flows(tmp_path, monkeypatch):
+    """Above 64 NICs the full message per flow is scaled by 64 / NICs (at least 1 MiB), and the note says so."""
+    from simcluster.packet import compare as cmp
+
+    text = (ROOT / "scenarios/whatif/100g-vs-400g.yaml").read_text().replace("../../", str(ROOT) + "/")
+    path = tmp_path / "big.yaml"
+    path.write_text(text.replace("nodes: 8\n", "nodes: 128\n"))
+    sizes = []
+    monkeypatch.setattr(cmp, "compare", lambda platform, fabric, pattern, size, over: sizes.append(size)
+                        or cmp.Row(fabric, pattern, platform.nics, over, size, 1, 1.0, 1.0, 1.0, "cut-through", 0.0))
+    result = cmp.validate_scenario(path, ("ring",))
+    full = 2 * 127 / 128 * 25 * 2**20
+    assert sorted(set(sizes)) == pytest.approx([2**20, full * 64 / 128])
+    assert any("128 NICs: flows scaled x0.5" in n for n in result.notes)
