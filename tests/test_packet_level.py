@@ -90,7 +90,8 @@ def test_flow_model_side_against_closed_forms():
     steps = patterns.traffic(plat, "ring-steps", m)
     _, finish = patterns.flow_model(plat, steps, MTU)
     assert len(steps.deps) == (patterns.RING_STEPS - 1) * 16
-    assert finish.max() == pytest.approx(m / B + patterns.RING_STEPS * cross)   # each step waits for the last
+    # each step waits for the one before it into its sender: the slowest chain is 3 hops inside a leaf, then 1 across
+    assert finish.max() == pytest.approx(m / B + (patterns.RING_STEPS - 1) * local + cross)
     strided = patterns.traffic(plat, "ring-strided", m)
     assert np.all(topology.flow_spines(plat, strided.src, strided.dst) >= 0)   # every hop crosses the spines
 
@@ -109,7 +110,7 @@ def test_packet_level_refuses_other_inputs_and_reports_a_missing_extra(capsys):
 @pytest.mark.skipif(not ns3_available()[0], reason=ns3_available()[1] or "ns-3 installed")
 def test_tiny_fabric_in_ns3_against_the_flow_model():
     """4 hosts, 2 leaves, 2:1 (one uplink per leaf): a ring step and an incast of 1 MiB per flow, ns-3 against the
-    flow model (ns-3 import and driver: about 20 s)."""
+    flow model, no packet dropped (ns-3 import and driver: about 20 s)."""
     from simcluster.packet.compare import compare
 
     plat = _platform(hosts=4, per_leaf=2, spines=2, over=2.0)
@@ -118,3 +119,50 @@ def test_tiny_fabric_in_ns3_against_the_flow_model():
         assert np.isfinite(row.packet_s)
         assert row.packet_s > (row.flows if pattern == "incast" else 1) * 2**20 / B   # no faster than the wire
         assert abs(row.error_pct) < 10, row
+        assert row.packet_drops == 0                                 # deep queues and ECN: lossless
+    from simcluster.packet import ns3_run  # the drop count is real: a 3-packet queue under a 3-to-1 incast drops
+
+    t = patterns.traffic(plat, "incast", 2**20)
+    _, finish, drops = ns3_run.run(topology.network(plat, t.src, t.dst, t.nbytes, queue_packets=3), 1.0)
+    assert drops > 0
+
+
+def test_scenario_traffic_sizes_and_the_summary(monkeypatch):
+    """--packet-level SCENARIO: each variant's Platform, 1 MiB and the full message per flow (the DDP bucket's bytes per
+    NIC in one ring all_reduce), and a mean |error| over the rows of at least 1 MiB per flow only (ns-3 stubbed)."""
+    from simcluster.packet import compare as cmp
+
+    calls = []
+
+    def fake(platform, fabric, pattern, size, over):
+        calls.append((fabric, pattern, size, platform.nics))
+        packet = 1.0 if size >= 2**20 else 2.0
+        return cmp.Row(fabric, pattern, platform.nics, over, size, 1, 1.1, packet, 1.1, "cut-through", 0.0)
+
+    monkeypatch.setattr(cmp, "compare", fake)
+    result = cmp.validate_scenario(ROOT / "scenarios/whatif/100g-vs-400g.yaml", ("ring", "alltoall"))
+    full = 2 * 7 / 8 * 25 * 2**20      # 8 nodes, one NIC each, ResNet-50's 25 MiB bucket
+    assert {(f, p, s) for f, p, s, _ in calls} == {
+        (f"whatif-100g-vs-400g:{v}", p, s) for v in ("100g", "400g")
+        for p, s in (("ring", 2**20), ("ring", full), ("alltoall", 2**20), ("alltoall", full / 7))}
+    assert all(n == 8 for *_, n in calls)
+    assert result.to_json()["mean_abs_error_pct"] == pytest.approx(10.0)
+    result.rows.append(cmp.Row("x", "ring-steps", 8, 1.0, 2**18, 1, 1.0, 2.0, 1.0, "cut-through", 0.0))   # -50%, 256 KiB
+    assert result.mean_abs_error_pct() == pytest.approx(10.0)
+    assert "mean |error| at >= 1 MiB per flow: 10.0%" in result.text()
+
+
+def test_large_fabrics_run_scaled_down_flows(tmp_path, monkeypatch):
+    """Above 64 NICs the full message per flow is scaled by 64 / NICs (at least 1 MiB), and the note says so."""
+    from simcluster.packet import compare as cmp
+
+    text = (ROOT / "scenarios/whatif/100g-vs-400g.yaml").read_text().replace("../../", str(ROOT) + "/")
+    path = tmp_path / "big.yaml"
+    path.write_text(text.replace("nodes: 8\n", "nodes: 128\n"))
+    sizes = []
+    monkeypatch.setattr(cmp, "compare", lambda platform, fabric, pattern, size, over: sizes.append(size)
+                        or cmp.Row(fabric, pattern, platform.nics, over, size, 1, 1.0, 1.0, 1.0, "cut-through", 0.0))
+    result = cmp.validate_scenario(path, ("ring",))
+    full = 2 * 127 / 128 * 25 * 2**20
+    assert sorted(set(sizes)) == pytest.approx([2**20, full * 64 / 128])
+    assert any("128 NICs: flows scaled x0.5" in n for n in result.notes)

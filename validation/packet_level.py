@@ -7,7 +7,8 @@ switch port, store-and-forward as ns-3's routers are):
   ls16    16 hosts, 4 per leaf, 4 spines: 4 uplinks of 100G (1:1) or 2 (2:1)
   ls64    64 hosts, 16 per leaf, 8 spines: 8 uplinks of 200G (1:1) or 100G (2:1)
   rail32  16 nodes x 2 NICs, rail-optimized, 8 NICs per leaf, 4 spines
-Each at 1:1 and 2:1. The 64-host alltoall runs at the smallest size only (4,032 flows).
+Each at 1:1 and 2:1. The alltoall runs at the smallest size only (16 hosts at 16 MiB per flow: 240 flows, ten minutes
+of ns-3 on this project's 2-core machine).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def main(argv=None) -> int:
             plat = platform(name, over)
             for pattern in a.patterns.split(","):
                 for size in sizes:
-                    if name == "ls64" and pattern == "alltoall" and size > min(sizes):
-                        continue
+                    if pattern == "alltoall" and size > min(sizes):
+                        continue   # 16 MiB per flow: 10 minutes for 240 flows here
                     row = compare(plat, f"{name} {over:g}:1", pattern, size, over)
                     out.rows.append(row)
                     print(f"# {row.fabric} {row.pattern} {size / 2**20:g}MiB model {row.model_s * 1e6:.1f} us ns-3 "

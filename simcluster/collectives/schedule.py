@@ -73,10 +73,9 @@ def _btree_parents(n: int) -> np.ndarray:
     return parents
 
 
-@lru_cache(maxsize=256)
 def double_tree_parents(nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's parent (-1 at a root) in NCCL's two binary trees over `nodes` nodes: the second is the first mirrored
-    (even count) or shifted by one rank (odd)."""
+    """The parent of each node (-1 for a root) in both of NCCL's binary trees over `nodes` nodes: the second tree is
+    the first mirrored (even count) or shifted by one rank (odd)."""
     first = _btree_parents(nodes)
     r = np.arange(nodes)
     if nodes % 2 == 0:
@@ -86,6 +85,7 @@ def double_tree_parents(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     return first, np.where(shifted < 0, -1, (shifted + 1) % nodes)
 
 
+@lru_cache(maxsize=256)
 def tree_node_load(nodes: int) -> float:
     """Bytes the busiest node sends (and receives) over the network, in units of S, for an all_reduce
     on NCCL's double binary tree over `nodes` nodes: each tree carries S/2; a node sends S/2 to its
@@ -94,9 +94,8 @@ def tree_node_load(nodes: int) -> float:
     (a ring sends 2(N-1)/N: the tree's gain is latency, not bandwidth)."""
     if nodes < 2:
         return 0.0
-    first, second = double_tree_parents(nodes)
     links = np.zeros(nodes)
-    for parents in (first, second):
+    for parents in double_tree_parents(nodes):
         has_parent = parents >= 0
         links += has_parent + np.bincount(parents[has_parent], minlength=nodes)
     return float(links.max() / 2)

@@ -43,6 +43,7 @@ class Row:
     model_other_s: float       # the flow model at the other forwarding (cut-through <-> store-and-forward)
     forwarding: str            # the Platform's
     ns3_wall_s: float
+    packet_drops: int = 0      # packets ns-3's queues dropped (the stand-in for a lossless fabric: 0)
 
     @property
     def error_pct(self) -> float:
@@ -52,7 +53,8 @@ class Row:
         return {"fabric": self.fabric, "pattern": self.pattern, "hosts": self.hosts, "oversubscription": self.oversubscription,
                 "flow_bytes": self.flow_bytes, "flows": self.flows, "forwarding": self.forwarding,
                 "flow_model_s": self.model_s, "packet_level_s": self.packet_s, "error_pct": round(self.error_pct, 3),
-                "flow_model_other_forwarding_s": self.model_other_s, "ns3_wall_s": round(self.ns3_wall_s, 2)}
+                "flow_model_other_forwarding_s": self.model_other_s, "ns3_wall_s": round(self.ns3_wall_s, 2),
+                "packet_drops": self.packet_drops}
 
 
 @dataclass
@@ -109,12 +111,12 @@ def compare(platform: Platform, fabric: str, pattern: str, flow_bytes: float, ov
     net = topology.network(platform, t.src, t.dst, t.nbytes, t.deps, mtu=MTU)
     ns3_run.driver()
     began = time.perf_counter()
-    _, packet = ns3_run.run(net, stop_s)
+    _, packet, drops = ns3_run.run(net, stop_s)
     wall = time.perf_counter() - began
     eb, _, _ = topology.fabric_blocks(platform)
     return Row(fabric, pattern, eb.count, oversubscription, float(t.nbytes.max()), len(t.src), float(finish.max()),
                float(np.max(packet)) if not np.isnan(packet).any() else float("nan"), float(other.max()),
-               "store-and-forward" if sf else "cut-through", wall)
+               "store-and-forward" if sf else "cut-through", wall, drops)
 
 
 def scenario_message_bytes(scenario) -> float:

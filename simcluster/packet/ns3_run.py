@@ -22,6 +22,7 @@ import numpy as np
 from simcluster.packet.topology import Network
 
 START_S = 1e-3          # the data starts here, after every connection's handshake
+HOST_MARK = 0.0         # a host port marks ECN at HOST_MARK x K packets (0: never, the set-up kept; fabric-findings.md)
 TCP_HEADERS = 52        # IPv4 20 + TCP 20 + timestamp option 12: a segment is MTU - 52 bytes
 _SOURCE = r"""
 namespace simcluster_packet {
@@ -60,6 +61,8 @@ static void Accepted(int f, Ptr<Socket> s, const Address&) {
     s->SetRecvCallback(MakeBoundCallback(&Received, f));
 }
 static std::vector<Ptr<Socket>> g_listen;
+static double g_drops = 0;
+static void QueueDrop(Ptr<const QueueDiscItem>) { g_drops += 1; }
 static void Connect(int f, uint32_t remote, uint16_t port) {
     g_sock[f]->Bind();
     g_sock[f]->Connect(InetSocketAddress(Ipv4Address(remote), port));
@@ -74,7 +77,8 @@ std::vector<double> Run(int nodes, std::vector<int> la, std::vector<int> lb, std
                         std::vector<int> rn, std::vector<uint32_t> rd, std::vector<int> rp, std::vector<int> rl,
                         std::vector<int> fs, std::vector<int> fd, std::vector<uint32_t> fsa, std::vector<uint32_t> fda,
                         std::vector<double> fbytes, std::vector<int> dep_flow, std::vector<int> dep_on,
-                        double start_s, double stop_s, int tcp_headers, std::string tcp) {
+                        double start_s, double stop_s, int tcp_headers, std::string tcp, double host_mark) {
+    g_drops = 0;
     RngSeedManager::SetSeed(1);   // every run alike, whatever ran before it in this process
     RngSeedManager::SetRun(1);
     RngSeedManager::ResetNextStreamIndex();
@@ -110,16 +114,18 @@ std::vector<double> Run(int nodes, std::vector<int> la, std::vector<int> lb, std
             TrafficControlHelper::ClassIdList bands = tch.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
             tch.AddChildQueueDisc(root, bands[0], "ns3::FifoQueueDisc",
                                   "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queue_packets)));
-            if (host)
+            if (host && host_mark <= 0)
                 tch.AddChildQueueDisc(root, bands[1], "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1000000)));
             else
-                tch.AddChildQueueDisc(root, bands[1], "ns3::RedQueueDisc", "MinTh", DoubleValue(mark[i]), "MaxTh", DoubleValue(mark[i]),
+                tch.AddChildQueueDisc(root, bands[1], "ns3::RedQueueDisc", "MinTh", DoubleValue(host ? host_mark * mark[i] : mark[i]),
+                                      "MaxTh", DoubleValue(host ? host_mark * mark[i] : mark[i]),
                                       "QW", DoubleValue(1.0), "Gentle", BooleanValue(false), "UseEcn", BooleanValue(true),
                                       "UseHardDrop", BooleanValue(false), "MeanPktSize", UintegerValue(mtu),
                                       "LinkBandwidth", DataRateValue(DataRate((uint64_t) rate[i])),
                                       "LinkDelay", TimeValue(Seconds(delay[i])),
                                       "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, queue_packets)));
-            tch.Install(devs.Get(end));
+            QueueDiscContainer q = tch.Install(devs.Get(end));
+            q.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDrop));
         }
         for (int end = 0; end < 2; ++end) {
             int id = end ? lb[i] : la[i];
@@ -169,6 +175,7 @@ std::vector<double> Run(int nodes, std::vector<int> la, std::vector<int> lb, std
     for (size_t f = 0; f < n; ++f) out.push_back(g_start[f]);
     for (size_t f = 0; f < n; ++f) out.push_back(g_finish[f]);
     for (size_t f = 0; f < n; ++f) out.push_back((double) g_got[f]);
+    out.push_back(g_drops);
     g_sock.clear();
     g_listen.clear();
     Simulator::Destroy();
@@ -201,9 +208,9 @@ def _vec(kind: str, values):
     return v
 
 
-def run(net: Network, stop_s: float, tcp: str = "ns3::TcpDctcp") -> tuple[np.ndarray, np.ndarray]:
+def run(net: Network, stop_s: float, tcp: str = "ns3::TcpDctcp") -> tuple[np.ndarray, np.ndarray, int]:
     """Per flow (seconds after its data could start): when its data started, and when its last byte arrived
-    (NaN where it had not by stop_s)."""
+    (NaN where it had not by stop_s); and the packets the queues dropped (0 on a run that stayed lossless)."""
     d = driver()
     n = len(net.flow_src)
     out = d.Run(net.nodes, _vec("int", net.link_a), _vec("int", net.link_b), _vec("double", net.link_bps),
@@ -213,8 +220,9 @@ def run(net: Network, stop_s: float, tcp: str = "ns3::TcpDctcp") -> tuple[np.nda
                 _vec("int", net.route_link),
                 _vec("int", net.flow_src), _vec("int", net.flow_dst), _vec("uint32_t", net.flow_src_addr),
                 _vec("uint32_t", net.flow_dst_addr), _vec("double", net.flow_bytes),
-                _vec("int", net.dep_flow), _vec("int", net.dep_on), START_S, START_S + stop_s, TCP_HEADERS, tcp)
-    out = np.array(list(out)).reshape(3, n)
-    start, finish, got = out
+                _vec("int", net.dep_flow), _vec("int", net.dep_on), START_S, START_S + stop_s, TCP_HEADERS, tcp, HOST_MARK)
+    out = np.array(list(out))
+    drops = int(out[-1])
+    start, finish, got = out[:-1].reshape(3, n)
     finish = np.where((finish < 0) | (got < np.asarray(net.flow_bytes)), np.nan, finish)
-    return start - START_S, finish - START_S
+    return start - START_S, finish - START_S, drops

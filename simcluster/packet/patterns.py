@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcluster.collectives.schedule import _btree_parents
+from simcluster.collectives.schedule import double_tree_parents
 from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
 from simcluster.network.flows import FlowNetwork
@@ -48,16 +48,8 @@ def nic_grid(platform: Platform) -> np.ndarray:
 
 
 def _tree_pairs(nodes: int) -> list[tuple[int, int]]:
-    """(child, parent) of both of NCCL's binary trees over `nodes` nodes (schedule.tree_node_load's pair)."""
-    first = _btree_parents(nodes)
-    r = np.arange(nodes)
-    if nodes % 2 == 0:
-        mirrored = first[nodes - 1 - r]
-        second = np.where(mirrored < 0, -1, nodes - 1 - mirrored)
-    else:
-        shifted = first[(r - 1) % nodes]
-        second = np.where(shifted < 0, -1, (shifted + 1) % nodes)
-    return [(int(c), int(p)) for parents in (first, second) for c, p in enumerate(parents) if p >= 0]
+    """(child, parent) of both of NCCL's binary trees over `nodes` nodes (the trees of schedule.tree_node_load)."""
+    return [(int(c), int(p)) for parents in double_tree_parents(nodes) for c, p in enumerate(parents) if p >= 0]
 
 
 def traffic(platform: Platform, pattern: str, nbytes: float) -> Traffic:
@@ -91,10 +83,10 @@ def traffic(platform: Platform, pattern: str, nbytes: float) -> Traffic:
         per_step = len(src)
         src, dst = np.tile(src, RING_STEPS), np.tile(dst, RING_STEPS)
         size = nbytes / RING_STEPS
-        into = {(int(d), 0): f for f, d in enumerate(dst[:per_step])}
+        into = {int(d): f for f, d in enumerate(dst[:per_step])}   # the step-0 flow into each NIC
         for s in range(1, RING_STEPS):
             for f in range(per_step):
-                deps.append((s * per_step + f, (s - 1) * per_step + into[int(src[f]), 0]))
+                deps.append((s * per_step + f, (s - 1) * per_step + into[int(src[f])]))
     return Traffic(pattern, src, dst, np.full(len(src), size), tuple(deps))
 
 
