@@ -335,7 +335,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
         or steady.fixed_estimate(release, compute, lead, workload.batch_size, accelerators, plan)
     dlio_au = float(np.mean([dlio_au_percent(compute[r], proc[r], wall) for r in range(accelerators)]))
     dlio_samples = accelerators * n * workload.batch_size / wall
-    stall = float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)]))
+    stall = max(0.0, float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)])))  # no rounding residue
     use = _use(snapshots, release, est, drives, config, accelerators * threads, nvme)
     samples = est.throughput_samples_per_s
     return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,

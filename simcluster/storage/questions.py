@@ -5,6 +5,7 @@ workload's AU threshold, and one simulated run."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from simcluster import strict
@@ -93,9 +94,18 @@ def notes(s: StorageSetup) -> list[str]:
     return out
 
 
+def _ci(value: float) -> float | None:
+    """A 95% half-width, None where one block gives none."""
+    return value if math.isfinite(value) else None
+
+
+def _pm(value: float | None) -> str:
+    return f"+- {value:.2f}" if value is not None else "+- ? (one block)"
+
+
 def _run_doc(r) -> dict:
     e = r.estimate
-    return {"accelerators": r.accelerators, "au_percent": r.au_percent, "au_ci_percent": e.au_ci_percent,
+    return {"accelerators": r.accelerators, "au_percent": r.au_percent, "au_ci_percent": _ci(e.au_ci_percent),
             "throughput_Bps": r.throughput_MiB_per_s * MiB, "steps": r.steps, "settled": e.settled,
             "window_steps": [e.first_step, e.last_step], "limit": r.limit, "use": r.use}
 
@@ -112,7 +122,7 @@ def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
             "accelerators": best.accelerators if best else 0,
             "throughput_Bps": best.throughput_MiB_per_s * MiB if best else 0.0,
             "au_percent": best.au_percent if best else 0.0,
-            "au_ci_percent": best.estimate.au_ci_percent if best else None,
+            "au_ci_percent": _ci(best.estimate.au_ci_percent) if best else None,
             "limit": stop.limit if stop else None,
             "limit_use": stop.use if stop else None,
             "notes": notes(s),
@@ -126,7 +136,7 @@ def _use_text(use: dict) -> str:
 def max_accelerators_text(out: dict) -> str:
     lines = [f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}: AU threshold "
              f"{out['au_threshold_percent']:.0f}% at steady state"]
-    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}% +- {r['au_ci_percent']:.2f}  "
+    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}% {_pm(r['au_ci_percent'])}  "
               f"{r['throughput_Bps'] / MiB:9.1f} MiB/s  ({r['steps']} steps, steady over {r['window_steps'][0]}-"
               f"{r['window_steps'][1]}{'' if r['settled'] else ', NOT settled within the bound'}; busy: {_use_text(r['use'])})"
               for r in out["tried"]]
@@ -137,7 +147,7 @@ def max_accelerators_text(out: dict) -> str:
                      + f"; limited by {out['limit']}")
     else:
         lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
-                     f"AU {out['au_percent']:.2f}% +- {out['au_ci_percent']:.2f} (95%)")
+                     f"AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%)")
         if out["limit"]:
             lines.append(f"limit: {out['limit']} ({out['accelerators'] + 1} accelerators: {_use_text(out['limit_use'])} busy)")
     lines += [f"note: {n}" for n in out["notes"]]
@@ -154,7 +164,7 @@ def simulate(s: StorageSetup, accelerators: int, drives: int, seed: int):
     e = r.estimate
     return {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "accelerators": r.accelerators,
             "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent, "au_threshold_percent": s.workload.au_threshold * 100,
-            "au_ci_percent": e.au_ci_percent, "settled": e.settled, "window_steps": [e.first_step, e.last_step],
+            "au_ci_percent": _ci(e.au_ci_percent), "settled": e.settled, "window_steps": [e.first_step, e.last_step],
             "dlio_au_percent": r.dlio_au_percent, "dlio_throughput_Bps": r.dlio_throughput_samples_per_s * s.workload.record_bytes,
             "limit": r.limit, "use": r.use, "notes": notes(s),
             "compute_per_step_s": s.workload.computation_time_s, "throughput_samples_per_s": r.throughput_samples_per_s,
@@ -170,7 +180,7 @@ def simulate_text(out: dict) -> str:
     return "\n".join([
         f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}, {out['accelerators']} accelerators, "
         f"{out['steps']} steps each",
-        f"  AU {out['au_percent']:.2f}% +- {out['au_ci_percent']:.2f} (95%) at steady state, steps {out['window_steps'][0]}-"
+        f"  AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%) at steady state, steps {out['window_steps'][0]}-"
         f"{out['window_steps'][1]}{'' if out['settled'] else ' (NOT settled: a longer run would tell)'} (threshold "
         f"{out['au_threshold_percent']:.0f}%: {'met' if out['au_percent'] >= out['au_threshold_percent'] else 'not met'}); "
         f"DLIO's AU over the whole run {out['dlio_au_percent']:.2f}%",
