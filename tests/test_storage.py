@@ -188,6 +188,7 @@ def test_steady_estimate_removes_the_prefetch_drain():
     assert flat.lead_slope == 0.0 and flat.au_percent == pytest.approx(100)      # a full buffer's jitter is no drain
 
 
+@pytest.mark.slow
 def test_steady_state_does_not_depend_on_run_length():
     """At 2 and 3 accelerators (the answer's edge), a run until settled and one of at least twice its steps agree within 2%."""
     nvme, _ = load_nvme(MICRON)

@@ -41,7 +41,6 @@ MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
-MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may issue over all its runs
 SATURATED = 0.9                                   # a resource busy this share of the steady window limits the run
 
 
@@ -114,20 +113,12 @@ def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
     return workload.batch_size * math.ceil(max(MIN_IO_BYTES, workload.record_bytes) / io_size)
 
 
-def reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> int:
-    """The reads a run issues, about, for the bounds below: each sample's size taken as its mean plus one standard
-    deviation (SampleReader draws them so; a 1.5 B mean with a 68 MB spread draws large files)."""
-    sample = max(MIN_IO_BYTES, workload.record_bytes + workload.record_stdev_bytes)
-    return steps * accelerators * workload.batch_size * math.ceil(sample / io_size)
-
-
 def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
     """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
-    sample = max(MIN_IO_BYTES, workload.record_bytes + workload.record_stdev_bytes)
-    ios = reads(workload, accelerators, steps, io_size)
+    ios = steps * accelerators * reads_per_step(workload, io_size)
     if ios > MAX_IOS:
         raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
-                              f"{workload.batch_size} samples of up to {sample:.4g} B in {io_size} B I/Os); "
+                              f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {io_size} B I/Os); "
                               f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
 
 
@@ -344,8 +335,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
         or steady.fixed_estimate(release, compute, lead, workload.batch_size, accelerators, plan)
     dlio_au = float(np.mean([dlio_au_percent(compute[r], proc[r], wall) for r in range(accelerators)]))
     dlio_samples = accelerators * n * workload.batch_size / wall
-    # >= 0: a rounding residue is no negative stall
-    stall = max(0.0, float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)])))
+    stall = max(0.0, float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)])))  # no rounding residue
     use = _use(snapshots, release, est, drives, config, accelerators * threads, nvme)
     samples = est.throughput_samples_per_s
     return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,
@@ -384,16 +374,8 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     threshold = workload.au_threshold * 100
     tried: dict[int, RunResult] = {}
 
-    spent = [0]
-
     def run(n: int) -> RunResult:
         if n not in tried:
-            ios = reads(workload, n, config.steps or workload.steps_per_epoch(n), config.io_size)
-            if spent[0] + ios > MAX_SEARCH_IOS:   # refused before the run that would pass the search's budget
-                raise SimclusterError(f"the search for the largest accelerator count would simulate more than "
-                                      f"{MAX_SEARCH_IOS:,} reads (at {n} accelerators, {spent[0] + ios:,})", where=workload.path,
-                                      hint="fewer --steps or a larger --io-size")
-            spent[0] += ios
             tried[n] = simulate(workload, nvme, n, drives, config, seed)
         return tried[n]
 

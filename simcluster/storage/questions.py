@@ -94,18 +94,18 @@ def notes(s: StorageSetup) -> list[str]:
     return out
 
 
-def _ci(half_width: float) -> float | None:
-    """A 95% half-width, or None where one block gives none (a fixed run too short to split)."""
-    return half_width if math.isfinite(half_width) else None
+def _ci(value: float) -> float | None:
+    """A 95% half-width, None where one block gives none."""
+    return value if math.isfinite(value) else None
 
 
-def _ci_text(half_width: float | None) -> str:
-    return "n/a (one block)" if half_width is None else f"{half_width:.2f}"
+def _pm(value: float | None) -> str:
+    return f"+- {value:.2f}" if value is not None else "+- ? (one block)"
 
 
 def _run_doc(r) -> dict:
     e = r.estimate
-    return {"accelerators": r.accelerators, "au_percent": r.au_percent, "au_ci_percent": e.au_ci_percent,
+    return {"accelerators": r.accelerators, "au_percent": r.au_percent, "au_ci_percent": _ci(e.au_ci_percent),
             "throughput_Bps": r.throughput_MiB_per_s * MiB, "steps": r.steps, "settled": e.settled,
             "window_steps": [e.first_step, e.last_step], "limit": r.limit, "use": r.use}
 
@@ -136,7 +136,7 @@ def _use_text(use: dict) -> str:
 def max_accelerators_text(out: dict) -> str:
     lines = [f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}: AU threshold "
              f"{out['au_threshold_percent']:.0f}% at steady state"]
-    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}% +- {_ci_text(r['au_ci_percent'])}  "
+    lines += [f"  {r['accelerators']:5d} accelerators  AU {r['au_percent']:6.2f}% {_pm(r['au_ci_percent'])}  "
               f"{r['throughput_Bps'] / MiB:9.1f} MiB/s  ({r['steps']} steps, steady over {r['window_steps'][0]}-"
               f"{r['window_steps'][1]}{'' if r['settled'] else ', NOT settled within the bound'}; busy: {_use_text(r['use'])})"
               for r in out["tried"]]
@@ -147,7 +147,7 @@ def max_accelerators_text(out: dict) -> str:
                      + f"; limited by {out['limit']}")
     else:
         lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
-                     f"AU {out['au_percent']:.2f}% +- {_ci_text(out['au_ci_percent'])} (95%)")
+                     f"AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%)")
         if out["limit"]:
             lines.append(f"limit: {out['limit']} ({out['accelerators'] + 1} accelerators: {_use_text(out['limit_use'])} busy)")
     lines += [f"note: {n}" for n in out["notes"]]
@@ -180,7 +180,7 @@ def simulate_text(out: dict) -> str:
     return "\n".join([
         f"{out['model']} ({out['workload']}) on {out['drives']} x {out['nvme']}, {out['accelerators']} accelerators, "
         f"{out['steps']} steps each",
-        f"  AU {out['au_percent']:.2f}% +- {_ci_text(out['au_ci_percent'])} (95%) at steady state, steps {out['window_steps'][0]}-"
+        f"  AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%) at steady state, steps {out['window_steps'][0]}-"
         f"{out['window_steps'][1]}{'' if out['settled'] else ' (NOT settled: a longer run would tell)'} (threshold "
         f"{out['au_threshold_percent']:.0f}%: {'met' if out['au_percent'] >= out['au_threshold_percent'] else 'not met'}); "
         f"DLIO's AU over the whole run {out['dlio_au_percent']:.2f}%",

@@ -11,7 +11,7 @@ near-100% AU before it reaches S/D: at S/D = 0.97 and 24 loader threads, about 8
 depend on --steps). The estimator removes that drain exactly: over a window of steps with lead slope s (OLS, per
 step, s < 0 while draining), the steady values are
 
-    AU_steady = AU_window x (1 + min(0, s)),   throughput_steady = throughput_window x (1 + min(0, s))
+    AU_steady = AU_window x (1 + s),   throughput_steady = throughput_window x (1 + s)
 
 (a step that takes t while the loaders need t / (1 + s) per batch; s counts only below -DRAIN_MIN and -2 standard
 errors). Blocks: one round of the loader threads, or whole epochs when an epoch is that short. Settled: the estimate
