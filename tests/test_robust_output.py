@@ -64,3 +64,30 @@ def test_a_sweep_value_that_is_not_finite_is_refused_at_its_key(tmp_path, values
     path = collective_sweep(tmp_path, extra={"sweep": {"keys": {"machine.nodes": values}}})
     with pytest.raises(ScenarioError, match=r"sweep.keys.machine.nodes: value \d, .*, is not finite"):
         spec.read_sweep(path)
+
+
+@pytest.mark.parametrize("value", ["0", "1e-300", "-5"])
+def test_a_published_busbw_that_cannot_be_measured_is_refused_before_the_prediction(tmp_path, value):
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.reference import read_published
+    from simcluster.reference.nccl import system_rows
+
+    source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
+    path = tmp_path / "calibration" / "published" / source.name
+    path.parent.mkdir(parents=True)
+    (tmp_path / "scenarios").symlink_to(ROOT / "scenarios")      # the file names its scenario relative to itself
+    path.write_text(source.read_text().replace("busbw_GBps: 364.87", f"busbw_GBps: {value}", 1))
+    with pytest.raises(SimclusterError, match=rf"runs\[0\]: busbw_GBps '?{value}'?: expected a measured bandwidth > 0"):
+        system_rows(read_published(path, "published-nccl-run"))
+
+
+@pytest.mark.parametrize("value", [0.0, -5, 1e-300, "x"])
+def test_a_published_llm_measurement_must_be_a_positive_number(value):
+    from simcluster.errors import SimclusterError
+    from simcluster.reference.llm import _measured
+
+    with pytest.raises(SimclusterError, match="measured.tokens_per_s: expected a number > 0"):
+        _measured({"tokens_per_s": value}, "tokens_per_s")
+    assert _measured({"tokens_per_s": 2.5e6}, "tokens_per_s") == 2.5e6
