@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
+from simcluster.cards import load_collective
 from simcluster.collectives import des
-from simcluster.collectives.domain import NvlinkDomain
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
-from simcluster.errors import ModelCardError
 from simcluster.llm.job import LlmJob
-from simcluster.network.builders import FabricSpec, machine_platform
+from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_arch, machine_nic  # noqa: F401 (re-exported)
+from simcluster.network.builders import fabric_tiers, machine_platform
 from simcluster.network.platform import Platform
 from simcluster.results import (
     ConcurrentResult,
@@ -24,7 +24,7 @@ from simcluster.results import (
     SweepResult,
     TrainingResult,
 )
-from simcluster.scenario import Machine, Scenario
+from simcluster.scenario import Scenario
 from simcluster.scenario_jobs import CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob
 
 
@@ -50,69 +50,6 @@ def run_sweep(params, job: CollectiveSweep, seed: int, platform: Platform | None
             closed = des.simulate(params, platform, job.op, size, closed.protocol, ranks=ranks, sim=Simulation(seed, record=False))
         predictions.append(closed)
     return predictions
-
-
-def machine_nic(machine: Machine):
-    """The machine's NIC card; a TCP NIC takes its host cost per byte from the machine's host-cpu card, if any."""
-    nic, card = load_nic(machine.nic.card)
-    if machine.host_card is not None and nic.transport == "tcp":
-        from simcluster.cards import load_host_cpu
-
-        host, _ = load_host_cpu(machine.host_card)
-        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0)
-    return nic, card
-
-
-def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
-    """The machine as one Platform: every NVLink domain (one node's, or several nodes' with machine.nvlink_domain;
-    ports at nvlink_Bps, the collective card's link rate) and, across domains, the fabric of the machine's NICs (a
-    domain's NICs are those of its nodes). Built once per scenario machine; every job reads it."""
-    spec = None
-    if machine.domains > 1:
-        nic, _ = machine_nic(machine)
-        f = machine.fabric
-        spec = FabricSpec(machine.domains, machine.nics_per_domain, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
-                          f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding)
-    return machine_platform(machine.domains, machine.domain_gpus, nvlink_Bps, spec)
-
-
-def build_cluster(machine: Machine, intra=None, platform: Platform | None = None) -> Cluster:
-    """Cards + the machine's platform -> the multi-node Cluster the fabric collectives run on."""
-    intra = intra or load_collective(machine.card)[0]
-    nic, _ = machine_nic(machine)
-    platform = platform or build_platform(machine, intra.link_bandwidth_Bps)
-    aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
-    if aggregation is not None and aggregation.line_rate_Bps < nic.line_rate_Bps * (1 - 1e-9):
-        raise ModelCardError(f"the aggregating switch's ports run at {aggregation.line_rate_Bps * 8 / 1e9:g} Gb/s, slower than "
-                             f"the NICs' {nic.line_rate_Bps * 8 / 1e9:g} Gb/s (machine.aggregation.card)",
-                             where=str(machine.aggregation_card), hint="use an aggregation card of the NICs' line rate")
-    nvls = None
-    if machine.nvls_card:
-        table, latency, _ = load_nvls(machine.nvls_card)
-        if machine.domain_gpus not in table:
-            raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)})",
-                                 where=str(machine.nvls_card))
-        nvls = (table[machine.domain_gpus], latency)
-    return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls, arch=machine_arch(machine), cpu_vendor=machine.cpu_vendor)
-
-
-def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
-    """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
-    intra = intra or load_collective(machine.card)[0]
-    nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
-    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls)
-
-
-def machine_arch(machine: Machine) -> str:
-    """The architecture NCCL's decision model (collectives/nccl_tuner.py) indexes: the GPU card's, Hopper without one."""
-    if not machine.gpu_card:
-        return "hopper"
-    from simcluster.cards import load_card
-    from simcluster.collectives.nccl_constants import arch_of
-
-    card = load_card(machine.gpu_card, kind="gpu")
-    return arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))
 
 
 def choices(preds) -> str:
@@ -163,10 +100,11 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
     for g, shared in zip(groups, together, strict=True):
         alone = concurrent_ring_flows(cluster, [g])[0]
         view = dataclasses.replace(cluster, job_nodes=len(g))
+        together_view = dataclasses.replace(view, tree_jobs=len(groups))   # every job's aggregation trees at once
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
-                                  predict_fabric(view, job.op, job.size_bytes, job.algorithm, shared),
+                                  predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs)
+    return ConcurrentResult(job, runs, link=cluster.nic.transport)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -216,11 +154,11 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                                            context=context)
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
         how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
-               f"{m.fabric.kind}, {choices(preds)}; network {flows.node_rate_Bps / 1e9:.1f} GB/s per node, "
-               f"ECMP collisions {flows.ecmp_collisions}"
-               + (f"; TCP takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
-                  if cluster.nic.transport == "tcp" else ""))
-        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how)
+               f"{m.fabric.kind} ({fabric_tiers(cluster.platform.fabric)} switch tiers), {choices(preds)}; network "
+               f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
+               + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
+                  if cluster.nic.onloaded else ""))
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=cluster.nic.transport)
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain

@@ -11,9 +11,11 @@ from pathlib import Path
 import yaml
 
 from simcluster import strict
-from simcluster.collectives.interface import CollectiveModel, from_params_yaml
+from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.profile import OpProfile, op_profiles
+from simcluster.collectives.registry import from_params_yaml
 from simcluster.errors import ModelCardError, UnitError
+from simcluster.hardware import pcie
 from simcluster.hardware.nic import TRANSPORTS, NicParams
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
@@ -149,16 +151,43 @@ def dump_card(card: dict) -> str:
 
 def nic_params(card: dict, where: str) -> NicParams:
     params = _params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
-                                   "message_size"})
+                                   "message_size", "csum_per_byte", "cpu_per_packet", "segment_size", "polling_cores",
+                                   "cores_per_stream", "pcie"})
     key = f"{where}: params"
     transport = _get(params, "transport", key)
     if transport not in TRANSPORTS:
         raise ModelCardError(f"params.transport: {transport!r} is not one of {', '.join(TRANSPORTS)}", where=where)
+    optional = {"cpu_per_message": "0s", "csum_per_byte": "0s/GB", "cpu_per_packet": "0s", "segment_size": "64KiB",
+                "polling_cores": 0, **params}
     return NicParams(transport, _get(params, "line_rate", key, _rate),
                      _get(params, "efficiency", key, _fraction),
                      _get(params, "latency", key, parse_time), _get(params, "cpu_per_byte", key, parse_cost),
-                     _get({"cpu_per_message": "0s", **params}, "cpu_per_message", key, parse_time),
-                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)))
+                     _get(optional, "cpu_per_message", key, parse_time),
+                     _get(params, "message_size", key, lambda v: strict.count(parse_size(v), 2**40)),
+                     _get(optional, "csum_per_byte", key, parse_cost), _get(optional, "cpu_per_packet", key, parse_time),
+                     _get(optional, "segment_size", key, _bytes), _get(optional, "polling_cores", key, _nonnegative),
+                     _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key),
+                     _get(params, "pcie", key, pcie.parse) if "pcie" in params else None)
+
+
+# A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
+# core of this machine, calibration/loopback-sizes-*; seed 000's single stream was CPU-bound at 16.9 Gb/s); RDMA and PSM
+# have no per-stream cap unless the card gives one.
+DEFAULT_CORES_PER_STREAM = {"tcp": 1.0, "udp": 1.0, "rdma": "none", "psm": "none"}
+
+
+def _cores_per_stream(value, key: str) -> float | None:
+    if value is None or value == "none":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ModelCardError(f"{key}.cores_per_stream: expected a number of cores > 0 or 'none', got {value!r}")
+    return float(value)
+
+
+def _nonnegative(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return float(value)
 
 
 def load_nic(path: str | Path) -> tuple[NicParams, dict]:
@@ -167,10 +196,17 @@ def load_nic(path: str | Path) -> tuple[NicParams, dict]:
 
 
 def nic_params_yaml(p: NicParams) -> dict:
-    return {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
-            "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
-            "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
-            "message_size": format_size(p.message_bytes)}
+    out = {"transport": p.transport, "line_rate": f"{p.line_rate_Bps * 8 / 1e9:.4g}Gbps",
+           "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
+           "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
+           "message_size": format_size(p.message_bytes)}
+    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores:
+        out.update(csum_per_byte=format_cost(p.csum_s_per_byte), cpu_per_packet=format_time(p.cpu_s_per_packet),
+                   segment_size=f"{p.segment_bytes:.0f}B", polling_cores=p.polling_cores)
+    out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
+    if p.pcie:
+        out["pcie"] = str(p.pcie)
+    return out
 
 
 def load_host_cpu(path: str | Path):
@@ -192,7 +228,7 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
     card = load_card(path, kind="aggregation")
     where = str(path)
     p = _params(card, where, {"forwarding", "line_rate", "op_latency", "aggregation_rate", "buffer", "threshold_frames",
-                              "frame_payload", "frame_wire"})
+                              "frame_payload", "frame_wire", "trees_per_switch", "max_levels"})
     key = f"{where}: params"
     forwarding = _get(p, "forwarding", key)
     if forwarding not in FORWARDING:
@@ -201,7 +237,9 @@ def load_aggregation(path: str | Path) -> tuple[AggregationParams, dict]:
         forwarding, _get(p, "line_rate", key, _rate), _get(p, "op_latency", key, parse_time),
         _get(p, "aggregation_rate", key, _rate), _get({"buffer": "4KiB", **p}, "buffer", key, _bytes),
         _get({"threshold_frames": 1, **p}, "threshold_frames", key, _count),
-        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes))
+        _get({"frame_payload": "1480B", **p}, "frame_payload", key, _bytes), _get({"frame_wire": "1538B", **p}, "frame_wire", key, _bytes),
+        _get(p, "trees_per_switch", key, _count) if "trees_per_switch" in p else None,
+        _get(p, "max_levels", key, _count) if "max_levels" in p else None)
     if params.frame_wire_bytes < params.frame_payload_bytes:
         raise ModelCardError("params.frame_wire: a frame on the wire is at least its payload", where=where)
     return params, card
@@ -276,10 +314,13 @@ def load_nvme(path: str | Path):
 
     card = load_card(path, kind="nvme")
     where = str(path)
-    p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth"})
+    p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth",
+                                     "capacity"})
     key = f"{where}: params"
     bw = _get(p, "bandwidth", key, _rate)
     write = _get(p, "write_bandwidth", key, _rate) if "write_bandwidth" in p else None
+    if "capacity" in p:
+        _get(p, "capacity", key, lambda v: strict.positive(parse_size(v)))   # checked here, read by storage/questions.py
     return NvmeParams(_get(p, "service_time", key, _positive(parse_time)), _get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
                       _get(p, "parallelism", key, _count),
                       bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,

@@ -1,6 +1,8 @@
 """The command line: thin wrappers that parse arguments, call the library and print.
 
-Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2.
+Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2. Exit 3: something was
+skipped (named on stderr). Exit 4 (`predict training`): a configuration that does not fit in GPU memory; its JSON has
+`"status": "does_not_fit"` and its text prints no step time as if it could run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from simcluster.errors import SimclusterError
 
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3     # something was skipped (named on stderr); the rest was done
+EXIT_CANNOT_RUN = 4  # predict training: a configuration that does not fit in GPU memory (its times are for reference only)
 
 
 def cmd_parse(args) -> int:
@@ -72,6 +75,8 @@ def cmd_calibrate(args) -> int:
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     name = args.name or Path(args.output).stem
+    if args.scenario or _multi_node_log(args.traces[0]):
+        return _calibrate_internode(args, name)
     from simcluster.traces.qperf import looks_like_qperf
 
     if looks_like_qperf(args.traces[0]):
@@ -82,6 +87,38 @@ def cmd_calibrate(args) -> int:
         card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name, args.model)
     _write(args.output, dump_card(card))
     print(f"wrote {args.output}: {message}")
+    return 0
+
+
+def _multi_node_log(path: str) -> bool:
+    from simcluster.errors import TraceFormatError
+    from simcluster.traces import nccl_tests
+    from simcluster.traces.qperf import looks_like_qperf
+
+    if looks_like_qperf(path):
+        return False
+    try:
+        return nccl_tests.parse(path).nodes > 1
+    except TraceFormatError:
+        return False           # the collective-card path reports what is wrong with it
+
+
+def _calibrate_internode(args, name: str) -> int:
+    from simcluster.cards import dump_card
+    from simcluster.fit.fabric import fit_internode, nic_document
+
+    if not args.scenario:
+        raise SimclusterError("a multi-node nccl-tests log calibrates the inter-node terms of a machine: give --scenario "
+                              "(the machine it ran on)", where=args.traces[0],
+                              hint="e.g. simcluster calibrate LOG --scenario scenarios/oci-bm-gpu-h100-8x2.yaml -o nic.yaml")
+    if len(args.traces) != 1:
+        raise SimclusterError("one multi-node log at a time", hint="give one nccl-tests log with --scenario")
+    fit = fit_internode(args.traces[0], args.scenario, args.variant, args.op)
+    _write(args.output, dump_card(output.check(nic_document(fit, args.traces[0], args.scenario, name), args.traces[0])))
+    held = f", held out (larger half of the sizes) {fit.held_out_pct:.2f}%" if fit.held_out_pct is not None else ""
+    print(f"wrote {args.output}: {', '.join(fit.fitted)} fitted on {fit.sizes} sizes: efficiency {fit.nic.efficiency:.4f}, "
+          f"latency {fit.nic.latency_s * 1e6:.3g} us; mean |error| {fit.before_pct:.2f}% with the card -> "
+          f"{fit.in_sample_pct:.2f}% in sample{held}")
     return 0
 
 
@@ -104,17 +141,23 @@ def cmd_predict_collective(args) -> int:
         if args.ranks or args.ranks_per_node:
             raise SimclusterError("--ranks and --ranks-per-node apply to a --card; with --scenario the ranks are the "
                                   "scenario machine's nodes x gpus_per_node")
-        result = sweep_from_scenario(args.scenario, args.op, args.b, args.e, args.f, args.algorithm)
+        results = sweep_from_scenario(args.scenario, args.op, args.b, args.e, args.f, args.algorithm, args.variant)
     elif not args.card or args.ranks is None:
         raise SimclusterError("predict collective needs --card and --ranks, or --scenario")
     else:
-        if args.algorithm:
-            raise SimclusterError("--algorithm chooses a multi-node algorithm; it applies to --scenario")
-        result = sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
-                                 args.host_launched)
-    output.check([{"size_B": p.size_bytes, "time_s": p.time_s, "busbw_Bps": p.busbw_Bps} for p in result.predictions],
-                 args.scenario or args.card)
-    sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
+        if args.algorithm or args.variant:
+            raise SimclusterError(f"{'--algorithm' if args.algorithm else '--variant'} applies to --scenario, not to a --card")
+        results = [sweep_from_card(args.card, args.op, args.ranks, args.ranks_per_node, args.b, args.e, args.f,
+                                   args.host_launched)]
+    docs = output.check([r.to_json() for r in results], args.scenario or args.card)
+    if args.json:
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+        return 0
+    for result in results:
+        if result.variant:
+            print(f"== variant {result.variant}")
+        sys.stdout.write(nccl_tests_table(result.predictions, result.header_lines(__version__)))
+        sys.stdout.write("".join(f"# {line}\n" for line in result.trust_lines()))
     return 0
 
 
@@ -134,9 +177,10 @@ def cmd_predict_training(args) -> int:
     out = output.check([{**({"variant": label} if label else {}), **job.to_json()} for label, job in found], args.scenario)
     for path, (_, job) in zip(traces, found, strict=False):
         _write(path, output.dumps(_timeline(job), args.scenario))
+    cannot_run = EXIT_CANNOT_RUN if any(isinstance(job, LlmTrainingResult) and not job.prediction.fits for _, job in found) else 0
     if args.json:
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
-        return 0
+        return cannot_run
     doc = strict.load_yaml(args.scenario)   # its description only (already read and checked by run_file)
     print(f"scenario {runs[0].name}: {doc.get('description', '') if isinstance(doc, dict) else ''}".rstrip(": "))
     for label, job in found:
@@ -145,7 +189,7 @@ def cmd_predict_training(args) -> int:
         sys.stdout.write(render(job))
     for path, (label, _) in zip(traces, found, strict=False):
         print(f"timeline{f' of {label}' if label else ''}: {path} (open in https://ui.perfetto.dev)")
-    return 0
+    return cannot_run
 
 
 def _trace_paths(path: str, labels: list) -> list[str]:
@@ -174,10 +218,48 @@ def _timeline(job) -> dict:
     return job.prediction.timeline if isinstance(job, LlmTrainingResult) else perfetto_trace(job.prediction)
 
 
+def cmd_error_bands(args) -> int:
+    from simcluster.files import write_document
+    from simcluster.trust import report
+    from simcluster.trust.build import build_table, held_out_coverage, regime_summary
+    from simcluster.trust.table import TABLE
+
+    given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                      ("--published", args.published), ("--decisions", args.decisions),
+                                      ("--held-out-machines", args.held_out_machines), ("--plot", args.plot)) if value]
+    if given or len(args.trace) > 1:
+        raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
+                              hint="give at most one folder of published runs (default calibration/published)")
+    table = build_table(args.trace[0] if args.trace else None)
+    write_document(args.table or TABLE, json.dumps(table.to_json(), indent=1) + "\n")
+    if args.docs:
+        repo = Path(args.docs)
+        write_document(repo / "docs" / "accuracy.md", report.accuracy_page(table))
+        readme = repo / "README.md"
+        try:
+            text = readme.read_text()
+            write_document(readme, report.with_readme_block(text, table))
+        except (OSError, ValueError) as exc:
+            raise SimclusterError(f"cannot rewrite the README's accuracy lines ({exc})", where=str(readme)) from None
+    if args.json:
+        print(json.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
+                          "regimes": regime_summary(table)}, indent=1))
+    else:
+        print(f"error-band table: {args.table or TABLE} ({len(table.residuals)} held-out rows, {len(table.regimes)} regimes)")
+        print("\n".join(report.coverage_lines(table)))
+    return 0
+
+
 def cmd_validate(args) -> int:
     from simcluster.report.validation import plot, render
     from simcluster.validation import validate_path
 
+    if args.error_bands:
+        return cmd_error_bands(args)
+    if args.table or args.docs:
+        raise SimclusterError("--table and --docs go with --error-bands")
+    if args.packet_level:
+        return _validate_packet_level(args)
     if args.held_out_machines:
         from simcluster.machine_validation import validate_held_out_machines
 
@@ -196,6 +278,26 @@ def cmd_validate(args) -> int:
     if args.plot:
         plot(result, args.plot)
     sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else render(result))
+    for line in result.skipped:
+        print(f"simcluster: skipped {line}", file=sys.stderr)
+    return EXIT_PARTIAL if result.skipped else 0
+
+
+def _validate_packet_level(args) -> int:
+    """validate --packet-level SCENARIO: the flow model against ns-3 (simcluster/packet/)."""
+    from simcluster.packet.compare import ns3_available, validate_scenario
+
+    given = [flag for flag, value in (("a trace", args.trace), ("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                      ("--published", args.published), ("--decisions", args.decisions), ("--plot", args.plot),
+                                      ("--held-out-machines", args.held_out_machines)) if value]
+    if given:
+        raise SimclusterError(f"--packet-level runs the scenario's own traffic; {given[0]} does not apply")
+    ok, why = ns3_available()
+    if not ok:
+        raise SimclusterError(why)
+    result = validate_scenario(args.packet_level, progress=lambda r: print(
+        f"simcluster: {r.fabric} {r.pattern} {r.flow_bytes / 2**20:.3g} MiB: {r.error_pct:+.1f}%", file=sys.stderr))
+    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else result.text())
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
@@ -223,19 +325,27 @@ def cmd_storage(args) -> int:
     from simcluster.storage import questions
 
     s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
-                        args.thread_rate, args.cores)
+                        args.thread_rate, args.cores, args.network, args.page_cache, at_least=args.action == "max-accelerators")
     if args.action == "max-accelerators":
-        out = output.check(questions.max_accelerators(s, args.drives, args.seed), args.workload)
+        out = output.check(_storage_trust(questions.max_accelerators(s, args.drives, args.seed), s), args.workload)
         sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))
         return 0
     out, run = questions.simulate(s, args.accelerators, args.drives, args.seed)
-    output.check(out, args.workload)
+    out = output.check(_storage_trust(out, s), args.workload)
     if args.plot_dir:
         from simcluster.storage.report import figures
 
         out["figures"] = figures(run, args.plot_dir, f"{s.workload.model}-{args.accelerators}acc")
     sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.simulate_text(out))
     return 0
+
+
+def _storage_trust(out: dict, s) -> dict:
+    """A storage answer's band and validation status (trust/: storage by workload x limit)."""
+    from simcluster.trust.band import annotate, family_trust
+
+    return annotate(out, family_trust("storage", f"{s.workload.model} | {out.get('limit') or 'simulated run'}"),
+                    rates=("throughput_Bps",))
 
 
 def _csv(text: str | None) -> list[str]:
@@ -252,14 +362,14 @@ def cmd_collect(args) -> int:
     if args.lab:
         from simcluster.runner import netlab
 
-        lab = netlab.up(args.lab_rate, args.lab_delay)
+        lab = netlab.up(args.lab_rate, args.lab_delay, args.lab_offloads)
         gt = lab.ground_truth
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
         min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
         nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
         nccl_register=args.nccl_register, qperf_host=args.qperf_host or (gt.get("server")),
-        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat,
+        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(_csv(args.qperf_sizes) or plans.Options.qperf_sizes),
         pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
@@ -327,7 +437,8 @@ def cmd_plan(args) -> int:
     from simcluster.files import write_documents
     from simcluster.plan import search
 
-    result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler)
+    result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler,
+                             include_unvalidated=args.include_unvalidated)
     docs = search.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
     for line in result.summary.problems[:20]:
         print(f"simcluster: skipped {line}", file=sys.stderr)

@@ -44,6 +44,9 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="CARD.yaml",
                    help="the model card to write (a folder of cards for a bundle)")
     p.add_argument("--name", help="the card's name (default: the output file's stem)")
+    p.add_argument("--scenario", help="a multi-node nccl-tests log: the machine it ran on (NVLink card, NICs, fabric), held "
+                   "fixed while the NIC's efficiency and latency are fitted -> a NIC card (docs/models/fabric.md)")
+    p.add_argument("--variant", help="with --scenario: the what-if variant whose machine ran the log")
     p.add_argument("--op", help="the collective, when the logs do not say")
     p.add_argument("--collective-card", metavar="CARD", help="bundles: the collective card for the 2-GPU all_reduce "
                    "of the DDP fit (default: each bundle's own nccl-tests card)")
@@ -68,7 +71,11 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     what = p.add_subparsers(dest="what", required=True, parser_class=_Parser)
     c = what.add_parser("collective", help="an nccl-tests-style sweep of one collective")
     c.add_argument("--card", help="a collective card (one node); or use --scenario")
-    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective")
+    c.add_argument("--scenario", help="a scenario whose machine (cards, nodes, NICs, fabric) runs the collective; every what-if "
+                   "variant of it is predicted, one table each (--variant picks one)")
+    c.add_argument("--variant", help="with --scenario: only this what-if variant (its label under variants:)")
+    c.add_argument("--json", action="store_true", help="print the sweep as JSON: per size time_s, algbw_Bps, busbw_Bps, each "
+                   "with its 80%% band (time_s_band, ...), the algorithm, protocol, breakdown and the validation status")
     c.add_argument("--algorithm", choices=ALGORITHMS,
                    help="force a multi-node algorithm (default: the one NCCL's tuner picks from its own table, not always the fastest here)")
     c.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv, "
@@ -106,16 +113,29 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
                    "bundle under FOLDER, and in every posted log (nccl-decisions-*/source.yaml, e.g. calibration/published), "
                    "against the decision model")
+    p.add_argument("--error-bands", action="store_true", help="every held-out set (published LLM and NCCL runs, machines "
+                   "held out in turn) -> the residuals per regime that give every answer its 80%% band: writes the table "
+                   "(default: the one the package ships, simcluster/trust/error_bands.json) and prints each family's "
+                   "coverage with its source left out")
+    p.add_argument("--table", metavar="FILE.json", help="with --error-bands: write the table here instead")
+    p.add_argument("--docs", metavar="REPO", help="with --error-bands: also rewrite REPO/docs/accuracy.md and REPO/README.md's "
+                   "accuracy lines from the table")
     p.add_argument("--card", help="nccl-tests logs: the collective card to predict them with")
-    p.add_argument("--scenario", help="qperf traces: a scenario with a 'kind: qperf' job")
+    p.add_argument("--scenario", help="predict the log on this scenario's machine and compare size by size: an nccl-tests log "
+                   "(any node count: the fabric model across nodes, NCCL's algorithm; the machine's nodes x GPUs must match "
+                   "the log's ranks) or a qperf output (the scenario's 'kind: qperf' job); prints measured, predicted and "
+                   "the error per size")
     p.add_argument("--op", help="the collective, when the log does not say")
     p.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="draw measured and predicted busbw against size")
+    p.add_argument("--packet-level", metavar="SCENARIO", help="the fabric's flow model against ns-3 (packet level) on the "
+                   "scenario's fabric: ring, tree, alltoall and incast traffic per variant at 1 MiB and the full message per "
+                   "flow (needs pip install -e '.[packet]'; minutes)")
     p.set_defaults(func=commands["validate"])
 
     p = sub.add_parser("collect", help="run the real tools and write a trace bundle")
     p.add_argument("--out", required=True, metavar="DIR", help="the bundle folder to write (traces + manifest.json)")
-    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, nccl-probe, qperf, perf-stat, fio, dlio, ddp-step, "
+    p.add_argument("--tools", help="comma-separated: nccl-tests, nccl-tests-socket, nccl-probe, qperf, qperf-sizes, perf-stat, fio, dlio, ddp-step, "
                    "gpu-micro, llm-step (default: qperf,perf-stat,fio)")
     p.add_argument("--hosts", help="comma-separated hosts; the first runs the clients (mpirun hostfile, ssh qperf server)")
     p.add_argument("--nccl-tests", metavar="DIR", help="folder of nccl-tests *_perf binaries (else torch.distributed)")
@@ -136,11 +156,14 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--qperf-host", help="qperf server address (default: 127.0.0.1, or the second host)")
     p.add_argument("--qperf-time", type=int, default=5, help="qperf -t: seconds per test (default %(default)s)")
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
+    p.add_argument("--qperf-sizes", help="qperf-sizes tool: comma-separated message sizes (default 64,256,1K,4K,16K,64K,256K,1M)")
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
-    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units (default %(default)s)")
+    p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units, or none: no shaping (default %(default)s)")
     p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
+    p.add_argument("--lab-offloads", choices=("none", "csum", "all"), default="none",
+                   help="veth offloads left on in the lab: none (software checksums, MTU frames), csum, all (and TSO/GSO/GRO)")
     p.add_argument("--fio-dir", help="folder on the disk to measure (default: inside the bundle)")
     p.add_argument("--fio-size", default="512M", help="fio --size: the test file (default %(default)s)")
     p.add_argument("--fio-runtime", type=int, default=5, help="fio --runtime: seconds per job (default %(default)s)")
@@ -173,11 +196,14 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--nvme", required=True, metavar="CARD", help="an NVMe card (models/nvme/*.yaml)")
     p.add_argument("--drives", type=int, default=1, help="NVMe drives striped together (default %(default)s)")
     p.add_argument("--accelerators", type=int, default=1, help="simulate: emulated accelerators")
-    p.add_argument("--steps", type=int, default=32, help="steps per accelerator to simulate (the first load counts, as in DLIO)")
+    p.add_argument("--steps", type=int, help="simulate: a fixed run of this many steps per accelerator (default: until the "
+                   "steady-state AU settles); max-accelerators: the least steps per run, each going on until it settles")
     p.add_argument("--io-size", default="4MiB", help="bytes per read I/O (sequential readahead; Linux max_sectors_kb)")
     p.add_argument("--depth", type=int, default=2, help="reads in flight per loader thread")
     p.add_argument("--thread-rate", help="bytes/s one loader thread can take in, e.g. 400MB/s (default: no limit)")
     p.add_argument("--cores", type=float, help="host cores the loader threads share (default: unlimited)")
+    p.add_argument("--network", help="remote storage: the host link every read crosses, e.g. 200Gb/s (default: local drives)")
+    p.add_argument("--page-cache", help="host memory the page cache may hold of the dataset, e.g. 256GiB (default: none)")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same numbers")
     p.add_argument("--plot-dir", help="simulate: write the throughput and queue-depth figures here")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -209,6 +235,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="folder for results/, report.html, figures/ and plan.json")
     _dask_arguments(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--include-unvalidated", action="store_true", help="rank configurations whose regime was never validated "
+                   "too (default: left out and counted; every configuration is judged at the slow end of its 80%% band)")
     p.set_defaults(func=commands["plan"])
 
     p = sub.add_parser("report", help="an HTML report (and PNG/SVG figures) of a sweep or plan results folder")

@@ -226,3 +226,15 @@ def write_document(path: str | Path, text: str | bytes) -> Path:
         raise OutputError("not a file name", where=str(path))
     with lock(folder, f".{path.name}.simcluster.lock"):
         return _commit({path: text})[0]
+
+
+def scratch_folder(name: str) -> Path:
+    """A fresh private folder under the temp directory, removed at exit: for intermediate files (a study's fitted
+    cards), never a fixed /tmp path another user may already own."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix=f"simcluster-{name}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder

@@ -26,6 +26,36 @@ class CollectiveSweepResult:
     notes: list[str]
     predictions: list[Prediction]
     description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
+    link: str = "nvlink"              # where the bytes go: one NVLink domain, or the NIC transport across nodes (rdma, tcp)
+    variant: str = ""                 # the scenario's what-if variant
+
+    def trust(self, p: Prediction):
+        from simcluster.trust.band import collective_trust
+
+        return collective_trust(p, self.link)
+
+    def trust_lines(self) -> list[str]:
+        """One line per regime the sizes fall in: its 80% band and validation status."""
+        seen: dict[str, list[int]] = {}
+        trusts = {}
+        for p in self.predictions:
+            t = self.trust(p)
+            seen.setdefault(t.regime.key, []).append(p.size_bytes)
+            trusts[t.regime.key] = t
+        return [f"trust {_sizes(s)}: {trusts[k].text()}" for k, s in seen.items()]
+
+    def to_json(self) -> dict:
+        from simcluster.trust.band import annotate_collective
+
+        rows = []
+        for p in self.predictions:
+            row = {"size_bytes": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
+                   "protocol": p.protocol, "algorithm": getattr(p, "algorithm", "") or "nvlink-card",
+                   **({"breakdown": p.breakdown} if getattr(p, "breakdown", None) else {})}
+            rows.append(annotate_collective(row, p, self.link))
+        return {**({"variant": self.variant} if self.variant else {}), "op": self.op, "ranks": self.ranks,
+                "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.link,
+                "description": self.description, "notes": self.notes, "rows": rows}
 
     def header_lines(self, version: str) -> list[str]:
         lines = [f"simcluster {version} prediction: {self.op}, {self.ranks} ranks, {self.source}"]
@@ -38,6 +68,12 @@ class CollectiveSweepResult:
         if self.ranks > shown:
             lines.append(f" ... {self.ranks - shown} more ranks ({self.ranks // self.ranks_per_node} nodes in all)")
         return lines
+
+
+def _sizes(sizes: list[int]) -> str:
+    from simcluster.units import format_size
+
+    return format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}-{format_size(sizes[-1])}"
 
 
 def size_range(min_size: str, max_size: str, factor: int) -> list[int]:
@@ -83,15 +119,28 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
 
 
 def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: str, factor: int,
-                        algorithm: str | None) -> CollectiveSweepResult:
+                        algorithm: str | None, variant: str | None = None) -> list[CollectiveSweepResult]:
+    """One sweep per what-if variant of the scenario (or the one named `variant`)."""
     from simcluster import scenario as scenario_mod
+
+    size_range(min_size, max_size, factor)
+    variants = scenario_mod.load_variants(scenario_path)
+    if variant is not None:
+        labels = [label for label, _ in variants]
+        if variant not in labels:
+            raise SimclusterError(f"--variant {variant!r}: the scenario has no such variant", where=scenario_path,
+                                  hint=f"its variants: {', '.join(labels)}" if any(labels) else "it has no variants")
+        variants = [(label, sc) for label, sc in variants if label == variant]
+    return [_sweep_machine(scenario_path, label, sc, op, min_size, max_size, factor, algorithm) for label, sc in variants]
+
+
+def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, max_size: str, factor: int,
+                   algorithm: str | None) -> CollectiveSweepResult:
     from simcluster.build import sweep_result
-    from simcluster.cards import load_card
+    from simcluster.cards import load_card, load_nic
     from simcluster.collectives.schedule import canonical_op
 
     op = canonical_op(op)
-    size_range(min_size, max_size, factor)
-    sc = scenario_mod.load(scenario_path)
     m = sc.machine
     if m.card is None:
         raise SimclusterError("the machine has no collective card (machine.card): nothing to predict a collective with",
@@ -103,5 +152,6 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
     result = sweep_result(sc, job)
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
+    link = "nvlink" if m.domains == 1 or m.nic is None else load_nic(m.nic.card)[0].transport
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [],
-                                 result.predictions, result.description)
+                                 result.predictions, result.description, link, label)

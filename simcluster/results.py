@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from simcluster.collectives.model import Prediction
 
 
-def _rows(predictions: list[Prediction]) -> list[dict]:
-    return [{"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
-             "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {})}
+def _rows(predictions: list[Prediction], link: str) -> list[dict]:
+    from simcluster.trust.band import annotate_collective
+
+    return [annotate_collective({"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
+                                 "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
+                                 **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})},
+                                p, link)
             for p in predictions]
 
 
@@ -25,6 +29,7 @@ class SweepResult:
     measured: object | None = None                # fit.validate.OpValidation, when the job names a measurement
     measured_skipped: list[str] = field(default_factory=list)
     description: str = ""                         # nodes, NICs, fabric; the algorithm chosen
+    link: str = "nvlink"                          # one NVLink domain, or the NIC transport across nodes (rdma, tcp)
 
     @property
     def skipped(self) -> list[str]:
@@ -34,7 +39,7 @@ class SweepResult:
         from simcluster.fit.validate import summary
 
         out = {"kind": "collective_sweep", "op": self.job.op, "ranks": self.job.ranks, "engine": self.job.engine,
-               "card": self.card_path, "rows": _rows(self.predictions)}
+               "card": self.card_path, "rows": _rows(self.predictions, self.link)}
         if self.job.measured is not None:
             m = self.measured
             out["measured"] = None if m is None else {
@@ -62,13 +67,17 @@ class ConcurrentResult:
     job: object                                   # scenario.ConcurrentJob
     runs: list[ConcurrentRun]
     skipped: list[str] = field(default_factory=list)
+    link: str = "rdma"
 
     def to_json(self) -> dict:
+        from simcluster.trust.band import annotate, collective_trust
+
         return {"kind": "concurrent", "op": self.job.op, "size_B": self.job.size_bytes, "jobs": [
-            {"nodes": r.nodes, "time_alone_s": r.alone.time_s, "time_shared_s": r.shared.time_s,
-             "slowdown": r.shared.time_s / r.alone.time_s, "algorithm": r.shared.algorithm,
-             "network_alone_Bps": r.network_alone_Bps, "network_shared_Bps": r.network_shared_Bps,
-             "ecmp_collisions": r.ecmp_collisions} for r in self.runs]}
+            annotate({"nodes": r.nodes, "time_alone_s": r.alone.time_s, "time_shared_s": r.shared.time_s,
+                      "slowdown": r.shared.time_s / r.alone.time_s, "algorithm": r.shared.algorithm,
+                      "network_alone_Bps": r.network_alone_Bps, "network_shared_Bps": r.network_shared_Bps,
+                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link),
+                     times=("time_alone_s", "time_shared_s")) for r in self.runs]}
 
 
 @dataclass(frozen=True)
@@ -81,8 +90,13 @@ class QperfResult:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted,
-                "units": {test: "B/s" if test.endswith("_bw") else "s" for test in self.predicted}}
+        from simcluster.trust.band import family_trust
+
+        trust = family_trust("transport", "qperf")
+        bands = {test: trust.rate_band(v) if test.endswith("_bw") else trust.time_band(v) for test, v in self.predicted.items()}
+        return {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted, "predicted_band": bands,
+                "units": {test: "B/s" if test.endswith("_bw") else "s" for test in self.predicted},
+                "validation": trust.to_json()}
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,10 @@ class TrainingResult:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"kind": "training", **self.prediction.as_json()}
+        from simcluster.trust.band import annotate, family_trust
+
+        return annotate({"kind": "training", **self.prediction.as_json()}, family_trust("ddp", "data-parallel step"),
+                        times=("step_time_s", "time_to_train_s"), rates=("samples_per_s",))
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,17 @@ class LlmTrainingResult:
 
     def to_json(self) -> dict:
         extra = self.goodput.to_json() if self.goodput is not None else {}
-        return {"kind": "llm_training", **self.prediction.to_json(), **extra}
+        band = self.days_to_train_band()
+        return {"kind": "llm_training", **self.prediction.to_json(), **extra, **({"days_to_train_band": band} if band else {})}
+
+    def days_to_train_band(self) -> list[float] | None:
+        """The days to train over the step time's band: the productive steps scale with it, the interruptions'
+        checkpoint and restart time is held as predicted."""
+        g, p = self.goodput, self.prediction
+        if g is None or g.days_to_train is None or p.regime is None or p.trust.rho is None:
+            return None
+        productive = g.productive_s / 86400
+        return [g.days_to_train + productive * (rho - 1) for rho in p.trust.rho]
 
 
 @dataclass(frozen=True)
@@ -152,12 +179,22 @@ class ReferenceRow:
     held_out: bool
     detail: str = ""
     unavailable: str = ""
+    regime: str = ""              # trust/regime.py's key of the row's class of answers
+    scale: float | None = None    # the row's GPUs (the regime's validated range is read from its rows)
+
+    @property
+    def time_ratio(self) -> float | None:
+        """measured / predicted as a time (a rate's ratio inverted): > 1 when the truth is slower than predicted."""
+        if self.measured is None or self.predicted is None or self.measured <= 0 or self.predicted <= 0:
+            return None
+        return self.measured / self.predicted if self.metric.startswith("step_time") else self.predicted / self.measured
 
     def to_json(self) -> dict:
         return {"source": self.source, "run": self.run, "configuration": self.configuration, "metric": self.metric,
                 "measured": self.measured, "predicted": self.predicted,
                 "error_pct": None if self.error is None else self.error * 100, "held_out": self.held_out,
-                "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {})}
+                "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {}),
+                **({"regime": self.regime, "scale": self.scale} if self.regime else {})}
 
 
 @dataclass(frozen=True)

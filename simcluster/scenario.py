@@ -15,7 +15,8 @@ from pathlib import Path
 from simcluster import strict
 from simcluster.collectives.nccl_constants import CPU_VENDORS
 from simcluster.errors import ScenarioError
-from simcluster.network.builders import FORWARDING
+from simcluster.hardware import pcie
+from simcluster.network.builders import FORWARDING, FabricSpec, leaves_per_plane, tiers_needed
 from simcluster.network.builders import KINDS as FABRIC_KINDS
 from simcluster.scenario_jobs import JOB_READERS, CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob, needs_collective_card
 from simcluster.scenario_reader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE, ScenarioReader
@@ -29,6 +30,7 @@ class NicSpec:
     card: Path
     per_node: int
     streams: int
+    pcie: str | None = None        # the PCIe link between a GPU and its NIC as built ('gen5x16'); None: from the cards
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class FabricConfig:
     link_latency_s: float
     switch_latency_s: float
     forwarding: str
+    spine_ports: int | None = None  # ports of a spine switch; None: 2 x down_ports
+    tiers: int | None = None        # switch tiers; None: the fewest that hold the machine
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Machine:
     cpu_vendor: str = "intel"      # the hosts' CPU, as NCCL's tuner reads it (collectives/nccl_tuner.py)
     gpu_clock: str = "fixed"       # "fixed": the card's reference clock; "duty": the step's own (llm/clock.py)
     nvlink_domain: int = 0         # GPUs on one NVLink fabric (GB200 NVL72: 72, several nodes); 0 = one node's
+    gpu_speed_spread: float | None = None   # machine.gpu.speed_spread: the GPUs' speed spread (llm/scaleout.py); None: fitted default
 
     @property
     def domain_gpus(self) -> int:
@@ -97,21 +102,24 @@ def _machine(r: ScenarioReader, m) -> Machine:
             if m.get(name) is None:
                 r.fail("machine", f"missing key '{name}': a machine of {nodes * gpus // domain} NVLink domains needs a NIC card and a fabric")
     if m.get("nic") is not None:
-        d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams"})
+        d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams", "pcie"})
         nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node", maximum=MAX_NICS_PER_NODE),
-                      r.integer(d, "machine.nic", "streams", default=1, maximum=1024))
+                      r.integer(d, "machine.nic", "streams", default=1, maximum=1024), _pcie(r, d))
         if nodes * nic.per_node > MAX_GPUS:
             r.fail("machine.nic.per_node", f"{nodes} nodes x {nic.per_node} NICs is {nodes * nic.per_node:,} NICs; at most "
                    f"{MAX_GPUS:,} are modelled (the fabric model is O(NICs))")
     if m.get("fabric") is not None:
         d = r.mapping(m["fabric"], "machine.fabric", {"kind"},
-                      {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding"})
+                      {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding",
+                       "spine_ports", "tiers"})
         k = "machine.fabric"
         fabric = FabricConfig(r.choice(d, k, "kind", FABRIC_KINDS), r.integer(d, k, "down_ports", default=32),
                               r.integer(d, k, "spines", default=16), r.ratio(d, k, "oversubscription", 1.0),
                               r.integer(d, k, "planes", default=1), r.quantity(d, k, "link_latency", parse_time, "0s"),
                               r.quantity(d, k, "switch_latency", parse_time, "0s"),
-                              r.choice(d, k, "forwarding", FORWARDING, "cut-through"))
+                              r.choice(d, k, "forwarding", FORWARDING, "cut-through"),
+                              r.integer(d, k, "spine_ports", minimum=2, maximum=4096) if d.get("spine_ports") is not None else None,
+                              r.integer(d, k, "tiers", maximum=8) if d.get("tiers") is not None else None)
     cores = 64.0
     host_card = None
     cpu_vendor = "intel"
@@ -132,12 +140,42 @@ def _machine(r: ScenarioReader, m) -> Machine:
     if m.get("nvls") is not None:  # NVLink SHARP in the node's NVSwitches
         d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
         nvls = r.card(d, "machine.nvls")
-    gpu, gpu_clock = None, "fixed"
+    gpu, gpu_clock, spread = None, "fixed", None
     if m.get("gpu") is not None:
-        d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock"})
+        d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock", "speed_spread"})
         gpu, gpu_clock = r.card(d, "machine.gpu"), r.choice(d, "machine.gpu", "clock", GPU_CLOCKS, "fixed")
-    return Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
-                   0 if domain == gpus else domain)
+        if d.get("speed_spread") is not None:
+            spread = r.number(d, "machine.gpu", "speed_spread", 0.0, None, maximum=0.5)
+    machine = Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
+                      0 if domain == gpus else domain, spread)
+    _check_tiers(r, machine)
+    return machine
+
+
+def _pcie(r: ScenarioReader, d: dict) -> str | None:
+    """machine.nic.pcie: the PCIe link a GPU reaches its NIC through, as built ('gen5x16')."""
+    if d.get("pcie") is None:
+        return None
+    try:
+        return str(pcie.parse(d["pcie"]))
+    except ValueError as exc:
+        r.fail("machine.nic.pcie", str(exc), hint="the narrowest link between a GPU and its NIC (GPU, PCIe switch, NIC)")
+
+
+def _check_tiers(r: ScenarioReader, m: Machine) -> None:
+    """A fabric whose stated switch tiers cannot join its leaves is refused at machine.fabric.tiers."""
+    f = m.fabric
+    if f is None or f.tiers is None or m.domains < 2 or m.nic is None:
+        return
+    spec = FabricSpec(m.domains, m.nics_per_domain, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes,
+                      spine_ports=f.spine_ports, tiers=f.tiers)
+    need = tiers_needed(spec)
+    if need > f.tiers:
+        leaves = leaves_per_plane(spec)
+        r.fail("machine.fabric.tiers", f"{f.tiers} switch tier{'s' if f.tiers > 1 else ''} of {spec.spine_radix}-port spines "
+               f"cannot join the {leaves} leaves ({f.down_ports} NIC ports each) that {m.domains} nodes x "
+               f"{m.nics_per_domain} NICs need: the fabric needs {need} tiers",
+               hint=f"tiers: {need}, or spine_ports: {leaves} (a spine with a port for every leaf)" if f.tiers == 2 else f"tiers: {need}")
 
 
 def _nvlink_domain(r: ScenarioReader, m: dict, gpus: int, nodes: int) -> int:

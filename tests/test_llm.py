@@ -500,14 +500,16 @@ def test_fp8_casts_by_hand():
 
 def test_published_runs_stay_within_their_documented_error():
     """Measured fidelity (docs/models/llm.md, `simcluster validate --published llm`): Korthikanti et al. 2022 Table 5
-    (A100, pre-flash attention) within 7% mean and 12% per row (not held out: the file's simcluster block says why). On
-    the card's fixed clock, the default. The Llama 3 405B rows were within 10% until session 25, whose context-parallel
+    (A100, pre-flash attention) within 10% mean and 19% per row (not held out: the file's simcluster block says why). On
+    the card's fixed clock, the default. Session 26's stragglers term (llm/scaleout.py, +2-8% slower at 8-2240 GPUs)
+    moved them from 6.1% mean, max 12% (the model had been changed after seeing them) to 9.5%, max 17.9%, while the
+    held-out rows went 10.7% -> 8.9% mean. The Llama 3 405B rows were within 10% until session 25, whose context-parallel
     attention fix and ZeRO-2 per-micro-batch reduce-scatter moved them to -6.6 / -18.6 / +19.6% (pinned in
     tests/test_reference.py; llm.md says why)."""
     from simcluster.reference.llm import validate_published_llm
 
     root = pathlib.Path(__file__).resolve().parent.parent / "calibration" / "published"
-    for name, mean, worst in (("llm-korthikanti2022-table5.yaml", 0.07, 0.12),):
+    for name, mean, worst in (("llm-korthikanti2022-table5.yaml", 0.10, 0.19),):
         errors = [abs(r.error) for r in validate_published_llm(root / name).rows if r.error is not None]
         assert len(errors) >= 3 and sum(errors) / len(errors) < mean and max(errors) < worst, (name, errors)
 

@@ -44,12 +44,19 @@ def test_modes_follow_the_parallel_block():
     assert eager.mode_of(ParallelSpec(dp=2)) == "ddp"
     assert eager.mode_of(ParallelSpec(dp=2, zero=3)) == "fsdp"
     assert eager.mode_of(ParallelSpec(tp=2)) == "tp"
-    with pytest.raises(LlmConfigError, match="pp"):
-        eager.mode_of(ParallelSpec(pp=2))
+    # issue 44: the layouts torch runs, composed
+    assert eager.mode_of(ParallelSpec(pp=2)) == "pp-1f1b"
+    assert eager.mode_of(ParallelSpec(pp=2, pp_schedule="gpipe")) == "pp-gpipe"
+    assert eager.mode_of(ParallelSpec(pp=2, virtual_stages=2, dp=2)) == "pp-interleaved+ddp"
+    assert eager.mode_of(ParallelSpec(tp=2, dp=2)) == "tp+ddp"
+    assert eager.mode_of(ParallelSpec(tp=2, dp=2, zero=3)) == "tp+fsdp"
+    assert eager.mode_of(ParallelSpec(recompute="full")) == "single+ckpt"
     with pytest.raises(LlmConfigError, match="ZeRO-1"):
         eager.mode_of(ParallelSpec(dp=2, zero=1))
-    with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch recomputes nothing"):
+    with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch checkpoints whole blocks"):
         eager.mode_of(ParallelSpec(dp=2, recompute="selective"))
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism is not modelled"):
+        eager.mode_of(ParallelSpec(cp=2))
 
 
 def test_each_mode_gets_its_wrapper_and_its_own_host_cost():
@@ -81,7 +88,9 @@ def test_a_torch_job_predicts_with_its_mode(tmp_path):
     ("{dp: 2}", "pytorch", "jobs[0].framework: expected one of megatron"),
     ("{dp: 2}", "{name: torch, host: /nonexistent}", "jobs[0].framework.host: '/nonexistent' not found"),
     ("{dp: 2}", "{name: megatron, host: HOST}", "jobs[0].framework.host: framework megatron is never host-bound"),
-    ("{dp: 1, pp: 2}", "torch", "jobs[0].parallel.pp: framework torch runs no pp"),
+    ("{dp: 2, recompute: selective}", "torch", "jobs[0].parallel.recompute: framework torch checkpoints whole blocks"),
+    ("{pp: 2, pp_schedule: gpipe}", "megatron", "jobs[0].parallel.pp_schedule: framework megatron runs (interleaved) 1F1B, not GPipe"),
+    ("{pp: 2, pp_schedule: zb}", "torch", "jobs[0].parallel.pp_schedule: expected one of 1f1b, gpipe"),
     ("{dp: 2, zero: 1}", "torch", "jobs[0].parallel.zero: framework torch has DDP (zero 0) and FSDP2 (zero 3)"),
     ("{dp: 2}", "{name: torch, colour: red}", "jobs[0].framework.colour: unknown key"),
 ])

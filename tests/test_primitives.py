@@ -430,7 +430,7 @@ def test_ll128_time_follows_nccl_facts_where_nccl_runs_it():
     assert gpu_time(p, "sendrecv", size, n, "LL128")[1] != "LL128"
     fitted = PrimitiveParams(5e-6, 8e9, 10e-6, 360e9, 24, ll128_base_s=12e-6)
     assert gpu_time(fitted, "all_reduce", size, n, "LL128")[0] == pytest.approx(expected - 3.6e-6)
-    assert primitives_from_yaml(to_params_yaml(fitted), "card").ll128_base_s == pytest.approx(12e-6)
+    assert primitives_from_yaml(PrimitiveParams, to_params_yaml(fitted), "card").ll128_base_s == pytest.approx(12e-6)
 
 
 def test_a_fit_with_rows_nccl_ran_at_ll128_fits_their_base_latency():

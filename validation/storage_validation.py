@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from simcluster.cards import load_nvme
-from simcluster.files import write_documents
+from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.loader import thread_rate_Bps
 from simcluster.storage import loader
@@ -26,6 +26,7 @@ from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.traces import dlio
 
 ROOT = Path(__file__).resolve().parent.parent
+
 
 
 def workload_of(run: dict) -> DlioWorkload:
@@ -46,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     bundle = Path(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    cards = Path("/tmp/simcluster-storage-validation")
+    cards = scratch_folder("storage-validation")
     write_documents(cards, calibrate_bundle(bundle).documents)
     nvme, _ = load_nvme(cards / "nvme-local.yaml")
     rates = {}
@@ -68,9 +69,11 @@ def main() -> None:
             continue
         s = dlio.parse_summary(bundle / run["path"] / "output" / "summary.json")
         w = workload_of(run)
-        r = loader.simulate(w, nvme, s.accelerators, 1, dataclasses.replace(config), seed=0)
-        print(f"{run['run_id']:>18} {s.au_mean_percent:8.1f} {r.au_percent:8.1f} {r.au_percent - s.au_mean_percent:+7.1f} "
-              f"{s.io_MiB_per_s:10.1f} {r.throughput_MiB_per_s:10.1f} {(r.throughput_MiB_per_s / s.io_MiB_per_s - 1) * 100:+6.1f}%")
+        # one DLIO epoch, as the run measured it (DLIO's AU and throughput over the epoch, not the steady state)
+        r = loader.simulate(w, nvme, s.accelerators, 1, dataclasses.replace(config, steps=w.steps_per_epoch(s.accelerators)), seed=0)
+        mib = r.dlio_throughput_samples_per_s * w.record_bytes / 2**20
+        print(f"{run['run_id']:>18} {s.au_mean_percent:8.1f} {r.dlio_au_percent:8.1f} {r.dlio_au_percent - s.au_mean_percent:+7.1f} "
+              f"{s.io_MiB_per_s:10.1f} {mib:10.1f} {(mib / s.io_MiB_per_s - 1) * 100:+6.1f}%")
 
 
 if __name__ == "__main__":

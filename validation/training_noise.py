@@ -27,7 +27,7 @@ from pathlib import Path
 
 from simcluster.cards import load_collective, load_ddp
 from simcluster.collectives.model import predict
-from simcluster.files import write_documents
+from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, predict_all
 from simcluster.training import workload as W
@@ -35,6 +35,7 @@ from simcluster.training.step import simulate_step
 
 ROOT = Path(__file__).resolve().parent.parent
 CAL = ROOT / "calibration"
+
 
 
 def _step(w, n, card, ddp) -> float:
@@ -57,7 +58,7 @@ def _header(title: str) -> None:
 
 
 def noise_with_first_card(nv) -> None:
-    cards = Path("/tmp/simcluster-training-noise")
+    cards = scratch_folder("training-noise")
     write_documents(cards, calibrate_bundle(CAL / "h200x4-collect-2026-11-22").documents)
     first, _ = load_ddp(cards / "ddp.yaml")
     _header("1. noise session, DDP card fitted on the collect session")
@@ -113,7 +114,7 @@ def sequences(ddp, nv) -> list[float]:
 
 def collect_session(ddp) -> list[float]:
     bundle = CAL / "h200x4-collect-2026-11-22"
-    cards = Path("/tmp/simcluster-training-noise")
+    cards = scratch_folder("training-noise")
     write_documents(cards, calibrate_bundle(bundle).documents)
     nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
     so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]

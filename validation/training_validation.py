@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives.model import predict
-from simcluster.files import write_documents
+from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown, predict_all
 from simcluster.training import workload as W
@@ -25,12 +25,13 @@ from simcluster.training import workload as W
 ROOT = Path(__file__).resolve().parent.parent
 
 
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("bundle", nargs="?", default=str(ROOT / "calibration/h200x4-collect-2026-11-22"))
     args = parser.parse_args()
     bundle = Path(args.bundle)
-    cards = Path("/tmp/simcluster-training-validation")
+    cards = scratch_folder("training-validation")
     write_documents(cards, calibrate_bundle(bundle).documents)
     nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
     so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.collectives.fabric import FabricPrediction
 from simcluster.collectives.interface import CollectiveModel
-from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.model import FabricPrediction, Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
 from simcluster.collectives.schedule import canonical_op

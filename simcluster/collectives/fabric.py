@@ -3,13 +3,16 @@
 Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fabric and, where the
 switches aggregate, an AggregationParams. The network part is solved as flows on the machine's Platform:
 one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
-what the NIC can do (a TCP NIC is capped by the host cores it may use). Then, with
+what the NIC can do (a TCP NIC is capped by the host cores it may use) and by the PCIe path between the GPU and the
+NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
   tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_nic + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
-  in-network    T = T_intra(reduce_scatter, S) + T_switch(S/K)    + T_intra(all_gather, S)   (K NICs per node)
+  in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
+                  T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
+                  (hardware/switch.py)
   nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_nic (NVLink SHARP nodes)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
 nodes on). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
@@ -19,69 +22,30 @@ nodes pay the network latency. Which algorithm and protocol run is NCCL's own de
 (collectives/nccl_tuner.py), the fastest of the model's options only where NCCL's model has none; a scenario may
 force an algorithm. alltoall and sendrecv across nodes run on NCCL's point-to-point path (`Alltoall`, `SendRecv`:
 each GPU's remote bytes through its own NIC, the fabric's share from the alltoall's routes, collectives/alltoall.py),
-not as a ring. docs/models/fabric.md has every term.
+not as a ring. Every answer names the limit that binds it (`binding_limit` in its breakdown: the bandwidth term
+that takes longest - NVLink, NVLS, the NVLS-tree kernel, the NIC, the PCIe path, a fabric link, the switch tree -
+or 'latency' where the fixed terms take longer). docs/models/fabric.md has every term.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
-from simcluster.collectives.interface import CollectiveModel
-from simcluster.collectives.model import Prediction, predict
+from simcluster.collectives.cluster import Cluster  # noqa: F401 (its home; imported from here by older code)
+from simcluster.collectives.in_network import InNetwork
+from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, binding
+from simcluster.collectives.model import FabricPrediction, predict
 from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
-from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.collectives.nccl_search import graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.nccl_tuner import decide
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
-from simcluster.hardware.nic import NicParams
-from simcluster.hardware.switch import AggregationParams
-from simcluster.network.platform import Platform
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
-
-
-@dataclass(frozen=True)
-class Cluster:
-    intra: CollectiveModel
-    nic: NicParams
-    platform: Platform                          # the machine (network/platform.py), built once per scenario
-    gpus_per_node: int
-    host_cores: float = 64.0
-    nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
-    aggregation: AggregationParams | None = None
-    nvls: tuple[float, float] | None = None     # NVLink SHARP: (intra-node all_reduce algbw B/s, latency s)
-    job_nodes: int | None = None                # a job on part of the fabric (concurrent jobs)
-    arch: str = "hopper"                        # GPU architecture, for NCCL's decision model (collectives/nccl_tuner.py)
-    cpu_vendor: str = "intel"                   # NCCL prices LL across nodes by the CPU (llMaxBws)
-    pxn: bool = True                            # NCCL's PXN (p2p through the rail-aligned GPU's NIC), on by default
-
-    @property
-    def nodes(self) -> int:
-        return self.job_nodes or self.platform.nodes
-
-    @property
-    def ranks(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    @functools.cached_property
-    def nccl_topology(self) -> NcclTopology:
-        """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
-        port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
-        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
-                            self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
-
-
-@dataclass(frozen=True)
-class FabricPrediction(Prediction):
-    """A Prediction across nodes: which algorithm ran and where the time went."""
-
-    algorithm: str = ""
-    breakdown: dict = field(default_factory=dict)
 
 
 def _intra_time(cluster: Cluster, op: str, size: float) -> float:
@@ -146,11 +110,18 @@ def ll_cap_Bps(call: FabricCall) -> float:
     return row[i2] * 1e9
 
 
-def data_time(call: FabricCall, simple_s: float, bus_bytes: float, protocol: str) -> float:
-    """The data term of a protocol: Simple's time over the protocol's data fraction; LL also at most NCCL's LL
-    bus bandwidth (bus_bytes / cap)."""
-    t = simple_s / DATA_FRACTION[protocol]
-    return max(t, bus_bytes / ll_cap_Bps(call)) if protocol == "LL" else t
+def network_name(call: FabricCall) -> str:
+    return call.flows.limit or "network"
+
+
+def protocol_terms(call: FabricCall, terms: dict[str, float], bus_bytes: float, protocol: str) -> tuple[float, dict]:
+    """(data time, named terms) of a protocol over Simple's named bandwidth terms: each over the protocol's data
+    fraction, LL also at least NCCL's LL ceiling."""
+    f = DATA_FRACTION[protocol]
+    named = {k: v / f for k, v in terms.items()}
+    if protocol == "LL":
+        named["LL protocol ceiling (NCCL llMaxBws)"] = bus_bytes / ll_cap_Bps(call)
+    return max(named.values()), named
 
 
 P2P_OPS = ("sendrecv", "alltoall")
@@ -173,10 +144,12 @@ class Ring:
         l_intra, l_inter = step_latencies(call, "Ring", protocol)
         rate = min(call.b_nvl, call.b_net)
         bus_bytes = bus_factor(call.op, call.n) * call.size_bytes
-        data = data_time(call, bus_bytes / rate, bus_bytes, protocol)
-        t = call.base + data + (steps - inter_steps) * l_intra + inter_steps * l_inter
-        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
-                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: bus_bytes / call.b_nvl, network_name(call): bus_bytes / call.b_net},
+                                     bus_bytes, protocol)
+        latency = call.base + (steps - inter_steps) * l_intra + inter_steps * l_inter
+        return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
+                                "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
+                                "binding_limit": binding(latency, terms)}
 
 
 class Tree:
@@ -192,11 +165,13 @@ class Tree:
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         load = tree_node_load(call.nodes)
         l_intra, l_inter = step_latencies(call, "Tree", protocol)
-        simple = max(2 * call.size_bytes / call.b_nvl, load * call.size_bytes / call.b_net)
-        data = data_time(call, simple, 2 * call.size_bytes, protocol)
-        t = (call.base + data + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra)
-        return t, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
-                   "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: 2 * call.size_bytes / call.b_nvl,
+                                            network_name(call): load * call.size_bytes / call.b_net},
+                                     2 * call.size_bytes, protocol)
+        latency = call.base + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
+        return latency + data, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
+                                "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
+                                "binding_limit": binding(latency, terms)}
 
 
 class Hierarchical:
@@ -212,8 +187,11 @@ class Hierarchical:
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
         g, nodes = call.cluster.gpus_per_node, call.nodes
-        t_net = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g) + 2 * (nodes - 1) * call.l_nic
-        return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag}
+        net_data = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g)
+        t_net = net_data + 2 * (nodes - 1) * call.l_nic
+        binds = binding(2 * (nodes - 1) * call.l_nic, {NVLINK: rs + ag, network_name(call): net_data})
+        return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag,
+                                 "binding_limit": binds}
 
 
 class NvlsTree:
@@ -230,10 +208,11 @@ class NvlsTree:
         nvls_bw, nvls_lat = call.cluster.nvls
         load = tree_node_load(call.nodes)
         kernel = nvls_tree_kernel_algbw(call)
-        t = (call.base + nvls_lat + max(call.size_bytes / nvls_bw, load * call.size_bytes / call.b_net, call.size_bytes / kernel)
-             + 2 * math.log2(call.nodes) * call.l_nic)
-        return t, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
-                   "nvls_tree_kernel_algbw_Bps": kernel}
+        terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
+                 NVLS_TREE_KERNEL: call.size_bytes / kernel}
+        latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_nic
+        return latency + max(terms.values()), {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
+                                               "nvls_tree_kernel_algbw_Bps": kernel, "binding_limit": binding(latency, terms)}
 
 
 def nvls_tree_kernel_algbw(call: FabricCall) -> float:
@@ -245,37 +224,6 @@ def nvls_tree_kernel_algbw(call: FabricCall) -> float:
     i2 = 1 if call.nodes == 2 else 2
     bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
     return bus * call.n / (2 * (call.n - 1)) if bus > 0 else math.inf
-
-
-COLLNET_CHUNK_BYTES = 4 * 2**20   # the pipeline's grain: NCCL CollNet moves a call in chunks (Simple, 512 KiB a channel)
-
-
-class InNetwork:
-    """reduce_scatter inside the node, each NIC streams its share through the aggregating switch, all_gather inside
-    (all_reduce, a machine with an aggregation card). NCCL's CollNet runs the three as a pipeline over chunks of the
-    call, so a large call takes its slowest stage plus the other two stages' time for one chunk (COLLNET_CHUNK_BYTES);
-    a call of one chunk or less, their sum."""
-
-    name = "in-network"
-    nccl_name = "CollNetDirect"
-    protocols = ("Simple",)     # CollNet runs Simple only
-
-    def applies(self, call: FabricCall) -> bool:
-        return call.op == "all_reduce" and call.nodes >= 2 and call.cluster.aggregation is not None
-
-    def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
-        def stages(size: float) -> tuple[float, float, float]:
-            return (_intra_time(call.cluster, "reduce_scatter", size),
-                    call.cluster.aggregation.allreduce_time_s(size / call.cluster.platform.nics_per_node),
-                    _intra_time(call.cluster, "all_gather", size))
-
-        rs, t_sw, ag = parts = stages(call.size_bytes)
-        if call.size_bytes <= COLLNET_CHUNK_BYTES:
-            total = sum(parts)
-        else:
-            chunk = stages(COLLNET_CHUNK_BYTES)
-            total = max(parts) + sum(chunk) - max(chunk)
-        return total, {"intra_reduce_scatter_s": rs, "switch_s": t_sw, "intra_all_gather_s": ag, "pipelined": call.size_bytes > COLLNET_CHUNK_BYTES}
 
 
 class Alltoall:
@@ -298,7 +246,7 @@ class Alltoall:
         if call.nodes > plat.nodes:
             raise SimclusterError(f"alltoall over {call.nodes} nodes on a machine of {plat.nodes}")
         k = plat.nics_per_node
-        r = cluster.nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k)
+        r = cluster.nic_rate_Bps
         phi = max(1.0, r * unit_link_load(plat, call.nodes, cluster.pxn))
         per_gpu = k * r / (plat.gpus_per_node or g) / phi
         net_bytes = s * (n - g) / n
@@ -306,9 +254,12 @@ class Alltoall:
         b_a2a = predict(cluster.intra, "alltoall", LARGE, g).busbw_Bps if g > 1 else math.inf
         t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
         rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
-        t = call.base + max(t_net, t_nvl) + rounds * call.l_nic
-        return t, {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net, "nvlink_s": t_nvl,
-                   "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn}
+        latency = call.base + rounds * call.l_nic
+        net = cluster.nic_limit[1] if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
+        binds = binding(latency, {"NVLink (the intra card's alltoall rate)": t_nvl, net: t_net})
+        return latency + max(t_net, t_nvl), {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net,
+                                             "nvlink_s": t_nvl, "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn,
+                                             "binding_limit": binds}
 
 
 class SendRecv:
@@ -328,9 +279,11 @@ class SendRecv:
         _, l_inter = step_latencies(call, "Ring", protocol)
         one_nic = call.b_net / max(1, min(call.cluster.gpus_per_node, call.cluster.platform.nics_per_node))
         rate = min(call.b_nvl, one_nic)
-        t = call.base + data_time(call, call.size_bytes / rate, call.size_bytes, protocol) + l_inter
-        return t, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "one_nic_Bps": one_nic,
-                   "step_latency_inter_s": l_inter}
+        data, terms = protocol_terms(call, {NVLINK: call.size_bytes / call.b_nvl,
+                                            network_name(call): call.size_bytes / one_nic}, call.size_bytes, protocol)
+        latency = call.base + l_inter
+        return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
+                                "one_nic_Bps": one_nic, "step_latency_inter_s": l_inter, "binding_limit": binding(latency, terms)}
 
 
 ALGORITHM_MODELS = (Ring(), Tree(), Hierarchical(), NvlsTree(), InNetwork(), Alltoall(), SendRecv())
@@ -377,5 +330,6 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
                               hint=f"applicable here: {', '.join(models)}")
     chosen, proto, nccl = _choose(cluster, call, models, algorithm)
     time, detail = models[chosen].time(call, proto)
-    detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions}
+    detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions,
+              "network_limit": flows.limit}
     return FabricPrediction(call.op, int(size_bytes), call.n, time, proto, chosen, detail)

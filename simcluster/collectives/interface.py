@@ -95,28 +95,3 @@ class BareModel:
     @property
     def base(self):
         return self
-
-
-def models() -> dict[str, type]:
-    from simcluster.collectives.chunked_ring import ChunkedRingParams
-    from simcluster.collectives.primitives import PrimitiveParams
-
-    return {m.model_name: m for m in (ChunkedRingParams, PrimitiveParams)}
-
-
-def from_params_yaml(params: dict, where: str) -> CollectiveModel:
-    """The model a card's `params` describe (unit strings -> SI), wrapped in its per-op profiles if it has any."""
-    from simcluster.collectives.profile import Profiled, op_profiles
-    from simcluster.errors import ModelCardError
-
-    if not isinstance(params, dict):
-        raise ModelCardError("params: expected a mapping", where=where)
-    name = params.get("model", "chunked-ring")
-    known = models()
-    if name not in known:
-        raise ModelCardError(f"params.model: unknown collective model {str(name)[:40]!r}", where=where,
-                             hint=f"one of {', '.join(known)}")
-    base = known[name].from_params_yaml({k: v for k, v in params.items() if k != "op_profiles"}, f"{where}: params")
-    if "op_profiles" in params:
-        return Profiled(base, op_profiles(params["op_profiles"], f"{where}: params.op_profiles"))
-    return base

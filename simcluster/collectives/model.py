@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.schedule import bus_factor, canonical_op
@@ -23,6 +23,15 @@ class Prediction:
     @property
     def busbw_Bps(self) -> float:
         return self.algbw_Bps * bus_factor(self.op, self.nranks)
+
+
+@dataclass(frozen=True)
+class FabricPrediction(Prediction):
+    """A Prediction of a multi-node (or NVLS) algorithm: which algorithm ran and where the time went, with the limit
+    that binds it (`breakdown['binding_limit']`, collectives/fabric.py)."""
+
+    algorithm: str = ""
+    breakdown: dict = field(default_factory=dict)
 
 
 def predict(model: CollectiveModel, op: str, size_bytes: int, nranks: int, protocol: str | None = None,

@@ -130,7 +130,7 @@ class PrimitiveParams(BareModel):
     def from_params_yaml(cls, params: dict, where: str) -> PrimitiveParams:
         from simcluster.collectives.primitives_card import from_params_yaml
 
-        return from_params_yaml(params, where)
+        return from_params_yaml(cls, params, where)
 
 
 def primitives(op: str, n: int) -> int:

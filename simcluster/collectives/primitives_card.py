@@ -5,7 +5,6 @@ the key). The model itself is collectives/primitives.py."""
 from __future__ import annotations
 
 from simcluster.collectives.nccl_constants import ARCHS
-from simcluster.collectives.primitives import PrimitiveParams
 from simcluster.collectives.protocol import PROTOCOLS
 from simcluster.collectives.schedule import OPS
 from simcluster.errors import ModelCardError
@@ -15,8 +14,9 @@ from simcluster.strict import rate as strict_rate
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 
 
-def to_params_yaml(p: PrimitiveParams) -> dict:
-    return {"model": PrimitiveParams.model_name, "ll_base_latency": format_time(p.ll_base_s),
+def to_params_yaml(p) -> dict:
+    """`p`: a PrimitiveParams (collectives/primitives.py, which calls this; not imported here, so the two make no circle)."""
+    return {"model": type(p).model_name, "ll_base_latency": format_time(p.ll_base_s),
             "ll_step_latency": format_time(p.ll_step_s), "ll_channel_bandwidth": format_bandwidth(p.ll_channel_Bps),
             "simple_base_latency": format_time(p.simple_base_s), "simple_step_latency": format_time(p.simple_step_s),
             "bus_bandwidth": format_bandwidth(p.link_bandwidth_Bps), "channels": p.channels,
@@ -34,7 +34,8 @@ PARAM_KEYS = {"model", "ll_base_latency", "ll_step_latency", "ll_channel_bandwid
               "host_launch_floor", "ring_ramp", "nccl_tuner", "nccl_arch", "ll128_base_latency"}
 
 
-def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
+def from_params_yaml(cls: type, params: dict, where: str):
+    """A `cls` (PrimitiveParams) from a card's params mapping."""
     from simcluster.strict import known_keys
 
     known_keys(params, PARAM_KEYS, where, ModelCardError)
@@ -57,9 +58,8 @@ def from_params_yaml(params: dict, where: str) -> PrimitiveParams:
         ("tuner", "nccl_tuner", lambda raw: _tuner(raw, f"{where}.nccl_tuner")),
         ("nccl_arch", "nccl_arch", _arch), ("ll128_base_s", "ll128_base_latency", parse_time))
         if key in params}
-    return PrimitiveParams(get("ll_base_latency", parse_time), get("ll_channel_bandwidth", rate),
-                           get("simple_base_latency", parse_time), get("bus_bandwidth", rate), get("channels", count),
-                           get("host_launch_floor", parse_time), **optional)
+    return cls(get("ll_base_latency", parse_time), get("ll_channel_bandwidth", rate), get("simple_base_latency", parse_time),
+               get("bus_bandwidth", rate), get("channels", count), get("host_launch_floor", parse_time), **optional)
 
 
 def _arch(v) -> str:

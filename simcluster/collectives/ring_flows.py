@@ -14,7 +14,7 @@ import numpy as np
 from simcluster.network.sharing import max_min_rates
 
 if TYPE_CHECKING:
-    from simcluster.collectives.fabric import Cluster
+    from simcluster.collectives.cluster import Cluster
 
 PACKET_BYTES = 4096.0  # the packet a store-and-forward switch waits for, on the network hop's latency
 
@@ -29,6 +29,7 @@ class RingFlows:
     cpu_cores_per_node: float  # host cores the NICs' transport takes at these rates
     max_hops: int
     path_latency_s: float      # the longest ring hop's links and switches (a PACKET_BYTES packet)
+    limit: str = ""            # what bounds the slowest ring hop: the NIC, the PCIe path to it, or a fabric link
 
 
 def ring_flows(cluster: Cluster, tag: int = 0) -> RingFlows:
@@ -52,9 +53,12 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
     bounds = np.cumsum([0] + [len(x) for x in src_all])   # job g's flows are [bounds[g], bounds[g+1])
     routes = plat.routes(src, dst, tag)
     fi, li, hops = routes.flow_idx, routes.link_idx, routes.hops
-    cap = np.full(len(src), nic.rate_Bps(cluster.nic_streams, cluster.host_cores / k))
+    nic_Bps, nic_name = cluster.nic_limit
+    cap = np.full(len(src), nic_Bps)
     # NIC flows cross fabric links only, which come first in a machine's link layout (network/builders.py)
-    rates = max_min_rates(fi, li, plat.capacity[:plat.nvlink_links[0]], len(src), caps=cap)
+    fabric_capacity = plat.capacity[:plat.nvlink_links[0]]
+    rates = max_min_rates(fi, li, fabric_capacity, len(src), caps=cap)
+    load = np.bincount(li, weights=rates[fi], minlength=len(fabric_capacity))
     latency = routes.latency_s(PACKET_BYTES)
     out = []
     first, end = plat.spine_links
@@ -67,6 +71,21 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
         on_spine = spine_link[(spine_flow >= bounds[g]) & (spine_flow < bounds[g + 1])]
         collisions = int(np.sum(shared[np.unique(on_spine)] > 1))
         node_rate = float(per_rail.sum())
+        slowest = bounds[g] + int(np.argmin(rates[mine])) if bounds[g + 1] > bounds[g] else None
+        limit = nic_name if slowest is None or rates[slowest] >= nic_Bps * (1 - 1e-9) else \
+            _fabric_limit(plat, li[fi == slowest], load, fabric_capacity, collisions)
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
-                             int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0))))
+                             int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0)), limit))
     return out
+
+
+def _fabric_limit(plat, links: np.ndarray, load: np.ndarray, capacity: np.ndarray, collisions: int) -> str:
+    """The name of the full link that holds a flow below its NIC's rate."""
+    full = links[load[links] >= capacity[links] * (1 - 1e-6)]
+    first, end = plat.spine_links
+    if len(full) and ((full >= first) & (full < end)).any():
+        over = getattr(plat.fabric, "oversubscription", 1.0)
+        why = [f"{over:g}:1 oversubscription"] if over > 1 else []
+        why += [f"{collisions} links shared by ring flows (ECMP)"] if collisions else []
+        return "leaf uplinks" + (f" ({', '.join(why)})" if why else "")
+    return "NIC ports shared by several flows"

@@ -74,6 +74,18 @@ def _btree_parents(n: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
+def double_tree_parents(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's parent (-1 at a root) in NCCL's two binary trees over `nodes` nodes: the second is the first mirrored
+    (even count) or shifted by one rank (odd)."""
+    first = _btree_parents(nodes)
+    r = np.arange(nodes)
+    if nodes % 2 == 0:
+        mirrored = first[nodes - 1 - r]
+        return first, np.where(mirrored < 0, -1, nodes - 1 - mirrored)
+    shifted = first[(r - 1) % nodes]
+    return first, np.where(shifted < 0, -1, (shifted + 1) % nodes)
+
+
 def tree_node_load(nodes: int) -> float:
     """Bytes the busiest node sends (and receives) over the network, in units of S, for an all_reduce
     on NCCL's double binary tree over `nodes` nodes: each tree carries S/2; a node sends S/2 to its
@@ -82,14 +94,7 @@ def tree_node_load(nodes: int) -> float:
     (a ring sends 2(N-1)/N: the tree's gain is latency, not bandwidth)."""
     if nodes < 2:
         return 0.0
-    first = _btree_parents(nodes)
-    r = np.arange(nodes)
-    if nodes % 2 == 0:
-        mirrored = first[nodes - 1 - r]
-        second = np.where(mirrored < 0, -1, nodes - 1 - mirrored)
-    else:
-        shifted = first[(r - 1) % nodes]
-        second = np.where(shifted < 0, -1, (shifted + 1) % nodes)
+    first, second = double_tree_parents(nodes)
     links = np.zeros(nodes)
     for parents in (first, second):
         has_parent = parents >= 0

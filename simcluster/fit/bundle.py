@@ -331,6 +331,9 @@ def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[
             cards |= step()
         except SimclusterError as exc:
             b.problems.append(f"{name}: {exc.one_line()}")
+    if b.runs("qperf-sizes"):
+        b.problems.append("qperf-sizes: a message-size sweep is fitted across bundles, not here: python -m "
+                          "simcluster.fit.host_stack BUNDLE [BUNDLE ...] (docs/models/nic-and-cpu.md)")
     return cards
 
 

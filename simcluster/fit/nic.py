@@ -45,5 +45,7 @@ def fit_nic(trace: QperfTrace, transport: str, line_rate_Bps: float) -> tuple[Ni
         cpu = 1.0 / bw
         efficiency = max(TCP_WIRE_EFFICIENCY, bw / line_rate_Bps)
         notes.append("no -v: the single qperf TCP stream is taken as CPU-bound on one core, cpu per byte = 1 / tcp_bw")
-    params = NicParams(transport, line_rate_Bps, efficiency, lat, cpu, 0.0, message)
+    # one qperf stream is one thread: a TCP stream's work is serialised on one core (cards.DEFAULT_CORES_PER_STREAM)
+    params = NicParams(transport, line_rate_Bps, efficiency, lat, cpu, 0.0, message,
+                       cores_per_stream=1.0 if transport == "tcp" else None)
     return params, {"bw_test": bw_test, "bw_Bps": bw, "lat_test": lat_test, "latency_s": lat, "notes": notes}

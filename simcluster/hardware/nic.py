@@ -1,21 +1,37 @@
-"""NIC transport models: RDMA (transport offloaded to the NIC) and TCP (onloaded to host cores).
+"""NIC transport models: what moving bytes costs the host, per transport (docs/models/nic-and-cpu.md).
 
-A stream of messages of m bytes moves at
-    rate = min(line_rate * efficiency,  cores_for_it / cpu_per_byte_eff)
-    cpu_per_byte_eff = cpu_s_per_byte + cpu_s_per_message / m      (core-seconds per byte)
-where the cores a transport can use are min(streams, cores free): a kernel TCP stream is
-processed on one core at a time, so one qperf stream is CPU-bound on one core long before a
-100 Gb/s port is full (seed 000: 16.9 Gb/s). RDMA's per-byte cost is the NIC's, not the host's:
-its host cost is tiny and bandwidth is the port's. CPU use (cores) = rate * cpu_per_byte_eff.
-Small-message one-way latency is the qperf *_lat figure: host stack + NIC + one switch.
-See docs/models/nic-and-cpu.md.
+One side (sender or receiver) of a stream of m-byte messages costs the host, in core-seconds per byte,
+
+    c(m) = copy + csum + (msg + pkt * packets(m)) / m,   packets(m) = max(1, ceil(m / segment))
+
+  copy     data copies between user and kernel (or PSM's eager copy): per byte, on the CPU unless the NIC
+           places the data in user memory (RDMA verbs)
+  csum     software checksums: per byte, 0 with checksum offload
+  msg      per message: a send/recv system call, or an RDMA work request and its completion
+  pkt      per packet the CPU handles; segment is the bytes per such packet: the MSS without TSO/GRO,
+           a 64 KiB super-packet with them (the offloads change the count, not the per-packet cost)
+
+A transport's rate with `streams` streams and the cores the host can spare:
+
+    rate = min(line_rate * efficiency,  usable_cores / c(m)),
+    usable_cores = min(cores_free - polling_cores, streams * cores_per_stream)
+
+cores_per_stream is a card parameter, not a hidden rule: 1.0 where a measurement shows the work of one stream
+serialised on one core (kernel TCP: one qperf stream is one thread, seed 000's 16.9 Gb/s; this machine's qperf-sizes
+bundles), none (no cap) otherwise. polling_cores are cores that spin on completions (RDMA or PSM polling): busy
+whatever the rate. CPU use (cores) = polling_cores + rate * c(m). Small-message one-way latency is the qperf *_lat
+figure: host stack + NIC + one switch.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-TRANSPORTS = ("rdma", "tcp")
+from simcluster.hardware.pcie import PcieLink
+
+TRANSPORTS = ("rdma", "tcp", "udp", "psm")
+ONLOADED = ("tcp", "udp", "psm")       # the transport's protocol work runs on host cores
 
 
 @dataclass(frozen=True)
@@ -24,31 +40,46 @@ class NicParams:
     line_rate_Bps: float
     efficiency: float          # achievable payload rate / line rate when the CPU is not the limit
     latency_s: float           # one-way small-message latency, host to host
-    cpu_s_per_byte: float      # host core-seconds per byte (sender and receiver each)
+    cpu_s_per_byte: float      # host core-seconds per byte for data copies (each side)
     cpu_s_per_message: float = 0.0
     message_bytes: float = 65536.0  # qperf's default message size
+    csum_s_per_byte: float = 0.0    # software checksum per byte (0 with checksum offload)
+    cpu_s_per_packet: float = 0.0   # per packet the CPU handles
+    segment_bytes: float = 65536.0  # bytes per CPU-handled packet: MSS without TSO/GRO, 64 KiB with
+    polling_cores: float = 0.0      # cores spinning on completions, busy at any rate
+    cores_per_stream: float | None = None  # None: no per-stream cap (see the module docstring)
+    pcie: PcieLink | None = None    # the NIC's own host interface (ConnectX-7: gen5x16); None: not stated on the card
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
 
     @property
+    def onloaded(self) -> bool:
+        return self.transport in ONLOADED
+
+    @property
     def wire_limit_Bps(self) -> float:
         return self.line_rate_Bps * self.efficiency
 
+    def packets(self, message_bytes: float) -> float:
+        return max(1.0, math.ceil(message_bytes / self.segment_bytes))
+
     def cpu_per_byte(self, message_bytes: float | None = None) -> float:
         m = message_bytes or self.message_bytes
-        return self.cpu_s_per_byte + self.cpu_s_per_message / m
+        return (self.cpu_s_per_byte + self.csum_s_per_byte
+                + (self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)) / m)
 
     def rate_Bps(self, streams: int = 1, cores_free: float = float("inf"), message_bytes: float | None = None) -> float:
         """Throughput of `streams` concurrent streams given the cores the host can spare."""
         cost = self.cpu_per_byte(message_bytes)
         if cost <= 0:
             return self.wire_limit_Bps
-        cores = min(float(streams), cores_free)
+        cores = max(0.0, cores_free - self.polling_cores)
+        if self.cores_per_stream is not None:
+            cores = min(cores, streams * self.cores_per_stream)
         return min(self.wire_limit_Bps, cores / cost)
 
     def cores_used(self, rate_Bps: float, message_bytes: float | None = None) -> float:
-        """Host cores busy moving rate_Bps (one side)."""
-        return rate_Bps * self.cpu_per_byte(message_bytes)
-
+        """Host cores busy moving rate_Bps (one side), polling cores included."""
+        return self.polling_cores + rate_Bps * self.cpu_per_byte(message_bytes)

@@ -27,7 +27,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(MOE_MEGATRON)
     if getattr(gpu, "derived_from", "") and gpu.name in DERIVED_GPU_BIAS:
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
-    if framework.name in HOST_BOUND_EAGER:
+    if any(part in framework.name.removeprefix("torch-").split("+") for part in (n.removeprefix("torch-") for n in HOST_BOUND_EAGER)):
         out.append(EAGER_HOST.format(framework=framework.name))
     return out
 

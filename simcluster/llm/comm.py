@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.model import predict
 from simcluster.collectives.ring_flows import RingFlows, concurrent_ring_flows
 from simcluster.errors import ScenarioError
@@ -249,11 +250,12 @@ def ep_dispatch_s(model: TransformerSpec, par: ParallelSpec, net: Network, group
     return max(across, forward)
 
 
-def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups) -> float:
-    """One boundary tensor (activation or its gradient) between neighbouring stages."""
+def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Network, g: Groups, elem_bytes: int = 2) -> float:
+    """One boundary tensor (activation or its gradient, `elem_bytes` per element: the residual stream's) between
+    neighbouring stages."""
     if par.pp == 1:
         return 0.0
-    nbytes = batch.micro_batch * model.seq // par.cp * model.hidden * 2 / par.tp
+    nbytes = batch.micro_batch * model.seq // par.cp * model.hidden * elem_bytes / par.tp
     pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
     if pair.inside_node:
         return predict(net.intra, "sendrecv", max(1, int(nbytes)), 2).time_s

@@ -15,8 +15,20 @@ fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the
                    tp_bwd_bytes; a profiled 2-GPU 0.5B step shows 16 x 5 fp32 and 16 x 2 bf16 all_reduces of T h)
 and the host cost of issuing each kernel in that mode (host.py), fitted on a folder of hidden-128 decoders run in
 each mode on the machine (MODE-L<layers>.json, llm-step documents: calibration/h200x2-llm-host-2026-11-23 and its
-device_run.sh). Only what the runner measures is accepted: pipeline, context and expert parallelism, ZeRO-1/2 and tp
-together with dp are refused at their key.
+device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs/models/llm.md):
+  tp > 1, dp > 1   DTensor TP inside, DDP (zero 0) or FSDP2 (zero 3) across the TP groups: each wrapper's terms above
+                   together; the host cost of the tp mode (DTensor dispatch dominates)
+  pp > 1           torch.distributed.pipelining: one stage per rank (virtual_stages > 1: ScheduleInterleaved1F1B,
+                   priced with Megatron's interleaved order), pp_schedule 1f1b (Schedule1F1B: pp - r forwards, then
+                   backward and forward in turn, Megatron's order) or gpipe (ScheduleGPipe); the boundary tensor is the
+                   fp32 residual stream; the step runs under one autocast, whose cache casts each weight once per step;
+                   each micro-batch's gradient is added into .grad (12 B per weight) and scale_grads divides them by m
+                   (8 B per parameter); each stage holds its in-flight micro-batches' outputs (memory.py); the host cost
+                   of the single mode (or of dp's / tp's wrapper)
+  recompute full   torch.utils.checkpoint per decoder block (non-reentrant): the block's forward re-run in its backward,
+                   its weights cast again under the recomputation's own autocast; only the block's fp32 input kept
+                   (memory._checkpointed_live: the peak of the forward's end, the backward's start, one block's recompute)
+Context and expert parallelism, ZeRO-1/2 and selective recompute are refused at their key.
 """
 
 from __future__ import annotations
@@ -30,23 +42,12 @@ from simcluster.llm import host
 from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
-MODES = ("single", "ddp", "fsdp", "tp")
+MODES = ("single", "ddp", "fsdp", "tp")    # the runner's modes with a host fit of their own (fit_modes)
 
 
-def mode_of(par: ParallelSpec) -> str:
-    """The runner's mode a parallel setting is (LlmConfigError at the key for one it has no mode for)."""
-    for name in ("pp", "cp", "ep", "virtual_stages"):
-        if getattr(par, name) != 1:
-            raise LlmConfigError(f"parallel.{name}", f"framework torch runs no {name} (the llm-step runner's modes are "
-                                 "single, ddp, fsdp and tp)", hint="use framework: megatron")
-    if par.recompute != "none":
-        raise LlmConfigError("parallel.recompute", f"framework torch recomputes nothing (the llm-step runner keeps every "
-                             f"activation), got recompute: {par.recompute}", hint="use recompute: none or framework: megatron")
-    if par.tp > 1 and par.dp > 1:
-        raise LlmConfigError("parallel.tp", f"framework torch: tp {par.tp} with dp {par.dp} was never measured (the "
-                             "runner's tp mode is tensor parallelism alone)", hint="tp or dp, not both")
-    if par.zero in (1, 2):
-        raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-{par.zero}")
+def host_mode(par: ParallelSpec) -> str:
+    """The runner mode whose host cost a layout takes: DTensor TP's dispatch where tp > 1, else FSDP2's or DDP's hooks
+    where dp > 1, else the plain module's (a pipeline stage issues its kernels like a single GPU)."""
     if par.tp > 1:
         return "tp"
     if par.dp > 1:
@@ -54,20 +55,54 @@ def mode_of(par: ParallelSpec) -> str:
     return "single"
 
 
+def mode_of(par: ParallelSpec) -> str:
+    """The layout's name as torch runs it (single, ddp, fsdp, tp, tp+ddp, tp+fsdp, pp-1f1b, pp-gpipe,
+    pp-interleaved, pp-1f1b+ddp, ... with +ckpt under activation checkpointing); LlmConfigError at the key for what
+    torch cannot run or the model has no price for."""
+    for name, why in (("cp", "context parallelism is not modelled for eager torch"),
+                      ("ep", "the eager decoder has no experts")):
+        if getattr(par, name) != 1:
+            raise LlmConfigError(f"parallel.{name}", f"framework torch: {why}", hint="use framework: megatron")
+    if par.recompute == "selective":
+        raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "
+                             "layer: recompute: full); selective recompute is not modelled for it", hint="recompute: none or full")
+    if par.zero in (1, 2):
+        raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-{par.zero}")
+    parts = []
+    if par.pp > 1:
+        parts.append("pp-" + ("gpipe" if par.pp_schedule == "gpipe" else "interleaved" if par.virtual_stages > 1 else "1f1b"))
+    if par.tp > 1:
+        parts.append("tp")
+    if par.dp > 1:
+        parts.append("fsdp" if par.zero == 3 else "ddp")
+    if par.recompute == "full":
+        parts.append("ckpt")
+    return "+".join(parts) if parts and parts != ["ckpt"] else "+".join(["single"] + parts)
+
+
 def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]] | None = None) -> FrameworkSpec:
-    """TORCH_AMP with the wrapper of the parallel setting (module docstring) and, where `hosts` has the mode
-    (fit_modes), its host seconds per kernel and per step."""
-    mode = mode_of(par)
+    """TORCH_AMP with the wrappers of the parallel setting (module docstring), composed: DTensor TP inside, DDP or
+    FSDP2 across the TP groups, torch.distributed.pipelining's stages around them; and, where `hosts` has it
+    (fit_modes), the host seconds per kernel and per step of host_mode's runner mode."""
+    mode_of(par)
     fw = TORCH_AMP
+    mode = host_mode(par)
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
-    if mode == "ddp":
-        return replace(fw, name="torch-ddp", ddp_bucket_bytes=4.0, comm_interference=True)
-    if mode == "fsdp":
-        return replace(fw, name="torch-fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)
-    if mode == "tp":
-        return replace(fw, name="torch-dtensor-tp", tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
-    return fw
+    names = []
+    if par.tp > 1:
+        fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
+        names.append("dtensor-tp")
+    if par.dp > 1 and par.zero == 3:
+        fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)
+        names.append("fsdp2")
+    elif par.dp > 1:
+        fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)
+        names.append("ddp")
+    if par.pp > 1:   # each micro-batch's gradient added into .grad (fp32 read, read, write), then all divided by m
+        fw = replace(fw, grad_accumulate_bytes=12.0, grad_scale_bytes=8.0)
+        names.insert(0, "pipelining")
+    return replace(fw, name="torch-" + "+".join(names)) if names else fw
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:

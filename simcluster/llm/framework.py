@@ -64,6 +64,8 @@ class FrameworkSpec:
                                       # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
+    grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
+                                      # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
                                           # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
     # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
@@ -109,6 +111,9 @@ def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> N
 
 def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
     """A parallel setting the framework's code does not have is refused, not ignored."""
+    if par.pp_schedule == "gpipe" and not framework.eager:
+        raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
+                             "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")

@@ -6,7 +6,8 @@
                  tp_comm_overlap: false, overlap_param_gather: false}
                  # recompute: selective takes Megatron's recompute_modules: [core_attn (default), layernorm, mlp, moe,
                  # moe_act, shared_experts, mla_up_proj]
-                 # optional: pipeline_layout: [layers of each virtual stage, model order]; MoE: moe_dispatcher: alltoall |
+                 # optional: pipeline_layout: [layers of each virtual stage, model order]; pp_schedule: 1f1b | gpipe
+                 # (gpipe: framework torch only); MoE: moe_dispatcher: alltoall |
                  # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit)
       global_batch: 1024
       micro_batch: 1
@@ -28,6 +29,7 @@ from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_fr
 from simcluster.llm.reliability import Reliability, read_reliability
 from simcluster.llm.spec import (
     MOE_DISPATCHERS,
+    PP_SCHEDULES,
     PRECISIONS,
     RECOMPUTE,
     RECOMPUTE_MODULES,
@@ -43,7 +45,8 @@ MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim",
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
                                                               "qk_norm", *MODEL_VARIANTS})
 PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "recompute_modules", "sequence_parallel", "tp_comm_overlap",
-                 "overlap_param_gather", "expert_tp", "pipeline_layout", "moe_dispatcher", "moe_shared_expert_overlap", "moe_a2a_overlap"}
+                 "overlap_param_gather", "expert_tp", "pipeline_layout", "moe_dispatcher", "moe_shared_expert_overlap", "moe_a2a_overlap",
+                 "pp_schedule"}
 MOE_FLAGS = ("moe_shared_expert_overlap", "moe_a2a_overlap")
 
 
@@ -101,6 +104,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         r.fail(f"{pk}.pipeline_layout", f"expected a list of layer counts (one per virtual stage), got {layout!r}")
     flags["pipeline_layout"] = tuple(layout)
     flags["moe_dispatcher"] = r.choice(p, pk, "moe_dispatcher", MOE_DISPATCHERS, "alltoall")
+    flags["pp_schedule"] = r.choice(p, pk, "pp_schedule", PP_SCHEDULES, "1f1b")
     for name in ("sequence_parallel", "tp_comm_overlap", "overlap_param_gather") + MOE_FLAGS:
         flags[name] = p.get(name, False)
         if not isinstance(flags[name], bool):
@@ -121,6 +125,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     try:   # what the framework's ops cannot run, refused at the job's key
         fw = eager.torch_framework(par, hosts) if framework == "torch" else FRAMEWORKS[framework]
         check_model_framework(model, fw)
+        check_framework(par, fw)
         check_dispatch(model, par, machine.domain_gpus)
     except LlmConfigError as exc:
         r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
@@ -160,7 +165,8 @@ def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tup
             r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
         return name, {}
     try:
-        mode = eager.mode_of(par)
+        eager.mode_of(par)
+        mode = eager.host_mode(par)
     except LlmConfigError as exc:
         r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
     if precision != "bf16":

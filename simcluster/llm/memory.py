@@ -54,6 +54,11 @@ Micro-batches in flight at stage r: 1F1B holds pp - r of them (pp - r - 1 warm-u
 interleaved (v chunks) holds 2 (pp - r - 1) + (v - 1) pp + 1 chunk-micro-batches of layers / (pp v) layers
 each (Megatron's warm-up count), never more than m v. The last stage also holds the logits of one micro-batch,
 s'b V / t in bf16 plus their fp32 copy for the loss (6 bytes each).
+GPipe (pp_schedule gpipe) stashes all m micro-batches. Eager torch (issue 44): torch.utils.checkpoint per block keeps each
+block's fp32 input and peaks at the largest of the forward's end, the backward's start and one block's recomputation
+(_checkpointed_live); torch.distributed.pipelining holds each stashed micro-batch's sent output, and on the last stage
+every micro-batch's bf16 logits to the step's end and their merged copy beside the gradients (step_end); freed gradients
+made by a first backward sit beside the micro-batches stashed after it (live_after_backward; docs/models/llm.md).
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
 torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead with the card's capacity.
@@ -61,13 +66,14 @@ torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
+EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held by torch pipelining to the step's end
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -149,8 +155,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     g = 1 if fp8 else 2                 # bytes per element of a GEMM input saved for the backward
     sp = t if par.sequence_parallel else 1
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
-    if par.recompute == "full":
-        return 2 * s * b * h / sp
+    if par.recompute == "full":   # each layer's input, in the residual stream's dtype (eager torch: fp32)
+        return rb * s * b * h / sp
     norm_out = 0 if par.recomputes("layernorm") else 1   # output-discarding: the norms' outputs (the QKV / MLP inputs) go
     lse = 4 * model.heads / t * s * b
     qo = model.heads * (model.head_dim + model.value_dim) / 2     # = h unless attn_head_dim / MLA (Q and O widths)
@@ -197,6 +203,8 @@ def in_flight(par: ParallelSpec, micro_batches: int, rank: int = 0) -> tuple[int
     """(chunk-micro-batches a stage stashes at its peak, the fraction of the stage's layers in one chunk):
     Megatron's warm-up forwards of that rank plus the one in flight, at most every chunk-micro-batch."""
     v, pp = par.virtual_stages, par.pp
+    if par.pp_schedule == "gpipe":   # every micro-batch's forward before the first backward
+        return micro_batches, 1.0
     warm = pp - rank - 1 if v == 1 else 2 * (pp - rank - 1) + (v - 1) * pp
     return min(micro_batches * v, warm + 1), 1.0 / v
 
@@ -216,6 +224,12 @@ class MemoryBreakdown:
     fp8_weight_cache: float = 0.0     # TE's cached fp8 weights and transposes (persistent)
     ddp_buckets: float = 0.0          # torch DDP's reducer bucket copy of the gradients (persistent, allocated at wrap)
     ddp_rebuild: float = 0.0          # one more such copy in DDP's first iterations (bucket rebuild): in the job's peak only
+    live_peak: float | None = None    # the step's live bytes where activations, logits and copies do not all coexist
+                                      # (eager activation checkpointing, _checkpointed_live); None: their sum
+    step_end: float = 0.0             # bytes alive beside the full gradients at the backward's end (torch pipelining's
+                                      # last stage: its micro-batches' outputs and their merged copy)
+    live_after_backward: float | None = None   # freed gradients, several micro-batches a step: the live bytes beside the
+                                               # gradients a first backward made (1F1B's next forward, GPipe's next backward)
 
     @property
     def allocated(self) -> float:
@@ -229,10 +243,11 @@ class MemoryBreakdown:
         the step (torch's set_to_none) peak at either the start of the backward (all activations, no gradients) or
         its end (all gradients, no activations)."""
         static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets
-        live = self.activations + self.logits + self.weight_copies
+        live = self.activations + self.logits + self.weight_copies if self.live_peak is None else self.live_peak
         if self.persistent_grads:
             return static + self.gradients + live
-        return static + max(live, self.gradients)
+        after = self.gradients + self.live_after_backward if self.live_after_backward is not None else 0.0
+        return static + max(live, self.gradients + self.step_end, after)
 
     @property
     def total(self) -> float:
@@ -278,19 +293,61 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     if dense_here:
         dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
-    acts = chunks * layers * per_layer
-    if first:
-        acts += chunks * fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
+    residual = fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
-    logits = heads * fw.logit_bytes * model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split if last else 0.0
+    logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
+    eager_pp = fw.eager and par.pp > 1   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output
+
+    def acts_of(n: int) -> float:   # n chunk-micro-batches stashed
+        out = n * layers * per_layer + (n * residual if first else 0.0)
+        return out + (n * residual if eager_pp and not last else 0.0)   # (not last) the boundary activation it sent
+
+    def logits_of(n: int) -> float:
+        if not last:
+            return 0.0
+        out = heads * fw.logit_bytes * logit_elements
+        if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
+            #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
+            out += EAGER_PP_LOGITS_HELD * heads * logit_elements * m + 4 * (n - 1) * heads * logit_elements
+        return out
+
+    acts, logits = acts_of(chunks), logits_of(chunks)
+    step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
+    live = None
+    if fw.eager and par.recompute == "full":
+        head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
+        live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
+    after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
+    if not fw.persistent_grads and m > 1 and live is None:
+        n = m - 1 if par.pp_schedule == "gpipe" else chunks if m > chunks else 0   # 1F1B: a forward follows a backward
+        after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
-                           cache, buckets, buckets)
+                           cache, buckets, buckets, live, step_end, after)
+
+
+def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logits: float, copies: float, head_copy: float,
+                       logit_elements: float) -> float:
+    """Live bytes of an eager step with torch.utils.checkpoint per block (non-reentrant): the blocks' inputs (`inputs`)
+    are kept throughout; above them the largest of
+      the forward's end   autocast's cache still holds every bf16 weight copy; the loss's forward tensors, 2 bytes per
+                          logit fewer than at the backward's start (no fp32 gradient yet)
+      the backward's start  the LM head's bf16 copy (the only one autograd saved) and the loss's peak
+      a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)"""
+    one = layer_params(model, par).total
+    block = layer_activation_bytes(model, replace(par, recompute="none"), batch, fw) + fw.weight_copy_bytes * one
+    return inputs + max(copies + logits - 2 * logit_elements, head_copy + logits, block)
+
+
+def stage_memories(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
+                   fw: FrameworkSpec = MEGATRON) -> list[MemoryBreakdown]:
+    """Each pipeline stage's GPU, stage order."""
+    return [_stage_memory(model, par, batch, capacity_bytes, s, fw) for s in range(par.pp)]
 
 
 def memory_per_gpu(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
                    fw: FrameworkSpec = MEGATRON) -> MemoryBreakdown:
     """The fullest pipeline stage (the first on a tie; the one GPU's when pp = 1): every stage is checked, since a layout
     (parallel.pipeline_layout) can make a middle stage the heaviest."""
-    return max((_stage_memory(model, par, batch, capacity_bytes, s, fw) for s in range(par.pp)), key=lambda mb: mb.total)
+    return max(stage_memories(model, par, batch, capacity_bytes, fw), key=lambda mb: mb.total)

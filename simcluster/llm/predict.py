@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import clock, comm
+from simcluster.llm import clock, comm, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.memory import memory_per_gpu
@@ -21,6 +21,8 @@ from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
+from simcluster.trust.band import annotate
+from simcluster.trust.regime import llm_regime_of
 
 CONVENTIONS = ("causal", "megatron")
 
@@ -66,6 +68,18 @@ class LlmResult:
     caveats: list = field(default_factory=list)   # what is known about this class of prediction's accuracy (llm/caveats.py)
     notes: list = field(default_factory=list)     # what the configuration implies (llm/caveats.notes)
     timeline: dict = field(default_factory=dict, repr=False, compare=False)
+    regime: object = None                         # trust/regime.py's Regime: the class whose held-out residuals bound it
+
+    @property
+    def status(self) -> str:
+        """'ok', or 'does_not_fit': the configuration cannot start (its times are what it would take if it fit)."""
+        return "ok" if self.fits else "does_not_fit"
+
+    @property
+    def trust(self):
+        from simcluster.trust.band import trust_of
+
+        return trust_of(self.regime)
 
     def to_json(self, timeline: bool = False) -> dict:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
@@ -74,15 +88,19 @@ class LlmResult:
                                              "caveats", "notes")}
         if timeline:
             out["timeline"] = self.timeline
+        out["status"] = self.status
+        if self.regime is not None:
+            out = annotate(out, self.trust, times=("step_time_s",), rates=("tokens_per_s", "tflops_per_gpu", "mfu"))
         return json.loads(json.dumps(out))
 
 
 def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
                 gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True,
-                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed") -> LlmResult:
+                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed", speed_spread: float | None = None) -> LlmResult:
     """One iteration: work per stage (GPU card + collective/fabric models), the pipeline DES, memory. clock_model
     "fixed" runs the GPU at its card's reference clock; "duty" at the step's own power-limited clock (llm/clock.py;
-    the card needs a `clock:` block)."""
+    the card needs a `clock:` block). `speed_spread`: the GPUs' speed spread behind the stragglers term (llm/scaleout.py;
+    None: its fitted default)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
@@ -97,15 +115,17 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     it = simulate_iteration(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
+    lag = scaleout.straggler_s(it.breakdown["compute"], par.gpus, scaleout.SPEED_SPREAD if speed_spread is None else speed_spread)
+    step = it.step_time_s + lag
     flops = model_flops_per_step(model, batch, convention)
-    per_gpu = flops / it.step_time_s / par.gpus
+    per_gpu = flops / step / par.gpus
     mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
-    return LlmResult(it.step_time_s, batch.global_batch * model.seq / it.step_time_s, per_gpu / 1e12,
-                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, it.breakdown,
+    return LlmResult(step, batch.global_batch * model.seq / step, per_gpu / 1e12,
+                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, "stragglers": lag},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),
-                     _timeline(model, par, it) if trace else {})
+                     _timeline(model, par, it) if trace else {}, llm_regime_of(model, par, batch, framework.name))
 
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
@@ -116,8 +136,8 @@ def network_for(machine, intra=None, cluster=None) -> comm.Network:
     """The scenario machine's collective card (inside an NVLink domain: a node, or several nodes with
     machine.nvlink_domain) and fabric (across domains; `cluster` the scenario's own when build.py has one, else
     built here)."""
-    from simcluster.build import build_cluster
     from simcluster.cards import load_collective
+    from simcluster.machine_models import build_cluster
 
     intra = cluster.intra if cluster is not None else (intra or load_collective(machine.card)[0])
     if cluster is None and machine.domains > 1:
@@ -140,7 +160,7 @@ def predict_llm_job(machine, job, trace: bool = True, cluster=None, where: str |
     try:
         return predict_llm(job.model, job.parallel, job.batch, gpu, network_for(machine, cluster=cluster),
                            machine.gpus_per_node * machine.nodes, trace=trace, framework=job.framework_spec(),
-                           clock_model=machine.gpu_clock)
+                           clock_model=machine.gpu_clock, speed_spread=machine.gpu_speed_spread)
     except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
         if exc.where:
             raise

@@ -4,7 +4,9 @@ All data-parallel replicas and tensor-parallel ranks do the same work at the sam
 pp stages stands for the whole machine; the collective times it is given already include the contention
 between all concurrent groups (llm/comm.py). Each stage is a process that runs its compute tasks in
 Megatron's 1F1B order (interleaved when it holds v > 1 model chunks): warm-up forwards, then one forward
-and one backward in turn, then the cool-down backwards. A forward of virtual stage k waits for the
+and one backward in turn, then the cool-down backwards (torch.distributed.pipelining's Schedule1F1B runs the same
+order: pp - r forwards, then backward and forward in turn); or, with `gpipe` (torch's ScheduleGPipe), every
+micro-batch's forward, then every backward in micro-batch order. A forward of virtual stage k waits for the
 activation of virtual stage k - 1, a backward for the gradient of k + 1; each boundary tensor is sent on
 the sender's send stream (one per direction) and arrives p2p_s later. So the pipeline bubble and any
 exposed pipeline communication emerge from the waits; no bubble formula is used.
@@ -63,6 +65,7 @@ class PipelineWork:
     blocking_p2p: bool = False          # a boundary send holds the sender until it is on the other side
     grads_every_micro_batch: bool = False   # ZeRO-2: gradients reduce-scattered after every micro-batch's backward into
                                             # the sharded buffer (DeepSpeed ZeRO-2, FSDP SHARD_GRAD_OP), not once per step
+    gpipe: bool = False                 # GPipe order (all forwards, then all backwards) instead of 1F1B
 
     @property
     def pp(self) -> int:
@@ -73,8 +76,11 @@ class PipelineWork:
         return len(self.stages[0].forward)
 
 
-def schedule(pp: int, chunks: int, micro_batches: int, rank: int) -> list[tuple[str, int, int]]:
-    """Megatron's (interleaved) 1F1B order of one stage: (F|B, chunk, micro-batch)."""
+def schedule(pp: int, chunks: int, micro_batches: int, rank: int, gpipe: bool = False) -> list[tuple[str, int, int]]:
+    """Megatron's (interleaved) 1F1B order of one stage: (F|B, chunk, micro-batch); GPipe's (one chunk): every forward,
+    then every backward."""
+    if gpipe:
+        return [("F", 0, i) for i in range(micro_batches)] + [("B", 0, i) for i in range(micro_batches)]
     total = micro_batches * chunks
     if chunks == 1:
         warm = min(pp - rank - 1, total)
@@ -186,9 +192,9 @@ class _Pipeline:
         gathers = [env.process(self.reduce(s, t, f"param all_gather c{c}", (s, c))) if t > 0 and not self.work.dp_after_backward
                    else None for c, t in enumerate(work.param_gather_s)]
         reductions, started, serial = [], set(), ()
-        last_backward = {c: max(i for kind, cc, i in schedule(self.pp, self.v, self.m, s) if kind == "B" and cc == c)
+        last_backward = {c: max(i for kind, cc, i in schedule(self.pp, self.v, self.m, s, self.work.gpipe) if kind == "B" and cc == c)
                          for c in range(self.v)}
-        for kind, c, i in schedule(self.pp, self.v, self.m, s):
+        for kind, c, i in schedule(self.pp, self.v, self.m, s, self.work.gpipe):
             vs = c * self.pp + s
             if kind == "F":
                 if vs > 0:

@@ -29,6 +29,7 @@ MLPS = ("swiglu", "gelu")
 # copies is its own message) or deepep (DeepEP's / HybridEP's node-deduplicated dispatch, Megatron's `flex` dispatcher:
 # one copy per remote node over the NIC, then NVLink inside that node; llm/comm.py)
 MOE_DISPATCHERS = ("alltoall", "deepep")
+PP_SCHEDULES = ("1f1b", "gpipe")   # pipeline schedules: (interleaved) 1F1B, or GPipe (all forwards, then all backwards)
 PRECISIONS = ("bf16", "fp8")
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -233,6 +234,7 @@ class ParallelSpec:
     moe_dispatcher: str = "alltoall"        # MOE_DISPATCHERS
     moe_shared_expert_overlap: bool = False  # Megatron moe_shared_expert_overlap: the shared expert beside the dispatch / combine
     moe_a2a_overlap: bool = False  # Megatron overlap_moe_expert_parallel_comm: one micro-batch's EP calls beside another's compute
+    pp_schedule: str = "1f1b"     # PP_SCHEDULES; gpipe: torch.distributed.pipelining's ScheduleGPipe (framework torch only)
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -268,6 +270,11 @@ class ParallelSpec:
             raise LlmConfigError("parallel.moe_dispatcher", f"expected one of {', '.join(MOE_DISPATCHERS)}, got {self.moe_dispatcher!r}")
         if self.moe_shared_expert_overlap and self.moe_dispatcher != "alltoall":
             raise LlmConfigError("parallel.moe_shared_expert_overlap", "needs moe_dispatcher: alltoall (Megatron does not run it with DeepEP)")
+        if self.pp_schedule not in PP_SCHEDULES:
+            raise LlmConfigError("parallel.pp_schedule", f"expected one of {', '.join(PP_SCHEDULES)}, got {self.pp_schedule!r}")
+        if self.pp_schedule == "gpipe" and self.virtual_stages > 1:
+            raise LlmConfigError("parallel.pp_schedule", "GPipe runs one model chunk per stage, got virtual_stages "
+                                 f"{self.virtual_stages}", hint="pp_schedule: 1f1b (interleaved) or virtual_stages: 1")
         if self.zero == 3 and self.pp > 1:
             raise LlmConfigError("parallel.zero", "ZeRO-3 / FSDP with pipeline parallelism is not modelled",
                                  hint="use zero 0, 1 or 2 with pp > 1")

@@ -22,7 +22,9 @@ parameter it updates under Megatron (fp32 master, m, v and grad read; master, m,
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
 weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
 one kernel per weight). torch DDP's reducer adds its bucket copies (4 x ddp_bucket_bytes per parameter) to the optimizer's
-step (_ddp_bucket_copies_s).
+step (_ddp_bucket_copies_s). Eager torch checkpointing casts each block's weights again in its backward (_recast);
+torch pipelining casts the weights once per step (one autocast around the schedule: priced with the optimizer step),
+divides the gradients by m (grad_scale_bytes) and merges the last stage's logits after its last backward.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.memory import chunk_dense_layers, stage_params
+from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -188,6 +190,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     stages = []
     for s in range(pp):
         fwd, bwd, buckets, gathers, gather_buckets, slowdowns = [], [], [], [], [], []
+        opt_casts = 0.0
         params = stage_params(model, par, s)
         for c in range(v):
             vs = c * pp + s
@@ -219,16 +222,23 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 gathers.append(gather)
                 gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)
-            casts = []
+            casts, step_casts, bwd_casts = [], [], []
             if fw.cast_bytes:  # autocast: every weight cast to bf16 in the forward, its gradient up-cast in the backward
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
-                f, b = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype))), _add(b, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
+                bwd_casts = list(casts)
+                if par.recompute == "full" and fw.eager:   # torch.utils.checkpoint re-runs each block under its own autocast:
+                    bwd_casts += _recast(model, par, fw, layers_per_chunk)   # the block's weights are cast again
+                if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
+                    step_casts, casts = casts, []   # casts each weight once per step (priced with the optimizer step)
+                f = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
+                b = _add(b, _task(compute=ops.ops_time_s(gpu, bwd_casts, dtype)))
             if fw.host_kernel_s > 0:  # eager: the host issues every kernel; the slower of host and GPU sets the pace
                 f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, layers_per_chunk,
                                 (head_fwd if vs == last_vs else []))
-                b = _host_bound(b, gpu, dtype, fw, casts, (head_bwd if vs == last_vs else []), bwd_ops, layers_per_chunk,
+                b = _host_bound(b, gpu, dtype, fw, bwd_casts, (head_bwd if vs == last_vs else []), bwd_ops, layers_per_chunk,
                                 (emb_bwd if vs == 0 else []))
+            opt_casts += ops.ops_time_s(gpu, step_casts, dtype)
             fwd.append(f)
             bwd.append(b)
             slow = 0.0
@@ -239,8 +249,20 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params)
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params) + opt_casts
+               + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
+        if fw.eager and pp > 1 and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
+            opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns)))
-    return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g),
-                        fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2)
+    return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
+                        fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
+                        gpipe=par.pp_schedule == "gpipe")
+
+
+def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
+    """The forward weight casts of `layers` checkpointed blocks, run again in their recomputation (cast_bytes / 2 per
+    parameter: the fp32 weight read, its bf16 copy written; one kernel per weight matrix)."""
+    kernels = host.weight_matrices(model, fw) * layers
+    params = layers * layer_params(model, par).total
+    return [ops.memory("weight_recast", fw.cast_bytes / 2 * params / kernels, count=kernels)] if kernels else []

@@ -40,6 +40,8 @@ class FabricSpec:
     link_latency_s: float = 0.0     # per link (cable, PHY)
     switch_latency_s: float = 0.0   # port to port
     forwarding: str = "cut-through"
+    spine_ports: int | None = None  # ports of a spine (top-tier) switch; None: 2 x down_ports (the leaves' switch)
+    tiers: int | None = None        # switch tiers; None: the fewest that hold the machine (tiers_needed)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -48,10 +50,81 @@ class FabricSpec:
             raise ValueError("oversubscription must be >= 1 (1 means non-blocking)")
         _forwarding(self.forwarding)
 
+    @property
+    def spine_radix(self) -> int:
+        return self.spine_ports or 2 * self.down_ports
+
+    @property
+    def hop_latency_s(self) -> float:
+        """One tier up (or down): a link and a switch port."""
+        return self.link_latency_s + self.switch_latency_s
+
 
 def leaf_uplinks(spec: FabricSpec) -> int:
     """Parallel uplinks of each leaf (ECMP width): one per spine, at most the leaf's uplink ports (module docstring)."""
     return max(1, min(spec.spines, int(spec.down_ports // spec.oversubscription)))   # oversubscription > down_ports: one link
+
+
+def nodes_per_leaf(spec: FabricSpec) -> int:
+    """Nodes whose NIC of one rail (NIC index) share a leaf: a rail-optimized leaf holds one rail of down_ports
+    nodes; a leaf-spine leaf holds all of its nodes' NICs of its plane, one after another."""
+    if spec.kind == "rail-optimized":
+        return spec.down_ports
+    per_node = -(-spec.nics_per_node // spec.planes)
+    return max(1, spec.down_ports // per_node)
+
+
+def leaves_per_plane(spec: FabricSpec) -> int:
+    """Leaves under one plane's spines (the most of any plane)."""
+    if spec.kind == "rail-optimized":
+        return -(-spec.nics_per_node // spec.planes) * -(-spec.nodes // spec.down_ports)
+    per_plane = -(-(spec.nodes * spec.nics_per_node) // spec.planes)
+    return -(-per_plane // spec.down_ports)
+
+
+def _tiers_for(leaves: int, spine_ports: int) -> int:
+    """Switch tiers a fat tree needs to join `leaves` leaves: 1 for one leaf; 2 while a spine has a port for every
+    leaf; each further tier of spine_ports-port switches (half down, half up) joins spine_ports / 2 times as many."""
+    if leaves <= 1:
+        return 1
+    tiers, held = 2, spine_ports
+    while held < leaves:
+        held *= max(2, spine_ports // 2)
+        tiers += 1
+    return tiers
+
+
+def tiers_needed(spec: FabricSpec) -> int:
+    """The fewest switch tiers that hold every leaf of the machine (docs/models/fabric.md, "Tiers and trees")."""
+    return _tiers_for(leaves_per_plane(spec), spec.spine_radix)
+
+
+def fabric_tiers(spec: FabricSpec) -> int:
+    """The fabric's switch tiers: as stated, else the fewest that hold it (at least 2: leaves and spines)."""
+    return spec.tiers or max(2, tiers_needed(spec))
+
+
+def aggregation_levels(spec: FabricSpec, nodes: int) -> int:
+    """Switch levels of the in-network aggregation tree of one rail over `nodes` nodes placed in order: 1 if they
+    share a leaf, 2 if their leaves meet at a spine, one more per fat-tree tier above (_tiers_for)."""
+    return _tiers_for(-(-nodes // nodes_per_leaf(spec)), spec.spine_radix)
+
+
+def nodes_within_levels(spec: FabricSpec, levels: int) -> int:
+    """The most nodes (placed in order) whose aggregation tree fits `levels` switch levels."""
+    leaves = 1 if levels <= 1 else spec.spine_radix * max(2, spec.spine_radix // 2) ** (levels - 2)
+    return nodes_per_leaf(spec) * leaves
+
+
+def trees_at_busiest_switch(spec: FabricSpec, nodes: int, jobs: int = 1) -> int:
+    """Aggregation trees that need one switch at once: one tree per rail (NIC index) of each job. A leaf-spine leaf
+    carries every rail of its nodes' plane; a rail-optimized leaf one; above the leaves the trees of a plane are
+    spread over its spines (the ones a leaf has uplinks to)."""
+    rails = -(-spec.nics_per_node // spec.planes)
+    leaf = rails if spec.kind == "leaf-spine" else 1
+    if aggregation_levels(spec, nodes) == 1:
+        return leaf
+    return max(leaf, -(-rails * jobs // leaf_uplinks(spec)))
 
 
 def leaf_of_nic(spec: FabricSpec) -> np.ndarray:
@@ -126,7 +199,7 @@ def machine_platform(nodes: int, gpus_per_node: int, nvlink_Bps: float, fabric: 
         plane_of_leaf[leaf] = (np.arange(nics) % f.nics_per_node) % f.planes
         uplink = f.down_ports * f.nic_Bps / f.oversubscription / width   # the leaf's ports, filled or not
         first = lay.attach(leaf_b, lay.first(spine_b) + plane_of_leaf, uplink, f.link_latency_s, width=width)
-        shape.update(nics_per_node=f.nics_per_node, spine_links=(first, lay.links), leaves=leaves)
+        shape.update(nics_per_node=f.nics_per_node, spine_links=(first, lay.links), leaves=leaves, fabric=f)
     first = lay.links
     lay.attach(gpu_b, lay.first(nvswitch_b) + np.arange(gpus) // gpus_per_node, nvlink_Bps, nvlink_latency_s)
     name = f"{nodes} x {gpus_per_node} GPUs" + (f", {fabric.kind}" if fabric else "")

@@ -93,6 +93,7 @@ class Platform:
     spine_links: tuple[int, int] = (0, 0)    # [first, end) of the leaf <-> spine links
     nvlink_links: tuple[int, int] = (0, 0)   # [first, end) of the GPU <-> NVSwitch links
     leaves: int = 0
+    fabric: object = None                    # the FabricSpec the multi-node fabric was built from (network/builders.py)
     _cache: dict = field(default_factory=dict, repr=False)
     per_block: dict = field(init=False, repr=False)   # the blocks' fields as arrays, and 'block': each vertex's block
 

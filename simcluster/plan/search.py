@@ -220,16 +220,54 @@ def price(rows: list[dict], plan: PlanSpec) -> list[dict]:
     return cost.annotate(rows, cost.load_catalogue(plan.catalogue), plan.tokens)
 
 
-def answer(rows: list[dict], plan: PlanSpec, top: int = 10) -> dict:
-    """The cheapest configuration that trains within the deadline, the fastest, and the top ones by throughput."""
-    ok = [r for r in rows if r.get("status") == "ok" and r.get("jobs[0].fits") is not False and r.get("cost.time_to_train_s")]
-    feasible = [r for r in ok if r["cost.time_to_train_s"] <= plan.within_s]
+VALIDATION = "jobs[0].validation."
+
+
+def rho_high(row: dict) -> float:
+    """The slow end of a row's 80% band, as measured / predicted time (trust/band.py); 1 where the row has none."""
+    import json
+
+    try:
+        band = json.loads(row.get(VALIDATION + "measured_over_predicted_time") or "null")
+        return max(1.0, float(band[1])) if band else 1.0
+    except (ValueError, TypeError, IndexError):
+        return 1.0
+
+
+def pessimistic(row: dict) -> dict:
+    """The row with its time to train, cost and throughput at the slow end of its band (`pessimistic.*`)."""
+    rho = rho_high(row)
+    out = dict(row, **{"pessimistic.rho": rho})
+    if row.get("cost.time_to_train_s"):
+        out["pessimistic.time_to_train_s"] = row["cost.time_to_train_s"] * rho
+        out["pessimistic.cost"] = row["cost.total"] * rho       # time-priced: hours x the hourly price
+    return out
+
+
+def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated: bool = False) -> dict:
+    """The cheapest configuration that trains within the deadline, the fastest, and the top ones by throughput, each
+    judged at the slow end of its 80% band (trust/band.py); configurations whose regime was never validated are left
+    out unless `include_unvalidated`, and counted by regime."""
+    ok = [pessimistic(r) for r in rows if r.get("status") == "ok" and r.get("jobs[0].fits") is not False and r.get("cost.time_to_train_s")]
+    excluded: dict[str, int] = {}
+    if not include_unvalidated:
+        kept = []
+        for r in ok:
+            if r.get(VALIDATION + "status") == "unvalidated":
+                regime = str(r.get(VALIDATION + "regime") or "no regime")
+                excluded[regime] = excluded.get(regime, 0) + 1
+            else:
+                kept.append(r)
+        ok = kept
+    feasible = [r for r in ok if r["pessimistic.time_to_train_s"] <= plan.within_s]
     key = _throughput_key(ok)
-    cheapest = min(feasible, key=lambda r: (r["cost.total"], r["cost.time_to_train_s"], r["point_hash"]), default=None)
+    cheapest = min(feasible, key=lambda r: (r["pessimistic.cost"], r["pessimistic.time_to_train_s"], r["point_hash"]), default=None)
     # ties broken on cost, then on the point (its hash carries the code version, so it decides only among equals)
-    fastest = min(ok, key=lambda r: (r["cost.time_to_train_s"], r["cost.total"], r["point_hash"]), default=None)
-    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0), r["cost.total"], r["point_hash"]))[:top] if key else []
+    fastest = min(ok, key=lambda r: (r["pessimistic.time_to_train_s"], r["pessimistic.cost"], r["point_hash"]), default=None)
+    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0) / r["pessimistic.rho"], r["pessimistic.cost"], r["point_hash"]))[:top] if key else []
     return {"tokens": plan.tokens, "within_s": plan.within_s, "points_priced": len(ok), "feasible": len(feasible),
+            "ranked_by": "the slow end of each configuration's 80% band (pessimistic.*)",
+            "excluded_unvalidated": excluded, "include_unvalidated": include_unvalidated,
             "cheapest_within": _brief(cheapest), "fastest": _brief(fastest), "throughput_key": key,
             "top_by_throughput": [_brief(r) for r in ranked]}
 
@@ -247,12 +285,14 @@ def _brief(row: dict | None) -> dict | None:
     keep = ("point_hash", "machine.gpus", "machine.nodes", "machine.gpu_card", "machine.nic_card", "jobs[0].step_time_s",
             "jobs[0].tokens_per_s", "jobs[0].samples_per_s", "jobs[0].mfu", "jobs[0].memory_per_gpu_GiB.total",
             "jobs[0].goodput_steady", "jobs[0].mtbf_s", "jobs[0].caveats",
-            "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency")
+            "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency",
+            "pessimistic.rho", "pessimistic.time_to_train_s", "pessimistic.cost", VALIDATION + "status", VALIDATION + "regime",
+            VALIDATION + "outside")
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None}}
 
 
 def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str | None = None, progress=None,
-             chunk: int | None = None) -> PlanResult:
+             chunk: int | None = None, include_unvalidated: bool = False) -> PlanResult:
     """Read the plan, enumerate and run its points into OUT/results, price them and answer."""
     sweep, plan = read_plan(path)
     catalogue = cost.load_catalogue(plan.catalogue)      # a bad catalogue fails before any point runs
@@ -271,7 +311,7 @@ def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str
     rows = price(store.rows(Path(out) / "results"), plan)
     wanted = {p.hash for p in pts}
     rows = [r for r in rows if r["point_hash"] in wanted]
-    return PlanResult(summary, rows, answer(rows, plan), dict(skipped))
+    return PlanResult(summary, rows, answer(rows, plan, include_unvalidated=include_unvalidated), dict(skipped))
 
 
 def plan_documents(result, title: str) -> dict[str, str]:
@@ -296,14 +336,23 @@ def answer_text(a: dict) -> str:
     tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
     c, f = a.get("cheapest_within"), a.get("fastest")
     if c:
-        lines.append(f"cheapest within {duration(a['within_s'])} ({tokens}): {label(c)}: {duration(c['cost.time_to_train_s'])}, "
-                     f"{c['cost.total']:,.0f} {c.get('cost.currency', '')}, {energy(c['cost.energy_kWh'])} "
-                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline)")
+        lines.append(f"cheapest within {duration(a['within_s'])} ({tokens}): {label(c)}: {duration(c['cost.time_to_train_s'])}"
+                     f"{_slow_end(c)}, {c['cost.total']:,.0f} {c.get('cost.currency', '')}, {energy(c['cost.energy_kWh'])} "
+                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline at the slow end of their band)")
     else:
         lines.append(f"no configuration trains {tokens} within {duration(a['within_s'])} ({a['points_priced']} priced)")
     if f:
-        lines.append(f"fastest: {label(f)}: {duration(f['cost.time_to_train_s'])}, {f['cost.total']:,.0f} "
+        lines.append(f"fastest: {label(f)}: {duration(f['cost.time_to_train_s'])}{_slow_end(f)}, {f['cost.total']:,.0f} "
                      f"{f.get('cost.currency', '')}")
+    for row, name in ((c, "cheapest"), (f, "fastest")):
+        if row and row.get(VALIDATION + "status"):
+            lines.append(f"  {name}: {row[VALIDATION + 'status']}"
+                         + (f" ({row[VALIDATION + 'outside']})" if row.get(VALIDATION + "outside") else "")
+                         + f", regime {row.get(VALIDATION + 'regime')}")
+    if a.get("excluded_unvalidated"):
+        n = sum(a["excluded_unvalidated"].values())
+        lines.append(f"left out: {n} configurations in regimes never validated ("
+                     + "; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items())) + "); --include-unvalidated ranks them too")
     ranked = a.get("top_by_throughput") or []
     if len(ranked) > 1:
         lines.append(f"top {len(ranked)} by throughput (time to train, cost, memory per GPU):")
@@ -314,6 +363,13 @@ def answer_text(a: dict) -> str:
     for note in dict.fromkeys(text for row in (c, f) if row for text in _caveats(row)):
         lines.append(f"caveat: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _slow_end(row: dict) -> str:
+    from simcluster.report.html import duration
+
+    t = row.get("pessimistic.time_to_train_s")
+    return f" (80% band's slow end {duration(t)})" if t and row.get("pessimistic.rho", 1.0) > 1.0 else ""
 
 
 def _caveats(row: dict) -> list[str]:

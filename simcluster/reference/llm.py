@@ -289,6 +289,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.trust.regime import llm_regime_of
 
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
     config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
@@ -309,7 +310,9 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
     detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
-    return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip())
+    regime = llm_regime_of(model, par, batch, result.framework)
+    return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
+                        regime=regime.key, scale=regime.scale)
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

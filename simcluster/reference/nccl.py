@@ -31,7 +31,7 @@ TARGET = 0.10
 
 
 def _cluster(scenario: Path, nodes: int):
-    from simcluster.build import build_cluster, build_domain
+    from simcluster.machine_models import build_cluster, build_domain
     from simcluster.scenario import load_variants
 
     machine = load_variants(scenario, nodes)[0][1].machine
@@ -175,13 +175,23 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s) for s in sizes]
             predicted, chosen = _predict(cluster, run["op"], sizes, algorithms, peak)
+            regime = _regime(cluster, run["op"], chosen, max(sizes or peak), nodes * per_node)
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
         rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
-                                 predicted / measured - 1, ref.held_out(i), chosen))
+                                 predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale))
     return rows
+
+
+def _regime(cluster, op: str, chosen: str, size: int, ranks: int):
+    from simcluster.collectives.domain import NvlinkDomain
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.trust.regime import collective_regime
+
+    link = "nvlink" if isinstance(cluster, NvlinkDomain) else cluster.nic.transport
+    return collective_regime(canonical_op(op), chosen.split("/")[0], size, link, ranks)
 
 
 def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidation:

@@ -93,6 +93,29 @@ def scaling(rows: list[dict], key: str) -> dict[str, list[tuple[int, float, floa
     return out
 
 
+def band(row: dict, key: str) -> tuple[float, float] | None:
+    """A row's 80% band of `key` (the flattened `<key>_band`, JSON text [low, high]; trust/band.py), or None."""
+    import json
+
+    try:
+        low, high = json.loads(row.get(f"{key}_band") or "null") or (None, None)
+        return (float(low), float(high)) if low is not None and high is not None else None
+    except (ValueError, TypeError):
+        return None
+
+
+def scaling_bands(rows: list[dict], key: str) -> dict[str, dict[int, tuple[float, float]]]:
+    """series -> GPUs -> the 80% band of the best configuration's throughput there (as scaling() picks it)."""
+    best: dict[str, dict[int, dict]] = {}
+    for r in rows:
+        g, t = r.get("machine.gpus"), r.get(key)
+        if g and t:
+            s = best.setdefault(series_key(r), {})
+            if float(t) > float(s.get(int(g), {}).get(key) or 0.0):
+                s[int(g)] = r
+    return {name: {g: b for g, r in by_g.items() if (b := band(r, key))} for name, by_g in best.items()}
+
+
 def pareto(rows: list[dict]) -> list[dict]:
     """The points no other point beats on both time to train and cost (ties kept once), by time."""
     pts = sorted((r for r in rows if r.get("cost.total") is not None and r.get("cost.time_to_train_s")),
@@ -113,12 +136,18 @@ def _figures(rows, key, unit, within_s, top):
 
     figs = {}
     curves = scaling(rows, key) if key else {}
+    bands = scaling_bands(rows, key) if key else {}
     if curves:
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
         for name, pts in curves.items():
             g = [p[0] for p in pts]
-            a.plot(g, [p[1] for p in pts], marker="o", label=name)
+            line = a.plot(g, [p[1] for p in pts], marker="o", label=name)[0]
             b.plot(g, [p[2] for p in pts], marker="o", label=name)
+            err = [(p[0], p[1], bands.get(name, {}).get(p[0])) for p in pts]
+            err = [(x, y, e) for x, y, e in err if e]
+            if err:         # the 80% band of each best configuration (trust/band.py)
+                a.errorbar([x for x, _, _ in err], [y for _, y, _ in err], fmt="none", ecolor=line.get_color(), alpha=0.5,
+                           capsize=3, yerr=[[max(0.0, y - e[0]) for _, y, e in err], [max(0.0, e[1] - y) for _, y, e in err]])
         for ax in (a, b):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("GPUs")
@@ -138,6 +167,13 @@ def _figures(rows, key, unit, within_s, top):
         front = pareto(priced)
         ax.plot([r["cost.time_to_train_s"] / 86400 for r in front], [r["cost.total"] for r in front], marker="o",
                 color="C3", label="Pareto front")
+        spans = [(r, band(r, "jobs[0].step_time_s")) for r in front]
+        spans = [(r, b, r["cost.time_to_train_s"] / r["jobs[0].step_time_s"]) for r, b in spans if b and r.get("jobs[0].step_time_s")]
+        if spans:           # time to train scales with the step time's 80% band
+            x = [r["cost.time_to_train_s"] / 86400 for r, _, _ in spans]
+            ax.errorbar(x, [r["cost.total"] for r, _, _ in spans], fmt="none", ecolor="C3", alpha=0.6, capsize=3,
+                        label="80% band (time)", xerr=[[max(0.0, xi - b[0] * k / 86400) for xi, (_, b, k) in zip(x, spans, strict=True)],
+                                                       [max(0.0, b[1] * k / 86400 - xi) for xi, (_, b, k) in zip(x, spans, strict=True)]])
         if within_s:
             ax.axvline(within_s / 86400, color="C0", ls="--", label="deadline")
         ax.set_xscale("log")

@@ -81,6 +81,7 @@ def _(result: LlmTrainingResult) -> str:
              f"  step time        {p.step_time_s:10.3f} s",
              f"  throughput       {p.tokens_per_s:10.4g} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU, "
              f"MFU {p.mfu:.1%} (of the dense bf16 peak, {p.flops_convention} FLOP count)",
+             f"  trust            {p.trust.text()}" if p.regime is not None else "",
              f"  memory per GPU   {mem['total']:10.2f} GiB of {mem['capacity']:.2f} "
              f"({'fits' if p.fits else 'DOES NOT FIT'}; {mem.get('stage', '')} stage): "
              + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
@@ -93,13 +94,16 @@ def _(result: LlmTrainingResult) -> str:
         lines.insert(-1, f"  SM clock         {c['sm_clock_MHz']:10.0f} MHz (card curves at {c['reference_clock_MHz']:.0f}), duty: "
                          f"compute {c['compute_duty']:.1%}, memory {c['memory_duty']:.1%}, idle {c['idle_duty']:.1%}; {c['power_W']:.0f} W")
     if result.goodput is not None:
-        lines += goodput_lines(result.goodput)
+        lines += goodput_lines(result.goodput) + days_band_line(result)
         if not p.fits:
             lines.append("  warning          the configuration does not fit in GPU memory (above): these days are for a run that "
                          "could not start")
     lines += [f"  caveat           {c}" for c in p.caveats]
     lines += [f"  note             {n}" for n in p.notes]
-    return "\n".join(lines) + "\n"
+    if not p.fits:
+        lines[1:3] = [f"  DOES NOT FIT     {mem['total']:.2f} GiB per GPU needed, {mem['capacity']:.2f} available: the step cannot run; "
+                      f"if it fit it would take {p.step_time_s:.3f} s ({p.tokens_per_s:.4g} tokens/s)"]
+    return "\n".join(line for line in lines if line) + "\n"
 
 
 def goodput_lines(g) -> list[str]:
@@ -120,6 +124,11 @@ def goodput_lines(g) -> list[str]:
                      f"{s['days_to_train']:.2f} +- {s['days_to_train_se']:.2f} days (its standard error), {s['interruptions']} "
                      f"interruptions, {s['events']:,} events")
     return lines
+
+
+def days_band_line(result: LlmTrainingResult) -> list[str]:
+    band = result.days_to_train_band()
+    return [f"  days, 80% band   {band[0]:.2f} to {band[1]:.2f} (the step time's band; checkpoints and restarts as predicted)"] if band else []
 
 
 def scenario_text(results: list[ScenarioResult], description: str) -> str:

@@ -44,7 +44,20 @@ def nccl_tests_table(predictions: list[Prediction], header: list[str]) -> str:
     lines.append("# Out of bounds values : 0 OK")
     lines.append(f"# Avg bus bandwidth    : {avg:g} ")
     lines.append("#")
+    lines += binding_lines(predictions)
     return "\n".join(lines) + "\n"
+
+
+def binding_lines(predictions: list[Prediction]) -> list[str]:
+    """Comment lines naming, per size, the limit that bounds a multi-node prediction's time (its breakdown's
+    `binding_limit`) and the algorithm that ran; none for predictions without one (one node's card)."""
+    rows = [(p, getattr(p, "breakdown", {}).get("binding_limit")) for p in predictions]
+    if not any(limit for _, limit in rows):
+        return []
+    out = ["# binding limit per size (what bounds the time; 'latency': the fixed step, hop and tree-level terms):"]
+    out += [f"# {p.size_bytes:12d}  {getattr(p, 'algorithm', ''):>12s}  {limit or '-'}" for p, limit in rows]
+    out.append("#")
+    return out
 
 
 def validation_table(rows: list[ValidationRow]) -> str:
@@ -66,9 +79,10 @@ def sweep_table(predictions: list[Prediction], measured_s: dict[int, float] | No
         if measured_s is not None:
             m = measured_s.get(p.size_bytes)
             cells = (f"  {format_time(m):>10s}  {(p.time_s / m - 1) * 100:+6.1f}%" if m else f"  {'-':>10s}  {'-':>7s}")
+        limit = getattr(p, "breakdown", {}).get("binding_limit")
         out.append(f"{format_size(p.size_bytes):>10s}  {format_time(p.time_s):>10s}  "
                    f"{format_bandwidth(p.algbw_Bps):>10s}  {format_bandwidth(p.busbw_Bps):>10s}{cells}  {p.protocol}"
-                   + (f" / {p.algorithm}" if hasattr(p, "algorithm") else ""))
+                   + (f" / {p.algorithm}" if hasattr(p, "algorithm") else "") + (f"; binds: {limit}" if limit else ""))
     return "\n".join(out) + "\n"
 
 

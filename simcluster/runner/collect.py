@@ -75,6 +75,12 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _children_switches() -> int:
+    """Context switches (voluntary + involuntary) of the reaped children: each is a sleep or a preemption."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -91,6 +97,40 @@ def _start_server(step: Step, log):
                 break
             time.sleep(0.2)
     return proc
+
+
+def server_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a server process and its reaped children (qperf forks one per test), from
+    /proc/PID/stat; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+SNMP = {("Tcp", "OutSegs"): "tcp_out_segs", ("Tcp", "InSegs"): "tcp_in_segs",
+        ("Udp", "OutDatagrams"): "udp_out", ("Udp", "InDatagrams"): "udp_in"}
+
+
+def packet_counters(netns: str | None) -> dict[str, int] | None:
+    """TCP segments and UDP datagrams in and out of a network namespace (/proc/net/snmp; the host's own when netns is
+    None), for a run that counts its packets (meta count_packets); None where they cannot be read."""
+    argv = (["ip", "netns", "exec", netns] if netns else []) + ["cat", "/proc/net/snmp"]
+    try:
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line.split() for line in text.splitlines()]
+    out = {}
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names and values and names[0] == values[0]:
+            for name, value in zip(names[1:], values[1:], strict=False):
+                key = SNMP.get((names[0].rstrip(":"), name))
+                if key and value.lstrip("-").isdigit():
+                    out[key] = int(value)
+    return out or None
 
 
 def _stop_server(proc) -> None:
@@ -127,14 +167,23 @@ def run_step(bundle: Path, step: Step) -> dict:
     if step.meta.get("drop_caches"):
         entry["page_cache_dropped"] = drop_caches()
     cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
+    switches0 = _children_switches()
     status, code = "ok", None
     with (open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err,
           open(run_dir / "server.stderr.txt", "w") as server_log):
         try:
             server = _start_server(step, server_log)
+            client0, client_switches0 = _children_cpu(), _children_switches()
+            spaces = step.meta.get("count_packets") or []
+            counted = [packet_counters(ns) for ns in spaces]
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                   env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
             code = done.returncode
+            if server is not None:                 # the command's own CPU, without the server's and the readiness probes'
+                entry["client_cpu_s"] = round(_children_cpu() - client0, 6)
+                entry["client_switches"] = _children_switches() - client_switches0
+            if spaces:
+                entry["packets"] = [{"netns": ns, "before": b, "after": packet_counters(ns)} for ns, b in zip(spaces, counted, strict=True)]
             status = "ok" if code == 0 else "failed"
         except subprocess.TimeoutExpired:
             status = "timeout"
@@ -142,9 +191,13 @@ def run_step(bundle: Path, step: Step) -> dict:
             status = "failed"
             err.write(f"{exc}\n")
         finally:
+            if server is not None:
+                entry["server_cpu_s"] = server_cpu_s(server.pid)
             _stop_server(server)
     if not step.server_argv:
         (run_dir / "server.stderr.txt").unlink(missing_ok=True)
+    if server is not None and "client_switches" in entry:   # the server and its reaped children, once it is reaped
+        entry["server_switches"] = _children_switches() - switches0 - entry["client_switches"]
     elapsed, stat1 = time.monotonic() - t0, proc_stat()
     entry.update(status=status, exit_code=code, start=start, end=_now(), wall_s=round(elapsed, 6),
                  child_cpu_s=round(_children_cpu() - cpu0, 6),

@@ -3,6 +3,8 @@
     python -m simcluster.runner.llm_step --preset 1b --shapes 2048:4,4096:2
     python -m simcluster.runner.llm_step --layers 4 --hidden 256 --ffn 704 --heads 4 --kv-heads 2 --vocab 1000 --shapes 128:2
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode ddp    # or fsdp, tp
+    torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode pp --schedule gpipe --microbatches 4
+    python -m simcluster.runner.llm_step --preset 1b --activation-checkpointing
 
 The model, in plain torch: token embedding; per layer x += Attn(RMSNorm(x)), x += MLP(RMSNorm(x)) with
 Attn = q/k/v projections (no bias), rotary embeddings (optional), causal SDPA with GQA (enable_gqa), output
@@ -19,7 +21,11 @@ memory is recorded as status "oom" with the allocator's message, and the next sh
 
 Modes: single (1 GPU), ddp (DistributedDataParallel), fsdp (FSDP2: torch.distributed.fsdp.fully_shard per
 layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: q/k/v, gate, up column-wise,
-o and down row-wise; heads and kv_heads must divide by the world size). Multi-GPU modes run under torchrun.
+o and down row-wise; heads and kv_heads must divide by the world size), pp (torch.distributed.pipelining: one stage
+of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
+whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
+"ranks"). --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant).
+Multi-GPU modes run under torchrun.
 torch is imported inside main only.
 """
 
@@ -50,7 +56,7 @@ PRESETS = {
     # session 24's 4-GPU set: Llama 3 8B's shape (GQA 4:1, 128K vocabulary, untied)
     "8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256, tied=False),
 }
-MODES = ("single", "ddp", "fsdp", "tp")
+MODES = ("single", "ddp", "fsdp", "tp", "pp")
 
 
 def param_count(layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int, tied: bool) -> int:
@@ -138,18 +144,30 @@ def build(torch, cfg: dict, rope: bool):
             self.head = nn.Linear(hidden, cfg["vocab"], bias=False)
             if cfg["tied"]:
                 self.head.weight = self.embed.weight
+            self.checkpoint = False     # --activation-checkpointing: each layer under torch.utils.checkpoint
+
+        def rotary(self, seq: int, device, dtype):
+            if not rope:
+                return None, None
+            inv = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+            ang = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
+            ang = torch.cat((ang, ang), dim=-1)
+            return ang.cos().to(dtype)[None, None], ang.sin().to(dtype)[None, None]
+
+        def run_layers(self, layers, x, cos, sin):
+            for layer in layers:
+                if self.checkpoint:
+                    from torch.utils.checkpoint import checkpoint
+
+                    x = checkpoint(layer, x, cos, sin, use_reentrant=False)
+                else:
+                    x = layer(x, cos, sin)
+            return x
 
         def forward(self, tokens, labels):
             x = self.embed(tokens)
-            cos = sin = None
-            if rope:
-                s = tokens.shape[1]
-                inv = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=tokens.device, dtype=torch.float32) / head_dim))
-                ang = torch.outer(torch.arange(s, device=tokens.device, dtype=torch.float32), inv)
-                ang = torch.cat((ang, ang), dim=-1)
-                cos, sin = ang.cos().to(x.dtype)[None, None], ang.sin().to(x.dtype)[None, None]
-            for layer in self.layers:
-                x = layer(x, cos, sin)
+            cos, sin = self.rotary(tokens.shape[1], tokens.device, x.dtype)
+            x = self.run_layers(self.layers, x, cos, sin)
             logits = self.head(self.norm(x))
             return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
 
@@ -201,55 +219,12 @@ def wrap(torch, model, mode: str, world: int, cfg: dict, device):
     return model
 
 
-def profile_steps(torch, step, sync, steps: int, trace: str | None = None) -> dict:
-    """GPU kernels per step and their summed time (the device's busy time, which a GPU model predicts),
-    from a torch.profiler Chrome trace of `steps` extra steps (events of category kernel, gpu_memcpy, gpu_memset);
-    with `trace`, that Chrome trace is also kept, gzipped, at that path (the timeline, for Perfetto)."""
-    import gzip
-    import shutil
-    import tempfile
-
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            step()
-        sync()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f).get("traceEvents", [])
-        if trace:
-            try:
-                with open(path, "rb") as src, gzip.open(trace, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except OSError as exc:   # the kernel summary below stands without the kept timeline
-                print(f"llm-step: --trace {trace}: not written ({exc})", file=sys.stderr, flush=True)
-    out = {"profiled_steps": steps}
-    for cat in ("kernel", "gpu_memcpy", "gpu_memset"):
-        durs = [e.get("dur", 0) for e in events if e.get("cat") == cat and e.get("ph") == "X"]
-        out[f"{cat}_per_step"] = len(durs) / steps
-        out[f"{cat}_time_per_step_s"] = sum(durs) * 1e-6 / steps
-    out["cpu_ops_per_step"] = sum(1 for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X") / steps
-    # the host's CUDA runtime calls (launches, synchronizations, allocations): count and summed host time per step,
-    # the ten largest by time; the profile's closing synchronization is among them
-    runtime: dict[str, list[float]] = {}
-    for e in events:
-        if e.get("cat") == "cuda_runtime" and e.get("ph") == "X":
-            acc = runtime.setdefault(str(e.get("name")), [0.0, 0.0])
-            acc[0] += 1
-            acc[1] += e.get("dur", 0) * 1e-6
-    top = sorted(runtime.items(), key=lambda kv: -kv[1][1])[:10]
-    out["cuda_runtime_per_step"] = {name: {"calls": n / steps, "time_s": t / steps} for name, (n, t) in top}
-    return out
-
-
 def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int,
-              profile: int = 0, trace: str | None = None) -> dict:
+              profile: int = 0, trace: str | None = None, make_step=None, microbatches: int = 1) -> dict:
+    """One shape's timed steps; `make_step(inputs, labels)` (the pipeline mode, llm_pipeline.py) builds the step
+    over `microbatches` micro-batches of `micro` sequences each."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    tokens = torch.randint(0, cfg["vocab"], (micro, seq + 1), generator=gen).to(device)
+    tokens = torch.randint(0, cfg["vocab"], (micro * microbatches, seq + 1), generator=gen).to(device)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     cuda = device.type == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -262,7 +237,11 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         opt.zero_grad(set_to_none=True)
         return loss
 
-    record = {"seq": seq, "micro_batch": micro, "tokens_per_step": seq * micro, "warmup": warmup, "steps": steps}
+    if make_step is not None:
+        step = make_step(inputs, labels)
+    record = {"seq": seq, "micro_batch": micro, "tokens_per_step": seq * micro * microbatches, "warmup": warmup, "steps": steps}
+    if microbatches > 1:
+        record["microbatches"] = microbatches
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
@@ -294,6 +273,8 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
                       max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
     if profile > 0:
+        from simcluster.runner.llm_profile import profile_steps
+
         try:
             record["profile"] = profile_steps(torch, step, sync, profile, trace)
         except Exception as exc:  # noqa: BLE001 - the timed steps stand without the profile
@@ -311,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="2048:1", help="SEQ:MICRO_BATCH,... timed in this order")
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
+    ap.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer under "
+                    "torch.utils.checkpoint (non-reentrant): its forward again in the backward, only its input kept")
+    ap.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="--mode pp: torch.distributed.pipelining's "
+                    "Schedule1F1B or ScheduleGPipe")
+    ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
@@ -341,7 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         model = build(torch, cfg, rope=not args.no_rope)
     if args.precision == "bf16":
         model = model.to(torch.bfloat16)
-    model = wrap(torch, model, args.mode, world, cfg, device)
+    model.checkpoint = args.activation_checkpointing
+    pipe = None
+    if args.mode == "pp":
+        from simcluster.runner import llm_pipeline
+
+        pipe = llm_pipeline.Pipeline(torch, model, rank, world, cfg, device, args.schedule, args.microbatches, args.precision == "amp")
+        model = pipe.stage
+    else:
+        model = wrap(torch, model, args.mode, world, cfg, device)
     fused = device.type == "cuda" and args.mode != "tp"
     # tp: the decoder layers' parameters are DTensors, the embedding / head plain tensors; torch's foreach kernels refuse
     # the mix (aten._foreach_mul_: mixed torch.Tensor and DTensor), so the tp optimizer runs per parameter
@@ -358,7 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     for i, (seq, micro) in enumerate(shapes):
         trace = f"{args.trace}-{seq}x{micro}-rank{rank}.json.gz" if args.trace else None
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
-                                 profile=args.profile, trace=trace))
+                                 profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else None,
+                                 microbatches=args.microbatches if pipe else 1))
+        if pipe:
+            records[-1]["ranks"] = pipe.gather(records[-1])
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
               f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
     samples = smi.stop() if smi is not None else []
@@ -374,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
                "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": args.mode != "tp", "lr": args.lr}, "shapes": records}
+        if args.activation_checkpointing:
+            doc["activation_checkpointing"] = "full: torch.utils.checkpoint per decoder layer (use_reentrant=False)"
+        if pipe:
+            doc["pipeline"] = pipe.describe()
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     if args.mode != "single":

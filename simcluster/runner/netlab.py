@@ -34,14 +34,20 @@ CLIENT_IP, SERVER_IP = "10.77.0.1", "10.77.0.2"
 MTU = 1500
 
 
+OFFLOADS = {"none": ("tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"),       # software checksums, MTU frames
+            "csum": ("tx", "on", "rx", "on", "tso", "off", "gso", "off", "gro", "off"),        # checksums offloaded, MTU frames
+            "all": ("tx", "on", "rx", "on", "tso", "on", "gso", "on", "gro", "on")}            # and 64 KiB segments (TSO/GRO)
+
+
 @dataclass(frozen=True)
 class Lab:
     rate: str
     delay: str | None = None
+    offloads: str = "none"
 
     @property
     def ground_truth(self) -> dict:
-        return {"kind": "veth+tc", "rate": self.rate, "one_way_delay": self.delay, "mtu": MTU,
+        return {"kind": "veth+tc", "rate": self.rate, "one_way_delay": self.delay, "mtu": MTU, "offloads": self.offloads,
                 "delay_method": "userspace delay line (simcluster.runner.delayline)" if self.delay else None,
                 "frame_payload": "1448B", "frame_on_tc": "1514B",
                 "client_netns": CLIENT_NS, "server_netns": SERVER_NS, "server": SERVER_IP}
@@ -76,15 +82,17 @@ def _exec(ns: str) -> list[str]:
     return ["ip", "netns", "exec", ns]
 
 
-def _link_up(ns: str, dev: str) -> None:
+def _link_up(ns: str, dev: str, offloads: str = "none") -> None:
     _run([*_exec(ns), "ip", "link", "set", dev, "mtu", str(MTU), "up"])
-    # offloads off: MTU-sized frames (the rate applies per frame) with complete checksums
-    _run([*_exec(ns), "ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"],
-         check=False)
+    # offloads off by default: MTU-sized frames (the rate applies per frame) with complete checksums
+    _run([*_exec(ns), "ethtool", "-K", dev, *OFFLOADS[offloads]], check=False)
 
 
-def up(rate: str, delay: str | None = None) -> Lab:
-    """(Re)create the lab. `rate` is tc's string (400mbit); `delay` a one-way delay ("10ms")."""
+def up(rate: str, delay: str | None = None, offloads: str = "none") -> Lab:
+    """(Re)create the lab. `rate` is tc's string (400mbit), or "none" for no shaping; `delay` a one-way delay ("10ms");
+    `offloads` which veth offloads stay on (OFFLOADS: none, csum, all; a delay line needs none)."""
+    if offloads not in OFFLOADS or (delay and offloads != "none"):
+        raise SimclusterError(f"lab offloads {offloads!r}: expected one of {', '.join(OFFLOADS)} (none with a delay)")
     delay_s = parse_time(delay) if delay else None
     if delay and shutil.which("ethtool") is None:
         raise SimclusterError("a lab with a delay needs ethtool (checksum offloads must be off for the delay line)",
@@ -105,13 +113,16 @@ def up(rate: str, delay: str | None = None) -> Lab:
               "netns", SERVER_NS])
     for ns, dev, ip in ((CLIENT_NS, "sc-veth-a", CLIENT_IP), (SERVER_NS, "sc-veth-b", SERVER_IP)):
         _run([*_exec(ns), "ip", "addr", "add", f"{ip}/24", "dev", dev])
-        _link_up(ns, dev)
+        _link_up(ns, dev, offloads)
         _run([*_exec(ns), "ip", "link", "set", "lo", "up"])
-        _run([*_exec(ns), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "100ms"])
+        # rate "none": no qdisc. tbf splits a GSO super-packet back into MTU frames in software, so a lab that
+        # measures TSO/GRO (offloads all) runs without it (with a 1mb burst instead, the stream stalled at ~11 MB/s)
+        if rate != "none":
+            _run([*_exec(ns), "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "100ms"])
     if delay:
         proc = subprocess.Popen([*_exec(MIDDLE_NS), "taskset", "-c", "1", sys.executable, "-m", "simcluster.runner.delayline",
                                  "sc-veth-ma", "sc-veth-mb", repr(delay_s)], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         with open(PIDFILE, "w") as f:
             f.write(str(proc.pid))
-    return Lab(rate, delay)
+    return Lab(rate, delay, offloads)

@@ -21,7 +21,7 @@ from simcluster.errors import SimclusterError
 from simcluster.files import os_error, safe_name
 from simcluster.runner.collect import Step, confined_run_dir
 
-TOOLS = ("nccl-tests", "nccl-tests-socket", "nccl-probe", "qperf", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
+TOOLS = ("nccl-tests", "nccl-tests-socket", "nccl-probe", "qperf", "qperf-sizes", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
          "llm-step")
 PROBE_OPS = ("all_reduce", "all_gather")                     # what nccl-probe runs (fit/machine.py)
 NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
@@ -84,6 +84,7 @@ class Options:
     qperf_repeat: int = 3                                  # client runs (the fit takes the median)
     pin: bool = False                                      # client and a local server on CPU 0 (taskset)
     qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
+    qperf_sizes: tuple[str, ...] = ("64", "256", "1K", "4K", "16K", "64K", "256K", "1M")  # qperf-sizes: -m values
     server_netns: str | None = None
     client_netns: str | None = None
     fio_dir: str | None = None
@@ -217,6 +218,43 @@ def qperf_steps(options: Options) -> list[Step]:
             for k in range(max(1, options.qperf_repeat))]
 
 
+UDP_MAX = 65507            # the largest UDP payload over IPv4
+RDMA_SIZE_TESTS = ("rc_bw", "ud_bw")
+
+
+def _size_bytes(size: str) -> int:
+    units = {"": 1, "K": 1024, "M": 1024**2}
+    match = re.fullmatch(r"(\d+)([KM]?)", size)
+    if not match or int(match.group(1)) < 1:
+        raise SimclusterError(f"--qperf-sizes value {size!r}: expected a whole number of bytes, optionally with K or M (64, 4K, 1M)")
+    return int(match.group(1)) * units[match.group(2)]
+
+
+def qperf_size_steps(options: Options) -> list[Step]:
+    """One qperf -v bandwidth run per message size (-m) and repeat: tcp_bw, udp_bw where the size fits a datagram, and
+    rc_bw / ud_bw waiting on completions (-cp0: a polling loop would read as 100% CPU, seed 004) when this host has an
+    RDMA device. Each run's CPU is per process: the client's (getrusage) and the server's (/proc, run.json server_cpu_s),
+    so other load on the host does not count (qperf's own send_cost / recv_cost are host-wide); and the TCP segments /
+    UDP datagrams in and out of the client's and the server's network namespace (run.json packets; on loopback both
+    are the host's, which other traffic also counts)."""
+    address, server = _qperf_server(options)
+    client = [*_netns(options.client_netns), *_pin(options, 0)]
+    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    rdma = Path("/sys/class/infiniband").is_dir() and any(Path("/sys/class/infiniband").iterdir())
+    steps = []
+    for k in range(max(1, options.qperf_repeat)):
+        for size in options.qperf_sizes:
+            m = _size_bytes(size)
+            tests = ["tcp_bw"] + (["udp_bw"] if m <= UDP_MAX else []) + (list(RDMA_SIZE_TESTS) if rdma else [])
+            for test in tests:
+                argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), "-m", str(m),
+                        *(["-cp0"] if test in RDMA_SIZE_TESTS else []), address, test]
+                meta = {"server": address, "ground_truth": options.ground_truth, "test": test, "msg_size": m,
+                        "count_packets": [options.client_netns, options.server_netns]}
+                steps.append(Step("qperf-sizes", f"{test}-m{m}-{k + 1}", argv, {}, options.timeout_s, server, ready, meta))
+    return steps
+
+
 def perf_steps(options: Options) -> list[Step]:
     """perf stat around one qperf tcp_bw transfer; without perf, the same transfer with /proc/stat only."""
     address, server = _qperf_server(options)
@@ -314,6 +352,8 @@ def _steps(tools: list[str], options: Options, out: Path) -> list[Step]:
             steps += nccl_probe_steps(options, out)
         elif tool == "qperf":
             steps += qperf_steps(options)
+        elif tool == "qperf-sizes":
+            steps += qperf_size_steps(options)
         elif tool == "perf-stat":
             steps += perf_steps(options)
         elif tool == "fio":

@@ -108,6 +108,12 @@ def load(path: str | Path) -> DlioWorkload:
             fail(f"{section}.{key}", f"expected a number from {low:g} to {high:g}, got {strict.short(value)}")
         return kind(value)
 
+    def _threads() -> int:
+        if (doc.get("reader") or {}).get("read_threads") == 0:
+            fail("reader.read_threads", "0 (batches loaded inside the training loop, no loader threads) is not simulated; "
+                 f"expected 1 to {BOUNDS['reader.read_threads']}")
+        return get("reader", "read_threads", int, 1, 1)
+
     for section in ("dataset", "reader", "train"):
         if section not in doc:
             fail("", f"missing section '{section}'")
@@ -115,7 +121,7 @@ def load(path: str | Path) -> DlioWorkload:
     stdev = get("dataset", "record_length_stdev", float, doc["dataset"].get("record_length_bytes_stdev", 0), 0)
     return DlioWorkload(str(path), str(doc.get("model", path.stem)), str(doc["dataset"].get("format", "npz")),
                         get("dataset", "num_files_train", int, None, 1), get("dataset", "num_samples_per_file", int, 1, 1),
-                        record, stdev, get("reader", "batch_size", int, None, 1), get("reader", "read_threads", int, 1, 0),
+                        record, stdev, get("reader", "batch_size", int, None, 1), _threads(),
                         get("reader", "prefetch_size", int, 2, 0), get("train", "computation_time", float, 0.0, 0),
                         get("train", "computation_time_stdev", float, 0.0, 0), get("train", "epochs", int, 1, 1),
                         get("metric", "au", float, 0.9, 0.01) if "metric" in doc else 0.9)

@@ -1,21 +1,26 @@
 """DLIO's training loop on emulated accelerators, reading from NVMe drives (SimPy).
 
-Per accelerator (one MPI rank in DLIO): a PyTorch-style loader with `read_threads` workers; worker
-w builds batches w, w+T, w+2T, ... by reading each sample's file from start to end in `io_size`
-reads with `depth` reads in flight (the kernel's readahead), and may run at most `prefetch`
-batches ahead of the step that consumes them. The step loop: wait for the batch (load), then
-compute for computation_time, then a barrier across accelerators (DLIO's per-step sync).
-Files are spread over the drives round-robin (a striped volume). With `page_cache`, a sample
-read before in the run comes from memory (no I/O).
+Per accelerator (one MPI rank in DLIO): a loader with `read_threads` workers; worker w builds batches w, w+T, w+2T, ...
+by reading each sample's record in `io_size` reads with `depth` reads in flight (the kernel's readahead; a TFRecord
+batch is one sequential stream through its file), each read then taken in by the worker at `thread_read_Bps` on one
+of the host's `cores`; remote storage: every read also crosses the host's network link (`network_Bps`, FIFO). The
+worker may run `prefetch_factor` batches ahead (PyTorch: 2 when prefetch_size is 0, else ceil(prefetch_size / T)).
+The step loop: wait for the batch (load), compute for computation_time, barrier across accelerators (DLIO's per-step
+sync). Files are spread over the drives round-robin (a striped volume). Page cache: `page_cache` (every record read
+before in the run is in memory) or `cache_bytes` (an LRU of that size over epochs reshuffled at random: a record is
+still cached with probability h = c^2 / 2, c = cache / dataset < 1, else 1; applied from the start, i.e. the
+epochs after the first).
 
-Outputs per run, computed exactly as DLIO computes them (dlio_benchmark/utils/statscounter.py):
+Outputs per run: the steady-state estimate (storage/steady.py: warm-up excluded, the prefetch buffer's drain
+removed, a 95% interval from batch means) and, computed exactly as DLIO computes them over the whole run
+(dlio_benchmark/utils/statscounter.py; proc = load + compute + barrier, so the first load is excluded):
   AU per rank = sum(compute[1:]) / (block wall - proc[0]) x 100,   averaged over ranks
   throughput  = steps x batch / block wall  (samples/s per rank, summed over ranks)
   I/O rate    = throughput x record_length / 2^20  (MiB/s; DLIO prints it as "MB/s")
-  stall       = mean over ranks and steps 2.. of (batch wait + proc - compute): the step's time beyond its own compute,
-                including the barrier's wait for slower ranks (their loads, and their compute jitter when the workload
-                has computation_time_stdev); not a DLIO output; consistent with AU
-plus the device log: throughput over time, queue depth per I/O, latency percentiles.
+  stall       = mean over ranks and steps 2.. of (proc - compute): the step's time beyond its own compute, including the
+                barrier's wait for slower ranks; not a DLIO output
+plus the device log (throughput over time, queue depth per I/O, latency percentiles) and the use of each resource over
+the steady window (drive bandwidth or IOPS, network, host cores, loader threads): what limits the run.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import simpy
 
 from simcluster.engine import Simulation
 from simcluster.errors import SimclusterError
+from simcluster.storage import steady
 from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
 
@@ -36,16 +42,20 @@ MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
 MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may issue over all its runs
+SATURATED = 0.9                                   # a resource busy this share of the steady window limits the run
 
 
 @dataclass(frozen=True)
 class LoaderConfig:
     io_size: int = 256 * 1024    # bytes per read I/O (readahead window for sequential file reads)
     depth: int = 2               # reads in flight per worker
-    steps: int | None = None     # steps per rank to simulate (default: one DLIO epoch)
+    steps: int | None = None     # steps per rank (None: until the steady-state estimate settles)
+    at_least: bool = False       # steps is a minimum: go on until the estimate settles (max-accelerators)
     page_cache: bool = False
+    cache_bytes: float | None = None      # host page cache the dataset may use (None: none, MLPerf's sizing rule)
     thread_read_Bps: float | None = None  # bytes/s one worker can take in (copy, decode); None = no limit
     cores: float | None = None   # host cores the workers share; None = one per worker
+    network_Bps: float | None = None      # remote storage: the host's link every read crosses; None = local drives
 
 
 @dataclass
@@ -53,7 +63,7 @@ class RunResult:
     accelerators: int
     drives: int
     steps: int
-    au_percent: float
+    au_percent: float            # steady state (steady.Estimate); DLIO's whole-run value in dlio_au_percent
     throughput_samples_per_s: float
     throughput_MiB_per_s: float
     wall_s: float
@@ -62,6 +72,11 @@ class RunResult:
     logs: list[IoLog] = field(default_factory=list)
     compute: list[list[float]] = field(default_factory=list)
     proc: list[list[float]] = field(default_factory=list)
+    dlio_au_percent: float = 0.0
+    dlio_throughput_samples_per_s: float = 0.0
+    estimate: steady.Estimate | None = None
+    use: dict = field(default_factory=dict)   # resource -> busy share of the steady window
+    limit: str = ""
 
 
 def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> float:
@@ -70,6 +85,15 @@ def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> f
     if total_compute == 0:
         return 0.0
     return total_compute / (wall_s - proc[0]) * 100.0
+
+
+def prefetch_factor(workload: DlioWorkload) -> int:
+    """Batches each loader worker may hold ready: DLIO's PyTorch loader gives prefetch_factor = ceil(prefetch_size / T),
+    2 when prefetch_size is 0; its TensorFlow loader interleaves T files and prefetches prefetch_size batches (>= 1)."""
+    threads = workload.read_threads
+    if workload.format == "tfrecord":
+        return max(1, math.ceil(workload.prefetch / threads))
+    return math.ceil(workload.prefetch / threads) if workload.prefetch > 0 else 2
 
 
 def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
@@ -83,15 +107,23 @@ def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
         raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
 
 
+def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
+    """Read I/Os one accelerator issues per step (a record below one page is one page read)."""
+    if workload.format == "tfrecord":
+        return math.ceil(workload.batch_size * max(MIN_IO_BYTES, workload.record_bytes) / io_size)
+    return workload.batch_size * math.ceil(max(MIN_IO_BYTES, workload.record_bytes) / io_size)
+
+
 def reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> int:
-    """The reads a run issues, about (each sample's size taken as its mean plus one standard deviation)."""
-    sample = max(512.0, workload.record_bytes) + workload.record_stdev_bytes   # the drawn sizes (SampleReader) at most so, mostly
+    """The reads a run issues, about, for the bounds below: each sample's size taken as its mean plus one standard
+    deviation (SampleReader draws them so; a 1.5 B mean with a 68 MB spread draws large files)."""
+    sample = max(MIN_IO_BYTES, workload.record_bytes + workload.record_stdev_bytes)
     return steps * accelerators * workload.batch_size * math.ceil(sample / io_size)
 
 
 def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
     """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
-    sample = max(512.0, workload.record_bytes) + workload.record_stdev_bytes
+    sample = max(MIN_IO_BYTES, workload.record_bytes + workload.record_stdev_bytes)
     ios = reads(workload, accelerators, steps, io_size)
     if ios > MAX_IOS:
         raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
@@ -101,11 +133,12 @@ def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: 
 
 class SampleReader:
     """The loader's I/O path on a Simulation: the workload's files (sizes drawn once), DLIO's seeded shuffle, files
-    striped round-robin over `drives` NVMe devices, each file read start to end in `io_size` reads with `depth` in
-    flight. `consume(bytes)`, when given, is a generator run after each read completes (a worker taking it in)."""
+    striped round-robin over `drives` NVMe devices, each record read in `io_size` reads with `depth` in flight (a
+    record below one page is one page read). `consume(bytes)`, when given, is a generator run after each read
+    completes (a worker taking it in). Busy time is counted for the network link and the host cores."""
 
     def __init__(self, sim: Simulation, workload: DlioWorkload, nvme: NvmeParams, drives: int, accelerators: int,
-                 config: LoaderConfig, logs: list[IoLog] | None = None, consume=None):
+                 config: LoaderConfig, logs: list[IoLog] | None = None, consume=None, cache_hit: float = 0.0):
         self.env, self.workload, self.config, self.accelerators, self.consume = sim.env, workload, config, accelerators, consume
         rng = sim.rng
         self.devices = [NvmeDevice(sim.env, nvme, rng, logs[d] if logs else None) for d in range(drives)]
@@ -113,14 +146,29 @@ class SampleReader:
         self.sizes = np.maximum(512, rng.normal(workload.record_bytes, workload.record_stdev_bytes, files)).astype(np.int64)  # one sector at least
         self.order = rng.permutation(files * workload.samples_per_file)  # DLIO's seeded shuffle
         self.cached: set[int] = set()
+        self.cache_hit = cache_hit
+        self.cache_rng = np.random.default_rng([sim.seed, 1]) if cache_hit > 0 else None  # its own stream: no other draw moves
+        self.link = simpy.Resource(sim.env, capacity=1) if config.network_Bps else None
+        self.link_busy_s = 0.0
 
-    def read_file(self, f: int):
+    def _read(self, dev: NvmeDevice, n: int):
+        """One read I/O: the drive, then (remote storage) the host's link."""
+        yield dev.read(n)
+        if self.link is not None:
+            with self.link.request() as req:
+                yield req
+                t = n / self.config.network_Bps
+                self.link_busy_s += t
+                yield self.env.timeout(t)
+
+    def read_bytes(self, f: int, size: int):
         env, config, dev = self.env, self.config, self.devices[f % len(self.devices)]
-        size, offset, inflight = int(self.sizes[f]), 0, []
+        size, offset, inflight = max(MIN_IO_BYTES, size), 0, []
+        start = dev.read if self.link is None else (lambda n: env.process(self._read(dev, n)))
         while offset < size:
             n = min(config.io_size, size - offset)
             offset += n
-            inflight.append((env.process(dev.read(n)), n))
+            inflight.append((start(n), n))
             if len(inflight) >= config.depth:
                 done, m = inflight.pop(0)
                 yield done
@@ -131,19 +179,56 @@ class SampleReader:
             if self.consume:
                 yield from self.consume(m)
 
+    def read_file(self, f: int):
+        yield from self.read_bytes(f, int(self.sizes[f]))
+
     def sample_file(self, rank: int, step: int, k: int) -> int:
         w = self.workload
         idx = (step * self.accelerators + rank) * w.batch_size + k
         return int(self.order[idx % len(self.order)]) // w.samples_per_file
 
+    def _hit(self) -> bool:
+        return self.cache_rng is not None and self.cache_rng.random() < self.cache_hit
+
     def read_batch(self, rank: int, step: int):
-        """A process body: read every sample of `rank`'s batch `step`, one file after another."""
-        for k in range(self.workload.batch_size):
+        """A process body: read every sample of `rank`'s batch `step`, one record after another (TFRecord: the batch's
+        records as one sequential stream through the first sample's file)."""
+        w = self.workload
+        if w.format == "tfrecord":
+            f = self.sample_file(rank, step, 0)
+            if not self._hit():
+                yield from self.read_bytes(f, int(w.batch_size * w.record_bytes))
+            return
+        for k in range(w.batch_size):
             f = self.sample_file(rank, step, k)
-            if self.config.page_cache and f in self.cached:
+            if (self.config.page_cache and f in self.cached) or self._hit():
                 continue
             yield from self.read_file(f)
             self.cached.add(f)
+
+
+def cache_hit_share(workload: DlioWorkload, cache_bytes: float | None) -> float:
+    """Share of record reads the page cache serves in the epochs after the first: an LRU of C bytes over a dataset of D
+    reshuffled at random each epoch keeps a record read at position y of one epoch until position x of the next when
+    (1 - y + x) D < C, so h = c^2 / 2 for c = C / D < 1 (hits evict nothing, which this ignores), 1 for c >= 1."""
+    if not cache_bytes:
+        return 0.0
+    c = cache_bytes / (workload.num_files * workload.samples_per_file * workload.record_bytes)
+    return 1.0 if c >= 1 else c * c / 2
+
+
+def plan_for(workload: DlioWorkload, accelerators: int, config: LoaderConfig) -> tuple[steady.Plan, int]:
+    """The steady-state plan and the steps this run simulates (fixed, or the bound of a run until settled)."""
+    bound = min(steady.MAX_STEPS, MAX_IOS // max(1, accelerators * reads_per_step(workload, config.io_size)))
+    p = steady.plan(workload.read_threads, bound, workload.steps_per_epoch(accelerators))
+    if config.steps is not None and not config.at_least:
+        return p, config.steps
+    if bound < p.min_steps:
+        raise SimclusterError(f"a steady-state run needs >= {p.min_steps} steps, and {p.min_steps} steps x {accelerators} "
+                              f"accelerators x {reads_per_step(workload, config.io_size)} reads per step exceed the bound of "
+                              f"{MAX_IOS:,} reads", where=workload.path, hint="a larger --io-size, fewer accelerators or drives, "
+                              "or a fixed run (storage simulate --steps N)")
+    return p, max(bound, config.steps or 0)
 
 
 def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
@@ -152,36 +237,58 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     sim = Simulation(seed, record=False)
     env, rng = sim.env, sim.rng
     logs = [IoLog() for _ in range(drives)]
-    steps = config.steps or workload.steps_per_epoch(accelerators)
+    plan, steps = plan_for(workload, accelerators, config)
     check_reads(workload, accelerators, steps, config.io_size)
     if steps < 2:
         raise SimclusterError(f"{steps} step(s) per rank at {accelerators} accelerators; DLIO's AU needs >= 2",
                               where=workload.path, hint="simulate more steps (--steps) or give the workload more files")
-    threads = max(1, workload.read_threads)
+    until_settled = config.steps is None or config.at_least
+    threads = workload.read_threads
+    ahead = threads * prefetch_factor(workload)
+    # a run until settled reads on past its end as training reads the next batches (its last steps are no faster); a
+    # fixed run is one DLIO epoch whose loader stops with it
+    reads_to = steps + ahead + threads if until_settled else steps
     barrier_waiters: list = []
     compute_log = [[] for _ in range(accelerators)]
-    wait_log = [[] for _ in range(accelerators)]
-    proc_log = [[] for _ in range(accelerators)]
-    t_start = [0.0] * accelerators
+    lead_log = [[] for _ in range(accelerators)]
+    asked_log = [[] for _ in range(accelerators)]
+    done = [0] * accelerators                   # batches each rank's loaders have finished
+    release: list[float] = []                   # when each step's barrier opened
+    busy = {"threads": 0.0, "cpu": 0.0}
+    snapshots: list[tuple] = []                 # cumulative busy counters at each release
+    stop = env.event()
     t_end = [0.0] * accelerators
 
     cpu = simpy.Resource(env, capacity=max(1, int(config.cores))) if config.cores else None
 
     def consume(n: int):
+        t = n / config.thread_read_Bps
         if cpu is None:
-            yield env.timeout(n / config.thread_read_Bps)
+            yield env.timeout(t)
             return
         with cpu.request() as core:
             yield core
-            yield env.timeout(n / config.thread_read_Bps)
+            busy["cpu"] += t
+            yield env.timeout(t)
 
     reader = SampleReader(sim, workload, nvme, drives, accelerators, config, logs,
-                          consume if config.thread_read_Bps is not None else None)
+                          consume if config.thread_read_Bps is not None else None,
+                          cache_hit_share(workload, config.cache_bytes))
+
+    def counters() -> tuple:
+        devs = reader.devices
+        return (sum(d.link_busy_s for d in devs), sum(d.unit_busy_s for d in devs), reader.link_busy_s, busy["cpu"],
+                busy["threads"] + sum(env.now - t for t in reading.values()))
+
+    reading: dict = {}
 
     def worker(rank: int, w: int, ready: list, credits: simpy.Container):
-        for step in range(w, steps, threads):
+        for step in range(w, reads_to, threads):
             yield credits.get(1)
+            reading[(rank, w)] = env.now
             yield from reader.read_batch(rank, step)
+            busy["threads"] += env.now - reading.pop((rank, w))
+            done[rank] += 1
             ready[step].succeed()
 
     def barrier():
@@ -191,43 +298,83 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
             for e in barrier_waiters:
                 e.succeed()
             barrier_waiters.clear()
+            release.append(env.now)
+            snapshots.append(counters())
+            n = len(release)
+            if until_settled and not stop.triggered and n >= max(plan.min_steps, config.steps or 0) \
+                    and (n - plan.warmup) % plan.block == 0:
+                if steady.settled_estimate(release, np.asarray(compute_log)[:, :len(release)], _lead(), workload.batch_size,
+                                           accelerators, plan) is not None:
+                    stop.succeed()
         return ev
 
+    def _lead() -> np.ndarray:
+        n = len(release)
+        return np.mean([lead[:n] for lead in lead_log], axis=0)
+
     def rank_loop(rank: int):
-        ready = [env.event() for _ in range(steps)]
-        credits = simpy.Container(env, init=threads * max(1, workload.prefetch), capacity=10**9)
+        ready = [env.event() for _ in range(reads_to)]
+        credits = simpy.Container(env, init=ahead, capacity=10**9)
         for w in range(threads):
             env.process(worker(rank, w, ready, credits))
-        t_start[rank] = env.now
         for step in range(steps):
-            asked = env.now
+            asked_log[rank].append(env.now)
+            lead_log[rank].append(done[rank] - step)
             yield ready[step]
-            wait_log[rank].append(env.now - asked)
             yield credits.put(1)
-            t0 = env.now
             c = workload.computation_time_s
             if workload.computation_stdev_s > 0:
                 c = max(0.0, rng.normal(c, workload.computation_stdev_s))
+            compute_log[rank].append(c)
             yield env.timeout(c)
             yield barrier()
-            compute_log[rank].append(c)
-            proc_log[rank].append(env.now - t0)
         t_end[rank] = env.now
+        if rank == 0 and not stop.triggered:
+            stop.succeed()
 
     for r in range(accelerators):
         env.process(rank_loop(r))
-    sim.run()
-    events = sim.events_processed
-    walls = [t_end[r] - t_start[r] for r in range(accelerators)]
-    au = float(np.mean([dlio_au_percent(compute_log[r], proc_log[r], walls[r]) for r in range(accelerators)]))
-    samples = sum(steps * workload.batch_size / walls[r] for r in range(accelerators))
-    # steady state, first load excluded: what a step takes beyond its compute, waiting for its own batch and, at DLIO's
-    # per-step barrier, for the other accelerators' batches (AU counts both)
-    stall = max(0.0, float(np.mean([np.mean([w + p - c for w, p, c in zip(wait_log[r][1:], proc_log[r][1:], compute_log[r][1:],
-                                                                       strict=True)])
-                           for r in range(accelerators)])))   # >= 0: a rounding residue is no negative stall
-    return RunResult(accelerators, drives, steps, au, samples, samples * workload.record_bytes / 2**20, max(walls),
-                     stall, events, logs, compute_log, proc_log)
+    sim.run(until=stop)
+    n = len(release)
+    compute = np.asarray([c[:n] for c in compute_log])
+    proc = [[release[i] - asked_log[r][i] for i in range(n)] for r in range(accelerators)]  # DLIO: load start to step end
+    wall = release[-1]
+    lead = _lead()
+    est = (steady.settled_estimate(release, compute, lead, workload.batch_size, accelerators, plan) if until_settled else None) \
+        or steady.fixed_estimate(release, compute, lead, workload.batch_size, accelerators, plan)
+    dlio_au = float(np.mean([dlio_au_percent(compute[r], proc[r], wall) for r in range(accelerators)]))
+    dlio_samples = accelerators * n * workload.batch_size / wall
+    # >= 0: a rounding residue is no negative stall
+    stall = max(0.0, float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)])))
+    use = _use(snapshots, release, est, drives, config, accelerators * threads, nvme)
+    samples = est.throughput_samples_per_s
+    return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,
+                     stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, _limit(use))
+
+
+def _use(snapshots, release, est: steady.Estimate, drives: int, config: LoaderConfig, workers: int, nvme: NvmeParams) -> dict:
+    """Busy share of each resource over the steady window [first_step, last_step)."""
+    a, b = est.first_step, est.last_step
+    before = snapshots[a - 1] if a > 0 else (0.0,) * 5
+    d = [x - y for x, y in zip(snapshots[b - 1], before, strict=True)]
+    span = release[b - 1] - (release[a - 1] if a > 0 else 0.0)
+    use = {"drive": max(d[0] / drives, d[1] / (nvme.parallelism * drives)) / span, "loader threads": d[4] / (workers * span)}
+    if config.network_Bps:
+        use["network"] = d[2] / span
+    if config.cores and config.thread_read_Bps:
+        use["host CPU"] = d[3] / (max(1, int(config.cores)) * span)
+    return use
+
+
+def _limit(use: dict) -> str:
+    """What limits the run: the busiest of drive, network and host CPU when it is saturated; else the loader threads
+    when they are always busy (reads in flight per thread, or their intake rate); else nothing saturated: the batches a
+    rank may have in flight (threads x prefetch factor) against the loads' latency and the per-step barrier."""
+    shared = {k: v for k, v in use.items() if k != "loader threads"}
+    name, value = max(shared.items(), key=lambda kv: kv[1])
+    if value >= SATURATED:
+        return name
+    return "loader threads" if use["loader threads"] >= SATURATED else "prefetch depth and barrier (no resource saturated)"
 
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),

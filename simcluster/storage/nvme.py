@@ -13,6 +13,7 @@ fitted from fio (simcluster.fit.nvme). See docs/models/storage.md.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -59,35 +60,49 @@ MAX_BINS = 100_000
 
 
 class NvmeDevice:
-    """One drive inside a SimPy environment."""
+    """One drive inside a SimPy environment. The two FIFO queues are computed when an I/O is submitted (submissions come
+    in time order): the unit is the earliest-free of P (start = max(now, its free time)); the link is taken in submission
+    order (an I/O whose unit work ends early waits behind an earlier one still on its unit: at most one service-time
+    jitter, t0 x X, against a transfer of s / B). One SimPy timeout per I/O instead of a process with two resources
+    (about 6x fewer events; seed 001's figures are unchanged within their tolerances)."""
 
     def __init__(self, env: simpy.Environment, params: NvmeParams, rng: np.random.Generator, log: IoLog | None = None):
         self.env, self.p, self.rng = env, params, rng
-        self.units = simpy.Resource(env, capacity=params.parallelism)
-        self.link = simpy.Resource(env, capacity=1)
-        self.outstanding = 0
+        self.units = [0.0] * params.parallelism      # a heap of the units' free times
+        self.link_free = 0.0
+        self.pending: list[float] = []                # a heap of completion times of I/Os in flight
+        self.unit_busy_s = 0.0                        # unit-seconds of service (IOPS use: / (P x time))
+        self.link_busy_s = 0.0                        # link-seconds (bandwidth use: / time)
         self.log = log if log is not None else IoLog()
         self._mu = -params.sigma**2 / 2
+
+    @property
+    def outstanding(self) -> int:
+        now, pending = self.env.now, self.pending
+        while pending and pending[0] <= now:
+            heapq.heappop(pending)
+        return len(pending)
 
     def _service(self, nbytes: int) -> float:
         x = math.exp(self._mu + self.p.sigma * self.rng.standard_normal()) if self.p.sigma > 0 else 1.0
         return self.p.service_time_s * x + nbytes / self.p.unit_bandwidth_Bps
 
-    def read(self, nbytes: int):
-        """A SimPy process: one read I/O of nbytes."""
-        env = self.env
-        submit = env.now
+    def read(self, nbytes: int) -> simpy.Event:
+        """One read I/O of nbytes: the event of its completion."""
+        now = self.env.now
         qd = self.outstanding
-        self.outstanding += 1
-        with self.units.request() as unit:
-            yield unit
-            yield env.timeout(self._service(nbytes))
-        with self.link.request() as link:
-            yield link
-            yield env.timeout(nbytes / self.p.bandwidth_Bps)
-        self.outstanding -= 1
+        service = self._service(nbytes)
+        unit_end = max(now, heapq.heappop(self.units)) + service
+        heapq.heappush(self.units, unit_end)
+        transfer = nbytes / self.p.bandwidth_Bps
+        done = max(unit_end, self.link_free) + transfer
+        self.link_free = done
+        self.unit_busy_s += service
+        self.link_busy_s += transfer
+        heapq.heappush(self.pending, done)
         log = self.log
-        log.submit_s.append(submit)
+        log.submit_s.append(now)
         log.qd.append(qd)
-        log.done_s.append(env.now)
+        log.done_s.append(done)
         log.nbytes.append(nbytes)
+        return self.env.timeout(done - now)

@@ -53,14 +53,14 @@ def _comm(machine: Machine, intra, nodes: int, ranks: int, cluster=None):
         return _once_per_size(lambda size: predict(intra, "all_reduce", size, ranks).time_s if ranks > 1 else 0.0), "nvlink", 0.0
     from dataclasses import replace
 
-    from simcluster.build import build_cluster
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.machine_models import build_cluster
 
     if cluster is None or nodes != machine.nodes:
         cluster = build_cluster(replace(machine, nodes=nodes), intra)
     flows = ring_flows(cluster)
-    cores = flows.cpu_cores_per_node if cluster.nic.transport == "tcp" else 0.0
+    cores = flows.cpu_cores_per_node if cluster.nic.onloaded else 0.0
     return _once_per_size(lambda size: predict_fabric(cluster, "all_reduce", size, None, flows).time_s), cluster.nic.transport, cores
 
 

@@ -1,0 +1,79 @@
+"""The machine a multi-node collective runs on, as the fabric models read it: the node's NVLink card, the NIC card,
+the platform, the aggregation and NVLS cards, and what bounds one NIC's traffic (its transport, the PCIe path to it).
+Built once per scenario machine (machine_models.build_cluster); collectives/fabric.py and ring_flows.py both read it."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from simcluster.collectives.interface import CollectiveModel
+from simcluster.collectives.nccl_search import NcclTopology
+from simcluster.hardware.nic import NicParams
+from simcluster.hardware.pcie import PcieLink
+from simcluster.hardware.switch import AggregationParams
+from simcluster.network.platform import Platform
+
+
+@dataclass(frozen=True)
+class Cluster:
+    intra: CollectiveModel
+    nic: NicParams
+    platform: Platform                          # the machine (network/platform.py), built once per scenario
+    gpus_per_node: int
+    host_cores: float = 64.0
+    nic_streams: int = 1                      # sockets (TCP) per NIC, as NCCL_NSOCKS_PERTHREAD * NTHREADS
+    aggregation: AggregationParams | None = None
+    nvls: tuple[float, float] | None = None     # NVLink SHARP: (intra-node all_reduce algbw B/s, latency s)
+    job_nodes: int | None = None                # a job on part of the fabric (concurrent jobs)
+    arch: str = "hopper"                        # GPU architecture, for NCCL's decision model (collectives/nccl_tuner.py)
+    cpu_vendor: str = "intel"                   # NCCL prices LL across nodes by the CPU (llMaxBws)
+    pxn: bool = True                            # NCCL's PXN (p2p through the rail-aligned GPU's NIC), on by default
+    gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
+    nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
+    tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
+
+    @property
+    def nodes(self) -> int:
+        return self.job_nodes or self.platform.nodes
+
+    @functools.cached_property
+    def pcie_per_nic(self) -> tuple[float, str]:
+        """(payload bytes/s, name) of the PCIe path one NIC's traffic crosses between GPU memory and the NIC: the NIC's
+        own port and its GPU's port, which a GPU with several NICs (K > G) shares among them. inf where neither is known."""
+        k, g = max(1, self.platform.nics_per_node), max(1, self.gpus_per_node)
+        options = []
+        if self.gpu_pcie is not None:
+            share = min(1.0, g / k)
+            options.append((self.gpu_pcie.payload_Bps * share, f"{self.gpu_pcie.label} between GPU and NIC"
+                            + (f" (one GPU's port for {k // g} NICs)" if share < 1 else "")))
+        if self.nic_pcie is not None:
+            options.append((self.nic_pcie.payload_Bps, f"{self.nic_pcie.label} of the NIC"))
+        return min(options) if options else (math.inf, "")
+
+    @functools.cached_property
+    def nic_limit(self) -> tuple[float, str]:
+        """(bytes/s, name) of what one NIC moves for its GPU at most: its transport (the wire's payload rate, or for
+        TCP the host cores it may use) and the PCIe path to it."""
+        k = max(1, self.platform.nics_per_node)
+        rate = self.nic.rate_Bps(self.nic_streams, self.host_cores / k)
+        name = (f"NIC line rate ({self.nic.line_rate_Bps * 8 / 1e9:g} Gb/s x {self.nic.efficiency:g} payload)"
+                if rate >= self.nic.wire_limit_Bps * (1 - 1e-9) else f"host cores for TCP ({self.host_cores / k:g} per NIC)")
+        pcie_Bps, pcie_name = self.pcie_per_nic
+        return (pcie_Bps, pcie_name) if pcie_Bps < rate else (rate, name)
+
+    @property
+    def nic_rate_Bps(self) -> float:
+        return self.nic_limit[0]
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @functools.cached_property
+    def nccl_topology(self) -> NcclTopology:
+        """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
+        port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
+        return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
+                            self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)

@@ -1,0 +1,157 @@
+"""Inter-node terms from a multi-node nccl-tests log: the NIC's payload efficiency and one-way latency, with the
+node's NVLink card, the NIC's line rate and the fabric held as the scenario machine states them (issue 41 item 3).
+
+Model: every size of the log predicted as `predict collective --scenario` predicts it (NCCL's algorithm and protocol
+for the topology, the fabric model across nodes, collectives/fabric.py), with the NIC card's efficiency eta and latency
+l replaced. Least squares on log(predicted / measured) over the sizes >= 1 KiB:
+  eta   fitted when the log reaches 16 MiB (the bandwidth regime), bounded 0.05-1;
+  l     fitted when the log has sizes <= 64 KiB (the latency regime), bounded 0.5 us-1 ms; else held at the card's.
+Held out: with >= 8 sizes, the same fit on the smaller half predicts the larger half (the sizes a user extrapolates to).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+
+from simcluster.errors import CalibrationError
+
+MIN_SIZE = 1024
+BANDWIDTH_FROM = 16 * 2**20
+LATENCY_UP_TO = 64 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class InternodeFit:
+    nic: object                  # hardware/nic.NicParams, fitted
+    fitted: tuple[str, ...]      # which of efficiency, latency were fitted
+    in_sample_pct: float         # mean |error| of the time over the log's sizes >= 1 KiB
+    held_out_pct: float | None   # fit on the smaller half, mean |error| on the larger half
+    sizes: int
+    before_pct: float            # the card's own mean |error| on the log
+
+
+def _machine(scenario_path: str, variant: str | None, trace):
+    from simcluster.scenario import load_variants
+
+    variants = load_variants(scenario_path)
+    pick = [(label, sc) for label, sc in variants if variant in (None, label)]
+    if not pick:
+        raise CalibrationError(f"--variant {variant!r}: the scenario has no such variant", where=scenario_path)
+    sc = pick[0][1]
+    m = sc.machine
+    if m.domains < 2 or m.nic is None:
+        raise CalibrationError("inter-node terms need a machine of several nodes with a NIC card", where=scenario_path)
+    if m.nodes * m.gpus_per_node != trace.nranks:
+        raise CalibrationError(f"the log ran {trace.nranks} ranks; the scenario's machine has {m.nodes} x {m.gpus_per_node} GPUs",
+                               where=scenario_path, hint="set machine.nodes and gpus_per_node to the log's")
+    return sc
+
+
+def _predictor(sc, op: str, sizes: list[int]):
+    from simcluster.collectives.fabric import predict_fabric
+    from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.machine_models import build_cluster
+
+    base = build_cluster(sc.machine)
+
+    def times(efficiency: float, latency_s: float) -> np.ndarray:
+        cluster = dataclasses.replace(base, nic=dataclasses.replace(base.nic, efficiency=efficiency, latency_s=latency_s))
+        flows = ring_flows(cluster)
+        return np.array([predict_fabric(cluster, op, s, None, flows).time_s for s in sizes])
+
+    return base.nic, times
+
+
+def _fit(times, nic, sizes: np.ndarray, measured: np.ndarray) -> tuple[float, float, tuple[str, ...]]:
+    from scipy.optimize import least_squares
+
+    free = []
+    if sizes.max() >= BANDWIDTH_FROM:
+        free.append("efficiency")
+    if sizes.min() <= LATENCY_UP_TO:
+        free.append("latency")
+    if not free:
+        raise CalibrationError("the log's sizes are all between 64 KiB and 16 MiB: neither the latency nor the bandwidth "
+                               "regime is reached", hint="run nccl-tests from 8 B (-b 8) to at least 1 GiB (-e 1G)")
+    x0 = [nic.efficiency if f == "efficiency" else math.log(nic.latency_s) for f in free]
+    lo = [0.05 if f == "efficiency" else math.log(0.5e-6) for f in free]
+    hi = [1.0 if f == "efficiency" else math.log(1e-3) for f in free]
+
+    def unpack(x):
+        values = dict(zip(free, x, strict=True))
+        return values.get("efficiency", nic.efficiency), math.exp(values["latency"]) if "latency" in values else nic.latency_s
+
+    def residual(x):
+        return np.log(times(*unpack(x)) / measured)
+
+    x0 = [min(max(v, a + 1e-9), b - 1e-9) for v, a, b in zip(x0, lo, hi, strict=True)]
+    result = least_squares(residual, x0, bounds=(lo, hi), diff_step=1e-3)
+    # a term the log's times do not move with (another limit binds: NVLink, NVLS, PCIe) is not fitted: the card's stays
+    moved = [bool(np.linalg.norm(result.jac[:, i]) > 1e-3) for i in range(len(free))]
+    x = [v if ok else start for v, ok, start in zip(result.x, moved, x0, strict=True)]
+    eff, lat = unpack(x)
+    return float(eff), float(lat), tuple(f for f, ok in zip(free, moved, strict=True) if ok)
+
+
+def _mean_abs_pct(predicted: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.mean(np.abs(predicted / measured - 1)) * 100)
+
+
+def fit_internode(log_path: str, scenario_path: str, variant: str | None = None, op: str | None = None) -> InternodeFit:
+    from simcluster.traces import nccl_tests
+
+    trace = nccl_tests.parse(log_path, op=op)
+    if trace.nodes < 2:
+        raise CalibrationError("the log ran on one node: its inter-node terms cannot be fitted", where=log_path,
+                               hint="a one-node log calibrates a collective card: simcluster calibrate LOG -o card.yaml")
+    sc = _machine(scenario_path, variant, trace)
+    rows = sorted((r.size_bytes, r.time_s) for r in trace.rows if r.size_bytes >= MIN_SIZE and r.time_s > 0)
+    if len(rows) < 3:
+        raise CalibrationError(f"only {len(rows)} sizes >= 1 KiB with a time; the fit needs 3", where=log_path)
+    sizes = np.array([s for s, _ in rows], float)
+    measured = np.array([t for _, t in rows])
+    nic, times = _predictor(sc, trace.op, [int(s) for s in sizes])
+    before = _mean_abs_pct(times(nic.efficiency, nic.latency_s), measured)
+    eff, lat, free = _fit(times, nic, sizes, measured)
+    in_sample = _mean_abs_pct(times(eff, lat), measured)
+    held = None
+    if len(rows) >= 8:
+        half = len(rows) // 2
+        small_nic, small_times = _predictor(sc, trace.op, [int(s) for s in sizes[:half]])
+        try:
+            e2, l2, _ = _fit(small_times, small_nic, sizes[:half], measured[:half])
+            held = _mean_abs_pct(times(e2, l2)[half:], measured[half:])
+        except CalibrationError:
+            held = None
+    if not free:
+        raise CalibrationError("the log's times do not depend on the NIC's efficiency or latency on this machine: another "
+                               "limit binds (predict collective --scenario names it), so the log cannot calibrate the NIC",
+                               where=log_path, hint="a log whose sizes reach the NIC-bound range, or a machine whose NICs bind")
+    fitted = dataclasses.replace(nic, efficiency=eff, latency_s=lat)
+    return InternodeFit(fitted, free, in_sample, held, len(rows), before)
+
+
+def nic_document(fit: InternodeFit, log_path: str, scenario_path: str, name: str) -> dict:
+    """The fitted NIC card, its provenance naming the log and the machine it was fitted on."""
+    from simcluster.cards import nic_params_yaml
+    from simcluster.fit.cards import provenance
+    from simcluster.traces import nccl_tests
+
+    trace = nccl_tests.parse(log_path)
+    held = f"; fitted on the smaller half of the sizes, the larger half {fit.held_out_pct:.2f}% mean |error|" if fit.held_out_pct is not None else ""
+    return {"kind": "nic", "name": name,
+            "description": (f"{fit.nic.transport.upper()} NIC: {', '.join(fit.fitted)} fitted on a {trace.nodes}-node nccl-tests "
+                            f"{trace.op} log ({Path(log_path).name}) with the machine of {Path(scenario_path).name} held fixed "
+                            "(NVLink card, line rate, fabric)."),
+            "params": nic_params_yaml(fit.nic),
+            "fit": {"sizes": fit.sizes, "fitted": list(fit.fitted), "mean_abs_error_pct_before": round(fit.before_pct, 2),
+                    "mean_abs_error_pct_in_sample": round(fit.in_sample_pct, 2),
+                    "mean_abs_error_pct_held_out": None if fit.held_out_pct is None else round(fit.held_out_pct, 2),
+                    "notes": [f"the scenario's card before the fit: {fit.before_pct:.2f}%; after: {fit.in_sample_pct:.2f}% in sample{held}"]},
+            "provenance": provenance([{"path": trace.path, "sha256": trace.sha256, "tool": "nccl-tests",
+                                       "commands": getattr(trace, "commands", [])},
+                                      {"path": str(scenario_path), "role": "machine held fixed"}])}

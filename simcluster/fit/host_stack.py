@@ -1,0 +1,303 @@
+"""A qperf-sizes bundle -> the host stack's cost per byte and per message, per transport and side, with a held-out check
+(docs/models/nic-and-cpu.md, "Fitted from a message-size sweep").
+
+Each run (`simcluster collect --tools qperf-sizes`) is one qperf -v bandwidth test at one message size m. The runner
+records the CPU of the client (the sender) and of the server (the receiver) per process, so the cost of one side is
+
+    c_side(m) = CPU seconds of that process / bytes it moved      (sender: bytes sent; receiver: bytes received)
+
+and, for TCP, "both" = (client + server CPU) / bytes: on loopback and in the lab the receive path's softirq work is
+charged to whichever process the CPU was running, so only the sum is a stable measure of one stream's host work.
+
+and the fit is c(m) = a + b / m (least squares on the relative error, a, b >= 0) over the runs whose m is in the fit
+range (m <= 4 KiB); the larger sizes are predicted, never seen. (The reverse, fitting the large sizes, cannot
+identify the per-message term: it is a few percent of their cost.) For TCP, a = copy + checksum + per-packet / segment (TCP coalesces
+small writes into segments, so packets follow bytes) and b = the per-call cost; for UDP every datagram is a packet:
+b = per-call + per-packet. Repeats of one size are reduced to their median first.
+    python -m simcluster.fit.host_stack BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]
+prints the error tables of docs/models/nic-and-cpu.md; with the lab's three offload modes among the bundles, the
+per-byte cost is split into copy, checksum and per packet (decompose) and --card writes that split as a NIC card;
+--udp-card writes the lab's UDP stack as one.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+from simcluster.errors import CalibrationError
+
+SIDES = ("sender", "receiver", "both")
+SPLIT = 4096    # fit on m <= SPLIT (per-message dominated), predict m > SPLIT (per-byte dominated), never seen
+
+
+@dataclass(frozen=True)
+class Sample:
+    transport: str
+    side: str
+    m: float           # message size, bytes
+    cost: float        # core-seconds per byte on that side
+    cores: float       # cores that side's process used (CPU seconds / test time)
+    rate_Bps: float    # bytes per second that side moved
+
+
+@dataclass(frozen=True)
+class Terms:
+    a: float           # core-seconds per byte
+    b: float           # core-seconds per message
+    n: int             # sizes fitted
+
+    def cost(self, m: float) -> float:
+        return self.a + self.b / m
+
+
+def run_samples(run: dict, stdout: Path) -> list[Sample]:
+    """The sender and receiver samples of one qperf-sizes run (an empty list when a side moved nothing)."""
+    from simcluster.traces import qperf
+
+    meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
+    test = qperf.parse(stdout).test(str(meta.get("test", "")))
+    transport = test.name.split("_")[0]
+    t = test.get("time")
+    sent = test.metrics.get("bw", test.metrics.get("send_bw", 0.0))
+    received = test.metrics.get("bw", test.metrics.get("recv_bw", 0.0))
+    server = run.get("server_cpu_s")
+    client = run.get("client_cpu_s", None if server is None else run.get("child_cpu_s", 0.0) - server)
+    if server is None or client is None or t <= 0:
+        raise CalibrationError(f"qperf-sizes run {run.get('run_id')}: no per-process CPU (client_cpu_s, server_cpu_s)",
+                               where=str(stdout), hint="collect again with this version's runner")
+    m = test.get("msg_size")
+    sides = [("sender", client, sent), ("receiver", server, received)]
+    if transport == "tcp":     # one stream's whole work: where the kernel charges softirq work between the two is arbitrary
+        sides.append(("both", client + server, received))
+    name = {"rc": "rdma_rc", "ud": "rdma_ud"}.get(transport, transport)
+    return [Sample(name, side, m, cpu / (rate * t), cpu / t, rate) for side, cpu, rate in sides if rate > 0 and cpu > 0]
+
+
+def bundle_samples(bundle: Path) -> tuple[list[Sample], dict]:
+    """Every sample of a bundle's qperf-sizes runs, and the bundle's lab ground truth (empty on loopback)."""
+    from simcluster.fit.bundle import DATA_ERRORS, _Bundle
+
+    b = _Bundle(Path(bundle))
+    samples, truth = [], {}
+    for run in b.runs("qperf-sizes"):
+        try:
+            samples += run_samples(run, b.file(run))
+        except DATA_ERRORS as exc:
+            b.skip(exc, str(run.get("run_id")))
+        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
+        truth = meta.get("ground_truth") or truth
+    if not samples:
+        raise CalibrationError("no usable qperf-sizes run", where=str(bundle), hint="simcluster collect --tools qperf-sizes")
+    return samples, truth
+
+
+def medians(samples: list[Sample]) -> dict[tuple[str, str], dict[float, float]]:
+    """(transport, side) -> {m: median cost over the repeats}."""
+    groups: dict[tuple[str, str], dict[float, list[float]]] = {}
+    for s in samples:
+        groups.setdefault((s.transport, s.side), {}).setdefault(s.m, []).append(s.cost)
+    return {k: {m: statistics.median(v) for m, v in sorted(by_m.items())} for k, by_m in groups.items()}
+
+
+def fit_terms(costs: dict[float, float]) -> Terms:
+    """c(m) = a + b / m through (m, cost) points, least squares on the relative error, a, b >= 0."""
+    if len(costs) < 2:
+        raise CalibrationError(f"a cost per byte and per message need at least 2 message sizes, got {len(costs)}")
+    m = np.array(list(costs), dtype=float)
+    c = np.array(list(costs.values()), dtype=float)
+    (a, b), _ = nnls(np.column_stack([1 / c, 1 / (m * c)]), np.ones_like(c))
+    return Terms(float(a), float(b), len(costs))
+
+
+def held_out(costs: dict[float, float], split: float = SPLIT) -> tuple[Terms | None, list[dict]]:
+    """Fit on m <= split, predict every m > split: the fitted terms and rows of (m, measured, predicted, error)."""
+    seen = {m: c for m, c in costs.items() if m <= split}
+    unseen = {m: c for m, c in costs.items() if m > split}
+    if len(seen) < 2 or not unseen:
+        return None, []
+    terms = fit_terms(seen)
+    return terms, [{"m": m, "measured": c, "predicted": terms.cost(m), "error": terms.cost(m) / c - 1} for m, c in unseen.items()]
+
+
+def pooled(bundles: list[Path]) -> dict[str, list[Sample]]:
+    """Samples of several bundles pooled by configuration: "loopback" or "lab offloads=<mode>"."""
+    out: dict[str, list[Sample]] = {}
+    for bundle in bundles:
+        samples, truth = bundle_samples(bundle)
+        out.setdefault(config_label(truth), []).extend(samples)
+    return out
+
+
+def config_label(truth: dict) -> str:
+    """loopback, or the lab's offload mode; offloads=all behind a tbf qdisc is its own configuration (tbf splits the
+    64 KiB super-packets back into MTU frames in software), all without shaping (--lab-rate none) keeps them."""
+    if not truth:
+        return "loopback"
+    offloads = truth.get("offloads", "none")
+    if truth.get("pinned") is False:               # a lab run with client and server left unpinned (findings page)
+        return f"lab unpinned offloads={offloads}"
+    if truth.get("rate") == "none":
+        return f"lab unshaped offloads={offloads}"
+    return "lab offloads=all-resegmented" if offloads == "all" else f"lab offloads={offloads}"
+
+
+MSS, GSO = 1448.0, 65160.0    # TCP payload per MTU frame (timestamps); per 64 KiB GSO/TSO super-packet (45 x 1448)
+
+
+def decompose(both: dict[str, Terms]) -> dict[str, float]:
+    """One TCP stream's per-byte cost (both sides) split with the lab's offload modes, each fitted on its own:
+        shaped (tbf):   none = copy + csum + pkt / MSS + q,   csum = copy + pkt / MSS + q
+        unshaped:       csum = copy + pkt / MSS,              all  = copy + pkt / GSO
+    -> csum (core-s per byte), pkt (core-s per packet), copy (core-s per byte); q (the tbf qdisc's share) drops out.
+    A negative difference (noise larger than the term) is reported as it is, not clipped."""
+    csum = both["lab offloads=none"].a - both["lab offloads=csum"].a
+    free_csum, free_all = both["lab unshaped offloads=csum"].a, both["lab unshaped offloads=all"].a
+    pkt = (free_csum - free_all) / (1 / MSS - 1 / GSO)
+    return {"csum": csum, "pkt": pkt, "copy": free_all - pkt / GSO}
+
+
+NEEDED = ("lab offloads=none", "lab offloads=csum", "lab unshaped offloads=csum", "lab unshaped offloads=all")
+
+
+def report(bundles: list[Path], split: float = SPLIT) -> str:
+    lines = []
+    for config, samples in pooled(bundles).items():
+        lines.append(f"\n{config}: fit on m <= {int(split)} B, predict larger (held out)")
+        for (transport, side), costs in medians(samples).items():
+            terms = fit_terms(costs)
+            fitted, rows = held_out(costs, split)
+            worst = max((abs(r["error"]) for r in rows), default=float("nan"))
+            lines.append(f"  {transport:8s} {side:8s} all sizes: {terms.a * 1e9:6.3f} s/GB + {terms.b * 1e9:7.1f} ns/msg | "
+                         f"small sizes only: {fitted.a * 1e9 if fitted else float('nan'):6.3f} s/GB + "
+                         f"{fitted.b * 1e9 if fitted else float('nan'):7.1f} ns/msg; held-out worst |error| {worst:6.1%}")
+            for r in rows:
+                lines.append(f"      m={int(r['m']):>8d}  measured {r['measured'] * 1e9:7.3f} s/GB  predicted "
+                             f"{r['predicted'] * 1e9:7.3f} s/GB  {r['error']:+6.1%}")
+    parts = split_terms(bundles)
+    if parts:
+        lines.append(f"\nTCP, one stream, both sides (lab offload modes, all sizes): copy {parts['copy'] * 1e9:.3f} s/GB, "
+                     f"checksum {parts['csum'] * 1e9:+.3f} s/GB, per packet {parts['pkt'] * 1e9:.0f} ns, per call "
+                     f"{parts['msg'] * 1e9:.0f} ns")
+    return "\n".join(lines)
+
+
+def split_terms(bundles: list[Path]) -> dict[str, float] | None:
+    """decompose() over the lab's offload modes (TCP, both sides, all sizes), with the per-call cost of the
+    offloads=none fit; None unless every configuration of NEEDED is among the bundles."""
+    configs = pooled(bundles)
+    both = {c: fit_terms(medians(samples)[("tcp", "both")]) for c, samples in configs.items() if ("tcp", "both") in medians(samples)}
+    if not all(k in both for k in NEEDED):
+        return None
+    return decompose(both) | {"msg": both["lab offloads=none"].b}
+
+
+def stack_card(bundles: list[Path], name: str) -> dict:
+    """A NIC card of this machine's lab TCP stack (transport tcp, MTU frames, software checksums: the lab's default
+    mode) with the cost split into copy, checksum, per packet and per call; each side is taken as half of one stream's
+    measured work (the lab charges the receive path to either process)."""
+    from simcluster.cards import nic_params_yaml
+    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.hardware.nic import NicParams
+
+    parts = split_terms(bundles)
+    if parts is None:
+        raise CalibrationError(f"a split stack card needs qperf-sizes bundles of {', '.join(NEEDED)}",
+                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit|none --lab-offloads MODE")
+    nic = NicParams("tcp", 100e9 / 8, MSS / 1514, 8.07e-6, max(0.0, parts["copy"]) / 2, parts["msg"] / 2, 65536.0,
+                    max(0.0, parts["csum"]) / 2, max(0.0, parts["pkt"]) / 2, MSS, cores_per_stream=1.0)
+    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) in NEEDED]
+    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/*/stdout.txt"))]
+    return {"kind": "nic", "name": name,
+            "description": ("This machine's TCP stack between two network namespaces (veth, MTU 1500, software checksums, "
+                            "no TSO/GRO), fitted from qperf-sizes sweeps of the lab's offload modes, shaped by tc tbf at "
+                            "100gbit (not binding) and unshaped (python -m simcluster.fit.host_stack). Each side is half of "
+                            "one stream's measured "
+                            "work. Latency carried from models/nic/local-lab-tcp-400mbit.yaml (qperf tcp_lat in the same lab)."),
+            "params": nic_params_yaml(nic),
+            "fit": {"notes": [f"both sides, per byte: copy {parts['copy'] * 1e9:.3f} s/GB, checksum {parts['csum'] * 1e9:+.3f} s/GB; "
+                              f"per packet {parts['pkt'] * 1e9:.0f} ns; per call {parts['msg'] * 1e9:.0f} ns",
+                              "negative terms (noise larger than the term) are written as 0"]},
+            "provenance": bundle_provenance(paths, used, None)}
+
+
+def udp_card(bundles: list[Path], name: str) -> dict:
+    """A NIC card of this machine's lab UDP stack (offloads none, tc tbf not binding): per byte and per datagram of the
+    costlier side at 16 KiB (the largest size swept), both sides' fits over all sizes in the notes; one core per stream."""
+    from simcluster.cards import nic_params_yaml
+    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.hardware.nic import NicParams
+
+    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) == "lab offloads=none"]
+    if not used:
+        raise CalibrationError("a UDP card needs qperf-sizes bundles of lab offloads=none",
+                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit --lab-offloads none")
+    costs = medians(pooled(used)["lab offloads=none"])
+    recv, send = fit_terms(costs[("udp", "receiver")]), fit_terms(costs[("udp", "sender")])
+    side, terms = max((("sender", send), ("receiver", recv)), key=lambda st: st[1].cost(16384.0))
+    nic = NicParams("udp", 100e9 / 8, 1472 / 1514, 8.07e-6, terms.a, terms.b, 16384.0, cores_per_stream=1.0)
+    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/udp_bw-*/stdout.txt"))]
+    return {"kind": "nic", "name": name,
+            "description": ("This machine's UDP stack between two network namespaces (veth, MTU 1500, no offloads), fitted "
+                            f"from qperf-sizes udp_bw sweeps (64 B to 16 KiB; python -m simcluster.fit.host_stack): the {side}'s "
+                            "cost per byte and per datagram, the costlier side at 16 KiB. The receiver took 26-90% of what "
+                            "was sent in these runs (7% in seed 000): drops the model does not represent. Latency assumed "
+                            "equal to the lab's tcp_lat (models/nic/local-lab-tcp-400mbit.yaml); efficiency 1472 / 1514."),
+            "params": nic_params_yaml(nic),
+            "fit": {"notes": [f"receiver {recv.a * 1e9:.3f} s/GB + {recv.b * 1e9:.0f} ns per datagram (per byte received); "
+                              f"sender {send.a * 1e9:.3f} s/GB + {send.b * 1e9:.0f} ns per datagram (per byte sent); all sizes, "
+                              "median of repeats"]},
+            "provenance": bundle_provenance(paths, used, None)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (module docstring); bad input is one line on stderr and exit status 2."""
+    from simcluster.errors import SimclusterError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        text = _option(args, "--split", str(SPLIT))
+        try:
+            split = float(text)
+        except ValueError:
+            raise ValueError(f"--split: expected a number of bytes, got {text!r}") from None
+        card = _option(args, "--card", None)
+        udp = _option(args, "--udp-card", None)
+        if not args or any(a.startswith("-") for a in args):
+            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]",
+                                  hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
+        print(report([Path(a) for a in args], split))
+        if card is not None:
+            from simcluster.cards import dump_card
+
+            Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
+            print(f"wrote {card}")
+        if udp is not None:
+            from simcluster.cards import dump_card
+
+            Path(udp).write_text(dump_card(udp_card([Path(a) for a in args], Path(udp).stem)))
+            print(f"wrote {udp}")
+    except (SimclusterError, ValueError, OSError) as exc:
+        print(f"simcluster.fit.host_stack: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _option(args: list[str], name: str, default):
+    if name not in args:
+        return default
+    k = args.index(name)
+    if k + 1 >= len(args):
+        raise ValueError(f"{name}: expected a value after it")
+    value = args[k + 1]
+    del args[k:k + 2]
+    return value
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

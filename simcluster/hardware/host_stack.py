@@ -1,0 +1,56 @@
+"""A host's side of a transport: its cores, their clock and its memory bandwidth around a NIC card (hardware/nic.py).
+
+    cost(m)   = nic.cpu_per_byte(m) / clock          the card's costs are core-seconds at the clock it was measured at;
+                                                      a core at `clock` x that frequency does the same cycles faster
+    traffic   = 1 + 2 * copies                        DRAM bytes per payload byte on one side: the NIC's DMA, and a read
+                                                      and a write per CPU copy (copies = 1 when the card has a copy
+                                                      term, 0 for RDMA verbs placing data in user memory)
+    rate      = min(wire, usable_cores / cost(m), memory_Bps / traffic)
+    cores     = polling_cores + rate * cost(m)
+
+`idle_clock` is seed 004's other finding: with the transport offloaded, the host's idle cores clocked down to 59% of
+nominal (power saved); with it onloaded they ran at full speed. It does not change the rate or the cores; it is
+reported so a comparison of the two can say what the offload saved besides cores (tutorial 03).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.hardware.nic import NicParams
+
+
+@dataclass(frozen=True)
+class Host:
+    cores: float
+    clock: float = 1.0                   # core frequency / the frequency the NIC card's costs were measured at
+    memory_Bps: float = float("inf")     # DRAM bandwidth the transport may use on this host
+    idle_clock: float = 1.0              # frequency / nominal that idle cores drop to (seed 004, offload: 0.59)
+
+    def __post_init__(self):
+        for name in ("cores", "clock", "memory_Bps", "idle_clock"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"host {name}: expected a number > 0, got {value!r}")
+
+
+def memory_traffic(nic: NicParams) -> float:
+    """DRAM bytes per payload byte on one side."""
+    return 1.0 + (2.0 if nic.cpu_s_per_byte > 0 else 0.0)
+
+
+def at_clock(nic: NicParams, clock: float) -> NicParams:
+    """The card's costs on cores running at `clock` x the frequency it was measured at (same cycles, scaled time)."""
+    import dataclasses
+
+    return dataclasses.replace(nic, cpu_s_per_byte=nic.cpu_s_per_byte / clock, csum_s_per_byte=nic.csum_s_per_byte / clock,
+                               cpu_s_per_message=nic.cpu_s_per_message / clock, cpu_s_per_packet=nic.cpu_s_per_packet / clock)
+
+
+def on_host(nic: NicParams, host: Host, streams: int = 1, message_bytes: float | None = None,
+            cores_free: float | None = None) -> tuple[float, float]:
+    """(rate in bytes/s, host cores busy) of `streams` streams on this host; `cores_free` defaults to all its cores."""
+    free = host.cores if cores_free is None else min(cores_free, host.cores)
+    scaled = at_clock(nic, host.clock)
+    rate = min(scaled.rate_Bps(streams, free, message_bytes), host.memory_Bps / memory_traffic(nic))
+    return rate, scaled.cores_used(rate, message_bytes)

@@ -1,0 +1,103 @@
+"""A scenario machine's models, built from its cards: the NIC (with the host's TCP cost), the platform (NVLink domains
+and the fabric), the multi-node Cluster every collective, DDP and LLM job prices its traffic on, one NVLink domain, and
+the GPU architecture NCCL's tuner reads. Below build.py (the composition root), so the job models that need a machine's
+Cluster (llm/predict.py, training/predict.py) import it from here and no circle runs through build.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.domain import NvlinkDomain
+from simcluster.errors import ModelCardError
+from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
+from simcluster.network.platform import Platform
+from simcluster.scenario import Machine
+
+
+def machine_nic(machine: Machine):
+    """The machine's NIC card; a TCP NIC takes its host cost per byte from the machine's host-cpu card, if any."""
+    nic, card = load_nic(machine.nic.card)
+    if machine.host_card is not None and nic.transport == "tcp":
+        from simcluster.cards import load_host_cpu
+
+        host, _ = load_host_cpu(machine.host_card)
+        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0, csum_s_per_byte=0.0,
+                                  cpu_s_per_packet=0.0)
+    return nic, card
+
+
+def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
+    """The machine as one Platform: every NVLink domain (one node's, or several nodes' with machine.nvlink_domain;
+    ports at nvlink_Bps, the collective card's link rate) and, across domains, the fabric of the machine's NICs (a
+    domain's NICs are those of its nodes). Built once per scenario machine; every job reads it."""
+    spec = None
+    if machine.domains > 1:
+        nic, _ = machine_nic(machine)
+        f = machine.fabric
+        spec = FabricSpec(machine.domains, machine.nics_per_domain, nic.line_rate_Bps, f.kind, f.down_ports, f.spines,
+                          f.oversubscription, f.planes, f.link_latency_s, f.switch_latency_s, f.forwarding,
+                          f.spine_ports, f.tiers)
+    return machine_platform(machine.domains, machine.domain_gpus, nvlink_Bps, spec)
+
+
+def build_cluster(machine: Machine, intra=None, platform: Platform | None = None) -> Cluster:
+    """Cards + the machine's platform -> the multi-node Cluster the fabric collectives run on."""
+    intra = intra or load_collective(machine.card)[0]
+    nic, _ = machine_nic(machine)
+    platform = platform or build_platform(machine, intra.link_bandwidth_Bps)
+    aggregation = load_aggregation(machine.aggregation_card)[0] if machine.aggregation_card else None
+    if aggregation is not None and aggregation.line_rate_Bps < nic.line_rate_Bps * (1 - 1e-9):
+        raise ModelCardError(f"the aggregating switch's ports run at {aggregation.line_rate_Bps * 8 / 1e9:g} Gb/s, slower than "
+                             f"the NICs' {nic.line_rate_Bps * 8 / 1e9:g} Gb/s (machine.aggregation.card)",
+                             where=str(machine.aggregation_card), hint="use an aggregation card of the NICs' line rate")
+    if aggregation is not None and aggregation.max_levels is not None and platform.fabric is not None:
+        levels = aggregation_levels(platform.fabric, machine.domains)
+        if levels > aggregation.max_levels:
+            raise ModelCardError(f"the aggregation tree over {machine.domains} nodes needs {levels} switch levels; the "
+                                 f"card's switches build at most {aggregation.max_levels} (machine.aggregation.card)",
+                                 where=str(machine.aggregation_card),
+                                 hint=f"at most {nodes_within_levels(platform.fabric, aggregation.max_levels)} nodes, or "
+                                      "a card whose switches build deeper trees")
+    nvls = None
+    if machine.nvls_card:
+        table, latency, _ = load_nvls(machine.nvls_card)
+        if machine.domain_gpus not in table:
+            raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)})",
+                                 where=str(machine.nvls_card))
+        nvls = (table[machine.domain_gpus], latency)
+    arch = machine_arch(machine)
+    gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
+    return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
+                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie)
+
+
+def machine_pcie(machine: Machine, nic, arch: str):
+    """(GPU side, NIC side) of the PCIe path between a GPU and its NIC (hardware/pcie.py): machine.nic.pcie where the
+    scenario states it (both sides), else the GPU architecture's port as its board wires it and the NIC card's own."""
+    from simcluster.hardware import pcie
+
+    if machine.nic.pcie:
+        link = pcie.parse(machine.nic.pcie)
+        return link, link
+    gpu = pcie.parse(pcie.GPU_PCIE[arch]) if arch in pcie.GPU_PCIE else None
+    return gpu, nic.pcie
+
+
+def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
+    """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
+    intra = intra or load_collective(machine.card)[0]
+    nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls)
+
+
+def machine_arch(machine: Machine) -> str:
+    """The architecture NCCL's decision model (collectives/nccl_tuner.py) indexes: the GPU card's, Hopper without one."""
+    if not machine.gpu_card:
+        return "hopper"
+    from simcluster.cards import load_card
+    from simcluster.collectives.nccl_constants import arch_of
+
+    card = load_card(machine.gpu_card, kind="gpu")
+    return arch_of(str(card.get("name", "")), card.get("machine", {}).get("arch"))

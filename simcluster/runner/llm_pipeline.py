@@ -1,0 +1,117 @@
+"""The llm-step runner's pipeline mode (--mode pp): torch.distributed.pipelining, one stage per rank.
+
+Rank r of W holds the decoder layers [r L / W, (r + 1) L / W) (the first rank also the embedding, the last the final
+norm and the LM head; a tied head gets its own copy of the embedding's weight, since a tie cannot cross ranks). Each
+shape builds a PipelineStage and the schedule (Schedule1F1B or ScheduleGPipe) over `microbatches` micro-batches of
+the shape's SEQ x MICRO_BATCH; a step is schedule.step (the first rank feeds the tokens, the last computes the
+cross-entropy of each micro-batch with the labels), all under one bf16 autocast, then the stage's AdamW step and
+zero_grad(set_to_none=True). The stage boundary carries the fp32 residual stream. torch is passed in (imported by
+llm_step.main only).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+
+class Pipeline:
+    def __init__(self, torch, model, rank: int, world: int, cfg: dict, device, schedule: str, microbatches: int, amp: bool):
+        if world < 2:
+            raise SystemExit("--mode pp: launch with torchrun on two or more ranks")
+        if cfg["layers"] < world:
+            raise SystemExit(f"--mode pp: {cfg['layers']} layers for {world} stages")
+        if microbatches < 1:
+            raise SystemExit("--microbatches: expected an integer >= 1")
+        self.torch, self.rank, self.world, self.cfg, self.device = torch, rank, world, cfg, device
+        self.schedule_name, self.microbatches, self.amp = schedule, microbatches, amp
+        lo, hi = rank * cfg["layers"] // world, (rank + 1) * cfg["layers"] // world
+        self.layers = (lo, hi)
+        self.stage = self._stage_module(model, lo, hi)
+        self.scale_grads = None
+
+    def _stage_module(self, model, lo: int, hi: int):
+        torch = self.torch
+        nn, F = torch.nn, torch.nn.functional
+        first, last = self.rank == 0, self.rank == self.world - 1
+        head = None
+        if last:
+            head = model.head
+            if self.cfg["tied"]:   # the tie cannot span ranks: the last stage trains its own copy
+                head = nn.Linear(self.cfg["hidden"], self.cfg["vocab"], bias=False, device=self.device)
+                with torch.no_grad():
+                    head.weight.copy_(model.embed.weight)
+        vocab = self.cfg["vocab"]
+
+        class Stage(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = model.embed if first else None
+                self.layers = nn.ModuleList(model.layers[lo:hi])
+                self.norm = model.norm if last else None
+                self.head = head
+
+            def forward(self, x):
+                if self.embed is not None:
+                    x = self.embed(x)
+                cos, sin = model.rotary(x.shape[1], x.device, x.dtype)
+                x = model.run_layers(self.layers, x, cos, sin)
+                return self.head(self.norm(x)) if self.head is not None else x
+
+        self.loss_fn = lambda logits, labels: F.cross_entropy(logits.float().view(-1, vocab), labels.reshape(-1))
+        stage = Stage()
+        del model.layers   # the other ranks' layers, embedding, norm and head: freed before the first shape
+        if not first:
+            del model.embed
+        if not last or self.cfg["tied"]:   # a tied head shares the embedding's weight: the last stage trains its own copy
+            del model.head
+        if not last:
+            del model.norm
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return stage
+
+    def step_maker(self, opt):
+        """A make_step for llm_step.run_shape: the step over the shape's whole batch (micro_batch x microbatches rows)."""
+        torch = self.torch
+        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+        def make(inputs, labels):
+            stage = PipelineStage(self.stage, self.rank, self.world, self.device)   # shapes inferred at the first step
+            cls = ScheduleGPipe if self.schedule_name == "gpipe" else Schedule1F1B
+            self.scale_grads = "scale_grads" in inspect.signature(cls.__init__).parameters
+            schedule = cls(stage, self.microbatches, loss_fn=self.loss_fn)
+            first, last = self.rank == 0, self.rank == self.world - 1
+
+            def step():
+                losses = []
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+                    if first:
+                        schedule.step(inputs)
+                    elif last:
+                        schedule.step(target=labels, losses=losses)
+                    else:
+                        schedule.step()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                return torch.stack(losses).mean() if losses else torch.zeros((), device=self.device)
+
+            return step
+
+        return make
+
+    def gather(self, record: dict) -> list[dict]:
+        """Every rank's peak memory and median step of a shape (rank order; collective: every rank calls it)."""
+        import torch.distributed as dist
+
+        mine = {k: record.get(k) for k in ("status", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
+                                           "memory_allocated_steady_bytes")}
+        mine.update(rank=self.rank, layers=list(self.layers))
+        out: list = [None] * self.world
+        dist.all_gather_object(out, mine)
+        return out
+
+    def describe(self) -> dict:
+        return {"library": "torch.distributed.pipelining", "schedule": {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe"}[self.schedule_name],
+                "stages": self.world, "microbatches": self.microbatches, "scale_grads_default": self.scale_grads,
+                "autocast": "one bf16 autocast around schedule.step" if self.amp else None,
+                "tied_head": "own copy on the last stage" if self.cfg["tied"] else None}

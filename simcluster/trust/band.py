@@ -1,0 +1,103 @@
+"""An answer's 80% band and validation status from its regime's held-out residuals (trust/table.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.trust.regime import Regime
+from simcluster.trust.table import LEVEL, Table, conformal_bounds, load_table
+
+STATUSES = ("validated", "extrapolated", "unvalidated")
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How far to trust one class of answers: the residual bounds (rho, as a time) and where they come from."""
+
+    regime: Regime
+    status: str                           # validated / extrapolated / unvalidated
+    rho: tuple[float, float] | None       # (low, high) of measured / predicted as a time; None: nothing ever checked
+    rows: int                             # residual rows behind rho
+    sources: int
+    scale_range: tuple[float, float] | None = None
+    outside: str = ""                     # extrapolated: the axis and how it is outside
+    pooled: bool = False                  # unvalidated: rho from every row of the family
+
+    def time_band(self, seconds: float) -> list[float] | None:
+        return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]
+
+    def rate_band(self, rate: float) -> list[float] | None:
+        return None if self.rho is None else [rate / self.rho[1], rate / self.rho[0]]
+
+    def to_json(self) -> dict:
+        out = {"status": self.status, "regime": self.regime.key, "rows": self.rows, "sources": self.sources,
+               "level": LEVEL}
+        if self.rho is not None:
+            out["measured_over_predicted_time"] = [round(self.rho[0], 4), round(self.rho[1], 4)]
+        if self.scale_range is not None:
+            out["validated_gpus"] = [int(self.scale_range[0]), int(self.scale_range[1])]
+        if self.outside:
+            out["outside"] = self.outside
+        if self.pooled:
+            out["band_from"] = f"every held-out {self.regime.family} row, pooled (this regime has too few)"
+        return out
+
+    def text(self) -> str:
+        """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
+        (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
+        if self.rho is None:
+            return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
+        band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({LEVEL:.0%} band)"
+        if self.pooled:
+            return (f"{band}; unvalidated regime ({self.regime.key}: too few held-out rows), band from all {self.rows} "
+                    f"held-out {self.regime.family} rows pooled")
+        span = f", {int(self.scale_range[0])}-{int(self.scale_range[1])} GPUs" if self.scale_range else ""
+        status = f"extrapolated ({self.outside})" if self.outside else "validated"
+        return f"{band}; {status} on {self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
+
+
+def trust_of(regime: Regime, table: Table | None = None) -> Trust:
+    table = table or load_table()
+    rows = table.regimes.get(regime.key)
+    if rows is not None and rows.enough:
+        low, high = rows.scale_range
+        outside = ""
+        if regime.scale is not None and not (low <= regime.scale <= high):
+            outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
+        return Trust(regime, "extrapolated" if outside else "validated", rows.bounds(), len(rows.rows), len(rows.sources),
+                     (low, high), outside)
+    pooled = table.family_rows(regime.family)
+    if not pooled:
+        return Trust(regime, "unvalidated", None, 0, 0)
+    return Trust(regime, "unvalidated", conformal_bounds([r.rho for r in pooled]), len(pooled),
+                 len({r.source for r in pooled}), pooled=True)
+
+
+def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:
+    """`doc` with a `<key>_band: [low, high]` beside every time and rate key it has, and its `validation` object."""
+    out = dict(doc)
+    for key in times:
+        if isinstance(doc.get(key), (int, float)):
+            out[f"{key}_band"] = trust.time_band(doc[key])
+    for key in rates:
+        if isinstance(doc.get(key), (int, float)):
+            out[f"{key}_band"] = trust.rate_band(doc[key])
+    out["validation"] = trust.to_json()
+    return out
+
+
+def collective_trust(p, link: str) -> Trust:
+    """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust; link: 'nvlink' or the NIC
+    transport across nodes."""
+    from simcluster.trust.regime import collective_regime
+
+    return trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks))
+
+
+def annotate_collective(row: dict, p, link: str) -> dict:
+    return annotate(row, collective_trust(p, link), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
+
+
+def family_trust(family: str, key: str, scale: float | None = None) -> Trust:
+    """The trust of an answer class with no regime breakdown yet (DDP steps, storage, host transports)."""
+    return trust_of(Regime(family, f"{family} | {key}", scale))

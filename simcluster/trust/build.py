@@ -1,0 +1,126 @@
+"""Build the error-band table from the held-out validation sets, and check its bands held out.
+
+Sources (each a `simcluster validate` of its own): published LLM runs (`--published llm`), published multi-node
+collectives (`--published nccl`), and one-node collectives on each lent machine predicted from a kind card fitted on
+the other machines plus the machine's probe (`--held-out-machines`; the probe op's own probe sizes are left out, they
+were fitted on). Only held-out rows enter.
+
+Coverage, held out: for every row, its regime's band is rebuilt from the regime's rows of the other sources (leave
+one source out); where that leaves a band (>= MIN_ROWS rows), the row counts as covered when its rho falls inside.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from simcluster.trust.regime import collective_regime
+from simcluster.trust.table import Residual, Table
+
+DEFAULT_MACHINES = "calibration/h200x2-*"
+
+
+def reference_residuals(validation, family: str | None) -> list[Residual]:
+    """Held-out rows of a ReferenceValidation (results.py) with a regime and a prediction; `family` None: a
+    collective's, from its link (the regime key's last field)."""
+    from simcluster.llm.scaleout import FITTED_ON
+
+    out = []
+    for r in validation.rows:
+        rho = r.time_ratio
+        if r.source in FITTED_ON:          # the stragglers term's spread was fitted on this source's scaling
+            continue
+        if r.held_out and r.regime and rho is not None and r.scale is not None:
+            fam = family or ("collective one node" if r.regime.endswith("| nvlink") else "collective across nodes")
+            out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho))
+    return out
+
+
+def machine_residuals(held) -> list[Residual]:
+    """The one-node collective rows of `validate --held-out-machines` (machine_validation.HeldOutMachines)."""
+    from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
+
+    out = []
+    for m in held.machines:
+        for op in m.ops:
+            for row in op.rows:
+                if op.op in PROBE_OPS and row.size_bytes < PROBE_MAX_BYTES:
+                    continue                                   # the probe's own sizes: fitted on
+                if row.measured_s <= 0 or row.predicted_s <= 0:
+                    continue
+                regime = collective_regime(op.op, "nvlink-card", row.size_bytes, "nvlink", op.ranks)
+                out.append(Residual(regime.family, regime.key, f"machine {m.machine}", f"{m.bundle} {op.op} {row.size_bytes} B",
+                                    regime.scale, row.measured_s / row.predicted_s))
+    return out
+
+
+def build_table(published_folder: str | None = None, machines: list[str] | None = None) -> Table:
+    import glob
+
+    from simcluster.machine_validation import validate_held_out_machines
+    from simcluster.reference.llm import validate_published_llm
+    from simcluster.reference.nccl import validate_published_nccl
+
+    residuals = reference_residuals(validate_published_llm(published_folder), "llm")
+    residuals += reference_residuals(validate_published_nccl(published_folder), None)
+    paths = machines if machines is not None else sorted(glob.glob(DEFAULT_MACHINES))
+    if paths:
+        residuals += machine_residuals(validate_held_out_machines(paths))
+    built_from = {"published": published_folder or "calibration/published", "machines": paths}
+    return Table(residuals, built_from)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    family: str
+    rows: int             # rows of the family
+    checked: int          # rows whose regime still had a band with their source left out
+    covered: int          # of those, inside the band
+    median_half_width_pct: float | None
+    median_half_width_validated_pct: float | None = None   # rows whose regime was validated without their source
+
+    @property
+    def coverage_pct(self) -> float | None:
+        return 100 * self.covered / self.checked if self.checked else None
+
+    def to_json(self) -> dict:
+        return {"family": self.family, "rows": self.rows, "checked_leave_one_source_out": self.checked,
+                "covered": self.covered, "coverage_pct": self.coverage_pct, "median_half_width_pct": self.median_half_width_pct,
+                "median_half_width_validated_pct": self.median_half_width_validated_pct}
+
+
+def held_out_coverage(table: Table) -> list[Coverage]:
+    """Each source left out in turn: the band trust_of would give its rows from the other sources' rows (the regime's
+    own, or the family's pooled ones where the regime has too few), and whether each row's rho falls inside."""
+    from simcluster.trust.band import trust_of
+    from simcluster.trust.regime import Regime
+
+    hits: dict[str, list[tuple[bool, float, bool]]] = {}
+    for source in sorted({r.source for r in table.residuals}):
+        rest = Table([r for r in table.residuals if r.source != source])
+        for row in (r for r in table.residuals if r.source == source):
+            trust = trust_of(Regime(row.family, row.regime, row.scale), rest)
+            if trust.rho is None:
+                continue
+            lo, hi = trust.rho
+            hits.setdefault(row.family, []).append((lo <= row.rho <= hi, (hi - lo) / 2 * 100, trust.status != "unvalidated"))
+    out = []
+    for family in sorted({r.family for r in table.residuals}):
+        got = hits.get(family, [])
+        validated = [w for _, w, ok in got if ok]
+        out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(h for h, _, _ in got),
+                            statistics.median(w for _, w, _ in got) if got else None,
+                            statistics.median(validated) if validated else None))
+    return out
+
+
+def regime_summary(table: Table) -> list[dict]:
+    """Per regime: rows, sources, GPUs range, band (as a time, %), mean |error| (%)."""
+    out = []
+    for key, g in table.regimes.items():
+        lo, hi = g.bounds()
+        out.append({"regime": key, "family": g.family, "rows": len(g.rows), "sources": len(g.sources),
+                    "gpus": [int(g.scale_range[0]), int(g.scale_range[1])], "enough": g.enough,
+                    "band_pct": [round((lo - 1) * 100, 1), round((hi - 1) * 100, 1)],
+                    "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r.rho - 1) for r in g.rows), 1)})
+    return out

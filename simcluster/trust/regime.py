@@ -1,0 +1,68 @@
+"""The regime of a prediction: the class of answers whose held-out residuals say how far to trust it.
+
+A regime is a family (llm, collective, storage, transport) and a key of the few settings that decide the model's
+accuracy there, plus one scale axis (GPUs) checked against the range the regime was validated on:
+  llm         framework x parallelism family x precision       (axis: GPUs)
+  collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
+              across nodes, whose rows are pooled apart
+The parallelism family is the riskiest one the configuration uses, in this order: MoE (experts), CP (cp > 1),
+ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 2**20
+SIZE_BANDS = ((0, MIB, "<1MiB"), (MIB, 64 * MIB, "1-64MiB"), (64 * MIB, float("inf"), ">=64MiB"))
+
+
+@dataclass(frozen=True)
+class Regime:
+    family: str                  # llm, collective, storage, transport
+    key: str                     # "llm | Megatron/NeMo | TP+PP | bf16"
+    scale: float | None = None   # the answer's value on the axis (GPUs), checked against the validated range
+    axis: str = "gpus"
+
+
+def framework_family(name: str) -> str:
+    if name.startswith("megatron"):
+        return "Megatron/NeMo"
+    if name.startswith("torch"):
+        return "PyTorch eager"
+    return name
+
+
+def parallel_family(tp: int, pp: int, cp: int, zero: int, moe: bool) -> str:
+    if moe:
+        return "MoE"
+    if cp > 1:
+        return "CP"
+    if zero >= 3:
+        return "ZeRO-3/FSDP"
+    if pp > 1:
+        return "TP+PP"
+    if tp > 1:
+        return "TP"
+    return "DP/ZeRO-1/2"
+
+
+def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int) -> Regime:
+    key = f"llm | {framework_family(framework)} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}"
+    return Regime("llm", key, float(gpus))
+
+
+def llm_regime_of(model, par, batch, framework: str) -> Regime:
+    """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec)."""
+    return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus)
+
+
+def size_band(size_bytes: float) -> str:
+    return next(name for low, high, name in SIZE_BANDS if low <= size_bytes < high)
+
+
+def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int) -> Regime:
+    """link: 'nvlink' (one NVLink domain) or the transport across nodes ('rdma', 'tcp')."""
+    ops = "all_reduce" if op == "all_reduce" else "all_gather/reduce_scatter" if op in ("all_gather", "reduce_scatter") else op
+    family = "collective one node" if link == "nvlink" else "collective across nodes"
+    return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))

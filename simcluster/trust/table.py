@@ -1,0 +1,122 @@
+"""The error-band table: per regime, the held-out residuals validation found, and the 80% band they give.
+
+A residual is rho = measured / predicted as a time (a rate's ratio inverted: rho > 1, the truth is slower than the
+answer). Only rows the model was not fitted on enter (a published row marked held out; a machine's collectives
+predicted from a kind card fitted on the other machines and that machine's 30-second probe).
+
+The 80% band of a regime with n rows is the split-conformal interval of its residuals: the k-th smallest and the
+k'-th smallest rho, k = floor(0.1 (n + 1)), k' = ceil(0.9 (n + 1)) (1-based, clamped to [1, n]): for rows
+exchangeable with the regime's own, the truth falls inside with probability >= 80% (at n < 9 the band is the
+rows' whole range). A time T gets [T rho_k, T rho_k']; a rate R gets [R / rho_k', R / rho_k].
+
+Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= 2 sources and its scale (GPUs) lies in
+the rows' range; `extrapolated` when the regime has them but the scale is outside (the axis is named); `unvalidated`
+when the regime has fewer rows: its band then comes from every row of its family pooled, and says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+
+TABLE = Path(__file__).with_name("error_bands.json")
+MIN_ROWS = 5
+MIN_SOURCES = 3
+LEVEL = 0.80
+
+
+@dataclass(frozen=True)
+class Residual:
+    family: str
+    regime: str
+    source: str            # the unit held out together (a published file, a machine)
+    row: str               # which row of the source
+    scale: float
+    rho: float             # measured / predicted, as a time
+
+    def to_json(self) -> dict:
+        return {"family": self.family, "regime": self.regime, "source": self.source, "row": self.row,
+                "scale": self.scale, "rho": round(self.rho, 6)}
+
+
+def conformal_bounds(rhos: list[float], level: float = LEVEL) -> tuple[float, float]:
+    """The split-conformal (k, k') order statistics of `rhos` for a two-sided `level` interval."""
+    if not rhos:
+        raise ValueError("no residuals")
+    r = sorted(rhos)
+    n = len(r)
+    tail = round((1 - level) / 2, 9)            # 0.1, not 0.0999...: floor(0.1 x 20) is 2
+    lo = min(n, max(1, math.floor(round(tail * (n + 1), 9))))
+    hi = min(n, max(1, math.ceil(round((1 - tail) * (n + 1), 9))))
+    return r[lo - 1], r[hi - 1]
+
+
+@dataclass(frozen=True)
+class RegimeRows:
+    regime: str
+    family: str
+    rows: tuple[Residual, ...]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(sorted({r.source for r in self.rows}))
+
+    @property
+    def scale_range(self) -> tuple[float, float]:
+        return min(r.scale for r in self.rows), max(r.scale for r in self.rows)
+
+    @property
+    def enough(self) -> bool:
+        return len(self.rows) >= MIN_ROWS and len(self.sources) >= MIN_SOURCES
+
+    def bounds(self) -> tuple[float, float]:
+        return conformal_bounds([r.rho for r in self.rows])
+
+
+class Table:
+    """The residuals of every regime, read from error_bands.json (or built from validation results)."""
+
+    def __init__(self, residuals: list[Residual], built_from: dict | None = None):
+        self.residuals = residuals
+        self.built_from = built_from or {}
+        groups: dict[str, list[Residual]] = {}
+        for r in residuals:
+            groups.setdefault(r.regime, []).append(r)
+        self.regimes = {k: RegimeRows(k, v[0].family, tuple(v)) for k, v in sorted(groups.items())}
+
+    def family_rows(self, family: str) -> tuple[Residual, ...]:
+        return tuple(r for r in self.residuals if r.family == family)
+
+    def to_json(self) -> dict:
+        return {"what": "held-out residuals per regime (simcluster/trust/table.py); rho = measured / predicted as a time",
+                "regenerate": "simcluster validate --error-bands", "built_from": self.built_from,
+                "rows": [r.to_json() for r in self.residuals]}
+
+    @classmethod
+    def from_json(cls, doc: dict, where: str) -> Table:
+        try:
+            rows = [Residual(str(r["family"]), str(r["regime"]), str(r["source"]), str(r["row"]), float(r["scale"]),
+                             float(r["rho"])) for r in doc["rows"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"not an error-band table ({type(exc).__name__}: {exc})", where=where) from None
+        if any(not (math.isfinite(r.rho) and r.rho > 0 and math.isfinite(r.scale)) for r in rows):
+            raise SimclusterError("an error-band row has a non-finite or non-positive value", where=where)
+        return cls(rows, doc.get("built_from") or {})
+
+
+@functools.lru_cache(maxsize=4)
+def load_table(path: str | None = None) -> Table:
+    """The shipped table (read once per process), or another one's path."""
+    file = Path(path) if path else TABLE
+    if not file.is_file():
+        return Table([])
+    try:
+        doc = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise SimclusterError(f"cannot read the error-band table ({exc})", where=str(file)) from None
+    return Table.from_json(doc, str(file))

@@ -1,0 +1,101 @@
+"""Megatron-Core MoE decoder steps (studies/megatron_moe/device.py: forward + backward of one micro-batch, no optimizer) against
+the LLM model's per-stage forward + backward (a comparison, not a test).
+
+    python studies/megatron_moe/compare.py [JSON_OR_FOLDER ...]      # without arguments: the registered predictions
+
+The model: framework megatron-unfused-attention (Megatron's local DotProductAttention materializes the scores; no TE),
+the alltoall dispatcher (its four permutation copies with several local experts), per-expert GEMMs, QK-norm, bf16,
+host cost 0 (Megatron's, as at scale), expert parallelism over the ranks inside one NVLink node (the 4-rank H200
+card); the sum of one micro-batch's forward and backward on the stage (llm/work.py build_work: compute, exposed EP
+dispatch and combine), not the data-parallel gradient reduction or the optimizer, which the runner does not run.
+Error = predicted / measured - 1 on rank 0's median step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from simcluster.cards import load_collective  # noqa: E402
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.framework import MEGATRON_UNFUSED  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.work import build_work  # noqa: E402
+
+GPU_CARDS = {"H100": "models/gpu/h100-sxm-interleaved.yaml", "H200": "models/gpu/h200-sxm-interleaved.yaml"}
+NVLINK = {2: "models/collective/h200x2-primitives.yaml", 4: "models/collective/h200x4-primitives.yaml"}
+# the registered configurations (runner flags): a Qwen3-30B-A3B-like layer at EP 4 and at EP 1, a Mixtral-like one at EP 4
+CONFIGS = {
+    "qwen3-like-ep4": dict(layers=4, hidden=2048, heads=32, kv_heads=4, head_dim=128, experts=128, top_k=8, expert_ffn=768,
+                           vocab=32768, seq=4096, micro_batch=1, ep=4),
+    "qwen3-like-ep1": dict(layers=4, hidden=2048, heads=32, kv_heads=4, head_dim=128, experts=128, top_k=8, expert_ffn=768,
+                           vocab=32768, seq=4096, micro_batch=1, ep=1),
+    "mixtral-like-ep4": dict(layers=4, hidden=2048, heads=16, kv_heads=8, head_dim=128, experts=8, top_k=2, expert_ffn=5632,
+                             vocab=32768, seq=4096, micro_batch=1, ep=4),
+}
+
+
+def predicted_s(m: dict, ranks: int, gpu_name: str) -> tuple[float, dict]:
+    """(forward + backward seconds of one micro-batch, the parts) as the LLM model prices the runner's step."""
+    model = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
+                            vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
+                            attn_head_dim=m["head_dim"], qk_norm=True)
+    par = ParallelSpec(dp=ranks, ep=m["ep"])
+    batch = BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
+    gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
+    net = Network(load_collective(ROOT / NVLINK[ranks])[0], ranks)
+    work = build_work(model, par, batch, gpu, net, fw=MEGATRON_UNFUSED)
+    f, b = work.stages[0].forward[0], work.stages[0].backward[0]
+    parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
+    return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}
+
+
+def documents(paths: list[str]) -> list[tuple[str, dict]]:
+    out = []
+    for p in paths:
+        path = Path(p)
+        for f in ([path] if path.is_file() else sorted(path.glob("megatron-moe*.json"))):
+            text = f.read_text()
+            start = text.find("{")
+            out.append((f.name, json.loads(text[start:]) if start >= 0 else {}))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("inputs", nargs="*")
+    ap.add_argument("--gpu", choices=sorted(GPU_CARDS), default="H200")
+    ap.add_argument("--ranks", type=int, default=4)
+    args = ap.parse_args(argv)
+    docs = documents(args.inputs)
+    if not docs:
+        for name, m in CONFIGS.items():
+            t, parts = predicted_s(m, args.ranks, args.gpu)
+            print(f"{name:18s} {args.ranks} x {args.gpu}: predicted {t * 1e3:8.2f} ms  "
+                  + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
+        return 0
+    for fname, doc in docs:
+        r0 = doc.get("rank0", {})
+        if r0.get("status") != "ok":
+            print(f"{fname}: not measured: {r0.get('error', 'no document')}")
+            continue
+        m = {**doc["model"], "ep": doc["parallel"]["ep"]}
+        gpu_name = "H100" if "H100" in doc["device"] else "H200"
+        t, parts = predicted_s(m, doc["world_size"], gpu_name)
+        meas = r0["median_step_s"]
+        prof = r0.get("profile", {})
+        busy = sum(prof.get(f"{c}_time_per_step_s", 0.0) for c in ("kernel", "gpu_memcpy", "gpu_memset"))
+        print(f"{fname}: measured {meas * 1e3:.2f} ms (GPU busy {busy * 1e3:.2f} ms, {prof.get('kernel_per_step', 0):.0f} kernels, "
+              f"host issue {min(r0['host_issue_s']) * 1e3:.2f} ms), predicted {t * 1e3:.2f} ms ({(t / meas - 1) * 100:+.1f}%); "
+              + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

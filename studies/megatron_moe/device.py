@@ -1,0 +1,143 @@
+"""Megatron-Core MoE decoder steps (forward + backward, no optimizer): one JSON document on stdout (rank 0).
+
+    torchrun --nproc-per-node 4 studies/megatron_moe/device.py --layers 4 --hidden 2048 --heads 32 --kv-heads 4 \
+        --experts 128 --top-k 8 --expert-ffn 768 --seq 4096 --ep 4
+
+Megatron-Core's own GPTModel (megatron-core from PyPI, its local layer spec: no Transformer Engine, no Apex), every
+layer a MoE layer (router, the alltoall token dispatcher, SequentialMLP experts: one GEMM set per local expert, torch
+permutations), expert parallelism `--ep` over the ranks (tensor and pipeline parallelism 1, data parallel = ranks),
+bf16 parameters, RMSNorm, rotary embeddings, QK-norm, SwiGLU experts, Megatron's unfused attention core
+(DotProductAttention) and its vocabulary-parallel cross-entropy on random tokens. Each step is a forward and a
+backward of one micro-batch; no gradient reduction and no optimizer step (the expert layers' compute and dispatch are
+what it times). Wall clock of `--steps` steps between device synchronisations after `--warmup`, and one profiled step
+(kernels, their summed GPU time, CUDA runtime calls: the host synchronisations the dispatcher makes). megatron-core and
+torch are imported inside main only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def _config(torch, args):
+    import torch.nn.functional as F
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    return TransformerConfig(
+        num_layers=args.layers, hidden_size=args.hidden, num_attention_heads=args.heads, num_query_groups=args.kv_heads,
+        kv_channels=args.head_dim, ffn_hidden_size=args.expert_ffn, num_moe_experts=args.experts, moe_router_topk=args.top_k,
+        moe_ffn_hidden_size=args.expert_ffn, moe_token_dispatcher_type=args.dispatcher, moe_grouped_gemm=False,
+        moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3, moe_permute_fusion=False,
+        expert_model_parallel_size=args.ep, add_bias_linear=False, gated_linear_unit=True, activation_func=F.silu,
+        normalization="RMSNorm", qk_layernorm=True, bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16,
+        hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False, apply_rope_fusion=False,
+        gradient_accumulation_fusion=False, masked_softmax_fusion=False, persist_layer_norm=False,
+        use_cpu_initialization=not torch.cuda.is_available())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name, default in (("layers", 4), ("hidden", 2048), ("heads", 32), ("kv-heads", 4), ("head-dim", 128), ("experts", 128),
+                          ("top-k", 8), ("expert-ffn", 768), ("vocab", 32768), ("seq", 4096), ("micro-batch", 1), ("ep", 1),
+                          ("warmup", 3), ("steps", 8), ("profile", 1)):
+        ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--dispatcher", choices=("alltoall", "allgather"), default="alltoall", help="Megatron's token dispatcher")
+    ap.add_argument("--trace", metavar="FILE", help="keep rank 0's profiled step as a gzipped Chrome trace (Perfetto)")
+    args = ap.parse_args(argv)
+    import torch
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.models.gpt.gpt_model import GPTModel
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    from megatron.core.transformer.moe import moe_utils
+
+    for name in ("te_general_gemm",):   # megatron-core 0.14 reads it unguarded when Transformer Engine is absent
+        if not hasattr(moe_utils, name):
+            setattr(moe_utils, name, None)
+    cuda = torch.cuda.is_available()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda:
+        torch.cuda.set_device(local)
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1,
+                                             expert_model_parallel_size=args.ep)
+    if cuda:
+        model_parallel_cuda_manual_seed(1234)
+    torch.manual_seed(1234)
+    config = _config(torch, args)
+    spec = get_gpt_layer_local_spec(num_experts=args.experts, moe_grouped_gemm=False, qk_layernorm=True,
+                                    normalization="RMSNorm")
+    model = GPTModel(config, spec, vocab_size=args.vocab, max_sequence_length=args.seq, position_embedding_type="rope",
+                     share_embeddings_and_output_weights=False)
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    model = model.to(device=device, dtype=torch.bfloat16)
+    gen = torch.Generator(device="cpu").manual_seed(rank)
+    tokens = torch.randint(0, args.vocab, (args.micro_batch, args.seq + 1), generator=gen).to(device)
+    inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    position_ids = torch.arange(args.seq, device=device).unsqueeze(0).expand(args.micro_batch, -1)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def step():
+        loss = model(inputs, position_ids, None, labels=labels)
+        loss.float().mean().backward()
+        for p in model.parameters():
+            p.grad = None
+            if hasattr(p, "main_grad"):
+                p.main_grad = None
+
+    record = {"status": "ok"}
+    try:
+        for _ in range(args.warmup):
+            step()
+        sync()
+        times, issue = [], []
+        for _ in range(args.steps):
+            t0 = time.perf_counter()
+            step()
+            issue.append(time.perf_counter() - t0)
+            sync()
+            times.append(time.perf_counter() - t0)
+        record.update(step_times_s=times, median_step_s=statistics.median(times), host_issue_s=issue)
+        if cuda:
+            record["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
+        if args.profile > 0:
+            from simcluster.runner.llm_profile import profile_steps
+
+            record["profile"] = profile_steps(torch, step, sync, args.profile, args.trace if rank == 0 else None)
+    except Exception as exc:  # noqa: BLE001 - recorded, the document still comes out
+        import traceback
+
+        record.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500], where=traceback.format_exc()[-1500:])
+    medians = [None] * world
+    dist.all_gather_object(medians, record.get("median_step_s"))
+    if rank == 0:
+        import megatron.core
+
+        props = torch.cuda.get_device_properties(device) if cuda else None
+        params = sum(p.numel() for p in model.parameters())
+        doc = {"tool": "megatron-moe", "format": 1, "world_size": world, "device": props.name if props else "cpu",
+               "torch": torch.__version__, "megatron_core": getattr(megatron.core, "__version__", "?"),
+               "python": platform.python_version(), "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
+               "model": {k.replace("-", "_"): getattr(args, k.replace("-", "_")) for k in
+                         ("layers", "hidden", "heads", "kv-heads", "head-dim", "experts", "top-k", "expert-ffn", "vocab", "seq",
+                          "micro-batch")},
+               "parallel": {"ep": args.ep, "tp": 1, "pp": 1, "dp": world}, "dispatcher": args.dispatcher,
+               "rank0_parameters": params,
+               "spec": "megatron-core local (no TE): SequentialMLP experts, alltoall dispatcher, unfused DotProductAttention",
+               "median_step_s_per_rank": medians, "rank0": record}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Issue 43: every answer with its 80% band and validation status (simcluster/trust/)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simcluster.cli import main
+from simcluster.trust import report
+from simcluster.trust.band import trust_of
+from simcluster.trust.build import held_out_coverage
+from simcluster.trust.regime import Regime, llm_regime
+from simcluster.trust.table import Residual, Table, conformal_bounds, load_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_conformal_bounds_are_the_split_conformal_order_statistics():
+    rhos = [float(i) for i in range(19, 0, -1)]         # n = 19: k = floor(2) = 2, k' = ceil(18) = 18
+    assert conformal_bounds(rhos) == (2.0, 18.0)
+    assert conformal_bounds([1.1, 0.9, 1.0]) == (0.9, 1.1)   # n < 9: the rows' whole range
+
+
+def _rows(regime, family, sources, rhos, scale=64.0):
+    return [Residual(family, regime, s, str(i), scale, r) for i, (s, r) in enumerate(zip(sources, rhos, strict=True))]
+
+
+def test_status_validated_extrapolated_unvalidated_and_never_checked():
+    key = "llm | Megatron/NeMo | TP+PP | bf16"
+    table = Table(_rows(key, "llm", ["a", "b", "c", "a", "b"], [0.95, 1.0, 1.05, 1.1, 1.2]) +
+                  _rows("llm | Megatron/NeMo | MoE | bf16", "llm", ["a", "b"], [1.4, 1.5]))
+    ok = trust_of(Regime("llm", key, 64.0), table)
+    assert ok.status == "validated" and ok.rho == (0.95, 1.2) and ok.rows == 5 and ok.sources == 3
+    assert ok.time_band(10.0) == pytest.approx([9.5, 12.0]) and ok.rate_band(12.0) == pytest.approx([10.0, 12.0 / 0.95])
+    far = trust_of(Regime("llm", key, 16384.0), table)
+    assert far.status == "extrapolated" and "16384" in far.outside and far.rho == ok.rho
+    moe = trust_of(Regime("llm", "llm | Megatron/NeMo | MoE | bf16", 64.0), table)
+    assert moe.status == "unvalidated" and moe.pooled and moe.rows == 7 and moe.rho == (0.95, 1.5)
+    never = trust_of(Regime("storage", "storage | x"), table)
+    assert never.status == "unvalidated" and never.rho is None and "never checked" in never.text()
+
+
+def test_two_sources_are_not_enough_to_validate():
+    key = "llm | Megatron/NeMo | TP | bf16"
+    table = Table(_rows(key, "llm", ["a", "b"] * 5, [1.0] * 10))
+    assert trust_of(Regime("llm", key, 64.0), table).status == "unvalidated"
+
+
+def test_the_regime_is_the_riskiest_parallelism_family():
+    assert llm_regime("megatron", 8, 16, 1, 1, False, "bf16", 16384).key == "llm | Megatron/NeMo | TP+PP | bf16"
+    assert llm_regime("megatron", 8, 16, 2, 1, True, "fp8", 1024).key == "llm | Megatron/NeMo | MoE | fp8"
+    assert llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 8).key == "llm | PyTorch eager | ZeRO-3/FSDP | bf16"
+
+
+def test_shipped_table_covers_its_rows_held_out_within_the_target_for_llm_and_one_node():
+    """The claim docs/accuracy.md makes: each source left out, 70-90% of its rows inside the band (llm, one node).
+    The across-nodes family misses it (61%): the docs say why, and this test records that it still does."""
+    cov = {c.family: c for c in held_out_coverage(load_table())}
+    for family in ("llm", "collective one node"):
+        assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
+        assert cov[family].checked == cov[family].rows
+    assert cov["llm"].median_half_width_validated_pct <= 15.0
+    assert cov["collective across nodes"].coverage_pct < 70.0
+
+
+def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():
+    table = load_table()
+    assert (ROOT / "docs" / "accuracy.md").read_text() == report.accuracy_page(table)
+    readme = (ROOT / "README.md").read_text()
+    assert report.readme_block(table) in readme
+
+
+def test_predict_training_json_carries_bands_and_validation(capsys):
+    assert main(["predict", "training", "--scenario", str(ROOT / "scenarios/llm/llama405b-16k.yaml"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "ok"
+    lo, hi = doc["step_time_s_band"]
+    assert lo <= doc["step_time_s"] * 1.5 and hi >= lo > 0
+    assert doc["tokens_per_s_band"][0] == pytest.approx(doc["tokens_per_s"] * doc["step_time_s"] / hi)
+    v = doc["validation"]
+    assert v["status"] == "extrapolated" and v["regime"] == "llm | Megatron/NeMo | TP+PP | bf16" and "gpus 16384" in v["outside"]
+
+
+def test_a_configuration_that_does_not_fit_exits_4_and_prints_no_step_time(tmp_path, capsys):
+    scenario = tmp_path / "big.yaml"
+    scenario.write_text(f"""name: too-big
+machine:
+  card: {ROOT}/models/collective/h200x2-primitives.yaml
+  gpus_per_node: 2
+  nodes: 1
+  gpu: {{card: {ROOT}/models/gpu/h200-sxm.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 80, hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, vocab: 128256, seq: 4096}}
+    parallel: {{dp: 2}}
+    global_batch: 2
+    micro_batch: 1
+""")
+    assert main(["predict", "training", "--scenario", str(scenario)]) == 4
+    text = capsys.readouterr().out
+    assert "DOES NOT FIT" in text and "step time " not in text and "days to train" not in text
+    assert main(["predict", "training", "--scenario", str(scenario), "--json"]) == 4
+    assert json.loads(capsys.readouterr().out)["status"] == "does_not_fit"
+
+
+def test_predict_collective_json_every_variant_and_one(capsys):
+    args = ["predict", "collective", "--scenario", str(ROOT / "scenarios/whatif/100g-vs-400g.yaml"), "--op", "all_reduce",
+            "-b", "1K", "-e", "1G", "-f", "1024"]
+    assert main(args + ["--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert [d["variant"] for d in docs] == ["100g", "400g"]
+    for d in docs:
+        for row in d["rows"]:
+            assert row["time_s_band"][0] <= row["time_s_band"][1] and row["busbw_Bps_band"][0] <= row["busbw_Bps_band"][1]
+            assert row["validation"]["status"] in ("validated", "extrapolated", "unvalidated")
+    assert main(args + ["--json", "--variant", "400g"]) == 0
+    assert json.loads(capsys.readouterr().out)["variant"] == "400g"
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.count("== variant") == 2 and "# trust 1GiB: measured time" in text
+    assert main(args + ["--variant", "800g"]) == 2
+    assert "no such variant" in capsys.readouterr().err
+
+
+def test_card_sweep_json_and_every_run_job_kind_carry_validation(capsys):
+    assert main(["predict", "collective", "--card", str(ROOT / "models/collective/h200x2-nvlink.yaml"), "--ranks", "2",
+                 "--op", "all_gather", "-b", "64M", "-e", "64M", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["validation"]["status"] == "validated" and row["validation"]["regime"].endswith("| >=64MiB | nvlink")
+    for scenario in ("quickstart.yaml", "concurrent-jobs.yaml", "seed000-resnet18-2servers.yaml", "local-lab-qperf.yaml"):
+        assert main(["run", str(ROOT / "scenarios" / scenario), "--json"]) in (0, 3)
+        out = capsys.readouterr().out
+        assert out.count('"validation"') >= 1, scenario
+
+
+@pytest.mark.slow
+def test_the_shipped_table_is_what_validate_error_bands_builds_today(tmp_path, capsys):
+    out = tmp_path / "bands.json"
+    assert main(["validate", "--error-bands", "--table", str(out)]) == 0
+    fresh = json.loads(out.read_text())["rows"]
+    shipped = json.loads((ROOT / "simcluster/trust/error_bands.json").read_text())["rows"]
+    assert [(r["regime"], r["source"], r["row"]) for r in fresh] == [(r["regime"], r["source"], r["row"]) for r in shipped]
+    assert [r["rho"] for r in fresh] == pytest.approx([r["rho"] for r in shipped], rel=1e-6)
+
+
+def test_the_report_reads_each_rows_band_for_its_error_bars():
+    from simcluster.report.html import band, scaling_bands
+
+    rows = [{"machine.gpus": 8.0, "jobs[0].tokens_per_s": 10.0, "jobs[0].tokens_per_s_band": "[8.0, 11.0]", "machine.gpu_card": "a"},
+            {"machine.gpus": 8.0, "jobs[0].tokens_per_s": 12.0, "jobs[0].tokens_per_s_band": "[9.0, 12.5]", "machine.gpu_card": "a"},
+            {"machine.gpus": 16.0, "jobs[0].tokens_per_s": 20.0, "machine.gpu_card": "a"}]
+    assert band(rows[0], "jobs[0].tokens_per_s") == (8.0, 11.0) and band(rows[2], "jobs[0].tokens_per_s") is None
+    (series,) = scaling_bands(rows, "jobs[0].tokens_per_s").values()
+    assert series == {8: (9.0, 12.5)}             # the best configuration's band at 8 GPUs; none known at 16
+
+
+def test_storage_answers_carry_their_status(capsys):
+    assert main(["storage", "simulate", "--workload", str(ROOT / "scenarios/workloads/unet3d_h100.yaml"), "--nvme",
+                 str(ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml"), "--accelerators", "1", "--steps", "8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["validation"]["regime"].startswith("storage | ") and doc["validation"]["status"] == "unvalidated"
+    assert "throughput_Bps_band" in doc          # None: no held-out storage rows in the table yet (never checked)

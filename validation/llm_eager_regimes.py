@@ -1,0 +1,195 @@
+"""Eager PyTorch regimes of issue 44 (not a test): activation checkpointing on one GPU and torch.distributed.pipelining
+(2 stages, GPipe and 1F1B) on two, predicted from the earlier calibration alone, registered before the runs.
+
+    python validation/llm_eager_regimes.py --register calibration/BUNDLE/registered.yaml   # before collecting
+    python validation/llm_eager_regimes.py calibration/BUNDLE                              # after: measured vs registered
+
+PLAN is the set of runs (calibration/BUNDLE/device_run.sh makes them with simcluster.runner.llm_step): three
+Llama-shaped presets (0.3b: 316M, 1b: 1.24B, 3.1b: 3.09B parameters) at seq 2048, each run
+  single        one GPU, the runner's plain step
+  single+ckpt   one GPU, --activation-checkpointing (torch.utils.checkpoint per decoder layer)
+  pp-gpipe      --mode pp --schedule gpipe, 2 stages on 2 GPUs, 4 micro-batches of the same micro-batch
+  pp-1f1b       --mode pp --schedule 1f1b, likewise
+Each is predicted with eager.torch_framework of its layout on the interleaved GPU card of each GPU the lease may bring
+(H100 or H200; the registration holds both, the comparison takes the run's own), the host cost of the single mode
+(H200: calibration/h200x2-llm-host-2026-11-23 fitted per mode, as validation/llm_two_gpu.py; H100:
+calibration/llm-host-2026-11-23, as validation/llm_single_gpu.py), and for the pipeline's sends the 2-rank NVLink
+card (models/collective/h200x2-primitives.yaml). Nothing is fitted on these runs. Step time: the median of rank 0's
+timed steps (the first stage ends a step last in both schedules); memory: torch.cuda.max_memory_allocated of each
+rank against its stage's predicted peak; a mode's memory error is over every rank.
+Target (issue 44): step time <= 8% mean |error| per mode, peak memory within 10%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "validation"))
+
+from llm_single_gpu import H100, H200, host_framework, model_of, pct  # noqa: E402
+
+from simcluster.cards import load_collective  # noqa: E402
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import eager  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.memory import GiB, stage_memories  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
+from simcluster.runner.llm_step import PRESETS  # noqa: E402
+
+SEQ, MICROBATCHES = 2048, 4
+SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))          # preset, micro-batch
+MODES = {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
+         "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
+PLAN = [(preset, mb, mode) for preset, mb in SIZES for mode in MODES]
+CARD_2 = ROOT / "models" / "collective" / "h200x2-primitives.yaml"
+H200_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"
+TARGET_STEP, TARGET_MEM = 8.0, 10.0
+
+
+def framework(mode: str, gpu_label: str):
+    """The layout's torch framework with the single mode's host cost of that GPU's machine kind."""
+    par = MODES[mode]
+    if gpu_label == "h200":
+        return eager.torch_framework(par, eager.fit_modes(H200_HOST)), f"host: single mode of {H200_HOST.name}"
+    base, how = host_framework("h100")
+    fw = eager.torch_framework(par)
+    return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} (llm-host-2026-11-23)"
+
+
+def predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
+    par = MODES[mode]
+    m = MICROBATCHES if par.pp > 1 else 1
+    model = model_of({"model": PRESETS[preset]}, SEQ)
+    batch = BatchSpec(mb * m, mb, "bf16")
+    gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
+    fw, how = framework(mode, gpu_label)
+    card, _ = load_collective(CARD_2)
+    r = predict_llm(model, par, batch, gpu, Network(card, par.pp), par.pp, trace=False, framework=fw)
+    mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
+    return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
+            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
+
+
+def register(path: Path) -> None:
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    runs = []
+    for preset, mb, mode in PLAN:
+        runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb,
+                     "microbatches": MICROBATCHES if MODES[mode].pp > 1 else 1,
+                     "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
+    doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
+           "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
+                           "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}},
+           "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))
+    print(f"registered {len(runs)} runs x 2 GPUs in {path} (model at {commit[:10]})")
+
+
+def documents(bundle: Path) -> list[dict]:
+    out = []
+    for path in sorted(bundle.glob("runs/*.json")) + sorted(bundle.glob("*.json")):
+        text = path.read_text()
+        start = text.find("{")
+        try:
+            doc = json.loads(text[start:]) if start >= 0 else None
+        except json.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("tool") == "llm-step":
+            out.append(doc)
+        else:
+            print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: no llm-step document (the run failed; "
+                  "its .stderr.txt says why)")
+    return out
+
+
+def mode_of_doc(doc: dict) -> str:
+    if doc.get("mode") == "pp":
+        return "pp-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
+    return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
+
+
+def compare(bundle: Path) -> int:
+    reg_path = bundle / "registered.yaml"
+    if not reg_path.is_file():
+        print(f"error: {reg_path}: no registered predictions", file=sys.stderr)
+        return 1
+    reg = yaml.safe_load(reg_path.read_text())
+    registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in reg["runs"]}
+    print(f"== {bundle.name}: measured vs predictions registered at {reg['registered_at_commit'][:10]}")
+    print(f"{'model':>5} {'mode':>11} {'seq':>5} {'mb':>3} {'m':>2} {'meas ms':>9} {'reg ms':>9} {'err %':>7} {'now ms':>9} "
+          f"{'meas GiB':>15} {'reg GiB':>15} {'err %':>13} {'now err %':>13}")
+    errors: dict[str, dict[str, list[float]]] = {}
+    for doc in documents(bundle):
+        gpu_label = "h100" if "H100" in str(doc.get("device", {}).get("name", "")) else "h200"
+        mode = mode_of_doc(doc)
+        for shape in doc["shapes"]:
+            key = (doc["model"].get("preset"), mode, shape["seq"], shape["micro_batch"])
+            if key not in registered:
+                print(f"{key}: not registered, left out")
+                continue
+            pred = registered[key]["predicted"][gpu_label]
+            head = f"{key[0]:>5} {mode:>11} {key[2]:>5} {key[3]:>3} {shape.get('microbatches', 1):>2}"
+            if shape["status"] != "ok":
+                print(f"{head} {shape['status']}: {shape.get('error', '')[:80]}")
+                continue
+            meas_mem = [r["max_memory_allocated_bytes"] / GiB for r in shape["ranks"]] if "ranks" in shape else \
+                [shape["max_memory_allocated_bytes"] / GiB]
+            now = predict(key[0], key[3], mode, gpu_label)
+            te = pct(pred["step_ms"], shape["median_step_s"] * 1e3)
+            me = [pct(p, m) for p, m in zip(pred["stage_mem_GiB"], meas_mem, strict=False)]
+            now_me = [pct(p, m) for p, m in zip(now["stage_mem_GiB"], meas_mem, strict=False)]
+            acc = errors.setdefault(mode, {"time": [], "mem": [], "now_time": [], "now_mem": []})
+            acc["time"].append(te)
+            acc["mem"] += me
+            acc["now_time"].append(pct(now["step_ms"], shape["median_step_s"] * 1e3))
+            acc["now_mem"] += now_me
+            print(f"{head} {shape['median_step_s'] * 1e3:>9.1f} {pred['step_ms']:>9.1f} {te:>+7.1f} {now['step_ms']:>9.1f} "
+                  f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {' / '.join(f'{p:.2f}' for p in pred['stage_mem_GiB']):>15} "
+                  f"{' / '.join(f'{e:+.1f}' for e in me):>13} {' / '.join(f'{e:+.1f}' for e in now_me):>13}")
+    print()
+    for mode in MODES:
+        if mode not in errors:
+            print(f"{mode}: no run")
+            continue
+        t, m = [abs(e) for e in errors[mode]["time"]], [abs(e) for e in errors[mode]["mem"]]
+        print(f"{mode:>11}: step mean |error| {statistics.mean(t):.1f}% (max {max(t):.1f}%, {len(t)} runs; target {TARGET_STEP:.0f}%: "
+              f"{'met' if statistics.mean(t) <= TARGET_STEP else 'NOT met'}); memory max |error| {max(m):.1f}% (mean {statistics.mean(m):.1f}%, "
+              f"{len(m)} GPUs; target {TARGET_MEM:.0f}%: {'met' if max(m) <= TARGET_MEM else 'NOT met'})")
+        nt, nm = [abs(e) for e in errors[mode]["now_time"]], [abs(e) for e in errors[mode]["now_mem"]]
+        if (nt, nm) != (t, m):
+            print(f"{'':>11}  current model (changed after the read: not held out): step mean {statistics.mean(nt):.1f}%, "
+                  f"memory max {max(nm):.1f}% (mean {statistics.mean(nm):.1f}%)")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bundle", nargs="?", metavar="BUNDLE", help="a bundle with registered.yaml and runs/*.json")
+    ap.add_argument("--register", metavar="PATH", help="write the predictions of PLAN to PATH (before the runs)")
+    args = ap.parse_args(argv)
+    if args.register:
+        register(Path(args.register))
+        return 0
+    if not args.bundle:
+        ap.error("give a BUNDLE or --register PATH")
+    bundle = Path(args.bundle) if Path(args.bundle).is_absolute() else ROOT / args.bundle
+    if not bundle.is_dir():
+        print(f"error: {args.bundle}: no such bundle", file=sys.stderr)
+        return 1
+    return compare(bundle)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

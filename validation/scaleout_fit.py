@@ -1,0 +1,106 @@
+"""Scale-out losses (llm/scaleout.py): fit the GPU speed spread s on one published weak-scaling series, check the others.
+
+A series is one source's runs of one model and parallel layout (tp, pp, cp, v, zero, recompute, precision) at
+several GPU counts (dp grows). For each, the per-GPU throughput relative to the series' smallest run, measured and
+predicted. s is fitted (least squares on those ratios) on llm/scaleout.FITTED_ON only; every other series is held out:
+the per-GPU throughput lost from its smallest run to its largest, measured vs predicted, in percentage points.
+
+    python validation/scaleout_fit.py            # prints the fit, then every series; --json for the rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.llm import scaleout  # noqa: E402
+from simcluster.reference.llm import validate_published_llm  # noqa: E402
+
+CONFIG = re.compile(r"(?P<name>.*?), (?P<gpus>\d+) x [^,]+, t(?P<t>\d+) p(?P<p>\d+) d\d+ (?P<rest>.*)")
+PROBE = 0.01          # a second run at this spread gives each row's time slope in s (the term is linear in s)
+
+
+def rows_at(spread: float) -> dict:
+    saved = scaleout.SPEED_SPREAD
+    scaleout.SPEED_SPREAD = spread
+    try:
+        v = validate_published_llm()
+    finally:
+        scaleout.SPEED_SPREAD = saved
+    return {(r.source, r.run): r for r in v.rows if r.predicted and r.measured and r.metric == "tokens_per_s"}
+
+
+def series() -> dict:
+    """(source, model, layout, regime) -> [(gpus, measured tokens/s, predicted at 0, predicted at PROBE)]."""
+    base, probe = rows_at(0.0), rows_at(PROBE)
+    out = defaultdict(list)
+    for key, r in base.items():
+        m = CONFIG.match(r.configuration)
+        if not m:
+            continue
+        out[(r.source, m["name"], f"t{m['t']} p{m['p']} {m['rest']}", r.regime)].append(
+            (int(m["gpus"]), r.measured, r.predicted, probe[key].predicted))
+    return {k: sorted(v) for k, v in out.items() if len({g for g, *_ in v}) >= 2}
+
+
+def per_gpu_ratios(points, spread: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(GPUs, measured, predicted) per-GPU throughput relative to the smallest run; the prediction at `spread`."""
+    g = np.array([p[0] for p in points], float)
+    meas = np.array([p[1] for p in points]) / g
+    t0 = 1 / np.array([p[2] for p in points])                  # seconds per token at spread 0
+    t1 = 1 / np.array([p[3] for p in points])
+    pred = 1 / (t0 + (t1 - t0) * spread / PROBE) / g
+    return g, meas / meas[0], pred / pred[0]
+
+
+def fit(groups: dict) -> float:
+    fit_groups = [v for k, v in groups.items() if k[0] in scaleout.FITTED_ON]
+    grid = np.linspace(0.0, 0.06, 601)
+    cost = [sum(float(np.sum((per_gpu_ratios(v, s)[2] - per_gpu_ratios(v, s)[1]) ** 2)) for v in fit_groups) for s in grid]
+    return float(grid[int(np.argmin(cost))])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    groups = series()
+    s = fit(groups)
+    rows = []
+    for (source, name, layout, regime), points in sorted(groups.items()):
+        g, meas, pred = per_gpu_ratios(points, s)
+        _, _, pred0 = per_gpu_ratios(points, 0.0)
+        rows.append({"source": source, "model": name, "layout": layout, "precision": regime.split(" | ")[-1],
+                     "gpus": [int(g[0]), int(g[-1])], "held_out": source not in scaleout.FITTED_ON,
+                     "loss_measured_pp": round((1 - meas[-1]) * 100, 2), "loss_predicted_pp": round((1 - pred[-1]) * 100, 2),
+                     "loss_without_stragglers_pp": round((1 - pred0[-1]) * 100, 2)})
+    held = [r for r in rows if r["held_out"]]
+    err = [abs(r["loss_predicted_pp"] - r["loss_measured_pp"]) for r in held]
+    err0 = [abs(r["loss_without_stragglers_pp"] - r["loss_measured_pp"]) for r in held]
+    summary = {"speed_spread_fitted": s, "speed_spread_shipped": scaleout.SPEED_SPREAD, "fitted_on": list(scaleout.FITTED_ON),
+               "held_out_series": len(held), "mean_abs_error_pp": round(float(np.mean(err)), 2) if err else None,
+               "within_2pp": sum(e <= 2.0 for e in err), "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
+    if args.json:
+        print(json.dumps({"summary": summary, "series": rows}, indent=1))
+        return
+    print(f"speed spread fitted on {', '.join(scaleout.FITTED_ON)}: s = {s:.4f} (shipped {scaleout.SPEED_SPREAD})")
+    print(f"{'source':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'pred pp':>8s} {'no-strag':>8s}")
+    for r in rows:
+        mark = "" if r["held_out"] else "  (fit)"
+        print(f"{r['source'][:46]:46s} {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}-{r['gpus'][1]:<5d} "
+              f"{r['loss_measured_pp']:8.2f} {r['loss_predicted_pp']:8.2f} {r['loss_without_stragglers_pp']:8.2f}{mark}")
+    print(f"held out: {summary['held_out_series']} series, mean |error| {summary['mean_abs_error_pp']} pp "
+          f"({summary['within_2pp']} within 2 pp); without the stragglers term {summary['mean_abs_error_pp_without_stragglers']} pp")
+
+
+if __name__ == "__main__":
+    main()
