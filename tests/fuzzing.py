@@ -63,7 +63,8 @@ def seeds() -> list[Seed]:
     out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}.txt", "nccl-log")
             for op in ("all_reduce", "all_gather", "sendrecv")]
     out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "local-2026-11-22" / "qperf").glob("*/stdout.txt"))][:2]
-    out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "storage-flags")]
+    out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "storage-flags"),
+            Seed(ROOT / "scenarios" / "quickstart.yaml", "flags")]
     out += [Seed(ROOT / "calibration" / name / "manifest.json", "bundle") for name in ("h200x2-graph-2026-11-22",
                                                                                         "local-2026-11-22")]
     out += [Seed(ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml", "published-nccl"),
@@ -184,6 +185,16 @@ def commands(kind: str, path: str) -> list[list[str]]:
                                          "stdout.txt"), "--nccl-log", str(ROOT / "calibration" / "h200x2-rounds-2026-11-22" /
                                          "nccl-tests" / "all_reduce-tuning" / "stdout.txt"), "--op-profile", path,
                         "-o", "{tmp}/card.yaml"]],
+        "flags": [["predict", "collective", "--card", card, "--op", "{op}", "--ranks", "{n}", "-b", "{size}", "-e", "{size}",
+                   "-f", "{n}"],
+                  ["predict", "collective", "--scenario", path, "--op", "{op}", "-b", "{size}", "-e", "{size}", "-f", "{n}"],
+                  ["predict", "training", "--scenario", str(ROOT / "scenarios" / "seed000-resnet18-2servers.yaml"),
+                   "--nodes", "{n}", "--json"],
+                  ["storage", "max-accelerators", "--workload", workload, "--nvme", nvme, "--drives", "{n}", "--io-size",
+                   "{size}", "--steps", "{n}", "--json"],
+                  ["sweep", str(ROOT / "scenarios" / "plans" / "seed000-ddp.yaml"), "-o", "{tmp}/results", "--workers", "0",
+                   "--chunk", "{n}", "--flush-rows", "{n}", "--flush-seconds", "{n}"],
+                  ["--max-events", "{n}", "run", path, "--json"]],
         "storage-flags": [["storage", "simulate", "--workload", workload, "--nvme", nvme, "--steps", "{n}", "--io-size", "{size}",
                            "--thread-rate", "{rate}", "--depth", "{n}", "--accelerators", "{n}", "--json"]],
         "bundle": [["validate", "{bundle}", "--card", card, "--json"], ["calibrate", "{bundle}", "-o", "{tmp}/cards"],
@@ -385,7 +396,8 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
                 path.write_text(template.format(card=target, ddp=target if target.name.startswith("ddp") else ddp))
                 fills["{" + name + "_scenario}"] = str(path)
         rng = random.Random(f"{seed}/{i}")
-        fills.update({"{n}": rng.choice(["0", "1", "-3", "4", "1000000000"]),
+        fills.update({"{n}": rng.choice(["0", "1", "-3", "4", "1000000000", "nan", "1e308", "2", "abc"]),
+                      "{op}": rng.choice(["all_reduce", "alltoall", "sendrecv", "ALL_GATHER", "nop", ""]),
                       "{size}": rng.choice(["0", "128", "4KiB", "4MiB", "1e30B", "abc", "64MiB"]),
                       "{rate}": rng.choice(["0", "1B/s", "nan", "400MB/s", "1e30GB/s", "10GB/s"])})
         args = [_fill(a, fills) for a in argv]

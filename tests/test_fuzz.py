@@ -12,7 +12,7 @@ FAILURES = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memo
 def test_the_corpus_covers_every_kind_of_input():
     kinds = Counter(s.kind for s in seeds())
     assert set(kinds) == {"scenario", "dlio", "collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card",
-                          "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "bundle",
+                          "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "flags", "bundle",
                           "ddp-log", "profile-summary", "fio-json", "dlio-json", "perf-stat", "gpu-micro", "llm-step", "sweep",
                           "catalogue", "plot-dir", "long-name",
                           "published-nccl", "published-llm", "published-decisions"}

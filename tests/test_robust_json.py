@@ -85,16 +85,19 @@ def test_a_bad_fio_json_skips_that_run_only(tmp_path, capsys, rel, text):
     assert (tmp_path / "cards" / "nvme-local.yaml").is_file()   # the other fio runs still make the card
 
 
-def test_a_profile_summary_with_a_bad_time_is_named(tmp_path, capsys):
+def test_a_profile_summary_with_a_bad_time_is_named(tmp_path):
+    from simcluster.errors import TraceFormatError
+    from simcluster.training.workload import _profiles
+
     rel = "ddp-step/resnet50-224-b64/profiler-traces/profile-summary.json"
     doc = json.loads((ROOT / "calibration" / "h200x4-collect-2026-11-22" / rel).read_text())
     first = next(iter(doc))
     doc[first][0]["overlap_s"] = -1
-    bundle = _bundle_with(tmp_path, "h200x4-collect-2026-11-22", rel, json.dumps(doc))
-    code = main(["calibrate", str(bundle), "-o", str(tmp_path / "cards")])
-    err = capsys.readouterr().err
-    assert code in (2, 3) and "Traceback" not in err
-    assert f"profile-summary.json: {first}[0].overlap_s: expected a number from 0 to 3600 s, got -1" in err
+    path = tmp_path / "profiler-traces" / "profile-summary.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=re.escape(f"profile-summary.json: {first}[0].overlap_s: expected a number from 0 to 3600 s, got -1")):
+        _profiles(tmp_path)
 
 
 @pytest.mark.parametrize("old,new,expect", [("47.8 MB/sec", "0 MB/sec", "bw = '0 MB/sec': not a measurement"),

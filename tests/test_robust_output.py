@@ -64,3 +64,57 @@ def test_a_sweep_value_that_is_not_finite_is_refused_at_its_key(tmp_path, values
     path = collective_sweep(tmp_path, extra={"sweep": {"keys": {"machine.nodes": values}}})
     with pytest.raises(ScenarioError, match=r"sweep.keys.machine.nodes: value \d, .*, is not finite"):
         spec.read_sweep(path)
+
+
+@pytest.mark.parametrize("value", ["0", "1e-300", "-5"])
+def test_a_published_busbw_that_cannot_be_measured_is_refused_before_the_prediction(tmp_path, value):
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.reference import read_published
+    from simcluster.reference.nccl import system_rows
+
+    source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
+    path = tmp_path / "calibration" / "published" / source.name
+    path.parent.mkdir(parents=True)
+    (tmp_path / "scenarios").symlink_to(ROOT / "scenarios")      # the file names its scenario relative to itself
+    path.write_text(source.read_text().replace("busbw_GBps: 364.87", f"busbw_GBps: {value}", 1))
+    with pytest.raises(SimclusterError, match=rf"runs\[0\]: busbw_GBps '?{value}'?: expected a measured bandwidth > 0"):
+        system_rows(read_published(path, "published-nccl-run"))
+
+
+@pytest.mark.parametrize("value", [0.0, -5, 1e-300, "x"])
+def test_a_published_llm_measurement_must_be_a_positive_number(value):
+    from simcluster.errors import SimclusterError
+    from simcluster.reference.llm import _measured
+
+    with pytest.raises(SimclusterError, match="measured.tokens_per_s: expected a number > 0"):
+        _measured({"tokens_per_s": value}, "tokens_per_s")
+    assert _measured({"tokens_per_s": 2.5e6}, "tokens_per_s") == 2.5e6
+
+
+def test_a_report_leaves_out_stored_rows_with_nan_and_says_so(tmp_path):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from test_sweep_spec import collective_sweep
+
+    from simcluster.plan.search import store_report
+    from simcluster.sweep import run, spec, store
+
+    run.run(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 4), per_node=(1,))), tmp_path / "res", workers=0,
+            progress=io.StringIO())
+    rows = store.rows(tmp_path / "res")
+    bad = {**rows[0], "point_hash": "f" * 16, "jobs[0].rows[0].busbw_Bps": math.nan}
+    pq.write_table(pa.Table.from_pylist([bad], schema=store.read(tmp_path / "res").schema),
+                   tmp_path / "res" / store.parts(tmp_path / "res")[0].name.replace("part-", "part-9"))
+    assert len(store.rows(tmp_path / "res")) == 3
+    docs = store_report(tmp_path / "res", "figures")
+    page = docs["report.html"]
+    assert "1 stored points left out: a number that is not finite or is negative (first: jobs[0].rows[0].busbw_Bps = nan)" in page
+    from test_plan_search import _Page
+
+    parsed = _Page()
+    parsed.feed(page)
+    assert parsed.rows == 2          # the two good points drawn and tabled; the NaN row is not

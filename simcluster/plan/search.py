@@ -385,6 +385,7 @@ def _caveats(row: dict) -> list[str]:
 
 def store_report(folder: str | Path, figures_dir: str, title: str | None = None) -> dict:
     """Report documents for a results folder; priced when its sweep file had a plan: section."""
+    from simcluster import output
     from simcluster.report import html
 
     folder = Path(folder)
@@ -397,11 +398,16 @@ def store_report(folder: str | Path, figures_dir: str, title: str | None = None)
         rows = [r for r in rows if r.get("simcluster_code") == code]
         if stale:
             notes.append(f"{stale} stored points computed by other simcluster code left out (code {code} only)")
+    broken = [r for r in rows if output.problems(r)]
+    if broken:   # a hand-edited or foreign part file: its rows cannot be drawn or priced, the others still are
+        rows = [r for r in rows if not output.problems(r)]
+        notes.append(f"{len(broken)} stored points left out: a number that is not finite or is negative "
+                     f"(first: {output.problems(broken[0])[0]})")
     source = manifest.get("plan_file") or manifest.get("scenario")
     if manifest.get("plan") and source and Path(source).is_file():
         _, plan = read_plan(source)
         rows = price(rows, plan)
-        answer_doc, within = answer(rows, plan), plan.within_s
+        answer_doc, within = output.check(answer(rows, plan), str(folder)), plan.within_s
         notes.append(f"Prices and power: {plan.catalogue}")
     elif manifest.get("plan"):
         notes.append(f"not priced: the plan file {source} is not readable here")

@@ -255,6 +255,14 @@ def narayanan_flops(model, batch) -> float:
     return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
 
 
+def _measured(meas: dict, key: str) -> float:
+    """A published measurement: a finite number > 0 (1e-300 or a negative one would make the error infinite)."""
+    value = meas[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1e-9 <= value <= 1e18:
+        raise SimclusterError(f"measured.{key}: expected a number > 0, got {value!r}"[:160])
+    return float(value)
+
+
 def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, float, float, float]:
     """(metric, measured, predicted, error) in SI units; + = predicted faster."""
     from simcluster.llm.predict import model_flops_per_step
@@ -263,14 +271,16 @@ def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, flo
     if not isinstance(meas, dict):
         raise SimclusterError(f"measured: expected a mapping, got {type(meas).__name__}")
     if meas.get("tokens_per_s"):
-        return "tokens_per_s", float(meas["tokens_per_s"]), result.tokens_per_s, result.tokens_per_s / meas["tokens_per_s"] - 1
+        tokens = _measured(meas, "tokens_per_s")
+        return "tokens_per_s", tokens, result.tokens_per_s, result.tokens_per_s / tokens - 1
     if meas.get("step_time_s"):
-        return "step_time_s", float(meas["step_time_s"]), result.step_time_s, 1 - result.step_time_s / meas["step_time_s"]
+        step = _measured(meas, "step_time_s")
+        return "step_time_s", step, result.step_time_s, 1 - result.step_time_s / step
     if meas.get("tflops_per_gpu"):
         eq3 = ref.usage.get("flops") == "narayanan-eq3"
         flops = narayanan_flops(model, batch) if eq3 else model_flops_per_step(model, batch, "megatron")
         predicted = flops / result.step_time_s / run["gpus"]
-        measured = float(meas["tflops_per_gpu"]) * 1e12
+        measured = _measured(meas, "tflops_per_gpu") * 1e12
         return "flops_per_gpu_per_s" + (" (eq. 3)" if eq3 else ""), measured, predicted, predicted / measured - 1
     raise SimclusterError("no throughput measured")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.reference import Published, published_files, read_published
 from simcluster.results import ReferenceRow, ReferenceValidation
-from simcluster.strict import field, known_keys, short
+from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps, field, known_keys, short
 
 MIN_BYTES = 64 * 2**20
 PEAK_SIZES = [2**k for k in range(26, 35)]
@@ -166,13 +166,15 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
                 rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", None, None, None, ref.held_out(i),
                                          unavailable="max_size below 64 MiB (the comparison starts at 64 MiB)"))
                 continue
+            measured = float(run["busbw_GBps"]) * 1e9
+            if not MIN_RATE_Bps <= measured <= MAX_RATE_Bps:   # 0 would divide below, 1e-300 make the error infinite
+                raise SimclusterError(f"busbw_GBps {run['busbw_GBps']!r}: expected a measured bandwidth > 0", where=where)
             if nodes not in clusters:
                 clusters[nodes] = _cluster(scenario, nodes)
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s) for s in sizes]
             predicted, chosen = _predict(cluster, run["op"], sizes, algorithms, peak)
-            measured = float(run["busbw_GBps"]) * 1e9
             regime = _regime(cluster, run["op"], chosen, max(sizes or peak), nodes * per_node)
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
