@@ -75,7 +75,9 @@ def cmd_calibrate(args) -> int:
     if args.collective_card:
         raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
     name = args.name or Path(args.output).stem
-    if args.scenario or _multi_node_log(args.traces[0]):
+    from simcluster.fit.fabric import multi_node_log
+
+    if args.scenario or multi_node_log(args.traces[0]):
         return _calibrate_internode(args, name)
     from simcluster.traces.qperf import looks_like_qperf
 
@@ -90,35 +92,13 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _multi_node_log(path: str) -> bool:
-    from simcluster.errors import TraceFormatError
-    from simcluster.traces import nccl_tests
-    from simcluster.traces.qperf import looks_like_qperf
-
-    if looks_like_qperf(path):
-        return False
-    try:
-        return nccl_tests.parse(path).nodes > 1
-    except TraceFormatError:
-        return False           # the collective-card path reports what is wrong with it
-
-
 def _calibrate_internode(args, name: str) -> int:
     from simcluster.cards import dump_card
-    from simcluster.fit.fabric import fit_internode, nic_document
+    from simcluster.fit.fabric import internode_card
 
-    if not args.scenario:
-        raise SimclusterError("a multi-node nccl-tests log calibrates the inter-node terms of a machine: give --scenario "
-                              "(the machine it ran on)", where=args.traces[0],
-                              hint="e.g. simcluster calibrate LOG --scenario scenarios/oci-bm-gpu-h100-8x2.yaml -o nic.yaml")
-    if len(args.traces) != 1:
-        raise SimclusterError("one multi-node log at a time", hint="give one nccl-tests log with --scenario")
-    fit = fit_internode(args.traces[0], args.scenario, args.variant, args.op)
-    _write(args.output, dump_card(output.check(nic_document(fit, args.traces[0], args.scenario, name), args.traces[0])))
-    held = f", held out (larger half of the sizes) {fit.held_out_pct:.2f}%" if fit.held_out_pct is not None else ""
-    print(f"wrote {args.output}: {', '.join(fit.fitted)} fitted on {fit.sizes} sizes: efficiency {fit.nic.efficiency:.4f}, "
-          f"latency {fit.nic.latency_s * 1e6:.3g} us; mean |error| {fit.before_pct:.2f}% with the card -> "
-          f"{fit.in_sample_pct:.2f}% in sample{held}")
+    card, message = internode_card(args.traces, args.scenario, args.variant, args.op, name)
+    _write(args.output, dump_card(output.check(card, args.traces[0])))
+    print(f"wrote {args.output}: {message}")
     return 0
 
 
@@ -232,15 +212,8 @@ def cmd_error_bands(args) -> int:
                               hint="give at most one folder of published runs (default calibration/published)")
     table = build_table(args.trace[0] if args.trace else None)
     write_document(args.table or TABLE, json.dumps(table.to_json(), indent=1) + "\n")
-    if args.docs:
-        repo = Path(args.docs)
-        write_document(repo / "docs" / "accuracy.md", report.accuracy_page(table))
-        readme = repo / "README.md"
-        try:
-            text = readme.read_text()
-            write_document(readme, report.with_readme_block(text, table))
-        except (OSError, ValueError) as exc:
-            raise SimclusterError(f"cannot rewrite the README's accuracy lines ({exc})", where=str(readme)) from None
+    for path, text in (report.documents(args.docs, table) if args.docs else {}).items():
+        write_document(path, text)
     if args.json:
         print(json.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
                           "regimes": regime_summary(table)}, indent=1))

@@ -155,3 +155,33 @@ def nic_document(fit: InternodeFit, log_path: str, scenario_path: str, name: str
             "provenance": provenance([{"path": trace.path, "sha256": trace.sha256, "tool": "nccl-tests",
                                        "commands": getattr(trace, "commands", [])},
                                       {"path": str(scenario_path), "role": "machine held fixed"}])}
+
+
+def multi_node_log(path: str) -> bool:
+    """Whether `path` is an nccl-tests log of several nodes (a qperf output or an unreadable file: no; the collective-card
+    path reports what is wrong with it)."""
+    from simcluster.errors import TraceFormatError
+    from simcluster.traces import nccl_tests
+    from simcluster.traces.qperf import looks_like_qperf
+
+    if looks_like_qperf(path):
+        return False
+    try:
+        return nccl_tests.parse(path).nodes > 1
+    except TraceFormatError:
+        return False
+
+
+def internode_card(logs: list[str], scenario: str | None, variant: str | None, op: str | None, name: str) -> tuple[dict, str]:
+    """`simcluster calibrate LOG --scenario MACHINE`: the NIC card and a one-line summary."""
+    if not scenario:
+        raise CalibrationError("a multi-node nccl-tests log calibrates the inter-node terms of a machine: give --scenario "
+                               "(the machine it ran on)", where=logs[0],
+                               hint="e.g. simcluster calibrate LOG --scenario scenarios/oci-bm-gpu-h100-8x2.yaml -o nic.yaml")
+    if len(logs) != 1:
+        raise CalibrationError("one multi-node log at a time", hint="give one nccl-tests log with --scenario")
+    fit = fit_internode(logs[0], scenario, variant, op)
+    held = f", held out (larger half of the sizes) {fit.held_out_pct:.2f}%" if fit.held_out_pct is not None else ""
+    return nic_document(fit, logs[0], scenario, name), (
+        f"{', '.join(fit.fitted)} fitted on {fit.sizes} sizes: efficiency {fit.nic.efficiency:.4f}, latency "
+        f"{fit.nic.latency_s * 1e6:.3g} us; mean |error| {fit.before_pct:.2f}% with the card -> {fit.in_sample_pct:.2f}% in sample{held}")

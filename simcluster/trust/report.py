@@ -54,6 +54,20 @@ def readme_block(table: Table) -> str:
     return "\n".join([README_START, *[f"- {p}" for p in parts], README_END])
 
 
+def documents(repo, table: Table) -> dict:
+    """The accuracy page and the README with its accuracy lines rewritten, as {path: text} for files.write_document."""
+    from pathlib import Path
+
+    from simcluster.errors import SimclusterError
+
+    readme = Path(repo) / "README.md"
+    try:
+        text = with_readme_block(readme.read_text(), table)
+    except (OSError, ValueError) as exc:
+        raise SimclusterError(f"cannot rewrite the README's accuracy lines ({exc})", where=str(readme)) from None
+    return {Path(repo) / "docs" / "accuracy.md": accuracy_page(table), readme: text}
+
+
 def with_readme_block(readme: str, table: Table) -> str:
     if README_START not in readme or README_END not in readme:
         raise ValueError("the README has no accuracy block markers")
