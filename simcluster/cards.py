@@ -314,13 +314,12 @@ def load_nvme(path: str | Path):
 
     card = load_card(path, kind="nvme")
     where = str(path)
-    p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth",
-                                     "capacity"})
+    p = _params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth", "capacity"})
     key = f"{where}: params"
     bw = _get(p, "bandwidth", key, _rate)
     write = _get(p, "write_bandwidth", key, _rate) if "write_bandwidth" in p else None
     if "capacity" in p:
-        _get(p, "capacity", key, lambda v: strict.positive(parse_size(v)))   # checked here, read by storage/questions.py
+        _get(p, "capacity", key, _bytes)   # checked here, read by storage/questions.py
     return NvmeParams(_get(p, "service_time", key, _positive(parse_time)), _get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
                       _get(p, "parallelism", key, _count),
                       bw, _get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,

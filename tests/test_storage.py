@@ -276,3 +276,10 @@ def test_record_below_one_io_is_a_stated_limit(tmp_path, capsys):
     assert main(["storage", "simulate", "--workload", str(small), "--nvme", str(MICRON), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert any("below one page" in n for n in out["notes"]) and out["au_percent"] > 90
+
+
+@pytest.mark.parametrize("flag,value", [("--network", "fast"), ("--page-cache", "-5GiB")])
+def test_bad_storage_flags_name_the_flag(capsys, flag, value):
+    code = main(["storage", "simulate", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--nvme", str(MICRON), f"{flag}={value}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and f"{flag} {value}" in err

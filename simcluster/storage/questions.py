@@ -62,9 +62,11 @@ def setup(workload_path: str, nvme_path: str, accelerator: str | None = None, io
 def _rate(flag: str, text: str | None, parse) -> float | None:
     if text is None:
         return None
+    from simcluster.errors import UnitError
+
     try:
         return strict.rate(parse(text))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnitError) as exc:
         raise SimclusterError(f"{flag} {text}: {exc}") from None
 
 
