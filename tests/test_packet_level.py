@@ -150,6 +150,8 @@ def test_scenario_traffic_sizes_and_the_summary(monkeypatch):
     result.rows.append(cmp.Row("x", "ring-steps", 8, 1.0, 2**18, 1, 1.0, 2.0, 1.0, "cut-through", 0.0))   # -50%, 256 KiB
     assert result.mean_abs_error_pct() == pytest.approx(10.0)
     assert "mean |error| at >= 1 MiB per flow: 10.0%" in result.text()
+    result.rows.append(cmp.Row("x", "ring", 8, 1.0, 2**20, 1, 1.0, float("nan"), 1.0, "cut-through", 0.0))   # ns-3 stopped first
+    assert result.to_json()["rows"][-1]["packet_level_s"] is None and result.mean_abs_error_pct() == pytest.approx(10.0)
 
 
 def test_large_fabrics_run_scaled_down_flows(tmp_path, monkeypatch):

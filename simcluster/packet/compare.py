@@ -52,7 +52,7 @@ class Row:
     def to_json(self) -> dict:
         return {"fabric": self.fabric, "pattern": self.pattern, "hosts": self.hosts, "oversubscription": self.oversubscription,
                 "flow_bytes": self.flow_bytes, "flows": self.flows, "forwarding": self.forwarding,
-                "flow_model_s": self.model_s, "packet_level_s": self.packet_s, "error_pct": round(self.error_pct, 3),
+                "flow_model_s": self.model_s, "packet_level_s": _finite(self.packet_s), "error_pct": _finite(round(self.error_pct, 3)),
                 "flow_model_other_forwarding_s": self.model_other_s, "ns3_wall_s": round(self.ns3_wall_s, 2),
                 "packet_drops": self.packet_drops}
 
@@ -87,6 +87,11 @@ class PacketValidation:
                      f"({sum(r.flow_bytes >= TARGET_MIN_BYTES for r in self.rows)} rows)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+
+def _finite(x: float) -> float | None:
+    """None for a flow that had not arrived when ns-3 stopped (JSON has no NaN)."""
+    return float(x) if np.isfinite(x) else None
 
 
 def _size(b: float) -> str:
