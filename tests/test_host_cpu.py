@@ -14,6 +14,7 @@ from simcluster.cli import main
 from simcluster.scenario import load_variants
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("qperf") is None, reason="qperf is not installed (.ci/run installs it)")
 def test_loopback_qperf_gives_a_host_cpu_card_that_a_scenario_uses(tmp_path, capsys):
     bundle, cards = tmp_path / "bundle", tmp_path / "cards"

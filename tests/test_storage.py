@@ -95,6 +95,7 @@ def test_seed001_fifteen_accelerators_saturate_the_drive():
     assert q["qd_max"] > 60
 
 
+@pytest.mark.slow
 def test_max_accelerators_json(capsys):
     assert main(["storage", "max-accelerators", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--accelerator", "h100",
                  "--nvme", str(MICRON), "--io-size", "16MiB", "--json"]) == 0

@@ -28,6 +28,7 @@ def _raw_hashes(folder) -> list[str]:
     return [h for part in store.parts(folder) for h in pq.read_table(part, columns=["point_hash"]).column(0).to_pylist()]
 
 
+@pytest.mark.slow
 def test_kill_minus_9_mid_sweep_then_resume(tmp_path):
     scenario = collective_sweep(tmp_path, nodes=tuple(range(2, 302)), per_node=(1, 2))
     out = tmp_path / "results"

@@ -53,6 +53,7 @@ def _validation() -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_held_out_gpu_bound_steps_within_stated_error():
     """Fitted on 2-GPU NVLink runs; the held-out ResNet-50 (GPU-bound) runs at 4 GPUs and over the socket
     transport are predicted within 7% (measured: +1.8%, +1.2%, -6.5%). Host-bound small steps are NOT
