@@ -120,7 +120,7 @@ def test_a_report_leaves_out_stored_rows_with_nan_and_says_so(tmp_path):
     assert parsed.rows == 2          # the two good points drawn and tabled; the NaN row is not
 
 
-@pytest.mark.parametrize("key,value", [("ranks: 32", "ranks: .inf"), ("ranks: 32", "ranks: .nan")])
+@pytest.mark.parametrize("key,value", [("ranks: 32", "ranks: 32, nodes: .inf"), ("ranks: 32", "ranks: .nan")])
 def test_a_published_run_with_an_infinite_count_is_one_line(tmp_path, key, value):
     from conftest import ROOT
 
