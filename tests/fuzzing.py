@@ -74,6 +74,8 @@ def seeds() -> list[Seed]:
     out += [Seed(CAL / b / f, kind, CAL / b) for b, f, kind in BUNDLE_FILES]
     out += [Seed(ROOT / "scenarios" / "plans" / "seed000-ddp.yaml", "sweep")]   # (llama8b.yaml's 288 points take 45 s as they are)
     out += [Seed(ROOT / "scenarios" / "plans" / "catalogue-2026.yaml", "catalogue")]
+    store = ROOT / "tests" / "fixtures" / "results-store"      # a 4-point collective sweep's results folder
+    out += [Seed(store / "_sweep.json", "results-store")] + [Seed(p, "results-store") for p in sorted(store.glob("part-*.parquet"))]
     out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "plot-dir"),
             Seed(CAL / "h200x2-nvlink-2026-11-22" / "nccl-tests" / "all_reduce.txt", "long-name")]
     return [s for s in out if s.path.is_file()]
@@ -215,6 +217,7 @@ def commands(kind: str, path: str) -> list[list[str]]:
         "llm-step": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
         "sweep": [["sweep", path, "-o", "{tmp}/results", "--workers", "0", "--json"],
                   ["plan", path, "-o", "{tmp}/plan", "--workers", "0", "--json"]],
+        "results-store": [["report", "{dir}", "-o", "{tmp}/report.html"], ["report", "{dir}", "-o", "{tmp}/report.html"]],
         "catalogue": [["plan", "{dir}/seed000-ddp.yaml", "-o", "{tmp}/plan", "--workers", "0", "--json"]],
         "plot-dir": [["storage", "simulate", "--workload", path, "--nvme", nvme, "--steps", "2", "--accelerators", "1",
                       "--plot-dir", "{tmp}/plots"]],
@@ -376,7 +379,7 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
             shutil.copytree(s.bundle, case_dir / s.bundle.relative_to(ROOT), copy_function=_link_or_copy, dirs_exist_ok=True)
             target.unlink()
         target.write_bytes(data)
-        if s.kind in ("sweep", "catalogue"):   # the plan's catalogue and the other plans beside it
+        if s.kind in ("sweep", "catalogue", "results-store"):   # the plan's catalogue and the other plans; the store's other files
             for child in s.path.parent.iterdir():
                 if child.is_file() and child.name != s.path.name:
                     _link_or_copy(child, target.parent / child.name)

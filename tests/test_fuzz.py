@@ -14,7 +14,7 @@ def test_the_corpus_covers_every_kind_of_input():
     assert set(kinds) == {"scenario", "dlio", "collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card",
                           "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "flags", "bundle",
                           "ddp-log", "profile-summary", "fio-json", "dlio-json", "perf-stat", "gpu-micro", "llm-step", "sweep",
-                          "catalogue", "plot-dir", "long-name",
+                          "catalogue", "plot-dir", "long-name", "results-store",
                           "published-nccl", "published-llm", "published-decisions"}
     for kind in kinds:
         assert commands(kind, "x")

@@ -118,3 +118,20 @@ def test_a_report_leaves_out_stored_rows_with_nan_and_says_so(tmp_path):
     parsed = _Page()
     parsed.feed(page)
     assert parsed.rows == 2          # the two good points drawn and tabled; the NaN row is not
+
+
+@pytest.mark.parametrize("key,value", [("ranks: 32", "ranks: 32, nodes: .inf"), ("ranks: 32", "ranks: .nan")])
+def test_a_published_run_with_an_infinite_count_is_one_line(tmp_path, key, value):
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.reference import read_published
+    from simcluster.reference.nccl import system_rows
+
+    source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
+    path = tmp_path / "calibration" / "published" / source.name
+    path.parent.mkdir(parents=True)
+    (tmp_path / "scenarios").symlink_to(ROOT / "scenarios")
+    path.write_text(source.read_text().replace(key, value, 1))
+    with pytest.raises(SimclusterError, match=r"runs\[0\]: cannot read the run \((OverflowError|ValueError): cannot convert float"):
+        system_rows(read_published(path, "published-nccl-run"))

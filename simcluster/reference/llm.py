@@ -328,7 +328,7 @@ def validate_published_llm(path: str | Path | None = None) -> ReferenceValidatio
                 rows.append(_row(ref, usage, i, run))
             except SimclusterError as exc:
                 failed.setdefault(exc.one_line(), []).append(i)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
                 failed.setdefault(f"cannot read the run ({type(exc).__name__}: {exc})", []).append(i)
         for message, runs in failed.items():
             which = "every run" if len(runs) == len(ref.runs) > 1 else f"runs[{', '.join(map(str, runs))}]"

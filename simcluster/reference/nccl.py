@@ -178,7 +178,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             regime = _regime(cluster, run["op"], chosen, max(sizes or peak), nodes * per_node)
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
         rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
                                  predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale))
