@@ -45,7 +45,7 @@ def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    scenario = collective_sweep(tmp_path, nodes=tuple(range(2, 402)), per_node=(1, 2))
+    scenario = collective_sweep(tmp_path, nodes=tuple(range(2, 2002)), per_node=(1, 2))   # long enough to be caught running
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "simcluster", "sweep", str(scenario), "-o", str(out), "--workers", "1",
                              "--chunk", "1", "--flush-rows", "5"], env={**os.environ, "TMPDIR": str(scratch)},
@@ -55,6 +55,7 @@ def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
         while not store.parts(out) and proc.poll() is None and time.time() < deadline:
             time.sleep(0.05)
         assert list(scratch.iterdir()), "the sweep made no scratch folder to clean"
+        assert proc.poll() is None, "the sweep finished before it could be interrupted (make it longer)"
         proc.send_signal(signal.SIGINT)
     finally:
         proc.wait(timeout=60)
