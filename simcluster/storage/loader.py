@@ -41,6 +41,7 @@ MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
+MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may simulate over all its runs
 SATURATED = 0.9                                   # a resource busy this share of the steady window limits the run
 
 
@@ -374,9 +375,16 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     threshold = workload.au_threshold * 100
     tried: dict[int, RunResult] = {}
 
+    spent = [0]      # reads simulated so far: the search stops before a run once MAX_SEARCH_IOS are spent
+
     def run(n: int) -> RunResult:
         if n not in tried:
+            if spent[0] > MAX_SEARCH_IOS:
+                raise SimclusterError(f"the search simulated {spent[0]:,} reads before trying {n} accelerators; at most "
+                                      f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path,
+                                      hint="a larger --io-size or fewer --steps")
             tried[n] = simulate(workload, nvme, n, drives, config, seed)
+            spent[0] += sum(len(log.nbytes) for log in tried[n].logs)
         return tried[n]
 
     if run(1).au_percent < threshold:
