@@ -35,35 +35,6 @@ def test_nic_counts_are_bounded_before_the_fabric_is_built(tmp_path, capsys, nod
     assert expect in _one_line(capsys, ["run", _scenario(tmp_path, nodes, gpus, nics)])
 
 
-def test_the_max_accelerators_search_is_refused_before_the_run_past_its_budget(monkeypatch):
-    from simcluster.errors import SimclusterError
-    from simcluster.storage import loader, questions
-
-    s = questions.setup(str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"),
-                        str(MODELS / "nvme" / "micron-9400-pro-7.68tb.yaml"), steps=2)
-    first = loader.reads(s.workload, 1, 2, s.config.io_size)
-    monkeypatch.setattr(loader, "MAX_SEARCH_IOS", first + 1)      # room for the run at 1 accelerator only
-    ran = []
-    real = loader.simulate
-    monkeypatch.setattr(loader, "simulate", lambda *a, **k: ran.append(a[2]) or real(*a, **k))
-    import dataclasses
-
-    every = dataclasses.replace(s.workload, au_threshold=0.0)     # every count meets it: the search goes on to 2
-    with pytest.raises(SimclusterError, match=f"would simulate more than {first + 1:,} reads \\(at 2 accelerators"):
-        loader.max_accelerators(every, s.nvme, 1, s.config)
-    assert ran == [1]
-
-
-def test_the_read_estimate_counts_the_sample_size_spread():
-    import dataclasses
-
-    from simcluster.storage import dlio_workload, loader
-
-    w = dlio_workload.load(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml")
-    tiny = dataclasses.replace(w, record_bytes=1.5)     # a mean of 1.5 B, its spread of 68 MB: the drawn files are large
-    assert loader.reads(tiny, 1, 10, 4 * 2**20) == 10 * 7 * 17
-
-
 def test_gradient_buckets_are_bounded_before_the_list_is_made():
     from simcluster.llm import comm
     from simcluster.llm.spec import LlmConfigError
@@ -109,3 +80,17 @@ def test_max_events_is_checked_and_set(capsys, monkeypatch):
     assert "--max-events 10: expected 1e5 to 1e12" in _one_line(capsys, ["--max-events", "10", "run", "x.yaml"])
     main(["--max-events", "2e5", "run", "missing.yaml"])
     assert engine.MAX_EVENTS == 200_000
+
+
+def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeypatch):
+    import dataclasses
+
+    from simcluster.errors import SimclusterError
+    from simcluster.storage import loader, questions
+
+    s = questions.setup(str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"),
+                        str(MODELS / "nvme" / "micron-9400-pro-7.68tb.yaml"), steps=2)
+    monkeypatch.setattr(loader, "MAX_SEARCH_IOS", 1)                  # spent by the first run
+    every = dataclasses.replace(s.workload, au_threshold=0.0)        # every count meets it: the search would go on
+    with pytest.raises(SimclusterError, match="the search simulated [0-9,]+ reads before trying 2 accelerators; at most 1 "):
+        loader.max_accelerators(every, s.nvme, 1, s.config)

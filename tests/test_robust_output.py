@@ -135,3 +135,18 @@ def test_a_published_run_with_an_infinite_count_is_one_line(tmp_path, key, value
     path.write_text(source.read_text().replace(key, value, 1))
     with pytest.raises(SimclusterError, match=r"runs\[0\]: cannot read the run \((OverflowError|ValueError): cannot convert float"):
         system_rows(read_published(path, "published-nccl-run"))
+
+
+@pytest.mark.parametrize("value", ["1e999", ".inf", "0", "x"])
+def test_a_published_system_with_a_bad_gpu_count_is_one_line(tmp_path, value):
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.reference import read_published
+    from simcluster.reference.nccl import system_rows
+
+    source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
+    path = tmp_path / source.name
+    path.write_text(source.read_text().replace("gpus_per_node: 8", f"gpus_per_node: {value}", 1))
+    with pytest.raises(SimclusterError, match="system.gpus_per_node: expected a whole number from 1 to 1024"):
+        system_rows(read_published(path, "published-nccl-run"))

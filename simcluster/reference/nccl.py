@@ -153,7 +153,13 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
     if scenario is None:
         return []
     rows, clusters = [], {}
-    per_node = int(ref.system["gpus_per_node"])
+    try:
+        per_node = int(ref.system["gpus_per_node"])
+        if not 1 <= per_node <= 1024:
+            raise ValueError
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        raise SimclusterError(f"system.gpus_per_node: expected a whole number from 1 to 1024, got "
+                              f"{short(ref.system.get('gpus_per_node'))}", where=str(ref.path)) from None
     for i, run in enumerate(ref.runs):
         where = f"{ref.path}: runs[{i}]"
         try:

@@ -41,7 +41,7 @@ MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
-MAX_SEARCH_IOS = 8 * MAX_IOS                      # reads a max-accelerators search may issue over all its runs (least per run)
+MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may simulate over all its runs
 SATURATED = 0.9                                   # a resource busy this share of the steady window limits the run
 
 
@@ -112,13 +112,6 @@ def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
     if workload.format == "tfrecord":
         return math.ceil(workload.batch_size * max(MIN_IO_BYTES, workload.record_bytes) / io_size)
     return workload.batch_size * math.ceil(max(MIN_IO_BYTES, workload.record_bytes) / io_size)
-
-
-def reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> int:
-    """The reads a run issues, about, for the bounds of a search: each sample's size taken as its mean plus one standard
-    deviation (SampleReader draws them so; a 1.5 B mean with a 68 MB spread draws large files)."""
-    sample = max(MIN_IO_BYTES, workload.record_bytes + workload.record_stdev_bytes)
-    return steps * accelerators * workload.batch_size * math.ceil(sample / io_size)
 
 
 def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
@@ -381,18 +374,17 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     headline), by doubling then bisection (AU falls as accelerators are added)."""
     threshold = workload.au_threshold * 100
     tried: dict[int, RunResult] = {}
-    spent = [0]
+
+    spent = [0]      # reads simulated so far: the search stops before a run once MAX_SEARCH_IOS are spent
 
     def run(n: int) -> RunResult:
-        if n not in tried:   # refused before the run that would take the search past its budget (the run's least reads)
-            steps = config.steps if config.steps is not None else plan_for(workload, n, config)[0].min_steps
-            ios = reads(workload, n, steps, config.io_size)
-            if spent[0] + ios > MAX_SEARCH_IOS:
-                raise SimclusterError(f"the search for the largest accelerator count would simulate more than "
-                                      f"{MAX_SEARCH_IOS:,} reads (at {n} accelerators, {spent[0] + ios:,})", where=workload.path,
-                                      hint="a larger --io-size, or fewer drives")
-            spent[0] += ios
+        if n not in tried:
+            if spent[0] > MAX_SEARCH_IOS:
+                raise SimclusterError(f"the search simulated {spent[0]:,} reads before trying {n} accelerators; at most "
+                                      f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path,
+                                      hint="a larger --io-size or fewer --steps")
             tried[n] = simulate(workload, nvme, n, drives, config, seed)
+            spent[0] += sum(len(log.nbytes) for log in tried[n].logs)
         return tried[n]
 
     if run(1).au_percent < threshold:
