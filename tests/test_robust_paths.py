@@ -49,7 +49,9 @@ def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
     out = tmp_path / "results"
     proc = subprocess.Popen([sys.executable, "-m", "simcluster", "sweep", str(scenario), "-o", str(out), "--workers", "1",
                              "--chunk", "1", "--flush-rows", "5"], env={**os.environ, "TMPDIR": str(scratch)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            # a job started in the background of a non-interactive shell inherits SIGINT ignored; Ctrl-C is not
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 90
     try:
         while not store.parts(out) and proc.poll() is None and time.time() < deadline:
