@@ -24,7 +24,8 @@ from pathlib import Path
 from simcluster.cards import load_collective, load_nic
 from simcluster.collectives import des
 from simcluster.collectives.chunked_ring import ChunkedRingParams
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.network.builders import FabricSpec, machine_platform

@@ -16,8 +16,8 @@ import dataclasses
 import time
 from pathlib import Path
 
-from simcluster.build import build_cluster
 from simcluster.collectives.fabric import predict_fabric
+from simcluster.machine_models import build_cluster
 from simcluster.network.builders import fabric_tiers
 from simcluster.scenario import load_variants
 

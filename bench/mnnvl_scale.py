@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.build import build_cluster  # noqa: E402
 from simcluster.collectives.fabric import predict_fabric  # noqa: E402
 from simcluster.collectives.ring_flows import ring_flows  # noqa: E402
+from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.scenario import load_variants  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -12,7 +12,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.llm.job import LlmJob
-from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_arch, machine_nic  # noqa: F401 (re-exported)
+from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_nic
 from simcluster.network.builders import fabric_tiers, machine_platform
 from simcluster.network.platform import Platform
 from simcluster.results import (

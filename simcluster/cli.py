@@ -300,25 +300,17 @@ def cmd_storage(args) -> int:
     s = questions.setup(args.workload, args.nvme, args.accelerator, args.io_size, args.depth, args.steps,
                         args.thread_rate, args.cores, args.network, args.page_cache, at_least=args.action == "max-accelerators")
     if args.action == "max-accelerators":
-        out = output.check(_storage_trust(questions.max_accelerators(s, args.drives, args.seed), s), args.workload)
+        out = output.check(questions.max_accelerators(s, args.drives, args.seed), args.workload)
         sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.max_accelerators_text(out))
         return 0
     out, run = questions.simulate(s, args.accelerators, args.drives, args.seed)
-    out = output.check(_storage_trust(out, s), args.workload)
+    out = output.check(out, args.workload)
     if args.plot_dir:
         from simcluster.storage.report import figures
 
         out["figures"] = figures(run, args.plot_dir, f"{s.workload.model}-{args.accelerators}acc")
     sys.stdout.write(json.dumps(out, indent=1) + "\n" if args.json else questions.simulate_text(out))
     return 0
-
-
-def _storage_trust(out: dict, s) -> dict:
-    """A storage answer's band and validation status (trust/: storage by workload x limit)."""
-    from simcluster.trust.band import annotate, family_trust
-
-    return annotate(out, family_trust("storage", f"{s.workload.model} | {out.get('limit') or 'simulated run'}"),
-                    rates=("throughput_Bps",))
 
 
 def _csv(text: str | None) -> list[str]:

@@ -29,11 +29,6 @@ class CollectiveSweepResult:
     link: str = "nvlink"              # where the bytes go: one NVLink domain, or the NIC transport across nodes (rdma, tcp)
     variant: str = ""                 # the scenario's what-if variant
 
-    def trust(self, p: Prediction):
-        from simcluster.trust.band import collective_trust
-
-        return collective_trust(p, self.link)
-
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
         from simcluster.trust.band import sweep_trust_lines

@@ -14,7 +14,8 @@ from conftest import ROOT
 
 from simcluster.cards import load_collective, load_nic
 from simcluster.collectives.alltoall import node_shifts, p2p_rounds
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.errors import SimclusterError
 from simcluster.network.builders import FabricSpec, machine_platform

@@ -11,13 +11,14 @@ import pytest
 from conftest import ROOT
 
 from simcluster import scenario
-from simcluster.build import build_cluster
 from simcluster.cards import load_aggregation, load_collective, load_nic
 from simcluster.cli import main
-from simcluster.collectives.fabric import Cluster, predict_fabric
+from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.collectives.schedule import _btree_parents, tree_node_load
 from simcluster.hardware.cpu import HostCpu
+from simcluster.machine_models import build_cluster
 from simcluster.network.builders import FabricSpec, machine_platform
 from simcluster.network.platform import Platform, bisection_Bps
 

@@ -13,12 +13,13 @@ from conftest import ROOT
 from test_bad_input import one_line_error
 
 from simcluster import scenario
-from simcluster.build import build_cluster, build_domain, run_concurrent
+from simcluster.build import run_concurrent
 from simcluster.cards import load_aggregation
 from simcluster.cli import main
 from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.hardware import pcie
+from simcluster.machine_models import build_cluster, build_domain
 from simcluster.network.builders import FabricSpec, aggregation_levels, tiers_needed, trees_at_busiest_switch
 from simcluster.scenario_jobs import ConcurrentJob
 

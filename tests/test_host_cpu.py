@@ -8,9 +8,9 @@ import shutil
 import pytest
 from conftest import ROOT
 
-from simcluster.build import machine_nic
 from simcluster.cards import load_host_cpu
 from simcluster.cli import main
+from simcluster.machine_models import machine_nic
 from simcluster.scenario import load_variants
 
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 
 from simcluster import scenario
-from simcluster.build import build_cluster, run_scenario
+from simcluster.build import run_scenario
 from simcluster.cards import load_collective, load_nvls
 from simcluster.collectives.domain import domain_predict
 from simcluster.collectives.fabric import predict_fabric
@@ -15,6 +15,7 @@ from simcluster.collectives.model import predict
 from simcluster.collectives.nccl_search import NcclTopology, graphs
 from simcluster.collectives.nccl_tuner import decide
 from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.machine_models import build_cluster
 
 MODELS = ROOT / "models"
 NVL72 = ROOT / "scenarios" / "published" / "gb200-nvl72-coreweave.yaml"

@@ -133,7 +133,7 @@ def test_primitives_use_the_decision_model_where_the_card_has_no_logged_table():
 
 def _cluster(nodes=2, nics=8, nvls=False):
     from simcluster.cards import load_collective, load_nic, load_nvls
-    from simcluster.collectives.fabric import Cluster
+    from simcluster.collectives.cluster import Cluster
     from simcluster.network.builders import FabricSpec, machine_platform
 
     intra = load_collective(ROOT / "models" / "collective" / "h200x4-nvlink.yaml")[0]

@@ -8,10 +8,10 @@ import pytest
 from conftest import ROOT
 
 from simcluster import scenario
-from simcluster.build import build_platform
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide, tuning_table
 from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.machine_models import build_platform
 from simcluster.network.builders import FabricSpec, chain, machine_platform, single_node, single_switch
 
 B, L, S = 50e9, 50e-9, 600e-9

@@ -279,8 +279,8 @@ def test_runner_plans_rounds_graph_and_tuning_runs(tmp_path):
 
 def test_fabric_collectives_run_on_a_primitives_card(cards):
     """The fabric layer reads base and step latency through the shared accessors of either card."""
-    from simcluster.build import build_cluster
     from simcluster.collectives.fabric import predict_fabric
+    from simcluster.machine_models import build_cluster
     from simcluster.scenario import load_variants
 
     primitives, chunked = cards

@@ -127,9 +127,9 @@ def test_tcp_transport_and_data_loader_contend_for_host_cores(capsys):
     2 or 1.5 the loader never catches up and the host is never idle, so the step is, by hand,
     (0.128 core-s + 1.0 core x 21.5 ms) / cores, and at 1.5 cores the transport's fair share (0.75) is below its
     1.0 core: the all-reduce itself stretches."""
-    from simcluster.build import build_cluster
     from simcluster.cards import load_collective
     from simcluster.collectives.ring_flows import ring_flows
+    from simcluster.machine_models import build_cluster
     from simcluster.scenario import load_variants
 
     path = ROOT / "scenarios" / "whatif" / "host-cores.yaml"

@@ -10,9 +10,9 @@ import yaml
 from conftest import ROOT
 from test_bad_input import LOG, one_line_error
 
-from simcluster.build import build_cluster
 from simcluster.cli import main
 from simcluster.collectives.in_network import COLLNET_CHUNK_BYTES, InNetwork
+from simcluster.machine_models import build_cluster
 from simcluster.network.builders import FabricSpec, leaf_uplinks
 from simcluster.predict_collective import sweep_from_scenario
 from simcluster.scenario import load, load_variants

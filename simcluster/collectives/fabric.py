@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 
 from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
-from simcluster.collectives.cluster import Cluster  # noqa: F401 (its home; imported from here by older code)
+from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.in_network import InNetwork
 from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, binding
 from simcluster.collectives.model import FabricPrediction, predict

@@ -112,6 +112,14 @@ def _run_doc(r) -> dict:
             "window_steps": [e.first_step, e.last_step], "limit": r.limit, "use": r.use}
 
 
+def with_trust(out: dict, s: StorageSetup) -> dict:
+    """A storage answer with its band and validation status (trust/: storage by workload x limit)."""
+    from simcluster.trust.band import annotate, family_trust
+
+    return annotate(out, family_trust("storage", f"{s.workload.model} | {out.get('limit') or 'simulated run'}"),
+                    rates=("throughput_Bps",))
+
+
 def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
     from simcluster.storage import loader
 
@@ -119,7 +127,7 @@ def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
     best, tried = loader.max_accelerators(s.workload, s.nvme, drives, s.config, seed=seed)
     above = [r for r in tried if r.accelerators == (best.accelerators + 1 if best else 1)]
     stop = above[0] if above else None
-    return {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "drives": drives,
+    return with_trust({"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "drives": drives,
             "au_threshold_percent": s.workload.au_threshold * 100,
             "accelerators": best.accelerators if best else 0,
             "throughput_Bps": best.throughput_MiB_per_s * MiB if best else 0.0,
@@ -128,7 +136,7 @@ def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
             "limit": stop.limit if stop else None,
             "limit_use": stop.use if stop else None,
             "notes": notes(s),
-            "tried": [_run_doc(r) for r in tried]}
+            "tried": [_run_doc(r) for r in tried]}, s)
 
 
 def _use_text(use: dict) -> str:
@@ -164,7 +172,7 @@ def simulate(s: StorageSetup, accelerators: int, drives: int, seed: int):
     check_capacity(s, drives)
     r = loader.simulate(s.workload, s.nvme, accelerators, drives, s.config, seed=seed)
     e = r.estimate
-    return {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "accelerators": r.accelerators,
+    out = {"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "accelerators": r.accelerators,
             "drives": r.drives, "steps": r.steps, "au_percent": r.au_percent, "au_threshold_percent": s.workload.au_threshold * 100,
             "au_ci_percent": _ci(e.au_ci_percent), "settled": e.settled, "window_steps": [e.first_step, e.last_step],
             "dlio_au_percent": r.dlio_au_percent, "dlio_throughput_Bps": r.dlio_throughput_samples_per_s * s.workload.record_bytes,
@@ -172,7 +180,8 @@ def simulate(s: StorageSetup, accelerators: int, drives: int, seed: int):
             "compute_per_step_s": s.workload.computation_time_s, "throughput_samples_per_s": r.throughput_samples_per_s,
             "throughput_Bps": r.throughput_MiB_per_s * MiB, "storage_stall_per_step_s": r.stall_per_step_s,
             "queue_depth": qd_stats(r), "device_throughput": {"drive": 0, **throughput_stats(r)},
-            "latency_s": {"drive": 0, **r.logs[0].latency_percentiles()}}, r
+            "latency_s": {"drive": 0, **r.logs[0].latency_percentiles()}}
+    return with_trust(out, s), r
 
 
 def simulate_text(out: dict) -> str:

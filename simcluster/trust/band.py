@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.trust.regime import Regime
-from simcluster.trust.table import LEVEL, Table, conformal_bounds, load_table
+from simcluster.trust.table import LEVEL, Table, load_table
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 
@@ -70,7 +70,7 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     pooled = table.family_rows(regime.family)
     if not pooled:
         return Trust(regime, "unvalidated", None, 0, 0)
-    return Trust(regime, "unvalidated", conformal_bounds([r.rho for r in pooled]), len(pooled),
+    return Trust(regime, "unvalidated", table.pooled_bounds(regime.family), len(pooled),
                  len({r.source for r in pooled}), pooled=True)
 
 

@@ -88,9 +88,19 @@ class Table:
         for r in residuals:
             groups.setdefault(r.regime, []).append(r)
         self.regimes = {k: RegimeRows(k, v[0].family, tuple(v)) for k, v in sorted(groups.items())}
+        families: dict[str, list[Residual]] = {}
+        for r in residuals:
+            families.setdefault(r.family, []).append(r)
+        self._families = {k: tuple(v) for k, v in families.items()}
 
     def family_rows(self, family: str) -> tuple[Residual, ...]:
-        return tuple(r for r in self.residuals if r.family == family)
+        return self._families.get(family, ())
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a table lives as long as the process: load_table caches it)
+    def pooled_bounds(self, family: str) -> tuple[float, float] | None:
+        """The family's pooled band (every held-out row of it), computed once per table."""
+        rows = self.family_rows(family)
+        return conformal_bounds([r.rho for r in rows]) if rows else None
 
     def to_json(self) -> dict:
         return {"what": "held-out residuals per regime (simcluster/trust/table.py); rho = measured / predicted as a time",
