@@ -37,6 +37,7 @@ from simcluster.dotted import set_key
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
 from simcluster.plan import cost
+from simcluster.plan.trust import VALIDATION, pessimistic
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
@@ -218,30 +219,6 @@ def _fits(sc) -> bool:
 
 def price(rows: list[dict], plan: PlanSpec) -> list[dict]:
     return cost.annotate(rows, cost.load_catalogue(plan.catalogue), plan.tokens)
-
-
-VALIDATION = "jobs[0].validation."
-
-
-def rho_high(row: dict) -> float:
-    """The slow end of a row's 80% band, as measured / predicted time (trust/band.py); 1 where the row has none."""
-    import json
-
-    try:
-        band = json.loads(row.get(VALIDATION + "measured_over_predicted_time") or "null")
-        return max(1.0, float(band[1])) if band else 1.0
-    except (ValueError, TypeError, IndexError):
-        return 1.0
-
-
-def pessimistic(row: dict) -> dict:
-    """The row with its time to train, cost and throughput at the slow end of its band (`pessimistic.*`)."""
-    rho = rho_high(row)
-    out = dict(row, **{"pessimistic.rho": rho})
-    if row.get("cost.time_to_train_s"):
-        out["pessimistic.time_to_train_s"] = row["cost.time_to_train_s"] * rho
-        out["pessimistic.cost"] = row["cost.total"] * rho       # time-priced: hours x the hourly price
-    return out
 
 
 def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated: bool = False) -> dict:
