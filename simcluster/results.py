@@ -90,13 +90,17 @@ class QperfResult:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        from simcluster.trust.band import family_trust
+        from simcluster.trust.band import least_validated, qperf_trusts
 
-        trust = family_trust("transport", "qperf")
-        bands = {test: trust.rate_band(v) if test.endswith("_bw") else trust.time_band(v) for test, v in self.predicted.items()}
-        return {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted, "predicted_band": bands,
-                "units": {test: "B/s" if test.endswith("_bw") else "s" for test in self.predicted},
-                "validation": trust.to_json()}
+        trusts = qperf_trusts(self.predicted)
+        bands = {test: trusts[test].rate_band(v) if test.endswith("_bw") else trusts[test].time_band(v)
+                 for test, v in self.predicted.items()}
+        out = {"kind": "qperf", "nic_card": self.nic_card, "predicted": self.predicted, "predicted_band": bands,
+               "units": {test: "B/s" if test.endswith("_bw") else "s" for test in self.predicted},
+               "validation_by_test": {test: t.to_json() for test, t in trusts.items()}}
+        if trusts:
+            out["validation"] = least_validated(trusts.values()).to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -108,9 +112,9 @@ class TrainingResult:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        from simcluster.trust.band import annotate, family_trust
+        from simcluster.trust.band import annotate, ddp_trust
 
-        return annotate({"kind": "training", **self.prediction.as_json()}, family_trust("ddp", "data-parallel step"),
+        return annotate({"kind": "training", **self.prediction.as_json()}, ddp_trust(self.prediction.ranks),
                         times=("step_time_s", "time_to_train_s"), rates=("samples_per_s",))
 
 

@@ -17,68 +17,30 @@ calibration/llm-host-2026-11-23, as validation/llm_single_gpu.py), and for the p
 card (models/collective/h200x2-primitives.yaml). Nothing is fitted on these runs. Step time: the median of rank 0's
 timed steps (the first stage ends a step last in both schedules); memory: torch.cuda.max_memory_allocated of each
 rank against its stage's predicted peak; a mode's memory error is over every rank.
-Target (issue 44): step time <= 8% mean |error| per mode, peak memory within 10%.
+Target (issue 44): step time <= 8% mean |error| per mode, peak memory within 10%. The plan and its prediction are
+simcluster.heldout.eager's (regime_*): the error-band table's `llm eager` family takes these runs from there.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
+from simcluster.heldout.eager import CARDS, H100, H200, MICROBATCHES, MODE_HOST, SEQ, SIZES, pct, regime_documents, regime_mode_of, regime_modes
+from simcluster.heldout.eager import regime_predict as predict
+from simcluster.llm.memory import GiB
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "validation"))
-
-from llm_single_gpu import H100, H200, host_framework, model_of, pct  # noqa: E402
-
-from simcluster.cards import load_collective  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import eager  # noqa: E402
-from simcluster.llm.comm import Network  # noqa: E402
-from simcluster.llm.memory import GiB, stage_memories  # noqa: E402
-from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
-from simcluster.runner.llm_step import PRESETS  # noqa: E402
-
-SEQ, MICROBATCHES = 2048, 4
-SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))          # preset, micro-batch
-MODES = {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
-         "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
+MODES = regime_modes()
 PLAN = [(preset, mb, mode) for preset, mb in SIZES for mode in MODES]
-CARD_2 = ROOT / "models" / "collective" / "h200x2-primitives.yaml"
-H200_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"
+CARD_2 = ROOT / CARDS[("nvlink", 2)]
+H200_HOST = MODE_HOST
 TARGET_STEP, TARGET_MEM = 8.0, 10.0
-
-
-def framework(mode: str, gpu_label: str):
-    """The layout's torch framework with the single mode's host cost of that GPU's machine kind."""
-    par = MODES[mode]
-    if gpu_label == "h200":
-        return eager.torch_framework(par, eager.fit_modes(H200_HOST)), f"host: single mode of {H200_HOST.name}"
-    base, how = host_framework("h100")
-    fw = eager.torch_framework(par)
-    return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} (llm-host-2026-11-23)"
-
-
-def predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
-    par = MODES[mode]
-    m = MICROBATCHES if par.pp > 1 else 1
-    model = model_of({"model": PRESETS[preset]}, SEQ)
-    batch = BatchSpec(mb * m, mb, "bf16")
-    gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = framework(mode, gpu_label)
-    card, _ = load_collective(CARD_2)
-    r = predict_llm(model, par, batch, gpu, Network(card, par.pp), par.pp, trace=False, framework=fw)
-    mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
-    return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
-            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
 
 
 def register(path: Path) -> None:
@@ -98,26 +60,13 @@ def register(path: Path) -> None:
 
 
 def documents(bundle: Path) -> list[dict]:
-    out = []
-    for path in sorted(bundle.glob("runs/*.json")) + sorted(bundle.glob("*.json")):
-        text = path.read_text()
-        start = text.find("{")
-        try:
-            doc = json.loads(text[start:]) if start >= 0 else None
-        except json.JSONDecodeError:
-            doc = None
-        if isinstance(doc, dict) and doc.get("tool") == "llm-step":
-            out.append(doc)
-        else:
-            print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: no llm-step document (the run failed; "
-                  "its .stderr.txt says why)")
-    return out
+    docs, failed = regime_documents(bundle)
+    for path in failed:
+        print(f"{path}: no llm-step document (the run failed; its .stderr.txt says why)")
+    return docs
 
 
-def mode_of_doc(doc: dict) -> str:
-    if doc.get("mode") == "pp":
-        return "pp-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
-    return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
+mode_of_doc = regime_mode_of
 
 
 def compare(bundle: Path) -> int:

@@ -53,6 +53,8 @@ Step time: the median of rank 0's timed steps; memory: rank 0's torch.cuda.max_m
 model's allocated peak (the job's, with DDP's first-iteration bucket rebuild, for a run's first shape; the steady
 peak for the later shapes of the same process, whose peak statistics were reset after those iterations); "comm ms":
 the predicted exposed data- and tensor-parallel communication of the step.
+The reading, mapping and prediction of the runs are simcluster.heldout.eager's (the rows the error-band table takes its
+`llm eager` family from: the sealed bundles and the eager-regimes bundle); this script prints them per bundle.
 Targets (issue 22): 5% over NVLink, 10% over sockets. A run or mode the model cannot express is printed as
 "not predicted: why"; a missing bundle is a one-line error (exit status 1).
 """
@@ -60,36 +62,23 @@ Targets (issue 22): 5% over NVLink, 10% over sockets. A run or mode the model ca
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
 
+from simcluster.cards import load_collective
+from simcluster.collectives.model import predict
+from simcluster.errors import SimclusterError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.heldout.eager import CARDS as HELDOUT_CARDS
+from simcluster.heldout.eager import DEVELOPMENT, MODE_HOST, WORLDS, Run, gpu_card_of, pct, read_runs, rows, transport_of
+from simcluster.llm import eager
+from simcluster.llm.comm import Network
+from simcluster.traces import nccl_tests
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "validation"))
-
-from llm_single_gpu import H100, H200, model_of, pct  # noqa: E402
-
-from simcluster.cards import load_collective  # noqa: E402
-from simcluster.collectives.model import predict  # noqa: E402
-from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import eager  # noqa: E402
-from simcluster.llm.comm import Network  # noqa: E402
-from simcluster.llm.framework import FrameworkSpec  # noqa: E402
-from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
-from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
-from simcluster.traces import nccl_tests  # noqa: E402
-
-BUNDLES = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23", "calibration/h200x2-llm-2gpu-socket-2026-11-23")
-# each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
-CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
-         ("nvlink", 4): "models/collective/h200x4-primitives.yaml", ("socket", 4): "models/collective/h200x4-socket.yaml"}
-WORLDS = (2, 4)
-MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
+BUNDLES = DEVELOPMENT
+CARDS = dict(HELDOUT_CARDS)    # --socket-card replaces the 2-rank socket card for this run
 READ_SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",   # session 20
                "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",  # 21
                "calibration/h200x2-llm-2gpu-sealed3-2026-11-27",  # session 22 (read at 82da8dc)
@@ -103,101 +92,6 @@ SOCKET_SWEEP = {2: "calibration/h200x2-ddp-paired-2026-11-22/all_reduce-socket.t
                 4: "calibration/h200x4-nvlink-2026-11-22/nccl-tests-socket/all_reduce_g4_socket.txt"}
 
 
-class NotPredicted(Exception):
-    """A run the model cannot express; the message says why."""
-
-
-@dataclass(frozen=True)
-class Run:
-    path: Path          # the run's folder (or the document itself)
-    doc: dict | None    # rank 0's llm-step document; None when the run left none
-    env: dict
-    failure: str = ""
-    world: int = 2      # ranks: the document's world_size, else the runner's record of the run
-
-
-def read_runs(bundle: Path) -> list[Run]:
-    """Every llm-step run of a bundle: llm-step/*/stdout.txt (with run.json beside it), or *.json at its top."""
-    if (bundle / "llm-step").is_dir():
-        logs = sorted((bundle / "llm-step").glob("*/stdout.txt"))
-    else:
-        logs = sorted(p for p in bundle.glob("*.json") if p.name != "manifest.json")
-    out = []
-    for log in logs:
-        meta_path = log.parent / "run.json" if log.name == "stdout.txt" else None
-        try:
-            meta = json.loads(meta_path.read_text()) if meta_path and meta_path.is_file() else {}
-        except json.JSONDecodeError:
-            meta = {}
-        meta = meta if isinstance(meta, dict) else {}
-        env = meta.get("env", {}) if isinstance(meta.get("env"), dict) else {}
-        text = log.read_text().strip()
-        start = text.find("{")
-        try:
-            doc = json.loads(text[start:]) if start >= 0 else None
-        except json.JSONDecodeError as exc:
-            doc, why = None, f"not an llm-step JSON document ({exc.msg})"
-        else:
-            why = "" if doc else f"no document (run status {meta.get('status', '?')}, exit {meta.get('exit_code', '?')})"
-        if doc is not None and doc.get("tool") != "llm-step":
-            doc, why = None, "not llm-step output"
-        world = doc.get("world_size", 1) if doc else meta.get("meta", {}).get("world_size", 0)
-        if world in WORLDS:
-            out.append(Run(log.parent if meta_path else log, doc, env, why, world))
-    return out
-
-
-def transport_of(bundle: Path, runs: list[Run], forced: str) -> tuple[str, str]:
-    if forced != "auto":
-        return forced, "--transport"
-    if any(r.env.get("NCCL_P2P_DISABLE") == "1" and r.env.get("NCCL_SHM_DISABLE") == "1" for r in runs):
-        return "socket", "the runs' NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"
-    if "socket" in bundle.name:
-        return "socket", "'socket' in the bundle's name"
-    return "nvlink", "no socket setting recorded"
-
-
-def mapping(doc: dict, hosts: dict | None = None) -> tuple[ParallelSpec, FrameworkSpec, int]:
-    """(parallelism, framework, data-parallel ranks) of a run's mode: the product's eager-torch framework
-    (simcluster.llm.eager) with the mode's own host cost when `hosts` has it; NotPredicted for what the model has not."""
-    if "fp32 weights" not in str(doc.get("precision", "")):
-        raise NotPredicted(f"precision {doc.get('precision')!r} is not the torch-amp framework")
-    world = doc.get("world_size")
-    par = {"ddp": ParallelSpec(dp=world), "fsdp": ParallelSpec(dp=world, zero=3), "tp": ParallelSpec(tp=world)}.get(doc.get("mode"))
-    if par is None:
-        raise NotPredicted(f"mode {doc.get('mode')!r} with {world} ranks has no mapping onto the model")
-    return par, eager.torch_framework(par, hosts), par.dp
-
-
-def rows(run: Run, gpu, net: Network, hosts: dict | None = None, net_is_socket: bool = False) -> list[dict]:
-    doc = run.doc
-    preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
-    out = []
-    for index, shape in enumerate(doc["shapes"]):
-        seq, mb = shape["seq"], shape["micro_batch"]
-        row = {"preset": preset, "mode": doc.get("mode"), "seq": seq, "mb": mb, "status": shape["status"]}
-        if shape.get("max_memory_allocated_bytes"):
-            row["meas_mem_GiB"] = shape["max_memory_allocated_bytes"] / GiB
-        if shape["status"] == "ok":
-            row["meas_ms"] = shape["median_step_s"] * 1e3
-        try:
-            par, mode_fw, dp = mapping(doc, hosts)
-            if net_is_socket:   # comm_overlap is measured over NVLink (overlap-micro); the socket transport's kernels differ
-                mode_fw = replace(mode_fw, comm_interference=False)
-            model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
-            mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
-            # the runner resets the peak before each shape: only a run's first shape holds the job's first iterations
-            row["pred_mem_GiB"], row["fits"] = (mem.allocated if index == 0 else mem.steady_allocated) / GiB, mem.fits
-            if shape["status"] == "ok":
-                r = predict_llm(model, par, batch, gpu, net, doc["world_size"], trace=False, framework=mode_fw)
-                row["pred_ms"] = r.step_time_s * 1e3
-                row["comm_ms"] = sum(r.breakdown.get(k, 0.0) for k in ("exposed_dp_comm", "exposed_tp_comm")) * 1e3
-        except (NotPredicted, SimclusterError) as exc:
-            row["why"] = str(exc)
-        out.append(row)
-    return out
-
-
 def socket_card_context(card, world: int) -> str:
     """The socket card's all_reduce at `world` ranks against a socket sweep of another lease it was not fitted on (>= 1 MiB)."""
     path = ROOT / SOCKET_SWEEP[world]
@@ -207,12 +101,6 @@ def socket_card_context(card, world: int) -> str:
             for r in nccl_tests.parse(path).rows if r.size_bytes >= 2**20]
     return (f"its {world}-rank all_reduce vs {SOCKET_SWEEP[world]} (>= 1 MiB): mean |error| {statistics.mean(errs):.1f}%, "
             f"max {max(errs):.1f}%")
-
-
-def gpu_card_of(runs: list[Run]) -> str:
-    """The interleaved card of the runs' GPU (H100 or H200, from rank 0's device name; H200 when none says)."""
-    names = {str(r.doc.get("device", {}).get("name", "")) for r in runs if r.doc}
-    return H100 if any("H100" in n for n in names) else H200
 
 
 def print_bundle(name: str, runs: list[Run], transport: str, how: str, world: int, fw_how: str,

@@ -12,7 +12,8 @@ blocks of plain and DDP steps, so the 1-GPU step is timed in the same processes 
 2. the card in models/training/ddp-h200x4.yaml (fitted on the noise session's 2-GPU runs) on the
    interleaved pairs (each 2-GPU step from the 1-GPU run just before it), on the 1-2-4 sequences (each
    2- and 4-GPU step from the sequence's 1-GPU run) and on every collect run.
-Every prediction uses the 1-GPU trace of its own session; none of the predicted runs was fitted.
+Every prediction uses the 1-GPU trace of its own session; none of the predicted runs was fitted. The rows the
+error-band table takes (the shipped card on every session it never saw) are simcluster.heldout.ddp's.
 3. the paired session: each step predicted from every rank's plain steps (the slowest rank paces a host-bound
    step), the DDP card refitted leaving one repeat, or one model, out;
 4. another machine (calibration/h200x2-ddp-paired-2026-11-22, 2 x H200, NVLink and socket, two repeats), predicted
@@ -21,7 +22,6 @@ Every prediction uses the 1-GPU trace of its own session; none of the predicted 
 
 from __future__ import annotations
 
-import functools
 import statistics
 from pathlib import Path
 
@@ -30,8 +30,8 @@ from simcluster.collectives.model import predict
 from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, predict_all
+from simcluster.heldout import ddp as heldout_ddp
 from simcluster.training import workload as W
-from simcluster.training.step import simulate_step
 
 ROOT = Path(__file__).resolve().parent.parent
 CAL = ROOT / "calibration"
@@ -39,7 +39,7 @@ CAL = ROOT / "calibration"
 
 
 def _step(w, n, card, ddp) -> float:
-    return simulate_step(w, n, lambda s: predict(card, "all_reduce", s, n).time_s, ddp).step_s
+    return heldout_ddp.step_s(w, n, card, ddp)
 
 
 def _row(label: str, t1: float | None, measured: float, pred: float) -> float:
@@ -137,16 +137,8 @@ def collect_session(ddp) -> list[float]:
     return errors
 
 
-PAIRED = CAL / "h200x4-ddp-paired-2026-11-22"
-
-
-def paired_observations(path: Path, nv, every_rank: bool = True) -> list[Observation]:
-    """The paired session's 2- and 4-GPU runs, each predicted from every rank's plain steps (the slowest rank
-    paces the step) or, with every_rank=False, from rank 0's alone (the model before session 9)."""
-    return [Observation(f"{path.stem} {r['model']} x{r['world_size']}", W.from_paired(r, str(path)), r["world_size"],
-                        lambda s, n=r["world_size"]: predict(nv, "all_reduce", s, n).time_s, r["median_step_s"],
-                        W.paired_ranks(r, str(path)) if every_rank else ())
-            for r in W.read_runs(path) if r["world_size"] > 1]
+PAIRED = heldout_ddp.PAIRED
+paired_observations = heldout_ddp.paired_observations
 
 
 def paired(ddp, nv) -> tuple[list[float], list[float]]:
@@ -201,16 +193,8 @@ def paired_leave_one_model_out(ddp, nv) -> list[float]:
     return errors
 
 
-X2 = CAL / "h200x2-ddp-paired-2026-11-22"
-
-
-@functools.cache
-def _x2_all_reduce_card(transport: str):
-    """The 2 x H200 machine's all_reduce card over one transport, fitted on its own torch.distributed sweep."""
-    from simcluster.fit.collective import fit_card
-    from simcluster.traces import nccl_tests
-
-    return fit_card([nccl_tests.parse(X2 / f"all_reduce-{transport}.txt")])[0]
+X2 = heldout_ddp.X2
+_x2_all_reduce_card = heldout_ddp.x2_all_reduce_card
 
 
 def another_machine(ddp, nv, every_rank: bool = True) -> list[float]:

@@ -62,17 +62,18 @@ def _(result: ConcurrentResult) -> str:
 @render.register
 def _(result: QperfResult) -> str:
     from simcluster.hardware.qperf_model import qperf_text
-    from simcluster.trust.band import family_trust
+    from simcluster.trust.band import qperf_trusts
 
+    trusts = {t.regime.key: t for t in qperf_trusts(result.predicted).values()}
     return (f"\nqperf predicted from NIC card {result.nic_card}:\n" + qperf_text(result.predicted)
-            + f"trust: {family_trust('transport', 'qperf').text()}\n")
+            + "".join(f"trust: {t.text()}\n" for t in trusts.values()))
 
 
 @render.register
 def _(result: TrainingResult) -> str:
-    from simcluster.trust.band import family_trust
+    from simcluster.trust.band import ddp_trust
 
-    return training_table(result.prediction) + f"  trust            {family_trust('ddp', 'data-parallel step').text()}\n"
+    return training_table(result.prediction) + f"  trust            {ddp_trust(result.prediction.ranks).text()}\n"
 
 
 @render.register

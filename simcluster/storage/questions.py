@@ -114,9 +114,9 @@ def _run_doc(r) -> dict:
 
 def with_trust(out: dict, s: StorageSetup) -> dict:
     """A storage answer with its band and validation status (trust/: storage by workload x limit)."""
-    from simcluster.trust.band import annotate, family_trust
+    from simcluster.trust.band import annotate, storage_trust
 
-    return annotate(out, family_trust("storage", f"{s.workload.model} | {out.get('limit') or 'simulated run'}"),
+    return annotate(out, storage_trust(s.workload.model, out.get("limit"), out.get("accelerators") or None),
                     rates=("throughput_Bps",))
 
 

@@ -8,6 +8,7 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import LEVEL, Table, load_table
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
+AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Trust:
         if self.rho is not None:
             out["measured_over_predicted_time"] = [round(self.rho[0], 4), round(self.rho[1], 4)]
         if self.scale_range is not None:
-            out["validated_gpus"] = [int(self.scale_range[0]), int(self.scale_range[1])]
+            out[f"validated_{self.regime.axis}"] = [int(self.scale_range[0]), int(self.scale_range[1])]
         if self.outside:
             out["outside"] = self.outside
         if self.pooled:
@@ -52,7 +53,8 @@ class Trust:
             return (f"{band}; unvalidated regime ({self.regime.key}: too few held-out rows), band from all {self.rows} "
                     f"held-out {self.regime.family} rows pooled")
         lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
-        span = "" if not self.scale_range else f", {lo} GPUs" if lo == hi else f", {lo}-{hi} GPUs"
+        unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
+        span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
         status = f"extrapolated ({self.outside})" if self.outside else "validated"
         return f"{band}; {status} on {self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
 
@@ -63,10 +65,10 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     if rows is not None and rows.enough:
         low, high = rows.scale_range
         outside = ""
-        if regime.scale is not None and not (low <= regime.scale <= high):
+        if regime.axis and regime.scale is not None and not (low <= regime.scale <= high):
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         return Trust(regime, "extrapolated" if outside else "validated", rows.bounds(), len(rows.rows), len(rows.sources),
-                     (low, high), outside)
+                     (low, high) if regime.axis else None, outside)
     pooled = table.family_rows(regime.family)
     if not pooled:
         return Trust(regime, "unvalidated", None, 0, 0)
@@ -99,9 +101,30 @@ def annotate_collective(row: dict, p, link: str) -> dict:
     return annotate(row, collective_trust(p, link), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def family_trust(family: str, key: str, scale: float | None = None) -> Trust:
-    """The trust of an answer class with no regime breakdown yet (DDP steps, storage, host transports)."""
-    return trust_of(Regime(family, f"{family} | {key}", scale))
+def ddp_trust(gpus: int) -> Trust:
+    """A DDP step's (training/) trust."""
+    from simcluster.trust.regime import ddp_regime
+
+    return trust_of(ddp_regime(gpus))
+
+
+def storage_trust(model: str, limit: str | None, accelerators: int | None) -> Trust:
+    """A storage answer's trust: the workload's model x the limit its run names, at that many accelerators."""
+    from simcluster.trust.regime import storage_regime
+
+    return trust_of(storage_regime(model, limit, accelerators))
+
+
+def qperf_trusts(tests) -> dict[str, Trust]:
+    """Each qperf test's trust, by its transport (tcp, udp, rdma_rc, ...)."""
+    from simcluster.trust.regime import transport_kind, transport_regime
+
+    return {test: trust_of(transport_regime(transport_kind(test))) for test in tests}
+
+
+def least_validated(trusts) -> Trust:
+    """The answer's weakest trust: unvalidated before extrapolated before validated (the first of equals)."""
+    return max(trusts, key=lambda t: STATUSES.index(t.status))
 
 
 def sweep_trust_lines(predictions, link: str) -> list[str]:

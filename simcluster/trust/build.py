@@ -3,7 +3,8 @@
 Sources (each a `simcluster validate` of its own): published LLM runs (`--published llm`), published multi-node
 collectives (`--published nccl`), and one-node collectives on each lent machine predicted from a kind card fitted on
 the other machines plus the machine's probe (`--held-out-machines`; the probe op's own probe sizes are left out, they
-were fitted on). Only held-out rows enter.
+were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles and the host stack's qperf-sizes
+bundles (simcluster/heldout/). Only held-out rows enter.
 
 Coverage, held out: for every row, its regime's band is rebuilt from the regime's rows of the other sources (leave
 one source out); where that leaves a band (>= MIN_ROWS rows), the row counts as covered when its rho falls inside.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from simcluster.trust.regime import collective_regime
+from simcluster.trust.regime import DDP_REGIME, collective_regime, transport_regime
 from simcluster.trust.table import Residual, Table
 
 DEFAULT_MACHINES = "calibration/h200x2-*"
@@ -54,7 +55,42 @@ def machine_residuals(held) -> list[Residual]:
     return out
 
 
-def build_table(published_folder: str | None = None, machines: list[str] | None = None) -> Table:
+def storage_residuals(rows: list[dict]) -> list[Residual]:
+    """MLPerf Storage submissions (heldout/storage.py): the throughput at the published count, a rate (rho =
+    predicted / measured); regime workload x the limit the simulated run names; each system (drive, host) a source."""
+    return [Residual("storage", f"storage | {r['model']} | {r['limit']}", f"mlperf-storage {r['system']}",
+                     f"{r['file']} runs[{r['index']}] {r['row']}", float(r["accelerators_measured"]),
+                     r["MiB_per_s_at_measured_count"] / r["MiB_per_s_measured"]) for r in rows]
+
+
+def ddp_residuals(rows: list[dict]) -> list[Residual]:
+    """DDP steps of the sessions the shipped DDP card never saw (heldout/ddp.py); each session a source."""
+    return [Residual("ddp", DDP_REGIME, f"ddp session {r['session']}", f"{r['label']} {r['transport']}", float(r["ranks"]),
+                     r["measured_s"] / r["predicted_s"]) for r in rows]
+
+
+def eager_residuals(rows: list[dict]) -> list[Residual]:
+    """Eager-PyTorch llm-step shapes of the sealed bundles (heldout/eager.py), regime by the runner's mode; each bundle
+    a source."""
+    from simcluster.trust.regime import llm_regime
+
+    out = []
+    for r in rows:
+        regime = llm_regime("torch-amp", r["tp"], r["pp"], 1, r["zero"], False, "bf16", r["gpus"])
+        out.append(Residual(regime.family, regime.key, r["bundle"], f"{r['label']} {r['transport']}", regime.scale,
+                            r["measured_s"] / r["predicted_s"]))
+    return out
+
+
+def transport_residuals(rows: list[dict]) -> list[Residual]:
+    """The host stack's cost per byte above its fit's sizes (heldout/transport.py), regime by transport kind; each
+    qperf-sizes bundle a source. No scale axis (scale 0)."""
+    return [Residual("transport", transport_regime(r["transport"]).key, r["bundle"], f"{r['side']} m={int(r['m'])} B", 0.0,
+                     r["measured"] / r["predicted"]) for r in rows]
+
+
+def build_table(published_folder: str | None = None, machines: list[str] | None = None, lab: bool = True) -> Table:
+    """Every held-out set's residuals; `lab` False leaves out the lab and storage sets (heldout/)."""
     import glob
 
     from simcluster.machine_validation import validate_held_out_machines
@@ -67,6 +103,15 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
     if paths:
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
+    if lab:
+        from simcluster.heldout import ddp, eager, storage, transport
+
+        residuals += storage_residuals(storage.held_out_rows(published_folder))
+        residuals += ddp_residuals(ddp.held_out_rows())
+        residuals += eager_residuals(eager.held_out_rows())
+        residuals += transport_residuals(transport.held_out_rows())
+        built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
+                       "llm eager": list(eager.SEALED) + [eager.REGIMES_BUNDLE], "transport": "calibration/*/qperf-sizes"}
     return Table(residuals, built_from)
 
 

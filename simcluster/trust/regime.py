@@ -6,7 +6,11 @@ accuracy there, plus one scale axis (GPUs) checked against the range the regime 
   collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
               across nodes, whose rows are pooled apart
 The parallelism family is the riskiest one the configuration uses, in this order: MoE (experts), CP (cp > 1),
-ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2.
+ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2; eager PyTorch's (family `llm eager`) is the runner's mode:
+FSDP, PP, TP x DP, TP, DDP, single.
+  ddp         one key (data-parallel step)                       (axis: GPUs)
+  storage     workload x the limit the run names                 (axis: accelerators)
+  transport   transport kind (tcp, udp) x side                   (axis: none)
 """
 
 from __future__ import annotations
@@ -47,9 +51,27 @@ def parallel_family(tp: int, pp: int, cp: int, zero: int, moe: bool) -> str:
     return "DP/ZeRO-1/2"
 
 
+def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> str:
+    """Eager PyTorch's parallelism as the llm-step runner's modes name it: FSDP (FSDP2), PP (torch.distributed.
+    pipelining), TP x DP (a 2-D mesh), TP (DTensor), DDP, single (one GPU); MoE and CP as parallel_family names them."""
+    if moe or cp > 1:
+        return parallel_family(tp, pp, cp, zero, moe)
+    if zero >= 3:
+        return "FSDP"
+    if pp > 1:
+        return "PP"
+    if tp > 1:
+        return "TP x DP" if gpus > tp else "TP"
+    return "DDP" if gpus > 1 else "single"
+
+
 def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int) -> Regime:
-    key = f"llm | {framework_family(framework)} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}"
-    return Regime("llm", key, float(gpus))
+    """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`: its rows
+    are lab steps on 1-4 GPUs, host-bound in ways the Megatron runs at scale are not, so the two are pooled apart."""
+    fw = framework_family(framework)
+    if fw == "PyTorch eager":
+        return Regime("llm eager", f"llm | {fw} | {eager_mode(tp, pp, cp, zero, moe, gpus)} | {precision}", float(gpus))
+    return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
 
 
 def llm_regime_of(model, par, batch, framework: str) -> Regime:
@@ -66,3 +88,28 @@ def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ran
     ops = "all_reduce" if op == "all_reduce" else "all_gather/reduce_scatter" if op in ("all_gather", "reduce_scatter") else op
     family = "collective one node" if link == "nvlink" else "collective across nodes"
     return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))
+
+
+DDP_REGIME = "ddp | data-parallel step"
+
+
+def ddp_regime(gpus: int) -> Regime:
+    """A DDP step (training/): one regime, GPUs as its axis."""
+    return Regime("ddp", DDP_REGIME, float(gpus))
+
+
+def storage_regime(model: str, limit: str | None, accelerators: int | None) -> Regime:
+    """A storage answer: the workload's model x the limit its run names (drive, threads, ...); accelerators its axis."""
+    return Regime("storage", f"storage | {model} | {limit or 'simulated run'}",
+                  None if accelerators is None else float(accelerators), "accelerators")
+
+
+def transport_kind(test: str) -> str:
+    """A qperf test's transport: tcp_bw -> tcp, udp_lat -> udp, rc_bw -> rdma_rc, ud_lat -> rdma_ud."""
+    head = test.split("_")[0]
+    return {"rc": "rdma_rc", "ud": "rdma_ud", "uc": "rdma_uc"}.get(head, head)
+
+
+def transport_regime(kind: str) -> Regime:
+    """A host transport (tcp, udp, rdma_rc, ...): no scale axis."""
+    return Regime("transport", f"transport | {kind}", None, "")

@@ -1,0 +1,302 @@
+"""Eager PyTorch llm-step runs (torch-amp: fp32 weights under bf16 autocast, fused AdamW) on 1, 2 and 4 H200 GPUs,
+predicted from each run's architecture, sequence, micro-batch and mode alone: the interleaved GPU card (fitted on
+gpu-micro only), the eager host cost of the run's own mode (fitted on hidden-128 decoders, never on these steps), and
+the NVLink or socket collective card of that many ranks. Nothing is fitted on these runs.
+
+Modes onto the model (validation/llm_two_gpu.py's docstring says what each cannot express):
+  ddp    ParallelSpec(dp=world)            fsdp  ParallelSpec(dp=world, zero=3)      tp  ParallelSpec(tp=world)
+  pp     ParallelSpec(pp=2, gpipe or 1f1b), 4 micro-batches (calibration/llm-eager-regimes-2026-11-28)
+  single ParallelSpec(), with or without activation checkpointing (recompute full)
+
+Which bundles are held out (SEALED): the sealed sets, each registered before it was collected, and the eager-regimes
+bundle. The three first 2-GPU bundles (DEVELOPMENT) are left out: mechanisms were added after seeing them. The sealed
+sets were each read once as registered and may have been looked at since (docs/models/llm-findings.md): the model was
+never fitted on them, but their coverage is the optimistic side of held out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+H100, H200 = "models/gpu/h100-sxm-interleaved.yaml", "models/gpu/h200-sxm-interleaved.yaml"
+DEVELOPMENT = ("calibration/h200x2-llm-2gpu-2026-11-23", "calibration/h200x2-llm-2gpu-tp-2026-11-23",
+               "calibration/h200x2-llm-2gpu-socket-2026-11-23")
+SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-llm-2gpu-sealed-socket-2026-11-23",
+          "calibration/h200x2-llm-2gpu-sealed2-2026-11-23", "calibration/h200x2-llm-2gpu-sealed2-socket-2026-11-23",
+          "calibration/h200x2-llm-2gpu-sealed3-2026-11-27", "calibration/h200x2-llm-2gpu-sealed6-2026-11-27-ddp",
+          "calibration/h200x2-llm-2gpu-sealed6-2026-11-27", "calibration/h200x4-llm-4gpu-sealed4-2026-11-27-ddp",
+          "calibration/h200x4-llm-4gpu-sealed4-2026-11-27", "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27",
+          "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27-tp", "calibration/h200x4-llm-4gpu-sealed5-socket-tp-2026-11-27")
+REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
+# each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
+CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
+         ("nvlink", 4): "models/collective/h200x4-primitives.yaml", ("socket", 4): "models/collective/h200x4-socket.yaml"}
+WORLDS = (2, 4)
+MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's eager host cost on a 2 x H200 host
+H100_HOST = ROOT / "calibration" / "llm-host-2026-11-23"            # the single mode's on an H100 host
+SEQ, MICROBATCHES = 2048, 4
+SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))                      # the eager-regimes bundle's preset, micro-batch
+
+
+class NotPredicted(Exception):
+    """A run the model cannot express; the message says why."""
+
+
+def pct(pred: float, meas: float) -> float:
+    return (pred - meas) / meas * 100
+
+
+def model_of(doc: dict, seq: int):
+    from simcluster.llm.spec import TransformerSpec
+
+    m = doc["model"]
+    return TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], seq,
+                           tied_embeddings=bool(m["tied"]))
+
+
+def regime_modes():
+    from simcluster.llm.spec import ParallelSpec
+
+    return {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
+            "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path          # the run's folder (or the document itself)
+    doc: dict | None    # rank 0's llm-step document; None when the run left none
+    env: dict
+    failure: str = ""
+    world: int = 2      # ranks: the document's world_size, else the runner's record of the run
+
+
+def _document(text: str) -> tuple[dict | None, str]:
+    start = text.find("{")
+    try:
+        doc = json.loads(text[start:]) if start >= 0 else None
+    except json.JSONDecodeError as exc:
+        return None, f"not an llm-step JSON document ({exc.msg})"
+    if doc is not None and (not isinstance(doc, dict) or doc.get("tool") != "llm-step"):
+        return None, "not llm-step output"
+    return doc, ""
+
+
+def read_runs(bundle: Path, worlds: tuple[int, ...] = WORLDS) -> list[Run]:
+    """Every llm-step run of a bundle with a world size in `worlds`: llm-step/*/stdout.txt (run.json beside it), or
+    *.json at its top, or runs/*.json."""
+    if (bundle / "llm-step").is_dir():
+        logs = sorted((bundle / "llm-step").glob("*/stdout.txt"))
+    else:
+        logs = sorted(p for p in [*bundle.glob("*.json"), *bundle.glob("runs/*.json")] if p.name != "manifest.json")
+    out = []
+    for log in logs:
+        meta_path = log.parent / "run.json" if log.name == "stdout.txt" else None
+        try:
+            meta = json.loads(meta_path.read_text()) if meta_path and meta_path.is_file() else {}
+        except json.JSONDecodeError:
+            meta = {}
+        meta = meta if isinstance(meta, dict) else {}
+        env = meta.get("env", {}) if isinstance(meta.get("env"), dict) else {}
+        doc, why = _document(log.read_text().strip())
+        if doc is None and not why:
+            why = f"no document (run status {meta.get('status', '?')}, exit {meta.get('exit_code', '?')})"
+        world = doc.get("world_size", 1) if doc else meta.get("meta", {}).get("world_size", 0)
+        if world in worlds:
+            out.append(Run(log.parent if meta_path else log, doc, env, why, world))
+    return out
+
+
+def transport_of(bundle: Path, runs: list[Run], forced: str = "auto") -> tuple[str, str]:
+    if forced != "auto":
+        return forced, "--transport"
+    if any(r.env.get("NCCL_P2P_DISABLE") == "1" and r.env.get("NCCL_SHM_DISABLE") == "1" for r in runs):
+        return "socket", "the runs' NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"
+    if "socket" in bundle.name:
+        return "socket", "'socket' in the bundle's name"
+    return "nvlink", "no socket setting recorded"
+
+
+def mapping(doc: dict, hosts: dict | None = None):
+    """(parallelism, framework, data-parallel ranks) of a DDP / FSDP / TP run: the product's eager-torch framework with
+    the mode's own host cost when `hosts` has it; NotPredicted for what the model has not."""
+    from simcluster.llm import eager
+    from simcluster.llm.spec import ParallelSpec
+
+    if "fp32 weights" not in str(doc.get("precision", "")):
+        raise NotPredicted(f"precision {doc.get('precision')!r} is not the torch-amp framework")
+    world = doc.get("world_size")
+    par = {"ddp": ParallelSpec(dp=world), "fsdp": ParallelSpec(dp=world, zero=3), "tp": ParallelSpec(tp=world)}.get(doc.get("mode"))
+    if par is None:
+        raise NotPredicted(f"mode {doc.get('mode')!r} with {world} ranks has no mapping onto the model")
+    return par, eager.torch_framework(par, hosts), par.dp
+
+
+def rows(run: Run, gpu, net, hosts: dict | None = None, net_is_socket: bool = False) -> list[dict]:
+    """One row per shape of a DDP / FSDP / TP run: measured and predicted step (ms) and memory (GiB), or `why` not."""
+    from simcluster.errors import SimclusterError
+    from simcluster.llm.memory import GiB, memory_per_gpu
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec
+
+    doc = run.doc
+    preset = doc["model"].get("preset") or f"{doc['model']['layers']}L/h{doc['model']['hidden']}"
+    out = []
+    for index, shape in enumerate(doc["shapes"]):
+        seq, mb = shape["seq"], shape["micro_batch"]
+        row = {"preset": preset, "mode": doc.get("mode"), "seq": seq, "mb": mb, "status": shape["status"], "world": run.world}
+        if shape.get("max_memory_allocated_bytes"):
+            row["meas_mem_GiB"] = shape["max_memory_allocated_bytes"] / GiB
+        if shape["status"] == "ok":
+            row["meas_ms"] = shape["median_step_s"] * 1e3
+        try:
+            par, mode_fw, dp = mapping(doc, hosts)
+            if net_is_socket:   # comm_overlap is measured over NVLink (overlap-micro); the socket transport's kernels differ
+                mode_fw = replace(mode_fw, comm_interference=False)
+            model, batch = model_of(doc, seq), BatchSpec(mb * dp, mb, "bf16")
+            mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, mode_fw)
+            # the runner resets the peak before each shape: only a run's first shape holds the job's first iterations
+            row["pred_mem_GiB"], row["fits"] = (mem.allocated if index == 0 else mem.steady_allocated) / GiB, mem.fits
+            row["parallel"] = par
+            if shape["status"] == "ok":
+                r = predict_llm(model, par, batch, gpu, net, doc["world_size"], trace=False, framework=mode_fw)
+                row["pred_ms"] = r.step_time_s * 1e3
+                row["comm_ms"] = sum(r.breakdown.get(k, 0.0) for k in ("exposed_dp_comm", "exposed_tp_comm")) * 1e3
+        except (NotPredicted, SimclusterError) as exc:
+            row["why"] = str(exc)
+        out.append(row)
+    return out
+
+
+def gpu_card_of(runs: list[Run]) -> str:
+    """The interleaved card of the runs' GPU (H100 or H200, from rank 0's device name; H200 when none says)."""
+    names = {str(r.doc.get("device", {}).get("name", "")) for r in runs if r.doc}
+    return H100 if any("H100" in n for n in names) else H200
+
+
+def bundle_rows(bundle: Path, hosts: dict | None, transport: str = "auto") -> list[dict]:
+    """Every DDP / FSDP / TP shape of a 2- or 4-GPU bundle predicted (rows(); the transport and cards chosen here)."""
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.comm import Network
+
+    runs = read_runs(bundle)
+    kind, _ = transport_of(bundle, runs, transport)
+    out = []
+    for world in sorted({r.world for r in runs}):
+        same = [r for r in runs if r.world == world and r.doc is not None]
+        card, _ = load_collective(ROOT / CARDS[(kind, world)])
+        gpu, _ = load_gpu(ROOT / gpu_card_of(same))
+        net = Network(card, world)
+        out += [{**r, "transport": kind} for run in same for r in rows(run, gpu, net, hosts, kind == "socket")]
+    return out
+
+
+def h100_host_framework():
+    """TORCH_AMP with the host cost per kernel and per step fitted on the H100 machine's tiny-decoder steps."""
+    from simcluster.llm import host
+    from simcluster.llm.framework import TORCH_AMP
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    points, kernels = [], None
+    for path in sorted(H100_HOST.glob("h100-L*.json")):
+        doc = json.loads(path.read_text())
+        for shape in doc["shapes"]:
+            if shape["status"] == "ok":
+                kernels = host.layer_kernels(model_of(doc, shape["seq"]), ParallelSpec(),
+                                             BatchSpec(shape["micro_batch"], shape["micro_batch"]), TORCH_AMP)
+                points.append((doc["model"]["layers"], shape["median_step_s"]))
+    if not points:
+        return TORCH_AMP, "no host measurement: GPU-bound only"
+    c, a = host.fit_host(points, kernels)
+    return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
+
+
+def regime_framework(mode: str, gpu_label: str):
+    """An eager-regimes layout's torch framework with the single mode's host cost of that GPU's machine kind."""
+    from simcluster.llm import eager
+
+    par = regime_modes()[mode]
+    if gpu_label == "h200":
+        return eager.torch_framework(par, eager.fit_modes(MODE_HOST)), f"host: single mode of {MODE_HOST.name}"
+    base, how = h100_host_framework()
+    fw = eager.torch_framework(par)
+    return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
+
+
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown."""
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.comm import Network
+    from simcluster.llm.memory import GiB, stage_memories
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_step import PRESETS
+
+    par = regime_modes()[mode]
+    m = MICROBATCHES if par.pp > 1 else 1
+    model = model_of({"model": PRESETS[preset]}, SEQ)
+    batch = BatchSpec(mb * m, mb, "bf16")
+    gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
+    fw, how = regime_framework(mode, gpu_label)
+    card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
+    r = predict_llm(model, par, batch, gpu, Network(card, par.pp), par.pp, trace=False, framework=fw)
+    mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
+    return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
+            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
+
+
+def regime_mode_of(doc: dict) -> str:
+    if doc.get("mode") == "pp":
+        return "pp-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
+    return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
+
+
+def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:
+    """The llm-step documents of an eager-regimes bundle, and a line per file that holds none (the run failed)."""
+    docs, failed = [], []
+    for path in sorted(bundle.glob("runs/*.json")) + sorted(bundle.glob("*.json")):
+        doc, _ = _document(path.read_text())
+        (docs.append(doc) if doc is not None else failed.append(str(path)))
+    return docs, failed
+
+
+def held_out_rows() -> list[dict]:
+    """Every timed shape of the held-out bundles: SEALED predicted with today's model, then the eager-regimes bundle
+    against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport}."""
+    from simcluster.llm import eager
+
+    hosts = eager.fit_modes(MODE_HOST)
+    out = []
+    for name in SEALED:
+        for r in bundle_rows(ROOT / name, hosts):
+            if "pred_ms" in r and "meas_ms" in r:
+                par = r["parallel"]
+                out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
+                            "gpus": r["world"], "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": r["transport"],
+                            "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
+    return out + registered_rows(ROOT / REGIMES_BUNDLE)
+
+
+def registered_rows(bundle: Path) -> list[dict]:
+    """The eager-regimes bundle's runs against the predictions registered before they ran (registered.yaml): the
+    model changed after that read (the pipeline's memory), so the registered step is the held-out one."""
+    from simcluster.strict import load_yaml
+
+    registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in load_yaml(bundle / "registered.yaml")["runs"]}
+    docs, _ = regime_documents(bundle)
+    out = []
+    for doc in docs:
+        mode, preset = regime_mode_of(doc), doc["model"].get("preset")
+        gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
+        for shape in doc["shapes"]:
+            reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
+            if reg is None or shape["status"] != "ok":
+                continue                                    # the smoke and host runs: not registered
+            par = regime_modes()[mode]
+            out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
+                        "gpus": max(1, par.pp), "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": "nvlink",
+                        "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3})
+    return out

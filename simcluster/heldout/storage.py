@@ -1,0 +1,77 @@
+"""MLPerf Storage closed submissions predicted from what each submission states: the drive's specification (a card
+per drive, models/nvme/), the workload with the run's reader overrides and dataset size, the host's memory as page
+cache. Nothing is fitted on these rows.
+
+Per row: the steady-state throughput simulated at the published accelerator count (the question `storage simulate`
+answers) against the published MiB/s, and, when asked, the count `storage max-accelerators` answers."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb"}
+PAGE_CACHE_BYTES = 256 * 2**30     # the systems' mem=256G boot option
+IO_SIZE = 4 * 2**20                # simcluster's default read size (storage --io-size)
+PATTERN = "mlperf-storage-*.yaml"
+
+
+def published_files(folder: str | Path | None = None) -> list[Path]:
+    return sorted((Path(folder) if folder else ROOT / "calibration" / "published").glob(PATTERN))
+
+
+def read_runs(path: Path) -> list[dict]:
+    """A published storage file's runs (one-line error naming the file when it is not one)."""
+    from simcluster.errors import SimclusterError
+    from simcluster.strict import load_yaml
+
+    doc = load_yaml(path)
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise SimclusterError("expected a `runs:` list of published storage runs", where=str(path))
+    return runs
+
+
+def workload_of(row: dict):
+    from simcluster.storage import dlio_workload
+
+    w = dlio_workload.load(ROOT / "scenarios" / "workloads" / f"{row['workload']}.yaml")
+    reader = row["reader"]
+    return dataclasses.replace(w, path=f"{row['system']}/{row['workload']}", num_files=row["num_files_train"],
+                               samples_per_file=row["samples_per_file"], read_threads=reader["read_threads"],
+                               prefetch=reader["prefetch_size"])
+
+
+def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
+    """One submission predicted: throughput at its accelerator count; with `search`, also the max-accelerators answer."""
+    from simcluster.cards import load_nvme
+    from simcluster.storage import loader
+
+    w = workload_of(row)
+    nvme, _ = load_nvme(ROOT / "models" / "nvme" / f"{CARDS[row['drive']]}.yaml")
+    config = loader.LoaderConfig(io_size=IO_SIZE, cache_bytes=PAGE_CACHE_BYTES)
+    m = row["measured"]
+    t0 = time.perf_counter()
+    at = loader.simulate(w, nvme, m["accelerators"], 1, config, seed=seed)
+    out = {"row": f"{row['system'].split('_')[1]} {row['workload']}", "system": row["system"], "model": w.model,
+           "accelerators_measured": m["accelerators"], "MiB_per_s_measured": m["throughput_MiB_per_s"],
+           "MiB_per_s_at_measured_count": at.throughput_MiB_per_s, "au_at_measured_count": at.au_percent,
+           "error_at_measured_count": at.throughput_MiB_per_s / m["throughput_MiB_per_s"] - 1, "limit": at.limit}
+    if search:
+        best, _ = loader.max_accelerators(w, nvme, 1, config, seed=seed)
+        n, mib = (best.accelerators, best.throughput_MiB_per_s) if best else (0, 0.0)
+        out |= {"accelerators_predicted": n, "accelerators_error": n / m["accelerators"] - 1, "MiB_per_s_predicted": mib,
+                "MiB_per_s_error": mib / m["throughput_MiB_per_s"] - 1}
+    out["wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def held_out_rows(folder: str | Path | None = None) -> list[dict]:
+    """Every published submission predicted at its own accelerator count, with the file it came from."""
+    out = []
+    for path in published_files(folder):
+        for i, row in enumerate(read_runs(path)):
+            out.append({**predict(row), "file": path.stem, "index": i})
+    return out

@@ -1,0 +1,30 @@
+"""The host stack's cost per byte at message sizes its fit never saw (fit/host_stack.py, the qperf-sizes tool): per
+bundle and (transport, side), the cost c(m) = a + b / m fitted on the sizes m <= host_stack.SPLIT and predicted at
+every larger size, against the measured core-seconds per byte. A bundle is one session (one lab configuration, one
+day): the unit a held-out check leaves out together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def bundles(folder: str | Path | None = None) -> list[Path]:
+    """The qperf-sizes bundles under calibration/ (each a folder with a qperf-sizes/ sub-folder)."""
+    base = Path(folder) if folder else ROOT / "calibration"
+    return sorted(p.parent for p in base.glob("*/qperf-sizes") if p.is_dir())
+
+
+def held_out_rows(folder: str | Path | None = None) -> list[dict]:
+    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range."""
+    from simcluster.fit import host_stack
+
+    out = []
+    for bundle in bundles(folder):
+        samples, _ = host_stack.bundle_samples(bundle)
+        for (transport, side), costs in host_stack.medians(samples).items():
+            _, rows = host_stack.held_out(costs)
+            out += [{"bundle": bundle.name, "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
+                     "predicted": r["predicted"]} for r in rows if r["measured"] > 0 and r["predicted"] > 0]
+    return out
