@@ -12,7 +12,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.llm.job import LlmJob
-from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_nic
+from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_nic, network_link
 from simcluster.network.builders import fabric_tiers, machine_platform
 from simcluster.network.platform import Platform
 from simcluster.results import (
@@ -88,7 +88,7 @@ def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str |
     return [predict(params, op, size, ranks, host_launch=host_launch) for size in size_list], None
 
 
-def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
+def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma") -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
     import numpy as np
 
@@ -104,7 +104,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob) -> ConcurrentResult:
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
                                   predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs, link=cluster.nic.transport)
+    return ConcurrentResult(job, runs, link=link)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -137,7 +137,7 @@ def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
-    return run_concurrent(context.cluster(), job)
+    return run_concurrent(context.cluster(), job, network_link(scenario.machine))
 
 
 def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
@@ -158,7 +158,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.onloaded else ""))
-        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=cluster.nic.transport)
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=network_link(m))
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain

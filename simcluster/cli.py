@@ -395,6 +395,9 @@ def cmd_sweep(args) -> int:
         print(f"{summary.points} points: {summary.already} already stored, {summary.ran} ran ({summary.ok} ok, "
               f"{summary.failed} failed), {summary.invalid} invalid; {summary.parts} part files in {summary.folder} "
               f"({summary.wall_s:.1f} s)")
+        if summary.statuses:
+            print("validation of the answers computed now: " + ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items()))
+                  + " (each row's 80% band: the jobs[i].<key>_band columns)")
     return EXIT_PARTIAL if summary.problems else 0
 
 
@@ -415,8 +418,8 @@ def cmd_plan(args) -> int:
               f"{s.ran} ran in {s.wall_s:.1f} s")
         sys.stdout.write(search.answer_text(result.answer))
     for path in write_documents(args.output, docs):
-        if path.suffix in (".html", ".json"):
-            print(f"wrote {path}")
+        if path.suffix in (".html", ".json"):   # with --json, stdout is the answer alone
+            print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
     return EXIT_PARTIAL if result.summary.problems else 0
 
 

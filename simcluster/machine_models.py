@@ -28,6 +28,19 @@ def machine_nic(machine: Machine):
     return nic, card
 
 
+def network_link(machine: Machine) -> str:
+    """The link a collective of the whole machine crosses, as its trust regime names it: 'nvlink' (one NVLink domain),
+    else the NIC's transport and fabric (trust/regime.fabric_link: 'rdma-ib', 'rdma-efa', 'rdma-roce', 'tcp')."""
+    from pathlib import Path
+
+    from simcluster.trust.regime import fabric_link
+
+    if machine.domains == 1 or machine.nic is None:
+        return "nvlink"
+    nic, card = load_nic(machine.nic.card)
+    return fabric_link(nic.transport, str(card.get("name") or Path(machine.nic.card).stem))
+
+
 def build_platform(machine: Machine, nvlink_Bps: float) -> Platform:
     """The machine as one Platform: every NVLink domain (one node's, or several nodes' with machine.nvlink_domain;
     ports at nvlink_Bps, the collective card's link rate) and, across domains, the fabric of the machine's NICs (a

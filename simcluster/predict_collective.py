@@ -122,8 +122,9 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
 def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, max_size: str, factor: int,
                    algorithm: str | None) -> CollectiveSweepResult:
     from simcluster.build import sweep_result
-    from simcluster.cards import load_card, load_nic
+    from simcluster.cards import load_card
     from simcluster.collectives.schedule import canonical_op
+    from simcluster.machine_models import network_link
 
     op = canonical_op(op)
     m = sc.machine
@@ -137,6 +138,6 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     result = sweep_result(sc, job)
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
-    link = "nvlink" if m.domains == 1 or m.nic is None else load_nic(m.nic.card)[0].transport
+    link = network_link(m)
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [],
                                  result.predictions, result.description, link, label)

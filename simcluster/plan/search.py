@@ -26,6 +26,7 @@ not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (pl
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -264,8 +265,21 @@ def _brief(row: dict | None) -> dict | None:
             "jobs[0].goodput_steady", "jobs[0].mtbf_s", "jobs[0].caveats",
             "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency",
             "pessimistic.rho", "pessimistic.time_to_train_s", "pessimistic.cost", VALIDATION + "status", VALIDATION + "regime",
-            VALIDATION + "outside")
-    return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None}}
+            VALIDATION + "rows", VALIDATION + "sources", VALIDATION + "outside", VALIDATION + "band_from")
+    bands = {k: _band_value(v) for k, v in row.items() if k.startswith("jobs[0].") and k.endswith("_band") and v is not None}
+    counts = {k: int(row[k]) for k in (VALIDATION + "rows", VALIDATION + "sources") if isinstance(row.get(k), float)}
+    return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None},
+            **bands, **counts}
+
+
+def _band_value(value):
+    """A stored band ([low, high], a JSON string in the results' Parquet) as a list."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str | None = None, progress=None,

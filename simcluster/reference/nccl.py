@@ -181,7 +181,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s) for s in sizes]
             predicted, chosen = _predict(cluster, run["op"], sizes, algorithms, peak)
-            regime = _regime(cluster, run["op"], chosen, max(sizes or peak), nodes * per_node)
+            regime = _regime(cluster, _link(scenario, nodes), run["op"], chosen, max(sizes or peak), nodes * per_node)
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
@@ -191,12 +191,19 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
     return rows
 
 
-def _regime(cluster, op: str, chosen: str, size: int, ranks: int):
+def _link(scenario: Path, nodes: int) -> str:
+    from simcluster.machine_models import network_link
+    from simcluster.scenario import load_variants
+
+    return network_link(load_variants(scenario, nodes)[0][1].machine)
+
+
+def _regime(cluster, link: str, op: str, chosen: str, size: int, ranks: int):
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.schedule import canonical_op
     from simcluster.trust.regime import collective_regime
 
-    link = "nvlink" if isinstance(cluster, NvlinkDomain) else cluster.nic.transport
+    link = "nvlink" if isinstance(cluster, NvlinkDomain) else link
     return collective_regime(canonical_op(op), chosen.split("/")[0], size, link, ranks)
 
 

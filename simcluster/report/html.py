@@ -222,7 +222,8 @@ def _fmt(value) -> str:
 
 COLUMNS = (("machine.gpus", "GPUs"), ("jobs[0].step_time_s", "step s"), ("jobs[0].mfu", "MFU"),
            ("jobs[0].memory_per_gpu_GiB.total", "memory GiB"), ("cost.time_to_train_s", "days"),
-           ("cost.total", "cost"), ("cost.energy_kWh", "energy MWh"), ("cost.per_hour", "per hour"))
+           ("cost.total", "cost"), ("cost.energy_kWh", "energy MWh"), ("cost.per_hour", "per hour"),
+           ("jobs[0].validation.status", "validation (80% band)"))
 
 
 def _table(rows: list[dict], key: str | None, unit: str) -> str:
@@ -237,6 +238,11 @@ def _table(rows: list[dict], key: str | None, unit: str) -> str:
                 v = v / 86400
             if k == "cost.energy_kWh" and v is not None:
                 v = v / 1000
+            if k == "jobs[0].validation.status" and v is not None:
+                rho = band(r, "jobs[0].step_time_s")
+                step = r.get("jobs[0].step_time_s")
+                if rho and step:
+                    v = f"{v}, step {(rho[0] / step - 1) * 100:+.0f}%..{(rho[1] / step - 1) * 100:+.0f}%"
             cells.append(html.escape(_fmt(v)))
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
@@ -292,4 +298,13 @@ def _answer(a: dict) -> str:
     if f:
         out.append(f"<p>Fastest: {html.escape(label(f))}, {duration(f['cost.time_to_train_s'])}, "
                    f"{f['cost.total']:,.0f} {html.escape(str(f.get('cost.currency', '')))}.</p>")
+    for row, name in ((c, "Cheapest"), (f, "Fastest")):
+        status = (row or {}).get("jobs[0].validation.status")
+        if status:
+            outside = row.get("jobs[0].validation.outside")
+            out.append(f"<p>{name}: {html.escape(status)}{' (' + html.escape(outside) + ')' if outside else ''}, regime "
+                       f"{html.escape(str(row.get('jobs[0].validation.regime')))}; ranked at the slow end of its 80% band.</p>")
+    if a.get("excluded_unvalidated"):
+        out.append(f"<p>Left out: {sum(a['excluded_unvalidated'].values())} configurations in regimes never validated ("
+                   + html.escape("; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items()))) + ").</p>")
     return "\n".join(out)

@@ -40,10 +40,14 @@ class SweepSummary:
     parts: int               # part files written now
     wall_s: float
     problems: list[str] = field(default_factory=list)
+    statuses: dict = field(default_factory=dict)   # validation status -> answers (jobs) of the points computed now
 
     def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in ("folder", "points", "already", "ran", "ok", "invalid", "failed", "parts",
-                                              "wall_s")}
+        out = {k: getattr(self, k) for k in ("folder", "points", "already", "ran", "ok", "invalid", "failed", "parts",
+                                             "wall_s")}
+        out["validation"] = {"status_counts": dict(sorted(self.statuses.items())),
+                             "bands": "each stored row's jobs[i].<key>_band columns (80%) and jobs[i].validation.*"}
+        return out
 
 
 @lru_cache(maxsize=256)
@@ -155,8 +159,10 @@ def _client(workers: int, scheduler: str | None):
 
 def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = None, workers: int = 2,
         scheduler: str | None = None, chunk: int | None = None, flush_rows: int = 1000, flush_s: float = 10.0,
-        progress=sys.stderr, extra_manifest: dict | None = None) -> SweepSummary:
-    """Every point of `sweep` (or `points`) not yet in the store at `out`, computed and stored."""
+        progress=None, extra_manifest: dict | None = None) -> SweepSummary:
+    """Every point of `sweep` (or `points`) not yet in the store at `out`, computed and stored; progress on `progress`
+    (default: sys.stderr as it is at the call, not at import)."""
+    progress = sys.stderr if progress is None else progress
     if not 0 <= workers <= MAX_WORKERS:
         raise SimclusterError(f"--workers {workers}: expected 0 to {MAX_WORKERS}")
     if chunk is not None and not 1 <= chunk <= 100_000:
@@ -188,6 +194,7 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         bar = _Progress(len(runnable), progress)
         items = [(p.hash, _params(p, types), p.scenario) for p in runnable]
         failed = ok = 0
+        statuses: dict[str, int] = {}
         problems = [f"invalid point {dict(p.params)}: {p.error}" for p in invalid]
         try:
             for rows in _execute(items, workers, scheduler, chunk):
@@ -196,6 +203,9 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
                     raise SimclusterError(stale["error"], where=str(folder),
                                           hint="stored points are kept; run again once every worker has the driver's code")
                 for r in rows:
+                    for key, value in r.items():
+                        if key.endswith(".validation.status") and isinstance(value, str):
+                            statuses[value] = statuses.get(value, 0) + 1
                     if r["status"] == "ok":
                         ok += 1
                     else:
@@ -213,7 +223,7 @@ def run(sweep: spec_module.SweepFile, out: str | Path, points: list | None = Non
         writer.flush()
         bar.add(0, failed, force=True)
     return SweepSummary(str(folder), len(pts), len(pts) - len(todo), ok + failed, ok, len(invalid), failed,
-                        writer.written, time.perf_counter() - start, problems)
+                        writer.written, time.perf_counter() - start, problems, statuses)
 
 
 def _keys(sweep, pts) -> list:

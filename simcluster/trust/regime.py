@@ -4,7 +4,8 @@ A regime is a family (llm, collective, storage, transport) and a key of the few 
 accuracy there, plus one scale axis (GPUs) checked against the range the regime was validated on:
   llm         framework x parallelism family x precision       (axis: GPUs)
   collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
-              across nodes, whose rows are pooled apart
+              across nodes, whose rows are pooled apart; across nodes the link is the transport and, for RDMA, the
+              fabric (EFA, InfiniBand, RoCE: fabric_link)
 The parallelism family is the riskiest one the configuration uses, in this order: MoE (experts), CP (cp > 1),
 ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2; eager PyTorch's (family `llm eager`) is the runner's mode:
 FSDP, PP, TP x DP, TP, DDP, single.
@@ -83,8 +84,23 @@ def size_band(size_bytes: float) -> str:
     return next(name for low, high, name in SIZE_BANDS if low <= size_bytes < high)
 
 
+FABRIC_KINDS = (("efa", "efa"), ("infiniband", "ib"), ("ib", "ib"), ("roce", "roce"))
+
+
+def fabric_link(transport: str, nic_name: str) -> str:
+    """The link across nodes of a regime: the NIC's transport, and for RDMA the fabric the NIC card names (its name's
+    dash-separated words: efa-400g -> rdma-efa, ib-ndr-400g -> rdma-ib, oci-roce-200g -> rdma-roce). AWS's EFA (SRD,
+    libfabric), InfiniBand and RoCE differ in the physics the fabric model leaves out (congestion control, multipath,
+    the provider's software path), and their held-out rows differ accordingly (docs/models/trust.md). A card naming
+    none keeps the bare transport: a regime with no rows, answered unvalidated."""
+    if transport != "rdma":
+        return transport
+    words = set(nic_name.lower().replace("_", "-").split("-"))
+    return next((f"rdma-{kind}" for word, kind in FABRIC_KINDS if word in words), transport)
+
+
 def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int) -> Regime:
-    """link: 'nvlink' (one NVLink domain) or the transport across nodes ('rdma', 'tcp')."""
+    """link: 'nvlink' (one NVLink domain) or the link across nodes (fabric_link: 'rdma-ib', 'rdma-efa', 'tcp', ...)."""
     ops = "all_reduce" if op == "all_reduce" else "all_gather/reduce_scatter" if op in ("all_gather", "reduce_scatter") else op
     family = "collective one node" if link == "nvlink" else "collective across nodes"
     return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))
