@@ -49,7 +49,20 @@ def test_two_sources_are_not_enough_to_validate():
 def test_the_regime_is_the_riskiest_parallelism_family():
     assert llm_regime("megatron", 8, 16, 1, 1, False, "bf16", 16384).key == "llm | Megatron/NeMo | TP+PP | bf16"
     assert llm_regime("megatron", 8, 16, 2, 1, True, "fp8", 1024).key == "llm | Megatron/NeMo | MoE | fp8"
-    assert llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 8).key == "llm | PyTorch eager | ZeRO-3/FSDP | bf16"
+    eager = llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 8)
+    assert eager.key == "llm | PyTorch eager | FSDP | bf16" and eager.family == "llm eager"
+    assert llm_regime("torch-amp", 2, 1, 1, 1, False, "bf16", 8).key == "llm | PyTorch eager | TP x DP | bf16"
+    assert llm_regime("torch-amp", 2, 1, 1, 1, False, "bf16", 2).key == "llm | PyTorch eager | TP | bf16"
+    assert llm_regime("torch-amp", 1, 2, 1, 1, False, "bf16", 2).key == "llm | PyTorch eager | PP | bf16"
+    assert llm_regime("torch-amp", 1, 1, 1, 1, False, "bf16", 4).key == "llm | PyTorch eager | DDP | bf16"
+
+
+def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
+    from simcluster.trust.regime import fabric_link
+
+    assert [fabric_link("rdma", n) for n in ("efa-400g", "ib-ndr-400g", "oci-roce-200g", "seed004-ib-edr-offload", "x-400g")] == \
+        ["rdma-efa", "rdma-ib", "rdma-roce", "rdma-ib", "rdma"]
+    assert fabric_link("tcp", "roce-400g") == "tcp"          # the transport first: a TCP NIC is TCP on any fabric
 
 
 def test_shipped_table_covers_its_rows_held_out_within_the_target_for_llm_and_one_node():

@@ -1,0 +1,53 @@
+"""simcluster/heldout/: the lab and storage sets the error-band table takes (issue 43), held out as each says."""
+
+from pathlib import Path
+
+import pytest
+
+from simcluster.errors import SimclusterError
+from simcluster.heldout import eager, storage, transport
+from simcluster.trust.build import eager_residuals, storage_residuals, transport_residuals
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_transport_rows_are_the_sizes_the_fit_never_saw():
+    from simcluster.fit.host_stack import SPLIT
+
+    rows = transport.held_out_rows()
+    assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
+    assert {r["bundle"] for r in rows} == {b.name for b in transport.bundles()}
+    residuals = transport_residuals(rows)
+    assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}
+
+
+def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_predictions():
+    from simcluster.strict import load_yaml
+
+    rows = eager.held_out_rows()
+    bundles = {r["bundle"] for r in rows}
+    assert not bundles & {Path(b).name for b in eager.DEVELOPMENT}
+    assert bundles <= {Path(b).name for b in (*eager.SEALED, eager.REGIMES_BUNDLE)}
+    registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"]
+                  for r in load_yaml(ROOT / eager.REGIMES_BUNDLE / "registered.yaml")["runs"]}
+    lab = [r for r in rows if r["bundle"] == Path(eager.REGIMES_BUNDLE).name]
+    assert len(lab) == 12
+    for r in lab:
+        preset, mode = r["label"].split()[:2]
+        assert r["predicted_s"] == pytest.approx(registered[(preset, mode)] / 1e3)
+    keys = {r.regime for r in eager_residuals(rows)}
+    assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
+            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16"} == keys
+    assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
+
+
+def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):
+    row = {"accelerators_measured": 4, "MiB_per_s_at_measured_count": 110.0, "MiB_per_s_measured": 100.0, "model": "unet3d",
+           "limit": "drive", "system": "Micron_9400", "file": "f", "index": 0, "row": "9400 unet3d_a100"}
+    (r,) = storage_residuals([row])
+    assert r.rho == pytest.approx(1.1) and r.regime == "storage | unet3d | drive" and r.source == "mlperf-storage Micron_9400"
+    bad = tmp_path / "mlperf-storage-bad.yaml"
+    bad.write_text("runs: 3\n")
+    with pytest.raises(SimclusterError, match="runs"):
+        storage.read_runs(bad)
+    assert len(storage.read_runs(storage.published_files()[0])) == 17
