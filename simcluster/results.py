@@ -114,7 +114,7 @@ class TrainingResult:
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate, ddp_trust
 
-        return annotate({"kind": "training", **self.prediction.as_json()}, ddp_trust(self.prediction.ranks),
+        return annotate({"kind": "training", **self.prediction.as_json()}, ddp_trust(self.prediction.ranks, self.prediction.nodes),
                         times=("step_time_s", "time_to_train_s"), rates=("samples_per_s",))
 
 

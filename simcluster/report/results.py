@@ -73,7 +73,7 @@ def _(result: QperfResult) -> str:
 def _(result: TrainingResult) -> str:
     from simcluster.trust.band import ddp_trust
 
-    return training_table(result.prediction) + f"  trust            {ddp_trust(result.prediction.ranks).text()}\n"
+    return training_table(result.prediction) + f"  trust            {ddp_trust(result.prediction.ranks, result.prediction.nodes).text()}\n"
 
 
 @render.register

@@ -101,11 +101,11 @@ def annotate_collective(row: dict, p, link: str) -> dict:
     return annotate(row, collective_trust(p, link), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def ddp_trust(gpus: int) -> Trust:
+def ddp_trust(gpus: int, nodes: int = 1) -> Trust:
     """A DDP step's (training/) trust."""
     from simcluster.trust.regime import ddp_regime
 
-    return trust_of(ddp_regime(gpus))
+    return trust_of(ddp_regime(gpus, nodes))
 
 
 def storage_trust(model: str, limit: str | None, accelerators: int | None) -> Trust:

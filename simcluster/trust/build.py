@@ -123,14 +123,17 @@ class Coverage:
     covered: int          # of those, inside the band
     median_half_width_pct: float | None
     median_half_width_validated_pct: float | None = None   # rows whose regime was validated without their source
+    by_source_pct: float | None = None    # each source weighing the same: the mean over sources of their rows' coverage
+    sources: int = 0
 
     @property
     def coverage_pct(self) -> float | None:
         return 100 * self.covered / self.checked if self.checked else None
 
     def to_json(self) -> dict:
-        return {"family": self.family, "rows": self.rows, "checked_leave_one_source_out": self.checked,
-                "covered": self.covered, "coverage_pct": self.coverage_pct, "median_half_width_pct": self.median_half_width_pct,
+        return {"family": self.family, "rows": self.rows, "sources": self.sources, "checked_leave_one_source_out": self.checked,
+                "covered": self.covered, "coverage_pct": self.coverage_pct, "coverage_by_source_pct": self.by_source_pct,
+                "median_half_width_pct": self.median_half_width_pct,
                 "median_half_width_validated_pct": self.median_half_width_validated_pct}
 
 
@@ -141,6 +144,7 @@ def held_out_coverage(table: Table) -> list[Coverage]:
     from simcluster.trust.regime import Regime
 
     hits: dict[str, list[tuple[bool, float, bool]]] = {}
+    per_source: dict[str, dict[str, list[bool]]] = {}
     for source in sorted({r.source for r in table.residuals}):
         rest = Table([r for r in table.residuals if r.source != source])
         for row in (r for r in table.residuals if r.source == source):
@@ -149,13 +153,17 @@ def held_out_coverage(table: Table) -> list[Coverage]:
                 continue
             lo, hi = trust.rho
             hits.setdefault(row.family, []).append((lo <= row.rho <= hi, (hi - lo) / 2 * 100, trust.status != "unvalidated"))
+            per_source.setdefault(row.family, {}).setdefault(source, []).append(lo <= row.rho <= hi)
     out = []
     for family in sorted({r.family for r in table.residuals}):
         got = hits.get(family, [])
         validated = [w for _, w, ok in got if ok]
+        sources = per_source.get(family, {})
         out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(h for h, _, _ in got),
                             statistics.median(w for _, w, _ in got) if got else None,
-                            statistics.median(validated) if validated else None))
+                            statistics.median(validated) if validated else None,
+                            100 * statistics.fmean(sum(v) / len(v) for v in sources.values()) if sources else None,
+                            len({r.source for r in table.family_rows(family)})))
     return out
 
 

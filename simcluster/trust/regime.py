@@ -106,12 +106,13 @@ def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ran
     return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))
 
 
-DDP_REGIME = "ddp | data-parallel step"
+DDP_REGIME = "ddp | data-parallel step | one node"
 
 
-def ddp_regime(gpus: int) -> Regime:
-    """A DDP step (training/): one regime, GPUs as its axis."""
-    return Regime("ddp", DDP_REGIME, float(gpus))
+def ddp_regime(gpus: int, nodes: int = 1) -> Regime:
+    """A DDP step (training/), one node or across nodes (the network's all_reduce, the host's TCP cores: physics the
+    one-node rows never had), GPUs as its axis."""
+    return Regime("ddp", DDP_REGIME if nodes <= 1 else "ddp | data-parallel step | across nodes", float(gpus))
 
 
 def storage_regime(model: str, limit: str | None, accelerators: int | None) -> Regime:

@@ -15,12 +15,12 @@ def _pct(x: float | None) -> str:
 
 
 def coverage_lines(table: Table) -> list[str]:
-    lines = ["| family | held-out rows | rows with a band (source left out) | inside the 80% band | median half-width | "
-             "median half-width, validated regimes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| family | held-out rows | sources | rows with a band (source left out) | inside the 80% band | "
+             "the same, each source weighing one | median half-width | median half-width, validated regimes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in held_out_coverage(table):
-        lines.append(f"| {c.family} | {c.rows} | {c.checked} | {_pct(c.coverage_pct)} | {_pct(c.median_half_width_pct)} | "
-                     f"{_pct(c.median_half_width_validated_pct)} |")
+        lines.append(f"| {c.family} | {c.rows} | {c.sources} | {c.checked} | {_pct(c.coverage_pct)} | {_pct(c.by_source_pct)} | "
+                     f"{_pct(c.median_half_width_pct)} | {_pct(c.median_half_width_validated_pct)} |")
     return lines
 
 
@@ -39,8 +39,9 @@ def accuracy_page(table: Table) -> str:
         status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band, unvalidated"
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {lo:+.1f}%..{hi:+.1f}% | "
                      f"{s['mean_abs_error_pct']:.1f}% | {status} |")
-    lines += ["", "Regimes with no row at all (DDP steps, storage, host transports, eager PyTorch at scale, ZeRO-3/FSDP)",
-              "are answered as `unvalidated` with the family's pooled band, or `never checked` where the family has none.", ""]
+    lines += ["", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch TP x DP, RDMA host transports, an RDMA fabric",
+              "the NIC card does not name) are answered as `unvalidated` with the family's pooled band, or `never checked`",
+              "where the family has none.", ""]
     return "\n".join(lines)
 
 
