@@ -65,15 +65,17 @@ def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
     assert fabric_link("tcp", "roce-400g") == "tcp"          # the transport first: a TCP NIC is TCP on any fabric
 
 
-def test_shipped_table_covers_its_rows_held_out_within_the_target_for_llm_and_one_node():
-    """The claim docs/accuracy.md makes: each source left out, 70-90% of its rows inside the band (llm, one node).
-    The across-nodes family misses it (61%): the docs say why, and this test records that it still does."""
+def test_shipped_table_covers_its_rows_held_out_within_the_target_per_family():
+    """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. The
+    across-nodes family misses it (66%; at most 73% honestly, docs/models/trust-findings.md): this test records that
+    it still does, so that the docs are revisited when it changes."""
     cov = {c.family: c for c in held_out_coverage(load_table())}
-    for family in ("llm", "collective one node"):
+    assert set(cov) == {"llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"}
+    for family in ("llm", "llm eager", "collective one node", "ddp", "storage", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
         assert cov[family].checked == cov[family].rows
     assert cov["llm"].median_half_width_validated_pct <= 15.0
-    assert cov["collective across nodes"].coverage_pct < 70.0
+    assert 60.0 < cov["collective across nodes"].coverage_pct < 70.0
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():
@@ -171,5 +173,7 @@ def test_storage_answers_carry_their_status(capsys):
     assert main(["storage", "simulate", "--workload", str(ROOT / "scenarios/workloads/unet3d_h100.yaml"), "--nvme",
                  str(ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml"), "--accelerators", "1", "--steps", "8", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["validation"]["regime"].startswith("storage | ") and doc["validation"]["status"] == "unvalidated"
-    assert "throughput_Bps_band" in doc          # None: no held-out storage rows in the table yet (never checked)
+    v = doc["validation"]
+    assert v["regime"] == f"storage | unet3d | {doc['limit']}" and v["status"] in ("validated", "extrapolated", "unvalidated")
+    lo, hi = doc["throughput_Bps_band"]          # MLPerf Storage rows: a band, the regime's or the family's pooled one
+    assert lo <= hi and (v["status"] != "unvalidated" or "band_from" in v)
