@@ -26,7 +26,6 @@ not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (pl
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from simcluster.dotted import set_key
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
 from simcluster.plan import cost
-from simcluster.plan.trust import VALIDATION, pessimistic
+from simcluster.plan.trust import VALIDATION, band_value, pessimistic
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
@@ -266,20 +265,10 @@ def _brief(row: dict | None) -> dict | None:
             "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency",
             "pessimistic.rho", "pessimistic.time_to_train_s", "pessimistic.cost", VALIDATION + "status", VALIDATION + "regime",
             VALIDATION + "rows", VALIDATION + "sources", VALIDATION + "outside", VALIDATION + "band_from")
-    bands = {k: _band_value(v) for k, v in row.items() if k.startswith("jobs[0].") and k.endswith("_band") and v is not None}
+    bands = {k: band_value(v) for k, v in row.items() if k.startswith("jobs[0].") and k.endswith("_band") and v is not None}
     counts = {k: int(row[k]) for k in (VALIDATION + "rows", VALIDATION + "sources") if isinstance(row.get(k), float)}
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None},
             **bands, **counts}
-
-
-def _band_value(value):
-    """A stored band ([low, high], a JSON string in the results' Parquet) as a list."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 def run_plan(path: str | Path, out: str | Path, workers: int = 2, scheduler: str | None = None, progress=None,
@@ -337,9 +326,12 @@ def answer_text(a: dict) -> str:
                      f"{f.get('cost.currency', '')}")
     for row, name in ((c, "cheapest"), (f, "fastest")):
         if row and row.get(VALIDATION + "status"):
+            evidence = (f" on {int(row[VALIDATION + 'rows'])} held-out rows from {int(row[VALIDATION + 'sources'])} sources"
+                        if row.get(VALIDATION + "rows") and row[VALIDATION + "status"] != "unvalidated" else
+                        " (no regime of its own: the family's pooled band)" if row[VALIDATION + "status"] == "unvalidated" else "")
             lines.append(f"  {name}: {row[VALIDATION + 'status']}"
                          + (f" ({row[VALIDATION + 'outside']})" if row.get(VALIDATION + "outside") else "")
-                         + f", regime {row.get(VALIDATION + 'regime')}")
+                         + f"{evidence}, regime {row.get(VALIDATION + 'regime')}")
     if a.get("excluded_unvalidated"):
         n = sum(a["excluded_unvalidated"].values())
         lines.append(f"left out: {n} configurations in regimes never validated ("

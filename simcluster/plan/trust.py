@@ -25,3 +25,15 @@ def pessimistic(row: dict) -> dict:
         out["pessimistic.time_to_train_s"] = row["cost.time_to_train_s"] * rho
         out["pessimistic.cost"] = row["cost.total"] * rho       # time-priced: hours x the hourly price
     return out
+
+
+def band_value(value):
+    """A stored band ([low, high], a JSON string in the results' Parquet) as a list."""
+    import json
+
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return list(value) if isinstance(value, (list, tuple)) else value
