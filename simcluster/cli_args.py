@@ -114,7 +114,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    "bundle under FOLDER, and in every posted log (nccl-decisions-*/source.yaml, e.g. calibration/published), "
                    "against the decision model")
     p.add_argument("--error-bands", action="store_true", help="every held-out set (published LLM and NCCL runs, machines "
-                   "held out in turn) -> the residuals per regime that give every answer its 80%% band: writes the table "
+                   "held out in turn, MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles, the host stack's "
+                   "qperf-sizes bundles) -> the residuals per regime that give every answer its 80%% band: writes the table "
                    "(default: the one the package ships, simcluster/trust/error_bands.json) and prints each family's "
                    "coverage with its source left out")
     p.add_argument("--table", metavar="FILE.json", help="with --error-bands: write the table here instead")

@@ -78,16 +78,17 @@ def noise_with_first_card(nv) -> None:
               f"{statistics.mean(abs(r[2]) for r in rows):.1f}%")
 
 
-def interleaved(ddp, nv) -> list[float]:
-    bundle = CAL / "h200x4-ddp-interleaved-2026-11-22"
-    _header("2a. interleaved session, models/training/ddp-h200x4.yaml (fitted on the noise session)")
-    errors = []
-    for path in sorted(bundle.glob("interleaved-*.jsonl")):
-        records = W.read_runs(path)
-        for one, two in zip(records[0::2], records[1::2], strict=True):
-            w = W.from_record(one, where=str(path))
-            errors.append(_row(f"{w.model} x2", w.step_s, two["median_step_s"], _step(w, 2, nv, ddp)))
+def _print_rows(rows: list[dict]) -> list[float]:
+    errors = [_row(r["label"].split(" ", 1)[-1] if r["session"] != "collect" else r["label"], r["one_gpu_s"], r["measured_s"],
+                   r["predicted_s"]) for r in rows]
     _summary(errors)
+    return errors
+
+
+def interleaved(ddp, nv) -> list[float]:
+    bundle = heldout_ddp.INTERLEAVED
+    _header("2a. interleaved session, models/training/ddp-h200x4.yaml (fitted on the noise session)")
+    errors = _print_rows(heldout_ddp.interleaved(ddp, nv))
     wrapped = [r["median_step_s"] * 1e3 for r in W.read_runs(bundle / "ddp-at-one-resnet18.jsonl")]
     print("resnet18 on 1 GPU wrapped in DDP: " + ", ".join(f"{t:.2f}" for t in wrapped) + " ms")
     concurrent = [r["median_step_s"] * 1e3 for p in sorted(bundle.glob("concurrent*.jsonl")) for r in W.read_runs(p)]
@@ -96,45 +97,13 @@ def interleaved(ddp, nv) -> list[float]:
 
 
 def sequences(ddp, nv) -> list[float]:
-    bundle = CAL / "h200x4-ddp-124-2026-11-22"
     _header("2b. 1-2-4 session, models/training/ddp-h200x4.yaml")
-    errors = []
-    for path in sorted(bundle.glob("interleaved-*.jsonl")):
-        records = W.read_runs(path)
-        one = None
-        for r in records:
-            if r["world_size"] == 1:
-                one = W.from_record(r, where=str(path))
-                continue
-            errors.append(_row(f"{one.model} x{r['world_size']}", one.step_s, r["median_step_s"],
-                               _step(one, r["world_size"], nv, ddp)))
-    _summary(errors)
-    return errors
+    return _print_rows(heldout_ddp.sequences(ddp, nv))
 
 
 def collect_session(ddp) -> list[float]:
-    bundle = CAL / "h200x4-collect-2026-11-22"
-    cards = scratch_folder("training-noise")
-    write_documents(cards, calibrate_bundle(bundle).documents)
-    nv = load_collective(cards / "collective-nccl-tests.yaml")[0]
-    so = load_collective(cards / "collective-nccl-tests-socket.yaml")[0]
     _header("2c. collect session, models/training/ddp-h200x4.yaml")
-    workloads, errors = {}, []
-    for run in sorted((bundle / "ddp-step").iterdir()):
-        records = W.read_runs(run / "stdout.txt")
-        one = next(r for r in records if r["world_size"] == 1)
-        w = workloads[one["model"]] = W.from_record(one, W.profile_gpu_s(run, one["model"], one["image"], one["batch_per_gpu"]))
-        for r in records:
-            if r["world_size"] > 1:
-                errors.append(_row(f"{w.model} x{r['world_size']} nvlink", w.step_s, r["median_step_s"],
-                                   _step(w, r["world_size"], nv, ddp)))
-    for run in sorted((bundle / "ddp-step-socket").iterdir()):
-        for r in W.read_runs(run / "stdout.txt"):
-            w = workloads[r["model"]]
-            errors.append(_row(f"{w.model} x{r['world_size']} socket", w.step_s, r["median_step_s"],
-                               _step(w, r["world_size"], so, ddp)))
-    _summary(errors)
-    return errors
+    return _print_rows(heldout_ddp.collect(ddp))
 
 
 PAIRED = heldout_ddp.PAIRED
