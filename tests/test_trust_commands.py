@@ -110,6 +110,10 @@ def test_storage_simulate_json(capsys):
                  str(ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml"), "--accelerators", "2", "--steps", "8", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert check_bands(doc, ("throughput_Bps",)) == 1 and doc["validation"]["regime"].startswith("storage | unet3d | ")
+    assert main(["storage", "simulate", "--workload", str(ROOT / "scenarios/workloads/unet3d_h100.yaml"), "--nvme",
+                 str(ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml"), "--accelerators", "2", "--steps", "8"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.strip().startswith("trust: measured time") and doc["validation"]["regime"] in line
 
 
 def test_sweep_json_counts_the_statuses_and_stores_the_bands(tmp_path, capsys):

@@ -120,6 +120,13 @@ def with_trust(out: dict, s: StorageSetup) -> dict:
                     rates=("throughput_Bps",))
 
 
+def trust_line(out: dict) -> str:
+    """The answer's band and status in one line (trust/band.py), from the model, limit and count it names."""
+    from simcluster.trust.band import storage_trust
+
+    return f"trust: {storage_trust(out['model'], out.get('limit'), out.get('accelerators') or None).text()}"
+
+
 def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
     from simcluster.storage import loader
 
@@ -160,7 +167,7 @@ def max_accelerators_text(out: dict) -> str:
                      f"AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%)")
         if out["limit"]:
             lines.append(f"limit: {out['limit']} ({out['accelerators'] + 1} accelerators: {_use_text(out['limit_use'])} busy)")
-    lines += [f"note: {n}" for n in out["notes"]]
+    lines += [f"note: {n}" for n in out["notes"]] + [trust_line(out)]
     return "\n".join(lines) + "\n"
 
 
@@ -202,4 +209,4 @@ def simulate_text(out: dict) -> str:
         "beyond it (own batch wait + the barrier's wait for the others' loads and compute jitter; first step excluded)",
         f"  drive 0 of {out['drives']}: read rate mean {dev['mean_Bps'] / MiB:.1f} MiB/s (p90 {dev['p90_Bps'] / MiB:.1f}, "
         f"{dev['bin_s']} s bins); read latency {pcts}",
-    ] + [f"  note: {n}" for n in out["notes"]] + [f"  figure {f}" for f in out.get("figures", [])]) + "\n"
+    ] + [f"  note: {n}" for n in out["notes"]] + [f"  figure {f}" for f in out.get("figures", [])] + [f"  {trust_line(out)}"]) + "\n"
