@@ -98,6 +98,7 @@ class Options:
     ddp_models: tuple[str, ...] = ("resnet18:32:128",)
     ddp_paired: int = 0                                    # ddp_step --paired: blocks of plain / DDP steps per process
     gpu_micro_quick: bool = False                         # gpu-micro --quick (small sizes)
+    gpu_micro_sections: str = ""                          # gpu-micro --sections (empty: its default set)
     llm_presets: tuple[str, ...] = ("0.3b", "0.5b", "1b", "3b")  # llm-step model sizes (runner/llm_step.py PRESETS)
     llm_shapes: str = "1024:8,2048:4,4096:2,2048:1"        # llm-step SEQ:MICRO_BATCH per process
     llm_modes: tuple[str, ...] = ("single",)               # llm-step single, ddp, fsdp, tp (torchrun over --gpus)

@@ -26,7 +26,13 @@ def _env() -> dict[str, str]:
 
 def gpu_micro_steps(options) -> list[Step]:
     argv = [sys.executable, "-m", "simcluster.runner.gpu_micro"] + (["--quick"] if options.gpu_micro_quick else [])
-    return [Step("gpu-micro", "gpu-micro", argv, _env(), options.timeout_s, meta={"quick": options.gpu_micro_quick})]
+    sections = getattr(options, "gpu_micro_sections", "")
+    if sections:
+        if not all(s.replace("-", "").replace("8", "").isalpha() for s in sections.split(",")):
+            raise SimclusterError(f"--gpu-micro-sections: {sections[:80]!r} is not a comma-separated list of section names")
+        argv += ["--sections", sections]
+    return [Step("gpu-micro", "gpu-micro", argv, _env(), options.timeout_s,
+                 meta={"quick": options.gpu_micro_quick, "sections": sections or "default"})]
 
 
 def llm_steps(options, gpus: int) -> list[Step]:
