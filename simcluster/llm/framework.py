@@ -102,12 +102,14 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 # up-cast to fp32 (2 read + 4 written per weight element, every micro-batch) and reduce-scattered in fp32 into the
 # fp32 sharded gradient; AdamW on the fp32 shard (fp32 master + two moments: 12 bytes, 28 of traffic as torch's fused
 # AdamW); fused Wqkv (MPT's attention); its collectives beside compute at the card's measured comm_overlap (as FSDP2,
-# llm/eager.py). Kernel-level: MPT's own fused-enough block (flash attention 2, one LayerNorm kernel, one GeLU) is
-# priced with Megatron's op list (not eager torch's unfused rotary: MPT has none). No host cost (none measured).
+# llm/eager.py). Kernel-level: MPT's block is eager PyTorch (llm-foundry's MPTBlock: unfused LayerNorm, GeLU, residual
+# adds, the attention output's copy, autograd's gradient adds): eager's op list (ops.eager_backward_extras), without
+# rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
 # Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash), at its measured Hopper rate.
 COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                              comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2")
+                              comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2",
+                              eager=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP)}
 
 

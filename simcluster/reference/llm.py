@@ -57,7 +57,8 @@ FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_ba
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
-                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
+                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "rotary": flag,
+                 "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
@@ -141,7 +142,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
 
     mlp = m.get("mlp") or ("gelu" if "GPT" in str(m.get("name", "")).upper() and m["ffn"] == 4 * m["hidden"] else "swiglu")
     tied = m["tied_embeddings"] if m.get("tied_embeddings") is not None else mlp == "gelu"
-    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn", "qk_norm") + MODEL_VARIANTS if m.get(k) is not None}
+    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn", "qk_norm", "rotary") + MODEL_VARIANTS if m.get(k) is not None}
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m.get("kv_heads") or m["heads"], m["vocab"],
                             m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False), **moe)
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
