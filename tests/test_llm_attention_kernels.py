@@ -38,6 +38,7 @@ def test_fa2_slows_only_attention_on_a_measured_hopper_card():
     assert ak.for_kernel(h100, "card") is h100
     a100 = load_gpu("models/gpu/a100-sxm-80gb.yaml")[0]
     assert ak.for_kernel(a100, "fa2") is a100            # derived card: not a Hopper measurement
+    assert type(ak.for_kernel(a100, "fa2-full")).__name__ == "NoCausalSkip"
     with pytest.raises(ValueError, match="attention kernel"):
         ak.for_kernel(h100, "fa9")
     assert not ak.hopper_measured(replace(h100, derived_from="models/gpu/x.yaml"))
@@ -45,5 +46,5 @@ def test_fa2_slows_only_attention_on_a_measured_hopper_card():
 
 def test_composer_fsdp_is_registered_and_runs_fa2():
     assert FRAMEWORKS["composer-fsdp"] is COMPOSER_FSDP
-    assert COMPOSER_FSDP.attention_kernel == "fa2" and MEGATRON.attention_kernel == "card"
+    assert COMPOSER_FSDP.attention_kernel == "fa2-full" and MEGATRON.attention_kernel == "card"
     assert (COMPOSER_FSDP.param_bytes, COMPOSER_FSDP.grad_bytes) == (2.0, 4.0)   # bf16 gathers, fp32 reduce_scatter

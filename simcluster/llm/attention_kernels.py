@@ -11,6 +11,11 @@ carries to the H100 (same SM architecture, sm90) on the assumption that the cloc
 
   attention time (fa2) = card's attention time (compute part) / ratio[head_dim][pass]
 
+'fa2-full' is the same kernel computing every score block of a causal pass (no causal block skipping): the causal
+pass is priced as the non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
+docs/models/llm-findings.md): their attention cost is the full s x s at FA2's rate, or equivalently an older kernel
+at half FA2's rate with skipping; which of the two is not established.
+
 Valid: causal, bf16, MHA, head size 64 / 128 (other head sizes take the nearer one), measured Hopper cards only
 (hopper_measured; other cards are unchanged); the cudnn / default kernel ('card') needs no change. Not modelled: FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
 """
@@ -19,11 +24,13 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 
-KERNELS = ("card", "fa2")
+from simcluster.hardware.gpu import GpuParams
+
+KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
 MIN_SEQ = 2048     # below it both kernels are launch- and ramp-bound: the card's own seq_half curve prices that
 
@@ -70,15 +77,31 @@ def fa2_ratios() -> dict[str, dict[int, float]]:
 
 
 def for_kernel(gpu, kernel: str):
-    """The GPU card as seen by a framework running `kernel` ('card': unchanged; 'fa2': attention efficiencies x the
-    measured FlashAttention-2 / card ratio per head size and pass)."""
-    if kernel == "card" or not hopper_measured(gpu):
-        return gpu
-    if kernel != "fa2":
+    """The GPU card as seen by a framework running `kernel` ('card': unchanged; 'fa2': on a measured Hopper card the
+    attention efficiencies x the measured FlashAttention-2 / card ratio per head size and pass, other cards unchanged;
+    'fa2-full': that card with causal passes priced as full ones)."""
+    if kernel not in KERNELS:
         raise ValueError(f"attention kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
-    ratios = fa2_ratios()
+    if kernel == "card":
+        return gpu
+    fa2 = gpu
+    if hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
+        ratios = fa2_ratios()
 
-    def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
-        return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
-    return replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
-                   attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
+        def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
+            return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
+        fa2 = replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
+                      attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
+    if kernel == "fa2-full":
+        return NoCausalSkip(**{f.name: getattr(fa2, f.name) for f in fields(fa2)})
+    return fa2
+
+
+@dataclass(frozen=True)
+class NoCausalSkip(GpuParams):
+    """A card whose fused attention computes every score block of a causal pass (the mask applied, no block skipped)."""
+
+    @staticmethod
+    def attention_flops(batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                        causal: bool = True, backward: bool = False) -> float:
+        return GpuParams.attention_flops(batch, heads, seq_q, seq_kv, head_dim, False, backward)

@@ -58,7 +58,7 @@ class FrameworkSpec:
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
     attention_kernel: str = "card"    # the fused kernel: 'card' (the GPU card's measured SDPA: cuDNN on Hopper) | 'fa2'
-                                      # (FlashAttention 2 on Hopper: llm/attention_kernels.py)
+                                      # (FlashAttention 2 on Hopper) | 'fa2-full' (and no causal block skipped): attention_kernels.py
     grad_reduce_after_backward: bool = False   # DP gradient reduction after the whole backward, parameter gather after the
                                                # optimizer (Megatron-LM before --overlap-grad-reduce); False: overlapped
     blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
@@ -105,10 +105,11 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 # llm/eager.py). Kernel-level: MPT's block is eager PyTorch (llm-foundry's MPTBlock: unfused LayerNorm, GeLU, residual
 # adds, the attention output's copy, autograd's gradient adds): eager's op list (ops.eager_backward_extras), without
 # rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
-# Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash), at its measured Hopper rate.
+# Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash) at its measured Hopper rate, every
+# score block computed ('fa2-full': adopted by the registered held-out test on the A100 tables, llm-findings.md session 27).
 COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                              comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2",
+                              comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
                               eager=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP)}
 
