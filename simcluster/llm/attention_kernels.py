@@ -16,8 +16,9 @@ pass is priced as the non-causal one (2x the FLOPs). It stands for what the llm-
 docs/models/llm-findings.md): their attention cost is the full s x s at FA2's rate, or equivalently an older kernel
 at half FA2's rate with skipping; which of the two is not established.
 
-Valid: causal, bf16, MHA, head size 64 / 128 (other head sizes take the nearer one), measured Hopper cards only
-(hopper_measured; other cards are unchanged); the cudnn / default kernel ('card') needs no change. Not modelled: FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
+Valid: causal, bf16, MHA, head size 64 / 128 (other head sizes take the nearer one); the FA2 ratio on measured
+Hopper cards only (hopper_measured; other cards are unchanged); the cudnn / default kernel ('card') needs no change. Not modelled:
+FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
 """
 
 from __future__ import annotations

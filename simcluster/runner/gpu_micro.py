@@ -63,8 +63,8 @@ import time
 import traceback
 
 from simcluster.runner.gpu_duty import run_duty
-from simcluster.runner.gpu_micro_moe import moe_expert_shapes, run_moe_grouped, run_moe_permute
 from simcluster.runner.gpu_micro_attention import run_attention_backends
+from simcluster.runner.gpu_micro_moe import moe_expert_shapes, run_moe_grouped, run_moe_permute
 from simcluster.runner.gpu_timing import HOST_ISSUE_CYCLES, SETTLE_S, ClockSampler, Interleaver, Timer, both_conditions, clocks
 
 HIDDEN_FFN = ((1024, 2816), (2048, 5632), (4096, 14336), (8192, 28672))
