@@ -48,3 +48,36 @@ def test_composer_fsdp_is_registered_and_runs_fa2():
     assert FRAMEWORKS["composer-fsdp"] is COMPOSER_FSDP
     assert COMPOSER_FSDP.attention_kernel == "fa2-full" and MEGATRON.attention_kernel == "card"
     assert (COMPOSER_FSDP.param_bytes, COMPOSER_FSDP.grad_bytes) == (2.0, 4.0)   # bf16 gathers, fp32 reduce_scatter
+
+
+def test_megatron_te_fa2_slows_long_sequences_most():
+    """TE 1.x's FlashAttention 2 on Hopper: the longer the sequence, the larger attention's share, the larger the slowdown."""
+    from pathlib import Path
+
+    from simcluster.cards import load_collective
+    from simcluster.llm.framework import MEGATRON_FA2
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    usage = LlmUsage(Path("models/gpu/h100-sxm.yaml"), Path("models/nic/roce-400g.yaml"),
+                     Path("models/collective/h200x4-nvlink.yaml"), 8, {})
+    m = machine_for(usage, 8)
+    gpu, net = load_gpu(m.gpu_card)[0], network_for(m, load_collective(m.card)[0])
+    slowdown = []
+    for seq in (4096, 65536):
+        model = TransformerSpec(32, 4096, 11008, 32, 32, 32000, seq)
+        par, batch = ParallelSpec(tp=2, dp=4), BatchSpec(16, 1)
+        card, fa2 = (predict_llm(model, par, batch, gpu, net, 8, trace=False, framework=f).step_time_s for f in (MEGATRON, MEGATRON_FA2))
+        slowdown.append(fa2 / card)
+    assert 1.0 < slowdown[0] < slowdown[1] < 2.0
+
+
+def test_a_file_can_fill_the_global_batch():
+    from simcluster.reference.llm import spec_of
+
+    run = {"model": {"name": "x", "layers": 2, "hidden": 256, "ffn": 512, "heads": 4, "vocab": 1000, "seq": 1024},
+           "gpus": 4, "parallel": {"tp": 1, "pp": 1, "dp": 4}, "batch": {"global_batch": None, "precision": "bf16"}}
+    assert spec_of(run, {})[0] is None
+    (_, _, batch), _, used = spec_of(run, {"global_batch": 8})
+    assert batch.global_batch == 8 and "global_batch=8" in used

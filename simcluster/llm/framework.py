@@ -111,7 +111,12 @@ COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, 
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
                               eager=True)
-FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP)}
+# Megatron-Core under Transformer Engine before its cuDNN preference on Hopper: TE 1.x's DotProductAttention "prioritizes
+# FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
+# flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
+MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
+                                  MEGATRON_FA2)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:

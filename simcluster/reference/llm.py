@@ -49,7 +49,7 @@ def layer_counts(value) -> tuple[int, ...]:
 
 
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
-FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
+FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
                 "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
@@ -128,7 +128,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         if m.get(key) is None:
             return None, f"model.{key} not given", used
     m.update({k: checked(m, k, "model", MODEL_PARSERS[k]) for k in MODEL_PARSERS if k != "from" and m.get(k) is not None})
-    if b.get("global_batch") is None:
+    if b.get("global_batch") is None and "global_batch" not in assumed:
         return None, "global batch not given", used
     if p.get("tp") is None or p.get("pp") is None:
         return None, "tp / pp not given", used
@@ -165,7 +165,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
-    batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)
+    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
     return (model, par, batch), "", used
 
 
