@@ -343,6 +343,8 @@ def cmd_collect(args) -> int:
         gpu_micro_quick=args.gpu_micro_quick, gpu_micro_sections=args.gpu_micro_sections,
         llm_presets=tuple(_csv(args.llm_presets) or plans.Options.llm_presets),
         llm_shapes=args.llm_shapes, llm_modes=tuple(_csv(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
+        llm_layers=tuple(int(x) for x in _csv(args.llm_layers) or []),
+        llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
         timeout_s=args.timeout, ground_truth=gt)
     steps = plans.plan(tools, options, Path(args.out))
 

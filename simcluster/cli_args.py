@@ -187,6 +187,10 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--llm-steps", type=int, default=10, help="llm-step timed steps per shape (default %(default)s)")
     p.add_argument("--llm-clocks", action="store_true", help="llm-step: record the SM clock and board power (nvidia-smi, "
                    "every 20 ms) during each shape's timed steps")
+    p.add_argument("--llm-layers", help="llm-step: comma-separated layer counts, one run per count and preset (run id "
+                   "PRESET-L<n>-MODE; default: the preset's own), e.g. the hidden-128 host fit: --llm-presets tiny --llm-layers 2,8,32")
+    p.add_argument("--llm-checkpointing", choices=("off", "on", "both"), default="off", help="llm-step: without (off), "
+                   "with (on) or both without and with --activation-checkpointing (run ids end in -ckpt)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=commands["collect"])
 

@@ -104,6 +104,8 @@ class Options:
     llm_modes: tuple[str, ...] = ("single",)               # llm-step single, ddp, fsdp, tp (torchrun over --gpus)
     llm_steps: int = 10                                    # llm-step timed steps per shape
     llm_clocks: bool = False                               # llm-step --clocks: SM clock and power during the timed steps
+    llm_layers: tuple[int, ...] = ()                       # llm-step --layers per run (empty: the preset's own)
+    llm_checkpointing: tuple[bool, ...] = (False,)         # llm-step runs without / with --activation-checkpointing
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 
