@@ -340,8 +340,11 @@ def cmd_collect(args) -> int:
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
         dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
         ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
-        gpu_micro_quick=args.gpu_micro_quick, llm_presets=tuple(_csv(args.llm_presets) or plans.Options.llm_presets),
+        gpu_micro_quick=args.gpu_micro_quick, gpu_micro_sections=args.gpu_micro_sections,
+        llm_presets=tuple(_csv(args.llm_presets) or plans.Options.llm_presets),
         llm_shapes=args.llm_shapes, llm_modes=tuple(_csv(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
+        llm_layers=tuple(int(x) for x in _csv(args.llm_layers) or []),
+        llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
         timeout_s=args.timeout, ground_truth=gt)
     steps = plans.plan(tools, options, Path(args.out))
 

@@ -180,12 +180,18 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    help="ddp-step: the multi-GPU processes also time plain 1-GPU steps, alternating BLOCKS blocks "
                         "with the DDP steps (a 1-GPU baseline from the same processes; docs/models/training.md)")
     p.add_argument("--gpu-micro-quick", action="store_true", help="gpu-micro: small sizes only (a logic check)")
+    p.add_argument("--gpu-micro-sections", default="", help="gpu-micro: its --sections, comma-separated (default: gpu-micro's own "
+                   "default set; e.g. attention-backends)")
     p.add_argument("--llm-presets", help="llm-step model sizes, comma-separated: 0.3b, 0.5b, 0.8b, 1b, 1.1b, 2b, 3b, 3.1b, 8b, tiny (default: 0.3b,0.5b,1b,3b)")
     p.add_argument("--llm-shapes", default="1024:8,2048:4,4096:2,2048:1", help="llm-step SEQ:MICRO_BATCH,... (default %(default)s)")
     p.add_argument("--llm-modes", help="llm-step single, ddp, fsdp, tp; multi-GPU modes run under torchrun over --gpus (default single)")
     p.add_argument("--llm-steps", type=int, default=10, help="llm-step timed steps per shape (default %(default)s)")
     p.add_argument("--llm-clocks", action="store_true", help="llm-step: record the SM clock and board power (nvidia-smi, "
                    "every 20 ms) during each shape's timed steps")
+    p.add_argument("--llm-layers", help="llm-step: comma-separated layer counts, one run per count and preset (run id "
+                   "PRESET-L<n>-MODE; default: the preset's own), e.g. the hidden-128 host fit: --llm-presets tiny --llm-layers 2,8,32")
+    p.add_argument("--llm-checkpointing", choices=("off", "on", "both"), default="off", help="llm-step: without (off), "
+                   "with (on) or both without and with --activation-checkpointing (run ids end in -ckpt)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=commands["collect"])
 

@@ -185,3 +185,32 @@ def test_the_runners_pipeline_mode_refuses_a_bad_launch_before_torch():
         Pipeline(None, None, 0, 1, cfg, None, "1f1b", 4, True)
     with pytest.raises(SystemExit, match="2 layers for 4 stages"):
         Pipeline(None, None, 0, 4, cfg, None, "1f1b", 4, True)
+
+
+def test_a_checkpointed_single_gpu_takes_the_ckpt_host_fit_where_there_is_one():
+    from simcluster.llm import eager as eager_mod
+
+    ckpt = ParallelSpec(recompute="full")
+    assert eager_mod.host_mode(ckpt) == "ckpt" and eager_mod.host_mode(ParallelSpec(dp=2, zero=3, recompute="full")) == "fsdp"
+    hosts = {"single": (20e-6, 1e-3, 3), "ckpt": (40e-6, 2e-3, 3)}
+    assert eager_mod.torch_framework(ckpt, hosts).host_kernel_s == 40e-6
+    assert eager_mod.torch_framework(ckpt, {"single": hosts["single"]}).host_kernel_s == 20e-6   # no ckpt runs: single's
+
+
+def test_fit_modes_reads_a_collect_bundle_with_checkpointed_runs(tmp_path):
+    import json as _json
+
+    from simcluster.llm import eager as eager_mod
+
+    model = {"layers": 0, "hidden": 128, "ffn": 352, "heads": 4, "kv_heads": 2, "vocab": 512, "tied": False}
+    for layers in (2, 8):
+        for ckpt, per_layer in ((False, 1e-3), (True, 2e-3)):
+            doc = {"mode": "single", "model": {**model, "layers": layers}, "activation_checkpointing": "full" if ckpt else None,
+                   "shapes": [{"seq": 128, "micro_batch": 1, "status": "ok", "median_step_s": 0.002 + layers * per_layer}]}
+            run = tmp_path / "llm-step" / f"tiny-L{layers}-single{'-ckpt' if ckpt else ''}"
+            run.mkdir(parents=True)
+            (run / "stdout.txt").write_text(_json.dumps(doc))
+    fits = eager_mod.fit_modes(tmp_path)
+    assert set(fits) == {"single", "ckpt"}
+    assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)
+    assert fits["ckpt"][0] > fits["single"][0]    # twice the seconds per layer over more kernels per layer

@@ -42,17 +42,19 @@ from simcluster.llm import host
 from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
-MODES = ("single", "ddp", "fsdp", "tp")    # the runner's modes with a host fit of their own (fit_modes)
+MODES = ("single", "ddp", "fsdp", "tp", "ckpt")   # the runner's modes with a host fit of their own (fit_modes); ckpt: single
+                                                   # with --activation-checkpointing (issue 44, session 27)
 
 
 def host_mode(par: ParallelSpec) -> str:
     """The runner mode whose host cost a layout takes: DTensor TP's dispatch where tp > 1, else FSDP2's or DDP's hooks
-    where dp > 1, else the plain module's (a pipeline stage issues its kernels like a single GPU)."""
+    where dp > 1, else torch.utils.checkpoint's (ckpt) for a checkpointed single GPU, else the plain module's (a pipeline
+    stage issues its kernels like a single GPU). A mode without a fit of its own takes the single mode's (torch_framework)."""
     if par.tp > 1:
         return "tp"
     if par.dp > 1:
         return "fsdp" if par.zero == 3 else "ddp"
-    return "single"
+    return "ckpt" if par.recompute == "full" and par.pp == 1 else "single"
 
 
 def mode_of(par: ParallelSpec) -> str:
@@ -87,6 +89,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     mode_of(par)
     fw = TORCH_AMP
     mode = host_mode(par)
+    if hosts and mode not in hosts and mode == "ckpt":   # no checkpointed host runs: the plain module's cost per kernel
+        mode = "single"
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
     names = []
@@ -107,7 +111,20 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
     return {"single": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
-            "tp": (ParallelSpec(tp=2), 1)}[mode]
+            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1)}[mode]
+
+
+def _mode_documents(folder: Path, mode: str) -> list[Path]:
+    """A mode's hidden-128 runs: MODE-L<n>.json files (a folder written by a device script), or the runs of a
+    `simcluster collect --tools llm-step` bundle (llm-step/<run>/stdout.txt) whose document is that mode (ckpt: single
+    with activation checkpointing)."""
+    paths = sorted(folder.glob(f"{mode}-L*.json"))
+    for path in sorted(folder.glob("llm-step/*/stdout.txt")):
+        doc = _document(path)
+        ckpt = bool(doc.get("activation_checkpointing"))
+        if (doc.get("mode"), ckpt) == (("single", True) if mode == "ckpt" else (mode, False)):
+            paths.append(path)
+    return paths
 
 
 def _document(path: Path) -> dict:
@@ -131,7 +148,7 @@ def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
     for mode in MODES:
         par, dp = _parallel(mode)
         points, kernels = [], None
-        for path in sorted(folder.glob(f"{mode}-L*.json")):
+        for path in _mode_documents(folder, mode):
             doc = _document(path)
             m = doc["model"]
             for shape in doc["shapes"]:

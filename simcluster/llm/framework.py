@@ -57,6 +57,8 @@ class FrameworkSpec:
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
+    attention_kernel: str = "card"    # the fused kernel: 'card' (the GPU card's measured SDPA: cuDNN on Hopper) | 'fa2'
+                                      # (FlashAttention 2 on Hopper) | 'fa2-full' (and no causal block skipped): attention_kernels.py
     grad_reduce_after_backward: bool = False   # DP gradient reduction after the whole backward, parameter gather after the
                                                # optimizer (Megatron-LM before --overlap-grad-reduce); False: overlapped
     blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
@@ -94,7 +96,27 @@ UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Co
 MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
 MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", grad_reduce_after_backward=True, blocking_p2p=True,
                                    transformer_engine=False, **UNFUSED_LOSS)
-FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC)}
+# Composer / llm-foundry (MPT) under PyTorch FSDP1 (issue 44): FULL_SHARD per block, Composer's mixed_precision DEFAULT
+# (composer/distributed/mosaic_fsdp_utils.get_mixed_precision: param_dtype = the autocast dtype, reduce_dtype fp32):
+# parameters gathered in bf16 from an fp32 shard, bf16 compute and residual stream, each unsharded bf16 weight gradient
+# up-cast to fp32 (2 read + 4 written per weight element, every micro-batch) and reduce-scattered in fp32 into the
+# fp32 sharded gradient; AdamW on the fp32 shard (fp32 master + two moments: 12 bytes, 28 of traffic as torch's fused
+# AdamW); fused Wqkv (MPT's attention); its collectives beside compute at the card's measured comm_overlap (as FSDP2,
+# llm/eager.py). Kernel-level: MPT's block is eager PyTorch (llm-foundry's MPTBlock: unfused LayerNorm, GeLU, residual
+# adds, the attention output's copy, autograd's gradient adds): eager's op list (ops.eager_backward_extras), without
+# rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
+# Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash) at its measured Hopper rate, every
+# score block computed ('fa2-full': adopted by the registered held-out test on the A100 tables, llm-findings.md session 27).
+COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
+                              persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
+                              comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
+                              eager=True)
+# Megatron-Core under Transformer Engine before its cuDNN preference on Hopper: TE 1.x's DotProductAttention "prioritizes
+# FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
+# flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
+MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
+                                  MEGATRON_FA2)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:

@@ -43,7 +43,7 @@ from simcluster.llm.spec import (
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
                   "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_KEYS = ({"layers", "hidden", "heads", "vocab", "seq"}, {"ffn", "kv_heads", "experts", "top_k", "expert_ffn", "tied_embeddings", "mlp", "dropout",
-                                                              "qk_norm", *MODEL_VARIANTS})
+                                                              "qk_norm", "rotary", *MODEL_VARIANTS})
 PARALLEL_KEYS = {"tp", "pp", "dp", "cp", "ep", "zero", "virtual_stages", "recompute", "recompute_modules", "sequence_parallel", "tp_comm_overlap",
                  "overlap_param_gather", "expert_tp", "pipeline_layout", "moe_dispatcher", "moe_shared_expert_overlap", "moe_a2a_overlap",
                  "pp_schedule"}
@@ -77,9 +77,10 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     ints["kv_heads"] = r.integer(m, mk, "kv_heads", default=ints["heads"])
     moe = {name: r.integer(m, mk, name, minimum=0, default=0) for name in ("experts", "top_k", "expert_ffn") + MODEL_VARIANTS}
     ffn = r.integer(m, mk, "ffn", minimum=0 if moe["experts"] else 1, default=0 if moe["experts"] else None)
-    moe["qk_norm"] = m.get("qk_norm", False)
-    if not isinstance(moe["qk_norm"], bool):
-        r.fail(f"{mk}.qk_norm", f"expected true or false, got {moe['qk_norm']!r}")
+    for name, default in (("qk_norm", False), ("rotary", True)):
+        moe[name] = m.get(name, default)
+        if not isinstance(moe[name], bool):
+            r.fail(f"{mk}.{name}", f"expected true or false, got {moe[name]!r}")
     tied = m.get("tied_embeddings", False)
     if not isinstance(tied, bool):
         r.fail(f"{mk}.tied_embeddings", f"expected true or false, got {tied!r}")
@@ -181,6 +182,8 @@ def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tup
         hosts = eager.fit_modes(folder)
     except (ValueError, KeyError, TypeError) as exc:
         r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
+    if mode == "ckpt" and mode not in hosts:   # no checkpointed host runs: the plain module's cost (eager.torch_framework)
+        mode = "single"
     if mode not in hosts:
         r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")
     return name, hosts

@@ -205,6 +205,8 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     if model.mla:       # rotary on the rope part only: a' query heads and the one shared key
         rope = T * (sh.heads + 1) * model.qk_rope_dim
         ops.append(memory("rotary", 2 * rope * ACT_BYTES, 3 * rope))
+    elif not model.rotary:   # learned positions (MPT): added to the embedding, no per-layer op
+        pass
     elif fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
         ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
     else:
@@ -295,8 +297,9 @@ def eager_backward_extras(model: TransformerSpec, par: ParallelSpec, batch: Batc
     qk, qkv = T * (sh.heads + sh.kv_heads) * d, T * (sh.heads + 2 * sh.kv_heads) * d
     ops = [memory("grad_accumulate", 3 * Tsp * h * r, Tsp * h, count=2 + consumers),
            memory("rmsnorm_weight_grad", 2 * Tsp * h * r, 2 * Tsp * h, count=2),
-           memory("rotary_slices", 3 * qk * a / 8, count=8),             # per tensor: 2 fills and 2 copies of half of it
            memory("qkv_grad_copy", 2 * qkv * a / 3, count=3)]
+    if model.rotary:     # per rotated tensor: 2 fills and 2 copies of half of it
+        ops.append(memory("rotary_slices", 3 * qk * a / 8, count=8))
     if model.mlp == "swiglu" and not model.moe:
         ops.append(memory("swiglu_extra", 3 * T * sh.ffn * a, T * sh.ffn))
     return ops

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import clock, comm, scaleout
+from simcluster.llm import attention_kernels, clock, comm, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.memory import memory_per_gpu
@@ -104,6 +104,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
+    gpu = attention_kernels.for_kernel(gpu, framework.attention_kernel)   # the framework's own attention kernel
     g = comm.groups(par, net)
     info = {}
     if clock_model == "duty":   # the step's own clock: a first run at the card's reference clock

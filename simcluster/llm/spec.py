@@ -64,6 +64,7 @@ class TransformerSpec:
     dropout: bool = False     # hidden dropout after attention and MLP (Megatron's fused bias-dropout-add keeps a 1-byte mask)
     attn_head_dim: int = 0    # attention head size when heads x head size != hidden (Qwen3: 128); 0 = hidden / heads
     qk_norm: bool = False     # RMSNorm on every query and key head (Qwen3), memory-bound
+    rotary: bool = True       # rotary position embeddings on q and k; False: learned positions (MPT, GPT-2), no rotary ops
     q_lora_rank: int = 0      # multi-head latent attention (DeepSeek-V2/V3, on when kv_lora_rank > 0): query down-projection rank
     kv_lora_rank: int = 0     # the compressed K/V latent's width
     qk_rope_dim: int = 0      # the rotary part of each query / key head (one shared rotary key per token)

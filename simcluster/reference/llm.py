@@ -49,7 +49,7 @@ def layer_counts(value) -> tuple[int, ...]:
 
 
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
-FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
+FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
                 "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
@@ -57,7 +57,8 @@ FILL_PARSERS = {"zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_ba
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
-                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "from": text}
+                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "rotary": flag,
+                 "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
@@ -127,7 +128,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         if m.get(key) is None:
             return None, f"model.{key} not given", used
     m.update({k: checked(m, k, "model", MODEL_PARSERS[k]) for k in MODEL_PARSERS if k != "from" and m.get(k) is not None})
-    if b.get("global_batch") is None:
+    if b.get("global_batch") is None and "global_batch" not in assumed:
         return None, "global batch not given", used
     if p.get("tp") is None or p.get("pp") is None:
         return None, "tp / pp not given", used
@@ -141,7 +142,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
 
     mlp = m.get("mlp") or ("gelu" if "GPT" in str(m.get("name", "")).upper() and m["ffn"] == 4 * m["hidden"] else "swiglu")
     tied = m["tied_embeddings"] if m.get("tied_embeddings") is not None else mlp == "gelu"
-    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn", "qk_norm") + MODEL_VARIANTS if m.get(k) is not None}
+    moe = {k: m[k] for k in ("experts", "top_k", "expert_ffn", "qk_norm", "rotary") + MODEL_VARIANTS if m.get(k) is not None}
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m.get("kv_heads") or m["heads"], m["vocab"],
                             m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False), **moe)
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
@@ -164,7 +165,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
-    batch = BatchSpec(checked(b, "global_batch", "batch", count), pick(b, "batch", "micro_batch", 1), precision)
+    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
     return (model, par, batch), "", used
 
 

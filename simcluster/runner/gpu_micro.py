@@ -39,6 +39,9 @@ a sample is batch time / inner, the record's time is the median sample:
              (role 'custom' or ROLE). Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
              backward (torch.autograd.grad), seq 512..8192, head_dim 64 / 128, MHA and GQA
+  attention-backends  causal SDPA per backend (flash, cudnn, efficient, default), 1K-128K tokens, forward and
+             forward + backward, time and peak memory (runner/gpu_micro_attention.py; records in `attention_backends`).
+             Not in the default sections
   memory     bf16 copy, add (a + b), scale (2 * a) by bytes moved (read + written), 256 KiB .. 4 GiB;
              rms_norm (one F.rms_norm call, kernels not counted) for reference only
   launch     a one-element in-place add, thousands back to back: the per-kernel issue cost
@@ -60,6 +63,7 @@ import time
 import traceback
 
 from simcluster.runner.gpu_duty import run_duty
+from simcluster.runner.gpu_micro_attention import run_attention_backends
 from simcluster.runner.gpu_micro_moe import moe_expert_shapes, run_moe_grouped, run_moe_permute
 from simcluster.runner.gpu_timing import HOST_ISSUE_CYCLES, SETTLE_S, ClockSampler, Interleaver, Timer, both_conditions, clocks
 
@@ -319,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("moe-grouped", lambda: run_moe_grouped(torch, dev, timer, args.quick)),
                 ("moe-permute", lambda: run_moe_permute(torch, dev, timer, args.quick)),
                 ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
+                ("attention-backends", lambda: run_attention_backends(torch, dev, timer, args.quick)),
                 ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
                 ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)),
                 ("duty", lambda: run_duty(torch, dev, timer, interleaver)))
@@ -336,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             result = None
         if name in ("launch", "duty"):
             doc[name] = result if result is not None else doc[name]
-        elif name in ("moe-grouped", "moe-permute"):
+        elif name in ("moe-grouped", "moe-permute", "attention-backends"):
             doc[name.replace("-", "_")] = result or []
         elif result:
             doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts", "gemm-shapes") else name] += result

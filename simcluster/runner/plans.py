@@ -98,11 +98,14 @@ class Options:
     ddp_models: tuple[str, ...] = ("resnet18:32:128",)
     ddp_paired: int = 0                                    # ddp_step --paired: blocks of plain / DDP steps per process
     gpu_micro_quick: bool = False                         # gpu-micro --quick (small sizes)
+    gpu_micro_sections: str = ""                          # gpu-micro --sections (empty: its default set)
     llm_presets: tuple[str, ...] = ("0.3b", "0.5b", "1b", "3b")  # llm-step model sizes (runner/llm_step.py PRESETS)
     llm_shapes: str = "1024:8,2048:4,4096:2,2048:1"        # llm-step SEQ:MICRO_BATCH per process
     llm_modes: tuple[str, ...] = ("single",)               # llm-step single, ddp, fsdp, tp (torchrun over --gpus)
     llm_steps: int = 10                                    # llm-step timed steps per shape
     llm_clocks: bool = False                               # llm-step --clocks: SM clock and power during the timed steps
+    llm_layers: tuple[int, ...] = ()                       # llm-step --layers per run (empty: the preset's own)
+    llm_checkpointing: tuple[bool, ...] = (False,)         # llm-step runs without / with --activation-checkpointing
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 

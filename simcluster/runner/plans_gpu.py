@@ -26,7 +26,13 @@ def _env() -> dict[str, str]:
 
 def gpu_micro_steps(options) -> list[Step]:
     argv = [sys.executable, "-m", "simcluster.runner.gpu_micro"] + (["--quick"] if options.gpu_micro_quick else [])
-    return [Step("gpu-micro", "gpu-micro", argv, _env(), options.timeout_s, meta={"quick": options.gpu_micro_quick})]
+    sections = getattr(options, "gpu_micro_sections", "")
+    if sections:
+        if not all(s.replace("-", "").replace("8", "").isalpha() for s in sections.split(",")):
+            raise SimclusterError(f"--gpu-micro-sections: {sections[:80]!r} is not a comma-separated list of section names")
+        argv += ["--sections", sections]
+    return [Step("gpu-micro", "gpu-micro", argv, _env(), options.timeout_s,
+                 meta={"quick": options.gpu_micro_quick, "sections": sections or "default"})]
 
 
 def llm_steps(options, gpus: int) -> list[Step]:
@@ -40,6 +46,9 @@ def llm_steps(options, gpus: int) -> list[Step]:
         parse_shapes(options.llm_shapes)
     except SystemExit as exc:
         raise SimclusterError(str(exc)) from None
+    layers = tuple(getattr(options, "llm_layers", ()) or ())
+    if any(n < 1 for n in layers):
+        raise SimclusterError(f"--llm-layers: layer counts must be >= 1, got {', '.join(map(str, layers))}")
     steps = []
     for mode in options.llm_modes:
         world = 1 if mode == "single" else gpus
@@ -48,8 +57,13 @@ def llm_steps(options, gpus: int) -> list[Step]:
         launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world)]
                     if mode != "single" else [sys.executable])
         for preset in options.llm_presets:
-            argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
-                    "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)] + (["--clocks"] if options.llm_clocks else [])
-            steps.append(Step("llm-step", f"{preset}-{mode}{world if world > 1 else ''}", argv, _env(), options.timeout_s,
-                              meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes}))
+            for n in layers or (None,):
+                for ckpt in getattr(options, "llm_checkpointing", (False,)):
+                    argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
+                            "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)] + (["--clocks"] if options.llm_clocks else [])
+                    argv += (["--layers", str(n)] if n else []) + (["--activation-checkpointing"] if ckpt else [])
+                    run_id = f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{'-ckpt' if ckpt else ''}"
+                    steps.append(Step("llm-step", run_id, argv, _env(), options.timeout_s,
+                                      meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes,
+                                            "layers": n, "activation_checkpointing": ckpt}))
     return steps

@@ -1,0 +1,83 @@
+"""The framework's attention kernel (llm/attention_kernels.py): FlashAttention 2 on Hopper at its measured rate."""
+
+from dataclasses import replace
+
+import pytest
+
+from simcluster.hardware.gpu import load_gpu
+from simcluster.llm import attention_kernels as ak
+from simcluster.llm.framework import COMPOSER_FSDP, FRAMEWORKS, MEGATRON
+
+
+def test_ratios_come_from_the_bundle_and_are_below_one():
+    r = ak.fit_ratios(ak.backend_rows())
+    assert set(r) == {"fwd", "bwd"} and set(r["fwd"]) == {64, 128}
+    for by_d in r.values():
+        for value in by_d.values():
+            assert 0.4 < value < 0.8        # FA2 runs the Ampere path on Hopper: slower than cuDNN, not by 3x
+
+
+def test_fit_ratios_is_reference_over_kernel_per_pass():
+    rows = []
+    for backend, f, fb in (("default", 1.0, 3.0), ("flash", 2.0, 6.0)):
+        for mode, t in (("fwd", f), ("fwd_bwd", fb)):
+            rows.append({"backend": backend, "mode": mode, "head_dim": 128, "seq_q": 4096, "batch": 4, "heads": 32, "time_s": t})
+    rows.append({"backend": "flash", "mode": "fwd", "head_dim": 128, "seq_q": 1024, "batch": 16, "heads": 32, "time_s": 9.0})
+    assert ak.fit_ratios(rows) == {"fwd": {128: 0.5}, "bwd": {128: 0.5}}   # the short row is left out (MIN_SEQ)
+
+
+def test_fa2_slows_only_attention_on_a_measured_hopper_card():
+    h100 = load_gpu("models/gpu/h100-sxm.yaml")[0]
+    fa2 = ak.for_kernel(h100, "fa2")
+    args = (1, 32, 32, 32768, 32768, 128)
+    ratio = ak.fa2_ratios()
+    assert fa2.attention_time_s(*args) == pytest.approx(h100.attention_time_s(*args) / ratio["fwd"][128], rel=1e-6)
+    assert fa2.attention_time_s(*args, backward=True) == pytest.approx(
+        h100.attention_time_s(*args, backward=True) / ratio["bwd"][128], rel=1e-6)
+    assert fa2.gemm_time_s(8192, 8192, 8192) == h100.gemm_time_s(8192, 8192, 8192)
+    assert ak.for_kernel(h100, "card") is h100
+    a100 = load_gpu("models/gpu/a100-sxm-80gb.yaml")[0]
+    assert ak.for_kernel(a100, "fa2") is a100            # derived card: not a Hopper measurement
+    assert type(ak.for_kernel(a100, "fa2-full")).__name__ == "NoCausalSkip"
+    with pytest.raises(ValueError, match="attention kernel"):
+        ak.for_kernel(h100, "fa9")
+    assert not ak.hopper_measured(replace(h100, derived_from="models/gpu/x.yaml"))
+
+
+def test_composer_fsdp_is_registered_and_runs_fa2():
+    assert FRAMEWORKS["composer-fsdp"] is COMPOSER_FSDP
+    assert COMPOSER_FSDP.attention_kernel == "fa2-full" and MEGATRON.attention_kernel == "card"
+    assert (COMPOSER_FSDP.param_bytes, COMPOSER_FSDP.grad_bytes) == (2.0, 4.0)   # bf16 gathers, fp32 reduce_scatter
+
+
+def test_megatron_te_fa2_slows_long_sequences_most():
+    """TE 1.x's FlashAttention 2 on Hopper: the longer the sequence, the larger attention's share, the larger the slowdown."""
+    from pathlib import Path
+
+    from simcluster.cards import load_collective
+    from simcluster.llm.framework import MEGATRON_FA2
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    usage = LlmUsage(Path("models/gpu/h100-sxm.yaml"), Path("models/nic/roce-400g.yaml"),
+                     Path("models/collective/h200x4-nvlink.yaml"), 8, {})
+    m = machine_for(usage, 8)
+    gpu, net = load_gpu(m.gpu_card)[0], network_for(m, load_collective(m.card)[0])
+    slowdown = []
+    for seq in (4096, 65536):
+        model = TransformerSpec(32, 4096, 11008, 32, 32, 32000, seq)
+        par, batch = ParallelSpec(tp=2, dp=4), BatchSpec(16, 1)
+        card, fa2 = (predict_llm(model, par, batch, gpu, net, 8, trace=False, framework=f).step_time_s for f in (MEGATRON, MEGATRON_FA2))
+        slowdown.append(fa2 / card)
+    assert 1.0 < slowdown[0] < slowdown[1] < 2.0
+
+
+def test_a_file_can_fill_the_global_batch():
+    from simcluster.reference.llm import spec_of
+
+    run = {"model": {"name": "x", "layers": 2, "hidden": 256, "ffn": 512, "heads": 4, "vocab": 1000, "seq": 1024},
+           "gpus": 4, "parallel": {"tp": 1, "pp": 1, "dp": 4}, "batch": {"global_batch": None, "precision": "bf16"}}
+    assert spec_of(run, {})[0] is None
+    (_, _, batch), _, used = spec_of(run, {"global_batch": 8})
+    assert batch.global_batch == 8 and "global_batch=8" in used
