@@ -37,7 +37,7 @@ def cmd_parse(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
     from simcluster.fit import cards
 
     if args.kind and args.kind_card:
@@ -93,7 +93,7 @@ def cmd_calibrate(args) -> int:
 
 
 def _calibrate_internode(args, name: str) -> int:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
     from simcluster.fit.fabric import internode_card
 
     card, message = internode_card(args.traces, args.scenario, args.variant, args.op, name)

@@ -96,7 +96,7 @@ def machine_arch(machine: Machine) -> str:
     """The architecture NCCL's decision model (collectives/nccl_tuner.py) indexes: the GPU card's, Hopper without one."""
     if not machine.gpu_card:
         return "hopper"
-    from simcluster.cards import load_card
+    from simcluster.card_document import load_card
     from simcluster.collectives.nccl_constants import arch_of
 
     card = load_card(machine.gpu_card, kind="gpu")

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from simcluster import output
-from simcluster.cards import dump_card
+from simcluster.card_document import dump_card
 from simcluster.cli import main
 from simcluster.errors import AnswerError
 

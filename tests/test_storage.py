@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from simcluster.cards import load_nvme
 from simcluster.cli import main
 from simcluster.storage import dlio_workload, loader
+from simcluster.storage.nvme import load_nvme
 from simcluster.storage.report import qd_stats, throughput_stats
 from simcluster.traces import dlio
 

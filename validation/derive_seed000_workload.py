@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from simcluster.cards import dump_card, load_training, training_card
+from simcluster.card_document import dump_card
+from simcluster.cards import load_training, training_card
 
 ROOT = Path(__file__).resolve().parent.parent
 R18_GMAC, R50_GMAC, BATCH = 1.82, 4.11, 128

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from simcluster.cards import load_nvme
 from simcluster.storage import dlio_workload, loader
+from simcluster.storage.nvme import load_nvme
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb"}

@@ -172,7 +172,8 @@ def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[d
     """collective-<tool>.yaml (fit.cards.collective_document, the same builder as for log files) from the bundle's
     all_reduce rounds and its first all_reduce tuning log; op-profile-<tool>.yaml from the other ops; and the model
     as its card stores it (None: no card)."""
-    from simcluster.cards import collective_params, dump_card
+    from simcluster.card_document import dump_card
+    from simcluster.cards import collective_params
     from simcluster.fit.cards import collective_document
     from simcluster.traces import nccl_tests, nccl_tuning
 
@@ -355,7 +356,7 @@ def _comm_params(comm_card: str | Path | None):
 
 
 def _documents(cards: dict[str, dict], prefix: str = "") -> dict[str, str]:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
 
     return {prefix + name: dump_card(card) for name, card in cards.items()}
 

@@ -113,7 +113,7 @@ def card_saw_trace(card: dict, card_path, trace_sha256: str, _depth: int = 0) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
     from simcluster.hardware.gpu import load_gpu
     from simcluster.traces import gpu_micro
 

@@ -273,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
                                   hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
         print(report([Path(a) for a in args], split))
         if card is not None:
-            from simcluster.cards import dump_card
+            from simcluster.card_document import dump_card
 
             Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
             print(f"wrote {card}")
         if udp is not None:
-            from simcluster.cards import dump_card
+            from simcluster.card_document import dump_card
 
             Path(udp).write_text(dump_card(udp_card([Path(a) for a in args], Path(udp).stem)))
             print(f"wrote {udp}")

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 
 from simcluster import strict
-from simcluster.cards import load_card
+from simcluster.card_document import load_card
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.gpu_clock import ClockParams, clock_yaml, parse_clock
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time

@@ -129,7 +129,7 @@ def _storage(r, doc, key: str) -> CheckpointStorage:
         r.fail(f"{key}.replica", "expected a positive write rate (the shared file system's, e.g. 1TB/s)")
     card = r.card(doc, key, "nvme")
     drives = r.integer(doc, key, "drives", maximum=MAX_DRIVES)
-    from simcluster.cards import load_nvme
+    from simcluster.storage.nvme import load_nvme
 
     try:
         params, c = load_nvme(card)

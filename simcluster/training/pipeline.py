@@ -103,8 +103,8 @@ class InputPipeline:
 
 def _reader(sim: Simulation, spec: PipelineSpec, steps: int):
     """storage/loader.py's SampleReader for this node: its DLIO workload at the job's batch size."""
-    from simcluster.cards import load_nvme
     from simcluster.storage import dlio_workload, loader
+    from simcluster.storage.nvme import load_nvme
 
     storage = spec.storage
     workload = dataclasses.replace(dlio_workload.load(storage.workload), batch_size=spec.batch)
