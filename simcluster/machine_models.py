@@ -13,7 +13,7 @@ from simcluster.collectives.domain import NvlinkDomain
 from simcluster.errors import ModelCardError
 from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
 from simcluster.network.platform import Platform
-from simcluster.scenario import Machine
+from simcluster.scenario_machine import Machine
 
 
 def machine_nic(machine: Machine):

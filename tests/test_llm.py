@@ -430,7 +430,7 @@ def test_moe_expert_gemms_route_top_k_tokens(h100):
 
 def test_moe_on_two_nodes_runs_expert_alltoall(h100):
     from simcluster.llm.predict import network_for
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 2, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
@@ -451,7 +451,7 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
     (fp32 gathers under torch-amp cost more than bf16 under Megatron)."""
     from simcluster.llm.predict import network_for
     from simcluster.llm.work import _zero3_layer_calls
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 64, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))

@@ -106,7 +106,7 @@ def llm_usage(ref: Published) -> LlmUsage:
 
 
 def machine_for(usage: LlmUsage, gpus: int):
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     nodes = max(1, gpus // 8)
     fabric = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 100e-9, 600e-9, "cut-through")

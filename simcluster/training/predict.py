@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from simcluster.cards import load_collective, load_ddp, load_training
 from simcluster.collectives.model import predict
-from simcluster.scenario import Machine
 from simcluster.scenario_jobs import TrainingJob
+from simcluster.scenario_machine import Machine
 from simcluster.training.pipeline import HostSetup, PipelineSpec
 from simcluster.training.step import DdpParams, StepResult, simulate_step
 
