@@ -7,11 +7,12 @@ one writer of a card's YAML. Quantities are unit strings in the file ("11.8us", 
 
 from __future__ import annotations
 
+import datetime as _dt
 from pathlib import Path
 
 import yaml
 
-from simcluster import output, strict
+from simcluster import __version__, output, strict
 from simcluster.errors import ModelCardError
 from simcluster.units import parse_bandwidth, parse_size, parse_time
 
@@ -110,3 +111,9 @@ def dump_card(card: dict) -> str:
 def fitted_sha256(card: dict) -> set[str]:
     """The sha256 of every trace a card was fitted on (its provenance)."""
     return {t.get("sha256") for t in card.get("provenance", {}).get("traces", []) if isinstance(t, dict)}
+
+
+def provenance(traces: list[dict]) -> dict:
+    """Where a card comes from: the simcluster version, when, and each trace (path, sha256, tool, ...)."""
+    return {"simcluster_version": __version__,
+            "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "traces": traces}

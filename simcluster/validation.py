@@ -118,7 +118,7 @@ def validate_bundle(bundle: str, card_path: str, op: str | None = None) -> Bundl
     from simcluster.card_document import fitted_sha256
     from simcluster.cards import load_collective
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
     from simcluster.fit.validate import validate_logs
 
     params, card = load_collective(card_path)

@@ -318,7 +318,8 @@ def test_collect_plans_paired_ddp_steps():
 
 def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path):
     from simcluster.cards import load_collective
-    from simcluster.fit.bundle import _Bundle, _ddp_runs
+    from simcluster.fit.bundle import _ddp_runs
+    from simcluster.fit.bundle_files import Bundle
     from simcluster.training import workload as W
 
     records = W.read_runs(ROOT / "calibration" / "h200x4-ddp-paired-2026-11-22" / "rep1.jsonl")
@@ -329,7 +330,7 @@ def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path
         (tmp_path / "ddp-step" / f"r{k}" / "stdout.txt").write_text("\n".join(lines) + "\n")
         runs.append({"tool": "ddp-step", "run_id": f"r{k}", "path": f"ddp-step/r{k}", "status": "ok"})
     card = ROOT / "models" / "collective" / "h200x4-collect-nvlink.yaml"
-    _, obs, _, _ = _ddp_runs(_Bundle(tmp_path, {"runs": runs}), load_collective(card)[0])
+    _, obs, _, _ = _ddp_runs(Bundle(tmp_path, {"runs": runs}), load_collective(card)[0])
     two = [r for r in records if r["world_size"] == 2]
     assert len(obs) == 3
     assert [o.workload.step_s for o in obs] == pytest.approx([r["plain"]["median_step_s"] for r in two])

@@ -122,7 +122,7 @@ def measured_sweep(params: CollectiveModel, card: dict, source, op: str, ranks: 
     from pathlib import Path
 
     from simcluster.card_document import fitted_sha256
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
 
     source = Path(source)
     logs = timing_logs(source).get(op, []) if source.is_dir() else [source]

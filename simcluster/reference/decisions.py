@@ -94,7 +94,7 @@ def compare_log(path: Path, gpu: str, arch: str, seen: set[str], label: str) -> 
 
 def validate_decisions(folder: str | Path) -> DecisionValidation:
     """Every tuning log of every bundle under `folder` (itself a bundle, or a folder of them)."""
-    from simcluster.fit.bundle import tuning_logs
+    from simcluster.fit.bundle_files import tuning_logs
 
     root = Path(folder)
     if not root.is_dir():
