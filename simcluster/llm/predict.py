@@ -20,7 +20,7 @@ from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
 from simcluster.llm.work import build_work
-from simcluster.report.perfetto import chrome_trace
+from simcluster.perfetto import chrome_trace
 from simcluster.trust.band import annotate
 from simcluster.trust.regime import llm_regime_of
 

@@ -107,7 +107,7 @@ def predict_training(machine: Machine, job: TrainingJob, cluster=None) -> Traini
 def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
     """Chrome/Perfetto trace document of a few consecutive steps of one rank (json.dumps it; open in
     ui.perfetto.dev). The library returns it; the CLI writes it."""
-    from simcluster.report.perfetto import chrome_trace
+    from simcluster.perfetto import chrome_trace
 
     lanes = ("host", "gpu", "comm")  # always first and in this order, also when a lane is empty; then the host's
     ordered = sorted(pred.step.timeline, key=lambda i: (lanes.index(i.lane), "") if i.lane in lanes else (3, i.lane))
