@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from simcluster.plan import cost
+from simcluster import cost
 from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
 CATALOGUE = {"kind": "catalogue", "name": "t", "currency": "EUR", "electricity": {"price_per_kWh": 0.1, "pue": 1.5},

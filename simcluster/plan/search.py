@@ -2,7 +2,7 @@
 (`search:`), and the planning question (`plan:`): which configurations fit, how fast they train, what they cost.
 
     plan:
-      catalogue: catalogue-2026.yaml      # prices and power (plan/cost.py)
+      catalogue: catalogue-2026.yaml      # prices and power (cost.py)
       target: {tokens: 1T, within: 30d}   # LLM: tokens to train; within: the deadline (training jobs: their own
                                           # dataset x epochs, `tokens` omitted)
     search:                               # LLM only: jobs[0].parallel and micro_batch, per hardware point
@@ -20,7 +20,7 @@ A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tenso
 dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
 scenario reader (llm.spec.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
 with llm.memory.memory_per_gpu (the function predict_llm uses): a refused or non-fitting candidate is counted,
-not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (plan/cost.py) and ranked.
+not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (cost.py) and ranked.
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import cost, strict
 from simcluster.dotted import set_key
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
-from simcluster.plan import cost
 from simcluster.plan.trust import VALIDATION, pessimistic
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
