@@ -401,10 +401,11 @@ def cmd_sweep(args) -> int:
 def cmd_plan(args) -> int:
     from simcluster.files import write_documents
     from simcluster.plan import search
+    from simcluster.report import plan as plan_report
 
     result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler,
                              include_unvalidated=args.include_unvalidated)
-    docs = search.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
+    docs = plan_report.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
     for line in result.summary.problems[:20]:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
@@ -413,7 +414,7 @@ def cmd_plan(args) -> int:
         s = result.summary
         print(f"{s.points} configurations ({sum(result.skipped.values())} candidates not run), {s.already} already stored, "
               f"{s.ran} ran in {s.wall_s:.1f} s")
-        sys.stdout.write(search.answer_text(result.answer))
+        sys.stdout.write(plan_report.answer_text(result.answer))
     for path in write_documents(args.output, docs):
         if path.suffix in (".html", ".json"):
             print(f"wrote {path}")
@@ -422,7 +423,7 @@ def cmd_plan(args) -> int:
 
 def cmd_report(args) -> int:
     from simcluster.files import write_documents
-    from simcluster.plan.search import store_report
+    from simcluster.report.plan import store_report
 
     out = Path(args.output)
     docs = store_report(args.results, f"{out.stem}-figures", args.title)

@@ -100,7 +100,7 @@ def test_a_report_leaves_out_stored_rows_with_nan_and_says_so(tmp_path):
     import pyarrow.parquet as pq
     from test_sweep_spec import collective_sweep
 
-    from simcluster.plan.search import store_report
+    from simcluster.report.plan import store_report
     from simcluster.sweep import run, spec, store
 
     run.run(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 4), per_node=(1,))), tmp_path / "res", workers=0,
