@@ -71,7 +71,7 @@ def test_a_published_busbw_that_cannot_be_measured_is_refused_before_the_predict
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
@@ -125,7 +125,7 @@ def test_a_published_run_with_an_infinite_count_is_one_line(tmp_path, key, value
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
@@ -142,7 +142,7 @@ def test_a_published_system_with_a_bad_gpu_count_is_one_line(tmp_path, value):
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"

@@ -98,7 +98,7 @@ def _rate(r, value, key: str) -> tuple[float, str]:
         r.mapping(value, key, {"published"}, {"run"})
         path = r.existing(value, key, "published", "a calibration/published/reliability-*.yaml file")
         run = r.integer(value, key, "run", minimum=0, default=0)
-        from simcluster.reference.reliability import published_rate
+        from simcluster.interruptions import published_rate
 
         try:
             rate, label = published_rate(path, run)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from simcluster.errors import SimclusterError, TraceFormatError
-from simcluster.reference import CALIBRATION
+from simcluster.published import CALIBRATION
 from simcluster.reference.published_decisions import compare_source, is_source
 from simcluster.results import DecisionSource, DecisionValidation
 from simcluster.strict import field, load_yaml

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.llm.spec import MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
-from simcluster.reference import Published, checked, flag, one_of, published_files, read_published, text
+from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
 
