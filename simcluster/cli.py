@@ -192,8 +192,8 @@ def _trace_paths(path: str, labels: list) -> list[str]:
 
 
 def _timeline(job) -> dict:
+    from simcluster.predict_training import perfetto_trace
     from simcluster.results import LlmTrainingResult
-    from simcluster.training.predict import perfetto_trace
 
     return job.prediction.timeline if isinstance(job, LlmTrainingResult) else perfetto_trace(job.prediction)
 

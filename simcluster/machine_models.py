@@ -1,7 +1,7 @@
 """A scenario machine's models, built from its cards: the NIC (with the host's TCP cost), the platform (NVLink domains
 and the fabric), the multi-node Cluster every collective, DDP and LLM job prices its traffic on, one NVLink domain, and
 the GPU architecture NCCL's tuner reads. Below build.py (the composition root), so the job models that need a machine's
-Cluster (llm/predict.py, training/predict.py) import it from here and no circle runs through build.py."""
+Cluster (llm/predict.py, predict_training.py) import it from here and no circle runs through build.py."""
 
 from __future__ import annotations
 

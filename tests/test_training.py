@@ -155,9 +155,9 @@ def test_storage_bound_step_is_the_drives_bandwidth():
     """nvme-drives, 1 drive: 8 GPUs x 64 samples x 114,660 B a step through one drive's 995 MB/s link is 59.0 ms,
     more than the 37.4 ms step: the step waits for the drive, which never idles, so the step is that bound (to
     1e-6); with 2 drives the reads keep up and the step is the step without storage."""
+    from simcluster.predict_training import predict_training
     from simcluster.scenario import load_variants
     from simcluster.storage.nvme import load_nvme
-    from simcluster.training.predict import predict_training
 
     variants = dict(load_variants(ROOT / "scenarios" / "whatif" / "nvme-drives.yaml"))
     one = variants["1-drive"]
@@ -173,8 +173,8 @@ def test_storage_bound_step_is_the_drives_bandwidth():
 
 
 def test_trace_has_the_transport_and_loader_lanes():
+    from simcluster.predict_training import perfetto_trace, predict_training
     from simcluster.scenario import load_variants
-    from simcluster.training.predict import perfetto_trace, predict_training
 
     scenario = dict(load_variants(ROOT / "scenarios" / "whatif" / "host-cores.yaml"))["1.5-cores"]
     events = perfetto_trace(predict_training(scenario.machine, scenario.jobs[0]))["traceEvents"]

@@ -41,9 +41,10 @@ from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import comm, ops  # noqa: E402
 from simcluster.llm.framework import FRAMEWORKS  # noqa: E402
-from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import layer_split  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
+from simcluster.predict_llm import network_for  # noqa: E402
 from simcluster.published import published_files, read_published  # noqa: E402
 from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402

@@ -288,7 +288,8 @@ def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, flo
 def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
+    from simcluster.predict_llm import network_for
     from simcluster.trust.regime import llm_regime_of
 
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
