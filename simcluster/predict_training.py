@@ -35,6 +35,11 @@ class TrainingPrediction:
     transport_cores_per_node: float = 0.0   # host cores the TCP transport takes at the all_reduce's full rate (0: RDMA)
 
     @property
+    def timeline(self) -> dict:
+        """A Perfetto trace of a few steps of one rank (perfetto_trace), as an LLM prediction's `timeline`."""
+        return perfetto_trace(self)
+
+    @property
     def scaling_efficiency(self) -> float:
         return self.speedup_vs_1gpu / self.ranks
 
