@@ -48,7 +48,7 @@ def test_buckets_follow_ddp_rules():
 
 
 def _validation() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "validation" / "training_validation.py"), str(BUNDLE)],
+    done = subprocess.run([sys.executable, str(ROOT / "studies" / "training_validation.py"), str(BUNDLE)],
                           capture_output=True, text=True, check=True)
     return done.stdout
 

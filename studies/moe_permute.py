@@ -11,8 +11,8 @@ expert, forward) are printed beside them for scale. The measured sequence is pla
 whose bf16 atomic adds take 6x a copy); Transformer Engine's fused permute, which the recipes run, is not measured.
 Read-only, nothing fitted.
 
-    python validation/moe_permute.py [BUNDLE] [--card models/gpu/h100-sxm-interleaved.yaml]
-    python validation/moe_permute.py --plan        # the prices alone
+    python studies/moe_permute.py [BUNDLE] [--card models/gpu/h100-sxm-interleaved.yaml]
+    python studies/moe_permute.py --plan        # the prices alone
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ machine and framework), prints
   5. sensitivities: the row re-predicted with one input the source does not state set otherwise, or with the fp8
      GEMMs at the H100 card's own held-out residual (gpu-micro's fp8 MLP-up shapes, by K). Labelled as such: none is
      a model change and none is applied to the published files.
-    python validation/llm_heldout_breakdown.py [--all | --subset dev]
+    python studies/llm_heldout_breakdown.py [--all | --subset dev]
       --all: every compared row, not only the held-out ones
       --subset dev: only the 13 development rows of the split registered in docs/models/llm-findings.md (the model may
         be changed after looking at them); no held-out row, no held-out mean and no sensitivities are printed

@@ -1,6 +1,6 @@
 """Predict real DLIO runs on this machine's disk from cards the runs did not produce.
 
-    python validation/storage_validation.py [BUNDLE]
+    python studies/storage_validation.py [BUNDLE]
 
 Inputs: the disk card fitted from fio (same bundle), the loader thread rate measured by separate
 calibration runs (dlio-cold/: one read thread, compute 0, page cache dropped, so the whole pipeline

@@ -5,7 +5,7 @@ dense layer GEMMs with every dimension >= 1024 for fp8); then each layer pass's 
 (moe-grouped, calibration/h100x1-moe-grouped-2026-11-27: a loop, and torch._grouped_mm in bf16) against the LLM model's
 price for that group (llm/ops.op_time_s: one GEMM per expert) and against one batched GEMM. Read-only, nothing fitted.
 
-    python validation/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
+    python studies/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
 """
 
 from __future__ import annotations
