@@ -272,7 +272,7 @@ def _dropout_rate(attn: dict, direction: str, where: str) -> float:
 
 def _comm_overlap(p: dict, key: str) -> tuple[float, float]:
     """The optional params.comm_overlap {compute_slowdown, comm_rate, source}: compute and NCCL beside each other
-    (runner/overlap_micro.py); absent: (0, 1), no interference priced."""
+    (studies/overlap_micro/device.py); absent: (0, 1), no interference priced."""
     if "comm_overlap" not in p:
         return 0.0, 1.0
     sec = _section(p, "comm_overlap", key)
