@@ -17,10 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from moe_gemms_device import MOE_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import ops  # noqa: E402
-from simcluster.runner.gpu_micro_moe import MOE_EXPERTS  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"

@@ -25,9 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from moe_gemms_device import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.runner.gpu_micro_moe import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-permute-2026-11-27"
 CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"
