@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.llm.predict import predict_llm_job  # noqa: E402
+from simcluster.predict_llm import predict_llm_job  # noqa: E402
 from simcluster.scenario import load  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "llm" / "llama405b-16k.yaml"

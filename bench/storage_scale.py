@@ -10,8 +10,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from simcluster.cards import load_nvme
 from simcluster.storage import dlio_workload, loader
+from simcluster.storage.nvme import load_nvme
 
 ROOT = Path(__file__).resolve().parent.parent
 

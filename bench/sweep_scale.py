@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
+from simcluster.predict_training import predict_training  # noqa: E402
 from simcluster.sweep import run, spec, store  # noqa: E402
-from simcluster.training.predict import predict_training  # noqa: E402
 
 PLAN = ROOT / "scenarios" / "plans" / "seed000-ddp.yaml"
 

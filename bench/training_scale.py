@@ -14,8 +14,8 @@ import statistics
 import time
 from pathlib import Path
 
+from simcluster.predict_training import predict_training
 from simcluster.scenario import load_variants
-from simcluster.training.predict import predict_training
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ("scenarios/seed000-resnet18-2servers.yaml", "scenarios/whatif/nvme-drives.yaml")

@@ -116,14 +116,14 @@ def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
 
 
 def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
-    from simcluster.training.predict import predict_training
+    from simcluster.predict_training import predict_training
 
     cluster = context.cluster() if scenario.machine.nodes > 1 else None
     return TrainingResult(job, predict_training(scenario.machine, job, cluster))
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     cluster = context.cluster() if scenario.machine.domains > 1 else None
     p = predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster, where=str(scenario.path))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -37,69 +36,23 @@ def cmd_parse(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from simcluster.cards import dump_card
-    from simcluster.fit import cards
+    from simcluster.card_document import dump_card
+    from simcluster.files import write_documents
+    from simcluster.fit.calibrate import calibrate, nothing_fitted
 
-    if args.kind and args.kind_card:
-        raise SimclusterError("--kind writes a kind card, --kind-card fits a machine card with one: give one of them")
-    if args.kind_card and len(args.traces) > 1:
-        raise SimclusterError("--kind-card fits one machine's terms: give its one probe bundle", where=", ".join(args.traces)[:200])
-    if (args.kind or args.kind_card) and not Path(args.traces[0]).is_dir():
-        raise SimclusterError(f"{args.traces[0]}: --kind and --kind-card read trace bundles (simcluster collect), not log files")
-    if Path(args.traces[0]).is_dir():
-        from simcluster.fit.bundle import calibrate_bundles
-
-        not_dirs = [t for t in args.traces if not Path(t).is_dir()]
-        if not_dirs:
-            raise SimclusterError(f"{not_dirs[0]}: not a bundle folder", hint="pass bundle folders, or trace files, not both")
-        if args.kind or args.kind_card:
-            from simcluster.fit import machine
-
-            card, message = (machine.kind_card(args.traces, args.name or Path(args.output).stem) if args.kind else
-                             machine.machine_card(args.traces[0], args.kind_card, args.output,
-                                                  args.name or Path(args.output).stem))
-            _write(args.output, dump_card(card))
-            print(f"wrote {args.output}: {message}")
-            return 0
-        from simcluster.files import write_documents
-
-        result = calibrate_bundles(args.traces, args.collective_card, args.op_profile)
-        for line in result.problems:
-            print(f"simcluster: skipped: {line}", file=sys.stderr)
-        if not result.documents:
-            raise SimclusterError("no card could be fitted from the bundle(s)", where=", ".join(args.traces),
-                                  hint="each skipped input is named above" if result.problems else "no traces of a known tool")
-        for path in write_documents(args.output, result.documents):
-            print(f"wrote {path}")
-        return EXIT_PARTIAL if result.problems else 0
-    if args.collective_card:
-        raise SimclusterError("--collective-card applies to bundle folders only", hint="pass bundle folders")
-    name = args.name or Path(args.output).stem
-    from simcluster.fit.fabric import multi_node_log
-
-    if args.scenario or multi_node_log(args.traces[0]):
-        return _calibrate_internode(args, name)
-    from simcluster.traces.qperf import looks_like_qperf
-
-    if looks_like_qperf(args.traces[0]):
-        if len(args.traces) != 1:
-            raise SimclusterError("a NIC card is fitted from one qperf output file", hint="give one file")
-        card, message = cards.nic_card(args.traces[0], args.transport, args.line_rate, name)
-    else:
-        card, message = cards.collective_card(args.traces, args.op, args.nccl_log or [], args.op_profile, name, args.model)
-    _write(args.output, dump_card(card))
-    print(f"wrote {args.output}: {message}")
-    return 0
-
-
-def _calibrate_internode(args, name: str) -> int:
-    from simcluster.cards import dump_card
-    from simcluster.fit.fabric import internode_card
-
-    card, message = internode_card(args.traces, args.scenario, args.variant, args.op, name)
-    _write(args.output, dump_card(output.check(card, args.traces[0])))
-    print(f"wrote {args.output}: {message}")
-    return 0
+    result = calibrate(args.traces, args.output, args.name, args.kind, args.kind_card, args.collective_card, args.op_profile,
+                       args.scenario, args.variant, args.op, args.transport, args.line_rate, args.nccl_log, args.model)
+    for line in result.problems:
+        print(f"simcluster: skipped: {line}", file=sys.stderr)
+    if result.card is not None:
+        _write(args.output, dump_card(result.card))
+        print(f"wrote {args.output}: {result.message}")
+        return 0
+    if not result.documents:
+        raise nothing_fitted(args.traces, result.problems)
+    for path in write_documents(args.output, result.documents):
+        print(f"wrote {path}")
+    return EXIT_PARTIAL if result.problems else 0
 
 
 def _write(path: str, text: str) -> None:
@@ -142,7 +95,7 @@ def cmd_predict_collective(args) -> int:
 
 
 def cmd_predict_training(args) -> int:
-    from simcluster import strict
+    from simcluster import files, strict
     from simcluster.build import run_file
     from simcluster.report.results import render
     from simcluster.results import LlmTrainingResult, TrainingResult
@@ -153,10 +106,10 @@ def cmd_predict_training(args) -> int:
     found = [(r.variant, job) for r in runs for job in r.jobs if isinstance(job, (TrainingResult, LlmTrainingResult))]
     if not found:
         raise SimclusterError("the scenario has no 'kind: training' or 'kind: llm_training' job", where=args.scenario)
-    traces = _trace_paths(args.trace, [label for label, _ in found]) if args.trace else []
+    traces = files.paths_per_label(args.trace, [label for label, _ in found]) if args.trace else []
     out = output.check([{**({"variant": label} if label else {}), **job.to_json()} for label, job in found], args.scenario)
     for path, (_, job) in zip(traces, found, strict=False):
-        _write(path, output.dumps(_timeline(job), args.scenario))
+        _write(path, output.dumps(job.prediction.timeline, args.scenario))
     cannot_run = EXIT_CANNOT_RUN if any(isinstance(job, LlmTrainingResult) and not job.prediction.fits for _, job in found) else 0
     if args.json:
         print(json.dumps(out[0] if len(out) == 1 else out, indent=1))
@@ -170,32 +123,6 @@ def cmd_predict_training(args) -> int:
     for path, (label, _) in zip(traces, found, strict=False):
         print(f"timeline{f' of {label}' if label else ''}: {path} (open in https://ui.perfetto.dev)")
     return cannot_run
-
-
-def _trace_paths(path: str, labels: list) -> list[str]:
-    """One timeline file per result: PATH itself for one, PATH's stem + '-VARIANT' + its suffix for each of several."""
-    if len(labels) <= 1:
-        return [path]
-    p = Path(path)
-    if p.is_dir():
-        raise SimclusterError("cannot write the timelines there: a folder is in the way of the file", where=path,
-                              hint="--trace names a file; with several variants, FILE-VARIANT.json is written for each")
-    suffix = "".join(p.suffixes) or ".json"
-    stem = p.name[:len(p.name) - len("".join(p.suffixes))] if p.suffixes else p.name
-    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(label or "job")) for label in labels]
-    seen: dict[str, int] = {}
-    names = []
-    for s in safe:   # a variant with several jobs: -LABEL, -LABEL-job2, ...
-        seen[s] = seen.get(s, 0) + 1
-        names.append(s if seen[s] == 1 else f"{s}-job{seen[s]}")
-    return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in names]
-
-
-def _timeline(job) -> dict:
-    from simcluster.results import LlmTrainingResult
-    from simcluster.training.predict import perfetto_trace
-
-    return job.prediction.timeline if isinstance(job, LlmTrainingResult) else perfetto_trace(job.prediction)
 
 
 def cmd_error_bands(args) -> int:
@@ -318,25 +245,16 @@ def _csv(text: str | None) -> list[str]:
 
 
 def cmd_collect(args) -> int:
-    import dataclasses
+    from simcluster.runner import plans
+    from simcluster.runner.bundle import collect_bundle
 
-    from simcluster.runner import collect, plans
-
-    tools = _csv(args.tools) or ["qperf", "perf-stat", "fio"]
-    gt = {}
-    if args.lab:
-        from simcluster.runner import netlab
-
-        lab = netlab.up(args.lab_rate, args.lab_delay, args.lab_offloads)
-        gt = lab.ground_truth
     options = plans.Options(
         hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
         min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
         nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
-        nccl_register=args.nccl_register, qperf_host=args.qperf_host or (gt.get("server")),
+        nccl_register=args.nccl_register, qperf_host=args.qperf_host,
         qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(_csv(args.qperf_sizes) or plans.Options.qperf_sizes),
-        pin=args.lab or args.pin, server_netns=gt.get("server_netns"), client_netns=gt.get("client_netns"),
-        fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
+        pin=args.lab or args.pin, fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
         dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
         ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
@@ -345,25 +263,14 @@ def cmd_collect(args) -> int:
         llm_shapes=args.llm_shapes, llm_modes=tuple(_csv(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
         llm_layers=tuple(int(x) for x in _csv(args.llm_layers) or []),
         llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
-        timeout_s=args.timeout, ground_truth=gt)
-    steps = plans.plan(tools, options, Path(args.out))
+        timeout_s=args.timeout)
 
     def progress(entry):
         print(f"{entry['tool']:>18} {entry['run_id']:<24} {entry['status']:<8} {entry.get('wall_s', 0):7.1f} s",
               flush=True)
 
-    try:
-        manifest, code = collect.collect(args.out, steps, tools, dataclasses.asdict(options), progress)
-    finally:
-        if args.lab:
-            from simcluster.runner import netlab
-
-            netlab.down()
-    for scratch in ("fio/data", "dlio/data"):  # test files and datasets, not traces
-        if (Path(args.out) / scratch).is_dir() and not (scratch == "fio/data" and args.fio_dir):
-            import shutil
-
-            shutil.rmtree(Path(args.out) / scratch)
+    lab = (args.lab_rate, args.lab_delay, args.lab_offloads) if args.lab else None
+    manifest, code = collect_bundle(args.out, _csv(args.tools) or ["qperf", "perf-stat", "fio"], options, progress, lab)
     bad = [r for r in manifest["runs"] if r["status"] != "ok"]
     print(f"bundle {args.out}: {len(manifest['runs']) - len(bad)} runs ok, {len(bad)} not ({manifest['status']})")
     for r in bad:
@@ -407,10 +314,11 @@ def cmd_sweep(args) -> int:
 def cmd_plan(args) -> int:
     from simcluster.files import write_documents
     from simcluster.plan import search
+    from simcluster.report import plan as plan_report
 
     result = search.run_plan(args.plan, args.output, workers=args.workers, scheduler=args.scheduler,
                              include_unvalidated=args.include_unvalidated)
-    docs = search.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
+    docs = plan_report.plan_documents(result, f"simcluster plan: {Path(args.plan).stem}")
     for line in result.summary.problems[:20]:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     if args.json:
@@ -419,7 +327,7 @@ def cmd_plan(args) -> int:
         s = result.summary
         print(f"{s.points} configurations ({sum(result.skipped.values())} candidates not run), {s.already} already stored, "
               f"{s.ran} ran in {s.wall_s:.1f} s")
-        sys.stdout.write(search.answer_text(result.answer))
+        sys.stdout.write(plan_report.answer_text(result.answer))
     for path in write_documents(args.output, docs):
         if path.suffix in (".html", ".json"):   # with --json, stdout is the answer alone
             print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
@@ -428,7 +336,7 @@ def cmd_plan(args) -> int:
 
 def cmd_report(args) -> int:
     from simcluster.files import write_documents
-    from simcluster.plan.search import store_report
+    from simcluster.report.plan import store_report
 
     out = Path(args.output)
     docs = store_report(args.results, f"{out.stem}-figures", args.title)

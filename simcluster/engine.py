@@ -28,7 +28,7 @@ class Interval:
 
 @dataclass
 class Recorder:
-    """The intervals of a run, in the order they were recorded; report/perfetto.py turns them into a trace."""
+    """The intervals of a run, in the order they were recorded; perfetto.py turns them into a trace."""
 
     enabled: bool = True
     intervals: list[Interval] = field(default_factory=list)

@@ -238,3 +238,22 @@ def scratch_folder(name: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"simcluster-{name}-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+def paths_per_label(path: str, labels: list) -> list[str]:
+    """One output file per labelled result (a variant's timeline): PATH itself for one, PATH's stem + '-VARIANT' + its suffix for each of several."""
+    if len(labels) <= 1:
+        return [path]
+    p = Path(path)
+    if p.is_dir():
+        raise OutputError("cannot write the timelines there: a folder is in the way of the file", where=path,
+                              hint="--trace names a file; with several variants, FILE-VARIANT.json is written for each")
+    suffix = "".join(p.suffixes) or ".json"
+    stem = p.name[:len(p.name) - len("".join(p.suffixes))] if p.suffixes else p.name
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", str(label or "job")) for label in labels]
+    seen: dict[str, int] = {}
+    names = []
+    for s in safe:   # a variant with several jobs: -LABEL, -LABEL-job2, ...
+        seen[s] = seen.get(s, 0) + 1
+        names.append(s if seen[s] == 1 else f"{s}-job{seen[s]}")
+    return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in names]

@@ -1,7 +1,7 @@
 """A scenario machine's models, built from its cards: the NIC (with the host's TCP cost), the platform (NVLink domains
 and the fabric), the multi-node Cluster every collective, DDP and LLM job prices its traffic on, one NVLink domain, and
 the GPU architecture NCCL's tuner reads. Below build.py (the composition root), so the job models that need a machine's
-Cluster (llm/predict.py, training/predict.py) import it from here and no circle runs through build.py."""
+Cluster (llm/predict.py, predict_training.py) import it from here and no circle runs through build.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from simcluster.collectives.domain import NvlinkDomain
 from simcluster.errors import ModelCardError
 from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
 from simcluster.network.platform import Platform
-from simcluster.scenario import Machine
+from simcluster.scenario_machine import Machine
 
 
 def machine_nic(machine: Machine):
@@ -109,7 +109,7 @@ def machine_arch(machine: Machine) -> str:
     """The architecture NCCL's decision model (collectives/nccl_tuner.py) indexes: the GPU card's, Hopper without one."""
     if not machine.gpu_card:
         return "hopper"
-    from simcluster.cards import load_card
+    from simcluster.card_document import load_card
     from simcluster.collectives.nccl_constants import arch_of
 
     card = load_card(machine.gpu_card, kind="gpu")

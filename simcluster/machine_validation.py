@@ -57,7 +57,7 @@ def _probe_ops():
 
 
 def _manifest(bundle: Path) -> dict:
-    from simcluster.fit.bundle import read_manifest
+    from simcluster.fit.bundle_files import read_manifest
 
     return read_manifest(bundle)
 
@@ -87,7 +87,7 @@ def _gpu_ids(bundle: Path) -> tuple[str, ...]:
 def find_bundles(paths: list[str]) -> tuple[list[Path], list[str]]:
     """The bundles among `paths` (a path itself, or its sub-folders with a manifest) with an nccl-tests sweep
     reaching below 1 MiB (a probe can be cut from it); one line per path left out and why."""
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
     from simcluster.fit.machine import PROBE_MAX_BYTES, bundle_traces, probe_points
 
     found, skipped = [], []
@@ -142,7 +142,7 @@ def _nccl_env(bundle: Path) -> dict:
 
 def validate_held_out_machines(paths: list[str]) -> HeldOutMachines:
     from simcluster.collectives.machine import compose
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
     from simcluster.fit.machine import PROBE_OPS, bundle_traces, fit_terms, kind_model
     from simcluster.fit.validate import validate_logs
 

@@ -122,7 +122,7 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
 def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, max_size: str, factor: int,
                    algorithm: str | None) -> CollectiveSweepResult:
     from simcluster.build import sweep_result
-    from simcluster.cards import load_card
+    from simcluster.card_document import load_card
     from simcluster.collectives.schedule import canonical_op
     from simcluster.machine_models import network_link
 

@@ -105,7 +105,7 @@ class QperfResult:
 
 @dataclass(frozen=True)
 class TrainingResult:
-    """A data-parallel training job (training/predict.py's TrainingPrediction inside)."""
+    """A data-parallel training job (predict_training.py's TrainingPrediction inside)."""
 
     job: object
     prediction: object

@@ -6,18 +6,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from simcluster import strict
 from simcluster.collectives.fabric import ALGORITHMS
 from simcluster.collectives.schedule import OPS, canonical_op
 from simcluster.errors import SimclusterError
 from simcluster.llm.job import read_llm_job
+from simcluster.scenario_machine import Machine
 from simcluster.scenario_reader import MAX_GPUS, ScenarioReader
+from simcluster.training.pipeline import StorageSpec
 from simcluster.units import parse_size_arg, parse_time
-
-if TYPE_CHECKING:
-    from simcluster.scenario import Machine
 
 ENGINES = ("analytic", "des")
 
@@ -56,14 +54,6 @@ class QperfJob:
     tests: tuple[str, ...]
     streams: int = 1
     kind: str = "qperf"
-
-
-@dataclass(frozen=True)
-class StorageSpec:
-    workload: Path            # a DLIO workload YAML: sample sizes, read threads, prefetch
-    nvme: Path                # an nvme card
-    drives: int               # local drives per node (striped)
-    io_size: int
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,10 @@ def validate_log_on_scenario(trace_path: str, scenario_path: str, op: str | None
 def validate_bundle(bundle: str, card_path: str, op: str | None = None) -> BundleValidation:
     """Every collective of a trace bundle against one card: a line per op (median of its rounds), which ops the
     card was fitted on (in sample) and which it never saw (held out)."""
-    from simcluster.cards import fitted_sha256, load_collective
+    from simcluster.card_document import fitted_sha256
+    from simcluster.cards import load_collective
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
     from simcluster.fit.validate import validate_logs
 
     params, card = load_collective(card_path)

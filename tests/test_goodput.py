@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from simcluster.cli import main
+from simcluster.cost import time_to_train_s
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.llm.goodput import checkpoint_bytes, checkpoint_plan, expected_job_s, expected_segment_s, first_order_goodput, young_daly_s
 from simcluster.llm.goodput_des import simulate_job
 from simcluster.llm.reliability import CheckpointStorage, Reliability, parse_failure_rate
 from simcluster.llm.spec import TransformerSpec
-from simcluster.plan.cost import time_to_train_s
 from simcluster.plan.search import read_plan
 from simcluster.reference.reliability import validate_published_reliability
 from simcluster.scenario import load, load_variants

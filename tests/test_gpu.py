@@ -472,7 +472,7 @@ def test_card_at_moe_expert_shapes_held_out():
     was not fitted on): within the bf16 curve's usual error, and not the 1.4-1.7x the MoE rows' misses would need."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "validation" / "moe_expert_gemms.py")
+    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "studies" / "moe_expert_gemms.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     table = mod.rows(mod.BUNDLE, ROOT / "models" / "gpu" / "h100-sxm.yaml")
@@ -487,7 +487,7 @@ def test_llm_model_prices_a_layer_pass_of_expert_gemms_as_per_expert_kernels():
     against a loop of per-expert GEMMs, as a grouped linear layer issues them; one batched kernel is the worse model."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "validation" / "moe_expert_gemms.py")
+    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "studies" / "moe_expert_gemms.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     groups = mod.group_rows(mod.GROUPED, ROOT / "models" / "gpu" / "h100-sxm.yaml")

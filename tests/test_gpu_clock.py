@@ -264,7 +264,7 @@ def _measured_duty() -> dict:
 def test_calibrate_fits_the_clock_block_when_the_run_has_a_duty_section(tmp_path):
     """A full gpu-micro run with its duty section (the default sections since the clock term): `calibrate` writes the
     curves and the clock block, referenced to the GEMMs' condition (back to back here: duty (1, 0))."""
-    from simcluster.fit.gpu import bundle_cards
+    from simcluster.fit.gpu_card import bundle_cards
 
     _, runs = _bundle_with_duty(tmp_path, _measured_duty())
     problems = []
@@ -278,7 +278,7 @@ def test_calibrate_writes_the_card_without_clock_when_the_duty_sweep_cannot_be_f
     """A sweep that never reaches the power cap (every clock at max) cannot fit the clock: the card is written without a
     clock block and one line names the trace; no duty section: no clock block, no line."""
     from simcluster.fit.bundle import calibrate_bundle
-    from simcluster.fit.gpu import bundle_cards
+    from simcluster.fit.gpu_card import bundle_cards
 
     duty = _measured_duty()
     for p in duty["points"]:
@@ -295,7 +295,7 @@ def test_calibrate_writes_the_card_without_clock_when_the_duty_sweep_cannot_be_f
 
 def test_calibrate_refuses_a_malformed_duty_section_naming_the_file(tmp_path):
     from simcluster.fit.bundle import calibrate_bundle
-    from simcluster.fit.gpu import bundle_cards
+    from simcluster.fit.gpu_card import bundle_cards
 
     duty = _measured_duty()
     del duty["points"][3]["power_W"]

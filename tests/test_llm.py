@@ -246,7 +246,7 @@ def test_zero2_memory_and_traffic_agree():
     """ZeRO-2 shards the gradients (memory) and so pays a reduce_scatter per micro-batch (step); ZeRO-1 keeps the full
     buffer and reduces once. The 405B split on 16,384 H100s over 400G (DP 128, 16 micro-batches): ZeRO-2's fp32
     reduce-scatters outlast the backwards they overlap (exposed 1.4 s against ZeRO-1's 0.04 s)."""
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     sc = load("scenarios/llm/llama405b-16k.yaml")
     job = sc.jobs[0]
@@ -370,7 +370,7 @@ def test_model_dropout_must_be_a_boolean(tmp_path):
 def test_scenario_job_reads(tmp_path):
     import pathlib
 
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(root=pathlib.Path.cwd(), parallel="{tp: 8, sequence_parallel: true}")))
@@ -429,8 +429,8 @@ def test_moe_expert_gemms_route_top_k_tokens(h100):
 
 
 def test_moe_on_two_nodes_runs_expert_alltoall(h100):
-    from simcluster.llm.predict import network_for
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.predict_llm import network_for
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 2, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
@@ -449,9 +449,9 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
     """ZeRO-3 / FSDP: one all_gather and one reduce_scatter per layer; on a 64-node DP ring the L per-layer
     calls cost more than one model-sized call (each pays the ring's latency), and the bytes follow the framework
     (fp32 gathers under torch-amp cost more than bf16 under Megatron)."""
-    from simcluster.llm.predict import network_for
     from simcluster.llm.work import _zero3_layer_calls
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.predict_llm import network_for
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 64, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))

@@ -72,7 +72,7 @@ def test_each_mode_gets_its_wrapper_and_its_own_host_cost():
 
 
 def test_a_torch_job_predicts_with_its_mode(tmp_path):
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     sc = load(scenario(tmp_path))
     r = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
@@ -135,7 +135,7 @@ def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
     from dataclasses import replace
 
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     sc = load(scenario(tmp_path))
     gpu = load_gpu(sc.machine.gpu_card)[0]
@@ -143,7 +143,8 @@ def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
     with_it = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
     job = replace(sc.jobs[0], host_costs=())
     off = replace(job.framework_spec(), comm_interference=False)
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
+    from simcluster.predict_llm import network_for
     without = predict_llm(job.model, job.parallel, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=off)
     assert with_it.breakdown["exposed_dp_comm"] > without.breakdown["exposed_dp_comm"]
     fsdp = replace(job.parallel, zero=3)

@@ -161,7 +161,7 @@ jobs:
                                            ("{pp: 2, dp: 2, pp_schedule: gpipe}", "torch-pipelining+ddp"),
                                            ("{dp: 4, recompute: full}", "torch-ddp")])
 def test_scenarios_accept_every_layout_torch_runs(tmp_path, parallel, name):
-    from simcluster.llm.predict import predict_llm_job
+    from simcluster.predict_llm import predict_llm_job
 
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(root=ROOT, parallel=parallel)))

@@ -14,7 +14,7 @@ from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-from simcluster.reference import PUBLISHED, read_published
+from simcluster.published import PUBLISHED, read_published
 from simcluster.reference.llm import framework_of
 
 LLAMA3_8B = TransformerSpec(32, 4096, 14336, 32, 8, 128256, 8192)

@@ -89,8 +89,9 @@ def test_dense_first_layers_and_mtp_cost_step_time():
 
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
-    from simcluster.scenario import Machine
+    from simcluster.llm.predict import predict_llm
+    from simcluster.predict_llm import network_for
+    from simcluster.scenario_machine import Machine
 
     small = replace(DSV3, layers=8, mtp_layers=0, dense_layers=0)
     par, batch = ParallelSpec(tp=1, pp=2, dp=4, ep=4, zero=1, recompute="full"), BatchSpec(32, 1)

@@ -82,7 +82,8 @@ def test_deepep_sends_a_token_once_per_node(monkeypatch):
 def _step(model, par, batch, gpus):
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
+    from simcluster.predict_llm import network_for
     from simcluster.reference.llm import LlmUsage, machine_for
 
     usage = LlmUsage("models/gpu/h100-sxm.yaml", "models/nic/roce-400g.yaml", "models/collective/h200x4-nvlink.yaml", 8, {})

@@ -185,7 +185,7 @@ def test_dropout_masks_in_the_residual_adds_and_the_activations():
 # --- published files: the options as their sources state them --------------------------------------------------
 def test_published_files_name_the_options_per_row():
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.llm import framework_of, llm_usage, spec_of
 
     nemo = read_published("calibration/published/llm-nemo-24.07-dgx-h100-fp8.yaml", "published-llm-run")

@@ -150,7 +150,7 @@ def test_predict_training_json_on_both_machines(name, capsys):
 
 
 def test_the_published_rack_is_priced_inside_one_domain():
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     ref = read_published(ROOT / "calibration" / "published" / "nccl-gb200-nvl72-coreweave.yaml", "published-nccl-run")

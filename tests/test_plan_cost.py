@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from simcluster.plan import cost
-from simcluster.scenario import FabricConfig, Machine, NicSpec
+from simcluster import cost
+from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
 CATALOGUE = {"kind": "catalogue", "name": "t", "currency": "EUR", "electricity": {"price_per_kWh": 0.1, "pue": 1.5},
              "gpus": {"g": {"power": "700W", "price_per_hour": 2.0}},

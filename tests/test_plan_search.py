@@ -16,9 +16,10 @@ import pytest
 import yaml
 from test_sweep_spec import MODELS
 
+from simcluster import cost
 from simcluster.cli import main
 from simcluster.errors import ScenarioError
-from simcluster.plan import cost, search
+from simcluster.plan import search
 from simcluster.report import html
 from simcluster.sweep import store
 

@@ -3,7 +3,7 @@ median of rounds, card round trip, and held-out fidelity that must not regress.
 
 Bounds are the measured mean |error| (sizes >= 1 KiB, median of rounds) plus a small margin; they
 are NOT all within the product target of 5% (see docs/models/collectives-findings.md). Run
-`python validation/collective_fidelity.py` for the tables.
+`python studies/collective_fidelity.py` for the tables.
 """
 
 import dataclasses
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 import collective_fidelity as cf  # noqa: E402
 
 from simcluster.cards import collective_params, collective_params_yaml  # noqa: E402

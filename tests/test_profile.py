@@ -1,6 +1,6 @@
 """Per-op profiles (collectives/profile.py): measured on one machine, carried by another machine's all_reduce card.
 
-Bounds are the measured errors of `python validation/collective_fidelity.py` (section "per-op profile from another
+Bounds are the measured errors of `python studies/collective_fidelity.py` (section "per-op profile from another
 machine") with a small margin; every error here is on a machine the profile was not measured on.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 import collective_fidelity as cf  # noqa: E402
 
 from simcluster.cards import load_collective, load_op_profiles  # noqa: E402

@@ -10,7 +10,7 @@ import yaml
 
 from simcluster.cli import main
 from simcluster.errors import SimclusterError
-from simcluster.reference import read_published
+from simcluster.published import read_published
 from simcluster.reference.decisions import validate_decisions
 from simcluster.reference.llm import validate_published_llm
 from simcluster.reference.nccl import validate_published_nccl

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from simcluster import output
-from simcluster.cards import dump_card
+from simcluster.card_document import dump_card
 from simcluster.cli import main
 from simcluster.errors import AnswerError
 
@@ -71,7 +71,7 @@ def test_a_published_busbw_that_cannot_be_measured_is_refused_before_the_predict
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
@@ -100,7 +100,7 @@ def test_a_report_leaves_out_stored_rows_with_nan_and_says_so(tmp_path):
     import pyarrow.parquet as pq
     from test_sweep_spec import collective_sweep
 
-    from simcluster.plan.search import store_report
+    from simcluster.report.plan import store_report
     from simcluster.sweep import run, spec, store
 
     run.run(spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 4), per_node=(1,))), tmp_path / "res", workers=0,
@@ -125,7 +125,7 @@ def test_a_published_run_with_an_infinite_count_is_one_line(tmp_path, key, value
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"
@@ -142,7 +142,7 @@ def test_a_published_system_with_a_bad_gpu_count_is_one_line(tmp_path, value):
     from conftest import ROOT
 
     from simcluster.errors import SimclusterError
-    from simcluster.reference import read_published
+    from simcluster.published import read_published
     from simcluster.reference.nccl import system_rows
 
     source = ROOT / "calibration" / "published" / "nccl-aws-p5en-x4.yaml"

@@ -19,7 +19,7 @@ CAL = ROOT / "calibration"
 
 
 def _readers():
-    from simcluster.fit.bundle import read_manifest
+    from simcluster.fit.bundle_files import read_manifest
     from simcluster.traces import dlio, fio, gpu_micro, llm_step, nccl_tests, perf_stat, qperf
     from simcluster.training import workload
 

@@ -13,12 +13,13 @@ from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcluster.cards import load_nic, load_nvme
+from simcluster.cards import load_nic
 from simcluster.cli import main
 from simcluster.errors import SimclusterError, TraceFormatError
 from simcluster.files import write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.runner import collect, plans
+from simcluster.storage.nvme import load_nvme
 from simcluster.traces import dlio, fio, nccl_tests, perf_stat, perftest, qperf, torch_profiler
 from simcluster.units import parse_bandwidth
 

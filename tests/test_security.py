@@ -19,7 +19,8 @@ import yaml
 from simcluster import files
 from simcluster.cli import main
 from simcluster.errors import SimclusterError
-from simcluster.fit.bundle import calibrate_bundle, timing_logs
+from simcluster.fit.bundle import calibrate_bundle
+from simcluster.fit.bundle_files import timing_logs
 from simcluster.runner import collect, plans
 
 ROOT = Path(__file__).resolve().parent.parent

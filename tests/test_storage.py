@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from simcluster.cards import load_nvme
 from simcluster.cli import main
 from simcluster.storage import dlio_workload, loader
+from simcluster.storage.nvme import load_nvme
 from simcluster.storage.report import qd_stats, throughput_stats
 from simcluster.traces import dlio
 
@@ -125,7 +125,7 @@ def test_nvme_iops_and_bandwidth_ceilings():
 
 
 def test_real_dlio_runs_predicted_from_separate_calibration():
-    """validation/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
+    """studies/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
     calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors (issue 42 model:
     DLIO v1.0's PyTorch prefetch factor ceil(prefetch_size / threads) = 1 batch per thread where the old model held 2,
     the first load excluded as DLIO excludes it): throughput -25.6%, -17.1%, -1.8%; AU -23.9, -11.9, -5.4 points
@@ -133,7 +133,7 @@ def test_real_dlio_runs_predicted_from_separate_calibration():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, str(ROOT / "validation" / "storage_validation.py")], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, str(ROOT / "studies" / "storage_validation.py")], capture_output=True, text=True,
                          check=True).stdout
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("unet3d_h100-")]
     assert len(rows) == 3

@@ -45,7 +45,7 @@ def test_points_of_other_code_are_recomputed_and_left_out_of_the_report(tmp_path
     """A stored point names the code that computed it: after a model change the same sweep recomputes every point, and
     the folder's report shows only the current code's rows (the earlier ones stay stored)."""
     import simcluster
-    from simcluster.plan.search import store_report
+    from simcluster.report.plan import store_report
 
     sw = spec.read_sweep(collective_sweep(tmp_path, nodes=(2, 3), per_node=(1, 2)))
     out = tmp_path / "results"

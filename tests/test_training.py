@@ -48,7 +48,7 @@ def test_buckets_follow_ddp_rules():
 
 
 def _validation() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "validation" / "training_validation.py"), str(BUNDLE)],
+    done = subprocess.run([sys.executable, str(ROOT / "studies" / "training_validation.py"), str(BUNDLE)],
                           capture_output=True, text=True, check=True)
     return done.stdout
 
@@ -155,9 +155,9 @@ def test_storage_bound_step_is_the_drives_bandwidth():
     """nvme-drives, 1 drive: 8 GPUs x 64 samples x 114,660 B a step through one drive's 995 MB/s link is 59.0 ms,
     more than the 37.4 ms step: the step waits for the drive, which never idles, so the step is that bound (to
     1e-6); with 2 drives the reads keep up and the step is the step without storage."""
-    from simcluster.cards import load_nvme
+    from simcluster.predict_training import predict_training
     from simcluster.scenario import load_variants
-    from simcluster.training.predict import predict_training
+    from simcluster.storage.nvme import load_nvme
 
     variants = dict(load_variants(ROOT / "scenarios" / "whatif" / "nvme-drives.yaml"))
     one = variants["1-drive"]
@@ -173,8 +173,8 @@ def test_storage_bound_step_is_the_drives_bandwidth():
 
 
 def test_trace_has_the_transport_and_loader_lanes():
+    from simcluster.predict_training import perfetto_trace, predict_training
     from simcluster.scenario import load_variants
-    from simcluster.training.predict import perfetto_trace, predict_training
 
     scenario = dict(load_variants(ROOT / "scenarios" / "whatif" / "host-cores.yaml"))["1.5-cores"]
     events = perfetto_trace(predict_training(scenario.machine, scenario.jobs[0]))["traceEvents"]
@@ -318,7 +318,8 @@ def test_collect_plans_paired_ddp_steps():
 
 def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path):
     from simcluster.cards import load_collective
-    from simcluster.fit.bundle import _Bundle, _ddp_runs
+    from simcluster.fit.bundle import _ddp_runs
+    from simcluster.fit.bundle_files import Bundle
     from simcluster.training import workload as W
 
     records = W.read_runs(ROOT / "calibration" / "h200x4-ddp-paired-2026-11-22" / "rep1.jsonl")
@@ -329,7 +330,7 @@ def test_bundle_calibration_predicts_paired_runs_from_their_plain_steps(tmp_path
         (tmp_path / "ddp-step" / f"r{k}" / "stdout.txt").write_text("\n".join(lines) + "\n")
         runs.append({"tool": "ddp-step", "run_id": f"r{k}", "path": f"ddp-step/r{k}", "status": "ok"})
     card = ROOT / "models" / "collective" / "h200x4-collect-nvlink.yaml"
-    _, obs, _, _ = _ddp_runs(_Bundle(tmp_path, {"runs": runs}), load_collective(card)[0])
+    _, obs, _, _ = _ddp_runs(Bundle(tmp_path, {"runs": runs}), load_collective(card)[0])
     two = [r for r in records if r["world_size"] == 2]
     assert len(obs) == 3
     assert [o.workload.step_s for o in obs] == pytest.approx([r["plain"]["median_step_s"] for r in two])

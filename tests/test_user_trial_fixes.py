@@ -191,7 +191,7 @@ def test_a_partly_filled_leaf_keeps_port_speed_uplinks(tmp_path):
 
 
 def test_timelines_of_several_variants_and_jobs_get_their_own_files():
-    from simcluster.cli import _trace_paths
+    from simcluster.files import paths_per_label as _trace_paths
 
     assert _trace_paths("/tmp/t.json", ["a"]) == ["/tmp/t.json"]
     assert _trace_paths("/tmp/t.json", ["a", "a", "b c"]) == ["/tmp/t-a.json", "/tmp/t-a-job2.json", "/tmp/t-b_c.json"]

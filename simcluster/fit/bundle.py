@@ -26,15 +26,11 @@ the NIC card's perf note only).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from simcluster import strict
 from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
-from simcluster.files import OutputError, inside, safe_name
-from simcluster.traces.common import sha256_of
-
-# what a trace's own content can raise on the way to a fit, beyond TraceFormatError: one input skipped
-DATA_ERRORS = (SimclusterError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError, OSError)
+from simcluster.files import OutputError, safe_name
+from simcluster.fit.bundle_files import DATA_ERRORS, Bundle, bundle_provenance, bundle_source, logs_by_op
 
 
 @dataclass(frozen=True)
@@ -46,141 +42,20 @@ class Calibration:
     problems: tuple[str, ...]
 
 
-def read_manifest(bundle: Path) -> dict:
-    path = bundle / "manifest.json"
-    if not path.is_file():
-        raise TraceFormatError("not a trace bundle: no manifest.json", where=str(path),
-                               hint="make one with 'simcluster collect --out DIR'")
-    doc = strict.load_json(path, TraceFormatError, "bundle manifest")
-    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
-        raise TraceFormatError("manifest has no 'runs' list", where=str(path))
-    return doc
-
-
-def _is_run(run) -> bool:
-    return isinstance(run, dict) and all(isinstance(run.get(k), str) for k in ("tool", "run_id", "status", "path"))
-
-
-class _Bundle:
-    """A bundle being calibrated: its manifest, its usable runs (each run folder checked to lie inside the
-    bundle) and the problem lines of what was skipped."""
-
-    def __init__(self, path: Path, manifest: dict | None = None):
-        self.path = Path(path)
-        self.manifest = read_manifest(self.path) if manifest is None else manifest
-        self.problems: list[str] = []
-        self.refused: dict[str, str] = {}           # tool -> first refused manifest path (timing_logs raises it)
-        runs = self.manifest["runs"]
-        if runs and not any(map(_is_run, runs)):
-            raise TraceFormatError("no run has a tool, run_id, status and path: not a manifest written by simcluster collect",
-                                   where=str(self.path / "manifest.json"))
-        self.ok_runs = [r for n, r in enumerate(runs, 1) if self._usable(n, r)]
-
-    def _usable(self, n: int, run) -> bool:
-        if not _is_run(run):
-            self.problems.append(f"{self.path / 'manifest.json'}: run {n}: no tool, run_id, status and path; skipped")
-            return False
-        if run["status"] != "ok":
-            self.problems.append(f"{run['tool']}/{run['run_id']}: skipped ({run['status']})")
-            return False
-        rel = PurePosixPath(run["path"])
-        if not run["path"] or rel.is_absolute() or ".." in rel.parts or not inside(self.path, self.path / rel):
-            reason = (f"{run['tool']}/{run['run_id']}: manifest path {run['path']!r} is outside the bundle; "
-                      "not read")
-            self.problems.append(reason)
-            self.refused.setdefault(run["tool"], reason)
-            return False
-        return True
-
-    def runs(self, tool: str) -> list[dict]:
-        return [r for r in self.ok_runs if r["tool"] == tool]
-
-    def file(self, run: dict, name: str = "stdout.txt") -> Path:
-        """A file of a run's folder; one that a symlink takes outside the bundle is refused."""
-        path = self.path / run["path"] / name
-        if not inside(self.path, path):
-            raise TraceFormatError("the file leads outside the bundle (a symlink); not read", where=str(path))
-        return path
-
-    def skip(self, exc: Exception, what: str = "") -> None:
-        """One problem line for an input that is not used."""
-        text = exc.one_line() if isinstance(exc, SimclusterError) else f"{what}: {type(exc).__name__}: {exc}"
-        self.problems.append(" ".join(text.split()))
-
-    def parsed(self, items: list, parse) -> tuple[list, list]:
-        """(parse(item) for each item that parses, those items); each that does not is a problem line."""
-        good, used = [], []
-        for item in items:
-            try:
-                good.append(parse(item))
-                used.append(item)
-            except DATA_ERRORS as exc:
-                self.skip(exc, str(item))
-        return good, used
-
-
-def bundle_source(bundle: Path | list[Path], manifest: dict | None) -> dict:
-    """Where a card's traces came from when they came from a bundle (or bundles, for a fit across repeats): the
-    bundle and its host; merged into the card's provenance."""
-    out: dict = {"bundle": [str(b) for b in bundle] if isinstance(bundle, list) else str(bundle)}
-    if manifest is not None:
-        host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
-        out["host"] = {k: host.get(k) for k in ("hostname", "cpu_model", "cores")}
-    return out
-
-
-def bundle_provenance(paths: list[Path], bundle: Path | list[Path], manifest: dict | None) -> dict:
-    """Where a card came from (fit.cards.provenance), with the bundle (bundle_source)."""
-    from simcluster.fit.cards import provenance
-
-    return provenance([{"path": str(p), "sha256": sha256_of(p)} for p in paths]) | bundle_source(bundle, manifest)
-
-
-def _logs_by_op(b: _Bundle, tool: str, role: str = "timing") -> dict[str, list[Path]]:
-    """op -> the stdout of each of its runs of one role ("timing" rounds or NCCL "tuning" logs), in manifest
-    order; older manifests without meta hold timing runs named by their op. A file outside the bundle is skipped."""
-    logs: dict[str, list[Path]] = {}
-    for run in b.runs(tool):
-        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
-        if meta.get("role", "timing") == role:
-            try:
-                logs.setdefault(str(meta.get("op", run["run_id"])), []).append(b.file(run))
-            except TraceFormatError as exc:
-                b.skip(exc)
-    return logs
-
-
-def timing_logs(bundle: str | Path, tool: str = "nccl-tests") -> dict[str, list[Path]]:
-    """op -> the stdout of each of its timing rounds in a trace bundle (tuning logs left out), in manifest order.
-    A manifest path outside the bundle is an error here (nothing of such a bundle is validated)."""
-    b = _Bundle(Path(bundle))
-    logs = _logs_by_op(b, tool)
-    if tool in b.refused:
-        raise TraceFormatError(b.refused[tool], where=str(b.path / "manifest.json"))
-    if not logs:
-        raise TraceFormatError(f"the bundle has no {tool} timing runs that finished", where=str(b.path / "manifest.json"))
-    return logs
-
-
-def tuning_logs(bundle: str | Path, tool: str = "nccl-tests") -> tuple[dict[str, list[Path]], dict]:
-    """op -> the NCCL tuning logs of a trace bundle (none: {}), and the bundle's manifest (its host's GPUs)."""
-    b = _Bundle(Path(bundle))
-    return _logs_by_op(b, tool, "tuning"), b.manifest
-
-
-def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
+def _collective(b: Bundle, tool: str, op_profile: str | None = None) -> tuple[dict[str, dict], object]:
     """collective-<tool>.yaml (fit.cards.collective_document, the same builder as for log files) from the bundle's
     all_reduce rounds and its first all_reduce tuning log; op-profile-<tool>.yaml from the other ops; and the model
     as its card stores it (None: no card)."""
-    from simcluster.cards import collective_params, dump_card
+    from simcluster.card_document import dump_card
+    from simcluster.cards import collective_params
     from simcluster.fit.cards import collective_document
     from simcluster.traces import nccl_tests, nccl_tuning
 
-    logs = _logs_by_op(b, tool)
+    logs = logs_by_op(b, tool)
     traces, paths = b.parsed(logs.pop("all_reduce", []), lambda p: nccl_tests.parse(p, op="all_reduce"))
     if not traces:
         return {}, None
-    tunings, tuning_paths = b.parsed(_logs_by_op(b, tool, "tuning").get("all_reduce", [])[:1], nccl_tuning.parse)
+    tunings, tuning_paths = b.parsed(logs_by_op(b, tool, "tuning").get("all_reduce", [])[:1], nccl_tuning.parse)
     card, params = collective_document(traces, tunings, f"{tool}-{traces[0].nranks}ranks", op_profile=op_profile,
                                        source=bundle_source(b.path, b.manifest))
     import yaml
@@ -197,7 +72,7 @@ def _collective(b: _Bundle, tool: str, op_profile: str | None = None) -> tuple[d
     return cards, stored
 
 
-def _op_profile(b: _Bundle, tool: str, params, traces: list, paths: list[Path],
+def _op_profile(b: Bundle, tool: str, params, traces: list, paths: list[Path],
                 others: list[tuple[Path, str]], machine: dict) -> dict:
     """The op-profile card: every other op of the bundle measured against the card fitted on its all_reduce
     (`params`, from `traces` read at `paths`); `others` = (stdout path, op) per timing run."""
@@ -220,7 +95,7 @@ def _op_profile(b: _Bundle, tool: str, params, traces: list, paths: list[Path],
             "provenance": bundle_provenance(paths + [p for p, _ in used], b.path, b.manifest)}
 
 
-def _ddp_runs(b: _Bundle, params):
+def _ddp_runs(b: Bundle, params):
     """Per 1-GPU ddp-step run: a training card, and the 2-GPU observations and profiles the DDP fit takes;
     `params` is the collective model that predicts the 2-GPU all_reduce (None: no observations). A 2-GPU
     record collected with --ddp-paired is predicted from its own processes' plain steps. A run that cannot
@@ -241,7 +116,7 @@ def _ddp_runs(b: _Bundle, params):
     return cards, obs, profiles, sources
 
 
-def _ddp_run(b: _Bundle, run: dict, params):
+def _ddp_run(b: Bundle, run: dict, params):
     """(training card or None, observations, overlap profiles) of one ddp-step run."""
     from simcluster.cards import training_card
     from simcluster.collectives.model import predict
@@ -290,7 +165,7 @@ def _ddp_card(obs: list, profiles: list, provenance: dict, name: str) -> dict[st
     return {"ddp.yaml": ddp_card(ddp, fit, provenance, name)}
 
 
-def _nvme(b: _Bundle) -> dict[str, dict]:
+def _nvme(b: Bundle) -> dict[str, dict]:
     """nvme-local.yaml from the fio runs that parse (each run is one job: queue depth and block size)."""
     runs = b.runs("fio")
     if not runs:
@@ -306,7 +181,7 @@ def _nvme(b: _Bundle) -> dict[str, dict]:
                                          info, bundle_provenance([Path(t.path) for t in traces], b.path, b.manifest))}
 
 
-def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[str, dict]:
+def _cards(b: Bundle, comm, op_profile: str | None, pool: list | None) -> dict[str, dict]:
     """Every card of one bundle; a tool whose fit fails is a problem line, the other tools' cards stay."""
     from simcluster.fit.bundle_nic import nic_cards
 
@@ -337,9 +212,9 @@ def _cards(b: _Bundle, comm, op_profile: str | None, pool: list | None) -> dict[
     return cards
 
 
-def _gpu(b: _Bundle) -> dict[str, dict]:
-    """gpu-micro -> gpu-<card name>.yaml (simcluster.fit.gpu.bundle_cards)."""
-    from simcluster.fit.gpu import bundle_cards
+def _gpu(b: Bundle) -> dict[str, dict]:
+    """gpu-micro -> gpu-<card name>.yaml (simcluster.fit.gpu_card.bundle_cards)."""
+    from simcluster.fit.gpu_card import bundle_cards
 
     return bundle_cards(b.path, b.ok_runs, b.manifest, b.problems)
 
@@ -355,7 +230,7 @@ def _comm_params(comm_card: str | Path | None):
 
 
 def _documents(cards: dict[str, dict], prefix: str = "") -> dict[str, str]:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
 
     return {prefix + name: dump_card(card) for name, card in cards.items()}
 
@@ -365,7 +240,7 @@ def calibrate_bundle(bundle: str | Path, comm_card: str | Path | None = None, dd
     """One bundle's cards (not written) and one line per input that could not be used. `comm_card`: the
     collective card for the 2-GPU all_reduce of the DDP fit (default: the bundle's own nccl-tests card).
     `ddp_pool` collects the bundle's DDP observations for a fit across bundles (calibrate_bundles)."""
-    b = _Bundle(Path(bundle))
+    b = Bundle(Path(bundle))
     cards = _cards(b, _comm_params(comm_card), op_profile, ddp_pool)
     return Calibration(_documents(cards), tuple(b.problems))
 
@@ -385,7 +260,7 @@ def calibrate_bundles(bundles: list[str | Path], comm_card: str | Path | None = 
                               hint="their cards would go to one subfolder; rename one")
     documents, problems, pool = {}, [], []
     for path, name in zip(map(Path, bundles), names, strict=True):
-        b = _Bundle(path)
+        b = Bundle(path)
         documents |= _documents(_cards(b, comm, op_profile, pool), f"{name}/")
         problems += [f"{name}: {line}" for line in b.problems]
     obs, profiles, sources = ([x for part in pool for x in part[i]] for i in range(3))

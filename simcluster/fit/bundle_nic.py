@@ -11,10 +11,10 @@ import statistics
 from typing import TYPE_CHECKING
 
 from simcluster.errors import CalibrationError
-from simcluster.fit.bundle import DATA_ERRORS, bundle_provenance
+from simcluster.fit.bundle_files import DATA_ERRORS, bundle_provenance
 
 if TYPE_CHECKING:
-    from simcluster.fit.bundle import _Bundle
+    from simcluster.fit.bundle_files import Bundle
 
 
 def _framing(ground_truth: dict) -> tuple[float, str]:
@@ -23,7 +23,7 @@ def _framing(ground_truth: dict) -> tuple[float, str]:
     return 1448 / 1538, "Ethernet wire: TCP payload 1448 of 1538 bytes per frame (preamble, FCS, gap)"
 
 
-def nic_cards(b: _Bundle) -> dict[str, dict]:
+def nic_cards(b: Bundle) -> dict[str, dict]:
     """One NIC card per transport; with several qperf runs, each parameter is the median over the runs
     that could be used (a run that does not parse, or whose TCP stream was CPU-bound, is skipped)."""
     import dataclasses
@@ -83,7 +83,7 @@ def nic_cards(b: _Bundle) -> dict[str, dict]:
     return cards
 
 
-def _host_cpu_card(b: _Bundle, runs: list) -> dict:
+def _host_cpu_card(b: Bundle, runs: list) -> dict:
     """A CPU-bound TCP stream measures the host's onload cost: core-seconds per byte = qperf -v's send/recv cost
     (the larger side), else 1 core / tcp_bw (one kernel TCP stream runs on one core); the stack's latency is
     tcp_lat. The median over the runs; a card of kind host-cpu (docs/models/nic-and-cpu.md)."""
@@ -108,7 +108,7 @@ def _host_cpu_card(b: _Bundle, runs: list) -> dict:
             "provenance": bundle_provenance(paths, b.path, b.manifest)}
 
 
-def _perf_note(b: _Bundle, params) -> list[str]:
+def _perf_note(b: Bundle, params) -> list[str]:
     """What perf stat (or /proc/stat) says the sender's CPU cost per byte is, next to qperf -v's; a perf-stat
     run that cannot be read is a problem line and the card goes without the note."""
     perf_runs = b.runs("perf-stat")
@@ -122,7 +122,7 @@ def _perf_note(b: _Bundle, params) -> list[str]:
         return []
 
 
-def _perf_line(b: _Bundle, run: dict, params) -> list[str]:
+def _perf_line(b: Bundle, run: dict, params) -> list[str]:
     from simcluster.traces import perf_stat, qperf
 
     pq = qperf.parse(b.file(run)).test("tcp_bw")

@@ -3,16 +3,8 @@ returns the document; the CLI writes it (simcluster/files.py)."""
 
 from __future__ import annotations
 
-import datetime as _dt
-
-from simcluster import __version__
+from simcluster.card_document import provenance
 from simcluster.errors import CalibrationError, SimclusterError
-
-
-def provenance(traces: list[dict]) -> dict:
-    """Where a card comes from: the simcluster version, when, and each trace (path, sha256, tool, ...)."""
-    return {"simcluster_version": __version__,
-            "fitted_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "traces": traces}
 
 
 def nic_card(path: str, transport: str | None, line_rate: str | None, name: str) -> tuple[dict, str]:

@@ -137,8 +137,8 @@ def fit_internode(log_path: str, scenario_path: str, variant: str | None = None,
 
 def nic_document(fit: InternodeFit, log_path: str, scenario_path: str, name: str) -> dict:
     """The fitted NIC card, its provenance naming the log and the machine it was fitted on."""
+    from simcluster.card_document import provenance
     from simcluster.cards import nic_params_yaml
-    from simcluster.fit.cards import provenance
     from simcluster.traces import nccl_tests
 
     trace = nccl_tests.parse(log_path)

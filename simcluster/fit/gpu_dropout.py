@@ -4,7 +4,7 @@ Input: the JSON the session-19 device script wrote (calibration/h100x1-megatron-
 causal SDPA forward and forward + backward at dropout 0 and 0.1, per shape and backend). Dropout draws one random
 number per score element a pass computes, so each pass gains  elements / rate,  elements = b h s_q s_kv / 2 (causal);
 the backward pass is (forward + backward) - forward. Fitted by least squares through the origin of the added time
-against elements, on one backend's rows at one sequence length (the rest are held out: validation/attention_dropout.py).
+against elements, on one backend's rows at one sequence length (the rest are held out: studies/attention_dropout.py).
 Added to a card by hand, like the clock block: `calibrate` does not write it.
 """
 

@@ -1,4 +1,4 @@
-"""A GPU card's comm_overlap block from overlap-micro documents (runner/overlap_micro.py): how much compute and
+"""A GPU card's comm_overlap block from overlap-micro documents (studies/overlap_micro/device.py): how much compute and
 NCCL slow each other when they run at once.
 
 Per document (median of its repetitions): GEMMs alone g_a, beside the all_reduces g_b; all_reduces alone a_a,

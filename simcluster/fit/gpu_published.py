@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from simcluster.cards import load_yaml
+from simcluster.card_document import load_yaml
 from simcluster.errors import CalibrationError
 from simcluster.fit.gpu import DATASHEETS, carry
 from simcluster.hardware.gpu import GpuParams, gpu_params_yaml

@@ -113,11 +113,11 @@ def card_saw_trace(card: dict, card_path, trace_sha256: str, _depth: int = 0) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simcluster.cards import dump_card
+    from simcluster.card_document import dump_card
     from simcluster.hardware.gpu import load_gpu
     from simcluster.traces import gpu_micro
 
-    ap = argparse.ArgumentParser(prog="python -m simcluster.fit.gpu", description="GPU cards: held-out error, datasheet cards")
+    ap = argparse.ArgumentParser(prog="python -m simcluster.fit.gpu_validate", description="GPU cards: held-out error, datasheet cards")
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="error of a card (or of a fit on the trace's fit set) on a gpu-micro trace")
     v.add_argument("trace", help="a gpu-micro stdout.txt")
@@ -163,3 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{100 * r.error:+6.1f}% {'fit' if r.in_fit else 'held out'}")
     sys.stdout.write(summary_table(rows))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

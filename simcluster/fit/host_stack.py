@@ -81,9 +81,9 @@ def run_samples(run: dict, stdout: Path) -> list[Sample]:
 
 def bundle_samples(bundle: Path) -> tuple[list[Sample], dict]:
     """Every sample of a bundle's qperf-sizes runs, and the bundle's lab ground truth (empty on loopback)."""
-    from simcluster.fit.bundle import DATA_ERRORS, _Bundle
+    from simcluster.fit.bundle_files import DATA_ERRORS, Bundle
 
-    b = _Bundle(Path(bundle))
+    b = Bundle(Path(bundle))
     samples, truth = [], {}
     for run in b.runs("qperf-sizes"):
         try:
@@ -202,7 +202,7 @@ def stack_card(bundles: list[Path], name: str) -> dict:
     mode) with the cost split into copy, checksum, per packet and per call; each side is taken as half of one stream's
     measured work (the lab charges the receive path to either process)."""
     from simcluster.cards import nic_params_yaml
-    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.fit.bundle_files import bundle_provenance
     from simcluster.hardware.nic import NicParams
 
     parts = split_terms(bundles)
@@ -230,7 +230,7 @@ def udp_card(bundles: list[Path], name: str) -> dict:
     """A NIC card of this machine's lab UDP stack (offloads none, tc tbf not binding): per byte and per datagram of the
     costlier side at 16 KiB (the largest size swept), both sides' fits over all sizes in the notes; one core per stream."""
     from simcluster.cards import nic_params_yaml
-    from simcluster.fit.bundle import bundle_provenance
+    from simcluster.fit.bundle_files import bundle_provenance
     from simcluster.hardware.nic import NicParams
 
     used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) == "lab offloads=none"]
@@ -273,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
                                   hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
         print(report([Path(a) for a in args], split))
         if card is not None:
-            from simcluster.cards import dump_card
+            from simcluster.card_document import dump_card
 
             Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
             print(f"wrote {card}")
         if udp is not None:
-            from simcluster.cards import dump_card
+            from simcluster.card_document import dump_card
 
             Path(udp).write_text(dump_card(udp_card([Path(a) for a in args], Path(udp).stem)))
             print(f"wrote {udp}")

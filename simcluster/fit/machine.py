@@ -149,14 +149,14 @@ def host_profiles(base, bundles: list[list[CollectiveTrace]]) -> list[OpProfile]
 
 def bundle_traces(bundle: Path, tool: str = "nccl-tests") -> list[CollectiveTrace]:
     """Every timing round of every op in a bundle (nccl-tests, or a probe's nccl-probe runs), parsed."""
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.fit.bundle_files import timing_logs
     from simcluster.traces import nccl_tests
 
     return [nccl_tests.parse(p, op=op) for op, paths in timing_logs(bundle, tool).items() for p in paths]
 
 
 def bundle_tunings(bundle: Path) -> list:
-    from simcluster.fit.bundle import tuning_logs
+    from simcluster.fit.bundle_files import tuning_logs
     from simcluster.traces import nccl_tuning
 
     return [nccl_tuning.parse(p) for p in tuning_logs(bundle)[0].get("all_reduce", [])[:1]]
@@ -164,7 +164,7 @@ def bundle_tunings(bundle: Path) -> list:
 
 def kind_card(bundles: list[str], name: str) -> tuple[dict, str]:
     """A kind card document from bundles of machines of one kind (the library returns it; the CLI writes it)."""
-    from simcluster.fit.bundle import bundle_source
+    from simcluster.fit.bundle_files import bundle_source
     from simcluster.fit.cards import card_document
 
     model, graph_bundles, traces = kind_model([Path(b) for b in bundles])
@@ -184,7 +184,7 @@ def machine_card(bundle: str, kind_path: str, output: str, name: str) -> tuple[d
     from simcluster.cards import load_collective
     from simcluster.collectives.machine import is_machine_card
     from simcluster.errors import SimclusterError
-    from simcluster.fit.bundle import bundle_source, timing_logs
+    from simcluster.fit.bundle_files import bundle_source, timing_logs
     from simcluster.fit.cards import card_document
     from simcluster.traces.common import sha256_of
 

@@ -121,8 +121,8 @@ def measured_sweep(params: CollectiveModel, card: dict, source, op: str, ranks: 
     host-launched. None when the source has no such rounds; the lines of logs that did not parse."""
     from pathlib import Path
 
-    from simcluster.cards import fitted_sha256
-    from simcluster.fit.bundle import timing_logs
+    from simcluster.card_document import fitted_sha256
+    from simcluster.fit.bundle_files import timing_logs
 
     source = Path(source)
     logs = timing_logs(source).get(op, []) if source.is_dir() else [source]
@@ -156,7 +156,7 @@ def card_notes(params: CollectiveModel, card: dict, op: str, ranks: int, host_la
     card or its profile was learned from."""
     from pathlib import Path
 
-    from simcluster.cards import fitted_sha256
+    from simcluster.card_document import fitted_sha256
     from simcluster.traces.common import sha256_of
 
     notes = []

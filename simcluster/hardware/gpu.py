@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 
 from simcluster import strict
-from simcluster.cards import load_card
+from simcluster.card_document import load_card
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.gpu_clock import ClockParams, clock_yaml, parse_clock
 from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
@@ -272,7 +272,7 @@ def _dropout_rate(attn: dict, direction: str, where: str) -> float:
 
 def _comm_overlap(p: dict, key: str) -> tuple[float, float]:
     """The optional params.comm_overlap {compute_slowdown, comm_rate, source}: compute and NCCL beside each other
-    (runner/overlap_micro.py); absent: (0, 1), no interference priced."""
+    (studies/overlap_micro/device.py); absent: (0, 1), no interference priced."""
     if "comm_overlap" not in p:
         return 0.0, 1.0
     sec = _section(p, "comm_overlap", key)

@@ -46,8 +46,8 @@ def workload_of(row: dict):
 
 def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
     """One submission predicted: throughput at its accelerator count; with `search`, also the max-accelerators answer."""
-    from simcluster.cards import load_nvme
     from simcluster.storage import loader
+    from simcluster.storage.nvme import load_nvme
 
     w = workload_of(row)
     nvme, _ = load_nvme(ROOT / "models" / "nvme" / f"{CARDS[row['drive']]}.yaml")

@@ -190,7 +190,7 @@ def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tup
 
 
 def _tokens(r, job: dict, key: str) -> float | None:
-    from simcluster.plan.cost import parse_count
+    from simcluster.cost import parse_count
 
     if "train_tokens" not in job:
         return None

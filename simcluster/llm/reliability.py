@@ -98,7 +98,7 @@ def _rate(r, value, key: str) -> tuple[float, str]:
         r.mapping(value, key, {"published"}, {"run"})
         path = r.existing(value, key, "published", "a calibration/published/reliability-*.yaml file")
         run = r.integer(value, key, "run", minimum=0, default=0)
-        from simcluster.reference.reliability import published_rate
+        from simcluster.interruptions import published_rate
 
         try:
             rate, label = published_rate(path, run)
@@ -129,7 +129,7 @@ def _storage(r, doc, key: str) -> CheckpointStorage:
         r.fail(f"{key}.replica", "expected a positive write rate (the shared file system's, e.g. 1TB/s)")
     card = r.card(doc, key, "nvme")
     drives = r.integer(doc, key, "drives", maximum=MAX_DRIVES)
-    from simcluster.cards import load_nvme
+    from simcluster.storage.nvme import load_nvme
 
     try:
         params, c = load_nvme(card)

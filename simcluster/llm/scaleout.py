@@ -10,7 +10,7 @@ standard normal draws, m(N) = integral of x N phi(x) Phi(x)^(N-1) dx (m(1) = 0):
 
 m grows like sqrt(2 ln N): 0.56 at 2 GPUs, 1.42 at 8, 2.59 at 128, 3.44 at 2,048, 3.97 at 16,384, so the per-GPU
 throughput a job loses per doubling shrinks slowly with N. `s` is fitted on the per-GPU throughput ratios of one
-published weak-scaling series and checked on the others (validation/scaleout_fit.py, docs/models/llm.md, "Scale-out
+published weak-scaling series and checked on the others (studies/scaleout_fit.py, docs/models/llm.md, "Scale-out
 losses"); a scenario sets its own with `machine.gpu.speed_spread`.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-SPEED_SPREAD = 0.0209     # s: fitted (validation/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
+SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from simcluster.errors import SimclusterError, TraceFormatError
-from simcluster.reference import CALIBRATION
+from simcluster.published import CALIBRATION
 from simcluster.reference.published_decisions import compare_source, is_source
 from simcluster.results import DecisionSource, DecisionValidation
 from simcluster.strict import field, load_yaml
@@ -94,7 +94,7 @@ def compare_log(path: Path, gpu: str, arch: str, seen: set[str], label: str) -> 
 
 def validate_decisions(folder: str | Path) -> DecisionValidation:
     """Every tuning log of every bundle under `folder` (itself a bundle, or a folder of them)."""
-    from simcluster.fit.bundle import tuning_logs
+    from simcluster.fit.bundle_files import tuning_logs
 
     root = Path(folder)
     if not root.is_dir():

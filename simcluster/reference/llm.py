@@ -27,7 +27,7 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.llm.spec import MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
-from simcluster.reference import Published, checked, flag, one_of, published_files, read_published, text
+from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
 
@@ -107,7 +107,7 @@ def llm_usage(ref: Published) -> LlmUsage:
 
 
 def machine_for(usage: LlmUsage, gpus: int):
-    from simcluster.scenario import FabricConfig, Machine, NicSpec
+    from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     nodes = max(1, gpus // 8)
     fabric = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 100e-9, 600e-9, "cut-through")
@@ -289,7 +289,8 @@ def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, flo
 def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
+    from simcluster.predict_llm import network_for
     from simcluster.trust.regime import llm_regime_of
 
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None

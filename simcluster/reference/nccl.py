@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.reference import Published, published_files, read_published
+from simcluster.published import Published, published_files, read_published
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps, field, known_keys, short
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simcluster.collectives.nccl_constants import ALGORITHMS, PROTOCOLS, TUNED_OPS
 from simcluster.errors import SimclusterError
-from simcluster.reference import flag, one_of, text
+from simcluster.published import flag, one_of, text
 from simcluster.results import DecisionFact, PublishedDecisionLog
 from simcluster.strict import field, known_keys, load_yaml, short
 

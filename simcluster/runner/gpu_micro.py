@@ -20,21 +20,6 @@ a sample is batch time / inner, the record's time is the median sample:
              an H100 GEMM sits at the 700 W cap at 1350-1425 MHz; interleaved it runs at 1800-1875 MHz).
              On a GPU each record carries the median SM clock and power nvidia-smi reported meanwhile (a
              sampling thread that runs during the GEMM sections only)
-  moe-experts the expert GEMMs of MoE layers as a grouped linear layer runs them, one GEMM per local expert (moe_expert_shapes:
-             M = tokens an expert receives under balanced routing, fused up+gate (N = 2 f) and down (h, f), each forward,
-             data gradient and weight gradient), bf16 and fp8; both conditions. Not in the default sections
-  moe-grouped each expert GEMM group of moe-experts as a whole (the `experts` local experts' GEMMs of one layer pass): a loop
-             on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
-             issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
-             `moe_grouped`, time per group. Not in the default sections
-  moe-permute the token permutations of Megatron's alltoall dispatcher for each MOE_EXPERTS layer, N = tokens per expert x
-             local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
-             chunk sort by local expert after the alltoall (gather N rows, block permutation of ep x experts chunks),
-             its inverse before the combine, unpermute (index_add of N rows into T); forward alone and forward +
-             backward (autograd: a gather's backward is a scatter and the reverse), one bf16 copy of N rows for
-             reference, and alone: one gather of N rows, one index_add of N rows into T, and the same combine
-             without atomic adds (gather into token order, sum the top_k rows); records in `moe_permute`. The
-             routing is balanced, the expert GEMMs left out. Not in the default sections
   gemm-shapes the GEMMs named by --gemm-shapes M:N:K[:ROLE],... in bf16 and fp8, both conditions; records in `gemm`
              (role 'custom' or ROLE). Not in the default sections
   attention  torch.nn.functional.scaled_dot_product_attention, causal, bf16: forward, and forward +
@@ -48,7 +33,8 @@ a sample is batch time / inner, the record's time is the median sample:
   duty       SM clock and board power against the GEMM share of the GPU's time (copies or idle between GEMMs),
              and idle power: the power-limited clock's data (runner/gpu_duty.py)
 
-A section that fails is an entry in `errors`, the others still run. torch is imported in main only. The timer,
+A section that fails is an entry in `errors`, the others still run. Studies add sections of their own (`main(argv,
+extra_sections)`: studies/moe_gemms_device.py's MoE sections). torch is imported in main only. The timer,
 clock sampler and interleaving are runner/gpu_timing.py.
 """
 
@@ -64,7 +50,6 @@ import traceback
 
 from simcluster.runner.gpu_duty import run_duty
 from simcluster.runner.gpu_micro_attention import run_attention_backends
-from simcluster.runner.gpu_micro_moe import moe_expert_shapes, run_moe_grouped, run_moe_permute
 from simcluster.runner.gpu_timing import HOST_ISSUE_CYCLES, SETTLE_S, ClockSampler, Interleaver, Timer, both_conditions, clocks
 
 HIDDEN_FFN = ((1024, 2816), (2048, 5632), (4096, 14336), (8192, 28672))
@@ -123,11 +108,6 @@ def fp8_layer_shapes(layers=FP8_LAYERS, tokens=FP8_TOKENS) -> list[dict]:
                 for role, shape in (("fwd", (t, n, k)), ("dgrad", (t, k, n)), ("wgrad", (n, k, t))):
                     out.append({"m": shape[0], "n": shape[1], "k": shape[2], "role": f"layer-{role}-{gemm}", "hidden": h, "tokens": t})
     return out
-
-
-def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
-    shapes = moe_expert_shapes((("tiny", 64, 32, 48),)) if quick else moe_expert_shapes()
-    return run_gemm_shapes(torch, dev, timer, shapes, clock, interleaver)
 
 
 def run_fp8_layers(torch, dev, timer, quick: bool, clock, interleaver) -> list[dict]:
@@ -283,7 +263,9 @@ def device_info(torch, dev) -> dict:
             "l2_bytes": getattr(p, "L2_cache_size", None)}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, extra_sections: tuple = ()) -> int:
+    """`extra_sections`: (name, run(torch, dev, timer, quick, clock, interleaver, args), the document key its records go
+    to, whether the GPU clock is sampled during it) a study adds; run when --sections names them."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (logic check; runs on a CPU)")
     ap.add_argument("--repeats", type=int, default=10, help="timed batches per measurement (median taken)")
@@ -315,22 +297,25 @@ def main(argv: list[str] | None = None) -> int:
     doc["method"]["interleaved"] = {"between_calls": "bf16 copies of about the back-to-back call time", "settle_s": SETTLE_S,
                                     "copy_rate_Bps": interleaver.rate_Bps, "buffer_elements": interleaver.src.numel(),
                                     "host_issue_cycles_per_call": HOST_ISSUE_CYCLES}
-    sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick, clock, interleaver)),
-                ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver)),
-                ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver)),
-                ("moe-experts", lambda: run_moe_experts(torch, dev, timer, args.quick, clock, interleaver)),
-                ("gemm-shapes", lambda: run_gemm_shapes(torch, dev, timer, custom, clock, interleaver)),
-                ("moe-grouped", lambda: run_moe_grouped(torch, dev, timer, args.quick)),
-                ("moe-permute", lambda: run_moe_permute(torch, dev, timer, args.quick)),
-                ("attention", lambda: run_attention(torch, dev, timer, args.quick)),
-                ("attention-backends", lambda: run_attention_backends(torch, dev, timer, args.quick)),
-                ("memory", lambda: run_memory(torch, dev, timer, args.quick)),
-                ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000)),
-                ("duty", lambda: run_duty(torch, dev, timer, interleaver)))
-    for name, fn in sections:
+    sections = (("gemm", lambda: run_gemm(torch, dev, timer, args.quick, clock, interleaver), "gemm", True),
+                ("fp8", lambda: run_fp8(torch, dev, timer, args.quick, clock, interleaver), "gemm", True),
+                ("fp8-layers", lambda: run_fp8_layers(torch, dev, timer, args.quick, clock, interleaver), "gemm", True),
+                ("gemm-shapes", lambda: run_gemm_shapes(torch, dev, timer, custom, clock, interleaver), "gemm", True),
+                ("attention", lambda: run_attention(torch, dev, timer, args.quick), "attention", False),
+                ("attention-backends", lambda: run_attention_backends(torch, dev, timer, args.quick), "attention_backends",
+                 False),
+                ("memory", lambda: run_memory(torch, dev, timer, args.quick), "memory", False),
+                ("launch", lambda: run_launch(torch, dev, 200 if args.quick else 5000), "launch", False),
+                ("duty", lambda: run_duty(torch, dev, timer, interleaver), "duty", False))
+    extra = [(name, (lambda run=run: run(torch, dev, timer, args.quick, clock, interleaver, args)), key, clocked)
+             for name, run, key, clocked in extra_sections]
+    # the clock sampler stops before the first host-bound section: a study's sampled sections run before it
+    sections = [s for s in sections if s[3]] + [s for s in extra if s[3]] + [s for s in extra if not s[3]] + \
+        [s for s in sections if not s[3]]
+    for name, fn, key, clocked in sections:
         if name not in wanted:
             continue
-        if name not in ("gemm", "fp8", "fp8-layers", "moe-experts", "gemm-shapes"):
+        if not clocked:
             clock.stop()   # nvidia-smi's processes take host time: the host-bound sections run without them
         t0 = time.perf_counter()
         try:
@@ -339,12 +324,10 @@ def main(argv: list[str] | None = None) -> int:
             doc["errors"].append({"section": name, "error": f"{type(exc).__name__}: {exc}",
                                   "traceback": traceback.format_exc(limit=3)})
             result = None
-        if name in ("launch", "duty"):
-            doc[name] = result if result is not None else doc[name]
-        elif name in ("moe-grouped", "moe-permute", "attention-backends"):
-            doc[name.replace("-", "_")] = result or []
-        elif result:
-            doc["gemm" if name in ("fp8", "fp8-layers", "moe-experts", "gemm-shapes") else name] += result
+        if isinstance(doc.get(key), list):
+            doc[key] += result or []
+        elif result is not None or key not in doc:
+            doc[key] = result if result is not None else []
         print(f"gpu-micro: {name} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         if dev.type == "cuda":
             torch.cuda.empty_cache()

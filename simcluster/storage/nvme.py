@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from simcluster import card_document as cd
+from simcluster import strict
+from simcluster.units import parse_time
+
 
 @dataclass(frozen=True)
 class NvmeParams:
@@ -106,3 +110,20 @@ class NvmeDevice:
         log.done_s.append(done)
         log.nbytes.append(nbytes)
         return self.env.timeout(done - now)
+
+
+def load_nvme(path) -> tuple[NvmeParams, dict]:
+    """An NVMe drive's card (kind: nvme) -> NvmeParams."""
+    card = cd.load_card(path, kind="nvme")
+    where = str(path)
+    p = cd.params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth", "capacity"})
+    key = f"{where}: params"
+    bw = cd.get(p, "bandwidth", key, cd.rate)
+    write = cd.get(p, "write_bandwidth", key, cd.rate) if "write_bandwidth" in p else None
+    if "capacity" in p:
+        cd.get(p, "capacity", key, cd.size)   # checked here, read by storage/questions.py
+    return NvmeParams(cd.get(p, "service_time", key, cd.positive_of(parse_time)),
+                      cd.get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
+                      cd.get(p, "parallelism", key, cd.whole),
+                      bw, cd.get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
+                                 cd.rate), write), card

@@ -28,9 +28,9 @@ def setup(workload_path: str, nvme_path: str, accelerator: str | None = None, io
           page_cache: str | None = None, at_least: bool = False) -> StorageSetup:
     """A DLIO workload (optionally with the compute time MLPerf Storage publishes for an accelerator), an NVMe card
     and the loader's settings."""
-    from simcluster.cards import load_nvme
     from simcluster.storage import dlio_workload
     from simcluster.storage.loader import LoaderConfig
+    from simcluster.storage.nvme import load_nvme
     from simcluster.units import parse_bandwidth, parse_size
 
     w = dlio_workload.load(workload_path)

@@ -61,7 +61,7 @@ def card_name(path: str) -> str:
 
 def machine_facts(sc) -> dict:
     """What cost and energy need about a point's machine: counts and card names."""
-    from simcluster.plan.cost import switch_count
+    from simcluster.cost import switch_count
 
     m = sc.machine
     nics = m.nodes * m.nic.per_node if m.nic else 0

@@ -20,10 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from simcluster.engine import Simulation
 from simcluster.hardware.cpu import SharedCores
-from simcluster.scenario_jobs import StorageSpec
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """A training job's storage (the scenario's `storage:`): the loader simulated on local NVMe drives."""
+
+    workload: Path            # a DLIO workload YAML: sample sizes, read threads, prefetch
+    nvme: Path                # an nvme card
+    drives: int               # local drives per node (striped)
+    io_size: int
 
 
 @dataclass(frozen=True)
@@ -103,8 +113,8 @@ class InputPipeline:
 
 def _reader(sim: Simulation, spec: PipelineSpec, steps: int):
     """storage/loader.py's SampleReader for this node: its DLIO workload at the job's batch size."""
-    from simcluster.cards import load_nvme
     from simcluster.storage import dlio_workload, loader
+    from simcluster.storage.nvme import load_nvme
 
     storage = spec.storage
     workload = dataclasses.replace(dlio_workload.load(storage.workload), batch_size=spec.batch)

@@ -5,7 +5,7 @@ The cards' fp8 efficiency is fitted on the layer GEMMs of hidden 2048, 8192, 163
 two held-out groups (the hidden-4096 layer: N, K pairs never fitted; the other layers at 4096 tokens) and of the
 trace's fp8 squares and MLP-up shapes (held out), and the median signed error of the forward MLP-up GEMMs by K (the
 shapes whose K = 2048 rows the square-fitted curve put 25-34% too fast, docs/models/llm-findings.md).
-    python validation/gpu_fp8_layers.py [--card GPU=CARD ...]      # e.g. --card h100-sxm=/tmp/old-h100-sxm.yaml
+    python studies/gpu_fp8_layers.py [--card GPU=CARD ...]      # e.g. --card h100-sxm=/tmp/old-h100-sxm.yaml
 """
 
 from __future__ import annotations

@@ -1,8 +1,36 @@
-"""gpu-micro's MoE sections (runner/gpu_micro.py runs them; its docstring says what each measures): the expert GEMM
-shapes of the published H100 MoE rows' layers, a layer pass's group of expert GEMMs (moe-grouped) and the alltoall
-dispatcher's token permutations (moe-permute). torch is passed in, never imported here."""
+"""gpu-micro with three MoE sections of its own (a study: not part of the runner `simcluster collect` uses), one JSON
+document on stdout in gpu-micro's format, parsed by simcluster.traces.gpu_micro:
+
+    python studies/moe_gemms_device.py --sections moe-experts      # also moe-grouped, moe-permute; --quick on a CPU
+
+  moe-experts the expert GEMMs of MoE layers as a grouped linear layer runs them, one GEMM per local expert (moe_expert_shapes:
+             M = tokens an expert receives under balanced routing, fused up+gate (N = 2 f) and down (h, f), each forward,
+             data gradient and weight gradient), bf16 and fp8; both conditions; records in `gemm`
+  moe-grouped each expert GEMM group of moe-experts as a whole (the `experts` local experts' GEMMs of one layer pass): a loop
+             on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
+             issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
+             `moe_grouped`, time per group
+  moe-permute the token permutations of Megatron's alltoall dispatcher for each MOE_EXPERTS layer, N = tokens per expert x
+             local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
+             chunk sort by local expert after the alltoall (gather N rows, block permutation of ep x experts chunks),
+             its inverse before the combine, unpermute (index_add of N rows into T); forward alone and forward +
+             backward (autograd: a gather's backward is a scatter and the reverse), one bf16 copy of N rows for
+             reference, and alone: one gather of N rows, one index_add of N rows into T, and the same combine
+             without atomic adds (gather into token order, sum the top_k rows); records in `moe_permute`. The
+             routing is balanced, the expert GEMMs left out
+
+Measured: calibration/h100x1-moe-experts-, h100x1-moe-grouped-, h100x1-moe-permute-2026-11-27 (then as sections of
+simcluster/runner/gpu_micro.py); compared by studies/moe_expert_gemms.py and studies/moe_permute.py. torch is passed
+in, never imported here."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simcluster.runner import gpu_micro  # noqa: E402
 
 # MoE layers of the published H100 rows (hidden, expert ffn, tokens per expert = EP ranks x tokens per rank x top_k / experts):
 # Qwen3 30B-A3B at EP 8 and 16, Qwen3 235B-A22B (EP 32, TP 2 + SP, expert TP 1), GPT-OSS 120B (EP 8), DeepSeek-V3 (EP 64 at TP 2
@@ -154,3 +182,19 @@ def run_moe_permute(torch, dev, timer, quick: bool) -> list[dict]:
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     return out
+
+
+def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver, args=None) -> list[dict]:
+    shapes = moe_expert_shapes((("tiny", 64, 32, 48),)) if quick else moe_expert_shapes()
+    return gpu_micro.run_gemm_shapes(torch, dev, timer, shapes, clock, interleaver)
+
+
+SECTIONS = (("moe-experts", run_moe_experts, "gemm", True),
+            ("moe-grouped", lambda torch, dev, timer, quick, clock, interleaver, args: run_moe_grouped(torch, dev, timer, quick),
+             "moe_grouped", False),
+            ("moe-permute", lambda torch, dev, timer, quick, clock, interleaver, args: run_moe_permute(torch, dev, timer, quick),
+             "moe_permute", False))
+
+
+if __name__ == "__main__":
+    sys.exit(gpu_micro.main(extra_sections=SECTIONS))

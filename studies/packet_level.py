@@ -1,6 +1,6 @@
 """Flow model vs packet level (ns-3) on 16- to 64-host fabrics, 1:1 and 2:1, every traffic pattern.
 
-    python validation/packet_level.py [--fabrics ls16,ls64,rail32] [--patterns ring,incast] [--sizes 1MiB,16MiB] [--json]
+    python studies/packet_level.py [--fabrics ls16,ls64,rail32] [--patterns ring,incast] [--sizes 1MiB,16MiB] [--json]
 
 Needs the `packet` extra (pip install -e '.[packet]'). The fabrics (100 Gb/s links, 100 ns per link, 600 ns per
 switch port, store-and-forward as ns-3's routers are):
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     sizes = [parse_size(s) for s in a.sizes.split(",")]
-    out = PacketValidation("validation/packet_level.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    out = PacketValidation("studies/packet_level.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     for name in a.fabrics.split(","):
         for over in (float(x) for x in a.oversubscription.split(",")):
             plat = platform(name, over)

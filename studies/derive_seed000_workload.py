@@ -1,7 +1,7 @@
 """Derive the seed 000 workload card (ResNet-18 fine-tuned on CIFAR-10 upscaled to 224 x 224,
 batch 128 per GPU) from two measured H200 cards, since the lab report gives no per-step trace.
 
-    python validation/derive_seed000_workload.py > models/training/seed000-resnet18-224-b128.yaml
+    python studies/derive_seed000_workload.py > models/training/seed000-resnet18-224-b128.yaml
 
 Assumptions (written into the card):
 - GPU time per sample scales with forward FLOPs at 224 px from the measured ResNet-50 card:
@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from simcluster.cards import dump_card, load_training, training_card
+from simcluster.card_document import dump_card
+from simcluster.cards import load_training, training_card
 
 ROOT = Path(__file__).resolve().parent.parent
 R18_GMAC, R50_GMAC, BATCH = 1.82, 4.11, 128
@@ -33,7 +34,7 @@ def main() -> None:
                             "H200-class GPU (the report does not name the GPU). Derived, not measured.",
                          {"derived_from": ["models/training/h200-resnet50-224-b64.yaml",
                                            "models/training/h200-resnet18-32-b128.yaml"],
-                          "script": "validation/derive_seed000_workload.py"},
+                          "script": "studies/derive_seed000_workload.py"},
                          [f"gpu = resnet50 gpu per sample x {BATCH} x {R18_GMAC}/{R50_GMAC} GMAC",
                           "host issue time and gradient tensors: measured resnet18 card",
                           "phase shares and relative step spread: measured resnet50 card"])

@@ -19,7 +19,7 @@ machine and framework), prints
   5. sensitivities: the row re-predicted with one input the source does not state set otherwise, or with the fp8
      GEMMs at the H100 card's own held-out residual (gpu-micro's fp8 MLP-up shapes, by K). Labelled as such: none is
      a model change and none is applied to the published files.
-    python validation/llm_heldout_breakdown.py [--all | --subset dev]
+    python studies/llm_heldout_breakdown.py [--all | --subset dev]
       --all: every compared row, not only the held-out ones
       --subset dev: only the 13 development rows of the split registered in docs/models/llm-findings.md (the model may
         be changed after looking at them); no held-out row, no held-out mean and no sensitivities are printed
@@ -41,10 +41,11 @@ from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import comm, ops  # noqa: E402
 from simcluster.llm.framework import FRAMEWORKS  # noqa: E402
-from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import layer_split  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
-from simcluster.reference import published_files, read_published  # noqa: E402
+from simcluster.predict_llm import network_for  # noqa: E402
+from simcluster.published import published_files, read_published  # noqa: E402
 from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 

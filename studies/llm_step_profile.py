@@ -7,7 +7,7 @@ each, and one GEMM timed back to back (gpu-micro's way) vs interleaved with memo
 SM clock and power sampled meanwhile. Kernels are classed by name (cuDNN, flash SDPA = attention; nvjet, cutlass,
 gemm = GEMM; the fused AdamW = optimizer; the rest memory-bound); the model's classes are the op lists of
 simcluster.llm.ops with the torch-amp framework on the H100 card, GPU time only (no host).
-    python validation/llm_step_profile.py
+    python studies/llm_step_profile.py
 """
 
 from __future__ import annotations

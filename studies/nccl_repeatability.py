@@ -1,7 +1,7 @@
 """How repeatable an nccl-tests log is at each size: out-of-place vs in-place time of the same size
 (two measurements the tool makes back to back), and the newer collection of the same machine type.
 
-    python validation/nccl_repeatability.py
+    python studies/nccl_repeatability.py
 
 A model's mean |error| cannot honestly be asked to beat the data's own repeatability.
 """

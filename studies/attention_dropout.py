@@ -12,7 +12,7 @@ time + the term) against measured, the mean |error|, the same for flash-attentio
 values, and the weight-gradient GEMMs with an fp32 main_grad output (bf16 out / fp32 out / fp32 accumulate / bf16 +
 fp32 add).
 
-    python validation/attention_dropout.py
+    python studies/attention_dropout.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Predict real DLIO runs on this machine's disk from cards the runs did not produce.
 
-    python validation/storage_validation.py [BUNDLE]
+    python studies/storage_validation.py [BUNDLE]
 
 Inputs: the disk card fitted from fio (same bundle), the loader thread rate measured by separate
 calibration runs (dlio-cold/: one read thread, compute 0, page cache dropped, so the whole pipeline
@@ -17,12 +17,12 @@ import dataclasses
 import json
 from pathlib import Path
 
-from simcluster.cards import load_nvme
 from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.loader import thread_rate_Bps
 from simcluster.storage import loader
 from simcluster.storage.dlio_workload import DlioWorkload
+from simcluster.storage.nvme import load_nvme
 from simcluster.traces import dlio
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ expert, forward) are printed beside them for scale. The measured sequence is pla
 whose bf16 atomic adds take 6x a copy); Transformer Engine's fused permute, which the recipes run, is not measured.
 Read-only, nothing fitted.
 
-    python validation/moe_permute.py [BUNDLE] [--card models/gpu/h100-sxm-interleaved.yaml]
-    python validation/moe_permute.py --plan        # the prices alone
+    python studies/moe_permute.py [BUNDLE] [--card models/gpu/h100-sxm-interleaved.yaml]
+    python studies/moe_permute.py --plan        # the prices alone
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from moe_gemms_device import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.runner.gpu_micro_moe import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-permute-2026-11-27"
 CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"

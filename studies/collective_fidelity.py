@@ -19,7 +19,7 @@ all_reduce card) carried by another machine's all_reduce-fitted card, both ways,
 and calibration/h200x2-graph2-2026-11-22) and host-launched (the first machine and the third session), next to
 copying the reference's measured times; and a 2-rank profile forced onto 4 ranks (why a card does not do that).
 
-    python validation/collective_fidelity.py
+    python studies/collective_fidelity.py
 """
 
 import functools

@@ -1,6 +1,6 @@
 """What the measured DDP step times say against the nccl-tests card (input to the training model).
 
-    python validation/ddp_breakdown.py [BUNDLE] [--card CARD]
+    python studies/ddp_breakdown.py [BUNDLE] [--card CARD]
 
 For each multi-GPU DDP run in BUNDLE/ddp-step/nvlink.jsonl: the 1-GPU step time, the N-GPU step
 time, their difference, DDP's gradient buckets (reverse registration order, 1 MiB first bucket,

@@ -7,7 +7,7 @@ beside it. Three timed phases per rank, each after a warm-up, CUDA events around
 and prints one JSON document on rank 0: each phase's seconds and the GEMMs' and all_reduces' own durations in the
 'both' phase (each stream timed by its own events).
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m simcluster.runner.overlap_micro
+    python -m torch.distributed.run --standalone --nproc-per-node 2 studies/overlap_micro/device.py
 """
 
 from __future__ import annotations

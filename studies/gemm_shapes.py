@@ -4,9 +4,9 @@ into TP chunks (Transformer Engine's ring-exchange overlap) cost? gpu-micro's ge
 (calibration/h100x1-gemm-shapes-2026-11-27), bf16 and fp8, back to back and interleaved, against the plain card
 (back to back: the card the published rows use) and the interleaved card. Read-only, nothing fitted.
 
-    python validation/gemm_shapes.py [BUNDLE]            # measured vs card, and each chunked GEMM vs its whole
-    python validation/gemm_shapes.py --plan              # the card's times alone (registered before the run)
-    python validation/gemm_shapes.py --shapes-arg        # the --gemm-shapes argument the device run passes
+    python studies/gemm_shapes.py [BUNDLE]            # measured vs card, and each chunked GEMM vs its whole
+    python studies/gemm_shapes.py --plan              # the card's times alone (registered before the run)
+    python studies/gemm_shapes.py --shapes-arg        # the --gemm-shapes argument the device run passes
 """
 
 from __future__ import annotations

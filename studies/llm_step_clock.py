@@ -5,7 +5,7 @@ timed steps. The clock model was fitted on gpu-micro's duty sweep only (calibrat
 never on a training step, so every row is held out. For each shape: measured clock and power, the model's clock,
 duty split and power (`clock_model="duty"`, the interleaved card the 1-GPU validation uses), and the step time
 with the card's fixed reference clock and with the duty clock.
-    python validation/llm_step_clock.py [BUNDLE ...]
+    python studies/llm_step_clock.py [BUNDLE ...]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "validation"))
+sys.path.insert(0, str(ROOT / "validation"))   # llm_single_gpu.py stays beside the validation scripts it serves
 
 from llm_single_gpu import H100, H200, host_framework, model_of, pct, runs  # noqa: E402
 

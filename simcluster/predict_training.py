@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from simcluster.cards import load_collective, load_ddp, load_training
 from simcluster.collectives.model import predict
-from simcluster.scenario import Machine
 from simcluster.scenario_jobs import TrainingJob
+from simcluster.scenario_machine import Machine
 from simcluster.training.pipeline import HostSetup, PipelineSpec
 from simcluster.training.step import DdpParams, StepResult, simulate_step
 
@@ -33,6 +33,11 @@ class TrainingPrediction:
     time_to_train_s: float | None
     transport: str
     transport_cores_per_node: float = 0.0   # host cores the TCP transport takes at the all_reduce's full rate (0: RDMA)
+
+    @property
+    def timeline(self) -> dict:
+        """A Perfetto trace of a few steps of one rank (perfetto_trace), as an LLM prediction's `timeline`."""
+        return perfetto_trace(self)
 
     @property
     def scaling_efficiency(self) -> float:
@@ -107,7 +112,7 @@ def predict_training(machine: Machine, job: TrainingJob, cluster=None) -> Traini
 def perfetto_trace(pred: TrainingPrediction, steps: int = 3) -> dict:
     """Chrome/Perfetto trace document of a few consecutive steps of one rank (json.dumps it; open in
     ui.perfetto.dev). The library returns it; the CLI writes it."""
-    from simcluster.report.perfetto import chrome_trace
+    from simcluster.perfetto import chrome_trace
 
     lanes = ("host", "gpu", "comm")  # always first and in this order, also when a lane is empty; then the host's
     ordered = sorted(pred.step.timeline, key=lambda i: (lanes.index(i.lane), "") if i.lane in lanes else (3, i.lane))

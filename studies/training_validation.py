@@ -1,6 +1,6 @@
 """Held-out validation of the data-parallel step model on the real 4 x H200 bundle.
 
-    python validation/training_validation.py [BUNDLE]
+    python studies/training_validation.py [BUNDLE]
 
 1. Leave one model out: fit the DDP overheads on the other models' 2-GPU NVLink runs, predict the
    left-out model's 2-GPU step from its 1-GPU trace and the nccl-tests card.

@@ -14,7 +14,7 @@ Reads calibration/h200x2-channels-2026-11-22 (2 x H200, NCCL 2.28, nccl-tests wi
 4. sendrecv and alltoall below 4 MiB: LL as NCCL picks it, Simple forced (NCCL_P2P_LL_THRESHOLD=0), one p2p
    channel; next to the same machine's all_reduce, reduce and broadcast.
 
-    python validation/channel_sweep.py
+    python studies/channel_sweep.py
 """
 
 import functools

@@ -5,7 +5,7 @@ dense layer GEMMs with every dimension >= 1024 for fp8); then each layer pass's 
 (moe-grouped, calibration/h100x1-moe-grouped-2026-11-27: a loop, and torch._grouped_mm in bf16) against the LLM model's
 price for that group (llm/ops.op_time_s: one GEMM per expert) and against one batched GEMM. Read-only, nothing fitted.
 
-    python validation/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
+    python studies/moe_expert_gemms.py [BUNDLE] [--card models/gpu/h100-sxm.yaml]
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from moe_gemms_device import MOE_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import ops  # noqa: E402
-from simcluster.runner.gpu_micro_moe import MOE_EXPERTS  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"

@@ -5,7 +5,7 @@ several GPU counts (dp grows). For each, the per-GPU throughput relative to the 
 predicted. s is fitted (least squares on those ratios) on llm/scaleout.FITTED_ON only; every other series is held out:
 the per-GPU throughput lost from its smallest run to its largest, measured vs predicted, in percentage points.
 
-    python validation/scaleout_fit.py            # prints the fit, then every series; --json for the rows
+    python studies/scaleout_fit.py            # prints the fit, then every series; --json for the rows
 """
 
 from __future__ import annotations

@@ -1,0 +1,119 @@
+"""The published files of calibration/published/ as read once: their runs as the source prints them and the
+`simcluster:` block saying how simcluster uses each (held out or not, why, per-run exceptions), with the typed value
+checks their readers share (`checked`, `flag`, `text`, `one_of`). Read by the comparisons (reference/) and by the
+scenario's failure rate taken from a published run (interruptions.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.strict import field, known_keys, load_yaml, short
+
+BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops",
+              "framework", "framework_by_model", "memory", "memory_by_model", "chooser", "runs_not_compared"}
+CALIBRATION = Path(__file__).resolve().parents[1] / "calibration"
+PUBLISHED = CALIBRATION / "published"
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published file: its runs as the source prints them, and how simcluster uses it."""
+
+    path: Path
+    kind: str
+    system: dict
+    runs: list
+    usage: dict                       # the `simcluster:` block
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def held_out(self, run: int) -> bool:
+        return bool(self.usage["held_out"]) and run not in (self.usage.get("runs_not_held_out") or {})
+
+    def why(self, run: int) -> str:
+        return (self.usage.get("runs_not_held_out") or {}).get(run) or str(self.usage.get("why") or "")
+
+    def summary_why(self) -> str:
+        """Why the file is (not) held out, each run that is an exception, and its note."""
+        parts = [str(self.usage.get("why") or "")]
+        parts += [f"run {i}: {why}" for i, why in (self.usage.get("runs_not_held_out") or {}).items()]
+        return "; ".join(x for x in parts + [str(self.usage.get("note") or "")] if x)
+
+    def file(self, key: str) -> Path | None:
+        """A path of the `simcluster:` block, relative to this file."""
+        value = self.usage.get(key)
+        return None if value is None else (self.path.parent / str(value)).resolve()
+
+
+def read_published(path: str | Path, kind: str) -> Published:
+    """A published file of `kind` (published-nccl-run, published-llm-run), checked for what the comparison reads."""
+    where = str(path)
+    doc = load_yaml(path, SimclusterError, "published reference")
+    if field(doc, "kind", where) != kind:
+        raise SimclusterError(f"kind {doc['kind']!r}, expected {kind}", where=where)
+    usage = known_keys(field(doc, "simcluster", where), BLOCK_KEYS, f"{where}: simcluster")
+    if not isinstance(field(usage, "held_out", f"{where}: simcluster"), bool):
+        raise SimclusterError("simcluster.held_out must be true or false", where=where)
+    runs, system = field(doc, "runs", where), field(doc, "system", where)
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs) or not isinstance(system, dict):
+        raise SimclusterError("expected 'system' to be a mapping and 'runs' a list of mappings", where=where)
+    for key in ("runs_not_held_out", "runs_not_compared"):
+        exceptions = usage.get(key) or {}
+        if not isinstance(exceptions, dict) or not all(isinstance(k, int) and not isinstance(k, bool) for k in exceptions):
+            raise SimclusterError(f"simcluster.{key} must map run indexes to why", where=where)
+        past = sorted(k for k in exceptions if not 0 <= k < len(runs))
+        if past:
+            raise SimclusterError(f"simcluster.{key}: run {past[0]} is not a run of the file (runs 0-{len(runs) - 1})",
+                                  where=where)
+    return Published(Path(path), kind, system, runs, usage)
+
+
+def checked(doc, key: str, where: str, parse):
+    """strict.field for the reference readers, with the parse's own words for a refused value (flag, text, one_of,
+    strict.count: "expected true or false")."""
+    raw = field(doc, key, where)
+    try:
+        return parse(raw)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        raise SimclusterError(f"key '{key}': {short(raw)} is not a valid value: {exc}", where=where) from None
+
+
+def flag(value) -> bool:
+    """A `parse` for strict.field: true or false (YAML's booleans, not a text such as "no")."""
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def text(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a text")
+    return value
+
+
+def one_of(options):
+    """A `parse` for strict.field: the value if it is one of `options`."""
+    def parse(value):
+        if isinstance(value, bool) or value not in options:
+            raise ValueError(f"expected one of {', '.join(map(str, options))}")
+        return value
+    return parse
+
+
+def published_files(path: str | Path | None, prefix: str) -> list[Path]:
+    """The reference files a comparison reads: one file, or every `prefix`*.yaml of a folder (default
+    calibration/published/ of this checkout)."""
+    path = Path(path) if path else PUBLISHED
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise SimclusterError("no such file or folder of published references", where=str(path),
+                              hint="give calibration/published or one of its files")
+    files = sorted(path.glob(f"{prefix}*.yaml"))
+    if not files:
+        raise SimclusterError(f"no {prefix}*.yaml reference in the folder", where=str(path))
+    return files
