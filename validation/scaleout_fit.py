@@ -78,6 +78,20 @@ def fit(groups: dict, jitter: bool = True) -> tuple[float, float]:
     return best
 
 
+def eightfold_errors(groups: dict, spread: float, noise_s: float) -> list[float]:
+    """|predicted - measured| per-GPU throughput lost (pp) from N to 8N GPUs, every such pair of every held-out series
+    (issue 41's reading of weak scaling: the loss over one eightfold step)."""
+    errors = []
+    for key, points in sorted(groups.items()):
+        if key[0] in scaleout.FITTED_ON:
+            continue
+        g, meas, pred = per_gpu_ratios(points, spread, noise_s)
+        for a in range(len(g)):
+            for b in np.nonzero(g == 8 * g[a])[0]:
+                errors.append(abs((1 - pred[b] / pred[a]) - (1 - meas[b] / meas[a])) * 100)
+    return errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -105,6 +119,10 @@ def main() -> None:
                "within_2pp_stragglers_only": sum(e <= 2.0 for e in err_s),
                "held_out_series": len(held), "mean_abs_error_pp_with_jitter": round(float(np.mean(err)), 2) if err else None,
                "within_2pp_with_jitter": sum(e <= 2.0 for e in err), "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
+    for name, (sp, jn) in (("shipped", (s, 0.0)), ("with_jitter", (s_j, j)), ("neither", (0.0, 0.0))):
+        e8 = eightfold_errors(groups, sp, jn)
+        summary[f"eightfold_pairs_{name}"] = {"pairs": len(e8), "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None,
+                                              "within_2pp": sum(e <= 2.0 for e in e8)}
     if args.json:
         print(json.dumps({"summary": summary, "series": rows}, indent=1))
         return
@@ -121,6 +139,10 @@ def main() -> None:
           f"{summary['mean_abs_error_pp_stragglers_only']} pp ({summary['within_2pp_stragglers_only']} within 2 pp); with OS "
           f"jitter fitted too: {summary['mean_abs_error_pp_with_jitter']} pp ({summary['within_2pp_with_jitter']} within 2 pp); "
           f"neither: {summary['mean_abs_error_pp_without_stragglers']} pp")
+    e = {k: summary[f"eightfold_pairs_{k}"] for k in ("shipped", "with_jitter", "neither")}
+    print(f"N -> 8N pairs of the held-out series ({e['shipped']['pairs']}): shipped {e['shipped']['mean_abs_error_pp']} pp "
+          f"({e['shipped']['within_2pp']} within 2 pp); with jitter {e['with_jitter']['mean_abs_error_pp']} pp "
+          f"({e['with_jitter']['within_2pp']}); neither {e['neither']['mean_abs_error_pp']} pp ({e['neither']['within_2pp']})")
 
 if __name__ == "__main__":
     main()
