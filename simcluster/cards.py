@@ -66,7 +66,7 @@ def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
 def nic_params(card: dict, where: str) -> NicParams:
     params = cd.params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
                                    "message_size", "csum_per_byte", "cpu_per_packet", "segment_size", "polling_cores",
-                                   "cores_per_stream", "pcie"})
+                                   "cores_per_stream", "pcie", "call_setup"})
     key = f"{where}: params"
     transport = cd.get(params, "transport", key)
     if transport not in TRANSPORTS:
@@ -81,7 +81,8 @@ def nic_params(card: dict, where: str) -> NicParams:
                      cd.get(optional, "csum_per_byte", key, parse_cost), cd.get(optional, "cpu_per_packet", key, parse_time),
                      cd.get(optional, "segment_size", key, cd.size), cd.get(optional, "polling_cores", key, cd.nonnegative),
                      _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key),
-                     cd.get(params, "pcie", key, pcie.parse) if "pcie" in params else None)
+                     cd.get(params, "pcie", key, pcie.parse) if "pcie" in params else None,
+                     cd.get(params, "call_setup", key, parse_time) if "call_setup" in params else 0.0)
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
@@ -114,6 +115,8 @@ def nic_params_yaml(p: NicParams) -> dict:
     out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
     if p.pcie:
         out["pcie"] = str(p.pcie)
+    if p.call_setup_s:
+        out["call_setup"] = format_time(p.call_setup_s)
     return out
 
 

@@ -160,6 +160,8 @@ def cmd_validate(args) -> int:
         raise SimclusterError("--table and --docs go with --error-bands")
     if args.packet_level:
         return _validate_packet_level(args)
+    if args.held_out_systems:
+        return _validate_held_out_systems(args)
     if args.held_out_machines:
         from simcluster.machine_validation import validate_held_out_machines
 
@@ -181,6 +183,24 @@ def cmd_validate(args) -> int:
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
+
+
+def _validate_held_out_systems(args) -> int:
+    """validate --published nccl --held-out-systems: each published system's inter-node terms fitted on the others."""
+    from simcluster.reference.nccl_held_out import held_out_systems, text
+
+    given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
+                                      ("--decisions", args.decisions), ("--plot", args.plot),
+                                      ("--held-out-machines", args.held_out_machines)) if value]
+    if args.published != "nccl" or given or len(args.trace) > 1:
+        raise SimclusterError(f"--held-out-systems goes with --published nccl alone{f'; {given[0]} does not apply' if given else ''}",
+                              hint="simcluster validate --published nccl --held-out-systems [FOLDER]")
+    results = held_out_systems(args.trace[0] if args.trace else None)
+    if args.json:
+        print(json.dumps({"systems": [r.to_json() for r in results]}, indent=1))
+    else:
+        sys.stdout.write(text(results))
+    return 0
 
 
 def _validate_packet_level(args) -> int:

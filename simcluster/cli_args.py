@@ -105,6 +105,9 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("trace", nargs="*", help="a measured nccl-tests log or qperf output, or a trace bundle folder (every "
                    "collective in it, a line each); with --held-out-machines, bundles of several machines; with "
                    "--published a folder or file of published runs (default calibration/published)")
+    p.add_argument("--held-out-systems", action="store_true", help="with --published nccl: each published system held "
+                   "out in turn, its NIC's payload efficiency and per-call start-up fitted on the other systems of its NIC "
+                   "family (docs/models/fabric.md)")
     p.add_argument("--held-out-machines", action="store_true", help="each machine's bundles held out in turn: a kind "
                    "card fitted on the others plus the held-out machine's probe (sizes <= 1 MiB) predict its sweeps")
     p.add_argument("--published", choices=("nccl", "llm", "reliability"), help="published runs (calibration/published/nccl-*.yaml: "

@@ -49,3 +49,39 @@ def test_a_bad_speed_spread_is_one_line_at_its_key(tmp_path, capsys):
     assert main(["predict", "training", "--scenario", str(_spread_scenario(tmp_path, -0.1))]) == 2
     err = capsys.readouterr().err
     assert "machine.gpu.speed_spread" in err and len(err.strip().splitlines()) == 1
+
+
+def test_os_jitter_is_the_expected_max_of_exponentials_less_one_gpus():
+    assert scaleout.os_jitter_s(1, 0.01) == 0.0
+    assert scaleout.os_jitter_s(2, 0.01) == pytest.approx(0.01 * 0.5)                  # H_2 - 1
+    assert scaleout.os_jitter_s(1000, 0.01) == pytest.approx(0.01 * (7.4855 - 1), rel=1e-4)
+
+
+def test_hash_collisions_and_cross_group_congestion_split_the_exposed_time():
+    """Interleaved rings on an oversubscribed fabric: the two counterfactuals (ideal spreading, one group alone) split
+    the exposed time into its parts, which add back to it."""
+    import dataclasses
+
+    import numpy as np
+
+    from simcluster.collectives.ring_flows import concurrent_ring_flows
+    from simcluster.llm.comm import Group, Network
+    from simcluster.machine_models import build_cluster
+    from simcluster.network.builders import FabricSpec, machine_platform
+    from simcluster.scenario import load
+
+    cluster = build_cluster(load(ROOT / "scenarios/concurrent-jobs.yaml").machine)
+    spec = FabricSpec(32, 1, 12.5e9, "leaf-spine", down_ports=8, spines=4, oversubscription=2.0)
+    cluster = dataclasses.replace(cluster, platform=machine_platform(32, 0, 0.0, spec))
+    sets = [np.arange(i, 32, 8) for i in range(8)]          # 8 rings of 4 nodes, every hop crossing the spines
+    hashed = concurrent_ring_flows(cluster, sets)
+    spread = concurrent_ring_flows(cluster, sets, spread=True)
+    alone = concurrent_ring_flows(cluster, sets[:1], spread=True)
+    assert min(x.node_rate_Bps for x in hashed) <= min(x.node_rate_Bps for x in spread) <= alone[0].node_rate_Bps
+    assert min(x.node_rate_Bps for x in spread) < alone[0].node_rate_Bps        # the other rings share the uplinks
+    net = Network(None, 1, cluster)
+    dp = Group("dp", 4, 8, 1, 4, 8)
+    groups = type("G", (), {"dp": dp, "pp": Group("pp", 1, 32, 1, 1)})()
+    split = scaleout.fabric_split(net, groups, {"exposed_dp_comm": 1.0, "exposed_pp_comm": 0.0}, 32)
+    assert split["cross_group_congestion"] > 0
+    assert split["exposed_dp_comm"] + split["ecmp_collisions"] + split["cross_group_congestion"] == pytest.approx(1.0)

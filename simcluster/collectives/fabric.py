@@ -330,6 +330,9 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
                               hint=f"applicable here: {', '.join(models)}")
     chosen, proto, nccl = _choose(cluster, call, models, algorithm)
     time, detail = models[chosen].time(call, proto)
+    if call.nodes > 1 and cluster.nic.call_setup_s > 0:   # the network pipeline's start-up (NIC card `call_setup`)
+        time += cluster.nic.call_setup_s
+        detail = {**detail, "network_call_setup_s": cluster.nic.call_setup_s}
     detail = {**detail, **nccl, "cpu_cores_per_node": flows.cpu_cores_per_node, "ecmp_collisions": flows.ecmp_collisions,
               "network_limit": flows.limit}
     return FabricPrediction(call.op, int(size_bytes), call.n, time, proto, chosen, detail)

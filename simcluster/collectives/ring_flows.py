@@ -38,9 +38,12 @@ def ring_flows(cluster: Cluster, tag: int = 0) -> RingFlows:
     return concurrent_ring_flows(cluster, [np.arange(cluster.platform.nodes)], tag)[0]
 
 
-def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0) -> list[RingFlows]:
+def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int = 0, spread: bool = False) -> list[RingFlows]:
     """One ring step for several jobs at once, each a ring over its own nodes (in the given order),
-    every rail; all flows share the fabric max-min. One RingFlows per job."""
+    every rail; all flows share the fabric max-min. One RingFlows per job. `spread`: the counterfactual of ideal
+    ECMP (a leaf's up links to the spines pooled into one link of their summed capacity, and its down links likewise,
+    as if every flow were spread over all of them), against which the per-flow hash's collisions are measured
+    (llm/scaleout.py)."""
     plat, nic = cluster.platform, cluster.nic
     k = plat.nics_per_node
     src_all, dst_all = [], []
@@ -57,6 +60,8 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
     cap = np.full(len(src), nic_Bps)
     # NIC flows cross fabric links only, which come first in a machine's link layout (network/builders.py)
     fabric_capacity = plat.capacity[:plat.nvlink_links[0]]
+    if spread:
+        li, fabric_capacity = _pooled_uplinks(plat, li, fabric_capacity)
     rates = max_min_rates(fi, li, fabric_capacity, len(src), caps=cap)
     load = np.bincount(li, weights=rates[fi], minlength=len(fabric_capacity))
     latency = routes.latency_s(PACKET_BYTES)
@@ -77,6 +82,24 @@ def concurrent_ring_flows(cluster: Cluster, groups: list[np.ndarray], tag: int =
         out.append(RingFlows(node_rate, rates[mine], collisions, nic.cores_used(node_rate),
                              int(hops[mine].max(initial=0)), float(latency[mine].max(initial=0.0)), limit))
     return out
+
+
+def _pooled_uplinks(plat, li: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Link indices and capacities with each leaf's W parallel links to the spines (one bundle per leaf and direction,
+    contiguous in the layout) replaced by the bundle's first link at the bundle's summed capacity."""
+    first, end = plat.spine_links
+    if end <= first or not plat.leaves:
+        return li, capacity
+    width = (end - first) // (2 * plat.leaves)
+    if width <= 1:
+        return li, capacity
+    on = (li >= first) & (li < end)
+    li = li.copy()
+    li[on] = first + (li[on] - first) // width * width
+    capacity = capacity.copy()
+    bundles = first + np.arange(0, end - first, width)
+    capacity[bundles] = np.add.reduceat(capacity[first:end], np.arange(0, end - first, width))
+    return li, capacity
 
 
 def _fabric_limit(plat, links: np.ndarray, load: np.ndarray, capacity: np.ndarray, collisions: int) -> str:

@@ -49,6 +49,8 @@ class NicParams:
     polling_cores: float = 0.0      # cores spinning on completions, busy at any rate
     cores_per_stream: float | None = None  # None: no per-stream cap (see the module docstring)
     pcie: PcieLink | None = None    # the NIC's own host interface (ConnectX-7: gen5x16); None: not stated on the card
+    call_setup_s: float = 0.0       # per collective call across nodes: the time before its network pipeline runs at
+                                    # its steady rate (docs/models/fabric.md, "Held-out systems"); 0: not stated
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:

@@ -116,13 +116,13 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     it = simulate_iteration(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
-    lag = scaleout.straggler_s(it.breakdown["compute"], par.gpus, scaleout.SPEED_SPREAD if speed_spread is None else speed_spread)
-    step = it.step_time_s + lag
+    losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread)
+    step = it.step_time_s + losses["stragglers"] + losses["os_jitter"]
     flops = model_flops_per_step(model, batch, convention)
     per_gpu = flops / step / par.gpus
     mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
     return LlmResult(step, batch.global_batch * model.seq / step, per_gpu / 1e12,
-                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, "stragglers": lag},
+                     per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, **losses},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),

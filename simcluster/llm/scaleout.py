@@ -1,4 +1,6 @@
-"""Scale-out loss from stragglers: a step waits for its slowest GPU.
+"""Scale-out losses: what a step loses as the job grows, each its own term of the breakdown.
+
+**Stragglers** (`stragglers`): a step waits for its slowest GPU.
 
 Every GPU of a data-parallel job meets the others at least once a step (the gradient reduction; ZeRO's parameter
 gathers; a pipeline's sends), so the step's compute runs at the pace of the slowest of the N GPUs. With GPU speeds
@@ -12,13 +14,44 @@ m grows like sqrt(2 ln N): 0.56 at 2 GPUs, 1.42 at 8, 2.59 at 128, 3.44 at 2,048
 throughput a job loses per doubling shrinks slowly with N. `s` is fitted on the per-GPU throughput ratios of one
 published weak-scaling series and checked on the others (studies/scaleout_fit.py, docs/models/llm.md, "Scale-out
 losses"); a scenario sets its own with `machine.gpu.speed_spread`.
+
+**OS jitter** (`os_jitter`): the host of every GPU loses short spells to daemons, interrupts and the framework's own
+housekeeping (timers, logging, the Python garbage collector). Spells are rare and short, so a GPU's lost time per
+step is modelled as exponential with mean J, and the step, which synchronises every GPU at its gradient reduction and
+optimizer step, waits for the unluckiest host: E[max of N exponentials] = J H_N (H_N the N-th harmonic number, ~ ln N
++ 0.577; Petrini et al. 2003 and Hoefler et al. 2010 model system noise the same way, amplified by the max at each
+collective). The loss against one GPU's own jitter:
+
+    T_os_jitter = J (H_N - 1)                  (seconds per step, whatever the step's length)
+
+so it is an absolute cost: a short step (FP8) loses a larger fraction than a long one (BF16) of the same job. J is
+fitted together with s on the same series (studies/scaleout_fit.py).
+
+**ECMP collisions and cross-group congestion** (`ecmp_collisions`, `cross_group_congestion`): the data- and
+pipeline-parallel groups that cross nodes run their rings at once on the fabric, each flow pinned to one spine by the
+per-flow hash (network/platform.py), all of them sharing the links max-min (llm/comm.py). Their exposed time E is
+split by two counterfactuals solved on the same flows (collectives/ring_flows.concurrent_ring_flows, `spread`): r_h
+the slowest group's rate as the hash places the flows (what the step is priced at), r_s the same with every leaf's
+spine links pooled (ideal spreading: no collision), r_1 one group alone with ideal spreading:
+
+    ecmp_collisions          = E (1 - r_h / r_s)          flows the hash puts on one link while another idles
+    cross_group_congestion   = E (r_h / r_s - r_h / r_1)  the other groups' flows on the same links
+    exposed_<group>_comm     = E r_h / r_1                what the group would take alone on an ideal fabric
+
+(the exposed time taken as proportional to the network time; no parameter: the hash is the platform's). They move
+the breakdown, not the step: the step already prices the hashed, shared rates.
 """
 
 from __future__ import annotations
 
 import functools
 
+import numpy as np
+
+from simcluster.collectives.ring_flows import concurrent_ring_flows
+
 SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
+OS_NOISE_S = 0.0          # J: fitted (studies/scaleout_fit.py) with s on the same series
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
 
@@ -28,7 +61,6 @@ def expected_max_normal(n: int) -> float:
     up to 10^6 GPUs); 0 for n <= 1."""
     if n <= 1:
         return 0.0
-    import numpy as np
     from scipy.stats import norm
 
     x = np.linspace(-8.0, 8.0, 16001)
@@ -39,3 +71,56 @@ def expected_max_normal(n: int) -> float:
 def straggler_s(compute_s: float, gpus: int, spread: float = SPEED_SPREAD) -> float:
     """The time a step's compute loses waiting for the slowest of `gpus` GPUs."""
     return spread * expected_max_normal(int(gpus)) * compute_s
+
+
+def os_jitter_s(gpus: int, noise_s: float | None = None) -> float:
+    """The time a step loses waiting for the unluckiest of `gpus` hosts' jitter (mean `noise_s` per GPU and step):
+    noise_s (H_N - 1)."""
+    noise = OS_NOISE_S if noise_s is None else noise_s
+    n = int(gpus)
+    return noise * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0) if n > 1 else 0.0
+
+
+def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
+    """The exposed data- and pipeline-parallel time split into what each group takes alone on an ideal fabric, ECMP
+    collisions and cross-group congestion (module docstring): {breakdown key: seconds}, the keys' sum unchanged."""
+    out = {"ecmp_collisions": 0.0, "cross_group_congestion": 0.0}
+    if net.cluster is None:
+        return out
+    for group, key in ((groups.dp, "exposed_dp_comm"), (groups.pp, "exposed_pp_comm")):
+        exposed = breakdown.get(key, 0.0)
+        if group.inside_node or exposed <= 0:
+            continue
+        sets = node_sets(group, net.gpus_per_node, gpus)
+        hashed = concurrent_ring_flows(net.cluster, sets)
+        slowest = min(range(len(sets)), key=lambda i: hashed[i].node_rate_Bps)
+        r_h = hashed[slowest].node_rate_Bps
+        r_s = concurrent_ring_flows(net.cluster, sets, spread=True)[slowest].node_rate_Bps
+        r_1 = concurrent_ring_flows(net.cluster, [sets[slowest]], spread=True)[0].node_rate_Bps
+        if not (r_h > 0 and r_s > 0 and r_1 > 0):
+            continue
+        r_s, r_1 = max(r_s, r_h), max(r_1, r_s, r_h)
+        out["ecmp_collisions"] += exposed * (1 - r_h / r_s)
+        out["cross_group_congestion"] += exposed * (r_h / r_s - r_h / r_1)
+        out[key] = exposed * r_h / r_1
+    return out
+
+
+def node_sets(group, gpus_per_node: int, gpus: int) -> list[np.ndarray]:
+    """The node sets of every concurrent group of one kind, in ring order (as llm/comm.place lays them out: ranks
+    `stride` apart, `ranks_per_node` of them per node)."""
+    ranks = np.arange(gpus)
+    base = ranks[(ranks // group.stride) % group.size == 0]
+    sets = np.unique((base[:, None] + group.stride * np.arange(group.size)[None, :]) // gpus_per_node, axis=0)
+    return list(sets[:, ::group.ranks_per_node])
+
+
+def losses(compute_s: float, gpus: int, breakdown: dict, net=None, groups=None, speed_spread: float | None = None,
+           os_noise_s: float | None = None) -> dict:
+    """Every scale-out term of one step: {breakdown key: seconds}. `stragglers` and `os_jitter` add to the step;
+    the fabric split replaces exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
+    out = {"stragglers": straggler_s(compute_s, gpus, SPEED_SPREAD if speed_spread is None else speed_spread),
+           "os_jitter": os_jitter_s(gpus, os_noise_s)}
+    if net is not None and groups is not None:
+        out.update(fabric_split(net, groups, breakdown, gpus))
+    return out

@@ -8,6 +8,8 @@ rail). Every pattern runs on every rail at once, each NIC sending `nbytes` per f
   tree          one step of NCCL's double binary tree (schedule.py): every node sends to its parent in each tree
   alltoall      NIC j of every node -> NIC j of every other node (NCCL's PXN routes: collectives/alltoall.py)
   incast        NIC j of nodes 1..min(8, N-1) -> NIC j of node 0
+  permutation   NIC j of node i -> NIC j of node p(i), p a fixed random derangement (seed 0): flows meet on spine
+                links by the hash, unevenly, as unrelated jobs' flows do (used at 256+ hosts against SimGrid)
 The collective's completion time is when its last flow's last byte has arrived. The flow model runs the same flows
 with network/flows.py (max-min sharing, re-shared whenever a flow starts or ends, per-flow ECMP hash of the Platform,
 path latency with the store-and-forward packet at the MTU).
@@ -26,7 +28,7 @@ from simcluster.network.flows import FlowNetwork
 from simcluster.network.platform import Platform
 from simcluster.packet.topology import fabric_blocks
 
-PATTERNS = ("ring", "ring-strided", "ring-steps", "tree", "alltoall", "incast")
+PATTERNS = ("ring", "ring-strided", "ring-steps", "tree", "alltoall", "incast", "permutation")
 INCAST_SENDERS = 8
 RING_STEPS = 4
 
@@ -75,6 +77,10 @@ def traffic(platform: Platform, pattern: str, nbytes: float) -> Traffic:
         pairs = [(i, j) for i in range(nodes) for j in range(nodes) if i != j]
     elif pattern == "incast":
         pairs = [(i, 0) for i in range(1, min(INCAST_SENDERS, nodes - 1) + 1)]
+    elif pattern == "permutation":
+        perm = np.random.default_rng(0).permutation(nodes)
+        perm = np.where(perm == np.arange(nodes), np.roll(perm, 1), perm)   # no node sends to itself
+        pairs = [(i, int(perm[i])) for i in range(nodes) if perm[i] != i]
     else:
         raise SimclusterError(f"unknown traffic pattern {pattern!r}", hint=f"one of {', '.join(PATTERNS)}")
     src = np.array([grid[a, j] for a, _ in pairs for j in range(rails)])

@@ -1,0 +1,71 @@
+"""Published multi-node runs, each system held out of the inter-node fit (reference/nccl_held_out.py, issue 41)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simcluster.cards import nic_params
+from simcluster.collectives.fabric import predict_fabric
+from simcluster.errors import ModelCardError
+from simcluster.machine_models import build_cluster
+from simcluster.reference import nccl_held_out as ho
+from simcluster.scenario import load_variants
+
+
+@pytest.fixture(scope="module")
+def systems():
+    return ho.load_systems()
+
+
+def test_call_setup_adds_to_a_multi_node_call_only():
+    machine = load_variants("scenarios/published/aws-p5-48xlarge-x2.yaml")[0][1].machine
+    cluster = build_cluster(machine)
+    base = predict_fabric(cluster, "all_reduce", 2**26)
+    slow = dataclasses.replace(cluster, nic=dataclasses.replace(cluster.nic, call_setup_s=300e-6))
+    assert predict_fabric(slow, "all_reduce", 2**26).time_s == pytest.approx(base.time_s + 300e-6)
+    assert predict_fabric(slow, "all_reduce", 2**26).breakdown["network_call_setup_s"] == 300e-6
+
+
+def test_call_setup_on_a_card_is_a_time():
+    card = {"kind": "nic", "name": "x", "params": {"transport": "rdma", "line_rate": "400Gbps", "efficiency": 0.9,
+                                                   "latency": "5us", "cpu_per_byte": "0s/GB", "message_size": "64KiB",
+                                                   "call_setup": "250us"}}
+    assert nic_params(card, "x.yaml").call_setup_s == pytest.approx(250e-6)
+    card["params"]["call_setup"] = "250"
+    with pytest.raises(ModelCardError, match="call_setup"):
+        nic_params(card, "x.yaml")
+
+
+def test_each_system_is_predicted_from_the_others_only(systems):
+    results = {r.system: r for r in ho.held_out_systems(systems=systems)}
+    by_name = {s.name: s for s in systems}
+    for name, r in results.items():
+        assert name not in r.fitted_on
+        if r.family is not None:
+            assert r.fitted_on and all(by_name[o].family == r.family for o in r.fitted_on)
+            assert not any(by_name[o].outlier for o in r.fitted_on)
+    # the fitted terms move the held-out prediction: a system's errors depend on what its family's others say
+    a3 = by_name["nccl-gcp-a3ultra-h200-x2-skypilot"]       # network-bound rings: eta moves them
+    assert not np.allclose(a3.errors_pct(0.70, 0.0), a3.errors_pct(1.0, 0.0))
+    p5 = by_name["nccl-aws-p5-48xlarge-x2"]                 # NVLS-tree kernel-bound: t0 moves it, eta does not
+    assert np.allclose(p5.errors_pct(0.70, 0.0), p5.errors_pct(1.0, 0.0))
+    assert not np.allclose(p5.errors_pct(1.0, 0.0), p5.errors_pct(1.0, 250e-6))
+
+
+def test_fit_recovers_a_known_efficiency(systems):
+    """A family whose measured busbw is replaced by the model's own prediction at eta 0.80, t0 0, fits back to it."""
+    fam = [dataclasses.replace(s, rows=[dataclasses.replace(r, measured_Bps=float(
+        dataclasses.replace(s, rows=[r]).busbw(0.80, np.array([0.0]))[0, 0])) for r in s.rows])
+        for s in systems if s.family == "verbs 400G"]
+    eta, t0 = ho._fit(fam, slice(0, 1))
+    assert (eta, t0) == (0.80, 0.0)
+
+
+def test_cli_refuses_without_published_nccl():
+    out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--held-out-systems"], capture_output=True, text=True)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published nccl" in out.stderr
