@@ -274,9 +274,9 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
     reading: dict = {}
 
-    def worker(rank: int, w: int, ready: list, credits: simpy.Container):
+    def worker(rank: int, w: int, ready: list, issued: list):
         for step in range(w, reads_to, threads):
-            yield credits.get(1)
+            yield issued[step]
             reading[(rank, w)] = env.now
             yield from reader.read_batch(rank, step)
             busy["threads"] += env.now - reading.pop((rank, w))
@@ -306,14 +306,19 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
     def rank_loop(rank: int):
         ready = [env.event() for _ in range(reads_to)]
-        credits = simpy.Container(env, init=ahead, capacity=10**9)
+        # PyTorch's DataLoader hands batch j to worker j % T when batch j - T x f is consumed (in order, not to
+        # whichever worker is idle first): the first T x f are issued at once
+        issued = [env.event() for _ in range(reads_to)]
+        for j in range(min(ahead, reads_to)):
+            issued[j].succeed()
         for w in range(threads):
-            env.process(worker(rank, w, ready, credits))
+            env.process(worker(rank, w, ready, issued))
         for step in range(steps):
             asked_log[rank].append(env.now)
             lead_log[rank].append(done[rank] - step)
             yield ready[step]
-            yield credits.put(1)
+            if step + ahead < reads_to:
+                issued[step + ahead].succeed()
             c = workload.computation_time_s
             if workload.computation_stdev_s > 0:
                 c = max(0.0, rng.normal(c, workload.computation_stdev_s))
