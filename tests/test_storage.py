@@ -372,3 +372,15 @@ def test_a_search_beyond_the_simulation_bound_answers_at_least():
     w = dataclasses.replace(_unet3d(4), record_bytes=100.0, record_stdev_bytes=0.0)
     best, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=4096)
     assert best.bound.startswith(f"at least {best.accelerators} accelerators") and "simulation bound" in best.bound
+
+
+@pytest.mark.slow
+def test_resnet50_answer_settles_and_does_not_depend_on_steps():
+    """ResNet-50 H100 on one 9400 (38 ranks near the threshold, blocks scattering 3 AU points): before issue 42's
+    second pass every candidate ran to the bound and the search ran out of reads; now the default and --steps 50 agree."""
+    nvme, _ = load_nvme(MICRON)
+    w = dlio_workload.load(WORKLOADS / "resnet50_h100.yaml")
+    base, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
+    short, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=50, at_least=True))
+    assert base.estimate.settled and base.accelerators == short.accelerators
+    assert short.throughput_MiB_per_s == pytest.approx(base.throughput_MiB_per_s, rel=0.02)
