@@ -106,7 +106,7 @@ def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
     if not MIN_IO_BYTES <= config.io_size <= MAX_IO_BYTES:
         raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
     if config.depth < 1 or (config.steps is not None and config.steps < 1):
-        raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+        raise SimclusterError(f"reads in flight per thread (--depth {config.depth}) and --steps ({config.steps}) must be >= 1")
 
 
 def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
