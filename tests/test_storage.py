@@ -125,11 +125,11 @@ def test_nvme_iops_and_bandwidth_ceilings():
 
 
 def test_real_dlio_runs_predicted_from_separate_calibration():
-    """validation/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
-    calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors (issue 42 model:
-    DLIO v1.0's PyTorch prefetch factor ceil(prefetch_size / threads) = 1 batch per thread where the old model held 2,
-    the first load excluded as DLIO excludes it): throughput -25.6%, -17.1%, -1.8%; AU -23.9, -11.9, -5.4 points
-    (the old model: -6.8%, -13.9%, -0.5%). Bounds: 30% and 25 points."""
+    """validation/storage_validation.py: disk card from fio, the loader's intake rate solved through the model from a
+    separate cold-cache calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors
+    (issue 42, second pass: batches handed out in order as PyTorch does, the drive no longer counted twice in the
+    intake rate): throughput -0.1%, -2.0%, +14.9%; AU -0.5, -3.1, -0.9 points (first pass: -25.6%, -17.1%, -1.8%).
+    Bounds: 5% at 1 and 2 accelerators; 20% at 4, where DLIO's own rank processes take the two cores (not modelled)."""
     import subprocess
     import sys
 
@@ -138,7 +138,8 @@ def test_real_dlio_runs_predicted_from_separate_calibration():
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("unet3d_h100-")]
     assert len(rows) == 3
     for row in rows:
-        assert abs(float(row[3])) <= 25.0 and abs(float(row[6].rstrip("%"))) <= 30.0, row
+        bound = 20.0 if row[0].endswith("4acc") else 5.0
+        assert abs(float(row[3])) <= bound and abs(float(row[6].rstrip("%"))) <= bound, row
 
 
 @pytest.mark.slow
@@ -153,7 +154,7 @@ def test_stall_per_step_agrees_with_au():
         share = 100 * w.computation_time_s / (w.computation_time_s + r.stall_per_step_s)
         # AU = share x (n - 1) S / ((n - 1) S + first load): at 16 steps the first load (every rank's prefetch at once)
         # keeps the ratio below 1.4; the old metric's 88 / 48 = 1.83 fails it
-        assert r.au_percent <= share <= 1.4 * r.au_percent, (drives, r.au_percent, share)
+        assert r.au_percent <= share * (1 + 1e-9) <= 1.4 * r.au_percent, (drives, r.au_percent, share)   # equal up to rounding
 
 
 # --- issue 42: steady state, the limit named, bad input ---
@@ -311,19 +312,6 @@ def test_batches_are_handed_to_workers_in_order():
     order = [step for step, _ in sorted(starts, key=lambda s: (s[1], s[0]))]
     assert order == sorted(order)                       # batches start in their order (before: 9 before 8, ...)
     assert r.dlio_au_percent > 80
-
-
-def test_local_dlio_runs_are_predicted_from_the_calibration_run():
-    """validation/storage_validation.py: the loader's intake rate solved through the model from the cold calibration run
-    (1 thread, compute 0), then the 1- and 2-accelerator DLIO runs (not seen) predicted within 5% in MiB/s."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    out = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "validation" / "storage_validation.py")],
-                         capture_output=True, text=True, timeout=600).stdout
-    rows = {line.split()[0]: float(line.split()[-1].rstrip("%")) for line in out.splitlines() if line.strip().startswith("unet3d_h100-")}
-    assert abs(rows["unet3d_h100-1acc"]) < 5 and abs(rows["unet3d_h100-2acc"]) < 5, out
 
 
 def test_steady_state_settles_on_noisy_blocks_with_longer_windows():
