@@ -125,11 +125,11 @@ def test_nvme_iops_and_bandwidth_ceilings():
 
 
 def test_real_dlio_runs_predicted_from_separate_calibration():
-    """studies/storage_validation.py: disk card from fio, loader thread rate from a separate cold-cache
-    calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors (issue 42 model:
-    DLIO v1.0's PyTorch prefetch factor ceil(prefetch_size / threads) = 1 batch per thread where the old model held 2,
-    the first load excluded as DLIO excludes it): throughput -25.6%, -17.1%, -1.8%; AU -23.9, -11.9, -5.4 points
-    (the old model: -6.8%, -13.9%, -0.5%). Bounds: 30% and 25 points."""
+    """studies/storage_validation.py: disk card from fio, the loader's intake rate solved through the model from a
+    separate cold-cache calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors
+    (issue 42, second pass: batches handed out in order as PyTorch does, the drive no longer counted twice in the
+    intake rate): throughput -0.1%, -2.0%, +14.9%; AU -0.5, -3.1, -0.9 points (first pass: -25.6%, -17.1%, -1.8%).
+    Bounds: 5% at 1 and 2 accelerators; 20% at 4, where DLIO's own rank processes take the two cores (not modelled)."""
     import subprocess
     import sys
 
@@ -138,7 +138,8 @@ def test_real_dlio_runs_predicted_from_separate_calibration():
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("unet3d_h100-")]
     assert len(rows) == 3
     for row in rows:
-        assert abs(float(row[3])) <= 25.0 and abs(float(row[6].rstrip("%"))) <= 30.0, row
+        bound = 20.0 if row[0].endswith("4acc") else 5.0
+        assert abs(float(row[3])) <= bound and abs(float(row[6].rstrip("%"))) <= bound, row
 
 
 @pytest.mark.slow
@@ -153,7 +154,7 @@ def test_stall_per_step_agrees_with_au():
         share = 100 * w.computation_time_s / (w.computation_time_s + r.stall_per_step_s)
         # AU = share x (n - 1) S / ((n - 1) S + first load): at 16 steps the first load (every rank's prefetch at once)
         # keeps the ratio below 1.4; the old metric's 88 / 48 = 1.83 fails it
-        assert r.au_percent <= share <= 1.4 * r.au_percent, (drives, r.au_percent, share)
+        assert r.au_percent <= share * (1 + 1e-9) <= 1.4 * r.au_percent, (drives, r.au_percent, share)   # equal up to rounding
 
 
 # --- issue 42: steady state, the limit named, bad input ---
@@ -284,3 +285,90 @@ def test_bad_storage_flags_name_the_flag(capsys, flag, value):
     code = main(["storage", "simulate", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--nvme", str(MICRON), f"{flag}={value}"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and f"{flag} {value}" in err
+
+
+def test_batches_are_handed_to_workers_in_order():
+    """PyTorch's DataLoader issues batch j to worker j % T when batch j - T x f is consumed. Handing a freed slot to
+    whichever worker was idle first (the model before) let a worker start a later batch early and the batch the next
+    step needs start late: local DLIO 1 accelerator, 2 threads, f = 1 was predicted at AU 66% where DLIO measured 90%."""
+    import dataclasses
+
+    nvme, _ = load_nvme(MICRON)
+    w = dataclasses.replace(_unet3d(2, prefetch_size=2), record_bytes=16 * 2**20, record_stdev_bytes=7.8e6,
+                            computation_time_s=0.3, num_files=400)
+    starts = []
+    original = loader.SampleReader.read_batch
+
+    def read_batch(self, rank, step):
+        starts.append((step, self.env.now))
+        yield from original(self, rank, step)
+
+    config = loader.LoaderConfig(io_size=4 << 20, steps=40, thread_read_Bps=211e6, cores=2)
+    try:
+        loader.SampleReader.read_batch = read_batch
+        r = loader.simulate(w, nvme, 1, 1, config)
+    finally:
+        loader.SampleReader.read_batch = original
+    order = [step for step, _ in sorted(starts, key=lambda s: (s[1], s[0]))]
+    assert order == sorted(order)                       # batches start in their order (before: 9 before 8, ...)
+    assert r.dlio_au_percent > 80
+
+
+def test_steady_state_settles_on_noisy_blocks_with_longer_windows():
+    """Blocks scattering by 3 AU points around a constant (38 ranks at one barrier on a saturated drive): windows of 4
+    blocks never get a 95% interval within 1 point; windows of half the blocks do, at the constant."""
+    from simcluster.storage import steady
+
+    rng = np.random.default_rng(0)
+    block, blocks = 16, 120
+    p = steady.Plan(warmup=8, block=block, max_steps=8 + block * blocks)
+    au = np.repeat(np.clip(rng.normal(0.9, 0.03, blocks), 0.5, 1.0), block)
+    compute = np.full((1, 8 + block * blocks), 1.0)
+    release = np.cumsum(np.concatenate([np.full(8, 1.0), 1.0 / au]))
+    lead = np.full(len(release), 5.0)
+    early = 8 + block * 2 * steady.BLOCKS
+    assert steady.settled_estimate(release[:early], compute[:, :early], lead[:early], 1, 1, p) is None
+    e = steady.settled_estimate(release, compute, lead, 1, 1, p)
+    assert e is not None and e.settled and e.au_percent == pytest.approx(90, abs=1.5) and e.au_ci_percent <= 1.0
+
+
+@pytest.mark.slow
+def test_search_candidates_stop_once_decided():
+    """A candidate far below or above the AU threshold stops as soon as two windows agree on its side; the answer's
+    own run is still run until settled."""
+    from simcluster.storage import steady
+
+    block = 16
+    p = steady.Plan(warmup=8, block=block, max_steps=400)
+    n = 8 + 2 * steady.BLOCKS * block
+    release = np.cumsum(np.concatenate([np.full(8, 1.0), np.full(n - 8, 1 / 0.6)]))
+    compute, lead = np.ones((1, n)), np.full(n, 0.0)
+    assert steady.decided_estimate(release, compute, lead, 1, 1, p, 90.0).au_percent == pytest.approx(60)
+    assert steady.decided_estimate(release, compute, lead, 1, 1, p, 59.5) is None     # within 1 point: undecided
+    nvme, _ = load_nvme(MICRON)
+    best, tried = loader.max_accelerators(_unet3d(24), nvme, 1, loader.LoaderConfig(io_size=16 << 20))
+    assert best.estimate.settled and any(not r.estimate.settled for r in tried if r.accelerators != best.accelerators)
+
+
+@pytest.mark.slow
+def test_a_search_beyond_the_simulation_bound_answers_at_least():
+    """Records below one page and a workload so light that the count doubles past the bound: an answer of "at least N"
+    with the bound named (before: a one-line error after minutes)."""
+    nvme, _ = load_nvme(MICRON)
+    import dataclasses
+
+    w = dataclasses.replace(_unet3d(4), record_bytes=100.0, record_stdev_bytes=0.0)
+    best, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=4096)
+    assert best.bound.startswith(f"at least {best.accelerators} accelerators") and "simulation bound" in best.bound
+
+
+@pytest.mark.slow
+def test_resnet50_answer_settles_and_does_not_depend_on_steps():
+    """ResNet-50 H100 on one 9400 (38 ranks near the threshold, blocks scattering 3 AU points): before issue 42's
+    second pass every candidate ran to the bound and the search ran out of reads; now the default and --steps 50 agree."""
+    nvme, _ = load_nvme(MICRON)
+    w = dlio_workload.load(WORKLOADS / "resnet50_h100.yaml")
+    base, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
+    short, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=50, at_least=True))
+    assert base.estimate.settled and base.accelerators == short.accelerators
+    assert short.throughput_MiB_per_s == pytest.approx(base.throughput_MiB_per_s, rel=0.02)

@@ -110,6 +110,25 @@ def server_cpu_s(pid: int) -> float | None:
         return None
 
 
+def ksoftirqd_cpu_s() -> float | None:
+    """CPU seconds of the kernel's softirq threads (ksoftirqd/N): receive work the kernel defers out of the process that
+    raised it (bursts over the softirq budget), which neither process's own CPU time counts; None where unreadable."""
+    total = 0.0
+    try:
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/comm") as f:
+                        if not f.read().startswith("ksoftirqd"):
+                            continue
+                except OSError:
+                    continue
+                total += server_cpu_s(int(pid)) or 0.0
+    except OSError:
+        return None
+    return total
+
+
 SNMP = {("Tcp", "OutSegs"): "tcp_out_segs", ("Tcp", "InSegs"): "tcp_in_segs",
         ("Udp", "OutDatagrams"): "udp_out", ("Udp", "InDatagrams"): "udp_in"}
 
@@ -176,12 +195,15 @@ def run_step(bundle: Path, step: Step) -> dict:
             client0, client_switches0 = _children_cpu(), _children_switches()
             spaces = step.meta.get("count_packets") or []
             counted = [packet_counters(ns) for ns in spaces]
+            softirq0 = ksoftirqd_cpu_s() if spaces else None
             done = subprocess.run(step.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                   env={**os.environ, **step.env}, timeout=step.timeout_s, cwd=run_dir)
             code = done.returncode
             if server is not None:                 # the command's own CPU, without the server's and the readiness probes'
                 entry["client_cpu_s"] = round(_children_cpu() - client0, 6)
                 entry["client_switches"] = _children_switches() - client_switches0
+            if softirq0 is not None and (softirq1 := ksoftirqd_cpu_s()) is not None:
+                entry["ksoftirqd_cpu_s"] = round(softirq1 - softirq0, 6)
             if spaces:
                 entry["packets"] = [{"netns": ns, "before": b, "after": packet_counters(ns)} for ns, b in zip(spaces, counted, strict=True)]
             status = "ok" if code == 0 else "failed"

@@ -3,28 +3,24 @@
 Per accelerator (one MPI rank in DLIO): a loader with `read_threads` workers; worker w builds batches w, w+T, w+2T, ...
 by reading each sample's record in `io_size` reads with `depth` reads in flight (the kernel's readahead; a TFRecord
 batch is one sequential stream through its file), each read then taken in by the worker at `thread_read_Bps` on one
-of the host's `cores`; remote storage: every read also crosses the host's network link (`network_Bps`, FIFO). The
-worker may run `prefetch_factor` batches ahead (PyTorch: 2 when prefetch_size is 0, else ceil(prefetch_size / T)).
+of the host's `cores`; remote storage: every read also crosses the host's network link (`network_Bps`, FIFO). Batch j
+is handed to its worker when batch j - T x f is consumed (PyTorch; f = 2 when prefetch_size is 0, else ceil(prefetch_size / T)).
 The step loop: wait for the batch (load), compute for computation_time, barrier across accelerators (DLIO's per-step
 sync). Files are spread over the drives round-robin (a striped volume). Page cache: `page_cache` (every record read
-before in the run is in memory) or `cache_bytes` (an LRU of that size over epochs reshuffled at random: a record is
-still cached with probability h = c^2 / 2, c = cache / dataset < 1, else 1; applied from the start, i.e. the
-epochs after the first).
+before is in memory) or `cache_bytes` (an LRU over epochs reshuffled at random: hit share h = c^2 / 2, c = cache / dataset).
 
-Outputs per run: the steady-state estimate (storage/steady.py: warm-up excluded, the prefetch buffer's drain
-removed, a 95% interval from batch means) and, computed exactly as DLIO computes them over the whole run
+Outputs per run: the steady-state estimate (storage/steady.py) and, exactly as DLIO computes them over the whole run
 (dlio_benchmark/utils/statscounter.py; proc = load + compute + barrier, so the first load is excluded):
   AU per rank = sum(compute[1:]) / (block wall - proc[0]) x 100,   averaged over ranks
   throughput  = steps x batch / block wall  (samples/s per rank, summed over ranks)
   I/O rate    = throughput x record_length / 2^20  (MiB/s; DLIO prints it as "MB/s")
-  stall       = mean over ranks and steps 2.. of (proc - compute): the step's time beyond its own compute, including the
-                barrier's wait for slower ranks; not a DLIO output
-plus the device log (throughput over time, queue depth per I/O, latency percentiles) and the use of each resource over
-the steady window (drive bandwidth or IOPS, network, host cores, loader threads): what limits the run.
+  stall       = mean over ranks and steps 2.. of (proc - compute), the barrier's wait included (not a DLIO output)
+plus the device log and each resource's use over the steady window (storage/use.py): what limits the run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -36,13 +32,17 @@ from simcluster.errors import SimclusterError
 from simcluster.storage import steady
 from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.storage.nvme import IoLog, NvmeDevice, NvmeParams
+from simcluster.storage.use import busy_shares, limit_of
 
 MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
-MAX_SEARCH_IOS = 2 * MAX_IOS                      # reads a max-accelerators search may simulate over all its runs
-SATURATED = 0.9                                   # a resource busy this share of the steady window limits the run
+MAX_SEARCH_IOS = 8 * MAX_IOS                      # reads one max-accelerators search may simulate over its runs
+
+
+class SimulationBound(SimclusterError):
+    """A run larger than the simulation's bound (MAX_IOS reads): a stated limit, not a bad input."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class LoaderConfig:
     depth: int = 2               # reads in flight per worker
     steps: int | None = None     # steps per rank (None: until the steady-state estimate settles)
     at_least: bool = False       # steps is a minimum: go on until the estimate settles (max-accelerators)
+    decide_au_percent: float | None = None   # a search's candidate: stop as soon as AU is decidedly above or below this
     page_cache: bool = False
     cache_bytes: float | None = None      # host page cache the dataset may use (None: none, MLPerf's sizing rule)
     thread_read_Bps: float | None = None  # bytes/s one worker can take in (copy, decode); None = no limit
@@ -77,6 +78,7 @@ class RunResult:
     estimate: steady.Estimate | None = None
     use: dict = field(default_factory=dict)   # resource -> busy share of the steady window
     limit: str = ""
+    bound: str = ""              # max_accelerators: the next count to try exceeded the simulation bound (an answer of "at least")
 
 
 def dlio_au_percent(compute: list[float], proc: list[float], wall_s: float) -> float:
@@ -104,7 +106,7 @@ def check_setup(accelerators: int, drives: int, config: LoaderConfig) -> None:
     if not MIN_IO_BYTES <= config.io_size <= MAX_IO_BYTES:
         raise SimclusterError(f"I/O size {config.io_size} B: expected {MIN_IO_BYTES // 1024} KiB to {MAX_IO_BYTES // 2**20} MiB")
     if config.depth < 1 or (config.steps is not None and config.steps < 1):
-        raise SimclusterError(f"reads in flight ({config.depth}) and steps ({config.steps}) must be >= 1")
+        raise SimclusterError(f"reads in flight per thread (--depth {config.depth}) and --steps ({config.steps}) must be >= 1")
 
 
 def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
@@ -118,7 +120,7 @@ def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: 
     """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
     ios = steps * accelerators * reads_per_step(workload, io_size)
     if ios > MAX_IOS:
-        raise SimclusterError(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
+        raise SimulationBound(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
                               f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {io_size} B I/Os); "
                               f"at most {MAX_IOS:,}", where=workload.path, hint="fewer --steps or a larger --io-size")
 
@@ -216,11 +218,11 @@ def plan_for(workload: DlioWorkload, accelerators: int, config: LoaderConfig) ->
     if config.steps is not None and not config.at_least:
         return p, config.steps
     if bound < p.min_steps:
-        raise SimclusterError(f"a steady-state run needs >= {p.min_steps} steps, and {p.min_steps} steps x {accelerators} "
+        raise SimulationBound(f"a steady-state run needs >= {p.min_steps} steps, and {p.min_steps} steps x {accelerators} "
                               f"accelerators x {reads_per_step(workload, config.io_size)} reads per step exceed the bound of "
                               f"{MAX_IOS:,} reads", where=workload.path, hint="a larger --io-size, fewer accelerators or drives, "
                               "or a fixed run (storage simulate --steps N)")
-    return p, max(bound, config.steps or 0)
+    return p, bound    # --steps N of a run until settled is a minimum within the bound (the bound is the stated limit)
 
 
 def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives: int = 1,
@@ -274,9 +276,9 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
     reading: dict = {}
 
-    def worker(rank: int, w: int, ready: list, credits: simpy.Container):
+    def worker(rank: int, w: int, ready: list, issued: list):
         for step in range(w, reads_to, threads):
-            yield credits.get(1)
+            yield issued[step]
             reading[(rank, w)] = env.now
             yield from reader.read_batch(rank, step)
             busy["threads"] += env.now - reading.pop((rank, w))
@@ -293,10 +295,11 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
             release.append(env.now)
             snapshots.append(counters())
             n = len(release)
-            if until_settled and not stop.triggered and n >= max(plan.min_steps, config.steps or 0) \
+            if until_settled and not stop.triggered and n >= max(plan.min_steps, min(config.steps or 0, steps)) \
                     and (n - plan.warmup) % plan.block == 0:
-                if steady.settled_estimate(release, np.asarray(compute_log)[:, :len(release)], _lead(), workload.batch_size,
-                                           accelerators, plan) is not None:
+                args = (release, np.asarray(compute_log)[:, :len(release)], _lead(), workload.batch_size, accelerators, plan)
+                if steady.settled_estimate(*args) is not None or (
+                        config.decide_au_percent is not None and steady.decided_estimate(*args, config.decide_au_percent)):
                     stop.succeed()
         return ev
 
@@ -306,14 +309,19 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
     def rank_loop(rank: int):
         ready = [env.event() for _ in range(reads_to)]
-        credits = simpy.Container(env, init=ahead, capacity=10**9)
+        # PyTorch's DataLoader hands batch j to worker j % T when batch j - T x f is consumed (in order, not to
+        # whichever worker is idle first): the first T x f are issued at once
+        issued = [env.event() for _ in range(reads_to)]
+        for j in range(min(ahead, reads_to)):
+            issued[j].succeed()
         for w in range(threads):
-            env.process(worker(rank, w, ready, credits))
+            env.process(worker(rank, w, ready, issued))
         for step in range(steps):
             asked_log[rank].append(env.now)
             lead_log[rank].append(done[rank] - step)
             yield ready[step]
-            yield credits.put(1)
+            if step + ahead < reads_to:
+                issued[step + ahead].succeed()
             c = workload.computation_time_s
             if workload.computation_stdev_s > 0:
                 c = max(0.0, rng.normal(c, workload.computation_stdev_s))
@@ -332,40 +340,17 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     proc = [[release[i] - asked_log[r][i] for i in range(n)] for r in range(accelerators)]  # DLIO: load start to step end
     wall = release[-1]
     lead = _lead()
-    est = (steady.settled_estimate(release, compute, lead, workload.batch_size, accelerators, plan) if until_settled else None) \
-        or steady.fixed_estimate(release, compute, lead, workload.batch_size, accelerators, plan)
+    args = (release, compute, lead, workload.batch_size, accelerators, plan)
+    est = (steady.settled_estimate(*args) if until_settled else None) \
+        or (steady.decided_estimate(*args, config.decide_au_percent) if until_settled and config.decide_au_percent is not None
+            else None) or steady.fixed_estimate(*args)
     dlio_au = float(np.mean([dlio_au_percent(compute[r], proc[r], wall) for r in range(accelerators)]))
     dlio_samples = accelerators * n * workload.batch_size / wall
     stall = max(0.0, float(np.mean([np.mean(np.asarray(proc[r][1:]) - compute[r][1:]) for r in range(accelerators)])))  # no rounding residue
-    use = _use(snapshots, release, est, drives, config, accelerators * threads, nvme)
+    use = busy_shares(snapshots, release, est, drives, config, accelerators * threads, nvme)
     samples = est.throughput_samples_per_s
     return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,
-                     stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, _limit(use))
-
-
-def _use(snapshots, release, est: steady.Estimate, drives: int, config: LoaderConfig, workers: int, nvme: NvmeParams) -> dict:
-    """Busy share of each resource over the steady window [first_step, last_step)."""
-    a, b = est.first_step, est.last_step
-    before = snapshots[a - 1] if a > 0 else (0.0,) * 5
-    d = [x - y for x, y in zip(snapshots[b - 1], before, strict=True)]
-    span = release[b - 1] - (release[a - 1] if a > 0 else 0.0)
-    use = {"drive": max(d[0] / drives, d[1] / (nvme.parallelism * drives)) / span, "loader threads": d[4] / (workers * span)}
-    if config.network_Bps:
-        use["network"] = d[2] / span
-    if config.cores and config.thread_read_Bps:
-        use["host CPU"] = d[3] / (max(1, int(config.cores)) * span)
-    return use
-
-
-def _limit(use: dict) -> str:
-    """What limits the run: the busiest of drive, network and host CPU when it is saturated; else the loader threads
-    when they are always busy (reads in flight per thread, or their intake rate); else nothing saturated: the batches a
-    rank may have in flight (threads x prefetch factor) against the loads' latency and the per-step barrier."""
-    shared = {k: v for k, v in use.items() if k != "loader threads"}
-    name, value = max(shared.items(), key=lambda kv: kv[1])
-    if value >= SATURATED:
-        return name
-    return "loader threads" if use["loader threads"] >= SATURATED else "prefetch depth and barrier (no resource saturated)"
+                     stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, limit_of(use))
 
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),
@@ -375,6 +360,8 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     threshold = workload.au_threshold * 100
     tried: dict[int, RunResult] = {}
 
+    # candidates stop once their AU is decidedly above or below the threshold; the answer is then run until settled
+    search = dataclasses.replace(config, decide_au_percent=threshold) if config.steps is None or config.at_least else config
     spent = [0]      # reads simulated so far: the search stops before a run once MAX_SEARCH_IOS are spent
 
     def run(n: int) -> RunResult:
@@ -383,16 +370,30 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
                 raise SimclusterError(f"the search simulated {spent[0]:,} reads before trying {n} accelerators; at most "
                                       f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path,
                                       hint="a larger --io-size or fewer --steps")
-            tried[n] = simulate(workload, nvme, n, drives, config, seed)
+            tried[n] = simulate(workload, nvme, n, drives, search, seed)
             spent[0] += sum(len(log.nbytes) for log in tried[n].logs)
         return tried[n]
 
+    def meets(n: int) -> bool | None:
+        """AU at n accelerators meets the threshold; None where n exceeds the simulation bound."""
+        try:
+            return run(n).au_percent >= threshold
+        except SimulationBound as exc:
+            bound.append(f"at least {lo} accelerators: {n} exceed the simulation bound ({exc.message})")
+            return None
+
+    bound: list[str] = []
     if run(1).au_percent < threshold:
         return None, list(tried.values())
     lo, hi = 1, 2
-    while hi <= limit and run(hi).au_percent >= threshold:
+    while hi <= limit and (ok := meets(hi)):
         lo, hi = hi, hi * 2
-    while hi - lo > 1:
+    while hi - lo > 1 and ok is not None:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if run(mid).au_percent >= threshold else (lo, mid)
-    return run(lo), [tried[k] for k in sorted(tried)]
+        ok = meets(mid)
+        lo, hi = (mid, hi) if ok else (lo, mid)
+    best = run(lo)
+    if search is not config and not best.estimate.settled:
+        best = tried[lo] = simulate(workload, nvme, lo, drives, config, seed)
+    best.bound = bound[-1] if bound else ""
+    return best, [tried[k] for k in sorted(tried)]

@@ -142,7 +142,8 @@ def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
             "au_ci_percent": _ci(best.estimate.au_ci_percent) if best else None,
             "limit": stop.limit if stop else None,
             "limit_use": stop.use if stop else None,
-            "notes": notes(s),
+            "at_least": bool(best and best.bound),
+            "notes": notes(s) + ([best.bound] if best and best.bound else []),
             "tried": [_run_doc(r) for r in tried]}, s)
 
 
@@ -163,7 +164,7 @@ def max_accelerators_text(out: dict) -> str:
                      f"{out['au_threshold_percent']:.0f}% AU threshold" + (f" (AU {tried['au_percent']:.2f}%)" if tried else "")
                      + f"; limited by {out['limit']}")
     else:
-        lines.append(f"max accelerators: {out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
+        lines.append(f"max accelerators: {'at least ' if out.get('at_least') else ''}{out['accelerators']} at {out['throughput_Bps'] / MiB:.1f} MiB/s, "
                      f"AU {out['au_percent']:.2f}% {_pm(out['au_ci_percent'])} (95%)")
         if out["limit"]:
             lines.append(f"limit: {out['limit']} ({out['accelerators'] + 1} accelerators: {_use_text(out['limit_use'])} busy)")

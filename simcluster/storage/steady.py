@@ -104,20 +104,40 @@ def _drain_slope(x: np.ndarray, y: np.ndarray, block: int) -> float:
 
 
 def settled_estimate(release_s, compute, lead, batch: int, ranks: int, p: Plan) -> Estimate | None:
-    """The estimate over the last window of BLOCKS blocks once it agrees with the window of BLOCKS blocks before it (two
-    disjoint windows: a transient still moving shows as a difference) and its 95% interval is within the tolerances
-    (a slow ramp hides in a wide interval), else None (call at a block's end)."""
+    """The estimate over the last window once it agrees with the window of as many blocks before it (two disjoint
+    windows: a transient still moving shows as a difference) and its 95% interval is within the tolerances (a slow ramp
+    hides in a wide interval), else None (call at a block's end). Windows of BLOCKS blocks first; where the blocks
+    scatter more than BLOCKS of them can average within the tolerance (many ranks at one barrier, a saturated drive:
+    3 AU points from block to block), windows of half the blocks after the warm-up each (batch means over more blocks:
+    the interval narrows as 1 / sqrt(blocks))."""
+    n = len(release_s)
+    if n < p.min_steps or (n - p.warmup) % p.block:
+        return None
+    for blocks in dict.fromkeys((BLOCKS, max(BLOCKS, (n - p.warmup) // p.block // 2))):
+        span = blocks * p.block
+        last = _window(release_s, compute, lead, batch, ranks, n - span, n, p.block)
+        before = _window(release_s, compute, lead, batch, ranks, n - 2 * span, n - span, p.block)
+        thr = (last.throughput_samples_per_s, before.throughput_samples_per_s)
+        if abs(last.au_percent - before.au_percent) <= AU_TOLERANCE and abs(thr[0] - thr[1]) <= THROUGHPUT_TOLERANCE * max(thr) \
+                and last.au_ci_percent <= AU_TOLERANCE and last.throughput_ci_samples_per_s <= THROUGHPUT_TOLERANCE * thr[0]:
+            return _settle(last)
+    return None
+
+
+def decided_estimate(release_s, compute, lead, batch: int, ranks: int, p: Plan, threshold: float) -> Estimate | None:
+    """For a search that only needs to know on which side of an AU threshold a run lies: the last window of BLOCKS blocks
+    when it and the window before it lie on the same side of `threshold` by more than the last window's 95% interval
+    (and by more than AU_TOLERANCE), else None. Not settled: its numbers are a decision, not the answer."""
     n = len(release_s)
     if n < p.min_steps or (n - p.warmup) % p.block:
         return None
     span = BLOCKS * p.block
     last = _window(release_s, compute, lead, batch, ranks, n - span, n, p.block)
     before = _window(release_s, compute, lead, batch, ranks, n - 2 * span, n - span, p.block)
-    thr = (last.throughput_samples_per_s, before.throughput_samples_per_s)
-    if abs(last.au_percent - before.au_percent) <= AU_TOLERANCE and abs(thr[0] - thr[1]) <= THROUGHPUT_TOLERANCE * max(thr) \
-            and last.au_ci_percent <= AU_TOLERANCE and last.throughput_ci_samples_per_s <= THROUGHPUT_TOLERANCE * thr[0]:
-        return _settle(last)
-    return None
+    margin = max(last.au_ci_percent, AU_TOLERANCE)
+    above = last.au_percent - margin > threshold and before.au_percent - margin > threshold
+    below = last.au_percent + margin < threshold and before.au_percent + margin < threshold
+    return last if above or below else None
 
 
 def _settle(e: Estimate) -> Estimate:
