@@ -87,15 +87,15 @@ def test_bad_moe_settings_name_their_key():
 def test_dense_first_layers_and_mtp_cost_step_time():
     from dataclasses import replace
 
-    from simcluster.cards import load_collective
+    from simcluster.build import llm_network
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
     from simcluster.scenario import Machine
 
     small = replace(DSV3, layers=8, mtp_layers=0, dense_layers=0)
     par, batch = ParallelSpec(tp=1, pp=2, dp=4, ep=4, zero=1, recompute="full"), BatchSpec(32, 1)
     machine = Machine("models/collective/h200x4-nvlink.yaml", 8, 1, None, None, 112.0, gpu_card="models/gpu/h100-sxm.yaml")
-    gpu, net = load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0])
+    gpu, net = load_gpu(machine.gpu_card)[0], llm_network(machine)
     step = {k: predict_llm(replace(small, **kw), par, batch, gpu, net, 8, "megatron", trace=False).step_time_s
             for k, kw in (("moe", {}), ("dense3", {"dense_layers": 3}), ("mtp", {"mtp_layers": 1}))}
     assert step["mtp"] > step["moe"]             # one more layer and head on the last stage

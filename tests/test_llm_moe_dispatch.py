@@ -80,14 +80,14 @@ def test_deepep_sends_a_token_once_per_node(monkeypatch):
 
 
 def _step(model, par, batch, gpus):
-    from simcluster.cards import load_collective
+    from simcluster.build import llm_network
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.llm.predict import predict_llm
     from simcluster.reference.llm import LlmUsage, machine_for
 
     usage = LlmUsage("models/gpu/h100-sxm.yaml", "models/nic/roce-400g.yaml", "models/collective/h200x4-nvlink.yaml", 8, {})
     machine = machine_for(usage, gpus)
-    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0]),
+    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], llm_network(machine),
                        gpus, "megatron", trace=False)
 
 

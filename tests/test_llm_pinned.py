@@ -94,3 +94,57 @@ if __name__ == "__main__":
         doc = {"scenarios": {name: scenario_answers(name) for name in SCENARIOS}, "plan": plan_answers(Path(tmp) / "plan")}
     PINNED.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PINNED}")
+
+
+def _same(a, b, where: str) -> None:
+    assert a.critical_stage == b.critical_stage, where
+    _close(list(b.stage_ends_s), list(a.stage_ends_s), f"{where} stage ends")
+    _close(b.breakdown, a.breakdown, f"{where} breakdown")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_recurrence_gives_the_des_numbers_on_every_shipped_llm_scenario(name):
+    """llm/maxplus.py (a sweep's points) against the DES (`simcluster run`), job by job, variant by variant."""
+    from simcluster.build import _Context
+    from simcluster.llm import comm
+    from simcluster.llm.maxplus import evaluate_iteration
+    from simcluster.llm.simulate import simulate_iteration
+    from simcluster.llm.work import build_work
+    from simcluster.scenario import load_variants
+
+    for label, sc in load_variants(ROOT / "scenarios" / "llm" / f"{name}.yaml"):
+        context = _Context(sc)
+        net = context.llm_network()
+        for job in sc.jobs:
+            work = build_work(job.model, job.parallel, job.batch, context.gpu(), net, comm.groups(job.parallel, net),
+                              job.framework_spec())
+            des, rec = simulate_iteration(work, 0, False), evaluate_iteration(work)
+            assert rec.events == 0 < des.events
+            _same(des, rec, f"{name} {label}")
+
+
+def _stage(f: float, b: float, chunks: int = 1, buckets=(0.3, 0.3, 0.2), gather: float = 0.0, gather_buckets: int = 0):
+    from simcluster.llm.simulate import StageWork, Task
+
+    def task(s, dp=0.0):
+        return Task(s + dp, {"compute": s, "tp": 0.0, "cp": 0.0, "ep": 0.0, "dp": dp, "host": 0.0})
+    return StageWork(tuple(task(f + 0.01 * c) for c in range(chunks)), tuple(task(b + 0.02 * c, 0.05) for c in range(chunks)),
+                     tuple(buckets for _ in range(chunks)), tuple(gather for _ in range(chunks)), 0.4,
+                     tuple(gather_buckets for _ in range(chunks)), tuple(0.01 for _ in range(chunks)))
+
+
+@pytest.mark.parametrize("pp,chunks,m,flags,gather,gather_buckets", [
+    (1, 1, 4, {}, 0.0, 0), (1, 1, 3, {"grads_every_micro_batch": True}, 0.5, 0), (2, 1, 4, {"p2p_s": 0.3}, 2.0, 4),
+    (4, 2, 8, {"p2p_s": 0.05}, 0.7, 3), (4, 1, 6, {"p2p_s": 0.2, "blocking_p2p": True}, 0.3, 0),
+    (3, 1, 5, {"p2p_s": 0.1, "dp_after_backward": True}, 0.4, 0), (4, 1, 6, {"p2p_s": 0.1, "gpipe": True}, 0.0, 0),
+    (2, 3, 4, {"p2p_s": 0.01, "grads_every_micro_batch": True}, 1.5, 2)])
+def test_the_recurrence_gives_the_des_numbers_on_every_schedule_feature(pp, chunks, m, flags, gather, gather_buckets):
+    """Uneven stages, interleaving, ZeRO-2's per-micro-batch reductions, overlapped and waited gathers, blocking sends,
+    reductions after the backward, GPipe: the recurrence's step, ends and breakdown are the DES's."""
+    from simcluster.llm.maxplus import evaluate_iteration
+    from simcluster.llm.simulate import PipelineWork, simulate_iteration
+
+    stages = tuple(_stage(1.0 + 0.3 * (s == pp - 1), 2.0 + 0.1 * s, chunks, gather=gather, gather_buckets=gather_buckets)
+                   for s in range(pp))
+    work = PipelineWork(stages, m, **flags)
+    _same(simulate_iteration(work, 0, False), evaluate_iteration(work), f"pp {pp} v {chunks} m {m} {flags}")

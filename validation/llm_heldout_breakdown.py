@@ -44,6 +44,7 @@ from simcluster.llm.framework import FRAMEWORKS  # noqa: E402
 from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
 from simcluster.llm.spec import layer_split  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
+from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.reference import published_files, read_published  # noqa: E402
 from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
@@ -151,7 +152,8 @@ def analyse(ref, i: int, run: dict, override: dict | None = None) -> dict | None
     machine = machine_for(usage, run["gpus"])
     gpu = load_gpu(machine.gpu_card)[0]
     gpu = Fp8Residual(gpu) if override.get("fp8_residual") else gpu
-    net = network_for(machine, load_collective(machine.card)[0])
+    intra = load_collective(machine.card)[0]
+    net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
     fw = FRAMEWORKS[override["framework"]] if "framework" in override else framework_of(ref, run)
     result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=fw)
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class Network:
     gpus_per_node: int            # GPUs of one NVLink domain (a node, or an MNNVL domain of several nodes)
     cluster: Cluster | None = None
     aligned: bool = True          # False: groups must tile the domain (checked in `place`; machine.nvlink_domain)
+    placed: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # groups() per split, placed once
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Group:
     sets: int = 1                        # distinct node sets running this kind of group at once
     node_rate_Bps: float = 0.0           # this group's share of a node's NIC rate (slowest set)
     flows: RingFlows | None = None
+    times: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # (op, bytes) -> s: collective_s once each
 
     @property
     def inside_node(self) -> bool:
@@ -120,13 +122,18 @@ def _check_tiles(name: str, size: int, stride: int, g: int) -> None:
 
 
 def collective_s(net: Network, group: Group, op: str, size_bytes: float) -> float:
-    """One collective of `size_bytes` (nccl-tests' size convention) on every group of this kind at once."""
+    """One collective of `size_bytes` (nccl-tests' size convention) on every group of this kind at once; priced once per
+    group, op and size (a chunk's equal gradient buckets, the layers' equal TP calls: one model call each)."""
     if group.size == 1 or size_bytes <= 0:
         return 0.0
-    if group.inside_node:
-        return predict(net.intra, op, max(1, int(size_bytes)), group.size).time_s
-    view = dataclasses.replace(net.cluster, gpus_per_node=group.ranks_per_node, job_nodes=group.nodes)
-    return predict_fabric(view, op, max(1, int(size_bytes)), None, group.flows).time_s
+    key = (op, max(1, int(size_bytes)))
+    if key not in group.times:
+        if group.inside_node:
+            group.times[key] = predict(net.intra, op, key[1], group.size).time_s
+        else:
+            view = dataclasses.replace(net.cluster, gpus_per_node=group.ranks_per_node, job_nodes=group.nodes)
+            group.times[key] = predict_fabric(view, op, key[1], None, group.flows).time_s
+    return group.times[key]
 
 
 @dataclass(frozen=True)
@@ -146,6 +153,14 @@ class Groups:
 
 
 def groups(par: ParallelSpec, net: Network) -> Groups:
+    """Every group of the split placed on the network, once per network and degrees (a plan's splits share them)."""
+    key = (par.tp, par.cp, par.dp, par.pp, par.ep, par.etp, par.expert_dp)
+    if key not in net.placed:
+        net.placed[key] = _groups(par, net)
+    return net.placed[key]
+
+
+def _groups(par: ParallelSpec, net: Network) -> Groups:
     n = par.gpus
     tp = place("tp", par.tp, 1, n, net)
     cp = place("cp", par.cp, par.tp, n, net)

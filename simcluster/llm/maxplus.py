@@ -1,0 +1,186 @@
+"""The pipeline iteration of llm/simulate.py evaluated without an event queue: the same numbers, for many points.
+
+Every stage runs a fixed order of forwards and backwards (simulate.schedule), and the only resources it shares are
+its own FIFO streams: one send stream per direction and one data-parallel stream, each requested in the stage's
+program order (the parameter gathers first, at t = 0). So every time in the iteration is a max-plus recurrence over
+that order:
+  start(op)   = max(end(previous op of the stage), arrival(its input tensor))
+  send        = max(producer's end, the send stream free); arrival = send + p2p_s
+  reduction   = max(ready, the DP stream free), the stream free again after it
+and the stages are advanced in turn, each as far as the tensors that have arrived allow (a stage whose next input
+has not arrived yet waits for the others; none able to move is the DES's deadlock). The bubble, pipeline-wait and DP
+attribution is simulate.py's, step by step, so the IterationResult is the DES's: equal to rel 1e-9 on every shipped
+LLM scenario and every point of the shipped plans (tests/test_llm_pinned.py, test_llm.py). What it does not give is
+the timeline and the event count: predictions that want those (`simcluster run`, a trace) run the DES itself.
+"""
+
+from __future__ import annotations
+
+from simcluster.errors import SimclusterError
+from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule
+
+
+class _Stage:
+    def __init__(self, work: PipelineWork, s: int):
+        self.s, self.w, self.log = s, work.stages[s], StageLog()
+        self.order = schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)
+        self.last_backward = {c: max(i for kind, cc, i in self.order if kind == "B" and cc == c) for c in range(work.chunks)}
+        self.next = 0
+        self.now = 0.0
+        self.send_free = [0.0, 0.0]
+        self.dp_free = 0.0
+        self.reductions_end: float | None = None
+        self.serial: tuple = ()
+        self.started: set = set()
+        self.gather: dict = {}        # chunk -> (start, end) of its parameter all_gather on the DP stream
+        if not work.dp_after_backward:
+            for c, t in enumerate(self.w.param_gather_s):
+                if t > 0:
+                    start = self.dp_free
+                    self.dp_free = start + t
+                    self.gather[c] = (start, self.dp_free)
+
+    def reduce(self, ready: float, seconds: float) -> float:
+        """One reduction on the DP stream, requested at `ready`: its end."""
+        self.dp_free = max(ready, self.dp_free) + seconds
+        return self.dp_free
+
+
+class _Pipeline:
+    def __init__(self, work: PipelineWork):
+        self.work, self.pp, self.v = work, work.pp, work.chunks
+        self.last_vstage = self.pp * self.v - 1
+        self.arrived: dict = {}       # (F|B, vstage, mb) -> arrival time of the tensor
+        self.produced: dict = {}      # same key -> time its producer finished computing it
+        self.stages = [_Stage(work, s) for s in range(self.pp)]
+
+    def wait_for(self, st: _Stage, key) -> None:
+        start = st.now
+        st.now = max(st.now, self.arrived[key])
+        done = self.produced[key]
+        st.log.bubble_s += max(0.0, min(done, st.now) - start)
+        st.log.pp_wait_s += st.now - max(done, start)
+
+    def gathered(self, st: _Stage, c: int, task: Task) -> Task:
+        """simulate._Pipeline.gathered: the chunk's first forward after its parameter all_gather."""
+        n = st.w.param_gather_buckets[c] if st.w.param_gather_buckets else 0
+        start, end = st.gather[c]
+        t0 = st.now
+        if n == 0:
+            st.now = max(st.now, end)
+            st.log.dp_wait_s += st.now - t0
+            return task
+        st.now = max(st.now, start)
+        total = st.w.param_gather_s[c]
+        if st.now < start + total / n:
+            st.now = start + total / n
+        st.log.dp_wait_s += st.now - t0
+        extra = max(0.0, start + total + task.duration_s / n - st.now - task.duration_s)
+        return Task(task.duration_s + extra, dict(task.parts, dp=task.parts["dp"] + extra))
+
+    def ready(self, st: _Stage) -> bool:
+        """Whether the stage's next op has its input (or needs none)."""
+        kind, c, i = st.order[st.next]
+        vs = c * self.pp + st.s
+        if kind == "F":
+            return vs == 0 or ("F", vs, i) in self.arrived
+        return vs == self.last_vstage or ("B", vs, i) in self.arrived
+
+    def step(self, st: _Stage) -> None:
+        """The stage's next forward or backward (simulate._Pipeline.stage's loop body)."""
+        work, w, log = self.work, st.w, st.log
+        kind, c, i = st.order[st.next]
+        st.next += 1
+        vs = c * self.pp + st.s
+        if kind == "F":
+            if vs > 0:
+                self.wait_for(st, ("F", vs, i))
+            task = w.forward[c]
+            if c in st.gather and c not in st.started:
+                task = self.gathered(st, c, task)
+            st.started.add(c)
+        else:
+            if vs < self.last_vstage:
+                self.wait_for(st, ("B", vs, i))
+            task = w.backward[c]
+        reduce_now = i == st.last_backward[c] or work.grads_every_micro_batch
+        buckets = w.grad_buckets_s[c] if kind == "B" and w.grad_buckets_s and reduce_now else ()
+        if work.dp_after_backward:
+            st.serial += buckets
+            buckets = ()
+        if buckets:
+            extra = w.bucket_slowdown_s[c] if w.bucket_slowdown_s else 0.0
+            log.busy["dp"] += extra
+            piece = (task.duration_s + extra) / len(buckets)
+            if i != st.last_backward[c]:
+                st.now += piece
+                span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
+                self.reduced(st, st.reduce(st.now, span))
+                st.now += task.duration_s + extra - piece
+            else:
+                for t in buckets:
+                    st.now += piece
+                    self.reduced(st, st.reduce(st.now, t))
+        else:
+            st.now += task.duration_s
+        for part, sec in task.parts.items():
+            log.busy[part] += sec
+        if kind == "F" and vs < self.last_vstage:
+            self.send(st, 0, ("F", vs + 1, i))
+        elif kind == "B" and vs > 0:
+            self.send(st, 1, ("B", vs - 1, i))
+
+    @staticmethod
+    def reduced(st: _Stage, end: float) -> None:
+        st.reductions_end = end if st.reductions_end is None else max(st.reductions_end, end)
+
+    def send(self, st: _Stage, direction: int, key) -> None:
+        self.produced[key] = st.now
+        start = max(st.now, st.send_free[direction])
+        arrival = start + self.work.p2p_s if self.work.p2p_s > 0 else start
+        st.send_free[direction] = arrival
+        self.arrived[key] = arrival
+        if self.work.blocking_p2p:
+            t0 = st.now
+            st.now = arrival
+            st.log.pp_wait_s += st.now - t0
+
+    def finish(self, st: _Stage) -> None:
+        """After the stage's last backward: its buckets, the optimizer step, the gathers left for after it."""
+        w, log = st.w, st.log
+        t0 = st.now
+        if st.reductions_end is not None:
+            st.now = max(st.now, st.reductions_end)
+        for t in st.serial:
+            st.now = st.reduce(st.now, t)
+        log.dp_wait_s += st.now - t0
+        if w.optimizer_s > 0:
+            st.now += w.optimizer_s
+            log.optimizer_s = w.optimizer_s
+        if self.work.dp_after_backward and w.param_gather_s:
+            t0 = st.now
+            for t in w.param_gather_s:
+                if t > 0:
+                    st.now = st.reduce(st.now, t)
+            log.dp_wait_s += st.now - t0
+        log.end_s = st.now
+
+
+def evaluate_iteration(work: PipelineWork) -> IterationResult:
+    """simulate.simulate_iteration's result (trace off) from the recurrence; `events` is 0: no event was simulated."""
+    pipe = _Pipeline(work)
+    todo = list(pipe.stages)
+    while todo:
+        moved = False
+        for st in todo:
+            while st.next < len(st.order) and pipe.ready(st):
+                pipe.step(st)
+                moved = True
+            if st.next == len(st.order):
+                pipe.finish(st)
+        left = [st for st in todo if st.next < len(st.order)]
+        if left and not moved:
+            raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {[st.s for st in left]} never finished",
+                                  hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
+        todo = left
+    return iteration_result(work, [st.log for st in pipe.stages], 0, ())
