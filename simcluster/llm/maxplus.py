@@ -25,6 +25,14 @@ class _Stage:
         self.s, self.w, self.log = s, work.stages[s], StageLog()
         self.order = schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)
         self.last_backward = {c: max(i for kind, cc, i in self.order if kind == "B" and cc == c) for c in range(work.chunks)}
+        pp, last = work.pp, work.pp * work.chunks - 1
+        self.ops = []                 # per op: (kind, chunk, micro-batch, the tensor it waits for, the one it sends)
+        for kind, c, i in self.order:
+            vs = c * pp + s
+            if kind == "F":
+                self.ops.append((kind, c, i, ("F", vs, i) if vs > 0 else None, ("F", vs + 1, i) if vs < last else None))
+            else:
+                self.ops.append((kind, c, i, ("B", vs, i) if vs < last else None, ("B", vs - 1, i) if vs > 0 else None))
         self.next = 0
         self.now = 0.0
         self.send_free = [0.0, 0.0]
@@ -33,6 +41,7 @@ class _Stage:
         self.serial: tuple = ()
         self.started: set = set()
         self.gather: dict = {}        # chunk -> (start, end) of its parameter all_gather on the DP stream
+        self.ran: dict = {}           # id(task) -> (task, times run): its parts added to the log once, times the count
         if not work.dp_after_backward:
             for c, t in enumerate(self.w.param_gather_s):
                 if t > 0:
@@ -80,28 +89,22 @@ class _Pipeline:
 
     def ready(self, st: _Stage) -> bool:
         """Whether the stage's next op has its input (or needs none)."""
-        kind, c, i = st.order[st.next]
-        vs = c * self.pp + st.s
-        if kind == "F":
-            return vs == 0 or ("F", vs, i) in self.arrived
-        return vs == self.last_vstage or ("B", vs, i) in self.arrived
+        wait = st.ops[st.next][3]
+        return wait is None or wait in self.arrived
 
     def step(self, st: _Stage) -> None:
         """The stage's next forward or backward (simulate._Pipeline.stage's loop body)."""
         work, w, log = self.work, st.w, st.log
-        kind, c, i = st.order[st.next]
+        kind, c, i, wait, out = st.ops[st.next]
         st.next += 1
-        vs = c * self.pp + st.s
+        if wait is not None:
+            self.wait_for(st, wait)
         if kind == "F":
-            if vs > 0:
-                self.wait_for(st, ("F", vs, i))
             task = w.forward[c]
             if c in st.gather and c not in st.started:
                 task = self.gathered(st, c, task)
             st.started.add(c)
         else:
-            if vs < self.last_vstage:
-                self.wait_for(st, ("B", vs, i))
             task = w.backward[c]
         reduce_now = i == st.last_backward[c] or work.grads_every_micro_batch
         buckets = w.grad_buckets_s[c] if kind == "B" and w.grad_buckets_s and reduce_now else ()
@@ -123,12 +126,10 @@ class _Pipeline:
                     self.reduced(st, st.reduce(st.now, t))
         else:
             st.now += task.duration_s
-        for part, sec in task.parts.items():
-            log.busy[part] += sec
-        if kind == "F" and vs < self.last_vstage:
-            self.send(st, 0, ("F", vs + 1, i))
-        elif kind == "B" and vs > 0:
-            self.send(st, 1, ("B", vs - 1, i))
+        seen = st.ran.get(id(task))
+        st.ran[id(task)] = (task, 1 if seen is None else seen[1] + 1)
+        if out is not None:
+            self.send(st, 0 if kind == "F" else 1, out)
 
     @staticmethod
     def reduced(st: _Stage, end: float) -> None:
@@ -148,6 +149,9 @@ class _Pipeline:
     def finish(self, st: _Stage) -> None:
         """After the stage's last backward: its buckets, the optimizer step, the gathers left for after it."""
         w, log = st.w, st.log
+        for task, count in st.ran.values():
+            for part, sec in task.parts.items():
+                log.busy[part] += count * sec
         t0 = st.now
         if st.reductions_end is not None:
             st.now = max(st.now, st.reductions_end)
