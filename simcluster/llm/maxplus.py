@@ -24,15 +24,27 @@ class _Stage:
     def __init__(self, work: PipelineWork, s: int):
         self.s, self.w, self.log = s, work.stages[s], StageLog()
         self.order = schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)
-        self.last_backward = {c: max(i for kind, cc, i in self.order if kind == "B" and cc == c) for c in range(work.chunks)}
-        pp, last = work.pp, work.pp * work.chunks - 1
-        self.ops = []                 # per op: (kind, chunk, micro-batch, the tensor it waits for, the one it sends)
+        self.last_backward: dict = {}
         for kind, c, i in self.order:
+            if kind == "B" and i > self.last_backward.get(c, -1):
+                self.last_backward[c] = i
+        pp, last, w = work.pp, work.pp * work.chunks - 1, self.w
+        gathered = not work.dp_after_backward and any(t > 0 for t in w.param_gather_s)
+        first_forward: set = set()
+        self.ops = []   # per op: kind, chunk, micro-batch, the tensor it waits for, the one it sends, its task, whether it
+        for kind, c, i in self.order:   # gathers or reduces (the rare path), its slot in `counts`
             vs = c * pp + s
             if kind == "F":
-                self.ops.append((kind, c, i, ("F", vs, i) if vs > 0 else None, ("F", vs + 1, i) if vs < last else None))
+                special = gathered and c not in first_forward and w.param_gather_s[c] > 0
+                first_forward.add(c)
+                self.ops.append((kind, c, i, ("F", vs, i) if vs > 0 else None, ("F", vs + 1, i) if vs < last else None,
+                                 w.forward[c], special, 2 * c))
             else:
-                self.ops.append((kind, c, i, ("B", vs, i) if vs < last else None, ("B", vs - 1, i) if vs > 0 else None))
+                special = bool(w.grad_buckets_s and w.grad_buckets_s[c]
+                               and (i == self.last_backward[c] or work.grads_every_micro_batch))
+                self.ops.append((kind, c, i, ("B", vs, i) if vs < last else None, ("B", vs - 1, i) if vs > 0 else None,
+                                 w.backward[c], special, 2 * c + 1))
+        self.counts = [0] * (2 * work.chunks)   # times each chunk's forward and backward ran on the plain path
         self.next = 0
         self.now = 0.0
         self.send_free = [0.0, 0.0]
@@ -63,13 +75,6 @@ class _Pipeline:
         self.produced: dict = {}      # same key -> time its producer finished computing it
         self.stages = [_Stage(work, s) for s in range(self.pp)]
 
-    def wait_for(self, st: _Stage, key) -> None:
-        start = st.now
-        st.now = max(st.now, self.arrived[key])
-        done = self.produced[key]
-        st.log.bubble_s += max(0.0, min(done, st.now) - start)
-        st.log.pp_wait_s += st.now - max(done, start)
-
     def gathered(self, st: _Stage, c: int, task: Task) -> Task:
         """simulate._Pipeline.gathered: the chunk's first forward after its parameter all_gather."""
         n = st.w.param_gather_buckets[c] if st.w.param_gather_buckets else 0
@@ -87,68 +92,92 @@ class _Pipeline:
         extra = max(0.0, start + total + task.duration_s / n - st.now - task.duration_s)
         return Task(task.duration_s + extra, dict(task.parts, dp=task.parts["dp"] + extra))
 
-    def ready(self, st: _Stage) -> bool:
-        """Whether the stage's next op has its input (or needs none)."""
-        wait = st.ops[st.next][3]
-        return wait is None or wait in self.arrived
+    def advance(self, st: _Stage) -> None:
+        """Run the stage's forwards and backwards as far as the tensors that have arrived allow (simulate._Pipeline.stage's
+        loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
+        arrived, produced, ops, n = self.arrived, self.produced, st.ops, len(st.ops)
+        p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
+        nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
+        while nxt < n:
+            kind, c, i, wait, out, task, special, slot = ops[nxt]
+            if wait is not None:
+                arrival = arrived.get(wait)
+                if arrival is None:
+                    break
+                start = now
+                if arrival > now:
+                    now = arrival
+                done = produced[wait]
+                idle = (done if done < now else now) - start
+                if idle > 0.0:
+                    bubble += idle
+                pp_wait += now - (done if done > start else start)
+            nxt += 1
+            if special:
+                st.now = now
+                self.special(st, kind, c, i, task)
+                now = st.now
+            else:
+                now += task.duration_s
+                counts[slot] += 1
+            if out is not None:
+                produced[out] = now
+                direction = 0 if kind == "F" else 1
+                start = now if now > send_free[direction] else send_free[direction]
+                arrival = start + p2p if p2p > 0 else start
+                send_free[direction] = arrival
+                arrived[out] = arrival
+                if blocking:
+                    pp_wait += arrival - now
+                    now = arrival
+        st.next, st.now = nxt, now
+        st.log.bubble_s += bubble
+        st.log.pp_wait_s += pp_wait
 
-    def step(self, st: _Stage) -> None:
-        """The stage's next forward or backward (simulate._Pipeline.stage's loop body)."""
+    def special(self, st: _Stage, kind: str, c: int, i: int, task: Task) -> None:
+        """A chunk's first forward after its parameter gather, or a backward that reduces gradient buckets."""
         work, w, log = self.work, st.w, st.log
-        kind, c, i, wait, out = st.ops[st.next]
-        st.next += 1
-        if wait is not None:
-            self.wait_for(st, wait)
         if kind == "F":
-            task = w.forward[c]
-            if c in st.gather and c not in st.started:
-                task = self.gathered(st, c, task)
-            st.started.add(c)
-        else:
-            task = w.backward[c]
-        reduce_now = i == st.last_backward[c] or work.grads_every_micro_batch
-        buckets = w.grad_buckets_s[c] if kind == "B" and w.grad_buckets_s and reduce_now else ()
+            task = self.gathered(st, c, task)
+            st.now += task.duration_s
+            self.ran(st, task)
+            return
+        buckets = w.grad_buckets_s[c]
         if work.dp_after_backward:
             st.serial += buckets
-            buckets = ()
-        if buckets:
-            extra = w.bucket_slowdown_s[c] if w.bucket_slowdown_s else 0.0
-            log.busy["dp"] += extra
-            piece = (task.duration_s + extra) / len(buckets)
-            if i != st.last_backward[c]:
-                st.now += piece
-                span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
-                self.reduced(st, st.reduce(st.now, span))
-                st.now += task.duration_s + extra - piece
-            else:
-                for t in buckets:
-                    st.now += piece
-                    self.reduced(st, st.reduce(st.now, t))
-        else:
             st.now += task.duration_s
+            self.ran(st, task)
+            return
+        extra = w.bucket_slowdown_s[c] if w.bucket_slowdown_s else 0.0
+        log.busy["dp"] += extra
+        piece = (task.duration_s + extra) / len(buckets)
+        if i != st.last_backward[c]:
+            st.now += piece
+            span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
+            self.reduced(st, st.reduce(st.now, span))
+            st.now += task.duration_s + extra - piece
+        else:
+            for t in buckets:
+                st.now += piece
+                self.reduced(st, st.reduce(st.now, t))
+        self.ran(st, task)
+
+    @staticmethod
+    def ran(st: _Stage, task: Task) -> None:
         seen = st.ran.get(id(task))
         st.ran[id(task)] = (task, 1 if seen is None else seen[1] + 1)
-        if out is not None:
-            self.send(st, 0 if kind == "F" else 1, out)
 
     @staticmethod
     def reduced(st: _Stage, end: float) -> None:
         st.reductions_end = end if st.reductions_end is None else max(st.reductions_end, end)
 
-    def send(self, st: _Stage, direction: int, key) -> None:
-        self.produced[key] = st.now
-        start = max(st.now, st.send_free[direction])
-        arrival = start + self.work.p2p_s if self.work.p2p_s > 0 else start
-        st.send_free[direction] = arrival
-        self.arrived[key] = arrival
-        if self.work.blocking_p2p:
-            t0 = st.now
-            st.now = arrival
-            st.log.pp_wait_s += st.now - t0
-
     def finish(self, st: _Stage) -> None:
         """After the stage's last backward: its buckets, the optimizer step, the gathers left for after it."""
         w, log = st.w, st.log
+        for slot, count in enumerate(st.counts):
+            if count:
+                for part, sec in (w.backward if slot % 2 else w.forward)[slot // 2].parts.items():
+                    log.busy[part] += count * sec
         for task, count in st.ran.values():
             for part, sec in task.parts.items():
                 log.busy[part] += count * sec
@@ -177,12 +206,12 @@ def evaluate_iteration(work: PipelineWork) -> IterationResult:
     while todo:
         moved = False
         for st in todo:
-            while st.next < len(st.order) and pipe.ready(st):
-                pipe.step(st)
-                moved = True
-            if st.next == len(st.order):
+            before = st.next
+            pipe.advance(st)
+            moved = moved or st.next > before
+            if st.next == len(st.ops):
                 pipe.finish(st)
-        left = [st for st in todo if st.next < len(st.order)]
+        left = [st for st in todo if st.next < len(st.ops)]
         if left and not moved:
             raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {[st.s for st in left]} never finished",
                                   hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
