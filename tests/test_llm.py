@@ -17,7 +17,8 @@ from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu, stage_params
 from simcluster.llm.predict import model_flops_per_step, predict_llm
 from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, layer_split
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, layer_split
+from simcluster.llm.spec_check import check
 from simcluster.scenario import load
 
 LLAMA2_7B = TransformerSpec(32, 4096, 11008, 32, 32, 32000, 4096)

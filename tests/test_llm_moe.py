@@ -5,7 +5,8 @@ import pytest
 from simcluster.cards import load_collective
 from simcluster.llm import comm, ops
 from simcluster.llm.predict import model_flops_per_step
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 
 # DeepSeek-V3 (HF config.json: 61 layers, hidden 7168, 128 heads, MLA q/kv ranks 1536 / 512, qk nope / rope 128 / 64,
 # v 128, 256 routed experts top 8 of width 2048, 1 shared, first 3 layers dense 18432, vocab 129280, 1 MTP module)

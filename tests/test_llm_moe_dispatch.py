@@ -11,7 +11,8 @@ import pytest
 from simcluster.errors import ScenarioError
 from simcluster.llm import comm
 from simcluster.llm.memory import stage_layers
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 
 DSV3 = TransformerSpec(61, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, attn_head_dim=128,
                        q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128, shared_expert_ffn=2048, dense_layers=3,

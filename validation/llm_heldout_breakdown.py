@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import comm, ops  # noqa: E402
+from simcluster.llm import comm, ops, vocab_ops  # noqa: E402
 from simcluster.llm.framework import FRAMEWORKS  # noqa: E402
 from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
 from simcluster.llm.spec import layer_split  # noqa: E402
@@ -86,8 +86,8 @@ def compute_split(model, par, batch, gpu, fw, stage: int, m: int) -> tuple[dict,
     """Seconds per op class of one stage's compute over the step, the recompute seconds among them, and the total."""
     dtype = batch.precision
     layer = ops.layer_forward(model, par, batch, fw) + ops.layer_backward(model, par, batch, fw)
-    head = ops.head_forward(model, par, batch, fw) + ops.head_backward(model, par, batch, fw)
-    emb = ops.embedding_forward(model, par, batch, fw) + ops.embedding_backward(model, par, batch, fw)
+    head = vocab_ops.head_forward(model, par, batch, fw) + vocab_ops.head_backward(model, par, batch, fw)
+    emb = vocab_ops.embedding_forward(model, par, batch, fw) + vocab_ops.embedding_backward(model, par, batch, fw)
     out, recompute = dict.fromkeys(CLASSES, 0.0), 0.0
     split = layer_split(model.layers, par.pp, par.virtual_stages)
     last = par.pp * par.virtual_stages - 1

@@ -19,7 +19,8 @@ from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, c
 from simcluster.llm.maxplus import evaluate_iteration
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 from simcluster.llm.work import build_work
 from simcluster.report.perfetto import chrome_trace
 from simcluster.trust.band import annotate

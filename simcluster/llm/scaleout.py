@@ -29,7 +29,7 @@ def expected_max_normal(n: int) -> float:
     if n <= 1:
         return 0.0
     import numpy as np
-    from scipy.special import log_ndtr   # log Phi (what scipy.stats.norm.logcdf calls; scipy.stats takes seconds to import)
+    from scipy.special import log_ndtr  # log Phi (what scipy.stats.norm.logcdf calls; scipy.stats takes seconds to import)
 
     x = np.linspace(-8.0, 8.0, 16001)
     density = n * (np.exp(-x**2 / 2.0) / np.sqrt(2 * np.pi)) * np.exp((n - 1) * log_ndtr(x))
