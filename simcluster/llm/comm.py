@@ -58,7 +58,7 @@ class Network:
     gpus_per_node: int            # GPUs of one NVLink domain (a node, or an MNNVL domain of several nodes)
     cluster: Cluster | None = None
     aligned: bool = True          # False: groups must tile the domain (checked in `place`; machine.nvlink_domain)
-    placed: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # groups() per split, placed once
+    placed: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # place() and groups(), once each
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,14 @@ def ranks_per_node(size: int, stride: int, domain_gpus: int) -> int:
 
 
 def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
+    """The group of `size` ranks `stride` apart on the network, placed once (every split with this group shares it)."""
+    key = (name, size, stride, gpus)
+    if key not in net.placed:
+        net.placed[key] = _place(name, size, stride, gpus, net)
+    return net.placed[key]
+
+
+def _place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
     g = net.gpus_per_node
     if not net.aligned and size > 1:
         _check_tiles(name, size, stride, g)

@@ -16,34 +16,46 @@ the timeline and the event count: predictions that want those (`simcluster run`,
 
 from __future__ import annotations
 
+import functools
+
 from simcluster.errors import SimclusterError
 from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule
+
+
+@functools.lru_cache(maxsize=256)
+def _order(pp: int, chunks: int, m: int, s: int, gpipe: bool) -> tuple:
+    """Stage s's ops as simulate.schedule orders them, each (kind, chunk, micro-batch, the tensor it waits for, the one
+    it sends: 2 (vstage m + mb), + 1 for a gradient; its slot: 2 chunk, + 1 backward; whether it is the chunk's first
+    forward or last backward); the same for every point of this pipeline shape."""
+    order = schedule(pp, chunks, m, s, gpipe)
+    last_backward: dict = {}
+    for kind, c, i in order:
+        if kind == "B" and i > last_backward.get(c, -1):
+            last_backward[c] = i
+    last, first, ops = pp * chunks - 1, set(), []
+    for kind, c, i in order:
+        k = (c * pp + s) * m + i
+        if kind == "F":
+            ops.append((kind, c, i, 2 * k if k >= m else None, 2 * (k + m) if k < last * m else None, 2 * c, c not in first))
+            first.add(c)
+        else:
+            ops.append((kind, c, i, 2 * k + 1 if k < last * m else None, 2 * (k - m) + 1 if k >= m else None, 2 * c + 1,
+                        i == last_backward[c]))
+    return tuple(ops)
 
 
 class _Stage:
     def __init__(self, work: PipelineWork, s: int):
         self.s, self.w, self.log = s, work.stages[s], StageLog()
-        self.order = schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)
-        self.last_backward: dict = {}
-        for kind, c, i in self.order:
-            if kind == "B" and i > self.last_backward.get(c, -1):
-                self.last_backward[c] = i
-        pp, last, w = work.pp, work.pp * work.chunks - 1, self.w
-        gathered = not work.dp_after_backward and any(t > 0 for t in w.param_gather_s)
-        first_forward: set = set()
-        self.ops = []   # per op: kind, chunk, micro-batch, the tensor it waits for, the one it sends, its task, whether it
-        for kind, c, i in self.order:   # gathers or reduces (the rare path), its slot in `counts`
-            vs = c * pp + s
-            if kind == "F":
-                special = gathered and c not in first_forward and w.param_gather_s[c] > 0
-                first_forward.add(c)
-                self.ops.append((kind, c, i, ("F", vs, i) if vs > 0 else None, ("F", vs + 1, i) if vs < last else None,
-                                 w.forward[c], special, 2 * c))
-            else:
-                special = bool(w.grad_buckets_s and w.grad_buckets_s[c]
-                               and (i == self.last_backward[c] or work.grads_every_micro_batch))
-                self.ops.append((kind, c, i, ("B", vs, i) if vs < last else None, ("B", vs - 1, i) if vs > 0 else None,
-                                 w.backward[c], special, 2 * c + 1))
+        self.ops = _order(work.pp, work.chunks, work.micro_batches, s, work.gpipe)
+        w = self.w
+        self.tasks = [t for c in range(work.chunks) for t in (w.forward[c], w.backward[c])]   # by slot
+        gathering = set() if work.dp_after_backward else {c for c, t in enumerate(w.param_gather_s) if t > 0}
+        # by slot, when the op takes the rare path: 0 never, 1 on the chunk's first forward (its gather) or last backward
+        # (its buckets), 2 every backward (ZeRO-2's buckets after every micro-batch)
+        self.rule = [r for c in range(work.chunks)
+                     for r in (int(c in gathering),
+                               (2 if work.grads_every_micro_batch else 1) if w.grad_buckets_s and w.grad_buckets_s[c] else 0)]
         self.counts = [0] * (2 * work.chunks)   # times each chunk's forward and backward ran on the plain path
         self.next = 0
         self.now = 0.0
@@ -71,7 +83,7 @@ class _Pipeline:
     def __init__(self, work: PipelineWork):
         self.work, self.pp, self.v = work, work.pp, work.chunks
         self.last_vstage = self.pp * self.v - 1
-        self.arrived: dict = {}       # (F|B, vstage, mb) -> arrival time of the tensor
+        self.arrived: dict = {}       # tensor (2 (vstage m + mb), + 1 for a gradient) -> its arrival time
         self.produced: dict = {}      # same key -> time its producer finished computing it
         self.stages = [_Stage(work, s) for s in range(self.pp)]
 
@@ -95,11 +107,12 @@ class _Pipeline:
     def advance(self, st: _Stage) -> None:
         """Run the stage's forwards and backwards as far as the tensors that have arrived allow (simulate._Pipeline.stage's
         loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
-        arrived, produced, ops, n = self.arrived, self.produced, st.ops, len(st.ops)
+        arrived, produced, ops, n, tasks, rule = self.arrived, self.produced, st.ops, len(st.ops), st.tasks, st.rule
         p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
         nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
         while nxt < n:
-            kind, c, i, wait, out, task, special, slot = ops[nxt]
+            kind, c, i, wait, out, slot, edge = ops[nxt]
+            task, special = tasks[slot], rule[slot] == 2 or (edge and rule[slot] == 1)
             if wait is not None:
                 arrival = arrived.get(wait)
                 if arrival is None:
@@ -115,7 +128,7 @@ class _Pipeline:
             nxt += 1
             if special:
                 st.now = now
-                self.special(st, kind, c, i, task)
+                self.special(st, kind, c, task, edge)
                 now = st.now
             else:
                 now += task.duration_s
@@ -134,8 +147,9 @@ class _Pipeline:
         st.log.bubble_s += bubble
         st.log.pp_wait_s += pp_wait
 
-    def special(self, st: _Stage, kind: str, c: int, i: int, task: Task) -> None:
-        """A chunk's first forward after its parameter gather, or a backward that reduces gradient buckets."""
+    def special(self, st: _Stage, kind: str, c: int, task: Task, last: bool) -> None:
+        """A chunk's first forward after its parameter gather, or a backward that reduces gradient buckets (`last`: the
+        chunk's last on the stage)."""
         work, w, log = self.work, st.w, st.log
         if kind == "F":
             task = self.gathered(st, c, task)
@@ -151,7 +165,7 @@ class _Pipeline:
         extra = w.bucket_slowdown_s[c] if w.bucket_slowdown_s else 0.0
         log.busy["dp"] += extra
         piece = (task.duration_s + extra) / len(buckets)
-        if i != st.last_backward[c]:
+        if not last:
             st.now += piece
             span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
             self.reduced(st, st.reduce(st.now, span))
