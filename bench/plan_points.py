@@ -1,10 +1,14 @@
 """Points per second of every shipped plan (scenarios/plans/*.yaml with a plan: section; not a test).
 
 For each plan: the candidates enumerated and read (search.candidates: the scenario reader and the memory filter), then
-every point run in this one process (run_plan with --workers 0: no Dask start-up, one core) into a scratch store,
-priced and ranked. `points` are the configurations evaluated; `sweep s` the sweep's own wall time (the points' runs
-and the store's writes); points/s = points / sweep s; CPU s the process's CPU time over the whole run (sweep, pricing,
-answer: on a shared machine the steadier figure), points/CPU s = points / CPU s. The whole `simcluster plan` with 2 workers adds Dask's start-up.
+every point evaluated in this one process as a sweep worker evaluates it (sweep.run.evaluate: the prediction, its JSON
+checked and flattened into a row), after one point run first so that imports and card reads are not counted; then the
+whole plan (run_plan with --workers 0: the points again, the store's writes, pricing, the answer) into a scratch folder.
+  points        configurations evaluated
+  cand s        wall seconds to enumerate and read the candidates
+  eval s / CPU  wall and CPU seconds of the points' evaluation; points/s and points/CPU s from them (on a shared
+                machine the CPU figure is the steadier one)
+  plan s        wall seconds of the whole plan (Dask's start-up not included: `simcluster plan` starts 2 workers)
     python bench/plan_points.py [PLAN ...]
 """
 
@@ -20,32 +24,39 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.plan import search  # noqa: E402
+from simcluster.sweep import run as sweep_run  # noqa: E402
 
 
 def plans() -> list[Path]:
     return [p for p in sorted((ROOT / "scenarios" / "plans").glob("*.yaml")) if "kind: catalogue" not in p.read_text()]
 
 
-def bench(path: Path) -> tuple[int, float, float, float, float]:
-    """(points evaluated, candidates s, sweep s, whole s, whole CPU s) of one plan."""
+def bench(path: Path) -> dict:
     t0 = time.perf_counter()
     sweep, plan = search.read_plan(path)
-    search.candidates(sweep, plan)
-    t1 = time.perf_counter()
-    c1 = time.process_time()
+    points, _ = search.candidates(sweep, plan)
+    out = {"points": len(points), "cand_s": time.perf_counter() - t0}
+    items = [(p.hash, {}, p.scenario) for p in points if p.scenario is not None]
+    sweep_run.evaluate(items[:1])
+    w, c = time.perf_counter(), time.process_time()
+    rows = sweep_run.evaluate(items)
+    out.update(eval_s=time.perf_counter() - w, eval_cpu_s=time.process_time() - c,
+               failed=sum(r["status"] != "ok" for r in rows))
+    w = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="plan-points-") as tmp:
-        result = search.run_plan(path, Path(tmp) / "plan", workers=0, progress=io.StringIO())
-    return result.summary.ran, t1 - t0, result.summary.wall_s, time.perf_counter() - t1, time.process_time() - c1
+        search.run_plan(path, Path(tmp) / "plan", workers=0, progress=io.StringIO())
+    out["plan_s"] = time.perf_counter() - w
+    return out
 
 
 def main() -> None:
     paths = [Path(p).resolve() for p in sys.argv[1:]] or plans()
-    print(f"{'plan':<16} {'points':>6} {'candidates s':>12} {'sweep s':>8} {'points/s':>9} {'whole s':>8} {'CPU s':>6} "
-          f"{'points/CPU s':>12}")
+    print(f"{'plan':<14} {'points':>6} {'cand s':>7} {'eval s':>7} {'points/s':>9} {'CPU s':>6} {'points/CPU s':>12} {'plan s':>7}")
     for path in paths:
-        n, cand, sweep_s, whole, cpu = bench(path)
-        print(f"{path.stem:<16} {n:>6} {cand:>12.2f} {sweep_s:>8.2f} {n / sweep_s:>9.1f} {whole:>8.2f} {cpu:>6.2f} {n / cpu:>12.1f}",
-              flush=True)
+        r = bench(path)
+        n = r["points"]
+        print(f"{path.stem:<14} {n:>6} {r['cand_s']:>7.2f} {r['eval_s']:>7.2f} {n / r['eval_s']:>9.1f} {r['eval_cpu_s']:>6.2f} "
+              f"{n / r['eval_cpu_s']:>12.1f} {r['plan_s']:>7.2f}" + (f"  ({r['failed']} failed)" if r["failed"] else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -207,14 +207,14 @@ def _stamp(path) -> tuple | None:
     return (str(path), st.st_mtime_ns, st.st_size)
 
 
-def _shared(what: str, machine, make):
+def _shared(what: str, machine, make, extra=()):
     """The model `what` of this machine, built by `make` once per process while its cards are unchanged: a sweep's points
     that share a machine (a plan's parallel splits) share its GPU card, Cluster and LLM network, with the collective
     times each network's groups priced (llm/comm.py). Only the cards the machine names are stamped (a machine card's
     kind card, read from its folder, is not)."""
     cards = (machine.card, machine.gpu_card, machine.nic.card if machine.nic else None, machine.aggregation_card,
              machine.nvls_card, machine.host_card)
-    key = (what, machine, tuple(_stamp(c) for c in cards))
+    key = (what, machine, tuple(_stamp(c) for c in cards), extra)
     if key not in _SHARED:
         if len(_SHARED) >= SHARED_ENTRIES:
             _SHARED.pop(next(iter(_SHARED)))
@@ -243,10 +243,13 @@ class _Context:
     def llm_network(self):
         """The machine's collective card inside an NVLink domain and its Cluster across domains, as llm/comm.py's Network."""
         from simcluster.llm.predict import network_for
+        from simcluster.machine_models import machine_arch
 
         m = self.scenario.machine
-        return _shared("llm network", m, lambda: network_for(m, self.machine_card()[0],
-                                                             self.cluster() if m.domains > 1 else None))
+        arch = _shared("arch", m, lambda: machine_arch(m))   # all the network takes from the GPU card (NCCL's tuner)
+        bare = dataclasses.replace(m, gpu_card=None, gpu_clock="fixed", gpu_speed_spread=None)   # points of other GPUs share it
+        return _shared("llm network", bare, lambda: network_for(m, self.machine_card()[0],
+                                                                self.cluster() if m.domains > 1 else None), arch)
 
     def machine_card(self):
         if self._card is None:

@@ -310,5 +310,12 @@ def grad_sync_s(net: Network, group: Group, zero: int, params: float) -> float:
     return collective_s(net, group, op, params * GRAD_BYTES)
 
 
+def bucket_times(net: Network, group: Group, zero: int, params: float, bucket_params: int = 0) -> list[float]:
+    """Each gradient bucket's reduction (grad_sync_s), in the order the backward produces them; the equal ones priced once."""
+    sizes = buckets(params, group.size, bucket_params)
+    full = grad_sync_s(net, group, zero, sizes[0]) if sizes else 0.0
+    return [full if n == sizes[0] else grad_sync_s(net, group, zero, n) for n in sizes]
+
+
 def param_gather_s(net: Network, group: Group, params: float) -> float:
     return collective_s(net, group, "all_gather", params * PARAM_BYTES)

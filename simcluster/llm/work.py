@@ -214,9 +214,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
-                chunk_buckets = [comm.grad_sync_s(net, g.dense_grad, par.zero, n)
-                                 for n in comm.buckets(dense, g.dense_grad.size, fw.bucket_params)]
-                chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size, fw.bucket_params)]
+                chunk_buckets = (comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
+                                 + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params))
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                           if par.zero in (1, 2) else 0.0)
                 gathers.append(gather)
