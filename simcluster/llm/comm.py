@@ -279,10 +279,12 @@ def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Netw
     if par.pp == 1:
         return 0.0
     nbytes = batch.micro_batch * model.seq // par.cp * model.hidden * elem_bytes / par.tp
-    pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
-    if pair.inside_node:
-        return predict(net.intra, "sendrecv", max(1, int(nbytes)), 2).time_s
-    return collective_s(net, pair, "sendrecv", nbytes)
+    key = ("p2p", max(1, int(nbytes)), nbytes)       # priced once per PP group and size, like its collectives
+    if key not in g.pp.times:
+        pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
+        g.pp.times[key] = (predict(net.intra, "sendrecv", key[1], 2).time_s if pair.inside_node
+                           else collective_s(net, pair, "sendrecv", nbytes))
+    return g.pp.times[key]
 
 
 MAX_BUCKETS = 100_000       # gradient buckets of one pipeline chunk (Megatron at 405B, dp 1: about 10,000)
