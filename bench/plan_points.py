@@ -9,7 +9,7 @@ whole plan (run_plan with --workers 0: the points again, the store's writes, pri
   eval s / CPU  wall and CPU seconds of the points' evaluation; points/s and points/CPU s from them (on a shared
                 machine the CPU figure is the steadier one)
   plan s        wall seconds of the whole plan (Dask's start-up not included: `simcluster plan` starts 2 workers)
-    python bench/plan_points.py [PLAN ...]
+    python bench/plan_points.py [--eval-only] [PLAN ...]     (--eval-only: no whole-plan run, plan s left blank)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def plans() -> list[Path]:
     return [p for p in sorted((ROOT / "scenarios" / "plans").glob("*.yaml")) if "kind: catalogue" not in p.read_text()]
 
 
-def bench(path: Path) -> dict:
+def bench(path: Path, whole: bool = True) -> dict:
     t0 = time.perf_counter()
     sweep, plan = search.read_plan(path)
     points, _ = search.candidates(sweep, plan)
@@ -42,18 +42,21 @@ def bench(path: Path) -> dict:
     rows = sweep_run.evaluate(items)
     out.update(eval_s=time.perf_counter() - w, eval_cpu_s=time.process_time() - c,
                failed=sum(r["status"] != "ok" for r in rows))
-    w = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="plan-points-") as tmp:
-        search.run_plan(path, Path(tmp) / "plan", workers=0, progress=io.StringIO())
-    out["plan_s"] = time.perf_counter() - w
+    out["plan_s"] = float("nan")
+    if whole:
+        w = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="plan-points-") as tmp:
+            search.run_plan(path, Path(tmp) / "plan", workers=0, progress=io.StringIO())
+        out["plan_s"] = time.perf_counter() - w
     return out
 
 
 def main() -> None:
-    paths = [Path(p).resolve() for p in sys.argv[1:]] or plans()
+    args = [a for a in sys.argv[1:] if a != "--eval-only"]
+    paths = [Path(p).resolve() for p in args] or plans()
     print(f"{'plan':<14} {'points':>6} {'cand s':>7} {'eval s':>7} {'points/s':>9} {'CPU s':>6} {'points/CPU s':>12} {'plan s':>7}")
     for path in paths:
-        r = bench(path)
+        r = bench(path, whole="--eval-only" not in sys.argv)
         n = r["points"]
         print(f"{path.stem:<14} {n:>6} {r['cand_s']:>7.2f} {r['eval_s']:>7.2f} {n / r['eval_s']:>9.1f} {r['eval_cpu_s']:>6.2f} "
               f"{n / r['eval_cpu_s']:>12.1f} {r['plan_s']:>7.2f}" + (f"  ({r['failed']} failed)" if r["failed"] else ""), flush=True)
