@@ -171,9 +171,12 @@ class _Pipeline:
             self.reduced(st, st.reduce(st.now, span))
             st.now += task.duration_s + extra - piece
         else:
+            now, free = st.now, st.dp_free      # st.reduce for each bucket, inline (a 405B chunk has thousands)
             for t in buckets:
-                st.now += piece
-                self.reduced(st, st.reduce(st.now, t))
+                now += piece
+                free = (now if now > free else free) + t
+            st.now, st.dp_free = now, free
+            self.reduced(st, free)               # the stream is FIFO: the last bucket ends last
         self.ran(st, task)
 
     @staticmethod

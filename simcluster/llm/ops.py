@@ -350,8 +350,22 @@ def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -
 GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
 
 
+_TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
+
+
 def op_time_s(gpu, op: Op, dtype: str) -> float:
-    """One op's time on the GPU card (its GEMM, attention and memory-bound curves)."""
+    """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
+    key = (id(gpu), op, dtype)
+    hit = _TIMES.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    if len(_TIMES) >= 200_000:
+        _TIMES.clear()
+    _TIMES[key] = (gpu, _op_time_s(gpu, op, dtype))
+    return _TIMES[key][1]
+
+
+def _op_time_s(gpu, op: Op, dtype: str) -> float:
     if op.kind == "gemm":
         m, n, k, batch = op.shape
         if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:
