@@ -207,14 +207,14 @@ def _stamp(path) -> tuple | None:
     return (str(path), st.st_mtime_ns, st.st_size)
 
 
-def _shared(what: str, machine, make, extra=()):
+def _shared(what: str, machine, make, extra=(), stamp=_stamp):
     """The model `what` of this machine, built by `make` once per process while its cards are unchanged: a sweep's points
     that share a machine (a plan's parallel splits) share its GPU card, Cluster and LLM network, with the collective
     times each network's groups priced (llm/comm.py). Only the cards the machine names are stamped (a machine card's
     kind card, read from its folder, is not)."""
     cards = (machine.card, machine.gpu_card, machine.nic.card if machine.nic else None, machine.aggregation_card,
              machine.nvls_card, machine.host_card)
-    key = (what, machine, tuple(_stamp(c) for c in cards), extra)
+    key = (what, machine, tuple(stamp(c) for c in cards), extra)
     if key not in _SHARED:
         if len(_SHARED) >= SHARED_ENTRIES:
             _SHARED.pop(next(iter(_SHARED)))
@@ -229,6 +229,13 @@ class _Context:
     def __init__(self, scenario: Scenario, trace: bool = False, simulate: bool = True):
         self.scenario, self.trace, self.simulate = scenario, trace, simulate
         self._card = self._cluster = self._platform = None
+        self._stamps: dict = {}
+
+    def _stamp(self, path):
+        """_stamp, once per card for this scenario's jobs."""
+        if path not in self._stamps:
+            self._stamps[path] = _stamp(path)
+        return self._stamps[path]
 
     def gpu(self):
         """The machine's GPU card (hardware/gpu.py's GpuParams), read once per process."""
@@ -238,7 +245,7 @@ class _Context:
         m = self.scenario.machine
         if m.gpu_card is None:
             raise ScenarioError("machine.gpu: an llm_training job needs a GPU card (machine.gpu.card)", where=str(self.scenario.path))
-        return _shared("gpu", m, lambda: load_gpu(m.gpu_card)[0])
+        return _shared("gpu", m, lambda: load_gpu(m.gpu_card)[0], stamp=self._stamp)
 
     def llm_network(self):
         """The machine's collective card inside an NVLink domain and its Cluster across domains, as llm/comm.py's Network."""
@@ -246,10 +253,10 @@ class _Context:
         from simcluster.machine_models import machine_arch
 
         m = self.scenario.machine
-        arch = _shared("arch", m, lambda: machine_arch(m))   # all the network takes from the GPU card (NCCL's tuner)
+        arch = _shared("arch", m, lambda: machine_arch(m), stamp=self._stamp)   # all the network takes from the GPU card (NCCL's tuner)
         bare = dataclasses.replace(m, gpu_card=None, gpu_clock="fixed", gpu_speed_spread=None)   # points of other GPUs share it
         return _shared("llm network", bare, lambda: network_for(m, self.machine_card()[0],
-                                                                self.cluster() if m.domains > 1 else None), arch)
+                                                                self.cluster() if m.domains > 1 else None), arch, self._stamp)
 
     def machine_card(self):
         if self._card is None:
