@@ -8,12 +8,14 @@ whole plan (run_plan with --workers 0: the points again, the store's writes, pri
   cand s        wall seconds to enumerate and read the candidates
   eval s / CPU  wall and CPU seconds of the points' evaluation; points/s and points/CPU s from them (on a shared
                 machine the CPU figure is the steadier one)
+  pred CPU      CPU seconds of the predictions alone (build.run_scenario of each point, as evaluate calls it; no row)
   plan s        wall seconds of the whole plan (Dask's start-up not included: `simcluster plan` starts 2 workers)
     python bench/plan_points.py [--eval-only] [PLAN ...]     (--eval-only: no whole-plan run, plan s left blank)
 """
 
 from __future__ import annotations
 
+import inspect
 import io
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster import build  # noqa: E402
 from simcluster.plan import search  # noqa: E402
 from simcluster.sweep import run as sweep_run  # noqa: E402
 
@@ -42,6 +45,11 @@ def bench(path: Path, whole: bool = True) -> dict:
     rows = sweep_run.evaluate(items)
     out.update(eval_s=time.perf_counter() - w, eval_cpu_s=time.process_time() - c,
                failed=sum(r["status"] != "ok" for r in rows))
+    kwargs = {"simulate": False} if "simulate" in inspect.signature(build.run_scenario).parameters else {}   # as evaluate
+    c = time.process_time()
+    for _, _, sc in items:
+        build.run_scenario(sc, **kwargs)
+    out["pred_cpu_s"] = time.process_time() - c
     out["plan_s"] = float("nan")
     if whole:
         w = time.perf_counter()
@@ -54,12 +62,12 @@ def bench(path: Path, whole: bool = True) -> dict:
 def main() -> None:
     args = [a for a in sys.argv[1:] if a != "--eval-only"]
     paths = [Path(p).resolve() for p in args] or plans()
-    print(f"{'plan':<14} {'points':>6} {'cand s':>7} {'eval s':>7} {'points/s':>9} {'CPU s':>6} {'points/CPU s':>12} {'plan s':>7}")
+    print(f"{'plan':<14} {'points':>6} {'cand s':>7} {'eval s':>7} {'points/s':>9} {'CPU s':>6} {'points/CPU s':>12} {'pred CPU':>8} {'plan s':>7}")
     for path in paths:
         r = bench(path, whole="--eval-only" not in sys.argv)
         n = r["points"]
         print(f"{path.stem:<14} {n:>6} {r['cand_s']:>7.2f} {r['eval_s']:>7.2f} {n / r['eval_s']:>9.1f} {r['eval_cpu_s']:>6.2f} "
-              f"{n / r['eval_cpu_s']:>12.1f} {r['plan_s']:>7.2f}" + (f"  ({r['failed']} failed)" if r["failed"] else ""), flush=True)
+              f"{n / r['eval_cpu_s']:>12.1f} {r['pred_cpu_s']:>8.2f} {r['plan_s']:>7.2f}" + (f"  ({r['failed']} failed)" if r["failed"] else ""), flush=True)
 
 
 if __name__ == "__main__":
