@@ -2,7 +2,7 @@
 
 Llama-3.1-405B (scenarios/llm/llama405b-16k.yaml: TP 8, PP 16, interleaved x4, ZeRO-2, SP) on 1,024 /
 4,096 / 16,384 H100s: DP 8 / 32 / 128 with 16 micro-batches per replica (global batch 16 x DP). Wall
-time covers everything predict_llm_job does: the fabric built and solved for every group kind, the
+time covers everything build.llm_prediction does (`simcluster run` of one job): the cards read, the fabric built and solved for every group kind, the
 per-stage work from the GPU card, the DES and the memory model. Target: <= 2 s at 16,384 GPUs.
     python bench/llm_scale.py
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.predict_llm import predict_llm_job  # noqa: E402
+from simcluster.build import llm_prediction  # noqa: E402
 from simcluster.scenario import load  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "llm" / "llama405b-16k.yaml"
@@ -30,7 +30,7 @@ def timed_step(machine, job, gpus: int):
     scaled = dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, dp=dp),
                                  batch=dataclasses.replace(job.batch, global_batch=16 * dp))
     t0 = time.perf_counter()
-    r = predict_llm_job(machine, scaled, trace=False)
+    r = llm_prediction(machine, scaled)
     return dp, r, time.perf_counter() - t0
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives import des
@@ -123,10 +125,10 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
-    from simcluster.predict_llm import predict_llm_job
+    from simcluster.llm.predict import predict_llm_job
 
-    cluster = context.cluster() if scenario.machine.domains > 1 else None
-    p = predict_llm_job(scenario.machine, job, trace=context.trace, cluster=cluster, where=str(scenario.path))
+    p = predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(), trace=context.trace,
+                        simulate=context.simulate, where=str(scenario.path))
     goodput = None
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
@@ -134,6 +136,19 @@ def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
         goodput = predict_goodput(job.model, job.reliability, p.gpus, scenario.machine.gpus_per_node, p.step_time_s,
                                   job.batch.global_batch * job.model.seq, job.train_tokens, scenario.seed)   # refusals name the key
     return LlmTrainingResult(job, p, goodput=goodput)
+
+
+def llm_network(machine):
+    """A machine's network for LLM steps (llm/comm.py's Network), its cards read here, at the edge."""
+    return _Context(Scenario(Path("<machine>"), "", "", 0, machine, ())).llm_network()
+
+
+def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = True, where: str = "<machine>"):
+    """One llm_training job on a machine (llm/predict.py's LlmResult), its cards read here, at the edge."""
+    from simcluster.llm.predict import predict_llm_job
+
+    context = _Context(Scenario(Path(where), "", "", 0, machine, (job,)), trace, simulate)
+    return predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace, simulate=simulate, where=where)
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
@@ -177,12 +192,71 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     return dataclasses.replace(result, measured=measured, measured_skipped=skipped)
 
 
-class _Context:
-    """What the jobs of one scenario share, built once and only when a job needs it."""
+_SHARED: dict = {}       # (what, machine, its cards' stamps) -> a model built from cards, kept for the process's next points
+SHARED_ENTRIES = 64
 
-    def __init__(self, scenario: Scenario, trace: bool = False):
-        self.scenario, self.trace = scenario, trace
+
+def _stamp(path) -> tuple | None:
+    """A card file's identity: its path, modification time and size (a rewritten card is read again)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (str(path), None)
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _shared(what: str, machine, make, extra=(), stamp=_stamp):
+    """The model `what` of this machine, built by `make` once per process while its cards are unchanged: a sweep's points
+    that share a machine (a plan's parallel splits) share its GPU card, Cluster and LLM network, with the collective
+    times each network's groups priced (llm/comm.py). Only the cards the machine names are stamped (a machine card's
+    kind card, read from its folder, is not)."""
+    cards = (machine.card, machine.gpu_card, machine.nic.card if machine.nic else None, machine.aggregation_card,
+             machine.nvls_card, machine.host_card)
+    key = (what, machine, tuple(stamp(c) for c in cards), extra)
+    if key not in _SHARED:
+        if len(_SHARED) >= SHARED_ENTRIES:
+            _SHARED.pop(next(iter(_SHARED)))
+        _SHARED[key] = make()
+    return _SHARED[key]
+
+
+class _Context:
+    """What the jobs of one scenario share, built once and only when a job needs it. `simulate` False: an LLM step's
+    pipeline is evaluated by its max-plus recurrence instead of the DES (equal numbers, no event count; llm/maxplus.py)."""
+
+    def __init__(self, scenario: Scenario, trace: bool = False, simulate: bool = True):
+        self.scenario, self.trace, self.simulate = scenario, trace, simulate
         self._card = self._cluster = self._platform = None
+        self._stamps: dict = {}
+
+    def _stamp(self, path):
+        """_stamp, once per card for this scenario's jobs."""
+        if path not in self._stamps:
+            self._stamps[path] = _stamp(path)
+        return self._stamps[path]
+
+    def gpu(self):
+        """The machine's GPU card (hardware/gpu.py's GpuParams), read once per process."""
+        from simcluster.errors import ScenarioError
+        from simcluster.hardware.gpu import load_gpu
+
+        m = self.scenario.machine
+        if m.gpu_card is None:
+            raise ScenarioError("machine.gpu: an llm_training job needs a GPU card (machine.gpu.card)", where=str(self.scenario.path))
+        return _shared("gpu", m, lambda: load_gpu(m.gpu_card)[0], stamp=self._stamp)
+
+    def llm_network(self):
+        """The machine's collective card inside an NVLink domain and its Cluster across domains, as llm/comm.py's Network."""
+        from simcluster.llm.predict import network_for
+        from simcluster.machine_models import machine_arch
+
+        m = self.scenario.machine
+        arch = _shared("arch", m, lambda: machine_arch(m), stamp=self._stamp)   # all the network takes from the GPU card (NCCL's tuner)
+        bare = dataclasses.replace(m, gpu_card=None, gpu_clock="fixed", gpu_speed_spread=None)   # points of other GPUs share it
+        return _shared("llm network", bare, lambda: network_for(m, self.machine_card()[0],
+                                                                self.cluster() if m.domains > 1 else None), arch, self._stamp)
 
     def machine_card(self):
         if self._card is None:
@@ -205,9 +279,10 @@ JOB_RUNNERS = {CollectiveSweep: _sweep, ConcurrentJob: _concurrent, QperfJob: _q
                LlmJob: _llm}
 
 
-def run_scenario(scenario: Scenario, variant: str = "", trace: bool = False) -> ScenarioResult:
-    """Every job of the scenario, in order, as typed results; `trace`: keep the timelines jobs can record."""
-    context = _Context(scenario, trace)
+def run_scenario(scenario: Scenario, variant: str = "", trace: bool = False, simulate: bool = True) -> ScenarioResult:
+    """Every job of the scenario, in order, as typed results; `trace`: keep the timelines jobs can record; `simulate`
+    False (a sweep's points): LLM pipelines by their recurrence, not the DES (_Context)."""
+    context = _Context(scenario, trace, simulate)
     return ScenarioResult(scenario.name, scenario.seed, variant,
                           [JOB_RUNNERS[type(job)](scenario, job, context) for job in scenario.jobs])
 

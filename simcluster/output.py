@@ -19,24 +19,28 @@ NON_NEGATIVE = re.compile(r"(_s|_Bps|_B|_bytes|_us|_ms|_ns|_GiB|_MiB|_GB|_per_s|
                           r"_kWh|_flops|_FLOPS)$|^(nodes|gpus|ranks|cores|count|samples|steps|points)$")
 
 
-def _path(parent: str, key) -> str:
-    return f"{parent}[{key}]" if isinstance(key, int) else (f"{parent}.{key}" if parent else str(key))
+def _path(trail: tuple) -> str:
+    out = ""
+    for key in trail:
+        out = f"{out}[{key}]" if isinstance(key, int) else (f"{out}.{key}" if out else str(key))
+    return out
 
 
 def problems(doc, limit: int = 1) -> list[str]:
-    """Up to `limit` 'key = value' of the numbers in `doc` that are not finite, or negative under a quantity key."""
+    """Up to `limit` 'key = value' of the numbers in `doc` that are not finite, or negative under a quantity key (a
+    number's dotted path is spelled out only when it is reported)."""
     found: list[str] = []
-    stack = [("", "", doc)]
+    stack = [((), "", doc)]
     while stack and len(found) < limit:
-        where, key, value = stack.pop()
+        trail, key, value = stack.pop()
         if isinstance(value, dict):
-            stack.extend((_path(where, k), str(k), v) for k, v in reversed(list(value.items())))
+            stack.extend((trail + (k,), str(k), v) for k, v in reversed(list(value.items())))
         elif isinstance(value, (list, tuple)):
-            stack.extend((_path(where, i), key, v) for i, v in reversed(list(enumerate(value))))
+            stack.extend((trail + (i,), key, v) for i, v in reversed(list(enumerate(value))))
         elif isinstance(value, float) and not math.isfinite(value):
-            found.append(f"{where or 'the value'} = {value}")
+            found.append(f"{_path(trail) or 'the value'} = {value}")
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0 and NON_NEGATIVE.search(key):
-            found.append(f"{where} = {value:g}")
+            found.append(f"{_path(trail)} = {value:g}")
     return found
 
 

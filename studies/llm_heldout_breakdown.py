@@ -39,12 +39,12 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import comm, ops  # noqa: E402
+from simcluster.llm import comm, ops, vocab_ops  # noqa: E402
 from simcluster.llm.framework import FRAMEWORKS  # noqa: E402
-from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
 from simcluster.llm.spec import layer_split  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
-from simcluster.predict_llm import network_for  # noqa: E402
+from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import published_files, read_published  # noqa: E402
 from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
@@ -86,8 +86,8 @@ def compute_split(model, par, batch, gpu, fw, stage: int, m: int) -> tuple[dict,
     """Seconds per op class of one stage's compute over the step, the recompute seconds among them, and the total."""
     dtype = batch.precision
     layer = ops.layer_forward(model, par, batch, fw) + ops.layer_backward(model, par, batch, fw)
-    head = ops.head_forward(model, par, batch, fw) + ops.head_backward(model, par, batch, fw)
-    emb = ops.embedding_forward(model, par, batch, fw) + ops.embedding_backward(model, par, batch, fw)
+    head = vocab_ops.head_forward(model, par, batch, fw) + vocab_ops.head_backward(model, par, batch, fw)
+    emb = vocab_ops.embedding_forward(model, par, batch, fw) + vocab_ops.embedding_backward(model, par, batch, fw)
     out, recompute = dict.fromkeys(CLASSES, 0.0), 0.0
     split = layer_split(model.layers, par.pp, par.virtual_stages)
     last = par.pp * par.virtual_stages - 1
@@ -152,7 +152,8 @@ def analyse(ref, i: int, run: dict, override: dict | None = None) -> dict | None
     machine = machine_for(usage, run["gpus"])
     gpu = load_gpu(machine.gpu_card)[0]
     gpu = Fp8Residual(gpu) if override.get("fp8_residual") else gpu
-    net = network_for(machine, load_collective(machine.card)[0])
+    intra = load_collective(machine.card)[0]
+    net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
     fw = FRAMEWORKS[override["framework"]] if "framework" in override else framework_of(ref, run)
     result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=fw)
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)

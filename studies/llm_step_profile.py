@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import host, ops  # noqa: E402
+from simcluster.llm import host, ops, vocab_ops  # noqa: E402
 from simcluster.llm.framework import TORCH_AMP  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
 
@@ -48,8 +48,8 @@ def predicted_classes(arch: dict, seq: int, micro: int, gpu) -> tuple[dict[str, 
                             tied_embeddings=arch["tied"])
     par, batch, fw = ParallelSpec(), BatchSpec(micro, micro), TORCH_AMP
     layer = ops.layer_forward(model, par, batch, fw) + ops.layer_backward(model, par, batch, fw)
-    ends = (ops.embedding_forward(model, par, batch, fw) + ops.embedding_backward(model, par, batch, fw)
-            + ops.head_forward(model, par, batch, fw) + ops.head_backward(model, par, batch, fw))
+    ends = (vocab_ops.embedding_forward(model, par, batch, fw) + vocab_ops.embedding_backward(model, par, batch, fw)
+            + vocab_ops.head_forward(model, par, batch, fw) + vocab_ops.head_backward(model, par, batch, fw))
     out, kernels = dict.fromkeys(CLASSES, 0.0), dict.fromkeys(CLASSES, 0.0)
     for op in layer * arch["layers"] + ends:
         out[op.kind] += ops.op_time_s(gpu, op, "bf16")

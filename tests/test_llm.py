@@ -17,7 +17,8 @@ from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu, stage_params
 from simcluster.llm.predict import model_flops_per_step, predict_llm
 from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check, layer_split
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, layer_split
+from simcluster.llm.spec_check import check
 from simcluster.scenario import load
 
 LLAMA2_7B = TransformerSpec(32, 4096, 11008, 32, 32, 32000, 4096)
@@ -246,13 +247,13 @@ def test_zero2_memory_and_traffic_agree():
     """ZeRO-2 shards the gradients (memory) and so pays a reduce_scatter per micro-batch (step); ZeRO-1 keeps the full
     buffer and reduces once. The 405B split on 16,384 H100s over 400G (DP 128, 16 micro-batches): ZeRO-2's fp32
     reduce-scatters outlast the backwards they overlap (exposed 1.4 s against ZeRO-1's 0.04 s)."""
-    from simcluster.predict_llm import predict_llm_job
+    from simcluster.build import llm_prediction
 
     sc = load("scenarios/llm/llama405b-16k.yaml")
     job = sc.jobs[0]
     assert job.parallel.zero == 2
-    z2 = predict_llm_job(sc.machine, job, trace=False)
-    z1 = predict_llm_job(sc.machine, dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, zero=1)), trace=False)
+    z2 = llm_prediction(sc.machine, job, trace=False)
+    z1 = llm_prediction(sc.machine, dataclasses.replace(job, parallel=dataclasses.replace(job.parallel, zero=1)), trace=False)
     assert z2.memory_per_gpu_GiB["gradients"] < z1.memory_per_gpu_GiB["gradients"] / 100
     assert z2.breakdown["exposed_dp_comm"] > 1.0 > 0.1 > z1.breakdown["exposed_dp_comm"]
     assert z2.step_time_s > z1.step_time_s * 1.1
@@ -370,12 +371,12 @@ def test_model_dropout_must_be_a_boolean(tmp_path):
 def test_scenario_job_reads(tmp_path):
     import pathlib
 
-    from simcluster.predict_llm import predict_llm_job
+    from simcluster.build import llm_prediction
 
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(root=pathlib.Path.cwd(), parallel="{tp: 8, sequence_parallel: true}")))
     sc = load(path)
-    r = predict_llm_job(sc.machine, sc.jobs[0], trace=True)
+    r = llm_prediction(sc.machine, sc.jobs[0], trace=True)
     assert r.gpus == 8 and r.fits and r.timeline["traceEvents"]
 
 
@@ -429,12 +430,12 @@ def test_moe_expert_gemms_route_top_k_tokens(h100):
 
 
 def test_moe_on_two_nodes_runs_expert_alltoall(h100):
-    from simcluster.predict_llm import network_for
+    from simcluster.build import llm_network
     from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 2, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
-    r = predict_llm(MIXTRAL, ParallelSpec(tp=2, dp=8, ep=8), BatchSpec(64, 1), h100, network_for(machine), 16)
+    r = predict_llm(MIXTRAL, ParallelSpec(tp=2, dp=8, ep=8), BatchSpec(64, 1), h100, llm_network(machine), 16)
     assert r.breakdown["exposed_ep_comm"] > 0 and r.groups["ep"]["placement"] == "fabric"
     assert sum(r.breakdown.values()) == pytest.approx(r.step_time_s)
 
@@ -449,13 +450,13 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
     """ZeRO-3 / FSDP: one all_gather and one reduce_scatter per layer; on a 64-node DP ring the L per-layer
     calls cost more than one model-sized call (each pays the ring's latency), and the bytes follow the framework
     (fp32 gathers under torch-amp cost more than bf16 under Megatron)."""
+    from simcluster.build import llm_network
     from simcluster.llm.work import _zero3_layer_calls
-    from simcluster.predict_llm import network_for
     from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 64, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
-    net = network_for(machine)
+    net = llm_network(machine)
     g = comm.groups(ParallelSpec(dp=512, zero=3), net)
     params = 32 * 50e6
     ag, rs = _zero3_layer_calls(net, g, MEGATRON, params, 0.0, 32)

@@ -56,9 +56,8 @@ def test_megatron_te_fa2_slows_long_sequences_most():
 
     from simcluster.cards import load_collective
     from simcluster.llm.framework import MEGATRON_FA2
-    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.predict import network_for, predict_llm
     from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-    from simcluster.predict_llm import network_for
     from simcluster.reference.llm import LlmUsage, machine_for
 
     usage = LlmUsage(Path("models/gpu/h100-sxm.yaml"), Path("models/nic/roce-400g.yaml"),

@@ -72,13 +72,13 @@ def test_each_mode_gets_its_wrapper_and_its_own_host_cost():
 
 
 def test_a_torch_job_predicts_with_its_mode(tmp_path):
-    from simcluster.predict_llm import predict_llm_job
+    from simcluster.build import llm_prediction
 
     sc = load(scenario(tmp_path))
-    r = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
+    r = llm_prediction(sc.machine, sc.jobs[0], trace=False)
     assert r.framework == "torch-ddp" and r.fits
     sc_tp = load(scenario(tmp_path, parallel="{tp: 2}", gb=4))
-    tp = predict_llm_job(sc_tp.machine, sc_tp.jobs[0], trace=False)
+    tp = llm_prediction(sc_tp.machine, sc_tp.jobs[0], trace=False)
     # eager DTensor TP is host-bound: its step is longer than DDP's although each GPU does half the work
     assert tp.framework == "torch-dtensor-tp" and tp.step_time_s > r.step_time_s
     assert tp.breakdown["other"] > tp.breakdown["compute"]
@@ -134,24 +134,24 @@ def test_ddp_steps_pay_for_their_overlapped_all_reduces(tmp_path):
     data-parallel time grows), FSDP2's all_gathers / reduce_scatters likewise; tensor parallelism prices none."""
     from dataclasses import replace
 
+    from simcluster.build import llm_prediction
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.predict_llm import predict_llm_job
 
     sc = load(scenario(tmp_path))
     gpu = load_gpu(sc.machine.gpu_card)[0]
     assert gpu.overlap_compute_slowdown > 0 and 0 < gpu.overlap_comm_rate < 1
-    with_it = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
+    with_it = llm_prediction(sc.machine, sc.jobs[0], trace=False)
     job = replace(sc.jobs[0], host_costs=())
     off = replace(job.framework_spec(), comm_interference=False)
+    from simcluster.build import llm_network
     from simcluster.llm.predict import predict_llm
-    from simcluster.predict_llm import network_for
-    without = predict_llm(job.model, job.parallel, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=off)
+    without = predict_llm(job.model, job.parallel, job.batch, gpu, llm_network(sc.machine), 2, trace=False, framework=off)
     assert with_it.breakdown["exposed_dp_comm"] > without.breakdown["exposed_dp_comm"]
     fsdp = replace(job.parallel, zero=3)
     on = eager.torch_framework(fsdp)
     assert on.comm_interference is True and eager.torch_framework(ParallelSpec(tp=2)).comm_interference is False
-    slowed = predict_llm(job.model, fsdp, job.batch, gpu, network_for(sc.machine), 2, trace=False, framework=on)
-    alone = predict_llm(job.model, fsdp, job.batch, gpu, network_for(sc.machine), 2, trace=False,
+    slowed = predict_llm(job.model, fsdp, job.batch, gpu, llm_network(sc.machine), 2, trace=False, framework=on)
+    alone = predict_llm(job.model, fsdp, job.batch, gpu, llm_network(sc.machine), 2, trace=False,
                         framework=replace(on, comm_interference=False))
     assert slowed.step_time_s > alone.step_time_s      # FSDP2's gathers and reduce-scatters beside its compute (session 22)
 

@@ -161,12 +161,12 @@ jobs:
                                            ("{pp: 2, dp: 2, pp_schedule: gpipe}", "torch-pipelining+ddp"),
                                            ("{dp: 4, recompute: full}", "torch-ddp")])
 def test_scenarios_accept_every_layout_torch_runs(tmp_path, parallel, name):
-    from simcluster.predict_llm import predict_llm_job
+    from simcluster.build import llm_prediction
 
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(root=ROOT, parallel=parallel)))
     sc = load(path)
-    r = predict_llm_job(sc.machine, sc.jobs[0], trace=False)
+    r = llm_prediction(sc.machine, sc.jobs[0], trace=False)
     assert r.framework == name and r.step_time_s > 0
 
 

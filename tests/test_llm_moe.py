@@ -5,7 +5,8 @@ import pytest
 from simcluster.cards import load_collective
 from simcluster.llm import comm, ops
 from simcluster.llm.predict import model_flops_per_step
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 
 # DeepSeek-V3 (HF config.json: 61 layers, hidden 7168, 128 heads, MLA q/kv ranks 1536 / 512, qk nope / rope 128 / 64,
 # v 128, 256 routed experts top 8 of width 2048, 1 shared, first 3 layers dense 18432, vocab 129280, 1 MTP module)
@@ -87,16 +88,15 @@ def test_bad_moe_settings_name_their_key():
 def test_dense_first_layers_and_mtp_cost_step_time():
     from dataclasses import replace
 
-    from simcluster.cards import load_collective
+    from simcluster.build import llm_network
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.predict import predict_llm
-    from simcluster.predict_llm import network_for
     from simcluster.scenario_machine import Machine
 
     small = replace(DSV3, layers=8, mtp_layers=0, dense_layers=0)
     par, batch = ParallelSpec(tp=1, pp=2, dp=4, ep=4, zero=1, recompute="full"), BatchSpec(32, 1)
     machine = Machine("models/collective/h200x4-nvlink.yaml", 8, 1, None, None, 112.0, gpu_card="models/gpu/h100-sxm.yaml")
-    gpu, net = load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0])
+    gpu, net = load_gpu(machine.gpu_card)[0], llm_network(machine)
     step = {k: predict_llm(replace(small, **kw), par, batch, gpu, net, 8, "megatron", trace=False).step_time_s
             for k, kw in (("moe", {}), ("dense3", {"dense_layers": 3}), ("mtp", {"mtp_layers": 1}))}
     assert step["mtp"] > step["moe"]             # one more layer and head on the last stage

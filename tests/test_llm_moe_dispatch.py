@@ -11,7 +11,8 @@ import pytest
 from simcluster.errors import ScenarioError
 from simcluster.llm import comm
 from simcluster.llm.memory import stage_layers
-from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 
 DSV3 = TransformerSpec(61, 7168, 18432, 128, 128, 129280, 4096, experts=256, top_k=8, expert_ffn=2048, attn_head_dim=128,
                        q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128, shared_expert_ffn=2048, dense_layers=3,
@@ -80,15 +81,14 @@ def test_deepep_sends_a_token_once_per_node(monkeypatch):
 
 
 def _step(model, par, batch, gpus):
-    from simcluster.cards import load_collective
+    from simcluster.build import llm_network
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.predict import predict_llm
-    from simcluster.predict_llm import network_for
     from simcluster.reference.llm import LlmUsage, machine_for
 
     usage = LlmUsage("models/gpu/h100-sxm.yaml", "models/nic/roce-400g.yaml", "models/collective/h200x4-nvlink.yaml", 8, {})
     machine = machine_for(usage, gpus)
-    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], network_for(machine, load_collective(machine.card)[0]),
+    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], llm_network(machine),
                        gpus, "megatron", trace=False)
 
 

@@ -151,15 +151,15 @@ def test_megatron_2023_sync_is_the_unfused_core_with_serial_dp(node):
 
 # --- Megatron's loss and dropout kernels ---------------------------------------------------------------------
 def test_unfused_loss_bytes_per_logit():
-    from simcluster.llm import ops
+    from simcluster.llm import vocab_ops
     from simcluster.llm.framework import FRAMEWORKS, MEGATRON
 
     par, batch = ParallelSpec(tp=4, sequence_parallel=True), BatchSpec(8, 2)
     logits = 2 * 2048 * 51200 // 4
     for fw, fwd, bwd in ((MEGATRON, 6, 12), (FRAMEWORKS["megatron-unfused-loss"], 6 + 4 + 8 + 8 + 4 + 8, 8 + 6),
                          (FRAMEWORKS["megatron-2023-sync"], 38, 14)):
-        ce = [o for o in ops.head_forward(GPT, par, batch, fw) if o.name == "cross_entropy"][0]
-        ce_b = [o for o in ops.head_backward(GPT, par, batch, fw) if o.name == "cross_entropy.bwd"][0]
+        ce = [o for o in vocab_ops.head_forward(GPT, par, batch, fw) if o.name == "cross_entropy"][0]
+        ce_b = [o for o in vocab_ops.head_backward(GPT, par, batch, fw) if o.name == "cross_entropy.bwd"][0]
         assert (ce.bytes, ce_b.bytes) == (fwd * logits, bwd * logits)
 
 

@@ -13,7 +13,7 @@ from simcluster.errors import CalibrationError, ModelCardError
 from simcluster.fit.gpu import DATASHEETS, carry
 from simcluster.fit.gpu_dropout import elements, fit_dropout_rates, fit_rates
 from simcluster.hardware.gpu import GpuParams, gpu_params, gpu_params_yaml, load_gpu
-from simcluster.llm import ops
+from simcluster.llm import ops, vocab_ops
 from simcluster.llm.framework import MEGATRON, TORCH_AMP
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -91,12 +91,12 @@ def test_megatron_adds_every_weight_gradient_into_fp32_main_grad_each_micro_batc
     assert 576 == TINY.attention_params() + TINY.mlp_params()
     full = [o for o in ops.layer_backward(TINY, ParallelSpec(recompute="full"), batch) if o.name == "main_grad_accumulate"]
     assert full[0].total_bytes == acc[0].total_bytes                      # recomputed GEMMs add no gradient
-    head = [o for o in ops.head_backward(TINY, ParallelSpec(), batch) if o.name == "main_grad_accumulate"]
+    head = [o for o in vocab_ops.head_backward(TINY, ParallelSpec(), batch) if o.name == "main_grad_accumulate"]
     assert head[0].total_bytes == 10 * 32 * 8                             # the LM head, V x h
-    emb = [o for o in ops.embedding_backward(TINY, ParallelSpec(), batch) if o.name == "main_grad_accumulate"]
+    emb = [o for o in vocab_ops.embedding_backward(TINY, ParallelSpec(), batch) if o.name == "main_grad_accumulate"]
     assert emb[0].total_bytes == (10 + 2) * 32 * 8                        # a zeroed dense V x h gradient, then added
     tp2 = TransformerSpec(layers=2, hidden=8, ffn=16, heads=2, kv_heads=2, vocab=32, seq=4)
-    half = [o for o in ops.head_backward(tp2, ParallelSpec(tp=2), batch) if o.name == "main_grad_accumulate"]
+    half = [o for o in vocab_ops.head_backward(tp2, ParallelSpec(tp=2), batch) if o.name == "main_grad_accumulate"]
     assert half[0].total_bytes == 10 * 16 * 8                             # vocabulary sharded over tp
     assert not any(o.name == "main_grad_accumulate" for o in ops.layer_backward(TINY, ParallelSpec(), batch, TORCH_AMP)
-                   + ops.head_backward(TINY, ParallelSpec(), batch, TORCH_AMP) + ops.embedding_backward(TINY, ParallelSpec(), batch, TORCH_AMP))
+                   + vocab_ops.head_backward(TINY, ParallelSpec(), batch, TORCH_AMP) + vocab_ops.embedding_backward(TINY, ParallelSpec(), batch, TORCH_AMP))

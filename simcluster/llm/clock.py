@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from simcluster.errors import ModelCardError
 from simcluster.hardware.gpu_clock import at_clock
-from simcluster.llm import ops
+from simcluster.llm import ops, vocab_ops
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -43,8 +43,8 @@ def class_times_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, g
         c = sum(ops.op_time_s(gpu, o, batch.precision) for o in op_list if o.kind in COMPUTE_KINDS)
         return c, sum(ops.op_time_s(gpu, o, batch.precision) for o in op_list) - c
     parts = [per_class(ops.layer_forward(model, par, batch, fw)), per_class(ops.layer_backward(model, par, batch, fw))]
-    ends = [per_class(f(model, par, batch, fw)) for f in (ops.embedding_forward, ops.embedding_backward, ops.head_forward,
-                                                          ops.head_backward)]
+    ends = [per_class(f(model, par, batch, fw)) for f in (vocab_ops.embedding_forward, vocab_ops.embedding_backward, vocab_ops.head_forward,
+                                                          vocab_ops.head_backward)]
     params = model.parameter_count() / par.tp / par.pp
     compute = micro_batches * (sum(c for c, _ in parts) * model.layers / par.pp + sum(c for c, _ in ends) / par.pp)
     memory = micro_batches * (sum(m for _, m in parts) * model.layers / par.pp + sum(m for _, m in ends) / par.pp

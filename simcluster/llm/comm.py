@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class Network:
     gpus_per_node: int            # GPUs of one NVLink domain (a node, or an MNNVL domain of several nodes)
     cluster: Cluster | None = None
     aligned: bool = True          # False: groups must tile the domain (checked in `place`; machine.nvlink_domain)
+    placed: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # place() and groups(), once each
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Group:
     sets: int = 1                        # distinct node sets running this kind of group at once
     node_rate_Bps: float = 0.0           # this group's share of a node's NIC rate (slowest set)
     flows: RingFlows | None = None
+    times: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # (op, bytes) -> s: collective_s once each
 
     @property
     def inside_node(self) -> bool:
@@ -87,6 +89,14 @@ def ranks_per_node(size: int, stride: int, domain_gpus: int) -> int:
 
 
 def place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
+    """The group of `size` ranks `stride` apart on the network, placed once (every split with this group shares it)."""
+    key = (name, size, stride, gpus)
+    if key not in net.placed:
+        net.placed[key] = _place(name, size, stride, gpus, net)
+    return net.placed[key]
+
+
+def _place(name: str, size: int, stride: int, gpus: int, net: Network) -> Group:
     g = net.gpus_per_node
     if not net.aligned and size > 1:
         _check_tiles(name, size, stride, g)
@@ -120,13 +130,18 @@ def _check_tiles(name: str, size: int, stride: int, g: int) -> None:
 
 
 def collective_s(net: Network, group: Group, op: str, size_bytes: float) -> float:
-    """One collective of `size_bytes` (nccl-tests' size convention) on every group of this kind at once."""
+    """One collective of `size_bytes` (nccl-tests' size convention) on every group of this kind at once; priced once per
+    group, op and size (a chunk's equal gradient buckets, the layers' equal TP calls: one model call each)."""
     if group.size == 1 or size_bytes <= 0:
         return 0.0
-    if group.inside_node:
-        return predict(net.intra, op, max(1, int(size_bytes)), group.size).time_s
-    view = dataclasses.replace(net.cluster, gpus_per_node=group.ranks_per_node, job_nodes=group.nodes)
-    return predict_fabric(view, op, max(1, int(size_bytes)), None, group.flows).time_s
+    key = (op, max(1, int(size_bytes)))
+    if key not in group.times:
+        if group.inside_node:
+            group.times[key] = predict(net.intra, op, key[1], group.size).time_s
+        else:
+            view = dataclasses.replace(net.cluster, gpus_per_node=group.ranks_per_node, job_nodes=group.nodes)
+            group.times[key] = predict_fabric(view, op, key[1], None, group.flows).time_s
+    return group.times[key]
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,14 @@ class Groups:
 
 
 def groups(par: ParallelSpec, net: Network) -> Groups:
+    """Every group of the split placed on the network, once per network and degrees (a plan's splits share them)."""
+    key = (par.tp, par.cp, par.dp, par.pp, par.ep, par.etp, par.expert_dp)
+    if key not in net.placed:
+        net.placed[key] = _groups(par, net)
+    return net.placed[key]
+
+
+def _groups(par: ParallelSpec, net: Network) -> Groups:
     n = par.gpus
     tp = place("tp", par.tp, 1, n, net)
     cp = place("cp", par.cp, par.tp, n, net)
@@ -256,10 +279,12 @@ def p2p_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: Netw
     if par.pp == 1:
         return 0.0
     nbytes = batch.micro_batch * model.seq // par.cp * model.hidden * elem_bytes / par.tp
-    pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
-    if pair.inside_node:
-        return predict(net.intra, "sendrecv", max(1, int(nbytes)), 2).time_s
-    return collective_s(net, pair, "sendrecv", nbytes)
+    key = ("p2p", max(1, int(nbytes)), nbytes)       # priced once per PP group and size, like its collectives
+    if key not in g.pp.times:
+        pair = dataclasses.replace(g.pp, size=2, nodes=1 if g.pp.inside_node else 2)
+        g.pp.times[key] = (predict(net.intra, "sendrecv", key[1], 2).time_s if pair.inside_node
+                           else collective_s(net, pair, "sendrecv", nbytes))
+    return g.pp.times[key]
 
 
 MAX_BUCKETS = 100_000       # gradient buckets of one pipeline chunk (Megatron at 405B, dp 1: about 10,000)
@@ -285,6 +310,13 @@ def grad_sync_s(net: Network, group: Group, zero: int, params: float) -> float:
     """Time of one gradient bucket of `params` parameters on the DP group (DDP all_reduce, ZeRO reduce_scatter)."""
     op = "all_reduce" if zero == 0 else "reduce_scatter"
     return collective_s(net, group, op, params * GRAD_BYTES)
+
+
+def bucket_times(net: Network, group: Group, zero: int, params: float, bucket_params: int = 0) -> list[float]:
+    """Each gradient bucket's reduction (grad_sync_s), in the order the backward produces them; the equal ones priced once."""
+    sizes = buckets(params, group.size, bucket_params)
+    full = grad_sync_s(net, group, zero, sizes[0]) if sizes else 0.0
+    return [full if n == sizes[0] else grad_sync_s(net, group, zero, n) for n in sizes]
 
 
 def param_gather_s(net: Network, group: Group, params: float) -> float:

@@ -37,8 +37,8 @@ from simcluster.llm.spec import (
     LlmConfigError,
     ParallelSpec,
     TransformerSpec,
-    check,
 )
+from simcluster.llm.spec_check import check
 
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers", "mtp_layers",
                   "expert_groups", "group_topk", "window", "full_attention_every")

@@ -1,4 +1,4 @@
-"""One transformer layer (and the embedding, LM head and loss) as the compute ops of one micro-batch on one GPU.
+"""One transformer layer (the embedding, LM head and loss: llm/vocab_ops.py) as the compute ops of one micro-batch on one GPU.
 
 Shapes after sharding, with b micro-batch, s sequence, c = cp, t = tp, T = b * s / c tokens on this GPU,
 h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
@@ -346,39 +346,6 @@ def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -
     return [memory("main_grad_accumulate", (fw.grad_accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
 
 
-def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    sh = sharding(model, par, batch)
-    return [memory("embedding", 2 * sh.seq_tokens * model.hidden * fw.residual_bytes)]
-
-
-def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    """The gathered rows' gradient, and (Megatron) the dense V/t x h weight gradient, zero-filled (2 bytes per element)
-    and added into main_grad."""
-    table = gemm("embedding_table", 1, model.vocab // par.tp, model.hidden)   # stands for the V/t x h weight
-    return ([Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
-            + grad_accumulate([table], fw, fill_bytes=ACT_BYTES))
-
-
-def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
-    eager: the fp32 copy and log-softmax as two kernels, 14 bytes per logit)."""
-    sh = sharding(model, par, batch)
-    v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
-    rb = fw.residual_bytes
-    ops = [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * rb, 4 * sh.seq_tokens * model.hidden)]
-    if rb != ACT_BYTES:
-        ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
-    ops.append(gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes))
-    ops.append(memory("cross_entropy", 7 * n * ACT_BYTES, 5 * n, count=2) if fw.eager else
-               Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes), (float(n * fw.loss_bwd_bytes),)))
-    return ops
-
-
-def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    fwd = head_forward(model, par, batch, fw)
-    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes) + grad_accumulate(fwd, fw)
-
-
 # the experts' GEMMs: a grouped linear layer (Transformer Engine's GroupedLinear) issues one GEMM per local expert, so each
 # is priced as its own kernel (batch x one GEMM), not as one batched kernel. On one H100 (calibration/h100x1-moe-grouped-
 # 2026-11-27) a loop of per-expert GEMMs is priced this way within 8.2% (bf16) and 12.3% (fp8) mean, one batched kernel
@@ -386,8 +353,22 @@ def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
 GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
 
 
+_TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
+
+
 def op_time_s(gpu, op: Op, dtype: str) -> float:
-    """One op's time on the GPU card (its GEMM, attention and memory-bound curves)."""
+    """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
+    key = (id(gpu), op, dtype)
+    hit = _TIMES.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    if len(_TIMES) >= 200_000:
+        _TIMES.clear()
+    _TIMES[key] = (gpu, _op_time_s(gpu, op, dtype))
+    return _TIMES[key][1]
+
+
+def _op_time_s(gpu, op: Op, dtype: str) -> float:
     if op.kind == "gemm":
         m, n, k, batch = op.shape
         if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from simcluster.llm import attention_kernels, clock, comm, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
+from simcluster.llm.maxplus import evaluate_iteration
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec, check
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check
 from simcluster.llm.work import build_work
 from simcluster.perfetto import chrome_trace
 from simcluster.trust.band import annotate
@@ -96,24 +98,29 @@ class LlmResult:
 
 def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
                 gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True,
-                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed", speed_spread: float | None = None) -> LlmResult:
-    """One iteration: work per stage (GPU card + collective/fabric models), the pipeline DES, memory. clock_model
-    "fixed" runs the GPU at its card's reference clock; "duty" at the step's own power-limited clock (llm/clock.py;
-    the card needs a `clock:` block). `speed_spread`: the GPUs' speed spread behind the stragglers term (llm/scaleout.py;
-    None: its fitted default)."""
+                framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed", speed_spread: float | None = None,
+                simulate: bool = True) -> LlmResult:
+    """One iteration in one pass: the groups placed on the network (llm/comm.py, each collective priced once per group),
+    the work of every stage from the GPU card and those times (llm/work.py), then the pipeline run: the DES
+    (llm/simulate.py), or with `simulate` False and no trace the same schedule's max-plus recurrence (llm/maxplus.py:
+    equal numbers, no timeline or event count), then the memory model. `gpu` and `net` are typed objects built at the
+    edge (build.py); nothing here reads a file. clock_model "fixed" runs the GPU at its card's reference clock; "duty"
+    at the step's own power-limited clock (llm/clock.py; the card needs a `clock:` block). `speed_spread`: the GPUs'
+    speed spread behind the stragglers term (llm/scaleout.py; None: its fitted default)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
     gpu = attention_kernels.for_kernel(gpu, framework.attention_kernel)   # the framework's own attention kernel
     g = comm.groups(par, net)
+    run = simulate_iteration if simulate or trace else (lambda work, seed, trace: evaluate_iteration(work))
     info = {}
     if clock_model == "duty":   # the step's own clock: a first run at the card's reference clock
-        def run(card):
+        def reference(card):
             w = build_work(model, par, batch, card, net, g, framework)
-            return w.micro_batches, simulate_iteration(w, seed, False)
-        gpu, info = clock.clocked(model, par, batch, gpu, framework, run)
+            return w.micro_batches, run(w, seed, False)
+        gpu, info = clock.clocked(model, par, batch, gpu, framework, reference)
     work = build_work(model, par, batch, gpu, net, g, framework)
-    it = simulate_iteration(work, seed, trace)
+    it = run(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
     losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread)
@@ -131,3 +138,32 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
     return chrome_trace(f"{model.parameter_count() / 1e9:.1f}B on {par.gpus} GPUs, one pipeline", list(it.timeline))
+
+
+def network_for(machine, intra, cluster=None) -> comm.Network:
+    """What the collectives of a scenario machine run on: its collective card's model `intra` inside an NVLink domain (a
+    node, or several nodes with machine.nvlink_domain) and its `cluster` (collectives/cluster.py) across domains, both
+    built by the caller from the cards (build.py)."""
+    if cluster is None and machine.domains > 1:
+        raise ValueError(f"a machine of {machine.domains} NVLink domains needs its Cluster to place groups across them")
+    return comm.Network(cluster.intra if cluster is not None else intra, machine.domain_gpus, cluster,
+                        aligned=not machine.nvlink_domain)
+
+
+def predict_llm_job(machine, job, gpu, net: comm.Network, trace: bool = True, simulate: bool = True,
+                    where: str | None = None) -> LlmResult:
+    """A scenario's `kind: llm_training` job on its machine: `gpu` the machine's GPU card (hardware/gpu.py's GpuParams)
+    and `net` its network (network_for), loaded once at the edge; `where`: the scenario file, named by its errors."""
+    from simcluster.errors import ScenarioError
+
+    if machine.gpu_clock == "duty" and gpu.clock is None:
+        raise ScenarioError(f"machine.gpu.clock: 'duty' needs a GPU card with a clock: block; {machine.gpu_card} has none",
+                            where=where, hint="use clock: fixed, or a measured card (models/gpu/h100-sxm*.yaml, h200-sxm*.yaml)")
+    try:
+        return predict_llm(job.model, job.parallel, job.batch, gpu, net, machine.gpus_per_node * machine.nodes, trace=trace,
+                           framework=job.framework_spec(), clock_model=machine.gpu_clock,
+                           speed_spread=machine.gpu_speed_spread, simulate=simulate)
+    except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
+        if exc.where:
+            raise
+        raise ScenarioError(exc.message, where=where, hint=exc.hint) from None

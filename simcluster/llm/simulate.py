@@ -278,16 +278,21 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
     if stuck:
         raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {stuck} never finished",
                               hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
-    ends = tuple(log.end_s for log in pipe.logs)
+    return iteration_result(work, pipe.logs, sim.events_processed, tuple(sim.recorder.intervals))
+
+
+def iteration_result(work: PipelineWork, logs: list[StageLog], events: int, timeline: tuple) -> IterationResult:
+    """The step and its breakdown from the stages' logs (the DES's, or llm/maxplus.py's)."""
+    ends = tuple(log.end_s for log in logs)
     step = max(ends)
     # the stage that sets the pipeline's pace: the largest per-micro-batch work (compute and in-layer communication; the
     # step-level DP sync is not pace). With uneven stages (a layout, dense first layers, the LM head) the others wait on
     # it, and their waiting is pipeline bubble in its view; ties go to the last stage to finish (1F1B: stage 0)
-    pace = [sum(log.busy[k] for k in PACE_PARTS) for log in pipe.logs]
+    pace = [sum(log.busy[k] for k in PACE_PARTS) for log in logs]
     crit = max(range(work.pp), key=lambda s: (round(pace[s], 12), ends[s], -s))
-    log = pipe.logs[crit]
+    log = logs[crit]
     breakdown = {"compute": log.busy["compute"], "exposed_tp_comm": log.busy["tp"], "exposed_cp_comm": log.busy["cp"],
                  "exposed_pp_comm": log.pp_wait_s, "exposed_dp_comm": log.dp_wait_s + log.busy["dp"],
                  "exposed_ep_comm": log.busy["ep"], "pipeline_bubble": log.bubble_s + step - ends[crit],
                  "other": log.optimizer_s + log.busy["host"]}
-    return IterationResult(step, crit, breakdown, ends, sim.events_processed, tuple(sim.recorder.intervals))
+    return IterationResult(step, crit, breakdown, ends, events, timeline)

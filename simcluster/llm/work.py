@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.llm import comm, host, ops, overlap
+from simcluster.llm import comm, host, ops, overlap, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -171,8 +171,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel
-    emb_fwd, emb_bwd = ops.embedding_forward(model, par, batch, fw), ops.embedding_backward(model, par, batch, fw)
-    head_fwd, head_bwd = ops.head_forward(model, par, batch, fw), ops.head_backward(model, par, batch, fw)
+    emb_fwd, emb_bwd = vocab_ops.embedding_forward(model, par, batch, fw), vocab_ops.embedding_backward(model, par, batch, fw)
+    head_fwd, head_bwd = vocab_ops.head_forward(model, par, batch, fw), vocab_ops.head_backward(model, par, batch, fw)
     # the vocabulary-parallel embedding's and head's TP collectives; none where they are replicated (torch DTensor TP)
     vocab_tp = 1.0 if fw.tp_vocab_split else 0.0
     emb_f = _task(compute=ops.ops_time_s(gpu, emb_fwd, dtype),
@@ -214,9 +214,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
-                chunk_buckets = [comm.grad_sync_s(net, g.dense_grad, par.zero, n)
-                                 for n in comm.buckets(dense, g.dense_grad.size, fw.bucket_params)]
-                chunk_buckets += [comm.grad_sync_s(net, g.expert_dp, par.zero, n) for n in comm.buckets(expert, g.expert_dp.size, fw.bucket_params)]
+                chunk_buckets = (comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
+                                 + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params))
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                           if par.zero in (1, 2) else 0.0)
                 gathers.append(gather)

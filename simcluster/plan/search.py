@@ -18,7 +18,7 @@
       moe_dispatcher: [alltoall, deepep]  # optional, MoE: the token dispatcher (llm/comm.py)
 A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tensor parallelism).
 dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
-scenario reader (llm.spec.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
+scenario reader (llm.spec_check.check: heads, kv heads, experts, pipeline schedule) and its per-GPU memory is computed
 with llm.memory.memory_per_gpu (the function predict_llm uses): a refused or non-fitting candidate is counted,
 not run. The rest run as a sweep (sweep/run.py) into OUT/results, are priced (cost.py) and ranked.
 """

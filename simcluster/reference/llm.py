@@ -289,8 +289,8 @@ def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, flo
 def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm.predict import predict_llm
-    from simcluster.predict_llm import network_for
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.machine_models import build_cluster
     from simcluster.trust.regime import llm_regime_of
 
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
@@ -304,8 +304,9 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     model, par, batch = spec
     gpus = checked(run, "gpus", "", count)
     machine = machine_for(usage, gpus)
-    result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0],
-                         network_for(machine, load_collective(machine.card)[0]), gpus, "megatron", trace=False,
+    intra = load_collective(machine.card)[0]
+    net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
+    result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, gpus, "megatron", trace=False,
                          framework=framework_of(ref, run))
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"

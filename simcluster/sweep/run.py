@@ -93,7 +93,7 @@ def evaluate(items: list, code: str | None = None) -> list[dict]:
             continue
         try:
             row.update(machine_facts(sc))
-            result = run_scenario(sc)
+            result = run_scenario(sc, simulate=False)   # LLM steps by the DES's recurrence (llm/maxplus.py)
             row.update(store.flatten(output.check(result.to_json(), f"sweep point {params}"[:200])))
             if result.skipped:
                 row["notes"] = "; ".join(result.skipped)

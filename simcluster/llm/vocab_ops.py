@@ -1,0 +1,41 @@
+"""The ops at the model's two ends, sized by its vocabulary: the embedding lookup (and its gradient) before the first
+layer, the final norm, the LM head GEMM and the cross-entropy loss after the last (llm/ops.py's Op, priced alike)."""
+
+from __future__ import annotations
+
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
+from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+
+def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    sh = sharding(model, par, batch)
+    return [memory("embedding", 2 * sh.seq_tokens * model.hidden * fw.residual_bytes)]
+
+
+def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    """The gathered rows' gradient, and (Megatron) the dense V/t x h weight gradient, zero-filled (2 bytes per element)
+    and added into main_grad."""
+    table = gemm("embedding_table", 1, model.vocab // par.tp, model.hidden)   # stands for the V/t x h weight
+    return ([Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
+            + grad_accumulate([table], fw, fill_bytes=ACT_BYTES))
+
+
+def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
+    eager: the fp32 copy and log-softmax as two kernels, 14 bytes per logit)."""
+    sh = sharding(model, par, batch)
+    v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
+    rb = fw.residual_bytes
+    ops = [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * rb, 4 * sh.seq_tokens * model.hidden)]
+    if rb != ACT_BYTES:
+        ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
+    ops.append(gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes))
+    ops.append(memory("cross_entropy", 7 * n * ACT_BYTES, 5 * n, count=2) if fw.eager else
+               Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes), (float(n * fw.loss_bwd_bytes),)))
+    return ops
+
+
+def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
+    fwd = head_forward(model, par, batch, fw)
+    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes) + grad_accumulate(fwd, fw)
