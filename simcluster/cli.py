@@ -260,37 +260,18 @@ def cmd_storage(args) -> int:
     return 0
 
 
-def _csv(text: str | None) -> list[str]:
-    return [x.strip() for x in (text or "").split(",") if x.strip()]
-
-
 def cmd_collect(args) -> int:
-    from simcluster.runner import plans
+    from simcluster.cli_args import collect_options, csv_list
     from simcluster.runner.bundle import collect_bundle
 
-    options = plans.Options(
-        hosts=_csv(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(_csv(args.ops) or ["all_reduce"]), gpus=args.gpus,
-        min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
-        nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
-        nccl_register=args.nccl_register, qperf_host=args.qperf_host,
-        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(_csv(args.qperf_sizes) or plans.Options.qperf_sizes),
-        pin=args.lab or args.pin, fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
-        dlio_workload=args.dlio_workload, dlio_accelerators=tuple(int(x) for x in _csv(args.dlio_accelerators) or [1]),
-        dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
-        ddp_models=tuple(_csv(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
-        gpu_micro_quick=args.gpu_micro_quick, gpu_micro_sections=args.gpu_micro_sections,
-        llm_presets=tuple(_csv(args.llm_presets) or plans.Options.llm_presets),
-        llm_shapes=args.llm_shapes, llm_modes=tuple(_csv(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
-        llm_layers=tuple(int(x) for x in _csv(args.llm_layers) or []),
-        llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
-        timeout_s=args.timeout)
+    options = collect_options(args)
 
     def progress(entry):
         print(f"{entry['tool']:>18} {entry['run_id']:<24} {entry['status']:<8} {entry.get('wall_s', 0):7.1f} s",
               flush=True)
 
     lab = (args.lab_rate, args.lab_delay, args.lab_offloads) if args.lab else None
-    manifest, code = collect_bundle(args.out, _csv(args.tools) or ["qperf", "perf-stat", "fio"], options, progress, lab)
+    manifest, code = collect_bundle(args.out, csv_list(args.tools) or ["qperf", "perf-stat", "fio"], options, progress, lab)
     bad = [r for r in manifest["runs"] if r["status"] != "ok"]
     print(f"bundle {args.out}: {len(manifest['runs']) - len(bad)} runs ok, {len(bad)} not ({manifest['status']})")
     for r in bad:

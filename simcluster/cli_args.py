@@ -255,3 +255,38 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--title", help="the report's title")
     p.set_defaults(func=commands["report"])
     return parser
+
+def csv_list(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def _counts(text: str | None, flag: str) -> tuple[int, ...]:
+    """A comma-separated list of positive counts; anything else is a one-line usage error naming the flag."""
+    out = []
+    for x in csv_list(text):
+        if not x.isdigit() or int(x) < 1:
+            raise SimclusterError(f"collect: {flag}: {x!r} is not a positive whole number", hint="e.g. 1,2,4")
+        out.append(int(x))
+    return tuple(out)
+
+
+def collect_options(args):
+    """`simcluster collect`'s options as the runner's plans.Options."""
+    from simcluster.runner import plans
+
+    return plans.Options(
+        hosts=csv_list(args.hosts), nccl_tests=args.nccl_tests, ops=tuple(csv_list(args.ops) or ["all_reduce"]), gpus=args.gpus,
+        min_size=args.b, max_size=args.e, nccl_iters=args.nccl_iters, nccl_warmup=args.nccl_warmup,
+        nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
+        nccl_register=args.nccl_register, qperf_host=args.qperf_host,
+        qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(csv_list(args.qperf_sizes) or plans.Options.qperf_sizes),
+        pin=args.lab or args.pin, fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
+        dlio_workload=args.dlio_workload, dlio_accelerators=_counts(args.dlio_accelerators, "--dlio-accelerators") or (1,),
+        dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
+        ddp_models=tuple(csv_list(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,
+        gpu_micro_quick=args.gpu_micro_quick, gpu_micro_sections=args.gpu_micro_sections,
+        llm_presets=tuple(csv_list(args.llm_presets) or plans.Options.llm_presets),
+        llm_shapes=args.llm_shapes, llm_modes=tuple(csv_list(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
+        llm_layers=_counts(args.llm_layers, "--llm-layers"),
+        llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
+        timeout_s=args.timeout)

@@ -47,7 +47,7 @@ def series() -> dict:
     out = defaultdict(list)
     for key, r in base.items():
         m = CONFIG.match(r.configuration)
-        if not m:
+        if not m or not (r.held_out or r.source in scaleout.FITTED_ON):   # development rows: neither fit nor check
             continue
         out[(r.source, m["name"], f"t{m['t']} p{m['p']} {m['rest']}", r.regime)].append(
             (int(m["gpus"]), r.measured, r.predicted, probe[key].predicted, probe_j[key].predicted))

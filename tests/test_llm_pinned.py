@@ -1,4 +1,5 @@
-"""The LLM step's answers pinned to what the code gave before the one-pass restructuring (main 18e00da, issue 46):
+"""The LLM step's answers pinned to what the code gave before the one-pass restructuring (main 18e00da, issue 46; the
+breakdown regenerated once when the fabric's scale-out terms split the exposed DP / PP time, step times unchanged):
 every shipped LLM scenario's step time, throughput, memory and breakdown per variant, and the llama8b plan's every
 point (step time, memory, cost) and its ranking (cheapest within the deadline, fastest, top 10). A refactor that
 moves any of them by more than rel 1e-9 fails here; a deliberate model change regenerates the file and says why:

@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "validation"))
 
 import simgrid_sharing  # noqa: E402
 
-HAVE = any(Path(simgrid_sharing.SIMGRID_PATH).glob("simgrid*.so")) or importlib.util.find_spec("simgrid") is not None
+HAVE = (any(Path(simgrid_sharing.SIMGRID_PATH).glob(f"simgrid.cpython-{sys.version_info.major}{sys.version_info.minor}-*.so"))
+        or importlib.util.find_spec("simgrid") is not None)   # a module built for this Python only
 
 
 @pytest.mark.skipif(not HAVE, reason="SimGrid's Python module is not installed")

@@ -126,7 +126,8 @@ def test_nvme_iops_and_bandwidth_ceilings():
 
 def test_real_dlio_runs_predicted_from_separate_calibration():
     """studies/storage_validation.py: disk card from fio, the loader's intake rate solved through the model from a
-    separate cold-cache calibration run; the three validation runs (1, 2, 4 accelerators) were not used. Measured errors
+    separate cold-cache calibration run; nothing is fitted on the three runs (1, 2, 4 accelerators), but the session-27
+    fixes were found on them: development rows, not held out (docs/models/storage.md). Measured errors
     (issue 42, second pass: batches handed out in order as PyTorch does, the drive no longer counted twice in the
     intake rate): throughput -0.1%, -2.0%, +14.9%; AU -0.5, -3.1, -0.9 points (first pass: -25.6%, -17.1%, -1.8%).
     Bounds: 5% at 1 and 2 accelerators; 20% at 4, where DLIO's own rank processes take the two cores (not modelled)."""

@@ -68,6 +68,11 @@ def predict(doc: dict, shape: dict, hosts: dict, gpu) -> float:
 def main(argv: list[str]) -> int:
     args = [a for a in argv if a != "--first-only"]
     bundle = Path(args[0]) if args else ROOT / "calibration/h200x1-llm-ckpt-host-2026-11-28"
+    missing = [d for d in ("host", "check") if not (bundle / d).is_dir()]
+    if missing:
+        print(f"llm_ckpt_host: {bundle}: expected a bundle with host/ and check/ llm-step runs; missing {', '.join(missing)}/",
+              file=sys.stderr)
+        return 2
     if "--first-only" not in argv:
         report(bundle, bundle / "host", None)
         print()

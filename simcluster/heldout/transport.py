@@ -1,6 +1,7 @@
 """The host stack's cost per byte at message sizes its fit never saw (fit/host_stack.py, the qperf-sizes tool): per
-bundle and (transport, side), the cost c(m) = a + b / m fitted on the sizes m <= host_stack.SPLIT and predicted at
-every larger size, against the measured core-seconds per byte. A bundle is one session (one lab configuration, one
+bundle and (transport, side), the cost c(m) = a + b / m fitted on the sizes m <= host_stack.SPLIT (TCP from
+host_stack.TCP_FIT_MIN, as fit/host_stack.py fits it) and predicted at every larger size, against the measured
+core-seconds per byte. A bundle is one session (one lab configuration, one
 day): the unit a held-out check leaves out together."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def held_out_rows(folder: str | Path | None = None) -> list[dict]:
     for bundle in bundles(folder):
         samples, _ = host_stack.bundle_samples(bundle)
         for (transport, side), costs in host_stack.medians(samples).items():
-            _, rows = host_stack.held_out(costs)
+            _, rows = host_stack.held_out(costs, low=host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0)   # as the fit does
             out += [{"bundle": bundle.name, "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
                      "predicted": r["predicted"]} for r in rows if r["measured"] > 0 and r["predicted"] > 0]
     return out
