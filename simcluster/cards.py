@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.collectives.registry import from_params_yaml
@@ -32,7 +32,7 @@ CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", 
 
 
 def load_yaml(path: str | Path, error=ModelCardError) -> dict:
-    doc = strict.load_yaml(path, error, what="model card (YAML)")
+    doc = strict.load_yaml(path, error, what="model card (YAML)", schema=documents.CARD)
     if not isinstance(doc, dict):
         raise error("expected a mapping at the top level", where=str(path))
     return doc
