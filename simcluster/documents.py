@@ -118,6 +118,15 @@ class Published(Document):
     runs: ListOf(Map, max_len=100_000) = None
     simcluster: PublishedUsage = None
 
+    @model_validator(mode="after")
+    def _indexes_are_runs(self):
+        usage, runs = self.simcluster, self.runs or []
+        for key in ("runs_not_held_out", "runs_not_compared"):
+            past = sorted(k for k in (getattr(usage, key, None) or {}) if not 0 <= k < len(runs))
+            if past:
+                raise ValueError(f"simcluster.{key}: run {past[0]} is not a run of the file (runs 0-{len(runs) - 1})")
+        return self
+
 
 PUBLISHED = Published
 
