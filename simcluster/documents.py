@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from simcluster import units
+from simcluster import output, units
 from simcluster.schema import Count, Document, ListOf, Map, MapOf, Nullable, Number, OneOf, Quantity, Record, Text
 
 MAX_GPUS = 131_072          # the scenario reader's bound on a machine's GPUs (scenario_reader.py)
@@ -86,6 +86,17 @@ class Card(Document):
     fit: Nullable(Map) = None
     provenance: Nullable(Map) = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _quantities_not_negative(cls, value):
+        """A card is what simcluster writes, read back: the output layer's rule (no negative time, size, rate or
+        count under a unit-suffixed key) holds on the way in too."""
+        bad = output.problems(value) if isinstance(value, dict) else []
+        if bad:
+            key, number = bad[0].split(" = ", 1)
+            raise ValueError(f"{key}: expected a quantity >= 0, got {number}")
+        return value
+
 
 CARD = Card
 
@@ -130,14 +141,19 @@ class Published(Document):
 
 PUBLISHED = Published
 
-RUN = Record({"tool": Text(64), "run_id": Text(300), "status": Text(64), "path": Text(4096)},
-             {"wall_s": Number(0, 10**7, "s"), "exit_code": Nullable(Number(-2**31, 2**31, integer=True)),
-              "argv": ListOf(Text(100_000), max_len=10_000), "env": MapOf(Any), "meta": Map}, name="Run")
+_CPU = Nullable(Number(0, 10**7, "s"))
+RUN = Record(   # a run of a bundle: the keys that make it one are the reader's (a foreign entry is skipped, not fatal)
+    optional={"tool": Text(64), "run_id": Text(300), "status": Text(64), "path": Text(4096), "wall_s": _CPU,
+              "child_cpu_s": _CPU, "client_cpu_s": _CPU, "server_cpu_s": _CPU, "ranks": Count(1, MAX_GPUS),
+              "ranks_per_node": Count(1, MAX_GPUS_PER_NODE), "client_switches": Count(0, 2**62),
+              "server_switches": Count(0, 2**62), "exit_code": Nullable(Number(-2**31, 2**31, integer=True)),
+              "argv": ListOf(Text(100_000), max_len=10_000) | Text(100_000), "env": MapOf(Any), "meta": Map},
+    name="Run")
 
 
 class BundleManifest(Document):
     format: Text(64) = None
-    runs: ListOf(Map, max_len=100_000)    # each run read (RUN) where it is used: a foreign run is skipped, not fatal
+    runs: ListOf(RUN, max_len=100_000)
     tools: ListOf(Text(64), max_len=1000) = None
     host: Map = None
     options: Map = None

@@ -144,7 +144,10 @@ RECORD = S.Record(   # a ddp-step JSON record, as far as the model reads it (run
               "plain": S.Nullable(S.Record({"step_times_s": _STEPS}, {"issue_times_s": S.Nullable(_STEPS)})),
               "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS)}),
                                            max_len=2**17))})
-_PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")})
+_PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")},
+                         {"wall_s": S.Number(0.0, 3600.0, "s"), "comm_busy_s": S.Number(0.0, 3600.0, "s"),
+                          "launch_cpu_s": S.Number(0.0, 3600.0, "s"), "kernels": S.Count(0, 2**40),
+                          "comm_kernels": S.Count(0, 2**40), "launches": S.Count(0, 2**40)}, name="ProfileStep")
 PROFILE_SUMMARY = S.Record()   # trace name -> [per-step summary]; the lists are checked by _PROFILE_STEP
 
 
