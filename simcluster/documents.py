@@ -35,6 +35,17 @@ MAX_JOBS = 1_000
 MAX_VARIANTS = 10_000
 
 
+def _not_negative(value):
+    """The output layer's rule on the way in (a card is what simcluster writes, read back; a published table holds
+    measurements): no negative time, size, rate or count under a unit-suffixed key (output.NON_NEGATIVE)."""
+    bad = output.problems(value) if isinstance(value, dict) else []
+    if bad:
+        key, number = bad[0].split(" = ", 1)
+        raise ValueError(f"{key}: " + ("not a finite number" if number.lstrip("-") in ("inf", "nan") else
+                                       f"expected a quantity >= 0, got {number}"))
+    return value
+
+
 class Machine(Document):
     nodes: Count(1, MAX_NODES) = None
     gpus_per_node: Count(1, MAX_GPUS_PER_NODE) = None
@@ -88,14 +99,8 @@ class Card(Document):
 
     @model_validator(mode="before")
     @classmethod
-    def _quantities_not_negative(cls, value):
-        """A card is what simcluster writes, read back: the output layer's rule (no negative time, size, rate or
-        count under a unit-suffixed key) holds on the way in too."""
-        bad = output.problems(value) if isinstance(value, dict) else []
-        if bad:
-            key, number = bad[0].split(" = ", 1)
-            raise ValueError(f"{key}: expected a quantity >= 0, got {number}")
-        return value
+    def _quantities(cls, value):
+        return _not_negative(value)
 
 
 CARD = Card
@@ -128,6 +133,11 @@ class Published(Document):
     system: Map = None
     runs: ListOf(Map, max_len=100_000) = None
     simcluster: PublishedUsage = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _quantities(cls, value):
+        return _not_negative(value)
 
     @model_validator(mode="after")
     def _indexes_are_runs(self):

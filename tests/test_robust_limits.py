@@ -94,3 +94,18 @@ def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeyp
     every = dataclasses.replace(s.workload, au_threshold=0.0)        # every count meets it: the search would go on
     with pytest.raises(SimclusterError, match="the search simulated [0-9,]+ reads before trying 2 accelerators; at most 1 "):
         loader.max_accelerators(every, s.nvme, 1, s.config)
+
+
+def test_an_llm_iteration_past_the_event_limit_is_refused_before_it_runs(tmp_path, capsys):
+    job = {"kind": "llm_training", "model": {"layers": 8, "hidden": 1024, "ffn": 4096, "heads": 16, "kv_heads": 8, "vocab": 32000,
+                                             "seq": 2048},
+           "parallel": {"tp": 4, "pp": 2, "dp": 2}, "global_batch": 40_000_000, "micro_batch": 1}
+    path = _scenario(tmp_path, 4, 4, 4, job)
+    doc = yaml.safe_load(open(path))
+    doc["machine"]["gpu"] = {"card": str(MODELS / "gpu" / "h200-sxm.yaml")}
+    open(path, "w").write(yaml.safe_dump(doc))
+    import time
+    start = time.process_time()
+    err = _one_line(capsys, ["run", path, "--json"])
+    assert "20,000,000 micro-batches on 2 pipeline stages: about 320,000,000 events" in err and "--max-events" in err
+    assert time.process_time() - start < 10      # refused from the estimate, not after 100 M events
