@@ -211,12 +211,12 @@ def cmd_error_bands(args) -> int:
         raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
                               hint="give at most one folder of published runs (default calibration/published)")
     table = build_table(args.trace[0] if args.trace else None)
-    write_document(args.table or TABLE, json.dumps(table.to_json(), indent=1) + "\n")
+    write_document(args.table or TABLE, output.dumps(table.to_json(), "the error-band table", indent=1) + "\n")
     for path, text in (report.documents(args.docs, table) if args.docs else {}).items():
         write_document(path, text)
     if args.json:
-        print(json.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
-                          "regimes": regime_summary(table)}, indent=1))
+        print(output.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
+                            "regimes": regime_summary(table)}, "the error-band table", indent=1))
     else:
         print(f"error-band table: {args.table or TABLE} ({len(table.residuals)} held-out rows, {len(table.regimes)} regimes)")
         print("\n".join(report.coverage_lines(table)))
@@ -270,7 +270,8 @@ def _validate_packet_level(args) -> int:
         raise SimclusterError(why)
     result = validate_scenario(args.packet_level, progress=lambda r: print(
         f"simcluster: {r.fabric} {r.pattern} {r.flow_bytes / 2**20:.3g} MiB: {r.error_pct:+.1f}%", file=sys.stderr))
-    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else result.text())
+    doc = output.check(result.to_json(), args.packet_level)
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else result.text())
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
@@ -376,7 +377,7 @@ def cmd_lab(args) -> int:
         print("lab removed")
         return 0
     lab = netlab.up(args.rate, args.delay)
-    print(json.dumps(lab.ground_truth))
+    print(output.dumps(lab.ground_truth, "the lab's ground truth"))
     return 0
 
 
