@@ -446,15 +446,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser(COMMANDS)
 
 
+def _exit_on_sigterm() -> None:
+    """The command line's own process: SIGTERM (kill, a CI's timeout) ends it as Ctrl-C does, through every finally
+    and atexit on the way (the sweep's Dask scratch folder, a study's scratch cards, a half-written temp file), not
+    at once with them left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv: list[str] | None = None) -> int:
+    from simcluster import engine
+
+    if argv is None:
+        _exit_on_sigterm()
+    max_events = engine.MAX_EVENTS
     try:
         bad = next((a for a in (sys.argv[1:] if argv is None else argv) if "\x00" in str(a)), None)
         if bad is not None:   # no file or option can hold one; os calls would raise ValueError
             raise SimclusterError(f"argument {bad.split(chr(0))[0][:80]!r}... holds a NUL byte")
         args = build_parser().parse_args(argv)
         if getattr(args, "max_events", None) is not None:
-            from simcluster import engine
-
             if not 1e5 <= args.max_events <= 1e12:
                 raise SimclusterError(f"--max-events {args.max_events:g}: expected 1e5 to 1e12")
             engine.MAX_EVENTS = int(args.max_events)
@@ -466,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
+    finally:
+        engine.MAX_EVENTS = max_events     # --max-events holds for this command only (main may be called again in-process)
 
 
 if __name__ == "__main__":
