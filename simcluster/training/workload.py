@@ -142,7 +142,8 @@ RECORD = S.Record(   # a ddp-step JSON record, as far as the model reads it (run
     optional={"issue_times_s": S.Nullable(_STEPS), "bucket_cap_mb": S.Number(2**-20, 2**20, "MiB", above=True),
               "phases": S.Nullable(S.Record({"forward_s": _PHASE, "backward_s": _PHASE, "optimizer_s": _PHASE})),
               "plain": S.Nullable(S.Record({"step_times_s": _STEPS}, {"issue_times_s": S.Nullable(_STEPS)})),
-              "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS)}),
+              "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS),
+                                                                "step_times_s": _STEPS, "issue_times_s": S.Nullable(_STEPS)}),
                                            max_len=2**17))})
 _PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")},
                          {"wall_s": S.Number(0.0, 3600.0, "s"), "comm_busy_s": S.Number(0.0, 3600.0, "s"),
