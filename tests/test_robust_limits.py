@@ -78,8 +78,20 @@ def test_max_events_is_checked_and_set(capsys, monkeypatch):
 
     monkeypatch.setattr(engine, "MAX_EVENTS", engine.MAX_EVENTS)
     assert "--max-events 10: expected 1e5 to 1e12" in _one_line(capsys, ["--max-events", "10", "run", "x.yaml"])
+    from simcluster import build
+    from simcluster.errors import SimclusterError
+
+    seen = []
+
+    def run_file(*args, **kwargs):
+        seen.append(engine.MAX_EVENTS)
+        raise SimclusterError("stopped here")
+
+    monkeypatch.setattr(build, "run_file", run_file)
+    before = engine.MAX_EVENTS
     main(["--max-events", "2e5", "run", "missing.yaml"])
-    assert engine.MAX_EVENTS == 200_000
+    assert seen == [200_000]                   # the command ran under the limit given
+    assert engine.MAX_EVENTS == before         # and the next one (in the same process) under the default again
 
 
 def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeypatch):
