@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fuzzing import run_cases, run_reader_cases  # noqa: E402
+from fuzzing import run_cases  # noqa: E402
+from fuzzing_readers import run_reader_cases  # noqa: E402
 
 BATCH = 100
 FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}

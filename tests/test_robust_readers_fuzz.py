@@ -10,7 +10,7 @@ import json
 from collections import Counter
 
 import pytest
-from fuzzing import reader_seeds, run_reader_cases
+from fuzzing_readers import reader_seeds, run_reader_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
