@@ -80,7 +80,7 @@ class Scenario(Document):
         if isinstance(value, dict) and {"workflow", "dataset", "reader"} <= set(value):
             raise ValueError(": this is a DLIO workload config, not a scenario; use it with: simcluster storage "
                              "max-accelerators --workload FILE --nvme CARD")
-        return value
+        return _not_negative(value)     # no negative time, size, rate or count under a unit-suffixed key
 
 
 SCENARIO = Scenario
@@ -167,6 +167,11 @@ class BundleManifest(Document):
     tools: ListOf(Text(64), max_len=1000) = None
     host: Map = None
     options: Map = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _quantities(cls, value):   # options.gpus, a run's seconds: what collect recorded, never negative
+        return _not_negative(value)
 
 
 BUNDLE_MANIFEST = BundleManifest
