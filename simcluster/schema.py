@@ -75,13 +75,21 @@ def check(schema: type[Document], doc, where: str, error: type[SimclusterError] 
         first = exc.errors(include_url=False)[0]
         key = _dotted(first["loc"])
         why = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        got = f", got {short(first.get('input'))}"
+        why = _WORDS.get(first["type"], why)
+        value = first.get("input")
+        got = f", got {short(value)}" if not isinstance(value, (dict, list)) or first["type"] in _WORDS else ""
         if first["type"] == "missing":
             why, got = "missing", ""
         elif not key and ": " in why:   # a document-wide rule (finiteness) naming its own key
             (key, why), got = why.split(": ", 1), ""
         raise error(f"{key or 'the document'}: {why}{got}", where=_located(where, key, lines)) from None
     return doc
+
+
+_WORDS = {"string_type": "expected text", "int_type": "expected an integer", "float_type": "expected a number",
+          "bool_type": "expected true or false", "dict_type": "expected a mapping", "model_type": "expected a mapping",
+          "model_attributes_type": "expected a mapping", "list_type": "expected a list",
+          "finite_number": "not a finite number"}     # pydantic's error types in the words the other readers use
 
 
 def _dotted(loc) -> str:
