@@ -121,3 +121,17 @@ def test_an_llm_iteration_past_the_event_limit_is_refused_before_it_runs(tmp_pat
     err = _one_line(capsys, ["run", path, "--json"])
     assert "20,000,000 micro-batches on 2 pipeline stages: about 320,000,000 events" in err and "--max-events" in err
     assert time.process_time() - start < 10      # refused from the estimate, not after 100 M events
+
+
+def test_a_ddp_step_log_appended_to_over_and_over_is_refused_before_it_is_read(tmp_path):
+    from simcluster.errors import TraceFormatError
+    from simcluster.training import workload
+
+    log = ROOT / "calibration" / "h200x4-collect-2026-11-22" / "ddp-step" / "resnet18-32-b128" / "stdout.txt"
+    line = next(x for x in log.read_text().splitlines() if x.strip())
+    path = tmp_path / "stdout.txt"
+    path.write_text((line + "\n") * 5000)      # the long fuzz run's one timeout: calibrate spent > 20 s fitting these
+    with pytest.raises(TraceFormatError, match="5,000 ddp-step records; at most 1,000 are read"):
+        workload.read_runs(path)
+    path.write_text((line + "\n") * 3)
+    assert len(workload.read_runs(path)) == 3

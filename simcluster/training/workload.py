@@ -152,10 +152,19 @@ _PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap
 PROFILE_SUMMARY = S.Record()   # trace name -> [per-step summary]; the lists are checked by _PROFILE_STEP
 
 
+MAX_RECORDS = 1000     # ddp-step writes one record per configuration it ran (a bundle's logs hold 1-10)
+
+
 def read_runs(path: str | Path) -> list[dict]:
-    """Every JSON record of a ddp-step stdout (JSON lines), each checked for the keys the model reads."""
+    """Every JSON record of a ddp-step stdout (JSON lines), each checked for the keys the model reads; more than
+    MAX_RECORDS is refused before any is read (a log appended to over and over made the fit run for minutes)."""
     out = []
-    for n, line in enumerate(read_text(path).splitlines(), 1):
+    lines = read_text(path).splitlines()
+    records = sum(1 for line in lines if line.strip())
+    if records > MAX_RECORDS:
+        raise TraceFormatError(f"{records:,} ddp-step records; at most {MAX_RECORDS:,} are read from one log "
+                               "(the same run appended many times?)", where=str(path))
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
