@@ -1,6 +1,12 @@
 """A long mutation fuzz run of every reader and command (tests/fuzzing.py), with the tally and the time per case.
 
-    python bench/fuzz.py [CASES] [SEED]          # default 10000 cases, seed 0
+    python bench/fuzz.py [CASES] [SEED] [READER_CASES]     # default 10000 CLI cases, seed 0, no reader cases
+
+READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing.run_reader_cases: every file
+kind, ~30 per second), then CASES through the command line (tests/fuzzing.run_cases: each input run by the
+commands that read it, models included, ~1-3 per second on a shared machine). The issue-45 long run
+(docs/robustness.md): `nice -n 19 timeout -s TERM 4800 python bench/fuzz.py 40000 45 25000`; a stop (SIGTERM,
+Ctrl-C) prints the tally of what ran.
 
 Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-error, bad-exit or bad-number is a
 finding, listed), cases per second and the slowest case.
@@ -20,19 +26,29 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzzing import run_cases  # noqa: E402
+from fuzzing_readers import run_reader_cases  # noqa: E402
 
 BATCH = 100
 FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}
 MEMORY_LIMIT = 4 * 2**30     # the address space a case may use (RLIMIT_AS): past it, a MemoryError is a finding
 
 
-def main(cases: int = 10000, seed: int = 0) -> int:
+def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.perf_counter()
     results = []
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     with tempfile.TemporaryDirectory() as tmp:
         try:
+            for batch in range(0, reader_cases, BATCH * 10):
+                found = run_reader_cases(min(BATCH * 10, reader_cases - batch), Path(tmp) / f"r{batch}",
+                                         seed=seed * 100000 + 50000 + batch)
+                results += [("reader-" + r[0] if r[0] in ("read", "refused") else r[0], *r[1:]) for r in found]
+                shutil.rmtree(Path(tmp) / f"r{batch}", ignore_errors=True)
+                for outcome, detail, seed_file, kind in (r for r in found if r[0] in FINDINGS):
+                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | reader {kind[0]}", file=sys.stderr)
+                print(f"{len(results)} reader cases, {time.perf_counter() - start:.0f} s, "
+                      f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
             for batch in range(0, cases, BATCH):
                 found = run_cases(min(BATCH, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
                 results += found
@@ -60,4 +76,4 @@ def main(cases: int = 10000, seed: int = 0) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*(int(a) for a in sys.argv[1:3])))
+    sys.exit(main(*(int(a) for a in sys.argv[1:4])))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from simcluster import __version__, output, strict
+from simcluster import __version__, documents, output, strict
 from simcluster.errors import ModelCardError
 from simcluster.units import parse_bandwidth, parse_size, parse_time
 
@@ -20,7 +20,7 @@ CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", 
 
 
 def load_yaml(path: str | Path, error=ModelCardError) -> dict:
-    doc = strict.load_yaml(path, error, what="model card (YAML)")
+    doc = strict.load_yaml(path, error, what="model card (YAML)", schema=documents.CARD)
     if not isinstance(doc, dict):
         raise error("expected a mapping at the top level", where=str(path))
     return doc

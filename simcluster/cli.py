@@ -138,12 +138,12 @@ def cmd_error_bands(args) -> int:
         raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
                               hint="give at most one folder of published runs (default calibration/published)")
     table = build_table(args.trace[0] if args.trace else None)
-    write_document(args.table or TABLE, json.dumps(table.to_json(), indent=1) + "\n")
+    write_document(args.table or TABLE, output.dumps(table.to_json(), "the error-band table", indent=1) + "\n")
     for path, text in (report.documents(args.docs, table) if args.docs else {}).items():
         write_document(path, text)
     if args.json:
-        print(json.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
-                          "regimes": regime_summary(table)}, indent=1))
+        print(output.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
+                            "regimes": regime_summary(table)}, "the error-band table", indent=1))
     else:
         print(f"error-band table: {args.table or TABLE} ({len(table.residuals)} held-out rows, {len(table.regimes)} regimes)")
         print("\n".join(report.coverage_lines(table)))
@@ -217,7 +217,8 @@ def _validate_packet_level(args) -> int:
         raise SimclusterError(why)
     result = validate_scenario(args.packet_level, progress=lambda r: print(
         f"simcluster: {r.fabric} {r.pattern} {r.flow_bytes / 2**20:.3g} MiB: {r.error_pct:+.1f}%", file=sys.stderr))
-    sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n" if args.json else result.text())
+    doc = output.check(result.to_json(), args.packet_level)
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else result.text())
     for line in result.skipped:
         print(f"simcluster: skipped {line}", file=sys.stderr)
     return EXIT_PARTIAL if result.skipped else 0
@@ -287,7 +288,7 @@ def cmd_lab(args) -> int:
         print("lab removed")
         return 0
     lab = netlab.up(args.rate, args.delay)
-    print(json.dumps(lab.ground_truth))
+    print(output.dumps(lab.ground_truth, "the lab's ground truth"))
     return 0
 
 
@@ -360,15 +361,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser(COMMANDS)
 
 
+def _exit_on_sigterm() -> None:
+    """The command line's own process: SIGTERM (kill, a CI's timeout) ends it as Ctrl-C does, through every finally
+    and atexit on the way (the sweep's Dask scratch folder, a study's scratch cards, a half-written temp file), not
+    at once with them left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv: list[str] | None = None) -> int:
+    from simcluster import engine
+
+    if argv is None:
+        _exit_on_sigterm()
+    max_events = engine.MAX_EVENTS
     try:
         bad = next((a for a in (sys.argv[1:] if argv is None else argv) if "\x00" in str(a)), None)
         if bad is not None:   # no file or option can hold one; os calls would raise ValueError
             raise SimclusterError(f"argument {bad.split(chr(0))[0][:80]!r}... holds a NUL byte")
         args = build_parser().parse_args(argv)
         if getattr(args, "max_events", None) is not None:
-            from simcluster import engine
-
             if not 1e5 <= args.max_events <= 1e12:
                 raise SimclusterError(f"--max-events {args.max_events:g}: expected 1e5 to 1e12")
             engine.MAX_EVENTS = int(args.max_events)
@@ -380,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
+    finally:
+        engine.MAX_EVENTS = max_events     # --max-events holds for this command only (main may be called again in-process)
 
 
 if __name__ == "__main__":

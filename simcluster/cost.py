@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.errors import SimclusterError
 from simcluster.units import parse_time
 
@@ -119,7 +119,7 @@ def _nonnegative(value) -> float:
 
 def load_catalogue(path: str | Path) -> Catalogue:
     path = Path(path)
-    doc = strict.load_yaml(path, CostError, what="hardware catalogue (YAML)")
+    doc = strict.load_yaml(path, CostError, what="hardware catalogue (YAML)", schema=documents.CATALOGUE)
     where = str(path)
     strict.known_keys(doc, {"kind", "name", "description", "currency", "electricity", "gpus", "nics", "node", "switch",
                             "sources"}, where, CostError)

@@ -45,6 +45,15 @@ class EventLimitError(SimclusterError):
     """A run that passed MAX_EVENTS events: refused instead of running on for hours."""
 
 
+def expect_events(events: float, what: str) -> None:
+    """Refuse a run before it starts when its estimated event count is past MAX_EVENTS: one line naming the estimate,
+    what it counts, the limit and the flag that raises it (the kernel's own count stops a run that gets there anyway)."""
+    if not events <= MAX_EVENTS:    # (NaN too)
+        raise EventLimitError(f"{what}: about {events:,.0f} events to simulate, past the limit of {MAX_EVENTS:,} "
+                              "(--max-events)", hint="fewer steps, micro-batches or ranks; or raise the limit with "
+                              "'simcluster --max-events N ...' if the run is meant")
+
+
 class _CountingEnvironment(simpy.Environment):
     """A SimPy environment that counts the events it processes (for events/s in the benchmarks).
 

@@ -15,7 +15,7 @@ import re
 from simcluster.errors import AnswerError
 
 # keys whose values are quantities that cannot be negative: times, sizes, rates, counts, money, energy
-NON_NEGATIVE = re.compile(r"(_s|_Bps|_B|_bytes|_us|_ms|_ns|_GiB|_MiB|_GB|_per_s|_per_step_s|_usd|_USD|_hours|_days|_J|_W|_Wh|"
+NON_NEGATIVE = re.compile(r"(_s|_Bps|_GBps|_Gbps|_MBps|_tflops|_TFLOPS|_B|_bytes|_us|_ms|_ns|_GiB|_MiB|_GB|_per_s|_per_step_s|_usd|_USD|_hours|_days|_J|_W|_Wh|"
                           r"_kWh|_flops|_FLOPS)$|^(nodes|gpus|ranks|cores|count|samples|steps|points)$")
 
 

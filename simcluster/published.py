@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import documents
 from simcluster.errors import SimclusterError
 from simcluster.strict import field, known_keys, load_yaml, short
 
@@ -52,23 +53,11 @@ class Published:
 def read_published(path: str | Path, kind: str) -> Published:
     """A published file of `kind` (published-nccl-run, published-llm-run), checked for what the comparison reads."""
     where = str(path)
-    doc = load_yaml(path, SimclusterError, "published reference")
+    doc = load_yaml(path, SimclusterError, "published reference", schema=documents.PUBLISHED)
     if field(doc, "kind", where) != kind:
         raise SimclusterError(f"kind {doc['kind']!r}, expected {kind}", where=where)
-    usage = known_keys(field(doc, "simcluster", where), BLOCK_KEYS, f"{where}: simcluster")
-    if not isinstance(field(usage, "held_out", f"{where}: simcluster"), bool):
-        raise SimclusterError("simcluster.held_out must be true or false", where=where)
-    runs, system = field(doc, "runs", where), field(doc, "system", where)
-    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs) or not isinstance(system, dict):
-        raise SimclusterError("expected 'system' to be a mapping and 'runs' a list of mappings", where=where)
-    for key in ("runs_not_held_out", "runs_not_compared"):
-        exceptions = usage.get(key) or {}
-        if not isinstance(exceptions, dict) or not all(isinstance(k, int) and not isinstance(k, bool) for k in exceptions):
-            raise SimclusterError(f"simcluster.{key} must map run indexes to why", where=where)
-        past = sorted(k for k in exceptions if not 0 <= k < len(runs))
-        if past:
-            raise SimclusterError(f"simcluster.{key}: run {past[0]} is not a run of the file (runs 0-{len(runs) - 1})",
-                                  where=where)
+    usage = known_keys(field(doc, "simcluster", where), BLOCK_KEYS, f"{where}: simcluster")   # the types, and the run
+    runs, system = field(doc, "runs", where), field(doc, "system", where)                   # indexes: documents.PUBLISHED
     return Published(Path(path), kind, system, runs, usage)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.collectives.nccl_constants import CPU_VENDORS
 from simcluster.errors import ScenarioError
 from simcluster.hardware import pcie
@@ -195,7 +195,7 @@ def load(path: str | Path) -> Scenario:
 
 
 def _read(path: Path) -> tuple[dict, dict[str, int]]:
-    doc, lines = strict.load_yaml(path, ScenarioError, what="scenario (YAML)", lines=True)
+    doc, lines = strict.load_yaml(path, ScenarioError, what="scenario (YAML)", lines=True, schema=documents.SCENARIO)
     if doc is None:
         ScenarioReader(path, lines).fail("", "the scenario is empty")
     return doc, lines

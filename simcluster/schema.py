@@ -1,117 +1,193 @@
-"""Declarative schemas for documents simcluster reads once they are parsed (tool records, summaries): each field
-declared once with its type, unit, range and finiteness, checked in one call that names the file, line and key.
+"""The schema layer: every document simcluster reads (scenario, model cards, DLIO workloads, published tables, bundle
+and results-store manifests, plan catalogues, tool output once parsed) is declared once, as pydantic v2 models, with
+its types, units, ranges, finiteness and cross-field rules; `check` validates a parsed document against its schema
+and turns the first violation into one line: `FILE:LINE: KEY: why, got VALUE`.
 
-    RECORD = Record({"step_times_s": ListOf(Seconds(), min_len=1), "image": Count()}, optional={"phases": ...})
+    RECORD = Record({"step_times_s": ListOf(Seconds(), min_len=1), "image": Count()}, optional={...})
     RECORD.check(doc, where="stdout.txt:3", error=TraceFormatError)
+    strict.load_yaml(path, ScenarioError, schema=documents.SCENARIO)       # the readers' entry points
 
-`Record` allows keys it does not declare (tool output carries more than the model reads); a declared key that is
-missing, of the wrong type, not finite or out of range is one line: `WHERE: KEY: why`. The YAML readers take their
-fields through strict.field and the scenario reader; this is the same check for JSON tool output, declared as data.
+The models are strict (no "1" for a number, no true for a count), refuse NaN and infinity everywhere, and allow
+keys they do not declare (the component readers behind them refuse unknown keys where a typo matters, and a tool's
+output carries more than the model reads). The document is checked, not converted: readers get the parsed document
+back unchanged. pydantic (a compiled validator, ~10 MB) is imported here only; docs/architecture.md says why this
+layer is pydantic and not a hand-grown one.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from typing import Annotated, Any, Optional
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from simcluster.errors import SimclusterError
 from simcluster.strict import short
 
 
-class _Bad(Exception):
-    """A field that does not fit its declaration: (dotted key, why)."""
+def _finite_tree(doc) -> str | None:
+    """The dotted key of the first NaN or infinite number anywhere in doc (None: every number is finite)."""
+    stack = [("", doc)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return key or "the document"
+    return None
 
-    def __init__(self, key: str, why: str):
-        super().__init__(key, why)
-        self.key, self.why = key, why
 
+class Document(BaseModel):
+    """The base of every declared document: strict types, no NaN or infinity anywhere in it (declared or not),
+    undeclared keys allowed (and left to the reader)."""
 
-def _join(parent: str, key) -> str:
-    return f"{parent}[{key}]" if isinstance(key, int) else (f"{parent}.{key}" if parent else str(key))
+    model_config = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
 
-
-@dataclass(frozen=True)
-class Number:
-    """A finite real number from `low` to `high` (`unit` named in the error); `integer` for a whole number."""
-
-    low: float = -math.inf
-    high: float = math.inf
-    unit: str = ""
-    integer: bool = False
-    above: bool = False          # low itself is refused (a time that must be > 0)
-
-    def validate(self, value, key: str):
-        kind = "an integer" if self.integer else "a number"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.integer and isinstance(value, float)):
-            raise _Bad(key, f"expected {kind}, got {short(value)}")
-        if not math.isfinite(value) or value < self.low or value > self.high or (self.above and value == self.low):
-            unit = f" {self.unit}" if self.unit else ""
-            low = f"> {self.low:g}" if self.above else f"from {self.low:g}"
-            raise _Bad(key, f"expected {kind} {low} to {self.high:g}{unit}, got {short(value)}")
+    @model_validator(mode="before")
+    @classmethod
+    def _every_number_finite(cls, value):
+        bad = _finite_tree(value) if isinstance(value, dict) else None
+        if bad is not None:
+            raise ValueError(f"{bad}: not a finite number")
         return value
 
+    @classmethod
+    def validate(cls, value, key: str = ""):   # noqa: D102 - the old Record API: the value if it fits
+        check(cls, value, key or "the document")
+        return value
 
-def Seconds(high: float = 86400.0) -> Number:   # noqa: N802 - a declaration, read as a type
+    @classmethod
+    def check(cls, doc, where: str, error: type[SimclusterError] = SimclusterError, lines: dict | None = None):
+        return check(cls, doc, where, error, lines)
+
+
+def check(schema: type[Document], doc, where: str, error: type[SimclusterError] = SimclusterError,
+          lines: dict[str, int] | None = None):
+    """doc if it fits `schema`; else `error`, one line: 'WHERE[:LINE]: KEY: why, got VALUE' (LINE from `lines`, the
+    dotted-key -> line index strict.load_yaml gives, when the key or one above it is in it)."""
+    if not isinstance(doc, dict):
+        raise error(f"expected a mapping (an object of keys), got {short(doc)}", where=where)
+    try:
+        schema.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        key = _dotted(first["loc"])
+        why = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        why = _WORDS.get(first["type"], why)
+        value = first.get("input")
+        got = f", got {short(value)}" if not isinstance(value, (dict, list)) or first["type"] in _WORDS else ""
+        if first["type"] == "missing":
+            why, got = "missing", ""
+        elif not key and ": " in why:   # a document-wide rule (finiteness) naming its own key
+            (key, why), got = why.split(": ", 1), ""
+        raise error(f"{key or 'the document'}: {why}{got}", where=_located(where, key, lines)) from None
+    return doc
+
+
+_WORDS = {"string_type": "expected text", "int_type": "expected an integer", "float_type": "expected a number",
+          "bool_type": "expected true or false", "dict_type": "expected a mapping", "model_type": "expected a mapping",
+          "model_attributes_type": "expected a mapping", "list_type": "expected a list",
+          "finite_number": "not a finite number"}     # pydantic's error types in the words the other readers use
+
+
+def _dotted(loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[")) and part not in (
+                "int", "float", "str", "bool", "none", "list", "dict"):
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _located(where: str, key: str, lines: dict[str, int] | None) -> str:
+    """where:LINE of key, or of the nearest key above it that the index has."""
+    while lines and key:
+        if key in lines:
+            return f"{where}:{lines[key]}"
+        cut = max(key.rfind("."), key.rfind("["))
+        key = key[:cut] if cut > 0 else ""
+    return where
+
+
+# ---- field types: a declaration reads as a type ----------------------------------------------------------------
+
+def Number(low: float = -math.inf, high: float = math.inf, unit: str = "", integer: bool = False,   # noqa: N802
+           above: bool = False):
+    """A finite real number from `low` to `high` (`unit` named in the error); `integer` for a whole number;
+    `above`: low itself refused (a time that must be > 0)."""
+    kind = "an integer" if integer else "a number"
+    unit_note = f" {unit}" if unit else ""
+    span = f"{'> ' if above else 'from '}{low:g} to {high:g}{unit_note}"
+
+    def in_range(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and isinstance(value, float)):
+            raise ValueError(f"expected {kind}")
+        if not math.isfinite(value) or value < low or value > high or (above and value == low):
+            raise ValueError(f"expected {kind} {span}")
+        return value
+    return Annotated[Any, AfterValidator(in_range), Field(description=f"{kind} {span}")]
+
+
+def Seconds(high: float = 86400.0):   # noqa: N802
     """A duration in seconds, > 0 and at most `high` (a day by default)."""
     return Number(0.0, high, "s", above=True)
 
 
-def Count(low: int = 1, high: int = 2**31) -> Number:   # noqa: N802
+def Count(low: int = 1, high: int = 2**31):   # noqa: N802
     return Number(low, high, integer=True)
 
 
-@dataclass(frozen=True)
-class Text:
-    max_len: int = 4096
+def Text(max_len: int = 4096):   # noqa: N802
+    return Annotated[str, Field(max_length=max_len)]
 
-    def validate(self, value, key: str):
-        if not isinstance(value, str) or len(value) > self.max_len:
-            raise _Bad(key, f"expected text of at most {self.max_len} characters, got {short(value)}")
+
+def ListOf(item, min_len: int = 0, max_len: int = 1_000_000):   # noqa: N802
+    return Annotated[list[item], Field(min_length=min_len, max_length=max_len)]
+
+
+def MapOf(value, max_len: int = 100_000):   # noqa: N802
+    return Annotated[dict[str, value], Field(max_length=max_len)]
+
+
+def Nullable(inner):   # noqa: N802
+    return Optional[inner]   # noqa: UP045 - a runtime type expression
+
+
+def OneOf(*names: str):   # noqa: N802
+    """A text that is one of `names`."""
+    def one_of(value: str) -> str:
+        if value not in names:
+            raise ValueError(f"expected one of {', '.join(names)}")
         return value
+    return Annotated[str, AfterValidator(one_of)]
 
 
-@dataclass(frozen=True)
-class ListOf:
-    item: object
-    min_len: int = 0
-    max_len: int = 1_000_000
-
-    def validate(self, value, key: str):
-        if not isinstance(value, list) or not self.min_len <= len(value) <= self.max_len:
-            raise _Bad(key, f"expected a list of {self.min_len} to {self.max_len:,} items, got {short(value)}")
-        for i, item in enumerate(value):
-            self.item.validate(item, _join(key, i))
-        return value
-
-
-@dataclass(frozen=True)
-class Nullable:
-    inner: object
-
-    def validate(self, value, key: str):
-        return None if value is None else self.inner.validate(value, key)
-
-
-@dataclass(frozen=True)
-class Record:
-    required: dict = field(default_factory=dict)
-    optional: dict = field(default_factory=dict)
-
-    def validate(self, value, key: str = ""):
-        if not isinstance(value, dict):
-            raise _Bad(key or "the document", f"expected a JSON object, got {short(value)}")
-        for name, spec in self.required.items():
-            if name not in value:
-                raise _Bad(_join(key, name), "missing")
-            spec.validate(value[name], _join(key, name))
-        for name, spec in self.optional.items():
-            if name in value:
-                spec.validate(value[name], _join(key, name))
-        return value
-
-    def check(self, doc, where: str, error: type[SimclusterError] = SimclusterError):
-        """doc if it fits; else `error`, one line: 'WHERE: KEY: why'."""
+def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True, what: str = "quantity"):  # noqa: N802
+    """A number with its unit as text ("13.9us", "100Gbps", "16GiB"; a plain number is SI), parsed by
+    `parse` (units.parse_time / parse_size / parse_bandwidth), in range once parsed."""
+    def in_range(value):
+        if isinstance(value, bool):
+            raise ValueError(f"expected a {what} with its unit")
         try:
-            return self.validate(doc)
-        except _Bad as bad:
-            raise error(f"{bad.key}: {bad.why}", where=where) from None
+            si = float(parse(value))
+        except SimclusterError as exc:
+            raise ValueError(exc.message) from None
+        if not math.isfinite(si) or si < low or si > high or (above and si == low):
+            raise ValueError(f"expected a {what} {'>' if above else 'from'} {low:g} to {high:g} (SI units)")
+        return value
+    return Annotated[Any, AfterValidator(in_range)]
+
+
+Map = MapOf(Any)      # a mapping whose keys the reader behind the schema checks
+
+
+def Record(required: dict | None = None, optional: dict | None = None, name: str = "Record"):   # noqa: N802
+    """A document declared as data: `required` keys (missing: refused) and `optional` ones (absent: fine; present:
+    must fit; null only where the type is Nullable)."""
+    declared = [(k, v, ...) for k, v in (required or {}).items()] + [(k, v, None) for k, v in (optional or {}).items()]
+    fields = {f"f{i}": (v, Field(default, alias=k)) for i, (k, v, default) in enumerate(declared)}   # a key may be
+    return create_model(name, __base__=Document, **fields)    # any text ('model', 'copy'): declared by its alias

@@ -145,10 +145,17 @@ CACHE_ENTRIES = 512          # documents kept (a sweep re-reads the same cards f
 
 
 def load_yaml(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "YAML file",
-              lines: bool = False):
+              lines: bool = False, schema=None):
     """The document of a YAML file (safe_load only), checked for size, depth and alias expansion; with
     `lines`, also its dotted-key -> line index. An empty document is None. A file read before and unchanged
-    since (same path, size and mtime) is not parsed again: the caller gets a deep copy of the first reading."""
+    since (same path, size and mtime) is not parsed again: the caller gets a deep copy of the first reading.
+    With `schema` (a schema.Document: simcluster/documents.py declares one per file kind), a document that is not
+    empty is checked against it, a violation one line FILE:LINE: KEY: why."""
+    if schema is not None:
+        doc, index = load_yaml(path, error, what, lines=True)
+        if doc is not None:
+            schema.check(doc, str(path), error, index)
+        return (doc, index) if lines else doc
     try:
         st = os.stat(path)
         key = (os.path.realpath(path), st.st_mtime_ns, st.st_size, st.st_ino, error, what, lines)
@@ -254,14 +261,37 @@ def loads_json(text: str):
     return doc
 
 
-def load_json(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "JSON file"):
+def load_json(path: str | Path, error: type[SimclusterError] = SimclusterError, what: str = "JSON file", schema=None):
     """The document of a JSON file, read as read_text and loads_json say; any refusal is one line naming the file
-    and the line."""
+    and the line. With `schema` (a schema.Document), checked against it (load_yaml says how)."""
     text = read_text(path, error, what)
     try:
-        return loads_json(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise error(f"not valid JSON ({exc.msg}): expected a {what}", where=f"{path}:{exc.lineno}") from None
+    if schema is not None:
+        schema.check(doc, str(path), error, json_lines(text))
+    return doc
+
+
+class json_lines(dict):   # noqa: N801 - used as a function that returns an index
+    """A dotted key -> line index of a JSON text, found lazily (only an error asks): the line of the first
+    `"NAME":` of the key's last name; a key whose name is not in the text has none."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+    def __getitem__(self, key):
+        return self.get(key)
+
+    def get(self, key, default=None):
+        name = re.split(r"[.\[]", str(key))[-1]
+        at = self.text.find(json.dumps(name) + ":") if name and not name.endswith("]") else -1
+        return self.text.count("\n", 0, at) + 1 if at >= 0 else default
 
 
 def short(value, limit: int = 60) -> str:

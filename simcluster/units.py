@@ -102,6 +102,8 @@ def parse_nccl_size(text: str) -> int:
 def parse_size_arg(text) -> int:
     """A size as users type it: nccl-tests' '8G' (powers of 1024) or a unit string '16GiB'."""
     if isinstance(text, int) and not isinstance(text, bool):
+        if not 0 <= text <= MAX_QUANTITY:
+            raise UnitError(f"{text!r} is not a size: it must be a whole number of bytes from 0 to {MAX_QUANTITY:g}")
         return text
     if re.fullmatch(r"\s*\d+\s*[KkMmGgTt]?\s*", str(text)):
         return parse_nccl_size(text)

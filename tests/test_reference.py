@@ -314,7 +314,7 @@ def test_usage_mistakes_are_one_line(capsys, argv, match):
 
 @pytest.mark.parametrize("edit, match", [
     (lambda d: d.pop("simcluster"), "missing key 'simcluster'"),
-    (lambda d: d["simcluster"].update(held_out="yes"), "held_out must be true or false"),
+    (lambda d: d["simcluster"].update(held_out="yes"), "simcluster.held_out: expected true or false, got .yes."),
     (lambda d: d["simcluster"].update(fitted=True), "unknown key 'fitted'"),
     (lambda d: d.update(kind="published-llm-run"), "expected published-nccl-run"),
     (lambda d: d["simcluster"].update(runs_not_held_out=["0"]), "runs_not_held_out"),

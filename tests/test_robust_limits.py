@@ -78,8 +78,20 @@ def test_max_events_is_checked_and_set(capsys, monkeypatch):
 
     monkeypatch.setattr(engine, "MAX_EVENTS", engine.MAX_EVENTS)
     assert "--max-events 10: expected 1e5 to 1e12" in _one_line(capsys, ["--max-events", "10", "run", "x.yaml"])
+    from simcluster import build
+    from simcluster.errors import SimclusterError
+
+    seen = []
+
+    def run_file(*args, **kwargs):
+        seen.append(engine.MAX_EVENTS)
+        raise SimclusterError("stopped here")
+
+    monkeypatch.setattr(build, "run_file", run_file)
+    before = engine.MAX_EVENTS
     main(["--max-events", "2e5", "run", "missing.yaml"])
-    assert engine.MAX_EVENTS == 200_000
+    assert seen == [200_000]                   # the command ran under the limit given
+    assert engine.MAX_EVENTS == before         # and the next one (in the same process) under the default again
 
 
 def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeypatch):
@@ -94,3 +106,32 @@ def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeyp
     every = dataclasses.replace(s.workload, au_threshold=0.0)        # every count meets it: the search would go on
     with pytest.raises(SimclusterError, match="the search simulated [0-9,]+ reads before trying 2 accelerators; at most 1 "):
         loader.max_accelerators(every, s.nvme, 1, s.config)
+
+
+def test_an_llm_iteration_past_the_event_limit_is_refused_before_it_runs(tmp_path, capsys):
+    job = {"kind": "llm_training", "model": {"layers": 8, "hidden": 1024, "ffn": 4096, "heads": 16, "kv_heads": 8, "vocab": 32000,
+                                             "seq": 2048},
+           "parallel": {"tp": 4, "pp": 2, "dp": 2}, "global_batch": 40_000_000, "micro_batch": 1}
+    path = _scenario(tmp_path, 4, 4, 4, job)
+    doc = yaml.safe_load(open(path))
+    doc["machine"]["gpu"] = {"card": str(MODELS / "gpu" / "h200-sxm.yaml")}
+    open(path, "w").write(yaml.safe_dump(doc))
+    import time
+    start = time.process_time()
+    err = _one_line(capsys, ["run", path, "--json"])
+    assert "20,000,000 micro-batches on 2 pipeline stages: about 320,000,000 events" in err and "--max-events" in err
+    assert time.process_time() - start < 10      # refused from the estimate, not after 100 M events
+
+
+def test_a_ddp_step_log_appended_to_over_and_over_is_refused_before_it_is_read(tmp_path):
+    from simcluster.errors import TraceFormatError
+    from simcluster.training import workload
+
+    log = ROOT / "calibration" / "h200x4-collect-2026-11-22" / "ddp-step" / "resnet18-32-b128" / "stdout.txt"
+    line = next(x for x in log.read_text().splitlines() if x.strip())
+    path = tmp_path / "stdout.txt"
+    path.write_text((line + "\n") * 5000)      # the long fuzz run's one timeout: calibrate spent > 20 s fitting these
+    with pytest.raises(TraceFormatError, match="5,000 ddp-step records; at most 1,000 are read"):
+        workload.read_runs(path)
+    path.write_text((line + "\n") * 3)
+    assert len(workload.read_runs(path)) == 3

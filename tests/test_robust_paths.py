@@ -32,7 +32,8 @@ def test_plot_dir_figures_stay_in_the_plot_folder(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])   # Ctrl-C; kill or a CI's timeout
+def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path, how):
     import os
     import signal
     import subprocess
@@ -58,7 +59,7 @@ def test_an_interrupted_sweep_leaves_no_dask_scratch_folder(tmp_path):
             time.sleep(0.05)
         assert list(scratch.iterdir()), "the sweep made no scratch folder to clean"
         assert proc.poll() is None, "the sweep finished before it could be interrupted (make it longer)"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, how))
     finally:
         proc.wait(timeout=60)
     assert proc.returncode != 0, "the sweep finished before it could be interrupted"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.card_document import provenance
 from simcluster.errors import SimclusterError, TraceFormatError
 from simcluster.files import inside
@@ -20,7 +20,7 @@ def read_manifest(bundle: Path) -> dict:
     if not path.is_file():
         raise TraceFormatError("not a trace bundle: no manifest.json", where=str(path),
                                hint="make one with 'simcluster collect --out DIR'")
-    doc = strict.load_json(path, TraceFormatError, "bundle manifest")
+    doc = strict.load_json(path, TraceFormatError, "bundle manifest", schema=documents.BUNDLE_MANIFEST)
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise TraceFormatError("manifest has no 'runs' list", where=str(path))
     return doc

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from simcluster import documents
 from simcluster.collectives.nccl_constants import ALGORITHMS, PROTOCOLS, TUNED_OPS
 from simcluster.errors import SimclusterError
 from simcluster.published import flag, one_of, text
@@ -242,7 +243,8 @@ def compare_source(path: str | Path) -> list[PublishedDecisionLog]:
 
     path = Path(path)
     where = str(path)
-    doc = known_keys(load_yaml(path, SimclusterError, "published NCCL log source"), SOURCE_KEYS, where)
+    doc = known_keys(load_yaml(path, SimclusterError, "published NCCL log source", schema=documents.PUBLISHED), SOURCE_KEYS,
+                     where)
     if field(doc, "kind", where) != KIND:
         raise SimclusterError(f"kind {str(doc['kind'])[:40]!r}, expected {KIND}", where=where)
     citation = field(doc, "citation", where)

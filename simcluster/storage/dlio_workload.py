@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.errors import ScenarioError
 
 # The largest values a workload may give (a typo such as 1e30 samples is refused, not simulated for hours):
@@ -76,7 +76,8 @@ class DlioWorkload:
 
 def load(path: str | Path) -> DlioWorkload:
     path = Path(path)
-    doc, lines = strict.load_yaml(path, ScenarioError, what="DLIO workload (YAML)", lines=True)
+    doc, lines = strict.load_yaml(path, ScenarioError, what="DLIO workload (YAML)", lines=True,
+                                  schema=documents.DLIO_WORKLOAD)
 
     def fail(key: str, message: str, hint: str | None = None):
         line = lines.get(key)

@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import documents, strict
 from simcluster.errors import SimclusterError
 from simcluster.files import OutputError, atomic_write
 
@@ -178,7 +178,7 @@ def read_manifest(folder: str | Path) -> dict:
     path = Path(folder) / MANIFEST
     if not path.is_file():
         return {}
-    doc = strict.load_json(path, StoreError, "results store manifest")
+    doc = strict.load_json(path, StoreError, "results store manifest", schema=documents.STORE_MANIFEST)
     if not isinstance(doc, dict):
         raise StoreError(f"the manifest is a JSON {type(doc).__name__}, not an object", where=str(path))
     return doc

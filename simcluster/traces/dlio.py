@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import schema as S
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import loads_json, read_text, sha256_of
 
@@ -53,11 +54,25 @@ def _json(path: str | Path) -> dict:
     return doc
 
 
+_PERCENT = S.Number(0, 100, "%")
+SUMMARY = S.Record(   # DLIO's summary.json, as far as parse_summary reads it
+    {"num_accelerators": S.Count(1, 2**20),
+     "metric": S.Record({"train_au_percentage": S.ListOf(_PERCENT, min_len=1, max_len=10**6), "train_au_mean_percentage": _PERCENT},
+                        {"train_throughput_samples_per_second": S.ListOf(S.Number(0, 1e12), max_len=10**6),
+                         "train_io_mean_MB_per_second": S.Number(0, 1e9, "MB/s")}, name="DlioMetric")},
+    {"num_files_train": S.Count(0, 10**9), "num_samples_per_file": S.Count(1, 10**9), "epochs": S.Count(1, 10**6)},
+    name="DlioSummary")
+_STEPS = S.MapOf(S.ListOf(S.Number(0, 86400, "s"), max_len=10**7))
+EPOCH = S.Record({"proc": _STEPS, "compute": _STEPS}, {"load": _STEPS, "au": S.MapOf(_PERCENT),   # one epoch of
+                                                       "throughput": S.MapOf(S.Number(0, 1e12))}, name="DlioEpoch")  # _output.json
+
+
 def parse_summary(path: str | Path) -> DlioSummary:
     doc = _json(path)
-    m = doc.get("metric")
-    if not isinstance(m, dict) or "train_au_percentage" not in m:
+    if not isinstance(doc.get("metric"), dict) or "train_au_percentage" not in doc["metric"]:
         raise TraceFormatError("no metric.train_au_percentage: not a DLIO summary.json", where=str(path))
+    SUMMARY.check(doc, str(path), TraceFormatError)
+    m = doc["metric"]
     try:
         return DlioSummary(str(path), int(doc["num_accelerators"]), [float(x) for x in m["train_au_percentage"]],
                            float(m["train_au_mean_percentage"]),
@@ -76,6 +91,7 @@ def parse_output(path: str | Path) -> list[DlioBlock]:
     for epoch, e in doc.items():
         if not isinstance(e, dict) or "proc" not in e:
             continue
+        EPOCH.check(e, f"{path}: epoch {epoch}", TraceFormatError)
         try:
             for block, proc in e["proc"].items():
                 blocks.append(DlioBlock(epoch, block, [float(x) for x in e["load"].get(block, [])],

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import schema as S
 from simcluster.errors import TraceFormatError, UnitError
 from simcluster.strict import decode_json
 from simcluster.traces.common import read_text, sha256_of
@@ -48,6 +49,17 @@ class FioTrace:
     tool: str = "fio"
 
 
+_NS = S.Number(0, 1e15, "ns")
+_DIRECTION = S.Record(optional={"io_bytes": S.Count(0, 2**62), "bw_bytes": S.Number(0, 1e15, "B/s"),
+                                "iops": S.Number(0, 1e12), "runtime": S.Number(0, 1e12, "ms"),
+                                "clat_ns": S.Record(optional={"mean": _NS, "stddev": _NS, "percentile": S.MapOf(_NS)}),
+                                "lat_ns": S.Record(optional={"mean": _NS, "stddev": _NS})}, name="FioDirection")
+DOCUMENT = S.Record(   # one fio --output-format=json document, as far as parse() reads it
+    {"jobs": S.ListOf(S.Record({"jobname": S.Text(1000)}, {d: _DIRECTION for d in ("read", "write", "trim")}
+                               | {"iodepth_level": S.MapOf(S.Number(0, 100, "%"))}, name="FioJob"), max_len=100_000)},
+    {"fio version": S.Text(200), "global options": S.Map}, name="FioDocument")
+
+
 def _documents(text: str, where: str) -> list[tuple[int, dict]]:
     """(start line, document) for every top-level JSON object in the text."""
     docs, i = [], 0
@@ -60,7 +72,9 @@ def _documents(text: str, where: str) -> list[tuple[int, dict]]:
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
             raise TraceFormatError(f"line {line}: truncated or malformed fio JSON ({exc.msg})", where=where) from None
-        docs.append((text.count("\n", 0, start) + 1, doc))
+        line = text.count("\n", 0, start) + 1
+        DOCUMENT.check(doc, f"{where}:{line}", TraceFormatError)
+        docs.append((line, doc))
         i = end
     return docs
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simcluster import schema as S
+from simcluster import strict
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import loads_json, read_text, sha256_of
 
@@ -19,6 +21,22 @@ ATTN_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causa
 MEMORY_KEYS = ("op", "bytes_moved", "time_s")
 GROUP_KEYS = ("m", "n", "k", "experts", "dtype", "mode", "role", "hidden", "tokens", "time_s")
 GEMM_CONDITIONS = ("back-to-back", "interleaved")
+
+_DIM, _TIME = S.Count(1, 2**40), S.Seconds(3600.0)
+DOCUMENT = S.Record(   # gpu-micro's stdout (runner/gpu_micro.py), as far as parse() reads it
+    {"device": S.Map,
+     "gemm": S.ListOf(S.Record({k: _DIM for k in ("m", "n", "k", "batch")} | {"dtype": S.Text(32), "time_s": _TIME},
+                               {"role": S.Text(64), "condition": S.OneOf(*GEMM_CONDITIONS), "hidden": S.Count(0, 2**40),
+                                "tokens": S.Count(0, 2**40)}, name="GemmRecord"), max_len=10**6),
+     "attention": S.ListOf(S.Record({k: _DIM for k in ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim")} |
+                                    {"causal": bool, "dtype": S.Text(32), "mode": S.OneOf("fwd", "fwd_bwd"), "time_s": _TIME},
+                                    name="AttentionRecord"), max_len=10**6),
+     "memory": S.ListOf(S.Record({"op": S.Text(64), "bytes_moved": S.Number(0, 2**50, "B"), "time_s": _TIME},
+                                 {"reference_only": bool}, name="MemoryRecord"), max_len=10**6)},
+    {"launch": S.Nullable(S.Record({"time_s": S.Number(0, 3600, "s")}, {"host_issue_s": S.Number(0, 3600, "s")},
+                                   name="LaunchRecord")),
+     "moe_grouped": S.ListOf(S.Map, max_len=10**6), "errors": S.ListOf(S.Any, max_len=10**6), "quick": bool},
+    name="GpuMicroDocument")
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,7 @@ def _records(doc: dict, key: str, keys: tuple[str, ...], where: str) -> list[dic
 def parse(path: str | Path) -> GpuMicroTrace:
     where = str(path)
     doc = load_json(path, "gpu-micro")
+    DOCUMENT.check(doc, where, TraceFormatError, strict.json_lines(read_text(path)))
     try:
         gemm = [GemmSample(int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), str(r["dtype"]), float(r["time_s"]),
                            str(r.get("role", "")), str(r.get("condition", "back-to-back")), int(r.get("hidden", 0)),
@@ -146,17 +165,7 @@ def parse(path: str | Path) -> GpuMicroTrace:
                   for r in _records(timed, "moe_grouped", GROUP_KEYS, where)]
     except (TypeError, ValueError) as exc:
         raise TraceFormatError(f"a record has a value of the wrong type ({exc})", where=where) from None
-    launch = doc.get("launch")
-    if launch is not None and not (isinstance(launch, dict) and isinstance(launch.get("time_s"), (int, float))):
-        raise TraceFormatError("section 'launch' has no time_s", where=where)
-    if not isinstance(doc.get("device"), dict):
-        raise TraceFormatError("no 'device' section", where=where)
-    odd = [g.condition for g in gemm if g.condition not in GEMM_CONDITIONS]
-    if odd:
-        raise TraceFormatError(f"gemm condition {odd[0]!r} is not one of {', '.join(GEMM_CONDITIONS)}", where=where)
-    bad = [a.mode for a in attn if a.mode not in ("fwd", "fwd_bwd")]
-    if bad:
-        raise TraceFormatError(f"attention mode {bad[0]!r} is not fwd or fwd_bwd", where=where)
+    launch = doc.get("launch")     # the sections' types, ranges, conditions and modes: DOCUMENT
     return GpuMicroTrace(where, doc["device"], str(doc.get("torch", "")), doc.get("cuda"), gemm, attn, mem,
                          float(launch["time_s"]) if launch else 0.0, float(launch.get("host_issue_s", 0.0)) if launch else 0.0,
                          {"before": doc.get("clocks_before", {}), "after": doc.get("clocks_after", {})},

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster import schema as S
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import read_text, sha256_of
 
@@ -88,4 +89,11 @@ def parse(path: str | Path, sep: str | None = None) -> PerfStat:
     if sep is None:
         raise TraceFormatError(f"line {lines[0][0]}: no field separator; expected perf stat -x output", where=where)
     counters = [_counter(line.split(sep), n, where) for n, line in lines]
+    for c in counters:
+        COUNTER.check({"event": c.event, "value": c.value, "running_pct": c.running_pct}, f"{where}:{c.line}", TraceFormatError)
     return PerfStat(where, counters, sha256_of(path))
+
+
+COUNTER = S.Record(   # one parsed perf stat counter (a count or a time, and the share of the run it was counted)
+    {"event": S.Text(200), "value": S.Nullable(S.Number(0, 1e20)), "running_pct": S.Nullable(S.Number(0, 100, "%"))},
+    name="PerfCounter")

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simcluster import schema as S
 from simcluster.errors import TraceFormatError
 from simcluster.traces.common import read_text, sha256_of
 
@@ -142,7 +143,12 @@ def parse_text(text: str, path: str = "<text>") -> QperfTrace:
     for t in tests:
         if t.error is None and not t.metrics:
             raise TraceFormatError(f"test {t.name} has no results: the output is truncated", where=f"{path}:{t.line}")
+        TEST.check({"name": t.name, "metrics": t.metrics}, f"{path}:{t.line}", TraceFormatError)
     return QperfTrace(path, tests, commands)
+
+
+TEST = S.Record(   # one parsed qperf test: its metrics in SI units (bytes/s, s, messages/s, CPU fractions)
+    {"name": S.Text(64), "metrics": S.MapOf(S.Number(0, 1e18))}, name="QperfTest")
 
 
 def parse(path: str | Path) -> QperfTrace:

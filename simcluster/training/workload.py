@@ -142,16 +142,29 @@ RECORD = S.Record(   # a ddp-step JSON record, as far as the model reads it (run
     optional={"issue_times_s": S.Nullable(_STEPS), "bucket_cap_mb": S.Number(2**-20, 2**20, "MiB", above=True),
               "phases": S.Nullable(S.Record({"forward_s": _PHASE, "backward_s": _PHASE, "optimizer_s": _PHASE})),
               "plain": S.Nullable(S.Record({"step_times_s": _STEPS}, {"issue_times_s": S.Nullable(_STEPS)})),
-              "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS)}),
+              "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS),
+                                                                "step_times_s": _STEPS, "issue_times_s": S.Nullable(_STEPS)}),
                                            max_len=2**17))})
-_PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")})
+_PROFILE_STEP = S.Record({"compute_busy_s": S.Number(0.0, 3600.0, "s"), "overlap_s": S.Number(0.0, 3600.0, "s")},
+                         {"wall_s": S.Number(0.0, 3600.0, "s"), "comm_busy_s": S.Number(0.0, 3600.0, "s"),
+                          "launch_cpu_s": S.Number(0.0, 3600.0, "s"), "kernels": S.Count(0, 2**40),
+                          "comm_kernels": S.Count(0, 2**40), "launches": S.Count(0, 2**40)}, name="ProfileStep")
 PROFILE_SUMMARY = S.Record()   # trace name -> [per-step summary]; the lists are checked by _PROFILE_STEP
 
 
+MAX_RECORDS = 1000     # ddp-step writes one record per configuration it ran (a bundle's logs hold 1-10)
+
+
 def read_runs(path: str | Path) -> list[dict]:
-    """Every JSON record of a ddp-step stdout (JSON lines), each checked for the keys the model reads."""
+    """Every JSON record of a ddp-step stdout (JSON lines), each checked for the keys the model reads; more than
+    MAX_RECORDS is refused before any is read (a log appended to over and over made the fit run for minutes)."""
     out = []
-    for n, line in enumerate(read_text(path).splitlines(), 1):
+    lines = read_text(path).splitlines()
+    records = sum(1 for line in lines if line.strip())
+    if records > MAX_RECORDS:
+        raise TraceFormatError(f"{records:,} ddp-step records; at most {MAX_RECORDS:,} are read from one log "
+                               "(the same run appended many times?)", where=str(path))
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:

@@ -1,0 +1,135 @@
+"""Mutation fuzzing of every file kind's reader itself, without a command or a model behind it: scenarios, every
+card kind, DLIO workloads, published tables, bundle and results-store manifests, the plan catalogue and each tool's
+output parser, each given the repository's own files mutated as tests/fuzzing.mutate does. A case passes when the
+reader returns what simcluster.output accepts or refuses with one SimclusterError line, within CASE_SECONDS of CPU
+and without writing anything. tests/test_robust_readers_fuzz.py runs a seeded set; bench/fuzz.py READER_CASES the
+long run.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+from pathlib import Path
+
+from fuzzing import CAL, CASE_SECONDS, ROOT, CaseTimeout, _alarm, mutate
+
+
+def reader_seeds() -> list[tuple[Path, str, object]]:
+    """(seed file, kind, reader) for every file kind simcluster reads: scenarios, every card kind, DLIO workloads,
+    published tables, bundle and results-store manifests, the plan catalogue, and each tool's output parser."""
+    from simcluster import cards, scenario
+    from simcluster.cost import load_catalogue
+    from simcluster.fit.bundle_files import read_manifest
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.published import read_published
+    from simcluster.storage import dlio_workload
+    from simcluster.storage.nvme import load_nvme
+    from simcluster.sweep import store
+    from simcluster.traces import dlio, fio, gpu_micro, llm_step, nccl_tests, perf_stat, qperf
+    from simcluster.training import workload
+
+    out = [(p, "scenario", scenario.load) for p in sorted((ROOT / "scenarios").glob("*.yaml"))]
+    loaders = {"collective": cards.load_collective, "nic": cards.load_nic, "nvme": load_nvme, "gpu": load_gpu,
+               "switch": cards.load_aggregation, "nvswitch": cards.load_nvls,
+               "training": lambda p: (cards.load_ddp if p.name.startswith("ddp") else cards.load_training)(p)}
+    for folder, load in loaders.items():
+        out += [(p, f"{folder}-card", load) for p in sorted((ROOT / "models" / folder).glob("*.yaml"))
+                if not p.name.startswith("op-profile")]
+    out += [(p, "op-profile", cards.load_op_profiles) for p in sorted((ROOT / "models" / "collective").glob("op-profile-*.yaml"))]
+    out += [(p, "dlio", dlio_workload.load) for p in sorted((ROOT / "scenarios" / "workloads").glob("*.yaml"))]
+    pub = ROOT / "calibration" / "published"
+    for prefix, kind in (("nccl-", "published-nccl-run"), ("llm-", "published-llm-run"), ("reliability-", "published-reliability")):
+        out += [(p, "published", lambda p, kind=kind: read_published(p, kind)) for p in sorted(pub.glob(prefix + "*.yaml"))]
+    out += [(p, "bundle-manifest", lambda p: read_manifest(p.parent)) for p in sorted(CAL.glob("*/manifest.json"))]
+    out += [(ROOT / "tests" / "fixtures" / "results-store" / store.MANIFEST, "results-store",
+             lambda p: store.read_manifest(p.parent)),
+            (ROOT / "scenarios" / "plans" / "catalogue-2026.yaml", "catalogue", load_catalogue)]
+    tools = [("h200x4-collect-2026-11-22/ddp-step/resnet18-32-b128/stdout.txt", workload.read_runs),
+             ("h200x4-collect-2026-11-22/ddp-step/resnet50-224-b64/profiler-traces/profile-summary.json",
+              lambda p: workload._profiles(p.parent.parent)),
+             ("local-2026-11-22/fio/randread-4k-qd16/stdout.txt", fio.parse),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/summary.json", dlio.parse_summary),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/0_output.json", dlio.parse_output),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/per_epoch_stats.json", dlio.parse_epoch_stats),
+             ("local-2026-11-22/qperf/qperf-1/stdout.txt", qperf.parse),
+             ("local-2026-11-22/perf-stat/qperf-tcp_bw/perf.csv", perf_stat.parse),
+             ("h200x2-nvlink-2026-11-22/nccl-tests/all_reduce.txt", nccl_tests.parse),
+             ("h100x1-gpu-2026-11-23/gpu-micro/gpu-micro/stdout.txt", gpu_micro.parse),
+             ("h100x1-gpu-2026-11-23/llm-step/1b-single/stdout.txt", llm_step.parse)]
+    out += [(CAL / f, "tool-output", read) for f, read in tools]
+    return [(p, kind, read) for p, kind, read in out if p.is_file()]
+
+
+def _plain(value):
+    """A reader's answer as plain data for the output check (dataclasses as dicts; other objects left out)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        try:
+            return dataclasses.asdict(value)
+        except (TypeError, RecursionError):
+            return None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value if isinstance(value, (int, float, str, bool, type(None))) else None
+
+
+def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str, str, str, list[str]]]:
+    """`count` mutated files, each read by its kind's reader in a copy of the repository's layout under `folder`:
+    (outcome, detail, seed file, [kind]); outcome 'read' or 'refused' (one line), else a finding: traceback,
+    bad-error (not one line), bad-number (a NaN/inf or negative quantity in what was read), timeout, memory."""
+    from simcluster import output
+    from simcluster.errors import AnswerError, SimclusterError
+
+    rng = random.Random(seed)
+    pool: dict[str, list] = {}
+    for path, kind, read in reader_seeds():   # each kind as often as another, whatever its number of files
+        pool.setdefault(kind, []).append((path, kind, read))
+    kinds = sorted(pool)
+    results = []
+    for _ in range(count):
+        path, kind, read = rng.choice(pool[rng.choice(kinds)])
+        data = mutate(path.read_text(errors="replace"), rng)
+        case_dir = folder / kind     # one layout per kind, made once: the mutated file replaced case after case
+        target = case_dir / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for shared in ("models", "calibration", "scenarios/workloads", "scenarios/published"):
+            link = case_dir / shared
+            if not link.is_symlink() and not link.exists() and not target.is_relative_to(link):
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(ROOT / shared)
+        target.write_bytes(data)
+        before = {p.name for p in target.parent.iterdir()}
+        old = signal.signal(signal.SIGPROF, _alarm)
+        signal.setitimer(signal.ITIMER_PROF, CASE_SECONDS)
+        try:
+            answer = read(target)
+            output.check(_plain(answer), str(target))
+            outcome, detail = "read", ""
+        except AnswerError as exc:    # the output layer's refusal: what was read holds a number no answer may
+            outcome, detail = "bad-number", exc.one_line()[:200]
+        except SimclusterError as exc:
+            line = exc.one_line()
+            outcome, detail = ("refused", line[:200]) if "\n" not in line else ("bad-error", line[:300])
+        except CaseTimeout:
+            outcome, detail = "timeout", f"> {CASE_SECONDS} s"
+        except MemoryError:
+            outcome, detail = "memory", "MemoryError"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any escape is the finding
+            outcome, detail = "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, old)
+        target.unlink()
+        written = {p.name for p in target.parent.iterdir()} - before
+        if written or any(p.name not in kinds for p in folder.iterdir()):   # a reader wrote beside what it read
+            outcome, detail = "escape", f"wrote {sorted(written)[:3]} reading {target.name}"
+        results.append((outcome, detail, str(path.relative_to(ROOT)), [kind]))
+    return results
+
+
