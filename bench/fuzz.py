@@ -5,7 +5,7 @@
 READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing.run_reader_cases: every file
 kind, ~30 per second), then CASES through the command line (tests/fuzzing.run_cases: each input run by the
 commands that read it, models included, ~1-3 per second on a shared machine). The issue-45 long run
-(docs/robustness.md): `nice -n 19 timeout -s TERM 4800 python bench/fuzz.py 40000 45 25000`; a stop (SIGTERM,
+(docs/testing.md): `nice -n 19 timeout -s TERM 4800 python bench/fuzz.py 40000 45 25000`; a stop (SIGTERM,
 Ctrl-C) prints the tally of what ran.
 
 Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-error, bad-exit or bad-number is a

@@ -45,6 +45,7 @@ the breakdown, not the step: the step already prices the hashed, shared rates.
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -91,12 +92,7 @@ def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
         exposed = breakdown.get(key, 0.0)
         if group.inside_node or exposed <= 0:
             continue
-        sets = node_sets(group, net.gpus_per_node, gpus)
-        hashed = concurrent_ring_flows(net.cluster, sets)
-        slowest = min(range(len(sets)), key=lambda i: hashed[i].node_rate_Bps)
-        r_h = hashed[slowest].node_rate_Bps
-        r_s = concurrent_ring_flows(net.cluster, sets, spread=True)[slowest].node_rate_Bps
-        r_1 = concurrent_ring_flows(net.cluster, [sets[slowest]], spread=True)[0].node_rate_Bps
+        r_h, r_s, r_1 = split_rates(net.cluster, group, net.gpus_per_node, gpus)
         if not (r_h > 0 and r_s > 0 and r_1 > 0):
             continue
         r_s, r_1 = max(r_s, r_h), max(r_1, r_s, r_h)
@@ -104,6 +100,26 @@ def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
         out["cross_group_congestion"] += exposed * (r_h / r_s - r_h / r_1)
         out[key] = exposed * r_h / r_1
     return out
+
+
+_RATES: dict[int, tuple] = {}   # id(cluster) -> (a weak reference to it, {group's layout: (r_h, r_s, r_1)})
+
+
+def split_rates(cluster, group, gpus_per_node: int, gpus: int) -> tuple[float, float, float]:
+    """(r_h, r_s, r_1) of the slowest of a group kind's concurrent rings (module docstring): solved once per cluster
+    and group layout (every point of a sweep that shares them asks again), since they depend on nothing else."""
+    entry = _RATES.get(id(cluster))
+    if entry is None or entry[0]() is not cluster:
+        entry = _RATES[id(cluster)] = (weakref.ref(cluster), {})
+    key = (group.stride, group.size, group.ranks_per_node, gpus_per_node, gpus)
+    if key not in entry[1]:
+        sets = node_sets(group, gpus_per_node, gpus)
+        hashed = concurrent_ring_flows(cluster, sets)
+        slowest = min(range(len(sets)), key=lambda i: hashed[i].node_rate_Bps)
+        entry[1][key] = (hashed[slowest].node_rate_Bps,
+                         concurrent_ring_flows(cluster, sets, spread=True)[slowest].node_rate_Bps,
+                         concurrent_ring_flows(cluster, [sets[slowest]], spread=True)[0].node_rate_Bps)
+    return entry[1][key]
 
 
 def node_sets(group, gpus_per_node: int, gpus: int) -> list[np.ndarray]:
