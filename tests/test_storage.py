@@ -373,3 +373,23 @@ def test_resnet50_answer_settles_and_does_not_depend_on_steps():
     short, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=50, at_least=True))
     assert base.estimate.settled and base.accelerators == short.accelerators
     assert short.throughput_MiB_per_s == pytest.approx(base.throughput_MiB_per_s, rel=0.02)
+
+
+def test_an_nvme_card_with_an_absurd_service_time_spread_is_one_line_error(tmp_path, capsys):
+    """Found by the session-27 fuzz run: sigma 1e200 overflowed exp() inside the drive model (a traceback)."""
+    card = tmp_path / "drive.yaml"
+    card.write_text(MICRON.read_text().replace("sigma: 0.52", "sigma: 1.0e+200"))
+    assert "sigma: 0.52" in MICRON.read_text()
+    code = main(["storage", "simulate", "--workload", str(WORKLOADS / "unet3d_h100.yaml"), "--nvme", str(card), "--steps", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "sigma" in err and "log-normal spread from 0 to 5" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_workload_with_a_negative_zero_spread_runs_as_zero(tmp_path):
+    """Found by the session-27 fuzz run: record_length_stdev -0.0 passed the >= 0 check, and numpy's normal() refuses a
+    scale of -0.0 ("scale < 0", a traceback)."""
+    path = tmp_path / "w.yaml"
+    path.write_text((WORKLOADS / "unet3d_v100.yaml").read_text().replace("record_length_stdev: 68341808", "record_length_stdev: -0.0"))
+    w = dlio_workload.load(path)
+    assert w.record_stdev_bytes == 0.0 and str(w.record_stdev_bytes) == "0.0"
+    assert main(["storage", "simulate", "--workload", str(path), "--nvme", str(MICRON), "--steps", "4", "--accelerators", "2"]) == 0

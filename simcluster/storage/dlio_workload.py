@@ -107,7 +107,7 @@ def load(path: str | Path) -> DlioWorkload:
         low, high = minimum if minimum is not None else -math.inf, BOUNDS.get(f"{section}.{key}", math.inf)
         if not (low <= value <= high):  # also refuses NaN
             fail(f"{section}.{key}", f"expected a number from {low:g} to {high:g}, got {strict.short(value)}")
-        return kind(value)
+        return kind(value) + 0 if kind is float else kind(value)   # -0.0 -> 0.0: numpy refuses a scale of -0.0
 
     def _threads() -> int:
         if (doc.get("reader") or {}).get("read_threads") == 0:

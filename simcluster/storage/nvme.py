@@ -112,6 +112,16 @@ class NvmeDevice:
         return self.env.timeout(done - now)
 
 
+MAX_SIGMA = 5.0   # a log-normal service-time spread of e^5 (150x) is far past any drive; beyond it exp() overflows
+
+
+def _sigma(v) -> float:
+    value = strict.non_negative(float(v))
+    if value > MAX_SIGMA:
+        raise ValueError(f"expected a log-normal spread from 0 to {MAX_SIGMA:g}")
+    return value
+
+
 def load_nvme(path) -> tuple[NvmeParams, dict]:
     """An NVMe drive's card (kind: nvme) -> NvmeParams."""
     card = cd.load_card(path, kind="nvme")
@@ -123,7 +133,7 @@ def load_nvme(path) -> tuple[NvmeParams, dict]:
     if "capacity" in p:
         cd.get(p, "capacity", key, cd.size)   # checked here, read by storage/questions.py
     return NvmeParams(cd.get(p, "service_time", key, cd.positive_of(parse_time)),
-                      cd.get(p, "sigma", key, lambda v: strict.non_negative(float(v))),
+                      cd.get(p, "sigma", key, _sigma),
                       cd.get(p, "parallelism", key, cd.whole),
                       bw, cd.get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
                                  cd.rate), write), card
