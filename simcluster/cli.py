@@ -361,22 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser(COMMANDS)
 
 
-def _exit_on_sigterm() -> None:
-    """The command line's own process: SIGTERM (kill, a CI's timeout) ends it as Ctrl-C does, through every finally
-    and atexit on the way (the sweep's Dask scratch folder, a study's scratch cards, a half-written temp file), not
-    at once with them left behind."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-
-
 def main(argv: list[str] | None = None) -> int:
     from simcluster import engine
 
     if argv is None:
-        _exit_on_sigterm()
+        from simcluster.files import exit_on_sigterm
+
+        exit_on_sigterm()
     max_events = engine.MAX_EVENTS
     try:
         bad = next((a for a in (sys.argv[1:] if argv is None else argv) if "\x00" in str(a)), None)

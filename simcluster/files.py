@@ -22,6 +22,7 @@ import errno
 import os
 import re
 import socket
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -257,3 +258,14 @@ def paths_per_label(path: str, labels: list) -> list[str]:
         seen[s] = seen.get(s, 0) + 1
         names.append(s if seen[s] == 1 else f"{s}-job{seen[s]}")
     return [str(p.with_name(f"{stem}-{s}{suffix}")) for s in names]
+
+
+def exit_on_sigterm() -> None:
+    """The command line's own process: SIGTERM (kill, a CI's timeout) ends it as Ctrl-C does, through every finally
+    and atexit on the way (the sweep's Dask scratch folder, a study's scratch cards, a half-written temp file), not
+    at once with them left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
