@@ -187,7 +187,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    "default set; e.g. attention-backends)")
     p.add_argument("--llm-presets", help="llm-step model sizes, comma-separated: 0.3b, 0.5b, 0.8b, 1b, 1.1b, 2b, 3b, 3.1b, 8b, tiny (default: 0.3b,0.5b,1b,3b)")
     p.add_argument("--llm-shapes", default="1024:8,2048:4,4096:2,2048:1", help="llm-step SEQ:MICRO_BATCH,... (default %(default)s)")
-    p.add_argument("--llm-modes", help="llm-step single, ddp, fsdp, tp; multi-GPU modes run under torchrun over --gpus (default single)")
+    p.add_argument("--llm-modes", help="llm-step single, ddp, fsdp, tp, pp, tp+ddp, tp+fsdp, pp+ddp; multi-GPU modes run under "
+                   "torchrun over --gpus (the two-dimensional ones over pairs of ranks; default single)")
     p.add_argument("--llm-steps", type=int, default=10, help="llm-step timed steps per shape (default %(default)s)")
     p.add_argument("--llm-clocks", action="store_true", help="llm-step: record the SM clock and board power (nvidia-smi, "
                    "every 20 ms) during each shape's timed steps")

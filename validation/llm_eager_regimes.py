@@ -3,6 +3,7 @@
 
     python validation/llm_eager_regimes.py --register calibration/BUNDLE/registered.yaml   # before collecting
     python validation/llm_eager_regimes.py calibration/BUNDLE                              # after: measured vs registered
+    python validation/llm_eager_regimes.py --plan meshes ...                               # the 4-GPU layouts, likewise
 
 PLAN is the set of runs (calibration/BUNDLE/device_run.sh makes them with simcluster.runner.llm_step): three
 Llama-shaped presets (0.3b: 316M, 1b: 1.24B, 3.1b: 3.09B parameters) at seq 2048, each run
@@ -17,6 +18,11 @@ calibration/llm-host-2026-11-23, as validation/llm_single_gpu.py), and for the p
 card (models/collective/h200x2-primitives.yaml). Nothing is fitted on these runs. Step time: the median of rank 0's
 timed steps (the first stage ends a step last in both schedules); memory: torch.cuda.max_memory_allocated of each
 rank against its stage's predicted peak; a mode's memory error is over every rank.
+--plan meshes (calibration/h200x4-llm-eager-meshes-2026-11-28) is the same three presets on one 4-GPU host:
+  tp+ddp, tp+fsdp  DTensor TP inside pairs of ranks, DDP / FSDP2 across the pairs (runner --mode tp+ddp / tp+fsdp --group 2)
+  pp4-1f1b, pp4-gpipe  4 stages, 8 micro-batches;  pp+ddp  2 stages (1F1B, 4 micro-batches) replicated by DDP over 2 pairs
+with the host cost of the mode the layout issues its kernels like (eager.host_mode) and the 2-rank NVLink card for
+every group (each is two ranks). Peak memory: each rank against its own stage's prediction.
 Target (issue 44): step time <= 8% mean |error| per mode, peak memory within 10%. The plan and its prediction are
 simcluster.heldout.eager's (regime_*): the error-band table's `llm eager` family takes these runs from there.
 """
@@ -31,24 +37,25 @@ from pathlib import Path
 
 import yaml
 
-from simcluster.heldout.eager import CARDS, H100, H200, MICROBATCHES, MODE_HOST, SEQ, SIZES, pct, regime_documents, regime_mode_of, regime_modes
+from simcluster.heldout.eager import CARDS, H100, H200, MODE_HOST, SEQ, SIZES, layout_of, mesh_modes, pct, regime_documents, regime_mode_of, regime_modes
 from simcluster.heldout.eager import regime_predict as predict
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
-MODES = regime_modes()
-PLAN = [(preset, mb, mode) for preset, mb in SIZES for mode in MODES]
+PLANS = {"regimes": regime_modes(), "meshes": mesh_modes()}
+MODES = PLANS["regimes"]
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
 TARGET_STEP, TARGET_MEM = 8.0, 10.0
 
 
 def register(path: Path) -> None:
+    plan = [(preset, mb, mode) for preset, mb in SIZES for mode in MODES]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     runs = []
-    for preset, mb, mode in PLAN:
-        runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb,
-                     "microbatches": MICROBATCHES if MODES[mode].pp > 1 else 1,
+    for preset, mb, mode in plan:
+        runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
+                     "microbatches": layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
@@ -93,12 +100,13 @@ def compare(bundle: Path) -> int:
             if shape["status"] != "ok":
                 print(f"{head} {shape['status']}: {shape.get('error', '')[:80]}")
                 continue
-            meas_mem = [r["max_memory_allocated_bytes"] / GiB for r in shape["ranks"]] if "ranks" in shape else \
-                [shape["max_memory_allocated_bytes"] / GiB]
+            ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
+            meas_mem = [r["max_memory_allocated_bytes"] / GiB for r in ranks]
+            stage = [r.get("stage", i) for i, r in enumerate(ranks)]   # each rank against its own stage's prediction
             now = predict(key[0], key[3], mode, gpu_label)
             te = pct(pred["step_ms"], shape["median_step_s"] * 1e3)
-            me = [pct(p, m) for p, m in zip(pred["stage_mem_GiB"], meas_mem, strict=False)]
-            now_me = [pct(p, m) for p, m in zip(now["stage_mem_GiB"], meas_mem, strict=False)]
+            me = [pct(pred["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]
+            now_me = [pct(now["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]
             acc = errors.setdefault(mode, {"time": [], "mem": [], "now_time": [], "now_mem": []})
             acc["time"].append(te)
             acc["mem"] += me
@@ -126,8 +134,11 @@ def compare(bundle: Path) -> int:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", metavar="BUNDLE", help="a bundle with registered.yaml and runs/*.json")
-    ap.add_argument("--register", metavar="PATH", help="write the predictions of PLAN to PATH (before the runs)")
+    ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
+    ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")
     args = ap.parse_args(argv)
+    global MODES
+    MODES = PLANS[args.plan]
     if args.register:
         register(Path(args.register))
         return 0

@@ -30,6 +30,7 @@ SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-l
           "calibration/h200x4-llm-4gpu-sealed4-2026-11-27", "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27",
           "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27-tp", "calibration/h200x4-llm-4gpu-sealed5-socket-tp-2026-11-27")
 REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
+MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU layouts (mesh_modes), registered before
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
          ("nvlink", 4): "models/collective/h200x4-primitives.yaml", ("socket", 4): "models/collective/h200x4-socket.yaml"}
@@ -57,10 +58,27 @@ def model_of(doc: dict, seq: int):
 
 
 def regime_modes():
+    """The eager-regimes bundle's layouts (one and two GPUs)."""
     from simcluster.llm.spec import ParallelSpec
 
     return {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
             "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
+
+
+def mesh_modes():
+    """The 4-GPU layouts of the meshes bundle (runner modes tp+ddp, tp+fsdp, pp+ddp with --group 2, pp on 4 ranks)."""
+    from simcluster.llm.spec import ParallelSpec
+
+    return {"tp+ddp": ParallelSpec(tp=2, dp=2), "tp+fsdp": ParallelSpec(tp=2, dp=2, zero=3),
+            "pp4-1f1b": ParallelSpec(pp=4), "pp4-gpipe": ParallelSpec(pp=4, pp_schedule="gpipe"),
+            "pp+ddp": ParallelSpec(pp=2, dp=2)}
+
+
+def layout_of(mode: str):
+    """(ParallelSpec, GPUs, micro-batches per step) of a regimes or meshes layout: a pipeline runs 2 micro-batches per
+    stage (4 on 2 stages, 8 on 4), every other layout one."""
+    par = {**regime_modes(), **mesh_modes()}[mode]
+    return par, par.tp * par.pp * par.dp, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
 @dataclass(frozen=True)
@@ -217,9 +235,9 @@ def regime_framework(mode: str, gpu_label: str):
     """An eager-regimes layout's torch framework with the single mode's host cost of that GPU's machine kind."""
     from simcluster.llm import eager
 
-    par = regime_modes()[mode]
+    par, _, _ = layout_of(mode)
     if gpu_label == "h200":
-        return eager.torch_framework(par, eager.fit_modes(MODE_HOST)), f"host: single mode of {MODE_HOST.name}"
+        return eager.torch_framework(par, eager.fit_modes(MODE_HOST)), f"host: {eager.host_mode(par)} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
@@ -235,14 +253,14 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_step import PRESETS
 
-    par = regime_modes()[mode]
-    m = MICROBATCHES if par.pp > 1 else 1
+    par, gpus, m = layout_of(mode)
     model = model_of({"model": PRESETS[preset]}, SEQ)
-    batch = BatchSpec(mb * m, mb, "bf16")
+    batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
     fw, how = regime_framework(mode, gpu_label)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
-    r = predict_llm(model, par, batch, gpu, Network(card, par.pp), par.pp, trace=False, framework=fw)
+    # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
+    r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
     mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
     return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
             "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
@@ -250,7 +268,10 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
 
 def regime_mode_of(doc: dict) -> str:
     if doc.get("mode") == "pp":
-        return "pp-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
+        stages = doc["pipeline"].get("stages", 2)
+        return f"pp{stages if stages != 2 else ''}-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
+    if doc.get("mode") in ("tp+ddp", "tp+fsdp", "pp+ddp"):
+        return str(doc["mode"])
     return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
 
 
@@ -277,7 +298,8 @@ def held_out_rows() -> list[dict]:
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
                             "gpus": r["world"], "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": r["transport"],
                             "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
-    return out + registered_rows(ROOT / REGIMES_BUNDLE)
+    meshes = ROOT / MESHES_BUNDLE
+    return out + registered_rows(ROOT / REGIMES_BUNDLE) + (registered_rows(meshes) if (meshes / "runs").is_dir() else [])
 
 
 def registered_rows(bundle: Path) -> list[dict]:
@@ -295,8 +317,8 @@ def registered_rows(bundle: Path) -> list[dict]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
             if reg is None or shape["status"] != "ok":
                 continue                                    # the smoke and host runs: not registered
-            par = regime_modes()[mode]
+            par, gpus, _ = layout_of(mode)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
-                        "gpus": max(1, par.pp), "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": "nvlink",
+                        "gpus": gpus, "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": "nvlink",
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3})
     return out

@@ -1,6 +1,8 @@
-"""The llm-step runner's pipeline mode (--mode pp): torch.distributed.pipelining, one stage per rank.
+"""The llm-step runner's pipeline modes: torch.distributed.pipelining, one stage per rank (--mode pp: W stages over
+the W ranks; --mode pp+ddp: a pipeline of --group stages in each group of that many consecutive ranks, each stage
+replicated by DDP across the groups, llm_mesh.py).
 
-Rank r of W holds the decoder layers [r L / W, (r + 1) L / W) (the first rank also the embedding, the last the final
+Stage r of W holds the decoder layers [r L / W, (r + 1) L / W) (the first rank also the embedding, the last the final
 norm and the LM head; a tied head gets its own copy of the embedding's weight, since a tie cannot cross ranks). Each
 shape builds a PipelineStage and the schedule (Schedule1F1B or ScheduleGPipe) over `microbatches` micro-batches of
 the shape's SEQ x MICRO_BATCH; a step is schedule.step (the first rank feeds the tokens, the last computes the
@@ -15,7 +17,23 @@ import inspect
 
 
 class Pipeline:
-    def __init__(self, torch, model, rank: int, world: int, cfg: dict, device, schedule: str, microbatches: int, amp: bool):
+    @classmethod
+    def of(cls, torch, model, mode: str, rank: int, world: int, group: int, cfg: dict, device, schedule: str,
+           microbatches: int, amp: bool) -> Pipeline:
+        """`mode` pp: every rank a stage; pp+ddp: stages over each group's ranks, DDP across the groups."""
+        if mode == "pp":
+            return cls(torch, model, rank, world, cfg, device, schedule, microbatches, amp)
+        from simcluster.runner.llm_mesh import data_parallel, mesh
+
+        grid = mesh(torch, mode, world, group, device)
+        pipe = cls(torch, model, rank % group, group, cfg, device, schedule, microbatches, amp, grid["pp"].get_group())
+        pipe.module = data_parallel(torch, pipe.stage, device, grid["dp"].get_group())
+        pipe.replicas = world // group
+        return pipe
+
+    def __init__(self, torch, model, rank: int, world: int, cfg: dict, device, schedule: str, microbatches: int, amp: bool,
+                 group=None):
+        """`rank` is the stage's index and `world` the stage count; `group` the pipeline's process group (None: every rank)."""
         if world < 2:
             raise SystemExit("--mode pp: launch with torchrun on two or more ranks")
         if cfg["layers"] < world:
@@ -27,6 +45,7 @@ class Pipeline:
         lo, hi = rank * cfg["layers"] // world, (rank + 1) * cfg["layers"] // world
         self.layers = (lo, hi)
         self.stage = self._stage_module(model, lo, hi)
+        self.module, self.group, self.replicas = self.stage, group, 1   # module: what runs (the stage, or DDP around it)
         self.scale_grads = None
 
     def _stage_module(self, model, lo: int, hi: int):
@@ -76,7 +95,7 @@ class Pipeline:
         from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
         def make(inputs, labels):
-            stage = PipelineStage(self.stage, self.rank, self.world, self.device)   # shapes inferred at the first step
+            stage = PipelineStage(self.module, self.rank, self.world, self.device, group=self.group)   # shapes at the first step
             cls = ScheduleGPipe if self.schedule_name == "gpipe" else Schedule1F1B
             self.scale_grads = "scale_grads" in inspect.signature(cls.__init__).parameters
             schedule = cls(stage, self.microbatches, loss_fn=self.loss_fn)
@@ -105,13 +124,13 @@ class Pipeline:
 
         mine = {k: record.get(k) for k in ("status", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
                                            "memory_allocated_steady_bytes")}
-        mine.update(rank=self.rank, layers=list(self.layers))
-        out: list = [None] * self.world
+        mine.update(rank=dist.get_rank(), stage=self.rank, layers=list(self.layers))
+        out: list = [None] * dist.get_world_size()
         dist.all_gather_object(out, mine)
         return out
 
     def describe(self) -> dict:
         return {"library": "torch.distributed.pipelining", "schedule": {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe"}[self.schedule_name],
-                "stages": self.world, "microbatches": self.microbatches, "scale_grads_default": self.scale_grads,
+                "stages": self.world, "replicas": self.replicas, "microbatches": self.microbatches, "scale_grads_default": self.scale_grads,
                 "autocast": "one bf16 autocast around schedule.step" if self.amp else None,
                 "tied_head": "own copy on the last stage" if self.cfg["tied"] else None}

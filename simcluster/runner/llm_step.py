@@ -4,6 +4,7 @@
     python -m simcluster.runner.llm_step --layers 4 --hidden 256 --ffn 704 --heads 4 --kv-heads 2 --vocab 1000 --shapes 128:2
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode ddp    # or fsdp, tp
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode pp --schedule gpipe --microbatches 4
+    torchrun --nproc-per-node 4 -m simcluster.runner.llm_step --preset 1b --mode tp+fsdp --group 2    # or tp+ddp, pp+ddp
     python -m simcluster.runner.llm_step --preset 1b --activation-checkpointing
 
 The model, in plain torch: token embedding; per layer x += Attn(RMSNorm(x)), x += MLP(RMSNorm(x)) with
@@ -24,7 +25,8 @@ layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: 
 o and down row-wise; heads and kv_heads must divide by the world size), pp (torch.distributed.pipelining: one stage
 of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
-"ranks"). --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant).
+"ranks"), and the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py).
+--activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant).
 Multi-GPU modes run under torchrun.
 torch is imported inside main only.
 """
@@ -38,6 +40,8 @@ import platform
 import statistics
 import sys
 import time
+
+from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
 PRESETS = {
@@ -56,7 +60,7 @@ PRESETS = {
     # session 24's 4-GPU set: Llama 3 8B's shape (GQA 4:1, 128K vocabulary, untied)
     "8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256, tied=False),
 }
-MODES = ("single", "ddp", "fsdp", "tp", "pp")
+MODES = ("single", "ddp", "fsdp", "tp", "pp", *MESH_MODES)
 
 
 def param_count(layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int, tied: bool) -> int:
@@ -189,36 +193,6 @@ def _distributed(torch, mode: str):
     return dist.get_rank(), dist.get_world_size(), local
 
 
-def wrap(torch, model, mode: str, world: int, cfg: dict, device):
-    """Apply the parallelism: DDP, FSDP2 or tensor parallel."""
-    if mode == "ddp":
-        from torch.nn.parallel import DistributedDataParallel
-
-        return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    if mode == "fsdp":
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-        for layer in model.layers:
-            fully_shard(layer, mp_policy=mp)
-        fully_shard(model, mp_policy=mp)
-        return model
-    if mode == "tp":
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-
-        if cfg["heads"] % world or cfg["kv_heads"] % world:
-            raise SystemExit(f"--mode tp: heads {cfg['heads']} and kv_heads {cfg['kv_heads']} must divide by {world}")
-        mesh = init_device_mesh(device.type, (world,))
-        plan = {"attn.q": ColwiseParallel(), "attn.k": ColwiseParallel(), "attn.v": ColwiseParallel(),
-                "attn.o": RowwiseParallel(), "mlp.gate": ColwiseParallel(), "mlp.up": ColwiseParallel(),
-                "mlp.down": RowwiseParallel()}
-        for layer in model.layers:
-            parallelize_module(layer, mesh, plan)
-        return model
-    return model
-
-
 def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int,
               profile: int = 0, trace: str | None = None, make_step=None, microbatches: int = 1) -> dict:
     """One shape's timed steps; `make_step(inputs, labels)` (the pipeline mode, llm_pipeline.py) builds the step
@@ -297,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="--mode pp: torch.distributed.pipelining's "
                     "Schedule1F1B or ScheduleGPipe")
     ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
+    ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
+                    "tensor-parallel group or pipeline (consecutive ranks); data parallel across the world / SIZE groups")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
@@ -329,17 +305,19 @@ def main(argv: list[str] | None = None) -> int:
         model = model.to(torch.bfloat16)
     model.checkpoint = args.activation_checkpointing
     pipe = None
-    if args.mode == "pp":
+    if args.mode in ("pp", "pp+ddp"):
         from simcluster.runner import llm_pipeline
 
-        pipe = llm_pipeline.Pipeline(torch, model, rank, world, cfg, device, args.schedule, args.microbatches, args.precision == "amp")
-        model = pipe.stage
+        pipe = llm_pipeline.Pipeline.of(torch, model, args.mode, rank, world, args.group, cfg, device, args.schedule,
+                                        args.microbatches, args.precision == "amp")
+        model = pipe.module
     else:
-        model = wrap(torch, model, args.mode, world, cfg, device)
-    fused = device.type == "cuda" and args.mode != "tp"
+        model = wrap(torch, model, args.mode, world, cfg, device, args.group)
+    tp = args.mode.startswith("tp")
+    fused = device.type == "cuda" and not tp
     # tp: the decoder layers' parameters are DTensors, the embedding / head plain tensors; torch's foreach kernels refuse
     # the mix (aten._foreach_mul_: mixed torch.Tensor and DTensor), so the tp optimizer runs per parameter
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=fused or None, foreach=False if args.mode == "tp" else None)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=fused or None, foreach=False if tp else None)
     amp = args.precision == "amp"
     arch = {**cfg, "preset": args.preset, "head_dim": cfg["hidden"] // cfg["heads"], "rope": not args.no_rope,
             "params": param_count(cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["heads"], cfg["kv_heads"], cfg["vocab"], cfg["tied"])}
@@ -370,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                           "sm_count": props.multi_processor_count if props else None},
                "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
-               "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": args.mode != "tp", "lr": args.lr}, "shapes": records}
+               "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
+               "mesh": layout(args.mode, world, args.group if args.mode in MESH_MODES else world), "shapes": records}
         if args.activation_checkpointing:
             doc["activation_checkpointing"] = "full: torch.utils.checkpoint per decoder layer (use_reentrant=False)"
         if pipe:
