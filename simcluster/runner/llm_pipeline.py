@@ -4,7 +4,8 @@ replicated by DDP across the groups, llm_mesh.py).
 
 Stage r of W holds the decoder layers [r L / W, (r + 1) L / W) (the first rank also the embedding, the last the final
 norm and the LM head; a tied head gets its own copy of the embedding's weight, since a tie cannot cross ranks). Each
-shape builds a PipelineStage and the schedule (Schedule1F1B or ScheduleGPipe) over `microbatches` micro-batches of
+shape builds a PipelineStage and the schedule (Schedule1F1B or ScheduleGPipe; with --virtual-stages V, V chunks per rank
+in ScheduleInterleaved1F1B, chunk c of rank r being stage c W + r of W V) over `microbatches` micro-batches of
 the shape's SEQ x MICRO_BATCH; a step is schedule.step (the first rank feeds the tokens, the last computes the
 cross-entropy of each micro-batch with the labels), all under one bf16 autocast, then the stage's AdamW step and
 zero_grad(set_to_none=True). The stage boundary carries the fp32 residual stream. torch is passed in (imported by
@@ -19,10 +20,10 @@ import inspect
 class Pipeline:
     @classmethod
     def of(cls, torch, model, mode: str, rank: int, world: int, group: int, cfg: dict, device, schedule: str,
-           microbatches: int, amp: bool) -> Pipeline:
-        """`mode` pp: every rank a stage; pp+ddp: stages over each group's ranks, DDP across the groups."""
+           microbatches: int, amp: bool, virtual: int = 1) -> Pipeline:
+        """`mode` pp: every rank a stage (or `virtual` chunks); pp+ddp: stages over each group's ranks, DDP across the groups."""
         if mode == "pp":
-            return cls(torch, model, rank, world, cfg, device, schedule, microbatches, amp)
+            return cls(torch, model, rank, world, cfg, device, schedule, microbatches, amp, virtual=virtual)
         from simcluster.runner.llm_mesh import data_parallel, mesh
 
         grid = mesh(torch, mode, world, group, device)
@@ -32,26 +33,32 @@ class Pipeline:
         return pipe
 
     def __init__(self, torch, model, rank: int, world: int, cfg: dict, device, schedule: str, microbatches: int, amp: bool,
-                 group=None):
-        """`rank` is the stage's index and `world` the stage count; `group` the pipeline's process group (None: every rank)."""
+                 group=None, virtual: int = 1):
+        """`rank` is the stage's index and `world` the stage count; `group` the pipeline's process group (None: every
+        rank); `virtual` > 1 (schedule interleaved): that many chunks per rank, chunk c of rank r global stage c W + r."""
         if world < 2:
             raise SystemExit("--mode pp: launch with torchrun on two or more ranks")
-        if cfg["layers"] < world:
-            raise SystemExit(f"--mode pp: {cfg['layers']} layers for {world} stages")
+        if cfg["layers"] < world * virtual:
+            raise SystemExit(f"--mode pp: {cfg['layers']} layers for {world} x {virtual} stages")
         if microbatches < 1:
             raise SystemExit("--microbatches: expected an integer >= 1")
+        if (schedule == "interleaved") != (virtual > 1):
+            raise SystemExit("--schedule interleaved goes with --virtual-stages 2 or more, and only it")
         self.torch, self.rank, self.world, self.cfg, self.device = torch, rank, world, cfg, device
-        self.schedule_name, self.microbatches, self.amp = schedule, microbatches, amp
-        lo, hi = rank * cfg["layers"] // world, (rank + 1) * cfg["layers"] // world
-        self.layers = (lo, hi)
-        self.stage = self._stage_module(model, lo, hi)
+        self.schedule_name, self.microbatches, self.amp, self.virtual = schedule, microbatches, amp, virtual
+        n = world * virtual
+        self.indices = [c * world + rank for c in range(virtual)]
+        self.layers = [(i * cfg["layers"] // n, (i + 1) * cfg["layers"] // n) for i in self.indices]
+        self.chunks = [self._stage_module(model, i, n, lo, hi) for i, (lo, hi) in zip(self.indices, self.layers, strict=True)]
+        self._free(model)
+        self.stage = self.chunks[0] if virtual == 1 else torch.nn.ModuleList(self.chunks)
         self.module, self.group, self.replicas = self.stage, group, 1   # module: what runs (the stage, or DDP around it)
         self.scale_grads = None
 
-    def _stage_module(self, model, lo: int, hi: int):
+    def _stage_module(self, model, index: int, stages: int, lo: int, hi: int):
         torch = self.torch
         nn, F = torch.nn, torch.nn.functional
-        first, last = self.rank == 0, self.rank == self.world - 1
+        first, last = index == 0, index == stages - 1
         head = None
         if last:
             head = model.head
@@ -77,8 +84,12 @@ class Pipeline:
                 return self.head(self.norm(x)) if self.head is not None else x
 
         self.loss_fn = lambda logits, labels: F.cross_entropy(logits.float().view(-1, vocab), labels.reshape(-1))
-        stage = Stage()
-        del model.layers   # the other ranks' layers, embedding, norm and head: freed before the first shape
+        return Stage()
+
+    def _free(self, model) -> None:
+        """The other ranks' layers, embedding, norm and head: freed before the first shape."""
+        first, last = self.rank == 0, self.rank == self.world - 1
+        del model.layers
         if not first:
             del model.embed
         if not last or self.cfg["tied"]:   # a tied head shares the embedding's weight: the last stage trains its own copy
@@ -86,19 +97,23 @@ class Pipeline:
         if not last:
             del model.norm
         if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        return stage
+            self.torch.cuda.empty_cache()
 
     def step_maker(self, opt):
         """A make_step for llm_step.run_shape: the step over the shape's whole batch (micro_batch x microbatches rows)."""
         torch = self.torch
-        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
         def make(inputs, labels):
-            stage = PipelineStage(self.module, self.rank, self.world, self.device, group=self.group)   # shapes at the first step
-            cls = ScheduleGPipe if self.schedule_name == "gpipe" else Schedule1F1B
+            n = self.world * self.virtual   # shapes inferred at the first step
+            if self.virtual > 1:
+                stages = [PipelineStage(c, i, n, self.device, group=self.group) for c, i in zip(self.chunks, self.indices, strict=True)]
+                cls, arg = ScheduleInterleaved1F1B, stages
+            else:
+                cls = ScheduleGPipe if self.schedule_name == "gpipe" else Schedule1F1B
+                arg = PipelineStage(self.module, self.rank, self.world, self.device, group=self.group)
             self.scale_grads = "scale_grads" in inspect.signature(cls.__init__).parameters
-            schedule = cls(stage, self.microbatches, loss_fn=self.loss_fn)
+            schedule = cls(arg, self.microbatches, loss_fn=self.loss_fn)
             first, last = self.rank == 0, self.rank == self.world - 1
 
             def step():
@@ -124,13 +139,16 @@ class Pipeline:
 
         mine = {k: record.get(k) for k in ("status", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
                                            "memory_allocated_steady_bytes")}
-        mine.update(rank=dist.get_rank(), stage=self.rank, layers=list(self.layers))
+        mine.update(rank=dist.get_rank(), stage=self.rank,
+                    layers=list(self.layers[0]) if self.virtual == 1 else [list(x) for x in self.layers])
         out: list = [None] * dist.get_world_size()
         dist.all_gather_object(out, mine)
         return out
 
     def describe(self) -> dict:
-        return {"library": "torch.distributed.pipelining", "schedule": {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe"}[self.schedule_name],
-                "stages": self.world, "replicas": self.replicas, "microbatches": self.microbatches, "scale_grads_default": self.scale_grads,
+        return {"library": "torch.distributed.pipelining",
+                "schedule": {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe", "interleaved": "ScheduleInterleaved1F1B"}[self.schedule_name],
+                "stages": self.world, "virtual_stages": self.virtual, "replicas": self.replicas, "microbatches": self.microbatches,
+                "scale_grads_default": self.scale_grads,
                 "autocast": "one bf16 autocast around schedule.step" if self.amp else None,
                 "tied_head": "own copy on the last stage" if self.cfg["tied"] else None}

@@ -268,8 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     ap.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer under "
                     "torch.utils.checkpoint (non-reentrant): its forward again in the backward, only its input kept")
-    ap.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="--mode pp: torch.distributed.pipelining's "
-                    "Schedule1F1B or ScheduleGPipe")
+    ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
+                    "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
+    ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
     ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
     ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
                     "tensor-parallel group or pipeline (consecutive ranks); data parallel across the world / SIZE groups")
@@ -309,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         from simcluster.runner import llm_pipeline
 
         pipe = llm_pipeline.Pipeline.of(torch, model, args.mode, rank, world, args.group, cfg, device, args.schedule,
-                                        args.microbatches, args.precision == "amp")
+                                        args.microbatches, args.precision == "amp", args.virtual_stages)
         model = pipe.module
     else:
         model = wrap(torch, model, args.mode, world, cfg, device, args.group)
