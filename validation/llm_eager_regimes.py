@@ -37,29 +37,49 @@ from pathlib import Path
 
 import yaml
 
-from simcluster.heldout.eager import CARDS, H100, H200, MODE_HOST, SEQ, SIZES, layout_of, mesh_modes, pct, regime_documents, regime_mode_of, regime_modes
+from simcluster.heldout.eager import (
+    CARDS,
+    H100,
+    H200,
+    MESH_HOST,
+    MODE_HOST,
+    SEQ,
+    SIZES,
+    SIZES2,
+    layout_of,
+    mesh2_modes,
+    mesh_modes,
+    pct,
+    regime_documents,
+    regime_mode_of,
+    regime_modes,
+)
 from simcluster.heldout.eager import regime_predict as predict
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
-PLANS = {"regimes": regime_modes(), "meshes": mesh_modes()}
-MODES = PLANS["regimes"]
+PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2)}
+MODES, PLAN_SIZES = PLANS["regimes"]
+VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
 TARGET_STEP, TARGET_MEM = 8.0, 10.0
 
 
 def register(path: Path) -> None:
-    plan = [(preset, mb, mode) for preset, mb in SIZES for mode in MODES]
+    plan = [(preset, mb, mode) for preset, mb in PLAN_SIZES for mode in MODES]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     runs = []
     for preset, mb, mode in plan:
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
+        if PLAN_SIZES is SIZES2 and mode in ("tp+ddp", "tp+fsdp"):
+            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_modes=True)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
-                           "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}},
+                           "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
+                           | ({VARIANT: str(MESH_HOST.relative_to(ROOT))} if PLAN_SIZES is SIZES2 else {})},
            "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))
@@ -111,6 +131,8 @@ def compare(bundle: Path) -> int:
             acc["time"].append(te)
             acc["mem"] += me
             acc["now_time"].append(pct(now["step_ms"], shape["median_step_s"] * 1e3))
+            if VARIANT in registered[key]:
+                acc.setdefault("variant", []).append(pct(registered[key][VARIANT][gpu_label]["step_ms"], shape["median_step_s"] * 1e3))
             acc["now_mem"] += now_me
             print(f"{head} {shape['median_step_s'] * 1e3:>9.1f} {pred['step_ms']:>9.1f} {te:>+7.1f} {now['step_ms']:>9.1f} "
                   f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {' / '.join(f'{p:.2f}' for p in pred['stage_mem_GiB']):>15} "
@@ -124,6 +146,10 @@ def compare(bundle: Path) -> int:
         print(f"{mode:>11}: step mean |error| {statistics.mean(t):.1f}% (max {max(t):.1f}%, {len(t)} runs; target {TARGET_STEP:.0f}%: "
               f"{'met' if statistics.mean(t) <= TARGET_STEP else 'NOT met'}); memory max |error| {max(m):.1f}% (mean {statistics.mean(m):.1f}%, "
               f"{len(m)} GPUs; target {TARGET_MEM:.0f}%: {'met' if max(m) <= TARGET_MEM else 'NOT met'})")
+        if "variant" in errors[mode]:
+            v = errors[mode]["variant"]
+            print(f"{'':>11}  registered variant (the mode's own host fit, {MESH_HOST.parent.name}/host): step mean "
+                  f"{statistics.mean(abs(e) for e in v):.1f}% ({' / '.join(f'{e:+.1f}' for e in v)})")
         nt, nm = [abs(e) for e in errors[mode]["now_time"]], [abs(e) for e in errors[mode]["now_mem"]]
         if (nt, nm) != (t, m):
             print(f"{'':>11}  current model (changed after the read: not held out): step mean {statistics.mean(nt):.1f}%, "
@@ -137,8 +163,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")
     args = ap.parse_args(argv)
-    global MODES
-    MODES = PLANS[args.plan]
+    global MODES, PLAN_SIZES
+    MODES, PLAN_SIZES = PLANS[args.plan]
     if args.register:
         register(Path(args.register))
         return 0

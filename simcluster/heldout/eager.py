@@ -31,6 +31,8 @@ SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-l
           "calibration/h200x4-llm-4gpu-sealed4-socket-2026-11-27-tp", "calibration/h200x4-llm-4gpu-sealed5-socket-tp-2026-11-27")
 REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
 MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU layouts (mesh_modes), registered before
+MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
+MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
          ("nvlink", 4): "models/collective/h200x4-primitives.yaml", ("socket", 4): "models/collective/h200x4-socket.yaml"}
@@ -39,6 +41,7 @@ MODE_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"   # each mode's 
 H100_HOST = ROOT / "calibration" / "llm-host-2026-11-23"            # the single mode's on an H100 host
 SEQ, MICROBATCHES = 2048, 4
 SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))                      # the eager-regimes bundle's preset, micro-batch
+SIZES2 = (("0.5b", 4), ("2b", 2), ("8b", 1))                       # the second 4-GPU set's
 
 
 class NotPredicted(Exception):
@@ -74,10 +77,18 @@ def mesh_modes():
             "pp+ddp": ParallelSpec(pp=2, dp=2)}
 
 
+def mesh2_modes():
+    """The second 4-GPU set's layouts: the first's without GPipe, with interleaved 1F1B (2 chunks per rank)."""
+    from simcluster.llm.spec import ParallelSpec
+
+    modes = {k: v for k, v in mesh_modes().items() if k != "pp4-gpipe"}
+    return modes | {"pp4-interleaved": ParallelSpec(pp=4, virtual_stages=2)}
+
+
 def layout_of(mode: str):
     """(ParallelSpec, GPUs, micro-batches per step) of a regimes or meshes layout: a pipeline runs 2 micro-batches per
     stage (4 on 2 stages, 8 on 4), every other layout one."""
-    par = {**regime_modes(), **mesh_modes()}[mode]
+    par = {**regime_modes(), **mesh_modes(), **mesh2_modes()}[mode]
     return par, par.tp * par.pp * par.dp, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
@@ -231,20 +242,35 @@ def h100_host_framework():
     return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
 
 
-def regime_framework(mode: str, gpu_label: str):
-    """An eager-regimes layout's torch framework with the single mode's host cost of that GPU's machine kind."""
+def host_fits(mode: str, own_modes: bool) -> dict:
+    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_modes` (the variant the second 4-GPU
+    set registers beside the model's): a 2-D layout takes its own mode's fit from the 4-GPU host (MESH_HOST) in place of
+    tp's, which the product's eager.host_mode gives it."""
+    from simcluster.llm import eager
+
+    fits = eager.fit_modes(MODE_HOST)
+    if own_modes and mode in ("tp+ddp", "tp+fsdp"):
+        fits = fits | {"tp": eager.fit_modes(MESH_HOST)[mode]}
+    return fits
+
+
+def regime_framework(mode: str, gpu_label: str, own_modes: bool = False):
+    """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
+    (host_fits; H100: the single mode's)."""
     from simcluster.llm import eager
 
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
-        return eager.torch_framework(par, eager.fit_modes(MODE_HOST)), f"host: {eager.host_mode(par)} mode of {MODE_HOST.name}"
+        hosts = host_fits(mode, own_modes)
+        used = f"{mode} (own fit, {MESH_HOST.parent.name})" if own_modes and mode in ("tp+ddp", "tp+fsdp") else eager.host_mode(par)
+        return eager.torch_framework(par, hosts), f"host: {used} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
 
 
-def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
-    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown."""
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: bool = False) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_modes`: host_fits'."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -257,7 +283,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
     model = model_of({"model": PRESETS[preset]}, SEQ)
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label)
+    fw, how = regime_framework(mode, gpu_label, own_modes)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
@@ -269,7 +295,8 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str) -> dict:
 def regime_mode_of(doc: dict) -> str:
     if doc.get("mode") == "pp":
         stages = doc["pipeline"].get("stages", 2)
-        return f"pp{stages if stages != 2 else ''}-" + ("gpipe" if doc["pipeline"]["schedule"] == "ScheduleGPipe" else "1f1b")
+        kind = {"ScheduleGPipe": "gpipe", "ScheduleInterleaved1F1B": "interleaved"}.get(doc["pipeline"]["schedule"], "1f1b")
+        return f"pp{stages if stages != 2 else ''}-{kind}"
     if doc.get("mode") in ("tp+ddp", "tp+fsdp", "pp+ddp"):
         return str(doc["mode"])
     return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
@@ -298,8 +325,10 @@ def held_out_rows() -> list[dict]:
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
                             "gpus": r["world"], "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": r["transport"],
                             "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
-    meshes = ROOT / MESHES_BUNDLE
-    return out + registered_rows(ROOT / REGIMES_BUNDLE) + (registered_rows(meshes) if (meshes / "runs").is_dir() else [])
+    for name in (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE):
+        if any((ROOT / name / "runs").glob("*.json")):
+            out += registered_rows(ROOT / name)
+    return out
 
 
 def registered_rows(bundle: Path) -> list[dict]:

@@ -42,15 +42,18 @@ from simcluster.llm import host
 from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
-MODES = ("single", "ddp", "fsdp", "tp", "ckpt")   # the runner's modes with a host fit of their own (fit_modes); ckpt: single
-                                                   # with --activation-checkpointing (issue 44, session 27)
+MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp")   # the runner's modes with a host fit (fit_modes);
+# ckpt: single with --activation-checkpointing (issue 44, session 27). tp+ddp, tp+fsdp (the 2-D meshes over pairs of ranks)
+# are fitted where a folder has them, but no layout takes them (host_mode): on the first 4-GPU set their fits put the
+# 2-D steps 17-54% slow, tp's 5.9% / 15.3% mean (docs/models/llm-findings.md, session 28)
+FALLBACK = {"ckpt": "single"}   # a mode without a fit of its own takes this one's
 
 
 def host_mode(par: ParallelSpec) -> str:
     """The runner mode whose host cost a layout takes: DTensor TP's dispatch where tp > 1, else FSDP2's or DDP's hooks
     where dp > 1, else torch.utils.checkpoint's (ckpt) for a checkpointed single GPU, else the plain module's (a pipeline
     stage issues its kernels like a single GPU). A mode without a fit of its own takes the single mode's (torch_framework)."""
-    if par.tp > 1:
+    if par.tp > 1:   # TP x DP too: DTensor dispatch dominates (MODES says why not the 2-D modes' own fits)
         return "tp"
     if par.dp > 1:
         return "fsdp" if par.zero == 3 else "ddp"
@@ -89,8 +92,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     mode_of(par)
     fw = TORCH_AMP
     mode = host_mode(par)
-    if hosts and mode not in hosts and mode == "ckpt":   # no checkpointed host runs: the plain module's cost per kernel
-        mode = "single"
+    if hosts and mode not in hosts and mode in FALLBACK:   # no host runs of that mode: its nearest mode's cost per kernel
+        mode = FALLBACK[mode]
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
     names = []
@@ -111,7 +114,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
     return {"single": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
-            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1)}[mode]
+            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1),
+            "tp+ddp": (ParallelSpec(tp=2, dp=2), 2), "tp+fsdp": (ParallelSpec(tp=2, dp=2, zero=3), 2)}[mode]
 
 
 def _mode_documents(folder: Path, mode: str) -> list[Path]:

@@ -182,8 +182,8 @@ def _framework(r, job: dict, key: str, par: ParallelSpec, precision: str) -> tup
         hosts = eager.fit_modes(folder)
     except (ValueError, KeyError, TypeError) as exc:
         r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
-    if mode == "ckpt" and mode not in hosts:   # no checkpointed host runs: the plain module's cost (eager.torch_framework)
-        mode = "single"
+    if mode in eager.FALLBACK and mode not in hosts:   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
+        mode = eager.FALLBACK[mode]
     if mode not in hosts:
         r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")
     return name, hosts
