@@ -27,18 +27,32 @@ def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_pr
     rows = eager.held_out_rows()
     bundles = {r["bundle"] for r in rows}
     assert not bundles & {Path(b).name for b in eager.DEVELOPMENT}
-    assert bundles <= {Path(b).name for b in (*eager.SEALED, eager.REGIMES_BUNDLE)}
-    registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"]
-                  for r in load_yaml(ROOT / eager.REGIMES_BUNDLE / "registered.yaml")["runs"]}
-    lab = [r for r in rows if r["bundle"] == Path(eager.REGIMES_BUNDLE).name]
-    assert len(lab) == 12
-    for r in lab:
-        preset, mode = r["label"].split()[:2]
-        assert r["predicted_s"] == pytest.approx(registered[(preset, mode)] / 1e3)
+    assert bundles == {Path(b).name for b in (*eager.SEALED, *eager.REGISTERED)}
+    for name, runs in ((eager.REGIMES_BUNDLE, 12), (eager.MESHES_BUNDLE, 15), (eager.MESHES2_BUNDLE, 15)):
+        registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"]
+                      for r in load_yaml(ROOT / name / "registered.yaml")["runs"]}
+        lab = [r for r in rows if r["bundle"] == Path(name).name]
+        assert len(lab) == runs        # every registered run measured once; the smoke runs are not registered
+        for r in lab:
+            preset, mode = r["label"].split()[:2]
+            assert r["predicted_s"] == pytest.approx(registered[(preset, mode)] / 1e3)
+            assert r["gpus"] == (4 if name != eager.REGIMES_BUNDLE else 1 if mode.startswith("single") else 2)
     keys = {r.regime for r in eager_residuals(rows)}
     assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
-            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16"} == keys
+            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | TP x DP | bf16"} == keys
     assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
+
+
+def test_the_4gpu_layouts_map_onto_the_model_as_the_runner_runs_them():
+    """Each 4-GPU layout's parallel setting, GPU count and micro-batches, and the runner document's name for it."""
+    par, gpus, m = eager.layout_of("tp+fsdp")
+    assert (par.tp, par.dp, par.zero, gpus, m) == (2, 2, 3, 4, 1)
+    par, gpus, m = eager.layout_of("pp4-interleaved")
+    assert (par.pp, par.virtual_stages, gpus, m) == (4, 2, 4, 8)
+    assert eager.layout_of("pp+ddp")[1:] == (4, 4) and eager.layout_of("pp-1f1b")[1:] == (2, 4)
+    assert eager.regime_mode_of({"mode": "pp", "pipeline": {"stages": 4, "schedule": "ScheduleInterleaved1F1B"}}) == "pp4-interleaved"
+    assert eager.regime_mode_of({"mode": "pp", "pipeline": {"stages": 2, "schedule": "ScheduleGPipe"}}) == "pp-gpipe"
+    assert eager.regime_mode_of({"mode": "tp+ddp"}) == "tp+ddp"
 
 
 def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):

@@ -185,6 +185,28 @@ def test_the_runners_pipeline_mode_refuses_a_bad_launch_before_torch():
         Pipeline(None, None, 0, 1, cfg, None, "1f1b", 4, True)
     with pytest.raises(SystemExit, match="2 layers for 4 stages"):
         Pipeline(None, None, 0, 4, cfg, None, "1f1b", 4, True)
+    with pytest.raises(SystemExit, match=r"2 layers for 4 stages \(2 ranks x 2 chunks\)"):
+        Pipeline(None, None, 0, 2, cfg, None, "interleaved", 4, True, virtual=2)
+    with pytest.raises(SystemExit, match="--schedule interleaved goes with --virtual-stages 2 or more"):
+        Pipeline(None, None, 0, 2, cfg, None, "interleaved", 4, True)
+
+
+def test_the_runners_2d_layouts_refuse_ranks_that_do_not_split_before_torch_runs():
+    from simcluster.runner import llm_mesh
+
+    for world, size in ((4, 4), (6, 4), (4, 1)):
+        with pytest.raises(SystemExit, match=f"{world} ranks do not split into two or more groups of {size}"):
+            llm_mesh.mesh(None, "tp+ddp", world, size, None)
+    assert llm_mesh.layout("tp+fsdp", 4, 2) == {"dp": 2, "tp": 2} and llm_mesh.layout("pp+ddp", 8, 4) == {"dp": 2, "pp": 4}
+    assert llm_mesh.layout("fsdp", 4, 4) == {"dp": 4} and llm_mesh.layout("tp", 2, 2) == {"tp": 2}
+
+
+def test_2d_meshes_take_the_tp_host_fit_and_the_own_fits_stay_a_registered_variant():
+    from simcluster.llm import eager as eager_mod
+
+    hosts = {"tp": (130e-6, 20e-3, 6), "tp+ddp": (170e-6, 0.0, 6), "ddp": (30e-6, 1e-3, 6)}
+    for par in (ParallelSpec(tp=2, dp=2), ParallelSpec(tp=2, dp=2, zero=3)):
+        assert eager_mod.host_mode(par) == "tp" and eager_mod.torch_framework(par, hosts).host_kernel_s == 130e-6
 
 
 def test_a_checkpointed_single_gpu_takes_the_ckpt_host_fit_where_there_is_one():

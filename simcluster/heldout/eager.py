@@ -32,6 +32,7 @@ SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-l
 REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
 MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU layouts (mesh_modes), registered before
 MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
+REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE)      # each against its registered.yaml (registered_rows)
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
@@ -325,10 +326,7 @@ def held_out_rows() -> list[dict]:
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
                             "gpus": r["world"], "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": r["transport"],
                             "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
-    for name in (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE):
-        if any((ROOT / name / "runs").glob("*.json")):
-            out += registered_rows(ROOT / name)
-    return out
+    return out + [row for name in REGISTERED for row in registered_rows(ROOT / name)]
 
 
 def registered_rows(bundle: Path) -> list[dict]:

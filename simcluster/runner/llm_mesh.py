@@ -24,10 +24,10 @@ MESH_MODES = ("tp+ddp", "tp+fsdp", "pp+ddp")
 
 def mesh(torch, mode: str, world: int, size: int, device):
     """The (dp, inner) device mesh of a two-dimensional mode; SystemExit with the reason where the ranks do not split."""
-    from torch.distributed.device_mesh import init_device_mesh
-
     if size < 2 or world % size or world // size < 2:
         raise SystemExit(f"--mode {mode}: {world} ranks do not split into two or more groups of {size} (>= 2) ranks")
+    from torch.distributed.device_mesh import init_device_mesh
+
     inner = mode.split("+")[0]
     return init_device_mesh(device.type, (world // size, size), mesh_dim_names=("dp", inner))
 

@@ -39,7 +39,8 @@ class Pipeline:
         if world < 2:
             raise SystemExit("--mode pp: launch with torchrun on two or more ranks")
         if cfg["layers"] < world * virtual:
-            raise SystemExit(f"--mode pp: {cfg['layers']} layers for {world} x {virtual} stages")
+            raise SystemExit(f"--mode pp: {cfg['layers']} layers for {world * virtual} stages"
+                             + (f" ({world} ranks x {virtual} chunks)" if virtual > 1 else ""))
         if microbatches < 1:
             raise SystemExit("--microbatches: expected an integer >= 1")
         if (schedule == "interleaved") != (virtual > 1):

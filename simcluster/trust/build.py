@@ -111,7 +111,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += eager_residuals(eager.held_out_rows())
         residuals += transport_residuals(transport.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
-                       "llm eager": list(eager.SEALED) + [eager.REGIMES_BUNDLE], "transport": "calibration/*/qperf-sizes"}
+                       "llm eager": [*eager.SEALED, *eager.REGISTERED], "transport": "calibration/*/qperf-sizes"}
     return Table(residuals, built_from)
 
 

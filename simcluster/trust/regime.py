@@ -57,12 +57,12 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
     pipelining), TP x DP (a 2-D mesh), TP (DTensor), DDP, single (one GPU); MoE and CP as parallel_family names them."""
     if moe or cp > 1:
         return parallel_family(tp, pp, cp, zero, moe)
+    if tp > 1 and pp == 1:   # DTensor TP, alone or under DDP / FSDP2 across its groups (a 2-D mesh)
+        return "TP x DP" if gpus > tp else "TP"
     if zero >= 3:
         return "FSDP"
     if pp > 1:
         return "PP"
-    if tp > 1:
-        return "TP x DP" if gpus > tp else "TP"
     return "DDP" if gpus > 1 else "single"
 
 

@@ -9,7 +9,7 @@ k'-th smallest rho, k = floor(0.1 (n + 1)), k' = ceil(0.9 (n + 1)) (1-based, cla
 exchangeable with the regime's own, the truth falls inside with probability >= 80% (at n < 9 the band is the
 rows' whole range). A time T gets [T rho_k, T rho_k']; a rate R gets [R / rho_k', R / rho_k].
 
-Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= 2 sources and its scale (GPUs) lies in
+Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= MIN_SOURCES sources and its scale (GPUs) lies in
 the rows' range; `extrapolated` when the regime has them but the scale is outside (the axis is named); `unvalidated`
 when the regime has fewer rows: its band then comes from every row of its family pooled, and says so.
 """
