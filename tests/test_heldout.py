@@ -47,7 +47,17 @@ def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):
     (r,) = storage_residuals([row])
     assert r.rho == pytest.approx(1.1) and r.regime == "storage | unet3d | drive" and r.source == "mlperf-storage Micron_9400"
     bad = tmp_path / "mlperf-storage-bad.yaml"
-    bad.write_text("runs: 3\n")
-    with pytest.raises(SimclusterError, match="runs"):
-        storage.read_runs(bad)
-    assert len(storage.read_runs(storage.published_files()[0])) == 17
+    bad.write_text("kind: published-storage-run\nruns: 3\n")
+    with pytest.raises(SimclusterError, match="runs") as err:
+        storage.read(bad)
+    assert "\n" not in str(err.value) and "mlperf-storage-bad.yaml" in str(err.value)
+    files = {p.stem: p for p in storage.published_files()}
+    assert len(storage.compared_runs(files["mlperf-storage-v1.0-micron"])) == 17
+
+
+def test_a_storage_run_not_compared_is_left_out_with_its_reason_and_o_direct_reads_past_the_cache():
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v3.0-solidigm.yaml"
+    pub = storage.read(path)
+    assert [i for i, _ in storage.compared_runs(path)] == [0] and "drive card" in pub.usage["runs_not_compared"][1]
+    assert storage.page_cache_bytes(pub.runs[0]) == 0
+    assert storage.page_cache_bytes({"reader": {"read_threads": 4, "prefetch_size": 0}}) == storage.PAGE_CACHE_BYTES
