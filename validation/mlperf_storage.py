@@ -41,6 +41,12 @@ def main() -> None:
             print(f"{r['row']:>24} {r['accelerators_measured']:8d} {r['MiB_per_s_measured']:10.0f} "
                   f"{r['MiB_per_s_at_measured_count']:9.0f} {r['error_at_measured_count'] * 100:+5.1f}% "
                   f"{r['au_at_measured_count']:6.1f} {r['limit']:>14} {search} {r['wall_s']:5.0f}", flush=True)
+    within = sum(abs(r["error_at_measured_count"]) <= 0.10 for r in out)
+    line = f"{len(out)} rows predicted: {within} within 10% in MiB/s at the measured count"
+    if args.search:
+        both = sum(abs(r["accelerators_error"]) <= 0.10 and abs(r["MiB_per_s_error"]) <= 0.10 for r in out)
+        line += f"; {both} within 10% on both the max-accelerators count and its MiB/s"
+    print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 
