@@ -203,7 +203,7 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("action", choices=("max-accelerators", "simulate"),
                    help="max-accelerators: the most that keep AU above the threshold; simulate: one run")
     p.add_argument("--workload", required=True, help="a DLIO workload YAML (e.g. unet3d_h100.yaml)")
-    p.add_argument("--accelerator", help="take the compute time published for this accelerator (a100, h100, v100)")
+    p.add_argument("--accelerator", help="take the compute time published for this accelerator (a100, h100, v100; b200 for unet3d)")
     p.add_argument("--nvme", required=True, metavar="CARD", help="an NVMe card (models/nvme/*.yaml)")
     p.add_argument("--drives", type=int, default=1, help="NVMe drives striped together (default %(default)s)")
     p.add_argument("--accelerators", type=int, default=1, help="simulate: emulated accelerators")

@@ -61,7 +61,27 @@ def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):
     (r,) = storage_residuals([row])
     assert r.rho == pytest.approx(1.1) and r.regime == "storage | unet3d | drive" and r.source == "mlperf-storage Micron_9400"
     bad = tmp_path / "mlperf-storage-bad.yaml"
-    bad.write_text("runs: 3\n")
-    with pytest.raises(SimclusterError, match="runs"):
-        storage.read_runs(bad)
-    assert len(storage.read_runs(storage.published_files()[0])) == 17
+    bad.write_text("kind: published-storage-run\nruns: 3\n")
+    with pytest.raises(SimclusterError, match="runs") as err:
+        storage.read(bad)
+    assert "\n" not in str(err.value) and "mlperf-storage-bad.yaml" in str(err.value)
+    files = {p.stem: p for p in storage.published_files()}
+    assert len(storage.compared_runs(files["mlperf-storage-v1.0-micron"])) == 17
+
+
+def test_a_storage_run_not_compared_is_left_out_with_its_reason_and_o_direct_reads_past_the_cache():
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v3.0-solidigm.yaml"
+    pub = storage.read(path)
+    assert [i for i, _ in storage.compared_runs(path)] == [0] and "drive card" in pub.usage["runs_not_compared"][1]
+    assert storage.page_cache_bytes(pub.runs[0]) == 0
+    assert storage.page_cache_bytes({"reader": {"read_threads": 4, "prefetch_size": 0}}) == storage.PAGE_CACHE_BYTES
+
+
+def test_the_v3_solidigm_row_is_predicted_within_the_issues_10_percent():
+    """MLPerf Storage v3.0, Solidigm D5-P5336, Unet3D on 1 B200: held out (nothing fitted on it); issue 42's target is
+    10% on the count and the throughput (6,041 against 5,902 MiB/s when first predicted, +2.4%, limit drive)."""
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v3.0-solidigm.yaml"
+    (_, row), = storage.compared_runs(path)
+    r = storage.predict(row, search=True)
+    assert r["accelerators_predicted"] == r["accelerators_measured"] == 1 and r["limit"] == "drive"
+    assert abs(r["error_at_measured_count"]) <= 0.10 and abs(r["MiB_per_s_error"]) <= 0.10

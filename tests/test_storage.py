@@ -40,7 +40,7 @@ def test_workload_reader_reads_mlperf_configs():
 
 @pytest.mark.parametrize("path", sorted(WORKLOADS.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_mlperf_workload_reads_and_runs(path):
-    """unet3d, resnet50 and cosmoflow for A100/H100 (and unet3d V100): read as DLIO reads them, and a
+    """unet3d, resnet50 and cosmoflow for A100/H100 (and unet3d V100, B200): read as DLIO reads them, and a
     short simulation on a Micron card gives an AU in (0, 100]."""
     w = dlio_workload.load(path)
     assert w.batch_size >= 1 and w.computation_time_s > 0 and 0 < w.au_threshold <= 1

@@ -3,6 +3,7 @@ takes its storage family from; `simcluster validate --error-bands` runs them its
 
     python validation/mlperf_storage.py [FILE ...] [--rows 0,3] [--search] [--json OUT]
 
+A run the file lists under `simcluster.runs_not_compared` is printed with its reason, not predicted.
 Per row: the steady-state throughput simulated at the published accelerator count against the published MiB/s; with
 --search, also the accelerator count `storage max-accelerators` answers and its throughput.
 """
@@ -28,7 +29,10 @@ def main() -> None:
     print(f"{'row':>24} {'acc meas':>8} {'MiB/s meas':>10} {'@meas acc':>9} {'err':>6} {'AU':>6} {'limit':>14} "
           f"{'acc pred':>8} {'MiB/s pred':>10} {'s':>5}")
     for f in args.files:
-        for i, row in enumerate(storage.read_runs(Path(f))):
+        pub = storage.read(Path(f))
+        for i, why in sorted((pub.usage.get("runs_not_compared") or {}).items()):
+            print(f"{pub.name} runs[{i}] {pub.runs[i]['system']}: not predicted: {why}")
+        for i, row in storage.compared_runs(Path(f)):
             if keep is not None and i not in keep:
                 continue
             r = storage.predict(row, search=args.search)
@@ -37,6 +41,12 @@ def main() -> None:
             print(f"{r['row']:>24} {r['accelerators_measured']:8d} {r['MiB_per_s_measured']:10.0f} "
                   f"{r['MiB_per_s_at_measured_count']:9.0f} {r['error_at_measured_count'] * 100:+5.1f}% "
                   f"{r['au_at_measured_count']:6.1f} {r['limit']:>14} {search} {r['wall_s']:5.0f}", flush=True)
+    within = sum(abs(r["error_at_measured_count"]) <= 0.10 for r in out)
+    line = f"{len(out)} rows predicted: {within} within 10% in MiB/s at the measured count"
+    if args.search:
+        both = sum(abs(r["accelerators_error"]) <= 0.10 and abs(r["MiB_per_s_error"]) <= 0.10 for r in out)
+        line += f"; {both} within 10% on both the max-accelerators count and its MiB/s"
+    print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

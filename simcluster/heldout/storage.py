@@ -1,6 +1,7 @@
 """MLPerf Storage closed submissions predicted from what each submission states: the drive's specification (a card
 per drive, models/nvme/), the workload with the run's reader overrides and dataset size, the host's memory as page
-cache. Nothing is fitted on these rows.
+cache (none when the run reads with O_DIRECT). Nothing is fitted on these rows; a run the model cannot express is in the
+file's `simcluster.runs_not_compared` with its reason and is not predicted.
 
 Per row: the steady-state throughput simulated at the published accelerator count (the question `storage simulate`
 answers) against the published MiB/s, and, when asked, the count `storage max-accelerators` answers."""
@@ -12,8 +13,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb"}
-PAGE_CACHE_BYTES = 256 * 2**30     # the systems' mem=256G boot option
+CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb",
+         "solidigm-d5-p5336": "solidigm-d5-p5336-61.44tb"}
+PAGE_CACHE_BYTES = 256 * 2**30     # the v1.0 Micron systems' mem=256G boot option; a run reading with O_DIRECT has none
 IO_SIZE = 4 * 2**20                # simcluster's default read size (storage --io-size)
 PATTERN = "mlperf-storage-*.yaml"
 
@@ -22,16 +24,24 @@ def published_files(folder: str | Path | None = None) -> list[Path]:
     return sorted((Path(folder) if folder else ROOT / "calibration" / "published").glob(PATTERN))
 
 
-def read_runs(path: Path) -> list[dict]:
-    """A published storage file's runs (one-line error naming the file when it is not one)."""
-    from simcluster.errors import SimclusterError
-    from simcluster.strict import load_yaml
+def read(path: Path):
+    """A published storage file, read as every published file is (published.read_published: one-line error naming the
+    file when it is not one)."""
+    from simcluster.published import read_published
 
-    doc = load_yaml(path)
-    runs = doc.get("runs") if isinstance(doc, dict) else None
-    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-        raise SimclusterError("expected a `runs:` list of published storage runs", where=str(path))
-    return runs
+    return read_published(path, "published-storage-run")
+
+
+def compared_runs(path: Path) -> list[tuple[int, dict]]:
+    """(index, run) of the runs predicted: all but the file's `simcluster.runs_not_compared` (each with its reason)."""
+    pub = read(path)
+    skip = pub.usage.get("runs_not_compared") or {}
+    return [(i, row) for i, row in enumerate(pub.runs) if i not in skip]
+
+
+def page_cache_bytes(row: dict) -> int:
+    """The page cache a run reads through: none with O_DIRECT (DLIO's `reader.odirect`), else the host's."""
+    return 0 if row["reader"].get("odirect") else PAGE_CACHE_BYTES
 
 
 def workload_of(row: dict):
@@ -51,7 +61,7 @@ def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
 
     w = workload_of(row)
     nvme, _ = load_nvme(ROOT / "models" / "nvme" / f"{CARDS[row['drive']]}.yaml")
-    config = loader.LoaderConfig(io_size=IO_SIZE, cache_bytes=PAGE_CACHE_BYTES)
+    config = loader.LoaderConfig(io_size=IO_SIZE, cache_bytes=page_cache_bytes(row))
     m = row["measured"]
     t0 = time.perf_counter()
     at = loader.simulate(w, nvme, m["accelerators"], 1, config, seed=seed)
@@ -72,6 +82,6 @@ def held_out_rows(folder: str | Path | None = None) -> list[dict]:
     """Every published submission predicted at its own accelerator count, with the file it came from."""
     out = []
     for path in published_files(folder):
-        for i, row in enumerate(read_runs(path)):
+        for i, row in compared_runs(path):
             out.append({**predict(row), "file": path.stem, "index": i})
     return out
