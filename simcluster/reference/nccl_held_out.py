@@ -133,7 +133,7 @@ def _system(ref) -> HeldOutSystem | None:
         if run.get("nvls") is False:
             cluster = dataclasses.replace(cluster, nvls=None)
         forced = nccl._forced(run)
-        algorithms = [forced or (None if peak else nccl.chooser_algorithm(ref, nodes * per_node, s)) for s in sizes]
+        algorithms = [forced or (None if peak else nccl.chooser_algorithm(ref, nodes * per_node, s, run["op"])) for s in sizes]
         op = canonical_op(run["op"])
         times = {}
         for eta in ETAS:
