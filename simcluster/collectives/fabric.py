@@ -15,7 +15,8 @@ B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce o
                   (hardware/switch.py)
   nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step (NVLink SHARP nodes)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
-nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
+nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for
+LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
 each algorithm also runs LL and LL128 (LL: twice the data time, capped by NCCL's LL limit; LL128: 120/128 of
 Simple's rate), its step latencies NCCL's NVLink and network values, and only the 2(N-1) ring steps that cross
 nodes pay the network latency. Which algorithm and protocol run is NCCL's own decision for the topology

@@ -69,10 +69,11 @@ def _ran(p) -> str:
 
 def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = None) -> str | None:
     """The algorithm the file's `simcluster.chooser` (a chooser other than NCCL's, e.g. AWS's ofi tuner plugin) runs
-    at `size` bytes on `ranks` ranks (for its `op` only, where it names one): its `algorithms` list [[below_bytes, algorithm], ..., [null, algorithm]] at its
-    `ranks`, or `by_ranks: {RANKS: algorithms}` where the chooser's table differs by rank count (an algorithm null:
-    the chooser leaves that size to NCCL); None where the file has no chooser or none for this rank count (NCCL's decision model then, as where the plugin leaves the choice to
-    NCCL: AWS's region tuner at <= 2 nodes)."""
+    at `size` bytes on `ranks` ranks (for its `op` only, where it names one): its `algorithms` list
+    [[below_bytes, algorithm], ..., [null, algorithm]] at its `ranks`, or `by_ranks: {RANKS: algorithms}` where the
+    chooser's table differs by rank count (an algorithm null: the chooser leaves that size to NCCL); None where the
+    file has no chooser or none for this rank count (NCCL's decision model then, as where the plugin leaves the choice
+    to NCCL: AWS's region tuner at <= 2 nodes)."""
     from simcluster.collectives.fabric import ALGORITHMS
     from simcluster.collectives.schedule import canonical_op
 
