@@ -254,7 +254,8 @@ class _Context:
 
         m = self.scenario.machine
         arch = _shared("arch", m, lambda: machine_arch(m), stamp=self._stamp)   # all the network takes from the GPU card (NCCL's tuner)
-        bare = dataclasses.replace(m, gpu_card=None, gpu_clock="fixed", gpu_speed_spread=None)   # points of other GPUs share it
+        bare = dataclasses.replace(m, gpu_card=None, gpu_clock="fixed", gpu_speed_spread=None,
+                                   os_jitter_s=None)   # points of other GPUs share it
         return _shared("llm network", bare, lambda: network_for(m, self.machine_card()[0],
                                                                 self.cluster() if m.domains > 1 else None), arch, self._stamp)
 

@@ -66,7 +66,7 @@ def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
 def nic_params(card: dict, where: str) -> NicParams:
     params = cd.params(card, where, {"transport", "line_rate", "efficiency", "latency", "cpu_per_byte", "cpu_per_message",
                                    "message_size", "csum_per_byte", "cpu_per_packet", "segment_size", "polling_cores",
-                                   "cores_per_stream", "pcie", "call_setup"})
+                                   "cores_per_stream", "pcie", "call_setup", "step_operations"})
     key = f"{where}: params"
     transport = cd.get(params, "transport", key)
     if transport not in TRANSPORTS:
@@ -82,7 +82,15 @@ def nic_params(card: dict, where: str) -> NicParams:
                      cd.get(optional, "segment_size", key, cd.size), cd.get(optional, "polling_cores", key, cd.nonnegative),
                      _cores_per_stream(params.get("cores_per_stream", DEFAULT_CORES_PER_STREAM[transport]), key),
                      cd.get(params, "pcie", key, pcie.parse) if "pcie" in params else None,
-                     cd.get(params, "call_setup", key, parse_time) if "call_setup" in params else 0.0)
+                     cd.get(params, "call_setup", key, parse_time) if "call_setup" in params else 0.0,
+                     cd.get(params, "step_operations", key, _operations) if "step_operations" in params else 1.0)
+
+
+def _operations(value) -> float:
+    """params.step_operations: network operations on one NCCL network step's critical path, a number from 1 to 16."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 16:
+        raise ValueError(f"expected a number of operations from 1 to 16, got {value!r}")
+    return float(value)
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
@@ -117,6 +125,8 @@ def nic_params_yaml(p: NicParams) -> dict:
         out["pcie"] = str(p.pcie)
     if p.call_setup_s:
         out["call_setup"] = format_time(p.call_setup_s)
+    if p.step_operations != 1.0:
+        out["step_operations"] = p.step_operations
     return out
 
 

@@ -70,9 +70,15 @@ def _machine(r: ScenarioReader, m) -> Machine:
     cores = 64.0
     host_card = None
     cpu_vendor = "intel"
+    os_jitter = None
     if "host" in m:
-        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card", "cpu_vendor"})
+        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card", "cpu_vendor", "os_jitter"})
         cpu_vendor = r.choice(d, "machine.host", "cpu_vendor", CPU_VENDORS, "intel")
+        if d.get("os_jitter") is not None:   # mean time a host loses to OS noise per GPU and step (llm/scaleout.py)
+            os_jitter = r.quantity(d, "machine.host", "os_jitter", parse_time, None)
+            if not 0 <= os_jitter <= 10.0:
+                r.fail("machine.host.os_jitter", f"expected a time from 0s to 10s, got {os_jitter:g} s",
+                       hint="the mean time one host loses to daemons and interrupts per step, e.g. 50us or 1ms")
         host_card = r.card(d, "machine.host") if "card" in d else None
         if "cores" in d:
             cores = r.number(d, "machine.host", "cores", 1, None, maximum=2**16)
@@ -94,7 +100,7 @@ def _machine(r: ScenarioReader, m) -> Machine:
         if d.get("speed_spread") is not None:
             spread = r.number(d, "machine.gpu", "speed_spread", 0.0, None, maximum=0.5)
     machine = Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
-                      0 if domain == gpus else domain, spread)
+                      0 if domain == gpus else domain, spread, os_jitter)
     _check_tiers(r, machine)
     return machine
 

@@ -45,6 +45,7 @@ class Machine:
     gpu_clock: str = "fixed"       # "fixed": the card's reference clock; "duty": the step's own (llm/clock.py)
     nvlink_domain: int = 0         # GPUs on one NVLink fabric (GB200 NVL72: 72, several nodes); 0 = one node's
     gpu_speed_spread: float | None = None   # machine.gpu.speed_spread: the GPUs' speed spread (llm/scaleout.py); None: fitted default
+    os_jitter_s: float | None = None        # machine.host.os_jitter: mean OS jitter per GPU and step J (llm/scaleout.py); None: shipped 0
 
     @property
     def domain_gpus(self) -> int:

@@ -41,6 +41,30 @@ def test_call_setup_on_a_card_is_a_time():
         nic_params(card, "x.yaml")
 
 
+def test_step_operations_multiply_a_network_step_of_simple_and_ll128_only():
+    """NIC card `step_operations` k: a Simple or LL128 network step costs k one-way latencies (an RDMA write after
+    the receiver's control message: 2), LL's one; default 1 (no shipped card sets it: docs/models/fabric.md)."""
+    machine = load_variants("scenarios/published/aws-p5-48xlarge-x2.yaml")[0][1].machine
+    cluster = build_cluster(machine)
+    assert cluster.nic.step_operations == 1.0
+    two = dataclasses.replace(cluster, nic=dataclasses.replace(cluster.nic, step_operations=2.0))
+    for proto_size in (2**26, 2**30):
+        base, slow = predict_fabric(cluster, "all_reduce", proto_size, "ring"), predict_fabric(two, "all_reduce", proto_size, "ring")
+        assert base.protocol == slow.protocol and base.protocol in ("Simple", "LL128")
+        assert slow.breakdown["step_latency_inter_s"] == pytest.approx(2 * base.breakdown["step_latency_inter_s"])
+        assert slow.time_s == pytest.approx(base.time_s + 2 * (machine.nodes - 1) * base.breakdown["step_latency_inter_s"])
+    small = [predict_fabric(c, "all_reduce", 8, "tree") for c in (cluster, two)]
+    assert small[0].protocol == "LL" and small[0].time_s == small[1].time_s
+    card = {"kind": "nic", "name": "x", "params": {"transport": "rdma", "line_rate": "400Gbps", "efficiency": 0.9,
+                                                   "latency": "20us", "cpu_per_byte": "0s/GB", "message_size": "64KiB",
+                                                   "step_operations": 2}}
+    assert nic_params(card, "x.yaml").step_operations == 2.0
+    for bad in (0.5, "two", True, 17):
+        card["params"]["step_operations"] = bad
+        with pytest.raises(ModelCardError, match="step_operations"):
+            nic_params(card, "x.yaml")
+
+
 def test_each_system_is_predicted_from_the_others_only(systems):
     results = {r.system: r for r in ho.held_out_systems(systems=systems)}
     by_name = {s.name: s for s in systems}

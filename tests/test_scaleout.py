@@ -85,3 +85,33 @@ def test_hash_collisions_and_cross_group_congestion_split_the_exposed_time():
     split = scaleout.fabric_split(net, groups, {"exposed_dp_comm": 1.0, "exposed_pp_comm": 0.0}, 32)
     assert split["cross_group_congestion"] > 0
     assert split["exposed_dp_comm"] + split["ecmp_collisions"] + split["cross_group_congestion"] == pytest.approx(1.0)
+
+
+def _jitter_scenario(tmp_path, jitter):
+    text = (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text().replace("../../", f"{ROOT}/")
+    assert "host: {cores: 112}" in text
+    text = text.replace("host: {cores: 112}", f"host: {{cores: 112, os_jitter: {jitter}}}")
+    path = tmp_path / "jitter.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_scenario_sets_its_os_jitter_and_the_step_gains_the_term(tmp_path, capsys):
+    """machine.host.os_jitter: J (mean time a host loses per step); the step gains J (H_N - 1), N = 16,384 GPUs, and the
+    breakdown names it; the shipped default (no key) is J = 0."""
+    steps = {}
+    for jitter in ("0s", "2ms"):
+        assert main(["predict", "training", "--scenario", str(_jitter_scenario(tmp_path, jitter)), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        steps[jitter] = (doc["step_time_s"], doc["breakdown"]["os_jitter"])
+    assert steps["0s"][1] == 0.0
+    assert steps["2ms"][1] == pytest.approx(scaleout.os_jitter_s(16384, 2e-3))
+    assert steps["2ms"][0] == pytest.approx(steps["0s"][0] + steps["2ms"][1])
+
+
+@pytest.mark.parametrize("jitter, match", [("-1ms", "machine.host.os_jitter"), ("2", "machine.host.os_jitter"),
+                                           ("20s", "from 0s to 10s")])
+def test_a_bad_os_jitter_is_one_line_at_its_key(tmp_path, capsys, jitter, match):
+    assert main(["predict", "training", "--scenario", str(_jitter_scenario(tmp_path, jitter))]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1

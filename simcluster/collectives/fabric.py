@@ -8,14 +8,15 @@ NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_nic + l_intra
+  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
                   T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
                   (hardware/switch.py)
-  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_nic (NVLink SHARP nodes)
+  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step (NVLink SHARP nodes)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
-nodes on). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
+nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for
+LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
 each algorithm also runs LL and LL128 (LL: twice the data time, capped by NCCL's LL limit; LL128: 120/128 of
 Simple's rate), its step latencies NCCL's NVLink and network values, and only the 2(N-1) ring steps that cross
 nodes pay the network latency. Which algorithm and protocol run is NCCL's own decision for the topology
@@ -69,6 +70,12 @@ class FabricCall:
     l_nic: float               # one network hop: NIC latency + path latency, s
     flows: RingFlows
 
+    def l_step(self, protocol: str = "Simple") -> float:
+        """One network step of a protocol: the hops on its critical path, each l_nic. LL's small messages go in one;
+        Simple and LL128 in the NIC card's `step_operations` (EFA: the receiver's control message, the RDMA write and
+        the receive-side flush of aws-ofi-nccl's RDMA protocol, hardware/nic.py)."""
+        return self.l_nic * (1.0 if protocol == "LL" else self.cluster.nic.step_operations)
+
     @property
     def n(self) -> int:
         return self.cluster.ranks
@@ -98,7 +105,7 @@ def step_latencies(call: FabricCall, algo: str, protocol: str) -> tuple[float, f
     network hop (NIC card latency + path), at least NCCL's NET step latency of the protocol (its proxy and flush)."""
     p = PROTOCOL_INDEX[protocol]
     intra = call.intra_step if protocol == "Simple" else HW_LAT_US["nvlink"][algo][p] * 1e-6
-    inter = max(call.l_nic, HW_LAT_US["net"][algo][p] * 1e-6)
+    inter = max(call.l_step(protocol), HW_LAT_US["net"][algo][p] * 1e-6)
     return intra, inter
 
 
@@ -188,8 +195,8 @@ class Hierarchical:
         rs, ag = _intra_time(call.cluster, "reduce_scatter", call.size_bytes), _intra_time(call.cluster, "all_gather", call.size_bytes)
         g, nodes = call.cluster.gpus_per_node, call.nodes
         net_data = 2 * (nodes - 1) / nodes * (call.size_bytes / g) / (call.b_net / g)
-        t_net = net_data + 2 * (nodes - 1) * call.l_nic
-        binds = binding(2 * (nodes - 1) * call.l_nic, {NVLINK: rs + ag, network_name(call): net_data})
+        t_net = net_data + 2 * (nodes - 1) * call.l_step()
+        binds = binding(2 * (nodes - 1) * call.l_step(), {NVLINK: rs + ag, network_name(call): net_data})
         return rs + t_net + ag, {"intra_reduce_scatter_s": rs, "inter_s": t_net, "intra_all_gather_s": ag,
                                  "binding_limit": binds}
 
@@ -210,7 +217,7 @@ class NvlsTree:
         kernel = nvls_tree_kernel_algbw(call)
         terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
                  NVLS_TREE_KERNEL: call.size_bytes / kernel}
-        latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_nic
+        latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_step()
         return latency + max(terms.values()), {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
                                                "nvls_tree_kernel_algbw_Bps": kernel, "binding_limit": binding(latency, terms)}
 
@@ -254,7 +261,7 @@ class Alltoall:
         b_a2a = predict(cluster.intra, "alltoall", LARGE, g).busbw_Bps if g > 1 else math.inf
         t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
         rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
-        latency = call.base + rounds * call.l_nic
+        latency = call.base + rounds * call.l_step()
         net = cluster.nic_limit[1] if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
         binds = binding(latency, {"NVLink (the intra card's alltoall rate)": t_nvl, net: t_net})
         return latency + max(t_net, t_nvl), {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net,

@@ -51,10 +51,14 @@ class NicParams:
     pcie: PcieLink | None = None    # the NIC's own host interface (ConnectX-7: gen5x16); None: not stated on the card
     call_setup_s: float = 0.0       # per collective call across nodes: the time before its network pipeline runs at
                                     # its steady rate (docs/models/fabric.md, "Held-out systems"); 0: not stated
+    step_operations: float = 1.0    # network operations on the critical path of one NCCL network step (Simple, LL128),
+                                    # each one `latency`: 1 = a one-way hop; EFA 3 (docs/models/fabric.md, EFA's ramp)
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
+        if not 1.0 <= self.step_operations <= 16.0:
+            raise ValueError(f"step_operations must be from 1 to 16, got {self.step_operations!r}")
 
     @property
     def onloaded(self) -> bool:

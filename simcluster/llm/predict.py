@@ -99,14 +99,15 @@ class LlmResult:
 def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network,
                 gpus: int | None = None, convention: str = "causal", seed: int = 0, trace: bool = True,
                 framework: FrameworkSpec = MEGATRON, clock_model: str = "fixed", speed_spread: float | None = None,
-                simulate: bool = True) -> LlmResult:
+                simulate: bool = True, os_jitter_s: float | None = None) -> LlmResult:
     """One iteration in one pass: the groups placed on the network (llm/comm.py, each collective priced once per group),
     the work of every stage from the GPU card and those times (llm/work.py), then the pipeline run: the DES
     (llm/simulate.py), or with `simulate` False and no trace the same schedule's max-plus recurrence (llm/maxplus.py:
     equal numbers, no timeline or event count), then the memory model. `gpu` and `net` are typed objects built at the
     edge (build.py); nothing here reads a file. clock_model "fixed" runs the GPU at its card's reference clock; "duty"
     at the step's own power-limited clock (llm/clock.py; the card needs a `clock:` block). `speed_spread`: the GPUs'
-    speed spread behind the stragglers term (llm/scaleout.py; None: its fitted default)."""
+    speed spread behind the stragglers term, `os_jitter_s` the hosts' mean OS jitter per step behind the os_jitter
+    term (llm/scaleout.py; None: their shipped defaults)."""
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
@@ -123,7 +124,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     it = run(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
-    losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread)
+    losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread, os_jitter_s)
     step = it.step_time_s + losses["stragglers"] + losses["os_jitter"]
     flops = model_flops_per_step(model, batch, convention)
     per_gpu = flops / step / par.gpus
@@ -162,7 +163,8 @@ def predict_llm_job(machine, job, gpu, net: comm.Network, trace: bool = True, si
     try:
         return predict_llm(job.model, job.parallel, job.batch, gpu, net, machine.gpus_per_node * machine.nodes, trace=trace,
                            framework=job.framework_spec(), clock_model=machine.gpu_clock,
-                           speed_spread=machine.gpu_speed_spread, simulate=simulate)
+                           speed_spread=machine.gpu_speed_spread, simulate=simulate,
+                           os_jitter_s=machine.os_jitter_s)
     except ScenarioError as exc:   # e.g. a group that does not tile the machine's NVLink domains (llm/comm.py)
         if exc.where:
             raise

@@ -67,25 +67,40 @@ def _ran(p) -> str:
     return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}"
 
 
-def chooser_algorithm(ref: Published, ranks: int, size: int) -> str | None:
+def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = None) -> str | None:
     """The algorithm the file's `simcluster.chooser` (a chooser other than NCCL's, e.g. AWS's ofi tuner plugin) runs
-    at `size` bytes on `ranks` ranks: its `algorithms` list [[below_bytes, algorithm], ..., [null, algorithm]]; None
-    where the file has no chooser or it is given for another rank count (NCCL's decision model then)."""
+    at `size` bytes on `ranks` ranks (for its `op` only, where it names one): its `algorithms` list
+    [[below_bytes, algorithm], ..., [null, algorithm]] at its `ranks`, or `by_ranks: {RANKS: algorithms}` where the
+    chooser's table differs by rank count (an algorithm null: the chooser leaves that size to NCCL); None where the
+    file has no chooser or none for this rank count (NCCL's decision model then, as where the plugin leaves the choice
+    to NCCL: AWS's region tuner at <= 2 nodes)."""
     from simcluster.collectives.fabric import ALGORITHMS
+    from simcluster.collectives.schedule import canonical_op
 
     chooser = ref.usage.get("chooser")
     if chooser is None:
         return None
     where = f"{ref.path}: simcluster.chooser"
-    known_keys(chooser, {"source", "ranks", "algorithms"}, where)
-    table = field(chooser, "algorithms", where)
+    known_keys(chooser, {"source", "ranks", "algorithms", "by_ranks", "op"}, where)
+    if "op" in chooser and op is not None and canonical_op(str(chooser["op"])) != canonical_op(op):
+        return None                         # the chooser's table is for another collective (NCCL chooses this one)
+    if "by_ranks" in chooser:
+        tables = field(chooser, "by_ranks", where)
+        if not isinstance(tables, dict) or not tables or "algorithms" in chooser or "ranks" in chooser:
+            raise SimclusterError("by_ranks: expected {RANKS: [[below_bytes, algorithm], ...]}, instead of ranks and "
+                                  "algorithms", where=where)
+        table = {int(k): v for k, v in tables.items()}.get(ranks)
+        if table is None:
+            return None
+    else:
+        if int(field(chooser, "ranks", where)) != ranks:
+            return None
+        table = field(chooser, "algorithms", where)
     if not isinstance(table, list) or not table or not all(isinstance(e, list) and len(e) == 2 for e in table):
         raise SimclusterError("algorithms: expected a list of [below_bytes, algorithm] pairs, the last [null, algorithm]",
                               where=where)
-    if int(field(chooser, "ranks", where)) != ranks:
-        return None
     for below, algorithm in table:
-        if algorithm not in ALGORITHMS:
+        if algorithm is not None and algorithm not in ALGORITHMS:   # null: the chooser leaves it to NCCL
             raise SimclusterError(f"algorithms: unknown algorithm {str(algorithm)[:20]!r}", where=where,
                                   hint=f"one of {', '.join(ALGORITHMS)}")
         if below is None or size < int(below):
@@ -179,7 +194,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
                 clusters[nodes] = _cluster(scenario, nodes)
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
             forced = _forced(run)
-            algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s) for s in sizes]
+            algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s, run["op"]) for s in sizes]
             predicted, chosen = _predict(cluster, run["op"], sizes, algorithms, peak)
             regime = _regime(cluster, _link(scenario, nodes), run["op"], chosen, max(sizes or peak), nodes * per_node)
         except SimclusterError as exc:

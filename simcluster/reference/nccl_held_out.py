@@ -13,6 +13,9 @@ on the OTHER systems of its NIC family alone, and its own rows are predicted wit
     t0       fitted only where an inner leave-one-out on the training systems predicts them better with it, else 0
     predict  busbw of every held-out row at its NCCL choice (or forced algorithm), the NIC card's eta and t0 replaced
 
+t0 is a fitted surrogate for EFA's mid-size ramp, not a measured start-up: the one measured small-call time of a
+multi-node EFA collective (dstack#3961, 2 x p6-b200, 8 B all_reduce in 50.6 us) is below what the model already
+predicts with t0 = 0 (78.2 us), and the ramp grows with the node count (docs/models/fabric-findings.md, session 28).
 Systems weigh equally in the fit whatever their row count; log ratios weigh a system's miss the same however slow its
 measurement. A system without a network (one NVLink domain) has nothing to fit: its rows are as `validate --published
 nccl` gives them. The grid: eta 0.60-1.00 by 0.02, t0 0-1 ms by 10 us (t0 is added to a call's time, so every eta's
@@ -133,7 +136,7 @@ def _system(ref) -> HeldOutSystem | None:
         if run.get("nvls") is False:
             cluster = dataclasses.replace(cluster, nvls=None)
         forced = nccl._forced(run)
-        algorithms = [forced or (None if peak else nccl.chooser_algorithm(ref, nodes * per_node, s)) for s in sizes]
+        algorithms = [forced or (None if peak else nccl.chooser_algorithm(ref, nodes * per_node, s, run["op"])) for s in sizes]
         op = canonical_op(run["op"])
         times = {}
         for eta in ETAS:
