@@ -85,6 +85,14 @@ def test_hash_collisions_and_cross_group_congestion_split_the_exposed_time():
     split = scaleout.fabric_split(net, groups, {"exposed_dp_comm": 1.0, "exposed_pp_comm": 0.0}, 32)
     assert split["cross_group_congestion"] > 0
     assert split["exposed_dp_comm"] + split["ecmp_collisions"] + split["cross_group_congestion"] == pytest.approx(1.0)
+    # the rates are kept per cluster while it lives, and leave with it (a long sweep holds only its live clusters')
+    import gc
+
+    assert id(cluster) in scaleout._RATES
+    key = id(cluster)
+    del net, cluster
+    gc.collect()
+    assert key not in scaleout._RATES
 
 
 def _jitter_scenario(tmp_path, jitter):

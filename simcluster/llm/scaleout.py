@@ -102,7 +102,8 @@ def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
     return out
 
 
-_RATES: dict[int, tuple] = {}   # id(cluster) -> (a weak reference to it, {group's layout: (r_h, r_s, r_1)})
+_RATES: dict[int, tuple] = {}   # id(cluster) -> (a weak reference to it, {group's layout: (r_h, r_s, r_1)}); an entry
+                                # leaves when its cluster is collected (the reference's callback), before its id is reused
 
 
 def split_rates(cluster, group, gpus_per_node: int, gpus: int) -> tuple[float, float, float]:
@@ -110,7 +111,7 @@ def split_rates(cluster, group, gpus_per_node: int, gpus: int) -> tuple[float, f
     and group layout (every point of a sweep that shares them asks again), since they depend on nothing else."""
     entry = _RATES.get(id(cluster))
     if entry is None or entry[0]() is not cluster:
-        entry = _RATES[id(cluster)] = (weakref.ref(cluster), {})
+        entry = _RATES[id(cluster)] = (weakref.ref(cluster, lambda _, key=id(cluster): _RATES.pop(key, None)), {})
     key = (group.stride, group.size, group.ranks_per_node, gpus_per_node, gpus)
     if key not in entry[1]:
         sets = node_sets(group, gpus_per_node, gpus)
