@@ -1,0 +1,65 @@
+"""torchtitan's FSDP2 as a framework (issue 44): its parameters as torchtitan's code sets them, its regime, and its
+held-out published rows (calibration/published/llm-torchtitan-fsdp2-a100.yaml)."""
+
+import pathlib
+
+from simcluster.llm.framework import FRAMEWORKS, TORCHTITAN_FSDP2
+from simcluster.trust.regime import llm_regime
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_torchtitan_fsdp2_is_bf16_gathers_fp32_reductions_without_autocast():
+    """MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), no autocast (bf16 residual stream, no weight casts),
+    wq / wk / wv apart, the fp32 shard + gradient + two moments = 16 bytes per parameter."""
+    fw = FRAMEWORKS["torchtitan-fsdp2"]
+    assert fw is TORCHTITAN_FSDP2
+    assert (fw.param_bytes, fw.grad_bytes, fw.residual_bytes, fw.cast_bytes, fw.weight_copy_bytes) == (2.0, 4.0, 2, 0.0, 0.0)
+    assert fw.param_bytes + fw.grad_bytes + fw.state_bytes == 16.0
+    assert not fw.fused_qkv and fw.eager and fw.grad_accumulate_bytes == 6.0 and fw.host_kernel_s == 0.0
+
+
+def test_torchtitan_keeps_the_llm_family_not_the_eager_lab_one():
+    """Its rows are 64-GPU steps, not the runner's host-bound 1-4 GPU eager steps: family llm, its own framework name."""
+    regime = llm_regime("torchtitan-fsdp2", 1, 1, 1, 3, False, "bf16", 64)
+    assert regime.family == "llm" and regime.key == "llm | torchtitan-fsdp2 | ZeRO-3/FSDP | bf16"
+    assert llm_regime("torch-fsdp2", 1, 1, 1, 3, False, "bf16", 2).family == "llm eager"
+
+
+def test_torchtitan_a100_rows_are_held_out_and_the_selective_ones_not_compared():
+    """The three rows the model can express (no recompute, full recompute) are compared held out; the selective-layer
+    and selective-op rows say why they are not."""
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-torchtitan-fsdp2-a100.yaml").rows
+    compared = [r for r in rows if r.error is not None]
+    assert [r.run for r in compared] == [2, 3, 7] and all(r.held_out for r in compared)
+    assert all("selective" in r.unavailable for r in rows if r.error is None)
+    assert all(abs(r.error) < 0.10 for r in compared), [r.error for r in compared]
+
+
+def test_lm_head_and_router_stay_bf16_under_fp8():
+    """Only Transformer Engine modules run in fp8: Megatron-Core's LM head (tensor_parallel.ColumnParallelLinear) and the
+    MoE router are priced on the bf16 curve under fp8, forward and backward; the decoder's linears on the fp8 one; and the
+    fp8 casts leave the router out."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import ops
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.llm.vocab_ops import head_backward, head_forward
+
+    gpu = load_gpu(ROOT / "models" / "gpu" / "h100-sxm.yaml")[0]
+    model = TransformerSpec(4, 4096, 14336, 32, 8, 128256, 4096)
+    fp8, par = BatchSpec(8, 1, "fp8"), ParallelSpec(dp=8)
+    head = [o for o in head_forward(model, par, fp8) + head_backward(model, par, fp8) if o.kind == "gemm"]
+    assert [o.name for o in head] == ["lm_head", "lm_head.dgrad", "lm_head.wgrad"]
+    for op in head:
+        m, n, k, _ = op.shape
+        assert ops.op_time_s(gpu, op, "fp8") == gpu.gemm_time_s(m, n, k, dtype="bf16") != gpu.gemm_time_s(m, n, k, dtype="fp8")
+    up = next(o for o in ops.layer_forward(model, par, fp8) if o.name == "up")
+    assert ops.op_time_s(gpu, up, "fp8") == gpu.gemm_time_s(*up.shape[:3], dtype="fp8")
+    moe = TransformerSpec(2, 1024, 512, 8, 8, 1000, 1024, experts=8, top_k=2, expert_ffn=512)
+    layer = ops.layer_forward(moe, ParallelSpec(dp=8, ep=8), BatchSpec(8, 1, "fp8"))
+    router = next(o for o in layer if o.name == "router")
+    assert ops.op_time_s(gpu, router, "fp8") == gpu.gemm_time_s(*router.shape[:3], dtype="bf16")
+    cast = next(o for o in layer if o.name == "fp8_cast")
+    assert cast.bytes == ops.fp8_casts([o for o in layer if o.name != "router"]).bytes
