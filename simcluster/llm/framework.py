@@ -129,8 +129,21 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                                  comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
+# IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
+# PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
+# FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
+# fms_fsdp/policies/mixed_precision.py), so bf16 gathers AND bf16 reduce_scatters (grad_bytes 2) of the bf16 unsharded
+# gradient as it is (no up-cast: grad_accumulate_bytes 0), fp32 flat shard + fp32 sharded gradient + AdamW moments
+# (16 bytes per parameter); limit_all_gathers True; use_torch_compile False; optim.AdamW defaults (main_training.py). The
+# model is ibm-fms's LLaMA (foundation-model-stack b06c5dfb, 2024-02): query / key / value Linears apart, GatedLinearUnit
+# w1 / wg / w2, eager LayerNormParameterized (RMS) and rotary, keys / values expanded for GQA, SDPA with is_causal, the
+# logits from the untied reversible embedding in bf16 into torch's CrossEntropyLoss: eager's op list; the card's
+# NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
+FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
+                         persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
+                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
