@@ -63,3 +63,23 @@ def test_lm_head_and_router_stay_bf16_under_fp8():
     assert ops.op_time_s(gpu, router, "fp8") == gpu.gemm_time_s(*router.shape[:3], dtype="bf16")
     cast = next(o for o in layer if o.name == "fp8_cast")
     assert cast.bytes == ops.fp8_casts([o for o in layer if o.name != "router"]).bytes
+
+
+def test_fms_fsdp_reduces_in_bf16_without_an_up_cast():
+    """fms-fsdp's bfSixteen policy: bf16 parameters and bf16 reductions, so the bf16 gradient is reduce-scattered as it
+    is (grad_bytes 2, no up-cast), unlike FSDP2 under torchtitan (fp32 reductions, a 6-byte up-cast per element)."""
+    fms = FRAMEWORKS["fms-fsdp"]
+    assert (fms.param_bytes, fms.grad_bytes, fms.grad_accumulate_bytes) == (2.0, 2.0, 0.0)
+    assert (TORCHTITAN_FSDP2.grad_bytes, TORCHTITAN_FSDP2.grad_accumulate_bytes) == (4.0, 6.0)
+    assert fms.param_bytes + 4.0 + fms.state_bytes == 16.0   # fp32 flat shard, fp32 sharded gradient, two moments
+
+
+def test_fms_fsdp_rows_compared_held_out_and_hsdp_not():
+    """The full-AC rows (34b, 70b) of both GPU columns are compared held out; HSDP (7b) and every-n-th-block AC (13b)
+    say why they are not."""
+    from simcluster.reference.llm import validate_published_llm
+
+    for gpu in ("a100", "h100"):
+        rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
+        assert [r.run for r in rows if r.error is not None] == [2, 3]
+        assert all(r.held_out for r in rows) and "HSDP" in rows[0].unavailable and "selective" in rows[1].unavailable
