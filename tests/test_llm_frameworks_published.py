@@ -1,5 +1,6 @@
-"""torchtitan's FSDP2 as a framework (issue 44): its parameters as torchtitan's code sets them, its regime, and its
-held-out published rows (calibration/published/llm-torchtitan-fsdp2-a100.yaml)."""
+"""Frameworks and published rows of issue 44's llmpub session: torchtitan's FSDP2 and fms-fsdp's FSDP1 as frameworks
+(their parameters as their code sets them, their regime, their held-out rows), the GEMMs that stay bf16 under fp8, and
+the dgxc v25.04 Llama 3.1 rows that test it."""
 
 import pathlib
 
@@ -83,3 +84,13 @@ def test_fms_fsdp_rows_compared_held_out_and_hsdp_not():
         rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
         assert [r.run for r in rows if r.error is not None] == [2, 3]
         assert all(r.held_out for r in rows) and "HSDP" in rows[0].unavailable and "selective" in rows[1].unavailable
+
+
+def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
+    """30 of 34 columns compared, all held out; the 405B proxies whose layers do not divide over PP x VP say why."""
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-dgxc-benchmarking-v25.04-llama31-h100.yaml").rows
+    assert len(rows) == 34 and sum(r.error is not None for r in rows) == 30 and all(r.held_out for r in rows)
+    assert [r.run for r in rows if r.error is None] == [23, 24, 29, 30]
+    assert all("proxy" in r.unavailable for r in rows if r.error is None)
