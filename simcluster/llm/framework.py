@@ -115,8 +115,35 @@ COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, 
 # FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
 # flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
 MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
+# torchtitan's FSDP2 without torch.compile (issue 44; torchtitan 1ea476e9f, 2024-04-24, the code of its first A100 tables):
+# fully_shard per TransformerBlock and the root, MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
+# (parallelize_llama.py L220-239): bf16 gathers of the fp32 shard (param_bytes 2) and fp32 reduce_scatters (grad_bytes 4),
+# each unsharded bf16 gradient copied to fp32 before its reduce_scatter (foreach_reduce: 2 read + 4 written per weight
+# element, grad_accumulate_bytes 6); fp32 shard + fp32 gradient + two fp32 AdamW moments (4 + 4 + 8 = param 2 + grad 4
+# + state 10, as the runner's FSDP2); no autocast: bf16 compute and residual stream (residual_bytes 2, cast_bytes 0);
+# AdamW(foreach=True) (train.py L95-98; priced at the fused 28 bytes, < 0.3% of these steps either way); the Llama
+# block in eager PyTorch (models/llama/model.py: wq / wk / wv apart, rotary, RMSNorm and SwiGLU unfused, SDPA with
+# is_causal, the logits cast .float() before cross_entropy: eager's op list and 12-byte loss peak); its collectives beside
+# compute at the card's measured comm_overlap (as FSDP2, llm/eager.py); no host cost (none measured for these hosts).
+# reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
+TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
+                                 persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
+                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
+# IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
+# PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
+# FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
+# fms_fsdp/policies/mixed_precision.py), so bf16 gathers AND bf16 reduce_scatters (grad_bytes 2) of the bf16 unsharded
+# gradient as it is (no up-cast: grad_accumulate_bytes 0), fp32 flat shard + fp32 sharded gradient + AdamW moments
+# (16 bytes per parameter); limit_all_gathers True; use_torch_compile False; optim.AdamW defaults (main_training.py). The
+# model is ibm-fms's LLaMA (foundation-model-stack b06c5dfb, 2024-02): query / key / value Linears apart, GatedLinearUnit
+# w1 / wg / w2, eager LayerNormParameterized (RMS) and rotary, keys / values expanded for GQA, SDPA with is_causal, the
+# logits from the untied reversible embedding in bf16 into torch's CrossEntropyLoss: eager's op list; the card's
+# NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
+FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
+                         persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
+                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:

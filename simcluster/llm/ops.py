@@ -256,7 +256,7 @@ def fp8_casts(layer_ops: list[Op]) -> Op:
     written; the cast itself is fused into the norm / activation before it) and the attention output's cast
     (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
     output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
-    gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.")]
+    gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and o.name not in BF16_UNDER_FP8]
     fwd = sum(o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)
     fwd += sum(3 * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms if o.name == "attn_out")
     bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
@@ -351,6 +351,11 @@ def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -
 # 2026-11-27) a loop of per-expert GEMMs is priced this way within 8.2% (bf16) and 12.3% (fp8) mean, one batched kernel
 # 10.2% and 21.1% (up to 63% fast for Qwen3 30B's 16 small fp8 experts)
 GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
+# GEMMs that stay bf16 under fp8: only Transformer Engine modules run in fp8 inside fp8_autocast, and Megatron-Core builds
+# the LM head as its own tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py, output_layer at
+# NVIDIA/Megatron-LM 007562f9) and the MoE router as a plain linear of its own weight (TopKRouter.gating); torchtitan's
+# llama3 train configs leave `output` out of float8 ([float8] filter_fqns = ["output"] at e7c0cae). Priced on the bf16 curve.
+BF16_UNDER_FP8 = ("lm_head", "router")
 
 
 _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
@@ -371,6 +376,8 @@ def op_time_s(gpu, op: Op, dtype: str) -> float:
 def _op_time_s(gpu, op: Op, dtype: str) -> float:
     if op.kind == "gemm":
         m, n, k, batch = op.shape
+        if dtype == "fp8" and op.name.removeprefix("recompute.").split(".")[0] in BF16_UNDER_FP8:
+            dtype = "bf16"
         if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:
             t = batch * gpu.gemm_time_s(m, n, k, dtype=dtype)
         else:

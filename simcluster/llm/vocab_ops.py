@@ -30,7 +30,7 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     ops = [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * rb, 4 * sh.seq_tokens * model.hidden)]
     if rb != ACT_BYTES:
         ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
-    ops.append(gemm("lm_head", sh.tokens, v, model.hidden, in_bytes=sh.in_bytes))
+    ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
     ops.append(memory("cross_entropy", 7 * n * ACT_BYTES, 5 * n, count=2) if fw.eager else
                Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes), (float(n * fw.loss_bwd_bytes),)))
     return ops
@@ -38,4 +38,4 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
 
 def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     fwd = head_forward(model, par, batch, fw)
-    return backward_of(fwd, model, par, batch, sharding(model, par, batch).in_bytes) + grad_accumulate(fwd, fw)
+    return backward_of(fwd, model, par, batch, ACT_BYTES) + grad_accumulate(fwd, fw)

@@ -33,7 +33,7 @@ class Regime:
 def framework_family(name: str) -> str:
     if name.startswith("megatron"):
         return "Megatron/NeMo"
-    if name.startswith("torch"):
+    if name.startswith("torch") and not name.startswith("torchtitan"):   # torchtitan at scale: its own name, family llm
         return "PyTorch eager"
     return name
 

@@ -1,0 +1,96 @@
+"""Frameworks and published rows of issue 44's llmpub session: torchtitan's FSDP2 and fms-fsdp's FSDP1 as frameworks
+(their parameters as their code sets them, their regime, their held-out rows), the GEMMs that stay bf16 under fp8, and
+the dgxc v25.04 Llama 3.1 rows that test it."""
+
+import pathlib
+
+from simcluster.llm.framework import FRAMEWORKS, TORCHTITAN_FSDP2
+from simcluster.trust.regime import llm_regime
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_torchtitan_fsdp2_is_bf16_gathers_fp32_reductions_without_autocast():
+    """MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), no autocast (bf16 residual stream, no weight casts),
+    wq / wk / wv apart, the fp32 shard + gradient + two moments = 16 bytes per parameter."""
+    fw = FRAMEWORKS["torchtitan-fsdp2"]
+    assert fw is TORCHTITAN_FSDP2
+    assert (fw.param_bytes, fw.grad_bytes, fw.residual_bytes, fw.cast_bytes, fw.weight_copy_bytes) == (2.0, 4.0, 2, 0.0, 0.0)
+    assert fw.param_bytes + fw.grad_bytes + fw.state_bytes == 16.0
+    assert not fw.fused_qkv and fw.eager and fw.grad_accumulate_bytes == 6.0 and fw.host_kernel_s == 0.0
+
+
+def test_torchtitan_keeps_the_llm_family_not_the_eager_lab_one():
+    """Its rows are 64-GPU steps, not the runner's host-bound 1-4 GPU eager steps: family llm, its own framework name."""
+    regime = llm_regime("torchtitan-fsdp2", 1, 1, 1, 3, False, "bf16", 64)
+    assert regime.family == "llm" and regime.key == "llm | torchtitan-fsdp2 | ZeRO-3/FSDP | bf16"
+    assert llm_regime("torch-fsdp2", 1, 1, 1, 3, False, "bf16", 2).family == "llm eager"
+
+
+def test_torchtitan_a100_rows_are_held_out_and_the_selective_ones_not_compared():
+    """The three rows the model can express (no recompute, full recompute) are compared held out; the selective-layer
+    and selective-op rows say why they are not."""
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-torchtitan-fsdp2-a100.yaml").rows
+    compared = [r for r in rows if r.error is not None]
+    assert [r.run for r in compared] == [2, 3, 7] and all(r.held_out for r in compared)
+    assert all("selective" in r.unavailable for r in rows if r.error is None)
+    assert all(abs(r.error) < 0.10 for r in compared), [r.error for r in compared]
+
+
+def test_lm_head_and_router_stay_bf16_under_fp8():
+    """Only Transformer Engine modules run in fp8: Megatron-Core's LM head (tensor_parallel.ColumnParallelLinear) and the
+    MoE router are priced on the bf16 curve under fp8, forward and backward; the decoder's linears on the fp8 one; and the
+    fp8 casts leave the router out."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import ops
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.llm.vocab_ops import head_backward, head_forward
+
+    gpu = load_gpu(ROOT / "models" / "gpu" / "h100-sxm.yaml")[0]
+    model = TransformerSpec(4, 4096, 14336, 32, 8, 128256, 4096)
+    fp8, par = BatchSpec(8, 1, "fp8"), ParallelSpec(dp=8)
+    head = [o for o in head_forward(model, par, fp8) + head_backward(model, par, fp8) if o.kind == "gemm"]
+    assert [o.name for o in head] == ["lm_head", "lm_head.dgrad", "lm_head.wgrad"]
+    for op in head:
+        m, n, k, _ = op.shape
+        assert ops.op_time_s(gpu, op, "fp8") == gpu.gemm_time_s(m, n, k, dtype="bf16") != gpu.gemm_time_s(m, n, k, dtype="fp8")
+    up = next(o for o in ops.layer_forward(model, par, fp8) if o.name == "up")
+    assert ops.op_time_s(gpu, up, "fp8") == gpu.gemm_time_s(*up.shape[:3], dtype="fp8")
+    moe = TransformerSpec(2, 1024, 512, 8, 8, 1000, 1024, experts=8, top_k=2, expert_ffn=512)
+    layer = ops.layer_forward(moe, ParallelSpec(dp=8, ep=8), BatchSpec(8, 1, "fp8"))
+    router = next(o for o in layer if o.name == "router")
+    assert ops.op_time_s(gpu, router, "fp8") == gpu.gemm_time_s(*router.shape[:3], dtype="bf16")
+    cast = next(o for o in layer if o.name == "fp8_cast")
+    assert cast.bytes == ops.fp8_casts([o for o in layer if o.name != "router"]).bytes
+
+
+def test_fms_fsdp_reduces_in_bf16_without_an_up_cast():
+    """fms-fsdp's bfSixteen policy: bf16 parameters and bf16 reductions, so the bf16 gradient is reduce-scattered as it
+    is (grad_bytes 2, no up-cast), unlike FSDP2 under torchtitan (fp32 reductions, a 6-byte up-cast per element)."""
+    fms = FRAMEWORKS["fms-fsdp"]
+    assert (fms.param_bytes, fms.grad_bytes, fms.grad_accumulate_bytes) == (2.0, 2.0, 0.0)
+    assert (TORCHTITAN_FSDP2.grad_bytes, TORCHTITAN_FSDP2.grad_accumulate_bytes) == (4.0, 6.0)
+    assert fms.param_bytes + 4.0 + fms.state_bytes == 16.0   # fp32 flat shard, fp32 sharded gradient, two moments
+
+
+def test_fms_fsdp_rows_compared_held_out_and_hsdp_not():
+    """The full-AC rows (34b, 70b) of both GPU columns are compared held out; HSDP (7b) and every-n-th-block AC (13b)
+    say why they are not."""
+    from simcluster.reference.llm import validate_published_llm
+
+    for gpu in ("a100", "h100"):
+        rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
+        assert [r.run for r in rows if r.error is not None] == [2, 3]
+        assert all(r.held_out for r in rows) and "HSDP" in rows[0].unavailable and "selective" in rows[1].unavailable
+
+
+def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
+    """30 of 34 columns compared, all held out; the 405B proxies whose layers do not divide over PP x VP say why."""
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-dgxc-benchmarking-v25.04-llama31-h100.yaml").rows
+    assert len(rows) == 34 and sum(r.error is not None for r in rows) == 30 and all(r.held_out for r in rows)
+    assert [r.run for r in rows if r.error is None] == [23, 24, 29, 30]
+    assert all("proxy" in r.unavailable for r in rows if r.error is None)
