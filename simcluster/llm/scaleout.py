@@ -109,9 +109,10 @@ _RATES: dict[int, tuple] = {}   # id(cluster) -> (a weak reference to it, {group
 def split_rates(cluster, group, gpus_per_node: int, gpus: int) -> tuple[float, float, float]:
     """(r_h, r_s, r_1) of the slowest of a group kind's concurrent rings (module docstring): solved once per cluster
     and group layout (every point of a sweep that shares them asks again), since they depend on nothing else."""
-    entry = _RATES.get(id(cluster))
+    ident = id(cluster)
+    entry = _RATES.get(ident)
     if entry is None or entry[0]() is not cluster:
-        entry = _RATES[id(cluster)] = (weakref.ref(cluster, lambda _, key=id(cluster): _RATES.pop(key, None)), {})
+        entry = _RATES[ident] = (weakref.ref(cluster, lambda _: _RATES.pop(ident, None)), {})
     key = (group.stride, group.size, group.ranks_per_node, gpus_per_node, gpus)
     if key not in entry[1]:
         sets = node_sets(group, gpus_per_node, gpus)
