@@ -79,9 +79,11 @@ def test_a_storage_run_not_compared_is_left_out_with_its_reason_and_o_direct_rea
 
 def test_the_v3_solidigm_row_is_predicted_within_the_issues_10_percent():
     """MLPerf Storage v3.0, Solidigm D5-P5336, Unet3D on 1 B200: held out (nothing fitted on it); issue 42's target is
-    10% on the count and the throughput (6,041 against 5,902 MiB/s when first predicted, +2.4%, limit drive)."""
+    10% on the count and the throughput (6,041 against 5,902 MiB/s when first predicted, +2.4%). The model's drive keeps
+    up (AU 100%, the drive 90% busy): the prediction is the accelerator's compute ceiling, so the row checks that the
+    drive keeps up at the submitted count and the count arithmetic, not the drive's rate (its limit names the accelerators)."""
     path = ROOT / "calibration" / "published" / "mlperf-storage-v3.0-solidigm.yaml"
     (_, row), = storage.compared_runs(path)
     r = storage.predict(row, search=True)
-    assert r["accelerators_predicted"] == r["accelerators_measured"] == 1 and r["limit"] == "drive"
+    assert r["accelerators_predicted"] == r["accelerators_measured"] == 1 and r["limit"] == "accelerators (storage keeps up)"
     assert abs(r["error_at_measured_count"]) <= 0.10 and abs(r["MiB_per_s_error"]) <= 0.10

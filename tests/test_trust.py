@@ -67,15 +67,16 @@ def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
 
 def test_shipped_table_covers_its_rows_held_out_within_the_target_per_family():
     """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. The
-    across-nodes family misses it (66%; at most 73% honestly, docs/models/trust-findings.md): this test records that
-    it still does, so that the docs are revisited when it changes."""
+    across-nodes family meets it by rows only since session 28's 100-row EFA source (82%), which the family's pooled
+    band covers; weighing each source once it is still under 70% (docs/models/trust.md): this test records both, so
+    that the docs are revisited when either changes."""
     cov = {c.family: c for c in held_out_coverage(load_table())}
     assert set(cov) == {"llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"}
-    for family in ("llm", "llm eager", "collective one node", "ddp", "storage", "transport"):
+    for family in ("llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
         assert cov[family].checked == cov[family].rows
     assert cov["llm"].median_half_width_validated_pct <= 15.0
-    assert 60.0 < cov["collective across nodes"].coverage_pct < 70.0
+    assert 60.0 < cov["collective across nodes"].by_source_pct < 70.0
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():

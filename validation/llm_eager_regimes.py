@@ -102,6 +102,8 @@ def compare(bundle: Path) -> int:
         print(f"error: {reg_path}: no registered predictions", file=sys.stderr)
         return 1
     reg = yaml.safe_load(reg_path.read_text())
+    global MODES   # the plan the bundle registered (its modes), whatever --plan said
+    MODES = next((modes for modes, _ in PLANS.values() if {r["mode"] for r in reg["runs"]} <= set(modes)), MODES)
     registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in reg["runs"]}
     print(f"== {bundle.name}: measured vs predictions registered at {reg['registered_at_commit'][:10]}")
     print(f"{'model':>5} {'mode':>11} {'seq':>5} {'mb':>3} {'m':>2} {'meas ms':>9} {'reg ms':>9} {'err %':>7} {'now ms':>9} "

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 44: the lease-to-lease repeat of the host-bound 2-D layouts. tp+ddp and tp+fsdp of two presets of each earlier
-# 4-GPU set (1b and 3.1b of h200x4-llm-eager-meshes-2026-11-28, 2b and 8b of ...-meshes2-...), same options, on a third
-# lease: how far the same run moves between leases (no prediction is made from these runs).
+# 4-GPU set (1b and 3.1b of h200x4-llm-eager-meshes-2026-11-28, 2b and 8b of ...-meshes2-...), same options, on the
+# lease that is warm (it ran on set 2's): how far the same run moves between leases and within one (no prediction).
 #   bash calibration/h200x4-llm-eager-meshes-repeat-2026-11-28/device_run.sh   (device machine, repository root)
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 B=/tmp/eager-repeat/runs

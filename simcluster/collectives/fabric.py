@@ -72,8 +72,9 @@ class FabricCall:
 
     def l_step(self, protocol: str = "Simple") -> float:
         """One network step of a protocol: the hops on its critical path, each l_nic. LL's small messages go in one;
-        Simple and LL128 in the NIC card's `step_operations` (EFA: the receiver's control message, the RDMA write and
-        the receive-side flush of aws-ofi-nccl's RDMA protocol, hardware/nic.py)."""
+        Simple and LL128 in the NIC card's `step_operations` (1 on every shipped card; for EFA, aws-ofi-nccl's RDMA
+        protocol would put the receiver's control message and the RDMA write on it, 2, tried and not adopted:
+        fabric-findings.md, session 28; no receive-side flush on compute capability >= 9.0)."""
         return self.l_nic * (1.0 if protocol == "LL" else self.cluster.nic.step_operations)
 
     @property

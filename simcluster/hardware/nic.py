@@ -52,7 +52,8 @@ class NicParams:
     call_setup_s: float = 0.0       # per collective call across nodes: the time before its network pipeline runs at
                                     # its steady rate (docs/models/fabric.md, "Held-out systems"); 0: not stated
     step_operations: float = 1.0    # network operations on the critical path of one NCCL network step (Simple, LL128),
-                                    # each one `latency`: 1 = a one-way hop; EFA 3 (docs/models/fabric.md, EFA's ramp)
+                                    # each one `latency`: 1 = a one-way hop (every shipped card); 2 for EFA was tried and
+                                    # not adopted (fabric-findings.md, session 28)
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:

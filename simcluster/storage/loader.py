@@ -350,7 +350,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     use = busy_shares(snapshots, release, est, drives, config, accelerators * threads, nvme)
     samples = est.throughput_samples_per_s
     return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,
-                     stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, limit_of(use))
+                     stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, limit_of(use, est.au_percent))
 
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),

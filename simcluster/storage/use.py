@@ -7,6 +7,8 @@ from simcluster.storage import steady
 from simcluster.storage.nvme import NvmeParams
 
 SATURATED = 0.9      # a resource busy this share of the steady window limits the run
+KEEPS_UP = 99.5      # AU (%) at or above which the accelerators never wait: storage keeps up, whatever its busy shares
+ACCELERATORS = "accelerators (storage keeps up)"
 
 
 def busy_shares(snapshots, release, est: steady.Estimate, drives: int, config, workers: int, nvme: NvmeParams) -> dict:
@@ -23,10 +25,13 @@ def busy_shares(snapshots, release, est: steady.Estimate, drives: int, config, w
     return use
 
 
-def limit_of(use: dict) -> str:
-    """What limits the run: the busiest of drive, network and host CPU when it is saturated; else the loader threads
+def limit_of(use: dict, au_percent: float = 0.0) -> str:
+    """What limits the run: the accelerators' own compute when AU >= KEEPS_UP (a drive 90% busy that still feeds every
+    step on time binds nothing); else the busiest of drive, network and host CPU when it is saturated; else the loader threads
     when they are always busy (reads in flight per thread, or their intake rate); else nothing saturated: the batches a
     rank may have in flight (threads x prefetch factor) against the loads' latency and the per-step barrier."""
+    if au_percent >= KEEPS_UP:
+        return ACCELERATORS
     shared = {k: v for k, v in use.items() if k != "loader threads"}
     name, value = max(shared.items(), key=lambda kv: kv[1])
     if value >= SATURATED:

@@ -39,7 +39,7 @@ def accuracy_page(table: Table) -> str:
         status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band, unvalidated"
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {lo:+.1f}%..{hi:+.1f}% | "
                      f"{s['mean_abs_error_pct']:.1f}% | {status} |")
-    lines += ["", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch TP x DP, RDMA host transports, an RDMA fabric",
+    lines += ["", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
               "the NIC card does not name) are answered as `unvalidated` with the family's pooled band, or `never checked`",
               "where the family has none.", ""]
     return "\n".join(lines)
