@@ -182,7 +182,7 @@ def test_truncated_and_foreign_traces_are_one_line_errors(tmp_path):
     doc = json.loads(text)
     doc["gemm"][3].pop("k")
     cut.write_text(json.dumps(doc))
-    with pytest.raises(TraceFormatError, match=r"gemm\[3\].k: missing"):
+    with pytest.raises(TraceFormatError, match=r"gemm\[3\]: missing key 'k'"):
         gpu_micro.parse(cut)
 
 
