@@ -259,6 +259,22 @@ def Choice(vocabulary: str):   # noqa: N802
     return Annotated[Any, AfterValidator(one_of)]
 
 
+def Parsed(parser: str):   # noqa: N802
+    """A value its owner's parser reads (schema.read(..., context={parser: parse})): the parsed value, or the parser's
+    reason (ValueError, SimclusterError) as the refusal; for a format that belongs to a model (a PCIe link 'gen5x16')."""
+    def parsed(value, info: ValidationInfo):
+        parse = (info.context or {}).get(parser)
+        if parse is None:
+            raise ValueError(f"the reader gave no {parser} parser")
+        try:
+            return parse(value)
+        except SimclusterError as exc:
+            raise ValueError(exc.message) from None
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(str(exc).splitlines()[0] if str(exc) else f"not a valid {parser}") from None
+    return Annotated[Any, AfterValidator(parsed)]
+
+
 Flag = Annotated[bool, Field(strict=True)]      # true or false, nothing else
 
 
@@ -268,9 +284,13 @@ class Section(Document):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
 
 
-def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True, what: str = "quantity"):  # noqa: N802
+def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True, what: str = "quantity",  # noqa: N802
+             si: bool = False):
     """A number with its unit as text ("13.9us", "100Gbps", "16GiB"; a plain number is SI), parsed by
-    `parse` (units.parse_time / parse_size / parse_bandwidth), in range once parsed."""
+    `parse` (units.parse_time / parse_size / parse_bandwidth), in range once parsed; `si`: the field's value is the
+    parsed number in SI units (a reader's typed field), else the text as written (a document checked, not converted)."""
+    convert = si
+
     def in_range(value):
         if isinstance(value, bool):
             raise ValueError(f"expected a {what} with its unit")
@@ -280,7 +300,7 @@ def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True
             raise ValueError(exc.message) from None
         if not math.isfinite(si) or si < low or si > high or (above and si == low):
             raise ValueError(f"expected a {what} {'>' if above else 'from'} {low:g} to {high:g} (SI units)")
-        return value
+        return si if convert else value
     return Annotated[Any, AfterValidator(in_range)]
 
 
