@@ -216,7 +216,7 @@ def test_reliability_errors_are_one_line_at_the_key(tmp_path, reliability, messa
     ("{failure_rate: 1/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 10h}}", "2G",
      "jobs[0].reliability: a checkpoint period"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 3s}}", "1P",
-     "more than the job DES simulates"),
+     "past the limit of 100,000,000 (--max-events)"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 1s}}", "2G",
      "jobs[0].reliability.checkpoint.interval: 1 s is shorter than one step (2.6"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1GB/s}, interval: 30s, async_copy: 10GB/s}}",
