@@ -9,7 +9,7 @@ alone can say. A job's undeclared key is refused (a typo would be ignored); an e
     qperf              QPERF               scenario_jobs._qperf
     concurrent         CONCURRENT          scenario_jobs._concurrent
     training           TRAINING            scenario_jobs._training
-    llm_training       LLM_TRAINING        llm/job.read_llm_job
+    llm_training       LLM_TRAINING        llm/job.read_llm_job (its reliability: block, Reliability: llm/reliability.py)
 
 Vocabularies that belong to a model (collective algorithms, recompute modes, precisions) are Choice fields: the reader
 gives the names at validation, so the declaration does not import the model.
@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Union
 
-from pydantic import AfterValidator, Discriminator, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Tag, field_validator, model_validator
 
 from simcluster import units
 from simcluster.documents import MAX_GPUS, MAX_NODES
 from simcluster.errors import SimclusterError
-from simcluster.schema import Choice, Count, Flag, ListOf, Map, Number, OneOf, Quantity, Section, Text
+from simcluster.schema import Choice, Count, Flag, ListOf, Number, OneOf, Parsed, Quantity, Section, Text
 
 MAX_INTEGER = 2**40        # any other count: a bound that keeps arithmetic finite
 MAX_TRANSFORMER = 2**24     # any other transformer dimension (an expert count, a LoRA rank, a layer of a layout)
@@ -206,6 +206,73 @@ class Framework(Section):
     host: Text(4096) = None                  # torch: a folder of llm-step runs
 
 
+Rate = Quantity(units.parse_bandwidth, 0.0, 1e18, above=True, what="rate", si=True)   # bytes/s, > 0
+
+
+def _interval(value):
+    if value == "auto":
+        return None
+    try:
+        seconds = units.parse_time(value)
+    except SimclusterError as exc:
+        raise ValueError(exc.message) from None
+    if not 0 < seconds <= 86400.0 * 365:
+        raise ValueError("expected auto or a positive time")
+    return seconds
+
+
+class PublishedRate(Section):
+    published: Text(4096)                  # a calibration/published/reliability-*.yaml file
+    run: Count(0, 10**6) = 0
+
+
+class FileSystem(Section):
+    filesystem: Rate                       # a shared file system's aggregate write rate
+
+
+class LocalDrives(Section):
+    nvme: CardPath                         # an nvme card (its write_bandwidth)
+    drives: Count(1, 64)
+    replica: Rate                          # the shared file system a checkpoint is copied on to
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replica(cls, value):
+        if isinstance(value, dict) and "replica" not in value:
+            raise ValueError("replica: a checkpoint on local NVMe is lost with its node, and most interruptions are "
+                             "hardware (324 of Llama 3's 419: GPU, host, network): name the shared file system it is "
+                             "copied on to (replica: RATE, e.g. 1TB/s)")
+        return value
+
+
+def _by_key(tags: dict[str, str], default: str):
+    """A union read by which key a mapping has (its Tag names start 'tag:', left out of an error's key)."""
+    return Discriminator(lambda v: next((tag for key, tag in tags.items() if isinstance(v, dict) and key in v), default))
+
+
+class Checkpoint(Section):
+    storage: Annotated[Union[Annotated[FileSystem, Tag("tag:fs")], Annotated[LocalDrives, Tag("tag:nvme")]],  # noqa: UP007
+                       _by_key({"filesystem": "tag:fs"}, "tag:nvme")]
+    interval: Annotated[Any, AfterValidator(_interval)] = "auto"      # seconds, None for auto (Young/Daly)
+    async_copy: Rate = None                # GPU -> host copy rate: an asynchronous checkpoint
+
+    @field_validator("storage", mode="before")
+    @classmethod
+    def _one_place(cls, value):
+        if not isinstance(value, dict) or len({"nvme", "filesystem"} & set(value)) != 1:
+            raise ValueError("expected {nvme: CARD, drives: N, replica: RATE} (local drives per node) or "
+                             "{filesystem: RATE} (a shared file system)")
+        return value
+
+
+class Reliability(Section):
+    failure_rate: Annotated[Union[Annotated[Parsed("failure_rate"), Tag("tag:text")],  # noqa: UP007
+                                  Annotated[PublishedRate, Tag("tag:published")]],
+                            Discriminator(lambda v: "tag:published" if isinstance(v, dict) else "tag:text")]
+    restart: Quantity(units.parse_time, 0.0, 86400.0 * 365, above=False, what="time", si=True)
+    checkpoint: Checkpoint
+
+
 class LlmTraining(Section):
     kind: Text(64)
     model: Model
@@ -214,7 +281,7 @@ class LlmTraining(Section):
     micro_batch: Count(1, MAX_INTEGER)
     precision: Choice("precision") = "bf16"
     train_tokens: Annotated[Any, AfterValidator(_count)] = None     # '15T', 1.5e12
-    reliability: Map = None                  # llm/reliability.py reads its block
+    reliability: Reliability = None          # llm/reliability.py builds the model's Reliability from it
     framework: Annotated[Union[Annotated[Choice("framework"), Tag("str")], Annotated[Framework, Tag("dict")]],  # noqa: UP007
                          Discriminator(lambda v: "dict" if isinstance(v, dict) else "str")] = None
 

@@ -173,7 +173,7 @@ def _dotted(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[", "constrained-")) and part not in (
+        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[", "constrained-", "tag:")) and part not in (
                 "int", "float", "str", "bool", "none", "list", "dict"):
             out += f".{part}" if out else str(part)
     return out

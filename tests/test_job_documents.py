@@ -19,6 +19,7 @@ MACHINE = {"card": str(ROOT / "models/collective/h200x4-nvlink.yaml"), "gpus_per
            "nic": {"card": str(ROOT / "models/nic/seed000-roce-100g.yaml"), "per_node": 1},
            "fabric": {"kind": "leaf-spine", "down_ports": 4, "spines": 2},
            "gpu": {"card": str(ROOT / "models/gpu/h200-sxm.yaml")}}
+RELIABILITY = {"failure_rate": "2e-5/GPU-hour", "restart": "10min", "checkpoint": {"storage": {"filesystem": "1TB/s"}}}
 JOBS = {
     "collective_sweep": {"kind": "collective_sweep", "op": "all_reduce", "min_size": "1M", "max_size": "4M"},
     "qperf": {"kind": "qperf", "tests": ["tcp_bw"]},
@@ -69,6 +70,15 @@ def test_every_job_kind_reads_and_refuses_an_unknown_key_at_its_line(tmp_path, k
     ("llm_training", {"train_tokens": "15T"}, "jobs[0].train_tokens", "days to train need a reliability: block"),
     ("llm_training", {"framework": {"name": "torch", "hots": "x"}}, "jobs[0].framework.hots", "unknown key 'hots'"),
     ("llm_training", {"framework": "jax"}, "jobs[0].framework", "expected one of megatron"),
+    ("llm_training", {"reliability": {**RELIABILITY, "failure_rate": "3/GPU-week"}}, "jobs[0].reliability.failure_rate",
+     "'3/GPU-week' is not a failure rate per GPU"),
+    ("llm_training", {"reliability": {**RELIABILITY, "failure_rate": {"published": "x.yaml", "rn": 1}}},
+     "jobs[0].reliability.failure_rate.rn", "unknown key 'rn'"),
+    ("llm_training", {"reliability": {**RELIABILITY, "checkpoint": {"storage": {"filesystem": "1TB/s"}, "interval": "0s"}}},
+     "jobs[0].reliability.checkpoint.interval", "expected auto or a positive time"),
+    ("llm_training", {"reliability": {**RELIABILITY, "checkpoint": {"storage": {"nvme": "n.yaml", "drives": 65,
+                                                                                "replica": "1TB/s"}}}},
+     "jobs[0].reliability.checkpoint.storage.drives", "expected an integer from 1 to 64, got 65"),
 ])
 def test_a_wrong_field_is_one_line_at_its_key(tmp_path, kind, change, key, why):
     job = {**copy.deepcopy(JOBS[kind]), **change}

@@ -27,7 +27,7 @@ from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS
 from simcluster.llm import eager
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
-from simcluster.llm.reliability import Reliability, read_reliability
+from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
     MOE_DISPATCHERS,
     PP_SCHEDULES,
@@ -66,7 +66,7 @@ class LlmJob:
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     """Read one llm_training job with the scenario reader `r` (fail / mapping / integer / choice)."""
     j = r.declared(LLM_TRAINING, job, key, recompute=RECOMPUTE, moe_dispatcher=MOE_DISPATCHERS, pp_schedule=PP_SCHEDULES,
-                   precision=PRECISIONS, framework=FRAMEWORK_NAMES)
+                   precision=PRECISIONS, framework=FRAMEWORK_NAMES, failure_rate=parse_failure_rate)
     m, p = j.model, j.parallel
     ints = {name: getattr(m, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
     ints["kv_heads"] = m.kv_heads or m.heads
@@ -98,7 +98,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
 
-        rel = read_reliability(r, job["reliability"], f"{key}.reliability")
+        rel = read_reliability(r, j.reliability, job["reliability"], f"{key}.reliability")
         checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
