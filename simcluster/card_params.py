@@ -11,17 +11,18 @@ core-seconds per byte); an error is one line FILE:LINE: params.KEY: why.
     ddp             DDP             cards.load_ddp
     nvls            NVLS            cards.load_nvls
     nvme            NVME            storage/nvme.load_nvme
+    gpu             GPU             hardware/gpu.gpu_params (its clock block: hardware/gpu_clock.parse_clock)
 
 The whole card (its kind, name, sections, no negative quantity) is documents.CARD, checked when the file is read. The
-collective, op-profile and gpu cards' params are read by their models' own strict readers (collectives/registry.py,
-collectives/profile.py, hardware/gpu.py).
+collective and op-profile cards' params are read by their models' own strict readers (collectives/registry.py,
+collectives/profile.py).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from simcluster import units
 from simcluster.schema import Choice, Count, ListOf, Nullable, Number, Parsed, Quantity, Section, Text
@@ -167,3 +168,76 @@ class Nvme(Params):
 
 
 NVME = Nvme
+
+
+# ---- the GPU card (hardware/gpu.py): precisions, FLOP rates and the clock block are the GPU model's (Choice, Parsed)
+
+Efficiency = Number(1e-3, 1.0)
+
+
+def _head_dim(value) -> int:
+    if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+        raise ValueError(f"head_dim {value!r} is not a whole number >= 1")
+    return int(value)
+
+
+HeadDimTable = Annotated[dict[Annotated[Any, AfterValidator(_head_dim)], Efficiency], Field(min_length=1, max_length=64)]
+
+
+class Gemm(Params):
+    tile_m: Count(1, 2**16)
+    tile_n: Count(1, 2**16)
+    efficiency: Annotated[dict[Choice("dtype"), Efficiency], Field(max_length=16)]
+    k_ramp: Number(0, 1e18)
+    wave_weight: Number(0, 1)
+
+
+class Attention(Params):
+    efficiency_fwd: HeadDimTable
+    efficiency_bwd: HeadDimTable
+    seq_half_fwd: Number(0, 1e18)
+    seq_half_bwd: Number(0, 1e18)
+    gqa_bwd_bytes_per_element: Number(0, 1e18) = 0.0
+    dropout_elements_per_s_fwd: Nullable(Number(1e6, 1e18)) = None     # both or neither (absent: dropout not priced)
+    dropout_elements_per_s_bwd: Nullable(Number(1e6, 1e18)) = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self):
+        if (self.dropout_elements_per_s_fwd is None) != (self.dropout_elements_per_s_bwd is None):
+            missing = "fwd" if self.dropout_elements_per_s_fwd is None else "bwd"
+            raise ValueError(f"dropout_elements_per_s_{missing}: missing: give both dropout rates or neither")
+        return self
+
+
+class Memory(Params):
+    ramp: _quantity(units.parse_size, "size")
+
+
+class CommOverlap(Params):
+    compute_slowdown: Number(0.0, 0.95)
+    comm_rate: Number(0.01, 1.0)
+    source: Text(2000) = None
+
+
+class Gpu(Params):
+    peak_flops: Annotated[dict[Choice("dtype"), Parsed("flops")], Field(min_length=1, max_length=16)]
+    hbm_bandwidth: Rate
+    hbm_peak: Nullable(Rate) = None            # default: hbm_bandwidth
+    hbm_capacity: Size
+    launch: Time
+    gemm_launch: Nullable(Time) = None         # default: launch
+    sm_count: Count(1, 2**16)
+    gemm: Gemm
+    attention: Attention
+    memory: Memory
+    clock: Nullable(Parsed("clock")) = None
+    comm_overlap: Nullable(CommOverlap) = None
+
+    @model_validator(mode="after")
+    def _bf16(self):
+        if "bf16" not in self.peak_flops:
+            raise ValueError("peak_flops: a bf16 peak is required (MFU and attention are priced in bf16)")
+        return self
+
+
+GPU = Gpu

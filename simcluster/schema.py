@@ -105,7 +105,7 @@ def read(schema: type[Document], doc, context: dict | None = None):
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         key, why = explain(exc)
-        hint = None
+        hint = getattr((first.get("ctx") or {}).get("error"), "hint", None)    # a Parsed field's parser's hint
         if first["type"] == "extra_forbidden":
             names = _declared_names(schema, first["loc"][:-1])
             hint = f"expected one of: {', '.join(sorted(names))}" if names else None
@@ -173,7 +173,7 @@ def _dotted(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[", "constrained-", "tag:")) and part not in (
+        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[", "constrained-", "tag:", "[key]")) and part not in (
                 "int", "float", "str", "bool", "none", "list", "dict"):
             out += f".{part}" if out else str(part)
     return out
@@ -259,6 +259,14 @@ def Choice(vocabulary: str):   # noqa: N802
     return Annotated[Any, AfterValidator(one_of)]
 
 
+class Hinted(ValueError):
+    """A field's refusal with the hint its parser gave (schema.read passes it on to the Refusal)."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
 def Parsed(parser: str):   # noqa: N802
     """A value its owner's parser reads (schema.read(..., context={parser: parse})): the parsed value, or the parser's
     reason (ValueError, SimclusterError) as the refusal; for a format that belongs to a model (a PCIe link 'gen5x16')."""
@@ -269,7 +277,7 @@ def Parsed(parser: str):   # noqa: N802
         try:
             return parse(value)
         except SimclusterError as exc:
-            raise ValueError(exc.message) from None
+            raise Hinted(exc.message, exc.hint) from None
         except (ValueError, TypeError, AttributeError) as exc:
             raise ValueError(str(exc).splitlines()[0] if str(exc) else f"not a valid {parser}") from None
     return Annotated[Any, AfterValidator(parsed)]

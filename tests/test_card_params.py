@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from simcluster import card_params as cp
 from simcluster import cards, schema
 from simcluster.errors import ModelCardError
+from simcluster.hardware.gpu import DTYPES, load_gpu, parse_flops
 from simcluster.storage.nvme import load_nvme
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,7 @@ CARDS = {   # kind: (a card of the repository, or one written here; its loader)
     "nvls": (ROOT / "models/nvswitch/h100-nvls.yaml", cards.load_nvls),
     "nvme": (ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml", load_nvme),
     "host-cpu": (HOST_CPU, cards.load_host_cpu),
+    "gpu": (ROOT / "models/gpu/h100-sxm.yaml", load_gpu),
 }
 
 
@@ -68,6 +70,9 @@ def test_every_declared_card_kind_reads_and_refuses_an_unknown_param_at_its_line
     ("nvme", {"sigma": 1e200}, "params.sigma", "expected a number from 0 to 5, got 1e+200"),
     ("nvme", {"parallelism": 1.5}, "params.parallelism", "expected an integer"),
     ("host-cpu", {"tcp_cpu_per_byte": "0s/GB"}, "params.tcp_cpu_per_byte", "expected a CPU cost per byte > 0"),
+    ("gpu", {"peak_flops": {"fp8": "1PFLOP/s"}}, "params.peak_flops", "a bf16 peak is required"),
+    ("gpu", {"sm_count": 0}, "params.sm_count", "expected an integer from 1 to 65,536, got 0"),
+    ("gpu", {"hbm_bandwidth": "4.8TB"}, "params.hbm_bandwidth", "'4.8TB'"),
 ])
 def test_a_wrong_param_is_one_line_at_its_key(tmp_path, kind, change, key, why):
     path, loader = _card(tmp_path, kind, change)
@@ -88,18 +93,20 @@ def test_declared_defaults_and_units_are_what_the_model_gets(tmp_path):
 values = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=8),
                    st.lists(st.integers(-3, 9), max_size=3), st.dictionaries(st.integers(-2, 9), st.text(max_size=5)))
 DECLARATIONS = {"nic": cp.NIC, "aggregation": cp.AGGREGATION, "training-step": cp.TRAINING_STEP, "ddp": cp.DDP,
-                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU}
+                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU, "gpu": cp.GPU}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(CARDS)), changes=st.dictionaries(st.sampled_from(
     ["line_rate", "efficiency", "latency", "message_size", "cores_per_stream", "pcie", "buffer", "frame_wire", "phases",
-     "grad_bytes", "step_samples", "overlap_slowdown", "allreduce_algbw", "sigma", "parallelism", "cores", "transport"]),
+     "grad_bytes", "step_samples", "overlap_slowdown", "allreduce_algbw", "sigma", "parallelism", "cores", "transport",
+     "peak_flops", "sm_count", "gemm", "attention", "hbm_capacity"]),
     values, max_size=3))
 def test_a_card_declaration_reads_finite_si_numbers_or_refuses_in_one_line(kind, changes):
     source = CARDS[kind][0]
     params = (source if isinstance(source, dict) else yaml.safe_load(source.read_text()))["params"]
-    vocab = {"transport": ("rdma", "tcp"), "forwarding": ("cut-through",), "pcie": str}
+    vocab = {"transport": ("rdma", "tcp"), "forwarding": ("cut-through",), "pcie": str, "dtype": DTYPES, "flops": parse_flops,
+             "clock": lambda v: v}
     try:
         model = schema.read(DECLARATIONS[kind], {**params, **changes}, vocab)
     except schema.Refusal as exc:
