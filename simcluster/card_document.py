@@ -33,11 +33,16 @@ def declared_params(card: dict, where: str, declaration, **vocabulary):
     """A card's params read through their declaration (card_params.py): typed fields in SI units with the declared
     defaults; the first key that does not fit is one line FILE:LINE: params.KEY: why (`vocabulary`: the names or
     parsers of the model that owns a field, for its Choice / Parsed fields)."""
+    return declared(get(card, "params", where), where, declaration, "params", **vocabulary)
+
+
+def declared(doc, where: str, declaration, key: str = "params", **vocabulary):
+    """`doc`, the part of a card at `key` (the card's file: `where`), read through its declaration (see above)."""
     try:
-        return schema.read(declaration, get(card, "params", where), vocabulary)
+        return schema.read(declaration, doc, vocabulary)
     except schema.Refusal as exc:
-        key = f"params.{exc.key}" if exc.key else "params"
-        raise ModelCardError(f"{key}: {exc.why}", where=_line_of(where, key), hint=exc.hint) from None
+        dotted = f"{key}.{exc.key}" if exc.key else key
+        raise ModelCardError(f"{dotted}: {exc.why}", where=_line_of(where, dotted), hint=exc.hint) from None
 
 
 def _line_of(path: str, key: str) -> str:

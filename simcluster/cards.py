@@ -40,13 +40,14 @@ def load_collective(path: str | Path) -> tuple[CollectiveModel, dict]:
     if not is_machine_card(params):
         return collective_params(card, str(path)), card
     where = f"{path}: params"
+    terms = machine_terms(params, str(path))
     kind_path = Path(path).parent / str(cd.get(params, "kind_card", where))
     if not kind_path.is_file():
         raise ModelCardError(f"kind_card: {kind_path} is not a file (read relative to this card's folder)", where=where)
     kind_card = load_card(kind_path, kind="collective")
     if is_machine_card(kind_card.get("params")):
         raise ModelCardError("kind_card: names another machine card, not a kind card", where=where)
-    return compose(collective_params(kind_card, str(kind_path)), machine_terms(params, where)), card
+    return compose(collective_params(kind_card, str(kind_path)), terms), card
 
 
 def collective_params_yaml(params: CollectiveModel) -> dict:
@@ -55,8 +56,7 @@ def collective_params_yaml(params: CollectiveModel) -> dict:
 
 def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
     card = load_card(path, kind="op-profile")
-    return op_profiles(cd.get(cd.get(card, "params", str(path)), "op_profiles", f"{path}: params"),
-                       f"{path}: params.op_profiles"), card
+    return op_profiles(cd.get(cd.get(card, "params", str(path)), "op_profiles", f"{path}: params"), str(path)), card
 
 
 def nic_params(card: dict, where: str) -> NicParams:

@@ -103,7 +103,7 @@ def read(schema: type[Document], doc, context: dict | None = None):
     try:
         return schema.model_validate(doc, context=context)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
+        first = _first(exc)
         key, why = explain(exc)
         hint = getattr((first.get("ctx") or {}).get("error"), "hint", None)    # a Parsed field's parser's hint
         if first["type"] == "extra_forbidden":
@@ -112,9 +112,15 @@ def read(schema: type[Document], doc, context: dict | None = None):
         raise Refusal(key, why, hint) from None
 
 
+def _first(exc: ValidationError) -> dict:
+    """The problem to name: an unknown key before the others (a misspelt key is also a missing one)."""
+    errors = exc.errors(include_url=False)
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
 def explain(exc: ValidationError) -> tuple[str, str]:
     """(dotted key, 'why, got VALUE') of a validation error's first problem, in the words the readers use."""
-    first = exc.errors(include_url=False)[0]
+    first = _first(exc)
     key = _dotted(first["loc"])
     why = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     why = _WORDS.get(first["type"], why)

@@ -25,6 +25,9 @@ CARDS = {   # kind: (a card of the repository, or one written here; its loader)
     "nvme": (ROOT / "models/nvme/micron-9400-pro-7.68tb.yaml", load_nvme),
     "host-cpu": (HOST_CPU, cards.load_host_cpu),
     "gpu": (ROOT / "models/gpu/h100-sxm.yaml", load_gpu),
+    "collective": (ROOT / "models/collective/h200x2-primitives.yaml", cards.load_collective),
+    "chunked-ring": (ROOT / "models/collective/h200x4-nvlink.yaml", cards.load_collective),
+    "machine": (ROOT / "models/collective/h200x2-m4-graph-machine.yaml", cards.load_collective),
 }
 
 
@@ -32,6 +35,8 @@ def _card(tmp_path, kind, change=None) -> tuple[Path, object]:
     source, loader = CARDS[kind]
     doc = source if isinstance(source, dict) else yaml.safe_load(source.read_text())
     doc = {**doc, "params": {**doc["params"], **(change or {})}}
+    if "kind_card" in doc["params"]:      # a machine card: its kind card beside the original
+        doc["params"]["kind_card"] = str(source.parent / doc["params"]["kind_card"])
     path = tmp_path / f"{kind}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path, loader
@@ -73,6 +78,13 @@ def test_every_declared_card_kind_reads_and_refuses_an_unknown_param_at_its_line
     ("gpu", {"peak_flops": {"fp8": "1PFLOP/s"}}, "params.peak_flops", "a bf16 peak is required"),
     ("gpu", {"sm_count": 0}, "params.sm_count", "expected an integer from 1 to 65,536, got 0"),
     ("gpu", {"hbm_bandwidth": "4.8TB"}, "params.hbm_bandwidth", "'4.8TB'"),
+    ("collective", {"channels": 0}, "params.channels", "expected an integer from 1 to 1,024, got 0"),
+    ("collective", {"nccl_arch": "kepler"}, "params.nccl_arch", "expected one of"),
+    ("collective", {"ring_ramp": {"two": {"time": "1us", "scale": "1MiB"}}}, "params.ring_ramp", "'two' is not a rank count"),
+    ("chunked-ring", {"protocols": {"LL": {"base_latency": "1us", "step_latency": "1us", "bandwidth_fraction": 0.5,
+                                           "chunk": "64KiB"}}}, "params.protocols", "the Simple protocol is required"),
+    ("machine", {"latency_offset": "-2ms"}, "params.latency_offset", "a latency offset is within +-1ms"),
+    ("machine", {"launch": "graph"}, "params.launch", "expected one of cuda_graph, host"),
 ])
 def test_a_wrong_param_is_one_line_at_its_key(tmp_path, kind, change, key, why):
     path, loader = _card(tmp_path, kind, change)
@@ -93,20 +105,23 @@ def test_declared_defaults_and_units_are_what_the_model_gets(tmp_path):
 values = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=8),
                    st.lists(st.integers(-3, 9), max_size=3), st.dictionaries(st.integers(-2, 9), st.text(max_size=5)))
 DECLARATIONS = {"nic": cp.NIC, "aggregation": cp.AGGREGATION, "training-step": cp.TRAINING_STEP, "ddp": cp.DDP,
-                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU, "gpu": cp.GPU}
+                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU, "gpu": cp.GPU, "collective": cp.Primitives,
+                "chunked-ring": cp.ChunkedRing, "machine": cp.MachineTerms}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(CARDS)), changes=st.dictionaries(st.sampled_from(
     ["line_rate", "efficiency", "latency", "message_size", "cores_per_stream", "pcie", "buffer", "frame_wire", "phases",
      "grad_bytes", "step_samples", "overlap_slowdown", "allreduce_algbw", "sigma", "parallelism", "cores", "transport",
-     "peak_flops", "sm_count", "gemm", "attention", "hbm_capacity"]),
+     "peak_flops", "sm_count", "gemm", "attention", "hbm_capacity", "channels", "nccl_tuner", "ring_ramp", "protocols",
+     "latency_offset", "launch"]),
     values, max_size=3))
 def test_a_card_declaration_reads_finite_si_numbers_or_refuses_in_one_line(kind, changes):
     source = CARDS[kind][0]
     params = (source if isinstance(source, dict) else yaml.safe_load(source.read_text()))["params"]
     vocab = {"transport": ("rdma", "tcp"), "forwarding": ("cut-through",), "pcie": str, "dtype": DTYPES, "flops": parse_flops,
-             "clock": lambda v: v}
+             "clock": lambda v: v, "protocol": ("LL", "LL128", "Simple"), "op": ("all_reduce", "all_gather"),
+             "arch": ("hopper",)}
     try:
         model = schema.read(DECLARATIONS[kind], {**params, **changes}, vocab)
     except schema.Refusal as exc:
