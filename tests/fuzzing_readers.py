@@ -69,6 +69,12 @@ def reader_seeds() -> list[tuple[Path, str, object]]:
     return [(p, kind, read) for p, kind, read in out if p.is_file()]
 
 
+def _layout(path: Path, kind: str) -> str:
+    """The case folder of a seed: one per kind and seed folder, so that a folder linked into one layout (models,
+    calibration, scenarios/published, ...) is never where another seed of that layout is written."""
+    return "-".join([kind.replace("/", "-"), *path.parent.relative_to(ROOT).parts])
+
+
 def _job_kind(path: Path) -> str:
     """A scenario's kind for the tally: its first job's kind (the job declaration its reader goes through)."""
     import re
@@ -105,19 +111,21 @@ def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str,
     for path, kind, read in reader_seeds():   # each kind as often as another, whatever its number of files
         pool.setdefault(kind, []).append((path, kind, read))
     kinds = sorted(pool)
-    folders = {kind.replace("/", "-") for kind in kinds}
+    folders = {_layout(path, kind) for seeds in pool.values() for path, kind, _ in seeds}
     results = []
     for _ in range(count):
         path, kind, read = rng.choice(pool[rng.choice(kinds)])
         data = mutate(path.read_text(errors="replace"), rng)
-        case_dir = folder / kind.replace("/", "-")    # one layout per kind, made once: the mutated file replaced case after case
-        target = case_dir / path.relative_to(ROOT)
+        case_dir = folder / _layout(path, kind)     # one layout per kind and folder, made once: the mutated file replaced
+        target = case_dir / path.relative_to(ROOT)  # case after case
         target.parent.mkdir(parents=True, exist_ok=True)
         for shared in ("models", "calibration", "scenarios/workloads", "scenarios/published", "scenarios/plans"):
             link = case_dir / shared
             if not link.is_symlink() and not link.exists() and not target.is_relative_to(link):
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(ROOT / shared)
+        if any(p.is_symlink() for p in target.parents if p.is_relative_to(case_dir)) or target.is_symlink():
+            raise RuntimeError(f"{target} would be written through a link into the repository")   # never
         target.write_bytes(data)
         before = {p.name for p in target.parent.iterdir()}
         old = signal.signal(signal.SIGPROF, _alarm)
