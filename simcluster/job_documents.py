@@ -253,7 +253,7 @@ def _by_key(tags: dict[str, str], default: str):
 class Checkpoint(Section):
     storage: Annotated[Union[Annotated[FileSystem, Tag("tag:fs")], Annotated[LocalDrives, Tag("tag:nvme")]],  # noqa: UP007
                        _by_key({"filesystem": "tag:fs"}, "tag:nvme")]
-    interval: Annotated[Any, AfterValidator(_interval)] = "auto"      # seconds, None for auto (Young/Daly)
+    interval: Annotated[Any, AfterValidator(_interval)] = None        # seconds; 'auto' or absent: None (Young/Daly)
     async_copy: Rate = None                # GPU -> host copy rate: an asynchronous checkpoint
 
     @field_validator("storage", mode="before")

@@ -134,3 +134,11 @@ def test_a_declaration_reads_or_refuses_in_one_line(kind, changes):
         schema.read(declaration, {**JOBS[kind], **changes}, vocab)
     except schema.Refusal as exc:
         assert exc.why and "\n" not in exc.why
+
+
+def test_a_checkpoint_without_an_interval_is_young_daly(tmp_path):
+    """Found by the branch's long fuzz run (seed 52): an absent interval reached the checkpoint plan as the text 'auto'
+    (a TypeError); absent and 'auto' are both Young/Daly's optimum (None)."""
+    for checkpoint in ({"storage": {"filesystem": "1TB/s"}}, {"storage": {"filesystem": "1TB/s"}, "interval": "auto"}):
+        job = {**JOBS["llm_training"], "reliability": {**RELIABILITY, "checkpoint": checkpoint}}
+        assert load(_write(tmp_path, job)).jobs[0].reliability.interval_s is None
