@@ -9,7 +9,10 @@ commands that read it, models included, ~1-3 per second on a shared machine). Th
 Ctrl-C) prints the tally of what ran.
 
 Prints the count per outcome (ok, error, partial; any timeout, traceback, bad-error, bad-exit or bad-number is a
-finding, listed), cases per second and the slowest case.
+finding, listed), then the same counts per file kind of the reader cases (scenario/JOB-KIND, each card kind,
+published/KIND, tool/TOOL: nccl-tests, nccl-info, nccl-tuning, ...), per file kind of the command-line cases and per
+command (run, predict collective, storage simulate, calibrate, validate --decisions, ...), cases per second and the
+slowest case.
 """
 
 import re
@@ -43,18 +46,20 @@ def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
             for batch in range(0, reader_cases, BATCH * 10):
                 found = run_reader_cases(min(BATCH * 10, reader_cases - batch), Path(tmp) / f"r{batch}",
                                          seed=seed * 100000 + 50000 + batch)
-                results += [("reader-" + r[0] if r[0] in ("read", "refused") else r[0], *r[1:]) for r in found]
+                results += [("reader-" + r[0] if r[0] in ("read", "refused") else r[0], r[1], r[2], r[3], r[3][0], "(reader)")
+                            for r in found]
                 shutil.rmtree(Path(tmp) / f"r{batch}", ignore_errors=True)
                 for outcome, detail, seed_file, kind in (r for r in found if r[0] in FINDINGS):
-                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | reader {kind[0]}", file=sys.stderr)
+                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | reader {kind[0]}", file=sys.stderr, flush=True)
                 print(f"{len(results)} reader cases, {time.perf_counter() - start:.0f} s, "
                       f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
             for batch in range(0, cases, BATCH):
                 found = run_cases(min(BATCH, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
-                results += found
+                results += [(*r, command_of(r[3])) for r in found]
                 shutil.rmtree(Path(tmp) / f"b{batch}", ignore_errors=True)
-                for outcome, detail, seed_file, argv in (r for r in found if r[0] in FINDINGS):   # as they come
-                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | {' '.join(argv)[:240]}", file=sys.stderr)
+                for outcome, detail, seed_file, argv, _ in (r for r in found if r[0] in FINDINGS):   # as they come
+                    print(f"finding {outcome}: {detail[:160]} | {seed_file} | {' '.join(argv)[:240]}", file=sys.stderr,
+                          flush=True)
                 print(f"{len(results)} cases, {time.perf_counter() - start:.0f} s, "
                       f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
         except KeyboardInterrupt:   # stopped early: the tally of the cases that ran
@@ -64,6 +69,9 @@ def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
     print(f"{len(results)} cases, seed {seed}, {wall:.0f} s ({len(results) / wall:.1f} cases/s)")
     for outcome, n in sorted(tally.items()):
         print(f"  {outcome:>11}: {n}")
+    _table("reader cases per file kind", [r for r in results if r[5] == "(reader)"], 4)
+    _table("command-line cases per file kind", [r for r in results if r[5] != "(reader)"], 4)
+    _table("command-line cases per command", [r for r in results if r[5] != "(reader)"], 5)
     findings = [r for r in results if r[0] in FINDINGS]
     places = Counter((r[0], re.sub(r"\d+", "N", r[1])[:90], r[2]) for r in findings)   # one line per kind and seed file
     for (outcome, detail, seed_file), n in places.most_common():
@@ -73,6 +81,27 @@ def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
     if timed:
         print(f"slowest passing case: {max(timed):.2f} s of CPU")
     return 1 if findings else 0
+
+
+def command_of(argv: list[str]) -> str:
+    """The command a case ran: 'run', 'predict collective', 'storage simulate', 'validate --decisions', ..."""
+    words = argv[2:] if argv[:1] == ["--max-events"] else argv
+    name = " ".join(words[:2]) if words[:1] in (["predict"], ["storage"]) else words[0]
+    flag = next((f for f in ("--published", "--decisions", "--nccl-log", "--op-profile") if f in words), "")
+    return f"{name} {flag}".strip() + (" (--max-events)" if words is not argv else "")
+
+
+def _table(title: str, rows: list, column: int) -> None:
+    """One line per kind or command: its cases, and how many of each outcome (findings named)."""
+    if not rows:
+        return
+    print(f"{title}:")
+    groups: dict[str, Counter] = {}
+    for r in rows:
+        groups.setdefault(r[column], Counter())[r[0].removeprefix("reader-")] += 1
+    for name, tally in sorted(groups.items()):
+        outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(tally.items()))
+        print(f"  {name:<34} {sum(tally.values()):>6,}: {outcomes}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from simcluster import __version__, documents, output, strict
+from simcluster import __version__, documents, output, schema, strict
 from simcluster.errors import ModelCardError
-from simcluster.units import parse_bandwidth, parse_size, parse_time
 
 CARD_KEYS = {"kind", "name", "description", "machine", "params", "valid_range", "fit", "provenance"}
 
@@ -30,45 +29,32 @@ def get(doc: dict, key: str, where: str, parse=None):
     return strict.field(doc, key, where, parse, ModelCardError)
 
 
-def params(card: dict, where: str, allowed: set[str]) -> dict:
-    """A card's params, refusing a key the model does not read (a typo would otherwise be ignored)."""
-    return strict.known_keys(get(card, "params", where), allowed, f"{where}: params", ModelCardError)
+def declared_params(card: dict, where: str, declaration, **vocabulary):
+    """A card's params read through their declaration (card_params.py): typed fields in SI units with the declared
+    defaults; the first key that does not fit is one line FILE:LINE: params.KEY: why (`vocabulary`: the names or
+    parsers of the model that owns a field, for its Choice / Parsed fields)."""
+    return declared(get(card, "params", where), where, declaration, "params", **vocabulary)
 
 
-def positive_of(parse):
-    return lambda v: strict.positive(parse(v))
+def declared(doc, where: str, declaration, key: str = "params", **vocabulary):
+    """`doc`, the part of a card at `key` (the card's file: `where`), read through its declaration (see above)."""
+    try:
+        return schema.read(declaration, doc, vocabulary)
+    except schema.Refusal as exc:
+        dotted = f"{key}.{exc.key}" if exc.key else key
+        raise ModelCardError(f"{dotted}: {exc.why}", where=_line_of(where, dotted), hint=exc.hint) from None
 
 
-def rate(v) -> float:
-    return strict.rate(parse_bandwidth(v))
-
-
-def seconds(v) -> float:
-    return strict.positive(parse_time(v))
-
-
-def size(v) -> float:
-    return strict.positive(parse_size(v))
-
-
-def share(v) -> float:
-    value = float(v)
-    if not 0 <= value <= 1:
-        raise ValueError("expected a share from 0 to 1")
-    return value
-
-
-def fraction(v) -> float:
-    value = float(v)
-    if not 0 < value <= 1:
-        raise ValueError("expected a fraction in (0, 1]")
-    return value
-
-
-def whole(v) -> int:
-    if isinstance(v, bool) or int(v) != v or not 1 <= int(v) <= 2**20:
-        raise ValueError("expected a whole number >= 1")
-    return int(v)
+def _line_of(path: str, key: str) -> str:
+    """path:LINE of the key (or the nearest key above it) in the card's file; only on the error path."""
+    try:
+        _, lines = strict.load_yaml(path, ModelCardError, lines=True)
+    except (ModelCardError, OSError, ValueError):
+        return path
+    while key and key not in lines:
+        cut = max(key.rfind("."), key.rfind("["))
+        key = key[:cut] if cut > 0 else ""
+    return f"{path}:{lines[key]}" if key else path
 
 
 def load_card(path: str | Path, kind: str | None = None) -> dict:
@@ -94,12 +80,6 @@ def load_card(path: str | Path, kind: str | None = None) -> dict:
     except ValueError:
         raise ModelCardError("'valid_range.ranks': expected whole rank counts >= 1", where=str(path)) from None
     return doc
-
-
-def nonnegative(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise ValueError(f"expected a number >= 0, got {value!r}")
-    return float(value)
 
 
 def dump_card(card: dict) -> str:

@@ -45,13 +45,14 @@ class EventLimitError(SimclusterError):
     """A run that passed MAX_EVENTS events: refused instead of running on for hours."""
 
 
-def expect_events(events: float, what: str) -> None:
+def expect_events(events: float, what: str, fewer: str = "fewer steps, micro-batches or ranks") -> None:
     """Refuse a run before it starts when its estimated event count is past MAX_EVENTS: one line naming the estimate,
-    what it counts, the limit and the flag that raises it (the kernel's own count stops a run that gets there anyway)."""
+    what it counts, the limit and the flag that raises it (the kernel's own count stops a run that gets there anyway);
+    `fewer`: what in the input makes the run smaller."""
     if not events <= MAX_EVENTS:    # (NaN too)
         raise EventLimitError(f"{what}: about {events:,.0f} events to simulate, past the limit of {MAX_EVENTS:,} "
-                              "(--max-events)", hint="fewer steps, micro-batches or ranks; or raise the limit with "
-                              "'simcluster --max-events N ...' if the run is meant")
+                              "(--max-events)", hint=f"{fewer}; or raise the limit with 'simcluster --max-events N "
+                              "...' if the run is meant")
 
 
 class _CountingEnvironment(simpy.Environment):

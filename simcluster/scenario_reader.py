@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simcluster import strict
+from simcluster import schema, strict
 from simcluster.errors import ScenarioError, UnitError
 from simcluster.units import parse_size_arg
 
@@ -62,6 +62,15 @@ class ScenarioReader:
             if name not in doc:
                 self.fail(key, f"missing key '{name}'")
         return doc
+
+    def declared(self, declaration, doc, key: str, **vocabulary):
+        """The job or section at `key` read through its declaration (job_documents.py): its typed fields with their
+        defaults; the first key that does not fit is this reader's one-line error (`vocabulary`: the Choice fields'
+        names, from the model that owns them)."""
+        try:
+            return schema.read(declaration, doc, vocabulary)
+        except schema.Refusal as exc:
+            self.fail(f"{key}.{exc.key}" if key and exc.key else key or exc.key, exc.why, hint=exc.hint)
 
     def integer(self, doc, key: str, name: str, minimum: int = 1, default=None, maximum: int = MAX_INTEGER) -> int:
         value = doc.get(name, default)

@@ -17,9 +17,19 @@ layer is pydantic and not a hand-grown one.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Optional
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from simcluster.errors import SimclusterError
 from simcluster.strict import short
@@ -72,18 +82,90 @@ def check(schema: type[Document], doc, where: str, error: type[SimclusterError] 
     try:
         schema.model_validate(doc)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        key = _dotted(first["loc"])
-        why = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        why = _WORDS.get(first["type"], why)
-        value = first.get("input")
-        got = f", got {short(value)}" if not isinstance(value, (dict, list)) or first["type"] in _WORDS else ""
-        if first["type"] == "missing":
-            why, got = "missing", ""
-        elif not key and ": " in why:   # a document-wide rule (finiteness) naming its own key
-            (key, why), got = why.split(": ", 1), ""
-        raise error(f"{key or 'the document'}: {why}{got}", where=_located(where, key, lines)) from None
+        key, why = explain(exc)
+        raise error(f"{key or 'the document'}: {why}", where=_located(where, key, lines)) from None
     return doc
+
+
+class Refusal(ValueError):
+    """A document that does not fit its declaration: the dotted key, why (one line), a hint (or None)."""
+
+    def __init__(self, key: str, why: str, hint: str | None = None):
+        super().__init__(f"{key}: {why}" if key else why)
+        self.key, self.why, self.hint = key, why, hint
+
+
+def read(schema: type[Document], doc, context: dict | None = None):
+    """The declared model of `doc` (its fields typed, declared defaults in place), or Refusal naming the first key
+    that does not fit; `context` gives the vocabularies a declaration's Choice fields take from their owner."""
+    if not isinstance(doc, dict):
+        raise Refusal("", f"expected a mapping, got {type(doc).__name__}")
+    try:
+        return schema.model_validate(doc, context=context)
+    except ValidationError as exc:
+        first = _first(exc)
+        key, why = explain(exc)
+        hint = getattr((first.get("ctx") or {}).get("error"), "hint", None)    # a Parsed field's parser's hint
+        if first["type"] == "extra_forbidden":
+            names = _declared_names(schema, first["loc"][:-1])
+            hint = f"expected one of: {', '.join(sorted(names))}" if names else None
+        raise Refusal(key, why, hint) from None
+
+
+def _first(exc: ValidationError) -> dict:
+    """The problem to name: an unknown key before the others (a misspelt key is also a missing one)."""
+    errors = exc.errors(include_url=False)
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
+def explain(exc: ValidationError) -> tuple[str, str]:
+    """(dotted key, 'why, got VALUE') of a validation error's first problem, in the words the readers use."""
+    first = _first(exc)
+    key = _dotted(first["loc"])
+    why = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    why = _WORDS.get(first["type"], why)
+    value = first.get("input")
+    got = f", got {short(value)}" if not isinstance(value, (dict, list)) or first["type"] in _WORDS else ""
+    got = "" if isinstance(value, str) and short(value) in why else got      # the message quotes the value already
+    if first["type"] == "missing":
+        parent, _, name = key.rpartition(".")
+        return parent, f"missing key '{name}'"
+    if first["type"] == "extra_forbidden":
+        return key, f"unknown key '{first['loc'][-1]}'"
+    named = _NAMED.match(why) if first["type"] == "value_error" and isinstance(value, dict) else None
+    if named:   # a rule over a whole document or section (finiteness, a cross-field rule) naming the key it refuses
+        return (f"{key}.{named[1]}" if key else named[1]), why[named.end():]
+    if not key and ": " in why:
+        key, why = why.split(": ", 1)
+        return key, why
+    return key, f"{why}{got}"
+
+
+_NAMED = re.compile(r"([A-Za-z_][\w.\[\]]*): ")
+
+
+def _declared_names(schema, loc) -> list[str]:
+    """The keys declared at `loc` inside `schema` (for an unknown key's hint)."""
+    model = schema
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        model = _model_in(field.annotation) if field else None
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return [f.alias or n for n, f in model.model_fields.items()]
+    return []
+
+
+def _model_in(annotation):
+    """The model class inside an annotation (Optional[M], list[M], Annotated[M, ...]), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 _WORDS = {"string_type": "expected text", "int_type": "expected an integer", "float_type": "expected a number",
@@ -97,7 +179,7 @@ def _dotted(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[")) and part not in (
+        elif not str(part).startswith(("function-", "union[", "nullable[", "list[", "dict[", "constrained-", "tag:", "[key]")) and part not in (
                 "int", "float", "str", "bool", "none", "list", "dict"):
             out += f".{part}" if out else str(part)
     return out
@@ -121,7 +203,7 @@ def Number(low: float = -math.inf, high: float = math.inf, unit: str = "", integ
     `above`: low itself refused (a time that must be > 0)."""
     kind = "an integer" if integer else "a number"
     unit_note = f" {unit}" if unit else ""
-    span = f"{'> ' if above else 'from '}{low:g} to {high:g}{unit_note}"
+    span = f"{'> ' if above else 'from '}{_bound(low, integer)} to {_bound(high, integer)}{unit_note}"
 
     def in_range(value):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and isinstance(value, float)):
@@ -130,6 +212,10 @@ def Number(low: float = -math.inf, high: float = math.inf, unit: str = "", integ
             raise ValueError(f"expected {kind} {span}")
         return value
     return Annotated[Any, AfterValidator(in_range), Field(description=f"{kind} {span}")]
+
+
+def _bound(value: float, integer: bool) -> str:
+    return f"{int(value):,}" if integer and math.isfinite(value) else f"{value:g}"
 
 
 def Seconds(high: float = 86400.0):   # noqa: N802
@@ -166,9 +252,59 @@ def OneOf(*names: str):   # noqa: N802
     return Annotated[str, AfterValidator(one_of)]
 
 
-def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True, what: str = "quantity"):  # noqa: N802
+def Choice(vocabulary: str):   # noqa: N802
+    """One of the names its owner gives at validation (schema.read(..., context={vocabulary: names})): a declaration
+    in the base layer takes a model's vocabulary (collective algorithms, precisions) from the reader that owns it."""
+    def one_of(value, info: ValidationInfo):
+        names = (info.context or {}).get(vocabulary)
+        if names is None:
+            raise ValueError(f"the reader gave no {vocabulary} names to check against")
+        if isinstance(value, bool) or value not in names:
+            raise ValueError(f"expected one of {', '.join(map(str, names))}")
+        return value
+    return Annotated[Any, AfterValidator(one_of)]
+
+
+class Hinted(ValueError):
+    """A field's refusal with the hint its parser gave (schema.read passes it on to the Refusal)."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+def Parsed(parser: str):   # noqa: N802
+    """A value its owner's parser reads (schema.read(..., context={parser: parse})): the parsed value, or the parser's
+    reason (ValueError, SimclusterError) as the refusal; for a format that belongs to a model (a PCIe link 'gen5x16')."""
+    def parsed(value, info: ValidationInfo):
+        parse = (info.context or {}).get(parser)
+        if parse is None:
+            raise ValueError(f"the reader gave no {parser} parser")
+        try:
+            return parse(value)
+        except SimclusterError as exc:
+            raise Hinted(exc.message, exc.hint) from None
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(str(exc).splitlines()[0] if str(exc) else f"not a valid {parser}") from None
+    return Annotated[Any, AfterValidator(parsed)]
+
+
+Flag = Annotated[bool, Field(strict=True)]      # true or false, nothing else
+
+
+class Section(Document):
+    """A declared section whose every key is known: an undeclared key is refused (a typo would be ignored)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
+
+
+def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True, what: str = "quantity",  # noqa: N802
+             si: bool = False):
     """A number with its unit as text ("13.9us", "100Gbps", "16GiB"; a plain number is SI), parsed by
-    `parse` (units.parse_time / parse_size / parse_bandwidth), in range once parsed."""
+    `parse` (units.parse_time / parse_size / parse_bandwidth), in range once parsed; `si`: the field's value is the
+    parsed number in SI units (a reader's typed field), else the text as written (a document checked, not converted)."""
+    convert = si
+
     def in_range(value):
         if isinstance(value, bool):
             raise ValueError(f"expected a {what} with its unit")
@@ -178,7 +314,7 @@ def Quantity(parse, low: float = 0.0, high: float = math.inf, above: bool = True
             raise ValueError(exc.message) from None
         if not math.isfinite(si) or si < low or si > high or (above and si == low):
             raise ValueError(f"expected a {what} {'>' if above else 'from'} {low:g} to {high:g} (SI units)")
-        return value
+        return si if convert else value
     return Annotated[Any, AfterValidator(in_range)]
 
 

@@ -149,3 +149,17 @@ def parse_cost(text) -> float:
 def format_cost(seconds_per_byte: float) -> str:
     """Core-seconds per byte as time per GB (qperf's unit)."""
     return f"{format_time(seconds_per_byte * 1e9)}/GB"
+
+
+def parse_count(text) -> float:
+    """'15T' tokens, '1.2e12', 5e11 -> a count."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([kKMGTP]?)\s*", str(text))
+        if not m:
+            raise UnitError(f"{text!r} is not a count (write e.g. 15T or 1.5e12)")
+        value = float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}[m.group(2)]
+    if not math.isfinite(value) or value <= 0:
+        raise UnitError(f"{text!r} must be a positive count")
+    return value

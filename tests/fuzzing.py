@@ -60,8 +60,10 @@ def seeds() -> list[Seed]:
     for kind in ("collective", "nic", "nvme", "gpu", "switch", "nvswitch", "training"):
         out += [Seed(p, f"{kind}-card") for p in sorted((ROOT / "models" / kind).glob("*.yaml")) if "op-profile" not in p.name]
     out += [Seed(p, "op-profile") for p in sorted((ROOT / "models" / "collective").glob("op-profile-*.yaml"))]
-    out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}.txt", "nccl-log")
-            for op in ("all_reduce", "all_gather", "sendrecv")]
+    out += [Seed(ROOT / "calibration" / "h200x2-nvlink-2026-11-22" / "nccl-tests" / f"{op}", "nccl-log")
+            for op in ("all_reduce.txt", "all_gather.txt", "sendrecv.txt", "all_reduce_J.json")]
+    out += [Seed(ROOT / "calibration" / "h200x2-rounds-2026-11-22" / "nccl-tests" / "all_reduce-tuning" / "stdout.txt",
+                 "nccl-tuning")]
     out += [Seed(p, "qperf-log") for p in sorted((ROOT / "calibration" / "local-2026-11-22" / "qperf").glob("*/stdout.txt"))][:2]
     out += [Seed(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml", "storage-flags"),
             Seed(ROOT / "scenarios" / "quickstart.yaml", "flags")]
@@ -208,6 +210,8 @@ def commands(kind: str, path: str) -> list[list[str]]:
         "nccl-log": [["validate", path, "--card", card, "--json"], ["parse", path],
                      ["calibrate", path, "-o", "{tmp}/card.yaml"]],
         "qperf-log": [["calibrate", path, "--line-rate", "100Gbps", "-o", "{tmp}/nic.yaml"]],
+        "nccl-tuning": [["calibrate", str(ROOT / "calibration" / "h200x2-graph-2026-11-22" / "nccl-tests" / "all_reduce-r1" /
+                                          "stdout.txt"), "--nccl-log", path, "-o", "{tmp}/card.yaml"]],
         "ddp-log": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
         "profile-summary": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
         "fio-json": [["calibrate", "{bundle}", "-o", "{tmp}/cards"]],
@@ -358,9 +362,9 @@ def _fill(arg: str, fills: dict) -> str:
     return arg
 
 
-def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) -> list[tuple[str, str, str, list[str]]]:
+def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) -> list[tuple[str, str, str, list[str], str]]:
     """Run the cases with each mutated file written into its own copy of the repository's layout under `folder`
-    (models/, calibration/ linked), so the cards it names resolve; (outcome, detail, seed file, argv) per case."""
+    (models/, calibration/ linked), so the cards it names resolve; (outcome, detail, seed file, argv, kind) per case."""
     results = []
     _memoised_fits()
     for i, (s, argv, data) in enumerate(cases(count, seed)):
@@ -409,7 +413,7 @@ def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) ->
             for p in folder.iterdir():
                 if not p.name.startswith("case"):
                     shutil.rmtree(p) if p.is_dir() else p.unlink()
-        results.append((outcome, detail, str(s.path.relative_to(ROOT)), args))
+        results.append((outcome, detail, str(s.path.relative_to(ROOT)), args, s.kind))
         if verbose:
             print(outcome, detail, " ".join(args), flush=True)
     return results

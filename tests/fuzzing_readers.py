@@ -26,10 +26,11 @@ def reader_seeds() -> list[tuple[Path, str, object]]:
     from simcluster.storage import dlio_workload
     from simcluster.storage.nvme import load_nvme
     from simcluster.sweep import store
-    from simcluster.traces import dlio, fio, gpu_micro, llm_step, nccl_tests, perf_stat, qperf
+    from simcluster.traces import dlio, fio, gpu_micro, llm_step, nccl_info, nccl_tests, nccl_tuning, perf_stat, qperf
     from simcluster.training import workload
 
-    out = [(p, "scenario", scenario.load) for p in sorted((ROOT / "scenarios").glob("*.yaml"))]
+    out = [(p, f"scenario/{_job_kind(p)}", scenario.load) for p in sorted((ROOT / "scenarios").rglob("*.yaml"))
+           if p.parent.name in ("scenarios", "llm", "whatif", "published")]
     loaders = {"collective": cards.load_collective, "nic": cards.load_nic, "nvme": load_nvme, "gpu": load_gpu,
                "switch": cards.load_aggregation, "nvswitch": cards.load_nvls,
                "training": lambda p: (cards.load_ddp if p.name.startswith("ddp") else cards.load_training)(p)}
@@ -40,25 +41,46 @@ def reader_seeds() -> list[tuple[Path, str, object]]:
     out += [(p, "dlio", dlio_workload.load) for p in sorted((ROOT / "scenarios" / "workloads").glob("*.yaml"))]
     pub = ROOT / "calibration" / "published"
     for prefix, kind in (("nccl-", "published-nccl-run"), ("llm-", "published-llm-run"), ("reliability-", "published-reliability")):
-        out += [(p, "published", lambda p, kind=kind: read_published(p, kind)) for p in sorted(pub.glob(prefix + "*.yaml"))]
+        out += [(p, "published/" + prefix.rstrip("-"), lambda p, kind=kind: read_published(p, kind))
+                for p in sorted(pub.glob(prefix + "*.yaml"))]
     out += [(p, "bundle-manifest", lambda p: read_manifest(p.parent)) for p in sorted(CAL.glob("*/manifest.json"))]
     out += [(ROOT / "tests" / "fixtures" / "results-store" / store.MANIFEST, "results-store",
              lambda p: store.read_manifest(p.parent)),
             (ROOT / "scenarios" / "plans" / "catalogue-2026.yaml", "catalogue", load_catalogue)]
-    tools = [("h200x4-collect-2026-11-22/ddp-step/resnet18-32-b128/stdout.txt", workload.read_runs),
+    tools = [("h200x4-collect-2026-11-22/ddp-step/resnet18-32-b128/stdout.txt", "ddp-step", workload.read_runs),
              ("h200x4-collect-2026-11-22/ddp-step/resnet50-224-b64/profiler-traces/profile-summary.json",
-              lambda p: workload._profiles(p.parent.parent)),
-             ("local-2026-11-22/fio/randread-4k-qd16/stdout.txt", fio.parse),
-             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/summary.json", dlio.parse_summary),
-             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/0_output.json", dlio.parse_output),
-             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/per_epoch_stats.json", dlio.parse_epoch_stats),
-             ("local-2026-11-22/qperf/qperf-1/stdout.txt", qperf.parse),
-             ("local-2026-11-22/perf-stat/qperf-tcp_bw/perf.csv", perf_stat.parse),
-             ("h200x2-nvlink-2026-11-22/nccl-tests/all_reduce.txt", nccl_tests.parse),
-             ("h100x1-gpu-2026-11-23/gpu-micro/gpu-micro/stdout.txt", gpu_micro.parse),
-             ("h100x1-gpu-2026-11-23/llm-step/1b-single/stdout.txt", llm_step.parse)]
-    out += [(CAL / f, "tool-output", read) for f, read in tools]
+              "profile-summary", lambda p: workload._profiles(p.parent.parent)),
+             ("local-2026-11-22/fio/randread-4k-qd16/stdout.txt", "fio", fio.parse),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/summary.json", "dlio-summary", dlio.parse_summary),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/0_output.json", "dlio-output", dlio.parse_output),
+             ("local-2026-11-22/dlio/unet3d_h100-1acc/output/per_epoch_stats.json", "dlio-epochs", dlio.parse_epoch_stats),
+             ("local-2026-11-22/qperf/qperf-1/stdout.txt", "qperf", qperf.parse),
+             ("local-2026-11-22/perf-stat/qperf-tcp_bw/perf.csv", "perf-stat", perf_stat.parse),
+             ("h200x2-nvlink-2026-11-22/nccl-tests/all_reduce.txt", "nccl-tests", nccl_tests.parse),
+             ("h200x2-nvlink-2026-11-22/nccl-tests/all_reduce_J.json", "nccl-tests-json", nccl_tests.parse),
+             ("h200x2-graph2-2026-11-22/nccl-tests/all_reduce-tuning/stdout.txt", "nccl-tuning", nccl_tuning.parse),
+             ("published/nccl-decisions-h100x8-nccl1595/log.txt", "nccl-info",
+              lambda p: nccl_info.parse(p, op="all_reduce")),
+             ("published/nccl-decisions-h200x8x64-nccl1752/log.txt", "nccl-info",
+              lambda p: nccl_info.parse(p, op="all_reduce")),
+             ("h100x1-gpu-2026-11-23/gpu-micro/gpu-micro/stdout.txt", "gpu-micro", gpu_micro.parse),
+             ("h100x1-gpu-2026-11-23/llm-step/1b-single/stdout.txt", "llm-step", llm_step.parse)]
+    out += [(CAL / f, "tool/" + kind, read) for f, kind, read in tools]
     return [(p, kind, read) for p, kind, read in out if p.is_file()]
+
+
+def _layout(path: Path, kind: str) -> str:
+    """The case folder of a seed: one per kind and seed folder, so that a folder linked into one layout (models,
+    calibration, scenarios/published, ...) is never where another seed of that layout is written."""
+    return "-".join([kind.replace("/", "-"), *path.parent.relative_to(ROOT).parts])
+
+
+def _job_kind(path: Path) -> str:
+    """A scenario's kind for the tally: its first job's kind (the job declaration its reader goes through)."""
+    import re
+
+    match = re.search(r"(?m)^\s*-?\s*\{?\s*kind:\s*([a-z_]+)", path.read_text().split("\njobs:", 1)[-1])
+    return match.group(1) if match else "other"
 
 
 def _plain(value):
@@ -89,18 +111,21 @@ def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str,
     for path, kind, read in reader_seeds():   # each kind as often as another, whatever its number of files
         pool.setdefault(kind, []).append((path, kind, read))
     kinds = sorted(pool)
+    folders = {_layout(path, kind) for seeds in pool.values() for path, kind, _ in seeds}
     results = []
     for _ in range(count):
         path, kind, read = rng.choice(pool[rng.choice(kinds)])
         data = mutate(path.read_text(errors="replace"), rng)
-        case_dir = folder / kind     # one layout per kind, made once: the mutated file replaced case after case
-        target = case_dir / path.relative_to(ROOT)
+        case_dir = folder / _layout(path, kind)     # one layout per kind and folder, made once: the mutated file replaced
+        target = case_dir / path.relative_to(ROOT)  # case after case
         target.parent.mkdir(parents=True, exist_ok=True)
-        for shared in ("models", "calibration", "scenarios/workloads", "scenarios/published"):
+        for shared in ("models", "calibration", "scenarios/workloads", "scenarios/published", "scenarios/plans"):
             link = case_dir / shared
             if not link.is_symlink() and not link.exists() and not target.is_relative_to(link):
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(ROOT / shared)
+        if any(p.is_symlink() for p in target.parents if p.is_relative_to(case_dir)) or target.is_symlink():
+            raise RuntimeError(f"{target} would be written through a link into the repository")   # never
         target.write_bytes(data)
         before = {p.name for p in target.parent.iterdir()}
         old = signal.signal(signal.SIGPROF, _alarm)
@@ -127,7 +152,7 @@ def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str,
             signal.signal(signal.SIGPROF, old)
         target.unlink()
         written = {p.name for p in target.parent.iterdir()} - before
-        if written or any(p.name not in kinds for p in folder.iterdir()):   # a reader wrote beside what it read
+        if written or any(p.name not in folders for p in folder.iterdir()):   # a reader wrote beside what it read
             outcome, detail = "escape", f"wrote {sorted(written)[:3]} reading {target.name}"
         results.append((outcome, detail, str(path.relative_to(ROOT)), [kind]))
     return results

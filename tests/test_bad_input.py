@@ -122,7 +122,7 @@ def test_unknown_names_deep_in_cards_are_refused(tmp_path, capsys):
     bad = tmp_path / "tuner.yaml"
     bad.write_text(text.replace("        LL128:", "        LL129:", 1))
     one_line_error(capsys, ["predict", "collective", "--card", str(bad), "--op", "all_reduce", "--ranks", "2"],
-                   "unknown protocol 'LL129'")
+                   "LL129: expected one of LL, LL128, Simple, got 'LL129'")
     gpu = (ROOT / "models" / "gpu" / "h100-sxm.yaml").read_text()
     assert "    k_ramp:" in gpu
     card = tmp_path / "gpu.yaml"

@@ -251,4 +251,4 @@ def test_a_bad_pcie_link_is_refused_at_its_key(tmp_path, capsys):
     doc = _whatif_doc(16)
     doc["machine"]["nic"] = {"card": str(tmp_path / "nic.yaml"), "per_node": 1}
     doc["machine"].pop("aggregation")
-    one_line_error(capsys, ["run", _write(tmp_path, doc)], "key 'pcie'")
+    one_line_error(capsys, ["run", _write(tmp_path, doc)], "params.pcie: expected a PCIe link as gen")

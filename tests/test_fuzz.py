@@ -13,7 +13,7 @@ def test_the_corpus_covers_every_kind_of_input():
     kinds = Counter(s.kind for s in seeds())
     assert set(kinds) == {"scenario", "dlio", "collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card",
                           "nvswitch-card", "training-card", "op-profile", "nccl-log", "qperf-log", "storage-flags", "flags", "bundle",
-                          "ddp-log", "profile-summary", "fio-json", "dlio-json", "perf-stat", "gpu-micro", "llm-step", "sweep",
+                          "nccl-tuning", "ddp-log", "profile-summary", "fio-json", "dlio-json", "perf-stat", "gpu-micro", "llm-step", "sweep",
                           "catalogue", "plot-dir", "long-name", "results-store",
                           "published-nccl", "published-llm", "published-decisions"}
     for kind in kinds:
@@ -24,6 +24,6 @@ def test_the_corpus_covers_every_kind_of_input():
 def test_mutated_inputs_never_escape_as_tracebacks(tmp_path, seed):
     results = run_cases(100, tmp_path, seed=seed)
     failed = [r for r in results if r[0] in FAILURES]
-    assert not failed, "\n".join(f"{o}: {d} | {f} | {' '.join(a)}" for o, d, f, a in failed[:10])
+    assert not failed, "\n".join(f"{o}: {d} | {f} | {' '.join(a)}" for o, d, f, a, _ in failed[:10])
     # the corpus is not all refused: some mutations leave a valid input, which must still run
     assert Counter(r[0] for r in results)["ok"] >= 5

@@ -189,11 +189,11 @@ def test_predict_training_json_has_goodput_and_is_deterministic(tmp_path, capsys
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {filesystem: 1TB/s}}, spare: 2}",
      "jobs[0].reliability.spare: unknown key 'spare'"),
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {tape: 1}}}",
-     "jobs[0].reliability.checkpoint.storage: expected {nvme: CARD, drives: N}"),
+     "jobs[0].reliability.checkpoint.storage: expected {nvme: CARD, drives: N, replica: RATE}"),
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {filesystem: 1TB/s}, interval: soon}}",
      "jobs[0].reliability.checkpoint.interval:"),
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {filesystem: 1TB/s}, async_copy: 0GB/s}}",
-     "jobs[0].reliability.checkpoint.async_copy: expected a positive rate"),
+     "jobs[0].reliability.checkpoint.async_copy: expected a rate > 0"),
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {nvme: %s/models/nvme/local-vda-2026-11-22.yaml, drives: 1, "
      "replica: 1TB/s}}}", "jobs[0].reliability.checkpoint.storage.nvme: the card local-vda-2026-11-22 states no write_bandwidth"),
     ("{failure_rate: 1e-3/GPU-hour, restart: 1min, checkpoint: {storage: {nvme: %s/models/nvme/micron-9400-pro-7.68tb.yaml, drives: 0, "
@@ -216,7 +216,7 @@ def test_reliability_errors_are_one_line_at_the_key(tmp_path, reliability, messa
     ("{failure_rate: 1/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 10h}}", "2G",
      "jobs[0].reliability: a checkpoint period"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 3s}}", "1P",
-     "more than the job DES simulates"),
+     "past the limit of 100,000,000 (--max-events)"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1TB/s}, interval: 1s}}", "2G",
      "jobs[0].reliability.checkpoint.interval: 1 s is shorter than one step (2.6"),
     ("{failure_rate: 1e-6/GPU-hour, restart: 10min, checkpoint: {storage: {filesystem: 1GB/s}, interval: 30s, async_copy: 10GB/s}}",
@@ -257,7 +257,7 @@ def test_nvme_checkpoints_need_a_shared_copy(tmp_path):
     """A node's drives are lost with it: NVMe without a replica is refused; with one, the checkpoint is durable once
     copied on (bytes / the replica's rate after the local write), and the closed forms and the DES count that time."""
     no_copy = "{failure_rate: 1e-3/GPU-hour, restart: 10min, checkpoint: {storage: {nvme: %s/models/nvme/micron-9400-pro-7.68tb.yaml, drives: 2}}}"
-    with pytest.raises(ScenarioError, match=r"jobs\[0\].reliability.checkpoint.storage: a checkpoint on local NVMe is lost"):
+    with pytest.raises(ScenarioError, match=r"jobs\[0\].reliability.checkpoint.storage.replica: a checkpoint on local NVMe is lost"):
         load(_write(tmp_path, no_copy))
     rel = load(_write(tmp_path)).jobs[0].reliability
     assert rel.storage.local_write_s(14e9, 1) == pytest.approx(1.0)                  # 14 GB on 2 x 7 GB/s

@@ -110,14 +110,15 @@ def test_card_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda d: d.update(bogus=1), "unknown key 'params.bogus'"),
-    (lambda d: d["peak_flops"].update(int4="1PFLOP/s"), "unknown precision 'int4'"),
+    (lambda d: d.update(bogus=1), "params.bogus: unknown key 'bogus'"),
+    (lambda d: d["peak_flops"].update(int4="1PFLOP/s"), "params.peak_flops.int4: expected one of bf16, fp16, fp8, fp32, got 'int4'"),
     (lambda d: d.update(hbm_bandwidth="3TB"), "hbm_bandwidth"),
     (lambda d: d["peak_flops"].update(bf16="989TFLOPS"), "bf16"),
     (lambda d: d["gemm"]["efficiency"].update(bf16=1.5), "bf16"),
     (lambda d: d["attention"].pop("seq_half_bwd"), "seq_half_bwd"),
     (lambda d: d["attention"].update(efficiency_fwd={"big": 0.5}), "head_dim"),
-    (lambda d: d.update(gemm="fast"), "'gemm': expected a mapping"),
+    (lambda d: d.update(gemm="fast"), "params.gemm: expected a mapping, got 'fast'"),
+    (lambda d: d["attention"].update(dropout_elements_per_s_fwd=1e9), "params.attention.dropout_elements_per_s_bwd: missing"),
 ])
 def test_bad_cards_are_one_line_errors(tmp_path, edit, words):
     params = gpu_params_yaml(toy())
@@ -182,7 +183,7 @@ def test_truncated_and_foreign_traces_are_one_line_errors(tmp_path):
     doc = json.loads(text)
     doc["gemm"][3].pop("k")
     cut.write_text(json.dumps(doc))
-    with pytest.raises(TraceFormatError, match=r"gemm\[3\].k: missing"):
+    with pytest.raises(TraceFormatError, match=r"gemm\[3\]: missing key 'k'"):
         gpu_micro.parse(cut)
 
 

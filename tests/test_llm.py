@@ -339,11 +339,11 @@ jobs:
 @pytest.mark.parametrize("parallel,message", [
     ("{tp: 3, dp: 1}", "jobs[0].parallel.tp: tp 3 does not divide heads (32)"),
     ("{tp: 2, dp: 2}", "jobs[0].parallel.dp: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4, but the machine has 8 GPUs"),
-    ("{tp: 8, zero: 5}", "jobs[0].parallel.zero: expected 0, 1, 2 or 3"),
+    ("{tp: 8, zero: 5}", "jobs[0].parallel.zero: expected an integer from 0 to 3, got 5"),
     ("{tp: 8, recompute: some}", "jobs[0].parallel.recompute: expected one of none, selective, full"),
     ("{tp: 8, recompute: selective, recompute_modules: [attn]}", "jobs[0].parallel.recompute_modules: expected modules among core_attn,"),
     ("{tp: 8, recompute: full, recompute_modules: [mlp]}", "jobs[0].parallel.recompute_modules: a module list needs recompute: selective"),
-    ("{tp: 8, recompute: selective, recompute_modules: mlp}", "jobs[0].parallel.recompute_modules: expected a list of module names"),
+    ("{tp: 8, recompute: selective, recompute_modules: mlp}", "jobs[0].parallel.recompute_modules: expected a list, got 'mlp'"),
     ("{tp: 8, sequence_parallel: true, tp_comm_overlap: yes please}", "jobs[0].parallel.tp_comm_overlap: expected true or false"),
     ("{tp: 8, tp_comm_overlap: true}", "jobs[0].parallel.tp_comm_overlap: TP communication overlap needs sequence parallelism"),
     ("{tp: 8, overlap_param_gather: true}", "jobs[0].parallel.overlap_param_gather: needs the distributed optimizer"),

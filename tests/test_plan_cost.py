@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from simcluster import cost
+from simcluster import cost, units
+from simcluster.errors import UnitError
 from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
 CATALOGUE = {"kind": "catalogue", "name": "t", "currency": "EUR", "electricity": {"price_per_kWh": 0.1, "pue": 1.5},
@@ -63,12 +64,12 @@ def test_switch_count_from_the_fabric():
 def test_units_at_the_edge():
     assert cost.parse_power("1.5kW") == 1500.0
     assert cost.parse_duration("30d") == 30 * 86400 and cost.parse_duration("12h") == 43200
-    assert cost.parse_count("15T") == 15e12 and cost.parse_count(2e9) == 2e9
+    assert units.parse_count("15T") == 15e12 and units.parse_count(2e9) == 2e9
     for bad in ("700", "seven W"):
         with pytest.raises(ValueError):
             cost.parse_power(bad)
-    with pytest.raises(ValueError):
-        cost.parse_count("-1T")
+    with pytest.raises(UnitError):
+        units.parse_count("-1T")
 
 
 @pytest.mark.parametrize("change, message", [

@@ -107,14 +107,18 @@ def test_calibrate_bundle_writes_a_profile_and_another_card_carries_it(tmp_path,
 
 
 @pytest.mark.parametrize("profiles, expected", [
-    ("[{ranks: 2, launch: graph, measured_over_model: {}}]", "key 'launch': 'graph' is not 'cuda_graph' or 'host'"),
-    ("[{ranks: 2, launch: host, measured_over_model: {allgather: {1KiB: 1}}}]", "unknown collective 'allgather'"),
-    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: -1}}}]", "expected size: factor pairs"),
-    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: 0}}}]", "expected size: factor pairs"),
-    ("[{ranks: 2, launch: host, measured_over_model: [1, 2]}]", "expected a mapping of collective"),
-    ("[{ranks: two, launch: host, measured_over_model: {}}]", "key 'ranks': 'two' is not a valid value"),
-    ("[5]", "expected a profile mapping"),
-    ("{ranks: 2}", "expected a list of profiles"),
+    ("[{ranks: 2, launch: graph, measured_over_model: {}}]",
+     "params.op_profiles[0].launch: expected one of cuda_graph, host, got 'graph'"),
+    ("[{ranks: 2, launch: host, measured_over_model: {allgather: {1KiB: 1}}}]",
+     "params.op_profiles[0].measured_over_model.allgather: expected one of all_reduce, all_gather"),
+    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: -1}}}]",
+     "measured_over_model.all_gather.1KiB: expected a number from 0.001 to 1000, got -1"),
+    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {1KiB: 0}}}]", "expected a number from 0.001 to 1000, got 0"),
+    ("[{ranks: 2, launch: host, measured_over_model: {all_gather: {}}}]", "measured_over_model.all_gather: "),
+    ("[{ranks: 2, launch: host, measured_over_model: [1, 2]}]", "params.op_profiles[0].measured_over_model: expected a mapping"),
+    ("[{ranks: two, launch: host, measured_over_model: {}}]", "params.op_profiles[0].ranks: expected an integer, got 'two'"),
+    ("[5]", "params.op_profiles[0]: expected a mapping, got 5"),
+    ("{ranks: 2}", "params.op_profiles: expected a list"),
 ])
 def test_a_bad_profile_is_a_one_line_error(tmp_path, capsys, profiles, expected):
     bad = tmp_path / "bad.yaml"

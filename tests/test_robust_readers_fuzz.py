@@ -22,9 +22,14 @@ FINDINGS = {"traceback", "bad-error", "bad-number", "timeout", "memory", "escape
 
 def test_every_file_kind_has_a_reader_under_fuzz():
     kinds = Counter(kind for _, kind, _ in reader_seeds())
-    assert set(kinds) >= {"scenario", "collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card", "nvswitch-card",
-                          "training-card", "op-profile", "dlio", "published", "bundle-manifest", "results-store",
-                          "catalogue", "tool-output"}, kinds
+    assert set(kinds) >= {"collective-card", "nic-card", "nvme-card", "gpu-card", "switch-card", "nvswitch-card",
+                          "training-card", "op-profile", "dlio", "bundle-manifest", "results-store", "catalogue"}, kinds
+    assert {k.split("/")[1] for k in kinds if k.startswith("scenario/")} == \
+        {"collective_sweep", "qperf", "concurrent", "training", "llm_training"}, kinds      # every job kind's declaration
+    assert {k.split("/")[1] for k in kinds if k.startswith("published/")} == {"nccl", "llm", "reliability"}
+    assert {k.split("/")[1] for k in kinds if k.startswith("tool/")} >= {
+        "ddp-step", "profile-summary", "fio", "dlio-summary", "qperf", "perf-stat", "nccl-tests", "nccl-tests-json",
+        "nccl-tuning", "nccl-info", "gpu-micro", "llm-step"}, kinds
 
 
 @pytest.mark.parametrize("seed,cases", [(45, 1500), pytest.param(46, 6000, marks=pytest.mark.slow)])

@@ -44,7 +44,7 @@ def test_card_dropout_rates_read_write_and_refuse_half_a_pair():
     doc = {"name": p.name, "params": gpu_params_yaml(p)}
     assert gpu_params(doc, "card.yaml") == p                              # the writer's output reads back the same
     del doc["params"]["attention"]["dropout_elements_per_s_bwd"]
-    with pytest.raises(ModelCardError, match="dropout_elements_per_s_bwd' missing"):
+    with pytest.raises(ModelCardError, match="params.attention.dropout_elements_per_s_bwd: missing: give both"):
         gpu_params(doc, "card.yaml")
     doc["params"]["attention"]["dropout_elements_per_s_bwd"] = -1.0
     with pytest.raises(ModelCardError, match="dropout_elements_per_s_bwd"):

@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from simcluster import card_document, card_params
 from simcluster.collectives.interface import BareModel, DesTerms
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule
 from simcluster.errors import ModelCardError
-from simcluster.strict import field, known_keys, positive, rate
-from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+from simcluster.units import format_bandwidth, format_size, format_time
 
 
 @dataclass(frozen=True)
@@ -87,24 +87,10 @@ class ChunkedRingParams(BareModel):
 
     @classmethod
     def from_params_yaml(cls, params: dict, where: str) -> ChunkedRingParams:
-        known_keys(params, {"model", "link_bandwidth", "protocols"}, where, ModelCardError)
-        protocols = field(params, "protocols", where, error=ModelCardError)
-        if not isinstance(protocols, dict) or not protocols:
-            raise ModelCardError("protocols: expected a mapping of protocol -> parameters", where=where)
-        out = {}
-        for name, proto in protocols.items():
-            if name not in PROTOCOLS:
-                raise ModelCardError(f"protocols: unknown protocol {str(name)[:20]!r}", where=where,
-                                     hint=f"one of {', '.join(PROTOCOLS)}")
-            key = f"{where}.protocols.{name}"
-            known_keys(proto, {"base_latency", "step_latency", "bandwidth_fraction", "chunk"}, key, ModelCardError)
-            out[name] = ProtocolParams(name, field(proto, "base_latency", key, parse_time, ModelCardError),
-                                       field(proto, "step_latency", key, parse_time, ModelCardError),
-                                       field(proto, "bandwidth_fraction", key, lambda v: positive(float(v)), ModelCardError),
-                                       field(proto, "chunk", key, lambda v: positive(parse_size(v)), ModelCardError))
-        if "Simple" not in out:
-            raise ModelCardError("protocols: the Simple protocol is required (the fabric layer's step latency)", where=where)
-        return cls(field(params, "link_bandwidth", where, lambda v: rate(parse_bandwidth(v)), ModelCardError), out)
+        """From a card's params (`where`: its file), read through card_params.ChunkedRing."""
+        p = card_document.declared(params, where, card_params.ChunkedRing, protocol=PROTOCOLS)
+        return cls(p.link_bandwidth, {name: ProtocolParams(name, q.base_latency, q.step_latency, float(q.bandwidth_fraction),
+                                                           q.chunk) for name, q in p.protocols.items()})
 
 
 

@@ -22,13 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.errors import ModelCardError
-from simcluster.strict import field, known_keys
-from simcluster.units import format_time, parse_time
+from simcluster import card_document, card_params
+from simcluster.units import format_time
 
 LAUNCH_MODES = ("cuda_graph", "host")
-MACHINE_KEYS = {"kind_card", "launch", "latency_offset", "host_launch_floor"}
-MAX_OFFSET_S = 1e-3           # a machine's latency offset beyond +-1 ms is not the same kind
 
 
 @dataclass(frozen=True)
@@ -49,21 +46,9 @@ def is_machine_card(params) -> bool:
 
 
 def machine_terms(params: dict, where: str) -> MachineTerms:
-    """The machine terms of a machine card's params (unit strings -> SI)."""
-    known_keys(params, MACHINE_KEYS, where, ModelCardError)
-    launch = field(params, "launch", where, error=ModelCardError)
-    if launch not in LAUNCH_MODES:
-        raise ModelCardError(f"key 'launch': {str(launch)[:20]!r} is not one of {', '.join(LAUNCH_MODES)}", where=where)
-
-    def offset(v):
-        text = str(v).strip()
-        value = -parse_time(text[1:]) if text.startswith("-") else parse_time(text)
-        if abs(value) > MAX_OFFSET_S:
-            raise ValueError("a latency offset is within +-1ms")
-        return value
-
-    return MachineTerms(launch, field(params, "latency_offset", where, offset, ModelCardError),
-                        field(params, "host_launch_floor", where, parse_time, ModelCardError))
+    """The machine terms of a machine card's params (`where`: its file), read through card_params.MachineTerms."""
+    p = card_document.declared(params, where, card_params.MachineTerms)
+    return MachineTerms(p.launch, p.latency_offset, p.host_launch_floor)
 
 
 def compose(kind, terms: MachineTerms):

@@ -107,53 +107,18 @@ def op_profiles_yaml(profiles) -> list[dict]:
                                      for op in p.ops}} for p in profiles]
 
 
-def _factor(value) -> float:
-    """measured / model at one size: a real profile is within 0.5-2x; anything outside 1e-3..1e3 is refused."""
-    factor = float(value)
-    if not 1e-3 <= factor <= 1e3:
-        raise ValueError("a profile factor must be from 0.001 to 1000")
-    return factor
-
-
 def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
-    """Per-op profiles from a card (a list of {ranks, launch, source, measured_over_model})."""
+    """Per-op profiles from a card (a list of {ranks, launch, source, measured_over_model}; `where`: the card's file),
+    read through card_params.OpProfiles."""
+    from simcluster import card_document, card_params
     from simcluster.collectives.schedule import OPS
-    from simcluster.errors import ModelCardError, UnitError
-    from simcluster.strict import field, positive
-    from simcluster.units import parse_size
 
-    if not isinstance(raw, list):
-        raise ModelCardError("op_profiles: expected a list of profiles", where=where)
+    declared = card_document.declared({"op_profiles": raw}, where, card_params.OpProfiles, op=OPS)
     out = []
-    for i, doc in enumerate(raw):
-        key = f"{where}[{i}]"
-        if not isinstance(doc, dict):
-            raise ModelCardError("expected a profile mapping (ranks, launch, measured_over_model)", where=key)
-
-        def rank_count(v):
-            if isinstance(v, bool) or int(v) != v or int(v) < 1:
-                raise ValueError("expected a rank count >= 1")
-            return int(v)
-
-        ranks = field(doc, "ranks", key, rank_count, ModelCardError)
-        launch = field(doc, "launch", key, error=ModelCardError)
-        if launch not in ("cuda_graph", "host"):
-            raise ModelCardError(f"key 'launch': {str(launch)[:20]!r} is not 'cuda_graph' or 'host'", where=key)
-        tables = field(doc, "measured_over_model", key, error=ModelCardError)
-        if not isinstance(tables, dict):
-            raise ModelCardError("measured_over_model: expected a mapping of collective -> {size: factor}", where=key)
+    for doc in declared.op_profiles:
         ops = {}
-        for op, table in tables.items():
-            if op not in OPS:
-                raise ModelCardError(f"measured_over_model: unknown collective {str(op)[:20]!r}", where=key,
-                                     hint=f"one of {', '.join(OPS)}")
-            try:
-                pairs = sorted((positive(parse_size(s)), math.log(_factor(f))) for s, f in table.items())
-            except (UnitError, TypeError, ValueError, AttributeError, OverflowError):
-                raise ModelCardError(f"measured_over_model.{op}: expected size: factor pairs, factors from 0.001 to 1000",
-                                     where=key) from None
-            if not pairs:
-                raise ModelCardError(f"measured_over_model.{op}: no sizes", where=key)
+        for op, table in doc.measured_over_model.items():
+            pairs = sorted((float(size), math.log(factor)) for size, factor in table.items())
             ops[op] = (tuple(s for s, _ in pairs), tuple(v for _, v in pairs))
-        out.append(OpProfile(ranks, launch == "cuda_graph", ops, str(doc.get("source", ""))))
+        out.append(OpProfile(doc.ranks, doc.launch == "cuda_graph", ops, str(doc.source)))
     return tuple(out)

@@ -15,14 +15,15 @@ MODELS: dict[str, type] = {m.model_name: m for m in (ChunkedRingParams, Primitiv
 
 
 def from_params_yaml(params: dict, where: str) -> CollectiveModel:
-    """The model a card's `params` describe (unit strings -> SI), wrapped in its per-op profiles if it has any."""
+    """The model a card's `params` describe (read through its declaration, card_params.COLLECTIVE; `where`: the card's
+    file), wrapped in its per-op profiles if it has any."""
     if not isinstance(params, dict):
         raise ModelCardError("params: expected a mapping", where=where)
     name = params.get("model", "chunked-ring")
     if name not in MODELS:
         raise ModelCardError(f"params.model: unknown collective model {str(name)[:40]!r}", where=where,
                              hint=f"one of {', '.join(MODELS)}")
-    base = MODELS[name].from_params_yaml({k: v for k, v in params.items() if k != "op_profiles"}, f"{where}: params")
+    base = MODELS[name].from_params_yaml({k: v for k, v in params.items() if k != "op_profiles"}, where)
     if "op_profiles" in params:
-        return Profiled(base, op_profiles(params["op_profiles"], f"{where}: params.op_profiles"))
+        return Profiled(base, op_profiles(params["op_profiles"], where))
     return base

@@ -49,11 +49,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from simcluster import card_document as cd
+from simcluster import card_params as cp
 from simcluster import strict
 from simcluster.card_document import load_card
 from simcluster.errors import ModelCardError, UnitError
 from simcluster.hardware.gpu_clock import ClockParams, clock_yaml, parse_clock
-from simcluster.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+from simcluster.units import format_bandwidth, format_size, format_time
 
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
@@ -232,105 +234,26 @@ def gpu_params_yaml(params: GpuParams) -> dict:
                            "comm_rate": round(params.overlap_comm_rate, 4)}} if params.overlap_compute_slowdown else {})
 
 
-def _get(doc: dict, key: str, where: str, parse=None):
-    return strict.field(doc, key, where, parse, ModelCardError)
-
-
-def _section(p: dict, key: str, where: str) -> dict:
-    sec = _get(p, key, where)
-    if not isinstance(sec, dict):
-        raise ModelCardError(f"'{key}': expected a mapping", where=where)
-    return sec
-
-
-def _number(doc: dict, key: str, where: str, low: float = 0.0, high: float = 1e18) -> float:
-    value = _get(doc, key, where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ModelCardError(f"key '{key}': {value!r} is not a number in [{low}, {high}]", where=where)
-    return float(value)
-
-
-def _head_dim_table(doc: dict, key: str, where: str) -> dict[int, float]:
-    table = _get(doc, key, where)
-    if not isinstance(table, dict) or not table:
-        raise ModelCardError(f"'{key}': expected a mapping of head_dim -> efficiency", where=where)
-    out = {}
-    for d in table:
-        if isinstance(d, bool) or not str(d).isdigit() or int(d) < 1:
-            raise ModelCardError(f"'{key}': head_dim {d!r} is not a whole number >= 1", where=where)
-        out[int(d)] = _number(table, d, f"{where}.{key}", 1e-3, 1.0)
-    return out
-
-
-def _dropout_rate(attn: dict, direction: str, where: str) -> float:
-    """An optional attention.dropout_elements_per_s_{fwd,bwd} (absent: 0, dropout not priced); both or neither."""
-    keys = ("dropout_elements_per_s_fwd", "dropout_elements_per_s_bwd")
-    if (keys[0] in attn) != (keys[1] in attn):
-        raise ModelCardError(f"'{keys[0] if keys[1] in attn else keys[1]}' missing: give both dropout rates or neither", where=where)
-    return _number(attn, f"dropout_elements_per_s_{direction}", where, 1e6, 1e18) if keys[0] in attn else 0.0
-
-
-def _comm_overlap(p: dict, key: str) -> tuple[float, float]:
-    """The optional params.comm_overlap {compute_slowdown, comm_rate, source}: compute and NCCL beside each other
-    (studies/overlap_micro/device.py); absent: (0, 1), no interference priced."""
-    if "comm_overlap" not in p:
-        return 0.0, 1.0
-    sec = _section(p, "comm_overlap", key)
-    strict.known_keys(sec, {"compute_slowdown", "comm_rate", "source"}, f"{key}.comm_overlap", ModelCardError)
-    return (_number(sec, "compute_slowdown", f"{key}.comm_overlap", 0.0, 0.95),
-            _number(sec, "comm_rate", f"{key}.comm_overlap", 0.01, 1.0))
-
-
 def gpu_params(card: dict, where: str) -> GpuParams:
-    """Strictly read a gpu card's params (unknown keys, unknown precisions and bad units are one-line errors)."""
-    p = _section(card, "params", where)
-    key = f"{where}: params"
-    known = {"peak_flops", "hbm_bandwidth", "hbm_peak", "hbm_capacity", "launch", "gemm_launch", "sm_count", "gemm", "attention", "memory", "clock",
-             "comm_overlap"}
-    unknown = set(p) - known
-    if unknown:
-        raise ModelCardError(f"unknown key 'params.{sorted(unknown)[0]}'", where=where, hint=f"known: {', '.join(sorted(known))}")
-    peaks = _section(p, "peak_flops", key)
-    bad = set(peaks) - set(DTYPES)
-    if bad or not peaks:
-        raise ModelCardError(f"params.peak_flops: unknown precision {sorted(bad)[0]!r}" if bad else "params.peak_flops is empty",
-                             where=where, hint=f"precisions: {', '.join(DTYPES)}")
-    peak_flops = {k: _get(peaks, k, f"{key}.peak_flops", parse_flops) for k in peaks}
-    if "bf16" not in peak_flops:
-        raise ModelCardError("params.peak_flops: a bf16 peak is required (MFU and attention are priced in bf16)",
-                             where=where)
-    gemm, attn, mem = _section(p, "gemm", key), _section(p, "attention", key), _section(p, "memory", key)
-    for name, section, allowed in (("gemm", gemm, {"tile_m", "tile_n", "efficiency", "k_ramp", "wave_weight"}),
-                                   ("attention", attn, {"efficiency_fwd", "efficiency_bwd", "seq_half_fwd", "seq_half_bwd",
-                                                        "gqa_bwd_bytes_per_element", "dropout_elements_per_s_fwd",
-                                                        "dropout_elements_per_s_bwd"}),
-                                   ("memory", mem, {"ramp"})):
-        strict.known_keys(section, allowed, f"{key}.{name}", ModelCardError)
-    eff = _section(gemm, "efficiency", f"{key}.gemm")
-    if set(eff) - set(DTYPES):
-        raise ModelCardError(f"params.gemm.efficiency: unknown precision {sorted(set(eff) - set(DTYPES))[0]!r}", where=where)
-    gemm_eff = {k: _number(eff, k, f"{key}.gemm.efficiency", 1e-3, 1.0) for k in eff}
-    bw = _get(p, "hbm_bandwidth", key, lambda v: strict.rate(parse_bandwidth(v)))
-    slowdown, comm_rate = _comm_overlap(p, key)
+    """A gpu card's params, read through their declaration (card_params.GPU: unknown keys, unknown precisions, bad
+    units and out-of-range numbers are one line FILE:LINE: params.KEY)."""
+    p = cd.declared_params(card, where, cp.GPU, dtype=DTYPES, flops=parse_flops, clock=lambda v: parse_clock(v, where))
+    g, a = p.gemm, p.attention
     try:
         return GpuParams(
-            name=str(_get(card, "name", where)), peak_flops=peak_flops, hbm_bandwidth_Bps=bw,
-            hbm_capacity_bytes=_get(p, "hbm_capacity", key, parse_size), launch_s=_get(p, "launch", key, parse_time),
-            sm_count=int(_number(p, "sm_count", key, 1, 2**16)), tile_m=int(_number(gemm, "tile_m", f"{key}.gemm", 1, 2**16)),
-            tile_n=int(_number(gemm, "tile_n", f"{key}.gemm", 1, 2**16)), gemm_efficiency=gemm_eff,
-            gemm_k_ramp=_number(gemm, "k_ramp", f"{key}.gemm"), wave_weight=_number(gemm, "wave_weight", f"{key}.gemm", 0, 1),
-            attn_efficiency_fwd=_head_dim_table(attn, "efficiency_fwd", f"{key}.attention"),
-            attn_efficiency_bwd=_head_dim_table(attn, "efficiency_bwd", f"{key}.attention"),
-            attn_seq_half_fwd=_number(attn, "seq_half_fwd", f"{key}.attention"),
-            attn_seq_half_bwd=_number(attn, "seq_half_bwd", f"{key}.attention"),
-            attn_gqa_bytes=_number({"gqa_bwd_bytes_per_element": 0.0, **attn}, "gqa_bwd_bytes_per_element", f"{key}.attention"),
-            attn_dropout_rate_fwd=_dropout_rate(attn, "fwd", f"{key}.attention"),
-            attn_dropout_rate_bwd=_dropout_rate(attn, "bwd", f"{key}.attention"),
-            gemm_launch_s=_get({"gemm_launch": p.get("gemm_launch", p.get("launch"))}, "gemm_launch", key, parse_time),
-            memory_ramp_bytes=_get(mem, "ramp", f"{key}.memory", parse_size),
-            hbm_peak_Bps=_get({"hbm_peak": p.get("hbm_peak", p["hbm_bandwidth"])}, "hbm_peak", key, parse_bandwidth),
-            clock=parse_clock(p["clock"], f"{key}.clock") if "clock" in p else None,
-            overlap_compute_slowdown=slowdown, overlap_comm_rate=comm_rate,
+            name=str(strict.field(card, "name", where, None, ModelCardError)), peak_flops=dict(p.peak_flops),
+            hbm_bandwidth_Bps=p.hbm_bandwidth, hbm_capacity_bytes=p.hbm_capacity, launch_s=p.launch, sm_count=p.sm_count,
+            tile_m=g.tile_m, tile_n=g.tile_n, gemm_efficiency={k: float(v) for k, v in g.efficiency.items()},
+            gemm_k_ramp=float(g.k_ramp), wave_weight=float(g.wave_weight),
+            attn_efficiency_fwd={d: float(e) for d, e in a.efficiency_fwd.items()},
+            attn_efficiency_bwd={d: float(e) for d, e in a.efficiency_bwd.items()},
+            attn_seq_half_fwd=float(a.seq_half_fwd), attn_seq_half_bwd=float(a.seq_half_bwd),
+            attn_gqa_bytes=float(a.gqa_bwd_bytes_per_element), attn_dropout_rate_fwd=float(a.dropout_elements_per_s_fwd or 0.0),
+            attn_dropout_rate_bwd=float(a.dropout_elements_per_s_bwd or 0.0),
+            gemm_launch_s=p.launch if p.gemm_launch is None else p.gemm_launch, memory_ramp_bytes=p.memory.ramp,
+            hbm_peak_Bps=p.hbm_bandwidth if p.hbm_peak is None else p.hbm_peak, clock=p.clock,
+            overlap_compute_slowdown=float(p.comm_overlap.compute_slowdown) if p.comm_overlap else 0.0,
+            overlap_comm_rate=float(p.comm_overlap.comm_rate) if p.comm_overlap else 1.0,
             derived_from=str((card.get("provenance") or {}).get("curves_from", "")) if isinstance(card.get("provenance"), dict) else "")
     except ValueError as exc:
         raise ModelCardError(f"params: {exc}", where=where) from None

@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simcluster.engine import EventLimitError
 from simcluster.errors import ScenarioError
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.goodput_des import MAX_EVENTS, simulate_job
+from simcluster.llm.goodput_des import expect_job_events, simulate_job
 from simcluster.llm.reliability import Reliability
 from simcluster.llm.spec import TransformerSpec
 
@@ -169,9 +170,10 @@ def predict_goodput(model: TransformerSpec, rel: Reliability, gpus: int, gpus_pe
         work = math.ceil(train_tokens / tokens_per_step) * step_time_s
         wall = expected_job_s(work, tau, blocking, rel.restart_s, rate) if exact else work / g1
         goodput, days, interruptions = work / wall, wall / DAY, rate * wall
-        if 6 * (work / tau + interruptions) > MAX_EVENTS:
-            _refuse(rel, "", f"{work / tau:,.0f} checkpoints and {interruptions:,.0f} interruptions are more than the job DES "
-                    f"simulates ({MAX_EVENTS:,} events)", hint="a longer checkpoint interval, or fewer train_tokens")
+        try:
+            expect_job_events(work / tau, interruptions, after > 0)
+        except EventLimitError as exc:
+            _refuse(rel, "", exc.message, hint=exc.hint)
         run = simulate_job(work, tau, blocking, after, rel.restart_s, rate, seed)
         g_sim, g_se = work / run.wall_s, work * run.wall_se_s / run.wall_s ** 2
         sim = {**run.to_json(), "days_to_train": run.wall_s / DAY, "days_to_train_se": run.wall_se_s / DAY, "seed": seed}

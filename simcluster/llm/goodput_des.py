@@ -16,9 +16,17 @@ from dataclasses import dataclass
 
 import simpy
 
-from simcluster.engine import Simulation
+from simcluster.engine import Simulation, expect_events
 
-MAX_EVENTS = 20_000_000   # about 6 per checkpoint or interruption; ~30 s on a 2-core machine (bench/goodput_scale.py)
+EVENTS_PER_CHECKPOINT = {False: 2, True: 5}   # kernel events per checkpoint, synchronous / asynchronous write (measured:
+EVENTS_PER_INTERRUPTION = 4                    # 40,002 and 100,002 for 20,000; 3.7-4.9 more per interruption)
+
+
+def expect_job_events(checkpoints: float, interruptions: float, asynchronous: bool) -> None:
+    """The job DES's estimated kernel events, refused past --max-events before it runs (engine.expect_events)."""
+    expect_events(EVENTS_PER_CHECKPOINT[asynchronous] * checkpoints + EVENTS_PER_INTERRUPTION * interruptions,
+                  f"the job DES of {checkpoints:,.0f} checkpoints and {interruptions:,.0f} interruptions",
+                  "a longer checkpoint interval, or fewer train_tokens")
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,7 @@ def simulate_job(work_s: float, interval_s: float, blocking_s: float, write_s: f
                  rate_per_s: float, seed: int = 0) -> JobRun:
     """One run of the job: `work_s` of computing, a checkpoint every `interval_s` of it that blocks `blocking_s` and
     is durable `write_s` after that (0: synchronous), restarts of `restart_s`, failures at `rate_per_s`."""
-    if work_s / interval_s > MAX_EVENTS / 6:
-        raise ValueError(f"{work_s / interval_s:.3g} checkpoints in one job: more than {MAX_EVENTS // 6:,} to simulate")
+    expect_job_events(work_s / interval_s, rate_per_s * work_s, write_s > 0)
     sim = Simulation(seed, record=False)
     state = _Job(sim, work_s, interval_s, blocking_s, write_s, restart_s)
     job = sim.process(state.run())

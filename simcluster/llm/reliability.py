@@ -26,12 +26,8 @@ import re
 from dataclasses import dataclass
 
 from simcluster.errors import SimclusterError
-from simcluster.units import parse_bandwidth, parse_time
 
-RELIABILITY_KEYS = {"failure_rate", "restart", "checkpoint"}
-CHECKPOINT_KEYS = {"storage", "interval", "async_copy"}
 _PER = {"GPU-hour": 3600.0, "GPU-h": 3600.0, "GPU-day": 86400.0, "GPU-d": 86400.0}
-MAX_DRIVES = 64
 
 
 @dataclass(frozen=True)
@@ -73,62 +69,34 @@ def parse_failure_rate(text) -> float:
     return float(m.group(1)) / _PER[m.group(2)]
 
 
-def read_reliability(r, doc, key: str) -> Reliability:
-    """The block at `key`, read with the scenario reader `r` (ScenarioReader)."""
-    rel = r.mapping(doc, key, RELIABILITY_KEYS, set())
-    rate, source = _rate(r, rel["failure_rate"], f"{key}.failure_rate")
-    restart = r.quantity(rel, key, "restart", parse_time, None)
-    ck = f"{key}.checkpoint"
-    c = r.mapping(rel["checkpoint"], ck, {"storage"}, CHECKPOINT_KEYS - {"storage"})
-    storage = _storage(r, c["storage"], f"{ck}.storage")
-    interval = None
-    if c.get("interval", "auto") != "auto":
-        interval = r.quantity(c, ck, "interval", parse_time, None)
-        if interval <= 0:
-            r.fail(f"{ck}.interval", "expected auto or a positive time")
-    copy = r.quantity(c, ck, "async_copy", parse_bandwidth, None) if "async_copy" in c else None
-    if copy is not None and copy <= 0:
-        r.fail(f"{ck}.async_copy", "expected a positive rate (GPU -> host copy, e.g. 50GB/s)")
+def read_reliability(r, declared, doc: dict, key: str) -> Reliability:
+    """The block at `key`, read through its declaration (job_documents.Reliability: `declared`, with `doc` as written)
+    by the scenario reader `r` (ScenarioReader): the published rate and the drive card resolved, the model built."""
+    rate, source = _rate(r, declared.failure_rate, f"{key}.failure_rate")
+    c = declared.checkpoint
+    storage = _storage(r, c.storage, doc["checkpoint"]["storage"], f"{key}.checkpoint.storage")
     where, dotted = r.locate(key)
-    return Reliability(rate, source, restart, storage, interval, copy, where, dotted, r.variant)
+    return Reliability(rate, source, declared.restart, storage, c.interval, c.async_copy, where, dotted, r.variant)
 
 
 def _rate(r, value, key: str) -> tuple[float, str]:
-    if isinstance(value, dict):
-        r.mapping(value, key, {"published"}, {"run"})
-        path = r.existing(value, key, "published", "a calibration/published/reliability-*.yaml file")
-        run = r.integer(value, key, "run", minimum=0, default=0)
-        from simcluster.interruptions import published_rate
+    """(interruptions per GPU-second, where from): the scenario's rate (parsed by the declaration), or a published run's."""
+    if isinstance(value, float):
+        return value, "scenario"
+    from simcluster.interruptions import published_rate
 
-        try:
-            rate, label = published_rate(path, run)
-        except SimclusterError as exc:
-            r.fail(key, exc.message, hint=exc.hint)
-        return rate, label
+    path = r.existing({"published": value.published}, key, "published", "a calibration/published/reliability-*.yaml file")
     try:
-        return parse_failure_rate(value), "scenario"
-    except ValueError as exc:
-        r.fail(key, str(exc), hint="or {published: ../../calibration/published/reliability-llama3-405b.yaml, run: 0}")
+        return published_rate(path, value.run)
+    except SimclusterError as exc:
+        r.fail(key, exc.message, hint=exc.hint)
 
 
-def _storage(r, doc, key: str) -> CheckpointStorage:
-    if not isinstance(doc, dict) or len({"nvme", "filesystem"} & set(doc)) != 1:
-        r.fail(key, "expected {nvme: CARD, drives: N} (local drives per node) or {filesystem: RATE} (a shared file system)")
-    if "filesystem" in doc:
-        r.mapping(doc, key, {"filesystem"}, set())
-        rate = r.quantity(doc, key, "filesystem", parse_bandwidth, None)
-        if rate <= 0:
-            r.fail(f"{key}.filesystem", "expected a positive write rate (e.g. 7TB/s)")
-        return CheckpointStorage(None, rate, f"shared file system at {doc['filesystem']}")
-    if "replica" not in doc:
-        r.fail(key, "a checkpoint on local NVMe is lost with its node, and most interruptions are hardware (324 of Llama 3's 419: "
-               "GPU, host, network): name the shared file system it is copied on to", hint="add replica: RATE (e.g. replica: 1TB/s)")
-    r.mapping(doc, key, {"nvme", "drives", "replica"}, set())
-    replica = r.quantity(doc, key, "replica", parse_bandwidth, None)
-    if replica <= 0:
-        r.fail(f"{key}.replica", "expected a positive write rate (the shared file system's, e.g. 1TB/s)")
+def _storage(r, declared, doc: dict, key: str) -> CheckpointStorage:
+    if hasattr(declared, "filesystem"):
+        return CheckpointStorage(None, declared.filesystem, f"shared file system at {doc['filesystem']}")
+    replica, drives = declared.replica, declared.drives
     card = r.card(doc, key, "nvme")
-    drives = r.integer(doc, key, "drives", maximum=MAX_DRIVES)
     from simcluster.storage.nvme import load_nvme
 
     try:

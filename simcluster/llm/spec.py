@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.errors import SimclusterError
+from simcluster.job_documents import MODEL_MAX  # the declaration's bounds, kept by every spec however built
 
 RECOMPUTE = ("none", "selective", "full")
 # Megatron-Core's recompute_modules (selective granularity; default core_attn). Output-discarding: layernorm, moe_act,
@@ -44,7 +45,6 @@ class LlmConfigError(SimclusterError):
 
 # bounds far beyond any model trained (Llama 3 405B: 126 layers, hidden 16,384, vocab 128,256) that keep per-layer
 # lists, bucket lists and the pipeline DES small enough to build
-MODEL_MAX = {"layers": 16_384, "hidden": 2**20, "heads": 2**16, "kv_heads": 2**16, "vocab": 2**24, "seq": 2**24}
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcluster.collectives.des import EVENTS_PER_FLOW
 from simcluster.collectives.schedule import double_tree_parents
-from simcluster.engine import Simulation
+from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
 from simcluster.network.flows import FlowNetwork
 from simcluster.network.platform import Platform
@@ -98,6 +99,7 @@ def traffic(platform: Platform, pattern: str, nbytes: float) -> Traffic:
 
 def flow_model(platform: Platform, t: Traffic, packet_bytes: float) -> tuple[np.ndarray, np.ndarray]:
     """(start, finish) per flow on the flow model (network/flows.py), seconds."""
+    expect_events(EVENTS_PER_FLOW * len(t.src), f"the flow model of {len(t.src):,} {t.pattern} flows", "a smaller pattern or fabric")
     sim = Simulation(0, record=False)
     net = FlowNetwork(sim, platform, packet_bytes)
     names = platform.names()

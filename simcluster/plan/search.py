@@ -34,12 +34,13 @@ from pathlib import Path
 
 from simcluster import cost, strict
 from simcluster.dotted import set_key
-from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.errors import ScenarioError, SimclusterError, UnitError
 from simcluster.llm.spec import MOE_DISPATCHERS, RECOMPUTE
 from simcluster.plan.trust import VALIDATION, band_value, pessimistic
 from simcluster.sweep import run as sweep_run
 from simcluster.sweep import spec as spec_module
 from simcluster.sweep import store
+from simcluster.units import parse_count
 
 SEARCH_KEYS = ("tp", "pp", "micro_batch", "zero", "virtual_stages", "recompute", "ep", "moe_dispatcher", "cp")
 NAMED = {"recompute": RECOMPUTE, "moe_dispatcher": MOE_DISPATCHERS}   # the keys whose values are names, not integers
@@ -72,9 +73,9 @@ def read_plan(path: str | Path) -> tuple[spec_module.SweepFile, PlanSpec]:
     catalogue = r.existing(p, "plan", "catalogue", "a hardware catalogue (kind: catalogue)")
     tokens = within = None
     try:
-        tokens = cost.parse_count(t["tokens"]) if "tokens" in t else None
-    except ValueError as exc:
-        r.fail("plan.target.tokens", str(exc))
+        tokens = parse_count(t["tokens"]) if "tokens" in t else None
+    except UnitError as exc:
+        r.fail("plan.target.tokens", exc.message)
     for i, job in enumerate(sweep.doc.get("jobs") or []):
         if isinstance(job, dict) and "train_tokens" in job:
             r.fail(f"jobs[{i}].train_tokens", "a plan trains plan.target.tokens at each point's steady-state goodput (closed "

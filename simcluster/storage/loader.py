@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from simcluster.engine import Simulation
+from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
 from simcluster.storage import steady
 from simcluster.storage.dlio_workload import DlioWorkload
@@ -38,6 +38,7 @@ MAX_ACCELERATORS = 4096
 MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
+EVENTS_PER_READ, EVENTS_PER_STEP = 1.1, 6         # kernel events per read I/O and per accelerator step (measured)
 MAX_SEARCH_IOS = 8 * MAX_IOS                      # reads one max-accelerators search may simulate over its runs
 
 
@@ -116,9 +117,12 @@ def reads_per_step(workload: DlioWorkload, io_size: int) -> int:
     return workload.batch_size * math.ceil(max(MIN_IO_BYTES, workload.record_bytes) / io_size)
 
 
-def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int) -> None:
-    """Refuse a run that would issue more than MAX_IOS reads (a bound instead of a simulation of hours)."""
-    ios = steps * accelerators * reads_per_step(workload, io_size)
+def check_reads(workload: DlioWorkload, accelerators: int, steps: int, io_size: int, least_steps: int = 0) -> None:
+    """Refuse a run past MAX_IOS reads, or whose least steps (default: steps) cost more kernel events than --max-events."""
+    least, per_step = least_steps or steps, reads_per_step(workload, io_size)
+    expect_events(least * accelerators * (EVENTS_PER_READ * per_step + EVENTS_PER_STEP), f"the loader's {least:,} steps x "
+                  f"{accelerators:,} accelerators", "fewer --steps or accelerators, or a larger --io-size")
+    ios = steps * accelerators * per_step
     if ios > MAX_IOS:
         raise SimulationBound(f"{ios:.3g} reads to simulate ({steps} steps x {accelerators} accelerators x "
                               f"{workload.batch_size} samples of {workload.record_bytes:.4g} B in {io_size} B I/Os); "
@@ -232,7 +236,7 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     env, rng = sim.env, sim.rng
     logs = [IoLog() for _ in range(drives)]
     plan, steps = plan_for(workload, accelerators, config)
-    check_reads(workload, accelerators, steps, config.io_size)
+    check_reads(workload, accelerators, steps, config.io_size, steps if config.steps and not config.at_least else plan.min_steps)
     if steps < 2:
         raise SimclusterError(f"{steps} step(s) per rank at {accelerators} accelerators; DLIO's AU needs >= 2",
                               where=workload.path, hint="simulate more steps (--steps) or give the workload more files")
@@ -355,11 +359,8 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
 
 def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),
                      seed: int = 0, limit: int = 4096) -> tuple[RunResult | None, list[RunResult]]:
-    """The largest accelerator count whose AU meets the workload's threshold (MLPerf Storage's
-    headline), by doubling then bisection (AU falls as accelerators are added)."""
-    threshold = workload.au_threshold * 100
-    tried: dict[int, RunResult] = {}
-
+    """The most accelerators whose AU meets the threshold (MLPerf Storage's headline): doubling, then bisection."""
+    threshold, tried, bound = workload.au_threshold * 100, {}, []   # bound: why a count past the simulation's bound was not tried
     # candidates stop once their AU is decidedly above or below the threshold; the answer is then run until settled
     search = dataclasses.replace(config, decide_au_percent=threshold) if config.steps is None or config.at_least else config
     spent = [0]      # reads simulated so far: the search stops before a run once MAX_SEARCH_IOS are spent
@@ -382,7 +383,6 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
             bound.append(f"at least {lo} accelerators: {n} exceed the simulation bound ({exc.message})")
             return None
 
-    bound: list[str] = []
     if run(1).au_percent < threshold:
         return None, list(tried.values())
     lo, hi = 1, 2

@@ -21,8 +21,7 @@ import numpy as np
 import simpy
 
 from simcluster import card_document as cd
-from simcluster import strict
-from simcluster.units import parse_time
+from simcluster import card_params as cp
 
 
 @dataclass(frozen=True)
@@ -112,28 +111,9 @@ class NvmeDevice:
         return self.env.timeout(done - now)
 
 
-MAX_SIGMA = 5.0   # a log-normal service-time spread of e^5 (150x) is far past any drive; beyond it exp() overflows
-
-
-def _sigma(v) -> float:
-    value = strict.non_negative(float(v))
-    if value > MAX_SIGMA:
-        raise ValueError(f"expected a log-normal spread from 0 to {MAX_SIGMA:g}")
-    return value
-
-
 def load_nvme(path) -> tuple[NvmeParams, dict]:
     """An NVMe drive's card (kind: nvme) -> NvmeParams."""
     card = cd.load_card(path, kind="nvme")
-    where = str(path)
-    p = cd.params(card, where, {"service_time", "sigma", "parallelism", "bandwidth", "unit_bandwidth", "write_bandwidth", "capacity"})
-    key = f"{where}: params"
-    bw = cd.get(p, "bandwidth", key, cd.rate)
-    write = cd.get(p, "write_bandwidth", key, cd.rate) if "write_bandwidth" in p else None
-    if "capacity" in p:
-        cd.get(p, "capacity", key, cd.size)   # checked here, read by storage/questions.py
-    return NvmeParams(cd.get(p, "service_time", key, cd.positive_of(parse_time)),
-                      cd.get(p, "sigma", key, _sigma),
-                      cd.get(p, "parallelism", key, cd.whole),
-                      bw, cd.get({"unit_bandwidth": p.get("unit_bandwidth", p["bandwidth"]), **p}, "unit_bandwidth", key,
-                                 cd.rate), write), card
+    p = cd.declared_params(card, str(path), cp.NVME)
+    return NvmeParams(p.service_time, float(p.sigma), p.parallelism, p.bandwidth,
+                      p.bandwidth if p.unit_bandwidth is None else p.unit_bandwidth, p.write_bandwidth), card

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from simcluster.collectives.nccl_constants import ALGORITHMS, PROTOCOLS
 from simcluster.errors import TraceFormatError
+from simcluster.traces import nccl_documents
 from simcluster.traces.common import read_text
 from simcluster.traces.nccl_tuning import CALL, NCCL_FUNCS
 
@@ -161,4 +162,6 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
         raise TraceFormatError("no per-call decision and no channel count in this log", where=str(path))
     if nvls and nvls_line is not None and not nvls_line[1]:
         raise _fail(path, nvls_line[0], "NVLS multicast not available, but another line sets NVLS up")
-    return NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts.values()), nvls_line)
+    log = NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts.values()), nvls_line)
+    where_of = {f"{key}[{i}]": f"{path}:{fact.line}" for key in ("calls", "counts") for i, fact in enumerate(getattr(log, key))}
+    return nccl_documents.check(nccl_documents.INFO_LOG, log, path, where_of)

@@ -11,7 +11,6 @@ Times are stored in seconds and bandwidths in bytes/s (nccl-tests prints us and 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -19,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simcluster import schema as S
 from simcluster.errors import TraceFormatError
+from simcluster.traces import nccl_documents
 from simcluster.traces.common import loads_json, read_text, sha256_of
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
@@ -101,19 +100,11 @@ def parse(path: str | Path, op: str | None = None) -> CollectiveTrace:
         trace = _parse_json(str(path), text, op)
     else:
         trace = _parse_text(str(path), text, op)
-    for row in trace.rows:   # text or JSON, each row as the models read it (seconds, bytes/s) within range
-        ROW.check(dataclasses.asdict(row), f"{path}:{row.line}" if not text.lstrip().startswith("{") else
-                  f"{path}: results[{row.line}]", TraceFormatError)
+    json_file = text.lstrip().startswith("{")      # text or JSON, the run as the models read it (seconds, bytes/s)
+    nccl_documents.check(nccl_documents.TRACE, trace, path, {
+        f"rows[{i}]": f"{path}: results[{row.line}]" if json_file else f"{path}:{row.line}" for i, row in enumerate(trace.rows)})
     trace.sha256 = sha256_of(path)
     return trace
-
-
-_RATE = S.Number(0, 1e15, "B/s")
-ROW = S.Record(   # one parsed nccl-tests row in SI units (CollectiveRow)
-    {"size_bytes": S.Count(0, 2**62), "count": S.Count(0, 2**62), "time_s": S.Number(0, 86400, "s"),
-     "algbw_Bps": _RATE, "busbw_Bps": _RATE},
-    {"time_inplace_s": S.Nullable(S.Number(0, 86400, "s")), "busbw_inplace_Bps": S.Nullable(_RATE),
-     "wrong": S.Nullable(S.Count(0, 2**62))}, name="NcclTestsRow")
 
 
 def _op_from(where: str, hint: str | None, found: str | None) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.errors import TraceFormatError
+from simcluster.traces import nccl_documents
 from simcluster.traces.common import read_text
 
 NCCL_FUNCS = {"Broadcast": "broadcast", "Reduce": "reduce", "AllGather": "all_gather",
@@ -95,4 +96,5 @@ def parse(path: str | Path) -> NcclTuning:
         raise TraceFormatError("no NCCL tuning table or channel count in this log", where=str(path),
                                hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "
                                     "(simcluster collect --nccl-tuning)")
-    return NcclTuning(str(path), channels, table, calls, ranks, p2p, nodes, nvls, version)
+    return nccl_documents.check(nccl_documents.TUNING, NcclTuning(str(path), channels, table, calls, ranks, p2p, nodes, nvls,
+                                                                  version), path)

@@ -42,11 +42,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcluster.engine import Interval, Simulation
+from simcluster.engine import Interval, Simulation, expect_events
 from simcluster.hardware.cpu import SharedCores
 from simcluster.training.pipeline import HostSetup, InputPipeline
 from simcluster.training.workload import Workload
 
+EVENTS_PER_BUCKET = 6   # kernel events one gradient bucket costs a step (measured: 598,481 for 99,745 buckets)
+EVENTS_PER_STEP = 17    # and the step around them (17 for a step of one bucket); a pipelined run repeats steps
 MAX_STEPS = 24      # steps simulated at most with an input pipeline (the old storage loop's 24)
 
 
@@ -109,6 +111,10 @@ def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], pa
     input pipeline (None: batches always ready, nothing shares the host). `rank_workloads`: each rank's own 1-GPU
     workload, when measured (a paired trace); the step is then the slowest rank's (module docstring), else every
     rank runs `w`."""
+    simulated = rank_workloads or (w,)
+    expect_events(sum(EVENTS_PER_STEP + EVENTS_PER_BUCKET * len(r.buckets()) for r in simulated),
+                  f"a data-parallel step of {len(w.buckets()):,} gradient buckets on {len(simulated):,} simulated rank(s)",
+                  "fewer gradient tensors or a larger bucket_cap in the training-step card")
     if not rank_workloads:
         return _rank_step(w, ranks, comm_time, params, storage_stall_s, host, sync_wait_s(w.step_samples_s, ranks))
     if len(rank_workloads) != ranks:

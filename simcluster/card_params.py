@@ -1,0 +1,356 @@
+"""Each model card kind's `params`, declared once (simcluster.schema, pydantic v2): every key with its unit, range and
+default, the cross-field rules, an undeclared key refused. A card's reader (cards.py, storage/nvme.py) reads its params
+through the declaration (card_document.declared_params) and gets typed fields in SI units (seconds, bytes, bytes/s,
+core-seconds per byte); an error is one line FILE:LINE: params.KEY: why.
+
+    card kind       declaration     reader
+    nic             NIC             cards.nic_params
+    host-cpu        HOST_CPU        cards.load_host_cpu
+    aggregation     AGGREGATION     cards.load_aggregation
+    training-step   TRAINING_STEP   cards.load_training
+    ddp             DDP             cards.load_ddp
+    nvls            NVLS            cards.load_nvls
+    nvme            NVME            storage/nvme.load_nvme
+    gpu             GPU             hardware/gpu.gpu_params (its clock block: hardware/gpu_clock.parse_clock)
+    collective      COLLECTIVE      collectives/registry.from_params_yaml: CHUNKED_RING / PRIMITIVES by params.model,
+                    MACHINE_TERMS   a machine card's terms (collectives/machine.py), OP_PROFILES the per-op profiles
+
+The whole card (its kind, name, sections, no negative quantity) is documents.CARD, checked when the file is read.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+
+from simcluster import units
+from simcluster.schema import Choice, Count, ListOf, Nullable, Number, OneOf, Parsed, Quantity, Section, Text
+from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps
+
+MAX_SIGMA = 5.0   # a log-normal service-time spread of e^5 (150x) is far past any drive; beyond it exp() overflows
+DAY_S = 86400.0
+
+
+class Params(Section):
+    """A card's params: every key declared, defaults read as the file would give them (in SI once read)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True, validate_default=True)
+
+
+def _quantity(parse, what: str, low: float = 0.0, high: float = float(units.MAX_QUANTITY), above: bool = False):
+    return Quantity(parse, low, high, above=above, what=what, si=True)
+
+
+Time = _quantity(units.parse_time, "time", high=DAY_S)                        # s, 0 allowed
+PositiveTime = _quantity(units.parse_time, "time", high=DAY_S, above=True)   # s, > 0
+Size = _quantity(units.parse_size, "size", above=True)                       # bytes, > 0
+Rate = _quantity(units.parse_bandwidth, "bandwidth", MIN_RATE_Bps, MAX_RATE_Bps)   # bytes/s
+Cost = _quantity(units.parse_cost, "CPU cost per byte", high=1.0)           # core-seconds per byte, 0 allowed
+Whole = Count(1, 2**20)
+
+
+class Nic(Params):
+    transport: Choice("transport")
+    line_rate: Rate
+    efficiency: Number(0, 1, above=True)
+    latency: Time
+    cpu_per_byte: Cost
+    cpu_per_message: Time = "0s"
+    message_size: _quantity(units.parse_size, "size", 1.0, 2.0**40)
+    csum_per_byte: Cost = "0s/GB"
+    cpu_per_packet: Time = "0s"
+    segment_size: Size = "64KiB"
+    polling_cores: Number(0, 2**16) = 0
+    cores_per_stream: Annotated[Any, Field(description="cores > 0, or 'none'; default by transport")] = None
+    pcie: Nullable(Parsed("pcie")) = None
+    call_setup: Time = "0s"
+    step_operations: Number(1, 16) = 1   # network operations on one NCCL network step's critical path (hardware/nic.py)
+
+    @model_validator(mode="after")
+    def _cores(self):
+        value = self.cores_per_stream
+        if value is not None and value != "none" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                                      or not 0 < value <= 2**16):
+            raise ValueError(f"cores_per_stream: expected a number of cores > 0 or 'none', got {value!r}")
+        return self
+
+
+NIC = Nic
+
+
+class HostCpu(Params):
+    cores: Nullable(Number(0, 2**20, above=True)) = None
+    tcp_cpu_per_byte: _quantity(units.parse_cost, "CPU cost per byte", high=1.0, above=True)
+    tcp_stack_latency: Time
+
+
+HOST_CPU = HostCpu
+
+
+class Aggregation(Params):
+    forwarding: Choice("forwarding")
+    line_rate: Rate
+    op_latency: Time
+    aggregation_rate: Rate
+    buffer: Size = "4KiB"
+    threshold_frames: Whole = 1
+    frame_payload: Size = "1480B"
+    frame_wire: Size = "1538B"
+    trees_per_switch: Nullable(Whole) = None
+    max_levels: Nullable(Whole) = None
+
+    @model_validator(mode="after")
+    def _frame(self):
+        if self.frame_wire < self.frame_payload:
+            raise ValueError("frame_wire: a frame on the wire is at least its payload")
+        return self
+
+
+AGGREGATION = Aggregation
+
+Share = Number(0, 1)
+
+
+class Phases(Params):
+    forward: Share
+    backward: Share
+    optimizer: Share
+
+    @model_validator(mode="after")
+    def _add_up(self):
+        total = self.forward + self.backward + self.optimizer
+        if abs(total - 1) > 0.01:
+            raise ValueError(f"forward: the shares add up to {total:.3g}, not 1")
+        return self
+
+
+class TrainingStep(Params):
+    model: Text(300)
+    image: Whole
+    batch_per_gpu: Whole
+    step: PositiveTime
+    host: PositiveTime
+    gpu: PositiveTime
+    phases: Phases
+    bucket_cap: Size
+    grad_bytes: ListOf(Count(1, 2**50), min_len=1, max_len=1_000_000)
+    step_samples: ListOf(PositiveTime, min_len=1, max_len=1_000_000)
+
+
+TRAINING_STEP = TrainingStep
+
+
+class Ddp(Params):
+    host_per_tensor: Time
+    gpu_per_tensor: Time
+    overlap_slowdown: Number(0, 100)
+
+
+DDP = Ddp
+
+
+class Nvls(Params):
+    allreduce_algbw: Annotated[dict[Annotated[int, Field(ge=1, le=1024)], Rate], Field(min_length=1, max_length=1024)]
+    latency: Time
+
+
+NVLS = Nvls
+
+
+class Nvme(Params):
+    service_time: PositiveTime
+    sigma: Number(0, MAX_SIGMA)
+    parallelism: Whole
+    bandwidth: Rate
+    unit_bandwidth: Nullable(Rate) = None          # default: bandwidth
+    write_bandwidth: Nullable(Rate) = None
+    capacity: Nullable(Size) = None                # read by storage/questions.py
+
+
+NVME = Nvme
+
+
+# ---- the GPU card (hardware/gpu.py): precisions, FLOP rates and the clock block are the GPU model's (Choice, Parsed)
+
+Efficiency = Number(1e-3, 1.0)
+
+
+def _head_dim(value) -> int:
+    if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+        raise ValueError(f"head_dim {value!r} is not a whole number >= 1")
+    return int(value)
+
+
+HeadDimTable = Annotated[dict[Annotated[Any, AfterValidator(_head_dim)], Efficiency], Field(min_length=1, max_length=64)]
+
+
+class Gemm(Params):
+    tile_m: Count(1, 2**16)
+    tile_n: Count(1, 2**16)
+    efficiency: Annotated[dict[Choice("dtype"), Efficiency], Field(max_length=16)]
+    k_ramp: Number(0, 1e18)
+    wave_weight: Number(0, 1)
+
+
+class Attention(Params):
+    efficiency_fwd: HeadDimTable
+    efficiency_bwd: HeadDimTable
+    seq_half_fwd: Number(0, 1e18)
+    seq_half_bwd: Number(0, 1e18)
+    gqa_bwd_bytes_per_element: Number(0, 1e18) = 0.0
+    dropout_elements_per_s_fwd: Nullable(Number(1e6, 1e18)) = None     # both or neither (absent: dropout not priced)
+    dropout_elements_per_s_bwd: Nullable(Number(1e6, 1e18)) = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self):
+        if (self.dropout_elements_per_s_fwd is None) != (self.dropout_elements_per_s_bwd is None):
+            missing = "fwd" if self.dropout_elements_per_s_fwd is None else "bwd"
+            raise ValueError(f"dropout_elements_per_s_{missing}: missing: give both dropout rates or neither")
+        return self
+
+
+class Memory(Params):
+    ramp: _quantity(units.parse_size, "size")
+
+
+class CommOverlap(Params):
+    compute_slowdown: Number(0.0, 0.95)
+    comm_rate: Number(0.01, 1.0)
+    source: Text(2000) = None
+
+
+class Gpu(Params):
+    peak_flops: Annotated[dict[Choice("dtype"), Parsed("flops")], Field(min_length=1, max_length=16)]
+    hbm_bandwidth: Rate
+    hbm_peak: Nullable(Rate) = None            # default: hbm_bandwidth
+    hbm_capacity: Size
+    launch: Time
+    gemm_launch: Nullable(Time) = None         # default: launch
+    sm_count: Count(1, 2**16)
+    gemm: Gemm
+    attention: Attention
+    memory: Memory
+    clock: Nullable(Parsed("clock")) = None
+    comm_overlap: Nullable(CommOverlap) = None
+
+    @model_validator(mode="after")
+    def _bf16(self):
+        if "bf16" not in self.peak_flops:
+            raise ValueError("peak_flops: a bf16 peak is required (MFU and attention are priced in bf16)")
+        return self
+
+
+GPU = Gpu
+
+
+# ---- the collective card (collectives/): a model's params, a machine card's terms, per-op profiles; the collective,
+# protocol and architecture names are the collective model's (Choice)
+
+def _rank_count(value) -> int:
+    if isinstance(value, bool) or not str(value).isdigit() or not 0 <= int(value) <= 2**20:
+        raise ValueError(f"{str(value)[:20]!r} is not a rank count")
+    return int(value)
+
+
+RankCount = Annotated[Any, AfterValidator(_rank_count)]
+
+
+class Protocol(Params):
+    base_latency: Time
+    step_latency: Time
+    bandwidth_fraction: Number(0, 1e3, above=True)
+    chunk: Size
+
+
+class ChunkedRing(Params):
+    model: OneOf("chunked-ring") = "chunked-ring"
+    link_bandwidth: Rate
+    protocols: Annotated[dict[Choice("protocol"), Protocol], Field(min_length=1, max_length=8)]
+
+    @model_validator(mode="after")
+    def _simple(self):
+        if "Simple" not in self.protocols:
+            raise ValueError("protocols: the Simple protocol is required (the fabric layer's step latency)")
+        return self
+
+
+class LatencyBandwidth(Params):
+    latency: Time
+    bandwidth: Rate
+
+
+class Ramp(Params):
+    time: Time
+    scale: Size
+
+
+OpTable = dict[Choice("op"), dict[Choice("protocol"), LatencyBandwidth]]      # op -> protocol -> NCCL's model
+
+
+class Primitives(Params):
+    model: OneOf("nccl-primitives")
+    ll_base_latency: Time
+    ll_step_latency: Nullable(Time) = None
+    ll_channel_bandwidth: Rate
+    simple_base_latency: Time
+    simple_step_latency: Nullable(Time) = None
+    bus_bandwidth: Rate
+    channels: Count(1, 1024)
+    p2p_channels: Nullable(Count(1, 1024)) = None
+    p2p_channels_per_peer: Nullable(Count(1, 1024)) = None
+    host_launch_floor: Time
+    ring_ramp: Nullable(Annotated[dict[RankCount, Ramp], Field(max_length=4096)]) = None
+    nccl_tuner: Nullable(Annotated[dict[RankCount, OpTable], Field(max_length=4096)]) = None   # ranks (0: any) -> table
+    nccl_arch: Nullable(Choice("arch")) = None
+    ll128_base_latency: Nullable(Time) = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_table_form(cls, value):
+        """An older card holds one tuner table (op -> protocol): kept as 'any rank count' (0)."""
+        tuner = value.get("nccl_tuner") if isinstance(value, dict) else None
+        if isinstance(tuner, dict) and tuner:
+            ranks = [str(k).isdigit() for k in tuner]
+            if any(ranks) and not all(ranks):
+                raise ValueError("nccl_tuner: expected every key to be a rank count (or, an older card, every key a "
+                                 "collective)")
+            if not any(ranks):
+                return {**value, "nccl_tuner": {0: tuner}}
+        return value
+
+
+def _offset(value) -> float:
+    text = str(value).strip()
+    try:
+        seconds = -units.parse_time(text[1:]) if text.startswith("-") else units.parse_time(text)
+    except units.UnitError as exc:
+        raise ValueError(exc.message) from None
+    if abs(seconds) > 1e-3:
+        raise ValueError("a latency offset is within +-1ms")
+    return seconds
+
+
+class MachineTerms(Params):
+    kind_card: Text(4096)                     # relative to the machine card's folder
+    launch: OneOf("cuda_graph", "host")
+    latency_offset: Annotated[Any, AfterValidator(_offset)]      # seconds, signed
+    host_launch_floor: Time
+
+
+Factor = Number(1e-3, 1e3)   # measured / model at one size: a real profile is within 0.5-2x
+
+
+class Profile(Params):
+    ranks: Count(1, 2**20)
+    launch: OneOf("cuda_graph", "host")
+    source: Text(4096) = ""
+    measured_over_model: Annotated[dict[Choice("op"), Annotated[dict[Size, Factor], Field(min_length=1)]],
+                                   Field(max_length=16)]
+
+
+class OpProfiles(Params):
+    op_profiles: ListOf(Profile, max_len=1024)
+
+
+COLLECTIVE = {"chunked-ring": ChunkedRing, "nccl-primitives": Primitives}
