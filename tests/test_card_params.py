@@ -130,3 +130,20 @@ def test_a_card_declaration_reads_finite_si_numbers_or_refuses_in_one_line(kind,
     for value in model.model_dump().values():
         if isinstance(value, float):
             assert value == value and abs(value) != float("inf")
+
+
+@pytest.mark.parametrize("key", ["ll_step_latency", "simple_step_latency", "p2p_channels", "p2p_channels_per_peer",
+                                 "nccl_arch", "ll128_base_latency"])
+def test_a_null_optional_primitives_key_keeps_the_models_default_and_predicts(tmp_path, key):
+    """A second read found null passed on as None, which the model then multiplied: null now reads as absent."""
+    from simcluster.cards import load_collective
+
+    doc = yaml.safe_load((ROOT / "models/collective/h200x2-primitives.yaml").read_text())
+    absent = {k: v for k, v in doc["params"].items() if k != key}
+    (tmp_path / "null.yaml").write_text(yaml.safe_dump({**doc, "params": {**doc["params"], key: None}}))
+    (tmp_path / "absent.yaml").write_text(yaml.safe_dump({**doc, "params": absent}))
+    with_null, _ = load_collective(tmp_path / "null.yaml")
+    without, _ = load_collective(tmp_path / "absent.yaml")
+    for size in (8, 2**20, 2**30):
+        assert with_null.call_time("all_reduce", size, 2) == without.call_time("all_reduce", size, 2)
+        assert without.call_time("all_reduce", size, 2)[0] > 0

@@ -28,7 +28,7 @@ def to_params_yaml(p) -> dict:
 
 def from_params_yaml(cls: type, params: dict, where: str):
     """A `cls` (PrimitiveParams) from a card's params mapping (`where`: its file), read through card_params.Primitives;
-    a key the card leaves out keeps the model's default."""
+    a key the card leaves out, or gives as null, keeps the model's default."""
     p = card_document.declared(params, where, card_params.Primitives, protocol=PROTOCOLS, op=OPS, arch=ARCHS)
     tuner = {int(n): {op: {proto: (v.latency, v.bandwidth) for proto, v in protos.items()} for op, protos in table.items()}
              for n, table in (p.nccl_tuner or {}).items()}
@@ -37,6 +37,6 @@ def from_params_yaml(cls: type, params: dict, where: str):
         ("p2p_channels", "p2p_channels", p.p2p_channels), ("p2p_channels_per_peer", "p2p_channels_per_peer", p.p2p_channels_per_peer),
         ("ring_ramps", "ring_ramp", {int(n): (r.time, r.scale) for n, r in (p.ring_ramp or {}).items()}),
         ("tuner", "nccl_tuner", tuner), ("nccl_arch", "nccl_arch", p.nccl_arch), ("ll128_base_s", "ll128_base_latency", p.ll128_base_latency))
-        if key in params}
+        if params.get(key) is not None}
     return cls(p.ll_base_latency, p.ll_channel_bandwidth, p.simple_base_latency, p.bus_bandwidth, p.channels,
                p.host_launch_floor, **optional)

@@ -112,7 +112,8 @@ def simulate_step(w: Workload, ranks: int, comm_time: Callable[[int], float], pa
     workload, when measured (a paired trace); the step is then the slowest rank's (module docstring), else every
     rank runs `w`."""
     simulated = rank_workloads or (w,)
-    expect_events(sum(EVENTS_PER_STEP + EVENTS_PER_BUCKET * len(r.buckets()) for r in simulated),
+    repeats = MAX_STEPS if host is not None and host.pipeline else 1   # an input pipeline runs up to MAX_STEPS steps
+    expect_events(repeats * sum(EVENTS_PER_STEP + EVENTS_PER_BUCKET * len(r.buckets()) for r in simulated),
                   f"a data-parallel step of {len(w.buckets()):,} gradient buckets on {len(simulated):,} simulated rank(s)",
                   "fewer gradient tensors or a larger bucket_cap in the training-step card")
     if not rank_workloads:
