@@ -126,7 +126,8 @@ def explain(exc: ValidationError) -> tuple[str, str]:
     why = _WORDS.get(first["type"], why)
     value = first.get("input")
     got = f", got {short(value)}" if not isinstance(value, (dict, list)) or first["type"] in _WORDS else ""
-    got = "" if isinstance(value, str) and short(value) in why else got      # the message quotes the value already
+    if ", got " in why or (isinstance(value, str) and short(value) in why):   # the message names what it got already
+        got = ""
     if first["type"] == "missing":
         parent, _, name = key.rpartition(".")
         return parent, f"missing key '{name}'"

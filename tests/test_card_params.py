@@ -147,3 +147,15 @@ def test_a_null_optional_primitives_key_keeps_the_models_default_and_predicts(tm
     for size in (8, 2**20, 2**30):
         assert with_null.call_time("all_reduce", size, 2) == without.call_time("all_reduce", size, 2)
         assert without.call_time("all_reduce", size, 2)[0] > 0
+
+
+def test_a_refusal_names_what_it_got_once(tmp_path):
+    """A parser's message that already says what it got is not given a second ', got' (a second read saw
+    'got NoneType, got None')."""
+    from simcluster.cards import load_collective
+
+    doc = yaml.safe_load((ROOT / "models/collective/h200x2-primitives.yaml").read_text())
+    (tmp_path / "null.yaml").write_text(yaml.safe_dump({**doc, "params": {**doc["params"], "ll_base_latency": None}}))
+    with pytest.raises(ModelCardError, match="params.ll_base_latency") as err:
+        load_collective(tmp_path / "null.yaml")
+    assert str(err.value).count(", got ") == 1, str(err.value)

@@ -170,6 +170,7 @@ def test_a_chooser_by_rank_count_and_for_one_collective(tmp_path):
 
 @pytest.mark.parametrize("chooser, match", [
     ({"source": "x", "by_ranks": {32: [[None, "ring"]]}, "ranks": 32}, "by_ranks: expected"),
+    ({"source": "x", "by_ranks": {"abc": [[None, "ring"]]}}, "by_ranks: expected"),     # a rank count that is not one
     ({"source": "x", "ranks": 32, "algorithms": [[None, "pat-tree"]]}, "unknown algorithm"),
     ({"source": "x", "ranks": 32, "algorithms": [[1, "ring"]]}, "last entry must be"),
     ({"source": "x", "ranks": 32, "algorithms": "ring"}, "below_bytes, algorithm"),

@@ -59,27 +59,28 @@ from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2)}
-MODES, PLAN_SIZES = PLANS["regimes"]
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
 TARGET_STEP, TARGET_MEM = 8.0, 10.0
 
 
-def register(path: Path) -> None:
-    plan = [(preset, mb, mode) for preset, mb in PLAN_SIZES for mode in MODES]
+def register(path: Path, plan_name: str = "regimes") -> None:
+    modes, sizes = PLANS[plan_name]
+    plan = [(preset, mb, mode) for preset, mb in sizes for mode in modes]
+    variant = plan_name == "meshes2"
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     runs = []
     for preset, mb, mode in plan:
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
-        if PLAN_SIZES is SIZES2 and mode in ("tp+ddp", "tp+fsdp"):
+        if variant and mode in ("tp+ddp", "tp+fsdp"):
             runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_modes=True)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
-                           | ({VARIANT: str(MESH_HOST.relative_to(ROOT))} if PLAN_SIZES is SIZES2 else {})},
+                           | ({VARIANT: str(MESH_HOST.relative_to(ROOT))} if variant else {})},
            "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))
@@ -102,8 +103,8 @@ def compare(bundle: Path) -> int:
         print(f"error: {reg_path}: no registered predictions", file=sys.stderr)
         return 1
     reg = yaml.safe_load(reg_path.read_text())
-    global MODES   # the plan the bundle registered (its modes), whatever --plan said
-    MODES = next((modes for modes, _ in PLANS.values() if {r["mode"] for r in reg["runs"]} <= set(modes)), MODES)
+    registered_modes = {r["mode"] for r in reg["runs"]}   # the plan the bundle registered, whatever --plan said
+    modes = next(m for m, _ in PLANS.values() if registered_modes <= set(m))
     registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in reg["runs"]}
     print(f"== {bundle.name}: measured vs predictions registered at {reg['registered_at_commit'][:10]}")
     print(f"{'model':>5} {'mode':>11} {'seq':>5} {'mb':>3} {'m':>2} {'meas ms':>9} {'reg ms':>9} {'err %':>7} {'now ms':>9} "
@@ -140,7 +141,7 @@ def compare(bundle: Path) -> int:
                   f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {' / '.join(f'{p:.2f}' for p in pred['stage_mem_GiB']):>15} "
                   f"{' / '.join(f'{e:+.1f}' for e in me):>13} {' / '.join(f'{e:+.1f}' for e in now_me):>13}")
     print()
-    for mode in MODES:
+    for mode in modes:
         if mode not in errors:
             print(f"{mode}: no run")
             continue
@@ -165,10 +166,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")
     args = ap.parse_args(argv)
-    global MODES, PLAN_SIZES
-    MODES, PLAN_SIZES = PLANS[args.plan]
     if args.register:
-        register(Path(args.register))
+        register(Path(args.register), args.plan)
         return 0
     if not args.bundle:
         ap.error("give a BUNDLE or --register PATH")

@@ -31,12 +31,10 @@ def from_params_yaml(cls: type, params: dict, where: str):
     a key the card leaves out, or gives as null, keeps the model's default."""
     p = card_document.declared(params, where, card_params.Primitives, protocol=PROTOCOLS, op=OPS, arch=ARCHS)
     tuner = {int(n): {op: {proto: (v.latency, v.bandwidth) for proto, v in protos.items()} for op, protos in table.items()}
-             for n, table in (p.nccl_tuner or {}).items()}
-    optional = {name: value for name, key, value in (
-        ("ll_step_s", "ll_step_latency", p.ll_step_latency), ("simple_step_s", "simple_step_latency", p.simple_step_latency),
-        ("p2p_channels", "p2p_channels", p.p2p_channels), ("p2p_channels_per_peer", "p2p_channels_per_peer", p.p2p_channels_per_peer),
-        ("ring_ramps", "ring_ramp", {int(n): (r.time, r.scale) for n, r in (p.ring_ramp or {}).items()}),
-        ("tuner", "nccl_tuner", tuner), ("nccl_arch", "nccl_arch", p.nccl_arch), ("ll128_base_s", "ll128_base_latency", p.ll128_base_latency))
-        if params.get(key) is not None}
+             for n, table in (p.nccl_tuner or {}).items()}   # an absent or null key: None, the model's default kept
+    optional = {"ll_step_s": p.ll_step_latency, "simple_step_s": p.simple_step_latency, "p2p_channels": p.p2p_channels,
+                "p2p_channels_per_peer": p.p2p_channels_per_peer, "nccl_arch": p.nccl_arch, "ll128_base_s": p.ll128_base_latency,
+                "ring_ramps": None if p.ring_ramp is None else {int(n): (r.time, r.scale) for n, r in p.ring_ramp.items()},
+                "tuner": None if p.nccl_tuner is None else tuner}
     return cls(p.ll_base_latency, p.ll_channel_bandwidth, p.simple_base_latency, p.bus_bandwidth, p.channels,
-               p.host_launch_floor, **optional)
+               p.host_launch_floor, **{name: value for name, value in optional.items() if value is not None})

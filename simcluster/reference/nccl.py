@@ -86,7 +86,8 @@ def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = No
         return None                         # the chooser's table is for another collective (NCCL chooses this one)
     if "by_ranks" in chooser:
         tables = field(chooser, "by_ranks", where)
-        if not isinstance(tables, dict) or not tables or "algorithms" in chooser or "ranks" in chooser:
+        if not isinstance(tables, dict) or not tables or "algorithms" in chooser or "ranks" in chooser \
+                or not all(str(k).isdigit() for k in tables):
             raise SimclusterError("by_ranks: expected {RANKS: [[below_bytes, algorithm], ...]}, instead of ranks and "
                                   "algorithms", where=where)
         table = {int(k): v for k, v in tables.items()}.get(ranks)

@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
-               "mesh": layout(args.mode, world, args.group if args.mode in MESH_MODES else world), "shapes": records}
+               "mesh": layout(args.mode, world, args.group), "shapes": records}
         if args.activation_checkpointing:
             doc["activation_checkpointing"] = "full: torch.utils.checkpoint per decoder layer (use_reentrant=False)"
         if pipe:
