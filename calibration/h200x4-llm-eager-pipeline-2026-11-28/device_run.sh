@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 44, session 29: the host cost of torch.distributed.pipelining's schedule actions and the stage buffers it keeps.
 #   bash calibration/h200x4-llm-eager-pipeline-2026-11-28/device_run.sh host     # hidden-128 decoders (host/)
+#   bash calibration/h200x4-llm-eager-pipeline-2026-11-28/device_run.sh trace    # 2b, 1F1B and interleaved, timelines (runs/)
 # host: the single mode on one GPU at 2, 8 and 32 layers (the host's cost per kernel on this lease) and pp over 4 ranks,
 # 1F1B and interleaved (2 chunks per rank), at 8 and 32 layers and 8 and 16 micro-batches: with the GPU work negligible,
 # the steps' differences at one kernel count are the schedule's own host cost per action (forward or backward of one
@@ -16,7 +17,7 @@ for B in $W/runs $W/host; do
   python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' > $B/torch.txt 2>&1
   git log -1 --format='%H %s' > $B/commit.txt 2>&1 || true
 done
-pack() { tar czf $OUT/$part.tgz -C $W runs host torch-src; }
+pack() { tar czf $OUT/$part.tgz -C $W runs host; }
 run() {   # folder, name, limit (s), command...
   local B=$W/$1 name=$2 limit=$3; shift 3
   local t0=$SECONDS
@@ -41,6 +42,11 @@ for what in "$@"; do
                 --virtual-stages 2 --microbatches $m
             done
           done ;;
+    trace) for sched in 1f1b interleaved; do   # the 2b preset of set 2 (meshes2), one profiled step per rank kept as a timeline
+             v=$([ $sched = interleaved ] && echo 2 || echo 1)
+             run runs pp4-$sched-2b-trace 150 $four --preset 2b --shapes 2048:2 --warmup 3 --steps 8 --profile 1 \
+               --trace $W/runs/pp4-$sched-2b --mode pp --schedule $sched --virtual-stages $v --microbatches 8
+           done ;;
     *) echo "unknown part $what"; exit 2 ;;
   esac
 done
