@@ -18,6 +18,9 @@ calibration/llm-host-2026-11-23, as validation/llm_single_gpu.py), and for the p
 card (models/collective/h200x2-primitives.yaml). Nothing is fitted on these runs. Step time: the median of rank 0's
 timed steps (the first stage ends a step last in both schedules); memory: torch.cuda.max_memory_allocated of each
 rank against its stage's predicted peak; a mode's memory error is over every rank.
+--plan pipeline (calibration/h200x4-llm-eager-pipeline-2026-11-28): pp4-1f1b, pp4-interleaved (2 chunks per rank) and
+pp+ddp at the first set's presets with twice its micro-batch (0.3b x 8, 1b x 4, 3.1b x 2), registered after the
+pipeline's receive buffers entered the memory model (session 29), before the runs.
 --plan meshes (calibration/h200x4-llm-eager-meshes-2026-11-28) is the same three presets on one 4-GPU host:
   tp+ddp, tp+fsdp  DTensor TP inside pairs of ranks, DDP / FSDP2 across the pairs (runner --mode tp+ddp / tp+fsdp --group 2)
   pp4-1f1b, pp4-gpipe  4 stages, 8 micro-batches;  pp+ddp  2 stages (1F1B, 4 micro-batches) replicated by DDP over 2 pairs
@@ -46,10 +49,12 @@ from simcluster.heldout.eager import (
     SEQ,
     SIZES,
     SIZES2,
+    SIZES3,
     layout_of,
     mesh2_modes,
     mesh_modes,
     pct,
+    pipeline_modes,
     regime_documents,
     regime_mode_of,
     regime_modes,
@@ -58,7 +63,8 @@ from simcluster.heldout.eager import regime_predict as predict
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
-PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2)}
+PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
+         "pipeline": (pipeline_modes(), SIZES3)}
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST

@@ -2,6 +2,7 @@
 # Issue 44, session 29: the host cost of torch.distributed.pipelining's schedule actions and the stage buffers it keeps.
 #   bash calibration/h200x4-llm-eager-pipeline-2026-11-28/device_run.sh host     # hidden-128 decoders (host/)
 #   bash calibration/h200x4-llm-eager-pipeline-2026-11-28/device_run.sh trace    # 2b, 1F1B and interleaved, timelines (runs/)
+#   bash calibration/h200x4-llm-eager-pipeline-2026-11-28/device_run.sh runs     # the registered runs (registered.yaml)
 # host: the single mode on one GPU at 2, 8 and 32 layers (the host's cost per kernel on this lease) and pp over 4 ranks,
 # 1F1B and interleaved (2 chunks per rank), at 8 and 32 layers and 8 and 16 micro-batches: with the GPU work negligible,
 # the steps' differences at one kernel count are the schedule's own host cost per action (forward or backward of one
@@ -47,6 +48,12 @@ for what in "$@"; do
              run runs pp4-$sched-2b-trace 150 $four --preset 2b --shapes 2048:2 --warmup 3 --steps 8 --profile 1 \
                --trace $W/runs/pp4-$sched-2b --mode pp --schedule $sched --virtual-stages $v --microbatches 8
            done ;;
+    runs) for pm in 0.3b:8 1b:4 3.1b:2; do   # the registered set (registered.yaml, --plan pipeline)
+            p=${pm%:*}; mb=${pm#*:}; o="--preset $p --shapes 2048:$mb --warmup 3 --steps 8 --profile 0"
+            run runs pp4-1f1b-$p 150 $four $o --mode pp --schedule 1f1b --microbatches 8
+            run runs pp4-interleaved-$p 150 $four $o --mode pp --schedule interleaved --virtual-stages 2 --microbatches 8
+            run runs pp+ddp-$p 150 $four $o --mode pp+ddp --group 2 --schedule 1f1b --microbatches 4
+          done ;;
     *) echo "unknown part $what"; exit 2 ;;
   esac
 done

@@ -32,7 +32,8 @@ SEALED = ("calibration/h200x2-llm-2gpu-sealed-2026-11-23", "calibration/h200x2-l
 REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
 MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU layouts (mesh_modes), registered before
 MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
-REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE)      # each against its registered.yaml (registered_rows)
+PIPELINE_BUNDLE = "calibration/h200x4-llm-eager-pipeline-2026-11-28"  # the pipelines at larger micro-batches (pipeline_modes)
+REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE)   # each against its registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
@@ -43,6 +44,7 @@ H100_HOST = ROOT / "calibration" / "llm-host-2026-11-23"            # the single
 SEQ, MICROBATCHES = 2048, 4
 SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))                      # the eager-regimes bundle's preset, micro-batch
 SIZES2 = (("0.5b", 4), ("2b", 2), ("8b", 1))                       # the second 4-GPU set's
+SIZES3 = (("0.3b", 8), ("1b", 4), ("3.1b", 2))                      # the pipeline set's: the first set's presets, 2x micro-batch
 
 
 class NotPredicted(Exception):
@@ -84,6 +86,11 @@ def mesh2_modes():
 
     modes = {k: v for k, v in mesh_modes().items() if k != "pp4-gpipe"}
     return modes | {"pp4-interleaved": ParallelSpec(pp=4, virtual_stages=2)}
+
+
+def pipeline_modes():
+    """The pipeline set's layouts (session 29): 4 stages under 1F1B and interleaved 1F1B, and 2 stages x DDP 2."""
+    return {k: v for k, v in mesh2_modes().items() if k.startswith("pp")}
 
 
 def layout_of(mode: str):

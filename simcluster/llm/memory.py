@@ -56,7 +56,8 @@ each (Megatron's warm-up count), never more than m v. The last stage also holds 
 s'b V / t in bf16 plus their fp32 copy for the loss (6 bytes each).
 GPipe (pp_schedule gpipe) stashes all m micro-batches. Eager torch (issue 44): torch.utils.checkpoint per block keeps each
 block's fp32 input and peaks at the largest of the forward's end, the backward's start and one block's recomputation
-(_checkpointed_live); torch.distributed.pipelining holds each stashed micro-batch's sent output, and on the last stage
+(_checkpointed_live); torch.distributed.pipelining holds each stashed micro-batch's sent output, a receive buffer per
+micro-batch for each chunk's input (not the first stage) and output gradient (not the last: _pipelining_receive_buffers), and on the last stage
 every micro-batch's bf16 logits to the step's end and their merged copy beside the gradients (step_end); freed gradients
 made by a first backward sit beside the micro-batches stashed after it (live_after_backward; docs/models/llm.md).
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
@@ -300,7 +301,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
     def acts_of(n: int) -> float:   # n chunk-micro-batches stashed
         out = n * layers * per_layer + (n * residual if first else 0.0)
-        return out + (n * residual if eager_pp and not last else 0.0)   # (not last) the boundary activation it sent
+        return out + (n * residual if eager_pp and not last else 0.0) + (_pipelining_receive_buffers(par, m, n, first, last)
+                                                                         * residual if eager_pp else 0.0)
 
     def logits_of(n: int) -> float:
         if not last:
@@ -325,6 +327,17 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after)
+
+
+def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:
+    """Boundary tensors torch.distributed.pipelining's PipelineStage keeps for the whole run (stage.py,
+    _prepare_forward_infra / _prepare_backward_infra, torch 2.4-2.11): one activation receive buffer per micro-batch for
+    every chunk that is not the pipeline's first stage, one gradient receive buffer per micro-batch for every chunk that
+    is not its last. A stashed micro-batch's received input is its first layer's saved input, which
+    layer_activation_bytes already counts: the in-flight chunk-micro-batches' share of those buffers is not added again."""
+    v = par.virtual_stages
+    receiving = v - (1 if first else 0)   # chunks with an activation receive buffer per micro-batch
+    return max(0.0, m * receiving - in_flight * receiving / v) + m * (v - (1 if last else 0))
 
 
 def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logits: float, copies: float, head_copy: float,
