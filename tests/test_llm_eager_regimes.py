@@ -241,3 +241,22 @@ def test_fit_modes_reads_a_collect_bundle_with_checkpointed_runs(tmp_path):
     assert set(fits) == {"single", "ckpt"}
     assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)
     assert fits["ckpt"][0] > fits["single"][0]    # twice the seconds per layer over more kernels per layer
+
+
+def test_pipelining_receive_buffers_and_interleaved_logits(gpu):
+    """torch's PipelineStage keeps a receive buffer per micro-batch for each chunk's input (not the first stage) and its
+    output's gradient (not the last); the in-flight inputs among them are already the first layers' saved inputs.
+    Under interleaved 1F1B the last chunk runs each forward's backward next: one micro-batch's logits in flight."""
+    from simcluster.llm.memory import _pipelining_receive_buffers as recv
+
+    one, two = ParallelSpec(pp=4), ParallelSpec(pp=4, virtual_stages=2)
+    assert recv(one, 8, 4, first=True, last=False) == 8                # gradients only
+    assert recv(one, 8, 3, first=False, last=False) == (8 - 3) + 8     # inputs not in flight, and gradients
+    assert recv(one, 8, 1, first=False, last=True) == 8 - 1            # inputs only
+    assert recv(two, 8, 11, first=True, last=False) == (8 - 11 / 2) + 16   # chunk 0 receives no input
+    batch = BatchSpec(32, 4)   # 8 micro-batches
+    fw = eager.torch_framework(two)
+    s1 = stage_memories(MODEL, ParallelSpec(pp=2), BatchSpec(16, 4), gpu.hbm_capacity_bytes, fw)
+    s2 = stage_memories(MODEL, ParallelSpec(pp=2, virtual_stages=2), BatchSpec(16, 4), gpu.hbm_capacity_bytes, fw)
+    assert s2[1].logits == pytest.approx(s1[1].logits)
+    assert stage_memories(MODEL, two, batch, gpu.hbm_capacity_bytes, fw)[3].logits > 0

@@ -310,7 +310,10 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         out = heads * fw.logit_bytes * logit_elements
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
-            out += EAGER_PP_LOGITS_HELD * heads * logit_elements * m + 4 * (n - 1) * heads * logit_elements
+            # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
+            # order, as Megatron's), so one micro-batch's logits are in flight whatever the rank's chunk count n
+            flight = 1 if par.virtual_stages > 1 else n
+            out += EAGER_PP_LOGITS_HELD * heads * logit_elements * m + 4 * (flight - 1) * heads * logit_elements
         return out
 
     acts, logits = acts_of(chunks), logits_of(chunks)
