@@ -23,7 +23,10 @@ def test_torchtitan_fsdp2_is_bf16_gathers_fp32_reductions_without_autocast():
 def test_torchtitan_keeps_the_llm_family_not_the_eager_lab_one():
     """Its rows are 64-GPU steps, not the runner's host-bound 1-4 GPU eager steps: family llm, its own framework name."""
     regime = llm_regime("torchtitan-fsdp2", 1, 1, 1, 3, False, "bf16", 64)
-    assert regime.family == "llm" and regime.key == "llm | torchtitan-fsdp2 | ZeRO-3/FSDP | bf16"
+    assert regime.family == "llm" and regime.key == "llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"
+    # the three FSDP trainers pool into one regime (as Megatron's variants do); FSDP1's SHARD_GRAD_OP (zero 2) apart
+    assert {llm_regime(f, 1, 1, 1, 3, False, "bf16", 96).key for f in ("fms-fsdp", "composer-fsdp")} == {regime.key}
+    assert llm_regime("composer-fsdp", 1, 1, 1, 2, False, "bf16", 128).key == "llm | PyTorch FSDP | DP/ZeRO-1/2 | bf16"
     assert llm_regime("torch-fsdp2", 1, 1, 1, 3, False, "bf16", 2).family == "llm eager"
 
 
