@@ -2,7 +2,8 @@
 
 A regime is a family (llm, collective, storage, transport) and a key of the few settings that decide the model's
 accuracy there, plus one scale axis (GPUs) checked against the range the regime was validated on:
-  llm         framework x parallelism family x precision       (axis: GPUs)
+  llm         framework family (Megatron/NeMo, PyTorch FSDP, PyTorch eager, or the name) x parallelism family x
+              precision                                          (axis: GPUs)
   collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
               across nodes, whose rows are pooled apart; across nodes the link is the transport and, for RDMA, the
               fabric (EFA, InfiniBand, RoCE: fabric_link)
@@ -30,9 +31,17 @@ class Regime:
     axis: str = "gpus"
 
 
+# PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One
+# family, as every Megatron-Core variant is one: the model prices the same mechanism for all three (a gather per block
+# one block ahead, a reduce_scatter per block, sharded AdamW), they differ in dtypes and kernels (issue 44, llmfam)
+FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp")
+
+
 def framework_family(name: str) -> str:
     if name.startswith("megatron"):
         return "Megatron/NeMo"
+    if name in FSDP_TRAINERS:
+        return "PyTorch FSDP"
     if name.startswith("torch") and not name.startswith("torchtitan"):   # torchtitan at scale: its own name, family llm
         return "PyTorch eager"
     return name
