@@ -7,6 +7,7 @@ the step, and the family's mean |error| (issue 44, item 5). Read-only, no model 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,24 +31,38 @@ MOE_ROWS = (
 )
 
 
-def predict_row(stem: str, i: int):
+@dataclass
+class Row:
+    model: object
+    par: object
+    batch: object
+    gpu: object
+    net: object
+    framework: object
+    result: object
+    error: float      # + = predicted faster than measured
+    held_out: bool
+
+
+def predict_row(stem: str, i: int) -> Row:
     ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
     usage, run = llm_usage(ref), ref.runs[i]
     (model, par, batch), _, _ = spec_of(run, usage.assumptions)
     machine = machine_for(usage, run["gpus"])
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-    result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, run["gpus"], "megatron", trace=False,
-                         framework=framework_of(ref, run))
+    gpu, framework = load_gpu(machine.gpu_card)[0], framework_of(ref, run)
+    result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=framework)
     _, _, _, error = _compared(ref, run, model, batch, result)
-    return model, par, result, error, ref.held_out(i)
+    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i))
 
 
 def main() -> None:
     errors = []
     for stem, rows in MOE_ROWS:
         for i in rows:
-            model, par, result, error, held = predict_row(stem, i)
+            row = predict_row(stem, i)
+            par, result, error, held = row.par, row.result, row.error, row.held_out
             errors.append(error)
             parts = ", ".join(f"{k} {100 * v / result.step_time_s:.0f}%" for k, v in result.breakdown.items()
                               if isinstance(v, (int, float)) and v > 0)
