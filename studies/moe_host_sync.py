@@ -28,6 +28,7 @@ layer pass, exposed: the host waits for it at the sync).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -67,6 +68,13 @@ def excess_per_layer(gpu, fwd, bwd, dtype, c: float, layers: int) -> float:
     return layers * f + b
 
 
+def host_error(error: float, step: float, m: int, gpu, fwd, bwd, dtype: str, layers: int,
+               c: float) -> float:
+    """The row's error if the critical stage's m micro-batches each took the host excess of its `layers` at c."""
+    added = m * excess_per_layer(gpu, fwd, bwd, dtype, c, layers)
+    return (1 + error) * step / (step + added) - 1
+
+
 def main() -> None:
     print("row                                    error at c = " + " / ".join(f"{c} us" for c in C_GRID_US)
           + "   implied c   kernels/layer fwd, bwd")
@@ -83,9 +91,7 @@ def main() -> None:
             m = batch.micro_batches(par.dp)
             step = result.step_time_s
 
-            def err(c: float) -> float:
-                added = m * excess_per_layer(gpu, fwd, bwd, dtype, c, layers)
-                return (1 + error) * step / (step + added) - 1
+            err = functools.partial(host_error, error, step, m, gpu, fwd, bwd, dtype, layers)
 
             tokens = batch.micro_batch * model.seq // (par.cp * par.tp)
             router = 3 * ops.op_time_s(gpu, ops.memory("router_ops", ROUTER_BYTES * tokens * model.experts,
