@@ -29,6 +29,8 @@ divides the gradients by m (grad_scale_bytes) and merges the last stage's logits
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap, vocab_ops
@@ -91,29 +93,71 @@ def _beside_excess(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> f
     return max(compute_s + slow, span) - compute_s
 
 
-def _shared_expert_s(gpu, layer_ops, dtype: str) -> float:
-    """The shared expert's kernels among a layer's forward or backward ops (recomputed ones included)."""
-    return sum(ops.op_time_s(gpu, o, dtype) for o in layer_ops
-               if o.name.removeprefix("recompute.").split(".")[0] in ops.SHARED_EXPERT_OPS)
+@dataclass(frozen=True)
+class MoeCompute:
+    """A MoE layer's compute (seconds) split as Megatron's combined 1F1B schedule runs it: the forward's pre-dispatch part
+    (attention block, router) and MLP part (permutations, experts, shared expert), the backward's MLP input gradients
+    (recomputed MLP forwards included), its MLP weight gradients (dw, delayed: delay_wgrad_compute) and the rest (the
+    pre-dispatch backward, the main_grad additions); and the shared expert's kernels (forward, backward)."""
+    pre_f: float
+    mlp_f: float
+    pre_b: float
+    mlp_b: float
+    dw_b: float
+    shared_f: float = 0.0
+    shared_b: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.pre_f + self.mlp_f + self.pre_b + self.mlp_b + self.dw_b
 
 
-def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, comp_f: float, comp_b: float,
-                shared_f: float, shared_b: float) -> tuple[float, float]:
+def moe_compute(gpu, fwd_ops: list, bwd_ops: list, dtype: str) -> MoeCompute:
+    def base(op) -> str:
+        return op.name.removeprefix("recompute.").split(".")[0]
+
+    def seconds(sel) -> float:
+        return sum(ops.op_time_s(gpu, o, dtype) for o in sel)
+
+    mlp = set(ops.MOE_OPS) - {"router"}
+    dw_b = seconds(o for o in bwd_ops if base(o) in mlp and o.name.endswith(".wgrad"))
+    mlp_b = seconds(o for o in bwd_ops if base(o) in mlp and not o.name.endswith(".wgrad"))
+    shared = [seconds(o for o in lst if base(o) in ops.SHARED_EXPERT_OPS) for lst in (fwd_ops, bwd_ops)]
+    return MoeCompute(seconds(o for o in fwd_ops if base(o) not in mlp), seconds(o for o in fwd_ops if base(o) in mlp),
+                      seconds(bwd_ops) - mlp_b - dw_b, mlp_b, dw_b, *shared)
+
+
+def a2a_pair_s(c: MoeCompute, ep_f: float, ep_b: float) -> float:
+    """One forward and one backward MoE layer merged by Megatron's combined 1F1B (overlap_moe_expert_parallel_comm;
+    megatron/core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run), dispatch and combine
+    each half of a pass's EP time. Three phases, each waiting for both streams of the one before (its inputs):
+        comm stream                     | compute stream
+      A combine_bwd                     | pre_dispatch_fwd
+      B dispatch_fwd -> dispatch_bwd    | mlp_bwd -> mlp_bwd_dw -> mlp_fwd
+      C combine_fwd                     | pre_dispatch_bwd
+    in B dispatch_bwd waits for mlp_bwd, mlp_fwd for dispatch_fwd."""
+    d_f = c_f = ep_f / 2
+    d_b = c_b = ep_b / 2
+    a = max(c_b, c.pre_f)
+    b = max(max(c.mlp_b + c.dw_b, d_f) + c.mlp_f, max(d_f, c.mlp_b) + d_b)
+    return a + b + max(c_f, c.pre_b)
+
+
+def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute) -> tuple[float, float]:
     """Exposed EP time of one MoE layer (forward, backward). moe_a2a_overlap (Megatron's
     overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
-    backward, each one's dispatch and combine beside the other's compute, so the pair exposes only what
-    ep_f + ep_b adds beside comp_f + comp_b (split between the two by their EP shares; the warm-up forwards and
-    cool-down backwards, pp x virtual_stages of m, are priced the same: an approximation for m >> pp v). The
-    dispatcher's kernels take EP_COMM_SMS of the GPU's SMs while they run, so compute beside them runs on the rest:
-    exposed = max(ep - comp, EP_COMM_SMS / sm_count x ep).
+    backward, phase by phase (a2a_pair_s), so the pair exposes what its phases add to its compute (split between the
+    two by their EP shares; the warm-up forwards and cool-down backwards, pp x virtual_stages of m, are priced the same:
+    an approximation for m >> pp v). The dispatcher's kernels take EP_COMM_SMS of the GPU's SMs while they run, so
+    compute beside them runs on the rest: exposed = max(phases' excess, EP_COMM_SMS / sm_count x ep).
     moe_shared_expert_overlap: the shared expert's GEMMs run beside the dispatch and combine of their own pass."""
     ep_f, ep_b = lc.ep_fwd_s, lc.ep_bwd_s
     if par.moe_a2a_overlap and ep_f + ep_b > 0:
-        comp, ep = comp_f + comp_b, ep_f + ep_b   # the dispatcher's kernels hold EP_COMM_SMS of the SMs while they run
-        exposed = max(ep - comp, EP_COMM_SMS / gpu.sm_count * ep)
+        ep = ep_f + ep_b   # the dispatcher's kernels hold EP_COMM_SMS of the SMs while they run
+        exposed = max(a2a_pair_s(c, ep_f, ep_b) - c.total, EP_COMM_SMS / gpu.sm_count * ep)
         return exposed * ep_f / ep, exposed * ep_b / ep
     if par.moe_shared_expert_overlap:
-        return _beside_excess(shared_f, ep_f, gpu, fw), _beside_excess(shared_b, ep_b, gpu, fw)
+        return _beside_excess(c.shared_f, ep_f, gpu, fw), _beside_excess(c.shared_b, ep_b, gpu, fw)
     return ep_f, ep_b
 
 
@@ -165,7 +209,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
-    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, comp_f, comp_b, _shared_expert_s(gpu, fwd_ops, dtype), _shared_expert_s(gpu, bwd_ops, dtype))
+    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, moe_compute(gpu, fwd_ops, bwd_ops, dtype)) if model.moe else (0.0, 0.0)
     layer_f = _task(compute=comp_f, tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=ep_f)
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     tokens = batch.micro_batch * model.seq // par.cp

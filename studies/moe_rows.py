@@ -1,0 +1,77 @@
+"""The H100 Megatron MoE rows of calibration/published, predicted with the same reader, machine and framework as
+`simcluster validate --published llm` (reference/llm.py), one line each with the predicted step's breakdown in % of
+the step, and the family's mean |error| (issue 44, item 5). Read-only, no model change, not a test.
+    python studies/moe_rows.py
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.cards import load_collective  # noqa: E402
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
+from simcluster.machine_models import build_cluster  # noqa: E402
+from simcluster.published import read_published  # noqa: E402
+from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+
+PUBLISHED = ROOT / "calibration" / "published"
+# (file stem, rows): every H100 row with experts that the validation compares
+MOE_ROWS = (
+    ("llm-dgxc-benchmarking-v25.05-deepseek-v3-h100", (0, 1)),
+    ("llm-dgxc-benchmarking-v25.08-deepseek-v3-h100", (0,)),
+    ("llm-megatron-bridge-25.11-dgx-h100-b200", (4, 5)),
+    ("llm-megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss", (0, 1, 2, 3)),
+    ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", (0, 1, 2, 3, 4)),
+)
+
+
+@dataclass
+class Row:
+    model: object
+    par: object
+    batch: object
+    gpu: object
+    net: object
+    framework: object
+    result: object
+    error: float      # + = predicted faster than measured
+    held_out: bool
+
+
+def predict_row(stem: str, i: int) -> Row:
+    ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
+    usage, run = llm_usage(ref), ref.runs[i]
+    (model, par, batch), _, _ = spec_of(run, usage.assumptions)
+    machine = machine_for(usage, run["gpus"])
+    intra = load_collective(machine.card)[0]
+    net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
+    gpu, framework = load_gpu(machine.gpu_card)[0], framework_of(ref, run)
+    result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=framework)
+    _, _, _, error = _compared(ref, run, model, batch, result)
+    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i))
+
+
+def main() -> None:
+    errors = []
+    for stem, rows in MOE_ROWS:
+        for i in rows:
+            row = predict_row(stem, i)
+            par, result, error, held = row.par, row.result, row.error, row.held_out
+            errors.append(error)
+            parts = ", ".join(f"{k} {100 * v / result.step_time_s:.0f}%" for k, v in result.breakdown.items()
+                              if isinstance(v, (int, float)) and v > 0)
+            print(f"{stem[4:40]:36s} {i}  t{par.tp} p{par.pp} v{par.virtual_stages} e{par.ep} {par.moe_dispatcher:8s}"
+                  f" step {result.step_time_s:8.3f} s  error {100 * error:+6.1f}%  held out {'yes' if held else 'no '}  {parts}")
+    within = sum(abs(e) <= 0.10 for e in errors)
+    print(f"{len(errors)} MoE rows: mean |error| {100 * sum(abs(e) for e in errors) / len(errors):.1f}%, "
+          f"{within} within 10%, {sum(e > 0 for e in errors)} predicted fast")
+
+
+if __name__ == "__main__":
+    main()
