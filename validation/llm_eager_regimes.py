@@ -21,6 +21,9 @@ rank against its stage's predicted peak; a mode's memory error is over every ran
 --plan pipeline (calibration/h200x4-llm-eager-pipeline-2026-11-28): pp4-1f1b, pp4-interleaved (2 chunks per rank) and
 pp+ddp at the first set's presets with twice its micro-batch (0.3b x 8, 1b x 4, 3.1b x 2), registered after the
 pipeline's receive buffers entered the memory model (session 29), before the runs.
+--plan tpdp --host FOLDER (calibration/h200x4-llm-eager-tpdp-2026-11-28): tp+ddp and tp+fsdp at the pipeline set's
+presets, registered ON the device between the host runs of the 2-D modes and the steps, in one call (one lease): the
+model's prediction (tp's fit, eager.host_mode) and the variant with the 2-D modes' own fits from FOLDER.
 --plan meshes (calibration/h200x4-llm-eager-meshes-2026-11-28) is the same three presets on one 4-GPU host:
   tp+ddp, tp+fsdp  DTensor TP inside pairs of ranks, DDP / FSDP2 across the pairs (runner --mode tp+ddp / tp+fsdp --group 2)
   pp4-1f1b, pp4-gpipe  4 stages, 8 micro-batches;  pp+ddp  2 stages (1F1B, 4 micro-batches) replicated by DDP over 2 pairs
@@ -33,6 +36,7 @@ simcluster.heldout.eager's (regime_*): the error-band table's `llm eager` family
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -58,39 +62,49 @@ from simcluster.heldout.eager import (
     regime_documents,
     regime_mode_of,
     regime_modes,
+    tpdp_modes,
 )
 from simcluster.heldout.eager import regime_predict as predict
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
-         "pipeline": (pipeline_modes(), SIZES3)}
+         "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3)}
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
 TARGET_STEP, TARGET_MEM = 8.0, 10.0
 
 
-def register(path: Path, plan_name: str = "regimes") -> None:
+def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -> None:
+    """The plan's predictions into `path`; `host` (plan tpdp: the host runs the same device call made just before, on
+    the same lease) takes MESH_HOST's place for the 2-D modes' own-fit variant."""
     modes, sizes = PLANS[plan_name]
     plan = [(preset, mb, mode) for preset, mb in sizes for mode in modes]
-    variant = plan_name == "meshes2"
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    variant = plan_name in ("meshes2", "tpdp")
+    mesh_host = host if host is not None else MESH_HOST
+    commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                                                  text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
     for preset, mb, mode in plan:
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
         if variant and mode in ("tp+ddp", "tp+fsdp"):
-            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_modes=True)}
+            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_modes=True, mesh_host=mesh_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
-                           | ({VARIANT: str(MESH_HOST.relative_to(ROOT))} if variant else {})},
+                           | ({VARIANT: _shown(mesh_host)} if variant else {})},
            "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))
     print(f"registered {len(runs)} runs x 2 GPUs in {path} (model at {commit[:10]})")
+
+
+def _shown(path: Path) -> str:
+    """A path as registered: relative to the repository where it is inside it (a device call's folder is not)."""
+    return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
 def documents(bundle: Path) -> list[dict]:
@@ -157,7 +171,7 @@ def compare(bundle: Path) -> int:
               f"{len(m)} GPUs; target {TARGET_MEM:.0f}%: {'met' if max(m) <= TARGET_MEM else 'NOT met'})")
         if "variant" in errors[mode]:
             v = errors[mode]["variant"]
-            print(f"{'':>11}  registered variant (the mode's own host fit, {MESH_HOST.parent.name}/host): step mean "
+            print(f"{'':>11}  registered variant (the mode's own host fit, {reg['calibration']['host'][VARIANT]}): step mean "
                   f"{statistics.mean(abs(e) for e in v):.1f}% ({' / '.join(f'{e:+.1f}' for e in v)})")
         nt, nm = [abs(e) for e in errors[mode]["now_time"]], [abs(e) for e in errors[mode]["now_mem"]]
         if (nt, nm) != (t, m):
@@ -171,9 +185,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("bundle", nargs="?", metavar="BUNDLE", help="a bundle with registered.yaml and runs/*.json")
     ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")
+    ap.add_argument("--host", metavar="FOLDER", help="--plan tpdp: the 2-D modes' host runs of this lease (the variant's fits)")
     args = ap.parse_args(argv)
     if args.register:
-        register(Path(args.register), args.plan)
+        register(Path(args.register), args.plan, Path(args.host) if args.host else None)
         return 0
     if not args.bundle:
         ap.error("give a BUNDLE or --register PATH")

@@ -33,6 +33,7 @@ REGIMES_BUNDLE = "calibration/llm-eager-regimes-2026-11-28"
 MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU layouts (mesh_modes), registered before
 MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
 PIPELINE_BUNDLE = "calibration/h200x4-llm-eager-pipeline-2026-11-28"  # the pipelines at larger micro-batches (pipeline_modes)
+TPDP_BUNDLE = "calibration/h200x4-llm-eager-tpdp-2026-11-28"  # TP x DP with host runs, registration and steps on one lease
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE)   # each against its registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
@@ -86,6 +87,11 @@ def mesh2_modes():
 
     modes = {k: v for k, v in mesh_modes().items() if k != "pp4-gpipe"}
     return modes | {"pp4-interleaved": ParallelSpec(pp=4, virtual_stages=2)}
+
+
+def tpdp_modes():
+    """The tpdp set's layouts (session 29): TP 2 x DDP 2 and TP 2 x FSDP2 2, host runs and steps on one lease."""
+    return {k: v for k, v in mesh_modes().items() if k.startswith("tp+")}
 
 
 def pipeline_modes():
@@ -250,34 +256,35 @@ def h100_host_framework():
     return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
 
 
-def host_fits(mode: str, own_modes: bool) -> dict:
-    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_modes` (the variant the second 4-GPU
-    set registers beside the model's): a 2-D layout takes its own mode's fit from the 4-GPU host (MESH_HOST) in place of
-    tp's, which the product's eager.host_mode gives it."""
+def host_fits(mode: str, own_modes: bool, mesh_host: Path = MESH_HOST) -> dict:
+    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_modes` (the variant the 4-GPU sets
+    register beside the model's): a 2-D layout takes its own mode's fit from the 4-GPU host runs in `mesh_host` (the
+    second set's MESH_HOST; the tpdp set's own lease) in place of tp's, which the product's eager.host_mode gives it."""
     from simcluster.llm import eager
 
     fits = eager.fit_modes(MODE_HOST)
     if own_modes and mode in ("tp+ddp", "tp+fsdp"):
-        fits = fits | {"tp": eager.fit_modes(MESH_HOST)[mode]}
+        fits = fits | {"tp": eager.fit_modes(mesh_host)[mode]}
     return fits
 
 
-def regime_framework(mode: str, gpu_label: str, own_modes: bool = False):
+def regime_framework(mode: str, gpu_label: str, own_modes: bool = False, mesh_host: Path = MESH_HOST):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
     (host_fits; H100: the single mode's)."""
     from simcluster.llm import eager
 
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
-        hosts = host_fits(mode, own_modes)
-        used = f"{mode} (own fit, {MESH_HOST.parent.name})" if own_modes and mode in ("tp+ddp", "tp+fsdp") else eager.host_mode(par)
+        hosts = host_fits(mode, own_modes, mesh_host)
+        used = f"{mode} (own fit, {mesh_host.parent.name})" if own_modes and mode in ("tp+ddp", "tp+fsdp") else eager.host_mode(par)
         return eager.torch_framework(par, hosts), f"host: {used} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
 
 
-def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: bool = False) -> dict:
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: bool = False,
+                   mesh_host: Path = MESH_HOST) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_modes`: host_fits'."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
@@ -291,7 +298,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: b
     model = model_of({"model": PRESETS[preset]}, SEQ)
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label, own_modes)
+    fw, how = regime_framework(mode, gpu_label, own_modes, mesh_host)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
