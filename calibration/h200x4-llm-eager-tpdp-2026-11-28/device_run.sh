@@ -4,7 +4,8 @@
 # +24..+69%). In order:
 #   1. the host runs: hidden-128 decoders at 2, 8 and 32 layers in tp (2 ranks), tp+ddp and tp+fsdp (4 ranks) (host/);
 #   2. the registration: validation/llm_eager_regimes.py --plan tpdp --host host/ (registered.yaml, written before any
-#      step runs; its deps from carried wheels, .device-wheels/), the model's prediction and the own-fit variant;
+#      step runs; pydantic and simpy from carried wheels, .device-wheels/, numpy, scipy, networkx and yaml the
+#      machine's own), the model's prediction and the own-fit variant;
 #   3. the steps: tp+ddp and tp+fsdp at 0.3b x 8, 1b x 4, 3.1b x 2, seq 2048 (runs/).
 #   REGISTER_COMMIT=$(git rev-parse HEAD) bash calibration/h200x4-llm-eager-tpdp-2026-11-28/device_run.sh
 # (device machine, repository root, .device-wheels carried; $OUT comes back: tpdp.tgz)
@@ -30,8 +31,8 @@ run() {   # folder, name, limit (s), command...
 four="python3 -m torch.distributed.run --standalone --nproc-per-node 4 -m simcluster.runner.llm_step"
 two="env CUDA_VISIBLE_DEVICES=0,1 python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m simcluster.runner.llm_step"
 arch="--hidden 128 --ffn 352 --heads 4 --kv-heads 2 --vocab 512 --tied no --shapes 128:1,512:1 --warmup 5 --steps 20 --profile 0"
-python3 -m pip install -q --no-index --find-links .device-wheels --target /tmp/scdeps annotated-types networkx numpy pydantic \
-  pydantic_core PyYAML scipy simpy typing-inspection typing_extensions > $W/pip.txt 2>&1 || { cat $W/pip.txt; exit 3; }
+python3 -m pip install -q --no-index --find-links .device-wheels --target /tmp/scdeps annotated-types pydantic \
+  pydantic_core simpy typing-inspection > $W/pip.txt 2>&1 || { cat $W/pip.txt; exit 3; }
 echo "host runs start $(date -u +%FT%TZ)" > $W/order.txt
 for layers in 2 8 32; do
   run host tp+ddp-L$layers 90 $four --layers $layers $arch --mode tp+ddp --group 2
