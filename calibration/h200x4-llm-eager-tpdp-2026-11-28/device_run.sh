@@ -32,7 +32,7 @@ four="python3 -m torch.distributed.run --standalone --nproc-per-node 4 -m simclu
 two="env CUDA_VISIBLE_DEVICES=0,1 python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m simcluster.runner.llm_step"
 arch="--hidden 128 --ffn 352 --heads 4 --kv-heads 2 --vocab 512 --tied no --shapes 128:1,512:1 --warmup 5 --steps 20 --profile 0"
 python3 -m pip install -q --no-index --find-links .device-wheels --target /tmp/scdeps annotated-types pydantic \
-  pydantic_core simpy typing-inspection > $W/pip.txt 2>&1 || { cat $W/pip.txt; exit 3; }
+  pydantic_core simpy typing-inspection typing_extensions > $W/pip.txt 2>&1 || { cat $W/pip.txt; exit 3; }
 echo "host runs start $(date -u +%FT%TZ)" > $W/order.txt
 for layers in 2 8 32; do
   run host tp+ddp-L$layers 90 $four --layers $layers $arch --mode tp+ddp --group 2
