@@ -118,3 +118,15 @@ def test_a_published_count_with_au_headroom_is_only_a_lower_bound_and_the_count_
     assert not storage.count_is_lower_bound({"measured": {"accelerators": 1}}, 0.90)  # no AU published: not assumed
     assert storage.count_check(+0.05, False) == "met" and storage.count_check(+1.0, True) == "lower bound"
     assert storage.count_check(-0.25, True) == "miss" and storage.count_check(+0.33, False) == "miss"
+
+
+def test_the_samsung_v1_file_is_three_held_out_rows_with_a_card_and_its_unet3d_count_a_lower_bound():
+    """MLPerf Storage v1.0, Samsung PM1753 (added at issue 42's fourth pass, predicted once before any change: 27 / 82 / 5
+    accelerators against 20 / 58 / >= 4; docs/models/storage.md). Reading it needs no simulation."""
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v1.0-samsung.yaml"
+    runs = storage.compared_runs(path)
+    assert [r["workload"] for _, r in runs] == ["cosmoflow_h100", "resnet50_h100", "unet3d_h100"]
+    assert all(r["drive"] in storage.CARDS and (ROOT / "models" / "nvme" / f"{storage.CARDS[r['drive']]}.yaml").exists()
+               for _, r in runs)
+    assert [storage.count_is_lower_bound(r, t) for (_, r), t in zip(runs, (0.70, 0.90, 0.90))] == [False, False, True]
+    assert storage.workload_of(runs[2][1]).read_threads == 8 and storage.page_cache_bytes(runs[2][1]) == storage.PAGE_CACHE_BYTES

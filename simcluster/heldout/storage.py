@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb",
-         "solidigm-d5-p5336": "solidigm-d5-p5336-61.44tb", "solidigm-d7-ps1010": "solidigm-d7-ps1010-7.68tb"}
+         "solidigm-d5-p5336": "solidigm-d5-p5336-61.44tb", "solidigm-d7-ps1010": "solidigm-d7-ps1010-7.68tb",
+         "samsung-pm1753": "samsung-pm1753-7.68tb"}
 PAGE_CACHE_BYTES = 256 * 2**30     # the v1.0 Micron systems' mem=256G boot option; a run reading with O_DIRECT has none
 IO_SIZE = 4 * 2**20                # simcluster's default read size (storage --io-size)
 HEADROOM = 0.05                    # a published AU this far above the workload's threshold: the count is only a lower bound
