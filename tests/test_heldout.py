@@ -128,5 +128,5 @@ def test_the_samsung_v1_file_is_three_held_out_rows_with_a_card_and_its_unet3d_c
     assert [r["workload"] for _, r in runs] == ["cosmoflow_h100", "resnet50_h100", "unet3d_h100"]
     assert all(r["drive"] in storage.CARDS and (ROOT / "models" / "nvme" / f"{storage.CARDS[r['drive']]}.yaml").exists()
                for _, r in runs)
-    assert [storage.count_is_lower_bound(r, t) for (_, r), t in zip(runs, (0.70, 0.90, 0.90))] == [False, False, True]
+    assert [storage.count_is_lower_bound(r, t) for (_, r), t in zip(runs, (0.70, 0.90, 0.90), strict=True)] == [False, False, True]
     assert storage.workload_of(runs[2][1]).read_threads == 8 and storage.page_cache_bytes(runs[2][1]) == storage.PAGE_CACHE_BYTES
