@@ -254,9 +254,23 @@ def test_pipelining_receive_buffers_and_interleaved_logits(gpu):
     assert recv(one, 8, 3, first=False, last=False) == (8 - 3) + 8     # inputs not in flight, and gradients
     assert recv(one, 8, 1, first=False, last=True) == 8 - 1            # inputs only
     assert recv(two, 8, 11, first=True, last=False) == (8 - 11 / 2) + 16   # chunk 0 receives no input
-    batch = BatchSpec(32, 4)   # 8 micro-batches
     fw = eager.torch_framework(two)
     s1 = stage_memories(MODEL, ParallelSpec(pp=2), BatchSpec(16, 4), gpu.hbm_capacity_bytes, fw)
     s2 = stage_memories(MODEL, ParallelSpec(pp=2, virtual_stages=2), BatchSpec(16, 4), gpu.hbm_capacity_bytes, fw)
     assert s2[1].logits == pytest.approx(s1[1].logits)
-    assert stage_memories(MODEL, two, batch, gpu.hbm_capacity_bytes, fw)[3].logits > 0
+
+
+def test_interleaved_ranks_pay_gradients_beside_their_stash(gpu):
+    """A rank of interleaved 1F1B runs m x v chunk-micro-batches: with fewer stashed at once (11 on rank 0 of pp 4,
+    v 2, m 8), a forward follows its first backward, beside the gradients it made."""
+    two = ParallelSpec(pp=4, virtual_stages=2)
+    first = stage_memories(MODEL, two, BatchSpec(32, 4), gpu.hbm_capacity_bytes, eager.torch_framework(two))[0]
+    assert first.live_after_backward is not None
+
+
+def test_the_prediction_cuts_layers_as_the_runner_does():
+    """runner/llm_pipeline.py gives chunk i the layers i L // n to (i + 1) L // n: 36 layers over 8 chunks alternate 4, 5."""
+    from simcluster.runner.llm_pipeline import chunk_layer_ranges
+
+    assert [hi - lo for lo, hi in chunk_layer_ranges(36, 8)] == [4, 5] * 4
+    assert chunk_layer_ranges(32, 4) == [(0, 8), (8, 16), (16, 24), (24, 32)]

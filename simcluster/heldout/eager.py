@@ -34,7 +34,7 @@ MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU l
 MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
 PIPELINE_BUNDLE = "calibration/h200x4-llm-eager-pipeline-2026-11-28"  # the pipelines at larger micro-batches (pipeline_modes)
 TPDP_BUNDLE = "calibration/h200x4-llm-eager-tpdp-2026-11-28"  # TP x DP with host runs, registration and steps on one lease
-REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE)   # each against its registered.yaml
+REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE)   # each against registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
@@ -292,10 +292,13 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: b
     from simcluster.llm.memory import GiB, stage_memories
     from simcluster.llm.predict import predict_llm
     from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_pipeline import chunk_layer_ranges
     from simcluster.runner.llm_step import PRESETS
 
     par, gpus, m = layout_of(mode)
     model = model_of({"model": PRESETS[preset]}, SEQ)
+    if par.pp > 1:   # the layers each chunk ran: the runner's split (llm_pipeline.py), not spec.layer_split's balance
+        par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
     fw, how = regime_framework(mode, gpu_label, own_modes, mesh_host)

@@ -326,7 +326,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
     after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
     if not fw.persistent_grads and m > 1 and live is None:
-        n = m - 1 if par.pp_schedule == "gpipe" else chunks if m > chunks else 0   # 1F1B: a forward follows a backward
+        n = m - 1 if par.pp_schedule == "gpipe" else chunks if m * par.virtual_stages > chunks else 0   # 1F1B: a forward
+        #   follows a backward (a rank runs m x v chunk-micro-batches; chunks of them are stashed at once)
         after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after)

@@ -17,6 +17,11 @@ from __future__ import annotations
 import inspect
 
 
+def chunk_layer_ranges(layers: int, chunks: int) -> list[tuple[int, int]]:
+    """The decoder layers [lo, hi) of each pipeline chunk, model order: chunk i holds i L // n to (i + 1) L // n."""
+    return [(i * layers // chunks, (i + 1) * layers // chunks) for i in range(chunks)]
+
+
 class Pipeline:
     @classmethod
     def of(cls, torch, model, mode: str, rank: int, world: int, group: int, cfg: dict, device, schedule: str,
@@ -49,7 +54,8 @@ class Pipeline:
         self.schedule_name, self.microbatches, self.amp, self.virtual = schedule, microbatches, amp, virtual
         n = world * virtual
         self.indices = [c * world + rank for c in range(virtual)]
-        self.layers = [(i * cfg["layers"] // n, (i + 1) * cfg["layers"] // n) for i in self.indices]
+        ranges = chunk_layer_ranges(cfg["layers"], n)
+        self.layers = [ranges[i] for i in self.indices]
         self.chunks = [self._stage_module(model, i, n, lo, hi) for i, (lo, hi) in zip(self.indices, self.layers, strict=True)]
         self._free(model)
         self.stage = self.chunks[0] if virtual == 1 else torch.nn.ModuleList(self.chunks)
