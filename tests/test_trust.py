@@ -65,7 +65,7 @@ def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
     assert fabric_link("tcp", "roce-400g") == "tcp"          # the transport first: a TCP NIC is TCP on any fabric
 
 
-def test_shipped_table_covers_its_rows_held_out_within_the_target_per_family():
+def test_shipped_table_records_each_familys_held_out_coverage_and_the_two_under_target():
     """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. Two families
     miss it since session 29's held-out sources, recorded here so that the docs are revisited when either changes
     (docs/models/trust.md): llm (NeMo 25.04's B200 long-sequence rows, 23-47% fast, outside the validated Megatron CP

@@ -170,7 +170,9 @@ def compare(bundle: Path) -> int:
               f"{len(m)} GPUs; target {TARGET_MEM:.0f}%: {'met' if max(m) <= TARGET_MEM else 'NOT met'})")
         if "variant" in errors[mode]:
             v = errors[mode]["variant"]
-            print(f"{'':>11}  registered variant (the mode's own host fit, {reg['calibration']['host'][VARIANT]}): step mean "
+            where = reg["calibration"]["host"][VARIANT]   # a device path (tpdp registered on the device): the bundle's host/
+            where = where if not where.startswith("/") else f"{bundle.name}/host, registered as {where}"
+            print(f"{'':>11}  registered variant (the mode's own host fit, {where}): step mean "
                   f"{statistics.mean(abs(e) for e in v):.1f}% ({' / '.join(f'{e:+.1f}' for e in v)})")
         nt, nm = [abs(e) for e in errors[mode]["now_time"]], [abs(e) for e in errors[mode]["now_mem"]]
         if (nt, nm) != (t, m):

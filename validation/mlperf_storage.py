@@ -48,7 +48,7 @@ def main() -> None:
         both = sum(r["count_check"] == "met" and abs(r["MiB_per_s_error"]) <= 0.10 for r in out)
         bound = [r for r in out if r["count_check"] == "lower bound"]
         line += (f"; {both} within 10% on both the max-accelerators count and its MiB/s; {len(bound)} above a published count"
-                 f" that is only a lower bound (AU >= threshold + {storage.HEADROOM * 100:.0f} points), of them"
+                 f" that is only a lower bound (AU x N / (N + 1) >= threshold), of them"
                  f" {sum(abs(r['error_at_measured_count']) <= 0.10 for r in bound)} within 10% in MiB/s at that count")
     print(line)
     if args.json:
