@@ -28,7 +28,7 @@ from pydantic import model_validator
 from simcluster import output, units
 from simcluster.schema import Count, Document, ListOf, Map, MapOf, Nullable, Number, OneOf, Quantity, Record, Text
 
-MAX_GPUS = 131_072          # the scenario reader's bound on a machine's GPUs (scenario_reader.py)
+MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
 MAX_NODES = 131_072
 MAX_GPUS_PER_NODE = 1_024
 MAX_JOBS = 1_000
@@ -46,21 +46,6 @@ def _not_negative(value):
     return value
 
 
-class Machine(Document):
-    nodes: Count(1, MAX_NODES) = None
-    gpus_per_node: Count(1, MAX_GPUS_PER_NODE) = None
-    card: Text(4096) = None
-    nic: Map = None
-    fabric: Map = None
-
-    @model_validator(mode="after")
-    def _gpus_bounded(self):
-        if (self.nodes or 1) * (self.gpus_per_node or 1) > MAX_GPUS:
-            raise ValueError(f"nodes x gpus_per_node = {(self.nodes or 1) * (self.gpus_per_node or 1):,} GPUs; at most "
-                             f"{MAX_GPUS:,} are simulated")
-        return self
-
-
 class Job(Document):
     kind: Text(64)
 
@@ -69,7 +54,7 @@ class Scenario(Document):
     name: Text(200)
     description: Text(20_000) = None
     seed: Count(0, 2**63 - 1) = None
-    machine: Machine
+    machine: Map                # declared in machine_document.py, read by scenario._machine
     jobs: ListOf(Job, min_len=1, max_len=MAX_JOBS)
     variants: Nullable(ListOf(Map, max_len=MAX_VARIANTS) | MapOf(Any, MAX_VARIANTS)) = None
     sweep: Map = None
