@@ -2,7 +2,7 @@
 
     python bench/fuzz.py [CASES] [SEED] [READER_CASES]     # default 10000 CLI cases, seed 0, no reader cases
 
-READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing.run_reader_cases: every file
+READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing_readers.run_reader_cases: every file
 kind, ~30 per second), then CASES through the command line (tests/fuzzing.run_cases: each input run by the
 commands that read it, models included, ~1-3 per second on a shared machine). The issue-45 long run
 (docs/testing.md): `nice -n 19 timeout -s TERM 4800 python bench/fuzz.py 40000 45 25000`; a stop (SIGTERM,

@@ -1,6 +1,6 @@
 """Mutation fuzzing of every file kind's reader itself, without a command or a model behind it: scenarios, every
 card kind, DLIO workloads, published tables, bundle and results-store manifests, the plan catalogue and each tool's
-output parser, each given the repository's own files mutated as tests/fuzzing.mutate does. A case passes when the
+output parser, each given the repository's own files mutated as tests/fuzzing_corpus.mutate does. A case passes when the
 reader returns what simcluster.output accepts or refuses with one SimclusterError line, within CASE_SECONDS of CPU
 and without writing anything. tests/test_robust_readers_fuzz.py runs a seeded set; bench/fuzz.py READER_CASES the
 long run.
@@ -12,7 +12,8 @@ import random
 import signal
 from pathlib import Path
 
-from fuzzing import CAL, CASE_SECONDS, ROOT, CaseTimeout, _alarm, mutate
+from fuzzing_corpus import CAL, ROOT, mutate
+from fuzzing_outcome import CASE_SECONDS, CaseTimeout, _alarm
 
 
 def reader_seeds() -> list[tuple[Path, str, object]]:
