@@ -36,8 +36,7 @@ class Scenario:
 
 def _machine(r: ScenarioReader, m) -> Machine:
     """The machine section read through its declaration (machine_document.py), its card paths resolved to files."""
-    d = r.declared(MACHINE, m, "machine", fabric_kind=FABRIC_KINDS, forwarding=FORWARDING, cpu_vendor=CPU_VENDORS,
-                   pcie=lambda text: str(pcie.parse(text)), fabric_tiers=_tiers_refused)
+    d = r.declared(MACHINE, m, "machine", **MACHINE_VOCABULARY)
     nic = fabric = None
     if d.nic is not None:
         nic = NicSpec(r.card(m["nic"], "machine.nic"), d.nic.per_node, d.nic.streams, d.nic.pcie)
@@ -78,6 +77,10 @@ def _tiers_refused(domains: int, nics_per_domain: int, f) -> tuple[str, str] | N
             f"{leaves} leaves ({f.down_ports} NIC ports each) that {domains} nodes x {nics_per_domain} NICs need: the "
             f"fabric needs {need} tiers",
             f"tiers: {need}, or spine_ports: {leaves} (a spine with a port for every leaf)" if f.tiers == 2 else f"tiers: {need}")
+
+
+MACHINE_VOCABULARY = {"fabric_kind": FABRIC_KINDS, "forwarding": FORWARDING, "cpu_vendor": CPU_VENDORS,   # the models'
+                      "pcie": lambda text: str(pcie.parse(text)), "fabric_tiers": _tiers_refused}  # (machine_document.py)
 
 
 def _merge(base: dict, over: dict) -> dict:

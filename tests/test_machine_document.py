@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from simcluster import scenario
+from simcluster import scenario, schema
 from simcluster.errors import ScenarioError
+from simcluster.machine_document import MACHINE
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -84,3 +87,30 @@ def test_units_and_ratios_are_read_to_si(tmp_path):
 def test_null_is_absent_where_a_what_if_switches_a_block_off(tmp_path):
     m = _load(tmp_path, nodes=1, nic=None, fabric=None, aggregation=None, nvls=None, host=None, nvlink_domain=None)
     assert (m.nic, m.fabric, m.aggregation_card, m.nvls_card, m.host_card, m.host_cores) == (None, None, None, None, None, 64.0)
+
+
+values = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=8),
+                   st.sampled_from(["3:1", "0:0", "1e9:1", "50ns", "2s", "gen5x16", "leaf-spine", "duty", "amd"]),
+                   st.dictionaries(st.sampled_from(["card", "per_node", "kind", "tiers", "down_ports", "spine_ports"]),
+                                   st.integers(-3, 10**6), max_size=3))
+KEYS = ["nodes", "gpus_per_node", "nvlink_domain", "nic", "fabric", "host", "gpu", "nic.per_node", "nic.streams",
+        "nic.pcie", "fabric.kind", "fabric.down_ports", "fabric.spines", "fabric.spine_ports", "fabric.tiers",
+        "fabric.planes", "fabric.oversubscription", "fabric.link_latency", "host.cores", "host.os_jitter", "gpu.clock"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.dictionaries(st.sampled_from(KEYS), values, max_size=4))
+def test_any_machine_reads_or_is_refused_in_one_line(changes):
+    """The declaration with the models' own vocabularies and tiers rule: a machine either reads (the fabric's tiers
+    judged by the network model) or is refused with one line naming a key, whatever the values."""
+    m = copy.deepcopy({**BASE["machine"], "host": {"cores": 8}, "gpu": {"card": "g.yaml"}})
+    for dotted, value in changes.items():
+        block, _, name = dotted.rpartition(".")
+        if block and isinstance(m.get(block), dict):
+            m[block][name] = value
+        elif not block:
+            m[name] = value
+    try:
+        schema.read(MACHINE, m, scenario.MACHINE_VOCABULARY)
+    except schema.Refusal as exc:
+        assert exc.why and "\n" not in exc.why and "\n" not in (exc.hint or "")
