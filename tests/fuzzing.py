@@ -22,10 +22,11 @@ from fuzzing_outcome import _memoised_fits, run_case
 from fuzzing_scenarios import GPU_SCENARIO, NIC_SCENARIO, NVLS_SCENARIO, SWITCH_SCENARIO, TRAINING_SCENARIO
 
 
-def cases(count: int, seed: int = 0):
-    """`count` (seed, argv-with-{file}, mutated bytes) cases, deterministic for a seed."""
+def cases(count: int, seed: int = 0, only: str = ""):
+    """`count` (seed, argv-with-{file}, mutated bytes) cases, deterministic for a seed; `only`: just the seed files of
+    a kind whose name holds it (a finding's kind, rerun after its fix)."""
     rng = random.Random(seed)
-    pool = seeds()
+    pool = [s for s in seeds() if only in s.kind]
     for _ in range(count):
         s = rng.choice(pool)
         if not s.path.is_file():  # removed since the corpus was listed (a card being edited elsewhere)
@@ -48,12 +49,13 @@ def _fill(arg: str, fills: dict) -> str:
     return arg
 
 
-def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False) -> list[tuple[str, str, str, list[str], str]]:
+def run_cases(count: int, folder: Path, seed: int = 0, verbose: bool = False,
+              only: str = "") -> list[tuple[str, str, str, list[str], str]]:
     """Run the cases with each mutated file written into its own copy of the repository's layout under `folder`
     (models/, calibration/ linked), so the cards it names resolve; (outcome, detail, seed file, argv, kind) per case."""
     results = []
     _memoised_fits()
-    for i, (s, argv, data) in enumerate(cases(count, seed)):
+    for i, (s, argv, data) in enumerate(cases(count, seed, only)):
         case_dir = folder / f"case{i}"
         target = case_dir / s.path.relative_to(ROOT)   # where the original is, so its relative card paths resolve
         target.parent.mkdir(parents=True, exist_ok=True)

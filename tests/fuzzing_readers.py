@@ -100,16 +100,17 @@ def _plain(value):
     return value if isinstance(value, (int, float, str, bool, type(None))) else None
 
 
-def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str, str, str, list[str]]]:
+def run_reader_cases(count: int, folder: Path, seed: int = 0, only: str = "") -> list[tuple[str, str, str, list[str]]]:
     """`count` mutated files, each read by its kind's reader in a copy of the repository's layout under `folder`:
     (outcome, detail, seed file, [kind]); outcome 'read' or 'refused' (one line), else a finding: traceback,
-    bad-error (not one line), bad-number (a NaN/inf or negative quantity in what was read), timeout, memory."""
+    bad-error (not one line), bad-number (a NaN/inf or negative quantity in what was read), timeout, memory.
+    `only`: the kinds whose name holds it (a finding's kind, rerun after its fix)."""
     from simcluster import output
     from simcluster.errors import AnswerError, SimclusterError
 
     rng = random.Random(seed)
     pool: dict[str, list] = {}
-    for path, kind, read in reader_seeds():   # each kind as often as another, whatever its number of files
+    for path, kind, read in (case for case in reader_seeds() if only in case[1]):   # each kind as often as another,
         pool.setdefault(kind, []).append((path, kind, read))
     kinds = sorted(pool)
     folders = {_layout(path, kind) for seeds in pool.values() for path, kind, _ in seeds}
