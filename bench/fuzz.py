@@ -1,8 +1,11 @@
 """A long mutation fuzz run of every reader and command (tests/fuzzing.py), with the tally and the time per case.
 
-    python bench/fuzz.py [CASES] [SEED] [READER_CASES]     # default 10000 CLI cases, seed 0, no reader cases
+    python bench/fuzz.py [CASES] [SEED] [READER_CASES] [KIND]   # default 10000 CLI cases, seed 0, no reader cases
 
-READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing.run_reader_cases: every file
+KIND (optional): only the file kinds whose name holds it ('nccl-tuning': the reader's tool/nccl-tuning and the
+command line's nccl-tuning), to rerun a finding's kind after its fix.
+
+READER_CASES mutated files go first straight into their kind's reader (tests/fuzzing_readers.run_reader_cases: every file
 kind, ~30 per second), then CASES through the command line (tests/fuzzing.run_cases: each input run by the
 commands that read it, models included, ~1-3 per second on a shared machine). The issue-45 long run
 (docs/testing.md): `nice -n 19 timeout -s TERM 4800 python bench/fuzz.py 40000 45 25000`; a stop (SIGTERM,
@@ -36,7 +39,7 @@ FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memo
 MEMORY_LIMIT = 4 * 2**30     # the address space a case may use (RLIMIT_AS): past it, a MemoryError is a finding
 
 
-def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
+def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0, only: str = "") -> int:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.perf_counter()
     results = []
@@ -45,7 +48,7 @@ def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
         try:
             for batch in range(0, reader_cases, BATCH * 10):
                 found = run_reader_cases(min(BATCH * 10, reader_cases - batch), Path(tmp) / f"r{batch}",
-                                         seed=seed * 100000 + 50000 + batch)
+                                         seed=seed * 100000 + 50000 + batch, only=only)
                 results += [("reader-" + r[0] if r[0] in ("read", "refused") else r[0], r[1], r[2], r[3], r[3][0], "(reader)")
                             for r in found]
                 shutil.rmtree(Path(tmp) / f"r{batch}", ignore_errors=True)
@@ -54,7 +57,8 @@ def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0) -> int:
                 print(f"{len(results)} reader cases, {time.perf_counter() - start:.0f} s, "
                       f"{sum(r[0] in FINDINGS for r in results)} findings", file=sys.stderr, flush=True)
             for batch in range(0, cases, BATCH):
-                found = run_cases(min(BATCH, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch)
+                found = run_cases(min(BATCH, cases - batch), Path(tmp) / f"b{batch}", seed=seed * 100000 + batch,
+                                  only=only)
                 results += [(*r, command_of(r[3])) for r in found]
                 shutil.rmtree(Path(tmp) / f"b{batch}", ignore_errors=True)
                 for outcome, detail, seed_file, argv, _ in (r for r in found if r[0] in FINDINGS):   # as they come
@@ -105,4 +109,4 @@ def _table(title: str, rows: list, column: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*(int(a) for a in sys.argv[1:4])))
+    sys.exit(main(*(int(a) for a in sys.argv[1:4]), *sys.argv[4:5]))

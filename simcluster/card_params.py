@@ -11,7 +11,7 @@ core-seconds per byte); an error is one line FILE:LINE: params.KEY: why.
     ddp             DDP             cards.load_ddp
     nvls            NVLS            cards.load_nvls
     nvme            NVME            storage/nvme.load_nvme
-    gpu             GPU             hardware/gpu.gpu_params (its clock block: hardware/gpu_clock.parse_clock)
+    gpu             GPU             hardware/gpu.gpu_params (its clock block CLOCK: hardware/gpu_clock.clock_params)
     collective      COLLECTIVE      collectives/registry.from_params_yaml: CHUNKED_RING / PRIMITIVES by params.model,
                     MACHINE_TERMS   a machine card's terms (collectives/machine.py), OP_PROFILES the per-op profiles
 
@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from simcluster import units
-from simcluster.schema import Choice, Count, ListOf, Nullable, Number, OneOf, Parsed, Quantity, Section, Text
+from simcluster.schema import Choice, Count, Hinted, ListOf, Nullable, Number, OneOf, Parsed, Quantity, Section, Text
 from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps
 
 MAX_SIGMA = 5.0   # a log-normal service-time spread of e^5 (150x) is far past any drive; beyond it exp() overflows
@@ -220,6 +220,49 @@ class CommOverlap(Params):
     source: Text(2000) = None
 
 
+def _suffixed(unit: str, scale: float, low: float, high: float):
+    """A number written with its unit as the clock block writes it ("1980MHz", "700W"), from `low` to `high` in that
+    unit; the value in SI (Hz, W)."""
+    def si(value) -> float:
+        text = str(value).strip()
+        if isinstance(value, bool) or not text.endswith(unit):
+            raise Hinted(f"{value!r} is not a quantity in {unit}", f'write e.g. "700{unit}"')
+        try:
+            number = float(text[: -len(unit)])
+        except ValueError:
+            raise ValueError(f"{value!r} is not a quantity in {unit}") from None
+        if not low <= number <= high:
+            raise ValueError(f"{value!r} is outside [{low:g}, {high:g}] {unit}")
+        return number * scale
+    return Annotated[Any, AfterValidator(si)]
+
+
+CLOCK_EXPONENTS = (0.5, 4.0)   # compute power ~ f^exponent: measured 1.33 (H100), 1.70 (H200); voltage scaling gives <= 3
+MHz = _suffixed("MHz", 1e6, 100, 5000)       # Hz once read
+Watts = _suffixed("W", 1.0, 0, 5000)          # W
+
+
+class Duty(Params):
+    compute: Number(0, 1)
+    memory: Number(0, 1)
+
+
+class Clock(Params):
+    """The power-limited SM clock (hardware/gpu_clock.py: its equations; ClockParams holds the rules across these keys:
+    reference_clock <= max_clock, idle + memory power below the cap, the reference clock the clock of reference_duty)."""
+
+    max_clock: MHz
+    reference_clock: MHz
+    reference_duty: Duty
+    power_cap: Watts
+    idle_power: Watts
+    compute_power: Watts
+    memory_power: Watts
+    exponent: Number(*CLOCK_EXPONENTS)
+    clock_share: Number(0, 1)
+    source: Text(4096) = ""
+
+
 class Gpu(Params):
     peak_flops: Annotated[dict[Choice("dtype"), Parsed("flops")], Field(min_length=1, max_length=16)]
     hbm_bandwidth: Rate
@@ -231,7 +274,7 @@ class Gpu(Params):
     gemm: Gemm
     attention: Attention
     memory: Memory
-    clock: Nullable(Parsed("clock")) = None
+    clock: Nullable(Parsed("clock", of=Clock)) = None      # built by hardware/gpu_clock.clock_params
     comm_overlap: Nullable(CommOverlap) = None
 
     @model_validator(mode="after")
@@ -242,6 +285,7 @@ class Gpu(Params):
 
 
 GPU = Gpu
+CLOCK = Clock
 
 
 # ---- the collective card (collectives/): a model's params, a machine card's terms, per-op profiles; the collective,

@@ -8,6 +8,7 @@ one line FILE:LINE: KEY: why, whatever reader it reaches.
     model card (any)     CARD                 card_document.load_yaml (collective, nic, nvme, gpu, aggregation, nvls, ddp, ...)
     DLIO workload        DLIO_WORKLOAD        storage/dlio_workload.load
     published table      PUBLISHED            published.read_published (nccl, llm, reliability runs)
+    ... its chooser      CHOOSER              reference/nccl.chooser_algorithm (simcluster.chooser of a published nccl file)
     bundle manifest      BUNDLE_MANIFEST      fit/bundle_files.read_manifest
     results store        STORE_MANIFEST       sweep/store.read_manifest
     hardware catalogue   CATALOGUE            cost.load_catalogue
@@ -21,14 +22,15 @@ each field into its typed value and refuse unknown keys with the same one-line f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from simcluster import output, units
-from simcluster.schema import Count, Document, ListOf, Map, MapOf, Nullable, Number, OneOf, Quantity, Record, Text
+from simcluster.schema import Count, Document, Hinted, ListOf, Map, MapOf, Nullable, Number, OneOf, Parsed, Quantity, Record, Section, Text
+from simcluster.strict import short
 
-MAX_GPUS = 131_072          # the scenario reader's bound on a machine's GPUs (scenario_reader.py)
+MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
 MAX_NODES = 131_072
 MAX_GPUS_PER_NODE = 1_024
 MAX_JOBS = 1_000
@@ -46,21 +48,6 @@ def _not_negative(value):
     return value
 
 
-class Machine(Document):
-    nodes: Count(1, MAX_NODES) = None
-    gpus_per_node: Count(1, MAX_GPUS_PER_NODE) = None
-    card: Text(4096) = None
-    nic: Map = None
-    fabric: Map = None
-
-    @model_validator(mode="after")
-    def _gpus_bounded(self):
-        if (self.nodes or 1) * (self.gpus_per_node or 1) > MAX_GPUS:
-            raise ValueError(f"nodes x gpus_per_node = {(self.nodes or 1) * (self.gpus_per_node or 1):,} GPUs; at most "
-                             f"{MAX_GPUS:,} are simulated")
-        return self
-
-
 class Job(Document):
     kind: Text(64)
 
@@ -69,7 +56,7 @@ class Scenario(Document):
     name: Text(200)
     description: Text(20_000) = None
     seed: Count(0, 2**63 - 1) = None
-    machine: Machine
+    machine: Map                # declared in machine_document.py, read by scenario._machine
     jobs: ListOf(Job, min_len=1, max_len=MAX_JOBS)
     variants: Nullable(ListOf(Map, max_len=MAX_VARIANTS) | MapOf(Any, MAX_VARIANTS)) = None
     sweep: Map = None
@@ -150,6 +137,64 @@ class Published(Document):
 
 
 PUBLISHED = Published
+
+
+def _chooser_entry(entry: list, info: ValidationInfo) -> list:
+    """[below_bytes, algorithm]: below_bytes a size in bytes (null: every larger size), algorithm one of the collective
+    model's (null: the chooser leaves that size to NCCL)."""
+    if len(entry) != 2:
+        raise ValueError("expected [below_bytes, algorithm]")
+    below, algorithm = entry
+    if below is not None and (isinstance(below, bool) or not isinstance(below, int) or not 1 <= below <= 2**62):
+        raise ValueError(f"below_bytes {short(below)} is not a size in bytes")
+    names = (info.context or {}).get("algorithm", ())
+    if algorithm is not None and algorithm not in names:
+        raise Hinted(f"unknown algorithm {str(algorithm)[:20]!r}", f"one of {', '.join(names)}")
+    return entry
+
+
+def _chooser_table(table: list) -> list:
+    belows = [below for below, _ in table]
+    if belows[-1] is not None or None in belows[:-1]:
+        raise ValueError("the last entry must be [null, algorithm] (every larger size), and only the last")
+    if belows[:-1] != sorted(set(belows[:-1])):
+        raise ValueError("below_bytes must increase from entry to entry")
+    return table
+
+
+def _rank_count(value) -> int:
+    if isinstance(value, bool) or not str(value).isdigit() or not 1 <= int(value) <= MAX_GPUS:
+        raise ValueError(f"expected a rank count from 1 to {MAX_GPUS:,}")
+    return int(value)
+
+
+ChooserTable = Annotated[ListOf(Annotated[list, AfterValidator(_chooser_entry)], min_len=1, max_len=1000),
+                         AfterValidator(_chooser_table)]
+
+
+class Chooser(Section):
+    """A published nccl file's `simcluster.chooser`: the algorithm a chooser other than NCCL's ran (AWS's ofi tuner
+    plugin), per size, from the chooser's own table (reference/nccl.chooser_algorithm reads it, giving the collective
+    model's algorithm names and its collective-name parser)."""
+
+    source: Text(20_000)
+    op: Parsed("op") = None                       # the one collective the table is for (absent: every one)
+    ranks: Count(1, MAX_GPUS) = None
+    algorithms: ChooserTable = None               # at `ranks`
+    by_ranks: Annotated[dict[Annotated[Any, AfterValidator(_rank_count)], ChooserTable],
+                        Field(min_length=1, max_length=1000)] = None
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        if self.by_ranks is not None and (self.ranks is not None or self.algorithms is not None):
+            raise ValueError("by_ranks: expected {RANKS: [[below_bytes, algorithm], ...]}, instead of ranks and algorithms")
+        if self.by_ranks is None and (self.ranks is None or self.algorithms is None):
+            raise ValueError(f"{'ranks' if self.ranks is None else 'algorithms'}: missing (give ranks and algorithms, or "
+                             "by_ranks)")
+        return self
+
+
+CHOOSER = Chooser
 
 _CPU = Nullable(Number(0, 10**7, "s"))
 RUN = Record(   # a run of a bundle: the keys that make it one are the reader's (a foreign entry is skipped, not fatal)

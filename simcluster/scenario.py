@@ -16,14 +16,12 @@ from simcluster import documents, strict
 from simcluster.collectives.nccl_constants import CPU_VENDORS
 from simcluster.errors import ScenarioError
 from simcluster.hardware import pcie
+from simcluster.machine_document import MACHINE
 from simcluster.network.builders import FORWARDING, FabricSpec, leaves_per_plane, tiers_needed
 from simcluster.network.builders import KINDS as FABRIC_KINDS
 from simcluster.scenario_jobs import JOB_READERS, CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob, needs_collective_card
 from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
-from simcluster.scenario_reader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE, ScenarioReader
-from simcluster.units import parse_time
-
-GPU_CLOCKS = ("fixed", "duty")   # machine.gpu.clock: the card's reference clock, or the step's own (llm/clock.py)
+from simcluster.scenario_reader import ScenarioReader
 
 
 @dataclass(frozen=True)
@@ -37,113 +35,52 @@ class Scenario:
 
 
 def _machine(r: ScenarioReader, m) -> Machine:
-    r.mapping(m, "machine", set(), {"card", "gpus_per_node", "nodes", "nic", "fabric", "host", "aggregation", "nvls", "gpu",
-                                    "nvlink_domain"})
-    card = r.card(m, "machine") if m.get("card") is not None else None
-    gpus = r.integer(m, "machine", "gpus_per_node", default=1, maximum=MAX_GPUS_PER_NODE)
-    nodes = r.integer(m, "machine", "nodes", default=1, maximum=MAX_GPUS // gpus)
-    domain = _nvlink_domain(r, m, gpus, nodes)
-    nic = fabric = aggregation = None
-    if nodes * gpus > domain:
-        for name in ("nic", "fabric"):
-            if m.get(name) is None:
-                r.fail("machine", f"missing key '{name}': a machine of {nodes * gpus // domain} NVLink domains needs a NIC card and a fabric")
-    if m.get("nic") is not None:
-        d = r.mapping(m["nic"], "machine.nic", {"card", "per_node"}, {"streams", "pcie"})
-        nic = NicSpec(r.card(d, "machine.nic"), r.integer(d, "machine.nic", "per_node", maximum=MAX_NICS_PER_NODE),
-                      r.integer(d, "machine.nic", "streams", default=1, maximum=1024), _pcie(r, d))
-        if nodes * nic.per_node > MAX_GPUS:
-            r.fail("machine.nic.per_node", f"{nodes} nodes x {nic.per_node} NICs is {nodes * nic.per_node:,} NICs; at most "
-                   f"{MAX_GPUS:,} are modelled (the fabric model is O(NICs))")
-    if m.get("fabric") is not None:
-        d = r.mapping(m["fabric"], "machine.fabric", {"kind"},
-                      {"down_ports", "spines", "oversubscription", "planes", "link_latency", "switch_latency", "forwarding",
-                       "spine_ports", "tiers"})
-        k = "machine.fabric"
-        fabric = FabricConfig(r.choice(d, k, "kind", FABRIC_KINDS), r.integer(d, k, "down_ports", default=32),
-                              r.integer(d, k, "spines", default=16), r.ratio(d, k, "oversubscription", 1.0),
-                              r.integer(d, k, "planes", default=1), r.quantity(d, k, "link_latency", parse_time, "0s"),
-                              r.quantity(d, k, "switch_latency", parse_time, "0s"),
-                              r.choice(d, k, "forwarding", FORWARDING, "cut-through"),
-                              r.integer(d, k, "spine_ports", minimum=2, maximum=4096) if d.get("spine_ports") is not None else None,
-                              r.integer(d, k, "tiers", maximum=8) if d.get("tiers") is not None else None)
+    """The machine section read through its declaration (machine_document.py), its card paths resolved to files."""
+    d = r.declared(MACHINE, m, "machine", **MACHINE_VOCABULARY)
+    nic = fabric = None
+    if d.nic is not None:
+        nic = NicSpec(r.card(m["nic"], "machine.nic"), d.nic.per_node, d.nic.streams, d.nic.pcie)
+    if d.fabric is not None:
+        f = d.fabric
+        fabric = FabricConfig(f.kind, f.down_ports, f.spines, f.oversubscription, f.planes, f.link_latency, f.switch_latency,
+                              f.forwarding, f.spine_ports, f.tiers)
+    host = d.host
+    host_card = r.card(m["host"], "machine.host") if host is not None and host.card is not None else None
     cores = 64.0
-    host_card = None
-    cpu_vendor = "intel"
-    os_jitter = None
-    if "host" in m:
-        d = r.mapping(m["host"], "machine.host", set(), {"cores", "card", "cpu_vendor", "os_jitter"})
-        cpu_vendor = r.choice(d, "machine.host", "cpu_vendor", CPU_VENDORS, "intel")
-        if d.get("os_jitter") is not None:   # mean time a host loses to OS noise per GPU and step (llm/scaleout.py)
-            os_jitter = r.quantity(d, "machine.host", "os_jitter", parse_time, None)
-            if not 0 <= os_jitter <= 10.0:
-                r.fail("machine.host.os_jitter", f"expected a time from 0s to 10s, got {os_jitter:g} s",
-                       hint="the mean time one host loses to daemons and interrupts per step, e.g. 50us or 1ms")
-        host_card = r.card(d, "machine.host") if "card" in d else None
-        if "cores" in d:
-            cores = r.number(d, "machine.host", "cores", 1, None, maximum=2**16)
-        elif host_card is not None:
-            from simcluster.cards import load_host_cpu
+    if host is not None and host.cores is not None:
+        cores = float(host.cores)
+    elif host_card is not None:
+        from simcluster.cards import load_host_cpu
 
-            cores = load_host_cpu(host_card)[0].cores or cores
-    if m.get("aggregation") is not None:  # null switches it off (what-if variants)
-        d = r.mapping(m["aggregation"], "machine.aggregation", {"card"}, set())
-        aggregation = r.card(d, "machine.aggregation")
-    nvls = None
-    if m.get("nvls") is not None:  # NVLink SHARP in the node's NVSwitches
-        d = r.mapping(m["nvls"], "machine.nvls", {"card"}, set())
-        nvls = r.card(d, "machine.nvls")
-    gpu, gpu_clock, spread = None, "fixed", None
-    if m.get("gpu") is not None:
-        d = r.mapping(m["gpu"], "machine.gpu", {"card"}, {"clock", "speed_spread"})
-        gpu, gpu_clock = r.card(d, "machine.gpu"), r.choice(d, "machine.gpu", "clock", GPU_CLOCKS, "fixed")
-        if d.get("speed_spread") is not None:
-            spread = r.number(d, "machine.gpu", "speed_spread", 0.0, None, maximum=0.5)
-    machine = Machine(card, gpus, nodes, nic, fabric, cores, aggregation, nvls, gpu, host_card, cpu_vendor, gpu_clock,
-                      0 if domain == gpus else domain, spread, os_jitter)
-    _check_tiers(r, machine)
-    return machine
+        cores = load_host_cpu(host_card)[0].cores or cores
+
+    def card(block: str) -> Path | None:
+        return r.card(m[block], f"machine.{block}") if getattr(d, block) is not None else None
+
+    gpu = d.gpu
+    return Machine(r.card(m, "machine") if d.card is not None else None, d.gpus_per_node, d.nodes, nic, fabric, cores,
+                   card("aggregation"), card("nvls"), card("gpu"), host_card, host.cpu_vendor if host else "intel",
+                   gpu.clock if gpu else "fixed", 0 if d.domain_gpus == d.gpus_per_node else d.domain_gpus,
+                   None if gpu is None or gpu.speed_spread is None else float(gpu.speed_spread),
+                   host.os_jitter if host else None)
 
 
-def _pcie(r: ScenarioReader, d: dict) -> str | None:
-    """machine.nic.pcie: the PCIe link a GPU reaches its NIC through, as built ('gen5x16')."""
-    if d.get("pcie") is None:
-        return None
-    try:
-        return str(pcie.parse(d["pcie"]))
-    except ValueError as exc:
-        r.fail("machine.nic.pcie", str(exc), hint="the narrowest link between a GPU and its NIC (GPU, PCIe switch, NIC)")
-
-
-def _check_tiers(r: ScenarioReader, m: Machine) -> None:
-    """A fabric whose stated switch tiers cannot join its leaves is refused at machine.fabric.tiers."""
-    f = m.fabric
-    if f is None or f.tiers is None or m.domains < 2 or m.nic is None:
-        return
-    spec = FabricSpec(m.domains, m.nics_per_domain, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes,
+def _tiers_refused(domains: int, nics_per_domain: int, f) -> tuple[str, str] | None:
+    """machine.fabric.tiers: why the stated switch tiers cannot join the fabric's leaves, and a hint (None: they can)."""
+    spec = FabricSpec(domains, nics_per_domain, 1.0, f.kind, f.down_ports, f.spines, f.oversubscription, f.planes,
                       spine_ports=f.spine_ports, tiers=f.tiers)
     need = tiers_needed(spec)
-    if need > f.tiers:
-        leaves = leaves_per_plane(spec)
-        r.fail("machine.fabric.tiers", f"{f.tiers} switch tier{'s' if f.tiers > 1 else ''} of {spec.spine_radix}-port spines "
-               f"cannot join the {leaves} leaves ({f.down_ports} NIC ports each) that {m.domains} nodes x "
-               f"{m.nics_per_domain} NICs need: the fabric needs {need} tiers",
-               hint=f"tiers: {need}, or spine_ports: {leaves} (a spine with a port for every leaf)" if f.tiers == 2 else f"tiers: {need}")
+    if need <= f.tiers:
+        return None
+    leaves = leaves_per_plane(spec)
+    return (f"{f.tiers} switch tier{'s' if f.tiers > 1 else ''} of {spec.spine_radix}-port spines cannot join the "
+            f"{leaves} leaves ({f.down_ports} NIC ports each) that {domains} nodes x {nics_per_domain} NICs need: the "
+            f"fabric needs {need} tiers",
+            f"tiers: {need}, or spine_ports: {leaves} (a spine with a port for every leaf)" if f.tiers == 2 else f"tiers: {need}")
 
 
-def _nvlink_domain(r: ScenarioReader, m: dict, gpus: int, nodes: int) -> int:
-    """machine.nvlink_domain: GPUs sharing one NVLink fabric across nodes (multi-node NVLink, GB200 NVL72: 72); a
-    multiple of gpus_per_node that divides the machine's GPUs; default one node's GPUs."""
-    if m.get("nvlink_domain") is None:
-        return gpus
-    domain = r.integer(m, "machine", "nvlink_domain", minimum=gpus, maximum=MAX_GPUS_PER_NODE)
-    if domain % gpus:
-        r.fail("machine.nvlink_domain", f"{domain} GPUs is not a whole number of nodes of {gpus} GPUs",
-               hint=f"a multiple of gpus_per_node, e.g. {gpus * max(1, domain // gpus)} or {gpus * (domain // gpus + 1)}")
-    if domain > nodes * gpus or (nodes * gpus) % domain:
-        r.fail("machine.nvlink_domain", f"the machine's {nodes * gpus} GPUs ({nodes} nodes x {gpus}) are not a whole number "
-               f"of {domain}-GPU NVLink domains", hint=f"nodes: a multiple of {domain // gpus}")
-    return domain
+MACHINE_VOCABULARY = {"fabric_kind": FABRIC_KINDS, "forwarding": FORWARDING, "cpu_vendor": CPU_VENDORS,   # the models'
+                      "pcie": lambda text: str(pcie.parse(text)), "fabric_tiers": _tiers_refused}  # (machine_document.py)
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -256,5 +193,5 @@ def _build(path: Path, doc, r: ScenarioReader, nodes: int | None = None) -> Scen
         jobs.append(JOB_READERS[kind](r, job, key, machine))
         if machine.card is None and needs_collective_card(jobs[-1]):
             r.fail("machine", f"missing key 'card': a {kind} job needs the node's collective card (models/collective/)")
-    seed = r.integer(doc, "", "seed", minimum=0, default=0)
+    seed = r.declared(documents.SCENARIO, doc, "").seed or 0    # the document as the variant or sweep point left it
     return Scenario(path, str(doc["name"]), str(doc.get("description", "")), seed, machine, tuple(jobs))

@@ -1,19 +1,14 @@
-"""The scenario's strict field reader: every getter checks one key and fails as a ScenarioError naming the
-file, the line and the dotted key, with what was expected. Used by the scenario loader (scenario.py), the job
-readers (scenario_jobs.py, llm/job.py), sweeps and plans."""
+"""The scenario's strict reader: a section or job read through its declaration (`declared`: machine_document.py,
+job_documents.py), a job's kind, a card path resolved to a file; every refusal is a ScenarioError naming the file, the
+line and the dotted key, with what was expected. Used by the scenario loader (scenario.py), the job readers
+(scenario_jobs.py, llm/job.py), sweeps and plans."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from simcluster import schema, strict
-from simcluster.errors import ScenarioError, UnitError
-from simcluster.units import parse_size_arg
-
-MAX_GPUS = 131_072          # GPUs in one machine: 8x the largest published training run; the fabric model is O(GPUs)
-MAX_GPUS_PER_NODE = 1024    # one NVLink domain
-MAX_NICS_PER_NODE = 64      # NICs of one node (AWS p5: 32); nodes x NICs is bounded by MAX_GPUS where the machine is read
-MAX_INTEGER = 2**40         # any other count (a bound that keeps arithmetic finite)
+from simcluster.errors import ScenarioError
 
 
 def _prefixes(key: str) -> list[str]:
@@ -72,44 +67,11 @@ class ScenarioReader:
         except schema.Refusal as exc:
             self.fail(f"{key}.{exc.key}" if key and exc.key else key or exc.key, exc.why, hint=exc.hint)
 
-    def integer(self, doc, key: str, name: str, minimum: int = 1, default=None, maximum: int = MAX_INTEGER) -> int:
-        value = doc.get(name, default)
-        dotted = f"{key}.{name}" if key else name
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-            self.fail(dotted, f"expected an integer from {minimum} to {maximum:,}, got {strict.short(value)}")
-        return value
-
     def choice(self, doc, key: str, name: str, choices, default=None) -> str:
         value = doc.get(name, default)
         if value not in choices:
             self.fail(f"{key}.{name}", f"expected one of {', '.join(map(str, choices))}, got {strict.short(value)}")
         return value
-
-    def quantity(self, doc, key: str, name: str, parse, default):
-        value = doc.get(name, default)
-        try:
-            return parse(value)
-        except UnitError as exc:
-            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
-
-    def number(self, doc, key: str, name: str, minimum: float, default, maximum: float = 1e9) -> float:
-        value = doc.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
-            self.fail(f"{key}.{name}", f"expected a number from {minimum:g} to {maximum:g}, got {strict.short(value)}")
-        return float(value)
-
-    def ratio(self, doc, key: str, name: str, default: float) -> float:
-        """A ratio >= 1 given as a number (3) or as 'N:1' (3:1, 1.5:1), as network engineers write oversubscription."""
-        value = doc.get(name, default)
-        if isinstance(value, str) and value.count(":") == 1:
-            a, b = value.split(":")
-            try:
-                value = float(a) / float(b)
-            except (ValueError, ZeroDivisionError):
-                self.fail(f"{key}.{name}", f"expected a ratio such as 3 or '3:1', got {strict.short(doc.get(name))}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 1e6:
-            self.fail(f"{key}.{name}", f"expected a ratio >= 1 such as 3 or '3:1' (1 = non-blocking), got {strict.short(doc.get(name))}")
-        return float(value)
 
     def card(self, doc, key: str, name: str = "card") -> Path:
         if not isinstance(doc[name], str) or not doc[name]:
@@ -125,13 +87,6 @@ class ScenarioReader:
         if not path.exists():
             self.fail(f"{key}.{name}", f"{doc[name]!r} not found", hint=f"expected {what}")
         return path
-
-    def size(self, doc, key: str, name: str) -> int:
-        value = doc[name]
-        try:
-            return parse_size_arg(value)
-        except UnitError as exc:
-            self.fail(f"{key}.{name}", exc.message, hint=exc.hint)
 
 
 def resolve(scenario_path: Path, ref: str) -> Path:

@@ -274,9 +274,11 @@ class Hinted(ValueError):
         self.hint = hint
 
 
-def Parsed(parser: str):   # noqa: N802
+def Parsed(parser: str, of=Any):   # noqa: N802
     """A value its owner's parser reads (schema.read(..., context={parser: parse})): the parsed value, or the parser's
-    reason (ValueError, SimclusterError) as the refusal; for a format that belongs to a model (a PCIe link 'gen5x16')."""
+    reason (ValueError, SimclusterError) as the refusal; for a format that belongs to a model (a PCIe link 'gen5x16').
+    `of`: the declared shape the parser gets (a Section: its typed fields), so the declaration describes the block and
+    the model's parser only builds it and applies the model's own rules."""
     def parsed(value, info: ValidationInfo):
         parse = (info.context or {}).get(parser)
         if parse is None:
@@ -287,7 +289,7 @@ def Parsed(parser: str):   # noqa: N802
             raise Hinted(exc.message, exc.hint) from None
         except (ValueError, TypeError, AttributeError) as exc:
             raise ValueError(str(exc).splitlines()[0] if str(exc) else f"not a valid {parser}") from None
-    return Annotated[Any, AfterValidator(parsed)]
+    return Annotated[of, AfterValidator(parsed)]
 
 
 Flag = Annotated[bool, Field(strict=True)]      # true or false, nothing else

@@ -1,6 +1,6 @@
 """Mutation fuzzing of every file kind's reader itself, without a command or a model behind it: scenarios, every
 card kind, DLIO workloads, published tables, bundle and results-store manifests, the plan catalogue and each tool's
-output parser, each given the repository's own files mutated as tests/fuzzing.mutate does. A case passes when the
+output parser, each given the repository's own files mutated as tests/fuzzing_corpus.mutate does. A case passes when the
 reader returns what simcluster.output accepts or refuses with one SimclusterError line, within CASE_SECONDS of CPU
 and without writing anything. tests/test_robust_readers_fuzz.py runs a seeded set; bench/fuzz.py READER_CASES the
 long run.
@@ -12,7 +12,8 @@ import random
 import signal
 from pathlib import Path
 
-from fuzzing import CAL, CASE_SECONDS, ROOT, CaseTimeout, _alarm, mutate
+from fuzzing_corpus import CAL, ROOT, mutate
+from fuzzing_outcome import CASE_SECONDS, CaseTimeout, _alarm
 
 
 def reader_seeds() -> list[tuple[Path, str, object]]:
@@ -99,16 +100,17 @@ def _plain(value):
     return value if isinstance(value, (int, float, str, bool, type(None))) else None
 
 
-def run_reader_cases(count: int, folder: Path, seed: int = 0) -> list[tuple[str, str, str, list[str]]]:
+def run_reader_cases(count: int, folder: Path, seed: int = 0, only: str = "") -> list[tuple[str, str, str, list[str]]]:
     """`count` mutated files, each read by its kind's reader in a copy of the repository's layout under `folder`:
     (outcome, detail, seed file, [kind]); outcome 'read' or 'refused' (one line), else a finding: traceback,
-    bad-error (not one line), bad-number (a NaN/inf or negative quantity in what was read), timeout, memory."""
+    bad-error (not one line), bad-number (a NaN/inf or negative quantity in what was read), timeout, memory.
+    `only`: the kinds whose name holds it (a finding's kind, rerun after its fix)."""
     from simcluster import output
     from simcluster.errors import AnswerError, SimclusterError
 
     rng = random.Random(seed)
     pool: dict[str, list] = {}
-    for path, kind, read in reader_seeds():   # each kind as often as another, whatever its number of files
+    for path, kind, read in (case for case in reader_seeds() if only in case[1]):   # each kind as often as another,
         pool.setdefault(kind, []).append((path, kind, read))
     kinds = sorted(pool)
     folders = {_layout(path, kind) for seeds in pool.values() for path, kind, _ in seeds}

@@ -1,10 +1,12 @@
 """Every reader and command, on a seeded corpus of mutated inputs: exit 0/2/3, one-line errors, no NaN/inf or
-negative quantities, bounded time (tests/fuzzing.py says what a case checks)."""
+negative quantities, bounded time (tests/fuzzing_outcome.py says what a case checks)."""
 
 from collections import Counter
 
 import pytest
-from fuzzing import commands, run_cases, seeds
+from fuzzing import run_cases
+from fuzzing_commands import commands
+from fuzzing_corpus import seeds
 
 FAILURES = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}
 

@@ -102,6 +102,20 @@ def test_a_tuning_table_latency_of_seconds_is_refused(tmp_path):
     assert "table.Tree.all_reduce.LL: a latency of 4e+06 us" in _refused(path, nccl_tuning.parse)
 
 
+@pytest.mark.parametrize("cell", ["   0.\x1f ", " 1..2"])
+def test_a_tuning_cell_that_is_no_number_is_refused_at_its_line(tmp_path, cell):
+    """Found by session 29's long fuzz run (seed 61): the row's pattern takes a control character for a blank and
+    '1..2' for a number, and float() refused them as a ValueError traceback."""
+    lines = TUNING.read_text().splitlines()
+    n = next(i for i, line in enumerate(lines) if "NCCL INFO     AllReduce |" in line)
+    cells = lines[n].split("|")
+    cells[1] = f"{cells[1].split('/')[0]}/{cell}"          # the bandwidth, as the fuzz case had it
+    lines[n] = "|".join(cells)
+    path = tmp_path / "tuning.txt"
+    path.write_text("\n".join(lines) + "\n")
+    assert f"tuning.txt: line {n + 1}: tuning cell" in _refused(path, nccl_tuning.parse)
+
+
 def test_every_nccl_log_of_the_repository_fits_its_declaration():
     texts = sorted((ROOT / "calibration").glob("**/nccl-tests/**/stdout.txt"))
     assert len(texts) > 100

@@ -51,6 +51,13 @@ def test_named_calls_trees_and_nvls_heads_are_read_too(tmp_path):
     ("#  Rank  0 Group  0 Pid 1 on host device  0 [0x0f] NVIDIA H800\n", 2, "not one of NCCL's own lines"),
     ("[0] h NCCL INFO Channel 00/08 :    0   1\n", 2, "contradicts 16 on line 1"),
     ("[0] h NCCL INFO 8 Bytes -> Algo 9 proto 0 time 1.0\n", 2, "out of NCCL's lists"),
+    ("[0] h NCCL INFO AllToAll: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}\n", 2,
+     "calls[0].op: expected one of all_reduce"),          # what a line states is refused by INFO_LOG, at its line
+    ("[0] h NCCL INFO AllReduce: 8 Bytes -> Algo SPIRAL proto LL channel{Lo..Hi}={0..3}\n", 2,
+     "calls[0].algorithm: expected one of Tree, Ring"),
+    ("[0] h NCCL INFO NVLS comm 0xab headRank 0 nHeads 8 buffSize 1\n"
+     "[0] h NCCL INFO NVLS multicast support is not available on dev 7\n", 3,
+     "nvls_lines[0].available: NVLS multicast not available, but line 2 sets NVLS up"),
 ])
 def test_a_corrupt_log_is_one_line_naming_file_and_line(tmp_path, bad, line, what):
     log = tmp_path / "log.txt"
@@ -58,7 +65,7 @@ def test_a_corrupt_log_is_one_line_naming_file_and_line(tmp_path, bad, line, wha
     with pytest.raises(TraceFormatError) as err:
         nccl_info.parse(log, "all_reduce")
     message = err.value.one_line()
-    assert message.startswith(f"{log}: line {line}: ") and what in message and "\n" not in message
+    assert message.startswith((f"{log}: line {line}: ", f"{log}:{line}: ")) and what in message and "\n" not in message
 
 
 def test_indexed_calls_need_the_op_the_source_names(tmp_path):
@@ -203,7 +210,7 @@ def test_a_log_saying_nvls_is_not_available_is_read_as_such(tmp_path):
     log.write_text(AVAILABLE + NOT_AVAILABLE)
     with pytest.raises(TraceFormatError) as err:
         nccl_info.parse(log)
-    assert err.value.one_line() == f"{log}: line 2: NVLS multicast not available contradicts line 1"
+    assert err.value.one_line() == f"{log}:2: nvls_lines[1].available: NVLS multicast not available contradicts line 1"
 
 
 def test_a_source_whose_nvls_contradicts_its_log_is_one_line(tmp_path):

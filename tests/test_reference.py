@@ -182,10 +182,14 @@ def test_a_chooser_by_rank_count_and_for_one_collective(tmp_path):
 
 @pytest.mark.parametrize("chooser, match", [
     ({"source": "x", "by_ranks": {32: [[None, "ring"]]}, "ranks": 32}, "by_ranks: expected"),
-    ({"source": "x", "by_ranks": {"abc": [[None, "ring"]]}}, "by_ranks: expected"),     # a rank count that is not one
+    ({"source": "x", "by_ranks": {"abc": [[None, "ring"]]}}, "by_ranks.abc: expected a rank count"),   # not a rank count
     ({"source": "x", "ranks": 32, "algorithms": [[None, "pat-tree"]]}, "unknown algorithm"),
     ({"source": "x", "ranks": 32, "algorithms": [[1, "ring"]]}, "last entry must be"),
-    ({"source": "x", "ranks": 32, "algorithms": "ring"}, "below_bytes, algorithm"),
+    ({"source": "x", "ranks": 32, "algorithms": "ring"}, "algorithms: expected a list"),
+    ({"source": "x", "ranks": 32, "algorithms": [[5, "ring", 1], [None, "ring"]]}, "algorithms[0]: expected [below_bytes, algorithm]"),
+    ({"source": "x", "ranks": 32, "algorithms": [[5, "ring"], [3, "tree"], [None, "ring"]]}, "below_bytes must increase"),
+    ({"source": "x", "ranks": 32}, "algorithms: missing"),
+    ({"source": "x", "op": "foo", "ranks": 32, "algorithms": [[None, "ring"]]}, "op: unknown collective 'foo'"),
     ({"source": "x", "ranks": 32, "algorithms": [[None, "ring"]], "tuner": 1}, "unknown key 'tuner'"),
 ])
 def test_a_bad_chooser_is_one_line_and_the_exit_partial(tmp_path, capsys, chooser, match):

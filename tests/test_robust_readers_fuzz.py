@@ -1,6 +1,6 @@
 """Issue 45: a fast mutation fuzz of every file kind's reader itself (no command, no model behind it): scenarios,
 every card kind, DLIO workloads, published tables, bundle and results-store manifests, the plan catalogue and each
-tool's output parser (tests/fuzzing.reader_seeds), the repository's own files mutated (tests/fuzzing.mutate:
+tool's output parser (tests/fuzzing_readers.reader_seeds), the repository's own files mutated (tests/fuzzing_corpus.mutate:
 truncations, flipped bytes, NaN/Infinity/1e999, deep nesting, YAML bombs, NULs, duplicated lines, wrong types,
 hostile names). Each reader either returns what every number of simcluster.output accepts, or refuses with one
 SimclusterError line; nothing else escapes, and nothing is written. 1,500 cases in the default set (~15-20 s here),

@@ -54,7 +54,7 @@ from simcluster import card_params as cp
 from simcluster import strict
 from simcluster.card_document import load_card
 from simcluster.errors import ModelCardError, UnitError
-from simcluster.hardware.gpu_clock import ClockParams, clock_yaml, parse_clock
+from simcluster.hardware.gpu_clock import ClockParams, clock_params, clock_yaml
 from simcluster.units import format_bandwidth, format_size, format_time
 
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
@@ -237,7 +237,7 @@ def gpu_params_yaml(params: GpuParams) -> dict:
 def gpu_params(card: dict, where: str) -> GpuParams:
     """A gpu card's params, read through their declaration (card_params.GPU: unknown keys, unknown precisions, bad
     units and out-of-range numbers are one line FILE:LINE: params.KEY)."""
-    p = cd.declared_params(card, where, cp.GPU, dtype=DTYPES, flops=parse_flops, clock=lambda v: parse_clock(v, where))
+    p = cd.declared_params(card, where, cp.GPU, dtype=DTYPES, flops=parse_flops, clock=clock_params)
     g, a = p.gemm, p.attention
     try:
         return GpuParams(

@@ -22,13 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster import strict
+from simcluster.card_params import CLOCK_EXPONENTS as EXPONENTS
 from simcluster.errors import ModelCardError
 
-KEYS = ("max_clock", "reference_clock", "reference_duty", "power_cap", "idle_power", "compute_power", "memory_power",
-        "exponent", "clock_share", "source")
 FLOOR = 0.05                  # the model's lowest clock, a fraction of max_clock
-EXPONENTS = (0.5, 4.0)        # compute power ~ f^exponent: measured 1.33 (H100), 1.70 (H200); voltage scaling gives <= 3
 REFERENCE_TOLERANCE_HZ = 1e6  # a card's reference_clock and the clock of its reference_duty agree within this
 
 
@@ -46,7 +43,7 @@ class ClockParams:
     source: str = ""
 
     def __post_init__(self):
-        """ModelCardError naming the card key of the first bad value (parse_clock adds the file)."""
+        """ModelCardError 'KEY: why' naming the card key of the first bad value (the card reader adds the file)."""
         f_max, ref, (d_c, d_m) = self.max_clock_Hz, self.reference_clock_Hz, self.reference_duty
         checks = (("max_clock", f_max > 0, "must be above 0"),
                   ("reference_clock", 0 < ref <= f_max, f"{ref / 1e6:g} MHz must be above 0 and at most max_clock ({f_max / 1e6:g} MHz)"),
@@ -62,7 +59,7 @@ class ClockParams:
                    f"compute {d_c:g} + memory {d_m:g}: each in [0, 1], their sum at most 1"))
         for key, ok, why in checks:
             if not ok:
-                raise ModelCardError(f"key '{key}': {why}")
+                raise ModelCardError(f"{key}: {why}")
 
     @property
     def floor_Hz(self) -> float:
@@ -106,47 +103,16 @@ def clock_yaml(c: ClockParams) -> dict:
             "source": c.source}
 
 
-def _quantity(doc: dict, key: str, where: str, unit: str, scale: float, low: float, high: float) -> float:
-    value = strict.field(doc, key, where, None, ModelCardError)
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.endswith(unit):
-        raise ModelCardError(f"key '{key}': {value!r} is not a quantity in {unit}", where=where, hint=f'write e.g. "700{unit}"')
-    try:
-        number = float(text[: -len(unit)])
-    except ValueError:
-        raise ModelCardError(f"key '{key}': {value!r} is not a quantity in {unit}", where=where) from None
-    if not low <= number <= high:
-        raise ModelCardError(f"key '{key}': {value!r} is outside [{low:g}, {high:g}] {unit}", where=where)
-    return number * scale
-
-
-def _fraction(doc: dict, key: str, where: str, low: float, high: float) -> float:
-    value = strict.field(doc, key, where, None, ModelCardError)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ModelCardError(f"key '{key}': {value!r} is not a number in [{low}, {high}]", where=where)
-    return float(value)
-
-
-def parse_clock(doc, where: str) -> ClockParams:
-    """Strictly read a card's `params.clock` block (unknown keys, missing keys, bad units: one line naming the key)."""
-    if not isinstance(doc, dict):
-        raise ModelCardError("'clock': expected a mapping", where=where)
-    strict.known_keys(doc, set(KEYS), where, ModelCardError)
-    duty = strict.field(doc, "reference_duty", where, None, ModelCardError)
-    if not isinstance(duty, dict):
-        raise ModelCardError("key 'reference_duty': expected a mapping {compute, memory}", where=where)
-    strict.known_keys(duty, {"compute", "memory"}, f"{where}.reference_duty", ModelCardError)
-    mhz, w = (lambda k: _quantity(doc, k, where, "MHz", 1e6, 100, 5000)), (lambda k: _quantity(doc, k, where, "W", 1.0, 0, 5000))
-    try:
-        c = ClockParams(mhz("max_clock"), mhz("reference_clock"), w("power_cap"), w("idle_power"), w("compute_power"),
-                        w("memory_power"), _fraction(doc, "exponent", where, *EXPONENTS), _fraction(doc, "clock_share", where, 0, 1),
-                        (_fraction(duty, "compute", f"{where}.reference_duty", 0, 1),
-                         _fraction(duty, "memory", f"{where}.reference_duty", 0, 1)), str(doc.get("source", "")))
-    except ModelCardError as exc:
-        raise ModelCardError(exc.message, where=exc.where or where, hint=exc.hint) from None
-    at_duty = c.clock_Hz(*c.reference_duty)
-    if abs(at_duty - c.reference_clock_Hz) > REFERENCE_TOLERANCE_HZ:
-        raise ModelCardError(f"key 'reference_clock': {c.reference_clock_Hz / 1e6:.1f} MHz, but the clock at reference_duty "
-                             f"{c.reference_duty} is {at_duty / 1e6:.1f} MHz (they must agree within 1 MHz)", where=where,
+def clock_params(c) -> ClockParams:
+    """A card's `params.clock` block, declared as card_params.CLOCK (keys, units, ranges; in SI once read), built into
+    the model; ModelCardError 'KEY: why' where the keys break the model's rules (ClockParams) or the reference clock is
+    not the clock of the reference duty (card_document.declared_params gives the file and line)."""
+    built = ClockParams(c.max_clock, c.reference_clock, c.power_cap, c.idle_power, c.compute_power, c.memory_power,
+                        float(c.exponent), float(c.clock_share), (float(c.reference_duty.compute), float(c.reference_duty.memory)),
+                        c.source)
+    at_duty = built.clock_Hz(*built.reference_duty)
+    if abs(at_duty - built.reference_clock_Hz) > REFERENCE_TOLERANCE_HZ:
+        raise ModelCardError(f"reference_clock: {built.reference_clock_Hz / 1e6:.1f} MHz, but the clock at reference_duty "
+                             f"{built.reference_duty} is {at_duty / 1e6:.1f} MHz (they must agree within 1 MHz)",
                              hint="refit: python -m simcluster.fit.gpu_clock TRACE --card CARD --reference-duty C,M -o OUT")
-    return c
+    return built

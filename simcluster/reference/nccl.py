@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from simcluster import documents, schema
 from simcluster.errors import SimclusterError
 from simcluster.published import Published, published_files, read_published
 from simcluster.results import ReferenceRow, ReferenceValidation
-from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps, field, known_keys, short
+from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps, short
 
 MIN_BYTES = 64 * 2**20
 PEAK_SIZES = [2**k for k in range(26, 35)]
@@ -80,33 +81,17 @@ def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = No
     chooser = ref.usage.get("chooser")
     if chooser is None:
         return None
-    where = f"{ref.path}: simcluster.chooser"
-    known_keys(chooser, {"source", "ranks", "algorithms", "by_ranks", "op"}, where)
-    if "op" in chooser and op is not None and canonical_op(str(chooser["op"])) != canonical_op(op):
+    try:
+        c = schema.read(documents.CHOOSER, chooser, {"algorithm": ALGORITHMS, "op": canonical_op})
+    except schema.Refusal as exc:
+        raise SimclusterError(f"{exc.key}: {exc.why}" if exc.key else exc.why, where=f"{ref.path}: simcluster.chooser",
+                              hint=exc.hint) from None
+    if c.op is not None and op is not None and c.op != canonical_op(op):
         return None                         # the chooser's table is for another collective (NCCL chooses this one)
-    if "by_ranks" in chooser:
-        tables = field(chooser, "by_ranks", where)
-        if not isinstance(tables, dict) or not tables or "algorithms" in chooser or "ranks" in chooser \
-                or not all(str(k).isdigit() for k in tables):
-            raise SimclusterError("by_ranks: expected {RANKS: [[below_bytes, algorithm], ...]}, instead of ranks and "
-                                  "algorithms", where=where)
-        table = {int(k): v for k, v in tables.items()}.get(ranks)
-        if table is None:
-            return None
-    else:
-        if int(field(chooser, "ranks", where)) != ranks:
-            return None
-        table = field(chooser, "algorithms", where)
-    if not isinstance(table, list) or not table or not all(isinstance(e, list) and len(e) == 2 for e in table):
-        raise SimclusterError("algorithms: expected a list of [below_bytes, algorithm] pairs, the last [null, algorithm]",
-                              where=where)
-    for below, algorithm in table:
-        if algorithm is not None and algorithm not in ALGORITHMS:   # null: the chooser leaves it to NCCL
-            raise SimclusterError(f"algorithms: unknown algorithm {str(algorithm)[:20]!r}", where=where,
-                                  hint=f"one of {', '.join(ALGORITHMS)}")
-        if below is None or size < int(below):
-            return algorithm
-    raise SimclusterError("algorithms: the last entry must be [null, algorithm] (every larger size)", where=where)
+    table = c.by_ranks.get(ranks) if c.by_ranks is not None else c.algorithms if c.ranks == ranks else None
+    if table is None:
+        return None                         # none for this rank count: NCCL's decision model
+    return next(algorithm for below, algorithm in table if below is None or size < below)   # null: left to NCCL
 
 
 def _peak_sizes(run: dict) -> list[int]:

@@ -6,7 +6,9 @@ a tuning log (traces/nccl_tuning.py), each checked at the end of its parser (`ch
                                     times and bandwidths finite and >= 0, algbw = size / time and busbw = algbw x
                                     nccl-tests' bus factor within the printed digits, ranks per node <= ranks
     NCCL_DEBUG=INFO    INFO_LOG     each per-call decision: a known collective, algorithm and protocol, >= 1 channel;
-                                    counts >= 0; nodes and ranks per node <= ranks
+                                    counts >= 0, a count stated on several lines stated alike, NVLS available on
+                                    all its lines or none (and not set up where it is not); nodes and ranks per
+                                    node <= ranks
     tuning log         TUNING       every latency and bandwidth of NCCL's table finite and >= 0; >= 1 channel
 
 A violation is one line FILE:LINE: KEY: why, LINE the log line of the row or call it is about.
@@ -102,6 +104,11 @@ class Count(S.Document):
     value: S.Count(0, 4096)
 
 
+class NvlsLine(S.Document):
+    line: S.Count(1, 2**40)
+    available: bool
+
+
 class InfoLog(S.Document):
     version: S.Text(64)
     ranks: S.Count(0, MAX_GPUS)
@@ -109,13 +116,32 @@ class InfoLog(S.Document):
     local_ranks: S.Count(0, MAX_GPUS)
     nvls_available: bool
     calls: S.ListOf(Call, max_len=10_000_000)
-    counts: S.ListOf(Count, max_len=16)
+    count_lines: S.ListOf(Count, max_len=1_000_000)
+    nvls_lines: S.ListOf(NvlsLine, max_len=1_000_000) = ()
+    nvls_setup_line: S.Nullable(S.Count(1, 2**40)) = None
 
     @model_validator(mode="after")
     def _communicator(self):
         if self.ranks and (self.nodes > self.ranks or self.local_ranks > self.ranks):
             raise ValueError(f"ranks: a communicator of {self.ranks} ranks on {self.nodes} nodes with {self.local_ranks} "
                              "local ranks")
+        return self
+
+    @model_validator(mode="after")
+    def _lines_agree(self):
+        """A count stated twice states one value; NVLS is available on every line that says so, or on none."""
+        first: dict[str, Count] = {}
+        for i, c in enumerate(self.count_lines):
+            if first.setdefault(c.what, c).value != c.value:
+                raise ValueError(f"count_lines[{i}].value: {c.what} {c.value} contradicts {first[c.what].value} on line "
+                                 f"{first[c.what].line}")
+        for i, n in enumerate(self.nvls_lines):
+            if n.available != self.nvls_lines[0].available:
+                raise ValueError(f"nvls_lines[{i}].available: NVLS multicast {'available' if n.available else 'not available'}"
+                                 f" contradicts line {self.nvls_lines[0].line}")
+        if self.nvls_lines and not self.nvls_lines[0].available and self.nvls_setup_line is not None:
+            raise ValueError(f"nvls_lines[0].available: NVLS multicast not available, but line {self.nvls_setup_line} sets "
+                             "NVLS up")
         return self
 
 

@@ -9,7 +9,9 @@ NCCL's own time estimate in us; the line names no collective, so the caller says
 channels: 'N coll channels, ...' or the ring listing 'Channel 00/NN : ...' (NN = the communicator's channels).
 
 Strict: every line must be one of NCCL's own lines (a posted log keeps only those); a line that starts a fact but
-does not parse is a one-line TraceFormatError naming the file and line.
+does not parse is a one-line TraceFormatError naming the file and line. What the lines state is declared in
+traces/nccl_documents.INFO_LOG (known collectives, algorithms and protocols, >= 1 channel, a count or NVLS line that
+contradicts an earlier one), checked on the parsed log: FILE:LINE: KEY: why.
 """
 
 from __future__ import annotations
@@ -64,7 +66,16 @@ class LoggedCount:
 
 
 @dataclass(frozen=True)
+class LoggedNvls:
+    line: int
+    available: bool                  # 'NVLS multicast support is available' (else: 'is not available')
+
+
+@dataclass(frozen=True)
 class NcclInfoLog:
+    """The log's facts as printed, every count and NVLS line kept: INFO_LOG (nccl_documents.py) holds the rules across
+    lines (a count or NVLS line contradicting an earlier one)."""
+
     path: str
     version: str                     # '' when the log has no 'NCCL version' line
     ranks: int                       # 0 when not in the log
@@ -72,8 +83,22 @@ class NcclInfoLog:
     local_ranks: int
     nvls_available: bool             # the log says NVLS multicast is available
     calls: tuple[LoggedCall, ...]
-    counts: tuple[LoggedCount, ...]
-    nvls_line: tuple[int, bool] | None = None    # (line, available) of the first 'NVLS multicast support is ...' line
+    count_lines: tuple[LoggedCount, ...]             # every count line, in order
+    nvls_lines: tuple[LoggedNvls, ...] = ()           # each 'NVLS multicast support is ...' line
+    nvls_setup_line: int | None = None               # the first line that sets NVLS up ('NVLS comm ... nHeads')
+
+    @property
+    def counts(self) -> tuple[LoggedCount, ...]:
+        """Each count once, as its first line states it."""
+        first: dict[str, LoggedCount] = {}
+        for c in self.count_lines:
+            first.setdefault(c.what, c)
+        return tuple(first.values())
+
+    @property
+    def nvls_line(self) -> tuple[int, bool] | None:
+        """(line, available) of the first 'NVLS multicast support is ...' line."""
+        return (self.nvls_lines[0].line, self.nvls_lines[0].available) if self.nvls_lines else None
 
 
 def _fail(path, number: int, message: str) -> TraceFormatError:
@@ -81,14 +106,11 @@ def _fail(path, number: int, message: str) -> TraceFormatError:
 
 
 def _call(path, number: int, raw: str, op: str | None) -> LoggedCall:
+    """The line's fields as NCCL printed them (a name NCCL's lists do not hold stays as printed: INFO_LOG refuses it)."""
     if (m := CALL.search(raw)) is not None:
-        if m.group(1) not in NCCL_FUNCS:
-            raise _fail(path, number, f"unknown collective {m.group(1)!r}")
-        algo = {a.upper(): a for a in ALGORITHMS}.get(m.group(3).upper().replace("_", ""))    # NVLS_TREE, COLLNET_DIRECT
-        proto = {p.upper(): p for p in PROTOCOLS}.get(m.group(4).upper())
-        if algo is None or proto is None:
-            raise _fail(path, number, f"unknown algorithm or protocol {m.group(3)}/{m.group(4)}")
-        return LoggedCall(number, NCCL_FUNCS[m.group(1)], int(m.group(2)), algo, proto,
+        algo = {a.upper(): a for a in ALGORITHMS}.get(m.group(3).upper().replace("_", ""), m.group(3))   # NVLS_TREE
+        proto = {p.upper(): p for p in PROTOCOLS}.get(m.group(4).upper(), m.group(4))
+        return LoggedCall(number, NCCL_FUNCS.get(m.group(1), m.group(1)), int(m.group(2)), algo, proto,
                           channels=int(m.group(6)) - int(m.group(5)) + 1)
     if (m := LINES["call indexed"].search(raw)) is not None:
         if op is None:
@@ -104,17 +126,11 @@ def _call(path, number: int, raw: str, op: str | None) -> LoggedCall:
 def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
     """Every fact of one posted log. `op`: the collective of per-call lines that do not name it (NCCL 2.19-2.22)."""
     text = read_text(path)
-    version, ranks, nodes, local, nvls = "", 0, 0, 0, False
+    version, ranks, nodes, local, setup = "", 0, 0, 0, None
     calls: list[LoggedCall] = []
-    counts: dict[str, LoggedCount] = {}
+    counts: list[LoggedCount] = []
+    nvls_lines: list[LoggedNvls] = []
     heads: dict = {}                  # 'NVLS Head i:' lines: the highest i + 1, and the first line
-    nvls_line: tuple[int, bool] | None = None
-
-    def count(number: int, what: str, value: int) -> None:
-        if what in counts and counts[what].value != value:
-            raise _fail(path, number, f"{what} {value} contradicts {counts[what].value} on line {counts[what].line}")
-        counts.setdefault(what, LoggedCount(number, what, value))
-
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
@@ -127,29 +143,23 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
         elif (m := LINES["comm complete"].search(raw)) is not None:
             ranks = ranks or int(m.group(1))
         elif (m := LINES["coll channels"].search(raw)) is not None:
-            count(number, "coll channels", int(m.group(1)))
-            count(number, "nvls channels", int(m.group(3)))
+            counts += [LoggedCount(number, "coll channels", int(m.group(1))), LoggedCount(number, "nvls channels", int(m.group(3)))]
         elif (m := LINES["ring list"].search(raw)) is not None:
-            count(number, "coll channels", int(m.group(2)))
+            counts.append(LoggedCount(number, "coll channels", int(m.group(2))))
         elif (m := LINES["nvls available"].search(raw)) is not None:
-            available = not m.group(1)
-            if nvls_line is not None and nvls_line[1] != available:
-                raise _fail(path, number, f"NVLS multicast {'available' if available else 'not available'} contradicts "
-                                          f"line {nvls_line[0]}")
-            nvls_line = nvls_line or (number, available)
-            nvls = nvls or available
+            nvls_lines.append(LoggedNvls(number, not m.group(1)))
             if m.group(2):
-                count(number, "nvls channels", int(m.group(2)))
+                counts.append(LoggedCount(number, "nvls channels", int(m.group(2))))
         elif (m := LINES["nvls comm"].search(raw)) is not None:
-            nvls = True
-            count(number, "nvls heads", int(m.group(1)))
+            setup = setup or number
+            counts.append(LoggedCount(number, "nvls heads", int(m.group(1))))
         elif (m := LINES["nvls head"].search(raw)) is not None:
             heads.update(value=max(int(m.group(1)) + 1, heads.get("value", 0)), line=heads.get("line", number))
         elif (m := LINES["trees"].search(raw)) is not None:
             indexes = [int(i) for i in re.findall(r"\[(\d+)\]", m.group(1))]
             if indexes != list(range(len(indexes))):
                 raise _fail(path, number, "tree channels are not listed 0, 1, 2, ...")
-            count(number, "coll channels", len(indexes))
+            counts.append(LoggedCount(number, "coll channels", len(indexes)))
         elif "Bytes -> Algo" in raw:
             calls.append(_call(path, number, raw, op))
         else:
@@ -157,11 +167,11 @@ def parse(path: str | Path, op: str | None = None) -> NcclInfoLog:
                 if marker in raw:
                     raise _fail(path, number, f"{what} that does not parse")
     if heads:
-        count(heads["line"], "nvls heads", heads["value"])
+        counts.append(LoggedCount(heads["line"], "nvls heads", heads["value"]))
     if not calls and not counts:
         raise TraceFormatError("no per-call decision and no channel count in this log", where=str(path))
-    if nvls and nvls_line is not None and not nvls_line[1]:
-        raise _fail(path, nvls_line[0], "NVLS multicast not available, but another line sets NVLS up")
-    log = NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts.values()), nvls_line)
-    where_of = {f"{key}[{i}]": f"{path}:{fact.line}" for key in ("calls", "counts") for i, fact in enumerate(getattr(log, key))}
+    nvls = setup is not None or any(n.available for n in nvls_lines)
+    log = NcclInfoLog(str(path), version, ranks, nodes, local, nvls, tuple(calls), tuple(counts), tuple(nvls_lines), setup)
+    where_of = {f"{key}[{i}]": f"{path}:{fact.line}" for key in ("calls", "count_lines", "nvls_lines")
+                for i, fact in enumerate(getattr(log, key))}
     return nccl_documents.check(nccl_documents.INFO_LOG, log, path, where_of)

@@ -57,7 +57,7 @@ def parse(path: str | Path) -> NcclTuning:
     version = ""
     p2p = (0, 0)
     calls = []
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
         if "NCCL INFO" not in raw:
             continue
         version = version or ((m := _VERSION.search(raw)) and m.group(1).split("+")[0]) or ""
@@ -72,7 +72,11 @@ def parse(path: str | Path) -> NcclTuning:
                 algo, proto = algos[i // 3] if i // 3 < len(algos) else None, _PROTOS[i % 3]
                 if algo is None:
                     break
-                lat, bw = (float(x) for x in cell.split("/"))
+                try:
+                    lat, bw = (float(x) for x in cell.split("/"))
+                except ValueError:   # '1..2', or a control character the row's \s let through
+                    raise TraceFormatError(f"line {number}: tuning cell {cell.strip()[:40]!r} is not LATENCY_US/BANDWIDTH_GBPS",
+                                           where=str(path)) from None
                 table.setdefault(algo, {}).setdefault(NCCL_FUNCS[match.group(1)], {})[proto] = (lat * 1e-6, bw * 1e9)
             continue
         match = _CHANNELS.search(raw)
