@@ -79,8 +79,16 @@ def _tiers_refused(domains: int, nics_per_domain: int, f) -> tuple[str, str] | N
             f"tiers: {need}, or spine_ports: {leaves} (a spine with a port for every leaf)" if f.tiers == 2 else f"tiers: {need}")
 
 
+def _pcie_link(text) -> str:
+    """machine.nic.pcie: the PCIe link a GPU reaches its NIC through, as built ('gen5x16'), in its canonical text."""
+    try:
+        return str(pcie.parse(text))
+    except ValueError as exc:
+        raise ScenarioError(str(exc), hint="the narrowest link between a GPU and its NIC (GPU, PCIe switch, NIC)") from None
+
+
 MACHINE_VOCABULARY = {"fabric_kind": FABRIC_KINDS, "forwarding": FORWARDING, "cpu_vendor": CPU_VENDORS,   # the models'
-                      "pcie": lambda text: str(pcie.parse(text)), "fabric_tiers": _tiers_refused}  # (machine_document.py)
+                      "pcie": _pcie_link, "fabric_tiers": _tiers_refused}  # (machine_document.py)
 
 
 def _merge(base: dict, over: dict) -> dict:
