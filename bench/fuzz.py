@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fuzzing import run_cases  # noqa: E402
-from fuzzing_readers import run_reader_cases  # noqa: E402
+from fuzzing_corpus import seeds  # noqa: E402
+from fuzzing_readers import reader_seeds, run_reader_cases  # noqa: E402
 
 BATCH = 100
 FINDINGS = {"timeout", "traceback", "bad-error", "bad-exit", "bad-number", "memory", "escape"}
@@ -40,6 +41,9 @@ MEMORY_LIMIT = 4 * 2**30     # the address space a case may use (RLIMIT_AS): pas
 
 
 def main(cases: int = 10000, seed: int = 0, reader_cases: int = 0, only: str = "") -> int:
+    if only and not any(only in s.kind for s in seeds()) and not any(only in c[1] for c in reader_seeds()):
+        print(f"fuzz: KIND {only!r} names no reader or command-line kind", file=sys.stderr)
+        return 2
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.perf_counter()
     results = []

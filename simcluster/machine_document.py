@@ -26,14 +26,20 @@ from pydantic import AfterValidator, ValidationInfo, model_validator
 from simcluster import units
 from simcluster.documents import MAX_GPUS, MAX_GPUS_PER_NODE
 from simcluster.errors import SimclusterError
-from simcluster.schema import Choice, Count, Hinted, Number, OneOf, Parsed, Section, Text
+from simcluster.schema import Choice, Count, Hinted, Number, OneOf, Parsed, Section
 from simcluster.strict import short
 
 MAX_NICS_PER_NODE = 64      # NICs of one node (AWS p5: 32); nodes x NICs is bounded by MAX_GPUS (the fabric is O(NICs))
 MAX_COUNT = 2**40           # a fabric's ports, spines or planes: a bound that keeps arithmetic finite
 GPU_CLOCKS = ("fixed", "duty")   # machine.gpu.clock: the card's reference clock, or the step's own (llm/clock.py)
 
-CardPath = Text(4096)
+def _card_path(value) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 4096:
+        raise ValueError("expected the path of a model card")
+    return value
+
+
+CardPath = Annotated[Any, AfterValidator(_card_path)]
 
 
 def _time(high: float, hint: str | None = None):
@@ -108,7 +114,7 @@ class Gpu(Section):
 class Machine(Section):
     card: Optional[CardPath] = None             # noqa: UP045 - the collective card of one NVLink domain
     gpus_per_node: Count(1, MAX_GPUS_PER_NODE) = 1
-    nodes: Count(1, MAX_COUNT) = 1              # at most MAX_GPUS // gpus_per_node (below)
+    nodes: Count(1, MAX_GPUS) = 1               # at most MAX_GPUS // gpus_per_node (below)
     nvlink_domain: Optional[Count(1, MAX_GPUS_PER_NODE)] = None   # noqa: UP045 - GPUs on one NVLink fabric; None: a node's
     nic: Optional[Nic] = None                   # noqa: UP045
     fabric: Optional[Fabric] = None             # noqa: UP045

@@ -24,6 +24,7 @@ def reader_seeds() -> list[tuple[Path, str, object]]:
     from simcluster.fit.bundle_files import read_manifest
     from simcluster.hardware.gpu import load_gpu
     from simcluster.published import read_published
+    from simcluster.reference.nccl import read_nccl_file
     from simcluster.storage import dlio_workload
     from simcluster.storage.nvme import load_nvme
     from simcluster.sweep import store
@@ -41,7 +42,8 @@ def reader_seeds() -> list[tuple[Path, str, object]]:
     out += [(p, "op-profile", cards.load_op_profiles) for p in sorted((ROOT / "models" / "collective").glob("op-profile-*.yaml"))]
     out += [(p, "dlio", dlio_workload.load) for p in sorted((ROOT / "scenarios" / "workloads").glob("*.yaml"))]
     pub = ROOT / "calibration" / "published"
-    for prefix, kind in (("nccl-", "published-nccl-run"), ("llm-", "published-llm-run"), ("reliability-", "published-reliability")):
+    out += [(p, "published/nccl", read_nccl_file) for p in sorted(pub.glob("nccl-*.yaml"))]   # with its chooser
+    for prefix, kind in (("llm-", "published-llm-run"), ("reliability-", "published-reliability")):
         out += [(p, "published/" + prefix.rstrip("-"), lambda p, kind=kind: read_published(p, kind))
                 for p in sorted(pub.glob(prefix + "*.yaml"))]
     out += [(p, "bundle-manifest", lambda p: read_manifest(p.parent)) for p in sorted(CAL.glob("*/manifest.json"))]
@@ -113,6 +115,8 @@ def run_reader_cases(count: int, folder: Path, seed: int = 0, only: str = "") ->
     for path, kind, read in (case for case in reader_seeds() if only in case[1]):   # each kind as often as another,
         pool.setdefault(kind, []).append((path, kind, read))
     kinds = sorted(pool)
+    if not kinds:   # a KIND no reader has (a command-line kind's name): none to run
+        return []
     folders = {_layout(path, kind) for seeds in pool.values() for path, kind, _ in seeds}
     results = []
     for _ in range(count):

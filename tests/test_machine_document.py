@@ -57,7 +57,7 @@ def _load(tmp_path, **over):
     ({"host__os_jitter": "11s"}, "machine.host.os_jitter", "expected a time from 0s to 10s, got 11 s (the mean time"),
     ({"gpu__card": str(MODELS / "gpu/h100-sxm.yaml"), "gpu__clock": "turbo"}, "machine.gpu.clock", "expected one of fixed, duty, got 'turbo'"),
     ({"gpu__card": str(MODELS / "gpu/h100-sxm.yaml"), "gpu__speed_spread": 0.6}, "machine.gpu.speed_spread", "expected a number from 0 to 0.5"),
-    ({"nvls__card": 3}, "machine.nvls.card", "expected text"),
+    ({"nvls__card": 3}, "machine.nvls.card", "expected the path of a model card, got 3"),
     ({"nvlink_domain": 12}, "machine.nvlink_domain", "12 GPUs is not a whole number of nodes of 8 GPUs (a multiple"),
     ({"nic": None}, "machine", "missing key 'nic': a machine of 2 NVLink domains needs a NIC card and a fabric"),
 ])

@@ -68,6 +68,25 @@ def _ran(p) -> str:
     return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}"
 
 
+def read_nccl_file(path: str | Path) -> Published:
+    """A published nccl file (read_published), its `simcluster.chooser` read through documents.CHOOSER as the file is
+    read (not when a prediction first asks for it): a refusal is one line FILE:LINE: simcluster.chooser.KEY."""
+    from simcluster.collectives.fabric import ALGORITHMS
+    from simcluster.collectives.schedule import canonical_op
+
+    ref = read_published(path, "published-nccl-run")
+    chooser = ref.usage.get("chooser")
+    if chooser is not None:
+        try:
+            schema.read(documents.CHOOSER, chooser, {"algorithm": ALGORITHMS, "op": canonical_op})
+        except schema.Refusal as exc:
+            lines = Path(path).read_text(errors="replace").splitlines()
+            line = next((i for i, text in enumerate(lines, 1) if text.strip().startswith("chooser:")), None)
+            raise SimclusterError(f"simcluster.chooser{'.' + exc.key if exc.key else ''}: {exc.why}",
+                                  where=f"{path}:{line}" if line else f"{path}: simcluster.chooser", hint=exc.hint) from None
+    return ref
+
+
 def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = None) -> str | None:
     """The algorithm the file's `simcluster.chooser` (a chooser other than NCCL's, e.g. AWS's ofi tuner plugin) runs
     at `size` bytes on `ranks` ranks (for its `op` only, where it names one): its `algorithms` list
@@ -212,7 +231,7 @@ def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidati
     """Every nccl-*.yaml of a folder (default calibration/published), or one file, against the fabric model."""
     rows, sources, skipped = [], {}, []
     for file in published_files(path, "nccl-"):
-        ref = read_published(file, "published-nccl-run")
+        ref = read_nccl_file(file)
         if ref.file("scenario") is None:
             sources[ref.name] = "not predicted: " + str(ref.usage.get("not_predicted") or "no scenario")
             continue

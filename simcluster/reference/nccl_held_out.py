@@ -207,11 +207,12 @@ class HeldOutResult:
 
 def load_systems(path: str | Path | None = None) -> list[HeldOutSystem]:
     """Every published system with rows at >= 64 MiB, its rows predicted at every eta of the grid."""
-    from simcluster.published import published_files, read_published
+    from simcluster.published import published_files
+    from simcluster.reference.nccl import read_nccl_file
 
     systems = []
     for file in published_files(path, "nccl-"):
-        ref = read_published(file, "published-nccl-run")
+        ref = read_nccl_file(file)
         try:
             s = _system(ref)
         except (KeyError, TypeError, ValueError) as exc:
