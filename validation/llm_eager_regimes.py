@@ -81,8 +81,7 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     the same lease) takes MESH_HOST's place for the 2-D modes' own-fit variant."""
     modes, sizes = PLANS[plan_name]
     plan = [(preset, mb, mode) for preset, mb in sizes for mode in modes]
-    variant = plan_name in ("meshes2", "tpdp")
-    mesh_host = host if host is not None else MESH_HOST
+    own_host = (host or MESH_HOST) if plan_name in ("meshes2", "tpdp") else None   # the registered variant's host runs
     commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                                   text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
@@ -90,12 +89,12 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
-        if variant and mode in ("tp+ddp", "tp+fsdp"):
-            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_modes=True, mesh_host=mesh_host)}
+        if own_host is not None and mode in tpdp_modes():
+            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_host=own_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
-                           | ({VARIANT: _shown(mesh_host)} if variant else {})},
+                           | ({VARIANT: _shown(own_host)} if own_host is not None else {})},
            "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))

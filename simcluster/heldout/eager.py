@@ -256,36 +256,35 @@ def h100_host_framework():
     return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
 
 
-def host_fits(mode: str, own_modes: bool, mesh_host: Path = MESH_HOST) -> dict:
-    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_modes` (the variant the 4-GPU sets
-    register beside the model's): a 2-D layout takes its own mode's fit from the 4-GPU host runs in `mesh_host` (the
-    second set's MESH_HOST; the tpdp set's own lease) in place of tp's, which the product's eager.host_mode gives it."""
+def host_fits(mode: str, own_host: Path | None = None) -> dict:
+    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_host` (the variant the 4-GPU sets
+    register beside the model's: MESH_HOST for the second set, the tpdp set's own lease): a 2-D layout takes its own
+    mode's fit from the host runs there in place of tp's, which the product's eager.host_mode gives it."""
     from simcluster.llm import eager
 
     fits = eager.fit_modes(MODE_HOST)
-    if own_modes and mode in ("tp+ddp", "tp+fsdp"):
-        fits = fits | {"tp": eager.fit_modes(mesh_host)[mode]}
+    if own_host is not None and mode in tpdp_modes():
+        fits = fits | {"tp": eager.fit_modes(own_host)[mode]}
     return fits
 
 
-def regime_framework(mode: str, gpu_label: str, own_modes: bool = False, mesh_host: Path = MESH_HOST):
+def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
     (host_fits; H100: the single mode's)."""
     from simcluster.llm import eager
 
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
-        hosts = host_fits(mode, own_modes, mesh_host)
-        used = f"{mode} (own fit, {mesh_host.parent.name})" if own_modes and mode in ("tp+ddp", "tp+fsdp") else eager.host_mode(par)
+        hosts = host_fits(mode, own_host)
+        used = f"{mode} (own fit, {own_host.parent.name})" if own_host is not None and mode in tpdp_modes() else eager.host_mode(par)
         return eager.torch_framework(par, hosts), f"host: {used} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
 
 
-def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: bool = False,
-                   mesh_host: Path = MESH_HOST) -> dict:
-    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_modes`: host_fits'."""
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits'."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -301,7 +300,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_modes: b
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label, own_modes, mesh_host)
+    fw, how = regime_framework(mode, gpu_label, own_host)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)

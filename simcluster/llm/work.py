@@ -112,7 +112,8 @@ class MoeCompute:
         return self.pre_f + self.mlp_f + self.pre_b + self.mlp_b + self.dw_b
 
 
-def moe_compute(gpu, fwd_ops: list, bwd_ops: list, dtype: str) -> MoeCompute:
+def moe_compute(gpu, fwd_ops: list, bwd_ops: list, dtype: str, comp_f: float, comp_b: float) -> MoeCompute:
+    """The layer's ops split (MoeCompute); comp_f, comp_b: their totals, which build_work has already summed."""
     def base(op) -> str:
         return op.name.removeprefix("recompute.").split(".")[0]
 
@@ -120,11 +121,11 @@ def moe_compute(gpu, fwd_ops: list, bwd_ops: list, dtype: str) -> MoeCompute:
         return sum(ops.op_time_s(gpu, o, dtype) for o in sel)
 
     mlp = set(ops.MOE_OPS) - {"router"}
+    mlp_f = seconds(o for o in fwd_ops if base(o) in mlp)
     dw_b = seconds(o for o in bwd_ops if base(o) in mlp and o.name.endswith(".wgrad"))
     mlp_b = seconds(o for o in bwd_ops if base(o) in mlp and not o.name.endswith(".wgrad"))
     shared = [seconds(o for o in lst if base(o) in ops.SHARED_EXPERT_OPS) for lst in (fwd_ops, bwd_ops)]
-    return MoeCompute(seconds(o for o in fwd_ops if base(o) not in mlp), seconds(o for o in fwd_ops if base(o) in mlp),
-                      seconds(bwd_ops) - mlp_b - dw_b, mlp_b, dw_b, *shared)
+    return MoeCompute(comp_f - mlp_f, mlp_f, comp_b - mlp_b - dw_b, mlp_b, dw_b, *shared)
 
 
 def a2a_pair_s(c: MoeCompute, ep_f: float, ep_b: float) -> float:
@@ -143,7 +144,7 @@ def a2a_pair_s(c: MoeCompute, ep_f: float, ep_b: float) -> float:
     return a + b + max(c_f, c.pre_b)
 
 
-def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute) -> tuple[float, float]:
+def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute | None) -> tuple[float, float]:
     """Exposed EP time of one MoE layer (forward, backward). moe_a2a_overlap (Megatron's
     overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
     backward, phase by phase (a2a_pair_s), so the pair exposes what its phases add to its compute (split between the
@@ -209,7 +210,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
-    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, moe_compute(gpu, fwd_ops, bwd_ops, dtype)) if model.moe else (0.0, 0.0)
+    overlapped = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap)   # the split only these need
+    split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if overlapped else None
+    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
     layer_f = _task(compute=comp_f, tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=ep_f)
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     tokens = batch.micro_batch * model.seq // par.cp

@@ -71,20 +71,27 @@ def _ran(p) -> str:
 def read_nccl_file(path: str | Path) -> Published:
     """A published nccl file (read_published), its `simcluster.chooser` read through documents.CHOOSER as the file is
     read (not when a prediction first asks for it): a refusal is one line FILE:LINE: simcluster.chooser.KEY."""
+    ref = read_published(path, "published-nccl-run")
+    _chooser(ref)
+    return ref
+
+
+def _chooser(ref: Published):
+    """The file's `simcluster.chooser` read through documents.CHOOSER (None where it has none), with the collective
+    model's algorithm names and collective parser; a refusal names the file and the chooser's line."""
     from simcluster.collectives.fabric import ALGORITHMS
     from simcluster.collectives.schedule import canonical_op
 
-    ref = read_published(path, "published-nccl-run")
     chooser = ref.usage.get("chooser")
-    if chooser is not None:
-        try:
-            schema.read(documents.CHOOSER, chooser, {"algorithm": ALGORITHMS, "op": canonical_op})
-        except schema.Refusal as exc:
-            lines = Path(path).read_text(errors="replace").splitlines()
-            line = next((i for i, text in enumerate(lines, 1) if text.strip().startswith("chooser:")), None)
-            raise SimclusterError(f"simcluster.chooser{'.' + exc.key if exc.key else ''}: {exc.why}",
-                                  where=f"{path}:{line}" if line else f"{path}: simcluster.chooser", hint=exc.hint) from None
-    return ref
+    if chooser is None:
+        return None
+    try:
+        return schema.read(documents.CHOOSER, chooser, {"algorithm": ALGORITHMS, "op": canonical_op})
+    except schema.Refusal as exc:
+        lines = Path(ref.path).read_text(errors="replace").splitlines()
+        line = next((i for i, text in enumerate(lines, 1) if text.strip().startswith("chooser:")), None)
+        raise SimclusterError(f"simcluster.chooser{'.' + exc.key if exc.key else ''}: {exc.why}",
+                              where=f"{ref.path}:{line}" if line else f"{ref.path}: simcluster.chooser", hint=exc.hint) from None
 
 
 def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = None) -> str | None:
@@ -94,17 +101,11 @@ def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = No
     chooser's table differs by rank count (an algorithm null: the chooser leaves that size to NCCL); None where the
     file has no chooser or none for this rank count (NCCL's decision model then, as where the plugin leaves the choice
     to NCCL: AWS's region tuner at <= 2 nodes)."""
-    from simcluster.collectives.fabric import ALGORITHMS
     from simcluster.collectives.schedule import canonical_op
 
-    chooser = ref.usage.get("chooser")
-    if chooser is None:
+    c = _chooser(ref)
+    if c is None:
         return None
-    try:
-        c = schema.read(documents.CHOOSER, chooser, {"algorithm": ALGORITHMS, "op": canonical_op})
-    except schema.Refusal as exc:
-        raise SimclusterError(f"{exc.key}: {exc.why}" if exc.key else exc.why, where=f"{ref.path}: simcluster.chooser",
-                              hint=exc.hint) from None
     if c.op is not None and op is not None and c.op != canonical_op(op):
         return None                         # the chooser's table is for another collective (NCCL chooses this one)
     table = c.by_ranks.get(ranks) if c.by_ranks is not None else c.algorithms if c.ranks == ranks else None
