@@ -103,10 +103,10 @@ def _moe_host(layer_f: Task, layer_b: Task, c: MoeCompute, h: MoeHost, local_exp
     post = h.post_kernels + h.expert_kernels * local_experts
     times = np.concatenate([np.full(post, (c.mlp_f + layer_f.parts["ep"]) / post), np.full(h.pre_kernels, c.pre_f / h.pre_kernels)])
     issue = np.concatenate([np.full(h.post_kernels, h.kernel_s), np.full(post - h.post_kernels, h.expert_kernel_s),
-                            np.full(h.pre_kernels, h.kernel_s)])
+                            np.full(h.pre_kernels, h.kernel_s)]) / h.profiled_over_plain
     fwd = host.issue_bound_s(times, issue)
     n_b = h.bwd_kernels + h.bwd_expert_kernels * local_experts
-    bwd = host.issue_bound_s(np.full(n_b, (layer_b.parts["compute"] + layer_b.parts["ep"]) / n_b), h.bwd_kernel_s)
+    bwd = host.issue_bound_s(np.full(n_b, (layer_b.parts["compute"] + layer_b.parts["ep"]) / n_b), h.bwd_kernel_s / h.profiled_over_plain)
     extra_f = max(0.0, fwd - layer_f.parts["compute"] - layer_f.parts["ep"])
     extra_b = max(0.0, bwd - layer_b.parts["compute"] - layer_b.parts["ep"])
     return _add(layer_f, _task(host=extra_f)), _add(layer_b, _task(host=extra_b))

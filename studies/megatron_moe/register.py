@@ -14,10 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from compare import ROOT, predicted_s  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[2]
 COMMON = dict(layers=4, hidden=2048, head_dim=128, vocab=32768, seq=4096, micro_batch=1)
 # not run before: a Mixtral-like layer at EP 2 (4 local experts of 5632), a Qwen3-like one with half the experts at EP 2
 # (32 local experts), a DeepSeek-like fine-grained layer at EP 4 (64 experts of 1408, top-6: 16 local), and a small
@@ -38,6 +35,9 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--flags"]:
         print(flags(SET2[argv[1]]))
         return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from compare import predicted_s  # the model (simcluster) only here: --flags runs on the device without its dependencies
+
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs")
     print("set: h200x4-megatron-moe2-2026-11-28\nframework: megatron-local-spec\ngpu: H200 x 4 (NVLink), one micro-batch forward + backward")
