@@ -43,7 +43,7 @@ CONFIGS = {
 }
 
 
-def predicted_s(m: dict, ranks: int, gpu_name: str) -> tuple[float, dict]:
+def predicted_s(m: dict, ranks: int, gpu_name: str, fw=MEGATRON_LOCAL) -> tuple[float, dict]:
     """(forward + backward seconds of one micro-batch, the parts) as the LLM model prices the runner's step."""
     model = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
                             vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
@@ -52,7 +52,7 @@ def predicted_s(m: dict, ranks: int, gpu_name: str) -> tuple[float, dict]:
     batch = BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
     gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
     net = Network(load_collective(ROOT / NVLINK[ranks])[0], ranks)
-    work = build_work(model, par, batch, gpu, net, fw=MEGATRON_LOCAL)
+    work = build_work(model, par, batch, gpu, net, fw=fw)
     f, b = work.stages[0].forward[0], work.stages[0].backward[0]
     parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
     return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}

@@ -38,14 +38,18 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from compare import predicted_s  # the model (simcluster) only here: --flags runs on the device without its dependencies
 
+    from simcluster.llm.framework import MEGATRON_UNFUSED
+
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs")
+    print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs; "
+          "predicted_step_s is the registered prediction")
     print("set: h200x4-megatron-moe2-2026-11-28\nframework: megatron-local-spec\ngpu: H200 x 4 (NVLink), one micro-batch forward + backward")
     print("runs:")
     for name, m in SET2.items():
         t, parts = predicted_s(m, 4, "H200")
         print(f"  {name}:\n    flags: \"{flags(m)}\"\n    predicted_step_s: {t:.5f}")
         print("    parts_s: {" + ", ".join(f"{k}: {v:.5f}" for k, v in sorted(parts.items())) + "}")
+        print(f"    before_s: {predicted_s(m, 4, 'H200', MEGATRON_UNFUSED)[0]:.5f}   # the model before session 30 (megatron-unfused-attention)")
     return 0
 
 
