@@ -3,6 +3,10 @@ MoE layer: the dispatcher's host synchronisation, the host's issue after it, the
 wait (their kernel's duration minus the model's byte time for them). A measurement read, not a test.
 
     python studies/megatron_moe/trace_read.py calibration/h200x4-megatron-moe-2026-11-27/trace-h200-x4-qwen3-like-ep4.json.gz
+    python studies/megatron_moe/trace_read.py --ranks FOLDER/trace-h200-x4-NAME-rank0.json.gz ... rank3.json.gz
+
+--ranks: one step's traces of every rank (device.py --trace FILE{rank}; the ranks' processes share one host clock):
+for each NCCL kernel in issue order, when each rank's kernel started, and which rank arrived last by how much.
 
 A forward MoE layer, as the trace shows it (megatron-core 0.14, alltoall dispatcher): the token-count all_gather, a
 cudaStreamSynchronize that waits for it (the counts to the host), then the host issues the permutation, the dispatch
@@ -82,7 +86,25 @@ def backward_nccl(gpu: list[dict], syncs: list[dict]) -> list[float]:
     return [e["dur"] for e in sendrecv[3:]]
 
 
+def arrivals(paths: list[Path]) -> list[tuple[str, list[float]]]:
+    """(collective kernel's name, each rank's start time in us from the earliest) for the NCCL kernels of one profiled step
+    of every rank, matched by their order (each rank runs the same collectives in the same order)."""
+    per_rank = [[e for e in load(p)[0] if e["name"].startswith("ncclDevKernel")] for p in paths]
+    n = min(len(k) for k in per_rank)
+    if any(len(k) != n for k in per_rank):
+        print(f"  the ranks ran {[len(k) for k in per_rank]} NCCL kernels: the first {n} matched")
+    out = []
+    for i in range(n):
+        starts = [k[i]["ts"] for k in per_rank]
+        out.append((per_rank[0][i]["name"].split("(")[0], [t - min(starts) for t in starts]))
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--ranks"]:
+        for name, starts in arrivals([Path(p) for p in argv[1:]]):
+            print(f"  {name:32s} start per rank (us after the first) {[round(t) for t in starts]}; last rank {starts.index(max(starts))}")
+        return 0
     for p in argv:
         gpu, runtime, syncs = load(Path(p))
         print(f"{Path(p).name}: {len(gpu)} GPU events, {len(syncs)} count synchronisations (> {SYNC_MIN_US:.0f} us)")
