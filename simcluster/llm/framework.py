@@ -10,6 +10,28 @@ from simcluster.llm.spec import LlmConfigError, ParallelSpec, TransformerSpec
 
 
 @dataclass(frozen=True)
+class MoeHost:
+    """The host's issue of one MoE layer of Megatron-Core's local spec (SequentialMLP experts, torch permutations, no TE):
+    its kernel counts and host seconds per kernel, read from the profiled steps of calibration/h200x4-megatron-moe-2026-11-27
+    (studies/megatron_moe/trace_read.py; llm-findings.md session 30). The forward is cut by the dispatcher's host sync (the
+    token counts to the CPU): after it the permutation, dispatch, the local experts one by one and the combine
+    (post_kernels + expert_kernels per local expert), then the unpermutation, the next attention block and router, up to
+    the next sync (pre_kernels). The backward has no sync. The host times are the profiled step's, less the profiler's
+    own share (profiled_over_plain)."""
+    pre_kernels: int = 100          # forward, combine launch -> next sync: 100 (Qwen3-like) / 96 (Mixtral-like) kernels
+    post_kernels: int = 18          # forward, sync -> combine, besides the experts: 14 to the dispatch + 4
+    expert_kernels: int = 5         # forward per local expert: fc1, three elementwise (SwiGLU), fc2
+    kernel_s: float = 50e-6         # forward host per kernel outside the expert loop: 42-61 us measured
+    expert_kernel_s: float = 80e-6  # forward host per kernel, dispatch -> combine: 83 (Qwen3-like) / 78 us (Mixtral-like)
+    bwd_kernels: int = 83           # backward besides the experts: 81 / 85 kernels
+    bwd_expert_kernels: int = 10    # backward per local expert: 9.7 (Qwen3-like) / 9.5
+    bwd_kernel_s: float = 50e-6     # backward host per kernel: 41-58 us measured (autograd's thread)
+    profiled_over_plain: float = 1.25   # the profiler's share of those host times: the profiled Qwen3-like step's host issue
+                                        # (208.8 ms) over the same run's median unprofiled step's (166.7 ms); the per-kernel
+                                        # times above are divided by it
+
+
+@dataclass(frozen=True)
 class FrameworkSpec:
     """How the training code runs the model: what it stores and moves besides the model's own math.
 
@@ -27,6 +49,9 @@ class FrameworkSpec:
       copy, 2 + 4 + 4 with log_softmax's output, are fewer).
     megatron-unfused-attention: megatron with the attention core of Megatron-LM before flash attention (scores
       Q K^T and the context P V as batched GEMMs, s x s scores, probabilities and dropout mask in HBM).
+    megatron-local-spec: megatron-unfused-attention whose MoE layers the host issues kernel by kernel (MoeHost):
+      Megatron-Core's local layer spec without Transformer Engine (SequentialMLP experts), its softmax in torch over
+      fp32 copies of the scores (softmax_bytes), as studies/megatron_moe/device.py runs it.
     megatron-unfused-loss: megatron with Megatron-Core's unfused vocab-parallel cross-entropy (no
       --cross-entropy-loss-fusion): .float() cast (2 + 4 bytes per logit), max (4), subtract (4 + 4), exp in place (8),
       sum (4), divide in place (8) = 38 bytes forward; the gradient's multiply in place (8) and the cast back to bf16
@@ -55,8 +80,11 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
+    moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
+    softmax_bytes: tuple = ()         # unfused core: (forward, backward) bytes per score of a softmax in torch over fp32 copies of the
+                                      # scores, with no dropout kernel (attention dropout 0); () = the fused bf16 softmax + dropout
     attention_kernel: str = "card"    # the fused kernel: 'card' (the GPU card's measured SDPA: cuDNN on Hopper) | 'fa2'
                                       # (FlashAttention 2 on Hopper) | 'fa2-full' (and no causal block skipped): attention_kernels.py
     grad_reduce_after_backward: bool = False   # DP gradient reduction after the whole backward, parameter gather after the
@@ -88,6 +116,13 @@ TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_by
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
 MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)
+# Megatron-Core's local layer spec (no Transformer Engine; megatron-core 0.14 get_gpt_layer_local_spec): the unfused
+# attention core, and its MoE layer issued kernel by kernel from the host around the dispatcher's sync (MoeHost).
+# megatron-core 0.14 FusedScaleMaskSoftmax.forward_torch_softmax (masked_softmax_fusion off, softmax_in_fp32), per score:
+# bf16 -> fp32 (2 + 4 bytes), masked_fill with the causal mask (4 + 1 + 4), softmax (4 + 4), -> bf16 (4 + 2) = 29 forward;
+# the gradient's cast up (2 + 4), softmax's backward (4 + 4 + 4), masked_fill (9), cast down (4 + 2) = 33 backward.
+MEGATRON_LOCAL = FrameworkSpec("megatron-local-spec", attention="unfused", softmax_bytes=(29, 33), transformer_engine=False,
+                               moe_host=MoeHost())
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
 # (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()
@@ -142,7 +177,7 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_byte
 FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
                          comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
-FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
+FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
                                   MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
 
 

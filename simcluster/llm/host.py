@@ -28,12 +28,14 @@ def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:
     return np.repeat(np.array(per, dtype=float), [o.count for o in op_list])
 
 
-def issue_bound_s(times: np.ndarray, host_kernel_s: float) -> float:
-    """End of the last kernel when the host issues one every host_kernel_s (see the module docstring)."""
+def issue_bound_s(times: np.ndarray, host_kernel_s: float | np.ndarray) -> float:
+    """End of the last kernel when the host issues one every host_kernel_s (see the module docstring); an array: each
+    kernel's own host seconds (kernel k issued at their sum up to k)."""
     if len(times) == 0:
         return 0.0
     suffix = np.cumsum(times[::-1])[::-1]
-    return float(np.max(host_kernel_s * np.arange(1, len(times) + 1) + suffix))
+    issued = np.cumsum(np.broadcast_to(np.asarray(host_kernel_s, dtype=float), len(times)))
+    return float(np.max(issued + suffix))
 
 
 def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:

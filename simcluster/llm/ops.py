@@ -170,9 +170,10 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     probs = n * s * s
     # backward: softmax reads probabilities and their gradient, writes the scores' gradient (3 a per element);
     # dropout reads the gradient and the 1-byte mask, writes the gradient (2 a + 1)
-    softmax = Op("core.softmax", "memory", float(5 * probs), float(2 * probs * ACT_BYTES), (float(3 * probs * ACT_BYTES),))
+    fwd_b, bwd_b = fw.softmax_bytes or (2 * ACT_BYTES, 3 * ACT_BYTES)   # softmax_bytes: in fp32, and no dropout kernel (FrameworkSpec)
+    softmax = Op("core.softmax", "memory", float(5 * probs), float(fwd_b * probs), (float(bwd_b * probs),))
     dropout = Op("core.dropout", "memory", float(probs), float(probs * (2 * ACT_BYTES + 1)), (float(probs * (2 * ACT_BYTES + 1)),))
-    return [gemm("core.scores", s, s, d, n), softmax, dropout, gemm("core.context", s, d, s, n)]
+    return [gemm("core.scores", s, s, d, n), softmax] + ([] if fw.softmax_bytes else [dropout]) + [gemm("core.context", s, d, s, n)]
 
 
 def permutation(name: str, bytes_moved: float) -> Op:

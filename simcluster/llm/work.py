@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcluster.llm import comm, host, ops, overlap, vocab_ops
-from simcluster.llm.framework import MEGATRON, FrameworkSpec
+from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -91,6 +91,25 @@ def _beside_excess(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> f
     communication's tail)."""
     slow, span = _beside(compute_s, comm_s, gpu, fw)
     return max(compute_s + slow, span) - compute_s
+
+
+def _moe_host(layer_f: Task, layer_b: Task, c: MoeCompute, h: MoeHost, local_experts: int) -> tuple[Task, Task]:
+    """A MoE layer issued kernel by kernel from the host (framework.MoeHost). The forward runs from one dispatcher sync
+    (host and GPU aligned: the host waited for the token counts) to the next: the dispatch part's kernels (permutation,
+    dispatch, the local experts, combine; its GPU time the MLP's compute and the EP exposed time) then the rest (attention
+    block, router), each part's GPU time spread evenly over its kernels, issued at the host's measured seconds per kernel
+    (llm/host.issue_bound_s). The backward likewise without a sync. The excess over the GPU-bound layer is its 'host'
+    part."""
+    post = h.post_kernels + h.expert_kernels * local_experts
+    times = np.concatenate([np.full(post, (c.mlp_f + layer_f.parts["ep"]) / post), np.full(h.pre_kernels, c.pre_f / h.pre_kernels)])
+    issue = np.concatenate([np.full(h.post_kernels, h.kernel_s), np.full(post - h.post_kernels, h.expert_kernel_s),
+                            np.full(h.pre_kernels, h.kernel_s)]) / h.profiled_over_plain
+    fwd = host.issue_bound_s(times, issue)
+    n_b = h.bwd_kernels + h.bwd_expert_kernels * local_experts
+    bwd = host.issue_bound_s(np.full(n_b, (layer_b.parts["compute"] + layer_b.parts["ep"]) / n_b), h.bwd_kernel_s / h.profiled_over_plain)
+    extra_f = max(0.0, fwd - layer_f.parts["compute"] - layer_f.parts["ep"])
+    extra_b = max(0.0, bwd - layer_b.parts["compute"] - layer_b.parts["ep"])
+    return _add(layer_f, _task(host=extra_f)), _add(layer_b, _task(host=extra_b))
 
 
 @dataclass(frozen=True)
@@ -210,11 +229,13 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
-    overlapped = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap)   # the split only these need
+    overlapped = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap or fw.moe_host is not None)   # the split only these need
     split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if overlapped else None
     ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
     layer_f = _task(compute=comp_f, tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=ep_f)
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
+    if model.moe and fw.moe_host is not None:
+        layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel

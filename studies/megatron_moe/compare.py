@@ -3,9 +3,11 @@ the LLM model's per-stage forward + backward (a comparison, not a test).
 
     python studies/megatron_moe/compare.py [JSON_OR_FOLDER ...]      # without arguments: the registered predictions
 
-The model: framework megatron-unfused-attention (Megatron's local DotProductAttention materializes the scores; no TE),
+The model: framework megatron-local-spec (Megatron's local DotProductAttention materializes the scores; no TE; the MoE
+layer issued from the host around the dispatcher's sync at the host seconds per kernel read from the session-25 traces,
+framework.MoeHost),
 the alltoall dispatcher (its four permutation copies with several local experts), per-expert GEMMs, QK-norm, bf16,
-host cost 0 (Megatron's, as at scale), expert parallelism over the ranks inside one NVLink node (the 4-rank H200
+expert parallelism over the ranks inside one NVLink node (the 4-rank H200
 card); the sum of one micro-batch's forward and backward on the stage (llm/work.py build_work: compute, exposed EP
 dispatch and combine), not the data-parallel gradient reduction or the optimizer, which the runner does not run.
 Error = predicted / measured - 1 on rank 0's median step.
@@ -24,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
-from simcluster.llm.framework import MEGATRON_UNFUSED  # noqa: E402
+from simcluster.llm.framework import MEGATRON_LOCAL  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
 
@@ -41,7 +43,7 @@ CONFIGS = {
 }
 
 
-def predicted_s(m: dict, ranks: int, gpu_name: str) -> tuple[float, dict]:
+def predicted_s(m: dict, ranks: int, gpu_name: str, fw=MEGATRON_LOCAL) -> tuple[float, dict]:
     """(forward + backward seconds of one micro-batch, the parts) as the LLM model prices the runner's step."""
     model = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
                             vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
@@ -50,7 +52,7 @@ def predicted_s(m: dict, ranks: int, gpu_name: str) -> tuple[float, dict]:
     batch = BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
     gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
     net = Network(load_collective(ROOT / NVLINK[ranks])[0], ranks)
-    work = build_work(model, par, batch, gpu, net, fw=MEGATRON_UNFUSED)
+    work = build_work(model, par, batch, gpu, net, fw=fw)
     f, b = work.stages[0].forward[0], work.stages[0].backward[0]
     parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
     return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}

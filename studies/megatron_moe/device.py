@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                           ("warmup", 3), ("steps", 8), ("profile", 1)):
         ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--dispatcher", choices=("alltoall", "allgather"), default="alltoall", help="Megatron's token dispatcher")
-    ap.add_argument("--trace", metavar="FILE", help="keep rank 0's profiled step as a gzipped Chrome trace (Perfetto)")
+    ap.add_argument("--trace", metavar="FILE", help="keep rank 0's profiled step as a gzipped Chrome trace (Perfetto); a FILE "
+                    "with {rank} in it: every rank's")
     args = ap.parse_args(argv)
     import torch
     import torch.distributed as dist
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile > 0:
             from simcluster.runner.llm_profile import profile_steps
 
-            record["profile"] = profile_steps(torch, step, sync, args.profile, args.trace if rank == 0 else None)
+            trace = args.trace.format(rank=rank) if args.trace and "{rank}" in args.trace else (args.trace if rank == 0 else None)
+            record["profile"] = profile_steps(torch, step, sync, args.profile, trace)
     except Exception as exc:  # noqa: BLE001 - recorded, the document still comes out
         import traceback
 
