@@ -137,8 +137,8 @@ def compare(bundle: Path) -> int:
         mode = mode_of_doc(doc)
         for shape in doc["shapes"]:
             key = (doc["model"].get("preset"), mode, shape["seq"], shape["micro_batch"])
-            if key not in registered:
-                print(f"{key}: not registered, left out")
+            if key not in registered or registered[key]["microbatches"] != shape.get("microbatches", 1):
+                print(f"{key} x {shape.get('microbatches', 1)} micro-batches: not registered, left out")
                 continue
             pred = registered[key]["predicted"][gpu_label]
             head = f"{key[0]:>5} {mode:>11} {key[2]:>5} {key[3]:>3} {shape.get('microbatches', 1):>2}"

@@ -364,7 +364,7 @@ def registered_rows(bundle: Path) -> list[dict]:
         gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
         for shape in doc["shapes"]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
-            if reg is None or shape["status"] != "ok":
+            if reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1):
                 continue                                    # the smoke and host runs: not registered
             par, gpus, _ = layout_of(mode)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
