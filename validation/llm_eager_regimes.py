@@ -21,6 +21,9 @@ rank against its stage's predicted peak; a mode's memory error is over every ran
 --plan pipeline (calibration/h200x4-llm-eager-pipeline-2026-11-28): pp4-1f1b, pp4-interleaved (2 chunks per rank) and
 pp+ddp at the first set's presets with twice its micro-batch (0.3b x 8, 1b x 4, 3.1b x 2), registered after the
 pipeline's receive buffers entered the memory model (session 29), before the runs.
+--plan pipeline2 (calibration/h200x4-llm-eager-pipeline2-2026-11-28): the same three pipeline layouts at micro-batch
+counts not run before (0.3b mb 4 and 3.1b mb 1 at 16 micro-batches, 0.5b mb 4 at 4), registered in session 30 after the
+timelines of docs/models/llm-findings.md (session 30) were read, before the runs.
 --plan tpdp --host FOLDER (calibration/h200x4-llm-eager-tpdp-2026-11-28): tp+ddp and tp+fsdp at the pipeline set's
 presets, registered ON the device between the host runs of the 2-D modes and the steps, in one call (one lease): the
 model's prediction (tp's fit, eager.host_mode) and the variant with the 2-D modes' own fits from FOLDER.
@@ -54,6 +57,7 @@ from simcluster.heldout.eager import (
     SIZES,
     SIZES2,
     SIZES3,
+    SIZES4,
     layout_of,
     mesh2_modes,
     mesh_modes,
@@ -69,7 +73,7 @@ from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
-         "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3)}
+         "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4)}
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
@@ -80,15 +84,15 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     """The plan's predictions into `path`; `host` (plan tpdp: the host runs the same device call made just before, on
     the same lease) takes MESH_HOST's place for the 2-D modes' own-fit variant."""
     modes, sizes = PLANS[plan_name]
-    plan = [(preset, mb, mode) for preset, mb in sizes for mode in modes]
+    plan = [(size[0], size[1], size[2] if len(size) > 2 else None, mode) for size in sizes for mode in modes]
     own_host = (host or MESH_HOST) if plan_name in ("meshes2", "tpdp") else None   # the registered variant's host runs
     commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                                   text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
-    for preset, mb, mode in plan:
+    for preset, mb, m, mode in plan:   # m: the plan's micro-batch count (pipeline2), else the layout's
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
-                     "microbatches": layout_of(mode)[2],
-                     "predicted": {g: predict(preset, mb, mode, g) for g in ("h100", "h200")}})
+                     "microbatches": m or layout_of(mode)[2],
+                     "predicted": {g: predict(preset, mb, mode, g, microbatches=m) for g in ("h100", "h200")}})
         if own_host is not None and mode in tpdp_modes():
             runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_host=own_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
@@ -133,8 +137,8 @@ def compare(bundle: Path) -> int:
         mode = mode_of_doc(doc)
         for shape in doc["shapes"]:
             key = (doc["model"].get("preset"), mode, shape["seq"], shape["micro_batch"])
-            if key not in registered:
-                print(f"{key}: not registered, left out")
+            if key not in registered or registered[key]["microbatches"] != shape.get("microbatches", 1):
+                print(f"{key} x {shape.get('microbatches', 1)} micro-batches: not registered, left out")
                 continue
             pred = registered[key]["predicted"][gpu_label]
             head = f"{key[0]:>5} {mode:>11} {key[2]:>5} {key[3]:>3} {shape.get('microbatches', 1):>2}"
@@ -144,7 +148,7 @@ def compare(bundle: Path) -> int:
             ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
             meas_mem = [r["max_memory_allocated_bytes"] / GiB for r in ranks]
             stage = [r.get("stage", i) for i, r in enumerate(ranks)]   # each rank against its own stage's prediction
-            now = predict(key[0], key[3], mode, gpu_label)
+            now = predict(key[0], key[3], mode, gpu_label, microbatches=registered[key].get("microbatches"))
             te = pct(pred["step_ms"], shape["median_step_s"] * 1e3)
             me = [pct(pred["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]
             now_me = [pct(now["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]

@@ -34,6 +34,8 @@ MESHES_BUNDLE = "calibration/h200x4-llm-eager-meshes-2026-11-28"   # the 4-GPU l
 MESHES2_BUNDLE = "calibration/h200x4-llm-eager-meshes2-2026-11-28"  # the second 4-GPU set (mesh2_modes), likewise
 PIPELINE_BUNDLE = "calibration/h200x4-llm-eager-pipeline-2026-11-28"  # the pipelines at larger micro-batches (pipeline_modes)
 TPDP_BUNDLE = "calibration/h200x4-llm-eager-tpdp-2026-11-28"  # TP x DP with host runs, registration and steps on one lease
+PIPELINE2_BUNDLE = "calibration/h200x4-llm-eager-pipeline2-2026-11-28"   # pipelines at 16 and 4 micro-batches (SIZES4):
+# registered in session 30, not yet run; into REGISTERED once its runs/ are in
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE)   # each against registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
@@ -46,6 +48,7 @@ SEQ, MICROBATCHES = 2048, 4
 SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))                      # the eager-regimes bundle's preset, micro-batch
 SIZES2 = (("0.5b", 4), ("2b", 2), ("8b", 1))                       # the second 4-GPU set's
 SIZES3 = (("0.3b", 8), ("1b", 4), ("3.1b", 2))                      # the pipeline set's: the first set's presets, 2x micro-batch
+SIZES4 = (("0.3b", 4, 16), ("3.1b", 1, 16), ("0.5b", 4, 4))         # pipeline2's (session 30): preset, micro-batch, micro-batches
 
 
 class NotPredicted(Exception):
@@ -283,8 +286,10 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
 
 
-def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None) -> dict:
-    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits'."""
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
+                   microbatches: int | None = None) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits';
+    `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -295,6 +300,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     from simcluster.runner.llm_step import PRESETS
 
     par, gpus, m = layout_of(mode)
+    m = microbatches or m
     model = model_of({"model": PRESETS[preset]}, SEQ)
     if par.pp > 1:   # the layers each chunk ran: the runner's split (llm_pipeline.py), not spec.layer_split's balance
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
@@ -358,7 +364,7 @@ def registered_rows(bundle: Path) -> list[dict]:
         gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
         for shape in doc["shapes"]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
-            if reg is None or shape["status"] != "ok":
+            if reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1):
                 continue                                    # the smoke and host runs: not registered
             par, gpus, _ = layout_of(mode)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",

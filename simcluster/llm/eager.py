@@ -19,7 +19,8 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
   tp > 1, dp > 1   DTensor TP inside, DDP (zero 0) or FSDP2 (zero 3) across the TP groups: each wrapper's terms above
                    together; the host cost of the tp mode (DTensor dispatch dominates)
   pp > 1           torch.distributed.pipelining: one stage per rank (virtual_stages > 1: ScheduleInterleaved1F1B,
-                   priced with Megatron's interleaved order), pp_schedule 1f1b (Schedule1F1B: pp - r forwards, then
+                   Megatron's interleaved compute order, torch's sends and receives on one NCCL stream per rank:
+                   llm/torch_p2p.py), pp_schedule 1f1b (Schedule1F1B: pp - r forwards, then
                    backward and forward in turn, Megatron's order) or gpipe (ScheduleGPipe); the boundary tensor is the
                    fp32 residual stream; the step runs under one autocast, whose cache casts each weight once per step;
                    each micro-batch's gradient is added into .grad (12 B per weight) and scale_grads divides them by m

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from simcluster.errors import SimclusterError
+from simcluster.llm import torch_p2p
 from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule
 
 
@@ -66,6 +67,10 @@ class _Stage:
         self.started: set = set()
         self.gather: dict = {}        # chunk -> (start, end) of its parameter all_gather on the DP stream
         self.ran: dict = {}           # id(task) -> (task, times run): its parts added to the log once, times the count
+        self.comm: tuple = ()         # torch_p2p: the stage's sends and receives in stream order (llm/torch_p2p.py)
+        self.comm_next = 0
+        self.nccl_free = 0.0
+        self.compute_ends: list = []  # torch_p2p: the end of each compute action, in order
         if not work.dp_after_backward:
             for c, t in enumerate(self.w.param_gather_s):
                 if t > 0:
@@ -86,6 +91,12 @@ class _Pipeline:
         self.arrived: dict = {}       # tensor (2 (vstage m + mb), + 1 for a gradient) -> its arrival time
         self.produced: dict = {}      # same key -> time its producer finished computing it
         self.stages = [_Stage(work, s) for s in range(self.pp)]
+        self.starts: dict = {}        # torch_p2p: (side, tensor key) -> the start of that side's kernel
+        if work.torch_p2p:
+            orders = tuple(tuple(schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)) for s in range(work.pp))
+            m = work.micro_batches
+            for st, ops in zip(self.stages, torch_p2p.comm_ops(work.pp, work.chunks, orders), strict=True):
+                st.comm = tuple((side, 2 * (vs * m + i) + (kind == "B"), posted) for side, (kind, vs, i), posted in ops)
 
     def gathered(self, st: _Stage, c: int, task: Task) -> Task:
         """simulate._Pipeline.gathered: the chunk's first forward after its parameter all_gather."""
@@ -109,6 +120,7 @@ class _Pipeline:
         loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
         arrived, produced, ops, n, tasks, rule = self.arrived, self.produced, st.ops, len(st.ops), st.tasks, st.rule
         p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
+        fifo = self.work.torch_p2p
         nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
         while nxt < n:
             kind, c, i, wait, out, slot, edge = ops[nxt]
@@ -133,7 +145,11 @@ class _Pipeline:
             else:
                 now += task.duration_s
                 counts[slot] += 1
-            if out is not None:
+            if fifo:
+                st.compute_ends.append(now)
+                if out is not None:
+                    produced[out] = now
+            elif out is not None:
                 produced[out] = now
                 direction = 0 if kind == "F" else 1
                 start = now if now > send_free[direction] else send_free[direction]
@@ -146,6 +162,26 @@ class _Pipeline:
         st.next, st.now = nxt, now
         st.log.bubble_s += bubble
         st.log.pp_wait_s += pp_wait
+
+    def advance_comm(self, st: _Stage) -> None:
+        """torch_p2p: the stage's NCCL stream as far as its peers allow (simulate._Pipeline.nccl): a kernel starts when the
+        stream is free and the compute posted before it is done; a send and its receive end p2p_s after the later start."""
+        starts, p2p = self.starts, self.work.p2p_s
+        while st.comm_next < len(st.comm):
+            side, tensor, posted = st.comm[st.comm_next]
+            if posted > len(st.compute_ends):
+                return
+            if (side, tensor) not in starts:
+                ready = st.compute_ends[posted - 1] if posted else 0.0
+                starts[(side, tensor)] = ready if ready > st.nccl_free else st.nccl_free
+            other = starts.get(("R" if side == "S" else "S", tensor))
+            if other is None:
+                return
+            start = starts[(side, tensor)]
+            st.nccl_free = (other if other > start else start) + p2p
+            if side == "R":
+                self.arrived[tensor] = st.nccl_free
+            st.comm_next += 1
 
     def special(self, st: _Stage, kind: str, c: int, task: Task, last: bool) -> None:
         """A chunk's first forward after its parameter gather, or a backward that reduces gradient buckets (`last`: the
@@ -191,6 +227,9 @@ class _Pipeline:
     def finish(self, st: _Stage) -> None:
         """After the stage's last backward: its buckets, the optimizer step, the gathers left for after it."""
         w, log = st.w, st.log
+        if st.comm and st.nccl_free > st.now:   # the step waits for the stage's last sends (simulate: the nccl process)
+            log.pp_wait_s += st.nccl_free - st.now
+            st.now = st.nccl_free
         for slot, count in enumerate(st.counts):
             if count:
                 for part, sec in (w.backward if slot % 2 else w.forward)[slot // 2].parts.items():
@@ -223,12 +262,13 @@ def evaluate_iteration(work: PipelineWork) -> IterationResult:
     while todo:
         moved = False
         for st in todo:
-            before = st.next
+            before = st.next, st.comm_next
             pipe.advance(st)
-            moved = moved or st.next > before
-            if st.next == len(st.ops):
+            pipe.advance_comm(st)
+            moved = moved or (st.next, st.comm_next) > before
+            if st.next == len(st.ops) and st.comm_next == len(st.comm):
                 pipe.finish(st)
-        left = [st for st in todo if st.next < len(st.ops)]
+        left = [st for st in todo if st.next < len(st.ops) or st.comm_next < len(st.comm)]
         if left and not moved:
             raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {[st.s for st in left]} never finished",
                                   hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")

@@ -8,8 +8,10 @@ and one backward in turn, then the cool-down backwards (torch.distributed.pipeli
 order: pp - r forwards, then backward and forward in turn); or, with `gpipe` (torch's ScheduleGPipe), every
 micro-batch's forward, then every backward in micro-batch order. A forward of virtual stage k waits for the
 activation of virtual stage k - 1, a backward for the gradient of k + 1; each boundary tensor is sent on
-the sender's send stream (one per direction) and arrives p2p_s later. So the pipeline bubble and any
-exposed pipeline communication emerge from the waits; no bubble formula is used.
+the sender's send stream (one per direction) and arrives p2p_s later; with `torch_p2p` (torch's lowered interleaved
+schedule) each rank's sends and receives run instead on one NCCL stream in torch's placement, a pair ending together
+(llm/torch_p2p.py). So the pipeline bubble and any exposed pipeline communication emerge from the waits; no bubble
+formula is used.
 
 A wait is attributed to the bubble while the producer is still computing and to pipeline communication
 after it finished (the tensor is on the wire). The data-parallel stream of a stage reduces gradient buckets
@@ -32,6 +34,7 @@ import simpy
 
 from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
+from simcluster.llm import torch_p2p
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batch work: what sets the pipeline's pace
@@ -66,6 +69,8 @@ class PipelineWork:
     grads_every_micro_batch: bool = False   # ZeRO-2: gradients reduce-scattered after every micro-batch's backward into
                                             # the sharded buffer (DeepSpeed ZeRO-2, FSDP SHARD_GRAD_OP), not once per step
     gpipe: bool = False                 # GPipe order (all forwards, then all backwards) instead of 1F1B
+    torch_p2p: bool = False             # torch's lowered schedule (ScheduleInterleaved1F1B): each rank's sends and receives
+                                        # in torch's placement on one FIFO NCCL stream, each pair ending together (llm/torch_p2p.py)
 
     @property
     def pp(self) -> int:
@@ -135,6 +140,7 @@ class _Pipeline:
         self.produced: dict = {}     # same key -> time the producer finished computing it
         self.logs = [StageLog() for _ in range(self.pp)]
         self.send = [(simpy.Resource(self.env, 1), simpy.Resource(self.env, 1)) for _ in range(self.pp)]
+        self.computed = [0] * self.pp   # torch_p2p: compute actions each stage has finished
         self.dp_stream = [simpy.Resource(self.env, 1) for _ in range(self.pp)]
 
     def event(self, key):
@@ -153,6 +159,21 @@ class _Pipeline:
                 yield self.env.timeout(self.work.p2p_s)
             self.span(stage, "send-fwd" if direction == 0 else "send-bwd", name, start, self.env.now)
         self.event(key).succeed()
+
+    def nccl(self, s: int, ops: tuple):
+        """torch_p2p: the stage's NCCL stream, its sends and receives in torch's order (llm/torch_p2p.py): each starts when
+        the stream is free and the compute posted before it is done; a pair ends p2p_s after the later of its starts."""
+        for side, tensor, posted in ops:
+            if posted:
+                yield self.event(("computed", s, posted))
+            start = self.env.now
+            self.event((side, tensor)).succeed()
+            yield self.event(("R" if side == "S" else "S", tensor))
+            if self.work.p2p_s > 0:
+                yield self.env.timeout(self.work.p2p_s)
+            self.span(s, "nccl", f"{'send' if side == 'S' else 'recv'} {tensor[0]}{tensor[2]} to vs {tensor[1]}", start, self.env.now)
+            if side == "R":
+                self.event(tensor).succeed()
 
     def reduce(self, stage: int, seconds: float, name: str, gather=None):
         with self.dp_stream[stage].request() as req:
@@ -190,7 +211,7 @@ class _Pipeline:
         log.bubble_s += max(0.0, min(done, self.env.now) - start)
         log.pp_wait_s += self.env.now - max(done, start)
 
-    def stage(self, s: int):
+    def stage(self, s: int, nccl=None):
         work, log, env = self.work.stages[s], self.logs[s], self.env
         gathers = [env.process(self.reduce(s, t, f"param all_gather c{c}", (s, c))) if t > 0 and not self.work.dp_after_backward
                    else None for c, t in enumerate(work.param_gather_s)]
@@ -244,12 +265,20 @@ class _Pipeline:
             elif kind == "B" and vs > 0:
                 self.produced[("B", vs - 1, i)] = env.now
                 send = self.transfer(s, 1, ("B", vs - 1, i), f"grad mb{i}")
+            if nccl is not None:   # torch_p2p: the stage's NCCL stream sends it (self.nccl)
+                send = None
+                self.computed[s] += 1
+                self.event(("computed", s, self.computed[s])).succeed()
             if send is not None and self.work.blocking_p2p:
                 t0 = env.now
                 yield from send
                 log.pp_wait_s += env.now - t0
             elif send is not None:
                 env.process(send)
+        t0 = env.now
+        if nccl is not None and nccl.is_alive:   # the step waits for the stage's last sends (torch: _wait_batch_p2p)
+            yield nccl
+        log.pp_wait_s += env.now - t0
         t0 = env.now
         if reductions:
             yield env.all_of(reductions)
@@ -277,9 +306,13 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
                   f"one iteration of {work.micro_batches:,} micro-batches on {work.pp} pipeline stages")
     sim = Simulation(seed, record=trace)
     pipe = _Pipeline(work, sim, trace)
-    procs = [sim.process(pipe.stage(s)) for s in range(work.pp)]
+    streams = [None] * work.pp
+    if work.torch_p2p:
+        orders = tuple(tuple(schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)) for s in range(work.pp))
+        streams = [sim.process(pipe.nccl(s, ops)) for s, ops in enumerate(torch_p2p.comm_ops(work.pp, work.chunks, orders))]
+    procs = [sim.process(pipe.stage(s, streams[s])) for s in range(work.pp)]
     sim.run()
-    stuck = [s for s, p in enumerate(procs) if p.is_alive]
+    stuck = [s for s, p in enumerate(procs) if p.is_alive or (streams[s] is not None and streams[s].is_alive)]
     if stuck:
         raise SimclusterError(f"the pipeline schedule deadlocked: stage(s) {stuck} never finished",
                               hint=f"pp {work.pp}, {work.chunks} chunks, {work.micro_batches} micro-batches")
