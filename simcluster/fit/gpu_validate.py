@@ -129,13 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--note", default="", help="a sentence on how well carrying did (appended to the description)")
     c.add_argument("--published", help="scale the curves by published target / reference efficiency (fit/gpu_published.py)")
     c.add_argument("--fp8-reference", help="the published GPU whose fp8 figure the target's is compared with")
+    c.add_argument("--attention-reference", help="the published GPU whose attention figures the target's are compared with")
     args = ap.parse_args(argv)
     try:
         if args.command == "carry":
             measured = load_gpu(args.card)[0]
             if args.published:
                 from simcluster.fit.gpu_published import published_card
-                card = published_card(measured, args.card, args.published, args.datasheet, measured.name, args.fp8_reference)
+                card = published_card(measured, args.card, args.published, args.datasheet, measured.name, args.fp8_reference,
+                                      args.attention_reference)
             else:
                 card = carried_card(measured, args.card, DATASHEETS[args.datasheet], args.note)
             sys.stdout.write(dump_card(card))
