@@ -1,6 +1,9 @@
 """The H100 Megatron MoE rows of calibration/published, predicted with the same reader, machine and framework as
 `simcluster validate --published llm` (reference/llm.py), one line each with the predicted step's breakdown in % of
-the step, and the family's mean |error| (issue 44, item 5). Read-only, no model change, not a test.
+the step, and the family's mean |error| (issue 44, item 5). Read-only, no model change, not a test. Each line also checks
+the metric and the file's shape against the source (issue 44 audit, session moepub): the source's printed model FLOPs
+per token (TFLOP/s/GPU x GPUs / tokens/s) over simcluster's causal count of the file's shape ("flops x1.00" = the same
+count; Megatron-Bridge's flop_utils halves causal attention; its GLU factor is SiLU-only, so GPT-OSS reads ~1/1.20).
     python studies/moe_rows.py
 """
 
@@ -15,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
+from simcluster.llm.predict import model_flops_per_step, network_for, predict_llm  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
@@ -42,6 +45,7 @@ class Row:
     result: object
     error: float      # + = predicted faster than measured
     held_out: bool
+    printed_flops_ratio: float   # the source's printed FLOPs per token / simcluster's causal count of the file's shape
 
 
 def predict_row(stem: str, i: int) -> Row:
@@ -54,7 +58,11 @@ def predict_row(stem: str, i: int) -> Row:
     gpu, framework = load_gpu(machine.gpu_card)[0], framework_of(ref, run)
     result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=framework)
     _, _, _, error = _compared(ref, run, model, batch, result)
-    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i))
+    meas, tokens = run["measured"], batch.global_batch * model.seq
+    tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
+    printed = meas["tflops_per_gpu"] * 1e12 * run["gpus"] / tokens_per_s
+    ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
+    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio)
 
 
 def main() -> None:
@@ -67,7 +75,8 @@ def main() -> None:
             parts = ", ".join(f"{k} {100 * v / result.step_time_s:.0f}%" for k, v in result.breakdown.items()
                               if isinstance(v, (int, float)) and v > 0)
             print(f"{stem[4:40]:36s} {i}  t{par.tp} p{par.pp} v{par.virtual_stages} e{par.ep} {par.moe_dispatcher:8s}"
-                  f" step {result.step_time_s:8.3f} s  error {100 * error:+6.1f}%  held out {'yes' if held else 'no '}  {parts}")
+                  f" step {result.step_time_s:8.3f} s  error {100 * error:+6.1f}%  held out {'yes' if held else 'no '}"
+                  f"  flops x{row.printed_flops_ratio:.3f}  {parts}")
     within = sum(abs(e) <= 0.10 for e in errors)
     print(f"{len(errors)} MoE rows: mean |error| {100 * sum(abs(e) for e in errors) / len(errors):.1f}%, "
           f"{within} within 10%, {sum(e > 0 for e in errors)} predicted fast")
