@@ -45,3 +45,15 @@ def test_issue_bound_with_each_kernels_own_host_time():
     times = np.array([1.0, 1.0, 1.0])
     assert host.issue_bound_s(times, 0.5) == host.issue_bound_s(times, np.full(3, 0.5)) == 3.5
     assert host.issue_bound_s(times, np.array([0.5, 5.0, 0.5])) == pytest.approx(7.5)
+
+
+@pytest.mark.parametrize("par, key", [(ParallelSpec(dp=4, ep=4, moe_dispatcher="deepep"), "parallel.moe_dispatcher"),
+                                      (ParallelSpec(dp=4, ep=4, moe_a2a_overlap=True), "parallel.moe_a2a_overlap")])
+def test_local_spec_refuses_the_dispatchers_its_host_model_does_not_price(par, key):
+    from simcluster.llm.framework import check_framework
+    from simcluster.llm.spec import LlmConfigError
+
+    with pytest.raises(LlmConfigError) as err:
+        check_framework(par, MEGATRON_LOCAL)
+    assert err.value.key == key
+    check_framework(ParallelSpec(dp=4, ep=4), MEGATRON_LOCAL)   # the alltoall dispatcher without overlap is accepted

@@ -198,6 +198,11 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
     if par.pp_schedule == "gpipe" and not framework.eager:
         raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
                              "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")
+    if framework.moe_host is not None and (par.moe_dispatcher != "alltoall" or par.moe_a2a_overlap):
+        key = "parallel.moe_dispatcher" if par.moe_dispatcher != "alltoall" else "parallel.moe_a2a_overlap"
+        raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
+                             "only (its MoE layer as the local spec runs it, no A2A overlap)",
+                             hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")

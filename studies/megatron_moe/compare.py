@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
             print(f"{name:18s} {args.ranks} x {args.gpu}: predicted {t * 1e3:8.2f} ms  "
                   + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
         return 0
+    registered = registered_predictions(args.inputs)
     for fname, doc in docs:
         r0 = doc.get("rank0", {})
         if r0.get("status") != "ok":
@@ -96,7 +97,22 @@ def main(argv: list[str]) -> int:
         print(f"{fname}: measured {meas * 1e3:.2f} ms (GPU busy {busy * 1e3:.2f} ms, {prof.get('kernel_per_step', 0):.0f} kernels, "
               f"host issue {min(r0['host_issue_s']) * 1e3:.2f} ms), predicted {t * 1e3:.2f} ms ({(t / meas - 1) * 100:+.1f}%); "
               + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
+        reg = registered.get(fname.removesuffix(".json").split("-x4-")[-1])
+        if reg is not None:   # the held-out number: the prediction written before the run, not the model of today
+            print(f"    registered {reg * 1e3:.2f} ms ({(reg / meas - 1) * 100:+.1f}%)")
     return 0
+
+
+def registered_predictions(paths: list[str]) -> dict[str, float]:
+    """Each run's registered step (s) from a folder's registered.yaml (studies/megatron_moe/register.py), by run name."""
+    import yaml
+
+    out = {}
+    for p in paths:
+        reg = Path(p) / "registered.yaml"
+        if Path(p).is_dir() and reg.is_file():
+            out |= {name: run["predicted_step_s"] for name, run in (yaml.safe_load(reg.read_text()).get("runs") or {}).items()}
+    return out
 
 
 if __name__ == "__main__":
