@@ -32,8 +32,9 @@ import statistics
 import sys
 from pathlib import Path
 
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-LAUNCHES = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trace_read import GPU_CATS, LAUNCHES, busy_us  # noqa: E402  (the same folder's reader of one rank's trace)
+
 GEMM = re.compile(r"nvjet|gemm|cutlass|sm90_xmma", re.I)
 STALL_US = 1000.0   # a host span with more than this of its own time (no child) is a stall
 
@@ -76,16 +77,6 @@ def stalls(host: list[dict], min_self_us: float = STALL_US) -> list[tuple[str, f
     return sorted(out, key=lambda x: x[1])
 
 
-def union_us(events: list[dict], start: float, end: float) -> float:
-    total, cursor = 0.0, start
-    for e in sorted(events, key=lambda e: e["ts"]):
-        a, b = max(e["ts"], cursor), min(e["ts"] + e["dur"], end)
-        if b > a:
-            total += b - a
-            cursor = b
-    return total
-
-
 def rows(kernel: dict, hidden: int | None) -> int | None:
     """Rows this rank receives in an all_to_allv (sum of 'Out split size'), None for other collectives."""
     split = kernel["args"].get("Out split size", "[]")
@@ -102,8 +93,8 @@ def segments(rank: dict) -> list[dict]:
                    launch=k["launch"], rows=rows(k, None), split=k["args"].get("Out split size"))
         if prev_end is not None:
             inside = [e for e in rank["gpu"] if not e["name"].startswith("ncclDevKernel") and e["ts"] < k["ts"] and e["ts"] + e["dur"] > prev_end]
-            rec.update(seg=k["ts"] - prev_end, gpu=union_us(inside, prev_end, k["ts"]),
-                       gemm=union_us([e for e in inside if GEMM.search(e["name"])], prev_end, k["ts"]),
+            rec.update(seg=k["ts"] - prev_end, gpu=busy_us(inside, prev_end, k["ts"]),
+                       gemm=busy_us([e for e in inside if GEMM.search(e["name"])], prev_end, k["ts"]),
                        lag=(k["launch"] - prev_end) if k["launch"] is not None else None)
         if prev_launch is not None and k["launch"] is not None:
             waited = sum(w["dur"] for w in waits if prev_launch <= w["ts"] < k["launch"])
