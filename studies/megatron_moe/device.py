@@ -41,6 +41,27 @@ def _config(torch, args):
         use_cpu_initialization=not torch.cuda.is_available())
 
 
+def _placement(torch, device) -> dict:
+    """Where this rank's process runs: the CPUs it may use, the CPU it is on now and that CPU's NUMA node, its GPU's
+    NUMA node (Linux /proc and /sys; what is not readable is left out). Session 30: one rank's host issued ~1.2-1.6x
+    slower than the others' and the traces could not say why."""
+    info: dict = {}
+    try:
+        info["cpus_allowed"] = sorted(os.sched_getaffinity(0))
+        with open("/proc/self/stat") as f:
+            cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        info["cpu_now"] = cpu
+        nodes = [n for n in os.listdir(f"/sys/devices/system/cpu/cpu{cpu}") if n.startswith("node")]
+        info["cpu_numa_node"] = int(nodes[0][4:]) if nodes else None
+        props = torch.cuda.get_device_properties(device)
+        bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        with open(f"/sys/bus/pci/devices/{bus}/numa_node") as f:
+            info["gpu_pci"], info["gpu_numa_node"] = bus, int(f.read())
+    except (OSError, AttributeError, ValueError, IndexError):
+        pass
+    return info
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("layers", 4), ("hidden", 2048), ("heads", 32), ("kv-heads", 4), ("head-dim", 128), ("experts", 128),
@@ -118,8 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         record.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500], where=traceback.format_exc()[-1500:])
-    medians = [None] * world
-    dist.all_gather_object(medians, record.get("median_step_s"))
+    ranks = [None] * world   # every rank's median step, median host issue and placement
+    mine = {"median_step_s": record.get("median_step_s"), "placement": _placement(torch, device) if cuda else {},
+            "median_host_issue_s": statistics.median(record["host_issue_s"]) if record.get("host_issue_s") else None}
+    dist.all_gather_object(ranks, mine)
+    medians = [r["median_step_s"] for r in ranks]
     if rank == 0:
         import megatron.core
 
@@ -134,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                "parallel": {"ep": args.ep, "tp": 1, "pp": 1, "dp": world}, "dispatcher": args.dispatcher,
                "rank0_parameters": params,
                "spec": "megatron-core local (no TE): SequentialMLP experts, alltoall dispatcher, unfused DotProductAttention",
-               "median_step_s_per_rank": medians, "rank0": record}
+               "median_step_s_per_rank": medians, "median_host_issue_s_per_rank": [r["median_host_issue_s"] for r in ranks],
+               "placement_per_rank": [r["placement"] for r in ranks], "rank0": record}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     dist.destroy_process_group()
