@@ -72,3 +72,38 @@ def test_a_send_waiting_for_its_peer_delays_the_step():
     assert fifo.step_time_s > free.step_time_s * 1.02
     assert fifo.breakdown["pipeline_bubble"] + fifo.breakdown["exposed_pp_comm"] > \
         free.breakdown["pipeline_bubble"] + free.breakdown["exposed_pp_comm"]
+
+
+def test_a_send_ends_no_earlier_than_p2p_s_after_its_receive_starts():
+    """The rendezvous: a send and its receive both end p2p_s after the later of their two starts. With the last stage
+    five times slower than the others, the earlier stages' sends are posted long before the last stage posts their
+    receives, so a send that ended p2p_s after its own start would end before its receive could start. The DES's NCCL
+    spans must show every pair ending together, p2p_s after the later start; the recurrence (llm/maxplus.py) must give
+    the DES's step on the same work, where a send's p2p_s (0.02 s, five forwards of the fast stages) holds its stream
+    long enough for the rendezvous to move the step (2.04 s; 1.92 s with sends that end p2p_s after their own start)."""
+    from simcluster.llm.maxplus import evaluate_iteration
+
+    p2p_s = 0.02
+
+    def task(s):
+        return Task(s, {"compute": s, "tp": 0.0, "cp": 0.0, "ep": 0.0, "dp": 0.0, "host": 0.0})
+    stages = tuple(StageWork((task(0.004 * (1 + 4 * (s == 3))),) * 2, (task(0.008 * (1 + 4 * (s == 3))),) * 2)
+                   for s in range(4))
+    work = PipelineWork(stages, 8, p2p_s, torch_p2p=True)
+    result = simulate_iteration(work, 0, True)
+    spans = {}
+    for x in result.timeline:
+        if x.lane == "nccl":
+            side, tensor = x.name.split(" ", 1)
+            spans.setdefault(tensor, {})[side] = (x.start_s, x.end_s)
+    assert len(spans) == 2 * (4 * 2 - 1) * 8
+    late = 0
+    for tensor, pair in spans.items():
+        (send_start, send_end), (recv_start, recv_end) = pair["send"], pair["recv"]
+        assert send_end == pytest.approx(recv_end, abs=1e-12), tensor
+        assert send_end == pytest.approx(max(send_start, recv_start) + p2p_s, abs=1e-12), tensor
+        late += recv_start > send_start + p2p_s
+    assert late > 0, "no send waited for its receive: the test's pipeline does not exercise the rendezvous"
+    assert evaluate_iteration(work).step_time_s == pytest.approx(result.step_time_s, rel=1e-12)
+    assert result.step_time_s == pytest.approx(2.04, rel=1e-9)
+
