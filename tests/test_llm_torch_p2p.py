@@ -107,3 +107,22 @@ def test_a_send_ends_no_earlier_than_p2p_s_after_its_receive_starts():
     assert evaluate_iteration(work).step_time_s == pytest.approx(result.step_time_s, rel=1e-12)
     assert result.step_time_s == pytest.approx(2.04, rel=1e-9)
 
+
+def test_with_four_chunks_a_rank_keeps_three_active_as_torch_does():
+    """torch's _add_unshard_reshard (max_active_stages 3) then _add_reduce_grad, on rank 0 of pp 2, 4 chunks (virtual
+    stages 0 2 4 6), 2 micro-batches; its compute order F0.0 F0.1 F2.0 F2.1 F4.0 F4.1 F6.0 F6.1 B6.0 B6.1 B4.0 B4.1 B2.0
+    B2.1 B0.0 B0.1. Before each action the next three distinct stages ahead are kept active:
+      F0.0: ahead {0, 2, 4}: UNSHARD 0 2 4 (3 turns)          F0.1: same, none
+      F2.0: ahead {2, 4, 6}: RESHARD 0, UNSHARD 6 (2 turns)   F2.1 .. B6.0: same set, none
+      B6.1: the last backward of 6: REDUCE_GRAD after it (1)
+      B4.0: ahead {4, 2, 0}: RESHARD 6, UNSHARD 0 (2)         B4.1, then REDUCE_GRAD (1)
+      B2.0: ahead {2, 0}: RESHARD 4 (1)                       B2.1, then REDUCE_GRAD (1)
+      B0.0: ahead {0}: RESHARD 2 (1)                          B0.1, then REDUCE_GRAD (1), RESHARD 0 at the end (1)
+    (The one-UNSHARD-per-chunk placement would give 4 turns first, none at F2.0 and two after every chunk's last
+    backward.)"""
+    from simcluster.llm.torch_p2p import _slots
+
+    order = [(kind, c * 2, i) for kind, c, i in schedule(2, 4, 2, 0)]
+    turns = " ".join("-" if a is None else f"{a[0]}{a[1]}.{a[2]}" for a in _slots(2, 4, 0, order))
+    assert turns == ("- - - F0.0 F0.1 - - F2.0 F2.1 F4.0 F4.1 F6.0 F6.1 B6.0 B6.1 - - - B4.0 B4.1 - - B2.0 B2.1 - - "
+                     "B0.0 B0.1 - -")
