@@ -546,3 +546,20 @@ def test_ddp_bucket_copies_add_sixteen_bytes_per_parameter_per_step(h100):
     assert with_copies - without == pytest.approx(h100.memory_time_s(16 * params.total))
     zero3 = build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
     assert zero3 == pytest.approx(build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s)
+
+
+def test_only_torch_pipelining_gets_torchs_lowered_sends_and_receives(h100, node):
+    """torch_p2p (llm/torch_p2p.py) is torch.distributed.pipelining's lowering: framework torch with virtual stages gets
+    it; the other eager frameworks (composer-fsdp, torchtitan-fsdp2, fms-fsdp) and torch without virtual stages do not."""
+    from simcluster.llm import eager
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.work import build_work
+
+    interleaved, plain = ParallelSpec(pp=2, virtual_stages=2), ParallelSpec(pp=2)
+    batch = BatchSpec(4, 1)
+    assert build_work(LLAMA3_8B, interleaved, batch, h100, node, fw=eager.torch_framework(interleaved)).torch_p2p
+    assert not build_work(LLAMA3_8B, plain, batch, h100, node, fw=eager.torch_framework(plain)).torch_p2p
+    others = [fw for fw in FRAMEWORKS.values() if fw.eager and fw.name != "torch-amp"]
+    assert {fw.name for fw in others} >= {"composer-fsdp", "torchtitan-fsdp2", "fms-fsdp"}
+    for fw in others:
+        assert not build_work(LLAMA3_8B, interleaved, batch, h100, node, fw=fw).torch_p2p, fw.name

@@ -72,3 +72,57 @@ def test_a_send_waiting_for_its_peer_delays_the_step():
     assert fifo.step_time_s > free.step_time_s * 1.02
     assert fifo.breakdown["pipeline_bubble"] + fifo.breakdown["exposed_pp_comm"] > \
         free.breakdown["pipeline_bubble"] + free.breakdown["exposed_pp_comm"]
+
+
+def test_a_send_ends_no_earlier_than_p2p_s_after_its_receive_starts():
+    """The rendezvous: a send and its receive both end p2p_s after the later of their two starts. With the last stage
+    five times slower than the others, the earlier stages' sends are posted long before the last stage posts their
+    receives, so a send that ended p2p_s after its own start would end before its receive could start. The DES's NCCL
+    spans must show every pair ending together, p2p_s after the later start; the recurrence (llm/maxplus.py) must give
+    the DES's step on the same work, where a send's p2p_s (0.02 s, five forwards of the fast stages) holds its stream
+    long enough for the rendezvous to move the step (2.04 s; 1.92 s with sends that end p2p_s after their own start)."""
+    from simcluster.llm.maxplus import evaluate_iteration
+
+    p2p_s = 0.02
+
+    def task(s):
+        return Task(s, {"compute": s, "tp": 0.0, "cp": 0.0, "ep": 0.0, "dp": 0.0, "host": 0.0})
+    stages = tuple(StageWork((task(0.004 * (1 + 4 * (s == 3))),) * 2, (task(0.008 * (1 + 4 * (s == 3))),) * 2)
+                   for s in range(4))
+    work = PipelineWork(stages, 8, p2p_s, torch_p2p=True)
+    result = simulate_iteration(work, 0, True)
+    spans = {}
+    for x in result.timeline:
+        if x.lane == "nccl":
+            side, tensor = x.name.split(" ", 1)
+            spans.setdefault(tensor, {})[side] = (x.start_s, x.end_s)
+    assert len(spans) == 2 * (4 * 2 - 1) * 8
+    late = 0
+    for tensor, pair in spans.items():
+        (send_start, send_end), (recv_start, recv_end) = pair["send"], pair["recv"]
+        assert send_end == pytest.approx(recv_end, abs=1e-12), tensor
+        assert send_end == pytest.approx(max(send_start, recv_start) + p2p_s, abs=1e-12), tensor
+        late += recv_start > send_start + p2p_s
+    assert late > 0, "no send waited for its receive: the test's pipeline does not exercise the rendezvous"
+    assert evaluate_iteration(work).step_time_s == pytest.approx(result.step_time_s, rel=1e-12)
+    assert result.step_time_s == pytest.approx(2.04, rel=1e-9)
+
+
+def test_with_four_chunks_a_rank_keeps_three_active_as_torch_does():
+    """torch's _add_unshard_reshard (max_active_stages 3) then _add_reduce_grad, on rank 0 of pp 2, 4 chunks (virtual
+    stages 0 2 4 6), 2 micro-batches; its compute order F0.0 F0.1 F2.0 F2.1 F4.0 F4.1 F6.0 F6.1 B6.0 B6.1 B4.0 B4.1 B2.0
+    B2.1 B0.0 B0.1. Before each action the next three distinct stages ahead are kept active:
+      F0.0: ahead {0, 2, 4}: UNSHARD 0 2 4 (3 turns)          F0.1: same, none
+      F2.0: ahead {2, 4, 6}: RESHARD 0, UNSHARD 6 (2 turns)   F2.1 .. B6.0: same set, none
+      B6.1: the last backward of 6: REDUCE_GRAD after it (1)
+      B4.0: ahead {4, 2, 0}: RESHARD 6, UNSHARD 0 (2)         B4.1, then REDUCE_GRAD (1)
+      B2.0: ahead {2, 0}: RESHARD 4 (1)                       B2.1, then REDUCE_GRAD (1)
+      B0.0: ahead {0}: RESHARD 2 (1)                          B0.1, then REDUCE_GRAD (1), RESHARD 0 at the end (1)
+    (The one-UNSHARD-per-chunk placement would give 4 turns first, none at F2.0 and two after every chunk's last
+    backward.)"""
+    from simcluster.llm.torch_p2p import _slots
+
+    order = [(kind, c * 2, i) for kind, c, i in schedule(2, 4, 2, 0)]
+    turns = " ".join("-" if a is None else f"{a[0]}{a[1]}.{a[2]}" for a in _slots(2, 4, 0, order))
+    assert turns == ("- - - F0.0 F0.1 - - F2.0 F2.1 F4.0 F4.1 F6.0 F6.1 B6.0 B6.1 - - - B4.0 B4.1 - - B2.0 B2.1 - - "
+                     "B0.0 B0.1 - -")

@@ -94,7 +94,7 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
                      "microbatches": m or layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g, microbatches=m) for g in ("h100", "h200")}})
         if own_host is not None and mode in tpdp_modes():
-            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", own_host=own_host)}
+            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", microbatches=m, own_host=own_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}

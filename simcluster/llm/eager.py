@@ -108,7 +108,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)
         names.append("ddp")
     if par.pp > 1:   # each micro-batch's gradient added into .grad (fp32 read, read, write), then all divided by m
-        fw = replace(fw, grad_accumulate_bytes=12.0, grad_scale_bytes=8.0)
+        fw = replace(fw, grad_accumulate_bytes=12.0, grad_scale_bytes=8.0, torch_pipelining=True)
         names.insert(0, "pipelining")
     return replace(fw, name="torch-" + "+".join(names)) if names else fw
 

@@ -94,6 +94,8 @@ class FrameworkSpec:
                                       # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
+    torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
+                                      # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32

@@ -6,10 +6,16 @@ simulate.schedule's at every shape read, micro-batches a multiple of pp) into on
 the communication in lockstep (schedules._add_send_recv): the ranks take turns in rank order, each scheduling its next
 action when its input is already on the way (its receive placed, or the producer ran on the same rank); a scheduled
 compute action is followed by its send on its own rank and by the matching receive appended to the consumer rank's
-list at that moment. The list's other actions (one UNSHARD per chunk first, REDUCE_GRAD and RESHARD after a chunk's
-last backward) take a turn each. So a receive sits where the lockstep put it, often before an unrelated compute action
-(rank 3 of 4, 2 chunks: 7RECV_F1 before 7B0). The lists this writes equal, action for action, every rank's
-annotations in the session-30 timelines (4 x H200; 0.5b and 2b at 8 micro-batches, 0.5b at 16; studies/pp_timelines.py).
+list at that moment. The list's other actions take a turn each: schedules._add_unshard_reshard (max_active_stages 3,
+its default) keeps the next three chunks the rank computes unsharded, an UNSHARD when one enters that window and a
+RESHARD when one leaves it (with 2 or 3 chunks: one UNSHARD per chunk first, a RESHARD after a chunk's last backward;
+with 4 or more the rank swaps chunks as it goes), and _add_reduce_grad a REDUCE_GRAD after a chunk's last backward. So a
+receive sits where the lockstep put it, often before an unrelated compute action (rank 3 of 4, 2 chunks: 7RECV_F1 before
+7B0). The lists this writes equal, action for action, every rank's annotations in the session-30 timelines (4 x H200;
+0.5b and 2b at 8 micro-batches, 0.5b at 16; studies/pp_timelines.py).
+They also equal the lists torch 2.13's own lowering writes (_add_unshard_reshard, _add_reduce_grad, _add_send_recv, run
+outside the tests: CI has no torch) at pp x chunks x micro-batches 2x2x4, 2x3x6, 2x4x8, 4x2x4, 4x2x8, 4x2x12, 4x3x8,
+4x4x8, 8x2x16 and 8x4x16.
 
 At run time every send and receive of a rank is one NCCL kernel on that rank's one NCCL stream, in list order (the
 timelines: one stream, 48 / 64 / 64 / 48 SendRecv kernels per rank and step at 8 micro-batches). A kernel starts when
@@ -67,16 +73,34 @@ def program(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tupl
     return tuple(tuple(lists[r]) for r in range(pp))
 
 
-def _slots(pp: int, chunks: int, rank: int, order: list) -> list:
-    """The rank's compute order as torch's lockstep sees it: its idle slots dropped (schedules._add_unshard_reshard), one
-    UNSHARD per chunk first, REDUCE_GRAD and RESHARD after each chunk's last backward (each takes a turn; None here)."""
+def _slots(pp: int, chunks: int, rank: int, order: list, max_active: int = 3) -> list:
+    """The rank's compute order as torch's lockstep sees it (schedules._add_unshard_reshard, max_active_stages 3 by
+    default, then _add_reduce_grad): its idle slots dropped; before each compute action a RESHARD for every active chunk
+    that is not among the next `max_active` distinct chunks to compute, then an UNSHARD for every one of those not yet
+    active; a REDUCE_GRAD after each chunk's last backward (each takes a turn; None here). With chunks <= 3 this is one
+    UNSHARD per chunk first and a RESHARD before the action after the chunk's last backward; with 4 or more the rank
+    swaps chunks in and out as it goes."""
     last_backward = {vs: n for n, (kind, vs, _) in enumerate(order) if kind == "B"}
-    out: list = [None] * chunks
+    out: list = []
+    active: set = set()
     for n, action in enumerate(order):
+        upcoming = _next_chunks(order, n, max_active)
+        out += [None] * (len(active - upcoming) + len(upcoming - active))
+        active = upcoming
         out.append(action)
-        if last_backward.get(action[1]) == n and action[0] == "B":
-            out += [None, None]
-    return out
+        if action[0] == "B" and last_backward[action[1]] == n:
+            out.append(None)
+    return out + [None] * len(active)
+
+
+def _next_chunks(order: list, start: int, count: int) -> set:
+    """The first `count` distinct virtual stages computed from position `start` of the rank's order on."""
+    seen: set = set()
+    for _, vs, _ in order[start:]:
+        seen.add(vs)
+        if len(seen) == count:
+            break
+    return seen
 
 
 def comm_ops(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tuple[tuple[tuple, ...], ...]:

@@ -324,7 +324,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                                 tuple(slowdowns)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
-                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.eager and v > 1)
+                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1)
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
