@@ -83,8 +83,7 @@ def _slots(pp: int, chunks: int, rank: int, order: list, max_active: int = 3) ->
     last_backward = {vs: n for n, (kind, vs, _) in enumerate(order) if kind == "B"}
     out: list = []
     active: set = set()
-    for n, action in enumerate(order):
-        upcoming = _next_chunks(order, n, max_active)
+    for n, (action, upcoming) in enumerate(zip(order, _next_chunks(order, max_active), strict=True)):
         out += [None] * (len(active - upcoming) + len(upcoming - active))
         active = upcoming
         out.append(action)
@@ -93,14 +92,15 @@ def _slots(pp: int, chunks: int, rank: int, order: list, max_active: int = 3) ->
     return out + [None] * len(active)
 
 
-def _next_chunks(order: list, start: int, count: int) -> set:
-    """The first `count` distinct virtual stages computed from position `start` of the rank's order on."""
-    seen: set = set()
-    for _, vs, _ in order[start:]:
-        seen.add(vs)
-        if len(seen) == count:
-            break
-    return seen
+def _next_chunks(order: list, count: int) -> list[set]:
+    """For each position of the rank's order, the first `count` distinct virtual stages computed from there on: one
+    backward pass keeping the distinct stages ahead in order of their next use (a rank holds few chunks)."""
+    ahead: list = []
+    out: list[set] = []
+    for _, vs, _ in reversed(order):
+        ahead = [vs] + [c for c in ahead if c != vs]
+        out.append(set(ahead[:count]))
+    return out[::-1]
 
 
 def comm_ops(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tuple[tuple[tuple, ...], ...]:

@@ -156,8 +156,10 @@ def report(paths: list[Path]) -> None:
         gap, gaps = uncovered_gaps_ms(r)
         print(f"  rank {i}: {stats}; op medians us {op_medians_us(r)}; no op on the thread: largest {gap:.2f} ms, "
               f"{gaps:.1f} ms in all; GC-named spans {len(r['gc'])}")
-    groups = json.loads(ranks[0]["nccl"][1]["args"].get("Process Group Ranks", "[0]"))
-    groups = [list(range(g, g + len(groups))) for g in range(0, len(ranks), len(groups))]
+    first = json.loads(ranks[0]["nccl"][1]["args"].get("Process Group Ranks", "[0]"))
+    if first != list(range(len(first))):   # the EP groups are read as contiguous blocks (tp 1): say so when they are not
+        raise SystemExit(f"rank_skew: rank 0's EP group {first} is not ranks 0..{len(first) - 1}; strided groups are not read")
+    groups = [list(range(g, g + len(first))) for g in range(0, len(ranks), len(first))]
     late = [0] * len(ranks)
     excess = []
     for j in range(n):
