@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 
 from simcluster.errors import SimclusterError
-from simcluster.llm import torch_p2p
-from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule
+from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule, torch_streams
 
 
 @functools.lru_cache(maxsize=256)
@@ -93,9 +92,8 @@ class _Pipeline:
         self.stages = [_Stage(work, s) for s in range(self.pp)]
         self.starts: dict = {}        # torch_p2p: (side, tensor key) -> the start of that side's kernel
         if work.torch_p2p:
-            orders = tuple(tuple(schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)) for s in range(work.pp))
             m = work.micro_batches
-            for st, ops in zip(self.stages, torch_p2p.comm_ops(work.pp, work.chunks, orders), strict=True):
+            for st, ops in zip(self.stages, torch_streams(work), strict=True):
                 st.comm = tuple((side, 2 * (vs * m + i) + (kind == "B"), posted) for side, (kind, vs, i), posted in ops)
 
     def gathered(self, st: _Stage, c: int, task: Task) -> Task:

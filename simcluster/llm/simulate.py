@@ -299,6 +299,13 @@ class _Pipeline:
         log.end_s = env.now
 
 
+def torch_streams(work: PipelineWork) -> tuple[tuple[tuple, ...], ...]:
+    """torch_p2p: each stage's sends and receives in its NCCL stream's order (llm/torch_p2p.py), from the stages'
+    compute orders (schedule); the DES (nccl) and the max-plus form (maxplus.py) both run these."""
+    orders = tuple(tuple(schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)) for s in range(work.pp))
+    return torch_p2p.comm_ops(work.pp, work.chunks, orders)
+
+
 def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) -> IterationResult:
     """Run one iteration; the step ends when the last stage does; the breakdown is the busiest stage's time, part by part
     (its idle time until the step's end is pipeline bubble)."""
@@ -308,8 +315,7 @@ def simulate_iteration(work: PipelineWork, seed: int = 0, trace: bool = True) ->
     pipe = _Pipeline(work, sim, trace)
     streams = [None] * work.pp
     if work.torch_p2p:
-        orders = tuple(tuple(schedule(work.pp, work.chunks, work.micro_batches, s, work.gpipe)) for s in range(work.pp))
-        streams = [sim.process(pipe.nccl(s, ops)) for s, ops in enumerate(torch_p2p.comm_ops(work.pp, work.chunks, orders))]
+        streams = [sim.process(pipe.nccl(s, ops)) for s, ops in enumerate(torch_streams(work))]
     procs = [sim.process(pipe.stage(s, streams[s])) for s in range(work.pp)]
     sim.run()
     stuck = [s for s, p in enumerate(procs) if p.is_alive or (streams[s] is not None and streams[s].is_alive)]

@@ -30,6 +30,9 @@ beside one; docs/models/llm-findings.md, session 30).
 from __future__ import annotations
 
 import functools
+from collections import deque
+
+from simcluster.errors import SimclusterError
 
 
 @functools.lru_cache(maxsize=256)
@@ -39,7 +42,7 @@ def program(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tupl
     or receive of `tensor` (("F", the virtual stage that consumes it, mb) or ("B", that stage, mb): the keys of
     simulate's arrived events), `posted` the number of the rank's compute actions listed before it."""
     last = pp * chunks - 1
-    todo = {r: _slots(pp, chunks, r, [(kind, c * pp + r, i) for kind, c, i in orders[r]]) for r in range(pp)}
+    todo = {r: deque(_slots(pp, chunks, r, [(kind, c * pp + r, i) for kind, c, i in orders[r]])) for r in range(pp)}
     lists: dict[int, list] = {r: [] for r in range(pp)}
     computed = [0] * pp
     placed: list[set] = [set() for _ in range(pp)]      # the actions and receives already in each rank's list
@@ -49,7 +52,7 @@ def program(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tupl
             if not todo[r]:
                 continue
             if todo[r][0] is None:   # an UNSHARD, REDUCE_GRAD or RESHARD: the rank's turn passes
-                todo[r].pop(0)
+                todo[r].popleft()
                 progress = True
                 continue
             kind, vs, i = todo[r][0]
@@ -66,10 +69,10 @@ def program(pp: int, chunks: int, orders: tuple[tuple[tuple, ...], ...]) -> tupl
                 dst = out[1] % pp
                 lists[dst].append(("R", out, computed[dst]))
                 placed[dst].add(("R", out))
-            todo[r].pop(0)
+            todo[r].popleft()
             progress = True
         if not progress:
-            raise ValueError(f"torch's lowering cannot place the sends and receives of pp {pp}, {chunks} chunks")
+            raise SimclusterError(f"torch's lowering cannot place the sends and receives of pp {pp}, {chunks} chunks")
     return tuple(tuple(lists[r]) for r in range(pp))
 
 
