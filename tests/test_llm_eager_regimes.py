@@ -136,6 +136,17 @@ def test_pipelining_prices_fp32_sends_the_cast_cache_and_the_gradient_passes(gpu
     assert r.breakdown["pipeline_bubble"] > 0 and r.breakdown["exposed_pp_comm"] >= 0
 
 
+def test_only_torchs_pipelining_merges_the_last_stages_logits(gpu, net):
+    """torch.distributed.pipelining's step() concatenates the last stage's micro-batch logits (one bf16 read and write
+    of m x tokens x vocab); another eager framework at pp > 1 has no such merge, so only torch's last stage pays it."""
+    batch, par = BatchSpec(8, 2), ParallelSpec(pp=2)
+    fw = eager.torch_framework(par)
+    merged = build_work(MODEL, par, batch, gpu, net, fw=fw).stages[-1].optimizer_s
+    plain = build_work(MODEL, par, batch, gpu, net, fw=replace(fw, torch_pipelining=False)).stages[-1].optimizer_s
+    logits = gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * batch.micro_batch * MODEL.seq * MODEL.vocab)
+    assert merged - plain == pytest.approx(logits, rel=1e-9) and logits > 0
+
+
 def test_two_d_meshes_compose_their_wrappers():
     hosts = {"single": (1e-5, 1e-3, 4), "ddp": (2e-5, 1e-3, 4), "fsdp": (3e-5, 1e-3, 4), "tp": (9e-5, 1e-3, 4)}
     tp_ddp = eager.torch_framework(ParallelSpec(tp=2, dp=2), hosts)

@@ -57,3 +57,33 @@ def test_local_spec_refuses_the_dispatchers_its_host_model_does_not_price(par, k
         check_framework(par, MEGATRON_LOCAL)
     assert err.value.key == key
     check_framework(ParallelSpec(dp=4, ep=4), MEGATRON_LOCAL)   # the alltoall dispatcher without overlap is accepted
+
+
+def test_a_scenario_asking_local_spec_for_deepep_is_a_one_line_error_at_its_key(tmp_path):
+    """The refusal reaches a user through the scenario reader: one line naming the file, the line and the key."""
+    import re
+
+    from simcluster.errors import ScenarioError
+    from simcluster.scenario import load
+
+    path = tmp_path / "moe.yaml"
+    path.write_text(f"""\
+name: t
+machine:
+  card: {ROOT}/models/collective/h200x4-primitives.yaml
+  gpus_per_node: 4
+  gpu: {{card: {ROOT}/models/gpu/h200-sxm-interleaved.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 4, hidden: 2048, ffn: 768, heads: 32, kv_heads: 4, vocab: 32768, seq: 4096, experts: 64, top_k: 8,
+             expert_ffn: 768, attn_head_dim: 128}}
+    parallel: {{dp: 4, ep: 4,
+                moe_dispatcher: deepep}}
+    global_batch: 4
+    micro_batch: 1
+    framework: megatron-local-spec
+""")
+    with pytest.raises(ScenarioError) as err:
+        load(path)
+    text = str(err.value)
+    assert "\n" not in text and re.search(r"moe\.yaml:11: jobs\[0\]\.parallel\.moe_dispatcher: framework megatron-local-spec", text), text

@@ -318,7 +318,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = (gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
-        if fw.eager and pp > 1 and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
+        if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns)))
