@@ -6,8 +6,10 @@
 #   - the client and the server pinned to two different cores, CLIENT and SERVER below (was: both on CPU 0, where
 #     the two processes and the softirq work share one saturated core and the context-switch pattern between them
 #     flips from run to run; loopback was unpinned);
-#   - sizes 1K,4K (fitted) and 16K,64K,256K,1M (predicted): 64 B and 256 B were outside TCP's fit range anyway.
-# 5 configurations x 5 repeats x (6 tcp_bw + 3 udp_bw) = 225 runs of ~1.5 s: ~75 s per configuration, ~380 s in all.
+#   - sizes 1K,2K,4K (fitted: three sizes, was two, so the fit's extrapolation amplifies less noise) and 16K,64K,256K,1M
+#     (predicted); 64 B and 256 B were outside TCP's fit range anyway.
+# 5 configurations x 5 repeats x (7 tcp_bw + 4 udp_bw) = 275 runs of ~1.4 s (1.07 s, +1 s in a quarter of the runs as in
+# the first bundle): ~83 s per configuration, ~425 s in all.
 #   bash calibration/h200-transport-sizes2-2026-11-28/device_run.sh      (device machine, repository root, as root)
 # Carried (ignored, not committed): .device-wheels (pydantic, simpy for the runner), .device/netbin (qperf 0.4.11,
 # ethtool, ip, tc, taskset from Debian bookworm with their libraries; wrap/ runs each with its own libraries: used
@@ -57,7 +59,7 @@ PY
   grep -m1 "model name" /proc/cpuinfo; cat /proc/loadavg; } > $OUT/cpus.txt
 head -3 $OUT/cpus.txt
 
-common="--tools qperf-sizes --qperf-time 1 --qperf-repeat 5 --qperf-sizes 1K,4K,16K,64K,256K,1M --pin-cpus $CLIENT,$SERVER"
+common="--tools qperf-sizes --qperf-time 1 --qperf-repeat 5 --qperf-sizes 1K,2K,4K,16K,64K,256K,1M --pin-cpus $CLIENT,$SERVER"
 run() {   # name, options...
   local name=$1; shift
   if [ $((SECONDS + 100)) -gt 480 ]; then echo "$name skipped: $SECONDS s used" | tee -a $OUT/status.txt; return; fi
