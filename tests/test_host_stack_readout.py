@@ -91,3 +91,15 @@ def test_client_and_server_get_their_declared_cores():
     assert cli_args._pin_cpus("2,3") == (2, 3) and cli_args._pin_cpus(None) == (0, 0)
     with pytest.raises(SimclusterError, match="--pin-cpus '2'"):
         cli_args._pin_cpus("2")
+
+
+def test_a_pinned_run_records_its_cores_busy_time(tmp_path):
+    from simcluster.runner import collect
+
+    step = collect.Step("qperf-sizes", "t", ["python3", "-c", "sum(range(3_000_000))"], meta={"pin_cpus": [0, 0]})
+    entry = collect.run_step(tmp_path, step)
+    before, after = entry["proc_stat"]["before"], entry["proc_stat"]["after"]
+    assert set(after) == {"busy", "total", "hz", "cpu0"}
+    assert after["cpu0"]["total"] >= before["cpu0"]["total"] and after["cpu0"]["softirq"] >= before["cpu0"]["softirq"]
+    plain = collect.run_step(tmp_path / "b", collect.Step("qperf-sizes", "t", ["true"], meta={}))
+    assert "cpu0" not in plain["proc_stat"]["after"]
