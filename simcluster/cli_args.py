@@ -163,6 +163,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--qperf-sizes", help="qperf-sizes tool: comma-separated message sizes (default 64,256,1K,4K,16K,64K,256K,1M)")
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
+    p.add_argument("--pin-cpus", help="CLIENT,SERVER: pin the qperf client and a local server to these CPUs (implies "
+                   "--pin; default 0,0: both on CPU 0)")
     p.add_argument("--lab", action="store_true", help="run qperf between two network namespaces shaped by tc (root)")
     p.add_argument("--lab-rate", default="400mbit", help="the lab's tc rate, tc units, or none: no shaping (default %(default)s)")
     p.add_argument("--lab-delay", help="one-way delay for the lab, e.g. 10ms (a userspace delay line)")
@@ -261,6 +263,16 @@ def csv_list(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
+def _pin_cpus(text: str | None) -> tuple[int, int]:
+    """--pin-cpus CLIENT,SERVER as two CPU numbers; (0, 0) without it."""
+    if not text:
+        return (0, 0)
+    parts = csv_list(text)
+    if len(parts) != 2 or not all(x.isdigit() for x in parts):
+        raise SimclusterError(f"collect: --pin-cpus {text!r}: expected two CPU numbers, CLIENT,SERVER (e.g. 2,3)")
+    return (int(parts[0]), int(parts[1]))
+
+
 def _counts(text: str | None, flag: str) -> tuple[int, ...]:
     """A comma-separated list of positive counts; anything else is a one-line usage error naming the flag."""
     out = []
@@ -281,7 +293,8 @@ def collect_options(args):
         nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
         nccl_register=args.nccl_register, qperf_host=args.qperf_host,
         qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(csv_list(args.qperf_sizes) or plans.Options.qperf_sizes),
-        pin=args.lab or args.pin, fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
+        pin=args.lab or args.pin or bool(args.pin_cpus), pin_cpus=_pin_cpus(args.pin_cpus),
+        fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=_counts(args.dlio_accelerators, "--dlio-accelerators") or (1,),
         dlio_overrides=tuple(args.dlio_override or ()), dlio_cold_cache=not args.dlio_warm_cache,
         ddp_models=tuple(csv_list(args.ddp_models) or ["resnet18:32:128"]), ddp_paired=args.ddp_paired,

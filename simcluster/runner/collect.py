@@ -48,15 +48,26 @@ class Step:
     stdout_name: str = "stdout.txt"
 
 
-def proc_stat() -> dict[str, int] | None:
-    """Host CPU jiffies from /proc/stat: busy (all but idle and iowait) and total."""
+def proc_stat(cpus: list[int] | None = None) -> dict | None:
+    """Host CPU jiffies from /proc/stat: busy (all but idle and iowait) and total; with `cpus`, the same per listed CPU
+    (key "cpu<N>", with its softirq jiffies): a pinned run's cores, whichever process or thread the kernel charged."""
     try:
         with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
+            lines = {parts[0]: [int(x) for x in parts[1:]] for parts in (line.split() for line in f)
+                     if parts and parts[0].startswith("cpu")}
     except (OSError, ValueError):
         return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return {"busy": sum(fields) - idle, "total": sum(fields), "hz": os.sysconf("SC_CLK_TCK")}
+
+    def busy_total(fields: list[int]) -> dict[str, int]:
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return {"busy": sum(fields) - idle, "total": sum(fields)}
+
+    out = {**busy_total(lines["cpu"]), "hz": os.sysconf("SC_CLK_TCK")}
+    for n in cpus or []:
+        if f"cpu{n}" in lines:
+            fields = lines[f"cpu{n}"]
+            out[f"cpu{n}"] = {**busy_total(fields), "softirq": fields[6] if len(fields) > 6 else 0}
+    return out
 
 
 def drop_caches() -> bool:
@@ -185,7 +196,8 @@ def run_step(bundle: Path, step: Step) -> dict:
     server = None
     if step.meta.get("drop_caches"):
         entry["page_cache_dropped"] = drop_caches()
-    cpu0, stat0, start, t0 = _children_cpu(), proc_stat(), _now(), time.monotonic()
+    cores = sorted(set(step.meta.get("pin_cpus") or []))
+    cpu0, stat0, start, t0 = _children_cpu(), proc_stat(cores), _now(), time.monotonic()
     switches0 = _children_switches()
     status, code = "ok", None
     with (open(run_dir / step.stdout_name, "w") as out, open(run_dir / "stderr.txt", "w") as err,
@@ -220,7 +232,7 @@ def run_step(bundle: Path, step: Step) -> dict:
         (run_dir / "server.stderr.txt").unlink(missing_ok=True)
     if server is not None and "client_switches" in entry:   # the server and its reaped children, once it is reaped
         entry["server_switches"] = _children_switches() - switches0 - entry["client_switches"]
-    elapsed, stat1 = time.monotonic() - t0, proc_stat()
+    elapsed, stat1 = time.monotonic() - t0, proc_stat(cores)
     entry.update(status=status, exit_code=code, start=start, end=_now(), wall_s=round(elapsed, 6),
                  child_cpu_s=round(_children_cpu() - cpu0, 6),
                  proc_stat={"before": stat0, "after": stat1})

@@ -82,7 +82,8 @@ class Options:
     qperf_host: str | None = None                          # server address (default: localhost or hosts[1])
     qperf_time: int = 5
     qperf_repeat: int = 3                                  # client runs (the fit takes the median)
-    pin: bool = False                                      # client and a local server on CPU 0 (taskset)
+    pin: bool = False                                      # client and a local server pinned (taskset) to pin_cpus
+    pin_cpus: tuple[int, int] = (0, 0)                     # (client CPU, server CPU); the same CPU by default
     qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
     qperf_sizes: tuple[str, ...] = ("64", "256", "1K", "4K", "16K", "64K", "256K", "1M")  # qperf-sizes: -m values
     server_netns: str | None = None
@@ -199,8 +200,9 @@ def nccl_steps(options: Options, out: Path, socket: bool = False, tool: str = ""
     return steps
 
 
-def _pin(options: Options, cpu: int) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if options.pin else []
+def _pin(options: Options, role: int) -> list[str]:
+    """taskset for the client (role 0) or a local server (role 1), when pinning is on."""
+    return ["taskset", "-c", str(options.pin_cpus[role])] if options.pin else []
 
 
 def _qperf_server(options: Options) -> tuple[str, list[str]]:
@@ -208,7 +210,7 @@ def _qperf_server(options: Options) -> tuple[str, list[str]]:
     if len(options.hosts) > 1 and not options.server_netns:
         peer = options.hosts[1]
         return options.qperf_host or peer, ["ssh", "-o", "BatchMode=yes", "--", peer, "qperf"]
-    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 0), "qperf"]
+    return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 1), "qperf"]
 
 
 def qperf_steps(options: Options) -> list[Step]:
@@ -253,7 +255,8 @@ def qperf_size_steps(options: Options) -> list[Step]:
                 argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), "-m", str(m),
                         *(["-cp0"] if test in RDMA_SIZE_TESTS else []), address, test]
                 meta = {"server": address, "ground_truth": options.ground_truth, "test": test, "msg_size": m,
-                        "count_packets": [options.client_netns, options.server_netns]}
+                        "count_packets": [options.client_netns, options.server_netns],
+                        "pin_cpus": list(options.pin_cpus) if options.pin else None}
                 steps.append(Step("qperf-sizes", f"{test}-m{m}-{k + 1}", argv, {}, options.timeout_s, server, ready, meta))
     return steps
 
