@@ -103,3 +103,9 @@ def test_a_pinned_run_records_its_cores_busy_time(tmp_path):
     assert after["cpu0"]["total"] >= before["cpu0"]["total"] and after["cpu0"]["softirq"] >= before["cpu0"]["softirq"]
     plain = collect.run_step(tmp_path / "b", collect.Step("qperf-sizes", "t", ["true"], meta={}))
     assert "cpu0" not in plain["proc_stat"]["after"]
+
+
+def test_a_bundle_without_held_out_rows_is_one_line_not_an_empty_table(capsys, monkeypatch):
+    monkeypatch.setattr(host_stack_readout, "bundle_rows", lambda bundle: [])
+    assert host_stack_readout.main([str(FIRST)]) == 2
+    assert "no held-out row" in capsys.readouterr().err

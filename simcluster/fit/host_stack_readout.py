@@ -161,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args or any(a.startswith("-") for a in args):
             raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
         rows = [r for b in bundles([Path(a) for a in args]) for r in bundle_rows(b)]
+        if not rows:
+            raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
+                                   where=", ".join(args))
         print(report(rows))
     except (SimclusterError, OSError) as exc:
         print(f"simcluster.fit.host_stack_readout: {exc.one_line() if isinstance(exc, SimclusterError) else exc}",
