@@ -16,7 +16,11 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw():
 
     rows = transport.held_out_rows()
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
-    assert {r["bundle"] for r in rows} == {b.name for b in transport.bundles()}
+    base = ROOT / "calibration"
+    assert {r["bundle"] for r in rows} == {b.relative_to(base).as_posix() for b in transport.bundles()}
+    # a session's folder of configurations counts each configuration as its own source, named with its folder
+    assert "h200-transport-sizes2-2026-11-28/lab-sizes-none" in {r["bundle"] for r in rows}
+    assert "lab-sizes-none-2026-11-28" in {r["bundle"] for r in rows}
     residuals = transport_residuals(rows)
     assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}
 

@@ -12,9 +12,15 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def bundles(folder: str | Path | None = None) -> list[Path]:
-    """The qperf-sizes bundles under calibration/ (each a folder with a qperf-sizes/ sub-folder)."""
+    """The qperf-sizes bundles under calibration/ (each a folder with a qperf-sizes/ sub-folder), and those one level
+    down (a session's folder of configurations, e.g. calibration/h200-transport-sizes2-2026-11-28/lab-sizes-none)."""
     base = Path(folder) if folder else ROOT / "calibration"
-    return sorted(p.parent for p in base.glob("*/qperf-sizes") if p.is_dir())
+    return sorted(p.parent for pattern in ("*/qperf-sizes", "*/*/qperf-sizes") for p in base.glob(pattern) if p.is_dir())
+
+
+def _name(bundle: Path, folder: str | Path | None) -> str:
+    """The bundle's path under the searched folder (its name where it lies directly in it): the unit left out."""
+    return bundle.relative_to(Path(folder) if folder else ROOT / "calibration").as_posix()
 
 
 def held_out_rows(folder: str | Path | None = None) -> list[dict]:
@@ -26,6 +32,6 @@ def held_out_rows(folder: str | Path | None = None) -> list[dict]:
         samples, _ = host_stack.bundle_samples(bundle)
         for (transport, side), costs in host_stack.medians(samples).items():
             _, rows = host_stack.held_out(costs, low=host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0)   # as the fit does
-            out += [{"bundle": bundle.name, "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
+            out += [{"bundle": _name(bundle, folder), "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
                      "predicted": r["predicted"]} for r in rows if r["measured"] > 0 and r["predicted"] > 0]
     return out
