@@ -102,7 +102,7 @@ def synthetic_doc(name: str, arm: str, step_s: float, issue_s: list[float]) -> d
             "pin_per_rank": [{"cpus": list(range(8 * i, 8 * i + 8)), "cpus_after": f"{8 * i}-{8 * i + 7}",
                               "gpu_pci": f"0000:1{i}:00.0"} if pinned else None
                              for i in range(2)],
-            "launch": {"warmup": 10 if pinned else 3, "steps": 8, "pin": pinned},
+            "launch": {"warmup": 10 if pinned else 3, "steps": 8, "pin": pinned, "cuda_module_loading": "EAGER" if pinned else None},
             "rank0": {"status": "ok", "median_step_s": step_s, "host_issue_s": [issue_s[0]] * 8,
                       "profile": {"kernel_time_per_step_s": step_s * 0.8, "kernel_per_step": 1000}}}
 
@@ -129,13 +129,16 @@ def test_compare_prints_both_arms_against_the_registered_step_and_the_rule(tmp_p
     assert "arm A: mean |error| 37.5% over 4" in out and "arm B: mean |error| 4.8% over 4" in out
     assert "-> 1: launch hygiene explains" in out
     assert "rank 1 step" in out and "CPUs 8-15" in out and "unpinned (32 CPUs allowed)" in out
+    assert "differs from arm" not in out
     # a B run whose pinning failed on a rank is not arm B; a rank pinned for another GPU than CUDA gave it is named
     bad = json.loads((folder / "megatron-moe-h200-x2-e16-top4-ffn2048-ep2-armB.json").read_text())
     bad["pin_per_rank"][1] = {"error": "OSError: [Errno 22] Invalid argument", "cpus": None}
     bad["pin_per_rank"][0]["gpu_pci"] = "0000:99:00.0"
+    bad["launch"]["cuda_module_loading"] = None
     (folder / "megatron-moe-h200-x2-e16-top4-ffn2048-ep2-armB.json").write_text(json.dumps(bad))
     compare.main([str(folder)])
     out = capsys.readouterr().out
+    assert "differs from arm B's declaration: cuda_module_loading None, declared 'EAGER'" in out
     assert "not counted as arm B" in out and "PINNED FOR 0000:99:00.0, RAN ON 0000:10:00.0" in out and "OSError" in out
     assert "arm B: mean |error| 4.8% over 3" in out and "on the 3 configurations measured in both arms" in out
 

@@ -89,6 +89,7 @@ def main(argv: list[str]) -> int:
                   + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
         return 0
     registered = registered_predictions(args.inputs)
+    declared = declared_arms(args.inputs)
     arms: dict[str, dict[str, dict]] = {}   # configuration -> arm -> its measured step and the ranks' host spread
     for fname, doc in docs:
         r0 = doc.get("rank0", {})
@@ -110,6 +111,8 @@ def main(argv: list[str]) -> int:
             print(f"    registered {reg * 1e3:.2f} ms ({(reg / meas - 1) * 100:+.1f}%)")
         if arm is not None:
             print("    " + ranks_line(doc))
+            for problem in launch_problems(doc, declared.get(arm)):
+                print(f"    the launch differs from arm {arm}'s declaration: {problem}")
             if arm == "B" and not all(p and p.get("cpus") for p in doc.get("pin_per_rank") or [None]):
                 print("    arm B without every rank pinned (the README's rule): not counted as arm B")
                 continue
@@ -145,6 +148,23 @@ def ranks_line(doc: dict) -> str:
         same_gpu = "" if not pin.get("gpu_pci") or pin["gpu_pci"] == place.get("gpu_pci") else f" PINNED FOR {pin['gpu_pci']}, RAN ON {place.get('gpu_pci')}"
         out.append(f"rank {i} step {step * 1e3:.2f} / host issue {issue * 1e3:.2f} ms, CPUs {where}{same_gpu}")
     return "; ".join(out) + f"; launch {doc.get('launch')}"
+
+
+def declared_arms(paths: list[str]) -> dict[str, dict]:
+    """The arms a folder's registered.yaml declares (register.py ARMS as registered), by letter."""
+    return {arm: a for reg in registrations(paths) for arm, a in (reg.get("arms") or {}).items()}
+
+
+def launch_problems(doc: dict, arm: dict | None) -> list[str]:
+    """Where a run's recorded launch (device.py's 'launch') is not its arm's declared one: warm-up, steps, pinning,
+    CUDA_MODULE_LOADING."""
+    if not arm:
+        return []
+    words, launch = arm["device_flags"].split(), doc.get("launch") or {}
+    want = {"warmup": int(words[words.index("--warmup") + 1]), "steps": int(words[words.index("--steps") + 1]),
+            "pin": "--pin" in words,
+            "cuda_module_loading": dict(e.split("=", 1) for e in arm["env"].split()).get("CUDA_MODULE_LOADING")}
+    return [f"{k} {launch.get(k)!r}, declared {v!r}" for k, v in want.items() if launch.get(k) != v]
 
 
 def verdict(mean_a: float, mean_b: float, measured: int, of: int) -> str:
@@ -191,16 +211,17 @@ def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float]) -
               f"A {mean['A'] * 100:.1f}%, B {mean['B'] * 100:.1f}% -> {verdict(mean['A'], mean['B'], len(both), len(registered))}")
 
 
-def registered_predictions(paths: list[str]) -> dict[str, float]:
-    """Each run's registered step (s) from a folder's registered.yaml (studies/megatron_moe/register.py), by run name."""
+def registrations(paths: list[str]) -> list[dict]:
+    """The registered.yaml (studies/megatron_moe/register.py) of each folder among `paths` that has one."""
     import yaml
 
-    out = {}
-    for p in paths:
-        reg = Path(p) / "registered.yaml"
-        if Path(p).is_dir() and reg.is_file():
-            out |= {name: run["predicted_step_s"] for name, run in (yaml.safe_load(reg.read_text()).get("runs") or {}).items()}
-    return out
+    return [yaml.safe_load((Path(p) / "registered.yaml").read_text()) for p in paths
+            if Path(p).is_dir() and (Path(p) / "registered.yaml").is_file()]
+
+
+def registered_predictions(paths: list[str]) -> dict[str, float]:
+    """Each run's registered step (s) from a folder's registered.yaml, by run name."""
+    return {name: run["predicted_step_s"] for reg in registrations(paths) for name, run in (reg.get("runs") or {}).items()}
 
 
 if __name__ == "__main__":
