@@ -7,7 +7,7 @@
 # (device.py --pin: each rank on its own physical cores of its GPU's NUMA node), CUDA_MODULE_LOADING=EAGER, warm-up 10;
 # 8 timed steps, one profiled step kept as every rank's Chrome trace. The arms alternate in order (A B, B A, ...) so
 # that drift over the lease does not fall on one arm. Everything goes to /tmp/moe3 ($MOE3_WORK if set), packed into $OUT/moe3.tgz after each
-# run (at most 8 files come back); a run is skipped once 250 s have passed (the call stays under ~300 s).
+# run (at most 8 files come back); a run is not started once 260 s have passed and is cut at 90 s (the call: ~230-290 s, at most ~350 s).
 W=${MOE3_WORK:-/tmp/moe3}; mkdir -p $W; start=$SECONDS
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 unset CUDA_MODULE_LOADING
@@ -24,10 +24,10 @@ for name in $(python3 $R/register.py --names moe3); do
   arms="A B"; [ $((i % 2)) = 1 ] && arms="B A"; i=$((i + 1))
   for arm in $arms; do
     tag=$kind-x$gpus-$name-arm$arm
-    if [ $((SECONDS - start)) -gt 250 ]; then echo "$tag skipped: $((SECONDS - start)) s have passed"; continue; fi
+    if [ $((SECONDS - start)) -gt 260 ]; then echo "$tag skipped: $((SECONDS - start)) s have passed"; continue; fi
     flags=$(python3 $R/register.py --flags $name --arm $arm); armenv=$(python3 $R/register.py --env $arm)
     echo "$tag: ${armenv:+$armenv }device.py $flags"
-    env $armenv timeout 75 python3 -m torch.distributed.run --standalone --nproc-per-node $gpus \
+    env $armenv timeout 90 python3 -m torch.distributed.run --standalone --nproc-per-node $gpus \
         $R/device.py $flags --trace $W/trace-$tag-rank{rank}.json.gz > $W/megatron-moe-$tag.json 2> $W/megatron-moe-$tag.stderr.txt
     echo "$tag rc $? at $((SECONDS - start)) s"; python3 -c "
 import json; d=json.load(open('$W/megatron-moe-$tag.json')); r=d['rank0']
