@@ -6,8 +6,9 @@
 # in two arms (register.py ARMS): A as moe2 was launched (no pinning, lazy module loading, warm-up 3), B pinned
 # (device.py --pin: each rank on its own physical cores of its GPU's NUMA node), CUDA_MODULE_LOADING=EAGER, warm-up 10;
 # 8 timed steps, one profiled step kept as every rank's Chrome trace. The arms alternate in order (A B, B A, ...) so
-# that drift over the lease does not fall on one arm. Everything goes to /tmp/moe3 ($MOE3_WORK if set), packed into $OUT/moe3.tgz after each
-# run (at most 8 files come back); a run is not started once 260 s have passed and is cut at 90 s (the call: ~230-290 s, at most ~350 s).
+# that drift over the lease does not fall on one arm. Everything goes to /tmp/moe3 ($MOE3_WORK if set), packed into
+# $OUT/moe3.tgz after each run (at most 8 files come back); a run is not started once 260 s have passed and is cut at
+# 90 s (the call: ~230-290 s, at most ~350 s).
 W=${MOE3_WORK:-/tmp/moe3}; mkdir -p $W; start=$SECONDS
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 unset CUDA_MODULE_LOADING
