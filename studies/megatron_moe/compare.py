@@ -11,12 +11,18 @@ expert parallelism over the ranks inside one NVLink node (the 4-rank H200
 card); the sum of one micro-batch's forward and backward on the stage (llm/work.py build_work: compute, exposed EP
 dispatch and combine), not the data-parallel gradient reduction or the optimizer, which the runner does not run.
 Error = predicted / measured - 1 on rank 0's median step.
+
+A set run in arms (calibration/h200x2-megatron-moe3-2026-11-28: files megatron-moe-KIND-xN-NAME-armX.json) is also
+printed per configuration with every arm against its one registered prediction, each arm's mean |error| and the ranks'
+host-issue spread, and the reading rule declared in that folder's README.md before the run (verdict below).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -73,7 +79,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("inputs", nargs="*")
     ap.add_argument("--gpu", choices=sorted(GPU_CARDS), default="H200")
-    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--ranks", type=int, default=4, help="GPUs of the registered predictions printed without inputs")
     args = ap.parse_args(argv)
     docs = documents(args.inputs)
     if not docs:
@@ -83,8 +89,11 @@ def main(argv: list[str]) -> int:
                   + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
         return 0
     registered = registered_predictions(args.inputs)
+    declared = declared_arms(args.inputs)
+    arms: dict[str, dict[str, dict]] = {}   # configuration -> arm -> its measured step and the ranks' host spread
     for fname, doc in docs:
         r0 = doc.get("rank0", {})
+        name, arm = run_key(fname)
         if r0.get("status") != "ok":
             print(f"{fname}: not measured: {r0.get('error', 'no document')}")
             continue
@@ -97,22 +106,122 @@ def main(argv: list[str]) -> int:
         print(f"{fname}: measured {meas * 1e3:.2f} ms (GPU busy {busy * 1e3:.2f} ms, {prof.get('kernel_per_step', 0):.0f} kernels, "
               f"host issue {min(r0['host_issue_s']) * 1e3:.2f} ms), predicted {t * 1e3:.2f} ms ({(t / meas - 1) * 100:+.1f}%); "
               + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
-        reg = registered.get(fname.removesuffix(".json").split("-x4-")[-1])
+        reg = registered.get(name)
         if reg is not None:   # the held-out number: the prediction written before the run, not the model of today
             print(f"    registered {reg * 1e3:.2f} ms ({(reg / meas - 1) * 100:+.1f}%)")
+        if arm is not None:
+            print("    " + ranks_line(doc))
+            for problem in launch_problems(doc, declared.get(arm)):
+                print(f"    the launch differs from arm {arm}'s declaration: {problem}")
+            if arm == "B" and not all(p and p.get("cpus") for p in doc.get("pin_per_rank") or [None]):
+                print("    arm B without every rank pinned (the README's rule): not counted as arm B")
+                continue
+            arms.setdefault(name, {})[arm] = dict(measured_s=meas, **host_spread(doc))
+    if arms:
+        print_arms(arms, registered)
     return 0
 
 
-def registered_predictions(paths: list[str]) -> dict[str, float]:
-    """Each run's registered step (s) from a folder's registered.yaml (studies/megatron_moe/register.py), by run name."""
+def run_key(fname: str) -> tuple[str, str | None]:
+    """('mixtral-like-ep2', None) from megatron-moe-h200-x4-mixtral-like-ep2.json; ('NAME', 'B') from
+    megatron-moe-h200-x2-NAME-armB.json."""
+    stem = re.sub(r"^megatron-moe-[a-z0-9]+-x\d+-", "", fname.removesuffix(".json"))
+    m = re.search(r"-arm([A-Z])$", stem)
+    return (stem[:m.start()], m.group(1)) if m else (stem, None)
+
+
+def host_spread(doc: dict) -> dict:
+    """The ranks' median (unprofiled) host issue of a step: the slowest over the fastest."""
+    issue = [x for x in doc.get("median_host_issue_s_per_rank") or [] if x]
+    return {"host_spread": max(issue) / min(issue) if len(issue) > 1 else None}
+
+
+def ranks_line(doc: dict) -> str:
+    """Per rank: median step, median host issue (ms), the CPUs it was pinned to (or its error), and whether the pinned
+    GPU is the one CUDA gave it."""
+    out = []
+    pins = doc.get("pin_per_rank") or [None] * doc["world_size"]
+    places = doc.get("placement_per_rank") or [{}] * doc["world_size"]
+    for i, (step, issue) in enumerate(zip(doc["median_step_s_per_rank"], doc.get("median_host_issue_s_per_rank") or [], strict=False)):
+        pin, place = pins[i] or {}, places[i] or {}
+        where = pin.get("cpus_after") or pin.get("error") or f"unpinned ({len(place.get('cpus_allowed', []))} CPUs allowed)"
+        same_gpu = "" if not pin.get("gpu_pci") or pin["gpu_pci"] == place.get("gpu_pci") else f" PINNED FOR {pin['gpu_pci']}, RAN ON {place.get('gpu_pci')}"
+        out.append(f"rank {i} step {step * 1e3:.2f} / host issue {issue * 1e3:.2f} ms, CPUs {where}{same_gpu}")
+    return "; ".join(out) + f"; launch {doc.get('launch')}"
+
+
+def declared_arms(paths: list[str]) -> dict[str, dict]:
+    """The arms a folder's registered.yaml declares (register.py ARMS as registered), by letter."""
+    return {arm: a for reg in registrations(paths) for arm, a in (reg.get("arms") or {}).items()}
+
+
+def launch_problems(doc: dict, arm: dict | None) -> list[str]:
+    """Where a run's recorded launch (device.py's 'launch') is not its arm's declared one: warm-up, steps, pinning,
+    CUDA_MODULE_LOADING."""
+    if not arm:
+        return []
+    words, launch = arm["device_flags"].split(), doc.get("launch") or {}
+    want = {"warmup": int(words[words.index("--warmup") + 1]), "steps": int(words[words.index("--steps") + 1]),
+            "pin": "--pin" in words,
+            "cuda_module_loading": dict(e.split("=", 1) for e in arm["env"].split()).get("CUDA_MODULE_LOADING")}
+    return [f"{k} {launch.get(k)!r}, declared {v!r}" for k, v in want.items() if launch.get(k) != v]
+
+
+def verdict(mean_a: float, mean_b: float, measured: int, of: int) -> str:
+    """The moe3 set's reading rule, as declared before the run (calibration/h200x2-megatron-moe3-2026-11-28/README.md),
+    first match: arms' mean |error| over the configurations, fractions."""
+    if measured < of - 1:
+        return "incomplete: fewer than three configurations measured in both arms; no reading"
+    if mean_b < 0.10 and mean_a > 0.20:
+        return "1: launch hygiene explains the held-out miss; the lab's MoE launches pin by default (device.py --pin, eager loading, warm-up 10)"
+    if mean_a <= 0.10:
+        return "2: no miss as launched before (A within 10%): the 4-GPU miss does not reproduce on 2 GPUs; hygiene is not tested"
+    if mean_a - mean_b >= 0.10:
+        return "3: hygiene is a part (B at least 10 points better than A); B's remaining error is the hosts' issue level"
+    return "4: not launch hygiene (B within 10 points of A, or worse): pinning is not made the default; the late rank is the host itself"
+
+
+def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float]) -> None:
+    """Every configuration's arms against its one registered prediction, each arm's mean |error| and the verdict."""
+    names = sorted({a for runs in arms.values() for a in runs})
+    print("\nconfiguration                registered | " + " | ".join(f"arm {a}: measured, error, host spread" for a in names))
+    errors: dict[str, list[float]] = {a: [] for a in names}
+    for name, runs in arms.items():
+        reg = registered.get(name)
+        cells = []
+        for a in names:
+            r = runs.get(a)
+            if r is None or reg is None:
+                cells.append("not measured" if r is None else f"{r['measured_s'] * 1e3:.2f} ms, not registered")
+                continue
+            err = reg / r["measured_s"] - 1
+            errors[a].append(err)
+            spread = f"{r['host_spread']:.2f}x" if r["host_spread"] else "-"
+            cells.append(f"{r['measured_s'] * 1e3:8.2f} ms {err * 100:+6.1f}% {spread}")
+        print(f"{name:28s} {reg * 1e3 if reg else float('nan'):7.2f} ms | " + " | ".join(cells))
+    for a in names:
+        if errors[a]:
+            print(f"arm {a}: mean |error| {statistics.fmean(abs(e) for e in errors[a]) * 100:.1f}% over {len(errors[a])}, "
+                  f"mean error {statistics.fmean(errors[a]) * 100:+.1f}%")
+    if {"A", "B"} <= set(names) and errors["A"] and errors["B"]:
+        both = [n for n, runs in arms.items() if {"A", "B"} <= set(runs) and n in registered]
+        mean = {a: statistics.fmean(abs(registered[n] / arms[n][a]["measured_s"] - 1) for n in both) if both else float("nan")
+                for a in ("A", "B")}
+        print(f"reading rule (README, declared before the run), on the {len(both)} configurations measured in both arms: "
+              f"A {mean['A'] * 100:.1f}%, B {mean['B'] * 100:.1f}% -> {verdict(mean['A'], mean['B'], len(both), len(registered))}")
+
+
+def registrations(paths: list[str]) -> list[dict]:
+    """The registered.yaml (studies/megatron_moe/register.py) of each folder among `paths` that has one."""
     import yaml
 
-    out = {}
-    for p in paths:
-        reg = Path(p) / "registered.yaml"
-        if Path(p).is_dir() and reg.is_file():
-            out |= {name: run["predicted_step_s"] for name, run in (yaml.safe_load(reg.read_text()).get("runs") or {}).items()}
-    return out
+    return [yaml.safe_load((Path(p) / "registered.yaml").read_text()) for p in paths
+            if Path(p).is_dir() and (Path(p) / "registered.yaml").is_file()]
+
+
+def registered_predictions(paths: list[str]) -> dict[str, float]:
+    """Each run's registered step (s) from a folder's registered.yaml, by run name."""
+    return {name: run["predicted_step_s"] for reg in registrations(paths) for name, run in (reg.get("runs") or {}).items()}
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ bf16 parameters, RMSNorm, rotary embeddings, QK-norm, SwiGLU experts, Megatron's
 backward of one micro-batch; no gradient reduction and no optimizer step (the expert layers' compute and dispatch are
 what it times). Wall clock of `--steps` steps between device synchronisations after `--warmup`, and one profiled step
 (kernels, their summed GPU time, CUDA runtime calls: the host synchronisations the dispatcher makes). megatron-core and
-torch are imported inside main only.
+torch are imported inside main only. `--pin` binds each rank's process to its own physical cores on its GPU's NUMA node
+before torch is imported (pinning.py). The JSON (rank 0 writes it) has every rank's step and host-issue times (the
+host's time to issue one step, before the closing synchronisation), placement, pinning and thread count, and the
+launch (warm-up, steps, CUDA_MODULE_LOADING).
 """
 
 from __future__ import annotations
@@ -62,6 +65,16 @@ def _placement(torch, device) -> dict:
     return info
 
 
+def _threads(pinned: dict | None) -> dict:
+    """This process's threads at the end and how many may run outside its pinned CPUs (pinning.thread_affinity)."""
+    try:
+        from pinning import thread_affinity
+
+        return thread_affinity(pinned["cpus"] if pinned else None)
+    except (ImportError, OSError):
+        return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("layers", 4), ("hidden", 2048), ("heads", 32), ("kv-heads", 4), ("head-dim", 128), ("experts", 128),
@@ -69,9 +82,17 @@ def main(argv: list[str] | None = None) -> int:
                           ("warmup", 3), ("steps", 8), ("profile", 1)):
         ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--dispatcher", choices=("alltoall", "allgather"), default="alltoall", help="Megatron's token dispatcher")
+    ap.add_argument("--pin", action="store_true", help="bind this rank's process to its own physical cores on its GPU's NUMA "
+                    "node before torch is imported (studies/megatron_moe/pinning.py; the moe3 set's arm B)")
     ap.add_argument("--trace", metavar="FILE", help="keep rank 0's profiled step as a gzipped Chrome trace (Perfetto); a FILE "
                     "with {rank} in it: every rank's")
     args = ap.parse_args(argv)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    pinned = None
+    if args.pin:   # before torch: every thread started from here on inherits the set
+        import pinning
+
+        pinned = pinning.pin(local, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     import torch
     import torch.distributed as dist
     from megatron.core import parallel_state
@@ -84,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(moe_utils, name):
             setattr(moe_utils, name, None)
     cuda = torch.cuda.is_available()
-    local = int(os.environ.get("LOCAL_RANK", "0"))
     if cuda:
         torch.cuda.set_device(local)
     dist.init_process_group("nccl" if cuda else "gloo")
@@ -141,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         record.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500], where=traceback.format_exc()[-1500:])
     ranks = [None] * world   # every rank's median step, median host issue and placement
     mine = {"median_step_s": record.get("median_step_s"), "placement": _placement(torch, device) if cuda else {},
-            "median_host_issue_s": statistics.median(record["host_issue_s"]) if record.get("host_issue_s") else None}
+            "median_host_issue_s": statistics.median(record["host_issue_s"]) if record.get("host_issue_s") else None,
+            "host_issue_s": record.get("host_issue_s"), "step_times_s": record.get("step_times_s"), "pin": pinned,
+            "threads": _threads(pinned)}
     dist.all_gather_object(ranks, mine)
     medians = [r["median_step_s"] for r in ranks]
     if rank == 0:
@@ -149,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
         props = torch.cuda.get_device_properties(device) if cuda else None
         params = sum(p.numel() for p in model.parameters())
-        doc = {"tool": "megatron-moe", "format": 1, "world_size": world, "device": props.name if props else "cpu",
+        doc = {"tool": "megatron-moe", "format": 2, "world_size": world, "device": props.name if props else "cpu",
                "torch": torch.__version__, "megatron_core": getattr(megatron.core, "__version__", "?"),
                "python": platform.python_version(), "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                "model": {k.replace("-", "_"): getattr(args, k.replace("-", "_")) for k in
@@ -159,7 +181,13 @@ def main(argv: list[str] | None = None) -> int:
                "rank0_parameters": params,
                "spec": "megatron-core local (no TE): SequentialMLP experts, alltoall dispatcher, unfused DotProductAttention",
                "median_step_s_per_rank": medians, "median_host_issue_s_per_rank": [r["median_host_issue_s"] for r in ranks],
-               "placement_per_rank": [r["placement"] for r in ranks], "rank0": record}
+               "placement_per_rank": [r["placement"] for r in ranks],
+               "launch": {"warmup": args.warmup, "steps": args.steps, "pin": args.pin,
+                          "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING"),
+                          "omp_num_threads": os.environ.get("OMP_NUM_THREADS")},
+               "pin_per_rank": [r["pin"] for r in ranks], "threads_per_rank": [r["threads"] for r in ranks],
+               "host_issue_s_per_rank": [r["host_issue_s"] for r in ranks],
+               "step_times_s_per_rank": [r["step_times_s"] for r in ranks], "rank0": record}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     dist.destroy_process_group()

@@ -1,11 +1,16 @@
-"""Registration of the second Megatron-Core MoE lab set (calibration/h200x4-megatron-moe2-2026-11-28): the model's
-predictions of configurations it has not seen, written before the set is run (llm-findings.md, session 30).
+"""Registration of the Megatron-Core MoE lab sets: the model's predictions of configurations it has not seen, written
+before the set is run (llm-findings.md, session 30 and issue 44's moe3).
 
     python studies/megatron_moe/register.py > calibration/h200x4-megatron-moe2-2026-11-28/registered.yaml
-    python studies/megatron_moe/register.py --flags NAME     # the runner's flags of one configuration (device_run.sh)
+    python studies/megatron_moe/register.py --set moe3 > calibration/h200x2-megatron-moe3-2026-11-28/registered.yaml
+    python studies/megatron_moe/register.py --flags NAME [--arm A|B]   # the runner's flags (device_run.sh)
+    python studies/megatron_moe/register.py --env B        # an arm's environment, NAME=VALUE words (device_run.sh)
+    python studies/megatron_moe/register.py --names moe3   # a set's configurations in run order
 
-The same step as studies/megatron_moe/compare.py prices (framework megatron-local-spec, 4 x H200, one micro-batch's
-forward + backward); the set is read with `python studies/megatron_moe/compare.py calibration/h200x4-megatron-moe2-2026-11-28`.
+The same step as studies/megatron_moe/compare.py prices (framework megatron-local-spec, N x H200, one micro-batch's
+forward + backward); a set is read with `python studies/megatron_moe/compare.py FOLDER`. The moe3 set runs every
+configuration twice (ARMS): A as moe2 was launched, B pinned with eager CUDA module loading and a longer warm-up; the
+model knows neither, so it predicts one step per configuration.
 """
 
 from __future__ import annotations
@@ -27,29 +32,74 @@ SET2 = {
 }
 
 
+# moe3, 2 x H200, EP 2 (no data parallel across EP groups), not run before: the local experts per rank E_l = 4, 8, 16,
+# 32, with top-k 1 / 4 / 6 / 8 and the expert width from 8192 down to 512 (the late rank's host share grows with E_l)
+SET3 = {
+    "switch-e8-top1-ffn8192-ep2": dict(COMMON, heads=16, kv_heads=8, experts=8, top_k=1, expert_ffn=8192, ep=2),
+    "e16-top4-ffn2048-ep2": dict(COMMON, heads=16, kv_heads=4, experts=16, top_k=4, expert_ffn=2048, ep=2),
+    "e32-top6-ffn1408-ep2": dict(COMMON, heads=16, kv_heads=16, experts=32, top_k=6, expert_ffn=1408, ep=2),
+    "e64-top8-ffn512-ep2": dict(COMMON, heads=32, kv_heads=4, experts=64, top_k=8, expert_ffn=512, ep=2),
+}
+# (configurations, GPUs, folder under calibration/, how the GPUs are joined)
+SETS = {
+    "moe2": (SET2, 4, "h200x4-megatron-moe2-2026-11-28", "NVLink"),
+    "moe3": (SET3, 2, "h200x2-megatron-moe3-2026-11-28", "NVLink, NCCL_NVLS_ENABLE=0"),
+}
+# moe3's two launches of each configuration (device.py flags and environment); A is moe2's launch
+ARMS = {
+    "A": dict(what="as before: torch.distributed.run, no pinning, lazy CUDA module loading (the default), warm-up 3, 8 timed steps",
+              flags="--warmup 3 --steps 8 --profile 1", env={}),
+    "B": dict(what="pinned: each rank's process bound to its own physical cores on its GPU's NUMA node before torch is "
+                   "imported (device.py --pin), CUDA_MODULE_LOADING=EAGER, warm-up 10, 8 timed steps",
+              flags="--pin --warmup 10 --steps 8 --profile 1", env={"CUDA_MODULE_LOADING": "EAGER"}),
+}
+
+
+def configuration(name: str) -> dict:
+    for configs, *_ in SETS.values():
+        if name in configs:
+            return configs[name]
+    raise SystemExit(f"register.py: no configuration {name!r}; known: {', '.join(n for c, *_ in SETS.values() for n in c)}")
+
+
 def flags(m: dict) -> str:
     return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in m.items())
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--flags"]:
-        print(flags(SET2[argv[1]]))
+        arm = argv[argv.index("--arm") + 1] if "--arm" in argv else None
+        print(flags(configuration(argv[1])) + (f" {ARMS[arm]['flags']}" if arm else ""))
+        return 0
+    if argv[:1] == ["--env"]:
+        print(" ".join(f"{k}={v}" for k, v in ARMS[argv[1]]["env"].items()))
+        return 0
+    if argv[:1] == ["--names"]:
+        print(" ".join(SETS[argv[1]][0]))
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from compare import predicted_s  # the model (simcluster) only here: --flags runs on the device without its dependencies
 
     from simcluster.llm.framework import MEGATRON_UNFUSED
 
+    set_name = argv[argv.index("--set") + 1] if "--set" in argv else "moe2"
+    configs, gpus, folder, link = SETS[set_name]
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs; "
           "predicted_step_s is the registered prediction")
-    print("set: h200x4-megatron-moe2-2026-11-28\nframework: megatron-local-spec\ngpu: H200 x 4 (NVLink), one micro-batch forward + backward")
+    print(f"set: {folder}\nframework: megatron-local-spec\ngpu: H200 x {gpus} ({link}), one micro-batch forward + backward")
+    if set_name == "moe3":
+        print("arms:   # each configuration is run in both; the model's prediction is the same for both (it knows no pinning)")
+        for arm, a in ARMS.items():
+            env = " ".join(f"{k}={v}" for k, v in a["env"].items())
+            print(f"  {arm}:\n    what: \"{a['what']}\"\n    device_flags: \"{a['flags']}\"\n    env: \"{env}\"")
     print("runs:")
-    for name, m in SET2.items():
-        t, parts = predicted_s(m, 4, "H200")
+    for name, m in configs.items():
+        t, parts = predicted_s(m, gpus, "H200")
         print(f"  {name}:\n    flags: \"{flags(m)}\"\n    predicted_step_s: {t:.5f}")
         print("    parts_s: {" + ", ".join(f"{k}: {v:.5f}" for k, v in sorted(parts.items())) + "}")
-        print(f"    before_s: {predicted_s(m, 4, 'H200', MEGATRON_UNFUSED)[0]:.5f}   # the model before session 30 (megatron-unfused-attention)")
+        if set_name == "moe2":
+            print(f"    before_s: {predicted_s(m, gpus, 'H200', MEGATRON_UNFUSED)[0]:.5f}   # the model before session 30 (megatron-unfused-attention)")
     return 0
 
 
