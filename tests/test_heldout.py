@@ -1,5 +1,6 @@
 """simcluster/heldout/: the lab and storage sets the error-band table takes (issue 43), held out as each says."""
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,33 @@ def test_the_samsung_v1_file_is_three_held_out_rows_with_a_card():
                for _, r in runs)
     assert not any(storage.count_is_lower_bound(r, t) for (_, r), t in zip(runs, (0.70, 0.90, 0.90), strict=True))
     assert storage.workload_of(runs[2][1]).read_threads == 8 and storage.page_cache_bytes(runs[2][1]) == storage.PAGE_CACHE_BYTES
+
+
+def test_the_v05_files_state_drives_cache_and_counts_that_are_not_maxima():
+    """MLPerf Storage v0.5 (issue 42's sixth pass): Micron's 9400 at 17 and 1 V100s, ANL's Polaris node (2 x PM1725a
+    RAID0, a 32 GB cgroup) at 8 and 1 for Unet3D and 8 for BERT. Reading them needs no simulation."""
+    folder = ROOT / "calibration" / "published"
+    micron = [r for _, r in storage.compared_runs(folder / "mlperf-storage-v0.5-micron.yaml")]
+    anl = [r for _, r in storage.compared_runs(folder / "mlperf-storage-v0.5-anl.yaml")]
+    assert [r["measured"]["accelerators"] for r in micron + anl] == [17, 1, 8, 1, 8]
+    assert all((ROOT / "models" / "nvme" / f"{storage.CARDS[r['drive']]}.yaml").exists() for r in micron + anl)
+    assert [storage.drives_of(r) for r in micron + anl] == [1, 1, 2, 2, 2]
+    assert storage.page_cache_bytes(anl[0]) == 32 * 2**30 and storage.page_cache_bytes(micron[0]) == storage.PAGE_CACHE_BYTES
+    assert [bool(r["measured"].get("count_not_a_maximum")) for r in micron + anl] == [False, True, True, True, True]
+    bert = storage.workload_of(anl[2])
+    assert (bert.format, bert.batch_size, bert.read_threads, bert.computation_time_s) == ("tfrecord", 48, 1, 0.968)
+    assert storage.count_check(+0.06, False, not_a_maximum=True) == "not a maximum"
+    assert storage.count_check(+1.0, False, not_a_maximum=True) == "not a maximum"
+    assert storage.label(micron[0]) == "9400 v0.5 unet3d_v100 x17"
+
+
+def test_two_striped_drives_feed_more_than_one():
+    """A row's `drives` reaches the loader: the ANL Unet3D row at 16 V100s (about 6.6 GB/s at full AU) is drive-bound on
+    one PM1725a (3.3 GB/s) and not on two."""
+    row = next(r for _, r in storage.compared_runs(ROOT / "calibration" / "published" / "mlperf-storage-v0.5-anl.yaml"))
+    at16 = copy.deepcopy(row)
+    at16["measured"]["accelerators"] = 16
+    one = copy.deepcopy(at16)
+    one["drives"] = 1
+    two_drives, one_drive = storage.predict(at16), storage.predict(one)
+    assert one_drive["MiB_per_s_at_measured_count"] < 0.6 * two_drives["MiB_per_s_at_measured_count"]

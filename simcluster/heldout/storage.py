@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 CARDS = {"micron-9400": "micron-9400-pro-7.68tb", "micron-6500": "micron-6500-ion-30.72tb", "micron-9550": "micron-9550-pro-7.68tb",
          "solidigm-d5-p5336": "solidigm-d5-p5336-61.44tb", "solidigm-d7-ps1010": "solidigm-d7-ps1010-7.68tb",
-         "samsung-pm1753": "samsung-pm1753-7.68tb"}
-PAGE_CACHE_BYTES = 256 * 2**30     # the v1.0 Micron systems' mem=256G boot option; a run reading with O_DIRECT has none
+         "samsung-pm1753": "samsung-pm1753-7.68tb", "samsung-pm1725a": "samsung-pm1725a-1.6tb"}
+PAGE_CACHE_BYTES = 256 * 2**30     # the v1.0 Micron systems' mem=256G boot option (a row's `page_cache_GiB` overrides it)
 IO_SIZE = 4 * 2**20                # simcluster's default read size (storage --io-size)
 PATTERN = "mlperf-storage-*.yaml"
 
@@ -41,8 +41,20 @@ def compared_runs(path: Path) -> list[tuple[int, dict]]:
 
 
 def page_cache_bytes(row: dict) -> int:
-    """The page cache a run reads through: none with O_DIRECT (DLIO's `reader.odirect`), else the host's."""
-    return 0 if row["reader"].get("odirect") else PAGE_CACHE_BYTES
+    """The page cache a run reads through: none with O_DIRECT (DLIO's `reader.odirect`), else the host's memory as the
+    row states it (`page_cache_GiB`, e.g. a cgroup limit), else 256 GiB."""
+    return 0 if row["reader"].get("odirect") else (int(row["page_cache_GiB"] * 2**30) if "page_cache_GiB" in row
+                                                       else PAGE_CACHE_BYTES)
+
+
+def drives_of(row: dict) -> int:
+    """The drives holding the dataset (`drives`, default 1), files striped over them."""
+    return int(row.get("drives", 1))
+
+
+def label(row: dict) -> str:
+    """The row's short name: its `label`, else the system name's second word and the workload."""
+    return row.get("label") or f"{row['system'].split('_')[1]} {row['workload']}"
 
 
 def workload_of(row: dict):
@@ -65,9 +77,12 @@ def count_is_lower_bound(row: dict, threshold: float) -> bool:
     return bool(runs) and n > 0 and sum(runs) / len(runs) / 100 * n / (n + 1) >= threshold
 
 
-def count_check(accelerators_error: float, lower_bound: bool) -> str:
+def count_check(accelerators_error: float, lower_bound: bool, not_a_maximum: bool = False) -> str:
     """Issue 42's count target on one row: 'met' within 10%; a prediction above a lower-bound count is consistent with
-    it but not checked by it ('lower bound', counted apart from 'met'); else 'miss'."""
+    it but not checked by it ('lower bound', counted apart from 'met'); a count the submission states is not its largest
+    (the row's `measured.count_not_a_maximum`, with the reason) is 'not a maximum'; else 'miss'."""
+    if not_a_maximum:
+        return "not a maximum"
     if abs(accelerators_error) <= 0.10:
         return "met"
     return "lower bound" if lower_bound and accelerators_error > 0 else "miss"
@@ -83,18 +98,19 @@ def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
     config = loader.LoaderConfig(io_size=IO_SIZE, cache_bytes=page_cache_bytes(row))
     m = row["measured"]
     t0 = time.perf_counter()
-    at = loader.simulate(w, nvme, m["accelerators"], 1, config, seed=seed)
-    out = {"row": f"{row['system'].split('_')[1]} {row['workload']}", "system": row["system"], "model": w.model,
+    at = loader.simulate(w, nvme, m["accelerators"], drives_of(row), config, seed=seed)
+    out = {"row": label(row), "system": row["system"], "model": w.model,
            "accelerators_measured": m["accelerators"], "MiB_per_s_measured": m["throughput_MiB_per_s"],
            "MiB_per_s_at_measured_count": at.throughput_MiB_per_s, "au_at_measured_count": at.au_percent,
            "error_at_measured_count": at.throughput_MiB_per_s / m["throughput_MiB_per_s"] - 1, "limit": at.limit,
            "count_lower_bound": count_is_lower_bound(row, w.au_threshold)}
     if search:
-        best, _ = loader.max_accelerators(w, nvme, 1, config, seed=seed)
+        best, _ = loader.max_accelerators(w, nvme, drives_of(row), config, seed=seed)
         n, mib = (best.accelerators, best.throughput_MiB_per_s) if best else (0, 0.0)
         out |= {"accelerators_predicted": n, "accelerators_error": n / m["accelerators"] - 1, "MiB_per_s_predicted": mib,
                 "MiB_per_s_error": mib / m["throughput_MiB_per_s"] - 1,
-                "count_check": count_check(n / m["accelerators"] - 1, out["count_lower_bound"])}
+                "count_check": count_check(n / m["accelerators"] - 1, out["count_lower_bound"],
+                                           bool(m.get("count_not_a_maximum")))}
     out["wall_s"] = time.perf_counter() - t0
     return out
 

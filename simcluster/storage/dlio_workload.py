@@ -24,7 +24,7 @@ BOUNDS = {"dataset.record_length": 64 * 2**30, "dataset.record_length_stdev": 64
 
 # (model, accelerator) -> the emulated compute time per step (s), MLPerf Storage / DLIO workload configs
 COMPUTE_TIME_S = {("unet3d", "a100"): 0.636, ("unet3d", "h100"): 0.323, ("unet3d", "v100"): 1.3604,
-                  ("unet3d", "b200"): 0.162,
+                  ("unet3d", "b200"): 0.162, ("bert", "v100"): 0.968,
                   ("resnet50", "a100"): 0.435, ("resnet50", "h100"): 0.224,
                   ("cosmoflow", "a100"): 0.00551, ("cosmoflow", "h100"): 0.00350, ("cosmoflow", "v100"): 0.00936}
 
