@@ -155,6 +155,19 @@ def test_reading_rule_first_match(a, b, n, rule):
     assert compare.verdict(a, b, n, 4).startswith(rule)
 
 
+@pytest.mark.parametrize(("a", "b", "n", "rule"), [
+    (0.08, 0.30, 4, "1:"), (0.30, 0.06, 4, "2:"), (0.30, 0.25, 4, "3:"), (0.05, 0.05, 2, "incomplete")])
+def test_the_one_gpu_sets_rule_first_match(a, b, n, rule):
+    assert compare.verdict_one_gpu(a, b, n, 4).startswith(rule)
+
+
+def test_moe4_registers_moe3s_configurations_on_one_gpu_without_ep():
+    assert list(register.SETS["moe4"][0]) == [n.replace("-ep2", "-ep1") for n in register.SET3]
+    assert register.SETS["moe4"][1] == 1 and all(m["ep"] == 1 for m in register.SET4.values())
+    assert {k: v for k, v in register.SET4["e16-top4-ffn2048-ep1"].items() if k != "ep"} == \
+        {k: v for k, v in register.SET3["e16-top4-ffn2048-ep2"].items() if k != "ep"}
+
+
 def synthetic_trace(path: Path, spacing_us: float, stall_us: float) -> None:
     """One rank's profiled step: six collectives (all_gather, two alltoalls, twice), 60 GEMM launches before each,
     `spacing_us` apart on the host; one aten::mm with `stall_us` of its own time."""

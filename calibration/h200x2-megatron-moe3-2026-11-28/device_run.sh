@@ -7,9 +7,10 @@
 # (device.py --pin: each rank on its own physical cores of its GPU's NUMA node), CUDA_MODULE_LOADING=EAGER, warm-up 10;
 # 8 timed steps, one profiled step kept as every rank's Chrome trace. The arms alternate in order (A B, B A, ...) so
 # that drift over the lease does not fall on one arm. Everything goes to /tmp/moe3 ($MOE3_WORK if set), packed into
-# $OUT/moe3.tgz after each run (at most 8 files come back); a run is not started once 260 s have passed and is cut at
+# $OUT/$SET.tgz after each run (at most 8 files come back); a run is not started once 260 s have passed and is cut at
 # 90 s (the call: ~230-290 s, at most ~350 s).
-W=${MOE3_WORK:-/tmp/moe3}; mkdir -p $W; start=$SECONDS
+SET=${MOE_SET:-moe3}   # moe4 (1 GPU) runs this script with MOE_SET=moe4: the set, its work folder and its tgz
+W=${MOE3_WORK:-/tmp/$SET}; mkdir -p $W; start=$SECONDS
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 unset CUDA_MODULE_LOADING
 kind=h200; nvidia-smi -L | grep -q H100 && kind=h100
@@ -21,7 +22,7 @@ R=studies/megatron_moe
   echo "## the pinning plan (arm B; studies/megatron_moe/pinning.py)"; python3 $R/pinning.py $gpus; } > $W/host.txt 2>&1
 python3 $R/pinning.py --brief $gpus
 i=0
-for name in $(python3 $R/register.py --names moe3); do
+for name in $(python3 $R/register.py --names $SET); do
   arms="A B"; [ $((i % 2)) = 1 ] && arms="B A"; i=$((i + 1))
   for arm in $arms; do
     tag=$kind-x$gpus-$name-arm$arm
@@ -36,7 +37,7 @@ print(' ', r['status'], 'median step ms', [round(x * 1e3, 2) if x else x for x i
       'host issue ms', [round(x * 1e3, 2) if x else x for x in d['median_host_issue_s_per_rank']], d['launch'],
       'cpus', [(p or {}).get('cpus_after', (p or {}).get('error')) for p in d['pin_per_rank']],
       'threads', d['threads_per_rank'], r.get('error', '')[:300], r.get('where', '')[-600:])" 2>&1 | tail -8
-    tar czf $OUT/moe3.tgz -C $(dirname $W) $(basename $W)
+    tar czf $OUT/$SET.tgz -C $(dirname $W) $(basename $W)
   done
 done
 ls -la $W $OUT; echo "total $((SECONDS - start)) s"

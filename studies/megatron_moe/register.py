@@ -3,6 +3,7 @@ before the set is run (llm-findings.md, session 30 and issue 44's moe3).
 
     python studies/megatron_moe/register.py > calibration/h200x4-megatron-moe2-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe3 > calibration/h200x2-megatron-moe3-2026-11-28/registered.yaml
+    python studies/megatron_moe/register.py --set moe4 > calibration/h200x1-megatron-moe4-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --flags NAME [--arm A|B]   # the runner's flags (device_run.sh)
     python studies/megatron_moe/register.py --env B        # an arm's environment, NAME=VALUE words (device_run.sh)
     python studies/megatron_moe/register.py --names moe3   # a set's configurations in run order
@@ -40,10 +41,15 @@ SET3 = {
     "e32-top6-ffn1408-ep2": dict(COMMON, heads=16, kv_heads=16, experts=32, top_k=6, expert_ffn=1408, ep=2),
     "e64-top8-ffn512-ep2": dict(COMMON, heads=32, kv_heads=4, experts=64, top_k=8, expert_ffn=512, ep=2),
 }
+# moe4, 1 x H200 (only one GPU was lent when it was registered), moe3's configurations with all their experts on the one
+# GPU (EP 1): no EP collective and no rank to wait for, so the set tests the local-spec host model's own constants
+# (framework.MoeHost) apart from the ranks' skew
+SET4 = {name.replace("-ep2", "-ep1"): dict(m, ep=1) for name, m in SET3.items()}
 # (configurations, GPUs, folder under calibration/, how the GPUs are joined)
 SETS = {
     "moe2": (SET2, 4, "h200x4-megatron-moe2-2026-11-28", "NVLink"),
     "moe3": (SET3, 2, "h200x2-megatron-moe3-2026-11-28", "NVLink, NCCL_NVLS_ENABLE=0"),
+    "moe4": (SET4, 1, "h200x1-megatron-moe4-2026-11-28", "one GPU, no EP collective"),
 }
 # moe3's two launches of each configuration (device.py flags and environment); A is moe2's launch
 ARMS = {
@@ -88,7 +94,7 @@ def main(argv: list[str]) -> int:
     print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs; "
           "predicted_step_s is the registered prediction")
     print(f"set: {folder}\nframework: megatron-local-spec\ngpu: H200 x {gpus} ({link}), one micro-batch forward + backward")
-    if set_name == "moe3":
+    if set_name in ("moe3", "moe4"):
         print("arms:   # each configuration is run in both; the model's prediction is the same for both (it knows no pinning)")
         for arm, a in ARMS.items():
             env = " ".join(f"{k}={v}" for k, v in a["env"].items())
