@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
                 continue
             arms.setdefault(name, {})[arm] = dict(measured_s=meas, **host_spread(doc))
     if arms:
-        print_arms(arms, registered, one_gpu=all(doc.get("world_size") == 1 for _, doc in docs))
+        print_arms(arms, registered, one_gpu=all(doc.get("world_size") == 1 for _, doc in docs if doc))
     return 0
 
 

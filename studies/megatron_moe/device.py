@@ -37,6 +37,7 @@ def _config(torch, args):
         kv_channels=args.head_dim, ffn_hidden_size=args.expert_ffn, num_moe_experts=args.experts, moe_router_topk=args.top_k,
         moe_ffn_hidden_size=args.expert_ffn, moe_token_dispatcher_type=args.dispatcher, moe_grouped_gemm=False,
         moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3, moe_permute_fusion=False,
+        moe_router_pre_softmax=args.top_k == 1,   # Megatron-Core 0.14 refuses top-1 without it (moe4's switch runs, session 31)
         expert_model_parallel_size=args.ep, add_bias_linear=False, gated_linear_unit=True, activation_func=F.silu,
         normalization="RMSNorm", qk_layernorm=True, bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16,
         hidden_dropout=0.0, attention_dropout=0.0, bias_dropout_fusion=False, apply_rope_fusion=False,

@@ -80,7 +80,10 @@ def periods(gpu: list[dict], syncs: list[dict]) -> list[dict]:
 
 
 def backward_nccl(gpu: list[dict], syncs: list[dict]) -> list[float]:
-    """Durations (us) of the SendRecv kernels after the forward's last count synchronisation's three."""
+    """Durations (us) of the SendRecv kernels after the forward's last count synchronisation's three (none without a
+    synchronisation: one GPU, EP 1, has no dispatch collective)."""
+    if not syncs:
+        return []
     start = syncs[-1]["ts"] + syncs[-1]["dur"]
     sendrecv = [e for e in gpu if "SendRecv" in e["name"] and e["launch"] is not None and e["launch"] >= start]
     return [e["dur"] for e in sendrecv[3:]]
