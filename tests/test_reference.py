@@ -41,6 +41,12 @@ SESSION29_SET = {"aws-p4d-x2-pcluster-efa": 1, "h100-ib-x2-nebius-skypilot": 10,
 # after the session-29 registration, predicted once at 5eb5fe9 (fabric-findings.md, session 30)
 SESSION30_SET = {"aws-p4d-x2-hyperpod-skypilot-efa": 6, "aws-p4d-x2-vm-skypilot-efa": 6, "aws-p4d-x2-vm-skypilot-1efa": 6,
                  "aws-p5en-x16-topology-aware": 1}
+# session 31: the second cluster of nccl-tests#309 (2 / 4 / 8 x 8 H100, 8 x 400G IB) and GB200 NVL72 at 2 / 20 racks over IB
+# (coreweave/nccl-tests README), 2 x 8 H200 over IB on CoreWeave (SkyPilot), 2 x 8 B200 on Lambda and on GCP A4 (dstack),
+# predicted once at c2517b5
+SESSION31_SET = {"h100-ib-x2-x8-nccltests309-second": 24, "gb200-nvl72-multirack-coreweave": 12,
+                 "h200-ib-x2-coreweave-skypilot": 5, "b200-ib-x2-lambda-dstack": 6,
+                 "gcp-a4-b200-x2-dstack": 8}
 SESSION19_NOT_PREDICTED = ("oci-h200-x2-argonne", "oci-a100-b48-x2-oke", "nebius-h200-x2-runai-unverified", "h100-x128-nccltests322")
 
 
@@ -54,11 +60,15 @@ def test_published_multi_node_validation_does_not_regress():
                 "aws-p4d-x2-pcluster-efa": 0.060, "h100-ib-x2-nebius-skypilot": 0.024,
                 "h100-ib-x2-together-skypilot": 0.024,   # session 29: found after the EFA candidates were registered, predicted once
                 "aws-p4d-x2-hyperpod-skypilot-efa": 0.376, "aws-p4d-x2-vm-skypilot-efa": 0.340,
-                "aws-p4d-x2-vm-skypilot-1efa": 0.139, "aws-p5en-x16-topology-aware": 0.047}   # session 30: predicted once at 5eb5fe9
+                "aws-p4d-x2-vm-skypilot-1efa": 0.139, "aws-p5en-x16-topology-aware": 0.047,   # session 30: predicted once at 5eb5fe9
+                "h100-ib-x2-x8-nccltests309-second": 0.182,
+                "gb200-nvl72-multirack-coreweave": 1.577, "h200-ib-x2-coreweave-skypilot": 0.034,
+                "b200-ib-x2-lambda-dstack": 0.225, "gcp-a4-b200-x2-dstack": 0.235}   # session 31: predicted once at c2517b5
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
-                                                                   | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET))
+                                                                   | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET)
+                                                                   | set(SESSION31_SET))
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -71,7 +81,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     """The files found in sessions 29 and 30 (after the EFA per-step candidates were registered): every published row is
     compared, each marked held out, and their scenarios build."""
     v = validate_published_nccl()
-    for system, rows in (SESSION29_SET | SESSION30_SET).items():
+    for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         assert len(compared) == rows and all(r.held_out for r in compared), system
 
