@@ -104,6 +104,8 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
         step = rank0.get("median_step_s")
         if not why and not (isinstance(step, (int, float)) and step > 0):
             why = "rank 0 has no positive median_step_s"
+        if not why and not (isinstance(doc.get("world_size"), int) and doc["world_size"] > 0):
+            why = "no positive integer world_size"
         why = why or flag_mismatch(doc, reg["flags"])
         if why:
             skipped.append(Skipped(path.name, why))
