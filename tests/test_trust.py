@@ -74,11 +74,16 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_two_under_
     rate). Across nodes meets it by rows; by source it is 0.3 points under since session 30's four EFA systems (the
     2-node A100 tree runs pull the one EFA fit, docs/models/fabric-findings.md)."""
     cov = {c.family: c for c in held_out_coverage(load_table())}
-    assert set(cov) == {"llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"}
+    families = {"llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"}
+    # the Megatron-Core local-spec lab rows (issue 44, moeband) join at the next regeneration, below target: two sources
+    # that disagree (tests/test_heldout_moe_lab.py)
+    assert set(cov) in (families, families | {"llm local spec"})
     for family in ("llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
     for family in cov:
         assert cov[family].checked == cov[family].rows
+    if "llm local spec" in cov:
+        assert cov["llm local spec"].coverage_pct < 70.0
     assert 65.0 < cov["llm"].coverage_pct < 70.0 and 14.0 < cov["llm"].median_half_width_validated_pct < 15.0
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 65.0 < cov["collective across nodes"].by_source_pct < 70.0

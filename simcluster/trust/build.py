@@ -3,8 +3,8 @@
 Sources (each a `simcluster validate` of its own): published LLM runs (`--published llm`), published multi-node
 collectives (`--published nccl`), and one-node collectives on each lent machine predicted from a kind card fitted on
 the other machines plus the machine's probe (`--held-out-machines`; the probe op's own probe sizes are left out, they
-were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles and the host stack's qperf-sizes
-bundles (simcluster/heldout/). Only held-out rows enter.
+were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles, the registered Megatron-Core
+local-spec MoE lab sets and the host stack's qperf-sizes bundles (simcluster/heldout/). Only held-out rows enter.
 
 Coverage, held out: for every row, its regime's band is rebuilt from the regime's rows of the other sources (leave
 one source out); where that leaves a band (>= MIN_ROWS rows), the row counts as covered when its rho falls inside.
@@ -82,6 +82,19 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
     return out
 
 
+def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
+    """Megatron-Core local-spec MoE lab steps against their registered predictions (heldout/moe_lab.py), regime
+    `llm | Megatron local spec | MoE | bf16` (family `llm local spec`); each registered set a source."""
+    from simcluster.trust.regime import llm_regime
+
+    out = []
+    for r in rows:
+        regime = llm_regime("megatron-local-spec", r["tp"], r["pp"], 1, 1, True, "bf16", r["gpus"])   # device.py: bf16
+        out.append(Residual(regime.family, regime.key, r["source"], f"{r['run']}{' arm ' + r['arm'] if r['arm'] else ''} "
+                            f"x{r['gpus']} ep {r['ep']}", regime.scale, r["measured_s"] / r["predicted_s"]))
+    return out
+
+
 def transport_residuals(rows: list[dict]) -> list[Residual]:
     """The host stack's cost per byte above its fit's sizes (heldout/transport.py), regime by transport kind; each
     qperf-sizes bundle a source. No scale axis (scale 0)."""
@@ -104,14 +117,16 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, storage, transport
+        from simcluster.heldout import ddp, eager, moe_lab, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
         residuals += eager_residuals(eager.held_out_rows())
+        residuals += moe_lab_residuals(moe_lab.held_out_rows())
         residuals += transport_residuals(transport.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
-                       "llm eager": [*eager.SEALED, *eager.REGISTERED], "transport": "calibration/*/qperf-sizes"}
+                       "llm eager": [*eager.SEALED, *eager.REGISTERED],
+                       "llm local spec": list(moe_lab.REGISTERED), "transport": "calibration/*/qperf-sizes"}
     return Table(residuals, built_from)
 
 

@@ -2,8 +2,9 @@
 
 A regime is a family (llm, collective, storage, transport) and a key of the few settings that decide the model's
 accuracy there, plus one scale axis (GPUs) checked against the range the regime was validated on:
-  llm         framework family (Megatron/NeMo, PyTorch FSDP, PyTorch eager, or the name) x parallelism family x
-              precision                                          (axis: GPUs)
+  llm         framework family (Megatron/NeMo, PyTorch FSDP, PyTorch eager, Megatron local spec, or the name) x
+              parallelism family x precision                     (axis: GPUs); eager PyTorch (`llm eager`) and
+              Megatron-Core's local spec (`llm local spec`) are families of their own: lab steps, pooled apart
   collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
               across nodes, whose rows are pooled apart; across nodes the link is the transport and, for RDMA, the
               fabric (EFA, InfiniBand, RoCE: fabric_link)
@@ -37,7 +38,15 @@ class Regime:
 FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp")
 
 
+# Megatron-Core's local layer spec as the lab runs it (llm/framework.MEGATRON_LOCAL): no Transformer Engine, SequentialMLP
+# experts, the MoE layer issued from the host kernel by kernel (MoeHost). Not the Megatron/NeMo family: a different
+# stack whose lab steps are host-bound on 1-4 GPUs, where the Megatron/NeMo rows are Megatron+TE runs at scale (issue 44)
+LOCAL_SPEC = "megatron-local-spec"
+
+
 def framework_family(name: str) -> str:
+    if name == LOCAL_SPEC:
+        return "Megatron local spec"
     if name.startswith("megatron"):
         return "Megatron/NeMo"
     if name in FSDP_TRAINERS:
@@ -76,11 +85,15 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
 
 
 def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int) -> Regime:
-    """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`: its rows
-    are lab steps on 1-4 GPUs, host-bound in ways the Megatron runs at scale are not, so the two are pooled apart."""
+    """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`, and
+    Megatron-Core's local spec in its own, `llm local spec`: their rows are lab steps on 1-4 GPUs, host-bound in ways
+    the Megatron runs at scale are not, so each is pooled apart from the others (an unvalidated answer's band comes from
+    its own stack's rows)."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
         return Regime("llm eager", f"llm | {fw} | {eager_mode(tp, pp, cp, zero, moe, gpus)} | {precision}", float(gpus))
+    if fw == "Megatron local spec":
+        return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
     return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
 
 

@@ -1,0 +1,122 @@
+"""Megatron-Core MoE lab steps in the local layer spec (framework megatron-local-spec: no Transformer Engine, SequentialMLP
+experts, the alltoall dispatcher, the unfused attention core), one micro-batch's forward + backward on 1-4 H200s,
+against the step the model predicted BEFORE each set ran (its registered.yaml, written by
+studies/megatron_moe/register.py at the commit it names). The registered step is the held-out prediction, not today's
+model: the model may have moved since (docs/models/llm-findings.md).
+
+  REGISTERED   every registered set, each folder one source (one lease): moe2 (4 x H200, EP 2 and 4), moe4 (1 x H200,
+               EP 1, arms A and B), moe3 (2 x H200, EP 2, arms A and B; registered, picked up once its run files exist)
+  DEVELOPMENT  session 25's set, which the local-spec host model (framework.MoeHost) was built on: left out
+
+A run file is device.py's JSON (megatron-moe-KIND-xN-NAME.json, or ...-NAME-armX.json for a set run in arms): rank 0's
+median step is the measured one. A run that failed (an empty file, a cut-off document, rank 0 not ok) or whose name
+has no registered prediction gives no row; `read_set` says why for each."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FRAMEWORK = "megatron-local-spec"
+REGISTERED = ("calibration/h200x4-megatron-moe2-2026-11-28", "calibration/h200x1-megatron-moe4-2026-11-28",
+              "calibration/h200x2-megatron-moe3-2026-11-28")
+DEVELOPMENT = ("calibration/h200x4-megatron-moe-2026-11-27",)
+RUN_FILE = re.compile(r"^megatron-moe-[a-z0-9]+-x\d+-(?P<name>.+?)(?:-arm(?P<arm>[A-Z]))?\.json$")
+# the runner flags a run's document must match (its model and expert parallelism): a file that is not the registered
+# configuration gives no row
+FLAG_KEYS = {"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "kv_heads": "--kv-heads", "head_dim": "--head-dim",
+             "experts": "--experts", "top_k": "--top-k", "expert_ffn": "--expert-ffn", "vocab": "--vocab", "seq": "--seq",
+             "micro_batch": "--micro-batch"}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    file: str
+    why: str
+
+
+def registered_steps(folder: Path) -> dict[str, dict]:
+    """{run name: {predicted_s, flags}} of a set's registered.yaml; a file not of that shape is one line naming it."""
+    from simcluster.strict import load_yaml
+
+    path = folder / "registered.yaml"
+    doc = load_yaml(path, what="registered MoE lab set")
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), dict):
+        raise SimclusterError("expected a mapping with `runs:` (run name -> predicted_step_s, flags)", where=str(path))
+    if doc.get("framework") != FRAMEWORK:
+        raise SimclusterError(f"framework {doc.get('framework')!r}: expected {FRAMEWORK}", where=f"{path}: framework")
+    out = {}
+    for name, run in doc["runs"].items():
+        step = run.get("predicted_step_s") if isinstance(run, dict) else None
+        if not isinstance(step, (int, float)) or isinstance(step, bool) or not step > 0:
+            raise SimclusterError("expected a positive number of seconds", where=f"{path}: runs.{name}.predicted_step_s")
+        out[str(name)] = {"predicted_s": float(step), "flags": str(run.get("flags", ""))}
+    return out
+
+
+def run_document(path: Path) -> tuple[dict | None, str]:
+    """(device.py's document, '') or (None, why there is none): empty, no JSON object, cut off, not the runner's."""
+    from simcluster.strict import loads_json, read_text
+
+    text = read_text(path, what="megatron-moe run document")
+    start = text.find("{")
+    if start < 0:
+        return None, "no document (the run failed before writing one)"
+    try:
+        doc = loads_json(text[start:])
+    except json.JSONDecodeError as exc:
+        return None, f"not a whole JSON document ({exc.msg})"
+    if not isinstance(doc, dict) or doc.get("tool") != "megatron-moe":
+        return None, "not megatron-moe runner output"
+    return doc, ""
+
+
+def flag_mismatch(doc: dict, flags: str) -> str:
+    """'' when the document's model and EP are the registered flags', else the first field that differs."""
+    words = flags.split()
+    want = {key: words[words.index(flag) + 1] for key, flag in FLAG_KEYS.items() if flag in words[:-1]}
+    if "--ep" in words[:-1]:
+        want["ep"] = words[words.index("--ep") + 1]
+    have = {**(doc.get("model") or {}), "ep": (doc.get("parallel") or {}).get("ep")}
+    return next((f"{k} {have.get(k)!r}, registered {v}" for k, v in want.items() if str(have.get(k)) != v), "")
+
+
+def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
+    """A registered set's rows {source, run, arm, gpus, tp, pp, ep, predicted_s, measured_s} and the run files left
+    out with why. A set registered but not yet run has no run files: no rows, nothing skipped."""
+    registered = registered_steps(folder)
+    rows, skipped = [], []
+    for path in sorted(folder.glob("megatron-moe-*.json")):
+        m = RUN_FILE.match(path.name)
+        reg = registered.get(m["name"]) if m else None
+        if reg is None:
+            skipped.append(Skipped(path.name, "no registered prediction for this run"))
+            continue
+        doc, why = run_document(path)
+        rank0 = (doc or {}).get("rank0") or {}
+        if doc is not None and rank0.get("status") != "ok":
+            why = f"rank 0 {rank0.get('status', 'without a status')}: {str(rank0.get('error', ''))[:120]}".rstrip(": ")
+        step = rank0.get("median_step_s")
+        if not why and not (isinstance(step, (int, float)) and step > 0):
+            why = "rank 0 has no positive median_step_s"
+        if not why and not (isinstance(doc.get("world_size"), int) and doc["world_size"] > 0):
+            why = "no positive integer world_size"
+        why = why or flag_mismatch(doc, reg["flags"])
+        if why:
+            skipped.append(Skipped(path.name, why))
+            continue
+        par = doc.get("parallel") or {}
+        rows.append({"source": folder.name, "run": m["name"], "arm": m["arm"] or "", "gpus": int(doc["world_size"]),
+                     "tp": int(par.get("tp", 1)), "pp": int(par.get("pp", 1)), "ep": int(par.get("ep", 1)),
+                     "predicted_s": reg["predicted_s"], "measured_s": float(step)})
+    return rows, skipped
+
+
+def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
+    """Every registered set's measured runs against their registered steps (read_set), set by set."""
+    return [row for name in folders for row in read_set(ROOT / name)[0]]
