@@ -87,15 +87,19 @@ def flag_mismatch(doc: dict, flags: str) -> str:
 
 
 def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
-    """A registered set's rows {source, run, arm, gpus, tp, pp, ep, predicted_s, measured_s} and the run files left
-    out with why. A set registered but not yet run has no run files: no rows, nothing skipped."""
+    """A registered set's rows {source, run, arm, lease, gpus, tp, pp, ep, predicted_s, measured_s} and the run files left
+    out with why. A set registered but not yet run has no run files: no rows, nothing skipped. The same set run again on
+    another lease (a sub-folder of run files, e.g. moe4's lease2/) is read against the same registration and stays the
+    same source (one registration), its rows marked with the sub-folder's name (`lease`)."""
     registered = registered_steps(folder)
     rows, skipped = [], []
-    for path in sorted(folder.glob("megatron-moe-*.json")):
+    leases = sorted(p for p in folder.iterdir() if p.is_dir() and any(p.glob("megatron-moe-*.json")))
+    for path in sorted(folder.glob("megatron-moe-*.json")) + [f for d in leases for f in sorted(d.glob("megatron-moe-*.json"))]:
+        lease = "" if path.parent == folder else path.parent.name
         m = RUN_FILE.match(path.name)
         reg = registered.get(m["name"]) if m else None
         if reg is None:
-            skipped.append(Skipped(path.name, "no registered prediction for this run"))
+            skipped.append(Skipped(f"{lease}/{path.name}" if lease else path.name, "no registered prediction for this run"))
             continue
         doc, why = run_document(path)
         rank0 = (doc or {}).get("rank0") or {}
@@ -108,10 +112,10 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
             why = "no positive integer world_size"
         why = why or flag_mismatch(doc, reg["flags"])
         if why:
-            skipped.append(Skipped(path.name, why))
+            skipped.append(Skipped(f"{lease}/{path.name}" if lease else path.name, why))
             continue
         par = doc.get("parallel") or {}
-        rows.append({"source": folder.name, "run": m["name"], "arm": m["arm"] or "", "gpus": int(doc["world_size"]),
+        rows.append({"source": folder.name, "run": m["name"], "arm": m["arm"] or "", "lease": lease, "gpus": int(doc["world_size"]),
                      "tp": int(par.get("tp", 1)), "pp": int(par.get("pp", 1)), "ep": int(par.get("ep", 1)),
                      "predicted_s": reg["predicted_s"], "measured_s": float(step)})
     return rows, skipped
