@@ -19,6 +19,7 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw():
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
     base = ROOT / "calibration"
     assert {r["bundle"] for r in rows} == {b.relative_to(base).as_posix() for b in transport.bundles()}
+    assert len(transport.bundles()) == len(set(transport.bundles()))
     # a session's folder of configurations counts each configuration as its own source, named with its folder
     assert "h200-transport-sizes2-2026-11-28/lab-sizes-none" in {r["bundle"] for r in rows}
     assert "lab-sizes-none-2026-11-28" in {r["bundle"] for r in rows}
@@ -153,6 +154,7 @@ def test_the_v05_files_state_drives_cache_and_counts_that_are_not_maxima():
     assert (bert.format, bert.batch_size, bert.read_threads, bert.computation_time_s) == ("tfrecord", 48, 1, 0.968)
     assert storage.count_check(+0.06, False, not_a_maximum=True) == "not a maximum"
     assert storage.count_check(+1.0, False, not_a_maximum=True) == "not a maximum"
+    assert storage.count_check(-0.5, False, not_a_maximum=True) == "miss"     # fewer than the count that ran: a miss
     assert storage.label(micron[0]) == "9400 v0.5 unet3d_v100 x17"
 
 
@@ -166,3 +168,19 @@ def test_two_striped_drives_feed_more_than_one():
     one["drives"] = 1
     two_drives, one_drive = storage.predict(at16), storage.predict(one)
     assert one_drive["MiB_per_s_at_measured_count"] < 0.6 * two_drives["MiB_per_s_at_measured_count"]
+
+
+@pytest.mark.parametrize("key, value, expected", [("drives", "two", "runs[0].drives: expected a whole number of drives >= 1, got 'two'"),
+                                                  ("drives", 0, "runs[0].drives: expected a whole number"),
+                                                  ("page_cache_GiB", "lots", "runs[0].page_cache_GiB: expected a size in GiB >= 0, got 'lots'")])
+def test_a_storage_rows_bad_option_is_one_line_at_its_key(tmp_path, key, value, expected):
+    import yaml
+
+    src = ROOT / "calibration" / "published" / "mlperf-storage-v0.5-anl.yaml"
+    doc = yaml.safe_load(src.read_text())
+    doc["runs"][0][key] = value
+    bad = tmp_path / "mlperf-storage-bad.yaml"
+    bad.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(SimclusterError) as err:
+        storage.compared_runs(bad)
+    assert expected in str(err.value) and "\n" not in str(err.value) and str(bad) in str(err.value)

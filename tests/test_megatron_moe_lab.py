@@ -252,3 +252,61 @@ def test_device_run_flow_with_stubs(tmp_path):
     with tarfile.open(out / "moe3.tgz") as tgz:
         members = tgz.getnames()
     assert sum(m.endswith("-armA.json") for m in members) == 4 and "moe3/host.txt" in members
+
+
+def test_compare_reads_a_one_gpu_set_with_a_failed_run_against_its_own_rule(tmp_path, capsys):
+    """moe4's path: one rank, EP 1, the registration in the folder (a repeat lease's sub-folder reads its parent's), a
+    failed run's empty document skipped, and the one-GPU rule (verdict_one_gpu), not moe3's; two folders are read apart."""
+    moe4 = ROOT / "calibration" / "h200x1-megatron-moe4-2026-11-28"
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "registered.yaml").write_text((moe4 / "registered.yaml").read_text())
+    reg = compare.registered_predictions([str(folder)])
+    for name, (a, b) in {"e16-top4-ffn2048-ep1": (1.05, 1.02), "e32-top6-ffn1408-ep1": (1.04, 1.03),
+                         "e64-top8-ffn512-ep1": (0.97, 1.01)}.items():
+        for arm, k in (("A", a), ("B", b)):
+            doc = synthetic_doc(name.replace("-ep1", "-ep2"), arm, reg[name] * k, [reg[name] * k * 0.98])
+            doc.update(world_size=1, parallel={"ep": 1, "tp": 1, "pp": 1, "dp": 1}, median_step_s_per_rank=[reg[name] * k],
+                       placement_per_rank=doc["placement_per_rank"][:1], pin_per_rank=doc["pin_per_rank"][:1])
+            (folder / f"megatron-moe-h200-x1-{name}-arm{arm}.json").write_text(json.dumps(doc))
+    for arm in "AB":
+        (folder / f"megatron-moe-h200-x1-switch-e8-top1-ffn8192-ep1-arm{arm}.json").write_text("")
+    assert compare.main([str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "switch-e8-top1-ffn8192-ep1-armA.json: not measured" in out
+    assert "-> 1: the local-spec host model holds" in out and "launch hygiene explains" not in out
+    lease = folder / "lease2"
+    lease.mkdir()
+    for f in folder.glob("megatron-moe-*e16*.json"):
+        (lease / f.name).write_text(f.read_text())
+    assert compare.registered_predictions([str(lease)]) == reg      # the parent's registration
+    compare.main([str(folder), str(lease)])
+    out = capsys.readouterr().out
+    assert f"== {folder}" in out and f"== {lease}" in out and "on the 1 configurations" not in out.split(f"== {lease}")[0]
+
+
+def test_device_run_runs_moe4_on_one_gpu_with_moe_set(tmp_path):
+    """The same script with MOE_SET=moe4 on a one-GPU machine: moe4's configurations in both arms, one rank each, and its
+    own tgz; the top-1 configuration's device.py flags ask for top-1 (device.py turns on pre-softmax for it)."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "nvidia-smi").write_text('#!/bin/sh\ncase "$*" in\n  -L) echo "GPU 0: NVIDIA H200";;\n'
+                                      '  *query-gpu*) echo 00000000:18:00.0;;\n  *) echo topo;;\nesac\n')
+    (stubs / "pip").write_text("#!/bin/sh\nexit 0\n")
+    (stubs / "timeout").write_text(STUB_LAUNCHER.format(python=sys.executable))
+    (stubs / "python3").symlink_to(sys.executable)
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    out, work = tmp_path / "out", tmp_path / "moe4"
+    out.mkdir()
+    env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out), MOE3_WORK=str(work), MOE_SET="moe4")
+    res = subprocess.run(["bash", str(SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    runs = [ln.split(":")[0] for ln in res.stdout.splitlines() if "device.py" in ln]
+    assert runs == [f"h200-x1-{n}-arm{a}" for i, n in enumerate(register.SET4) for a in (("A", "B") if i % 2 == 0 else ("B", "A"))]
+    assert "gpus 1 (h200)" in res.stdout and (out / "moe4.tgz").is_file() and not (out / "moe3.tgz").exists()
+    assert "--top-k 1 " in next(ln for ln in res.stdout.splitlines() if "switch-e8-top1" in ln and "device.py" in ln)
+
+
+def test_device_py_turns_on_pre_softmax_for_top1_only():
+    text = (ROOT / "studies" / "megatron_moe" / "device.py").read_text()
+    assert "moe_router_pre_softmax=args.top_k == 1" in text

@@ -65,28 +65,27 @@ def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
     assert fabric_link("tcp", "roce-400g") == "tcp"          # the transport first: a TCP NIC is TCP on any fabric
 
 
-def test_shipped_table_records_each_familys_held_out_coverage_and_the_two_under_target():
-    """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. Two families
-    miss it by rows since session 29's held-out sources, recorded here so that the docs are revisited when either
-    changes (docs/models/trust.md): llm (NeMo 25.04's B200 long-sequence rows, +18..+22% fast since session 30's B200
-    attention from measured cuDNN, outside the validated Megatron CP fp8 band; the validated half-width 14.6%, inside
-    the 15% claim since then) and storage (the Samsung PM1753 and 9550/6500 drives reading 53-80% of their printed
-    rate). Across nodes meets it by rows; by source it is 0.3 points under since session 30's four EFA systems (the
-    2-node A100 tree runs pull the one EFA fit, docs/models/fabric-findings.md)."""
+def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_under_target():
+    """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. Three families
+    miss it by rows, recorded here so that the docs are revisited when any changes (docs/models/trust.md): llm (NeMo
+    25.04's B200 long-sequence rows, +18..+22% fast since session 30's B200 attention from measured cuDNN, outside the
+    validated Megatron CP fp8 band; the validated half-width 14.6%, inside the 15% claim since then), storage (the
+    Samsung PM1753 and 9550/6500 drives reading 53-80% of their printed rate) and, since session 31, llm local spec
+    (Megatron-Core's local-spec MoE lab sets: two sources that disagree, 4-GPU steps 1.48-2.06x the registered step,
+    1-GPU ones 0.73-1.28x: tests/test_heldout_moe_lab.py). Across nodes meets it by rows and, since session 31's five
+    systems (helper fabric5), by source too."""
     cov = {c.family: c for c in held_out_coverage(load_table())}
-    families = {"llm", "llm eager", "collective one node", "collective across nodes", "ddp", "storage", "transport"}
-    # the Megatron-Core local-spec lab rows (issue 44, moeband) join at the next regeneration, below target: two sources
-    # that disagree (tests/test_heldout_moe_lab.py)
-    assert set(cov) in (families, families | {"llm local spec"})
+    families = {"llm", "llm eager", "llm local spec", "collective one node", "collective across nodes", "ddp", "storage",
+                "transport"}
+    assert set(cov) == families
     for family in ("llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
     for family in cov:
         assert cov[family].checked == cov[family].rows
-    if "llm local spec" in cov:
-        assert cov["llm local spec"].coverage_pct < 70.0
+    assert cov["llm local spec"].coverage_pct < 70.0 and cov["llm local spec"].sources == 2
     assert 65.0 < cov["llm"].coverage_pct < 70.0 and 14.0 < cov["llm"].median_half_width_validated_pct < 15.0
     assert 60.0 < cov["storage"].coverage_pct < 70.0
-    assert 65.0 < cov["collective across nodes"].by_source_pct < 70.0
+    assert 70.0 <= cov["collective across nodes"].by_source_pct < 75.0
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():

@@ -24,13 +24,17 @@ def _name(bundle: Path, folder: str | Path | None) -> str:
 
 
 def held_out_rows(folder: str | Path | None = None) -> list[dict]:
-    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range."""
+    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, for
+    the costs the registered read-out judges (fit/host_stack_readout.JUDGED)."""
     from simcluster.fit import host_stack
+    from simcluster.fit.host_stack_readout import JUDGED
 
     out = []
     for bundle in bundles(folder):
         samples, _ = host_stack.bundle_samples(bundle)
         for (transport, side), costs in host_stack.medians(samples).items():
+            if (transport, side) not in JUDGED:   # the cost the model answers: TCP both sides, the UDP sender (not the
+                continue                          # kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
             _, rows = host_stack.held_out(costs, low=host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0)   # as the fit does
             out += [{"bundle": _name(bundle, folder), "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
                      "predicted": r["predicted"]} for r in rows if r["measured"] > 0 and r["predicted"] > 0]

@@ -89,8 +89,20 @@ def main(argv: list[str]) -> int:
             print(f"{name:18s} {args.ranks} x {args.gpu}: predicted {t * 1e3:8.2f} ms  "
                   + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
         return 0
-    registered = registered_predictions(args.inputs)
-    declared = declared_arms(args.inputs)
+    folders = [p for p in args.inputs if Path(p).is_dir()]
+    if len(folders) > 1:   # each folder is read against its own registration: runs of two leases are never merged
+        for p in args.inputs:
+            print(f"== {p}")
+            report(documents([p]), [p])
+        return 0
+    report(docs, args.inputs)
+    return 0
+
+
+def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
+    """Every run of one folder (or of the files given) against the model and its registration; arms and the rule."""
+    registered = registered_predictions(inputs)
+    declared = declared_arms(inputs)
     arms: dict[str, dict[str, dict]] = {}   # configuration -> arm -> its measured step and the ranks' host spread
     for fname, doc in docs:
         r0 = doc.get("rank0", {})
@@ -120,7 +132,6 @@ def main(argv: list[str]) -> int:
             arms.setdefault(name, {})[arm] = dict(measured_s=meas, **host_spread(doc))
     if arms:
         print_arms(arms, registered, one_gpu=all(doc.get("world_size") == 1 for _, doc in docs if doc))
-    return 0
 
 
 def run_key(fname: str) -> tuple[str, str | None]:
@@ -227,11 +238,19 @@ def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float], o
 
 
 def registrations(paths: list[str]) -> list[dict]:
-    """The registered.yaml (studies/megatron_moe/register.py) of each folder among `paths` that has one."""
+    """The registered.yaml (studies/megatron_moe/register.py) of each folder among `paths` (or of a file's folder), or of
+    its parent folder where it has none."""
     import yaml
 
-    return [yaml.safe_load((Path(p) / "registered.yaml").read_text()) for p in paths
-            if Path(p).is_dir() and (Path(p) / "registered.yaml").is_file()]
+    out = []
+    for p in map(Path, paths):
+        folder = p if p.is_dir() else p.parent
+        # a repeat lease of a set (a sub-folder of run files, moe4's lease2/) is read against its parent's registration
+        for reg in (folder / "registered.yaml", folder.parent / "registered.yaml"):
+            if reg.is_file():
+                out.append(yaml.safe_load(reg.read_text()))
+                break
+    return out
 
 
 def registered_predictions(paths: list[str]) -> dict[str, float]:
