@@ -63,6 +63,16 @@ def test_the_read_out_prints_every_configuration_and_the_verdict(capsys):
     assert f"mean |error| {statistics.mean(abs(r.error) for r in rows):6.1%}" in last
 
 
+def test_the_registered_second_run_reads_as_its_readme_says(capsys):
+    """calibration/h200-transport-sizes2-2026-11-28, read once under its registered rule: 115.1% mean |error|, 1 of 25
+    judged rows within 10%, no row's error noise at or under 5% (README.md, Result)."""
+    second = FIRST.parent / "h200-transport-sizes2-2026-11-28"
+    assert host_stack_readout.main([str(second)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("all") and "mean |error| 115.1%" in last and "within 10%: 1/25" in last
+    assert "error noise <= 5%: 0/25" in last and last.endswith("target not met")
+
+
 def test_the_read_out_refuses_a_folder_without_bundles_in_one_line(capsys, tmp_path):
     assert host_stack_readout.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
