@@ -44,13 +44,14 @@ SESSION30_SET = {"aws-p4d-x2-hyperpod-skypilot-efa": 6, "aws-p4d-x2-vm-skypilot-
 # session 31: the second cluster of nccl-tests#309 (2 / 4 / 8 x 8 H100, 8 x 400G IB) and GB200 NVL72 at 2 / 20 racks over IB
 # (coreweave/nccl-tests README), 2 x 8 H200 over IB on CoreWeave (SkyPilot), 2 x 8 B200 on Lambda and on GCP A4 (dstack),
 # predicted once at c2517b5
-SESSION31_SET = {"h100-ib-x2-x8-nccltests309-second": 24, "gb200-nvl72-multirack-coreweave": 12,
+SESSION31_SET = {"h100-ib-x2-x8-nccltests309-second": 24, "gb200-nvl72-multirack-coreweave": 6, "gb200-nvl72-2racks-coreweave": 6,
                  "h200-ib-x2-coreweave-skypilot": 5, "b200-ib-x2-lambda-dstack": 6,
                  "gcp-a4-b200-x2-dstack": 8}
-# session 32: the 20-rack GB200 rows' input corrected after seeing them (NCCL_NVLS_ENABLE=0 in the job script that posted them)
-SESSION32_DEVELOPMENT = {"gb200-nvl72-multirack-coreweave": range(6, 12)}
-# session 32: GB200 NVL4 / NVL8 partitions on three racks over IB, NVLS off (NVIDIA/nccl#1801), predicted once at 1546157
-SESSION32_SET = {"gb200-nvl4-x3-nccl1801": 2, "gb200-nvl8-x3-nccl1801": 2}
+# session 31, helper gb200racks: the 20-rack GB200 rows' input corrected after seeing them (NCCL_NVLS_ENABLE=0 in the job script that posted them)
+# and (cold read B) the 2-rack rows re-predicted at the 128 ranks their printed busbw / algbw gives, split into their own file
+SESSION31_RACKS_DEVELOPMENT = {"gb200-nvl72-multirack-coreweave": range(0, 6), "gb200-nvl72-2racks-coreweave": range(0, 6)}
+# session 31, helper gb200racks: GB200 NVL4 / NVL8 partitions on three racks over IB, NVLS off (NVIDIA/nccl#1801), predicted once at 1546157
+SESSION31_RACKS_SET = {"gb200-nvl4-x3-nccl1801": 2, "gb200-nvl8-x3-nccl1801": 2}
 SESSION19_NOT_PREDICTED = ("oci-h200-x2-argonne", "oci-a100-b48-x2-oke", "nebius-h200-x2-runai-unverified", "h100-x128-nccltests322")
 
 
@@ -66,14 +67,15 @@ def test_published_multi_node_validation_does_not_regress():
                 "aws-p4d-x2-hyperpod-skypilot-efa": 0.376, "aws-p4d-x2-vm-skypilot-efa": 0.340,
                 "aws-p4d-x2-vm-skypilot-1efa": 0.139, "aws-p5en-x16-topology-aware": 0.047,   # session 30: predicted once at 5eb5fe9
                 "h100-ib-x2-x8-nccltests309-second": 0.182,
-                "gb200-nvl72-multirack-coreweave": 0.762, "h200-ib-x2-coreweave-skypilot": 0.034,
+                "gb200-nvl72-multirack-coreweave": 1.019, "gb200-nvl72-2racks-coreweave": 0.501,   # development since session 31
+                "h200-ib-x2-coreweave-skypilot": 0.034,
                 "b200-ib-x2-lambda-dstack": 0.225, "gcp-a4-b200-x2-dstack": 0.235,   # session 31: predicted once at c2517b5
-                "gb200-nvl4-x3-nccl1801": 0.013, "gb200-nvl8-x3-nccl1801": 0.018}   # session 32: predicted once at 1546157
+                "gb200-nvl4-x3-nccl1801": 0.013, "gb200-nvl8-x3-nccl1801": 0.018}   # session 31, helper gb200racks: predicted once at 1546157
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
                                                                    | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET)
-                                                                   | set(SESSION31_SET) | set(SESSION32_SET))
+                                                                   | set(SESSION31_SET) | set(SESSION31_RACKS_SET))
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -86,19 +88,22 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     """The files found in sessions 29 and 30 (after the EFA per-step candidates were registered): every published row is
     compared, each marked held out, and their scenarios build."""
     v = validate_published_nccl()
-    for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION32_SET).items():
+    for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
-        development = SESSION32_DEVELOPMENT.get(system, ())
+        development = SESSION31_RACKS_DEVELOPMENT.get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
 
 
 def test_the_20_rack_gb200_rows_run_without_nvls_as_their_job_script_says():
     """coreweave/nccl-tests 5ceab10 (the commit that posted the 20-rack rows) sets NCCL_NVLS_ENABLE=0: those rows are priced
-    on NCCL's ring / tree across the racks (no NVLS tree), and are development rows since the input was corrected after
-    seeing them (session 32); the 2-rack rows (NVLS on in their job script) keep the NVLS tree and stay held out."""
-    rows = [r for r in validate_published_nccl().rows if r.source == "nccl-gb200-nvl72-multirack-coreweave"]
-    two, twenty = [r for r in rows if r.run < 6], [r for r in rows if r.run >= 6]
-    assert all(r.detail.startswith("nvls-tree") and r.held_out for r in two)
+    on NCCL's ring / tree across the racks (no NVLS tree); the 2-rack rows (NVLS on in their job script) keep the NVLS tree,
+    at the 128 ranks their printed busbw / algbw gives (2 x 127 / 128). Both are development rows since their inputs were
+    corrected after seeing them (session 31: helper gb200racks, cold read B)."""
+    rows = validate_published_nccl().rows
+    twenty = [r for r in rows if r.source == "nccl-gb200-nvl72-multirack-coreweave"]
+    two = [r for r in rows if r.source == "nccl-gb200-nvl72-2racks-coreweave"]
+    assert len(two) == len(twenty) == 6 and all("32 x 4" in r.configuration for r in two)
+    assert all(r.detail.startswith("nvls-tree") and not r.held_out for r in two)
     assert all(not r.detail.startswith("nvls") and not r.held_out for r in twenty)
     assert max(abs(r.error) for r in twenty) < 2.3      # +28..+223% (was +153..+491% as an NVLS tree): still a miss
 
