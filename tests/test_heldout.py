@@ -23,6 +23,10 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw():
     # a session's folder of configurations counts each configuration as its own source, named with its folder
     assert "h200-transport-sizes2-2026-11-28/lab-sizes-none" in {r["bundle"] for r in rows}
     assert "lab-sizes-none-2026-11-28" in {r["bundle"] for r in rows}
+    assert {(r["transport"], r["side"]) for r in rows} == {("tcp", "both"), ("udp", "sender")}   # the judged costs only
+    shipped = [r for r in __import__("json").loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())["rows"]
+               if r["family"] == "transport"]
+    assert shipped and all(r["row"].startswith(("both ", "sender ")) for r in shipped)
     residuals = transport_residuals(rows)
     assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}
 
@@ -155,6 +159,7 @@ def test_the_v05_files_state_drives_cache_and_counts_that_are_not_maxima():
     assert storage.count_check(+0.06, False, not_a_maximum=True) == "not a maximum"
     assert storage.count_check(+1.0, False, not_a_maximum=True) == "not a maximum"
     assert storage.count_check(-0.5, False, not_a_maximum=True) == "miss"     # fewer than the count that ran: a miss
+    assert storage.count_check(-0.10, False, not_a_maximum=True) == "not a maximum"   # within 10% below: not a miss
     assert storage.label(micron[0]) == "9400 v0.5 unet3d_v100 x17"
 
 

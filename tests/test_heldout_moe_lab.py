@@ -131,3 +131,16 @@ def test_each_set_left_out_falls_outside_the_others_band():
     moe2, moe4 = rho[MOE2.name], rho[MOE4.name]
     assert moe4[-1] < moe2[0]      # every 1-GPU step (both leases: 0.73-1.28) under every 4-GPU one (1.48-2.06)
     assert moe4[0] < 1 < moe4[-1]  # on one GPU the registered step is neither fast nor slow throughout: lease2 ran faster
+
+
+def test_a_run_on_another_gpu_count_than_registered_is_skipped_with_why(tmp_path):
+    folder = tmp_path / MOE3.name
+    folder.mkdir()
+    shutil.copy(MOE3 / "registered.yaml", folder)
+    doc = json.loads((MOE4 / "megatron-moe-h200-x1-e16-top4-ffn2048-ep1-armB.json").read_text())
+    doc = {**doc, "world_size": 4, "parallel": {**doc["parallel"], "ep": 2}}
+    (folder / "megatron-moe-h200-x4-e16-top4-ffn2048-ep2-armA.json").write_text(json.dumps(doc))
+    rows, skipped = moe_lab.read_set(folder)
+    assert rows == [] and [s.why for s in skipped] == ["ran on 4 GPUs where the registration predicted 2"]
+    labels = [r.row for r in moe_lab_residuals(moe_lab.read_set(MOE4)[0])]
+    assert len(labels) == len(set(labels)) == 14     # each launch its own label: lease2's rows are marked

@@ -363,6 +363,15 @@ def test_a_search_beyond_the_simulation_bound_answers_at_least():
     assert best.bound.startswith(f"at least {best.accelerators} accelerators") and "simulation bound" in best.bound
 
 
+def test_a_search_that_meets_the_threshold_up_to_its_limit_answers_at_least_the_limit():
+    """Every doubling up to the limit passes: the answer is the limit as a lower bound, named, not a bisection past it
+    (before: a traceback asking for more accelerators than the limit; the MLPerf Storage v0.5 BERT row, cold read C)."""
+    nvme, _ = load_nvme(MICRON)
+    best, tried = loader.max_accelerators(_unet3d(4), nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=2)
+    assert best.accelerators == 2 and best.bound == "at least 2 accelerators: the search stops at its limit of 2"
+    assert max(r.accelerators for r in tried) == 2
+
+
 @pytest.mark.slow
 def test_resnet50_answer_settles_and_does_not_depend_on_steps():
     """ResNet-50 H100 on one 9400 (38 ranks near the threshold, blocks scattering 3 AU points): before issue 42's

@@ -50,12 +50,14 @@ def registered_steps(folder: Path) -> dict[str, dict]:
         raise SimclusterError("expected a mapping with `runs:` (run name -> predicted_step_s, flags)", where=str(path))
     if doc.get("framework") != FRAMEWORK:
         raise SimclusterError(f"framework {doc.get('framework')!r}: expected {FRAMEWORK}", where=f"{path}: framework")
+    m = re.match(r"^\S+ x (\d+)\b", str(doc.get("gpu", "")))   # "H200 x 4 (NVLink), ...": the GPUs predicted for
+    gpus = int(m.group(1)) if m else None
     out = {}
     for name, run in doc["runs"].items():
         step = run.get("predicted_step_s") if isinstance(run, dict) else None
         if not isinstance(step, (int, float)) or isinstance(step, bool) or not step > 0:
             raise SimclusterError("expected a positive number of seconds", where=f"{path}: runs.{name}.predicted_step_s")
-        out[str(name)] = {"predicted_s": float(step), "flags": str(run.get("flags", ""))}
+        out[str(name)] = {"predicted_s": float(step), "flags": str(run.get("flags", "")), "gpus": gpus}
     return out
 
 
@@ -110,6 +112,8 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
             why = "rank 0 has no positive median_step_s"
         if not why and not (isinstance(doc.get("world_size"), int) and doc["world_size"] > 0):
             why = "no positive integer world_size"
+        if not why and reg["gpus"] is not None and doc["world_size"] != reg["gpus"]:
+            why = f"ran on {doc['world_size']} GPUs where the registration predicted {reg['gpus']}"
         why = why or flag_mismatch(doc, reg["flags"])
         if why:
             skipped.append(Skipped(f"{lease}/{path.name}" if lease else path.name, why))

@@ -94,7 +94,7 @@ def count_check(accelerators_error: float, lower_bound: bool, not_a_maximum: boo
     """Issue 42's count target on one row: 'met' within 10%; a prediction above a lower-bound count is consistent with
     it but not checked by it ('lower bound', counted apart from 'met'); a count the submission states is not its largest
     (the row's `measured.count_not_a_maximum`, with the reason) is 'not a maximum' when predicted above it (a prediction
-more than 10% below a count that ran is a 'miss' all the same); else 'miss'."""
+    more than 10% below a count that ran is a 'miss' all the same); else 'miss'."""
     if not_a_maximum:   # the published count ran, so a predicted maximum more than 10% below it is still a miss
         return "miss" if accelerators_error < -0.10 else "not a maximum"
     if abs(accelerators_error) <= 0.10:

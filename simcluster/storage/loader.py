@@ -388,6 +388,9 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
     lo, hi = 1, 2
     while hi <= limit and (ok := meets(hi)):
         lo, hi = hi, hi * 2
+    if hi > limit and ok:   # every doubling up to the limit met the threshold: the answer is the limit, a lower bound
+        bound.append(f"at least {lo} accelerators: the search stops at its limit of {limit}")
+        ok = None
     while hi - lo > 1 and ok is not None:
         mid = (lo + hi) // 2
         ok = meets(mid)

@@ -91,7 +91,7 @@ def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
     for r in rows:
         regime = llm_regime("megatron-local-spec", r["tp"], r["pp"], 1, 1, True, "bf16", r["gpus"])   # device.py: bf16
         out.append(Residual(regime.family, regime.key, r["source"], f"{r['run']}{' arm ' + r['arm'] if r['arm'] else ''} "
-                            f"x{r['gpus']} ep {r['ep']}", regime.scale, r["measured_s"] / r["predicted_s"]))
+                            f"x{r['gpus']} ep {r['ep']}{' ' + r['lease'] if r.get('lease') else ''}", regime.scale, r["measured_s"] / r["predicted_s"]))
     return out
 
 

@@ -72,7 +72,10 @@ def documents(paths: list[str]) -> list[tuple[str, dict]]:
         for f in ([path] if path.is_file() else sorted(path.glob("megatron-moe*.json"))):
             text = f.read_text()
             start = text.find("{")
-            out.append((f.name, json.loads(text[start:]) if start >= 0 else {}))
+            try:
+                out.append((f.name, json.loads(text[start:]) if start >= 0 else {}))
+            except json.JSONDecodeError:   # a run cut off while writing: read as not measured
+                out.append((f.name, {}))
     return out
 
 
@@ -89,13 +92,13 @@ def main(argv: list[str]) -> int:
             print(f"{name:18s} {args.ranks} x {args.gpu}: predicted {t * 1e3:8.2f} ms  "
                   + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(parts.items())))
         return 0
-    folders = [p for p in args.inputs if Path(p).is_dir()]
-    if len(folders) > 1:   # each folder is read against its own registration: runs of two leases are never merged
-        for p in args.inputs:
-            print(f"== {p}")
-            report(documents([p]), [p])
-        return 0
-    report(docs, args.inputs)
+    groups: dict[Path, list[str]] = {}   # each folder (a file's own folder) is read against its own registration: runs of
+    for p in args.inputs:                # two leases are never merged
+        groups.setdefault(Path(p) if Path(p).is_dir() else Path(p).parent, []).append(p)
+    for folder, paths in groups.items():
+        if len(groups) > 1:
+            print(f"== {folder}")
+        report(documents(paths), paths)
     return 0
 
 
