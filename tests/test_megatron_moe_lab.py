@@ -223,22 +223,28 @@ print(json.dumps(doc))
 '''
 
 
-def test_device_run_flow_with_stubs(tmp_path):
-    """device_run.sh on a machine with stub nvidia-smi, pip and launcher: every configuration in both arms, alternating,
-    the flags and environment printed, each run's status line, and one tgz under $OUT."""
+def run_device_script(tmp_path: Path, gpus: int, **env_extra: str):
+    """moe3's device_run.sh on a machine of `gpus` stub H200s (stub nvidia-smi, pip and launcher): ($OUT, the run)."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
-    (stubs / "nvidia-smi").write_text('#!/bin/sh\ncase "$*" in\n  -L) echo "GPU 0: NVIDIA H200"; echo "GPU 1: NVIDIA H200";;\n'
-                                      '  *query-gpu*) echo 00000000:18:00.0; echo 00000000:19:00.0;;\n  *) echo topo;;\nesac\n')
+    names = "".join(f'echo "GPU {i}: NVIDIA H200"; ' for i in range(gpus))
+    buses = "".join(f"echo 00000000:{18 + i}:00.0; " for i in range(gpus))
+    (stubs / "nvidia-smi").write_text(f'#!/bin/sh\ncase "$*" in\n  -L) {names};;\n  *query-gpu*) {buses};;\n  *) echo topo;;\nesac\n')
     (stubs / "pip").write_text("#!/bin/sh\nexit 0\n")
     (stubs / "timeout").write_text(STUB_LAUNCHER.format(python=sys.executable))
     (stubs / "python3").symlink_to(sys.executable)
     for f in stubs.iterdir():
         f.chmod(0o755)
-    out, work = tmp_path / "out", tmp_path / "moe3"
+    out, work = tmp_path / "out", tmp_path / env_extra.get("MOE_SET", "moe3")
     out.mkdir()
-    env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out), MOE3_WORK=str(work), CUDA_MODULE_LOADING="EAGER")
-    res = subprocess.run(["bash", str(SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out), MOE3_WORK=str(work), **env_extra)
+    return out, subprocess.run(["bash", str(SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_device_run_flow_with_stubs(tmp_path):
+    """device_run.sh on a machine with stub nvidia-smi, pip and launcher: every configuration in both arms, alternating,
+    the flags and environment printed, each run's status line, and one tgz under $OUT."""
+    out, res = run_device_script(tmp_path, 2, CUDA_MODULE_LOADING="EAGER")
     lines = res.stdout.splitlines()
     runs = [ln.split(":")[0] for ln in lines if "device.py" in ln]
     names = list(register.SET3)
@@ -288,19 +294,7 @@ def test_compare_reads_a_one_gpu_set_with_a_failed_run_against_its_own_rule(tmp_
 def test_device_run_runs_moe4_on_one_gpu_with_moe_set(tmp_path):
     """The same script with MOE_SET=moe4 on a one-GPU machine: moe4's configurations in both arms, one rank each, and its
     own tgz; the top-1 configuration's device.py flags ask for top-1 (device.py turns on pre-softmax for it)."""
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    (stubs / "nvidia-smi").write_text('#!/bin/sh\ncase "$*" in\n  -L) echo "GPU 0: NVIDIA H200";;\n'
-                                      '  *query-gpu*) echo 00000000:18:00.0;;\n  *) echo topo;;\nesac\n')
-    (stubs / "pip").write_text("#!/bin/sh\nexit 0\n")
-    (stubs / "timeout").write_text(STUB_LAUNCHER.format(python=sys.executable))
-    (stubs / "python3").symlink_to(sys.executable)
-    for f in stubs.iterdir():
-        f.chmod(0o755)
-    out, work = tmp_path / "out", tmp_path / "moe4"
-    out.mkdir()
-    env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out), MOE3_WORK=str(work), MOE_SET="moe4")
-    res = subprocess.run(["bash", str(SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out, res = run_device_script(tmp_path, 1, MOE_SET="moe4")
     runs = [ln.split(":")[0] for ln in res.stdout.splitlines() if "device.py" in ln]
     assert runs == [f"h200-x1-{n}-arm{a}" for i, n in enumerate(register.SET4) for a in (("A", "B") if i % 2 == 0 else ("B", "A"))]
     assert "gpus 1 (h200)" in res.stdout and (out / "moe4.tgz").is_file() and not (out / "moe3.tgz").exists()
