@@ -4,6 +4,7 @@ loader model (seed 001's behaviour), max-accelerators, and validation against re
 from __future__ import annotations
 
 import json
+import types
 
 import numpy as np
 import pytest
@@ -370,6 +371,20 @@ def test_a_search_that_meets_the_threshold_up_to_its_limit_answers_at_least_the_
     best, tried = loader.max_accelerators(_unet3d(4), nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=2)
     assert best.accelerators == 2 and best.bound == "at least 2 accelerators: the search stops at its limit of 2"
     assert max(r.accelerators for r in tried) == 2
+
+
+@pytest.mark.parametrize("limit", [1, 3, 100])
+def test_the_search_answers_the_limit_itself_when_every_count_up_to_it_passes(monkeypatch, limit):
+    """Not a power of two: the bisection goes up to the limit, never past it (cold read D: 65-100 were never tried)."""
+    seen = []
+
+    def simulate(workload, nvme, n, drives, config, seed):
+        seen.append(n)
+        return loader.RunResult(n, drives, 10, 100.0, 1.0, 1.0, 1.0, 0.0, estimate=types.SimpleNamespace(settled=True))
+
+    monkeypatch.setattr(loader, "simulate", simulate)
+    best, _ = loader.max_accelerators(_unet3d(4), load_nvme(MICRON)[0], 1, loader.LoaderConfig(io_size=4 << 20), limit=limit)
+    assert best.accelerators == limit == max(seen) and best.bound.endswith(f"its limit of {limit}")
 
 
 @pytest.mark.slow

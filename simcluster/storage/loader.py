@@ -369,8 +369,7 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
         if n not in tried:
             if spent[0] > MAX_SEARCH_IOS:
                 raise SimclusterError(f"the search simulated {spent[0]:,} reads before trying {n} accelerators; at most "
-                                      f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path,
-                                      hint="a larger --io-size or fewer --steps")
+                                      f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path, hint="a larger --io-size or fewer --steps")
             tried[n] = simulate(workload, nvme, n, drives, search, seed)
             spent[0] += sum(len(log.nbytes) for log in tried[n].logs)
         return tried[n]
@@ -385,16 +384,15 @@ def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, 
 
     if run(1).au_percent < threshold:
         return None, list(tried.values())
-    lo, hi = 1, 2
+    lo, hi, ok = 1, 2, True
     while hi <= limit and (ok := meets(hi)):
-        lo, hi = hi, hi * 2
-    if hi > limit and ok:   # every doubling up to the limit met the threshold: the answer is the limit, a lower bound
-        bound.append(f"at least {lo} accelerators: the search stops at its limit of {limit}")
-        ok = None
+        lo, hi = hi, min(hi * 2, limit + 1)   # neither the doubling nor the bisection tries more than the limit
     while hi - lo > 1 and ok is not None:
         mid = (lo + hi) // 2
         ok = meets(mid)
         lo, hi = (mid, hi) if ok else (lo, mid)
+    if lo == limit:   # the limit itself met the threshold: the answer is a lower bound
+        bound.append(f"at least {lo} accelerators: the search stops at its limit of {limit}")
     best = run(lo)
     if search is not config and not best.estimate.settled:
         best = tried[lo] = simulate(workload, nvme, lo, drives, config, seed)
