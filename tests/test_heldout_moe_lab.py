@@ -72,7 +72,7 @@ def test_a_registered_file_of_another_framework_is_one_line(tmp_path):
     with pytest.raises(SimclusterError) as err:
         moe_lab.read_set(tmp_path)
     assert "\n" not in str(err.value) and "registered.yaml: framework" in str(err.value)
-    (tmp_path / "registered.yaml").write_text("framework: megatron-local-spec\nruns: {a: {predicted_step_s: -1}}\n")
+    (tmp_path / "registered.yaml").write_text("framework: megatron-local-spec\ngpu: H200 x 2 (NVLink)\nruns: {a: {predicted_step_s: -1}}\n")
     with pytest.raises(SimclusterError, match=r"runs\.a\.predicted_step_s: expected a positive number"):
         moe_lab.read_set(tmp_path)
 
@@ -131,6 +131,13 @@ def test_each_set_left_out_falls_outside_the_others_band():
     moe2, moe4 = rho[MOE2.name], rho[MOE4.name]
     assert moe4[-1] < moe2[0]      # every 1-GPU step (both leases: 0.73-1.28) under every 4-GPU one (1.48-2.06)
     assert moe4[0] < 1 < moe4[-1]  # on one GPU the registered step is neither fast nor slow throughout: lease2 ran faster
+
+
+def test_a_registration_without_its_gpu_count_is_one_line(tmp_path):
+    (tmp_path / "registered.yaml").write_text("framework: megatron-local-spec\ngpu: some H200s\nruns: {a: {predicted_step_s: 0.1}}\n")
+    with pytest.raises(SimclusterError) as err:
+        moe_lab.read_set(tmp_path)
+    assert "\n" not in str(err.value) and "registered.yaml: gpu: expected 'KIND x N" in str(err.value)
 
 
 def test_a_run_on_another_gpu_count_than_registered_is_skipped_with_why(tmp_path):

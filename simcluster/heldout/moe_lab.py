@@ -51,7 +51,10 @@ def registered_steps(folder: Path) -> dict[str, dict]:
     if doc.get("framework") != FRAMEWORK:
         raise SimclusterError(f"framework {doc.get('framework')!r}: expected {FRAMEWORK}", where=f"{path}: framework")
     m = re.match(r"^\S+ x (\d+)\b", str(doc.get("gpu", "")))   # "H200 x 4 (NVLink), ...": the GPUs predicted for
-    gpus = int(m.group(1)) if m else None
+    if not m:
+        raise SimclusterError(f"expected 'KIND x N (...)', the GPUs the set was predicted for, got {doc.get('gpu')!r}",
+                              where=f"{path}: gpu")
+    gpus = int(m.group(1))
     out = {}
     for name, run in doc["runs"].items():
         step = run.get("predicted_step_s") if isinstance(run, dict) else None
@@ -112,7 +115,7 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
             why = "rank 0 has no positive median_step_s"
         if not why and not (isinstance(doc.get("world_size"), int) and doc["world_size"] > 0):
             why = "no positive integer world_size"
-        if not why and reg["gpus"] is not None and doc["world_size"] != reg["gpus"]:
+        if not why and doc["world_size"] != reg["gpus"]:
             why = f"ran on {doc['world_size']} GPUs where the registration predicted {reg['gpus']}"
         why = why or flag_mismatch(doc, reg["flags"])
         if why:

@@ -20,7 +20,6 @@ host-issue spread, and the reading rule declared in that folder's README.md befo
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -66,16 +65,16 @@ def predicted_s(m: dict, ranks: int, gpu_name: str, fw=MEGATRON_LOCAL) -> tuple[
 
 
 def documents(paths: list[str]) -> list[tuple[str, dict]]:
+    """Each run file's document, read as the error-band table reads it (heldout/moe_lab.run_document): a run that wrote
+    none, or was cut off, is {} with rank 0's why, so it prints as not measured."""
+    from simcluster.heldout.moe_lab import run_document
+
     out = []
     for p in paths:
         path = Path(p)
         for f in ([path] if path.is_file() else sorted(path.glob("megatron-moe*.json"))):
-            text = f.read_text()
-            start = text.find("{")
-            try:
-                out.append((f.name, json.loads(text[start:]) if start >= 0 else {}))
-            except json.JSONDecodeError:   # a run cut off while writing: read as not measured
-                out.append((f.name, {}))
+            doc, why = run_document(f)
+            out.append((f.name, doc if doc is not None else {"rank0": {"status": "not measured", "error": why}}))
     return out
 
 
@@ -134,7 +133,7 @@ def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
                 continue
             arms.setdefault(name, {})[arm] = dict(measured_s=meas, **host_spread(doc))
     if arms:
-        print_arms(arms, registered, one_gpu=all(doc.get("world_size") == 1 for _, doc in docs if doc))
+        print_arms(arms, registered, one_gpu=all(doc["world_size"] == 1 for _, doc in docs if doc.get("world_size")))
 
 
 def run_key(fname: str) -> tuple[str, str | None]:
