@@ -160,6 +160,10 @@ def test_the_v05_files_state_drives_cache_and_counts_that_are_not_maxima():
     assert storage.count_check(+1.0, False, not_a_maximum=True) == "not a maximum"
     assert storage.count_check(-0.5, False, not_a_maximum=True) == "miss"     # fewer than the count that ran: a miss
     assert storage.count_check(-0.10, False, not_a_maximum=True) == "not a maximum"   # within 10% below: not a miss
+    # a search answer of "at least N" (its limit or the simulation's bound) under the published count does not contradict it
+    assert storage.count_check(-0.5, False, predicted_at_least=True) == "search bound"
+    assert storage.count_check(-0.5, False, predicted_at_least=False) == "miss"
+    assert storage.count_check(+0.05, False, predicted_at_least=True) == "met"
     assert storage.label(micron[0]) == "9400 v0.5 unet3d_v100 x17"
 
 

@@ -90,11 +90,15 @@ def count_is_lower_bound(row: dict, threshold: float) -> bool:
     return bool(runs) and n > 0 and sum(runs) / len(runs) / 100 * n / (n + 1) >= threshold
 
 
-def count_check(accelerators_error: float, lower_bound: bool, not_a_maximum: bool = False) -> str:
+def count_check(accelerators_error: float, lower_bound: bool, not_a_maximum: bool = False, predicted_at_least: bool = False) -> str:
     """Issue 42's count target on one row: 'met' within 10%; a prediction above a lower-bound count is consistent with
     it but not checked by it ('lower bound', counted apart from 'met'); a count the submission states is not its largest
     (the row's `measured.count_not_a_maximum`, with the reason) is 'not a maximum' when predicted above it (a prediction
-    more than 10% below a count that ran is a 'miss' all the same); else 'miss'."""
+    more than 10% below a count that ran is a 'miss' all the same); else 'miss'. A predicted count that is itself only a
+    lower bound (`predicted_at_least`: the search stopped at its limit or the simulation's bound, "at least N") more than
+    10% below the published one is 'search bound', not a miss: the answer does not contradict the count."""
+    if predicted_at_least and accelerators_error < -0.10:
+        return "search bound"
     if not_a_maximum:   # the published count ran, so a predicted maximum more than 10% below it is still a miss
         return "miss" if accelerators_error < -0.10 else "not a maximum"
     if abs(accelerators_error) <= 0.10:
@@ -124,7 +128,8 @@ def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
         out |= {"accelerators_predicted": n, "accelerators_error": n / m["accelerators"] - 1, "MiB_per_s_predicted": mib,
                 "MiB_per_s_error": mib / m["throughput_MiB_per_s"] - 1,
                 "count_check": count_check(n / m["accelerators"] - 1, out["count_lower_bound"],
-                                           bool(m.get("count_not_a_maximum")))}
+                                           bool(m.get("count_not_a_maximum")), bool(best and best.bound)),
+                "search_bound": best.bound if best else ""}
     out["wall_s"] = time.perf_counter() - t0
     return out
 
