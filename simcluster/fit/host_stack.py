@@ -100,12 +100,17 @@ def bundle_samples(bundle: Path) -> tuple[list[Sample], dict]:
     return samples, truth
 
 
-def medians(samples: list[Sample]) -> dict[tuple[str, str], dict[float, float]]:
-    """(transport, side) -> {m: median cost over the repeats}."""
+def repeats(samples: list[Sample]) -> dict[tuple[str, str], dict[float, list[float]]]:
+    """(transport, side) -> {m: every repeat's cost}, sizes in ascending order."""
     groups: dict[tuple[str, str], dict[float, list[float]]] = {}
     for s in samples:
         groups.setdefault((s.transport, s.side), {}).setdefault(s.m, []).append(s.cost)
-    return {k: {m: statistics.median(v) for m, v in sorted(by_m.items())} for k, by_m in groups.items()}
+    return {k: dict(sorted(by_m.items())) for k, by_m in groups.items()}
+
+
+def medians(samples: list[Sample]) -> dict[tuple[str, str], dict[float, float]]:
+    """(transport, side) -> {m: median cost over the repeats}."""
+    return {k: {m: statistics.median(v) for m, v in by_m.items()} for k, by_m in repeats(samples).items()}
 
 
 def fit_terms(costs: dict[float, float]) -> Terms:

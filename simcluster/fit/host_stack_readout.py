@@ -88,17 +88,14 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
 
 def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
     """The held-out rows of one bundle (one configuration)."""
-    samples, truth = host_stack.bundle_samples(bundle)
+    samples, _ = host_stack.bundle_samples(bundle)
     config = label or bundle.name
-    groups: dict[tuple[str, str], dict[float, list[float]]] = {}
-    for s in samples:
-        groups.setdefault((s.transport, s.side), {}).setdefault(s.m, []).append(s.cost)
     rows = []
-    for (transport, side), by_m in sorted(groups.items()):
+    for (transport, side), by_m in sorted(host_stack.repeats(samples).items()):
         if (transport, side) not in PRINTED:
             continue
         low = host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0
-        medians = {m: statistics.median(v) for m, v in sorted(by_m.items())}
+        medians = {m: statistics.median(v) for m, v in by_m.items()}
         _, held = host_stack.held_out(medians, low=low)
         fitted = {m: v for m, v in by_m.items() if low <= m <= host_stack.SPLIT}
         for r in held:

@@ -26,16 +26,10 @@ def _name(bundle: Path, folder: str | Path | None) -> str:
 def held_out_rows(folder: str | Path | None = None) -> list[dict]:
     """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, for
     the costs the registered read-out judges (fit/host_stack_readout.JUDGED)."""
-    from simcluster.fit import host_stack
-    from simcluster.fit.host_stack_readout import JUDGED
+    from simcluster.fit.host_stack_readout import bundle_rows
 
-    out = []
-    for bundle in bundles(folder):
-        samples, _ = host_stack.bundle_samples(bundle)
-        for (transport, side), costs in host_stack.medians(samples).items():
-            if (transport, side) not in JUDGED:   # the cost the model answers: TCP both sides, the UDP sender (not the
-                continue                          # kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
-            _, rows = host_stack.held_out(costs, low=host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0)   # as the fit does
-            out += [{"bundle": _name(bundle, folder), "transport": transport, "side": side, "m": r["m"], "measured": r["measured"],
-                     "predicted": r["predicted"]} for r in rows if r["measured"] > 0 and r["predicted"] > 0]
-    return out
+    # the registered read-out's rows (fit as fit/host_stack fits, sizes above its range predicted), the judged costs only:
+    # TCP both sides and the UDP sender (not the kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
+    return [{"bundle": _name(bundle, folder), "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
+             "predicted": r.predicted} for bundle in bundles(folder) for r in bundle_rows(bundle)
+            if r.judged and r.median > 0 and r.predicted > 0]

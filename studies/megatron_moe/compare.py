@@ -239,25 +239,30 @@ def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float], o
               f"{(verdict_one_gpu if one_gpu else verdict)(mean['A'], mean['B'], len(both), len(registered))}")
 
 
-def registrations(paths: list[str]) -> list[dict]:
-    """The registered.yaml (studies/megatron_moe/register.py) of each folder among `paths` (or of a file's folder), or of
-    its parent folder where it has none."""
-    import yaml
-
+def registration_folders(paths: list[str]) -> list[Path]:
+    """The folder holding the registered.yaml (studies/megatron_moe/register.py) of each path (a folder, or a file's
+    folder), or its parent where it has none: a repeat lease of a set (moe4's lease2/) is read against its parent's."""
     out = []
     for p in map(Path, paths):
         folder = p if p.is_dir() else p.parent
-        # a repeat lease of a set (a sub-folder of run files, moe4's lease2/) is read against its parent's registration
-        for reg in (folder / "registered.yaml", folder.parent / "registered.yaml"):
-            if reg.is_file():
-                out.append(yaml.safe_load(reg.read_text()))
-                break
+        found = next((f for f in (folder, folder.parent) if (f / "registered.yaml").is_file()), None)
+        if found is not None and found not in out:
+            out.append(found)
     return out
 
 
+def registrations(paths: list[str]) -> list[dict]:
+    """Each registration as written (its arms too)."""
+    from simcluster.strict import load_yaml
+
+    return [load_yaml(f / "registered.yaml", what="registered MoE lab set") for f in registration_folders(paths)]
+
+
 def registered_predictions(paths: list[str]) -> dict[str, float]:
-    """Each run's registered step (s) from a folder's registered.yaml, by run name."""
-    return {name: run["predicted_step_s"] for reg in registrations(paths) for name, run in (reg.get("runs") or {}).items()}
+    """Each run's registered step (s), by run name, read as the error-band table reads it (heldout/moe_lab)."""
+    from simcluster.heldout.moe_lab import registered_steps
+
+    return {name: r["predicted_s"] for f in registration_folders(paths) for name, r in registered_steps(f).items()}
 
 
 if __name__ == "__main__":
