@@ -191,6 +191,7 @@ class Parallel(Section):
     zero: Number(0, 3, integer=True) = 0
     recompute: Choice("recompute") = "none"
     recompute_modules: ListOf(Text(64), max_len=64) = ()
+    recompute_every: Count(1, MAX_TRANSFORMER) = 1
     pipeline_layout: ListOf(Count(0, MAX_TRANSFORMER), max_len=MAX_TRANSFORMER) = ()
     moe_dispatcher: Choice("moe_dispatcher") = "alltoall"
     pp_schedule: Choice("pp_schedule") = "1f1b"

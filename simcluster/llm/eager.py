@@ -29,7 +29,10 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
   recompute full   torch.utils.checkpoint per decoder block (non-reentrant): the block's forward re-run in its backward,
                    its weights cast again under the recomputation's own autocast; only the block's fp32 input kept
                    (memory._checkpointed_live: the peak of the forward's end, the backward's start, one block's recompute)
-Context and expert parallelism, ZeRO-1/2 and selective recompute are refused at their key.
+  recompute_every N  (with full) every N-th block checkpointed, torchtitan's layer policy; recompute op: torchtitan's
+                   op-level policy (llm/eager_ac.py); single GPU or dp only; host cost: the ckpt mode's per kernel of the
+                   checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
+Context and expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def host_mode(par: ParallelSpec) -> str:
         return "tp"
     if par.dp > 1:
         return "fsdp" if par.zero == 3 else "ddp"
-    return "ckpt" if par.recompute == "full" and par.pp == 1 else "single"
+    return "ckpt" if par.recompute in ("full", "op") and par.pp == 1 else "single"
 
 
 def mode_of(par: ParallelSpec) -> str:
@@ -72,6 +75,10 @@ def mode_of(par: ParallelSpec) -> str:
     if par.recompute == "selective":
         raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "
                              "layer: recompute: full); selective recompute is not modelled for it", hint="recompute: none or full")
+    if (par.recompute == "op" or par.recompute_every > 1) and (par.tp > 1 or par.pp > 1):
+        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
+        raise LlmConfigError(key, "framework torch: op-level and every-N-th-block checkpointing are modelled on one GPU "
+                             "or data parallel only (no tp, no pp)", hint="recompute: full")
     if par.zero in (1, 2):
         raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-{par.zero}")
     parts = []
@@ -82,8 +89,10 @@ def mode_of(par: ParallelSpec) -> str:
     if par.dp > 1:
         parts.append("fsdp" if par.zero == 3 else "ddp")
     if par.recompute == "full":
-        parts.append("ckpt")
-    return "+".join(parts) if parts and parts != ["ckpt"] else "+".join(["single"] + parts)
+        parts.append("ckpt" if par.recompute_every == 1 else f"ckpt-every{par.recompute_every}")
+    if par.recompute == "op":
+        parts.append("sac-op")
+    return "+".join(parts) if parts and not parts[0].startswith(("ckpt", "sac")) else "+".join(["single"] + parts)
 
 
 def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]] | None = None) -> FrameworkSpec:
@@ -97,6 +106,10 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         mode = FALLBACK[mode]
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
+    if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's cost
+        share = 1.0 / par.recompute_every   # of the blocks checkpointed: the per-step cost blended by it
+        fw = replace(fw, host_plain_kernel_s=hosts["single"][0],
+                     host_step_s=share * hosts["ckpt"][1] + (1 - share) * hosts["single"][1])
     names = []
     if par.tp > 1:
         fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
@@ -126,8 +139,9 @@ def _mode_documents(folder: Path, mode: str) -> list[Path]:
     paths = sorted(folder.glob(f"{mode}-L*.json"))
     for path in sorted(folder.glob("llm-step/*/stdout.txt")):
         doc = _document(path)
-        ckpt = bool(doc.get("activation_checkpointing"))
-        if (doc.get("mode"), ckpt) == (("single", True) if mode == "ckpt" else (mode, False)):
+        ac = doc.get("ac_mode") or ("full" if doc.get("activation_checkpointing") else "none")   # llm-step --ac-mode
+        ckpt = ac == "full"
+        if ac in ("none", "full") and (doc.get("mode"), ckpt) == (("single", True) if mode == "ckpt" else (mode, False)):
             paths.append(path)
     return paths
 

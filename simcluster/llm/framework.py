@@ -80,6 +80,8 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
+    host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
+                                      # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
     moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
@@ -200,6 +202,11 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
     if par.pp_schedule == "gpipe" and not framework.eager:
         raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
                              "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")
+    if not framework.eager and (par.recompute == "op" or par.recompute_every > 1):
+        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
+        raise LlmConfigError(key, f"framework {framework.name}: op-level and every-N-th-block checkpointing are eager "
+                             "PyTorch's (torch.utils.checkpoint, torchtitan's policies)", hint="framework: torch, or "
+                             "recompute: selective with recompute_modules")
     if framework.moe_host is not None and (par.moe_dispatcher != "alltoall" or par.moe_a2a_overlap):
         key = "parallel.moe_dispatcher" if par.moe_dispatcher != "alltoall" else "parallel.moe_a2a_overlap"
         raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "

@@ -42,7 +42,7 @@ def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     """Kernels of one layer's forward and backward (with autocast, one cast per weight matrix each way, and again in an
     eager checkpointed block's recomputation: work._recast)."""
     fwd, bwd = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
-    casts = (2 + (par.recompute == "full" and fw.eager)) * weight_matrices(model, fw) if fw.cast_bytes else 0
+    casts = (2 + (par.recompute in ("full", "op") and fw.eager)) * weight_matrices(model, fw) if fw.cast_bytes else 0
     return sum(o.count for o in fwd + bwd) + casts
 
 

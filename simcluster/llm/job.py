@@ -5,7 +5,8 @@
       parallel: {tp: 8, pp: 4, dp: 32, zero: 1, virtual_stages: 5, recompute: none, sequence_parallel: true,
                  tp_comm_overlap: false, overlap_param_gather: false}
                  # recompute: selective takes Megatron's recompute_modules: [core_attn (default), layernorm, mlp, moe,
-                 # moe_act, shared_experts, mla_up_proj]
+                 # moe_act, shared_experts, mla_up_proj]; framework torch: recompute: op (torchtitan's op-level
+                 # selective checkpointing) or full with recompute_every: N (every N-th block; llm/eager_ac.py)
                  # optional: pipeline_layout: [layers of each virtual stage, model order]; pp_schedule: 1f1b | gpipe
                  # (gpipe: framework torch only); MoE: moe_dispatcher: alltoall |
                  # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit)
@@ -80,7 +81,8 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         r.fail("machine", "an llm_training job needs machine.gpu: {card: ...} (a GPU card, models/gpu/)")
     try:
         model = TransformerSpec(ffn=m.ffn or 0, tied_embeddings=m.tied_embeddings, mlp=m.mlp, dropout=m.dropout, **ints, **moe)
-        par = ParallelSpec(zero=p.zero, recompute=p.recompute, recompute_modules=tuple(p.recompute_modules), **flags, **degrees)
+        par = ParallelSpec(zero=p.zero, recompute=p.recompute, recompute_modules=tuple(p.recompute_modules),
+                           recompute_every=p.recompute_every, **flags, **degrees)
         batch = BatchSpec(gb, mb, precision)
         check(model, par, batch, machine.gpus_per_node * machine.nodes)
     except LlmConfigError as exc:

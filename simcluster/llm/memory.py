@@ -69,6 +69,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simcluster.llm import eager_ac
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -156,6 +157,12 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     g = 1 if fp8 else 2                 # bytes per element of a GEMM input saved for the backward
     sp = t if par.sequence_parallel else 1
     kv = max(1, model.kv_heads // t) * model.head_dim   # per-GPU K/V width
+    if par.recompute == "op":     # eager torch: torchtitan's op-level checkpointing (llm/eager_ac.py)
+        return eager_ac.op_kept_bytes(model, par, batch, rb)
+    if par.recompute == "full" and par.recompute_every > 1:   # every N-th block checkpointed: the blocks' mean
+        ckpt = eager_ac.checkpointed_layers(par, model.layers)
+        plain = layer_activation_bytes(model, replace(par, recompute="none", recompute_every=1), batch, fw)
+        return (ckpt * rb * s * b * h / sp + (model.layers - ckpt) * plain) / model.layers
     if par.recompute == "full":   # each layer's input, in the residual stream's dtype (eager torch: fp32)
         return rb * s * b * h / sp
     norm_out = 0 if par.recomputes("layernorm") else 1   # output-discarding: the norms' outputs (the QKV / MLP inputs) go
@@ -321,7 +328,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     live = None
-    if fw.eager and par.recompute == "full":
+    if fw.eager and par.recompute in ("full", "op"):
         head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
         live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
     after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
@@ -352,9 +359,13 @@ def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logi
                           logit fewer than at the backward's start (no fp32 gradient yet)
       the backward's start  the LM head's bf16 copy (the only one autograd saved) and the loss's peak
       a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)"""
-    one = layer_params(model, par).total
-    block = layer_activation_bytes(model, replace(par, recompute="none"), batch, fw) + fw.weight_copy_bytes * one
-    return inputs + max(copies + logits - 2 * logit_elements, head_copy + logits, block)
+    copies_one = fw.weight_copy_bytes * layer_params(model, par).total
+    plain = layer_activation_bytes(model, replace(par, recompute="none", recompute_every=1), batch, fw)
+    kept = layer_activation_bytes(model, replace(par, recompute_every=1), batch, fw)
+    block_input = layer_activation_bytes(model, replace(par, recompute="full", recompute_every=1), batch, fw)
+    recompute = eager_ac.recompute_extra_bytes(par, plain, kept, block_input, copies_one)   # op: less its SAC cache
+    return eager_ac.checkpointed_live(model.layers, par.recompute_every, inputs, plain, recompute, copies_one,
+                                      copies + logits - 2 * logit_elements, head_copy + logits)
 
 
 def stage_memories(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,

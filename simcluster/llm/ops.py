@@ -22,20 +22,20 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
   fp8 (Transformer Engine): a transposed fp8 copy of every GEMM input forward (M K bytes; the attention output's
     cast 3 M K more), a cast-transpose of every output gradient backward (4 M N bytes)
-recompute: 'full' runs the layer's forward again inside its backward; 'selective' the ops of its recompute_modules
+recompute: 'full' runs the layer's forward again inside its backward ('op', eager torch: eager_ac.op_recomputed's); 'selective' the ops of its recompute_modules
 (modules_of: core_attn the attention core, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary,
 mlp a dense layer's MLP, moe the whole MoE block (router, permutation, experts, shared experts), moe_act the experts'
 SwiGLU, shared_experts the shared expert); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
-Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the
-hidden dropout of the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout
-draws its mask inside the kernel (no bytes; its random numbers cost time per score element, priced by the GPU card's
-measured dropout rates: GpuParams.attention_dropout_s). Every Op carries its FLOPs and bytes so tests can check them by hand.
+Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the hidden dropout of
+the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout draws its mask in the kernel (no
+bytes; its random numbers cost time per score element: GpuParams.attention_dropout_s). Every Op carries its FLOPs and bytes (tests).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simcluster.llm import eager_ac
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -328,10 +328,10 @@ def modules_of(op: Op, model: TransformerSpec) -> tuple[str, ...]:
 
 def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """The layer's backward, with the forward ops recomputation re-runs first (eager: eager_backward_extras too)."""
-    fwd = layer_forward(model, par, batch, fw)
-    e = sharding(model, par, batch).in_bytes
-    again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd
-             if par.recompute == "full" or any(par.recomputes(m) for m in modules_of(op, model))]
+    fwd, e = layer_forward(model, par, batch, fw), sharding(model, par, batch).in_bytes
+    again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd   # op: torchtitan's policy
+             if par.recompute == "full" or any(par.recomputes(m) for m in modules_of(op, model))
+             or (par.recompute == "op" and eager_ac.op_recomputed(op.name, op.kind))]
     extras = eager_backward_extras(model, par, batch, fw) if fw.eager else []
     return again + backward_of(fwd, model, par, batch, e) + extras + grad_accumulate(fwd, fw)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from simcluster.errors import SimclusterError
 from simcluster.job_documents import MODEL_MAX  # the declaration's bounds, kept by every spec however built
 
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "full", "op")   # op: torchtitan's op-level selective checkpointing (framework torch; llm/eager_ac.py)
 # Megatron-Core's recompute_modules (selective granularity; default core_attn). Output-discarding: layernorm, moe_act,
 # mla_up_proj (the module's output is freed after its consumer used it, recomputed in the backward); the others keep
 # only their input (normal checkpointing) and run their forward again, communication included.
@@ -236,6 +236,7 @@ class ParallelSpec:
     moe_shared_expert_overlap: bool = False  # Megatron moe_shared_expert_overlap: the shared expert beside the dispatch / combine
     moe_a2a_overlap: bool = False  # Megatron overlap_moe_expert_parallel_comm: one micro-batch's EP calls beside another's compute
     pp_schedule: str = "1f1b"     # PP_SCHEDULES; gpipe: torch.distributed.pipelining's ScheduleGPipe (framework torch only)
+    recompute_every: int = 1      # with recompute 'full': every N-th block checkpointed (torchtitan's layer AC; framework torch)
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -251,6 +252,9 @@ class ParallelSpec:
         if self.recompute_modules and self.recompute != "selective":
             raise LlmConfigError("parallel.recompute_modules", f"a module list needs recompute: selective, got recompute: {self.recompute}",
                                  hint="set recompute: selective (Megatron's --recompute-granularity selective)")
+        if self.recompute_every < 1 or (self.recompute_every > 1 and self.recompute != "full"):
+            raise LlmConfigError("parallel.recompute_every", f"expected an integer >= 1 with recompute: full, got "
+                                 f"{self.recompute_every} with recompute: {self.recompute}")
         if self.sequence_parallel and self.tp == 1:
             raise LlmConfigError("parallel.sequence_parallel", "sequence parallelism needs tp > 1")
         if self.tp_comm_overlap and not self.sequence_parallel:

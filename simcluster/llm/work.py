@@ -29,11 +29,11 @@ divides the gradients by m (grad_scale_bytes) and merges the last stage's logits
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, host, ops, overlap, vocab_ops
+from simcluster.llm import comm, eager_ac, host, ops, overlap, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -55,12 +55,17 @@ def _scale(a: Task, k: float) -> Task:
     return Task(a.duration_s * k, {p: v * k for p, v in a.parts.items()})
 
 
-def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, layer_ops, layers: int, after) -> Task:
+def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, layer_ops, layers: int, after,
+                plain_ops=(), plain_layers: int = 0) -> Task:
     """The task's compute when the host issues its kernels one at a time (llm/host.py); the excess over the
-    GPU-bound compute is the 'host' part."""
-    seq = [host.kernel_times(gpu, before + casts, dtype)] + [host.kernel_times(gpu, layer_ops, dtype)] * layers
-    seq.append(host.kernel_times(gpu, after, dtype))
-    issued = host.issue_bound_s(np.concatenate(seq), fw.host_kernel_s)
+    GPU-bound compute is the 'host' part. plain_layers blocks of plain_ops (every N-th block checkpointed: the others)
+    issue theirs at fw.host_plain_kernel_s."""
+    head = host.kernel_times(gpu, before + casts, dtype)
+    plain = np.tile(host.kernel_times(gpu, list(plain_ops), dtype), plain_layers)
+    seq = np.concatenate([head, plain] + [host.kernel_times(gpu, layer_ops, dtype)] * layers + [host.kernel_times(gpu, after, dtype)])
+    cost = np.full(len(seq), fw.host_kernel_s)
+    cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or fw.host_kernel_s
+    issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
     return _add(task, _task(host=excess)) if excess > 0 else task
 
@@ -236,6 +241,11 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
+    plain_b_ops = ops.layer_backward(model, replace(par, recompute="none", recompute_every=1), batch, fw) \
+        if par.recompute_every > 1 else []   # every N-th block checkpointed (llm/eager_ac.py; tp, pp, cp 1): the mean block
+    if plain_b_ops:
+        share = eager_ac.checkpointed_layers(par, model.layers) / model.layers
+        layer_b = _add(layer_b, _task(compute=(1 - share) * (ops.ops_time_s(gpu, plain_b_ops, dtype) - comp_b)))
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
     sp = par.sequence_parallel
@@ -294,17 +304,18 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
                 bwd_casts = list(casts)
-                if par.recompute == "full" and fw.eager:   # torch.utils.checkpoint re-runs each block under its own autocast:
-                    bwd_casts += _recast(model, par, fw, layers_per_chunk)   # the block's weights are cast again
+                if par.recompute in ("full", "op") and fw.eager:   # torch.utils.checkpoint re-runs each block under its own
+                    bwd_casts += _recast(model, par, fw, eager_ac.checkpointed_layers(par, layers_per_chunk))   # autocast: casts again
                 if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
                     step_casts, casts = casts, []   # casts each weight once per step (priced with the optimizer step)
                 f = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
                 b = _add(b, _task(compute=ops.ops_time_s(gpu, bwd_casts, dtype)))
             if fw.host_kernel_s > 0:  # eager: the host issues every kernel; the slower of host and GPU sets the pace
-                f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, layers_per_chunk,
-                                (head_fwd if vs == last_vs else []))
-                b = _host_bound(b, gpu, dtype, fw, bwd_casts, (head_bwd if vs == last_vs else []), bwd_ops, layers_per_chunk,
-                                (emb_bwd if vs == 0 else []))
+                ckpt = eager_ac.checkpointed_layers(par, layers_per_chunk) if plain_b_ops else layers_per_chunk
+                f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, ckpt,
+                                (head_fwd if vs == last_vs else []), fwd_ops, layers_per_chunk - ckpt)
+                b = _host_bound(b, gpu, dtype, fw, bwd_casts, (head_bwd if vs == last_vs else []), bwd_ops, ckpt,
+                                (emb_bwd if vs == 0 else []), plain_b_ops, layers_per_chunk - ckpt)
             opt_casts += ops.ops_time_s(gpu, step_casts, dtype)
             fwd.append(f)
             bwd.append(b)

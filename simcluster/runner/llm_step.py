@@ -26,7 +26,8 @@ o and down row-wise; heads and kv_heads must divide by the world size), pp (torc
 of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
 "ranks"), and the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py).
---activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant).
+--activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
+the modes torchtitan runs (llm_ac.py).
 Multi-GPU modes run under torchrun.
 torch is imported inside main only.
 """
@@ -41,6 +42,7 @@ import statistics
 import sys
 import time
 
+from simcluster.runner import llm_ac
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -148,7 +150,7 @@ def build(torch, cfg: dict, rope: bool):
             self.head = nn.Linear(hidden, cfg["vocab"], bias=False)
             if cfg["tied"]:
                 self.head.weight = self.embed.weight
-            self.checkpoint = False     # --activation-checkpointing: each layer under torch.utils.checkpoint
+            self.checkpoint = "none"    # --ac-mode (llm_ac.py): which layers run under torch.utils.checkpoint, and how
 
         def rotary(self, seq: int, device, dtype):
             if not rope:
@@ -159,13 +161,8 @@ def build(torch, cfg: dict, rope: bool):
             return ang.cos().to(dtype)[None, None], ang.sin().to(dtype)[None, None]
 
         def run_layers(self, layers, x, cos, sin):
-            for layer in layers:
-                if self.checkpoint:
-                    from torch.utils.checkpoint import checkpoint
-
-                    x = checkpoint(layer, x, cos, sin, use_reentrant=False)
-                else:
-                    x = layer(x, cos, sin)
+            for i, layer in enumerate(layers):
+                x = llm_ac.run_block(torch, layer, i, self.checkpoint, x, cos, sin)
             return x
 
         def forward(self, tokens, labels):
@@ -268,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     ap.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer under "
                     "torch.utils.checkpoint (non-reentrant): its forward again in the backward, only its input kept")
+    llm_ac.add_argument(ap)
     ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
                     "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
     ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
@@ -304,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         model = build(torch, cfg, rope=not args.no_rope)
     if args.precision == "bf16":
         model = model.to(torch.bfloat16)
-    model.checkpoint = args.activation_checkpointing
+    model.checkpoint = llm_ac.resolve(args)
     pipe = None
     if args.mode in ("pp", "pp+ddp"):
         from simcluster.runner import llm_pipeline
@@ -351,8 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
                "mesh": layout(args.mode, world, args.group), "shapes": records}
-        if args.activation_checkpointing:
-            doc["activation_checkpointing"] = "full: torch.utils.checkpoint per decoder layer (use_reentrant=False)"
+        doc.update(llm_ac.record(llm_ac.resolve(args), cfg["layers"]))
         if pipe:
             doc["pipeline"] = pipe.describe()
         json.dump(doc, sys.stdout, indent=1)

@@ -1,0 +1,151 @@
+"""Selective activation checkpointing in eager PyTorch (issue 44): the model's price of each mode (llm/eager_ac.py and
+where ops / memory / work / eager use it) and the runner's --ac-mode path (runner/llm_ac.py; CI has no GPU, no torch)."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from simcluster.errors import ScenarioError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.llm import eager, eager_ac, ops
+from simcluster.llm.comm import Network
+from simcluster.llm.framework import TORCH_AMP
+from simcluster.llm.memory import layer_activation_bytes, memory_per_gpu
+from simcluster.llm.predict import predict_llm
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.runner import llm_ac
+from simcluster.scenario import load
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
+HOST = ROOT / "calibration/h200x1-llm-ckpt-host-2026-11-28/host"
+MODEL = TransformerSpec(16, 2048, 8192, 32, 8, 128256, 2048, tied_embeddings=True)   # llm-step's 1b preset
+BATCH = BatchSpec(4, 4)
+FULL, OP = ParallelSpec(recompute="full"), ParallelSpec(recompute="op")
+
+
+def every(n: int) -> ParallelSpec:
+    return ParallelSpec(recompute="full", recompute_every=n)
+
+
+def recomputed(par: ParallelSpec) -> list[str]:
+    return [o.name.removeprefix("recompute.") for o in ops.layer_backward(MODEL, par, BATCH, TORCH_AMP)
+            if o.name.startswith("recompute.")]
+
+
+def predict(par: ParallelSpec, hosts=None):
+    fw = eager.torch_framework(par, hosts)
+    step = predict_llm(MODEL, par, BATCH, load_gpu(CARD)[0], Network(None, 1), 1, trace=False, framework=fw).step_time_s
+    return step, memory_per_gpu(MODEL, par, BATCH, 141e9, fw).total
+
+
+def test_torchtitans_op_policy_keeps_every_other_mm_and_sdpa():
+    assert eager_ac.saved_mms() == ("q", "v", "gate", "down")   # mm 1, 3, 5, 7 of q k v o gate up down
+    names = recomputed(OP)
+    for kept in ("q", "v", "gate", "down"):
+        assert kept not in names
+    for again in ("k", "attn_out", "up", "rmsnorm", "rotary", "swiglu", "cast", "residual_add", "attn_out_copy"):
+        assert again in names
+    assert not any(n.startswith(("attention", "core")) or "flash" in n for n in names)
+    full = recomputed(FULL)
+    assert set(names) < set(full) and len(full) - len(names) == 5   # q, v, gate, down and the attention kernel
+
+
+def test_op_keeps_the_saved_outputs_bytes():
+    s, b, h, a_d, kv_d, f = 2048, 4, 2048, 2048, 512, 8192
+    expected = s * b * (4 * h + 2 * (a_d + kv_d + f + h) + 2 * a_d) + 4 * 32 * s * b
+    assert layer_activation_bytes(MODEL, OP, BATCH, TORCH_AMP) == expected
+    assert layer_activation_bytes(MODEL, FULL, BATCH, TORCH_AMP) < expected < layer_activation_bytes(MODEL, ParallelSpec(), BATCH, TORCH_AMP)
+
+
+def test_every_one_is_full_and_every_n_checkpoints_blocks_n_2n():
+    assert predict(every(1)) == predict(FULL)
+    assert eager_ac.checkpointed_layers(every(2), 16) == 8 and eager_ac.checkpointed_layers(every(3), 16) == 5
+    assert [i for i in range(7) if llm_ac.checkpointed(i, "every:3")] == [2, 5]   # blocks 3 and 6, counted from 1
+    none, full, half = (layer_activation_bytes(MODEL, p, BATCH, TORCH_AMP) for p in (ParallelSpec(), FULL, every(2)))
+    assert half == pytest.approx((none + full) / 2)
+    (t_none, m_none), (t_full, m_full), (t_half, m_half) = predict(ParallelSpec()), predict(FULL), predict(every(2))
+    assert t_none < t_half < t_full and m_full < m_half < m_none
+    assert t_half - t_none == pytest.approx((t_full - t_none) / 2, rel=0.02)   # half the blocks' recompute
+
+
+def test_every_n_prices_its_plain_blocks_at_the_single_host_cost():
+    hosts = eager.fit_modes(HOST)
+    fw = eager.torch_framework(every(2), hosts)
+    assert (fw.host_kernel_s, fw.host_plain_kernel_s) == (hosts["ckpt"][0], hosts["single"][0])
+    assert fw.host_step_s == pytest.approx((hosts["ckpt"][1] + hosts["single"][1]) / 2)
+    assert eager.torch_framework(OP, hosts).host_kernel_s == hosts["ckpt"][0]
+    assert eager.mode_of(every(2)) == "single+ckpt-every2" and eager.mode_of(OP) == "single+sac-op"
+
+
+def test_op_sits_between_none_and_full():
+    (t_none, m_none), (t_full, m_full), (t_op, m_op) = predict(ParallelSpec()), predict(FULL), predict(OP)
+    assert t_none < t_op < t_full and m_full < m_op < m_none
+
+
+@pytest.mark.parametrize("par, key", [(ParallelSpec(recompute="op", tp=2), "parallel.recompute"),
+                                      (ParallelSpec(recompute="full", recompute_every=2, pp=2), "parallel.recompute_every")])
+def test_selective_modes_outside_one_gpu_or_dp_are_refused(par, key):
+    with pytest.raises(LlmConfigError) as err:
+        eager.torch_framework(par)
+    assert err.value.key == key
+
+
+def test_recompute_every_needs_full():
+    with pytest.raises(LlmConfigError, match="recompute: full"):
+        ParallelSpec(recompute="op", recompute_every=2)
+
+
+def test_a_megatron_job_refuses_the_torch_only_modes(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: t
+        machine:
+          card: {ROOT}/models/collective/h200x2-primitives.yaml
+          gpus_per_node: 2
+          gpu: {{card: {CARD}}}
+        jobs:
+          - kind: llm_training
+            model: {{layers: 16, hidden: 1536, ffn: 4096, heads: 12, kv_heads: 4, vocab: 32000, seq: 2048}}
+            parallel: {{dp: 2, recompute: op}}
+            global_batch: 8
+            micro_batch: 4
+        """))
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.parallel\.recompute.*eager PyTorch"):
+        load(path)
+
+
+def test_the_runner_reads_the_mode_and_records_it():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--activation-checkpointing", action="store_true")
+    ap.add_argument("--mode", default="single")
+    llm_ac.add_argument(ap)
+    assert llm_ac.resolve(ap.parse_args([])) == "none" and llm_ac.record("none", 4) == {}
+    assert llm_ac.resolve(ap.parse_args(["--activation-checkpointing"])) == "full"
+    assert llm_ac.resolve(ap.parse_args(["--ac-mode", "every:02"])) == "every:2"
+    doc = llm_ac.record("every:2", 5)
+    assert doc["ac_mode"] == "every:2" and doc["ac_blocks"] == [1, 3]
+    assert llm_ac.record("op", 2)["ac_blocks"] == [0, 1]
+    for bad in ("every:0", "half", "every:x"):
+        with pytest.raises(SystemExit):
+            ap.parse_args(["--ac-mode", bad])
+    with pytest.raises(SystemExit, match="--ac-mode op beside it"):
+        llm_ac.resolve(ap.parse_args(["--activation-checkpointing", "--ac-mode", "op"]))
+    with pytest.raises(SystemExit, match="pipeline"):
+        llm_ac.resolve(ap.parse_args(["--ac-mode", "op", "--mode", "pp"]))
+
+
+def test_the_op_policy_saves_odd_mms_and_sdpa_per_pass():
+    enum = SimpleNamespace(MUST_SAVE="save", PREFER_RECOMPUTE="recompute")
+    aten = SimpleNamespace(mm=SimpleNamespace(default="mm"), _scaled_dot_product_flash_attention=SimpleNamespace(default="flash"))
+    torch = SimpleNamespace(ops=SimpleNamespace(aten=aten), utils=SimpleNamespace(checkpoint=SimpleNamespace(CheckpointPolicy=enum)))
+    policy = llm_ac.op_policy(torch)
+    fwd, again = SimpleNamespace(is_recompute=False), SimpleNamespace(is_recompute=True)
+    assert [policy(fwd, "mm") for _ in range(7)] == ["save", "recompute"] * 3 + ["save"]
+    assert [policy(again, "mm") for _ in range(3)] == ["save", "recompute", "save"]   # its own counter
+    assert policy(fwd, "flash") == "save" and policy(fwd, "add") == "recompute"
