@@ -149,3 +149,17 @@ def test_the_op_policy_saves_odd_mms_and_sdpa_per_pass():
     assert [policy(fwd, "mm") for _ in range(7)] == ["save", "recompute"] * 3 + ["save"]
     assert [policy(again, "mm") for _ in range(3)] == ["save", "recompute", "save"]   # its own counter
     assert policy(fwd, "flash") == "save" and policy(fwd, "add") == "recompute"
+
+
+def test_collect_runs_one_llm_step_per_ac_mode_and_records_it():
+    from simcluster.errors import SimclusterError
+    from simcluster.runner import plans, plans_gpu
+
+    steps = plans_gpu.llm_steps(plans.Options(llm_presets=("1b",), llm_ac_modes=("none", "full", "every:2", "op")), 1)
+    assert [s.run_id for s in steps] == ["1b-single", "1b-single-ckpt", "1b-single-ac-every2", "1b-single-ac-op"]
+    assert [s.meta["ac_mode"] for s in steps] == ["none", "full", "every:2", "op"]
+    assert "--activation-checkpointing" in steps[1].argv and steps[2].argv[-2:] == ["--ac-mode", "every:2"]
+    old = plans_gpu.llm_steps(plans.Options(llm_presets=("1b",), llm_checkpointing=(False, True)), 1)
+    assert [s.run_id for s in old] == ["1b-single", "1b-single-ckpt"]
+    with pytest.raises(SimclusterError, match="--llm-ac-modes: expected none, full, op or every:N"):
+        plans_gpu.llm_steps(plans.Options(llm_presets=("1b",), llm_ac_modes=("every:0",)), 1)

@@ -7,12 +7,14 @@ modes other than `single` run under torchrun over all the host's GPUs (`--gpus`)
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.runner.collect import Step
+from simcluster.runner.llm_ac import parse_mode
 from simcluster.runner.llm_step import MODES, PRESETS, parse_shapes
 
 GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
@@ -58,12 +60,30 @@ def llm_steps(options, gpus: int) -> list[Step]:
                     if mode != "single" else [sys.executable])
         for preset in options.llm_presets:
             for n in layers or (None,):
-                for ckpt in getattr(options, "llm_checkpointing", (False,)):
+                for ac in _ac_modes(options):
                     argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
                             "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)] + (["--clocks"] if options.llm_clocks else [])
-                    argv += (["--layers", str(n)] if n else []) + (["--activation-checkpointing"] if ckpt else [])
-                    run_id = f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{'-ckpt' if ckpt else ''}"
+                    argv += (["--layers", str(n)] if n else []) + _ac_argv(ac)
+                    run_id = f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{_ac_suffix(ac)}"
                     steps.append(Step("llm-step", run_id, argv, _env(), options.timeout_s,
                                       meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes,
-                                            "layers": n, "activation_checkpointing": ckpt}))
+                                            "layers": n, "activation_checkpointing": ac != "none", "ac_mode": ac}))
     return steps
+
+
+def _ac_modes(options) -> tuple[str, ...]:
+    """The llm-step runs' checkpointing modes: --llm-ac-modes (each checked), else --llm-checkpointing's off / on."""
+    if not getattr(options, "llm_ac_modes", ()):
+        return tuple("full" if ckpt else "none" for ckpt in getattr(options, "llm_checkpointing", (False,)))
+    try:
+        return tuple(parse_mode(m) for m in options.llm_ac_modes)
+    except argparse.ArgumentTypeError as exc:
+        raise SimclusterError(f"--llm-ac-modes: {exc}") from None
+
+
+def _ac_argv(ac: str) -> list[str]:
+    return [] if ac == "none" else ["--activation-checkpointing"] if ac == "full" else ["--ac-mode", ac]
+
+
+def _ac_suffix(ac: str) -> str:
+    return "" if ac == "none" else "-ckpt" if ac == "full" else "-ac-" + ac.replace(":", "")
