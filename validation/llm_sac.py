@@ -1,0 +1,132 @@
+"""Selective activation checkpointing in eager PyTorch on one H200, registered before its run (issue 44; not a test).
+
+    python validation/llm_sac.py --register calibration/h200x1-llm-sac-2026-11-29/registered.json   # the predictions
+    python validation/llm_sac.py BUNDLE        # the read-out: BUNDLE/runs/<preset>-<mode>.json, llm-step documents
+
+Plan: presets 0.3b / 1b / 3b (llm-step's Llama shapes) at seq 2048 and micro-batch 16 / 8 / 4, each in --ac-mode none,
+full, every:2 and op (one process each). Predicted by the committed model (framework torch, llm/eager_ac.py) on the
+H200 interleaved card with the host fits of calibration/h200x1-llm-ckpt-host-2026-11-28/host (single for plain blocks,
+ckpt for checkpointed ones), nothing fitted on these runs. Rule: error = predicted / measured - 1 per run (step: the
+median timed step; memory: torch.cuda.max_memory_allocated against the predicted allocated peak); met = mean |step
+error| <= 8% per mode and every run's memory within 10%. The read-out judges the registered numbers and prints the
+current model's beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import eager  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.memory import memory_per_gpu  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.runner.llm_step import PRESETS  # noqa: E402
+
+CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
+HOST = ROOT / "calibration/h200x1-llm-ckpt-host-2026-11-28/host"
+REGISTERED = ROOT / "calibration/h200x1-llm-sac-2026-11-29/registered.json"
+PLAN = (("0.3b", 2048, 16), ("1b", 2048, 8), ("3b", 2048, 4))
+MODES = ("none", "full", "every:2", "op")
+GiB = 2.0**30
+
+
+def parallel(mode: str) -> ParallelSpec:
+    if mode.startswith("every:"):
+        return ParallelSpec(recompute="full", recompute_every=int(mode.split(":")[1]))
+    return ParallelSpec(recompute=mode)
+
+
+def run_name(preset: str, mode: str) -> str:
+    return f"{preset}-{mode.replace(':', '')}"
+
+
+def predict(preset: str, seq: int, micro: int, mode: str) -> tuple[float, float]:
+    """(step seconds, allocated peak bytes) of one planned run by the current model."""
+    c = PRESETS[preset]
+    model = TransformerSpec(c["layers"], c["hidden"], c["ffn"], c["heads"], c["kv_heads"], c["vocab"], seq,
+                            tied_embeddings=c["tied"])
+    par, batch = parallel(mode), BatchSpec(micro, micro)
+    fw = eager.torch_framework(par, eager.fit_modes(HOST))
+    step = predict_llm(model, par, batch, load_gpu(CARD)[0], Network(None, 1), 1, trace=False, framework=fw).step_time_s
+    return step, memory_per_gpu(model, par, batch, 141e9, fw).allocated
+
+
+def register(out: Path) -> None:
+    runs = []
+    for preset, seq, micro in PLAN:
+        for mode in MODES:
+            step, mem = predict(preset, seq, micro, mode)
+            runs.append({"run": run_name(preset, mode), "preset": preset, "seq": seq, "micro_batch": micro, "ac_mode": mode,
+                         "predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
+            print(f"{runs[-1]['run']:14s} {step * 1e3:8.1f} ms {mem / GiB:7.2f} GiB")
+    out.write_text(json.dumps({"card": str(CARD.relative_to(ROOT)), "host": str(HOST.relative_to(ROOT)),
+                               "rule": "error = predicted / measured - 1; met: mean |step error| <= 8% per mode, "
+                                       "every run's memory within 10%", "runs": runs}, indent=1) + "\n")
+
+
+def measured(bundle: Path, run: str) -> dict | None:
+    path = bundle / "runs" / f"{run}.json"
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    try:
+        doc = json.loads(text[text.find("{"):]) if "{" in text else None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"llm_sac: {path}: not an llm-step JSON document ({exc.msg})") from None
+    shape = (doc or {}).get("shapes", [{}])[0]
+    return shape if shape.get("status") == "ok" else None
+
+
+def read_out(bundle: Path) -> int:
+    if not REGISTERED.is_file():
+        print(f"llm_sac: {REGISTERED}: no registered predictions", file=sys.stderr)
+        return 2
+    reg = json.loads(REGISTERED.read_text())["runs"]
+    errors: dict[str, list[float]] = {m: [] for m in MODES}
+    mems: dict[str, list[float]] = {m: [] for m in MODES}
+    print(f"{'run':14s} {'meas ms':>8s} {'pred ms':>8s} {'error':>7s} {'now ms':>8s} {'meas GiB':>9s} {'pred GiB':>9s} {'error':>7s}")
+    for r in reg:
+        shape = measured(bundle, r["run"])
+        if shape is None:
+            print(f"{r['run']:14s} no ok run in {bundle / 'runs'}")
+            continue
+        meas, pred = shape["median_step_s"] * 1e3, r["predicted_step_ms"]
+        now = predict(r["preset"], r["seq"], r["micro_batch"], r["ac_mode"])[0] * 1e3
+        err = pred / meas - 1
+        mem_meas = shape["max_memory_allocated_bytes"] / GiB
+        mem_err = r["predicted_mem_GiB"] / mem_meas - 1
+        errors[r["ac_mode"]].append(err)
+        mems[r["ac_mode"]].append(mem_err)
+        print(f"{r['run']:14s} {meas:8.1f} {pred:8.1f} {100 * err:+6.1f}% {now:8.1f} {mem_meas:9.2f} {r['predicted_mem_GiB']:9.2f} "
+              f"{100 * mem_err:+6.1f}%")
+    for mode in MODES:
+        if errors[mode]:
+            step = statistics.mean(map(abs, errors[mode]))
+            mem = max(map(abs, mems[mode]))
+            met = "met" if step <= 0.08 and mem <= 0.10 else "NOT met"
+            print(f"{mode:8s} step mean |error| {100 * step:5.1f}% (max {100 * max(map(abs, errors[mode])):5.1f}%), memory max "
+                  f"|error| {100 * mem:5.1f}%  ({len(errors[mode])} runs): {met}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--register"]:
+        register(Path(argv[1]) if len(argv) > 1 else REGISTERED)
+        return 0
+    if not argv or not (Path(argv[0]) / "runs").is_dir():
+        print("llm_sac: expected BUNDLE with runs/<preset>-<mode>.json (the device_run.sh tarball, unpacked) or --register FILE",
+              file=sys.stderr)
+        return 2
+    return read_out(Path(argv[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
