@@ -163,3 +163,11 @@ def test_collect_runs_one_llm_step_per_ac_mode_and_records_it():
     assert [s.run_id for s in old] == ["1b-single", "1b-single-ckpt"]
     with pytest.raises(SimclusterError, match="--llm-ac-modes: expected none, full, op or every:N"):
         plans_gpu.llm_steps(plans.Options(llm_presets=("1b",), llm_ac_modes=("every:0",)), 1)
+
+
+def test_the_torchtitan_framework_refuses_the_modes_with_tp_too():
+    from simcluster.llm.framework import TORCHTITAN_FSDP2, check_framework
+
+    check_framework(ParallelSpec(dp=8, zero=3, recompute="op"), TORCHTITAN_FSDP2)
+    with pytest.raises(LlmConfigError, match="no tp, no pp"):
+        check_framework(ParallelSpec(tp=2, dp=4, zero=3, recompute="op"), TORCHTITAN_FSDP2)

@@ -207,6 +207,10 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
         raise LlmConfigError(key, f"framework {framework.name}: op-level and every-N-th-block checkpointing are eager "
                              "PyTorch's (torch.utils.checkpoint, torchtitan's policies)", hint="framework: torch, or "
                              "recompute: selective with recompute_modules")
+    if (par.recompute == "op" or par.recompute_every > 1) and (par.tp > 1 or par.pp > 1):
+        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
+        raise LlmConfigError(key, "op-level and every-N-th-block checkpointing are modelled on one GPU or data parallel "
+                             "only (no tp, no pp)", hint="recompute: full")
     if framework.moe_host is not None and (par.moe_dispatcher != "alltoall" or par.moe_a2a_overlap):
         key = "parallel.moe_dispatcher" if par.moe_dispatcher != "alltoall" else "parallel.moe_a2a_overlap"
         raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
