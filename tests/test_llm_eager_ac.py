@@ -171,3 +171,20 @@ def test_the_torchtitan_framework_refuses_the_modes_with_tp_too():
     check_framework(ParallelSpec(dp=8, zero=3, recompute="op"), TORCHTITAN_FSDP2)
     with pytest.raises(LlmConfigError, match="no tp, no pp"):
         check_framework(ParallelSpec(tp=2, dp=4, zero=3, recompute="op"), TORCHTITAN_FSDP2)
+
+
+def test_host_fits_leave_the_selective_runs_out(tmp_path):
+    import json
+
+    model = {"layers": 0, "hidden": 128, "ffn": 352, "heads": 4, "kv_heads": 2, "vocab": 512, "tied": False}
+    for layers in (2, 8):
+        for ac, per_layer in (("none", 1e-3), ("full", 2e-3), ("op", 9e-3), ("every:2", 9e-3)):
+            doc = {"mode": "single", "model": {**model, "layers": layers},
+                   "shapes": [{"seq": 128, "micro_batch": 1, "status": "ok", "median_step_s": 0.002 + layers * per_layer}],
+                   **llm_ac.record(ac, layers)}
+            run = tmp_path / "llm-step" / f"tiny-L{layers}-{ac.replace(':', '')}"
+            run.mkdir(parents=True)
+            (run / "stdout.txt").write_text(json.dumps(doc))
+    fits = eager.fit_modes(tmp_path)
+    assert set(fits) == {"single", "ckpt"} and fits["single"][2] == fits["ckpt"][2] == 2
+    assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)

@@ -358,7 +358,8 @@ def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logi
       the forward's end   autocast's cache still holds every bf16 weight copy; the loss's forward tensors, 2 bytes per
                           logit fewer than at the backward's start (no fp32 gradient yet)
       the backward's start  the LM head's bf16 copy (the only one autograd saved) and the loss's peak
-      a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)"""
+      a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)
+    every N-th block and op checkpointing (llm/eager_ac.py): eager_ac.checkpointed_live, which is this for full."""
     copies_one = fw.weight_copy_bytes * layer_params(model, par).total
     plain = layer_activation_bytes(model, replace(par, recompute="none", recompute_every=1), batch, fw)
     kept = layer_activation_bytes(model, replace(par, recompute_every=1), batch, fw)
