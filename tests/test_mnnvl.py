@@ -168,4 +168,4 @@ def test_the_published_rack_is_priced_inside_one_domain():
     ref = read_published(ROOT / "calibration" / "published" / "nccl-gb200-nvl72-coreweave.yaml", "published-nccl-run")
     rows = system_rows(ref)
     assert len(rows) == 5 and all(r.detail == "nvls/Simple" for r in rows)
-    assert [r.held_out for r in rows] == [False, True, True, True, True]
+    assert not any(r.held_out for r in rows)   # development since session 32 (its NVLS card changed after the comparison)
