@@ -123,7 +123,8 @@ def test_held_out_is_read_from_each_reference():
 def test_the_held_out_set_parses_and_every_row_is_compared_as_held_out():
     """Structure only (no predicted number asserted): each file of the session-18 set parses, names a scenario that
     builds, yields one compared row per published run at >= 64 MiB or without a size, each marked held out as its file
-    says; GB200 NVL72 (session 19) has its five rows, development since session 32 changed its NVLS card; a size-less row with a forced algorithm is priced at that algorithm."""
+    says; GB200 NVL72 (session 19) has its five rows, development since session 32 changed its NVLS card; a size-less row
+    with a forced algorithm is priced at that algorithm."""
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     for system, rows in HELD_OUT_SET.items():
