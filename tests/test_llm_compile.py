@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import re
 import types
 
 import pytest
@@ -75,3 +76,114 @@ def test_compile_layers_replaces_each_layer_and_the_record_holds_the_compile_tim
     described = llm_compile.describe(fake)
     assert described["backend"] == "inductor" and "no CUDA graphs" in described["mode"] and described["torch"] == "x"
     json.dumps(described)
+
+
+# --- the step model -------------------------------------------------------------------------------------------
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm import compiled, eager, host, ops  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE  # noqa: E402
+from simcluster.llm.memory import layer_activation_bytes  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec  # noqa: E402
+
+MODEL = TransformerSpec(24, 1024, 2816, 16, 8, 32000, 2048, tied_embeddings=True)   # the runner's 0.3b preset
+ONE, BATCH = ParallelSpec(), BatchSpec(4, 4)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return load_gpu(ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml")[0]
+
+
+def test_a_compiled_block_keeps_every_library_kernel_and_fuses_the_memory_bound_ones():
+    e_fwd, e_bwd = compiled.layer_ops(MODEL, ONE, BATCH, TORCH_AMP)
+    c_fwd, c_bwd = compiled.layer_ops(MODEL, ONE, BATCH, TORCH_COMPILE)
+    for eager_ops, comp_ops in ((e_fwd, c_fwd), (e_bwd, c_bwd)):
+        lib = [o for o in eager_ops if o.kind != "memory"]
+        assert [o for o in comp_ops if o.kind != "memory"] == lib      # GEMMs and flash attention: eager's, in order
+    kernels = [sum(o.count for o in ops_ if o.kind == "memory") for ops_ in (e_fwd, e_bwd, c_fwd, c_bwd)]
+    assert kernels == [22, 41, 7, 10]
+    T, h, f = 4 * 2048, 1024, 2816
+    by_name = {o.name: o for o in c_fwd + c_bwd}
+    assert by_name["swiglu"].total_bytes == 3 * T * f * 2                  # gate and up read, the product written once
+    assert by_name["add_norm2_cast"].total_bytes == T * h * (2 * 4 + 2 * 2)   # fp32 x and bf16 branch in; fp32 x, bf16 out
+    mem = [sum(o.total_bytes for o in ops_ if o.kind == "memory") for ops_ in (e_fwd, c_fwd)]
+    assert mem[1] < 0.5 * mem[0]
+
+
+def test_compile_lowers_the_step_and_the_memory_and_issues_fewer_kernels(gpu):
+    hosts = {"single": (30e-6, 0.0, 3), "compile": (30e-6, 0.0, 3)}
+    plain, comp = eager.torch_framework(ONE, hosts), eager.torch_framework(ONE, hosts, compiled=True)
+    assert comp.compiled and comp.name == "torch-compile" and comp.weight_copy_bytes == 0 and not plain.compiled
+    # 7 GEMMs x 3 + 2 attention + memory-bound 63 eager / 17 compiled + weight casts 7 x 2 (compiled: x 3, recast backward)
+    assert (host.layer_kernels(MODEL, ONE, BATCH, plain), host.layer_kernels(MODEL, ONE, BATCH, comp)) == (100, 61)
+    step = {fw.name: predict_llm(MODEL, ONE, BATCH, gpu, Network(None, 1), 1, trace=False, framework=fw) for fw in (plain, comp)}
+    assert step["torch-compile"].step_time_s < step["torch-amp"].step_time_s
+    assert step["torch-compile"].memory_per_gpu_GiB["allocated"] < step["torch-amp"].memory_per_gpu_GiB["allocated"]
+    s, b, h, f = 2048, 4, 1024, 2816   # norm outputs (2 x 2 s b h) and SiLU output + product (4 s b f) not kept
+    saved = layer_activation_bytes(MODEL, ONE, BATCH, plain) - layer_activation_bytes(MODEL, ONE, BATCH, comp)
+    assert saved == pytest.approx(4 * s * b * h + 4 * s * b * f)
+    assert step["torch-compile"].regime.key.endswith("single+compile | bf16")
+
+
+def test_compile_is_refused_where_it_is_not_modelled():
+    for par in (ParallelSpec(dp=2), ParallelSpec(tp=2), ParallelSpec(recompute="full")):
+        with pytest.raises(LlmConfigError, match="one GPU without activation checkpointing") as err:
+            eager.torch_framework(par, None, compiled=True)
+        assert err.value.key == "framework.compile"
+    gelu = TransformerSpec(4, 256, 1024, 4, 4, 512, 128, mlp="gelu")
+    with pytest.raises(LlmConfigError, match="SwiGLU"):
+        compiled.layer_ops(gelu, ONE, BatchSpec(1, 1), TORCH_COMPILE)
+
+
+SCENARIO = """\
+name: t
+machine:
+  card: {root}/models/collective/h200x2-primitives.yaml
+  gpus_per_node: {gpus}
+  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 16, hidden: 2048, ffn: 8192, heads: 32, kv_heads: 8, vocab: 128256, seq: 2048, tied_embeddings: true}}
+    parallel: {{dp: {gpus}}}
+    global_batch: 4
+    micro_batch: 2
+    framework: {framework}
+"""
+
+
+def test_a_scenario_takes_compile_true_under_framework_torch(tmp_path):
+    from simcluster.build import llm_prediction
+    from simcluster.errors import ScenarioError
+    from simcluster.scenario import load
+
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(root=ROOT, gpus=1, framework="{name: torch, compile: true}"))
+    sc = load(path)
+    assert sc.jobs[0].framework_spec().name == "torch-compile"
+    assert llm_prediction(sc.machine, sc.jobs[0], trace=False).step_time_s > 0
+    for gpus, framework, message in ((2, "{name: torch, compile: true}", "jobs[0].framework.compile: torch.compile is modelled"),
+                                     (1, "{name: megatron, compile: true}", "jobs[0].framework.compile: framework megatron")):
+        path.write_text(SCENARIO.format(root=ROOT, gpus=gpus, framework=framework))
+        with pytest.raises(ScenarioError, match=re.escape(message)) as err:
+            load(path)
+        assert "\n" not in str(err.value).strip()
+
+
+def test_fit_modes_fits_compiled_runs_apart_from_plain_ones(tmp_path):
+    model = {"layers": 0, "hidden": 128, "ffn": 352, "heads": 4, "kv_heads": 2, "vocab": 512, "tied": False}
+    for layers in (2, 8, 32):
+        for comp, per_layer in ((False, 1e-3), (True, 0.4e-3)):
+            doc = {"mode": "single", "model": {**model, "layers": layers}, "compile": {"backend": "inductor"} if comp else None,
+                   "shapes": [{"seq": 128, "micro_batch": 1, "status": "ok", "median_step_s": 0.003 + layers * per_layer}]}
+            run = tmp_path / "llm-step" / f"tiny-L{layers}-single{'-compile' if comp else ''}"
+            run.mkdir(parents=True)
+            (run / "stdout.txt").write_text(json.dumps(doc))
+    fits = eager.fit_modes(tmp_path)
+    assert set(fits) == {"single", "compile"}
+    tiny = TransformerSpec(2, 128, 352, 4, 2, 512, 128)
+    per_kernel = 0.4e-3 / host.layer_kernels(tiny, ONE, BatchSpec(1, 1), TORCH_COMPILE)
+    assert fits["compile"][0] == pytest.approx(per_kernel) and fits["compile"][1] == pytest.approx(0.003)
+    assert fits["single"][0] == pytest.approx(1e-3 / host.layer_kernels(tiny, ONE, BatchSpec(1, 1), TORCH_AMP))
+    assert ops.ACT_BYTES == 2
