@@ -187,3 +187,36 @@ def test_fit_modes_fits_compiled_runs_apart_from_plain_ones(tmp_path):
     assert fits["compile"][0] == pytest.approx(per_kernel) and fits["compile"][1] == pytest.approx(0.003)
     assert fits["single"][0] == pytest.approx(1e-3 / host.layer_kernels(tiny, ONE, BatchSpec(1, 1), TORCH_AMP))
     assert ops.ACT_BYTES == 2
+
+
+def test_the_registered_device_run_plans_host_and_check_bundles_in_both_arms(tmp_path):
+    """device_run.sh where torch is absent (CI): every llm-step run fails at its import, but the flow is the
+    registered one: the host bundle's six runs, then one check bundle per preset, eager and compiled, and the tgz."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    stubs, out = tmp_path / "bin", tmp_path / "out"
+    stubs.mkdir()
+    out.mkdir()
+    (stubs / "python3").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')   # this environment's python (simpy in it)
+    (stubs / "python3").chmod(0o755)
+    name = f"compile-test-{os.getpid()}"
+    env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out))
+    done = subprocess.run(["bash", "calibration/h200x1-llm-compile-2026-11-29/device_run.sh", name], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    status = (out / "status.txt").read_text().splitlines()
+    assert status[0].startswith("host exit") and len(status) == 6 and not any("skipped" in s for s in status)
+    with tarfile.open(out / f"{name}.tgz") as tgz:
+        names = tgz.getnames()
+    host_runs = sorted({n.split("/")[3] for n in names if n.startswith(f"{name}/host/llm-step/") and n.count("/") >= 3})
+    assert host_runs == sorted(f"tiny-L{n}-single{c}" for n in (2, 8, 32) for c in ("", "-compile"))
+    for preset in ("0.3b", "1b", "1.1b", "3b", "3.1b"):
+        assert f"{name}/check/{preset}/llm-step/{preset}-single-compile/run.json" in names
+        assert f"{name}/check/{preset}/llm-step/{preset}-single/run.json" in names
+    manifest = json.loads((pathlib.Path("/tmp") / name / "host" / "manifest.json").read_text())
+    assert manifest["options"]["llm_compile"] == [False, True]
+    shutil.rmtree(pathlib.Path("/tmp") / name)
