@@ -12,7 +12,8 @@ compiled) on models/gpu/h200-sxm-interleaved.yaml. Statistic: the median timed s
 the timed steps' peak torch.cuda.max_memory_allocated (max_memory_allocated_timed_bytes) against the model's allocated
 peak. Error: measured / predicted - 1 (+: predicted fast). Met: mean |step error| <= 8% over the compiled shapes AND
 every compiled shape's memory within 10%; reported beside it: the compile speedup's error (measured eager / compiled
-over predicted, - 1; mean |error| <= 8% is its own line) and the eager arm's step error. At least four judged
+over predicted, - 1; mean |error| <= 8% is its own line), the eager arm's step error, and the kernels per layer
+the host runs' profiled steps show against the model's count (eager and compiled: the fusion's own check). At least four judged
 shapes must have run both arms, else the reading is 'incomplete'.
 `--registered` prints the same table from the model as it stands, with PLACEHOLDER host costs (compile 10 us per
 kernel and 0 per step: a guess, not a measurement; eager: session 27's single fit on this host, 33.3 us per kernel and
@@ -149,6 +150,30 @@ def report(rows: list[dict]) -> dict:
     return out
 
 
+def kernels_per_layer(host_folder: Path) -> None:
+    """The fusion's own check: GPU kernels per layer measured (the slope of the profiled step's kernel count over the
+    host runs' 2, 8 and 32 layers) against the model's count (host.layer_kernels), eager and compiled."""
+    import numpy as np
+
+    from simcluster.llm import host
+    for mode, compiled in (("single", False), ("compile", True)):
+        points = []
+        for path in eager._mode_documents(host_folder, mode):
+            doc = eager._document(path)
+            shape = doc["shapes"][0]
+            if shape.get("status") == "ok" and shape.get("profile", {}).get("kernel_per_step"):
+                points.append((doc["model"]["layers"], shape["profile"]["kernel_per_step"]))
+                m, seq, mb = doc["model"], shape["seq"], shape["micro_batch"]
+        if len({p[0] for p in points}) < 2:
+            print(f"kernels per layer {mode}: fewer than two profiled layer counts")
+            continue
+        slope = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)[0]
+        tiny = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], seq,
+                               tied_embeddings=bool(m["tied"]))
+        model = host.layer_kernels(tiny, ParallelSpec(), BatchSpec(mb, mb), eager.torch_framework(ParallelSpec(), None, compiled))
+        print(f"kernels per layer {mode}: measured {slope:.1f}, model {model} ({100 * (slope / model - 1):+.1f}%)")
+
+
 def main(argv: list[str]) -> int:
     gpu = load_gpu(CARD)[0]
     if argv[:1] == ["--registered"]:
@@ -172,6 +197,7 @@ def main(argv: list[str]) -> int:
             return 2
         c, a, n = hosts[mode]
         print(f"host fit {mode}: {c * 1e6:.1f} us/kernel {a * 1e3:+.2f} ms/step ({n} shapes)")
+    kernels_per_layer(bundle / "host")
     report(rows_from_runs(bundle, hosts, gpu))
     return 0
 
