@@ -80,7 +80,7 @@ def test_compile_layers_replaces_each_layer_and_the_record_holds_the_compile_tim
 
 # --- the step model -------------------------------------------------------------------------------------------
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import compiled, eager, host, ops  # noqa: E402
+from simcluster.llm import compiled, eager, host  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE  # noqa: E402
 from simcluster.llm.memory import layer_activation_bytes  # noqa: E402
@@ -169,24 +169,6 @@ def test_a_scenario_takes_compile_true_under_framework_torch(tmp_path):
         with pytest.raises(ScenarioError, match=re.escape(message)) as err:
             load(path)
         assert "\n" not in str(err.value).strip()
-
-
-def test_fit_modes_fits_compiled_runs_apart_from_plain_ones(tmp_path):
-    model = {"layers": 0, "hidden": 128, "ffn": 352, "heads": 4, "kv_heads": 2, "vocab": 512, "tied": False}
-    for layers in (2, 8, 32):
-        for comp, per_layer in ((False, 1e-3), (True, 0.4e-3)):
-            doc = {"mode": "single", "model": {**model, "layers": layers}, "compile": {"backend": "inductor"} if comp else None,
-                   "shapes": [{"seq": 128, "micro_batch": 1, "status": "ok", "median_step_s": 0.003 + layers * per_layer}]}
-            run = tmp_path / "llm-step" / f"tiny-L{layers}-single{'-compile' if comp else ''}"
-            run.mkdir(parents=True)
-            (run / "stdout.txt").write_text(json.dumps(doc))
-    fits = eager.fit_modes(tmp_path)
-    assert set(fits) == {"single", "compile"}
-    tiny = TransformerSpec(2, 128, 352, 4, 2, 512, 128)
-    per_kernel = 0.4e-3 / host.layer_kernels(tiny, ONE, BatchSpec(1, 1), TORCH_COMPILE)
-    assert fits["compile"][0] == pytest.approx(per_kernel) and fits["compile"][1] == pytest.approx(0.003)
-    assert fits["single"][0] == pytest.approx(1e-3 / host.layer_kernels(tiny, ONE, BatchSpec(1, 1), TORCH_AMP))
-    assert ops.ACT_BYTES == 2
 
 
 def test_the_registered_device_run_plans_host_and_check_bundles_in_both_arms(tmp_path):
