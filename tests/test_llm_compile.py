@@ -64,10 +64,12 @@ def test_compile_layers_replaces_each_layer_and_the_record_holds_the_compile_tim
         return ("compiled", module)
 
     decoder = types.SimpleNamespace(layers=["l0", "l1", "l2"])
+    config = types.SimpleNamespace(recompile_limit=8)
     fake = types.SimpleNamespace(compile=fake_compile, __version__="x",
-                                 _dynamo=types.SimpleNamespace(utils=types.SimpleNamespace(
+                                 _dynamo=types.SimpleNamespace(config=config, utils=types.SimpleNamespace(
                                      counters={"stats": {"unique_graphs": 2}, "graph_break": {"a": 1, "b": 2}})))
     assert llm_compile.compile_layers(fake, decoder) == 3
+    assert config.recompile_limit == 11 and not hasattr(config, "cache_size_limit")   # above the layers, only if present
     assert decoder.layers == [("compiled", "l0"), ("compiled", "l1"), ("compiled", "l2")]
     assert calls[0] == {"dynamic": False, "fullgraph": False}
     rec = llm_compile.warmup_record([30.0, 0.2, 0.1], [0.1, 0.12, 0.1], fake)

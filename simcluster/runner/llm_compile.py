@@ -27,7 +27,13 @@ def check_args(mode: str, checkpointing: bool) -> None:
 
 def compile_layers(torch, decoder) -> int:
     """Replace every decoder layer by its compiled module (before any parallel wrapper, as torchtitan does); the
-    number of layers compiled."""
+    number of layers compiled. The layers share one code object: where dynamo guards each layer apart (no inlining of
+    nn modules) it compiles once per layer, so its recompile limit is raised above the layer count, or the layers past
+    the limit would silently run eager (the record's unique_graphs says which happened)."""
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):   # the limit's name since torch 2.7, and before
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), len(decoder.layers) + 8))
     for i, layer in enumerate(decoder.layers):
         decoder.layers[i] = torch.compile(layer, dynamic=SETTINGS["dynamic"], fullgraph=SETTINGS["fullgraph"])
     return len(decoder.layers)
