@@ -198,6 +198,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    "PRESET-L<n>-MODE; default: the preset's own), e.g. the hidden-128 host fit: --llm-presets tiny --llm-layers 2,8,32")
     p.add_argument("--llm-checkpointing", choices=("off", "on", "both"), default="off", help="llm-step: without (off), "
                    "with (on) or both without and with --activation-checkpointing (run ids end in -ckpt)")
+    p.add_argument("--llm-compile", choices=("off", "on", "both"), default="off", help="llm-step: without (off), with (on) "
+                   "or both without and with --compile, torch.compile per decoder layer (run ids end in -compile)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=commands["collect"])
 
@@ -303,4 +305,5 @@ def collect_options(args):
         llm_shapes=args.llm_shapes, llm_modes=tuple(csv_list(args.llm_modes) or ["single"]), llm_steps=args.llm_steps, llm_clocks=args.llm_clocks,
         llm_layers=_counts(args.llm_layers, "--llm-layers"),
         llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
+        llm_compile={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_compile],
         timeout_s=args.timeout)

@@ -107,6 +107,7 @@ class Options:
     llm_clocks: bool = False                               # llm-step --clocks: SM clock and power during the timed steps
     llm_layers: tuple[int, ...] = ()                       # llm-step --layers per run (empty: the preset's own)
     llm_checkpointing: tuple[bool, ...] = (False,)         # llm-step runs without / with --activation-checkpointing
+    llm_compile: tuple[bool, ...] = (False,)               # llm-step runs without / with --compile (torch.compile per layer)
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 

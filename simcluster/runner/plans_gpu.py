@@ -49,6 +49,13 @@ def llm_steps(options, gpus: int) -> list[Step]:
     layers = tuple(getattr(options, "llm_layers", ()) or ())
     if any(n < 1 for n in layers):
         raise SimclusterError(f"--llm-layers: layer counts must be >= 1, got {', '.join(map(str, layers))}")
+    compiles = tuple(getattr(options, "llm_compile", (False,)))
+    if True in compiles and (True in getattr(options, "llm_checkpointing", (False,)) or any(m.startswith("pp") for m in options.llm_modes)):
+        raise SimclusterError("--llm-compile: not with --llm-checkpointing on/both or a pp mode (llm-step --compile runs "
+                              "neither)", hint="collect those in a separate bundle")
+    # (checkpointing, compile) per run: each checkpointing setting, then each compile setting (never both on)
+    variants = [(c, False) for c in getattr(options, "llm_checkpointing", (False,))] + [(False, True) for c in compiles if c]
+    variants = [v for v in variants if v[0] or v[1] or False in compiles]
     steps = []
     for mode in options.llm_modes:
         world = 1 if mode == "single" else gpus
@@ -58,12 +65,14 @@ def llm_steps(options, gpus: int) -> list[Step]:
                     if mode != "single" else [sys.executable])
         for preset in options.llm_presets:
             for n in layers or (None,):
-                for ckpt in getattr(options, "llm_checkpointing", (False,)):
+                for ckpt, comp in variants:
                     argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
                             "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)] + (["--clocks"] if options.llm_clocks else [])
                     argv += (["--layers", str(n)] if n else []) + (["--activation-checkpointing"] if ckpt else [])
-                    run_id = f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{'-ckpt' if ckpt else ''}"
+                    argv += ["--compile"] if comp else []
+                    run_id = (f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{'-ckpt' if ckpt else ''}"
+                              f"{'-compile' if comp else ''}")
                     steps.append(Step("llm-step", run_id, argv, _env(), options.timeout_s,
                                       meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes,
-                                            "layers": n, "activation_checkpointing": ckpt}))
+                                            "layers": n, "activation_checkpointing": ckpt, "compile": comp}))
     return steps
