@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
-from simcluster.fit import host_stack
+from simcluster.fit import host_counts, host_stack
 
 TARGET = 0.10          # the issue's 10%
 NOISE_OK = 0.05        # the median's noise below half the target
@@ -87,22 +87,39 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
 
 
 def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
-    """The held-out rows of one bundle (one configuration)."""
+    """The held-out rows of one bundle (one configuration): TCP both sides by the count model (fit/host_counts.py), the
+    UDP sides by c(m) = a + b / m (fit/host_stack.py); a size some fit read (host_counts.FIT_INPUTS) is not judged."""
     samples, _ = host_stack.bundle_samples(bundle)
     config = label or bundle.name
     rows = []
     for (transport, side), by_m in sorted(host_stack.repeats(samples).items()):
-        if (transport, side) not in PRINTED:
+        if (transport, side) not in PRINTED or (transport, side) == ("tcp", "both"):
             continue
-        low = host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0
         medians = {m: statistics.median(v) for m, v in by_m.items()}
-        _, held = host_stack.held_out(medians, low=low)
-        fitted = {m: v for m, v in by_m.items() if low <= m <= host_stack.SPLIT}
+        _, held = host_stack.held_out(medians)
+        fitted = {m: v for m, v in by_m.items() if m <= host_stack.SPLIT}
         for r in held:
-            v = by_m[r["m"]]
-            rows.append(Row(config, transport, side, r["m"], len(v), r["measured"], max(v) / min(v) - 1, noise(v),
-                            r["predicted"], prediction_noise(fitted, r["m"]), (transport, side) in JUDGED))
-    return rows
+            rows.append(_row(config, transport, side, r["m"], by_m[r["m"]], r["predicted"], prediction_noise(fitted, r["m"])))
+    return _count_rows(bundle, config) + rows
+
+
+def _row(config: str, transport: str, side: str, m: float, v: list[float], predicted: float, predicted_noise: float) -> Row:
+    judged = (transport, side) in JUDGED and m not in host_counts.FIT_INPUTS
+    return Row(config, transport, side, m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v), predicted,
+               predicted_noise, judged)
+
+
+def _count_rows(bundle: Path, config: str) -> list[Row]:
+    """TCP both sides above 4 KiB, predicted by the count model fitted on the bundle's 1-4 KiB TCP and its run's UDP train
+    (none when the bundle lacks an input: printed by the fit command, not guessed here)."""
+    seg, tcp, udp, loop = host_counts.bundle_inputs(bundle)
+    try:
+        terms = host_counts.fit_medians(seg, tcp, udp, loop)
+    except CalibrationError:
+        return []
+    return [_row(config, "tcp", "both", m, v, terms.cost(m),
+                 host_counts.prediction_noise(seg, tcp, udp, loop, m, bracket))
+            for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
 
 
 def bundles(folders: list[Path]) -> list[Path]:
