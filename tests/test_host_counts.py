@@ -88,18 +88,18 @@ def _bundle(folder: Path, truth: dict, scatter: tuple[float, ...] = (0.97, 0.99,
 
 
 def test_the_read_out_works_on_the_third_sweeps_layout(tmp_path, capsys):
-    """A folder of configuration bundles with the third sweep's sizes: 32 KiB, 128 KiB and 512 KiB judged for TCP, 32 KiB
-    for the UDP sender; 16 KiB (the UDP train's, a fit input) printed, not judged."""
+    """A folder of configuration bundles with the third sweep's sizes: 32 KiB, 128 KiB and 512 KiB judged for TCP (16 KiB,
+    whose UDP train the TCP fit reads, printed, not judged), 16 and 32 KiB for the UDP sender (its fit reads <= 4 KiB)."""
     _bundle(tmp_path / "lab-sizes-none", LAB)
     _bundle(tmp_path / "lab-sizes-csum", LAB | {"offloads": "csum"})
     rows = host_stack_readout.bundle_rows(tmp_path / "lab-sizes-none")
     tcp = {r.m: r for r in rows if r.transport == "tcp"}
     assert sorted(m for m, r in tcp.items() if r.judged) == [32768, 131072, 524288] and not tcp[16384].judged
     assert all(abs(r.error) < 1e-9 for r in tcp.values())                  # the model that made the data predicts it
-    assert [r.m for r in rows if r.judged and r.transport == "udp"] == [32768]
+    assert [r.m for r in rows if r.judged and r.transport == "udp"] == [16384, 32768]
     assert host_stack_readout.main([str(tmp_path)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("all") and "within 10%: 8/8" in last and last.endswith("target met")   # 2 x (3 TCP + 1 UDP)
+    assert last.startswith("all") and "within 10%: 10/10" in last and last.endswith("target met")   # 2 x (3 TCP + 2 UDP)
 
 
 def test_a_gso_lab_takes_its_per_byte_cost_from_the_same_runs_loopback(tmp_path):

@@ -19,7 +19,8 @@ msg, pkt, ack and byte. One term comes from another measurement of the same run:
 - GSO / loopback (a 1-4 KiB write is one packet and half an ACK, so msg, pkt and ack merge): byte from the same run's
   loopback UDP datagrams 4 -> 16 KiB (one packet each on loopback: the slope is the per-byte copy), pkt from TCP
   1-4 KiB (the per-message remainder, carried per super-packet; msg = ack = 0).
-UDP 16 KiB is a fit input, so no transport's 16 KiB row is held out under this model (FIT_INPUTS).
+UDP 16 KiB is an input of the TCP fit, so TCP's 16 KiB row is not held out (FIT_INPUTS); the UDP sender's a + b / m
+reads only UDP at <= 4 KiB, so its 16 KiB row still is.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ PUSH = 65536.0            # bytes per sender push above which the receiver wakes
 ACKS_PER_PUSH = 1.4       # ACKs per such burst (development: 1.36-1.42 at 64 KiB-1 MiB in the second H200 sweep)
 FIT_LOW, FIT_HIGH = 1024.0, 4096.0       # TCP's fitted sizes (the issue's split)
 TRAIN = (4096.0, 16384.0)                 # UDP sizes whose difference gives the per-packet or per-byte term
-FIT_INPUTS = frozenset({1024.0, 2048.0, 4096.0, *TRAIN})   # sizes any fit reads: printed, never judged
+FIT_INPUTS = frozenset({1024.0, 2048.0, 4096.0, *TRAIN})   # sizes the TCP fit reads: its rows there are not judged
 LOOPBACK_BUNDLE = "loopback-sizes"        # the same run's loopback configuration (a GSO lab's per-byte source)
 
 

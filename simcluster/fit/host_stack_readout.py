@@ -88,7 +88,8 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
 
 def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
     """The held-out rows of one bundle (one configuration): TCP both sides by the count model (fit/host_counts.py), the
-    UDP sides by c(m) = a + b / m (fit/host_stack.py); a size some fit read (host_counts.FIT_INPUTS) is not judged."""
+    UDP sides by c(m) = a + b / m (fit/host_stack.py); a TCP size the count model's fit read (host_counts.FIT_INPUTS: UDP
+    16 KiB) is not judged."""
     samples, _ = host_stack.bundle_samples(bundle)
     config = label or bundle.name
     rows = []
@@ -104,7 +105,7 @@ def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
 
 
 def _row(config: str, transport: str, side: str, m: float, v: list[float], predicted: float, predicted_noise: float) -> Row:
-    judged = (transport, side) in JUDGED and m not in host_counts.FIT_INPUTS
+    judged = (transport, side) in JUDGED and not (transport == "tcp" and m in host_counts.FIT_INPUTS)
     return Row(config, transport, side, m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v), predicted,
                predicted_noise, judged)
 
