@@ -87,14 +87,17 @@ def test_the_read_out_refuses_a_folder_without_bundles_in_one_line(capsys, tmp_p
     assert host_stack_readout.main(["--bogus"]) == 2
 
 
-def test_the_registered_device_script_runs_the_rule_of_its_readme():
-    script = (SECOND / "device_run.sh").read_text()
-    readme = (SECOND / "README.md").read_text()
-    assert "--qperf-repeat 5" in script and "--qperf-sizes 1K,2K,4K,16K,64K,256K,1M" in script
+@pytest.mark.parametrize("folder, sizes", [(SECOND, "1K,2K,4K,16K,64K,256K,1M"),
+                                           (SECOND.parent / "h200-transport-sizes3-2026-11-29", "1K,2K,4K,16K,32K,128K,512K")])
+def test_the_registered_device_script_runs_the_rule_of_its_readme(folder, sizes):
+    script = (folder / "device_run.sh").read_text()
+    readme = (folder / "README.md").read_text()
+    assert "--qperf-repeat 5" in script and f"--qperf-sizes {sizes}" in script
     assert "--pin-cpus $CLIENT,$SERVER" in script
     for name in ("loopback-sizes", "lab-sizes-none", "lab-sizes-csum", "lab-sizes-csum-noshaping", "lab-sizes-all-noshaping"):
         assert f"run {name}" in script
-    assert "1, 2 and 4 KiB" in readme and "python -m simcluster.fit.host_stack_readout" in readme
+    assert "1, 2 and 4 KiB" in readme
+    assert f"python -m simcluster.fit.host_stack_readout {folder.relative_to(ROOT).as_posix()}" in readme
     assert host_stack.SPLIT == 4096 and host_stack.TCP_FIT_MIN == 1024      # the rule's fit range, as registered
 
 
