@@ -120,3 +120,12 @@ def test_the_third_runs_held_out_sizes_were_never_measured_and_its_fit_inputs_ar
     seen = {int(p.name.split("-m")[1].split("-")[0]) for p in runs}
     assert {1024, 4096, 16384, 1048576} <= seen and not {32768, 131072, 524288} & seen
     assert host_counts.FIT_INPUTS == {1024.0, 2048.0, 4096.0, 16384.0}
+
+
+def test_the_counts_command_prints_measured_and_predicted_acks_and_wakeups(capsys):
+    assert host_counts.main([str(SECOND / "lab-sizes-none")]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("lab-sizes-none") and " 1048576 " in line)
+    assert row[2:4] == ["22.25", "22.40"] and row[6] == "16.00"       # ACKs per 1 MiB message, measured vs rule
+    assert host_counts.main([]) == 2 and "expected FOLDER" in capsys.readouterr().err
+    assert host_counts.measured_counts(SECOND / "loopback-sizes") == {}          # one host's counters: no split

@@ -118,7 +118,13 @@ def udp_per_datagram(repeats: dict[tuple[str, str], dict[float, list[float]]]) -
     """{m: [both-sides core-seconds per datagram, one per run]}: the sender's cost per datagram sent plus the receiver's
     per datagram received, paired run by run (host_stack.repeats keeps the runs' order)."""
     send, recv = repeats.get(("udp", "sender"), {}), repeats.get(("udp", "receiver"), {})
-    return {m: [(s + r) * m for s, r in zip(send[m], recv[m], strict=False)] for m in send if m in recv and recv[m]}
+    out = {}
+    for m in (m for m in send if recv.get(m)):
+        if len(send[m]) == len(recv[m]):
+            out[m] = [(s + r) * m for s, r in zip(send[m], recv[m], strict=True)]
+        else:      # a run whose receiver got nothing has no receiver sample: the pairing is lost, keep the medians' sum
+            out[m] = [(statistics.median(send[m]) + statistics.median(recv[m])) * m]
+    return out
 
 
 def loopback_sibling(bundle: Path) -> Path | None:
@@ -170,3 +176,66 @@ def prediction_noise(seg: float, tcp: dict[float, list[float]], udp: dict[float,
         tr = {k: v for (src, k), v in zip(inputs, pick, strict=True) if src == "train"}
         predicted.append(fit(t, seg, tr if seg == MSS else None, tr if seg != MSS else None).cost(m))
     return (max(predicted) - min(predicted)) / (2 * center)
+
+
+def measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
+    """{m: median per TCP message of the server namespace's segments out (its ACKs) and the server's context switches
+    (its wake-ups)} of a lab bundle's tcp_bw runs (run.json `packets`, `server_switches`); {} on loopback, where both
+    sides' segments are the one host's."""
+    from simcluster.fit.bundle_files import Bundle
+    from simcluster.traces import qperf
+
+    b = Bundle(Path(bundle))
+    per_m: dict[float, dict[str, list[float]]] = {}
+    for run in b.runs("qperf-sizes"):
+        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
+        packets_doc = run.get("packets") or []
+        server = (meta.get("ground_truth") or {}).get("server_netns")
+        out = [p for p in packets_doc if isinstance(p, dict) and p.get("netns") == server and server]
+        if meta.get("test") != "tcp_bw" or not out or run.get("status") != "ok":
+            continue
+        test = qperf.parse(b.file(run)).test("tcp_bw")
+        m, messages = test.get("msg_size"), test.metrics.get("bw", 0.0) * test.get("time") / test.get("msg_size")
+        if messages <= 0:
+            continue
+        acked = out[0]["after"]["tcp_out_segs"] - out[0]["before"]["tcp_out_segs"]
+        got = per_m.setdefault(m, {"acks": [], "wakes": []})
+        got["acks"].append(acked / messages)
+        got["wakes"].append((run.get("server_switches") or 0) / messages)
+    return {m: {k: statistics.median(v) for k, v in d.items()} for m, d in sorted(per_m.items())}
+
+
+def counts_report(folders: list[Path]) -> str:
+    """Measured vs predicted ACKs and receiver wake-ups per message (wake-ups predicted as max(1, m / PUSH))."""
+    from simcluster.fit import host_stack, host_stack_readout
+
+    lines = [f"{'configuration':26s} {'size':>8s} {'ACKs/msg':>9s} {'predicted':>9s} {'error':>7s} {'wakes/msg':>9s} "
+             f"{'predicted':>9s} {'error':>7s}"]
+    for bundle in host_stack_readout.bundles(folders):
+        seg = segment_size(host_stack.config_label(host_stack.bundle_samples(bundle)[1]))
+        for m, got in measured_counts(bundle).items():
+            ack, wake = acks(m, seg), max(1.0, m / PUSH)
+            lines.append(f"{bundle.name:26s} {int(m):>8d} {got['acks']:9.2f} {ack:9.2f} {ack / got['acks'] - 1:+7.1%} "
+                         f"{got['wakes']:9.2f} {wake:9.2f} {wake / got['wakes'] - 1:+7.1%}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m simcluster.fit.host_counts FOLDER [FOLDER ...]: counts_report; bad input is one line, exit status 2."""
+    import sys
+
+    from simcluster.errors import SimclusterError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args or any(a.startswith("-") for a in args):
+            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
+        print(counts_report([Path(a) for a in args]))
+    except (SimclusterError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
+        print(f"simcluster.fit.host_counts: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
