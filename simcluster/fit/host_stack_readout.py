@@ -1,14 +1,16 @@
-"""The registered read-out of a repeated qperf size sweep (issue 42; calibration/h200-transport-sizes2-2026-11-28/README.md
-registers the rule before the run): per configuration (one bundle folder each), transport, side and message size, the
-measured median over the repeats, their spread, the prediction of a fit that saw only the small sizes, its error, and the
-mean |error|.
+"""The registered read-out of a repeated qperf size sweep (issue 42; calibration/h200-transport-sizes2-2026-11-28 and
+-sizes3-2026-11-29, README.md there registers the rule before the run): per configuration (one bundle folder each),
+transport, side and message size, the measured median over the repeats, their spread, the prediction of a fit that saw
+only the small sizes, its error, and the mean |error|.
 
     python -m simcluster.fit.host_stack_readout FOLDER [FOLDER ...]
 
-FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per configuration). The statistic and the
-fit are fit/host_stack.py's, unchanged: each size's repeats -> their median cost per byte (TCP: both sides, client +
-server + ksoftirqd CPU per byte received; UDP: the sender per byte sent, the receiver per byte received); c(m) = a + b/m
-fitted on the medians at m <= 4 KiB (TCP from 1 KiB); every larger size predicted. Error = predicted / median - 1.
+FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per configuration). Each size's repeats ->
+their median cost per byte (TCP: both sides, client + server + ksoftirqd CPU per byte received; UDP: the sender per
+byte sent, the receiver per byte received). TCP is predicted by the count model (fit/host_counts.py: fitted on TCP
+1-4 KiB and the same run's UDP 4 -> 16 KiB train; since session 32), UDP by c(m) = a + b/m fitted on the medians at
+m <= 4 KiB (fit/host_stack.py); every larger size predicted, TCP's 16 KiB printed but not judged (a fit input).
+Error = predicted / median - 1.
 
     spread = max / min - 1 over the repeats (as the earlier bundles report it)
     noise  = (x(k+1) - x(k-1)) / (2 x median) for n = 2k - 1 >= 3 sorted repeats x(1..n) (for n = 5: the 2nd and 4th);
