@@ -129,3 +129,13 @@ def test_the_counts_command_prints_measured_and_predicted_acks_and_wakeups(capsy
     assert row[2:4] == ["22.25", "22.40"] and row[6] == "16.00"       # ACKs per 1 MiB message, measured vs rule
     assert host_counts.main([]) == 2 and "expected FOLDER" in capsys.readouterr().err
     assert host_counts.measured_counts(SECOND / "loopback-sizes") == {}          # one host's counters: no split
+
+
+def test_the_third_runs_registered_cross_run_predictions_are_what_the_model_gives():
+    """README.md there, "Predictions made before the run" 2: the second sweep's fitted terms at 32, 128 and 512 KiB (s/GB);
+    a change of the model after registration shows here."""
+    readme = (THIRD / "README.md").read_text()
+    for name in ("loopback-sizes", "lab-sizes-none", "lab-sizes-csum", "lab-sizes-csum-noshaping", "lab-sizes-all-noshaping"):
+        terms = host_counts.fit_medians(*host_counts.bundle_inputs(SECOND / name))
+        row = next(line for line in readme.splitlines() if line.strip().startswith(f"| {name} |"))
+        assert row.split("|")[-4:-1] == [f" {terms.cost(m) * 1e9:.3f} " for m in (32768, 131072, 524288)]
