@@ -58,7 +58,7 @@ def test_the_read_out_prints_every_configuration_and_the_verdict(capsys):
         assert f"{name:26s} mean |error|" in out
     last = out.strip().splitlines()[-1]
     assert last.startswith("all") and "within 10%: 1/20" in last and last.endswith("target not met")
-    rows = [r for b in host_stack_readout.bundles([FIRST]) for r in host_stack_readout.bundle_rows(b) if r.judged]
+    rows = [r for b in host_stack.sweep_bundles([FIRST]) for r in host_stack_readout.bundle_rows(b) if r.judged]
     assert f"mean |error| {statistics.mean(abs(r.error) for r in rows):6.1%}" in last
 
 
@@ -67,7 +67,7 @@ def test_the_registered_second_run_as_registered_and_as_reread_with_the_count_mo
     115.1% mean |error| over 25 judged rows, 1 within 10% (README.md, Result). Re-read as development with the count
     model (session 32, which read this sweep): 20 rows (TCP's 16 KiB is now a fit input), 19.1%, 4 within 10%."""
     old = []
-    for bundle in host_stack_readout.bundles([SECOND]):
+    for bundle in host_stack.sweep_bundles([SECOND]):
         samples, _ = host_stack.bundle_samples(bundle)
         for (transport, side), costs in host_stack.medians(samples).items():
             if (transport, side) in host_stack_readout.JUDGED:

@@ -207,11 +207,11 @@ def measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
 
 def counts_report(folders: list[Path]) -> str:
     """Measured vs predicted ACKs and receiver wake-ups per message (wake-ups predicted as max(1, m / PUSH))."""
-    from simcluster.fit import host_stack, host_stack_readout
+    from simcluster.fit import host_stack
 
     lines = [f"{'configuration':26s} {'size':>8s} {'ACKs/msg':>9s} {'predicted':>9s} {'error':>7s} {'wakes/msg':>9s} "
              f"{'predicted':>9s} {'error':>7s}"]
-    for bundle in host_stack_readout.bundles(folders):
+    for bundle in host_stack.sweep_bundles(folders):
         seg = segment_size(host_stack.config_label(host_stack.bundle_samples(bundle)[1]))
         for m, got in measured_counts(bundle).items():
             ack, wake = acks(m, seg), max(1.0, m / PUSH)

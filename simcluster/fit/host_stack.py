@@ -100,6 +100,21 @@ def bundle_samples(bundle: Path) -> tuple[list[Sample], dict]:
     return samples, truth
 
 
+def sweep_bundles(folders: list[Path]) -> list[Path]:
+    """Each folder itself when it is a bundle, else the bundles directly inside it, sorted."""
+    out = []
+    for f in folders:
+        if (f / "qperf-sizes").is_dir():
+            out.append(f)
+        else:
+            found = sorted(p.parent for p in f.glob("*/qperf-sizes") if p.is_dir())
+            if not found:
+                raise CalibrationError("no qperf-sizes bundle here (expected FOLDER/qperf-sizes or FOLDER/*/qperf-sizes)",
+                                       where=str(f))
+            out += found
+    return out
+
+
 def repeats(samples: list[Sample]) -> dict[tuple[str, str], dict[float, list[float]]]:
     """(transport, side) -> {m: every repeat's cost}, sizes in ascending order."""
     groups: dict[tuple[str, str], dict[float, list[float]]] = {}

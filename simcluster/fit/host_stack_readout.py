@@ -125,21 +125,6 @@ def _count_rows(bundle: Path, config: str) -> list[Row]:
             for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
 
 
-def bundles(folders: list[Path]) -> list[Path]:
-    """Each folder itself when it is a bundle, else the bundles directly inside it, sorted."""
-    out = []
-    for f in folders:
-        if (f / "qperf-sizes").is_dir():
-            out.append(f)
-        else:
-            found = sorted(p.parent for p in f.glob("*/qperf-sizes") if p.is_dir())
-            if not found:
-                raise CalibrationError("no qperf-sizes bundle here (expected FOLDER/qperf-sizes or FOLDER/*/qperf-sizes)",
-                                       where=str(f))
-            out += found
-    return out
-
-
 def report(rows: list[Row]) -> str:
     lines = [f"{'configuration':26s} {'transport':9s} {'side':8s} {'size':>8s} {'n':>2s} {'median s/GB':>11s} "
              f"{'spread':>7s} {'noise':>6s} {'predicted':>9s} {'noise':>6s} {'error':>7s} {'+-':>6s}"]
@@ -177,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args or any(a.startswith("-") for a in args):
             raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
-        rows = [r for b in bundles([Path(a) for a in args]) for r in bundle_rows(b)]
+        rows = [r for b in host_stack.sweep_bundles([Path(a) for a in args]) for r in bundle_rows(b)]
         if not rows:
             raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
                                    where=", ".join(args))
