@@ -222,19 +222,9 @@ def counts_report(folders: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """python -m simcluster.fit.host_counts FOLDER [FOLDER ...]: counts_report; bad input is one line, exit status 2."""
-    import sys
+    from simcluster.fit import host_stack
 
-    from simcluster.errors import SimclusterError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if not args or any(a.startswith("-") for a in args):
-            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
-        print(counts_report([Path(a) for a in args]))
-    except (SimclusterError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
-        print(f"simcluster.fit.host_counts: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
-        return 2
-    return 0
+    return host_stack.folder_command("simcluster.fit.host_counts", argv, counts_report)
 
 
 if __name__ == "__main__":

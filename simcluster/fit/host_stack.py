@@ -278,6 +278,22 @@ def udp_card(bundles: list[Path], name: str) -> dict:
             "provenance": bundle_provenance(paths, used, None)}
 
 
+def folder_command(prog: str, argv: list[str] | None, report_of) -> int:
+    """`python -m PROG FOLDER [FOLDER ...]` (a qperf-sizes bundle or a folder of them): print report_of(folders); bad
+    input is one line on stderr and exit status 2."""
+    from simcluster.errors import SimclusterError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args or any(a.startswith("-") for a in args):
+            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
+        print(report_of([Path(a) for a in args]))
+    except (SimclusterError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
+        print(f"{prog}: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (module docstring); bad input is one line on stderr and exit status 2."""
     from simcluster.errors import SimclusterError

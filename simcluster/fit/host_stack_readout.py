@@ -23,7 +23,6 @@ a configuration meets the target when every verdict row's |error| <= 10%.
 from __future__ import annotations
 
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,24 +153,18 @@ def report(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def folder_report(folders: list[Path]) -> str:
+    """report() of every bundle in the folders; a CalibrationError when none has a held-out row."""
+    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b)]
+    if not rows:
+        raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
+                               where=", ".join(map(str, folders)))
+    return report(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (module docstring); bad input is one line on stderr and exit status 2."""
-    from simcluster.errors import SimclusterError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if not args or any(a.startswith("-") for a in args):
-            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
-        rows = [r for b in host_stack.sweep_bundles([Path(a) for a in args]) for r in bundle_rows(b)]
-        if not rows:
-            raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
-                                   where=", ".join(args))
-        print(report(rows))
-    except (SimclusterError, OSError) as exc:
-        print(f"simcluster.fit.host_stack_readout: {exc.one_line() if isinstance(exc, SimclusterError) else exc}",
-              file=sys.stderr)
-        return 2
-    return 0
+    return host_stack.folder_command("simcluster.fit.host_stack_readout", argv, folder_report)
 
 
 if __name__ == "__main__":
