@@ -200,6 +200,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
                    "with (on) or both without and with --activation-checkpointing (run ids end in -ckpt)")
     p.add_argument("--llm-ac-modes", help="llm-step: comma-separated --ac-mode values, one run each (none, full, every:N, "
                    "op; replaces --llm-checkpointing; run ids end in -ckpt, -ac-everyN, -ac-op)")
+    p.add_argument("--llm-compile", choices=("off", "on", "both"), default="off", help="llm-step: without (off), with (on) "
+                   "or both without and with --compile, torch.compile per decoder layer (run ids end in -compile)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run")
     p.set_defaults(func=commands["collect"])
 
@@ -306,4 +308,5 @@ def collect_options(args):
         llm_layers=_counts(args.llm_layers, "--llm-layers"),
         llm_checkpointing={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_checkpointing],
         llm_ac_modes=tuple(csv_list(args.llm_ac_modes) or ()),
+        llm_compile={"off": (False,), "on": (True,), "both": (False, True)}[args.llm_compile],
         timeout_s=args.timeout)

@@ -205,6 +205,7 @@ class Parallel(Section):
 class Framework(Section):
     name: Choice("framework")
     host: Text(4096) = None                  # torch: a folder of llm-step runs
+    compile: Flag = False                    # torch: each decoder block under torch.compile (llm/compiled.py)
 
 
 Rate = Quantity(units.parse_bandwidth, 0.0, 1e18, above=True, what="rate", si=True)   # bytes/s, > 0

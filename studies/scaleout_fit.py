@@ -92,6 +92,23 @@ def eightfold_errors(groups: dict, spread: float, noise_s: float) -> list[float]
     return errors
 
 
+def release_spread(groups: dict) -> list[dict]:
+    """The measurements' own reproducibility: the per-GPU throughput lost from N to 8N GPUs by one model, layout and
+    precision, as two or more sources (releases of one benchmark) measured it at the same N and 8N. Measured values
+    only; no model enters."""
+    losses = defaultdict(dict)
+    for (source, name, layout, regime), points in groups.items():
+        g = np.array([p[0] for p in points], float)
+        per_gpu = np.array([p[1] for p in points]) / g
+        for a in range(len(g)):
+            for b in np.nonzero(g == 8 * g[a])[0]:
+                losses[(name, layout, regime.split(" | ")[-1], int(g[a]))][source] = (1 - per_gpu[b] / per_gpu[a]) * 100
+    return [{"model": k[0], "layout": k[1], "precision": k[2], "gpus": [k[3], 8 * k[3]],
+             "loss_measured_pp": {s: round(v, 2) for s, v in sorted(by.items())},
+             "spread_pp": round(max(by.values()) - min(by.values()), 2)}
+            for k, by in sorted(losses.items()) if len(by) >= 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -123,8 +140,12 @@ def main() -> None:
         e8 = eightfold_errors(groups, sp, jn)
         summary[f"eightfold_pairs_{name}"] = {"pairs": len(e8), "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None,
                                               "within_2pp": sum(e <= 2.0 for e in e8)}
+    repro = release_spread(groups)
+    spreads = [r["spread_pp"] for r in repro]
+    summary["release_spread"] = {"pairs": len(repro), "median_pp": round(float(np.median(spreads)), 2) if spreads else None,
+                                 "max_pp": max(spreads, default=None), "within_2pp": sum(x <= 2.0 for x in spreads)}
     if args.json:
-        print(json.dumps({"summary": summary, "series": rows}, indent=1))
+        print(json.dumps({"summary": summary, "series": rows, "release_spread": repro}, indent=1))
         return
     print(f"fitted on {', '.join(scaleout.FITTED_ON)}: shipped, the stragglers term alone: s = {s:.4f} (shipped "
           f"{scaleout.SPEED_SPREAD}); with OS jitter fitted too: s = {s_j:.4f}, J = {j * 1e3:.1f} ms per GPU and step "
@@ -143,6 +164,14 @@ def main() -> None:
     print(f"N -> 8N pairs of the held-out series ({e['shipped']['pairs']}): shipped {e['shipped']['mean_abs_error_pp']} pp "
           f"({e['shipped']['within_2pp']} within 2 pp); with jitter {e['with_jitter']['mean_abs_error_pp']} pp "
           f"({e['with_jitter']['within_2pp']}); neither {e['neither']['mean_abs_error_pp']} pp ({e['neither']['within_2pp']})")
+    print("the measurements' own reproducibility: N -> 8N loss of one model, layout and precision measured by two or more "
+          "releases at the same GPU counts (measured only)")
+    for r in repro:
+        print(f"  {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}->{r['gpus'][1]:<5d} spread {r['spread_pp']:5.2f} pp  "
+              + "  ".join(f"{s.removeprefix('llm-dgxc-benchmarking-')[:22]} {v:+.2f}" for s, v in r["loss_measured_pp"].items()))
+    rs = summary["release_spread"]
+    print(f"release-to-release spread over {rs['pairs']} pairs: median {rs['median_pp']} pp, max {rs['max_pp']} pp, "
+          f"{rs['within_2pp']} within 2 pp")
 
 if __name__ == "__main__":
     main()

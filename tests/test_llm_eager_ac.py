@@ -122,7 +122,6 @@ def test_a_megatron_job_refuses_the_torch_only_modes(tmp_path):
 
 def test_the_runner_reads_the_mode_and_records_it():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--activation-checkpointing", action="store_true")
     ap.add_argument("--mode", default="single")
     llm_ac.add_argument(ap)
     assert llm_ac.resolve(ap.parse_args([])) == "none" and llm_ac.record("none", 4) == {}

@@ -241,17 +241,24 @@ def test_fit_modes_reads_a_collect_bundle_with_checkpointed_runs(tmp_path):
     from simcluster.llm import eager as eager_mod
 
     model = {"layers": 0, "hidden": 128, "ffn": 352, "heads": 4, "kv_heads": 2, "vocab": 512, "tied": False}
-    for layers in (2, 8):
-        for ckpt, per_layer in ((False, 1e-3), (True, 2e-3)):
+    for layers in (2, 8):   # plain, checkpointed and (issue 44) compiled runs: llm-step --compile, each fitted apart
+        for ckpt, comp, per_layer in ((False, False, 1e-3), (True, False, 2e-3), (False, True, 0.4e-3)):
             doc = {"mode": "single", "model": {**model, "layers": layers}, "activation_checkpointing": "full" if ckpt else None,
+                   "compile": {"backend": "inductor"} if comp else None,
                    "shapes": [{"seq": 128, "micro_batch": 1, "status": "ok", "median_step_s": 0.002 + layers * per_layer}]}
-            run = tmp_path / "llm-step" / f"tiny-L{layers}-single{'-ckpt' if ckpt else ''}"
+            run = tmp_path / "llm-step" / f"tiny-L{layers}-single{'-ckpt' if ckpt else ''}{'-compile' if comp else ''}"
             run.mkdir(parents=True)
             (run / "stdout.txt").write_text(_json.dumps(doc))
     fits = eager_mod.fit_modes(tmp_path)
-    assert set(fits) == {"single", "ckpt"}
+    assert set(fits) == {"single", "ckpt", "compile"}
     assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)
     assert fits["ckpt"][0] > fits["single"][0]    # twice the seconds per layer over more kernels per layer
+    from simcluster.llm import host
+    from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE
+
+    tiny = TransformerSpec(2, 128, 352, 4, 2, 512, 128)
+    for mode, per_layer, fw in (("compile", 0.4e-3, TORCH_COMPILE), ("single", 1e-3, TORCH_AMP)):   # over each one's kernels
+        assert fits[mode][0] == pytest.approx(per_layer / host.layer_kernels(tiny, ParallelSpec(), BatchSpec(1, 1), fw))
 
 
 def test_pipelining_receive_buffers_and_interleaved_logits(gpu):

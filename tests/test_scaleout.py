@@ -123,3 +123,21 @@ def test_a_bad_os_jitter_is_one_line_at_its_key(tmp_path, capsys, jitter, match)
     assert main(["predict", "training", "--scenario", str(_jitter_scenario(tmp_path, jitter))]) == 2
     err = capsys.readouterr().err
     assert match in err and len(err.strip().splitlines()) == 1
+
+
+def test_release_spread_compares_one_configurations_eightfold_loss_across_sources():
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
+    from scaleout_fit import release_spread
+
+    def points(per_gpu):           # (GPUs, measured tokens/s, three predictions the function must not read)
+        return [(g, r * g, None, None, None) for g, r in per_gpu]
+
+    groups = {("v1", "M", "t4 p2", "llm | x | bf16"): points([(16, 100.0), (128, 98.0), (256, 97.0)]),
+              ("v2", "M", "t4 p2", "llm | x | bf16"): points([(16, 100.0), (128, 95.0)]),
+              ("v2", "M", "t4 p2", "llm | x | fp8"): points([(16, 100.0), (128, 90.0)]),    # another precision: no pair
+              ("v3", "M", "t8 p2", "llm | x | bf16"): points([(16, 100.0), (128, 50.0)])}   # another layout: no pair
+    rows = release_spread(groups)
+    assert len(rows) == 1
+    assert rows[0]["gpus"] == [16, 128] and rows[0]["loss_measured_pp"] == {"v1": 2.0, "v2": 5.0}
+    assert rows[0]["spread_pp"] == 3.0

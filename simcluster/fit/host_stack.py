@@ -100,6 +100,21 @@ def bundle_samples(bundle: Path) -> tuple[list[Sample], dict]:
     return samples, truth
 
 
+def sweep_bundles(folders: list[Path]) -> list[Path]:
+    """Each folder itself when it is a bundle, else the bundles directly inside it, sorted."""
+    out = []
+    for f in folders:
+        if (f / "qperf-sizes").is_dir():
+            out.append(f)
+        else:
+            found = sorted(p.parent for p in f.glob("*/qperf-sizes") if p.is_dir())
+            if not found:
+                raise CalibrationError("no qperf-sizes bundle here (expected FOLDER/qperf-sizes or FOLDER/*/qperf-sizes)",
+                                       where=str(f))
+            out += found
+    return out
+
+
 def repeats(samples: list[Sample]) -> dict[tuple[str, str], dict[float, list[float]]]:
     """(transport, side) -> {m: every repeat's cost}, sizes in ascending order."""
     groups: dict[tuple[str, str], dict[float, list[float]]] = {}
@@ -261,6 +276,22 @@ def udp_card(bundles: list[Path], name: str) -> dict:
                               f"sender {send.a * 1e9:.3f} s/GB + {send.b * 1e9:.0f} ns per datagram (per byte sent); all sizes, "
                               "median of repeats"]},
             "provenance": bundle_provenance(paths, used, None)}
+
+
+def folder_command(prog: str, argv: list[str] | None, report_of) -> int:
+    """`python -m PROG FOLDER [FOLDER ...]` (a qperf-sizes bundle or a folder of them): print report_of(folders); bad
+    input is one line on stderr and exit status 2."""
+    from simcluster.errors import SimclusterError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args or any(a.startswith("-") for a in args):
+            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
+        print(report_of([Path(a) for a in args]))
+    except (SimclusterError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
+        print(f"{prog}: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

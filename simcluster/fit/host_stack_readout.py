@@ -1,14 +1,16 @@
-"""The registered read-out of a repeated qperf size sweep (issue 42; calibration/h200-transport-sizes2-2026-11-28/README.md
-registers the rule before the run): per configuration (one bundle folder each), transport, side and message size, the
-measured median over the repeats, their spread, the prediction of a fit that saw only the small sizes, its error, and the
-mean |error|.
+"""The registered read-out of a repeated qperf size sweep (issue 42; calibration/h200-transport-sizes2-2026-11-28 and
+-sizes3-2026-11-29, README.md there registers the rule before the run): per configuration (one bundle folder each),
+transport, side and message size, the measured median over the repeats, their spread, the prediction of a fit that saw
+only the small sizes, its error, and the mean |error|.
 
     python -m simcluster.fit.host_stack_readout FOLDER [FOLDER ...]
 
-FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per configuration). The statistic and the
-fit are fit/host_stack.py's, unchanged: each size's repeats -> their median cost per byte (TCP: both sides, client +
-server + ksoftirqd CPU per byte received; UDP: the sender per byte sent, the receiver per byte received); c(m) = a + b/m
-fitted on the medians at m <= 4 KiB (TCP from 1 KiB); every larger size predicted. Error = predicted / median - 1.
+FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per configuration). Each size's repeats ->
+their median cost per byte (TCP: both sides, client + server + ksoftirqd CPU per byte received; UDP: the sender per
+byte sent, the receiver per byte received). TCP is predicted by the count model (fit/host_counts.py: fitted on TCP
+1-4 KiB and the same run's UDP 4 -> 16 KiB train; since session 32), UDP by c(m) = a + b/m fitted on the medians at
+m <= 4 KiB (fit/host_stack.py); every larger size predicted, TCP's 16 KiB printed but not judged (a fit input).
+Error = predicted / median - 1.
 
     spread = max / min - 1 over the repeats (as the earlier bundles report it)
     noise  = (x(k+1) - x(k-1)) / (2 x median) for n = 2k - 1 >= 3 sorted repeats x(1..n) (for n = 5: the 2nd and 4th);
@@ -21,12 +23,11 @@ a configuration meets the target when every verdict row's |error| <= 10%.
 from __future__ import annotations
 
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
-from simcluster.fit import host_stack
+from simcluster.fit import host_counts, host_stack
 
 TARGET = 0.10          # the issue's 10%
 NOISE_OK = 0.05        # the median's noise below half the target
@@ -87,37 +88,40 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
 
 
 def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
-    """The held-out rows of one bundle (one configuration)."""
+    """The held-out rows of one bundle (one configuration): TCP both sides by the count model (fit/host_counts.py), the
+    UDP sides by c(m) = a + b / m (fit/host_stack.py); a TCP size the count model's fit read (host_counts.FIT_INPUTS: UDP
+    16 KiB) is not judged."""
     samples, _ = host_stack.bundle_samples(bundle)
     config = label or bundle.name
     rows = []
     for (transport, side), by_m in sorted(host_stack.repeats(samples).items()):
-        if (transport, side) not in PRINTED:
+        if (transport, side) not in PRINTED or (transport, side) == ("tcp", "both"):
             continue
-        low = host_stack.TCP_FIT_MIN if transport == "tcp" else 0.0
         medians = {m: statistics.median(v) for m, v in by_m.items()}
-        _, held = host_stack.held_out(medians, low=low)
-        fitted = {m: v for m, v in by_m.items() if low <= m <= host_stack.SPLIT}
+        _, held = host_stack.held_out(medians)
+        fitted = {m: v for m, v in by_m.items() if m <= host_stack.SPLIT}
         for r in held:
-            v = by_m[r["m"]]
-            rows.append(Row(config, transport, side, r["m"], len(v), r["measured"], max(v) / min(v) - 1, noise(v),
-                            r["predicted"], prediction_noise(fitted, r["m"]), (transport, side) in JUDGED))
-    return rows
+            rows.append(_row(config, transport, side, r["m"], by_m[r["m"]], r["predicted"], prediction_noise(fitted, r["m"])))
+    return _count_rows(bundle, config) + rows
 
 
-def bundles(folders: list[Path]) -> list[Path]:
-    """Each folder itself when it is a bundle, else the bundles directly inside it, sorted."""
-    out = []
-    for f in folders:
-        if (f / "qperf-sizes").is_dir():
-            out.append(f)
-        else:
-            found = sorted(p.parent for p in f.glob("*/qperf-sizes") if p.is_dir())
-            if not found:
-                raise CalibrationError("no qperf-sizes bundle here (expected FOLDER/qperf-sizes or FOLDER/*/qperf-sizes)",
-                                       where=str(f))
-            out += found
-    return out
+def _row(config: str, transport: str, side: str, m: float, v: list[float], predicted: float, predicted_noise: float) -> Row:
+    judged = (transport, side) in JUDGED and not (transport == "tcp" and m in host_counts.FIT_INPUTS)
+    return Row(config, transport, side, m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v), predicted,
+               predicted_noise, judged)
+
+
+def _count_rows(bundle: Path, config: str) -> list[Row]:
+    """TCP both sides above 4 KiB, predicted by the count model fitted on the bundle's 1-4 KiB TCP and its run's UDP train
+    (none when the bundle lacks an input: printed by the fit command, not guessed here)."""
+    seg, tcp, udp, loop = host_counts.bundle_inputs(bundle)
+    try:
+        terms = host_counts.fit_medians(seg, tcp, udp, loop)
+    except CalibrationError:
+        return []
+    return [_row(config, "tcp", "both", m, v, terms.cost(m),
+                 host_counts.prediction_noise(seg, tcp, udp, loop, m, bracket))
+            for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
 
 
 def report(rows: list[Row]) -> str:
@@ -149,24 +153,18 @@ def report(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def folder_report(folders: list[Path]) -> str:
+    """report() of every bundle in the folders; a CalibrationError when none has a held-out row."""
+    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b)]
+    if not rows:
+        raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
+                               where=", ".join(map(str, folders)))
+    return report(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (module docstring); bad input is one line on stderr and exit status 2."""
-    from simcluster.errors import SimclusterError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if not args or any(a.startswith("-") for a in args):
-            raise SimclusterError("expected FOLDER [FOLDER ...] (a qperf-sizes bundle or a folder of them)")
-        rows = [r for b in bundles([Path(a) for a in args]) for r in bundle_rows(b)]
-        if not rows:
-            raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
-                                   where=", ".join(args))
-        print(report(rows))
-    except (SimclusterError, OSError) as exc:
-        print(f"simcluster.fit.host_stack_readout: {exc.one_line() if isinstance(exc, SimclusterError) else exc}",
-              file=sys.stderr)
-        return 2
-    return 0
+    return host_stack.folder_command("simcluster.fit.host_stack_readout", argv, folder_report)
 
 
 if __name__ == "__main__":

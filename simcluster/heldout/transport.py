@@ -1,8 +1,8 @@
-"""The host stack's cost per byte at message sizes its fit never saw (fit/host_stack.py, the qperf-sizes tool): per
-bundle and (transport, side), the cost c(m) = a + b / m fitted on the sizes m <= host_stack.SPLIT (TCP from
-host_stack.TCP_FIT_MIN, as fit/host_stack.py fits it) and predicted at every larger size, against the measured
-core-seconds per byte. A bundle is one session (one lab configuration, one
-day): the unit a held-out check leaves out together."""
+"""The host stack's cost per byte at message sizes its fit never saw (the qperf-sizes tool): per bundle and (transport,
+side), the registered read-out's rows (fit/host_stack_readout.bundle_rows): TCP both sides predicted by the count model
+(fit/host_counts.py, fitted on 1-4 KiB and the same run's UDP 4 -> 16 KiB train), the UDP sender by c(m) = a + b / m
+fitted on m <= 4 KiB (fit/host_stack.py); sizes a fit read are not held out. A bundle is one session (one lab
+configuration, one day): the unit a held-out check leaves out together."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def held_out_rows(folder: str | Path | None = None) -> list[dict]:
     the costs the registered read-out judges (fit/host_stack_readout.JUDGED)."""
     from simcluster.fit.host_stack_readout import bundle_rows
 
-    # the registered read-out's rows (fit as fit/host_stack fits, sizes above its range predicted), the judged costs only:
+    # the registered read-out's rows (sizes above every fit's inputs predicted), the judged costs only:
     # TCP both sides and the UDP sender (not the kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
     return [{"bundle": _name(bundle, folder), "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
              "predicted": r.predicted} for bundle in bundles(folder) for r in bundle_rows(bundle)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from simcluster.errors import ModelCardError
 from simcluster.hardware.gpu_clock import at_clock
-from simcluster.llm import ops, vocab_ops
+from simcluster.llm import compiled, ops, vocab_ops
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -42,7 +42,7 @@ def class_times_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, g
     def per_class(op_list):
         c = sum(ops.op_time_s(gpu, o, batch.precision) for o in op_list if o.kind in COMPUTE_KINDS)
         return c, sum(ops.op_time_s(gpu, o, batch.precision) for o in op_list) - c
-    parts = [per_class(ops.layer_forward(model, par, batch, fw)), per_class(ops.layer_backward(model, par, batch, fw))]
+    parts = [per_class(o) for o in compiled.layer_ops(model, par, batch, fw)]
     ends = [per_class(f(model, par, batch, fw)) for f in (vocab_ops.embedding_forward, vocab_ops.embedding_backward, vocab_ops.head_forward,
                                                           vocab_ops.head_backward)]
     params = model.parameter_count() / par.tp / par.pp

@@ -43,10 +43,11 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.llm import host
-from simcluster.llm.framework import TORCH_AMP, FrameworkSpec
+from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
-MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp")   # the runner's modes with a host fit (fit_modes);
+MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile")   # the runner's modes with a host fit (fit_modes);
+# compile: single with --compile (torch.compile per block: Inductor's wrapper launches, llm/compiled.py; issue 44);
 # ckpt: single with --activation-checkpointing (issue 44, session 27). tp+ddp, tp+fsdp (the 2-D meshes over pairs of ranks)
 # are fitted where a folder has them, but no layout takes them (host_mode): on the first 4-GPU set their fits put the
 # 2-D steps 17-54% slow, tp's 5.9% / 15.3% mean (docs/models/llm-findings.md, session 28)
@@ -95,11 +96,20 @@ def mode_of(par: ParallelSpec) -> str:
     return "+".join(parts) if parts and not parts[0].startswith(("ckpt", "sac")) else "+".join(["single"] + parts)
 
 
-def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]] | None = None) -> FrameworkSpec:
+def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]] | None = None,
+                    compiled: bool = False) -> FrameworkSpec:
     """TORCH_AMP with the wrappers of the parallel setting (module docstring), composed: DTensor TP inside, DDP or
     FSDP2 across the TP groups, torch.distributed.pipelining's stages around them; and, where `hosts` has it
-    (fit_modes), the host seconds per kernel and per step of host_mode's runner mode."""
+    (fit_modes), the host seconds per kernel and per step of host_mode's runner mode. `compiled`: each decoder block
+    under torch.compile (TORCH_COMPILE, llm/compiled.py; one GPU only) with the host cost of the runner's compile mode."""
     mode_of(par)
+    if compiled:
+        if par != ParallelSpec():
+            raise LlmConfigError("framework.compile", "torch.compile is modelled and measured on one GPU without "
+                                 "activation checkpointing (recompute none: not full, every-N or op; llm-step --compile, "
+                                 "single mode)", hint="compile: false, or one GPU and recompute: none")
+        got = (hosts or {}).get("compile")
+        return replace(TORCH_COMPILE, host_kernel_s=got[0], host_step_s=got[1]) if got else TORCH_COMPILE
     fw = TORCH_AMP
     mode = host_mode(par)
     if hosts and mode not in hosts and mode in FALLBACK:   # no host runs of that mode: its nearest mode's cost per kernel
@@ -127,7 +137,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
-    return {"single": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
+    return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
             "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1),
             "tp+ddp": (ParallelSpec(tp=2, dp=2), 2), "tp+fsdp": (ParallelSpec(tp=2, dp=2, zero=3), 2)}[mode]
 
@@ -135,13 +145,14 @@ def _parallel(mode: str) -> tuple[ParallelSpec, int]:
 def _mode_documents(folder: Path, mode: str) -> list[Path]:
     """A mode's hidden-128 runs: MODE-L<n>.json files (a folder written by a device script), or the runs of a
     `simcluster collect --tools llm-step` bundle (llm-step/<run>/stdout.txt) whose document is that mode (ckpt: single
-    with activation checkpointing)."""
+    with activation checkpointing; compile: single with --compile)."""
     paths = sorted(folder.glob(f"{mode}-L*.json"))
     for path in sorted(folder.glob("llm-step/*/stdout.txt")):
         doc = _document(path)
         ac = doc.get("ac_mode") or ("full" if doc.get("activation_checkpointing") else "none")   # llm-step --ac-mode
-        ckpt = ac == "full"
-        if ac in ("none", "full") and (doc.get("mode"), ckpt) == (("single", True) if mode == "ckpt" else (mode, False)):
+        ckpt, comp = ac == "full", bool(doc.get("compile"))
+        want = {"ckpt": ("single", True, False), "compile": ("single", False, True)}.get(mode, (mode, False, False))
+        if ac in ("none", "full") and (doc.get("mode"), ckpt, comp) == want:
             paths.append(path)
     return paths
 
@@ -175,7 +186,8 @@ def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
                     continue
                 tiny = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], shape["seq"],
                                        tied_embeddings=bool(m["tied"]))
-                kernels = host.layer_kernels(tiny, par, BatchSpec(shape["micro_batch"] * dp, shape["micro_batch"]), TORCH_AMP)
+                kernels = host.layer_kernels(tiny, par, BatchSpec(shape["micro_batch"] * dp, shape["micro_batch"]),
+                                             TORCH_COMPILE if mode == "compile" else TORCH_AMP)
                 points.append((m["layers"], shape["median_step_s"]))
         if len({p[0] for p in points}) >= 2:
             c, a = host.fit_host(points, kernels)

@@ -4,7 +4,7 @@ named frameworks (FRAMEWORKS), and the model and parallel settings a framework's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm.spec import LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -78,6 +78,8 @@ class FrameworkSpec:
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
     logit_bytes: float = 6.0          # bytes per logit at the loss's peak (Megatron: bf16 logits + fp32 copy; eager: 12, below)
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
+    compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
+                                      # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
@@ -117,6 +119,10 @@ TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_by
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
+# The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,
+# the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies recomputed in the backward, not held
+# (weight_copy_bytes 0; their casts again in the backward: work._recast). Its host cost: the compile mode's fit.
+TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True, weight_copy_bytes=0.0)
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
 MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)

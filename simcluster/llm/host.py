@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.llm import ops
+from simcluster.llm import compiled, ops
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -40,9 +40,10 @@ def issue_bound_s(times: np.ndarray, host_kernel_s: float | np.ndarray) -> float
 
 def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:
     """Kernels of one layer's forward and backward (with autocast, one cast per weight matrix each way, and again in an
-    eager checkpointed block's recomputation: work._recast)."""
-    fwd, bwd = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
-    casts = (2 + (par.recompute in ("full", "op") and fw.eager)) * weight_matrices(model, fw) if fw.cast_bytes else 0
+    eager checkpointed block's recomputation or a compiled block's backward: work._recast)."""
+    fwd, bwd = compiled.layer_ops(model, par, batch, fw)
+    recast = (par.recompute in ("full", "op") and fw.eager) or fw.compiled   # the forward's casts again in the backward
+    casts = (2 + recast) * weight_matrices(model, fw) if fw.cast_bytes else 0
     return sum(o.count for o in fwd + bwd) + casts
 
 

@@ -15,7 +15,8 @@
       precision: bf16
       train_tokens: 15T          # optional; with reliability: (llm/reliability.py) the days to train
       framework: megatron        # optional: megatron (default) or another name of framework.FRAMEWORKS, or eager PyTorch:
-                                 # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode)
+                                 # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode),
+                                 # compile: true (each block under torch.compile, one GPU: llm/compiled.py)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -24,9 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS
+from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
 from simcluster.llm import eager
 from simcluster.llm.comm import check_dispatch
+from simcluster.llm.compiled import check_compiled
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
 from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
@@ -56,11 +58,12 @@ class LlmJob:
     reliability: Reliability | None = None
     framework: str = "megatron"                          # framework.FRAMEWORKS' name, or "torch" (llm/eager.py)
     host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
+    compiled: bool = False                               # torch: {compile: true}, each block under torch.compile
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
         if self.framework == "torch":
-            return eager.torch_framework(self.parallel, dict(self.host_costs))
+            return eager.torch_framework(self.parallel, dict(self.host_costs), self.compiled)
         return FRAMEWORKS[self.framework]
 
 
@@ -89,8 +92,11 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
         r.fail(dotted, exc.message.split(": ", 1)[1], hint=exc.hint)
     framework, hosts = _framework(r, j, job, key, par, precision)
+    compiled = isinstance(j.framework, Framework) and bool(j.framework.compile)
     try:   # what the framework's ops cannot run, refused at the job's key
-        fw = eager.torch_framework(par, hosts) if framework == "torch" else FRAMEWORKS[framework]
+        fw = eager.torch_framework(par, hosts, compiled) if framework == "torch" else FRAMEWORKS[framework]
+        if fw.compiled:
+            check_compiled(model, par)
         check_model_framework(model, fw)
         check_framework(par, fw)
         check_dispatch(model, par, machine.domain_gpus)
@@ -104,7 +110,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
-                  host_costs=tuple(sorted(hosts.items())))
+                  host_costs=tuple(sorted(hosts.items())), compiled=compiled)
 
 
 def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:
@@ -115,6 +121,8 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
     doc = job["framework"] if isinstance(job["framework"], dict) else {}
     name = j.framework if isinstance(j.framework, str) else j.framework.name
     if name != "torch":
+        if doc.get("compile"):
+            r.fail(f"{fk}.compile", f"framework {name}: torch.compile is modelled for framework torch", hint="name: torch")
         if "host" in doc:
             r.fail(f"{fk}.host", f"framework {name} is never host-bound in the model (its host cost is 0); host costs are "
                    "measured for framework torch", hint="name: torch, or remove host")
@@ -142,6 +150,7 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
         r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
     if mode in eager.FALLBACK and mode not in hosts:   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
         mode = eager.FALLBACK[mode]
+    mode = "compile" if doc.get("compile") else mode
     if mode not in hosts:
         r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")
     return name, hosts

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, eager_ac, host, ops, overlap, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, host, ops, overlap, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -214,7 +214,7 @@ def _dense_layer_tasks(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
     """(forward, backward) of one of a MoE model's first dense layers (the MLP of width ffn, no experts, no alltoall)."""
     dense = model.dense_layer()
     lc = comm.layer_comm(dense, par, batch, net, g, fw)
-    fwd_ops, bwd_ops = ops.layer_forward(dense, par, batch, fw), ops.layer_backward(dense, par, batch, fw)
+    fwd_ops, bwd_ops = compiled.layer_ops(dense, par, batch, fw)
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
     if par.tp_comm_overlap:
         tp_f, tp_b = overlap.tp_layer_exposed(dense, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
@@ -227,7 +227,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     g = groups or comm.groups(par, net)
     dtype = batch.precision
     lc = comm.layer_comm(model, par, batch, net, g, fw)
-    fwd_ops, bwd_ops = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
+    fwd_ops, bwd_ops = compiled.layer_ops(model, par, batch, fw)
     attn_f = sum(ops.op_time_s(gpu, o, dtype) for o in fwd_ops if o.kind == "attention")
     attn_b = sum(ops.op_time_s(gpu, o, dtype) for o in bwd_ops if o.kind == "attention")
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
@@ -304,8 +304,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
                 bwd_casts = list(casts)
-                if par.recompute in ("full", "op") and fw.eager:   # torch.utils.checkpoint re-runs each block under its own
-                    bwd_casts += _recast(model, par, fw, eager_ac.checkpointed_layers(par, layers_per_chunk))   # autocast: casts again
+                if (par.recompute in ("full", "op") and fw.eager) or fw.compiled:   # torch.utils.checkpoint re-runs each
+                    # block under its own autocast; a compiled block's backward recomputes its bf16 weights (llm/compiled.py)
+                    again = layers_per_chunk if fw.compiled else eager_ac.checkpointed_layers(par, layers_per_chunk)
+                    bwd_casts += _recast(model, par, fw, again)
                 if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
                     step_casts, casts = casts, []   # casts each weight once per step (priced with the optimizer step)
                 f = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype)))

@@ -29,6 +29,9 @@ def parse_mode(text: str) -> str:
 
 
 def add_argument(ap: argparse.ArgumentParser) -> None:
+    """llm-step's checkpointing flags: --activation-checkpointing (the older spelling of full) and --ac-mode."""
+    ap.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer under "
+                    "torch.utils.checkpoint (non-reentrant): its forward again in the backward, only its input kept")
     ap.add_argument("--ac-mode", type=parse_mode, metavar="MODE", help="activation checkpointing: none, full (each "
                     "block), every:N (blocks N, 2N, ...), op (torchtitan's op-level selective policy); default: full "
                     "with --activation-checkpointing, else none")

@@ -6,6 +6,7 @@
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode pp --schedule gpipe --microbatches 4
     torchrun --nproc-per-node 4 -m simcluster.runner.llm_step --preset 1b --mode tp+fsdp --group 2    # or tp+ddp, pp+ddp
     python -m simcluster.runner.llm_step --preset 1b --activation-checkpointing
+    python -m simcluster.runner.llm_step --preset 1b --compile
 
 The model, in plain torch: token embedding; per layer x += Attn(RMSNorm(x)), x += MLP(RMSNorm(x)) with
 Attn = q/k/v projections (no bias), rotary embeddings (optional), causal SDPA with GQA (enable_gqa), output
@@ -27,7 +28,9 @@ of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatche
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
 "ranks"), and the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py).
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
-the modes torchtitan runs (llm_ac.py).
+the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
+torchtitan's per-block compile, Inductor's default mode; not with checkpointing): each warm-up step is timed (the first
+holds the compilation) and the document says so under "compile".
 Multi-GPU modes run under torchrun.
 torch is imported inside main only.
 """
@@ -191,9 +194,10 @@ def _distributed(torch, mode: str):
 
 
 def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup: int, steps: int, amp: bool, seed: int,
-              profile: int = 0, trace: str | None = None, make_step=None, microbatches: int = 1) -> dict:
+              profile: int = 0, trace: str | None = None, make_step=None, microbatches: int = 1, compiled: bool = False) -> dict:
     """One shape's timed steps; `make_step(inputs, labels)` (the pipeline mode, llm_pipeline.py) builds the step
-    over `microbatches` micro-batches of `micro` sequences each."""
+    over `microbatches` micro-batches of `micro` sequences each; `compiled`: each warm-up step timed apart (the first
+    holds torch.compile's compilation: llm_compile.warmup_record)."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     tokens = torch.randint(0, cfg["vocab"], (micro * microbatches, seq + 1), generator=gen).to(device)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
@@ -217,10 +221,18 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     try:
+        warm = []
         for _ in range(warmup):
+            t0 = time.perf_counter()
             step()
+            if compiled:
+                sync()
+                warm.append(time.perf_counter() - t0)
         sync()
         steady = torch.cuda.memory_allocated(device) if cuda else 0
+        warm_peak = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)) if cuda else (0, 0)
+        if cuda:   # the timed steps' own peak besides the shape's (max_memory_allocated_timed_bytes)
+            torch.cuda.reset_peak_memory_stats(device)
         times, issue = [], []
         record["_t"] = [time.time(), None]       # wall window of the timed steps, for --clocks (removed by main)
         for _ in range(steps):
@@ -240,9 +252,15 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         return record
     record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), host_issue_s=issue,
                   loss=float(loss.detach()))
-    if cuda:   # the peaks of the timed steps, before the profiled one
-        record.update(max_memory_allocated_bytes=torch.cuda.max_memory_allocated(device),
-                      max_memory_reserved_bytes=torch.cuda.max_memory_reserved(device), memory_allocated_steady_bytes=steady)
+    if compiled:
+        from simcluster.runner.llm_compile import warmup_record
+
+        record["compile"] = warmup_record(warm, times, torch)
+    if cuda:   # the peaks since the shape's first step and of its timed steps alone, before the profiled one
+        timed_peak = torch.cuda.max_memory_allocated(device)
+        record.update(max_memory_allocated_bytes=max(warm_peak[0], timed_peak), max_memory_allocated_timed_bytes=timed_peak,
+                      max_memory_reserved_bytes=max(warm_peak[1], torch.cuda.max_memory_reserved(device)),
+                      memory_allocated_steady_bytes=steady)
     if profile > 0:
         from simcluster.runner.llm_profile import profile_steps
 
@@ -263,9 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="2048:1", help="SEQ:MICRO_BATCH,... timed in this order")
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
-    ap.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer under "
-                    "torch.utils.checkpoint (non-reentrant): its forward again in the backward, only its input kept")
-    llm_ac.add_argument(ap)
+    llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
+    ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
+                    "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
     ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
                     "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
     ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
@@ -293,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     if cfg["hidden"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
         raise SystemExit(f"hidden {cfg['hidden']} must divide by heads {cfg['heads']}, heads by kv_heads {cfg['kv_heads']}")
     shapes = parse_shapes(args.shapes)
+    ac_mode = llm_ac.resolve(args)
+    if args.compile:
+        from simcluster.runner import llm_compile
+
+        llm_compile.check_args(args.mode, ac_mode)
     import torch
 
     rank, world, local = _distributed(torch, args.mode)
@@ -302,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         model = build(torch, cfg, rope=not args.no_rope)
     if args.precision == "bf16":
         model = model.to(torch.bfloat16)
-    model.checkpoint = llm_ac.resolve(args)
+    model.checkpoint = ac_mode
+    if args.compile:   # before any parallel wrapper, as torchtitan compiles its blocks
+        llm_compile.compile_layers(torch, model)
     pipe = None
     if args.mode in ("pp", "pp+ddp"):
         from simcluster.runner import llm_pipeline
@@ -330,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         trace = f"{args.trace}-{seq}x{micro}-rank{rank}.json.gz" if args.trace else None
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
                                  profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else None,
-                                 microbatches=args.microbatches if pipe else 1))
+                                 microbatches=args.microbatches if pipe else 1, compiled=args.compile))
         if pipe:
             records[-1]["ranks"] = pipe.gather(records[-1])
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
@@ -349,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
                "mesh": layout(args.mode, world, args.group), "shapes": records}
-        doc.update(llm_ac.record(llm_ac.resolve(args), cfg["layers"]))
+        doc.update(llm_ac.record(ac_mode, cfg["layers"]))
+        if args.compile:
+            doc["compile"] = llm_compile.describe(torch)
         if pipe:
             doc["pipeline"] = pipe.describe()
         json.dump(doc, sys.stdout, indent=1)

@@ -108,6 +108,7 @@ class Options:
     llm_layers: tuple[int, ...] = ()                       # llm-step --layers per run (empty: the preset's own)
     llm_checkpointing: tuple[bool, ...] = (False,)         # llm-step runs without / with --activation-checkpointing
     llm_ac_modes: tuple[str, ...] = ()                     # llm-step --ac-mode per run (none, full, every:N, op); () = the above
+    llm_compile: tuple[bool, ...] = (False,)               # llm-step runs without / with --compile (torch.compile per layer)
     timeout_s: float = 600.0
     ground_truth: dict = field(default_factory=dict)      # e.g. a netlab's rate and delay
 

@@ -51,6 +51,13 @@ def llm_steps(options, gpus: int) -> list[Step]:
     layers = tuple(getattr(options, "llm_layers", ()) or ())
     if any(n < 1 for n in layers):
         raise SimclusterError(f"--llm-layers: layer counts must be >= 1, got {', '.join(map(str, layers))}")
+    compiles, acs = tuple(getattr(options, "llm_compile", (False,))), _ac_modes(options)
+    if True in compiles and (any(a != "none" for a in acs) or any(m.startswith("pp") for m in options.llm_modes)):
+        raise SimclusterError("--llm-compile: not with checkpointing (--llm-checkpointing on/both, --llm-ac-modes other "
+                              "than none) or a pp mode (llm-step --compile runs neither)", hint="collect those in a separate bundle")
+    # (checkpointing mode, compile) per run: each checkpointing mode, then each compile setting (never both on)
+    variants = [(ac, False) for ac in acs] + [("none", True) for c in compiles if c]
+    variants = [v for v in variants if v[0] != "none" or v[1] or False in compiles]
     steps = []
     for mode in options.llm_modes:
         world = 1 if mode == "single" else gpus
@@ -60,14 +67,16 @@ def llm_steps(options, gpus: int) -> list[Step]:
                     if mode != "single" else [sys.executable])
         for preset in options.llm_presets:
             for n in layers or (None,):
-                for ac in _ac_modes(options):
+                for ac, comp in variants:
                     argv = [*launcher, "-m", "simcluster.runner.llm_step", "--preset", preset, "--mode", mode,
                             "--shapes", options.llm_shapes, "--steps", str(options.llm_steps)] + (["--clocks"] if options.llm_clocks else [])
-                    argv += (["--layers", str(n)] if n else []) + _ac_argv(ac)
-                    run_id = f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{_ac_suffix(ac)}"
+                    argv += (["--layers", str(n)] if n else []) + _ac_argv(ac) + (["--compile"] if comp else [])
+                    run_id = (f"{preset}{f'-L{n}' if n else ''}-{mode}{world if world > 1 else ''}{_ac_suffix(ac)}"
+                              f"{'-compile' if comp else ''}")
                     steps.append(Step("llm-step", run_id, argv, _env(), options.timeout_s,
                                       meta={"preset": preset, "mode": mode, "world_size": world, "shapes": options.llm_shapes,
-                                            "layers": n, "activation_checkpointing": ac != "none", "ac_mode": ac}))
+                                            "layers": n, "activation_checkpointing": ac != "none", "ac_mode": ac,
+                                            "compile": comp}))
     return steps
 
 

@@ -91,7 +91,8 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     its own stack's rows)."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
-        return Regime("llm eager", f"llm | {fw} | {eager_mode(tp, pp, cp, zero, moe, gpus)} | {precision}", float(gpus))
+        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
+        return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus))
     if fw == "Megatron local spec":
         return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
     return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
