@@ -175,6 +175,11 @@ def test_a_scenario_takes_compile_true_under_framework_torch(tmp_path):
         with pytest.raises(ScenarioError, match=re.escape(message)) as err:
             load(path)
         assert "\n" not in str(err.value).strip()
+    for recompute in ("recompute: op", "recompute: full, recompute_every: 2"):   # torchtitan's selective modes too
+        path.write_text(SCENARIO.format(root=ROOT, gpus=1, framework="{name: torch, compile: true}")
+                        .replace("parallel: {dp: 1}", f"parallel: {{dp: 1, {recompute}}}"))
+        with pytest.raises(ScenarioError, match=re.escape("jobs[0].framework.compile: torch.compile is modelled")):
+            load(path)
 
 
 def test_the_registered_device_run_plans_host_and_check_bundles_in_both_arms(tmp_path):
