@@ -7,7 +7,7 @@ model"). The sender's CPU (the client process, with the softirq work it runs), c
 - dgram: once per datagram (the sendto syscall, socket lookup, route, the first skb).
 - split: once per fragmented datagram (the fragment list built in __ip_append_data, and on the two-namespace lab the
   receiver's reassembly queue, run in the sender's softirq: veth delivers on the transmitting CPU). The data show it as
-  the step from 1 to 2 fragments (1 -> 2 KiB: +2.9 to +3.5 us in the second and third H200 sweeps, against about
+  the step from 1 to 2 fragments (1 -> 2 KiB: +2.4 to +3.5 us in the second and third H200 sweeps, against about
   1.5 us per further fragment 4 -> 16 -> 32 KiB).
 - frag: per IP fragment (an skb, a header, a transmit, a receive). A fragmented datagram is checksummed in software
   whatever the offloads (the kernel marks CHECKSUM_PARTIAL only for a datagram that fits one fragment), and qperf does
