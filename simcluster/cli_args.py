@@ -161,6 +161,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--qperf-time", type=int, default=5, help="qperf -t: seconds per test (default %(default)s)")
     p.add_argument("--qperf-repeat", type=int, default=3, help="qperf client runs; calibration takes the median")
     p.add_argument("--qperf-sizes", help="qperf-sizes tool: comma-separated message sizes (default 64,256,1K,4K,16K,64K,256K,1M)")
+    p.add_argument("--qperf-size-tests", help="qperf-sizes tool: comma-separated tests (default tcp_bw,udp_bw,rc_bw,ud_bw; "
+                   "udp_bw only up to 65507 B, rc_bw / ud_bw only with an RDMA device)")
     p.add_argument("--pin", action="store_true", help="pin the qperf client and a local server to CPU 0 "
                    "(no cross-CPU wakeups: steadier latency on small VMs; on with --lab)")
     p.add_argument("--pin-cpus", help="CLIENT,SERVER: pin the qperf client and a local server to these CPUs (implies "
@@ -297,6 +299,7 @@ def collect_options(args):
         nccl_repeat=args.nccl_repeat, nccl_graph=args.nccl_graph, nccl_tuning=args.nccl_tuning,
         nccl_register=args.nccl_register, qperf_host=args.qperf_host,
         qperf_time=args.qperf_time, qperf_repeat=args.qperf_repeat, qperf_sizes=tuple(csv_list(args.qperf_sizes) or plans.Options.qperf_sizes),
+        qperf_size_tests=tuple(csv_list(args.qperf_size_tests) or plans.Options.qperf_size_tests),
         pin=args.lab or args.pin or bool(args.pin_cpus), pin_cpus=_pin_cpus(args.pin_cpus),
         fio_dir=args.fio_dir, fio_size=args.fio_size, fio_runtime=args.fio_runtime, dlio=args.dlio,
         dlio_workload=args.dlio_workload, dlio_accelerators=_counts(args.dlio_accelerators, "--dlio-accelerators") or (1,),

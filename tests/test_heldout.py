@@ -18,7 +18,10 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw():
     rows = transport.held_out_rows()
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
     base = ROOT / "calibration"
-    assert {r["bundle"] for r in rows} == {b.relative_to(base).as_posix() for b in transport.bundles()}
+    # every bundle gives a row but one: a GSO lab with no loopback of its run beside it (no TCP count fit) and one
+    # fragmented UDP size <= 8 KiB (no UDP sender count fit: fit/udp_counts.py needs two)
+    without = {b.relative_to(base).as_posix() for b in transport.bundles()} - {r["bundle"] for r in rows}
+    assert without == {"lab-sizes-all-noshaping-2026-11-28"}
     assert len(transport.bundles()) == len(set(transport.bundles()))
     # a session's folder of configurations counts each configuration as its own source, named with its folder
     assert "h200-transport-sizes2-2026-11-28/lab-sizes-none" in {r["bundle"] for r in rows}

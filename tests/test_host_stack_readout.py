@@ -40,9 +40,12 @@ def test_the_read_out_of_the_first_bundle_is_the_count_models_held_out_check():
     bundle = FIRST / "lab-sizes-none"
     rows = host_stack_readout.bundle_rows(bundle)
     judged = [r for r in rows if r.judged]
-    assert {(r.transport, r.side) for r in judged} == {("tcp", "both"), ("udp", "sender")}
+    # the UDP sender's count model (fit/udp_counts.py) needs two fragmented sizes <= 8 KiB: the first sweep's lab bundles
+    # have only 4 KiB (no 2 KiB), so no UDP sender row is judged there (not guessed)
+    assert {(r.transport, r.side) for r in judged} == {("tcp", "both")}
     assert sorted(r.m for r in judged if r.transport == "tcp") == [65536, 262144, 1048576]   # 16 KiB: the TCP fit read UDP's
-    assert [r.m for r in judged if r.transport == "udp"] == [16384]          # UDP's a + b / m read only <= 4 KiB
+    assert [r.m for r in host_stack_readout.bundle_rows(FIRST / "loopback-sizes") if r.judged and r.transport == "udp"] \
+        == [16384]                                                            # loopback: one packet, dgram + byte x m
     terms = host_counts.fit_medians(*host_counts.bundle_inputs(bundle))
     samples, _ = host_stack.bundle_samples(bundle)
     medians = host_stack.medians(samples)[("tcp", "both")]
@@ -57,7 +60,7 @@ def test_the_read_out_prints_every_configuration_and_the_verdict(capsys):
     for name in ("loopback-sizes", "lab-sizes-none", "lab-sizes-csum", "lab-sizes-csum-noshaping", "lab-sizes-all-noshaping"):
         assert f"{name:26s} mean |error|" in out
     last = out.strip().splitlines()[-1]
-    assert last.startswith("all") and "within 10%: 1/20" in last and last.endswith("target not met")
+    assert last.startswith("all") and "within 10%: 0/16" in last and last.endswith("target not met")
     rows = [r for b in host_stack.sweep_bundles([FIRST]) for r in host_stack_readout.bundle_rows(b) if r.judged]
     assert f"mean |error| {statistics.mean(abs(r.error) for r in rows):6.1%}" in last
 
@@ -65,7 +68,8 @@ def test_the_read_out_prints_every_configuration_and_the_verdict(capsys):
 def test_the_registered_second_run_as_registered_and_as_reread_with_the_count_model(capsys):
     """calibration/h200-transport-sizes2-2026-11-28, read once under its registered rule (c = a + b / m on 1-4 KiB):
     115.1% mean |error| over 25 judged rows, 1 within 10% (README.md, Result). Re-read as development with the count
-    model (session 32, which read this sweep): 20 rows (TCP's 16 KiB is now a fit input), 19.1%, 4 within 10%."""
+    model (session 32, which read this sweep) and the UDP sender's count model (session 33, which read it too): 20 rows
+    (TCP's 16 KiB is now a fit input), 19.0%, 4 within 10%."""
     old = []
     for bundle in host_stack.sweep_bundles([SECOND]):
         samples, _ = host_stack.bundle_samples(bundle)
@@ -76,7 +80,7 @@ def test_the_registered_second_run_as_registered_and_as_reread_with_the_count_mo
     assert len(old) == 25 and f"{statistics.mean(old):.1%}" == "115.1%" and sum(e <= 0.1 for e in old) == 1
     assert host_stack_readout.main([str(SECOND)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("all") and "mean |error|  19.1%" in last and "within 10%: 4/20" in last
+    assert last.startswith("all") and "mean |error|  19.0%" in last and "within 10%: 4/20" in last
     assert last.endswith("target not met")
 
 

@@ -8,8 +8,10 @@ only the small sizes, its error, and the mean |error|.
 FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per configuration). Each size's repeats ->
 their median cost per byte (TCP: both sides, client + server + ksoftirqd CPU per byte received; UDP: the sender per
 byte sent, the receiver per byte received). TCP is predicted by the count model (fit/host_counts.py: fitted on TCP
-1-4 KiB and the same run's UDP 4 -> 16 KiB train; since session 32), UDP by c(m) = a + b/m fitted on the medians at
-m <= 4 KiB (fit/host_stack.py); every larger size predicted, TCP's 16 KiB printed but not judged (a fit input).
+1-4 KiB and the same run's UDP 4 -> 16 KiB train; since session 32), the UDP sender by its count model (fit/udp_counts.py:
+per datagram, per fragmented datagram, per IP fragment, per byte; fitted on m <= 8 KiB; since session 33), the UDP
+receiver by c(m) = a + b/m on m <= 4 KiB (fit/host_stack.py, printed only); every larger size predicted, TCP's 16 KiB
+printed but not judged (a fit input).
 Error = predicted / median - 1.
 
     spread = max / min - 1 over the repeats (as the earlier bundles report it)
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
-from simcluster.fit import host_counts, host_stack
+from simcluster.fit import host_counts, host_stack, udp_counts
 
 TARGET = 0.10          # the issue's 10%
 NOISE_OK = 0.05        # the median's noise below half the target
@@ -89,20 +91,20 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
 
 def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
     """The held-out rows of one bundle (one configuration): TCP both sides by the count model (fit/host_counts.py), the
-    UDP sides by c(m) = a + b / m (fit/host_stack.py); a TCP size the count model's fit read (host_counts.FIT_INPUTS: UDP
+    UDP sender by fit/udp_counts.py, the receiver by c(m) = a + b / m (fit/host_stack.py); a TCP size the count model's fit read (host_counts.FIT_INPUTS: UDP
     16 KiB) is not judged."""
     samples, _ = host_stack.bundle_samples(bundle)
     config = label or bundle.name
     rows = []
     for (transport, side), by_m in sorted(host_stack.repeats(samples).items()):
-        if (transport, side) not in PRINTED or (transport, side) == ("tcp", "both"):
+        if (transport, side) not in PRINTED or (transport, side) in {("tcp", "both"), ("udp", "sender")}:
             continue
         medians = {m: statistics.median(v) for m, v in by_m.items()}
         _, held = host_stack.held_out(medians)
         fitted = {m: v for m, v in by_m.items() if m <= host_stack.SPLIT}
         for r in held:
             rows.append(_row(config, transport, side, r["m"], by_m[r["m"]], r["predicted"], prediction_noise(fitted, r["m"])))
-    return _count_rows(bundle, config) + rows
+    return _count_rows(bundle, config) + _udp_sender_rows(bundle, config) + rows
 
 
 def _row(config: str, transport: str, side: str, m: float, v: list[float], predicted: float, predicted_noise: float) -> Row:
@@ -122,6 +124,19 @@ def _count_rows(bundle: Path, config: str) -> list[Row]:
     return [_row(config, "tcp", "both", m, v, terms.cost(m),
                  host_counts.prediction_noise(seg, tcp, udp, loop, m, bracket))
             for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
+
+
+def _udp_sender_rows(bundle: Path, config: str) -> list[Row]:
+    """The UDP sender above udp_counts.FIT_HIGH, predicted by its count model fitted on the bundle's sizes up to it (and
+    the run's loopback per-byte cost); none when the bundle lacks the fit's sizes (printed by nothing: not guessed)."""
+    loopback, send, loop = udp_counts.bundle_inputs(bundle)
+    try:
+        terms = udp_counts.fit_medians(loopback, send, loop)
+    except CalibrationError:
+        return []
+    return [_row(config, "udp", "sender", m, v, terms.cost(m),
+                 udp_counts.prediction_noise(loopback, send, loop, m, bracket))
+            for m, v in sorted(send.items()) if m > udp_counts.FIT_HIGH]
 
 
 def report(rows: list[Row]) -> str:

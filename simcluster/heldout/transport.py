@@ -1,7 +1,7 @@
 """The host stack's cost per byte at message sizes its fit never saw (the qperf-sizes tool): per bundle and (transport,
 side), the registered read-out's rows (fit/host_stack_readout.bundle_rows): TCP both sides predicted by the count model
-(fit/host_counts.py, fitted on 1-4 KiB and the same run's UDP 4 -> 16 KiB train), the UDP sender by c(m) = a + b / m
-fitted on m <= 4 KiB (fit/host_stack.py); sizes a fit read are not held out. A bundle is one session (one lab
+(fit/host_counts.py, fitted on 1-4 KiB and the same run's UDP 4 -> 16 KiB train), the UDP sender by its count model
+(fit/udp_counts.py, fitted on m <= 8 KiB and the same run's loopback); sizes a fit read are not held out. A bundle is one session (one lab
 configuration, one day): the unit a held-out check leaves out together."""
 
 from __future__ import annotations

@@ -86,6 +86,7 @@ class Options:
     pin_cpus: tuple[int, int] = (0, 0)                     # (client CPU, server CPU); the same CPU by default
     qperf_tests: tuple[str, ...] = ("tcp_bw", "tcp_lat")
     qperf_sizes: tuple[str, ...] = ("64", "256", "1K", "4K", "16K", "64K", "256K", "1M")  # qperf-sizes: -m values
+    qperf_size_tests: tuple[str, ...] = ("tcp_bw", "udp_bw", "rc_bw", "ud_bw")   # qperf-sizes: which of its tests run
     server_netns: str | None = None
     client_netns: str | None = None
     fio_dir: str | None = None
@@ -216,6 +217,9 @@ def _qperf_server(options: Options) -> tuple[str, list[str]]:
 
 
 def qperf_steps(options: Options) -> list[Step]:
+    unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
+    if unknown or not options.qperf_size_tests:
+        raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
     address, server = _qperf_server(options)
     client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
@@ -244,6 +248,9 @@ def qperf_size_steps(options: Options) -> list[Step]:
     so other load on the host does not count (qperf's own send_cost / recv_cost are host-wide); and the TCP segments /
     UDP datagrams in and out of the client's and the server's network namespace (run.json packets; on loopback both
     are the host's, which other traffic also counts)."""
+    unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
+    if unknown or not options.qperf_size_tests:
+        raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
     address, server = _qperf_server(options)
     client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
@@ -252,7 +259,8 @@ def qperf_size_steps(options: Options) -> list[Step]:
     for k in range(max(1, options.qperf_repeat)):
         for size in options.qperf_sizes:
             m = _size_bytes(size)
-            tests = ["tcp_bw"] + (["udp_bw"] if m <= UDP_MAX else []) + (list(RDMA_SIZE_TESTS) if rdma else [])
+            tests = [t for t in ("tcp_bw", "udp_bw", *RDMA_SIZE_TESTS) if t in options.qperf_size_tests
+                     and (t != "udp_bw" or m <= UDP_MAX) and (t not in RDMA_SIZE_TESTS or rdma)]
             for test in tests:
                 argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), "-m", str(m),
                         *(["-cp0"] if test in RDMA_SIZE_TESTS else []), address, test]
@@ -265,6 +273,9 @@ def qperf_size_steps(options: Options) -> list[Step]:
 
 def perf_steps(options: Options) -> list[Step]:
     """perf stat around one qperf tcp_bw transfer; without perf, the same transfer with /proc/stat only."""
+    unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
+    if unknown or not options.qperf_size_tests:
+        raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
     address, server = _qperf_server(options)
     client = [*_netns(options.client_netns), *_pin(options, 0)]
     ready = [*client, "qperf", "-t", "1", address, "conf"]
