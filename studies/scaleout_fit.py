@@ -133,17 +133,17 @@ def main() -> None:
     summary = {"speed_spread_fitted": s, "speed_spread_shipped": scaleout.SPEED_SPREAD, "fitted_on": list(scaleout.FITTED_ON),
                "with_jitter_speed_spread_fitted": s_j, "with_jitter_os_noise_s_fitted": j, "os_noise_s_shipped": scaleout.OS_NOISE_S,
                "mean_abs_error_pp_stragglers_only": round(float(np.mean(err_s)), 2) if err_s else None,
-               "within_2pp_stragglers_only": sum(e <= 2.0 for e in err_s),
+               "within_2pp_stragglers_only": int(sum(e <= 2.0 for e in err_s)),
                "held_out_series": len(held), "mean_abs_error_pp_with_jitter": round(float(np.mean(err)), 2) if err else None,
-               "within_2pp_with_jitter": sum(e <= 2.0 for e in err), "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
+               "within_2pp_with_jitter": int(sum(e <= 2.0 for e in err)), "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
     for name, (sp, jn) in (("shipped", (s, 0.0)), ("with_jitter", (s_j, j)), ("neither", (0.0, 0.0))):
         e8 = eightfold_errors(groups, sp, jn)
         summary[f"eightfold_pairs_{name}"] = {"pairs": len(e8), "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None,
-                                              "within_2pp": sum(e <= 2.0 for e in e8)}
+                                              "within_2pp": int(sum(e <= 2.0 for e in e8))}
     repro = release_spread(groups)
     spreads = [r["spread_pp"] for r in repro]
     summary["release_spread"] = {"pairs": len(repro), "median_pp": round(float(np.median(spreads)), 2) if spreads else None,
-                                 "max_pp": max(spreads, default=None), "within_2pp": sum(x <= 2.0 for x in spreads)}
+                                 "max_pp": max(spreads, default=None), "within_2pp": int(sum(x <= 2.0 for x in spreads))}
     if args.json:
         print(json.dumps({"summary": summary, "series": rows, "release_spread": repro}, indent=1))
         return
