@@ -86,6 +86,7 @@ def test_compile_layers_replaces_each_layer_and_the_record_holds_the_compile_tim
 # --- the step model -------------------------------------------------------------------------------------------
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import compiled, eager, host  # noqa: E402
+from simcluster.llm.caveats import COMPILED_MEMORY  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE  # noqa: E402
 from simcluster.llm.memory import layer_activation_bytes  # noqa: E402
@@ -130,6 +131,7 @@ def test_compile_lowers_the_step_and_the_memory_and_issues_fewer_kernels(gpu):
     saved = layer_activation_bytes(MODEL, ONE, BATCH, plain) - layer_activation_bytes(MODEL, ONE, BATCH, comp)
     assert saved == pytest.approx(4 * s * b * h + 4 * s * b * f)
     assert step["torch-compile"].regime.key.endswith("single+compile | bf16")
+    assert COMPILED_MEMORY in step["torch-compile"].caveats and COMPILED_MEMORY not in step["torch-amp"].caveats
 
 
 def test_compile_is_refused_where_it_is_not_modelled():
@@ -138,6 +140,12 @@ def test_compile_is_refused_where_it_is_not_modelled():
         with pytest.raises(LlmConfigError, match="one GPU without activation checkpointing") as err:
             eager.torch_framework(par, None, compiled=True)
         assert err.value.key == "framework.compile"
+        assert "parallel.dp: 2" in str(err.value) or "parallel.tp: 2" in str(err.value) or "parallel.recompute: " in str(err.value)
+    gpipe = ParallelSpec(pp_schedule="gpipe")   # one rule (compiled.check_compiled_parallel): a 1-GPU job's schedule is moot
+    assert eager.torch_framework(gpipe, None, compiled=True).compiled
+    compiled.check_compiled(MODEL, gpipe)
+    with pytest.raises(LlmConfigError, match=re.escape("got parallel.pp: 2, parallel.recompute: full")):
+        eager.torch_framework(ParallelSpec(pp=2, recompute="full"), None, compiled=True)
     gelu = TransformerSpec(4, 256, 1024, 4, 4, 512, 128, mlp="gelu")
     with pytest.raises(LlmConfigError, match="SwiGLU"):
         compiled.layer_ops(gelu, ONE, BatchSpec(1, 1), TORCH_COMPILE)

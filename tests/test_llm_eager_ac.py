@@ -6,20 +6,23 @@ from __future__ import annotations
 import argparse
 import pathlib
 import textwrap
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
 from simcluster.errors import ScenarioError
 from simcluster.hardware.gpu import load_gpu
-from simcluster.llm import eager, eager_ac, ops
+from simcluster.heldout.eager import regime_mode_of
+from simcluster.llm import caveats, eager, eager_ac, ops, work
 from simcluster.llm.comm import Network
-from simcluster.llm.framework import TORCH_AMP
+from simcluster.llm.framework import TORCH_AMP, check_framework
 from simcluster.llm.memory import layer_activation_bytes, memory_per_gpu
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.runner import llm_ac
 from simcluster.scenario import load
+from simcluster.trust.regime import llm_regime_of
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
@@ -78,7 +81,11 @@ def test_every_n_prices_its_plain_blocks_at_the_single_host_cost():
     hosts = eager.fit_modes(HOST)
     fw = eager.torch_framework(every(2), hosts)
     assert (fw.host_kernel_s, fw.host_plain_kernel_s) == (hosts["ckpt"][0], hosts["single"][0])
-    assert fw.host_step_s == pytest.approx((hosts["ckpt"][1] + hosts["single"][1]) / 2)
+    assert (fw.host_step_s, fw.host_plain_step_s) == (hosts["ckpt"][1], hosts["single"][1])
+    # the per-step cost blended by the share of blocks checkpointed, floor(L / N) / L: 8 of 16, 2 of 5
+    assert work._host_step_s(fw, every(2), 16) == pytest.approx((hosts["ckpt"][1] + hosts["single"][1]) / 2)
+    assert work._host_step_s(fw, every(2), 5) == pytest.approx(0.4 * hosts["ckpt"][1] + 0.6 * hosts["single"][1])
+    assert work._host_step_s(eager.torch_framework(FULL, hosts), FULL, 5) == hosts["ckpt"][1]
     assert eager.torch_framework(OP, hosts).host_kernel_s == hosts["ckpt"][0]
     assert eager.mode_of(every(2)) == "single+ckpt-every2" and eager.mode_of(OP) == "single+sac-op"
 
@@ -91,9 +98,43 @@ def test_op_sits_between_none_and_full():
 @pytest.mark.parametrize("par, key", [(ParallelSpec(recompute="op", tp=2), "parallel.recompute"),
                                       (ParallelSpec(recompute="full", recompute_every=2, pp=2), "parallel.recompute_every")])
 def test_selective_modes_outside_one_gpu_or_dp_are_refused(par, key):
+    fw = eager.torch_framework(par)   # the one rule: framework.check_framework (predict_llm and the job's reader call it)
     with pytest.raises(LlmConfigError) as err:
-        eager.torch_framework(par)
+        check_framework(par, fw)
     assert err.value.key == key
+    with pytest.raises(LlmConfigError) as err:
+        predict_llm(MODEL, par, BatchSpec(8, 4), load_gpu(CARD)[0], Network(None, 1), par.gpus, trace=False, framework=fw)
+    assert err.value.key == key
+
+
+@pytest.mark.parametrize("change, what", [({"mlp": "gelu", "ffn": 8192}, "gelu MLP"), ({"qk_norm": True}, "QK-norm")])
+def test_op_is_refused_for_a_layer_other_than_the_swiglu_llama_block(change, what):
+    model = replace(MODEL, **change)
+    with pytest.raises(LlmConfigError, match=what) as err:
+        predict_llm(model, OP, BATCH, load_gpu(CARD)[0], Network(None, 1), 1, trace=False, framework=eager.torch_framework(OP))
+    assert err.value.key == "parallel.recompute"
+    eager_ac.check_op(model, FULL)   # whole blocks are any layer's
+    eager_ac.check_op(MODEL, OP)
+
+
+def test_op_and_every_n_are_regimes_of_their_own_with_the_op_caveat():
+    regimes = {name: llm_regime_of(MODEL, par, BATCH, "torch-amp").key
+               for name, par in (("none", ParallelSpec()), ("full", FULL), ("op", OP), ("every", every(2)))}
+    assert regimes["none"] == regimes["full"] == "llm | PyTorch eager | single | bf16"
+    assert regimes["op"] == "llm | PyTorch eager | single+sac-op | bf16"
+    assert regimes["every"] == "llm | PyTorch eager | single+ckpt-every2 | bf16"
+    gpu = load_gpu(CARD)[0]
+    assert caveats.SAC_OP_HOST in caveats.caveats(MODEL, OP, eager.torch_framework(OP), gpu)
+    assert caveats.SAC_OP_HOST not in caveats.caveats(MODEL, FULL, eager.torch_framework(FULL), gpu)
+
+
+def test_documents_are_read_by_their_ac_mode():
+    doc = {"mode": "single", "activation_checkpointing": "op: ...", "ac_mode": "op"}
+    assert eager_ac.document_mode(doc) == "op" and regime_mode_of(doc) == "single+sac-op"
+    assert regime_mode_of({"mode": "single", "activation_checkpointing": "every:2: ...", "ac_mode": "every:2"}) == "single+ckpt-every2"
+    assert regime_mode_of({"mode": "single", "activation_checkpointing": "full: ..."}) == "single+ckpt"   # older runs
+    assert regime_mode_of({"mode": "single"}) == "single"
+    assert eager_ac.parallel_of("every:3") == ParallelSpec(recompute="full", recompute_every=3)
 
 
 def test_recompute_every_needs_full():
@@ -130,6 +171,7 @@ def test_the_runner_reads_the_mode_and_records_it():
     doc = llm_ac.record("every:2", 5)
     assert doc["ac_mode"] == "every:2" and doc["ac_blocks"] == [1, 3]
     assert llm_ac.record("op", 2)["ac_blocks"] == [0, 1]
+    assert doc["preserve_rng_state"] is False   # torchtitan's; the registered sac set ran torch's default True
     for bad in ("every:0", "half", "every:x"):
         with pytest.raises(SystemExit):
             ap.parse_args(["--ac-mode", bad])

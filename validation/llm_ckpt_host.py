@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import eager  # noqa: E402
+from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, TransformerSpec  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 
@@ -59,7 +59,7 @@ def predict(doc: dict, shape: dict, hosts: dict, gpu) -> float:
     m = doc["model"]
     model = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], shape["seq"],
                             tied_embeddings=bool(m["tied"]))
-    par = ParallelSpec(recompute="full" if doc.get("activation_checkpointing") else "none")
+    par = eager_ac.parallel_of(eager_ac.document_mode(doc))   # op / every:N runs set ac_mode, not only full
     batch = BatchSpec(shape["micro_batch"], shape["micro_batch"])
     return predict_llm(model, par, batch, gpu, Network(None, 1), 1, trace=False,
                        framework=eager.torch_framework(par, hosts)).step_time_s
@@ -92,8 +92,10 @@ def report(bundle: Path, host_folder: Path, shapes: int | None) -> None:
     errors: dict[str, list[float]] = {"single": [], "ckpt": [], "ckpt (single host fit)": []}
     print(f"{'run':22s} {'shape':>8s} {'measured ms':>12s} {'predicted ms':>13s} {'error':>7s} {'before':>7s}")
     for doc in check_runs(bundle):
-        ckpt = bool(doc.get("activation_checkpointing"))
-        name = f"{doc['model']['preset']}-{'ckpt' if ckpt else 'single'}"
+        ac = eager_ac.document_mode(doc)
+        ckpt = ac != "none"
+        label = "single" if not ckpt else "ckpt" if ac == "full" else ac   # op / every:N: their own error rows
+        name = f"{doc['model']['preset']}-{label.replace(':', '')}"
         for shape in doc["shapes"][:shapes]:
             if shape.get("status") != "ok":
                 continue
@@ -105,7 +107,7 @@ def report(bundle: Path, host_folder: Path, shapes: int | None) -> None:
                 old = predict(doc, shape, without, gpu)
                 errors["ckpt (single host fit)"].append(100 * (meas / old - 1))
                 line += f" {100 * (meas / old - 1):+6.1f}%"
-            errors["ckpt" if ckpt else "single"].append(err)
+            errors.setdefault(label, []).append(err)
             print(line)
     for mode, errs in errors.items():
         if errs:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import eager  # noqa: E402
+from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
@@ -39,9 +39,7 @@ GiB = 2.0**30
 
 
 def parallel(mode: str) -> ParallelSpec:
-    if mode.startswith("every:"):
-        return ParallelSpec(recompute="full", recompute_every=int(mode.split(":")[1]))
-    return ParallelSpec(recompute=mode)
+    return eager_ac.parallel_of(mode)
 
 
 def run_name(preset: str, mode: str) -> str:

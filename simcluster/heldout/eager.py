@@ -323,7 +323,10 @@ def regime_mode_of(doc: dict) -> str:
         return f"pp{stages if stages != 2 else ''}-{kind}"
     if doc.get("mode") in ("tp+ddp", "tp+fsdp", "pp+ddp"):
         return str(doc["mode"])
-    return "single+ckpt" if doc.get("activation_checkpointing") else str(doc.get("mode"))
+    from simcluster.llm import eager, eager_ac
+
+    ac = eager_ac.document_mode(doc)   # op / every:N runs set ac_mode (single+sac-op, single+ckpt-every2)
+    return eager.mode_of(eager_ac.parallel_of(ac)) if ac != "none" else str(doc.get("mode"))
 
 
 def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:

@@ -18,6 +18,10 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
+SAC_OP_HOST = ("recompute op: the op policy's per-op host dispatch is not priced: the registered 1 x H200 set measured op "
+               "steps 14.4% mean (up to 25%) slower than predicted (calibration/h200x1-llm-sac-2026-11-29)")
+COMPILED_MEMORY = ("torch.compile: the registered 1 x H200 set measured every compiled peak 14-17% above the model (memory "
+                   "target not met; calibration/h200x1-llm-compile-2026-11-29, docs/models/llm.md): take its memory as low")
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu) -> list[str]:
@@ -29,6 +33,10 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
     if any(part in framework.name.removeprefix("torch-").split("+") for part in (n.removeprefix("torch-") for n in HOST_BOUND_EAGER)):
         out.append(EAGER_HOST.format(framework=framework.name))
+    if framework.eager and par.recompute == "op":
+        out.append(SAC_OP_HOST)
+    if framework.compiled:
+        out.append(COMPILED_MEMORY)
     return out
 
 

@@ -35,7 +35,7 @@ dropout / sliding window) on one GPU without activation checkpointing (eager.tor
 
 from __future__ import annotations
 
-from simcluster.llm import ops
+from simcluster.llm import eager_ac, ops
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -55,17 +55,22 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec) -> None:
     """What the compiled layer is not modelled for: one LlmConfigError at its key."""
-    for name, what in (("moe", "experts"), ("mla", "MLA"), ("qk_norm", "QK-norm"), ("dropout", "dropout"),
-                       ("window_share", "sliding-window attention")):
-        if getattr(model, name):
-            raise LlmConfigError("framework.compile", f"a compiled block is modelled for the dense Llama layer; this model has {what}",
-                                 hint="compile: false")
-    if model.mlp != "swiglu":
-        raise LlmConfigError("framework.compile", f"a compiled block is modelled with a SwiGLU MLP, not {model.mlp}",
-                             hint="compile: false")
-    if par.recompute != "none" or par.tp * par.pp * par.dp * par.cp * par.ep != 1:
+    gap = eager_ac.llama_layer_gap(model)
+    if gap:
+        raise LlmConfigError("framework.compile", f"a compiled block is modelled for the dense SwiGLU Llama layer; this "
+                             f"model has {gap}", hint="compile: false")
+    check_compiled_parallel(par)
+
+
+def check_compiled_parallel(par: ParallelSpec) -> None:
+    """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1) and recompute none; a
+    LlmConfigError at framework.compile naming the parallel keys that break it (eager.torch_framework, check_compiled)."""
+    off = [f"parallel.{name}: {getattr(par, name)}" for name in ("tp", "pp", "dp", "cp", "ep") if getattr(par, name) != 1]
+    off += [f"parallel.recompute: {par.recompute}"] if par.recompute != "none" else []
+    if off:
         raise LlmConfigError("framework.compile", "torch.compile is modelled and measured on one GPU without activation "
-                             "checkpointing (llm-step --compile, single mode)", hint="compile: false, or one GPU")
+                             f"checkpointing (llm-step --compile, single mode); got {', '.join(off)}",
+                             hint="compile: false, or one GPU and recompute: none")
 
 
 def _library(ops_list: list, names: tuple[str, ...]) -> list:

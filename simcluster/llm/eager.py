@@ -30,8 +30,9 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    its weights cast again under the recomputation's own autocast; only the block's fp32 input kept
                    (memory._checkpointed_live: the peak of the forward's end, the backward's start, one block's recompute)
   recompute_every N  (with full) every N-th block checkpointed, torchtitan's layer policy; recompute op: torchtitan's
-                   op-level policy (llm/eager_ac.py); single GPU or dp only; host cost: the ckpt mode's per kernel of the
+                   op-level policy (llm/eager_ac.py); single GPU or dp only (framework.check_framework); host cost: the ckpt mode's per kernel of the
                    checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
+                   floor(L / N) / L (work._host_step_s)
 Context and expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
@@ -42,7 +43,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from simcluster import strict
-from simcluster.llm import host
+from simcluster.llm import compiled as compiled_layer
+from simcluster.llm import eager_ac, host
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -76,10 +78,6 @@ def mode_of(par: ParallelSpec) -> str:
     if par.recompute == "selective":
         raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "
                              "layer: recompute: full); selective recompute is not modelled for it", hint="recompute: none or full")
-    if (par.recompute == "op" or par.recompute_every > 1) and (par.tp > 1 or par.pp > 1):
-        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
-        raise LlmConfigError(key, "framework torch: op-level and every-N-th-block checkpointing are modelled on one GPU "
-                             "or data parallel only (no tp, no pp)", hint="recompute: full")
     if par.zero in (1, 2):
         raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-{par.zero}")
     parts = []
@@ -104,10 +102,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     under torch.compile (TORCH_COMPILE, llm/compiled.py; one GPU only) with the host cost of the runner's compile mode."""
     mode_of(par)
     if compiled:
-        if par != ParallelSpec():
-            raise LlmConfigError("framework.compile", "torch.compile is modelled and measured on one GPU without "
-                                 "activation checkpointing (recompute none: not full, every-N or op; llm-step --compile, "
-                                 "single mode)", hint="compile: false, or one GPU and recompute: none")
+        compiled_layer.check_compiled_parallel(par)
         got = (hosts or {}).get("compile")
         return replace(TORCH_COMPILE, host_kernel_s=got[0], host_step_s=got[1]) if got else TORCH_COMPILE
     fw = TORCH_AMP
@@ -116,10 +111,9 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         mode = FALLBACK[mode]
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
-    if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's cost
-        share = 1.0 / par.recompute_every   # of the blocks checkpointed: the per-step cost blended by it
-        fw = replace(fw, host_plain_kernel_s=hosts["single"][0],
-                     host_step_s=share * hosts["ckpt"][1] + (1 - share) * hosts["single"][1])
+    if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's costs
+        # (per step blended by the share of blocks checkpointed, floor(L / N) / L: work._host_step_s)
+        fw = replace(fw, host_plain_kernel_s=hosts["single"][0], host_plain_step_s=hosts["single"][1])
     names = []
     if par.tp > 1:
         fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
@@ -149,7 +143,7 @@ def _mode_documents(folder: Path, mode: str) -> list[Path]:
     paths = sorted(folder.glob(f"{mode}-L*.json"))
     for path in sorted(folder.glob("llm-step/*/stdout.txt")):
         doc = _document(path)
-        ac = doc.get("ac_mode") or ("full" if doc.get("activation_checkpointing") else "none")   # llm-step --ac-mode
+        ac = eager_ac.document_mode(doc)   # llm-step --ac-mode
         ckpt, comp = ac == "full", bool(doc.get("compile"))
         want = {"ckpt": ("single", True, False), "compile": ("single", False, True)}.get(mode, (mode, False, False))
         if ac in ("none", "full") and (doc.get("mode"), ckpt, comp) == want:

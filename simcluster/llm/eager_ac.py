@@ -23,10 +23,42 @@ holds (recompute_extra_bytes).
 
 from __future__ import annotations
 
-from simcluster.llm.spec import ParallelSpec
+from simcluster.llm.spec import LlmConfigError, ParallelSpec
 
 EAGER_MMS = ("q", "k", "v", "attn_out", "gate", "up", "down")   # the runner's block: aten.mm in this order
 SAVED_KINDS = ("attention",)   # SDPA's flash / efficient / cudnn kernels: MUST_SAVE in torchtitan's list
+
+
+def document_mode(doc: dict) -> str:
+    """An llm-step document's checkpointing mode (none, full, every:N, op): its ac_mode (llm-step --ac-mode), else full
+    where the older runs set activation_checkpointing."""
+    return str(doc.get("ac_mode") or ("full" if doc.get("activation_checkpointing") else "none"))
+
+
+def parallel_of(mode: str) -> ParallelSpec:
+    """The one-GPU parallel setting of an llm-step checkpointing mode (none, full, every:N, op)."""
+    if mode.startswith("every:"):
+        return ParallelSpec(recompute="full", recompute_every=int(mode.split(":")[1]))
+    return ParallelSpec(recompute=mode)
+
+
+def llama_layer_gap(model) -> str:
+    """What the model's layer has beyond the runner's dense Llama block with a SwiGLU MLP (the EAGER_MMS order; '' when
+    nothing): the op policy here and the compiled block (compiled.check_compiled) are modelled for that block only."""
+    for name, what in (("moe", "experts"), ("mla", "MLA"), ("qk_norm", "QK-norm"), ("dropout", "dropout"),
+                       ("window_share", "sliding-window attention")):
+        if getattr(model, name):
+            return what
+    return "" if model.mlp == "swiglu" else f"a {model.mlp} MLP, not SwiGLU"
+
+
+def check_op(model, par: ParallelSpec) -> None:
+    """recompute: op is priced with the recompute set of EAGER_MMS: refused at parallel.recompute for another layer."""
+    gap = llama_layer_gap(model) if par.recompute == "op" else ""
+    if gap:
+        raise LlmConfigError("parallel.recompute", "recompute op prices torchtitan's op policy on the dense SwiGLU Llama "
+                             f"block's 7 mms (q, k, v, output, gate, up, down); this model has {gap}",
+                             hint="recompute: full, or recompute_every N")
 
 
 def saved_mms(order: tuple[str, ...] = EAGER_MMS) -> tuple[str, ...]:

@@ -84,6 +84,8 @@ class FrameworkSpec:
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
                                       # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
+    host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
+                                      # mode's), blended by the share of blocks checkpointed (work._host_step_s)
     moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)

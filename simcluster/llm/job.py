@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
-from simcluster.llm import eager
+from simcluster.llm import eager, eager_ac
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.compiled import check_compiled
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
@@ -99,6 +99,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
             check_compiled(model, par)
         check_model_framework(model, fw)
         check_framework(par, fw)
+        eager_ac.check_op(model, par)
         check_dispatch(model, par, machine.domain_gpus)
     except LlmConfigError as exc:
         r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import attention_kernels, clock, comm, scaleout
+from simcluster.llm import attention_kernels, clock, comm, eager_ac, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.maxplus import evaluate_iteration
@@ -111,6 +111,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     check(model, par, batch, gpus)
     check_framework(par, framework)
     check_model_framework(model, framework)
+    eager_ac.check_op(model, par)
     gpu = attention_kernels.for_kernel(gpu, framework.attention_kernel)   # the framework's own attention kernel
     g = comm.groups(par, net)
     run = simulate_iteration if simulate or trace else (lambda work, seed, trace: evaluate_iteration(work))

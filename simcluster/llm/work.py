@@ -55,6 +55,15 @@ def _scale(a: Task, k: float) -> Task:
     return Task(a.duration_s * k, {p: v * k for p, v in a.parts.items()})
 
 
+def _host_step_s(fw: FrameworkSpec, par, layers: int) -> float:
+    """The step's fixed host seconds: every N-th block checkpointed (fw.host_plain_kernel_s set, llm/eager.py) blends
+    the ckpt mode's and the single mode's by the share of blocks checkpointed, floor(L / N) / L."""
+    if not fw.host_plain_kernel_s:
+        return fw.host_step_s
+    share = eager_ac.checkpointed_layers(par, layers) / layers
+    return share * fw.host_step_s + (1 - share) * fw.host_plain_step_s
+
+
 def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, layer_ops, layers: int, after,
                 plain_ops=(), plain_layers: int = 0) -> Task:
     """The task's compute when the host issues its kernels one at a time (llm/host.py); the excess over the
@@ -329,7 +338,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + fw.host_step_s + _ddp_bucket_copies_s(gpu, par, fw, params) + opt_casts
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _host_step_s(fw, par, model.layers) + _ddp_bucket_copies_s(gpu, par, fw, params) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))

@@ -14,6 +14,10 @@ from __future__ import annotations
 import argparse
 
 SIMPLE = ("none", "full", "op")
+# torch.utils.checkpoint's preserve_rng_state: False as torchtitan passes it (its blocks have no dropout, so no RNG state
+# to replay); the registered runs up to h200x1-llm-sac-2026-11-29 ran torch's default True (the CPU and CUDA RNG states
+# saved and restored around each block's recompute: host work per block; their documents have no preserve_rng_state key)
+PRESERVE_RNG_STATE = False
 SAVED_OPS = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
              "_scaled_dot_product_cudnn_attention")   # aten ops whose outputs op keeps, beside every other aten.mm
 
@@ -82,9 +86,9 @@ def run_block(torch, layer, index: int, mode: str, x, cos, sin):
     from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
     if mode == "op":
-        return checkpoint(layer, x, cos, sin, use_reentrant=False,
+        return checkpoint(layer, x, cos, sin, use_reentrant=False, preserve_rng_state=PRESERVE_RNG_STATE,
                           context_fn=lambda: create_selective_checkpoint_contexts(op_policy(torch)))
-    return checkpoint(layer, x, cos, sin, use_reentrant=False)
+    return checkpoint(layer, x, cos, sin, use_reentrant=False, preserve_rng_state=PRESERVE_RNG_STATE)
 
 
 def record(mode: str, layers: int) -> dict:
@@ -95,4 +99,4 @@ def record(mode: str, layers: int) -> dict:
     what = {"full": "full: torch.utils.checkpoint per decoder layer (use_reentrant=False)",
             "op": "op: torch.utils.checkpoint per decoder layer with torchtitan's op policy (SDPA and every other mm saved)"}
     text = what.get(mode, f"{mode}: torch.utils.checkpoint on decoder layers {blocks} (use_reentrant=False)")
-    return {"activation_checkpointing": text, "ac_mode": mode, "ac_blocks": blocks}
+    return {"activation_checkpointing": text, "ac_mode": mode, "ac_blocks": blocks, "preserve_rng_state": PRESERVE_RNG_STATE}

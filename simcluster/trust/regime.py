@@ -84,14 +84,17 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
     return "DDP" if gpus > 1 else "single"
 
 
-def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int) -> Regime:
+def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int,
+               checkpointing: str = "") -> Regime:
     """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`, and
     Megatron-Core's local spec in its own, `llm local spec`: their rows are lab steps on 1-4 GPUs, host-bound in ways
     the Megatron runs at scale are not, so each is pooled apart from the others (an unvalidated answer's band comes from
-    its own stack's rows)."""
+    its own stack's rows). Under eager PyTorch, torch.compile and the selective checkpointing policies (checkpointing:
+    'sac-op', 'ckpt-every<N>'; eager_checkpointing) are regimes of their own, unvalidated until rows of them exist."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
         mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
+        mode += f"+{checkpointing}" if checkpointing else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus))
     if fw == "Megatron local spec":
         return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
@@ -100,7 +103,16 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
 
 def llm_regime_of(model, par, batch, framework: str) -> Regime:
     """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec)."""
-    return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus)
+    return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus,
+                      eager_checkpointing(par.recompute, par.recompute_every))
+
+
+def eager_checkpointing(recompute: str, every: int) -> str:
+    """The regime suffix of torchtitan's selective checkpointing policies as eager.mode_of names them (sac-op,
+    ckpt-every<N>); '' for none and full (full's rows are the ckpt mode's, pooled with eager's)."""
+    if recompute == "op":
+        return "sac-op"
+    return f"ckpt-every{every}" if recompute == "full" and every > 1 else ""
 
 
 def size_band(size_bytes: float) -> str:
