@@ -16,8 +16,9 @@ msg, pkt, ack and byte. One term comes from another measurement of the same run:
 - MTU segments (no GSO): pkt from the same bundle's UDP fragment train, the both-sides cost per datagram between 4 and
   16 KiB over its extra IP fragments (3 -> 12 at MTU 1500): a packet in a back-to-back train, its bytes' copy and
   checksum included (so byte = 0: without GSO every payload byte rides in an MSS segment). msg and ack from TCP 1-4 KiB.
-- GSO / loopback (a 1-4 KiB write is one packet and half an ACK, so msg, pkt and ack merge): byte from the same run's
-  loopback UDP datagrams 4 -> 16 KiB (one packet each on loopback: the slope is the per-byte copy), pkt from TCP
+- GSO / loopback (a 1-4 KiB write is one packet; on loopback also half an ACK, while with GSO acks() still counts MSS
+  wire segments, 0.5 / 1.0 / 1.4; with one packet per write msg, pkt and ack cannot be told apart): byte from the same
+  run's loopback UDP datagrams 4 -> 16 KiB (one packet each on loopback: the slope is the per-byte copy), pkt from TCP
   1-4 KiB (the per-message remainder, carried per super-packet; msg = ack = 0).
 UDP 16 KiB is an input of the TCP fit, so TCP's 16 KiB row is not held out (FIT_INPUTS); the UDP sender's a + b / m
 reads only UDP at <= 4 KiB, so its 16 KiB row still is.
