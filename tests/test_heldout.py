@@ -12,26 +12,48 @@ from simcluster.trust.build import eager_residuals, storage_residuals, transport
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_transport_rows_are_the_sizes_the_fit_never_saw():
+def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_never_saw():
     from simcluster.fit.host_stack import SPLIT
 
     rows = transport.held_out_rows()
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
-    base = ROOT / "calibration"
-    # every bundle gives a row but one: a GSO lab with no loopback of its run beside it (no TCP count fit) and one
-    # fragmented UDP size <= 8 KiB (no UDP sender count fit: fit/udp_counts.py needs two)
-    without = {b.relative_to(base).as_posix() for b in transport.bundles()} - {r["bundle"] for r in rows}
-    assert without == {"lab-sizes-all-noshaping-2026-11-28"}
+    # the rule: TCP rows from sweeps registered after the TCP count model, UDP sender rows after the UDP one
+    assert {(r["bundle"].split("/")[0], r["transport"]) for r in rows} == {
+        ("h200-transport-sizes3-2026-11-29", "tcp"), ("h200-transport-udp4-2026-11-29", "udp")}
+    development = ("lab-sizes-", "loopback-sizes-", "h200-transport-sizes-2026-11-28", "h200-transport-sizes2-2026-11-28")
+    assert not [r for r in rows if r["bundle"].startswith(development)]
+    assert not [r for r in rows if r["transport"] == "udp" and r["bundle"].startswith("h200-transport-sizes3-")]
+    # five configurations each: 3 TCP sizes (sizes3) and 3 UDP sender sizes (udp4) per configuration
+    assert len(rows) == 30 and len({r["bundle"] for r in rows}) == 10
     assert len(transport.bundles()) == len(set(transport.bundles()))
-    # a session's folder of configurations counts each configuration as its own source, named with its folder
-    assert "h200-transport-sizes2-2026-11-28/lab-sizes-none" in {r["bundle"] for r in rows}
-    assert "lab-sizes-none-2026-11-28" in {r["bundle"] for r in rows}
     assert {(r["transport"], r["side"]) for r in rows} == {("tcp", "both"), ("udp", "sender")}   # the judged costs only
     shipped = [r for r in __import__("json").loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())["rows"]
                if r["family"] == "transport"]
     assert {(r["regime"], r["row"].split()[0]) for r in shipped} == {("transport | tcp", "both"), ("transport | udp", "sender")}
     residuals = transport_residuals(rows)
     assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}
+
+
+@pytest.mark.parametrize(("transport_name", "bundle", "admitted"), [
+    ("tcp", "h200-transport-sizes3-2026-11-29/lab-sizes-none", True),
+    ("tcp", "h200-transport-sizes2-2026-11-28/lab-sizes-none", False),     # the TCP count model read it
+    ("tcp", "lab-sizes-none-2026-11-28", False),
+    ("udp", "h200-transport-sizes3-2026-11-29/lab-sizes-none", False),     # the UDP count model read it
+    ("udp", "h200-transport-udp4-2026-11-29/lab-sizes-csum", True),
+    ("tcp", "h200-transport-sizes9-2026-12-01/lab-sizes-none", False),     # not named: not admitted until it is
+])
+def test_a_transport_row_counts_only_from_a_named_sweep_after_its_model(transport_name, bundle, admitted):
+    assert transport.held_out(transport_name, bundle) is admitted
+
+
+def test_a_bundle_outside_the_named_sweeps_gives_no_row(tmp_path):
+    import shutil
+
+    src = ROOT / "calibration" / "h200-transport-udp4-2026-11-29" / "lab-sizes-none"
+    shutil.copytree(src, tmp_path / "h200-transport-udp4-2026-11-29" / "lab-sizes-none")
+    shutil.copytree(src, tmp_path / "lab-sizes-dev")
+    rows = transport.held_out_rows(tmp_path)
+    assert rows and {r["bundle"] for r in rows} == {"h200-transport-udp4-2026-11-29/lab-sizes-none"}
 
 
 def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_predictions():

@@ -106,6 +106,9 @@ def test_a_gso_lab_takes_its_per_byte_cost_from_the_same_runs_loopback(tmp_path)
     _bundle(tmp_path / "lab-sizes-all-noshaping", LAB | {"rate": "none", "offloads": "all"})
     alone = host_stack_readout.bundle_rows(tmp_path / "lab-sizes-all-noshaping")
     assert not [r for r in alone if r.transport == "tcp"]           # no loopback beside it: no TCP row, not a guess
+    notes: list[str] = []
+    host_stack_readout.bundle_rows(tmp_path / "lab-sizes-all-noshaping", notes=notes)
+    assert len(notes) == 1 and "TCP not predicted: " in notes[0]    # said, not silent
     _bundle(tmp_path / "loopback-sizes", {})
     seg, tcp, udp, loop = host_counts.bundle_inputs(tmp_path / "lab-sizes-all-noshaping")
     assert seg == host_counts.GSO and loop is not None
@@ -139,3 +142,27 @@ def test_the_third_runs_registered_cross_run_predictions_are_what_the_model_give
         terms = host_counts.fit_medians(*host_counts.bundle_inputs(SECOND / name))
         row = next(line for line in readme.splitlines() if line.strip().startswith(f"| {name} |"))
         assert row.split("|")[-4:-1] == [f" {terms.cost(m) * 1e9:.3f} " for m in (32768, 131072, 524288)]
+
+
+@pytest.mark.parametrize("damage", ["no after", "text count", "no server entry counters"])
+def test_a_damaged_counter_in_the_manifest_is_one_line_naming_the_manifest_run_and_key(tmp_path, capsys, damage):
+    import shutil
+
+    bundle = tmp_path / "lab-sizes-none"
+    shutil.copytree(SECOND / "lab-sizes-none", bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    run = next(r for r in manifest["runs"] if (r.get("meta") or {}).get("test") == "tcp_bw" and r.get("packets"))
+    server = run["meta"]["ground_truth"]["server_netns"]
+    entry = next(p for p in run["packets"] if p.get("netns") == server)
+    if damage == "no after":
+        del entry["after"]
+    elif damage == "text count":
+        entry["before"]["tcp_out_segs"] = "many"
+    else:
+        entry["before"] = None
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert host_counts.main([str(bundle)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(bundle / "manifest.json") in err and repr(run["run_id"]) in err
+    assert "tcp_out_segs" in err and ("after" if damage == "no after" else "before") in err

@@ -137,6 +137,6 @@ def test_a_pinned_run_records_its_cores_busy_time(tmp_path):
 
 
 def test_a_bundle_without_held_out_rows_is_one_line_not_an_empty_table(capsys, monkeypatch):
-    monkeypatch.setattr(host_stack_readout, "bundle_rows", lambda bundle: [])
+    monkeypatch.setattr(host_stack_readout, "bundle_rows", lambda bundle, **kw: [])
     assert host_stack_readout.main([str(FIRST)]) == 2
     assert "no held-out row" in capsys.readouterr().err

@@ -16,8 +16,9 @@ msg, pkt, ack and byte. One term comes from another measurement of the same run:
 - MTU segments (no GSO): pkt from the same bundle's UDP fragment train, the both-sides cost per datagram between 4 and
   16 KiB over its extra IP fragments (3 -> 12 at MTU 1500): a packet in a back-to-back train, its bytes' copy and
   checksum included (so byte = 0: without GSO every payload byte rides in an MSS segment). msg and ack from TCP 1-4 KiB.
-- GSO / loopback (a 1-4 KiB write is one packet and half an ACK, so msg, pkt and ack merge): byte from the same run's
-  loopback UDP datagrams 4 -> 16 KiB (one packet each on loopback: the slope is the per-byte copy), pkt from TCP
+- GSO / loopback (a 1-4 KiB write is one packet; on loopback also half an ACK, while with GSO acks() still counts MSS
+  wire segments, 0.5 / 1.0 / 1.4; with one packet per write msg, pkt and ack cannot be told apart): byte from the same
+  run's loopback UDP datagrams 4 -> 16 KiB (one packet each on loopback: the slope is the per-byte copy), pkt from TCP
   1-4 KiB (the per-message remainder, carried per super-packet; msg = ack = 0).
 UDP 16 KiB is an input of the TCP fit, so TCP's 16 KiB row is not held out (FIT_INPUTS); the UDP sender's a + b / m
 reads only UDP at <= 4 KiB, so its 16 KiB row still is.
@@ -34,9 +35,8 @@ import numpy as np
 from scipy.optimize import nnls
 
 from simcluster.errors import CalibrationError
+from simcluster.fit.host_stack import GSO, MSS  # one definition: TCP payload per MTU-1500 frame, per GSO super-packet
 
-MSS = 1448.0              # TCP payload per MTU-1500 frame (timestamps)
-GSO = 65160.0             # a GSO/TSO super-packet (45 x 1448)
 LOOPBACK = 65483.0        # loopback's MSS (MTU 65536)
 UDP_FRAGMENT = 1480.0     # IP payload per fragment at MTU 1500 (the first carries the 8-byte UDP header)
 PUSH = 65536.0            # bytes per sender push above which the receiver wakes and ACKs per burst (development, below)
@@ -181,7 +181,8 @@ def prediction_noise(seg: float, tcp: dict[float, list[float]], udp: dict[float,
 def measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
     """{m: median per TCP message of the server namespace's segments out (its ACKs) and the server's context switches
     (its wake-ups)} of a lab bundle's tcp_bw runs (run.json `packets`, `server_switches`); {} on loopback, where both
-    sides' segments are the one host's."""
+    sides' segments are the one host's. A counter missing or not a number is a CalibrationError naming the manifest,
+    the run and the key."""
     from simcluster.fit.bundle_files import Bundle
     from simcluster.traces import qperf
 
@@ -198,11 +199,28 @@ def measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
         m, messages = test.get("msg_size"), test.metrics.get("bw", 0.0) * test.get("time") / test.get("msg_size")
         if messages <= 0:
             continue
-        acked = out[0]["after"]["tcp_out_segs"] - out[0]["before"]["tcp_out_segs"]
+        where = f"{b.path / 'manifest.json'}: run {run.get('run_id')!r}"
+        acked = _counter(out[0], ("after", "tcp_out_segs"), where) - _counter(out[0], ("before", "tcp_out_segs"), where)
+        switches = run.get("server_switches") or 0      # an integer where present (the manifest's schema checks it)
         got = per_m.setdefault(m, {"acks": [], "wakes": []})
         got["acks"].append(acked / messages)
-        got["wakes"].append((run.get("server_switches") or 0) / messages)
+        got["wakes"].append(switches / messages)
     return {m: {k: statistics.median(v) for k, v in d.items()} for m, d in sorted(per_m.items())}
+
+
+def _counter(entry: dict, keys: tuple[str, str], where: str) -> float:
+    """entry[keys[0]][keys[1]], a number, of a run's `packets` entry; else a CalibrationError naming the key."""
+    outer = entry.get(keys[0])
+    value = outer.get(keys[1]) if isinstance(outer, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise CalibrationError(f"key 'packets' entry {keys[0]}.{keys[1]} is {value!r}, expected a segment count",
+                               where=where)
+    return float(value)
+
+
+def _error(predicted: float, measured: float) -> str:
+    """predicted / measured - 1 as a signed percentage; 'n/a' where nothing was measured (a zero count)."""
+    return f"{predicted / measured - 1:+7.1%}" if measured > 0 else f"{'n/a':>7s}"
 
 
 def counts_report(folders: list[Path]) -> str:
@@ -215,8 +233,8 @@ def counts_report(folders: list[Path]) -> str:
         seg = segment_size(host_stack.config_label(host_stack.bundle_samples(bundle)[1]))
         for m, got in measured_counts(bundle).items():
             ack, wake = acks(m, seg), max(1.0, m / PUSH)
-            lines.append(f"{bundle.name:26s} {int(m):>8d} {got['acks']:9.2f} {ack:9.2f} {ack / got['acks'] - 1:+7.1%} "
-                         f"{got['wakes']:9.2f} {wake:9.2f} {wake / got['wakes'] - 1:+7.1%}")
+            lines.append(f"{bundle.name:26s} {int(m):>8d} {got['acks']:9.2f} {ack:9.2f} {_error(ack, got['acks'])} "
+                         f"{got['wakes']:9.2f} {wake:9.2f} {_error(wake, got['wakes'])}")
     return "\n".join(lines)
 
 

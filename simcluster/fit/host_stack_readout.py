@@ -89,22 +89,32 @@ def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
     return (max(predicted) - min(predicted)) / (2 * center)
 
 
-def bundle_rows(bundle: Path, label: str | None = None) -> list[Row]:
+def bundle_rows(bundle: Path, label: str | None = None, notes: list[str] | None = None) -> list[Row]:
     """The held-out rows of one bundle (one configuration): TCP both sides by the count model (fit/host_counts.py), the
     UDP sender by fit/udp_counts.py, the receiver by c(m) = a + b / m (fit/host_stack.py); a TCP size the count model's fit read (host_counts.FIT_INPUTS: UDP
-    16 KiB) is not judged."""
-    samples, _ = host_stack.bundle_samples(bundle)
+    16 KiB) is not judged. A count model that cannot be fitted gives no rows and, when `notes` is a list, one line
+    there ("<config> TCP not predicted: <reason>"), so no row disappears unseen."""
     config = label or bundle.name
+    notes = [] if notes is None else notes
+    return (_count_rows(bundle, config, notes) + _udp_sender_rows(bundle, config, notes)
+            + a_plus_b_rows(bundle, config, PRINTED - {("tcp", "both"), ("udp", "sender")}))
+
+
+def a_plus_b_rows(bundle: Path, config: str, pairs: set[tuple[str, str]]) -> list[Row]:
+    """The (transport, side) pairs' rows above host_stack.SPLIT predicted by c(m) = a + b / m fitted on m <= SPLIT
+    (fit/host_stack.py): the UDP receiver's (printed only), and the registered reads made before the count models
+    (the second sweep's every row; the third sweep's UDP sender: tests/test_transport_registered_reads.py)."""
+    samples, _ = host_stack.bundle_samples(bundle)
     rows = []
     for (transport, side), by_m in sorted(host_stack.repeats(samples).items()):
-        if (transport, side) not in PRINTED or (transport, side) in {("tcp", "both"), ("udp", "sender")}:
+        if (transport, side) not in pairs:
             continue
         medians = {m: statistics.median(v) for m, v in by_m.items()}
         _, held = host_stack.held_out(medians)
         fitted = {m: v for m, v in by_m.items() if m <= host_stack.SPLIT}
         for r in held:
             rows.append(_row(config, transport, side, r["m"], by_m[r["m"]], r["predicted"], prediction_noise(fitted, r["m"])))
-    return _count_rows(bundle, config) + _udp_sender_rows(bundle, config) + rows
+    return rows
 
 
 def _row(config: str, transport: str, side: str, m: float, v: list[float], predicted: float, predicted_noise: float) -> Row:
@@ -113,33 +123,38 @@ def _row(config: str, transport: str, side: str, m: float, v: list[float], predi
                predicted_noise, judged)
 
 
-def _count_rows(bundle: Path, config: str) -> list[Row]:
+def _count_rows(bundle: Path, config: str, notes: list[str]) -> list[Row]:
     """TCP both sides above 4 KiB, predicted by the count model fitted on the bundle's 1-4 KiB TCP and its run's UDP train
-    (none when the bundle lacks an input: printed by the fit command, not guessed here)."""
+    (none when the bundle lacks an input: the reason goes to notes, nothing is guessed)."""
     seg, tcp, udp, loop = host_counts.bundle_inputs(bundle)
     try:
         terms = host_counts.fit_medians(seg, tcp, udp, loop)
-    except CalibrationError:
+    except CalibrationError as exc:
+        if any(m > host_counts.FIT_HIGH for m in tcp):      # rows to predict: say why they are not
+            notes.append(f"{config:26s} TCP not predicted: {exc.one_line()}")
         return []
     return [_row(config, "tcp", "both", m, v, terms.cost(m),
                  host_counts.prediction_noise(seg, tcp, udp, loop, m, bracket))
             for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
 
 
-def _udp_sender_rows(bundle: Path, config: str) -> list[Row]:
+def _udp_sender_rows(bundle: Path, config: str, notes: list[str]) -> list[Row]:
     """The UDP sender above udp_counts.FIT_HIGH, predicted by its count model fitted on the bundle's sizes up to it (and
-    the run's loopback per-byte cost); none when the bundle lacks the fit's sizes (printed by nothing: not guessed)."""
+    the run's loopback per-byte cost); none when the bundle lacks the fit's sizes (the reason goes to notes)."""
     loopback, send, loop = udp_counts.bundle_inputs(bundle)
     try:
         terms = udp_counts.fit_medians(loopback, send, loop)
-    except CalibrationError:
+    except CalibrationError as exc:
+        if any(m > udp_counts.FIT_HIGH for m in send):
+            notes.append(f"{config:26s} UDP sender not predicted: {exc.one_line()}")
         return []
     return [_row(config, "udp", "sender", m, v, terms.cost(m),
                  udp_counts.prediction_noise(loopback, send, loop, m, bracket))
             for m, v in sorted(send.items()) if m > udp_counts.FIT_HIGH]
 
 
-def report(rows: list[Row]) -> str:
+def report(rows: list[Row], notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The rows' table, the notes (what was not predicted, and why), then per configuration and over all the verdict."""
     lines = [f"{'configuration':26s} {'transport':9s} {'side':8s} {'size':>8s} {'n':>2s} {'median s/GB':>11s} "
              f"{'spread':>7s} {'noise':>6s} {'predicted':>9s} {'noise':>6s} {'error':>7s} {'+-':>6s}"]
     for r in rows:
@@ -148,7 +163,7 @@ def report(rows: list[Row]) -> str:
         lines.append(f"{r.config:26s} {r.transport:9s} {r.side:8s} {int(r.m):>8d} {r.n:>2d} {r.median * 1e9:11.3f} "
                      f"{r.spread:7.1%} {r.noise:6.1%} {r.predicted * 1e9:9.3f} {r.predicted_noise:6.1%} {r.error:+7.1%} "
                      f"{r.error_noise:6.1%}{flag}")
-    lines.append("")
+    lines += ["", *notes, *([""] if notes else [])]
     met_all = True
     for config in dict.fromkeys(r.config for r in rows):
         judged = [r for r in rows if r.config == config and r.judged]
@@ -170,11 +185,12 @@ def report(rows: list[Row]) -> str:
 
 def folder_report(folders: list[Path]) -> str:
     """report() of every bundle in the folders; a CalibrationError when none has a held-out row."""
-    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b)]
+    notes: list[str] = []
+    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b, notes=notes)]
     if not rows:
         raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
-                               where=", ".join(map(str, folders)))
-    return report(rows)
+                               where=", ".join(map(str, folders)), hint="; ".join(n.split(None, 1)[1] for n in notes) or None)
+    return report(rows, notes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,30 @@
-"""The host stack's cost per byte at message sizes its fit never saw (the qperf-sizes tool): per bundle and (transport,
-side), the registered read-out's rows (fit/host_stack_readout.bundle_rows): TCP both sides predicted by the count model
-(fit/host_counts.py, fitted on 1-4 KiB and the same run's UDP 4 -> 16 KiB train), the UDP sender by its count model
-(fit/udp_counts.py, fitted on m <= 8 KiB and the same run's loopback); sizes a fit read are not held out. A bundle is one session (one lab
-configuration, one day): the unit a held-out check leaves out together."""
+"""The host stack's cost per byte at message sizes its fit never saw, from sweeps its models never saw (the qperf-sizes
+tool): per bundle and (transport, side), the registered read-out's rows (fit/host_stack_readout.bundle_rows): TCP both
+sides predicted by the count model (fit/host_counts.py), the UDP sender by its count model (fit/udp_counts.py).
+
+Held out twice over. Within a bundle, sizes a per-run fit read are not rows (TCP 1-4 KiB and the run's UDP 4 -> 16 KiB
+train; the UDP sender's m <= 8 KiB). Across bundles, a transport's rows count only from the sweeps registered after
+its count model was written (HELD_OUT_SWEEPS): the models were BUILT reading the others, so their errors there are
+development, not validation. The TCP count model (session 32) read the 2-core VM bundles (calibration/lab-sizes-*,
+loopback-sizes-*), the first and the second H200 sweeps (h200-transport-sizes-, -sizes2-2026-11-28); the UDP sender
+count model (session 33) read those and the third (-sizes3-2026-11-29). HELD_OUT_SWEEPS names the admitted sweeps
+(an allow-list, so a new bundle counts only once it is named here: a development bundle cannot slip in silently); a
+later registered sweep is added by name when its Result is written.
+
+A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
+together."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+# transport -> the sweeps (folders under calibration/) registered after that transport's count model: the only sources
+HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
+    "tcp": ("h200-transport-sizes3-2026-11-29",),            # the first sweep registered after fit/host_counts.py
+    "udp": ("h200-transport-udp4-2026-11-29",),              # the first after fit/udp_counts.py (UDP only: no TCP rows)
+}
 
 
 def bundles(folder: str | Path | None = None) -> list[Path]:
@@ -23,13 +39,22 @@ def _name(bundle: Path, folder: str | Path | None) -> str:
     return bundle.relative_to(Path(folder) if folder else ROOT / "calibration").as_posix()
 
 
+def held_out(transport: str, bundle_name: str) -> bool:
+    """Whether a bundle (its path under calibration/, _name) is held out for a transport's count model: it lies in a
+    sweep of HELD_OUT_SWEEPS[transport]."""
+    return bundle_name.split("/")[0] in HELD_OUT_SWEEPS.get(transport, ())
+
+
 def held_out_rows(folder: str | Path | None = None) -> list[dict]:
-    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, for
-    the costs the registered read-out judges (fit/host_stack_readout.JUDGED)."""
+    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, in
+    the sweeps held out for its transport (held_out), for the costs the registered read-out judges
+    (fit/host_stack_readout.JUDGED)."""
     from simcluster.fit.host_stack_readout import bundle_rows
 
+    named = [(bundle, _name(bundle, folder)) for bundle in bundles(folder)]
     # the registered read-out's rows (sizes above every fit's inputs predicted), the judged costs only:
     # TCP both sides and the UDP sender (not the kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
-    return [{"bundle": _name(bundle, folder), "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
-             "predicted": r.predicted} for bundle in bundles(folder) for r in bundle_rows(bundle)
-            if r.judged and r.median > 0 and r.predicted > 0]
+    return [{"bundle": name, "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
+             "predicted": r.predicted}
+            for bundle, name in named if any(held_out(t, name) for t in HELD_OUT_SWEEPS)
+            for r in bundle_rows(bundle) if r.judged and r.median > 0 and r.predicted > 0 and held_out(r.transport, name)]

@@ -96,8 +96,8 @@ def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
 
 
 def transport_residuals(rows: list[dict]) -> list[Residual]:
-    """The host stack's cost per byte above its fit's sizes (heldout/transport.py), regime by transport kind; each
-    qperf-sizes bundle a source. No scale axis (scale 0)."""
+    """The host stack's cost per byte above its fit's sizes, in the sweeps registered after its count model
+    (heldout/transport.py), regime by transport kind; each qperf-sizes bundle a source. No scale axis (scale 0)."""
     return [Residual("transport", transport_regime(r["transport"]).key, r["bundle"], f"{r['side']} m={int(r['m'])} B", 0.0,
                      r["measured"] / r["predicted"]) for r in rows]
 
@@ -126,7 +126,8 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += transport_residuals(transport.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
                        "llm eager": [*eager.SEALED, *eager.REGISTERED],
-                       "llm local spec": list(moe_lab.REGISTERED), "transport": "calibration/*/qperf-sizes"}
+                       "llm local spec": list(moe_lab.REGISTERED),
+                       "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})}
     return Table(residuals, built_from)
 
 
