@@ -7,7 +7,7 @@ train; the UDP sender's m <= 8 KiB). Across bundles, a transport's rows count on
 its count model was written (HELD_OUT_SWEEPS): the models were BUILT reading the others, so their errors there are
 development, not validation. The TCP count model (session 32) read the 2-core VM bundles (calibration/lab-sizes-*,
 loopback-sizes-*), the first and the second H200 sweeps (h200-transport-sizes-, -sizes2-2026-11-28); the UDP sender
-count model (session 33) read those and the third (-sizes3-2026-11-29). HELD_OUT_SWEEPS names the admitted sweeps
+count model (session 32, udp7) read those and the third (-sizes3-2026-11-29). HELD_OUT_SWEEPS names the admitted sweeps
 (an allow-list, so a new bundle counts only once it is named here: a development bundle cannot slip in silently); a
 later registered sweep is added by name when its Result is written.
 
