@@ -68,7 +68,7 @@ def test_the_read_out_prints_every_configuration_and_the_verdict(capsys):
 def test_the_registered_second_run_as_registered_and_as_reread_with_the_count_model(capsys):
     """calibration/h200-transport-sizes2-2026-11-28, read once under its registered rule (c = a + b / m on 1-4 KiB):
     115.1% mean |error| over 25 judged rows, 1 within 10% (README.md, Result). Re-read as development with the count
-    model (session 32, which read this sweep) and the UDP sender's count model (session 33, which read it too): 20 rows
+    model (session 32, which read this sweep) and the UDP sender's count model (session 32 again, udp7, which read it too): 20 rows
     (TCP's 16 KiB is now a fit input), 19.0%, 4 within 10%."""
     old = []
     for bundle in host_stack.sweep_bundles([SECOND]):

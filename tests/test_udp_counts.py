@@ -1,4 +1,4 @@
-"""The UDP sender's count model (fit/udp_counts.py, issue 42 session 33), the runner's UDP-only size sweep, and the read-out
+"""The UDP sender's count model (fit/udp_counts.py, issue 42 session 32, udp7), the runner's UDP-only size sweep, and the read-out
 of the registered fourth run's folder layout (calibration/h200-transport-udp4-2026-11-29), on fake bundles made here."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ FOLDER is a bundle (a folder with qperf-sizes/) or a folder of bundles (one per 
 their median cost per byte (TCP: both sides, client + server + ksoftirqd CPU per byte received; UDP: the sender per
 byte sent, the receiver per byte received). TCP is predicted by the count model (fit/host_counts.py: fitted on TCP
 1-4 KiB and the same run's UDP 4 -> 16 KiB train; since session 32), the UDP sender by its count model (fit/udp_counts.py:
-per datagram, per fragmented datagram, per IP fragment, per byte; fitted on m <= 8 KiB; since session 33), the UDP
+per datagram, per fragmented datagram, per IP fragment, per byte; fitted on m <= 8 KiB; since session 32, udp7), the UDP
 receiver by c(m) = a + b/m on m <= 4 KiB (fit/host_stack.py, printed only); every larger size predicted, TCP's 16 KiB
 printed but not judged (a fit input).
 Error = predicted / median - 1.

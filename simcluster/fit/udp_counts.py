@@ -1,4 +1,4 @@
-"""The UDP sender's host cost per datagram as counted events (issue 42, session 33; docs/models/nic-and-cpu.md, "UDP count
+"""The UDP sender's host cost per datagram as counted events (issue 42, session 32, udp7; docs/models/nic-and-cpu.md, "UDP count
 model"). The sender's CPU (the client process, with the softirq work it runs), core-seconds per m-byte datagram:
 
     C(m) = dgram + split * [n(m) > 1] + frag * n(m) + byte * m
@@ -17,7 +17,7 @@ model"). The sender's CPU (the client process, with the softirq work it runs), c
   dgram + byte * m); 0 when the run has no loopback bundle (the copy then rides in frag too).
 
 Identification: 1-4 KiB holds 1, 2 and 3 fragments, so frag there is one difference of two medians (2 -> 4 KiB) with
-split, dgram and byte beside it: it cannot be told from the noise (docs/models/nic-and-cpu-findings.md, session 33).
+split, dgram and byte beside it: it cannot be told from the noise (docs/models/nic-and-cpu-findings.md, session 32, udp7).
 The fit takes every size up to FIT_HIGH = 8 KiB (1, 2, 3, 5, 6 fragments in the fourth run's 1, 2, 4, 6, 8 KiB) and
 predicts the larger sizes; least squares on the relative error, every term >= 0.
 """
