@@ -135,7 +135,8 @@ def main() -> None:
                "mean_abs_error_pp_stragglers_only": round(float(np.mean(err_s)), 2) if err_s else None,
                "within_2pp_stragglers_only": int(sum(e <= 2.0 for e in err_s)),
                "held_out_series": len(held), "mean_abs_error_pp_with_jitter": round(float(np.mean(err)), 2) if err else None,
-               "within_2pp_with_jitter": int(sum(e <= 2.0 for e in err)), "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
+               "within_2pp_with_jitter": int(sum(e <= 2.0 for e in err)),
+               "mean_abs_error_pp_without_stragglers": round(float(np.mean(err0)), 2) if err0 else None}
     for name, (sp, jn) in (("shipped", (s, 0.0)), ("with_jitter", (s_j, j)), ("neither", (0.0, 0.0))):
         e8 = eightfold_errors(groups, sp, jn)
         summary[f"eightfold_pairs_{name}"] = {"pairs": len(e8), "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None,

@@ -67,7 +67,7 @@ def test_published_multi_node_validation_does_not_regress():
                 "aws-p4d-x2-hyperpod-skypilot-efa": 0.376, "aws-p4d-x2-vm-skypilot-efa": 0.340,
                 "aws-p4d-x2-vm-skypilot-1efa": 0.139, "aws-p5en-x16-topology-aware": 0.047,   # session 30: predicted once at 5eb5fe9
                 "h100-ib-x2-x8-nccltests309-second": 0.182,
-                "gb200-nvl72-multirack-coreweave": 1.019, "gb200-nvl72-2racks-coreweave": 0.479,   # development since session 31 (0.501 before session 32's NVLS heads law)
+                "gb200-nvl72-multirack-coreweave": 1.019, "gb200-nvl72-2racks-coreweave": 0.479,   # development since session 31 (0.501 before s32)
                 "h200-ib-x2-coreweave-skypilot": 0.034,
                 "b200-ib-x2-lambda-dstack": 0.225, "gcp-a4-b200-x2-dstack": 0.235,   # session 31: predicted once at c2517b5
                 "gb200-nvl4-x3-nccl1801": 0.013, "gb200-nvl8-x3-nccl1801": 0.018}   # session 31, helper gb200racks: predicted once at 1546157
