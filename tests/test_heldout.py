@@ -218,3 +218,16 @@ def test_a_storage_rows_bad_option_is_one_line_at_its_key(tmp_path, key, value, 
     with pytest.raises(SimclusterError) as err:
         storage.compared_runs(bad)
     assert expected in str(err.value) and "\n" not in str(err.value) and str(bad) in str(err.value)
+
+
+def test_transport_rows_are_named_under_calibration_wherever_the_search_starts():
+    from simcluster.heldout import transport
+
+    rows = transport.held_out_rows(transport.ROOT / "calibration" / "h200-transport-udp4-2026-11-29")
+    assert len(rows) == 15 and {r["bundle"].split("/")[0] for r in rows} == {"h200-transport-udp4-2026-11-29"}
+
+
+def test_the_counts_report_says_so_when_there_is_nothing_to_count():
+    from simcluster.fit.host_counts import counts_report
+
+    assert counts_report([]).startswith("no tcp_bw runs")

@@ -229,3 +229,12 @@ def test_host_fits_leave_the_selective_runs_out(tmp_path):
     fits = eager.fit_modes(tmp_path)
     assert set(fits) == {"single", "ckpt"} and fits["single"][2] == fits["ckpt"][2] == 2
     assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)
+
+
+def test_recompute_every_beyond_the_layer_count_is_refused_at_its_key():
+    from simcluster.llm import eager_ac
+
+    eager_ac.check_op(MODEL, every(MODEL.layers))       # the last block checkpointed: a valid answer
+    with pytest.raises(LlmConfigError) as err:
+        eager_ac.check_op(MODEL, every(MODEL.layers + 1))
+    assert err.value.key == "parallel.recompute_every"

@@ -235,6 +235,8 @@ def counts_report(folders: list[Path]) -> str:
             ack, wake = acks(m, seg), max(1.0, m / PUSH)
             lines.append(f"{bundle.name:26s} {int(m):>8d} {got['acks']:9.2f} {ack:9.2f} {_error(ack, got['acks'])} "
                          f"{got['wakes']:9.2f} {wake:9.2f} {_error(wake, got['wakes'])}")
+    if len(lines) == 1:
+        return "no tcp_bw runs with packet counters in these bundles: nothing to count (the counts are TCP's)"
     return "\n".join(lines)
 
 

@@ -35,8 +35,12 @@ def bundles(folder: str | Path | None = None) -> list[Path]:
 
 
 def _name(bundle: Path, folder: str | Path | None) -> str:
-    """The bundle's path under the searched folder (its name where it lies directly in it): the unit left out."""
-    return bundle.relative_to(Path(folder) if folder else ROOT / "calibration").as_posix()
+    """The bundle's path under calibration/ (the unit left out; HELD_OUT_SWEEPS names its first part), wherever the
+    search started; a bundle outside calibration/ is named under the searched folder."""
+    try:
+        return bundle.resolve().relative_to((ROOT / "calibration").resolve()).as_posix()
+    except ValueError:
+        return bundle.relative_to(Path(folder) if folder else ROOT / "calibration").as_posix()
 
 
 def held_out(transport: str, bundle_name: str) -> bool:

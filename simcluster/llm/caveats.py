@@ -18,8 +18,9 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
-SAC_OP_HOST = ("recompute op: the op policy's per-op host dispatch is not priced: the registered 1 x H200 set measured op "
-               "steps 14.4% mean (up to 25%) slower than predicted (calibration/h200x1-llm-sac-2026-11-29)")
+SAC_OP_HOST = ("recompute op: the op policy's per-op host dispatch is not priced: the registered 1 x H200 set predicted "
+               "op steps 14.4% mean fast (predicted / measured - 1, max 24.9%): measured steps up to 33% longer than "
+               "predicted, and 6-14% apart between launches (calibration/h200x1-llm-sac-2026-11-29)")
 COMPILED_MEMORY = ("torch.compile: the registered 1 x H200 set measured every compiled peak 14-17% above the model (memory "
                    "target not met; calibration/h200x1-llm-compile-2026-11-29, docs/models/llm.md): take its memory as low")
 

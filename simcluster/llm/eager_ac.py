@@ -53,7 +53,11 @@ def llama_layer_gap(model) -> str:
 
 
 def check_op(model, par: ParallelSpec) -> None:
-    """recompute: op is priced with the recompute set of EAGER_MMS: refused at parallel.recompute for another layer."""
+    """recompute: op is priced with the recompute set of EAGER_MMS: refused at parallel.recompute for another layer;
+    recompute_every above the layer count (no block checkpointed) is refused at its key."""
+    if par.recompute == "full" and par.recompute_every > model.layers:
+        raise LlmConfigError("parallel.recompute_every", f"every {par.recompute_every}-th block of {model.layers} "
+                             "checkpoints none", hint=f"recompute_every 1-{model.layers}, or recompute: none")
     gap = llama_layer_gap(model) if par.recompute == "op" else ""
     if gap:
         raise LlmConfigError("parallel.recompute", "recompute op prices torchtitan's op policy on the dense SwiGLU Llama "
