@@ -157,25 +157,21 @@ def fit_medians(seg: float, tcp: dict[float, list[float]], udp: dict[float, list
 
 
 def prediction_noise(seg: float, tcp: dict[float, list[float]], udp: dict[float, list[float]],
-                     loop: dict[float, list[float]] | None, m: float, bracket) -> float:
-    """Half the range of the prediction at m when each fit input's median is replaced by either end of its bracket
-    (host_stack_readout.bracket), relative to the prediction from the medians."""
-    from itertools import product
+                     loop: dict[float, list[float]] | None, m: float) -> float:
+    """The prediction's noise at m from its fit inputs' brackets (host_stack.bracketed_spread): TCP at 1-4 KiB and the
+    UDP train's sizes (the lab's own without GSO, loopback's with it)."""
+    from simcluster.fit.host_stack import bracketed_spread
 
-    def ends(values: list[float]) -> tuple[float, ...]:
-        return bracket(values) if len(values) > 1 else (values[0],)
-
-    fitted = {k: v for k, v in tcp.items() if FIT_LOW <= k <= FIT_HIGH}
     train = loop if seg != MSS else udp
-    inputs = [("tcp", k) for k in fitted] + [("train", k) for k in TRAIN if train and k in train]
-    choices = [ends(fitted[k]) if src == "tcp" else ends(train[k]) for src, k in inputs]
-    center = fit_medians(seg, tcp, udp, loop).cost(m)
-    predicted = []
-    for pick in product(*choices):
-        t = {k: v for (src, k), v in zip(inputs, pick, strict=True) if src == "tcp"}
-        tr = {k: v for (src, k), v in zip(inputs, pick, strict=True) if src == "train"}
-        predicted.append(fit(t, seg, tr if seg == MSS else None, tr if seg != MSS else None).cost(m))
-    return (max(predicted) - min(predicted)) / (2 * center)
+    inputs = {("tcp", k): v for k, v in tcp.items() if FIT_LOW <= k <= FIT_HIGH}
+    inputs |= {("train", k): train[k] for k in TRAIN if train and k in train}
+
+    def predict(values: dict) -> float:
+        t = {k: v for (src, k), v in values.items() if src == "tcp"}
+        tr = {k: v for (src, k), v in values.items() if src == "train"}
+        return fit(t, seg, tr if seg == MSS else None, tr if seg != MSS else None).cost(m)
+
+    return bracketed_spread(inputs, predict)
 
 
 def measured_counts(bundle: Path) -> dict[float, dict[str, float]]:

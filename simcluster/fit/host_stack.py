@@ -128,6 +128,27 @@ def medians(samples: list[Sample]) -> dict[tuple[str, str], dict[float, float]]:
     return {k: {m: statistics.median(v) for m, v in by_m.items()} for k, by_m in repeats(samples).items()}
 
 
+def bracket(values: list[float]) -> tuple[float, float]:
+    """The order statistics either side of the median: x(k-1), x(k+1) of n = 2k + 1 sorted values (0-based), the two
+    middle values of an even n (min and max of 2)."""
+    x = sorted(values)
+    k = len(x) // 2
+    return (x[k - 1], x[k + 1]) if len(x) % 2 else (x[k - 1], x[k])
+
+
+def bracketed_spread(inputs: dict, predict) -> float:
+    """A prediction's noise from its fit's inputs: inputs {key: the repeats of one fit input}, predict({key: value}) ->
+    the prediction. Half the range of the predictions when each input's median is replaced by either end of its
+    bracket (every combination; an input of one value keeps it), relative to the prediction from the medians."""
+    from itertools import product
+
+    keys = list(inputs)
+    ends = [bracket(inputs[k]) if len(inputs[k]) > 1 else (inputs[k][0],) for k in keys]
+    center = predict({k: statistics.median(inputs[k]) for k in keys})
+    predicted = [predict(dict(zip(keys, pick, strict=True))) for pick in product(*ends)]
+    return (max(predicted) - min(predicted)) / (2 * center)
+
+
 def fit_terms(costs: dict[float, float]) -> Terms:
     """c(m) = a + b / m through (m, cost) points, least squares on the relative error, a, b >= 0."""
     if len(costs) < 2:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from simcluster.errors import CalibrationError
 from simcluster.fit import host_counts, host_stack, udp_counts
+from simcluster.fit.host_stack import bracket
 
 TARGET = 0.10          # the issue's 10%
 NOISE_OK = 0.05        # the median's noise below half the target
@@ -61,14 +62,6 @@ class Row:
         return (self.noise ** 2 + self.predicted_noise ** 2) ** 0.5
 
 
-def bracket(values: list[float]) -> tuple[float, float]:
-    """The order statistics either side of the median: x(k-1), x(k+1) of n = 2k + 1 sorted values (0-based), the two
-    middle values of an even n (min and max of 2)."""
-    x = sorted(values)
-    k = len(x) // 2
-    return (x[k - 1], x[k + 1]) if len(x) % 2 else (x[k - 1], x[k])
-
-
 def noise(values: list[float]) -> float:
     """Half the bracket around the median, relative to the median; nan for one value."""
     if len(values) < 2:
@@ -78,15 +71,8 @@ def noise(values: list[float]) -> float:
 
 
 def prediction_noise(fit_values: dict[float, list[float]], m: float) -> float:
-    """How far the prediction at m moves when each fitted size's median is replaced by either end of its bracket (every
-    combination), as half the range relative to the prediction from the medians."""
-    from itertools import product
-
-    sizes = sorted(fit_values)
-    ends = [bracket(fit_values[s]) if len(fit_values[s]) > 1 else (fit_values[s][0],) for s in sizes]
-    predicted = [host_stack.fit_terms(dict(zip(sizes, pick, strict=True))).cost(m) for pick in product(*ends)]
-    center = host_stack.fit_terms({s: statistics.median(v) for s, v in fit_values.items()}).cost(m)
-    return (max(predicted) - min(predicted)) / (2 * center)
+    """How far c(m) = a + b / m's prediction at m moves with its fitted sizes' brackets (host_stack.bracketed_spread)."""
+    return host_stack.bracketed_spread(fit_values, lambda costs: host_stack.fit_terms(costs).cost(m))
 
 
 def bundle_rows(bundle: Path, label: str | None = None, notes: list[str] | None = None) -> list[Row]:
@@ -134,7 +120,7 @@ def _count_rows(bundle: Path, config: str, notes: list[str]) -> list[Row]:
             notes.append(f"{config:26s} TCP not predicted: {exc.one_line()}")
         return []
     return [_row(config, "tcp", "both", m, v, terms.cost(m),
-                 host_counts.prediction_noise(seg, tcp, udp, loop, m, bracket))
+                 host_counts.prediction_noise(seg, tcp, udp, loop, m))
             for m, v in sorted(tcp.items()) if m > host_counts.FIT_HIGH]
 
 
@@ -149,7 +135,7 @@ def _udp_sender_rows(bundle: Path, config: str, notes: list[str]) -> list[Row]:
             notes.append(f"{config:26s} UDP sender not predicted: {exc.one_line()}")
         return []
     return [_row(config, "udp", "sender", m, v, terms.cost(m),
-                 udp_counts.prediction_noise(loopback, send, loop, m, bracket))
+                 udp_counts.prediction_noise(loopback, send, loop, m))
             for m, v in sorted(send.items()) if m > udp_counts.FIT_HIGH]
 
 

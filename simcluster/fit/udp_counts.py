@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -114,21 +113,18 @@ def fit_medians(loopback: bool, send: dict[float, list[float]], loop: dict[float
     return fit(med, loopback, None if loop is None else {m: statistics.median(v) for m, v in loop.items()})
 
 
-def prediction_noise(loopback: bool, send: dict[float, list[float]], loop: dict[float, list[float]] | None, m: float,
-                     bracket) -> float:
-    """Half the range of the prediction at m when each fit input's median (the fitted sizes, and the loopback sizes
-    that give byte) is replaced by either end of its bracket (every combination), relative to the medians' prediction."""
-    def ends(values: list[float]) -> tuple[float, ...]:
-        return bracket(values) if len(values) > 1 else (values[0],)
+def prediction_noise(loopback: bool, send: dict[float, list[float]], loop: dict[float, list[float]] | None,
+                     m: float) -> float:
+    """The prediction's noise at m from its fit inputs' brackets (host_stack.bracketed_spread): the fitted sizes, and
+    the loopback sizes that give byte."""
+    from simcluster.fit.host_stack import bracketed_spread
 
-    own = {k: v for k, v in send.items() if k <= FIT_HIGH}
-    other = {k: v for k, v in (loop or {}).items() if k <= FIT_HIGH and not loopback}
-    keys = [("own", k) for k in own] + [("loop", k) for k in other]
-    choices = [ends(own[k]) if src == "own" else ends(other[k]) for src, k in keys]
-    center = fit_medians(loopback, send, loop).cost(m)
-    predicted = []
-    for pick in product(*choices):
-        a = {k: v for (src, k), v in zip(keys, pick, strict=True) if src == "own"}
-        b = {k: v for (src, k), v in zip(keys, pick, strict=True) if src == "loop"}
-        predicted.append(fit(a, loopback, b or None).cost(m))
-    return (max(predicted) - min(predicted)) / (2 * center)
+    inputs = {("own", k): v for k, v in send.items() if k <= FIT_HIGH}
+    inputs |= {("loop", k): v for k, v in (loop or {}).items() if k <= FIT_HIGH and not loopback}
+
+    def predict(values: dict) -> float:
+        own = {k: v for (src, k), v in values.items() if src == "own"}
+        other = {k: v for (src, k), v in values.items() if src == "loop"}
+        return fit(own, loopback, other or None).cost(m)
+
+    return bracketed_spread(inputs, predict)
