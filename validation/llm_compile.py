@@ -31,11 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.heldout.eager import model_of  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import GiB  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
@@ -47,24 +48,20 @@ STEP_TARGET, MEMORY_TARGET, MIN_SHAPES = 8.0, 10.0, 4
 
 def predict(model_cfg: dict, seq: int, micro: int, compiled: bool, hosts: dict, gpu) -> tuple[float, float]:
     """(step seconds, allocated peak bytes) of one shape on one GPU."""
-    model = TransformerSpec(model_cfg["layers"], model_cfg["hidden"], model_cfg["ffn"], model_cfg["heads"],
-                            model_cfg["kv_heads"], model_cfg["vocab"], seq, tied_embeddings=bool(model_cfg["tied"]))
     par = ParallelSpec()
-    r = predict_llm(model, par, BatchSpec(micro, micro), gpu, Network(None, 1), 1, trace=False,
-                    framework=eager.torch_framework(par, hosts, compiled))
+    r = predict_llm(model_of({"model": model_cfg}, seq), par, BatchSpec(micro, micro), gpu, Network(None, 1), 1,
+                    trace=False, framework=eager.torch_framework(par, hosts, compiled))
     return r.step_time_s, r.memory_per_gpu_GiB["allocated"] * GiB
 
 
 def check_runs(bundle: Path) -> list[dict]:
-    """Every llm-step document under check/ (check/<preset>/llm-step/<run>/stdout.txt)."""
+    """Every llm-step document under check/ (check/<preset>/llm-step/<run>/stdout.txt); a failed run is named and skipped."""
     out = []
     for path in sorted((bundle / "check").glob("*/llm-step/*/stdout.txt")):
-        text = path.read_text()
-        start = text.find("{")
-        if start < 0:
-            print(f"llm_compile: {path}: no llm-step document (the run failed; its stderr.txt says why)", file=sys.stderr)
-            continue
-        out.append(json.loads(text[start:]))
+        try:
+            out.append(eager.read_document(path))
+        except ValueError as exc:
+            print(f"llm_compile: {exc} (the run failed; its stderr.txt says why)", file=sys.stderr)
     return out
 
 
@@ -159,7 +156,7 @@ def kernels_per_layer(host_folder: Path) -> None:
     for mode, compiled in (("single", False), ("compile", True)):
         points = []
         for path in eager._mode_documents(host_folder, mode):
-            doc = eager._document(path)
+            doc = eager.read_document(path)
             shape = doc["shapes"][0]
             if shape.get("status") == "ok" and shape.get("profile", {}).get("kernel_per_step"):
                 points.append((doc["model"]["layers"], shape["profile"]["kernel_per_step"]))
@@ -168,8 +165,7 @@ def kernels_per_layer(host_folder: Path) -> None:
             print(f"kernels per layer {mode}: fewer than two profiled layer counts")
             continue
         slope = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)[0]
-        tiny = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], seq,
-                               tied_embeddings=bool(m["tied"]))
+        tiny = model_of({"model": m}, seq)
         model = host.layer_kernels(tiny, ParallelSpec(), BatchSpec(mb, mb), eager.torch_framework(ParallelSpec(), None, compiled))
         print(f"kernels per layer {mode}: measured {slope:.1f}, model {model} ({100 * (slope / model - 1):+.1f}%)")
 

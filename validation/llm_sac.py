@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.heldout.eager import model_of  # noqa: E402
 from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
@@ -48,9 +49,7 @@ def run_name(preset: str, mode: str) -> str:
 
 def predict(preset: str, seq: int, micro: int, mode: str) -> tuple[float, float]:
     """(step seconds, allocated peak bytes) of one planned run by the current model."""
-    c = PRESETS[preset]
-    model = TransformerSpec(c["layers"], c["hidden"], c["ffn"], c["heads"], c["kv_heads"], c["vocab"], seq,
-                            tied_embeddings=c["tied"])
+    model = model_of({"model": PRESETS[preset]}, seq)
     par, batch = parallel(mode), BatchSpec(micro, micro)
     fw = eager.torch_framework(par, eager.fit_modes(HOST))
     step = predict_llm(model, par, batch, load_gpu(CARD)[0], Network(None, 1), 1, trace=False, framework=fw).step_time_s
@@ -71,15 +70,15 @@ def register(out: Path) -> None:
 
 
 def measured(bundle: Path, run: str) -> dict | None:
+    """The run's shape when it ran ok (runs/<run>.json, an llm-step document), else None."""
     path = bundle / "runs" / f"{run}.json"
     if not path.is_file():
         return None
-    text = path.read_text()
     try:
-        doc = json.loads(text[text.find("{"):]) if "{" in text else None
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"llm_sac: {path}: not an llm-step JSON document ({exc.msg})") from None
-    shape = (doc or {}).get("shapes", [{}])[0]
+        doc = eager.read_document(path)
+    except ValueError as exc:
+        raise SystemExit(f"llm_sac: {exc}") from None
+    shape = doc["shapes"][0] if doc["shapes"] else {}
     return shape if shape.get("status") == "ok" else None
 
 

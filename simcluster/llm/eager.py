@@ -142,7 +142,7 @@ def _mode_documents(folder: Path, mode: str) -> list[Path]:
     with activation checkpointing; compile: single with --compile)."""
     paths = sorted(folder.glob(f"{mode}-L*.json"))
     for path in sorted(folder.glob("llm-step/*/stdout.txt")):
-        doc = _document(path)
+        doc = read_document(path)
         ac = eager_ac.document_mode(doc)   # llm-step --ac-mode
         ckpt, comp = ac == "full", bool(doc.get("compile"))
         want = {"ckpt": ("single", True, False), "compile": ("single", False, True)}.get(mode, (mode, False, False))
@@ -151,7 +151,8 @@ def _mode_documents(folder: Path, mode: str) -> list[Path]:
     return paths
 
 
-def _document(path: Path) -> dict:
+def read_document(path: Path) -> dict:
+    """An llm-step run's JSON document (what follows the first '{' of its output); ValueError naming the file."""
     text = path.read_text()
     start = text.find("{")
     try:
@@ -173,7 +174,7 @@ def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
         par, dp = _parallel(mode)
         points, kernels = [], None
         for path in _mode_documents(folder, mode):
-            doc = _document(path)
+            doc = read_document(path)
             m = doc["model"]
             for shape in doc["shapes"]:
                 if shape.get("status") != "ok":
