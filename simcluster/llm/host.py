@@ -38,12 +38,18 @@ def issue_bound_s(times: np.ndarray, host_kernel_s: float | np.ndarray) -> float
     return float(np.max(issued + suffix))
 
 
+def recasts_weights(par: ParallelSpec, fw: FrameworkSpec) -> bool:
+    """Whether a block's backward casts its weights again: torch.utils.checkpoint re-runs a checkpointed eager block
+    under its own autocast (full, every N-th, op), and a compiled block recomputes its bf16 weight copies
+    (llm/compiled.py). work._recast prices them; layer_kernels counts them."""
+    return (par.recompute in ("full", "op") and fw.eager) or fw.compiled
+
+
 def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:
     """Kernels of one layer's forward and backward (with autocast, one cast per weight matrix each way, and again in an
     eager checkpointed block's recomputation or a compiled block's backward: work._recast)."""
     fwd, bwd = compiled.layer_ops(model, par, batch, fw)
-    recast = (par.recompute in ("full", "op") and fw.eager) or fw.compiled   # the forward's casts again in the backward
-    casts = (2 + recast) * weight_matrices(model, fw) if fw.cast_bytes else 0
+    casts = (2 + recasts_weights(par, fw)) * weight_matrices(model, fw) if fw.cast_bytes else 0
     return sum(o.count for o in fwd + bwd) + casts
 
 

@@ -313,8 +313,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
                 bwd_casts = list(casts)
-                if (par.recompute in ("full", "op") and fw.eager) or fw.compiled:   # torch.utils.checkpoint re-runs each
-                    # block under its own autocast; a compiled block's backward recomputes its bf16 weights (llm/compiled.py)
+                if host.recasts_weights(par, fw):   # the checkpointed (or compiled) blocks' weights cast again
                     again = layers_per_chunk if fw.compiled else eager_ac.checkpointed_layers(par, layers_per_chunk)
                     bwd_casts += _recast(model, par, fw, again)
                 if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
