@@ -27,38 +27,30 @@ HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def bundles(folder: str | Path | None = None) -> list[Path]:
-    """The qperf-sizes bundles under calibration/ (each a folder with a qperf-sizes/ sub-folder), and those one level
-    down (a session's folder of configurations, e.g. calibration/h200-transport-sizes2-2026-11-28/lab-sizes-none)."""
-    base = Path(folder) if folder else ROOT / "calibration"
-    return sorted(p.parent for pattern in ("*/qperf-sizes", "*/*/qperf-sizes") for p in base.glob(pattern) if p.is_dir())
-
-
-def _name(bundle: Path, folder: str | Path | None) -> str:
-    """The bundle's path under calibration/ (the unit left out; HELD_OUT_SWEEPS names its first part), wherever the
-    search started; a bundle outside calibration/ is named under the searched folder."""
-    try:
-        return bundle.resolve().relative_to((ROOT / "calibration").resolve()).as_posix()
-    except ValueError:
-        return bundle.relative_to(Path(folder) if folder else ROOT / "calibration").as_posix()
-
-
 def held_out(transport: str, bundle_name: str) -> bool:
-    """Whether a bundle (its path under calibration/, _name) is held out for a transport's count model: it lies in a
-    sweep of HELD_OUT_SWEEPS[transport]."""
+    """Whether a bundle (SWEEP/CONFIGURATION, its path under calibration/) is held out for a transport's count model:
+    it lies in a sweep of HELD_OUT_SWEEPS[transport]."""
     return bundle_name.split("/")[0] in HELD_OUT_SWEEPS.get(transport, ())
 
 
-def held_out_rows(folder: str | Path | None = None) -> list[dict]:
+def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
     """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, in
-    the sweeps held out for its transport (held_out), for the costs the registered read-out judges
-    (fit/host_stack_readout.JUDGED)."""
+    the sweeps named by HELD_OUT_SWEEPS (under `calibration`, default the repository's calibration/; the bundles of
+    each found by host_stack.sweep_bundles), for the costs the registered read-out judges (fit/host_stack_readout.JUDGED)
+    and the transports each sweep is held out for. A CalibrationError when no named sweep is there."""
+    from simcluster.errors import CalibrationError
+    from simcluster.fit.host_stack import sweep_bundles
     from simcluster.fit.host_stack_readout import bundle_rows
 
-    named = [(bundle, _name(bundle, folder)) for bundle in bundles(folder)]
+    base = Path(calibration) if calibration else ROOT / "calibration"
+    sweeps = [base / name for name in dict.fromkeys(n for names in HELD_OUT_SWEEPS.values() for n in names)
+              if (base / name).is_dir()]
+    if not sweeps:
+        raise CalibrationError("none of the held-out transport sweeps is here", where=str(base),
+                               hint=", ".join(n for names in HELD_OUT_SWEEPS.values() for n in names))
     # the registered read-out's rows (sizes above every fit's inputs predicted), the judged costs only:
     # TCP both sides and the UDP sender (not the kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
     return [{"bundle": name, "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
              "predicted": r.predicted}
-            for bundle, name in named if any(held_out(t, name) for t in HELD_OUT_SWEEPS)
+            for bundle in sweep_bundles(sweeps) for name in [f"{bundle.parent.name}/{bundle.name}"]
             for r in bundle_rows(bundle) if r.judged and r.median > 0 and r.predicted > 0 and held_out(r.transport, name)]
