@@ -238,3 +238,10 @@ def test_recompute_every_beyond_the_layer_count_is_refused_at_its_key():
     with pytest.raises(LlmConfigError) as err:
         eager_ac.check_op(MODEL, every(MODEL.layers + 1))
     assert err.value.key == "parallel.recompute_every"
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 16, 17])
+def test_the_runners_every_n_blocks_are_as_many_as_the_model_prices(n):
+    layers = 16
+    ran = sum(llm_ac.checkpointed(i, f"every:{n}") for i in range(layers))
+    assert ran == eager_ac.checkpointed_layers(every(n), layers)
