@@ -1,0 +1,143 @@
+"""Count rules for what the kernel batches (issue 42, session 33, tso; docs/models/nic-and-cpu.md, "Batching rules"):
+TCP with TSO/GSO and GRO (offloads all), and loopback UDP above the largest linear skb. Core-seconds per message m.
+
+TSO/GRO (unshaped veth pair, offloads all), both sides (client + server + ksoftirqd CPU):
+
+    C(m) = msg + skb * skbs(m) + ack * acks(m) + byte * m
+    skbs(m) = ceil(m / GSO)                 super-packets: tcp_sendmsg fills an skb up to the size goal
+                                            (tcp_xmit_size_goal: the GSO limit, 64 KiB less headers, in whole MSS:
+                                            45 x 1448 = 65160 B, when pacing allows 1 ms of data >= 64 KiB, as on
+                                            an unshaped veth); veth carries it whole (it advertises TSO), so the
+                                            receiver's TCP handles the same skb (server tcp_in_segs counts them:
+                                            0.9-1.6 per write at 1-32 KiB, 2.65 at 128 KiB, 8.7 at 512 KiB, 16.6 at
+                                            1 MiB in the second and third H200 sweeps)
+    acks(m) = min(wire(m) / 2, max(1, skbs(m) / 2))
+                                            delayed ACK every second received packet, where the packet is the skb
+                                            the receiver sees (a GSO/GRO super-packet, RFC 5681 4.2 "every second
+                                            full-sized segment" applied per skb by __tcp_ack_snd_check), at least one
+                                            per write of two or more MSS (the receiver's read opens the window and
+                                            ACKs it: tcp_cleanup_rbuf); wire(m) = ceil(m / MSS)
+
+Fitted per bundle on TCP at 1-4 KiB and its two largest sizes (NNLS on the relative error, every term >= 0); every
+size between is predicted. skbs and bytes grow together above 64 KiB, so skb and byte are not separately identified:
+only their sum per 64 KiB is, which is what a size between the fitted ones needs.
+
+Loopback UDP sender, two regimes of the skb the sender builds (__ip_append_data): a datagram whose IP fragment plus
+reserved head fits SKB_MAX_ALLOC (an order-2 allocation, 16 KiB less the 320-byte skb_shared_info) is one linear skb
+(kmalloc of its whole length: above 8 KiB the page allocator, per page); a larger one on a scatter-gather device
+(loopback) gets a small linear head and its payload copied into the socket's page fragments (32 KiB pages, reused:
+skb_page_frag_refill). So the per-byte cost falls above LINEAR_MAX and the per-datagram cost rises (page-fragment
+bookkeeping). Each regime is dgram + byte * m with its own terms: the linear one fitted on m <= 8 KiB
+(udp_counts.fit_loopback), the paged one on the bundle's smallest and largest paged sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+from simcluster.errors import CalibrationError
+from simcluster.fit import udp_counts
+from simcluster.fit.host_stack import GSO, MSS
+
+TSO_FIT_LOW, TSO_FIT_HIGH = 1024.0, 4096.0   # the small fitted sizes (as the count model's)
+TSO_FIT_LARGE = 2                            # and the bundle's this many largest sizes
+SKB_MAX_ALLOC = 16384 - 320                  # SKB_MAX_ORDER(0, 2): 4 pages less SKB_DATA_ALIGN(skb_shared_info)
+UDP_IP_HEADERS = 8 + 20                      # UDP + IPv4 header bytes in the one fragment
+HEAD_RESERVE = 16 + 15                       # LL_RESERVED_SPACE (loopback's 14-byte header, aligned 16) + 15
+LINEAR_MAX = SKB_MAX_ALLOC - UDP_IP_HEADERS - HEAD_RESERVE   # 16005 B: the largest loopback datagram in a linear skb
+
+
+def skbs(m: float) -> int:
+    """GSO super-packets one m-byte write becomes (and the receiver's TCP handles)."""
+    return max(1, math.ceil(m / GSO))
+
+
+def gso_acks(m: float) -> float:
+    return min(max(1, math.ceil(m / MSS)) / 2, max(1.0, skbs(m) / 2))
+
+
+@dataclass(frozen=True)
+class TsoTerms:
+    msg: float         # core-seconds per write (both sides' calls)
+    skb: float         # per super-packet
+    ack: float         # per ACK
+    byte: float        # per byte
+
+    def per_message(self, m: float) -> float:
+        return self.msg + self.skb * skbs(m) + self.ack * gso_acks(m) + self.byte * m
+
+    def cost(self, m: float) -> float:
+        """Core-seconds per byte (both sides)."""
+        return self.per_message(m) / m
+
+
+def tso_fit_sizes(sizes) -> list[float]:
+    """The sizes a TSO fit reads: 1-4 KiB and the TSO_FIT_LARGE largest above 4 KiB."""
+    small = sorted(m for m in sizes if TSO_FIT_LOW <= m <= TSO_FIT_HIGH)
+    large = sorted(m for m in sizes if m > TSO_FIT_HIGH)[-TSO_FIT_LARGE:]
+    return small + large
+
+
+def fit_tso(tcp: dict[float, float]) -> TsoTerms:
+    """tcp: {m: both-sides core-seconds per byte}; the fit reads tso_fit_sizes() only."""
+    sizes = tso_fit_sizes(tcp)
+    if sum(m > TSO_FIT_HIGH for m in sizes) < TSO_FIT_LARGE or len(sizes) < 4:
+        raise CalibrationError(f"the TSO/GRO rule needs TCP at two or more sizes in 1-4 KiB and {TSO_FIT_LARGE} above, "
+                               f"got {[int(m) for m in sorted(tcp)]}")
+    per = np.array([tcp[m] * m for m in sizes])
+    design = np.array([[1.0, skbs(m), gso_acks(m), m] for m in sizes])
+    x, _ = nnls(design / per[:, None], np.ones_like(per))
+    return TsoTerms(*(float(v) for v in x))
+
+
+@dataclass(frozen=True)
+class PagedLoopback:
+    linear: udp_counts.UdpTerms        # m <= LINEAR_MAX
+    dgram: float                       # paged regime: core-seconds per datagram
+    byte: float                        # and per byte
+
+    def per_datagram(self, m: float) -> float:
+        return self.linear.per_datagram(m) if m <= LINEAR_MAX else self.dgram + self.byte * m
+
+    def cost(self, m: float) -> float:
+        return self.per_datagram(m) / m
+
+
+def paged_fit_sizes(sizes) -> list[float]:
+    """The paged regime's fitted sizes: the smallest and the largest above LINEAR_MAX (the sizes between are predicted)."""
+    paged = sorted(m for m in sizes if m > LINEAR_MAX)
+    return [paged[0], paged[-1]] if len(paged) >= 2 else []
+
+
+def fit_paged_loopback(costs: dict[float, float]) -> PagedLoopback:
+    """costs: {m: loopback sender core-seconds per byte}: the linear regime on m <= 8 KiB, the paged on paged_fit_sizes."""
+    linear = udp_counts.fit_loopback(costs)
+    fitted = paged_fit_sizes(costs)
+    if not fitted:
+        raise CalibrationError(f"the paged loopback rule needs udp_bw at two sizes above {LINEAR_MAX} B, got "
+                               f"{[int(m) for m in sorted(costs) if m > LINEAR_MAX]}")
+    (lo, hi) = fitted
+    byte = max(0.0, (costs[hi] * hi - costs[lo] * lo) / (hi - lo))
+    return PagedLoopback(linear, max(0.0, costs[lo] * lo - byte * lo), byte)
+
+
+def predicted_sizes(sizes, fitted) -> list[float]:
+    return [m for m in sorted(sizes) if m not in set(fitted)]
+
+
+def medians(by_m: dict[float, list[float]]) -> dict[float, float]:
+    return {m: statistics.median(v) for m, v in by_m.items()}
+
+
+def bundle_costs(bundle: Path) -> tuple[str, dict[tuple[str, str], dict[float, list[float]]]]:
+    """(config label, (transport, side) -> {m: repeats of core-seconds per byte}) of one qperf-sizes bundle."""
+    from simcluster.fit import host_stack
+
+    samples, truth = host_stack.bundle_samples(bundle)
+    return host_stack.config_label(truth), host_stack.repeats(samples)

@@ -1,0 +1,105 @@
+"""The read-out of the batching rules (fit/offload_counts.py) and the UDP receiver's count model
+(fit/udp_receiver_counts.py; issue 42, session 33, tso): per bundle, TCP both sides by the TSO/GRO rule (offloads all,
+unshaped), the loopback UDP sender by its two skb regimes and the UDP receiver (every configuration) by its wake-up
+rule, every size the fit did not read predicted; the statistic, error, noise and verdict as the registered read-out's (fit/host_stack_readout.py).
+
+    python -m simcluster.fit.offload_readout FOLDER [FOLDER ...]
+
+FOLDER is a bundle or a folder of bundles; a bundle with neither rule's configuration gives no rows. Error =
+predicted / median - 1; judged: every predicted row (the fitted sizes are not rows).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from simcluster.errors import CalibrationError
+from simcluster.fit import host_stack, udp_counts
+from simcluster.fit import offload_counts as oc
+from simcluster.fit import udp_receiver_counts as rc
+from simcluster.fit.host_stack_readout import Row, noise, report
+
+TSO_CONFIG = "lab unshaped offloads=all"
+
+
+def _rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,
+          ) -> list[Row]:
+    """The rows of every size not in `fitted`, predicted by fit({m: median}).cost(m), with the fit inputs' noise."""
+    terms = fit(oc.medians(by_m))
+    inputs = {m: by_m[m] for m in fitted}
+    out = []
+    for m in oc.predicted_sizes(by_m, fitted):
+        v = by_m[m]
+        spread = host_stack.bracketed_spread(inputs, lambda meds, m=m: fit(meds).cost(m))
+        out.append(Row(config, transport, side, m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v),
+                       terms.cost(m), spread, True))
+    return out
+
+
+def bundle_rows(bundle: Path, notes: list[str]) -> list[Row]:
+    """TCP both sides by the TSO/GRO rule (offloads all, unshaped) and the loopback UDP sender by its two regimes."""
+    label, groups = oc.bundle_costs(bundle)
+    rows: list[Row] = []
+    tcp, send = groups.get(("tcp", "both"), {}), groups.get(("udp", "sender"), {})
+    try:
+        if label == TSO_CONFIG and tcp:
+            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp), oc.fit_tso)
+        if label == "loopback" and send:
+            rows += _rows(bundle.name, "udp", "sender", send,
+                          [m for m in send if m <= oc.udp_counts.FIT_HIGH] + oc.paged_fit_sizes(send),
+                          oc.fit_paged_loopback)
+    except CalibrationError as exc:
+        notes.append(f"{bundle.name:26s} not predicted: {exc.one_line()}")
+    if groups.get(("udp", "receiver")):
+        try:
+            rows += receiver_rows(bundle, label == "loopback")
+        except CalibrationError as exc:
+            notes.append(f"{bundle.name:26s} UDP receiver not predicted: {exc.one_line()}")
+    return rows
+
+
+def sender_model(bundle: Path, loopback: bool):
+    """The same bundle's UDP sender count model (per_datagram(m)): loopback's two regimes, or the lab's udp_counts."""
+    lb, send, loop = udp_counts.bundle_inputs(bundle)
+    return oc.fit_paged_loopback(oc.medians(send)) if loopback else udp_counts.fit_medians(lb, send, loop)
+
+
+def receiver_rows(bundle: Path, loopback: bool) -> list[Row]:
+    """The UDP receiver at every size its fit did not read: C(m) with W from the sender's predicted time per datagram."""
+    runs = rc.bundle_points(bundle)
+    points = rc.medians(runs)
+    fitted = rc.fit_sizes(points)
+    terms, sender = rc.fit(points, loopback), sender_model(bundle, loopback)
+    costs = {m: [r[0] for r in v] for m, v in runs.items()}
+
+    def predict(meds: dict[float, float], m: float) -> float:
+        moved = {k: p if k not in meds else rc.Point(meds[k], p.wakes, p.sender) for k, p in points.items()}
+        return rc.fit(moved, loopback).per_datagram(m, sender.per_datagram(m)) / m
+
+    out = []
+    for m in oc.predicted_sizes(points, fitted):
+        v = [c / m for c in costs[m]]
+        spread = host_stack.bracketed_spread({k: costs[k] for k in fitted}, lambda meds, m=m: predict(meds, m))
+        out.append(Row(bundle.name, "udp", "receiver", m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v),
+                       terms.per_datagram(m, sender.per_datagram(m)) / m, spread, True))
+    return out
+
+
+def folder_report(folders: list[Path]) -> str:
+    notes: list[str] = []
+    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b, notes)]
+    if not rows:
+        raise CalibrationError("no row: the batching rules need a TSO/GRO (unshaped, offloads all) TCP bundle or a "
+                               "loopback UDP bundle with their fit sizes", where=", ".join(map(str, folders)),
+                               hint="; ".join(n.split(None, 1)[1] for n in notes) or None)
+    return report(rows, notes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (module docstring); bad input is one line on stderr and exit status 2."""
+    return host_stack.folder_command("simcluster.fit.offload_readout", argv, folder_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
