@@ -141,3 +141,33 @@ def bundle_costs(bundle: Path) -> tuple[str, dict[tuple[str, str], dict[float, l
 
     samples, truth = host_stack.bundle_samples(bundle)
     return host_stack.config_label(truth), host_stack.repeats(samples)
+
+
+def tso_measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
+    """{m: median per TCP message of the super-packets the server's TCP took in (its namespace's tcp_in_segs: one per
+    skb, a GSO/GRO super-packet counting once) and of the ACKs it sent (its tcp_out_segs)} of a lab bundle's tcp_bw runs
+    (run.json `packets`); runs without the server's counters are left out."""
+    from simcluster.fit.bundle_files import Bundle
+    from simcluster.traces import qperf
+
+    b = Bundle(Path(bundle))
+    per_m: dict[float, list[tuple[float, float]]] = {}
+    for run in b.runs("qperf-sizes"):
+        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
+        server = (meta.get("ground_truth") or {}).get("server_netns")
+        entry = next((p for p in run.get("packets") or [] if isinstance(p, dict) and server and p.get("netns") == server),
+                     None)
+        if meta.get("test") != "tcp_bw" or entry is None or run.get("status") != "ok":
+            continue
+        test = qperf.parse(b.file(run)).test("tcp_bw")
+        m = test.get("msg_size")
+        messages = test.metrics.get("bw", 0.0) * test.get("time") / m
+        try:
+            delta = {k: float(entry["after"][k]) - float(entry["before"][k]) for k in ("tcp_in_segs", "tcp_out_segs")}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"key 'packets' entry of netns {server!r} lacks a number for {exc}",
+                                   where=f"{b.path / 'manifest.json'}: run {run.get('run_id')!r}") from None
+        if messages > 0:
+            per_m.setdefault(m, []).append((delta["tcp_in_segs"] / messages, delta["tcp_out_segs"] / messages))
+    return {m: {"skbs": statistics.median(s for s, _ in v), "acks": statistics.median(a for _, a in v)}
+            for m, v in sorted(per_m.items())}

@@ -86,14 +86,47 @@ def receiver_rows(bundle: Path, loopback: bool) -> list[Row]:
     return out
 
 
+def _error(predicted: float, measured: float) -> str:
+    return f"{predicted / measured - 1:+7.1%}" if measured > 0 else f"{'n/a':>7s}"
+
+
+def counts_report(bundles: list[Path]) -> list[str]:
+    """The rules' own counts against the bundles' counters, per message: TSO/GRO super-packets (server tcp_in_segs) and
+    ACKs (server tcp_out_segs); the UDP receiver's wake-ups per datagram (server context switches)."""
+    lines = [f"{'configuration':26s} {'count':22s} {'size':>8s} {'measured':>9s} {'predicted':>9s} {'error':>7s}"]
+    for bundle in bundles:
+        label, groups = oc.bundle_costs(bundle)
+        if label == TSO_CONFIG:
+            for m, got in oc.tso_measured_counts(bundle).items():
+                for name, rule in (("super-packets/msg", oc.skbs), ("ACKs/msg", oc.gso_acks)):
+                    key = "skbs" if name.startswith("super") else "acks"
+                    lines.append(f"{bundle.name:26s} {name:22s} {int(m):>8d} {got[key]:9.2f} {rule(m):9.2f} "
+                                 f"{_error(rule(m), got[key])}")
+        if groups.get(("udp", "receiver")):
+            loopback = label == "loopback"
+            try:
+                points = rc.medians(rc.bundle_points(bundle))
+                terms, sender = rc.fit(points, loopback), sender_model(bundle, loopback)
+            except CalibrationError:
+                continue
+            for m, p in points.items():
+                w = terms.wakes(m, sender.per_datagram(m))
+                lines.append(f"{bundle.name:26s} {'receiver wakes/datagram':22s} {int(m):>8d} {p.wakes:9.2f} {w:9.2f} "
+                             f"{_error(w, p.wakes)}{'  (fitted size)' if m in rc.fit_sizes(points) else ''}")
+    return lines if len(lines) > 1 else []
+
+
 def folder_report(folders: list[Path]) -> str:
     notes: list[str] = []
-    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b, notes)]
+    bundles = host_stack.sweep_bundles(folders)
+    rows = [r for b in bundles for r in bundle_rows(b, notes)]
     if not rows:
         raise CalibrationError("no row: the batching rules need a TSO/GRO (unshaped, offloads all) TCP bundle or a "
                                "loopback UDP bundle with their fit sizes", where=", ".join(map(str, folders)),
                                hint="; ".join(n.split(None, 1)[1] for n in notes) or None)
-    return report(rows, notes)
+    counts = counts_report(bundles)
+    return report(rows, notes) + ("\n\nCounts (each rule's own, against the run's counters):\n" + "\n".join(counts)
+                                  if counts else "")
 
 
 def main(argv: list[str] | None = None) -> int:
