@@ -127,8 +127,9 @@ def fit_paged_loopback(costs: dict[float, float]) -> PagedLoopback:
     return PagedLoopback(linear, max(0.0, costs[lo] * lo - byte * lo), byte)
 
 
-def predicted_sizes(sizes, fitted) -> list[float]:
-    return [m for m in sorted(sizes) if m not in set(fitted)]
+def predicted_sizes(sizes, fitted, above: float) -> list[float]:
+    """The sizes a rule predicts: those above `above` (its small fitted range) that its fit did not read."""
+    return [m for m in sorted(sizes) if m > above and m not in set(fitted)]
 
 
 def medians(by_m: dict[float, list[float]]) -> dict[float, float]:

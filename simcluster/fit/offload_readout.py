@@ -24,12 +24,13 @@ TSO_CONFIG = "lab unshaped offloads=all"
 
 
 def _rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,
-          ) -> list[Row]:
-    """The rows of every size not in `fitted`, predicted by fit({m: median}).cost(m), with the fit inputs' noise."""
+          above: float) -> list[Row]:
+    """The rows of every size above `above` not in `fitted`, predicted by fit({m: median}).cost(m), with the fit
+    inputs' noise."""
     terms = fit(oc.medians(by_m))
     inputs = {m: by_m[m] for m in fitted}
     out = []
-    for m in oc.predicted_sizes(by_m, fitted):
+    for m in oc.predicted_sizes(by_m, fitted, above):
         v = by_m[m]
         spread = host_stack.bracketed_spread(inputs, lambda meds, m=m: fit(meds).cost(m))
         out.append(Row(config, transport, side, m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v),
@@ -44,11 +45,11 @@ def bundle_rows(bundle: Path, notes: list[str]) -> list[Row]:
     tcp, send = groups.get(("tcp", "both"), {}), groups.get(("udp", "sender"), {})
     try:
         if label == TSO_CONFIG and tcp:
-            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp), oc.fit_tso)
+            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp), oc.fit_tso, oc.TSO_FIT_HIGH)
         if label == "loopback" and send:
             rows += _rows(bundle.name, "udp", "sender", send,
                           [m for m in send if m <= oc.udp_counts.FIT_HIGH] + oc.paged_fit_sizes(send),
-                          oc.fit_paged_loopback)
+                          oc.fit_paged_loopback, udp_counts.FIT_HIGH)
     except CalibrationError as exc:
         notes.append(f"{bundle.name:26s} not predicted: {exc.one_line()}")
     if groups.get(("udp", "receiver")):
@@ -78,7 +79,7 @@ def receiver_rows(bundle: Path, loopback: bool) -> list[Row]:
         return rc.fit(moved, loopback).per_datagram(m, sender.per_datagram(m)) / m
 
     out = []
-    for m in oc.predicted_sizes(points, fitted):
+    for m in oc.predicted_sizes(points, fitted, udp_counts.FIT_HIGH):
         v = [c / m for c in costs[m]]
         spread = host_stack.bracketed_spread({k: costs[k] for k in fitted}, lambda meds, m=m: predict(meds, m))
         out.append(Row(bundle.name, "udp", "receiver", m, len(v), statistics.median(v), max(v) / min(v) - 1, noise(v),
