@@ -30,16 +30,14 @@ def test_torchtitan_keeps_the_llm_family_not_the_eager_lab_one():
     assert llm_regime("torch-fsdp2", 1, 1, 1, 3, False, "bf16", 2).family == "llm eager"
 
 
-def test_torchtitan_a100_rows_are_held_out_and_the_selective_ones_not_compared():
-    """The three rows the model can express (no recompute, full recompute) are compared held out; the selective-layer
-    and selective-op rows say why they are not."""
+def test_torchtitan_a100_rows_are_held_out_the_selective_ones_as_torchtitans_policies():
+    """Every row compared held out: no recompute and full recompute as before, and since issue 44 (pool) the selective
+    layer and op rows as torchtitan's policies (reference/llm.TORCHTITAN_AC; tests/test_heldout_eager_registered.py)."""
     from simcluster.reference.llm import validate_published_llm
 
     rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-torchtitan-fsdp2-a100.yaml").rows
-    compared = [r for r in rows if r.error is not None]
-    assert [r.run for r in compared] == [2, 3, 7] and all(r.held_out for r in compared)
-    assert all("selective" in r.unavailable for r in rows if r.error is None)
-    assert all(abs(r.error) < 0.10 for r in compared), [r.error for r in compared]
+    assert [r.run for r in rows if r.error is not None] == list(range(8)) and all(r.held_out for r in rows)
+    assert all(abs(r.error) < 0.10 for r in rows if r.run in (2, 3, 7)), [r.error for r in rows]
 
 
 def test_lm_head_and_router_stay_bf16_under_fp8():

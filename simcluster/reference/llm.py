@@ -48,6 +48,10 @@ def layer_counts(value) -> tuple[int, ...]:
     return tuple(value)
 
 
+# torchtitan's activation-checkpointing labels as its docs/performance.md prints them (1ea476e9f) -> (recompute, every N-th
+# block): 'selective layer' is selective_ac_option 2 (a full checkpoint of every second block), 'selective op' its op
+# policy (SDPA and every other mm saved; llm/eager_ac.py)
+TORCHTITAN_AC = {"selective layer": ("full", 2), "selective op": ("op", 1)}
 # the keys a file's `assumptions` may fill (parallel and batch keys by name), each with its type
 FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
@@ -147,7 +151,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
                             m["seq"], tied_embeddings=tied, mlp=mlp, dropout=m.get("dropout", False), **moe)
     tp, pp = checked(p, "tp", "parallel", count), checked(p, "pp", "parallel", count)
     dp, cp, ep = (1 if p.get(k) is None else checked(p, k, "parallel", count) for k in ("dp", "cp", "ep"))
-    recompute = pick(p, "parallel", "recompute", "none")
+    printed = p.get("recompute")
+    recompute, every = TORCHTITAN_AC[printed] if printed in TORCHTITAN_AC else (pick(p, "parallel", "recompute", "none"), 1)
     listed = p.get("recompute_modules") is not None or "recompute_modules" in assumed
     modules = pick(p, "parallel", "recompute_modules", ()) if recompute == "selective" and listed else ()
     v = pick(p, "parallel", "virtual_stages", 1) if pp > 1 else 1
@@ -163,7 +168,7 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
-    par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), **flags)
+    par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
     return (model, par, batch), "", used
@@ -310,6 +315,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
                          framework=framework_of(ref, run))
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
+    config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
     detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")

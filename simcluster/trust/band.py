@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.trust.regime import Regime
-from simcluster.trust.table import LEVEL, Table, load_table
+from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_table
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
@@ -23,6 +23,8 @@ class Trust:
     scale_range: tuple[float, float] | None = None
     outside: str = ""                     # extrapolated: the axis and how it is outside
     pooled: bool = False                  # unvalidated: rho from every row of the family
+    own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
+    own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
 
     def time_band(self, seconds: float) -> list[float] | None:
         return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]
@@ -41,7 +43,18 @@ class Trust:
             out["outside"] = self.outside
         if self.pooled:
             out["band_from"] = f"every held-out {self.regime.family} row, pooled (this regime has too few)"
+            out["regime_rows"], out["regime_sources"] = self.own
+            if self.own_range is not None:
+                out["regime_measured_over_predicted_range"] = [round(self.own_range[0], 4), round(self.own_range[1], 4)]
         return out
+
+    def own_text(self) -> str:
+        """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""
+        if not self.own[0] or self.own_range is None:
+            return "no held-out rows of its own"
+        lo, hi = ((x - 1) * 100 for x in self.own_range)
+        return (f"{self.own[0]} held-out row{'s' * (self.own[0] != 1)} from {self.own[1]} source{'s' * (self.own[1] != 1)} "
+                f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
         """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
@@ -50,7 +63,7 @@ class Trust:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
         band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({LEVEL:.0%} band)"
         if self.pooled:
-            return (f"{band}; unvalidated regime ({self.regime.key}: too few held-out rows), band from all {self.rows} "
+            return (f"{band}; unvalidated regime ({self.regime.key}: {self.own_text()}), band from all {self.rows} "
                     f"held-out {self.regime.family} rows pooled")
         lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
@@ -72,8 +85,10 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     pooled = table.family_rows(regime.family)
     if not pooled:
         return Trust(regime, "unvalidated", None, 0, 0)
+    own = (len(rows.rows), len(rows.sources)) if rows is not None else (0, 0)
+    own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows)) if rows is not None else None
     return Trust(regime, "unvalidated", table.pooled_bounds(regime.family), len(pooled),
-                 len({r.source for r in pooled}), pooled=True)
+                 len({r.source for r in pooled}), pooled=True, own=own, own_range=own_range)
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:

@@ -3,7 +3,8 @@
 Sources (each a `simcluster validate` of its own): published LLM runs (`--published llm`), published multi-node
 collectives (`--published nccl`), and one-node collectives on each lent machine predicted from a kind card fitted on
 the other machines plus the machine's probe (`--held-out-machines`; the probe op's own probe sizes are left out, they
-were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles, the registered Megatron-Core
+were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bundles (the
+one-GPU compile and checkpointing sets against their registered predictions), the registered Megatron-Core
 local-spec MoE lab sets and the host stack's qperf-sizes bundles (simcluster/heldout/). Only held-out rows enter.
 
 Coverage, held out: for every row, its regime's band is rebuilt from the regime's rows of the other sources (leave
@@ -70,13 +71,15 @@ def ddp_residuals(rows: list[dict]) -> list[Residual]:
 
 
 def eager_residuals(rows: list[dict]) -> list[Residual]:
-    """Eager-PyTorch llm-step shapes of the sealed bundles (heldout/eager.py), regime by the runner's mode; each bundle
-    a source."""
-    from simcluster.trust.regime import llm_regime
+    """Eager-PyTorch llm-step shapes of the sealed and registered bundles (heldout/eager.py, heldout/eager_registered.py),
+    regime by the runner's mode, torch.compile (framework torch-compile) and the checkpointing policy (recompute op,
+    full every N > 1: eager_checkpointing); each bundle a source."""
+    from simcluster.trust.regime import eager_checkpointing, llm_regime
 
     out = []
     for r in rows:
-        regime = llm_regime("torch-amp", r["tp"], r["pp"], 1, r["zero"], False, "bf16", r["gpus"])
+        ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
+        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], 1, r["zero"], False, "bf16", r["gpus"], ckpt)
         out.append(Residual(regime.family, regime.key, r["bundle"], f"{r['label']} {r['transport']}", regime.scale,
                             r["measured_s"] / r["predicted_s"]))
     return out
@@ -117,15 +120,15 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, moe_lab, storage, transport
+        from simcluster.heldout import ddp, eager, eager_registered, moe_lab, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
-        residuals += eager_residuals(eager.held_out_rows())
+        residuals += eager_residuals(eager.held_out_rows() + eager_registered.held_out_rows())
         residuals += moe_lab_residuals(moe_lab.held_out_rows())
         residuals += transport_residuals(transport.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
-                       "llm eager": [*eager.SEALED, *eager.REGISTERED],
+                       "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})}
     return Table(residuals, built_from)

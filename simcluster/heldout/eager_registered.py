@@ -1,0 +1,152 @@
+"""One-GPU eager PyTorch lab sets (issue 44) against the steps the model predicted BEFORE each set ran: the folder's
+registered predictions file, never today's model (the model may have moved since: docs/models/llm-findings.md).
+
+  COMPILE  calibration/h200x1-llm-compile-2026-11-29: five Llama shapes 0.3b-3.1b, each run eager and with torch.compile
+           per block (llm-step --compile); predictions.json, written at the registration commit (2627245) by
+           `validation/llm_compile.py --registered`. Its host costs are the registration's: eager's session-27 single
+           fit (33.3 us per kernel), compile a placeholder (10 us per kernel, 0 per step) that the same call's host/
+           runs later measured at 30.9 us: the compiled rows are the answer as registered, host cost included.
+           Regimes: `single` (eager arm), `single+compile`.
+  SAC      calibration/h200x1-llm-sac-2026-11-29: 0.3b / 1b / 3b under activation checkpointing none / full / every:2 / op
+           (llm-step --ac-mode); registered.json, written at the registration commit (2f56ec3, commit.txt).
+           Regimes: `single` (none and full, pooled as eager.mode_of names full `ckpt`), `single+ckpt-every2`,
+           `single+sac-op`. Its profiled-diagnostic/ runs (op's launch-to-launch spread, a development look after the
+           read-out) are not rows.
+
+Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
+document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
+why for each. Rows: {bundle, label, gpus, tp, pp, zero, transport, framework, recompute, recompute_every, measured_s,
+predicted_s}: the regime (trust/build.eager_residuals) follows from framework and recompute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+COMPILE = "calibration/h200x1-llm-compile-2026-11-29"
+SAC = "calibration/h200x1-llm-sac-2026-11-29"
+REGISTERED = (COMPILE, SAC)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    run: str
+    why: str
+
+
+def _positive(value, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise SimclusterError(f"expected a positive number, got {value!r}", where=where)
+    return float(value)
+
+
+def _timed_shape(doc: dict | None, failure: str) -> tuple[dict | None, str]:
+    """A one-shape run's timed shape, or why there is none."""
+    if doc is None:
+        return None, failure or "no llm-step document"
+    shapes = doc.get("shapes") if isinstance(doc.get("shapes"), list) else []
+    if len(shapes) != 1 or not isinstance(shapes[0], dict):
+        return None, f"{len(shapes)} shapes, expected the one registered"
+    shape = shapes[0]
+    if shape.get("status") != "ok" or not isinstance(shape.get("median_step_s"), (int, float)) or not shape["median_step_s"] > 0:
+        return None, f"shape status {shape.get('status')!r}, no positive median_step_s"
+    if doc.get("world_size", 1) != 1:
+        return None, f"world_size {doc.get('world_size')!r}, registered for one GPU"
+    return shape, ""
+
+
+def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], measured: float, predicted: float) -> dict:
+    return {"bundle": bundle.name, "label": label, "gpus": 1, "tp": 1, "pp": 1, "zero": 0, "transport": "1 GPU",
+            "framework": framework, "recompute": recompute[0], "recompute_every": recompute[1], "measured_s": measured,
+            "predicted_s": predicted}
+
+
+def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]:
+    """{(preset, seq, micro_batch, compiled): registered step seconds} of predictions.json."""
+    from simcluster.strict import load_json
+
+    path = bundle / "predictions.json"
+    doc = load_json(path, what="registered compile predictions")
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise SimclusterError("expected a mapping with `rows:` (preset, seq, micro_batch, compiled, pred_s)", where=str(path))
+    out = {}
+    for i, r in enumerate(rows):
+        where = f"{path}: rows[{i}]"
+        if not isinstance(r, dict) or not all(k in r for k in ("preset", "seq", "micro_batch", "compiled", "pred_s")):
+            raise SimclusterError("expected preset, seq, micro_batch, compiled and pred_s", where=where)
+        out[(str(r["preset"]), int(r["seq"]), int(r["micro_batch"]), bool(r["compiled"]))] = _positive(r["pred_s"], f"{where}.pred_s")
+    return out
+
+
+def read_compile(bundle: Path) -> tuple[list[dict], list[Skipped]]:
+    """The compile set's check/ runs (eager and compiled) against predictions.json; host/ runs are calibration, not rows."""
+    from simcluster.heldout.eager import read_runs
+
+    registered = compile_predictions(bundle)
+    rows, skipped = [], []
+    for preset_dir in sorted(p for p in (bundle / "check").iterdir() if p.is_dir()) if (bundle / "check").is_dir() else []:
+        for run in read_runs(preset_dir, worlds=(0, 1)):
+            shape, why = _timed_shape(run.doc, run.failure)
+            name = run.path.name
+            if shape is None:
+                skipped.append(Skipped(name, why))
+                continue
+            compiled = bool(run.doc.get("compile"))
+            key = (str(run.doc["model"].get("preset")), shape["seq"], shape["micro_batch"], compiled)
+            if key not in registered:
+                skipped.append(Skipped(name, f"no registered prediction for {key}"))
+                continue
+            label = f"{key[0]} single{'+compile' if compiled else ''} seq {key[1]} mb {key[2]}"
+            rows.append(_row(bundle, label, "torch-compile" if compiled else "torch-amp", ("none", 1), float(shape["median_step_s"]),
+                             registered[key]))
+    return rows, skipped
+
+
+def read_sac(bundle: Path) -> tuple[list[dict], list[Skipped]]:
+    """The sac set's runs/<run>.json against registered.json (each registered run's own file)."""
+    from simcluster.heldout.eager import _document
+    from simcluster.llm import eager_ac
+    from simcluster.strict import load_json, read_text
+
+    path = bundle / "registered.json"
+    doc = load_json(path, what="registered sac predictions")
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list):
+        raise SimclusterError("expected a mapping with `runs:` (run, preset, seq, micro_batch, ac_mode, predicted_step_ms)", where=str(path))
+    rows, skipped = [], []
+    for i, reg in enumerate(runs):
+        where = f"{path}: runs[{i}]"
+        if not isinstance(reg, dict) or not all(k in reg for k in ("run", "preset", "seq", "micro_batch", "ac_mode")):
+            raise SimclusterError("expected run, preset, seq, micro_batch, ac_mode and predicted_step_ms", where=where)
+        predicted = _positive(reg.get("predicted_step_ms"), f"{where}.predicted_step_ms") / 1e3
+        file = bundle / "runs" / f"{reg['run']}.json"
+        if not file.is_file():
+            skipped.append(Skipped(str(reg["run"]), "no run file (not run)"))
+            continue
+        run_doc, failure = _document(read_text(file, what="llm-step run document").strip())
+        shape, why = _timed_shape(run_doc, failure)
+        if shape is None:
+            skipped.append(Skipped(str(reg["run"]), why))
+            continue
+        have = (run_doc["model"].get("preset"), shape["seq"], shape["micro_batch"], eager_ac.document_mode(run_doc))
+        want = (reg["preset"], reg["seq"], reg["micro_batch"], reg["ac_mode"])
+        if have != want:
+            skipped.append(Skipped(str(reg["run"]), f"ran {have}, registered {want}"))
+            continue
+        par = eager_ac.parallel_of(str(reg["ac_mode"]))
+        label = f"{reg['preset']} single ac {reg['ac_mode']} seq {reg['seq']} mb {reg['micro_batch']}"
+        rows.append(_row(bundle, label, "torch-amp", (par.recompute, par.recompute_every), float(shape["median_step_s"]),
+                         predicted))
+    return rows, skipped
+
+
+READERS = {COMPILE: read_compile, SAC: read_sac}
+
+
+def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
+    """Every registered one-GPU set's measured runs against their registered steps, set by set."""
+    return [row for name in folders for row in READERS[name](ROOT / name)[0]]

@@ -1,0 +1,123 @@
+"""Issue 44 (pool): the one-GPU compile and checkpointing sets as held-out rows of the `llm eager` family against the
+predictions registered before they ran (simcluster/heldout/eager_registered.py), and torchtitan's published selective
+rows in the `llm` family (reference/llm.TORCHTITAN_AC)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simcluster.errors import SimclusterError
+from simcluster.heldout import eager_registered as reg
+from simcluster.trust.band import trust_of
+from simcluster.trust.build import eager_residuals
+from simcluster.trust.regime import Regime
+from simcluster.trust.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPILE, SAC = ROOT / reg.COMPILE, ROOT / reg.SAC
+EAGER = "llm | PyTorch eager | {} | bf16"
+
+
+def test_compile_rows_are_the_registered_predictions_json_not_todays_model():
+    rows, skipped = reg.read_compile(COMPILE)
+    assert not skipped and len(rows) == 10
+    registered = {(r["preset"], r["seq"], r["micro_batch"], r["compiled"]): r["pred_s"]
+                  for r in json.loads((COMPILE / "predictions.json").read_text())["rows"]}
+    for r in rows:
+        preset, mode, _, seq, _, mb = r["label"].split()
+        assert r["predicted_s"] == registered[(preset, int(seq), int(mb), mode == "single+compile")]
+        run = f"{preset}-single{'-compile' if mode == 'single+compile' else ''}"
+        text = (COMPILE / "check" / preset / "llm-step" / run / "stdout.txt").read_text()
+        assert r["measured_s"] == json.loads(text[text.find("{"):])["shapes"][0]["median_step_s"]
+    # the registered compiled step of 0.3b (placeholder host cost, 57.1 ms) is not the read-out's 68.4 ms
+    small = next(r for r in rows if r["label"].startswith("0.3b single+compile"))
+    assert small["predicted_s"] == pytest.approx(0.05705, abs=1e-4)
+
+
+def test_sac_rows_are_the_registered_json_and_the_profiled_diagnostic_is_not_a_row():
+    rows, skipped = reg.read_sac(SAC)
+    assert not skipped and len(rows) == 12
+    registered = {r["run"]: r for r in json.loads((SAC / "registered.json").read_text())["runs"]}
+    for r in rows:
+        preset, _, _, mode, _, seq, _, mb = r["label"].split()
+        name = f"{preset}-{mode.replace(':', '')}"
+        assert r["predicted_s"] == registered[name]["predicted_step_ms"] / 1e3
+        assert r["measured_s"] == json.loads((SAC / "runs" / f"{name}.json").read_text())["shapes"][0]["median_step_s"]
+    op_3b = next(r for r in rows if r["label"].startswith("3b single ac op"))
+    assert op_3b["measured_s"] / op_3b["predicted_s"] == pytest.approx(566.9 / 425.93, rel=1e-3)   # README's -24.9%
+
+
+def test_rows_change_when_the_registration_changes_not_when_the_model_does(tmp_path, monkeypatch):
+    folder = tmp_path / SAC.name
+    shutil.copytree(SAC / "runs", folder / "runs")
+    doc = json.loads((SAC / "registered.json").read_text())
+    doc["runs"][0]["predicted_step_ms"] = 123.0
+    (folder / "registered.json").write_text(json.dumps(doc))
+
+    def moved(*args, **kwargs):
+        raise AssertionError("the registered rows must not call today's model")
+    monkeypatch.setattr("simcluster.llm.predict.predict_llm", moved)
+    rows, _ = reg.read_sac(folder)
+    assert rows[0]["predicted_s"] == pytest.approx(0.123)
+
+
+def test_failed_and_unregistered_runs_give_no_row_and_say_why(tmp_path):
+    folder = tmp_path / SAC.name
+    shutil.copytree(SAC / "runs", folder / "runs")
+    shutil.copy(SAC / "registered.json", folder)
+    (folder / "runs" / "1b-op.json").write_text("Traceback: CUDA out of memory\n")
+    (folder / "runs" / "3b-full.json").unlink()
+    other = json.loads((folder / "runs" / "0.3b-none.json").read_text())
+    (folder / "runs" / "0.3b-full.json").write_text(json.dumps(other))     # the none run filed as full: not its mode
+    rows, skipped = reg.read_sac(folder)
+    assert len(rows) == 9
+    why = {s.run: s.why for s in skipped}
+    assert set(why) == {"1b-op", "3b-full", "0.3b-full"}
+    assert "no llm-step document" in why["1b-op"] and "not run" in why["3b-full"] and "registered" in why["0.3b-full"]
+    (folder / "registered.json").write_text(json.dumps({"runs": [{"run": "x", "preset": "0.3b"}]}))
+    with pytest.raises(SimclusterError, match="registered.json: runs\\[0\\]"):
+        reg.read_sac(folder)
+
+
+def test_compile_runs_without_a_registered_prediction_give_no_row(tmp_path):
+    folder = tmp_path / COMPILE.name
+    shutil.copytree(COMPILE / "check", folder / "check")
+    doc = json.loads((COMPILE / "predictions.json").read_text())
+    doc["rows"] = [r for r in doc["rows"] if r["preset"] != "3b"]
+    (folder / "predictions.json").write_text(json.dumps(doc))
+    rows, skipped = reg.read_compile(folder)
+    assert len(rows) == 8 and {s.run for s in skipped} == {"3b-single", "3b-single-compile"}
+
+
+def test_each_configuration_lands_in_its_regime_one_source_per_set():
+    residuals = eager_residuals(reg.held_out_rows())
+    by = {}
+    for r in residuals:
+        by.setdefault(r.regime, set()).add(r.source)
+    counts = {k: sum(r.regime == k for r in residuals) for k in by}
+    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 5,
+                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 3}
+    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
+    assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
+
+
+def test_an_unvalidated_regime_says_how_many_rows_of_its_own_it_has():
+    residuals = eager_residuals(reg.held_out_rows())
+    trust = trust_of(Regime("llm eager", EAGER.format("single+sac-op"), 1.0), Table(residuals))
+    assert trust.status == "unvalidated" and trust.pooled and trust.own == (3, 1) and trust.rows == len(residuals)
+    assert "3 held-out rows from 1 source at +2%..+33%, a band needs 5 from 3" in trust.text()
+    assert trust.to_json()["regime_rows"] == 3
+
+
+def test_torchtitans_selective_rows_are_compared_as_its_policies():
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration/published/llm-torchtitan-fsdp2-a100.yaml").rows
+    assert len(rows) == 8 and all(r.held_out and r.time_ratio is not None for r in rows)
+    by_run = {r.run: r for r in rows}
+    assert "full every 2" in by_run[0].configuration and " op" in by_run[1].configuration
+    assert by_run[6].regime == "llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"
+    # the five read once after the policies were written (7943865), unchanged: tokens/s predicted over measured - 1
+    assert [round(100 * by_run[i].error, 1) for i in (0, 1, 4, 5, 6)] == [7.0, 8.1, 4.4, 7.4, 15.9]
