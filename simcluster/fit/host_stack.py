@@ -31,6 +31,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from simcluster.errors import CalibrationError
+from simcluster.hardware.transport_counts import GSO, MSS  # TCP payload per MTU frame; per GSO/TSO super-packet
 
 SIDES = ("sender", "receiver", "both")
 SPLIT = 4096    # fit on m <= SPLIT (per-message dominated), predict m > SPLIT (per-byte dominated), never seen
@@ -191,7 +192,6 @@ def config_label(truth: dict) -> str:
     return "lab offloads=all-resegmented" if offloads == "all" else f"lab offloads={offloads}"
 
 
-MSS, GSO = 1448.0, 65160.0    # TCP payload per MTU frame (timestamps); per 64 KiB GSO/TSO super-packet (45 x 1448)
 
 
 def decompose(both: dict[str, Terms]) -> dict[str, float]:

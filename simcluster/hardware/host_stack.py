@@ -39,18 +39,10 @@ def memory_traffic(nic: NicParams) -> float:
     return 1.0 + (2.0 if nic.cpu_s_per_byte > 0 else 0.0)
 
 
-def at_clock(nic: NicParams, clock: float) -> NicParams:
-    """The card's costs on cores running at `clock` x the frequency it was measured at (same cycles, scaled time)."""
-    import dataclasses
-
-    return dataclasses.replace(nic, cpu_s_per_byte=nic.cpu_s_per_byte / clock, csum_s_per_byte=nic.csum_s_per_byte / clock,
-                               cpu_s_per_message=nic.cpu_s_per_message / clock, cpu_s_per_packet=nic.cpu_s_per_packet / clock)
-
-
 def on_host(nic: NicParams, host: Host, streams: int = 1, message_bytes: float | None = None,
             cores_free: float | None = None) -> tuple[float, float]:
     """(rate in bytes/s, host cores busy) of `streams` streams on this host; `cores_free` defaults to all its cores."""
     free = host.cores if cores_free is None else min(cores_free, host.cores)
-    scaled = at_clock(nic, host.clock)
+    scaled = nic.at_clock(host.clock)      # the card's costs at this host's clock (same cycles, scaled time)
     rate = min(scaled.rate_Bps(streams, free, message_bytes), host.memory_Bps / memory_traffic(nic))
     return rate, scaled.cores_used(rate, message_bytes)
