@@ -4,7 +4,8 @@
                                                       a core at `clock` x that frequency does the same cycles faster
     traffic   = 1 + 2 * copies                        DRAM bytes per payload byte on one side: the NIC's DMA, and a read
                                                       and a write per CPU copy (copies = 1 when the card has a copy
-                                                      term, 0 for RDMA verbs placing data in user memory)
+                                                      term or is a kernel transport with any CPU cost, 0 for RDMA
+                                                      verbs placing data in user memory)
     rate      = min(wire, usable_cores / cost(m), memory_Bps / traffic)
     cores     = polling_cores + rate * cost(m)
 
@@ -35,8 +36,11 @@ class Host:
 
 
 def memory_traffic(nic: NicParams) -> float:
-    """DRAM bytes per payload byte on one side."""
-    return 1.0 + (2.0 if nic.cpu_s_per_byte > 0 else 0.0)
+    """DRAM bytes per payload byte on one side: a CPU copy where the card prices one per byte, or where a kernel
+    transport (tcp, udp) costs the CPU anything (a count-model card without GSO carries its copy in the per-packet
+    term: every payload byte rides in an MSS segment)."""
+    copies = nic.cpu_s_per_byte > 0 or (nic.transport in ("tcp", "udp") and nic.cpu_per_byte() > 0)
+    return 1.0 + (2.0 if copies else 0.0)
 
 
 def on_host(nic: NicParams, host: Host, streams: int = 1, message_bytes: float | None = None,
