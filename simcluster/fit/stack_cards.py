@@ -88,6 +88,23 @@ def _held_out_notes(transport: str, bundle: Path, nic: NicParams) -> list[str]:
             f"{side * nic.cpu_per_byte(r.m) / r.median - 1:+.1%}" for r in rows]
 
 
+WHAT = {"tcp": ("TCP stack, one stream: the count model (fit/host_counts.py) fitted on TCP 1-4 KiB and the run's UDP "
+               "4 -> 16 KiB train"),
+        "udp": ("UDP sender: the count model (fit/udp_counts.py) fitted on udp_bw <= 8 KiB and the run's loopback "
+                "per-byte cost; the receiver (its drops) is not modelled, both sides are priced as the sender")}
+
+
+def _fitted(transport: str, bundle: Path) -> tuple[NicParams, str]:
+    """The card's parameters and a note of the fitted terms (core-seconds per event, as fitted)."""
+    if transport == "tcp":
+        t = tcp_terms(bundle)
+        return tcp_nic(t), (f"both sides: {t.msg * 1e9:.0f} ns per message + {t.pkt * 1e9:.0f} ns per {t.seg:.0f}-B "
+                            f"packet + {t.ack * 1e9:.0f} ns per ACK + {t.byte * 1e9:.3f} s/GB; each side half")
+    u = udp_terms(bundle)
+    return udp_nic(u), (f"sender: {u.dgram * 1e9:.0f} ns per datagram + {u.split * 1e9:.0f} ns per fragmented datagram "
+                        f"+ {u.frag * 1e9:.0f} ns per IP fragment + {u.byte * 1e9:.3f} s/GB")
+
+
 def card(transport: str, bundle: Path, name: str) -> dict:
     """A NIC card of one lab configuration's TCP stack (both-sides count model, half per side) or UDP sender."""
     from simcluster.cards import nic_params_yaml
@@ -99,20 +116,8 @@ def card(transport: str, bundle: Path, name: str) -> dict:
     if transport not in ("tcp", "udp"):
         raise CalibrationError(f"transport {transport!r}: expected tcp or udp")
     config = config_label(bundle_samples(bundle)[1])
-    if transport == "tcp":
-        terms = tcp_terms(bundle)
-        nic = tcp_nic(terms)
-        fitted = (f"both sides: {terms.msg * 1e9:.0f} ns per message + {terms.pkt * 1e9:.0f} ns per {terms.seg:.0f}-B "
-                  f"packet + {terms.ack * 1e9:.0f} ns per ACK + {terms.byte * 1e9:.3f} s/GB; each side half")
-        what = ("TCP stack, one stream: the count model (fit/host_counts.py) fitted on TCP 1-4 KiB and the run's UDP "
-                "4 -> 16 KiB train")
-    else:
-        terms = udp_terms(bundle)
-        nic = udp_nic(terms)
-        fitted = (f"sender: {terms.dgram * 1e9:.0f} ns per datagram + {terms.split * 1e9:.0f} ns per fragmented datagram "
-                  f"+ {terms.frag * 1e9:.0f} ns per IP fragment + {terms.byte * 1e9:.3f} s/GB")
-        what = ("UDP sender: the count model (fit/udp_counts.py) fitted on udp_bw <= 8 KiB and the run's loopback "
-                "per-byte cost; the receiver (its drops) is not modelled, both sides are priced as the sender")
+    nic, fitted = _fitted(transport, bundle)
+    what = WHAT[transport]
     manifest = json.loads((bundle / "manifest.json").read_text())
     return {"kind": "nic", "name": name,
             "description": (f"This machine's {what} (python -m simcluster.fit.stack_cards {transport} {bundle}; "
