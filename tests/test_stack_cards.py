@@ -25,6 +25,9 @@ CARDS = {"local-lab-tcp-stack": ("tcp", CAL / "h200-transport-sizes3-2026-11-29/
          "local-lab-tcp-gso-stack": ("tcp", CAL / "h200-transport-sizes3-2026-11-29/lab-sizes-all-noshaping",
                                      (32768, 131072, 524288)),
          "local-lab-udp-stack": ("udp", CAL / "h200-transport-udp4-2026-11-29/lab-sizes-none", (12288, 24576, 49152))}
+# the registered reads' errors of those rows, % (each sweep's README "Result": sizes3 lines 119 and 122, udp4 line 95)
+REGISTERED = {"local-lab-tcp-stack": (3.9, -0.5, 10.6), "local-lab-tcp-gso-stack": (-21.2, 43.4, 34.7),
+              "local-lab-udp-stack": (6.5, 14.4, 23.4)}
 
 
 @pytest.mark.parametrize("name", CARDS)
@@ -41,6 +44,9 @@ def test_the_cards_answer_at_the_held_out_sizes_is_the_registered_prediction(nam
             assert rate == pytest.approx(min(card.wire_limit_Bps, both / row.predicted), rel=rel)
             assert card.cores_used(rate, m) == pytest.approx(rate * row.predicted / both, rel=rel)
             assert on_host(card, Host(cores=16), 1, m) == pytest.approx((rate, card.cores_used(rate, m)), rel=rel)
+    fitted = stack_cards._fitted(transport, bundle)[0]
+    errors = [round((both * fitted.cpu_per_byte(m) / rows[m].median - 1) * 100, 1) for m in sizes]
+    assert errors == list(REGISTERED[name])           # the card's error at those sizes is the registered read's
 
 
 def test_a_qperf_answer_from_the_card_is_the_count_model_at_its_message_size():
