@@ -66,6 +66,9 @@ class Nic(Params):
     pcie: Nullable(Parsed("pcie")) = None
     call_setup: Time = "0s"
     step_operations: Number(1, 16) = 1   # network operations on one NCCL network step's critical path (hardware/nic.py)
+    cpu_per_ack: Time = "0s"                    # TCP: per ACK of the count model's delayed-ACK rule
+    cpu_per_split_datagram: Time = "0s"         # UDP: per datagram cut into IP fragments
+    cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500
 
     @model_validator(mode="after")
     def _cores(self):
@@ -73,6 +76,11 @@ class Nic(Params):
         if value is not None and value != "none" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                                       or not 0 < value <= 2**16):
             raise ValueError(f"cores_per_stream: expected a number of cores > 0 or 'none', got {value!r}")
+        if self.cpu_per_ack and self.transport != "tcp":
+            raise ValueError(f"cpu_per_ack: a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
+        for key in ("cpu_per_split_datagram", "cpu_per_fragment"):
+            if getattr(self, key) and self.transport != "udp":
+                raise ValueError(f"{key}: a UDP term (IP fragments of a datagram), not one of transport {self.transport!r}")
         return self
 
 

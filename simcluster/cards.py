@@ -65,7 +65,7 @@ def nic_params(card: dict, where: str) -> NicParams:
     return NicParams(p.transport, p.line_rate, float(p.efficiency), p.latency, p.cpu_per_byte, p.cpu_per_message,
                      int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
                      None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
-                     float(p.step_operations))
+                     float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment)
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
@@ -94,6 +94,10 @@ def nic_params_yaml(p: NicParams) -> dict:
         out["call_setup"] = format_time(p.call_setup_s)
     if p.step_operations != 1.0:
         out["step_operations"] = p.step_operations
+    for key, value in (("cpu_per_ack", p.cpu_s_per_ack), ("cpu_per_split_datagram", p.cpu_s_per_split),
+                       ("cpu_per_fragment", p.cpu_s_per_fragment)):
+        if value:                  # the count models' terms (hardware/nic.py): written where a fit found them
+            out[key] = format_time(value)
     return out
 
 

@@ -11,6 +11,7 @@ from simcluster.cards import load_aggregation, load_collective, load_nic, load_n
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.domain import NvlinkDomain
 from simcluster.errors import ModelCardError
+from simcluster.hardware.nic import COST_FIELDS
 from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
 from simcluster.network.platform import Platform
 from simcluster.scenario_machine import Machine
@@ -23,8 +24,7 @@ def machine_nic(machine: Machine):
         from simcluster.cards import load_host_cpu
 
         host, _ = load_host_cpu(machine.host_card)
-        nic = dataclasses.replace(nic, cpu_s_per_byte=host.tcp_cpu_s_per_byte, cpu_s_per_message=0.0, csum_s_per_byte=0.0,
-                                  cpu_s_per_packet=0.0)
+        nic = dataclasses.replace(nic, **(dict.fromkeys(COST_FIELDS, 0.0) | {"cpu_s_per_byte": host.tcp_cpu_s_per_byte}))
     return nic, card
 
 

@@ -160,21 +160,10 @@ def test_the_fit_command_prints_the_table_and_refuses_bad_input_in_one_line(caps
     assert "loopback: fit on m <= 4096 B" in capsys.readouterr().out
     for argv, said in (([str(LOOPBACK), "--split", "abc"], "--split: expected a number of bytes"),
                        ([str(tmp_path)], "not a trace bundle"), ([], "expected BUNDLE"),
-                       ([str(LOOPBACK), "--card", str(tmp_path / "c.yaml")], "needs qperf-sizes bundles of")):
+                       ([str(LOOPBACK), "--card", str(tmp_path / "c.yaml")], "python -m simcluster.fit.stack_cards")):
         assert host_stack.main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert said in err and "\n" not in err
-
-
-def test_the_lab_udp_card_is_a_loadable_onloaded_card_from_the_offloads_none_sweeps():
-    bundles = sorted(ROOT.glob("calibration/lab-sizes-none-2026-11-28*"))
-    card = host_stack.udp_card(bundles, "udp")
-    nic = nic_params(card, "udp.yaml")
-    assert nic.transport == "udp" and nic.onloaded and nic.cores_per_stream == 1.0
-    assert 1e-6 < nic.cpu_s_per_message < 5e-6                      # a datagram costs microseconds
-    assert all("lab-sizes-none-2026-11-28" in t["path"] for t in card["provenance"]["traces"])
-    with pytest.raises(SimclusterError, match="needs qperf-sizes bundles of lab offloads=none"):
-        host_stack.udp_card([LOOPBACK], "udp")
 
 
 def test_lab_tcp_fits_from_one_kib_and_counts_the_deferred_receive_work():

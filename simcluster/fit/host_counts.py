@@ -26,7 +26,6 @@ reads only UDP at <= 4 KiB, so its 16 KiB row still is.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +36,18 @@ from scipy.optimize import nnls
 from simcluster.errors import CalibrationError
 from simcluster.fit.host_stack import GSO, MSS  # one definition: TCP payload per MTU-1500 frame, per GSO super-packet
 
-LOOPBACK = 65483.0        # loopback's MSS (MTU 65536)
-UDP_FRAGMENT = 1480.0     # IP payload per fragment at MTU 1500 (the first carries the 8-byte UDP header)
-PUSH = 65536.0            # bytes per sender push above which the receiver wakes and ACKs per burst (development, below)
-ACKS_PER_PUSH = 1.4       # ACKs per such burst (development: 1.36-1.42 at 64 KiB-1 MiB in the second H200 sweep)
+# the count rules and their constants, one definition shared with the NIC cards' answers (hardware/nic.py), kept
+# importable from here; PUSH and ACKS_PER_PUSH were read from the second H200 sweep (development, below)
+from simcluster.hardware.transport_counts import (  # noqa: F401
+    ACKS_PER_PUSH,
+    LOOPBACK,
+    PUSH,
+    UDP_FRAGMENT,
+    acks,
+    fragments,
+    packets,
+)
+
 FIT_LOW, FIT_HIGH = 1024.0, 4096.0       # TCP's fitted sizes (the issue's split)
 TRAIN = (4096.0, 16384.0)                 # UDP sizes whose difference gives the per-packet or per-byte term
 FIT_INPUTS = frozenset({1024.0, 2048.0, 4096.0, *TRAIN})   # sizes the TCP fit reads: its rows there are not judged
@@ -52,20 +59,6 @@ def segment_size(config: str) -> float:
     if config == "loopback":
         return LOOPBACK
     return GSO if config == "lab unshaped offloads=all" else MSS
-
-
-def fragments(m: float) -> int:
-    """IP packets of one UDP datagram of m payload bytes at MTU 1500."""
-    return 1 if m + 8 <= UDP_FRAGMENT else math.ceil((m + 8) / UDP_FRAGMENT)
-
-
-def packets(m: float, seg: float) -> int:
-    return max(1, math.ceil(m / seg))
-
-
-def acks(m: float, seg: float) -> float:
-    wire = packets(m, LOOPBACK if seg == LOOPBACK else MSS)
-    return min(wire / 2, ACKS_PER_PUSH * max(1.0, m / PUSH))
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ range (m <= 4 KiB); the larger sizes are predicted, never seen. (The reverse, fi
 identify the per-message term: it is a few percent of their cost.) For TCP, a = copy + checksum + per-packet / segment (TCP coalesces
 small writes into segments, so packets follow bytes) and b = the per-call cost; for UDP every datagram is a packet:
 b = per-call + per-packet. Repeats of one size are reduced to their median first.
-    python -m simcluster.fit.host_stack BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]
-prints the error tables of docs/models/nic-and-cpu.md; with the lab's three offload modes among the bundles, the
-per-byte cost is split into copy, checksum and per packet (decompose) and --card writes that split as a NIC card;
---udp-card writes the lab's UDP stack as one.
+    python -m simcluster.fit.host_stack BUNDLE [BUNDLE ...] [--split BYTES]
+prints the a + b / m tables of docs/models/nic-and-cpu.md (development: the held-out predictions are the count models',
+fit/host_counts.py and fit/udp_counts.py, read by fit/host_stack_readout.py); with the lab's offload modes among the
+bundles, the per-byte cost split into copy, checksum and per packet (decompose), printed only. The lab's NIC cards are
+the count models' (python -m simcluster.fit.stack_cards).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from simcluster.errors import CalibrationError
+from simcluster.hardware.transport_counts import GSO, MSS  # TCP payload per MTU frame; per GSO/TSO super-packet
 
 SIDES = ("sender", "receiver", "both")
 SPLIT = 4096    # fit on m <= SPLIT (per-message dominated), predict m > SPLIT (per-byte dominated), never seen
@@ -191,7 +193,6 @@ def config_label(truth: dict) -> str:
     return "lab offloads=all-resegmented" if offloads == "all" else f"lab offloads={offloads}"
 
 
-MSS, GSO = 1448.0, 65160.0    # TCP payload per MTU frame (timestamps); per 64 KiB GSO/TSO super-packet (45 x 1448)
 
 
 def decompose(both: dict[str, Terms]) -> dict[str, float]:
@@ -241,64 +242,6 @@ def split_terms(bundles: list[Path]) -> dict[str, float] | None:
     return decompose(both) | {"msg": both["lab offloads=none"].b}
 
 
-def stack_card(bundles: list[Path], name: str) -> dict:
-    """A NIC card of this machine's lab TCP stack (transport tcp, MTU frames, software checksums: the lab's default
-    mode) with the cost split into copy, checksum, per packet and per call; each side is taken as half of one stream's
-    measured work (the lab charges the receive path to either process)."""
-    from simcluster.cards import nic_params_yaml
-    from simcluster.fit.bundle_files import bundle_provenance
-    from simcluster.hardware.nic import NicParams
-
-    parts = split_terms(bundles)
-    if parts is None:
-        raise CalibrationError(f"a split stack card needs qperf-sizes bundles of {', '.join(NEEDED)}",
-                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit|none --lab-offloads MODE")
-    nic = NicParams("tcp", 100e9 / 8, MSS / 1514, 8.07e-6, max(0.0, parts["copy"]) / 2, parts["msg"] / 2, 65536.0,
-                    max(0.0, parts["csum"]) / 2, max(0.0, parts["pkt"]) / 2, MSS, cores_per_stream=1.0)
-    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) in NEEDED]
-    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/*/stdout.txt"))]
-    return {"kind": "nic", "name": name,
-            "description": ("This machine's TCP stack between two network namespaces (veth, MTU 1500, software checksums, "
-                            "no TSO/GRO), fitted from qperf-sizes sweeps of the lab's offload modes, shaped by tc tbf at "
-                            "100gbit (not binding) and unshaped (python -m simcluster.fit.host_stack). Each side is half of "
-                            "one stream's measured "
-                            "work. Latency carried from models/nic/local-lab-tcp-400mbit.yaml (qperf tcp_lat in the same lab)."),
-            "params": nic_params_yaml(nic),
-            "fit": {"notes": [f"both sides, per byte: copy {parts['copy'] * 1e9:.3f} s/GB, checksum {parts['csum'] * 1e9:+.3f} s/GB; "
-                              f"per packet {parts['pkt'] * 1e9:.0f} ns; per call {parts['msg'] * 1e9:.0f} ns",
-                              "negative terms (noise larger than the term) are written as 0"]},
-            "provenance": bundle_provenance(paths, used, None)}
-
-
-def udp_card(bundles: list[Path], name: str) -> dict:
-    """A NIC card of this machine's lab UDP stack (offloads none, tc tbf not binding): per byte and per datagram of the
-    costlier side at 16 KiB (the largest size swept), both sides' fits over all sizes in the notes; one core per stream."""
-    from simcluster.cards import nic_params_yaml
-    from simcluster.fit.bundle_files import bundle_provenance
-    from simcluster.hardware.nic import NicParams
-
-    used = [Path(b) for b in bundles if config_label(bundle_samples(b)[1]) == "lab offloads=none"]
-    if not used:
-        raise CalibrationError("a UDP card needs qperf-sizes bundles of lab offloads=none",
-                               hint="simcluster collect --tools qperf-sizes --lab --lab-rate 100gbit --lab-offloads none")
-    costs = medians(pooled(used)["lab offloads=none"])
-    recv, send = fit_terms(costs[("udp", "receiver")]), fit_terms(costs[("udp", "sender")])
-    side, terms = max((("sender", send), ("receiver", recv)), key=lambda st: st[1].cost(16384.0))
-    nic = NicParams("udp", 100e9 / 8, 1472 / 1514, 8.07e-6, terms.a, terms.b, 16384.0, cores_per_stream=1.0)
-    paths = [p for b in used for p in sorted(b.glob("qperf-sizes/udp_bw-*/stdout.txt"))]
-    return {"kind": "nic", "name": name,
-            "description": ("This machine's UDP stack between two network namespaces (veth, MTU 1500, no offloads), fitted "
-                            f"from qperf-sizes udp_bw sweeps (64 B to 16 KiB; python -m simcluster.fit.host_stack): the {side}'s "
-                            "cost per byte and per datagram, the costlier side at 16 KiB. The receiver took 26-90% of what "
-                            "was sent in these runs (7% in seed 000): drops the model does not represent. Latency assumed "
-                            "equal to the lab's tcp_lat (models/nic/local-lab-tcp-400mbit.yaml); efficiency 1472 / 1514."),
-            "params": nic_params_yaml(nic),
-            "fit": {"notes": [f"receiver {recv.a * 1e9:.3f} s/GB + {recv.b * 1e9:.0f} ns per datagram (per byte received); "
-                              f"sender {send.a * 1e9:.3f} s/GB + {send.b * 1e9:.0f} ns per datagram (per byte sent); all sizes, "
-                              "median of repeats"]},
-            "provenance": bundle_provenance(paths, used, None)}
-
-
 def folder_command(prog: str, argv: list[str] | None, report_of) -> int:
     """`python -m PROG FOLDER [FOLDER ...]` (a qperf-sizes bundle or a folder of them): print report_of(folders); bad
     input is one line on stderr and exit status 2."""
@@ -326,22 +269,13 @@ def main(argv: list[str] | None = None) -> int:
             split = float(text)
         except ValueError:
             raise ValueError(f"--split: expected a number of bytes, got {text!r}") from None
-        card = _option(args, "--card", None)
-        udp = _option(args, "--udp-card", None)
+        if "--card" in args or "--udp-card" in args:
+            raise SimclusterError("--card and --udp-card moved: the lab cards are fitted through the count models by "
+                                  "python -m simcluster.fit.stack_cards tcp|udp BUNDLE OUT.yaml")
         if not args or any(a.startswith("-") for a in args):
-            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES] [--card OUT.yaml] [--udp-card OUT.yaml]",
+            raise SimclusterError("expected BUNDLE [BUNDLE ...] [--split BYTES]",
                                   hint=f"unknown option {next((a for a in args if a.startswith('-')), '')!r}" if args else "give a bundle")
         print(report([Path(a) for a in args], split))
-        if card is not None:
-            from simcluster.card_document import dump_card
-
-            Path(card).write_text(dump_card(stack_card([Path(a) for a in args], Path(card).stem)))
-            print(f"wrote {card}")
-        if udp is not None:
-            from simcluster.card_document import dump_card
-
-            Path(udp).write_text(dump_card(udp_card([Path(a) for a in args], Path(udp).stem)))
-            print(f"wrote {udp}")
     except (SimclusterError, ValueError, OSError) as exc:
         print(f"simcluster.fit.host_stack: {exc.one_line() if isinstance(exc, SimclusterError) else exc}", file=sys.stderr)
         return 2

@@ -4,7 +4,8 @@
                                                       a core at `clock` x that frequency does the same cycles faster
     traffic   = 1 + 2 * copies                        DRAM bytes per payload byte on one side: the NIC's DMA, and a read
                                                       and a write per CPU copy (copies = 1 when the card has a copy
-                                                      term, 0 for RDMA verbs placing data in user memory)
+                                                      term or is a kernel transport with any CPU cost, 0 for RDMA
+                                                      verbs placing data in user memory)
     rate      = min(wire, usable_cores / cost(m), memory_Bps / traffic)
     cores     = polling_cores + rate * cost(m)
 
@@ -35,22 +36,17 @@ class Host:
 
 
 def memory_traffic(nic: NicParams) -> float:
-    """DRAM bytes per payload byte on one side."""
-    return 1.0 + (2.0 if nic.cpu_s_per_byte > 0 else 0.0)
-
-
-def at_clock(nic: NicParams, clock: float) -> NicParams:
-    """The card's costs on cores running at `clock` x the frequency it was measured at (same cycles, scaled time)."""
-    import dataclasses
-
-    return dataclasses.replace(nic, cpu_s_per_byte=nic.cpu_s_per_byte / clock, csum_s_per_byte=nic.csum_s_per_byte / clock,
-                               cpu_s_per_message=nic.cpu_s_per_message / clock, cpu_s_per_packet=nic.cpu_s_per_packet / clock)
+    """DRAM bytes per payload byte on one side: a CPU copy where the card prices one per byte, or where a kernel
+    transport (tcp, udp) costs the CPU anything (a count-model card without GSO carries its copy in the per-packet
+    term: every payload byte rides in an MSS segment)."""
+    copies = nic.cpu_s_per_byte > 0 or (nic.transport in ("tcp", "udp") and nic.cpu_per_byte() > 0)
+    return 1.0 + (2.0 if copies else 0.0)
 
 
 def on_host(nic: NicParams, host: Host, streams: int = 1, message_bytes: float | None = None,
             cores_free: float | None = None) -> tuple[float, float]:
     """(rate in bytes/s, host cores busy) of `streams` streams on this host; `cores_free` defaults to all its cores."""
     free = host.cores if cores_free is None else min(cores_free, host.cores)
-    scaled = at_clock(nic, host.clock)
+    scaled = nic.at_clock(host.clock)      # the card's costs at this host's clock (same cycles, scaled time)
     rate = min(scaled.rate_Bps(streams, free, message_bytes), host.memory_Bps / memory_traffic(nic))
     return rate, scaled.cores_used(rate, message_bytes)

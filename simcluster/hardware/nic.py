@@ -2,14 +2,20 @@
 
 One side (sender or receiver) of a stream of m-byte messages costs the host, in core-seconds per byte,
 
-    c(m) = copy + csum + (msg + pkt * packets(m)) / m,   packets(m) = max(1, ceil(m / segment))
+    c(m) = copy + csum + (msg + pkt * packets(m) + ack * acks(m) + split * [n(m) > 1] + frag * n(m)) / m
 
   copy     data copies between user and kernel (or PSM's eager copy): per byte, on the CPU unless the NIC
            places the data in user memory (RDMA verbs)
   csum     software checksums: per byte, 0 with checksum offload
   msg      per message: a send/recv system call, or an RDMA work request and its completion
-  pkt      per packet the CPU handles; segment is the bytes per such packet: the MSS without TSO/GRO,
-           a 64 KiB super-packet with them (the offloads change the count, not the per-packet cost)
+  pkt      per packet the CPU handles, packets(m) = max(1, ceil(m / segment)); segment is the bytes per such
+           packet: the MSS without TSO/GRO, a 64 KiB super-packet with them (the offloads change the count)
+  ack      TCP only: per ACK, acks(m) the delayed-ACK rule of the TCP count model
+  split    UDP only: once per datagram cut into more than one IP fragment
+  frag     UDP only: per IP fragment, n(m) at MTU 1500
+
+packets, acks and n are hardware/transport_counts.py's rules, the ones the count models are fitted with
+(fit/host_counts.py, fit/udp_counts.py); a card without ack, split and frag terms prices as before.
 
 A transport's rate with `streams` streams and the cores the host can spare:
 
@@ -25,13 +31,17 @@ figure: host stack + NIC + one switch.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 
+from simcluster.hardware import transport_counts
 from simcluster.hardware.pcie import PcieLink
 
 TRANSPORTS = ("rdma", "tcp", "udp", "psm")
 ONLOADED = ("tcp", "udp", "psm")       # the transport's protocol work runs on host cores
+# every term in core-seconds (per byte, message, packet, ACK, split datagram, fragment): what a clock scales
+COST_FIELDS = ("cpu_s_per_byte", "csum_s_per_byte", "cpu_s_per_message", "cpu_s_per_packet", "cpu_s_per_ack",
+               "cpu_s_per_split", "cpu_s_per_fragment")
 
 
 @dataclass(frozen=True)
@@ -54,12 +64,20 @@ class NicParams:
     step_operations: float = 1.0    # network operations on the critical path of one NCCL network step (Simple, LL128),
                                     # each one `latency`: 1 = a one-way hop (every shipped card); 2 for EFA was tried and
                                     # not adopted (fabric-findings.md, session 28)
+    cpu_s_per_ack: float = 0.0      # TCP: per ACK (acks(m), transport_counts)
+    cpu_s_per_split: float = 0.0    # UDP: per datagram cut into IP fragments
+    cpu_s_per_fragment: float = 0.0  # UDP: per IP fragment (n(m) at MTU 1500, transport_counts.fragments)
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
         if not 1.0 <= self.step_operations <= 16.0:
             raise ValueError(f"step_operations must be from 1 to 16, got {self.step_operations!r}")
+        if self.cpu_s_per_ack and self.transport != "tcp":
+            raise ValueError(f"cpu_per_ack is a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
+        if (self.cpu_s_per_split or self.cpu_s_per_fragment) and self.transport != "udp":
+            raise ValueError(f"cpu_per_split_datagram and cpu_per_fragment are UDP terms (IP fragments of a datagram), "
+                             f"not ones of transport {self.transport!r}")
 
     @property
     def onloaded(self) -> bool:
@@ -70,12 +88,26 @@ class NicParams:
         return self.line_rate_Bps * self.efficiency
 
     def packets(self, message_bytes: float) -> float:
-        return max(1.0, math.ceil(message_bytes / self.segment_bytes))
+        return float(transport_counts.packets(message_bytes, self.segment_bytes))
+
+    def per_message(self, message_bytes: float) -> float:
+        """Core-seconds of one m-byte message's counted events (its per-byte terms left out)."""
+        m = message_bytes
+        cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
+        if self.cpu_s_per_ack:
+            cost += self.cpu_s_per_ack * transport_counts.acks(m, self.segment_bytes)
+        if self.cpu_s_per_split or self.cpu_s_per_fragment:
+            n = transport_counts.fragments(m)
+            cost += self.cpu_s_per_split * (n > 1) + self.cpu_s_per_fragment * n
+        return cost
 
     def cpu_per_byte(self, message_bytes: float | None = None) -> float:
         m = message_bytes or self.message_bytes
-        return (self.cpu_s_per_byte + self.csum_s_per_byte
-                + (self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)) / m)
+        return self.cpu_s_per_byte + self.csum_s_per_byte + self.per_message(m) / m
+
+    def at_clock(self, clock: float) -> NicParams:
+        """The same card on cores at `clock` x the frequency its costs were measured at: every cost / clock."""
+        return dataclasses.replace(self, **{f: getattr(self, f) / clock for f in COST_FIELDS})
 
     def rate_Bps(self, streams: int = 1, cores_free: float = float("inf"), message_bytes: float | None = None) -> float:
         """Throughput of `streams` concurrent streams given the cores the host can spare."""

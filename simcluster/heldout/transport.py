@@ -12,7 +12,8 @@ count model (session 32, udp7) read those and the third (-sizes3-2026-11-29). HE
 later registered sweep is added by name when its Result is written.
 
 A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
-together."""
+together. The lab's TCP and UDP NIC cards are these count models, fitted by the same code (fit/stack_cards.py), so these
+rows are the error of those cards' answers (tests/test_stack_cards.py)."""
 
 from __future__ import annotations
 

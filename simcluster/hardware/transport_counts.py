@@ -1,0 +1,40 @@
+"""The count rules of the kernel transports' count models (issue 42; docs/models/nic-and-cpu.md, "Count model" and "UDP
+count model"): how many packets, ACKs and IP fragments one m-byte message makes the host handle. One definition, read
+by the fits (fit/host_counts.py, fit/udp_counts.py) and by the NIC cards' answers (hardware/nic.py).
+
+    packets(m, seg) = max(1, ceil(m / seg))      TCP packets the CPU handles: seg = MSS without GSO, a GSO/TSO
+                                                 super-packet with it, loopback's MSS on loopback
+    acks(m, seg)    = min(wire(m) / 2, ACKS_PER_PUSH * max(1, m / PUSH)),   wire(m) = packets(m, MSS or LOOPBACK)
+                                                 delayed ACK every 2 full segments while the reader keeps up, else
+                                                 about ACKS_PER_PUSH per push of PUSH bytes
+    fragments(m)    = 1 if m + 8 <= 1480 else ceil((m + 8) / 1480)
+                                                 IP packets of one UDP datagram at MTU 1500 (the 8-byte UDP header
+                                                 rides in the first)
+"""
+
+from __future__ import annotations
+
+import math
+
+MSS = 1448.0              # TCP payload per MTU-1500 frame (with timestamps)
+GSO = 65160.0             # TCP payload per 64 KiB GSO/TSO super-packet (45 x MSS)
+LOOPBACK = 65483.0        # loopback's MSS (MTU 65536)
+UDP_FRAGMENT = 1480.0     # IP payload per fragment at MTU 1500 (the first carries the 8-byte UDP header)
+PUSH = 65536.0            # bytes per sender push above which the receiver wakes and ACKs per burst
+ACKS_PER_PUSH = 1.4       # ACKs per such burst (read from the second H200 sweep: 1.36-1.42 at 64 KiB-1 MiB)
+
+
+def packets(m: float, seg: float) -> int:
+    """TCP packets the CPU handles for one m-byte message at seg bytes per packet."""
+    return max(1, math.ceil(m / seg))
+
+
+def acks(m: float, seg: float) -> float:
+    """ACKs per m-byte TCP message: wire segments are MSS-sized except on loopback (seg == LOOPBACK)."""
+    wire = packets(m, LOOPBACK if seg == LOOPBACK else MSS)
+    return min(wire / 2, ACKS_PER_PUSH * max(1.0, m / PUSH))
+
+
+def fragments(m: float) -> int:
+    """IP packets of one UDP datagram of m payload bytes at MTU 1500."""
+    return 1 if m + 8 <= UDP_FRAGMENT else math.ceil((m + 8) / UDP_FRAGMENT)
