@@ -87,20 +87,19 @@ def saved_tensors(torch, out, stop, params: dict, shapes: set, named: dict, toke
     return {"nodes": len(nodes), "tensors": rows, "bytes_by_kind": by_kind, "errors": errors[:20]}
 
 
-def frame_label(frames: list[dict]) -> str:
-    """The allocating frames that say what the tensor is: the innermost frame in the runner's model code, the compiled
-    wrapper (torchinductor output code, with its source line) or this script; else the innermost python frame."""
+def frame_label(frames: list[dict], size: int, sizes: dict) -> str:
+    """What an allocation is: the innermost frame in the runner's model code, the compiled wrapper (torchinductor output
+    code) or this script, with its source line; else the innermost python frame; with no python frame (the autograd
+    engine's C++ backward) its size, and the parameter class whose fp32 size it matches (a gradient, likely)."""
     pick = [f for f in frames if any(k in f.get("filename", "") for k in ("llm_step.py", "torchinductor", "memdiag.py"))]
     f = (pick or frames or [{}])[0]
     if not f:
-        return "(no python frame: autograd engine / C++)"
+        return f"(no python frame: C++ / autograd engine) {size / MIB:.2f} MiB" + (f", the size of {sizes[size]}" if size in sizes else "")
     text = f"{f.get('filename', '?').rsplit('/', 1)[-1]}:{f.get('line')} {f.get('name')}"
-    if "torchinductor" in f.get("filename", ""):
-        text += " | " + linecache.getline(f["filename"], f["line"]).strip()[:140]
-    return text
+    return text + " | " + linecache.getline(f.get("filename", ""), f.get("line") or 0).strip()[:140]
 
 
-def replay(snap0: dict, snap1: dict, device: int, labels: dict) -> dict:
+def replay(snap0: dict, snap1: dict, device: int, labels: dict, sizes: dict) -> dict:
     """Allocator trace of the recorded step, replayed from the blocks alive before it (snap0): the peak and what is alive
     there."""
     alive = {}
@@ -125,7 +124,7 @@ def replay(snap0: dict, snap1: dict, device: int, labels: dict) -> dict:
     state = dict(alive)
     for e in trace[: peak_at + 1]:
         if e["action"] == "alloc":
-            state[e["addr"]] = (e["size"], frame_label(e.get("frames", [])))
+            state[e["addr"]] = (e["size"], frame_label(e.get("frames", []), e["size"], sizes))
         elif e["addr"] in state:
             state.pop(e["addr"])
     groups = {}
@@ -134,7 +133,9 @@ def replay(snap0: dict, snap1: dict, device: int, labels: dict) -> dict:
         g[0] += 1
         g[1] += size
     top = sorted(state.values(), key=lambda v: -v[0])[:40]
+    at = trace[peak_at] if peak_at >= 0 else {}
     return {"start_bytes": start, "peak_bytes": peak, "peak_entry": peak_at, "entries": len(trace),
+            "peak_made_by": frame_label(at.get("frames", []), at.get("size", 0), sizes) if at else "before the step",
             "end_bytes": cur, "alive_at_peak_bytes": sum(s for s, _ in state.values()),
             "groups": sorted(({"what": k, "count": c, "bytes": b} for k, (c, b) in groups.items()), key=lambda g: -g["bytes"])[:60],
             "largest": [{"bytes": s, "what": lab} for s, lab in top]}
@@ -245,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
         step()
         snap1 = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
-        doc["history"] = replay(snap0, snap1, device.index or 0, labels_)
+        sizes = {}
+        for n, p in model.named_parameters():   # fp32 bytes rounded up to the allocator's 512
+            what = "embedding / head weight" if n.startswith(("embed", "head")) else "norm weight" if "norm" in n else n.rsplit(".", 2)[-2] + " weight"
+            sizes.setdefault(-(-p.numel() * p.element_size() // 512) * 512, f"a parameter ({what}, fp32)")
+        doc["history"] = replay(snap0, snap1, device.index or 0, labels_, sizes)
         doc["max_memory_allocated_bytes"] = peak()
     doc["wall_s"] = time.perf_counter() - t0
     json.dump(doc, sys.stdout, indent=1)
