@@ -227,8 +227,18 @@ def test_host_fits_leave_the_selective_runs_out(tmp_path):
             run.mkdir(parents=True)
             (run / "stdout.txt").write_text(json.dumps(doc))
     fits = eager.fit_modes(tmp_path)
-    assert set(fits) == {"single", "ckpt"} and fits["single"][2] == fits["ckpt"][2] == 2
+    assert set(fits) == {"single", "ckpt", "op"} and fits["single"][2] == fits["ckpt"][2] == fits["op"][2] == 2
     assert fits["single"][1] == pytest.approx(0.002) and fits["ckpt"][1] == pytest.approx(0.002)
+    # op: its own runs only (every:2 left out), over the op policy's kernels per layer
+    from simcluster.llm import host
+    from simcluster.llm.spec import BatchSpec, TransformerSpec
+    k_op = host.layer_kernels(TransformerSpec(2, 128, 352, 4, 2, 512, 128), ParallelSpec(recompute="op"), BatchSpec(1, 1),
+                              eager.torch_framework(ParallelSpec(recompute="op")))
+    assert fits["op"][0] == pytest.approx(9e-3 / k_op) and fits["op"][1] == pytest.approx(0.002)
+    # an op layout takes the op fit where there is one, else ckpt's, else single's
+    assert eager.torch_framework(ParallelSpec(recompute="op"), fits).host_kernel_s == fits["op"][0]
+    assert eager.torch_framework(ParallelSpec(recompute="op"), {"ckpt": fits["ckpt"]}).host_kernel_s == fits["ckpt"][0]
+    assert eager.fitted_mode("op", {"single": fits["single"]}) == "single" and eager.fitted_mode("op", {}) == "op"
 
 
 def test_recompute_every_beyond_the_layer_count_is_refused_at_its_key():

@@ -9,9 +9,18 @@ Ansel et al., "PyTorch 2", ASPLOS 2024, sections 4-5):
   - Every chain of pointwise ops and reductions between two library kernels fuses into one generated Triton kernel
     that reads its inputs and writes its outputs once (vertical fusion; a reduction takes its pointwise prologue and
     epilogue: RMSNorm with the residual add before it and autocast's bf16 cast after it).
-  - Tensors the backward needs that are cheap pointwise functions of other saved tensors are recomputed in the backward
-    (AOTAutograd's min-cut rematerialization partitioner): the norms' bf16 outputs (from x and its rstd), the SwiGLU
-    product (from gate and up) and autocast's bf16 weight copies (from the fp32 weights, graph inputs).
+  - What the backward keeps is AOTAutograd's min-cut rematerialization partitioner's choice (torch/_functorch/
+    partitioners.py, min_cut_rematerialization_partition; torch 2.11): a forward node may be recomputed in the backward
+    only if every backward user of it can fuse with it (should_ban_recomputation: `is_materialized_backwards`, banned
+    when a backward user is not fusible, e.g. an aten.mm); GEMMs, attention and random ops are never recomputed, nor a
+    reduction (output 4x smaller than its inputs: RMSNorm's rstd). So every tensor a backward GEMM reads is saved: the
+    norms' bf16 outputs (the q/k/v and gate/up weight gradients read them), the SwiGLU product (down's weight gradient)
+    and autocast's bf16 weight copies (each input gradient's GEMM reads W in bf16; treat_parameters_as_free_to_save
+    only makes the fp32 parameters free to keep, it does not make their casts recomputable). Among the tensors that
+    only fusible backward ops read, the cut keeps the fewest bytes: the block's fp32 input once, the bf16 out-projection
+    output from which the fp32 residual x + o (norm2's input) is rebuilt, gate and up (SwiGLU's backward).
+    saved_bytes counts the kept set; memdiag (calibration/h200x1-llm-diag-2026-11-29, development) measured it tensor by
+    tensor at 1b 2048:2 and 0.3b 2048:4: 312.5 + 116.0 and 260.6 + 22.5 MiB a block (activations + bf16 weights).
   - Each block is its own graph (torch.compile per block): nothing fuses across blocks; the embedding, final norm, LM
     head, loss, the weight gradients' fp32 up-casts and the optimizer stay eager (vocab_ops.py, work.py).
 Per layer, r = residual bytes (4: fp32 under autocast), a = 2 (bf16), T tokens, h hidden, f ffn, qk = T (a' + g') d,
@@ -20,11 +29,11 @@ qkv = T (a' + 2 g') d, kernels (count) and bytes (read + write):
             residual add + norm2 + cast (1): T h (2 r + 2 a)     silu(gate) x up (1): 3 T f a
             residual add (1): T h (2 r + a)
   backward  the branch gradient's bf16 cast (1): T h (r + a)
-            SwiGLU backward with the product recomputed for down's weight gradient (1): 6 T f a
-            norm2 input gradient: the two GEMM gradients summed, the norm's backward, the residual gradient added, its
-              bf16 cast and norm2's output recomputed (1): T h (3 r + 4 a); norm2 weight gradient (1): T h (r + 2 a)
+            SwiGLU backward from the saved gate, up and product's gradient (1): 5 T f a
+            norm2 input gradient: the two GEMM gradients summed, norm2's input rebuilt (x + o), the norm's backward,
+              the residual gradient added and its bf16 cast (1): T h (3 r + 4 a); norm2 weight gradient (1): T h (r + 2 a)
             rotary backward into dq, dk and dv's layout copy (3): 2 qkv a
-            norm1 input gradient (three GEMM gradients) and norm1's output recomputed (1): T h (3 r + 4 a);
+            norm1 input gradient (three GEMM gradients; norm1's output saved, not rebuilt) (1): T h (3 r + 3 a);
               norm1 weight gradient (1): T h (r + 3 a)
             the attention output copy's backward: eager's
   GEMM and attention ops as eager's: 7 + 14 kernels, 1 + 1 attention. 7 + 10 memory-bound kernels against eager's
@@ -101,7 +110,7 @@ def compiled_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpe
     sh = ops.sharding(model, par, batch)
     T, h, f, r, d = sh.tokens, model.hidden, sh.ffn, fw.residual_bytes, model.head_dim
     qkv = T * (sh.heads + 2 * sh.kv_heads) * d
-    out = [ops.memory("norm1_input_grad", T * h * (3 * r + 4 * A), 8 * T * h),
+    out = [ops.memory("norm1_input_grad", T * h * (3 * r + 3 * A), 8 * T * h),
            ops.memory("norm1_weight_grad", T * h * (r + 3 * A), 4 * T * h)]
     out += _library(eager_bwd, ("q", "k", "v"))
     out.append(ops.memory("qkv_grad", 2 * qkv * A / 3, qkv / 3, count=3))
@@ -110,6 +119,22 @@ def compiled_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpe
     out += [ops.memory("norm2_input_grad", T * h * (3 * r + 4 * A), 8 * T * h),
             ops.memory("norm2_weight_grad", T * h * (r + 2 * A), 3 * T * h)]
     out += _library(eager_bwd, ("gate", "up"))
-    out.append(ops.memory("swiglu_bwd", 6 * T * f * A, 8 * T * f))
+    out.append(ops.memory("swiglu_bwd", 5 * T * f * A, 8 * T * f))
     out += _library(eager_bwd, ("down",)) + [ops.memory("branch_grad_cast", T * h * (r + A), T * h)]
     return out
+
+
+def saved_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> float:
+    """Bytes one compiled block keeps from its forward to its backward, its bf16 weight copies aside (memory.py counts
+    those with eager's, 2 bytes per parameter): the partitioner's saved set (module docstring), per micro-batch,
+    T tokens, a = 2, r = the residual's bytes (fp32):
+        r T h                   the block's input (norm1's input; norm2's input x + o is rebuilt from it)
+        3 a T h                 norm1's and norm2's bf16 outputs, the out-projection's output
+        a T d (2 H + 2 G)       q and k after rotary, v, the attention output (SDPA's backward; the out-projection's
+                                weight gradient reads it as a view)
+        4 H T + 2 x 4 T         the attention's fp32 logsumexp, the two norms' rstd
+        3 a T f                 gate, up and their SwiGLU product"""
+    sh = ops.sharding(model, par, batch)
+    T, h, f, d = sh.tokens, model.hidden, sh.ffn, model.head_dim
+    return (fw.residual_bytes * T * h + 3 * A * T * h + A * T * d * (2 * sh.heads + 2 * sh.kv_heads)
+            + 4 * sh.heads * T + 8 * T + 3 * A * T * f)

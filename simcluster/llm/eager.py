@@ -32,7 +32,8 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
   recompute_every N  (with full) every N-th block checkpointed, torchtitan's layer policy; recompute op: torchtitan's
                    op-level policy (llm/eager_ac.py); single GPU or dp only (framework.check_framework); host cost: the ckpt mode's per kernel of the
                    checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
-                   floor(L / N) / L (work._host_step_s)
+                   floor(L / N) / L (work._host_step_s); op: the op mode's own fit (hidden-128 runs with --ac-mode op:
+                   the SAC cache's Python dispatch per aten op), ckpt's where the host folder has no op runs
 Context and expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
@@ -48,12 +49,13 @@ from simcluster.llm import eager_ac, host
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
-MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile")   # the runner's modes with a host fit (fit_modes);
+MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile", "op")   # the runner's modes with a host fit (fit_modes);
 # compile: single with --compile (torch.compile per block: Inductor's wrapper launches, llm/compiled.py; issue 44);
-# ckpt: single with --activation-checkpointing (issue 44, session 27). tp+ddp, tp+fsdp (the 2-D meshes over pairs of ranks)
+# ckpt: single with --activation-checkpointing (issue 44, session 27); op: single with --ac-mode op (torchtitan's op
+# policy: the SAC cache's dispatch per aten op, session 33). tp+ddp, tp+fsdp (the 2-D meshes over pairs of ranks)
 # are fitted where a folder has them, but no layout takes them (host_mode): on the first 4-GPU set their fits put the
 # 2-D steps 17-54% slow, tp's 5.9% / 15.3% mean (docs/models/llm-findings.md, session 28)
-FALLBACK = {"ckpt": "single"}   # a mode without a fit of its own takes this one's
+FALLBACK = {"ckpt": "single", "op": "ckpt"}   # a mode without a fit of its own takes this one's (fitted_mode)
 
 
 def host_mode(par: ParallelSpec) -> str:
@@ -64,7 +66,18 @@ def host_mode(par: ParallelSpec) -> str:
         return "tp"
     if par.dp > 1:
         return "fsdp" if par.zero == 3 else "ddp"
-    return "ckpt" if par.recompute in ("full", "op") and par.pp == 1 else "single"
+    if par.recompute == "op" and par.pp == 1:
+        return "op"
+    return "ckpt" if par.recompute == "full" and par.pp == 1 else "single"
+
+
+def fitted_mode(mode: str, hosts: dict) -> str:
+    """The mode whose host fit a layout of `mode` takes: its own where `hosts` has it, else FALLBACK's chain (op ->
+    ckpt -> single); `mode` itself where none is fitted."""
+    seen = mode
+    while seen not in hosts and seen in FALLBACK:
+        seen = FALLBACK[seen]
+    return seen if seen in hosts else mode
 
 
 def mode_of(par: ParallelSpec) -> str:
@@ -107,8 +120,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         return replace(TORCH_COMPILE, host_kernel_s=got[0], host_step_s=got[1]) if got else TORCH_COMPILE
     fw = TORCH_AMP
     mode = host_mode(par)
-    if hosts and mode not in hosts and mode in FALLBACK:   # no host runs of that mode: its nearest mode's cost per kernel
-        mode = FALLBACK[mode]
+    mode = fitted_mode(mode, hosts or {})   # no host runs of that mode: its nearest mode's cost per kernel
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
     if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's costs
@@ -132,7 +144,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
     return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
-            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1),
+            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1), "op": (ParallelSpec(recompute="op"), 1),
             "tp+ddp": (ParallelSpec(tp=2, dp=2), 2), "tp+fsdp": (ParallelSpec(tp=2, dp=2, zero=3), 2)}[mode]
 
 
@@ -146,7 +158,10 @@ def _mode_documents(folder: Path, mode: str) -> list[Path]:
         ac = eager_ac.document_mode(doc)   # llm-step --ac-mode
         ckpt, comp = ac == "full", bool(doc.get("compile"))
         want = {"ckpt": ("single", True, False), "compile": ("single", False, True)}.get(mode, (mode, False, False))
-        if ac in ("none", "full") and (doc.get("mode"), ckpt, comp) == want:
+        if mode == "op":
+            if ac == "op" and doc.get("mode") == "single" and not comp:
+                paths.append(path)
+        elif ac in ("none", "full") and (doc.get("mode"), ckpt, comp) == want:
             paths.append(path)
     return paths
 

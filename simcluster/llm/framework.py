@@ -122,9 +122,10 @@ TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_by
                           grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 # The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,
-# the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies recomputed in the backward, not held
-# (weight_copy_bytes 0; their casts again in the backward: work._recast). Its host cost: the compile mode's fit.
-TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True, weight_copy_bytes=0.0)
+# the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies saved for the backward as eager's are
+# (weight_copy_bytes 2: the min-cut partitioner never recomputes a tensor a backward GEMM reads; measured, session 33's
+# diagnostic), so the backward casts nothing again. Its host cost: the compile mode's fit.
+TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True)
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
 MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)

@@ -40,14 +40,14 @@ def issue_bound_s(times: np.ndarray, host_kernel_s: float | np.ndarray) -> float
 
 def recasts_weights(par: ParallelSpec, fw: FrameworkSpec) -> bool:
     """Whether a block's backward casts its weights again: torch.utils.checkpoint re-runs a checkpointed eager block
-    under its own autocast (full, every N-th, op), and a compiled block recomputes its bf16 weight copies
-    (llm/compiled.py). work._recast prices them; layer_kernels counts them."""
-    return (par.recompute in ("full", "op") and fw.eager) or fw.compiled
+    under its own autocast (full, every N-th, op); a compiled block saves its bf16 weight copies (llm/compiled.py) and
+    casts nothing again. work._recast prices them; layer_kernels counts them."""
+    return par.recompute in ("full", "op") and fw.eager and not fw.compiled
 
 
 def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:
     """Kernels of one layer's forward and backward (with autocast, one cast per weight matrix each way, and again in an
-    eager checkpointed block's recomputation or a compiled block's backward: work._recast)."""
+    eager checkpointed block's recomputation: work._recast)."""
     fwd, bwd = compiled.layer_ops(model, par, batch, fw)
     casts = (2 + recasts_weights(par, fw)) * weight_matrices(model, fw) if fw.cast_bytes else 0
     return sum(o.count for o in fwd + bwd) + casts

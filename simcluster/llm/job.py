@@ -149,8 +149,7 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
         hosts = eager.fit_modes(folder)
     except (ValueError, KeyError, TypeError) as exc:
         r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
-    if mode in eager.FALLBACK and mode not in hosts:   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
-        mode = eager.FALLBACK[mode]
+    mode = eager.fitted_mode(mode, hosts)   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
     mode = "compile" if doc.get("compile") else mode
     if mode not in hosts:
         r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")

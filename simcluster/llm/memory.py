@@ -30,8 +30,9 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   SwiGLU gate, up and product 3 x 2 s'bf  ->  s'b (12 h + 4 kv + 6 f) + 4 a s'b  (r = 2)
   GPT's GeLU MLP keeps the GeLU input and output, 2 x 2 s'bf, instead of the SwiGLU's three
   eager torch also keeps the contiguous copy of the attention output (2 s'bh) and the SiLU output (2 s'bf)
-  eager torch under torch.compile per block (llm/compiled.py): the norms' outputs and the SiLU output and product are
-  recomputed in the backward (AOTAutograd's min-cut partitioner), so neither norm output nor 4 s'bf are kept
+  eager torch under torch.compile per block: the min-cut partitioner's saved set (llm/compiled.py, saved_bytes):
+  the block's fp32 input, the two norms' outputs and the out-projection's output, Q, K, V, O and the logsumexp, gate,
+  up and product (r s'bh + s'b (6 h + 4 kv + 4 h' + 6 f) + 4 a s'b); its bf16 weight copies are kept as eager's
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
@@ -71,7 +72,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import eager_ac
+from simcluster.llm import compiled, eager_ac
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -167,8 +168,9 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         return (ckpt * rb * s * b * h / sp + (model.layers - ckpt) * plain) / model.layers
     if par.recompute == "full":   # each layer's input, in the residual stream's dtype (eager torch: fp32)
         return rb * s * b * h / sp
-    norm_out = 0 if par.recomputes("layernorm") or fw.compiled else 1   # output-discarding (a compiled block recomputes them
-    # in its backward, llm/compiled.py): the norms' outputs (the QKV / MLP inputs) go
+    if fw.compiled:   # torch.compile per block (one GPU, no recompute: compiled.check_compiled_parallel)
+        return compiled.saved_bytes(model, par, batch, fw)
+    norm_out = 0 if par.recomputes("layernorm") else 1   # output-discarding: the norms' outputs (the QKV / MLP inputs) go
     lse = 4 * model.heads / t * s * b
     qo = model.heads * (model.head_dim + model.value_dim) / 2     # = h unless attn_head_dim / MLA (Q and O widths)
     attn = (rb + g * norm_out) * s * b * h / sp + s * b * (4 * qo / t + 4 * kv) + lse   # norm1 in, qkv in | Q, O, K, V | lse
@@ -195,8 +197,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     elif model.mlp == "gelu":
         mlp = (rb + g * norm_out) * s * b * h / sp + (2 + g) * s * b * model.ffn / t   # norm2 in, mlp in, GeLU in and out (fc2 in)
     else:
-        mlp = (rb + g * norm_out) * s * b * h / sp + (4 if fw.compiled else 8 if fw.eager else 4 + g) * s * b * model.ffn / t
-        # norm2 in, mlp in, gate/up/(silu)/product (compiled: gate and up, the product recomputed)
+        mlp = (rb + g * norm_out) * s * b * h / sp + (8 if fw.eager else 4 + g) * s * b * model.ffn / t
+        # norm2 in, mlp in, gate/up/(silu)/product
     if model.dropout:   # the two hidden-dropout masks, 1 byte per element of the (sequence-sharded) residual stream
         mlp += 2 * s * b * h / sp
     if par.recomputes("core_attn"):

@@ -313,9 +313,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
                 bwd_casts = list(casts)
-                if host.recasts_weights(par, fw):   # the checkpointed (or compiled) blocks' weights cast again
-                    again = layers_per_chunk if fw.compiled else eager_ac.checkpointed_layers(par, layers_per_chunk)
-                    bwd_casts += _recast(model, par, fw, again)
+                if host.recasts_weights(par, fw):   # the checkpointed blocks' weights cast again
+                    bwd_casts += _recast(model, par, fw, eager_ac.checkpointed_layers(par, layers_per_chunk))
                 if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
                     step_casts, casts = casts, []   # casts each weight once per step (priced with the optimizer step)
                 f = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
