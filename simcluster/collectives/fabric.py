@@ -8,12 +8,13 @@ NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra
+  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra + F
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
                   T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
                   (hardware/switch.py)
-  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step (NVLink SHARP nodes)
+  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step + F (NVLink SHARP nodes)
+(F: the tree's pipeline fill, one chunk through every stage but the slowest: collectives/pipeline_fill.py)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
 nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for
 LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
