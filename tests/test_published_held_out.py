@@ -76,8 +76,10 @@ def test_each_system_is_predicted_from_the_others_only(systems):
     # the fitted terms move the held-out prediction: a system's errors depend on what its family's others say
     a3 = by_name["nccl-gcp-a3ultra-h200-x2-skypilot"]       # network-bound rings: eta moves them
     assert not np.allclose(a3.errors_pct(0.70, 0.0), a3.errors_pct(1.0, 0.0))
-    p5 = by_name["nccl-aws-p5-48xlarge-x2"]                 # NVLS-tree kernel-bound: t0 moves it, eta does not
-    assert np.allclose(p5.errors_pct(0.70, 0.0), p5.errors_pct(1.0, 0.0))
+    p5 = by_name["nccl-aws-p5-48xlarge-x2"]                 # NVLS-tree kernel-bound: t0 moves it, eta only through the
+    slow, fast = p5.errors_pct(0.70, 0.0), p5.errors_pct(1.0, 0.0)   # pipeline fill, which fades as the size grows
+    moved = np.abs(fast - slow)
+    assert moved[0] > 5 and moved[-1] < 0.2 and np.all(np.diff(moved) <= 1e-9)
     assert not np.allclose(p5.errors_pct(1.0, 0.0), p5.errors_pct(1.0, 250e-6))
 
 

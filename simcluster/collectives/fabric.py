@@ -8,12 +8,13 @@ NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra
+  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra + F
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
                   T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
                   (hardware/switch.py)
-  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step (NVLink SHARP nodes)
+  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step + F (NVLink SHARP nodes)
+(F: the tree's pipeline fill, one chunk through every stage but the slowest: collectives/pipeline_fill.py)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
 nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for
 LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
@@ -41,7 +42,8 @@ from simcluster.collectives.model import FabricPrediction, predict
 from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
 from simcluster.collectives.nccl_search import graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
-from simcluster.collectives.nccl_tuner import decide
+from simcluster.collectives.nccl_tuner import call_channels, decide
+from simcluster.collectives.pipeline_fill import fill_s, nvls_tree_chunk_bytes, tree_chunk_bytes, tree_stages_s
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
 from simcluster.errors import SimclusterError
@@ -177,7 +179,9 @@ class Tree:
                                             network_name(call): load * call.size_bytes / call.b_net},
                                      2 * call.size_bytes, protocol)
         latency = call.base + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
-        return latency + data, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
+        fill = tree_fill_s(call, protocol, load)
+        return latency + data + fill, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
+                                "pipeline_fill_s": fill,
                                 "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
                                 "binding_limit": binding(latency, terms)}
 
@@ -219,8 +223,31 @@ class NvlsTree:
         terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
                  NVLS_TREE_KERNEL: call.size_bytes / kernel}
         latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_step()
-        return latency + max(terms.values()), {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
+        fill = nvls_tree_fill_s(call, nvls_bw, load)
+        return latency + max(terms.values()) + fill, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
+                                               "pipeline_fill_s": fill,
                                                "nvls_tree_kernel_algbw_Bps": kernel, "binding_limit": binding(latency, terms)}
+
+
+def tree_fill_s(call: FabricCall, protocol: str, load: float) -> float:
+    """The tree's pipeline fill (collectives/pipeline_fill.py): 2(G-1) NVLink stages at 2 chunk C / (B_nvl f) and
+    2 ceil(log2 N) network stages at w_N chunk C / (B_net f), C the channels NCCL gives the call, f the protocol's data
+    fraction (each stage's share of the tree's NVLink and network terms)."""
+    topo, f = call.cluster.nccl_topology, DATA_FRACTION[protocol]
+    channels = call_channels(topo, "all_reduce", "Tree", protocol, call.size_bytes)[0]
+    chunk = tree_chunk_bytes(protocol, call.size_bytes, channels, call.nodes, call.n)
+    return fill_s(tree_stages_s(chunk, channels, call.nodes, 2 * (call.cluster.gpus_per_node - 1),
+                                2 / (call.b_nvl * f), load / (call.b_net * f)))
+
+
+def nvls_tree_fill_s(call: FabricCall, nvls_bw: float, load: float) -> float:
+    """The NVLS tree's pipeline fill: the NVLS reduce and broadcast stages (chunk C H / algbw_NVLS each) and
+    2 ceil(log2 N) network stages (w_N chunk C H / B_net), C x H chunks in flight per loop (NCCL's loop)."""
+    topo = call.cluster.nccl_topology
+    channels = call_channels(topo, "all_reduce", "NVLSTree", "Simple", call.size_bytes)[0]
+    heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
+    chunk = nvls_tree_chunk_bytes(call.size_bytes, channels, heads, call.nodes)
+    return fill_s(tree_stages_s(chunk, channels * heads, call.nodes, 2, 1 / nvls_bw, load / call.b_net))
 
 
 def nvls_tree_kernel_algbw(call: FabricCall) -> float:

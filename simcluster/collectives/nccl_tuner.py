@@ -256,9 +256,15 @@ def decide(topo: NcclTopology, op: str, size: float) -> Decision:
     if best is None:
         raise SimclusterError(f"no algorithm / protocol NCCL could run for {op} on this topology")
     t, algo, proto = best
+    used, nmax = call_channels(topo, op, algo, proto, size)
+    return Decision(algo, proto, used, nmax, t)
+
+
+def call_channels(topo: NcclTopology, op: str, algo: str, proto: str, size: float) -> tuple[int, int]:
+    """(channels one call of `size` bytes runs on, nMaxChannels) for an algorithm and protocol."""
     nmax, _ = _max_channels(topo, algo, proto, int(size))
     used = nmax if algo in ("NVLS", "NVLSTree", "CollNetDirect", "CollNetChain") else _logged_channels(topo, op, proto, int(size), nmax)
-    return Decision(algo, proto, used, nmax, t)
+    return used, nmax
 
 
 @lru_cache(maxsize=65536)
