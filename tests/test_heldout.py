@@ -17,20 +17,35 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
 
     rows = transport.held_out_rows()
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
-    # the rule: TCP rows from sweeps registered after the TCP count model, UDP sender rows after the UDP one
+    # the rule: TCP rows from sweeps registered after the TCP count model, UDP sender rows after the UDP one, and the
+    # fifth sweep's (registered after the batching rules and the receiver's count model) both
+    sizes5 = "h200-transport-sizes5-2026-11-29"
     assert {(r["bundle"].split("/")[0], r["transport"]) for r in rows} == {
-        ("h200-transport-sizes3-2026-11-29", "tcp"), ("h200-transport-udp4-2026-11-29", "udp")}
+        ("h200-transport-sizes3-2026-11-29", "tcp"), ("h200-transport-udp4-2026-11-29", "udp"), (sizes5, "tcp"),
+        (sizes5, "udp")}
     development = ("lab-sizes-", "loopback-sizes-", "h200-transport-sizes-2026-11-28", "h200-transport-sizes2-2026-11-28")
     assert not [r for r in rows if r["bundle"].startswith(development)]
     assert not [r for r in rows if r["transport"] == "udp" and r["bundle"].startswith("h200-transport-sizes3-")]
     # five configurations each: 3 TCP sizes (sizes3) and 3 UDP sender sizes (udp4) per configuration
-    assert len(rows) == 30 and len({r["bundle"] for r in rows}) == 10
-    assert {(r["transport"], r["side"]) for r in rows} == {("tcp", "both"), ("udp", "sender")}   # the judged costs only
+    early = [r for r in rows if not r["bundle"].startswith(sizes5)]
+    assert len(early) == 30 and len({r["bundle"] for r in early}) == 10
+    assert {(r["transport"], r["side"]) for r in early} == {("tcp", "both"), ("udp", "sender")}   # the judged costs only
+    # sizes5: its registered read's 19 batching-rule rows + the 10 lab UDP sender rows (README "The registered rule")
+    late = [r for r in rows if r["bundle"].startswith(sizes5)]
+    by_kind = {k: sorted(int(r["m"]) for r in late if (r["bundle"].split("/")[1], r["transport"], r["side"]) == k)
+               for k in {(r["bundle"].split("/")[1], r["transport"], r["side"]) for r in late}}
+    kib = lambda *sizes: [s * 1024 for s in sizes]   # noqa: E731
+    assert by_kind == {("lab-sizes-all-noshaping", "tcp", "both"): kib(20, 40, 96, 160),
+                       ("loopback-sizes", "udp", "sender"): kib(14, 28, 40),
+                       **{(c, "udp", "receiver"): kib(14, 20, 28, 40)
+                          for c in ("loopback-sizes", "lab-sizes-csum-noshaping", "lab-sizes-none")},
+                       **{(c, "udp", "sender"): kib(14, 20, 28, 40, 60)
+                          for c in ("lab-sizes-csum-noshaping", "lab-sizes-none")}}
+    residuals = transport_residuals(rows)
+    assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}   # the band code's keys (by kind)
     shipped = [r for r in __import__("json").loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())["rows"]
                if r["family"] == "transport"]
-    assert {(r["regime"], r["row"].split()[0]) for r in shipped} == {("transport | tcp", "both"), ("transport | udp", "sender")}
-    residuals = transport_residuals(rows)
-    assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}
+    assert {(r["regime"], r["row"].split()[0]) for r in shipped} <= {(r.regime, r.row.split()[0]) for r in residuals}
 
 
 @pytest.mark.parametrize(("transport_name", "bundle", "admitted"), [
@@ -39,6 +54,8 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
     ("tcp", "lab-sizes-none-2026-11-28", False),
     ("udp", "h200-transport-sizes3-2026-11-29/lab-sizes-none", False),     # the UDP count model read it
     ("udp", "h200-transport-udp4-2026-11-29/lab-sizes-csum", True),
+    ("tcp", "h200-transport-sizes5-2026-11-29/lab-sizes-all-noshaping", True),   # after the TSO/GRO rule
+    ("udp", "h200-transport-sizes5-2026-11-29/loopback-sizes", True),      # after the paged sender, receiver rules
     ("tcp", "h200-transport-sizes9-2026-12-01/lab-sizes-none", False),     # not named: not admitted until it is
 ])
 def test_a_transport_row_counts_only_from_a_named_sweep_after_its_model(transport_name, bundle, admitted):

@@ -11,6 +11,12 @@ count model (session 32, udp7) read those and the third (-sizes3-2026-11-29). HE
 (an allow-list, so a new bundle counts only once it is named here: a development bundle cannot slip in silently); a
 later registered sweep is added by name when its Result is written.
 
+Each sweep's rows are its registered read's (REGISTERED_READ, default the count models' read-out): the fifth sweep
+(-sizes5-2026-11-29, session 33, registered after the batching rules and the UDP receiver's count model, which read
+the four before it) by fit/offload_readout.py (TCP with TSO/GRO, loopback's paged UDP sender, the UDP receiver of
+every configuration) plus the lab UDP sender by fit/udp_counts.py (host_stack_readout's "udp sender" rows of its lab
+configurations only, as its README's rule says; loopback's sender there is the batching rule's).
+
 A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
 together. The lab's TCP and UDP NIC cards are these count models, fitted by the same code (fit/stack_cards.py), so these
 rows are the error of those cards' answers (tests/test_stack_cards.py)."""
@@ -23,9 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 # transport -> the sweeps (folders under calibration/) registered after that transport's count model: the only sources
 HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
-    "tcp": ("h200-transport-sizes3-2026-11-29",),            # the first sweep registered after fit/host_counts.py
-    "udp": ("h200-transport-udp4-2026-11-29",),              # the first after fit/udp_counts.py (UDP only: no TCP rows)
+    "tcp": ("h200-transport-sizes3-2026-11-29",             # the first sweep registered after fit/host_counts.py
+            "h200-transport-sizes5-2026-11-29"),            # the first after the TSO/GRO rule (fit/offload_counts.py)
+    "udp": ("h200-transport-udp4-2026-11-29",               # the first after fit/udp_counts.py (UDP only: no TCP rows)
+            "h200-transport-sizes5-2026-11-29"),            # the first after the paged sender and receiver rules
 }
+BATCHING = "batching rules"          # fit/offload_readout.py's rows + the lab UDP sender's (fit/udp_counts.py)
+COUNT_MODELS = "count models"        # fit/host_stack_readout.py's rows (TCP by host_counts, UDP sender by udp_counts)
+# sweep -> the read-out its README registered before it ran (a sweep not named here: COUNT_MODELS)
+REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING}
 
 
 def held_out(transport: str, bundle_name: str) -> bool:
@@ -41,7 +53,6 @@ def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
     and the transports each sweep is held out for. A CalibrationError when no named sweep is there."""
     from simcluster.errors import CalibrationError
     from simcluster.fit.host_stack import sweep_bundles
-    from simcluster.fit.host_stack_readout import bundle_rows
 
     base = Path(calibration) if calibration else ROOT / "calibration"
     sweeps = [base / name for name in dict.fromkeys(n for names in HELD_OUT_SWEEPS.values() for n in names)
@@ -54,4 +65,20 @@ def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
     return [{"bundle": name, "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
              "predicted": r.predicted}
             for bundle in sweep_bundles(sweeps) for name in [f"{bundle.parent.name}/{bundle.name}"]
-            for r in bundle_rows(bundle) if r.judged and r.median > 0 and r.predicted > 0 and held_out(r.transport, name)]
+            for r in registered_rows(bundle) if r.judged and r.median > 0 and r.predicted > 0
+            and held_out(r.transport, name)]
+
+
+def registered_rows(bundle: Path) -> list:
+    """One bundle's rows (fit/host_stack_readout.Row) by the read-out its sweep registered (REGISTERED_READ): the count
+    models' (host_stack_readout.bundle_rows), or the batching rules' (offload_readout.bundle_rows) with, on a lab
+    configuration, the UDP sender by udp_counts (host_stack_readout's "udp sender" rows). A rule that cannot be fitted
+    gives no row (the read-outs print why)."""
+    from simcluster.fit import host_stack_readout, offload_counts, offload_readout
+
+    if REGISTERED_READ.get(bundle.parent.name, COUNT_MODELS) == COUNT_MODELS:
+        return host_stack_readout.bundle_rows(bundle)
+    rows = offload_readout.bundle_rows(bundle, [])
+    if offload_counts.bundle_costs(bundle)[0] != "loopback":
+        rows += [r for r in host_stack_readout.bundle_rows(bundle) if (r.transport, r.side) == ("udp", "sender")]
+    return rows
