@@ -89,7 +89,7 @@ def nic_params_yaml(p: NicParams) -> dict:
            "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
            "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
            "message_size": format_size(p.message_bytes)}
-    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores:
+    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores or p.ack_rule != "delayed":
         out.update(csum_per_byte=format_cost(p.csum_s_per_byte), cpu_per_packet=format_time(p.cpu_s_per_packet),
                    segment_size=f"{p.segment_bytes:.0f}B", polling_cores=p.polling_cores)
     out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
