@@ -139,44 +139,37 @@ def test_the_udp_cards_receive_side_is_the_receivers_count_model():
         card.cpu_per_byte(m, "both")
 
 
-@pytest.mark.parametrize("params, said", [("  transport: udp\n  ack_rule: tso-gro\n", "params.ack_rule"),
-                                          ("  transport: tcp\n  ack_rule: tso-gro\n", "segment_size: 65160B"),
-                                          ("  transport: tcp\n  ack_rule: sometimes\n", "expected one of delayed"),
-                                          ("  transport: tcp\n  receiver:\n    cpu_per_datagram: 1us\n"
-                                           "    cpu_per_wakeup: 1us\n    wakeup_latency: 5us\n", "params.receiver"),
-                                          ("  transport: udp\n  receiver:\n    cpu_per_datagram: 1us\n",
-                                           "params.receiver: missing key 'cpu_per_wakeup'")])
-def test_a_batching_or_receiver_term_out_of_place_is_a_one_line_card_error(tmp_path, params, said):
-    path = tmp_path / "bad.yaml"
-    path.write_text(f"kind: nic\nname: bad\ndescription: x\nparams:\n{params}  line_rate: 100Gbps\n  efficiency: 0.9\n"
-                    f"  latency: 5us\n  cpu_per_byte: 0s/GB\n  message_size: 64KiB\n")
-    with pytest.raises(ModelCardError) as err:
-        load_nic(path)
-    assert said in err.value.one_line() and "\n" not in err.value.one_line()
-
-
 def test_a_card_without_the_count_terms_prices_as_before():
     """Every other shipped NIC card (seeds, RDMA, PSM, EFA...): c(m) = copy + csum + (msg + pkt x packets) / m."""
     others = [p for p in sorted((ROOT / "models/nic").glob("*.yaml")) if p.stem not in CARDS]
     assert len(others) >= 10
     for path in others:
         nic, card = load_nic(path)
-        assert not {"cpu_per_ack", "cpu_per_split_datagram", "cpu_per_fragment"} & set(card["params"])
+        assert not {"cpu_per_ack", "cpu_per_split_datagram", "cpu_per_fragment", "ack_rule", "receiver"} & set(card["params"])
         for m in (64, 1448, 65536, 1 << 20):
             packets = max(1, math.ceil(m / nic.segment_bytes))
             old = nic.cpu_s_per_byte + nic.csum_s_per_byte + (nic.cpu_s_per_message + nic.cpu_s_per_packet * packets) / m
             assert nic.cpu_per_byte(m) == old == nic.cpu_per_byte(m, "receive"), path.name
 
 
-@pytest.mark.parametrize("key, transport", [("cpu_per_ack", "rdma"), ("cpu_per_ack", "udp"),
-                                            ("cpu_per_fragment", "tcp"), ("cpu_per_split_datagram", "psm")])
-def test_a_count_term_of_another_transport_is_a_one_line_card_error(tmp_path, key, transport):
+COUNT_TERMS = [(f"  transport: {t}\n  {key}: 1us\n", f"params.{key}") for key, t in
+               (("cpu_per_ack", "rdma"), ("cpu_per_ack", "udp"), ("cpu_per_fragment", "tcp"), ("cpu_per_split_datagram", "psm"))]
+RULES = [("  transport: udp\n  ack_rule: tso-gro\n", "params.ack_rule"),
+         ("  transport: tcp\n  ack_rule: tso-gro\n", "segment_size: 65160B"),
+         ("  transport: tcp\n  ack_rule: sometimes\n", "expected one of delayed"),
+         ("  transport: tcp\n  receiver:\n    cpu_per_datagram: 1us\n    cpu_per_wakeup: 1us\n    wakeup_latency: 5us\n",
+          "params.receiver"),
+         ("  transport: udp\n  receiver:\n    cpu_per_datagram: 1us\n", "params.receiver: missing key 'cpu_per_wakeup'")]
+
+
+@pytest.mark.parametrize("params, said", COUNT_TERMS + RULES)
+def test_a_count_term_rule_or_receiver_of_another_transport_is_a_one_line_card_error(tmp_path, params, said):
     path = tmp_path / "bad.yaml"
-    path.write_text(f"kind: nic\nname: bad\ndescription: x\nparams:\n  transport: {transport}\n  line_rate: 100Gbps\n"
-                    f"  efficiency: 0.9\n  latency: 5us\n  cpu_per_byte: 0s/GB\n  message_size: 64KiB\n  {key}: 1us\n")
+    path.write_text(f"kind: nic\nname: bad\ndescription: x\nparams:\n{params}  line_rate: 100Gbps\n  efficiency: 0.9\n"
+                    f"  latency: 5us\n  cpu_per_byte: 0s/GB\n  message_size: 64KiB\n")
     with pytest.raises(ModelCardError) as err:
         load_nic(path)
-    assert f"params.{key}" in err.value.one_line() and "\n" not in err.value.one_line()
+    assert said in err.value.one_line() and "\n" not in err.value.one_line()
 
 
 def test_the_card_command_refuses_bad_input_in_one_line(capsys, tmp_path):
