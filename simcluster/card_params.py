@@ -50,6 +50,15 @@ Cost = _quantity(units.parse_cost, "CPU cost per byte", high=1.0)           # co
 Whole = Count(1, 2**20)
 
 
+class UdpReceiver(Params):
+    """A UDP card's receive side: the receiver's count model (hardware/nic.UdpReceiver)."""
+    cpu_per_datagram: Time
+    cpu_per_wakeup: Time
+    cpu_per_fragment: Time = "0s"
+    cpu_per_byte: Cost = "0s/GB"
+    wakeup_latency: Time
+
+
 class Nic(Params):
     transport: Choice("transport")
     line_rate: Rate
@@ -69,6 +78,8 @@ class Nic(Params):
     cpu_per_ack: Time = "0s"                    # TCP: per ACK of the count model's delayed-ACK rule
     cpu_per_split_datagram: Time = "0s"         # UDP: per datagram cut into IP fragments
     cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500
+    ack_rule: Choice("ack_rule") = "delayed"    # TCP: acks(m) by the count model (delayed) or the batching rule
+    receiver: Nullable(UdpReceiver) = None      # UDP: the receive side's count model; none: priced as the send side
 
     @model_validator(mode="after")
     def _cores(self):
@@ -81,6 +92,10 @@ class Nic(Params):
         for key in ("cpu_per_split_datagram", "cpu_per_fragment"):
             if getattr(self, key) and self.transport != "udp":
                 raise ValueError(f"{key}: a UDP term (IP fragments of a datagram), not one of transport {self.transport!r}")
+        if self.ack_rule == "tso-gro" and (self.transport != "tcp" or self.segment_size != 65160):
+            raise ValueError("ack_rule: tso-gro is TCP's with 64 KiB super-packets (segment_size: 65160B)")
+        if self.receiver is not None and self.transport != "udp":
+            raise ValueError(f"receiver: the UDP receiver's count model, not one of transport {self.transport!r}")
         return self
 
 

@@ -17,7 +17,7 @@ from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.collectives.registry import from_params_yaml
 from simcluster.errors import ModelCardError
 from simcluster.hardware import pcie
-from simcluster.hardware.nic import TRANSPORTS, NicParams
+from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, NicParams, UdpReceiver
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
     format_cost,
@@ -60,12 +60,17 @@ def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
 
 
 def nic_params(card: dict, where: str) -> NicParams:
-    p = cd.declared_params(card, where, cp.NIC, transport=TRANSPORTS, pcie=lambda v: str(pcie.parse(v)))
+    p = cd.declared_params(card, where, cp.NIC, transport=TRANSPORTS, ack_rule=ACK_RULES,
+                           pcie=lambda v: str(pcie.parse(v)))
     cores = DEFAULT_CORES_PER_STREAM[p.transport] if p.cores_per_stream is None else p.cores_per_stream
+    r = p.receiver
+    receiver = None if r is None else UdpReceiver(r.cpu_per_datagram, r.cpu_per_wakeup, r.cpu_per_fragment,
+                                                  r.cpu_per_byte, r.wakeup_latency)
     return NicParams(p.transport, p.line_rate, float(p.efficiency), p.latency, p.cpu_per_byte, p.cpu_per_message,
                      int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
                      None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
-                     float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment)
+                     float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment, p.ack_rule,
+                     receiver)
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one
@@ -84,7 +89,7 @@ def nic_params_yaml(p: NicParams) -> dict:
            "efficiency": round(p.efficiency, 4), "latency": format_time(p.latency_s),
            "cpu_per_byte": format_cost(p.cpu_s_per_byte), "cpu_per_message": format_time(p.cpu_s_per_message),
            "message_size": format_size(p.message_bytes)}
-    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores:
+    if p.csum_s_per_byte or p.cpu_s_per_packet or p.polling_cores or p.ack_rule != "delayed":
         out.update(csum_per_byte=format_cost(p.csum_s_per_byte), cpu_per_packet=format_time(p.cpu_s_per_packet),
                    segment_size=f"{p.segment_bytes:.0f}B", polling_cores=p.polling_cores)
     out["cores_per_stream"] = "none" if p.cores_per_stream is None else p.cores_per_stream
@@ -98,6 +103,14 @@ def nic_params_yaml(p: NicParams) -> dict:
                        ("cpu_per_fragment", p.cpu_s_per_fragment)):
         if value:                  # the count models' terms (hardware/nic.py): written where a fit found them
             out[key] = format_time(value)
+    if p.ack_rule != "delayed":
+        out["ack_rule"] = p.ack_rule
+    if p.receiver is not None:
+        r = p.receiver
+        out["receiver"] = {"cpu_per_datagram": format_time(r.cpu_s_per_datagram),
+                           "cpu_per_wakeup": format_time(r.cpu_s_per_wakeup),
+                           "cpu_per_fragment": format_time(r.cpu_s_per_fragment),
+                           "cpu_per_byte": format_cost(r.cpu_s_per_byte), "wakeup_latency": format_time(r.wakeup_latency_s)}
     return out
 
 

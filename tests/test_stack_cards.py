@@ -5,6 +5,7 @@ before."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -12,41 +13,65 @@ from conftest import ROOT
 
 from simcluster.cards import load_nic
 from simcluster.errors import ModelCardError
-from simcluster.fit import host_counts, stack_cards, udp_counts
+from simcluster.fit import host_counts, offload_counts, offload_readout, stack_cards, udp_counts, udp_receiver_counts
 from simcluster.fit.host_stack_readout import bundle_rows
 from simcluster.hardware import transport_counts
 from simcluster.hardware.host_stack import Host, on_host
-from simcluster.hardware.nic import NicParams
+from simcluster.hardware.nic import NicParams, UdpReceiver
 from simcluster.hardware.qperf_model import predict
 
 CAL = ROOT / "calibration"
-# committed card -> (transport, the registered held-out bundle it is fitted from, the judged sizes of that read)
-CARDS = {"local-lab-tcp-stack": ("tcp", CAL / "h200-transport-sizes3-2026-11-29/lab-sizes-none", (32768, 131072, 524288)),
-         "local-lab-tcp-gso-stack": ("tcp", CAL / "h200-transport-sizes3-2026-11-29/lab-sizes-all-noshaping",
-                                     (32768, 131072, 524288)),
-         "local-lab-udp-stack": ("udp", CAL / "h200-transport-udp4-2026-11-29/lab-sizes-none", (12288, 24576, 49152))}
-# the registered reads' errors of those rows, % (each sweep's README "Result": sizes3 lines 119 and 122, udp4 line 95)
-REGISTERED = {"local-lab-tcp-stack": (3.9, -0.5, 10.6), "local-lab-tcp-gso-stack": (-21.2, 43.4, 34.7),
-              "local-lab-udp-stack": (6.5, 14.4, 23.4)}
+SIZES5 = CAL / "h200-transport-sizes5-2026-11-29"
+# committed card -> (transport, the registered held-out bundle it is fitted from, {side: the judged sizes of that read})
+CARDS = {"local-lab-tcp-stack": ("tcp", CAL / "h200-transport-sizes3-2026-11-29/lab-sizes-none",
+                                 {"both": (32768, 131072, 524288)}),
+         "local-lab-tcp-gso-stack": ("tcp", SIZES5 / "lab-sizes-all-noshaping", {"both": (20480, 40960, 98304, 163840)}),
+         "local-lab-udp-stack": ("udp", SIZES5 / "lab-sizes-none", {"sender": (14336, 20480, 28672, 40960, 61440),
+                                                                    "receiver": (14336, 20480, 28672, 40960)})}
+# the registered reads' errors of those rows, % (sizes3 README "Result" line 119; sizes5 README "Result": the TSO/GRO and
+# lab none receiver rows of offload_readout, the lab none UDP sender rows of host_stack_readout)
+REGISTERED = {"local-lab-tcp-stack": {"both": (3.9, -0.5, 10.6)},
+              "local-lab-tcp-gso-stack": {"both": (-18.0, -17.1, -16.2, -13.6)},
+              "local-lab-udp-stack": {"sender": (5.7, 6.6, 30.1, 6.6, 8.9), "receiver": (-5.1, -8.2, -10.6, -10.1)}}
+
+
+def registered_rows(name: str) -> dict[str, dict[float, object]]:
+    """{side: {m: row}} of the registered read-outs' judged rows of a card's bundle: host_stack_readout for the count
+    models (TCP, the UDP sender), offload_readout for the TSO/GRO rule and the UDP receiver."""
+    transport, bundle, _ = CARDS[name]
+    if name == "local-lab-tcp-gso-stack":
+        return {"both": {r.m: r for r in offload_readout.bundle_rows(bundle, []) if r.transport == "tcp"}}
+    rows = {"both" if transport == "tcp" else "sender":
+            {r.m: r for r in bundle_rows(bundle) if r.transport == transport and r.judged}}
+    if transport == "udp":
+        rows["receiver"] = {r.m: r for r in offload_readout.receiver_rows(bundle, False)}
+    return rows
 
 
 @pytest.mark.parametrize("name", CARDS)
 def test_the_cards_answer_at_the_held_out_sizes_is_the_registered_prediction(name):
     transport, bundle, sizes = CARDS[name]
-    rows = {r.m: r for r in bundle_rows(bundle) if r.transport == transport and r.judged}
-    assert sorted(rows) == list(sizes)              # the registered read's judged rows of this configuration
-    both = 2.0 if transport == "tcp" else 1.0       # TCP's count model is both sides; the card one side, half of it
-    for card, rel in ((stack_cards._fitted(transport, bundle)[0], 1e-12), (load_nic(ROOT / f"models/nic/{name}.yaml")[0], 1e-3)):
-        for m, row in rows.items():                 # rel 1e-3: the committed file writes 4 significant digits per term
-            assert both * card.cpu_per_byte(m) == pytest.approx(row.predicted, rel=rel)
-            assert both * card.per_message(m) / m + both * card.cpu_s_per_byte == pytest.approx(row.predicted, rel=rel)
-            rate = card.rate_Bps(streams=1, message_bytes=m)            # one stream: one core a side (cores_per_stream)
-            assert rate == pytest.approx(min(card.wire_limit_Bps, both / row.predicted), rel=rel)
-            assert card.cores_used(rate, m) == pytest.approx(rate * row.predicted / both, rel=rel)
-            assert on_host(card, Host(cores=16), 1, m) == pytest.approx((rate, card.cores_used(rate, m)), rel=rel)
+    rows = registered_rows(name)
+    assert {side: tuple(sorted(r)) for side, r in rows.items()} == sizes    # the registered read's judged rows
     fitted = stack_cards._fitted(transport, bundle)[0]
-    errors = [round((both * fitted.cpu_per_byte(m) / rows[m].median - 1) * 100, 1) for m in sizes]
-    assert errors == list(REGISTERED[name])           # the card's error at those sizes is the registered read's
+    for card, rel in ((fitted, 1e-12), (load_nic(ROOT / f"models/nic/{name}.yaml")[0], 1e-3)):
+        for side, by_m in rows.items():             # rel 1e-3: the committed file writes 4 significant digits per term
+            both = 2.0 if side == "both" else 1.0   # TCP's models are both sides; the card one side, half of it
+            way = "receive" if side == "receiver" else "send"
+            for m, row in by_m.items():
+                assert both * card.cpu_per_byte(m, way) == pytest.approx(row.predicted, rel=rel)
+                rate = card.rate_Bps(streams=1, message_bytes=m)            # one stream: one core a side
+                sender = rows.get("sender", {}).get(m, row).predicted     # UDP: the sender is the costlier side
+                assert row.predicted <= sender
+                assert rate == pytest.approx(min(card.wire_limit_Bps, both / sender), rel=rel)
+                assert card.cores_used(rate, m, way) == pytest.approx(rate * row.predicted / both, rel=rel)
+                assert on_host(card, Host(cores=16), 1, m, side=way) == pytest.approx(
+                    (rate, card.cores_used(rate, m, way)), rel=rel)
+    for side, by_m in rows.items():                 # the card's error at those sizes is the registered read's
+        both = 2.0 if side == "both" else 1.0
+        way = "receive" if side == "receiver" else "send"
+        errors = [round((both * fitted.cpu_per_byte(m, way) / by_m[m].median - 1) * 100, 1) for m in sizes[side]]
+        assert errors == list(REGISTERED[name][side])
 
 
 def test_a_qperf_answer_from_the_card_is_the_count_model_at_its_message_size():
@@ -80,28 +105,71 @@ def test_the_cards_count_rules_are_the_fits_one_definition():
     assert tcp.per_message(1024) == 0.5 and udp.per_message(1024) == 10.0 and udp.per_message(4096) == 31.0
 
 
+def test_the_tso_card_prices_the_batching_rules_one_definition():
+    assert offload_counts.skbs is transport_counts.gso_skbs and offload_counts.gso_acks is transport_counts.gso_acks
+    terms = offload_counts.TsoTerms(msg=1.0, skb=10.0, ack=100.0, byte=0.001)
+    card = stack_cards.tso_nic(terms)
+    for m in (1024, 2048, 20480, 65160, 65161, 98304, 163840, 1 << 20):
+        assert 2 * card.cpu_per_byte(m) == pytest.approx(terms.cost(m), rel=1e-12)
+    # the rule's own counts, not the count model's: 1 KiB one ACK per two writes, 96 KiB two super-packets and one ACK,
+    # 1 MiB 17 super-packets and 8.5 ACKs (the count model's delayed-ACK rule would say 1.4 x 16 = 22.4)
+    assert [transport_counts.gso_acks(m) for m in (1024, 98304, 1 << 20)] == [0.5, 1.0, 8.5]
+    assert card.packets(98304) == 2 and card.packets(1 << 20) == 17
+    assert transport_counts.acks(1 << 20, transport_counts.GSO) == pytest.approx(22.4)
+
+
+def test_the_udp_cards_receive_side_is_the_receivers_count_model():
+    terms = udp_receiver_counts.ReceiverTerms(False, 1e-7, 3e-6, 4e-7, 0.0, 6e-6)
+    rx = UdpReceiver(1e-7, 3e-6, 4e-7, 0.0, 6e-6)
+    for m in (1024, 4096, 14336, 40960, 61440):
+        for gap in (1e-7, 2e-6, 5e-6, 2e-5):
+            assert rx.per_datagram(m, gap) == terms.per_datagram(m, gap)
+    card = NicParams("udp", 12.5e9, 0.97, 8e-6, 1e-10, 7.6e-7, 16384, cores_per_stream=1.0, cpu_s_per_split=6.6e-7,
+                     cpu_s_per_fragment=1.7e-6, receiver=rx)
+    m = 20480
+    gap = card.cpu_per_byte(m) * m                  # one stream flat out: the sender's CPU per datagram
+    assert card.cpu_per_byte(m, "receive") * m == terms.per_datagram(m, gap)
+    assert card.cpu_per_byte(m, "receive") < card.cpu_per_byte(m)
+    # a stream the wire paces slower leaves the receiver idle longer between datagrams: it wakes for each (W = 1)
+    slow = dataclasses.replace(card, line_rate_Bps=1e8)
+    assert slow.cpu_per_byte(m, "receive") * m == pytest.approx(rx.busy(m) + rx.cpu_s_per_wakeup, rel=1e-12)
+    assert card.at_clock(2.0).cpu_per_byte(m, "receive") < card.cpu_per_byte(m, "receive")
+    assert card.at_clock(2.0).receiver.wakeup_latency_s == rx.wakeup_latency_s     # a latency, not a core's work
+    with pytest.raises(ValueError, match="side must be one of"):
+        card.cpu_per_byte(m, "both")
+
+
 def test_a_card_without_the_count_terms_prices_as_before():
     """Every other shipped NIC card (seeds, RDMA, PSM, EFA...): c(m) = copy + csum + (msg + pkt x packets) / m."""
     others = [p for p in sorted((ROOT / "models/nic").glob("*.yaml")) if p.stem not in CARDS]
     assert len(others) >= 10
     for path in others:
         nic, card = load_nic(path)
-        assert not {"cpu_per_ack", "cpu_per_split_datagram", "cpu_per_fragment"} & set(card["params"])
+        assert not {"cpu_per_ack", "cpu_per_split_datagram", "cpu_per_fragment", "ack_rule", "receiver"} & set(card["params"])
         for m in (64, 1448, 65536, 1 << 20):
             packets = max(1, math.ceil(m / nic.segment_bytes))
             old = nic.cpu_s_per_byte + nic.csum_s_per_byte + (nic.cpu_s_per_message + nic.cpu_s_per_packet * packets) / m
-            assert nic.cpu_per_byte(m) == old, path.name
+            assert nic.cpu_per_byte(m) == old == nic.cpu_per_byte(m, "receive"), path.name
 
 
-@pytest.mark.parametrize("key, transport", [("cpu_per_ack", "rdma"), ("cpu_per_ack", "udp"),
-                                            ("cpu_per_fragment", "tcp"), ("cpu_per_split_datagram", "psm")])
-def test_a_count_term_of_another_transport_is_a_one_line_card_error(tmp_path, key, transport):
+COUNT_TERMS = [(f"  transport: {t}\n  {key}: 1us\n", f"params.{key}") for key, t in
+               (("cpu_per_ack", "rdma"), ("cpu_per_ack", "udp"), ("cpu_per_fragment", "tcp"), ("cpu_per_split_datagram", "psm"))]
+RULES = [("  transport: udp\n  ack_rule: tso-gro\n", "params.ack_rule"),
+         ("  transport: tcp\n  ack_rule: tso-gro\n", "segment_size: 65160B"),
+         ("  transport: tcp\n  ack_rule: sometimes\n", "expected one of delayed"),
+         ("  transport: tcp\n  receiver:\n    cpu_per_datagram: 1us\n    cpu_per_wakeup: 1us\n    wakeup_latency: 5us\n",
+          "params.receiver"),
+         ("  transport: udp\n  receiver:\n    cpu_per_datagram: 1us\n", "params.receiver: missing key 'cpu_per_wakeup'")]
+
+
+@pytest.mark.parametrize("params, said", COUNT_TERMS + RULES)
+def test_a_count_term_rule_or_receiver_of_another_transport_is_a_one_line_card_error(tmp_path, params, said):
     path = tmp_path / "bad.yaml"
-    path.write_text(f"kind: nic\nname: bad\ndescription: x\nparams:\n  transport: {transport}\n  line_rate: 100Gbps\n"
-                    f"  efficiency: 0.9\n  latency: 5us\n  cpu_per_byte: 0s/GB\n  message_size: 64KiB\n  {key}: 1us\n")
+    path.write_text(f"kind: nic\nname: bad\ndescription: x\nparams:\n{params}  line_rate: 100Gbps\n  efficiency: 0.9\n"
+                    f"  latency: 5us\n  cpu_per_byte: 0s/GB\n  message_size: 64KiB\n")
     with pytest.raises(ModelCardError) as err:
         load_nic(path)
-    assert f"params.{key}" in err.value.one_line() and "\n" not in err.value.one_line()
+    assert said in err.value.one_line() and "\n" not in err.value.one_line()
 
 
 def test_the_card_command_refuses_bad_input_in_one_line(capsys, tmp_path):
@@ -112,4 +180,6 @@ def test_the_card_command_refuses_bad_input_in_one_line(capsys, tmp_path):
         assert said in err and "\n" not in err
     out = tmp_path / "lab.yaml"
     assert stack_cards.main(["udp", str(CARDS["local-lab-udp-stack"][1]), str(out)]) == 0
-    assert load_nic(out)[0].cpu_s_per_fragment > 0
+    assert load_nic(out)[0].cpu_s_per_fragment > 0 and load_nic(out)[0].receiver.cpu_s_per_wakeup > 0
+    assert stack_cards.main(["udp", str(SIZES5 / "loopback-sizes"), str(out)]) == 2
+    assert "a UDP card is a lab configuration's" in capsys.readouterr().err

@@ -11,7 +11,8 @@ TSO/GRO (unshaped veth pair, offloads all), both sides (client + server + ksofti
                                             receiver's TCP handles the same skb (server tcp_in_segs counts them:
                                             0.9-1.6 per write at 1-32 KiB, 2.65 at 128 KiB, 8.7 at 512 KiB, 16.6 at
                                             1 MiB in the second and third H200 sweeps)
-    acks(m) = min(wire(m) / 2, max(1, skbs(m) / 2))
+    acks(m) = min(wire(m) / 2, max(1, skbs(m) / 2))   (skbs and acks: hardware/transport_counts.gso_skbs and
+                                            gso_acks, the NIC cards' counts too; re-exported here as skbs, gso_acks)
                                             delayed ACK every second received packet, where the packet is the skb
                                             the receiver sees (a GSO/GRO super-packet, RFC 5681 4.2 "every second
                                             full-sized segment" applied per skb by __tcp_ack_snd_check), at least one
@@ -33,7 +34,6 @@ bookkeeping). Each regime is dgram + byte * m with its own terms: the linear one
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,8 @@ from scipy.optimize import nnls
 
 from simcluster.errors import CalibrationError
 from simcluster.fit import udp_counts
-from simcluster.fit.host_stack import GSO, MSS
+from simcluster.hardware.transport_counts import gso_acks
+from simcluster.hardware.transport_counts import gso_skbs as skbs
 
 TSO_FIT_LOW, TSO_FIT_HIGH = 1024.0, 4096.0   # the small fitted sizes (as the count model's)
 TSO_FIT_LARGE = 2                            # and the bundle's this many largest sizes
@@ -51,15 +52,6 @@ SKB_MAX_ALLOC = 16384 - 320                  # SKB_MAX_ORDER(0, 2): 4 pages less
 UDP_IP_HEADERS = 8 + 20                      # UDP + IPv4 header bytes in the one fragment
 HEAD_RESERVE = 16 + 15                       # LL_RESERVED_SPACE (loopback's 14-byte header, aligned 16) + 15
 LINEAR_MAX = SKB_MAX_ALLOC - UDP_IP_HEADERS - HEAD_RESERVE   # 16005 B: the largest loopback datagram in a linear skb
-
-
-def skbs(m: float) -> int:
-    """GSO super-packets one m-byte write becomes (and the receiver's TCP handles)."""
-    return max(1, math.ceil(m / GSO))
-
-
-def gso_acks(m: float) -> float:
-    return min(max(1, math.ceil(m / MSS)) / 2, max(1.0, skbs(m) / 2))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
     C(m) = dgram + wake * W(m) + frag * n(m) + byte * m
     n(m) = IP fragments (udp_counts.fragments: 1 on loopback)
     W(m) = min(1, max(0, (s(m) - A(m)) / (L + wake)))      wake-ups per datagram, A(m) = C(m) - wake * W(m)
+                                                            (hardware/transport_counts.wakes: the NIC cards' rule too)
 
 - dgram: the recvmsg call; frag: per fragment of the reassembled datagram (its skb on the frag list: the copy of its
   1480 bytes out of it and its free; reassembly itself runs in the sender's softirq on the veth lab: veth delivers on
@@ -36,6 +37,7 @@ from scipy.optimize import nnls
 
 from simcluster.errors import CalibrationError
 from simcluster.fit import udp_counts
+from simcluster.hardware import transport_counts
 
 SATURATED = 0.95          # a size whose measured W is above this says nothing about L
 
@@ -54,7 +56,7 @@ class ReceiverTerms:
 
     def wakes(self, m: float, sender: float) -> float:
         """W(m) given the sender's seconds per datagram."""
-        return min(1.0, max(0.0, (sender - self.base(m)) / (self.latency + self.wake)))
+        return transport_counts.wakes(sender, self.base(m), self.latency, self.wake)
 
     def per_datagram(self, m: float, sender: float) -> float:
         return self.base(m) + self.wake * self.wakes(m, sender)

@@ -44,9 +44,10 @@ def memory_traffic(nic: NicParams) -> float:
 
 
 def on_host(nic: NicParams, host: Host, streams: int = 1, message_bytes: float | None = None,
-            cores_free: float | None = None) -> tuple[float, float]:
-    """(rate in bytes/s, host cores busy) of `streams` streams on this host; `cores_free` defaults to all its cores."""
+            cores_free: float | None = None, side: str = "send") -> tuple[float, float]:
+    """(rate in bytes/s, host cores busy on `side`, send or receive) of `streams` streams on this host; `cores_free`
+    defaults to all its cores."""
     free = host.cores if cores_free is None else min(cores_free, host.cores)
     scaled = nic.at_clock(host.clock)      # the card's costs at this host's clock (same cycles, scaled time)
     rate = min(scaled.rate_Bps(streams, free, message_bytes), host.memory_Bps / memory_traffic(nic))
-    return rate, scaled.cores_used(rate, message_bytes)
+    return rate, scaled.cores_used(rate, message_bytes, side)

@@ -10,12 +10,21 @@ One side (sender or receiver) of a stream of m-byte messages costs the host, in 
   msg      per message: a send/recv system call, or an RDMA work request and its completion
   pkt      per packet the CPU handles, packets(m) = max(1, ceil(m / segment)); segment is the bytes per such
            packet: the MSS without TSO/GRO, a 64 KiB super-packet with them (the offloads change the count)
-  ack      TCP only: per ACK, acks(m) the delayed-ACK rule of the TCP count model
+  ack      TCP only: per ACK, acks(m) by the card's ack_rule: "delayed" the TCP count model's delayed-ACK rule,
+           "tso-gro" the batching rule's (one per second 64 KiB super-packet, >= 1 per write; segment 65160 B)
   split    UDP only: once per datagram cut into more than one IP fragment
   frag     UDP only: per IP fragment, n(m) at MTU 1500
 
 packets, acks and n are hardware/transport_counts.py's rules, the ones the count models are fitted with
-(fit/host_counts.py, fit/udp_counts.py); a card without ack, split and frag terms prices as before.
+(fit/host_counts.py, fit/udp_counts.py, fit/offload_counts.py); a card without ack, split and frag terms prices as
+before. c(m) is the send side; the receive side is the same c(m) unless the card has a `receiver` (UDP only: the
+receiver's count model, fit/udp_receiver_counts.py), whose cost per datagram received is
+
+    r(m) = dgram + frag * n(m) + byte * m + wake * W(m),   W(m) = transport_counts.wakes(gap(m), r(m) - wake * W(m), L, wake)
+    gap(m) = max(m * c(m) / cores_per_stream, m / (line_rate * efficiency))
+
+gap is the time between one stream's datagrams running flat out (its sender's CPU, or the wire): a receiver that is
+ahead of its sender sleeps and wakes W times per datagram (the measured regime; a stream paced slower wakes it more).
 
 A transport's rate with `streams` streams and the cores the host can spare:
 
@@ -25,7 +34,8 @@ A transport's rate with `streams` streams and the cores the host can spare:
 cores_per_stream is a card parameter, not a hidden rule: 1.0 where a measurement shows the work of one stream
 serialised on one core (kernel TCP: one qperf stream is one thread, seed 000's 16.9 Gb/s; this machine's qperf-sizes
 bundles), none (no cap) otherwise. polling_cores are cores that spin on completions (RDMA or PSM polling): busy
-whatever the rate. CPU use (cores) = polling_cores + rate * c(m). Small-message one-way latency is the qperf *_lat
+whatever the rate. CPU use (cores) = polling_cores + rate * c(m) on the send side, rate * r(m) on the receive side; a stream's rate is
+bounded by the costlier side (c(m) for every card without a receiver). Small-message one-way latency is the qperf *_lat
 figure: host stack + NIC + one switch.
 """
 
@@ -38,10 +48,38 @@ from simcluster.hardware import transport_counts
 from simcluster.hardware.pcie import PcieLink
 
 TRANSPORTS = ("rdma", "tcp", "udp", "psm")
+ACK_RULES = ("delayed", "tso-gro")    # TCP acks(m): transport_counts.acks (count model), gso_acks (batching rule)
+SIDES = ("send", "receive")
 ONLOADED = ("tcp", "udp", "psm")       # the transport's protocol work runs on host cores
 # every term in core-seconds (per byte, message, packet, ACK, split datagram, fragment): what a clock scales
 COST_FIELDS = ("cpu_s_per_byte", "csum_s_per_byte", "cpu_s_per_message", "cpu_s_per_packet", "cpu_s_per_ack",
                "cpu_s_per_split", "cpu_s_per_fragment")
+
+
+@dataclass(frozen=True)
+class UdpReceiver:
+    """The UDP receiver's count model (docs/models/nic-and-cpu.md, "UDP receiver count model"): core-seconds per
+    datagram received, per wake-up, per IP fragment and per byte; the wake-up latency in seconds."""
+    cpu_s_per_datagram: float
+    cpu_s_per_wakeup: float
+    cpu_s_per_fragment: float
+    cpu_s_per_byte: float
+    wakeup_latency_s: float
+
+    def busy(self, m: float) -> float:
+        """Core-seconds per m-byte datagram without wake-ups."""
+        return self.cpu_s_per_datagram + self.cpu_s_per_fragment * transport_counts.fragments(m) + self.cpu_s_per_byte * m
+
+    def per_datagram(self, m: float, gap: float) -> float:
+        """Core-seconds per datagram received, `gap` seconds apart."""
+        busy = self.busy(m)
+        return busy + self.cpu_s_per_wakeup * transport_counts.wakes(gap, busy, self.wakeup_latency_s,
+                                                                     self.cpu_s_per_wakeup)
+
+    def at_clock(self, clock: float) -> UdpReceiver:
+        """Every core-second term / clock; the wake-up latency is time, not a core's work: kept."""
+        return UdpReceiver(self.cpu_s_per_datagram / clock, self.cpu_s_per_wakeup / clock,
+                           self.cpu_s_per_fragment / clock, self.cpu_s_per_byte / clock, self.wakeup_latency_s)
 
 
 @dataclass(frozen=True)
@@ -67,6 +105,8 @@ class NicParams:
     cpu_s_per_ack: float = 0.0      # TCP: per ACK (acks(m), transport_counts)
     cpu_s_per_split: float = 0.0    # UDP: per datagram cut into IP fragments
     cpu_s_per_fragment: float = 0.0  # UDP: per IP fragment (n(m) at MTU 1500, transport_counts.fragments)
+    ack_rule: str = "delayed"        # TCP: which acks(m) cpu_s_per_ack is priced by (ACK_RULES)
+    receiver: UdpReceiver | None = None  # UDP: the receive side's own count model; None: priced as the send side
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
@@ -78,6 +118,13 @@ class NicParams:
         if (self.cpu_s_per_split or self.cpu_s_per_fragment) and self.transport != "udp":
             raise ValueError(f"cpu_per_split_datagram and cpu_per_fragment are UDP terms (IP fragments of a datagram), "
                              f"not ones of transport {self.transport!r}")
+        if self.ack_rule not in ACK_RULES:
+            raise ValueError(f"ack_rule must be one of {ACK_RULES}, got {self.ack_rule!r}")
+        if self.ack_rule == "tso-gro" and (self.transport != "tcp" or self.segment_bytes != transport_counts.GSO):
+            raise ValueError(f"ack_rule tso-gro is TCP's with 64 KiB super-packets (segment_size "
+                             f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
+        if self.receiver is not None and self.transport != "udp":
+            raise ValueError(f"receiver is the UDP receiver's count model, not one of transport {self.transport!r}")
 
     @property
     def onloaded(self) -> bool:
@@ -95,23 +142,36 @@ class NicParams:
         m = message_bytes
         cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
         if self.cpu_s_per_ack:
-            cost += self.cpu_s_per_ack * transport_counts.acks(m, self.segment_bytes)
+            acks = (transport_counts.gso_acks(m) if self.ack_rule == "tso-gro"
+                    else transport_counts.acks(m, self.segment_bytes))
+            cost += self.cpu_s_per_ack * acks
         if self.cpu_s_per_split or self.cpu_s_per_fragment:
             n = transport_counts.fragments(m)
             cost += self.cpu_s_per_split * (n > 1) + self.cpu_s_per_fragment * n
         return cost
 
-    def cpu_per_byte(self, message_bytes: float | None = None) -> float:
+    def cpu_per_byte(self, message_bytes: float | None = None, side: str = "send") -> float:
+        """Core-seconds per byte on one side: c(m) sending, r(m) / m receiving (c(m) without a receiver)."""
+        if side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {side!r}")
         m = message_bytes or self.message_bytes
-        return self.cpu_s_per_byte + self.csum_s_per_byte + self.per_message(m) / m
+        send = self.cpu_s_per_byte + self.csum_s_per_byte + self.per_message(m) / m
+        if side == "send" or self.receiver is None:
+            return send
+        gap = max(m * send / (self.cores_per_stream or 1.0), m / self.wire_limit_Bps)
+        return self.receiver.per_datagram(m, gap) / m
 
     def at_clock(self, clock: float) -> NicParams:
         """The same card on cores at `clock` x the frequency its costs were measured at: every cost / clock."""
-        return dataclasses.replace(self, **{f: getattr(self, f) / clock for f in COST_FIELDS})
+        receiver = None if self.receiver is None else self.receiver.at_clock(clock)
+        return dataclasses.replace(self, receiver=receiver, **{f: getattr(self, f) / clock for f in COST_FIELDS})
 
     def rate_Bps(self, streams: int = 1, cores_free: float = float("inf"), message_bytes: float | None = None) -> float:
-        """Throughput of `streams` concurrent streams given the cores the host can spare."""
+        """Throughput of `streams` concurrent streams given the cores the host can spare (each side's): the costlier
+        side per byte bounds it."""
         cost = self.cpu_per_byte(message_bytes)
+        if self.receiver is not None:
+            cost = max(cost, self.cpu_per_byte(message_bytes, "receive"))
         if cost <= 0:
             return self.wire_limit_Bps
         cores = max(0.0, cores_free - self.polling_cores)
@@ -119,6 +179,6 @@ class NicParams:
             cores = min(cores, streams * self.cores_per_stream)
         return min(self.wire_limit_Bps, cores / cost)
 
-    def cores_used(self, rate_Bps: float, message_bytes: float | None = None) -> float:
-        """Host cores busy moving rate_Bps (one side), polling cores included."""
-        return self.polling_cores + rate_Bps * self.cpu_per_byte(message_bytes)
+    def cores_used(self, rate_Bps: float, message_bytes: float | None = None, side: str = "send") -> float:
+        """Host cores busy moving rate_Bps on one side (SIDES), polling cores included."""
+        return self.polling_cores + rate_Bps * self.cpu_per_byte(message_bytes, side)

@@ -10,6 +10,21 @@ by the fits (fit/host_counts.py, fit/udp_counts.py) and by the NIC cards' answer
     fragments(m)    = 1 if m + 8 <= 1480 else ceil((m + 8) / 1480)
                                                  IP packets of one UDP datagram at MTU 1500 (the 8-byte UDP header
                                                  rides in the first)
+
+The batching rules' TCP counts with TSO/GSO and GRO (docs/models/nic-and-cpu.md, "Batching rules"; fitted by
+fit/offload_counts.py, which re-exports them as skbs and gso_acks):
+
+    gso_skbs(m) = packets(m, GSO)                             super-packets per write (the receiver's TCP sees the same)
+    gso_acks(m) = min(packets(m, MSS) / 2, max(1, gso_skbs(m) / 2))
+                                                 a delayed ACK per second received super-packet, at least one per write
+
+The UDP receiver's wake-ups per datagram (docs/models/nic-and-cpu.md, "UDP receiver count model"; fitted by
+fit/udp_receiver_counts.py):
+
+    wakes(gap, busy, latency, wake) = min(1, max(0, (gap - busy) / (latency + wake)))
+                                                 gap: seconds between the sender's datagrams; busy: the receiver's
+                                                 core-seconds per datagram without wake-ups; latency: from sleeping to
+                                                 running again; wake: one wake-up's core-seconds
 """
 
 from __future__ import annotations
@@ -38,3 +53,19 @@ def acks(m: float, seg: float) -> float:
 def fragments(m: float) -> int:
     """IP packets of one UDP datagram of m payload bytes at MTU 1500."""
     return 1 if m + 8 <= UDP_FRAGMENT else math.ceil((m + 8) / UDP_FRAGMENT)
+
+
+def gso_skbs(m: float) -> int:
+    """GSO super-packets one m-byte TCP write becomes (and the receiver's TCP handles) with TSO/GSO and GRO."""
+    return packets(m, GSO)
+
+
+def gso_acks(m: float) -> float:
+    """ACKs per m-byte TCP write with TSO/GSO and GRO: one per second super-packet, at least one per write of 2+ MSS."""
+    return min(packets(m, MSS) / 2, max(1.0, gso_skbs(m) / 2))
+
+
+def wakes(gap: float, busy: float, latency: float, wake: float) -> float:
+    """Wake-ups per datagram of a receiver that sleeps when it catches up: it is `gap - busy` seconds ahead per datagram,
+    and a wake-up takes latency + wake, in which the sender queues the datagrams one wake-up then reads."""
+    return min(1.0, max(0.0, (gap - busy) / (latency + wake))) if latency + wake > 0 else float(gap > busy)
