@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from simcluster import card_params as cp
 from simcluster import cards, schema
+from simcluster.collectives import card_params as collective_params
 from simcluster.errors import ModelCardError
 from simcluster.hardware.gpu import DTYPES, load_gpu, parse_flops
 from simcluster.storage.nvme import load_nvme
@@ -105,8 +106,8 @@ def test_declared_defaults_and_units_are_what_the_model_gets(tmp_path):
 values = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=8),
                    st.lists(st.integers(-3, 9), max_size=3), st.dictionaries(st.integers(-2, 9), st.text(max_size=5)))
 DECLARATIONS = {"nic": cp.NIC, "aggregation": cp.AGGREGATION, "training-step": cp.TRAINING_STEP, "ddp": cp.DDP,
-                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU, "gpu": cp.GPU, "collective": cp.Primitives,
-                "chunked-ring": cp.ChunkedRing, "machine": cp.MachineTerms}
+                "nvls": cp.NVLS, "nvme": cp.NVME, "host-cpu": cp.HOST_CPU, "gpu": cp.GPU, "collective": collective_params.Primitives,
+                "chunked-ring": collective_params.ChunkedRing, "machine": collective_params.MachineTerms}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from simcluster import card_document, card_params
+from simcluster import card_document
+from simcluster.collectives import card_params
 from simcluster.collectives.interface import BareModel, DesTerms
 from simcluster.collectives.protocol import PROTOCOLS, ProtocolParams
 from simcluster.collectives.schedule import Schedule, schedule

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster import card_document, card_params
+from simcluster import card_document
+from simcluster.collectives import card_params
 from simcluster.units import format_time
 
 LAUNCH_MODES = ("cuda_graph", "host")

@@ -4,7 +4,8 @@ the key). The model itself is collectives/primitives.py."""
 
 from __future__ import annotations
 
-from simcluster import card_document, card_params
+from simcluster import card_document
+from simcluster.collectives import card_params
 from simcluster.collectives.nccl_constants import ARCHS
 from simcluster.collectives.protocol import PROTOCOLS
 from simcluster.collectives.schedule import OPS

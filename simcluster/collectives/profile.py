@@ -110,7 +110,8 @@ def op_profiles_yaml(profiles) -> list[dict]:
 def op_profiles(raw, where: str) -> tuple[OpProfile, ...]:
     """Per-op profiles from a card (a list of {ranks, launch, source, measured_over_model}; `where`: the card's file),
     read through card_params.OpProfiles."""
-    from simcluster import card_document, card_params
+    from simcluster import card_document
+    from simcluster.collectives import card_params
     from simcluster.collectives.schedule import OPS
 
     declared = card_document.declared({"op_profiles": raw}, where, card_params.OpProfiles, op=OPS)

@@ -15,7 +15,7 @@ MODELS: dict[str, type] = {m.model_name: m for m in (ChunkedRingParams, Primitiv
 
 
 def from_params_yaml(params: dict, where: str) -> CollectiveModel:
-    """The model a card's `params` describe (read through its declaration, card_params.COLLECTIVE; `where`: the card's
+    """The model a card's `params` describe (read through its declaration, collectives/card_params.COLLECTIVE; `where`: the card's
     file), wrapped in its per-op profiles if it has any."""
     if not isinstance(params, dict):
         raise ModelCardError("params: expected a mapping", where=where)
