@@ -13,7 +13,7 @@ registered predictions file, never today's model (the model may have moved since
            `single+sac-op`. Its profiled-diagnostic/ runs (op's launch-to-launch spread, a development look after the
            read-out) are not rows.
   COMPILE2 calibration/h200x1-llm-compile2-2026-11-29: five new compiled shapes (one launch each) and two op shapes
-           (three launches each); registered.json, written at the registration commit (35ecd4d, commit.txt) by
+           (three launches each); registered.json, written at the registration commit 35ecd4d (run from ecdbdff: commit.txt) by
            `validation/llm_compile2.py --register`. Regimes: `single+compile`, `single+sac-op`. An op shape is ONE row,
            the median of its launches against the registered step (the set's own rule, declared before the run): the
            launches repeat one configuration on one lease, so as three rows they would count toward a band's 5 rows
