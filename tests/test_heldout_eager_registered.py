@@ -20,6 +20,14 @@ COMPILE, SAC, COMPILE2 = ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
+def _copy_set(tmp_path, folder: Path) -> Path:
+    """A registered set's runs/ and registered.json under tmp_path, to be broken by a test."""
+    out = tmp_path / folder.name
+    shutil.copytree(folder / "runs", out / "runs")
+    shutil.copy(folder / "registered.json", out)
+    return out
+
+
 def test_compile_rows_are_the_registered_predictions_json_not_todays_model():
     rows, skipped = reg.read_compile(COMPILE)
     assert not skipped and len(rows) == 10
@@ -64,9 +72,7 @@ def test_rows_change_when_the_registration_changes_not_when_the_model_does(tmp_p
 
 
 def test_failed_and_unregistered_runs_give_no_row_and_say_why(tmp_path):
-    folder = tmp_path / SAC.name
-    shutil.copytree(SAC / "runs", folder / "runs")
-    shutil.copy(SAC / "registered.json", folder)
+    folder = _copy_set(tmp_path, SAC)
     (folder / "runs" / "1b-op.json").write_text("Traceback: CUDA out of memory\n")
     (folder / "runs" / "3b-full.json").unlink()
     other = json.loads((folder / "runs" / "0.3b-none.json").read_text())
@@ -153,9 +159,7 @@ def test_compile2_rows_are_its_registered_json_an_op_shape_the_median_of_its_lau
 
 
 def test_compile2_an_op_shape_with_one_ok_launch_or_a_wrong_configuration_gives_no_row(tmp_path):
-    folder = tmp_path / COMPILE2.name
-    shutil.copytree(COMPILE2 / "runs", folder / "runs")
-    shutil.copy(COMPILE2 / "registered.json", folder)
+    folder = _copy_set(tmp_path, COMPILE2)
     (folder / "runs" / "op-2b-2048x4-1.json").write_text("Traceback: CUDA out of memory\n")
     (folder / "runs" / "op-2b-2048x4-2.json").unlink()
     eager_run = json.loads((folder / "runs" / "compile-3b-2048x2.json").read_text())
