@@ -16,8 +16,16 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILE, SAC = ROOT / reg.COMPILE, ROOT / reg.SAC
+COMPILE, SAC, COMPILE2 = ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2
 EAGER = "llm | PyTorch eager | {} | bf16"
+
+
+def _copy_set(tmp_path, folder: Path) -> Path:
+    """A registered set's runs/ and registered.json under tmp_path, to be broken by a test."""
+    out = tmp_path / folder.name
+    shutil.copytree(folder / "runs", out / "runs")
+    shutil.copy(folder / "registered.json", out)
+    return out
 
 
 def test_compile_rows_are_the_registered_predictions_json_not_todays_model():
@@ -64,9 +72,7 @@ def test_rows_change_when_the_registration_changes_not_when_the_model_does(tmp_p
 
 
 def test_failed_and_unregistered_runs_give_no_row_and_say_why(tmp_path):
-    folder = tmp_path / SAC.name
-    shutil.copytree(SAC / "runs", folder / "runs")
-    shutil.copy(SAC / "registered.json", folder)
+    folder = _copy_set(tmp_path, SAC)
     (folder / "runs" / "1b-op.json").write_text("Traceback: CUDA out of memory\n")
     (folder / "runs" / "3b-full.json").unlink()
     other = json.loads((folder / "runs" / "0.3b-none.json").read_text())
@@ -97,18 +103,20 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 5,
-                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 3}
+    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 10,
+                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 5}
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
+    assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name}
+    assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
 
 
 def test_an_unvalidated_regime_says_how_many_rows_of_its_own_it_has():
     residuals = eager_residuals(reg.held_out_rows())
     trust = trust_of(Regime("llm eager", EAGER.format("single+sac-op"), 1.0), Table(residuals))
-    assert trust.status == "unvalidated" and trust.pooled and trust.own == (3, 1) and trust.rows == len(residuals)
-    assert "3 held-out rows from 1 source at +2%..+33%, a band needs 5 from 3" in trust.text()
-    assert trust.to_json()["regime_rows"] == 3
+    assert trust.status == "unvalidated" and trust.pooled and trust.own == (5, 2) and trust.rows == len(residuals)
+    assert "5 held-out rows from 2 sources at +2%..+33%, a band needs 5 from 3" in trust.text()
+    assert trust.to_json()["regime_rows"] == 5
 
 
 def test_torchtitans_selective_rows_are_compared_as_its_policies():
@@ -121,3 +129,51 @@ def test_torchtitans_selective_rows_are_compared_as_its_policies():
     assert by_run[6].regime == "llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"
     # the five read once after the policies were written (7943865), unchanged: tokens/s predicted over measured - 1
     assert [round(100 * by_run[i].error, 1) for i in (0, 1, 4, 5, 6)] == [7.0, 8.1, 4.4, 7.4, 15.9]
+
+
+def _launch_medians(folder: Path, run: str) -> list[float]:
+    return [json.loads(p.read_text())["shapes"][0]["median_step_s"] for p in sorted((folder / "runs").glob(f"{run}-[0-9].json"))]
+
+
+def test_compile2_rows_are_its_registered_json_an_op_shape_the_median_of_its_launches():
+    import statistics
+
+    rows, skipped = reg.read_compile2(COMPILE2)
+    assert not skipped and len(rows) == 7
+    registered = {r["run"]: r for r in json.loads((COMPILE2 / "registered.json").read_text())["runs"]}
+    by = {r["label"]: r for r in rows}
+    for name, r in registered.items():
+        kind, preset, *rest = name.split("-")
+        seq, mb = rest[-1].split("x")
+        shape = f"{preset}-{rest[0]}" if len(rest) == 2 else preset
+        label = f"{shape} {'single+compile' if kind == 'compile' else 'single ac op'} seq {seq} mb {mb}"
+        row = by[label + (" median of 3 launches" if kind == "op" else "")]
+        assert row["predicted_s"] == r["predicted_step_ms"] / 1e3
+        if kind == "op":
+            assert row["measured_s"] == statistics.median(_launch_medians(COMPILE2, name)) and row["recompute"] == "op"
+        else:
+            doc = json.loads((COMPILE2 / "runs" / f"{name}.json").read_text())
+            assert row["measured_s"] == doc["shapes"][0]["median_step_s"] and row["framework"] == "torch-compile"
+    # the README's Result, read once: compiled -4.5 / -7.6 / -2.4 / -11.7 / -0.1%, op +22.9 / +24.0%
+    assert [round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows] == [-4.5, -7.6, -2.4, -11.7, -0.1, 22.9, 24.0]
+
+
+def test_compile2_an_op_shape_with_one_ok_launch_or_a_wrong_configuration_gives_no_row(tmp_path):
+    folder = _copy_set(tmp_path, COMPILE2)
+    (folder / "runs" / "op-2b-2048x4-1.json").write_text("Traceback: CUDA out of memory\n")
+    (folder / "runs" / "op-2b-2048x4-2.json").unlink()
+    eager_run = json.loads((folder / "runs" / "compile-3b-2048x2.json").read_text())
+    del eager_run["compile"]
+    (folder / "runs" / "compile-3b-2048x2.json").write_text(json.dumps(eager_run))   # not compiled: not its registration
+    (folder / "runs" / "compile-0.8b-1024x8.json").unlink()
+    rows, skipped = reg.read_compile2(folder)
+    assert [r["label"].split(" seq")[0] for r in rows] == ["0.5b single+compile", "2b single+compile", "1b-L8 single+compile",
+                                                           "0.5b single ac op"]
+    why = {s.run: s.why for s in skipped}
+    assert "no llm-step document" in why["op-2b-2048x4-1"] and "the rule needs 2" in why["op-2b-2048x4"]
+    assert "registered" in why["compile-3b-2048x2"] and "not run" in why["compile-0.8b-1024x8"]
+    doc = json.loads((folder / "registered.json").read_text())
+    doc["runs"][0]["kind"] = "eager"
+    (folder / "registered.json").write_text(json.dumps(doc))
+    with pytest.raises(SimclusterError, match="registered.json: runs\\[0\\]"):
+        reg.read_compile2(folder)

@@ -86,7 +86,7 @@ def test_compile_layers_replaces_each_layer_and_the_record_holds_the_compile_tim
 # --- the step model -------------------------------------------------------------------------------------------
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import compiled, eager, host  # noqa: E402
-from simcluster.llm.caveats import COMPILED_MEMORY  # noqa: E402
+from simcluster.llm.caveats import COMPILED_STEP  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE  # noqa: E402
 from simcluster.llm.memory import layer_activation_bytes  # noqa: E402
@@ -134,7 +134,7 @@ def test_compile_lowers_the_step_and_the_memory_and_issues_fewer_kernels(gpu):
     saved = layer_activation_bytes(MODEL, ONE, BATCH, plain) - layer_activation_bytes(MODEL, ONE, BATCH, comp)
     assert saved == pytest.approx(4 * s * b * h + 2 * s * b * f - 8 * s * b)
     assert step["torch-compile"].regime.key.endswith("single+compile | bf16")
-    assert COMPILED_MEMORY in step["torch-compile"].caveats and COMPILED_MEMORY not in step["torch-amp"].caveats
+    assert COMPILED_STEP in step["torch-compile"].caveats and COMPILED_STEP not in step["torch-amp"].caveats
 
 
 def test_compile_is_refused_where_it_is_not_modelled():

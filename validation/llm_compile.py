@@ -30,8 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import GiB  # noqa: E402
@@ -173,12 +175,17 @@ def kernels_per_layer(host_folder: Path) -> None:
 def main(argv: list[str]) -> int:
     gpu = load_gpu(CARD)[0]
     if argv[:1] == ["--registered"]:
+        try:
+            out = refuse_existing(SET / "predictions.json")
+        except SimclusterError as exc:
+            print(f"llm_compile: {exc}", file=sys.stderr)
+            return 2
         print("PLACEHOLDER host costs (not measured for compile): compile 10.0 us/kernel + 0 ms/step; "
               "eager 33.3 us/kernel - 2.06 ms/step (session 27's single fit)")
         rows = rows_registered(PLACEHOLDER, gpu)
         report(rows)
-        (SET / "predictions.json").write_text(json.dumps({"host_placeholder": {k: list(v[:2]) for k, v in PLACEHOLDER.items()},
-                                                          "card": CARD.name, "rows": rows}, indent=1) + "\n")
+        write_registration(out, json.dumps({"host_placeholder": {k: list(v[:2]) for k, v in PLACEHOLDER.items()},
+                                            "card": CARD.name, "rows": rows}, indent=1) + "\n")
         return 0
     bundle = Path(argv[0]) if argv else SET
     missing = [d for d in ("host", "check") if not (bundle / d).is_dir()]

@@ -27,8 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
@@ -77,7 +79,7 @@ def register(out: Path) -> None:
         step, mem = predict(r["kind"], r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, gpu)
         runs.append(r | {"predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
         print(f"{r['run']:24s} {step * 1e3:8.1f} ms {mem / GiB:7.2f} GiB")
-    out.write_text(json.dumps({"card": str(CARD.relative_to(ROOT)),
+    write_registration(out, json.dumps({"card": str(CARD.relative_to(ROOT)),
                                "hosts": {m: [round(c * 1e6, 2), round(a * 1e3, 3)] for m, (c, a, _) in hosts.items()},
                                "hosts_units": "us per kernel, ms per step", "launches": LAUNCHES,
                                "rule": "error = measured / predicted - 1; compiled met: mean |step error| <= 8% and every "
@@ -162,7 +164,11 @@ def read_out(bundle: Path, registered: Path) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--register"]:
-        register(Path(argv[1]) if len(argv) > 1 else SET / "registered.json")
+        try:
+            register(refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json"))
+        except SimclusterError as exc:
+            print(f"llm_compile2: {exc}", file=sys.stderr)
+            return 2
         return 0
     if not argv or not (Path(argv[0]) / "runs").is_dir():
         print("llm_compile2: expected BUNDLE with runs/<run>.json (device_run.sh's compile2.tgz, unpacked) or --register",

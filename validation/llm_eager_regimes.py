@@ -47,6 +47,7 @@ from pathlib import Path
 
 import yaml
 
+from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import (
     CARDS,
     H100,
@@ -69,6 +70,7 @@ from simcluster.heldout.eager import (
     tpdp_modes,
 )
 from simcluster.heldout.eager import regime_predict as predict
+from simcluster.heldout.registration import refuse_existing, write_registration
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,8 +102,8 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
                            | ({VARIANT: _shown(own_host)} if own_host is not None else {})},
            "targets": {"step_mean_abs_pct": TARGET_STEP, "memory_abs_pct": TARGET_MEM}, "runs": runs}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("# Predictions registered before the runs (issue 44); never edited after them.\n" + yaml.safe_dump(doc, sort_keys=False))
+    write_registration(path, "# Predictions registered before the runs (issue 44); never edited after them.\n"
+                       + yaml.safe_dump(doc, sort_keys=False))
     print(f"registered {len(runs)} runs x 2 GPUs in {path} (model at {commit[:10]})")
 
 
@@ -192,7 +194,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--host", metavar="FOLDER", help="--plan tpdp: the 2-D modes' host runs of this lease (the variant's fits)")
     args = ap.parse_args(argv)
     if args.register:
-        register(Path(args.register), args.plan, Path(args.host) if args.host else None)
+        try:
+            register(refuse_existing(Path(args.register)), args.plan, Path(args.host) if args.host else None)
+        except SimclusterError as exc:
+            print(f"llm_eager_regimes: {exc}", file=sys.stderr)
+            return 2
         return 0
     if not args.bundle:
         ap.error("give a BUNDLE or --register PATH")

@@ -22,8 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.memory import memory_per_gpu  # noqa: E402
@@ -64,9 +66,9 @@ def register(out: Path) -> None:
             runs.append({"run": run_name(preset, mode), "preset": preset, "seq": seq, "micro_batch": micro, "ac_mode": mode,
                          "predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
             print(f"{runs[-1]['run']:14s} {step * 1e3:8.1f} ms {mem / GiB:7.2f} GiB")
-    out.write_text(json.dumps({"card": str(CARD.relative_to(ROOT)), "host": str(HOST.relative_to(ROOT)),
-                               "rule": "error = predicted / measured - 1; met: mean |step error| <= 8% per mode, "
-                                       "every run's memory within 10%", "runs": runs}, indent=1) + "\n")
+    write_registration(out, json.dumps({"card": str(CARD.relative_to(ROOT)), "host": str(HOST.relative_to(ROOT)),
+                                        "rule": "error = predicted / measured - 1; met: mean |step error| <= 8% per mode, "
+                                                "every run's memory within 10%", "runs": runs}, indent=1) + "\n")
 
 
 def measured(bundle: Path, run: str) -> dict | None:
@@ -116,7 +118,11 @@ def read_out(bundle: Path) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--register"]:
-        register(Path(argv[1]) if len(argv) > 1 else REGISTERED)
+        try:
+            register(refuse_existing(Path(argv[1]) if len(argv) > 1 else REGISTERED))
+        except SimclusterError as exc:
+            print(f"llm_sac: {exc}", file=sys.stderr)
+            return 2
         return 0
     if not argv or not (Path(argv[0]) / "runs").is_dir():
         print("llm_sac: expected BUNDLE with runs/<preset>-<mode>.json (the device_run.sh tarball, unpacked) or --register FILE",

@@ -12,6 +12,13 @@ registered predictions file, never today's model (the model may have moved since
            Regimes: `single` (none and full, pooled as eager.mode_of names full `ckpt`), `single+ckpt-every2`,
            `single+sac-op`. Its profiled-diagnostic/ runs (op's launch-to-launch spread, a development look after the
            read-out) are not rows.
+  COMPILE2 calibration/h200x1-llm-compile2-2026-11-29: five new compiled shapes (one launch each) and two op shapes
+           (three launches each); registered.json, written at the registration commit 35ecd4d (run from ecdbdff: commit.txt) by
+           `validation/llm_compile2.py --register`. Regimes: `single+compile`, `single+sac-op`. An op shape is ONE row,
+           the median of its launches against the registered step (the set's own rule, declared before the run): the
+           launches repeat one configuration on one lease, so as three rows they would count toward a band's 5 rows
+           (trust/table.MIN_ROWS) what is one measurement, and pull its 80% interval toward one shape's noise. Fewer
+           than 2 ok launches of an op shape: no row (the rule's 'incomplete').
 
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
@@ -28,7 +35,9 @@ from simcluster.errors import SimclusterError
 ROOT = Path(__file__).resolve().parent.parent.parent
 COMPILE = "calibration/h200x1-llm-compile-2026-11-29"
 SAC = "calibration/h200x1-llm-sac-2026-11-29"
-REGISTERED = (COMPILE, SAC)
+COMPILE2 = "calibration/h200x1-llm-compile2-2026-11-29"
+REGISTERED = (COMPILE, SAC, COMPILE2)
+MIN_LAUNCHES = 2          # compile2's rule: an op shape's median needs at least two launches
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,72 @@ def read_sac(bundle: Path) -> tuple[list[dict], list[Skipped]]:
     return rows, skipped
 
 
-READERS = {COMPILE: read_compile, SAC: read_sac}
+def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
+    """One launch's timed shape if it ran the registered configuration (preset, layers, shape, compile, checkpointing)."""
+    from simcluster.heldout.eager import _document
+    from simcluster.llm import eager_ac
+    from simcluster.strict import read_text
+
+    if not file.is_file() or not file.stat().st_size:
+        return None, "no run file (not run)"
+    doc, failure = _document(read_text(file, what="llm-step run document").strip())
+    shape, why = _timed_shape(doc, failure)
+    if shape is None:
+        return None, why
+    model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
+    have = (model.get("preset"), model.get("layers") if reg["layers"] else None, shape["seq"], shape["micro_batch"],
+            bool(doc.get("compile")), eager_ac.document_mode(doc))
+    want = (reg["preset"], reg["layers"], reg["seq"], reg["micro_batch"], reg["kind"] == "compile",
+            "op" if reg["kind"] == "op" else "none")
+    return (shape, "") if have == want else (None, f"ran {have}, registered {want}")
+
+
+def read_compile2(bundle: Path) -> tuple[list[dict], list[Skipped]]:
+    """The compile2 set's runs/ against registered.json: a compiled run's median step, an op shape's median over its
+    launches (runs/<run>-<i>.json; at least MIN_LAUNCHES ok)."""
+    import statistics
+
+    from simcluster.strict import load_json
+
+    path = bundle / "registered.json"
+    doc = load_json(path, what="registered compile2 predictions")
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list):
+        raise SimclusterError("expected a mapping with `runs:` (run, kind, preset, layers, seq, micro_batch, "
+                              "predicted_step_ms)", where=str(path))
+    rows, skipped = [], []
+    for i, reg in enumerate(runs):
+        where = f"{path}: runs[{i}]"
+        if not isinstance(reg, dict) or not all(k in reg for k in ("run", "kind", "preset", "layers", "seq", "micro_batch")) \
+                or reg["kind"] not in ("compile", "op"):
+            raise SimclusterError("expected run, kind (compile or op), preset, layers, seq, micro_batch and "
+                                  "predicted_step_ms", where=where)
+        predicted = _positive(reg.get("predicted_step_ms"), f"{where}.predicted_step_ms") / 1e3
+        name = str(reg["run"])
+        files = [bundle / "runs" / f"{name}.json"] if reg["kind"] == "compile" else \
+            sorted((bundle / "runs").glob(f"{name}-[0-9].json"))
+        steps = []
+        for file in files or [bundle / "runs" / f"{name}-1.json"]:
+            shape, why = _compile2_launch(file, reg)
+            if shape is None:
+                skipped.append(Skipped(file.stem, why))
+            else:
+                steps.append(float(shape["median_step_s"]))
+        if not steps or (reg["kind"] == "op" and len(steps) < MIN_LAUNCHES):
+            if steps:
+                skipped.append(Skipped(name, f"{len(steps)} ok launch, the rule needs {MIN_LAUNCHES}"))
+            continue
+        shape_name = f"{reg['preset']}-L{reg['layers']}" if reg["layers"] else str(reg["preset"])
+        mode = "single+compile" if reg["kind"] == "compile" else "single ac op"
+        label = f"{shape_name} {mode} seq {reg['seq']} mb {reg['micro_batch']}"
+        if reg["kind"] == "op":
+            label += f" median of {len(steps)} launches"
+        rows.append(_row(bundle, label, "torch-compile" if reg["kind"] == "compile" else "torch-amp",
+                         ("none", 1) if reg["kind"] == "compile" else ("op", 1), statistics.median(steps), predicted))
+    return rows, skipped
+
+
+READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2}
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:

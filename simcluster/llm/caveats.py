@@ -18,15 +18,15 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
-SAC_OP_HOST = ("recompute op: the registered 1 x H200 set predicted op steps 14.4% mean fast (predicted / measured - 1, "
-               "max 24.9%) with the ckpt mode's host cost; the op policy's own host cost (the SAC cache's dispatch per "
-               "aten op: 68.7 us per kernel on hidden-128 runs, 1.7x ckpt's) is priced where the host folder has op runs, "
-               "not yet checked on held-out shapes; the same op run moved 12.1% between three launches "
-               "(calibration/h200x1-llm-diag-2026-11-29), below which no op prediction can go")
-COMPILED_MEMORY = ("torch.compile: the compiled block's saved set (bf16 weight copies, norm outputs, SwiGLU product kept) "
-                   "is modelled from a development memory snapshot; the registered 1 x H200 set had measured every "
-                   "compiled peak 14-17% above the earlier model (now within 1.9% of it, development); held-out "
-                   "check: calibration/h200x1-llm-compile2-2026-11-29, docs/models/llm.md")
+SAC_OP_HOST = ("recompute op: two registered 1 x H200 sets measured op steps slower than predicted: 14.4% mean "
+               "(predicted / measured - 1, max 24.9%; calibration/h200x1-llm-sac-2026-11-29, ckpt's host cost) and, with "
+               "the op policy's own host fit (68.7 us per kernel on hidden-128 runs), 22.9% and 24.0% (median of three "
+               "launches, measured / predicted - 1; calibration/h200x1-llm-compile2-2026-11-29); the same op shape moves "
+               "6-12% between launches: take an op step time as optimistic by about a fifth (docs/models/llm.md)")
+COMPILED_STEP = ("torch.compile: held out on five new shapes (calibration/h200x1-llm-compile2-2026-11-29, 1 x H200) the "
+                 "compiled step was predicted 5.3% mean |error|, but 11.7% too long (the run was faster) at the shortest, "
+                 "1b cut to 8 layers at 4096:2, where the per-step host cost weighs most; peaks within 0.7%. One GPU, Inductor "
+                 "default mode only (docs/models/llm.md)")
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu) -> list[str]:
@@ -41,7 +41,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.eager and par.recompute == "op":
         out.append(SAC_OP_HOST)
     if framework.compiled:
-        out.append(COMPILED_MEMORY)
+        out.append(COMPILED_STEP)
     return out
 
 
