@@ -81,30 +81,16 @@ class WakeRule:
 
 def bundle_points(bundle: Path) -> dict[float, WritePoint]:
     """{m: medians over the repeats} of a lab bundle's tcp_bw runs with the server's counters."""
-    from simcluster.fit.bundle_files import Bundle
-    from simcluster.traces import qperf
-
-    b = Bundle(Path(bundle))
     per_m: dict[float, list[WritePoint]] = {}
-    for run in b.runs("qperf-sizes"):
-        meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
-        server = (meta.get("ground_truth") or {}).get("server_netns")
-        entry = next((p for p in run.get("packets") or [] if isinstance(p, dict) and server and p.get("netns") == server),
-                     None)
-        if meta.get("test") != "tcp_bw" or entry is None or run.get("status") != "ok":
-            continue
-        test = qperf.parse(b.file(run)).test("tcp_bw")
-        m, t = test.get("msg_size"), test.get("time")
-        n = test.metrics.get("bw", 0.0) * t / m
+    for run, test, n, d in oc.tso_counted_runs(bundle):
         try:
-            d = {k: float(entry["after"][k]) - float(entry["before"][k]) for k in ("tcp_in_segs", "tcp_out_segs")}
             cpu = [float(run[k] or 0.0) for k in ("client_cpu_s", "server_cpu_s", "ksoftirqd_cpu_s", "server_switches")]
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"a tcp_bw run lacks a number for {exc}",
-                                   where=f"{b.path / 'manifest.json'}: run {run.get('run_id')!r}") from None
-        if n > 0:
-            per_m.setdefault(m, []).append(WritePoint(t / n, cpu[1] / n, sum(cpu[:3]) / n, cpu[3] / n,
-                                                      d["tcp_in_segs"] / n, d["tcp_out_segs"] / n))
+                                   where=f"{bundle / 'manifest.json'}: run {run.get('run_id')!r}") from None
+        per_m.setdefault(test.get("msg_size"), []).append(
+            WritePoint(test.get("time") / n, cpu[1] / n, sum(cpu[:3]) / n, cpu[3] / n, d["tcp_in_segs"] / n,
+                       d["tcp_out_segs"] / n))
     return {m: WritePoint(*(statistics.median(x) for x in zip(*map(astuple, v), strict=True))) for m, v in sorted(per_m.items())}
 
 
