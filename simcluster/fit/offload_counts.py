@@ -136,15 +136,13 @@ def bundle_costs(bundle: Path) -> tuple[str, dict[tuple[str, str], dict[float, l
     return host_stack.config_label(truth), host_stack.repeats(samples)
 
 
-def tso_measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
-    """{m: median per TCP message of the super-packets the server's TCP took in (its namespace's tcp_in_segs: one per
-    skb, a GSO/GRO super-packet counting once) and of the ACKs it sent (its tcp_out_segs)} of a lab bundle's tcp_bw runs
-    (run.json `packets`); runs without the server's counters are left out."""
+def tso_counted_runs(bundle: Path):
+    """(run entry, messages written, {tcp_in_segs, tcp_out_segs: the server namespace's deltas}) for each ok tcp_bw run
+    of a lab bundle with the server's counters (run.json `packets`); other runs are left out."""
     from simcluster.fit.bundle_files import Bundle
     from simcluster.traces import qperf
 
     b = Bundle(Path(bundle))
-    per_m: dict[float, list[tuple[float, float]]] = {}
     for run in b.runs("qperf-sizes"):
         meta = run.get("meta") if isinstance(run.get("meta"), dict) else {}
         server = (meta.get("ground_truth") or {}).get("server_netns")
@@ -161,6 +159,16 @@ def tso_measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
             raise CalibrationError(f"key 'packets' entry of netns {server!r} lacks a number for {exc}",
                                    where=f"{b.path / 'manifest.json'}: run {run.get('run_id')!r}") from None
         if messages > 0:
-            per_m.setdefault(m, []).append((delta["tcp_in_segs"] / messages, delta["tcp_out_segs"] / messages))
+            yield run, test, messages, delta
+
+
+def tso_measured_counts(bundle: Path) -> dict[float, dict[str, float]]:
+    """{m: median per TCP message of the super-packets the server's TCP took in (its namespace's tcp_in_segs: one per
+    skb, a GSO/GRO super-packet counting once) and of the ACKs it sent (its tcp_out_segs)} of a lab bundle's tcp_bw runs
+    (run.json `packets`); runs without the server's counters are left out."""
+    per_m: dict[float, list[tuple[float, float]]] = {}
+    for _, test, messages, delta in tso_counted_runs(bundle):
+        per_m.setdefault(test.get("msg_size"), []).append((delta["tcp_in_segs"] / messages,
+                                                           delta["tcp_out_segs"] / messages))
     return {m: {"skbs": statistics.median(s for s, _ in v), "acks": statistics.median(a for _, a in v)}
             for m, v in sorted(per_m.items())}
