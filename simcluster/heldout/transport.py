@@ -11,7 +11,7 @@ count model (session 32, udp7) read those and the third (-sizes3-2026-11-29). HE
 (an allow-list, so a new bundle counts only once it is named here: a development bundle cannot slip in silently); a
 later registered sweep is added by name when its Result is written.
 
-Each sweep's rows are its registered read's (REGISTERED_READ, default the count models' read-out): the fifth sweep
+Each sweep's rows are its registered read's (fit/host_stack_readout.REGISTERED_READ, default the count models' read-out): the fifth sweep
 (-sizes5-2026-11-29, session 33, registered after the batching rules and the UDP receiver's count model, which read
 the four before it) by fit/offload_readout.py (TCP with TSO/GRO, loopback's paged UDP sender, the UDP receiver of
 every configuration) plus the lab UDP sender by fit/udp_counts.py (host_stack_readout's "udp sender" rows of its lab
@@ -34,10 +34,8 @@ HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
     "udp": ("h200-transport-udp4-2026-11-29",               # the first after fit/udp_counts.py (UDP only: no TCP rows)
             "h200-transport-sizes5-2026-11-29"),            # the first after the paged sender and receiver rules
 }
-BATCHING = "batching rules"          # fit/offload_readout.py's rows + the lab UDP sender's (fit/udp_counts.py)
-COUNT_MODELS = "count models"        # fit/host_stack_readout.py's rows (TCP by host_counts, UDP sender by udp_counts)
-# sweep -> the read-out its README registered before it ran (a sweep not named here: COUNT_MODELS)
-REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING}
+# sweep -> the read-out its README registered before it ran: fit/host_stack_readout.REGISTERED_READ (one rule for both
+# this table and that read-out's "(not judged)" marks)
 
 
 def held_out(transport: str, bundle_name: str) -> bool:
@@ -70,15 +68,13 @@ def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
 
 
 def registered_rows(bundle: Path) -> list:
-    """One bundle's rows (fit/host_stack_readout.Row) by the read-out its sweep registered (REGISTERED_READ): the count
+    """One bundle's rows (fit/host_stack_readout.Row) by the read-out its sweep registered (its REGISTERED_READ): the count
     models' (host_stack_readout.bundle_rows), or the batching rules' (offload_readout.bundle_rows) with, on a lab
     configuration, the UDP sender by udp_counts (host_stack_readout's "udp sender" rows). A rule that cannot be fitted
     gives no row (the read-outs print why)."""
-    from simcluster.fit import host_stack_readout, offload_counts, offload_readout
+    from simcluster.fit import host_stack_readout, offload_readout
 
-    if REGISTERED_READ.get(bundle.parent.name, COUNT_MODELS) == COUNT_MODELS:
-        return host_stack_readout.bundle_rows(bundle)
-    rows = offload_readout.bundle_rows(bundle, [])
-    if offload_counts.bundle_costs(bundle)[0] != "loopback":
-        rows += [r for r in host_stack_readout.bundle_rows(bundle) if (r.transport, r.side) == ("udp", "sender")]
-    return rows
+    rows = host_stack_readout.bundle_rows(bundle)      # its judged flags follow the sweep's registration
+    if host_stack_readout.registered_read(bundle) == host_stack_readout.COUNT_MODELS:
+        return rows
+    return offload_readout.bundle_rows(bundle, []) + [r for r in rows if r.judged]
