@@ -170,6 +170,25 @@ def test_a_count_term_rule_or_receiver_of_another_transport_is_a_one_line_card_e
     with pytest.raises(ModelCardError) as err:
         load_nic(path)
     assert said in err.value.one_line() and "\n" not in err.value.one_line()
+    if said.startswith("params."):     # FILE:LINE of the key named (the rule is NicParams', read at the card's key)
+        key = said.split(".")[1].split(":")[0]
+        line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith(f"{key}:"))
+        assert err.value.one_line().startswith(f"{path}:{line}: {said}"), err.value.one_line()
+
+
+def test_the_transport_term_rule_is_nicparams_alone():
+    """One rule for which terms a transport may have: NicParams refuses them by card key; the card declaration
+    (card_params.Nic) reads the same terms without a rule of its own."""
+    from simcluster import card_document, card_params
+    from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, CardTermError, NicParams
+
+    with pytest.raises(CardTermError) as err:
+        NicParams("udp", 1e10, 0.9, 5e-6, 0.0, cpu_s_per_ack=1e-6)
+    assert err.value.key == "cpu_per_ack"
+    doc = {"transport": "udp", "line_rate": "100Gbps", "efficiency": 0.9, "latency": "5us", "cpu_per_byte": "0s/GB",
+           "message_size": "64KiB", "cpu_per_ack": "1us"}
+    declared = card_document.declared(doc, "x.yaml", card_params.NIC, transport=TRANSPORTS, ack_rule=ACK_RULES)
+    assert declared.cpu_per_ack == pytest.approx(1e-6)
 
 
 def test_the_card_command_refuses_bad_input_in_one_line(capsys, tmp_path):
