@@ -56,6 +56,11 @@ COST_FIELDS = ("cpu_s_per_byte", "csum_s_per_byte", "cpu_s_per_message", "cpu_s_
                "cpu_s_per_split", "cpu_s_per_fragment")
 
 
+def _too_big(m: float) -> str:
+    return (f"a UDP datagram carries at most {transport_counts.UDP_MAX:.0f} B over IPv4 (65535 less the IP and UDP "
+            f"headers), got {m:.0f} B: a larger message is several datagrams, which this card does not price")
+
+
 class CardTermError(ValueError):
     """A term NicParams refuses for its transport, named by its NIC card key (params.KEY): the one rule both the card
     path (cards.nic_params: FILE:LINE: params.KEY: why) and code building NicParams directly go through."""
@@ -134,6 +139,8 @@ class NicParams:
                                 f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
         if self.receiver is not None and self.transport != "udp":
             raise CardTermError("receiver", f"the UDP receiver's count model, not one of transport {self.transport!r}")
+        if self.transport == "udp" and self.message_bytes > transport_counts.UDP_MAX:
+            raise CardTermError("message_size", _too_big(self.message_bytes))
 
     @property
     def onloaded(self) -> bool:
@@ -149,6 +156,8 @@ class NicParams:
     def per_message(self, message_bytes: float) -> float:
         """Core-seconds of one m-byte message's counted events (its per-byte terms left out)."""
         m = message_bytes
+        if self.transport == "udp" and m > transport_counts.UDP_MAX:
+            raise ValueError(_too_big(m))
         cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
         if self.cpu_s_per_ack:
             acks = (transport_counts.gso_acks(m) if self.ack_rule == "tso-gro"
