@@ -18,8 +18,17 @@ every configuration) plus the lab UDP sender by fit/udp_counts.py (host_stack_re
 configurations only, as its README's rule says; loopback's sender there is the batching rule's).
 
 A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
-together. The lab's TCP and UDP NIC cards are these count models, fitted by the same code (fit/stack_cards.py), so these
-rows are the error of those cards' answers (tests/test_stack_cards.py)."""
+together. The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by these read-outs' code
+(fit/stack_cards.py), each on one bundle, so a card's answers equal its own bundle's rows (tests/test_stack_cards.py) and
+the rows of its model on the other configurations are that model's error, refitted per configuration (59 rows in all):
+  - local-lab-tcp-stack (the count model, fitted on sizes3 lab-sizes-none): sizes3's TCP rows of lab none, csum and
+    csum unshaped (9; its own 3);
+  - local-lab-tcp-gso-stack (the batching rule, TSO/GRO): sizes5's TCP rows (4, its own);
+  - local-lab-udp-stack, send side (fit/udp_counts.py): udp4's and sizes5's lab UDP sender rows (22; its own 5: sizes5
+    lab none); receive side (the receiver model, fit/udp_receiver_counts.py): sizes5's lab receiver rows (8; its own 4).
+Rows of no card (16): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
+sender's two skb regimes are no card's terms), and sizes3's offloads-all TCP rows (3), read by the count model, which
+the GSO card no longer uses (tests/test_heldout.py counts these groups)."""
 
 from __future__ import annotations
 
