@@ -42,10 +42,10 @@ def declared(doc, where: str, declaration, key: str = "params", **vocabulary):
         return schema.read(declaration, doc, vocabulary)
     except schema.Refusal as exc:
         dotted = f"{key}.{exc.key}" if exc.key else key
-        raise ModelCardError(f"{dotted}: {exc.why}", where=_line_of(where, dotted), hint=exc.hint) from None
+        raise ModelCardError(f"{dotted}: {exc.why}", where=line_of(where, dotted), hint=exc.hint) from None
 
 
-def _line_of(path: str, key: str) -> str:
+def line_of(path: str, key: str) -> str:
     """path:LINE of the key (or the nearest key above it) in the card's file; only on the error path."""
     try:
         _, lines = strict.load_yaml(path, ModelCardError, lines=True)

@@ -83,19 +83,12 @@ class Nic(Params):
 
     @model_validator(mode="after")
     def _cores(self):
+        """cores_per_stream's form; which terms a transport may have is NicParams' rule (hardware/nic.py, read by
+        cards.nic_params with the key's line)."""
         value = self.cores_per_stream
         if value is not None and value != "none" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                                       or not 0 < value <= 2**16):
             raise ValueError(f"cores_per_stream: expected a number of cores > 0 or 'none', got {value!r}")
-        if self.cpu_per_ack and self.transport != "tcp":
-            raise ValueError(f"cpu_per_ack: a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
-        for key in ("cpu_per_split_datagram", "cpu_per_fragment"):
-            if getattr(self, key) and self.transport != "udp":
-                raise ValueError(f"{key}: a UDP term (IP fragments of a datagram), not one of transport {self.transport!r}")
-        if self.ack_rule == "tso-gro" and (self.transport != "tcp" or self.segment_size != 65160):
-            raise ValueError("ack_rule: tso-gro is TCP's with 64 KiB super-packets (segment_size: 65160B)")
-        if self.receiver is not None and self.transport != "udp":
-            raise ValueError(f"receiver: the UDP receiver's count model, not one of transport {self.transport!r}")
         return self
 
 

@@ -17,7 +17,7 @@ from simcluster.collectives.profile import OpProfile, op_profiles
 from simcluster.collectives.registry import from_params_yaml
 from simcluster.errors import ModelCardError
 from simcluster.hardware import pcie
-from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, NicParams, UdpReceiver
+from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, CardTermError, NicParams, UdpReceiver
 from simcluster.hardware.switch import FORWARDING, AggregationParams
 from simcluster.units import (
     format_cost,
@@ -66,11 +66,14 @@ def nic_params(card: dict, where: str) -> NicParams:
     r = p.receiver
     receiver = None if r is None else UdpReceiver(r.cpu_per_datagram, r.cpu_per_wakeup, r.cpu_per_fragment,
                                                   r.cpu_per_byte, r.wakeup_latency)
-    return NicParams(p.transport, p.line_rate, float(p.efficiency), p.latency, p.cpu_per_byte, p.cpu_per_message,
-                     int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
-                     None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
-                     float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment, p.ack_rule,
-                     receiver)
+    try:
+        return NicParams(p.transport, p.line_rate, float(p.efficiency), p.latency, p.cpu_per_byte, p.cpu_per_message,
+                         int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
+                         None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
+                         float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment,
+                         p.ack_rule, receiver)
+    except CardTermError as exc:         # the transport's term rule is NicParams' (hardware/nic.py): said at its key
+        raise ModelCardError(f"params.{exc.key}: {exc.why}", where=cd.line_of(where, f"params.{exc.key}")) from None
 
 
 # A card that does not say: kernel TCP and UDP streams are one thread each (one qperf stream never used more than one

@@ -97,12 +97,37 @@ def test_the_cards_count_rules_are_the_fits_one_definition():
     assert host_counts.acks is transport_counts.acks and host_counts.packets is transport_counts.packets
     assert host_counts.fragments is transport_counts.fragments
     tcp = NicParams("tcp", 1e10, 1.0, 1e-6, 0.0, segment_bytes=host_counts.MSS, cpu_s_per_ack=1.0)
-    udp = NicParams("udp", 1e10, 1.0, 1e-6, 0.0, cpu_s_per_split=1.0, cpu_s_per_fragment=10.0)
+    udp = NicParams("udp", 1e10, 1.0, 1e-6, 0.0, message_bytes=16384, cpu_s_per_split=1.0, cpu_s_per_fragment=10.0)
     terms = udp_counts.UdpTerms(False, 0.0, 1.0, 10.0, 0.0)
-    for m in (1024, 2048, 4096, 32768, 131072, 1 << 20):
+    for m in (1024, 2048, 4096, 32768, 65507, 131072, 1 << 20):
         assert tcp.per_message(m) == host_counts.CountTerms(host_counts.MSS, 0.0, 0.0, 1.0, 0.0).per_message(m)
-        assert udp.per_message(m) == terms.per_datagram(m)
+        if m <= transport_counts.UDP_MAX:          # a UDP datagram's largest payload over IPv4
+            assert udp.per_message(m) == terms.per_datagram(m)
     assert tcp.per_message(1024) == 0.5 and udp.per_message(1024) == 10.0 and udp.per_message(4096) == 31.0
+
+
+def test_a_udp_datagram_above_65507_bytes_is_refused_not_priced_as_fragments():
+    """65535 - 20 - 8 = 65507 B is the largest UDP payload over IPv4: pricing 1 MiB as 709 MTU fragments was a number
+    for a datagram that cannot exist. The card's message_size says so at its line; a direct call says so in one line."""
+    udp = load_nic(ROOT / "models/nic/local-lab-udp-stack.yaml")[0]
+    assert udp.cpu_per_byte(65507) > 0 and udp.cpu_per_byte(65507, "receive") > 0
+    for m in (65508, 1 << 20):
+        with pytest.raises(ValueError, match="at most 65507 B") as err:
+            udp.cpu_per_byte(m)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="at most 65507 B"):
+        NicParams("udp", 1e10, 1.0, 1e-6, 0.0)         # qperf's 64 KiB default is no UDP datagram
+    assert NicParams("tcp", 1e10, 1.0, 1e-6, 0.0).cpu_per_byte(1 << 20) == 0.0     # TCP: a stream, any size
+
+
+def test_a_udp_card_asking_for_a_64_kib_datagram_is_a_one_line_card_error(tmp_path):
+    text = (ROOT / "models/nic/local-lab-udp-stack.yaml").read_text().replace("message_size: 16KiB", "message_size: 64KiB")
+    path = tmp_path / "udp.yaml"
+    path.write_text(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip() == "message_size: 64KiB")
+    with pytest.raises(ModelCardError) as err:
+        load_nic(path)
+    assert err.value.one_line().startswith(f"{path}:{line}: params.message_size: a UDP datagram carries at most 65507 B")
 
 
 def test_the_tso_card_prices_the_batching_rules_one_definition():
@@ -170,6 +195,25 @@ def test_a_count_term_rule_or_receiver_of_another_transport_is_a_one_line_card_e
     with pytest.raises(ModelCardError) as err:
         load_nic(path)
     assert said in err.value.one_line() and "\n" not in err.value.one_line()
+    if said.startswith("params."):     # FILE:LINE of the key named (the rule is NicParams', read at the card's key)
+        key = said.split(".")[1].split(":")[0]
+        line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith(f"{key}:"))
+        assert err.value.one_line().startswith(f"{path}:{line}: {said}"), err.value.one_line()
+
+
+def test_the_transport_term_rule_is_nicparams_alone():
+    """One rule for which terms a transport may have: NicParams refuses them by card key; the card declaration
+    (card_params.Nic) reads the same terms without a rule of its own."""
+    from simcluster import card_document, card_params
+    from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, CardTermError, NicParams
+
+    with pytest.raises(CardTermError) as err:
+        NicParams("udp", 1e10, 0.9, 5e-6, 0.0, cpu_s_per_ack=1e-6)
+    assert err.value.key == "cpu_per_ack"
+    doc = {"transport": "udp", "line_rate": "100Gbps", "efficiency": 0.9, "latency": "5us", "cpu_per_byte": "0s/GB",
+           "message_size": "64KiB", "cpu_per_ack": "1us"}
+    declared = card_document.declared(doc, "x.yaml", card_params.NIC, transport=TRANSPORTS, ack_rule=ACK_RULES)
+    assert declared.cpu_per_ack == pytest.approx(1e-6)
 
 
 def test_the_card_command_refuses_bad_input_in_one_line(capsys, tmp_path):

@@ -61,3 +61,29 @@ def test_sizes5_registered_read_is_the_batching_rules_and_the_lab_udp_sender():
     batching = [r for b in _bundles(sweep.name) for r in offload_readout.bundle_rows(b, [])]
     assert sorted((r["bundle"].split("/")[1], r["transport"], r["side"], r["m"], r["predicted"]) for r in table) == sorted(
         [(r.config, r.transport, r.side, r.m, r.predicted) for r in batching + lab])
+
+
+def test_sizes5_host_stack_read_out_judges_only_what_its_registration_judges():
+    """sizes5's registered rule judges host_stack_readout's "udp sender" rows of the two lab configurations only
+    (loopback's sender is offload_readout's paged rule): that read-out marks the rest "(not judged)" and its summary is
+    the registered 22.8%, 4 of 10; offload_readout ends with the 29 judged rows' total (README Result: 13.5%, 16/29)."""
+    sweep = CALIBRATION / "h200-transport-sizes5-2026-11-29"
+    lines = [" ".join(line.split()) for line in readout.folder_report([sweep]).splitlines()]
+    assert lines[-1] == "all mean |error| 22.8% within 10%: 4/10 error noise <= 5%: 0/10 target not met"
+    loop_sender = [line for line in lines if line.startswith("loopback-sizes udp sender")]
+    assert len(loop_sender) == 5 and all("(not judged)" in line for line in loop_sender)
+    assert not [line for line in lines if line.startswith("lab-sizes-") and " udp sender " in line
+                and "(not judged)" in line]
+    assert not [line for line in lines if line.startswith("loopback-sizes mean")]
+    total = " ".join(offload_readout.folder_report([sweep]).splitlines()[-1].split())
+    assert total == "all registered mean |error| 13.5% within 10%: 16/29 error noise <= 5%: 6/29 target not met"
+
+
+def test_a_count_model_sweep_keeps_every_judged_row_and_no_registered_total():
+    """udp4 is registered with host_stack_readout's own read (no REGISTERED_READ entry): its loopback sender is judged,
+    and offload_readout prints no registered total for it."""
+    sweep = CALIBRATION / "h200-transport-udp4-2026-11-29"
+    rows = [r for b in _bundles(sweep.name) for r in readout.bundle_rows(b)]
+    assert [r for r in rows if r.config == "loopback-sizes" and r.side == "sender"]
+    assert all(r.judged for r in rows if r.side == "sender")
+    assert "Registered total" not in offload_readout.folder_report([sweep])

@@ -19,13 +19,15 @@ Error = predicted / median - 1.
              about the standard error of the median under normal noise, so a 10% error stands out of it when noise <= 5%
 
 The verdict rows are TCP both sides and the UDP sender (the UDP receiver's drops are not modelled: printed, not judged);
-a configuration meets the target when every verdict row's |error| <= 10%.
+a configuration meets the target when every verdict row's |error| <= 10%. A sweep whose README registered another
+read-out (REGISTERED_READ: the fifth, by fit/offload_readout.py) is judged here only where its rule says so (its lab
+configurations' UDP sender): its other rows are printed "(not judged)" and the summary lines count the judged only.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
@@ -36,6 +38,11 @@ TARGET = 0.10          # the issue's 10%
 NOISE_OK = 0.05        # the median's noise below half the target
 JUDGED = {("tcp", "both"), ("udp", "sender")}
 PRINTED = JUDGED | {("udp", "receiver")}       # TCP's per-process split is where the kernel charged softirq work: not read
+BATCHING = "batching rules"          # fit/offload_readout.py's rows + the lab UDP sender's here (fit/udp_counts.py)
+COUNT_MODELS = "count models"        # this read-out's judged rows (TCP by host_counts, UDP sender by udp_counts)
+# sweep (its folder's name) -> the read-out its README registered before it ran (a sweep not named here: COUNT_MODELS)
+REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING}
+BATCHING_JUDGED_HERE = ("udp", "sender")       # of a BATCHING sweep's lab configurations (not loopback's)
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,17 @@ def bundle_rows(bundle: Path, label: str | None = None, notes: list[str] | None 
     there ("<config> TCP not predicted: <reason>"), so no row disappears unseen."""
     config = label or bundle.name
     notes = [] if notes is None else notes
-    return (_count_rows(bundle, config, notes) + _udp_sender_rows(bundle, config, notes)
+    rows = (_count_rows(bundle, config, notes) + _udp_sender_rows(bundle, config, notes)
             + a_plus_b_rows(bundle, config, PRINTED - {("tcp", "both"), ("udp", "sender")}))
+    if registered_read(bundle) == COUNT_MODELS:
+        return rows
+    loopback = host_stack.config_label(host_stack.bundle_samples(bundle)[1]) == "loopback"
+    return [replace(r, judged=r.judged and not loopback and (r.transport, r.side) == BATCHING_JUDGED_HERE) for r in rows]
+
+
+def registered_read(bundle: Path) -> str:
+    """The read-out the bundle's sweep (its parent folder) registered before it ran: REGISTERED_READ, else COUNT_MODELS."""
+    return REGISTERED_READ.get(bundle.parent.name, COUNT_MODELS)
 
 
 def a_plus_b_rows(bundle: Path, config: str, pairs: set[tuple[str, str]]) -> list[Row]:
@@ -172,7 +188,11 @@ def report(rows: list[Row], notes: list[str] | tuple[str, ...] = ()) -> str:
 def folder_report(folders: list[Path]) -> str:
     """report() of every bundle in the folders; a CalibrationError when none has a held-out row."""
     notes: list[str] = []
-    rows = [r for b in host_stack.sweep_bundles(folders) for r in bundle_rows(b, notes=notes)]
+    bundles = host_stack.sweep_bundles(folders)
+    rows = [r for b in bundles for r in bundle_rows(b, notes=notes)]
+    notes += [f"{sweep}: registered read '{BATCHING}' (its README): judged here only its lab configurations' UDP sender; "
+              f"the rest by fit/offload_readout.py" for sweep in dict.fromkeys(b.parent.name for b in bundles)
+              if REGISTERED_READ.get(sweep) == BATCHING]
     if not rows:
         raise CalibrationError("no held-out row: a bundle needs two or more sizes up to 4 KiB and one above",
                                where=", ".join(map(str, folders)), hint="; ".join(n.split(None, 1)[1] for n in notes) or None)

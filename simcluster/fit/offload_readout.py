@@ -6,7 +6,9 @@ rule, every size the fit did not read predicted; the statistic, error, noise and
     python -m simcluster.fit.offload_readout FOLDER [FOLDER ...]
 
 FOLDER is a bundle or a folder of bundles; a bundle with neither rule's configuration gives no rows. Error =
-predicted / median - 1; judged: every predicted row (the fitted sizes are not rows).
+predicted / median - 1; judged: every predicted row (the fitted sizes are not rows). A sweep registered with this
+read-out (host_stack_readout.REGISTERED_READ) ends with its whole registered verdict: these rows and the lab UDP
+sender's that host_stack_readout judges there.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import statistics
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
-from simcluster.fit import host_stack, udp_counts
+from simcluster.fit import host_stack, host_stack_readout, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
 from simcluster.fit.host_stack_readout import Row, noise, report
@@ -127,7 +129,19 @@ def folder_report(folders: list[Path]) -> str:
                                hint="; ".join(n.split(None, 1)[1] for n in notes) or None)
     counts = counts_report(bundles)
     return report(rows, notes) + ("\n\nCounts (each rule's own, against the run's counters):\n" + "\n".join(counts)
-                                  if counts else "")
+                                  if counts else "") + registered_total(bundles, rows)
+
+
+def registered_total(bundles: list[Path], rows: list[Row]) -> str:
+    """For a sweep registered with this read-out (host_stack_readout.REGISTERED_READ): its whole registered verdict,
+    these rows with the rows host_stack_readout judges there (its lab UDP sender), as one more "all" line; else ""."""
+    theirs = [r for b in bundles if host_stack_readout.registered_read(b) == host_stack_readout.BATCHING
+              for r in host_stack_readout.bundle_rows(b) if r.judged]
+    if not theirs:
+        return ""
+    verdict = report([*rows, *theirs]).splitlines()[-1].split(None, 1)[1]
+    return (f"\n\nRegistered total (these {len(rows)} rows and host_stack_readout's {len(theirs)} judged UDP sender "
+            f"rows):\n{'all registered':26s} {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:

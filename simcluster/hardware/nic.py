@@ -56,6 +56,20 @@ COST_FIELDS = ("cpu_s_per_byte", "csum_s_per_byte", "cpu_s_per_message", "cpu_s_
                "cpu_s_per_split", "cpu_s_per_fragment")
 
 
+def _too_big(m: float) -> str:
+    return (f"a UDP datagram carries at most {transport_counts.UDP_MAX:.0f} B over IPv4 (65535 less the IP and UDP "
+            f"headers), got {m:.0f} B: a larger message is several datagrams, which this card does not price")
+
+
+class CardTermError(ValueError):
+    """A term NicParams refuses for its transport, named by its NIC card key (params.KEY): the one rule both the card
+    path (cards.nic_params: FILE:LINE: params.KEY: why) and code building NicParams directly go through."""
+
+    def __init__(self, key: str, why: str):
+        super().__init__(f"{key}: {why}")
+        self.key, self.why = key, why
+
+
 @dataclass(frozen=True)
 class UdpReceiver:
     """The UDP receiver's count model (docs/models/nic-and-cpu.md, "UDP receiver count model"): core-seconds per
@@ -114,17 +128,19 @@ class NicParams:
         if not 1.0 <= self.step_operations <= 16.0:
             raise ValueError(f"step_operations must be from 1 to 16, got {self.step_operations!r}")
         if self.cpu_s_per_ack and self.transport != "tcp":
-            raise ValueError(f"cpu_per_ack is a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
-        if (self.cpu_s_per_split or self.cpu_s_per_fragment) and self.transport != "udp":
-            raise ValueError(f"cpu_per_split_datagram and cpu_per_fragment are UDP terms (IP fragments of a datagram), "
-                             f"not ones of transport {self.transport!r}")
+            raise CardTermError("cpu_per_ack", f"a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
+        for key, value in (("cpu_per_split_datagram", self.cpu_s_per_split), ("cpu_per_fragment", self.cpu_s_per_fragment)):
+            if value and self.transport != "udp":
+                raise CardTermError(key, f"a UDP term (IP fragments of a datagram), not one of transport {self.transport!r}")
         if self.ack_rule not in ACK_RULES:
-            raise ValueError(f"ack_rule must be one of {ACK_RULES}, got {self.ack_rule!r}")
+            raise CardTermError("ack_rule", f"expected one of {', '.join(ACK_RULES)}, got {self.ack_rule!r}")
         if self.ack_rule == "tso-gro" and (self.transport != "tcp" or self.segment_bytes != transport_counts.GSO):
-            raise ValueError(f"ack_rule tso-gro is TCP's with 64 KiB super-packets (segment_size "
-                             f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
+            raise CardTermError("ack_rule", f"tso-gro is TCP's with 64 KiB super-packets (segment_size: "
+                                f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
         if self.receiver is not None and self.transport != "udp":
-            raise ValueError(f"receiver is the UDP receiver's count model, not one of transport {self.transport!r}")
+            raise CardTermError("receiver", f"the UDP receiver's count model, not one of transport {self.transport!r}")
+        if self.transport == "udp" and self.message_bytes > transport_counts.UDP_MAX:
+            raise CardTermError("message_size", _too_big(self.message_bytes))
 
     @property
     def onloaded(self) -> bool:
@@ -140,6 +156,8 @@ class NicParams:
     def per_message(self, message_bytes: float) -> float:
         """Core-seconds of one m-byte message's counted events (its per-byte terms left out)."""
         m = message_bytes
+        if self.transport == "udp" and m > transport_counts.UDP_MAX:
+            raise ValueError(_too_big(m))
         cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
         if self.cpu_s_per_ack:
             acks = (transport_counts.gso_acks(m) if self.ack_rule == "tso-gro"

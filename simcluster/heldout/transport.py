@@ -11,15 +11,24 @@ count model (session 32, udp7) read those and the third (-sizes3-2026-11-29). HE
 (an allow-list, so a new bundle counts only once it is named here: a development bundle cannot slip in silently); a
 later registered sweep is added by name when its Result is written.
 
-Each sweep's rows are its registered read's (REGISTERED_READ, default the count models' read-out): the fifth sweep
+Each sweep's rows are its registered read's (fit/host_stack_readout.REGISTERED_READ, default the count models' read-out): the fifth sweep
 (-sizes5-2026-11-29, session 33, registered after the batching rules and the UDP receiver's count model, which read
 the four before it) by fit/offload_readout.py (TCP with TSO/GRO, loopback's paged UDP sender, the UDP receiver of
 every configuration) plus the lab UDP sender by fit/udp_counts.py (host_stack_readout's "udp sender" rows of its lab
 configurations only, as its README's rule says; loopback's sender there is the batching rule's).
 
 A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
-together. The lab's TCP and UDP NIC cards are these count models, fitted by the same code (fit/stack_cards.py), so these
-rows are the error of those cards' answers (tests/test_stack_cards.py)."""
+together. The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by these read-outs' code
+(fit/stack_cards.py), each on one bundle, so a card's answers equal its own bundle's rows (tests/test_stack_cards.py) and
+the rows of its model on the other configurations are that model's error, refitted per configuration (59 rows in all):
+  - local-lab-tcp-stack (the count model, fitted on sizes3 lab-sizes-none): sizes3's TCP rows of lab none, csum and
+    csum unshaped (9; its own 3);
+  - local-lab-tcp-gso-stack (the batching rule, TSO/GRO): sizes5's TCP rows (4, its own);
+  - local-lab-udp-stack, send side (fit/udp_counts.py): udp4's and sizes5's lab UDP sender rows (22; its own 5: sizes5
+    lab none); receive side (the receiver model, fit/udp_receiver_counts.py): sizes5's lab receiver rows (8; its own 4).
+Rows of no card (16): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
+sender's two skb regimes are no card's terms), and sizes3's offloads-all TCP rows (3), read by the count model, which
+the GSO card no longer uses (tests/test_heldout.py counts these groups)."""
 
 from __future__ import annotations
 
@@ -34,10 +43,8 @@ HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
     "udp": ("h200-transport-udp4-2026-11-29",               # the first after fit/udp_counts.py (UDP only: no TCP rows)
             "h200-transport-sizes5-2026-11-29"),            # the first after the paged sender and receiver rules
 }
-BATCHING = "batching rules"          # fit/offload_readout.py's rows + the lab UDP sender's (fit/udp_counts.py)
-COUNT_MODELS = "count models"        # fit/host_stack_readout.py's rows (TCP by host_counts, UDP sender by udp_counts)
-# sweep -> the read-out its README registered before it ran (a sweep not named here: COUNT_MODELS)
-REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING}
+# sweep -> the read-out its README registered before it ran: fit/host_stack_readout.REGISTERED_READ (one rule for both
+# this table and that read-out's "(not judged)" marks)
 
 
 def held_out(transport: str, bundle_name: str) -> bool:
@@ -70,15 +77,13 @@ def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
 
 
 def registered_rows(bundle: Path) -> list:
-    """One bundle's rows (fit/host_stack_readout.Row) by the read-out its sweep registered (REGISTERED_READ): the count
+    """One bundle's rows (fit/host_stack_readout.Row) by the read-out its sweep registered (its REGISTERED_READ): the count
     models' (host_stack_readout.bundle_rows), or the batching rules' (offload_readout.bundle_rows) with, on a lab
     configuration, the UDP sender by udp_counts (host_stack_readout's "udp sender" rows). A rule that cannot be fitted
     gives no row (the read-outs print why)."""
-    from simcluster.fit import host_stack_readout, offload_counts, offload_readout
+    from simcluster.fit import host_stack_readout, offload_readout
 
-    if REGISTERED_READ.get(bundle.parent.name, COUNT_MODELS) == COUNT_MODELS:
-        return host_stack_readout.bundle_rows(bundle)
-    rows = offload_readout.bundle_rows(bundle, [])
-    if offload_counts.bundle_costs(bundle)[0] != "loopback":
-        rows += [r for r in host_stack_readout.bundle_rows(bundle) if (r.transport, r.side) == ("udp", "sender")]
-    return rows
+    rows = host_stack_readout.bundle_rows(bundle)      # its judged flags follow the sweep's registration
+    if host_stack_readout.registered_read(bundle) == host_stack_readout.COUNT_MODELS:
+        return rows
+    return offload_readout.bundle_rows(bundle, []) + [r for r in rows if r.judged]
