@@ -84,3 +84,15 @@ def test_predicted_time_is_monotone_in_size(name):
     chosen = [predict_fabric(cluster, "all_reduce", s) for s in sizes]
     for a, b in zip(chosen, chosen[1:], strict=False):
         assert b.time_s >= a.time_s * (0.99 if b.algorithm != a.algorithm else 1.0), (a.size_bytes, a.algorithm, b.algorithm)
+
+
+def test_binding_limit_names_the_fill_where_it_is_the_largest_term():
+    """p5en x 4 nodes, 16 MiB (NVLS tree): one chunk per stream through 2 NVLS and 4 network stages takes longer than
+    the steady-state terms and the fixed ones, so the answer names the fill; at 1 GiB the fill is small beside them."""
+    from simcluster.collectives.limits import PIPELINE_FILL
+
+    cluster = build_cluster(scenario.load(ROOT / "scenarios" / "published" / "aws-p5en-x4.yaml").machine)
+    mid = predict_fabric(cluster, "all_reduce", 16 * MiB, algorithm="nvls-tree")
+    assert mid.breakdown["binding_limit"] == PIPELINE_FILL
+    large = predict_fabric(cluster, "all_reduce", 1024 * MiB, algorithm="nvls-tree")
+    assert large.breakdown["binding_limit"] != PIPELINE_FILL and large.breakdown["pipeline_fill_s"] < 0.1 * large.time_s
