@@ -8,13 +8,14 @@ NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 log2(N) * l_step + l_intra + F
+  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 D_N * l_step + l_intra + F
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
                   T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
                   (hardware/switch.py)
-  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 log2(N) l_step + F (NVLink SHARP nodes)
-(F: the tree's pipeline fill, one chunk through every stage but the slowest: collectives/pipeline_fill.py)
+  nvls-tree     T = max(S / algbw_NVLS(G), w_N S / B_net) + l_NVLS + 2 D_N l_step + F (NVLink SHARP nodes)
+(F: the tree's pipeline fill, one chunk through every stage but the slowest: collectives/pipeline_fill.py; D_N: the
+depth of NCCL's double binary tree over N nodes, ceil(log2 N), schedule.tree_depth)
 (w_N = the busiest node's network bytes on NCCL's double binary tree, in units of S: 1 at 2 nodes, 2 from 4
 nodes on; l_step = a network step: l_nic times the NIC card's `step_operations` for Simple and LL128, l_nic for
 LL). Other collectives scale the ring's bytes by their bus factor. These are the Simple-protocol forms;
@@ -37,15 +38,22 @@ from dataclasses import dataclass
 from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.in_network import InNetwork
-from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, binding
+from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, PIPELINE_FILL, binding
 from simcluster.collectives.model import FabricPrediction, predict
 from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
 from simcluster.collectives.nccl_search import graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.nccl_tuner import call_channels, decide
-from simcluster.collectives.pipeline_fill import fill_s, nvls_tree_chunk_bytes, tree_chunk_bytes, tree_stages_s
+from simcluster.collectives.pipeline_fill import (
+    fill_s,
+    nvlink_wait_bytes,
+    nvls_tree_chunk_bytes,
+    stream_chunk_bytes,
+    tree_chunk_bytes,
+    tree_stages_s,
+)
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
-from simcluster.collectives.schedule import bus_factor, canonical_op, tree_node_load
+from simcluster.collectives.schedule import bus_factor, canonical_op, tree_depth, tree_node_load
 from simcluster.errors import SimclusterError
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
@@ -178,12 +186,12 @@ class Tree:
         data, terms = protocol_terms(call, {NVLINK: 2 * call.size_bytes / call.b_nvl,
                                             network_name(call): load * call.size_bytes / call.b_net},
                                      2 * call.size_bytes, protocol)
-        latency = call.base + 2 * math.log2(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
+        latency = call.base + 2 * tree_depth(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
         fill = tree_fill_s(call, protocol, load)
         return latency + data + fill, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
                                 "pipeline_fill_s": fill,
                                 "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
-                                "binding_limit": binding(latency, terms)}
+                                "binding_limit": binding(latency, {**terms, PIPELINE_FILL: fill})}
 
 
 class Hierarchical:
@@ -222,32 +230,37 @@ class NvlsTree:
         kernel = nvls_tree_kernel_algbw(call)
         terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
                  NVLS_TREE_KERNEL: call.size_bytes / kernel}
-        latency = call.base + nvls_lat + 2 * math.log2(call.nodes) * call.l_step()
+        latency = call.base + nvls_lat + 2 * tree_depth(call.nodes) * call.l_step()
         fill = nvls_tree_fill_s(call, nvls_bw, load)
         return latency + max(terms.values()) + fill, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
                                                "pipeline_fill_s": fill,
-                                               "nvls_tree_kernel_algbw_Bps": kernel, "binding_limit": binding(latency, terms)}
+                                               "nvls_tree_kernel_algbw_Bps": kernel,
+                                               "binding_limit": binding(latency, {**terms, PIPELINE_FILL: fill})}
 
 
 def tree_fill_s(call: FabricCall, protocol: str, load: float) -> float:
-    """The tree's pipeline fill (collectives/pipeline_fill.py): 2(G-1) NVLink stages at 2 chunk C / (B_nvl f) and
-    2 ceil(log2 N) network stages at w_N chunk C / (B_net f), C the channels NCCL gives the call, f the protocol's data
-    fraction (each stage's share of the tree's NVLink and network terms)."""
+    """The tree's pipeline fill (collectives/pipeline_fill.py): 2(G-1) NVLink stages at 2 w C / (B_nvl f) and
+    2 D_N network stages at w_N c C / (B_net f), C the channels NCCL gives the call, c a channel's first chunk, w what
+    an NVLink stage waits for (c under Simple, a grain under LL / LL128), f the protocol's data fraction (each stage's
+    share of the tree's NVLink and network terms)."""
     topo, f = call.cluster.nccl_topology, DATA_FRACTION[protocol]
     channels = call_channels(topo, "all_reduce", "Tree", protocol, call.size_bytes)[0]
-    chunk = tree_chunk_bytes(protocol, call.size_bytes, channels, call.nodes, call.n)
-    return fill_s(tree_stages_s(chunk, channels, call.nodes, 2 * (call.cluster.gpus_per_node - 1),
-                                2 / (call.b_nvl * f), load / (call.b_net * f)))
+    chunk = stream_chunk_bytes(tree_chunk_bytes(protocol, call.size_bytes, channels, call.nodes, call.n),
+                               call.size_bytes, channels)
+    return fill_s(tree_stages_s(chunk, nvlink_wait_bytes(protocol, chunk), channels, call.nodes,
+                                2 * (call.cluster.gpus_per_node - 1), 2 / (call.b_nvl * f), load / (call.b_net * f)))
 
 
 def nvls_tree_fill_s(call: FabricCall, nvls_bw: float, load: float) -> float:
-    """The NVLS tree's pipeline fill: the NVLS reduce and broadcast stages (chunk C H / algbw_NVLS each) and
-    2 ceil(log2 N) network stages (w_N chunk C H / B_net), C x H chunks in flight per loop (NCCL's loop)."""
+    """The NVLS tree's pipeline fill: the NVLS reduce and broadcast stages (c C H / algbw_NVLS each) and
+    2 D_N network stages (w_N c C H / B_net), C x H chunks in flight per loop (NCCL's loop), c a stream's first chunk
+    (Simple: every stage waits for the whole chunk)."""
     topo = call.cluster.nccl_topology
     channels = call_channels(topo, "all_reduce", "NVLSTree", "Simple", call.size_bytes)[0]
     heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
-    chunk = nvls_tree_chunk_bytes(call.size_bytes, channels, heads, call.nodes)
-    return fill_s(tree_stages_s(chunk, channels * heads, call.nodes, 2, 1 / nvls_bw, load / call.b_net))
+    chunk = stream_chunk_bytes(nvls_tree_chunk_bytes(call.size_bytes, channels, heads, call.nodes), call.size_bytes,
+                               channels * heads)
+    return fill_s(tree_stages_s(chunk, chunk, channels * heads, call.nodes, 2, 1 / nvls_bw, load / call.b_net))
 
 
 def nvls_tree_kernel_algbw(call: FabricCall) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 NVLINK = "NVLink (per GPU, the intra card's all_reduce rate)"
 NVLS = "NVLink SHARP (the NVLS card's all_reduce rate)"
 NVLS_TREE_KERNEL = "NVLS-tree kernel (SMs of its channels, NCCL's per-channel rate)"
+PIPELINE_FILL = "pipeline fill (a tree's first chunk through every stage but the slowest)"
 
 
 def binding(latency_s: float, bandwidth_s: dict[str, float]) -> str:

@@ -13,19 +13,28 @@ fill (every rank sends from its first step on). Every input is NCCL's (v2.27.7-1
   channel has fewer than (1 + log2 N + ppn/10) x 64/ppn chunks (down to 128 KiB), then x 16/ppn (down to 32 KiB);
   NVLS tree 128 KiB (NCCL_NVLS_CHUNKSIZE), 64 KiB from 4 nodes, halved while the call is under 32 / 16 / 4 / 1 x
   channels x heads x chunk (to 256 / 128 / 64 / 32 KiB).
-- a stage's per-chunk time: the stage's share of its bandwidth term, chunk x (parallel chunk streams) x (bytes it moves
-  per byte of S) / rate. Streams: a tree's channels; an NVLS tree's channels x heads (its loop).
+  Every chunk is rounded down to the protocol's grain (enqueue.cc: chunkSize / grainSize * grainSize; device.h
+  ncclProtoGrainSize: LL 16 B, LL128 1,920 B, Simple 512 B), and a stream's chunk is at most the call's data per stream
+  (all_reduce.h runTreeUpDown: nelem = min(chunkCount, channelCount - offset), the last chunk partial).
+- what a stage waits for before it forwards: a network stage a whole chunk (net.cc: the send proxy posts a step once
+  every line of it has its flag, LL / LL128, or the GPU has moved the tail past it, Simple); an NVLink stage a whole
+  chunk under Simple (prims_simple.h: a receiver waits for the slice's step; a tree's sliceSteps = chunkSteps = 1),
+  one grain under LL and LL128 (prims_ll.h readLL, prims_ll128.h recvReduceSendCopy: a receiver polls each line's
+  flag and forwards it, so the next GPU starts on a chunk's first lines).
+- a stage's per-chunk time: the stage's share of its bandwidth term, (bytes it waits for) x (parallel chunk streams)
+  x (bytes it moves per byte of S) / rate. Streams: a tree's channels; an NVLS tree's channels x heads (its loop).
 """
 
 from __future__ import annotations
 
-import math
+from simcluster.collectives.schedule import tree_depth
 
 NCCL_STEPS = 8
 SIMPLE_STEP_BYTES = (1 << 22) // NCCL_STEPS                   # DEFAULT_BUFFSIZE / NCCL_STEPS
 LL_CHUNK_BYTES = 8 * 512 * NCCL_STEPS * 16 // NCCL_STEPS // 2  # DEFAULT_LL_BUFFSIZE / NCCL_STEPS, LL's half is data
 LL128_STEP_BYTES = 120 * 640 * NCCL_STEPS * 8 // NCCL_STEPS    # DEFAULT_LL128_BUFFSIZE / NCCL_STEPS
 NVLS_CHUNK_BYTES = 128 * 1024                                 # NCCL_NVLS_CHUNKSIZE default
+GRAIN_BYTES = {"LL": 16, "LL128": 32 * 8 // 16 * 15 * 8, "Simple": 512}   # ncclProtoGrainSize (LL128: a warp's lines)
 
 
 def _log2i(n: int) -> int:
@@ -33,11 +42,9 @@ def _log2i(n: int) -> int:
 
 
 def tree_chunk_bytes(protocol: str, size: float, channels: int, nodes: int, ranks: int) -> float:
-    """Data bytes of one chunk of NCCL's tree all_reduce (calcCollChunking)."""
-    if protocol == "LL":
-        return float(LL_CHUNK_BYTES)
-    if protocol == "Simple":
-        return float(SIMPLE_STEP_BYTES)
+    """Data bytes of one chunk of NCCL's tree all_reduce (calcCollChunking), rounded down to the protocol's grain."""
+    if protocol != "LL128":
+        return float(_aligned(LL_CHUNK_BYTES if protocol == "LL" else SIMPLE_STEP_BYTES, protocol))
     chunk = LL128_STEP_BYTES // 16 * 15
     ppn = ranks / nodes
     steps = 1 + _log2i(nodes) + 0.1 * ppn
@@ -45,7 +52,21 @@ def tree_chunk_bytes(protocol: str, size: float, channels: int, nodes: int, rank
         chunk //= 2
     while size // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
         chunk //= 2
-    return float(chunk)
+    return float(_aligned(chunk, protocol))
+
+
+def _aligned(chunk: int, protocol: str) -> int:
+    return chunk // GRAIN_BYTES[protocol] * GRAIN_BYTES[protocol]
+
+
+def stream_chunk_bytes(chunk: float, size: float, streams: int) -> float:
+    """A stream's first chunk: NCCL's chunk, or the call's whole share of the stream where that is less."""
+    return min(chunk, size / max(1, streams))
+
+
+def nvlink_wait_bytes(protocol: str, chunk: float) -> float:
+    """Bytes an NVLink stage receives before it forwards: the whole chunk (Simple's slice), a grain (LL, LL128)."""
+    return chunk if protocol == "Simple" else min(chunk, float(GRAIN_BYTES[protocol]))
 
 
 def nvls_tree_chunk_bytes(size: float, channels: int, heads: int, nodes: int) -> float:
@@ -55,7 +76,7 @@ def nvls_tree_chunk_bytes(size: float, channels: int, heads: int, nodes: int) ->
     for times, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if size < times * ops * chunk and chunk > floor:
             chunk = floor
-    return float(chunk)
+    return float(_aligned(chunk, "Simple"))
 
 
 def fill_s(stage_s: list[float]) -> float:
@@ -63,11 +84,10 @@ def fill_s(stage_s: list[float]) -> float:
     return sum(stage_s) - max(stage_s) if stage_s else 0.0
 
 
-def tree_stages_s(chunk: float, streams: int, nodes: int, intra_hops: int, intra_s_per_byte: float,
-                  net_s_per_byte: float) -> list[float]:
-    """Per-chunk times of a tree's stages: `intra_hops` NVLink stages and 2 ceil(log2 N) network ones (up and down
-    the inter-node tree), each `chunk x streams` bytes at its resource's seconds per byte of S, i.e. the stage's
-    share of its bandwidth term (the steady state's; a stage's time is its term over the chunks per stream)."""
-    depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
-    block = chunk * streams
-    return [block * intra_s_per_byte] * intra_hops + [block * net_s_per_byte] * (2 * depth)
+def tree_stages_s(net_chunk: float, nvlink_chunk: float, streams: int, nodes: int, intra_hops: int,
+                  intra_s_per_byte: float, net_s_per_byte: float) -> list[float]:
+    """Per-chunk times of a tree's stages: `intra_hops` NVLink stages, each `nvlink_chunk x streams` bytes, and
+    2 x tree_depth(N) network ones (up and down the inter-node tree), each `net_chunk x streams` bytes, at its
+    resource's seconds per byte of S, i.e. the stage's share of its bandwidth term (the steady state's)."""
+    return ([nvlink_chunk * streams * intra_s_per_byte] * intra_hops
+            + [net_chunk * streams * net_s_per_byte] * (2 * tree_depth(nodes)))

@@ -86,6 +86,20 @@ def double_tree_parents(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=256)
+def tree_depth(nodes: int) -> int:
+    """Levels from a root to the deepest leaf of NCCL's double binary tree over `nodes` nodes (the deeper of the two
+    trees; ceil(log2 N) at every N checked): a tree all_reduce's network steps are 2 x this (up, then down)."""
+    depth = 0
+    for parents in double_tree_parents(max(1, nodes)):
+        hops, up = 0, parents.copy()
+        while np.any(up >= 0):        # every rank climbs one level a round; the last to reach a root is the deepest
+            hops += 1
+            up = np.where(up >= 0, parents[np.maximum(up, 0)], -1)
+        depth = max(depth, hops)
+    return depth
+
+
+@lru_cache(maxsize=256)
 def tree_node_load(nodes: int) -> float:
     """Bytes the busiest node sends (and receives) over the network, in units of S, for an all_reduce
     on NCCL's double binary tree over `nodes` nodes: each tree carries S/2; a node sends S/2 to its

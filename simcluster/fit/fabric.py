@@ -68,17 +68,36 @@ def _predictor(sc, op: str, sizes: list[int]):
     return base.nic, times
 
 
+def _moves(times, nic, term: str) -> bool:
+    """Whether the log's times move with `term`, judged at the card's own value BEFORE any fit: the term 10% up and
+    10% down (efficiency capped at 1) changes some size's time by more than the logs' repeat spread (REPEAT_SPREAD;
+    a NIC-bound time moves ~10%, an NVLS-bound one only through the tree's pipeline fill, ~0.2%). Judged after the
+    fit instead, an optimizer that has run the term far out (a log a few % slower than an NVLS-bound machine, eta
+    0.6) would make the term look free."""
+    base = np.log(times(nic.efficiency, nic.latency_s))
+    for k in (0.9, 1.1):
+        eff, lat = (min(1.0, nic.efficiency * k), nic.latency_s) if term == "efficiency" else (nic.efficiency, nic.latency_s * k)
+        if np.max(np.abs(np.log(times(eff, lat)) - base)) > REPEAT_SPREAD:
+            return True
+    return False
+
+
 def _fit(times, nic, sizes: np.ndarray, measured: np.ndarray) -> tuple[float, float, tuple[str, ...]]:
+    """(efficiency, latency, the terms fitted): only the terms the log reaches and its times move with (decided at the
+    card's values, before the fit) are fitted; the others keep the card's."""
     from scipy.optimize import least_squares
 
-    free = []
+    reached = []
     if sizes.max() >= BANDWIDTH_FROM:
-        free.append("efficiency")
+        reached.append("efficiency")
     if sizes.min() <= LATENCY_UP_TO:
-        free.append("latency")
-    if not free:
+        reached.append("latency")
+    if not reached:
         raise CalibrationError("the log's sizes are all between 64 KiB and 16 MiB: neither the latency nor the bandwidth "
                                "regime is reached", hint="run nccl-tests from 8 B (-b 8) to at least 1 GiB (-e 1G)")
+    free = [f for f in reached if _moves(times, nic, f)]
+    if not free:
+        return float(nic.efficiency), float(nic.latency_s), ()
     x0 = [nic.efficiency if f == "efficiency" else math.log(nic.latency_s) for f in free]
     lo = [0.05 if f == "efficiency" else math.log(0.5e-6) for f in free]
     hi = [1.0 if f == "efficiency" else math.log(1e-3) for f in free]
@@ -91,15 +110,8 @@ def _fit(times, nic, sizes: np.ndarray, measured: np.ndarray) -> tuple[float, fl
         return np.log(times(*unpack(x)) / measured)
 
     x0 = [min(max(v, a + 1e-9), b - 1e-9) for v, a, b in zip(x0, lo, hi, strict=True)]
-    result = least_squares(residual, x0, bounds=(lo, hi), diff_step=1e-3)
-    # a term the log's times do not move with (another limit binds: NVLink, NVLS, PCIe) is not fitted: the card's stays.
-    # "Move": a 10% change of the term changes some size's time by more than the logs' own repeat spread (REPEAT_SPREAD;
-    # a NIC-bound time moves ~10%, an NVLS-bound one only through the tree's pipeline fill, ~0.2%)
-    scale = [result.x[i] if f == "efficiency" else 1.0 for i, f in enumerate(free)]      # d/d(eff) or d/d(log latency)
-    moved = [bool(np.max(np.abs(result.jac[:, i])) * scale[i] * 0.10 > REPEAT_SPREAD) for i in range(len(free))]
-    x = [v if ok else start for v, ok, start in zip(result.x, moved, x0, strict=True)]
-    eff, lat = unpack(x)
-    return float(eff), float(lat), tuple(f for f, ok in zip(free, moved, strict=True) if ok)
+    eff, lat = unpack(least_squares(residual, x0, bounds=(lo, hi), diff_step=1e-3).x)
+    return float(eff), float(lat), tuple(free)
 
 
 def _mean_abs_pct(predicted: np.ndarray, measured: np.ndarray) -> float:
