@@ -59,7 +59,7 @@ def test_the_compile_sets_registered_read_json_is_its_readout_text():
     lines = (COMPILE / "readout-registered.txt").read_text().splitlines()
     table = [line.split() for line in lines if line.split()[:1] and line.split()[0] in {"0.3b", "1b", "1.1b", "3b", "3.1b"}]
     assert len(table) == len(doc["rows"]) == 10
-    for cells, r in zip(table, doc["rows"]):
+    for cells, r in zip(table, doc["rows"], strict=True):
         assert cells[:3] == [r["preset"], f"{r['seq']}:{r['micro_batch']}", "compiled" if r["compiled"] else "eager"]
         assert cells[3] == f"{r['pred_s'] * 1e3:.1f}" and cells[6] == f"{r['pred_bytes'] / 2**30:.2f}"
     for mode in ("single", "compile"):
