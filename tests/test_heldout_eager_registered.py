@@ -28,20 +28,44 @@ def _copy_set(tmp_path, folder: Path) -> Path:
     return out
 
 
-def test_compile_rows_are_the_registered_predictions_json_not_todays_model():
+def test_compile_rows_are_the_registered_read_not_the_placeholders_nor_todays_model(monkeypatch):
+    def moved(*args, **kwargs):
+        raise AssertionError("the registered rows must not call today's model")
+    monkeypatch.setattr("simcluster.llm.predict.predict_llm", moved)
     rows, skipped = reg.read_compile(COMPILE)
     assert not skipped and len(rows) == 10
     registered = {(r["preset"], r["seq"], r["micro_batch"], r["compiled"]): r["pred_s"]
-                  for r in json.loads((COMPILE / "predictions.json").read_text())["rows"]}
+                  for r in json.loads((COMPILE / reg.REGISTERED_READ).read_text())["rows"]}
     for r in rows:
         preset, mode, _, seq, _, mb = r["label"].split()
         assert r["predicted_s"] == registered[(preset, int(seq), int(mb), mode == "single+compile")]
         run = f"{preset}-single{'-compile' if mode == 'single+compile' else ''}"
         text = (COMPILE / "check" / preset / "llm-step" / run / "stdout.txt").read_text()
         assert r["measured_s"] == json.loads(text[text.find("{"):])["shapes"][0]["median_step_s"]
-    # the registered compiled step of 0.3b (placeholder host cost, 57.1 ms) is not the read-out's 68.4 ms
+    # the README's Result (the rule read at c0bd808), eager then compiled per shape: measured / predicted - 1
+    assert [round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows] == \
+        [-1.5, -2.6, -1.9, -2.7, -4.7, -7.1, 7.7, -4.3, 6.3, -0.1]
+    # 0.3b compiled: the rule's 68.4 ms, not predictions.json's placeholder 57.1 nor today's model's 64.3
+    placeholder = {(r["preset"], r["compiled"]): r["pred_s"] for r in json.loads((COMPILE / "predictions.json").read_text())["rows"]}
     small = next(r for r in rows if r["label"].startswith("0.3b single+compile"))
-    assert small["predicted_s"] == pytest.approx(0.05705, abs=1e-4)
+    assert small["predicted_s"] == pytest.approx(0.06836, abs=1e-4) and placeholder[("0.3b", True)] == pytest.approx(0.05705, abs=1e-4)
+    assert all(r["predicted_s"] != placeholder[(r["label"].split()[0], "+compile" in r["label"])] for r in rows)
+
+
+def test_the_compile_sets_registered_read_json_is_its_readout_text():
+    """readout-registered.json (the predicted columns, full precision) and readout-registered.txt (the whole output of
+    `validation/llm_compile.py` at c0bd808) agree: every predicted ms and GiB, the host fits and the verdict."""
+    doc = json.loads((COMPILE / reg.REGISTERED_READ).read_text())
+    lines = (COMPILE / "readout-registered.txt").read_text().splitlines()
+    table = [line.split() for line in lines if line.split()[:1] and line.split()[0] in {"0.3b", "1b", "1.1b", "3b", "3.1b"}]
+    assert len(table) == len(doc["rows"]) == 10
+    for cells, r in zip(table, doc["rows"], strict=True):
+        assert cells[:3] == [r["preset"], f"{r['seq']}:{r['micro_batch']}", "compiled" if r["compiled"] else "eager"]
+        assert cells[3] == f"{r['pred_s'] * 1e3:.1f}" and cells[6] == f"{r['pred_bytes'] / 2**30:.2f}"
+    for mode in ("single", "compile"):
+        per_kernel, per_step = doc["host_fit"][mode]
+        assert f"host fit {mode}: {per_kernel * 1e6:.1f} us/kernel {per_step * 1e3:+.2f} ms/step (3 shapes)" in lines
+    assert doc["rule"] == lines[-1] and doc["verdict"] == "not met" and doc["commit"] == "c0bd808"
 
 
 def test_sac_rows_are_the_registered_json_and_the_profiled_diagnostic_is_not_a_row():
@@ -90,9 +114,9 @@ def test_failed_and_unregistered_runs_give_no_row_and_say_why(tmp_path):
 def test_compile_runs_without_a_registered_prediction_give_no_row(tmp_path):
     folder = tmp_path / COMPILE.name
     shutil.copytree(COMPILE / "check", folder / "check")
-    doc = json.loads((COMPILE / "predictions.json").read_text())
+    doc = json.loads((COMPILE / reg.REGISTERED_READ).read_text())
     doc["rows"] = [r for r in doc["rows"] if r["preset"] != "3b"]
-    (folder / "predictions.json").write_text(json.dumps(doc))
+    (folder / reg.REGISTERED_READ).write_text(json.dumps(doc))
     rows, skipped = reg.read_compile(folder)
     assert len(rows) == 8 and {s.run for s in skipped} == {"3b-single", "3b-single-compile"}
 

@@ -224,3 +224,33 @@ def test_the_registered_device_run_plans_host_and_check_bundles_in_both_arms(tmp
     manifest = json.loads((pathlib.Path("/tmp") / name / "host" / "manifest.json").read_text())
     assert manifest["options"]["llm_compile"] == [False, True]
     shutil.rmtree(pathlib.Path("/tmp") / name)
+
+
+def _read_out(bundle: pathlib.Path, capsys) -> tuple[int, list[str], str]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llm_compile", ROOT / "validation/llm_compile.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rc = mod.main([str(bundle)])
+    out = capsys.readouterr()
+    return rc, out.out.splitlines(), out.err.strip()
+
+
+def test_a_re_read_of_the_compile_set_says_it_is_todays_model_and_prints_the_registered_verdict(tmp_path, capsys):
+    """Today's model reads the set's runs as a development re-read; the registered verdict (not met, the rule read at
+    c0bd808: readout-registered.json) is printed beside it, and a broken stored read is one line."""
+    import shutil
+
+    folder = ROOT / "calibration/h200x1-llm-compile-2026-11-29"
+    rc, lines, _ = _read_out(folder, capsys)
+    assert rc == 0 and lines[-2].startswith("development re-read with today's model: rule (compiled step <= 8% mean")
+    assert lines[-1] == "registered verdict (the rule read at the run's commit c0bd808, readout-registered.json): not met"
+    copy = tmp_path / folder.name
+    for sub in ("host", "check"):
+        shutil.copytree(folder / sub, copy / sub)
+    rc, lines, _ = _read_out(copy, capsys)
+    assert rc == 0 and lines[-1].startswith("registered verdict: none stored")
+    (copy / "readout-registered.json").write_text(json.dumps({"verdict": "fine"}))
+    rc, lines, err = _read_out(copy, capsys)
+    assert rc == 2 and not lines and len(err.splitlines()) == 1 and "readout-registered.json" in err and "verdict" in err

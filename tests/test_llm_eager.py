@@ -105,6 +105,11 @@ def test_a_host_folder_without_the_mode_is_refused(tmp_path):
     (folder / "ddp-L2.json").write_text((HOST / "ddp-L2.json").read_text())
     with pytest.raises(ScenarioError, match=r"framework\.host: no ddp runs at two or more layer counts"):
         load(scenario(tmp_path, framework=f"{{name: torch, host: {folder}}}"))
+    with pytest.raises(ScenarioError, match=re.escape("framework.host: no op / ckpt / single runs at two or more layer counts "
+                                                      "in") + ".*op-L<layers>.json, ckpt-L<layers>.json, single-L<layers>.json"):
+        one_gpu = scenario(tmp_path, parallel="{recompute: op}", gb=4, framework=f"{{name: torch, host: {folder}}}")
+        one_gpu.write_text(one_gpu.read_text().replace("gpus_per_node: 2", "gpus_per_node: 1"))
+        load(one_gpu)                       # op takes ckpt's fit, then single's, where it has none of its own
     (folder / "ddp-L8.json").write_text("not json")
     with pytest.raises(ScenarioError, match=r"framework\.host: cannot fit the host cost: .*ddp-L8.json: not an llm-step JSON"):
         load(scenario(tmp_path, framework=f"{{name: torch, host: {folder}}}"))

@@ -49,6 +49,15 @@ def test_llm_compile_registered_refuses_the_committed_predictions(monkeypatch, c
     assert (mod.SET / "predictions.json").read_bytes() == committed
 
 
+def test_the_compile_sets_registered_read_is_written_once(capsys):
+    mod = _script("llm_compile_registered_read")
+    committed = {ext: (ROOT / mod.SET / f"readout-registered.{ext}").read_bytes() for ext in ("txt", "json")}
+    assert mod.main([str(ROOT)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "readout-registered.txt" in err and "never overwritten" in err
+    assert {ext: (ROOT / mod.SET / f"readout-registered.{ext}").read_bytes() for ext in ("txt", "json")} == committed
+
+
 def test_a_new_path_is_written_once(tmp_path):
     target = tmp_path / "set" / "registered.json"
     write_registration(target, "first\n")

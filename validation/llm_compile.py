@@ -2,7 +2,7 @@
 calibration/h200x1-llm-compile-2026-11-29 (its README), in two readings.
 
     python validation/llm_compile.py --registered                      # the model's predictions now (placeholder host)
-    python validation/llm_compile.py calibration/h200x1-llm-compile-2026-11-29    # the read-out, after the run
+    python validation/llm_compile.py calibration/h200x1-llm-compile-2026-11-29    # a re-read with TODAY's model
 
 The rule. Host cost: eager.fit_modes on the bundle's `host/` runs (the tiny preset, hidden 128, at 2, 8 and 32 layers,
 single mode, eager and --compile, shape 128:1, 20 timed steps): `single` fits eager's seconds per kernel and per step,
@@ -18,6 +18,10 @@ shapes must have run both arms, else the reading is 'incomplete'.
 `--registered` prints the same table from the model as it stands, with PLACEHOLDER host costs (compile 10 us per
 kernel and 0 per step: a guess, not a measurement; eager: session 27's single fit on this host, 33.3 us per kernel and
 -2.06 ms per step, calibration/h200x1-llm-ckpt-host-2026-11-28), and writes predictions.json in the set's folder.
+The registered read is the rule run at the run's own commit c0bd808, stored in the set's folder (readout-registered.txt
+and .json, validation/llm_compile_registered_read.py): compiled memory 17.3% max, **not met**. Run today, this script
+reads the same runs with today's model (the saved-set change since, llm/compiled.py), a development re-read: its
+verdict line says so and prints the registered verdict beside it.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ SET = ROOT / "calibration/h200x1-llm-compile-2026-11-29"
 SHAPES = (("0.3b", 2048, 4), ("1b", 2048, 2), ("1.1b", 4096, 1), ("3b", 4096, 1), ("3.1b", 2048, 2))   # device_run.sh's order
 PLACEHOLDER = {"single": (33.3e-6, -2.06e-3, 0), "compile": (10e-6, 0.0, 0)}
 STEP_TARGET, MEMORY_TARGET, MIN_SHAPES = 8.0, 10.0, 4
+REGISTERED_READ = "readout-registered.json"      # the rule's read at the run's commit (llm_compile_registered_read.py)
 
 
 def predict(model_cfg: dict, seq: int, micro: int, compiled: bool, hosts: dict, gpu) -> tuple[float, float]:
@@ -93,8 +98,8 @@ def rows_registered(hosts: dict, gpu) -> list[dict]:
     return rows
 
 
-def report(rows: list[dict]) -> dict:
-    """Prints the table and the rule's verdict; returns the summary."""
+def report(rows: list[dict], verdict_label: str = "rule") -> dict:
+    """Prints the table and the rule's verdict (its line starting with `verdict_label`); returns the summary."""
     print(f"{'preset':6s} {'shape':>8s} {'arm':8s} {'pred ms':>9s} {'meas ms':>9s} {'error':>7s} {'pred GiB':>9s} "
           f"{'meas GiB':>9s} {'mem err':>8s} {'compile s':>9s} {'kernels':>8s}")
     step_err: dict[bool, list[float]] = {False: [], True: []}
@@ -142,10 +147,11 @@ def report(rows: list[dict]) -> dict:
               f"{MEMORY_TARGET:.0f}%: {'met' if out['compiled memory max'] <= MEMORY_TARGET else 'not met'})")
     if step_err[True]:
         if len(ratio_err) < MIN_SHAPES:
-            print(f"rule: incomplete ({len(ratio_err)} shapes ran both arms; {MIN_SHAPES} needed)")
+            print(f"{verdict_label}: incomplete ({len(ratio_err)} shapes ran both arms; {MIN_SHAPES} needed)")
         else:
             met = out["compiled step"] <= STEP_TARGET and out.get("compiled memory max", 1e9) <= MEMORY_TARGET
-            print(f"rule (compiled step <= {STEP_TARGET:.0f}% mean and memory within {MEMORY_TARGET:.0f}%): {'met' if met else 'not met'}")
+            print(f"{verdict_label} (compiled step <= {STEP_TARGET:.0f}% mean and memory within {MEMORY_TARGET:.0f}%): "
+                  f"{'met' if met else 'not met'}")
     return out
 
 
@@ -193,6 +199,11 @@ def main(argv: list[str]) -> int:
         print(f"llm_compile: {bundle}: expected the set's bundles host/ and check/<preset>/ (untar the run's "
               f"<name>.tgz there); missing {', '.join(missing)}/", file=sys.stderr)
         return 2
+    try:
+        registered = registered_verdict(bundle)
+    except SimclusterError as exc:
+        print(f"llm_compile: {exc}", file=sys.stderr)
+        return 2
     hosts = eager.fit_modes(bundle / "host")
     for mode in ("single", "compile"):
         if mode not in hosts:
@@ -201,8 +212,22 @@ def main(argv: list[str]) -> int:
         c, a, n = hosts[mode]
         print(f"host fit {mode}: {c * 1e6:.1f} us/kernel {a * 1e3:+.2f} ms/step ({n} shapes)")
     kernels_per_layer(bundle / "host")
-    report(rows_from_runs(bundle, hosts, gpu))
+    report(rows_from_runs(bundle, hosts, gpu), "development re-read with today's model: rule")
+    print(registered)
     return 0
+
+
+def registered_verdict(bundle: Path) -> str:
+    """The line naming the registered verdict: the stored registered read's (readout-registered.json), or that none is."""
+    from simcluster.strict import load_json
+
+    path = bundle / REGISTERED_READ
+    if not path.is_file():
+        return f"registered verdict: none stored ({path.name} absent; this re-read is not the registered read)"
+    doc = load_json(path, what="registered compile read-out")
+    if not isinstance(doc, dict) or doc.get("verdict") not in ("met", "not met", "incomplete"):
+        raise SimclusterError("expected `verdict:` met, not met or incomplete", where=str(path))
+    return (f"registered verdict (the rule read at the run's commit {doc.get('commit')}, {path.name}): {doc['verdict']}")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
-"""One-GPU eager PyTorch lab sets (issue 44) against the steps the model predicted BEFORE each set ran: the folder's
-registered predictions file, never today's model (the model may have moved since: docs/models/llm-findings.md).
+"""One-GPU eager PyTorch lab sets (issue 44) against the steps the model registered for them without seeing the judged
+runs: the folder's registered predictions (or, for COMPILE, its registered rule's read), never today's model (the model
+may have moved since: docs/models/llm-findings.md).
 
   COMPILE  calibration/h200x1-llm-compile-2026-11-29: five Llama shapes 0.3b-3.1b, each run eager and with torch.compile
-           per block (llm-step --compile); predictions.json, written at the registration commit (2627245) by
-           `validation/llm_compile.py --registered`. Its host costs are the registration's: eager's session-27 single
-           fit (33.3 us per kernel), compile a placeholder (10 us per kernel, 0 per step) that the same call's host/
-           runs later measured at 30.9 us: the compiled rows are the answer as registered, host cost included.
+           per block (llm-step --compile); readout-registered.json, the registered rule's read-out at the run's own
+           commit c0bd808 (validation/llm_compile_registered_read.py): each step predicted with host costs fitted on
+           the same call's host/ runs (hidden 128, never the judged shapes: eager 32.4 us per kernel + 8.14 ms per
+           step, compile 30.9 us + 4.15 ms), the model as registered (simcluster/llm unchanged from the registration
+           2627245 to c0bd808; before the saved-set change). Not predictions.json: that file, written before the run,
+           holds PLACEHOLDER host costs (compile 10 us per kernel, eager session 27's fit), not the rule's (its README).
            Regimes: `single` (eager arm), `single+compile`.
   SAC      calibration/h200x1-llm-sac-2026-11-29: 0.3b / 1b / 3b under activation checkpointing none / full / every:2 / op
-           (llm-step --ac-mode); registered.json, written at the registration commit (2f56ec3, commit.txt).
+           (llm-step --ac-mode); registered.json, added by the registration commit 95e37c4 (the run started from
+           2f56ec3: commit.txt).
            Regimes: `single` (none and full, pooled as eager.mode_of names full `ckpt`), `single+ckpt-every2`,
            `single+sac-op`. Its profiled-diagnostic/ runs (op's launch-to-launch spread, a development look after the
            read-out) are not rows.
@@ -37,6 +41,7 @@ COMPILE = "calibration/h200x1-llm-compile-2026-11-29"
 SAC = "calibration/h200x1-llm-sac-2026-11-29"
 COMPILE2 = "calibration/h200x1-llm-compile2-2026-11-29"
 REGISTERED = (COMPILE, SAC, COMPILE2)
+REGISTERED_READ = "readout-registered.json"   # COMPILE's registered rule as read at the run's commit
 MIN_LAUNCHES = 2          # compile2's rule: an op shape's median needs at least two launches
 
 
@@ -74,11 +79,11 @@ def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], m
 
 
 def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]:
-    """{(preset, seq, micro_batch, compiled): registered step seconds} of predictions.json."""
+    """{(preset, seq, micro_batch, compiled): registered step seconds} of readout-registered.json (the rule's read)."""
     from simcluster.strict import load_json
 
-    path = bundle / "predictions.json"
-    doc = load_json(path, what="registered compile predictions")
+    path = bundle / REGISTERED_READ
+    doc = load_json(path, what="registered compile read-out")
     rows = doc.get("rows") if isinstance(doc, dict) else None
     if not isinstance(rows, list):
         raise SimclusterError("expected a mapping with `rows:` (preset, seq, micro_batch, compiled, pred_s)", where=str(path))
@@ -92,7 +97,8 @@ def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]
 
 
 def read_compile(bundle: Path) -> tuple[list[dict], list[Skipped]]:
-    """The compile set's check/ runs (eager and compiled) against predictions.json; host/ runs are calibration, not rows."""
+    """The compile set's check/ runs (eager and compiled) against readout-registered.json; host/ runs are calibration (the
+    rule's host fit), not rows."""
     from simcluster.heldout.eager import read_runs
 
     registered = compile_predictions(bundle)

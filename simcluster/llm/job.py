@@ -152,5 +152,9 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
     mode = eager.fitted_mode(mode, hosts)   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
     mode = "compile" if doc.get("compile") else mode
     if mode not in hosts:
-        r.fail(f"{fk}.host", f"no {mode} runs at two or more layer counts in {doc['host']!r} (files {mode}-L<layers>.json)")
+        chain = [mode]                       # the mode, then the fallbacks fitted_mode would have taken (op -> ckpt -> single)
+        while chain[-1] in eager.FALLBACK:
+            chain.append(eager.FALLBACK[chain[-1]])
+        r.fail(f"{fk}.host", f"no {' / '.join(chain)} runs at two or more layer counts in {doc['host']!r} (files "
+               f"{', '.join(f'{m}-L<layers>.json' for m in chain)}, or a collect bundle's llm-step/ runs of that mode)")
     return name, hosts

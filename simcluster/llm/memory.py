@@ -32,7 +32,8 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   eager torch also keeps the contiguous copy of the attention output (2 s'bh) and the SiLU output (2 s'bf)
   eager torch under torch.compile per block: the min-cut partitioner's saved set (llm/compiled.py, saved_bytes):
   the block's fp32 input, the two norms' outputs and the out-projection's output, Q, K, V, O and the logsumexp, gate,
-  up and product (r s'bh + s'b (6 h + 4 kv + 4 h' + 6 f) + 4 a s'b); its bf16 weight copies are kept as eager's
+  up and product, the norms' fp32 rstd (r s'bh + s'b (6 h + 4 kv + 4 h' + 6 f) + 4 a s'b + 8 s'b); its bf16 weight
+  copies are kept as eager's
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
