@@ -173,7 +173,7 @@ def run_mode(torch, model, opt, device, cfg, seq, micro, mode, warmup, steps, to
                                 "top_ops": {str(f): n / steps for f, n in
                                             sorted(POLICY["by_op"].items(), key=lambda kv: -kv[1])[:8]}},
                gc_per_step={"collections": GC["count"] / steps, "seconds": GC["seconds"] / steps},
-               allocator_delta_per_step={k: (a1.get(k, 0) - a0.get(k, 0)) / steps for k in ALLOC_KEYS},
+               allocator_delta_per_step={k: (a1[k] - a0.get(k, 0)) / steps if k in a1 else None for k in ALLOC_KEYS},
                memory={"reserved_bytes": torch.cuda.memory_reserved(device),
                        "max_allocated_bytes": torch.cuda.max_memory_allocated(device)})
     try:

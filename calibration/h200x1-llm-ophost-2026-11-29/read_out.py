@@ -47,7 +47,8 @@ def main() -> int:
                       f"{med['process_cpu_s'] / max(prof['kernels'], 1) * 1e6:.1f} us")
             pol, gcs, al = m["policy_per_step"], m["gc_per_step"], m["allocator_delta_per_step"]
             print(f"       policy {pol['calls']:.0f} calls {ms(pol['seconds'])} ms; GC {gcs['collections']:.1f} x "
-                  f"{ms(gcs['seconds'])} ms; allocator/step: " + ", ".join(f"{k} {v:g}" for k, v in al.items() if v))
+                  f"{ms(gcs['seconds'])} ms; allocator/step: " + (", ".join(f"{k} {v:g}" for k, v in al.items() if v) or "all 0")
+                  + "".join(f"; {k} absent" for k, v in al.items() if v is None))
             for row in prof.get("cpu_ops_top_self", [])[:6]:
                 print(f"         self {ms(row['self_cpu_s']):>7s} ms {row['calls']:6d} x {row['op']}")
             for name, r in list(prof.get("cuda_runtime", {}).items())[:5]:
