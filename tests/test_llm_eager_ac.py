@@ -277,3 +277,17 @@ def test_op_phase_factors_keep_the_hidden_128_total_and_refuse_a_foreign_file(tm
     bad.write_text('{"modes": []}')
     with pytest.raises(ValueError, match="x.json"):
         eager.op_phase_factors(bad)
+
+
+def test_the_backward_issues_at_its_own_host_cost_per_kernel():
+    """host_bwd_kernel_s prices the backward's kernels (work._host_bound): the step moves with it where the backward is
+    host-bound, and the forward's cost given again changes nothing."""
+    gpu = load_gpu(CARD)[0]
+
+    def step(**host) -> float:
+        fw = replace(eager.torch_framework(OP), **host)
+        return predict_llm(MODEL, OP, BATCH, gpu, Network(None, 1), 1, trace=False, framework=fw).step_time_s
+
+    uniform = step(host_kernel_s=100e-6)
+    assert step(host_kernel_s=100e-6, host_bwd_kernel_s=100e-6) == pytest.approx(uniform)
+    assert step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-3) > uniform > step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-6)

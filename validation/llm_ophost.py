@@ -34,6 +34,9 @@ from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "validation"))
+from llm_compile2 import shapes_of  # noqa: E402  (compile2's reader of a run's launches)
+
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 OP_HOST = ROOT / "calibration/h200x1-llm-diag-2026-11-29/host"
 SET = ROOT / "calibration/h200x1-llm-ophost2-2026-11-29"
@@ -114,12 +117,7 @@ def read_out(bundle: Path, registered: Path) -> int:
     reg = json.loads(registered.read_text())["runs"]
     errs, before, incomplete = [], [], []
     for r in reg:
-        launches = []
-        for path in sorted((bundle / "runs").glob(f"{r['run']}-[0-9].json")):
-            try:
-                launches += [s["median_step_s"] * 1e3 for s in eager.read_document(path)["shapes"][:1] if s.get("status") == "ok"]
-            except ValueError as exc:
-                print(f"llm_ophost: {exc} (skipped; its stderr.txt says why)", file=sys.stderr)
+        launches = [s["median_step_s"] * 1e3 for s in shapes_of(bundle, r["run"])]   # runs/<run>-<i>.json, ok shapes
         pred = r["predicted_step_ms"]
         print(f"{r['run']:22s} launches {' / '.join(f'{x:.1f}' for x in launches) or '-'} ms, predicted {pred:.1f} "
               f"(each {' / '.join(f'{100 * (x / pred - 1):+.1f}%' for x in launches)})")

@@ -18,11 +18,11 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
-SAC_OP_HOST = ("recompute op: the registered 1 x H200 set predicted op steps 14.4% mean fast (predicted / measured - 1, "
-               "max 24.9%) with the ckpt mode's host cost; the op policy's own host cost (the SAC cache's dispatch per "
-               "aten op: 68.7 us per kernel on hidden-128 runs, 1.7x ckpt's) is priced where the host folder has op runs, "
-               "not yet checked on held-out shapes; the same op run moved 12.1% between three launches "
-               "(calibration/h200x1-llm-diag-2026-11-29), below which no op prediction can go")
+SAC_OP_HOST = ("recompute op: held out on 1 x H200, op steps were predicted 23.5% mean fast with one host cost per "
+               "kernel (calibration/h200x1-llm-compile2-2026-11-29); the op policy's dispatch is now priced per phase "
+               "(118.5 us per forward kernel, 49.3 us per backward one, from hidden-128 runs: 9.2% mean on the 8 earlier "
+               "op runs, development), registered in calibration/h200x1-llm-ophost2-2026-11-29, not yet read; the same "
+               "op shapes moved 6-14% between leases, below which no op prediction can go")
 COMPILED_MEMORY = ("torch.compile: the compiled block's saved set (bf16 weight copies, norm outputs, SwiGLU product kept) "
                    "is modelled from a development memory snapshot; the registered 1 x H200 set had measured every "
                    "compiled peak 14-17% above the earlier model (now within 1.9% of it, development); held-out "
