@@ -2,7 +2,7 @@
 # Issue 44 (session 33, ophost phase 2): the op policy's host cost per phase on one H200, HELD OUT: registered before
 # this run (registered.json, written by `python validation/llm_ophost.py --register` from the committed model; README.md).
 # llm-step --ac-mode op (torchtitan's op policy), one process per launch, one shape, --profile 0, 3 untimed + 10 timed
-# steps; three shapes no op run measured (1b 2048:4, 0.8b 4096:2, 3b 1024:4), three launches each, in rounds (every
+# steps; three shapes no op run measured (1b 2048:4, 1.1b 4096:2, 3.1b 1024:8), three launches each, in rounds (every
 # shape once, then again) so the launches are spread over the call. Every launch starts only while fewer than its start
 # limit of seconds have passed and is cut so the call ends by 145 s; status.txt says what ran or was skipped; the tgz is
 # rewritten after every launch. Only torch is needed (nothing carried).
@@ -32,10 +32,10 @@ go() {
   pack
 }
 for i in 1 2 3; do
-  lim=$(( i == 3 ? 120 : 100 ))
+  lim=$(( i == 3 ? 125 : 100 ))
   go op-1b-2048x4-$i $lim 40 --preset 1b --shapes 2048:4
-  go op-0.8b-4096x2-$i $lim 40 --preset 0.8b --shapes 4096:2
-  go op-3b-1024x4-$i $lim 40 --preset 3b --shapes 1024:4
+  go op-1.1b-4096x2-$i $lim 40 --preset 1.1b --shapes 4096:2
+  go op-3.1b-1024x8-$i $lim 40 --preset 3.1b --shapes 1024:8
 done
 echo "end $(date -u +%FT%TZ) at ${SECONDS} s" >> $W/status.txt
 pack
