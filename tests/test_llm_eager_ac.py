@@ -236,7 +236,10 @@ def test_host_fits_leave_the_selective_runs_out(tmp_path):
                               eager.torch_framework(ParallelSpec(recompute="op")))
     assert fits["op"][0] == pytest.approx(9e-3 / k_op) and fits["op"][1] == pytest.approx(0.002)
     # an op layout takes the op fit where there is one, else ckpt's, else single's
-    assert eager.torch_framework(ParallelSpec(recompute="op"), fits).host_kernel_s == fits["op"][0]
+    # (split by phase: op_phase_factors, forward dearer than backward)
+    f_fwd, f_bwd = eager.op_phase_factors()
+    op_fw = eager.torch_framework(ParallelSpec(recompute="op"), fits)
+    assert op_fw.host_kernel_s == pytest.approx(fits["op"][0] * f_fwd) and op_fw.host_bwd_kernel_s == pytest.approx(fits["op"][0] * f_bwd)
     assert eager.torch_framework(ParallelSpec(recompute="op"), {"ckpt": fits["ckpt"]}).host_kernel_s == fits["ckpt"][0]
     assert eager.fitted_mode("op", {"single": fits["single"]}) == "single" and eager.fitted_mode("op", {}) == "op"
 
@@ -255,3 +258,36 @@ def test_the_runners_every_n_blocks_are_as_many_as_the_model_prices(n):
     layers = 16
     ran = sum(llm_ac.checkpointed(i, f"every:{n}") for i in range(layers))
     assert ran == eager_ac.checkpointed_layers(every(n), layers)
+
+
+def test_op_phase_factors_keep_the_hidden_128_total_and_refuse_a_foreign_file(tmp_path):
+    """The probe's tiny L24 forward and backward issue times split op's cost per kernel; the split keeps the step's
+    total over the model's kernels (n_f f_fwd + n_b f_bwd = n_f + n_b), and the forward is the dearer phase."""
+    from simcluster.llm import compiled, eager, host
+    from simcluster.llm.framework import TORCH_AMP
+    from simcluster.llm.spec import BatchSpec, TransformerSpec
+    f_fwd, f_bwd = eager.op_phase_factors()
+    par = ParallelSpec(recompute="op")
+    tiny = TransformerSpec(24, 128, 352, 4, 2, 512, 128)
+    fwd, bwd = compiled.layer_ops(tiny, par, BatchSpec(1, 1), TORCH_AMP)
+    w = host.weight_matrices(tiny, TORCH_AMP)
+    n_f, n_b = sum(o.count for o in fwd) + w, sum(o.count for o in bwd) + 2 * w
+    assert n_f * f_fwd + n_b * f_bwd == pytest.approx(n_f + n_b) and f_fwd > 1.5 > 1 > f_bwd
+    bad = tmp_path / "x.json"
+    bad.write_text('{"modes": []}')
+    with pytest.raises(ValueError, match="x.json"):
+        eager.op_phase_factors(bad)
+
+
+def test_the_backward_issues_at_its_own_host_cost_per_kernel():
+    """host_bwd_kernel_s prices the backward's kernels (work._host_bound): the step moves with it where the backward is
+    host-bound, and the forward's cost given again changes nothing."""
+    gpu = load_gpu(CARD)[0]
+
+    def step(**host) -> float:
+        fw = replace(eager.torch_framework(OP), **host)
+        return predict_llm(MODEL, OP, BATCH, gpu, Network(None, 1), 1, trace=False, framework=fw).step_time_s
+
+    uniform = step(host_kernel_s=100e-6)
+    assert step(host_kernel_s=100e-6, host_bwd_kernel_s=100e-6) == pytest.approx(uniform)
+    assert step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-3) > uniform > step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-6)

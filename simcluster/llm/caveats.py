@@ -18,11 +18,12 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
-SAC_OP_HOST = ("recompute op: two registered 1 x H200 sets measured op steps slower than predicted: 14.4% mean "
-               "(predicted / measured - 1, max 24.9%; calibration/h200x1-llm-sac-2026-11-29, ckpt's host cost) and, with "
-               "the op policy's own host fit (68.7 us per kernel on hidden-128 runs), 22.9% and 24.0% (median of three "
-               "launches, measured / predicted - 1; calibration/h200x1-llm-compile2-2026-11-29); the same op shape moves "
-               "6-12% between launches: take an op step time as optimistic by about a fifth (docs/models/llm.md)")
+SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase (118.5 us per forward kernel, 49.3 us per "
+               "backward one, from hidden-128 runs); held out on 1 x H200 it met its registered rule, 5.8% mean |error| "
+               "over three new shapes on one lease (calibration/h200x1-llm-ophost2-2026-11-29), where one host cost per "
+               "kernel had missed fast twice (14.4%, calibration/h200x1-llm-sac-2026-11-29; 23.5%, "
+               "-compile2-2026-11-29); the same op shape moves 6-15% between launches and leases, one lease is one "
+               "source: unvalidated until a second lease agrees (docs/models/llm.md)")
 COMPILED_STEP = ("torch.compile: held out on five new shapes (calibration/h200x1-llm-compile2-2026-11-29, 1 x H200) the "
                  "compiled step was predicted 5.3% mean |error|, but 11.7% too long (the run was faster) at the shortest, "
                  "1b cut to 8 layers at 4096:2, where the per-step host cost weighs most; peaks within 0.7%. One GPU, Inductor "

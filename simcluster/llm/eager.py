@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from simcluster import strict
@@ -56,6 +57,9 @@ MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile", 
 # are fitted where a folder has them, but no layout takes them (host_mode): on the first 4-GPU set their fits put the
 # 2-D steps 17-54% slow, tp's 5.9% / 15.3% mean (docs/models/llm-findings.md, session 28)
 FALLBACK = {"ckpt": "single", "op": "ckpt"}   # a mode without a fit of its own takes this one's (fitted_mode)
+# op's host cost per phase: a hidden-128 decoder's forward and backward issue times under the op policy (the ophost
+# probe, development: tiny L24 seq 128, op_phase_factors)
+OP_PHASES = Path(__file__).resolve().parents[2] / "calibration/h200x1-llm-ophost-2026-11-29/runs/tiny-L24-128x1.json"
 
 
 def host_mode(par: ParallelSpec) -> str:
@@ -123,6 +127,9 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     mode = fitted_mode(mode, hosts or {})   # no host runs of that mode: its nearest mode's cost per kernel
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
+    if hosts and mode == "op":   # the policy's dispatch costs most in the forward (op_phase_factors)
+        f_fwd, f_bwd = op_phase_factors()
+        fw = replace(fw, host_kernel_s=hosts[mode][0] * f_fwd, host_bwd_kernel_s=hosts[mode][0] * f_bwd)
     if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's costs
         # (per step blended by the share of blocks checkpointed, floor(L / N) / L: work._host_step_s)
         fw = replace(fw, host_plain_kernel_s=hosts["single"][0], host_plain_step_s=hosts["single"][1])
@@ -203,3 +210,29 @@ def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
             c, a = host.fit_host(points, kernels)
             out[mode] = (c, a, len(points))
     return out
+
+
+@lru_cache(maxsize=4)
+def op_phase_factors(path: Path = OP_PHASES) -> tuple[float, float]:
+    """(forward, backward) host cost per kernel of the op mode as multiples of its fitted mean (fit_modes' op c): a
+    hidden-128 probe run's median forward and backward issue seconds F and B (GPU work negligible, so both are host)
+    over the model's L n_f forward and L n_b backward kernels (the backward's recomputation and weight recasts
+    included): F / (L n_f) and B / (L n_b), each divided by (F + B) / (L (n_f + n_b)). n_f f_fwd + n_b f_bwd =
+    n_f + n_b: a hidden-128 step's host total is the fit's. A file that is not the probe's document is a ValueError
+    naming it."""
+    doc = strict.load_json(path, what="op host probe (ophost hostprobe.py document)")
+    try:
+        m = doc["model"]
+        op = next(x for x in doc["modes"] if x["mode"] == "op" and x["status"] == "ok")
+        fwd_s, bwd_s = float(op["median"]["fwd_issue_s"]), float(op["median"]["bwd_issue_s"])
+        tiny = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], op["seq"],
+                               tied_embeddings=bool(m["tied"]))
+    except (KeyError, TypeError, StopIteration) as exc:
+        raise ValueError(f"{path}: not an ophost probe document with an ok op mode ({exc!r})") from None
+    par = ParallelSpec(recompute="op")
+    fwd, bwd = compiled_layer.layer_ops(tiny, par, BatchSpec(op["micro_batch"], op["micro_batch"]), TORCH_AMP)
+    w = host.weight_matrices(tiny, TORCH_AMP)
+    n_f = sum(o.count for o in fwd) + w
+    n_b = sum(o.count for o in bwd) + (1 + host.recasts_weights(par, TORCH_AMP)) * w
+    mean = (fwd_s + bwd_s) / (n_f + n_b)
+    return fwd_s / n_f / mean, bwd_s / n_b / mean

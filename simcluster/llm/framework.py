@@ -82,6 +82,8 @@ class FrameworkSpec:
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
+    host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
+                                      # (op: the policy's dispatch costs most in the forward, llm/eager.op_phase_factors); 0 = the same
     host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
                                       # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt

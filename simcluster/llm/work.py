@@ -65,14 +65,14 @@ def _host_step_s(fw: FrameworkSpec, par, layers: int) -> float:
 
 
 def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, layer_ops, layers: int, after,
-                plain_ops=(), plain_layers: int = 0) -> Task:
-    """The task's compute when the host issues its kernels one at a time (llm/host.py); the excess over the
-    GPU-bound compute is the 'host' part. plain_layers blocks of plain_ops (every N-th block checkpointed: the others)
-    issue theirs at fw.host_plain_kernel_s."""
+                plain_ops=(), plain_layers: int = 0, kernel_s: float | None = None) -> Task:
+    """The task's compute when the host issues its kernels one at a time (llm/host.py), each at kernel_s host seconds
+    (None: fw.host_kernel_s); the excess over the GPU-bound compute is the 'host' part. plain_layers blocks of
+    plain_ops (every N-th block checkpointed: the others) issue theirs at fw.host_plain_kernel_s."""
     head = host.kernel_times(gpu, before + casts, dtype)
     plain = np.tile(host.kernel_times(gpu, list(plain_ops), dtype), plain_layers)
     seq = np.concatenate([head, plain] + [host.kernel_times(gpu, layer_ops, dtype)] * layers + [host.kernel_times(gpu, after, dtype)])
-    cost = np.full(len(seq), fw.host_kernel_s)
+    cost = np.full(len(seq), fw.host_kernel_s if kernel_s is None else kernel_s)
     cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or fw.host_kernel_s
     issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
@@ -324,7 +324,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, ckpt,
                                 (head_fwd if vs == last_vs else []), fwd_ops, layers_per_chunk - ckpt)
                 b = _host_bound(b, gpu, dtype, fw, bwd_casts, (head_bwd if vs == last_vs else []), bwd_ops, ckpt,
-                                (emb_bwd if vs == 0 else []), plain_b_ops, layers_per_chunk - ckpt)
+                                (emb_bwd if vs == 0 else []), plain_b_ops, layers_per_chunk - ckpt,
+                                fw.host_bwd_kernel_s or fw.host_kernel_s)
             opt_casts += ops.ops_time_s(gpu, step_casts, dtype)
             fwd.append(f)
             bwd.append(b)
