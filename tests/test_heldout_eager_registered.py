@@ -16,7 +16,7 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILE, SAC, COMPILE2 = ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2
+COMPILE, SAC, COMPILE2, OPHOST2 = ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2, ROOT / reg.OPHOST2
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
@@ -128,19 +128,40 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
     assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 10,
-                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 5}
+                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 8}
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
     assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name}
-    assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name}
+    assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
 
 
 def test_an_unvalidated_regime_says_how_many_rows_of_its_own_it_has():
     residuals = eager_residuals(reg.held_out_rows())
+    trust = trust_of(Regime("llm eager", EAGER.format("single+ckpt-every2"), 1.0), Table(residuals))
+    assert trust.status == "unvalidated" and trust.pooled and trust.own == (3, 1) and trust.rows == len(residuals)
+    assert "3 held-out rows from 1 source at -1%..+6%, a band needs 5 from 3" in trust.text()
+    assert trust.to_json()["regime_rows"] == 3
+
+
+def test_ophost2s_op_rows_are_its_registered_steps_against_the_median_of_its_launches():
+    """ophost2 (op's per-phase host cost, registered 501d966): one row per shape, measured = the median over its ok
+    launches, predicted = registered.json's predicted_step_ms; with it the op regime has 8 rows from 3 sources."""
+    import statistics
+
+    registered = {r["run"]: r["predicted_step_ms"] / 1e3
+                  for r in json.loads((OPHOST2 / "registered.json").read_text())["runs"]}
+    rows, skipped = reg.read_ophost2(OPHOST2)
+    assert len(rows) == 3 and not skipped
+    for row in rows:
+        name = next(n for n in registered if row["predicted_s"] == registered[n])
+        steps = [json.loads(f.read_text())["shapes"][0]["median_step_s"]
+                 for f in sorted((OPHOST2 / "runs").glob(f"{name}-[0-9].json"))]
+        assert row["measured_s"] == pytest.approx(statistics.median(steps), rel=1e-12)
+    errors = sorted(round(r["measured_s"] / r["predicted_s"] - 1, 3) for r in rows)
+    assert errors == [-0.088, -0.03, 0.056]          # the README's Result: -8.8 / -3.0 / +5.6%
+    residuals = eager_residuals(reg.held_out_rows())
     trust = trust_of(Regime("llm eager", EAGER.format("single+sac-op"), 1.0), Table(residuals))
-    assert trust.status == "unvalidated" and trust.pooled and trust.own == (5, 2) and trust.rows == len(residuals)
-    assert "5 held-out rows from 2 sources at +2%..+33%, a band needs 5 from 3" in trust.text()
-    assert trust.to_json()["regime_rows"] == 5
+    assert trust.status == "validated" and "8 held-out rows from 3 sources" in trust.text()
 
 
 def test_torchtitans_selective_rows_are_compared_as_its_policies():

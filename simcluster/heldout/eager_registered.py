@@ -23,6 +23,10 @@ may have moved since: docs/models/llm-findings.md).
            launches repeat one configuration on one lease, so as three rows they would count toward a band's 5 rows
            (trust/table.MIN_ROWS) what is one measurement, and pull its 80% interval toward one shape's noise. Fewer
            than 2 ok launches of an op shape: no row (the rule's 'incomplete').
+  OPHOST2  calibration/h200x1-llm-ophost2-2026-11-29: three new op shapes (three launches each; one third launch
+           skipped by its start limit), op's host cost per phase; registered.json, written at the registration commit
+           501d966 by `validation/llm_ophost.py --register` (its runs carry no `kind`: all op), read by compile2's rule.
+           Regime: `single+sac-op`.
 
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
@@ -40,7 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 COMPILE = "calibration/h200x1-llm-compile-2026-11-29"
 SAC = "calibration/h200x1-llm-sac-2026-11-29"
 COMPILE2 = "calibration/h200x1-llm-compile2-2026-11-29"
-REGISTERED = (COMPILE, SAC, COMPILE2)
+OPHOST2 = "calibration/h200x1-llm-ophost2-2026-11-29"
+REGISTERED = (COMPILE, SAC, COMPILE2, OPHOST2)
 REGISTERED_READ = "readout-registered.json"   # COMPILE's registered rule as read at the run's commit
 MIN_LAUNCHES = 2          # compile2's rule: an op shape's median needs at least two launches
 
@@ -179,19 +184,35 @@ def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
     return (shape, "") if have == want else (None, f"ran {have}, registered {want}")
 
 
-def read_compile2(bundle: Path) -> tuple[list[dict], list[Skipped]]:
-    """The compile2 set's runs/ against registered.json: a compiled run's median step, an op shape's median over its
-    launches (runs/<run>-<i>.json; at least MIN_LAUNCHES ok)."""
-    import statistics
-
+def _registered_runs(bundle: Path, what: str) -> tuple[Path, list]:
     from simcluster.strict import load_json
 
     path = bundle / "registered.json"
-    doc = load_json(path, what="registered compile2 predictions")
+    doc = load_json(path, what=what)
     runs = doc.get("runs") if isinstance(doc, dict) else None
     if not isinstance(runs, list):
         raise SimclusterError("expected a mapping with `runs:` (run, kind, preset, layers, seq, micro_batch, "
                               "predicted_step_ms)", where=str(path))
+    return path, runs
+
+
+def read_compile2(bundle: Path) -> tuple[list[dict], list[Skipped]]:
+    """The compile2 set's runs/ against registered.json: a compiled run's median step, an op shape's median over its
+    launches (runs/<run>-<i>.json; at least MIN_LAUNCHES ok)."""
+    path, runs = _registered_runs(bundle, "registered compile2 predictions")
+    return _launch_rows(bundle, path, runs)
+
+
+def read_ophost2(bundle: Path) -> tuple[list[dict], list[Skipped]]:
+    """The ophost2 set (op only, the per-phase host cost; compile2's op rule): each shape's median over its launches
+    against registered.json's predicted_step_ms (its runs carry no `kind`: every one is op)."""
+    path, runs = _registered_runs(bundle, "registered ophost2 predictions")
+    return _launch_rows(bundle, path, [{**r, "kind": "op"} if isinstance(r, dict) else r for r in runs])
+
+
+def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list[Skipped]]:
+    import statistics
+
     rows, skipped = [], []
     for i, reg in enumerate(runs):
         where = f"{path}: runs[{i}]"
@@ -224,7 +245,7 @@ def read_compile2(bundle: Path) -> tuple[list[dict], list[Skipped]]:
     return rows, skipped
 
 
-READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2}
+READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2, OPHOST2: read_ophost2}
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
