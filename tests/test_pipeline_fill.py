@@ -75,7 +75,10 @@ def test_small_calls_pay_only_their_own_data_and_ll_nvlink_stages_do_not_store_a
 def test_predicted_time_is_monotone_in_size(name):
     """8 KiB to 1 GiB, every power of two: each algorithm at NCCL's protocol is monotone (the whole-chunk fill made
     p4de's tree 158.8 us at 128 KiB and 114.7 us at 256 KiB); NCCL's own choice too, within 1% where it changes
-    algorithm (p5 at 1 MiB: NCCL's NVLS tree, which the model prices 0.4% below its tree LL128 at 512 KiB)."""
+    algorithm (p5 at 1 MiB: NCCL's NVLS tree, which the model prices 0.4% below its tree LL128 at 512 KiB). Checked on
+    these two systems only: where NCCL switches LL -> LL128 the model's LL128 can be cheaper than the LL below it
+    (nccl-tests#283's 248 nodes 357.3 -> 328.7 us at 256 -> 512 KiB, the A100 x3 -2.3%, p6 / GB200 NVL4 / NVL8 under
+    1%: cold read E, fabric-findings.md), a known exception, not a pass."""
     cluster = build_cluster(scenario.load(ROOT / "scenarios" / "published" / name).machine)
     sizes = [2**e for e in range(13, 31)]
     for algorithm in ("tree", "ring") + (("nvls-tree",) if cluster.nvls is not None else ()):

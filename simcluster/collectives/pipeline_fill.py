@@ -17,7 +17,7 @@ fill (every rank sends from its first step on). Every input is NCCL's (v2.27.7-1
   ncclProtoGrainSize: LL 16 B, LL128 1,920 B, Simple 512 B), and a stream's chunk is at most the call's data per stream
   (all_reduce.h runTreeUpDown: nelem = min(chunkCount, channelCount - offset), the last chunk partial).
 - what a stage waits for before it forwards: a network stage a whole chunk (net.cc: the send proxy posts a step once
-  every line of it has its flag, LL / LL128, or the GPU has moved the tail past it, Simple); an NVLink stage a whole
+  every line of it has its flag, LL, or the GPU has moved the tail past it, Simple and LL128 with GPU Direct RDMA); an NVLink stage a whole
   chunk under Simple (prims_simple.h: a receiver waits for the slice's step; a tree's sliceSteps = chunkSteps = 1),
   one grain under LL and LL128 (prims_ll.h readLL, prims_ll128.h recvReduceSendCopy: a receiver polls each line's
   flag and forwards it, so the next GPU starts on a chunk's first lines).

@@ -43,8 +43,6 @@ HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
     "udp": ("h200-transport-udp4-2026-11-29",               # the first after fit/udp_counts.py (UDP only: no TCP rows)
             "h200-transport-sizes5-2026-11-29"),            # the first after the paged sender and receiver rules
 }
-# sweep -> the read-out its README registered before it ran: fit/host_stack_readout.REGISTERED_READ (one rule for both
-# this table and that read-out's "(not judged)" marks)
 
 
 def held_out(transport: str, bundle_name: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.files import os_error, safe_name
+from simcluster.hardware.transport_counts import UDP_MAX  # the largest UDP payload over IPv4
 from simcluster.runner.collect import Step, confined_run_dir
 
 TOOLS = ("nccl-tests", "nccl-tests-socket", "nccl-probe", "qperf", "qperf-sizes", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
@@ -229,7 +230,6 @@ def qperf_steps(options: Options) -> list[Step]:
             for k in range(max(1, options.qperf_repeat))]
 
 
-UDP_MAX = 65507            # the largest UDP payload over IPv4
 RDMA_SIZE_TESTS = ("rc_bw", "ud_bw")
 
 
