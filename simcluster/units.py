@@ -18,6 +18,7 @@ _IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**5
 _TIME = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
 _NUMBER = r"\s*([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
 MAX_QUANTITY = 1e18   # seconds, bytes or bytes/s: past any cluster (an exabyte, 30 billion years)
+UDP_MAX_PAYLOAD = 65507   # bytes: the largest UDP datagram's payload over IPv4, 65535 - 20 (IP header) - 8 (UDP header)
 
 
 def _split(text: str, what: str) -> tuple[float, str]:

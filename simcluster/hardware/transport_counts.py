@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import math
 
+from simcluster import units
+
 MSS = 1448.0              # TCP payload per MTU-1500 frame (with timestamps)
 GSO = 65160.0             # TCP payload per 64 KiB GSO/TSO super-packet (45 x MSS)
 LOOPBACK = 65483.0        # loopback's MSS (MTU 65536)
 UDP_FRAGMENT = 1480.0     # IP payload per fragment at MTU 1500 (the first carries the 8-byte UDP header)
-UDP_MAX = 65507.0         # the largest UDP datagram's payload over IPv4: 65535 - 20 (IP header) - 8 (UDP header)
+UDP_MAX = float(units.UDP_MAX_PAYLOAD)   # the largest UDP datagram's payload over IPv4 (simcluster.units)
 PUSH = 65536.0            # bytes per sender push above which the receiver wakes and ACKs per burst
 ACKS_PER_PUSH = 1.4       # ACKs per such burst (read from the second H200 sweep: 1.36-1.42 at 64 KiB-1 MiB)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.files import os_error, safe_name
-from simcluster.hardware.transport_counts import UDP_MAX  # the largest UDP payload over IPv4
 from simcluster.runner.collect import Step, confined_run_dir
+from simcluster.units import UDP_MAX_PAYLOAD as UDP_MAX
 
 TOOLS = ("nccl-tests", "nccl-tests-socket", "nccl-probe", "qperf", "qperf-sizes", "perf-stat", "fio", "dlio", "ddp-step", "ddp-step-socket", "gpu-micro",
          "llm-step")
