@@ -127,7 +127,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     mode = fitted_mode(mode, hosts or {})   # no host runs of that mode: its nearest mode's cost per kernel
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
-    if hosts and mode == "op":   # the policy's dispatch costs most in the forward (op_phase_factors)
+    if hosts and mode == "op" and mode in hosts:   # its own fit: the policy's dispatch costs most in the forward (op_phase_factors)
         f_fwd, f_bwd = op_phase_factors()
         fw = replace(fw, host_kernel_s=hosts[mode][0] * f_fwd, host_bwd_kernel_s=hosts[mode][0] * f_bwd)
     if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's costs
