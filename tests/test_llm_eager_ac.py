@@ -325,3 +325,9 @@ def test_the_backward_issues_at_its_own_host_cost_per_kernel():
     uniform = step(host_kernel_s=100e-6)
     assert step(host_kernel_s=100e-6, host_bwd_kernel_s=100e-6) == pytest.approx(uniform)
     assert step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-3) > uniform > step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-6)
+
+
+def test_an_op_layout_without_any_fit_on_its_chain_takes_the_default_host_cost():
+    """hosts without op, ckpt or single (a ddp-only folder): no KeyError, the framework's default cost, no split."""
+    fw = eager.torch_framework(OP, {"ddp": (50e-6, 1e-3, 2)})
+    assert fw.host_kernel_s == TORCH_AMP.host_kernel_s and fw.host_bwd_kernel_s == 0
