@@ -124,8 +124,42 @@ def test_op_and_every_n_are_regimes_of_their_own_with_the_op_caveat():
     assert regimes["op"] == "llm | PyTorch eager | single+sac-op | bf16"
     assert regimes["every"] == "llm | PyTorch eager | single+ckpt-every2 | bf16"
     gpu = load_gpu(CARD)[0]
-    assert caveats.SAC_OP_HOST in caveats.caveats(MODEL, OP, eager.torch_framework(OP), gpu)
-    assert caveats.SAC_OP_HOST not in caveats.caveats(MODEL, FULL, eager.torch_framework(FULL), gpu)
+    said = caveats.caveats(MODEL, OP, eager.torch_framework(OP), gpu)
+    assert any(c.startswith("recompute op:") for c in said)
+    assert not any(c.startswith("recompute op:") for c in caveats.caveats(MODEL, FULL, eager.torch_framework(FULL), gpu))
+
+
+OP_HOST = ROOT / "calibration/h200x1-llm-diag-2026-11-29/host"   # a host folder with op runs (ophost's registration)
+
+
+def test_the_op_caveat_names_the_price_the_answer_took():
+    """Per-phase text where the framework carries a backward host cost (a host folder with op runs), the uniform
+    ckpt/single fallback's where it does not (eager-checkpointing.yaml's op variant: a ckpt-only host folder)."""
+    gpu = load_gpu(CARD)[0]
+    split = eager.torch_framework(OP, eager.fit_modes(OP_HOST))
+    assert split.host_bwd_kernel_s > 0
+    said = [c for c in caveats.caveats(MODEL, OP, split, gpu) if c.startswith("recompute op:")]
+    assert len(said) == 1 and "priced per phase (118.5 us per forward kernel, 49.3 us per backward one" in said[0]
+    assert "three rows from this per-phase model and five from the uniform one" in said[0] and "unvalidated" not in said[0]
+    uniform = eager.torch_framework(OP, eager.fit_modes(HOST))
+    assert uniform.host_bwd_kernel_s == 0
+    said = [c for c in caveats.caveats(MODEL, OP, uniform, gpu) if c.startswith("recompute op:")]
+    assert said == [caveats.SAC_OP_HOST_UNIFORM] and "missed fast by 14-24%" in said[0]
+
+
+def test_the_scenarios_op_variant_is_caveated_with_the_uniform_fallback():
+    import contextlib
+    import io
+    import json
+
+    from simcluster.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["run", str(ROOT / "scenarios/llm/eager-checkpointing.yaml"), "--json"]) == 0
+    said = {v["variant"]: v["jobs"][0]["caveats"] for v in json.loads(buf.getvalue())["variants"]}
+    assert caveats.SAC_OP_HOST_UNIFORM in said["op"] and not any("per phase (" in c for c in said["op"])
+    assert not any(c.startswith("recompute op:") for c in said["full"] + said["every-2"])
 
 
 def test_documents_are_read_by_their_ac_mode():
@@ -291,3 +325,9 @@ def test_the_backward_issues_at_its_own_host_cost_per_kernel():
     uniform = step(host_kernel_s=100e-6)
     assert step(host_kernel_s=100e-6, host_bwd_kernel_s=100e-6) == pytest.approx(uniform)
     assert step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-3) > uniform > step(host_kernel_s=100e-6, host_bwd_kernel_s=1e-6)
+
+
+def test_an_op_layout_without_any_fit_on_its_chain_takes_the_default_host_cost():
+    """hosts without op, ckpt or single (a ddp-only folder): no KeyError, the framework's default cost, no split."""
+    fw = eager.torch_framework(OP, {"ddp": (50e-6, 1e-3, 2)})
+    assert fw.host_kernel_s == TORCH_AMP.host_kernel_s and fw.host_bwd_kernel_s == 0

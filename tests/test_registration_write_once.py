@@ -27,7 +27,7 @@ def _no_model(*args, **kwargs):
 
 
 @pytest.mark.parametrize(("name", "argv"), [("llm_sac", ["--register"]), ("llm_compile2", ["--register"]),
-                                             ("llm_eager_regimes", ["--register"])])
+                                             ("llm_eager_regimes", ["--register"]), ("llm_ophost", ["--register"])])
 def test_register_refuses_an_existing_file_in_one_line(name, argv, tmp_path, monkeypatch, capsys):
     mod = _script(name)
     monkeypatch.setattr(mod, "register", _no_model)
@@ -74,3 +74,10 @@ def test_a_new_registration_is_written_by_the_script(tmp_path, monkeypatch):
     assert mod.main(["--register", str(target)]) == 0
     assert '"predicted_step_ms": 100.0' in target.read_text()
     assert mod.main(["--register", str(target)]) == 2
+
+
+def test_the_ophost_read_out_refuses_a_missing_bundle_in_one_line(tmp_path, capsys):
+    mod = _script("llm_ophost")
+    assert mod.main([str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nowhere" in err and "BUNDLE/runs" in err

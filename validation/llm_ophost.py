@@ -1,7 +1,8 @@
 """The op policy's host cost per phase on one H200 (issue 44, session 33, engineer ophost; not a test).
 
     python validation/llm_ophost.py --develop       # before / after on every earlier op run (development, seen)
-    python validation/llm_ophost.py --register      # the predictions now -> the held-out set's registered.json
+    python validation/llm_ophost.py --register [PATH]   # the predictions now -> a new registered.json (the set's by
+                                                        # default; an existing one is refused, never overwritten)
     python validation/llm_ophost.py BUNDLE          # the read-out: BUNDLE/runs/<run>-<i>.json, llm-step documents
 
 Model (llm/eager.op_phase_factors): op's host seconds per kernel split into forward and backward by a hidden-128
@@ -26,16 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.heldout.eager_registered import launch_steps  # noqa: E402  (the band's acceptance of a launch)
+from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "validation"))
-from llm_compile2 import shapes_of  # noqa: E402  (compile2's reader of a run's launches)
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 OP_HOST = ROOT / "calibration/h200x1-llm-diag-2026-11-29/host"
@@ -97,6 +98,8 @@ def run_name(preset: str, layers: int | None, seq: int, mb: int) -> str:
 
 
 def register(out: Path) -> None:
+    """The predictions into `out`, a new file (heldout/registration.write_registration; main refuses an existing one
+    before anything is predicted)."""
     hosts, gpu = eager.fit_modes(OP_HOST), load_gpu(CARD)[0]
     f, b = eager.op_phase_factors()
     runs = []
@@ -105,7 +108,7 @@ def register(out: Path) -> None:
         runs.append({"run": run_name(*spec), "preset": spec[0], "layers": spec[1], "seq": spec[2], "micro_batch": spec[3],
                      "predicted_step_ms": round(step * 1e3, 2), "uniform_step_ms": round(uniform * 1e3, 2)})
         print(f"{runs[-1]['run']:22s} predicted {step * 1e3:7.1f} ms (uniform host cost: {uniform * 1e3:7.1f})")
-    out.write_text(json.dumps({"card": str(CARD.relative_to(ROOT)), "host": str(OP_HOST.relative_to(ROOT)),
+    write_registration(out, json.dumps({"card": str(CARD.relative_to(ROOT)), "host": str(OP_HOST.relative_to(ROOT)),
                                "op_host_us": {"uniform": round(hosts["op"][0] * 1e6, 2), "forward": round(hosts["op"][0] * f * 1e6, 2),
                                               "backward": round(hosts["op"][0] * b * 1e6, 2), "per_step_ms": round(hosts["op"][1] * 1e3, 3)},
                                "phases": str(eager.OP_PHASES.relative_to(ROOT)), "launches": LAUNCHES,
@@ -115,10 +118,19 @@ def register(out: Path) -> None:
 
 
 def read_out(bundle: Path, registered: Path) -> int:
-    reg = json.loads(registered.read_text())["runs"]
+    from simcluster.strict import load_json
+
+    doc = load_json(registered, what="registered ophost2 predictions")
+    reg = doc.get("runs") if isinstance(doc, dict) else None
+    keys = ("run", "preset", "layers", "seq", "micro_batch", "predicted_step_ms", "uniform_step_ms")
+    if not isinstance(reg, list) or not all(isinstance(r, dict) and all(k in r for k in keys) for r in reg):
+        raise SimclusterError(f"expected runs: a list of {{{', '.join(keys)}}}", where=f"{registered}: runs")
     errs, before, incomplete = [], [], []
     for r in reg:
-        launches = [s["median_step_s"] * 1e3 for s in shapes_of(bundle, r["run"])]   # runs/<run>-<i>.json, ok shapes
+        steps, refused = launch_steps(bundle, {**r, "kind": "op"})   # ok launches of the registered configuration
+        for skip in refused:
+            print(f"llm_ophost: {skip.run}: {skip.why} (not counted)", file=sys.stderr)
+        launches = [step * 1e3 for step in steps]
         pred = r["predicted_step_ms"]
         print(f"{r['run']:22s} launches {' / '.join(f'{x:.1f}' for x in launches) or '-'} ms, predicted {pred:.1f} "
               f"(each {' / '.join(f'{100 * (x / pred - 1):+.1f}%' for x in launches)})")
@@ -139,14 +151,26 @@ def read_out(bundle: Path, registered: Path) -> int:
     return 0
 
 
+def main(argv: list[str]) -> int:
+    try:
+        if argv == ["--develop"]:
+            develop()
+            return 0
+        if argv[:1] == ["--register"] and len(argv) <= 2:
+            register(refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json"))
+            return 0
+        if len(argv) == 1 and not argv[0].startswith("-"):
+            bundle = Path(argv[0])
+            if not (bundle / "runs").is_dir():
+                raise SimclusterError("expected BUNDLE/runs/<run>-<i>.json (device_run.sh's bundle, unpacked)",
+                                      where=str(bundle / "runs"))
+            return read_out(bundle, SET / "registered.json")
+    except SimclusterError as exc:
+        print(f"llm_ophost: {exc}", file=sys.stderr)
+        return 2
+    print(__doc__)
+    return 2
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--develop"]:
-        develop()
-    elif sys.argv[1:] == ["--register"]:
-        SET.mkdir(parents=True, exist_ok=True)
-        register(SET / "registered.json")
-    elif len(sys.argv) == 2:
-        sys.exit(read_out(Path(sys.argv[1]), SET / "registered.json"))
-    else:
-        print(__doc__)
-        sys.exit(2)
+    sys.exit(main(sys.argv[1:]))

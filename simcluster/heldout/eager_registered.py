@@ -184,6 +184,23 @@ def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
     return (shape, "") if have == want else (None, f"ran {have}, registered {want}")
 
 
+def launch_steps(bundle: Path, reg: dict) -> tuple[list[float], list[Skipped]]:
+    """A registered run's accepted launches (_compile2_launch: ran ok and ran the registered configuration): their
+    median timed steps in seconds, in launch order (runs/<run>-<i>.json; a compile run: runs/<run>.json), and the
+    launches refused with why. The band's reader and validation/llm_ophost.py's read-out both take this one."""
+    name = str(reg["run"])
+    files = [bundle / "runs" / f"{name}.json"] if reg["kind"] == "compile" else \
+        sorted((bundle / "runs").glob(f"{name}-[0-9].json"))
+    steps, skipped = [], []
+    for file in files or [bundle / "runs" / f"{name}-1.json"]:
+        shape, why = _compile2_launch(file, reg)
+        if shape is None:
+            skipped.append(Skipped(file.stem, why))
+        else:
+            steps.append(float(shape["median_step_s"]))
+    return steps, skipped
+
+
 def _registered_runs(bundle: Path, what: str) -> tuple[Path, list]:
     from simcluster.strict import load_json
 
@@ -222,15 +239,8 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
                                   "predicted_step_ms", where=where)
         predicted = _positive(reg.get("predicted_step_ms"), f"{where}.predicted_step_ms") / 1e3
         name = str(reg["run"])
-        files = [bundle / "runs" / f"{name}.json"] if reg["kind"] == "compile" else \
-            sorted((bundle / "runs").glob(f"{name}-[0-9].json"))
-        steps = []
-        for file in files or [bundle / "runs" / f"{name}-1.json"]:
-            shape, why = _compile2_launch(file, reg)
-            if shape is None:
-                skipped.append(Skipped(file.stem, why))
-            else:
-                steps.append(float(shape["median_step_s"]))
+        steps, refused = launch_steps(bundle, reg)
+        skipped += refused
         if not steps or (reg["kind"] == "op" and len(steps) < MIN_LAUNCHES):
             if steps:
                 skipped.append(Skipped(name, f"{len(steps)} ok launch, the rule needs {MIN_LAUNCHES}"))

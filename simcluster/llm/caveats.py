@@ -18,12 +18,18 @@ EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size
               "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
               "sessions 21-24), below which no prediction of it can go")
 HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
-SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase (118.5 us per forward kernel, 49.3 us per "
-               "backward one, from hidden-128 runs); held out on 1 x H200 it met its registered rule, 5.8% mean |error| "
-               "over three new shapes on one lease (calibration/h200x1-llm-ophost2-2026-11-29), where one host cost per "
-               "kernel had missed fast twice (14.4%, calibration/h200x1-llm-sac-2026-11-29; 23.5%, "
-               "-compile2-2026-11-29); the same op shape moves 6-15% between launches and leases, one lease is one "
-               "source: unvalidated until a second lease agrees (docs/models/llm.md)")
+SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase ({fwd_us:.1f} us per forward kernel, "
+               "{bwd_us:.1f} us per backward one, from hidden-128 runs with --ac-mode op); held out on 1 x H200 it met its "
+               "registered rule, 5.8% mean |error| over three new shapes on one lease "
+               "(calibration/h200x1-llm-ophost2-2026-11-29), where one host cost per kernel had missed fast twice (14.4%, "
+               "calibration/h200x1-llm-sac-2026-11-29; 23.5%, -compile2-2026-11-29); the op regime's band (8 rows, 3 "
+               "sources, validated) has three rows from this per-phase model and five from the uniform one; the same op "
+               "shape moves 6-15% between launches and leases (docs/models/llm.md)")
+SAC_OP_HOST_UNIFORM = ("recompute op: the host folder has no op runs (--ac-mode op), so the op step is priced with one "
+                       "host cost per kernel, the ckpt/single fit, which missed fast by 14-24% on two registered sets "
+                       "(14.4%, calibration/h200x1-llm-sac-2026-11-29; 23.5%, -compile2-2026-11-29): take this step time "
+                       "as optimistic; the per-phase price, held out at 5.8% mean (calibration/h200x1-llm-ophost2-"
+                       "2026-11-29), needs a host folder with op runs (docs/models/llm.md)")
 COMPILED_STEP = ("torch.compile: held out on five new shapes (calibration/h200x1-llm-compile2-2026-11-29, 1 x H200) the "
                  "compiled step was predicted 5.3% mean |error|, but 11.7% too long (the run was faster) at the shortest, "
                  "1b cut to 8 layers at 4096:2, where the per-step host cost weighs most; peaks within 0.7%. One GPU, Inductor "
@@ -40,10 +46,18 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if any(part in framework.name.removeprefix("torch-").split("+") for part in (n.removeprefix("torch-") for n in HOST_BOUND_EAGER)):
         out.append(EAGER_HOST.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
-        out.append(SAC_OP_HOST)
+        out.append(sac_op_host(framework))
     if framework.compiled:
         out.append(COMPILED_STEP)
     return out
+
+
+def sac_op_host(framework: FrameworkSpec) -> str:
+    """The op policy's caveat: the per-phase host price where the framework carries one (host_bwd_kernel_s > 0: a host
+    folder with op runs, llm/eager.torch_framework), else the uniform ckpt/single fallback's."""
+    if framework.host_bwd_kernel_s > 0:
+        return SAC_OP_HOST.format(fwd_us=framework.host_kernel_s * 1e6, bwd_us=framework.host_bwd_kernel_s * 1e6)
+    return SAC_OP_HOST_UNIFORM
 
 
 def notes(model: TransformerSpec, par: ParallelSpec) -> list[str]:

@@ -33,7 +33,9 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    op-level policy (llm/eager_ac.py); single GPU or dp only (framework.check_framework); host cost: the ckpt mode's per kernel of the
                    checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
                    floor(L / N) / L (work._host_step_s); op: the op mode's own fit (hidden-128 runs with --ac-mode op:
-                   the SAC cache's Python dispatch per aten op), ckpt's where the host folder has no op runs
+                   the SAC cache's Python dispatch per aten op) split per phase, forward dearer than backward
+                   (op_phase_factors, FrameworkSpec.host_bwd_kernel_s; held out on ophost2: 5.8% mean); where the host
+                   folder has no op runs, ckpt's (else single's) one cost per kernel, unsplit (caveats.sac_op_host)
 Context and expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
@@ -127,7 +129,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     mode = fitted_mode(mode, hosts or {})   # no host runs of that mode: its nearest mode's cost per kernel
     if hosts and mode in hosts:
         fw = replace(fw, host_kernel_s=hosts[mode][0], host_step_s=hosts[mode][1])
-    if hosts and mode == "op":   # the policy's dispatch costs most in the forward (op_phase_factors)
+    if hosts and mode == "op" and mode in hosts:   # its own fit: the policy's dispatch costs most in the forward (op_phase_factors)
         f_fwd, f_bwd = op_phase_factors()
         fw = replace(fw, host_kernel_s=hosts[mode][0] * f_fwd, host_bwd_kernel_s=hosts[mode][0] * f_bwd)
     if hosts and mode == "ckpt" and par.recompute_every > 1 and "single" in hosts:   # the plain blocks: single's costs

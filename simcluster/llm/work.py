@@ -72,8 +72,9 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     head = host.kernel_times(gpu, before + casts, dtype)
     plain = np.tile(host.kernel_times(gpu, list(plain_ops), dtype), plain_layers)
     seq = np.concatenate([head, plain] + [host.kernel_times(gpu, layer_ops, dtype)] * layers + [host.kernel_times(gpu, after, dtype)])
-    cost = np.full(len(seq), fw.host_kernel_s if kernel_s is None else kernel_s)
-    cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or fw.host_kernel_s
+    each = fw.host_kernel_s if kernel_s is None else kernel_s
+    cost = np.full(len(seq), each)
+    cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or each
     issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
     return _add(task, _task(host=excess)) if excess > 0 else task
