@@ -67,15 +67,17 @@ def predict(kind: str, preset: str, layers: int | None, seq: int, mb: int, hosts
     return r.step_time_s, r.memory_per_gpu_GiB["allocated"] * GiB
 
 
-def planned() -> list[dict]:
+def planned(compiled: tuple = COMPILED, op: tuple = OP) -> list[dict]:
     return [{"run": run_name(kind, *spec), "kind": kind, "preset": spec[0], "layers": spec[1], "seq": spec[2],
-             "micro_batch": spec[3]} for kind, plan in (("compile", COMPILED), ("op", OP)) for spec in plan]
+             "micro_batch": spec[3]} for kind, plan in (("compile", compiled), ("op", op)) for spec in plan]
 
 
-def register(out: Path) -> None:
+def register(out: Path, compiled: tuple = COMPILED, op: tuple = OP, extra: dict | None = None) -> None:
+    """The predictions of the plan (compiled, op: (preset, layers, seq, micro-batch) each) into `out`, a new file;
+    `extra`: more keys for the document (a later set's provenance)."""
     hosts, gpu = host_fits(), load_gpu(CARD)[0]
     runs = []
-    for r in planned():
+    for r in planned(compiled, op):
         step, mem = predict(r["kind"], r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, gpu)
         runs.append(r | {"predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
         print(f"{r['run']:24s} {step * 1e3:8.1f} ms {mem / GiB:7.2f} GiB")
@@ -84,7 +86,7 @@ def register(out: Path) -> None:
                                "hosts_units": "us per kernel, ms per step", "launches": LAUNCHES,
                                "rule": "error = measured / predicted - 1; compiled met: mean |step error| <= 8% and every "
                                        "memory within 10%; op met: mean |error| of the launches' median <= 10%",
-                               "runs": runs}, indent=1) + "\n")
+                               **(extra or {}), "runs": runs}, indent=1) + "\n")
 
 
 def shapes_of(bundle: Path, name: str) -> list[dict]:
