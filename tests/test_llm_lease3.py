@@ -10,6 +10,7 @@ import pathlib
 import re
 
 from simcluster.heldout.eager_registered import read_compile2
+from simcluster.llm import eager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SET = ROOT / "calibration/h200x1-llm-lease3-2026-11-29"
@@ -37,7 +38,7 @@ def _measured_before() -> set[tuple]:
         for r in json.loads((CAL / f"h200x1-llm-{name}-2026-11-29/registered.json").read_text())["runs"]:
             seen.add((r.get("kind", "op"), r["preset"], r["layers"], r["seq"], r["micro_batch"]))
     for path in (CAL / "h200x1-llm-sac-2026-11-29/runs").glob("*-op.json"):
-        doc = json.loads(path.read_text().strip().splitlines()[-1])
+        doc = eager.read_document(path)
         seen |= {("op", path.name.split("-")[0], None, s["seq"], s["micro_batch"]) for s in doc["shapes"]}
     for path in (CAL / "h200x1-llm-ophost-2026-11-29/runs").glob("*.json"):
         preset, seq, mb = re.fullmatch(r"(.+)-(\d+)x(\d+)", path.stem).groups()
@@ -72,7 +73,7 @@ def _doc(run: dict, scale: float) -> str:
              "median_step_s": run["predicted_step_ms"] * scale / 1e3,
              "max_memory_allocated_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30,
              "max_memory_allocated_timed_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30}
-    doc = {"model": {"preset": run["preset"]}, "shapes": [shape], "compile": run["kind"] == "compile",
+    doc = {"tool": "llm-step", "model": {"preset": run["preset"]}, "shapes": [shape], "compile": run["kind"] == "compile",
            "ac_mode": "op" if run["kind"] == "op" else "none"}
     return "llm-step log line\n" + json.dumps(doc)
 
