@@ -16,7 +16,8 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILE, SAC, COMPILE2, OPHOST2 = ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2, ROOT / reg.OPHOST2
+COMPILE, SAC, COMPILE2, OPHOST2, LEASE3 = (ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2, ROOT / reg.OPHOST2,
+                                          ROOT / reg.LEASE3)
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
@@ -127,11 +128,11 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 10,
-                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 8}
+    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 14,
+                      EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 10}
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
-    assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name}
-    assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name}
+    assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name}
+    assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name, LEASE3.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
 
 
@@ -161,7 +162,7 @@ def test_ophost2s_op_rows_are_its_registered_steps_against_the_median_of_its_lau
     assert errors == [-0.088, -0.03, 0.056]          # the README's Result: -8.8 / -3.0 / +5.6%
     residuals = eager_residuals(reg.held_out_rows())
     trust = trust_of(Regime("llm eager", EAGER.format("single+sac-op"), 1.0), Table(residuals))
-    assert trust.status == "validated" and "8 held-out rows from 3 sources" in trust.text()
+    assert trust.status == "validated" and "10 held-out rows from 4 sources" in trust.text()
 
 
 def test_torchtitans_selective_rows_are_compared_as_its_policies():
@@ -222,3 +223,14 @@ def test_compile2_an_op_shape_with_one_ok_launch_or_a_wrong_configuration_gives_
     (folder / "registered.json").write_text(json.dumps(doc))
     with pytest.raises(SimclusterError, match="registered.json: runs\\[0\\]"):
         reg.read_compile2(folder)
+
+
+def test_lease3s_rows_are_its_registered_steps_read_by_compile2s_rule():
+    """lease3 (registered 8cce584, compile2's format): four compiled rows and two op rows (median of three launches),
+    each against registered.json; the errors are its README's Result."""
+    rows, skipped = reg.read_compile2(LEASE3)
+    assert not skipped and len(rows) == 6
+    registered = {r["predicted_step_ms"] / 1e3 for r in json.loads((LEASE3 / "registered.json").read_text())["runs"]}
+    assert {r["predicted_s"] for r in rows} == registered
+    errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
+    assert errors == [-18.0, -16.7, -12.2, -7.4, -7.1, -4.2]

@@ -140,7 +140,7 @@ def test_the_op_caveat_names_the_price_the_answer_took():
     assert split.host_bwd_kernel_s > 0
     said = [c for c in caveats.caveats(MODEL, OP, split, gpu) if c.startswith("recompute op:")]
     assert len(said) == 1 and "priced per phase (118.5 us per forward kernel, 49.3 us per backward one" in said[0]
-    assert "three rows from this per-phase model and five from the uniform one" in said[0] and "unvalidated" not in said[0]
+    assert "five rows from this per-phase model and five from the uniform one" in said[0] and "unvalidated" not in said[0]
     uniform = eager.torch_framework(OP, eager.fit_modes(HOST))
     assert uniform.host_bwd_kernel_s == 0
     said = [c for c in caveats.caveats(MODEL, OP, uniform, gpu) if c.startswith("recompute op:")]
