@@ -1,3 +1,4 @@
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,15 @@ H200 = ROOT / "calibration" / "h200x2-nvlink-2026-11-22"
 SEED002 = ROOT / "calibration" / "oci-bm-gpu-h100-8x2" / "nccl-tests" / "all_reduce.txt"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
+
+
+def load_script(relative: str):
+    """A script outside the package (validation/, studies/) loaded as a module, by its path under the repository."""
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture

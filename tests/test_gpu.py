@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import load_script
 
 from simcluster.errors import CalibrationError, ModelCardError, SimclusterError, TraceFormatError
 from simcluster.fit import gpu as fit
@@ -495,11 +496,7 @@ def test_validating_a_card_on_another_gpus_trace_warns_that_it_is_cross_gpu(caps
 def test_card_at_moe_expert_shapes_held_out():
     """The h100-sxm card against gpu-micro's moe-experts section (expert GEMMs of the published MoE layers, shapes the card
     was not fitted on): within the bf16 curve's usual error, and not the 1.4-1.7x the MoE rows' misses would need."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "studies" / "moe_expert_gemms.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("studies/moe_expert_gemms.py")
     table = mod.rows(mod.BUNDLE, ROOT / "models" / "gpu" / "h100-sxm.yaml")
     assert len(table) == 144 and {r["moe"] for r in table} == {name for name, *_ in mod.MOE_EXPERTS}
     s = mod.summary(table)
@@ -510,11 +507,7 @@ def test_card_at_moe_expert_shapes_held_out():
 def test_llm_model_prices_a_layer_pass_of_expert_gemms_as_per_expert_kernels():
     """moe-grouped (one H100): the model's price for a layer pass's expert GEMMs (one GEMM per local expert, llm/ops.py)
     against a loop of per-expert GEMMs, as a grouped linear layer issues them; one batched kernel is the worse model."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("moe_expert_gemms", ROOT / "studies" / "moe_expert_gemms.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("studies/moe_expert_gemms.py")
     groups = mod.group_rows(mod.GROUPED, ROOT / "models" / "gpu" / "h100-sxm.yaml")
     for dtype, bound in (("bf16", 0.10), ("fp8", 0.15)):
         loop = [r for r in groups if r["condition"] == "loop" and r["dtype"] == dtype]

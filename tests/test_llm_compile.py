@@ -10,6 +10,7 @@ import re
 import types
 
 import pytest
+from conftest import load_script
 
 from simcluster.errors import SimclusterError
 
@@ -227,11 +228,7 @@ def test_the_registered_device_run_plans_host_and_check_bundles_in_both_arms(tmp
 
 
 def _read_out(bundle: pathlib.Path, capsys) -> tuple[int, list[str], str]:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("llm_compile", ROOT / "validation/llm_compile.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("validation/llm_compile.py")
     rc = mod.main([str(bundle)])
     out = capsys.readouterr()
     return rc, out.out.splitlines(), out.err.strip()

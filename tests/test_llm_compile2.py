@@ -4,19 +4,17 @@ declares (compiled step mean <= 8% and every memory within 10%; op: the launches
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
+
+from conftest import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REGISTERED = ROOT / "calibration/h200x1-llm-compile2-2026-11-29/registered.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("llm_compile2", ROOT / "validation/llm_compile2.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("validation/llm_compile2.py")
 
 
 def _doc(run: dict, step_scale: float, mem_scale: float) -> str:

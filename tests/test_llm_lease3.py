@@ -4,10 +4,11 @@ and the band's reader (eager_registered.read_compile2) and compile2's read-out t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import re
+
+from conftest import load_script
 
 from simcluster.heldout.eager_registered import read_compile2
 from simcluster.llm import eager
@@ -18,10 +19,7 @@ CAL = ROOT / "calibration"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("llm_lease3", ROOT / "validation/llm_lease3.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("validation/llm_lease3.py")
 
 
 def _registered() -> list[dict]:

@@ -4,10 +4,10 @@ was (simcluster/heldout/registration.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import pytest
+from conftest import load_script
 
 from simcluster.errors import SimclusterError
 from simcluster.heldout.registration import write_registration
@@ -16,10 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "validation" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"validation/{name}.py")
 
 
 def _no_model(*args, **kwargs):
