@@ -22,7 +22,9 @@ def _doc(run: dict, step_scale: float, mem_scale: float) -> str:
              "median_step_s": run["predicted_step_ms"] * step_scale / 1e3,
              "max_memory_allocated_bytes": run["predicted_mem_GiB"] * mem_scale * 2**30 + 1e6,
              "max_memory_allocated_timed_bytes": run["predicted_mem_GiB"] * mem_scale * 2**30}
-    return "llm-step log line\n" + json.dumps({"model": {"preset": run["preset"]}, "shapes": [shape]})
+    doc = {"tool": "llm-step", "model": {"preset": run["preset"], "layers": run["layers"]}, "shapes": [shape],
+           "compile": run["kind"] == "compile", "ac_mode": "op" if run["kind"] == "op" else "none"}   # the registered run
+    return "llm-step log line\n" + json.dumps(doc)
 
 
 def _bundle(tmp_path, compiled: dict, op: dict, mem_scale: float = 1.02) -> pathlib.Path:
@@ -60,3 +62,18 @@ def test_the_read_out_meets_misses_and_stays_incomplete_as_declared(tmp_path, ca
     got = _verdicts(capsys, _bundle(tmp_path / "c", two, {k: (1.0,) for k in ops}))
     assert got == ["compiled: incomplete (2 shapes ran; 3 needed)",
                    f"op: incomplete (fewer than 2 launches: {', '.join(ops)})"]
+
+
+def test_a_launch_that_ran_another_configuration_is_not_counted(tmp_path, capsys):
+    """The read-out takes the band's acceptance (heldout/eager_registered.launch_shapes): an op launch that ran without
+    the op policy does not count toward its shape's median, and the shape goes incomplete."""
+    runs = [r for r in json.loads(REGISTERED.read_text())["runs"]]
+    comp = {r["run"]: 1.0 for r in runs if r["kind"] == "compile"}
+    ops = {r["run"]: (1.0, 1.0) for r in runs if r["kind"] == "op"}
+    bundle = _bundle(tmp_path, comp, ops)
+    op = next(r for r in runs if r["kind"] == "op")
+    doc = (bundle / "runs" / f"{op['run']}-2.json").read_text().replace('"ac_mode": "op"', '"ac_mode": "none"')
+    (bundle / "runs" / f"{op['run']}-2.json").write_text(doc)
+    got = _verdicts(capsys, bundle)
+    assert got[1].startswith("op: incomplete") and op["run"] in got[1], got
+

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.heldout.eager_registered import MIN_LAUNCHES, launch_shapes  # noqa: E402  (the band's acceptance)
 from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
@@ -89,24 +90,19 @@ def register(out: Path, compiled: tuple = COMPILED, op: tuple = OP, extra: dict 
                                **(extra or {}), "runs": runs}, indent=1) + "\n")
 
 
-def shapes_of(bundle: Path, name: str) -> list[dict]:
-    """The ok shapes of a run's documents: runs/<name>.json, or runs/<name>-<i>.json for each launch."""
-    out = []
-    for path in [bundle / "runs" / f"{name}.json"] + sorted((bundle / "runs").glob(f"{name}-[0-9].json")):
-        if path.is_file() and path.stat().st_size:
-            try:
-                doc = eager.read_document(path)
-            except ValueError as exc:
-                print(f"llm_compile2: {exc} (skipped; its stderr.txt says why)", file=sys.stderr)
-                continue
-            out += [s for s in doc["shapes"][:1] if s.get("status") == "ok"]
-    return out
+def shapes_of(bundle: Path, reg: dict) -> list[dict]:
+    """The accepted launches' timed shapes of a registered run (heldout/eager_registered.launch_shapes: ran ok and ran
+    the registered configuration, the band's rule); refused ones are named on stderr."""
+    shapes, refused = launch_shapes(bundle, reg)
+    for skip in refused:
+        print(f"llm_compile2: {skip.run}: {skip.why} (not counted)", file=sys.stderr)
+    return shapes
 
 
 def judge_compiled(reg: list[dict], bundle: Path, now) -> str:
     steps, mems = [], []
     for r in (x for x in reg if x["kind"] == "compile"):
-        got = shapes_of(bundle, r["run"])
+        got = shapes_of(bundle, r)
         if not got:
             print(f"{r['run']:24s} no ok run")
             continue
@@ -127,12 +123,12 @@ def judge_compiled(reg: list[dict], bundle: Path, now) -> str:
 def judge_op(reg: list[dict], bundle: Path, now) -> str:
     errs, mems, incomplete = [], [], []
     for r in (x for x in reg if x["kind"] == "op"):
-        got = shapes_of(bundle, r["run"])
+        got = shapes_of(bundle, r)
         launches, pred = [s["median_step_s"] * 1e3 for s in got], r["predicted_step_ms"]
         each = " / ".join(f"{100 * (x / pred - 1):+.1f}%" for x in launches)
         print(f"{r['run']:24s} launches {' / '.join(f'{x:.1f}' for x in launches) or '-'} ms, predicted {pred:.1f} "
               f"(each {each})  (model now {now(r):.1f} ms)")
-        if len(launches) < 2:
+        if len(launches) < MIN_LAUNCHES:
             incomplete.append(r["run"])
             continue
         mid = statistics.median(launches)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
-from simcluster.heldout.eager_registered import launch_steps  # noqa: E402  (the band's acceptance of a launch)
+from simcluster.heldout.eager_registered import MIN_LAUNCHES, launch_steps  # noqa: E402  (the band's acceptance of a launch)
 from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
@@ -134,7 +134,7 @@ def read_out(bundle: Path, registered: Path) -> int:
         pred = r["predicted_step_ms"]
         print(f"{r['run']:22s} launches {' / '.join(f'{x:.1f}' for x in launches) or '-'} ms, predicted {pred:.1f} "
               f"(each {' / '.join(f'{100 * (x / pred - 1):+.1f}%' for x in launches)})")
-        if len(launches) < 2:
+        if len(launches) < MIN_LAUNCHES:
             incomplete.append(r["run"])
             continue
         mid = statistics.median(launches)

@@ -189,21 +189,28 @@ def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
     return (shape, "") if have == want else (None, f"ran {have}, registered {want}")
 
 
-def launch_steps(bundle: Path, reg: dict) -> tuple[list[float], list[Skipped]]:
-    """A registered run's accepted launches (_compile2_launch: ran ok and ran the registered configuration): their
-    median timed steps in seconds, in launch order (runs/<run>-<i>.json; a compile run: runs/<run>.json), and the
-    launches refused with why. The band's reader and validation/llm_ophost.py's read-out both take this one."""
+def launch_shapes(bundle: Path, reg: dict) -> tuple[list[dict], list[Skipped]]:
+    """A registered run's accepted launches (_compile2_launch: ran ok and ran the registered configuration): their timed
+    shapes, in launch order (runs/<run>-<i>.json; a compile run: runs/<run>.json), and the launches refused with why.
+    The band's reader and the read-outs of validation/llm_compile2.py (compile2, lease3) and llm_ophost.py all take
+    this one."""
     name = str(reg["run"])
     files = [bundle / "runs" / f"{name}.json"] if reg["kind"] == "compile" else \
         sorted((bundle / "runs").glob(f"{name}-[0-9].json"))
-    steps, skipped = [], []
+    shapes, skipped = [], []
     for file in files or [bundle / "runs" / f"{name}-1.json"]:
         shape, why = _compile2_launch(file, reg)
         if shape is None:
             skipped.append(Skipped(file.stem, why))
         else:
-            steps.append(float(shape["median_step_s"]))
-    return steps, skipped
+            shapes.append(shape)
+    return shapes, skipped
+
+
+def launch_steps(bundle: Path, reg: dict) -> tuple[list[float], list[Skipped]]:
+    """launch_shapes' median timed steps in seconds."""
+    shapes, skipped = launch_shapes(bundle, reg)
+    return [float(s["median_step_s"]) for s in shapes], skipped
 
 
 def _registered_runs(bundle: Path, what: str) -> tuple[Path, list]:
