@@ -77,3 +77,11 @@ def test_a_launch_that_ran_another_configuration_is_not_counted(tmp_path, capsys
     got = _verdicts(capsys, bundle)
     assert got[1].startswith("op: incomplete") and op["run"] in got[1], got
 
+
+def test_a_malformed_registration_is_one_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "registered.json").write_text(json.dumps({"runs": [{"run": "x"}]}))
+    assert _script().main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "registered.json: runs" in err and "predicted_step_ms" in err, err
+

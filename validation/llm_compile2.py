@@ -149,7 +149,13 @@ def read_out(bundle: Path, registered: Path) -> int:
     if not registered.is_file():
         print(f"llm_compile2: {registered}: no registered predictions", file=sys.stderr)
         return 2
-    reg = json.loads(registered.read_text())["runs"]
+    from simcluster.strict import load_json
+
+    doc = load_json(registered, what="registered compile2-format predictions")
+    reg = doc.get("runs") if isinstance(doc, dict) else None
+    keys = ("run", "kind", "preset", "layers", "seq", "micro_batch", "predicted_step_ms", "predicted_mem_GiB")
+    if not isinstance(reg, list) or not all(isinstance(r, dict) and all(k in r for k in keys) for r in reg):
+        raise SimclusterError(f"expected runs: a list of {{{', '.join(keys)}}}", where=f"{registered}: runs")
     hosts, gpu = host_fits(), load_gpu(CARD)[0]
 
     def now(r: dict) -> float:
@@ -173,7 +179,11 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     bundle = Path(argv[0])
-    return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else SET / "registered.json")
+    try:
+        return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else SET / "registered.json")
+    except SimclusterError as exc:
+        print(f"llm_compile2: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -54,8 +54,12 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     bundle = Path(argv[0])
-    return llm_compile2.read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file()
-                                 else SET / "registered.json")
+    try:
+        return llm_compile2.read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file()
+                                     else SET / "registered.json")
+    except SimclusterError as exc:
+        print(f"llm_lease3: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
