@@ -35,7 +35,8 @@ bookkeeping). Each regime is dgram + byte * m with its own terms: the linear one
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -60,9 +61,10 @@ class TsoTerms:
     skb: float         # per super-packet
     ack: float         # per ACK
     byte: float        # per byte
+    acks: Callable[[float], float] = field(default=gso_acks, compare=False)   # ACKs per write (the registered rule)
 
     def per_message(self, m: float) -> float:
-        return self.msg + self.skb * skbs(m) + self.ack * gso_acks(m) + self.byte * m
+        return self.msg + self.skb * skbs(m) + self.ack * self.acks(m) + self.byte * m
 
     def cost(self, m: float) -> float:
         """Core-seconds per byte (both sides)."""
@@ -76,16 +78,17 @@ def tso_fit_sizes(sizes) -> list[float]:
     return small + large
 
 
-def fit_tso(tcp: dict[float, float]) -> TsoTerms:
-    """tcp: {m: both-sides core-seconds per byte}; the fit reads tso_fit_sizes() only."""
+def fit_tso(tcp: dict[float, float], acks: Callable[[float], float] = gso_acks) -> TsoTerms:
+    """tcp: {m: both-sides core-seconds per byte}; the fit reads tso_fit_sizes() only; acks: the ACK count rule (the
+    registered gso_acks, or transport_counts.push_acks for the sixth sweep)."""
     sizes = tso_fit_sizes(tcp)
     if sum(m > TSO_FIT_HIGH for m in sizes) < TSO_FIT_LARGE or len(sizes) < 4:
         raise CalibrationError(f"the TSO/GRO rule needs TCP at two or more sizes in 1-4 KiB and {TSO_FIT_LARGE} above, "
                                f"got {[int(m) for m in sorted(tcp)]}")
     per = np.array([tcp[m] * m for m in sizes])
-    design = np.array([[1.0, skbs(m), gso_acks(m), m] for m in sizes])
+    design = np.array([[1.0, skbs(m), acks(m), m] for m in sizes])
     x, _ = nnls(design / per[:, None], np.ones_like(per))
-    return TsoTerms(*(float(v) for v in x))
+    return TsoTerms(*(float(v) for v in x), acks=acks)
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,9 @@ def bundle_costs(bundle: Path) -> tuple[str, dict[tuple[str, str], dict[float, l
 
 
 def tso_counted_runs(bundle: Path):
-    """(run entry, messages written, {tcp_in_segs, tcp_out_segs: the server namespace's deltas}) for each ok tcp_bw run
-    of a lab bundle with the server's counters (run.json `packets`); other runs are left out."""
+    """(run entry, messages written, {tcp_in_segs, tcp_out_segs and any other counter the run recorded: the server
+    namespace's deltas}) for each ok tcp_bw run of a lab bundle with the server's counters (run.json `packets`); other
+    runs are left out."""
     from simcluster.fit.bundle_files import Bundle
     from simcluster.traces import qperf
 
@@ -158,6 +162,9 @@ def tso_counted_runs(bundle: Path):
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"key 'packets' entry of netns {server!r} lacks a number for {exc}",
                                    where=f"{b.path / 'manifest.json'}: run {run.get('run_id')!r}") from None
+        before, after = entry.get("before") or {}, entry.get("after") or {}
+        delta |= {k: float(after[k]) - float(before[k]) for k in sorted((set(before) & set(after)) - set(delta))
+                  if isinstance(after[k], int | float) and isinstance(before[k], int | float)}   # the TcpExt counters
         if messages > 0:
             yield run, test, messages, delta
 

@@ -14,6 +14,7 @@ sender's that host_stack_readout judges there.
 from __future__ import annotations
 
 import statistics
+from functools import partial
 from pathlib import Path
 
 from simcluster.errors import CalibrationError
@@ -21,8 +22,17 @@ from simcluster.fit import host_stack, host_stack_readout, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
 from simcluster.fit.host_stack_readout import Row, noise, report
+from simcluster.hardware.transport_counts import push_acks
 
 TSO_CONFIG = "lab unshaped offloads=all"
+# sweep (its folder's name) -> the TSO/GRO ACK count rule its README registered (a sweep not named here: the fifth
+# run's gso_acks); the sixth sweep registered the push rule (session 34, tsoack)
+TSO_ACK_RULES = {"h200-transport-sizes6-2026-11-29": push_acks}
+
+
+def tso_ack_rule(bundle: Path):
+    """The ACK count rule the bundle's sweep (its parent folder) registered for TSO/GRO."""
+    return TSO_ACK_RULES.get(Path(bundle).parent.name, oc.gso_acks)
 
 
 def _rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,
@@ -47,7 +57,8 @@ def bundle_rows(bundle: Path, notes: list[str]) -> list[Row]:
     tcp, send = groups.get(("tcp", "both"), {}), groups.get(("udp", "sender"), {})
     try:
         if label == TSO_CONFIG and tcp:
-            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp), oc.fit_tso, oc.TSO_FIT_HIGH)
+            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp),
+                          partial(oc.fit_tso, acks=tso_ack_rule(bundle)), oc.TSO_FIT_HIGH)
         if label == "loopback" and send:
             rows += _rows(bundle.name, "udp", "sender", send,
                           [m for m in send if m <= oc.udp_counts.FIT_HIGH] + oc.paged_fit_sizes(send),
@@ -101,7 +112,7 @@ def counts_report(bundles: list[Path]) -> list[str]:
         label, groups = oc.bundle_costs(bundle)
         if label == TSO_CONFIG:
             for m, got in oc.tso_measured_counts(bundle).items():
-                for name, rule in (("super-packets/msg", oc.skbs), ("ACKs/msg", oc.gso_acks)):
+                for name, rule in (("super-packets/msg", oc.skbs), ("ACKs/msg", tso_ack_rule(bundle))):
                     key = "skbs" if name.startswith("super") else "acks"
                     lines.append(f"{bundle.name:26s} {name:22s} {int(m):>8d} {got[key]:9.2f} {rule(m):9.2f} "
                                  f"{_error(rule(m), got[key])}")

@@ -17,6 +17,15 @@ fit/offload_counts.py, which re-exports them as skbs and gso_acks):
     gso_skbs(m) = packets(m, GSO)                             super-packets per write (the receiver's TCP sees the same)
     gso_acks(m) = min(packets(m, MSS) / 2, max(1, gso_skbs(m) / 2))
                                                  a delayed ACK per second received super-packet, at least one per write
+    push_acks(m) = min(packets(m, MSS) / 2, 1 + m / (2 * GSO))
+                                                 the push rule (session 34, tsoack; development, registered for the sixth
+                                                 sweep): one ACK per write when the reader catches up with it
+                                                 (tcp_cleanup_rbuf: a read that empties the queue with more than one
+                                                 receive MSS unacknowledged, or after a pushed sub-MSS tail) plus one per
+                                                 two GSO super-packets' worth of the byte stream (the every-second-segment
+                                                 delayed ACK applied per super-packet while data streams in; a write's
+                                                 partial last super-packet counted by its bytes: tcp_sendmsg appends the
+                                                 next write's data to an unsent tail skb); at most one per two wire MSS
 
 The UDP receiver's wake-ups per datagram (docs/models/nic-and-cpu.md, "UDP receiver count model"; fitted by
 fit/udp_receiver_counts.py):
@@ -66,6 +75,11 @@ def gso_skbs(m: float) -> int:
 def gso_acks(m: float) -> float:
     """ACKs per m-byte TCP write with TSO/GSO and GRO: one per second super-packet, at least one per write of 2+ MSS."""
     return min(packets(m, MSS) / 2, max(1.0, gso_skbs(m) / 2))
+
+
+def push_acks(m: float) -> float:
+    """ACKs per m-byte TCP write with TSO/GSO and GRO by the push rule: one per write, one per 2 x GSO bytes, <= wire / 2."""
+    return min(packets(m, MSS) / 2, 1.0 + m / (2 * GSO))
 
 
 def wakes(gap: float, busy: float, latency: float, wake: float) -> float:

@@ -141,13 +141,20 @@ def ksoftirqd_cpu_s() -> float | None:
 
 
 SNMP = {("Tcp", "OutSegs"): "tcp_out_segs", ("Tcp", "InSegs"): "tcp_in_segs",
-        ("Udp", "OutDatagrams"): "udp_out", ("Udp", "InDatagrams"): "udp_in"}
+        ("Udp", "OutDatagrams"): "udp_out", ("Udp", "InDatagrams"): "udp_in",
+        ("Udp", "RcvbufErrors"): "udp_rcvbuf_errors", ("Udp", "SndbufErrors"): "udp_sndbuf_errors",
+        # /proc/net/netstat (issue 42, session 34): how the receiver's ACKs were sent and how its data arrived
+        ("TcpExt", "DelayedACKs"): "tcp_delayed_acks", ("TcpExt", "DelayedACKLocked"): "tcp_delayed_ack_locked",
+        ("TcpExt", "TCPHPHits"): "tcp_hp_hits", ("TcpExt", "TCPPureAcks"): "tcp_pure_acks",
+        ("TcpExt", "TCPHPAcks"): "tcp_hp_acks", ("TcpExt", "TCPBacklogCoalesce"): "tcp_backlog_coalesce",
+        ("TcpExt", "TCPAutoCorking"): "tcp_autocorking", ("TcpExt", "TCPOrigDataSent"): "tcp_orig_data_sent"}
 
 
 def packet_counters(netns: str | None) -> dict[str, int] | None:
-    """TCP segments and UDP datagrams in and out of a network namespace (/proc/net/snmp; the host's own when netns is
-    None), for a run that counts its packets (meta count_packets); None where they cannot be read."""
-    argv = (["ip", "netns", "exec", netns] if netns else []) + ["cat", "/proc/net/snmp"]
+    """TCP segments and UDP datagrams in and out of a network namespace (/proc/net/snmp), and the TcpExt counters of
+    SNMP (/proc/net/netstat: delayed ACKs, fast-path hits, pure ACKs, backlog coalescing, autocorking); the host's own
+    when netns is None; for a run that counts its packets (meta count_packets); None where they cannot be read."""
+    argv = (["ip", "netns", "exec", netns] if netns else []) + ["cat", "/proc/net/snmp", "/proc/net/netstat"]
     try:
         text = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
