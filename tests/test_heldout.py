@@ -18,16 +18,17 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
     rows = transport.held_out_rows()
     assert rows and all(r["m"] > SPLIT and r["measured"] > 0 and r["predicted"] > 0 for r in rows)
     # the rule: TCP rows from sweeps registered after the TCP count model, UDP sender rows after the UDP one, and the
-    # fifth sweep's (registered after the batching rules and the receiver's count model) both
-    sizes5 = "h200-transport-sizes5-2026-11-29"
+    # fifth sweep's (registered after the batching rules and the receiver's count model) both, the sixth's (registered
+    # after the push ACK rule, TCP with TSO/GRO only) TCP
+    sizes5, sizes6 = "h200-transport-sizes5-2026-11-29", "h200-transport-sizes6-2026-11-29"
     assert {(r["bundle"].split("/")[0], r["transport"]) for r in rows} == {
         ("h200-transport-sizes3-2026-11-29", "tcp"), ("h200-transport-udp4-2026-11-29", "udp"), (sizes5, "tcp"),
-        (sizes5, "udp")}
+        (sizes5, "udp"), (sizes6, "tcp")}
     development = ("lab-sizes-", "loopback-sizes-", "h200-transport-sizes-2026-11-28", "h200-transport-sizes2-2026-11-28")
     assert not [r for r in rows if r["bundle"].startswith(development)]
     assert not [r for r in rows if r["transport"] == "udp" and r["bundle"].startswith("h200-transport-sizes3-")]
     # five configurations each: 3 TCP sizes (sizes3) and 3 UDP sender sizes (udp4) per configuration
-    early = [r for r in rows if not r["bundle"].startswith(sizes5)]
+    early = [r for r in rows if not r["bundle"].startswith((sizes5, sizes6))]
     assert len(early) == 30 and len({r["bundle"] for r in early}) == 10
     assert {(r["transport"], r["side"]) for r in early} == {("tcp", "both"), ("udp", "sender")}   # the judged costs only
     # sizes5: its registered read's 19 batching-rule rows + the 10 lab UDP sender rows (README "The registered rule")
@@ -41,6 +42,11 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
                           for c in ("loopback-sizes", "lab-sizes-csum-noshaping", "lab-sizes-none")},
                        **{(c, "udp", "sender"): kib(14, 20, 28, 40, 60)
                           for c in ("lab-sizes-csum-noshaping", "lab-sizes-none")}}
+    # sizes6: the 12 judged rows of its registered read (two replicate bundles x 6 held-out sizes), TCP both sides
+    sixth = [r for r in rows if r["bundle"].startswith(sizes6)]
+    assert sorted((r["bundle"].split("/")[1], int(r["m"])) for r in sixth) == sorted(
+        (c, m) for c in ("lab-sizes-all-noshaping", "lab-sizes-all-noshaping-2") for m in kib(10, 36, 56, 80, 112, 200))
+    assert {(r["transport"], r["side"]) for r in sixth} == {("tcp", "both")}
     residuals = transport_residuals(rows)
     assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}   # the band code's keys (by kind)
     shipped = [r for r in __import__("json").loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())["rows"]
@@ -253,11 +259,12 @@ def test_the_counts_report_says_so_when_there_is_nothing_to_count():
 def test_the_transport_rows_are_the_error_of_the_card_models_that_read_them_or_of_no_card():
     """heldout/transport.py's docstring: a row is the error of a lab card's model (refitted on its configuration) where
     that card is fitted by the same read (stack_cards: TCP count model, TSO/GRO batching rule, UDP sender and receiver
-    models), and of no card on loopback (no loopback card) or on sizes3's offloads-all TCP rows (the count model's read,
-    which the GSO card no longer uses): 43 and 16 of the 59 rows."""
+    models), and of no card on loopback (no loopback card), on sizes3's offloads-all TCP rows (the count model's read,
+    which the GSO card no longer uses) or on sizes6's (the push ACK rule's read, which the GSO card does not use yet):
+    43 and 28 of the 71 rows."""
     from collections import Counter
 
-    from simcluster.fit import host_stack_readout, stack_cards
+    from simcluster.fit import host_stack_readout, offload_counts, offload_readout, stack_cards
 
     def card(row):
         bundle = ROOT / "calibration" / row["bundle"]
@@ -267,9 +274,10 @@ def test_the_transport_rows_are_the_error_of_the_card_models_that_read_them_or_o
             return f"local-lab-udp-stack {row['side']}"
         batching = host_stack_readout.registered_read(bundle) == host_stack_readout.BATCHING
         if stack_cards.is_tso(bundle):
-            return "local-lab-tcp-gso-stack" if batching else None
+            card_rule = offload_readout.tso_ack_rule(bundle) is offload_counts.gso_acks
+            return "local-lab-tcp-gso-stack" if batching and card_rule else None
         return "local-lab-tcp-stack"
 
     assert Counter(card(r) for r in transport.held_out_rows()) == {
         "local-lab-tcp-stack": 9, "local-lab-tcp-gso-stack": 4, "local-lab-udp-stack sender": 22,
-        "local-lab-udp-stack receiver": 8, None: 16}
+        "local-lab-udp-stack receiver": 8, None: 28}

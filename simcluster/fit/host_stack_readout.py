@@ -41,7 +41,8 @@ PRINTED = JUDGED | {("udp", "receiver")}       # TCP's per-process split is wher
 BATCHING = "batching rules"          # fit/offload_readout.py's rows + the lab UDP sender's here (fit/udp_counts.py)
 COUNT_MODELS = "count models"        # this read-out's judged rows (TCP by host_counts, UDP sender by udp_counts)
 # sweep (its folder's name) -> the read-out its README registered before it ran (a sweep not named here: COUNT_MODELS)
-REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING}
+REGISTERED_READ: dict[str, str] = {"h200-transport-sizes5-2026-11-29": BATCHING,
+                                   "h200-transport-sizes6-2026-11-29": BATCHING}
 BATCHING_JUDGED_HERE = ("udp", "sender")       # of a BATCHING sweep's lab configurations (not loopback's)
 
 

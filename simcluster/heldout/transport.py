@@ -20,15 +20,17 @@ configurations only, as its README's rule says; loopback's sender there is the b
 A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
 together. The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by these read-outs' code
 (fit/stack_cards.py), each on one bundle, so a card's answers equal its own bundle's rows (tests/test_stack_cards.py) and
-the rows of its model on the other configurations are that model's error, refitted per configuration (59 rows in all):
+the rows of its model on the other configurations are that model's error, refitted per configuration (71 rows in all):
   - local-lab-tcp-stack (the count model, fitted on sizes3 lab-sizes-none): sizes3's TCP rows of lab none, csum and
     csum unshaped (9; its own 3);
   - local-lab-tcp-gso-stack (the batching rule, TSO/GRO): sizes5's TCP rows (4, its own);
   - local-lab-udp-stack, send side (fit/udp_counts.py): udp4's and sizes5's lab UDP sender rows (22; its own 5: sizes5
     lab none); receive side (the receiver model, fit/udp_receiver_counts.py): sizes5's lab receiver rows (8; its own 4).
-Rows of no card (16): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
-sender's two skb regimes are no card's terms), and sizes3's offloads-all TCP rows (3), read by the count model, which
-the GSO card no longer uses (tests/test_heldout.py counts these groups)."""
+Rows of no card (28): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
+sender's two skb regimes are no card's terms), sizes3's offloads-all TCP rows (3), read by the count model, which
+the GSO card no longer uses, and sizes6's TCP rows with TSO/GRO (12: two replicate bundles, the push ACK rule's read,
+fit/offload_readout.TSO_ACK_RULES; the GSO card keeps the fifth sweep's ACK count) (tests/test_heldout.py counts these
+groups)."""
 
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 # transport -> the sweeps (folders under calibration/) registered after that transport's count model: the only sources
 HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
     "tcp": ("h200-transport-sizes3-2026-11-29",             # the first sweep registered after fit/host_counts.py
-            "h200-transport-sizes5-2026-11-29"),            # the first after the TSO/GRO rule (fit/offload_counts.py)
+            "h200-transport-sizes5-2026-11-29",             # the first after the TSO/GRO rule (fit/offload_counts.py)
+            "h200-transport-sizes6-2026-11-29"),            # the first after the push ACK rule (TSO/GRO, session 34)
     "udp": ("h200-transport-udp4-2026-11-29",               # the first after fit/udp_counts.py (UDP only: no TCP rows)
             "h200-transport-sizes5-2026-11-29"),            # the first after the paged sender and receiver rules
 }
