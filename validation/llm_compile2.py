@@ -171,6 +171,11 @@ def read_out(bundle: Path, registered: Path) -> int:
     return 0
 
 
+def read_bundle(bundle: Path, set_dir: Path) -> int:
+    """read_out of a device bundle against its own registered.json (the tgz carries a copy), else the set's."""
+    return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else set_dir / "registered.json")
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--register"]:
         try:
@@ -185,7 +190,7 @@ def main(argv: list[str]) -> int:
         return 2
     bundle = Path(argv[0])
     try:
-        return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else SET / "registered.json")
+        return read_bundle(bundle, SET)
     except SimclusterError as exc:
         print(f"llm_compile2: {exc}", file=sys.stderr)
         return 2

@@ -126,8 +126,7 @@ def main(argv: list[str]) -> int:
                   "[PATH] or --develop", file=sys.stderr)
             return 2
         bundle = Path(argv[0])
-        return llm_compile2.read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file()
-                                     else SET / "registered.json")
+        return llm_compile2.read_bundle(bundle, SET)
     except SimclusterError as exc:
         print(f"llm_compile4: {exc}", file=sys.stderr)
         return 2
