@@ -173,8 +173,9 @@ def test_torchtitans_selective_rows_are_compared_as_its_policies():
     by_run = {r.run: r for r in rows}
     assert "full every 2" in by_run[0].configuration and " op" in by_run[1].configuration
     assert by_run[6].regime == "llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"
-    # the five read once after the policies were written (7943865), unchanged: tokens/s predicted over measured - 1
-    assert [round(100 * by_run[i].error, 1) for i in (0, 1, 4, 5, 6)] == [7.0, 8.1, 4.4, 7.4, 15.9]
+    # the five read once after the policies were written (7943865: 7.0, 8.1, 4.4, 7.4, 15.9), moved since only by the
+    # eager loss's measured bytes (session 34, framework.EAGER_LOSS): tokens/s predicted over measured - 1
+    assert [round(100 * by_run[i].error, 1) for i in (0, 1, 4, 5, 6)] == [7.9, 9.0, 4.6, 7.6, 15.9]
 
 
 def _launch_medians(folder: Path, run: str) -> list[float]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,11 +60,13 @@ def host_fits() -> dict:
     return eager.fit_modes(OP_HOST) | {"compile": eager.fit_modes(COMPILE_HOST)["compile"]}
 
 
-def predict(kind: str, preset: str, layers: int | None, seq: int, mb: int, hosts: dict, gpu) -> tuple[float, float]:
-    """(step seconds, allocated peak bytes) of one planned run by the current model."""
+def predict(kind: str, preset: str, layers: int | None, seq: int, mb: int, hosts: dict, gpu,
+            framework_fields: dict | None = None) -> tuple[float, float]:
+    """(step seconds, allocated peak bytes) of one planned run by the current model; framework_fields: FrameworkSpec
+    fields replaced (an earlier model's, for a before / after read: validation/llm_compile4.py --develop)."""
     cfg = PRESETS[preset] | ({"layers": layers} if layers else {})
     par = ParallelSpec(recompute="op") if kind == "op" else ParallelSpec()
-    fw = eager.torch_framework(par, hosts, compiled=kind == "compile")
+    fw = replace(eager.torch_framework(par, hosts, compiled=kind == "compile"), **(framework_fields or {}))
     r = predict_llm(model_of({"model": cfg}, seq), par, BatchSpec(mb, mb), gpu, Network(None, 1), 1, trace=False, framework=fw)
     return r.step_time_s, r.memory_per_gpu_GiB["allocated"] * GiB
 
@@ -139,6 +142,8 @@ def judge_op(reg: list[dict], bundle: Path, now) -> str:
               f"memory {mem:.2f} / {r['predicted_mem_GiB']:.2f} GiB {100 * mems[-1]:+.1f}%")
     if incomplete:
         return f"op: incomplete (fewer than 2 launches: {', '.join(incomplete)})"
+    if not errs:
+        return "op: none registered"
     step, mem = statistics.mean(map(abs, errs)), max(map(abs, mems))
     return (f"op: step mean |error| {100 * step:.1f}% ({len(errs)} shapes, median of launches): "
             f"{'met' if step <= OP_STEP else 'NOT met'}; memory max |error| {100 * mem:.1f}%: "
@@ -166,6 +171,11 @@ def read_out(bundle: Path, registered: Path) -> int:
     return 0
 
 
+def read_bundle(bundle: Path, set_dir: Path) -> int:
+    """read_out of a device bundle against its own registered.json (the tgz carries a copy), else the set's."""
+    return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else set_dir / "registered.json")
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--register"]:
         try:
@@ -180,7 +190,7 @@ def main(argv: list[str]) -> int:
         return 2
     bundle = Path(argv[0])
     try:
-        return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else SET / "registered.json")
+        return read_bundle(bundle, SET)
     except SimclusterError as exc:
         print(f"llm_compile2: {exc}", file=sys.stderr)
         return 2

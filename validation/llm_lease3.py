@@ -55,8 +55,7 @@ def main(argv: list[str]) -> int:
         return 2
     bundle = Path(argv[0])
     try:
-        return llm_compile2.read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file()
-                                     else SET / "registered.json")
+        return llm_compile2.read_bundle(bundle, SET)
     except SimclusterError as exc:
         print(f"llm_lease3: {exc}", file=sys.stderr)
         return 2

@@ -101,7 +101,7 @@ class FrameworkSpec:
     comm_interference: bool = False   # data-parallel NCCL kernels and the compute they overlap slow each other by the GPU
                                       # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
-    loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: their own kernel list, ops.head_forward)
+    loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, in vocab_ops.LOSS_KERNELS kernels)
     torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
                                       # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
@@ -119,9 +119,17 @@ class FrameworkSpec:
 
 
 MEGATRON = FrameworkSpec("megatron")
+# Eager torch's loss, F.cross_entropy(logits.float()) (the runner's, torchtitan's; issue 44, session 34), bytes per logit as
+# the kernels move them (calibration/h100x1-step-profile-2026-11-23/kernels.json, the runner's 1b 2048:2 step, 525 M
+# logits: cunn_SoftMaxForward 2.81 ms and cunn_SoftMaxBackward 2.88 ms a step at the H100 card's 2.984 TB/s = 15.9 and
+# 16.4 B: a row of 128K fp32 logits does not fit in shared memory, so each pass reads it three times or twice and writes
+# once): forward the .float() copy (2 + 4) and log_softmax (3 x 4 + 4) = 22; backward nll_loss's zero-filled fp32
+# gradient (4), log_softmax's backward (16) and the cast back to bf16 (4 + 2) = 26 (nll_loss's own kernels: < 20 us).
+# Before session 34 the model charged 28 / 56 (two kernels of 14 B a logit forward, twice that backward).
+EAGER_LOSS = {"loss_fwd_bytes": 22.0, "loss_bwd_bytes": 26.0}
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
-                          grad_accumulate_bytes=0.0,   # autocast's gradient up-casts are in cast_bytes
+                          grad_accumulate_bytes=0.0, **EAGER_LOSS,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 # The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,
 # the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies saved for the backward as eager's are
@@ -160,7 +168,7 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
-                              eager=True)
+                              eager=True, **EAGER_LOSS)
 # Megatron-Core under Transformer Engine before its cuDNN preference on Hopper: TE 1.x's DotProductAttention "prioritizes
 # FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
 # flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
@@ -178,7 +186,7 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
+                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
@@ -191,7 +199,7 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_byte
 # NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
 FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
-                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True)
+                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, **EAGER_LOSS)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
                                   MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
 

@@ -7,6 +7,8 @@ from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
+LOSS_KERNELS = 2   # eager torch's loss: forward the .float() copy and log_softmax, backward log_softmax's and the cast back
+
 
 def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
@@ -23,7 +25,7 @@ def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
-    eager: the fp32 copy and log-softmax as two kernels, 14 bytes per logit)."""
+    fw.loss_fwd_bytes / loss_bwd_bytes per logit; eager: LOSS_KERNELS kernels a pass, framework.EAGER_LOSS)."""
     sh = sharding(model, par, batch)
     v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
     rb = fw.residual_bytes
@@ -31,8 +33,8 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     if rb != ACT_BYTES:
         ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
     ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
-    ops.append(memory("cross_entropy", 7 * n * ACT_BYTES, 5 * n, count=2) if fw.eager else
-               Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes), (float(n * fw.loss_bwd_bytes),)))
+    k = LOSS_KERNELS if fw.eager else 1
+    ops.append(Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes / k), (float(n * fw.loss_bwd_bytes / k),), k))
     return ops
 
 

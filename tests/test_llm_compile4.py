@@ -1,0 +1,107 @@
+"""The compile4 set (validation/llm_compile4.py, calibration/h200x1-llm-compile4-2026-11-29): its registration is the plan,
+its shapes were never measured before in any mode (every llm-step document under calibration/), device_run.sh runs
+exactly the registered runs once, the band's reader (eager_registered.read_compile2) and compile2's read-out take its
+documents unchanged; and the eager loss's bytes (framework.EAGER_LOSS) are what the head's ops move."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+from conftest import load_script
+
+from simcluster.heldout.eager_registered import read_compile2
+from simcluster.llm import eager, vocab_ops
+from simcluster.llm.framework import EAGER_LOSS, MEGATRON, TORCH_AMP, TORCH_COMPILE
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SET = ROOT / "calibration/h200x1-llm-compile4-2026-11-29"
+CAL = ROOT / "calibration"
+
+
+def _script():
+    return load_script("validation/llm_compile4.py")
+
+
+def _registered() -> list[dict]:
+    return json.loads((SET / "registered.json").read_text())["runs"]
+
+
+def _measured_before() -> set[tuple]:
+    """(preset, layers, seq, micro-batch) of every llm-step document under calibration/ but this set's, any mode."""
+    seen = set()
+    for path in [*CAL.rglob("*.json"), *CAL.rglob("stdout.txt")]:
+        if SET in path.parents:
+            continue
+        try:
+            docs = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        for doc in docs if isinstance(docs, list) else [docs]:
+            if isinstance(doc, dict) and isinstance(doc.get("model"), dict) and isinstance(doc.get("shapes"), list):
+                seen |= {(doc["model"].get("preset"), doc["model"].get("layers"), s["seq"], s["micro_batch"])
+                         for s in doc["shapes"] if isinstance(s, dict) and "seq" in s}
+    return seen
+
+
+def test_the_registered_runs_are_the_plan_on_never_measured_shapes():
+    mod = _script()
+    reg = _registered()
+    assert [r["run"] for r in reg] == [r["run"] for r in mod.llm_compile2.planned(mod.COMPILED, mod.OP)]
+    assert {r["kind"] for r in reg} == {"compile"} and len(reg) == 5
+    before = _measured_before()
+    assert ("0.3b", 24, 4096, 4) in before and ("1b", 16, 2048, 2) in before   # lease3's and the compile set's are seen
+    from simcluster.runner.llm_step import PRESETS
+    assert not {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in reg} & before
+
+
+def test_device_run_runs_each_registered_run_once():
+    script = (SET / "device_run.sh").read_text()
+    assert sorted(re.findall(r"^go (\S+) ", script, flags=re.M)) == sorted(r["run"] for r in _registered())
+    for r in _registered():
+        assert re.search(rf"^go {re.escape(r['run'])} \d+ \d+ --preset {re.escape(r['preset'])} "
+                         rf"--shapes {r['seq']}:{r['micro_batch']} \$C$", script, flags=re.M), r["run"]
+
+
+def _doc(run: dict, scale: float) -> str:
+    shape = {"seq": run["seq"], "micro_batch": run["micro_batch"], "status": "ok",
+             "median_step_s": run["predicted_step_ms"] * scale / 1e3,
+             "max_memory_allocated_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30,
+             "max_memory_allocated_timed_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30}
+    doc = {"tool": "llm-step", "model": {"preset": run["preset"]}, "shapes": [shape], "compile": True, "ac_mode": "none"}
+    return "llm-step log line\n" + json.dumps(doc)
+
+
+def test_the_band_reader_and_the_read_out_take_its_documents(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "registered.json").write_text((SET / "registered.json").read_text())
+    for r, scale in zip(_registered(), (1.06, 0.9, 1.0, 1.1, 0.95), strict=True):
+        (tmp_path / "runs" / f"{r['run']}.json").write_text(_doc(r, scale))
+    rows, skipped = read_compile2(tmp_path)
+    assert not skipped and len(rows) == 5
+    assert _script().main([str(tmp_path)]) == 0
+    verdicts = [x for x in capsys.readouterr().out.splitlines() if x.startswith(("compiled:", "op:"))]
+    assert verdicts[0].startswith("compiled: step mean |error| 6.2%") and verdicts[0].endswith(": met"), verdicts
+    assert verdicts[1] == "op: none registered", verdicts
+
+
+def test_develop_prints_every_earlier_compiled_step_before_and_after(capsys):
+    assert _script().main(["--develop"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^all +14 compiled steps: mean \|error\| +\d", out, flags=re.M), out
+    assert len(re.findall(r"^  (single|compile)-\S+ +kernels", out, flags=re.M)) == 10
+
+
+def test_the_eager_loss_moves_its_measured_bytes_per_logit():
+    model = TransformerSpec(layers=2, hidden=256, ffn=512, heads=4, kv_heads=2, vocab=1000, seq=64)
+    par, batch = ParallelSpec(), BatchSpec(2, 2)
+    n = 2 * 64 * 1000
+    for fw in (TORCH_AMP, TORCH_COMPILE, eager.torch_framework(par, {}, compiled=False)):
+        fwd = [o for o in vocab_ops.head_forward(model, par, batch, fw) if o.name == "cross_entropy"]
+        bwd = [o for o in vocab_ops.head_backward(model, par, batch, fw) if o.name == "cross_entropy.bwd"]
+        assert [(o.bytes * o.count, o.count) for o in fwd] == [(EAGER_LOSS["loss_fwd_bytes"] * n, vocab_ops.LOSS_KERNELS)]
+        assert [(o.bytes * o.count, o.count) for o in bwd] == [(EAGER_LOSS["loss_bwd_bytes"] * n, vocab_ops.LOSS_KERNELS)]
+    mega = [o for o in vocab_ops.head_forward(model, par, batch, MEGATRON) if o.name == "cross_entropy"]
+    assert [(o.bytes, o.count) for o in mega] == [(MEGATRON.loss_fwd_bytes * n, 1)]
