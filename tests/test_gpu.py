@@ -377,12 +377,31 @@ def test_published_card_scales_the_measured_curves_by_the_published_ratio():
     plain = fit.carry(h100, fit.DATASHEETS["a100-sxm-80gb"])
     ratio = plain.gemm_time_s(8192, 8192, 8192) / a100.gemm_time_s(8192, 8192, 8192)
     assert ratio == pytest.approx(factors["gemm bf16"], rel=1e-3)          # compute-bound: time scales by 1 / factor
-    for name, fp8_ref, attn_ref in (("a100-sxm-80gb", None, None), ("b200", "h200-sxm", "h200-sxm")):
+    for name, attn_ref, gemm_source in (("a100-sxm-80gb", None, "ml-engineering"), ("b200", "h200-sxm", "pull request #19566")):
         made = pub.published_card(h100, "models/gpu/h100-sxm.yaml", "calibration/published/gpu-efficiency-published.yaml",
-                                  name, "h100-sxm", fp8_ref, attn_ref)
+                                  name, "h100-sxm", None, attn_ref)
         shipped = yaml.safe_load((ROOT / f"models/gpu/{name}.yaml").read_text())
         assert made["params"] == shipped["params"]
-        assert shipped["provenance"]["published_efficiency"]["target_sources"]["gemm bf16"].count("ml-engineering")
+        assert shipped["provenance"]["published_efficiency"]["target_sources"]["gemm bf16"].count(gemm_source)
+
+
+def test_b200_gemm_level_is_the_measured_b200_run_at_a_training_shape():
+    """Issue 44 (b200 GEMM session): the B200 card's GEMM efficiency reproduces one measured B200 run (vLLM #19566) at
+    Llama 3 8B's QKV shape with 2 x 8192 tokens, bf16 and per-tensor fp8, instead of MAMF's best shape; the H100 card's
+    shape curves carry it elsewhere. A shape that is not compute-bound cannot set an efficiency (one-line error)."""
+    from simcluster.errors import CalibrationError
+    from simcluster.fit import gpu_published as pub
+
+    table = pub.load_published(ROOT / "calibration/published/gpu-efficiency-published.yaml")
+    assert table["b200"].gemm_shape == {"bf16": (16384, 6144, 4096), "fp8": (16384, 6144, 4096)}
+    card, _ = load_gpu(ROOT / "models/gpu/b200.yaml")
+    flops = 2 * 16384 * 6144 * 4096
+    assert flops / card.gemm_time_s(16384, 6144, 4096, "bf16") == pytest.approx(1512.843919e12, rel=1e-3)
+    assert flops / card.gemm_time_s(16384, 6144, 4096, "fp8") == pytest.approx(2544.683145e12, rel=1e-3)
+    assert card.gemm_efficiency["fp8"] < 0.6398      # below the MAMF best-shape level it replaced
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    with pytest.raises(CalibrationError, match="not compute-bound"):
+        pub.fraction_at(h100, "bf16", (1, 1, 1))   # the launch floor
 
 
 def test_b200_attention_is_cudnn_measured_pass_by_pass():

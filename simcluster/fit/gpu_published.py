@@ -5,6 +5,8 @@ gets the datasheet's peaks (fit.gpu.carry) and those curves scaled by what publi
 two GPUs (calibration/published/gpu-efficiency-published.yaml):
 
   gemm efficiency[dtype]   x  published_target[dtype] / published_reference[dtype]   (best-shape matmul, MAMF)
+                         or x  published_rate[dtype] / card_rate(m, n, k)   (a figure measured at one shape: the
+                               datasheet card with the measured card's curves reproduces it there exactly)
   attention efficiency     x  published_target_attn[pass] / published_reference_attn[pass]   (flash / SDPA, d 128)
 
 so the shape dependence (tiles, waves, k ramp, seq ramp) stays the measured card's, and the level follows the
@@ -17,7 +19,7 @@ and with `attention_reference` when the target's attention figure was measured b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simcluster.card_document import load_yaml
@@ -35,6 +37,7 @@ class PublishedEfficiency:
     attention_fwd: float | None       # forward flash / SDPA attention at head dim 128, fraction of peak
     sources: dict[str, str]           # what each figure is -> citation
     attention_bwd: float | None = None   # the backward pass of the same benchmark, fraction of peak
+    gemm_shape: dict[str, tuple[int, int, int]] = field(default_factory=dict)   # dtype -> (m, n, k) a figure was measured at
 
 
 def _fraction(entry: dict, where: str) -> float:
@@ -57,10 +60,12 @@ def load_published(path) -> dict[str, PublishedEfficiency]:
     out = {}
     for gpu, entry in (doc.get("gpus") or {}).items():
         used = {}
-        gemm = {}
+        gemm, shapes = {}, {}
         for dtype, e in (entry.get("gemm") or {}).items():
             gemm[dtype] = _fraction(e, f"{path}: gpus.{gpu}.gemm.{dtype}")
             used[f"gemm {dtype}"] = _cite(cites, e, f"{path}: gpus.{gpu}.gemm.{dtype}")
+            if "shape" in e:
+                shapes[dtype] = _shape(e["shape"], f"{path}: gpus.{gpu}.gemm.{dtype}.shape")
         attn = {}
         for key, name in (("attention_fwd_d128", "attention"), ("attention_bwd_d128", "attention bwd")):
             e = entry.get(key)
@@ -69,8 +74,23 @@ def load_published(path) -> dict[str, PublishedEfficiency]:
                 used[name] = _cite(cites, e, f"{path}: gpus.{gpu}.{key}")
         if "attention_bwd_d128" in attn and "attention_fwd_d128" not in attn:
             raise CalibrationError("attention_bwd_d128 needs attention_fwd_d128 beside it", where=f"{path}: gpus.{gpu}")
-        out[gpu] = PublishedEfficiency(gpu, gemm, attn.get("attention_fwd_d128"), used, attn.get("attention_bwd_d128"))
+        out[gpu] = PublishedEfficiency(gpu, gemm, attn.get("attention_fwd_d128"), used, attn.get("attention_bwd_d128"), shapes)
     return out
+
+
+def _shape(value, where: str) -> tuple[int, int, int]:
+    if not (isinstance(value, list) and len(value) == 3 and all(isinstance(x, int) and x >= 1 for x in value)):
+        raise CalibrationError(f"expected [m, n, k], three integers >= 1, got {str(value)[:40]}", where=where)
+    return value[0], value[1], value[2]
+
+
+def fraction_at(card: GpuParams, dtype: str, shape: tuple[int, int, int]) -> float:
+    """The card's GEMM rate at one compute-bound shape as a fraction of its datasheet peak."""
+    m, n, k = shape
+    t = card.gemm_time_s(m, n, k, dtype)
+    if t > card.gemm_compute_s(m, n, k, dtype) * (1 + 1e-9):
+        raise CalibrationError(f"{m}x{n}x{k} {dtype} is not compute-bound on {card.name}: its rate does not set the efficiency")
+    return 2.0 * m * n * k / t / card.peak_flops[dtype]
 
 
 def _cite(cites: dict, entry: dict, where: str) -> str:
@@ -101,8 +121,11 @@ def scaled(measured: GpuParams, reference: PublishedEfficiency, target: Publishe
     factors = {}
     for dtype in base.gemm_efficiency:
         ref = (fp8_reference or reference) if dtype == "fp8" else reference
-        key = dtype if dtype in target.gemm and dtype in ref.gemm else "bf16"
-        factors[f"gemm {dtype}"] = target.gemm[key] / ref.gemm[key]
+        key = dtype if dtype in target.gemm and (dtype in ref.gemm or dtype in target.gemm_shape) else "bf16"
+        if key in target.gemm_shape:    # measured at one shape: the carried card (target peaks, SMs) reproduces it there
+            factors[f"gemm {dtype}"] = target.gemm[key] / fraction_at(base, key, target.gemm_shape[key])
+        else:
+            factors[f"gemm {dtype}"] = target.gemm[key] / ref.gemm[key]
     eff = {d: min(MAX_EFFICIENCY, e * factors[f"gemm {d}"]) for d, e in base.gemm_efficiency.items()}
     a_fwd, a_bwd = _attention_factors(target, attention_reference or reference)
     factors["attention fwd"], factors["attention bwd"] = a_fwd, a_bwd
@@ -122,9 +145,14 @@ def published_card(measured: GpuParams, measured_path: str, published_path, targ
     attn_ref = table[attention_reference] if attention_reference else ref
     p, factors = scaled(measured, ref, tgt, fp8_ref, attn_ref)
     reference_sources = {k: v for k, v in ref.sources.items() if not k.startswith("attention")}
+    reference_sources |= {f"gemm {d}": f"{measured_path} (its rate at {'x'.join(map(str, s))}, target datasheet peak and SMs)"
+                          for d, s in tgt.gemm_shape.items()}
     reference_sources |= {k: v for k, v in attn_ref.sources.items() if k.startswith("attention")}
     sheet = DATASHEETS[target]
     said = "; ".join(f"{k} x{v:.3f}" for k, v in factors.items())
+    if tgt.gemm_shape:
+        said += "; gemm " + ", ".join(f"{d} at {'x'.join(map(str, s))}" for d, s in tgt.gemm_shape.items()) + \
+            " against the measured card's own rate there"
     against = f"; attention against {attention_reference}" if attention_reference else ""
     return {"kind": "gpu", "name": p.name,
             "description": f"{target} FROM ITS DATASHEET AND PUBLISHED KERNEL BENCHMARKS, NOT MEASURED HERE: peaks, HBM and SM count "
