@@ -16,8 +16,8 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILE, SAC, COMPILE2, OPHOST2, LEASE3 = (ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2, ROOT / reg.OPHOST2,
-                                          ROOT / reg.LEASE3)
+COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4 = (ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2,
+                                                    ROOT / reg.OPHOST2, ROOT / reg.LEASE3, ROOT / reg.COMPILE4)
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
@@ -128,10 +128,10 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 14,
+    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 19,
                       EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 10}
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
-    assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name}
+    assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name, COMPILE4.name}
     assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name, LEASE3.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
 
@@ -235,3 +235,14 @@ def test_lease3s_rows_are_its_registered_steps_read_by_compile2s_rule():
     assert {r["predicted_s"] for r in rows} == registered
     errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
     assert errors == [-18.0, -16.7, -12.2, -7.4, -7.1, -4.2]
+
+
+def test_compile4s_rows_are_its_registered_steps_read_by_compile2s_rule():
+    """compile4 (registered 14e47a6, compile2's format, compiled shapes only): five rows, each against registered.json;
+    the errors are its README's Result."""
+    rows, skipped = reg.read_compile2(COMPILE4)
+    assert not skipped and len(rows) == 5
+    registered = {r["predicted_step_ms"] / 1e3 for r in json.loads((COMPILE4 / "registered.json").read_text())["runs"]}
+    assert {r["predicted_s"] for r in rows} == registered
+    errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
+    assert errors == [-9.7, -9.3, -3.4, 0.6, 11.8]
