@@ -66,24 +66,24 @@ def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
 
 
 def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_under_target():
-    """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. Three families
-    miss it by rows, recorded here so that the docs are revisited when any changes (docs/models/trust.md): llm (NeMo
-    25.04's B200 long-sequence rows, +18..+22% fast since session 30's B200 attention from measured cuDNN, outside the
-    validated Megatron CP fp8 band; the validated half-width 14.6%, inside the 15% claim since then), storage (the
+    """The claim docs/accuracy.md makes: each source left out, 70-90% of a family's rows inside the band. Two families
+    miss it by rows, recorded here so that the docs are revisited when any changes (docs/models/trust.md): storage (the
     Samsung PM1753 and 9550/6500 drives reading 53-80% of their printed rate) and, since session 31, llm local spec
     (Megatron-Core's local-spec MoE lab sets: three sources that disagree, 4-GPU steps 1.48-2.06x the registered step,
     1-GPU ones 0.73-1.28x, 2-GPU ones (moe3, session 33) 1.24-1.52x: tests/test_heldout_moe_lab.py). Across nodes
-    meets it by rows and, since session 31's five systems (helper fabric5), by source too."""
+    meets it by rows and, since session 31's five systems (helper fabric5), by source too. llm missed it (65-70%) until
+    session 34's B200 GEMM level from a measured B200 run (engineer b200: the B200 rows +12..+21% fast instead of
+    +18..+22%): 71.0% since, the validated half-width 14.2%."""
     cov = {c.family: c for c in held_out_coverage(load_table())}
     families = {"llm", "llm eager", "llm local spec", "collective one node", "collective across nodes", "ddp", "storage",
                 "transport"}
     assert set(cov) == families
-    for family in ("llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
+    for family in ("llm", "llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     assert cov["llm local spec"].coverage_pct < 70.0 and cov["llm local spec"].sources == 3
-    assert 65.0 < cov["llm"].coverage_pct < 70.0 and 14.0 < cov["llm"].median_half_width_validated_pct < 15.0
+    assert 14.0 < cov["llm"].median_half_width_validated_pct < 15.0
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
 
