@@ -78,7 +78,7 @@ class Nic(Params):
     cpu_per_ack: Time = "0s"                    # TCP: per ACK of the count model's delayed-ACK rule
     cpu_per_split_datagram: Time = "0s"         # UDP: per datagram cut into IP fragments
     cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500
-    ack_rule: Choice("ack_rule") = "delayed"    # TCP: acks(m) by the count model (delayed) or the batching rule
+    ack_rule: Choice("ack_rule") = "delayed"    # TCP: acks(m) by the count model (delayed) or a batching rule (tso-*)
     receiver: Nullable(UdpReceiver) = None      # UDP: the receive side's count model; none: priced as the send side
 
     @model_validator(mode="after")

@@ -54,8 +54,10 @@ def test_the_fit_refuses_missing_sizes_and_a_reader_that_never_slept():
 
 
 def test_the_registered_rule_and_the_card_are_untouched():
-    """The new rule is beside the registered batching rule, not in it: the TSO/GRO card's counts stay gso_acks."""
+    """The wake-up rule is beside the registered batching rules, not in them: the fifth sweep's count stays gso_acks,
+    and no card prices by the wake-up rule (the TSO/GRO card's ack_rule is one of transport_counts.TSO_ACK_COUNTS)."""
     assert oc.gso_acks is transport_counts.gso_acks
+    assert set(transport_counts.TSO_ACK_COUNTS.values()) == {transport_counts.gso_acks, transport_counts.push_acks}
     assert [oc.gso_acks(m * K) for m in (20, 40, 96, 160)] == [1, 1, 1, 1.5]
 
 

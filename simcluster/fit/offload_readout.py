@@ -22,17 +22,24 @@ from simcluster.fit import host_stack, host_stack_readout, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
 from simcluster.fit.host_stack_readout import Row, noise, report
-from simcluster.hardware.transport_counts import push_acks
+from simcluster.hardware.transport_counts import TSO_ACK_COUNTS
 
 TSO_CONFIG = "lab unshaped offloads=all"
-# sweep (its folder's name) -> the TSO/GRO ACK count rule its README registered (a sweep not named here: the fifth
-# run's gso_acks); the sixth sweep registered the push rule (session 34, tsoack)
-TSO_ACK_RULES = {"h200-transport-sizes6-2026-11-29": push_acks}
+# sweep (its folder's name) -> the TSO/GRO ACK count rule its README registered, by its NIC card ack_rule key
+# (transport_counts.TSO_ACK_COUNTS; a sweep not named here: the fifth run's "tso-gro", gso_acks); the sixth sweep
+# registered the push rule (session 34, tsoack)
+TSO_ACK_RULES = {"h200-transport-sizes6-2026-11-29": "tso-push"}
+
+
+def tso_ack_rule_name(bundle: Path) -> str:
+    """The ack_rule key (transport_counts.TSO_ACK_COUNTS) of the count the bundle's sweep (its parent folder)
+    registered for TSO/GRO."""
+    return TSO_ACK_RULES.get(Path(bundle).parent.name, "tso-gro")
 
 
 def tso_ack_rule(bundle: Path):
-    """The ACK count rule the bundle's sweep (its parent folder) registered for TSO/GRO."""
-    return TSO_ACK_RULES.get(Path(bundle).parent.name, oc.gso_acks)
+    """The ACK count rule (ACKs per write of m bytes) the bundle's sweep registered for TSO/GRO."""
+    return TSO_ACK_COUNTS[tso_ack_rule_name(bundle)]
 
 
 def _rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,

@@ -7,7 +7,9 @@ from the count models"): one qperf-sizes bundle (one configuration of one sweep)
 Each fit is the registered read-out's own, so the card's answer at a held-out size is the prediction that read judges
 there (tests/test_stack_cards.py):
 - TCP with TSO/GRO (the unshaped lab with offloads all, offload_readout.TSO_CONFIG): the batching rule,
-  offload_counts.fit_tso on the bundle's TCP 1-4 KiB and its two largest sizes (fit/offload_readout.py's read);
+  offload_counts.fit_tso on the bundle's TCP 1-4 KiB and its two largest sizes (fit/offload_readout.py's read) with the
+  ACK count its sweep registered (offload_readout.tso_ack_rule_name: the sixth sweep's push rule, else the fifth's),
+  written on the card as its ack_rule, which hardware/nic.py prices by (transport_counts.TSO_ACK_COUNTS);
 - any other TCP configuration: the count model, host_counts.bundle_inputs + fit_medians (fitted on TCP 1-4 KiB and the
   run's UDP train; fit/host_stack_readout.py's read);
 - UDP (a lab configuration): the sender's count model, udp_counts.bundle_inputs + fit_medians (m <= 8 KiB and the run's
@@ -30,9 +32,9 @@ from simcluster.errors import CalibrationError
 from simcluster.fit import host_counts, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
-from simcluster.fit.offload_readout import TSO_CONFIG
+from simcluster.fit.offload_readout import TSO_CONFIG, tso_ack_rule
 from simcluster.hardware.nic import NicParams, UdpReceiver
-from simcluster.hardware.transport_counts import GSO, MSS
+from simcluster.hardware.transport_counts import GSO, MSS, TSO_ACK_COUNTS
 
 LINE_RATE_Bps = 100e9 / 8      # the lab's tc tbf rate (100gbit: not binding at one stream's CPU-bound rate)
 LAB_LATENCY_S = 8.07e-6        # qperf tcp_lat in the same lab (models/nic/local-lab-tcp-400mbit.yaml)
@@ -49,9 +51,13 @@ def tcp_nic(terms: host_counts.CountTerms) -> NicParams:
 
 
 def tso_nic(terms: oc.TsoTerms) -> NicParams:
-    """One side of the TSO/GRO batching rule's stream: half of each both-sides term, 64 KiB super-packets."""
+    """One side of the TSO/GRO batching rule's stream: half of each both-sides term, 64 KiB super-packets, the ACK
+    count the terms were fitted with (its card ack_rule key)."""
+    rule = next((name for name, count in TSO_ACK_COUNTS.items() if count is terms.acks), None)
+    if rule is None:
+        raise CalibrationError(f"the ACK count {terms.acks.__name__} is no card's ack_rule (transport_counts.TSO_ACK_COUNTS)")
     return NicParams("tcp", LINE_RATE_Bps, TCP_EFFICIENCY, LAB_LATENCY_S, terms.byte / 2, terms.msg / 2, TCP_MESSAGE,
-                     0.0, terms.skb / 2, GSO, cores_per_stream=1.0, cpu_s_per_ack=terms.ack / 2, ack_rule="tso-gro")
+                     0.0, terms.skb / 2, GSO, cores_per_stream=1.0, cpu_s_per_ack=terms.ack / 2, ack_rule=rule)
 
 
 def udp_nic(terms: udp_counts.UdpTerms, receiver: rc.ReceiverTerms) -> NicParams:
@@ -72,8 +78,9 @@ def tcp_terms(bundle: Path) -> host_counts.CountTerms:
 
 
 def tso_terms(bundle: Path) -> oc.TsoTerms:
-    """The TSO/GRO batching rule of one unshaped offloads-all bundle, fitted as offload_readout fits it."""
-    return oc.fit_tso(oc.medians(oc.bundle_costs(bundle)[1].get(("tcp", "both"), {})))
+    """The TSO/GRO batching rule of one unshaped offloads-all bundle, fitted as offload_readout fits it (the ACK count
+    its sweep registered)."""
+    return oc.fit_tso(oc.medians(oc.bundle_costs(bundle)[1].get(("tcp", "both"), {})), acks=tso_ack_rule(bundle))
 
 
 def udp_terms(bundle: Path) -> udp_counts.UdpTerms:
@@ -135,20 +142,25 @@ def _held_out_notes(transport: str, bundle: Path, nic: NicParams) -> list[str]:
 
 WHAT = {"tcp": ("TCP stack, one stream: the count model (fit/host_counts.py) fitted on TCP 1-4 KiB and the run's UDP "
                "4 -> 16 KiB train"),
-        "tso": ("TCP stack with TSO/GRO, one stream: the batching rule (fit/offload_counts.py: 64 KiB super-packets, an "
-                "ACK per second one) fitted on TCP 1-4 KiB and the bundle's two largest sizes"),
+        "tso-gro": ("TCP stack with TSO/GRO, one stream: the batching rule (fit/offload_counts.py: 64 KiB "
+                    "super-packets, an ACK per second one) fitted on TCP 1-4 KiB and the bundle's two largest sizes"),
+        "tso-push": ("TCP stack with TSO/GRO, one stream: the batching rule (fit/offload_counts.py: 64 KiB "
+                     "super-packets) with the push ACK rule (transport_counts.push_acks: one ACK per write and one per "
+                     "two super-packets' bytes) fitted on TCP 1-4 KiB and the bundle's two largest sizes"),
         "udp": ("UDP stack, one stream: the sender's count model (fit/udp_counts.py) fitted on udp_bw <= 8 KiB and the "
                 "run's loopback per-byte cost; the receive side the receiver's (fit/udp_receiver_counts.py: wake-ups "
                 "per datagram from the sender's pace) fitted on udp_bw <= 8 KiB and the largest size")}
+
+ACKS_SAID = {"tso-gro": "one per second super-packet", "tso-push": "one per write + one per 2 x 65160 B"}
 
 
 def _fitted(transport: str, bundle: Path) -> tuple[NicParams, str]:
     """The card's parameters and a note of the fitted terms (core-seconds per event, as fitted)."""
     if transport == "tcp" and is_tso(bundle):
         g = tso_terms(bundle)
-        return tso_nic(g), (f"both sides: {g.msg * 1e9:.0f} ns per write + {g.skb * 1e9:.0f} ns per 65160-B super-packet "
-                            f"+ {g.ack * 1e9:.0f} ns per ACK (one per second super-packet) + {g.byte * 1e9:.3f} s/GB; "
-                            f"each side half")
+        nic = tso_nic(g)
+        return nic, (f"both sides: {g.msg * 1e9:.0f} ns per write + {g.skb * 1e9:.0f} ns per 65160-B super-packet "
+                     f"+ {g.ack * 1e9:.0f} ns per ACK ({ACKS_SAID[nic.ack_rule]}) + {g.byte * 1e9:.3f} s/GB; each side half")
     if transport == "tcp":
         t = tcp_terms(bundle)
         return tcp_nic(t), (f"both sides: {t.msg * 1e9:.0f} ns per message + {t.pkt * 1e9:.0f} ns per {t.seg:.0f}-B "
@@ -175,7 +187,7 @@ def card(transport: str, bundle: Path, name: str) -> dict:
         raise CalibrationError(f"transport {transport!r}: expected tcp or udp")
     config = config_label(bundle_samples(bundle)[1])
     nic, fitted = _fitted(transport, bundle)
-    what = WHAT["tso" if nic.ack_rule == "tso-gro" else transport]
+    what = WHAT[nic.ack_rule if nic.ack_rule in TSO_ACK_COUNTS else transport]
     manifest = json.loads((bundle / "manifest.json").read_text())
     return {"kind": "nic", "name": name,
             "description": (f"This machine's {what} (python -m simcluster.fit.stack_cards {transport} {bundle}; "

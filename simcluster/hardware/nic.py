@@ -10,8 +10,10 @@ One side (sender or receiver) of a stream of m-byte messages costs the host, in 
   msg      per message: a send/recv system call, or an RDMA work request and its completion
   pkt      per packet the CPU handles, packets(m) = max(1, ceil(m / segment)); segment is the bytes per such
            packet: the MSS without TSO/GRO, a 64 KiB super-packet with them (the offloads change the count)
-  ack      TCP only: per ACK, acks(m) by the card's ack_rule: "delayed" the TCP count model's delayed-ACK rule,
-           "tso-gro" the batching rule's (one per second 64 KiB super-packet, >= 1 per write; segment 65160 B)
+  ack      TCP only: per ACK, acks(m) by the card's ack_rule: "delayed" the TCP count model's delayed-ACK rule;
+           with 64 KiB super-packets (segment 65160 B) "tso-gro" the fifth sweep's batching rule (one per second
+           super-packet, >= 1 per write) or "tso-push" the push rule (one per write + one per 2 x 65160 B), the
+           counts of transport_counts.TSO_ACK_COUNTS
   split    UDP only: once per datagram cut into more than one IP fragment
   frag     UDP only: per IP fragment, n(m) at MTU 1500
 
@@ -48,7 +50,8 @@ from simcluster.hardware import transport_counts
 from simcluster.hardware.pcie import PcieLink
 
 TRANSPORTS = ("rdma", "tcp", "udp", "psm")
-ACK_RULES = ("delayed", "tso-gro")    # TCP acks(m): transport_counts.acks (count model), gso_acks (batching rule)
+# TCP acks(m): transport_counts.acks (the count model's delayed-ACK rule), or a TSO/GRO rule (TSO_ACK_COUNTS)
+ACK_RULES = ("delayed", *transport_counts.TSO_ACK_COUNTS)
 SIDES = ("send", "receive")
 ONLOADED = ("tcp", "udp", "psm")       # the transport's protocol work runs on host cores
 # every term in core-seconds (per byte, message, packet, ACK, split datagram, fragment): what a clock scales
@@ -134,8 +137,8 @@ class NicParams:
                 raise CardTermError(key, f"a UDP term (IP fragments of a datagram), not one of transport {self.transport!r}")
         if self.ack_rule not in ACK_RULES:
             raise CardTermError("ack_rule", f"expected one of {', '.join(ACK_RULES)}, got {self.ack_rule!r}")
-        if self.ack_rule == "tso-gro" and (self.transport != "tcp" or self.segment_bytes != transport_counts.GSO):
-            raise CardTermError("ack_rule", f"tso-gro is TCP's with 64 KiB super-packets (segment_size: "
+        if self.ack_rule != "delayed" and (self.transport != "tcp" or self.segment_bytes != transport_counts.GSO):
+            raise CardTermError("ack_rule", f"{self.ack_rule} is TCP's with 64 KiB super-packets (segment_size: "
                                 f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
         if self.receiver is not None and self.transport != "udp":
             raise CardTermError("receiver", f"the UDP receiver's count model, not one of transport {self.transport!r}")
@@ -160,8 +163,8 @@ class NicParams:
             raise ValueError(_too_big(m))
         cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
         if self.cpu_s_per_ack:
-            acks = (transport_counts.gso_acks(m) if self.ack_rule == "tso-gro"
-                    else transport_counts.acks(m, self.segment_bytes))
+            acks = (transport_counts.acks(m, self.segment_bytes) if self.ack_rule == "delayed"
+                    else transport_counts.TSO_ACK_COUNTS[self.ack_rule](m))
             cost += self.cpu_s_per_ack * acks
         if self.cpu_s_per_split or self.cpu_s_per_fragment:
             n = transport_counts.fragments(m)

@@ -26,6 +26,10 @@ fit/offload_counts.py, which re-exports them as skbs and gso_acks):
                                                  delayed ACK applied per super-packet while data streams in; a write's
                                                  partial last super-packet counted by its bytes: tcp_sendmsg appends the
                                                  next write's data to an unsent tail skb); at most one per two wire MSS
+    TSO_ACK_COUNTS = {"tso-gro": gso_acks, "tso-push": push_acks}
+                                                 a TSO/GRO NIC card's ack_rule -> its count (hardware/nic.py prices by
+                                                 it; fit/offload_readout.TSO_ACK_RULES names a sweep's rule by the same
+                                                 key, fit/stack_cards.py writes it on the card)
 
 The UDP receiver's wake-ups per datagram (docs/models/nic-and-cpu.md, "UDP receiver count model"; fitted by
 fit/udp_receiver_counts.py):
@@ -80,6 +84,10 @@ def gso_acks(m: float) -> float:
 def push_acks(m: float) -> float:
     """ACKs per m-byte TCP write with TSO/GSO and GRO by the push rule: one per write, one per 2 x GSO bytes, <= wire / 2."""
     return min(packets(m, MSS) / 2, 1.0 + m / (2 * GSO))
+
+
+# a TSO/GRO card's ack_rule -> ACKs per m-byte write: the fifth sweep's registered rule and the push rule (the sixth's)
+TSO_ACK_COUNTS = {"tso-gro": gso_acks, "tso-push": push_acks}
 
 
 def wakes(gap: float, busy: float, latency: float, wake: float) -> float:

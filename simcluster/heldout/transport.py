@@ -23,14 +23,16 @@ together. The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by 
 the rows of its model on the other configurations are that model's error, refitted per configuration (71 rows in all):
   - local-lab-tcp-stack (the count model, fitted on sizes3 lab-sizes-none): sizes3's TCP rows of lab none, csum and
     csum unshaped (9; its own 3);
-  - local-lab-tcp-gso-stack (the batching rule, TSO/GRO): sizes5's TCP rows (4, its own);
+  - local-lab-tcp-gso-stack (the batching rule with the push ACK rule, `ack_rule: tso-push`, fitted on sizes6
+    lab-sizes-all-noshaping): sizes6's TCP rows with TSO/GRO (12: two replicate bundles read with the push rule,
+    fit/offload_readout.TSO_ACK_RULES; its own 6);
   - local-lab-udp-stack, send side (fit/udp_counts.py): udp4's and sizes5's lab UDP sender rows (22; its own 5: sizes5
     lab none); receive side (the receiver model, fit/udp_receiver_counts.py): sizes5's lab receiver rows (8; its own 4).
-Rows of no card (28): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
+Rows of no card (20): loopback's (sizes3 TCP 3, udp4 UDP sender 3, sizes5 paged sender 3 and receiver 4: the loopback
 sender's two skb regimes are no card's terms), sizes3's offloads-all TCP rows (3), read by the count model, which
-the GSO card no longer uses, and sizes6's TCP rows with TSO/GRO (12: two replicate bundles, the push ACK rule's read,
-fit/offload_readout.TSO_ACK_RULES; the GSO card keeps the fifth sweep's ACK count) (tests/test_heldout.py counts these
-groups)."""
+the GSO card no longer uses, and sizes5's TCP rows with TSO/GRO (4: read with the fifth sweep's ACK count, gso_acks,
+which the GSO card no longer uses since the push rule won the sixth sweep's held-out comparison) (tests/test_heldout.py
+counts these groups)."""
 
 from __future__ import annotations
 
