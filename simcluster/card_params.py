@@ -75,6 +75,7 @@ class Nic(Params):
     pcie: Nullable(Parsed("pcie")) = None
     call_setup: Time = "0s"
     step_operations: Number(1, 16) = 1   # network operations on one NCCL network step's critical path (hardware/nic.py)
+    eager_max_size: Nullable(Size) = None   # largest message sent without waiting for the receiver's buffer (EFA, RDMA)
     cpu_per_ack: Time = "0s"                    # TCP: per ACK of the count model's delayed-ACK rule
     cpu_per_split_datagram: Time = "0s"         # UDP: per datagram cut into IP fragments
     cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500

@@ -52,6 +52,7 @@ from simcluster.collectives.pipeline_fill import (
     tree_chunk_bytes,
     tree_stages_s,
 )
+from simcluster.collectives.rendezvous import rendezvous_s
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_depth, tree_node_load
 from simcluster.errors import SimclusterError
@@ -86,6 +87,10 @@ class FabricCall:
         protocol would put the receiver's control message and the RDMA write on it, 2, tried and not adopted:
         fabric-findings.md, session 28; no receive-side flush on compute capability >= 9.0)."""
         return self.l_nic * (1.0 if protocol == "LL" else self.cluster.nic.step_operations)
+
+    def rendezvous(self, algo: str | None, protocol: str, size: float | None = None) -> float:
+        """The first control message a call waits for above the NIC's eager limit (collectives/rendezvous.py), s."""
+        return rendezvous_s(self.cluster, self.l_nic, self.op, algo, protocol, self.size_bytes if size is None else size)
 
     @property
     def n(self) -> int:
@@ -165,6 +170,7 @@ class Ring:
         data, terms = protocol_terms(call, {NVLINK: bus_bytes / call.b_nvl, network_name(call): bus_bytes / call.b_net},
                                      bus_bytes, protocol)
         latency = call.base + (steps - inter_steps) * l_intra + inter_steps * l_inter
+        latency += call.rendezvous("Ring", protocol) if inter_steps else 0.0
         return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
                                 "step_latency_intra_s": l_intra, "step_latency_inter_s": l_inter,
                                 "binding_limit": binding(latency, terms)}
@@ -187,6 +193,7 @@ class Tree:
                                             network_name(call): load * call.size_bytes / call.b_net},
                                      2 * call.size_bytes, protocol)
         latency = call.base + 2 * tree_depth(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
+        latency += call.rendezvous("Tree", protocol)
         fill = tree_fill_s(call, protocol, load)
         return latency + data + fill, {"nvlink_Bps": call.b_nvl, "network_Bps": call.b_net, "tree_node_load": load,
                                 "pipeline_fill_s": fill,
@@ -230,7 +237,7 @@ class NvlsTree:
         kernel = nvls_tree_kernel_algbw(call)
         terms = {NVLS: call.size_bytes / nvls_bw, network_name(call): load * call.size_bytes / call.b_net,
                  NVLS_TREE_KERNEL: call.size_bytes / kernel}
-        latency = call.base + nvls_lat + 2 * tree_depth(call.nodes) * call.l_step()
+        latency = call.base + nvls_lat + 2 * tree_depth(call.nodes) * call.l_step() + call.rendezvous("NVLSTree", "Simple")
         fill = nvls_tree_fill_s(call, nvls_bw, load)
         return latency + max(terms.values()) + fill, {"nvls_algbw_Bps": nvls_bw, "network_Bps": call.b_net, "tree_node_load": load,
                                                "pipeline_fill_s": fill,
@@ -302,7 +309,7 @@ class Alltoall:
         b_a2a = predict(cluster.intra, "alltoall", LARGE, g).busbw_Bps if g > 1 else math.inf
         t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
         rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
-        latency = call.base + rounds * call.l_step()
+        latency = call.base + rounds * call.l_step() + call.rendezvous(None, "Simple", s / n)
         net = cluster.nic_limit[1] if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
         binds = binding(latency, {"NVLink (the intra card's alltoall rate)": t_nvl, net: t_net})
         return latency + max(t_net, t_nvl), {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net,
@@ -329,7 +336,7 @@ class SendRecv:
         rate = min(call.b_nvl, one_nic)
         data, terms = protocol_terms(call, {NVLINK: call.size_bytes / call.b_nvl,
                                             network_name(call): call.size_bytes / one_nic}, call.size_bytes, protocol)
-        latency = call.base + l_inter
+        latency = call.base + l_inter + call.rendezvous(None, protocol)
         return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,
                                 "one_nic_Bps": one_nic, "step_latency_inter_s": l_inter, "binding_limit": binding(latency, terms)}
 

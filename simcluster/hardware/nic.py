@@ -124,12 +124,18 @@ class NicParams:
     cpu_s_per_fragment: float = 0.0  # UDP: per IP fragment (n(m) at MTU 1500, transport_counts.fragments)
     ack_rule: str = "delayed"        # TCP: which acks(m) cpu_s_per_ack is priced by (ACK_RULES)
     receiver: UdpReceiver | None = None  # UDP: the receive side's own count model; None: priced as the send side
+    eager_max_size_bytes: float = 0.0  # RDMA stacks with a rendezvous (aws-ofi-nccl's RDMA protocol: eager_max_size):
+                                       # a message above it is written only once its receiver's control message (the
+                                       # buffer's address) has arrived; 0: no rendezvous stated (docs/models/fabric.md,
+                                       # "EFA's rendezvous")
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
         if not 1.0 <= self.step_operations <= 16.0:
             raise ValueError(f"step_operations must be from 1 to 16, got {self.step_operations!r}")
+        if self.eager_max_size_bytes and self.transport != "rdma":
+            raise CardTermError("eager_max_size", f"an RDMA term (the eager / rendezvous switch), not one of transport {self.transport!r}")
         if self.cpu_s_per_ack and self.transport != "tcp":
             raise CardTermError("cpu_per_ack", f"a TCP term (the delayed-ACK count), not one of transport {self.transport!r}")
         for key, value in (("cpu_per_split_datagram", self.cpu_s_per_split), ("cpu_per_fragment", self.cpu_s_per_fragment)):
