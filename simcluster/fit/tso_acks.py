@@ -131,11 +131,16 @@ def predictions(sizes: list[float], folders: list[Path]) -> str:
 
 
 def _sizes(text: str) -> list[float]:
+    """Message sizes in bytes from "10K,36K,1M" (K = 1024, M = 1024**2); each must be a positive whole number."""
     units = {"K": 1024, "M": 1024**2}
     try:
-        return [float(int(v[:-1]) * units[v[-1]] if v[-1:] in units else int(v)) for v in text.split(",")]
+        sizes = [float(int(v[:-1]) * units[v[-1]] if v[-1:] in units else int(v)) for v in text.split(",")]
     except (ValueError, IndexError):
         raise SimclusterError(f"--predict {text!r}: expected sizes as 10K,36K,1M") from None
+    if any(m <= 0 for m in sizes):
+        raise SimclusterError(f"--predict {text!r}: every size must be above 0 bytes, got "
+                              f"{', '.join(str(int(m)) for m in sizes if m <= 0)}")
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:
