@@ -3,8 +3,9 @@ docs/models/nic-and-cpu.md, "Batching rules"; findings "Session 34"). Developmen
 bundle of the H200 sweeps; the push rule was built after reading them, so its errors here are not held-out errors.
 
     registered  gso_acks(m)  = min(wire / 2, max(1, ceil(m / GSO) / 2))    one ACK per second super-packet, >= 1
-    push        push_acks(m) = min(wire / 2, 1 + m / (2 x GSO))            one per write (the catching-up read) and one
-                                                                           per two super-packets' worth of the stream
+    push        push_acks(m) = min(wire / 2, 1 + m / (2 x GSO))            one per write and one per two super-packets'
+                                                                           worth of the stream (empirical constants,
+                                                                           chosen on the development rows)
 
 (hardware/transport_counts.py; wire = ceil(m / 1448), GSO = 65160 B). Each rule's cost is the batching rule's form
 msg + skb x skbs + ack x acks(m) + byte x m fitted as fit/offload_counts.fit_tso (TCP 1-4 KiB and the bundle's two
