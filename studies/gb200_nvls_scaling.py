@@ -12,7 +12,8 @@ Checked against (a) the H100 card's published 5-8 GPU figures (258 / 265 / 270 /
 source; each law anchored at its 8-GPU 275), (b) the one-rack CoreWeave rows at 4-8 GiB (72 ranks, the plateau) and
 (c) the 2-rack rows' 16 GiB row (128 ranks over two 64-GPU domains, NVLS tree; its NVLS term is the 64-GPU rate).
 Anchors: the B200 card's 466 GB/s and one measured 8 x B200 figure, NVIDIA/nccl#1807 (2025-08-13, NCCL 2.27.1,
-'the all_reduce_perf performance of 8 B200s in a single machine ... Ours is 830+', busbw: algbw 830 / 1.75 = 474.3).
+'the all_reduce_perf performance of 8 B200s in a single machine ... Ours is 830+'; no size, algorithm or in/out-of-place
+column stated: ASSUMED to be the busbw of an NVLS all_reduce at a large size, algbw 830 / 1.75 = 474.3).
 Switch chips: 4 on HGX H100, 2 on HGX B200, 18 in an NVL72 (session 32's sources).
 
     python studies/gb200_nvls_scaling.py
@@ -34,7 +35,7 @@ from simcluster.collectives.nccl_constants import NVLS_ARITY  # noqa: E402
 PUBLISHED = ROOT / "calibration" / "published"
 H100_CARD = ROOT / "models" / "nvswitch" / "h100-nvls.yaml"
 B200_CARD = ROOT / "models" / "nvswitch" / "b200-nvls-derived.yaml"
-B200_MEASURED_BUSBW = 830e9      # NVIDIA/nccl#1807: 8 x B200, one machine, NCCL 2.27.1, '830+' (prose)
+B200_MEASURED_BUSBW = 830e9      # NVIDIA/nccl#1807: 8 x B200, one machine, NCCL 2.27.1, '830+' (prose; assumed NVLS busbw, large size)
 CHIPS = {"h100": 4, "b200": 2, "nvl72": 18}
 
 
@@ -64,7 +65,7 @@ def main() -> None:
     two_racks = [r for r in rows("nccl-gb200-nvl72-2racks-coreweave.yaml") if r["bytes"] == 16 * 2**30]
     plateau72 = sum(r["algbw_GBps"] for r in one_rack) / len(one_rack) * 1e9
     plateau64 = two_racks[0]["algbw_GBps"] * 1e9
-    print(f"8 x B200 NVLS algbw: card {b200_card / 1e9:.1f} GB/s, measured (nccl#1807, busbw 830+) "
+    print(f"8 x B200 NVLS algbw: card {b200_card / 1e9:.1f} GB/s, nccl#1807 ('830+', assumed NVLS busbw at a large size) "
           f"{B200_MEASURED_BUSBW / bus_factor(8) / 1e9:.1f} GB/s: card {b200_card / (B200_MEASURED_BUSBW / bus_factor(8)) - 1:+.1%}")
     print(f"measured algbw: one rack (72 ranks, 4-8 GiB mean) {plateau72 / 1e9:.1f} GB/s; "
           f"2 racks (128 ranks, 16 GiB, NVLS tree) {plateau64 / 1e9:.1f} GB/s\n")

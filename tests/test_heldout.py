@@ -284,3 +284,29 @@ def test_the_transport_rows_are_the_error_of_the_card_models_that_read_them_or_o
     assert Counter(card(r) for r in transport.held_out_rows()) == {
         "local-lab-tcp-stack": 9, "local-lab-tcp-gso-stack": 12, "local-lab-udp-stack sender": 22,
         "local-lab-udp-stack receiver": 8, None: 20}
+
+
+@pytest.mark.parametrize(("bundle", "source"), [
+    ("h200-transport-sizes6-2026-11-29/lab-sizes-all-noshaping-2", "h200-transport-sizes6-2026-11-29/lab-sizes-all-noshaping"),
+    ("h200-transport-sizes6-2026-11-29/lab-sizes-all-noshaping", "h200-transport-sizes6-2026-11-29/lab-sizes-all-noshaping"),
+    ("h200-transport-sizes3-2026-11-29/lab-sizes-csum-noshaping", "h200-transport-sizes3-2026-11-29/lab-sizes-csum-noshaping"),
+    ("sweep/loopback-sizes-12", "sweep/loopback-sizes"),
+    ("sweep/lab-sizes-none-1", "sweep/lab-sizes-none-1"),       # -1 is not a replicate's suffix (the first run has none)
+])
+def test_a_transport_source_is_the_sweeps_configuration_with_replicates_folded(bundle, source):
+    assert transport.source_of(bundle) == source
+
+
+def test_the_transport_sources_are_one_per_sweep_and_configuration():
+    """source_of's name rule agrees with the bundles' own configuration (host_stack.config_label from their manifests):
+    two held-out bundles are one source exactly when they are one sweep's one configuration (sizes6's two replicates)."""
+    from simcluster.fit import host_stack
+
+    rows = transport.held_out_rows()
+    bundles = {r["bundle"]: r["source"] for r in rows}
+    config = {b: (b.split("/")[0], host_stack.config_label(host_stack.bundle_samples(ROOT / "calibration" / b)[1]))
+              for b in bundles}
+    assert all((bundles[a] == bundles[b]) == (config[a] == config[b]) for a in bundles for b in bundles)
+    assert (len(bundles), len(set(bundles.values()))) == (16, 15)
+    residuals = transport_residuals(rows)
+    assert len({(r.source, r.row) for r in residuals}) == len(residuals) == 71   # the replicates' rows stay apart

@@ -75,6 +75,14 @@ def test_the_development_read_prints_both_rules_before_and_after(tmp_path, capsy
     assert tso_acks.main(["--predict", "10K", "--register", str(target), str(tmp_path)]) == 2   # never overwritten
 
 
+@pytest.mark.parametrize("sizes", ["0,10K", "-4K", "10K,0K"])
+def test_predict_rejects_sizes_of_zero_or_fewer_bytes_in_one_line(sizes, tmp_path, capsys):
+    _sweep(tmp_path / "lab-sizes-all-noshaping")
+    assert tso_acks.main(["--predict", sizes, str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "above 0 bytes" in err and "Traceback" not in err
+
+
 def test_the_development_numbers_on_the_h200_sweeps():
     """The before -> after of the push rule on every TSO/GRO row of the H200 sweeps (development, findings Session 34)."""
     out = tso_acks.folder_report([ROOT / "calibration" / f"h200-transport-{s}" for s in
@@ -107,3 +115,12 @@ def test_the_runner_reads_the_tcpext_counters_beside_snmp(monkeypatch):
     got = collect.packet_counters(None)
     assert got == {"tcp_in_segs": 10, "tcp_out_segs": 20, "udp_in": 3, "tcp_delayed_acks": 4, "tcp_hp_hits": 5,
                    "tcp_backlog_coalesce": 6}
+
+
+@pytest.mark.parametrize(("module", "readout"), [(offload_readout, "readout-offload.txt"),
+                                                 (tso_acks, "readout-tso-acks.txt")])
+def test_the_sixth_sweeps_registered_read_is_the_committed_read_out(module, readout, capsys):
+    """The read-outs the sizes6 README's Result quotes (its 12 registered rows, verdict and the ACK counts) are what the
+    commands print today: a change that moves them fails here (review B #7)."""
+    assert module.main([str(SIXTH)]) == 0
+    assert capsys.readouterr().out == (SIXTH / readout).read_text()

@@ -48,6 +48,7 @@ from simcluster.hardware.transport_counts import gso_acks
 from simcluster.hardware.transport_counts import gso_skbs as skbs
 
 TSO_FIT_LOW, TSO_FIT_HIGH = 1024.0, 4096.0   # the small fitted sizes (as the count model's)
+TSO_CONFIG = "lab unshaped offloads=all"      # the TSO/GRO rule's configuration (host_stack.config_label)
 TSO_FIT_LARGE = 2                            # and the bundle's this many largest sizes
 SKB_MAX_ALLOC = 16384 - 320                  # SKB_MAX_ORDER(0, 2): 4 pages less SKB_DATA_ALIGN(skb_shared_info)
 UDP_IP_HEADERS = 8 + 20                      # UDP + IPv4 header bytes in the one fragment

@@ -24,7 +24,6 @@ from simcluster.fit import udp_receiver_counts as rc
 from simcluster.fit.host_stack_readout import Row, noise, report
 from simcluster.hardware.transport_counts import TSO_ACK_COUNTS
 
-TSO_CONFIG = "lab unshaped offloads=all"
 # sweep (its folder's name) -> the TSO/GRO ACK count rule its README registered, by its NIC card ack_rule key
 # (transport_counts.TSO_ACK_COUNTS; a sweep not named here: the fifth run's "tso-gro", gso_acks); the sixth sweep
 # registered the push rule (session 34, tsoack)
@@ -42,7 +41,7 @@ def tso_ack_rule(bundle: Path):
     return TSO_ACK_COUNTS[tso_ack_rule_name(bundle)]
 
 
-def _rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,
+def predicted_rows(config: str, transport: str, side: str, by_m: dict[float, list[float]], fitted: list[float], fit,
           above: float) -> list[Row]:
     """The rows of every size above `above` not in `fitted`, predicted by fit({m: median}).cost(m), with the fit
     inputs' noise."""
@@ -63,11 +62,11 @@ def bundle_rows(bundle: Path, notes: list[str]) -> list[Row]:
     rows: list[Row] = []
     tcp, send = groups.get(("tcp", "both"), {}), groups.get(("udp", "sender"), {})
     try:
-        if label == TSO_CONFIG and tcp:
-            rows += _rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp),
+        if label == oc.TSO_CONFIG and tcp:
+            rows += predicted_rows(bundle.name, "tcp", "both", tcp, oc.tso_fit_sizes(tcp),
                           partial(oc.fit_tso, acks=tso_ack_rule(bundle)), oc.TSO_FIT_HIGH)
         if label == "loopback" and send:
-            rows += _rows(bundle.name, "udp", "sender", send,
+            rows += predicted_rows(bundle.name, "udp", "sender", send,
                           [m for m in send if m <= oc.udp_counts.FIT_HIGH] + oc.paged_fit_sizes(send),
                           oc.fit_paged_loopback, udp_counts.FIT_HIGH)
     except CalibrationError as exc:
@@ -117,7 +116,7 @@ def counts_report(bundles: list[Path]) -> list[str]:
     lines = [f"{'configuration':26s} {'count':22s} {'size':>8s} {'measured':>9s} {'predicted':>9s} {'error':>7s}"]
     for bundle in bundles:
         label, groups = oc.bundle_costs(bundle)
-        if label == TSO_CONFIG:
+        if label == oc.TSO_CONFIG:
             for m, got in oc.tso_measured_counts(bundle).items():
                 for name, rule in (("super-packets/msg", oc.skbs), ("ACKs/msg", tso_ack_rule(bundle))):
                     key = "skbs" if name.startswith("super") else "acks"

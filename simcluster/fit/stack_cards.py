@@ -6,7 +6,7 @@ from the count models"): one qperf-sizes bundle (one configuration of one sweep)
 
 Each fit is the registered read-out's own, so the card's answer at a held-out size is the prediction that read judges
 there (tests/test_stack_cards.py):
-- TCP with TSO/GRO (the unshaped lab with offloads all, offload_readout.TSO_CONFIG): the batching rule,
+- TCP with TSO/GRO (the unshaped lab with offloads all, offload_counts.TSO_CONFIG): the batching rule,
   offload_counts.fit_tso on the bundle's TCP 1-4 KiB and its two largest sizes (fit/offload_readout.py's read) with the
   ACK count its sweep registered (offload_readout.tso_ack_rule_name: the sixth sweep's push rule, else the fifth's),
   written on the card as its ack_rule, which hardware/nic.py prices by (transport_counts.TSO_ACK_COUNTS);
@@ -32,7 +32,7 @@ from simcluster.errors import CalibrationError
 from simcluster.fit import host_counts, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
-from simcluster.fit.offload_readout import TSO_CONFIG, tso_ack_rule
+from simcluster.fit.offload_readout import tso_ack_rule
 from simcluster.hardware.nic import NicParams, UdpReceiver
 from simcluster.hardware.transport_counts import GSO, MSS, TSO_ACK_COUNTS
 
@@ -69,7 +69,7 @@ def udp_nic(terms: udp_counts.UdpTerms, receiver: rc.ReceiverTerms) -> NicParams
 
 def is_tso(bundle: Path) -> bool:
     """Whether a bundle is the TSO/GRO batching rule's configuration (the unshaped lab with offloads all)."""
-    return oc.bundle_costs(bundle)[0] == TSO_CONFIG
+    return oc.bundle_costs(bundle)[0] == oc.TSO_CONFIG
 
 
 def tcp_terms(bundle: Path) -> host_counts.CountTerms:

@@ -37,8 +37,6 @@ from simcluster.errors import CalibrationError
 from simcluster.fit import host_stack
 from simcluster.fit import offload_counts as oc
 
-TSO_CONFIG = "lab unshaped offloads=all"   # offload_readout.TSO_CONFIG (not imported: the read-out is a command module)
-
 
 @dataclass(frozen=True)
 class WritePoint:
@@ -121,7 +119,7 @@ def folder_report(folders: list[Path]) -> str:
     errs: dict[str, list[float]] = {"wakes": [], "relation": [], "acks_given_w": [], "acks": [], "acks_reg": [], "cost": [], "cost_reg": []}
     for bundle in host_stack.sweep_bundles(folders):
         label, _ = oc.bundle_costs(bundle)
-        points = bundle_points(bundle) if label == TSO_CONFIG else {}
+        points = bundle_points(bundle) if label == oc.TSO_CONFIG else {}
         if not points:
             continue
         rule = fit(points)

@@ -3,8 +3,9 @@ docs/models/nic-and-cpu.md, "Batching rules"; findings "Session 34"). Developmen
 bundle of the H200 sweeps; the push rule was built after reading them, so its errors here are not held-out errors.
 
     registered  gso_acks(m)  = min(wire / 2, max(1, ceil(m / GSO) / 2))    one ACK per second super-packet, >= 1
-    push        push_acks(m) = min(wire / 2, 1 + m / (2 x GSO))            one per write (the catching-up read) and one
-                                                                           per two super-packets' worth of the stream
+    push        push_acks(m) = min(wire / 2, 1 + m / (2 x GSO))            one per write and one per two super-packets'
+                                                                           worth of the stream (empirical constants,
+                                                                           chosen on the development rows)
 
 (hardware/transport_counts.py; wire = ceil(m / 1448), GSO = 65160 B). Each rule's cost is the batching rule's form
 msg + skb x skbs + ack x acks(m) + byte x m fitted as fit/offload_counts.fit_tso (TCP 1-4 KiB and the bundle's two
@@ -28,7 +29,7 @@ from functools import partial
 from pathlib import Path
 
 from simcluster.errors import CalibrationError, SimclusterError
-from simcluster.fit import host_stack, tcp_wake_counts
+from simcluster.fit import host_stack, offload_readout
 from simcluster.fit import offload_counts as oc
 from simcluster.hardware.transport_counts import push_acks
 
@@ -42,23 +43,25 @@ def _err(predicted: float, measured: float) -> float:
 
 def bundle_rows(bundle: Path) -> list[dict]:
     """Per size above 4 KiB of a TSO/GRO bundle: the measured ACKs per write (server tcp_out_segs, median over the
-    repeats), each rule's count and, at the sizes the fit did not read, each rule's cost error; [] for another bundle."""
+    repeats), each rule's count and, at the sizes the fit did not read, each rule's cost error (the read-out's rows,
+    offload_readout.predicted_rows, by that rule); [] for another bundle."""
     label, groups = oc.bundle_costs(bundle)
     tcp = groups.get(("tcp", "both"), {})
-    if label != tcp_wake_counts.TSO_CONFIG or not tcp:
+    if label != oc.TSO_CONFIG or not tcp:
         return []
-    costs, counts = oc.medians(tcp), oc.tso_measured_counts(bundle)
-    fitted = oc.tso_fit_sizes(costs)
-    terms = {name: oc.fit_tso(costs, acks=rule) for name, rule in RULES.items()}
+    counts, fitted = oc.tso_measured_counts(bundle), oc.tso_fit_sizes(tcp)
+    cost = {name: {r.m: r.error for r in offload_readout.predicted_rows(
+        bundle.name, "tcp", "both", tcp, fitted, partial(oc.fit_tso, acks=rule), oc.TSO_FIT_HIGH)}
+        for name, rule in RULES.items()}
     rows = []
-    for m in sorted(costs):
+    for m in sorted(tcp):
         if m <= oc.TSO_FIT_HIGH or m not in counts:
             continue
         row = {"bundle": f"{bundle.parent.name.removeprefix('h200-transport-')}/{bundle.name}", "m": m,
                "acks": counts[m]["acks"], "fitted": m in fitted}
         for name, rule in RULES.items():
             row[f"acks_{name}"] = _err(rule(m), counts[m]["acks"])
-            row[f"cost_{name}"] = None if m in fitted else _err(terms[name].cost(m), costs[m])
+            row[f"cost_{name}"] = cost[name].get(m)
         rows.append(row)
     return rows
 
@@ -119,7 +122,7 @@ def predictions(sizes: list[float], folders: list[Path]) -> str:
              "", "push rule's cost, s/GB, terms fitted on (msg us, skb us, ack us, byte s/GB):"]
     for bundle in host_stack.sweep_bundles(folders):
         label, groups = oc.bundle_costs(bundle)
-        if label != tcp_wake_counts.TSO_CONFIG or not groups.get(("tcp", "both")):
+        if label != oc.TSO_CONFIG or not groups.get(("tcp", "both")):
             continue
         t = oc.fit_tso(oc.medians(groups[("tcp", "both")]), acks=push_acks)
         lines.append(f"{bundle.parent.name.removeprefix('h200-transport-')} ({t.msg * 1e6:.2f}, {t.skb * 1e6:.2f}, "
@@ -129,11 +132,16 @@ def predictions(sizes: list[float], folders: list[Path]) -> str:
 
 
 def _sizes(text: str) -> list[float]:
+    """Message sizes in bytes from "10K,36K,1M" (K = 1024, M = 1024**2); each must be a positive whole number."""
     units = {"K": 1024, "M": 1024**2}
     try:
-        return [float(int(v[:-1]) * units[v[-1]] if v[-1:] in units else int(v)) for v in text.split(",")]
+        sizes = [float(int(v[:-1]) * units[v[-1]] if v[-1:] in units else int(v)) for v in text.split(",")]
     except (ValueError, IndexError):
         raise SimclusterError(f"--predict {text!r}: expected sizes as 10K,36K,1M") from None
+    if any(m <= 0 for m in sizes):
+        raise SimclusterError(f"--predict {text!r}: every size must be above 0 bytes, got "
+                              f"{', '.join(str(int(m)) for m in sizes if m <= 0)}")
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,14 +18,17 @@ fit/offload_counts.py, which re-exports them as skbs and gso_acks):
     gso_acks(m) = min(packets(m, MSS) / 2, max(1, gso_skbs(m) / 2))
                                                  a delayed ACK per second received super-packet, at least one per write
     push_acks(m) = min(packets(m, MSS) / 2, 1 + m / (2 * GSO))
-                                                 the push rule (session 34, tsoack; development, registered for the sixth
-                                                 sweep): one ACK per write when the reader catches up with it
-                                                 (tcp_cleanup_rbuf: a read that empties the queue with more than one
-                                                 receive MSS unacknowledged, or after a pushed sub-MSS tail) plus one per
-                                                 two GSO super-packets' worth of the byte stream (the every-second-segment
-                                                 delayed ACK applied per super-packet while data streams in; a write's
-                                                 partial last super-packet counted by its bytes: tcp_sendmsg appends the
-                                                 next write's data to an unsent tail skb); at most one per two wire MSS
+                                                 the push rule (session 34, tsoack; registered for the sixth sweep):
+                                                 one ACK per write plus one per two GSO super-packets' worth of the
+                                                 byte stream, at most one per two wire MSS. The 1, the 1/2 and the
+                                                 count in bytes are empirical constants chosen on development rows, not
+                                                 the kernel's: the one per write is the reader's timing (a read that
+                                                 catches up, tcp_cleanup_rbuf); __tcp_ack_snd_check would ACK up to
+                                                 every super-packet (more than one rcv_mss = 1448 B unacked), fewer
+                                                 through its window test or tcp_backlog_ack_defer (default on since
+                                                 Linux 6.7: ACKs due while the reader owns the socket merged into one
+                                                 from tcp_release_cb). Held out, its ACK count did not beat gso_acks
+                                                 (docs/models/nic-and-cpu.md, "The push ACK rule")
     TSO_ACK_COUNTS = {"tso-gro": gso_acks, "tso-push": push_acks}
                                                  a TSO/GRO NIC card's ack_rule -> its count (hardware/nic.py prices by
                                                  it; fit/offload_readout.TSO_ACK_RULES names a sweep's rule by the same

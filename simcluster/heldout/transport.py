@@ -17,9 +17,12 @@ the four before it) by fit/offload_readout.py (TCP with TSO/GRO, loopback's page
 every configuration) plus the lab UDP sender by fit/udp_counts.py (host_stack_readout's "udp sender" rows of its lab
 configurations only, as its README's rule says; loopback's sender there is the batching rule's).
 
-A bundle is one session's configuration (one lab configuration, one day): the unit a held-out check leaves out
-together. The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by these read-outs' code
-(fit/stack_cards.py), each on one bundle, so a card's answers equal its own bundle's rows (tests/test_stack_cards.py) and
+A source (the unit a held-out check leaves out together) is one sweep's configuration, one lab configuration run on
+one day: a bundle, except that replicate bundles of one configuration in one call (CONFIGURATION-2, -3, ...: sizes6's
+lab-sizes-all-noshaping and lab-sizes-all-noshaping-2, run back to back) are one source (source_of).
+
+The lab's NIC cards (models/nic/local-lab-*-stack.yaml) are fitted by these read-outs' code (fit/stack_cards.py), each
+on one bundle, so a card's answers equal its own bundle's rows (tests/test_stack_cards.py) and
 the rows of its model on the other configurations are that model's error, refitted per configuration (71 rows in all):
   - local-lab-tcp-stack (the count model, fitted on sizes3 lab-sizes-none): sizes3's TCP rows of lab none, csum and
     csum unshaped (9; its own 3);
@@ -36,6 +39,7 @@ counts these groups)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -50,6 +54,16 @@ HELD_OUT_SWEEPS: dict[str, tuple[str, ...]] = {
 }
 
 
+REPLICATE = re.compile(r"-([2-9]|[1-9][0-9]+)$")   # a bundle run again in the same call: CONFIGURATION-2, -3, ...
+
+
+def source_of(bundle_name: str) -> str:
+    """The source of a bundle (SWEEP/CONFIGURATION): SWEEP/CONFIGURATION with a replicate suffix folded, so that a
+    configuration run again in the same sweep is the same source, never a second independent one."""
+    sweep, _, configuration = bundle_name.rpartition("/")
+    return f"{sweep}/{REPLICATE.sub('', configuration)}" if sweep else REPLICATE.sub("", configuration)
+
+
 def held_out(transport: str, bundle_name: str) -> bool:
     """Whether a bundle (SWEEP/CONFIGURATION, its path under calibration/) is held out for a transport's count model:
     it lies in a sweep of HELD_OUT_SWEEPS[transport]."""
@@ -57,7 +71,7 @@ def held_out(transport: str, bundle_name: str) -> bool:
 
 
 def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
-    """{bundle, transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, in
+    """{bundle, source (source_of), transport, side, m, measured, predicted} (core-seconds per byte) of every size above the fit's range, in
     the sweeps named by HELD_OUT_SWEEPS (under `calibration`, default the repository's calibration/; the bundles of
     each found by host_stack.sweep_bundles), for the costs the registered read-out judges (fit/host_stack_readout.JUDGED)
     and the transports each sweep is held out for. A CalibrationError when no named sweep is there."""
@@ -72,7 +86,7 @@ def held_out_rows(calibration: str | Path | None = None) -> list[dict]:
                                hint=", ".join(n for names in HELD_OUT_SWEEPS.values() for n in names))
     # the registered read-out's rows (sizes above every fit's inputs predicted), the judged costs only:
     # TCP both sides and the UDP sender (not the kernel's arbitrary per-process split of TCP, nor UDP's lossy receiver)
-    return [{"bundle": name, "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
+    return [{"bundle": name, "source": source_of(name), "transport": r.transport, "side": r.side, "m": r.m, "measured": r.median,
              "predicted": r.predicted}
             for bundle in sweep_bundles(sweeps) for name in [f"{bundle.parent.name}/{bundle.name}"]
             for r in registered_rows(bundle) if r.judged and r.median > 0 and r.predicted > 0

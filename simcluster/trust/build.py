@@ -100,8 +100,10 @@ def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
 
 def transport_residuals(rows: list[dict]) -> list[Residual]:
     """The host stack's cost per byte above its fit's sizes, in the sweeps registered after its count model
-    (heldout/transport.py), regime by transport kind; each qperf-sizes bundle a source. No scale axis (scale 0)."""
-    return [Residual("transport", transport_regime(r["transport"]).key, r["bundle"], f"{r['side']} m={int(r['m'])} B", 0.0,
+    (heldout/transport.py), regime by transport kind; each sweep's configuration a source (heldout/transport.source_of:
+    replicate bundles folded, the row then naming its bundle). No scale axis (scale 0)."""
+    return [Residual("transport", transport_regime(r["transport"]).key, r["source"], f"{r['side']} m={int(r['m'])} B"
+                     + (f" ({r['bundle'].rpartition('/')[2]})" if r["bundle"] != r["source"] else ""), 0.0,
                      r["measured"] / r["predicted"]) for r in rows]
 
 
