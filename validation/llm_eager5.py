@@ -43,7 +43,7 @@ EAGER = (("1.1b", None, 1024, 2), ("0.8b", None, 1024, 4), ("0.5b", None, 4096, 
 
 
 def provenance() -> dict:
-    return {"set": str(SET.relative_to(ROOT)), "upcast_Bps_per_sm": UPCAST_BPS_PER_SM,
+    return {"set": str(SET.relative_to(ROOT)), "launches": 1, "upcast_Bps_per_sm": UPCAST_BPS_PER_SM,
             "fused_adamw_bytes": round(FUSED_ADAMW_BYTES, 3),
             "rule": "error = measured / predicted - 1; eager met: mean |step error| <= 8% over the eager shapes that ran "
                     "(at least 3) and every memory within 10%",
