@@ -10,6 +10,7 @@ import pathlib
 import re
 
 from conftest import load_script
+from test_llm_compile4 import _doc as compiled_doc
 
 from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout.eager_registered import REGISTERED, read_compile2
@@ -85,12 +86,9 @@ def test_device_run_runs_each_registered_run_once_eager_and_unchecked():
 
 
 def _doc(run: dict, scale: float, compiled: bool = False) -> str:
-    shape = {"seq": run["seq"], "micro_batch": run["micro_batch"], "status": "ok",
-             "median_step_s": run["predicted_step_ms"] * scale / 1e3,
-             "max_memory_allocated_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30,
-             "max_memory_allocated_timed_bytes": run["predicted_mem_GiB"] * 1.01 * 2**30}
-    doc = {"tool": "llm-step", "model": {"preset": run["preset"]}, "shapes": [shape], "compile": compiled, "ac_mode": "none"}
-    return "llm-step log line\n" + json.dumps(doc)
+    """compile4's fake llm-step document of a registered run (test_llm_compile4._doc), eager unless `compiled`."""
+    log, doc = compiled_doc(run, scale).split("\n", 1)
+    return log + "\n" + json.dumps({**json.loads(doc), "compile": compiled})
 
 
 def test_the_band_reader_and_the_read_out_take_its_documents(tmp_path, capsys):

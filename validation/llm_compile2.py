@@ -179,6 +179,25 @@ def read_bundle(bundle: Path, set_dir: Path) -> int:
     return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else set_dir / "registered.json")
 
 
+def run_main(name: str, argv: list[str], set_dir: Path, register_to, develop=None) -> int:
+    """A later registered set's script (compile4, eager5): --develop (develop()), --register [PATH] (register_to(path),
+    a new file: an existing one is refused, never overwritten) or BUNDLE (read_bundle: the read-out)."""
+    try:
+        if develop and argv == ["--develop"]:
+            return develop()
+        if argv[:1] == ["--register"] and len(argv) <= 2:
+            register_to(refuse_existing(Path(argv[1]) if len(argv) > 1 else set_dir / "registered.json"))
+            return 0
+        if len(argv) != 1 or not (Path(argv[0]) / "runs").is_dir():
+            print(f"{name}: expected BUNDLE with runs/<run>.json (device_run.sh's tgz, unpacked), --register [PATH]"
+                  f"{' or --develop' if develop else ''}", file=sys.stderr)
+            return 2
+        return read_bundle(Path(argv[0]), set_dir)
+    except SimclusterError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--register"]:
         try:

@@ -25,9 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llm_compile2  # noqa: E402  (compile2's prediction, registration and read-out, reused)
 import llm_compile4  # noqa: E402  (the earlier rows and the model's GPU busy time)
 
-from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import UPCAST_BPS_PER_SM, load_gpu  # noqa: E402
-from simcluster.heldout.registration import refuse_existing  # noqa: E402
 from simcluster.llm import eager_ac  # noqa: E402
 from simcluster.llm.framework import FUSED_ADAMW_BYTES  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
@@ -103,21 +101,8 @@ def develop() -> int:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if argv == ["--develop"]:
-            return develop()
-        if argv[:1] == ["--register"] and len(argv) <= 2:
-            out = refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json")
-            llm_compile2.register(out, (), (), provenance(), eager=EAGER)
-            return 0
-        if len(argv) != 1 or not (Path(argv[0]) / "runs").is_dir():
-            print("llm_eager5: expected BUNDLE with runs/<run>.json (device_run.sh's eager5.tgz, unpacked), --register "
-                  "[PATH] or --develop", file=sys.stderr)
-            return 2
-        return llm_compile2.read_bundle(Path(argv[0]), SET)
-    except SimclusterError as exc:
-        print(f"llm_eager5: {exc}", file=sys.stderr)
-        return 2
+    return llm_compile2.run_main("llm_eager5", argv, SET, lambda out: llm_compile2.register(out, (), (), provenance(), eager=EAGER),
+                                 develop)
 
 
 if __name__ == "__main__":
