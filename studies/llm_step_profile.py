@@ -52,11 +52,13 @@ def predicted_classes(arch: dict, seq: int, micro: int, gpu) -> tuple[dict[str, 
             + vocab_ops.head_forward(model, par, batch, fw) + vocab_ops.head_backward(model, par, batch, fw))
     out, kernels = dict.fromkeys(CLASSES, 0.0), dict.fromkeys(CLASSES, 0.0)
     for op in layer * arch["layers"] + ends:
-        out[op.kind] += ops.op_time_s(gpu, op, "bf16")
-        kernels[op.kind] += op.count
+        kind = "memory" if op.kind == "upcast" else op.kind   # a bf16 -> fp32 copy is a memory-bound kernel here
+        out[kind] += ops.op_time_s(gpu, op, "bf16")
+        kernels[kind] += op.count
     params = model.parameter_count()
     casts = host.weight_matrices(model, fw) * arch["layers"] + 1           # one per weight matrix and the embedding
-    out["memory"] += 2 * casts * gpu.memory_time_s(fw.cast_bytes / 2 * params / casts)   # forward casts, backward up-casts
+    out["memory"] += casts * (gpu.memory_time_s(fw.cast_bytes / 2 * params / casts)      # forward casts
+                              + gpu.upcast_time_s(fw.cast_bytes / 2 * params / casts))   # backward up-casts
     kernels["memory"] += 2 * casts
     out["optimizer"], kernels["optimizer"] = gpu.memory_time_s(fw.adam_bytes * params), 1
     return out, kernels

@@ -220,10 +220,28 @@ def test_compile2_an_op_shape_with_one_ok_launch_or_a_wrong_configuration_gives_
     assert "no llm-step document" in why["op-2b-2048x4-1"] and "the rule needs 2" in why["op-2b-2048x4"]
     assert "registered" in why["compile-3b-2048x2"] and "not run" in why["compile-0.8b-1024x8"]
     doc = json.loads((folder / "registered.json").read_text())
-    doc["runs"][0]["kind"] = "eager"
+    doc["runs"][0]["kind"] = "ckpt"   # compile, op and eager only
     (folder / "registered.json").write_text(json.dumps(doc))
     with pytest.raises(SimclusterError, match="registered.json: runs\\[0\\]"):
         reg.read_compile2(folder)
+
+
+def test_an_eager_kind_is_one_launch_read_as_a_plain_single_row(tmp_path):
+    """kind eager (the eager5 set's): runs/<run>.json, one launch; accepted only if the run was neither compiled nor
+    checkpointed; its row is torch-amp, no recompute (the `single` regime)."""
+    folder = _copy_set(tmp_path, COMPILE2)
+    doc = json.loads((folder / "registered.json").read_text())
+    sources = [r["run"] for r in doc["runs"][:2]]   # two compiled runs' documents, re-registered as eager
+    doc["runs"] = [{**doc["runs"][0], "kind": "eager", "run": "eager-x"}, {**doc["runs"][1], "kind": "eager", "run": "eager-y"}]
+    (folder / "registered.json").write_text(json.dumps(doc))
+    for name, src in zip(("eager-x", "eager-y"), sources, strict=True):
+        run = json.loads((folder / "runs" / f"{src}.json").read_text())
+        run["compile"] = name == "eager-y"   # eager-y ran compiled: not its registration
+        (folder / "runs" / f"{name}.json").write_text(json.dumps(run))
+    rows, skipped = reg.read_compile2(folder)
+    assert [(r["framework"], r["recompute"], r["label"].split(" seq")[0]) for r in rows] == [("torch-amp", "none", "0.5b single")]
+    assert rows[0]["predicted_s"] == doc["runs"][0]["predicted_step_ms"] / 1e3
+    assert [s.run for s in skipped] == ["eager-y"] and "registered" in skipped[0].why
 
 
 def test_lease3s_rows_are_its_registered_steps_read_by_compile2s_rule():

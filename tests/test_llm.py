@@ -170,13 +170,14 @@ def test_eager_amp_kernel_inventory_by_hand():
     + 1 attention-output copy + 2 SwiGLU + 2 residual adds = 22; backward their mirrors (22) + 5 gradient
     accumulations + 2 norm weight gradients + 8 rotary slice fills / copies + 3 q/k/v gradient copies + 1 SwiGLU = 41."""
     par, batch = ParallelSpec(), BatchSpec(1, 1)
-    mem = lambda os: sum(o.count for o in os if o.kind == "memory")  # noqa: E731
+    mem = lambda os: sum(o.count for o in os if o.kind in ("memory", "upcast"))  # noqa: E731   (an up-cast: memory-bound)
     fwd, bwd = ops.layer_forward(LLAMA2_7B, par, batch, TORCH_AMP), ops.layer_backward(LLAMA2_7B, par, batch, TORCH_AMP)
     assert (mem(fwd), mem(bwd)) == (22, 41)
     T, h = 4096, 4096
     cast = next(o for o in fwd if o.name == "cast")
     assert cast.count == 5 and cast.bytes == T * h * 6
     assert next(o for o in bwd if o.name == "cast.bwd").bytes == T * h * 6        # bf16 -> fp32 gradient copy, not twice the forward
+    assert next(o for o in bwd if o.name == "cast.bwd").kind == "upcast"          # priced at GpuSpec.upcast_time_s
     assert next(o for o in bwd if o.name == "residual_add.bwd").bytes == T * h * 6  # the branch gradient cast down to bf16
     acc = next(o for o in bwd if o.name == "grad_accumulate")
     assert acc.count == 5 and acc.bytes == 3 * T * h * 4

@@ -99,9 +99,12 @@ def test_the_eager_loss_moves_its_measured_bytes_per_logit():
     par, batch = ParallelSpec(), BatchSpec(2, 2)
     n = 2 * 64 * 1000
     for fw in (TORCH_AMP, TORCH_COMPILE, eager.torch_framework(par, {}, compiled=False)):
-        fwd = [o for o in vocab_ops.head_forward(model, par, batch, fw) if o.name == "cross_entropy"]
-        bwd = [o for o in vocab_ops.head_backward(model, par, batch, fw) if o.name == "cross_entropy.bwd"]
-        assert [(o.bytes * o.count, o.count) for o in fwd] == [(EAGER_LOSS["loss_fwd_bytes"] * n, vocab_ops.LOSS_KERNELS)]
-        assert [(o.bytes * o.count, o.count) for o in bwd] == [(EAGER_LOSS["loss_bwd_bytes"] * n, vocab_ops.LOSS_KERNELS)]
+        loss = ("logits_upcast", "cross_entropy")   # the .float() copy (an up-cast) and log_softmax; backward alike
+        fwd = [o for o in vocab_ops.head_forward(model, par, batch, fw) if o.name in loss]
+        bwd = [o for o in vocab_ops.head_backward(model, par, batch, fw) if o.name.removesuffix(".bwd") in loss]
+        assert sum(o.bytes * o.count for o in fwd) == EAGER_LOSS["loss_fwd_bytes"] * n and len(fwd) == 2
+        assert sum(o.bytes * o.count for o in bwd) == EAGER_LOSS["loss_bwd_bytes"] * n and len(bwd) == 2
+        assert [o.kind for o in fwd] == ["upcast", "memory"] and fwd[0].bytes == 6 * n   # bf16 read, fp32 written
+        assert [o.kind for o in bwd] == ["memory", "memory"]   # the cast back to bf16: a vectorized copy
     mega = [o for o in vocab_ops.head_forward(model, par, batch, MEGATRON) if o.name == "cross_entropy"]
     assert [(o.bytes, o.count) for o in mega] == [(MEGATRON.loss_fwd_bytes * n, 1)]

@@ -71,17 +71,17 @@ def predict(kind: str, preset: str, layers: int | None, seq: int, mb: int, hosts
     return r.step_time_s, r.memory_per_gpu_GiB["allocated"] * GiB
 
 
-def planned(compiled: tuple = COMPILED, op: tuple = OP) -> list[dict]:
+def planned(compiled: tuple = COMPILED, op: tuple = OP, eager: tuple = ()) -> list[dict]:
     return [{"run": run_name(kind, *spec), "kind": kind, "preset": spec[0], "layers": spec[1], "seq": spec[2],
-             "micro_batch": spec[3]} for kind, plan in (("compile", compiled), ("op", op)) for spec in plan]
+             "micro_batch": spec[3]} for kind, plan in (("compile", compiled), ("op", op), ("eager", eager)) for spec in plan]
 
 
-def register(out: Path, compiled: tuple = COMPILED, op: tuple = OP, extra: dict | None = None) -> None:
-    """The predictions of the plan (compiled, op: (preset, layers, seq, micro-batch) each) into `out`, a new file;
+def register(out: Path, compiled: tuple = COMPILED, op: tuple = OP, extra: dict | None = None, eager: tuple = ()) -> None:
+    """The predictions of the plan (compiled, op, eager: (preset, layers, seq, micro-batch) each) into `out`, a new file;
     `extra`: more keys for the document (a later set's provenance)."""
     hosts, gpu = host_fits(), load_gpu(CARD)[0]
     runs = []
-    for r in planned(compiled, op):
+    for r in planned(compiled, op, eager):
         step, mem = predict(r["kind"], r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, gpu)
         runs.append(r | {"predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
         print(f"{r['run']:24s} {step * 1e3:8.1f} ms {mem / GiB:7.2f} GiB")
@@ -102,9 +102,11 @@ def shapes_of(bundle: Path, reg: dict) -> list[dict]:
     return shapes
 
 
-def judge_compiled(reg: list[dict], bundle: Path, now) -> str:
+def judge_compiled(reg: list[dict], bundle: Path, now, kind: str = "compile") -> str:
+    """The compiled rule over the runs of `kind` (compile; eager: the eager5 set's, the same rule)."""
     steps, mems = [], []
-    for r in (x for x in reg if x["kind"] == "compile"):
+    label = "compiled" if kind == "compile" else kind
+    for r in (x for x in reg if x["kind"] == kind):
         got = shapes_of(bundle, r)
         if not got:
             print(f"{r['run']:24s} no ok run")
@@ -116,10 +118,10 @@ def judge_compiled(reg: list[dict], bundle: Path, now) -> str:
         print(f"{r['run']:24s} step {meas_ms:7.1f} / {r['predicted_step_ms']:7.1f} ms {100 * steps[-1]:+6.1f}%  memory "
               f"{meas_gib:6.2f} / {r['predicted_mem_GiB']:6.2f} GiB {100 * mems[-1]:+6.1f}%  (model now {now(r):7.1f} ms)")
     if len(steps) < MIN_COMPILED:
-        return f"compiled: incomplete ({len(steps)} shapes ran; {MIN_COMPILED} needed)"
+        return f"{label}: incomplete ({len(steps)} shapes ran; {MIN_COMPILED} needed)"
     step, mem = statistics.mean(map(abs, steps)), max(map(abs, mems))
     met = step <= COMPILED_STEP and mem <= MEMORY
-    return (f"compiled: step mean |error| {100 * step:.1f}% (max {100 * max(map(abs, steps)):.1f}%), memory max |error| "
+    return (f"{label}: step mean |error| {100 * step:.1f}% (max {100 * max(map(abs, steps)):.1f}%), memory max |error| "
             f"{100 * mem:.1f}% ({len(steps)} shapes): {'met' if met else 'NOT met'}")
 
 
@@ -166,7 +168,8 @@ def read_out(bundle: Path, registered: Path) -> int:
     def now(r: dict) -> float:
         return predict(r["kind"], r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, gpu)[0] * 1e3
     print("error = measured / predicted (registered) - 1")
-    verdicts = [judge_compiled(reg, bundle, now), judge_op(reg, bundle, now)]
+    kinds = [k for k in ("compile", "eager") if any(r["kind"] == k for r in reg)] or ["compile"]
+    verdicts = [judge_compiled(reg, bundle, now, k) for k in kinds] + [judge_op(reg, bundle, now)]
     print("\n".join(verdicts))
     return 0
 
@@ -174,6 +177,25 @@ def read_out(bundle: Path, registered: Path) -> int:
 def read_bundle(bundle: Path, set_dir: Path) -> int:
     """read_out of a device bundle against its own registered.json (the tgz carries a copy), else the set's."""
     return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else set_dir / "registered.json")
+
+
+def run_main(name: str, argv: list[str], set_dir: Path, register_to, develop=None) -> int:
+    """A later registered set's script (compile4, eager5): --develop (develop()), --register [PATH] (register_to(path),
+    a new file: an existing one is refused, never overwritten) or BUNDLE (read_bundle: the read-out)."""
+    try:
+        if develop and argv == ["--develop"]:
+            return develop()
+        if argv[:1] == ["--register"] and len(argv) <= 2:
+            register_to(refuse_existing(Path(argv[1]) if len(argv) > 1 else set_dir / "registered.json"))
+            return 0
+        if len(argv) != 1 or not (Path(argv[0]) / "runs").is_dir():
+            print(f"{name}: expected BUNDLE with runs/<run>.json (device_run.sh's tgz, unpacked), --register [PATH]"
+                  f"{' or --develop' if develop else ''}", file=sys.stderr)
+            return 2
+        return read_bundle(Path(argv[0]), set_dir)
+    except SimclusterError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str]) -> int:

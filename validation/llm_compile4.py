@@ -24,11 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llm_compile2  # noqa: E402  (compile2's prediction, registration and read-out, reused)
 
-from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout.eager import model_of  # noqa: E402
 from simcluster.heldout.eager_registered import launch_shapes  # noqa: E402
-from simcluster.heldout.registration import refuse_existing  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.framework import EAGER_LOSS  # noqa: E402
@@ -114,22 +112,8 @@ def develop() -> int:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if argv == ["--develop"]:
-            return develop()
-        if argv[:1] == ["--register"] and len(argv) <= 2:
-            out = refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json")
-            llm_compile2.register(out, COMPILED, OP, provenance())
-            return 0
-        if len(argv) != 1 or not (Path(argv[0]) / "runs").is_dir():
-            print("llm_compile4: expected BUNDLE with runs/<run>.json (device_run.sh's compile4.tgz, unpacked), --register "
-                  "[PATH] or --develop", file=sys.stderr)
-            return 2
-        bundle = Path(argv[0])
-        return llm_compile2.read_bundle(bundle, SET)
-    except SimclusterError as exc:
-        print(f"llm_compile4: {exc}", file=sys.stderr)
-        return 2
+    return llm_compile2.run_main("llm_compile4", argv, SET, lambda out: llm_compile2.register(out, COMPILED, OP, provenance()),
+                                 develop)
 
 
 if __name__ == "__main__":

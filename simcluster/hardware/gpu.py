@@ -59,6 +59,11 @@ from simcluster.units import format_bandwidth, format_size, format_time
 
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+# Bytes (read + written) per second per SM of torch's unrolled bf16 -> fp32 copy: the five logits.float() copies of
+# calibration/h200x1-llm-compile4-2026-11-29/traces (262-537 M elements, 6 B each) ran at 2.00-2.11 TB/s (mean 2.06) on
+# 132 SMs where the same run's vectorized fp32 -> bf16 copies of the same size ran at 4.4 TB/s (issue 44, session 34,
+# engineer eagerfix; docs/models/llm-findings.md). An instruction-bound rate: it scales with SMs, not with HBM.
+UPCAST_BPS_PER_SM = 2.06e12 / 132
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class GpuParams:
     overlap_compute_slowdown: float = 0.0   # fraction of compute rate lost while NCCL kernels run beside it (0: not measured)
     overlap_comm_rate: float = 1.0          # NCCL's rate beside compute, as a fraction of its rate alone (overlap-micro)
     derived_from: str = ""              # a card not measured: the measured card its curves come from (provenance.curves_from)
+    upcast_Bps_per_sm: float = UPCAST_BPS_PER_SM   # bf16 -> fp32 copies (upcast_time_s); not fitted per card
 
     def __post_init__(self):
         if not self.peak_flops or any(v <= 0 for v in self.peak_flops.values()):
@@ -168,6 +174,11 @@ class GpuParams:
         if bytes_moved < 0:
             raise ValueError(f"bytes_moved must be >= 0, got {bytes_moved}")
         return max(self.launch_s, (bytes_moved + self.memory_ramp_bytes) / self.hbm_bandwidth_Bps)
+
+    def upcast_time_s(self, bytes_moved: float) -> float:
+        """A bf16 -> fp32 copy (torch's direct_copy_kernel_cuda: no vectorized path for a dtype-converting copy, so
+        the unrolled kernel casts element by element): bound by the SMs at upcast_Bps_per_sm each, or by memory."""
+        return max(self.memory_time_s(bytes_moved), bytes_moved / (self.upcast_Bps_per_sm * self.sm_count))
 
 
 def table_at(table: dict[int, float], x: float) -> float:

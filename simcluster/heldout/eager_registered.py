@@ -195,11 +195,11 @@ def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
 
 def launch_shapes(bundle: Path, reg: dict) -> tuple[list[dict], list[Skipped]]:
     """A registered run's accepted launches (_compile2_launch: ran ok and ran the registered configuration): their timed
-    shapes, in launch order (runs/<run>-<i>.json; a compile run: runs/<run>.json), and the launches refused with why.
+    shapes, in launch order (runs/<run>-<i>.json; a compile or eager run: runs/<run>.json), and the launches refused with why.
     The band's reader and the read-outs of validation/llm_compile2.py (compile2, lease3) and llm_ophost.py all take
     this one."""
     name = str(reg["run"])
-    files = [bundle / "runs" / f"{name}.json"] if reg["kind"] == "compile" else \
+    files = [bundle / "runs" / f"{name}.json"] if reg["kind"] in ("compile", "eager") else \
         sorted((bundle / "runs").glob(f"{name}-[0-9].json"))
     shapes, skipped = [], []
     for file in files or [bundle / "runs" / f"{name}-1.json"]:
@@ -250,8 +250,8 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
     for i, reg in enumerate(runs):
         where = f"{path}: runs[{i}]"
         if not isinstance(reg, dict) or not all(k in reg for k in ("run", "kind", "preset", "layers", "seq", "micro_batch")) \
-                or reg["kind"] not in ("compile", "op"):
-            raise SimclusterError("expected run, kind (compile or op), preset, layers, seq, micro_batch and "
+                or reg["kind"] not in ("compile", "op", "eager"):
+            raise SimclusterError("expected run, kind (compile, op or eager), preset, layers, seq, micro_batch and "
                                   "predicted_step_ms", where=where)
         predicted = _positive(reg.get("predicted_step_ms"), f"{where}.predicted_step_ms") / 1e3
         name = str(reg["run"])
@@ -262,12 +262,12 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
                 skipped.append(Skipped(name, f"{len(steps)} ok launch, the rule needs {MIN_LAUNCHES}"))
             continue
         shape_name = f"{reg['preset']}-L{reg['layers']}" if reg["layers"] else str(reg["preset"])
-        mode = "single+compile" if reg["kind"] == "compile" else "single ac op"
+        mode = {"compile": "single+compile", "op": "single ac op", "eager": "single"}[reg["kind"]]
         label = f"{shape_name} {mode} seq {reg['seq']} mb {reg['micro_batch']}"
         if reg["kind"] == "op":
             label += f" median of {len(steps)} launches"
         rows.append(_row(bundle, label, "torch-compile" if reg["kind"] == "compile" else "torch-amp",
-                         ("none", 1) if reg["kind"] == "compile" else ("op", 1), statistics.median(steps), predicted))
+                         ("op", 1) if reg["kind"] == "op" else ("none", 1), statistics.median(steps), predicted))
     return rows, skipped
 
 

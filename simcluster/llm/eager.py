@@ -137,7 +137,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         fw = replace(fw, host_plain_kernel_s=hosts["single"][0], host_plain_step_s=hosts["single"][1])
     names = []
     if par.tp > 1:
-        fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4)
+        # the runner's tp optimizer is AdamW per parameter (foreach off), not the fused kernel FUSED_ADAMW_BYTES measures: 28 B
+        fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4, adam_bytes=28.0)
         names.append("dtensor-tp")
     if par.dp > 1 and par.zero == 3:
         fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)

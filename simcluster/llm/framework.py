@@ -127,8 +127,12 @@ MEGATRON = FrameworkSpec("megatron")
 # gradient (4), log_softmax's backward (16) and the cast back to bf16 (4 + 2) = 26 (nll_loss's own kernels: < 20 us).
 # Before session 34 the model charged 28 / 56 (two kernels of 14 B a logit forward, twice that backward).
 EAGER_LOSS = {"loss_fwd_bytes": 22.0, "loss_bwd_bytes": 26.0}
+# torch.optim.AdamW(fused=True) on fp32 parameters (the runner's): param, grad, exp_avg, exp_avg_sq read, three written:
+# 28 B a parameter, priced as the 33.9 B a streaming kernel would move in its time: its multi_tensor_apply kernel ran at
+# 0.827 of the card's copy rate (H200: 0.80-0.83 over compile4's five traces; H100 3b, 1b: 0.866, 0.856; issue 44).
+FUSED_ADAMW_BYTES = 28.0 / 0.827
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
-                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=28.0, cast_bytes=12.0, logit_bytes=12.0, eager=True,
+                          weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=FUSED_ADAMW_BYTES, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           grad_accumulate_bytes=0.0, **EAGER_LOSS,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
 # The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,

@@ -45,7 +45,7 @@ ACT_BYTES = 2  # bf16 activations
 @dataclass(frozen=True)
 class Op:
     name: str
-    kind: str                 # 'gemm' | 'attention' | 'memory'
+    kind: str                 # 'gemm' | 'attention' | 'memory' | 'upcast' (a bf16 -> fp32 copy: GpuSpec.upcast_time_s)
     flops: float
     bytes: float
     shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
@@ -273,8 +273,8 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             b, a, g, sq, skv, d, causal, _, dropout = op.shape
             bwd = attention(f"{op.name}.bwd", b, a, g, sq, skv, d, causal, True, dropout)
             out.append(replace(bwd, flops=op.flops * 2.5, count=op.count))
-        else:   # a memory op's backward moves twice its bytes, unless it names its backward bytes (shape)
-            out.append(Op(f"{op.name}.bwd", "memory", 2 * op.flops, op.shape[0] if op.shape else 2 * op.bytes, (), op.count))
+        else:   # a memory op's backward moves twice its bytes unless it names them (shape); autocast's cast: an up-cast
+            out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops, op.shape[0] if op.shape else 2 * op.bytes, (), op.count))
     return out
 
 
@@ -387,7 +387,7 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
         b, a, g, sq, skv, d, causal, backward, dropout = op.shape
         t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16", dropout=dropout)
     else:
-        t = gpu.memory_time_s(op.bytes)
+        t = gpu.upcast_time_s(op.bytes) if op.kind == "upcast" else gpu.memory_time_s(op.bytes)
     return t * op.count
 
 

@@ -7,8 +7,6 @@ from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
-LOSS_KERNELS = 2   # eager torch's loss: forward the .float() copy and log_softmax, backward log_softmax's and the cast back
-
 
 def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
@@ -25,7 +23,8 @@ def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
-    fw.loss_fwd_bytes / loss_bwd_bytes per logit; eager: LOSS_KERNELS kernels a pass, framework.EAGER_LOSS)."""
+    fw.loss_fwd_bytes / loss_bwd_bytes per logit; eager, framework.EAGER_LOSS: two kernels a pass, forward the logits'
+    .float() up-cast (6 B, GpuSpec.upcast_time_s) and log_softmax, backward its gradient and the cast back (6 B))."""
     sh = sharding(model, par, batch)
     v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
     rb = fw.residual_bytes
@@ -33,8 +32,9 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     if rb != ACT_BYTES:
         ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
     ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
-    k = LOSS_KERNELS if fw.eager else 1
-    ops.append(Op("cross_entropy", "memory", float(5 * n), float(n * fw.loss_fwd_bytes / k), (float(n * fw.loss_bwd_bytes / k),), k))
+    up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
+    ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
+    ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up,)))
     return ops
 
 
