@@ -16,8 +16,9 @@ from simcluster.trust.regime import Regime
 from simcluster.trust.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4 = (ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2,
-                                                    ROOT / reg.OPHOST2, ROOT / reg.LEASE3, ROOT / reg.COMPILE4)
+COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4, EAGER5 = (ROOT / reg.COMPILE, ROOT / reg.SAC, ROOT / reg.COMPILE2,
+                                                            ROOT / reg.OPHOST2, ROOT / reg.LEASE3, ROOT / reg.COMPILE4,
+                                                            ROOT / reg.EAGER5)
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
@@ -128,9 +129,9 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 11, EAGER.format("single+compile"): 19,
+    assert counts == {EAGER.format("single"): 16, EAGER.format("single+compile"): 19,
                       EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 10}
-    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name}
+    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name}
     assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name, COMPILE4.name}
     assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name, LEASE3.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
@@ -264,3 +265,14 @@ def test_compile4s_rows_are_its_registered_steps_read_by_compile2s_rule():
     assert {r["predicted_s"] for r in rows} == registered
     errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
     assert errors == [-9.7, -9.3, -3.4, 0.6, 11.8]
+
+
+def test_eager5s_rows_are_its_registered_steps_read_by_compile2s_rule():
+    """eager5 (registered a0ec233, compile2's format, kind eager only): five `single` rows, each against registered.json;
+    the errors are its README's Result."""
+    rows, skipped = reg.read_compile2(EAGER5)
+    assert not skipped and len(rows) == 5 and {r["recompute"] for r in rows} == {"none"}
+    registered = {r["predicted_step_ms"] / 1e3 for r in json.loads((EAGER5 / "registered.json").read_text())["runs"]}
+    assert {r["predicted_s"] for r in rows} == registered
+    errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
+    assert errors == [-12.5, 2.6, 4.7, 4.9, 5.4]
