@@ -129,9 +129,9 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 16, EAGER.format("single+compile"): 19,
+    assert counts == {EAGER.format("single"): 21, EAGER.format("single+compile"): 19,
                       EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 10}
-    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name}
+    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name, EAGER5.name.replace("eager5", "eager5-lease2")}
     assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name, COMPILE4.name}
     assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name, LEASE3.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
@@ -276,3 +276,13 @@ def test_eager5s_rows_are_its_registered_steps_read_by_compile2s_rule():
     assert {r["predicted_s"] for r in rows} == registered
     errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
     assert errors == [-12.5, 2.6, 4.7, 4.9, 5.4]
+
+
+def test_eager5_lease2_is_eager5s_registration_on_another_launch():
+    """eager5-lease2: the same registered.json (byte for byte), its own runs; the errors are its README's Result."""
+    lease2 = ROOT / reg.EAGER5_LEASE2
+    assert (lease2 / "registered.json").read_bytes() == (EAGER5 / "registered.json").read_bytes()
+    rows, skipped = reg.read_compile2(lease2)
+    assert not skipped and len(rows) == 5
+    errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
+    assert errors == [-22.1, -4.6, 2.4, 4.6, 5.1]

@@ -37,6 +37,8 @@ may have moved since: docs/models/llm-findings.md).
   EAGER5   calibration/h200x1-llm-eager5-2026-11-29: five eager shapes (kind eager, one launch each), registered at
            a0ec233 by `validation/llm_eager5.py --register` with eager's up-casts and fused AdamW at their measured
            rates, read by read_compile2 and its rule. Regime: `single`.
+  EAGER5_LEASE2 calibration/h200x1-llm-eager5-lease2-2026-11-29: eager5's registration (registered.json byte for byte)
+           and script on another launch, declared before it ran (its README): its own source, the same registered steps.
 
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
@@ -58,7 +60,8 @@ OPHOST2 = "calibration/h200x1-llm-ophost2-2026-11-29"
 LEASE3 = "calibration/h200x1-llm-lease3-2026-11-29"
 COMPILE4 = "calibration/h200x1-llm-compile4-2026-11-29"
 EAGER5 = "calibration/h200x1-llm-eager5-2026-11-29"
-REGISTERED = (COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4, EAGER5)
+EAGER5_LEASE2 = "calibration/h200x1-llm-eager5-lease2-2026-11-29"
+REGISTERED = (COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4, EAGER5, EAGER5_LEASE2)
 REGISTERED_READ = "readout-registered.json"   # COMPILE's registered rule as read at the run's commit
 MIN_LAUNCHES = 2          # compile2's rule: an op shape's median needs at least two launches
 
@@ -276,7 +279,7 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
 
 
 READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2, OPHOST2: read_ophost2, LEASE3: read_compile2,
-           COMPILE4: read_compile2, EAGER5: read_compile2}
+           COMPILE4: read_compile2, EAGER5: read_compile2, EAGER5_LEASE2: read_compile2}
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
