@@ -131,7 +131,7 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
     assert counts == {EAGER.format("single"): 21, EAGER.format("single+compile"): 19,
                       EAGER.format("single+ckpt-every2"): 3, EAGER.format("single+sac-op"): 10}
-    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name, EAGER5.name.replace("eager5", "eager5-lease2")}
+    assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name}   # eager5-lease2 is eager5's source
     assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name, COMPILE4.name}
     assert by[EAGER.format("single+sac-op")] == {SAC.name, COMPILE2.name, OPHOST2.name, LEASE3.name}
     assert all(r.family == "llm eager" and r.scale == 1.0 for r in residuals)
@@ -286,3 +286,6 @@ def test_eager5_lease2_is_eager5s_registration_on_another_launch():
     assert not skipped and len(rows) == 5
     errors = sorted(round(100 * (r["measured_s"] / r["predicted_s"] - 1), 1) for r in rows)
     assert errors == [-22.1, -4.6, 2.4, 4.6, 5.1]
+    # the same source as eager5 (SAME_REGISTRATION), its rows labelled with their own folder
+    band = [r for r in eager_residuals(reg.held_out_rows()) if lease2.name in r.row]
+    assert len(band) == 5 and {r.source for r in band} == {EAGER5.name}

@@ -282,6 +282,14 @@ READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2, OPHOST
            COMPILE4: read_compile2, EAGER5: read_compile2, EAGER5_LEASE2: read_compile2}
 
 
+# A set that ran another set's registration again (the same registered.json, another launch) is the same source: its
+# rows are measured again against the same predictions, so leaving one launch out must leave the other out too (as
+# heldout/transport.source_of folds a sweep's replicate bundles; cold read C).
+SAME_REGISTRATION = {EAGER5_LEASE2: EAGER5}
+
+
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
-    """Every registered one-GPU set's measured runs against their registered steps, set by set."""
-    return [row for name in folders for row in READERS[name](ROOT / name)[0]]
+    """Every registered one-GPU set's measured runs against their registered steps, set by set; `source` the folder
+    whose registration they were judged against (SAME_REGISTRATION)."""
+    return [{**row, "source": Path(SAME_REGISTRATION.get(name, name)).name}
+            for name in folders for row in READERS[name](ROOT / name)[0]]

@@ -73,15 +73,17 @@ def ddp_residuals(rows: list[dict]) -> list[Residual]:
 def eager_residuals(rows: list[dict]) -> list[Residual]:
     """Eager-PyTorch llm-step shapes of the sealed and registered bundles (heldout/eager.py, heldout/eager_registered.py),
     regime by the runner's mode, torch.compile (framework torch-compile) and the checkpointing policy (recompute op,
-    full every N > 1: eager_checkpointing); each bundle a source."""
+    full every N > 1: eager_checkpointing); each bundle a source, or the row's `source` where it names one (a registered
+    set run again on another launch: heldout/eager_registered.SAME_REGISTRATION)."""
     from simcluster.trust.regime import eager_checkpointing, llm_regime
 
     out = []
     for r in rows:
         ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
         regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], 1, r["zero"], False, "bf16", r["gpus"], ckpt)
-        out.append(Residual(regime.family, regime.key, r["bundle"], f"{r['label']} {r['transport']}", regime.scale,
-                            r["measured_s"] / r["predicted_s"]))
+        source = r.get("source", r["bundle"])
+        label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
+        out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"]))
     return out
 
 
