@@ -126,6 +126,13 @@ MEGATRON = FrameworkSpec("megatron")
 # once): forward the .float() copy (2 + 4) and log_softmax (3 x 4 + 4) = 22; backward nll_loss's zero-filled fp32
 # gradient (4), log_softmax's backward (16) and the cast back to bf16 (4 + 2) = 26 (nll_loss's own kernels: < 20 us).
 # Before session 34 the model charged 28 / 56 (two kernels of 14 B a logit forward, twice that backward).
+# Measured in that profile: the two softmax kernels only; the copy (6), the fill (4) and the cast back (6) are nominal
+# (the data types' bytes). compile4's H200 traces (calibration/h200x1-llm-compile4-2026-11-29/traces, five runs, 262-537 M
+# logits; each kernel's time x the card's 4.179 TB/s per logit): .float() copy 11.9-12.6 (6 B at the SM-bound up-cast
+# rate: vocab_ops prices it so since eagerfix), SoftMaxForward 13.1-13.2 (vocab 32K) / 15.9-16.2 (50K-128K), fill 3.55,
+# SoftMaxBackward 16.8-17.5, cast back 5.70: forward 25.2-28.5 against the model's 28.2 in time (22 B, the copy as an
+# up-cast), backward 26.0-26.7 against 26. compile4 was registered with 22 / 26 at the HBM rate (the copy as 6 B): a new
+# value here needs a new registration, and these measured figures are its input (llm-findings.md, session 34 llmmend2).
 EAGER_LOSS = {"loss_fwd_bytes": 22.0, "loss_bwd_bytes": 26.0}
 # torch.optim.AdamW(fused=True) on fp32 parameters (the runner's): param, grad, exp_avg, exp_avg_sq read, three written:
 # 28 B a parameter, priced as the 33.9 B a streaming kernel would move in its time: its multi_tensor_apply kernel ran at
