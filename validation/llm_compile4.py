@@ -29,7 +29,7 @@ from simcluster.heldout.eager import model_of  # noqa: E402
 from simcluster.heldout.eager_registered import launch_shapes  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
-from simcluster.llm.framework import EAGER_LOSS  # noqa: E402
+from simcluster.llm.framework import EAGER_LOSS, EAGER_LOSS_UNTIL_34  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
@@ -38,7 +38,7 @@ from simcluster.strict import load_json  # noqa: E402
 ROOT = llm_compile2.ROOT
 SET = ROOT / "calibration/h200x1-llm-compile4-2026-11-29"
 CAL = ROOT / "calibration"
-BEFORE = {"loss_fwd_bytes": 28.0, "loss_bwd_bytes": 56.0}   # the eager loss as modelled until session 34
+BEFORE = EAGER_LOSS_UNTIL_34   # the eager loss as modelled until session 34
 # preset, layers (None: the preset's), seq, micro-batch: short steps, 4096 tokens, hidden 1024 (the worst preset), one long
 COMPILED = (("0.3b", None, 4096, 3), ("1b", None, 1024, 2), ("0.8b", None, 4096, 2), ("0.5b", None, 1024, 8),
             ("2b", None, 4096, 2))

@@ -101,7 +101,7 @@ class FrameworkSpec:
     comm_interference: bool = False   # data-parallel NCCL kernels and the compute they overlap slow each other by the GPU
                                       # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
-    loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, in vocab_ops.LOSS_KERNELS kernels)
+    loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, 2 kernels forward and 3 backward: vocab_ops)
     torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
                                       # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
@@ -117,6 +117,14 @@ class FrameworkSpec:
     master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
                                       # weight + a 16-bit remainder (state_bytes - 2); NeMo keeps a full fp32 master with fp8_params
 
+    def __post_init__(self) -> None:
+        """An eager framework's loss is torch's F.cross_entropy(logits.float()): EAGER_LOSS (or, for the development
+        'before' arm only, EAGER_LOSS_UNTIL_34), never the fused default a forgotten **EAGER_LOSS would leave."""
+        loss = {"loss_fwd_bytes": self.loss_fwd_bytes, "loss_bwd_bytes": self.loss_bwd_bytes}
+        if self.eager and loss not in (EAGER_LOSS, EAGER_LOSS_UNTIL_34):
+            raise LlmConfigError("framework.loss_fwd_bytes", f"framework {self.name!r} is eager: its loss bytes per logit "
+                                 f"must be framework.EAGER_LOSS {EAGER_LOSS}, got {loss}")
+
 
 MEGATRON = FrameworkSpec("megatron")
 # Eager torch's loss, F.cross_entropy(logits.float()) (the runner's, torchtitan's; issue 44, session 34), bytes per logit as
@@ -126,7 +134,16 @@ MEGATRON = FrameworkSpec("megatron")
 # once): forward the .float() copy (2 + 4) and log_softmax (3 x 4 + 4) = 22; backward nll_loss's zero-filled fp32
 # gradient (4), log_softmax's backward (16) and the cast back to bf16 (4 + 2) = 26 (nll_loss's own kernels: < 20 us).
 # Before session 34 the model charged 28 / 56 (two kernels of 14 B a logit forward, twice that backward).
+# Measured in that profile: the two softmax kernels only; the copy (6), the fill (4) and the cast back (6) are nominal
+# (the data types' bytes). compile4's H200 traces (calibration/h200x1-llm-compile4-2026-11-29/traces, five runs, 262-537 M
+# logits; each kernel's time x the card's 4.179 TB/s per logit): .float() copy 11.9-12.6 (6 B at the SM-bound up-cast
+# rate: vocab_ops prices it so since eagerfix), SoftMaxForward 13.1-13.2 (vocab 32K) / 15.9-16.2 (50K-128K), fill 3.55,
+# SoftMaxBackward 16.8-17.5, cast back 5.70: forward 25.2-28.5 against the model's 28.2 in time (22 B, the copy as an
+# up-cast), backward 26.0-26.7 against 26. compile4 was registered with 22 / 26 at the HBM rate (the copy as 6 B): a new
+# value here needs a new registration, and these measured figures are its input (llm-findings.md, session 34 llmmend2).
 EAGER_LOSS = {"loss_fwd_bytes": 22.0, "loss_bwd_bytes": 26.0}
+EAGER_LOSS_UNTIL_34 = {"loss_fwd_bytes": 28.0, "loss_bwd_bytes": 56.0}   # as modelled until session 34 (a record:
+                                                                       # validation/llm_compile4.py --develop's 'before')
 # torch.optim.AdamW(fused=True) on fp32 parameters (the runner's): param, grad, exp_avg, exp_avg_sq read, three written:
 # 28 B a parameter, priced as the 33.9 B a streaming kernel would move in its time: its multi_tensor_apply kernel ran at
 # 0.827 of the card's copy rate (H200: 0.80-0.83 over compile4's five traces; H100 3b, 1b: 0.866, 0.856; issue 44).

@@ -49,7 +49,7 @@ class Op:
     flops: float
     bytes: float
     shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
-                              # memory: () or (its backward's bytes,)
+                              # memory: () or (its backward's bytes[, its backward's kernels, each an equal share])
     count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
                               # (a sliding-window model's full and windowed attention: each its share of the layers)
 
@@ -258,8 +258,7 @@ def fp8_casts(layer_ops: list[Op]) -> Op:
     (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
     output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
     gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and o.name not in BF16_UNDER_FP8]
-    fwd = sum(o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)
-    fwd += sum(3 * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms if o.name == "attn_out")
+    fwd = sum((4 if o.name == "attn_out" else 1) * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)   # attn_out: + 3
     bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
     return Op("fp8_cast", "memory", 0.0, float(fwd), (float(bwd),))
 
@@ -273,8 +272,9 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             b, a, g, sq, skv, d, causal, _, dropout = op.shape
             bwd = attention(f"{op.name}.bwd", b, a, g, sq, skv, d, causal, True, dropout)
             out.append(replace(bwd, flops=op.flops * 2.5, count=op.count))
-        else:   # a memory op's backward moves twice its bytes unless it names them (shape); autocast's cast: an up-cast
-            out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops, op.shape[0] if op.shape else 2 * op.bytes, (), op.count))
+        else:   # a memory op's backward: twice its bytes unless its shape names them (and its kernels); autocast's cast: an up-cast
+            b, k = (op.shape + (1,))[:2] if op.shape else (2 * op.bytes, 1)
+            out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops / k, b / k, (), op.count * k))
     return out
 
 

@@ -7,6 +7,8 @@ from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
+EAGER_BWD_KERNELS = 2   # eager cross_entropy's backward besides the cast back: the zero fill and SoftMaxBackward
+
 
 def embedding_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
@@ -23,8 +25,9 @@ def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """Final RMSNorm, LM head GEMM (vocab sharded over tp) and cross-entropy (fp32 softmax over the logits;
-    fw.loss_fwd_bytes / loss_bwd_bytes per logit; eager, framework.EAGER_LOSS: two kernels a pass, forward the logits'
-    .float() up-cast (6 B, GpuSpec.upcast_time_s) and log_softmax, backward its gradient and the cast back (6 B))."""
+    fw.loss_fwd_bytes / loss_bwd_bytes per logit; eager, framework.EAGER_LOSS: forward two kernels, the logits' .float()
+    up-cast (6 B, GpuSpec.upcast_time_s) and log_softmax; backward three, nll_loss's zero-filled gradient and
+    log_softmax's backward (cross_entropy's, EAGER_BWD_KERNELS of equal bytes) and the cast back (6 B); fused: one each)."""
     sh = sharding(model, par, batch)
     v, n = model.vocab // par.tp, sh.tokens * model.vocab // par.tp
     rb = fw.residual_bytes
@@ -34,7 +37,8 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
     up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
     ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
-    ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up,)))
+    bwd_kernels = EAGER_BWD_KERNELS if fw.eager else 1
+    ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
     return ops
 
 
