@@ -20,6 +20,7 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SET = ROOT / "calibration/h200x1-llm-eager5-2026-11-29"
+LEASE2 = ROOT / "calibration/h200x1-llm-eager5-lease2-2026-11-29"   # the same registration on another launch (after the read)
 H200 = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 
 
@@ -53,7 +54,7 @@ def _measured_anywhere() -> set[tuple]:
     """(preset, layers, seq, micro-batch) of every llm-step document under calibration/ but this set's, any mode."""
     seen = set()
     for path in [*(ROOT / "calibration").rglob("*.json"), *(ROOT / "calibration").rglob("stdout.txt")]:
-        if SET in path.parents:
+        if SET in path.parents or LEASE2 in path.parents:   # eager5's own runs, and its registration run again (lease2)
             continue
         for doc in _documents(path):
             if isinstance(doc, dict) and isinstance(doc.get("model"), dict) and isinstance(doc.get("shapes"), list):
