@@ -11,7 +11,7 @@ import pytest
 
 from simcluster.cards import load_nic, nic_params_yaml
 from simcluster.collectives.fabric import FabricCall, predict_fabric
-from simcluster.collectives.rendezvous import first_message_bytes, rendezvous_s
+from simcluster.collectives.rendezvous import EAGER_HEADER_BYTES, first_message_bytes, rendezvous_s
 from simcluster.errors import SimclusterError
 from simcluster.reference import nccl
 
@@ -48,13 +48,23 @@ def test_an_eager_first_message_adds_nothing():
 
 def test_the_first_message_follows_the_size_not_the_protocol_name():
     cluster = _cluster("aws-p5-hyperpod-x32", 8, EAGER)
-    small = {p: first_message_bytes(cluster, "all_gather", "Ring", p, 256 << 10) for p in ("LL", "LL128", "Simple")}
-    assert max(small.values()) <= EAGER                      # 256 KiB over 64 ranks and its channels: eager in all three
+    small = {p: first_message_bytes(cluster, "all_gather", "Ring", p, 128 << 10) for p in ("LL", "LL128", "Simple")}
+    assert max(small.values()) + EAGER_HEADER_BYTES <= EAGER  # 128 KiB over 64 ranks and its channels: eager in all three
     large = {p: first_message_bytes(cluster, "all_gather", "Ring", p, 1 << 30) for p in ("LL", "LL128", "Simple")}
     assert min(large.values()) > EAGER
-    call = FabricCall(cluster, "all_gather", 256 << 10, 1.0, 1.0, 21e-6, None)
+    call = FabricCall(cluster, "all_gather", 128 << 10, 1.0, 1.0, 21e-6, None)
     assert all(call.rendezvous("Ring", p) == 0.0 for p in ("LL", "LL128", "Simple"))
     assert rendezvous_s(cluster, 21e-6, "all_gather", "Ring", "LL128", 1 << 30) == 21e-6
+
+
+def test_the_eager_limit_counts_the_plugins_8_byte_header():
+    """aws-ofi-nccl (v1.20.0 on) sends eagerly only while size + 8 B <= eager_max_size: at 8 KiB a point-to-point
+    message of 8,184 B is eager, 8,185 B waits for the control message."""
+    cluster = _cluster("aws-p5-hyperpod-x32", 2, EAGER)
+    assert EAGER_HEADER_BYTES == 8.0
+    assert first_message_bytes(cluster, "send_recv", "", "Simple", 8184) == 8184
+    assert rendezvous_s(cluster, 21e-6, "send_recv", None, "Simple", 8184) == 0.0
+    assert rendezvous_s(cluster, 21e-6, "send_recv", None, "Simple", 8185) == 21e-6
 
 
 def test_an_eager_limit_on_a_tcp_card_is_one_line_naming_the_key(tmp_path):

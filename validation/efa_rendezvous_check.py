@@ -3,7 +3,8 @@
 Prints predicted vs measured call times with the NIC card's `eager_max_size` as shipped (unset: no rendezvous) and
 set to aws-ofi-nccl's default (8 KiB) on the RDMA-protocol cards (p5 / p5en / p6), the cards edited in memory only:
 p5 x 2 all_reduce 1-16 MiB, the HyperPod p5 all_gather at 32 and 64 MiB on 2-32 nodes (one latency chain),
-dstack#3961's 8 B all_reduce on 2 x p6-b200. Measured times (us) are the published files' (calibration/published/);
+dstack#3961's 8 B all_reduce on 2 x p6-b200. Measured times (us) are read from the published files
+(calibration/published/: `time_us`, or bytes / algbw where the source prints no time);
 these rows are development rows for the term, not held out. Then `--held-out-systems` (busbw at >= 64 MiB) with the
 key unset and set on the two RDMA-protocol cards, in a temporary copy of models/, scenarios/ and calibration/published/.
 
@@ -20,18 +21,28 @@ from pathlib import Path
 import yaml
 
 from simcluster.collectives.fabric import predict_fabric
-from simcluster.reference.nccl import _cluster
+from simcluster.reference.nccl import _cluster, read_nccl_file
 from simcluster.reference.nccl_held_out import held_out_systems
 
 ROOT = Path(__file__).resolve().parent.parent
 EAGER_MAX_SIZE = 8192.0   # aws-ofi-nccl OFI_NCCL_EAGER_MAX_SIZE default (v1.7-v1.21, not v1.14)
 RDMA_PROTOCOL_CARDS = ("efa-multirail-400g", "efa-400g")   # p5 / p5en, p6 (platform-aws.cpp default_protocol RDMA)
-CHECKS = [   # (scenario, nodes, op, size bytes, measured us, source)
-    *[("aws-p5-48xlarge-x2", 2, "all_reduce", s << 20, t, "p5 x2") for s, t in ((1, 123), (2, 147), (4, 169), (8, 205), (16, 298))],
-    *[("aws-p5-hyperpod-x32", n, "all_gather", s << 20, t, "HyperPod") for n, t in ((2, 240), (4, 389), (8, 713), (16, 1337), (32, 2699))
-      for s in (32, 64)],
-    ("aws-p6-b200-x4", 2, "all_reduce", 8, 50.6, "dstack#3961"),
+CHECKS = [   # (scenario, published file, nodes, op, size bytes, label)
+    *[("aws-p5-48xlarge-x2", "nccl-aws-p5-48xlarge-x2.yaml", 2, "all_reduce", s << 20, "p5 x2") for s in (1, 2, 4, 8, 16)],
+    *[("aws-p5-hyperpod-x32", "nccl-aws-p5-hyperpod-x2-x32-gpucomm.yaml", n, "all_gather", s << 20, "HyperPod")
+      for n in (2, 4, 8, 16, 32) for s in (32, 64)],
+    ("aws-p6-b200-x4", "nccl-aws-p6-b200-x2-dstack3961.yaml", 2, "all_reduce", 8, "dstack#3961"),
 ]
+
+
+def measured_us(published: str, nodes: int, op: str, size: int) -> float:
+    """The published out-of-place call time (us) of one run, read with the published nccl reader: the file's `time_us`
+    where the source prints it, else bytes / algbw (the HyperPod CSV has no time column)."""
+    ref = read_nccl_file(ROOT / "calibration" / "published" / published)
+    for run in ref.runs:
+        if run["op"] == op and int(run["bytes"]) == size and int(run.get("nodes", ref.system["nodes"])) == nodes:
+            return float(run["time_us"]) if "time_us" in run else int(run["bytes"]) / float(run["algbw_GBps"]) / 1e3
+    raise KeyError(f"{published}: no {op} run at {size} B on {nodes} nodes")
 
 
 def _with_eager(cluster, eager: float):
@@ -57,7 +68,8 @@ def held_out(eager: float | None) -> dict[str, tuple[float, float]]:
 
 def main() -> None:
     print(f"{'system':10s} {'op':10s} {'nodes':>5s} {'size':>9s} {'measured':>9s} {'as shipped':>11s} {'rendezvous':>11s}  ran")
-    for scenario, nodes, op, size, measured, label in CHECKS:
+    for scenario, published, nodes, op, size, label in CHECKS:
+        measured = measured_us(published, nodes, op, size)
         cluster = _cluster(ROOT / "scenarios" / "published" / f"{scenario}.yaml", nodes)
         before = predict_fabric(cluster, op, size)
         after = predict_fabric(_with_eager(cluster, EAGER_MAX_SIZE), op, size)

@@ -12,7 +12,9 @@ first step of a call can find none: its receive was posted when the call started
 So a call whose first message is above the eager limit waits one more one-way latency, once, on its critical path;
 a call whose first message is eager does not. Which it is follows from the message size per step (NCCL's chunk
 per channel, collectives/pipeline_fill.py), not from the protocol's name. NCCL_STEPS and the chunk sizes are
-NCCL's (v2.27.7-1); the latency is the NIC card's one-way latency plus the path.
+NCCL's (v2.27.7-1); the latency is the NIC card's one-way latency plus the path. From v1.20.0 the eager test is
+size + NCCL_OFI_EAGER_HEADER_SIZE (8 B) <= eager_send_size, and eager_send_size is 0 (no eager send at all) unless
+the EFA device reports mixed_hmem_iov (nccl_ofi_net.cpp); the model takes the header and assumes the support.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from simcluster.collectives.pipeline_fill import (
 # Bytes on the wire per data byte (LL: a 4-byte flag with every 4 data bytes; LL128: 8 flag bytes in every 128).
 WIRE_PER_DATA = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
 # A ring step's most data per channel: one slot of the protocol's buffer (DEFAULT_*_BUFFSIZE / NCCL_STEPS).
+# aws-ofi-nccl's eager header (include/nccl_ofi_rdma.h NCCL_OFI_EAGER_HEADER_SIZE, v1.20.0 on): a message is eager
+# only while its bytes plus the header fit the eager limit (src/nccl_ofi_rdma.cpp send(); v1.16.3-v1.19.2: bytes alone).
+EAGER_HEADER_BYTES = 8.0
 RING_STEP_BYTES = {"LL": float(LL_CHUNK_BYTES), "LL128": float(LL128_STEP_BYTES // 16 * 15), "Simple": float(SIMPLE_STEP_BYTES)}
 
 
@@ -59,8 +64,9 @@ def first_message_bytes(cluster, op: str, algo: str, protocol: str, size: float)
 
 def rendezvous_s(cluster, l_nic: float, op: str, algo: str | None, protocol: str, size: float) -> float:
     """The one-way latency (s) a call waits for its first control message: l_nic where the NIC card states an eager
-    limit (`eager_max_size`) and the call's first message is above it, else 0."""
+    limit (`eager_max_size`) and the call's first message plus the eager header (EAGER_HEADER_BYTES) is above it,
+    else 0."""
     eager = cluster.nic.eager_max_size_bytes
     if not eager or cluster.nodes < 2:
         return 0.0
-    return l_nic if first_message_bytes(cluster, op, algo or "", protocol, size) > eager else 0.0
+    return l_nic if first_message_bytes(cluster, op, algo or "", protocol, size) + EAGER_HEADER_BYTES > eager else 0.0

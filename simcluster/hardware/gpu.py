@@ -62,7 +62,9 @@ ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 # Bytes (read + written) per second per SM of torch's unrolled bf16 -> fp32 copy: the five logits.float() copies of
 # calibration/h200x1-llm-compile4-2026-11-29/traces (262-537 M elements, 6 B each) ran at 2.00-2.11 TB/s (mean 2.06) on
 # 132 SMs where the same run's vectorized fp32 -> bf16 copies of the same size ran at 4.4 TB/s (issue 44, session 34,
-# engineer eagerfix; docs/models/llm-findings.md). An instruction-bound rate: it scales with SMs, not with HBM.
+# engineer eagerfix; docs/models/gpu.md); the H100 (same 132 SMs, less HBM) ran them at ~1.9 TB/s. The data show the
+# kernel is not HBM-bound; that it scales with the SM count is an assumption (A100 / B200 values are extrapolations),
+# and no size ramp is modelled (copies of 1-20 M elements spread widely around the large-copy rate).
 UPCAST_BPS_PER_SM = 2.06e12 / 132
 
 
