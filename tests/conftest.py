@@ -1,4 +1,5 @@
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,38 @@ def load_script(relative: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _documents(path: Path) -> list:
+    """The JSON documents of one file: the whole text, else each line that parses (llm-step's stdout: log lines first)."""
+    text = path.read_text(errors="replace")
+    try:
+        docs = json.loads(text)
+        return docs if isinstance(docs, list) else [docs]
+    except ValueError:
+        pass
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def measured_llm_shapes(*excluded: Path) -> set[tuple]:
+    """(preset, layers, seq, micro-batch) of every llm-step document under calibration/, any mode, but those under the
+    `excluded` folders: what a registered set's "never measured before" check compares its shapes with."""
+    seen = set()
+    for path in [*(ROOT / "calibration").rglob("*.json"), *(ROOT / "calibration").rglob("stdout.txt")]:
+        if any(folder in path.parents for folder in excluded):
+            continue
+        for doc in _documents(path):
+            if isinstance(doc, dict) and isinstance(doc.get("model"), dict) and isinstance(doc.get("shapes"), list):
+                seen |= {(doc["model"].get("preset"), doc["model"].get("layers"), s["seq"], s["micro_batch"])
+                         for s in doc["shapes"] if isinstance(s, dict) and "seq" in s}
+    return seen
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from conftest import load_script
+from conftest import load_script, measured_llm_shapes
 
 from simcluster.heldout.eager_registered import read_compile2
 from simcluster.llm import eager, vocab_ops
@@ -20,7 +20,6 @@ from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, Transfo
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SET = ROOT / "calibration/h200x1-llm-compile4-2026-11-29"
-CAL = ROOT / "calibration"
 
 
 def _script():
@@ -31,29 +30,12 @@ def _registered() -> list[dict]:
     return json.loads((SET / "registered.json").read_text())["runs"]
 
 
-def _measured_before() -> set[tuple]:
-    """(preset, layers, seq, micro-batch) of every llm-step document under calibration/ but this set's, any mode."""
-    seen = set()
-    for path in [*CAL.rglob("*.json"), *CAL.rglob("stdout.txt")]:
-        if SET in path.parents:
-            continue
-        try:
-            docs = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            continue
-        for doc in docs if isinstance(docs, list) else [docs]:
-            if isinstance(doc, dict) and isinstance(doc.get("model"), dict) and isinstance(doc.get("shapes"), list):
-                seen |= {(doc["model"].get("preset"), doc["model"].get("layers"), s["seq"], s["micro_batch"])
-                         for s in doc["shapes"] if isinstance(s, dict) and "seq" in s}
-    return seen
-
-
 def test_the_registered_runs_are_the_plan_on_never_measured_shapes():
     mod = _script()
     reg = _registered()
     assert [r["run"] for r in reg] == [r["run"] for r in mod.llm_compile2.planned(mod.COMPILED, mod.OP)]
     assert {r["kind"] for r in reg} == {"compile"} and len(reg) == 5
-    before = _measured_before()
+    before = measured_llm_shapes(SET)
     assert ("0.3b", 24, 4096, 4) in before and ("1b", 16, 2048, 2) in before   # lease3's and the compile set's are seen
     from simcluster.runner.llm_step import PRESETS
     assert not {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in reg} & before

@@ -9,7 +9,7 @@ import json
 import pathlib
 import re
 
-from conftest import load_script
+from conftest import load_script, measured_llm_shapes
 from test_llm_compile4 import _doc as compiled_doc
 
 from simcluster.hardware.gpu import load_gpu
@@ -32,37 +32,6 @@ def _registered() -> list[dict]:
     return json.loads((SET / "registered.json").read_text())["runs"]
 
 
-def _documents(path: pathlib.Path) -> list:
-    """The JSON documents of one file: the whole text, else each line that parses (llm-step's stdout: log lines first)."""
-    text = path.read_text(errors="replace")
-    try:
-        docs = json.loads(text)
-        return docs if isinstance(docs, list) else [docs]
-    except ValueError:
-        pass
-    out = []
-    for line in text.splitlines():
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return out
-
-
-def _measured_anywhere() -> set[tuple]:
-    """(preset, layers, seq, micro-batch) of every llm-step document under calibration/ but this set's, any mode."""
-    seen = set()
-    for path in [*(ROOT / "calibration").rglob("*.json"), *(ROOT / "calibration").rglob("stdout.txt")]:
-        if SET in path.parents or LEASE2 in path.parents:   # eager5's own runs, and its registration run again (lease2)
-            continue
-        for doc in _documents(path):
-            if isinstance(doc, dict) and isinstance(doc.get("model"), dict) and isinstance(doc.get("shapes"), list):
-                seen |= {(doc["model"].get("preset"), doc["model"].get("layers"), s["seq"], s["micro_batch"])
-                         for s in doc["shapes"] if isinstance(s, dict) and "seq" in s}
-    return seen
-
-
 def test_the_registered_runs_are_the_plan_on_never_measured_shapes():
     mod = _script()
     reg = _registered()
@@ -70,7 +39,7 @@ def test_the_registered_runs_are_the_plan_on_never_measured_shapes():
     assert {r["kind"] for r in reg} == {"eager"} and len(reg) == 5
     assert any(r["seq"] == 4096 for r in reg) and min(r["predicted_step_ms"] for r in reg) < 80   # a 4096-token, a short step
     from simcluster.runner.llm_step import PRESETS
-    before = _measured_anywhere()
+    before = measured_llm_shapes(SET, LEASE2)   # eager5's own runs, and its registration run again (lease2)
     assert ("3.1b", 36, 2048, 2) in before and ("2b", 24, 4096, 2) in before   # the compile set's and compile4's are seen
     assert not {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in reg} & before
     assert str(SET.relative_to(ROOT)) in REGISTERED   # added by the lead after the read (8ea3121), not before

@@ -179,6 +179,17 @@ def read_bundle(bundle: Path, set_dir: Path) -> int:
     return read_out(bundle, bundle / "registered.json" if (bundle / "registered.json").is_file() else set_dir / "registered.json")
 
 
+def print_before_after(errs: dict[str, list[tuple[float, float]]], noun: str, width: int) -> None:
+    """A --develop read-out's summary: per set and over all, mean |error|, max |error| and mean error before -> after
+    (errs: set -> [(error before, error after)]; llm_compile4's and llm_eager5's)."""
+    every = [e for v in errs.values() for e in v]
+    for name, v in [*errs.items(), ("all", every)]:
+        print(f"{name:{width}s} {len(v):2d} {noun}: mean |error| {100 * statistics.mean(abs(b) for b, _ in v):4.1f}% -> "
+              f"{100 * statistics.mean(abs(a) for _, a in v):4.1f}%, max {100 * max(abs(b) for b, _ in v):4.1f}% -> "
+              f"{100 * max(abs(a) for _, a in v):4.1f}%, mean {100 * statistics.mean(b for b, _ in v):+5.1f}% -> "
+              f"{100 * statistics.mean(a for _, a in v):+5.1f}%")
+
+
 def run_main(name: str, argv: list[str], set_dir: Path, register_to, develop=None) -> int:
     """A later registered set's script (compile4, eager5): --develop (develop()), --register [PATH] (register_to(path),
     a new file: an existing one is refused, never overwritten) or BUNDLE (read_bundle: the read-out)."""

@@ -16,7 +16,6 @@ Plan: five compiled shapes (llm-step --compile) no earlier run measured in any m
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -96,12 +95,7 @@ def develop() -> int:
         name = llm_compile2.run_name("compile", r["preset"], r["layers"], r["seq"], r["micro_batch"])
         print(f"{r['set']:9s} {name:22s} measured {1e3 * r['measured_s']:6.1f} ms  predicted {1e3 * b:6.1f} -> {1e3 * a:6.1f} ms"
               f"  error {100 * eb:+6.1f}% -> {100 * ea:+6.1f}%")
-    every = [e for v in errs.values() for e in v]
-    for name, v in [*errs.items(), ("all", every)]:
-        print(f"{name:9s} {len(v):2d} compiled steps: mean |error| {100 * statistics.mean(abs(b) for b, _ in v):4.1f}% -> "
-              f"{100 * statistics.mean(abs(a) for _, a in v):4.1f}%, max {100 * max(abs(b) for b, _ in v):4.1f}% -> "
-              f"{100 * max(abs(a) for _, a in v):4.1f}%, mean {100 * statistics.mean(b for b, _ in v):+5.1f}% -> "
-              f"{100 * statistics.mean(a for _, a in v):+5.1f}%")
+    llm_compile2.print_before_after(errs, "compiled steps", 9)
     print("the compile set's profiled step (one per run): GPU kernel time measured / modelled - 1, before -> after")
     for r in (x for x in rows if x["kernel_s"]):
         b, a = (gpu_seconds(r, hosts, gpu, fields) for fields in (BEFORE, None))

@@ -15,7 +15,6 @@ Plan: five eager shapes (llm-step, no --compile, no checkpointing) no earlier ru
 
 from __future__ import annotations
 
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -87,12 +86,7 @@ def develop() -> int:
               f"  error {100 * eb:+6.1f}% -> {100 * ea:+6.1f}%")
         if r["kernel_s"]:
             kernels.append((name, r["kernel_s"], kb, ka))
-    every = [e for v in errs.values() for e in v]
-    for name, v in [*errs.items(), ("all", every)]:
-        print(f"{name:8s} {len(v):2d} eager steps: mean |error| {100 * statistics.mean(abs(b) for b, _ in v):4.1f}% -> "
-              f"{100 * statistics.mean(abs(a) for _, a in v):4.1f}%, max {100 * max(abs(b) for b, _ in v):4.1f}% -> "
-              f"{100 * max(abs(a) for _, a in v):4.1f}%, mean {100 * statistics.mean(b for b, _ in v):+5.1f}% -> "
-              f"{100 * statistics.mean(a for _, a in v):+5.1f}%")
+    llm_compile2.print_before_after(errs, "eager steps", 8)
     print("the compile set's eager arm, profiled step: GPU kernel time measured / modelled - 1, before -> after")
     for name, k, kb, ka in kernels:
         print(f"  {name:24s} kernels {1e3 * k:6.1f} ms  model {1e3 * kb:6.1f} -> {1e3 * ka:6.1f} ms  "
