@@ -147,6 +147,10 @@ EAGER_LOSS_UNTIL_34 = {"loss_fwd_bytes": 28.0, "loss_bwd_bytes": 56.0}   # as mo
 # torch.optim.AdamW(fused=True) on fp32 parameters (the runner's): param, grad, exp_avg, exp_avg_sq read, three written:
 # 28 B a parameter, priced as the 33.9 B a streaming kernel would move in its time: its multi_tensor_apply kernel ran at
 # 0.827 of the card's copy rate (H200: 0.80-0.83 over compile4's five traces; H100 3b, 1b: 0.866, 0.856; issue 44).
+# Only the runner's framework (torch-amp, torch-compile) takes it: it was measured on the runner's own optimizer. The
+# published trainers (torchtitan, Composer, fms-fsdp) keep 28 B at the card's rate: whether their optimizer runs the
+# fused kernel is not recorded with their rows (torchtitan's default is believed fused), and moving them would move
+# held-out published rows, which needs a registration first (cold read D).
 FUSED_ADAMW_BYTES = 28.0 / 0.827
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=FUSED_ADAMW_BYTES, cast_bytes=12.0, logit_bytes=12.0, eager=True,
