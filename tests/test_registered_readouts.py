@@ -4,7 +4,6 @@ line as it was read once; only the "(model now ... ms)" column, today's model be
 import re
 
 import pytest
-
 from conftest import ROOT, load_script
 
 MODEL_NOW = re.compile(r" +\(model now +[0-9.]+ ms\)")
