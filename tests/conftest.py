@@ -52,6 +52,13 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     return seen
 
 
+def registered_shapes(runs: list[dict]) -> set[tuple]:
+    """(preset, layers, seq, micro-batch) of a registered set's runs (registered.json), as measured_llm_shapes keys them."""
+    from simcluster.runner.llm_step import PRESETS
+
+    return {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in runs}
+
+
 @pytest.fixture
 def h200_log():
     return lambda op: H200 / "nccl-tests" / f"{op}.txt"

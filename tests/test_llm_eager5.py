@@ -9,7 +9,7 @@ import json
 import pathlib
 import re
 
-from conftest import load_script, measured_llm_shapes
+from conftest import load_script, measured_llm_shapes, registered_shapes
 from test_llm_compile4 import _doc as compiled_doc
 
 from simcluster.hardware.gpu import load_gpu
@@ -38,10 +38,9 @@ def test_the_registered_runs_are_the_plan_on_never_measured_shapes():
     assert [r["run"] for r in reg] == [r["run"] for r in mod.llm_compile2.planned((), (), mod.EAGER)]
     assert {r["kind"] for r in reg} == {"eager"} and len(reg) == 5
     assert any(r["seq"] == 4096 for r in reg) and min(r["predicted_step_ms"] for r in reg) < 80   # a 4096-token, a short step
-    from simcluster.runner.llm_step import PRESETS
     before = measured_llm_shapes(SET, LEASE2)   # eager5's own runs, and its registration run again (lease2)
     assert ("3.1b", 36, 2048, 2) in before and ("2b", 24, 4096, 2) in before   # the compile set's and compile4's are seen
-    assert not {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in reg} & before
+    assert not registered_shapes(reg) & before
     assert str(SET.relative_to(ROOT)) in REGISTERED   # added by the lead after the read (8ea3121), not before
 
 

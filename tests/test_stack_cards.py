@@ -155,7 +155,7 @@ def test_a_udp_card_asking_for_a_64_kib_datagram_is_a_one_line_card_error(tmp_pa
 def test_the_tso_card_prices_the_batching_rules_one_definition(rule):
     assert offload_counts.skbs is transport_counts.gso_skbs and offload_counts.gso_acks is transport_counts.gso_acks
     terms = offload_counts.TsoTerms(msg=1.0, skb=10.0, ack=100.0, byte=0.001, acks=transport_counts.TSO_ACK_COUNTS[rule])
-    card = stack_cards.tso_nic(terms)
+    card = stack_cards.tso_nic(terms, rule)
     assert card.ack_rule == rule                     # the card names the count its terms were fitted with
     for m in (1024, 2048, 20480, 65160, 65161, 98304, 163840, 1 << 20):
         assert 2 * card.cpu_per_byte(m) == pytest.approx(terms.cost(m), rel=1e-12)

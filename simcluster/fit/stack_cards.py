@@ -32,7 +32,7 @@ from simcluster.errors import CalibrationError
 from simcluster.fit import host_counts, udp_counts
 from simcluster.fit import offload_counts as oc
 from simcluster.fit import udp_receiver_counts as rc
-from simcluster.fit.offload_readout import tso_ack_rule
+from simcluster.fit.offload_readout import tso_ack_rule, tso_ack_rule_name
 from simcluster.hardware.nic import NicParams, UdpReceiver
 from simcluster.hardware.transport_counts import GSO, MSS, TSO_ACK_COUNTS
 
@@ -50,12 +50,9 @@ def tcp_nic(terms: host_counts.CountTerms) -> NicParams:
                      0.0, terms.pkt / 2, terms.seg, cores_per_stream=1.0, cpu_s_per_ack=terms.ack / 2)
 
 
-def tso_nic(terms: oc.TsoTerms) -> NicParams:
-    """One side of the TSO/GRO batching rule's stream: half of each both-sides term, 64 KiB super-packets, the ACK
-    count the terms were fitted with (its card ack_rule key)."""
-    rule = next((name for name, count in TSO_ACK_COUNTS.items() if count is terms.acks), None)
-    if rule is None:
-        raise CalibrationError(f"the ACK count {terms.acks.__name__} is no card's ack_rule (transport_counts.TSO_ACK_COUNTS)")
+def tso_nic(terms: oc.TsoTerms, rule: str) -> NicParams:
+    """One side of the TSO/GRO batching rule's stream: half of each both-sides term, 64 KiB super-packets, `rule` the
+    card ack_rule key (transport_counts.TSO_ACK_COUNTS) of the count the terms were fitted with."""
     return NicParams("tcp", LINE_RATE_Bps, TCP_EFFICIENCY, LAB_LATENCY_S, terms.byte / 2, terms.msg / 2, TCP_MESSAGE,
                      0.0, terms.skb / 2, GSO, cores_per_stream=1.0, cpu_s_per_ack=terms.ack / 2, ack_rule=rule)
 
@@ -158,7 +155,7 @@ def _fitted(transport: str, bundle: Path) -> tuple[NicParams, str]:
     """The card's parameters and a note of the fitted terms (core-seconds per event, as fitted)."""
     if transport == "tcp" and is_tso(bundle):
         g = tso_terms(bundle)
-        nic = tso_nic(g)
+        nic = tso_nic(g, tso_ack_rule_name(bundle))
         return nic, (f"both sides: {g.msg * 1e9:.0f} ns per write + {g.skb * 1e9:.0f} ns per 65160-B super-packet "
                      f"+ {g.ack * 1e9:.0f} ns per ACK ({ACKS_SAID[nic.ack_rule]}) + {g.byte * 1e9:.3f} s/GB; each side half")
     if transport == "tcp":
