@@ -58,10 +58,10 @@ def predict(preset: str, seq: int, micro: int, mode: str) -> tuple[float, float]
     return step, memory_per_gpu(model, par, batch, 141e9, fw).allocated
 
 
-def register(out: Path) -> None:
+def register(out: Path, plan: tuple = PLAN, modes: tuple = MODES) -> None:
     runs = []
-    for preset, seq, micro in PLAN:
-        for mode in MODES:
+    for preset, seq, micro in plan:
+        for mode in modes:
             step, mem = predict(preset, seq, micro, mode)
             runs.append({"run": run_name(preset, mode), "preset": preset, "seq": seq, "micro_batch": micro, "ac_mode": mode,
                          "predicted_step_ms": round(step * 1e3, 2), "predicted_mem_GiB": round(mem / GiB, 3)})
@@ -71,7 +71,7 @@ def register(out: Path) -> None:
                                                 "every run's memory within 10%", "runs": runs}, indent=1) + "\n")
 
 
-def measured(bundle: Path, run: str) -> dict | None:
+def measured(bundle: Path, run: str, name: str = "llm_sac") -> dict | None:
     """The run's shape when it ran ok (runs/<run>.json, an llm-step document), else None."""
     path = bundle / "runs" / f"{run}.json"
     if not path.is_file():
@@ -79,21 +79,21 @@ def measured(bundle: Path, run: str) -> dict | None:
     try:
         doc = eager.read_document(path)
     except ValueError as exc:
-        raise SystemExit(f"llm_sac: {exc}") from None
+        raise SystemExit(f"{name}: {exc}") from None
     shape = doc["shapes"][0] if doc["shapes"] else {}
     return shape if shape.get("status") == "ok" else None
 
 
-def read_out(bundle: Path) -> int:
-    if not REGISTERED.is_file():
-        print(f"llm_sac: {REGISTERED}: no registered predictions", file=sys.stderr)
+def read_out(bundle: Path, registered: Path = REGISTERED, modes: tuple = MODES, name: str = "llm_sac") -> int:
+    if not registered.is_file():
+        print(f"{name}: {registered}: no registered predictions", file=sys.stderr)
         return 2
-    reg = json.loads(REGISTERED.read_text())["runs"]
-    errors: dict[str, list[float]] = {m: [] for m in MODES}
-    mems: dict[str, list[float]] = {m: [] for m in MODES}
+    reg = json.loads(registered.read_text())["runs"]
+    errors: dict[str, list[float]] = {m: [] for m in modes}
+    mems: dict[str, list[float]] = {m: [] for m in modes}
     print(f"{'run':14s} {'meas ms':>8s} {'pred ms':>8s} {'error':>7s} {'now ms':>8s} {'meas GiB':>9s} {'pred GiB':>9s} {'error':>7s}")
     for r in reg:
-        shape = measured(bundle, r["run"])
+        shape = measured(bundle, r["run"], name)
         if shape is None:
             print(f"{r['run']:14s} no ok run in {bundle / 'runs'}")
             continue
@@ -106,7 +106,7 @@ def read_out(bundle: Path) -> int:
         mems[r["ac_mode"]].append(mem_err)
         print(f"{r['run']:14s} {meas:8.1f} {pred:8.1f} {100 * err:+6.1f}% {now:8.1f} {mem_meas:9.2f} {r['predicted_mem_GiB']:9.2f} "
               f"{100 * mem_err:+6.1f}%")
-    for mode in MODES:
+    for mode in modes:
         if errors[mode]:
             step = statistics.mean(map(abs, errors[mode]))
             mem = max(map(abs, mems[mode]))
