@@ -43,14 +43,16 @@ def _cluster(scenario: Path, nodes: int):
 
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
     """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
-    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran."""
+    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran. On one NVLink domain with no NVLS
+    card a forced Ring is the domain's NVLink card (a chunked ring model, docs/models/collectives.md); any other
+    forced algorithm there is refused (NvlinkDomain.predict)."""
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
 
     if isinstance(cluster, NvlinkDomain):
-        def call(s, a, flows):
-            return cluster.predict(op, s, a)
+        def call(s, a, flows):   # one domain without an NVLS card: its card is the (chunked) ring, so a forced Ring is it
+            return cluster.predict(op, s, None if a == "ring" and cluster.nvls is None else a)
         flows = None
     else:
         def call(s, a, flows):
