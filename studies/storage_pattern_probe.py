@@ -103,6 +103,22 @@ def _reader(files, transfer, direct, stop, out, index, start):
     out[index] = (nbytes, nfiles)
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process (all its threads) so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _diskstat(dev: str) -> list[int] | None:
+    """The block device's read counters (/sys/block/DEV/stat: reads completed, merged, sectors, ms), None if unreadable."""
+    try:
+        return [int(v) for v in Path(f"/sys/block/{dev}/stat").read_text().split()[:4]]
+    except (OSError, ValueError):
+        return None
+
+
 def _rank(files, threads, transfer, direct, seconds, warmup, queue, barrier):
     """One rank process: `threads` readers over its share of the files; bytes read between warmup and seconds."""
     stop, start = threading.Event(), threading.Event()
@@ -115,19 +131,21 @@ def _rank(files, threads, transfer, direct, seconds, warmup, queue, barrier):
     barrier.wait()
     start.set()
     time.sleep(warmup)
-    b0, f0, t0 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter()
+    b0, f0, t0, c0 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
     time.sleep(seconds - warmup)
-    b1, f1, t1 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter()
+    b1, f1, t1, c1 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
     died = sum(not t.is_alive() for t in pool)   # a reader that raised (stop not yet set: none should have ended)
     stop.set()
-    queue.put((b1 - b0, f1 - f0, t1 - t0, died))
     for t in pool:
         t.join(timeout=5)
+    queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out)))
 
 
 def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, direct: bool = False,
-        seconds: float = 6.0, warmup: float = 1.5, seed: int = 0) -> dict:
-    """R ranks x T readers on one set for `seconds`; the rate counted after `warmup` (all readers started)."""
+        seconds: float = 6.0, warmup: float = 1.5, seed: int = 0, dev: str = "") -> dict:
+    """R ranks x T readers on one set for `seconds`; the rate counted after `warmup` (all readers started). With `dev`
+    (the block device under `folder`), the device's own counters over the whole phase: bytes it read (readahead
+    included) and the mean size of its read requests, which is what the kernel made of the preads."""
     files = sorted(str(p) for p in (folder / kind).glob("*.tfrecord"))
     if not files:
         raise SystemExit(f"{folder / kind}: no *.tfrecord files (run `make` first)")
@@ -138,16 +156,25 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, direct
     queue, barrier = ctx.Queue(), ctx.Barrier(ranks)
     procs = [ctx.Process(target=_rank, args=(files[r::ranks], threads, transfer, direct, seconds, warmup, queue, barrier))
              for r in range(ranks)]
+    d0 = _diskstat(dev) if dev else None
     for p in procs:
         p.start()
     got = [queue.get(timeout=seconds + 60) for _ in procs]
     for p in procs:
         p.join(timeout=10)
+    d1 = _diskstat(dev) if dev else None
     window = max(g[2] for g in got)
     nbytes = sum(g[0] for g in got)
-    return {"kind": kind, "ranks": ranks, "threads": threads, "readers": ranks * threads, "transfer_B": transfer,
-            "direct": direct, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
-            "GBps": nbytes / window / 1e9, "readers_failed": sum(g[3] for g in got)}
+    row = {"kind": kind, "ranks": ranks, "threads": threads, "readers": ranks * threads, "transfer_B": transfer,
+           "direct": direct, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
+           "GBps": nbytes / window / 1e9, "readers_failed": sum(g[3] for g in got),
+           "cpu_s_per_GB": sum(g[4] for g in got) / max(nbytes / 1e9, 1e-9)}
+    if d0 and d1 and d1[0] > d0[0]:
+        reads, sectors = d1[0] - d0[0], d1[2] - d0[2]
+        row |= {"device_reads": reads, "device_bytes": sectors * 512, "device_read_B_mean": sectors * 512 / reads,
+                "device_bytes_per_read_byte": sectors * 512 / max(1, sum(g[5] for g in got)),
+                "device_merged": d1[1] - d0[1], "device_read_ms_per_read": (d1[3] - d0[3]) / reads}
+    return row
 
 
 def drop_caches() -> None:
@@ -179,16 +206,18 @@ def plan(folder: Path, out: Path, seconds: float, budget_s: float) -> list[dict]
     """The registered plan in order; stops starting phases once `budget_s` has passed; JSON rewritten after each."""
     t0, rows = time.perf_counter(), []
     head = {"machine": machine(folder), "plan": [list(p) for p in PLAN]}
+    dev = head["machine"]["block_device"]
     for kind, ranks, threads, transfer, direct in PLAN:
         if time.perf_counter() - t0 > budget_s:
             rows.append({"kind": kind, "ranks": ranks, "threads": threads, "transfer_B": transfer, "direct": direct,
                          "skipped": f"budget {budget_s:.0f} s reached"})
             continue
         drop_caches()
-        row = run(folder, kind, ranks, threads, transfer, direct, seconds)
+        row = run(folder, kind, ranks, threads, transfer, direct, seconds, dev=dev)
         rows.append(row)
         print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {'direct' if direct else 'buffered':>8} "
-              f"{row['GBps']:7.2f} GB/s {row['files']:7d} files", flush=True)
+              f"{row['GBps']:7.2f} GB/s {row['files']:7d} files {row['cpu_s_per_GB']:6.2f} CPU s/GB "
+              f"{row.get('device_read_B_mean', 0) / 1024:7.0f} KiB/device read", flush=True)
         out.write_text(json.dumps({**head, "rows": rows}, indent=1))
     return rows
 
