@@ -40,10 +40,16 @@ SMALL_BYTES = 2_828_486            # CosmoFlow record_length (MLPerf Storage v1.
 LARGE_BYTES = 1251 * 114_660       # ResNet-50: num_samples_per_file x record_length (resnet50_*.yaml)
 BLOCK = 64 * 2**20                 # bytes of random data written per write call
 ALIGN = 4096
-# The registered plan: (kind, ranks, threads, transfer bytes, O_DIRECT). 16, 64 and 128 readers; TF's default buffer
-# (256 KiB), Micron's CosmoFlow overrides (1 MiB 9400/6500, 2 MiB 9550); O_DIRECT whole-file reads at 64 readers.
-PLAN = [(kind, r, t, x, False) for r, t in ((8, 2), (8, 8), (16, 8)) for x in (256 * 1024, 2**20, 2 * 2**20)
-        for kind in ("large", "small")] + [(kind, 8, 8, 2 * 2**20, True) for kind in ("large", "small")]
+# The registered plan: (kind, ranks, threads, transfer bytes, mode). 16, 64 and 128 readers; TF's default buffer
+# (256 KiB), Micron's CosmoFlow overrides (1 MiB 9400/6500, 2 MiB 9550); O_DIRECT whole-file reads at 64 readers;
+# then 64 readers at 1 MiB with a full page cache (mode "full": no DONTNEED, the ranks in a memory cgroup of
+# FULL_CACHE_BYTES, so reads reclaim pages as on an MLPerf host whose data set is 5x its memory).
+MODES = ("buffered", "direct", "full")
+FULL_CACHE_BYTES = 4 * 2**30
+CGROUP = Path("/sys/fs/cgroup/storage_probe")
+PLAN = [(kind, r, t, x, "buffered") for r, t in ((8, 2), (8, 8), (16, 8)) for x in (256 * 1024, 2**20, 2 * 2**20)
+        for kind in ("large", "small")] + [(kind, 8, 8, 2 * 2**20, "direct") for kind in ("large", "small")] + \
+    [(kind, 8, 8, 2**20, "full") for kind in ("large", "small")]
 
 
 def size(text: str) -> int:
@@ -75,7 +81,7 @@ def make(folder: Path, small: int, large: int) -> dict:
     return {"small_files": small, "large_files": large, "write_s": time.perf_counter() - t0}
 
 
-def _reader(files, transfer, direct, stop, out, index, start):
+def _reader(files, transfer, mode, stop, out, index, start):
     """One reader thread: its files one after another (again from the first when through: each was dropped from the
     page cache after its read, so every read is cold), each opened, read in preads of `transfer` bytes, closed."""
     import itertools
@@ -84,7 +90,7 @@ def _reader(files, transfer, direct, stop, out, index, start):
     buf = mmap.mmap(-1, transfer)              # page-aligned, as O_DIRECT needs
     view = memoryview(buf)
     nbytes = nfiles = 0
-    flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
+    flags = os.O_RDONLY | (os.O_DIRECT if mode == "direct" else 0)
     start.wait()
     for path in itertools.cycle(files):
         if stop.is_set():
@@ -99,7 +105,8 @@ def _reader(files, transfer, direct, stop, out, index, start):
                     break
             nbytes += off
             nfiles += 1
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            if mode != "full":
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
         out[index] = (nbytes, nfiles)
@@ -114,6 +121,24 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _cgroup(limit: int) -> str:
+    """A memory cgroup (v2) of `limit` bytes for the ranks of a full-cache phase: its path, or '' where the machine has
+    no cgroup v2 memory controller to give (then the phase is skipped: its files would stay cached)."""
+    parent = CGROUP.parent
+    try:
+        if "memory" not in (parent / "cgroup.controllers").read_text().split():
+            return ""
+        if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
+            (parent / "cgroup.subtree_control").write_text("+memory\n")
+        CGROUP.mkdir(exist_ok=True)
+        if not (CGROUP / "memory.max").exists():
+            return ""
+        (CGROUP / "memory.max").write_text(f"{limit}\n")
+        return str(CGROUP)
+    except OSError:
+        return ""
+
+
 def _diskstat(dev: str) -> list[int] | None:
     """The block device's read counters (/sys/block/DEV/stat: reads completed, merged, sectors, ms), None if unreadable."""
     try:
@@ -122,12 +147,17 @@ def _diskstat(dev: str) -> list[int] | None:
         return None
 
 
-def _rank(files, threads, transfer, direct, seconds, warmup, queue, barrier):
+def _rank(files, threads, transfer, mode, seconds, warmup, queue, barrier):
     """One rank process: `threads` readers over its share of the files; bytes read between warmup and seconds."""
+    if mode == "full":
+        try:
+            (CGROUP / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        except OSError:
+            pass
     stop, start = threading.Event(), threading.Event()
     out = [(0, 0)] * threads
     shards = [files[i::threads] for i in range(threads)]
-    pool = [threading.Thread(target=_reader, args=(s, transfer, direct, stop, out, i, start), daemon=True)
+    pool = [threading.Thread(target=_reader, args=(s, transfer, mode, stop, out, i, start), daemon=True)
             for i, s in enumerate(shards)]
     for t in pool:
         t.start()
@@ -144,7 +174,7 @@ def _rank(files, threads, transfer, direct, seconds, warmup, queue, barrier):
     queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out)))
 
 
-def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, direct: bool = False,
+def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: str = "buffered",
         seconds: float = 6.0, warmup: float = 1.5, seed: int = 0, dev: str = "") -> dict:
     """R ranks x T readers on one set for `seconds`; the rate counted after `warmup` (all readers started). With `dev`
     (the block device under `folder`), the device's own counters over the whole phase: bytes it read (readahead
@@ -157,8 +187,12 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, direct
         raise SystemExit(f"{folder / kind}: {len(files)} files for {ranks * threads} readers (each needs its own)")
     ctx = mp.get_context("fork")
     queue, barrier = ctx.Queue(), ctx.Barrier(ranks)
-    procs = [ctx.Process(target=_rank, args=(files[r::ranks], threads, transfer, direct, seconds, warmup, queue, barrier))
+    procs = [ctx.Process(target=_rank, args=(files[r::ranks], threads, transfer, mode, seconds, warmup, queue, barrier))
              for r in range(ranks)]
+    cgroup = _cgroup(FULL_CACHE_BYTES) if mode == "full" else ""
+    if mode == "full" and not cgroup:
+        return {"kind": kind, "ranks": ranks, "threads": threads, "transfer_B": transfer, "mode": mode,
+                "skipped": "no cgroup v2 memory controller here: without one the files stay cached"}
     d0 = _diskstat(dev) if dev else None
     for p in procs:
         p.start()
@@ -169,9 +203,11 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, direct
     window = max(g[2] for g in got)
     nbytes = sum(g[0] for g in got)
     row = {"kind": kind, "ranks": ranks, "threads": threads, "readers": ranks * threads, "transfer_B": transfer,
-           "direct": direct, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
+           "mode": mode, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
            "GBps": nbytes / window / 1e9, "readers_failed": sum(g[3] for g in got),
            "cpu_s_per_GB": sum(g[4] for g in got) / max(nbytes / 1e9, 1e-9)}
+    if mode == "full":
+        row["cgroup"] = f"{cgroup} memory.max {FULL_CACHE_BYTES}"
     if d0 and d1 and d1[0] > d0[0]:
         reads, sectors = d1[0] - d0[0], d1[2] - d0[2]
         row |= {"device_reads": reads, "device_bytes": sectors * 512, "device_read_B_mean": sectors * 512 / reads,
@@ -210,15 +246,18 @@ def plan(folder: Path, out: Path, seconds: float, budget_s: float) -> list[dict]
     t0, rows = time.perf_counter(), []
     head = {"machine": machine(folder), "plan": [list(p) for p in PLAN]}
     dev = head["machine"]["block_device"]
-    for kind, ranks, threads, transfer, direct in PLAN:
+    for kind, ranks, threads, transfer, mode in PLAN:
         if time.perf_counter() - t0 > budget_s:
-            rows.append({"kind": kind, "ranks": ranks, "threads": threads, "transfer_B": transfer, "direct": direct,
+            rows.append({"kind": kind, "ranks": ranks, "threads": threads, "transfer_B": transfer, "mode": mode,
                          "skipped": f"budget {budget_s:.0f} s reached"})
             continue
         drop_caches()
-        row = run(folder, kind, ranks, threads, transfer, direct, seconds, dev=dev)
+        row = run(folder, kind, ranks, threads, transfer, mode, seconds, dev=dev)
         rows.append(row)
-        print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {'direct' if direct else 'buffered':>8} "
+        if "skipped" in row:
+            print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {mode:>8} skipped: {row['skipped']}")
+            continue
+        print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {mode:>8} "
               f"{row['GBps']:7.2f} GB/s {row['files']:7d} files {row['cpu_s_per_GB']:6.2f} CPU s/GB "
               f"{row.get('device_read_B_mean', 0) / 1024:7.0f} KiB/device read", flush=True)
         out.write_text(json.dumps({**head, "rows": rows}, indent=1))
@@ -266,14 +305,14 @@ def model_rate(card: Path, kind: str, readers: int, transfer: int, seconds: floa
 def predictions(card: Path) -> dict[str, float]:
     """The model's small / large ratio for every pair of the plan (the registration's numbers)."""
     rate = {(k, r, t, x, d): model_rate(card, k, r * t, x) for k, r, t, x, d in PLAN}
-    return ratios([{"kind": k[0], "ranks": k[1], "threads": k[2], "transfer_B": k[3], "direct": k[4], "GBps": v / 1e9}
+    return ratios([{"kind": k[0], "ranks": k[1], "threads": k[2], "transfer_B": k[3], "mode": k[4], "GBps": v / 1e9}
                    for k, v in rate.items()])
 
 
 def ratios(rows: list[dict]) -> dict[str, float]:
-    """small / large rate at each (ranks, threads, transfer, direct) where both ran."""
-    rate = {(r["kind"], r["ranks"], r["threads"], r["transfer_B"], r["direct"]): r["GBps"] for r in rows if "GBps" in r}
-    return {f"{rk}x{t} {x // 1024} KiB {'direct' if d else 'buffered'}": rate[("small", rk, t, x, d)] / rate[k]
+    """small / large rate at each (ranks, threads, transfer, mode) where both ran."""
+    rate = {(r["kind"], r["ranks"], r["threads"], r["transfer_B"], r["mode"]): r["GBps"] for r in rows if "GBps" in r}
+    return {f"{rk}x{t} {x // 1024} KiB {d}": rate[("small", rk, t, x, d)] / rate[k]
             for k in rate if k[0] == "large" for (_, rk, t, x, d) in [k] if ("small", rk, t, x, d) in rate}
 
 
@@ -300,7 +339,7 @@ def main() -> None:
     r.add_argument("--ranks", type=int, default=8)
     r.add_argument("--threads", type=int, default=8)
     r.add_argument("--transfer", default="1M")
-    r.add_argument("--direct", action="store_true")
+    r.add_argument("--mode", choices=MODES, default="buffered")
     r.add_argument("--seconds", type=float, default=6.0)
     pl = sub.add_parser("plan")
     pl.add_argument("--dir", type=Path, required=True)
@@ -318,7 +357,7 @@ def main() -> None:
     elif a.cmd == "run":
         if a.ranks < 1 or a.threads < 1 or size(a.transfer) < ALIGN:
             sys.exit("--ranks and --threads must be >= 1 and --transfer >= 4K")
-        print(json.dumps(run(a.dir, a.kind, a.ranks, a.threads, size(a.transfer), a.direct, a.seconds)))
+        print(json.dumps(run(a.dir, a.kind, a.ranks, a.threads, size(a.transfer), a.mode, a.seconds)))
     elif a.cmd == "plan":
         plan(a.dir, a.out, a.seconds, a.budget)
     elif a.cmd == "predict":

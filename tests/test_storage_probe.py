@@ -26,16 +26,16 @@ def test_one_reader_is_latency_bound_in_the_model():
 
 
 def test_ratios_pair_phases_by_setting():
-    rows = [{"kind": "large", "ranks": 8, "threads": 8, "transfer_B": 2**20, "direct": False, "GBps": 10.0},
-            {"kind": "small", "ranks": 8, "threads": 8, "transfer_B": 2**20, "direct": False, "GBps": 7.0},
-            {"kind": "small", "ranks": 8, "threads": 8, "transfer_B": 2**20, "direct": True, "GBps": 9.0},
-            {"kind": "large", "ranks": 16, "threads": 8, "transfer_B": 2**20, "direct": False, "skipped": "budget"}]
+    rows = [{"kind": "large", "ranks": 8, "threads": 8, "transfer_B": 2**20, "mode": "buffered", "GBps": 10.0},
+            {"kind": "small", "ranks": 8, "threads": 8, "transfer_B": 2**20, "mode": "buffered", "GBps": 7.0},
+            {"kind": "small", "ranks": 8, "threads": 8, "transfer_B": 2**20, "mode": "direct", "GBps": 9.0},
+            {"kind": "large", "ranks": 16, "threads": 8, "transfer_B": 2**20, "mode": "buffered", "skipped": "budget"}]
     assert probe.ratios(rows) == {"8x8 1024 KiB buffered": 0.7}
 
 
 def test_registration_holds_the_model_ratios_for_every_pair_of_the_plan():
     reg = json.loads((SET / "registered.json").read_text())
-    pairs = {k for k in probe.ratios([{"kind": k, "ranks": r, "threads": t, "transfer_B": x, "direct": d, "GBps": 1.0}
+    pairs = {k for k in probe.ratios([{"kind": k, "ranks": r, "threads": t, "transfer_B": x, "mode": d, "GBps": 1.0}
                                       for k, r, t, x, d in probe.PLAN])}
     assert set(reg["predicted_ratio"]) == pairs
     assert all(abs(v - 1) < 0.01 for v in reg["predicted_ratio"].values())

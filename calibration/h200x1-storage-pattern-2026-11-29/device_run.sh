@@ -22,4 +22,5 @@ echo "make rc $? at ${SECONDS} s" >> "$OUT/plan.txt"
 $P plan --dir "$W" --out "$OUT/runs.json" --seconds 6 --budget $(( 500 - SECONDS )) >> "$OUT/plan.txt" 2>&1
 $P read "$OUT/runs.json" $D/registered.json >> "$OUT/plan.txt" 2>&1
 rm -rf "$W"
+sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; [ -f /sys/fs/cgroup/storage_probe/memory.max ] && rmdir /sys/fs/cgroup/storage_probe 2>/dev/null
 echo "done at ${SECONDS} s" >> "$OUT/plan.txt"
