@@ -234,6 +234,10 @@ def machine(folder: Path) -> dict:
     src = sh(f"findmnt -n -o SOURCE,FSTYPE,OPTIONS --target {folder}")
     dev = sh(f"lsblk -no PKNAME $(findmnt -n -o SOURCE --target {folder}) 2>/dev/null") or \
         os.path.basename(src.split()[0]) if src else ""
+    if not dev or not Path(f"/sys/block/{dev}").is_dir():   # an overlay or a container's root: name the NVMe disk
+        disks = [ln.split() for ln in sh("lsblk -dn -o NAME,TYPE").splitlines()]
+        names = [d[0] for d in disks if len(d) == 2 and d[1] == "disk"]
+        dev = next((n for n in names if n.startswith("nvme")), names[0] if names else "")
     queue = {k: sh(f"cat /sys/block/{dev}/queue/{k} 2>/dev/null") for k in
              ("read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests", "rotational", "scheduler")}
     return {"kernel": platform.release(), "cpus": os.cpu_count(), "mount": src, "block_device": dev, "queue": queue,
