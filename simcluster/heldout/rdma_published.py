@@ -1,0 +1,126 @@
+"""Published per-core RDMA host costs and rates (calibration/published/host-stack-rdma.yaml) against the host-stack
+model as shipped (hardware/nic.py, hardware/host_stack.py; docs/models/nic-and-cpu.md, "Published RDMA figures").
+
+No machine this project is lent has an RDMA device (nic-and-cpu-findings.md, session 35), so the RDMA regimes of the
+transport family (rdma_rc, rdma_ud) can be checked only against other people's figures. Each row of the file says how
+it is compared (`compare`):
+
+  cost   host core-seconds per message on one side, a point: measured = 1 / (rate per core x messages per unit of
+         rate), predicted = NicParams.cpu_per_byte(m, side) x m (an RDMA card prices both sides alike)
+  bound  a single-threaded tool's message rate: one core did all its posting and polling, so the cost per message is
+         at most 1 / rate (the lower rate where the source prints two); met when the predicted cost is within it
+  rate   a throughput at the stated cores and one stream: host_stack.on_host with Host(cores)
+  none   not compared (the row's `why`)
+
+The model's RDMA cost is the card's `cpu_per_message` (a work request and its completion) and no per-byte term.
+Every row is predicted with CARD, the one shipped RDMA card with a host cost (seed 004's InfiniBand EDR card, 1.17 us
+per message); every other shipped RDMA card prices 0 s per message (other_rdma_cards), so its host cost never binds.
+held_out_rows gives the `cost` rows as transport-family residual rows (trust/build.transport_residuals): core-seconds
+per byte, measured and predicted, source = the publication."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FILE = ROOT / "calibration" / "published" / "host-stack-rdma.yaml"
+CARD = ROOT / "models" / "nic" / "seed004-ib-edr-offload.yaml"
+COMPARE = ("cost", "bound", "rate", "none")
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    source: str
+    transport: str
+    compare: str
+    message_bytes: float | None
+    measured: float | None      # cost, bound: core-seconds per message; rate: bytes/s
+    predicted: float | None     # the same unit
+    why: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """predicted / measured - 1 (cost and rate rows); a bound row's ratio predicted / bound - 1 (> 0: missed)."""
+        return None if not self.measured or self.predicted is None else self.predicted / self.measured - 1
+
+    @property
+    def met(self) -> bool | None:
+        """Within 10% (cost, rate); within the bound (bound); None where not compared."""
+        if self.error is None:
+            return None
+        return self.error <= 0 if self.compare == "bound" else abs(self.error) <= 0.10
+
+
+def _key(row: dict, key: str, where: str):
+    from simcluster.errors import CalibrationError
+
+    value = row.get(key)
+    if value is None:
+        raise CalibrationError(f"row {row.get('id', '?')}: `{key}` is missing, needed by compare: {row.get('compare')}",
+                               where=where)
+    return value
+
+
+def read(path: str | Path | None = None, card: str | Path | None = None) -> list[Row]:
+    """Every row of the published file, compared with `card` (default CARD) as the row's `compare` says."""
+    import yaml
+
+    from simcluster.cards import load_nic
+    from simcluster.errors import CalibrationError
+    from simcluster.hardware.host_stack import Host, on_host
+    from simcluster.units import parse_bandwidth, parse_size
+
+    path = Path(path or FILE)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CalibrationError(f"cannot read the published RDMA rows: {exc.__class__.__name__}", where=str(path)) from None
+    nic, _ = load_nic(card or CARD)
+    out = []
+    for i, r in enumerate((doc or {}).get("rows") or []):
+        where = f"{path}: rows[{i}]"
+        kind = r.get("compare")
+        if kind not in COMPARE:
+            raise CalibrationError(f"row {r.get('id', i)}: compare must be one of {', '.join(COMPARE)}, got {kind!r}", where=where)
+        m = parse_size(r["message"]) if r.get("message") else None
+        measured = predicted = None
+        if kind == "cost":
+            m = parse_size(_key(r, "message", where))
+            per_core = float(_key(r, "rpcs_per_second", where)) * float(_key(r, "messages_per_rpc_per_core", where))
+            measured, predicted = 1.0 / per_core, nic.cpu_per_byte(m) * m
+        elif kind == "bound":
+            m = parse_size(_key(r, "message", where))
+            rates = [float(_key(r, "msg_rate_Mpps", where)) * 1e6]
+            if r.get("iterations") and r.get("duration_s"):
+                rates.append(float(r["iterations"]) / float(r["duration_s"]))
+            measured, predicted = 1.0 / min(rates), nic.cpu_per_byte(m) * m
+        elif kind == "rate":
+            m = parse_size(_key(r, "message", where))
+            measured = parse_bandwidth(_key(r, "throughput", where))
+            predicted, _ = on_host(nic, Host(cores=float(_key(r, "cores", where))), streams=1, message_bytes=m)
+        out.append(Row(str(r.get("id", i)), str(r.get("source")), str(r.get("transport")), kind, m, measured, predicted,
+                       str(r.get("why", ""))))
+    return out
+
+
+def other_rdma_cards(models: str | Path | None = None) -> list[tuple[str, float]]:
+    """(card name, cpu_per_message in seconds) of every shipped RDMA NIC card other than CARD."""
+    from simcluster.cards import load_nic
+
+    out = []
+    for path in sorted(Path(models or ROOT / "models" / "nic").glob("*.yaml")):
+        nic, card = load_nic(path)
+        if nic.transport == "rdma" and path.name != CARD.name:
+            out.append((card.get("name", path.stem), nic.cpu_s_per_message))
+    return out
+
+
+def held_out_rows(path: str | Path | None = None) -> list[dict]:
+    """The `cost` rows as transport residual rows: {bundle, source, transport, side, m, measured, predicted} in
+    core-seconds per byte (trust/build.transport_residuals); source and bundle = 'published SOURCE'."""
+    return [{"bundle": f"published {r.source}", "source": f"published {r.source}", "transport": r.transport,
+             "side": f"per core ({r.id})", "m": r.message_bytes, "measured": r.measured / r.message_bytes,
+             "predicted": r.predicted / r.message_bytes}
+            for r in read(path) if r.compare == "cost" and r.measured and r.predicted]
