@@ -33,15 +33,20 @@ IDLE_S = STEP_S - GPU_ACTIVE_S
 
 
 def row0_step(c: float) -> float:
+    return row_result(0, c).step_time_s
+
+
+def row_result(i: int, c: float):
+    """The source's row i predicted with moe_sync_kernel_s = c (framework megatron otherwise)."""
     ref = read_published(SOURCE, "published-llm-run")
-    usage, run = llm_usage(ref), ref.runs[0]
+    usage, run = llm_usage(ref), ref.runs[i]
     (model, par, batch), _, _ = spec_of(run, usage.assumptions)
     machine = machine_for(usage, run["gpus"])
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
     fw = replace(framework_of(ref, run), moe_sync_kernel_s=c)
     return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, run["gpus"], "megatron", trace=False,
-                       framework=fw).step_time_s
+                       framework=fw)
 
 
 def derive(idle_s: float = IDLE_S) -> float:

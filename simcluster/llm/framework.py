@@ -126,6 +126,9 @@ class FrameworkSpec:
         if self.eager and loss not in (EAGER_LOSS, EAGER_LOSS_UNTIL_34):
             raise LlmConfigError("framework.loss_fwd_bytes", f"framework {self.name!r} is eager: its loss bytes per logit "
                                  f"must be framework.EAGER_LOSS {EAGER_LOSS}, got {loss}")
+        if not self.moe_sync_kernel_s >= 0:
+            raise LlmConfigError("framework.moe_sync_kernel_s", f"framework {self.name!r}: host seconds per call after the MoE "
+                                 f"dispatcher's sync must be >= 0, got {self.moe_sync_kernel_s!r}")
 
 
 # Megatron + TE: the host per modelled kernel after each MoE dispatcher sync, derived from the GPU idle of one Nsight profile

@@ -10,7 +10,8 @@ attention block and router) runs at
 over its kernels t_j, the host issuing one every c seconds; the backward has no sync, its kernels one stream over
 the chunk's layers. The excess over the GPU-bound time is the layer's `host` part (work.build_work).
 
-c is per *modelled* host call (one per op, an expert GEMM group one, the EP dispatch and combine one each): an effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (framework `megatron`) is
+c is per *modelled* host call (one per op, an expert GEMM group one, the EP dispatch and combine one each): an
+effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (framework `megatron`) is
 derived from one measured GPU-idle figure, not from any step time: the Nsight Systems profile that Megatron-Bridge's
 skills report for Qwen3 30B-A3B on 16 H100 (BF16, EP 16 HybridEP, no EP overlap, CUDA graphs over router and
 preprocess; calibration/published/llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml row 0): a 24.7138 s step
