@@ -8,7 +8,9 @@ queue is empty, so the forward from one sync to the next (the dispatch, the expe
 attention block and router) runs at
     T_f = max_k ( k c + sum_{j >= k} t_j )          (llm/host.issue_bound_s)
 over its kernels t_j, the host issuing one every c seconds; the backward has no sync, its kernels one stream over
-the chunk's layers. The excess over the GPU-bound time is the layer's `host` part (work.build_work).
+the chunk's layers. The excess over the GPU-bound time is the layer's `host` part (work.build_work). Not modelled: the
+sync of a MoE forward recomputed in the backward (recompute_modules moe: the backward is still one stream), CUDA
+graphs (fewer host calls where a recipe captures the router and preprocess; the source row below had them).
 
 c is per *modelled* host call (one per op, an expert GEMM group one, the EP dispatch and combine one each): an
 effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (framework `megatron`) is
