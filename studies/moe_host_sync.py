@@ -9,7 +9,9 @@ run ahead of the GPU across MoE layers: each forward segment between two syncs c
     max_k ( k c + sum_{j >= k} t_j )     (llm/host.issue_bound_s; t_j the segment's kernels, c host seconds per kernel)
 instead of its GPU time sum t_j. The backward reuses the host-known splits (no sync): its kernels run as one stream.
 
-For a host cost c per kernel (Megatron's is taken as 0 by the model; none measured with Transformer Engine), this
+Since session moepub s35 the model itself prices this host for framework megatron (llm/moe_sync.py, 146.3 us per
+modelled call from one Nsight GPU idle), so this study's c now comes on top of it: its printed numbers before s35 are in
+llm-findings.md (session moe). For a host cost c per kernel (none measured with Transformer Engine before s35), this
 prints each row's error if the critical stage's compute grew by that host excess (m micro-batches x the stage's
 layers; an arithmetic bound, no re-simulation), and the c at which the row's error would be 0 (the implied host cost
 per kernel). If one c closed every row the mechanism would be consistent with the rows; it is NOT fitted or adopted.

@@ -32,6 +32,11 @@ MOE_ROWS = (
     ("llm-megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss", (0, 1, 2, 3)),
     ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", (0, 1, 2, 3, 4)),
 )
+# session moepub (s35): recorded and predicted once before its model change (studies/moe_*-predicted-before.txt)
+NEW_ROWS = (
+    ("llm-megatron-bridge-26.02.01-26.04-dgx-h100-moe", (0, 1, 2, 3)),
+    ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", (0, 1, 2, 3, 4)),
+)
 
 
 @dataclass
@@ -60,26 +65,34 @@ def predict_row(stem: str, i: int) -> Row:
     _, _, _, error = _compared(ref, run, model, batch, result)
     meas, tokens = run["measured"], batch.global_batch * model.seq
     tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
-    printed = meas["tflops_per_gpu"] * 1e12 * run["gpus"] / tokens_per_s
+    printed = (meas["tflops_per_gpu"] or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
     ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
     return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio)
 
 
 def main() -> None:
-    errors = []
-    for stem, rows in MOE_ROWS:
+    summary(MOE_ROWS, "the 14 H100 MoE rows")
+    summary(NEW_ROWS, "session moepub's new rows")
+
+
+def summary(files, label: str) -> None:
+    errors, held = [], []
+    for stem, rows in files:
         for i in rows:
             row = predict_row(stem, i)
-            par, result, error, held = row.par, row.result, row.error, row.held_out
+            par, result, error, held_row = row.par, row.result, row.error, row.held_out
             errors.append(error)
+            if held_row:
+                held.append(error)
             parts = ", ".join(f"{k} {100 * v / result.step_time_s:.0f}%" for k, v in result.breakdown.items()
                               if isinstance(v, (int, float)) and v > 0)
             print(f"{stem[4:40]:36s} {i}  t{par.tp} p{par.pp} v{par.virtual_stages} e{par.ep} {par.moe_dispatcher:8s}"
-                  f" step {result.step_time_s:8.3f} s  error {100 * error:+6.1f}%  held out {'yes' if held else 'no '}"
+                  f" step {result.step_time_s:8.3f} s  error {100 * error:+6.1f}%  held out {'yes' if held_row else 'no '}"
                   f"  flops x{row.printed_flops_ratio:.3f}  {parts}")
     within = sum(abs(e) <= 0.10 for e in errors)
-    print(f"{len(errors)} MoE rows: mean |error| {100 * sum(abs(e) for e in errors) / len(errors):.1f}%, "
-          f"{within} within 10%, {sum(e > 0 for e in errors)} predicted fast")
+    mean_held = 100 * sum(abs(e) for e in held) / len(held) if held else float("nan")
+    print(f"{label}: {len(errors)} rows, mean |error| {100 * sum(abs(e) for e in errors) / len(errors):.1f}%, "
+          f"{within} within 10%, {sum(e > 0 for e in errors)} predicted fast; held out {len(held)}: {mean_held:.1f}%")
 
 
 if __name__ == "__main__":

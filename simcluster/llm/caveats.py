@@ -7,9 +7,9 @@ from __future__ import annotations
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 
-MOE_MEGATRON = ("MoE: 13 of the 14 published H100 Megatron MoE rows are predicted fast (-7% to +164% tokens/s with their "
-                "recipes' settings; docs/models/llm.md, Validation): take this step time as optimistic and compare "
-                "variants rather than absolute times")
+MOE_MEGATRON = ("MoE: 21 of the 23 published H100 Megatron MoE rows are predicted fast (-9% to +138% tokens/s, 32% mean, "
+                "with their recipes' settings and the host after the dispatcher sync; docs/models/llm.md, Validation): take "
+                "this step time as optimistic and compare variants rather than absolute times")
 # derived GPU cards (datasheet peaks, curves of a measured card) whose held-out published rows miss beyond 10%; the A100
 # card's rows (Narayanan, Korthikanti, MegaScale, BLOOM) are within 3-6% mean and carry no caveat
 DERIVED_GPU_BIAS = {"b200": ("GPU card b200 is derived (datasheet peaks, curves of {source}), not measured: its held-out "

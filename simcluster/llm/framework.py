@@ -89,6 +89,8 @@ class FrameworkSpec:
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
                                       # mode's), blended by the share of blocks checkpointed (work._host_step_s)
     moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
+    moe_sync_kernel_s: float = 0.0    # Transformer Engine: host seconds per modelled kernel after each MoE layer's dispatcher sync
+                                      # (llm/moe_sync.py); 0 = the host runs ahead (no MoE host term)
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
     softmax_bytes: tuple = ()         # unfused core: (forward, backward) bytes per score of a softmax in torch over fp32 copies of the
@@ -124,9 +126,15 @@ class FrameworkSpec:
         if self.eager and loss not in (EAGER_LOSS, EAGER_LOSS_UNTIL_34):
             raise LlmConfigError("framework.loss_fwd_bytes", f"framework {self.name!r} is eager: its loss bytes per logit "
                                  f"must be framework.EAGER_LOSS {EAGER_LOSS}, got {loss}")
+        if not self.moe_sync_kernel_s >= 0:
+            raise LlmConfigError("framework.moe_sync_kernel_s", f"framework {self.name!r}: host seconds per call after the MoE "
+                                 f"dispatcher's sync must be >= 0, got {self.moe_sync_kernel_s!r}")
 
 
-MEGATRON = FrameworkSpec("megatron")
+# Megatron + TE: the host per modelled kernel after each MoE dispatcher sync, derived from the GPU idle of one Nsight profile
+# (llm/moe_sync.py docstring; python studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it)
+MOE_SYNC_KERNEL_S = 146.3e-6   # 142.9 .. 149.7 us for the idle -25% .. +25%
+MEGATRON = FrameworkSpec("megatron", moe_sync_kernel_s=MOE_SYNC_KERNEL_S)
 # Eager torch's loss, F.cross_entropy(logits.float()) (the runner's, torchtitan's; issue 44, session 34), bytes per logit as
 # the kernels move them (calibration/h100x1-step-profile-2026-11-23/kernels.json, the runner's 1b 2048:2 step, 525 M
 # logits: cunn_SoftMaxForward 2.81 ms and cunn_SoftMaxBackward 2.88 ms a step at the H100 card's 2.984 TB/s = 15.9 and

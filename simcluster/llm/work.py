@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, host, ops, overlap, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, host, moe_sync, ops, overlap, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -251,6 +251,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
+    elif model.moe and fw.moe_sync_kernel_s > 0:   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)
+        host_f, host_b = moe_sync.sync_host_s(gpu, fwd_ops, bwd_ops, dtype, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s)
+        layer_f, layer_b = _add(layer_f, _task(host=host_f)), _add(layer_b, _task(host=host_b))
     plain_b_ops = ops.layer_backward(model, replace(par, recompute="none", recompute_every=1), batch, fw) \
         if par.recompute_every > 1 else []   # every N-th block checkpointed (llm/eager_ac.py; tp, pp, cp 1): the mean block
     if plain_b_ops:

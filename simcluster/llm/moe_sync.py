@@ -1,0 +1,68 @@
+"""The host after Megatron-Core's MoE dispatcher sync, under Transformer Engine (framework `megatron`; issue 44, moepub).
+
+Every forward MoE layer pass synchronises the host with the GPU: the dispatcher needs the token counts on the host
+(the alltoall dispatcher's split sizes, token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess, cuda_sync_point
+"before_ep_alltoall"; HybridEP without a token bound and DeepEP's normal dispatch wait for their counts likewise;
+TE's grouped GEMM takes the per-expert splits as a host list; llm-findings.md, session moe). After the sync the GPU
+queue is empty, so the forward from one sync to the next (the dispatch, the experts, the combine, then the next
+attention block and router) runs at
+    T_f = max_k ( k c + sum_{j >= k} t_j )          (llm/host.issue_bound_s)
+over its kernels t_j, the host issuing one every c seconds; the backward has no sync, its kernels one stream over
+the chunk's layers. The excess over the GPU-bound time is the layer's `host` part (work.build_work). Not modelled: the
+sync of a MoE forward recomputed in the backward (recompute_modules moe: the backward is still one stream), CUDA
+graphs (fewer host calls where a recipe captures the router and preprocess; the source row below had them).
+
+c is per *modelled* host call (one per op, an expert GEMM group one, the EP dispatch and combine one each): an
+effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (framework `megatron`) is
+derived from one measured GPU-idle figure, not from any step time: the Nsight Systems profile that Megatron-Bridge's
+skills report for Qwen3 30B-A3B on 16 H100 (BF16, EP 16 HybridEP, no EP overlap, CUDA graphs over router and
+preprocess; calibration/published/llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml row 0): a 24.7138 s step
+with a 22.821 s GPU-active union, 1.89 s of GPU idle; c is the value at which this term adds 1.89 s to that row's
+predicted step (`python studies/moe_te_host.py` derives it; tests/test_llm_moe_sync.py checks the constant).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcluster.llm import host, ops
+
+SYNC_AFTER = "router"   # the dispatcher's preprocess (and its sync) follows the router
+
+
+def kernel_list(gpu, op_list: list, dtype: str) -> np.ndarray:
+    """GPU seconds of each modelled host call in issue order: an op of count n as round(n) (at least 1) equal calls (a
+    fractional count, an op only some layers run, rounds); an expert GEMM group as one call (Transformer Engine's
+    grouped linear issues its per-expert cuBLAS GEMMs from one call, in C++: ops.GROUPED_GEMMS)."""
+    out = [np.full(max(1, round(o.count)), ops.op_time_s(gpu, o, dtype) / max(1, round(o.count))) for o in op_list]
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def forward_segment(gpu, fwd_ops: list, dtype: str, ep_f: float) -> np.ndarray:
+    """The kernels from one forward sync to the next: the layer's ops after the router, with the exposed dispatch and
+    combine (ep_f, half each) after the permutation and after the last expert GEMM, then the ops up to the router."""
+    names = [o.name for o in fwd_ops]
+    cut = names.index(SYNC_AFTER) + 1 if SYNC_AFTER in names else 0
+    after, before = fwd_ops[cut:], fwd_ops[:cut]
+    parts = []
+    for o in after:
+        parts.append(kernel_list(gpu, [o], dtype))
+        if o.name in ("permute", "expert_down"):
+            parts.append(np.array([ep_f / 2]))
+    parts.append(kernel_list(gpu, before, dtype))
+    return np.concatenate(parts)
+
+
+def sync_host_s(gpu, fwd_ops: list, bwd_ops: list, dtype: str, ep_f: float, ep_b: float,
+                chunk_layers: int, kernel_s: float) -> tuple[float, float]:
+    """The host excess of one MoE layer (forward, backward) at kernel_s host seconds per modelled kernel: the forward
+    segment between two syncs, the backward as one stream over the chunk's chunk_layers layers (per layer)."""
+    if kernel_s <= 0:
+        return 0.0, 0.0
+    seg = forward_segment(gpu, fwd_ops, dtype, ep_f)
+    extra_f = max(0.0, host.issue_bound_s(seg, kernel_s) - float(seg.sum()))
+    n = max(1, chunk_layers)
+    one = np.concatenate([kernel_list(gpu, bwd_ops, dtype), np.array([ep_b])])
+    stream = np.tile(one, n)
+    extra_b = max(0.0, host.issue_bound_s(stream, kernel_s) - float(stream.sum())) / n
+    return extra_f, extra_b
