@@ -251,7 +251,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
-    plain_b_ops = ops.layer_backward(model, replace(par, recompute="none", recompute_every=1), batch, fw) \
+    plain_b_ops = compiled.layer_ops(model, replace(par, recompute="none", recompute_every=1), batch, fw)[1] \
         if par.recompute_every > 1 else []   # every N-th block checkpointed (llm/eager_ac.py; tp, pp, cp 1): the mean block
     if plain_b_ops:
         share = eager_ac.checkpointed_layers(par, model.layers) / model.layers
