@@ -3,6 +3,8 @@ llm-step run read with today's model, step and allocated peak, error = predicted
 or low), mean |error| per set and checkpointing mode. All rows are development data (already read).
 
     python validation/llm_eagerbias.py --develop
+    python validation/llm_eagerbias.py --traces     # eager5 / lease2's profiled steps: kernel time by class, measured
+                                                    # against the model's op list (GEMM, attention, memory-bound, loss, optimizer)
 
 Rows: the sac set's none / full / every:2 (op left out), ac6a and ac6b (validation/llm_sac.predict: the ckpt-host fits),
 eager5 and its lease2, and the compile set's eager arm (validation/llm_compile2.predict: the diagnostic's host fits),
@@ -15,6 +17,9 @@ the base commit's tree:
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -25,7 +30,11 @@ import llm_compile2  # noqa: E402  (the eager5 / compile sets' prediction)
 import llm_sac  # noqa: E402  (the sac / ac6 sets' prediction)
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import eager  # noqa: E402
+from simcluster.heldout.eager import model_of  # noqa: E402
+from simcluster.llm import compiled, eager, ops, vocab_ops  # noqa: E402
+from simcluster.llm.memory import stage_params  # noqa: E402
+from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
+from simcluster.runner.llm_step import PRESETS  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
 
 ROOT = llm_sac.ROOT
@@ -86,8 +95,59 @@ def develop() -> int:
     return 0
 
 
+CLASSES = ("gemm", "attention", "memory", "loss", "optimizer")
+
+
+def kernel_class(name: str) -> str:
+    """A torch.profiler kernel's class by its name (cuBLAS / cuDNN / optimizer / loss kernels; the rest memory-bound)."""
+    if "nvjet" in name or "splitKreduce" in name or "gemm" in name.lower() or "cutlass" in name:
+        return "gemm"
+    if "sdpa" in name or "cudnn" in name or "fmha" in name or "flash" in name:
+        return "attention"
+    if "multi_tensor_apply" in name:
+        return "optimizer"
+    return "loss" if "SoftMax" in name or "nll_loss" in name else "memory"
+
+
+def model_classes(preset: str, seq: int, mb: int, gpu) -> dict[str, float]:
+    """The model's GPU seconds of one step by class: the layers, embedding, head and loss (its softmax kernels as
+    'loss'), the weight casts and up-casts (memory) and AdamW (optimizer)."""
+    model, par, batch = model_of({"model": PRESETS[preset]}, seq), ParallelSpec(), BatchSpec(mb, mb)
+    fw = eager.torch_framework(par)
+    out = dict.fromkeys(CLASSES, 0.0)
+    fwd, bwd = compiled.layer_ops(model, par, batch, fw)
+    ends = [f(model, par, batch, fw) for f in (vocab_ops.embedding_forward, vocab_ops.embedding_backward,
+                                                vocab_ops.head_forward, vocab_ops.head_backward)]
+    for op_list, times in ((fwd + bwd, model.layers), *((e, 1) for e in ends)):
+        for o in op_list:
+            cls = "loss" if o.name.startswith("cross_entropy") else o.kind if o.kind in ("gemm", "attention") else "memory"
+            out[cls] += times * ops.op_time_s(gpu, o, "bf16")
+    p = stage_params(model, par, 0).total
+    out["optimizer"] = gpu.memory_time_s(fw.adam_bytes * p)
+    out["memory"] += gpu.memory_time_s(fw.cast_bytes / 2 * p) + gpu.upcast_time_s(fw.cast_bytes / 2 * p)
+    return out
+
+
+def traces() -> int:
+    gpu = load_gpu(llm_compile2.CARD)[0]
+    print("kernel time per class, measured / modelled ms (measured / modelled - 1)")
+    for path in sorted(CAL.glob("h200x1-llm-eager5*/traces/*.json.gz")):
+        preset, seq, mb = re.search(r"eager-([\d.]+b)-(\d+)x(\d+)-", path.name).groups()
+        events = json.load(gzip.open(path))["traceEvents"]
+        meas = dict.fromkeys(CLASSES, 0.0)
+        for e in events:
+            if e.get("cat") == "kernel":
+                meas[kernel_class(e["name"])] += e["dur"] * 1e-6
+        mod = model_classes(preset, int(seq), int(mb), gpu)
+        cells = "  ".join(f"{k} {1e3 * meas[k]:6.1f}/{1e3 * mod[k]:6.1f} ({100 * (meas[k] / mod[k] - 1):+5.1f}%)" for k in CLASSES)
+        print(f"{path.parent.parent.name[11:]:19s} {preset:5s} {seq}:{mb:2s} {cells}  total {1e3 * sum(meas.values()):6.1f}/"
+              f"{1e3 * sum(mod.values()):6.1f} ({100 * (sum(meas.values()) / sum(mod.values()) - 1):+5.1f}%)")
+    return 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--develop"]:
-        print("llm_eagerbias: expected --develop", file=sys.stderr)
+    modes = {"--develop": develop, "--traces": traces}
+    if len(sys.argv) != 2 or sys.argv[1] not in modes:
+        print("llm_eagerbias: expected --develop or --traces", file=sys.stderr)
         sys.exit(2)
-    sys.exit(develop())
+    sys.exit(modes[sys.argv[1]]())
