@@ -139,7 +139,8 @@ def test_the_op_caveat_names_the_price_the_answer_took():
     split = eager.torch_framework(OP, eager.fit_modes(OP_HOST))
     assert split.host_bwd_kernel_s > 0
     said = [c for c in caveats.caveats(MODEL, OP, split, gpu) if c.startswith("recompute op:")]
-    assert len(said) == 1 and "priced per phase (118.5 us per forward kernel, 49.3 us per backward one" in said[0]
+    # 118.5 / 49.3 us until session 35: the runner's block (llm/autocast_block.py) has 3 more kernels a layer to share the fit
+    assert len(said) == 1 and "priced per phase (115.3 us per forward kernel, 47.8 us per backward one" in said[0]
     assert "five rows from this per-phase model and five from the uniform one" in said[0] and "unvalidated" not in said[0]
     uniform = eager.torch_framework(OP, eager.fit_modes(HOST))
     assert uniform.host_bwd_kernel_s == 0

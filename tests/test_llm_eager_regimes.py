@@ -13,7 +13,7 @@ import pytest
 from simcluster.cards import load_collective
 from simcluster.errors import ScenarioError
 from simcluster.hardware.gpu import load_gpu
-from simcluster.llm import comm, eager, ops
+from simcluster.llm import comm, compiled, eager, ops
 from simcluster.llm.memory import layer_activation_bytes, memory_per_gpu, stage_memories
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
@@ -45,8 +45,8 @@ def test_checkpointing_costs_one_more_forward_of_each_block_and_its_weight_casts
     batch = BatchSpec(2, 2)
     plain, ckpt = ParallelSpec(), ParallelSpec(recompute="full")
     fw_plain, fw_ckpt = eager.torch_framework(plain), eager.torch_framework(ckpt)
-    fwd = ops.layer_forward(MODEL, ckpt, batch, fw_ckpt)
-    again = [o for o in ops.layer_backward(MODEL, ckpt, batch, fw_ckpt) if o.name.startswith("recompute.")]
+    fwd, bwd = compiled.layer_ops(MODEL, ckpt, batch, fw_ckpt)   # the runner's block (llm/autocast_block.py)
+    again = [o for o in bwd if o.name.startswith("recompute.")]
     assert [o.name for o in again] == [f"recompute.{o.name}" for o in fwd]
     a = build_work(MODEL, plain, batch, gpu, net, fw=fw_plain).stages[0]
     b = build_work(MODEL, ckpt, batch, gpu, net, fw=fw_ckpt).stages[0]

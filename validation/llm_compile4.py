@@ -98,7 +98,8 @@ def develop() -> int:
     llm_compile2.print_before_after(errs, "compiled steps", 9)
     print("the compile set's profiled step (one per run): GPU kernel time measured / modelled - 1, before -> after")
     for r in (x for x in rows if x["kernel_s"]):
-        b, a = (gpu_seconds(r, hosts, gpu, fields) for fields in (BEFORE, None))
+        # the eager arm as session 34 read it: the generic eager block (session 35's runner block: llm_eagerbias.py)
+        b, a = (gpu_seconds(r, hosts, gpu, {**(fields or {}), "autocast_block": False}) for fields in (BEFORE, None))
         name = llm_compile2.run_name(r["kind"], r["preset"], r["layers"], r["seq"], r["micro_batch"])
         print(f"  {name:24s} kernels {1e3 * r['kernel_s']:6.1f} ms  model {1e3 * b:6.1f} -> {1e3 * a:6.1f} ms  "
               f"{100 * (r['kernel_s'] / b - 1):+6.1f}% -> {100 * (r['kernel_s'] / a - 1):+6.1f}%")

@@ -25,7 +25,7 @@ import llm_compile2  # noqa: E402  (compile2's prediction, registration and read
 import llm_compile4  # noqa: E402  (the earlier rows and the model's GPU busy time)
 
 from simcluster.hardware.gpu import UPCAST_BPS_PER_SM, load_gpu  # noqa: E402
-from simcluster.llm import eager_ac  # noqa: E402
+from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.framework import FUSED_ADAMW_BYTES  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
 
@@ -33,6 +33,8 @@ ROOT = llm_compile2.ROOT
 SET = ROOT / "calibration/h200x1-llm-eager5-2026-11-29"
 SAC = ROOT / "calibration/h200x1-llm-sac-2026-11-29"
 BEFORE_ADAM = {"adam_bytes": 28.0}   # the fused AdamW as modelled until this session
+SESSION_34 = {"autocast_block": False}   # both arms as session 34 read them: the generic eager block (session 35's runner
+                                         # block, llm/autocast_block.py: validation/llm_eagerbias.py --develop)
 # preset, layers (None: the preset's), seq, micro-batch, in run order: two short (host-bound) steps, two 4096-token steps
 # (the 3.1b one with a 152K vocabulary, last: the largest), one mid GPU-bound step
 EAGER = (("1.1b", None, 1024, 2), ("0.8b", None, 1024, 4), ("0.5b", None, 4096, 4), ("2b", None, 1024, 8),
@@ -65,13 +67,14 @@ def sac_none_rows() -> list[dict]:
 def _predict(r: dict, hosts: dict, gpu, before: bool) -> tuple[float, float | None]:
     """(step seconds, modelled GPU busy seconds or None) of one eager row, before or after."""
     card = replace(gpu, upcast_Bps_per_sm=float("inf")) if before else gpu   # before: up-casts at the memory-bound rate
-    fields = BEFORE_ADAM if before else None
+    fields = {**SESSION_34, **(BEFORE_ADAM if before else {})}
     step = llm_compile2.predict("eager", r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, card, fields)[0]
     return step, llm_compile4.gpu_seconds({**r, "kind": "single"}, hosts, card, fields)
 
 
 def develop() -> int:
-    hosts, gpu = llm_compile2.host_fits(), load_gpu(llm_compile2.CARD)[0]
+    hosts = eager.fit_modes(llm_compile2.OP_HOST, SESSION_34) | {"compile": llm_compile2.host_fits()["compile"]}
+    gpu = load_gpu(llm_compile2.CARD)[0]
     rows = [r for r in llm_compile4.earlier_rows() if r["kind"] == "single"] + sac_none_rows()
     print("error = measured / predicted - 1; before: up-casts at the memory-bound rate, AdamW 28 B a parameter; after: "
           f"up-casts at {gpu.sm_count} SMs x {gpu.upcast_Bps_per_sm / 1e9:.1f} GB/s, AdamW {FUSED_ADAMW_BYTES:.1f} B")

@@ -141,7 +141,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4, adam_bytes=28.0)
         names.append("dtensor-tp")
     if par.dp > 1 and par.zero == 3:
-        fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True)
+        # autocast_block off: FSDP2's bf16 parameters make the embedding output and so cos / sin bf16 (not examined)
+        fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False)
         names.append("fsdp2")
     elif par.dp > 1:
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)
@@ -189,11 +190,12 @@ def read_document(path: Path) -> dict:
     return doc
 
 
-def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
+def fit_modes(folder: Path, fields: dict | None = None) -> dict[str, tuple[float, float, int]]:
     """Each mode's (host seconds per kernel, host seconds per step, timed shapes) from the folder's MODE-L<n>.json
     runs (hidden-128 decoders: GPU work negligible, so the step is the host): host.fit_host over the layer counts,
-    with the model's kernels per layer of that mode. A mode with fewer than two layer counts is left out; a file that
-    is not an llm-step document is a ValueError naming it."""
+    with the model's kernels per layer of that mode (its framework, with `fields` replaced: an earlier model's, for a
+    development record). A mode with fewer than two layer counts is left out; a file that is not an llm-step document
+    is a ValueError naming it."""
     out = {}
     for mode in MODES:
         par, dp = _parallel(mode)
@@ -207,7 +209,7 @@ def fit_modes(folder: Path) -> dict[str, tuple[float, float, int]]:
                 tiny = TransformerSpec(m["layers"], m["hidden"], m["ffn"], m["heads"], m["kv_heads"], m["vocab"], shape["seq"],
                                        tied_embeddings=bool(m["tied"]))
                 kernels = host.layer_kernels(tiny, par, BatchSpec(shape["micro_batch"] * dp, shape["micro_batch"]),
-                                             TORCH_COMPILE if mode == "compile" else TORCH_AMP)
+                                             replace(TORCH_COMPILE if mode == "compile" else torch_framework(par), **(fields or {})))
                 points.append((m["layers"], shape["median_step_s"]))
         if len({p[0] for p in points}) >= 2:
             c, a = host.fit_host(points, kernels)

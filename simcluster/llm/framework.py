@@ -110,6 +110,9 @@ class FrameworkSpec:
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
                                           # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
+    autocast_block: bool = False      # the llm-step runner's block under autocast with fp32 weights (llm/autocast_block.py):
+                                      # fp32 rotary, non-vectorized mixed-dtype kernels, no attention-output / q/k/v gradient
+                                      # copies (cuDNN's layout), every linear saving its own bf16 cast of its input
     # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
     grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
     transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
@@ -163,12 +166,15 @@ FUSED_ADAMW_BYTES = 28.0 / 0.827
 TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_bytes=4.0, state_bytes=8.0, persistent_grads=False,
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=FUSED_ADAMW_BYTES, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           grad_accumulate_bytes=0.0, **EAGER_LOSS,   # autocast's gradient up-casts are in cast_bytes
-                          bucket_params=25 * 2**20 // 4, transformer_engine=False)   # DDP's bucket_cap_mb = 25 of fp32 gradients
+                          bucket_params=25 * 2**20 // 4, transformer_engine=False,   # DDP's bucket_cap_mb = 25 of fp32 gradients
+                          autocast_block=True)
 # The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,
 # the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies saved for the backward as eager's are
 # (weight_copy_bytes 2: the min-cut partitioner never recomputes a tensor a backward GEMM reads; measured, session 33's
 # diagnostic), so the backward casts nothing again. Its host cost: the compile mode's fit.
-TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True)
+# autocast_block off: the compiled block's ops are compiled.py's (its library calls taken from the generic eager list, as
+# registered for compile4; the runner block's terms were not examined under torch.compile).
+TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True, autocast_block=False)
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
 MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import compiled, eager_ac
+from simcluster.llm import autocast_block, compiled, eager_ac
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -183,8 +183,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         attn += 2 * s * b * (model.heads / t + kv / model.head_dim) * model.head_dim
     if fp8:
         attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
-    if fw.eager:
-        attn += 2 * s * b * h / t      # the contiguous copy of the attention output the out-projection saves
+    if fw.eager:   # the contiguous copy of the attention output the out-projection saves; the runner's block: autocast_block
+        attn += 2 * s * b * h / t + (autocast_block.saved_extra_bytes(model, par, batch) if fw.autocast_block else 0.0)
     if model.moe and par.recomputes("moe"):    # norm2 in and the layer's checkpointed input
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp
     elif model.moe:

@@ -45,7 +45,7 @@ ACT_BYTES = 2  # bf16 activations
 @dataclass(frozen=True)
 class Op:
     name: str
-    kind: str                 # 'gemm' | 'attention' | 'memory' | 'upcast' (a bf16 -> fp32 copy: GpuSpec.upcast_time_s)
+    kind: str                 # 'gemm' | 'attention' | 'memory' | 'upcast' / 'unvectorized' (GpuSpec.upcast_time_s)
     flops: float
     bytes: float
     shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
@@ -387,7 +387,7 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
         b, a, g, sq, skv, d, causal, backward, dropout = op.shape
         t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16", dropout=dropout)
     else:
-        t = gpu.upcast_time_s(op.bytes) if op.kind == "upcast" else gpu.memory_time_s(op.bytes)
+        t = gpu.upcast_time_s(op.bytes) if op.kind in ("upcast", "unvectorized") else gpu.memory_time_s(op.bytes)
     return t * op.count
 
 
