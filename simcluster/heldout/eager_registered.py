@@ -42,6 +42,7 @@ may have moved since: docs/models/llm-findings.md).
   AC6A, AC6B calibration/h200x1-llm-ac6a-2026-11-29 and -ac6b-: two sets of three new shapes each under checkpointing
            none / full / every:2 (llm-step --ac-mode), registered at a48362f by `validation/llm_ac6.py --register`
            (the sac set's prediction) and run on two leases; registered.json in the sac format, read by read_sac.
+           One source (SAME_REGISTRATION): one registration commit, one model, one rule.
            Regimes: `single` (none, full), `single+ckpt-every2`.
   EAGER7   calibration/h200x1-llm-eager7-2026-11-29: the same three modes on three more new shapes, registered at
            1844559 (the autocast block's saved casts and fp32 rotary, llm/autocast_block.py) and run on a third lease;
@@ -295,8 +296,10 @@ READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2, OPHOST
 
 # A set that ran another set's registration again (the same registered.json, another launch) is the same source: its
 # rows are measured again against the same predictions, so leaving one launch out must leave the other out too (as
-# heldout/transport.source_of folds a sweep's replicate bundles; cold read C).
-SAME_REGISTRATION = {EAGER5_LEASE2: EAGER5}
+# heldout/transport.source_of folds a sweep's replicate bundles; cold read C). Sets registered in one commit with one
+# model and one rule (ac6a and ac6b: run on two leases minutes apart, their 1.1b shapes the same tokens) are one source
+# too (session 35's cold read B): the unit left out is the registration, not the lease.
+SAME_REGISTRATION = {EAGER5_LEASE2: EAGER5, AC6B: AC6A}
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
