@@ -101,6 +101,7 @@ def _reader(files, transfer, mode, stop, out, index, start):
             while not stop.is_set():
                 n = os.preadv(fd, [view], off)
                 off += n
+                out[index] = (nbytes, nfiles, nbytes + off)     # every pread's bytes too (partial files)
                 if n < transfer:
                     break
             nbytes += off
@@ -109,8 +110,8 @@ def _reader(files, transfer, mode, stop, out, index, start):
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-        out[index] = (nbytes, nfiles)
-    out[index] = (nbytes, nfiles)
+        out[index] = (nbytes, nfiles, nbytes)
+    out[index] = (nbytes, nfiles, nbytes)
 
 
 def _cpu_s() -> float:
@@ -155,7 +156,7 @@ def _rank(files, threads, transfer, mode, seconds, warmup, queue, barrier):
         except OSError:
             pass
     stop, start = threading.Event(), threading.Event()
-    out = [(0, 0)] * threads
+    out = [(0, 0, 0)] * threads
     shards = [files[i::threads] for i in range(threads)]
     pool = [threading.Thread(target=_reader, args=(s, transfer, mode, stop, out, i, start), daemon=True)
             for i, s in enumerate(shards)]
@@ -164,14 +165,16 @@ def _rank(files, threads, transfer, mode, seconds, warmup, queue, barrier):
     barrier.wait()
     start.set()
     time.sleep(warmup)
-    b0, f0, t0, c0 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
+    b0, f0, t0, c0, a0 = (sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s(),
+                          sum(o[2] for o in out))
     time.sleep(seconds - warmup)
-    b1, f1, t1, c1 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
+    b1, f1, t1, c1, a1 = (sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s(),
+                          sum(o[2] for o in out))
     died = sum(not t.is_alive() for t in pool)   # a reader that raised (stop not yet set: none should have ended)
     stop.set()
     for t in pool:
         t.join(timeout=5)
-    queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out)))
+    queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out), a1 - a0))
 
 
 def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: str = "buffered",
@@ -204,7 +207,8 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: 
     nbytes = sum(g[0] for g in got)
     row = {"kind": kind, "ranks": ranks, "threads": threads, "readers": ranks * threads, "transfer_B": transfer,
            "mode": mode, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
-           "phase_s": phase_s, "GBps": nbytes / window / 1e9, "readers_failed": sum(g[3] for g in got),
+           "phase_s": phase_s, "GBps": nbytes / window / 1e9, "GBps_read": sum(g[6] for g in got) / window / 1e9,
+           "readers_failed": sum(g[3] for g in got),
            "cpu_s_per_GB": sum(g[4] for g in got) / max(nbytes / 1e9, 1e-9)}
     if mode == "full":
         row["cgroup"] = f"{cgroup} memory.max {FULL_CACHE_BYTES}"

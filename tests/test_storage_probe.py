@@ -94,3 +94,28 @@ def test_read_out_of_a_missing_file_is_one_line():
     p = subprocess.run([sys.executable, str(ROOT / "studies" / "storage_pattern_read.py"), "nope.json"],
                        capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.strip() == "nope.json: no such file"
+
+
+ra_probe = load_script("studies/storage_readahead_probe.py")
+RA_SET = ROOT / "calibration" / "h200x1-storage-readahead-2026-11-29"
+
+
+def test_readahead_registration_holds_both_predictions_for_every_pair_of_its_plan():
+    reg = json.loads((RA_SET / "registered.json").read_text())
+    keys = {ra_probe.key(ra, x, d) for ra, k, _, _, x, d in ra_probe.PLAN}
+    assert set(reg["model_ratio"]) == set(reg["mechanism_ratio"]) == keys
+    assert all(abs(v - 1) < 0.01 for v in reg["model_ratio"].values())
+    mech = reg["mechanism_ratio"]                  # the mechanism separates the two read_ahead_kb settings
+    assert mech["8x8 1024 KiB buffered ra 8192"] < 0.85 < 0.95 < mech["8x8 1024 KiB buffered ra 128"]
+
+
+def test_readahead_read_out_names_a_phase_that_did_not_run(tmp_path, capsys):
+    rows = [{"kind": k, "read_ahead_kb": ra, "transfer_B": x, "mode": d, "GBps_read": 1.0}
+            for ra, k, _, _, x, d in ra_probe.PLAN]
+    rows[0] = {**rows[0], "skipped": "read_ahead_kb 8192 not set on vda (read back '')"}
+    del rows[0]["GBps_read"]
+    (tmp_path / "runs.json").write_text(json.dumps({"rows": rows}))
+    ra_probe.read(tmp_path / "runs.json", RA_SET / "registered.json")
+    out = capsys.readouterr().out.splitlines()
+    assert "no reading (large: read_ahead_kb 8192 not set" in out[0]
+    assert "small / large = 1.00 (model 1.00 met; mechanism 0.75 missed)" in out[1]
