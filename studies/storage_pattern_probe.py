@@ -101,6 +101,7 @@ def _reader(files, transfer, mode, stop, out, index, start):
             while not stop.is_set():
                 n = os.preadv(fd, [view], off)
                 off += n
+                out[index] = (nbytes, nfiles, nbytes + off)     # every pread's bytes too (partial files)
                 if n < transfer:
                     break
             nbytes += off
@@ -109,8 +110,8 @@ def _reader(files, transfer, mode, stop, out, index, start):
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-        out[index] = (nbytes, nfiles)
-    out[index] = (nbytes, nfiles)
+        out[index] = (nbytes, nfiles, nbytes)
+    out[index] = (nbytes, nfiles, nbytes)
 
 
 def _cpu_s() -> float:
@@ -155,7 +156,7 @@ def _rank(files, threads, transfer, mode, seconds, warmup, queue, barrier):
         except OSError:
             pass
     stop, start = threading.Event(), threading.Event()
-    out = [(0, 0)] * threads
+    out = [(0, 0, 0)] * threads
     shards = [files[i::threads] for i in range(threads)]
     pool = [threading.Thread(target=_reader, args=(s, transfer, mode, stop, out, i, start), daemon=True)
             for i, s in enumerate(shards)]
@@ -164,14 +165,16 @@ def _rank(files, threads, transfer, mode, seconds, warmup, queue, barrier):
     barrier.wait()
     start.set()
     time.sleep(warmup)
-    b0, f0, t0, c0 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
+    b0, f0, t0, c0, a0 = (sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s(),
+                          sum(o[2] for o in out))
     time.sleep(seconds - warmup)
-    b1, f1, t1, c1 = sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s()
+    b1, f1, t1, c1, a1 = (sum(o[0] for o in out), sum(o[1] for o in out), time.perf_counter(), _cpu_s(),
+                          sum(o[2] for o in out))
     died = sum(not t.is_alive() for t in pool)   # a reader that raised (stop not yet set: none should have ended)
     stop.set()
     for t in pool:
         t.join(timeout=5)
-    queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out)))
+    queue.put((b1 - b0, f1 - f0, t1 - t0, died, c1 - c0, sum(o[0] for o in out), a1 - a0))
 
 
 def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: str = "buffered",
@@ -193,18 +196,19 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: 
     if mode == "full" and not cgroup:
         return {"kind": kind, "ranks": ranks, "threads": threads, "transfer_B": transfer, "mode": mode,
                 "skipped": "no cgroup v2 memory controller here: without one the files stay cached"}
-    d0 = _diskstat(dev) if dev else None
+    d0, p0 = (_diskstat(dev) if dev else None), time.perf_counter()
     for p in procs:
         p.start()
     got = [queue.get(timeout=seconds + 60) for _ in procs]
     for p in procs:
         p.join(timeout=10)
-    d1 = _diskstat(dev) if dev else None
+    d1, phase_s = (_diskstat(dev) if dev else None), time.perf_counter() - p0
     window = max(g[2] for g in got)
     nbytes = sum(g[0] for g in got)
     row = {"kind": kind, "ranks": ranks, "threads": threads, "readers": ranks * threads, "transfer_B": transfer,
            "mode": mode, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
-           "GBps": nbytes / window / 1e9, "readers_failed": sum(g[3] for g in got),
+           "phase_s": phase_s, "GBps": nbytes / window / 1e9, "GBps_read": sum(g[6] for g in got) / window / 1e9,
+           "readers_failed": sum(g[3] for g in got),
            "cpu_s_per_GB": sum(g[4] for g in got) / max(nbytes / 1e9, 1e-9)}
     if mode == "full":
         row["cgroup"] = f"{cgroup} memory.max {FULL_CACHE_BYTES}"
@@ -261,8 +265,9 @@ def plan(folder: Path, out: Path, seconds: float, budget_s: float) -> list[dict]
         if "skipped" in row:
             print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {mode:>8} skipped: {row['skipped']}")
             continue
+        cpu = f"{row['cpu_s_per_GB']:6.2f}" if row["bytes"] else "     -"   # no completed file: no bytes counted
         print(f"{kind:>5} {ranks:3d}x{threads:<2d} {transfer // 1024:5d} KiB {mode:>8} "
-              f"{row['GBps']:7.2f} GB/s {row['files']:7d} files {row['cpu_s_per_GB']:6.2f} CPU s/GB "
+              f"{row['GBps']:7.2f} GB/s {row['files']:7d} files {cpu} CPU s/GB "
               f"{row.get('device_read_B_mean', 0) / 1024:7.0f} KiB/device read", flush=True)
         out.write_text(json.dumps({**head, "rows": rows}, indent=1))
     return rows
@@ -317,17 +322,7 @@ def ratios(rows: list[dict]) -> dict[str, float]:
     """small / large rate at each (ranks, threads, transfer, mode) where both ran."""
     rate = {(r["kind"], r["ranks"], r["threads"], r["transfer_B"], r["mode"]): r["GBps"] for r in rows if "GBps" in r}
     return {f"{rk}x{t} {x // 1024} KiB {d}": rate[("small", rk, t, x, d)] / rate[k]
-            for k in rate if k[0] == "large" for (_, rk, t, x, d) in [k] if ("small", rk, t, x, d) in rate}
-
-
-def read(runs: Path, registered: Path | None) -> None:
-    data = json.loads(runs.read_text())
-    reg = json.loads(registered.read_text()) if registered else {}
-    print(json.dumps(data.get("machine", {}).get("queue", {})), data.get("machine", {}).get("model", ""))
-    for key, r in ratios(data["rows"]).items():
-        pred = reg.get("predicted_ratio", {}).get(key)
-        verdict = "" if pred is None else ("  model met" if abs(r / pred - 1) <= reg.get("tolerance", 0.05) else "  model missed")
-        print(f"{key:>28}: small / large = {r:.3f}{'' if pred is None else f' (model {pred:.2f})'}{verdict}")
+            for k in rate if k[0] == "large" and rate[k] > 0 for (_, rk, t, x, d) in [k] if ("small", rk, t, x, d) in rate}
 
 
 def main() -> None:
@@ -352,7 +347,7 @@ def main() -> None:
     pl.add_argument("--budget", type=float, default=300.0, help="seconds after which no further phase starts")
     pr = sub.add_parser("predict", help="the model's ratios for the plan (simcluster's drive; needs simpy, numpy)")
     pr.add_argument("--card", type=Path, default=Path("models/nvme/micron-9550-pro-7.68tb.yaml"))
-    rd = sub.add_parser("read")
+    rd = sub.add_parser("read", help="studies/storage_pattern_read.py's read-out of a runs.json")
     rd.add_argument("runs", type=Path)
     rd.add_argument("registered", type=Path, nargs="?")
     a = p.parse_args()
@@ -366,7 +361,9 @@ def main() -> None:
         plan(a.dir, a.out, a.seconds, a.budget)
     elif a.cmd == "predict":
         print(json.dumps({"card": str(a.card), "predicted_ratio": predictions(a.card)}, indent=1))
-    else:
+    else:                                        # the read-out (phases without a rate, ratios judged) lives beside
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from storage_pattern_read import read
         read(a.runs, a.registered)
 
 

@@ -39,3 +39,83 @@ def test_registration_holds_the_model_ratios_for_every_pair_of_the_plan():
                                       for k, r, t, x, d in probe.PLAN])}
     assert set(reg["predicted_ratio"]) == pairs
     assert all(abs(v - 1) < 0.01 for v in reg["predicted_ratio"].values())
+
+
+read = load_script("studies/storage_pattern_read.py")
+
+
+def _row(kind, files, readers=64, gbps=1.0, **kw):
+    return {"kind": kind, "ranks": readers // 8, "threads": 8, "readers": readers, "transfer_B": 2**20,
+            "mode": "buffered", "seconds": 4.5, "files": files, "bytes": files, "GBps": gbps, "readers_failed": 0} | kw
+
+
+def test_a_phase_with_no_or_too_few_completed_files_gives_no_reading():
+    assert read.reading(_row("large", 0, gbps=0.0))[0] is None
+    assert "fewer than one a reader" in read.reading(_row("large", 62))[1]
+    assert read.reading(_row("large", 64, gbps=1.85)) == (1.85, "")
+    assert "skipped" in read.reading({"skipped": "budget"})[1]
+
+
+def test_pairs_with_a_no_reading_half_are_not_judged_and_a_wide_count_does_not_decide():
+    reg = {"predicted_ratio": {"8x8 1024 KiB buffered": 1.0}, "tolerance": 0.05}
+    lines = read.judge([_row("large", 0, gbps=0.0), _row("small", 2600)], reg)
+    assert len(lines) == 1 and "no reading, not judged" in lines[0] and "model" not in lines[0].split("(")[0]
+    wide = read.judge([_row("large", 64, gbps=1.85), _row("small", 2600, gbps=1.51)], reg)[0]
+    assert "model missed, NOT decided" in wide                  # 64 files by 64 readers: the count bounds nothing
+    tight = read.judge([_row("large", 640, gbps=2.0), _row("small", 2600, gbps=1.4)], reg)[0]
+    assert "model missed, holds" in tight
+
+
+def test_the_first_runs_read_out_names_every_phase_without_a_rate(capsys):
+    read.read(SET / "runs.json", SET / "registered.json")
+    out = capsys.readouterr().out
+    assert out.count("no reading, not judged") == 5              # 16x8 x 3, direct, full: their large halves
+    assert out.count("holds over the counting bound") == 2      # 8x2 at 256 KiB and 2 MiB
+    assert "Traceback" not in out
+
+
+def test_readahead_windows_give_the_device_read_sizes_of_long_files():
+    """Long files reach the read_ahead_kb window, cut at max_sectors_kb: the device's measured mean read (the first
+    run's large buffered phases, 3.7-4.0 MiB) within 10%; a 2.8 MB file's reads never reach it."""
+    runs = json.loads((SET / "runs.json").read_text())
+    q = runs["machine"]["queue"]
+    for r in runs["rows"]:
+        if r["kind"] == "large" and r["mode"] == "buffered":
+            reqs = read.windows(143_439_660, r["transfer_B"], int(q["read_ahead_kb"]), int(q["max_sectors_kb"]))
+            assert abs(sum(reqs) / len(reqs) / r["device_read_B_mean"] - 1) < 0.10
+    small = read.windows(2_828_486, 2**20, 8192, 4096)
+    assert sum(small) >= 2_828_486 and max(small) < 4 * 2**20 and len(small) == 2
+
+
+def test_read_out_of_a_missing_file_is_one_line():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(ROOT / "studies" / "storage_pattern_read.py"), "nope.json"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and p.stderr.strip() == "nope.json: no such file"
+
+
+ra_probe = load_script("studies/storage_readahead_probe.py")
+RA_SET = ROOT / "calibration" / "h200x1-storage-readahead-2026-11-29"
+
+
+def test_readahead_registration_holds_both_predictions_for_every_pair_of_its_plan():
+    reg = json.loads((RA_SET / "registered.json").read_text())
+    keys = {ra_probe.key(ra, x, d) for ra, k, _, _, x, d in ra_probe.PLAN}
+    assert set(reg["model_ratio"]) == set(reg["mechanism_ratio"]) == keys
+    assert all(abs(v - 1) < 0.01 for v in reg["model_ratio"].values())
+    mech = reg["mechanism_ratio"]                  # the mechanism separates the two read_ahead_kb settings
+    assert mech["8x8 1024 KiB buffered ra 8192"] < 0.85 < 0.95 < mech["8x8 1024 KiB buffered ra 128"]
+
+
+def test_readahead_read_out_names_a_phase_that_did_not_run(tmp_path, capsys):
+    rows = [{"kind": k, "read_ahead_kb": ra, "transfer_B": x, "mode": d, "GBps_read": 1.0}
+            for ra, k, _, _, x, d in ra_probe.PLAN]
+    rows[0] = {**rows[0], "skipped": "read_ahead_kb 8192 not set on vda (read back '')"}
+    del rows[0]["GBps_read"]
+    (tmp_path / "runs.json").write_text(json.dumps({"rows": rows}))
+    ra_probe.read(tmp_path / "runs.json", RA_SET / "registered.json")
+    out = capsys.readouterr().out.splitlines()
+    assert "no reading (large: read_ahead_kb 8192 not set" in out[0]
+    assert "small / large = 1.00 (model 1.00 met; mechanism 0.75 missed)" in out[1]
