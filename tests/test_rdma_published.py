@@ -69,3 +69,36 @@ def test_bad_rows_get_a_one_line_error_naming_the_file(tmp_path, edit, says):
     with pytest.raises(SimclusterError) as info:
         rdma_published.read(path)
     assert says in str(info.value) and "rows.yaml" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_rdma_qperf_answer_carries_the_one_card_caveat(tmp_path, capsys):
+    """The RDMA rows price seed004's card only; an RDMA answer says so, a TCP one does not (trust/band.RDMA_CAVEAT)."""
+    import json
+
+    from simcluster.cards import load_nic
+    from simcluster.cli import main
+    from simcluster.trust.band import RDMA_CAVEAT
+
+    nic, _ = load_nic(rdma_published.CARD)
+    assert f"{rdma_published.CARD.stem} ({nic.cpu_s_per_message * 1e6:.2f} us" in RDMA_CAVEAT
+    assert all(cost == 0 for _, cost in rdma_published.other_rdma_cards()) and "the others price 0 s" in RDMA_CAVEAT
+    scenario = tmp_path / "rdma-qperf.yaml"
+    scenario.write_text(f"""name: rdma-qperf
+machine:
+  gpus_per_node: 1
+  nodes: 2
+  nic: {{card: {ROOT}/models/nic/seed000-roce-100g.yaml, per_node: 1}}
+  fabric: {{kind: leaf-spine, down_ports: 2, spines: 1}}
+  host: {{cores: 8}}
+jobs:
+  - {{kind: qperf, tests: [rc_bw, rc_lat, tcp_bw]}}
+""")
+    assert main(["run", str(scenario)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("caveat: the RDMA rows are priced with seed004-ib-edr-offload") == 1     # one line per regime
+    assert main(["run", str(scenario), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    job = doc["jobs"][0] if "jobs" in doc else doc
+    by = job["validation_by_test"]
+    assert by["rc_bw"]["caveat"] == by["rc_lat"]["caveat"] == RDMA_CAVEAT and "caveat" not in by["tcp_bw"]
+    assert trust_of(transport_regime("rdma_ud")).caveat == RDMA_CAVEAT

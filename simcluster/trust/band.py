@@ -9,6 +9,10 @@ from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_tab
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
+# what a band cannot say for a class of answers (tests/test_rdma_published.py checks it against the cards)
+RDMA_CAVEAT = ("the RDMA rows are priced with seed004-ib-edr-offload (1.17 us host cost per message), the one shipped RDMA "
+               "card with a host cost; the others price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, "
+               "Published RDMA figures)")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,10 @@ class Trust:
     own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
     own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
+
+    @property
+    def caveat(self) -> str:
+        return RDMA_CAVEAT if self.regime.family == "transport" and "rdma" in self.regime.key else ""
 
     def time_band(self, seconds: float) -> list[float] | None:
         return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]
@@ -48,6 +56,8 @@ class Trust:
             out["regime_rows"], out["regime_sources"] = self.own
             if self.own_range is not None:
                 out["regime_measured_over_predicted_range"] = [round(self.own_range[0], 4), round(self.own_range[1], 4)]
+        if self.caveat:
+            out["caveat"] = self.caveat
         return out
 
     def own_text(self) -> str:
@@ -59,6 +69,10 @@ class Trust:
                 f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
+        """status_text and, where the regime has one, its caveat."""
+        return self.status_text() + (f"; caveat: {self.caveat}" if self.caveat else "")
+
+    def status_text(self) -> str:
         """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
         if self.rho is None:
