@@ -68,3 +68,7 @@ def test_a_forced_ring_on_a_domain_with_an_nvls_card_is_refused():
     with pytest.raises(SimclusterError, match="with an NVLS card"):
         with_nvls.predict("all_reduce", GiB, "ring")
 
+
+def test_the_files_why_says_the_reader_changed_after_its_first_run():
+    why = nccl.read_nccl_file(PUBLISHED).usage["why"]
+    assert "a692f3d" in why and "refused before printing any number" in why
