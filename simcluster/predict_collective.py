@@ -123,6 +123,7 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
                    algorithm: str | None) -> CollectiveSweepResult:
     from simcluster.build import sweep_result
     from simcluster.card_document import load_card
+    from simcluster.collectives.domain import domain_algorithm
     from simcluster.collectives.schedule import canonical_op
     from simcluster.machine_models import network_link
 
@@ -131,13 +132,20 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     if m.card is None:
         raise SimclusterError("the machine has no collective card (machine.card): nothing to predict a collective with",
                               where=scenario_path)
-    if algorithm and m.domains == 1:
-        raise SimclusterError(f"--algorithm {algorithm}: one NVLink domain runs no multi-node algorithm", where=scenario_path)
+    notes = []
+    if algorithm and m.domains == 1:        # the rule the published validator uses (collectives/domain.domain_algorithm)
+        try:
+            domain_algorithm(algorithm, m.nvls_card is not None)
+        except SimclusterError as exc:
+            raise SimclusterError(f"--algorithm {algorithm}: {exc.message}", where=scenario_path) from None
+        notes.append(f"--algorithm {algorithm} on one NVLink domain without an NVLS card: the domain's NVLink card (its "
+                     "chunked ring model)")
+        algorithm = None
     ranks = m.nodes * m.gpus_per_node
     job = CollectiveSweep(op, ranks, parse_size_arg(min_size), parse_size_arg(max_size), factor, "analytic", algorithm)
     result = sweep_result(sc, job)
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, [],
+    return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
                                  result.predictions, result.description, link, label)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simcluster.errors import SimclusterError
+from simcluster.errors import CalibrationError
 from simcluster.heldout import rdma_published
 from simcluster.trust.band import trust_of
 from simcluster.trust.build import transport_residuals
@@ -57,15 +57,72 @@ def test_other_rdma_cards_carry_no_host_cost():
     assert "seed000-roce-100g" in others and all(cost == 0 for cost in others.values())
 
 
-@pytest.mark.parametrize(("edit", "says"), [
-    (lambda d: d["rows"][0].__setitem__("compare", "bogus"), "compare must be one of"),
-    (lambda d: d["rows"][0].pop("rpcs_per_second"), "`rpcs_per_second` is missing"),
+def _set(row: int, key: str, value):
+    return lambda d: d["rows"][row].__setitem__(key, value)
+
+
+@pytest.mark.parametrize(("edit", "where", "says"), [
+    (_set(0, "compare", "bogus"), "rows[0].compare", "expected one of cost, bound, rate, none, got 'bogus'"),
+    (lambda d: d["rows"][0].pop("rpcs_per_second"), "rows[0].rpcs_per_second", "`rpcs_per_second` is missing"),
+    (_set(0, "rpcs_per_second", "ten"), "rows[0].rpcs_per_second", "expected a number > 0, got 'ten'"),
+    (_set(0, "rpcs_per_second", 0), "rows[0].rpcs_per_second", "expected a number > 0, got 0"),
+    (_set(0, "rpcs_per_second", True), "rows[0].rpcs_per_second", "expected a number > 0, got True"),
+    (_set(0, "messages_per_rpc_per_core", -2), "rows[0].messages_per_rpc_per_core", "expected a number > 0, got -2"),
+    (_set(0, "message", "abc"), "rows[0].message", "expected a message size > 0 (e.g. 32B, 8MB), got 'abc'"),
+    (_set(0, "message", "0B"), "rows[0].message", "expected a message size > 0"),
+    (_set(1, "throughput", "fast"), "rows[1].throughput", "expected a throughput > 0 (e.g. 75Gbps), got 'fast'"),
+    (_set(1, "cores", "nan"), "rows[1].cores", "expected a number > 0, got 'nan'"),
+    (_set(3, "msg_rate_Mpps", [5.6]), "rows[3].msg_rate_Mpps", "expected a number > 0, got [5.6]"),
+    (_set(4, "duration_s", 0), "rows[4].duration_s", "expected a number > 0, got 0"),
+    (lambda d: d["rows"].__setitem__(2, "a row"), "rows[2]", "expected a mapping of the row's keys, got str 'a row'"),
+    (lambda d: d.__setitem__("rows", {"a": 1}), "rows", "expected a list of rows, got dict"),
 ])
-def test_bad_rows_get_a_one_line_error_naming_the_file(tmp_path, edit, says):
+def test_bad_rows_get_a_one_line_error_naming_the_file_row_and_key(tmp_path, edit, where, says):
     doc = yaml.safe_load(rdma_published.FILE.read_text())
     edit(doc)
     path = tmp_path / "rows.yaml"
     path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SimclusterError) as info:
+    with pytest.raises(CalibrationError) as info:
         rdma_published.read(path)
-    assert says in str(info.value) and "rows.yaml" in str(info.value) and "\n" not in str(info.value)
+    assert str(info.value).startswith(f"{path}: {where}: ") and says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_file_that_is_not_yaml_is_one_line(tmp_path):
+    path = tmp_path / "rows.yaml"
+    path.write_text("rows: [\n")
+    with pytest.raises(CalibrationError) as info:
+        rdma_published.read(path)
+    assert str(info.value).startswith(str(path)) and "not valid YAML" in str(info.value)
+
+
+def test_an_rdma_qperf_answer_carries_the_one_card_caveat(tmp_path, capsys):
+    """The RDMA rows price seed004's card only; an RDMA answer says so, a TCP one does not (trust/band.RDMA_CAVEAT)."""
+    import json
+
+    from simcluster.cards import load_nic
+    from simcluster.cli import main
+    from simcluster.trust.band import RDMA_CAVEAT
+
+    nic, _ = load_nic(rdma_published.CARD)
+    assert f"{rdma_published.CARD.stem} ({nic.cpu_s_per_message * 1e6:.2f} us" in RDMA_CAVEAT
+    assert all(cost == 0 for _, cost in rdma_published.other_rdma_cards()) and "the others price 0 s" in RDMA_CAVEAT
+    scenario = tmp_path / "rdma-qperf.yaml"
+    scenario.write_text(f"""name: rdma-qperf
+machine:
+  gpus_per_node: 1
+  nodes: 2
+  nic: {{card: {ROOT}/models/nic/seed000-roce-100g.yaml, per_node: 1}}
+  fabric: {{kind: leaf-spine, down_ports: 2, spines: 1}}
+  host: {{cores: 8}}
+jobs:
+  - {{kind: qperf, tests: [rc_bw, rc_lat, tcp_bw]}}
+""")
+    assert main(["run", str(scenario)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("caveat: the RDMA rows are priced with seed004-ib-edr-offload") == 1     # one line per regime
+    assert main(["run", str(scenario), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    job = doc["jobs"][0] if "jobs" in doc else doc
+    by = job["validation_by_test"]
+    assert by["rc_bw"]["caveat"] == by["rc_lat"]["caveat"] == RDMA_CAVEAT and "caveat" not in by["tcp_bw"]
+    assert trust_of(transport_regime("rdma_ud")).caveat == RDMA_CAVEAT

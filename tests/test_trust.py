@@ -187,3 +187,43 @@ def test_storage_answers_carry_their_status(capsys):
     assert v["regime"] == f"storage | unet3d | {doc['limit']}" and v["status"] in ("validated", "extrapolated", "unvalidated")
     lo, hi = doc["throughput_Bps_band"]          # MLPerf Storage rows: a band, the regime's or the family's pooled one
     assert lo <= hi and (v["status"] != "unvalidated" or "band_from" in v)
+
+
+def test_an_unvalidated_regimes_band_is_the_pooled_band_widened_to_its_own_rows():
+    """Cold read (session 35): an rdma_ud answer read the transport family's pooled -24%..+16% while the regime's one
+    held-out row was at -96%. The pooled band's order statistics cut that tail row; the answer's band must contain it."""
+    tcp = _rows("transport | tcp", "transport", ["a", "b", "c", "d"] * 5, [0.8 + 0.02 * i for i in range(20)], scale=0.0)
+    ud = _rows("transport | rdma_ud", "transport", ["erpc"], [0.043], scale=0.0)
+    table = Table(tcp + ud)
+    pooled = table.pooled_bounds("transport")
+    assert not pooled[0] <= 0.043                          # the cut: the row lies outside the family's pooled band
+    t = trust_of(Regime("transport", "transport | rdma_ud", None, ""), table)
+    assert t.status == "unvalidated" and t.widened and t.rho == (0.043, pooled[1])
+    assert t.time_band(1.0)[0] == pytest.approx(0.043)
+    assert "widened to its own rows" in t.text() and "-96%..+" in t.text()
+    assert t.to_json()["band_from"].endswith("widened to its own rows")
+    rc = trust_of(Regime("transport", "transport | rdma_rc", None, ""), table)   # no rows of its own: the pooled band
+    assert rc.rho == pooled and not rc.widened and "widened" not in rc.text()
+
+
+def test_every_unvalidated_regimes_band_contains_its_own_rows_in_the_shipped_table():
+    """Every family: an answer in a regime with too few rows gets a band that contains each of those rows' rho (a
+    validated regime's conformal band leaves about 20% of its rows out by design)."""
+    table = load_table()
+    pooled = 0
+    for key, g in table.regimes.items():
+        lo, hi = g.scale_range
+        t = trust_of(Regime(g.family, key, lo, "gpus" if hi else ""), table)
+        if t.status == "unvalidated":
+            pooled += 1
+            assert all(t.rho[0] <= r.rho <= t.rho[1] for r in g.rows), (key, t.rho)
+    assert pooled >= 10
+
+
+def test_coverage_widens_the_pooled_band_by_the_regimes_rows_of_the_other_sources_only():
+    """The coverage check measures the band answers get: rows of a pooled regime left out in turn are checked against
+    the pooled band widened to the regime's rows from the other sources (2 of the 3 below fall inside; 0 without)."""
+    tcp = _rows("transport | tcp", "transport", ["a", "b", "c", "d"] * 5, [1.0] * 20, scale=0.0)
+    ud = _rows("transport | rdma_ud", "transport", ["x", "y", "y"], [0.04, 0.03, 0.05], scale=0.0)
+    (cov,) = held_out_coverage(Table(tcp + ud))
+    assert (cov.rows, cov.checked, cov.covered) == (23, 23, 22)

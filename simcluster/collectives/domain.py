@@ -40,6 +40,21 @@ def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int,
     return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls", {**nccl, "nvls_algbw_Bps": table[ranks]})
 
 
+def domain_algorithm(algorithm: str | None, nvls: bool) -> None:
+    """A forced algorithm (NCCL_ALGO, --algorithm) resolved on one NVLink domain: None (the domain's own model). A Ring
+    on a domain without an NVLS card is its NVLink card (a chunked ring model, docs/models/collectives.md); anything
+    else is refused with one line: the multi-node algorithms (tree, nvls-tree, ...) do not run inside one domain, and a
+    domain with an NVLS card has no model of NCCL with NVLS turned off. The one rule for predict collective
+    --algorithm (predict_collective.py) and the published nccl validator (reference/nccl.py)."""
+    if algorithm is None or (algorithm == "ring" and not nvls):
+        return None
+    if algorithm == "ring":
+        raise SimclusterError("algorithm 'ring' forced on one NVLink domain with an NVLS card: a Ring there is not "
+                              "modelled (the card's ring stands for it only where the domain has no NVLS card)")
+    raise SimclusterError(f"algorithm {algorithm!r} forced on one NVLink domain: no multi-node algorithm runs there "
+                          "(only a forced ring, as the domain's NVLink card)")
+
+
 @dataclass(frozen=True)
 class NvlinkDomain:
     """One NVLink domain of a machine, its cards read once (build.build_domain): every call inside it, as domain_predict."""
@@ -50,6 +65,5 @@ class NvlinkDomain:
     nvls: tuple[dict[int, float], float] | None
 
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
-        if algorithm is not None:
-            raise SimclusterError(f"algorithm {algorithm!r} forced on one NVLink domain: no multi-node algorithm runs there")
+        domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
         return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls)

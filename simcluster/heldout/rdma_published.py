@@ -53,53 +53,82 @@ class Row:
         return self.error <= 0 if self.compare == "bound" else abs(self.error) <= 0.10
 
 
-def _key(row: dict, key: str, where: str):
-    from simcluster.errors import CalibrationError
+def _number(value) -> float:
+    """A finite number > 0, or a string of one (PyYAML reads `10.0e6` as a string), never a boolean; else ValueError."""
+    from simcluster.strict import positive
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("not a number")
+    return positive(float(value))
+
+
+def _key(row: dict, key: str, where: str, parse=_number, expected: str = "a number > 0"):
+    """row[key] parsed; missing, or refused by `parse`: one line naming `where.KEY` and what was expected."""
+    from simcluster.errors import CalibrationError, UnitError
+    from simcluster.strict import short
 
     value = row.get(key)
     if value is None:
-        raise CalibrationError(f"row {row.get('id', '?')}: `{key}` is missing, needed by compare: {row.get('compare')}",
-                               where=where)
-    return value
+        raise CalibrationError(f"`{key}` is missing, needed by compare: {row.get('compare')}", where=f"{where}.{key}")
+    try:
+        out = parse(value)
+    except (UnitError, ValueError, TypeError, ArithmeticError):
+        out = None
+    if out is None or not out > 0:
+        raise CalibrationError(f"expected {expected}, got {short(value)}", where=f"{where}.{key}")
+    return out
+
+
+def _size(value) -> float:
+    from simcluster.units import parse_size
+
+    return parse_size(value)
+
+
+def _bandwidth(value) -> float:
+    from simcluster.units import parse_bandwidth
+
+    return parse_bandwidth(value)
+
+
+SIZE, BANDWIDTH = "a message size > 0 (e.g. 32B, 8MB)", "a throughput > 0 (e.g. 75Gbps)"
 
 
 def read(path: str | Path | None = None, card: str | Path | None = None) -> list[Row]:
-    """Every row of the published file, compared with `card` (default CARD) as the row's `compare` says."""
-    import yaml
-
+    """Every row of the published file, compared with `card` (default CARD) as the row's `compare` says. Bad input:
+    one line naming `FILE: rows[i].KEY` and what was expected."""
     from simcluster.cards import load_nic
     from simcluster.errors import CalibrationError
     from simcluster.hardware.host_stack import Host, on_host
-    from simcluster.units import parse_bandwidth, parse_size
+    from simcluster.strict import load_yaml, short
 
     path = Path(path or FILE)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise CalibrationError(f"cannot read the published RDMA rows: {exc.__class__.__name__}", where=str(path)) from None
+    doc = load_yaml(path, CalibrationError, "published RDMA rows")
+    rows = (doc.get("rows") if isinstance(doc, dict) else None) or []
+    if not isinstance(rows, list):
+        raise CalibrationError(f"expected a list of rows, got {type(rows).__name__}", where=f"{path}: rows")
     nic, _ = load_nic(card or CARD)
     out = []
-    for i, r in enumerate((doc or {}).get("rows") or []):
+    for i, r in enumerate(rows):
         where = f"{path}: rows[{i}]"
+        if not isinstance(r, dict):
+            raise CalibrationError(f"expected a mapping of the row's keys, got {type(r).__name__} {short(r)}", where=where)
         kind = r.get("compare")
         if kind not in COMPARE:
-            raise CalibrationError(f"row {r.get('id', i)}: compare must be one of {', '.join(COMPARE)}, got {kind!r}", where=where)
-        m = parse_size(r["message"]) if r.get("message") else None
+            raise CalibrationError(f"expected one of {', '.join(COMPARE)}, got {short(kind)}", where=f"{where}.compare")
+        m = _key(r, "message", where, _size, SIZE) if r.get("message") is not None or kind != "none" else None
         measured = predicted = None
         if kind == "cost":
-            m = parse_size(_key(r, "message", where))
-            per_core = float(_key(r, "rpcs_per_second", where)) * float(_key(r, "messages_per_rpc_per_core", where))
+            per_core = _key(r, "rpcs_per_second", where) * _key(r, "messages_per_rpc_per_core", where)
             measured, predicted = 1.0 / per_core, nic.cpu_per_byte(m) * m
         elif kind == "bound":
-            m = parse_size(_key(r, "message", where))
-            rates = [float(_key(r, "msg_rate_Mpps", where)) * 1e6]
-            if r.get("iterations") and r.get("duration_s"):
-                rates.append(float(r["iterations"]) / float(r["duration_s"]))
+            rates = [_key(r, "msg_rate_Mpps", where) * 1e6]
+            if r.get("iterations") is not None or r.get("duration_s") is not None:
+                rates.append(_key(r, "iterations", where) / _key(r, "duration_s", where))
             measured, predicted = 1.0 / min(rates), nic.cpu_per_byte(m) * m
         elif kind == "rate":
-            m = parse_size(_key(r, "message", where))
-            measured = parse_bandwidth(_key(r, "throughput", where))
-            predicted, _ = on_host(nic, Host(cores=float(_key(r, "cores", where))), streams=1, message_bytes=m)
+            measured = _key(r, "throughput", where, _bandwidth, BANDWIDTH)
+            predicted, _ = on_host(nic, Host(cores=_key(r, "cores", where)), streams=1, message_bytes=m)
         out.append(Row(str(r.get("id", i)), str(r.get("source")), str(r.get("transport")), kind, m, measured, predicted,
                        str(r.get("why", ""))))
     return out

@@ -43,16 +43,16 @@ def _cluster(scenario: Path, nodes: int):
 
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
     """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
-    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran. On one NVLink domain with no NVLS
-    card a forced Ring is the domain's NVLink card (a chunked ring model, docs/models/collectives.md); any other
-    forced algorithm there is refused (NvlinkDomain.predict)."""
+    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran. On one NVLink domain a forced
+    algorithm is resolved by collectives/domain.domain_algorithm, the rule predict collective --algorithm uses: a Ring
+    without an NVLS card is the domain's NVLink card, anything else refused."""
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
 
     if isinstance(cluster, NvlinkDomain):
-        def call(s, a, flows):   # one domain without an NVLS card: its card is the (chunked) ring, so a forced Ring is it
-            return cluster.predict(op, s, None if a == "ring" and cluster.nvls is None else a)
+        def call(s, a, flows):   # the forced algorithm resolved by the domain (collectives/domain.domain_algorithm)
+            return cluster.predict(op, s, a)
         flows = None
     else:
         def call(s, a, flows):

@@ -9,6 +9,10 @@ from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_tab
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
+# what a band cannot say for a class of answers (tests/test_rdma_published.py checks it against the cards)
+RDMA_CAVEAT = ("the RDMA rows are priced with seed004-ib-edr-offload (1.17 us host cost per message), the one shipped RDMA "
+               "card with a host cost; the others price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, "
+               "Published RDMA figures)")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,11 @@ class Trust:
     pooled: bool = False                  # unvalidated: rho from every row of the family
     own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
     own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
+    widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
+
+    @property
+    def caveat(self) -> str:
+        return RDMA_CAVEAT if self.regime.family == "transport" and "rdma" in self.regime.key else ""
 
     def time_band(self, seconds: float) -> list[float] | None:
         return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]
@@ -42,10 +51,13 @@ class Trust:
         if self.outside:
             out["outside"] = self.outside
         if self.pooled:
-            out["band_from"] = f"every held-out {self.regime.family} row, pooled (this regime has too few)"
+            out["band_from"] = (f"every held-out {self.regime.family} row, pooled (this regime has too few)"
+                                + (", widened to its own rows" if self.widened else ""))
             out["regime_rows"], out["regime_sources"] = self.own
             if self.own_range is not None:
                 out["regime_measured_over_predicted_range"] = [round(self.own_range[0], 4), round(self.own_range[1], 4)]
+        if self.caveat:
+            out["caveat"] = self.caveat
         return out
 
     def own_text(self) -> str:
@@ -57,6 +69,10 @@ class Trust:
                 f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
+        """status_text and, where the regime has one, its caveat."""
+        return self.status_text() + (f"; caveat: {self.caveat}" if self.caveat else "")
+
+    def status_text(self) -> str:
         """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
         if self.rho is None:
@@ -64,7 +80,7 @@ class Trust:
         band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({LEVEL:.0%} band)"
         if self.pooled:
             return (f"{band}; unvalidated regime ({self.regime.key}: {self.own_text()}), band from all {self.rows} "
-                    f"held-out {self.regime.family} rows pooled")
+                    f"held-out {self.regime.family} rows pooled{', widened to its own rows' if self.widened else ''}")
         lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
         span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
@@ -72,7 +88,15 @@ class Trust:
         return f"{band}; {status} on {self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
 
 
+def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | None) -> tuple[float, float]:
+    """An unvalidated regime's band: the family's pooled band widened to contain the regime's own rows' rho range (a
+    band its own held-out rows lie outside would claim what they refute; docs/models/trust.md)."""
+    return pooled if own_range is None else (min(pooled[0], own_range[0]), max(pooled[1], own_range[1]))
+
+
 def trust_of(regime: Regime, table: Table | None = None) -> Trust:
+    """The regime's own band where it has enough rows; else the family's pooled band widened to the regime's own rows
+    (pooled_band); else never checked. build.held_out_coverage checks bands through this same rule."""
     table = table or load_table()
     rows = table.regimes.get(regime.key)
     if rows is not None and rows.enough:
@@ -87,8 +111,10 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
         return Trust(regime, "unvalidated", None, 0, 0)
     own = (len(rows.rows), len(rows.sources)) if rows is not None else (0, 0)
     own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows)) if rows is not None else None
-    return Trust(regime, "unvalidated", table.pooled_bounds(regime.family), len(pooled),
-                 len({r.source for r in pooled}), pooled=True, own=own, own_range=own_range)
+    family_band = table.pooled_bounds(regime.family)
+    band = pooled_band(family_band, own_range)
+    return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
+                 own_range=own_range, widened=band != family_band)
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:

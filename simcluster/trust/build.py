@@ -7,8 +7,9 @@ were fitted on); MLPerf Storage submissions, DDP sessions, eager-PyTorch lab bun
 one-GPU compile and checkpointing sets against their registered predictions), the registered Megatron-Core
 local-spec MoE lab sets and the host stack's qperf-sizes bundles (simcluster/heldout/). Only held-out rows enter.
 
-Coverage, held out: for every row, its regime's band is rebuilt from the regime's rows of the other sources (leave
-one source out); where that leaves a band (>= MIN_ROWS rows), the row counts as covered when its rho falls inside.
+Coverage, held out: for every row, the band an answer would get is rebuilt from the other sources' rows (leave one
+source out) by the answers' own rule (band.trust_of): the regime's band where it still has enough rows, else the
+family's pooled band widened to the regime's remaining own rows; the row counts as covered when its rho falls inside.
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ class Coverage:
 
 def held_out_coverage(table: Table) -> list[Coverage]:
     """Each source left out in turn: the band trust_of would give its rows from the other sources' rows (the regime's
-    own, or the family's pooled ones where the regime has too few), and whether each row's rho falls inside."""
+    own, or the family's pooled ones widened to the regime's remaining own rows where it has too few: the band an answer
+    gets), and whether each row's rho falls inside."""
     from simcluster.trust.band import trust_of
     from simcluster.trust.regime import Regime
 

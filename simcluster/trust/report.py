@@ -36,7 +36,7 @@ def accuracy_page(table: Table) -> str:
              "| --- | ---: | ---: | --- | --- | ---: | --- |"]
     for s in regime_summary(table):
         lo, hi = s["band_pct"]
-        status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band, unvalidated"
+        status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band widened to these rows, unvalidated"
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {lo:+.1f}%..{hi:+.1f}% | "
                      f"{s['mean_abs_error_pct']:.1f}% | {status} |")
     lines += ["", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
