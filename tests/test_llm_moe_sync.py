@@ -101,3 +101,17 @@ def test_fractional_op_counts_round_to_whole_calls():
     half = replace(ops.memory("attention_window", 1e6), count=0.5)
     assert len(moe_sync.kernel_list(gpu, [half], "bf16")) == 1
     assert np.isclose(moe_sync.kernel_list(gpu, [half], "bf16").sum(), ops.op_time_s(gpu, half, "bf16"))
+
+
+def test_the_term_follows_transformer_engine_not_the_framework_name():
+    """Every Transformer Engine framework gets the term (megatron-te-fa2 and megatron-unfused-loss run TE's grouped
+    linear and the same dispatcher); a framework without TE does not (the local spec prices its host with MoeHost)."""
+    from simcluster.llm.framework import FRAMEWORKS
+    par = ParallelSpec(dp=4, ep=4)
+    for name in ("megatron", "megatron-te-fa2", "megatron-unfused-loss"):
+        assert moe_sync.applies(FRAMEWORKS[name], par), name
+    for name in ("megatron-local-spec", "megatron-unfused-attention", "megatron-2023-sync"):
+        assert not moe_sync.applies(FRAMEWORKS[name], par), name
+    moe = TransformerSpec(**QWEN_LIKE, experts=128, top_k=8, expert_ffn=768)
+    assert _host(moe, par, FRAMEWORKS["megatron-unfused-loss"])[1] > 0
+    assert _host(moe, par, replace(FRAMEWORKS["megatron"], transformer_engine=False))[1] == 0.0
