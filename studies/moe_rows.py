@@ -79,11 +79,11 @@ def main() -> None:
     summary(NEW_ROWS, "session moepub's new rows")
 
 
-def summary(files, label: str) -> None:
+def summary(files, label: str, kernel_s: float | None = None) -> None:
     errors, held = [], []
     for stem, rows in files:
         for i in rows:
-            row = predict_row(stem, i)
+            row = predict_row(stem, i, kernel_s)
             par, result, error, held_row = row.par, row.result, row.error, row.held_out
             errors.append(error)
             if held_row:
