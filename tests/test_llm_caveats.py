@@ -27,7 +27,7 @@ def test_caveats_name_the_weak_classes_only():
     assert a100.derived_from and caveats(dense, ParallelSpec(tp=8), MEGATRON, a100) == []
     # the MoE host term's c is from one H100 BF16 profile: B200 and fp8 answers say it is extrapolated; not under A2A overlap
     assert any("extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, b200))
-    assert any("fp8 it is extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, h100, "fp8"))
+    assert any("on fp8 runs it is extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, h100, "fp8"))
     assert not any("extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True), MEGATRON, b200))
 
 

@@ -50,7 +50,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(MOE_MEGATRON)
     if model.moe and moe_sync.applies(framework, par):
         where = [f"GPU card {gpu.name}"] if not gpu.name.startswith(H100_CLASS) else []
-        where += [precision] if precision != "bf16" else []
+        where += [f"{precision} runs"] if precision != "bf16" else []
         if where:
             out.append(MOE_SYNC_EXTRAPOLATED.format(c_us=framework.moe_sync_kernel_s * 1e6, where=" and ".join(where)))
     if getattr(gpu, "derived_from", "") and gpu.name in DERIVED_GPU_BIAS:
