@@ -10,7 +10,7 @@ count; Megatron-Bridge's flop_utils halves causal attention; its GLU factor is S
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,9 @@ class Row:
     printed_flops_ratio: float   # the source's printed FLOPs per token / simcluster's causal count of the file's shape
 
 
-def predict_row(stem: str, i: int) -> Row:
+def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
+    """Row i of calibration/published/<stem>.yaml as the validation predicts it; kernel_s: the framework's
+    moe_sync_kernel_s replaced (studies/moe_te_host.py's derivation and sensitivity)."""
     ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
     usage, run = llm_usage(ref), ref.runs[i]
     (model, par, batch), _, _ = spec_of(run, usage.assumptions)
@@ -61,6 +63,8 @@ def predict_row(stem: str, i: int) -> Row:
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
     gpu, framework = load_gpu(machine.gpu_card)[0], framework_of(ref, run)
+    if kernel_s is not None:
+        framework = replace(framework, moe_sync_kernel_s=kernel_s)
     result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=framework)
     _, _, _, error = _compared(ref, run, model, batch, result)
     meas, tokens = run["measured"], batch.global_batch * model.seq
@@ -75,11 +79,11 @@ def main() -> None:
     summary(NEW_ROWS, "session moepub's new rows")
 
 
-def summary(files, label: str) -> None:
+def summary(files, label: str, kernel_s: float | None = None) -> None:
     errors, held = [], []
     for stem, rows in files:
         for i in rows:
-            row = predict_row(stem, i)
+            row = predict_row(stem, i, kernel_s)
             par, result, error, held_row = row.par, row.result, row.error, row.held_out
             errors.append(error)
             if held_row:

@@ -1,33 +1,32 @@
-"""Derive framework `megatron`'s host seconds per modelled kernel after each MoE dispatcher sync
-(FrameworkSpec.moe_sync_kernel_s, llm/moe_sync.py) from one measured GPU-idle figure, no step time (issue 44, moepub).
+"""Derive the Transformer Engine frameworks' host seconds per modelled call after each MoE dispatcher sync
+(FrameworkSpec.moe_sync_kernel_s, llm/moe_sync.py) from one measured GPU-idle figure, no step time (issue 44, moepub),
+and print how every H100 MoE row's predicted step moves with it (mendB, s35).
 
 Source: Megatron-Bridge 067f987 skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md L60-87 (recorded in
 calibration/published/llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml, row 0: Qwen3 30B-A3B, 16 H100, BF16, EP 16
 HybridEP, no EP overlap, CUDA graphs over router and preprocess): step 24.7138 s, rank 0's Nsight GPU-active interval
-union 22.821 s, so 1.893 s of the step the GPU ran nothing (a lower bound: a profiled step is at least as long). The
-host per modelled kernel c is the value at which the model's MoE sync term adds that idle to the row's predicted step
-(bisection). The idle is the step's whole GPU idle (optimizer, data, loss included), so c is an upper estimate for the MoE
-layers alone. Printed with the c that +-25% of the idle would give (its sensitivity).
+union 22.821 s, so 1.893 s of the step the GPU ran nothing (a lower bound: a profiled step is at least as long). c is
+the value at which the model's MoE sync term adds that idle to the row's predicted step (bisection). The idle is the
+step's whole GPU idle (optimizer, data, loss included), so c is an upper estimate for the MoE layers alone. Printed with
+the c that -25% / +25% of the idle would give, and per row (studies/moe_rows.py's rows, predicted as the validation does)
+the term's size at c and d step / d c (finite difference over that c range): the +- a prediction carries from c.
+Valid range: H100 hosts, BF16, CUDA graphs over router and preprocess (the source's); other cards and fp8 use it
+unmeasured. Not priced under moe_a2a_overlap (moe_sync.applies: the source's overlap row shows no GPU idle).
     python studies/moe_te_host.py
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from simcluster.cards import load_collective  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
-from simcluster.machine_models import build_cluster  # noqa: E402
-from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from moe_rows import MOE_ROWS, NEW_ROWS, predict_row  # noqa: E402
 
-SOURCE = ROOT / "calibration" / "published" / "llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml"
+SOURCE = "llm-megatron-bridge-skills-qwen3-30b-h100-bf16"
 STEP_S, GPU_ACTIVE_S = 24.7138, 22.821     # SKILL.md L70 (EP overlap off) and L85 (GPU-active interval union, overlap off)
 IDLE_S = STEP_S - GPU_ACTIVE_S
 
@@ -37,16 +36,8 @@ def row0_step(c: float) -> float:
 
 
 def row_result(i: int, c: float):
-    """The source's row i predicted with moe_sync_kernel_s = c (framework megatron otherwise)."""
-    ref = read_published(SOURCE, "published-llm-run")
-    usage, run = llm_usage(ref), ref.runs[i]
-    (model, par, batch), _, _ = spec_of(run, usage.assumptions)
-    machine = machine_for(usage, run["gpus"])
-    intra = load_collective(machine.card)[0]
-    net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-    fw = replace(framework_of(ref, run), moe_sync_kernel_s=c)
-    return predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, run["gpus"], "megatron", trace=False,
-                       framework=fw)
+    """The source's row i predicted with moe_sync_kernel_s = c (its framework otherwise): studies/moe_rows.predict_row."""
+    return predict_row(SOURCE, i, kernel_s=c).result
 
 
 def derive(idle_s: float = IDLE_S) -> float:
@@ -58,11 +49,24 @@ def derive(idle_s: float = IDLE_S) -> float:
     return (lo + hi) / 2
 
 
+def sensitivity(c: float, lo: float, hi: float) -> None:
+    """Per row: step at c, the term's size (step(c) - step(0)), d step / d c over [lo, hi], the step's +- over that range."""
+    print(f"{'row':40s} {'step s':>8s} {'term s':>7s} {'d step/d c':>12s} {'+- over c range':>16s}")
+    for stem, rows in MOE_ROWS + NEW_ROWS:
+        for i in rows:
+            at = predict_row(stem, i, c).result.step_time_s
+            zero, a, b = (predict_row(stem, i, k).result.step_time_s for k in (0.0, lo, hi))
+            slope = (b - a) / (1e6 * (hi - lo))
+            print(f"{stem[4:36]:36s} {i:3d} {at:8.3f} {at - zero:7.3f} {1e3 * slope:8.2f} ms/us "
+                  f"{100 * (b - a) / 2 / at:+8.2f}%")
+
+
 def main() -> None:
     c = derive()
     print(f"GPU idle {IDLE_S:.3f} s of the {STEP_S} s step -> c = {1e6 * c:.1f} us per modelled kernel")
-    for k in (0.75, 1.25):
-        print(f"  idle x{k}: c = {1e6 * derive(k * IDLE_S):.1f} us")
+    lo, hi = derive(0.75 * IDLE_S), derive(1.25 * IDLE_S)
+    print(f"  idle x0.75: c = {1e6 * lo:.1f} us\n  idle x1.25: c = {1e6 * hi:.1f} us")
+    sensitivity(c, lo, hi)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ def test_caveats_name_the_weak_classes_only():
     assert h100.derived_from == "" and b200.derived_from.endswith("h100-sxm.yaml")
     a100, _ = load_gpu(ROOT / "models/gpu/a100-sxm-80gb.yaml")     # derived too, but its published rows are within 3-6%
     assert a100.derived_from and caveats(dense, ParallelSpec(tp=8), MEGATRON, a100) == []
+    # the MoE host term's c is from one H100 BF16 profile: B200 and fp8 answers say it is extrapolated; not under A2A overlap
+    assert any("extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, b200))
+    assert any("on fp8 runs it is extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8), MEGATRON, h100, "fp8"))
+    assert not any("extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True), MEGATRON, b200))
 
 
 def test_caveats_reach_the_scenario_output():

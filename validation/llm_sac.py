@@ -84,35 +84,66 @@ def measured(bundle: Path, run: str, name: str = "llm_sac") -> dict | None:
     return shape if shape.get("status") == "ok" else None
 
 
+REGISTERED_KEYS = ("run", "preset", "seq", "micro_batch", "ac_mode", "predicted_step_ms", "predicted_mem_GiB")
+
+
+def registered_runs(registered: Path, name: str) -> list[dict] | None:
+    """The registration's runs, or None after a one-line error naming the file (not JSON, no `runs` list, a run without
+    one of REGISTERED_KEYS)."""
+    try:
+        runs = json.loads(registered.read_text())["runs"]
+        if not isinstance(runs, list) or not all(isinstance(r, dict) and all(k in r for k in REGISTERED_KEYS) for r in runs):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        print(f"{name}: {registered}: not a registration (needs a 'runs' list of {{{', '.join(REGISTERED_KEYS)}}})",
+              file=sys.stderr)
+        return None
+    return runs
+
+
 def read_out(bundle: Path, registered: Path = REGISTERED, modes: tuple = MODES, name: str = "llm_sac") -> int:
+    """Every registered run against the bundle's; a mode is judged only when all its registered runs are there
+    ('incomplete' otherwise). Exit 0 when every registered run has an ok result, 1 when any is missing (named on
+    stderr), 2 on a missing or malformed registration."""
     if not registered.is_file():
         print(f"{name}: {registered}: no registered predictions", file=sys.stderr)
         return 2
-    reg = json.loads(registered.read_text())["runs"]
+    reg = registered_runs(registered, name)
+    if reg is None:
+        return 2
     errors: dict[str, list[float]] = {m: [] for m in modes}
     mems: dict[str, list[float]] = {m: [] for m in modes}
+    missing: list[str] = []
     print(f"{'run':14s} {'meas ms':>8s} {'pred ms':>8s} {'error':>7s} {'now ms':>8s} {'meas GiB':>9s} {'pred GiB':>9s} {'error':>7s}")
     for r in reg:
         shape = measured(bundle, r["run"], name)
         if shape is None:
             print(f"{r['run']:14s} no ok run in {bundle / 'runs'}")
+            missing.append(r["run"])
             continue
         meas, pred = shape["median_step_s"] * 1e3, r["predicted_step_ms"]
         now = predict(r["preset"], r["seq"], r["micro_batch"], r["ac_mode"])[0] * 1e3
         err = pred / meas - 1
         mem_meas = shape["max_memory_allocated_bytes"] / GiB
         mem_err = r["predicted_mem_GiB"] / mem_meas - 1
-        errors[r["ac_mode"]].append(err)
-        mems[r["ac_mode"]].append(mem_err)
+        errors.setdefault(r["ac_mode"], []).append(err)
+        mems.setdefault(r["ac_mode"], []).append(mem_err)
         print(f"{r['run']:14s} {meas:8.1f} {pred:8.1f} {100 * err:+6.1f}% {now:8.1f} {mem_meas:9.2f} {r['predicted_mem_GiB']:9.2f} "
               f"{100 * mem_err:+6.1f}%")
     for mode in modes:
-        if errors[mode]:
+        expected = sum(r["ac_mode"] == mode for r in reg)
+        if len(errors[mode]) < expected:
+            print(f"{mode:8s} incomplete: {len(errors[mode])} of {expected} registered runs, not judged")
+        elif errors[mode]:
             step = statistics.mean(map(abs, errors[mode]))
             mem = max(map(abs, mems[mode]))
             met = "met" if step <= 0.08 and mem <= 0.10 else "NOT met"
             print(f"{mode:8s} step mean |error| {100 * step:5.1f}% (max {100 * max(map(abs, errors[mode])):5.1f}%), memory max "
                   f"|error| {100 * mem:5.1f}%  ({len(errors[mode])} runs): {met}")
+    if missing:
+        print(f"{name}: {len(missing)} of {len(reg)} registered runs have no ok result in {bundle / 'runs'}: "
+              f"{', '.join(missing)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -31,6 +31,13 @@ class MoeHost:
                                         # times above are divided by it
 
 
+# Megatron + Transformer Engine: the host per modelled call after each MoE dispatcher sync, derived from the GPU idle of one
+# Nsight profile of H100 BF16 with CUDA graphs over router and preprocess (llm/moe_sync.py docstring; python
+# studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it). B200 / GB200 hosts and fp8 runs use this H100 value
+# unmeasured (extrapolated; llm/caveats.py)
+MOE_SYNC_KERNEL_S = 146.3e-6   # 142.9 .. 149.7 us for the idle -25% .. +25%
+
+
 @dataclass(frozen=True)
 class FrameworkSpec:
     """How the training code runs the model: what it stores and moves besides the model's own math.
@@ -89,8 +96,8 @@ class FrameworkSpec:
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
                                       # mode's), blended by the share of blocks checkpointed (work._host_step_s)
     moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
-    moe_sync_kernel_s: float = 0.0    # Transformer Engine: host seconds per modelled kernel after each MoE layer's dispatcher sync
-                                      # (llm/moe_sync.py); 0 = the host runs ahead (no MoE host term)
+    moe_sync_kernel_s: float = MOE_SYNC_KERNEL_S   # host seconds per modelled call after each MoE layer's dispatcher
+                                      # sync, read only where transformer_engine (llm/moe_sync.applies); 0 = the host runs ahead
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
     attention: str = "flash"          # 'flash' (fused, no s x s tensor) | 'unfused' (scores materialized, pre-2023 Megatron)
     softmax_bytes: tuple = ()         # unfused core: (forward, backward) bytes per score of a softmax in torch over fp32 copies of the
@@ -116,7 +123,8 @@ class FrameworkSpec:
     # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
     grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
     transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
-                                      # transpose are cached across micro-batches (llm/memory.py)
+                                      # transpose are cached across micro-batches (llm/memory.py); and (step time) the MoE host
+                                      # after the dispatcher sync (llm/moe_sync.py, moe_sync_kernel_s)
     fp8_params: bool = False          # under fp8, linear weights stored in fp8 (Megatron --fp8-param-gather, NeMo fp8_params): 1 byte
                                       # + its cached transpose = the 2 of bf16, and no separate fp8 weight cache
     master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
@@ -134,10 +142,7 @@ class FrameworkSpec:
                                  f"dispatcher's sync must be >= 0, got {self.moe_sync_kernel_s!r}")
 
 
-# Megatron + TE: the host per modelled kernel after each MoE dispatcher sync, derived from the GPU idle of one Nsight profile
-# (llm/moe_sync.py docstring; python studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it)
-MOE_SYNC_KERNEL_S = 146.3e-6   # 142.9 .. 149.7 us for the idle -25% .. +25%
-MEGATRON = FrameworkSpec("megatron", moe_sync_kernel_s=MOE_SYNC_KERNEL_S)
+MEGATRON = FrameworkSpec("megatron")
 # Eager torch's loss, F.cross_entropy(logits.float()) (the runner's, torchtitan's; issue 44, session 34), bytes per logit as
 # the kernels move them (calibration/h100x1-step-profile-2026-11-23/kernels.json, the runner's 1b 2048:2 step, 525 M
 # logits: cunn_SoftMaxForward 2.81 ms and cunn_SoftMaxBackward 2.88 ms a step at the H100 card's 2.984 TB/s = 15.9 and

@@ -11,9 +11,12 @@ over its kernels t_j, the host issuing one every c seconds; the backward has no 
 the chunk's layers. The excess over the GPU-bound time is the layer's `host` part (work.build_work). Not modelled: the
 sync of a MoE forward recomputed in the backward (recompute_modules moe: the backward is still one stream), CUDA
 graphs (fewer host calls where a recipe captures the router and preprocess; the source row below had them).
+Not priced under moe_a2a_overlap (applies): the source's overlap row shows no GPU idle (GPU-active union 21.221 s in a
+20.99-21.07 s step), so whatever host time the overlapped schedule has is hidden there; the term's size under the
+overlap is therefore left out, not modelled (mendB, s35: before, the term put 5.9 s of idle into that row).
 
 c is per *modelled* host call (one per op, an expert GEMM group one, the EP dispatch and combine one each): an
-effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (framework `megatron`) is
+effective host cost, not a launch latency. FrameworkSpec.moe_sync_kernel_s (every Transformer Engine framework) is
 derived from one measured GPU-idle figure, not from any step time: the Nsight Systems profile that Megatron-Bridge's
 skills report for Qwen3 30B-A3B on 16 H100 (BF16, EP 16 HybridEP, no EP overlap, CUDA graphs over router and
 preprocess; calibration/published/llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml row 0): a 24.7138 s step
@@ -28,6 +31,16 @@ import numpy as np
 from simcluster.llm import host, ops
 
 SYNC_AFTER = "router"   # the dispatcher's preprocess (and its sync) follows the router
+
+
+def applies(fw, par) -> bool:
+    """Whether the term prices this layer: a Transformer Engine framework (FrameworkSpec.transformer_engine: megatron,
+    megatron-te-fa2, megatron-unfused-loss; not the local spec, whose MoeHost prices its host, work._moe_host) with a
+    host cost per call, and no A2A overlap. Under
+    moe_a2a_overlap the same Nsight table gives no GPU idle (rank 0's GPU-active union 21.221 s in a 20.99-21.07 s step,
+    the source's row 1): the host's calls are hidden behind the other micro-batch's overlapped compute and
+    communication, so the term is 0 there (a consequence of that profile, not a model of the overlapped schedule's host)."""
+    return fw.transformer_engine and fw.moe_host is None and fw.moe_sync_kernel_s > 0 and not par.moe_a2a_overlap
 
 
 def kernel_list(gpu, op_list: list, dtype: str) -> np.ndarray:

@@ -134,7 +134,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, **losses},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
-                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu), notes(model, par),
+                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision), notes(model, par),
                      _timeline(model, par, it) if trace else {}, llm_regime_of(model, par, batch, framework.name))
 
 

@@ -251,7 +251,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
-    elif model.moe and fw.moe_sync_kernel_s > 0:   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)
+    elif model.moe and moe_sync.applies(fw, par):   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)
         host_f, host_b = moe_sync.sync_host_s(gpu, fwd_ops, bwd_ops, dtype, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s)
         layer_f, layer_b = _add(layer_f, _task(host=host_f)), _add(layer_b, _task(host=host_b))
     plain_b_ops = compiled.layer_ops(model, replace(par, recompute="none", recompute_every=1), batch, fw)[1] \
