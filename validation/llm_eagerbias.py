@@ -39,7 +39,7 @@ from simcluster.strict import load_json  # noqa: E402
 
 ROOT = llm_sac.ROOT
 CAL = ROOT / "calibration"
-CKPT_SETS = ("sac", "ac6a", "ac6b")
+CKPT_SETS = ("sac", "ac6a", "ac6b", "eager7")
 MODES = ("none", "full", "every:2")
 EAGER_SETS = ("eager5", "eager5-lease2")
 GiB = 2.0**30
