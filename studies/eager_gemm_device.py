@@ -107,7 +107,7 @@ def read(path: str) -> int:
             if None in rs:
                 continue
             card = gpu.gemm_time_s(*mnk(tokens, out, inp, ps))
-            cells = "  ".join(f"{v} {1e6 * r['time_s']:7.1f} ({r.get('sm_MHz', 0):.0f})" for v, r in zip(VARIANTS, rs))
+            cells = "  ".join(f"{v} {1e6 * r['time_s']:7.1f} ({r.get('sm_MHz', 0):.0f})" for v, r in zip(VARIANTS, rs, strict=True))
             print(f"{preset:4s} {lin:4s} {ps:5s} {str(tuple(rs[0]['mnk'])):20s} {cells}  card {1e6 * card:7.1f}  "
                   f"{100 * (rs[1]['time_s'] / rs[0]['time_s'] - 1):+6.1f}%  {100 * (rs[2]['time_s'] / rs[1]['time_s'] - 1):+6.1f}%")
     return 0

@@ -83,7 +83,7 @@ def matched(path: Path, gpu) -> list[dict] | None:
     t0, t1 = ks[0][1], ks[-1][1]
     return [{"trace": f"{path.parent.parent.name[11:]} {preset} {seq}:{mb}", "linear": s[0], "pass": s[1], "layer": s[2],
              "mnk": s[3], "kernel": k[0], "meas": k[2], "card": gpu.gemm_time_s(*s[3]), "pos": (k[1] - t0) / (t1 - t0)}
-            for s, k in zip(seqs, ks)]
+            for s, k in zip(seqs, ks, strict=True)]
 
 
 def main(argv: list[str]) -> int:
