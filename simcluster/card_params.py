@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from simcluster import units
-from simcluster.schema import Choice, Count, Hinted, ListOf, Nullable, Number, Parsed, Quantity, Section, Text
+from simcluster.schema import Choice, Count, Hinted, ListOf, Nullable, Number, OneOf, Parsed, Quantity, Section, Text
 from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps
 
 MAX_SIGMA = 5.0   # a log-normal service-time spread of e^5 (150x) is far past any drive; beyond it exp() overflows
@@ -208,6 +208,7 @@ class Gemm(Params):
     efficiency: Annotated[dict[Choice("dtype"), Efficiency], Field(max_length=16)]
     k_ramp: Number(0, 1e18)
     wave_weight: Number(0, 1)
+    split_k: OneOf("none", "cublas") = "none"   # cublas: an output of few tiles splits K over the idle SMs (hardware/gpu.py)
 
 
 class Attention(Params):

@@ -246,6 +246,7 @@ def test_calibrate_bundle_reproduces_the_shipped_card(gpu):
     shipped = yaml.safe_load((ROOT / f"models/gpu/{gpu}-sxm-interleaved.yaml").read_text())
     clock = shipped["params"].pop("clock")   # added from the duty bundle (simcluster.fit.gpu_clock; tests/test_gpu_clock.py)
     overlap = shipped["params"].pop("comm_overlap", None)   # added from an overlap-micro bundle (simcluster.fit.gpu_overlap)
+    assert shipped["params"]["gemm"].pop("split_k") == "cublas"   # added by hand: the fit prices no split (docs/models/gpu.md)
     if overlap is not None:
         from simcluster.fit.gpu_overlap import fit
 

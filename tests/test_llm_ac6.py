@@ -25,14 +25,14 @@ def _registered(folder: pathlib.Path) -> list[dict]:
     return json.loads((folder / "registered.json").read_text())["runs"]
 
 
-@pytest.mark.parametrize("name", (*SETS, "eager7"))
+@pytest.mark.parametrize("name", (*SETS, "eager7", "eager8"))
 def test_the_registration_is_the_plan_on_never_measured_shapes(name):
     mod = _script()
     folder, plan = mod.SETS[name]
     reg = _registered(folder)
     assert [(r["preset"], r["seq"], r["micro_batch"], r["ac_mode"]) for r in reg] == \
         [(p, s, m, mode) for p, s, m in plan for mode in mod.MODES]
-    folders = [mod.SETS[n][0] for n in (*SETS, "eager7")]   # eager7 (session 35): none of ac6's shapes either
+    folders = [mod.SETS[n][0] for n in (*SETS, "eager7", "eager8")]   # eager7 / eager8 (session 35): none of ac6's shapes either
     assert not any(registered_shapes(reg) & registered_shapes(_registered(mod.SETS[n][0])) for n in mod.SETS if n != name)
     assert max(r["predicted_mem_GiB"] for r in reg) < 110   # fits the 141 GB card without checkpointing, with margin
     assert not registered_shapes(reg) & measured_llm_shapes(*folders)

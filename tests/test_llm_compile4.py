@@ -73,11 +73,12 @@ def test_the_band_reader_and_the_read_out_take_its_documents(tmp_path, capsys):
 def test_develop_prints_every_earlier_compiled_step_before_and_after(capsys):
     assert _script().main(["--develop"]) == 0
     out = capsys.readouterr().out
-    # pinned: the numbers llm.md and llm-findings.md cite for today's model (since eagerfix; 5.6 -> 3.6% at 320b162)
-    assert re.search(r"^all +14 compiled steps: mean \|error\| +7\.0% -> +4\.5%, max 18\.8% -> 15\.8%, mean +-6\.7% -> +-3\.9%$",
+    # pinned: the numbers llm.md and llm-findings.md cite for today's model (since eagerfix; 5.6 -> 3.6% at 320b162; since
+    # the interleaved cards' split-K, session 35 gemm: 7.0 -> 4.5% became 6.6 -> 4.1%, compile 2.0 -> 2.8%)
+    assert re.search(r"^all +14 compiled steps: mean \|error\| +6\.6% -> +4\.1%, max 14\.7% -> 11\.4%, mean +-5\.6% -> +-2\.7%$",
                      out, flags=re.M), out
-    assert re.search(r"^compile +5 compiled steps: mean \|error\| +3\.4% -> +2\.0%", out, flags=re.M), out
-    assert re.search(r"^  single-1b-2048x2 +kernels +89\.1 ms +model +93\.7 -> +89\.2 ms +-4\.9% -> +-0\.1%$", out, flags=re.M), out
+    assert re.search(r"^compile +5 compiled steps: mean \|error\| +4\.1% -> +2\.8%", out, flags=re.M), out
+    assert re.search(r"^  single-1b-2048x2 +kernels +89\.1 ms +model +93\.4 -> +88\.8 ms +-4\.6% -> +\+0\.3%$", out, flags=re.M), out
     assert len(re.findall(r"^  (single|compile)-\S+ +kernels", out, flags=re.M)) == 10
 
 

@@ -7,12 +7,14 @@ that the regime has three sources. Prediction, rule and read-out are the sac set
 llm/eager_ac.py, the H200 interleaved card, the ckpt-host fits; met = mean |step error| <= 8% per mode and every run's
 memory within 10%).
 
-    python validation/llm_ac6.py --register ac6a|ac6b|eager7     # the predictions now -> SET/registered.json (never overwritten)
-    python validation/llm_ac6.py ac6a|ac6b|eager7 BUNDLE          # the read-out: BUNDLE/runs/<preset>-<mode>.json
+    python validation/llm_ac6.py --register ac6a|ac6b|eager7|eager8     # the predictions now -> SET/registered.json (never overwritten)
+    python validation/llm_ac6.py ac6a|ac6b|eager7|eager8 BUNDLE          # the read-out: BUNDLE/runs/<preset>-<mode>.json
 
 eager7 (issue 44, session 35, engineer eagerbias): the same three modes on three more never-measured shapes, registered
 with the runner's autocast block (llm/autocast_block.py: its saved casts and fp32 rotary), the test of that change
 (calibration/h200x1-llm-eager7-2026-11-29/README.md declares its rule, the sac rule plus the none memory sign check).
+eager8 (issue 44, session 35, engineer gemm): the same three modes on three more never-measured shapes, registered with
+the interleaved card's split-K (hardware/gpu.py gemm_split_k; calibration/h200x1-llm-eager8-2026-11-29/README.md).
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ MODES = ("none", "full", "every:2")
 # preset, seq, micro-batch: three shapes per set, none of them measured before in any mode (tests/test_llm_ac6.py)
 SETS = {"ac6a": (ROOT / "calibration/h200x1-llm-ac6a-2026-11-29", (("0.5b", 4096, 8), ("1.1b", 2048, 8), ("2b", 2048, 8))),
         "ac6b": (ROOT / "calibration/h200x1-llm-ac6b-2026-11-29", (("1.1b", 4096, 4), ("0.8b", 2048, 16), ("1b", 1024, 16))),
-        "eager7": (ROOT / "calibration/h200x1-llm-eager7-2026-11-29", (("3.1b", 4096, 2), ("0.8b", 4096, 4), ("0.3b", 1024, 32)))}
-USAGE = ("expected --register ac6a|ac6b|eager7, or ac6a|ac6b|eager7 BUNDLE (BUNDLE/runs/<preset>-<mode>.json, the device "
-         "tarball unpacked)")
+        "eager7": (ROOT / "calibration/h200x1-llm-eager7-2026-11-29", (("3.1b", 4096, 2), ("0.8b", 4096, 4), ("0.3b", 1024, 32))),
+        "eager8": (ROOT / "calibration/h200x1-llm-eager8-2026-11-29", (("1.1b", 1024, 16), ("0.5b", 2048, 16), ("2b", 1024, 16)))}
+USAGE = ("expected --register ac6a|ac6b|eager7|eager8, or ac6a|ac6b|eager7|eager8 BUNDLE (BUNDLE/runs/<preset>-<mode>.json, "
+         "the device tarball unpacked)")
 
 
 def main(argv: list[str]) -> int:

@@ -4,10 +4,10 @@
 # Runs exactly the registered runs, in their order: llm-step --ac-mode none / full / every:2, one process per run, one
 # shape, 3 untimed + 10 timed steps, no profiled step (the sac set's launch). Only torch is needed on the machine.
 #   AC_SET=ac6a REGISTER_COMMIT=<full sha> bash calibration/h200x1-llm-ac6a-2026-11-29/device_run.sh
-# (eager7, session 35: the same launch for calibration/h200x1-llm-eager7-2026-11-29, its README)
+# (eager7, session 35: the same launch for calibration/h200x1-llm-eager7-2026-11-29, its README; eager8 likewise)
 # (device machine, repository root; $OUT comes back: $AC_SET.tgz, unpack and read with validation/llm_ac6.py)
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-case "$AC_SET" in ac6a|ac6b|eager7) ;; *) echo "AC_SET must be ac6a, ac6b or eager7" >&2; exit 2;; esac
+case "$AC_SET" in ac6a|ac6b|eager7|eager8) ;; *) echo "AC_SET must be ac6a, ac6b, eager7 or eager8" >&2; exit 2;; esac
 SRC=calibration/h200x1-llm-$AC_SET-2026-11-29
 W=/tmp/$AC_SET
 CAP=270   # seconds: a run starts only before this (the call's limit is 300 s)

@@ -66,6 +66,11 @@ ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 # kernel is not HBM-bound; that it scales with the SM count is an assumption (A100 / B200 values are extrapolations),
 # and no size ramp is modelled (copies of 1-20 M elements spread widely around the large-copy rate).
 UPCAST_BPS_PER_SM = 2.06e12 / 132
+# split-K (GpuParams.gemm_split_k): each split at least one k block of the Hopper cuBLAS / nvjet kernels (the `64x4`,
+# `64x5` in their names); partial outputs in fp32, the output written in bf16
+SPLIT_K_MIN_DEPTH = 64
+SPLIT_K_PARTIAL_BYTES = 4
+ACT_OUT_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class GpuParams:
     gemm_efficiency: dict[str, float] = field(default_factory=lambda: {"bf16": 0.75, "fp16": 0.75, "fp8": 0.6, "fp32": 0.75})
     gemm_k_ramp: float = 64.0           # fixed per-tile cost, in k iterations
     wave_weight: float = 1.0            # 0 = no wave quantisation, 1 = full
+    gemm_split_k: bool = False          # an output of few tiles splits K over the idle SMs (gemm_compute_s)
     attn_efficiency_fwd: dict[int, float] = field(default_factory=lambda: {64: 0.45, 128: 0.65})   # by head_dim
     attn_efficiency_bwd: dict[int, float] = field(default_factory=lambda: {64: 0.4, 128: 0.55})
     attn_seq_half_fwd: float = 400.0    # sequence length at which the forward runs at half its top efficiency
@@ -127,7 +133,20 @@ class GpuParams:
     # --- op classes ----------------------------------------------------------------------------------
     def gemm_compute_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         per_sm = self._peak(dtype) / self.sm_count * self._gemm_eff(dtype)
-        return self.gemm_waves(m, n, batch) * 2.0 * self.tile_m * self.tile_n * (k + self.gemm_k_ramp) / per_sm
+        whole = self.gemm_waves(m, n, batch) * 2.0 * self.tile_m * self.tile_n * (k + self.gemm_k_ramp) / per_sm
+        tiles = math.ceil(m / self.tile_m) * math.ceil(n / self.tile_n) * batch
+        if not self.gemm_split_k or 2 * tiles > self.sm_count:
+            return whole
+        return min([whole, *(self._split_k_s(m, n, k, batch, tiles, s, per_sm)
+                             for s in range(2, self.sm_count // tiles + 1) if k >= SPLIT_K_MIN_DEPTH * s)])
+
+    def _split_k_s(self, m: int, n: int, k: int, batch: int, tiles: int, s: int, per_sm: float) -> float:
+        """K split s ways (cuBLASLt's splitK kernels): tiles x s tiles of depth k / s, each paying the k ramp, then a
+        reduce kernel reading the s fp32 partial outputs and writing the output (bytes at the HBM rate)."""
+        exact = tiles * s / self.sm_count
+        waves = exact + self.wave_weight * (math.ceil(exact) - exact)
+        reduce = (SPLIT_K_PARTIAL_BYTES * s + ACT_OUT_BYTES) * m * n * batch / self.hbm_bandwidth_Bps
+        return waves * 2.0 * self.tile_m * self.tile_n * (k / s + self.gemm_k_ramp) / per_sm + reduce
 
     def gemm_memory_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         return (m * k + k * n + m * n) * batch * ELEMENT_BYTES[dtype] / self.hbm_bandwidth_Bps
@@ -234,7 +253,8 @@ def gpu_params_yaml(params: GpuParams) -> dict:
         "sm_count": params.sm_count,
         "gemm": {"tile_m": params.tile_m, "tile_n": params.tile_n,
                  "efficiency": {k: round(v, 4) for k, v in params.gemm_efficiency.items()},
-                 "k_ramp": round(params.gemm_k_ramp, 2), "wave_weight": round(params.wave_weight, 4)},
+                 "k_ramp": round(params.gemm_k_ramp, 2), "wave_weight": round(params.wave_weight, 4)}
+        | ({"split_k": "cublas"} if params.gemm_split_k else {}),
         "attention": {"efficiency_fwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_fwd.items())},
                       "efficiency_bwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_bwd.items())},
                       "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1),
@@ -257,7 +277,7 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             name=str(strict.field(card, "name", where, None, ModelCardError)), peak_flops=dict(p.peak_flops),
             hbm_bandwidth_Bps=p.hbm_bandwidth, hbm_capacity_bytes=p.hbm_capacity, launch_s=p.launch, sm_count=p.sm_count,
             tile_m=g.tile_m, tile_n=g.tile_n, gemm_efficiency={k: float(v) for k, v in g.efficiency.items()},
-            gemm_k_ramp=float(g.k_ramp), wave_weight=float(g.wave_weight),
+            gemm_k_ramp=float(g.k_ramp), wave_weight=float(g.wave_weight), gemm_split_k=g.split_k == "cublas",
             attn_efficiency_fwd={d: float(e) for d, e in a.efficiency_fwd.items()},
             attn_efficiency_bwd={d: float(e) for d, e in a.efficiency_bwd.items()},
             attn_seq_half_fwd=float(a.seq_half_fwd), attn_seq_half_bwd=float(a.seq_half_bwd),
