@@ -129,9 +129,9 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 39, EAGER.format("single+compile"): 19,
-                      EAGER.format("single+ckpt-every2"): 12, EAGER.format("single+sac-op"): 10}
-    ac6 = {Path(reg.AC6A).name, Path(reg.EAGER7).name}   # ac6b is ac6a's source (one registration commit)
+    assert counts == {EAGER.format("single"): 45, EAGER.format("single+compile"): 19,
+                      EAGER.format("single+ckpt-every2"): 15, EAGER.format("single+sac-op"): 10}
+    ac6 = {Path(reg.AC6A).name, Path(reg.EAGER7).name, Path(reg.EAGER8).name}   # ac6b is ac6a's source (one registration commit)
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name} | ac6   # eager5-lease2 is eager5's source
     assert by[EAGER.format("single+ckpt-every2")] == {SAC.name} | ac6
     assert by[EAGER.format("single+compile")] == {COMPILE.name, COMPILE2.name, LEASE3.name, COMPILE4.name}
@@ -142,13 +142,13 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
 def test_an_unvalidated_regime_says_how_many_rows_of_its_own_it_has():
     """every:2 before the ac6 sets (the sac set's 3 rows, one source): unvalidated, pooled; with them, validated."""
     every2 = Regime("llm eager", EAGER.format("single+ckpt-every2"), 1.0)
-    before = eager_residuals(reg.held_out_rows(tuple(f for f in reg.REGISTERED if f not in (reg.AC6A, reg.AC6B, reg.EAGER7))))
+    before = eager_residuals(reg.held_out_rows(tuple(f for f in reg.REGISTERED if f not in (reg.AC6A, reg.AC6B, reg.EAGER7, reg.EAGER8))))
     trust = trust_of(every2, Table(before))
     assert trust.status == "unvalidated" and trust.pooled and trust.own == (3, 1) and trust.rows == len(before)
     assert "3 held-out rows from 1 source at -1%..+6%, a band needs 5 from 3" in trust.text()
     assert trust.to_json()["regime_rows"] == 3
     after = trust_of(every2, Table(eager_residuals(reg.held_out_rows())))
-    assert after.status == "validated" and not after.pooled and (after.rows, after.sources) == (12, 3)
+    assert after.status == "validated" and not after.pooled and (after.rows, after.sources) == (15, 4)
 
 
 def test_ophost2s_op_rows_are_its_registered_steps_against_the_median_of_its_launches():

@@ -91,10 +91,10 @@ def _without_model_now(text: str) -> list[list[str]]:
 
 
 REGISTRATION = {"ac6a": "a48362f66546f92a6487a578757d08afd5a0a144", "ac6b": "a48362f66546f92a6487a578757d08afd5a0a144",
-                "eager7": "1844559f26098869d4cf189bfae87c2592552fe7"}
+                "eager7": "1844559f26098869d4cf189bfae87c2592552fe7", "eager8": "4505374d1918d630d8acd2e847dd0320a6ac8418"}
 
 
-@pytest.mark.parametrize("name", (*SETS, "eager7"))
+@pytest.mark.parametrize("name", (*SETS, "eager7", "eager8"))
 def test_the_read_out_reproduces_the_committed_readout_and_the_band_takes_all_nine_runs(name, capsys):
     from simcluster.heldout.eager_registered import REGISTERED
 

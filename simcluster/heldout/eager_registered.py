@@ -47,6 +47,8 @@ may have moved since: docs/models/llm-findings.md).
   EAGER7   calibration/h200x1-llm-eager7-2026-11-29: the same three modes on three more new shapes, registered at
            1844559 (the autocast block's saved casts and fp32 rotary, llm/autocast_block.py) and run on a third lease;
            read by read_sac. Regimes: `single`, `single+ckpt-every2`.
+  EAGER8   calibration/h200x1-llm-eager8-2026-11-29: three more new shapes in the same modes, registered at 4505374
+           (split-K in the GEMM curve, hardware/gpu.py) and run on a fourth lease; read by read_sac.
 
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
@@ -72,7 +74,8 @@ EAGER5_LEASE2 = "calibration/h200x1-llm-eager5-lease2-2026-11-29"
 AC6A = "calibration/h200x1-llm-ac6a-2026-11-29"
 AC6B = "calibration/h200x1-llm-ac6b-2026-11-29"
 EAGER7 = "calibration/h200x1-llm-eager7-2026-11-29"
-REGISTERED = (COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4, EAGER5, EAGER5_LEASE2, AC6A, AC6B, EAGER7)
+EAGER8 = "calibration/h200x1-llm-eager8-2026-11-29"
+REGISTERED = (COMPILE, SAC, COMPILE2, OPHOST2, LEASE3, COMPILE4, EAGER5, EAGER5_LEASE2, AC6A, AC6B, EAGER7, EAGER8)
 REGISTERED_READ = "readout-registered.json"   # COMPILE's registered rule as read at the run's commit
 MIN_LAUNCHES = 2          # compile2's rule: an op shape's median needs at least two launches
 
@@ -291,7 +294,7 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
 
 READERS = {COMPILE: read_compile, SAC: read_sac, COMPILE2: read_compile2, OPHOST2: read_ophost2, LEASE3: read_compile2,
            COMPILE4: read_compile2, EAGER5: read_compile2, EAGER5_LEASE2: read_compile2, AC6A: read_sac, AC6B: read_sac,
-           EAGER7: read_sac}
+           EAGER7: read_sac, EAGER8: read_sac}
 
 
 # A set that ran another set's registration again (the same registered.json, another launch) is the same source: its
