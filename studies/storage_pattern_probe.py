@@ -209,7 +209,7 @@ def run(folder: Path, kind: str, ranks: int, threads: int, transfer: int, mode: 
            "mode": mode, "seconds": window, "bytes": nbytes, "files": sum(g[1] for g in got),
            "phase_s": phase_s, "GBps": nbytes / window / 1e9, "GBps_read": sum(g[6] for g in got) / window / 1e9,
            "readers_failed": sum(g[3] for g in got),
-           "cpu_s_per_GB": sum(g[4] for g in got) / max(nbytes / 1e9, 1e-9)}
+           "cpu_s_per_GB": sum(g[4] for g in got) / max(sum(g[6] for g in got) / 1e9, 1e-9)}   # per byte read in the window
     if mode == "full":
         row["cgroup"] = f"{cgroup} memory.max {FULL_CACHE_BYTES}"
     if d0 and d1 and d1[0] > d0[0]:

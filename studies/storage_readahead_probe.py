@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from storage_pattern_probe import LARGE_BYTES, SMALL_BYTES, drop_caches, machine, model_rate, run  # noqa: E402
-from storage_pattern_read import windows  # noqa: E402
+from storage_pattern_read import load, load_rows, windows  # noqa: E402
 
 MiB = 2**20
 # (read_ahead_kb, kind, ranks, threads, transfer bytes, mode); read_ahead_kb 0 for O_DIRECT (no readahead)
@@ -115,8 +115,14 @@ def predictions(card: Path, max_kb: int = 4096) -> dict:
 
 
 def read(runs: Path, registered: Path) -> None:
-    rows = json.loads(runs.read_text())["rows"]
-    reg = json.loads(registered.read_text())
+    _, rows = load_rows(runs, ("read_ahead_kb", "kind", "transfer_B", "mode"))
+    reg = load(registered)
+    for name in ("model_ratio", "mechanism_ratio", "tolerance"):
+        if not isinstance(reg.get(name), dict):
+            raise SystemExit(f"{registered}: {name}: expected a mapping, got {type(reg.get(name)).__name__}")
+    for name in ("model_ratio", "mechanism_ratio"):
+        if name not in reg["tolerance"]:
+            raise SystemExit(f"{registered}: tolerance.{name}: missing")
     by = {(r["read_ahead_kb"], r["kind"], r["transfer_B"], r["mode"]): r for r in rows}
     for ra, kind, _, _, x, mode in PLAN:
         if kind == "small":
@@ -130,6 +136,8 @@ def read(runs: Path, registered: Path) -> None:
         r = small["GBps_read"] / large["GBps_read"]
         verdicts = []
         for name in ("model_ratio", "mechanism_ratio"):
+            if k not in reg[name]:
+                raise SystemExit(f"{registered}: {name}.{k}: missing")
             p, tol = reg[name][k], reg["tolerance"][name]
             verdicts.append(f"{name.split('_')[0]} {p:.2f} {'met' if abs(r / p - 1) <= tol else 'missed'}")
         print(f"{k:>26}: small / large = {r:.2f} ({'; '.join(verdicts)}); device reads "
@@ -155,9 +163,6 @@ def main() -> None:
     elif a.cmd == "predict":
         print(json.dumps(predictions(a.card), indent=1))
     else:
-        for f in (a.runs, a.registered):
-            if not f.is_file():
-                sys.exit(f"{f}: no such file")
         read(a.runs, a.registered)
 
 

@@ -74,6 +74,10 @@ def _set(row: int, key: str, value):
     (_set(1, "cores", "nan"), "rows[1].cores", "expected a number > 0, got 'nan'"),
     (_set(3, "msg_rate_Mpps", [5.6]), "rows[3].msg_rate_Mpps", "expected a number > 0, got [5.6]"),
     (_set(4, "duration_s", 0), "rows[4].duration_s", "expected a number > 0, got 0"),
+    (lambda d: d["rows"][0].pop("source"), "rows[0].source", "expected the source's name (a non-empty string), got None"),
+    (_set(3, "source", " "), "rows[3].source", "expected the source's name (a non-empty string), got ' '"),
+    (lambda d: d["rows"][0].pop("transport"), "rows[0].transport", "expected one of rdma_rc, rdma_ud (a compared row), got None"),
+    (_set(1, "transport", "rdma_uc"), "rows[1].transport", "expected one of rdma_rc, rdma_ud (a compared row), got 'rdma_uc'"),
     (lambda d: d["rows"].__setitem__(2, "a row"), "rows[2]", "expected a mapping of the row's keys, got str 'a row'"),
     (lambda d: d.__setitem__("rows", {"a": 1}), "rows", "expected a list of rows, got dict"),
 ])

@@ -602,10 +602,12 @@ SESSION19_COMPARED = {"llm-dgxc-benchmarking-v24.11.1-llama31-h100": list(range(
 # rows whose recipe settings (dispatcher, EP overlap) were added after their held-out prediction was seen (session 23)
 SESSION23_NOT_HELD_OUT = {"llm-megatron-bridge-26.04-26.06-dgx-h100-moe": {0, 1, 2, 4}}
 # the Nemotron-4 15B fp8 rows that motivated the fp8 LM head / router change (issue 44, llmpub session)
-# and (session moe) the Qwen3 235B row whose recipe's moe_a2a_overlap was read after its prediction was seen
+# and (session moe) the Qwen3 235B row whose recipe's moe_a2a_overlap was read after its prediction was seen;
+# (mendB, s35) the 26.06 Qwen3 30B row whose inputs were corrected after its error was seen
 ISSUE44_NOT_HELD_OUT = {"llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100": set(range(8, 16)),
                         "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100": {8, 9, 10, 11, 12, 14, 15},
-                        "llm-megatron-bridge-25.11-dgx-h100-b200": {5}}
+                        "llm-megatron-bridge-25.11-dgx-h100-b200": {5},      # row 4 stays held out (mendC, s35)
+                        "llm-megatron-bridge-26.04-26.06-dgx-h100-moe": {3}}   # inputs corrected after its error (mendB)
 SESSION19_PREDICTED_AT = {"llm-megatron-bridge-26.04-26.06-dgx-h100-moe": ("4f6ee63", "076d618"),
                           "llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100": ("712f766", "7eb8492"),
                           "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100": ("712f766", "7eb8492")}

@@ -201,9 +201,10 @@ def test_an_unvalidated_regimes_band_is_the_pooled_band_widened_to_its_own_rows(
     assert t.status == "unvalidated" and t.widened and t.rho == (0.043, pooled[1])
     assert t.time_band(1.0)[0] == pytest.approx(0.043)
     assert "widened to its own rows" in t.text() and "-96%..+" in t.text()
+    assert "(pooled 80% band widened to its rows' range)" in t.text() and "(80% band)" not in t.text()
     assert t.to_json()["band_from"].endswith("widened to its own rows")
     rc = trust_of(Regime("transport", "transport | rdma_rc", None, ""), table)   # no rows of its own: the pooled band
-    assert rc.rho == pooled and not rc.widened and "widened" not in rc.text()
+    assert rc.rho == pooled and not rc.widened and "widened" not in rc.text() and "(80% band)" in rc.text()
 
 
 def test_every_unvalidated_regimes_band_contains_its_own_rows_in_the_shipped_table():

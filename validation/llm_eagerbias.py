@@ -6,7 +6,7 @@ or low), mean |error| per set and checkpointing mode. All rows are development d
     python validation/llm_eagerbias.py --traces     # eager5 / lease2's profiled steps: kernel time by class, measured
                                                     # against the model's op list (GEMM, attention, memory-bound, loss, optimizer)
 
-Rows: the sac set's none / full / every:2 (op left out), ac6a, ac6b and eager7 (since engineer gemm, session 35)
+Rows: the sac set's none / full / every:2 / op (op since mendC, session 35), ac6a, ac6b and eager7 (since engineer gemm, session 35)
 (validation/llm_sac.predict: the ckpt-host fits), eager5 and its lease2, and the compile set's eager arm
 (validation/llm_compile2.predict: the diagnostic's host fits),
 each predicted as its own registration was. 'Before' (the model before llm/autocast_block.py) is the same script run in
@@ -41,7 +41,7 @@ from simcluster.strict import load_json  # noqa: E402
 ROOT = llm_sac.ROOT
 CAL = ROOT / "calibration"
 CKPT_SETS = ("sac", "ac6a", "ac6b", "eager7")
-MODES = ("none", "full", "every:2")
+MODES = ("none", "full", "every:2", "op")   # op: sac only (ac6a / ac6b / eager7 ran no op mode)
 EAGER_SETS = ("eager5", "eager5-lease2")
 GiB = 2.0**30
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+TRANSPORTS = ("rdma_rc", "rdma_ud")   # the transport families a compared row may name (trust/regime)
 FILE = ROOT / "calibration" / "published" / "host-stack-rdma.yaml"
 CARD = ROOT / "models" / "nic" / "seed004-ib-edr-offload.yaml"
 COMPARE = ("cost", "bound", "rate", "none")
@@ -116,6 +117,12 @@ def read(path: str | Path | None = None, card: str | Path | None = None) -> list
         kind = r.get("compare")
         if kind not in COMPARE:
             raise CalibrationError(f"expected one of {', '.join(COMPARE)}, got {short(kind)}", where=f"{where}.compare")
+        source, transport = r.get("source"), r.get("transport")
+        if not isinstance(source, str) or not source.strip():
+            raise CalibrationError(f"expected the source's name (a non-empty string), got {short(source)}", where=f"{where}.source")
+        if kind != "none" and transport not in TRANSPORTS:
+            raise CalibrationError(f"expected one of {', '.join(TRANSPORTS)} (a compared row), got {short(transport)}",
+                                   where=f"{where}.transport")
         m = _key(r, "message", where, _size, SIZE) if r.get("message") is not None or kind != "none" else None
         measured = predicted = None
         if kind == "cost":
@@ -129,7 +136,7 @@ def read(path: str | Path | None = None, card: str | Path | None = None) -> list
         elif kind == "rate":
             measured = _key(r, "throughput", where, _bandwidth, BANDWIDTH)
             predicted, _ = on_host(nic, Host(cores=_key(r, "cores", where)), streams=1, message_bytes=m)
-        out.append(Row(str(r.get("id", i)), str(r.get("source")), str(r.get("transport")), kind, m, measured, predicted,
+        out.append(Row(str(r.get("id", i)), source, str(transport), kind, m, measured, predicted,
                        str(r.get("why", ""))))
     return out
 

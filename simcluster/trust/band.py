@@ -77,7 +77,8 @@ class Trust:
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
         if self.rho is None:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
-        band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({LEVEL:.0%} band)"
+        label = f"pooled {LEVEL:.0%} band widened to its rows' range" if self.widened else f"{LEVEL:.0%} band"
+        band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({label})"
         if self.pooled:
             return (f"{band}; unvalidated regime ({self.regime.key}: {self.own_text()}), band from all {self.rows} "
                     f"held-out {self.regime.family} rows pooled{', widened to its own rows' if self.widened else ''}")
