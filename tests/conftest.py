@@ -52,6 +52,19 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     return seen
 
 
+def measured_llm_tokens(*excluded: Path) -> set[tuple]:
+    """(preset, layers, tokens = seq x micro-batch) of every llm-step document under calibration/ but the `excluded`
+    folders. A step's allocated peak follows its tokens, not how they split into seq and micro-batch (ac6a's 1.1b
+    2048:8 and eager8's 1.1b 1024:16 peaked within bytes of each other), so a shape new by (seq, micro-batch) but not
+    by tokens is new evidence for the step time only, not for memory: a future set's shapes must be new in both."""
+    return {(preset, layers, seq * mb) for preset, layers, seq, mb in measured_llm_shapes(*excluded)}
+
+
+def registered_tokens(runs: list[dict]) -> set[tuple]:
+    """(preset, layers, tokens) of a registered set's runs, as measured_llm_tokens keys them."""
+    return {(preset, layers, seq * mb) for preset, layers, seq, mb in registered_shapes(runs)}
+
+
 def registered_shapes(runs: list[dict]) -> set[tuple]:
     """(preset, layers, seq, micro-batch) of a registered set's runs (registered.json), as measured_llm_shapes keys them."""
     from simcluster.runner.llm_step import PRESETS

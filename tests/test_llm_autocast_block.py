@@ -64,16 +64,19 @@ def test_saved_bytes_add_three_casts_and_drop_the_output_copy():
     assert layer_activation_bytes(MODEL, full, BATCH, TORCH_AMP) == pytest.approx(4 * s * b * h)
 
 
-# (set, tolerance): the nine development shapes that prompted the change within 0.5%; eager7's three held-out shapes
-# (registered before their run) within 0.7% (-0.18 / +0.63 / -0.05%: 0.8b 4096:4 is over 0.5%)
-SETS = (("sac", 0.005), ("ac6a", 0.005), ("ac6b", 0.005), ("eager7", 0.007))
+# The none - full gap within 0.5% on every shape whose (preset, tokens) a measurement before its set had taken (the
+# peak follows tokens, not their split; tests/test_llm_ac6.py REPEATED_TOKENS): sac, ac6a, ac6b that prompted the block,
+# eager7's 0.3b 1024:32 (sac's 0.3b 2048:16 tokens) and 3.1b 4096:2 (ckpt-host's 3.1b 2048:4 none and full, 2026-11-28),
+# and eager8's three (ac6a's tokens). Held out for memory: eager7's 0.8b 4096:4 only, within 0.7% (it is +0.63%).
+SETS = ("sac", "ac6a", "ac6b", "eager7", "eager8")
+HELD_OUT = {"eager7": {"0.8b-none"}}
 
 
-@pytest.mark.parametrize(("name", "tol"), SETS)
-def test_the_none_minus_full_peak_gap_is_the_measured_one(name, tol):
+@pytest.mark.parametrize("name", SETS)
+def test_the_none_minus_full_peak_gap_is_the_measured_one(name):
     """The allocated peak without checkpointing less the one with full checkpointing is almost all saved activations;
     the model's gap is within 0.5% of every measured one on the development shapes (it was 7-10% short before the
-    runner's block) and within 0.7% on eager7's held-out ones."""
+    runner's block) and within 0.7% on the one held-out (preset, tokens), eager7's 0.8b 4096:4."""
     folder = ROOT / f"calibration/h200x1-llm-{name}-2026-11-29"
     reg = json.loads((folder / "registered.json").read_text())["runs"]
     for r in (x for x in reg if x["ac_mode"] == "none"):
@@ -86,6 +89,7 @@ def test_the_none_minus_full_peak_gap_is_the_measured_one(name, tol):
                                 tied_embeddings=cfg["tied"])
         batch = BatchSpec(r["micro_batch"], r["micro_batch"])
         gap = [memory_per_gpu(model, p, batch, 141e9, eager.torch_framework(p)).allocated for p in (ONE, ParallelSpec(recompute="full"))]
+        tol = 0.007 if r["run"] in HELD_OUT.get(name, ()) else 0.005
         assert gap[0] - gap[1] == pytest.approx(measured, rel=tol), r["run"]
 
 

@@ -31,7 +31,9 @@ from simcluster.heldout.registration import refuse_existing  # noqa: E402
 
 ROOT = llm_sac.ROOT
 MODES = ("none", "full", "every:2")
-# preset, seq, micro-batch: three shapes per set, none of them measured before in any mode (tests/test_llm_ac6.py)
+# preset, seq, micro-batch: three shapes per set, none of them measured before in any mode (tests/test_llm_ac6.py);
+# a set registered from now on also needs new (preset, tokens = seq x micro-batch): the allocated peak follows tokens,
+# so ac6b, eager7 and eager8 repeat some earlier tokens (test_llm_ac6.REPEATED_TOKENS: development evidence for memory)
 SETS = {"ac6a": (ROOT / "calibration/h200x1-llm-ac6a-2026-11-29", (("0.5b", 4096, 8), ("1.1b", 2048, 8), ("2b", 2048, 8))),
         "ac6b": (ROOT / "calibration/h200x1-llm-ac6b-2026-11-29", (("1.1b", 4096, 4), ("0.8b", 2048, 16), ("1b", 1024, 16))),
         "eager7": (ROOT / "calibration/h200x1-llm-eager7-2026-11-29", (("3.1b", 4096, 2), ("0.8b", 4096, 4), ("0.3b", 1024, 32))),

@@ -53,7 +53,9 @@ may have moved since: docs/models/llm-findings.md).
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
 why for each. Rows: {bundle, label, gpus, tp, pp, zero, transport, framework, recompute, recompute_every, measured_s,
-predicted_s}: the regime (trust/build.eager_residuals) follows from framework and recompute."""
+predicted_s}: the regime (trust/build.eager_residuals) follows from framework and recompute. "New shapes" above are
+new (preset, seq, micro-batch); ac6b's, eager7's and eager8's repeat some earlier (preset, tokens) (tests/test_llm_ac6.py
+REPEATED_TOKENS): still new steps, which is all these rows carry, not new memory (llm.md)."""
 
 from __future__ import annotations
 
