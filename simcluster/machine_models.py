@@ -34,6 +34,8 @@ def machine_nvlink_link(machine: Machine) -> str:
 
     from simcluster.trust.regime import nvlink_link
 
+    if machine.card is None:                 # no collective card: no GPU named, the bare link (no rows)
+        return "nvlink"
     _, card = load_collective(machine.card)
     return nvlink_link(str(card.get("name") or ""), Path(machine.card).stem)
 
