@@ -28,15 +28,28 @@ def machine_nic(machine: Machine):
     return nic, card
 
 
+def machine_nvlink_link(machine: Machine) -> str:
+    """The machine's NVLink as its one-node trust regime names it: the GPU its collective card's name (or file) names."""
+    from pathlib import Path
+
+    from simcluster.trust.regime import nvlink_link
+
+    if machine.card is None:                 # no collective card: no GPU named, the bare link (no rows)
+        return "nvlink"
+    _, card = load_collective(machine.card)
+    return nvlink_link(str(card.get("name") or ""), Path(machine.card).stem)
+
+
 def network_link(machine: Machine) -> str:
-    """The link a collective of the whole machine crosses, as its trust regime names it: 'nvlink' (one NVLink domain),
-    else the NIC's transport and fabric (trust/regime.fabric_link: 'rdma-ib', 'rdma-efa', 'rdma-roce', 'tcp')."""
+    """The link a collective of the whole machine crosses, as its trust regime names it: one NVLink domain's, its
+    collective card's GPU (trust/regime.nvlink_link: 'nvlink-h200', 'nvlink-gb200'), else the NIC's transport and
+    fabric (trust/regime.fabric_link: 'rdma-ib', 'rdma-efa', 'rdma-roce', 'tcp')."""
     from pathlib import Path
 
     from simcluster.trust.regime import fabric_link
 
     if machine.domains == 1 or machine.nic is None:
-        return "nvlink"
+        return machine_nvlink_link(machine)
     nic, card = load_nic(machine.nic.card)
     return fabric_link(nic.transport, str(card.get("name") or Path(machine.nic.card).stem))
 

@@ -26,7 +26,7 @@ class CollectiveSweepResult:
     notes: list[str]
     predictions: list[Prediction]
     description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
-    link: str = "nvlink"              # where the bytes go: one NVLink domain, or the NIC transport across nodes (rdma, tcp)
+    link: str = "nvlink"              # where the bytes go: one NVLink domain (nvlink-<gpu>), or the NIC transport across nodes
     variant: str = ""                 # the scenario's what-if variant
 
     def trust_lines(self) -> list[str]:
@@ -81,6 +81,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
     from simcluster.collectives.model import predict
     from simcluster.collectives.schedule import canonical_op
     from simcluster.fit.validate import card_notes, size_notes
+    from simcluster.trust.regime import nvlink_link
 
     op = canonical_op(op)
     per_node = ranks_per_node or ranks
@@ -100,7 +101,9 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
         notes.append(f"{ranks} GPUs taken as one NVLink domain (an NVL rack); nodes of 8 GPUs joined by NICs need --scenario")
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds)
+    link = nvlink_link(str(card.get("name") or ""), Path(card_path).stem)   # one NVLink domain: the card's GPU's regime
+    return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds,
+                                 link=link)
 
 
 def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: str, factor: int,

@@ -214,19 +214,21 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
     return rows
 
 
-def _link(scenario: Path, nodes: int) -> str:
-    from simcluster.machine_models import network_link
+def _link(scenario: Path, nodes: int) -> tuple[str, str]:
+    """The machine's link across nodes and its NVLink's, as trust regimes name them (machine_models)."""
+    from simcluster.machine_models import machine_nvlink_link, network_link
     from simcluster.scenario import load_variants
 
-    return network_link(load_variants(scenario, nodes)[0][1].machine)
+    machine = load_variants(scenario, nodes)[0][1].machine
+    return network_link(machine), machine_nvlink_link(machine)
 
 
-def _regime(cluster, link: str, op: str, chosen: str, size: int, ranks: int):
+def _regime(cluster, links: tuple[str, str], op: str, chosen: str, size: int, ranks: int):
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.schedule import canonical_op
     from simcluster.trust.regime import collective_regime
 
-    link = "nvlink" if isinstance(cluster, NvlinkDomain) else link
+    link = links[1] if isinstance(cluster, NvlinkDomain) else links[0]
     return collective_regime(canonical_op(op), chosen.split("/")[0], size, link, ranks)
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
-from simcluster.trust.regime import DDP_REGIME, collective_regime, transport_regime
+from simcluster.trust.regime import DDP_REGIME, collective_regime, nvlink_link, transport_regime
 from simcluster.trust.table import Residual, Table
 
 DEFAULT_MACHINES = "calibration/h200x2-*"
@@ -34,7 +35,8 @@ def reference_residuals(validation, family: str | None) -> list[Residual]:
         if r.source in FITTED_ON:          # the stragglers term's spread was fitted on this source's scaling
             continue
         if r.held_out and r.regime and rho is not None and r.scale is not None:
-            fam = family or ("collective one node" if r.regime.endswith("| nvlink") else "collective across nodes")
+            one_node = r.regime.rsplit("| ", 1)[-1].startswith("nvlink")
+            fam = family or ("collective one node" if one_node else "collective across nodes")
             out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho))
     return out
 
@@ -51,7 +53,7 @@ def machine_residuals(held) -> list[Residual]:
                     continue                                   # the probe's own sizes: fitted on
                 if row.measured_s <= 0 or row.predicted_s <= 0:
                     continue
-                regime = collective_regime(op.op, "nvlink-card", row.size_bytes, "nvlink", op.ranks)
+                regime = collective_regime(op.op, "nvlink-card", row.size_bytes, nvlink_link(Path(m.bundle).name), op.ranks)
                 out.append(Residual(regime.family, regime.key, f"machine {m.machine}", f"{m.bundle} {op.op} {row.size_bytes} B",
                                     regime.scale, row.measured_s / row.predicted_s))
     return out

@@ -6,8 +6,9 @@ accuracy there, plus one scale axis (GPUs) checked against the range the regime 
               parallelism family x precision                     (axis: GPUs); eager PyTorch (`llm eager`) and
               Megatron-Core's local spec (`llm local spec`) are families of their own: lab steps, pooled apart
   collective  op x algorithm x size band x link                 (axis: GPUs); two families, one node (NVLink) and
-              across nodes, whose rows are pooled apart; across nodes the link is the transport and, for RDMA, the
-              fabric (EFA, InfiniBand, RoCE: fabric_link)
+              across nodes, whose rows are pooled apart; one node's link is the NVLink card's GPU (nvlink_link:
+              nvlink-h200, nvlink-gb200: a generation's NVLink is its own regime); across nodes the link is the
+              transport and, for RDMA, the fabric (EFA, InfiniBand, RoCE: fabric_link)
 The parallelism family is the riskiest one the configuration uses, in this order: MoE (experts), CP (cp > 1),
 ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2; eager PyTorch's (family `llm eager`) is the runner's mode:
 FSDP, PP, TP x DP, TP, DDP, single.
@@ -18,6 +19,7 @@ FSDP, PP, TP x DP, TP, DDP, single.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MIB = 2**20
@@ -134,10 +136,27 @@ def fabric_link(transport: str, nic_name: str) -> str:
     return next((f"rdma-{kind}" for word, kind in FABRIC_KINDS if word in words), transport)
 
 
+GPU_WORD = re.compile(r"^(g?[a-z]{1,2}\d{2,4})(x\d+)?$")   # h200, h200x2, gb200, b200, a100, mi300x4
+
+
+def nvlink_link(*names: str) -> str:
+    """The link of a one-node (NVLink) collective: 'nvlink-<gpu>', the GPU of the first name (a collective card's name,
+    its file stem, a bundle's folder) whose first dash-separated word names one (h200x2-primitives -> nvlink-h200,
+    gb200-nvlink-derived -> nvlink-gb200). NVLink generations differ in the physics the card leaves out (the GB200
+    tray's 8 rows lie +2.7..+8.3% where the H200 pairs' lie -1..+3%), so each is pooled apart; a name naming no GPU
+    gives the bare 'nvlink', a regime with no rows, answered unvalidated."""
+    for name in names:
+        m = GPU_WORD.match(str(name).lower().split("-")[0])
+        if m:
+            return f"nvlink-{m.group(1)}"
+    return "nvlink"
+
+
 def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int) -> Regime:
-    """link: 'nvlink' (one NVLink domain) or the link across nodes (fabric_link: 'rdma-ib', 'rdma-efa', 'tcp', ...)."""
+    """link: 'nvlink-<gpu>' (one NVLink domain: nvlink_link) or the link across nodes (fabric_link: 'rdma-ib',
+    'rdma-efa', 'tcp', ...)."""
     ops = "all_reduce" if op == "all_reduce" else "all_gather/reduce_scatter" if op in ("all_gather", "reduce_scatter") else op
-    family = "collective one node" if link == "nvlink" else "collective across nodes"
+    family = "collective one node" if link.startswith("nvlink") else "collective across nodes"
     return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))
 
 
