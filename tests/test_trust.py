@@ -72,6 +72,12 @@ def test_a_one_node_collectives_link_is_its_nvlink_cards_gpu():
                                      "h200x2-channels-2026-11-22", "nccl-tests-4ranks")] == \
         ["nvlink-h200", "nvlink-gb200", "nvlink-a100", "nvlink-h200", "nvlink"]
     assert nvlink_link("nccl-tests-4ranks", "h200x4-collect-nvlink") == "nvlink-h200"   # the card's file when its name has none
+    # a held-out machine's bundle is a path: its first part naming a GPU, not a subfolder's name ("n20" is no GPU);
+    # the regeneration after mendD2 split machine M2's rows into 'nvlink-n20' / 'nvlink-n200' until this was mended
+    assert nvlink_link(*Path("calibration/h200x2-n200-2026-11-22/n20").parts) == "nvlink-h200"
+    assert [nvlink_link(n) for n in ("n20", "n200", "m5", "rep1")] == ["nvlink"] * 4
+    shipped = {r.regime.split(" | ")[-1] for r in load_table().residuals if r.family == "collective one node"}
+    assert shipped == {"nvlink-h200", "nvlink-gb200"}   # the shipped table: the H200 machines and the GB200 tray, no other
     assert {collective_regime("all_reduce", "nvlink-card", 2**30, link, 4).family for link in ("nvlink-gb200", "nvlink")} == \
         {"collective one node"}
 

@@ -53,7 +53,7 @@ def machine_residuals(held) -> list[Residual]:
                     continue                                   # the probe's own sizes: fitted on
                 if row.measured_s <= 0 or row.predicted_s <= 0:
                     continue
-                regime = collective_regime(op.op, "nvlink-card", row.size_bytes, nvlink_link(Path(m.bundle).name), op.ranks)
+                regime = collective_regime(op.op, "nvlink-card", row.size_bytes, nvlink_link(*Path(m.bundle).parts), op.ranks)
                 out.append(Residual(regime.family, regime.key, f"machine {m.machine}", f"{m.bundle} {op.op} {row.size_bytes} B",
                                     regime.scale, row.measured_s / row.predicted_s))
     return out

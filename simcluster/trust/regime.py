@@ -136,7 +136,7 @@ def fabric_link(transport: str, nic_name: str) -> str:
     return next((f"rdma-{kind}" for word, kind in FABRIC_KINDS if word in words), transport)
 
 
-GPU_WORD = re.compile(r"^(g?[a-z]{1,2}\d{2,4})(x\d+)?$")   # h200, h200x2, gb200, b200, a100, mi300x4
+GPU_WORD = re.compile(r"^((?:gb|gh|[abhlv])\d{2,4}|mi\d{3})(x\d+)?$")   # h200, h200x2, gb200, b200, a100, mi300x4
 
 
 def nvlink_link(*names: str) -> str:
