@@ -37,3 +37,12 @@ def test_bad_input_is_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "bad.json" in err
     assert mod.main([]) == 2
+
+
+def test_the_committed_read_out_reproduces(capsys):
+    from conftest import ROOT
+
+    mod = load_script("studies/gemm_l2_probe.py")
+    folder = ROOT / "calibration/h200x1-gemm-l2-2026-11-29"
+    assert mod.main(["--read", str(folder / "gemm-l2.json")]) == 0
+    assert capsys.readouterr().out == (folder / "readout.txt").read_text()
