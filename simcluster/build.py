@@ -28,7 +28,7 @@ from simcluster.results import (
 )
 from simcluster.scenario import Scenario
 from simcluster.scenario_jobs import CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob
-from simcluster.trust.regime import nvlink_link
+from simcluster.trust.regime import card_nvlink_link
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
@@ -184,7 +184,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         preds = run_sweep(params, job, scenario.seed, platform)
     where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \
         f"1 NVLink domain of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}, multi-node NVLink)"
-    link = nvlink_link(str(card.get("name") or ""), Path(job.card or m.card).stem)   # the card's GPU (trust regime)
+    link = card_nvlink_link(card, job.card or m.card)   # the card's GPU (trust regime)
     result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where, link=link)
     if not job.measured:
         return result

@@ -30,14 +30,11 @@ def machine_nic(machine: Machine):
 
 def machine_nvlink_link(machine: Machine) -> str:
     """The machine's NVLink as its one-node trust regime names it: the GPU its collective card's name (or file) names."""
-    from pathlib import Path
-
-    from simcluster.trust.regime import nvlink_link
+    from simcluster.trust.regime import card_nvlink_link
 
     if machine.card is None:                 # no collective card: no GPU named, the bare link (no rows)
         return "nvlink"
-    _, card = load_collective(machine.card)
-    return nvlink_link(str(card.get("name") or ""), Path(machine.card).stem)
+    return card_nvlink_link(load_collective(machine.card)[1], machine.card)
 
 
 def network_link(machine: Machine) -> str:

@@ -81,7 +81,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
     from simcluster.collectives.model import predict
     from simcluster.collectives.schedule import canonical_op
     from simcluster.fit.validate import card_notes, size_notes
-    from simcluster.trust.regime import nvlink_link
+    from simcluster.trust.regime import card_nvlink_link
 
     op = canonical_op(op)
     per_node = ranks_per_node or ranks
@@ -101,7 +101,7 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
         notes.append(f"{ranks} GPUs taken as one NVLink domain (an NVL rack); nodes of 8 GPUs joined by NICs need --scenario")
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    link = nvlink_link(str(card.get("name") or ""), Path(card_path).stem)   # one NVLink domain: the card's GPU's regime
+    link = card_nvlink_link(card, card_path)   # one NVLink domain: the card's GPU's regime
     return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds,
                                  link=link)
 

@@ -134,19 +134,20 @@ class GpuParams:
     def gemm_compute_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         per_sm = self._peak(dtype) / self.sm_count * self._gemm_eff(dtype)
         whole = self.gemm_waves(m, n, batch) * 2.0 * self.tile_m * self.tile_n * (k + self.gemm_k_ramp) / per_sm
-        tiles = math.ceil(m / self.tile_m) * math.ceil(n / self.tile_n) * batch
-        if not self.gemm_split_k or 2 * tiles > self.sm_count:
+        if not self.gemm_split_k:
             return whole
-        return min([whole, *(self._split_k_s(m, n, k, batch, tiles, s, per_sm)
+        tiles = math.ceil(m / self.tile_m) * math.ceil(n / self.tile_n) * batch
+        if 2 * tiles > self.sm_count:
+            return whole
+        return min([whole, *(self._split_k_s(m, n, k, batch, s, per_sm)
                              for s in range(2, self.sm_count // tiles + 1) if k >= SPLIT_K_MIN_DEPTH * s)])
 
-    def _split_k_s(self, m: int, n: int, k: int, batch: int, tiles: int, s: int, per_sm: float) -> float:
-        """K split s ways (cuBLASLt's splitK kernels): tiles x s tiles of depth k / s, each paying the k ramp, then a
-        reduce kernel reading the s fp32 partial outputs and writing the output (bytes at the HBM rate)."""
-        exact = tiles * s / self.sm_count
-        waves = exact + self.wave_weight * (math.ceil(exact) - exact)
+    def _split_k_s(self, m: int, n: int, k: int, batch: int, s: int, per_sm: float) -> float:
+        """K split s ways (cuBLASLt's splitK kernels): the output's tiles s times over (gemm_waves of s batches), each of
+        depth k / s paying the k ramp, then a reduce kernel reading the s fp32 partial outputs and writing the output
+        (bytes at the HBM rate)."""
         reduce = (SPLIT_K_PARTIAL_BYTES * s + ACT_OUT_BYTES) * m * n * batch / self.hbm_bandwidth_Bps
-        return waves * 2.0 * self.tile_m * self.tile_n * (k / s + self.gemm_k_ramp) / per_sm + reduce
+        return self.gemm_waves(m, n, batch * s) * 2.0 * self.tile_m * self.tile_n * (k / s + self.gemm_k_ramp) / per_sm + reduce
 
     def gemm_memory_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         return (m * k + k * n + m * n) * batch * ELEMENT_BYTES[dtype] / self.hbm_bandwidth_Bps

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from simcluster.units import parse_bandwidth, parse_size
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 TRANSPORTS = ("rdma_rc", "rdma_ud")   # the transport families a compared row may name (trust/regime)
 FILE = ROOT / "calibration" / "published" / "host-stack-rdma.yaml"
@@ -80,18 +82,6 @@ def _key(row: dict, key: str, where: str, parse=_number, expected: str = "a numb
     return out
 
 
-def _size(value) -> float:
-    from simcluster.units import parse_size
-
-    return parse_size(value)
-
-
-def _bandwidth(value) -> float:
-    from simcluster.units import parse_bandwidth
-
-    return parse_bandwidth(value)
-
-
 SIZE, BANDWIDTH = "a message size > 0 (e.g. 32B, 8MB)", "a throughput > 0 (e.g. 75Gbps)"
 
 
@@ -123,7 +113,7 @@ def read(path: str | Path | None = None, card: str | Path | None = None) -> list
         if kind != "none" and transport not in TRANSPORTS:
             raise CalibrationError(f"expected one of {', '.join(TRANSPORTS)} (a compared row), got {short(transport)}",
                                    where=f"{where}.transport")
-        m = _key(r, "message", where, _size, SIZE) if r.get("message") is not None or kind != "none" else None
+        m = _key(r, "message", where, parse_size, SIZE) if r.get("message") is not None or kind != "none" else None
         measured = predicted = None
         if kind == "cost":
             per_core = _key(r, "rpcs_per_second", where) * _key(r, "messages_per_rpc_per_core", where)
@@ -134,7 +124,7 @@ def read(path: str | Path | None = None, card: str | Path | None = None) -> list
                 rates.append(_key(r, "iterations", where) / _key(r, "duration_s", where))
             measured, predicted = 1.0 / min(rates), nic.cpu_per_byte(m) * m
         elif kind == "rate":
-            measured = _key(r, "throughput", where, _bandwidth, BANDWIDTH)
+            measured = _key(r, "throughput", where, parse_bandwidth, BANDWIDTH)
             predicted, _ = on_host(nic, Host(cores=_key(r, "cores", where)), streams=1, message_bytes=m)
         out.append(Row(str(r.get("id", i)), source, str(transport), kind, m, measured, predicted,
                        str(r.get("why", ""))))

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.trust.regime import Regime
+from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_table
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
-# what a band cannot say for a class of answers (tests/test_rdma_published.py checks it against the cards)
+# what a band cannot say for a class of answers, by regime key (tests/test_rdma_published.py checks it against the cards)
 RDMA_CAVEAT = ("the RDMA rows are priced with seed004-ib-edr-offload (1.17 us host cost per message), the one shipped RDMA "
                "card with a host cost; the others price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, "
                "Published RDMA figures)")
+REGIME_CAVEATS = {transport_regime(kind).key: RDMA_CAVEAT for kind in ("rdma_rc", "rdma_ud", "rdma_uc")}
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Trust:
 
     @property
     def caveat(self) -> str:
-        return RDMA_CAVEAT if self.regime.family == "transport" and "rdma" in self.regime.key else ""
+        return REGIME_CAVEATS.get(self.regime.key, "")
 
     def time_band(self, seconds: float) -> list[float] | None:
         return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 MIB = 2**20
 SIZE_BANDS = ((0, MIB, "<1MiB"), (MIB, 64 * MIB, "1-64MiB"), (64 * MIB, float("inf"), ">=64MiB"))
@@ -150,6 +151,11 @@ def nvlink_link(*names: str) -> str:
         if m:
             return f"nvlink-{m.group(1)}"
     return "nvlink"
+
+
+def card_nvlink_link(card: dict, path) -> str:
+    """The one-node link of a collective card: the GPU its name names, else its file's (nvlink_link)."""
+    return nvlink_link(str(card.get("name") or ""), Path(path).stem)
 
 
 def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int) -> Regime:
