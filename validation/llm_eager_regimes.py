@@ -27,6 +27,10 @@ timelines of docs/models/llm-findings.md (session 30) were read, before the runs
 --plan tpdp --host FOLDER (calibration/h200x4-llm-eager-tpdp-2026-11-28): tp+ddp and tp+fsdp at the pipeline set's
 presets, registered ON the device between the host runs of the 2-D modes and the steps, in one call (one lease): the
 model's prediction (tp's fit, eager.host_mode) and the variant with the 2-D modes' own fits from FOLDER.
+--plan two (calibration/h200x2-llm-eager-two-2026-11-29, session 36): ddp, fsdp, tp (2 ranks) and pp-gpipe / pp-1f1b (2
+stages, 4 micro-batches) at 0.5b x 6, 2b x 1, 3b x 3 (seq 2048; (preset, tokens) no earlier run used), registered before
+the one device call: the 1-GPU terms added since the 2-GPU sets (the autocast block, split-K, the fused AdamW's rate)
+checked at two ranks, with the per-mode host fits of MODE_HOST (another lease), as the product prices them.
 --plan meshes (calibration/h200x4-llm-eager-meshes-2026-11-28) is the same three presets on one 4-GPU host:
   tp+ddp, tp+fsdp  DTensor TP inside pairs of ranks, DDP / FSDP2 across the pairs (runner --mode tp+ddp / tp+fsdp --group 2)
   pp4-1f1b, pp4-gpipe  4 stages, 8 micro-batches;  pp+ddp  2 stages (1F1B, 4 micro-batches) replicated by DDP over 2 pairs
@@ -59,6 +63,7 @@ from simcluster.heldout.eager import (
     SIZES2,
     SIZES3,
     SIZES4,
+    SIZES5,
     layout_of,
     mesh2_modes,
     mesh_modes,
@@ -68,6 +73,7 @@ from simcluster.heldout.eager import (
     regime_mode_of,
     regime_modes,
     tpdp_modes,
+    two_modes,
 )
 from simcluster.heldout.eager import regime_predict as predict
 from simcluster.heldout.registration import refuse_existing, write_registration
@@ -75,7 +81,8 @@ from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
-         "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4)}
+         "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4),
+         "two": (two_modes(), SIZES5)}
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST

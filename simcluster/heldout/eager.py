@@ -50,6 +50,7 @@ SIZES = (("0.3b", 4), ("1b", 2), ("3.1b", 1))                      # the eager-r
 SIZES2 = (("0.5b", 4), ("2b", 2), ("8b", 1))                       # the second 4-GPU set's
 SIZES3 = (("0.3b", 8), ("1b", 4), ("3.1b", 2))                      # the pipeline set's: the first set's presets, 2x micro-batch
 SIZES4 = (("0.3b", 4, 16), ("3.1b", 1, 16), ("0.5b", 4, 4))         # pipeline2's (session 30): preset, micro-batch, micro-batches
+SIZES5 = (("0.5b", 6), ("2b", 1), ("3b", 3))                       # the two set's (session 36): (preset, tokens) new to calibration/
 
 
 class NotPredicted(Exception):
@@ -103,10 +104,19 @@ def pipeline_modes():
     return {k: v for k, v in mesh2_modes().items() if k.startswith("pp")}
 
 
+def two_modes():
+    """The two set's layouts (session 36), every one a 2-GPU host runs: DDP, FSDP2 and TP over 2 ranks, and the two
+    2-stage pipelines of the regimes set."""
+    from simcluster.llm.spec import ParallelSpec
+
+    pipelines = {k: v for k, v in regime_modes().items() if k.startswith("pp")}
+    return {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)} | pipelines
+
+
 def layout_of(mode: str):
     """(ParallelSpec, GPUs, micro-batches per step) of a regimes or meshes layout: a pipeline runs 2 micro-batches per
     stage (4 on 2 stages, 8 on 4), every other layout one."""
-    par = {**regime_modes(), **mesh_modes(), **mesh2_modes()}[mode]
+    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes()}[mode]
     return par, par.tp * par.pp * par.dp, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
