@@ -31,6 +31,10 @@ model's prediction (tp's fit, eager.host_mode) and the variant with the 2-D mode
 stages, 4 micro-batches) at 0.5b x 6, 2b x 1, 3b x 3 (seq 2048; (preset, tokens) no earlier run used), registered before
 the one device call: the 1-GPU terms added since the 2-GPU sets (the autocast block, split-K, the fused AdamW's rate)
 checked at two ranks, with the per-mode host fits of MODE_HOST (another lease), as the product prices them.
+--plan twohost --host FOLDER (calibration/h200x2-llm-eager-twohost-2026-11-29, session 36): ddp, fsdp, tp over 2 ranks
+at 0.8b x 5, 1b x 3, 3.1b x 5, registered ON the device between the lease's own hidden-128 host runs of those modes and
+the steps, in one call: the model's prediction (MODE_HOST's fits) and the variant with each mode's own fit from FOLDER
+(what a user's `framework.host` folder gives), to test whether the lease's own host fit carries host-bound TP / FSDP2.
 --plan meshes (calibration/h200x4-llm-eager-meshes-2026-11-28) is the same three presets on one 4-GPU host:
   tp+ddp, tp+fsdp  DTensor TP inside pairs of ranks, DDP / FSDP2 across the pairs (runner --mode tp+ddp / tp+fsdp --group 2)
   pp4-1f1b, pp4-gpipe  4 stages, 8 micro-batches;  pp+ddp  2 stages (1F1B, 4 micro-batches) replicated by DDP over 2 pairs
@@ -64,6 +68,7 @@ from simcluster.heldout.eager import (
     SIZES3,
     SIZES4,
     SIZES5,
+    SIZES6,
     layout_of,
     mesh2_modes,
     mesh_modes,
@@ -80,9 +85,11 @@ from simcluster.heldout.registration import refuse_existing, write_registration
 from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
+TWOHOST_MODES = {k: v for k, v in two_modes().items() if not k.startswith("pp")}   # ddp, fsdp, tp over 2 ranks
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
          "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4),
-         "two": (two_modes(), SIZES5)}
+         "two": (two_modes(), SIZES5), "twohost": (TWOHOST_MODES, SIZES6)}
+OWN_HOST_PLANS = ("meshes2", "tpdp", "twohost")   # plans that register beside the model's a variant with a lease's own host fits
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
 H200_HOST = MODE_HOST
@@ -94,7 +101,9 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     the same lease) takes MESH_HOST's place for the 2-D modes' own-fit variant."""
     modes, sizes = PLANS[plan_name]
     plan = [(size[0], size[1], size[2] if len(size) > 2 else None, mode) for size in sizes for mode in modes]
-    own_host = (host or MESH_HOST) if plan_name in ("meshes2", "tpdp") else None   # the registered variant's host runs
+    if plan_name == "twohost" and host is None:
+        raise SimclusterError("--plan twohost: give --host FOLDER (the lease's own host runs, made just before)")
+    own_host = (host or MESH_HOST) if plan_name in OWN_HOST_PLANS else None   # the registered variant's host runs
     commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                                   text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
@@ -102,7 +111,7 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
         runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": m or layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g, microbatches=m) for g in ("h100", "h200")}})
-        if own_host is not None and mode in tpdp_modes():
+        if own_host is not None and (mode in tpdp_modes() or plan_name == "twohost"):
             runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", microbatches=m, own_host=own_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
@@ -198,7 +207,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("bundle", nargs="?", metavar="BUNDLE", help="a bundle with registered.yaml and runs/*.json")
     ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")
-    ap.add_argument("--host", metavar="FOLDER", help="--plan tpdp: the 2-D modes' host runs of this lease (the variant's fits)")
+    ap.add_argument("--host", metavar="FOLDER", help="--plan tpdp / twohost: this lease's host runs (the variant's fits)")
     args = ap.parse_args(argv)
     if args.register:
         try:

@@ -52,6 +52,7 @@ SIZES2 = (("0.5b", 4), ("2b", 2), ("8b", 1))                       # the second 
 SIZES3 = (("0.3b", 8), ("1b", 4), ("3.1b", 2))                      # the pipeline set's: the first set's presets, 2x micro-batch
 SIZES4 = (("0.3b", 4, 16), ("3.1b", 1, 16), ("0.5b", 4, 4))         # pipeline2's (session 30): preset, micro-batch, micro-batches
 SIZES5 = (("0.5b", 6), ("2b", 1), ("3b", 3))                       # the two set's (session 36): (preset, tokens) new to calibration/
+SIZES6 = (("0.8b", 5), ("1b", 3), ("3.1b", 5))                     # the twohost set's (session 36), likewise new
 
 
 class NotPredicted(Exception):
@@ -278,9 +279,12 @@ def host_fits(mode: str, own_host: Path | None = None) -> dict:
     from simcluster.llm import eager
 
     fits = eager.fit_modes(MODE_HOST)
-    if own_host is not None and mode in tpdp_modes():
-        fits = fits | {"tp": eager.fit_modes(own_host)[mode]}
-    return fits
+    if own_host is None:
+        return fits
+    own = eager.fit_modes(own_host)
+    if mode in tpdp_modes():
+        return fits | {"tp": own[mode]}
+    return fits | own   # a 1-D layout: each mode's own fit from the lease's host runs (the product's framework.host)
 
 
 def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
@@ -291,7 +295,7 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host)
-        used = f"{mode} (own fit, {own_host.parent.name})" if own_host is not None and mode in tpdp_modes() else eager.host_mode(par)
+        used = f"{mode} (own fit, {own_host.parent.name})" if own_host is not None else eager.host_mode(par)
         return eager.torch_framework(par, hosts), f"host: {used} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
