@@ -37,8 +37,9 @@ TPDP_BUNDLE = "calibration/h200x4-llm-eager-tpdp-2026-11-28"  # TP x DP with hos
 TPDP2_BUNDLE = "calibration/h200x4-llm-eager-tpdp2-2026-11-28"  # the same on a second lease (session 30)
 PIPELINE2_BUNDLE = "calibration/h200x4-llm-eager-pipeline2-2026-11-28"   # pipelines at 16 and 4 micro-batches (SIZES4)
 TWO_BUNDLE = "calibration/h200x2-llm-eager-two-2026-11-29"   # DDP / FSDP2 / TP / 2-stage pipelines at 2 GPUs (SIZES5, session 36)
+TWOHOST_BUNDLE = "calibration/h200x2-llm-eager-twohost-2026-11-29"   # DDP / FSDP2 / TP with the lease's host runs (SIZES6)
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE, PIPELINE2_BUNDLE,
-              TPDP2_BUNDLE, TWO_BUNDLE)   # each against registered.yaml
+              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE)   # each against registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
