@@ -68,9 +68,24 @@ def littles_law(ranks: int, readers: int, pread: float, file_bytes: float, measu
     q = ranks * readers * p
     r0 = latency_s + p / bandwidth_Bps
     n = ranks * readers
+    below = measured_Bps < bandwidth_Bps      # at or above its card a row needs no latency or per-file cost: None
     return {"readers": n, "pread_B": p, "inflight_B": q, "bdp_B": bandwidth_Bps * r0, "inflight_over_bdp": q / (bandwidth_Bps * r0),
-            "latency_needed_s": q / measured_Bps - p / bandwidth_Bps,
-            "per_file_needed_s": n * file_bytes / measured_Bps - file_bytes * r0 / p}
+            "latency_needed_s": q / measured_Bps - p / bandwidth_Bps if below else None,
+            "per_file_needed_s": n * file_bytes / measured_Bps - file_bytes * r0 / p if below else None}
+
+
+def rate_against_readers(rows: list[dict]) -> list[dict]:
+    """Per drive with two CosmoFlow rows (A100 and H100 emulated: different rank counts, the same reader settings), the
+    ratio of their readers against the ratio of their measured rates. A rate set by a per-command latency or a per-file
+    cost (Q / R with R fixed) grows with the readers; a saturated resource's rate does not."""
+    out = []
+    for drive in sorted({r["row"].split()[0] for r in rows}):
+        pair = sorted((r for r in rows if r["model"] == "cosmoflow" and r["row"].split()[0] == drive), key=lambda r: r["ranks"])
+        if len(pair) == 2:
+            lo, hi = pair
+            out.append({"drive": drive, "readers_ratio": hi["T_readers"]["readers"] / lo["T_readers"]["readers"],
+                        "rate_ratio": hi["measured_Bps"] / lo["measured_Bps"]})
+    return out
 
 
 def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
@@ -93,6 +108,7 @@ def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
             ranks = row["measured"]["accelerators"]
             common = (pread, file_bytes, measured, nvme.bandwidth_Bps, latency)
             rec = {"row": storage.label(row), "model": w.model, "ranks": ranks, "T": w.read_threads, "latency_s": latency,
+                   "measured_Bps": measured,
                    "latency_from": "datasheet" if card in DATASHEET_LATENCY_S else "card service_time (assumed)",
                    "measured_over_card": measured / nvme.bandwidth_Bps,
                    "T_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], False), *common),
@@ -135,10 +151,17 @@ def _print_rows(rows: list[dict]) -> None:
         a, b = r["T_readers"], r["tf_readers"]
         print(f"{r['row']:>24} {r['T']:3d} {r['measured_over_card']:9.2f} {a['readers']:5d}/{b['readers']:<6d} "
               f"{a['pread_B'] / 1024:6.0f}K {a['inflight_B'] / MiB:9.0f} {a['bdp_B'] / MiB:10.2f} {a['inflight_over_bdp']:6.0f} "
-              f"{r['latency_s'] * 1e6:5.0f}us {a['latency_needed_s'] * 1e3:6.1f}ms {b['latency_needed_s'] * 1e3:6.1f}ms "
-              f"{a['per_file_needed_s'] * 1e3:6.1f}ms {b['per_file_needed_s'] * 1e3:6.1f}ms")
-    print("L* and c* where the measured rate is below the card: the latency (per-file cost) at which the bytes in flight "
-          "give only that rate; a row at or above its card needs none (negative).")
+              f"{r['latency_s'] * 1e6:5.0f}us {_ms(a['latency_needed_s'])} {_ms(b['latency_needed_s'])} "
+              f"{_ms(a['per_file_needed_s'])} {_ms(b['per_file_needed_s'])}")
+    print("L*, c*: the unloaded per-command latency (per-file cost) at which the bytes in flight give only the measured rate; "
+          "none for a row at or above its card.")
+    for r in rate_against_readers(rows):
+        print(f"{r['drive']} CosmoFlow, A100 against H100 rows: {r['readers_ratio']:.2f}x the readers, "
+              f"{r['rate_ratio']:.2f}x the rate")
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{'none':>8}" if seconds is None else f"{seconds * 1e3:6.1f}ms"
 
 
 def _print_device(phases: list[dict]) -> None:
