@@ -1,0 +1,190 @@
+"""Little's law on the MLPerf Storage CosmoFlow misses (issue 42, helper storfile): can a per-command latency or a
+per-file cost carry them?
+
+The drive model (storage/nvme.py) has a per-command time (the card's service_time t0, plus s / B) and reads in flight
+from the loader's threads and depth. A latency or per-file cost lowers the rate only where the bytes in flight fall
+below the drive's bandwidth-delay product, so the question is arithmetic before it is a simulation:
+
+    bytes in flight    Q  >= ranks x readers x min(p, file)    (one synchronous pread of p a reader; readahead not counted)
+    response, no queue R0 = L + p / B                          (L: the drive's QD1 read latency, B: its card bandwidth)
+    saturated when     Q  >= B x R0                            (Little's law: X = Q / R, R >= R0)
+    latency a miss needs       L* = Q / X - p / B              (the latency at which Q gives only the measured X)
+    per-file cost a miss needs c* = N S / X - S R0 / p         (N readers each spending c outside the drive per file of S)
+
+Readers per rank, from DLIO v1.0's TF reader (dlio_benchmark reader/tf_reader.py at 01283ab: TFRecordDataset(
+buffer_size=transfer_size, num_parallel_reads=read_threads)) and TensorFlow's readers.py (num_parallel_reads > 1: the
+legacy parallel interleave with cycle_length T, prefetch_input_elements 2T, buffer_output_elements 2; its kernel runs
+cycle_length + prefetch_input_elements worker threads, one input file each): a one-record file (CosmoFlow) is read
+whole by whichever of the 3T workers holds it, so up to 3T files are read at once; a long file (ResNet-50: 1,251
+records) is streamed by the T cycle workers while the 2T prefetch workers stop after 2 records. Both counts are given
+(T is also what simcluster's loader uses). p: the row's transfer_size; TF's 256 KiB default when unset; a record when 0.
+
+The device probes' counters (calibration/h200x1-storage-readahead-2026-11-29/runs.json: the block device's reads, ms
+spent on reads and the phase length) give Little's law directly: reads in flight = reads x ms per read / phase; a
+device whose rate does not move while its reads in flight change several-fold is saturated, and a loss there is its
+rate for the pattern, not a shortage of reads in flight.
+
+    python studies/storage_inflight.py rows       # the MLPerf rows: Q, B x R0, L*, c*
+    python studies/storage_inflight.py device     # the readahead probe's counters through Little's law
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MiB = 2**20
+TF_BUFFER_BYTES = 256 * 1024          # TensorFlow readers.py _DEFAULT_READER_BUFFER_SIZE_BYTES
+PREFETCH_FACTOR = 2                   # readers.py ParallelInterleaveDataset: prefetch_input_elements = 2 x cycle_length
+READAHEAD_RUN = ROOT / "calibration" / "h200x1-storage-readahead-2026-11-29" / "runs.json"
+# QD1 read latency from a source, per card (seconds); a card not here uses its own service_time (80 us, assumed)
+DATASHEET_LATENCY_S = {"micron-9550-pro-7.68tb": 60e-6}   # the card's provenance.read_latency (Micron 9550 family)
+
+
+def readers_per_rank(read_threads: int, samples_per_file: int, tf_prefetch: bool = True) -> int:
+    """Files one rank reads at once: TF's interleave workers (3T) for one-record files, its T cycle workers for long
+    files; with tf_prefetch False, T (simcluster's loader)."""
+    if samples_per_file == 1 and tf_prefetch:
+        return (1 + PREFETCH_FACTOR) * read_threads
+    return read_threads
+
+
+def pread_bytes(transfer_size: int | None, record_bytes: float) -> float:
+    """Bytes of one synchronous read: the row's transfer_size (TF's default buffer when unset; a record when 0)."""
+    if transfer_size is None:
+        return TF_BUFFER_BYTES
+    return record_bytes if transfer_size == 0 else float(transfer_size)
+
+
+def littles_law(ranks: int, readers: int, pread: float, file_bytes: float, measured_Bps: float, bandwidth_Bps: float,
+                latency_s: float) -> dict:
+    """Q, the bandwidth-delay product, and the latency and per-file cost at which Q gives only the measured rate."""
+    p = min(pread, file_bytes)
+    q = ranks * readers * p
+    r0 = latency_s + p / bandwidth_Bps
+    n = ranks * readers
+    below = measured_Bps < bandwidth_Bps      # at or above its card a row needs no latency or per-file cost: None
+    return {"readers": n, "pread_B": p, "inflight_B": q, "bdp_B": bandwidth_Bps * r0, "inflight_over_bdp": q / (bandwidth_Bps * r0),
+            "latency_needed_s": q / measured_Bps - p / bandwidth_Bps if below else None,
+            "per_file_needed_s": n * file_bytes / measured_Bps - file_bytes * r0 / p if below else None}
+
+
+def rate_against_readers(rows: list[dict]) -> list[dict]:
+    """Per drive with two CosmoFlow rows (A100 and H100 emulated: different rank counts, the same reader settings), the
+    ratio of their readers against the ratio of their measured rates. A rate set by a per-command latency or a per-file
+    cost (Q / R with R fixed) grows with the readers; a saturated resource's rate does not."""
+    out = []
+    for drive in sorted({r["row"].split()[0] for r in rows}):
+        pair = sorted((r for r in rows if r["model"] == "cosmoflow" and r["row"].split()[0] == drive), key=lambda r: r["ranks"])
+        if len(pair) == 2:
+            lo, hi = pair
+            out.append({"drive": drive, "readers_ratio": hi["T_readers"]["readers"] / lo["T_readers"]["readers"],
+                        "rate_ratio": hi["measured_Bps"] / lo["measured_Bps"]})
+    return out
+
+
+def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
+    """Every compared MLPerf Storage row of the given workloads through littles_law, at T and at TF's 3T readers."""
+    from simcluster.heldout import storage
+    from simcluster.storage.nvme import load_nvme
+
+    out = []
+    for path in storage.published_files():
+        for _, row in storage.compared_runs(path):
+            w = storage.workload_of(row)
+            if w.model not in models:
+                continue
+            card = storage.CARDS[row["drive"]]
+            nvme, _ = load_nvme(ROOT / "models" / "nvme" / f"{card}.yaml")
+            latency = DATASHEET_LATENCY_S.get(card, nvme.service_time_s)
+            file_bytes = w.record_bytes * row["samples_per_file"]
+            pread = pread_bytes(row["reader"].get("transfer_size"), w.record_bytes)
+            measured = row["measured"]["throughput_MiB_per_s"] * MiB
+            ranks = row["measured"]["accelerators"]
+            common = (pread, file_bytes, measured, nvme.bandwidth_Bps, latency)
+            rec = {"row": storage.label(row), "model": w.model, "ranks": ranks, "T": w.read_threads, "latency_s": latency,
+                   "measured_Bps": measured,
+                   "latency_from": "datasheet" if card in DATASHEET_LATENCY_S else "card service_time (assumed)",
+                   "measured_over_card": measured / nvme.bandwidth_Bps,
+                   "T_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], False), *common),
+                   "tf_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"]), *common)}
+            out.append(rec)
+    return out
+
+
+def device_phases(path: Path = READAHEAD_RUN) -> list[dict]:
+    """Each probe phase's block-device counters through Little's law: reads and bytes in flight, ms per read, GB/s."""
+    rows = json.loads(path.read_text())["rows"]
+    out = []
+    for r in rows:
+        phase = r["phase_s"]
+        inflight = r["device_reads"] * r["device_read_ms_per_read"] / 1000 / phase
+        out.append({"kind": r["kind"], "mode": r["mode"], "read_ahead_kb": r.get("read_ahead_kb"), "pread_B": r["transfer_B"],
+                    "readers": r["readers"], "read_B": r["device_read_B_mean"], "ms_per_read": r["device_read_ms_per_read"],
+                    "inflight_reads": inflight, "inflight_B": inflight * r["device_read_B_mean"],
+                    "device_GBps": r["device_bytes"] / phase / 1e9})
+    return out
+
+
+def saturation(phases: list[dict]) -> dict:
+    """Per pattern (kind) over the buffered phases: the spread of bytes in flight (max / min) against the spread of the
+    device's rate. A rate that moves far less than the bytes in flight is a saturated device."""
+    out = {}
+    for kind in ("large", "small"):
+        ps = [p for p in phases if p["kind"] == kind and p["mode"] == "buffered"]
+        q = [p["inflight_B"] for p in ps]
+        x = [p["device_GBps"] for p in ps]
+        out[kind] = {"inflight_spread": max(q) / min(q), "rate_spread": max(x) / min(x),
+                     "rate_at_least_inflight": x[q.index(min(q))], "rate_at_most_inflight": x[q.index(max(q))]}
+    return out
+
+
+def _print_rows(rows: list[dict]) -> None:
+    print(f"{'row':>24} {'T':>3} {'meas/card':>9} {'readers T/3T':>12} {'pread':>7} {'Q MiB (T)':>9} {'B x R0 MiB':>10} "
+          f"{'Q/BDP':>6} {'L used':>7} {'L* (T)':>8} {'L* (3T)':>8} {'c* (T)':>8} {'c* (3T)':>8}")
+    for r in rows:
+        a, b = r["T_readers"], r["tf_readers"]
+        print(f"{r['row']:>24} {r['T']:3d} {r['measured_over_card']:9.2f} {a['readers']:5d}/{b['readers']:<6d} "
+              f"{a['pread_B'] / 1024:6.0f}K {a['inflight_B'] / MiB:9.0f} {a['bdp_B'] / MiB:10.2f} {a['inflight_over_bdp']:6.0f} "
+              f"{r['latency_s'] * 1e6:5.0f}us {_ms(a['latency_needed_s'])} {_ms(b['latency_needed_s'])} "
+              f"{_ms(a['per_file_needed_s'])} {_ms(b['per_file_needed_s'])}")
+    print("L*, c*: the unloaded per-command latency (per-file cost) at which the bytes in flight give only the measured rate; "
+          "none for a row at or above its card.")
+    for r in rate_against_readers(rows):
+        print(f"{r['drive']} CosmoFlow, A100 against H100 rows: {r['readers_ratio']:.2f}x the readers, "
+              f"{r['rate_ratio']:.2f}x the rate")
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{'none':>8}" if seconds is None else f"{seconds * 1e3:6.1f}ms"
+
+
+def _print_device(phases: list[dict]) -> None:
+    print(f"{'kind':>6} {'mode':>9} {'ra_kb':>6} {'pread':>6} {'read MiB':>8} {'ms/read':>8} {'in flight':>9} {'MiB':>7} {'GB/s':>6}")
+    for p in phases:
+        print(f"{p['kind']:>6} {p['mode']:>9} {p['read_ahead_kb']!s:>6} {p['pread_B'] // 1024:5d}K {p['read_B'] / MiB:8.2f} "
+              f"{p['ms_per_read']:8.1f} {p['inflight_reads']:9.1f} {p['inflight_B'] / MiB:7.0f} {p['device_GBps']:6.2f}")
+    for kind, s in saturation(phases).items():
+        print(f"{kind}: bytes in flight over the buffered phases vary {s['inflight_spread']:.1f}x, the device's rate "
+              f"{s['rate_spread']:.2f}x ({s['rate_at_least_inflight']:.2f} GB/s at the least in flight, "
+              f"{s['rate_at_most_inflight']:.2f} at the most)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("rows", "device"))
+    parser.add_argument("--json", help="write the table as JSON here")
+    args = parser.parse_args()
+    table = mlperf_rows() if args.what == "rows" else device_phases()
+    (_print_rows if args.what == "rows" else _print_device)(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()
