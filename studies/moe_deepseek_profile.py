@@ -41,8 +41,8 @@ import json
 import re
 import sys
 from collections import defaultdict
-from itertools import pairwise
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,9 +103,13 @@ def _classify(ks: list[dict]) -> None:
         rng.sort(key=lambda k: k["seq"])
         router_at = [k["seq"] for k in rng if "sm90_xmma_gemm_bf16" in k["name"]]
         wgrads = [k for k in rng if _is_gemm(k["name"]) and k["stream"] == 7]
+        before = None
         for k in rng:
             k["pass"] = "fwd" if k["range"].endswith("(F)") else "bwd"
             k["cls"] = _class_of(k, rng[0]["range"], router_at, wgrads)
+            if "direct_copy" in k["name"] and before is not None and before["cls"] == "rotary / MLA copies":
+                k["cls"] = "rotary / MLA copies"   # the value made contiguous, right after the key's concatenation
+            before = k if k["stream"] == 7 else before
 
 
 def _class_of(k: dict, rng: str, router_at: list[int], wgrads: list[dict]) -> str:
