@@ -122,7 +122,7 @@ def _class_of(k: dict, rng: str, router_at: list[int], wgrads: list[dict]) -> st
     if _is_gemm(n):
         if rng.startswith("attn"):
             return "attention GEMMs (MLA, out)"
-        if "m_grouped" in n or (rng == "mlp(W)" and k not in (wgrads[0], wgrads[-1])):
+        if "m_grouped" in n or (rng == "mlp(W)" and k not in wgrads[:1] + wgrads[-1:]):
             return "expert GEMMs"
         return "shared expert GEMMs"
     if "sm90_xmma_gemm_bf16" in n:
