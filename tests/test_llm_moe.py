@@ -57,7 +57,10 @@ def test_mla_and_shared_expert_ops():
     assert f["attn_out"].shape[:3] == (T, 7168, 128 * 128)
     assert f["shared_gate"].shape[:3] == (T, 2048, 7168)
     assert f["attention"].flops == pytest.approx(4 * 128 * T * T * 160 / 2)
-    assert f["rotary"].bytes == 2 * T * 129 * 64 * 2
+    # MLA's rotary writes query, key and value out contiguous (llm/mla_layout.py): q read + query written, kv and k_pe
+    # read, key (192 a head) and value (128) written; its backward the same bytes
+    assert f["rotary"].bytes == 2 * T * 128 * 192 * 2 + T * 128 * 256 * 2 + T * 64 * 2 + T * 128 * 320 * 2
+    assert f["rotary"].shape == (f["rotary"].bytes,)
 
 
 def test_qwen3_qk_norm_and_expert_tp_one():
