@@ -88,7 +88,7 @@ def solve(points: list[tuple[float, float]]) -> tuple[float, float]:
         raise ValueError("the fit needs rows at two different wqes_per_doorbell")
     xs, ys = [1.0 / b for b, _ in points], [t for _, t in points]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    doorbell = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    doorbell = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     wqe = my - doorbell * mx
     if wqe < 0 or doorbell < 0:
         raise ValueError(f"the rows give a negative cost (wqe {wqe * 1e9:.1f} ns, doorbell {doorbell * 1e9:.1f} ns)")

@@ -22,13 +22,15 @@ from simcluster.hardware.verbs import VerbsCost, solve
 from simcluster.heldout import rdma_published
 from simcluster.units import parse_size
 
-FILE = rdma_published.ROOT / "calibration" / "published" / "host-stack-rdma-ops.yaml"
+ROOT = rdma_published.ROOT
+FILE = ROOT / "calibration" / "published" / "host-stack-rdma-ops.yaml"
 COMPARE = ("rate", "cost", "bound", "none")
 ROLES = ("fit", "held_out")
 # the declared fit subsets: two rows of one experiment at two batchings each
 FITS = {"atc16 sequencer": ("atc16-seq-1core-mmio", "atc16-seq-1core-batch-mq"),
         "atc16 HERD": ("atc16-herd-1core-mmio", "atc16-herd-1core-batch")}
 FIT = "atc16 sequencer"
+CARD = ROOT / "models" / "nic" / "rdma-polled-verbs-100g.yaml"   # the shipped card whose verbs block is FIT's model
 SEQ_BATCH_6_CORES = 15.9   # responses per batch the paper prints at 6 cores: the sensitivity of the batch not printed at 1
 
 
