@@ -79,6 +79,18 @@ def test_seed_004_keeps_its_interrupt_driven_cost():
     assert nic.cores_used(12.5e9, 65536) / 28 == pytest.approx(0.008, rel=0.01)   # 0.8% of 28 cores at 100 Gb/s
 
 
+def test_event_completions_are_the_alternative_mode_seed_004_is_one_operating_point_of():
+    """Seed 004's card is one number per message; as an event-mode verbs block (an interrupt and wake-up per
+    completion, every WQE signalled, the WQE and doorbell inside that number) it prices the same, and batching the
+    events (one per 16 WQEs) would cut it 16x: the lever polled stacks pull with unsignalled WQEs."""
+    seed, _ = load_nic(NIC / "seed004-ib-edr-offload.yaml")
+    event = VerbsCost("event", 0.0, 0.0, cpu_s_per_completion=seed.cpu_s_per_message)
+    card = dataclasses.replace(seed, cpu_s_per_message=0.0, verbs=event)
+    for m in (64, 65536, 1 << 20):
+        assert card.per_message(m) == pytest.approx(seed.per_message(m))
+    assert dataclasses.replace(card, verbs=event.at(signal_every=16)).per_message(65536) == pytest.approx(1.17e-6 / 16)
+
+
 def test_verbs_on_another_transport_is_a_card_error(tmp_path):
     with pytest.raises(CardTermError, match="verbs: an RDMA term"):
         NicParams("tcp", 1e10, 0.9, 1e-5, 0.0, verbs=VerbsCost("polled", 1e-9, 1e-9))
