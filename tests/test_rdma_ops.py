@@ -147,10 +147,23 @@ def test_the_held_out_points_are_transport_residuals_of_the_ud_regime():
     assert not {"atc16-seq-1core-mmio", "atc16-udsend-4cores", "perftest65-send-1024"} & {r["side"][10:-1] for r in rows}
 
 
-def test_the_band_table_takes_the_per_operation_rows():
-    table = build_table(lab=True)
-    rdma = [r for r in table.residuals if r.regime.startswith(transport_regime("rdma_ud").key)]
-    assert len(rdma) == 3 and {r.source for r in rdma} == {"published atc16", "published erpc2019"}
+def test_the_band_table_takes_the_per_operation_rows(monkeypatch):
+    """trust/build.build_table's transport family: the per-operation model's held-out rows (the other sets emptied,
+    they are other tests')."""
+    from simcluster import machine_validation
+    from simcluster.heldout import ddp, eager, eager_registered, moe_lab, storage, transport
+    from simcluster.reference import llm, nccl
+
+    for module, name in ((llm, "validate_published_llm"), (nccl, "validate_published_nccl")):
+        monkeypatch.setattr(module, name, lambda folder=None: [])
+    monkeypatch.setattr(machine_validation, "validate_held_out_machines", lambda paths: [])
+    for module in (storage, ddp, eager, eager_registered, moe_lab, transport):
+        monkeypatch.setattr(module, "held_out_rows", lambda *a, **k: [])
+    monkeypatch.setattr("simcluster.trust.build.reference_residuals", lambda rows, family: [])
+    table = build_table(machines=[], lab=True)
+    assert [(r.regime, r.source) for r in table.residuals] == [(transport_regime("rdma_ud").key, s) for s in
+                                                                ("published atc16",) * 2 + ("published erpc2019",)]
+    assert "calibration/published/host-stack-rdma-ops.yaml" in table.built_from["transport"]
 
 
 def _set(row: int, key: str, value):
