@@ -59,6 +59,19 @@ class UdpReceiver(Params):
     wakeup_latency: Time
 
 
+class Verbs(Params):
+    """An RDMA card's per-operation host cost (hardware/verbs.VerbsCost)."""
+    completion: Choice("completion") = "polled"
+    cpu_per_wqe: Time
+    cpu_per_doorbell: Time
+    cpu_per_completion: Time = "0s"
+    cpu_per_inline_byte: Cost = "0s/GB"
+    wqes_per_doorbell: Number(1, 2**16) = 1
+    signal_every: Number(1, 2**16) = 1
+    inline_max: Number(0, 2**16) = 0             # bytes
+    mtu: Nullable(Size) = None                   # datagram transport: bytes per WQE; none: one WQE per message
+
+
 class Nic(Params):
     transport: Choice("transport")
     line_rate: Rate
@@ -81,6 +94,7 @@ class Nic(Params):
     cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500
     ack_rule: Choice("ack_rule") = "delayed"    # TCP: acks(m) by the count model (delayed) or a batching rule (tso-*)
     receiver: Nullable(UdpReceiver) = None      # UDP: the receive side's count model; none: priced as the send side
+    verbs: Nullable(Verbs) = None               # RDMA: the verbs' cost per operation (hardware/verbs.py)
 
     @model_validator(mode="after")
     def _cores(self):

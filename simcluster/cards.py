@@ -19,6 +19,7 @@ from simcluster.errors import ModelCardError
 from simcluster.hardware import pcie
 from simcluster.hardware.nic import ACK_RULES, TRANSPORTS, CardTermError, NicParams, UdpReceiver
 from simcluster.hardware.switch import FORWARDING, AggregationParams
+from simcluster.hardware.verbs import COMPLETIONS, VerbsCost
 from simcluster.units import (
     format_cost,
     format_size,
@@ -60,18 +61,22 @@ def load_op_profiles(path: str | Path) -> tuple[tuple[OpProfile, ...], dict]:
 
 
 def nic_params(card: dict, where: str) -> NicParams:
-    p = cd.declared_params(card, where, cp.NIC, transport=TRANSPORTS, ack_rule=ACK_RULES,
+    p = cd.declared_params(card, where, cp.NIC, transport=TRANSPORTS, ack_rule=ACK_RULES, completion=COMPLETIONS,
                            pcie=lambda v: str(pcie.parse(v)))
     cores = DEFAULT_CORES_PER_STREAM[p.transport] if p.cores_per_stream is None else p.cores_per_stream
     r = p.receiver
     receiver = None if r is None else UdpReceiver(r.cpu_per_datagram, r.cpu_per_wakeup, r.cpu_per_fragment,
                                                   r.cpu_per_byte, r.wakeup_latency)
+    v = p.verbs
     try:
+        verbs = None if v is None else VerbsCost(v.completion, v.cpu_per_wqe, v.cpu_per_doorbell, v.cpu_per_completion,
+                                                 v.cpu_per_inline_byte, float(v.wqes_per_doorbell), float(v.signal_every),
+                                                 float(v.inline_max), v.mtu)
         return NicParams(p.transport, p.line_rate, float(p.efficiency), p.latency, p.cpu_per_byte, p.cpu_per_message,
                          int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
                          None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
                          float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment,
-                         p.ack_rule, receiver, float(p.eager_max_size or 0.0))
+                         p.ack_rule, receiver, float(p.eager_max_size or 0.0), verbs)
     except CardTermError as exc:         # the transport's term rule is NicParams' (hardware/nic.py): said at its key
         raise ModelCardError(f"params.{exc.key}: {exc.why}", where=cd.line_of(where, f"params.{exc.key}")) from None
 
@@ -116,6 +121,14 @@ def nic_params_yaml(p: NicParams) -> dict:
                            "cpu_per_wakeup": format_time(r.cpu_s_per_wakeup),
                            "cpu_per_fragment": format_time(r.cpu_s_per_fragment),
                            "cpu_per_byte": format_cost(r.cpu_s_per_byte), "wakeup_latency": format_time(r.wakeup_latency_s)}
+    if p.verbs is not None:
+        v = p.verbs
+        out["verbs"] = {"completion": v.completion, "cpu_per_wqe": format_time(v.cpu_s_per_wqe),
+                        "cpu_per_doorbell": format_time(v.cpu_s_per_doorbell),
+                        "cpu_per_completion": format_time(v.cpu_s_per_completion),
+                        "cpu_per_inline_byte": format_cost(v.cpu_s_per_inline_byte),
+                        "wqes_per_doorbell": v.wqes_per_doorbell, "signal_every": v.signal_every,
+                        "inline_max": v.inline_max_bytes, "mtu": None if v.mtu_bytes is None else format_size(v.mtu_bytes)}
     return out
 
 

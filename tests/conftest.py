@@ -20,6 +20,22 @@ def load_script(relative: str):
     return mod
 
 
+def one_line_refusal(read, source: Path, edit, tmp_path: Path, error) -> str:
+    """`read` of a copy of the YAML file `source` changed by `edit` (a function of the parsed document): the one-line
+    `error` it raises, as text (the copy's path first)."""
+    import yaml
+
+    doc = yaml.safe_load(source.read_text())
+    edit(doc)
+    path = tmp_path / source.name
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(error) as info:
+        read(path)
+    text = str(info.value)
+    assert text.startswith(str(path)) and "\n" not in text, text
+    return text
+
+
 def _documents(path: Path) -> list:
     """The JSON documents of one file: the whole text, else each line that parses (llm-step's stdout: log lines first)."""
     text = path.read_text(errors="replace")

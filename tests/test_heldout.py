@@ -51,9 +51,9 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
     assert {r.regime for r in residuals} == {"transport | tcp", "transport | udp"}   # the band code's keys (by kind)
     shipped = [r for r in __import__("json").loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())["rows"]
                if r["family"] == "transport"]
-    from simcluster.heldout import rdma_published  # the published RDMA rows join the family since session 35 (rdmapub)
+    from simcluster.heldout import rdma_ops  # the published RDMA rows join the family (session 35; per operation since 36)
 
-    every = transport_residuals(rows + rdma_published.held_out_rows())
+    every = transport_residuals(rows + rdma_ops.held_out_rows())
     assert {(r["regime"], r["row"].split()[0]) for r in shipped} <= {(r.regime, r.row.split()[0]) for r in every}
     assert {r["regime"] for r in shipped} == {"transport | tcp", "transport | udp", "transport | rdma_ud"}
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import one_line_refusal
 
 from simcluster.errors import CalibrationError
 from simcluster.heldout import rdma_published
@@ -52,8 +53,10 @@ def test_the_cost_row_is_a_transport_residual_of_the_ud_regime():
     assert trust_of(transport_regime("rdma_rc"), Table([res])).own == (0, 0)   # RC: bounds only, no point row
 
 
-def test_other_rdma_cards_carry_no_host_cost():
+def test_other_rdma_cards_carry_no_host_cost_but_the_polled_verbs_card():
     others = dict(rdma_published.other_rdma_cards())
+    verbs = others.pop("rdma-polled-verbs-100g")          # session 36: 33.07 + 109.8 ns per WQE posted alone
+    assert verbs == pytest.approx(142.87e-9, rel=1e-6)
     assert "seed000-roce-100g" in others and all(cost == 0 for cost in others.values())
 
 
@@ -82,13 +85,8 @@ def _set(row: int, key: str, value):
     (lambda d: d.__setitem__("rows", {"a": 1}), "rows", "expected a list of rows, got dict"),
 ])
 def test_bad_rows_get_a_one_line_error_naming_the_file_row_and_key(tmp_path, edit, where, says):
-    doc = yaml.safe_load(rdma_published.FILE.read_text())
-    edit(doc)
-    path = tmp_path / "rows.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(CalibrationError) as info:
-        rdma_published.read(path)
-    assert str(info.value).startswith(f"{path}: {where}: ") and says in str(info.value) and "\n" not in str(info.value)
+    text = one_line_refusal(rdma_published.read, rdma_published.FILE, edit, tmp_path, CalibrationError)
+    assert text.startswith(f"{tmp_path / rdma_published.FILE.name}: {where}: ") and says in text
 
 
 def test_a_file_that_is_not_yaml_is_one_line(tmp_path):
@@ -108,8 +106,12 @@ def test_an_rdma_qperf_answer_carries_the_one_card_caveat(tmp_path, capsys):
     from simcluster.trust.band import RDMA_CAVEAT
 
     nic, _ = load_nic(rdma_published.CARD)
-    assert f"{rdma_published.CARD.stem} ({nic.cpu_s_per_message * 1e6:.2f} us" in RDMA_CAVEAT
-    assert all(cost == 0 for _, cost in rdma_published.other_rdma_cards()) and "the others price 0 s" in RDMA_CAVEAT
+    assert f"{rdma_published.CARD.stem} prices interrupt-driven completions ({nic.cpu_s_per_message * 1e6:.2f} us" in RDMA_CAVEAT
+    verbs, _ = load_nic(ROOT / "models" / "nic" / "rdma-polled-verbs-100g.yaml")
+    assert (f"{verbs.verbs.cpu_s_per_wqe * 1e9:.2f} ns per WQE, {verbs.verbs.cpu_s_per_doorbell * 1e9:.1f} ns per doorbell"
+            in RDMA_CAVEAT)
+    zero = [c for name, c in rdma_published.other_rdma_cards() if name != "rdma-polled-verbs-100g"]
+    assert all(cost == 0 for cost in zero) and "the other RDMA cards price 0 s" in RDMA_CAVEAT
     scenario = tmp_path / "rdma-qperf.yaml"
     scenario.write_text(f"""name: rdma-qperf
 machine:
@@ -123,7 +125,7 @@ jobs:
 """)
     assert main(["run", str(scenario)]) == 0
     text = capsys.readouterr().out
-    assert text.count("caveat: the RDMA rows are priced with seed004-ib-edr-offload") == 1     # one line per regime
+    assert text.count("caveat: RDMA host cost: the band's rows are the polled-verbs model") == 1     # one line per regime
     assert main(["run", str(scenario), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     job = doc["jobs"][0] if "jobs" in doc else doc

@@ -1,11 +1,15 @@
 """Read-out: the published per-core RDMA rows (calibration/published/host-stack-rdma.yaml) against the host-stack model
-as shipped (simcluster/heldout/rdma_published.py says how each row is compared). Prints one line per row and a summary.
+as shipped (simcluster/heldout/rdma_published.py says how each row is compared), then every per-operation row
+(host-stack-rdma-ops.yaml with the operating points of the first file's rows) before (the shipped card) and after (the
+polled-verbs model, hardware/verbs.py, fitted on heldout/rdma_ops.FIT), each declared fit subset predicting the rows
+outside it, and the fit's sensitivity to the batch the source does not print (heldout/rdma_ops.py).
 
     python validation/rdma_published.py
 """
 
 from __future__ import annotations
 
+from simcluster.heldout import rdma_ops
 from simcluster.heldout.rdma_published import CARD, other_rdma_cards, read
 
 
@@ -29,9 +33,48 @@ def main() -> None:
     judged = [r for r in rows if r.met is not None]
     print(f"judged {len(judged)}, met {sum(bool(r.met) for r in judged)} (cost and rate: within 10%; bound: within it); "
           f"not compared {len(rows) - len(judged)}")
-    zero = [name for name, cost in other_rdma_cards() if cost == 0]
+    others = other_rdma_cards()
+    zero = [name for name, cost in others if cost == 0]
+    for name, cost in others:
+        if cost:
+            print(f"{name} prices {cost * 1e9:.1f} ns per message at its message size (its verbs block: per operation, below)")
     print(f"every other shipped RDMA card prices 0 s per message ({len(zero)}: {', '.join(zero)}): "
           "a host cost never binds on them, whatever the rows measure")
+
+    after()
+
+
+def _ns(seconds: float) -> str:
+    return f"{seconds * 1e9:.1f} ns"
+
+
+def after() -> None:
+    rows = rdma_ops.read()
+    model = rdma_ops.fit(rows)
+    print(f"\nper operation (heldout/rdma_ops.py): polled verbs fitted on {rdma_ops.FIT} "
+          f"({', '.join(rdma_ops.FITS[rdma_ops.FIT])}): wqe {_ns(model.cpu_s_per_wqe)}, doorbell "
+          f"{_ns(model.cpu_s_per_doorbell)}, completion 0 (not separable: every fit row signals 1 in 64), inline 0")
+    print(f"{'row':30} {'role':8} {'cmp':5} {'batch':>5} {'sig':>4} {'measured/WQE':>14} {'before':>10} {'err':>8} "
+          f"{'after':>9} {'err':>8}  met")
+    for r in rows:
+        p, what = rdma_ops.predict(model, r), "<= " if r.compare == "bound" else ""
+        sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
+        print(f"{r.id:30} {r.role:8} {r.compare:5} {r.batch:>5.0f} {sig:>4} {what + _ns(r.measured):>14} "
+              f"{_ns(r.before):>10} {r.error(r.before) * 100:>+7.1f}% {_ns(p):>9} {r.error(p) * 100:>+7.1f}%  "
+              f"{'yes' if r.met(p) else 'NO'}")
+    held = [r for r in rows if r.id not in rdma_ops.FITS[rdma_ops.FIT]]
+    print(f"held out {len(held)}: met before {sum(r.met(r.before) for r in held)}, after "
+          f"{sum(r.met(rdma_ops.predict(model, r)) for r in held)}; points within 10% / bounds within")
+    print("each declared fit subset predicting every row outside it (error %, bound rows: > 0 a miss):")
+    for name in rdma_ops.FITS:
+        m = rdma_ops.fit(rows, name)
+        out = [f"{r.id} {r.error(rdma_ops.predict(m, r)) * 100:+.1f}" for r in rows if r.id not in rdma_ops.FITS[name]]
+        print(f"  {name} (wqe {_ns(m.cpu_s_per_wqe)}, doorbell {_ns(m.cpu_s_per_doorbell)}): {'; '.join(out)}")
+    batch = rdma_ops.FITS[rdma_ops.FIT][1]
+    m = rdma_ops.fit(rows, batch_of={batch: rdma_ops.SEQ_BATCH_6_CORES})
+    out = [f"{r.id} {r.error(rdma_ops.predict(m, r)) * 100:+.1f}" for r in held]
+    print(f"sensitivity: {batch} at {rdma_ops.SEQ_BATCH_6_CORES} WQEs per doorbell (the 6-core batch) instead of 32: "
+          f"wqe {_ns(m.cpu_s_per_wqe)}, doorbell {_ns(m.cpu_s_per_doorbell)}; {'; '.join(out)}")
 
 
 if __name__ == "__main__":

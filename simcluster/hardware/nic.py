@@ -7,7 +7,8 @@ One side (sender or receiver) of a stream of m-byte messages costs the host, in 
   copy     data copies between user and kernel (or PSM's eager copy): per byte, on the CPU unless the NIC
            places the data in user memory (RDMA verbs)
   csum     software checksums: per byte, 0 with checksum offload
-  msg      per message: a send/recv system call, or an RDMA work request and its completion
+  msg      per message: a send/recv system call, or an RDMA work request and its completion; an RDMA card with a
+           `verbs` block adds the verbs' cost per operation, hardware/verbs.py (WQEs, doorbells, completions)
   pkt      per packet the CPU handles, packets(m) = max(1, ceil(m / segment)); segment is the bytes per such
            packet: the MSS without TSO/GRO, a 64 KiB super-packet with them (the offloads change the count)
   ack      TCP only: per ACK, acks(m) by the card's ack_rule: "delayed" the TCP count model's delayed-ACK rule;
@@ -48,6 +49,7 @@ from dataclasses import dataclass
 
 from simcluster.hardware import transport_counts
 from simcluster.hardware.pcie import PcieLink
+from simcluster.hardware.verbs import VerbsCost
 
 TRANSPORTS = ("rdma", "tcp", "udp", "psm")
 # TCP acks(m): transport_counts.acks (the count model's delayed-ACK rule), or a TSO/GRO rule (TSO_ACK_COUNTS)
@@ -128,6 +130,7 @@ class NicParams:
                                        # a message above it is written only once its receiver's control message (the
                                        # buffer's address) has arrived; 0: no rendezvous stated (docs/models/fabric.md,
                                        # "EFA's rendezvous")
+    verbs: VerbsCost | None = None     # RDMA: the per-operation host cost (hardware/verbs.py); None: cpu_per_message only
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:
@@ -146,6 +149,8 @@ class NicParams:
         if self.ack_rule != "delayed" and (self.transport != "tcp" or self.segment_bytes != transport_counts.GSO):
             raise CardTermError("ack_rule", f"{self.ack_rule} is TCP's with 64 KiB super-packets (segment_size: "
                                 f"{transport_counts.GSO:.0f}B), not transport {self.transport!r} at {self.segment_bytes:.0f} B")
+        if self.verbs is not None and self.transport != "rdma":
+            raise CardTermError("verbs", f"an RDMA term (the verbs' cost per operation), not one of transport {self.transport!r}")
         if self.receiver is not None and self.transport != "udp":
             raise CardTermError("receiver", f"the UDP receiver's count model, not one of transport {self.transport!r}")
         if self.transport == "udp" and self.message_bytes > transport_counts.UDP_MAX:
@@ -168,6 +173,8 @@ class NicParams:
         if self.transport == "udp" and m > transport_counts.UDP_MAX:
             raise ValueError(_too_big(m))
         cost = self.cpu_s_per_message + self.cpu_s_per_packet * self.packets(m)
+        if self.verbs is not None:
+            cost += self.verbs.per_message(m)
         if self.cpu_s_per_ack:
             acks = (transport_counts.acks(m, self.segment_bytes) if self.ack_rule == "delayed"
                     else transport_counts.TSO_ACK_COUNTS[self.ack_rule](m))
@@ -191,7 +198,8 @@ class NicParams:
     def at_clock(self, clock: float) -> NicParams:
         """The same card on cores at `clock` x the frequency its costs were measured at: every cost / clock."""
         receiver = None if self.receiver is None else self.receiver.at_clock(clock)
-        return dataclasses.replace(self, receiver=receiver, **{f: getattr(self, f) / clock for f in COST_FIELDS})
+        verbs = None if self.verbs is None else self.verbs.at_clock(clock)
+        return dataclasses.replace(self, receiver=receiver, verbs=verbs, **{f: getattr(self, f) / clock for f in COST_FIELDS})
 
     def rate_Bps(self, streams: int = 1, cores_free: float = float("inf"), message_bytes: float | None = None) -> float:
         """Throughput of `streams` concurrent streams given the cores the host can spare (each side's): the costlier

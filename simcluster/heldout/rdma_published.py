@@ -132,14 +132,15 @@ def read(path: str | Path | None = None, card: str | Path | None = None) -> list
 
 
 def other_rdma_cards(models: str | Path | None = None) -> list[tuple[str, float]]:
-    """(card name, cpu_per_message in seconds) of every shipped RDMA NIC card other than CARD."""
+    """(card name, host core-seconds per message at the card's message size: cpu_per_message plus a verbs block's
+    cost, hardware/verbs.py) of every shipped RDMA NIC card other than CARD."""
     from simcluster.cards import load_nic
 
     out = []
     for path in sorted(Path(models or ROOT / "models" / "nic").glob("*.yaml")):
         nic, card = load_nic(path)
         if nic.transport == "rdma" and path.name != CARD.name:
-            out.append((card.get("name", path.stem), nic.cpu_s_per_message))
+            out.append((card.get("name", path.stem), nic.per_message(nic.message_bytes)))
     return out
 
 

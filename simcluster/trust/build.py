@@ -107,7 +107,8 @@ def transport_residuals(rows: list[dict]) -> list[Residual]:
     """The host stack's cost per byte above its fit's sizes, in the sweeps registered after its count model
     (heldout/transport.py), regime by transport kind; each sweep's configuration a source (heldout/transport.source_of:
     replicate bundles folded, the row then naming its bundle); and the published per-core RDMA costs
-    (heldout/rdma_published.py: regime rdma_ud / rdma_rc, the publication a source). No scale axis (scale 0)."""
+    (heldout/rdma_ops.py: the polled-verbs model's held-out point rows, regime by the row's transport, the publication a
+    source). No scale axis (scale 0)."""
     return [Residual("transport", transport_regime(r["transport"]).key, r["source"], f"{r['side']} m={int(r['m'])} B"
                      + (f" ({r['bundle'].rpartition('/')[2]})" if r["bundle"] != r["source"] else ""), 0.0,
                      r["measured"] / r["predicted"]) for r in rows]
@@ -128,18 +129,18 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, eager_registered, moe_lab, rdma_published, storage, transport
+        from simcluster.heldout import ddp, eager, eager_registered, moe_lab, rdma_ops, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
         residuals += eager_residuals(eager.held_out_rows() + eager_registered.held_out_rows())
         residuals += moe_lab_residuals(moe_lab.held_out_rows())
-        residuals += transport_residuals(transport.held_out_rows() + rdma_published.held_out_rows())
+        residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
                        "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
-                       + [str(rdma_published.FILE.relative_to(rdma_published.ROOT))]}
+                       + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE)]}
     return Table(residuals, built_from)
 
 
