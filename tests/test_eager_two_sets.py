@@ -28,6 +28,7 @@ def test_the_sets_tokens_were_new_to_calibration(bundle):
 
 @pytest.mark.parametrize("bundle, runs", [(TWO, 15), (TWOHOST, 9)], ids=["two", "twohost"])
 def test_every_registered_run_is_a_held_out_row_at_its_registered_step(bundle, runs):
+    """The band's reader (registered_rows) maps every run to its registration: a mode, preset or row-count slip."""
     rows = eager.registered_rows(bundle)
     assert len(rows) == runs
     registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"] / 1e3 for r in _runs(bundle)}
@@ -54,3 +55,28 @@ def test_twohost_without_host_runs_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "--host" in err and "\n" not in err
     assert not (tmp_path / "r.yaml").exists()
+
+
+def test_an_empty_host_folder_is_refused_not_registered_as_a_variant(tmp_path, capsys):
+    """Without the lease's own runs the variant would be the model's prediction under an 'own fit' label."""
+    script = load_script("validation/llm_eager_regimes.py")
+    empty = tmp_path / "host"
+    empty.mkdir()
+    assert script.main(["--plan", "twohost", "--host", str(empty), "--register", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "ddp, fsdp, tp" in err and str(empty) in err and "\n" not in err
+    assert not (tmp_path / "r.yaml").exists()
+
+
+def test_a_failed_run_leaves_its_mode_without_a_verdict(tmp_path, capsys):
+    """A run that left no document must not let the surviving runs decide the mode (tp met on 2 of 3 runs)."""
+    import shutil
+
+    copy = tmp_path / TWOHOST.name
+    shutil.copytree(TWOHOST, copy, ignore=shutil.ignore_patterns("host"))
+    (copy / "runs" / "tp-1b.json").write_text("Traceback: the run died\n")
+    script = load_script("validation/llm_eager_regimes.py")
+    assert script.main([str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert "tp: incomplete (2 of 3 registered runs judged): no verdict" in out
+    assert "ddp: step mean |error| 1.2%" in out

@@ -104,6 +104,14 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     if plan_name == "twohost" and host is None:
         raise SimclusterError("--plan twohost: give --host FOLDER (the lease's own host runs, made just before)")
     own_host = (host or MESH_HOST) if plan_name in OWN_HOST_PLANS else None   # the registered variant's host runs
+    if own_host is not None:   # a variant without its own fits would be the model's prediction under another label
+        from simcluster.llm.eager import fit_modes
+
+        wanted = set(TWOHOST_MODES) if plan_name == "twohost" else set(tpdp_modes())
+        missing = sorted(wanted - set(fit_modes(own_host)))
+        if missing:
+            raise SimclusterError(f"{own_host}: no host runs of {', '.join(missing)} at two or more layer counts "
+                                  "(MODE-L<n>.json): the own-fit variant cannot be registered")
     commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                                   text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
@@ -181,9 +189,13 @@ def compare(bundle: Path) -> int:
                   f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {' / '.join(f'{p:.2f}' for p in pred['stage_mem_GiB']):>15} "
                   f"{' / '.join(f'{e:+.1f}' for e in me):>13} {' / '.join(f'{e:+.1f}' for e in now_me):>13}")
     print()
+    incomplete = 0
     for mode in modes:
-        if mode not in errors:
-            print(f"{mode}: no run")
+        wanted = sum(1 for r in reg["runs"] if r["mode"] == mode)
+        judged = len(errors.get(mode, {}).get("time", []))
+        if judged < wanted:   # a failed or missing run: the mode's verdict would rest on the runs that survived
+            print(f"{mode:>11}: incomplete ({judged} of {wanted} registered runs judged): no verdict")
+            incomplete += 1
             continue
         t, m = [abs(e) for e in errors[mode]["time"]], [abs(e) for e in errors[mode]["mem"]]
         print(f"{mode:>11}: step mean |error| {statistics.mean(t):.1f}% (max {max(t):.1f}%, {len(t)} runs; target {TARGET_STEP:.0f}%: "
@@ -199,7 +211,7 @@ def compare(bundle: Path) -> int:
         if (nt, nm) != (t, m):
             print(f"{'':>11}  current model (changed after the read: not held out): step mean {statistics.mean(nt):.1f}%, "
                   f"memory max {max(nm):.1f}% (mean {statistics.mean(nm):.1f}%)")
-    return 0
+    return 1 if incomplete else 0
 
 
 def main(argv: list[str]) -> int:

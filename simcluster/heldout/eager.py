@@ -296,8 +296,9 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host)
-        used = f"{mode} (own fit, {own_host.parent.name})" if own_host is not None else eager.host_mode(par)
-        return eager.torch_framework(par, hosts), f"host: {used} mode of {MODE_HOST.name}"
+        if own_host is not None:
+            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {own_host}"
+        return eager.torch_framework(par, hosts), f"host: {eager.host_mode(par)} mode of {MODE_HOST.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
