@@ -55,8 +55,9 @@ def test_modes_follow_the_parallel_block():
         eager.mode_of(ParallelSpec(dp=2, zero=1))
     with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch checkpoints whole blocks"):
         eager.mode_of(ParallelSpec(dp=2, recompute="selective"))
-    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism is not modelled"):
-        eager.mode_of(ParallelSpec(cp=2))
+    assert eager.mode_of(ParallelSpec(cp=2)) == "cp" and eager.mode_of(ParallelSpec(cp=2, dp=2)) == "cp+ddp"   # llm/torch_cp.py
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism is modelled with DDP"):
+        eager.mode_of(ParallelSpec(cp=2, tp=2))
 
 
 def test_each_mode_gets_its_wrapper_and_its_own_host_cost():
