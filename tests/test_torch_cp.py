@@ -118,3 +118,26 @@ def test_the_cp_sets_tokens_are_new_and_its_runs_are_two_gpu_cp():
     assert {(r["preset"], r["seq"], r["micro_batch"], r["mode"], r["gpus"]) for r in runs} == {
         (p, seq, mb, "cp", 2) for p, mb, _, seq in heldout.SIZES7}
     assert all(r["predicted"]["h200"]["framework"] == "torch-cp2+ddp" for r in runs)
+
+
+def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
+    """What the lead will read: a document as --mode cp writes it (rank 0's, every rank under 'ranks' with stage 0) is a
+    held-out row at its registered step, and the comparison takes both ranks' peaks against the one prediction."""
+    import json
+    import shutil
+
+    from conftest import load_script
+
+    shutil.copy(ROOT / heldout.CP_BUNDLE / "registered.yaml", tmp_path / "registered.yaml")
+    reg = yaml.safe_load((tmp_path / "registered.yaml").read_text())["runs"][0]
+    ranks = [{"rank": r, "stage": 0, "status": "ok", "median_step_s": 0.8, "max_memory_allocated_bytes": 70 * 2**30} for r in (0, 1)]
+    doc = {"tool": "llm-step", "mode": "cp", "world_size": 2, "device": {"name": "NVIDIA H200"}, "precision": "fp32 weights, bf16 autocast",
+           "model": {"preset": reg["preset"]}, "shapes": [{"seq": reg["seq"], "micro_batch": reg["micro_batch"], "status": "ok",
+                                                          "median_step_s": 0.8, "max_memory_allocated_bytes": 70 * 2**30, "ranks": ranks}]}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cp-x.json").write_text(json.dumps(doc))
+    rows = heldout.registered_rows(tmp_path)
+    assert len(rows) == 1 and rows[0]["gpus"] == 2 and rows[0]["predicted_s"] == pytest.approx(reg["predicted"]["h200"]["step_ms"] / 1e3)
+    assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "cp: step mean |error|" in out and "2 GPUs" in out
