@@ -83,6 +83,10 @@ def test_a_torch_job_predicts_with_its_mode(tmp_path):
     # eager DTensor TP is host-bound: its step is longer than DDP's although each GPU does half the work
     assert tp.framework == "torch-dtensor-tp" and tp.step_time_s > r.step_time_s
     assert tp.breakdown["other"] > tp.breakdown["compute"]
+    sc_cp = load(scenario(tmp_path, parallel="{cp: 2}", gb=4))   # issue 44: torch's context parallelism, DDP over its ranks
+    cp = llm_prediction(sc_cp.machine, sc_cp.jobs[0], trace=False)
+    assert cp.framework == "torch-cp2+ddp" and cp.fits and cp.breakdown["exposed_dp_comm"] > 0
+    assert any("torch context parallelism" in c for c in cp.caveats)
 
 
 @pytest.mark.parametrize("parallel,framework,message", [
