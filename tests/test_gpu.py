@@ -456,7 +456,9 @@ def test_collect_plans_for_gpu_tools(tmp_path):
     assert all(s.argv[-1] == "--clocks" for s in clocked) and "--clocks" not in steps[1].argv
     piped = plans.plan(["llm-step"], dataclasses.replace(opts, llm_modes=("pp",)), tmp_path)   # issue 44: pipelining's mode
     assert piped[0].argv[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    for bad in (dict(llm_presets=("70b",)), dict(llm_shapes="2048x1"), dict(llm_modes=("cp",)),
+    cp = plans.plan(["llm-step"], dataclasses.replace(opts, llm_modes=("cp",)), tmp_path)   # issue 44: context parallelism
+    assert cp[0].argv[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"] and "cp" in cp[0].argv
+    for bad in (dict(llm_presets=("70b",)), dict(llm_shapes="2048x1"), dict(llm_modes=("ep",)),
                 dict(llm_modes=("tp",), gpus=1), dict(llm_modes=("pp",), gpus=1)):
         with pytest.raises(SimclusterError) as err:
             plans.plan(["llm-step"], dataclasses.replace(opts, **bad), tmp_path)

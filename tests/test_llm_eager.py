@@ -55,8 +55,9 @@ def test_modes_follow_the_parallel_block():
         eager.mode_of(ParallelSpec(dp=2, zero=1))
     with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch checkpoints whole blocks"):
         eager.mode_of(ParallelSpec(dp=2, recompute="selective"))
-    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism is not modelled"):
-        eager.mode_of(ParallelSpec(cp=2))
+    assert eager.mode_of(ParallelSpec(cp=2)) == "cp" and eager.mode_of(ParallelSpec(cp=2, dp=2)) == "cp+ddp"   # llm/torch_cp.py
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism is modelled with DDP"):
+        eager.mode_of(ParallelSpec(cp=2, tp=2))
 
 
 def test_each_mode_gets_its_wrapper_and_its_own_host_cost():
@@ -82,6 +83,10 @@ def test_a_torch_job_predicts_with_its_mode(tmp_path):
     # eager DTensor TP is host-bound: its step is longer than DDP's although each GPU does half the work
     assert tp.framework == "torch-dtensor-tp" and tp.step_time_s > r.step_time_s
     assert tp.breakdown["other"] > tp.breakdown["compute"]
+    sc_cp = load(scenario(tmp_path, parallel="{cp: 2}", gb=4))   # issue 44: torch's context parallelism, DDP over its ranks
+    cp = llm_prediction(sc_cp.machine, sc_cp.jobs[0], trace=False)
+    assert cp.framework == "torch-cp2+ddp" and cp.fits and cp.breakdown["exposed_dp_comm"] > 0
+    assert any("torch context parallelism" in c for c in cp.caveats)
 
 
 @pytest.mark.parametrize("parallel,framework,message", [

@@ -69,6 +69,8 @@ from simcluster.heldout.eager import (
     SIZES4,
     SIZES5,
     SIZES6,
+    SIZES7,
+    cp_modes,
     layout_of,
     mesh2_modes,
     mesh_modes,
@@ -88,7 +90,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TWOHOST_MODES = {k: v for k, v in two_modes().items() if not k.startswith("pp")}   # ddp, fsdp, tp over 2 ranks
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
          "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4),
-         "two": (two_modes(), SIZES5), "twohost": (TWOHOST_MODES, SIZES6)}
+         "two": (two_modes(), SIZES5), "twohost": (TWOHOST_MODES, SIZES6), "cp": (cp_modes(), SIZES7)}
 OWN_HOST_PLANS = ("meshes2", "tpdp", "twohost")   # plans that register beside the model's a variant with a lease's own host fits
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
@@ -100,7 +102,8 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     """The plan's predictions into `path`; `host` (plan tpdp: the host runs the same device call made just before, on
     the same lease) takes MESH_HOST's place for the 2-D modes' own-fit variant."""
     modes, sizes = PLANS[plan_name]
-    plan = [(size[0], size[1], size[2] if len(size) > 2 else None, mode) for size in sizes for mode in modes]
+    plan = [(size[0], size[1], size[2] if len(size) > 2 else None, size[3] if len(size) > 3 else SEQ, mode)
+            for size in sizes for mode in modes]   # (preset, micro-batch, micro-batches or None, seq, mode)
     if plan_name == "twohost" and host is None:
         raise SimclusterError("--plan twohost: give --host FOLDER (the lease's own host runs, made just before)")
     own_host = (host or MESH_HOST) if plan_name in OWN_HOST_PLANS else None   # the registered variant's host runs
@@ -115,10 +118,10 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
     commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                                   text=True).stdout.strip()   # a device copy's .git may lag
     runs = []
-    for preset, mb, m, mode in plan:   # m: the plan's micro-batch count (pipeline2), else the layout's
-        runs.append({"preset": preset, "mode": mode, "seq": SEQ, "micro_batch": mb, "gpus": layout_of(mode)[1],
+    for preset, mb, m, seq, mode in plan:   # m: the plan's micro-batch count (pipeline2), else the layout's
+        runs.append({"preset": preset, "mode": mode, "seq": seq, "micro_batch": mb, "gpus": layout_of(mode)[1],
                      "microbatches": m or layout_of(mode)[2],
-                     "predicted": {g: predict(preset, mb, mode, g, microbatches=m) for g in ("h100", "h200")}})
+                     "predicted": {g: predict(preset, mb, mode, g, microbatches=m, seq=seq) for g in ("h100", "h200")}})
         if own_host is not None and (mode in tpdp_modes() or plan_name == "twohost"):
             runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", microbatches=m, own_host=own_host)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
@@ -174,7 +177,7 @@ def compare(bundle: Path) -> int:
             ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
             meas_mem = [r["max_memory_allocated_bytes"] / GiB for r in ranks]
             stage = [r.get("stage", i) for i, r in enumerate(ranks)]   # each rank against its own stage's prediction
-            now = predict(key[0], key[3], mode, gpu_label, microbatches=registered[key].get("microbatches"))
+            now = predict(key[0], key[3], mode, gpu_label, microbatches=registered[key].get("microbatches"), seq=key[2])
             te = pct(pred["step_ms"], shape["median_step_s"] * 1e3)
             me = [pct(pred["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]
             now_me = [pct(now["stage_mem_GiB"][s], m) for s, m in zip(stage, meas_mem, strict=True)]

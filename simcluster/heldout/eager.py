@@ -38,8 +38,9 @@ TPDP2_BUNDLE = "calibration/h200x4-llm-eager-tpdp2-2026-11-28"  # the same on a 
 PIPELINE2_BUNDLE = "calibration/h200x4-llm-eager-pipeline2-2026-11-28"   # pipelines at 16 and 4 micro-batches (SIZES4)
 TWO_BUNDLE = "calibration/h200x2-llm-eager-two-2026-11-29"   # DDP / FSDP2 / TP / 2-stage pipelines at 2 GPUs (SIZES5, session 36)
 TWOHOST_BUNDLE = "calibration/h200x2-llm-eager-twohost-2026-11-29"   # DDP / FSDP2 / TP with the lease's host runs (SIZES6)
+CP_BUNDLE = "calibration/h200x2-llm-eager-cp-2026-11-29"   # torch's context parallelism over 2 ranks at 16K-32K (SIZES7)
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE, PIPELINE2_BUNDLE,
-              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE)   # each against registered.yaml
+              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE)   # each against registered.yaml (CP_BUNDLE: once its runs are in)
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
@@ -54,6 +55,7 @@ SIZES3 = (("0.3b", 8), ("1b", 4), ("3.1b", 2))                      # the pipeli
 SIZES4 = (("0.3b", 4, 16), ("3.1b", 1, 16), ("0.5b", 4, 4))         # pipeline2's (session 30): preset, micro-batch, micro-batches
 SIZES5 = (("0.5b", 6), ("2b", 1), ("3b", 3))                       # the two set's (session 36): (preset, tokens) new to calibration/
 SIZES6 = (("0.8b", 5), ("1b", 3), ("3.1b", 5))                     # the twohost set's (session 36), likewise new
+SIZES7 = (("1b", 1, None, 32768), ("0.5b", 2, None, 32768), ("3b", 1, None, 16384))   # cp's: preset, mb, -, seq (new)
 
 
 class NotPredicted(Exception):
@@ -116,11 +118,15 @@ def two_modes():
     return {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)} | pipelines
 
 
+def cp_modes():   # the cp set's layout (session 36): torch's context parallelism over 2 ranks, DDP over them (--mode cp)
+    from simcluster.llm.spec import ParallelSpec
+    return {"cp": ParallelSpec(cp=2)}
+
+
 def layout_of(mode: str):
-    """(ParallelSpec, GPUs, micro-batches per step) of a regimes or meshes layout: a pipeline runs 2 micro-batches per
-    stage (4 on 2 stages, 8 on 4), every other layout one."""
-    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes()}[mode]
-    return par, par.tp * par.pp * par.dp, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
+    """(ParallelSpec, GPUs, micro-batches per step) of a layout: a pipeline 2 per stage (4 on 2 stages, 8 on 4), others 1."""
+    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes(), **cp_modes()}[mode]
+    return par, par.gpus, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
 @dataclass(frozen=True)
@@ -305,9 +311,9 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
 
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
-                   microbatches: int | None = None) -> dict:
+                   microbatches: int | None = None, seq: int = SEQ) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits';
-    `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's."""
+    `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq` (cp's)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -319,7 +325,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
 
     par, gpus, m = layout_of(mode)
     m = microbatches or m
-    model = model_of({"model": PRESETS[preset]}, SEQ)
+    model = model_of({"model": PRESETS[preset]}, seq)
     if par.pp > 1:   # the layers each chunk ran: the runner's split (llm_pipeline.py), not spec.layer_split's balance
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")

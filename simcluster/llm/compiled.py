@@ -44,7 +44,7 @@ dropout / sliding window) on one GPU without activation checkpointing (eager.tor
 
 from __future__ import annotations
 
-from simcluster.llm import autocast_block, eager_ac, ops
+from simcluster.llm import autocast_block, eager_ac, ops, torch_cp
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -52,12 +52,15 @@ A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
 
 
-def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> tuple[list, list]:
+def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec,
+              cp_rank: int = 0) -> tuple[list, list]:
     """(forward, backward) ops of one layer as the framework runs it: compiled (module docstring) where fw.compiled,
-    else ops.layer_forward / layer_backward (fw.autocast_block: as the runner's block runs them, llm/autocast_block.py)."""
+    else ops.layer_forward / layer_backward (fw.autocast_block: as the runner's block runs them, llm/autocast_block.py;
+    fw.torch_cp with cp > 1: CP rank cp_rank's ring attention, llm/torch_cp.py)."""
     fwd, bwd = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
     if not fw.compiled:
-        return autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
+        fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
+        return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
     check_compiled(model, par)
     return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
 

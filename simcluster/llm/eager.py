@@ -36,7 +36,12 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    the SAC cache's Python dispatch per aten op) split per phase, forward dearer than backward
                    (op_phase_factors, FrameworkSpec.host_bwd_kernel_s; held out on ophost2: 5.8% mean); where the host
                    folder has no op runs, ckpt's (else single's) one cost per kernel, unsplit (caveats.sac_op_host)
-Context and expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
+  cp > 1           torch's context_parallel (llm/torch_cp.py: head-tail load balancing, all-gather K / V rotation,
+                   ring SDPA on torch's flash kernel, attention_kernel fa2) with DDP over the dp x cp ranks (every rank
+                   holds the weights and sees s / cp tokens of the same sequences): DDP's terms above over that group;
+                   the host cost of the ddp mode (the ring's extra kernels counted; DTensor's dispatch of each SDPA
+                   call not priced: unmeasured); no tp, pp, FSDP or recompute with it (torch_cp.check)
+Expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ def host_mode(par: ParallelSpec) -> str:
     stage issues its kernels like a single GPU). A mode without a fit of its own takes the single mode's (torch_framework)."""
     if par.tp > 1:   # TP x DP too: DTensor dispatch dominates (MODES says why not the 2-D modes' own fits)
         return "tp"
-    if par.dp > 1:
+    if par.dp * par.cp > 1:   # context parallelism: DDP's hooks over the dp x cp ranks (llm/torch_cp.py)
         return "fsdp" if par.zero == 3 else "ddp"
     if par.recompute == "op" and par.pp == 1:
         return "op"
@@ -88,12 +93,16 @@ def fitted_mode(mode: str, hosts: dict) -> str:
 
 def mode_of(par: ParallelSpec) -> str:
     """The layout's name as torch runs it (single, ddp, fsdp, tp, tp+ddp, tp+fsdp, pp-1f1b, pp-gpipe,
-    pp-interleaved, pp-1f1b+ddp, ... with +ckpt under activation checkpointing); LlmConfigError at the key for what
-    torch cannot run or the model has no price for."""
-    for name, why in (("cp", "context parallelism is not modelled for eager torch"),
-                      ("ep", "the eager decoder has no experts")):
-        if getattr(par, name) != 1:
-            raise LlmConfigError(f"parallel.{name}", f"framework torch: {why}", hint="use framework: megatron")
+    pp-interleaved, pp-1f1b+ddp, ... with +ckpt under activation checkpointing; cp: context parallelism with DDP over
+    its ranks, the runner's --mode cp, cp+ddp with dp > 1); LlmConfigError at the key for what torch cannot run or the
+    model has no price for."""
+    if par.ep != 1:
+        raise LlmConfigError("parallel.ep", "framework torch: the eager decoder has no experts", hint="use framework: megatron")
+    if par.cp > 1:
+        if par.tp > 1 or par.pp > 1 or par.zero or par.recompute != "none":
+            raise LlmConfigError("parallel.cp", "framework torch: context parallelism is modelled with DDP over the dp x cp "
+                                 "ranks only (no tp, pp, FSDP or recompute)", hint="use framework: megatron")
+        return "cp+ddp" if par.dp > 1 else "cp"
     if par.recompute == "selective":
         raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "
                              "layer: recompute: full); selective recompute is not modelled for it", hint="recompute: none or full")
@@ -144,8 +153,11 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         # autocast_block off: FSDP2's bf16 parameters make the embedding output and so cos / sin bf16 (not examined)
         fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False)
         names.append("fsdp2")
-    elif par.dp > 1:
+    elif par.dp * par.cp > 1:   # DDP; with cp > 1 over the dp x cp ranks, beside torch's ring attention on its flash kernel
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)
+        if par.cp > 1:
+            fw = replace(fw, torch_cp=True, attention_kernel="fa2")
+            names.append(f"cp{par.cp}")
         names.append("ddp")
     if par.pp > 1:   # each micro-batch's gradient added into .grad (fp32 read, read, write), then all divided by m
         fw = replace(fw, grad_accumulate_bytes=12.0, grad_scale_bytes=8.0, torch_pipelining=True)

@@ -117,6 +117,7 @@ class FrameworkSpec:
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
                                           # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
+    torch_cp: bool = False            # context parallelism as torch's context_parallel runs it (llm/torch_cp.py; cp > 1)
     autocast_block: bool = False      # the llm-step runner's block under autocast with fp32 weights (llm/autocast_block.py):
                                       # fp32 rotary, non-vectorized mixed-dtype kernels, no attention-output / q/k/v gradient
                                       # copies (cuDNN's layout), every linear saving its own bf16 cast of its input

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import autocast_block, compiled, eager_ac
+from simcluster.llm import autocast_block, compiled, eager_ac, torch_cp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -335,6 +335,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     copies = fw.weight_copy_bytes * p.total
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     live = None
+    if fw.torch_cp and par.cp > 1:   # the ring's gathered K, V and fp32 buffers, after the logits are freed (llm/torch_cp.py)
+        live = acts + copies + max(logits, torch_cp.transient_bytes(model, par, batch))
     if fw.eager and par.recompute in ("full", "op"):
         head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
         live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)

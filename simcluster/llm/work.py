@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, host, moe_sync, ops, overlap, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, host, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -202,7 +202,7 @@ def _ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params) -> f
     into param.grad (gradient_as_bucket_view off: read + write): 4 x ddp_bucket_bytes per parameter per step on the
     compute stream, once per step (the copy-in runs in the backward's hooks, the copy-out when the backward is
     finalized; both end before the optimizer, so they are priced with it)."""
-    if fw.ddp_bucket_bytes <= 0 or par.dp <= 1 or par.zero != 0:
+    if fw.ddp_bucket_bytes <= 0 or par.dp * par.cp <= 1 or par.zero != 0:   # torch CP: DDP over dp x cp (llm/torch_cp.py)
         return 0.0
     return gpu.memory_time_s(4 * fw.ddp_bucket_bytes * (params.dense + params.expert))
 
@@ -217,6 +217,20 @@ def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, den
     ag = calls(g.dense_grad, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
     rs = calls(g.dense_grad, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
     return ag, rs
+
+
+def _torch_cp_layer(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network, g: comm.Groups,
+                    fw: FrameworkSpec) -> tuple[list, list, float, float]:
+    """torch's context parallelism (llm/torch_cp.py): the layer of the CP rank whose forward + backward, its CP waits
+    included, is longest (each layer's all_gather couples the ranks): (fwd ops, bwd ops, exposed fwd, exposed bwd)."""
+    best: tuple = ()
+    for rank in range(par.cp):
+        f, b = compiled.layer_ops(model, par, batch, fw, cp_rank=rank)
+        e_f, e_b = torch_cp.exposed_s(gpu, batch.precision, model, par, batch, net, g.cp, rank)
+        total = ops.ops_time_s(gpu, f + b, batch.precision) + e_f + e_b
+        if not best or total > best[0]:
+            best = (total, f, b, e_f, e_b)
+    return best[1:]
 
 
 def _dense_layer_tasks(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network, g: comm.Groups,
@@ -240,6 +254,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     fwd_ops, bwd_ops = compiled.layer_ops(model, par, batch, fw)
     attn_f = sum(ops.op_time_s(gpu, o, dtype) for o in fwd_ops if o.kind == "attention")
     attn_b = sum(ops.op_time_s(gpu, o, dtype) for o in bwd_ops if o.kind == "attention")
+    cp_f, cp_b = max(0.0, lc.cp_fwd_s - attn_f), max(0.0, lc.cp_bwd_s - attn_b)   # Megatron's ring beside its attention
+    if fw.torch_cp and par.cp > 1:   # torch's: the slowest rank's ops and the CP waits it exposes (llm/torch_cp.py)
+        fwd_ops, bwd_ops, cp_f, cp_b = _torch_cp_layer(model, par, batch, gpu, net, g, fw)
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
@@ -247,8 +264,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     needs_split = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap or fw.moe_host is not None)
     split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if needs_split else None   # only these read it
     ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
-    layer_f = _task(compute=comp_f, tp=tp_f, cp=max(0.0, lc.cp_fwd_s - attn_f), ep=ep_f)
-    layer_b = _task(compute=comp_b, tp=tp_b, cp=max(0.0, lc.cp_bwd_s - attn_b), ep=ep_b)
+    layer_f = _task(compute=comp_f, tp=tp_f, cp=cp_f, ep=ep_f)
+    layer_b = _task(compute=comp_b, tp=tp_b, cp=cp_b, ep=ep_b)
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
     elif model.moe and moe_sync.applies(fw, par):   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)

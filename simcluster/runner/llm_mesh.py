@@ -66,7 +66,7 @@ def data_parallel(torch, module, device, group=None):
 
 def wrap(torch, model, mode: str, world: int, cfg: dict, device, size: int = 2):
     """The model wrapped for `mode` (single: unchanged); pp and pp+ddp are llm_pipeline's."""
-    if mode == "ddp":
+    if mode in ("ddp", "cp"):   # cp: DDP over the context-parallel ranks (llm_cp.py)
         return data_parallel(torch, model, device)
     if mode == "fsdp":
         return fully_sharded(torch, model)
@@ -90,4 +90,4 @@ def layout(mode: str, world: int, size: int) -> dict:
     """The run document's record of its mesh: each dimension's size, inner dimension last."""
     if mode in MESH_MODES:
         return {"dp": world // size, mode.split("+")[0]: size}
-    return {{"ddp": "dp", "fsdp": "dp", "tp": "tp", "pp": "pp"}.get(mode, "dp"): world}
+    return {{"ddp": "dp", "fsdp": "dp", "tp": "tp", "pp": "pp", "cp": "cp"}.get(mode, "dp"): world}

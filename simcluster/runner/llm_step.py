@@ -5,6 +5,7 @@
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode ddp    # or fsdp, tp
     torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode pp --schedule gpipe --microbatches 4
     torchrun --nproc-per-node 4 -m simcluster.runner.llm_step --preset 1b --mode tp+fsdp --group 2    # or tp+ddp, pp+ddp
+    torchrun --nproc-per-node 2 -m simcluster.runner.llm_step --preset 1b --mode cp --shapes 32768:1    # llm_cp.py
     python -m simcluster.runner.llm_step --preset 1b --activation-checkpointing
     python -m simcluster.runner.llm_step --preset 1b --compile
 
@@ -26,7 +27,8 @@ layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: 
 o and down row-wise; heads and kv_heads must divide by the world size), pp (torch.distributed.pipelining: one stage
 of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
-"ranks"), and the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py).
+"ranks"), the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and cp
+(torch's context_parallel over every rank, DDP over the same ranks, flash SDPA; llm_cp.py; every rank under "ranks").
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
 the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
 torchtitan's per-block compile, Inductor's default mode; not with checkpointing): each warm-up step is timed (the first
@@ -45,7 +47,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import llm_ac
+from simcluster.runner import llm_ac, llm_cp
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -65,7 +67,7 @@ PRESETS = {
     # session 24's 4-GPU set: Llama 3 8B's shape (GQA 4:1, 128K vocabulary, untied)
     "8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256, tied=False),
 }
-MODES = ("single", "ddp", "fsdp", "tp", "pp", *MESH_MODES)
+MODES = ("single", "ddp", "fsdp", "tp", "pp", "cp", *MESH_MODES)
 
 
 def param_count(layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int, tied: bool) -> int:
@@ -168,9 +170,9 @@ def build(torch, cfg: dict, rope: bool):
                 x = llm_ac.run_block(torch, layer, i, self.checkpoint, x, cos, sin)
             return x
 
-        def forward(self, tokens, labels):
+        def forward(self, tokens, labels, rope=None):   # rope: (cos, sin) given (the cp mode's sharded tables)
             x = self.embed(tokens)
-            cos, sin = self.rotary(tokens.shape[1], tokens.device, x.dtype)
+            cos, sin = rope or self.rotary(tokens.shape[1], tokens.device, x.dtype)
             x = self.run_layers(self.layers, x, cos, sin)
             logits = self.head(self.norm(x))
             return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
@@ -311,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     if cfg["hidden"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
         raise SystemExit(f"hidden {cfg['hidden']} must divide by heads {cfg['heads']}, heads by kv_heads {cfg['kv_heads']}")
     shapes = parse_shapes(args.shapes)
+    if args.mode == "cp":
+        llm_cp.check_shapes(shapes, int(os.environ.get("WORLD_SIZE", "1")))
     ac_mode = llm_ac.resolve(args)
     if args.compile:
         from simcluster.runner import llm_compile
@@ -337,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         model = pipe.module
     else:
         model = wrap(torch, model, args.mode, world, cfg, device, args.group)
+    cp = llm_cp.ContextParallel(torch, world, device) if args.mode == "cp" else None
     tp = args.mode.startswith("tp")
     fused = device.type == "cuda" and not tp
     # tp: the decoder layers' parameters are DTensors, the embedding / head plain tensors; torch's foreach kernels refuse
@@ -354,10 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     for i, (seq, micro) in enumerate(shapes):
         trace = f"{args.trace}-{seq}x{micro}-rank{rank}.json.gz" if args.trace else None
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
-                                 profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else None,
+                                 profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else
+                                 cp.step_maker(model, opt, amp) if cp else None,
                                  microbatches=args.microbatches if pipe else 1, compiled=args.compile))
-        if pipe:
-            records[-1]["ranks"] = pipe.gather(records[-1])
+        if pipe or cp:
+            records[-1]["ranks"] = (pipe or cp).gather(records[-1])
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
               f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
     samples = smi.stop() if smi is not None else []
@@ -377,8 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         doc.update(llm_ac.record(ac_mode, cfg["layers"]))
         if args.compile:
             doc["compile"] = llm_compile.describe(torch)
-        if pipe:
-            doc["pipeline"] = pipe.describe()
+        if pipe or cp:
+            doc["pipeline" if pipe else "context_parallel"] = (pipe or cp).describe()
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     if args.mode != "single":

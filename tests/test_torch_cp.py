@@ -1,0 +1,143 @@
+"""Context parallelism as eager PyTorch runs it (simcluster/llm/torch_cp.py; issue 44, session 36): the layout is accepted
+by framework torch with DDP over its ranks, each rank's ring SDPA calls do 1 / cp of the causal work, the CP collectives
+move the bytes torch's ring moves, the exposed waits follow the source's issue order, memory falls with cp, the runner's
+--mode cp is wired, and the registered cp set's (preset, tokens) are new to calibration/."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+from conftest import measured_llm_tokens, registered_tokens
+
+from simcluster.heldout import eager as heldout
+from simcluster.llm import comm, compiled, eager, torch_cp
+from simcluster.llm.ops import attention
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODEL = TransformerSpec(16, 2048, 8192, 32, 8, 128256, 32768, tied_embeddings=True)   # the 1b preset at 32K
+BATCH = BatchSpec(1, 1)
+
+
+def test_framework_torch_accepts_cp_with_ddp_over_its_ranks():
+    par = ParallelSpec(cp=2)
+    assert eager.mode_of(par) == "cp" and eager.host_mode(par) == "ddp"
+    fw = eager.torch_framework(par)
+    assert fw.torch_cp and fw.attention_kernel == "fa2" and fw.ddp_bucket_bytes == 4.0 and fw.name == "torch-cp2+ddp"
+    for bad in (ParallelSpec(cp=2, tp=2), ParallelSpec(cp=2, dp=2, zero=3), ParallelSpec(cp=2, recompute="full")):
+        with pytest.raises(LlmConfigError, match="parallel.cp"):
+            eager.mode_of(bad)
+
+
+@pytest.mark.parametrize("cp", [2, 4, 8])
+def test_every_rank_computes_one_cp_th_of_the_causal_scores(cp):
+    par = ParallelSpec(cp=cp)
+    whole = attention("a", 1, MODEL.heads, MODEL.kv_heads, MODEL.seq, MODEL.seq, MODEL.head_dim, True, False).flops
+    for rank in range(cp):
+        calls = torch_cp.sdpa_calls(MODEL, par, BATCH, rank)
+        assert len(calls) == cp and calls[0][0].shape[6] is True and not any(c.shape[6] for c, _ in calls[1:])
+        assert sum(c.flops for c, _ in calls) == pytest.approx(whole / cp)
+        assert sum(p for _, p in calls) == cp - 1 - rank    # steps i > rank take the second half of q
+
+
+def test_the_layer_runs_torchs_calls_in_place_of_megatrons_blocks():
+    par, fw = ParallelSpec(cp=2), eager.torch_framework(ParallelSpec(cp=2))
+    for rank in range(2):
+        fwd, bwd = compiled.layer_ops(MODEL, par, BATCH, fw, cp_rank=rank)
+        names = [o.name for o in fwd if o.kind == "attention"]
+        assert names == [torch_cp.LOCAL, torch_cp.RING + "1"]
+        assert [o.name for o in bwd if o.kind == "attention"] == [n + ".bwd" for n in names]
+        assert any(o.name == "cp.merge_out" for o in fwd) and any(o.name == "cp.dkv_cat" for o in bwd)
+    assert sum(o.kind == "attention" for o in compiled.layer_ops(MODEL, par, BATCH, eager.TORCH_AMP)[0]) == 1   # megatron's
+
+
+def test_cp_collectives_move_torchs_bytes(monkeypatch):
+    seen = []
+    monkeypatch.setattr(comm, "collective_s", lambda net, group, op, nbytes: seen.append((op, nbytes)) or 1.0)
+    for cp in (2, 4):
+        seen.clear()
+        torch_cp.comm_s(MODEL, ParallelSpec(cp=cp), BATCH, None, None)
+        kv = MODEL.seq * 2 * MODEL.kv_heads * MODEL.head_dim * 2          # every rank's K and V, bf16: Megatron's kv
+        assert seen == [("all_gather", kv), ("sendrecv", MODEL.seq // cp * 2 * MODEL.kv_heads * MODEL.head_dim * 4)]
+
+
+class _Gpu:   # every op 1 ms
+    pass
+
+
+def test_exposed_waits_follow_the_issue_order(monkeypatch):
+    monkeypatch.setattr(torch_cp.ops, "op_time_s", lambda gpu, op, dtype: 1e-3)
+    fwd = torch_cp._forward_seq(MODEL, ParallelSpec(cp=2), BATCH, 0)
+    between = fwd[fwd.index(torch_cp.ISSUE_AG) + 1:fwd.index(torch_cp.WAIT_AG)]
+    assert len(between) == 2                                   # the local causal call and its output's fp32 cast
+    assert torch_cp._exposed(_Gpu(), "bf16", fwd, 5e-3, 0.0) == pytest.approx(3e-3)
+    assert torch_cp._exposed(_Gpu(), "bf16", fwd, 1e-3, 0.0) == 0.0
+    bwd = torch_cp._backward_seq(MODEL, ParallelSpec(cp=2), BATCH, 1)
+    assert bwd.count(torch_cp.ISSUE_PASS) == bwd.count(torch_cp.WAIT_PASS) == 2
+    # no all_gather cost: the first pass waits behind the ring step's call; the last is waited 1 op after its issue
+    assert torch_cp._exposed(_Gpu(), "bf16", bwd, 0.0, 10e-3) > 10e-3
+
+
+def test_memory_falls_with_cp_and_the_slowest_rank_sets_the_layer():
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.memory import memory_per_gpu
+    from simcluster.llm.work import _torch_cp_layer
+
+    gpu, _ = load_gpu(ROOT / heldout.H200)
+    one = memory_per_gpu(MODEL, ParallelSpec(), BATCH, gpu.hbm_capacity_bytes, eager.torch_framework(ParallelSpec()))
+    two = memory_per_gpu(MODEL, ParallelSpec(cp=2), BATCH, gpu.hbm_capacity_bytes, eager.torch_framework(ParallelSpec(cp=2)))
+    assert two.activations == pytest.approx(one.activations / 2) and two.allocated < one.allocated
+    assert torch_cp.transient_bytes(MODEL, ParallelSpec(cp=2), BATCH) < two.logits      # the logits' peak stays the peak
+    card, _ = load_collective(ROOT / heldout.CARDS[("nvlink", 2)])
+    net, par = comm.Network(card, 2), ParallelSpec(cp=2)
+    fw = eager.torch_framework(par)
+    f, b, e_f, e_b = _torch_cp_layer(MODEL, par, BATCH, gpu, net, comm.groups(par, net), fw)
+    for rank in range(2):
+        rf, rb = compiled.layer_ops(MODEL, par, BATCH, fw, cp_rank=rank)
+        ef, eb = torch_cp.exposed_s(gpu, "bf16", MODEL, par, BATCH, net, comm.groups(par, net).cp, rank)
+        from simcluster.llm.ops import ops_time_s
+        assert ops_time_s(gpu, f + b, "bf16") + e_f + e_b >= ops_time_s(gpu, rf + rb, "bf16") + ef + eb
+
+
+def test_the_runner_has_the_cp_mode():
+    from simcluster.runner import llm_cp, llm_mesh, llm_step
+
+    assert "cp" in llm_step.MODES and llm_mesh.layout("cp", 2, 2) == {"cp": 2}
+    llm_cp.check_shapes([(32768, 1), (512, 2)], 2)
+    with pytest.raises(SystemExit, match="--mode cp: seq 510"):
+        llm_cp.check_shapes([(510, 1)], 2)
+
+
+def test_the_cp_sets_tokens_are_new_and_its_runs_are_two_gpu_cp():
+    bundle = ROOT / heldout.CP_BUNDLE
+    runs = yaml.safe_load((bundle / "registered.yaml").read_text())["runs"]
+    assert registered_tokens(runs) & measured_llm_tokens(bundle) == set()
+    assert {(r["preset"], r["seq"], r["micro_batch"], r["mode"], r["gpus"]) for r in runs} == {
+        (p, seq, mb, "cp", 2) for p, mb, _, seq in heldout.SIZES7}
+    assert all(r["predicted"]["h200"]["framework"] == "torch-cp2+ddp" for r in runs)
+
+
+def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
+    """What the lead will read: a document as --mode cp writes it (rank 0's, every rank under 'ranks' with stage 0) is a
+    held-out row at its registered step, and the comparison takes both ranks' peaks against the one prediction."""
+    import json
+
+    from conftest import load_script
+
+    full = yaml.safe_load((ROOT / heldout.CP_BUNDLE / "registered.yaml").read_text())
+    reg = full["runs"][0]   # a registration of this one run: a mode with registered runs left unread gets no verdict
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(full | {"runs": [reg]}, sort_keys=False))
+    ranks = [{"rank": r, "stage": 0, "status": "ok", "median_step_s": 0.8, "max_memory_allocated_bytes": 70 * 2**30} for r in (0, 1)]
+    doc = {"tool": "llm-step", "mode": "cp", "world_size": 2, "device": {"name": "NVIDIA H200"}, "precision": "fp32 weights, bf16 autocast",
+           "model": {"preset": reg["preset"]}, "shapes": [{"seq": reg["seq"], "micro_batch": reg["micro_batch"], "status": "ok",
+                                                          "median_step_s": 0.8, "max_memory_allocated_bytes": 70 * 2**30, "ranks": ranks}]}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cp-x.json").write_text(json.dumps(doc))
+    rows = heldout.registered_rows(tmp_path)
+    assert len(rows) == 1 and rows[0]["gpus"] == 2 and rows[0]["predicted_s"] == pytest.approx(reg["predicted"]["h200"]["step_ms"] / 1e3)
+    assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "cp: step mean |error|" in out and "2 GPUs" in out
