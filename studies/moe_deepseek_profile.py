@@ -66,6 +66,39 @@ COMM_CLASSES = ("DeepEP dispatch", "DeepEP combine", "DeepEP notify / layout", "
 
 # ---------------------------------------------------------------------------------------------------- the trace
 
+EVENT_KEYS = {"kernel": ("name", "ts", "dur", "tid", "args"), "gpu_memcpy": ("name", "ts", "dur", "tid", "args"),
+              "gpu_memset": ("name", "ts", "dur", "tid", "args"), "user_annotation": ("name", "ts", "dur"),
+              "cuda_runtime": ("ts",), "cuda_driver": ("ts",)}
+
+
+def missing_key(trace) -> str | None:
+    """The first key summarize() reads that the trace lacks (None: all there): traceEvents, deviceProperties[0]'s name
+    and numSms, distributedInfo's rank and world_size, and each read event's fields (a kernel's args among them)."""
+    if not isinstance(trace, dict):
+        return "top-level object"
+    if not isinstance(trace.get("traceEvents"), list):
+        return "traceEvents"
+    dev = trace.get("deviceProperties")
+    if not isinstance(dev, list) or not dev or not isinstance(dev[0], dict):
+        return "deviceProperties"
+    for key in ("name", "numSms"):
+        if key not in dev[0]:
+            return f"deviceProperties[0].{key}"
+    info = trace.get("distributedInfo")
+    if not isinstance(info, dict):
+        return "distributedInfo"
+    for key in ("rank", "world_size"):
+        if key not in info:
+            return f"distributedInfo.{key}"
+    for i, e in enumerate(trace["traceEvents"]):
+        if not isinstance(e, dict):
+            return f"traceEvents[{i}] (not an object)"
+        for key in EVENT_KEYS.get(e.get("cat"), ()):
+            if key not in e or (key == "args" and not isinstance(e[key], dict)):
+                return f"traceEvents[{i}].{key} ({e.get('cat')} event)"
+    return None
+
+
 def _kernels(trace: dict) -> list[dict]:
     """Every GPU kernel / memcpy / memset with the host range (annotation) that launched it, in start order."""
     ev = trace["traceEvents"]
@@ -314,6 +347,9 @@ def main() -> None:
             trace = json.loads(args.trace.read_text())
         except (OSError, ValueError) as e:
             raise SystemExit(f"--trace {args.trace}: cannot read a Chrome trace ({e})") from None
+        missing = missing_key(trace)
+        if missing:
+            raise SystemExit(f"--trace {args.trace}: not a profile trace as read here: no {missing}")
         summary = summarize(trace)
         SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     else:

@@ -108,3 +108,25 @@ def test_the_deepseek_rows_run_the_rope_form_their_recipe_sets():
     by_case = {r["model"]["name"]: framework_of(ref, r).rope_fusion for r in ref.runs}
     assert by_case.pop("gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed") is False and all(by_case.values())
 
+
+@pytest.mark.parametrize("drop, key", [
+    (lambda t: t.pop("traceEvents"), "traceEvents"),
+    (lambda t: t.pop("deviceProperties"), "deviceProperties"),
+    (lambda t: t["deviceProperties"][0].pop("numSms"), "deviceProperties[0].numSms"),
+    (lambda t: t.pop("distributedInfo"), "distributedInfo"),
+    (lambda t: t["distributedInfo"].pop("rank"), "distributedInfo.rank"),
+    (lambda t: t["traceEvents"][1].pop("args"), "traceEvents[1].args (kernel event)"),
+])
+def test_a_trace_without_a_key_it_reads_is_one_line_naming_file_and_key(study, tmp_path, monkeypatch, capsys, drop, key):
+    """--trace on a JSON that lacks a key the reader needs: one line naming the file and the key, no KeyError."""
+    trace = _trace([_ev("user_annotation", "attn(F)", 0, 100, 1), _ev("kernel", "k", 10, 5, 7, 1, [1, 1, 1])])
+    drop(trace)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(trace))
+    monkeypatch.setattr("sys.argv", ["moe_deepseek_profile.py", "--trace", str(path)])
+    monkeypatch.setattr(study, "SUMMARY", tmp_path / "summary.json")
+    with pytest.raises(SystemExit) as e:
+        study.main()
+    msg = str(e.value)
+    assert str(path) in msg and f"no {key}" in msg and "\n" not in msg
+    assert not (tmp_path / "summary.json").exists()
