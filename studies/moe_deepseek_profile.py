@@ -31,7 +31,8 @@ in 8 groups of which 4, one shared expert), TP 1, EP 64 over 8 nodes with the de
 4096 tokens, fp8, recompute_modules layernorm, mla_up_proj, moe_act (what the backward here runs again: the norms, the
 MLA up-projections, the SwiGLU), on the h100-sxm card (H800 = H100 SXM's 132 SMs, HBM3 and clocks; its NVLink is
 cut to 400 GB/s, which prices nothing here but the EP term). Each op of llm/ops.layer_forward / layer_backward is put
-in the profile's classes by name and priced by ops.op_time_s.
+in the profile's classes by name and priced by ops.op_time_s. MLA's layout in its unfused form (FrameworkSpec.rope_fusion
+False: DeepSeek's kernels write the whole query out; the 25.08 row's recipe runs Megatron's fused rope, printed beside it).
 """
 
 from __future__ import annotations
@@ -64,6 +65,39 @@ COMM_CLASSES = ("DeepEP dispatch", "DeepEP combine", "DeepEP notify / layout", "
 
 
 # ---------------------------------------------------------------------------------------------------- the trace
+
+EVENT_KEYS = {"kernel": ("name", "ts", "dur", "tid", "args"), "gpu_memcpy": ("name", "ts", "dur", "tid", "args"),
+              "gpu_memset": ("name", "ts", "dur", "tid", "args"), "user_annotation": ("name", "ts", "dur"),
+              "cuda_runtime": ("ts",), "cuda_driver": ("ts",)}
+
+
+def missing_key(trace) -> str | None:
+    """The first key summarize() reads that the trace lacks (None: all there): traceEvents, deviceProperties[0]'s name
+    and numSms, distributedInfo's rank and world_size, and each read event's fields (a kernel's args among them)."""
+    if not isinstance(trace, dict):
+        return "top-level object"
+    if not isinstance(trace.get("traceEvents"), list):
+        return "traceEvents"
+    dev = trace.get("deviceProperties")
+    if not isinstance(dev, list) or not dev or not isinstance(dev[0], dict):
+        return "deviceProperties"
+    for key in ("name", "numSms"):
+        if key not in dev[0]:
+            return f"deviceProperties[0].{key}"
+    info = trace.get("distributedInfo")
+    if not isinstance(info, dict):
+        return "distributedInfo"
+    for key in ("rank", "world_size"):
+        if key not in info:
+            return f"distributedInfo.{key}"
+    for i, e in enumerate(trace["traceEvents"]):
+        if not isinstance(e, dict):
+            return f"traceEvents[{i}] (not an object)"
+        for key in EVENT_KEYS.get(e.get("cat"), ()):
+            if key not in e or (key == "args" and not isinstance(e[key], dict)):
+                return f"traceEvents[{i}].{key} ({e.get('cat')} event)"
+    return None
+
 
 def _kernels(trace: dict) -> list[dict]:
     """Every GPU kernel / memcpy / memset with the host range (annotation) that launched it, in start order."""
@@ -217,8 +251,11 @@ def _op_class(name: str) -> str:
     raise SystemExit(f"model op {name!r}: no profile class")
 
 
-def model_setup():
-    """DeepSeek-V3 as the profile runs it, priced like the validation's DeepSeek-V3 DeepEP row (its machine, card)."""
+def model_setup(rope_fusion: bool = False):
+    """DeepSeek-V3 as the profile runs it, priced like the validation's DeepSeek-V3 DeepEP row (its machine, card), but
+    MLA's layout in the unfused form (FrameworkSpec.rope_fusion False, llm/mla_layout.py): DeepSeek's own kernels write
+    the whole query out (its rotary and copy kernels' times fit 2 T a' (d_nope + d_rope) 2 bytes, not the rope slice
+    alone that Megatron's fused rotary moves, which the 25.08 row's recipe runs)."""
     from moe_rows import predict_row
 
     from simcluster.llm import comm
@@ -226,13 +263,13 @@ def model_setup():
     par = replace(row.par, recompute="selective", recompute_modules=("layernorm", "mla_up_proj", "moe_act"),
                   moe_dispatcher="deepep", ep=64, tp=1, expert_tp=1)
     batch = replace(row.batch, micro_batch=1, precision="fp8")
-    return row.model, par, batch, row.gpu, row.net, row.framework, comm.groups(par, row.net)
+    return row.model, par, batch, row.gpu, row.net, replace(row.framework, rope_fusion=rope_fusion), comm.groups(par, row.net)
 
 
-def model_layer() -> dict:
+def model_layer(rope_fusion: bool = False) -> dict:
     """Per class {fwd, bwd} seconds of one MoE layer on one GPU, and the EP calls' seconds."""
     from simcluster.llm import comm, ops
-    model, par, batch, gpu, net, fw, g = model_setup()
+    model, par, batch, gpu, net, fw, g = model_setup(rope_fusion)
     out: dict = {c: {"fwd": 0.0, "bwd": 0.0} for c in CLASSES}
     for key, layer_ops in (("fwd", ops.layer_forward(model, par, batch, fw)), ("bwd", ops.layer_backward(model, par, batch, fw))):
         for op in layer_ops:
@@ -293,6 +330,12 @@ def table(s: dict, m: dict) -> None:
           f"{EP_COMM_SMS} / {s['sms']} of that as compute lost to the dispatcher's SMs: {1e6 * EP_COMM_SMS / s['sms'] * (ep['fwd'] + ep['bwd']):.0f} us "
           f"a layer pair (work._exposed_ep), against the profile's {(sm_scale - 1) * sum(1e6 * (m[c]['fwd'] + m[c]['bwd']) for c in COMPUTE_BOUND):.0f} us "
           f"(the model's compute-bound classes on {s['sms'] - max(s['comm_blocks'])} SMs for the whole pair)")
+    fused = model_layer(rope_fusion=True)["rotary / MLA copies"]
+    c = "rotary / MLA copies"
+    prof = sum(s["classes"].get(c, {}).get(k, {}).get("share_us", 0.0) for k in ("fwd", "bwd")) / per
+    print(f"\n{c}: profile {prof:.0f} us a layer; the model's unfused form (the whole query written, as DeepSeek's kernels "
+          f"do; the table) {1e6 * (m[c]['fwd'] + m[c]['bwd']):.0f} us, its fused form (Megatron's apply_rope_fusion: the "
+          f"query's rope slice rotated in place) {1e6 * (fused['fwd'] + fused['bwd']):.0f} us")
 
 
 def main() -> None:
@@ -304,6 +347,9 @@ def main() -> None:
             trace = json.loads(args.trace.read_text())
         except (OSError, ValueError) as e:
             raise SystemExit(f"--trace {args.trace}: cannot read a Chrome trace ({e})") from None
+        missing = missing_key(trace)
+        if missing:
+            raise SystemExit(f"--trace {args.trace}: not a profile trace as read here: no {missing}")
         summary = summarize(trace)
         SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     else:

@@ -18,6 +18,12 @@ cycle_length + prefetch_input_elements worker threads, one input file each): a o
 whole by whichever of the 3T workers holds it, so up to 3T files are read at once; a long file (ResNet-50: 1,251
 records) is streamed by the T cycle workers while the 2T prefetch workers stop after 2 records. Both counts are given
 (T is also what simcluster's loader uses). p: the row's transfer_size; TF's 256 KiB default when unset; a record when 0.
+Unet3D (npz, PyTorch reader; `rows --models unet3d`): DLIO's NPZReader (reader/npz_reader.py, dlio_benchmark e1919d7:
+np.load(filename)['x']) reads a file written by np.savez (uncompressed zip) through numpy's read_array, which reads a
+member that is not a real file in chunks of BUFFER_SIZE = 2**18 bytes (numpy lib/format.py; 2.4.6: _format_impl.py L181,
+L864-867); each chunk reaches the drive through Python's buffered file as one 252 KiB read and one 4 KiB read (strace of
+np.load on a 64 MiB npz here, numpy 2.4.6 / Python 3.11: 255 reads of 258,048 B and 258 of 4,096 B). p = 258,048 B,
+the large read; readers T (each PyTorch loader worker reads one file at a time), in both columns.
 
 The device probes' counters (calibration/h200x1-storage-readahead-2026-11-29/runs.json: the block device's reads, ms
 spent on reads and the phase length) give Little's law directly: reads in flight = reads x ms per read / phase; a
@@ -26,6 +32,7 @@ rate for the pattern, not a shortage of reads in flight.
 
     python studies/storage_inflight.py rows       # the MLPerf rows: Q, B x R0, L*, c*
     python studies/storage_inflight.py device     # the readahead probe's counters through Little's law
+    python studies/storage_inflight.py rows --models unet3d    # the Unet3D rows (npz, PyTorch: numpy's read chunk)
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 MiB = 2**20
 TF_BUFFER_BYTES = 256 * 1024          # TensorFlow readers.py _DEFAULT_READER_BUFFER_SIZE_BYTES
+NPZ_READ_BYTES = 2**18 - 4096        # numpy read_array's 2**18-byte chunk: one 252 KiB read + one 4 KiB buffer fill (above)
 PREFETCH_FACTOR = 2                   # readers.py ParallelInterleaveDataset: prefetch_input_elements = 2 x cycle_length
 READAHEAD_RUN = ROOT / "calibration" / "h200x1-storage-readahead-2026-11-29" / "runs.json"
 # QD1 read latency from a source, per card (seconds); a card not here uses its own service_time (80 us, assumed)
@@ -54,8 +62,11 @@ def readers_per_rank(read_threads: int, samples_per_file: int, tf_prefetch: bool
     return read_threads
 
 
-def pread_bytes(transfer_size: int | None, record_bytes: float) -> float:
-    """Bytes of one synchronous read: the row's transfer_size (TF's default buffer when unset; a record when 0)."""
+def pread_bytes(transfer_size: int | None, record_bytes: float, fmt: str = "tfrecord") -> float:
+    """Bytes of one synchronous read: npz, numpy's read chunk as the buffered file issues it; else the row's
+    transfer_size (TF's default buffer when unset; a record when 0)."""
+    if fmt == "npz":
+        return NPZ_READ_BYTES
     if transfer_size is None:
         return TF_BUFFER_BYTES
     return record_bytes if transfer_size == 0 else float(transfer_size)
@@ -103,7 +114,8 @@ def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
             nvme, _ = load_nvme(ROOT / "models" / "nvme" / f"{card}.yaml")
             latency = DATASHEET_LATENCY_S.get(card, nvme.service_time_s)
             file_bytes = w.record_bytes * row["samples_per_file"]
-            pread = pread_bytes(row["reader"].get("transfer_size"), w.record_bytes)
+            pread = pread_bytes(row["reader"].get("transfer_size"), w.record_bytes, w.format)
+            tf = w.format != "npz"      # npz: PyTorch's loader workers, one file each (T in both columns)
             measured = row["measured"]["throughput_MiB_per_s"] * MiB
             ranks = row["measured"]["accelerators"]
             common = (pread, file_bytes, measured, nvme.bandwidth_Bps, latency)
@@ -112,7 +124,7 @@ def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
                    "latency_from": "datasheet" if card in DATASHEET_LATENCY_S else "card service_time (assumed)",
                    "measured_over_card": measured / nvme.bandwidth_Bps,
                    "T_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], False), *common),
-                   "tf_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"]), *common)}
+                   "tf_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], tf), *common)}
             out.append(rec)
     return out
 
@@ -179,8 +191,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=("rows", "device"))
     parser.add_argument("--json", help="write the table as JSON here")
+    parser.add_argument("--models", default="cosmoflow,resnet50", help="rows: the workloads, comma-separated "
+                        "(cosmoflow, resnet50, unet3d)")
     args = parser.parse_args()
-    table = mlperf_rows() if args.what == "rows" else device_phases()
+    models = tuple(m.strip() for m in args.models.split(",") if m.strip())
+    if not set(models) <= {"cosmoflow", "resnet50", "unet3d"}:
+        raise SystemExit(f"storage_inflight.py: --models {args.models!r}: expected cosmoflow, resnet50 and / or unet3d")
+    table = mlperf_rows(models) if args.what == "rows" else device_phases()
     (_print_rows if args.what == "rows" else _print_device)(table)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))

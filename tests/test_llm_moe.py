@@ -1,9 +1,12 @@
 """MoE / attention variants of TransformerSpec (DeepSeek-V3, Qwen3 MoE): parameter counts, FLOPs and ops by hand."""
 
+from dataclasses import replace
+
 import pytest
 
 from simcluster.cards import load_collective
 from simcluster.llm import comm, ops
+from simcluster.llm.framework import MEGATRON
 from simcluster.llm.predict import model_flops_per_step
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.llm.spec_check import check
@@ -57,10 +60,14 @@ def test_mla_and_shared_expert_ops():
     assert f["attn_out"].shape[:3] == (T, 7168, 128 * 128)
     assert f["shared_gate"].shape[:3] == (T, 2048, 7168)
     assert f["attention"].flops == pytest.approx(4 * 128 * T * T * 160 / 2)
-    # MLA's rotary writes query, key and value out contiguous (llm/mla_layout.py): q read + query written, kv and k_pe
-    # read, key (192 a head) and value (128) written; its backward the same bytes
-    assert f["rotary"].bytes == 2 * T * 128 * 192 * 2 + T * 128 * 256 * 2 + T * 64 * 2 + T * 128 * 320 * 2
+    # MLA's rotary writes key and value out contiguous (llm/mla_layout.py): kv and k_pe read, key (192 a head) and value
+    # (128) written; Megatron's fused rotary turns the query's rope slice in place (64 a head read and written), the
+    # unfused form writes the whole query (192); its backward the same bytes
+    kv = T * 128 * 256 * 2 + T * 64 * 2 + T * 128 * 320 * 2
+    assert f["rotary"].bytes == 2 * T * 128 * 64 * 2 + kv
     assert f["rotary"].shape == (f["rotary"].bytes,)
+    unfused = {o.name: o for o in ops.layer_forward(DSV3, par, batch, replace(MEGATRON, rope_fusion=False))}
+    assert unfused["rotary"].bytes == 2 * T * 128 * 192 * 2 + kv
 
 
 def test_qwen3_qk_norm_and_expert_tp_one():

@@ -486,6 +486,11 @@ def _assumed(doc) -> dict:
     (lambda d: d["simcluster"].update(memory={"grad_bufer_bytes": 2, "from": "a recipe"}), "simcluster.memory: unknown key 'grad_bufer_bytes'"),
     (lambda d: d["simcluster"].update(memory_by_model={"BLOOM 17B": {"from": "a recipe"}}),
      "simcluster.memory_by_model['BLOOM 17B']: no run's model.name is this name"),
+    (lambda d: d["simcluster"].update(recipe={"rope_fusion": "no", "from": "a recipe"}), "simcluster.recipe: key 'rope_fusion'"),
+    (lambda d: d["simcluster"].update(recipe={"rope_fusion": False}), "simcluster.recipe: missing key 'from'"),
+    (lambda d: d["simcluster"].update(recipe={"rope_fusoin": False, "from": "a recipe"}), "simcluster.recipe: unknown key 'rope_fusoin'"),
+    (lambda d: d["simcluster"].update(recipe_by_model={"BLOOM 17B": {"from": "a recipe"}}),
+     "simcluster.recipe_by_model['BLOOM 17B']: no run's model.name is this name"),
 ])
 def test_a_bad_llm_block_is_one_line_naming_the_key(tmp_path, capsys, edit, match):
     """The reviewer's repros (session 18): each was a traceback or a silent substitution."""

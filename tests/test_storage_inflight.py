@@ -57,3 +57,21 @@ def test_probe_device_is_saturated_in_both_patterns():
     assert small["read_B"] == pytest.approx(large["read_B"], rel=0.1)
     assert small["ms_per_read"] == pytest.approx(large["ms_per_read"], rel=0.05)
     assert small["device_GBps"] / large["device_GBps"] < 0.75
+
+
+def test_unet3d_rows_read_numpys_chunk_with_one_reader_per_worker():
+    """Unet3D (npz, PyTorch): numpy's read_array reads a zip member in 2**18-byte chunks, each a 252 KiB read through
+    Python's buffered file; PyTorch's loader workers read one file each (T readers, not TF's 3T). The v0.5 9400 x17 row
+    (the number docs/models/storage.md quotes): 68 readers, 16.7 MiB in flight, ~21x the 0.78 MiB bandwidth-delay product."""
+    assert study.pread_bytes(None, 146_600_628, "npz") == 2**18 - 4096
+    rows = study.mlperf_rows(("unet3d",))
+    assert rows and all(r["T_readers"] == r["tf_readers"] and r["T_readers"]["pread_B"] == 258_048 for r in rows)
+    x17 = next(r for r in rows if r["row"].endswith("x17"))["T_readers"]
+    assert x17["readers"] == 68 and x17["inflight_B"] == 68 * 258_048
+    assert x17["bdp_B"] / 2**20 == pytest.approx(0.78, abs=0.005) and x17["inflight_over_bdp"] == pytest.approx(21.45, abs=0.01)
+
+
+def test_an_unknown_workload_is_one_line(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["storage_inflight.py", "rows", "--models", "unet3d,bert"])
+    with pytest.raises(SystemExit, match="--models 'unet3d,bert': expected cosmoflow, resnet50 and / or unet3d"):
+        study.main()

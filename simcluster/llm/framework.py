@@ -130,6 +130,10 @@ class FrameworkSpec:
                                       # + its cached transpose = the 2 of bf16, and no separate fp8 weight cache
     master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
                                       # weight + a 16-bit remainder (state_bytes - 2); NeMo keeps a full fp32 master with fp8_params
+    rope_fusion: bool = True          # MLA's rotary (llm/mla_layout.py): Megatron-Core's apply_rope_fusion, which rotates the query's
+                                      # rope slice in place (Megatron and NeMo performance recipes set it); False: rotary on the
+                                      # slice and torch.cat into a new query (eager torch; a recipe's apply_rope_fusion False:
+                                      # a published file's `simcluster.recipe`, reference/llm.py)
 
     def __post_init__(self) -> None:
         """An eager framework's loss is torch's F.cross_entropy(logits.float()): EAGER_LOSS (or, for the development
@@ -173,7 +177,7 @@ TORCH_AMP = FrameworkSpec("torch-amp", fused_qkv=False, param_bytes=4.0, grad_by
                           weight_copy_bytes=2.0, residual_bytes=4, adam_bytes=FUSED_ADAMW_BYTES, cast_bytes=12.0, logit_bytes=12.0, eager=True,
                           grad_accumulate_bytes=0.0, **EAGER_LOSS,   # autocast's gradient up-casts are in cast_bytes
                           bucket_params=25 * 2**20 // 4, transformer_engine=False,   # DDP's bucket_cap_mb = 25 of fp32 gradients
-                          autocast_block=True)
+                          autocast_block=True, rope_fusion=False)
 # The runner's decoder with each block under torch.compile (llm-step --compile; issue 44): TORCH_AMP's storage and loss,
 # the blocks' ops fused (llm/compiled.py), autocast's bf16 weight copies saved for the backward as eager's are
 # (weight_copy_bytes 2: the min-cut partitioner never recomputes a tensor a backward GEMM reads; measured, session 33's
@@ -190,7 +194,7 @@ MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfuse
 # bf16 -> fp32 (2 + 4 bytes), masked_fill with the causal mask (4 + 1 + 4), softmax (4 + 4), -> bf16 (4 + 2) = 29 forward;
 # the gradient's cast up (2 + 4), softmax's backward (4 + 4 + 4), masked_fill (9), cast down (4 + 2) = 33 backward.
 MEGATRON_LOCAL = FrameworkSpec("megatron-local-spec", attention="unfused", softmax_bytes=(29, 33), transformer_engine=False,
-                               moe_host=MoeHost())
+                               moe_host=MoeHost(), rope_fusion=False)   # studies/megatron_moe/device.py: apply_rope_fusion False
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
 # (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()
@@ -213,7 +217,7 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
-                              eager=True, **EAGER_LOSS)
+                              eager=True, rope_fusion=False, **EAGER_LOSS)
 # Megatron-Core under Transformer Engine before its cuDNN preference on Hopper: TE 1.x's DotProductAttention "prioritizes
 # FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
 # flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
@@ -231,7 +235,7 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, **EAGER_LOSS)
+                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
@@ -244,7 +248,7 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_byte
 # NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
 FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
-                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, **EAGER_LOSS)
+                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
                                   MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
 

@@ -9,7 +9,8 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
       without the sort by local expert); experts E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
       shared expert(s) (T, f_s / t, h) x 2 and (T, h, f_s / t) on every token
     MLA: q_down (T, r_q, h), q_up (T, a' (d_nope + d_rope), r_q), kv_down (T, r_kv + d_rope, h), kv_up
-      (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary + q / k / v layout (mla_layout.py)
+      (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary + q / k / v layout (mla_layout.py: by
+      FrameworkSpec.rope_fusion)
     QK-norm: 2 T (a' + g') d 2 bytes (every query and key head normalised)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
   attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward
@@ -204,7 +205,7 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     if model.qk_norm:   # RMSNorm of every query and key head (read + write)
         ops.append(memory("qk_norm", 2 * qk * ACT_BYTES, 4 * qk))
     if model.mla:       # rotary while query, key and value are written out contiguous (llm/mla_layout.py); backward: the same bytes
-        lay = mla_layout.mla_layout_bytes(model, T, sh.heads)
+        lay = mla_layout.mla_layout_bytes(model, T, sh.heads, fw.rope_fusion)
         ops.append(Op("rotary", "memory", mla_layout.mla_layout_flops(model, T, sh.heads), lay, (lay,)))
     elif not model.rotary:   # learned positions (MPT): added to the embedding, no per-layer op
         pass

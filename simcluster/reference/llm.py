@@ -16,7 +16,8 @@ count (`simcluster.flops`): narayanan-eq3 = Narayanan et al. 2021 eq. 3 (96 B s 
 recompute pass included), megatron = the model-FLOP count 72 B s l h^2 (1 + s/6h + V/12lh) generalised to GQA /
 SwiGLU (llm/predict.py). The training code is the file's `simcluster.framework` (default megatron; sources from
 before flash attention run on megatron-unfused-attention), with the recipe's memory settings of `simcluster.memory`
-and `memory_by_model` (gradient-buffer and optimizer dtypes, fp8 weights; memory only, each citing its recipe).
+and `memory_by_model` (gradient-buffer and optimizer dtypes, fp8 weights; memory only, each citing its recipe) and its
+kernel choices of `simcluster.recipe` and `recipe_by_model` (rope_fusion: Megatron-Core's apply_rope_fusion, MLA only).
 + = predicted faster (a step time's error sign is flipped).
 """
 
@@ -66,6 +67,9 @@ MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
+# a file's `simcluster.recipe` / `recipe_by_model[NAME]`: the recipe's kernel choices the framework's default does not state
+# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion), `from` citing them
+RECIPE_PARSERS = {"rope_fusion": flag, "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
@@ -103,10 +107,12 @@ def llm_usage(ref: Published) -> LlmUsage:
     framework_choice(ref)
     for run in ref.runs:
         memory_options(ref, run)
+        memory_options(ref, run, "recipe", RECIPE_PARSERS)
     names = {r["model"].get("name") for r in ref.runs if isinstance(r.get("model"), dict)}
-    for name in ref.usage.get("memory_by_model") or {}:
-        if name not in names:
-            raise SimclusterError("no run's model.name is this name", where=f"{ref.path}: simcluster.memory_by_model[{str(name)[:40]!r}]")
+    for key in ("memory_by_model", "recipe_by_model"):
+        for name in ref.usage.get(key) or {}:
+            if name not in names:
+                raise SimclusterError("no run's model.name is this name", where=f"{ref.path}: simcluster.{key}[{str(name)[:40]!r}]")
     return LlmUsage(*cards, nics, {**assumptions, "models": models})
 
 
@@ -233,25 +239,25 @@ def framework_of(ref: Published, run: dict | None = None):
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")
     framework = FRAMEWORKS[(by_model.get(model.get("name")) if isinstance(model, dict) else None) or default]
-    return replace(framework, **memory_options(ref, run))
+    return replace(framework, **memory_options(ref, run), **memory_options(ref, run, "recipe", RECIPE_PARSERS))
 
 
-def memory_options(ref: Published, run: dict | None = None) -> dict:
-    """The FrameworkSpec memory fields a file's recipe sets (`simcluster.memory`, then `memory_by_model[model name]`
-    over it), each key checked; `from` (the recipe and commit that state them) is required and not returned."""
+def memory_options(ref: Published, run: dict | None = None, key: str = "memory", parsers: dict = MEMORY_PARSERS) -> dict:
+    """The FrameworkSpec fields a file's recipe sets (`simcluster.memory`, then `memory_by_model[model name]` over it;
+    the same for `recipe`), each key checked; `from` (the recipe and commit that state them) is required and not returned."""
     options = {}
     model = (run or {}).get("model")
     name = model.get("name") if isinstance(model, dict) else None
-    by_model = ref.usage.get("memory_by_model") or {}
+    by_model = ref.usage.get(f"{key}_by_model") or {}
     if not isinstance(by_model, dict):
-        raise SimclusterError("simcluster.memory_by_model: expected a mapping of model name -> memory settings", where=str(ref.path))
-    for where, block in ((f"{ref.path}: simcluster.memory", ref.usage.get("memory")),
-                         (f"{ref.path}: simcluster.memory_by_model[{str(name)[:40]!r}]", by_model.get(name))):
+        raise SimclusterError(f"simcluster.{key}_by_model: expected a mapping of model name -> {key} settings", where=str(ref.path))
+    for where, block in ((f"{ref.path}: simcluster.{key}", ref.usage.get(key)),
+                         (f"{ref.path}: simcluster.{key}_by_model[{str(name)[:40]!r}]", by_model.get(name))):
         if block is None:
             continue
-        known_keys(block, MEMORY_PARSERS, where)
+        known_keys(block, parsers, where)
         checked(block, "from", where, text)
-        options.update({k: checked(block, k, where, MEMORY_PARSERS[k]) for k in block if k != "from"})
+        options.update({k: checked(block, k, where, parsers[k]) for k in block if k != "from"})
     return options
 
 
