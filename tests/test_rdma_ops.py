@@ -183,3 +183,17 @@ def _set(row: int, key: str, value):
 def test_bad_rows_get_a_one_line_error_naming_the_file_and_key(tmp_path, edit, where, says):
     text = one_line_refusal(rdma_ops.read, rdma_ops.FILE, edit, tmp_path, CalibrationError)
     assert where in text and says in text
+
+
+def _readout(capsys) -> str:
+    from conftest import load_script
+
+    load_script("validation/rdma_published.py").main()
+    return capsys.readouterr().out
+
+
+def test_the_readout_names_the_card_it_reads_the_session_35_rows_with(capsys):
+    out = _readout(capsys)
+    assert "the one shipped RDMA card with a host cost" not in out     # rdma-polled-verbs-100g has one too
+    assert "seed004-ib-edr-offload.yaml (seed 004's event-mode card" in out
+    assert "rdma-polled-verbs-100g prices 142.9 ns per message" in out

@@ -13,8 +13,10 @@ it is compared (`compare`):
   none   not compared (the row's `why`)
 
 The model's RDMA cost is the card's `cpu_per_message` (a work request and its completion) and no per-byte term.
-Every row is predicted with CARD, the one shipped RDMA card with a host cost (seed 004's InfiniBand EDR card, 1.17 us
-per message); every other shipped RDMA card prices 0 s per message (other_rdma_cards), so its host cost never binds.
+Every row is predicted with CARD, seed 004's InfiniBand EDR card (1.17 us per message, interrupt-driven completions:
+the session-35 model of these rows); the polled-verbs card (rdma-polled-verbs-100g) prices them per operation in
+heldout/rdma_ops.py; every other shipped RDMA card prices 0 s per message (other_rdma_cards), so its host cost never
+binds.
 held_out_rows gives the `cost` rows as transport-family residual rows (trust/build.transport_residuals): core-seconds
 per byte, measured and predicted, source = the publication."""
 
