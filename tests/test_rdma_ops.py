@@ -176,9 +176,25 @@ def _set(row: int, key: str, value):
     (_set(0, "transport", "rdma_uc"), "rows[0].transport", "expected one of rdma_rc, rdma_ud"),
     (_set(0, "requests_per_second", 0), "rows[0].requests_per_second", "expected a number > 0, got 0"),
     (_set(0, "wqes_per_doorbell", "many"), "rows[0].wqes_per_doorbell", "expected a number > 0"),
-    (_set(0, "payload", "big"), "rows[0].payload", "expected a size"),
+    (_set(0, "payload", "big"), "rows[0].payload", "expected a message size > 0"),
+    (_set(0, "payload", "0B"), "rows[0].payload", "expected a message size > 0 (e.g. 32B, 8MB), got '0B'"),
     (lambda d: d["operating_points"].__setitem__("nope", {}), "operating_points.nope", "expected a cost or bound row"),
     (lambda d: d.__setitem__("rows", {"a": 1}), "", "expected `rows` (a list)"),
+    # cold read B, 5: each of these was a KeyError, a raw ValueError, a ZeroDivisionError or silently accepted
+    (_set(0, "id", "atc16-seq-renamed"), "host-stack-rdma-ops.yaml: FITS['atc16 sequencer']",
+     "names atc16-seq-1core-mmio: not a compared point row"),
+    (_set(3, "compare", "none"), "FITS['atc16 HERD']", "names atc16-herd-1core-mmio: not a compared point row"),
+    (_set(2, "requests_per_second", 5.0e6), "FITS['atc16 sequencer']",
+     "contradicts the model: the rows give a negative cost"),
+    (_set(3, "id", "atc16-herd-1core-batch"), "rows[4]", "duplicate id atc16-herd-1core-batch (also rows[3])"),
+    (lambda d: d["operating_points"]["perftest65-send-1024"].__setitem__("role", "maybe"),
+     "operating_points.perftest65-send-1024.role", "expected one of fit, held_out, got 'maybe'"),
+    (lambda d: d["operating_points"]["perftest65-send-1024"].__setitem__("role", "fit"), "host-stack-rdma-ops.yaml:",
+     "role: fit is FIT's rows (atc16-seq-1core-mmio, atc16-seq-1core-batch-mq), got"),
+    (lambda d: d["rows"][3].pop("source"), "rows[3].source", "expected one of atc16, rdma_bench (the file's `sources`), got None"),
+    (lambda d: d["rows"][3].pop("id"), "rows[3].id", "expected the row's id (a non-empty string)"),
+    (lambda d: d["operating_points"]["perftest65-send-1024"].pop("wqes_per_doorbell"),
+     "operating_points.perftest65-send-1024.wqes_per_doorbell", "`wqes_per_doorbell` is missing"),
 ])
 def test_bad_rows_get_a_one_line_error_naming_the_file_and_key(tmp_path, edit, where, says):
     text = one_line_refusal(rdma_ops.read, rdma_ops.FILE, edit, tmp_path, CalibrationError)
