@@ -225,3 +225,25 @@ def test_the_readout_counts_points_and_bounds_apart(capsys):
     assert ("held out 6: before points 0 of 3 met, bounds 0 of 3; after points 1 of 3 met, bounds 2 of 3" in out)
     assert "wqe 29.4 ns, doorbell 113.5 ns (points 1 of 3 met, bounds 3 of 3)" in out   # the batch sensitivity
     assert "met before 0, after 3" not in out and "3 of 6" not in out
+
+
+@pytest.mark.parametrize(("value", "bytes_"), [("60B", 60.0), (60, 60.0), ("0B", 0.0), (0, 0.0), ("1KiB", 1024.0)])
+def test_inline_max_is_a_size_like_mtu(tmp_path, value, bytes_):
+    """`inline_max: 60B` as `mtu: 4KiB` is (cold read B, 9); a bare number stays bytes; it round-trips as a size."""
+    from simcluster.cards import nic_params_yaml
+
+    path = tmp_path / "card.yaml"
+    path.write_text((NIC / "rdma-polled-verbs-100g.yaml").read_text().replace("inline_max: 0", f"inline_max: {value}"))
+    nic, _ = load_nic(path)
+    assert nic.verbs.inline_max_bytes == bytes_
+    again = nic_params({"kind": "nic", "name": "x", "params": nic_params_yaml(nic)}, "again")
+    assert again.verbs == nic.verbs
+
+
+@pytest.mark.parametrize("value", ["big", "-8B", "1MiB"])
+def test_a_bad_inline_max_is_a_one_line_card_error(tmp_path, value):
+    path = tmp_path / "card.yaml"
+    path.write_text((NIC / "rdma-polled-verbs-100g.yaml").read_text().replace("inline_max: 0", f"inline_max: {value}"))
+    with pytest.raises(ModelCardError) as info:
+        load_nic(path)
+    assert "params.verbs.inline_max" in str(info.value) and "\n" not in str(info.value).strip()
