@@ -250,3 +250,12 @@ def test_a_bad_inline_max_is_a_one_line_card_error(tmp_path, value):
     with pytest.raises(ModelCardError) as info:
         load_nic(path)
     assert "params.verbs.inline_max" in str(info.value) and "\n" not in str(info.value).strip()
+
+
+def test_the_card_says_its_cost_is_a_lower_bound_where_every_wqe_is_signalled_and_a_completion_costs_0():
+    """cold read B, 12: signal_every 1 with a completion cost of 0 under-prices a tool that signals every WQE."""
+    nic, card = load_nic(rdma_ops.CARD)
+    assert nic.verbs.signal_every == 1 and nic.verbs.cpu_s_per_completion == 0     # else the text below must change
+    assert "142.9 ns is a lower bound" in " ".join(card["description"].split())
+    doc = " ".join((ROOT / "docs" / "models" / "nic-and-cpu.md").read_text().split())
+    assert "makes 142.9 ns a **lower bound** for tools that signal every WQE" in doc
