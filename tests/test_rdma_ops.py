@@ -200,6 +200,11 @@ def _set(row: int, key: str, value):
      "role: fit is FIT's rows (atc16-seq-1core-mmio, atc16-seq-1core-batch-mq), got"),
     (lambda d: d["rows"][3].pop("source"), "rows[3].source", "expected one of atc16, rdma_bench (the file's `sources`), got None"),
     (lambda d: d["rows"][3].pop("id"), "rows[3].id", "expected the row's id (a non-empty string)"),
+    # cold read B, 10: the file is partly held out and says which rows are not
+    (lambda d: d["simcluster"].pop("rows_not_held_out"), "simcluster.rows_not_held_out",
+     "expected the role: fit rows (atc16-seq-1core-batch-mq, atc16-seq-1core-mmio), got none"),
+    (lambda d: d["simcluster"]["rows_not_held_out"].__setitem__("atc16-herd-1core-mmio", "x"),
+     "simcluster.rows_not_held_out", "got atc16-herd-1core-mmio, atc16-seq-1core-batch-mq, atc16-seq-1core-mmio"),
     (lambda d: d["operating_points"]["perftest65-send-1024"].pop("wqes_per_doorbell"),
      "operating_points.perftest65-send-1024.wqes_per_doorbell", "`wqes_per_doorbell` is missing"),
 ])
@@ -259,3 +264,14 @@ def test_the_card_says_its_cost_is_a_lower_bound_where_every_wqe_is_signalled_an
     assert "142.9 ns is a lower bound" in " ".join(card["description"].split())
     doc = " ".join((ROOT / "docs" / "models" / "nic-and-cpu.md").read_text().split())
     assert "makes 142.9 ns a **lower bound** for tools that signal every WQE" in doc
+
+
+def test_the_file_says_it_is_partly_held_out_and_which_rows_are_not():
+    import yaml
+
+    usage = yaml.safe_load(rdma_ops.FILE.read_text())["simcluster"]
+    assert usage["why"].startswith("Partly held out. Not held out: atc16-seq-1core-mmio and atc16-seq-1core-batch-mq")
+    assert sorted(usage["rows_not_held_out"]) == sorted(rdma_ops.FITS[rdma_ops.FIT])
+    from simcluster.documents import PUBLISHED
+
+    PUBLISHED.model_validate({"kind": "published-host-stack", "simcluster": usage})   # the schema takes the key

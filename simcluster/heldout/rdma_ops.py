@@ -121,12 +121,15 @@ def read(path: str | Path | None = None) -> list[OpRow]:
         role = _one_of(p.get("role", "held_out"), ROLES, f"{where}.role")
         add(OpRow(key, row.source, row.transport, row.compare, role, *_point(p, row.compare, where), row.measured,
                   row.predicted), where)
-    _check_fits(out, path)
+    usage = doc.get("simcluster") if isinstance(doc.get("simcluster"), dict) else {}
+    listed = usage.get("rows_not_held_out") or {}
+    _check_fits(out, path, sorted(listed) if isinstance(listed, dict) else [short(listed)])
     return out
 
 
-def _check_fits(rows: list[OpRow], path: Path) -> None:
-    """Every FITS subset names two compared point rows the model can be solved from, and role `fit` is FIT's rows."""
+def _check_fits(rows: list[OpRow], path: Path, not_held_out: list[str]) -> None:
+    """Every FITS subset names two compared point rows the model can be solved from; role `fit` is FIT's rows and
+    the file's simcluster.rows_not_held_out lists exactly them (the file is partly held out)."""
     from simcluster.errors import CalibrationError
 
     by = {r.id: r for r in rows}
@@ -144,6 +147,9 @@ def _check_fits(rows: list[OpRow], path: Path) -> None:
     if fitted != sorted(FITS[FIT]):
         raise CalibrationError(f"role: fit is FIT's rows ({', '.join(FITS[FIT])}), got {', '.join(fitted) or 'none'}",
                                where=str(path))
+    if not_held_out != fitted:
+        raise CalibrationError(f"expected the role: fit rows ({', '.join(fitted)}), got {', '.join(not_held_out) or 'none'}",
+                               where=f"{path}: simcluster.rows_not_held_out")
 
 
 def fit(rows: list[OpRow], subset: str = FIT, batch_of: dict[str, float] | None = None) -> VerbsCost:
