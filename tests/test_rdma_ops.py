@@ -144,8 +144,11 @@ def test_the_once_only_read_is_reproduced():
 
 def test_the_held_out_points_are_transport_residuals_of_the_ud_regime():
     rows = rdma_ops.held_out_rows()
+    # cold read B, 2: HERD's rows are the fit's paper and testbed (Connect-IB, rdma_bench, the same postlist and
+    # UNSIG_BATCH): same-testbed rows under the fit's source, so rdma_ud has 2 sources, not an independent third
     assert [(r["side"], r["source"]) for r in rows] == [
-        ("per core (atc16-herd-1core-mmio)", "published atc16"), ("per core (atc16-herd-1core-batch)", "published atc16"),
+        ("per core (atc16-herd-1core-mmio; same testbed as the fit)", "published atc16"),
+        ("per core (atc16-herd-1core-batch; same testbed as the fit)", "published atc16"),
         ("per core (erpc-small-rpc-per-core)", "published erpc2019")]
     res = transport_residuals(rows)
     assert {r.regime for r in res} == {transport_regime("rdma_ud").key}
@@ -275,3 +278,16 @@ def test_the_file_says_it_is_partly_held_out_and_which_rows_are_not():
     from simcluster.documents import PUBLISHED
 
     PUBLISHED.model_validate({"kind": "published-host-stack", "simcluster": usage})   # the schema takes the key
+
+
+def test_a_row_of_the_fits_code_counts_as_the_fits_source_not_a_second_one(tmp_path):
+    """A held-out row recorded under rdma_bench (ATC'16's code: the same testbed) is `published atc16` for the band."""
+    import yaml
+
+    doc = yaml.safe_load(rdma_ops.FILE.read_text())
+    doc["rows"][3]["source"] = "rdma_bench"
+    path = tmp_path / "ops.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    rows = rdma_ops.held_out_rows(path)
+    assert rows[0]["source"] == "published atc16" and rows[0]["side"].endswith("; same testbed as the fit)")
+    assert len({r["source"] for r in rows}) == 2
