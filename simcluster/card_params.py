@@ -68,7 +68,7 @@ class Verbs(Params):
     cpu_per_inline_byte: Cost = "0s/GB"
     wqes_per_doorbell: Number(1, 2**16) = 1
     signal_every: Number(1, 2**16) = 1
-    inline_max: Number(0, 2**16) = 0             # bytes
+    inline_max: _quantity(units.parse_size, "size", 0.0, 2.0**16) = 0   # bytes, a size like mtu (60B), 0 allowed
     mtu: Nullable(Size) = None                   # datagram transport: bytes per WQE; none: one WQE per message
 
 

@@ -128,7 +128,7 @@ def nic_params_yaml(p: NicParams) -> dict:
                         "cpu_per_completion": format_time(v.cpu_s_per_completion),
                         "cpu_per_inline_byte": format_cost(v.cpu_s_per_inline_byte),
                         "wqes_per_doorbell": v.wqes_per_doorbell, "signal_every": v.signal_every,
-                        "inline_max": v.inline_max_bytes, "mtu": None if v.mtu_bytes is None else format_size(v.mtu_bytes)}
+                        "inline_max": format_size(v.inline_max_bytes), "mtu": None if v.mtu_bytes is None else format_size(v.mtu_bytes)}
     return out
 
 

@@ -111,6 +111,7 @@ class PublishedUsage(Document):
     held_out: bool
     runs_not_held_out: Nullable(dict[int, Text(2000)]) = None      # run index -> why
     runs_not_compared: Nullable(dict[int, Text(2000)]) = None
+    rows_not_held_out: Nullable(dict[str, Text(2000)]) = None      # row id -> why (files of rows, not runs)
 
 
 class Published(Document):

@@ -110,6 +110,10 @@ def test_an_rdma_qperf_answer_carries_the_one_card_caveat(tmp_path, capsys):
     verbs, _ = load_nic(ROOT / "models" / "nic" / "rdma-polled-verbs-100g.yaml")
     assert (f"{verbs.verbs.cpu_s_per_wqe * 1e9:.2f} ns per WQE, {verbs.verbs.cpu_s_per_doorbell * 1e9:.1f} ns per doorbell"
             in RDMA_CAVEAT)
+    # what the band is and what the rows check (cold read B, 6): the host cost per WQE does not bind at 64 KiB
+    assert RDMA_CAVEAT.startswith("RDMA: the band printed is the transport family's pooled band (held-out TCP and UDP")
+    assert f"({verbs.cores_used(verbs.wire_limit_Bps, 65536):.3f} of a core at the wire's rate)" in RDMA_CAVEAT
+    assert verbs.message_bytes == 65536 and "qperf's 64 KiB" in RDMA_CAVEAT
     zero = [c for name, c in rdma_published.other_rdma_cards() if name != "rdma-polled-verbs-100g"]
     assert all(cost == 0 for cost in zero) and "the other RDMA cards price 0 s" in RDMA_CAVEAT
     scenario = tmp_path / "rdma-qperf.yaml"
@@ -125,7 +129,7 @@ jobs:
 """)
     assert main(["run", str(scenario)]) == 0
     text = capsys.readouterr().out
-    assert text.count("caveat: RDMA host cost: the band's rows are the polled-verbs model") == 1     # one line per regime
+    assert text.count("caveat: RDMA: the band printed is the transport family's pooled band") == 1     # one per regime
     assert main(["run", str(scenario), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     job = doc["jobs"][0] if "jobs" in doc else doc

@@ -10,10 +10,14 @@ from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_tab
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
 # what a band cannot say for a class of answers, by regime key (tests/test_rdma_published.py checks it against the cards)
-RDMA_CAVEAT = ("RDMA host cost: the band's rows are the polled-verbs model (rdma-polled-verbs-100g: 33.07 ns per WQE, "
-               "109.8 ns per doorbell, from Kalia et al. ATC'16) on held-out published per-core rates; "
-               "seed004-ib-edr-offload prices interrupt-driven completions (1.17 us per message) and the other RDMA cards "
-               "price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, RDMA verbs per operation)")
+RDMA_CAVEAT = ("RDMA: the band printed is the transport family's pooled band (held-out TCP and UDP host-stack rows, the "
+               "few RDMA rows among them; for rdma_ud extended to its own rows), not an RDMA band; the RDMA rows check "
+               "the host CPU per WQE of the polled-verbs model (rdma-polled-verbs-100g: 33.07 ns per WQE, 109.8 ns per "
+               "doorbell, from Kalia et al. ATC'16) against published per-core rates, a cost that does not bind at "
+               "qperf's 64 KiB messages (0.027 of a core at the wire's rate), so no row checks an rc_bw or rc_lat "
+               "answer; seed004-ib-edr-offload prices interrupt-driven completions (1.17 us per message) and the other "
+               "RDMA cards price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, RDMA verbs per "
+               "operation)")
 REGIME_CAVEATS = {transport_regime(kind).key: RDMA_CAVEAT for kind in ("rdma_rc", "rdma_ud", "rdma_uc")}
 
 
