@@ -26,14 +26,22 @@ run() {   # name, limit (s), command...
   return $rc
 }
 two="python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m simcluster.runner.llm_step"
-run smoke-tiny 90 $two --preset tiny --shapes 512:2 --warmup 1 --steps 2 --profile 1 --trace $B/smoke --mode cp \
-  || { echo "smoke failed: the cp runs are skipped"; exit 1; }
+smoke="--preset tiny --shapes 512:2 --warmup 1 --steps 2 --profile 1"
+# the gate (amended after the registration, before any run: README): the cp smoke, the same shape on one GPU (same seeds),
+# then studies/cp_smoke_check.py: the cp ranks' mean loss against the single-GPU loss, and flash / NCCL AllGather /
+# SendRecv kernels in rank 0's trace; any failure skips the three runs
+run smoke-tiny 90 $two $smoke --trace $B/smoke --mode cp || { echo "smoke failed: the cp runs are skipped"; exit 1; }
+run smoke-single 90 env CUDA_VISIBLE_DEVICES=0 python3 -m simcluster.runner.llm_step --mode single --preset tiny --shapes 512:2 \
+  --warmup 1 --steps 2 --profile 1 \
+  || { echo "single-GPU smoke failed: the cp runs are skipped"; exit 1; }
+python3 studies/cp_smoke_check.py $B/smoke-tiny.json $B/smoke-single.json $B/smoke-512x2-rank0.json.gz \
+  | tee $B/smoke-check.txt; [ ${PIPESTATUS[0]} -eq 0 ] || { echo "smoke check failed: the cp runs are skipped"; pack; exit 1; }
 python3 - $B/smoke-tiny.json <<'PY'   # what the smoke's document says: loss, the CP options torch reports, the kernels
 import json, sys
 t = open(sys.argv[1]).read()
 d = json.loads(t[t.find("{"):])
 s = d["shapes"][0]
-print("smoke:", s["status"], "loss", s.get("loss"), "ranks", [(r["rank"], r["status"]) for r in s.get("ranks", [])])
+print("smoke:", s["status"], "loss", s.get("loss"), "ranks", [(r["rank"], r["status"], r.get("loss")) for r in s.get("ranks", [])])
 print("context_parallel:", d.get("context_parallel"))
 print("profile:", {k: v for k, v in s.get("profile", {}).items() if k != "cuda_runtime_per_step"})
 PY

@@ -76,7 +76,7 @@ class ContextParallel:
         """Every rank's peak memory and median step of a shape (rank order; collective: every rank calls it)."""
         import torch.distributed as dist
 
-        mine = {k: record.get(k) for k in ("status", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
+        mine = {k: record.get(k) for k in ("status", "loss", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
                                            "memory_allocated_steady_bytes")}
         mine.update(rank=dist.get_rank(), stage=0)   # one pipeline stage: every rank against its one predicted peak
         out: list = [None] * dist.get_world_size()

@@ -1,0 +1,82 @@
+"""studies/cp_smoke_check.py, the cp smoke's gate before the registered runs (device_run.sh): it fails a synthetic trace
+without flash / AllGather / SendRecv kernels and a cp loss off the single-GPU one, and passes a true smoke; llm_cp's
+gather carries each rank's loss."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import types
+
+from conftest import ROOT, load_script
+
+CHECK = load_script("studies/cp_smoke_check.py")
+
+
+def _kernel(name):
+    return {"ph": "X", "cat": "kernel", "name": name, "dur": 5}
+
+
+GOOD = [_kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>(Flash_fwd_params)"),
+        _kernel("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>(Flash_bwd_params)"),
+        _kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+        _kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"),
+        _kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention"}]
+
+
+def _docs(losses, single):
+    cp = {"shapes": [{"status": "ok", "loss": losses[0], "ranks": [{"rank": r, "loss": x} for r, x in enumerate(losses)]}]}
+    return cp, {"shapes": [{"status": "ok", "loss": single}]}
+
+
+def test_kernel_counts_of_a_synthetic_trace():
+    assert CHECK.kernel_counts(GOOD) == {"flash": 2, "nccl_allgather": 1, "nccl_sendrecv": 1}
+    # cuDNN / efficient attention and a DDP-only run (AllReduce, no ring): nothing of CP's (the cpu_op is not a kernel)
+    bad = [_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop"), _kernel("fmha_cutlassF_bf16_aligned_64x64_rf_sm80"),
+           GOOD[4], GOOD[5]]
+    assert CHECK.kernel_counts(bad) == {"flash": 0, "nccl_allgather": 0, "nccl_sendrecv": 0}
+
+
+def test_the_gate_passes_a_true_smoke_and_fails_each_fault(tmp_path):
+    ok = CHECK.kernel_counts(GOOD)
+    assert CHECK.problems(*_docs([6.251, 6.239], 6.2452), ok, 1e-2) == []
+    assert any("loss" in p for p in CHECK.problems(*_docs([6.30, 6.28], 6.245), ok, 1e-2))
+    assert any("no loss" in p for p in CHECK.problems(*_docs([6.25, None], 6.245), ok, 1e-2))
+    no_ring = CHECK.kernel_counts([k for k in GOOD if "AllGather" not in k["name"] and "SendRecv" not in k["name"]])
+    found = CHECK.problems(*_docs([6.25, 6.24], 6.245), no_ring, 1e-2)
+    assert found == ["no nccl_allgather kernel in rank 0's trace", "no nccl_sendrecv kernel in rank 0's trace"]
+    # end to end through main: the files device_run.sh gives it
+    cp, single = _docs([6.25, 6.24], 6.245)
+    (tmp_path / "cp.json").write_text("llm-step: log line\n" + json.dumps(cp))
+    (tmp_path / "one.json").write_text(json.dumps(single))
+    with gzip.open(tmp_path / "t.json.gz", "wt") as f:
+        json.dump({"traceEvents": GOOD}, f)
+    args = [str(tmp_path / n) for n in ("cp.json", "one.json", "t.json.gz")]
+    assert CHECK.main(args) == 0
+    with gzip.open(tmp_path / "t.json.gz", "wt") as f:
+        json.dump({"traceEvents": GOOD[2:]}, f)
+    assert CHECK.main(args) == 1
+    assert CHECK.main(args[:2] + [str(tmp_path / "missing.json.gz")]) == 1
+
+
+def test_gather_carries_each_ranks_loss(monkeypatch):
+    from simcluster.runner import llm_cp
+
+    fake = types.ModuleType("torch.distributed")
+    fake.get_rank, fake.get_world_size = (lambda: 1), (lambda: 2)
+    fake.all_gather_object = lambda out, mine: out.__setitem__(slice(None), [dict(mine, rank=0), mine])
+    monkeypatch.setitem(sys.modules, "torch.distributed", fake)
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    sys.modules["torch"].distributed = fake
+    cp = llm_cp.ContextParallel.__new__(llm_cp.ContextParallel)
+    out = cp.gather({"status": "ok", "loss": 6.2, "median_step_s": 0.1})
+    assert [r["rank"] for r in out] == [0, 1] and all(r["loss"] == 6.2 and r["stage"] == 0 for r in out)
+
+
+def test_device_run_runs_the_gate_before_the_runs():
+    text = (ROOT / "calibration" / "h200x2-llm-eager-cp-2026-11-29" / "device_run.sh").read_text()
+    gate = text.index("python3 studies/cp_smoke_check.py")
+    assert text.index("--mode single --preset tiny --shapes 512:2") < gate < text.index('for spec in "1b 32768:1"')
+    assert "CUDA_VISIBLE_DEVICES=0" in text
