@@ -80,3 +80,39 @@ def test_device_run_runs_the_gate_before_the_runs():
     gate = text.index("python3 studies/cp_smoke_check.py")
     assert text.index("--mode single --preset tiny --shapes 512:2") < gate < text.index('for spec in "1b 32768:1"')
     assert "CUDA_VISIBLE_DEVICES=0" in text
+
+
+def test_the_mha_smoke_runs_first_and_does_not_gate():
+    text = (ROOT / "calibration" / "h200x2-llm-eager-cp-2026-11-29" / "device_run.sh").read_text()
+    mha = next(line for line in text.splitlines() if line.startswith("run smoke-mha"))
+    assert "--kv-heads 4" in mha and "exit" not in mha and "|| echo" in mha
+    assert text.index("run smoke-mha") < text.index("run smoke-tiny") < text.index("python3 studies/cp_smoke_check.py")
+    assert "SIMCLUSTER_CP_REPEAT_KV" not in text.replace("fallback SIMCLUSTER_CP_REPEAT_KV=1", "")   # prepared, not enabled
+
+
+def test_the_repeat_kv_fallback_is_off_unless_set_and_its_runs_are_not_the_registered_model(monkeypatch, tmp_path):
+    import pytest
+    import yaml
+
+    from simcluster.heldout import eager as heldout
+    from simcluster.runner import llm_cp
+
+    monkeypatch.delenv(llm_cp.REPEAT_KV, raising=False)
+    assert llm_cp.repeat_kv() is False
+    monkeypatch.setenv(llm_cp.REPEAT_KV, "1")
+    assert llm_cp.repeat_kv() is True
+    monkeypatch.setenv(llm_cp.REPEAT_KV, "yes")
+    with pytest.raises(SystemExit, match="SIMCLUSTER_CP_REPEAT_KV='yes'"):
+        llm_cp.repeat_kv()
+    readme = (ROOT / "calibration" / "h200x2-llm-eager-cp-2026-11-29" / "README.md").read_text()
+    assert "SIMCLUSTER_CP_REPEAT_KV=1" in readme and "re-registration" in readme
+    reg = yaml.safe_load((ROOT / heldout.CP_BUNDLE / "registered.yaml").read_text())["runs"][0]
+    shape = {"seq": reg["seq"], "micro_batch": reg["micro_batch"], "status": "ok", "median_step_s": 0.8}
+    doc = {"tool": "llm-step", "mode": "cp", "world_size": 2, "device": {"name": "NVIDIA H200"}, "model": {"preset": reg["preset"]},
+           "shapes": [shape], "context_parallel": {"repeat_kv": False}}
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump({"runs": [reg]}))
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc))
+    assert len(heldout.registered_rows(tmp_path)) == 1
+    (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc | {"context_parallel": {"repeat_kv": True}}))
+    assert heldout.registered_rows(tmp_path) == []

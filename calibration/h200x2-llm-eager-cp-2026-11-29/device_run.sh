@@ -30,6 +30,10 @@ smoke="--preset tiny --shapes 512:2 --warmup 1 --steps 2 --profile 1"
 # the gate (amended after the registration, before any run: README): the cp smoke, the same shape on one GPU (same seeds),
 # then studies/cp_smoke_check.py: the cp ranks' mean loss against the single-GPU loss, and flash / NCCL AllGather /
 # SendRecv kernels in rank 0's trace; any failure skips the three runs
+# first MHA (kv_heads 4 = heads; not gating): with the GQA smoke's result it tells GQA through flash under CP failing
+# (torchtitan repeats K / V before SDPA, pytorch/torchtitan#1283; fallback SIMCLUSTER_CP_REPEAT_KV=1, needs a
+# re-registration: README) from the CP plumbing failing
+run smoke-mha 90 $two $smoke --kv-heads 4 --trace $B/smoke-mha --mode cp || echo "MHA smoke failed (not gating; see the GQA smoke)"
 run smoke-tiny 90 $two $smoke --trace $B/smoke --mode cp || { echo "smoke failed: the cp runs are skipped"; exit 1; }
 run smoke-single 90 env CUDA_VISIBLE_DEVICES=0 python3 -m simcluster.runner.llm_step --mode single --preset tiny --shapes 512:2 \
   --warmup 1 --steps 2 --profile 1 \

@@ -388,11 +388,12 @@ def registered_rows(bundle: Path) -> list[dict]:
     out = []
     for doc in docs:
         mode, preset = regime_mode_of(doc), doc["model"].get("preset")
+        repeat_kv = (doc.get("context_parallel") or {}).get("repeat_kv")   # llm_cp.repeat_kv (cp's fallback)
         gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
         for shape in doc["shapes"]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
-            if reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1):
-                continue                                    # the smoke and host runs: not registered
+            if reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1) or repeat_kv:
+                continue                                    # the smoke and host runs: not registered; repeated K / V: not the registered model
             par, gpus, _ = layout_of(mode)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": "nvlink",
