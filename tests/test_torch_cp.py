@@ -141,3 +141,12 @@ def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
     assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0
     out = capsys.readouterr().out
     assert "cp: step mean |error|" in out and "2 GPUs" in out
+
+
+def test_the_cp_bundle_is_read_as_held_out_once_its_runs_are_in():
+    """REGISTERED leaves CP_BUNDLE out until its runs exist; once runs/ is unpacked the held-out rows must read it (else
+    the runs would sit beside the table unjudged)."""
+    if (ROOT / heldout.CP_BUNDLE / "runs").is_dir():
+        assert heldout.CP_BUNDLE in heldout.REGISTERED, "calibration/h200x2-llm-eager-cp-2026-11-29/runs/ exists: add CP_BUNDLE to REGISTERED"
+    else:
+        assert heldout.CP_BUNDLE not in heldout.REGISTERED   # registered.yaml only: nothing to read yet
