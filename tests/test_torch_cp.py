@@ -150,3 +150,26 @@ def test_the_cp_bundle_is_read_as_held_out_once_its_runs_are_in():
         assert heldout.CP_BUNDLE in heldout.REGISTERED, "calibration/h200x2-llm-eager-cp-2026-11-29/runs/ exists: add CP_BUNDLE to REGISTERED"
     else:
         assert heldout.CP_BUNDLE not in heldout.REGISTERED   # registered.yaml only: nothing to read yet
+
+
+def test_llm_md_states_the_bytes_the_code_moves(monkeypatch):
+    """docs/models/llm.md's per-layer copy / merge bytes at c = 2 are the sums of _forward_seq / _backward_seq's kernels."""
+    from simcluster.llm.ops import Op
+
+    def coefficients(fn, rank):
+        out = []
+        for unit in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):   # E, K, L one at a time
+            monkeypatch.setattr(torch_cp, "_sizes", lambda *a, u=unit: (2, MODEL.seq // 2, *u))
+            out.append(sum(o.bytes * o.count for o in fn(MODEL, ParallelSpec(cp=2), BATCH, rank)
+                           if isinstance(o, Op) and o.kind != "attention"))
+        return out
+
+    def text(coef):   # K first, as the page writes it
+        e, k, lse = coef
+        return " + ".join(f"{c:g}{u}" for c, u in ((k, "K"), (e, "E"), (lse, "L")) if c)
+
+    doc = " ".join((ROOT / "docs" / "models" / "llm.md").read_text().split())
+    fwd = [text(coefficients(torch_cp._forward_seq, r)) for r in (0, 1)]
+    bwd = [text(coefficients(torch_cp._backward_seq, r)) for r in (0, 1)]
+    assert fwd == ["16K + 43E + 34L", "16K + 50E + 52L"] and bwd == ["116K + 37E + 4L", "122K + 30E"]
+    assert f"forward {fwd[0]} (rank 0) / {fwd[1]} (rank 1), backward {bwd[0]} / {bwd[1]} at c = 2" in doc
