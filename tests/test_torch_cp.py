@@ -106,7 +106,9 @@ def test_the_runner_has_the_cp_mode():
     from simcluster.runner import llm_cp, llm_mesh, llm_step
 
     assert "cp" in llm_step.MODES and llm_mesh.layout("cp", 2, 2) == {"cp": 2}
-    llm_cp.check_shapes([(32768, 1), (512, 2)], 2)
+    llm_cp.check_shapes([(32768, 1)], 2)
+    with pytest.raises(SystemExit, match="one --shapes entry per process, not 2"):
+        llm_cp.check_shapes([(32768, 1), (512, 2)], 2)
     with pytest.raises(SystemExit, match="--mode cp: seq 510"):
         llm_cp.check_shapes([(510, 1)], 2)
 

@@ -33,7 +33,12 @@ def repeat_kv() -> bool:
 
 
 def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
-    """Head-tail load balancing splits each sequence into 2 x world chunks."""
+    """One shape per process: context_parallel patches SDPA (and shards its buffers) on entry and undoes it after its
+    body, not in a finally (the cold read of torch's source), so an exception inside it (an OOM, which run_shape records
+    and goes on from) would leave SDPA patched for the next shape's steps. Head-tail load balancing splits each
+    sequence into 2 x world chunks."""
+    if len(shapes) > 1:
+        raise SystemExit(f"--mode cp: one --shapes entry per process, not {len(shapes)} (a failed step leaves SDPA patched)")
     bad = [seq for seq, _ in shapes if seq % (2 * world)]
     if bad:
         raise SystemExit(f"--mode cp: seq {bad[0]} is not a multiple of 2 x {world} ranks (head-tail load balancing)")
