@@ -116,3 +116,26 @@ def test_the_repeat_kv_fallback_is_off_unless_set_and_its_runs_are_not_the_regis
     assert len(heldout.registered_rows(tmp_path)) == 1
     (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc | {"context_parallel": {"repeat_kv": True}}))
     assert heldout.registered_rows(tmp_path) == []
+
+
+def test_the_cp_options_module_is_context_parallels_own(monkeypatch):
+    import pytest
+
+    from simcluster.runner import llm_cp
+
+    calls = []
+    mod = types.ModuleType("fake_cp_attention")
+    mod.set_rotate_method = calls.append
+
+    def context_parallel():
+        pass
+
+    context_parallel.__module__ = "fake_cp_attention"
+    monkeypatch.setitem(sys.modules, "fake_cp_attention", mod)
+    assert llm_cp._options(context_parallel) is mod
+    del mod.set_rotate_method
+    with pytest.raises(SystemExit, match="fake_cp_attention has no set_rotate_method"):
+        llm_cp._options(context_parallel)
+    context_parallel.__module__ = "no_such_module_for_cp"
+    with pytest.raises(SystemExit, match="'no_such_module_for_cp' does not import"):
+        llm_cp._options(context_parallel)

@@ -34,7 +34,7 @@ def repeat_kv() -> bool:
 
 def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
     """One shape per process: context_parallel patches SDPA (and shards its buffers) on entry and undoes it after its
-    body, not in a finally (the cold read of torch's source), so an exception inside it (an OOM, which run_shape records
+    body, not in a finally (torch's source: the dispatcher is disabled after its yield), so an exception inside it (an OOM, which run_shape records
     and goes on from) would leave SDPA patched for the next shape's steps. Head-tail load balancing splits each
     sequence into 2 x world chunks."""
     if len(shapes) > 1:
@@ -44,17 +44,20 @@ def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
         raise SystemExit(f"--mode cp: seq {bad[0]} is not a multiple of 2 x {world} ranks (head-tail load balancing)")
 
 
-def _options():
-    """torch's CP module (torch 2.9+: _context_parallel._attention; before: _attention), or None."""
+def _options(context_parallel):
+    """torch's CP module: the one the imported context_parallel is defined in (its __module__; torch 2.9+:
+    _context_parallel._attention), which holds set_rotate_method and _cp_options. SystemExit where it has no
+    set_rotate_method: the all-gather rotation the model prices would not be set."""
     import importlib
 
-    for name in ("torch.distributed.tensor.experimental._context_parallel._attention",
-                 "torch.distributed.tensor.experimental._attention"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return None
+    name = getattr(context_parallel, "__module__", None) or "?"
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        raise SystemExit(f"--mode cp: context_parallel's module {name!r} does not import") from None
+    if not callable(getattr(module, "set_rotate_method", None)):
+        raise SystemExit(f"--mode cp: {name} has no set_rotate_method (the all-gather rotation cannot be set)")
+    return module
 
 
 class ContextParallel:
@@ -66,9 +69,8 @@ class ContextParallel:
         self.torch, self.world, self.device = torch, world, device
         self.mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("cp",))
         self.context_parallel, self.sdpa_kernel, self.backend = context_parallel, sdpa_kernel, SDPBackend.FLASH_ATTENTION
-        self.module = _options()
-        if self.module is not None and hasattr(self.module, "set_rotate_method"):
-            self.module.set_rotate_method("allgather")
+        self.module = _options(context_parallel)
+        self.module.set_rotate_method("allgather")
 
     def step_maker(self, model, opt, amp: bool):
         """make_step(inputs, labels) for run_shape: one CP step over the whole sequences (module docstring)."""
