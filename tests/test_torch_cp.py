@@ -29,6 +29,8 @@ def test_framework_torch_accepts_cp_with_ddp_over_its_ranks():
     for bad in (ParallelSpec(cp=2, tp=2), ParallelSpec(cp=2, dp=2, zero=3), ParallelSpec(cp=2, recompute="full")):
         with pytest.raises(LlmConfigError, match="parallel.cp"):
             eager.mode_of(bad)
+    with pytest.raises(LlmConfigError, match=r"parallel.cp: .*no tp, pp, zero \(ZeRO / FSDP\) or recompute"):
+        eager.mode_of(ParallelSpec(cp=2, zero=1))   # zero 1 is ZeRO, not FSDP: the message names the key's values
 
 
 @pytest.mark.parametrize("cp", [2, 4, 8])
