@@ -139,3 +139,81 @@ def test_the_cp_options_module_is_context_parallels_own(monkeypatch):
     context_parallel.__module__ = "no_such_module_for_cp"
     with pytest.raises(SystemExit, match="'no_such_module_for_cp' does not import"):
         llm_cp._options(context_parallel)
+
+
+class _T:
+    """A fake tensor: identity is what the step's bookkeeping is about."""
+
+    def __init__(self, name, shape=(2, 512), device=None):
+        self.name, self.shape, self.device, self.dtype = name, shape, device or types.SimpleNamespace(type="cuda"), "float32"
+
+    def clone(self):
+        return _T(self.name + "'", self.shape, self.device)
+
+
+def _fake_cp(rope: bool):
+    import contextlib
+
+    state = {"cp": False, "sdpa": False, "calls": [], "events": []}
+
+    @contextlib.contextmanager
+    def context_parallel(mesh, buffers, buffer_seq_dims, no_restore_buffers):
+        state["calls"].append((list(buffers), list(buffer_seq_dims), set(no_restore_buffers)))
+        state["cp"] = True
+        yield
+        state["cp"] = False
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backends):
+        state["sdpa"] = backends == ["FLASH"]
+        yield
+        state["sdpa"] = False
+
+    class Loss:
+        def backward(self):
+            state["events"].append(("backward", state["cp"], state["sdpa"]))
+
+    class Model:
+        embed = types.SimpleNamespace(weight=_T("w"))
+
+        def rotary(self, seq, device, dtype):
+            return (_T("cos"), _T("sin")) if rope else (None, None)
+
+        def __call__(self, tokens, labels, tables):
+            state["model_args"] = (tokens, labels, tables)
+            state["events"].append(("forward", state["cp"], state["sdpa"]))
+            return Loss()
+
+    opt = types.SimpleNamespace(step=lambda: state["events"].append(("opt", state["cp"], state["sdpa"])),
+                                zero_grad=lambda set_to_none: None)
+    fake_torch = types.SimpleNamespace(bfloat16="bf16", autocast=lambda *a, **k: contextlib.nullcontext())
+    from simcluster.runner import llm_cp
+
+    cp = llm_cp.ContextParallel.__new__(llm_cp.ContextParallel)
+    cp.torch, cp.mesh, cp.context_parallel, cp.sdpa_kernel, cp.backend = fake_torch, "mesh", context_parallel, sdpa_kernel, "FLASH"
+    class Ddp:   # DDP's wrapper: the decoder under .module, calls forwarded
+        module = Model()
+
+        def __call__(self, *args):
+            return self.module(*args)
+
+    return cp, Ddp(), opt, state
+
+
+def test_step_maker_gives_the_model_the_buffers_cp_shards_and_runs_backward_inside_both_contexts():
+    for rope in (True, False):
+        cp, ddp, opt, state = _fake_cp(rope)
+        inputs, labels = _T("inputs"), _T("labels")
+        step = cp.step_maker(ddp, opt, amp=True)(inputs, labels)
+        for _ in range(2):
+            step()
+        assert len(state["calls"]) == 2
+        bufs, dims, keep = state["calls"][-1]
+        assert dims == ([1, 1, 2, 2] if rope else [1, 1])
+        assert all(any(x is b for b in bufs) for x in keep)   # no_restore_buffers: a subset of buffers, by identity
+        assert not any(b is inputs or b is labels for b in bufs)   # fresh copies each step (sharded in place)
+        assert state["calls"][0][0][0] is not bufs[0]
+        tokens, lab, tables = state["model_args"]
+        assert tokens is bufs[0] and lab is bufs[1]
+        assert (tables[0] is bufs[2] and tables[1] is bufs[3]) if rope else tables is None
+        assert state["events"][-3:] == [("forward", True, True), ("backward", True, True), ("opt", False, False)]
