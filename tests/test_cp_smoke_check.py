@@ -1,6 +1,8 @@
-"""studies/cp_smoke_check.py, the cp smoke's gate before the registered runs (device_run.sh): it fails a synthetic trace
-without flash / AllGather / SendRecv kernels and a cp loss off the single-GPU one, and passes a true smoke; llm_cp's
-gather carries each rank's loss."""
+"""The eager CP bundle's guards before its first device run (calibration/h200x2-llm-eager-cp-2026-11-29): the smoke's
+gate studies/cp_smoke_check.py fails a synthetic trace without flash / AllGather / SendRecv kernels and a cp loss off the
+single-GPU one and passes a true smoke; the MHA smoke runs first without gating; the runner's llm_cp gathers each rank's
+loss, keeps SIMCLUSTER_CP_REPEAT_KV off unless set (and such runs out of the registered read), takes its options module
+from context_parallel's own, and its step gives the model the very buffers context_parallel shards (fake torch)."""
 
 from __future__ import annotations
 
