@@ -29,6 +29,8 @@ def test_framework_torch_accepts_cp_with_ddp_over_its_ranks():
     for bad in (ParallelSpec(cp=2, tp=2), ParallelSpec(cp=2, dp=2, zero=3), ParallelSpec(cp=2, recompute="full")):
         with pytest.raises(LlmConfigError, match="parallel.cp"):
             eager.mode_of(bad)
+    with pytest.raises(LlmConfigError, match=r"parallel.cp: .*no tp, pp, zero \(ZeRO / FSDP\) or recompute"):
+        eager.mode_of(ParallelSpec(cp=2, zero=1))   # zero 1 is ZeRO, not FSDP: the message names the key's values
 
 
 @pytest.mark.parametrize("cp", [2, 4, 8])
@@ -106,7 +108,9 @@ def test_the_runner_has_the_cp_mode():
     from simcluster.runner import llm_cp, llm_mesh, llm_step
 
     assert "cp" in llm_step.MODES and llm_mesh.layout("cp", 2, 2) == {"cp": 2}
-    llm_cp.check_shapes([(32768, 1), (512, 2)], 2)
+    llm_cp.check_shapes([(32768, 1)], 2)
+    with pytest.raises(SystemExit, match="one --shapes entry per process, not 2"):
+        llm_cp.check_shapes([(32768, 1), (512, 2)], 2)
     with pytest.raises(SystemExit, match="--mode cp: seq 510"):
         llm_cp.check_shapes([(510, 1)], 2)
 
@@ -141,3 +145,45 @@ def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
     assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0
     out = capsys.readouterr().out
     assert "cp: step mean |error|" in out and "2 GPUs" in out
+
+
+def test_the_cp_bundle_is_read_as_held_out_once_its_runs_are_in():
+    """REGISTERED leaves CP_BUNDLE out until its runs exist; once runs/ is unpacked the held-out rows must read it (else
+    the runs would sit beside the table unjudged)."""
+    if (ROOT / heldout.CP_BUNDLE / "runs").is_dir():
+        assert heldout.CP_BUNDLE in heldout.REGISTERED, "calibration/h200x2-llm-eager-cp-2026-11-29/runs/ exists: add CP_BUNDLE to REGISTERED"
+    else:
+        assert heldout.CP_BUNDLE not in heldout.REGISTERED   # registered.yaml only: nothing to read yet
+
+
+def test_llm_md_states_the_bytes_the_code_moves(monkeypatch):
+    """docs/models/llm.md's per-layer copy / merge bytes at c = 2 are the sums of _forward_seq / _backward_seq's kernels."""
+    from simcluster.llm.ops import Op
+
+    def coefficients(fn, rank):
+        out = []
+        for unit in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):   # E, K, L one at a time
+            monkeypatch.setattr(torch_cp, "_sizes", lambda *a, u=unit: (2, MODEL.seq // 2, *u))
+            out.append(sum(o.bytes * o.count for o in fn(MODEL, ParallelSpec(cp=2), BATCH, rank)
+                           if isinstance(o, Op) and o.kind != "attention"))
+        return out
+
+    def text(coef):   # K first, as the page writes it
+        e, k, lse = coef
+        return " + ".join(f"{c:g}{u}" for c, u in ((k, "K"), (e, "E"), (lse, "L")) if c)
+
+    doc = " ".join((ROOT / "docs" / "models" / "llm.md").read_text().split())
+    fwd = [text(coefficients(torch_cp._forward_seq, r)) for r in (0, 1)]
+    bwd = [text(coefficients(torch_cp._backward_seq, r)) for r in (0, 1)]
+    assert fwd == ["16K + 43E + 34L", "16K + 50E + 52L"] and bwd == ["116K + 37E + 4L", "122K + 30E"]
+    assert f"forward {fwd[0]} (rank 0) / {fwd[1]} (rank 1), backward {bwd[0]} / {bwd[1]} at c = 2" in doc
+
+
+def test_the_model_still_gives_the_registered_cp_predictions_until_the_runs_are_in():
+    """The mends between the registration and the first run (session 36) must not move what registered.yaml holds."""
+    if (ROOT / heldout.CP_BUNDLE / "runs").is_dir():
+        pytest.skip("the cp runs are in: the model may move after its read (the read-back's 'now' column)")
+    for reg in yaml.safe_load((ROOT / heldout.CP_BUNDLE / "registered.yaml").read_text())["runs"]:
+        now = heldout.regime_predict(reg["preset"], reg["micro_batch"], "cp", "h200", seq=reg["seq"])
+        assert now["step_ms"] == reg["predicted"]["h200"]["step_ms"]
+        assert now["stage_mem_GiB"] == reg["predicted"]["h200"]["stage_mem_GiB"]

@@ -40,7 +40,7 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    ring SDPA on torch's flash kernel, attention_kernel fa2) with DDP over the dp x cp ranks (every rank
                    holds the weights and sees s / cp tokens of the same sequences): DDP's terms above over that group;
                    the host cost of the ddp mode (the ring's extra kernels counted; DTensor's dispatch of each SDPA
-                   call not priced: unmeasured); no tp, pp, FSDP or recompute with it (torch_cp.check)
+                   call not priced: unmeasured); no tp, pp, zero (ZeRO / FSDP) or recompute with it (mode_of)
 Expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
 """
 
@@ -101,7 +101,7 @@ def mode_of(par: ParallelSpec) -> str:
     if par.cp > 1:
         if par.tp > 1 or par.pp > 1 or par.zero or par.recompute != "none":
             raise LlmConfigError("parallel.cp", "framework torch: context parallelism is modelled with DDP over the dp x cp "
-                                 "ranks only (no tp, pp, FSDP or recompute)", hint="use framework: megatron")
+                                 "ranks only (no tp, pp, zero (ZeRO / FSDP) or recompute)", hint="use framework: megatron")
         return "cp+ddp" if par.dp > 1 else "cp"
     if par.recompute == "selective":
         raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "

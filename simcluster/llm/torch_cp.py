@@ -40,8 +40,10 @@ The step's time is the slowest rank's (work._torch_cp_layer: each layer's all-ga
 activations of n tokens (memory.py) and, at the forward's or backward's attention, the gathered K, V and the fp32
 buffers (transient_bytes) where they exceed the logits' peak they follow.
 Not modelled: DTensor's wrapping and dispatch of each SDPA call on the host (no measurement; the steps this prices are
-GPU-bound), DDP's bucket all_reduces serialised with the CP calls when they share a communicator (one 25 MB bucket is
-~0.1 ms against tens of ms a layer), the NCCL kernels slowing the attention beside them.
+GPU-bound), DDP's bucket all_reduces serialised with the CP calls on their one NCCL stream (init_device_mesh over the
+whole world reuses the default group, DDP's): a layer's MLP gradient buckets (3-12 x 25 MB, ~0.3-1.2 ms) queue ahead of
+the attention backward's all-gather, which at 3b 16384:1 ends ~1.36 ms after its issue against a 1.98 ms local causal
+backward call (still hidden, only just), the NCCL kernels slowing the attention beside them.
 """
 
 from __future__ import annotations

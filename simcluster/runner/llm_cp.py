@@ -10,30 +10,54 @@ backward fails its stride assert under CP (pytorch/pytorch#176915). The rotate m
 default). The weights are replicated: DDP over the same ranks averages the gradients (each rank's loss is the mean over
 its own tokens, the same count on every rank). The document records the CP options read back from torch ("context_parallel")
 and each rank's step time and peak memory per shape ("ranks").
+SIMCLUSTER_CP_REPEAT_KV=1 (prepared, not enabled by any registered run) repeats the K / V heads to the query heads
+before SDPA (llm_step.build's repeat_kv), as torchtitan does under CP (pytorch/torchtitan#1283), should GQA through
+flash fail under CP; the model's K / V bytes then change, so a run with it needs a re-registration (the document says
+"repeat_kv" under "context_parallel").
 torch is passed in (imported by llm_step.main only).
 """
 
 from __future__ import annotations
 
+import os
+
+REPEAT_KV = "SIMCLUSTER_CP_REPEAT_KV"
+
+
+def repeat_kv() -> bool:
+    """The fallback's switch (module docstring): 1 on, unset / 0 off."""
+    value = os.environ.get(REPEAT_KV, "0")
+    if value not in ("0", "1"):
+        raise SystemExit(f"{REPEAT_KV}={value!r}: expected 1 (repeat K / V heads before SDPA) or 0")
+    return value == "1"
+
 
 def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
-    """Head-tail load balancing splits each sequence into 2 x world chunks."""
+    """One shape per process: context_parallel patches SDPA (and shards its buffers) on entry and undoes it after its
+    body, not in a finally (torch's source: the dispatcher is disabled after its yield), so an exception inside it (an OOM, which run_shape records
+    and goes on from) would leave SDPA patched for the next shape's steps. Head-tail load balancing splits each
+    sequence into 2 x world chunks."""
+    if len(shapes) > 1:
+        raise SystemExit(f"--mode cp: one --shapes entry per process, not {len(shapes)} (a failed step leaves SDPA patched)")
     bad = [seq for seq, _ in shapes if seq % (2 * world)]
     if bad:
         raise SystemExit(f"--mode cp: seq {bad[0]} is not a multiple of 2 x {world} ranks (head-tail load balancing)")
 
 
-def _options():
-    """torch's CP module (torch 2.9+: _context_parallel._attention; before: _attention), or None."""
+def _options(context_parallel):
+    """torch's CP module: the one the imported context_parallel is defined in (its __module__; torch 2.9+:
+    _context_parallel._attention), which holds set_rotate_method and _cp_options. SystemExit where it has no
+    set_rotate_method: the all-gather rotation the model prices would not be set."""
     import importlib
 
-    for name in ("torch.distributed.tensor.experimental._context_parallel._attention",
-                 "torch.distributed.tensor.experimental._attention"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return None
+    name = getattr(context_parallel, "__module__", None) or "?"
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        raise SystemExit(f"--mode cp: context_parallel's module {name!r} does not import") from None
+    if not callable(getattr(module, "set_rotate_method", None)):
+        raise SystemExit(f"--mode cp: {name} has no set_rotate_method (the all-gather rotation cannot be set)")
+    return module
 
 
 class ContextParallel:
@@ -45,9 +69,8 @@ class ContextParallel:
         self.torch, self.world, self.device = torch, world, device
         self.mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("cp",))
         self.context_parallel, self.sdpa_kernel, self.backend = context_parallel, sdpa_kernel, SDPBackend.FLASH_ATTENTION
-        self.module = _options()
-        if self.module is not None and hasattr(self.module, "set_rotate_method"):
-            self.module.set_rotate_method("allgather")
+        self.module = _options(context_parallel)
+        self.module.set_rotate_method("allgather")
 
     def step_maker(self, model, opt, amp: bool):
         """make_step(inputs, labels) for run_shape: one CP step over the whole sequences (module docstring)."""
@@ -76,7 +99,7 @@ class ContextParallel:
         """Every rank's peak memory and median step of a shape (rank order; collective: every rank calls it)."""
         import torch.distributed as dist
 
-        mine = {k: record.get(k) for k in ("status", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
+        mine = {k: record.get(k) for k in ("status", "loss", "median_step_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
                                            "memory_allocated_steady_bytes")}
         mine.update(rank=dist.get_rank(), stage=0)   # one pipeline stage: every rank against its one predicted peak
         out: list = [None] * dist.get_world_size()
@@ -89,4 +112,5 @@ class ContextParallel:
                 "module": getattr(self.module, "__name__", None), "sdpa_backend": str(self.backend),
                 "rotate_method": str(getattr(opts, "rotate_method", None)),
                 "load_balance": getattr(opts, "enable_load_balance", None),
-                "convert_to_f32": getattr(opts, "convert_to_f32", None), "gradient_sync": "DistributedDataParallel, all ranks"}
+                "convert_to_f32": getattr(opts, "convert_to_f32", None), "gradient_sync": "DistributedDataParallel, all ranks",
+                "repeat_kv": repeat_kv()}
