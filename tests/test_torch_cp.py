@@ -141,6 +141,13 @@ def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "cp-x.json").write_text(json.dumps(doc))
     rows = heldout.registered_rows(tmp_path)
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_residuals(rows)[0].regime == "llm | PyTorch eager | CP | bf16"   # its own regime, not DDP's (cold read D)
+    one_rank = doc | {"world_size": 1}   # a cp mesh of one (probe-1gpu) at a registered shape: not a 2-GPU row
+    (tmp_path / "runs" / "cp-y.json").write_text(json.dumps(one_rank))
+    assert len(heldout.registered_rows(tmp_path)) == 1
+    (tmp_path / "runs" / "cp-y.json").unlink()
     assert len(rows) == 1 and rows[0]["gpus"] == 2 and rows[0]["predicted_s"] == pytest.approx(reg["predicted"]["h200"]["step_ms"] / 1e3)
     assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0
     out = capsys.readouterr().out
@@ -187,3 +194,15 @@ def test_the_model_still_gives_the_registered_cp_predictions_until_the_runs_are_
         now = heldout.regime_predict(reg["preset"], reg["micro_batch"], "cp", "h200", seq=reg["seq"])
         assert now["step_ms"] == reg["predicted"]["h200"]["step_ms"]
         assert now["stage_mem_GiB"] == reg["predicted"]["h200"]["stage_mem_GiB"]
+
+
+def test_the_read_out_of_a_set_not_run_says_so(tmp_path, capsys):
+    """A registered set with no runs/ (the cp set until a 2-GPU lease) gets one line saying it has not run, exit 1."""
+    import shutil
+
+    from conftest import load_script
+
+    shutil.copy(ROOT / heldout.CP_BUNDLE / "registered.yaml", tmp_path / "registered.yaml")
+    assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 1
+    out = capsys.readouterr().out.strip()
+    assert out.endswith("not run (no runs/): no verdict") and "\n" not in out

@@ -123,7 +123,7 @@ def register(path: Path, plan_name: str = "regimes", host: Path | None = None) -
                      "microbatches": m or layout_of(mode)[2],
                      "predicted": {g: predict(preset, mb, mode, g, microbatches=m, seq=seq) for g in ("h100", "h200")}})
         if own_host is not None and (mode in tpdp_modes() or plan_name == "twohost"):
-            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", microbatches=m, own_host=own_host)}
+            runs[-1][VARIANT] = {"h200": predict(preset, mb, mode, "h200", microbatches=m, own_host=own_host, seq=seq)}
     doc = {"registered_at_commit": commit, "script": "validation/llm_eager_regimes.py --register",
            "calibration": {"gpu_cards": {"h100": H100, "h200": H200}, "collective_card": str(CARD_2.relative_to(ROOT)),
                            "host": {"h200": str(H200_HOST.relative_to(ROOT)), "h100": "calibration/llm-host-2026-11-23"}
@@ -155,6 +155,9 @@ def compare(bundle: Path) -> int:
         print(f"error: {reg_path}: no registered predictions", file=sys.stderr)
         return 1
     reg = yaml.safe_load(reg_path.read_text())
+    if not (bundle / "runs").is_dir() and not list(bundle.glob("*.json")):
+        print(f"{bundle.name}: registered at {reg['registered_at_commit'][:10]}, not run (no runs/): no verdict")
+        return 1
     modes = list(dict.fromkeys(r["mode"] for r in reg["runs"]))   # the plan the bundle registered, whatever --plan said
     registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in reg["runs"]}
     print(f"== {bundle.name}: measured vs predictions registered at {reg['registered_at_commit'][:10]}")

@@ -371,7 +371,7 @@ def held_out_rows() -> list[dict]:
             if "pred_ms" in r and "meas_ms" in r:
                 par = r["parallel"]
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
-                            "gpus": r["world"], "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": r["transport"],
+                            "gpus": r["world"], "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": r["transport"],
                             "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
     return out + [row for name in REGISTERED for row in registered_rows(ROOT / name)]
 
@@ -389,10 +389,11 @@ def registered_rows(bundle: Path) -> list[dict]:
         gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
         for shape in doc["shapes"]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
-            if reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1) or repeat_kv:
-                continue   # the smoke and host runs: not registered; repeated K / V (cp's fallback, llm_cp.repeat_kv): not its model
-            par, gpus, _ = layout_of(mode)
+            par, gpus, _ = layout_of(mode) if reg is not None else (None, 0, 0)
+            if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1) or repeat_kv
+                    or doc.get("world_size", 1) != gpus):   # smoke / host runs; cp's repeated K / V; another rank count
+                continue
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
-                        "gpus": gpus, "tp": par.tp, "pp": par.pp, "zero": par.zero, "transport": "nvlink",
+                        "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3})
     return out

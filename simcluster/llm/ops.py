@@ -9,8 +9,7 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
       without the sort by local expert); experts E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
       shared expert(s) (T, f_s / t, h) x 2 and (T, h, f_s / t) on every token
     MLA: q_down (T, r_q, h), q_up (T, a' (d_nope + d_rope), r_q), kv_down (T, r_kv + d_rope, h), kv_up
-      (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary + q / k / v layout (mla_layout.py: by
-      FrameworkSpec.rope_fusion)
+      (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary + q/k/v layout (mla_layout.py)
     QK-norm: 2 T (a' + g') d 2 bytes (every query and key head normalised)
   backward of each GEMM: dgrad (M, K, N) and wgrad (K, N, M): twice the forward FLOPs
   attention (flash / SDPA): 4 b a' s_q s_kv d FLOPs forward, halved when causal; backward 2.5 x forward

@@ -83,7 +83,7 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
     out = []
     for r in rows:
         ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
-        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], 1, r["zero"], False, "bf16", r["gpus"], ckpt)
+        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"], ckpt)
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
         out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"]))
