@@ -126,3 +126,19 @@ def test_a_ddp_step_record_with_a_bad_step_time_is_named_at_its_line_and_key(tmp
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(TraceFormatError, match=re.escape(f"{path}:2: {why}")):
         read_runs(path)
+
+
+def test_a_ddp_step_record_with_a_negative_cpu_time_is_refused_at_its_key(tmp_path):
+    """cpu_time_per_step_s is read back into answers: a negative one (found by the reader fuzz, seed 46) is refused at
+    its line and key instead of reaching an answer."""
+    from simcluster.errors import TraceFormatError
+    from simcluster.training.workload import read_runs
+
+    lines = (ROOT / "calibration" / "h200x4-collect-2026-11-22" / "ddp-step/resnet18-32-b128/stdout.txt").read_text().splitlines()
+    doc = json.loads(lines[0])
+    doc["cpu_time_per_step_s"] = -1
+    lines[0] = json.dumps(doc)
+    path = tmp_path / "stdout.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=re.escape(f"{path}:1: cpu_time_per_step_s: expected a number from 0 to 3600 s")):
+        read_runs(path)

@@ -140,6 +140,7 @@ RECORD = S.Record(   # a ddp-step JSON record, as far as the model reads it (run
      "median_step_s": S.Seconds(3600.0), "step_times_s": _STEPS,
      "grad_bytes": S.ListOf(S.Number(0, 2**40, "B", integer=True), min_len=1, max_len=1_000_000)},
     optional={"issue_times_s": S.Nullable(_STEPS), "bucket_cap_mb": S.Number(2**-20, 2**20, "MiB", above=True),
+              "cpu_time_per_step_s": S.Nullable(_PHASE),   # the runner's process CPU per step (read back into answers)
               "phases": S.Nullable(S.Record({"forward_s": _PHASE, "backward_s": _PHASE, "optimizer_s": _PHASE})),
               "plain": S.Nullable(S.Record({"step_times_s": _STEPS}, {"issue_times_s": S.Nullable(_STEPS)})),
               "ranks": S.Nullable(S.ListOf(S.Record(optional={"plain_step_times_s": _STEPS, "plain_issue_times_s": S.Nullable(_STEPS),
