@@ -187,3 +187,41 @@ def test_the_model_still_gives_the_registered_cp_predictions_until_the_runs_are_
         now = heldout.regime_predict(reg["preset"], reg["micro_batch"], "cp", "h200", seq=reg["seq"])
         assert now["step_ms"] == reg["predicted"]["h200"]["step_ms"]
         assert now["stage_mem_GiB"] == reg["predicted"]["h200"]["stage_mem_GiB"]
+
+
+_SCENARIO = """name: cp-framework
+machine:
+  card: {root}/models/collective/h200x2-primitives.yaml
+  gpus_per_node: 2
+  nodes: 1
+  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 16, hidden: 2048, ffn: 8192, heads: 32, kv_heads: 8, vocab: 128256, seq: 32768, tied_embeddings: true}}
+    parallel: {{cp: 2}}
+    global_batch: 1
+    micro_batch: 1
+    framework: {framework}
+"""
+
+
+@pytest.mark.parametrize("name", ["torchtitan-fsdp2", "composer-fsdp", "fms-fsdp"])
+def test_published_eager_trainers_refuse_cp_rather_than_price_megatrons_ring(tmp_path, name):
+    """cold read D (2): these frameworks with cp > 1 were priced by Megatron's ring model (1b 32K torchtitan-fsdp2 0.575 s
+    against framework torch's 0.825 s), with no caveat: refused at parallel.cp, pointing at framework torch."""
+    from simcluster import scenario
+    from simcluster.errors import SimclusterError
+    from simcluster.llm.framework import FRAMEWORKS, check_framework
+
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework .*context parallelism is not modelled"):
+        check_framework(ParallelSpec(cp=2), FRAMEWORKS[name])
+    check_framework(ParallelSpec(dp=2), FRAMEWORKS[name])   # cp 1 stays accepted
+    check_framework(ParallelSpec(cp=2), FRAMEWORKS["megatron"])
+    path = tmp_path / "s.yaml"
+    path.write_text(_SCENARIO.format(root=ROOT, framework=name))
+    with pytest.raises(SimclusterError) as err:
+        scenario.load(path)
+    text = str(err.value)
+    assert "jobs[0].parallel.cp" in text and "\n" not in text and "framework: torch prices torch's context_parallel" in text
+    path.write_text(_SCENARIO.format(root=ROOT, framework="torch"))
+    assert scenario.load(path).jobs[0].framework_spec().torch_cp

@@ -266,7 +266,14 @@ def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> N
 
 
 def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
-    """A parallel setting the framework's code does not have is refused, not ignored."""
+    """A parallel setting the framework's code does not have is refused, not ignored. Context parallelism in an eager
+    framework other than torch's (torchtitan-fsdp2, composer-fsdp, fms-fsdp) would be priced by Megatron's ring model
+    (ops._attention_core), not its code; llm/torch_cp.py prices torch's context_parallel with DDP over dp x cp, and
+    torchtitan's FSDP2 shards over dp x cp (its gathers and reduce-scatters beside the ring, not examined): refused."""
+    if par.cp > 1 and framework.eager and not framework.torch_cp:
+        raise LlmConfigError("parallel.cp", f"framework {framework.name}: context parallelism is not modelled for it "
+                             "(Megatron's ring would price it, not its code)",
+                             hint="framework: torch prices torch's context_parallel (DDP over dp x cp, llm/torch_cp.py)")
     if par.pp_schedule == "gpipe" and not framework.eager:
         raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
                              "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")
