@@ -225,3 +225,23 @@ def test_published_eager_trainers_refuse_cp_rather_than_price_megatrons_ring(tmp
     assert "jobs[0].parallel.cp" in text and "\n" not in text and "framework: torch prices torch's context_parallel" in text
     path.write_text(_SCENARIO.format(root=ROOT, framework="torch"))
     assert scenario.load(path).jobs[0].framework_spec().torch_cp
+
+
+def test_mla_under_torch_cp_is_refused_at_parallel_cp(tmp_path):
+    """cold read D (11): torch_cp sizes K and V with model.head_dim (MLA's v_head_dim ignored): refused, not mispriced."""
+    from simcluster import scenario
+    from simcluster.errors import SimclusterError
+    from simcluster.llm.framework import check_model_framework
+
+    mla = TransformerSpec(16, 2048, 8192, 16, 16, 128256, 32768, tied_embeddings=True, attn_head_dim=128,
+                          q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128)
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism with multi-head latent"):
+        check_model_framework(mla, eager.torch_framework(ParallelSpec(cp=2)))
+    check_model_framework(mla, eager.torch_framework(ParallelSpec(dp=2)))   # MLA without CP, and CP without MLA, pass
+    check_model_framework(MODEL, eager.torch_framework(ParallelSpec(cp=2)))
+    path = tmp_path / "s.yaml"
+    text = _SCENARIO.format(root=ROOT, framework="torch").replace(
+        "seq: 32768,", "seq: 32768, attn_head_dim: 128, q_lora_rank: 1536, kv_lora_rank: 512, qk_rope_dim: 64, v_head_dim: 128,")
+    path.write_text(text.replace("heads: 32, kv_heads: 8", "heads: 16, kv_heads: 16"))
+    with pytest.raises(SimclusterError, match=r"jobs\[0\]\.parallel\.cp: .*multi-head latent attention is not modelled"):
+        scenario.load(path)

@@ -260,6 +260,10 @@ def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> N
         key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
         raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
                              hint="use a Megatron framework")
+    if framework.torch_cp and model.mla:   # torch_cp is set only with cp > 1 (llm/eager.torch_framework)
+        raise LlmConfigError("parallel.cp", "framework torch: context parallelism with multi-head latent attention is not "
+                             "modelled (llm/torch_cp.py sizes K and V with one head size; MLA's v_head_dim differs)",
+                             hint="cp: 1, or framework: megatron")
     if framework.attention == "unfused" and model.window_share:
         raise LlmConfigError("model.window", f"framework {framework.name} runs the unfused attention core over the full "
                              "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
