@@ -39,9 +39,15 @@ def kernel_counts(events: list) -> dict[str, int]:
 
 
 def trace_events(path: str) -> list:
+    """The trace's events: the object form's traceEvents, or the array form's list itself (both legal Chrome traces);
+    ValueError naming the file for anything else."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        return json.load(f).get("traceEvents", [])
+        doc = json.load(f)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents", []) if isinstance(doc, dict) else None
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise ValueError(f"{path}: not a Chrome trace (a JSON object with a traceEvents list, or a list of event objects)")
+    return events
 
 
 def problems(cp_doc: dict, single_doc: dict, counts: dict[str, int], tol: float) -> list[str]:

@@ -219,3 +219,20 @@ def test_step_maker_gives_the_model_the_buffers_cp_shards_and_runs_backward_insi
         assert tokens is bufs[0] and lab is bufs[1]
         assert (tables[0] is bufs[2] and tables[1] is bufs[3]) if rope else tables is None
         assert state["events"][-3:] == [("forward", True, True), ("backward", True, True), ("opt", False, False)]
+
+
+def test_the_gate_reads_a_trace_in_the_array_form_and_refuses_other_json_in_one_line(tmp_path, capsys):
+    """cold read D (6): a Chrome trace may be a bare JSON array of events; it used to raise AttributeError."""
+    cp, single = _docs([6.25, 6.24], 6.245)
+    (tmp_path / "cp.json").write_text(json.dumps(cp))
+    (tmp_path / "one.json").write_text(json.dumps(single))
+    (tmp_path / "t.json").write_text(json.dumps(GOOD))
+    assert CHECK.trace_events(str(tmp_path / "t.json")) == GOOD
+    args = [str(tmp_path / n) for n in ("cp.json", "one.json", "t.json")]
+    assert CHECK.main(args) == 0
+    for bad in ("7", '"trace"', "[1, 2]", '{"traceEvents": 3}'):
+        (tmp_path / "t.json").write_text(bad)
+        capsys.readouterr()
+        assert CHECK.main(args) == 1
+        out = capsys.readouterr().out.strip()
+        assert "\n" not in out and "t.json: not a Chrome trace" in out

@@ -44,6 +44,9 @@ def test_caveats_reach_the_scenario_output():
     variants = {v["variant"]: v["jobs"][0]["caveats"] for v in json.loads(buf.getvalue())["variants"]}
     assert variants["megatron-ddp"] == [] and variants["torch-ddp"] == []
     assert all("host" in c for c in variants["torch-dtensor-tp"]) and variants["torch-dtensor-tp"]
+    # the user-facing way to torch's CP (cold read D 7): the variant runs and says its price is unmeasured
+    from simcluster.llm.caveats import TORCH_CP
+    assert variants["torch-cp"] == [TORCH_CP]
 
 
 def test_an_uneven_pipeline_split_is_a_note_not_a_caveat():

@@ -130,3 +130,51 @@ def test_a_trace_without_a_key_it_reads_is_one_line_naming_file_and_key(study, t
     msg = str(e.value)
     assert str(path) in msg and f"no {key}" in msg and "\n" not in msg
     assert not (tmp_path / "summary.json").exists()
+
+
+
+def _dsv3_scenario(tmp_path, framework: str | None, name: str = "s.yaml"):
+    """scenarios/llm/deepseek-v3-ep.yaml with its card paths absolute and `framework` (a YAML flow mapping) in every job."""
+    from conftest import ROOT
+
+    text = (ROOT / "scenarios" / "llm" / "deepseek-v3-ep.yaml").read_text().replace("../../", f"{ROOT}/")
+    if framework:
+        text = text.replace("        precision: fp8\n", f"        precision: fp8\n        framework: {framework}\n")
+        text = text.replace("\n    precision: fp8\n", f"\n    precision: fp8\n    framework: {framework}\n")
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_scenario_sets_rope_fusion_in_its_framework_block(tmp_path):
+    """cold read D (8): `framework: {rope_fusion: ...}` was an unknown key; it now sets FrameworkSpec.rope_fusion (the
+    unfused query costs more: the step moves), is refused where it prices nothing (no MLA) and, true, under eager torch."""
+    from simcluster import scenario
+    from simcluster.build import run_file
+    from simcluster.errors import SimclusterError
+
+    unfused_block = "{name: megatron, rope_fusion: false}"
+    fused, unfused = _dsv3_scenario(tmp_path, None, "fused.yaml"), _dsv3_scenario(tmp_path, unfused_block, "unfused.yaml")
+    default, off = scenario.load(fused).jobs[0], scenario.load(unfused).jobs[0]
+    assert default.rope_fusion is None and default.framework_spec().rope_fusion   # Megatron's default: fused
+    assert off.rope_fusion is False and off.framework_spec().rope_fusion is False
+    steps = [next(iter(run_file(p))).jobs[0].prediction.step_time_s for p in (fused, unfused)]
+    assert steps[1] > steps[0]
+    text = unfused.read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("kv_lora_rank: 512, qk_rope_dim: 64, v_head_dim: 128,", "").replace("q_lora_rank: 1536,", ""))
+    with pytest.raises(SimclusterError, match=r"jobs\[0\]\.framework\.rope_fusion: prices multi-head latent attention"):
+        scenario.load(bad)
+    bad.write_text(text.replace(unfused_block, "{name: megatron, rope_fusion: maybe}"))
+    with pytest.raises(SimclusterError, match="rope_fusion"):
+        scenario.load(bad)
+    dense_mla = {"layers": 4, "hidden": 2048, "ffn": 8192, "heads": 16, "kv_heads": 16, "vocab": 32768, "seq": 4096,
+                 "attn_head_dim": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_dim": 64, "v_head_dim": 128}
+    eager = text.split("variants:")[0] + "jobs:\n  - " + json.dumps({
+        "kind": "llm_training", "model": dense_mla, "parallel": {"dp": 256}, "global_batch": 256, "micro_batch": 1,
+        "framework": {"name": "torchtitan-fsdp2", "rope_fusion": True}}) + "\n"
+    bad.write_text(eager)
+    with pytest.raises(SimclusterError, match=r"framework\.rope_fusion: framework torchtitan-fsdp2 rotates in eager torch"):
+        scenario.load(bad)
+    bad.write_text(eager.replace('"rope_fusion": true', '"rope_fusion": false'))
+    assert scenario.load(bad).jobs[0].framework_spec().rope_fusion is False

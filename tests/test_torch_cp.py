@@ -206,3 +206,61 @@ def test_the_read_out_of_a_set_not_run_says_so(tmp_path, capsys):
     assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 1
     out = capsys.readouterr().out.strip()
     assert out.endswith("not run (no runs/): no verdict") and "\n" not in out
+
+
+_SCENARIO = """name: cp-framework
+machine:
+  card: {root}/models/collective/h200x2-primitives.yaml
+  gpus_per_node: 2
+  nodes: 1
+  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: 16, hidden: 2048, ffn: 8192, heads: 32, kv_heads: 8, vocab: 128256, seq: 32768, tied_embeddings: true}}
+    parallel: {{cp: 2}}
+    global_batch: 1
+    micro_batch: 1
+    framework: {framework}
+"""
+
+
+@pytest.mark.parametrize("name", ["torchtitan-fsdp2", "composer-fsdp", "fms-fsdp"])
+def test_published_eager_trainers_refuse_cp_rather_than_price_megatrons_ring(tmp_path, name):
+    """cold read D (2): these frameworks with cp > 1 were priced by Megatron's ring model (1b 32K torchtitan-fsdp2 0.575 s
+    against framework torch's 0.825 s), with no caveat: refused at parallel.cp, pointing at framework torch."""
+    from simcluster import scenario
+    from simcluster.errors import SimclusterError
+    from simcluster.llm.framework import FRAMEWORKS, check_framework
+
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework .*context parallelism is not modelled"):
+        check_framework(ParallelSpec(cp=2), FRAMEWORKS[name])
+    check_framework(ParallelSpec(dp=2), FRAMEWORKS[name])   # cp 1 stays accepted
+    check_framework(ParallelSpec(cp=2), FRAMEWORKS["megatron"])
+    path = tmp_path / "s.yaml"
+    path.write_text(_SCENARIO.format(root=ROOT, framework=name))
+    with pytest.raises(SimclusterError) as err:
+        scenario.load(path)
+    text = str(err.value)
+    assert "jobs[0].parallel.cp" in text and "\n" not in text and "framework: torch prices torch's context_parallel" in text
+    path.write_text(_SCENARIO.format(root=ROOT, framework="torch"))
+    assert scenario.load(path).jobs[0].framework_spec().torch_cp
+
+
+def test_mla_under_torch_cp_is_refused_at_parallel_cp(tmp_path):
+    """cold read D (11): torch_cp sizes K and V with model.head_dim (MLA's v_head_dim ignored): refused, not mispriced."""
+    from simcluster import scenario
+    from simcluster.errors import SimclusterError
+    from simcluster.llm.framework import check_model_framework
+
+    mla = TransformerSpec(16, 2048, 8192, 16, 16, 128256, 32768, tied_embeddings=True, attn_head_dim=128,
+                          q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128)
+    with pytest.raises(LlmConfigError, match="parallel.cp: framework torch: context parallelism with multi-head latent"):
+        check_model_framework(mla, eager.torch_framework(ParallelSpec(cp=2)))
+    check_model_framework(mla, eager.torch_framework(ParallelSpec(dp=2)))   # MLA without CP, and CP without MLA, pass
+    check_model_framework(MODEL, eager.torch_framework(ParallelSpec(cp=2)))
+    path = tmp_path / "s.yaml"
+    text = _SCENARIO.format(root=ROOT, framework="torch").replace(
+        "seq: 32768,", "seq: 32768, attn_head_dim: 128, q_lora_rank: 1536, kv_lora_rank: 512, qk_rope_dim: 64, v_head_dim: 128,")
+    path.write_text(text.replace("heads: 32, kv_heads: 8", "heads: 16, kv_heads: 16"))
+    with pytest.raises(SimclusterError, match=r"jobs\[0\]\.parallel\.cp: .*multi-head latent attention is not modelled"):
+        scenario.load(path)

@@ -260,13 +260,24 @@ def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> N
         key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
         raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
                              hint="use a Megatron framework")
+    if framework.torch_cp and model.mla:   # torch_cp is set only with cp > 1 (llm/eager.torch_framework)
+        raise LlmConfigError("parallel.cp", "framework torch: context parallelism with multi-head latent attention is not "
+                             "modelled (llm/torch_cp.py sizes K and V with one head size; MLA's v_head_dim differs)",
+                             hint="cp: 1, or framework: megatron")
     if framework.attention == "unfused" and model.window_share:
         raise LlmConfigError("model.window", f"framework {framework.name} runs the unfused attention core over the full "
                              "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
 
 
 def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
-    """A parallel setting the framework's code does not have is refused, not ignored."""
+    """A parallel setting the framework's code does not have is refused, not ignored. Context parallelism in an eager
+    framework other than torch's (torchtitan-fsdp2, composer-fsdp, fms-fsdp) would be priced by Megatron's ring model
+    (ops._attention_core), not its code; llm/torch_cp.py prices torch's context_parallel with DDP over dp x cp, and
+    torchtitan's FSDP2 shards over dp x cp (its gathers and reduce-scatters beside the ring, not examined): refused."""
+    if par.cp > 1 and framework.eager and not framework.torch_cp:
+        raise LlmConfigError("parallel.cp", f"framework {framework.name}: context parallelism is not modelled for it "
+                             "(Megatron's ring would price it, not its code)",
+                             hint="framework: torch prices torch's context_parallel (DDP over dp x cp, llm/torch_cp.py)")
     if par.pp_schedule == "gpipe" and not framework.eager:
         raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
                              "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")

@@ -17,13 +17,15 @@
       framework: megatron        # optional: megatron (default) or another name of framework.FRAMEWORKS, or eager PyTorch:
                                  # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode),
                                  # compile: true (each block under torch.compile, one GPU: llm/compiled.py)
+                                 # rope_fusion: true | false (MLA's rotary, Megatron-Core's apply_rope_fusion: llm/mla_layout.py;
+                                 # default the framework's: fused under Megatron, unfused under the eager frameworks)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
 from simcluster.llm import eager, eager_ac
@@ -59,12 +61,15 @@ class LlmJob:
     framework: str = "megatron"                          # framework.FRAMEWORKS' name, or "torch" (llm/eager.py)
     host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
     compiled: bool = False                               # torch: {compile: true}, each block under torch.compile
+    rope_fusion: bool | None = None                      # framework.rope_fusion (MLA); None: the framework's default
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
         if self.framework == "torch":
-            return eager.torch_framework(self.parallel, dict(self.host_costs), self.compiled)
-        return FRAMEWORKS[self.framework]
+            fw = eager.torch_framework(self.parallel, dict(self.host_costs), self.compiled)
+        else:
+            fw = FRAMEWORKS[self.framework]
+        return fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
@@ -103,6 +108,13 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         check_dispatch(model, par, machine.domain_gpus)
     except LlmConfigError as exc:
         r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
+    rope_fusion = j.framework.rope_fusion if isinstance(j.framework, Framework) else None
+    if rope_fusion is not None and not model.mla:
+        r.fail(f"{key}.framework.rope_fusion", "prices multi-head latent attention's rotary only (model.kv_lora_rank); "
+               "this model has none", hint="remove it")
+    if rope_fusion and fw.eager:
+        r.fail(f"{key}.framework.rope_fusion", f"framework {fw.name} rotates in eager torch (unfused); Megatron-Core's "
+               "fused MLA rotary is not its code", hint="rope_fusion: false, or a Megatron framework")
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
@@ -111,7 +123,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
-                  host_costs=tuple(sorted(hosts.items())), compiled=compiled)
+                  host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion)
 
 
 def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:
