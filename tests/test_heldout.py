@@ -101,7 +101,8 @@ def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_pr
             assert r["gpus"] == (4 if name != eager.REGIMES_BUNDLE else 1 if mode.startswith("single") else 2)
     keys = {r.regime for r in eager_residuals(rows)}
     assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
-            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | TP x DP | bf16"} == keys
+            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | TP x DP | bf16",
+            "llm | PyTorch eager | CP | bf16"} == keys   # CP: the cp set (session 36), its own regime, not DDP's
     assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
 
 

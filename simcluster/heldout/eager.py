@@ -40,7 +40,7 @@ TWO_BUNDLE = "calibration/h200x2-llm-eager-two-2026-11-29"   # DDP / FSDP2 / TP 
 TWOHOST_BUNDLE = "calibration/h200x2-llm-eager-twohost-2026-11-29"   # DDP / FSDP2 / TP with the lease's host runs (SIZES6)
 CP_BUNDLE = "calibration/h200x2-llm-eager-cp-2026-11-29"   # torch's context parallelism over 2 ranks at 16K-32K (SIZES7)
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE, PIPELINE2_BUNDLE,
-              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE)   # each against registered.yaml (CP_BUNDLE: once its runs are in)
+              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE, CP_BUNDLE)   # each against registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",

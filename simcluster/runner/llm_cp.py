@@ -45,19 +45,24 @@ def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
 
 
 def _options(context_parallel):
-    """torch's CP module: the one the imported context_parallel is defined in (its __module__; torch 2.9+:
-    _context_parallel._attention), which holds set_rotate_method and _cp_options. SystemExit where it has no
-    set_rotate_method: the all-gather rotation the model prices would not be set."""
+    """torch's CP module, which holds set_rotate_method and _cp_options: the first of context_parallel's own __module__
+    (torch re-exports it, so that may name the public package) and the modules torch defines it in (2.9+:
+    _context_parallel._attention; before: _attention) that has set_rotate_method. SystemExit where none has it: the
+    all-gather rotation the model prices would not be set (the probe of session 36 found __module__ alone naming the
+    public package on torch 2.11)."""
     import importlib
 
-    name = getattr(context_parallel, "__module__", None) or "?"
-    try:
-        module = importlib.import_module(name)
-    except ImportError:
-        raise SystemExit(f"--mode cp: context_parallel's module {name!r} does not import") from None
-    if not callable(getattr(module, "set_rotate_method", None)):
-        raise SystemExit(f"--mode cp: {name} has no set_rotate_method (the all-gather rotation cannot be set)")
-    return module
+    names = [getattr(context_parallel, "__module__", None) or "?",
+             "torch.distributed.tensor.experimental._context_parallel._attention",
+             "torch.distributed.tensor.experimental._attention"]
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if callable(getattr(module, "set_rotate_method", None)):
+            return module
+    raise SystemExit(f"--mode cp: none of {', '.join(names)} has set_rotate_method (the all-gather rotation cannot be set)")
 
 
 class ContextParallel:
