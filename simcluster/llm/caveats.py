@@ -42,9 +42,10 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "and 9.2% mean), most at the shortest steps and at 4096 tokens; peaks within 0.8%. One GPU, Inductor "
                  "default mode only (docs/models/llm.md)")
 
-TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py), not yet "
-            "measured (registered: calibration/h200x2-llm-eager-cp-2026-11-29); DTensor's host dispatch of each SDPA call is "
-            "not priced, so trust it only where the step is GPU-bound (long sequences; docs/models/llm.md)")
+TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py); one registered "
+            "set on 2 x H200 (calibration/h200x2-llm-eager-cp-2026-11-29): step 3.6% mean |error|, peak memory up to 12% high "
+            "(3b at 16K); cp > 2 and across nodes unmeasured; DTensor's host dispatch of each SDPA call is not priced, so trust "
+            "it only where the step is GPU-bound (long sequences; docs/models/llm.md)")
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16") -> list[str]:
