@@ -124,13 +124,18 @@ def read(path: str) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def device_or_read(argv: list[str], name: str, measure_fn, read_fn) -> int:
+    """A device probe's command line (this one's and gemm_timing_probe.py's): OUT.json measures, --read OUT.json reads."""
     if argv[:1] == ["--read"] and len(argv) == 2:
-        return read(argv[1])
+        return read_fn(argv[1])
     if len(argv) == 1 and not argv[0].startswith("-"):
-        return measure(argv[0])
-    print("gemm_l2_probe: expected OUT.json (device) or --read OUT.json", file=sys.stderr)
+        return measure_fn(argv[0])
+    print(f"{name}: expected OUT.json (device) or --read OUT.json", file=sys.stderr)
     return 2
+
+
+def main(argv: list[str]) -> int:
+    return device_or_read(argv, "gemm_l2_probe", measure, read)
 
 
 if __name__ == "__main__":

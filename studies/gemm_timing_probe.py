@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "studies"))
 
-from gemm_l2_probe import CARD, SHAPES, _gemm_durations  # noqa: E402  (the L2 probe's shapes and kernel filter)
+from gemm_l2_probe import CARD, SHAPES, _gemm_durations, device_or_read  # noqa: E402  (the L2 probe's shapes, filter, CLI)
 
 CONDITIONS = ("back-to-back", "interleaved")
 
@@ -119,12 +119,7 @@ def read(path: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--read"] and len(argv) == 2:
-        return read(argv[1])
-    if len(argv) == 1 and not argv[0].startswith("-"):
-        return measure(argv[0])
-    print("gemm_timing_probe: expected OUT.json (device) or --read OUT.json", file=sys.stderr)
-    return 2
+    return device_or_read(argv, "gemm_timing_probe", measure, read)
 
 
 if __name__ == "__main__":
