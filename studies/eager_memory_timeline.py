@@ -9,6 +9,7 @@ frame that allocated it (so the reducer's buckets, the autograd backward, the op
 
     torchrun --nproc-per-node 2 studies/eager_memory_timeline.py --preset 3b --mode ddp --shape 2048:3 > ddp.json
     python studies/eager_memory_timeline.py --read ddp.json cp.json      # the table
+    python studies/eager_memory_timeline.py --peaks BUNDLE...            # DDP / cp runs: job and timed peaks vs the model
 Not a registered set: nothing here is a prediction, and no model term is fitted from it.
 """
 
@@ -122,15 +123,49 @@ def read(paths: list[str]) -> int:
     return 0
 
 
+def peaks(bundles: list[str]) -> int:
+    """Each DDP / cp run of the bundles: the job's peak (first steps included) and the timed steps' peak against the
+    model's `allocated` (with DDP's bucket-rebuild copy) and `steady_allocated` (without), on today's model."""
+    from pathlib import Path
+
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.heldout.eager import H200, ROOT, layout_of, model_of, regime_documents, regime_framework
+    from simcluster.llm.memory import GiB, stage_memories
+    from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_step import PRESETS
+
+    gpu, _ = load_gpu(ROOT / H200)
+    print(f"{'run':42} {'job peak':>9} {'timed':>7} | {'allocated':>9} {'steady':>7} | job vs alloc, timed vs steady")
+    for bundle in bundles:
+        docs, _ = regime_documents(Path(bundle))
+        for doc in docs:
+            if doc.get("mode") not in ("ddp", "cp") or doc["model"].get("preset") in (None, "tiny"):
+                continue
+            shape = doc["shapes"][0]
+            if shape.get("status") != "ok" or "max_memory_allocated_timed_bytes" not in shape:
+                continue
+            par, _, m = layout_of(doc["mode"])
+            model = model_of({"model": PRESETS[doc["model"]["preset"]]}, shape["seq"])
+            fw, _ = regime_framework(doc["mode"], "h200")
+            mem = stage_memories(model, par, BatchSpec(shape["micro_batch"] * m * par.dp, shape["micro_batch"]),
+                                 gpu.hbm_capacity_bytes, fw)[0]
+            job, timed = shape["max_memory_allocated_bytes"] / GiB, shape["max_memory_allocated_timed_bytes"] / GiB
+            alloc, steady = mem.allocated / GiB, mem.steady_allocated / GiB
+            name = f"{Path(bundle).name[7:30]} {doc['mode']} {doc['model']['preset']} {shape['seq']}:{shape['micro_batch']}"
+            print(f"{name:42} {job:9.2f} {timed:7.2f} | {alloc:9.2f} {steady:7.2f} | {(alloc / job - 1) * 100:+6.1f}% {(steady / timed - 1) * 100:+6.1f}%")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--read", nargs="+", metavar="JSON", help="print the table of documents written by the device run")
+    ap.add_argument("--peaks", nargs="+", metavar="BUNDLE", help="job and timed peaks of the bundles' DDP / cp runs vs the model")
     ap.add_argument("--preset", default="3b")
     ap.add_argument("--mode", choices=("ddp", "cp"), default="ddp")
     ap.add_argument("--shape", default="2048:3", help="SEQ:MICRO_BATCH")
     ap.add_argument("--iterations", type=int, default=3)
     args = ap.parse_args(argv)
-    return read(args.read) if args.read else device(args)
+    return read(args.read) if args.read else peaks(args.peaks) if args.peaks else device(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""Host time per operator of profiled eager steps (issue 44, session 37; a diagnostic, not a test, no model input).
+
+Reads the runner's gzipped Chrome traces (llm_step --profile 1 --trace PREFIX) and prints, per trace: the profiled
+span, the GPU's busy time (kernels, copies, sets; NCCL's kernels left out, they spin while the peer lags), the
+top-level CPU operators (those not inside another on their thread) with their count and mean host time per call, and
+the operators both traces share side by side.
+    python studies/tp_host_ops.py calibration/h200x2-eager-diagnose-2026-11-29/runs/tp-2b-2048x1-rank0.json.gz \\
+        calibration/h200x2-eager-diagnose-2026-11-29/runs/tp-L8-512x1-rank0.json.gz
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections import defaultdict
+
+GPU = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def summary(path: str) -> dict:
+    """{span_us, gpu_us, kernels, ops: {name: [count, total_us]}} of one trace."""
+    try:
+        doc = json.load(gzip.open(path))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"{path}: not a gzipped Chrome trace ({exc})") from None
+    events = [e for e in (doc["traceEvents"] if isinstance(doc, dict) else doc) if e.get("ph") == "X"]
+    if not events:
+        raise SystemExit(f"{path}: no complete ('X') events")
+    span = max(e["ts"] + e.get("dur", 0) for e in events) - min(e["ts"] for e in events)
+    by_thread = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            by_thread[e["tid"]].append(e)
+    ops = defaultdict(lambda: [0, 0.0])
+    for thread in by_thread.values():
+        thread.sort(key=lambda e: (e["ts"], -e["dur"]))
+        end = float("-inf")
+        for e in thread:
+            if e["ts"] >= end:
+                ops[e["name"]][0] += 1
+                ops[e["name"]][1] += e["dur"]
+                end = e["ts"] + e["dur"]
+    gpu = [e for e in events if e.get("cat") in GPU and "nccl" not in e.get("name", "").lower()]   # NCCL kernels spin on the peer
+    return {"span_us": span, "gpu_us": sum(e["dur"] for e in gpu), "kernels": len(gpu), "ops": dict(ops)}
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    sums = [summary(p) for p in argv]
+    for path, s in zip(argv, sums, strict=True):
+        n, total = sum(c for c, _ in s["ops"].values()), sum(t for _, t in s["ops"].values())
+        print(f"{path}: span {s['span_us'] / 1e3:.1f} ms, GPU busy without NCCL {s['gpu_us'] / 1e3:.1f} ms ({s['kernels']} kernels / copies), "
+              f"top-level CPU ops {n}, {total / 1e3:.1f} ms, {total / n:.1f} us each")
+    if len(sums) == 2:
+        a, b = sums
+        shared = sorted(set(a["ops"]) & set(b["ops"]), key=lambda k: -a["ops"][k][1])[:16]
+        print(f"\n{'operator (top-level)':58} {'us/call 1':>9} {'us/call 2':>9} {'ratio':>6}")
+        for k in shared:
+            ua, ub = a["ops"][k][1] / a["ops"][k][0], b["ops"][k][1] / b["ops"][k][0]
+            print(f"{k[:58]:58} {ua:9.1f} {ub:9.1f} {ua / ub:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
