@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -70,3 +72,27 @@ def test_the_breakdown_names_its_pacing_stage_under_pipelining():
         assert main(["predict", "training", "--scenario", str(ROOT / "scenarios/llm/llama405b-16k.yaml")]) == 0
     line = next(x for x in buf.getvalue().splitlines() if "breakdown (s)" in x)
     assert "(stage 1, the one that sets the pipeline's pace)" in line
+
+
+def test_the_text_answer_names_the_peak_after_ddp_first_steps():
+    """DDP's bucket-rebuild copy is in the printed peak or not by timing (calibration/h200x2-eager-diagnose-2026-11-29):
+    the answer prints the peak without it beside the job's peak, and only where the layout has one."""
+    import contextlib
+    import io
+    import re
+
+    from simcluster.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["run", str(ROOT / "scenarios/llm/eager-torch-2gpu.yaml")]) == 0
+    lines = [ln for ln in buf.getvalue().splitlines() if "memory per GPU" in ln]
+    with_rebuild = [ln for ln in lines if "ddp_rebuild " in ln]
+    assert with_rebuild and len(with_rebuild) < len(lines)
+    for ln in lines:
+        after = re.search(r"; ([\d.]+) GiB after the first steps", ln)
+        assert (after is not None) == (ln in with_rebuild)
+        if after:
+            total = float(re.search(r"memory per GPU\s+([\d.]+) GiB", ln).group(1))
+            rebuild = float(re.search(r"ddp_rebuild ([\d.]+)", ln).group(1))
+            assert float(after.group(1)) == pytest.approx(total - rebuild, abs=0.011)
