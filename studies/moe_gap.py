@@ -20,8 +20,11 @@ term of the brief, each from first principles and cited figures:
   against ceil(M / tile_m), times the expert GEMMs' time.
 - SM share (A2A overlap rows only): compute beside the dispatcher's kernels on sm_count - EP_COMM_SMS SMs for the whole
   pair (studies/moe_sm_share.py's upper bound) less what work._exposed_ep already charges.
-The last columns: what the miss would need, as a multiple of the router's GPU time, as a host cost per router kernel,
-as a factor on the model's EP time or on its expert GEMMs, and as a share of the pass's modelled compute.
+Since session 37 the model prices the router / preprocess calls a recipe leaves ungraphed (llm/moe_graphs.py); the
+graphed / ungraphed split printed last is what prompted it (this study's first commit printed it, and an all-exposed
+sensitivity of that term, before the model had it). The last columns: what the miss would need, as a multiple of
+the router's GPU time, as a host cost per router kernel, as a factor on the model's EP time or on its expert GEMMs, and
+as a share of the pass's modelled compute.
     python studies/moe_gap.py
 """
 
@@ -55,13 +58,6 @@ GRAPHS = {("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", i): "yes" for i in 
     ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", 3): "no", ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", 4): "no",
     **{(stem, i): "no" for stem in ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", "llm-megatron-bridge-26.02.01-26.04-dgx-h100-moe",
                                     "llm-megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss") for i in range(5)}}
-# Forward host calls that CUDA graphs over moe_router and moe_preprocess replace by two graph launches, read from
-# Megatron-Core (router.py TopKRouter.forward / routing with moe_router_fusion and force balance; token_dispatcher.py
-# MoEAlltoAllTokenDispatcher.preprocess, dropless, ep > 1): the router's random logits (clone, normal_), fused top-k, fused
-# aux-loss scores, their tokens-per-expert sum, fused aux loss, the tracker's add (7); the preprocess's per-expert count and
-# its cast, the input splits' reshape-sum, the counts' all_gather, the local slice made contiguous, the per-rank, TP and
-# local-expert sums, and ~4 device-to-host copies of the splits (12). A count read from the code, not traced (+-30%).
-UNGRAPHED_CALLS = 7 + 12 - 2
 # the two release outliers of the docs (llm.md's MoE row: the same presets printed 1.77x / 1.99x faster in another release)
 OUTLIERS = {("llm-megatron-bridge-25.11-dgx-h100-b200", 4), ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", 3)}
 
@@ -155,14 +151,6 @@ def main() -> None:
     for key, vals in sorted(by_graphs.items()):
         print(f"miss / the pass's modelled compute, CUDA graphs over router and preprocess {key:3s} (release outliers left out): "
               f"{len(vals)} rows, median {float(np.median(vals)):.2f}, {min(vals):.2f}-{max(vals):.2f}")
-    print(f"sensitivity, not the model: the ungraphed rows with {UNGRAPHED_CALLS} more forward host calls a pass at "
-          f"{1e6 * MEGATRON_HOST_KERNEL_S:.0f} us, all exposed (an upper bound: {1e3 * UNGRAPHED_CALLS * MEGATRON_HOST_KERNEL_S:.2f} ms a pass)")
-    for stem, i, miss, _compute in excess:
-        if GRAPHS.get((stem, i)) == "no":
-            row = moe_rows.predict_row(stem, i)
-            meas = row.result.step_time_s * (1 + row.error)
-            add = UNGRAPHED_CALLS * MEGATRON_HOST_KERNEL_S * (meas - row.result.step_time_s) / miss   # x passes
-            print(f"  {stem[4:38]:34s} {i}  {100 * row.error:+6.1f}% -> {100 * (meas / (row.result.step_time_s + add) - 1):+6.1f}%")
     graphed = float(np.median(by_graphs["yes"]))
     print(f"ungraphed rows: the miss beyond the graphed rows' median share ({graphed:.2f} of compute), ms a pass, and as forward "
           f"host calls at Megatron's measured {1e6 * MEGATRON_HOST_KERNEL_S:.0f} us each (framework.MoeHost, unprofiled):")
