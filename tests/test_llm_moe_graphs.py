@@ -84,3 +84,30 @@ def test_the_published_files_state_it_and_a_bad_value_is_one_line(tmp_path):
 
     text = one_line_refusal(read, PUBLISHED / "llm-megatron-bridge-26.04-26.06-dgx-h100-moe.yaml", bad, tmp_path, SimclusterError)
     assert "moe_graphs" in text
+
+
+def test_a_scenario_sets_moe_graphs_in_its_framework_block(tmp_path):
+    """`framework: {moe_graphs: false}` sets FrameworkSpec.moe_graphs (the step can only grow), and is refused where it
+    prices nothing (a dense model)."""
+    import json
+
+    from test_llm_mla_layout import _dsv3_scenario
+
+    from simcluster import scenario
+    from simcluster.build import run_file
+
+    block = "{name: megatron, moe_graphs: false}"
+    default, ungraphed = _dsv3_scenario(tmp_path, None, "graphed.yaml"), _dsv3_scenario(tmp_path, block, "ungraphed.yaml")
+    on, off = scenario.load(default).jobs[0], scenario.load(ungraphed).jobs[0]
+    assert on.moe_graphs is None and on.framework_spec().moe_graphs
+    assert off.moe_graphs is False and off.framework_spec().moe_graphs is False
+    steps = [next(iter(run_file(p))).jobs[0].prediction.step_time_s for p in (default, ungraphed)]
+    assert steps[1] >= steps[0]
+    text = ungraphed.read_text()
+    bad = tmp_path / "bad.yaml"
+    dense = {"layers": 4, "hidden": 2048, "ffn": 8192, "heads": 16, "kv_heads": 16, "vocab": 32768, "seq": 4096}
+    bad.write_text(text.split("variants:")[0] + "jobs:\n  - " + json.dumps({
+        "kind": "llm_training", "model": dense, "parallel": {"dp": 256}, "global_batch": 256, "micro_batch": 1,
+        "framework": {"name": "megatron", "moe_graphs": False}}) + "\n")
+    with pytest.raises(SimclusterError, match=r"framework\.moe_graphs: prices Megatron-Core's MoE router"):
+        scenario.load(bad)
