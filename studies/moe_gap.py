@@ -21,7 +21,7 @@ term of the brief, each from first principles and cited figures:
 - SM share (A2A overlap rows only): compute beside the dispatcher's kernels on sm_count - EP_COMM_SMS SMs for the whole
   pair (studies/moe_sm_share.py's upper bound) less what work._exposed_ep already charges.
 Since session 37 the model prices the router / preprocess calls a recipe leaves ungraphed (llm/moe_graphs.py); the
-graphed / ungraphed split printed last is what prompted it (this study's first commit printed it, and an all-exposed
+graphed / ungraphed split printed last is what prompted it (this study at 82b8afe printed it, and an all-exposed
 sensitivity of that term, before the model had it). The last columns: what the miss would need, as a multiple of
 the router's GPU time, as a host cost per router kernel, as a factor on the model's EP time or on its expert GEMMs, and
 as a share of the pass's modelled compute.
