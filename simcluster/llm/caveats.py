@@ -8,7 +8,7 @@ from simcluster.llm import moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 
-MOE_MEGATRON = ("MoE: all 23 published H100 Megatron MoE rows are predicted fast (+6% to +166% tokens/s, 38% mean, "
+MOE_MEGATRON = ("MoE: all 23 published H100 Megatron MoE rows are predicted fast (+6% to +166% tokens/s, 37% mean, "
                 "with their recipes' settings and the host after the dispatcher sync; docs/models/llm.md, Validation): take "
                 "this step time as optimistic and compare variants rather than absolute times")
 # the host after the MoE dispatcher sync (llm/moe_sync.py): c comes from one H100 BF16 profile with CUDA graphs over router

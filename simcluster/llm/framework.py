@@ -134,6 +134,9 @@ class FrameworkSpec:
                                       # rope slice in place (Megatron and NeMo performance recipes set it); False: rotary on the
                                       # slice and torch.cat into a new query (eager torch; a recipe's apply_rope_fusion False:
                                       # a published file's `simcluster.recipe`, reference/llm.py)
+    moe_graphs: bool = True           # MoE router and dispatcher preprocess captured in CUDA graphs (Megatron-Core cuda_graph_scope
+                                      # moe_router, moe_preprocess), as moe_sync's source row had them; False: issued call by call
+                                      # before the dispatcher sync (llm/moe_graphs.py; a published file's `simcluster.recipe`)
 
     def __post_init__(self) -> None:
         """An eager framework's loss is torch's F.cross_entropy(logits.float()): EAGER_LOSS (or, for the development

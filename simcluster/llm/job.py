@@ -18,7 +18,8 @@
                                  # {name: torch, host: FOLDER} (llm/eager.py; host: hidden-128 decoder runs per mode),
                                  # compile: true (each block under torch.compile, one GPU: llm/compiled.py)
                                  # rope_fusion: true | false (MLA's rotary, Megatron-Core's apply_rope_fusion: llm/mla_layout.py;
-                                 # default the framework's: fused under Megatron, unfused under the eager frameworks)
+                                 # default the framework's: fused under Megatron, unfused under the eager frameworks),
+                                 # moe_graphs: true | false (MoE router and preprocess in CUDA graphs: llm/moe_graphs.py)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -62,6 +63,7 @@ class LlmJob:
     host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
     compiled: bool = False                               # torch: {compile: true}, each block under torch.compile
     rope_fusion: bool | None = None                      # framework.rope_fusion (MLA); None: the framework's default
+    moe_graphs: bool | None = None                       # framework.moe_graphs (MoE, Transformer Engine); None: captured
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
@@ -69,7 +71,8 @@ class LlmJob:
             fw = eager.torch_framework(self.parallel, dict(self.host_costs), self.compiled)
         else:
             fw = FRAMEWORKS[self.framework]
-        return fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
+        fw = fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
+        return fw if self.moe_graphs is None else replace(fw, moe_graphs=self.moe_graphs)
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
@@ -115,6 +118,10 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     if rope_fusion and fw.eager:
         r.fail(f"{key}.framework.rope_fusion", f"framework {fw.name} rotates in eager torch (unfused); Megatron-Core's "
                "fused MLA rotary is not its code", hint="rope_fusion: false, or a Megatron framework")
+    moe_graphs = j.framework.moe_graphs if isinstance(j.framework, Framework) else None
+    if moe_graphs is not None and not (model.moe and fw.transformer_engine and fw.moe_host is None):
+        r.fail(f"{key}.framework.moe_graphs", "prices Megatron-Core's MoE router and preprocess under Transformer Engine "
+               "(llm/moe_graphs.py); this model or framework has none", hint="remove it")
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
@@ -123,7 +130,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
-                  host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion)
+                  host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion, moe_graphs=moe_graphs)
 
 
 def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.llm import host, ops
+from simcluster.llm import host, moe_graphs, ops
 
 SYNC_AFTER = "router"   # the dispatcher's preprocess (and its sync) follows the router
 
@@ -67,13 +67,16 @@ def forward_segment(gpu, fwd_ops: list, dtype: str, ep_f: float) -> np.ndarray:
 
 
 def sync_host_s(gpu, fwd_ops: list, bwd_ops: list, dtype: str, ep_f: float, ep_b: float,
-                chunk_layers: int, kernel_s: float) -> tuple[float, float]:
+                chunk_layers: int, kernel_s: float, fw=None) -> tuple[float, float]:
     """The host excess of one MoE layer (forward, backward) at kernel_s host seconds per modelled kernel: the forward
-    segment between two syncs, the backward as one stream over the chunk's chunk_layers layers (per layer)."""
+    segment between two syncs, the backward as one stream over the chunk's chunk_layers layers (per layer). fw: the
+    framework, whose moe_graphs False adds the router / preprocess calls a recipe leaves ungraphed (llm/moe_graphs.py);
+    None: captured, as the source row of kernel_s."""
     if kernel_s <= 0:
         return 0.0, 0.0
     seg = forward_segment(gpu, fwd_ops, dtype, ep_f)
-    extra_f = max(0.0, host.issue_bound_s(seg, kernel_s) - float(seg.sum()))
+    times, issue = moe_graphs.with_ungraphed(seg, kernel_s, fw) if fw is not None else (seg, kernel_s)
+    extra_f = max(0.0, host.issue_bound_s(times, issue) - float(seg.sum()))
     n = max(1, chunk_layers)
     one = np.concatenate([kernel_list(gpu, bwd_ops, dtype), np.array([ep_b])])
     stream = np.tile(one, n)

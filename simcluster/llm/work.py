@@ -269,7 +269,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     if model.moe and fw.moe_host is not None:
         layer_f, layer_b = _moe_host(layer_f, layer_b, split, fw.moe_host, model.experts // par.ep)
     elif model.moe and moe_sync.applies(fw, par):   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)
-        host_f, host_b = moe_sync.sync_host_s(gpu, fwd_ops, bwd_ops, dtype, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s)
+        host_f, host_b = moe_sync.sync_host_s(gpu, fwd_ops, bwd_ops, dtype, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s, fw)
         layer_f, layer_b = _add(layer_f, _task(host=host_f)), _add(layer_b, _task(host=host_b))
     plain_b_ops = compiled.layer_ops(model, replace(par, recompute="none", recompute_every=1), batch, fw)[1] \
         if par.recompute_every > 1 else []   # every N-th block checkpointed (llm/eager_ac.py; tp, pp, cp 1): the mean block

@@ -68,8 +68,9 @@ MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
                   "from": text}
 # a file's `simcluster.recipe` / `recipe_by_model[NAME]`: the recipe's kernel choices the framework's default does not state
-# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion), `from` citing them
-RECIPE_PARSERS = {"rope_fusion": flag, "from": text}
+# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: CUDA graphs over the MoE router
+# and dispatcher preprocess, llm/moe_graphs.py), `from` citing them
+RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}

@@ -1,0 +1,113 @@
+"""The MoE router and dispatcher preprocess issued call by call where a recipe does not CUDA-graph them
+(llm/moe_graphs.py; issue 44, session 37 moe)."""
+
+from dataclasses import replace
+
+import pytest
+from conftest import ROOT, one_line_refusal
+
+from simcluster.cards import load_collective
+from simcluster.errors import SimclusterError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.llm import moe_graphs, moe_sync, ops
+from simcluster.llm.comm import Network
+from simcluster.llm.framework import MEGATRON, MoeHost
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm.work import build_work
+from simcluster.published import read_published
+from simcluster.reference.llm import framework_of, llm_usage
+
+GPU = ROOT / "models/gpu/h100-sxm.yaml"
+NET = ROOT / "models/collective/h200x4-primitives.yaml"
+PUBLISHED = ROOT / "calibration/published"
+QWEN_LIKE = dict(layers=4, hidden=2048, ffn=6144, heads=32, kv_heads=4, vocab=32768, seq=512, attn_head_dim=128, qk_norm=True,
+                 experts=128, top_k=8, expert_ffn=768)
+UNGRAPHED = replace(MEGATRON, moe_graphs=False)
+
+
+def test_the_count_and_host_cost_are_the_code_reading_and_the_measured_host():
+    # router 7 + preprocess 12 calls read from Megatron-Core, less the 2 graph launches a captured recipe makes
+    assert moe_graphs.UNGRAPHED_CALLS == 7 + 12 - 2 == 17
+    # Megatron-Core's measured forward host per small kernel (session 30's traces), without the profiler's share
+    assert moe_graphs.HOST_CALL_S == pytest.approx(MoeHost().kernel_s / MoeHost().profiled_over_plain) == pytest.approx(40e-6)
+    assert MEGATRON.moe_graphs and moe_graphs.ungraphed_calls(MEGATRON) == 0 and moe_graphs.ungraphed_calls(UNGRAPHED) == 17
+
+
+def test_ungraphed_calls_add_at_most_their_host_time_and_all_of_it_when_host_bound():
+    gpu, _ = load_gpu(GPU)
+    fwd = [ops.memory("rmsnorm", 1e3), ops.gemm("router", 64, 8, 64), ops.permutation("permute", 1e3),
+           ops.gemm("expert_up", 64, 64, 64, 16), ops.gemm("expert_down", 64, 64, 64, 16)]
+    bwd = [ops.memory("rmsnorm.bwd", 2e3)]
+    extra = moe_graphs.UNGRAPHED_CALLS * moe_graphs.HOST_CALL_S
+    for c, ep in ((100e-6, 0.0), (1e-3, 0.0), (100e-6, 2.0)):
+        graphed = moe_sync.sync_host_s(gpu, fwd, bwd, "bf16", ep, ep, 4, c, MEGATRON)
+        assert graphed == moe_sync.sync_host_s(gpu, fwd, bwd, "bf16", ep, ep, 4, c)   # the default: captured, nothing moves
+        f, b = moe_sync.sync_host_s(gpu, fwd, bwd, "bf16", ep, ep, 4, c, UNGRAPHED)
+        assert b == graphed[1]   # the backward has no sync and no preprocess
+        assert graphed[0] <= f <= graphed[0] + extra + 1e-15
+        if c == 1e-3:   # every call's host time above its kernel's: the host is behind to the sync, all of it shows but
+            # the router's own kernel, which now runs while the host issues the calls after it
+            seg = moe_sync.forward_segment(gpu, fwd, "bf16", ep)
+            assert f == pytest.approx(graphed[0] + extra - seg[-1], rel=1e-9)
+        if ep == 2.0:   # a second of dispatch and combine in the segment: the host gets ahead and the calls hide
+            assert f == graphed[0]
+    assert moe_sync.sync_host_s(gpu, fwd, bwd, "bf16", 0.0, 0.0, 4, 0.0, UNGRAPHED) == (0.0, 0.0)
+
+
+def test_the_step_moves_only_for_an_ungraphed_moe_layer_without_a2a_overlap():
+    gpu, _ = load_gpu(GPU)
+    net = Network(load_collective(NET)[0], 4)
+
+    def host(model, par, fw):
+        w = build_work(model, par, BatchSpec(4, 1, "bf16"), gpu, net, fw=fw)
+        return w.stages[0].forward[0].parts["host"]
+
+    moe, dense = TransformerSpec(**QWEN_LIKE), TransformerSpec(**{k: v for k, v in QWEN_LIKE.items() if k not in ("experts", "top_k", "expert_ffn")})
+    assert host(dense, ParallelSpec(dp=4), UNGRAPHED) == host(dense, ParallelSpec(dp=4), MEGATRON)
+    assert host(moe, ParallelSpec(dp=4, ep=4), UNGRAPHED) > host(moe, ParallelSpec(dp=4, ep=4), MEGATRON)
+    overlap = ParallelSpec(dp=4, ep=4, moe_a2a_overlap=True)
+    assert host(moe, overlap, UNGRAPHED) == host(moe, overlap, MEGATRON) == 0.0
+
+
+def test_the_published_files_state_it_and_a_bad_value_is_one_line(tmp_path):
+    for stem, graphed in (("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", False), ("llm-megatron-bridge-26.02.01-26.04-dgx-h100-moe", False),
+                          ("llm-megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss", False), ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", True),
+                          ("llm-dgxc-benchmarking-v25.08-deepseek-v3-h100", True)):
+        ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
+        assert {framework_of(ref, r).moe_graphs for r in ref.runs} == {graphed}, stem
+
+    def bad(doc):
+        doc["simcluster"]["recipe"]["moe_graphs"] = "sometimes"
+
+    def read(path):
+        llm_usage(read_published(path, "published-llm-run"))
+
+    text = one_line_refusal(read, PUBLISHED / "llm-megatron-bridge-26.04-26.06-dgx-h100-moe.yaml", bad, tmp_path, SimclusterError)
+    assert "moe_graphs" in text
+
+
+def test_a_scenario_sets_moe_graphs_in_its_framework_block(tmp_path):
+    """`framework: {moe_graphs: false}` sets FrameworkSpec.moe_graphs (the step can only grow), and is refused where it
+    prices nothing (a dense model)."""
+    import json
+
+    from test_llm_mla_layout import _dsv3_scenario
+
+    from simcluster import scenario
+    from simcluster.build import run_file
+
+    block = "{name: megatron, moe_graphs: false}"
+    default, ungraphed = _dsv3_scenario(tmp_path, None, "graphed.yaml"), _dsv3_scenario(tmp_path, block, "ungraphed.yaml")
+    on, off = scenario.load(default).jobs[0], scenario.load(ungraphed).jobs[0]
+    assert on.moe_graphs is None and on.framework_spec().moe_graphs
+    assert off.moe_graphs is False and off.framework_spec().moe_graphs is False
+    steps = [next(iter(run_file(p))).jobs[0].prediction.step_time_s for p in (default, ungraphed)]
+    assert steps[1] >= steps[0]
+    text = ungraphed.read_text()
+    bad = tmp_path / "bad.yaml"
+    dense = {"layers": 4, "hidden": 2048, "ffn": 8192, "heads": 16, "kv_heads": 16, "vocab": 32768, "seq": 4096}
+    bad.write_text(text.split("variants:")[0] + "jobs:\n  - " + json.dumps({
+        "kind": "llm_training", "model": dense, "parallel": {"dp": 256}, "global_batch": 256, "micro_batch": 1,
+        "framework": {"name": "megatron", "moe_graphs": False}}) + "\n")
+    with pytest.raises(SimclusterError, match=r"framework\.moe_graphs: prices Megatron-Core's MoE router"):
+        scenario.load(bad)
