@@ -88,9 +88,15 @@ from simcluster.llm.memory import GiB
 
 ROOT = Path(__file__).resolve().parent.parent
 TWOHOST_MODES = {k: v for k, v in two_modes().items() if not k.startswith("pp")}   # ddp, fsdp, tp over 2 ranks
+# session 37's post sets, after the noise set (calibration/h200x2-llm-eager-noise-2026-11-29): the GPU-bound 2-GPU modes
+# (TP left out: at the machine's noise) and cp, at (preset, tokens) new to calibration/ (tests/conftest.measured_llm_tokens)
+POST_MODES = {k: v for k, v in two_modes().items() if k != "tp"}   # ddp, fsdp, pp-1f1b, pp-gpipe over 2 ranks
+SIZES8 = (("1.1b", 5), ("0.8b", 6), ("2b", 3))
+SIZES9 = (("1.1b", 1, None, 32768), ("2b", 1, None, 32768), ("0.8b", 2, None, 32768))
 PLANS = {"regimes": (regime_modes(), SIZES), "meshes": (mesh_modes(), SIZES), "meshes2": (mesh2_modes(), SIZES2),
          "pipeline": (pipeline_modes(), SIZES3), "tpdp": (tpdp_modes(), SIZES3), "pipeline2": (pipeline_modes(), SIZES4),
-         "two": (two_modes(), SIZES5), "twohost": (TWOHOST_MODES, SIZES6), "cp": (cp_modes(), SIZES7)}
+         "two": (two_modes(), SIZES5), "twohost": (TWOHOST_MODES, SIZES6), "cp": (cp_modes(), SIZES7),
+         "post": (POST_MODES, SIZES8), "postcp": (cp_modes(), SIZES9)}
 OWN_HOST_PLANS = ("meshes2", "tpdp", "twohost")   # plans that register beside the model's a variant with a lease's own host fits
 VARIANT = "predicted_own_host"   # meshes2 registers beside the model's a variant: the 2-D modes' own host fits (MESH_HOST)
 CARD_2 = ROOT / CARDS[("nvlink", 2)]
