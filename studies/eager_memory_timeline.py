@@ -31,26 +31,39 @@ def site(frames: list[dict]) -> str:
 
 
 def replay(trace: list[dict], marks: list[int], base: int) -> list[dict]:
-    """Alive bytes over the trace (base = allocated when recording started); per window between marks its peak and
-    the alive blocks (allocated inside the recording) at that peak, by site."""
-    alive, total, out = {}, base, []
-    bounds = list(zip([0] + marks[:-1], marks, strict=True))
-    for lo, hi in bounds:
-        peak, at = total, dict(alive)
+    """Allocated bytes over the trace, as torch.cuda.max_memory_allocated counts them (base = allocated when recording
+    started): a block counts from its alloc to its free_requested (the allocator's free(); a block a side stream used
+    is reusable only at free_completed, which the allocated statistic does not wait for); a block allocated before the
+    recording leaves `base` at its free, by the event's own size. Per window between marks: the peak, the alive blocks
+    at it by allocating site ("(before the recording)" for what is left of base), and the bytes freed but not yet
+    reusable at it (free_requested, not free_completed)."""
+    alive, pending, total, before, out = {}, {}, base, base, []
+    for lo, hi in zip([0] + marks[:-1], marks, strict=True):
+        peak, at, at_before, at_pending = total, dict(alive), before, sum(pending.values())
         for ev in trace[lo:hi]:
-            act = ev.get("action")
+            act, addr = ev.get("action"), ev.get("addr")
             if act == "alloc":
-                alive[ev["addr"]] = (ev["size"], site(ev.get("frames", [])))
+                alive[addr] = (ev["size"], site(ev.get("frames", [])))
                 total += ev["size"]
                 if total > peak:
-                    peak, at = total, dict(alive)
-            elif act == "free_completed" and ev["addr"] in alive:
-                total -= alive.pop(ev["addr"])[0]
+                    peak, at, at_before, at_pending = total, dict(alive), before, sum(pending.values())
+            elif act == "free_completed" and addr in pending:   # its free_requested already counted it out
+                pending.pop(addr)
+            elif act in ("free_requested", "free_completed"):
+                if addr in alive:
+                    size = alive.pop(addr)[0]
+                else:   # a block from before the recording
+                    size = ev.get("size", 0)
+                    before -= size
+                total -= size
+                if act == "free_requested":
+                    pending[addr] = size
         by = defaultdict(int)
         for size, where in at.values():
             by[where] += size
+        by["(before the recording)"] = at_before
         out.append({"peak_bytes": peak, "alive_by_site": dict(sorted(by.items(), key=lambda kv: -kv[1])[:14]),
-                    "end_bytes": total})
+                    "freed_not_reusable_at_peak_bytes": at_pending, "end_bytes": total})
     return out
 
 
@@ -110,16 +123,17 @@ def read(paths: list[str]) -> int:
     for path in paths:
         try:
             docs = json.loads(open(path).read())
-        except (OSError, ValueError) as exc:
-            print(f"{path}: not a timeline document ({exc})", file=sys.stderr)
+            for d in docs:
+                print(f"== {path}: {d['preset']} {d['mode']} {d['shape']} rank {d['rank']} (params {d['params'] / 1e9:.3f} B, "
+                      f"4 B/param = {4 * d['params'] / gib:.2f} GiB; base {d['base_bytes'] / gib:.2f} GiB)")
+                for i, (w, p) in enumerate(zip(d["iterations"], d["max_memory_allocated_per_iteration"], strict=True)):
+                    print(f"  iteration {i + 1}: peak {p / gib:7.2f} GiB (replayed {w['peak_bytes'] / gib:7.2f}; freed, not yet "
+                          f"reusable at it {w['freed_not_reusable_at_peak_bytes'] / gib:.2f}), end {w['end_bytes'] / gib:6.2f}")
+                    for where, size in w["alive_by_site"].items():
+                        print(f"      {size / gib:7.2f} GiB  {where[:150]}")
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            print(f"{path}: not a timeline document of this study ({type(exc).__name__}: {exc})", file=sys.stderr)
             return 1
-        for d in docs:
-            print(f"== {path}: {d['preset']} {d['mode']} {d['shape']} rank {d['rank']} (params {d['params'] / 1e9:.3f} B, "
-                  f"4 B/param = {4 * d['params'] / gib:.2f} GiB; base {d['base_bytes'] / gib:.2f} GiB)")
-            for i, (w, p) in enumerate(zip(d["iterations"], d["max_memory_allocated_per_iteration"], strict=True)):
-                print(f"  iteration {i + 1}: peak {p / gib:7.2f} GiB (replayed {w['peak_bytes'] / gib:7.2f}), end {w['end_bytes'] / gib:6.2f}")
-                for where, size in w["alive_by_site"].items():
-                    print(f"      {size / gib:7.2f} GiB  {where[:150]}")
     return 0
 
 
@@ -137,6 +151,9 @@ def peaks(bundles: list[str]) -> int:
     gpu, _ = load_gpu(ROOT / H200)
     print(f"{'run':42} {'job peak':>9} {'timed':>7} | {'allocated':>9} {'steady':>7} | job vs alloc, timed vs steady")
     for bundle in bundles:
+        if not (Path(bundle) / "runs").is_dir():
+            print(f"{bundle}: no runs/ folder (not an eager set, or runs.tgz not unpacked)", file=sys.stderr)
+            return 1
         docs, _ = regime_documents(Path(bundle))
         for doc in docs:
             if doc.get("mode") not in ("ddp", "cp") or doc["model"].get("preset") in (None, "tiny"):

@@ -5,7 +5,8 @@ span, the GPU's busy time (kernels, copies, sets; NCCL's kernels left out, they 
 top-level CPU operators (those not inside another on their thread) with their count and mean host time per call, and
 the operators both traces share side by side.
     python studies/tp_host_ops.py calibration/h200x2-eager-diagnose-2026-11-29/runs/tp-2b-2048x1-rank0.json.gz \\
-        calibration/h200x2-eager-diagnose-2026-11-29/runs/tp-L8-512x1-rank0.json.gz
+        calibration/h200x2-eager-diagnose-2026-11-29/runs/tp-L8-512x1-rank0.json.gz [--inside aten::linear]
+With --inside OP: the CPU operators nested in OP's calls, host time per OP call, side by side.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from collections import defaultdict
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def summary(path: str) -> dict:
-    """{span_us, gpu_us, kernels, ops: {name: [count, total_us]}} of one trace."""
+def _events(path: str) -> list[dict]:
     try:
         doc = json.load(gzip.open(path))
     except (OSError, ValueError) as exc:
@@ -27,6 +27,26 @@ def summary(path: str) -> dict:
     events = [e for e in (doc["traceEvents"] if isinstance(doc, dict) else doc) if e.get("ph") == "X"]
     if not events:
         raise SystemExit(f"{path}: no complete ('X') events")
+    return events
+
+
+def inside(path: str, op: str) -> dict[str, float]:
+    """Host microseconds per call of `op` spent in each CPU operator nested in it (same thread, inside its interval)."""
+    cpu = [e for e in _events(path) if e.get("cat") == "cpu_op"]
+    calls = [e for e in cpu if e["name"] == op]
+    if not calls:
+        raise SystemExit(f"{path}: no CPU operator named {op!r}")
+    out = defaultdict(float)
+    for call in calls:
+        for e in cpu:
+            if e is not call and e["tid"] == call["tid"] and call["ts"] <= e["ts"] and e["ts"] + e["dur"] <= call["ts"] + call["dur"]:
+                out[e["name"]] += e["dur"] / len(calls)
+    return dict(out)
+
+
+def summary(path: str) -> dict:
+    """{span_us, gpu_us, kernels, ops: {name: [count, total_us]}} of one trace."""
+    events = _events(path)
     span = max(e["ts"] + e.get("dur", 0) for e in events) - min(e["ts"] for e in events)
     by_thread = defaultdict(list)
     for e in events:
@@ -46,9 +66,16 @@ def summary(path: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[-2:-1] == ["--inside"] and len(argv) != 4:
         print(__doc__)
         return 2
+    if argv[-2:-1] == ["--inside"]:
+        op = argv[-1]
+        a, b = inside(argv[0], op), inside(argv[1], op)
+        print(f"{'inside ' + op:58} {'us/call 1':>9} {'us/call 2':>9} {'ratio':>6}")
+        for k in sorted(set(a) & set(b), key=lambda k: -a[k])[:12]:
+            print(f"{k[:58]:58} {a[k]:9.1f} {b[k]:9.1f} {a[k] / b[k]:6.2f}")
+        return 0
     sums = [summary(p) for p in argv]
     for path, s in zip(argv, sums, strict=True):
         n, total = sum(c for c, _ in s["ops"].values()), sum(t for _, t in s["ops"].values())

@@ -10,18 +10,25 @@ timeline = load_script(ROOT / "studies" / "eager_memory_timeline.py")
 host_ops = load_script(ROOT / "studies" / "tp_host_ops.py")
 
 
-def test_replay_peak_and_sites_per_window():
+def test_replay_counts_allocated_as_torch_does():
+    """A block leaves the count at free_requested (torch's allocated statistic), not at free_completed (reusable); a
+    block from before the recording leaves `base` by the event's size."""
     frame = {"filename": "/x/site-packages/torch/nn/parallel/distributed.py", "line": 7, "name": "_pre_forward"}
     trace = [{"action": "alloc", "addr": 1, "size": 10, "frames": [frame]},
              {"action": "alloc", "addr": 2, "size": 5, "frames": []},
-             {"action": "free_completed", "addr": 1},
-             {"action": "free_completed", "addr": 99},            # a block from before the recording: not counted
+             {"action": "free_requested", "addr": 1, "size": 10},     # a side stream used it: completes later
+             {"action": "free_requested", "addr": 99, "size": 40},    # a block from before the recording
+             {"action": "free_completed", "addr": 99, "size": 40},
              {"action": "alloc", "addr": 3, "size": 20, "frames": []},
-             {"action": "free_completed", "addr": 3}]
-    first, second = timeline.replay(trace, [4, 6], base=100)
-    assert first["peak_bytes"] == 115 and first["end_bytes"] == 105
-    assert first["alive_by_site"] == {"torch/nn/parallel/distributed.py:7:_pre_forward": 10, "(no python frame)": 5}
-    assert second["peak_bytes"] == 125 and second["alive_by_site"] == {"(no python frame)": 25}
+             {"action": "free_completed", "addr": 1, "size": 10},
+             {"action": "free_completed", "addr": 3, "size": 20}]     # no free_requested recorded: counted out here
+    first, second = timeline.replay(trace, [5, 8], base=100)
+    assert first["peak_bytes"] == 115 and first["end_bytes"] == 65
+    assert first["alive_by_site"] == {"(before the recording)": 100, "torch/nn/parallel/distributed.py:7:_pre_forward": 10,
+                                      "(no python frame)": 5}
+    assert second["peak_bytes"] == 85 and second["end_bytes"] == 65
+    assert second["freed_not_reusable_at_peak_bytes"] == 10   # block 1 requested, not yet completed, at the peak
+    assert second["alive_by_site"] == {"(before the recording)": 60, "(no python frame)": 25}
 
 
 def test_host_ops_top_level_only_and_nccl_left_out(tmp_path):
@@ -43,3 +50,18 @@ def test_host_ops_bad_file_is_one_line(tmp_path):
     bad.write_text("not gzip")
     with pytest.raises(SystemExit, match="not a gzipped Chrome trace"):
         host_ops.summary(str(bad))
+
+
+def test_host_ops_inside_an_operator(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::view", "tid": 1, "ts": 10, "dur": 20},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 200, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::view", "tid": 1, "ts": 210, "dur": 40},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::view", "tid": 2, "ts": 210, "dur": 40},    # another thread
+              {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "tid": 1, "ts": 400, "dur": 30}]   # outside
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump(events, fh)   # the bare-array form of a Chrome trace
+    assert host_ops.inside(str(path), "aten::linear") == {"aten::view": 30.0}
+    with pytest.raises(SystemExit, match="no CPU operator named 'aten::mm'"):
+        host_ops.inside(str(path), "aten::mm")
