@@ -17,8 +17,8 @@ start (activations, copies, logits) and end (gradients) over parameters and opti
 no ZeRO) adds its reducer's buckets: a flat copy of every gradient in its dtype (FrameworkSpec.ddp_bucket_bytes, 4 for
 fp32 gradients), allocated when the model is wrapped and held for the run (gradient_as_bucket_view off, the default),
 and in its first iterations one more copy of that size (MemoryBreakdown.ddp_rebuild: the reducer rebuilds its buckets in
-the second step while the old ones are released after the NCCL stream's last use; in the step's peak or not by timing,
-calibration/h200x2-eager-diagnose-2026-11-29). The job's peak includes it (`allocated`, an upper bound);
+the second step; the old ones go with their last reference, before the step's peak in some processes and after it in
+others: calibration/h200x2-eager-diagnose-2026-11-29). The job's peak includes it (`allocated`, an upper bound);
 `steady_allocated` is the peak of a later step.
 
 Activations stashed per layer per micro-batch (bytes), after Korthikanti et al. 2022 ("Reducing Activation

@@ -94,7 +94,7 @@ def _(result: LlmTrainingResult) -> str:
              f"({'fits' if p.fits else 'DOES NOT FIT'}; {mem.get('stage', '')} stage): "
              + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
              + (f"; {mem['total'] - mem['ddp_rebuild']:.2f} GiB after the first steps (ddp_rebuild: DDP's bucket rebuild, in "
-                "the peak or not by timing)" if mem.get("ddp_rebuild") else ""),
+                "the peak in some processes, not in others)" if mem.get("ddp_rebuild") else ""),
              ("  breakdown (s)    " if p.critical_stage is None or not p.groups.get("pp", {}).get("size", 1) > 1 else
               f"  breakdown (s)    (stage {p.critical_stage}, the one that sets the pipeline's pace) ")
              + ", ".join(f"{k} {v:.4g}" for k, v in p.breakdown.items() if v),
