@@ -5,7 +5,8 @@ by the device name gpu-micro recorded; everything else is fitted, each op class 
 
   launch        the median back-to-back time of a one-element kernel (measured, not fitted)
   memory        hbm_bandwidth, ramp_bytes: copy kernels of every size (add and scale are held out)
-  gemm (bf16)   efficiency, k_ramp, wave_weight, gemm_launch, for each tile shape of TILES (the best fit wins):
+  gemm (bf16)   efficiency, k_ramp, wave_weight, gemm_launch (and call_time on an interleaved GEMM trace, whose curve
+                has the epilogue write: hardware/gpu.py), for each tile shape of TILES (the best fit wins):
                 the square, projection (N = K = h) and MLP up (N = ffn, K = h) GEMMs; MLP down (K = ffn) and
                 weight-gradient GEMMs (K = tokens) are held out
   gemm (fp8)    efficiency only (the bf16 shape parameters carried), on the fp8 layer GEMMs
