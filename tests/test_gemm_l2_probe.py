@@ -45,4 +45,10 @@ def test_the_committed_read_out_reproduces(capsys):
     mod = load_script("studies/gemm_l2_probe.py")
     folder = ROOT / "calibration/h200x1-gemm-l2-2026-11-29"
     assert mod.main(["--read", str(folder / "gemm-l2.json")]) == 0
-    assert capsys.readouterr().out == (folder / "readout.txt").read_text()
+
+    def measured(text: str) -> list[list[str]]:
+        """The read-out without the card's column: readout.txt was read with the card of its day; the session-37 GEMM
+        refit (gemmk) moved the card, not the measurements (studies/gemm_k_check.py reads the current card)."""
+        rows = [line.split() for line in text.splitlines()]
+        return [r[:-4] + r[-3:] if r[0][0].isdigit() else r for r in rows]
+    assert measured(capsys.readouterr().out) == measured((folder / "readout.txt").read_text())

@@ -46,4 +46,11 @@ def test_the_committed_read_out_reproduces(capsys):
     mod = load_script("studies/gemm_timing_probe.py")
     folder = ROOT / "calibration/h200x1-gemm-timing-2026-11-29"
     assert mod.main(["--read", str(folder / "gemm-timing.json")]) == 0
-    assert capsys.readouterr().out == (folder / "readout.txt").read_text()
+
+    def measured(text: str) -> list[list[str]]:
+        """The read-out without the card's columns (card us, card/event-1) and its H-card line: readout.txt was read
+        with the card of its day; the session-37 GEMM refit (gemmk) moved the card, not the measurements
+        (studies/gemm_k_check.py reads these shapes against the current card)."""
+        rows = [line.split() for line in text.splitlines() if not line.startswith("H-card")]
+        return [r[:-4] + r[-3:-2] + r[-1:] if r[0][0].isdigit() else r for r in rows]
+    assert measured(capsys.readouterr().out) == measured((folder / "readout.txt").read_text())

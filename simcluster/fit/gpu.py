@@ -5,7 +5,8 @@ by the device name gpu-micro recorded; everything else is fitted, each op class 
 
   launch        the median back-to-back time of a one-element kernel (measured, not fitted)
   memory        hbm_bandwidth, ramp_bytes: copy kernels of every size (add and scale are held out)
-  gemm (bf16)   efficiency, k_ramp, wave_weight, gemm_launch, for each tile shape of TILES (the best fit wins):
+  gemm (bf16)   efficiency, k_ramp, wave_weight, gemm_launch (and call_time on an interleaved GEMM trace, whose curve
+                has the epilogue write: hardware/gpu.py), for each tile shape of TILES (the best fit wins):
                 the square, projection (N = K = h) and MLP up (N = ffn, K = h) GEMMs; MLP down (K = ffn) and
                 weight-gradient GEMMs (K = tokens) are held out
   gemm (fp8)    efficiency only (the bf16 shape parameters carried), on the fp8 layer GEMMs
@@ -155,19 +156,22 @@ def _gemm_residuals(p: GpuParams, pts: list[GemmSample]):
     return lambda q: np.log(np.array([q.gemm_time_s(s.m, s.n, s.k, s.dtype, s.batch) for s in pts]) / t)
 
 
-def fit_gemm(p: GpuParams, samples: list[GemmSample]) -> GpuParams:
-    """bf16 shape parameters (best tile shape of TILES), then the efficiency of every other precision."""
+def fit_gemm(p: GpuParams, samples: list[GemmSample], call_time: bool = False) -> GpuParams:
+    """bf16 shape parameters (best tile shape of TILES; with `call_time`, a fixed time per call too), then the efficiency
+    of every other precision."""
     bf16 = [s for s in samples if s.dtype == "bf16" and gemm_in_fit(s)]
     if len(bf16) < 5:
         raise CalibrationError(f"gemm: {len(bf16)} bf16 samples in the fit set, need >= 5")
     best = None
+    call = 1 if call_time else 0
     for tm, tn in TILES:
         def with_x(x, tm=tm, tn=tn):
             return replace(p, tile_m=tm, tile_n=tn, gemm_efficiency={**p.gemm_efficiency, "bf16": x[0]}, gemm_k_ramp=x[1],
-                           wave_weight=x[2], gemm_launch_s=x[3] * 1e-6)
+                           wave_weight=x[2], gemm_launch_s=x[3] * 1e-6, gemm_call_s=x[4] * 1e-6 if call else 0.0)
         resid = _gemm_residuals(p, bf16)
-        x, cost = _solve(lambda x, w=with_x, r=resid: r(w(x)), [0.75, 64.0, 0.5, 10.0], [0.05, 0.0, 0.0, 0.5],
-                         [1.0, 4096.0, 1.0, 200.0], f"gemm bf16 tile {tm}x{tn}")
+        x, cost = _solve(lambda x, w=with_x, r=resid: r(w(x)), [0.75, 64.0, 0.5, 10.0] + [2.0] * call,
+                         [0.05, 0.0, 0.0, 0.5] + [0.0] * call, [1.0, 4096.0, 1.0, 200.0] + [50.0] * call,
+                         f"gemm bf16 tile {tm}x{tn}")
         if best is None or cost < best[0]:
             best = (cost, with_x(x))
     p = best[1]
@@ -227,7 +231,8 @@ def fit_gpu(trace: GpuMicroTrace, name: str | None = None, gemm_trace: GpuMicroT
             fp8_trace: GpuMicroTrace | None = None) -> GpuParams:
     """A GPU card's params from one gpu-micro trace, fitted on the fit set only (module docstring); with
     `gemm_trace`, the GEMM curves from that trace instead (its interleaved condition: BASE_KEY); with `fp8_trace`,
-    the fp8 curve from that trace's records of the same condition (FP8_KEY)."""
+    the fp8 curve from that trace's records of the same condition (FP8_KEY); `epilogue`: the GEMM curve with the
+    output tiles' write at the HBM rate (hardware/gpu.py, gemm.epilogue: hbm), fitted with it."""
     gemm_from = gemm_trace or trace
     for t in (gemm_from, trace, fp8_trace):
         if t is not None and t.quick:
@@ -237,15 +242,16 @@ def fit_gpu(trace: GpuMicroTrace, name: str | None = None, gemm_trace: GpuMicroT
     sheet = datasheet_for(trace.device_name)
     sm = int(trace.device.get("sm_count") or sheet.sm_count)
     capacity = float(trace.device.get("memory_bytes") or sheet.hbm_capacity_bytes)   # what the driver reports, not the label
+    interleaved = gemm_from.gemm_condition == "interleaved"
     p = GpuParams(name or sheet.name, dict(sheet.peak_flops), sheet.hbm_peak_Bps * 0.9, capacity, trace.launch_s,
-                  sm_count=sm, hbm_peak_Bps=sheet.hbm_peak_Bps)
+                  sm_count=sm, hbm_peak_Bps=sheet.hbm_peak_Bps, gemm_epilogue=interleaved)
     try:
         p = fit_memory(p, trace.memory)
         p = fit_attention(p, trace.attention)
     except CalibrationError as exc:
         raise CalibrationError(exc.message, where=trace.path, hint=exc.hint) from None
     try:
-        return fit_gemm(p, gemm_samples(gemm_from, fp8_trace))
+        return fit_gemm(p, gemm_samples(gemm_from, fp8_trace), call_time=interleaved)
     except CalibrationError as exc:
         raise CalibrationError(exc.message, where=gemm_from.path, hint=exc.hint) from None
 

@@ -10,13 +10,19 @@ GEMM C[m,n] = A[m,k] B[k,n] (times `batch`), element size e bytes, on a GPU of S
     tiles   = ceil(m / tile_m) * ceil(n / tile_n) * batch            (output tiles, one per SM at a time)
     waves   = tiles / S + wave_weight * (ceil(tiles / S) - tiles / S)  (0: no wave quantisation, 1: full)
     compute = waves * 2 * tile_m * tile_n * (k + k_ramp) / (peak[dtype] / S * eff[dtype])
+            (+ waves * S * tile_m * tile_n * e_out / hbm_bandwidth    a card with gemm.epilogue: hbm)
+            (+ call_time                                              a card with gemm.call_time)
     memory  = (m*k + k*n + m*n) * batch * e / hbm_bandwidth
     time    = max(gemm_launch, compute, memory)
 
 so a tile's main loop streams k plus a fixed prologue/epilogue worth k_ramp iterations (the ramp for a
 small k), partially filled tiles (tile quantisation) and partially filled waves over the SMs (wave
 quantisation) cost full work, and eff is the fraction of the datasheet peak a full, long tile sustains.
-cuBLAS chooses among several tile shapes, so quantisation is softened by wave_weight (fitted).
+cuBLAS chooses among several tile shapes, so quantisation is softened by wave_weight (fitted). The epilogue term
+(issue 44, session 37): each tile writes its output after its k loop, and a wave of S tiles writes together at the
+measured copy rate (e_out = 2 bytes for bf16 / fp16 / fp8 GEMMs, which write bf16; 4 for fp32); no fitted constant.
+call_time: a fixed time per call, paid once, not per wave (a persistent kernel's pipeline fill and drain, and in
+event-timed data the event-to-kernel time); fitted where a card has it.
 
 Attention (flash / SDPA), b batch, h query heads, g kv heads, head size d, s = seq_kv:
 
@@ -71,6 +77,7 @@ UPCAST_BPS_PER_SM = 2.06e12 / 132
 SPLIT_K_MIN_DEPTH = 64
 SPLIT_K_PARTIAL_BYTES = 4
 ACT_OUT_BYTES = 2
+OUT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 2, "fp32": 4}   # the epilogue's output element (fp8 GEMMs here write bf16)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,8 @@ class GpuParams:
     gemm_k_ramp: float = 64.0           # fixed per-tile cost, in k iterations
     wave_weight: float = 1.0            # 0 = no wave quantisation, 1 = full
     gemm_split_k: bool = False          # an output of few tiles splits K over the idle SMs (gemm_compute_s)
+    gemm_epilogue: bool = False         # each wave's output tiles written at the HBM rate after the k loop (_tile_s)
+    gemm_call_s: float = 0.0            # a fixed time per GEMM call (pipeline fill and drain, event-to-kernel), not per wave
     attn_efficiency_fwd: dict[int, float] = field(default_factory=lambda: {64: 0.45, 128: 0.65})   # by head_dim
     attn_efficiency_bwd: dict[int, float] = field(default_factory=lambda: {64: 0.4, 128: 0.55})
     attn_seq_half_fwd: float = 400.0    # sequence length at which the forward runs at half its top efficiency
@@ -131,9 +140,17 @@ class GpuParams:
         return exact + self.wave_weight * (math.ceil(exact) - exact)
 
     # --- op classes ----------------------------------------------------------------------------------
+    def _tile_s(self, k: float, per_sm: float, out_bytes: int) -> float:
+        """One wave's time per tile: the k loop plus the k ramp at the SM's rate, and (gemm.epilogue: hbm) the wave's S
+        output tiles written together at the HBM rate."""
+        loop = 2.0 * self.tile_m * self.tile_n * (k + self.gemm_k_ramp) / per_sm
+        if not self.gemm_epilogue:
+            return loop
+        return loop + self.sm_count * self.tile_m * self.tile_n * out_bytes / self.hbm_bandwidth_Bps
+
     def gemm_compute_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         per_sm = self._peak(dtype) / self.sm_count * self._gemm_eff(dtype)
-        whole = self.gemm_waves(m, n, batch) * 2.0 * self.tile_m * self.tile_n * (k + self.gemm_k_ramp) / per_sm
+        whole = self.gemm_call_s + self.gemm_waves(m, n, batch) * self._tile_s(k, per_sm, OUT_BYTES[dtype])
         if not self.gemm_split_k:
             return whole
         tiles = math.ceil(m / self.tile_m) * math.ceil(n / self.tile_n) * batch
@@ -144,10 +161,10 @@ class GpuParams:
 
     def _split_k_s(self, m: int, n: int, k: int, batch: int, s: int, per_sm: float) -> float:
         """K split s ways (cuBLASLt's splitK kernels): the output's tiles s times over (gemm_waves of s batches), each of
-        depth k / s paying the k ramp, then a reduce kernel reading the s fp32 partial outputs and writing the output
-        (bytes at the HBM rate)."""
+        depth k / s paying the k ramp (and, with the epilogue term, writing its fp32 partial tile), then a reduce kernel
+        reading the s fp32 partial outputs and writing the output (bytes at the HBM rate)."""
         reduce = (SPLIT_K_PARTIAL_BYTES * s + ACT_OUT_BYTES) * m * n * batch / self.hbm_bandwidth_Bps
-        return self.gemm_waves(m, n, batch * s) * 2.0 * self.tile_m * self.tile_n * (k / s + self.gemm_k_ramp) / per_sm + reduce
+        return self.gemm_call_s + self.gemm_waves(m, n, batch * s) * self._tile_s(k / s, per_sm, SPLIT_K_PARTIAL_BYTES) + reduce
 
     def gemm_memory_s(self, m: int, n: int, k: int, dtype: str = "bf16", batch: int = 1) -> float:
         return (m * k + k * n + m * n) * batch * ELEMENT_BYTES[dtype] / self.hbm_bandwidth_Bps
@@ -255,7 +272,8 @@ def gpu_params_yaml(params: GpuParams) -> dict:
         "gemm": {"tile_m": params.tile_m, "tile_n": params.tile_n,
                  "efficiency": {k: round(v, 4) for k, v in params.gemm_efficiency.items()},
                  "k_ramp": round(params.gemm_k_ramp, 2), "wave_weight": round(params.wave_weight, 4)}
-        | ({"split_k": "cublas"} if params.gemm_split_k else {}),
+        | ({"split_k": "cublas"} if params.gemm_split_k else {}) | ({"epilogue": "hbm"} if params.gemm_epilogue else {})
+        | ({"call_time": format_time(params.gemm_call_s)} if params.gemm_call_s else {}),
         "attention": {"efficiency_fwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_fwd.items())},
                       "efficiency_bwd": {int(d): round(e, 4) for d, e in sorted(params.attn_efficiency_bwd.items())},
                       "seq_half_fwd": round(params.attn_seq_half_fwd, 1), "seq_half_bwd": round(params.attn_seq_half_bwd, 1),
@@ -279,6 +297,7 @@ def gpu_params(card: dict, where: str) -> GpuParams:
             hbm_bandwidth_Bps=p.hbm_bandwidth, hbm_capacity_bytes=p.hbm_capacity, launch_s=p.launch, sm_count=p.sm_count,
             tile_m=g.tile_m, tile_n=g.tile_n, gemm_efficiency={k: float(v) for k, v in g.efficiency.items()},
             gemm_k_ramp=float(g.k_ramp), wave_weight=float(g.wave_weight), gemm_split_k=g.split_k == "cublas",
+            gemm_epilogue=g.epilogue == "hbm", gemm_call_s=float(g.call_time or 0.0),
             attn_efficiency_fwd={d: float(e) for d, e in a.efficiency_fwd.items()},
             attn_efficiency_bwd={d: float(e) for d, e in a.efficiency_bwd.items()},
             attn_seq_half_fwd=float(a.seq_half_fwd), attn_seq_half_bwd=float(a.seq_half_bwd),
