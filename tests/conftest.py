@@ -68,6 +68,11 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     return seen
 
 
+# session 37's diagnostic repeats of registered shapes (the noise and diagnose sets), made after those sets ran: a
+# set's "new when it ran" check leaves them out
+LATER_REPEATS = (ROOT / "calibration" / "h200x2-eager-diagnose-2026-11-29", ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29")
+
+
 def measured_llm_tokens(*excluded: Path) -> set[tuple]:
     """(preset, layers, tokens = seq x micro-batch) of every llm-step document under calibration/ but the `excluded`
     folders. A step's allocated peak follows its tokens, not how they split into seq and micro-batch (ac6a's 1.1b

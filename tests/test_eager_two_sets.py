@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 import yaml
-from conftest import load_script, measured_llm_tokens, registered_tokens
+from conftest import LATER_REPEATS, load_script, measured_llm_tokens, registered_tokens
 
 from simcluster.heldout import eager
 
@@ -22,7 +22,7 @@ def _runs(bundle: pathlib.Path) -> list[dict]:
 
 @pytest.mark.parametrize("bundle", [TWO, TWOHOST], ids=["two", "twohost"])
 def test_the_sets_tokens_were_new_to_calibration(bundle):
-    earlier = measured_llm_tokens(TWO, TWOHOST)
+    earlier = measured_llm_tokens(TWO, TWOHOST, *LATER_REPEATS)
     assert registered_tokens(_runs(bundle)) & earlier == set()
 
 
