@@ -131,3 +131,15 @@ def test_a_scenario_sets_moe_graphs_in_its_framework_block(tmp_path):
                    .replace('"ep": 16, "moe_dispatcher": "deepep", "moe_a2a_overlap": false', '"ep": 1'))
     with pytest.raises(SimclusterError, match=r"framework\.moe_graphs: prices Megatron-Core's MoE router"):
         scenario.load(bad)
+
+
+def test_the_moe_caveat_states_the_graphs_assumption_and_the_extrapolated_cost():
+    from simcluster.llm.caveats import caveats
+
+    gpu, _ = load_gpu(GPU)
+    moe, par = TransformerSpec(**QWEN_LIKE), ParallelSpec(dp=8, ep=8)
+    (graphed,), (ungraphed,) = caveats(moe, par, MEGATRON, gpu), caveats(moe, par, UNGRAPHED, gpu)
+    assert "assumed CUDA-graphed" in graphed and "moe_graphs: false" in graphed
+    assert f"{moe_graphs.UNGRAPHED_CALLS} more host calls" in ungraphed and "extrapolated" in ungraphed
+    (overlap,) = caveats(moe, ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True), MEGATRON, gpu)
+    assert "CUDA-graphed" not in overlap   # no host term there, nothing assumed
