@@ -44,20 +44,33 @@ import moe_rows  # noqa: E402
 
 from simcluster.llm import comm, compiled, ops, work  # noqa: E402
 from simcluster.llm.framework import MoeHost  # noqa: E402
+from simcluster.published import read_published  # noqa: E402
+from simcluster.reference.llm import RECIPE_PARSERS, memory_options  # noqa: E402
 
 ROUTER_PROFILE_S = 339e-6      # DeepSeek's profile: router top-k / group limit / aux loss, forward + backward layer
 ROUTER_PROFILE_KERNELS = 63    # its kernels (37 forward, 26 backward)
 EXPERT_OPS = ("expert_gate", "expert_up", "expert_down")
 # Megatron-Core's forward host per kernel (local spec, H200 traces of session 30): 50 us profiled, 40 us without the profiler
 MEGATRON_HOST_KERNEL_S = MoeHost().kernel_s / MoeHost().profiled_over_plain
-# CUDA graphs over the router and the dispatcher's preprocess, as the files' notes read them: yes for the skills rows 0-2
-# (Transformer Engine graphs over moe_router and moe_preprocess), no for skills rows 3-4 (graphs disabled), the 26.04 /
-# 26.06 and 26.02.01 rows (the audit: the perf_recipes' graphs postdate those releases; "the runs had no CUDA graphs")
-# and GPT-OSS (its H100 recipe has none); not stated for the dgxc DeepSeek-V3 and the 25.11 rows ("?").
-GRAPHS = {("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", i): "yes" for i in (0, 1, 2)} | {
-    ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", 3): "no", ("llm-megatron-bridge-skills-qwen3-30b-h100-bf16", 4): "no",
-    **{(stem, i): "no" for stem in ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", "llm-megatron-bridge-26.02.01-26.04-dgx-h100-moe",
-                                    "llm-megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss") for i in range(5)}}
+SKILLS = "llm-megatron-bridge-skills-qwen3-30b-h100-bf16"
+# CUDA graphs over the router and the dispatcher's preprocess: what the files state (`simcluster.recipe` moe_graphs, read
+# as the model reads it, framework_of(ref, run).moe_graphs), "?" where a file states nothing (dgxc DeepSeek-V3, 25.11).
+# One explicit override: the skills file states nothing (its key would be per model name, and its graphed rows 0-2 and
+# its graphs-disabled rows 3-4 share one), so the model prices all five graphed (the default); its notes say rows 0-2 ran
+# Transformer Engine graphs over moe_router and moe_preprocess and rows 3-4 ran with graphs disabled, read so here.
+SKILLS_GRAPHS = {0: "yes", 1: "yes", 2: "yes", 3: "no", 4: "no"}
+
+
+def graphs_of(stem: str, i: int, row) -> str:
+    """'yes' / 'no' / '?': CUDA graphs over router and preprocess for row i of <stem> (the comment above)."""
+    if stem == SKILLS:
+        return SKILLS_GRAPHS[i]
+    ref = read_published(moe_rows.PUBLISHED / f"{stem}.yaml", "published-llm-run")
+    if "moe_graphs" not in memory_options(ref, ref.runs[i], "recipe", RECIPE_PARSERS):
+        return "?"
+    return "yes" if row.framework.moe_graphs else "no"
+
+
 # the two release outliers of the docs (llm.md's MoE row: the same presets printed 1.77x / 1.99x faster in another release)
 OUTLIERS = {("llm-megatron-bridge-25.11-dgx-h100-b200", 4), ("llm-megatron-bridge-26.04-26.06-dgx-h100-moe", 3)}
 
@@ -128,6 +141,7 @@ def main() -> None:
             passes = batch.micro_batches(dp) * model.moe_layers / par.pp
             miss = (meas - pred) / passes
             p = pass_parts(row)
+            gr = graphs_of(stem, i, row)
             tokens = batch.micro_batch * model.seq // (par.tp // par.etp) // par.cp
             capacity = "25.05" in stem   # capacity factor 1.0, padded: every expert exactly its share
             imb = 0.0 if capacity else imbalance(model, par, tokens) * (p["experts"] + p["ep"])
@@ -137,10 +151,10 @@ def main() -> None:
             shares.append(total / miss)
             launch = gpu.launch_s
             if (stem, i) not in OUTLIERS:
-                by_graphs.setdefault(GRAPHS.get((stem, i), '?'), []).append(miss / p['compute'])
-                excess.append((stem, i, miss, p['compute']))
+                by_graphs.setdefault(gr, []).append(miss / p['compute'])
+                excess.append((stem, i, miss, p['compute'], gr))
             print(f"{stem[4:38]:34s} {i:3d} {par.moe_dispatcher:8s} {'yes' if par.moe_a2a_overlap else 'no':3s} "
-                  f"{batch.precision:4s} {par.ep:3d} {GRAPHS.get((stem, i), '?'):3s}{1e3 * miss:6.2f} {1e3 * p['compute']:6.2f} {1e3 * p['experts']:6.2f} "
+                  f"{batch.precision:4s} {par.ep:3d} {gr:3s}{1e3 * miss:6.2f} {1e3 * p['compute']:6.2f} {1e3 * p['experts']:6.2f} "
                   f"{1e3 * p['ep']:6.2f} | {1e3 * router:6.2f} {1e3 * imb:6.2f} {1e3 * tiles:6.2f} {1e3 * p['sm_share']:6.2f} "
                   f"{1e3 * total:6.2f} {100 * total / miss:5.0f}% | {miss / router:6.1f}x {1e6 * miss / ROUTER_PROFILE_KERNELS:6.0f} "
                   f"{(p['ep'] + miss) / p['ep'] if p['ep'] > 0 else float('nan'):5.2f} {(p['experts'] + miss) / p['experts']:5.2f} {miss / p['compute']:5.2f}")
@@ -154,8 +168,8 @@ def main() -> None:
     graphed = float(np.median(by_graphs["yes"]))
     print(f"ungraphed rows: the miss beyond the graphed rows' median share ({graphed:.2f} of compute), ms a pass, and as forward "
           f"host calls at Megatron's measured {1e6 * MEGATRON_HOST_KERNEL_S:.0f} us each (framework.MoeHost, unprofiled):")
-    for stem, i, miss, compute in excess:
-        if GRAPHS.get((stem, i)) == "no":
+    for stem, i, miss, compute, gr in excess:
+        if gr == "no":
             extra = miss - graphed * compute
             print(f"  {stem[4:38]:34s} {i}  {1e3 * extra:5.2f} ms  {extra / MEGATRON_HOST_KERNEL_S:4.0f} calls")
 

@@ -4,13 +4,20 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import moe_sync
+from simcluster.llm import moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 
 MOE_MEGATRON = ("MoE: all 23 published H100 Megatron MoE rows are predicted fast (+6% to +166% tokens/s, 37% mean, "
                 "with their recipes' settings and the host after the dispatcher sync; docs/models/llm.md, Validation): take "
                 "this step time as optimistic and compare variants rather than absolute times")
+# appended where the host after the dispatcher sync is priced (llm/moe_sync.py, llm/moe_graphs.py), by framework.moe_graphs
+MOE_GRAPHS = {True: ("; router and dispatcher preprocess are assumed CUDA-graphed (Megatron-Core's moe_router / "
+                     "moe_preprocess scopes, as the host cost's source row): for a recipe without those graphs set "
+                     "`framework: {{name: megatron, moe_graphs: false}}`"),
+              False: ("; router and dispatcher preprocess not CUDA-graphed: their {n} more host calls a forward MoE layer "
+                      "pass are priced at {us:.0f} us each, Megatron-Core's local-spec host per kernel measured on H200 "
+                      "hosts, extrapolated to these calls (llm/moe_graphs.py)")}
 # the host after the MoE dispatcher sync (llm/moe_sync.py): c comes from one H100 BF16 profile with CUDA graphs over router
 # and preprocess; elsewhere it is used unmeasured
 MOE_SYNC_EXTRAPOLATED = ("MoE host after the dispatcher sync: its cost per host call ({c_us:.1f} us) was derived on H100 "
@@ -54,7 +61,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     """The caveats of one prediction (empty when its class is validated within the target)."""
     out = []
     if model.moe and framework.name.startswith("megatron"):
-        out.append(MOE_MEGATRON)
+        graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
+        out.append(MOE_MEGATRON + (graphs if moe_sync.applies(framework, par) else ""))
     if model.moe and moe_sync.applies(framework, par):
         where = [f"GPU card {gpu.name}"] if not gpu.name.startswith(H100_CLASS) else []
         where += [f"{precision} runs"] if precision != "bf16" else []

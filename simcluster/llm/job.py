@@ -122,6 +122,9 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     if moe_graphs is not None and not (model.moe and fw.transformer_engine and fw.moe_host is None):
         r.fail(f"{key}.framework.moe_graphs", "prices Megatron-Core's MoE router and preprocess under Transformer Engine "
                "(llm/moe_graphs.py); this model or framework has none", hint="remove it")
+    if moe_graphs is False and par.moe_a2a_overlap:
+        r.fail(f"{key}.framework.moe_graphs", "changes nothing under parallel.moe_a2a_overlap (the MoE host term is off "
+               "there, llm/moe_sync.py)", hint="remove it, or moe_a2a_overlap: false")
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan

@@ -3,23 +3,33 @@
 
 Megatron-Core can capture a MoE layer's router and the dispatcher's preprocess in CUDA graphs (cuda_graph_scope
 moe_router, moe_preprocess); the host then launches each as one graph. The source row of moe_sync's per-call cost c had
-them captured (the skills' Qwen3 30B BF16 profile), so moe_sync prices the router as one modelled call and the preprocess
-as none. A recipe without those graphs issues them op by op, just before the forward's sync, where the host is on the
-critical path (the GPU queue drains at every sync). Its forward calls, read from Megatron-Core (router.py
-TopKRouter.forward / routing with moe_router_fusion and the benchmarks' force balance; token_dispatcher.py
-MoEAlltoAllTokenDispatcher.preprocess, dropless, ep > 1):
-- router after its GEMM (ROUTER_CALLS = 7): the random logits (clone, normal_), the fused top-k with its score function,
-  the fused aux-loss scores, their tokens-per-expert sum, the fused aux loss, the aux-loss tracker's add;
-- preprocess (PREPROCESS_CALLS = 12): the per-expert count and its cast to long, the input splits' reshape-sum, the
-  counts' all_gather over TP x EP, the local experts' slice made contiguous, the per-rank, per-TP-rank and per-local-
-  expert sums, and the device-to-host copies of the split sizes and counts (4);
-less the GRAPH_LAUNCHES = 2 graphs a captured recipe launches instead: UNGRAPHED_CALLS = 17 more forward host calls a
-layer pass. A count read from the code (one version; HybridEP's flex preprocess is other code, counted the same), not
-traced: +-30% is its honest range. Each costs HOST_CALL_S, Megatron-Core's measured host time per small forward kernel
-(framework.MoeHost: 50 us under the profiler on the H200 traces of session 30, 40 us unprofiled), not moe_sync's c,
-which is per modelled Transformer Engine call. Their GPU time (a few us each, T x E tensors) is not priced, captured or
-not (llm.md, Missing). The backward has no sync and is unchanged. Where moe_sync does not apply (A2A overlap, the local
-spec) neither does this term.
+them captured (the skills' Qwen3 30B BF16 profile). A recipe without those graphs issues them op by op, just before the
+forward's sync, where the host is on the critical path (the GPU queue drains at every sync). Read from NVIDIA/Megatron-LM
+at d98e8a64 (2026-08-22; the stored snapshot; the graph scopes postdate 0014f137, which has no moe_preprocess), under
+megatron/core/transformer/moe/, with moe_router_fusion, the benchmarks' force balance, dropless, ep > 1:
+- router after its GEMM (ROUTER_CALLS = 7; router.py TopKRouter.forward L845-873, routing L746-837): the random logits
+  (apply_random_logits L861-863: clone, normal_), the fused top-k with its score function (L779), the fused aux-loss
+  scores (L806), their tokens-per-expert sum, the fused aux loss and the aux-loss tracker's add (_apply_aux_loss L410-448);
+- preprocess (PREPROCESS_CALLS = 8; token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess L501-622, L543-596): the
+  per-expert count and its cast to long (L543), the input splits' reshape-sum, the counts' all_gather over TP x EP, the
+  local experts' slice made contiguous, the per-rank, per-TP-rank and per-local-expert sums.
+Not counted: the device-to-host copies of the split sizes and counts (4; _maybe_dtoh_and_synchronize L921-958). Both
+forms issue them eagerly: ungraphed at "before_permutation_1" in dispatch_preprocess (L661-663); with moe_preprocess
+captured the dispatcher moves that point to "before_ep_alltoall" (__init__ L465-470), issued in token_dispatch
+(L702-704), outside the graph, whose scope is MoELayer.preprocess -> dispatch_preprocess (moe_layer.py L454-494,
+moe_utils.py maybe_skip_or_early_return_by_cudagraph L1655-1760). Nor any graph launch: the graphed form prices the
+router graph as the one modelled `router` call at c and the permutation inside the preprocess graph as the `permute` call
+at c (the preprocess graph's launch at 0, inside c's calibration); ungraphed, those two modelled calls are the router
+GEMM and the permutation issued eagerly, so the difference is UNGRAPHED_CALLS = 7 + 8 = 15 forward host calls a layer
+pass, the rest priced alike. A count read from the code (one version; HybridEP's flex preprocess is other code, counted
+the same), not traced: +-30% is its honest range. Each costs HOST_CALL_S = 40 us, Megatron-Core's measured host time per
+small forward kernel (framework.MoeHost: 50 us under the profiler on the local spec's H200 traces of session 30, 40 us
+unprofiled), not moe_sync's c (146.3 us, an effective cost per modelled Transformer Engine call that carries the
+unmodelled calls around it, from a DGX-H100 profile). Applied to Transformer Engine's fused router kernels, an NCCL
+all_gather and small torch ops on DGX-H100 hosts it is an extrapolation (other kernels, other host CPUs), not a
+measurement of these calls. Their GPU time (a few us each, T x E tensors) is not priced, captured or not (llm.md,
+Missing). The backward has no sync and is unchanged. Where moe_sync does not apply (A2A overlap, the local spec)
+neither does this term (a scenario's `framework.moe_graphs: false` is refused there, llm/job.py).
 """
 
 from __future__ import annotations
@@ -28,10 +38,9 @@ import numpy as np
 
 from simcluster.llm.framework import MoeHost
 
-ROUTER_CALLS = 7
-PREPROCESS_CALLS = 12
-GRAPH_LAUNCHES = 2
-UNGRAPHED_CALLS = ROUTER_CALLS + PREPROCESS_CALLS - GRAPH_LAUNCHES
+ROUTER_CALLS = 7       # router.py at d98e8a64 (docstring)
+PREPROCESS_CALLS = 8   # token_dispatcher.py preprocess at d98e8a64, less the D2H copies both forms issue
+UNGRAPHED_CALLS = ROUTER_CALLS + PREPROCESS_CALLS
 HOST_CALL_S = MoeHost().kernel_s / MoeHost().profiled_over_plain   # 40 us: Megatron-Core's host per small forward kernel
 
 
