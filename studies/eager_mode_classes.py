@@ -154,7 +154,7 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.heldout import eager as heldout
-    from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops
+    from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops, work
     from simcluster.llm.memory import stage_params
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
@@ -188,19 +188,21 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     updated = params.total / (par.dp * par.cp if par.zero >= 1 else 1)
     out["optimizer"] = gpu.memory_time_s(fw.adam_bytes * updated)
     out["copies"] = gpu.memory_time_s(fw.grad_scale_bytes * params.total)   # pipelining's division of the gradients
-    if fw.ddp_bucket_bytes > 0 and par.dp * par.cp > 1 and par.zero == 0:
-        out["copies"] += gpu.memory_time_s(4 * fw.ddp_bucket_bytes * params.total)
     # the data-parallel collectives alone (C) and beside the compute (C / r; the compute loses s C / r: work._beside)
     net = comm.Network(load_collective(ROOT / heldout.CARDS[("nvlink", 2)])[0], par.gpus)
     g = comm.groups(par, net)
+    last_s = 0.0
     if par.zero == 3:   # per layer: an all_gather forward, again backward, a reduce_scatter backward
         per = params.dense / layers
         out["nccl_alone"] = layers * (2 * comm.collective_s(net, g.dense_grad, "all_gather", per * fw.param_bytes)
                                       + comm.collective_s(net, g.dense_grad, "reduce_scatter", per * fw.grad_bytes))
-    elif fw.comm_interference:
-        out["nccl_alone"] = sum(comm.bucket_times(net, g.dense_grad, 0, params.dense, fw.bucket_params))
+    elif fw.ddp_bucket_bytes > 0 and par.dp * par.cp > 1:   # torch DDP: its buckets, the last alone after the backward
+        sizes = comm.ddp_bucket_bytes(model, par, params.dense, layers, stage == 0, stage == par.pp - 1, fw.bucket_params)
+        times = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
+        out["nccl_alone"], last_s = sum(times), times[-1]
+        out["copies"] += work.ddp_bucket_copies_s(gpu, par, fw, params, sizes[-1] / comm.GRAD_BYTES, last_s)
     if fw.comm_interference and gpu.overlap_compute_slowdown > 0:
-        out["nccl_beside"] = out.get("nccl_alone", 0.0) / gpu.overlap_comm_rate
+        out["nccl_beside"] = (out.get("nccl_alone", 0.0) - last_s) / gpu.overlap_comm_rate
         out["beside_loss"] = gpu.overlap_compute_slowdown * out["nccl_beside"]
     pred = heldout.regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)
     out["step"] = pred["step_ms"] * 1e-3
@@ -250,7 +252,8 @@ def main(argv: list[str]) -> int:
     print("\nNCCL and the step (ms). Measured: span (first kernel to last), compute busy (union of non-NCCL kernels), NCCL")
     print("exposed (no compute kernel beside it) and beside compute, idle (no kernel); GEMM + attention kernels beside NCCL,")
     print("their loss against the same launches of the 1-GPU 3b 2048:3 step, and the other launches' drift from it.")
-    print("Model: C (the data-parallel collectives alone), C / r (beside compute), s C / r (compute lost), the breakdown.")
+    print("Model: C (the data-parallel collectives alone), C / r (those beside compute: DDP's last bucket runs alone after")
+    print("the backward), s C / r (compute lost), the breakdown.")
     print(f"{'step':22} {'r':>1} {'span':>7} {'busy':>7} {'n.exp':>7} {'n.bes':>7} {'idle':>7} {'k.bes':>7} {'loss':>7} "
           f"{'drift':>7} | {'C':>6} {'C/r':>6} {'sC/r':>6} {'step':>7} {'compute':>7} {'dp':>6} {'pp':>5} {'bubble':>6} "
           f"{'other':>6} {'strag':>6}")
