@@ -32,6 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.traces.torch_profiler import _intersection as overlap  # noqa: E402  (the interval helpers of
+from simcluster.traces.torch_profiler import _length as length  # noqa: E402       the profiled-step reader)
+from simcluster.traces.torch_profiler import _union as union  # noqa: E402
+
 PROFILED = ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29" / "profiled"
 CLASSES = ("gemm", "attention", "memory", "optimizer", "copies", "nccl")
 COMPUTE = CLASSES[:-1]
@@ -67,34 +71,6 @@ def kernels(trace: dict) -> list[tuple[float, float, str, str]]:
             start = float(e["ts"]) * 1e-6
             out.append((start, start + float(e["dur"]) * 1e-6, classify(e["name"]), e["name"]))
     return sorted(out)
-
-
-def union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
-
-
-def length(spans: list[tuple[float, float]]) -> float:
-    return sum(b - a for a, b in spans)
-
-
-def overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Time in both of two disjoint, sorted interval lists."""
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(0.0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
 
 
 def measure(trace: dict) -> dict[str, float]:
