@@ -38,19 +38,11 @@ def predict() -> list[dict]:
     return out
 
 
-def _timed(torch, fn, reps: int = 10) -> float:
-    """Median seconds of fn over reps calls (CUDA events), after 3 warm-up calls."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return statistics.median(times)
+def _median(torch, fn) -> float:
+    """Median seconds of fn over 10 calls after 3 warm-up calls (studies/cp_attention/device.py's CUDA-event timer)."""
+    from studies.cp_attention.device import _timed
+
+    return statistics.median(_timed(torch, fn, 3, 10, torch.cuda.synchronize))
 
 
 def _one(torch, heads: int, kv: int, d: int, seq: int, backend: str) -> dict:
@@ -79,8 +71,8 @@ def _one(torch, heads: int, kv: int, d: int, seq: int, backend: str) -> dict:
 
     rec = {"heads": heads, "kv_heads": kv, "head_dim": d, "seq": seq, "backend": backend}
     try:
-        rec["fwd_s"] = _timed(torch, fwd)
-        rec["bwd_s"] = _timed(torch, fwd_bwd) - rec["fwd_s"]
+        rec["fwd_s"] = _median(torch, fwd)
+        rec["bwd_s"] = _median(torch, fwd_bwd) - rec["fwd_s"]
     except Exception as exc:  # noqa: BLE001 - a backend that cannot run a shape is recorded
         rec["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
     return rec
