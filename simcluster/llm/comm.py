@@ -319,5 +319,37 @@ def bucket_times(net: Network, group: Group, zero: int, params: float, bucket_pa
     return [full if n == sizes[0] else grad_sync_s(net, group, zero, n) for n in sizes]
 
 
+DDP_FIRST_BUCKET_BYTES = 2**20   # torch DDP's first bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB)
+
+
+def ddp_buckets(tensors: list[float], cap_bytes: float, first_cap_bytes: float = DDP_FIRST_BUCKET_BYTES) -> list[float]:
+    """torch DDP's gradient buckets (bytes) from its gradient tensors (bytes) in the order the backward fills them:
+    reducer.cpp's compute_bucket_assignment_by_size adds whole tensors to the open bucket and closes it once it holds
+    its limit or more (1 MiB for the first, bucket_cap_mb after), so a tensor larger than the cap is a bucket of its
+    own and is never split."""
+    out, size, limit = [], 0.0, first_cap_bytes
+    for t in tensors:
+        size += t
+        if size >= limit:
+            out.append(size)
+            size, limit = 0.0, cap_bytes
+    return out + ([size] if size > 0 else [])
+
+
+def ddp_bucket_bytes(model: TransformerSpec, par: ParallelSpec, params: float, layers: int, first: bool, last: bool,
+                     cap_params: int) -> list[float]:
+    """torch DDP's buckets (ddp_buckets, bytes of fp32 gradients: GRAD_BYTES) of a chunk of `layers` decoder layers
+    holding `params` parameters: the runner's tensors in reverse registration order (the LM head where last and untied,
+    the final norm; per layer down, up, gate, the MLP norm, o, v, k, q, the attention norm; the embedding where first);
+    what the layers do not hold is the embedding (first) and the head (last), halved where a chunk holds both untied."""
+    t, h, d = par.tp, model.hidden, model.head_dim
+    q, kv = model.heads * d * h / t, model.kv_heads * d * h / t
+    layer = [model.mlp_params() / t / model.mlp_matrices] * model.mlp_matrices + [h, q, kv, kv, q, h]
+    rest = max(0.0, params - layers * sum(layer))
+    head = rest / 2 if first and last and not model.tied_embeddings else (0.0 if first else rest)
+    tensors = ([head] if head else []) + layer * layers + ([rest - head] if rest - head > 0 else [])
+    return ddp_buckets([x * GRAD_BYTES for x in tensors], cap_params * GRAD_BYTES)
+
+
 def param_gather_s(net: Network, group: Group, params: float) -> float:
     return collective_s(net, group, "all_gather", params * PARAM_BYTES)

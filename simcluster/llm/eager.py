@@ -1,7 +1,7 @@
 """Eager PyTorch training (the `llm-step` runner's code, simcluster/runner/llm_step.py) as a framework of the step model:
 fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the parallel wrapper the parallel block implies:
   dp > 1, zero 0   torch DDP: its reducer's fp32 bucket copy of the gradients (ddp_bucket_bytes 4; memory and the
-                   step's bucket copies, work._ddp_bucket_copies_s); its bucket all_reduces and the backward they
+                   step's bucket copies, work.ddp_bucket_copies_s); its bucket all_reduces and the backward they
                    overlap slow each other by the GPU card's measured comm_overlap (comm_interference, work._beside:
                    measured for all_reduce beside GEMMs over NVLink; the socket transport is not measured, and
                    validation/llm_two_gpu.py turns it off there)

@@ -22,7 +22,7 @@ parameter it updates under Megatron (fp32 master, m, v and grad read; master, m,
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
 weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
 one kernel per weight). torch DDP's reducer adds its bucket copies (4 x ddp_bucket_bytes per parameter) to the optimizer's
-step (_ddp_bucket_copies_s). Eager torch checkpointing casts each block's weights again in its backward (_recast);
+step (ddp_bucket_copies_s). Eager torch checkpointing casts each block's weights again in its backward (_recast);
 torch pipelining casts the weights once per step (one autocast around the schedule: priced with the optimizer step),
 divides the gradients by m (grad_scale_bytes) and merges the last stage's logits after its last backward.
 """
@@ -196,15 +196,21 @@ def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c
     return ep_f, ep_b
 
 
-def _ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params) -> float:
+def ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params, last_params: float = 0.0,
+                         last_s: float = 0.0) -> float:
     """torch DDP's reducer (FrameworkSpec.ddp_bucket_bytes > 0, dp > 1, no ZeRO): each gradient is copied into its
-    bucket, divided by the world size on the way (read + write), and after the all_reduce the bucket is copied back
-    into param.grad (gradient_as_bucket_view off: read + write): 4 x ddp_bucket_bytes per parameter per step on the
-    compute stream, once per step (the copy-in runs in the backward's hooks, the copy-out when the backward is
-    finalized; both end before the optimizer, so they are priced with it)."""
+    bucket, divided by the world size on the way (reducer.cpp's mul_out: read + write), and after the all_reduce the
+    bucket is copied back into param.grad (gradient_as_bucket_view off: read + write): 4 x ddp_bucket_bytes per parameter
+    per step on the compute stream (the copy-in runs in the backward's hooks, the copy-out when the backward is
+    finalized; both end before the optimizer, so they are priced with it). finalize_backward waits for each bucket's
+    all_reduce on the stream and then enqueues its copy-out, so the copy-outs of all buckets but the last (of
+    `last_params` parameters, reduced in `last_s`: the embedding's where it is tied) run beside the last all_reduce,
+    which the step waits for anyway: up to last_s of them is hidden."""
     if fw.ddp_bucket_bytes <= 0 or par.dp * par.cp <= 1 or par.zero != 0:   # torch CP: DDP over dp x cp (llm/torch_cp.py)
         return 0.0
-    return gpu.memory_time_s(4 * fw.ddp_bucket_bytes * (params.dense + params.expert))
+    total = params.dense + params.expert
+    others = gpu.memory_time_s(2 * fw.ddp_bucket_bytes * max(0.0, total - last_params)) if last_s > 0 else 0.0
+    return gpu.memory_time_s(4 * fw.ddp_bucket_bytes * total) - min(others, last_s)
 
 
 def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, dense: float, expert: float,
@@ -298,7 +304,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     stages = []
     for s in range(pp):
         fwd, bwd, buckets, gathers, gather_buckets, slowdowns = [], [], [], [], [], []
-        opt_casts = 0.0
+        opt_casts, ddp_last = 0.0, (0.0, 0.0)
+        whole = fw.ddp_bucket_bytes > 0 and par.zero == 0 and not model.moe   # torch DDP (comm.ddp_bucket_bytes)
         params = stage_params(model, par, s)
         for c in range(v):
             vs = c * pp + s
@@ -322,8 +329,12 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
                 gathers.append(0.0)
             else:
-                chunk_buckets = (comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
-                                 + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params))
+                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
+                if whole:   # torch DDP's buckets: whole tensors
+                    sizes = comm.ddp_bucket_bytes(model, par, dense, layers_per_chunk, vs == 0, vs == last_vs, fw.bucket_params)
+                    dense_buckets = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
+                    ddp_last = (sizes[-1] / comm.GRAD_BYTES, dense_buckets[-1]) if c == 0 else ddp_last
+                chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params)
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                           if par.zero in (1, 2) else 0.0)
                 gathers.append(gather)
@@ -351,14 +362,17 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             fwd.append(f)
             bwd.append(b)
             slow = 0.0
-            if par.zero != 3 and chunk_buckets:   # the reductions of the chunk's last backward run beside it
-                total = sum(chunk_buckets)
+            if par.zero != 3 and chunk_buckets:   # the reductions of the chunk's last backward run beside it; torch DDP's
+                alone = chunk_buckets[-1:] if whole else []   # last is ready when its compute ends: alone (the copy-outs)
+                beside = chunk_buckets[:len(chunk_buckets) - len(alone)]
+                total = sum(beside)
                 slow, span = _beside(b.duration_s, total, gpu, fw)
-                chunk_buckets = [t * span / total for t in chunk_buckets] if total > 0 else chunk_buckets
+                chunk_buckets = ([t * span / total for t in beside] if total > 0 else beside) + alone
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _host_step_s(fw, par, model.layers) + _ddp_bucket_copies_s(gpu, par, fw, params) + opt_casts
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _host_step_s(fw, par, model.layers)
+               + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
