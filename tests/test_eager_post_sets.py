@@ -12,13 +12,12 @@ POST = ("calibration/h200x2-llm-eager-post-2026-11-29", "calibration/h200x2-llm-
 
 
 def _planned(name: str) -> set[tuple]:
-    modes, sizes = regimes.PLANS[name]
+    _, sizes = regimes.PLANS[name]
     out = set()
     for size in sizes:
         preset, mb = size[0], size[1]
         seq = size[3] if len(size) > 3 else regimes.SEQ
-        m = max(regimes.layout_of(mode)[2] for mode in modes)   # the pipelines' micro-batches: tokens x m per step
-        out |= {(preset, PRESETS[preset]["layers"], seq * mb), (preset, PRESETS[preset]["layers"], seq * mb * m)}
+        out.add((preset, PRESETS[preset]["layers"], seq * mb))   # per micro-batch, as measured_llm_tokens keys documents
     return out
 
 

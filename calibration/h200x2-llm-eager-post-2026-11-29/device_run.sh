@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 44, session 37: the post sets (validation/llm_eager_regimes.py --plan post and --plan postcp), predictions
 # registered in each bundle's registered.yaml before this ran. post: DDP, FSDP2, PP 2 1F1B and GPipe (4 micro-batches)
-# at 1.1b 2048:5, 0.8b 2048:6, 2b 2048:3; postcp (calibration/h200x2-llm-eager-postcp-2026-11-29): torch CP over both
+# at 1.1b 2048:5, 0.8b 2048:1, 2b 2048:3; postcp (calibration/h200x2-llm-eager-postcp-2026-11-29): torch CP over both
 # ranks with DDP at 1.1b 32768:1, 2b 32768:1, 0.8b 32768:2. Each run one process, --warmup 3 --steps 10 --profile 0,
 # round-robin over the sizes. TP is left out (at the machine's noise: calibration/h200x2-llm-eager-noise-2026-11-29).
 #   MAIN_COMMIT=<main> bash calibration/h200x2-llm-eager-post-2026-11-29/device_run.sh   (2 x H200; $OUT comes back)
@@ -23,7 +23,7 @@ run() {   # set, name, limit (s), command...
 }
 two="python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m simcluster.runner.llm_step"
 common="--warmup 3 --steps 10 --profile 0"
-for spec in "1.1b 2048:5" "0.8b 2048:6" "2b 2048:3"; do
+for spec in "1.1b 2048:5" "0.8b 2048:1" "2b 2048:3"; do
   set -- $spec
   run post ddp-$1 90 $two --preset $1 --shapes $2 $common --mode ddp
   run post fsdp-$1 90 $two --preset $1 --shapes $2 $common --mode fsdp

@@ -3,10 +3,9 @@ predicted from each run's architecture, sequence, micro-batch and mode alone: th
 gpu-micro only), the eager host cost of the run's own mode (fitted on hidden-128 decoders, never on these steps), and
 the NVLink or socket collective card of that many ranks. Nothing is fitted on these runs.
 
-Modes onto the model (validation/llm_two_gpu.py's docstring says what each cannot express):
-  ddp    ParallelSpec(dp=world)            fsdp  ParallelSpec(dp=world, zero=3)      tp  ParallelSpec(tp=world)
-  pp     ParallelSpec(pp=2, gpipe or 1f1b), 4 micro-batches (calibration/llm-eager-regimes-2026-11-28)
-  single ParallelSpec(), with or without activation checkpointing (recompute full)
+Modes onto the model (validation/llm_two_gpu.py's docstring says what each cannot express): ddp ParallelSpec(dp=world),
+fsdp ParallelSpec(dp=world, zero=3), tp ParallelSpec(tp=world), pp ParallelSpec(pp=2, gpipe or 1f1b) with 4 micro-batches
+(calibration/llm-eager-regimes-2026-11-28), single ParallelSpec() with or without activation checkpointing (full).
 
 Held out: the sealed sets (SEALED), each registered before it was collected, and the registered bundles (REGISTERED).
 The three first 2-GPU bundles (DEVELOPMENT) are left out: mechanisms were added after seeing them. The sealed sets were
@@ -334,6 +333,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
     mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
     return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
+            "steady_mem_GiB": [round(s.steady_allocated / GiB, 3) for s in mems],   # the peak after the first steps
             "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
 
 
