@@ -8,9 +8,8 @@ fsdp ParallelSpec(dp=world, zero=3), tp ParallelSpec(tp=world), pp ParallelSpec(
 (calibration/llm-eager-regimes-2026-11-28), single ParallelSpec() with or without activation checkpointing (full).
 
 Held out: the sealed sets (SEALED), each registered before it was collected, and the registered bundles (REGISTERED).
-The three first 2-GPU bundles (DEVELOPMENT) are left out: mechanisms were added after seeing them. The sealed sets were
-each read once as registered and may have been looked at since (docs/models/llm-findings.md): never fitted on, but
-their coverage is the optimistic side of held out."""
+The three first 2-GPU bundles (DEVELOPMENT) are left out: mechanisms were added after seeing them. The sealed sets were each read
+once as registered and may have been looked at since (llm-findings.md): never fitted on, their coverage is held out's optimistic side."""
 
 from __future__ import annotations
 
@@ -38,8 +37,9 @@ PIPELINE2_BUNDLE = "calibration/h200x4-llm-eager-pipeline2-2026-11-28"   # pipel
 TWO_BUNDLE = "calibration/h200x2-llm-eager-two-2026-11-29"   # DDP / FSDP2 / TP / 2-stage pipelines at 2 GPUs (SIZES5, session 36)
 TWOHOST_BUNDLE = "calibration/h200x2-llm-eager-twohost-2026-11-29"   # DDP / FSDP2 / TP with the lease's host runs (SIZES6)
 CP_BUNDLE = "calibration/h200x2-llm-eager-cp-2026-11-29"   # torch's context parallelism over 2 ranks at 16K-32K (SIZES7)
+POST_BUNDLES = ("calibration/h200x2-llm-eager-post-2026-11-29", "calibration/h200x2-llm-eager-postcp-2026-11-29")   # s37
 REGISTERED = (REGIMES_BUNDLE, MESHES_BUNDLE, MESHES2_BUNDLE, PIPELINE_BUNDLE, TPDP_BUNDLE, PIPELINE2_BUNDLE,
-              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE, CP_BUNDLE)   # each against registered.yaml
+              TPDP2_BUNDLE, TWO_BUNDLE, TWOHOST_BUNDLE, CP_BUNDLE, *POST_BUNDLES)   # each against registered.yaml
 MESH_HOST = ROOT / MESHES2_BUNDLE / "host"   # the 2-D modes' host runs (tp+ddp, tp+fsdp on 4 ranks, tp on 2), its first call
 # each transport's collective card per rank count (the cards `predict collective` uses for H200 at 2 and 4 ranks)
 CARDS = {("nvlink", 2): "models/collective/h200x2-primitives.yaml", ("socket", 2): "models/collective/h200x2-socket.yaml",
