@@ -62,7 +62,8 @@ def kernel_name(torch, fn) -> str:
     return " + ".join(names)
 
 
-def run(path: str) -> int:
+def run(path: str, shapes=SHAPES, variants=VARIANTS) -> int:
+    """Time every (shape, pass, variant) on the device into `path` (`shapes` / `variants`: another study's plan)."""
     import torch
 
     from simcluster.runner.gpu_timing import SETTLE_S, ClockSampler, Interleaver, Timer, clocks
@@ -78,9 +79,9 @@ def run(path: str) -> int:
     inter = Interleaver(torch, dev, timer, 2**27)
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "clocks_before": clocks(), "records": []}
-    for preset, tokens, lin, out, inp in SHAPES:
+    for preset, tokens, lin, out, inp in shapes:
         for ps in PASSES:
-            for variant in VARIANTS:
+            for variant in variants:
                 fn = make(torch, dev, tokens, out, inp, ps, variant)
                 b2b = timer(fn)
                 t1 = time.perf_counter()
