@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,7 @@ def run(path: str, shapes=SHAPES, variants=VARIANTS) -> int:
     del big
     inter = Interleaver(torch, dev, timer, 2**27)
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "main_commit": os.environ.get("MAIN_COMMIT"),
            "clocks_before": clocks(), "records": []}
     for preset, tokens, lin, out, inp in shapes:
         for ps in PASSES:

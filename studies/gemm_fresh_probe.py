@@ -62,8 +62,17 @@ def read(out_path: str, reg_path: str) -> int:
     try:
         measured = {(r["preset"], r["linear"], r["pass"]): r for r in json.loads(Path(out_path).read_text())["records"]}
         registered = json.loads(Path(reg_path).read_text())["rows"]
+        keys = [(r["preset"], r["linear"], r["pass"]) for r in registered]
+        bad = [k for k, r in measured.items() if not (r.get("time_s", 0) > 0 and r.get("b2b_s", 0) > 0)]
+        bad += [(r["preset"], r["linear"], r["pass"]) for r in registered if not (r["session36_s"] > 0 and r["refit_s"] > 0)]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"{out_path} / {reg_path}: not this probe's documents ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 1
+    if keys != [(p, lin, ps) for p, lin, ps, _ in planned()]:
+        print(f"{reg_path}: its rows are not the 18 planned GEMMs (planned()): no verdict", file=sys.stderr)
+        return 1
+    if bad:
+        print(f"{out_path} / {reg_path}: a time missing or not > 0 at {bad[0]}: no verdict", file=sys.stderr)
         return 1
     errs = {"session36": [], "refit": []}
     b2b = {"session36": [], "refit": []}

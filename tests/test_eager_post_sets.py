@@ -105,3 +105,12 @@ def test_a_short_steady_list_is_a_one_line_error(tmp_path, capsys):
     assert regimes.compare(tmp_path) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "registered.yaml" in err[0] and "steady_mem_GiB has 1 entries, no stage 1" in err[0]
+
+
+def test_a_registration_without_stage_peaks_is_a_one_line_error():
+    import pytest
+
+    from simcluster.errors import SimclusterError
+
+    with pytest.raises(SimclusterError, match="no stage_mem_GiB list"):
+        regimes.mem_error({"steady_mem_GiB": [40.0]}, 0, 45.0)

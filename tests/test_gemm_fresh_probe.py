@@ -9,12 +9,31 @@ probe = load_script(ROOT / "studies" / "gemm_fresh_probe.py")
 BUNDLE = ROOT / "calibration" / "h200x1-gemm-fresh-2026-11-29"
 
 
+def _gemm_shapes(node, out: set) -> None:
+    """Every (m, n, k) a JSON document names: {m, n, k} objects and "mnk" lists, at any depth."""
+    if isinstance(node, dict):
+        if all(isinstance(node.get(a), int) for a in ("m", "n", "k")):
+            out.add((node["m"], node["n"], node["k"]))
+        if isinstance(node.get("mnk"), list) and len(node["mnk"]) == 3:
+            out.add(tuple(node["mnk"]))
+        for value in node.values():
+            _gemm_shapes(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _gemm_shapes(value, out)
+
+
 def test_the_fresh_shapes_were_new_and_distinct():
-    seen = set()
-    for path in ROOT.glob("calibration/h*x1-gpu-interleaved-2026-11-23/gpu-micro/gpu-micro/stdout.txt"):
-        seen |= {(g["m"], g["n"], g["k"]) for g in json.loads(path.read_text())["gemm"]}
-    for name in ("h200x1-gemm-timing-2026-11-29/gemm-timing.json", "h200x1-eager-gemms-2026-11-29/eager-gemms.json"):
-        seen |= {tuple(r["mnk"]) for r in json.loads((ROOT / "calibration" / name).read_text())["records"]}
+    """New to every GEMM set under calibration/ (any JSON document or gpu-micro stdout), this set's own files aside."""
+    seen: set = set()
+    for path in [*ROOT.glob("calibration/**/*.json"), *ROOT.glob("calibration/**/stdout.txt")]:
+        if BUNDLE in path.parents:
+            continue
+        try:
+            _gemm_shapes(json.loads(path.read_text()), seen)
+        except (ValueError, UnicodeDecodeError):
+            continue
+    assert len(seen) > 100   # the scan reached the GEMM sets
     shapes = [tuple(r["mnk"]) for r in json.loads((BUNDLE / "registered.json").read_text())["rows"]]
     assert len(shapes) == len(set(shapes)) == 18 and not set(shapes) & seen
     assert [tuple(p[3]) for p in probe.planned()] == shapes

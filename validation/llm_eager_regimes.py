@@ -160,6 +160,8 @@ def mem_error(pred: dict, stage: int, measured_GiB: float) -> float:
     sets on) predicts the job's peak as the range [steady, allocated]: DDP's first-steps bucket copy is in the peak in
     some processes, not in others (calibration/h200x2-eager-diagnose-2026-11-29), so a peak inside it is 0, one outside
     is the error against the nearer end; an older registration, against `stage_mem_GiB` alone."""
+    if not isinstance(pred.get("stage_mem_GiB"), list):
+        raise SimclusterError("no stage_mem_GiB list (each stage's predicted peak)")
     his, los = pred["stage_mem_GiB"], pred.get("steady_mem_GiB", pred["stage_mem_GiB"])
     for key, values in (("stage_mem_GiB", his), ("steady_mem_GiB", los)):
         if stage >= len(values):   # a hand-edited or truncated registration: a one-line error, not an IndexError
@@ -168,6 +170,13 @@ def mem_error(pred: dict, stage: int, measured_GiB: float) -> float:
     if lo <= measured_GiB <= hi:
         return 0.0
     return pct(hi if measured_GiB > hi else lo, measured_GiB)
+
+
+def _registered_mem(pred: dict) -> str:
+    """The registered peak per stage; 'lo..hi' where the registration predicts a range (steady_mem_GiB)."""
+    if "steady_mem_GiB" not in pred:
+        return " / ".join(f"{p:.2f}" for p in pred["stage_mem_GiB"])
+    return " / ".join(f"{lo:.2f}..{hi:.2f}" for lo, hi in zip(pred["steady_mem_GiB"], pred["stage_mem_GiB"], strict=False))
 
 
 def compare(bundle: Path) -> int:
@@ -181,7 +190,6 @@ def compare(bundle: Path) -> int:
         return 1
     modes = list(dict.fromkeys(r["mode"] for r in reg["runs"]))   # the plan the bundle registered, whatever --plan said
     registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in reg["runs"]}
-    ranged = any("steady_mem_GiB" in p for r in reg["runs"] for p in r["predicted"].values())
     print(f"== {bundle.name}: measured vs predictions registered at {reg['registered_at_commit'][:10]}")
     print(f"{'model':>5} {'mode':>11} {'seq':>5} {'mb':>3} {'m':>2} {'meas ms':>9} {'reg ms':>9} {'err %':>7} {'now ms':>9} "
           f"{'meas GiB':>15} {'reg GiB':>15} {'err %':>13} {'now err %':>13}")
@@ -217,6 +225,7 @@ def compare(bundle: Path) -> int:
             now_peak = now if "steady_mem_GiB" in pred else {"stage_mem_GiB": now["stage_mem_GiB"]}
             now_me = [mem_error(now_peak, s, m) for s, m in zip(stage, meas_mem, strict=True)]
             acc = errors.setdefault(mode, {"time": [], "mem": [], "now_time": [], "now_mem": []})
+            acc["ranged"] = acc.get("ranged", False) or "steady_mem_GiB" in pred   # the rule's label, per mode
             acc["time"].append(te)
             acc["mem"] += me
             acc["now_time"].append(pct(now["step_ms"], shape["median_step_s"] * 1e3))
@@ -226,7 +235,7 @@ def compare(bundle: Path) -> int:
             if "steady_mem_GiB" not in pred and "steady_mem_GiB" in now:   # the range rule on an older set: labelled apart
                 acc.setdefault("now_mem_range", []).extend(mem_error(now, s, m) for s, m in zip(stage, meas_mem, strict=True))
             print(f"{head} {shape['median_step_s'] * 1e3:>9.1f} {pred['step_ms']:>9.1f} {te:>+7.1f} {now['step_ms']:>9.1f} "
-                  f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {' / '.join(f'{p:.2f}' for p in pred['stage_mem_GiB']):>15} "
+                  f"{' / '.join(f'{m:.2f}' for m in meas_mem):>15} {_registered_mem(pred):>15} "
                   f"{' / '.join(f'{e:+.1f}' for e in me):>13} {' / '.join(f'{e:+.1f}' for e in now_me):>13}")
     print()
     incomplete = 0
@@ -248,7 +257,7 @@ def compare(bundle: Path) -> int:
             print(f"{'':>11}  registered variant (the mode's own host fit, {where}): step mean "
                   f"{statistics.mean(abs(e) for e in v):.1f}% ({' / '.join(f'{e:+.1f}' for e in v)})")
         nt, nm = [abs(e) for e in errors[mode]["now_time"]], [abs(e) for e in errors[mode]["now_mem"]]
-        rule = "the range [peak after the first steps, job peak]" if ranged else "the job peak, the registration's rule"
+        rule = "the range [peak after the first steps, job peak]" if errors[mode].get("ranged") else "the job peak, the registration's rule"
         if (nt, nm) != (t, m):
             print(f"{'':>11}  current model (changed after the read: not held out): step mean {statistics.mean(nt):.1f}%, "
                   f"memory max {max(nm):.1f}% (mean {statistics.mean(nm):.1f}%; against {rule})")

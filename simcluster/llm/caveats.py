@@ -49,12 +49,13 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "and 9.2% mean), most at the shortest steps and at 4096 tokens; peaks within 0.8%. One GPU, Inductor "
                  "default mode only (docs/models/llm.md)")
 
-TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py); one registered "
-            "set on 2 x H200 (calibration/h200x2-llm-eager-cp-2026-11-29): step 3.6% mean |error|; the printed peak up to 12% "
-            "above the measured one (3b at 16K: DDP's first-steps bucket rebuild, which the runs did not hit), later steps' "
-            "peaks within 3% of the printed 'after the first steps' (calibration/h200x2-eager-diagnose-2026-11-29); cp > 2 "
-            "and across nodes unmeasured; DTensor's host dispatch of each SDPA call is not priced, so trust it only where the "
-            "step is GPU-bound (long sequences; docs/models/llm.md)")
+TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py); two registered "
+            "sets on 2 x H200: session 36's (calibration/h200x2-llm-eager-cp-2026-11-29) step 3.6% mean |error|, its printed "
+            "peak up to 12% above the measured (DDP's first-steps bucket copy, which those runs did not hit; later steps' "
+            "peaks within 3% of the printed 'after the first steps': calibration/h200x2-eager-diagnose-2026-11-29); session "
+            "37's (-postcp-2026-11-29) step 4.5%, every rank inside [after the first steps, the printed peak]; cp > 2 and "
+            "across nodes unmeasured; DTensor's host dispatch of each SDPA call is not priced, so trust it only where the step "
+            "is GPU-bound (long sequences; docs/models/llm.md)")
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16") -> list[str]:
