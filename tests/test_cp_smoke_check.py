@@ -1,7 +1,7 @@
 """The eager CP bundle's guards before its first device run (calibration/h200x2-llm-eager-cp-2026-11-29): the smoke's
 gate studies/cp_smoke_check.py fails a synthetic trace without flash / AllGather / SendRecv kernels and a cp loss off the
 single-GPU one and passes a true smoke; the MHA smoke runs first without gating; the runner's llm_cp gathers each rank's
-loss, keeps SIMCLUSTER_CP_REPEAT_KV off unless set (and such runs out of the registered read), takes its options module
+loss, leaves a run at another rank count out of the registered read, takes its options module
 from context_parallel's own, and its step gives the model the very buffers context_parallel shards (fake torch)."""
 
 from __future__ import annotations
@@ -89,34 +89,22 @@ def test_the_mha_smoke_runs_first_and_does_not_gate():
     mha = next(line for line in text.splitlines() if line.startswith("run smoke-mha"))
     assert "--kv-heads 4" in mha and "exit" not in mha and "|| echo" in mha
     assert text.index("run smoke-mha") < text.index("run smoke-tiny") < text.index("python3 studies/cp_smoke_check.py")
-    assert "SIMCLUSTER_CP_REPEAT_KV" not in text.replace("fallback SIMCLUSTER_CP_REPEAT_KV=1", "")   # prepared, not enabled
 
 
-def test_the_repeat_kv_fallback_is_off_unless_set_and_its_runs_are_not_the_registered_model(monkeypatch, tmp_path):
-    import pytest
+def test_a_cp_run_at_another_rank_count_is_not_a_registered_row(tmp_path):
     import yaml
 
     from simcluster.heldout import eager as heldout
-    from simcluster.runner import llm_cp
 
-    monkeypatch.delenv(llm_cp.REPEAT_KV, raising=False)
-    assert llm_cp.repeat_kv() is False
-    monkeypatch.setenv(llm_cp.REPEAT_KV, "1")
-    assert llm_cp.repeat_kv() is True
-    monkeypatch.setenv(llm_cp.REPEAT_KV, "yes")
-    with pytest.raises(SystemExit, match="SIMCLUSTER_CP_REPEAT_KV='yes'"):
-        llm_cp.repeat_kv()
-    readme = (ROOT / "calibration" / "h200x2-llm-eager-cp-2026-11-29" / "README.md").read_text()
-    assert "SIMCLUSTER_CP_REPEAT_KV=1" in readme and "re-registration" in readme
     reg = yaml.safe_load((ROOT / heldout.CP_BUNDLE / "registered.yaml").read_text())["runs"][0]
     shape = {"seq": reg["seq"], "micro_batch": reg["micro_batch"], "status": "ok", "median_step_s": 0.8}
     doc = {"tool": "llm-step", "mode": "cp", "world_size": 2, "device": {"name": "NVIDIA H200"}, "model": {"preset": reg["preset"]},
-           "shapes": [shape], "context_parallel": {"repeat_kv": False}}
+           "shapes": [shape]}
     (tmp_path / "registered.yaml").write_text(yaml.safe_dump({"runs": [reg]}))
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc))
     assert len(heldout.registered_rows(tmp_path)) == 1
-    (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc | {"context_parallel": {"repeat_kv": True}}))
+    (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc | {"world_size": 4}))
     assert heldout.registered_rows(tmp_path) == []
 
 

@@ -202,9 +202,6 @@ def compare(bundle: Path) -> int:
             if key not in registered or registered[key]["microbatches"] != shape.get("microbatches", 1):
                 print(f"{key} x {shape.get('microbatches', 1)} micro-batches: not registered, left out")
                 continue
-            if (doc.get("context_parallel") or {}).get("repeat_kv"):   # llm_cp.repeat_kv: the K / V bytes differ
-                print(f"{key}: ran with SIMCLUSTER_CP_REPEAT_KV=1, not the registered model (re-register): left out")
-                continue
             pred = registered[key]["predicted"][gpu_label]
             head = f"{key[0]:>5} {mode:>11} {key[2]:>5} {key[3]:>3} {shape.get('microbatches', 1):>2}"
             if shape["status"] != "ok":

@@ -385,13 +385,13 @@ def registered_rows(bundle: Path) -> list[dict]:
     docs, _ = regime_documents(bundle)
     out = []
     for doc in docs:
-        mode, preset, repeat_kv = regime_mode_of(doc), doc["model"].get("preset"), (doc.get("context_parallel") or {}).get("repeat_kv")
+        mode, preset = regime_mode_of(doc), doc["model"].get("preset")
         gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
         for shape in doc["shapes"]:
             reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
             par, gpus, _ = layout_of(mode) if reg is not None else (None, 0, 0)
-            if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1) or repeat_kv
-                    or doc.get("world_size", 1) != gpus):   # smoke / host runs; cp's repeated K / V; another rank count
+            if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1)
+                    or doc.get("world_size", 1) != gpus):   # smoke / host runs; another rank count
                 continue
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",

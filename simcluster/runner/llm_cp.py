@@ -10,26 +10,13 @@ backward fails its stride assert under CP (pytorch/pytorch#176915). The rotate m
 default). The weights are replicated: DDP over the same ranks averages the gradients (each rank's loss is the mean over
 its own tokens, the same count on every rank). The document records the CP options read back from torch ("context_parallel")
 and each rank's step time and peak memory per shape ("ranks").
-SIMCLUSTER_CP_REPEAT_KV=1 (prepared, not enabled by any registered run) repeats the K / V heads to the query heads
-before SDPA (llm_step.build's repeat_kv), as torchtitan does under CP (pytorch/torchtitan#1283), should GQA through
-flash fail under CP; the model's K / V bytes then change, so a run with it needs a re-registration (the document says
-"repeat_kv" under "context_parallel").
+GQA goes through flash under CP as is (enable_gqa; both registered cp sets ran so): session 36's prepared fallback that
+repeated the K / V heads first (SIMCLUSTER_CP_REPEAT_KV, as torchtitan does, pytorch/torchtitan#1283) was never used
+and is gone (session 37); documents of that time record "repeat_kv": false.
 torch is passed in (imported by llm_step.main only).
 """
 
 from __future__ import annotations
-
-import os
-
-REPEAT_KV = "SIMCLUSTER_CP_REPEAT_KV"
-
-
-def repeat_kv() -> bool:
-    """The fallback's switch (module docstring): 1 on, unset / 0 off."""
-    value = os.environ.get(REPEAT_KV, "0")
-    if value not in ("0", "1"):
-        raise SystemExit(f"{REPEAT_KV}={value!r}: expected 1 (repeat K / V heads before SDPA) or 0")
-    return value == "1"
 
 
 def check_shapes(shapes: list[tuple[int, int]], world: int) -> None:
@@ -117,5 +104,4 @@ class ContextParallel:
                 "module": getattr(self.module, "__name__", None), "sdpa_backend": str(self.backend),
                 "rotate_method": str(getattr(opts, "rotate_method", None)),
                 "load_balance": getattr(opts, "enable_load_balance", None),
-                "convert_to_f32": getattr(opts, "convert_to_f32", None), "gradient_sync": "DistributedDataParallel, all ranks",
-                "repeat_kv": repeat_kv()}
+                "convert_to_f32": getattr(opts, "convert_to_f32", None), "gradient_sync": "DistributedDataParallel, all ranks"}

@@ -87,9 +87,8 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
     return shapes
 
 
-def build(torch, cfg: dict, rope: bool, repeat_kv: bool = False):
-    """The decoder as an nn.Module (no torch at import time: classes are made here); repeat_kv: K / V heads repeated to
-    the query heads before SDPA (llm_cp.repeat_kv, a prepared fallback not used by any registered run)."""
+def build(torch, cfg: dict, rope: bool):
+    """The decoder as an nn.Module (no torch at import time: classes are made here)."""
     nn, F = torch.nn, torch.nn.functional
     hidden, heads, kv_heads = cfg["hidden"], cfg["heads"], cfg["kv_heads"]
     head_dim = hidden // heads
@@ -124,8 +123,6 @@ def build(torch, cfg: dict, rope: bool, repeat_kv: bool = False):
             v = self.v(x).view(b, s, -1, head_dim).transpose(1, 2)
             if cos is not None:
                 q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-            if repeat_kv and q.shape[1] != k.shape[1]:
-                k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
             gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
             return self.o(o.transpose(1, 2).reshape(b, s, -1))
@@ -329,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(f"cuda:{local}" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     with torch.device(device):
-        model = build(torch, cfg, rope=not args.no_rope, repeat_kv=args.mode == "cp" and llm_cp.repeat_kv())
+        model = build(torch, cfg, rope=not args.no_rope)
     if args.precision == "bf16":
         model = model.to(torch.bfloat16)
     model.checkpoint = ac_mode
