@@ -3,6 +3,7 @@ at (preset, tokens) new to calibration/ when planned, TP left out (at the machin
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT, load_script, measured_llm_tokens
 
 from simcluster.runner.llm_step import PRESETS
@@ -42,7 +43,6 @@ def test_the_post_plans_are_new_to_calibration_and_leave_tp_out():
 
 
 def test_the_registered_post_runs_are_held_out_rows_at_their_registered_steps():
-    import pytest
     import yaml
 
     from simcluster.heldout import eager
@@ -61,9 +61,9 @@ def test_the_registered_post_runs_are_held_out_rows_at_their_registered_steps():
 def test_the_range_rule_for_memory():
     pred = {"stage_mem_GiB": [50.0], "steady_mem_GiB": [40.0]}
     assert regimes.mem_error(pred, 0, 45.0) == 0.0
-    assert regimes.mem_error(pred, 0, 55.0) == regimes.pct(50.0, 55.0) < 0
-    assert regimes.mem_error(pred, 0, 36.0) == regimes.pct(40.0, 36.0) > 0
-    assert regimes.mem_error({"stage_mem_GiB": [50.0]}, 0, 45.0) == regimes.pct(50.0, 45.0)   # an older registration
+    assert regimes.mem_error(pred, 0, 55.0) == pytest.approx(-100 / 11)    # 50 against 55: the nearer end, the job peak
+    assert regimes.mem_error(pred, 0, 36.0) == pytest.approx(100 / 9)      # 40 against 36: the steady end
+    assert regimes.mem_error({"stage_mem_GiB": [50.0]}, 0, 45.0) == pytest.approx(100 / 9)   # an older registration
 
 
 def test_the_now_column_scores_an_older_registration_by_its_own_rule(tmp_path, capsys):
@@ -108,7 +108,6 @@ def test_a_short_steady_list_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_a_registration_without_stage_peaks_is_a_one_line_error():
-    import pytest
 
     from simcluster.errors import SimclusterError
 

@@ -48,7 +48,11 @@ def test_held_out_mlp_down_rows_improve(gpu):
         return statistics.mean(abs(card.gemm_time_s(s.m, s.n, s.k) / s.time_s - 1) for s in rows)
     # docs/models/gpu.md: whole -> split 4.8 -> 2.4% (H200), 5.4 -> 2.3% (H100) on the session-35 cards; on the session-37
     # refit (epilogue write, call time) the whole curve reads these rows itself: 2.4 -> 2.4% (H200), 4.1 -> 3.5% (H100)
-    assert err(split) <= err(whole) and err(split) < 0.04
+    assert err(split) < 0.04
+    if gpu == "h100":   # split-K still improves these rows
+        assert err(split) < err(whole)
+    else:               # the refit's whole curve reads them itself: split-K no longer changes any of them
+        assert all(split.gemm_time_s(s.m, s.n, s.k) == whole.gemm_time_s(s.m, s.n, s.k) for s in rows)
 
 
 def test_split_k_round_trips_and_bad_value_is_one_line(tmp_path):

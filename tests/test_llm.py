@@ -541,18 +541,25 @@ def test_ddp_bucket_copies_add_sixteen_bytes_per_parameter_per_step(h100):
 
     from simcluster.llm.work import build_work
 
-    model = TransformerSpec(4, 256, 704, 4, 2, 1000, 256)
     net = comm.Network(load_collective(pathlib.Path("models/collective/h200x2-primitives.yaml"))[0], 2)
     ddp = replace(TORCH_AMP, ddp_bucket_bytes=4.0)
-    params = stage_params(model, ParallelSpec(dp=2), 0)
-    with_copies = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
-    without = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s
-    # the copy-outs of all buckets but the last run beside the last bucket's all_reduce (reducer.cpp finalize_backward)
-    sizes = comm.ddp_bucket_bytes(model, ParallelSpec(dp=2), params.dense, 4, True, True, ddp.bucket_params)
-    last_s = comm.collective_s(net, comm.groups(ParallelSpec(dp=2), net).dense_grad, "all_reduce", sizes[-1])
-    hidden = min(h100.memory_time_s(8 * (params.total - sizes[-1] / 4)), last_s)
-    assert 0 < hidden
-    assert with_copies - without == pytest.approx(h100.memory_time_s(16 * params.total) - hidden)
+
+    def copies(model):   # (the optimizer's DDP copy time, the other buckets' copy-outs, the last bucket's all_reduce)
+        params = stage_params(model, ParallelSpec(dp=2), 0)
+        with_copies = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
+        without = build_work(model, ParallelSpec(dp=2), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s
+        sizes = comm.ddp_bucket_bytes(model, ParallelSpec(dp=2), params.dense, model.layers, True, True, ddp.bucket_params)
+        last_s = comm.collective_s(net, comm.groups(ParallelSpec(dp=2), net).dense_grad, "all_reduce", sizes[-1])
+        others = h100.memory_time_s(8 * (params.total - sizes[-1] / 4))   # their read + write
+        return with_copies - without, h100.memory_time_s(16 * params.total), others, last_s
+
+    # the copy-outs of all buckets but the last run beside the last bucket's all_reduce (reducer.cpp finalize_backward):
+    # a small model's copy-outs fit inside it (all hidden), a larger model's do not (last_s of them hidden)
+    delta, full, others, last_s = copies(TransformerSpec(4, 256, 704, 4, 2, 1000, 256))
+    assert others < last_s and delta == pytest.approx(full - others)
+    delta, full, others, last_s = copies(TransformerSpec(8, 2048, 5632, 16, 4, 32000, 256))
+    assert last_s < others and delta == pytest.approx(full - last_s)
+    model = TransformerSpec(4, 256, 704, 4, 2, 1000, 256)
     zero3 = build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=ddp).stages[0].optimizer_s
     assert zero3 == pytest.approx(build_work(model, ParallelSpec(dp=2, zero=3), BatchSpec(2, 1), h100, net, fw=TORCH_AMP).stages[0].optimizer_s)
 
