@@ -17,15 +17,23 @@ the context-parallel smoke really ran context parallelism.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simcluster.errors import SimclusterError  # noqa: E402 (the repository on the path first)
+from simcluster.heldout.eager import _document  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 
 def document(path: str) -> dict:
-    """llm-step's stdout: log lines may come first, the JSON document from its first '{'."""
-    text = open(path).read()
-    return json.loads(text[text.find("{"):])
+    """llm-step's stdout (log lines may come first: heldout.eager._document reads from the first '{'); ValueError naming
+    the file when it holds no llm-step document."""
+    doc, why = _document(Path(path).read_text())
+    if doc is None:
+        raise ValueError(f"{path}: {why or 'no JSON document'}")
+    return doc
 
 
 def kernel_counts(events: list) -> dict[str, int]:
@@ -39,14 +47,14 @@ def kernel_counts(events: list) -> dict[str, int]:
 
 
 def trace_events(path: str) -> list:
-    """The trace's events: the object form's traceEvents, or the array form's list itself (both legal Chrome traces);
-    ValueError naming the file for anything else."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        doc = json.load(f)
-    events = doc if isinstance(doc, list) else doc.get("traceEvents", []) if isinstance(doc, dict) else None
-    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
-        raise ValueError(f"{path}: not a Chrome trace (a JSON object with a traceEvents list, or a list of event objects)")
+    """The trace's complete events, plain or gzipped, object or array form (torch_profiler.complete_events); ValueError
+    naming the file for anything else."""
+    try:
+        events = complete_events(path)
+    except SimclusterError as exc:
+        raise ValueError(str(exc)) from None
+    if not events:
+        raise ValueError(f"{path}: no complete events with ts and dur: not a Chrome trace of a profiled step")
     return events
 
 
@@ -77,12 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         cp_doc, single_doc, counts = document(args.cp_json), document(args.single_json), kernel_counts(trace_events(args.trace))
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"cp smoke check: cannot read the smoke's files: {type(exc).__name__}: {exc}"[:300])
+        found = problems(cp_doc, single_doc, counts, args.tol)
+        summary = ("cp smoke check:", counts, "cp ranks' losses", [r.get("loss") for r in cp_doc["shapes"][0].get("ranks") or []],
+                   "single", single_doc["shapes"][0].get("loss"))
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        print(f"cp smoke check: cannot read the smoke's files ({args.cp_json}, {args.single_json}, {args.trace}): "
+              f"{type(exc).__name__}: {exc}"[:600])
         return 1
-    found = problems(cp_doc, single_doc, counts, args.tol)
-    print("cp smoke check:", counts, "cp ranks' losses", [r.get("loss") for r in cp_doc["shapes"][0].get("ranks") or []],
-          "single", single_doc["shapes"][0].get("loss"))
+    print(*summary)
     for p in found:
         print("cp smoke check FAILED:", p)
     return 1 if found else 0

@@ -23,8 +23,6 @@ exposed terms. A kernel class's step time differs from its kernel sum wherever k
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -32,9 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.traces.torch_profiler import _intersection as overlap  # noqa: E402  (the interval helpers of
 from simcluster.traces.torch_profiler import _length as length  # noqa: E402       the profiled-step reader)
 from simcluster.traces.torch_profiler import _union as union  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 PROFILED = ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29" / "profiled"
 CLASSES = ("gemm", "attention", "memory", "optimizer", "copies", "nccl")
@@ -119,9 +119,9 @@ def matched_loss(trace: dict, reference: dict) -> tuple[float, float, float]:
 
 
 def load(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return json.load(f)
+    """The trace as {"traceEvents": its complete events} (torch_profiler.complete_events: plain or gzipped, object or
+    array form; TraceFormatError naming the file otherwise)."""
+    return {"traceEvents": complete_events(path)}
 
 
 def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) -> dict[str, float]:
@@ -216,7 +216,14 @@ def main(argv: list[str]) -> int:
     if not folder.is_dir():
         print(f"{folder}: not a folder of profiled traces", file=sys.stderr)
         return 1
-    table = rows(folder)
+    try:
+        table = rows(folder)
+    except SimclusterError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    if not table:
+        print(f"{folder}: none of the profiled traces this study reads (STEPS) is there", file=sys.stderr)
+        return 1
     print("Per kernel class, GPU ms of one profiled step per rank: measured (torch.profiler) / model (H200 interleaved")
     print("card, regime_predict's framework); kernel sums, so NCCL (measured only) overlaps the compute classes")
     print(f"{'step':22} {'r':>1} " + " ".join(f"{c:>15}" for c in COMPUTE) + f" {'nccl':>7} {'compute sum':>15}")

@@ -17,7 +17,7 @@ CHECK = load_script("studies/cp_smoke_check.py")
 
 
 def _kernel(name):
-    return {"ph": "X", "cat": "kernel", "name": name, "dur": 5}
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": 0, "dur": 5}
 
 
 GOOD = [_kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>(Flash_fwd_params)"),
@@ -25,12 +25,12 @@ GOOD = [_kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64
         _kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
         _kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"),
         _kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
-        {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention"}]
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention", "ts": 0, "dur": 9}]
 
 
 def _docs(losses, single):
-    cp = {"shapes": [{"status": "ok", "loss": losses[0], "ranks": [{"rank": r, "loss": x} for r, x in enumerate(losses)]}]}
-    return cp, {"shapes": [{"status": "ok", "loss": single}]}
+    cp = {"tool": "llm-step", "shapes": [{"status": "ok", "loss": losses[0], "ranks": [{"rank": r, "loss": x} for r, x in enumerate(losses)]}]}
+    return cp, {"tool": "llm-step", "shapes": [{"status": "ok", "loss": single}]}
 
 
 def test_kernel_counts_of_a_synthetic_trace():
@@ -225,4 +225,4 @@ def test_the_gate_reads_a_trace_in_the_array_form_and_refuses_other_json_in_one_
         capsys.readouterr()
         assert CHECK.main(args) == 1
         out = capsys.readouterr().out.strip()
-        assert "\n" not in out and "t.json: not a Chrome trace" in out
+        assert "\n" not in out and "t.json" in out and "Chrome trace" in out

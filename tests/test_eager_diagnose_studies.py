@@ -48,8 +48,13 @@ def test_host_ops_top_level_only_and_nccl_left_out(tmp_path):
 def test_host_ops_bad_file_is_one_line(tmp_path):
     bad = tmp_path / "bad.json.gz"
     bad.write_text("not gzip")
-    with pytest.raises(SystemExit, match="not a gzipped Chrome trace"):
+    with pytest.raises(SystemExit, match="bad.json.gz: not a gzipped file"):
         host_ops.summary(str(bad))
+    empty = tmp_path / "none.json.gz"
+    with gzip.open(empty, "wt") as fh:
+        json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}]}, fh)
+    with pytest.raises(SystemExit, match="no CPU operator events"):
+        host_ops.summary(str(empty))
 
 
 def test_host_ops_inside_an_operator(tmp_path):

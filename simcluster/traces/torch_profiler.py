@@ -10,6 +10,7 @@ GPU is idle most of the time is bound by the host (Python and launch overhead), 
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,10 +78,19 @@ def _intersection(x, y) -> float:
     return total
 
 
-def _events(path: str | Path) -> list[dict]:
+def complete_events(path: str | Path) -> list[dict]:
+    """A Chrome trace's complete ('X') events with ts and dur: the object form's traceEvents or the array form's list,
+    plain or gzipped (the runner's --trace files); TraceFormatError naming the file for anything else."""
     where = str(path)
     try:
-        doc = loads_json(read_text(path))
+        if str(path).endswith(".gz"):
+            try:
+                text = gzip.decompress(Path(path).read_bytes()).decode("utf-8", errors="replace")
+            except (OSError, EOFError) as exc:
+                raise TraceFormatError(f"not a gzipped file ({exc})", where=where) from None
+        else:
+            text = read_text(path)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"line {exc.lineno}: not a complete Chrome trace JSON ({exc.msg})", where=where) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
@@ -91,7 +101,7 @@ def _events(path: str | Path) -> list[dict]:
 
 def parse(path: str | Path) -> ProfileTrace:
     where = str(path)
-    events = _events(path)
+    events = complete_events(path)
     marks = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
                    if e.get("name") == STEP_MARK and e.get("cat") == "user_annotation")
     if not marks:
