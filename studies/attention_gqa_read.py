@@ -49,9 +49,13 @@ def registered(readme: Path) -> dict[tuple, dict]:
 def measured(path: Path) -> dict[tuple, dict]:
     try:
         records = [r for r in json.loads(path.read_text())["records"] if r.get("backend") == "flash" and "fwd_s" in r]
-        return {(r["heads"], r["kv_heads"], r["head_dim"], r["seq"]): r for r in records}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        out = {(r["heads"], r["kv_heads"], r["head_dim"], r["seq"]): r for r in records}
+        bad = [k for k, r in out.items() if not (float(r["fwd_s"]) > 0 and float(r.get("bwd_s", 0)) > 0)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ReadError(f"{path}: not the probe's document ({type(exc).__name__}: {exc})") from None
+    if not out or bad:
+        raise ReadError(f"{path}: " + (f"a flash time missing or not > 0 at {bad[0]}" if bad else "no flash record"))
+    return out
 
 
 def rules(meas: dict, model: dict, seq: int) -> list[str]:

@@ -123,6 +123,8 @@ def read(paths: list[str]) -> int:
     for path in paths:
         try:
             docs = json.loads(open(path).read())
+            if not docs:
+                raise ValueError("no rank's document")
             for d in docs:
                 print(f"== {path}: {d['preset']} {d['mode']} {d['shape']} rank {d['rank']} (params {d['params'] / 1e9:.3f} B, "
                       f"4 B/param = {4 * d['params'] / gib:.2f} GiB; base {d['base_bytes'] / gib:.2f} GiB)")
@@ -143,33 +145,42 @@ def peaks(bundles: list[str]) -> int:
     from pathlib import Path
 
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.heldout.eager import H200, ROOT, layout_of, model_of, regime_documents, regime_framework
+    from simcluster.heldout.eager import H200, ROOT, layout_of, model_of, pct, regime_documents, regime_framework
     from simcluster.llm.memory import GiB, stage_memories
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_step import PRESETS
 
     gpu, _ = load_gpu(ROOT / H200)
     print(f"{'run':42} {'job peak':>9} {'timed':>7} | {'allocated':>9} {'steady':>7} | job vs alloc, timed vs steady")
+    printed = 0
     for bundle in bundles:
         if not (Path(bundle) / "runs").is_dir():
             print(f"{bundle}: no runs/ folder (not an eager set, or runs.tgz not unpacked)", file=sys.stderr)
             return 1
         docs, _ = regime_documents(Path(bundle))
         for doc in docs:
-            if doc.get("mode") not in ("ddp", "cp") or doc["model"].get("preset") in (None, "tiny"):
-                continue
-            shape = doc["shapes"][0]
-            if shape.get("status") != "ok" or "max_memory_allocated_timed_bytes" not in shape:
-                continue
-            par, _, m = layout_of(doc["mode"])
-            model = model_of({"model": PRESETS[doc["model"]["preset"]]}, shape["seq"])
-            fw, _ = regime_framework(doc["mode"], "h200")
-            mem = stage_memories(model, par, BatchSpec(shape["micro_batch"] * m * par.dp, shape["micro_batch"]),
-                                 gpu.hbm_capacity_bytes, fw)[0]
-            job, timed = shape["max_memory_allocated_bytes"] / GiB, shape["max_memory_allocated_timed_bytes"] / GiB
+            try:
+                if doc.get("mode") not in ("ddp", "cp") or doc["model"].get("preset") in (None, "tiny"):
+                    continue
+                shape = doc["shapes"][0]
+                if shape.get("status") != "ok" or "max_memory_allocated_timed_bytes" not in shape:
+                    continue
+                par, _, m = layout_of(doc["mode"])
+                model = model_of({"model": PRESETS[doc["model"]["preset"]]}, shape["seq"])
+                fw, _ = regime_framework(doc["mode"], "h200")
+                mem = stage_memories(model, par, BatchSpec(shape["micro_batch"] * m * par.dp, shape["micro_batch"]),
+                                     gpu.hbm_capacity_bytes, fw)[0]
+                job, timed = shape["max_memory_allocated_bytes"] / GiB, shape["max_memory_allocated_timed_bytes"] / GiB
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                print(f"{bundle}: a run document without what --peaks reads ({type(exc).__name__}: {exc})", file=sys.stderr)
+                return 1
             alloc, steady = mem.allocated / GiB, mem.steady_allocated / GiB
             name = f"{Path(bundle).name[7:30]} {doc['mode']} {doc['model']['preset']} {shape['seq']}:{shape['micro_batch']}"
-            print(f"{name:42} {job:9.2f} {timed:7.2f} | {alloc:9.2f} {steady:7.2f} | {(alloc / job - 1) * 100:+6.1f}% {(steady / timed - 1) * 100:+6.1f}%")
+            print(f"{name:42} {job:9.2f} {timed:7.2f} | {alloc:9.2f} {steady:7.2f} | {pct(alloc, job):+6.1f}% {pct(steady, timed):+6.1f}%")
+            printed += 1
+    if not printed:
+        print(f"{', '.join(bundles)}: no DDP or cp run with a timed peak", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -42,12 +42,24 @@ def main(argv: list[str]) -> int:
     if not (bundle / "runs").is_dir():
         print(f"{bundle}: no runs/ folder (unpack runs.tgz there)", file=sys.stderr)
         return 1
+    try:
+        table = sorted(groups(bundle).items())
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        print(f"{bundle}: a run document without what this study reads ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 1
+    if not table:
+        print(f"{bundle}: no run with a timed shape", file=sys.stderr)
+        return 1
     print(f"{'mode, shape':34} {'process medians (ms)':>28} {'spread':>7} {'cv':>5} {'in-process':>10} {'model':>7} "
           f"{'errors (+ = slower)':>22}")
-    for (mode, preset, seq, mb, m), shapes in sorted(groups(bundle).items()):
-        medians = [s["median_step_s"] * 1e3 for s in shapes]
-        within = statistics.mean(max(s["step_times_s"]) / min(s["step_times_s"]) - 1 for s in shapes)
-        pred = regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)["step_ms"]
+    for (mode, preset, seq, mb, m), shapes in table:
+        try:
+            medians = [s["median_step_s"] * 1e3 for s in shapes]
+            within = statistics.mean(max(s["step_times_s"]) / min(s["step_times_s"]) - 1 for s in shapes)
+            pred = regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)["step_ms"]
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, statistics.StatisticsError) as exc:
+            print(f"{bundle}: {mode} {preset} {seq}:{mb}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
         errs = [pred / x - 1 for x in medians]
         cv = statistics.stdev(medians) / statistics.mean(medians) if len(medians) > 1 else float("nan")
         print(f"{mode + ' ' + preset + f' {seq}:{mb}' + (f' x{m}' if m > 1 else ''):34} "

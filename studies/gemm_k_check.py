@@ -38,9 +38,15 @@ def sets() -> dict[str, list[tuple[tuple[int, int, int], float]]]:
 
 
 def main(cards: list[str]) -> int:
+    from simcluster.errors import SimclusterError
+
     data = sets()
-    for card in cards or ["models/gpu/h200-sxm-interleaved.yaml"]:
-        gpu = load_gpu(card)[0]
+    for card in cards or [str(ROOT / "models/gpu/h200-sxm-interleaved.yaml")]:
+        try:
+            gpu = load_gpu(card)[0]
+        except SimclusterError as exc:
+            print(f"{card}: {exc}", file=sys.stderr)
+            return 1
         print(card)
         for name, rows in data.items():
             errs = [gpu.gemm_time_s(*mnk) / t - 1 for mnk, t in rows]

@@ -70,3 +70,15 @@ def test_host_ops_inside_an_operator(tmp_path):
     assert host_ops.inside(str(path), "aten::linear") == {"aten::view": 30.0}
     with pytest.raises(SystemExit, match="no CPU operator named 'aten::mm'"):
         host_ops.inside(str(path), "aten::mm")
+
+
+def test_the_read_outs_refuse_empty_input_in_one_line(tmp_path, capsys):
+    noise = load_script(ROOT / "studies" / "eager_noise_floor.py")
+    (tmp_path / "runs").mkdir()
+    assert noise.main([str(tmp_path)]) == 1
+    assert "no run with a timed shape" in capsys.readouterr().err
+    assert timeline.main(["--peaks", str(tmp_path)]) == 1
+    assert "no DDP or cp run with a timed peak" in capsys.readouterr().err
+    (tmp_path / "t.json").write_text("[]")
+    assert timeline.main(["--read", str(tmp_path / "t.json")]) == 1
+    assert "no rank's document" in capsys.readouterr().err
