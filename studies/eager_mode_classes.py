@@ -29,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from llm_step_profile import kernel_class  # noqa: E402 (the 1-GPU profile study's GEMM / attention / optimizer split)
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.traces.torch_profiler import _intersection as overlap  # noqa: E402  (the interval helpers of
@@ -46,21 +49,16 @@ STEPS = (("single-3b-2048x3", "single", "3b", 3, 1, 2048, 1), ("ddp-3b-2048x3", 
 
 
 def classify(name: str) -> str:
-    """A kernel's class by its name (the 1-GPU profile study's GEMM / attention / optimizer split, plus NCCL and the
-    data-parallel wrappers' copies)."""
-    low = name.lower()
+    """A kernel's class by its name: NCCL and the data-parallel wrappers' copies, then the 1-GPU profile study's GEMM /
+    attention / optimizer / memory split (studies/llm_step_profile.kernel_class)."""
+    low, base = name.lower(), kernel_class(name)
     if low.startswith("nccl"):
         return "nccl"
-    if "fusedopti" in low.replace("_", "") or "adam" in low:
-        return "optimizer"
-    if low.startswith("memcpy") or any(k in low for k in ("chunk_cat", "split_with_sizes_copy", "tensorlistmetadata")) \
-            or ("aunaryfunctor" in low and "mulfunctor" in low):
+    if base != "optimizer" and (low.startswith("memcpy") or any(k in low for k in ("chunk_cat", "split_with_sizes_copy",
+                                                                                    "tensorlistmetadata"))
+                                or ("aunaryfunctor" in low and "mulfunctor" in low)):
         return "copies"   # DDP's bucket copy-in with its division (mul_out) and copy-out, FSDP2's copy-in / copy-out
-    if any(k in low for k in ("flash", "fmha", "sdpa", "cudnn")):
-        return "attention"
-    if any(k in low for k in ("nvjet", "gemm", "cutlass", "xmma", "cublas")):
-        return "gemm"
-    return "memory"
+    return base
 
 
 def kernels(trace: dict) -> list[tuple[float, float, str, str]]:
