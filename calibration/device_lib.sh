@@ -1,0 +1,28 @@
+#!/bin/bash
+# Shared by the device scripts of bundles made from session 38 on (older bundles keep their own copies: they are the
+# record of what ran). Source it from a bundle's device_run.sh, on the device machine, at the repository root:
+#   W=/tmp/NAME; . calibration/device_lib.sh     # sets B=$W/runs, records the machine (nvidia-smi, lscpu, torch, commit)
+#   run NAME LIMIT_S COMMAND...                   # stdout -> $B/NAME.json, stderr -> $B/NAME.stderr.txt; a line in
+#                                                 # $B/status.txt; $W/runs packed to $OUT/runs.tgz after every run
+#   two=...                                       # "python3 -m torch.distributed.run --standalone --nproc-per-node 2"
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the symmetric-memory / NVSHMEM switches).
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+: "${W:?set W (the work folder) before sourcing calibration/device_lib.sh}"
+: "${OUT:?OUT (the folder that comes back) is not set: run this on the device machine}"
+B=$W/runs
+mkdir -p "$B"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$B/nvidia-smi.txt" 2>&1
+lscpu > "$B/lscpu.txt" 2>&1
+python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' > "$B/torch.txt" 2>&1
+echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$B/commit.txt"
+two="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
+pack() { tar czf "$OUT/runs.tgz" -C "$W" runs; }
+run() {   # NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$B/$name.json" 2> "$B/$name.stderr.txt"
+  local rc=$?
+  echo "$name exit $rc $((SECONDS - t0)) s" | tee -a "$B/status.txt"
+  [ $rc -ne 0 ] && tail -15 "$B/$name.stderr.txt"
+  pack
+}
