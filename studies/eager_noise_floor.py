@@ -4,7 +4,9 @@ Reads calibration/h200x2-llm-eager-noise-2026-11-29 (each (mode, shape) in three
 (mode, shape): each process's median step, the spread of those medians (max / min - 1) and their coefficient of
 variation, the steps' spread within a process, and today's model (heldout/eager.regime_predict, the product's host fits)
 with its error against each process. A mode whose error is inside its process-to-process spread is at the machine's
-noise: more modelling cannot be told apart from that spread with one process per shape.
+noise: more modelling cannot be told apart from that spread with one process per shape. Where the bundle carries its
+lease's own hidden-128 host runs (runs/host/, MODE-L<n>.json: calibration/h200x2-eager-hostbound-noise-2026-11-29), a
+last column gives the model with that lease's host fit and its error against the processes' mean.
     python studies/eager_noise_floor.py [BUNDLE]
 """
 
@@ -50,13 +52,15 @@ def main(argv: list[str]) -> int:
     if not table:
         print(f"{bundle}: no run with a timed shape", file=sys.stderr)
         return 1
+    own_host = bundle / "runs" / "host" if (bundle / "runs" / "host").is_dir() else None
     print(f"{'mode, shape':34} {'process medians (ms)':>28} {'spread':>7} {'cv':>5} {'in-process':>10} {'model':>7} "
-          f"{'errors (+ = slower)':>22}")
+          f"{'errors (+ = slower)':>22}" + ("   own-lease fit, error of the mean" if own_host else ""))
     for (mode, preset, seq, mb, m), shapes in table:
         try:
             medians = [s["median_step_s"] * 1e3 for s in shapes]
             within = statistics.mean(max(s["step_times_s"]) / min(s["step_times_s"]) - 1 for s in shapes)
             pred = regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)["step_ms"]
+            own = regime_predict(preset, mb, mode, "h200", own_host, m if m > 1 else None, seq)["step_ms"] if own_host else None
         except (KeyError, TypeError, ValueError, ZeroDivisionError, statistics.StatisticsError) as exc:
             print(f"{bundle}: {mode} {preset} {seq}:{mb}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
@@ -64,7 +68,8 @@ def main(argv: list[str]) -> int:
         cv = statistics.stdev(medians) / statistics.mean(medians) if len(medians) > 1 else float("nan")
         print(f"{mode + ' ' + preset + f' {seq}:{mb}' + (f' x{m}' if m > 1 else ''):34} "
               f"{' / '.join(f'{x:.1f}' for x in medians):>28} {max(medians) / min(medians) - 1:7.1%} {cv:5.1%} "
-              f"{within:10.1%} {pred:7.1f} {' / '.join(f'{e:+.1%}' for e in errs):>22}")
+              f"{within:10.1%} {pred:7.1f} {' / '.join(f'{e:+.1%}' for e in errs):>22}"
+              + (f"   {own:.1f} ms, {own / statistics.mean(medians) - 1:+.1%}" if own is not None else ""))
     return 0
 
 

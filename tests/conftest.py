@@ -68,9 +68,12 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     return seen
 
 
-# session 37's diagnostic repeats of registered shapes (the noise and diagnose sets), made after those sets ran: a
-# set's "new when it ran" check leaves them out
-LATER_REPEATS = (ROOT / "calibration" / "h200x2-eager-diagnose-2026-11-29", ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29")
+# diagnostic repeats and neighbours of registered shapes, made after those sets ran: a set's "new when it ran" check
+# leaves them out. Session 37's noise and diagnose sets (run before that session's post sets), session 38's host
+# diagnosis and host-bound noise sets (run after every registered set)
+REPEATS_S37 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-diagnose-2026-11-29", "h200x2-llm-eager-noise-2026-11-29"))
+REPEATS_S38 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-host-diagnose-2026-11-29", "h200x2-eager-hostbound-noise-2026-11-29"))
+LATER_REPEATS = REPEATS_S37 + REPEATS_S38
 
 
 def measured_llm_tokens(*excluded: Path) -> set[tuple]:

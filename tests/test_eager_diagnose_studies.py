@@ -82,3 +82,15 @@ def test_the_read_outs_refuse_empty_input_in_one_line(tmp_path, capsys):
     (tmp_path / "t.json").write_text("[]")
     assert timeline.main(["--read", str(tmp_path / "t.json")]) == 1
     assert "no rank's document" in capsys.readouterr().err
+
+
+def test_the_host_bound_noise_set_reads_as_its_readme_says(capsys):
+    """Session 38's host-bound noise set: each mode's four process medians, their spread, and the model with the lease's
+    own host fit (runs/host/) against the four processes' mean, as the bundle's README tables them."""
+    noise = load_script(ROOT / "studies" / "eager_noise_floor.py")
+    assert noise.main([str(ROOT / "calibration" / "h200x2-eager-hostbound-noise-2026-11-29")]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert set(lines) == {"single", "ddp", "fsdp", "pp-1f1b"}
+    assert "124.6 / 139.7 / 122.2 / 133.7   14.3%  6.2%" in lines["fsdp"] and lines["fsdp"].endswith("136.0 ms, +4.6%")
+    assert "41.4% 15.7%" in lines["single"] and lines["single"].endswith("63.3 ms, +2.6%")
+    assert lines["pp-1f1b"].endswith("147.5 ms, +24.6%") and lines["ddp"].endswith("79.3 ms, +4.2%")
