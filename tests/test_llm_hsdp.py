@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import textwrap
 
 import pytest
 
@@ -133,35 +132,23 @@ def test_only_the_fsdp_trainers_run_hsdp():
 
 
 def _scenario(tmp_path, parallel: str, framework: str) -> pathlib.Path:
+    """The shipped scenario with its HSDP job's (jobs[1]) parallel settings and framework replaced."""
+    text = SCENARIO.read_text().replace("../../", f"{ROOT}/")
+    hsdp_job = text.index("# HSDP: shard groups")
+    job = text[hsdp_job:].replace("{dp: 128, zero: 3, dp_shard: 8}", parallel, 1).replace("torchtitan-fsdp2", framework, 1)
     path = tmp_path / "s.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        name: t
-        machine:
-          card: {ROOT}/models/collective/h200x4-nvlink.yaml
-          gpus_per_node: 8
-          nodes: 2
-          gpu: {{card: {ROOT}/models/gpu/h100-sxm.yaml}}
-          nic: {{card: {ROOT}/models/nic/roce-400g.yaml, per_node: 8}}
-          fabric: {{kind: rail-optimized, down_ports: 64, spines: 32, link_latency: 100ns, switch_latency: 600ns}}
-        jobs:
-          - kind: llm_training
-            model: {{layers: 4, hidden: 1024, ffn: 4096, heads: 8, kv_heads: 8, vocab: 32000, seq: 2048}}
-            parallel: {parallel}
-            global_batch: 16
-            micro_batch: 1
-            framework: {framework}
-        """))
+    path.write_text(text[:hsdp_job] + job)
     return path
 
 
 @pytest.mark.parametrize("parallel,framework,words", [
-    ("{dp: 16, zero: 3, dp_shard: 8}", "megatron", "FSDP trainers only"),
-    ("{dp: 16, zero: 3, dp_shard: 8}", "torch", "FSDP trainers only"),
-    ("{dp: 16, zero: 3, dp_shard: 6}", "fms-fsdp", "divisor of dp"),
-    ("{dp: 16, zero: 2, dp_shard: 8}", "fms-fsdp", "needs zero 3"),
+    ("{dp: 128, zero: 3, dp_shard: 8}", "megatron", "FSDP trainers only"),
+    ("{dp: 128, zero: 3, dp_shard: 8}", "torch", "FSDP trainers only"),
+    ("{dp: 128, zero: 3, dp_shard: 6}", "fms-fsdp", "divisor of dp"),
+    ("{dp: 128, zero: 2, dp_shard: 8}", "fms-fsdp", "needs zero 3"),
 ])
 def test_a_scenario_names_the_key_in_one_line(tmp_path, parallel, framework, words):
-    with pytest.raises(ScenarioError, match=rf"jobs\[0\]\.parallel\.dp_shard: .*{words}") as err:
+    with pytest.raises(ScenarioError, match=rf"jobs\[1\]\.parallel\.dp_shard: .*{words}") as err:
         load(_scenario(tmp_path, parallel, framework))
     assert "\n" not in str(err.value).split(" (hint")[0].strip()
 

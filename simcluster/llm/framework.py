@@ -302,8 +302,8 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
     if par.shard < par.dp and not framework.hybrid_shard:
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
-                             "is modelled for the FSDP trainers only (Megatron's and DeepSpeed's equivalents differ: ZeRO++ hpZ, "
-                             "the partial distributed optimizer)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
+                             "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
+                             "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
                              "or dp_shard: dp")
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
