@@ -86,7 +86,7 @@ def test_fms_fsdp_rows_compared_held_out_and_every_nth_block_not():
     for gpu in ("a100", "h100"):
         rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
         assert [r.run for r in rows if r.error is not None] == [0, 2, 3]
-        assert all(r.held_out for r in rows) and "HSDP shard 8" in rows[0].config and "selective" in rows[1].unavailable
+        assert all(r.held_out for r in rows) and "HSDP shard 8" in rows[0].configuration and "selective" in rows[1].unavailable
 
 
 def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
