@@ -188,6 +188,7 @@ class Parallel(Section):
     ep: _Degree = 1
     virtual_stages: Count(1, MAX_TRANSFORMER) = 1
     expert_tp: Count(0, MAX_GPUS) = 0
+    dp_shard: Count(0, MAX_GPUS) = 0          # HSDP (zero 3): shard group size, dividing dp; 0 = dp (llm/hsdp.py)
     zero: Number(0, 3, integer=True) = 0
     recompute: Choice("recompute") = "none"
     recompute_modules: ListOf(Text(64), max_len=64) = ()

@@ -454,18 +454,20 @@ def test_zero3_gathers_layer_by_layer_each_call_paying_the_ring_latency():
     calls cost more than one model-sized call (each pays the ring's latency), and the bytes follow the framework
     (fp32 gathers under torch-amp cost more than bf16 under Megatron)."""
     from simcluster.build import llm_network
-    from simcluster.llm.work import _zero3_layer_calls
+    from simcluster.llm.hsdp import zero3_calls
     from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
     machine = Machine(pathlib.Path("models/collective/h200x4-nvlink.yaml"), 8, 64, NicSpec(pathlib.Path("models/nic/roce-400g.yaml"), 8, 1),
                       FabricConfig("rail-optimized", 64, 32, 1.0, 1, 1e-7, 6e-7, "cut-through"))
     net = llm_network(machine)
-    g = comm.groups(ParallelSpec(dp=512, zero=3), net)
+    par = ParallelSpec(dp=512, zero=3)
+    g = comm.groups(par, net)
     params = 32 * 50e6
-    ag, rs = _zero3_layer_calls(net, g, MEGATRON, params, 0.0, 32)
+    z = zero3_calls(net, g, par, MEGATRON, params, 0.0, 32)
+    ag, rs = z.gather_s, z.scatter_s
     assert ag > comm.collective_s(net, g.dp, "all_gather", params * 2)
     assert rs > comm.collective_s(net, g.dp, "reduce_scatter", params * 4)
-    ag32, _ = _zero3_layer_calls(net, g, TORCH_AMP, params, 0.0, 32)
+    ag32 = zero3_calls(net, g, par, TORCH_AMP, params, 0.0, 32).gather_s
     assert ag32 > ag
 
 

@@ -78,15 +78,15 @@ def test_fms_fsdp_reduces_in_bf16_without_an_up_cast():
     assert fms.param_bytes + 4.0 + fms.state_bytes == 16.0   # fp32 flat shard, fp32 sharded gradient, two moments
 
 
-def test_fms_fsdp_rows_compared_held_out_and_hsdp_not():
-    """The full-AC rows (34b, 70b) of both GPU columns are compared held out; HSDP (7b) and every-n-th-block AC (13b)
-    say why they are not."""
+def test_fms_fsdp_rows_compared_held_out_and_every_nth_block_not():
+    """The HSDP 7b row (since session 38: llm/hsdp.py, sharded over the node's 8 GPUs) and the full-AC rows (34b, 70b)
+    of both GPU columns are compared held out; every-n-th-block AC (13b) says why it is not."""
     from simcluster.reference.llm import validate_published_llm
 
     for gpu in ("a100", "h100"):
         rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
-        assert [r.run for r in rows if r.error is not None] == [2, 3]
-        assert all(r.held_out for r in rows) and "HSDP" in rows[0].unavailable and "selective" in rows[1].unavailable
+        assert [r.run for r in rows if r.error is not None] == [0, 2, 3]
+        assert all(r.held_out for r in rows) and "HSDP shard 8" in rows[0].configuration and "selective" in rows[1].unavailable
 
 
 def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():

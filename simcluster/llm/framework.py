@@ -118,6 +118,8 @@ class FrameworkSpec:
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
                                           # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
     torch_cp: bool = False            # context parallelism as torch's context_parallel runs it (llm/torch_cp.py; cp > 1)
+    hybrid_shard: bool = False        # its code runs HSDP (parallel.dp_shard < dp: shard inside a group, replicate across;
+                                      # llm/hsdp.py): FSDP1 HYBRID_SHARD (fms-fsdp 'hsdp', Composer), FSDP2's 2-D mesh (torchtitan)
     autocast_block: bool = False      # the llm-step runner's block under autocast with fp32 weights (llm/autocast_block.py):
                                       # fp32 rotary, non-vectorized mixed-dtype kernels, no attention-output / q/k/v gradient
                                       # copies (cuDNN's layout), every linear saving its own bf16 cast of its input
@@ -217,7 +219,7 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 # rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
 # Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash) at its measured Hopper rate, every
 # score block computed ('fa2-full': adopted by the registered held-out test on the A100 tables, llm-findings.md session 27).
-COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
+COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
                               eager=True, rope_fusion=False, **EAGER_LOSS)
@@ -236,7 +238,7 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # is_causal, the logits cast .float() before cross_entropy: eager's op list and 12-byte loss peak); its collectives beside
 # compute at the card's measured comm_overlap (as FSDP2, llm/eager.py); no host cost (none measured for these hosts).
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
-TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
+TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                                  comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
@@ -249,7 +251,7 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, param_byte
 # w1 / wg / w2, eager LayerNormParameterized (RMS) and rotary, keys / values expanded for GQA, SDPA with is_causal, the
 # logits from the untied reversible embedding in bf16 into torch's CrossEntropyLoss: eager's op list; the card's
 # NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
-FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
+FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
                          comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
@@ -298,6 +300,11 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
         raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
                              "only (its MoE layer as the local spec runs it, no A2A overlap)",
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
+    if par.shard < par.dp and not framework.hybrid_shard:
+        raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
+                             "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
+                             "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
+                             "or dp_shard: dp")
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")

@@ -9,7 +9,9 @@
                  # selective checkpointing) or full with recompute_every: N (every N-th block; llm/eager_ac.py)
                  # optional: pipeline_layout: [layers of each virtual stage, model order]; pp_schedule: 1f1b | gpipe
                  # (gpipe: framework torch only); MoE: moe_dispatcher: alltoall |
-                 # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit)
+                 # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit);
+                 # zero 3: dp_shard: N (HSDP: shard groups of N ranks, replicated across dp / N; the FSDP frameworks
+                 # only: llm/hsdp.py)
       global_batch: 1024
       micro_batch: 1
       precision: bf16
@@ -83,7 +85,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     ints = {name: getattr(m, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
     ints["kv_heads"] = m.kv_heads or m.heads
     moe = {name: getattr(m, name) for name in ("experts", "top_k", "expert_ffn", "qk_norm", "rotary") + MODEL_VARIANTS}
-    degrees = {name: getattr(p, name) for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages", "expert_tp")}
+    degrees = {name: getattr(p, name) for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages", "expert_tp", "dp_shard")}
     flags = {name: getattr(p, name) for name in ("moe_dispatcher", "pp_schedule", "sequence_parallel", "tp_comm_overlap",
                                                   "overlap_param_gather") + MOE_FLAGS}
     flags["pipeline_layout"] = tuple(p.pipeline_layout)

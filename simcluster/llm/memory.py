@@ -6,11 +6,12 @@ Parameters on a stage's GPU (P): its layers' dense weights / t, expert weights /
   parameters  P * 2 (bf16)                    / dp with ZeRO-3
   gradients   P * 4 (fp32 main_grad buffers)  / dp with ZeRO-2 and 3
   optimizer   P * 12 (fp32 master, m and v)   / dp with ZeRO-1, 2 and 3
-The ZeRO group is data x context parallel (dp cp; expert weights (dp / ep) cp): context-parallel ranks hold the same
-weights, and Megatron-Core builds its distributed optimizer on get_data_parallel_group(with_context_parallel=True)
-(megatron/core/optimizer/__init__.py L343 at core_r0.8.0; NeMo's distributed Adam likewise, nemo/core/optim/
-distributed_adam.py L130 at 070a0bb). 18 bytes per parameter unsharded; a recipe's own dtypes replace 4 and 12
-(FrameworkSpec.grad_buffer_bytes, state_bytes: docs/models/llm.md, Memory). torch autocast with fp32
+The ZeRO group is data x context parallel (dp cp; expert weights (dp / ep) cp; under HSDP the shard group of
+dp_shard ranks, llm/hsdp.py): context-parallel ranks hold the same weights, and Megatron-Core builds its
+distributed optimizer on get_data_parallel_group(with_context_parallel=True) (megatron/core/optimizer/__init__.py
+L343 at core_r0.8.0; NeMo's distributed Adam likewise, nemo/core/optim/distributed_adam.py L130 at 070a0bb). 18 bytes
+per parameter unsharded; a recipe's own dtypes replace 4 and 12 (FrameworkSpec.grad_buffer_bytes, state_bytes:
+docs/models/llm.md, Memory). torch autocast with fp32
 weights (the runner's llm_step): 4 + 4 + 8, plus the bf16 weight copies (2 P) the forward makes and the backward
 keeps; its gradients exist only from the backward to zero_grad, so its peak is the larger of the backward's
 start (activations, copies, logits) and end (gradients) over parameters and optimizer state. torch DDP (dp > 1,
@@ -285,7 +286,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     first, last = stage == 0, stage == par.pp - 1
     label = "only" if first and last else "first" if first else "last" if last else f"middle ({stage})"
     p = stage_params(model, par, stage, vocab_split)
-    dp, edp = par.dp * par.cp, par.expert_dp   # the ZeRO groups: data x context parallel (expert_dp has its CP ranks)
+    dp, edp = par.shard * par.cp, par.expert_dp   # the ZeRO groups: data x context parallel (expert_dp has its CP
+    #                                               ranks); HSDP: the shard group (parallel.dp_shard, llm/hsdp.py)
     z = par.zero
 
     def sharded(on: bool) -> float:

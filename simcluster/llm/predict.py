@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import attention_kernels, clock, comm, eager_ac, scaleout
+from simcluster.llm import attention_kernels, clock, comm, eager_ac, hsdp, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.maxplus import evaluate_iteration
@@ -133,7 +133,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     return LlmResult(step, batch.global_batch * model.seq / step, per_gpu / 1e12,
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, **losses},
                      it.events + info.get("reference_run_events", 0), par.gpus,
-                     work.micro_batches, flops, convention, model.parameter_count(), gpu.name, g.describe(),
+                     work.micro_batches, flops, convention, model.parameter_count(), gpu.name, {**g.describe(), **hsdp.describe(par, net)},
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision), notes(model, par),
                      _timeline(model, par, it) if trace else {}, llm_regime_of(model, par, batch, framework.name))
 

@@ -237,6 +237,8 @@ class ParallelSpec:
     moe_a2a_overlap: bool = False  # Megatron overlap_moe_expert_parallel_comm: one micro-batch's EP calls beside another's compute
     pp_schedule: str = "1f1b"     # PP_SCHEDULES; gpipe: torch.distributed.pipelining's ScheduleGPipe (framework torch only)
     recompute_every: int = 1      # with recompute 'full': every N-th block checkpointed (torchtitan's layer AC; framework torch)
+    dp_shard: int = 0             # HSDP (zero 3): the dp ranks split into shard groups of dp_shard consecutive ranks, replicated
+                                  # across dp / dp_shard groups (FSDP1 HYBRID_SHARD, FSDP2's 2-D mesh; llm/hsdp.py); 0 = dp
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -283,10 +285,31 @@ class ParallelSpec:
         if self.zero == 3 and self.pp > 1:
             raise LlmConfigError("parallel.zero", "ZeRO-3 / FSDP with pipeline parallelism is not modelled",
                                  hint="use zero 0, 1 or 2 with pp > 1")
+        if self.dp_shard:
+            self._check_shard()
+
+    def _check_shard(self) -> None:
+        s = self.dp_shard
+        if s < 0 or s > self.dp or self.dp % s:
+            raise LlmConfigError("parallel.dp_shard", f"expected a divisor of dp ({self.dp}), got {s}",
+                                 hint="the GPUs of a node (HSDP: shard inside a node), or dp (plain FULL_SHARD)")
+        if s < self.dp and self.zero != 3:
+            raise LlmConfigError("parallel.dp_shard", f"HSDP shards parameters, gradients and optimizer state: it needs zero 3, "
+                                 f"got zero {self.zero}", hint="zero: 3, or remove dp_shard")
+        if s < self.dp and (self.cp > 1 or self.ep > 1):
+            key = "parallel.cp" if self.cp > 1 else "parallel.ep"
+            raise LlmConfigError(key, "HSDP (dp_shard < dp) with context or expert parallelism is not modelled",
+                                 hint="dp_shard: dp (plain FULL_SHARD), or cp: 1 and ep: 1")
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def shard(self) -> int:
+        """Data-parallel ranks that shard the dense weights' parameters, gradients and optimizer state between them:
+        dp_shard under HSDP, dp otherwise (ZeRO-1/2/3 over the whole data-parallel group)."""
+        return self.dp_shard or self.dp
 
     def layer_split(self, layers: int) -> tuple[int, ...]:
         """Layers of each virtual stage (k = chunk x pp + stage, model order): the pipeline_layout, else spec.layer_split."""

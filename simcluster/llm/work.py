@@ -15,7 +15,7 @@ parallel.overlap_param_gather a chunk's ZeRO-1/2 parameter all_gather runs bucke
 (the DES waits for the first bucket only; overlap.param_gather_s is the closed form for one chunk).
 ZeRO-3 (FSDP, pp = 1): the stage's parameters are gathered once per micro-batch forward and again backward, and
 its gradients reduce-scattered every micro-batch, one collective call per layer (each paying the ring's latency
-over the DP group), prefetched one layer ahead:
+over the DP group), prefetched one layer ahead (llm/hsdp.py; HSDP adds the replica group's all_reduce stream):
   forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L
 the excess over compute is exposed data-parallel time. Optimizer: Adam reads and writes 30 bytes per
 parameter it updates under Megatron (fp32 master, m, v and grad read; master, m, v and the bf16 copy written;
@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, host, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -213,18 +213,6 @@ def ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params, last_
     return gpu.memory_time_s(4 * fw.ddp_bucket_bytes * total) - min(others, last_s)
 
 
-def _zero3_layer_calls(net: comm.Network, g: comm.Groups, fw: FrameworkSpec, dense: float, expert: float,
-                       layers: int) -> tuple[float, float]:
-    """ZeRO-3 / FSDP: one all_gather of a layer's parameters (in their stored dtype) and one reduce_scatter of its
-    gradients (in the gradient dtype) per layer, `layers` calls each: every call pays the ring's latency over the
-    whole DP group, which one model-sized call divided by L would hide (DP groups of 1,000+ ranks)."""
-    def calls(group: comm.Group, params: float, op: str, nbytes: float) -> float:
-        return layers * comm.collective_s(net, group, op, params / layers * nbytes) if params > 0 else 0.0
-    ag = calls(g.dense_grad, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
-    rs = calls(g.dense_grad, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
-    return ag, rs
-
-
 def _torch_cp_layer(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu, net: comm.Network, g: comm.Groups,
                     fw: FrameworkSpec) -> tuple[list, list, float, float]:
     """torch's context parallelism (llm/torch_cp.py): the layer of the CP rank whose forward + backward, its CP waits
@@ -319,14 +307,15 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 f = _add(_add(f, head_f), _scale(_add(layer_f, head_f), model.mtp_layers))
                 b = _add(_add(b, head_b), _scale(_add(layer_b, head_b), model.mtp_layers))
             dense, expert = params.dense / v, params.expert / v
-            if par.zero == 3:
-                ag, rs = _zero3_layer_calls(net, g, fw, dense, expert, max(1, layers_per_chunk))
-                per_layer = ag / max(1, layers_per_chunk)
-                slow_f, ag_f = _beside(f.duration_s, ag, gpu, fw)
-                slow_b, agrs_b = _beside(b.duration_s, ag + rs, gpu, fw)
+            if par.zero == 3:   # FULL_SHARD or HSDP (llm/hsdp.py): per layer, prefetched one layer ahead
+                z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
+                per_layer = z.gather_s / z.layers
+                slow_f, ag_f = _beside(f.duration_s, z.gather_s, gpu, fw)
+                slow_b = _beside(b.duration_s, z.backward_total_s, gpu, fw)[0]   # every NCCL kernel beside it slows it
+                agrs_b = max(lag + _beside(b.duration_s, c_s, gpu, fw)[1] for lag, c_s in z.backward_streams())
                 f = _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + per_layer))
                 b = _add(b, _task(dp=slow_b + max(0.0, agrs_b - b.duration_s - slow_b) + per_layer))
-                chunk_buckets = [rs / max(1, layers_per_chunk)] if c == 0 else []
+                chunk_buckets = [z.tail_s] if c == 0 else []
                 gathers.append(0.0)
             else:
                 dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
@@ -370,7 +359,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = ([t * span / total for t in beside] if total > 0 else beside) + alone
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
-        updated = params.dense / (par.dp * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
+        updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _host_step_s(fw, par, model.layers)
                + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))

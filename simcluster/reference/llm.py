@@ -35,6 +35,10 @@ from simcluster.strict import count, field, known_keys, short
 TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
+NODE_GPUS = 8          # GPUs per node of every compared machine (machine_for)
+# a row's printed FSDP sharding strategy: FSDP (FULL_SHARD over the data-parallel ranks) or HSDP (HYBRID_SHARD: shard inside
+# a node, replicate across; parallel.dp_shard = the node's GPUs)
+SHARDINGS = ("FSDP", "HSDP")
 def module_list(value) -> tuple[str, ...]:
     """A `parse` for a row's recompute_modules: a list of Megatron's module names (spec.RECOMPUTE_MODULES)."""
     if not isinstance(value, (list, tuple)) or not all(v in RECOMPUTE_MODULES for v in value):
@@ -120,9 +124,9 @@ def llm_usage(ref: Published) -> LlmUsage:
 def machine_for(usage: LlmUsage, gpus: int):
     from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
-    nodes = max(1, gpus // 8)
+    nodes = max(1, gpus // NODE_GPUS)
     fabric = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 100e-9, 600e-9, "cut-through")
-    return Machine(usage.nvlink_card, min(8, gpus), nodes, NicSpec(usage.nic_card, usage.nics_per_node, 1) if nodes > 1 else None,
+    return Machine(usage.nvlink_card, min(NODE_GPUS, gpus), nodes, NicSpec(usage.nic_card, usage.nics_per_node, 1) if nodes > 1 else None,
                    fabric if nodes > 1 else None, 112.0, gpu_card=usage.gpu_card)
 
 
@@ -175,6 +179,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
+    if p.get("sharding") is not None and checked(p, "sharding", "parallel", one_of(SHARDINGS)) == "HSDP":
+        flags["dp_shard"] = min(NODE_GPUS, dp)   # FSDP1 HYBRID_SHARD's default groups: the node's GPUs (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
@@ -323,6 +329,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
+    config += f" HSDP shard {par.shard}" if par.shard < par.dp else ""
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
     detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
