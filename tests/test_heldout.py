@@ -100,9 +100,11 @@ def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_pr
             assert r["predicted_s"] == pytest.approx(registered[(preset, mode)] / 1e3)
             assert r["gpus"] == (4 if name != eager.REGIMES_BUNDLE else 1 if mode.startswith("single") else 2)
     keys = {r.regime for r in eager_residuals(rows)}
+    # CP: the cp set (session 36), its own regime, not DDP's; +host-bound: the rows the model predicts host-bound
+    # (llm/host_bound.py, session 38): every TP x DP row, so no GPU-bound TP x DP regime
     assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
-            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | TP x DP | bf16",
-            "llm | PyTorch eager | CP | bf16"} == keys   # CP: the cp set (session 36), its own regime, not DDP's
+            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | CP | bf16",
+            *(f"llm | PyTorch eager | {mode}+host-bound | bf16" for mode in ("DDP", "FSDP", "TP", "PP", "TP x DP"))} == keys
     assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
 
 

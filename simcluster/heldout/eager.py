@@ -171,7 +171,7 @@ def rows(run: Run, gpu, net, hosts: dict | None = None, net_is_socket: bool = Fa
             row["parallel"] = par
             if shape["status"] == "ok":
                 r = predict_llm(model, par, batch, gpu, net, doc["world_size"], trace=False, framework=mode_fw)
-                row["pred_ms"] = r.step_time_s * 1e3
+                row["pred_ms"], row["host_share"] = r.step_time_s * 1e3, r.host_share   # llm/host_bound.py
                 row["comm_ms"] = sum(r.breakdown.get(k, 0.0) for k in ("exposed_dp_comm", "exposed_tp_comm")) * 1e3
         except (NotPredicted, SimclusterError) as exc:
             row["why"] = str(exc)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, _document, bundle_rows, model_of
+from simcluster.llm.host_bound import is_host_bound
 
 
 def regime_modes():
@@ -143,7 +145,25 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
     return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
             "steady_mem_GiB": [round(s.steady_allocated / GiB, 3) for s in mems],   # the peak after the first steps
-            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how}
+            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how,
+            "host_share": None if r.host_share is None else round(r.host_share, 4)}   # llm/host_bound.py
+
+
+@cache
+def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int) -> float | None:
+    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq)["host_share"]
+
+
+def registered_host_share(reg: dict, gpu_label: str) -> tuple[float | None, str]:
+    """(host share, where it came from) of a registered run (llm/host_bound.py): the registered prediction's own where
+    its registered.yaml records one (`host_share`, registered since session 38), else today's model's of the same
+    layout, shape and host fits as the held-out step (regime_predict: the product's host fits, MODE_HOST) -- for the
+    regime's host-bound flag only; the row's residual stays against the registered step."""
+    own = reg["predicted"][gpu_label]
+    if "host_share" in own:
+        return own["host_share"], "registered"
+    return _todays_host_share(reg["preset"], reg["micro_batch"], reg["mode"], gpu_label, reg["microbatches"], reg["seq"]), \
+        "today's model"
 
 
 def regime_mode_of(doc: dict) -> str:
@@ -170,7 +190,9 @@ def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:
 
 def held_out_rows() -> list[dict]:
     """Every timed shape of the held-out bundles: SEALED predicted with today's model, then the eager-regimes bundle
-    against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport}."""
+    against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport,
+    host_share, host_bound, host_flag} (host_bound: llm/host_bound.is_host_bound of the prediction's host share; host_flag:
+    whose prediction the share is, the row's own or today's model's: registered_host_share)."""
     from simcluster.llm import eager
 
     hosts = eager.fit_modes(MODE_HOST)
@@ -181,13 +203,15 @@ def held_out_rows() -> list[dict]:
                 par = r["parallel"]
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
                             "gpus": r["world"], "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": r["transport"],
-                            "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3})
+                            "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3,
+                            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "host_flag": "today's model"})
     return out + [row for name in REGISTERED for row in registered_rows(ROOT / name)]
 
 
 def registered_rows(bundle: Path) -> list[dict]:
     """The eager-regimes bundle's runs against the predictions registered before they ran (registered.yaml): the
-    model changed after that read (the pipeline's memory), so the registered step is the held-out one."""
+    model changed after that read (the pipeline's memory), so the registered step is the held-out one; the host-bound
+    flag from registered_host_share."""
     from simcluster.strict import load_yaml
 
     registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in load_yaml(bundle / "registered.yaml")["runs"]}
@@ -202,7 +226,9 @@ def registered_rows(bundle: Path) -> list[dict]:
             if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1)
                     or doc.get("world_size", 1) != gpus):   # smoke / host runs; another rank count
                 continue
+            share, flag = registered_host_share(reg, gpu)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
-                        "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3})
+                        "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
+                        "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag})
     return out
