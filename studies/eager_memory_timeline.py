@@ -145,7 +145,8 @@ def peaks(bundles: list[str]) -> int:
     from pathlib import Path
 
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.heldout.eager import H200, ROOT, layout_of, model_of, pct, regime_documents, regime_framework
+    from simcluster.heldout.eager import H200, ROOT, model_of, pct
+    from simcluster.heldout.eager_regimes import layout_of, regime_documents, regime_framework
     from simcluster.llm.memory import GiB, stage_memories
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_step import PRESETS

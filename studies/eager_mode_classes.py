@@ -2,7 +2,7 @@
 
 Reads the profiled steps of calibration/h200x2-llm-eager-noise-2026-11-29/profiled (one torch.profiler step per rank
 as a Chrome trace: DDP, FSDP2, PP 2 1F1B x 4 on 3b 2048:3, cp on 1b 32768:1, and the 1-GPU 3b 2048:3 step) and the
-model's prediction of the same step (heldout/eager.regime_predict; its op lists and stage work, llm/work.build_work).
+model's prediction of the same step (heldout/eager_regimes.regime_predict; its op lists and stage work, llm/work.build_work).
 
 Measured, per rank, over the step's kernels (first kernel start to last kernel end = the step's GPU span):
   class sums     kernels classed by name: GEMM (nvjet, cutlass, gemm), attention (cuDNN / flash SDPA), optimizer
@@ -128,19 +128,20 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.heldout import eager as heldout
+    from simcluster.heldout import eager_regimes
     from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops, work
     from simcluster.llm.memory import stage_params
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
     from simcluster.runner.llm_step import PRESETS
 
-    par, _, _ = heldout.layout_of(mode)
+    par, _, _ = eager_regimes.layout_of(mode)
     model = heldout.model_of({"model": PRESETS[preset]}, seq)
     if par.pp > 1:
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / heldout.H200)
-    fw, _ = heldout.regime_framework(mode, "h200")
+    fw, _ = eager_regimes.regime_framework(mode, "h200")
     gpu = attention_kernels.for_kernel(gpu, fw.attention_kernel)   # cp's flash kernel (predict_llm does the same)
     stage = rank if par.pp > 1 else 0
     layers = par.layer_split(model.layers)[stage]
@@ -178,7 +179,7 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     if fw.comm_interference and gpu.overlap_compute_slowdown > 0:
         out["nccl_beside"] = (out.get("nccl_alone", 0.0) - last_s) / gpu.overlap_comm_rate
         out["beside_loss"] = gpu.overlap_compute_slowdown * out["nccl_beside"]
-    pred = heldout.regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)
+    pred = eager_regimes.regime_predict(preset, mb, mode, "h200", microbatches=m if m > 1 else None, seq=seq)
     out["step"] = pred["step_ms"] * 1e-3
     out.update({k: v * 1e-3 for k, v in pred["breakdown_ms"].items()})
     return out

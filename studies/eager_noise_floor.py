@@ -2,7 +2,7 @@
 
 Reads calibration/h200x2-llm-eager-noise-2026-11-29 (each (mode, shape) in three processes, device_run.sh) and prints per
 (mode, shape): each process's median step, the spread of those medians (max / min - 1) and their coefficient of
-variation, the steps' spread within a process, and today's model (heldout/eager.regime_predict, the product's host fits)
+variation, the steps' spread within a process, and today's model (heldout/eager_regimes.regime_predict, the product's host fits)
 with its error against each process. A mode whose error is inside its process-to-process spread is at the machine's
 noise: more modelling cannot be told apart from that spread with one process per shape. Where the bundle carries its
 lease's own hidden-128 host runs (runs/host/, MODE-L<n>.json: calibration/h200x2-eager-hostbound-noise-2026-11-29), a
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.heldout.eager import regime_documents, regime_mode_of, regime_predict  # noqa: E402
+from simcluster.heldout.eager_regimes import regime_documents, regime_mode_of, regime_predict  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29"
 

@@ -95,6 +95,7 @@ def test_a_cp_run_at_another_rank_count_is_not_a_registered_row(tmp_path):
     import yaml
 
     from simcluster.heldout import eager as heldout
+    from simcluster.heldout import eager_regimes
 
     reg = yaml.safe_load((ROOT / heldout.CP_BUNDLE / "registered.yaml").read_text())["runs"][0]
     shape = {"seq": reg["seq"], "micro_batch": reg["micro_batch"], "status": "ok", "median_step_s": 0.8}
@@ -103,9 +104,9 @@ def test_a_cp_run_at_another_rank_count_is_not_a_registered_row(tmp_path):
     (tmp_path / "registered.yaml").write_text(yaml.safe_dump({"runs": [reg]}))
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc))
-    assert len(heldout.registered_rows(tmp_path)) == 1
+    assert len(eager_regimes.registered_rows(tmp_path)) == 1
     (tmp_path / "runs" / "cp.json").write_text(json.dumps(doc | {"world_size": 4}))
-    assert heldout.registered_rows(tmp_path) == []
+    assert eager_regimes.registered_rows(tmp_path) == []
 
 
 def test_the_cp_options_module_is_found_past_torchs_public_reexport(monkeypatch):

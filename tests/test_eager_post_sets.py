@@ -45,12 +45,12 @@ def test_the_post_plans_are_new_to_calibration_and_leave_tp_out():
 def test_the_registered_post_runs_are_held_out_rows_at_their_registered_steps():
     import yaml
 
-    from simcluster.heldout import eager
+    from simcluster.heldout import eager, eager_regimes
 
     assert set(POST) == set(eager.POST_BUNDLES) and set(POST) <= set(eager.REGISTERED)
     for bundle, runs in zip(POST, (12, 3), strict=True):
         reg = yaml.safe_load((ROOT / bundle / "registered.yaml").read_text())["runs"]
-        rows = eager.registered_rows(ROOT / bundle)
+        rows = eager_regimes.registered_rows(ROOT / bundle)
         assert len(rows) == len(reg) == runs
         registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"] / 1e3 for r in reg}
         for row in rows:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import LATER_REPEATS, load_script, measured_llm_tokens, registered_tokens
 
-from simcluster.heldout import eager
+from simcluster.heldout import eager, eager_regimes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TWO, TWOHOST = ROOT / eager.TWO_BUNDLE, ROOT / eager.TWOHOST_BUNDLE
@@ -29,7 +29,7 @@ def test_the_sets_tokens_were_new_to_calibration(bundle):
 @pytest.mark.parametrize("bundle, runs", [(TWO, 15), (TWOHOST, 9)], ids=["two", "twohost"])
 def test_every_registered_run_is_a_held_out_row_at_its_registered_step(bundle, runs):
     """The band's reader (registered_rows) maps every run to its registration: a mode, preset or row-count slip."""
-    rows = eager.registered_rows(bundle)
+    rows = eager_regimes.registered_rows(bundle)
     assert len(rows) == runs
     registered = {(r["preset"], r["mode"]): r["predicted"]["h200"]["step_ms"] / 1e3 for r in _runs(bundle)}
     for row in rows:

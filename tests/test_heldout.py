@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from simcluster.errors import SimclusterError
-from simcluster.heldout import eager, storage, transport
+from simcluster.heldout import eager, eager_regimes, storage, transport
 from simcluster.trust.build import eager_residuals, storage_residuals, transport_residuals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_a_bundle_outside_the_named_sweeps_gives_no_row(tmp_path):
 def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_predictions():
     from simcluster.strict import load_yaml
 
-    rows = eager.held_out_rows()
+    rows = eager_regimes.held_out_rows()
     bundles = {r["bundle"] for r in rows}
     assert not bundles & {Path(b).name for b in eager.DEVELOPMENT}
     assert bundles == {Path(b).name for b in (*eager.SEALED, *eager.REGISTERED)}
@@ -100,22 +100,24 @@ def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_pr
             assert r["predicted_s"] == pytest.approx(registered[(preset, mode)] / 1e3)
             assert r["gpus"] == (4 if name != eager.REGIMES_BUNDLE else 1 if mode.startswith("single") else 2)
     keys = {r.regime for r in eager_residuals(rows)}
+    # CP: the cp set (session 36), its own regime, not DDP's; +host-bound: the rows the model predicts host-bound
+    # (llm/host_bound.py, session 38): every TP x DP row, so no GPU-bound TP x DP regime
     assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
-            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | TP x DP | bf16",
-            "llm | PyTorch eager | CP | bf16"} == keys   # CP: the cp set (session 36), its own regime, not DDP's
+            "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | CP | bf16",
+            *(f"llm | PyTorch eager | {mode}+host-bound | bf16" for mode in ("DDP", "FSDP", "TP", "PP", "TP x DP"))} == keys
     assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
 
 
 def test_the_4gpu_layouts_map_onto_the_model_as_the_runner_runs_them():
     """Each 4-GPU layout's parallel setting, GPU count and micro-batches, and the runner document's name for it."""
-    par, gpus, m = eager.layout_of("tp+fsdp")
+    par, gpus, m = eager_regimes.layout_of("tp+fsdp")
     assert (par.tp, par.dp, par.zero, gpus, m) == (2, 2, 3, 4, 1)
-    par, gpus, m = eager.layout_of("pp4-interleaved")
+    par, gpus, m = eager_regimes.layout_of("pp4-interleaved")
     assert (par.pp, par.virtual_stages, gpus, m) == (4, 2, 4, 8)
-    assert eager.layout_of("pp+ddp")[1:] == (4, 4) and eager.layout_of("pp-1f1b")[1:] == (2, 4)
-    assert eager.regime_mode_of({"mode": "pp", "pipeline": {"stages": 4, "schedule": "ScheduleInterleaved1F1B"}}) == "pp4-interleaved"
-    assert eager.regime_mode_of({"mode": "pp", "pipeline": {"stages": 2, "schedule": "ScheduleGPipe"}}) == "pp-gpipe"
-    assert eager.regime_mode_of({"mode": "tp+ddp"}) == "tp+ddp"
+    assert eager_regimes.layout_of("pp+ddp")[1:] == (4, 4) and eager_regimes.layout_of("pp-1f1b")[1:] == (2, 4)
+    assert eager_regimes.regime_mode_of({"mode": "pp", "pipeline": {"stages": 4, "schedule": "ScheduleInterleaved1F1B"}}) == "pp4-interleaved"
+    assert eager_regimes.regime_mode_of({"mode": "pp", "pipeline": {"stages": 2, "schedule": "ScheduleGPipe"}}) == "pp-gpipe"
+    assert eager_regimes.regime_mode_of({"mode": "tp+ddp"}) == "tp+ddp"
 
 
 def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):

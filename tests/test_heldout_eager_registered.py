@@ -31,10 +31,15 @@ def _copy_set(tmp_path, folder: Path) -> Path:
 
 
 def test_compile_rows_are_the_registered_read_not_the_placeholders_nor_todays_model(monkeypatch):
-    def moved(*args, **kwargs):
-        raise AssertionError("the registered rows must not call today's model")
-    monkeypatch.setattr("simcluster.llm.predict.predict_llm", moved)
-    rows, skipped = reg.read_compile(COMPILE)
+    class Moved:   # today's model, moved far: only the host-bound flag may read it (reg.host_share), never the step
+        step_time_s, host_share = 1e9, 0.0
+    monkeypatch.setattr("simcluster.llm.predict.predict_llm", lambda *args, **kwargs: Moved())
+    reg.host_share.cache_clear()
+    try:
+        rows, skipped = reg.read_compile(COMPILE)
+    finally:
+        reg.host_share.cache_clear()   # the flags read with Moved must not reach another test
+    assert all(r["host_share"] == 0.0 and r["host_flag"] == "today's model" for r in rows)
     assert not skipped and len(rows) == 10
     registered = {(r["preset"], r["seq"], r["micro_batch"], r["compiled"]): r["pred_s"]
                   for r in json.loads((COMPILE / reg.REGISTERED_READ).read_text())["rows"]}
@@ -129,8 +134,13 @@ def test_each_configuration_lands_in_its_regime_one_source_per_set():
     for r in residuals:
         by.setdefault(r.regime, set()).add(r.source)
     counts = {k: sum(r.regime == k for r in residuals) for k in by}
-    assert counts == {EAGER.format("single"): 45, EAGER.format("single+compile"): 19,
-                      EAGER.format("single+ckpt-every2"): 15, EAGER.format("single+sac-op"): 10}
+    # +host-bound: the rows today's model predicts host-bound (llm/host_bound.py, session 38): compile's 0.3b eager shape,
+    # eager5's 1.1b 1024x2 and 0.8b 1024x4 (on both leases), lease3's 0.8b op shape
+    assert counts == {EAGER.format("single"): 40, EAGER.format("single+compile"): 19,
+                      EAGER.format("single+ckpt-every2"): 15, EAGER.format("single+sac-op"): 9,
+                      EAGER.format("single+host-bound"): 5, EAGER.format("single+sac-op+host-bound"): 1}
+    assert by[EAGER.format("single+host-bound")] == {COMPILE.name, EAGER5.name}
+    assert by[EAGER.format("single+sac-op+host-bound")] == {LEASE3.name}
     ac6 = {Path(reg.AC6A).name, Path(reg.EAGER7).name, Path(reg.EAGER8).name}   # ac6b is ac6a's source (one registration commit)
     assert by[EAGER.format("single")] == {COMPILE.name, SAC.name, EAGER5.name} | ac6   # eager5-lease2 is eager5's source
     assert by[EAGER.format("single+ckpt-every2")] == {SAC.name} | ac6
@@ -169,7 +179,8 @@ def test_ophost2s_op_rows_are_its_registered_steps_against_the_median_of_its_lau
     assert errors == [-0.088, -0.03, 0.056]          # the README's Result: -8.8 / -3.0 / +5.6%
     residuals = eager_residuals(reg.held_out_rows())
     trust = trust_of(Regime("llm eager", EAGER.format("single+sac-op"), 1.0), Table(residuals))
-    assert trust.status == "validated" and "10 held-out rows from 4 sources" in trust.text()
+    # 9 rows: lease3's 0.8b op shape is predicted host-bound, a regime of its own (single+sac-op+host-bound, session 38)
+    assert trust.status == "validated" and "9 held-out rows from 4 sources" in trust.text()
 
 
 def test_torchtitans_selective_rows_are_compared_as_its_policies():

@@ -12,6 +12,7 @@ import yaml
 from conftest import LATER_REPEATS, measured_llm_tokens, registered_tokens
 
 from simcluster.heldout import eager as heldout
+from simcluster.heldout import eager_regimes
 from simcluster.llm import comm, compiled, eager, torch_cp
 from simcluster.llm.ops import attention
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
@@ -140,13 +141,13 @@ def test_a_cp_run_reads_back_against_its_registration(tmp_path, capsys):
                                                           "median_step_s": 0.8, "max_memory_allocated_bytes": 70 * 2**30, "ranks": ranks}]}
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "cp-x.json").write_text(json.dumps(doc))
-    rows = heldout.registered_rows(tmp_path)
+    rows = eager_regimes.registered_rows(tmp_path)
     from simcluster.trust.build import eager_residuals
 
     assert eager_residuals(rows)[0].regime == "llm | PyTorch eager | CP | bf16"   # its own regime, not DDP's (cold read D)
     one_rank = doc | {"world_size": 1}   # a cp mesh of one (probe-1gpu) at a registered shape: not a 2-GPU row
     (tmp_path / "runs" / "cp-y.json").write_text(json.dumps(one_rank))
-    assert len(heldout.registered_rows(tmp_path)) == 1
+    assert len(eager_regimes.registered_rows(tmp_path)) == 1
     (tmp_path / "runs" / "cp-y.json").unlink()
     assert len(rows) == 1 and rows[0]["gpus"] == 2 and rows[0]["predicted_s"] == pytest.approx(reg["predicted"]["h200"]["step_ms"] / 1e3)
     assert load_script("validation/llm_eager_regimes.py").compare(tmp_path) == 0

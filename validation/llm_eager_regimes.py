@@ -56,25 +56,12 @@ from pathlib import Path
 import yaml
 
 from simcluster.errors import SimclusterError
-from simcluster.heldout.eager import (
-    CARDS,
-    H100,
-    H200,
-    MESH_HOST,
-    MODE_HOST,
-    SEQ,
-    SIZES,
-    SIZES2,
-    SIZES3,
-    SIZES4,
-    SIZES5,
-    SIZES6,
-    SIZES7,
+from simcluster.heldout.eager import CARDS, H100, H200, MESH_HOST, MODE_HOST, SEQ, SIZES, SIZES2, SIZES3, SIZES4, SIZES5, SIZES6, SIZES7, pct
+from simcluster.heldout.eager_regimes import (
     cp_modes,
     layout_of,
     mesh2_modes,
     mesh_modes,
-    pct,
     pipeline_modes,
     regime_documents,
     regime_mode_of,
@@ -82,7 +69,7 @@ from simcluster.heldout.eager import (
     tpdp_modes,
     two_modes,
 )
-from simcluster.heldout.eager import regime_predict as predict
+from simcluster.heldout.eager_regimes import regime_predict as predict
 from simcluster.heldout.registration import refuse_existing, write_registration
 from simcluster.llm.memory import GiB
 

@@ -53,16 +53,19 @@ may have moved since: docs/models/llm-findings.md).
 Each folder is one source (one lease, one registration). A run that failed (no document, a shape not ok) or whose
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
 why for each. Rows: {bundle, label, gpus, tp, pp, zero, transport, framework, recompute, recompute_every, measured_s,
-predicted_s}: the regime (trust/build.eager_residuals) follows from framework and recompute. "New shapes" above are
+predicted_s, host_share, host_bound, host_flag}: the regime (trust/build.eager_residuals) follows from framework,
+recompute and host_bound (llm/host_bound.py; host_share: today's model with FLAG_HOSTS' fits, for the flag only). "New shapes" above are
 new (preset, seq, micro-batch); ac6b's, eager7's and eager8's repeat some earlier (preset, tokens) (tests/test_llm_ac6.py
 REPEATED_TOKENS): still new steps, which is all these rows carry, not new memory (llm.md)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.llm.host_bound import is_host_bound
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 COMPILE = "calibration/h200x1-llm-compile-2026-11-29"
@@ -109,10 +112,47 @@ def _timed_shape(doc: dict | None, failure: str) -> tuple[dict | None, str]:
     return shape, ""
 
 
-def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], measured: float, predicted: float) -> dict:
+def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], measured: float, predicted: float,
+         shape: tuple[str, int | None, int, int]) -> dict:
+    """A row; `shape` (preset, layers or None, seq, micro-batch) gives its host-bound flag (host_share: today's model)."""
+    share = host_share(*shape, framework == "torch-compile", recompute)
     return {"bundle": bundle.name, "label": label, "gpus": 1, "tp": 1, "pp": 1, "zero": 0, "transport": "1 GPU",
             "framework": framework, "recompute": recompute[0], "recompute_every": recompute[1], "measured_s": measured,
-            "predicted_s": predicted}
+            "predicted_s": predicted, "host_share": share, "host_bound": is_host_bound(share), "host_flag": "today's model"}
+
+
+# The one-GPU host fits the flag is read with: compile2's, lease3's, compile4's and eager5's registered `hosts` (single,
+# ckpt and op from the diagnostic's host runs, compile from the compile set's; validation/llm_compile2.host_fits)
+FLAG_HOSTS = ("calibration/h200x1-llm-diag-2026-11-29/host", "calibration/h200x1-llm-compile-2026-11-29/host")
+FLAG_CARD = "models/gpu/h200-sxm-interleaved.yaml"
+
+
+@cache
+def _flag_hosts() -> tuple[dict, object]:
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import eager
+
+    diag, compile_host = (eager.fit_modes(ROOT / f) for f in FLAG_HOSTS)
+    return diag | {"compile": compile_host["compile"]}, load_gpu(ROOT / FLAG_CARD)[0]
+
+
+@cache
+def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int]) -> float | None:
+    """The share of the step that moves with the host's speed (llm/host_bound.py) as today's model predicts this
+    one-GPU run with FLAG_HOSTS' fits: the regime's host-bound flag only. No registered file records the share of
+    its own prediction, so the flag is today's model's; the row's residual stays against the registered step."""
+    from simcluster.heldout.eager import model_of
+    from simcluster.llm import eager
+    from simcluster.llm.comm import Network
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+    from simcluster.runner.llm_step import PRESETS
+
+    hosts, gpu = _flag_hosts()
+    par = ParallelSpec(recompute=recompute[0], recompute_every=recompute[1])
+    fw = eager.torch_framework(par, hosts, compiled=compiled)
+    model = model_of({"model": PRESETS[preset] | ({"layers": layers} if layers else {})}, seq)
+    return predict_llm(model, par, BatchSpec(mb, mb), gpu, Network(None, 1), 1, trace=False, framework=fw).host_share
 
 
 def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]:
@@ -154,7 +194,7 @@ def read_compile(bundle: Path) -> tuple[list[dict], list[Skipped]]:
                 continue
             label = f"{key[0]} single{'+compile' if compiled else ''} seq {key[1]} mb {key[2]}"
             rows.append(_row(bundle, label, "torch-compile" if compiled else "torch-amp", ("none", 1), float(shape["median_step_s"]),
-                             registered[key]))
+                             registered[key], (key[0], None, key[1], key[2])))
     return rows, skipped
 
 
@@ -192,7 +232,7 @@ def read_sac(bundle: Path) -> tuple[list[dict], list[Skipped]]:
         par = eager_ac.parallel_of(str(reg["ac_mode"]))
         label = f"{reg['preset']} single ac {reg['ac_mode']} seq {reg['seq']} mb {reg['micro_batch']}"
         rows.append(_row(bundle, label, "torch-amp", (par.recompute, par.recompute_every), float(shape["median_step_s"]),
-                         predicted))
+                         predicted, (str(reg["preset"]), None, int(reg["seq"]), int(reg["micro_batch"]))))
     return rows, skipped
 
 
@@ -290,7 +330,8 @@ def _launch_rows(bundle: Path, path: Path, runs: list) -> tuple[list[dict], list
         if reg["kind"] == "op":
             label += f" median of {len(steps)} launches"
         rows.append(_row(bundle, label, "torch-compile" if reg["kind"] == "compile" else "torch-amp",
-                         ("op", 1) if reg["kind"] == "op" else ("none", 1), statistics.median(steps), predicted))
+                         ("op", 1) if reg["kind"] == "op" else ("none", 1), statistics.median(steps), predicted,
+                         (str(reg["preset"]), reg["layers"] or None, int(reg["seq"]), int(reg["micro_batch"]))))
     return rows, skipped
 
 

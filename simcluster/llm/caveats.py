@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import moe_graphs, moe_sync
+from simcluster.llm import host_bound, moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 
@@ -28,10 +28,20 @@ H100_CLASS = ("h100", "h200")   # GPU cards whose hosts and kernel times the sou
 # card's rows (Narayanan, Korthikanti, MegaScale, BLOOM) are within 3-6% mean and carry no caveat
 DERIVED_GPU_BIAS = {"b200": ("GPU card b200 is derived (datasheet peaks, curves of {source}), not measured: its held-out "
                              "published rows miss by 17-21% mean, mostly fast (docs/models/llm.md, Validation)")}
-EAGER_HOST = ("{framework}: where its step is host-bound (eager TP at every size measured; FSDP2 up to ~3B parameters on "
-              "2-4 GPUs) the host's speed varies 10-30% between launches of the same job (docs/models/llm-findings.md, "
-              "sessions 21-24), below which no prediction of it can go")
-HOST_BOUND_EAGER = ("torch-dtensor-tp", "torch-fsdp2")
+# the host-bound eager step (llm/host_bound.py: the share of the predicted step that moves with the host's speed >= 1/2):
+# its own error-band regime (trust/regime.HOST_BOUND_AXIS); the measured spread of such steps (session 38, issue 44)
+HOST_SPREAD = ("one FSDP2 0.8b 2048:1 step took 120.6 and 144.4 ms in two processes on one lease and 141.6 ms on another, "
+               "FSDP2 at 20 layers hidden 128 127-147 ms against ~95 ms on the lease the host fit came from, where "
+               "GPU-bound eager steps repeat within 0.1-0.3% (calibration/h200x2-eager-host-diagnose-2026-11-29, "
+               "calibration/h200x2-llm-eager-noise-2026-11-29)")
+EAGER_HOST = ("{framework}: host-bound in the model ({share:.0%} of this step moves with the host's speed, "
+              "llm/host_bound.py): a host-bound eager step is as fast as the lease's host, which varies between processes "
+              "and leases (" + HOST_SPREAD + "), below which no prediction of it can go; its band is the host-bound "
+              "regime's (docs/models/trust.md)")
+EAGER_HOST_UNPRICED = ("{framework}: no host cost priced (no framework.host folder of host runs), so this step is "
+                       "GPU-bound by construction; measured eager TP at every size, and FSDP2 / DDP / pipelines at small "
+                       "shapes, are host-bound on H200 hosts (" + HOST_SPREAD + "): give framework: {{name: torch, host: "
+                       "<folder>}} to price it and to know whether this one is")
 SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase ({fwd_us:.1f} us per forward kernel, "
                "{bwd_us:.1f} us per backward one, from hidden-128 runs with --ac-mode op); held out on 1 x H200 it met "
                "its registered rule on one lease (5.8% mean |error|, calibration/h200x1-llm-ophost2-2026-11-29) and "
@@ -58,8 +68,10 @@ TORCH_CP = ("torch context parallelism: priced from torch's source and the calib
             "is GPU-bound (long sequences; docs/models/llm.md)")
 
 
-def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16") -> list[str]:
-    """The caveats of one prediction (empty when its class is validated within the target)."""
+def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
+            host_share: float | None = None) -> list[str]:
+    """The caveats of one prediction (empty when its class is validated within the target); `host_share`: the step's
+    share that moves with the host's speed (llm/host_bound.py; None: not computed, the framework prices no host)."""
     out = []
     if model.moe and framework.name.startswith("megatron"):
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
@@ -71,8 +83,10 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
             out.append(MOE_SYNC_EXTRAPOLATED.format(c_us=framework.moe_sync_kernel_s * 1e6, where=" and ".join(where)))
     if getattr(gpu, "derived_from", "") and gpu.name in DERIVED_GPU_BIAS:
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
-    if any(part in framework.name.removeprefix("torch-").split("+") for part in (n.removeprefix("torch-") for n in HOST_BOUND_EAGER)):
-        out.append(EAGER_HOST.format(framework=framework.name))
+    if host_bound.is_host_bound(host_share):
+        out.append(EAGER_HOST.format(framework=framework.name, share=host_share))
+    elif framework.eager and not host_bound.prices_host(framework):
+        out.append(EAGER_HOST_UNPRICED.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
     if framework.compiled:

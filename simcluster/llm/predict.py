@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import attention_kernels, clock, comm, eager_ac, hsdp, scaleout
+from simcluster.llm import attention_kernels, clock, comm, eager_ac, host_bound, hsdp, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.maxplus import evaluate_iteration
@@ -71,6 +71,8 @@ class LlmResult:
     notes: list = field(default_factory=list)     # what the configuration implies (llm/caveats.notes)
     timeline: dict = field(default_factory=dict, repr=False, compare=False)
     regime: object = None                         # trust/regime.py's Regime: the class whose held-out residuals bound it
+    host_share: float | None = None               # the share of the step that moves with the host's speed (llm/host_bound.py);
+                                                  # None where the framework prices no host
 
     @property
     def status(self) -> str:
@@ -123,6 +125,10 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
         gpu, info = clock.clocked(model, par, batch, gpu, framework, reference)
     work = build_work(model, par, batch, gpu, net, g, framework)
     it = run(work, seed, trace)
+    share = None
+    if host_bound.prices_host(framework):   # the same work with a slower host: how much of the step the host paces
+        slower = run(build_work(model, par, batch, gpu, net, g, host_bound.slower_host(framework)), seed, False)
+        share = host_bound.host_share(it.step_time_s, slower.step_time_s)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
     losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread, os_jitter_s)
@@ -134,8 +140,9 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, **losses},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, {**g.describe(), **hsdp.describe(par, net)},
-                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision), notes(model, par),
-                     _timeline(model, par, it) if trace else {}, llm_regime_of(model, par, batch, framework.name))
+                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision, share),
+                     notes(model, par), _timeline(model, par, it) if trace else {},
+                     llm_regime_of(model, par, batch, framework.name, host_bound.is_host_bound(share)), share)
 
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:

@@ -309,8 +309,6 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.predict import network_for, predict_llm
     from simcluster.machine_models import build_cluster
-    from simcluster.trust.regime import llm_regime_of
-
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
     config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
     not_compared = (ref.usage.get("runs_not_compared") or {}).get(i)
@@ -333,7 +331,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
     detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
-    regime = llm_regime_of(model, par, batch, result.framework)
+    regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
     return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
                         regime=regime.key, scale=regime.scale)
 

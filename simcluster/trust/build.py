@@ -76,14 +76,16 @@ def ddp_residuals(rows: list[dict]) -> list[Residual]:
 def eager_residuals(rows: list[dict]) -> list[Residual]:
     """Eager-PyTorch llm-step shapes of the sealed and registered bundles (heldout/eager.py, heldout/eager_registered.py),
     regime by the runner's mode, torch.compile (framework torch-compile) and the checkpointing policy (recompute op,
-    full every N > 1: eager_checkpointing); each bundle a source, or the row's `source` where it names one (a registered
+    full every N > 1: eager_checkpointing) and whether the row's prediction is host-bound (`host_bound`, llm/host_bound.py,
+    set by the row's reader; absent: not); each bundle a source, or the row's `source` where it names one (a registered
     set run again on another launch: heldout/eager_registered.SAME_REGISTRATION)."""
     from simcluster.trust.regime import eager_checkpointing, llm_regime
 
     out = []
     for r in rows:
         ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
-        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"], ckpt)
+        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"],
+                            ckpt, r.get("host_bound", False))
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
         out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"]))
@@ -129,11 +131,11 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, eager_registered, moe_lab, rdma_ops, storage, transport
+        from simcluster.heldout import ddp, eager, eager_regimes, eager_registered, moe_lab, rdma_ops, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
-        residuals += eager_residuals(eager.held_out_rows() + eager_registered.held_out_rows())
+        residuals += eager_residuals(eager_regimes.held_out_rows() + eager_registered.held_out_rows())
         residuals += moe_lab_residuals(moe_lab.held_out_rows())
         residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",

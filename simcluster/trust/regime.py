@@ -11,7 +11,8 @@ accuracy there, plus one scale axis (GPUs) checked against the range the regime 
               transport and, for RDMA, the fabric (EFA, InfiniBand, RoCE: fabric_link)
 The parallelism family is the riskiest one the configuration uses, in this order: MoE (experts), CP (cp > 1),
 ZeRO-3/FSDP, TP+PP (pp > 1), TP (tp > 1), DP/ZeRO-1/2; eager PyTorch's (family `llm eager`) is the runner's mode:
-FSDP, PP, TP x DP, TP, DDP, single.
+FSDP, PP, TP x DP, TP, DDP, single; then +compile, +<checkpointing policy> and +host-bound (the model's prediction
+of the step is host-bound: llm/host_bound.py), each a regime of its own.
   ddp         one key (data-parallel step)                       (axis: GPUs)
   storage     workload x the limit the run names                 (axis: accelerators)
   transport   transport kind (tcp, udp) x side                   (axis: none)
@@ -45,6 +46,11 @@ FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp")
 # experts, the MoE layer issued from the host kernel by kernel (MoeHost). Not the Megatron/NeMo family: a different
 # stack whose lab steps are host-bound on 1-4 GPUs, where the Megatron/NeMo rows are Megatron+TE runs at scale (issue 44)
 LOCAL_SPEC = "megatron-local-spec"
+
+
+# an eager step the model predicts host-bound (llm/host_bound.py): its own regime, the time a lease's host speed sets (a
+# FSDP2 0.8b 2048:1 step 120.6 / 144.4 / 141.6 ms in three processes, calibration/h200x2-eager-host-diagnose-2026-11-29)
+HOST_BOUND_AXIS = "+host-bound"
 
 
 def framework_family(name: str) -> str:
@@ -88,26 +94,30 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
 
 
 def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int,
-               checkpointing: str = "") -> Regime:
+               checkpointing: str = "", host_bound: bool = False) -> Regime:
     """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`, and
     Megatron-Core's local spec in its own, `llm local spec`: their rows are lab steps on 1-4 GPUs, host-bound in ways
     the Megatron runs at scale are not, so each is pooled apart from the others (an unvalidated answer's band comes from
     its own stack's rows). Under eager PyTorch, torch.compile and the selective checkpointing policies (checkpointing:
-    'sac-op', 'ckpt-every<N>'; eager_checkpointing) are regimes of their own, unvalidated until rows of them exist."""
+    'sac-op', 'ckpt-every<N>'; eager_checkpointing) are regimes of their own, unvalidated until rows of them exist; and
+    so is a host-bound step (`host_bound`: llm/host_bound.py's definition, from the model's own prediction of the step,
+    never from its measurement: `+host-bound` after the rest), whose time is the lease's host speed's (HOST_BOUND_AXIS)."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
         mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
         mode += f"+{checkpointing}" if checkpointing else ""
+        mode += HOST_BOUND_AXIS if host_bound else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus))
     if fw == "Megatron local spec":
         return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
     return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
 
 
-def llm_regime_of(model, par, batch, framework: str) -> Regime:
-    """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec)."""
+def llm_regime_of(model, par, batch, framework: str, host_bound: bool = False) -> Regime:
+    """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec); `host_bound`: the step's
+    prediction is host-bound (llm/host_bound.is_host_bound of its host share)."""
     return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus,
-                      eager_checkpointing(par.recompute, par.recompute_every))
+                      eager_checkpointing(par.recompute, par.recompute_every), host_bound)
 
 
 def eager_checkpointing(recompute: str, every: int) -> str:

@@ -1,0 +1,234 @@
+"""The registered eager-PyTorch layouts (heldout/eager.py's REGISTERED bundles): each runner layout onto the model
+(layout_of), the layout predicted as its registration predicts it (regime_predict: the registered step, memory and
+breakdown), the bundles' runs read against their registered.yaml (registered_rows), and every held-out eager row of the
+multi-GPU sets, SEALED (today's model, heldout/eager.bundle_rows) and REGISTERED together (held_out_rows)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, _document, bundle_rows, model_of
+from simcluster.llm.host_bound import is_host_bound
+
+
+def regime_modes():
+    """The eager-regimes bundle's layouts (one and two GPUs)."""
+    from simcluster.llm.spec import ParallelSpec
+
+    return {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
+            "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
+
+
+def mesh_modes():
+    """The 4-GPU layouts of the meshes bundle (runner modes tp+ddp, tp+fsdp, pp+ddp with --group 2, pp on 4 ranks)."""
+    from simcluster.llm.spec import ParallelSpec
+
+    return {"tp+ddp": ParallelSpec(tp=2, dp=2), "tp+fsdp": ParallelSpec(tp=2, dp=2, zero=3),
+            "pp4-1f1b": ParallelSpec(pp=4), "pp4-gpipe": ParallelSpec(pp=4, pp_schedule="gpipe"),
+            "pp+ddp": ParallelSpec(pp=2, dp=2)}
+
+
+def mesh2_modes():
+    """The second 4-GPU set's layouts: the first's without GPipe, with interleaved 1F1B (2 chunks per rank)."""
+    from simcluster.llm.spec import ParallelSpec
+
+    return {k: v for k, v in mesh_modes().items() if k != "pp4-gpipe"} | {"pp4-interleaved": ParallelSpec(pp=4, virtual_stages=2)}
+
+
+def tpdp_modes():
+    """The tpdp set's layouts (session 29): TP 2 x DDP 2 and TP 2 x FSDP2 2, host runs and steps on one lease."""
+    return {k: v for k, v in mesh_modes().items() if k.startswith("tp+")}
+
+
+def pipeline_modes():
+    """The pipeline set's layouts (session 29): 4 stages under 1F1B and interleaved 1F1B, and 2 stages x DDP 2."""
+    return {k: v for k, v in mesh2_modes().items() if k.startswith("pp")}
+
+
+def two_modes():
+    """The two set's layouts (session 36, each a 2-GPU host runs): DDP, FSDP2, TP over 2 ranks, the regimes set's 2-stage pipelines."""
+    from simcluster.llm.spec import ParallelSpec
+
+    pipelines = {k: v for k, v in regime_modes().items() if k.startswith("pp")}
+    return {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)} | pipelines
+
+
+def cp_modes():   # the cp set's layout (session 36): torch's context parallelism over 2 ranks, DDP over them (--mode cp)
+    from simcluster.llm.spec import ParallelSpec
+    return {"cp": ParallelSpec(cp=2)}
+
+
+def layout_of(mode: str):
+    """(ParallelSpec, GPUs, micro-batches per step) of a layout: a pipeline 2 per stage (4 on 2 stages, 8 on 4), others 1."""
+    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes(), **cp_modes()}[mode]
+    return par, par.gpus, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
+
+
+def h100_host_framework():
+    """TORCH_AMP with the host cost per kernel and per step fitted on the H100 machine's tiny-decoder steps."""
+    from simcluster.llm import host
+    from simcluster.llm.framework import TORCH_AMP
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    points, kernels = [], None
+    for path in sorted(H100_HOST.glob("h100-L*.json")):
+        doc = json.loads(path.read_text())
+        for shape in doc["shapes"]:
+            if shape["status"] == "ok":
+                kernels = host.layer_kernels(model_of(doc, shape["seq"]), ParallelSpec(),
+                                             BatchSpec(shape["micro_batch"], shape["micro_batch"]), TORCH_AMP)
+                points.append((doc["model"]["layers"], shape["median_step_s"]))
+    if not points:
+        return TORCH_AMP, "no host measurement: GPU-bound only"
+    c, a = host.fit_host(points, kernels)
+    return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
+
+
+def host_fits(mode: str, own_host: Path | None = None) -> dict:
+    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_host` (the variant the 4-GPU sets
+    register beside the model's: MESH_HOST for the second set, the tpdp set's own lease): a 2-D layout takes its own
+    mode's fit from the host runs there in place of tp's, which the product's eager.host_mode gives it."""
+    from simcluster.llm import eager
+
+    fits = eager.fit_modes(MODE_HOST)
+    if own_host is None:
+        return fits
+    own = eager.fit_modes(own_host)
+    if mode in tpdp_modes():
+        return fits | {"tp": own[mode]}
+    return fits | own   # a 1-D layout: each mode's own fit from the lease's host runs (the product's framework.host)
+
+
+def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
+    """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
+    (host_fits; H100: the single mode's)."""
+    from simcluster.llm import eager
+
+    par, _, _ = layout_of(mode)
+    if gpu_label == "h200":
+        hosts = host_fits(mode, own_host)
+        if own_host is not None:
+            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {own_host}"
+        return eager.torch_framework(par, hosts), f"host: {eager.host_mode(par)} mode of {MODE_HOST.name}"
+    base, how = h100_host_framework()
+    fw = eager.torch_framework(par)
+    return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
+
+
+def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
+                   microbatches: int | None = None, seq: int = SEQ) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits';
+    `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq` (cp's)."""
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.comm import Network
+    from simcluster.llm.memory import GiB, stage_memories
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_pipeline import chunk_layer_ranges
+    from simcluster.runner.llm_step import PRESETS
+
+    par, gpus, m = layout_of(mode)
+    m = microbatches or m
+    model = model_of({"model": PRESETS[preset]}, seq)
+    if par.pp > 1:   # the layers each chunk ran: the runner's split (llm_pipeline.py), not spec.layer_split's balance
+        par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
+    batch = BatchSpec(mb * m * par.dp, mb, "bf16")
+    gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
+    fw, how = regime_framework(mode, gpu_label, own_host)
+    card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
+    # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
+    r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
+    mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
+    return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
+            "steady_mem_GiB": [round(s.steady_allocated / GiB, 3) for s in mems],   # the peak after the first steps
+            "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how,
+            "host_share": None if r.host_share is None else round(r.host_share, 4)}   # llm/host_bound.py
+
+
+@cache
+def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int) -> float | None:
+    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq)["host_share"]
+
+
+def registered_host_share(reg: dict, gpu_label: str) -> tuple[float | None, str]:
+    """(host share, where it came from) of a registered run (llm/host_bound.py): the registered prediction's own where
+    its registered.yaml records one (`host_share`, registered since session 38), else today's model's of the same
+    layout, shape and host fits as the held-out step (regime_predict: the product's host fits, MODE_HOST) -- for the
+    regime's host-bound flag only; the row's residual stays against the registered step."""
+    own = reg["predicted"][gpu_label]
+    if "host_share" in own:
+        return own["host_share"], "registered"
+    return _todays_host_share(reg["preset"], reg["micro_batch"], reg["mode"], gpu_label, reg["microbatches"], reg["seq"]), \
+        "today's model"
+
+
+def regime_mode_of(doc: dict) -> str:
+    if doc.get("mode") == "pp":
+        stages = doc["pipeline"].get("stages", 2)
+        kind = {"ScheduleGPipe": "gpipe", "ScheduleInterleaved1F1B": "interleaved"}.get(doc["pipeline"]["schedule"], "1f1b")
+        return f"pp{stages if stages != 2 else ''}-{kind}"
+    if doc.get("mode") in ("tp+ddp", "tp+fsdp", "pp+ddp"):
+        return str(doc["mode"])
+    from simcluster.llm import eager, eager_ac
+
+    ac = eager_ac.document_mode(doc)   # op / every:N runs set ac_mode (single+sac-op, single+ckpt-every2)
+    return eager.mode_of(eager_ac.parallel_of(ac)) if ac != "none" else str(doc.get("mode"))
+
+
+def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:
+    """The llm-step documents of an eager-regimes bundle, and a line per file that holds none (the run failed)."""
+    docs, failed = [], []
+    for path in sorted(bundle.glob("runs/*.json")) + sorted(bundle.glob("*.json")):
+        doc, _ = _document(path.read_text())
+        (docs.append(doc) if doc is not None else failed.append(str(path)))
+    return docs, failed
+
+
+def held_out_rows() -> list[dict]:
+    """Every timed shape of the held-out bundles: SEALED predicted with today's model, then the eager-regimes bundle
+    against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport,
+    host_share, host_bound, host_flag} (host_bound: llm/host_bound.is_host_bound of the prediction's host share; host_flag:
+    whose prediction the share is, the row's own or today's model's: registered_host_share)."""
+    from simcluster.llm import eager
+
+    hosts = eager.fit_modes(MODE_HOST)
+    out = []
+    for name in SEALED:
+        for r in bundle_rows(ROOT / name, hosts):
+            if "pred_ms" in r and "meas_ms" in r:
+                par = r["parallel"]
+                out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
+                            "gpus": r["world"], "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": r["transport"],
+                            "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3,
+                            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "host_flag": "today's model"})
+    return out + [row for name in REGISTERED for row in registered_rows(ROOT / name)]
+
+
+def registered_rows(bundle: Path) -> list[dict]:
+    """The eager-regimes bundle's runs against the predictions registered before they ran (registered.yaml): the
+    model changed after that read (the pipeline's memory), so the registered step is the held-out one; the host-bound
+    flag from registered_host_share."""
+    from simcluster.strict import load_yaml
+
+    registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in load_yaml(bundle / "registered.yaml")["runs"]}
+    docs, _ = regime_documents(bundle)
+    out = []
+    for doc in docs:
+        mode, preset = regime_mode_of(doc), doc["model"].get("preset")
+        gpu = "h100" if "H100" in str(doc.get("device", {}).get("name")) else "h200"
+        for shape in doc["shapes"]:
+            reg = registered.get((preset, mode, shape["seq"], shape["micro_batch"]))
+            par, gpus, _ = layout_of(mode) if reg is not None else (None, 0, 0)
+            if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1)
+                    or doc.get("world_size", 1) != gpus):   # smoke / host runs; another rank count
+                continue
+            share, flag = registered_host_share(reg, gpu)
+            out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
+                        "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
+                        "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
+                        "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag})
+    return out
