@@ -69,7 +69,7 @@ def test_without_a_host_fit_the_model_says_nothing_of_the_host():
     fitted = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(par, hosts))
     assert fitted.regime.key == "llm | PyTorch eager | TP+host-bound | bf16"
     assert fitted.caveats[0].startswith("torch-dtensor-tp: host-bound in the model (")
-    assert "calibration/h200x2-eager-host-diagnose-2026-11-29" in fitted.caveats[0] and "120.6 and 144.4 ms" in fitted.caveats[0]
+    assert "calibration/h200x2-eager-hostbound-noise-2026-11-29" in fitted.caveats[0] and "14% under FSDP2" in fitted.caveats[0]
 
 
 def test_the_axis_is_eager_pytorchs_only():

@@ -30,10 +30,10 @@ DERIVED_GPU_BIAS = {"b200": ("GPU card b200 is derived (datasheet peaks, curves 
                              "published rows miss by 17-21% mean, mostly fast (docs/models/llm.md, Validation)")}
 # the host-bound eager step (llm/host_bound.py: the share of the predicted step that moves with the host's speed >= 1/2):
 # its own error-band regime (trust/regime.HOST_BOUND_AXIS); the measured spread of such steps (session 38, issue 44)
-HOST_SPREAD = ("one FSDP2 0.8b 2048:1 step took 120.6 and 144.4 ms in two processes on one lease and 141.6 ms on another, "
-               "FSDP2 at 20 layers hidden 128 127-147 ms against ~95 ms on the lease the host fit came from, where "
-               "GPU-bound eager steps repeat within 0.1-0.3% (calibration/h200x2-eager-host-diagnose-2026-11-29, "
-               "calibration/h200x2-llm-eager-noise-2026-11-29)")
+HOST_SPREAD = ("the same host-bound 0.8b 2048:1 step spread 41% on one GPU, 40% under DDP, 14% under FSDP2 and 12% in a "
+               "2-stage pipeline over four processes of one lease, where GPU-bound eager steps repeat within 0.1-0.3%; "
+               "a host fit from the same lease (framework.host) put the four processes' mean within 2.6-4.6% on one "
+               "GPU, DDP and FSDP2 (calibration/h200x2-eager-hostbound-noise-2026-11-29)")
 EAGER_HOST = ("{framework}: host-bound in the model ({share:.0%} of this step moves with the host's speed, "
               "llm/host_bound.py): a host-bound eager step is as fast as the lease's host, which varies between processes "
               "and leases (" + HOST_SPREAD + "), below which no prediction of it can go; its band is the host-bound "
