@@ -1,0 +1,176 @@
+"""Read calibration/h200x1-attention-wave-2026-11-29's run against its registration (issue 44, session 38, fa2wave).
+
+The predictions and the rule are registered.yaml's (written by device_run.py --predict before the run), read as
+registered, not recomputed. Per shape: flash forward and backward measured vs today's 'fa2' price, the tile-and-wave
+form (studies/fa2_wave.py) and its no-wave diagnostic ('fluid'); torch's default backend vs the card's cuDNN curve.
+Then the controls against their backends-bundle times and the rule's verdict. Error convention throughout: predicted /
+measured - 1 (+ = the prediction is slower than the GPU).
+    python studies/fa2_wave_read.py [wave.json [registered.yaml]]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLE = ROOT / "calibration" / "h200x1-attention-wave-2026-11-29"
+PASSES = ("fwd", "bwd")
+MODELS = ("today", "form", "fluid")
+SHAPE = ("head_dim", "batch", "heads", "kv_heads", "seq")
+
+
+class ReadError(Exception):
+    """A one-line reason the read cannot go on (printed without a traceback)."""
+
+
+def _key(row: dict) -> tuple:
+    return tuple(int(row[k]) for k in SHAPE)
+
+
+def _label(key: tuple) -> str:
+    d, b, h, kv, s = key
+    return f"d {d} b {b} h {h}/{kv} s {s}"
+
+
+def registered(path: Path) -> tuple[dict, dict]:
+    """(rule, {shape: row}) from registered.yaml."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+        rule = doc["rule"]
+        for k in ("max_ratio", "max_mean_abs", "full_waves_min", "control_tolerance"):
+            float(rule[k])
+        rows = {}
+        for r in doc["shapes"]:
+            need = [f"{m}_{p}_s" for m in MODELS + ("card",) for p in PASSES] + ["ctas_fwd", "slots_fwd", "role"]
+            need += ["before_fwd_s", "before_bwd_s"] if r.get("role") == "control" else []
+            missing = [k for k in need if k not in r]
+            if missing:
+                raise ReadError(f"{path}: shape {_label(_key(r))} lacks {missing[0]}")
+            rows[_key(r)] = r
+    except OSError as exc:
+        raise ReadError(f"{path}: {exc.strerror}") from None
+    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReadError(f"{path}: not the probe's registration ({type(exc).__name__}: {exc})") from None
+    if not any(r["role"] == "probe" for r in rows.values()):
+        raise ReadError(f"{path}: no probe shape registered")
+    return rule, rows
+
+
+def measured(path: Path) -> dict[tuple, dict]:
+    """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document; role control-start / control-end / probe."""
+    try:
+        out = {}
+        for r in json.loads(path.read_text())["records"]:
+            key = (r["role"], r["backend"], _key(r))
+            if "error" in r:
+                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}) failed: {r['error'][:80]}")
+            f, b = float(r["fwd_s"]), float(r["bwd_s"])
+            if not (f > 0 and b > 0):
+                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}): a time not > 0 (fwd {f}, bwd {b})")
+            out[key] = {"fwd_s": f, "bwd_s": b}
+    except OSError as exc:
+        raise ReadError(f"{path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ReadError(f"{path}: not the probe's document ({type(exc).__name__}: {exc})") from None
+    if not out:
+        raise ReadError(f"{path}: no record")
+    return out
+
+
+def errors(meas: dict, rows: dict) -> list[dict]:
+    """One dict per probe shape and pass: measured flash time and each model's error; refuses a shape either side lacks."""
+    probe = {k for k, r in rows.items() if r["role"] == "probe"}
+    got = {k for (role, be, k) in meas if role == "probe" and be == "flash"}
+    if got - probe:
+        raise ReadError(f"{len(got - probe)} measured probe shape(s) not registered, first {_label(sorted(got - probe)[0])}")
+    if probe - got:
+        raise ReadError(f"{len(probe - got)} registered probe shape(s) without a flash record, first {_label(sorted(probe - got)[0])}")
+    out = []
+    for k in sorted(probe):
+        r, m = rows[k], meas[("probe", "flash", k)]
+        for p in PASSES:
+            e = {"shape": k, "pass": p, "measured_s": m[f"{p}_s"], "waves_fwd": r["ctas_fwd"] / r["slots_fwd"]}
+            for model in MODELS:
+                e[model] = r[f"{model}_{p}_s"] / m[f"{p}_s"] - 1
+            dflt = meas.get(("probe", "default", k))
+            e["card"] = r[f"card_{p}_s"] / dflt[f"{p}_s"] - 1 if dflt else None
+            out.append(e)
+    return out
+
+
+def mean_abs(errs: list[dict], model: str) -> float:
+    return sum(abs(e[model]) for e in errs) / len(errs) if errs else float("nan")
+
+
+def meets(errs: list[dict], rule: dict) -> bool:
+    form, today = mean_abs(errs, "form"), mean_abs(errs, "today")
+    return bool(errs) and form <= float(rule["max_ratio"]) * today and form <= float(rule["max_mean_abs"])
+
+
+def controls(meas: dict, rows: dict, rule: dict) -> list[str]:
+    """A line per control run and pass that is off its backends-bundle time by more than the tolerance."""
+    tol, off = float(rule["control_tolerance"]), []
+    for k, r in rows.items():
+        if r["role"] != "control":
+            continue
+        for role in ("control-start", "control-end"):
+            m = meas.get((role, "flash", k))
+            if m is None:
+                off.append(f"{_label(k)} {role}: not measured")
+                continue
+            for p in PASSES:
+                dev = m[f"{p}_s"] / r[f"before_{p}_s"] - 1
+                if abs(dev) > tol:
+                    off.append(f"{_label(k)} {role} {p}: {dev:+.1%} off its backends-bundle time")
+    return off
+
+
+def verdict(meas: dict, rule: dict, rows: dict, errs: list[dict]) -> str:
+    off = controls(meas, rows, rule)
+    if off:
+        return f"VOID (the lease: {off[0]}{'; ...' if len(off) > 1 else ''}): repeat the run once"
+    if meets(errs, rule):
+        return "ADOPT: the form meets the rule over every probe shape"
+    full = [e for e in errs if e["waves_fwd"] >= float(rule["full_waves_min"])]
+    if meets(full, rule):
+        return (f"ADOPT FOR >= {rule['full_waves_min']} FORWARD WAVES ONLY ({len(full) // 2} shapes; today's price "
+                "below): the rule fails over every shape but holds there")
+    return "NOT ADOPTED: nothing changes"
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0]) if argv else BUNDLE / "wave.json"
+    reg = Path(argv[1]) if len(argv) > 1 else BUNDLE / "registered.yaml"
+    try:
+        (rule, rows), meas = registered(reg), measured(path)
+        errs = errors(meas, rows)
+    except ReadError as exc:
+        print(f"fa2_wave_read: {exc}", file=sys.stderr)
+        return 1
+    print("flash: predicted / measured - 1 (today's 'fa2', the form, its no-wave 'fluid'); default vs the card's curve")
+    print(f"{'shape':28} {'waves':>5} | {'pass':4} {'meas ms':>8} {'today':>7} {'form':>7} {'fluid':>7} | {'card':>7}")
+    for e in errs:
+        card = f"{e['card']:+7.1%}" if e["card"] is not None else "    n/a"
+        print(f"{_label(e['shape']):28} {e['waves_fwd']:5.1f} | {e['pass']:4} {e['measured_s'] * 1e3:8.3f} "
+              f"{e['today']:+7.1%} {e['form']:+7.1%} {e['fluid']:+7.1%} | {card}")
+    print("\nmean |error|            " + "  ".join(f"{m:>6}" for m in MODELS))
+    groups = [("all probe passes", errs)] + [(f"pass {p}", [e for e in errs if e["pass"] == p]) for p in PASSES]
+    groups += [(f"head dim {d}", [e for e in errs if e["shape"][0] == d]) for d in sorted({e["shape"][0] for e in errs})]
+    groups += [(f">= {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] >= float(rule["full_waves_min"])]),
+               (f"<  {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] < float(rule["full_waves_min"])])]
+    for name, sub in groups:
+        print(f"  {name:22} " + "  ".join(f"{mean_abs(sub, m):6.1%}" for m in MODELS) + f"   ({len(sub)} passes)")
+    off = controls(meas, rows, rule)
+    print(f"\ncontrols (flash vs the backends bundle, tolerance {float(rule['control_tolerance']):.0%}): "
+          + ("all within" if not off else "; ".join(off)))
+    print(f"rule (registered): form mean |error| <= {rule['max_ratio']} x today's and <= {float(rule['max_mean_abs']):.0%}")
+    print(f"verdict: {verdict(meas, rule, rows, errs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
