@@ -96,3 +96,22 @@ def test_the_text_answer_names_the_peak_after_ddp_first_steps():
             total = float(re.search(r"memory per GPU\s+([\d.]+) GiB", ln).group(1))
             rebuild = float(re.search(r"ddp_rebuild ([\d.]+)", ln).group(1))
             assert float(after.group(1)) == pytest.approx(total - rebuild, abs=0.011)
+
+
+def test_the_fsdp_trainers_carry_no_host_caveat():
+    """The FSDP trainers at scale (torchtitan-fsdp2, fms-fsdp, composer-fsdp) are eager but take no framework.host, so
+    the unpriced-host caveat, whose advice is `framework: {name: torch, host: ...}`, is the eager runner's only."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import eager
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    dense = TransformerSpec(32, 4096, 11008, 32, 32, 32000, 4096)
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    par = ParallelSpec(dp=128, zero=3, dp_shard=8)
+    for name in ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp"):
+        assert FRAMEWORKS[name].eager
+        assert not any("host" in c for c in caveats(dense, par, FRAMEWORKS[name], h100)), name
+    torch = eager.torch_framework(ParallelSpec(dp=2))
+    assert any(c.startswith(f"{torch.name}: no host cost priced") for c in caveats(dense, ParallelSpec(dp=2), torch, h100))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from simcluster.llm import host_bound, moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
+from simcluster.trust.regime import framework_family
 
 MOE_MEGATRON = ("MoE: all 23 published H100 Megatron MoE rows are predicted fast (+6% to +166% tokens/s, 37% mean, "
                 "with their recipes' settings and the host after the dispatcher sync; docs/models/llm.md, Validation): take "
@@ -85,7 +86,9 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(DERIVED_GPU_BIAS[gpu.name].format(source=gpu.derived_from))
     if host_bound.is_host_bound(host_share):
         out.append(EAGER_HOST.format(framework=framework.name, share=host_share))
-    elif framework.eager and not host_bound.prices_host(framework):
+    elif framework_family(framework.name) == "PyTorch eager" and not host_bound.prices_host(framework):
+        # the eager runner's frameworks only: the FSDP trainers at scale (torchtitan-fsdp2, fms-fsdp, composer-fsdp) are
+        # eager too, but take no framework.host folder, so the advice would be refused for them
         out.append(EAGER_HOST_UNPRICED.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
