@@ -49,27 +49,60 @@ def test_the_flag_from_the_model_on_a_gpu_bound_ddp_step_and_a_host_bound_tp_ste
     assert key == f"llm | PyTorch eager | {mode.upper()}{'+host-bound' if bound else ''} | bf16"
 
 
-def test_without_a_host_fit_the_model_says_nothing_of_the_host():
+def _tp_layout(par=None):
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm import eager as torch_eager
-    from simcluster.llm.caveats import EAGER_HOST_UNPRICED
     from simcluster.llm.comm import Network
-    from simcluster.llm.predict import predict_llm
-    from simcluster.llm.spec import BatchSpec, ParallelSpec
+    from simcluster.llm.spec import ParallelSpec
 
-    par = ParallelSpec(tp=2)
+    par = par or ParallelSpec(tp=2)
     model = eager.model_of({"model": PRESETS["0.8b"]}, 2048)
     gpu, _ = load_gpu(ROOT / eager.H200)
     net = Network(load_collective(ROOT / eager.CARDS[("nvlink", 2)])[0], 2)
+    return model, par, gpu, net
+
+
+def test_without_a_host_fit_the_step_is_unpriced_and_the_flag_is_the_default_fits():
+    """framework torch without host: prices no host (no share, the step unpriced, EAGER_HOST_UNPRICED), but its regime
+    flag comes from the default host fits (host_bound.DEFAULT_HOST, the folder the held-out rows are flagged with), so a
+    NVLink TP answer lands in TP+host-bound as its rows do; a GPU-bound DDP answer stays GPU-bound."""
+    from simcluster.llm import eager as torch_eager
+    from simcluster.llm.caveats import EAGER_HOST_FLAGGED, EAGER_HOST_UNPRICED
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    assert eager.MODE_HOST == host_bound.DEFAULT_HOST   # the rows' flag and the answers' from one folder
+    model, par, gpu, net = _tp_layout()
     bare = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(par))
-    assert bare.host_share is None and "host-bound" not in bare.regime.key
-    assert EAGER_HOST_UNPRICED.format(framework=bare.framework) in bare.caveats
+    assert bare.host_share is None and bare.regime.key == "llm | PyTorch eager | TP+host-bound | bf16"
+    folder = "calibration/h200x2-llm-host-2026-11-23"
+    assert EAGER_HOST_UNPRICED.format(framework=bare.framework) + EAGER_HOST_FLAGGED.format(folder=folder) in bare.caveats
     hosts = torch_eager.fit_modes(ROOT / HOST)
     fitted = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(par, hosts))
+    assert fitted.step_time_s > 1.5 * bare.step_time_s   # the bare step stays unpriced: the flag moved, not the step
     assert fitted.regime.key == "llm | PyTorch eager | TP+host-bound | bf16"
     assert fitted.caveats[0].startswith("torch-dtensor-tp: host-bound in the model (")
     assert "calibration/h200x2-eager-hostbound-noise-2026-11-29" in fitted.caveats[0] and "14% under FSDP2" in fitted.caveats[0]
+    ddp = ParallelSpec(dp=2)
+    gpu_bound = predict_llm(model, ddp, BatchSpec(10, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(ddp))
+    assert gpu_bound.regime.key == "llm | PyTorch eager | DDP | bf16"
+    assert EAGER_HOST_UNPRICED.format(framework=gpu_bound.framework) in gpu_bound.caveats
+
+
+def test_the_share_is_read_on_the_printed_step_and_travels_in_the_json():
+    """host_share = d / (0.1 x step) on the step as printed (the pipeline's plus the stragglers and OS jitter), the same
+    number in the job document as in the caveat."""
+    from simcluster.llm import eager as torch_eager
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    model, par, gpu, net = _tp_layout(ParallelSpec(dp=2))
+    fw = torch_eager.torch_framework(par, torch_eager.fit_modes(ROOT / HOST))
+    r = predict_llm(model, par, BatchSpec(2, 1), gpu, net, 2, trace=False, framework=fw)
+    slower = predict_llm(model, par, BatchSpec(2, 1), gpu, net, 2, trace=False, framework=host_bound.slower_host(fw))
+    assert r.breakdown["stragglers"] > 0
+    assert r.host_share == pytest.approx((slower.step_time_s - r.step_time_s) / (host_bound.HOST_SLOWER * r.step_time_s), rel=1e-9)
+    assert r.to_json()["host_share"] == pytest.approx(r.host_share)
 
 
 def test_the_axis_is_eager_pytorchs_only():

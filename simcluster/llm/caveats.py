@@ -43,6 +43,9 @@ EAGER_HOST_UNPRICED = ("{framework}: no host cost priced (no framework.host fold
                        "GPU-bound by construction; measured eager TP at every size, and FSDP2 / DDP / pipelines at small "
                        "shapes, are host-bound on H200 hosts (" + HOST_SPREAD + "): give framework: {{name: torch, host: "
                        "<folder>}} to price it and to know whether this one is")
+# appended where the product's default host fits (llm/host_bound.flag_framework) put the layout host-bound: the regime's flag
+EAGER_HOST_FLAGGED = ("; its regime is flagged host-bound all the same, from the default host fits of its layout "
+                      "({folder}, which its held-out rows are flagged with), so its band is the host-bound regime's")
 SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase ({fwd_us:.1f} us per forward kernel, "
                "{bwd_us:.1f} us per backward one, from hidden-128 runs with --ac-mode op); held out on 1 x H200 it met "
                "its registered rule on one lease (5.8% mean |error|, calibration/h200x1-llm-ophost2-2026-11-29) and "
@@ -70,9 +73,10 @@ TORCH_CP = ("torch context parallelism: priced from torch's source and the calib
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
-            host_share: float | None = None) -> list[str]:
+            host_share: float | None = None, flagged: bool = False) -> list[str]:
     """The caveats of one prediction (empty when its class is validated within the target); `host_share`: the step's
-    share that moves with the host's speed (llm/host_bound.py; None: not computed, the framework prices no host)."""
+    share that moves with the host's speed (llm/host_bound.py; None: not computed, the framework prices no host);
+    `flagged`: an unpriced step's regime flagged host-bound from the default host fits (host_bound.flag_framework)."""
     out = []
     if model.moe and framework.name.startswith("megatron"):
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
@@ -89,7 +93,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     elif framework_family(framework.name) == "PyTorch eager" and not host_bound.prices_host(framework):
         # the eager runner's frameworks only: the FSDP trainers at scale (torchtitan-fsdp2, fms-fsdp, composer-fsdp) are
         # eager too, but take no framework.host folder, so the advice would be refused for them
-        out.append(EAGER_HOST_UNPRICED.format(framework=framework.name))
+        flag = EAGER_HOST_FLAGGED.format(folder=host_bound.DEFAULT_HOST.relative_to(host_bound.DEFAULT_HOST.parents[1]))
+        out.append(EAGER_HOST_UNPRICED.format(framework=framework.name) + (flag if flagged else ""))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
     if framework.compiled:

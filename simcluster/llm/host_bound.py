@@ -34,17 +34,41 @@ near the crossing counts the part of the 10% that crosses it.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
 
+from simcluster.llm import eager
 from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.spec import ParallelSpec
+from simcluster.trust.regime import framework_family
 
 HOST_SLOWER = 0.10         # the host costs' relative increase the share is read at (the measured spread is 10-30%)
 HOST_BOUND_SHARE = 0.5     # host-bound: at least half of the predicted step moves with the host's speed
 HOST_FIELDS = ("host_kernel_s", "host_step_s", "host_bwd_kernel_s", "host_plain_kernel_s", "host_plain_step_s")
+# the product's default host fits: each runner mode's host runs on a 2 x H200 host, the folder the held-out eager rows are
+# flagged with (heldout/eager.MODE_HOST); used for the regime flag of an answer without framework.host only (flag_framework)
+DEFAULT_HOST = Path(__file__).resolve().parents[2] / "calibration" / "h200x2-llm-host-2026-11-23"
 
 
 def prices_host(fw: FrameworkSpec) -> bool:
     """Whether the framework carries any host cost (an eager framework with a host fit)."""
     return any(getattr(fw, name) > 0 for name in HOST_FIELDS)
+
+
+@lru_cache(maxsize=1)
+def _default_fits() -> dict:
+    return eager.fit_modes(DEFAULT_HOST)
+
+
+def flag_framework(fw: FrameworkSpec, par: ParallelSpec) -> FrameworkSpec | None:
+    """For the regime's host-bound flag only: an eager-runner framework (family PyTorch eager) that prices no host
+    (framework torch without `host:`) with the host costs of DEFAULT_HOST's fit of its layout's mode (eager.torch_framework),
+    the fits its held-out rows are flagged with, so the answer lands in the regime its layout's rows do; its step stays
+    unpriced. None where the framework prices a host already, is not the eager runner's, or the folder fits no cost."""
+    if prices_host(fw) or framework_family(fw.name) != "PyTorch eager":
+        return None
+    fitted = eager.torch_framework(par, _default_fits(), fw.compiled)
+    return replace(fw, **{name: getattr(fitted, name) for name in HOST_FIELDS}) if prices_host(fitted) else None
 
 
 def slower_host(fw: FrameworkSpec, factor: float = 1.0 + HOST_SLOWER) -> FrameworkSpec:

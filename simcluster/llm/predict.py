@@ -89,7 +89,7 @@ class LlmResult:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
                                              "fits", "breakdown", "events", "gpus", "micro_batches", "model_flops_per_step",
                                              "flops_convention", "parameters", "gpu", "groups", "critical_stage", "framework", "clock",
-                                             "caveats", "notes")}
+                                             "caveats", "notes", "host_share")}
         if timeline:
             out["timeline"] = self.timeline
         out["status"] = self.status
@@ -125,14 +125,23 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
         gpu, info = clock.clocked(model, par, batch, gpu, framework, reference)
     work = build_work(model, par, batch, gpu, net, g, framework)
     it = run(work, seed, trace)
-    share = None
-    if host_bound.prices_host(framework):   # the same work with a slower host: how much of the step the host paces
-        slower = run(build_work(model, par, batch, gpu, net, g, host_bound.slower_host(framework)), seed, False)
-        share = host_bound.host_share(it.step_time_s, slower.step_time_s)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
+
+    def printed(r) -> float:   # the step as printed: the pipeline's plus the scale-out losses that add to it
+        lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s)
+        return r.step_time_s + lost["stragglers"] + lost["os_jitter"]
+
+    def share_of(fw: FrameworkSpec, step_s: float | None = None) -> float:   # llm/host_bound.py, on the printed step
+        base = printed(run(build_work(model, par, batch, gpu, net, g, fw), seed, False)) if step_s is None else step_s
+        return host_bound.host_share(base, printed(run(build_work(model, par, batch, gpu, net, g, host_bound.slower_host(fw)),
+                                                       seed, False)))
+
     losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread, os_jitter_s)
     step = it.step_time_s + losses["stragglers"] + losses["os_jitter"]
+    share = share_of(framework, step) if host_bound.prices_host(framework) else None
+    flag_fw = host_bound.flag_framework(framework, par)   # no host priced: the default fits' share, for the flag only
+    flag = host_bound.is_host_bound(share if flag_fw is None else share_of(flag_fw))
     flops = model_flops_per_step(model, batch, convention)
     per_gpu = flops / step / par.gpus
     mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
@@ -140,9 +149,10 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      per_gpu / gpu.peak_flops["bf16"], mem.to_gib(), mem.fits, {**it.breakdown, **losses},
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, {**g.describe(), **hsdp.describe(par, net)},
-                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision, share),
+                     it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision, share,
+                                                                  share is None and flag),
                      notes(model, par), _timeline(model, par, it) if trace else {},
-                     llm_regime_of(model, par, batch, framework.name, host_bound.is_host_bound(share)), share)
+                     llm_regime_of(model, par, batch, framework.name, flag), share)
 
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
