@@ -14,7 +14,7 @@ from simcluster.cli import main
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, hsdp
-from simcluster.llm.framework import FMS_FSDP, MEGATRON, TORCHTITAN_FSDP2, check_framework
+from simcluster.llm.framework import FMS_FSDP, FRAMEWORKS, MEGATRON, TORCHTITAN_FSDP2, check_framework
 from simcluster.llm.memory import GiB, layer_params, memory_per_gpu
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
@@ -129,6 +129,13 @@ def test_only_the_fsdp_trainers_run_hsdp():
     with pytest.raises(LlmConfigError, match="FSDP trainers only") as err:
         check_framework(HSDP, MEGATRON)
     assert err.value.key == "parallel.dp_shard"
+    tp_hsdp = ParallelSpec(tp=2, dp=64, zero=3, dp_shard=8)   # FSDP1's HYBRID_SHARD groups are a node's GPUs: no TP inside
+    check_framework(tp_hsdp, TORCHTITAN_FSDP2)
+    check_framework(ParallelSpec(tp=2, dp=64, zero=3), FRAMEWORKS["fms-fsdp"])   # FULL_SHARD beside TP: not refused here
+    for name in ("fms-fsdp", "composer-fsdp"):
+        with pytest.raises(LlmConfigError, match="torchtitan-fsdp2 only") as err:
+            check_framework(tp_hsdp, FRAMEWORKS[name])
+        assert err.value.key == "parallel.dp_shard"
 
 
 def _scenario(tmp_path, parallel: str, framework: str) -> pathlib.Path:
@@ -146,6 +153,8 @@ def _scenario(tmp_path, parallel: str, framework: str) -> pathlib.Path:
     ("{dp: 128, zero: 3, dp_shard: 8}", "torch", "FSDP trainers only"),
     ("{dp: 128, zero: 3, dp_shard: 6}", "fms-fsdp", "divisor of dp"),
     ("{dp: 128, zero: 2, dp_shard: 8}", "fms-fsdp", "needs zero 3"),
+    ("{tp: 2, dp: 64, zero: 3, dp_shard: 8}", "fms-fsdp", "torchtitan-fsdp2 only"),
+    ("{tp: 2, dp: 64, zero: 3, dp_shard: 8}", "composer-fsdp", "torchtitan-fsdp2 only"),
 ])
 def test_a_scenario_names_the_key_in_one_line(tmp_path, parallel, framework, words):
     with pytest.raises(ScenarioError, match=rf"jobs\[1\]\.parallel\.dp_shard: .*{words}") as err:
@@ -159,7 +168,9 @@ def test_a_printed_hsdp_row_shards_over_the_node():
            "parallel": {"tp": 1, "pp": 1, "dp": 96, "zero": 3, "sharding": "HSDP"}, "batch": {"global_batch": 192, "micro_batch": 2}}
     (_, par, _), _, _ = spec_of(run, {})
     assert (par.dp_shard, par.shard) == (8, 8)
-    run["parallel"]["sharding"] = "FSDP"
+    run["parallel"] |= {"tp": 2, "dp": 48}   # under TP a node holds 8 / tp data-parallel ranks
+    assert spec_of(run, {})[0][1].shard == 4
+    run["parallel"] |= {"tp": 1, "dp": 96, "sharding": "FSDP"}
     assert spec_of(run, {})[0][1].shard == 96
     run["parallel"]["sharding"] = "ZeRO++"
     with pytest.raises(SimclusterError, match="sharding"):

@@ -305,6 +305,11 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
                              "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
                              "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
                              "or dp_shard: dp")
+    if par.shard < par.dp and par.tp > 1 and framework.name != "torchtitan-fsdp2":   # FSDP1's groups: the node's GPUs
+        raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP with tp > 1 is modelled for torchtitan-fsdp2 "
+                             "only (its 2-D mesh beside TP; fms-fsdp's and Composer's HYBRID_SHARD groups are a node's GPUs, "
+                             "which TP groups would split)",
+                             hint="tp: 1, or framework: torchtitan-fsdp2")
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")

@@ -180,7 +180,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
     if p.get("sharding") is not None and checked(p, "sharding", "parallel", one_of(SHARDINGS)) == "HSDP":
-        flags["dp_shard"] = min(NODE_GPUS, dp)   # FSDP1 HYBRID_SHARD's default groups: the node's GPUs (llm/hsdp.py)
+        flags["dp_shard"] = min(max(1, NODE_GPUS // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
+        # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
     batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
