@@ -173,6 +173,30 @@ def test_a_registered_row_whose_yaml_lacks_the_share_takes_todays_models_for_its
     assert eager_residuals([row])[0].regime == "llm | PyTorch eager | TP | bf16"
 
 
+def test_a_registered_rows_flag_takes_the_host_folder_its_registration_names(tmp_path):
+    """Today's share for the flag is read with the folder the registration predicted its held-out step with
+    (calibration.host.h200; MODE_HOST for every registration so far), not always MODE_HOST; a folder named but absent
+    is one line naming the file and key."""
+    from simcluster.errors import SimclusterError
+
+    reg = _registered_bundle(tmp_path)
+    other = eager.MESH_HOST   # the meshes2 lease's host runs (tp among them)
+    doc = yaml.safe_load((tmp_path / "registered.yaml").read_text())
+    doc["calibration"] = {"host": {"h200": str(other.relative_to(ROOT))}}
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(doc))
+    (row,) = eager_regimes.registered_rows(tmp_path)
+    args = ("2b", reg["micro_batch"], "tp", "h200")
+    kw = {"microbatches": reg["microbatches"], "seq": reg["seq"]}
+    theirs = eager_regimes.regime_predict(*args, **kw, base_host=other)["host_share"]
+    assert row["host_share"] == theirs != eager_regimes.regime_predict(*args, **kw)["host_share"]
+    doc["calibration"]["host"]["h200"] = "calibration/no-such-host"
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(SimclusterError, match=r"registered.yaml: calibration.host.h200: 'calibration/no-such-host'"):
+        eager_regimes.registered_rows(tmp_path)
+    shipped = [yaml.safe_load((ROOT / b / "registered.yaml").read_text()) for b in eager.REGISTERED]
+    assert {eager_regimes.registered_host(d, ROOT / "r.yaml") for d in shipped} == {eager.MODE_HOST}
+
+
 def test_every_nvlink_tp_row_is_host_bound_in_the_model():
     """The lead's diagnosis (session 38): DTensor TP steps are host-bound at every size measured over NVLink; the model's
     own flag agrees on every such held-out row (over sockets the all-reduces set the step instead)."""

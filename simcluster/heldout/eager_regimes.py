@@ -87,13 +87,14 @@ def h100_host_framework():
     return replace(TORCH_AMP, host_kernel_s=c, host_step_s=a), f"host {c * 1e6:.1f} us/kernel + {a * 1e3:.2f} ms/step"
 
 
-def host_fits(mode: str, own_host: Path | None = None) -> dict:
-    """Each runner mode's host fit on H200 hosts (MODE_HOST, the 2-GPU host). `own_host` (the variant the 4-GPU sets
-    register beside the model's: MESH_HOST for the second set, the tpdp set's own lease): a 2-D layout takes its own
-    mode's fit from the host runs there in place of tp's, which the product's eager.host_mode gives it."""
+def host_fits(mode: str, own_host: Path | None = None, base_host: Path = MODE_HOST) -> dict:
+    """Each runner mode's host fit on H200 hosts (`base_host`: MODE_HOST, the 2-GPU host, or the folder a registration
+    names for its held-out step). `own_host` (the variant the 4-GPU sets register beside the model's: MESH_HOST for the
+    second set, the tpdp set's own lease): a 2-D layout takes its own mode's fit from the host runs there in place of
+    tp's, which the product's eager.host_mode gives it."""
     from simcluster.llm import eager
 
-    fits = eager.fit_modes(MODE_HOST)
+    fits = eager.fit_modes(base_host)
     if own_host is None:
         return fits
     own = eager.fit_modes(own_host)
@@ -102,26 +103,27 @@ def host_fits(mode: str, own_host: Path | None = None) -> dict:
     return fits | own   # a 1-D layout: each mode's own fit from the lease's host runs (the product's framework.host)
 
 
-def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None):
+def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, base_host: Path = MODE_HOST):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
     (host_fits; H100: the single mode's)."""
     from simcluster.llm import eager
 
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
-        hosts = host_fits(mode, own_host)
+        hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
             return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {own_host}"
-        return eager.torch_framework(par, hosts), f"host: {eager.host_mode(par)} mode of {MODE_HOST.name}"
+        return eager.torch_framework(par, hosts), f"host: {eager.host_mode(par)} mode of {base_host.name}"
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"
 
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
-                   microbatches: int | None = None, seq: int = SEQ) -> dict:
-    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`: host_fits';
-    `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq` (cp's)."""
+                   microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST) -> dict:
+    """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
+    host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
+    (cp's)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -138,7 +140,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label, own_host)
+    fw, how = regime_framework(mode, gpu_label, own_host, base_host)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
@@ -150,20 +152,38 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
 
 
 @cache
-def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int) -> float | None:
-    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq)["host_share"]
+def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int,
+                       base_host: Path = MODE_HOST) -> float | None:
+    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq, base_host=base_host)["host_share"]
 
 
-def registered_host_share(reg: dict, gpu_label: str) -> tuple[float | None, str]:
+def registered_host(registration: dict, path: Path) -> Path:
+    """The H200 host folder a registration's held-out step (`predicted`) was predicted with: its calibration.host.h200
+    (validation/llm_eager_regimes.register records it), else MODE_HOST. Not the own-fit variant's folder
+    (calibration.host.predicted_own_host: meshes2, tpdp, tpdp2, twohost): the row is judged against `predicted`, so its
+    flag is that prediction's. A folder named but absent: a one-line SimclusterError naming `path` and the key."""
+    named = (registration.get("calibration") or {}).get("host", {}).get("h200")
+    if named is None:
+        return MODE_HOST
+    folder = ROOT / named
+    if not folder.is_dir():
+        from simcluster.errors import SimclusterError
+
+        raise SimclusterError(f"{path}: calibration.host.h200: {named!r} is not a folder of host runs")
+    return folder
+
+
+def registered_host_share(reg: dict, gpu_label: str, base_host: Path = MODE_HOST) -> tuple[float | None, str]:
     """(host share, where it came from) of a registered run (llm/host_bound.py): the registered prediction's own where
     its registered.yaml records one (`host_share`, registered since session 38), else today's model's of the same
-    layout, shape and host fits as the held-out step (regime_predict: the product's host fits, MODE_HOST) -- for the
-    regime's host-bound flag only; the row's residual stays against the registered step."""
+    layout, shape and host fits as the held-out step (regime_predict with `base_host`, the folder the registration
+    names for it: registered_host; MODE_HOST for every registration so far) -- for the regime's host-bound flag only;
+    the row's residual stays against the registered step."""
     own = reg["predicted"][gpu_label]
     if "host_share" in own:
         return own["host_share"], "registered"
-    return _todays_host_share(reg["preset"], reg["micro_batch"], reg["mode"], gpu_label, reg["microbatches"], reg["seq"]), \
-        "today's model"
+    return _todays_host_share(reg["preset"], reg["micro_batch"], reg["mode"], gpu_label, reg["microbatches"], reg["seq"],
+                              base_host), "today's model"
 
 
 def regime_mode_of(doc: dict) -> str:
@@ -214,7 +234,9 @@ def registered_rows(bundle: Path) -> list[dict]:
     flag from registered_host_share."""
     from simcluster.strict import load_yaml
 
-    registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in load_yaml(bundle / "registered.yaml")["runs"]}
+    registration = load_yaml(bundle / "registered.yaml")
+    registered = {(r["preset"], r["mode"], r["seq"], r["micro_batch"]): r for r in registration["runs"]}
+    base_host = registered_host(registration, bundle / "registered.yaml")
     docs, _ = regime_documents(bundle)
     out = []
     for doc in docs:
@@ -226,7 +248,7 @@ def registered_rows(bundle: Path) -> list[dict]:
             if (reg is None or shape["status"] != "ok" or reg["microbatches"] != shape.get("microbatches", 1)
                     or doc.get("world_size", 1) != gpus):   # smoke / host runs; another rank count
                 continue
-            share, flag = registered_host_share(reg, gpu)
+            share, flag = registered_host_share(reg, gpu, base_host)
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
