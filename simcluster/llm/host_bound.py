@@ -8,7 +8,9 @@ t_1..t_n ends at max_k (k c + sum_{j >= k} t_j) (llm/work._host_bound, on every 
 inside the pipeline the DES runs). Where the host's issue time n c exceeds the GPU's busy time sum t, the step follows
 the host; where the GPU's busy time dominates, only the per-step host cost and the first kernel's issue move it.
 
-Definition (fixed before any residual was read against it, session 38):
+Definition (session 38; it reads no residual, but every held-out row's residual was public from earlier sessions, in
+error_bands.json and the bundles, and the measurements quoted below are some of those rows' steps: not a blind
+registration; studies/eager_host_bound.py checks the threshold at 0.4 and 0.6, docs/models/trust.md quotes it):
 
   host share   the part of the predicted step that moves with the host's speed: the same work priced with every host
                cost of the framework HOST_SLOWER (10%) larger and run through the same pipeline gives a step longer by
