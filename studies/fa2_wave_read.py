@@ -169,7 +169,21 @@ def main(argv: list[str]) -> int:
           + ("all within" if not off else "; ".join(off)))
     print(f"rule (registered): form mean |error| <= {rule['max_ratio']} x today's and <= {float(rule['max_mean_abs']):.0%}")
     print(f"verdict: {verdict(meas, rule, rows, errs)}")
+    print(f"the model now (attention_kernels 'fa2' on the H200 card, llm/flash_schedule.py): max |model / registered "
+          f"form - 1| over the registered shapes' passes {model_vs_registered(rows):.1e}")
     return 0
+
+
+def model_vs_registered(rows: dict) -> float:
+    """The adopted model's 'fa2' time against the form's registered time, the largest relative difference (the
+    registration rounds to 6 significant figures)."""
+    sys.path.insert(0, str(ROOT))
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import attention_kernels
+
+    fa2 = attention_kernels.for_kernel(load_gpu(attention_kernels.FORM_REFERENCE)[0], "fa2")
+    return max(abs(fa2.attention_time_s(b, h, kv, s, s, d, True, p == "bwd") / r[f"form_{p}_s"] - 1)
+               for (d, b, h, kv, s), r in rows.items() for p in PASSES)
 
 
 if __name__ == "__main__":

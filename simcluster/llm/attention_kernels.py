@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
-from simcluster.hardware.gpu import GpuParams
+from simcluster.hardware.gpu import GpuParams, load_gpu, table_at
+from simcluster.llm import flash_schedule
 
 KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
+FORM_REFERENCE = BUNDLE.parents[1] / "models" / "gpu" / "h200-sxm-interleaved.yaml"   # the H200 the form was fitted on
 MIN_SEQ = 2048     # below it both kernels are launch- and ramp-bound: the card's own seq_half curve prices that
 
 
@@ -77,25 +80,91 @@ def fa2_ratios() -> dict[str, dict[int, float]]:
     return fit_ratios(backend_rows())
 
 
+def ratio_card(gpu):
+    """The card with its attention efficiencies x the measured FlashAttention-2 / card ratio per head size and pass (the
+    'fa2' price before the schedule form; still the price of the shapes the form refuses)."""
+    ratios = fa2_ratios()
+
+    def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
+        return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
+    return replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
+                   attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
+
+
 def for_kernel(gpu, kernel: str):
     """The GPU card as seen by a framework running `kernel` ('card': unchanged; 'fa2': on a measured Hopper card the
-    attention efficiencies x the measured FlashAttention-2 / card ratio per head size and pass, other cards unchanged;
-    'fa2-full': that card with causal passes priced as full ones)."""
+    flash schedule form (Fa2Card), the ratio card below it; other cards unchanged; 'fa2-full': the same with every
+    score tile of a causal pass computed)."""
     if kernel not in KERNELS:
         raise ValueError(f"attention kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
     if kernel == "card":
         return gpu
-    fa2 = gpu
-    if hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
-        ratios = fa2_ratios()
+    if not hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
+        return gpu if kernel == "fa2" else NoCausalSkip(**{f.name: getattr(gpu, f.name) for f in fields(gpu)})
+    fa2 = ratio_card(gpu)
+    cls = Fa2FullCard if kernel == "fa2-full" else Fa2Card
+    return cls(**{f.name: getattr(fa2, f.name) for f in fields(fa2)}, form_rates=form_rates(gpu))
 
-        def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
-            return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
-        fa2 = replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
-                      attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
-    if kernel == "fa2-full":
-        return NoCausalSkip(**{f.name: getattr(fa2, f.name) for f in fields(fa2)})
-    return fa2
+
+def form_rates(gpu) -> dict[tuple[str, int], float]:
+    """{(pass, head_dim): FLOP/s}: the long-sequence attention rate (bf16 peak x the ratio card's top efficiency) of
+    the H200 the form was fitted on, against which a card's own rate scales the form's kernel time. An H200 card is its
+    own reference (scale 1); an H100 card takes the H200 card's (FORM_REFERENCE): the assumption that the two run the
+    same kernels on the same 132 sm90 SMs at speeds in the ratio of their measured cuDNN attention rates."""
+    ref = gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
+    fa2 = ratio_card(ref)
+    return {(p, d): _rate(fa2, p, d) for p, d in flash_schedule.TILES}
+
+
+@cache
+def _reference_card():
+    return load_gpu(FORM_REFERENCE)[0]
+
+
+def _rate(gpu, pass_: str, head_dim: int) -> float:
+    table = gpu.attn_efficiency_bwd if pass_ == "bwd" else gpu.attn_efficiency_fwd
+    return gpu.peak_flops["bf16"] * table_at(table, head_dim)
+
+
+@dataclass(frozen=True)
+class Fa2Card(GpuParams):
+    """A measured Hopper card running torch's flash SDPA kernels: attention priced by llm/flash_schedule.py's form
+    (kernel time x the reference rate / this card's, the backward's memory-bound kernels at this card's copy rate,
+    the launch floor, dropout as the card prices it); shapes the form refuses (too few CTAs: flash's split-KV kernel;
+    head sizes other than 64 / 128; causal with seq_q != seq_kv; fp8 / fp32) take the ratio card's curve."""
+
+    form_rates: dict = field(default_factory=dict)
+    FULL: ClassVar[bool] = False     # every score tile computed, the causal mask applied in-tile ('fa2-full')
+
+    def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                         causal: bool = True, backward: bool = False, dtype: str = "bf16", dropout: bool = False) -> float:
+        pass_ = "bwd" if backward else "fwd"
+        if dtype in ("bf16", "fp16") and (pass_, head_dim) in self.form_rates:
+            try:
+                flash_schedule.check_range(batch, heads, kv_heads, seq_q, head_dim, self.sm_count)
+                kernel = flash_schedule.kernel_s(pass_, batch, heads, seq_q, seq_kv, head_dim,
+                                                 causal and not self.FULL, self.sm_count)
+            except flash_schedule.FormError:
+                pass
+            else:
+                t = kernel * self.form_rates[(pass_, head_dim)] / _rate(self, pass_, head_dim)
+                t += flash_schedule.side_bytes(pass_, batch, heads, kv_heads, seq_q, head_dim, seq_kv) / self.hbm_bandwidth_Bps
+                return max(self.launch_s, t) + (self.attention_dropout_s(batch, heads, seq_q, seq_kv, causal, backward)
+                                                if dropout else 0.0)
+        return super().attention_time_s(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dtype, dropout)
+
+
+@dataclass(frozen=True)
+class Fa2FullCard(Fa2Card):
+    """Fa2Card computing every score tile of a causal pass ('fa2-full'); its ratio-card fallback prices the causal pass
+    as the full one."""
+
+    FULL: ClassVar[bool] = True
+
+    @staticmethod
+    def attention_flops(batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                        causal: bool = True, backward: bool = False) -> float:
+        return GpuParams.attention_flops(batch, heads, seq_q, seq_kv, head_dim, False, backward)
 
 
 @dataclass(frozen=True)
