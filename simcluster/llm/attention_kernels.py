@@ -3,22 +3,43 @@
 The GPU cards' attention curves are gpu-micro's `attention` section: torch's default scaled_dot_product_attention,
 which on Hopper (torch 2.11) is cuDNN's fused attention (the H200 bundle below: default within 0-8% of the cudnn
 backend at every shape). Frameworks that run FlashAttention 2 (flash-attn 2.x; torch's `flash` SDPA backend, the same
-kernels) run the Ampere code path on Hopper at about half that rate. A framework's `attention_kernel` 'fa2' prices each
-attention pass at the card's time x (default / flash) of the same pass, the median over 2K-128K tokens per head size,
-measured on one H200 (calibration/h200x1-attention-backends-2026-11-28, gpu-micro attention-backends; backward = the
-forward + backward call less the forward). Both kernels were timed on the same GPU in the same process, so the ratio
-carries to the H100 (same SM architecture, sm90) on the assumption that the clock and power limit scale both alike.
+kernels) run the Ampere code path on Hopper at about half that rate. A framework's `attention_kernel` 'fa2', on a
+measured Hopper card (hopper_measured), prices each attention call with llm/flash_schedule.py's form (session 38,
+adopted by the registered check calibration/h200x1-attention-wave-2026-11-29: 2.5% against the ratio's 10.6% mean
+|error| over 124 held-out flash passes):
 
-  attention time (fa2) = card's attention time (compute part) / ratio[head_dim][pass]
+  attention time (fa2) = max(launch, makespan(CTAs of a + u tiles on SMs x slots) x R_ref / R_card
+                                     + backward copies / the card's copy rate) (+ dropout as the card prices it)
+  R(pass, d) = bf16 peak x the ratio card's top attention efficiency (the long-sequence rate)
 
-'fa2-full' is the same kernel computing every score block of a causal pass (no causal block skipping): the causal
-pass is priced as the non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
+R_ref is the H200 card's: an H200 card is its own reference (R_ref / R_card = 1 at its reference clock; a card moved
+to another clock, llm/clock.py, scales by its own efficiencies). **H100 (extrapolated)**: the form was fitted on one
+H200; an H100 card runs the same grid on the same 132 sm90 SMs with the same tiles and constants, its kernel time
+scaled by the two cards' measured long-sequence cuDNN attention rates at the same pass and head size (H200 / H100:
+forward x1.014 / x1.021, backward x0.961 / x0.966 at d 64 / 128) and its backward's copies at its own copy rate; no
+flash-attn measurement on an H100 checks it.
+
+Shapes the form refuses take the ratio card (ratio_card, the 'fa2' price before session 38): the card's time x
+(default / flash) of the same pass, the median over 2K-128K tokens per head size, measured on one H200
+(calibration/h200x1-attention-backends-2026-11-28, gpu-micro attention-backends; backward = the forward + backward
+call less the forward):
+
+  attention time (fa2, refused shapes) = card's attention time (compute part) / ratio[head_dim][pass]
+
+refused: a forward of fewer than 0.8 x 2 x SMs CTAs of 64 query rows (flash's split-KV kernel), head sizes other than
+64 / 128, causal calls with seq_q != seq_kv, fp8 / fp32.
+
+'fa2-full' is the same kernel computing every score tile of a causal pass (no causal block skipping): in the form every
+CTA does the full row (column) of tiles, i.e. the non-causal pass; on the ratio card the causal pass is priced as the
+non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
 docs/models/llm-findings.md): their attention cost is the full s x s at FA2's rate, or equivalently an older kernel
-at half FA2's rate with skipping; which of the two is not established.
+at half FA2's rate with skipping; which of the two is not established. The non-causal form (fa2-full, torch's cp ring
+steps in llm/torch_cp.py) uses the causal fit's u and a: **extrapolated**, no non-causal flash call measured.
 
-Valid: causal, bf16, MHA, head size 64 / 128 (other head sizes take the nearer one); the FA2 ratio on measured
-Hopper cards only (hopper_measured; other cards are unchanged); the cudnn / default kernel ('card') needs no change. Not modelled:
-FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
+Valid: bf16, head size 64 / 128, causal seq_q = seq_kv measured (2K-128K, 8-40 heads, batch 1-8, MHA and GQA) on one
+H200; other measured Hopper cards as said above; derived cards (A100 / B200) are unchanged (their curve is taken as
+their FA2 kernel); the cudnn / default kernel ('card') needs no change. Not modelled: FlashAttention 3 (close to cuDNN
+on Hopper by its paper; not measured here).
 """
 
 from __future__ import annotations
