@@ -99,3 +99,17 @@ def test_a_slower_clock_slows_the_form():
     assert type(slow) is type(fa2)
     t, t_slow = (c.attention_time_s(1, 32, 32, 16384, 16384, 128) for c in (fa2, slow))
     assert t_slow == pytest.approx(t * fa2.clock.time_scale(0.8 * fa2.clock.reference_clock_Hz), rel=1e-9)
+
+
+def test_the_constants_are_the_registered_fit():
+    """CONSTS are registered.yaml's (written before the probe ran) and what studies/fa2_wave.py's fit of the development
+    records gives (a changed bundle or fit moves them: then the registration no longer describes the model)."""
+    import yaml
+    from conftest import ROOT, load_script
+
+    reg = yaml.safe_load((ROOT / "calibration" / "h200x1-attention-wave-2026-11-29" / "registered.yaml").read_text())["consts"]
+    assert {(p, int(d)): (v["u_s"], v["a_s"]) for k, v in reg.items() for p, d in [k.split("_")]} == fs.CONSTS
+    study = load_script(ROOT / "studies" / "fa2_wave.py")
+    fitted = study.fit(study.dev_records())
+    for key, (u, a) in fs.CONSTS.items():
+        assert fitted[key][0] == pytest.approx(u, rel=1e-4) and fitted[key][1] == pytest.approx(a, rel=1e-4)
