@@ -9,22 +9,19 @@ full tiles, 'form') and the ratio card it replaced ('ratio'); torch's default ba
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "studies"))
+import fa2_wave_read as wr  # noqa: E402  (its registration / document readers; ReadError)
+
+ReadError = wr.ReadError
 BUNDLE = ROOT / "calibration" / "h200x1-attention-noncausal-2026-11-29"
 PASSES = ("fwd", "bwd")
 MODELS = ("form", "ratio")
 SHAPE = ("head_dim", "batch", "heads", "kv_heads", "seq_q", "seq_kv")
-
-
-class ReadError(Exception):
-    """A one-line reason the read cannot go on (printed without a traceback)."""
 
 
 def _key(row: dict) -> tuple:
@@ -37,47 +34,13 @@ def _label(key: tuple) -> str:
 
 
 def registered(path: Path) -> tuple[dict, dict]:
-    """(rule, {shape: row}) from registered.yaml."""
-    try:
-        doc = yaml.safe_load(path.read_text())
-        rule = doc["rule"]
-        float(rule["control_tolerance"])
-        rows = {}
-        for r in doc["shapes"]:
-            need = [f"{m}_{p}_s" for m in MODELS + ("card",) for p in PASSES] + ["role", "group"]
-            need += ["before_fwd_s", "before_bwd_s"] if r.get("role") == "control" else []
-            missing = [k for k in need if k not in r]
-            if missing:
-                raise ReadError(f"{path}: shape {_label(_key(r))} lacks {missing[0]}")
-            rows[_key(r)] = r
-    except OSError as exc:
-        raise ReadError(f"{path}: {exc.strerror}") from None
-    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReadError(f"{path}: not the probe's registration ({type(exc).__name__}: {exc})") from None
-    if not any(r["role"] == "probe" for r in rows.values()):
-        raise ReadError(f"{path}: no probe shape registered")
-    return rule, rows
+    """(rule, {shape: row}) from registered.yaml (the wave probe's reader, this probe's models and keys)."""
+    return wr.registered(path, MODELS, ("group",), ("control_tolerance",), _key, _label)
 
 
 def measured(path: Path) -> dict[tuple, dict]:
     """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document."""
-    try:
-        out = {}
-        for r in json.loads(path.read_text())["records"]:
-            key = (r["role"], r["backend"], _key(r))
-            if "error" in r:
-                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}) failed: {r['error'][:80]}")
-            f, b = float(r["fwd_s"]), float(r["bwd_s"])
-            if not (f > 0 and b > 0):
-                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}): a time not > 0 (fwd {f}, bwd {b})")
-            out[key] = {"fwd_s": f, "bwd_s": b}
-    except OSError as exc:
-        raise ReadError(f"{path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ReadError(f"{path}: not the probe's document ({type(exc).__name__}: {exc})") from None
-    if not out:
-        raise ReadError(f"{path}: no record")
-    return out
+    return wr.measured(path, _key, _label)
 
 
 def errors(meas: dict, rows: dict) -> list[dict]:
@@ -104,18 +67,7 @@ def mean_abs(errs: list[dict], model: str) -> float:
 
 
 def controls(meas: dict, rows: dict, rule: dict) -> list[str]:
-    tol, off = float(rule["control_tolerance"]), []
-    for k, r in rows.items():
-        if r["role"] != "control":
-            continue
-        for role in ("control-start", "control-end"):
-            m = meas.get((role, "flash", k))
-            if m is None:
-                off.append(f"{_label(k)} {role}: not measured")
-                continue
-            off += [f"{_label(k)} {role} {p}: {m[f'{p}_s'] / r[f'before_{p}_s'] - 1:+.1%} off the wave probe's time"
-                    for p in PASSES if abs(m[f"{p}_s"] / r[f"before_{p}_s"] - 1) > tol]
-    return off
+    return wr.controls(meas, rows, rule, _label, "the wave probe's time")
 
 
 def verdict(meas: dict, rule: dict, rows: dict, errs: list[dict]) -> str:

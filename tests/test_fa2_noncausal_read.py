@@ -3,10 +3,8 @@ registration (no run yet)."""
 
 from __future__ import annotations
 
-import json
-
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, load_script, probe_document
 
 read = load_script(ROOT / "studies" / "fa2_noncausal_read.py")
 REG = read.BUNDLE / "registered.yaml"
@@ -14,19 +12,8 @@ REG = read.BUNDLE / "registered.yaml"
 
 def _doc(tmp_path, pick, control_scale=1.0, drop=0):
     """A run document whose probe flash times are `pick(row, pass)`, the controls their wave time x control_scale."""
-    recs = []
-    for r in yaml.safe_load(REG.read_text())["shapes"]:
-        shape = {k: r[k] for k in read.SHAPE + ("causal", "group")}
-        for role in (("control-start", "control-end") if r["role"] == "control" else ("probe",)):
-            if r["role"] == "control":
-                flash = {p: r[f"before_{p}_s"] * control_scale for p in read.PASSES}
-            else:
-                flash = {p: pick(r, p) for p in read.PASSES}
-            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": flash["fwd"], "bwd_s": flash["bwd"]})
-            recs.append({"role": role, "backend": "default", **shape, "fwd_s": r["card_fwd_s"], "bwd_s": r["card_bwd_s"]})
-    path = tmp_path / "noncausal.json"
-    path.write_text(json.dumps({"records": recs[: len(recs) - drop]}))
-    return path
+    shapes = yaml.safe_load(REG.read_text())["shapes"]
+    return probe_document(tmp_path / "noncausal.json", shapes, read.SHAPE + ("causal", "group"), pick, control_scale, drop)
 
 
 def _run(capsys, path):

@@ -10,8 +10,6 @@ it (diagnostic); the two causal control shapes of the wave probe first and last.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import importlib.util
 import json
 import statistics
@@ -63,38 +61,11 @@ def plan() -> list[tuple[str, str, tuple, bool]]:
 
 
 def _one(torch, role: str, group: str, shape: tuple, causal: bool, backend: str) -> dict:
-    """One shape on one backend: forward and (forward + backward) - forward, seconds; or the error that stopped it."""
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
+    """One shape on one backend: forward and (forward + backward) - forward, seconds (the wave probe's sdpa_record)."""
     d, b, h, kv, sq, skv = shape
     rec = {"role": role, "group": group, "head_dim": d, "batch": b, "heads": h, "kv_heads": kv, "seq_q": sq,
            "seq_kv": skv, "causal": causal, "backend": backend}
-    pick = functools.partial(sdpa_kernel, SDPBackend.FLASH_ATTENTION) if backend == "flash" else contextlib.nullcontext
-    timed = _wave()._timed
-    try:
-        q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        k, v = (torch.randn(b, kv, skv, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
-        dout = torch.randn_like(q)
-        attend = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=causal, enable_gqa=kv != h)
-
-        def forward_only():
-            with torch.no_grad(), pick():
-                return attend()
-
-        def forward_backward():
-            with pick():
-                out = attend()
-            return torch.autograd.grad(out, (q, k, v), dout)
-
-        f, rec["inner_fwd"] = timed(torch, forward_only)
-        fb, rec["inner_fwd_bwd"] = timed(torch, forward_backward)
-        rec.update(fwd_s=statistics.median(f), bwd_s=statistics.median(fb) - statistics.median(f),
-                   fwd_samples_s=f, fwd_bwd_samples_s=fb)
-    except Exception as exc:  # noqa: BLE001 - a shape a backend cannot run is recorded; the next one runs
-        rec["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-    torch.cuda.empty_cache()
-    return rec
+    return _wave().sdpa_record(torch, rec, d, b, h, kv, sq, skv, causal, backend)
 
 
 def measure() -> dict:
@@ -140,10 +111,4 @@ def predict() -> dict:
 
 
 if __name__ == "__main__":
-    if "--predict" in sys.argv:
-        import yaml
-
-        (HERE / "registered.yaml").write_text(HEADER + yaml.safe_dump(predict(), sort_keys=False, width=120))
-        print(f"wrote {HERE / 'registered.yaml'}")
-    else:
-        print(json.dumps(measure(), indent=1))
+    _wave().cli(HERE, HEADER, predict, measure)

@@ -81,19 +81,27 @@ def _timed(torch, fn) -> tuple[list[float], int]:
 
 def _one(torch, role: str, shape: tuple, backend: str) -> dict:
     """One shape on one backend: forward and (forward + backward) - forward, seconds; or the error that stopped it."""
+    d, b, h, kv, s = shape
+    rec = {"role": role, "head_dim": d, "batch": b, "heads": h, "kv_heads": kv, "seq": s, "backend": backend}
+    return sdpa_record(torch, rec, d, b, h, kv, s, s, True, backend)
+
+
+def sdpa_record(torch, rec: dict, d: int, b: int, h: int, kv: int, sq: int, skv: int, causal: bool, backend: str) -> dict:
+    """`rec` with the SDPA call's forward and (forward + backward) - forward times, seconds, on `backend` ('flash' or
+    torch's default); or the error that stopped it. (Session 38 fa2adopt moved this body out of _one, unchanged for
+    this probe's causal seq_q = seq_kv calls, so the non-causal probe runs the same code.)"""
     import contextlib
     import functools
 
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    d, b, h, kv, s = shape
-    rec = {"role": role, "head_dim": d, "batch": b, "heads": h, "kv_heads": kv, "seq": s, "backend": backend}
     pick = functools.partial(sdpa_kernel, SDPBackend.FLASH_ATTENTION) if backend == "flash" else contextlib.nullcontext
     try:
-        q, k, v = (torch.randn(b, n, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for n in (h, kv, kv))
+        q, k, v = (torch.randn(b, n, t, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                   for n, t in ((h, sq), (kv, skv), (kv, skv)))
         dout = torch.randn_like(q)
-        attend = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=True, enable_gqa=kv != h)
+        attend = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=causal, enable_gqa=kv != h)
 
         def forward_only():
             with torch.no_grad(), pick():
@@ -160,11 +168,17 @@ def predict() -> dict:
             "shapes": out}
 
 
-if __name__ == "__main__":
+def cli(here: Path, header: str, predict, measure) -> None:
+    """--predict: write here/registered.yaml (header + predict()); else print measure()'s document (the non-causal
+    probe's device_run.py runs this too)."""
     if "--predict" in sys.argv:
         import yaml
 
-        (HERE / "registered.yaml").write_text(HEADER + yaml.safe_dump(predict(), sort_keys=False, width=120))
-        print(f"wrote {HERE / 'registered.yaml'}")
+        (here / "registered.yaml").write_text(header + yaml.safe_dump(predict(), sort_keys=False, width=120))
+        print(f"wrote {here / 'registered.yaml'}")
     else:
         print(json.dumps(measure(), indent=1))
+
+
+if __name__ == "__main__":
+    cli(HERE, HEADER, predict, measure)
