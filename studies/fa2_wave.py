@@ -1,9 +1,12 @@
-"""A tile-and-wave form of FlashAttention 2's time on a Hopper GPU (issue 44, session 38: not yet the model).
+"""A tile-and-wave form of FlashAttention 2's time on a Hopper GPU (issue 44, session 38): its fit and residuals.
 
-Today's model (simcluster/llm/attention_kernels.py) prices torch's flash SDPA backend as the card's cuDNN curve over one
-median ratio per head size and pass; the session-37 GQA probe found it off by shape (d 64 / 32 heads 7-13% under it at
-16-32K, d 128 / 24 heads +15..+24% over at 8K: calibration/h200x1-attention-gqa-2026-11-29). This form prices the
-flash kernels from how they run instead:
+Since the registered check (calibration/h200x1-attention-wave-2026-11-29, ADOPT) the form is the model's 'fa2' kernel
+(simcluster/llm/flash_schedule.py, imported here: one implementation); this study keeps the fit of its constants and
+the comparison with the ratio price it replaced ('today' below). Before it, the model (simcluster/llm/
+attention_kernels.py) priced torch's flash SDPA backend as the card's cuDNN curve over one median ratio per head size
+and pass; the session-37 GQA probe found it off by shape (d 64 / 32 heads 7-13% under it at 16-32K, d 128 / 24
+heads +15..+24% over at 8K: calibration/h200x1-attention-gqa-2026-11-29). This form prices the flash kernels from how
+they run instead:
 
   grid       forward: one CTA per (query block of BLOCK_M rows, batch, head), launched query block fastest, then batch,
              then head; backward (the dQ/dK/dV kernel): one CTA per (key block of BLOCK_N rows, batch, head), same order
@@ -31,9 +34,7 @@ Fitted (u, a per head size and pass; development): every flash record of calibra
 
 from __future__ import annotations
 
-import heapq
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -44,75 +45,12 @@ BACKENDS = CAL / "h200x1-attention-backends-2026-11-28"
 GQA = CAL / "h200x1-attention-gqa-2026-11-29" / "gqa.json"
 CARD = ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml"
 MIN_SEQ = 2048
-PASSES = ("fwd", "bwd")
-# (pass, head_dim) -> (BLOCK_M, BLOCK_N, CTAs per SM): the source facts above
-TILES = {("fwd", 64): (128, 128, 2), ("fwd", 128): (128, 64, 2), ("bwd", 64): (128, 128, 1), ("bwd", 128): (64, 128, 1)}
-BWD_BYTES_PER_Q_ELEMENT = 14.0   # dO, O read (2 + 2), dQ accumulator cleared and read (4 + 4), dQ written (2)
-SPLIT_KV_FRACTION, SPLIT_KV_BLOCK = 0.8, 64   # flash_api.cpp's num_splits heuristic: below it the split-KV kernel runs
+# the form itself is the model's since the registered check adopted it (one implementation, llm/flash_schedule.py);
+# its names stay reachable here for device_run.py and the tests
+from simcluster.llm import flash_schedule as fs  # noqa: E402
 
-
-class FormError(ValueError):
-    """A shape outside the form's range (one line)."""
-
-
-def cta_tiles(pass_: str, head_dim: int, batch: int, heads: int, seq: int) -> list[int]:
-    """Score tiles each CTA computes, in launch order (block index fastest, then batch, then head)."""
-    if (pass_, head_dim) not in TILES:
-        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in TILES})}")
-    bm, bn, _ = TILES[(pass_, head_dim)]
-    n_m, n_n = math.ceil(seq / bm), math.ceil(seq / bn)
-    if pass_ == "fwd":
-        one = [min(n_n, math.ceil((i + 1) * bm / bn)) for i in range(n_m)]
-    else:
-        one = [n_m - (j * bn) // bm for j in range(n_n)]
-    return one * (batch * heads)
-
-
-def makespan(durations: list[float], slots: int) -> float:
-    """Greedy list schedule in order on `slots` identical slots: when the last CTA ends."""
-    if len(durations) <= slots:
-        return max(durations)
-    heap = list(durations[:slots])
-    heapq.heapify(heap)
-    for d in durations[slots:]:
-        heapq.heappush(heap, heapq.heappop(heap) + d)
-    return max(heap)
-
-
-def side_bytes(pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int) -> float:
-    """Bytes the backward's memory-bound kernels move (0 for the forward)."""
-    if pass_ == "fwd":
-        return 0.0
-    gqa = (4.0 * heads + 4.0 * kv_heads) * batch * seq * head_dim if kv_heads != heads else 0.0
-    return BWD_BYTES_PER_Q_ELEMENT * batch * heads * seq * head_dim + gqa
-
-
-def check_range(batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, sms: int) -> None:
-    if min(batch, heads, kv_heads, seq) < 1 or heads % kv_heads:
-        raise FormError(f"shape b {batch} h {heads}/{kv_heads} s {seq}: sizes must be >= 1 and heads a multiple of kv_heads")
-    if batch * heads * math.ceil(seq / SPLIT_KV_BLOCK) < SPLIT_KV_FRACTION * 2 * sms:
-        raise FormError(f"shape b {batch} h {heads} s {seq}: few enough CTAs that flash takes its split-KV kernel (not in the form)")
-
-
-def form_time_s(consts: dict, pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int,
-                sms: int = 132, hbm_Bps: float = 4.179e12) -> float:
-    """The form's time of one flash pass (backward: the backward alone), seconds. consts[(pass, d)] = (u_s, a_s)."""
-    check_range(batch, heads, kv_heads, seq, head_dim, sms)
-    u, a = consts[(pass_, head_dim)]
-    slots = sms * TILES[(pass_, head_dim)][2]
-    kernel = makespan([a + u * t for t in cta_tiles(pass_, head_dim, batch, heads, seq)], slots)
-    return kernel + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim) / hbm_Bps
-
-
-def fluid_time_s(consts: dict, pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int,
-                 sms: int = 132, hbm_Bps: float = 4.179e12) -> float:
-    """A diagnostic: the same CTAs and constants with no waves and no tail (their total time spread evenly over the
-    slots): what the schedule adds is form - fluid."""
-    check_range(batch, heads, kv_heads, seq, head_dim, sms)
-    u, a = consts[(pass_, head_dim)]
-    tiles = cta_tiles(pass_, head_dim, batch, heads, seq)
-    fluid = (a * len(tiles) + u * sum(tiles)) / (sms * TILES[(pass_, head_dim)][2])
-    return fluid + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim) / hbm_Bps
+PASSES, TILES, FormError, cta_tiles, makespan = fs.PASSES, fs.TILES, fs.FormError, fs.cta_tiles, fs.makespan
+form_time_s, fluid_time_s = fs.form_time_s, fs.fluid_time_s
 
 
 def dev_records() -> list[dict]:
@@ -158,7 +96,8 @@ def fit(records: list[dict]) -> dict:
 
 
 def today_s(pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int) -> float:
-    """Today's model's 'fa2' time of the pass (llm/attention_kernels on the H200 card), seconds."""
+    """The 'fa2' price before the form was adopted (registered as 'today'): the H200 card / the measured ratio
+    (attention_kernels.ratio_card), seconds."""
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm import attention_kernels, ops
 
@@ -179,7 +118,7 @@ _CACHE: dict = {}
 
 def _fa2_card(load_gpu, attention_kernels):
     if "fa2" not in _CACHE:
-        _CACHE["fa2"] = attention_kernels.for_kernel(load_gpu(CARD)[0], "fa2")
+        _CACHE["fa2"] = attention_kernels.ratio_card(load_gpu(CARD)[0])
     return _CACHE["fa2"]
 
 

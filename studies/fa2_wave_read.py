@@ -36,21 +36,27 @@ def _label(key: tuple) -> str:
     return f"d {d} b {b} h {h}/{kv} s {s}"
 
 
-def registered(path: Path) -> tuple[dict, dict]:
-    """(rule, {shape: row}) from registered.yaml."""
+RULE_KEYS = ("max_ratio", "max_mean_abs", "full_waves_min", "control_tolerance")
+
+
+def registered(path: Path, models=MODELS, extra=("ctas_fwd", "slots_fwd"), rule_keys=RULE_KEYS, key=None,
+               label=None) -> tuple[dict, dict]:
+    """(rule, {shape: row}) from registered.yaml; each row needs every model's and the card's time a pass, `extra`,
+    and a control its before_* times (studies/fa2_noncausal_read.py reads its probe with its own models and keys)."""
+    key, label = key or _key, label or _label
     try:
         doc = yaml.safe_load(path.read_text())
         rule = doc["rule"]
-        for k in ("max_ratio", "max_mean_abs", "full_waves_min", "control_tolerance"):
+        for k in rule_keys:
             float(rule[k])
         rows = {}
         for r in doc["shapes"]:
-            need = [f"{m}_{p}_s" for m in MODELS + ("card",) for p in PASSES] + ["ctas_fwd", "slots_fwd", "role"]
+            need = [f"{m}_{p}_s" for m in tuple(models) + ("card",) for p in PASSES] + list(extra) + ["role"]
             need += ["before_fwd_s", "before_bwd_s"] if r.get("role") == "control" else []
             missing = [k for k in need if k not in r]
             if missing:
-                raise ReadError(f"{path}: shape {_label(_key(r))} lacks {missing[0]}")
-            rows[_key(r)] = r
+                raise ReadError(f"{path}: shape {label(key(r))} lacks {missing[0]}")
+            rows[key(r)] = r
     except OSError as exc:
         raise ReadError(f"{path}: {exc.strerror}") from None
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -60,18 +66,19 @@ def registered(path: Path) -> tuple[dict, dict]:
     return rule, rows
 
 
-def measured(path: Path) -> dict[tuple, dict]:
+def measured(path: Path, key=None, label=None) -> dict[tuple, dict]:
     """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document; role control-start / control-end / probe."""
+    key, label = key or _key, label or _label
     try:
         out = {}
         for r in json.loads(path.read_text())["records"]:
-            key = (r["role"], r["backend"], _key(r))
+            k = (r["role"], r["backend"], key(r))
             if "error" in r:
-                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}) failed: {r['error'][:80]}")
+                raise ReadError(f"{path}: {r['backend']} {label(k[2])} ({r['role']}) failed: {r['error'][:80]}")
             f, b = float(r["fwd_s"]), float(r["bwd_s"])
             if not (f > 0 and b > 0):
-                raise ReadError(f"{path}: {r['backend']} {_label(key[2])} ({r['role']}): a time not > 0 (fwd {f}, bwd {b})")
-            out[key] = {"fwd_s": f, "bwd_s": b}
+                raise ReadError(f"{path}: {r['backend']} {label(k[2])} ({r['role']}): a time not > 0 (fwd {f}, bwd {b})")
+            out[k] = {"fwd_s": f, "bwd_s": b}
     except OSError as exc:
         raise ReadError(f"{path}: {exc.strerror}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -111,8 +118,9 @@ def meets(errs: list[dict], rule: dict) -> bool:
     return bool(errs) and form <= float(rule["max_ratio"]) * today and form <= float(rule["max_mean_abs"])
 
 
-def controls(meas: dict, rows: dict, rule: dict) -> list[str]:
-    """A line per control run and pass that is off its backends-bundle time by more than the tolerance."""
+def controls(meas: dict, rows: dict, rule: dict, label=None, against: str = "its backends-bundle time") -> list[str]:
+    """A line per control run and pass that is off its before_* time (`against`) by more than the tolerance."""
+    label = label or _label
     tol, off = float(rule["control_tolerance"]), []
     for k, r in rows.items():
         if r["role"] != "control":
@@ -120,12 +128,12 @@ def controls(meas: dict, rows: dict, rule: dict) -> list[str]:
         for role in ("control-start", "control-end"):
             m = meas.get((role, "flash", k))
             if m is None:
-                off.append(f"{_label(k)} {role}: not measured")
+                off.append(f"{label(k)} {role}: not measured")
                 continue
             for p in PASSES:
                 dev = m[f"{p}_s"] / r[f"before_{p}_s"] - 1
                 if abs(dev) > tol:
-                    off.append(f"{_label(k)} {role} {p}: {dev:+.1%} off its backends-bundle time")
+                    off.append(f"{label(k)} {role} {p}: {dev:+.1%} off {against}")
     return off
 
 
@@ -169,7 +177,21 @@ def main(argv: list[str]) -> int:
           + ("all within" if not off else "; ".join(off)))
     print(f"rule (registered): form mean |error| <= {rule['max_ratio']} x today's and <= {float(rule['max_mean_abs']):.0%}")
     print(f"verdict: {verdict(meas, rule, rows, errs)}")
+    print(f"the model now (attention_kernels 'fa2' on the H200 card, llm/flash_schedule.py): max |model / registered "
+          f"form - 1| over the registered shapes' passes {model_vs_registered(rows):.1e}")
     return 0
+
+
+def model_vs_registered(rows: dict) -> float:
+    """The adopted model's 'fa2' time against the form's registered time, the largest relative difference (the
+    registration rounds to 6 significant figures)."""
+    sys.path.insert(0, str(ROOT))
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import attention_kernels
+
+    fa2 = attention_kernels.for_kernel(load_gpu(attention_kernels.FORM_REFERENCE)[0], "fa2")
+    return max(abs(fa2.attention_time_s(b, h, kv, s, s, d, True, p == "bwd") / r[f"form_{p}_s"] - 1)
+               for (d, b, h, kv, s), r in rows.items() for p in PASSES)
 
 
 if __name__ == "__main__":

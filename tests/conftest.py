@@ -54,6 +54,24 @@ def _documents(path: Path) -> list:
     return out
 
 
+def probe_document(path: Path, shapes: list[dict], keys: tuple, pick, control_scale: float = 1.0, drop: int = 0) -> Path:
+    """A registered SDPA probe's run document (flash and default records a shape and role) written to `path`: the probe
+    shapes' flash times are `pick(row, pass)`, the controls' their `before_*` times x control_scale (start and end),
+    the default backend's the card's; the last `drop` records left out (a run cut short)."""
+    recs = []
+    for r in shapes:
+        shape = {k: r[k] for k in keys}
+        for role in (("control-start", "control-end") if r["role"] == "control" else ("probe",)):
+            if r["role"] == "control":
+                flash = {p: r[f"before_{p}_s"] * control_scale for p in ("fwd", "bwd")}
+            else:
+                flash = {p: pick(r, p) for p in ("fwd", "bwd")}
+            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": flash["fwd"], "bwd_s": flash["bwd"]})
+            recs.append({"role": role, "backend": "default", **shape, "fwd_s": r["card_fwd_s"], "bwd_s": r["card_bwd_s"]})
+    path.write_text(json.dumps({"records": recs[: len(recs) - drop]}))
+    return path
+
+
 def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     """(preset, layers, seq, micro-batch) of every llm-step document under calibration/, any mode, but those under the
     `excluded` folders: what a registered set's "never measured before" check compares its shapes with."""

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, load_script, probe_document
 
 read = load_script(ROOT / "studies" / "fa2_wave_read.py")
 form = load_script(ROOT / "studies" / "fa2_wave.py")
@@ -16,21 +16,8 @@ REG = read.BUNDLE / "registered.yaml"
 
 def _doc(tmp_path, pick, control_scale=1.0, drop=0):
     """A run document whose flash times are what `pick(row, pass)` says (default: the card's curve)."""
-    rows = yaml.safe_load(REG.read_text())["shapes"]
-    recs = []
-    for r in rows:
-        roles = ("control-start", "control-end") if r["role"] == "control" else ("probe",)
-        shape = {k: r[k] for k in read.SHAPE}
-        for role in roles:
-            if r["role"] == "control":
-                flash = {p: r[f"before_{p}_s"] * control_scale for p in read.PASSES}
-            else:
-                flash = {p: pick(r, p) for p in read.PASSES}
-            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": flash["fwd"], "bwd_s": flash["bwd"]})
-            recs.append({"role": role, "backend": "default", **shape, "fwd_s": r["card_fwd_s"], "bwd_s": r["card_bwd_s"]})
-    path = tmp_path / "wave.json"
-    path.write_text(json.dumps({"records": recs[: len(recs) - drop]}))
-    return path
+    shapes = yaml.safe_load(REG.read_text())["shapes"]
+    return probe_document(tmp_path / "wave.json", shapes, read.SHAPE, pick, control_scale, drop)
 
 
 def _run(capsys, path):

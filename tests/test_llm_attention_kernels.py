@@ -27,18 +27,24 @@ def test_fit_ratios_is_reference_over_kernel_per_pass():
 
 
 def test_fa2_slows_only_attention_on_a_measured_hopper_card():
+    """The ratio card (the price of the shapes the schedule form refuses: tests/test_flash_schedule.py) divides the
+    card's attention time by the measured ratio; the 'fa2' card changes attention only."""
     h100 = load_gpu("models/gpu/h100-sxm.yaml")[0]
-    fa2 = ak.for_kernel(h100, "fa2")
+    fa2, ratio_card = ak.for_kernel(h100, "fa2"), ak.ratio_card(h100)
     args = (1, 32, 32, 32768, 32768, 128)
     ratio = ak.fa2_ratios()
-    assert fa2.attention_time_s(*args) == pytest.approx(h100.attention_time_s(*args) / ratio["fwd"][128], rel=1e-6)
-    assert fa2.attention_time_s(*args, backward=True) == pytest.approx(
+    assert ratio_card.attention_time_s(*args) == pytest.approx(h100.attention_time_s(*args) / ratio["fwd"][128], rel=1e-6)
+    assert ratio_card.attention_time_s(*args, backward=True) == pytest.approx(
         h100.attention_time_s(*args, backward=True) / ratio["bwd"][128], rel=1e-6)
+    for backward in (False, True):   # FA2 slower than the card's cuDNN curve
+        assert fa2.attention_time_s(*args, backward=backward) > h100.attention_time_s(*args, backward=backward)
     assert fa2.gemm_time_s(8192, 8192, 8192) == h100.gemm_time_s(8192, 8192, 8192)
+    assert fa2.memory_time_s(2**30) == h100.memory_time_s(2**30)
     assert ak.for_kernel(h100, "card") is h100
     a100 = load_gpu("models/gpu/a100-sxm-80gb.yaml")[0]
     assert ak.for_kernel(a100, "fa2") is a100            # derived card: not a Hopper measurement
     assert type(ak.for_kernel(a100, "fa2-full")).__name__ == "NoCausalSkip"
+    assert type(ak.for_kernel(h100, "fa2-full")).__name__ == "Fa2FullCard"
     with pytest.raises(ValueError, match="attention kernel"):
         ak.for_kernel(h100, "fa9")
     assert not ak.hopper_measured(replace(h100, derived_from="models/gpu/x.yaml"))

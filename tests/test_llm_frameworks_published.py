@@ -101,7 +101,9 @@ def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
 
 def test_llmfoundry_large_scale_rows_are_held_out_fsdp_and_shard_grad_op_is_zero_2():
     """llm-foundry's H100 Large Scale table (issue 44, llmfam): 18 rows compared held out under composer-fsdp, FULL_SHARD
-    as ZeRO-3 and SHARD_GRAD_OP (1b, 3b) as zero 2, in the pooled PyTorch FSDP regimes; as predicted once, 16 within 10%."""
+    as ZeRO-3 and SHARD_GRAD_OP (1b, 3b) as zero 2, in the pooled PyTorch FSDP regimes; as predicted once, 16 within 10%;
+    13 since session 38's flash schedule form (fa2-full's non-causal 2K calls priced 9-20% cheaper: the rows, already
+    predicted fast, 2-6 points faster; docs/models/llm-findings.md, session 38 fa2adopt)."""
     from simcluster.reference.llm import validate_published_llm
 
     rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-llmfoundry-mpt-h100-large-scale-fsdp.yaml").rows
@@ -109,7 +111,7 @@ def test_llmfoundry_large_scale_rows_are_held_out_fsdp_and_shard_grad_op_is_zero
     zero2 = {r.run for r in rows if r.regime == "llm | PyTorch FSDP | DP/ZeRO-1/2 | bf16"}
     assert zero2 == set(range(12, 18)) and all(" z2 " in rows[i].configuration for i in zero2)
     assert {r.regime for r in rows if r.run not in zero2} == {"llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"}
-    assert sum(abs(r.error) <= 0.10 for r in rows) == 16
+    assert sum(abs(r.error) <= 0.10 for r in rows) == 13
 
 
 def test_nemo_b200_long_sequence_rows_are_held_out_on_the_card_attention():

@@ -3,36 +3,60 @@
 The GPU cards' attention curves are gpu-micro's `attention` section: torch's default scaled_dot_product_attention,
 which on Hopper (torch 2.11) is cuDNN's fused attention (the H200 bundle below: default within 0-8% of the cudnn
 backend at every shape). Frameworks that run FlashAttention 2 (flash-attn 2.x; torch's `flash` SDPA backend, the same
-kernels) run the Ampere code path on Hopper at about half that rate. A framework's `attention_kernel` 'fa2' prices each
-attention pass at the card's time x (default / flash) of the same pass, the median over 2K-128K tokens per head size,
-measured on one H200 (calibration/h200x1-attention-backends-2026-11-28, gpu-micro attention-backends; backward = the
-forward + backward call less the forward). Both kernels were timed on the same GPU in the same process, so the ratio
-carries to the H100 (same SM architecture, sm90) on the assumption that the clock and power limit scale both alike.
+kernels) run the Ampere code path on Hopper at about half that rate. A framework's `attention_kernel` 'fa2', on a
+measured Hopper card (hopper_measured), prices each attention call with llm/flash_schedule.py's form (session 38,
+adopted by the registered check calibration/h200x1-attention-wave-2026-11-29: 2.5% against the ratio's 10.6% mean
+|error| over 124 held-out flash passes):
 
-  attention time (fa2) = card's attention time (compute part) / ratio[head_dim][pass]
+  attention time (fa2) = max(launch, makespan(CTAs of a + u tiles on SMs x slots) x R_ref / R_card
+                                     + backward copies / the card's copy rate) (+ dropout as the card prices it)
+  R(pass, d) = bf16 peak x the ratio card's top attention efficiency (the long-sequence rate)
 
-'fa2-full' is the same kernel computing every score block of a causal pass (no causal block skipping): the causal
-pass is priced as the non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
+R_ref is the H200 card's: an H200 card is its own reference (R_ref / R_card = 1 at its reference clock; a card moved
+to another clock, llm/clock.py, scales by its own efficiencies). **H100 (extrapolated)**: the form was fitted on one
+H200; an H100 card runs the same grid on the same 132 sm90 SMs with the same tiles and constants, its kernel time
+scaled by the two cards' measured long-sequence cuDNN attention rates at the same pass and head size (H200 / H100:
+forward x1.014 / x1.021, backward x0.961 / x0.966 at d 64 / 128) and its backward's copies at its own copy rate; no
+flash-attn measurement on an H100 checks it.
+
+Shapes the form refuses take the ratio card (ratio_card, the 'fa2' price before session 38): the card's time x
+(default / flash) of the same pass, the median over 2K-128K tokens per head size, measured on one H200
+(calibration/h200x1-attention-backends-2026-11-28, gpu-micro attention-backends; backward = the forward + backward
+call less the forward):
+
+  attention time (fa2, refused shapes) = card's attention time (compute part) / ratio[head_dim][pass]
+
+refused: a forward of fewer than 0.8 x 2 x SMs CTAs of 64 query rows (flash's split-KV kernel), head sizes other than
+64 / 128, causal calls with seq_q != seq_kv, fp8 / fp32.
+
+'fa2-full' is the same kernel computing every score tile of a causal pass (no causal block skipping): in the form every
+CTA does the full row (column) of tiles, i.e. the non-causal pass; on the ratio card the causal pass is priced as the
+non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
 docs/models/llm-findings.md): their attention cost is the full s x s at FA2's rate, or equivalently an older kernel
-at half FA2's rate with skipping; which of the two is not established.
+at half FA2's rate with skipping; which of the two is not established. The non-causal form (fa2-full, torch's cp ring
+steps in llm/torch_cp.py) uses the causal fit's u and a: **extrapolated**, no non-causal flash call measured.
 
-Valid: causal, bf16, MHA, head size 64 / 128 (other head sizes take the nearer one); the FA2 ratio on measured
-Hopper cards only (hopper_measured; other cards are unchanged); the cudnn / default kernel ('card') needs no change. Not modelled:
-FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
+Valid: bf16, head size 64 / 128, causal seq_q = seq_kv measured (2K-128K, 8-40 heads, batch 1-8, MHA and GQA) on one
+H200; other measured Hopper cards as said above; derived cards (A100 / B200) are unchanged (their curve is taken as
+their FA2 kernel); the cudnn / default kernel ('card') needs no change. Not modelled: FlashAttention 3 (close to cuDNN
+on Hopper by its paper; not measured here).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
-from simcluster.hardware.gpu import GpuParams
+from simcluster.hardware.gpu import GpuParams, load_gpu, table_at
+from simcluster.llm import flash_schedule
 
 KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
+FORM_REFERENCE = BUNDLE.parents[1] / "models" / "gpu" / "h200-sxm-interleaved.yaml"   # the H200 the form was fitted on
 MIN_SEQ = 2048     # below it both kernels are launch- and ramp-bound: the card's own seq_half curve prices that
 
 
@@ -77,25 +101,91 @@ def fa2_ratios() -> dict[str, dict[int, float]]:
     return fit_ratios(backend_rows())
 
 
+def ratio_card(gpu):
+    """The card with its attention efficiencies x the measured FlashAttention-2 / card ratio per head size and pass (the
+    'fa2' price before the schedule form; still the price of the shapes the form refuses)."""
+    ratios = fa2_ratios()
+
+    def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
+        return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
+    return replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
+                   attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
+
+
 def for_kernel(gpu, kernel: str):
     """The GPU card as seen by a framework running `kernel` ('card': unchanged; 'fa2': on a measured Hopper card the
-    attention efficiencies x the measured FlashAttention-2 / card ratio per head size and pass, other cards unchanged;
-    'fa2-full': that card with causal passes priced as full ones)."""
+    flash schedule form (Fa2Card), the ratio card below it; other cards unchanged; 'fa2-full': the same with every
+    score tile of a causal pass computed)."""
     if kernel not in KERNELS:
         raise ValueError(f"attention kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
     if kernel == "card":
         return gpu
-    fa2 = gpu
-    if hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
-        ratios = fa2_ratios()
+    if not hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
+        return gpu if kernel == "fa2" else NoCausalSkip(**{f.name: getattr(gpu, f.name) for f in fields(gpu)})
+    fa2 = ratio_card(gpu)
+    cls = Fa2FullCard if kernel == "fa2-full" else Fa2Card
+    return cls(**{f.name: getattr(fa2, f.name) for f in fields(fa2)}, form_rates=form_rates(gpu))
 
-        def scaled(table: dict[int, float], by: dict[int, float]) -> dict[int, float]:
-            return {d: e * by[min(by, key=lambda m: abs(m - d))] for d, e in table.items()}
-        fa2 = replace(gpu, attn_efficiency_fwd=scaled(gpu.attn_efficiency_fwd, ratios["fwd"]),
-                      attn_efficiency_bwd=scaled(gpu.attn_efficiency_bwd, ratios["bwd"]))
-    if kernel == "fa2-full":
-        return NoCausalSkip(**{f.name: getattr(fa2, f.name) for f in fields(fa2)})
-    return fa2
+
+def form_rates(gpu) -> dict[tuple[str, int], float]:
+    """{(pass, head_dim): FLOP/s}: the long-sequence attention rate (bf16 peak x the ratio card's top efficiency) of
+    the H200 the form was fitted on, against which a card's own rate scales the form's kernel time. An H200 card is its
+    own reference (scale 1); an H100 card takes the H200 card's (FORM_REFERENCE): the assumption that the two run the
+    same kernels on the same 132 sm90 SMs at speeds in the ratio of their measured cuDNN attention rates."""
+    ref = gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
+    fa2 = ratio_card(ref)
+    return {(p, d): _rate(fa2, p, d) for p, d in flash_schedule.TILES}
+
+
+@cache
+def _reference_card():
+    return load_gpu(FORM_REFERENCE)[0]
+
+
+def _rate(gpu, pass_: str, head_dim: int) -> float:
+    table = gpu.attn_efficiency_bwd if pass_ == "bwd" else gpu.attn_efficiency_fwd
+    return gpu.peak_flops["bf16"] * table_at(table, head_dim)
+
+
+@dataclass(frozen=True)
+class Fa2Card(GpuParams):
+    """A measured Hopper card running torch's flash SDPA kernels: attention priced by llm/flash_schedule.py's form
+    (kernel time x the reference rate / this card's, the backward's memory-bound kernels at this card's copy rate,
+    the launch floor, dropout as the card prices it); shapes the form refuses (too few CTAs: flash's split-KV kernel;
+    head sizes other than 64 / 128; causal with seq_q != seq_kv; fp8 / fp32) take the ratio card's curve."""
+
+    form_rates: dict = field(default_factory=dict)
+    FULL: ClassVar[bool] = False     # every score tile computed, the causal mask applied in-tile ('fa2-full')
+
+    def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                         causal: bool = True, backward: bool = False, dtype: str = "bf16", dropout: bool = False) -> float:
+        pass_ = "bwd" if backward else "fwd"
+        if dtype in ("bf16", "fp16") and (pass_, head_dim) in self.form_rates:
+            try:
+                flash_schedule.check_range(batch, heads, kv_heads, seq_q, head_dim, self.sm_count)
+                kernel = flash_schedule.kernel_s(pass_, batch, heads, seq_q, seq_kv, head_dim,
+                                                 causal and not self.FULL, self.sm_count)
+            except flash_schedule.FormError:
+                pass
+            else:
+                t = kernel * self.form_rates[(pass_, head_dim)] / _rate(self, pass_, head_dim)
+                t += flash_schedule.side_bytes(pass_, batch, heads, kv_heads, seq_q, head_dim, seq_kv) / self.hbm_bandwidth_Bps
+                return max(self.launch_s, t) + (self.attention_dropout_s(batch, heads, seq_q, seq_kv, causal, backward)
+                                                if dropout else 0.0)
+        return super().attention_time_s(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dtype, dropout)
+
+
+@dataclass(frozen=True)
+class Fa2FullCard(Fa2Card):
+    """Fa2Card computing every score tile of a causal pass ('fa2-full'); its ratio-card fallback prices the causal pass
+    as the full one."""
+
+    FULL: ClassVar[bool] = True
+
+    @staticmethod
+    def attention_flops(batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                        causal: bool = True, backward: bool = False) -> float:
+        return GpuParams.attention_flops(batch, heads, seq_q, seq_kv, head_dim, False, backward)
 
 
 @dataclass(frozen=True)
