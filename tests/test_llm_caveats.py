@@ -115,3 +115,23 @@ def test_the_fsdp_trainers_carry_no_host_caveat():
         assert not any("host" in c for c in caveats(dense, par, FRAMEWORKS[name], h100)), name
     torch = eager.torch_framework(ParallelSpec(dp=2))
     assert any(c.startswith(f"{torch.name}: no host cost priced") for c in caveats(dense, ParallelSpec(dp=2), torch, h100))
+
+
+def test_the_flash_form_on_an_h100_says_it_is_extrapolated():
+    """fa2 / fa2-full on a measured H100 card: the FlashAttention-2 schedule form was fitted and checked on an H200 only;
+    on an H200, on a derived card (A100: the ratio path) and with the card's own kernel no such caveat."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import COMPOSER_FSDP, MEGATRON, MEGATRON_FA2
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    dense = TransformerSpec(32, 4096, 14336, 32, 8, 128256, 8192)
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    h200, _ = load_gpu(ROOT / "models/gpu/h200-sxm.yaml")
+    a100, _ = load_gpu(ROOT / "models/gpu/a100-sxm-80gb.yaml")
+    for fw in (MEGATRON_FA2, COMPOSER_FSDP):
+        got = [c for c in caveats(dense, ParallelSpec(tp=8), fw, h100) if "FlashAttention-2 schedule form" in c]
+        assert len(got) == 1 and fw.attention_kernel in got[0] and "extrapolated" in got[0]
+        assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), fw, h200))
+        assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), fw, a100))
+    assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), MEGATRON, h100))

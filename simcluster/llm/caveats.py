@@ -63,11 +63,17 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "and 9.2% mean), most at the shortest steps and at 4096 tokens; peaks within 0.8%. One GPU, Inductor "
                  "default mode only (docs/models/llm.md)")
 
+FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
+            "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "
+            "calibration/h200x1-attention-wave-2026-11-29, -noncausal-); on an H100 it is the same kernel scaled by the two "
+            "cards' measured cuDNN attention rates (x0.96-1.02): no flash call measured on an H100 (extrapolated)")
 TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py); two registered "
             "sets on 2 x H200: session 36's (calibration/h200x2-llm-eager-cp-2026-11-29) step 3.6% mean |error|, its printed "
             "peak up to 12% above the measured (DDP's first-steps bucket copy, which those runs did not hit; later steps' "
             "peaks within 3% of the printed 'after the first steps': calibration/h200x2-eager-diagnose-2026-11-29); session "
-            "37's (-postcp-2026-11-29) step 4.5%, every rank inside [after the first steps, the printed peak]; cp > 2 and "
+            "37's (-postcp-2026-11-29) step 4.5%, every rank inside [after the first steps, the printed peak]; today's model, with "
+            "the FlashAttention-2 schedule form checked since (calibration/h200x1-attention-wave-2026-11-29, -noncausal-), "
+            "reads both sets' steps at 1.0% mean (seen data, not a held-out figure); cp > 2 and "
             "across nodes unmeasured; DTensor's host dispatch of each SDPA call is not priced, so trust it only where the step "
             "is GPU-bound (long sequences; docs/models/llm.md)")
 
@@ -95,6 +101,9 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         # eager too, but take no framework.host folder, so the advice would be refused for them
         flag = EAGER_HOST_FLAGGED.format(folder=host_bound.DEFAULT_HOST.relative_to(host_bound.DEFAULT_HOST.parents[1]))
         out.append(EAGER_HOST_UNPRICED.format(framework=framework.name) + (flag if flagged else ""))
+    if framework.attention_kernel in ("fa2", "fa2-full") and str(gpu.name).lower().startswith("h100") \
+            and not getattr(gpu, "derived_from", ""):
+        out.append(FA2_H100.format(kernel=framework.attention_kernel))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
     if framework.compiled:
