@@ -21,7 +21,9 @@ forward, 1 backward (the register file; an assumption, not a measured occupancy)
 CONSTS): least squares on log time over every flash record >= 2K tokens of calibration/h200x1-attention-backends-2026-11-28
 and calibration/h200x1-attention-gqa-2026-11-29 (studies/fa2_wave.py fits them; the registered probe's registered.yaml
 holds the same numbers). Valid: bf16, head size 64 / 128, one H200 (132 SMs); causal with seq_q = seq_kv measured,
-non-causal / unequal lengths priced with the same constants (not measured: an extrapolation). Units: seconds, bytes/s.
+non-causal / unequal lengths priced with the same constants: checked on one H200 by
+calibration/h200x1-attention-noncausal-2026-11-29 (3.7% mean |error| vs the ratio card's 10.9%, 34 passes, registered;
+rule KEEP); on the H100 extrapolated. Units: seconds, bytes/s.
 """
 
 from __future__ import annotations
