@@ -1,7 +1,9 @@
 #!/bin/bash
 # Shared by the device scripts of bundles made from session 38 on (older bundles keep their own copies: they are the
 # record of what ran). Source it from a bundle's device_run.sh, on the device machine, at the repository root:
-#   W=/tmp/NAME; . calibration/device_lib.sh     # sets B=$W/runs, records the machine (nvidia-smi, lscpu, torch, commit)
+#   W=/tmp/NAME; . calibration/device_lib.sh     # sets B=$W/runs, records the machine (nvidia-smi, lscpu, torch) and
+#                                                 # in runs/commit.txt MAIN_COMMIT, git HEAD, the sha256 of the calling
+#                                                 # script and of the registered.yaml beside it
 #   run NAME LIMIT_S COMMAND...                   # stdout -> $B/NAME.json, stderr -> $B/NAME.stderr.txt; a line in
 #                                                 # $B/status.txt; $W/runs packed to $OUT/runs.tgz after every run
 #   two=...                                       # "python3 -m torch.distributed.run --standalone --nproc-per-node 2"
@@ -14,7 +16,18 @@ mkdir -p "$B"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$B/nvidia-smi.txt" 2>&1
 lscpu > "$B/lscpu.txt" 2>&1
 python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' > "$B/torch.txt" 2>&1
-echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$B/commit.txt"
+caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
+{
+  echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  if [ -e .git ]; then echo "$(git rev-parse HEAD 2>/dev/null || echo 'git rev-parse failed') (git rev-parse HEAD here)"
+  else echo "no .git (git rev-parse HEAD not taken)"; fi
+  if [ -z "$caller" ]; then echo "no calling script (sourced from a shell)"
+  else
+    sha256sum "$caller"
+    reg="$(dirname "$caller")/registered.yaml"
+    if [ -f "$reg" ]; then sha256sum "$reg"; else echo "no registered.yaml beside the calling script"; fi
+  fi
+} > "$B/commit.txt" 2>&1
 two="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
 pack() { tar czf "$OUT/runs.tgz" -C "$W" runs; }
 run() {   # NAME LIMIT_S COMMAND...

@@ -80,30 +80,21 @@ def verdict(meas: dict, rule: dict, rows: dict, errs: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0]) if argv else BUNDLE / "noncausal.json"
-    reg = Path(argv[1]) if len(argv) > 1 else BUNDLE / "registered.yaml"
-    try:
-        (rule, rows), meas = registered(reg), measured(path)
-        errs = errors(meas, rows)
-    except ReadError as exc:
-        print(f"fa2_noncausal_read: {exc}", file=sys.stderr)
+    got = wr.read_all("fa2_noncausal_read", argv, BUNDLE / "noncausal.json", BUNDLE / "registered.yaml", registered,
+                      measured, errors)
+    if got is None:
         return 1
+    rule, rows, meas, errs = got
     print("non-causal flash: predicted / measured - 1 (the form, the ratio card); default vs the card's curve")
     print(f"{'shape':34} {'group':8} | {'pass':4} {'meas ms':>8} {'form':>7} {'ratio':>7} | {'card':>7}")
     for e in errs:
-        card = f"{e['card']:+7.1%}" if e["card"] is not None else "    n/a"
         print(f"{_label(e['shape']):34} {e['group']:8} | {e['pass']:4} {e['measured_s'] * 1e3:8.3f} {e['form']:+7.1%} "
-              f"{e['ratio']:+7.1%} | {card}")
-    print("\nmean |error|              " + "  ".join(f"{m:>6}" for m in MODELS))
+              f"{e['ratio']:+7.1%} | {wr.card_cell(e)}")
     groups = [("all probe passes", errs)] + [(f"pass {p}", [e for e in errs if e["pass"] == p]) for p in PASSES]
     groups += [(f"group {g}", [e for e in errs if e["group"] == g]) for g in sorted({e["group"] for e in errs})]
-    for name, sub in groups:
-        print(f"  {name:22} " + "  ".join(f"{mean_abs(sub, m):6.1%}" for m in MODELS) + f"   ({len(sub)} passes)")
-    off = controls(meas, rows, rule)
-    print(f"\ncontrols (flash vs the wave probe, tolerance {float(rule['control_tolerance']):.0%}): "
-          + ("all within" if not off else "; ".join(off)))
-    print("rule (registered): the form stays for non-causal calls if its mean |error| <= the ratio card's")
-    print(f"verdict: {verdict(meas, rule, rows, errs)}")
+    wr.print_summary(meas, errs, MODELS, groups, f"{'mean |error|':26}", controls(meas, rows, rule), rule, "the wave probe",
+                     "rule (registered): the form stays for non-causal calls if its mean |error| <= the ratio card's",
+                     verdict(meas, rule, rows, errs), _label)
     return 0
 
 

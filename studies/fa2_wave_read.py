@@ -66,13 +66,18 @@ def registered(path: Path, models=MODELS, extra=("ctas_fwd", "slots_fwd"), rule_
     return rule, rows
 
 
-def measured(path: Path, key=None, label=None) -> dict[tuple, dict]:
-    """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document; role control-start / control-end / probe."""
+def measured(path: Path, key=None, label=None) -> dict[tuple, dict | None]:
+    """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document; role control-start / control-end / probe. A
+    failed record of torch's default backend (the rules only report it) is None: its card column reads n/a; a failed
+    flash record stops the read."""
     key, label = key or _key, label or _label
     try:
         out = {}
         for r in json.loads(path.read_text())["records"]:
             k = (r["role"], r["backend"], key(r))
+            if "error" in r and r["backend"] == "default":
+                out[k] = None
+                continue
             if "error" in r:
                 raise ReadError(f"{path}: {r['backend']} {label(k[2])} ({r['role']}) failed: {r['error'][:80]}")
             f, b = float(r["fwd_s"]), float(r["bwd_s"])
@@ -86,6 +91,39 @@ def measured(path: Path, key=None, label=None) -> dict[tuple, dict]:
     if not out:
         raise ReadError(f"{path}: no record")
     return out
+
+
+def read_all(prog: str, argv: list[str], default_doc: Path, default_reg: Path, registered_fn, measured_fn, errors_fn):
+    """(rule, rows, meas, errs) from argv's [document [registration]], or None after the one-line error on stderr."""
+    path = Path(argv[0]) if argv else default_doc
+    reg = Path(argv[1]) if len(argv) > 1 else default_reg
+    try:
+        (rule, rows), meas = registered_fn(reg), measured_fn(path)
+        return rule, rows, meas, errors_fn(meas, rows)
+    except ReadError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def card_cell(e: dict) -> str:
+    """The default backend vs the card's curve, or n/a where it was not measured or its record failed."""
+    return f"{e['card']:+7.1%}" if e["card"] is not None else "    n/a"
+
+
+def print_summary(meas: dict, errs: list[dict], models: tuple, groups: list, head: str, off: list[str], rule: dict,
+                  against: str, rule_line: str, verdict_line: str, label=None) -> None:
+    """The failed default records (if any), mean |error| per group (`head`: its title, padded to the columns), the controls, the rule and its verdict."""
+    failed = sorted(k for k, v in meas.items() if v is None)
+    if failed:
+        print(f"torch's default backend failed on {len(failed)} record(s) (card n/a; the rule reads flash only), "
+              f"first {(label or _label)(failed[0][2])} ({failed[0][0]})")
+    print("\n" + head + "  ".join(f"{m:>6}" for m in models))
+    for name, sub in groups:
+        print(f"  {name:22} " + "  ".join(f"{mean_abs(sub, m):6.1%}" for m in models) + f"   ({len(sub)} passes)")
+    print(f"\ncontrols (flash vs {against}, tolerance {float(rule['control_tolerance']):.0%}): "
+          + ("all within" if not off else "; ".join(off)))
+    print(rule_line)
+    print(f"verdict: {verdict_line}")
 
 
 def errors(meas: dict, rows: dict) -> list[dict]:
@@ -151,32 +189,23 @@ def verdict(meas: dict, rule: dict, rows: dict, errs: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0]) if argv else BUNDLE / "wave.json"
-    reg = Path(argv[1]) if len(argv) > 1 else BUNDLE / "registered.yaml"
-    try:
-        (rule, rows), meas = registered(reg), measured(path)
-        errs = errors(meas, rows)
-    except ReadError as exc:
-        print(f"fa2_wave_read: {exc}", file=sys.stderr)
+    got = read_all("fa2_wave_read", argv, BUNDLE / "wave.json", BUNDLE / "registered.yaml", registered, measured, errors)
+    if got is None:
         return 1
+    rule, rows, meas, errs = got
     print("flash: predicted / measured - 1 (today's 'fa2', the form, its no-wave 'fluid'); default vs the card's curve")
     print(f"{'shape':28} {'waves':>5} | {'pass':4} {'meas ms':>8} {'today':>7} {'form':>7} {'fluid':>7} | {'card':>7}")
     for e in errs:
-        card = f"{e['card']:+7.1%}" if e["card"] is not None else "    n/a"
         print(f"{_label(e['shape']):28} {e['waves_fwd']:5.1f} | {e['pass']:4} {e['measured_s'] * 1e3:8.3f} "
-              f"{e['today']:+7.1%} {e['form']:+7.1%} {e['fluid']:+7.1%} | {card}")
-    print("\nmean |error|            " + "  ".join(f"{m:>6}" for m in MODELS))
+              f"{e['today']:+7.1%} {e['form']:+7.1%} {e['fluid']:+7.1%} | {card_cell(e)}")
+    full = float(rule["full_waves_min"])
     groups = [("all probe passes", errs)] + [(f"pass {p}", [e for e in errs if e["pass"] == p]) for p in PASSES]
     groups += [(f"head dim {d}", [e for e in errs if e["shape"][0] == d]) for d in sorted({e["shape"][0] for e in errs})]
-    groups += [(f">= {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] >= float(rule["full_waves_min"])]),
-               (f"<  {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] < float(rule["full_waves_min"])])]
-    for name, sub in groups:
-        print(f"  {name:22} " + "  ".join(f"{mean_abs(sub, m):6.1%}" for m in MODELS) + f"   ({len(sub)} passes)")
-    off = controls(meas, rows, rule)
-    print(f"\ncontrols (flash vs the backends bundle, tolerance {float(rule['control_tolerance']):.0%}): "
-          + ("all within" if not off else "; ".join(off)))
-    print(f"rule (registered): form mean |error| <= {rule['max_ratio']} x today's and <= {float(rule['max_mean_abs']):.0%}")
-    print(f"verdict: {verdict(meas, rule, rows, errs)}")
+    groups += [(f">= {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] >= full]),
+               (f"<  {rule['full_waves_min']} fwd waves", [e for e in errs if e["waves_fwd"] < full])]
+    print_summary(meas, errs, MODELS, groups, f"{'mean |error|':24}", controls(meas, rows, rule), rule, "the backends bundle",
+                  f"rule (registered): form mean |error| <= {rule['max_ratio']} x today's and <= "
+                  f"{float(rule['max_mean_abs']):.0%}", verdict(meas, rule, rows, errs))
     print(f"the model now (attention_kernels 'fa2' on the H200 card, llm/flash_schedule.py): max |model / registered "
           f"form - 1| over the registered shapes' passes {model_vs_registered(rows):.1e}")
     return 0

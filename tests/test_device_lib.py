@@ -1,6 +1,7 @@
 """calibration/device_lib.sh, the run / pack helper new bundles' device scripts source (session 38): run on this machine
 with a stand-in $OUT (no GPU needed: the machine records fail into their files and the runs go on)."""
 
+import hashlib
 import subprocess
 import tarfile
 
@@ -33,3 +34,44 @@ def test_it_refuses_without_its_folders(tmp_path):
     assert got.returncode != 0 and "set W" in got.stderr and "reached" not in got.stdout
     got = _source(tmp_path, "echo reached", W=str(tmp_path / "w"))
     assert got.returncode != 0 and "OUT" in got.stderr and "reached" not in got.stdout
+
+
+def _commit_txt(tmp_path, cwd, lib, registered: bool) -> list[str]:
+    bundle, w, out = tmp_path / "bundle", tmp_path / "w", tmp_path / "out"
+    bundle.mkdir()
+    out.mkdir()
+    (bundle / "device_run.sh").write_text(f"W={w}; . {lib}\n")
+    if registered:
+        (bundle / "registered.yaml").write_text("rule: {}\n")
+    got = subprocess.run(["bash", str(bundle / "device_run.sh")], cwd=cwd, capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(out), "MAIN_COMMIT": "abc123"})
+    assert got.returncode == 0, got.stderr
+    return (w / "runs" / "commit.txt").read_text().splitlines()
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_commit_txt_records_head_and_the_scripts_hashes(tmp_path):
+    """MAIN_COMMIT, git HEAD where a .git exists, the sha256 of the calling script and of its registered.yaml."""
+    lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert lines[0].startswith("abc123 (main, as given by the caller)")
+    assert lines[1] == f"{head} (git rev-parse HEAD here)"
+    assert lines[2].split() == [_sha(tmp_path / "bundle" / "device_run.sh"), str(tmp_path / "bundle" / "device_run.sh")]
+    assert lines[3].split() == [_sha(tmp_path / "bundle" / "registered.yaml"), str(tmp_path / "bundle" / "registered.yaml")]
+
+
+def test_commit_txt_says_so_without_a_git_or_a_registration(tmp_path):
+    lines = _commit_txt(tmp_path, tmp_path, ROOT / "calibration" / "device_lib.sh", registered=False)
+    assert lines[1] == "no .git (git rev-parse HEAD not taken)"
+    assert lines[2].split()[0] == _sha(tmp_path / "bundle" / "device_run.sh")
+    assert lines[3] == "no registered.yaml beside the calling script"
+
+
+def test_commit_txt_without_a_calling_script(tmp_path):
+    w, out = tmp_path / "w", tmp_path / "out"
+    out.mkdir()
+    assert _source(tmp_path, "true", W=str(w), OUT=str(out)).returncode == 0
+    assert (w / "runs" / "commit.txt").read_text().splitlines()[2] == "no calling script (sourced from a shell)"

@@ -49,3 +49,19 @@ def test_a_drifted_lease_is_void(tmp_path, capsys):
 def test_a_run_cut_short_is_one_line(tmp_path, capsys):
     code, out, err = _run(capsys, _doc(tmp_path, lambda r, p: r[f"form_{p}_s"], drop=6))
     assert code == 1 and err.startswith("fa2_noncausal_read: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_failed_default_record_reads_n_a_and_the_verdict_stands(tmp_path, capsys):
+    """A failed record of torch's default backend (reported only) reads n/a; the verdict is the flash records'."""
+    import json
+
+    path = _doc(tmp_path, lambda r, p: r[f"form_{p}_s"] * 1.03)
+    whole = _run(capsys, path)[1]
+    doc = json.loads(path.read_text())
+    for r in [r for r in doc["records"] if r["backend"] == "default"][::2]:
+        del r["fwd_s"], r["bwd_s"]
+        r["error"] = "RuntimeError: no kernel for this shape"
+    path.write_text(json.dumps(doc))
+    code, out, err = _run(capsys, path)
+    assert code == 0 and err == "" and "verdict: KEEP" in out and "torch's default backend failed on" in out
+    assert "    n/a" in out and whole.split("mean |error|")[1] == out.split("mean |error|")[1]

@@ -104,3 +104,37 @@ def test_the_forms_pieces():
         form.form_time_s(consts, "fwd", 1, 1, 1, 4096, 64)
     with pytest.raises(form.FormError, match="head size 96"):
         form.cta_tiles("fwd", 96, 1, 1, 4096)
+
+
+def _fail_default(path, every: int = 3):
+    """Every `every`-th default-backend record replaced by a failed one (no times, an error)."""
+    doc = json.loads(path.read_text())
+    defaults = [r for r in doc["records"] if r["backend"] == "default"]
+    for r in defaults[::every]:
+        del r["fwd_s"], r["bwd_s"]
+        r["error"] = "RuntimeError: no kernel for this shape"
+    path.write_text(json.dumps(doc))
+    return len(defaults[::every])
+
+
+def test_a_failed_default_record_reads_n_a_and_the_verdict_stands(tmp_path, capsys):
+    """torch's default backend is only reported: its failed records read n/a and the rule is judged on flash alone,
+    with the same verdict and means as the whole run's."""
+    whole = _run(capsys, _doc(tmp_path, lambda r, p: r[f"form_{p}_s"]))[1]
+    n = _fail_default(_doc(tmp_path, lambda r, p: r[f"form_{p}_s"]))
+    code, out, err = _run(capsys, tmp_path / "wave.json")
+    assert code == 0 and err == "" and "verdict: ADOPT: the form meets the rule" in out
+    assert f"torch's default backend failed on {n} record(s)" in out and "    n/a" in out
+    assert whole.split("mean |error|")[1] == out.split("mean |error|")[1]   # means, controls, verdict unchanged
+    assert out.count("    n/a") < whole.count("\n")   # only the failed shapes' card cells
+
+
+def test_a_failed_flash_record_still_stops_the_read(tmp_path, capsys):
+    path = _doc(tmp_path, lambda r, p: r[f"form_{p}_s"])
+    doc = json.loads(path.read_text())
+    rec = next(r for r in doc["records"] if r["backend"] == "flash" and r["role"] == "probe")
+    del rec["fwd_s"], rec["bwd_s"]
+    rec["error"] = "RuntimeError: out of memory"
+    path.write_text(json.dumps(doc))
+    code, out, err = _run(capsys, path)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1 and "flash" in err and "failed" in err

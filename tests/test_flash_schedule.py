@@ -113,3 +113,24 @@ def test_the_constants_are_the_registered_fit():
     fitted = study.fit(study.dev_records())
     for key, (u, a) in fs.CONSTS.items():
         assert fitted[key][0] == pytest.approx(u, rel=1e-4) and fitted[key][1] == pytest.approx(a, rel=1e-4)
+
+
+@pytest.mark.parametrize("pass_, d, bh, seq_q, seq_kv, causal", [
+    ("fwd", 128, 64, 32768, 32768, True), ("bwd", 128, 64, 32768, 32768, True), ("fwd", 64, 40, 8192, 8192, True),
+    ("bwd", 64, 7, 16384, 16384, True), ("fwd", 128, 3, 2048, 2048, True), ("bwd", 128, 1, 512, 512, True),
+    ("fwd", 128, 64, 16384, 16384, False), ("bwd", 64, 33, 8192, 4096, False), ("fwd", 64, 5, 2048, 8192, False),
+    ("bwd", 128, 2, 128, 128, False)])
+def test_the_per_head_schedule_is_the_full_one_bit_for_bit(pass_, d, bh, seq_q, seq_kv, causal):
+    """repeated_makespan (one head's CTAs, the head count; the non-causal closed form) equals the greedy schedule of
+    every CTA in launch order exactly, whole waves, a partial last wave and fewer CTAs than slots alike."""
+    u, a = fs.CONSTS[(pass_, d)]
+    slots = 132 * fs.TILES[(pass_, d)][2]
+    every = [a + u * t for t in fs.cta_tiles(pass_, d, 1, bh, seq_q, seq_kv, causal)]
+    one = [a + u * t for t in fs.cta_tiles(pass_, d, 1, 1, seq_q, seq_kv, causal)]
+    assert fs.repeated_makespan(one, bh, slots) == fs.makespan(every, slots)
+    assert fs.kernel_s(pass_, 1, bh, seq_q, seq_kv, d, causal) == fs.makespan(every, slots)
+
+
+def test_the_closed_form_is_the_uniform_schedules():
+    assert fs.repeated_makespan([0.1] * 3, 5, 4) == fs.makespan([0.1] * 15, 4) == 0.1 + 0.1 + 0.1 + 0.1   # 4 waves
+    assert fs.repeated_makespan([0.1, 0.3], 2, 3) == fs.makespan([0.1, 0.3, 0.1, 0.3], 3) == 0.4

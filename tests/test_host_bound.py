@@ -89,6 +89,27 @@ def test_without_a_host_fit_the_step_is_unpriced_and_the_flag_is_the_default_fit
     assert EAGER_HOST_UNPRICED.format(framework=gpu_bound.framework) in gpu_bound.caveats
 
 
+def test_a_flagged_answer_carries_the_share_its_flag_was_read_from():
+    """No host priced: host_share stays null, but the share the flag came from (the default fits') and their folder
+    travel beside it in the job document; the same share as the flag framework's own prediction; a priced answer has
+    none (its flag is its own host_share)."""
+    from simcluster.llm import eager as torch_eager
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec
+
+    model, par, gpu, net = _tp_layout()
+    bare = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(par))
+    doc = bare.to_json()
+    assert doc["host_share"] is None and doc["flag_host_folder"] == "calibration/h200x2-llm-host-2026-11-23"
+    flag_fw = host_bound.flag_framework(torch_eager.torch_framework(par), par)
+    own = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=flag_fw)
+    assert doc["flag_host_share"] == pytest.approx(own.host_share, rel=1e-12)
+    assert host_bound.is_host_bound(doc["flag_host_share"])   # the answer's regime is TP+host-bound (test above)
+    hosts = torch_eager.fit_modes(ROOT / HOST)
+    fitted = predict_llm(model, par, BatchSpec(5, 5), gpu, net, 2, trace=False, framework=torch_eager.torch_framework(par, hosts))
+    assert fitted.host_share is not None and fitted.flag_host_share is None and fitted.flag_host_folder is None
+
+
 def test_the_share_is_read_on_the_printed_step_and_travels_in_the_json():
     """host_share = d / (0.1 x step) on the step as printed (the pipeline's plus the stragglers and OS jitter), the same
     number in the job document as in the caveat."""

@@ -34,7 +34,9 @@ CTA does the full row (column) of tiles, i.e. the non-causal pass; on the ratio 
 non-causal one (2x the FLOPs). It stands for what the llm-foundry MPT tables imply (session 27,
 docs/models/llm-findings.md): their attention cost is the full s x s at FA2's rate, or equivalently an older kernel
 at half FA2's rate with skipping; which of the two is not established. The non-causal form (fa2-full, torch's cp ring
-steps in llm/torch_cp.py) uses the causal fit's u and a: **extrapolated**, no non-causal flash call measured.
+steps in llm/torch_cp.py) uses the causal fit's u and a: checked on one H200 by
+calibration/h200x1-attention-noncausal-2026-11-29 (3.7% mean |error| vs the ratio card's 10.9%, 34 passes, registered;
+rule KEEP); on the H100 extrapolated.
 
 Valid: bf16, head size 64 / 128, causal seq_q = seq_kv measured (2K-128K, 8-40 heads, batch 1-8, MHA and GQA) on one
 H200; other measured Hopper cards as said above; derived cards (A100 / B200) are unchanged (their curve is taken as
@@ -152,7 +154,12 @@ class Fa2Card(GpuParams):
     """A measured Hopper card running torch's flash SDPA kernels: attention priced by llm/flash_schedule.py's form
     (kernel time x the reference rate / this card's, the backward's memory-bound kernels at this card's copy rate,
     the launch floor, dropout as the card prices it); shapes the form refuses (too few CTAs: flash's split-KV kernel;
-    head sizes other than 64 / 128; causal with seq_q != seq_kv; fp8 / fp32) take the ratio card's curve."""
+    head sizes other than 64 / 128; causal with seq_q != seq_kv; fp8 / fp32) take the ratio card's curve.
+
+    The split-KV refusal is flash's forward heuristic (flash_api.cpp), but it is applied to the call: both passes of
+    such a call, the backward too, take the ratio card (the wave probe's registered predictions were made this way).
+    Below 2K tokens the form is applied though neither pass was measured there (the fit's records are all >= 2K
+    tokens): its schedule, the CTA constant a and the launch floor carry the price; unchecked."""
 
     form_rates: dict = field(default_factory=dict)
     FULL: ClassVar[bool] = False     # every score tile computed, the causal mask applied in-tile ('fa2-full')

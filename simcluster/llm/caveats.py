@@ -99,7 +99,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     elif framework_family(framework.name) == "PyTorch eager" and not host_bound.prices_host(framework):
         # the eager runner's frameworks only: the FSDP trainers at scale (torchtitan-fsdp2, fms-fsdp, composer-fsdp) are
         # eager too, but take no framework.host folder, so the advice would be refused for them
-        flag = EAGER_HOST_FLAGGED.format(folder=host_bound.DEFAULT_HOST.relative_to(host_bound.DEFAULT_HOST.parents[1]))
+        flag = EAGER_HOST_FLAGGED.format(folder=host_bound.default_folder())
         out.append(EAGER_HOST_UNPRICED.format(framework=framework.name) + (flag if flagged else ""))
     if framework.attention_kernel in ("fa2", "fa2-full") and str(gpu.name).lower().startswith("h100") \
             and not getattr(gpu, "derived_from", ""):

@@ -10,7 +10,8 @@ held-out flash passes). The model 'fa2' kernel's attention time on the measured 
              ceil(seq_q / BLOCK_M)
   CTA time   a + u * tiles                 a: its fixed part (load Q or K/V, the masked diagonal, write the output)
   kernel     greedy list schedule of the CTAs, in launch order, on SMs x CTAs-per-SM slots: the makespan, so a last
-             partial wave and the causal tail (the heaviest forward CTAs are launched last) cost what they cost
+             partial wave and the causal tail (the heaviest forward CTAs are launched last) cost what they cost;
+             computed head after head on one head's CTAs (repeated_makespan), in closed form where all CTAs are alike
   backward   + its memory-bound kernels at the card's copy rate: dot(dO, O) with the fp32 dQ accumulator cleared and
              the accumulator converted to bf16 (14 bytes a q element), and with grouped K/V torch's sum of the
              per-query-head dK / dV (4 h + 4 g bytes a key row and head size)
@@ -21,7 +22,9 @@ forward, 1 backward (the register file; an assumption, not a measured occupancy)
 CONSTS): least squares on log time over every flash record >= 2K tokens of calibration/h200x1-attention-backends-2026-11-28
 and calibration/h200x1-attention-gqa-2026-11-29 (studies/fa2_wave.py fits them; the registered probe's registered.yaml
 holds the same numbers). Valid: bf16, head size 64 / 128, one H200 (132 SMs); causal with seq_q = seq_kv measured,
-non-causal / unequal lengths priced with the same constants (not measured: an extrapolation). Units: seconds, bytes/s.
+non-causal / unequal lengths priced with the same constants: checked on one H200 by
+calibration/h200x1-attention-noncausal-2026-11-29 (3.7% mean |error| vs the ratio card's 10.9%, 34 passes, registered;
+rule KEEP); on the H100 extrapolated. Units: seconds, bytes/s.
 """
 
 from __future__ import annotations
@@ -78,6 +81,24 @@ def makespan(durations: list[float], slots: int) -> float:
     return max(heap)
 
 
+def repeated_makespan(per_head: list[float], heads: int, slots: int) -> float:
+    """makespan(per_head * heads, slots), bit for bit, without building the list: the slots start at 0.0 (0.0 + d is
+    d, so after the first `slots` CTAs the heap holds the same values as makespan's; a greedy schedule's values depend
+    on the heap's values, not on which of two equal slots is taken). One duration for every CTA (non-causal and
+    'fa2-full' calls): every slot takes the same additions wave after wave, so the makespan is that duration added
+    ceil(CTAs / slots) times, summed in the same order."""
+    if len(set(per_head)) == 1:
+        total = 0.0
+        for _ in range(math.ceil(len(per_head) * heads / slots)):
+            total += per_head[0]
+        return total
+    heap, replace = [0.0] * slots, heapq.heapreplace
+    for _ in range(heads):
+        for d in per_head:
+            replace(heap, heap[0] + d)
+    return max(heap)
+
+
 def side_bytes(pass_: str, batch: int, heads: int, kv_heads: int, seq_q: int, head_dim: int,
                seq_kv: int | None = None) -> float:
     """Bytes the backward's memory-bound kernels move (0 for the forward)."""
@@ -109,8 +130,8 @@ def kernel_s(pass_: str, batch: int, heads: int, seq_q: int, seq_kv: int, head_d
 @lru_cache(maxsize=4096)
 def _kernel(pass_: str, bh: int, seq_q: int, seq_kv: int, head_dim: int, causal: bool, sms: int, u: float, a: float) -> float:
     # the schedule depends on batch and heads only through their product (the per-head pattern repeats)
-    durations = [a + u * t for t in cta_tiles(pass_, head_dim, 1, bh, seq_q, seq_kv, causal)]
-    return makespan(durations, sms * TILES[(pass_, head_dim)][2])
+    per_head = [a + u * t for t in cta_tiles(pass_, head_dim, 1, 1, seq_q, seq_kv, causal)]
+    return repeated_makespan(per_head, bh, sms * TILES[(pass_, head_dim)][2])
 
 
 def form_time_s(consts: dict | None, pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int,

@@ -62,6 +62,11 @@ def _default_fits() -> dict:
     return eager.fit_modes(DEFAULT_HOST)
 
 
+def default_folder() -> str:
+    """DEFAULT_HOST relative to the repository (calibration/...), as the answer names it."""
+    return DEFAULT_HOST.relative_to(DEFAULT_HOST.parents[1]).as_posix()
+
+
 def flag_framework(fw: FrameworkSpec, par: ParallelSpec) -> FrameworkSpec | None:
     """For the regime's host-bound flag only: an eager-runner framework (family PyTorch eager) that prices no host
     (framework torch without `host:`) with the host costs of DEFAULT_HOST's fit of its layout's mode (eager.torch_framework),

@@ -73,6 +73,8 @@ class LlmResult:
     regime: object = None                         # trust/regime.py's Regime: the class whose held-out residuals bound it
     host_share: float | None = None               # the share of the step that moves with the host's speed (llm/host_bound.py);
                                                   # None where the framework prices no host
+    flag_host_share: float | None = None          # where it prices none: the share the host-bound flag was read from,
+    flag_host_folder: str | None = None           # the default host fits' (host_bound.flag_framework) and their folder
 
     @property
     def status(self) -> str:
@@ -89,7 +91,8 @@ class LlmResult:
         out = {k: getattr(self, k) for k in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_GiB",
                                              "fits", "breakdown", "events", "gpus", "micro_batches", "model_flops_per_step",
                                              "flops_convention", "parameters", "gpu", "groups", "critical_stage", "framework", "clock",
-                                             "caveats", "notes", "host_share")}
+                                             "caveats", "notes", "host_share",
+                                             "flag_host_share", "flag_host_folder")}
         if timeline:
             out["timeline"] = self.timeline
         out["status"] = self.status
@@ -141,7 +144,8 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     step = it.step_time_s + losses["stragglers"] + losses["os_jitter"]
     share = share_of(framework, step) if host_bound.prices_host(framework) else None
     flag_fw = host_bound.flag_framework(framework, par)   # no host priced: the default fits' share, for the flag only
-    flag = host_bound.is_host_bound(share if flag_fw is None else share_of(flag_fw))
+    flag_share = None if flag_fw is None else share_of(flag_fw)
+    flag = host_bound.is_host_bound(share if flag_fw is None else flag_share)
     flops = model_flops_per_step(model, batch, convention)
     per_gpu = flops / step / par.gpus
     mem = memory_per_gpu(model, par, batch, gpu.hbm_capacity_bytes, framework)
@@ -152,7 +156,8 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision, share,
                                                                   share is None and flag),
                      notes(model, par), _timeline(model, par, it) if trace else {},
-                     llm_regime_of(model, par, batch, framework.name, flag), share)
+                     llm_regime_of(model, par, batch, framework.name, flag), share, flag_share,
+                     None if flag_fw is None else host_bound.default_folder())
 
 
 def _timeline(model: TransformerSpec, par: ParallelSpec, it) -> dict:
