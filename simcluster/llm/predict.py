@@ -131,17 +131,16 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
 
-    def printed(r) -> float:   # the step as printed: the pipeline's plus the scale-out losses that add to it
+    def printed(r) -> tuple[float, dict]:   # the step as printed: the pipeline's plus the scale-out losses that add to it
         lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s)
-        return r.step_time_s + lost["stragglers"] + lost["os_jitter"]
+        return r.step_time_s + lost["stragglers"] + lost["os_jitter"], lost
 
     def share_of(fw: FrameworkSpec, step_s: float | None = None) -> float:   # llm/host_bound.py, on the printed step
-        base = printed(run(build_work(model, par, batch, gpu, net, g, fw), seed, False)) if step_s is None else step_s
-        return host_bound.host_share(base, printed(run(build_work(model, par, batch, gpu, net, g, host_bound.slower_host(fw)),
-                                                       seed, False)))
+        def printed_step(f: FrameworkSpec) -> float:   # the schedule's max-plus recurrence: the DES's numbers, no event queue
+            return printed(evaluate_iteration(build_work(model, par, batch, gpu, net, g, f)))[0]
+        return host_bound.host_share(printed_step(fw) if step_s is None else step_s, printed_step(host_bound.slower_host(fw)))
 
-    losses = scaleout.losses(it.breakdown["compute"], par.gpus, it.breakdown, net, g, speed_spread, os_jitter_s)
-    step = it.step_time_s + losses["stragglers"] + losses["os_jitter"]
+    step, losses = printed(it)
     share = share_of(framework, step) if host_bound.prices_host(framework) else None
     flag_fw = host_bound.flag_framework(framework, par)   # no host priced: the default fits' share, for the flag only
     flag_share = None if flag_fw is None else share_of(flag_fw)
