@@ -66,16 +66,16 @@ def registered(path: Path, models=MODELS, extra=("ctas_fwd", "slots_fwd"), rule_
     return rule, rows
 
 
-def measured(path: Path, key=None, label=None) -> dict[tuple, dict | None]:
+def measured(path: Path, key=None, label=None, tolerate: tuple = ("default",)) -> dict[tuple, dict | None]:
     """{(role, backend, shape): {fwd_s, bwd_s}} from the run's document; role control-start / control-end / probe. A
-    failed record of torch's default backend (the rules only report it) is None: its card column reads n/a; a failed
-    flash record stops the read."""
+    failed record of a backend in `tolerate` (here torch's default: the rules only report it) is None: its card column
+    reads n/a; a failed record of another backend (flash) stops the read."""
     key, label = key or _key, label or _label
     try:
         out = {}
         for r in json.loads(path.read_text())["records"]:
             k = (r["role"], r["backend"], key(r))
-            if "error" in r and r["backend"] == "default":
+            if "error" in r and r["backend"] in tolerate:
                 out[k] = None
                 continue
             if "error" in r:
@@ -156,15 +156,16 @@ def meets(errs: list[dict], rule: dict) -> bool:
     return bool(errs) and form <= float(rule["max_ratio"]) * today and form <= float(rule["max_mean_abs"])
 
 
-def controls(meas: dict, rows: dict, rule: dict, label=None, against: str = "its backends-bundle time") -> list[str]:
-    """A line per control run and pass that is off its before_* time (`against`) by more than the tolerance."""
+def controls(meas: dict, rows: dict, rule: dict, label=None, against: str = "its backends-bundle time",
+             backend: str = "flash") -> list[str]:
+    """A line per control run and pass of `backend` that is off its before_* time (`against`) by more than the tolerance."""
     label = label or _label
     tol, off = float(rule["control_tolerance"]), []
     for k, r in rows.items():
         if r["role"] != "control":
             continue
         for role in ("control-start", "control-end"):
-            m = meas.get((role, "flash", k))
+            m = meas.get((role, backend, k))
             if m is None:
                 off.append(f"{label(k)} {role}: not measured")
                 continue

@@ -134,3 +134,21 @@ def test_the_per_head_schedule_is_the_full_one_bit_for_bit(pass_, d, bh, seq_q, 
 def test_the_closed_form_is_the_uniform_schedules():
     assert fs.repeated_makespan([0.1] * 3, 5, 4) == fs.makespan([0.1] * 15, 4) == 0.1 + 0.1 + 0.1 + 0.1   # 4 waves
     assert fs.repeated_makespan([0.1, 0.3], 2, 3) == fs.makespan([0.1, 0.3, 0.1, 0.3], 3) == 0.4
+
+
+@pytest.mark.parametrize("bh, seq", [(4, 4096), (40, 8192), (7, 16384)])
+def test_another_grid_reuses_the_schedule_heaviest_first_or_in_order(bh, seq):
+    """A Grid (the card's cuDNN kernel's, fitted in studies/cudnn_wave.py) prices with the same schedule: 'lpt' is the
+    greedy schedule of every unit sorted heaviest first, bit for bit; 'launch' the in-order one; its own tiles and units
+    per SM; no split-KV refusal and no torch-side GQA sum where the grid says so."""
+    tiles = {("fwd", 128): (128, 128, 1), ("bwd", 128): (64, 128, 1)}
+    lpt, inorder = fs.Grid("t", tiles, order="lpt", gqa_sum=False, split_kv=False), fs.Grid("t", tiles)
+    c = {("fwd", 128): (1e-6, 2e-6), ("bwd", 128): (2e-6, 1e-6)}
+    every = [2e-6 + 1e-6 * t for t in fs.cta_tiles("fwd", 128, 1, bh, seq, grid=lpt)]
+    assert every[:seq // 128] == [2e-6 + 1e-6 * (i + 1) for i in range(seq // 128)]     # 128 x 128: block i, i + 1 tiles
+    assert fs.kernel_s("fwd", 1, bh, seq, seq, 128, True, 132, c, lpt) == fs.makespan(sorted(every, reverse=True), 132)
+    assert fs.kernel_s("fwd", 1, bh, seq, seq, 128, True, 132, c, inorder) == fs.makespan(every, 132)
+    assert fs.side_bytes("bwd", 1, 32, 8, seq, 128, grid=lpt) == 14.0 * 32 * seq * 128 < fs.side_bytes("bwd", 1, 32, 8, seq, 128)
+    fs.check_range(1, 1, 1, 1024, 128, 132, lpt)                 # flash would take its split-KV kernel: not this grid
+    with pytest.raises(fs.FormError):
+        fs.check_range(1, 1, 1, 1024, 128, 132)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 PASSES = ("fwd", "bwd")
@@ -44,26 +45,51 @@ CONSTS = {("fwd", 64): (3.43605e-06, 4.92677e-06), ("fwd", 128): (3.14452e-06, 9
           ("bwd", 64): (4.78685e-06, 1.46225e-05), ("bwd", 128): (4.22606e-06, 2.00738e-05)}
 FIT_SMS = 132                    # the H200 the constants were fitted on
 FIT_HBM_BPS = 4.179e12           # its card's copy rate (models/gpu/h200-sxm-interleaved.yaml), bytes/s
+ORDERS = ("launch", "lpt")
 
 
 class FormError(ValueError):
     """A shape outside the form's range (one line)."""
 
 
+@dataclass(frozen=True)
+class Grid:
+    """How a fused-attention kernel lays its score tiles out as the form sees it (FA2 below is flash's; the card's
+    cuDNN kernel's is fitted by studies/cudnn_wave.py). tiles: (pass, head_dim) -> (BLOCK_M, BLOCK_N, CTAs per SM);
+    order 'launch': the work units in launch order (block fastest, then batch, then head), taken in that order by
+    whichever slot frees first (a one-CTA-a-tile grid, or a persistent grid with an in-order tile counter); 'lpt':
+    heaviest unit first (a persistent grid with a longest-processing-time tile scheduler); bwd_bytes: the backward's
+    memory-bound kernels' bytes a q element; gqa_sum: torch sums per-query-head dK / dV (grouped K/V expanded);
+    split_kv: the forward's split-KV refusal (flash_api.cpp's heuristic)."""
+
+    name: str
+    tiles: dict = field(hash=False)
+    order: str = "launch"
+    bwd_bytes: float = 14.0
+    gqa_sum: bool = True
+    split_kv: bool = True
+
+    def __hash__(self) -> int:
+        return hash((self.name, tuple(sorted(self.tiles.items())), self.order, self.bwd_bytes, self.gqa_sum, self.split_kv))
+
+
+FA2 = Grid("fa2", TILES, bwd_bytes=BWD_BYTES_PER_Q_ELEMENT)
+
+
 def cta_tiles(pass_: str, head_dim: int, batch: int, heads: int, seq_q: int, seq_kv: int | None = None,
-              causal: bool = True) -> list[int]:
-    """Score tiles each CTA computes, in launch order (block index fastest, then batch, then head)."""
+              causal: bool = True, grid: Grid = FA2) -> list[int]:
+    """Score tiles each CTA (work unit) computes, in launch order (block index fastest, then batch, then head)."""
     seq_kv = seq_q if seq_kv is None else seq_kv
-    if (pass_, head_dim) not in TILES:
-        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in TILES})}")
+    if (pass_, head_dim) not in grid.tiles:
+        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in grid.tiles})}")
     if causal and seq_q != seq_kv:
         raise FormError(f"causal with seq_q {seq_q} != seq_kv {seq_kv}: not in the form")
-    return list(_one_head(pass_, head_dim, seq_q, seq_kv, causal)) * (batch * heads)
+    bm, bn, _ = grid.tiles[(pass_, head_dim)]
+    return list(_one_head(pass_, bm, bn, seq_q, seq_kv, causal)) * (batch * heads)
 
 
 @lru_cache(maxsize=1024)
-def _one_head(pass_: str, head_dim: int, seq_q: int, seq_kv: int, causal: bool) -> tuple[int, ...]:
-    bm, bn, _ = TILES[(pass_, head_dim)]
+def _one_head(pass_: str, bm: int, bn: int, seq_q: int, seq_kv: int, causal: bool) -> tuple[int, ...]:
     n_m, n_n = math.ceil(seq_q / bm), math.ceil(seq_kv / bn)
     if pass_ == "fwd":
         return tuple(min(n_n, math.ceil((i + 1) * bm / bn)) if causal else n_n for i in range(n_m))
@@ -81,18 +107,23 @@ def makespan(durations: list[float], slots: int) -> float:
     return max(heap)
 
 
-def repeated_makespan(per_head: list[float], heads: int, slots: int) -> float:
-    """makespan(per_head * heads, slots), bit for bit, without building the list: the slots start at 0.0 (0.0 + d is
-    d, so after the first `slots` CTAs the heap holds the same values as makespan's; a greedy schedule's values depend
-    on the heap's values, not on which of two equal slots is taken). One duration for every CTA (non-causal and
-    'fa2-full' calls): every slot takes the same additions wave after wave, so the makespan is that duration added
-    ceil(CTAs / slots) times, summed in the same order."""
+def repeated_makespan(per_head: list[float], heads: int, slots: int, order: str = "launch") -> float:
+    """makespan(per_head * heads, slots) ('lpt': of that list sorted heaviest first), bit for bit, without building
+    the list: the slots start at 0.0 (0.0 + d is d, so after the first `slots` CTAs the heap holds the same values as
+    makespan's; a greedy schedule's values depend on the heap's values, not on which of two equal slots is taken). One
+    duration for every CTA (non-causal and 'fa2-full' calls): every slot takes the same additions wave after wave, so
+    the makespan is that duration added ceil(CTAs / slots) times, summed in the same order."""
     if len(set(per_head)) == 1:
         total = 0.0
         for _ in range(math.ceil(len(per_head) * heads / slots)):
             total += per_head[0]
         return total
     heap, replace = [0.0] * slots, heapq.heapreplace
+    if order == "lpt":   # every head's heaviest unit, then the next heaviest: the whole list sorted, heaviest first
+        for d in sorted(per_head, reverse=True):
+            for _ in range(heads):
+                replace(heap, heap[0] + d)
+        return max(heap)
     for _ in range(heads):
         for d in per_head:
             replace(heap, heap[0] + d)
@@ -100,56 +131,62 @@ def repeated_makespan(per_head: list[float], heads: int, slots: int) -> float:
 
 
 def side_bytes(pass_: str, batch: int, heads: int, kv_heads: int, seq_q: int, head_dim: int,
-               seq_kv: int | None = None) -> float:
+               seq_kv: int | None = None, grid: Grid = FA2) -> float:
     """Bytes the backward's memory-bound kernels move (0 for the forward)."""
     if pass_ == "fwd":
         return 0.0
     seq_kv = seq_q if seq_kv is None else seq_kv
-    gqa = (4.0 * heads + 4.0 * kv_heads) * batch * seq_kv * head_dim if kv_heads != heads else 0.0
-    return BWD_BYTES_PER_Q_ELEMENT * batch * heads * seq_q * head_dim + gqa
+    gqa = (4.0 * heads + 4.0 * kv_heads) * batch * seq_kv * head_dim if kv_heads != heads and grid.gqa_sum else 0.0
+    return grid.bwd_bytes * batch * heads * seq_q * head_dim + gqa
 
 
-def check_range(batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, sms: int) -> None:
-    """FormError where the shape is not the form's: bad sizes, or few enough CTAs for flash's split-KV kernel."""
+def check_range(batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, sms: int, grid: Grid = FA2) -> None:
+    """FormError where the shape is not the form's: bad sizes, or (flash) few enough CTAs for its split-KV kernel."""
     if min(batch, heads, kv_heads, seq) < 1 or heads % kv_heads:
         raise FormError(f"shape b {batch} h {heads}/{kv_heads} s {seq}: sizes must be >= 1 and heads a multiple of kv_heads")
-    if batch * heads * math.ceil(seq / SPLIT_KV_BLOCK) < SPLIT_KV_FRACTION * 2 * sms:
+    if grid.split_kv and batch * heads * math.ceil(seq / SPLIT_KV_BLOCK) < SPLIT_KV_FRACTION * 2 * sms:
         raise FormError(f"shape b {batch} h {heads} s {seq}: few enough CTAs that flash takes its split-KV kernel (not in the form)")
 
 
 def kernel_s(pass_: str, batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int, causal: bool = True,
-             sms: int = FIT_SMS, consts: dict | None = None) -> float:
-    """The flash kernel's makespan (seconds) on `sms` SMs, the memory-bound backward kernels not included."""
-    if consts is not None:
-        return _kernel(pass_, batch * heads, seq_q, seq_kv, head_dim, causal, sms, *consts[(pass_, head_dim)])
-    if (pass_, head_dim) not in CONSTS:
-        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in CONSTS})}")
-    return _kernel(pass_, batch * heads, seq_q, seq_kv, head_dim, causal, sms, *CONSTS[(pass_, head_dim)])
+             sms: int = FIT_SMS, consts: dict | None = None, grid: Grid = FA2) -> float:
+    """The kernel's makespan (seconds) on `sms` SMs, the memory-bound backward kernels not included; consts None:
+    flash's fitted CONSTS (another grid passes its own)."""
+    if consts is None:
+        consts = CONSTS
+    if (pass_, head_dim) not in consts or (pass_, head_dim) not in grid.tiles:
+        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in consts})}")
+    if causal and seq_q != seq_kv:
+        raise FormError(f"causal with seq_q {seq_q} != seq_kv {seq_kv}: not in the form")
+    bm, bn, per_sm = grid.tiles[(pass_, head_dim)]
+    return _kernel(pass_, batch * heads, seq_q, seq_kv, bm, bn, causal, sms * per_sm, grid.order, *consts[(pass_, head_dim)])
 
 
 @lru_cache(maxsize=4096)
-def _kernel(pass_: str, bh: int, seq_q: int, seq_kv: int, head_dim: int, causal: bool, sms: int, u: float, a: float) -> float:
+def _kernel(pass_: str, bh: int, seq_q: int, seq_kv: int, bm: int, bn: int, causal: bool, slots: int, order: str,
+            u: float, a: float) -> float:
     # the schedule depends on batch and heads only through their product (the per-head pattern repeats)
-    per_head = [a + u * t for t in cta_tiles(pass_, head_dim, 1, 1, seq_q, seq_kv, causal)]
-    return repeated_makespan(per_head, bh, sms * TILES[(pass_, head_dim)][2])
+    per_head = [a + u * t for t in _one_head(pass_, bm, bn, seq_q, seq_kv, causal)]
+    return repeated_makespan(per_head, bh, slots, order)
 
 
 def form_time_s(consts: dict | None, pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int,
-                sms: int = FIT_SMS, hbm_Bps: float = FIT_HBM_BPS, seq_kv: int | None = None, causal: bool = True) -> float:
-    """The form's time of one flash pass (backward: the backward alone), seconds; consts[(pass, d)] = (u_s, a_s)
-    (None: the fitted CONSTS). `seq` is seq_q; seq_kv defaults to it."""
+                sms: int = FIT_SMS, hbm_Bps: float = FIT_HBM_BPS, seq_kv: int | None = None, causal: bool = True,
+                grid: Grid = FA2) -> float:
+    """The form's time of one pass (backward: the backward alone), seconds; consts[(pass, d)] = (u_s, a_s) (None: flash's
+    fitted CONSTS). `seq` is seq_q; seq_kv defaults to it."""
     seq_kv = seq if seq_kv is None else seq_kv
-    check_range(batch, heads, kv_heads, seq, head_dim, sms)
-    kernel = kernel_s(pass_, batch, heads, seq, seq_kv, head_dim, causal, sms, consts)
-    return kernel + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim, seq_kv) / hbm_Bps
+    check_range(batch, heads, kv_heads, seq, head_dim, sms, grid)
+    kernel = kernel_s(pass_, batch, heads, seq, seq_kv, head_dim, causal, sms, consts, grid)
+    return kernel + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim, seq_kv, grid) / hbm_Bps
 
 
 def fluid_time_s(consts: dict, pass_: str, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int,
-                 sms: int = FIT_SMS, hbm_Bps: float = FIT_HBM_BPS) -> float:
+                 sms: int = FIT_SMS, hbm_Bps: float = FIT_HBM_BPS, grid: Grid = FA2) -> float:
     """A diagnostic: the same CTAs and constants with no waves and no tail (their total time spread evenly over the
     slots): what the schedule adds is form - fluid."""
-    check_range(batch, heads, kv_heads, seq, head_dim, sms)
+    check_range(batch, heads, kv_heads, seq, head_dim, sms, grid)
     u, a = consts[(pass_, head_dim)]
-    tiles = cta_tiles(pass_, head_dim, batch, heads, seq)
-    fluid = (a * len(tiles) + u * sum(tiles)) / (sms * TILES[(pass_, head_dim)][2])
-    return fluid + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim) / hbm_Bps
+    tiles = cta_tiles(pass_, head_dim, batch, heads, seq, grid=grid)
+    fluid = (a * len(tiles) + u * sum(tiles)) / (sms * grid.tiles[(pass_, head_dim)][2])
+    return fluid + side_bytes(pass_, batch, heads, kv_heads, seq, head_dim, grid=grid) / hbm_Bps
