@@ -4,7 +4,7 @@ at (preset, tokens) new to calibration/ when planned, TP left out (at the machin
 from __future__ import annotations
 
 import pytest
-from conftest import REPEATS_S38, ROOT, load_script, measured_llm_tokens
+from conftest import LATER_SETS_S39, REPEATS_S38, ROOT, load_script, measured_llm_tokens
 
 from simcluster.runner.llm_step import PRESETS
 
@@ -33,7 +33,7 @@ def _planned(name: str, step: bool = False) -> set[tuple]:
 
 
 def test_the_post_plans_are_new_to_calibration_and_leave_tp_out():
-    earlier = measured_llm_tokens(*(ROOT / p for p in POST), *REPEATS_S38)   # session 38's repeats ran after these
+    earlier = measured_llm_tokens(*(ROOT / p for p in POST), *REPEATS_S38, *LATER_SETS_S39)   # these ran after
     for name in ("post", "postcp"):
         assert _planned(name) & earlier == set(), name
         assert _planned(name, step=True) & earlier <= STEP_TOKENS_MEASURED_BEFORE, name   # the one stated exception

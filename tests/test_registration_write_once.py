@@ -24,7 +24,8 @@ def _no_model(*args, **kwargs):
 
 
 @pytest.mark.parametrize(("name", "argv"), [("llm_sac", ["--register"]), ("llm_compile2", ["--register"]),
-                                             ("llm_eager_regimes", ["--register"]), ("llm_ophost", ["--register"])])
+                                             ("llm_eager_regimes", ["--register"]), ("llm_ophost", ["--register"]),
+                                             ("eager_pp_host", ["--register"])])
 def test_register_refuses_an_existing_file_in_one_line(name, argv, tmp_path, monkeypatch, capsys):
     mod = _script(name)
     monkeypatch.setattr(mod, "register", _no_model)
