@@ -59,6 +59,12 @@ def _met(rows, model) -> str:
     return (f"points {sum(map(met, points))} of {len(points)} met, bounds {sum(map(met, bounds))} of {len(bounds)}")
 
 
+def _point(r) -> str:
+    """The row's comparison, batch, signalling and measured cost per WQE ('<= ' for a bound), as the tables print them."""
+    sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
+    return f"{r.compare:5} {r.batch:>5.0f} {sig:>4} {('<= ' if r.compare == 'bound' else '') + _ns(r.measured):>14}"
+
+
 def after() -> None:
     rows = rdma_ops.read()
     model = rdma_ops.fit(rows)
@@ -68,11 +74,9 @@ def after() -> None:
     print(f"{'row':30} {'role':8} {'cmp':5} {'batch':>5} {'sig':>4} {'measured/WQE':>14} {'before':>10} {'err':>8} "
           f"{'after':>9} {'err':>8}  met")
     for r in rows:
-        p, what = rdma_ops.predict(model, r), "<= " if r.compare == "bound" else ""
-        sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
-        print(f"{r.id:30} {r.role:8} {r.compare:5} {r.batch:>5.0f} {sig:>4} {what + _ns(r.measured):>14} "
-              f"{_ns(r.before):>10} {r.error(r.before) * 100:>+7.1f}% {_ns(p):>9} {r.error(p) * 100:>+7.1f}%  "
-              f"{'yes' if r.met(p) else 'NO'}")
+        p, point = rdma_ops.predict(model, r), _point(r)
+        print(f"{r.id:30} {r.role:8} {point} {_ns(r.before):>10} {r.error(r.before) * 100:>+7.1f}% {_ns(p):>9} "
+              f"{r.error(p) * 100:>+7.1f}%  {'yes' if r.met(p) else 'NO'}")
     held = [r for r in rows if r.id not in rdma_ops.FITS[rdma_ops.FIT]]
     print(f"held out {len(held)}: before {_met(held, None)}; after {_met(held, model)} "
           "(points: rate, cost within 10%; bounds: within the bound)")
@@ -102,10 +106,9 @@ def later() -> None:
         print(f"{'row':30} {'testbed':8} {'cmp':5} {'batch':>5} {'sig':>4} {'measured/WQE':>14} {'predicted':>10} "
               f"{'err':>8}  met")
         for r in mine:
-            p, what = rdma_ops.predict(model, r), "<= " if r.compare == "bound" else ""
-            sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
-            print(f"{r.id:30} {rdma_ops.testbed(r.source):8} {r.compare:5} {r.batch:>5.0f} {sig:>4} "
-                  f"{what + _ns(r.measured):>14} {_ns(p):>10} {r.error(p) * 100:>+7.1f}%  {'yes' if r.met(p) else 'NO'}")
+            p = rdma_ops.predict(model, r)
+            print(f"{r.id:30} {rdma_ops.testbed(r.source):8} {_point(r)} {_ns(p):>10} {r.error(p) * 100:>+7.1f}%  "
+                  f"{'yes' if r.met(p) else 'NO'}")
         skipped = [(i, why) for name, i, why in rdma_ops.not_compared((path,))]
         beds = sorted({rdma_ops.testbed(r.source) for r in mine})
         print(f"{path.name}: compared {len(mine)} ({_met(mine, model)}); before (seed 004's card) {_met(mine, None)}; "
