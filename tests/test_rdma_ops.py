@@ -123,7 +123,7 @@ def test_the_shipped_card_is_the_fit_and_round_trips():
 def test_the_once_only_read_is_reproduced():
     # host-stack-rdma-ops.yaml committed at 70329ed, 77 s before the model commit (the model existed: findings); read
     # once at 79ae283 (validation/rdma_ops-predicted-once.txt). Changing the model changes these: record a new read, not an edit.
-    rows = rdma_ops.read()
+    rows = rdma_ops.read(extra=())          # the session-36 rows only (EXTRA's: the next test)
     model = rdma_ops.fit(rows)
     assert model.cpu_s_per_wqe == pytest.approx(33.07 * NS, abs=0.01 * NS)
     assert model.cpu_s_per_doorbell == pytest.approx(109.79 * NS, abs=0.01 * NS)
@@ -142,17 +142,47 @@ def test_the_once_only_read_is_reproduced():
         assert value in recorded
 
 
-def test_the_held_out_points_are_transport_residuals_of_the_ud_regime():
+def test_the_second_file_is_predicted_once_as_recorded():
+    # host-stack-rdma-ops-2.yaml committed alone at 8902c837 before any reader or prediction; read once with the
+    # model as shipped (validation/rdma_ops-2-predicted-once.txt). A model change changes these: a new read, not an edit.
+    rows = [r for r in rdma_ops.read() if r.file == rdma_ops.EXTRA[0].name]
+    model = rdma_ops.fit(rdma_ops.read())
+    errors = {r.id: round(r.error(rdma_ops.predict(model, r)) * 100, 1) for r in rows}
+    assert errors == {"fasst-udsender-1thread-mmio": 42.9, "fasst-oss-1thread-allsig": 11.4,
+                      "fasst-rcswarm-1thread": 52.9}
+    assert not [r for r in rows if r.met(rdma_ops.predict(model, r)) or r.role != "held_out"]
+    assert {rdma_ops.testbed(r.source) for r in rows} == {"atc16"}      # not an independent source: said, not hidden
+    assert [i for _, i, _ in rdma_ops.not_compared()] == ["fasst-paper-oss-rc-10.9", "fasst-dct-1thread-read",
+                                                          "snabb-cx4-1core-raw-eth"]
+    recorded = (ROOT / "validation" / "rdma_ops-2-predicted-once.txt").read_text()
+    for value in ("+42.9%", "+11.4%", "+52.9%", "compared 3 (points 0 of 2 met, bounds 0 of 1)", "not compared 3"):
+        assert value in recorded
+
+
+def test_the_second_file_says_it_is_held_out_and_not_independent():
+    import yaml
+
+    from simcluster.documents import PUBLISHED
+
+    usage = yaml.safe_load(rdma_ops.EXTRA[0].read_text())["simcluster"]
+    assert usage["held_out"] is True and "Not independent" in usage["why"]
+    PUBLISHED.model_validate({"kind": "published-host-stack", "simcluster": usage})
+
+
+def test_the_held_out_points_are_transport_residuals_of_their_regimes():
     rows = rdma_ops.held_out_rows()
     # cold read B, 2: HERD's rows are the fit's paper and testbed (Connect-IB, rdma_bench, the same postlist and
-    # UNSIG_BATCH): same-testbed rows under the fit's source, so rdma_ud has 2 sources, not an independent third
+    # UNSIG_BATCH): same-testbed rows under the fit's source, so rdma_ud has 2 sources, not an independent third;
+    # session 39: the FaSST code notes are the same authors' clusters: rdma_rc's first point rows, same source
     assert [(r["side"], r["source"]) for r in rows] == [
         ("per core (atc16-herd-1core-mmio; same testbed as the fit)", "published atc16"),
         ("per core (atc16-herd-1core-batch; same testbed as the fit)", "published atc16"),
-        ("per core (erpc-small-rpc-per-core)", "published erpc2019")]
+        ("per core (erpc-small-rpc-per-core)", "published erpc2019"),
+        ("per core (fasst-oss-1thread-allsig; same testbed as the fit)", "published atc16"),
+        ("per core (fasst-rcswarm-1thread; same testbed as the fit)", "published atc16")]
     res = transport_residuals(rows)
-    assert {r.regime for r in res} == {transport_regime("rdma_ud").key}
-    assert [round(r.rho, 3) for r in res] == [1.045, 2.228, 1.252]        # measured / predicted cost
+    assert [r.regime for r in res] == [transport_regime("rdma_ud").key] * 3 + [transport_regime("rdma_rc").key] * 2
+    assert [round(r.rho, 3) for r in res] == [1.045, 2.228, 1.252, 0.897, 0.654]        # measured / predicted cost
     # the fit rows and the bounds are not residuals
     assert not {"atc16-seq-1core-mmio", "atc16-udsend-4cores", "perftest65-send-1024"} & {r["side"][10:-1] for r in rows}
 
@@ -171,9 +201,12 @@ def test_the_band_table_takes_the_per_operation_rows(monkeypatch):
         monkeypatch.setattr(module, "held_out_rows", lambda *a, **k: [])
     monkeypatch.setattr("simcluster.trust.build.reference_residuals", lambda rows, family: [])
     table = build_table(machines=[], lab=True)
-    assert [(r.regime, r.source) for r in table.residuals] == [(transport_regime("rdma_ud").key, s) for s in
-                                                                ("published atc16",) * 2 + ("published erpc2019",)]
-    assert "calibration/published/host-stack-rdma-ops.yaml" in table.built_from["transport"]
+    ud, rc = transport_regime("rdma_ud").key, transport_regime("rdma_rc").key
+    assert [(r.regime, r.source) for r in table.residuals] == [
+        (ud, "published atc16"), (ud, "published atc16"), (ud, "published erpc2019"),
+        (rc, "published atc16"), (rc, "published atc16")]
+    for name in ("host-stack-rdma-ops.yaml", "host-stack-rdma-ops-2.yaml"):
+        assert f"calibration/published/{name}" in table.built_from["transport"]
 
 
 def _set(row: int, key: str, value):
@@ -216,6 +249,25 @@ def test_bad_rows_get_a_one_line_error_naming_the_file_and_key(tmp_path, edit, w
     assert where in text and says in text
 
 
+@pytest.mark.parametrize(("edit", "where", "says"), [
+    (_set(1, "role", "fit"), "rows[1].role", "expected one of held_out (a file of rows recorded after the fit), got 'fit'"),
+    (lambda d: d.__setitem__("operating_points", {"perftest65-send-1024": {}}), "-2.yaml: operating_points",
+     "a file of rows recorded later gives no operating points"),
+    (_set(0, "id", "atc16-herd-1core-mmio"), "-2.yaml: rows[0]",
+     "duplicate id atc16-herd-1core-mmio (also host-stack-rdma-ops.yaml: rows[3])"),
+    (_set(2, "id", "fasst-oss-1thread-allsig"), "-2.yaml: rows[2]", "duplicate id fasst-oss-1thread-allsig (also rows[1])"),
+    (_set(0, "transport", "rdma_dc"), "rows[0].transport", "expected one of rdma_rc, rdma_ud"),
+    (_set(0, "source", "atc16"), "rows[0].source", "expected one of fasst, rdma_bench, snabb2016 (the file's `sources`)"),
+    (_set(1, "requests_per_second", 0), "rows[1].requests_per_second", "expected a number > 0, got 0"),
+    (lambda d: d["rows"][2].pop("wqes_per_doorbell"), "rows[2].wqes_per_doorbell", "`wqes_per_doorbell` is missing"),
+    (_set(3, "compare", "sometimes"), "rows[3].compare", "expected one of rate, cost, bound, none"),
+])
+def test_bad_rows_of_a_later_file_get_a_one_line_error_naming_it(tmp_path, edit, where, says):
+    text = one_line_refusal(lambda path: rdma_ops.read(extra=(path,)), rdma_ops.EXTRA[0], edit, tmp_path,
+                            CalibrationError)
+    assert where in text and says in text
+
+
 def _readout(capsys) -> str:
     from conftest import load_script
 
@@ -233,9 +285,12 @@ def test_the_readout_names_the_card_it_reads_the_session_35_rows_with(capsys):
 def test_the_readout_counts_points_and_bounds_apart(capsys):
     """A bound met is not a point predicted within 10%: never one count over both (cold read B, 3)."""
     out = _readout(capsys)
-    assert ("held out 6: before points 0 of 3 met, bounds 0 of 3; after points 1 of 3 met, bounds 2 of 3" in out)
-    assert "wqe 29.4 ns, doorbell 113.5 ns (points 1 of 3 met, bounds 3 of 3)" in out   # the batch sensitivity
-    assert "met before 0, after 3" not in out and "3 of 6" not in out
+    # session 36's 6 held-out rows and session 39's 3 (host-stack-rdma-ops-2.yaml: 2 points, 1 bound, all missed)
+    assert ("held out 9: before points 0 of 5 met, bounds 0 of 4; after points 1 of 5 met, bounds 2 of 4" in out)
+    assert "wqe 29.4 ns, doorbell 113.5 ns (points 1 of 5 met, bounds 3 of 4)" in out   # the batch sensitivity
+    assert ("host-stack-rdma-ops-2.yaml: compared 3 (points 0 of 2 met, bounds 0 of 1); before (seed 004's card) "
+            "points 0 of 2 met, bounds 0 of 1; testbeds atc16; not compared 3") in out
+    assert "met before 0, after 3" not in out and "3 of 9" not in out
 
 
 @pytest.mark.parametrize(("value", "bytes_"), [("60B", 60.0), (60, 60.0), ("0B", 0.0), (0, 0.0), ("1KiB", 1024.0)])

@@ -2,7 +2,8 @@
 as shipped (simcluster/heldout/rdma_published.py says how each row is compared), then every per-operation row
 (host-stack-rdma-ops.yaml with the operating points of the first file's rows) before (the shipped card) and after (the
 polled-verbs model, hardware/verbs.py, fitted on heldout/rdma_ops.FIT), each declared fit subset predicting the rows
-outside it, and the fit's sensitivity to the batch the source does not print (heldout/rdma_ops.py).
+outside it, and the fit's sensitivity to the batch the source does not print (heldout/rdma_ops.py); last, the rows
+recorded after the model (heldout/rdma_ops.EXTRA: host-stack-rdma-ops-2.yaml, session 39), each with its totals.
 
     python validation/rdma_published.py
 """
@@ -42,6 +43,7 @@ def main() -> None:
           "a host cost never binds on them, whatever the rows measure")
 
     after()
+    later()
 
 
 def _ns(seconds: float) -> str:
@@ -57,6 +59,12 @@ def _met(rows, model) -> str:
     return (f"points {sum(map(met, points))} of {len(points)} met, bounds {sum(map(met, bounds))} of {len(bounds)}")
 
 
+def _point(r) -> str:
+    """The row's comparison, batch, signalling and measured cost per WQE ('<= ' for a bound), as the tables print them."""
+    sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
+    return f"{r.compare:5} {r.batch:>5.0f} {sig:>4} {('<= ' if r.compare == 'bound' else '') + _ns(r.measured):>14}"
+
+
 def after() -> None:
     rows = rdma_ops.read()
     model = rdma_ops.fit(rows)
@@ -66,11 +74,9 @@ def after() -> None:
     print(f"{'row':30} {'role':8} {'cmp':5} {'batch':>5} {'sig':>4} {'measured/WQE':>14} {'before':>10} {'err':>8} "
           f"{'after':>9} {'err':>8}  met")
     for r in rows:
-        p, what = rdma_ops.predict(model, r), "<= " if r.compare == "bound" else ""
-        sig = "-" if r.signal_every is None else f"{r.signal_every:.0f}"
-        print(f"{r.id:30} {r.role:8} {r.compare:5} {r.batch:>5.0f} {sig:>4} {what + _ns(r.measured):>14} "
-              f"{_ns(r.before):>10} {r.error(r.before) * 100:>+7.1f}% {_ns(p):>9} {r.error(p) * 100:>+7.1f}%  "
-              f"{'yes' if r.met(p) else 'NO'}")
+        p, point = rdma_ops.predict(model, r), _point(r)
+        print(f"{r.id:30} {r.role:8} {point} {_ns(r.before):>10} {r.error(r.before) * 100:>+7.1f}% {_ns(p):>9} "
+              f"{r.error(p) * 100:>+7.1f}%  {'yes' if r.met(p) else 'NO'}")
     held = [r for r in rows if r.id not in rdma_ops.FITS[rdma_ops.FIT]]
     print(f"held out {len(held)}: before {_met(held, None)}; after {_met(held, model)} "
           "(points: rate, cost within 10%; bounds: within the bound)")
@@ -86,6 +92,29 @@ def after() -> None:
     out = [f"{r.id} {r.error(rdma_ops.predict(m, r)) * 100:+.1f}" for r in held]
     print(f"sensitivity: {batch} at {rdma_ops.SEQ_BATCH_6_CORES} WQEs per doorbell (the 6-core batch) instead of 32: "
           f"wqe {_ns(m.cpu_s_per_wqe)}, doorbell {_ns(m.cpu_s_per_doorbell)} ({_met(held, m)}); {'; '.join(out)}")
+
+
+def later() -> None:
+    """The rows of the files recorded after the model (rdma_ops.EXTRA), predicted by FIT as shipped: each row, then
+    the file's totals and the rows it does not compare (with why)."""
+    rows = rdma_ops.read()
+    model = rdma_ops.fit(rows)
+    for path in rdma_ops.EXTRA:
+        mine = [r for r in rows if r.file == path.name]
+        print(f"\nrecorded after the model ({path.name}; every row held out), predicted once by {rdma_ops.FIT} "
+              f"(wqe {_ns(model.cpu_s_per_wqe)}, doorbell {_ns(model.cpu_s_per_doorbell)}, completion 0):")
+        print(f"{'row':30} {'testbed':8} {'cmp':5} {'batch':>5} {'sig':>4} {'measured/WQE':>14} {'predicted':>10} "
+              f"{'err':>8}  met")
+        for r in mine:
+            p = rdma_ops.predict(model, r)
+            print(f"{r.id:30} {rdma_ops.testbed(r.source):8} {_point(r)} {_ns(p):>10} {r.error(p) * 100:>+7.1f}%  "
+                  f"{'yes' if r.met(p) else 'NO'}")
+        skipped = [(i, why) for name, i, why in rdma_ops.not_compared((path,))]
+        beds = sorted({rdma_ops.testbed(r.source) for r in mine})
+        print(f"{path.name}: compared {len(mine)} ({_met(mine, model)}); before (seed 004's card) {_met(mine, None)}; "
+              f"testbeds {', '.join(beds)}; not compared {len(skipped)}")
+        for i, why in skipped:
+            print(f"  not compared: {i}: {why}")
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
                        "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
-                       + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE)]}
+                       + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE, *rdma_ops.EXTRA)]}
     return Table(residuals, built_from)
 
 
