@@ -40,8 +40,14 @@ rule KEEP); on the H100 extrapolated.
 
 Valid: bf16, head size 64 / 128, causal seq_q = seq_kv measured (2K-128K, 8-40 heads, batch 1-8, MHA and GQA) on one
 H200; other measured Hopper cards as said above; derived cards (A100 / B200) are unchanged (their curve is taken as
-their FA2 kernel); the cudnn / default kernel ('card') needs no change. Not modelled: FlashAttention 3 (close to cuDNN
-on Hopper by its paper; not measured here).
+their FA2 kernel). Not modelled: FlashAttention 3 (close to cuDNN on Hopper by its paper; not measured here).
+
+The card's own kernel ('card': cuDNN, torch's default SDPA, Transformer Engine's fused attention) on a measured Hopper
+card is priced the same way (CudnnCard, session 39): llm/cudnn_schedule.py's grid and constants on the same schedule,
+R the card's own long-sequence rate (R_ref the H200 card's; an H100 card extrapolated as for flash; no answer
+caveat: the published H100 Megatron tables check that class end to end); below 2K tokens, head sizes other than
+64 / 128, causal calls with seq_q != seq_kv and fp8 / fp32 keep the card's curve. Registered check:
+calibration/h200x1-attention-cudnn-2026-11-30 (its README's Result). Derived cards keep their curve.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from simcluster.hardware.gpu import GpuParams, load_gpu, table_at
-from simcluster.llm import flash_schedule
+from simcluster.llm import cudnn_schedule, flash_schedule
 
 KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
@@ -120,8 +126,10 @@ def for_kernel(gpu, kernel: str):
     score tile of a causal pass computed)."""
     if kernel not in KERNELS:
         raise ValueError(f"attention kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
-    if kernel == "card":
-        return gpu
+    if kernel == "card":   # on a measured Hopper card cuDNN's schedule form (CudnnCard); other cards their curve
+        if not hopper_measured(gpu):
+            return gpu
+        return CudnnCard(**{f.name: getattr(gpu, f.name) for f in fields(gpu)}, form_rates=card_rates(gpu))
     if not hopper_measured(gpu):   # other cards: FA2 is taken as what their curve already is (A100: its native kernel)
         return gpu if kernel == "fa2" else NoCausalSkip(**{f.name: getattr(gpu, f.name) for f in fields(gpu)})
     fa2 = ratio_card(gpu)
@@ -139,6 +147,13 @@ def form_rates(gpu) -> dict[tuple[str, int], float]:
     return {(p, d): _rate(fa2, p, d) for p, d in flash_schedule.TILES}
 
 
+def card_rates(gpu) -> dict[tuple[str, int], float]:
+    """{(pass, head_dim): FLOP/s}: the long-sequence rate of the card's own (cuDNN) curve on the H200 the cuDNN form was
+    fitted on (an H200 card: its own; an H100 card: the H200 card's), as form_rates for CudnnCard."""
+    ref = gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
+    return {(p, d): _rate(ref, p, d) for p, d in cudnn_schedule.TILES}
+
+
 @cache
 def _reference_card():
     return load_gpu(FORM_REFERENCE)[0]
@@ -150,36 +165,69 @@ def _rate(gpu, pass_: str, head_dim: int) -> float:
 
 
 @dataclass(frozen=True)
-class Fa2Card(GpuParams):
+class FormCard(GpuParams):
+    """A measured Hopper card whose fused attention is priced by a schedule form (llm/flash_schedule.py's schedule with
+    the class's GRID and CONSTS): kernel time x the reference rate / this card's (form_rates: the rate of the card the
+    form was fitted on), the backward's memory-bound kernels at this card's copy rate, the launch floor, dropout as the
+    card prices it; shapes the form refuses (check_range, head sizes without tiles, causal with seq_q != seq_kv,
+    fp8 / fp32, and the class's own refusals: refused()) take the card's curve (GpuParams)."""
+
+    form_rates: dict = field(default_factory=dict)
+    FULL: ClassVar[bool] = False     # every score tile computed, the causal mask applied in-tile ('fa2-full')
+    GRID: ClassVar = flash_schedule.FA2
+    CONSTS: ClassVar = None          # None: flash_schedule.CONSTS
+
+    def refused(self, batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int) -> bool:
+        return False
+
+    def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
+                         causal: bool = True, backward: bool = False, dtype: str = "bf16", dropout: bool = False) -> float:
+        pass_ = "bwd" if backward else "fwd"
+        if dtype in ("bf16", "fp16") and (pass_, head_dim) in self.form_rates \
+                and not self.refused(batch, heads, seq_q, seq_kv, head_dim):
+            try:
+                flash_schedule.check_range(batch, heads, kv_heads, seq_q, head_dim, self.sm_count, self.GRID)
+                kernel = flash_schedule.kernel_s(pass_, batch, heads, seq_q, seq_kv, head_dim, causal and not self.FULL,
+                                                 self.sm_count, self.CONSTS, self.GRID)
+            except flash_schedule.FormError:
+                pass
+            else:
+                t = kernel * self.form_rates[(pass_, head_dim)] / _rate(self, pass_, head_dim)
+                t += flash_schedule.side_bytes(pass_, batch, heads, kv_heads, seq_q, head_dim, seq_kv,
+                                               self.GRID) / self.hbm_bandwidth_Bps
+                return max(self.launch_s, t) + (self.attention_dropout_s(batch, heads, seq_q, seq_kv, causal, backward)
+                                                if dropout else 0.0)
+        return super().attention_time_s(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dtype, dropout)
+
+
+@dataclass(frozen=True)
+class Fa2Card(FormCard):
     """A measured Hopper card running torch's flash SDPA kernels: attention priced by llm/flash_schedule.py's form
-    (kernel time x the reference rate / this card's, the backward's memory-bound kernels at this card's copy rate,
-    the launch floor, dropout as the card prices it); shapes the form refuses (too few CTAs: flash's split-KV kernel;
-    head sizes other than 64 / 128; causal with seq_q != seq_kv; fp8 / fp32) take the ratio card's curve.
+    (FormCard); refused shapes (too few CTAs: flash's split-KV kernel; head sizes other than 64 / 128; causal with
+    seq_q != seq_kv; fp8 / fp32) take the ratio card's curve (its fields are the ratio card's).
 
     The split-KV refusal is flash's forward heuristic (flash_api.cpp), but it is applied to the call: both passes of
     such a call, the backward too, take the ratio card (the wave probe's registered predictions were made this way).
     Below 2K tokens the form is applied though neither pass was measured there (the fit's records are all >= 2K
     tokens): its schedule, the CTA constant a and the launch floor carry the price; unchecked."""
 
-    form_rates: dict = field(default_factory=dict)
-    FULL: ClassVar[bool] = False     # every score tile computed, the causal mask applied in-tile ('fa2-full')
 
-    def attention_time_s(self, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
-                         causal: bool = True, backward: bool = False, dtype: str = "bf16", dropout: bool = False) -> float:
-        pass_ = "bwd" if backward else "fwd"
-        if dtype in ("bf16", "fp16") and (pass_, head_dim) in self.form_rates:
-            try:
-                flash_schedule.check_range(batch, heads, kv_heads, seq_q, head_dim, self.sm_count)
-                kernel = flash_schedule.kernel_s(pass_, batch, heads, seq_q, seq_kv, head_dim,
-                                                 causal and not self.FULL, self.sm_count)
-            except flash_schedule.FormError:
-                pass
-            else:
-                t = kernel * self.form_rates[(pass_, head_dim)] / _rate(self, pass_, head_dim)
-                t += flash_schedule.side_bytes(pass_, batch, heads, kv_heads, seq_q, head_dim, seq_kv) / self.hbm_bandwidth_Bps
-                return max(self.launch_s, t) + (self.attention_dropout_s(batch, heads, seq_q, seq_kv, causal, backward)
-                                                if dropout else 0.0)
-        return super().attention_time_s(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dtype, dropout)
+@dataclass(frozen=True)
+class CudnnCard(FormCard):
+    """A measured Hopper card's own fused attention (cuDNN: torch's default SDPA, Transformer Engine's fused
+    attention) priced by llm/cudnn_schedule.py's form (FormCard); below cudnn_schedule.MIN_SEQ tokens, with fewer than
+    MIN_WAVES forward waves of units, and where the form refuses (head sizes other than 64 / 128, causal with seq_q !=
+    seq_kv, fp8 / fp32), the card's own curve."""
+
+    GRID: ClassVar = cudnn_schedule.GRID
+    CONSTS: ClassVar = cudnn_schedule.CONSTS
+
+    def refused(self, batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int) -> bool:
+        tiles = self.GRID.tiles.get(("fwd", head_dim))
+        if min(seq_q, seq_kv) < cudnn_schedule.MIN_SEQ or tiles is None:
+            return True
+        units = batch * heads * -(-seq_q // tiles[0])
+        return units < cudnn_schedule.MIN_WAVES * self.sm_count * tiles[2]
 
 
 @dataclass(frozen=True)

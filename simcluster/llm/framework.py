@@ -35,7 +35,7 @@ class MoeHost:
 # Nsight profile of H100 BF16 with CUDA graphs over router and preprocess (llm/moe_sync.py docstring; python
 # studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it). B200 / GB200 hosts and fp8 runs use this H100 value
 # unmeasured (extrapolated; llm/caveats.py)
-MOE_SYNC_KERNEL_S = 146.3e-6   # 142.9 .. 149.7 us for the idle -25% .. +25%
+MOE_SYNC_KERNEL_S = 147.2e-6   # 143.8 .. 150.6 us for the idle -25% .. +25% (146.3 before session 39's cuDNN attention form)
 
 
 @dataclass(frozen=True)
