@@ -39,6 +39,27 @@ def test_the_registration_holds_every_row_with_both_models_and_the_flag_splits_t
             assert today["step_ms"] == old["step_ms"]   # no pipeline: nothing of session 39 applies
 
 
+def test_the_product_computes_the_registered_old_prediction_again():
+    """Session 39 took the candidate (registered "today") back out: the product's model is main a3c27932's arithmetic,
+    registered beside it as "old", to the digit (step, host share, flag, breakdown)."""
+    reg = _registered()
+    for row in pphost.ROWS:
+        got, old = pphost.predict(row), reg[row[0]]["predicted"]["old"]
+        assert {k: got[k] for k in old} == old, row[0]
+
+
+def test_the_set_reads_as_its_readme_says_without_the_candidate():
+    result = pphost.read_out(BUNDLE)   # the own-fit column from runs/host: the product's model only
+    rows = {r["name"]: r for r in result["rows"]}
+    got = {n: round(100 * r["err_own_old"], 1) for n, r in rows.items() if "err_own_old" in r}
+    assert got == {"pp-1f1b-1.1b": 6.0, "pp-gpipe-1.1b": 4.2, "pp-1f1b-2b": -1.8, "pp-gpipe-2b": -2.4, "single-1.1b": 3.4,
+                   "single-0.8b": -1.1}   # the README's "own old" column
+    assert not any("err_own_today" in r for r in rows.values())
+    v = result["verdicts"]
+    assert v["A1"] == "MET: mean |error| 2.4% over 2 rows" and v["B"].startswith("MET: median spread host-bound 8.7%")
+    assert v["A2"].startswith("not judged here: 2 host-bound pipeline rows") and "8cebb7bc" in v["A2"]
+
+
 def test_the_device_script_runs_every_registered_process_and_the_host_runs():
     script = (BUNDLE / "device_run.sh").read_text()
     assert ". calibration/device_lib.sh" in script and "BUDGET_S" in script
