@@ -127,3 +127,41 @@ def test_a_missing_run_or_host_fit_is_a_one_line_error(tmp_path, capsys):
     (bundle / "runs" / "ddp-0.3b-r1.json").write_text("{not json")
     with pytest.raises(pphost.SimclusterError, match="ddp-0.3b-r1.json: no timed shape"):
         pphost.read_out(bundle, {})
+
+
+def test_the_set_enters_the_error_bands_against_the_registered_old_steps():
+    """heldout/eager_pphost.py: one row per registered row (its processes' mean), against `old` (the product's model,
+    registered before the run), flagged by old's registered share; `today` (the candidate) only where it equals old."""
+    from collections import Counter
+
+    from simcluster.heldout import eager_pphost
+    from simcluster.llm.host_bound import is_host_bound
+    from simcluster.trust.build import eager_residuals
+
+    reg = _registered()
+    rows = eager_pphost.held_out_rows()
+    assert len(rows) == len(reg) == 8 and {r["bundle"] for r in rows} == {BUNDLE.name}
+    for r, (name, x) in zip(rows, reg.items(), strict=True):
+        old, today = x["predicted"]["old"], x["predicted"]["today"]
+        assert r["predicted_s"] == old["step_ms"] / 1e3 and r["host_bound"] == old["host_bound"] == is_host_bound(old["host_share"])
+        assert old["host_bound"] == today["host_bound"]   # the flag is the same under either registered model
+        if not x["mode"].startswith("pp"):
+            assert today == old, name
+        meds = pphost.process_medians(BUNDLE, x)
+        assert r["measured_s"] == pytest.approx(sum(meds) / len(meds) / 1e3, rel=1e-12) and len(meds) == x["processes"]
+    regimes = Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows))
+    assert regimes == {"PP+host-bound": 2, "PP": 2, "single+host-bound": 1, "single": 1, "DDP+host-bound": 1, "FSDP": 1}
+    errors = {r["label"].split(" seq")[0]: round(100 * (r["predicted_s"] / r["measured_s"] - 1), 1) for r in rows}
+    assert errors["1.1b pp-1f1b"] == -9.1 and errors["1.1b pp-gpipe"] == -10.6   # the README's `old` column
+
+
+def test_a_registration_without_the_shipped_prediction_is_a_one_line_error(tmp_path):
+    from simcluster.heldout import eager_pphost
+
+    doc = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    del doc["rows"][2]["predicted"]["old"]
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "runs").symlink_to(BUNDLE / "runs")   # the set's measurements: the first two rows read
+    with pytest.raises(pphost.SimclusterError, match=r"registered.yaml: rows\[2\]: no predicted.old step") as err:
+        eager_pphost.held_out_rows(tmp_path)
+    assert "\n" not in str(err.value)

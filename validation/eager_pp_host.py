@@ -27,7 +27,6 @@ A verdict line per rule: MET / NOT MET; a rule with no row to judge says so (A2 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.heldout.eager_pphost import process_medians  # noqa: E402
 from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29"
@@ -96,28 +96,6 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
 
-def measured(bundle: Path, reg_row: dict) -> list[float]:
-    """Rank 0's median step (ms) of each process of a row (runs/NAME-rK.json, K = 1..processes). A process the call did
-    not reach (its budget guard stopped launching) is left out while two remain; fewer than two, or a run that holds no
-    timed shape, is a SimclusterError naming the file."""
-    out, missing = [], []
-    for k in range(1, reg_row["processes"] + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file():
-            missing.append(path)
-            continue
-        try:
-            doc = json.loads(path.read_text())
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            out.append(float(shape["median_step_s"]) * 1e3)
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
-    if len(out) < 2:
-        raise SimclusterError(f"{missing[0] if missing else bundle}: {reg_row['name']} has {len(out)} process(es) of "
-                              f"{reg_row['processes']} (two needed for a spread)")
-    return out
-
-
 def read_out(bundle: Path, own: dict[str, dict] | None = None) -> dict:
     """Every row's measurement and errors and the rules' verdicts. `own`: name -> the own-fit predictions {old[, today]}
     (None: computed from the bundle's runs/host, the product's model only: {old})."""
@@ -134,7 +112,7 @@ def read_out(bundle: Path, own: dict[str, dict] | None = None) -> dict:
         own = own_fit_predictions(bundle, rows)
     out = []
     for r in rows:
-        meds = measured(bundle, r)
+        meds = process_medians(bundle, r)
         mean = statistics.mean(meds)
         today = r["predicted"]["today"]
         old = r["predicted"].get("old", today)   # a registration of the product's model alone: today is the product
