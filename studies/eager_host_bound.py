@@ -20,9 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.heldout import eager_regimes, eager_registered  # noqa: E402
 from simcluster.llm.host_bound import HOST_BOUND_SHARE  # noqa: E402
-from simcluster.trust.build import eager_residuals, held_out_coverage, regime_summary  # noqa: E402
+from simcluster.trust.build import eager_held_out_rows, eager_residuals, held_out_coverage, regime_summary  # noqa: E402
 from simcluster.trust.table import Table  # noqa: E402
 
 
@@ -76,7 +75,7 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] not in ("--shares",):
         print(f"unknown argument {argv[0]!r}; usage: python studies/eager_host_bound.py [--shares]", file=sys.stderr)
         return 2
-    rows = eager_regimes.held_out_rows() + eager_registered.held_out_rows()
+    rows = eager_held_out_rows()   # the table's (since session 39 with the pphost set's 8)
     if argv:
         shares(rows)
         nearest(rows)

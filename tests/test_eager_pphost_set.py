@@ -39,6 +39,27 @@ def test_the_registration_holds_every_row_with_both_models_and_the_flag_splits_t
             assert today["step_ms"] == old["step_ms"]   # no pipeline: nothing of session 39 applies
 
 
+def test_the_product_computes_the_registered_old_prediction_again():
+    """Session 39 took the candidate (registered "today") back out: the product's model is main a3c27932's arithmetic,
+    registered beside it as "old", to the digit (step, host share, flag, breakdown)."""
+    reg = _registered()
+    for row in pphost.ROWS:
+        got, old = pphost.predict(row), reg[row[0]]["predicted"]["old"]
+        assert {k: got[k] for k in old} == old, row[0]
+
+
+def test_the_set_reads_as_its_readme_says_without_the_candidate():
+    result = pphost.read_out(BUNDLE)   # the own-fit column from runs/host: the product's model only
+    rows = {r["name"]: r for r in result["rows"]}
+    got = {n: round(100 * r["err_own_old"], 1) for n, r in rows.items() if "err_own_old" in r}
+    assert got == {"pp-1f1b-1.1b": 6.0, "pp-gpipe-1.1b": 4.2, "pp-1f1b-2b": -1.8, "pp-gpipe-2b": -2.4, "single-1.1b": 3.4,
+                   "single-0.8b": -1.1}   # the README's "own old" column
+    assert not any("err_own_today" in r for r in rows.values())
+    v = result["verdicts"]
+    assert v["A1"] == "MET: mean |error| 2.4% over 2 rows" and v["B"].startswith("MET: median spread host-bound 8.7%")
+    assert v["A2"].startswith("not judged here: 2 host-bound pipeline rows") and "8cebb7bc" in v["A2"]
+
+
 def test_the_device_script_runs_every_registered_process_and_the_host_runs():
     script = (BUNDLE / "device_run.sh").read_text()
     assert ". calibration/device_lib.sh" in script and "BUDGET_S" in script
@@ -106,3 +127,41 @@ def test_a_missing_run_or_host_fit_is_a_one_line_error(tmp_path, capsys):
     (bundle / "runs" / "ddp-0.3b-r1.json").write_text("{not json")
     with pytest.raises(pphost.SimclusterError, match="ddp-0.3b-r1.json: no timed shape"):
         pphost.read_out(bundle, {})
+
+
+def test_the_set_enters_the_error_bands_against_the_registered_old_steps():
+    """heldout/eager_pphost.py: one row per registered row (its processes' mean), against `old` (the product's model,
+    registered before the run), flagged by old's registered share; `today` (the candidate) only where it equals old."""
+    from collections import Counter
+
+    from simcluster.heldout import eager_pphost
+    from simcluster.llm.host_bound import is_host_bound
+    from simcluster.trust.build import eager_residuals
+
+    reg = _registered()
+    rows = eager_pphost.held_out_rows()
+    assert len(rows) == len(reg) == 8 and {r["bundle"] for r in rows} == {BUNDLE.name}
+    for r, (name, x) in zip(rows, reg.items(), strict=True):
+        old, today = x["predicted"]["old"], x["predicted"]["today"]
+        assert r["predicted_s"] == old["step_ms"] / 1e3 and r["host_bound"] == old["host_bound"] == is_host_bound(old["host_share"])
+        assert old["host_bound"] == today["host_bound"]   # the flag is the same under either registered model
+        if not x["mode"].startswith("pp"):
+            assert today == old, name
+        meds = pphost.process_medians(BUNDLE, x)
+        assert r["measured_s"] == pytest.approx(sum(meds) / len(meds) / 1e3, rel=1e-12) and len(meds) == x["processes"]
+    regimes = Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows))
+    assert regimes == {"PP+host-bound": 2, "PP": 2, "single+host-bound": 1, "single": 1, "DDP+host-bound": 1, "FSDP": 1}
+    errors = {r["label"].split(" seq")[0]: round(100 * (r["predicted_s"] / r["measured_s"] - 1), 1) for r in rows}
+    assert errors["1.1b pp-1f1b"] == -9.1 and errors["1.1b pp-gpipe"] == -10.6   # the README's `old` column
+
+
+def test_a_registration_without_the_shipped_prediction_is_a_one_line_error(tmp_path):
+    from simcluster.heldout import eager_pphost
+
+    doc = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    del doc["rows"][2]["predicted"]["old"]
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "runs").symlink_to(BUNDLE / "runs")   # the set's measurements: the first two rows read
+    with pytest.raises(pphost.SimclusterError, match=r"registered.yaml: rows\[2\]: no predicted.old step") as err:
+        eager_pphost.held_out_rows(tmp_path)
+    assert "\n" not in str(err.value)

@@ -1,17 +1,18 @@
-"""Issue 44, session 39: the eager pipeline's hosts running ahead (llm/host_ahead.py, llm/free_run.py) and the host-bound
-flag (llm/host_bound.py), checked by a registered 2 x H200 set (calibration/h200x2-eager-pphost-2026-11-29).
+"""Issue 44, session 39: the eager pipeline's hosts running ahead (a candidate, not adopted) and the host-bound flag
+(llm/host_bound.py), checked by a registered 2 x H200 set (calibration/h200x2-eager-pphost-2026-11-29).
 
-    python validation/eager_pp_host.py --register calibration/BUNDLE/registered.yaml   # before the device call
-    python validation/eager_pp_host.py calibration/BUNDLE                              # after: the read-out and verdicts
+    python validation/eager_pp_host.py calibration/BUNDLE                              # the read-out and verdicts
+    python validation/eager_pp_host.py --register calibration/BUNDLE/registered.yaml   # (write-once; the product's model)
 
 ROWS: 2-stage pipelines (1F1B and GPipe, 4 micro-batches) at one host-bound and one GPU-bound shape, and single / DDP /
 FSDP2 rows on both sides of the host-bound flag, each (preset, tokens) new to calibration/; each row run in PROCESSES
-separate processes (round-robin, device_run.sh). Registered per row: today's model (product host fits,
-heldout/eager_regimes.regime_predict) step, host share and flag, and the model before session 39 ("old": the hosts
-waiting for their GPUs, one iteration from t = 0; free_run.free_running replaced by host_ahead off, which is main
-a3c27932's arithmetic). The device call also runs this lease's hidden-128 single-mode host runs (runs/host/): the
-variant "own" is today's model with eager.fit_modes(runs/host)'s single fit, a procedure fixed here (no number of it can
-be registered before the runs).
+separate processes (round-robin, device_run.sh). Registered per row (at 152d3112, before the runs): "today", the
+candidate of 152d3112 (each stage's host issuing its tasks without waiting for a peer, steps free-running), with the
+product host fits, its host share and flag; and "old", main a3c27932's arithmetic (the hosts waiting for their GPUs, one
+iteration from t = 0). The candidate failed A2 and was taken back out (session 39): the product computes "old" again.
+The device call also ran this lease's hidden-128 single-mode host runs (runs/host/): the variant "own" is a model with
+eager.fit_modes(runs/host)'s single fit. This tree computes only the product's own-fit column ("own old"); the
+candidate's own-fit column ("own today") is in the bundle README's Result, reproduced at commit 8cebb7bc.
 
 Measured per row: the mean over its processes of rank 0's median step (ms); spread = max / min - 1 of those medians.
 RULES (fixed at registration, in registered.yaml):
@@ -20,19 +21,16 @@ RULES (fixed at registration, in registered.yaml):
      < the old model's |error| with the same fit.   A3 (reported, not judged): the same rows with the product fits.
   B  the flag: the median spread of the rows flagged host-bound >= 3 x the median spread of the rows flagged GPU-bound,
      and >= 2%.
-A verdict line per rule: MET / NOT MET; a rule with no row to judge says so.
+A verdict line per rule: MET / NOT MET; a rule with no row to judge says so (A2 without the candidate's own-fit column).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
-from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -41,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.heldout.eager_pphost import process_medians  # noqa: E402
 from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29"
@@ -61,35 +60,16 @@ SPREAD_FLOOR_PCT = 2.0         # B
 HOST_LAYERS = (2, 8, 32)       # the hidden-128 single-mode host runs (runs/host/single-L<n>.json)
 
 
-@contextmanager
-def old_model():
-    """The model before session 39 inside the block: build_work's free_running replaced by host_ahead off (the hosts
-    wait for their GPUs; one iteration from t = 0)."""
-    from simcluster.llm import free_run
-
-    kept = free_run.free_running
-    free_run.free_running = lambda work: replace(work, host_ahead=False)
-    try:
-        yield
-    finally:
-        free_run.free_running = kept
-
-
-def predict(row: tuple, own_host: Path | None = None, old: bool = False) -> dict:
-    """One row's prediction on H200 (product host fits, or `own_host`'s): step_ms, host_share, host_bound."""
+def predict(row: tuple, own_host: Path | None = None) -> dict:
+    """One row's prediction on H200 by the product's model (product host fits, or `own_host`'s): step_ms, host_share,
+    host_bound."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.host_bound import is_host_bound
 
     _, mode, preset, seq, mb, m, _ = row
-    with old_model() if old else _nothing():
-        r = regime_predict(preset, mb, mode, "h200", own_host, m if m > 1 else None, seq)
+    r = regime_predict(preset, mb, mode, "h200", own_host, m if m > 1 else None, seq)
     return {"step_ms": r["step_ms"], "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]),
             "breakdown_ms": r["breakdown_ms"]}
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 def register(path: Path) -> None:
@@ -99,7 +79,7 @@ def register(path: Path) -> None:
     for row in ROWS:
         name, mode, preset, seq, mb, m, procs = row
         rows.append({"name": name, "mode": mode, "preset": preset, "seq": seq, "micro_batch": mb, "microbatches": m,
-                     "processes": procs, "predicted": {"today": predict(row), "old": predict(row, old=True)}})
+                     "processes": procs, "predicted": {"today": predict(row)}})   # the product's model (no candidate now)
     doc = {"registered_at_commit": commit, "script": "validation/eager_pp_host.py --register",
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "collective_card": "models/collective/h200x2-primitives.yaml",
                            "host": "calibration/h200x2-llm-host-2026-11-23 (product fits)",
@@ -116,31 +96,9 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
 
-def measured(bundle: Path, reg_row: dict) -> list[float]:
-    """Rank 0's median step (ms) of each process of a row (runs/NAME-rK.json, K = 1..processes). A process the call did
-    not reach (its budget guard stopped launching) is left out while two remain; fewer than two, or a run that holds no
-    timed shape, is a SimclusterError naming the file."""
-    out, missing = [], []
-    for k in range(1, reg_row["processes"] + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file():
-            missing.append(path)
-            continue
-        try:
-            doc = json.loads(path.read_text())
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            out.append(float(shape["median_step_s"]) * 1e3)
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
-    if len(out) < 2:
-        raise SimclusterError(f"{missing[0] if missing else bundle}: {reg_row['name']} has {len(out)} process(es) of "
-                              f"{reg_row['processes']} (two needed for a spread)")
-    return out
-
-
 def read_out(bundle: Path, own: dict[str, dict] | None = None) -> dict:
-    """Every row's measurement and errors and the rules' verdicts. `own`: name -> the own-fit predictions {today, old}
-    (None: computed from the bundle's runs/host)."""
+    """Every row's measurement and errors and the rules' verdicts. `own`: name -> the own-fit predictions {old[, today]}
+    (None: computed from the bundle's runs/host, the product's model only: {old})."""
     try:
         reg = yaml.safe_load((bundle / "registered.yaml").read_text())
         rows = reg["rows"]
@@ -154,21 +112,22 @@ def read_out(bundle: Path, own: dict[str, dict] | None = None) -> dict:
         own = own_fit_predictions(bundle, rows)
     out = []
     for r in rows:
-        meds = measured(bundle, r)
+        meds = process_medians(bundle, r)
         mean = statistics.mean(meds)
-        today, old = r["predicted"]["today"], r["predicted"]["old"]
+        today = r["predicted"]["today"]
+        old = r["predicted"].get("old", today)   # a registration of the product's model alone: today is the product
         line = {"name": r["name"], "mode": r["mode"], "medians": meds, "mean": mean, "spread": max(meds) / min(meds) - 1,
                 "flag": bool(today["host_bound"]), "share": today["host_share"],
                 "err_today": today["step_ms"] / mean - 1, "err_old": old["step_ms"] / mean - 1}
-        if r["name"] in own:
-            line["err_own_today"] = own[r["name"]]["today"] / mean - 1
-            line["err_own_old"] = own[r["name"]]["old"] / mean - 1
+        for key in own.get(r["name"], {}):   # "old": the product's model; "today": the candidate's (given only by a caller)
+            line[f"err_own_{key}"] = own[r["name"]][key] / mean - 1
         out.append(line)
     return {"rows": out, "verdicts": verdicts(out)}
 
 
 def own_fit_predictions(bundle: Path, rows: list[dict]) -> dict[str, dict]:
-    """The own-fit variant of every pipeline and single row (today's and the old model's step, ms), from runs/host."""
+    """The own-fit variant of every pipeline and single row from runs/host: {"old": the product's step, ms} (the product
+    computes main a3c27932's arithmetic, the registered "old"; the candidate's "today" is no longer in the tree)."""
     host = bundle / "runs" / "host"
     from simcluster.llm import eager
 
@@ -182,7 +141,7 @@ def own_fit_predictions(bundle: Path, rows: list[dict]) -> dict[str, dict]:
     for r in rows:
         if r["mode"].startswith("pp") or r["mode"] == "single":
             row = (r["name"], r["mode"], r["preset"], r["seq"], r["micro_batch"], r["microbatches"], r["processes"])
-            out[r["name"]] = {"today": predict(row, host)["step_ms"], "old": predict(row, host, old=True)["step_ms"]}
+            out[r["name"]] = {"old": predict(row, host)["step_ms"]}
     return out
 
 
@@ -195,11 +154,14 @@ def verdicts(rows: list[dict]) -> dict[str, str]:
         out["A1"] = f"{'MET' if mean <= TARGET_GPU_BOUND_PCT else 'NOT MET'}: mean |error| {mean:.1f}% over {len(pp_gpu)} rows"
     else:
         out["A1"] = "no GPU-bound pipeline row"
-    judged = [r for r in pp_host if "err_own_today" in r]
+    judged = [r for r in pp_host if "err_own_today" in r and "err_own_old" in r]
     if judged:
         ok = all(abs(r["err_own_today"]) <= r["spread"] and abs(r["err_own_today"]) < abs(r["err_own_old"]) for r in judged)
         out["A2"] = (f"{'MET' if ok else 'NOT MET'}: " + "; ".join(
             f"{r['name']} {r['err_own_today']:+.1%} (old {r['err_own_old']:+.1%}, spread {r['spread']:.1%})" for r in judged))
+    elif pp_host:
+        out["A2"] = (f"not judged here: {len(pp_host)} host-bound pipeline rows, but the candidate's own-fit column is not "
+                     "in this tree (README's Result, reproduced at commit 8cebb7bc)")
     else:
         out["A2"] = "no host-bound pipeline row"
     hb = [r["spread"] for r in rows if r["flag"]]
@@ -232,9 +194,11 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"{'row':16} {'flag':>5} {'share':>5} {'process medians (ms)':>28} {'spread':>7} {'today':>7} {'old':>7} {'own today':>9} {'own old':>8}")
     for r in result["rows"]:
-        own = (f"{r['err_own_today']:+9.1%} {r['err_own_old']:+8.1%}" if "err_own_today" in r else f"{'-':>9} {'-':>8}")
+        own = " ".join(f"{r[k]:+{w}.1%}" if k in r else f"{'-':>{w}}" for k, w in (("err_own_today", 9), ("err_own_old", 8)))
         print(f"{r['name']:16} {'host' if r['flag'] else 'gpu':>5} {r['share']:5.2f} {' / '.join(f'{x:.1f}' for x in r['medians']):>28} "
               f"{r['spread']:7.1%} {r['err_today']:+7.1%} {r['err_old']:+7.1%} {own}")
+    print("own today: the candidate's own-fit column is in the bundle README's Result (reproduced at commit 8cebb7bc); "
+          "the candidate is out of the product, own old = the product's model with this lease's host fit")
     for rule, text in result["verdicts"].items():
         print(f"{rule}: {text}")
     return 0

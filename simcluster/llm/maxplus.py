@@ -17,10 +17,8 @@ the timeline and the event count: predictions that want those (`simcluster run`,
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 from simcluster.errors import SimclusterError
-from simcluster.llm import host_ahead
 from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule, torch_streams
 
 
@@ -60,7 +58,7 @@ class _Stage:
                                (2 if work.grads_every_micro_batch else 1) if w.grad_buckets_s and w.grad_buckets_s[c] else 0)]
         self.counts = [0] * (2 * work.chunks)   # times each chunk's forward and backward ran on the plain path
         self.next = 0
-        self.begin = self.now = work.stage_start_s[s] if work.stage_start_s else 0.0   # host_ahead.free_running
+        self.now = 0.0
         self.send_free = [0.0, 0.0]
         self.dp_free = 0.0
         self.reductions_end: float | None = None
@@ -72,7 +70,6 @@ class _Stage:
         self.comm_next = 0
         self.nccl_free = 0.0
         self.compute_ends: list = []  # torch_p2p: the end of each compute action, in order
-        self.host_free = self.now     # host_ahead: when the stage's host has issued every task so far (llm/host_ahead.py)
         if not work.dp_after_backward:
             for c, t in enumerate(self.w.param_gather_s):
                 if t > 0:
@@ -114,14 +111,14 @@ class _Pipeline:
             st.now = start + total / n
         st.log.dp_wait_s += st.now - t0
         extra = max(0.0, start + total + task.duration_s / n - st.now - task.duration_s)
-        return replace(task, duration_s=task.duration_s + extra, parts=dict(task.parts, dp=task.parts["dp"] + extra))
+        return Task(task.duration_s + extra, dict(task.parts, dp=task.parts["dp"] + extra))
 
     def advance(self, st: _Stage) -> None:
         """Run the stage's forwards and backwards as far as the tensors that have arrived allow (simulate._Pipeline.stage's
         loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
         arrived, produced, ops, n, tasks, rule = self.arrived, self.produced, st.ops, len(st.ops), st.tasks, st.rule
         p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
-        fifo, ahead = self.work.torch_p2p, self.work.host_ahead
+        fifo = self.work.torch_p2p
         nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
         while nxt < n:
             kind, c, i, wait, out, slot, edge = ops[nxt]
@@ -139,15 +136,10 @@ class _Pipeline:
                     bubble += idle
                 pp_wait += now - (done if done > start else start)
             nxt += 1
-            if ahead:   # the task as run from now, its host having issued since st.host_free; its parts logged as run
-                task, st.host_free = host_ahead.ahead(task, now, st.host_free)
             if special:
                 st.now = now
                 self.special(st, kind, c, task, edge)
                 now = st.now
-            elif ahead:
-                now += task.duration_s
-                self.ran(st, task)
             else:
                 now += task.duration_s
                 counts[slot] += 1
@@ -258,7 +250,7 @@ class _Pipeline:
                 if t > 0:
                     st.now = st.reduce(st.now, t)
             log.dp_wait_s += st.now - t0
-        log.end_s = st.now - st.begin
+        log.end_s = st.now
 
 
 def evaluate_iteration(work: PipelineWork) -> IterationResult:

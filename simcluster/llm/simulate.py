@@ -28,13 +28,13 @@ and its optimizer step ran; the iteration ends with the slowest stage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import simpy
 
 from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
-from simcluster.llm import host_ahead, torch_p2p
+from simcluster.llm import torch_p2p
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batch work: what sets the pipeline's pace
@@ -44,7 +44,6 @@ PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batc
 class Task:
     duration_s: float
     parts: dict          # PARTS -> seconds; they sum to duration_s
-    issue_s: float = 0.0   # host seconds to issue its kernels one by one (eager, llm/host_ahead.py); 0: not host-issued
 
 
 @dataclass(frozen=True)
@@ -72,10 +71,6 @@ class PipelineWork:
     gpipe: bool = False                 # GPipe order (all forwards, then all backwards) instead of 1F1B
     torch_p2p: bool = False             # torch's lowered schedule (ScheduleInterleaved1F1B): each rank's sends and receives
                                         # in torch's placement on one FIFO NCCL stream, each pair ending together (llm/torch_p2p.py)
-    host_ahead: bool = False            # each stage's host issues its tasks back to back, never waiting for a peer's tensor
-                                        # (torch.distributed.pipelining, host priced: llm/host_ahead.py)
-    stage_start_s: tuple = ()           # per stage: when its step starts (host and GPU), the steps running back to back without
-                                        # a barrier (llm/host_ahead.free_running); a stage's end is logged from its own start
 
     @property
     def pp(self) -> int:
@@ -207,7 +202,7 @@ class _Pipeline:
             yield env.timeout(start + total / n - env.now)
         log.dp_wait_s += env.now - t0
         extra = max(0.0, start + total + task.duration_s / n - env.now - task.duration_s)
-        return replace(task, duration_s=task.duration_s + extra, parts=dict(task.parts, dp=task.parts["dp"] + extra))
+        return Task(task.duration_s + extra, dict(task.parts, dp=task.parts["dp"] + extra))
 
     def wait_for(self, stage: int, key):
         log, start = self.logs[stage], self.env.now
@@ -223,10 +218,6 @@ class _Pipeline:
         reductions, started, serial = [], set(), ()
         last_backward = {c: max(i for kind, cc, i in schedule(self.pp, self.v, self.m, s, self.work.gpipe) if kind == "B" and cc == c)
                          for c in range(self.v)}
-        begin = self.work.stage_start_s[s] if self.work.stage_start_s else 0.0
-        if begin > 0.0:
-            yield env.timeout(begin)
-        host_free = begin   # host_ahead: when the stage's host has issued every task so far (llm/host_ahead.py)
         for kind, c, i in schedule(self.pp, self.v, self.m, s, self.work.gpipe):
             vs = c * self.pp + s
             if kind == "F":
@@ -240,8 +231,6 @@ class _Pipeline:
                 if vs < self.last_vstage:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward[c]
-            if self.work.host_ahead:
-                task, host_free = host_ahead.ahead(task, env.now, host_free)
             start = env.now
             reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
             buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()
@@ -307,7 +296,7 @@ class _Pipeline:
                 if t > 0:
                     yield from self.reduce(s, t, f"param all_gather c{c} (after the optimizer)")
             log.dp_wait_s += env.now - t0
-        log.end_s = env.now - begin
+        log.end_s = env.now
 
 
 def torch_streams(work: PipelineWork) -> tuple[tuple[tuple, ...], ...]:

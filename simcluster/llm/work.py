@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, free_run, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -77,8 +77,7 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or each
     issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
-    # issue_s: the host's own seconds for these kernels (llm/host_ahead.py: where its stage's host moves on to)
-    return replace(_add(task, _task(host=excess)) if excess > 0 else task, issue_s=float(np.sum(cost)))
+    return _add(task, _task(host=excess)) if excess > 0 else task
 
 
 def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[float, float]:
@@ -368,11 +367,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns)))
-    # host_ahead: the steps back to back, each stage from where its previous step ended (llm/free_run.py)
-    return free_run.free_running(PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
+    return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
-                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
-                        host_ahead=fw.torch_pipelining and fw.host_kernel_s > 0 and par.zero not in (1, 2)))
+                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1)
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:

@@ -1,0 +1,69 @@
+"""Session 39's registered pphost set (calibration/h200x2-eager-pphost-2026-11-29, validation/eager_pp_host.py) as
+held-out eager rows: 2-stage 1F1B / GPipe pipelines and single / DDP / FSDP2 steps on 2 x H200, each (preset, tokens)
+new to calibration/ when it ran, each row run in 2-3 separate processes.
+
+Its registered.yaml (written at 152d3112, before the runs) holds two predictions per row: `today`, a candidate (hosts
+running ahead of their GPUs) that failed the set's rule A2 and is not in the product, and `old`, main a3c27932's
+arithmetic, which the product computes again (tests/test_eager_pphost_set.py checks it to the digit). A row's residual
+is against `old` (the model the product ships, registered before the run; the same as `today` on every non-pipeline
+row), its host-bound flag `old`'s registered one (host_flag "registered"). Measured: the set's own rule, the mean over a
+row's processes of rank 0's median step (the processes repeat one configuration on one lease: one row, not 2-3). The
+set is one source."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.heldout.eager import ROOT
+from simcluster.heldout.eager_regimes import layout_of
+
+PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
+SHIPPED = "old"   # the registered prediction the product computes (the candidate `today` was taken back out)
+
+
+def process_medians(bundle: Path, reg_row: dict) -> list[float]:
+    """Rank 0's median step (ms) of each process of a row (runs/NAME-rK.json, K = 1..processes). A process the call did
+    not reach (its budget guard stopped launching) is left out while two remain; fewer than two, or a run that holds no
+    timed shape, is a SimclusterError naming the file."""
+    out, missing = [], []
+    for k in range(1, reg_row["processes"] + 1):
+        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
+        if not path.is_file():
+            missing.append(path)
+            continue
+        try:
+            doc = json.loads(path.read_text())
+            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
+            out.append(float(shape["median_step_s"]) * 1e3)
+        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
+    if len(out) < 2:
+        raise SimclusterError(f"{missing[0] if missing else bundle}: {reg_row['name']} has {len(out)} process(es) of "
+                              f"{reg_row['processes']} (two needed for a spread)")
+    return out
+
+
+def held_out_rows(bundle: Path = ROOT / PPHOST_BUNDLE) -> list[dict]:
+    """Every registered row of the set against its registered `old` step (heldout/eager_regimes.held_out_rows' keys)."""
+    from simcluster.strict import load_yaml
+
+    path = bundle / "registered.yaml"
+    out = []
+    for i, reg in enumerate(load_yaml(path)["rows"]):
+        try:
+            shipped = reg["predicted"][SHIPPED]
+            step_ms, share, flag = float(shipped["step_ms"]), shipped["host_share"], bool(shipped["host_bound"])
+            par, gpus, _ = layout_of(reg["mode"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"{path}: rows[{i}]: no predicted.{SHIPPED} step, share and flag, or no layout "
+                                  f"({type(exc).__name__}: {exc})") from None
+        measured_ms = statistics.mean(process_medians(bundle, reg))
+        label = f"{reg['preset']} {reg['mode']} seq {reg['seq']} mb {reg['micro_batch']}"
+        out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
+                    "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
+                    "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
+                    "host_bound": flag, "host_flag": "registered"})
+    return out
