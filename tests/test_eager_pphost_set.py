@@ -39,9 +39,13 @@ def test_the_registration_holds_every_row_with_both_models_and_the_flag_splits_t
             assert today["step_ms"] == old["step_ms"]   # no pipeline: nothing of session 39 applies
 
 
-def test_the_product_computes_the_registered_old_prediction_again():
+def test_the_product_computes_the_registered_old_prediction_again(monkeypatch):
     """Session 39 took the candidate (registered "today") back out: the product's model is main a3c27932's arithmetic,
-    registered beside it as "old", to the digit (step, host share, flag, breakdown)."""
+    registered beside it as "old", to the digit (step, host share, flag, breakdown), once the card's attention is priced
+    by its curve as then (session 39's cuDNN form, adopted after this set was registered, refused at every length)."""
+    from simcluster.llm import cudnn_schedule
+
+    monkeypatch.setattr(cudnn_schedule, "MIN_SEQ", 1 << 40)
     reg = _registered()
     for row in pphost.ROWS:
         got, old = pphost.predict(row), reg[row[0]]["predicted"]["old"]
@@ -53,7 +57,8 @@ def test_the_set_reads_as_its_readme_says_without_the_candidate():
     rows = {r["name"]: r for r in result["rows"]}
     got = {n: round(100 * r["err_own_old"], 1) for n, r in rows.items() if "err_own_old" in r}
     assert got == {"pp-1f1b-1.1b": 6.0, "pp-gpipe-1.1b": 4.2, "pp-1f1b-2b": -1.8, "pp-gpipe-2b": -2.4, "single-1.1b": 3.4,
-                   "single-0.8b": -1.1}   # the README's "own old" column
+                   "single-0.8b": -0.3}   # the README's "own old" column, but single-0.8b (2560 tokens: -1.1% there)
+    # moved by session 39's cuDNN form for the card's attention, adopted after this set's read
     assert not any("err_own_today" in r for r in rows.values())
     v = result["verdicts"]
     assert v["A1"] == "MET: mean |error| 2.4% over 2 rows" and v["B"].startswith("MET: median spread host-bound 8.7%")
