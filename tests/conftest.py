@@ -91,9 +91,10 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
 # diagnosis and host-bound noise sets (run after every registered set)
 REPEATS_S37 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-diagnose-2026-11-29", "h200x2-llm-eager-noise-2026-11-29"))
 REPEATS_S38 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-host-diagnose-2026-11-29", "h200x2-eager-hostbound-noise-2026-11-29"))
-# session 39's registered pphost set (validation/eager_pp_host.py): new shapes, run after every earlier set, so the earlier
-# sets' "new when it ran" checks leave it out too
-LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",)
+# session 39's registered pphost and cudnnstep sets (validation/eager_pp_host.py, eager_cudnn_steps.py): new shapes,
+# run after every earlier set, so the earlier sets' "new when it ran" checks leave them out too
+LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",
+                  ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29")
 LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39
 
 
