@@ -5,11 +5,10 @@ runs what is registered, and the read-out's rules on synthetic documents."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import yaml
-from conftest import ROOT, load_script, measured_llm_tokens
+from conftest import ROOT, fake_step_set, load_script, measured_llm_tokens
 
 from simcluster.llm import attention_kernels
 from simcluster.runner.llm_step import PRESETS
@@ -74,15 +73,8 @@ def test_the_device_script_runs_every_registered_process():
 
 
 def _fake_bundle(tmp_path, medians: dict[str, list[float]], peak_GiB: dict[str, float] | None = None):
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for name, meds in medians.items():
-        for k, ms in enumerate(meds, 1):
-            doc = {"shapes": [{"status": "ok", "median_step_s": ms / 1e3,
-                               "max_memory_allocated_bytes": (peak_GiB or {}).get(name, 1.0) * 2**30}]}
-            (bundle / "runs" / f"{name}-r{k}.json").write_text(json.dumps(doc))
-    return bundle
+    return fake_step_set(tmp_path / "set", BUNDLE / "registered.yaml", medians,
+                         lambda name: {"max_memory_allocated_bytes": (peak_GiB or {}).get(name, 1.0) * 2**30})
 
 
 def _registered():
@@ -139,3 +131,38 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path, capsys):
     assert steps.main([str(tmp_path / "nothing")]) == 1 and "registered.yaml: missing" in capsys.readouterr().err
     assert steps.main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never over a registration
     assert "registrations are never overwritten" in capsys.readouterr().err
+
+
+def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_path):
+    """heldout/eager_cudnnstep.py: nothing while the set has not run; then one row per registered row that ran (its
+    processes' mean), against `today` (the product's model, registered before the run), flagged by today's share."""
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep
+    from simcluster.trust.build import eager_residuals
+
+    if not (BUNDLE / "runs").is_dir():
+        assert eager_cudnnstep.held_out_rows() == []   # registered, not run: no row in the table
+    reg = _registered()
+    medians = {n: [r["predicted"]["today"]["step_ms"] * 1.1, r["predicted"]["today"]["step_ms"] * 1.2]
+               for n, r in reg.items() if n != "fsdp-2b"}
+    rows = eager_cudnnstep.held_out_rows(_fake_bundle(tmp_path, medians))
+    assert len(rows) == 8 and {r["bundle"] for r in rows} == {"set"}
+    for r in rows:
+        x = reg[next(n for n in reg if r["label"].startswith(f"{reg[n]['preset']} {reg[n]['mode']} seq {reg[n]['seq']} "))]
+        assert r["predicted_s"] == x["predicted"]["today"]["step_ms"] / 1e3 and r["host_bound"] is False
+        assert r["measured_s"] == pytest.approx(1.15 * r["predicted_s"]) and r["host_flag"] == "registered"
+    regimes = Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows))
+    assert regimes == {"single": 3, "DDP": 3, "FSDP": 2}
+
+
+def test_a_registration_without_the_shipped_prediction_is_a_one_line_error(tmp_path):
+    from simcluster.heldout import eager_cudnnstep
+
+    bundle = _fake_bundle(tmp_path, {})
+    doc = yaml.safe_load((bundle / "registered.yaml").read_text())
+    del doc["rows"][2]["predicted"]["today"]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(steps.SimclusterError, match=r"registered.yaml: rows\[2\]: no predicted.today step") as err:
+        eager_cudnnstep.held_out_rows(bundle)
+    assert "\n" not in str(err.value)

@@ -26,11 +26,8 @@ A mode missing a row has no verdict (INCOMPLETE).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -41,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
+from simcluster.heldout.eager_cudnnstep import process_runs  # noqa: E402  (the error-band rows read the same processes)
+from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29"
 # (name, mode, preset, seq, processes): names are device_run.sh's file stems (NAME-rK.json); micro-batch 1 throughout
@@ -112,8 +110,7 @@ def predict(row: tuple, old: bool = False) -> dict:
 def register(path: Path) -> None:
     from simcluster.runner.llm_step import PRESETS
 
-    commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                                                  text=True).stdout.strip()
+    commit = registering_commit(ROOT)
     rows = []
     for row in ROWS:
         name, mode, preset, seq, procs = row
@@ -140,26 +137,6 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
 
-def process_runs(bundle: Path, reg_row: dict) -> list[dict]:
-    """Each process's timed shape of a row (runs/NAME-rK.json, K = 1..processes): a process the call did not reach (the
-    budget guard) is left out ([] if none ran: its mode has no verdict); a file that holds no timed shape is a
-    SimclusterError naming it."""
-    out = []
-    for k in range(1, reg_row["processes"] + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file() or path.stat().st_size == 0:
-            continue
-        try:
-            doc = json.loads(path.read_text())
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
-            out.append({"step_ms": float(shape["median_step_s"]) * 1e3,
-                        "mem_GiB": [float(r["max_memory_allocated_bytes"]) / 2**30 for r in ranks]})
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
-    return out
-
-
 def mem_error(pred: dict, measured_GiB: float) -> float:
     """A rank's peak against the registered range [steady, job peak] (fraction; 0 inside it)."""
     lo, hi = pred["steady_mem_GiB"][0], pred["stage_mem_GiB"][0]
@@ -169,15 +146,9 @@ def mem_error(pred: dict, measured_GiB: float) -> float:
 
 
 def read_out(bundle: Path) -> dict:
-    try:
-        reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-        rows = reg["rows"]
-    except FileNotFoundError:
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: missing (register before the runs)") from None
-    except (yaml.YAMLError, KeyError, TypeError) as exc:
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: not a registration ({type(exc).__name__}: {exc})") from None
-    if not (bundle / "runs").is_dir():
-        raise SimclusterError(f"{bundle / 'runs'}: missing (unpack the device call's runs.tgz into {bundle})")
+    """Every row that ran: its processes' medians, mean and spread, today's and the old model's step error, each rank's
+    memory error; the rules' verdicts per mode; the SDPA check against the registered calls."""
+    rows = read_run_set(bundle)["rows"]
     out = []
     for r in rows:
         procs = process_runs(bundle, r)
@@ -230,19 +201,7 @@ def sdpa_read(bundle: Path, rows: list[dict]) -> list[dict]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("bundle", nargs="?", type=Path, default=BUNDLE)
-    ap.add_argument("--register", type=Path, help="write the predictions to this registered.yaml (before the runs)")
-    args = ap.parse_args(argv)
-    try:
-        if args.register:
-            register(refuse_existing(args.register))   # before predicting anything
-            return 0
-        result = read_out(args.bundle)
-    except SimclusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2 if args.register else 1
+def show(result: dict) -> None:
     print(f"{'row':12} {'attn':>5} {'process medians (ms)':>22} {'spread':>7} {'today':>7} {'old':>7} {'peak GiB (every rank)':>22} {'mem err':>14}")
     for r in result["rows"]:
         print(f"{r['name']:12} {r['share']:5.2f} {' / '.join(f'{x:.1f}' for x in r['medians']):>22} {r['spread']:7.1%} "
@@ -253,7 +212,10 @@ def main(argv: list[str]) -> int:
               f"bwd {c['bwd_ms']:.2f} ms (today {c['err_today'][1]:+.1%}, old {c['err_old'][1]:+.1%}); {', '.join(c['kernels'])[:90]}")
     for mode, text in result["verdicts"].items():
         print(f"{mode}: {text}")
-    return 0
+
+
+def main(argv: list[str]) -> int:
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
 
 
 if __name__ == "__main__":

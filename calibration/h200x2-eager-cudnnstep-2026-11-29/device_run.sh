@@ -6,13 +6,8 @@
 # 2 rounds (single-GPU rows on GPU 0: CUDA_VISIBLE_DEVICES=0). A budget guard stops launching runs after BUDGET_S s.
 #   MAIN_COMMIT=<main> bash calibration/h200x2-eager-cudnnstep-2026-11-29/device_run.sh   (nvidia-h200-x2; about 370 s)
 W=/tmp/eager-cudnnstep
+BUDGET_S=${BUDGET_S:-350}   # device_lib's guarded: no run launched after BUDGET_S s
 . calibration/device_lib.sh
-BUDGET_S=${BUDGET_S:-350}
-start=$SECONDS
-guarded() {   # NAME LIMIT_S COMMAND...: run unless the budget is spent
-  if [ $((SECONDS - start)) -ge "$BUDGET_S" ]; then echo "$1 skipped: budget $BUDGET_S s spent" | tee -a "$B/status.txt"; return; fi
-  run "$@"
-}
 # name:heads:kv_heads:head_dim:seq of each row (registered.yaml's rows)
 calls="single-0.5b:12:4:128:22528 single-1.1b:32:4:64:20480 single-0.3b:16:8:64:65536 ddp-2b:20:4:128:16896 ddp-0.8b:14:2:128:25344
 ddp-1.1b:32:4:64:25344 fsdp-1b:32:8:64:25344 fsdp-0.8b:14:2:128:20480 fsdp-2b:20:4:128:24576"
@@ -70,5 +65,5 @@ for r in 1 2; do
   guarded fsdp-0.8b-r$r 90 $two $step --preset 0.8b --shapes 20480:1 --mode fsdp
   guarded fsdp-2b-r$r 90 $two $step --preset 2b --shapes 24576:1 --mode fsdp
 done
-echo "total $((SECONDS - start)) s" | tee -a "$B/status.txt"
+echo "total $((SECONDS - lib_start)) s" | tee -a "$B/status.txt"
 pack
