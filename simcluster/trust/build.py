@@ -131,15 +131,15 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, eager_regimes, eager_registered, moe_lab, rdma_ops, storage, transport
+        from simcluster.heldout import ddp, eager, eager_cudnnstep, eager_regimes, eager_registered, moe_lab, rdma_ops, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
-        residuals += eager_residuals(eager_regimes.held_out_rows() + eager_registered.held_out_rows())
+        residuals += eager_residuals(eager_regimes.held_out_rows() + eager_registered.held_out_rows() + eager_cudnnstep.held_out_rows())
         residuals += moe_lab_residuals(moe_lab.held_out_rows())
         residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
-                       "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED],
+                       "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED, eager_cudnnstep.CUDNNSTEP_BUNDLE],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
                        + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE, *rdma_ops.EXTRA)]}
