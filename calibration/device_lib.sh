@@ -7,6 +7,7 @@
 #   run NAME LIMIT_S COMMAND...                   # stdout -> $B/NAME.json, stderr -> $B/NAME.stderr.txt; a line in
 #                                                 # $B/status.txt; $W/runs packed to $OUT/runs.tgz after every run
 #   two=...                                       # "python3 -m torch.distributed.run --standalone --nproc-per-node 2"
+#   guarded NAME LIMIT_S COMMAND...               # run, unless BUDGET_S (if set) seconds have passed since sourcing
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the symmetric-memory / NVSHMEM switches).
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 : "${W:?set W (the work folder) before sourcing calibration/device_lib.sh}"
@@ -38,4 +39,11 @@ run() {   # NAME LIMIT_S COMMAND...
   echo "$name exit $rc $((SECONDS - t0)) s" | tee -a "$B/status.txt"
   [ $rc -ne 0 ] && tail -15 "$B/$name.stderr.txt"
   pack
+}
+lib_start=$SECONDS
+guarded() {   # NAME LIMIT_S COMMAND...: run unless the budget (BUDGET_S seconds from sourcing this file) is spent
+  if [ -n "${BUDGET_S:-}" ] && [ $((SECONDS - lib_start)) -ge "$BUDGET_S" ]; then
+    echo "$1 skipped: budget $BUDGET_S s spent" | tee -a "$B/status.txt"; return
+  fi
+  run "$@"
 }

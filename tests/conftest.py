@@ -72,6 +72,21 @@ def probe_document(path: Path, shapes: list[dict], keys: tuple, pick, control_sc
     return path
 
 
+def fake_step_set(bundle: Path, registered: Path, medians: dict, shape_of=lambda name: {}) -> Path:
+    """A registered step set's synthetic bundle (read-out tests): `registered` copied to bundle/registered.yaml and
+    runs/NAME-rK.json, one llm-step document a process, whose one timed shape has rank 0's median step (`medians`: name
+    -> [ms of process 1, 2, ...]) and shape_of(name)'s other keys."""
+    import shutil
+
+    (bundle / "runs").mkdir(parents=True)
+    shutil.copy(registered, bundle / "registered.yaml")
+    for name, meds in medians.items():
+        for k, ms in enumerate(meds, 1):
+            shape = {"status": "ok", "median_step_s": ms / 1e3, **shape_of(name)}
+            (bundle / "runs" / f"{name}-r{k}.json").write_text(json.dumps({"shapes": [shape]}))
+    return bundle
+
+
 def measured_llm_shapes(*excluded: Path) -> set[tuple]:
     """(preset, layers, seq, micro-batch) of every llm-step document under calibration/, any mode, but those under the
     `excluded` folders: what a registered set's "never measured before" check compares its shapes with."""
@@ -91,9 +106,10 @@ def measured_llm_shapes(*excluded: Path) -> set[tuple]:
 # diagnosis and host-bound noise sets (run after every registered set)
 REPEATS_S37 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-diagnose-2026-11-29", "h200x2-llm-eager-noise-2026-11-29"))
 REPEATS_S38 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-host-diagnose-2026-11-29", "h200x2-eager-hostbound-noise-2026-11-29"))
-# session 39's registered pphost set (validation/eager_pp_host.py): new shapes, run after every earlier set, so the earlier
-# sets' "new when it ran" checks leave it out too
-LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",)
+# session 39's registered pphost and cudnnstep sets (validation/eager_pp_host.py, eager_cudnn_steps.py): new shapes,
+# run after every earlier set, so the earlier sets' "new when it ran" checks leave them out too
+LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",
+                  ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29")
 LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39
 
 

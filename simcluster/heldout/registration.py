@@ -25,3 +25,53 @@ def write_registration(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("x", encoding="utf-8") as f:     # "x": fails, never truncates, if the file appeared meanwhile
         f.write(text)
+
+
+def registering_commit(root: Path) -> str:
+    """The commit a registration is made at: $REGISTER_COMMIT (a device copy's .git may lag), else `root`'s git HEAD."""
+    import os
+    import subprocess
+
+    return os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                                                text=True).stdout.strip()
+
+
+def read_run_set(bundle: Path) -> dict:
+    """A registered set's registered.yaml (a mapping with `rows`) once its device call's runs/ is unpacked beside it;
+    a missing or malformed file, or no runs/, is one SimclusterError line naming the path."""
+    import yaml
+
+    path = Path(bundle) / "registered.yaml"
+    try:
+        reg = yaml.safe_load(path.read_text())
+        reg["rows"]
+    except FileNotFoundError:
+        raise SimclusterError(f"{path}: missing (register before the runs)") from None
+    except (yaml.YAMLError, KeyError, TypeError) as exc:
+        raise SimclusterError(f"{path}: not a registration ({type(exc).__name__}: {exc})") from None
+    if not (Path(bundle) / "runs").is_dir():
+        raise SimclusterError(f"{Path(bundle) / 'runs'}: missing (unpack the device call's runs.tgz into {bundle})")
+    return reg
+
+
+def set_main(argv: list[str], description: str, bundle: Path, register, read_out, show) -> int:
+    """A registered set's command line (validation/*.py): `--register PATH` writes the predictions (register(PATH),
+    refusing an existing file; exit 2 on a SimclusterError), else read_out(BUNDLE) printed by show(result) (exit 1 on
+    a SimclusterError); each error one line on stderr."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("bundle", nargs="?", type=Path, default=bundle)
+    ap.add_argument("--register", type=Path, help="write the predictions to this registered.yaml (before the runs)")
+    args = ap.parse_args(argv)
+    try:
+        if args.register:
+            register(refuse_existing(args.register))   # before predicting anything
+            return 0
+        result = read_out(args.bundle)
+    except SimclusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if args.register else 1
+    show(result)
+    return 0
