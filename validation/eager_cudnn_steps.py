@@ -145,9 +145,10 @@ def mem_error(pred: dict, measured_GiB: float) -> float:
     return (hi if measured_GiB > hi else lo) / measured_GiB - 1
 
 
-def read_out(bundle: Path) -> dict:
+def read_out(bundle: Path, old_name: str = "old curve") -> dict:
     """Every row that ran: its processes' medians, mean and spread, today's and the old model's step error, each rank's
-    memory error; the rules' verdicts per mode; the SDPA check against the registered calls."""
+    memory error; the rules' verdicts per mode (old_name: what the `old` prediction is called there); the SDPA check
+    against the registered calls."""
     rows = read_run_set(bundle)["rows"]
     out = []
     for r in rows:
@@ -162,10 +163,11 @@ def read_out(bundle: Path) -> dict:
                     "spread": max(meds) / min(meds) - 1, "share": today["attention_share"], "flag": bool(today["host_bound"]),
                     "err_today": today["step_ms"] / mean - 1, "err_old": old["step_ms"] / mean - 1,
                     "mem_GiB": mems, "mem_err": [mem_error(today, m) for m in mems]})
-    return {"rows": out, "verdicts": verdicts(out, [r["mode"] for r in rows]), "sdpa": sdpa_read(bundle, rows)}
+    return {"rows": out, "verdicts": verdicts(out, [r["mode"] for r in rows], old_name), "sdpa": sdpa_read(bundle, rows)}
 
 
-def verdicts(rows: list[dict], registered_modes: list[str]) -> dict[str, str]:
+def verdicts(rows: list[dict], registered_modes: list[str], old_name: str = "old curve") -> dict[str, str]:
+    """Per mode: S and M on `today`, the `old` prediction's mean |step error| beside S (named old_name)."""
     out = {}
     for mode in dict.fromkeys(registered_modes):
         got = [r for r in rows if r["mode"] == mode]
@@ -175,7 +177,7 @@ def verdicts(rows: list[dict], registered_modes: list[str]) -> dict[str, str]:
         s = 100 * statistics.mean(abs(r["err_today"]) for r in got)
         o = 100 * statistics.mean(abs(r["err_old"]) for r in got)
         m = 100 * max(abs(e) for r in got for e in r["mem_err"])
-        out[mode] = (f"S {'MET' if s <= TARGET_STEP_PCT else 'NOT MET'} (mean |error| {s:.1f}%, old curve {o:.1f}%); "
+        out[mode] = (f"S {'MET' if s <= TARGET_STEP_PCT else 'NOT MET'} (mean |error| {s:.1f}%, {old_name} {o:.1f}%); "
                      f"M {'MET' if m <= TARGET_MEM_PCT else 'NOT MET'} (max |memory error| {m:.1f}%) over {len(got)} rows")
     return out
 

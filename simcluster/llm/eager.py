@@ -6,7 +6,8 @@ fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the
                    measured for all_reduce beside GEMMs over NVLink; the socket transport is not measured, and
                    validation/llm_two_gpu.py turns it off there)
   dp > 1, zero 3   FSDP2 (fully_shard per layer, MixedPrecisionPolicy bf16 parameters / fp32 reduce): parameters
-                   gathered in bf16, the fp32 shard kept as optimizer state, no autocast weight copies; its
+                   gathered in bf16, the fp32 shard kept as optimizer state, no autocast weight copies; a bf16
+                   residual stream and no attention-output copy in its saved tensors (bf16_param_block, memory); its
                    all_gathers / reduce_scatters beside the compute priced with the same comm_overlap (session 22:
                    all_reduce's terms taken for them, not measured for them)
   tp > 1           DTensor tensor parallelism of the decoder layers (no sequence parallelism); the embedding, final
@@ -151,7 +152,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         names.append("dtensor-tp")
     if par.dp > 1 and par.zero == 3:
         # autocast_block off: FSDP2's bf16 parameters make the embedding output and so cos / sin bf16 (not examined)
-        fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False)
+        fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False,
+                     bf16_param_block=True)
         names.append("fsdp2")
     elif par.dp * par.cp > 1:   # DDP; with cp > 1 over the dp x cp ranks, beside torch's ring attention on its flash kernel
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)

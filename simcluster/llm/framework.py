@@ -132,6 +132,9 @@ class FrameworkSpec:
                                       # + its cached transpose = the 2 of bf16, and no separate fp8 weight cache
     master_remainders: bool = False   # Apex DistributedFusedAdam's store_param_remainders: the fp32 master weight kept as the bf16
                                       # weight + a 16-bit remainder (state_bytes - 2); NeMo keeps a full fp32 master with fp8_params
+    bf16_param_block: bool = False    # the llm-step runner's block under FSDP2's bf16 parameters (llm/eager.py): the embedding
+                                      # output, so the residual stream and each norm's saved input, is bf16 (stashed at 2 B,
+                                      # not residual_bytes), and cuDNN's output layout leaves no attention-output copy saved
     rope_fusion: bool = True          # MLA's rotary (llm/mla_layout.py): Megatron-Core's apply_rope_fusion, which rotates the query's
                                       # rope slice in place (Megatron and NeMo performance recipes set it); False: rotary on the
                                       # slice and torch.cat into a new query (eager torch; a recipe's apply_rope_fusion False:
@@ -139,6 +142,11 @@ class FrameworkSpec:
     moe_graphs: bool = True           # MoE router and dispatcher preprocess captured in CUDA graphs (Megatron-Core cuda_graph_scope
                                       # moe_router, moe_preprocess), as moe_sync's source row had them; False: issued call by call
                                       # before the dispatcher sync (llm/moe_graphs.py; a published file's `simcluster.recipe`)
+
+    @property
+    def stash_residual_bytes(self) -> int:
+        """Element size of the residual stream as the backward keeps it (memory.py): bf16 under bf16_param_block."""
+        return 2 if self.bf16_param_block else self.residual_bytes
 
     def __post_init__(self) -> None:
         """An eager framework's loss is torch's F.cross_entropy(logits.float()): EAGER_LOSS (or, for the development

@@ -66,6 +66,8 @@ micro-batch for each chunk's input (not the first stage) and output gradient (no
 every micro-batch's bf16 logits to the step's end and their merged copy beside the gradients (step_end); freed gradients
 made by a first backward sit beside the micro-batches stashed after it (live_after_backward; docs/models/llm.md).
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
+The runner's FSDP2 (bf16 parameters, FrameworkSpec.bf16_param_block): the embedding's output and so the residual stream are
+bf16, its norms' saved inputs 2 B (not autocast's fp32 4), and no attention-output copy is saved (cuDNN's layout).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
 torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead with the card's capacity.
 """
@@ -157,7 +159,7 @@ def stage_params(model: TransformerSpec, par: ParallelSpec, stage: int, vocab_sp
 
 def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> float:
     s, b, h, t = model.seq / par.cp, batch.micro_batch, model.hidden, par.tp
-    rb = fw.residual_bytes
+    rb = fw.stash_residual_bytes
     fp8 = fp8_saved_inputs(batch, fw)
     g = 1 if fp8 else 2                 # bytes per element of a GEMM input saved for the backward
     sp = t if par.sequence_parallel else 1
@@ -185,7 +187,7 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     if fp8:
         attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
     if fw.eager:   # the contiguous copy of the attention output the out-projection saves; the runner's block: autocast_block
-        attn += 2 * s * b * h / t + (autocast_block.saved_extra_bytes(model, par, batch) if fw.autocast_block else 0.0)
+        attn += (0 if fw.bf16_param_block else 2 * s * b * h / t) + (autocast_block.saved_extra_bytes(model, par, batch) if fw.autocast_block else 0.0)
     if model.moe and par.recomputes("moe"):    # norm2 in and the layer's checkpointed input
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp
     elif model.moe:
@@ -310,7 +312,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     if dense_here:
         dense = layer_activation_bytes(model.dense_layer(), par, batch, fw)
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
-    residual = fw.residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
+    residual = fw.stash_residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
     logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
     eager_pp = fw.eager and par.pp > 1   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output
