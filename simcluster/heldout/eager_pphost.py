@@ -4,7 +4,9 @@ new to calibration/ when it ran, each row run in 2-3 separate processes.
 
 Its registered.yaml (written at 152d3112, before the runs) holds two predictions per row: `today`, a candidate (hosts
 running ahead of their GPUs) that failed the set's rule A2 and is not in the product, and `old`, main a3c27932's
-arithmetic, which the product computes again (tests/test_eager_pphost_set.py checks it to the digit). A row's residual
+arithmetic with the card's attention curve: the product's model then (the candidate refused); since the cuDNN attention
+form the product differs from it by at most 0.8% on these rows (single-0.8b +0.78%, fsdp-2b +0.24%; tests/
+test_eager_pphost_set.py checks the product refuses the candidate and stays that close). A row's residual
 is against `old` (the model the product ships, registered before the run; the same as `today` on every non-pipeline
 row), its host-bound flag `old`'s registered one (host_flag "registered"). Measured: the set's own rule, the mean over a
 row's processes of rank 0's median step (the processes repeat one configuration on one lease: one row, not 2-3). The
@@ -21,7 +23,8 @@ from simcluster.heldout.eager import ROOT
 from simcluster.heldout.eager_regimes import layout_of
 
 PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
-SHIPPED = "old"   # the registered prediction the product computes (the candidate `today` was taken back out)
+SHIPPED = "old"   # the registered prediction the product ships (the candidate `today` was taken back out)
+CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_pp_host.py prints it as "candidate")
 
 
 def process_medians(bundle: Path, reg_row: dict) -> list[float]:
