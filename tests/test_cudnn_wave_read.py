@@ -112,6 +112,51 @@ def test_missing_or_failed_default_records_are_listed_and_judged_by_share(tmp_pa
         assert f"verdict: {word}" in out
 
 
+def _truncated(path, keep_probes: int):
+    """The document of a run cut short: control-start, the first `keep_probes` probe shapes' records, no control-end."""
+    doc = json.loads(path.read_text())
+    seen, recs = [], []
+    for rec in doc["records"]:
+        if rec["role"] == "control-end":
+            continue
+        if rec["role"] == "probe":
+            key = read._key(rec)
+            if key not in seen:
+                seen.append(key)
+            if len(seen) > keep_probes:
+                continue
+        recs.append(rec)
+    path.write_text(json.dumps({"records": recs}))
+    return path
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.15])
+def test_a_run_cut_short_is_incomplete_never_void(tmp_path, capsys, scale):
+    """A truncated document lacks its end control: below 90% of the shapes it is INCOMPLETE on the share; with every
+    probe shape but no end control, INCOMPLETE on the control (not measured is not off tolerance), even if the start
+    control drifted."""
+    n = sum(r["role"] == "probe" for r in read.registered(REG)[1].values())
+    half = _truncated(_doc(tmp_path, lambda r, p: r[f"form_{p}_s"], control_scale=scale), n // 2)
+    code, out, _ = _run(capsys, half)
+    assert code == 0 and f"verdict: INCOMPLETE ({n // 2} of {n} probe shapes measured)" in out
+    (tmp_path / "b").mkdir()
+    whole = _truncated(_doc(tmp_path / "b", lambda r, p: r[f"form_{p}_s"], control_scale=scale), n)
+    code, out, _ = _run(capsys, whole)
+    assert code == 0 and "verdict: INCOMPLETE (control not measured: " in out and "control-end" in out
+
+
+def test_the_real_read_prints_the_readmes_result(capsys):
+    """calibration/h200x1-attention-cudnn-2026-11-30/README.md's Result: 4.2% vs 13.0% over 114 passes, 7.6 vs 39.8%
+    below 2 forward waves, controls within, ADOPT."""
+    code = read.main([])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "all probe passes          4.2%   13.0%    4.6%   (114 passes)" in out
+    assert "<  2 fwd waves            7.6%   39.8%   14.7%   (18 passes)" in out
+    assert "(default vs its prior time, tolerance 8%): all within" in out
+    assert "verdict: ADOPT: the form meets the rule over every probe shape\n" in out
+
+
 def test_bad_input_is_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     for text in ("not json", json.dumps({"records": [{"role": "probe"}]}), json.dumps({"nothing": 1})):
