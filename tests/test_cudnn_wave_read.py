@@ -7,7 +7,7 @@ import json
 
 import pytest
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, load_script, probe_document
 
 read = load_script(ROOT / "studies" / "cudnn_wave_read.py")
 REG = read.BUNDLE / "registered.yaml"
@@ -17,28 +17,9 @@ CAL = ROOT / "calibration"
 def _doc(tmp_path, pick, control_scale=1.0, drop=(), fail=()):
     """A run document: the probe's default times pick(row, pass), flash the registered 'fa2' time (or 1 ms), the
     controls their prior times x control_scale (start and end); probe shapes at indices `drop` left out, at `fail` failed."""
-    recs = []
-    probe_i = -1
-    for r in yaml.safe_load(REG.read_text())["shapes"]:
-        shape = {k: r[k] for k in read.SHAPE + ("causal", "group")}
-        if r["role"] == "probe":
-            probe_i += 1
-            if probe_i in drop:
-                continue
-        for role in (("control-start", "control-end") if r["role"] == "control" else ("probe",)):
-            if r["role"] == "control":
-                dflt = {p: r[f"before_{p}_s"] * control_scale for p in read.PASSES}
-            else:
-                dflt = {p: pick(r, p) for p in read.PASSES}
-            rec = {"role": role, "backend": "default", **shape, "fwd_s": dflt["fwd"], "bwd_s": dflt["bwd"]}
-            if probe_i in fail and r["role"] == "probe":
-                rec = {k: v for k, v in rec.items() if not k.endswith("_s")} | {"error": "RuntimeError: no kernel"}
-            recs.append(rec)
-            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": r.get("fa2_fwd_s") or 1e-3,
-                         "bwd_s": r.get("fa2_bwd_s") or 1e-3})
-    path = tmp_path / "cudnn.json"
-    path.write_text(json.dumps({"records": recs}))
-    return path
+    return probe_document(tmp_path / "cudnn.json", yaml.safe_load(REG.read_text())["shapes"], read.SHAPE + ("causal", "group"),
+                          pick, control_scale, backend="default", other=lambda r, p: r.get(f"fa2_{p}_s") or 1e-3,
+                          skip=drop, fail=fail)
 
 
 def _run(capsys, path):
