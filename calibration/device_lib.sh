@@ -3,7 +3,8 @@
 # record of what ran). Source it from a bundle's device_run.sh, on the device machine, at the repository root:
 #   W=/tmp/NAME; . calibration/device_lib.sh     # sets B=$W/runs, records the machine (nvidia-smi, lscpu, torch) and
 #                                                 # in runs/commit.txt MAIN_COMMIT, git HEAD, the sha256 of the calling
-#                                                 # script and of the registered.yaml beside it
+#                                                 # script, of the registered.yaml beside it and of each Python
+#                                                 # script beside it (BUNDLE/*.py) or named in it that is a file here
 #   run NAME LIMIT_S COMMAND...                   # stdout -> $B/NAME.json, stderr -> $B/NAME.stderr.txt; a line in
 #                                                 # $B/status.txt; $W/runs packed to $OUT/runs.tgz after every run
 #   two=...                                       # "python3 -m torch.distributed.run --standalone --nproc-per-node 2"
@@ -27,6 +28,10 @@ caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
     sha256sum "$caller"
     reg="$(dirname "$caller")/registered.yaml"
     if [ -f "$reg" ]; then sha256sum "$reg"; else echo "no registered.yaml beside the calling script"; fi
+    pys=$( { ls "$(dirname "$caller")"/*.py 2>/dev/null; grep -o '[A-Za-z0-9_./-]*\.py\b' "$caller"; } | awk '!seen[$0]++')
+    n_py=0
+    for py in $pys; do if [ -f "$py" ]; then sha256sum "$py"; n_py=$((n_py + 1)); fi; done
+    [ $n_py -eq 0 ] && echo "no Python script beside or named by the calling script"
   fi
 } > "$B/commit.txt" 2>&1
 two="python3 -m torch.distributed.run --standalone --nproc-per-node 2"

@@ -5,7 +5,8 @@ registered, not recomputed. Per shape: torch's default backend (cuDNN) forward a
 curve ('card', today's price) and the schedule form ('form', studies/cudnn_wave.py); flash beside it vs the model's
 'fa2' time (diagnostic). Then the controls against their prior times and the rule's verdict. Error: predicted /
 measured - 1 (+ = the prediction is slower than the GPU). A default record that failed or is missing is listed and
-left out (below the rule's min_complete share of the probe shapes: no verdict).
+left out (below the rule's min_complete share of the probe shapes, or a control not measured, as in a run cut short:
+INCOMPLETE, no verdict; checked before the controls' drift, VOID).
     python studies/cudnn_wave_read.py [cudnn.json [registered.yaml]]
 """
 
@@ -88,14 +89,26 @@ def controls(meas: dict, rows: dict, rule: dict) -> list[str]:
     return wr.controls(meas, rows, rule, _label, "its prior time", backend="default")
 
 
+def unmeasured_controls(meas: dict, rows: dict) -> list[str]:
+    """'LABEL ROLE' of each control run (start, end) without a default record: a run cut short lacks its end control."""
+    return [f"{_label(k)} {role}" for k, r in rows.items() if r["role"] == "control"
+            for role in ("control-start", "control-end") if meas.get((role, "default", k)) is None]
+
+
 def verdict(meas: dict, rule: dict, rows: dict, errs: list[dict]) -> str:
-    off = controls(meas, rows, rule)
-    if off:
-        return f"VOID (the lease: {off[0]}{'; ...' if len(off) > 1 else ''}): repeat the run once"
+    """Completeness first (below min_complete of the probe shapes, or a control not measured: INCOMPLETE), then the
+    lease (a measured control off its prior time: VOID), then the rule."""
     n_probe = sum(r["role"] == "probe" for r in rows.values())
     gone = missing(meas, rows)
     if n_probe - len(gone) < float(rule["min_complete"]) * n_probe:
         return f"INCOMPLETE ({n_probe - len(gone)} of {n_probe} probe shapes measured): no verdict, repeat the run once"
+    unmeasured = unmeasured_controls(meas, rows)
+    if unmeasured:
+        return (f"INCOMPLETE (control not measured: {unmeasured[0]}{'; ...' if len(unmeasured) > 1 else ''}): no "
+                "verdict, repeat the run once")
+    off = controls(meas, rows, rule)
+    if off:
+        return f"VOID (the lease: {off[0]}{'; ...' if len(off) > 1 else ''}): repeat the run once"
     over = f" (over the {n_probe - len(gone)} of {n_probe} probe shapes measured)" if gone else ""
     if meets(errs, rule):
         return f"ADOPT: the form meets the rule over every probe shape{over}"

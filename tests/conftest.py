@@ -54,20 +54,32 @@ def _documents(path: Path) -> list:
     return out
 
 
-def probe_document(path: Path, shapes: list[dict], keys: tuple, pick, control_scale: float = 1.0, drop: int = 0) -> Path:
-    """A registered SDPA probe's run document (flash and default records a shape and role) written to `path`: the probe
-    shapes' flash times are `pick(row, pass)`, the controls' their `before_*` times x control_scale (start and end),
-    the default backend's the card's; the last `drop` records left out (a run cut short)."""
-    recs = []
+def probe_document(path: Path, shapes: list[dict], keys: tuple, pick, control_scale: float = 1.0, drop: int = 0,
+                   backend: str = "flash", other=None, skip=(), fail=()) -> Path:
+    """A registered SDPA probe's run document (a record a shape and role for `backend` and then for the other backend)
+    written to `path`: the probe shapes' `backend` times are `pick(row, pass)`, the controls' their `before_*` times x
+    control_scale (start and end), the other backend's `other(row, pass)` (default: the card's, card_*); the probe
+    shapes at indices `skip` left out, at `fail` failed (the `backend` record an error); the last `drop` records left out
+    (a run cut short)."""
+    second = "default" if backend == "flash" else "flash"
+    other = other or (lambda r, p: r[f"card_{p}_s"])
+    recs, probe_i = [], -1
     for r in shapes:
         shape = {k: r[k] for k in keys}
+        if r["role"] == "probe":
+            probe_i += 1
+            if probe_i in skip:
+                continue
         for role in (("control-start", "control-end") if r["role"] == "control" else ("probe",)):
             if r["role"] == "control":
-                flash = {p: r[f"before_{p}_s"] * control_scale for p in ("fwd", "bwd")}
+                mine = {p: r[f"before_{p}_s"] * control_scale for p in ("fwd", "bwd")}
             else:
-                flash = {p: pick(r, p) for p in ("fwd", "bwd")}
-            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": flash["fwd"], "bwd_s": flash["bwd"]})
-            recs.append({"role": role, "backend": "default", **shape, "fwd_s": r["card_fwd_s"], "bwd_s": r["card_bwd_s"]})
+                mine = {p: pick(r, p) for p in ("fwd", "bwd")}
+            rec = {"role": role, "backend": backend, **shape, "fwd_s": mine["fwd"], "bwd_s": mine["bwd"]}
+            if r["role"] == "probe" and probe_i in fail:
+                rec = {k: v for k, v in rec.items() if not k.endswith("_s")} | {"error": "RuntimeError: no kernel"}
+            recs.append(rec)
+            recs.append({"role": role, "backend": second, **shape, "fwd_s": other(r, "fwd"), "bwd_s": other(r, "bwd")})
     path.write_text(json.dumps({"records": recs[: len(recs) - drop]}))
     return path
 

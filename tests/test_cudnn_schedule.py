@@ -77,7 +77,8 @@ def test_min_waves_sends_partial_waves_to_the_curve(monkeypatch):
 
 def test_the_h100_runs_the_h200_schedule_at_its_own_rate():
     """The H100 card: the H200's schedule and constants, the kernel x the two cards' attention rates, copies at its own
-    rate (extrapolated; no answer caveat: the H100 Megatron class is checked by the published tables)."""
+    rate (extrapolated; no answer caveat for Megatron / NeMo, checked by the published H100 tables; eager answers carry
+    CUDNN_EAGER_H100: tests/test_llm_caveats.py)."""
     h100, card = _cards(H100)
     assert type(card).__name__ == "CudnnCard"
     args = (1, 32, 8, 16384, 16384, 128)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, load_script, probe_document
 
 read = load_script(ROOT / "studies" / "cudnn_wave_read.py")
 REG = read.BUNDLE / "registered.yaml"
@@ -17,28 +17,9 @@ CAL = ROOT / "calibration"
 def _doc(tmp_path, pick, control_scale=1.0, drop=(), fail=()):
     """A run document: the probe's default times pick(row, pass), flash the registered 'fa2' time (or 1 ms), the
     controls their prior times x control_scale (start and end); probe shapes at indices `drop` left out, at `fail` failed."""
-    recs = []
-    probe_i = -1
-    for r in yaml.safe_load(REG.read_text())["shapes"]:
-        shape = {k: r[k] for k in read.SHAPE + ("causal", "group")}
-        if r["role"] == "probe":
-            probe_i += 1
-            if probe_i in drop:
-                continue
-        for role in (("control-start", "control-end") if r["role"] == "control" else ("probe",)):
-            if r["role"] == "control":
-                dflt = {p: r[f"before_{p}_s"] * control_scale for p in read.PASSES}
-            else:
-                dflt = {p: pick(r, p) for p in read.PASSES}
-            rec = {"role": role, "backend": "default", **shape, "fwd_s": dflt["fwd"], "bwd_s": dflt["bwd"]}
-            if probe_i in fail and r["role"] == "probe":
-                rec = {k: v for k, v in rec.items() if not k.endswith("_s")} | {"error": "RuntimeError: no kernel"}
-            recs.append(rec)
-            recs.append({"role": role, "backend": "flash", **shape, "fwd_s": r.get("fa2_fwd_s") or 1e-3,
-                         "bwd_s": r.get("fa2_bwd_s") or 1e-3})
-    path = tmp_path / "cudnn.json"
-    path.write_text(json.dumps({"records": recs}))
-    return path
+    return probe_document(tmp_path / "cudnn.json", yaml.safe_load(REG.read_text())["shapes"], read.SHAPE + ("causal", "group"),
+                          pick, control_scale, backend="default", other=lambda r, p: r.get(f"fa2_{p}_s") or 1e-3,
+                          skip=drop, fail=fail)
 
 
 def _run(capsys, path):
@@ -110,6 +91,51 @@ def test_missing_or_failed_default_records_are_listed_and_judged_by_share(tmp_pa
         code, out, _ = _run(capsys, _doc(tmp_path, lambda r, p: r[f"form_{p}_s"] * 1.03, **kw))
         assert code == 0 and f"{len(lost)} probe shape(s) without a default record" in out
         assert f"verdict: {word}" in out
+
+
+def _truncated(path, keep_probes: int):
+    """The document of a run cut short: control-start, the first `keep_probes` probe shapes' records, no control-end."""
+    doc = json.loads(path.read_text())
+    seen, recs = [], []
+    for rec in doc["records"]:
+        if rec["role"] == "control-end":
+            continue
+        if rec["role"] == "probe":
+            key = read._key(rec)
+            if key not in seen:
+                seen.append(key)
+            if len(seen) > keep_probes:
+                continue
+        recs.append(rec)
+    path.write_text(json.dumps({"records": recs}))
+    return path
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.15])
+def test_a_run_cut_short_is_incomplete_never_void(tmp_path, capsys, scale):
+    """A truncated document lacks its end control: below 90% of the shapes it is INCOMPLETE on the share; with every
+    probe shape but no end control, INCOMPLETE on the control (not measured is not off tolerance), even if the start
+    control drifted."""
+    n = sum(r["role"] == "probe" for r in read.registered(REG)[1].values())
+    half = _truncated(_doc(tmp_path, lambda r, p: r[f"form_{p}_s"], control_scale=scale), n // 2)
+    code, out, _ = _run(capsys, half)
+    assert code == 0 and f"verdict: INCOMPLETE ({n // 2} of {n} probe shapes measured)" in out
+    (tmp_path / "b").mkdir()
+    whole = _truncated(_doc(tmp_path / "b", lambda r, p: r[f"form_{p}_s"], control_scale=scale), n)
+    code, out, _ = _run(capsys, whole)
+    assert code == 0 and "verdict: INCOMPLETE (control not measured: " in out and "control-end" in out
+
+
+def test_the_real_read_prints_the_readmes_result(capsys):
+    """calibration/h200x1-attention-cudnn-2026-11-30/README.md's Result: 4.2% vs 13.0% over 114 passes, 7.6 vs 39.8%
+    below 2 forward waves, controls within, ADOPT."""
+    code = read.main([])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "all probe passes          4.2%   13.0%    4.6%   (114 passes)" in out
+    assert "<  2 fwd waves            7.6%   39.8%   14.7%   (18 passes)" in out
+    assert "(default vs its prior time, tolerance 8%): all within" in out
+    assert "verdict: ADOPT: the form meets the rule over every probe shape\n" in out
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

@@ -36,11 +36,13 @@ def test_it_refuses_without_its_folders(tmp_path):
     assert got.returncode != 0 and "OUT" in got.stderr and "reached" not in got.stdout
 
 
-def _commit_txt(tmp_path, cwd, lib, registered: bool) -> list[str]:
+def _commit_txt(tmp_path, cwd, lib, registered: bool, body: str = "", beside: str = "") -> list[str]:
     bundle, w, out = tmp_path / "bundle", tmp_path / "w", tmp_path / "out"
     bundle.mkdir()
     out.mkdir()
-    (bundle / "device_run.sh").write_text(f"W={w}; . {lib}\n")
+    (bundle / "device_run.sh").write_text(f"W={w}; . {lib}\n{body}\n")
+    if beside:
+        (bundle / "device_run.py").write_text(beside)
     if registered:
         (bundle / "registered.yaml").write_text("rule: {}\n")
     got = subprocess.run(["bash", str(bundle / "device_run.sh")], cwd=cwd, capture_output=True, text=True, timeout=60,
@@ -68,6 +70,18 @@ def test_commit_txt_says_so_without_a_git_or_a_registration(tmp_path):
     assert lines[1] == "no .git (git rev-parse HEAD not taken)"
     assert lines[2].split()[0] == _sha(tmp_path / "bundle" / "device_run.sh")
     assert lines[3] == "no registered.yaml beside the calling script"
+    assert lines[4] == "no Python script beside or named by the calling script"
+
+
+def test_commit_txt_hashes_the_python_scripts_the_device_script_runs(tmp_path):
+    """Each *.py beside the calling script and each .py it names that is a file in the repository (once each); a name
+    that is no file (a module run with -m, a script elsewhere) is not hashed."""
+    body = ("run a 5 python3 studies/fa2_wave_read.py --x\nrun b 5 python3 studies/fa2_wave_read.py\n"
+            f"run c 5 python3 {tmp_path}/bundle/device_run.py\nrun d 5 python3 nowhere/gone.py")
+    lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True, body=body, beside="print(1)\n")
+    beside = tmp_path / "bundle" / "device_run.py"
+    assert [line.split() for line in lines[4:]] == [[_sha(beside), str(beside)],
+                                                   [_sha(ROOT / "studies" / "fa2_wave_read.py"), "studies/fa2_wave_read.py"]]
 
 
 def test_commit_txt_without_a_calling_script(tmp_path):

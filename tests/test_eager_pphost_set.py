@@ -39,10 +39,10 @@ def test_the_registration_holds_every_row_with_both_models_and_the_flag_splits_t
             assert today["step_ms"] == old["step_ms"]   # no pipeline: nothing of session 39 applies
 
 
-def test_the_product_computes_the_registered_old_prediction_again(monkeypatch):
-    """Session 39 took the candidate (registered "today") back out: the product's model is main a3c27932's arithmetic,
-    registered beside it as "old", to the digit (step, host share, flag, breakdown), once the card's attention is priced
-    by its curve as then (session 39's cuDNN form, adopted after this set was registered, refused at every length)."""
+def test_with_the_cudnn_form_refused_the_product_computes_the_registered_old_step_to_the_digit(monkeypatch):
+    """Session 39 took the candidate (registered "today") back out: with session 39's cuDNN attention form refused at
+    every length (the card's curve for attention, as when the set was registered), the product's model is main
+    a3c27932's arithmetic, registered as "old", to the digit (step, host share, flag, breakdown)."""
     from simcluster.llm import cudnn_schedule
 
     monkeypatch.setattr(cudnn_schedule, "MIN_SEQ", 1 << 40)
@@ -50,6 +50,27 @@ def test_the_product_computes_the_registered_old_prediction_again(monkeypatch):
     for row in pphost.ROWS:
         got, old = pphost.predict(row), reg[row[0]]["predicted"]["old"]
         assert {k: got[k] for k in old} == old, row[0]
+
+
+def test_the_shipped_product_stays_within_a_percent_of_the_registered_old_step():
+    """The product as shipped (the cuDNN form on): within 0.8% of `old` on every row, the same host-bound flag; the
+    rows where the form reaches attention (single-0.8b, fsdp-2b, 2560 tokens) move, the others do not."""
+    reg = _registered()
+    moved = {}
+    for row in pphost.ROWS:
+        got, old = pphost.predict(row), reg[row[0]]["predicted"][pphost.SHIPPED]
+        assert got["host_bound"] == old["host_bound"], row[0]
+        moved[row[0]] = round(100 * (got["step_ms"] / old["step_ms"] - 1), 2)
+    assert max(abs(v) for v in moved.values()) <= 0.8, moved
+    assert {n for n, v in moved.items() if v} == {"single-0.8b", "fsdp-2b"}, moved
+
+
+def test_the_registration_is_frozen(tmp_path, capsys):
+    """The set has run: --register to a new path is refused in one line, nothing written."""
+    target = tmp_path / "registered.yaml"
+    assert pphost.main(["--register", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "frozen" in err and not target.exists()
 
 
 def test_the_set_reads_as_its_readme_says_without_the_candidate():

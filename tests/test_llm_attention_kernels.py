@@ -26,6 +26,18 @@ def test_fit_ratios_is_reference_over_kernel_per_pass():
     assert ak.fit_ratios(rows) == {"fwd": {128: 0.5}, "bwd": {128: 0.5}}   # the short row is left out (MIN_SEQ)
 
 
+def test_one_min_seq_and_refusing_the_cudnn_form_leaves_the_flash_ratios(monkeypatch):
+    """The ratio fit's floor is cudnn_schedule.MIN_SEQ (one number), taken at import: moving cudnn_schedule.MIN_SEQ out
+    of reach (the old model's read-outs) refuses the cuDNN form but leaves the fitted flash ratios as they are."""
+    from simcluster.llm import cudnn_schedule
+
+    assert ak.MIN_SEQ == cudnn_schedule.MIN_SEQ == 2048
+    rows = ak.backend_rows()
+    before = ak.fit_ratios(rows)
+    monkeypatch.setattr(cudnn_schedule, "MIN_SEQ", 1 << 40)
+    assert ak.fit_ratios(rows) == before
+
+
 def test_fa2_slows_only_attention_on_a_measured_hopper_card():
     """The ratio card (the price of the shapes the schedule form refuses: tests/test_flash_schedule.py) divides the
     card's attention time by the measured ratio; the 'fa2' card changes attention only."""

@@ -135,3 +135,32 @@ def test_the_flash_form_on_an_h100_says_it_is_extrapolated():
         assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), fw, h200))
         assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), fw, a100))
     assert not any("FlashAttention-2 schedule form" in c for c in caveats(dense, ParallelSpec(tp=8), MEGATRON, h100))
+
+
+def test_eager_default_attention_on_an_h100_says_the_cudnn_form_is_extrapolated():
+    """framework torch (the eager runner's) with the card's attention (torch's default SDPA, cuDNN) on a measured H100
+    at >= cudnn_schedule.MIN_SEQ tokens: the cuDNN form was checked on an H200 only, and on an H100 never for eager.
+    Not on an H200, not on a derived card, not for Megatron (the published H100 tables check it), not below MIN_SEQ
+    (the H100 card's own curve), not with flash (FA2_H100's)."""
+    from dataclasses import replace
+
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import MEGATRON, TORCH_AMP, TORCH_COMPILE
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    dense = TransformerSpec(16, 2048, 5632, 16, 16, 32000, 8192)
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    h200, _ = load_gpu(ROOT / "models/gpu/h200-sxm.yaml")
+    a100, _ = load_gpu(ROOT / "models/gpu/a100-sxm-80gb.yaml")
+
+    def cudnn(fw, gpu, model=dense):
+        return [c for c in caveats(model, ParallelSpec(dp=2), fw, gpu) if "cuDNN schedule form" in c]
+
+    for fw in (TORCH_AMP, TORCH_COMPILE):
+        got = cudnn(fw, h100)
+        assert len(got) == 1 and fw.name in got[0] and "extrapolated" in got[0] and "no eager step" in got[0]
+        assert cudnn(fw, h200) == [] and cudnn(fw, a100) == []
+        assert cudnn(fw, h100, replace(dense, seq=1024)) == []
+        assert cudnn(replace(fw, attention_kernel="fa2"), h100) == []
+    assert cudnn(MEGATRON, h100) == []

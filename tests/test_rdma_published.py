@@ -136,3 +136,22 @@ jobs:
     by = job["validation_by_test"]
     assert by["rc_bw"]["caveat"] == by["rc_lat"]["caveat"] == RDMA_CAVEAT and "caveat" not in by["tcp_bw"]
     assert trust_of(transport_regime("rdma_ud")).caveat == RDMA_CAVEAT
+
+
+def test_the_read_out_prints_bad_input_as_one_line(tmp_path, monkeypatch, capsys):
+    """validation/rdma_published.py: a published file that does not read is one line on stderr and exit 1, no
+    traceback; the shipped files read and exit 0."""
+    from conftest import load_script
+
+    from simcluster.heldout import rdma_published
+
+    script = load_script("validation/rdma_published.py")
+    assert script.main() == 0
+    capsys.readouterr()
+    bad = tmp_path / "host-stack-rdma.yaml"
+    bad.write_text("rows: {not: a list}\n")
+    monkeypatch.setattr(rdma_published, "FILE", bad)
+    assert script.main() == 1
+    cap = capsys.readouterr()
+    err = cap.err.strip()
+    assert err.startswith("error: ") and "\n" not in err and str(bad) in err and "Traceback" not in cap.err

@@ -2,7 +2,7 @@
 (llm/host_bound.py), checked by a registered 2 x H200 set (calibration/h200x2-eager-pphost-2026-11-29).
 
     python validation/eager_pp_host.py calibration/BUNDLE                              # the read-out and verdicts
-    python validation/eager_pp_host.py --register calibration/BUNDLE/registered.yaml   # (write-once; the product's model)
+    python validation/eager_pp_host.py --register PATH   # refused: the set has run, its registration is frozen
 
 ROWS: 2-stage pipelines (1F1B and GPipe, 4 micro-batches) at one host-bound and one GPU-bound shape, and single / DDP /
 FSDP2 rows on both sides of the host-bound flag, each (preset, tokens) new to calibration/; each row run in PROCESSES
@@ -22,25 +22,22 @@ RULES (fixed at registration, in registered.yaml):
   B  the flag: the median spread of the rows flagged host-bound >= 3 x the median spread of the rows flagged GPU-bound,
      and >= 2%.
 A verdict line per rule: MET / NOT MET; a rule with no row to judge says so (A2 without the candidate's own-fit column).
+Printed: the registered `today` as "candidate" (its flag / share "c.flag" / "c.share", rule B's registered flag) and
+`old` under heldout/eager_pphost.SHIPPED's name (the product's model).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
-
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.eager_pphost import process_medians  # noqa: E402
-from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
+from simcluster.heldout.eager_pphost import CANDIDATE, SHIPPED, process_medians  # noqa: E402
+from simcluster.heldout.registration import read_run_set, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29"
 # (name, mode, preset, seq, micro-batch, micro-batches, processes): names are device_run.sh's file stems (NAME-rK.json)
@@ -73,53 +70,32 @@ def predict(row: tuple, own_host: Path | None = None) -> dict:
 
 
 def register(path: Path) -> None:
-    commit = os.environ.get("REGISTER_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                                                  text=True).stdout.strip()
-    rows = []
-    for row in ROWS:
-        name, mode, preset, seq, mb, m, procs = row
-        rows.append({"name": name, "mode": mode, "preset": preset, "seq": seq, "micro_batch": mb, "microbatches": m,
-                     "processes": procs, "predicted": {"today": predict(row)}})   # the product's model (no candidate now)
-    doc = {"registered_at_commit": commit, "script": "validation/eager_pp_host.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": "calibration/h200x2-llm-host-2026-11-23 (product fits)",
-                           "own_fit_variant": "eager.fit_modes(runs/host) single mode, runs/host/single-L{2,8,32}.json of this call"},
-           "rules": {"A1": f"GPU-bound pipeline rows: today's model's mean |error| <= {TARGET_GPU_BOUND_PCT}%",
-                     "A2": "host-bound pipeline rows, own-fit variant: each |error| <= the row's spread and < the old model's |error| (same fit)",
-                     "A3": "host-bound pipeline rows, product fits: reported, not judged",
-                     "B": f"median spread of flagged host-bound rows >= {SPREAD_RATIO} x that of GPU-bound rows and >= {SPREAD_FLOOR_PCT}%",
-                     "measured": "mean over a row's processes of rank 0's median step; spread = max / min - 1 of those medians",
-                     "flag": "today's model's host share >= 0.5 with the product fits (registered host_bound)"},
-           "rows": rows}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 39); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False))
-    print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
+    """Frozen: the set was registered at 152d3112 and has run (runs/ in the bundle); its registered.yaml is the record.
+    A new set registers through its own script (this one's `today` was the candidate, `SHIPPED` the product's model)."""
+    raise SimclusterError(f"{BUNDLE.relative_to(ROOT)} was registered at 152d3112 and has run: its registration is "
+                          f"frozen (not written to {path}); register a new set with its own script")
 
 
 def read_out(bundle: Path, own: dict[str, dict] | None = None) -> dict:
-    """Every row's measurement and errors and the rules' verdicts. `own`: name -> the own-fit predictions {old[, today]}
-    (None: computed from the bundle's runs/host, the product's model only: {old})."""
-    try:
-        reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-        rows = reg["rows"]
-    except FileNotFoundError:
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: missing (register before the runs)") from None
-    except (yaml.YAMLError, KeyError, TypeError) as exc:
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: not a registration ({type(exc).__name__}: {exc})") from None
-    if not (bundle / "runs").is_dir():
-        raise SimclusterError(f"{bundle / 'runs'}: missing (unpack the device call's runs.tgz into {bundle})")
+    """Every row's measurement and errors and the rules' verdicts. `own`: name -> the own-fit predictions
+    {SHIPPED[, CANDIDATE]} (None: computed from the bundle's runs/host, the product's model only: {SHIPPED})."""
+    rows = read_run_set(bundle)["rows"]
     if own is None:
         own = own_fit_predictions(bundle, rows)
     out = []
-    for r in rows:
+    for i, r in enumerate(rows):
         meds = process_medians(bundle, r)
         mean = statistics.mean(meds)
-        today = r["predicted"]["today"]
-        old = r["predicted"].get("old", today)   # a registration of the product's model alone: today is the product
+        try:
+            cand, shipped = r["predicted"][CANDIDATE], r["predicted"][SHIPPED]
+        except (KeyError, TypeError) as exc:
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: no predicted.{CANDIDATE} and "
+                                  f"predicted.{SHIPPED} ({type(exc).__name__}: {exc})") from None
+        # the flag and share are the candidate's registered ones (rule B as registered; the same flag under SHIPPED)
         line = {"name": r["name"], "mode": r["mode"], "medians": meds, "mean": mean, "spread": max(meds) / min(meds) - 1,
-                "flag": bool(today["host_bound"]), "share": today["host_share"],
-                "err_today": today["step_ms"] / mean - 1, "err_old": old["step_ms"] / mean - 1}
-        for key in own.get(r["name"], {}):   # "old": the product's model; "today": the candidate's (given only by a caller)
+                "flag": bool(cand["host_bound"]), "share": cand["host_share"],
+                "err_today": cand["step_ms"] / mean - 1, "err_old": shipped["step_ms"] / mean - 1}
+        for key in own.get(r["name"], {}):   # SHIPPED: the product's model; CANDIDATE: the candidate's (given only by a caller)
             line[f"err_own_{key}"] = own[r["name"]][key] / mean - 1
         out.append(line)
     return {"rows": out, "verdicts": verdicts(out)}
@@ -141,7 +117,7 @@ def own_fit_predictions(bundle: Path, rows: list[dict]) -> dict[str, dict]:
     for r in rows:
         if r["mode"].startswith("pp") or r["mode"] == "single":
             row = (r["name"], r["mode"], r["preset"], r["seq"], r["micro_batch"], r["microbatches"], r["processes"])
-            out[r["name"]] = {"old": predict(row, host)["step_ms"]}
+            out[r["name"]] = {SHIPPED: predict(row, host)["step_ms"]}
     return out
 
 
@@ -175,33 +151,23 @@ def verdicts(rows: list[dict]) -> dict[str, str]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("bundle", nargs="?", type=Path, default=BUNDLE)
-    ap.add_argument("--register", type=Path, help="write the predictions to this registered.yaml (before the runs)")
-    args = ap.parse_args(argv)
-    if args.register:
-        try:
-            register(refuse_existing(args.register))   # before predicting anything
-        except SimclusterError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        return 0
-    try:
-        result = read_out(args.bundle)
-    except SimclusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{'row':16} {'flag':>5} {'share':>5} {'process medians (ms)':>28} {'spread':>7} {'today':>7} {'old':>7} {'own today':>9} {'own old':>8}")
+def show(result: dict) -> None:
+    print(f"{'row':16} {'c.flag':>6} {'c.share':>7} {'process medians (ms)':>28} {'spread':>7} {'candidate':>9} {SHIPPED:>7} "
+          f"{'own cand':>8} {'own ' + SHIPPED:>8}")
     for r in result["rows"]:
-        own = " ".join(f"{r[k]:+{w}.1%}" if k in r else f"{'-':>{w}}" for k, w in (("err_own_today", 9), ("err_own_old", 8)))
-        print(f"{r['name']:16} {'host' if r['flag'] else 'gpu':>5} {r['share']:5.2f} {' / '.join(f'{x:.1f}' for x in r['medians']):>28} "
-              f"{r['spread']:7.1%} {r['err_today']:+7.1%} {r['err_old']:+7.1%} {own}")
-    print("own today: the candidate's own-fit column is in the bundle README's Result (reproduced at commit 8cebb7bc); "
-          "the candidate is out of the product, own old = the product's model with this lease's host fit")
+        own = " ".join(f"{r[k]:+{w}.1%}" if k in r else f"{'-':>{w}}" for k, w in (("err_own_today", 8), ("err_own_old", 8)))
+        print(f"{r['name']:16} {'host' if r['flag'] else 'gpu':>6} {r['share']:7.2f} {' / '.join(f'{x:.1f}' for x in r['medians']):>28} "
+              f"{r['spread']:7.1%} {r['err_today']:+9.1%} {r['err_old']:+7.1%} {own}")
+    print(f"candidate: the registered `{CANDIDATE}` (session 39's candidate, not adopted; c.flag / c.share its registered "
+          f"host-bound flag and share, the same flag as `{SHIPPED}`'s); {SHIPPED}: the registered prediction the product "
+          "ships; own cand: the candidate's own-fit column is in the bundle README's Result (reproduced at commit "
+          f"8cebb7bc); own {SHIPPED} = the product's model with this lease's host fit")
     for rule, text in result["verdicts"].items():
         print(f"{rule}: {text}")
-    return 0
+
+
+def main(argv: list[str]) -> int:
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
 
 
 if __name__ == "__main__":

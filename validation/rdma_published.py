@@ -10,6 +10,9 @@ recorded after the model (heldout/rdma_ops.EXTRA: host-stack-rdma-ops-2.yaml, se
 
 from __future__ import annotations
 
+import sys
+
+from simcluster.errors import SimclusterError
 from simcluster.heldout import rdma_ops
 from simcluster.heldout.rdma_published import CARD, other_rdma_cards, read
 
@@ -20,7 +23,18 @@ def _quantity(row, value: float) -> str:
     return f"{value * 1e9:.0f} ns/msg"
 
 
-def main() -> None:
+def main() -> int:
+    """The read-out; bad input (a CalibrationError, or any SimclusterError, from the published files or the cards):
+    one line on stderr naming the file and key, exit 1."""
+    try:
+        show()
+    except SimclusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def show() -> None:
     rows = read()
     print(f"card: {CARD.relative_to(CARD.parents[2])} (seed 004's event-mode card, 1.17 us per message; the polled-verbs card per operation below)")
     print(f"{'row':30} {'transport':10} {'compare':7} {'m':>8} {'measured':>14} {'predicted':>14} {'error':>9}  met")
@@ -118,4 +132,4 @@ def later() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

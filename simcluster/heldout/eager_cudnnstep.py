@@ -18,7 +18,7 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT
-from simcluster.heldout.eager_regimes import layout_of
+from simcluster.heldout.eager_regimes import step_set_rows
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 SHIPPED = "today"   # the registered prediction the product computes
@@ -47,26 +47,11 @@ def process_runs(bundle: Path, reg_row: dict) -> list[dict]:
 def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:
     """Every registered row of the set that ran, against its registered `today` step (heldout/eager_regimes.
     held_out_rows' keys)."""
-    from simcluster.strict import load_yaml
-
     if not (bundle / "runs").is_dir():
         return []   # registered, not run yet
-    path = bundle / "registered.yaml"
-    out = []
-    for i, reg in enumerate(load_yaml(path)["rows"]):
-        try:
-            shipped = reg["predicted"][SHIPPED]
-            step_ms, share, flag = float(shipped["step_ms"]), shipped["host_share"], bool(shipped["host_bound"])
-            par, gpus, _ = layout_of(reg["mode"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SimclusterError(f"{path}: rows[{i}]: no predicted.{SHIPPED} step, share and flag, or no layout "
-                                  f"({type(exc).__name__}: {exc})") from None
+
+    def measure(reg):
         procs = process_runs(bundle, reg)
-        if not procs:
-            continue
-        measured_ms = statistics.mean(p["step_ms"] for p in procs)
-        out.append({"bundle": bundle.name, "label": f"{reg['preset']} {reg['mode']} seq {reg['seq']} mb {reg['micro_batch']}",
-                    "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
-                    "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
-                    "host_bound": flag, "host_flag": "registered"})
-    return out
+        return statistics.mean(p["step_ms"] for p in procs) if procs else None
+
+    return step_set_rows(bundle, SHIPPED, measure)

@@ -67,6 +67,35 @@ def layout_of(mode: str):
     return par, par.gpus, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
+def step_set_rows(bundle: Path, shipped: str, measure) -> list[dict]:
+    """A registered eager step set's rows (heldout/eager_pphost, eager_cudnnstep) against each row's registered
+    `shipped` step, host share and flag (host_flag "registered"), in held_out_rows' keys; measure(reg) -> the row's
+    measured step (ms), None to leave the row out. A row without the shipped prediction or a layout: one
+    SimclusterError line naming rows[i]."""
+    from simcluster.errors import SimclusterError
+    from simcluster.strict import load_yaml
+
+    path = bundle / "registered.yaml"
+    out = []
+    for i, reg in enumerate(load_yaml(path)["rows"]):
+        try:
+            pred = reg["predicted"][shipped]
+            step_ms, share, flag = float(pred["step_ms"]), pred["host_share"], bool(pred["host_bound"])
+            par, gpus, _ = layout_of(reg["mode"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"{path}: rows[{i}]: no predicted.{shipped} step, share and flag, or no layout "
+                                  f"({type(exc).__name__}: {exc})") from None
+        measured_ms = measure(reg)
+        if measured_ms is None:
+            continue
+        label = f"{reg['preset']} {reg['mode']} seq {reg['seq']} mb {reg['micro_batch']}"
+        out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
+                    "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
+                    "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
+                    "host_bound": flag, "host_flag": "registered"})
+    return out
+
+
 def h100_host_framework():
     """TORCH_AMP with the host cost per kernel and per step fitted on the H100 machine's tiny-decoder steps."""
     from simcluster.llm import host

@@ -65,7 +65,10 @@ from simcluster.llm import cudnn_schedule, flash_schedule
 KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
 FORM_REFERENCE = BUNDLE.parents[1] / "models" / "gpu" / "h200-sxm-interleaved.yaml"   # the H200 the form was fitted on
-MIN_SEQ = 2048     # below it both kernels are launch- and ramp-bound: the card's own seq_half curve prices that
+# the flash ratio fit's floor is the cuDNN form's (one number, bound here at import: a test or read-out that moves
+# cudnn_schedule.MIN_SEQ to refuse the form leaves the fitted ratios alone): below 2K tokens both kernels are launch- and
+# ramp-bound and the card's own seq_half curve, measured there, prices the call
+MIN_SEQ = cudnn_schedule.MIN_SEQ
 
 
 def backend_rows(bundle: Path = BUNDLE) -> list[dict]:
@@ -142,16 +145,21 @@ def form_rates(gpu) -> dict[tuple[str, int], float]:
     the H200 the form was fitted on, against which a card's own rate scales the form's kernel time. An H200 card is its
     own reference (scale 1); an H100 card takes the H200 card's (FORM_REFERENCE): the assumption that the two run the
     same kernels on the same 132 sm90 SMs at speeds in the ratio of their measured cuDNN attention rates."""
-    ref = gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
-    fa2 = ratio_card(ref)
+    fa2 = ratio_card(_reference_for(gpu))
     return {(p, d): _rate(fa2, p, d) for p, d in flash_schedule.TILES}
 
 
 def card_rates(gpu) -> dict[tuple[str, int], float]:
     """{(pass, head_dim): FLOP/s}: the long-sequence rate of the card's own (cuDNN) curve on the H200 the cuDNN form was
     fitted on (an H200 card: its own; an H100 card: the H200 card's), as form_rates for CudnnCard."""
-    ref = gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
+    ref = _reference_for(gpu)
     return {(p, d): _rate(ref, p, d) for p, d in cudnn_schedule.TILES}
+
+
+def _reference_for(gpu):
+    """The card whose rates a form's kernel time is scaled against: an H200 card itself, any other (H100) the H200 card
+    the forms were fitted on (FORM_REFERENCE)."""
+    return gpu if str(gpu.name).lower().startswith("h200") else _reference_card()
 
 
 @cache

@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import host_bound, moe_graphs, moe_sync
+from simcluster.llm import cudnn_schedule, host_bound, moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
@@ -67,6 +67,12 @@ FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "
             "calibration/h200x1-attention-wave-2026-11-29, -noncausal-); on an H100 it is the same kernel scaled by the two "
             "cards' measured cuDNN attention rates (x0.96-1.02): no flash call measured on an H100 (extrapolated)")
+CUDNN_EAGER_H100 = ("attention (torch's default SDPA, cuDNN) of {framework} on an H100: the cuDNN schedule form "
+                    "(llm/cudnn_schedule.py) was fitted and checked on one H200 (registered: 4.2% mean |error| over 114 "
+                    "held-out passes, calibration/h200x1-attention-cudnn-2026-11-30; eager steps at 16K-64K tokens 1.2-3.2% "
+                    "mean, -eager-cudnnstep-); on an H100 it is the same kernel scaled by the two cards' measured cuDNN "
+                    "attention rates (x0.96-1.02), checked end to end there only by the published Megatron / NeMo tables: "
+                    "no eager step measured on an H100 (extrapolated)")
 TORCH_CP = ("torch context parallelism: priced from torch's source and the calibrated cards (llm/torch_cp.py); two registered "
             "sets on 2 x H200: session 36's (calibration/h200x2-llm-eager-cp-2026-11-29) step 3.6% mean |error|, its printed "
             "peak up to 12% above the measured (DDP's first-steps bucket copy, which those runs did not hit; later steps' "
@@ -104,6 +110,10 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.attention_kernel in ("fa2", "fa2-full") and str(gpu.name).lower().startswith("h100") \
             and not getattr(gpu, "derived_from", ""):
         out.append(FA2_H100.format(kernel=framework.attention_kernel))
+    if framework.attention_kernel == "card" and framework_family(framework.name) == "PyTorch eager" \
+            and str(gpu.name).lower().startswith("h100") and not getattr(gpu, "derived_from", "") \
+            and model.seq >= cudnn_schedule.MIN_SEQ:   # shorter calls: the H100 card's own curve, measured there
+        out.append(CUDNN_EAGER_H100.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
     if framework.compiled:
