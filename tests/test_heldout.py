@@ -56,7 +56,8 @@ def test_transport_rows_are_the_sizes_the_fit_never_saw_from_sweeps_the_models_n
     every = transport_residuals(rows + rdma_ops.held_out_rows())
     # the full label (the RDMA rows' first word is "per" whatever the row): a shipped row the code no longer gives fails
     assert {(r["regime"], r["row"]) for r in shipped} <= {(r.regime, r.row) for r in every}
-    assert {r["regime"] for r in shipped} == {"transport | tcp", "transport | udp", "transport | rdma_ud"}
+    # rdma_rc since session 39 (host-stack-rdma-ops-2.yaml's two READ rate rows)
+    assert {r["regime"] for r in shipped} == {"transport | tcp", "transport | udp", "transport | rdma_ud", "transport | rdma_rc"}
 
 
 @pytest.mark.parametrize(("transport_name", "bundle", "admitted"), [

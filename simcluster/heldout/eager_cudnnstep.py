@@ -1,7 +1,10 @@
 """Session 39's registered long-sequence eager set (calibration/h200x2-eager-cudnnstep-2026-11-29,
 validation/eager_cudnn_steps.py) as held-out eager rows: single-GPU, 2-rank DDP and FSDP2 steps at 16K-64K tokens a
 sequence, micro-batch 1, where attention (torch's default SDPA: cuDNN, priced by llm/cudnn_schedule.py's form) is 33-79%
-of the predicted step; each (preset, tokens) new to calibration/ when it ran, each row run in up to 2 processes.
+of the predicted step; each (preset, tokens) new to calibration/ when it ran, each row run in up to 2 processes. The
+same reading takes the fsdpmem set (calibration/h200x2-eager-fsdpmem-2026-11-29, validation/eager_fsdp_mem.py: FSDP2
+and a DDP control at 18K-37K tokens, one process a row, registered at 65bc9c3b with the FSDP2 memory fix its `today`;
+its `old` differs in memory only): LONG_SEQUENCE_BUNDLES, each one source.
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -21,6 +24,8 @@ from simcluster.heldout.eager import ROOT
 from simcluster.heldout.eager_regimes import step_set_rows
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
+FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"
+LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE)   # registered sets read the same way (rows: all_held_out_rows)
 SHIPPED = "today"   # the registered prediction the product computes
 
 
@@ -55,3 +60,8 @@ def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:
         return statistics.mean(p["step_ms"] for p in procs) if procs else None
 
     return step_set_rows(bundle, SHIPPED, measure)
+
+
+def all_held_out_rows() -> list[dict]:
+    """The rows of every LONG_SEQUENCE_BUNDLES set that has run (trust/build.eager_held_out_rows)."""
+    return [row for b in LONG_SEQUENCE_BUNDLES for row in held_out_rows(ROOT / b)]

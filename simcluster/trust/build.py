@@ -94,11 +94,11 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
 
 def eager_held_out_rows() -> list[dict]:
     """Every held-out eager llm-step row the table takes (eager_residuals' input): the sealed and registered multi-GPU
-    bundles, the registered one-GPU sets, session 39's pphost and long-sequence (cudnnstep) sets."""
+    bundles, the registered one-GPU sets, session 39's pphost and long-sequence (cudnnstep, fsdpmem) sets."""
     from simcluster.heldout import eager_cudnnstep, eager_pphost, eager_regimes, eager_registered
 
     return (eager_regimes.held_out_rows() + eager_registered.held_out_rows() + eager_pphost.held_out_rows()
-            + eager_cudnnstep.held_out_rows())
+            + eager_cudnnstep.all_held_out_rows())
 
 
 def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
@@ -149,7 +149,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
                        "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED, eager_pphost.PPHOST_BUNDLE,
-                                     eager_cudnnstep.CUDNNSTEP_BUNDLE],
+                                     *eager_cudnnstep.LONG_SEQUENCE_BUNDLES],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
                        + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE, *rdma_ops.EXTRA)]}
