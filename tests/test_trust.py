@@ -125,7 +125,7 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_unde
     for family in cov:
         assert cov[family].checked == cov[family].rows
     assert cov["llm local spec"].coverage_pct < 70.0 and cov["llm local spec"].sources == 3
-    assert 14.0 < cov["llm"].median_half_width_validated_pct < 15.0
+    assert 13.0 < cov["llm"].median_half_width_validated_pct < 14.0   # 14.2% until session 39's cuDNN form (13.2%)
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
     one_node = load_table().family_rows("collective one node")
