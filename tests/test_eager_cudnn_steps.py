@@ -168,3 +168,27 @@ def test_a_registration_without_the_shipped_prediction_is_a_one_line_error(tmp_p
     with pytest.raises(steps.SimclusterError, match=r"registered.yaml: rows\[2\]: no predicted.today step") as err:
         eager_cudnnstep.held_out_rows(bundle)
     assert "\n" not in str(err.value)
+
+
+def test_a_one_process_row_shows_its_within_process_range_not_a_zero_spread(tmp_path):
+    reg = _registered()
+    bundle = _fake_bundle(tmp_path, {n: [r["predicted"]["today"]["step_ms"]] * (1 if n == "fsdp-2b" else 2)
+                                     for n, r in reg.items()})
+    doc = json.loads((bundle / "runs" / "fsdp-2b-r1.json").read_text())
+    doc["shapes"][0]["step_times_s"] = [1.0, 1.1, 1.05]
+    (bundle / "runs" / "fsdp-2b-r1.json").write_text(json.dumps(doc))
+    row = {r["name"]: r for r in steps.read_out(bundle)["rows"]}
+    assert row["fsdp-2b"]["spread"] is None and steps.spread_text(row["fsdp-2b"]) == "(10.0%)"
+    assert steps.spread_text(row["single-0.5b"]) == "0.0%"
+    assert steps.spread_text({**row["fsdp-2b"], "within": None}) == "-"   # no step samples in the document
+
+
+def test_a_non_numeric_registered_step_is_one_line_naming_the_row(tmp_path, capsys):
+    reg = _registered()
+    bundle = _fake_bundle(tmp_path, {n: [r["predicted"]["today"]["step_ms"]] * 2 for n, r in reg.items()})
+    doc = yaml.safe_load((bundle / "registered.yaml").read_text())
+    doc["rows"][2]["predicted"]["today"]["step_ms"] = "fast"
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(doc))
+    assert steps.main([str(bundle)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rows[2].predicted.today" in err and "registered.yaml" in err
