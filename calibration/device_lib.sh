@@ -4,11 +4,15 @@
 #   W=/tmp/NAME; . calibration/device_lib.sh     # sets B=$W/runs, records the machine (nvidia-smi, lscpu, torch) and
 #                                                 # in runs/commit.txt MAIN_COMMIT, git HEAD, the sha256 of the calling
 #                                                 # script, of the registered.yaml beside it and of each Python
-#                                                 # script beside it (BUNDLE/*.py) or named in it that is a file here
+#                                                 # script beside it (BUNDLE/*.py) or named in it that is a file here,
+#                                                 # and last the code tree that ran: tree_hash's sha256 (below) where
+#                                                 # a .git is present (the HEAD line names the copy's base commit only)
 #   run NAME LIMIT_S COMMAND...                   # stdout -> $B/NAME.json, stderr -> $B/NAME.stderr.txt; a line in
 #                                                 # $B/status.txt; $W/runs packed to $OUT/runs.tgz after every run
 #   two=...                                       # "python3 -m torch.distributed.run --standalone --nproc-per-node 2"
-#   guarded NAME LIMIT_S COMMAND...               # run, unless BUDGET_S (if set) seconds have passed since sourcing
+#   guarded NAME LIMIT_S COMMAND...               # run, unless BUDGET_S (if set) seconds have passed since sourcing;
+#                                                 # a run may start at BUDGET_S - 1 s and then take its own LIMIT_S:
+#                                                 # a call's worst case is BUDGET_S + the largest LIMIT_S after it
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the symmetric-memory / NVSHMEM switches).
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 : "${W:?set W (the work folder) before sourcing calibration/device_lib.sh}"
@@ -18,6 +22,11 @@ mkdir -p "$B"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$B/nvidia-smi.txt" 2>&1
 lscpu > "$B/lscpu.txt" 2>&1
 python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' > "$B/torch.txt" 2>&1
+tree_hash() {   # the sha256 of the sha256sum lines of simcluster/ and validation/'s files (tracked, or untracked and not
+  # ignored), sorted by path: the same command at the repository root of a checkout gives the same hash for the same code
+  git ls-files -z --cached --others --exclude-standard -- simcluster validation | LC_ALL=C sort -z -u \
+    | xargs -0 sha256sum 2>&1 | sha256sum | cut -d' ' -f1
+}
 caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
 {
   echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -33,6 +42,8 @@ caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
     for py in $pys; do if [ -f "$py" ]; then sha256sum "$py"; n_py=$((n_py + 1)); fi; done
     [ $n_py -eq 0 ] && echo "no Python script beside or named by the calling script"
   fi
+  if [ -e .git ]; then echo "$(tree_hash) (tree_hash: simcluster/ and validation/ as they ran, tracked or not ignored)"
+  else echo "no .git (tree_hash not taken)"; fi
 } > "$B/commit.txt" 2>&1
 two="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
 pack() { tar czf "$OUT/runs.tgz" -C "$W" runs; }

@@ -80,7 +80,7 @@ def test_commit_txt_hashes_the_python_scripts_the_device_script_runs(tmp_path):
             f"run c 5 python3 {tmp_path}/bundle/device_run.py\nrun d 5 python3 nowhere/gone.py")
     lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True, body=body, beside="print(1)\n")
     beside = tmp_path / "bundle" / "device_run.py"
-    assert [line.split() for line in lines[4:]] == [[_sha(beside), str(beside)],
+    assert [line.split() for line in lines[4:-1]] == [[_sha(beside), str(beside)],
                                                    [_sha(ROOT / "studies" / "fa2_wave_read.py"), "studies/fa2_wave_read.py"]]
 
 
@@ -89,3 +89,32 @@ def test_commit_txt_without_a_calling_script(tmp_path):
     out.mkdir()
     assert _source(tmp_path, "true", W=str(w), OUT=str(out)).returncode == 0
     assert (w / "runs" / "commit.txt").read_text().splitlines()[2] == "no calling script (sourced from a shell)"
+
+
+def _tree_hash(cwd) -> str:
+    got = subprocess.run(["bash", "-c", "set -o pipefail; git ls-files -z --cached --others --exclude-standard -- simcluster "
+                          "validation | LC_ALL=C sort -z -u | xargs -0 sha256sum | sha256sum"], cwd=cwd, capture_output=True,
+                         text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    return got.stdout.split()[0]
+
+
+def test_commit_txt_records_the_code_tree_that_ran_and_a_change_moves_it(tmp_path):
+    """The last line is the documented tree hash of simcluster/ and validation/ (calibration/README.md's command); in a
+    repository whose simcluster/ differs by one byte it differs; without a .git it says so."""
+    lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True)
+    assert lines[-1] == f"{_tree_hash(ROOT)} (tree_hash: simcluster/ and validation/ as they ran, tracked or not ignored)"
+    repo = tmp_path / "repo"
+    (repo / "simcluster").mkdir(parents=True)
+    (repo / "simcluster" / "a.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    lib = ROOT / "calibration" / "device_lib.sh"
+    for k in (1, 2):
+        (tmp_path / f"r{k}").mkdir()
+    before = _commit_txt(tmp_path / "r1", repo, lib, registered=False)[-1]
+    (repo / "simcluster" / "a.py").write_text("x = 2\n")   # uncommitted: the copy that runs is what is hashed
+    after = _commit_txt(tmp_path / "r2", repo, lib, registered=False)[-1]
+    assert after.split()[0] == _tree_hash(repo) and before != after
+    (tmp_path / "nogit").mkdir()
+    lines = _commit_txt(tmp_path / "nogit", tmp_path / "nogit", ROOT / "calibration" / "device_lib.sh", registered=False)
+    assert lines[-1] == "no .git (tree_hash not taken)"
