@@ -155,3 +155,14 @@ def test_the_read_out_prints_bad_input_as_one_line(tmp_path, monkeypatch, capsys
     cap = capsys.readouterr()
     err = cap.err.strip()
     assert err.startswith("error: ") and "\n" not in err and str(bad) in err and "Traceback" not in cap.err
+
+
+def test_the_read_out_takes_no_arguments():
+    """validation/rdma_published.py has no positionals: any argument is argparse's usage error (exit 2), not ignored."""
+    import os
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, str(ROOT / "validation" / "rdma_published.py"), "calibration/elsewhere.yaml"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert got.returncode == 2 and "usage:" in got.stderr and "unrecognized arguments" in got.stderr

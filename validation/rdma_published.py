@@ -23,9 +23,12 @@ def _quantity(row, value: float) -> str:
     return f"{value * 1e9:.0f} ns/msg"
 
 
-def main() -> int:
-    """The read-out; bad input (a CalibrationError, or any SimclusterError, from the published files or the cards):
-    one line on stderr naming the file and key, exit 1."""
+def main(argv: list[str] = ()) -> int:
+    """The read-out; it takes no arguments (any is argparse's usage error, exit 2); bad input (a CalibrationError, or
+    any SimclusterError, from the published files or the cards): one line on stderr naming the file and key, exit 1."""
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(list(argv))
     try:
         show()
     except SimclusterError as exc:
@@ -132,4 +135,4 @@ def later() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
