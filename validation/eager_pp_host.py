@@ -159,8 +159,8 @@ def show(result: dict) -> None:
         print(f"{r['name']:16} {'host' if r['flag'] else 'gpu':>6} {r['share']:7.2f} {' / '.join(f'{x:.1f}' for x in r['medians']):>28} "
               f"{r['spread']:7.1%} {r['err_today']:+9.1%} {r['err_old']:+7.1%} {own}")
     print(f"candidate: the registered `{CANDIDATE}` (session 39's candidate, not adopted; c.flag / c.share its registered "
-          f"host-bound flag and share, the same flag as `{SHIPPED}`'s); {SHIPPED}: the registered prediction the product "
-          "ships; own cand: the candidate's own-fit column is in the bundle README's Result (reproduced at commit "
+          f"host-bound flag and share, the same flag as `{SHIPPED}`'s); {SHIPPED}: the registered prediction, main a3c27932's "
+          "arithmetic, within 0.8% of the shipped model on these rows (tests/test_eager_pphost_set.py); own cand: the candidate's own-fit column is in the bundle README's Result (reproduced at commit "
           f"8cebb7bc); own {SHIPPED} = the product's model with this lease's host fit")
     for rule, text in result["verdicts"].items():
         print(f"{rule}: {text}")
