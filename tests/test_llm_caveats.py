@@ -164,3 +164,28 @@ def test_eager_default_attention_on_an_h100_says_the_cudnn_form_is_extrapolated(
         assert cudnn(fw, h100, replace(dense, seq=1024)) == []
         assert cudnn(replace(fw, attention_kernel="fa2"), h100) == []
     assert cudnn(MEGATRON, h100) == []
+
+
+def test_eager_fsdp2_with_activation_checkpointing_says_its_memory_is_unchecked():
+    """The eager runner's FSDP2 (bf16_param_block) under recompute full / op: the bf16-block memory fix was checked
+    without checkpointing only, so the answer says so; not without checkpointing, not under DDP, not for the FSDP
+    trainers at scale (no bf16_param_block)."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm import eager
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    dense = TransformerSpec(22, 2048, 5632, 32, 4, 32000, 16384)
+    h200, _ = load_gpu(ROOT / "models/gpu/h200-sxm.yaml")
+
+    def said(par, fw=None):
+        fw = fw or eager.torch_framework(par)
+        return [c for c in caveats(dense, par, fw, h200) if "activation checkpointing" in c]
+
+    for rc in ("full", "op"):
+        got = said(ParallelSpec(dp=2, zero=3, recompute=rc))
+        assert len(got) == 1 and f"recompute {rc}" in got[0] and "unchecked" in got[0]
+        assert said(ParallelSpec(dp=2, recompute=rc)) == []   # DDP: fp32 residual stream, untouched by the fix
+    assert said(ParallelSpec(dp=2, zero=3)) == []
+    assert said(ParallelSpec(dp=16, zero=3, dp_shard=8, recompute="full"), FRAMEWORKS["torchtitan-fsdp2"]) == []

@@ -83,6 +83,12 @@ TORCH_CP = ("torch context parallelism: priced from torch's source and the calib
             "across nodes unmeasured; DTensor's host dispatch of each SDPA call is not priced, so trust it only where the step "
             "is GPU-bound (long sequences; docs/models/llm.md)")
 
+FSDP2_CKPT_MEMORY = ("{framework} memory under FSDP2 with activation checkpointing (recompute {recompute}): the bf16 "
+                     "residual stream of FSDP2's bf16 parameters (FrameworkSpec.bf16_param_block, session 39) was checked "
+                     "without checkpointing only (held out: -0.5 / -0.8% on calibration/h200x2-eager-fsdpmem-2026-11-29); "
+                     "under checkpointing it halves the saved block inputs (full) or takes 13% off the op policy's "
+                     "activations, and no such run is in calibration/: the peak is unchecked (docs/models/llm.md)")
+
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
             host_share: float | None = None, flagged: bool = False) -> list[str]:
@@ -116,6 +122,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(CUDNN_EAGER_H100.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
         out.append(sac_op_host(framework))
+    if framework.bf16_param_block and par.recompute != "none":
+        out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
     if framework.compiled:
         out.append(COMPILED_STEP)
     if framework.torch_cp and par.cp > 1:
