@@ -162,7 +162,8 @@ def read_out(bundle: Path, old_name: str = "old curve") -> dict:
         mean = statistics.mean(meds)
         mems = [m for p in procs for m in p["mem_GiB"]]
         out.append({"name": r["name"], "mode": r["mode"], "medians": meds, "mean": mean,
-                    "spread": max(meds) / min(meds) - 1 if len(meds) > 1 else None, "within": within_range(procs), "share": today["attention_share"], "flag": bool(today["host_bound"]),
+                    "spread": max(meds) / min(meds) - 1 if len(meds) > 1 else None, "within": within_range(procs),
+                    "share": today["attention_share"], "flag": bool(today["host_bound"]),
                     "err_today": today["step_ms"] / mean - 1, "err_old": old["step_ms"] / mean - 1,
                     "mem_GiB": mems, "mem_err": [mem_error(today, m) for m in mems]})
     return {"rows": out, "verdicts": verdicts(out, [r["mode"] for r in rows], old_name), "sdpa": sdpa_read(bundle, rows)}

@@ -160,7 +160,8 @@ def show(result: dict) -> None:
               f"{r['spread']:7.1%} {r['err_today']:+9.1%} {r['err_old']:+7.1%} {own}")
     print(f"candidate: the registered `{CANDIDATE}` (session 39's candidate, not adopted; c.flag / c.share its registered "
           f"host-bound flag and share, the same flag as `{SHIPPED}`'s); {SHIPPED}: the registered prediction, main a3c27932's "
-          "arithmetic, within 0.8% of the shipped model on these rows (tests/test_eager_pphost_set.py); own cand: the candidate's own-fit column is in the bundle README's Result (reproduced at commit "
+          "arithmetic, within 0.8% of the shipped model on these rows (tests/test_eager_pphost_set.py); own cand: the "
+          "candidate's own-fit column is in the bundle README's Result (reproduced at commit "
           f"8cebb7bc); own {SHIPPED} = the product's model with this lease's host fit")
     for rule, text in result["verdicts"].items():
         print(f"{rule}: {text}")
