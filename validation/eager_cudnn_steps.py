@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.eager_cudnnstep import process_runs  # noqa: E402  (the error-band rows read the same processes)
+from simcluster.heldout.eager_regimes import process_runs  # noqa: E402  (the error-band rows read the same processes)
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29"

@@ -15,40 +15,16 @@ one source."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT
-from simcluster.heldout.eager_regimes import step_set_rows
+from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"
 LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE)   # registered sets read the same way (rows: all_held_out_rows)
 SHIPPED = "today"   # the registered prediction the product computes
-
-
-def process_runs(bundle: Path, reg_row: dict) -> list[dict]:
-    """Each process's timed shape of a row (runs/NAME-rK.json, K = 1..processes) as {step_ms: rank 0's median step,
-    steps_s: rank 0's timed steps (s; [] if the document has none), mem_GiB: [rank 0's peak, the one the runner's
-    document holds for DDP / FSDP2 (every rank's only where it lists `ranks`)]}: a process the call did not reach (the budget guard) is left out ([] if
-    none ran); a file that holds no timed shape is a SimclusterError naming it."""
-    out = []
-    for k in range(1, reg_row["processes"] + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file() or path.stat().st_size == 0:
-            continue
-        try:
-            doc = json.loads(path.read_text())
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
-            out.append({"step_ms": float(shape["median_step_s"]) * 1e3,
-                        "steps_s": [float(x) for x in shape.get("step_times_s") or []],
-                        "mem_GiB": [float(r["max_memory_allocated_bytes"]) / 2**30 for r in ranks]})
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
-    return out
 
 
 def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:

@@ -14,13 +14,12 @@ set is one source."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT
-from simcluster.heldout.eager_regimes import step_set_rows
+from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 
 PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
 SHIPPED = "old"   # the registered prediction the product ships (the candidate `today` was taken back out)
@@ -28,24 +27,14 @@ CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_
 
 
 def process_medians(bundle: Path, reg_row: dict) -> list[float]:
-    """Rank 0's median step (ms) of each process of a row (runs/NAME-rK.json, K = 1..processes). A process the call did
-    not reach (its budget guard stopped launching) is left out while two remain; fewer than two, or a run that holds no
-    timed shape, is a SimclusterError naming the file."""
-    out, missing = [], []
-    for k in range(1, reg_row["processes"] + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file():
-            missing.append(path)
-            continue
-        try:
-            doc = json.loads(path.read_text())
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            out.append(float(shape["median_step_s"]) * 1e3)
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
+    """Rank 0's median step (ms) of each process of a row that ran (eager_regimes.process_runs); fewer than two, or a
+    run that holds no timed shape, is a SimclusterError naming the file or the row."""
+    out = [p["step_ms"] for p in process_runs(bundle, reg_row, memory=False)]
     if len(out) < 2:
-        raise SimclusterError(f"{missing[0] if missing else bundle}: {reg_row['name']} has {len(out)} process(es) of "
-                              f"{reg_row['processes']} (two needed for a spread)")
+        missing = next((f for k in range(1, reg_row["processes"] + 1)
+                        if not (f := bundle / "runs" / f"{reg_row['name']}-r{k}.json").is_file()), bundle / "runs")
+        raise SimclusterError(f"{missing}: {reg_row['name']} has {len(out)} process(es) of {reg_row['processes']} "
+                              "(two needed for a spread)")
     return out
 
 

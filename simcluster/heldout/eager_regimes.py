@@ -283,3 +283,31 @@ def registered_rows(bundle: Path) -> list[dict]:
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
                         "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag})
     return out
+
+
+def process_runs(bundle: Path, reg_row: dict, memory: bool = True) -> list[dict]:
+    """A registered step set's row as its processes ran (heldout/eager_pphost, eager_cudnnstep): each process's timed
+    shape (runs/NAME-rK.json, K = 1..processes) as {step_ms: rank 0's median step, steps_s: rank 0's timed steps (s; []
+    if the document has none), mem_GiB: [rank 0's peak, the one the runner's document holds for DDP / FSDP2 (every
+    rank's only where it lists `ranks`); not read with memory False]}: a process the call did not reach (the budget guard) is left out ([] if none
+    ran); a file that holds no timed shape is a SimclusterError naming it."""
+    import json
+
+    from simcluster.errors import SimclusterError
+
+    out = []
+    for k in range(1, reg_row["processes"] + 1):
+        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
+        if not path.is_file() or path.stat().st_size == 0:
+            continue
+        try:
+            doc = json.loads(path.read_text())
+            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
+            run = {"step_ms": float(shape["median_step_s"]) * 1e3, "steps_s": [float(x) for x in shape.get("step_times_s") or []]}
+            if memory:
+                ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
+                run["mem_GiB"] = [float(r["max_memory_allocated_bytes"]) / 2**30 for r in ranks]
+            out.append(run)
+        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
+    return out
