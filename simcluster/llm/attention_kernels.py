@@ -156,6 +156,12 @@ def card_rates(gpu) -> dict[tuple[str, int], float]:
     return {(p, d): _rate(ref, p, d) for p, d in cudnn_schedule.TILES}
 
 
+def scaled_from_reference(gpu) -> bool:
+    """A measured Hopper card whose schedule forms are the reference H200's scaled by the two cards' rates (an H100):
+    the forms' extrapolated case, which llm/caveats.py names."""
+    return hopper_measured(gpu) and _reference_for(gpu) is not gpu
+
+
 def _reference_for(gpu):
     """The card whose rates a form's kernel time is scaled against: an H200 card itself, any other (H100) the H200 card
     the forms were fitted on (FORM_REFERENCE)."""

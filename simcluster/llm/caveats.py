@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import cudnn_schedule, host_bound, moe_graphs, moe_sync
+from simcluster.llm import attention_kernels, cudnn_schedule, host_bound, moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
@@ -113,11 +113,10 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         # eager too, but take no framework.host folder, so the advice would be refused for them
         flag = EAGER_HOST_FLAGGED.format(folder=host_bound.default_folder())
         out.append(EAGER_HOST_UNPRICED.format(framework=framework.name) + (flag if flagged else ""))
-    if framework.attention_kernel in ("fa2", "fa2-full") and str(gpu.name).lower().startswith("h100") \
-            and not getattr(gpu, "derived_from", ""):
+    extrapolated = attention_kernels.scaled_from_reference(gpu)   # an H100: the forms scaled from the H200's
+    if framework.attention_kernel in ("fa2", "fa2-full") and extrapolated:
         out.append(FA2_H100.format(kernel=framework.attention_kernel))
-    if framework.attention_kernel == "card" and framework_family(framework.name) == "PyTorch eager" \
-            and str(gpu.name).lower().startswith("h100") and not getattr(gpu, "derived_from", "") \
+    if framework.attention_kernel == "card" and framework_family(framework.name) == "PyTorch eager" and extrapolated \
             and model.seq >= cudnn_schedule.MIN_SEQ:   # shorter calls: the H100 card's own curve, measured there
         out.append(CUDNN_EAGER_H100.format(framework=framework.name))
     if framework.eager and par.recompute == "op":
