@@ -69,9 +69,6 @@ class Grid:
     gqa_sum: bool = True
     split_kv: bool = True
 
-    def __hash__(self) -> int:
-        return hash((self.name, tuple(sorted(self.tiles.items())), self.order, self.bwd_bytes, self.gqa_sum, self.split_kv))
-
 
 FA2 = Grid("fa2", TILES, bwd_bytes=BWD_BYTES_PER_Q_ELEMENT)
 
@@ -80,12 +77,18 @@ def cta_tiles(pass_: str, head_dim: int, batch: int, heads: int, seq_q: int, seq
               causal: bool = True, grid: Grid = FA2) -> list[int]:
     """Score tiles each CTA (work unit) computes, in launch order (block index fastest, then batch, then head)."""
     seq_kv = seq_q if seq_kv is None else seq_kv
-    if (pass_, head_dim) not in grid.tiles:
-        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in grid.tiles})}")
+    bm, bn, _ = _tiles(grid.tiles, pass_, head_dim, seq_q, seq_kv, causal)
+    return list(_one_head(pass_, bm, bn, seq_q, seq_kv, causal)) * (batch * heads)
+
+
+def _tiles(known: dict, pass_: str, head_dim: int, seq_q: int, seq_kv: int, causal: bool) -> tuple:
+    """known[(pass, head_dim)] (a grid's tiles or a form's constants); FormError where the form has no such pass and head
+    size, or for a causal call with unequal lengths."""
+    if (pass_, head_dim) not in known:
+        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in known})}")
     if causal and seq_q != seq_kv:
         raise FormError(f"causal with seq_q {seq_q} != seq_kv {seq_kv}: not in the form")
-    bm, bn, _ = grid.tiles[(pass_, head_dim)]
-    return list(_one_head(pass_, bm, bn, seq_q, seq_kv, causal)) * (batch * heads)
+    return known[(pass_, head_dim)]
 
 
 @lru_cache(maxsize=1024)
@@ -152,14 +155,9 @@ def kernel_s(pass_: str, batch: int, heads: int, seq_q: int, seq_kv: int, head_d
              sms: int = FIT_SMS, consts: dict | None = None, grid: Grid = FA2) -> float:
     """The kernel's makespan (seconds) on `sms` SMs, the memory-bound backward kernels not included; consts None:
     flash's fitted CONSTS (another grid passes its own)."""
-    if consts is None:
-        consts = CONSTS
-    if (pass_, head_dim) not in consts or (pass_, head_dim) not in grid.tiles:
-        raise FormError(f"head size {head_dim} / pass {pass_!r}: the form knows {sorted({d for _, d in consts})}")
-    if causal and seq_q != seq_kv:
-        raise FormError(f"causal with seq_q {seq_q} != seq_kv {seq_kv}: not in the form")
-    bm, bn, per_sm = grid.tiles[(pass_, head_dim)]
-    return _kernel(pass_, batch * heads, seq_q, seq_kv, bm, bn, causal, sms * per_sm, grid.order, *consts[(pass_, head_dim)])
+    u_a = _tiles(CONSTS if consts is None else consts, pass_, head_dim, seq_q, seq_kv, causal)
+    bm, bn, per_sm = _tiles(grid.tiles, pass_, head_dim, seq_q, seq_kv, causal)
+    return _kernel(pass_, batch * heads, seq_q, seq_kv, bm, bn, causal, sms * per_sm, grid.order, *u_a)
 
 
 @lru_cache(maxsize=4096)
