@@ -181,6 +181,16 @@ def checked_prediction(bundle: Path, i: int, row: dict, which: str) -> dict:
                               f"steady_mem_GiB and stage_mem_GiB must be numbers ({type(exc).__name__}: {exc})") from None
 
 
+def checked_step(bundle: Path, i: int, row: dict, which: str) -> float:
+    """rows[i].predicted[which].step_ms as a number; else one SimclusterError line naming the registered.yaml, the row and
+    the key (checked_prediction's rule for a set that registers steps only)."""
+    try:
+        return float(row["predicted"][which]["step_ms"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: rows[{i}].predicted.{which}.step_ms must be a number "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
 def within_range(procs: list[dict]) -> float | None:
     """A one-process row's timed steps' max / min - 1 within the process (None: several processes, or no step samples)."""
     steps = procs[0].get("steps_s") if len(procs) == 1 else None

@@ -167,6 +167,15 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     return replace(fw, name="torch-" + "+".join(names)) if names else fw
 
 
+def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
+    """The candidate for FSDP2's step time (issue 44, session 40 fsdp2time; registered, not in the product: the kept
+    torch_framework prices FSDP2's residual stream at TORCH_AMP's 4 B with autocast's input casts): where the block is
+    bf16 (bf16_param_block), its step ops at residual_bytes 2 without the kernels a bf16 block does not launch
+    (autocast_block.bf16_runner_ops); any other framework unchanged. Adopting it: torch_framework returns
+    bf16_step(fw) (calibration/h200x2-eager-fsdpstep-2026-11-30's README says when)."""
+    return replace(fw, residual_bytes=2, bf16_step=True) if fw.bf16_param_block else fw
+
+
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
     return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
             "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1), "op": (ParallelSpec(recompute="op"), 1),

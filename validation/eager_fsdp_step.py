@@ -1,0 +1,148 @@
+"""Issue 44, session 40 (fsdp2time): FSDP2's step time with the bf16 block -- the kept model (FSDP2's residual stream
+priced at TORCH_AMP's 4 B, autocast's input casts, the generic eager copies) against the candidate eager.bf16_step
+(residual_bytes 2, no casts, no residual-add backward cast, no attention-output / q / k / v gradient copies), by a
+registered 2 x H200 set (calibration/h200x2-eager-fsdpstep-2026-11-30).
+
+    python validation/eager_fsdp_step.py --register calibration/h200x2-eager-fsdpstep-2026-11-30/registered.yaml   # before
+    python validation/eager_fsdp_step.py [calibration/BUNDLE]                                                      # after
+
+ROWS: `simcluster.runner.llm_step`, FSDP2 rows where the two forms differ most (GPU-bound, 4K-5K tokens a sequence, 10K-12K a micro-batch step:
+elementwise traffic weighs most) and one DDP control (the candidate leaves DDP alone), one process each but FSDP2_REPEAT
+(a second process: the set's own process spread); every (preset, tokens) new to calibration/. Registered per row as
+eager_cudnn_steps.py registers (its predict) for `today` (the kept model, the product) and `candidate` (eager.bf16_step
+inside eager.torch_framework, the host fits refitted with its kernel count, as adoption would ship it).
+RULE (fixed at registration, registered.yaml), over the FSDP2 rows, each row's mean over its processes:
+  ADOPT the candidate iff  mean |error| today - mean |error| candidate > SPREAD  and  mean |error| candidate <= 8%,
+  SPREAD = max / min - 1 of FSDP2_REPEAT's two process medians (NOISE_SPREAD, the noise set's FSDP2 spread, when one
+  process ran). Else KEEP. The DDP control: both forms predict the same step (reported: its error).
+Development (every FSDP2 row the project held when this was written, llm-findings.md session 40): the candidate moves
+GPU-bound FSDP2 rows by -5..-11% and reads them low (mean |error| ~6% vs the kept ~4%).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import eager_cudnn_steps as steps  # noqa: E402  (predict, process reading and checked predictions reused)
+
+from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+
+ROOT = steps.ROOT
+BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30"
+# (name, mode, preset, seq, processes, micro-batch): device_run.sh's file stems (NAME-rK.json)
+ROWS = (
+    ("fsdp-0.5b", "fsdp", "0.5b", 5120, 2, 2),    # 16 layers, h 1536: the largest moves (two's 0.5b 2048x6: -10.9%)
+    ("fsdp-1.1b", "fsdp", "1.1b", 4096, 1, 3),    # 22 layers, h 2048, head size 64
+    ("fsdp-0.8b", "fsdp", "0.8b", 4096, 1, 3),    # 20 layers, h 1792, head size 128
+    ("fsdp-2b", "fsdp", "2b", 4096, 1, 3),        # 24 layers, h 2560: GEMMs weigh more
+    ("ddp-1b", "ddp", "1b", 4096, 1, 3),          # the control (DDP: untouched by the candidate)
+)
+FSDP2_REPEAT = "fsdp-0.5b"
+NOISE_SPREAD = 0.026   # calibration/h200x2-llm-eager-noise-2026-11-29: fsdp 3b 2048x3, four processes, 300.17..307.87 ms
+TARGET_PCT = 8.0
+CANDIDATE = "candidate"
+
+
+@contextmanager
+def candidate_model():
+    """The candidate inside the block: eager.torch_framework's frameworks through eager.bf16_step (fit_modes reads
+    torch_framework from the module, so the host fits take the candidate's kernel count too)."""
+    from simcluster.llm import eager
+
+    kept = eager.torch_framework
+    eager.torch_framework = lambda *a, **k: eager.bf16_step(kept(*a, **k))
+    try:
+        yield
+    finally:
+        eager.torch_framework = kept
+
+
+def predict(row: tuple, candidate: bool = False) -> dict:
+    """eager_cudnn_steps.predict at the row's micro-batch (its rows are micro-batch 1)."""
+    from simcluster.heldout.eager_regimes import regime_predict
+    from simcluster.llm.host_bound import is_host_bound
+
+    _, mode, preset, seq, _, mb = row
+    with candidate_model() if candidate else nullcontext():
+        r = regime_predict(preset, mb, mode, "h200", seq=seq)
+    return {"step_ms": r["step_ms"], "stage_mem_GiB": r["stage_mem_GiB"], "steady_mem_GiB": r["steady_mem_GiB"],
+            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "breakdown_ms": r["breakdown_ms"]}
+
+
+def register(path: Path) -> None:
+    from simcluster.runner.llm_step import PRESETS
+
+    commit = registering_commit(ROOT)
+    rows = []
+    for row in ROWS:
+        name, mode, preset, seq, procs, mb = row
+        rows.append({"name": name, "mode": mode, "preset": preset, "seq": seq, "micro_batch": mb, "processes": procs,
+                     "layers": PRESETS[preset]["layers"], "hidden": PRESETS[preset]["hidden"],
+                     "predicted": {"today": predict(row), CANDIDATE: predict(row, candidate=True)}})
+    doc = {"registered_at_commit": commit, "script": "validation/eager_fsdp_step.py --register",
+           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "collective_card": "models/collective/h200x2-primitives.yaml",
+                           "host": "calibration/h200x2-llm-host-2026-11-23 (product fits; the candidate's refitted with its kernels)",
+                           CANDIDATE: "eager.bf16_step: FSDP2's block at residual_bytes 2 without the kernels a bf16 block "
+                                      "does not launch (autocast_block.bf16_runner_ops)"},
+           "rules": {"ADOPT": f"over the fsdp rows (each the mean of its processes' rank-0 median steps): mean |error| today "
+                              f"- mean |error| {CANDIDATE} > SPREAD and mean |error| {CANDIDATE} <= {TARGET_PCT}%; else KEEP",
+                     "SPREAD": f"max / min - 1 of {FSDP2_REPEAT}'s process medians; {NOISE_SPREAD} (the noise set's FSDP2 "
+                               f"spread) if one process ran",
+                     "reported": "the ddp control's error (both forms equal); memory is not judged (the candidate moves step time only)"},
+           "rows": rows}
+    write_registration(path, "# Predictions registered before the runs (issue 44, session 40); never edited after them.\n"
+                       + yaml.safe_dump(doc, sort_keys=False))
+    print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
+
+
+def read_out(bundle: Path) -> dict:
+    """Every row that ran: its processes' medians, mean, spread, today's and the candidate's error; the verdict."""
+    rows = read_run_set(bundle)["rows"]
+    out = []
+    for i, r in enumerate(rows):
+        today, cand = (steps.checked_step(bundle, i, r, k) for k in ("today", CANDIDATE))
+        meds = [p["step_ms"] for p in steps.process_runs(bundle, r, memory=False)]
+        if not meds:
+            continue
+        mean = statistics.mean(meds)
+        out.append({"name": r["name"], "mode": r["mode"], "medians": meds, "mean": mean, "processes": r["processes"],
+                    "spread": max(meds) / min(meds) - 1 if len(meds) > 1 else None,
+                    "err_today": today / mean - 1, "err_cand": cand / mean - 1})
+    return {"rows": out, "verdict": verdict(out, [r["name"] for r in rows if r["mode"] == "fsdp"])}
+
+
+def verdict(rows: list[dict], fsdp_names: list[str]) -> str:
+    """The registered rule (module docstring) over the FSDP2 rows."""
+    got = [r for r in rows if r["mode"] == "fsdp"]
+    if len(got) < len(fsdp_names):
+        return f"INCOMPLETE: {len(got)} of {len(fsdp_names)} fsdp rows"
+    today = 100 * statistics.mean(abs(r["err_today"]) for r in got)
+    cand = 100 * statistics.mean(abs(r["err_cand"]) for r in got)
+    rep = next((r for r in got if r["name"] == FSDP2_REPEAT), None)
+    spread, how = (rep["spread"], f"{FSDP2_REPEAT}'s processes") if rep and rep["spread"] is not None else (NOISE_SPREAD, "the noise set's")
+    adopt = today - cand > 100 * spread and cand <= TARGET_PCT
+    return (f"{'ADOPT' if adopt else 'KEEP'}: mean |error| today {today:.1f}%, {CANDIDATE} {cand:.1f}% "
+            f"(gain {today - cand:+.1f} points vs spread {100 * spread:.1f}%, {how}) over {len(got)} fsdp rows")
+
+
+def show(result: dict) -> None:
+    print(f"{'row':12} {'process medians (ms)':>22} {'spread':>7} {'today':>7} {CANDIDATE:>10}")
+    for r in result["rows"]:
+        spread = "-" if r["spread"] is None else f"{r['spread']:.1%}"
+        print(f"{r['name']:12} {' / '.join(f'{x:.1f}' for x in r['medians']):>22} {spread:>7} {r['err_today']:+7.1%} {r['err_cand']:+10.1%}")
+    print(result["verdict"])
+
+
+def main(argv: list[str]) -> int:
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
