@@ -30,7 +30,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import eager_cudnn_steps as steps  # noqa: E402  (predict, process reading and checked predictions reused)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
+
+import eager_cudnn_steps as steps  # noqa: E402  (process reading and checked predictions reused)
+import eager_mode_classes as classes  # noqa: E402  (the per-class reading of a profiled step, and the model's classes)
 
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
@@ -45,6 +48,8 @@ ROWS = (
     ("ddp-1b", "ddp", "1b", 4096, 1, 3),          # the control (DDP: untouched by the candidate)
 )
 FSDP2_REPEAT = "fsdp-0.5b"
+TRACED = "fsdp-0.8b"   # one more process of this row, profiled (--profile 1 --trace): runs/traces/TRACED-SEQxMB-rankR.json.gz
+CLASS_KEYS = ("gemm", "attention", "memory", "copies", "optimizer")
 NOISE_SPREAD = 0.026   # calibration/h200x2-llm-eager-noise-2026-11-29: fsdp 3b 2048x3, four processes, 300.17..307.87 ms
 TARGET_PCT = 8.0
 CANDIDATE = "candidate"
@@ -72,8 +77,10 @@ def predict(row: tuple, candidate: bool = False) -> dict:
     _, mode, preset, seq, _, mb = row
     with candidate_model() if candidate else nullcontext():
         r = regime_predict(preset, mb, mode, "h200", seq=seq)
+        model = classes.model_classes(mode, preset, mb, 1, seq, 0)   # rank 0's GPU ms per kernel class
     return {"step_ms": r["step_ms"], "stage_mem_GiB": r["stage_mem_GiB"], "steady_mem_GiB": r["steady_mem_GiB"],
-            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "breakdown_ms": r["breakdown_ms"]}
+            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "breakdown_ms": r["breakdown_ms"],
+            "classes_ms": {k: round(model[k] * 1e3, 2) for k in CLASS_KEYS}}
 
 
 def register(path: Path) -> None:
@@ -95,7 +102,9 @@ def register(path: Path) -> None:
                               f"- mean |error| {CANDIDATE} > SPREAD and mean |error| {CANDIDATE} <= {TARGET_PCT}%; else KEEP",
                      "SPREAD": f"max / min - 1 of {FSDP2_REPEAT}'s process medians; {NOISE_SPREAD} (the noise set's FSDP2 "
                                f"spread) if one process ran",
-                     "reported": "the ddp control's error (both forms equal); memory is not judged (the candidate moves step time only)"},
+                     "reported": "the ddp control's error (both forms equal); memory is not judged (the candidate moves step time "
+                                 f"only); {TRACED}'s profiled step (both ranks): its kernel classes (studies/eager_mode_classes.measure) "
+                                 "against each form's classes_ms -- memory-bound (`memory`), FSDP2's copies (`copies`) and their sum"},
            "rows": rows}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 40); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False))
@@ -115,7 +124,27 @@ def read_out(bundle: Path) -> dict:
         out.append({"name": r["name"], "mode": r["mode"], "medians": meds, "mean": mean, "processes": r["processes"],
                     "spread": max(meds) / min(meds) - 1 if len(meds) > 1 else None,
                     "err_today": today / mean - 1, "err_cand": cand / mean - 1})
-    return {"rows": out, "verdict": verdict(out, [r["name"] for r in rows if r["mode"] == "fsdp"])}
+    return {"rows": out, "verdict": verdict(out, [r["name"] for r in rows if r["mode"] == "fsdp"]),
+            "classes": traced_classes(bundle, rows)}
+
+
+def traced_classes(bundle: Path, rows: list[dict]) -> list[dict]:
+    """TRACED's profiled step per rank (runs/traces/...): measured ms per class beside today's and the candidate's
+    registered classes_ms; [] where the trace is absent (the budget guard)."""
+    i, reg = next((i, r) for i, r in enumerate(rows) if r["name"] == TRACED)
+    out = []
+    for rank in (0, 1):
+        path = bundle / "runs" / "traces" / f"{TRACED}-{reg['seq']}x{reg['micro_batch']}-rank{rank}.json.gz"
+        if not path.is_file():
+            continue
+        got = classes.measure(classes.load(path))
+        try:
+            forms = {k: {c: float(reg["predicted"][k]["classes_ms"][c]) for c in CLASS_KEYS} for k in ("today", CANDIDATE)}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise steps.SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}].predicted: classes_ms of {CLASS_KEYS} must be "
+                                        f"numbers ({type(exc).__name__}: {exc})") from None
+        out.append({"rank": rank, "measured": {c: got[c] * 1e3 for c in CLASS_KEYS}, **forms})
+    return out
 
 
 def verdict(rows: list[dict], fsdp_names: list[str]) -> str:
@@ -138,6 +167,11 @@ def show(result: dict) -> None:
         spread = "-" if r["spread"] is None else f"{r['spread']:.1%}"
         print(f"{r['name']:12} {' / '.join(f'{x:.1f}' for x in r['medians']):>22} {spread:>7} {r['err_today']:+7.1%} {r['err_cand']:+10.1%}")
     print(result["verdict"])
+    for c in result["classes"]:
+        sums = {k: c[k]["memory"] + c[k]["copies"] for k in ("measured", "today", CANDIDATE)}
+        print(f"{TRACED} rank {c['rank']} (ms, measured / today / {CANDIDATE}): " + ", ".join(
+            f"{k} {c['measured'][k]:.1f} / {c['today'][k]:.1f} / {c[CANDIDATE][k]:.1f}" for k in ("memory", "copies"))
+            + f", memory + copies {sums['measured']:.1f} / {sums['today']:.1f} / {sums[CANDIDATE]:.1f}")
 
 
 def main(argv: list[str]) -> int:

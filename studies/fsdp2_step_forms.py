@@ -1,0 +1,101 @@
+"""Every FSDP2 (and tp+fsdp) llm-step shape under calibration/ against the step model kept (FSDP2's residual stream at
+TORCH_AMP's 4 B, autocast's input casts, the generic eager copies) and the candidate eager.bf16_step (issue 44, session
+40 fsdp2time; llm-findings.md): measured rank-0 median step, each form's error, the candidate's move. Development
+reading (the rows are the ones the candidate was weighed on). Both forms take the product's host fits
+(calibration/h200x2-llm-host-2026-11-23), each refitted with its own kernel count, as adoption would ship them; the
+2-rank NVLink card for every group, as heldout/eager_regimes.regime_predict.
+
+    python studies/fsdp2_step_forms.py   # the summary counts rows the kept model calls GPU-bound (host share < 0.5)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.cards import load_collective  # noqa: E402
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.heldout.eager import CARDS, H200, MODE_HOST, model_of  # noqa: E402
+from simcluster.heldout.eager_regimes import layout_of  # noqa: E402
+from simcluster.llm import eager  # noqa: E402
+from simcluster.llm.comm import Network  # noqa: E402
+from simcluster.llm.predict import predict_llm  # noqa: E402
+from simcluster.llm.spec import BatchSpec  # noqa: E402
+from simcluster.runner.llm_step import PRESETS  # noqa: E402
+
+MODES = ("fsdp", "tp+fsdp")
+
+
+def frameworks():
+    """{form: (torch_framework for a ParallelSpec, its host fits)} for 'kept' and 'candidate'."""
+    kept = eager.torch_framework
+    out = {"kept": (kept, eager.fit_modes(MODE_HOST))}
+    eager.torch_framework = lambda *a, **k: eager.bf16_step(kept(*a, **k))
+    try:
+        out["candidate"] = (eager.torch_framework, eager.fit_modes(MODE_HOST))   # the fits read the candidate's kernels
+    finally:
+        eager.torch_framework = kept
+    return out
+
+
+def rows() -> list[dict]:
+    gpu, _ = load_gpu(ROOT / H200)
+    net_card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
+    forms, out, seen = frameworks(), [], set()
+    for path in sorted((ROOT / "calibration").rglob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(doc, dict) or doc.get("tool") != "llm-step" or doc.get("mode") not in MODES \
+                or "fp32 weights" not in str(doc.get("precision", "")):
+            continue
+        par, gpus, _ = layout_of(doc["mode"])
+        if doc.get("world_size") != gpus:
+            continue
+        for shape in doc.get("shapes", []):
+            if shape.get("status") != "ok":
+                continue
+            seq, mb, meas = shape["seq"], shape["micro_batch"], shape["median_step_s"] * 1e3
+            m = doc["model"]
+            preset = m.get("preset") if PRESETS.get(m.get("preset"), {}).get("hidden") == m["hidden"] else f"L{m['layers']}h{m['hidden']}"
+            key = (doc["mode"], preset, seq, mb, round(meas, 1))
+            if key in seen:
+                continue
+            seen.add(key)
+            model, batch = model_of(doc, seq), BatchSpec(mb * par.dp, mb, "bf16")
+            got = {}
+            for form, (make, fits) in forms.items():
+                r = predict_llm(model, par, batch, gpu, Network(net_card, gpus), gpus, trace=False, framework=make(par, fits))
+                got[form] = (r.step_time_s * 1e3, r.host_share)
+            out.append({"bundle": path.relative_to(ROOT / "calibration").parts[0], "mode": doc["mode"], "preset": preset,
+                        "seq": seq, "mb": mb, "measured": meas, "kept": got["kept"][0] / meas - 1,
+                        "candidate": got["candidate"][0] / meas - 1, "move": got["candidate"][0] / got["kept"][0] - 1,
+                        "host_share": got["kept"][1] or 0.0})
+    return out
+
+
+def main() -> int:
+    got = rows()
+    print(f"{'bundle':40} {'mode':8} {'preset':9} {'seq':>6} {'mb':>2} {'ms':>8} {'host':>5} {'kept':>7} {'cand':>7} {'move':>7}")
+    for r in got:
+        print(f"{r['bundle'][:40]:40} {r['mode']:8} {r['preset']:9} {r['seq']:6} {r['mb']:2} {r['measured']:8.1f} "
+              f"{r['host_share']:5.2f} {r['kept']:+7.1%} {r['candidate']:+7.1%} {r['move']:+7.1%}")
+    for mode in MODES:
+        gpu_bound = [r for r in got if r["mode"] == mode and r["host_share"] < 0.5]
+        if gpu_bound:
+            k, c = (100 * statistics.mean(abs(r[f]) for r in gpu_bound) for f in ("kept", "candidate"))
+            ks, cs = (100 * statistics.mean(r[f] for r in gpu_bound) for f in ("kept", "candidate"))
+            moves = [100 * r["move"] for r in gpu_bound]
+            print(f"{mode}: {len(gpu_bound)} GPU-bound rows: mean |error| kept {k:.1f}% (mean {ks:+.1f}%), candidate {c:.1f}% "
+                  f"(mean {cs:+.1f}%); the candidate moves them {min(moves):+.1f}..{max(moves):+.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
