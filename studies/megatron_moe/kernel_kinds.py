@@ -10,9 +10,9 @@ on the launching thread) and where it was launched:
   core_gemm      the unfused attention core's batched GEMMs: aten::baddbmm (scores) / aten::bmm (context), their backward
   softmax_chain  every kernel launched between the scores GEMM and the context GEMM (forward), between the context GEMM's
                  backward and the scores GEMM's (backward): the fp32 casts, masked_fill, softmax and their backward
-  expert_gemm    Linear GEMMs launched between a layer's permutation (aten::index_select) and unpermutation
-                 (aten::scatter_add_), backward: ScatterAddBackward0 .. IndexSelectBackward0
-  expert_other   the other non-NCCL kernels of those windows (SwiGLU, the sort by expert, the chunks' cats)
+  expert_gemm    Linear GEMMs launched from a layer's permutation (aten::index_select) to its unpermutation
+                 (aten::scatter_add_), both included; backward ScatterAddBackward0 .. IndexSelectBackward0
+  expert_other   the other non-NCCL kernels of those windows (the permutations, SwiGLU, the sort by expert's cats)
   dense_gemm     the other Linear GEMMs (QKV, the attention output, the LM head)
   router         RouterGatingLinearFunction and the routing ops after it up to the permutation (top-k, softmax, aux loss)
   nccl           NCCL kernels (all_to_all, the count all_gather, the loss's all_reduces)
@@ -81,8 +81,8 @@ def windows(ops: dict) -> dict[str, list[tuple[float, float]]]:
     embedding = named("aten::embedding")   # the embedding's own index_select is not a permutation
     index = [o for o in named("aten::index_select") if o["tid"] == fwd_thread
              and not any(e["ts"] <= o["ts"] <= e["ts"] + e["dur"] for e in embedding)]
-    experts = pair(index, named("aten::scatter_add_"), start_at_end=False)
-    experts += pair(named(EF + "ScatterAddBackward0"), named(EF + "IndexSelectBackward0"), start_at_end=False)
+    experts = pair(index, named("aten::scatter_add_"), start_at_end=False, end_at_start=False)
+    experts += pair(named(EF + "ScatterAddBackward0"), named(EF + "IndexSelectBackward0"), start_at_end=False, end_at_start=False)
     return {"chain": chain, "experts": _first_each(experts)}
 
 
