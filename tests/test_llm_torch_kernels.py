@@ -80,7 +80,7 @@ def test_softmax_chain_prices_moe3s_measured_kernels():
 def _trace(path: Path) -> None:
     """A synthetic profiled step: a forward core (scores GEMM, two chain kernels, context GEMM), a permutation window with
     one expert GEMM and one SwiGLU kernel, and an NCCL kernel."""
-    ev, t = [], 0.0
+    ev = []
 
     def op(name, start, dur, tid=1):
         ev.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": start, "dur": dur})
