@@ -141,6 +141,8 @@ class FrameworkSpec:
                                       # rope slice in place (Megatron and NeMo performance recipes set it); False: rotary on the
                                       # slice and torch.cat into a new query (eager torch; a recipe's apply_rope_fusion False:
                                       # a published file's `simcluster.recipe`, reference/llm.py)
+    torch_chains: bool = False        # the unfused softmax and the experts' SwiGLU as Megatron-Core's local spec runs them, plain torch
+                                      # kernels each at its own rate (llm/torch_kernels.py); False: softmax_bytes / a fused SwiGLU
     moe_graphs: bool = True           # MoE router and dispatcher preprocess captured in CUDA graphs (Megatron-Core cuda_graph_scope
                                       # moe_router, moe_preprocess), as moe_sync's source row had them; False: issued call by call
                                       # before the dispatcher sync (llm/moe_graphs.py; a published file's `simcluster.recipe`)
@@ -208,8 +210,13 @@ MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfuse
 # megatron-core 0.14 FusedScaleMaskSoftmax.forward_torch_softmax (masked_softmax_fusion off, softmax_in_fp32), per score:
 # bf16 -> fp32 (2 + 4 bytes), masked_fill with the causal mask (4 + 1 + 4), softmax (4 + 4), -> bf16 (4 + 2) = 29 forward;
 # the gradient's cast up (2 + 4), softmax's backward (4 + 4 + 4), masked_fill (9), cast down (4 + 2) = 33 backward.
+# Since session 40 (issue 44) priced kernel by kernel (torch_chains, llm/torch_kernels.py: the backward's two kernels more,
+# grad x output and masked_fill's clone, 53 B; the casts and masked_fill at torch's unvectorized rates), with the experts'
+# unfused SwiGLU (bias_activation_fusion off) and Megatron-Core's unfused vocab-parallel cross-entropy (TransformerConfig's
+# cross_entropy_loss_fusion off by default; device.py leaves it off: _VocabParallelCrossEntropy in the traces).
 MEGATRON_LOCAL = FrameworkSpec("megatron-local-spec", attention="unfused", softmax_bytes=(29, 33), transformer_engine=False,
-                               moe_host=MoeHost(), rope_fusion=False)   # studies/megatron_moe/device.py: apply_rope_fusion False
+                               moe_host=MoeHost(), rope_fusion=False,   # studies/megatron_moe/device.py: apply_rope_fusion False
+                               torch_chains=True, loss_fwd_bytes=38.0, loss_bwd_bytes=14.0)   # UNFUSED_LOSS, below
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
 # (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()

@@ -22,20 +22,18 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
   fp8 (Transformer Engine): a transposed fp8 copy of every GEMM input forward (M K bytes; the attention output's
     cast 3 M K more), a cast-transpose of every output gradient backward (4 M N bytes)
-recompute: 'full' runs the layer's forward again inside its backward ('op', eager torch: eager_ac.op_recomputed's); 'selective' the ops of its recompute_modules
-(modules_of: core_attn the attention core, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary,
-mlp a dense layer's MLP, moe the whole MoE block (router, permutation, experts, shared experts), moe_act the experts'
-SwiGLU, shared_experts the shared expert); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
-Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the hidden dropout of
-the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout draws its mask in the kernel (no
-bytes; its random numbers cost time per score element: GpuParams.attention_dropout_s). Every Op carries its FLOPs and bytes (tests).
+recompute: 'full' runs the layer's forward again in its backward ('op': eager_ac.op_recomputed's); 'selective' its recompute_modules'
+ops (modules_of: core_attn, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary, mlp a dense MLP, moe the MoE
+block, moe_act the experts' SwiGLU, shared_experts); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
+Dropout is off except the unfused core's attention dropout and, with model.dropout, the bias-dropout-adds' (mask T' h bytes forward,
+5 T' h backward); flash attention's draws its mask in the kernel (GpuParams.attention_dropout_s). Every Op carries FLOPs and bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import eager_ac, mla_layout
+from simcluster.llm import eager_ac, mla_layout, torch_kernels
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
@@ -82,6 +80,10 @@ def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_
 
 def memory(name: str, bytes_moved: float, flops: float = 0.0, count: int = 1) -> Op:
     return Op(name, "memory", float(flops), float(bytes_moved), (), count)
+
+
+def torch_chain(name: str, chain: str, elements: float) -> Op:   # plain torch kernels, each at its rate (torch_kernels.py)
+    return Op(name, "torch", torch_kernels.chain_flops(chain, elements), elements * torch_kernels.chain_bytes(chain), (chain, float(elements)))
 
 
 @dataclass(frozen=True)
@@ -160,24 +162,22 @@ def attention_inputs(model: TransformerSpec, sh: Sharding, e: int, fused: bool) 
 
 
 def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, fw: FrameworkSpec) -> list[Op]:
-    """The attention core: one flash kernel, or (fw.attention == 'unfused', cp = 1) Megatron's pre-flash core over
-    the full s x s scores (the causal mask is applied in the softmax, so no FLOPs are saved): Q K^T, fused
-    scale-mask-softmax (scores read, probabilities written), dropout (probabilities read, output and 1-byte mask
-    written), P V. Its ops are named core.* so selective recompute finds them."""
+    """The attention core: one flash kernel, or (fw.attention == 'unfused', cp = 1) Megatron's pre-flash core over the s x s
+    scores (no FLOPs saved by the causal mask): Q K^T, fused scale-mask-softmax (backward: probabilities and their gradient
+    read, 3 a), dropout (output and 1-byte mask; backward 2 a + 1), P V; the local spec's torch softmax (fw.torch_chains:
+    llm/torch_kernels.py). Its ops are named core.* so selective recompute finds them."""
     if fw.attention != "unfused" or par.cp > 1:
         return _attention_cores(model, par, batch, sh, backward=False)
     s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
     probs = n * s * s
-    # backward: softmax reads probabilities and their gradient, writes the scores' gradient (3 a per element);
-    # dropout reads the gradient and the 1-byte mask, writes the gradient (2 a + 1)
     fwd_b, bwd_b = fw.softmax_bytes or (2 * ACT_BYTES, 3 * ACT_BYTES)   # softmax_bytes: in fp32, and no dropout kernel (FrameworkSpec)
-    softmax = Op("core.softmax", "memory", float(5 * probs), float(fwd_b * probs), (float(bwd_b * probs),))
+    softmax = torch_chain("core.softmax", "softmax", probs) if fw.torch_chains else \
+        Op("core.softmax", "memory", float(5 * probs), float(fwd_b * probs), (float(bwd_b * probs),))
     dropout = Op("core.dropout", "memory", float(probs), float(probs * (2 * ACT_BYTES + 1)), (float(probs * (2 * ACT_BYTES + 1)),))
     return [gemm("core.scores", s, s, d, n), softmax] + ([] if fw.softmax_bytes else [dropout]) + [gemm("core.context", s, d, s, n)]
 
 
-def permutation(name: str, bytes_moved: float) -> Op:
-    """Row copies whose backward is the inverse permutation: the same bytes backward (not twice, as an elementwise op's)."""
+def permutation(name: str, bytes_moved: float) -> Op:   # row copies; backward the inverse permutation, the same bytes
     return Op(name, "memory", 0.0, float(bytes_moved), (float(bytes_moved),))
 
 
@@ -231,6 +231,7 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
                 # balanced, receives: routed x local experts
                 permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
                 gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
+                torch_chain("swiglu", "glu", routed * local_experts * sh.ffn) if fw.torch_chains else
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
         if model.shared_expert_ffn:   # the shared expert(s): a dense SwiGLU MLP of width f_s on every token
@@ -252,11 +253,10 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
 
 
 def fp8_casts(layer_ops: list[Op]) -> Op:
-    """Transformer Engine's fp8 casts around the layer's fp8 GEMMs Y[M,N] = X[M,K] W[K,N] (weights cast once per
-    step, not counted): forward, the transposed fp8 copy of every input X kept for the weight gradient (M K bytes
-    written; the cast itself is fused into the norm / activation before it) and the attention output's cast
-    (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
-    output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
+    """Transformer Engine's fp8 casts around the layer's fp8 GEMMs Y[M,N] = X[M,K] W[K,N] (weights once per step, not
+    counted): forward, the fp8 copy of every input X kept for the weight gradient (M K bytes; the cast fused into the kernel
+    before it) and the attention output's cast (2 + 1 per element); backward, the fused cast-transpose of every output
+    gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
     gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and o.name not in BF16_UNDER_FP8]
     fwd = sum((4 if o.name == "attn_out" else 1) * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)   # attn_out: + 3
     bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
@@ -272,6 +272,8 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             b, a, g, sq, skv, d, causal, _, dropout = op.shape
             bwd = attention(f"{op.name}.bwd", b, a, g, sq, skv, d, causal, True, dropout)
             out.append(replace(bwd, flops=op.flops * 2.5, count=op.count))
+        elif op.kind == "torch":       # a chain of torch kernels: its backward chain
+            out.append(replace(torch_chain(f"{op.name}.bwd", op.shape[0] + ".bwd", op.shape[1]), count=op.count))
         else:   # a memory op's backward: twice its bytes unless its shape names them (and its kernels); autocast's cast: an up-cast
             b, k = (op.shape + (1,))[:2] if op.shape else (2 * op.bytes, 1)
             out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops / k, b / k, (), op.count * k))
@@ -337,9 +339,8 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
 
 
 def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -> list[Op]:
-    """Every weight gradient added into its persistent fp32 main_grad each micro-batch (Megatron): one pass per weight
-    GEMM of fw.grad_accumulate_bytes per weight element (bf16 gradient read, fp32 main_grad read and written: 10), plus
-    fill_bytes per element where the gradient is first made as a zeroed dense tensor (the embedding's)."""
+    """Every weight gradient added into its fp32 main_grad each micro-batch (Megatron): one pass per weight GEMM of
+    fw.grad_accumulate_bytes per weight element (10: bf16 read, fp32 read + written), plus fill_bytes (a zeroed dense gradient)."""
     weights = [o for o in fwd if o.kind == "gemm" and not o.name.startswith("core.")]
     if not fw.grad_accumulate_bytes or not weights:
         return []
@@ -347,15 +348,13 @@ def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -
     return [memory("main_grad_accumulate", (fw.grad_accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
 
 
-# the experts' GEMMs: a grouped linear layer (Transformer Engine's GroupedLinear) issues one GEMM per local expert, so each
-# is priced as its own kernel (batch x one GEMM), not as one batched kernel. On one H100 (calibration/h100x1-moe-grouped-
-# 2026-11-27) a loop of per-expert GEMMs is priced this way within 8.2% (bf16) and 12.3% (fp8) mean, one batched kernel
-# 10.2% and 21.1% (up to 63% fast for Qwen3 30B's 16 small fp8 experts)
+# the experts' GEMMs: a grouped linear layer (TE's GroupedLinear) issues one GEMM per local expert, each priced as its own kernel
+# (batch x one GEMM). One H100 (calibration/h100x1-moe-grouped-2026-11-27): per-expert GEMMs priced so within 8.2% (bf16) and
+# 12.3% (fp8) mean, one batched kernel 10.2% and 21.1% (up to 63% fast for Qwen3 30B's 16 small fp8 experts)
 GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
-# GEMMs that stay bf16 under fp8: only Transformer Engine modules run in fp8 inside fp8_autocast, and Megatron-Core builds
-# the LM head as its own tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py, output_layer at
-# NVIDIA/Megatron-LM 007562f9) and the MoE router as a plain linear of its own weight (TopKRouter.gating); torchtitan's
-# llama3 train configs leave `output` out of float8 ([float8] filter_fqns = ["output"] at e7c0cae). Priced on the bf16 curve.
+# GEMMs that stay bf16 under fp8 (the bf16 curve): only TE modules run in fp8 inside fp8_autocast; Megatron-Core's LM head is its own
+# tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py, output_layer at NVIDIA/Megatron-LM 007562f9), the
+# MoE router a plain linear (TopKRouter.gating); torchtitan's llama3 configs: [float8] filter_fqns = ["output"] at e7c0cae.
 BF16_UNDER_FP8 = ("lm_head", "router")
 
 
@@ -366,12 +365,11 @@ def op_time_s(gpu, op: Op, dtype: str) -> float:
     """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
     key = (id(gpu), op, dtype)
     hit = _TIMES.get(key)
-    if hit is not None and hit[0] is gpu:
-        return hit[1]
-    if len(_TIMES) >= 200_000:
-        _TIMES.clear()
-    _TIMES[key] = (gpu, _op_time_s(gpu, op, dtype))
-    return _TIMES[key][1]
+    if hit is None or hit[0] is not gpu:
+        if len(_TIMES) >= 200_000:
+            _TIMES.clear()
+        hit = _TIMES[key] = (gpu, _op_time_s(gpu, op, dtype))
+    return hit[1]
 
 
 def _op_time_s(gpu, op: Op, dtype: str) -> float:
@@ -386,6 +384,8 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
     elif op.kind == "attention":
         b, a, g, sq, skv, d, causal, backward, dropout = op.shape
         t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16", dropout=dropout)
+    elif op.kind == "torch":
+        t = torch_kernels.time_s(gpu, *op.shape)
     else:
         t = gpu.upcast_time_s(op.bytes) if op.kind in ("upcast", "unvectorized") else gpu.memory_time_s(op.bytes)
     return t * op.count

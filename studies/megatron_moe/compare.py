@@ -208,6 +208,19 @@ def verdict_one_gpu(mean_a: float, mean_b: float, measured: int, of: int) -> str
     return "3: the single-rank host constants are off (both arms over 10%): the mean signed error says which way"
 
 
+def verdict_pinned(errors: list[float], of: int) -> str:
+    """The moe5 set's reading rule (one arm, B), as declared before the run (calibration/h200x2-megatron-moe5-2026-11-30/
+    README.md), first match: the configurations' errors (registered / measured - 1), fractions."""
+    if len(errors) < min(3, of):
+        return "0: fewer than three configurations measured; no reading"
+    mean_abs = statistics.fmean(abs(e) for e in errors)
+    if mean_abs <= 0.15 and max(abs(e) for e in errors) <= 0.25:
+        return "1: the local spec's kernel-by-kernel pricing holds on compute-bound layers (mean |error| <= 15%, each <= 25%)"
+    if statistics.fmean(errors) < -0.15:
+        return "2: still fast on compute-bound layers (mean error < -15%): read the traces' kinds (kernel_kinds.py) for where"
+    return "3: the pricing does not hold (slow, or scattered past the bounds): the mend is not validated"
+
+
 def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float], one_gpu: bool = False) -> None:
     """Every configuration's arms against its one registered prediction, each arm's mean |error| and the verdict."""
     names = sorted({a for runs in arms.values() for a in runs})
@@ -230,6 +243,8 @@ def print_arms(arms: dict[str, dict[str, dict]], registered: dict[str, float], o
         if errors[a]:
             print(f"arm {a}: mean |error| {statistics.fmean(abs(e) for e in errors[a]) * 100:.1f}% over {len(errors[a])}, "
                   f"mean error {statistics.fmean(errors[a]) * 100:+.1f}%")
+    if names == ["B"]:   # a set run in the pinned arm only (moe5)
+        print(f"reading rule (README, declared before the run), arm B: {verdict_pinned(errors['B'], len(registered))}")
     if {"A", "B"} <= set(names) and errors["A"] and errors["B"]:
         both = [n for n, runs in arms.items() if {"A", "B"} <= set(runs) and n in registered]
         mean = {a: statistics.fmean(abs(registered[n] / arms[n][a]["measured_s"] - 1) for n in both) if both else float("nan")

@@ -4,9 +4,11 @@ before the set is run (llm-findings.md, session 30 and issue 44's moe3).
     python studies/megatron_moe/register.py > calibration/h200x4-megatron-moe2-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe3 > calibration/h200x2-megatron-moe3-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe4 > calibration/h200x1-megatron-moe4-2026-11-28/registered.yaml
+    python studies/megatron_moe/register.py --set moe5 > calibration/h200x2-megatron-moe5-2026-11-30/registered.yaml
     python studies/megatron_moe/register.py --flags NAME [--arm A|B]   # the runner's flags (device_run.sh)
     python studies/megatron_moe/register.py --env B        # an arm's environment, NAME=VALUE words (device_run.sh)
     python studies/megatron_moe/register.py --names moe3   # a set's configurations in run order
+    python studies/megatron_moe/register.py --arms moe5    # the arms a set runs (moe5: B only)
 
 The same step as studies/megatron_moe/compare.py prices (framework megatron-local-spec, N x H200, one micro-batch's
 forward + backward); a set is read with `python studies/megatron_moe/compare.py FOLDER`. The moe3 set runs every
@@ -45,12 +47,23 @@ SET3 = {
 # GPU (EP 1): no EP collective and no rank to wait for, so the set tests the local-spec host model's own constants
 # (framework.MoeHost) apart from the ranks' skew
 SET4 = {name.replace("-ep2", "-ep1"): dict(m, ep=1) for name, m in SET3.items()}
+# moe5, 2 x H200, EP 2, not run before (issue 44, session 40): layers whose GPU time the attention core's torch softmax
+# dominates (2-4 local experts, 16-32 heads, one at micro-batch 2), registered after the local spec's softmax and SwiGLU
+# were priced kernel by kernel (llm/torch_kernels.py): they test that pricing, with the host's share small
+SET5 = {
+    "e4-top1-ffn11008-h32-ep2": dict(COMMON, heads=32, kv_heads=8, experts=4, top_k=1, expert_ffn=11008, ep=2),
+    "e8-top2-ffn4096-h32-ep2": dict(COMMON, heads=32, kv_heads=8, experts=8, top_k=2, expert_ffn=4096, ep=2),
+    "e8-top2-ffn2816-h24-ep2": dict(COMMON, heads=24, kv_heads=8, experts=8, top_k=2, expert_ffn=2816, ep=2),
+    "e8-top2-ffn2048-mb2-ep2": dict(COMMON, micro_batch=2, heads=16, kv_heads=8, experts=8, top_k=2, expert_ffn=2048, ep=2),
+}
 # (configurations, GPUs, folder under calibration/, how the GPUs are joined)
 SETS = {
     "moe2": (SET2, 4, "h200x4-megatron-moe2-2026-11-28", "NVLink"),
     "moe3": (SET3, 2, "h200x2-megatron-moe3-2026-11-28", "NVLink, NCCL_NVLS_ENABLE=0"),
     "moe4": (SET4, 1, "h200x1-megatron-moe4-2026-11-28", "one GPU, no EP collective"),
+    "moe5": (SET5, 2, "h200x2-megatron-moe5-2026-11-30", "NVLink, NCCL_NVLS_ENABLE=0"),
 }
+SET_ARMS = {"moe3": "AB", "moe4": "AB", "moe5": "B"}   # the arms each set runs (moe5: moe3's pinned launch only)
 # moe3's two launches of each configuration (device.py flags and environment); A is moe2's launch
 ARMS = {
     "A": dict(what="as before: torch.distributed.run, no pinning, lazy CUDA module loading (the default), warm-up 3, 8 timed steps",
@@ -83,10 +96,15 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--names"]:
         print(" ".join(SETS[argv[1]][0]))
         return 0
+    if argv[:1] == ["--arms"]:
+        print(" ".join(SET_ARMS.get(argv[1], "A")))
+        return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dataclasses import replace
+
     from compare import predicted_s  # the model (simcluster) only here: --flags runs on the device without its dependencies
 
-    from simcluster.llm.framework import MEGATRON_UNFUSED
+    from simcluster.llm.framework import MEGATRON_LOCAL, MEGATRON_UNFUSED
 
     set_name = argv[argv.index("--set") + 1] if "--set" in argv else "moe2"
     configs, gpus, folder, link = SETS[set_name]
@@ -94,9 +112,9 @@ def main(argv: list[str]) -> int:
     print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs; "
           "predicted_step_s is the registered prediction")
     print(f"set: {folder}\nframework: megatron-local-spec\ngpu: H200 x {gpus} ({link}), one micro-batch forward + backward")
-    if set_name in ("moe3", "moe4"):
-        print("arms:   # each configuration is run in both; the model's prediction is the same for both (it knows no pinning)")
-        for arm, a in ARMS.items():
+    if set_name in SET_ARMS:
+        print("arms:   # each configuration is run in every arm; the model's prediction is the same for all (it knows no pinning)")
+        for arm, a in ((k, ARMS[k]) for k in SET_ARMS[set_name]):
             env = " ".join(f"{k}={v}" for k, v in a["env"].items())
             print(f"  {arm}:\n    what: \"{a['what']}\"\n    device_flags: \"{a['flags']}\"\n    env: \"{env}\"")
     print("runs:")
@@ -106,6 +124,9 @@ def main(argv: list[str]) -> int:
         print("    parts_s: {" + ", ".join(f"{k}: {v:.5f}" for k, v in sorted(parts.items())) + "}")
         if set_name == "moe2":
             print(f"    before_s: {predicted_s(m, gpus, 'H200', MEGATRON_UNFUSED)[0]:.5f}   # the model before session 30 (megatron-unfused-attention)")
+        if set_name == "moe5":   # the local spec as priced before session 40: fused-rate softmax bytes and SwiGLU, fused loss
+            before = replace(MEGATRON_LOCAL, torch_chains=False, loss_fwd_bytes=6.0, loss_bwd_bytes=12.0)
+            print(f"    before_s: {predicted_s(m, gpus, 'H200', before)[0]:.5f}   # the model before session 40 (torch_chains off)")
     return 0
 
 

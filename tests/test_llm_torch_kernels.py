@@ -1,0 +1,112 @@
+"""The local spec's plain torch kernel chains (llm/torch_kernels.py): the unfused softmax and the experts' SwiGLU, priced
+kernel by kernel, and the kernel-kind read of the profiled steps (studies/megatron_moe/kernel_kinds.py)."""
+
+import gzip
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, load_script
+
+from simcluster.hardware.gpu import load_gpu
+from simcluster.llm import ops, torch_kernels
+from simcluster.llm.framework import MEGATRON_LOCAL, MEGATRON_UNFUSED, UNFUSED_LOSS
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+H200 = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
+MOE3 = ROOT / "calibration/h200x2-megatron-moe3-2026-11-28"
+SCORES = 16 * 4096 * 4096     # one layer's scores, 16 heads at seq 4096
+
+
+def _model(heads=16, experts=8, top_k=1, ffn=8192):
+    return TransformerSpec(layers=4, hidden=2048, ffn=ffn, heads=heads, kv_heads=8, vocab=32768, seq=4096, experts=experts,
+                           top_k=top_k, expert_ffn=ffn, attn_head_dim=128, qk_norm=True)
+
+
+def test_softmax_chain_bytes_are_megatron_cores_kernels():
+    # forward the 29 B a score the framework has always charged; backward 53: 33 and the two kernels torch adds,
+    # grad x output (12) and masked_fill's clone (8)
+    assert torch_kernels.chain_bytes("softmax") == sum(MEGATRON_LOCAL.softmax_bytes[:1]) == 29
+    assert torch_kernels.chain_bytes("softmax.bwd") == MEGATRON_LOCAL.softmax_bytes[1] + 12 + 8 == 53
+    assert [k for k, _, _ in torch_kernels.SOFTMAX_FWD] == ["to_fp32", "masked_fill", "softmax", "to_bf16"]
+
+
+def test_unvectorized_kernels_run_at_the_upcast_cards_element_rate_not_hbm():
+    gpu, _ = load_gpu(H200)
+    n = SCORES
+    hbm = torch_kernels.kernel_s(gpu, 6 * n, n, "hbm")
+    unvec = torch_kernels.kernel_s(gpu, 6 * n, n, "unvectorized")
+    assert unvec == pytest.approx(gpu.upcast_time_s(6 * n), rel=1e-9)   # the card's bf16 -> fp32 copy
+    assert unvec > 1.8 * hbm
+    # a kernel whose bytes outrun its element rate stays at the copy rate
+    assert torch_kernels.kernel_s(gpu, 400 * n, n, "unvectorized") == pytest.approx(gpu.memory_time_s(400 * n))
+    with pytest.raises(ValueError, match="unknown torch kernel chain"):
+        torch_kernels.time_s(gpu, "gelu", n)
+
+
+def test_local_spec_layer_carries_the_chains_and_their_backward():
+    model, par, batch = _model(), ParallelSpec(dp=2, ep=2), BatchSpec(2, 1, "bf16")
+    fwd = ops.layer_forward(model, par, batch, MEGATRON_LOCAL)
+    bwd = ops.layer_backward(model, par, batch, MEGATRON_LOCAL)
+    by = {o.name: o for o in fwd + bwd}
+    assert by["core.softmax"].kind == by["core.softmax.bwd"].kind == "torch"
+    assert by["core.softmax"].shape == ("softmax", float(SCORES)) and by["core.softmax.bwd"].shape == ("softmax.bwd", float(SCORES))
+    routed = 4096 * 1 * 2 // 8 * 4     # tokens x top-k x ep / experts, x 4 local experts
+    assert by["swiglu"].shape == ("glu", float(routed * 8192)) and by["swiglu.bwd"].kind == "torch"
+    # the other unfused framework (Megatron-LM before flash attention) keeps its fused softmax, dropout and SwiGLU
+    plain = {o.name: o for o in ops.layer_forward(model, par, batch, MEGATRON_UNFUSED)}
+    assert plain["core.softmax"].kind == plain["swiglu"].kind == "memory" and "core.dropout" in plain
+    assert (MEGATRON_LOCAL.loss_fwd_bytes, MEGATRON_LOCAL.loss_bwd_bytes) == (UNFUSED_LOSS["loss_fwd_bytes"], UNFUSED_LOSS["loss_bwd_bytes"])
+    # selective recompute of the core re-runs the chain
+    again = ops.layer_backward(model, replace(par, recompute="selective", recompute_modules=("core_attn",)), batch, MEGATRON_LOCAL)
+    assert any(o.name == "recompute.core.softmax" and o.kind == "torch" for o in again)
+
+
+def test_softmax_chain_prices_moe3s_measured_kernels():
+    """moe3 (not used to set any rate: the masked_fill and softmax rates are the development set's) measured the chain at
+    16 heads, seq 4096, 4 layers: rank 0's kernels between the scores GEMM and the context GEMM, forward and backward.
+    Development data for this model (it prompted the mend: issue 44, session 40), a check that the kernels add up."""
+    kinds = load_script("studies/megatron_moe/kernel_kinds.py")
+    measured = kinds.measured_kinds(MOE3 / "trace-h200-x2-switch-e8-top1-ffn8192-ep2-armB-rank0.json.gz")["softmax_chain"]
+    gpu, _ = load_gpu(H200)
+    model = 4 * (torch_kernels.time_s(gpu, "softmax", SCORES) + torch_kernels.time_s(gpu, "softmax.bwd", SCORES))
+    assert measured == pytest.approx(0.02805, rel=0.01)
+    assert model == pytest.approx(measured, rel=0.05)
+    before = 4 * gpu.memory_time_s((29 + 33) * SCORES)   # the fused-rate bytes priced until session 40: 43% fast
+    assert before < 0.6 * measured
+
+
+def _trace(path: Path) -> None:
+    """A synthetic profiled step: a forward core (scores GEMM, two chain kernels, context GEMM), a permutation window with
+    one expert GEMM and one SwiGLU kernel, and an NCCL kernel."""
+    ev = []
+
+    def op(name, start, dur, tid=1):
+        ev.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": start, "dur": dur})
+
+    def kernel(name, launch, dur, corr, tid=1):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": launch, "dur": 1,
+                   "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": launch + 5, "dur": dur, "args": {"correlation": corr}})
+
+    op("aten::baddbmm", 0, 10), kernel("nvjet_scores", 1, 100, 1)
+    op("aten::to", 20, 10), kernel("unrolled_elementwise_kernel", 21, 300, 2)
+    op("aten::softmax", 40, 10), kernel("cunn_SoftMaxForwardReg", 41, 400, 3)
+    op("aten::bmm", 60, 10), kernel("nvjet_context", 61, 90, 4)
+    op("aten::index_select", 100, 5), kernel("index_select_kernel", 101, 7, 5)
+    op("LinearWithGradAccumulationAndAsyncCommunication", 110, 10), op("aten::mm", 111, 5), kernel("nvjet_fc1", 112, 50, 6)
+    op("aten::silu", 130, 5), kernel("silu_kernel", 131, 20, 7)
+    op("aten::scatter_add_", 150, 5), kernel("scatter_add_kernel", 151, 8, 8)
+    op("LinearWithGradAccumulationAndAsyncCommunication", 170, 10), op("aten::mm", 171, 5), kernel("nvjet_qkv", 172, 60, 9)
+    kernel("ncclDevKernel_SendRecv", 190, 30, 10)
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+
+
+def test_kernel_kinds_groups_a_synthetic_step(tmp_path):
+    kinds = load_script("studies/megatron_moe/kernel_kinds.py")
+    path = tmp_path / "trace-h200-x2-toy-rank0.json.gz"
+    _trace(path)
+    got = {k: round(v * 1e6) for k, v in kinds.measured_kinds(path).items() if v}
+    assert got == {"core_gemm": 190, "softmax_chain": 700, "expert_gemm": 50, "expert_other": 35, "dense_gemm": 60, "nccl": 30}
