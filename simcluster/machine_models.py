@@ -6,6 +6,7 @@ Cluster (llm/predict.py, predict_training.py) import it from here and no circle 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
@@ -35,6 +36,14 @@ def machine_nvlink_link(machine: Machine) -> str:
     if machine.card is None:                 # no collective card: no GPU named, the bare link (no rows)
         return "nvlink"
     return card_nvlink_link(load_collective(machine.card)[1], machine.card)
+
+
+def machine_gpu(machine: Machine) -> str:
+    """The machine's GPU model as trust regimes check it (trust/regime.gpu_model): its GPU card's name, else the GPU its
+    collective card names (machine_nvlink_link); '' when neither names one."""
+    from simcluster.trust.regime import gpu_model
+
+    return gpu_model(Path(machine.gpu_card).stem if machine.gpu_card else "") or gpu_model(machine_nvlink_link(machine))
 
 
 def network_link(machine: Machine) -> str:
