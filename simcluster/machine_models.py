@@ -50,8 +50,6 @@ def network_link(machine: Machine) -> str:
     """The link a collective of the whole machine crosses, as its trust regime names it: one NVLink domain's, its
     collective card's GPU (trust/regime.nvlink_link: 'nvlink-h200', 'nvlink-gb200'), else the NIC's transport and
     fabric (trust/regime.fabric_link: 'rdma-ib', 'rdma-efa', 'rdma-roce', 'tcp')."""
-    from pathlib import Path
-
     from simcluster.trust.regime import fabric_link
 
     if machine.domains == 1 or machine.nic is None:
