@@ -172,3 +172,15 @@ def test_the_gpu_card_whatif_marks_the_cards_its_regimes_rows_never_ran_on(capsy
     got = {v["variant"]: v["jobs"][0]["validation"] for v in json.loads(capsys.readouterr().out)["variants"]}
     assert {k: (v["gpu"], v["gpu_in_band"], v["status"]) for k, v in got.items()} == {
         "h100": ("H100", True, "validated"), "h200": ("H200", False, "extrapolated"), "b200": ("B200", False, "extrapolated")}
+
+
+def test_the_shipped_table_names_a_gpu_on_every_gpu_familys_row_and_none_on_storage_or_transport():
+    from simcluster.trust.table import load_table
+
+    table = load_table()
+    for r in table.residuals:
+        if r.family in ("storage", "transport"):
+            assert r.gpu == "", (r.source, r.row)
+        else:
+            assert r.gpu in ("A100", "H100", "H200", "B200", "GB200"), (r.family, r.source, r.row, r.gpu)
+    assert {r.gpu for r in table.residuals if r.family in ("llm eager", "llm local spec", "ddp")} == {"H200"}
