@@ -14,7 +14,7 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.llm.job import LlmJob
-from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_nic, network_link
+from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_gpu, machine_nic, network_link
 from simcluster.network.builders import fabric_tiers, machine_platform
 from simcluster.network.platform import Platform
 from simcluster.results import (
@@ -91,7 +91,7 @@ def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str |
     return [predict(params, op, size, ranks, host_launch=host_launch) for size in size_list], None
 
 
-def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma") -> ConcurrentResult:
+def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu: str = "") -> ConcurrentResult:
     """Each job's collective alone on the fabric and with all the jobs at once."""
     import numpy as np
 
@@ -107,7 +107,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma") -> 
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
                                   predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs, link=link)
+    return ConcurrentResult(job, runs, link=link, gpu=gpu)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -122,7 +122,7 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
     from simcluster.predict_training import predict_training
 
     cluster = context.cluster() if scenario.machine.nodes > 1 else None
-    return TrainingResult(job, predict_training(scenario.machine, job, cluster))
+    return TrainingResult(job, predict_training(scenario.machine, job, cluster), gpu=machine_gpu(scenario.machine))
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
@@ -153,7 +153,7 @@ def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = T
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
-    return run_concurrent(context.cluster(), job, network_link(scenario.machine))
+    return run_concurrent(context.cluster(), job, network_link(scenario.machine), machine_gpu(scenario.machine))
 
 
 def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
@@ -174,7 +174,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.onloaded else ""))
-        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=network_link(m))
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=network_link(m),
+                           gpu=machine_gpu(m))
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain

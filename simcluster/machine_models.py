@@ -6,6 +6,7 @@ Cluster (llm/predict.py, predict_training.py) import it from here and no circle 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
@@ -37,12 +38,18 @@ def machine_nvlink_link(machine: Machine) -> str:
     return card_nvlink_link(load_collective(machine.card)[1], machine.card)
 
 
+def machine_gpu(machine: Machine) -> str:
+    """The machine's GPU model as trust regimes check it (trust/regime.gpu_model): its GPU card's name, else the GPU its
+    collective card names (machine_nvlink_link); '' when neither names one."""
+    from simcluster.trust.regime import gpu_model
+
+    return gpu_model(Path(machine.gpu_card).stem if machine.gpu_card else "") or gpu_model(machine_nvlink_link(machine))
+
+
 def network_link(machine: Machine) -> str:
     """The link a collective of the whole machine crosses, as its trust regime names it: one NVLink domain's, its
     collective card's GPU (trust/regime.nvlink_link: 'nvlink-h200', 'nvlink-gb200'), else the NIC's transport and
     fabric (trust/regime.fabric_link: 'rdma-ib', 'rdma-efa', 'rdma-roce', 'tcp')."""
-    from pathlib import Path
-
     from simcluster.trust.regime import fabric_link
 
     if machine.domains == 1 or machine.nic is None:

@@ -28,12 +28,13 @@ class CollectiveSweepResult:
     description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
     link: str = "nvlink"              # where the bytes go: one NVLink domain (nvlink-<gpu>), or the NIC transport across nodes
     variant: str = ""                 # the scenario's what-if variant
+    gpu: str = ""                     # the machine's GPU model (machine_models.machine_gpu; one node: the link's), for its trust
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
         from simcluster.trust.band import sweep_trust_lines
 
-        return sweep_trust_lines(self.predictions, self.link)
+        return sweep_trust_lines(self.predictions, self.link, self.gpu)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate_collective
@@ -43,7 +44,7 @@ class CollectiveSweepResult:
             row = {"size_bytes": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                    "protocol": p.protocol, "algorithm": getattr(p, "algorithm", "") or "nvlink-card",
                    **({"breakdown": p.breakdown} if getattr(p, "breakdown", None) else {})}
-            rows.append(annotate_collective(row, p, self.link))
+            rows.append(annotate_collective(row, p, self.link, self.gpu))
         return {**({"variant": self.variant} if self.variant else {}), "op": self.op, "ranks": self.ranks,
                 "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.link,
                 "description": self.description, "notes": self.notes, "rows": rows}
@@ -128,7 +129,7 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     from simcluster.card_document import load_card
     from simcluster.collectives.domain import domain_algorithm
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.machine_models import network_link
+    from simcluster.machine_models import machine_gpu, network_link
 
     op = canonical_op(op)
     m = sc.machine
@@ -151,4 +152,4 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
-                                 result.predictions, result.description, link, label)
+                                 result.predictions, result.description, link, label, machine_gpu(m))

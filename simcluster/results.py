@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from simcluster.collectives.model import Prediction
 
 
-def _rows(predictions: list[Prediction], link: str) -> list[dict]:
+def _rows(predictions: list[Prediction], link: str, gpu: str = "") -> list[dict]:
     from simcluster.trust.band import annotate_collective
 
     return [annotate_collective({"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                                  "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
                                  **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})},
-                                p, link)
+                                p, link, gpu)
             for p in predictions]
 
 
@@ -30,6 +30,7 @@ class SweepResult:
     measured_skipped: list[str] = field(default_factory=list)
     description: str = ""                         # nodes, NICs, fabric; the algorithm chosen
     link: str = "nvlink"                          # one NVLink domain, or the NIC transport across nodes (rdma, tcp)
+    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
 
     @property
     def skipped(self) -> list[str]:
@@ -39,7 +40,7 @@ class SweepResult:
         from simcluster.fit.validate import summary
 
         out = {"kind": "collective_sweep", "op": self.job.op, "ranks": self.job.ranks, "engine": self.job.engine,
-               "card": self.card_path, "rows": _rows(self.predictions, self.link)}
+               "card": self.card_path, "rows": _rows(self.predictions, self.link, self.gpu)}
         if self.job.measured is not None:
             m = self.measured
             out["measured"] = None if m is None else {
@@ -68,6 +69,7 @@ class ConcurrentResult:
     runs: list[ConcurrentRun]
     skipped: list[str] = field(default_factory=list)
     link: str = "rdma"
+    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate, collective_trust
@@ -76,7 +78,7 @@ class ConcurrentResult:
             annotate({"nodes": r.nodes, "time_alone_s": r.alone.time_s, "time_shared_s": r.shared.time_s,
                       "slowdown": r.shared.time_s / r.alone.time_s, "algorithm": r.shared.algorithm,
                       "network_alone_Bps": r.network_alone_Bps, "network_shared_Bps": r.network_shared_Bps,
-                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link),
+                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link, self.gpu),
                      times=("time_alone_s", "time_shared_s")) for r in self.runs]}
 
 
@@ -110,11 +112,18 @@ class TrainingResult:
     job: object
     prediction: object
     skipped: list[str] = field(default_factory=list)
+    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
+
+    @property
+    def trust(self):
+        from simcluster.trust.band import ddp_trust
+
+        return ddp_trust(self.prediction.ranks, self.prediction.nodes, self.gpu)
 
     def to_json(self) -> dict:
-        from simcluster.trust.band import annotate, ddp_trust
+        from simcluster.trust.band import annotate
 
-        return annotate({"kind": "training", **self.prediction.as_json()}, ddp_trust(self.prediction.ranks, self.prediction.nodes),
+        return annotate({"kind": "training", **self.prediction.as_json()}, self.trust,
                         times=("step_time_s", "time_to_train_s"), rates=("samples_per_s",))
 
 
@@ -185,6 +194,7 @@ class ReferenceRow:
     unavailable: str = ""
     regime: str = ""              # trust/regime.py's key of the row's class of answers
     scale: float | None = None    # the row's GPUs (the regime's validated range is read from its rows)
+    gpu: str = ""                 # the GPU model the row ran on (trust/regime.gpu_model of the source's system.gpu)
 
     @property
     def time_ratio(self) -> float | None:
@@ -198,7 +208,7 @@ class ReferenceRow:
                 "measured": self.measured, "predicted": self.predicted,
                 "error_pct": None if self.error is None else self.error * 100, "held_out": self.held_out,
                 "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {}),
-                **({"regime": self.regime, "scale": self.scale} if self.regime else {})}
+                **({"regime": self.regime, "scale": self.scale} if self.regime else {}), **({"gpu": self.gpu} if self.gpu else {})}
 
 
 @dataclass(frozen=True)

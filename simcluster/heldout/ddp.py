@@ -26,6 +26,7 @@ SEQUENCES = CAL / "h200x4-ddp-124-2026-11-22"
 COLLECT = CAL / "h200x4-collect-2026-11-22"
 PAIRED = CAL / "h200x4-ddp-paired-2026-11-22"
 X2 = CAL / "h200x2-ddp-paired-2026-11-22"
+SESSION_BUNDLES = {"interleaved": INTERLEAVED, "1-2-4": SEQUENCES, "collect": COLLECT, "paired": PAIRED, "2xH200": X2}
 
 
 def step_s(workload, ranks: int, card, ddp) -> float:

@@ -29,6 +29,7 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.llm.spec import MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
+from simcluster.reference import source_gpu
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
 
@@ -334,7 +335,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
     return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
-                        regime=regime.key, scale=regime.scale)
+                        regime=regime.key, scale=regime.scale, gpu=source_gpu(ref) or regime.gpu)
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

@@ -20,6 +20,7 @@ from pathlib import Path
 from simcluster import documents, schema
 from simcluster.errors import SimclusterError
 from simcluster.published import Published, published_files, read_published
+from simcluster.reference import source_gpu
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import MAX_RATE_Bps, MIN_RATE_Bps, short
 
@@ -210,7 +211,8 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
         rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
-                                 predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale))
+                                 predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale,
+                                 gpu=source_gpu(ref)))
     return rows
 
 

@@ -29,7 +29,7 @@ def _(result: SweepResult) -> str:
         text += measured_line(result) + "\n"
     from simcluster.trust.band import sweep_trust_lines
 
-    return text + "".join(f"# {line}\n" for line in sweep_trust_lines(result.predictions, result.link))
+    return text + "".join(f"# {line}\n" for line in sweep_trust_lines(result.predictions, result.link, result.gpu))
 
 
 
@@ -71,9 +71,7 @@ def _(result: QperfResult) -> str:
 
 @render.register
 def _(result: TrainingResult) -> str:
-    from simcluster.trust.band import ddp_trust
-
-    return training_table(result.prediction) + f"  trust            {ddp_trust(result.prediction.ranks, result.prediction.nodes).text()}\n"
+    return training_table(result.prediction) + f"  trust            {result.trust.text()}\n"
 
 
 @render.register

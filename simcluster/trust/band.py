@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.trust.regime import Regime, transport_regime
-from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, load_table
+from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
@@ -36,10 +36,36 @@ class Trust:
     own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
     own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
+    gpus: tuple[tuple[str, int], ...] = ()   # rows per GPU model the band's rows ran on ('': rows naming none)
 
     @property
     def caveat(self) -> str:
         return REGIME_CAVEATS.get(self.regime.key, "")
+
+    @property
+    def gpu_in_band(self) -> bool | None:
+        """Whether the answer's GPU (regime.gpu) is among the GPUs the band's rows ran on; None where the answer names no
+        GPU or no row of the band names one (storage, transport)."""
+        named = {g for g, _ in self.gpus if g}
+        return None if not (self.regime.gpu and named) else self.regime.gpu in named
+
+    def gpus_text(self) -> str:
+        """'rows on H200', 'rows on H100 (120), B200 (20), A100 (14)'; '' where no row names its GPU."""
+        named = [(g, n) for g, n in self.gpus if g]
+        if not named:
+            return ""
+        unnamed = sum(n for g, n in self.gpus if not g)
+        if len(named) == 1 and not unnamed:
+            return f"rows on {named[0][0]}"
+        return "rows on " + ", ".join(f"{g} ({n})" for g, n in named) + (f", {unnamed} naming no GPU" if unnamed else "")
+
+    def gpu_text(self) -> str:
+        """Where the answer's GPU has no row in the band: says so (the band is carried across GPUs); else ''."""
+        if self.gpu_in_band is not False:
+            return ""
+        where = "this regime" if not self.pooled else f"the pooled {self.regime.family} rows"
+        return (f"; this answer's GPU ({self.regime.gpu}) has no rows in {where}: the band is carried across GPUs"
+                + ("" if self.pooled else " (extrapolated)"))
 
     def time_band(self, seconds: float) -> list[float] | None:
         return None if self.rho is None else [seconds * self.rho[0], seconds * self.rho[1]]
@@ -62,6 +88,10 @@ class Trust:
             out["regime_rows"], out["regime_sources"] = self.own
             if self.own_range is not None:
                 out["regime_measured_over_predicted_range"] = [round(self.own_range[0], 4), round(self.own_range[1], 4)]
+        if self.gpus_text():
+            out["gpus_of_rows"] = {g or "not named": n for g, n in self.gpus}
+        if self.gpu_in_band is not None:
+            out["gpu"], out["gpu_in_band"] = self.regime.gpu, self.gpu_in_band
         if self.caveat:
             out["caveat"] = self.caveat
         return out
@@ -85,14 +115,19 @@ class Trust:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
         label = f"pooled {LEVEL:.0%} band widened to its rows' range" if self.widened else f"{LEVEL:.0%} band"
         band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({label})"
+        gpus = f" ({self.gpus_text()})" if self.gpus_text() else ""
         if self.pooled:
             return (f"{band}; unvalidated regime ({self.regime.key}: {self.own_text()}), band from all {self.rows} "
-                    f"held-out {self.regime.family} rows pooled{', widened to its own rows' if self.widened else ''}")
+                    f"held-out {self.regime.family} rows pooled{gpus}{', widened to its own rows' if self.widened else ''}"
+                    f"{self.gpu_text()}")
         lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
         span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
-        status = f"extrapolated ({self.outside})" if self.outside else "validated"
-        return f"{band}; {status} on {self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
+        span += f"; {self.gpus_text()}" if self.gpus_text() else ""
+        status = (f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
+                  else "")   # extrapolated across GPUs alone: gpu_text says so
+        return (f"{band}; {status}{self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
+                f"{self.gpu_text()}")
 
 
 def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | None) -> tuple[float, float]:
@@ -111,8 +146,10 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
         outside = ""
         if regime.axis and regime.scale is not None and not (low <= regime.scale <= high):
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
-        return Trust(regime, "extrapolated" if outside else "validated", rows.bounds(), len(rows.rows), len(rows.sources),
-                     (low, high) if regime.axis else None, outside)
+        trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
+                      (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()))
+        # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
+        return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
     pooled = table.family_rows(regime.family)
     if not pooled:
         return Trust(regime, "unvalidated", None, 0, 0)
@@ -121,7 +158,7 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     family_band = table.pooled_bounds(regime.family)
     band = pooled_band(family_band, own_range)
     return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
-                 own_range=own_range, widened=band != family_band)
+                 own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()))
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:
@@ -137,23 +174,23 @@ def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[
     return out
 
 
-def collective_trust(p, link: str) -> Trust:
+def collective_trust(p, link: str, gpu: str = "") -> Trust:
     """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust; link: 'nvlink' or the NIC
-    transport across nodes."""
+    transport across nodes; `gpu` the machine's GPU model (machine_models.machine_gpu; one node: the link's)."""
     from simcluster.trust.regime import collective_regime
 
-    return trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks))
+    return trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu))
 
 
-def annotate_collective(row: dict, p, link: str) -> dict:
-    return annotate(row, collective_trust(p, link), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
+def annotate_collective(row: dict, p, link: str, gpu: str = "") -> dict:
+    return annotate(row, collective_trust(p, link, gpu), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def ddp_trust(gpus: int, nodes: int = 1) -> Trust:
-    """A DDP step's (training/) trust."""
+def ddp_trust(gpus: int, nodes: int = 1, gpu: str = "") -> Trust:
+    """A DDP step's (training/) trust; `gpu` the machine's GPU model."""
     from simcluster.trust.regime import ddp_regime
 
-    return trust_of(ddp_regime(gpus, nodes))
+    return trust_of(ddp_regime(gpus, nodes, gpu))
 
 
 def storage_trust(model: str, limit: str | None, accelerators: int | None) -> Trust:
@@ -175,12 +212,12 @@ def least_validated(trusts) -> Trust:
     return max(trusts, key=lambda t: STATUSES.index(t.status))
 
 
-def sweep_trust_lines(predictions, link: str) -> list[str]:
+def sweep_trust_lines(predictions, link: str, gpu: str = "") -> list[str]:
     """One line per regime a sweep's sizes fall in: its 80% band and validation status (trust/band.py)."""
     from simcluster.units import format_size
 
     by: dict[str, tuple[object, list[int]]] = {}
     for p in predictions:
-        t = collective_trust(p, link)
+        t = collective_trust(p, link, gpu)
         by.setdefault(t.regime.key, (t, []))[1].append(p.size_bytes)
     return [f"trust {format_size(s[0])}{'' if len(s) == 1 else '-' + format_size(s[-1])}: {t.text()}" for t, s in by.values()]

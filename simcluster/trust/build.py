@@ -18,10 +18,26 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from simcluster.trust.regime import DDP_REGIME, collective_regime, nvlink_link, transport_regime
+from simcluster.trust.regime import DDP_REGIME, collective_regime, gpu_model, nvlink_link, transport_regime
 from simcluster.trust.table import Residual, Table
 
 DEFAULT_MACHINES = "calibration/h200x2-*"
+CALIBRATION = Path(__file__).resolve().parent.parent.parent / "calibration"
+
+
+def bundle_gpu(bundle) -> str:
+    """The GPU model a lab bundle ran on: the one its folder's (or, for a sub-folder, its nearest parent's) first word
+    names (h200x2-m4-2026-11-23/graph -> H200), else the first its nvidia-smi.txt names ('NVIDIA H200, 580.159.04,
+    ...'); '' when neither does. `bundle`: a path, or a folder name under calibration/."""
+    path = Path(bundle) if Path(bundle).is_absolute() or Path(bundle).parts[0] == "calibration" else CALIBRATION / bundle
+    named = next((gpu_model(part.split("-")[0]) for part in reversed(path.parts) if gpu_model(part.split("-")[0])), "")
+    if named or not path.is_dir():
+        return named
+    for smi in sorted(path.rglob("nvidia-smi.txt")):
+        for line in smi.read_text(errors="replace").splitlines()[:8]:
+            if line.startswith("NVIDIA ") and gpu_model(line.split(",")[0]):
+                return gpu_model(line.split(",")[0])
+    return ""
 
 
 def reference_residuals(validation, family: str | None) -> list[Residual]:
@@ -37,7 +53,7 @@ def reference_residuals(validation, family: str | None) -> list[Residual]:
         if r.held_out and r.regime and rho is not None and r.scale is not None:
             one_node = r.regime.rsplit("| ", 1)[-1].startswith("nvlink")
             fam = family or ("collective one node" if one_node else "collective across nodes")
-            out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho))
+            out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho, r.gpu))
     return out
 
 
@@ -55,7 +71,7 @@ def machine_residuals(held) -> list[Residual]:
                     continue
                 regime = collective_regime(op.op, "nvlink-card", row.size_bytes, nvlink_link(*Path(m.bundle).parts), op.ranks)
                 out.append(Residual(regime.family, regime.key, f"machine {m.machine}", f"{m.bundle} {op.op} {row.size_bytes} B",
-                                    regime.scale, row.measured_s / row.predicted_s))
+                                    regime.scale, row.measured_s / row.predicted_s, bundle_gpu(m.bundle)))
     return out
 
 
@@ -68,9 +84,12 @@ def storage_residuals(rows: list[dict]) -> list[Residual]:
 
 
 def ddp_residuals(rows: list[dict]) -> list[Residual]:
-    """DDP steps of the sessions the shipped DDP card never saw (heldout/ddp.py); each session a source."""
+    """DDP steps of the sessions the shipped DDP card never saw (heldout/ddp.py); each session a source, its GPU its
+    bundle's (heldout/ddp.SESSION_BUNDLES)."""
+    from simcluster.heldout.ddp import SESSION_BUNDLES
+
     return [Residual("ddp", DDP_REGIME, f"ddp session {r['session']}", f"{r['label']} {r['transport']}", float(r["ranks"]),
-                     r["measured_s"] / r["predicted_s"]) for r in rows]
+                     r["measured_s"] / r["predicted_s"], bundle_gpu(SESSION_BUNDLES[r["session"]])) for r in rows]
 
 
 def eager_residuals(rows: list[dict]) -> list[Residual]:
@@ -88,7 +107,8 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
                             ckpt, r.get("host_bound", False))
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
-        out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"]))
+        out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"],
+                            bundle_gpu(r["bundle"])))
     return out
 
 
@@ -110,7 +130,8 @@ def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
     for r in rows:
         regime = llm_regime("megatron-local-spec", r["tp"], r["pp"], 1, 1, True, "bf16", r["gpus"])   # device.py: bf16
         out.append(Residual(regime.family, regime.key, r["source"], f"{r['run']}{' arm ' + r['arm'] if r['arm'] else ''} "
-                            f"x{r['gpus']} ep {r['ep']}{' ' + r['lease'] if r.get('lease') else ''}", regime.scale, r["measured_s"] / r["predicted_s"]))
+                            f"x{r['gpus']} ep {r['ep']}{' ' + r['lease'] if r.get('lease') else ''}", regime.scale,
+                            r["measured_s"] / r["predicted_s"], bundle_gpu(r["source"])))
     return out
 
 
@@ -210,12 +231,13 @@ def held_out_coverage(table: Table) -> list[Coverage]:
 
 
 def regime_summary(table: Table) -> list[dict]:
-    """Per regime: rows, sources, GPUs range, band (as a time, %), mean |error| (%)."""
+    """Per regime: rows, sources, GPUs range, the GPU models its rows ran on (rows each), band (as a time, %), mean
+    |error| (%)."""
     out = []
     for key, g in table.regimes.items():
         lo, hi = g.bounds()
         out.append({"regime": key, "family": g.family, "rows": len(g.rows), "sources": len(g.sources),
-                    "gpus": [int(g.scale_range[0]), int(g.scale_range[1])], "enough": g.enough,
+                    "gpus": [int(g.scale_range[0]), int(g.scale_range[1])], "gpu_rows": g.gpus, "enough": g.enough,
                     "band_pct": [round((lo - 1) * 100, 1), round((hi - 1) * 100, 1)],
                     "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r.rho - 1) for r in g.rows), 1)})
     return out

@@ -34,6 +34,7 @@ class Regime:
     key: str                     # "llm | Megatron/NeMo | TP+PP | bf16"
     scale: float | None = None   # the answer's value on the axis (GPUs), checked against the validated range
     axis: str = "gpus"
+    gpu: str = ""                # the answer's GPU model (gpu_model: 'H100', 'H200'), checked against its rows' GPUs; '' unknown
 
 
 # PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One
@@ -94,30 +95,32 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
 
 
 def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, precision: str, gpus: int,
-               checkpointing: str = "", host_bound: bool = False) -> Regime:
+               checkpointing: str = "", host_bound: bool = False, gpu: str = "") -> Regime:
     """Megatron/NeMo (and other frameworks) in family `llm`; eager PyTorch in its own family, `llm eager`, and
     Megatron-Core's local spec in its own, `llm local spec`: their rows are lab steps on 1-4 GPUs, host-bound in ways
     the Megatron runs at scale are not, so each is pooled apart from the others (an unvalidated answer's band comes from
     its own stack's rows). Under eager PyTorch, torch.compile and the selective checkpointing policies (checkpointing:
     'sac-op', 'ckpt-every<N>'; eager_checkpointing) are regimes of their own, unvalidated until rows of them exist; and
     so is a host-bound step (`host_bound`: llm/host_bound.py's definition, from the model's own prediction of the step,
-    never from its measurement: `+host-bound` after the rest), whose time is the lease's host speed's (HOST_BOUND_AXIS)."""
+    never from its measurement: `+host-bound` after the rest), whose time is the lease's host speed's (HOST_BOUND_AXIS).
+    `gpu`: the answer's GPU model (gpu_model), not part of the key: checked against the GPUs the regime's rows ran on."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
         mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
         mode += f"+{checkpointing}" if checkpointing else ""
         mode += HOST_BOUND_AXIS if host_bound else ""
-        return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus))
+        return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus), gpu=gpu)
     if fw == "Megatron local spec":
-        return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
-    return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus))
+        return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus),
+                      gpu=gpu)
+    return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus), gpu=gpu)
 
 
-def llm_regime_of(model, par, batch, framework: str, host_bound: bool = False) -> Regime:
+def llm_regime_of(model, par, batch, framework: str, host_bound: bool = False, gpu: str = "") -> Regime:
     """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec); `host_bound`: the step's
-    prediction is host-bound (llm/host_bound.is_host_bound of its host share)."""
+    prediction is host-bound (llm/host_bound.is_host_bound of its host share); `gpu` the GPU card's name (gpu_model)."""
     return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus,
-                      eager_checkpointing(par.recompute, par.recompute_every), host_bound)
+                      eager_checkpointing(par.recompute, par.recompute_every), host_bound, gpu_model(gpu))
 
 
 def eager_checkpointing(recompute: str, every: int) -> str:
@@ -150,6 +153,17 @@ def fabric_link(transport: str, nic_name: str) -> str:
 GPU_WORD = re.compile(r"^((?:gb|gh|[abhlv])\d{2,4}|mi\d{3})(x\d+)?$")   # h200, h200x2, gb200, b200, a100, mi300x4
 
 
+def gpu_model(text: str) -> str:
+    """The GPU model a card name, a bundle's folder or a source's free text names, as the card names it ('H200', 'GB200',
+    'A100'): its first word (split at anything not a letter or digit) that GPU_WORD takes ('h200-sxm' -> H200,
+    'DGX-H100 (H100 SXM 80GB)' -> H100, 'a100_80gb' -> A100, 'NVIDIA GB200 185GB' -> GB200); '' when none does."""
+    for word in re.split(r"[^0-9a-z]+", str(text).lower()):
+        m = GPU_WORD.match(word)
+        if m and (m.group(1) == "v100" or not m.group(1).startswith("v")):   # v25.02: a version, not a GPU
+            return m.group(1).upper()
+    return ""
+
+
 def nvlink_link(*names: str) -> str:
     """The link of a one-node (NVLink) collective: 'nvlink-<gpu>', the GPU of the first name (a collective card's name,
     its file stem, a bundle's folder) whose first dash-separated word names one (h200x2-primitives -> nvlink-h200,
@@ -168,21 +182,22 @@ def card_nvlink_link(card: dict, path) -> str:
     return nvlink_link(str(card.get("name") or ""), Path(path).stem)
 
 
-def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int) -> Regime:
+def collective_regime(op: str, algorithm: str, size_bytes: float, link: str, ranks: int, gpu: str = "") -> Regime:
     """link: 'nvlink-<gpu>' (one NVLink domain: nvlink_link) or the link across nodes (fabric_link: 'rdma-ib',
-    'rdma-efa', 'tcp', ...)."""
+    'rdma-efa', 'tcp', ...); `gpu` the answer's GPU model, one NVLink domain's by default the one its link names."""
     ops = "all_reduce" if op == "all_reduce" else "all_gather/reduce_scatter" if op in ("all_gather", "reduce_scatter") else op
     family = "collective one node" if link.startswith("nvlink") else "collective across nodes"
-    return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks))
+    gpu = gpu or (gpu_model(link) if link.startswith("nvlink") else "")
+    return Regime(family, f"collective | {ops} | {algorithm} | {size_band(size_bytes)} | {link}", float(ranks), gpu=gpu)
 
 
 DDP_REGIME = "ddp | data-parallel step | one node"
 
 
-def ddp_regime(gpus: int, nodes: int = 1) -> Regime:
+def ddp_regime(gpus: int, nodes: int = 1, gpu: str = "") -> Regime:
     """A DDP step (training/), one node or across nodes (the network's all_reduce, the host's TCP cores: physics the
-    one-node rows never had), GPUs as its axis."""
-    return Regime("ddp", DDP_REGIME if nodes <= 1 else "ddp | data-parallel step | across nodes", float(gpus))
+    one-node rows never had), GPUs as its axis; `gpu` the answer's GPU model."""
+    return Regime("ddp", DDP_REGIME if nodes <= 1 else "ddp | data-parallel step | across nodes", float(gpus), gpu=gpu)
 
 
 def storage_regime(model: str, limit: str | None, accelerators: int | None) -> Regime:

@@ -14,6 +14,13 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
+def _ran_on(gpu_rows: dict[str, int]) -> str:
+    """'H200', 'H100 120, B200 20'; '-' where no row names its GPU (storage, transport)."""
+    if len(gpu_rows) == 1:
+        return next(iter(gpu_rows)) or "-"
+    return ", ".join(f"{g or 'not named'} {n}" for g, n in gpu_rows.items())
+
+
 def coverage_lines(table: Table) -> list[str]:
     lines = ["| family | held-out rows | sources | rows with a band (source left out) | inside the 80% band | "
              "the same, each source weighing one | median half-width | median half-width, validated regimes |",
@@ -32,13 +39,13 @@ def accuracy_page(table: Table) -> str:
              f"A regime is validated with >= {MIN_ROWS} rows from >= {MIN_SOURCES} sources, inside its GPU range.", "",
              "## Coverage, each source left out in turn", "", *coverage_lines(table), "",
              "## Regimes", "",
-             "| regime | rows | sources | GPUs | 80% band (time) | mean abs error | status |",
-             "| --- | ---: | ---: | --- | --- | ---: | --- |"]
+             "| regime | rows | sources | GPUs | ran on (rows) | 80% band (time) | mean abs error | status |",
+             "| --- | ---: | ---: | --- | --- | --- | ---: | --- |"]
     for s in regime_summary(table):
         lo, hi = s["band_pct"]
         status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band widened to these rows, unvalidated"
-        lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {lo:+.1f}%..{hi:+.1f}% | "
-                     f"{s['mean_abs_error_pct']:.1f}% | {status} |")
+        lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {_ran_on(s['gpu_rows'])} | "
+                     f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {status} |")
     lines += ["", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
               "the NIC card does not name) are answered as `unvalidated` with the family's pooled band, or `never checked`",
               "where the family has none.", ""]

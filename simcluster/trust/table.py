@@ -38,10 +38,19 @@ class Residual:
     row: str               # which row of the source
     scale: float
     rho: float             # measured / predicted, as a time
+    gpu: str = ""          # the GPU model the row ran on (trust/regime.gpu_model: 'H200'); '' where the row names none
 
     def to_json(self) -> dict:
         return {"family": self.family, "regime": self.regime, "source": self.source, "row": self.row,
-                "scale": self.scale, "rho": round(self.rho, 6)}
+                "scale": self.scale, "rho": round(self.rho, 6), **({"gpu": self.gpu} if self.gpu else {})}
+
+
+def gpu_counts(rows) -> dict[str, int]:
+    """Rows per GPU model, most rows first ('' : rows that name none)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.gpu] = counts.get(r.gpu, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def conformal_bounds(rhos: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -74,6 +83,11 @@ class RegimeRows:
     def enough(self) -> bool:
         return len(self.rows) >= MIN_ROWS and len(self.sources) >= MIN_SOURCES
 
+    @property
+    def gpus(self) -> dict[str, int]:
+        """Rows per GPU model the regime's rows ran on (gpu_counts)."""
+        return gpu_counts(self.rows)
+
     def bounds(self) -> tuple[float, float]:
         return conformal_bounds([r.rho for r in self.rows])
 
@@ -105,13 +119,14 @@ class Table:
     def to_json(self) -> dict:
         return {"what": "held-out residuals per regime (simcluster/trust/table.py); rho = measured / predicted as a time",
                 "regenerate": "simcluster validate --error-bands", "built_from": self.built_from,
+                "gpus_by_regime": {k: g.gpus for k, g in self.regimes.items()},   # derived from the rows (read back: ignored)
                 "rows": [r.to_json() for r in self.residuals]}
 
     @classmethod
     def from_json(cls, doc: dict, where: str) -> Table:
         try:
             rows = [Residual(str(r["family"]), str(r["regime"]), str(r["source"]), str(r["row"]), float(r["scale"]),
-                             float(r["rho"])) for r in doc["rows"]]
+                             float(r["rho"]), str(r.get("gpu") or "")) for r in doc["rows"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"not an error-band table ({type(exc).__name__}: {exc})", where=where) from None
         if any(not (math.isfinite(r.rho) and r.rho > 0 and math.isfinite(r.scale)) for r in rows):

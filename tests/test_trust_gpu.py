@@ -1,0 +1,186 @@
+"""Issue 44 / error bands: every trust line names the GPUs its band's rows ran on, and an answer on a GPU none of them
+ran on is marked extrapolated (simcluster/trust/)."""
+
+import json
+
+import pytest
+
+from simcluster.trust.band import ddp_trust, trust_of
+from simcluster.trust.build import bundle_gpu
+from simcluster.trust.regime import collective_regime, ddp_regime, gpu_model, llm_regime, transport_regime
+from simcluster.trust.table import Residual, Table
+
+EAGER_FSDP = llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2).key   # llm | PyTorch eager | FSDP | bf16
+
+
+def _table(gpu: str = "H200", extra: list[Residual] | None = None) -> Table:
+    rows = [Residual("llm eager", EAGER_FSDP, s, f"row {i}", 2.0 + 2 * (i % 2), rho, gpu)
+            for i, (s, rho) in enumerate(zip("abcab", [0.97, 1.0, 1.03, 1.06, 1.1], strict=True))]
+    return Table(rows + (extra or []))
+
+
+@pytest.mark.parametrize(("text", "model"), [
+    ("h200-sxm", "H200"), ("h100-sxm-interleaved", "H100"), ("b200", "B200"), ("a100-sxm-80gb", "A100"),
+    ("H100 (80 GB; DGX Cloud)", "H100"), ("DGX-B200 (B200 SXM)", "B200"), ("h100_80gb (the table's GPU column)", "H100"),
+    ("NVIDIA GB200 185GB (the page's system table)", "GB200"), ("h200x2-llm-eager-two-2026-11-29", "H200"),
+    ("nvlink-gb200", "GB200"), ("NeMo v25.02 on H100", "H100"), ("V100-SXM2", "V100"), ("NVIDIA Graphics Device", ""),
+    ("llm-eager-regimes-2026-11-28", ""), ("", "")])
+def test_gpu_model_reads_the_card_word_a_name_or_text_gives(text, model):
+    assert gpu_model(text) == model
+
+
+def test_an_h100_answer_on_an_h200_only_regime_is_extrapolated_and_says_so():
+    table = _table()
+    h200 = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2, gpu="H200"), table)
+    h100 = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2, gpu="H100"), table)
+    assert h200.status == "validated" and h200.gpu_in_band is True
+    assert "(llm | PyTorch eager | FSDP | bf16, 2-4 GPUs; rows on H200)" in h200.text()
+    assert "this answer's GPU" not in h200.text() and "extrapolated" not in h200.text()
+    assert h100.status == "extrapolated" and h100.gpu_in_band is False and h100.rho == h200.rho
+    assert ("this answer's GPU (H100) has no rows in this regime: the band is carried across GPUs (extrapolated)"
+            in h100.text())
+    assert "rows on H200" in h100.text() and "validated on" not in h100.text()
+    doc = h100.to_json()
+    assert doc["status"] == "extrapolated" and doc["gpu"] == "H100" and doc["gpu_in_band"] is False
+    assert doc["gpus_of_rows"] == {"H200": 5}
+    assert h200.to_json()["gpu_in_band"] is True and h200.to_json()["status"] == "validated"
+
+
+def test_a_gpu_outside_and_an_axis_outside_both_say_so():
+    far = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 64, gpu="B200"), _table())
+    assert far.status == "extrapolated" and "gpus 64 outside the validated 2-4" in far.text()
+    assert "this answer's GPU (B200) has no rows in this regime" in far.text()
+
+
+def test_rows_on_several_gpus_are_counted_and_an_answer_on_any_of_them_is_in_band():
+    mixed = _table(extra=[Residual("llm eager", EAGER_FSDP, "d", "row 9", 2.0, 1.0, "H100"),
+                          Residual("llm eager", EAGER_FSDP, "d", "row 10", 2.0, 1.0, "")])
+    t = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2, gpu="H100"), mixed)
+    assert t.status == "validated" and t.gpu_in_band is True
+    assert "rows on H200 (5), H100 (1), 1 naming no GPU" in t.text()
+
+
+def test_an_unvalidated_answer_names_the_pooled_rows_gpus_and_a_gpu_outside_them():
+    table = _table()
+    key_gpu = llm_regime("torch-compile", 1, 1, 1, 3, False, "bf16", 2, gpu="H100")   # FSDP+compile: no rows
+    t = trust_of(key_gpu, table)
+    assert t.status == "unvalidated" and t.pooled and t.gpu_in_band is False
+    assert "pooled (rows on H200)" in t.text()
+    assert "this answer's GPU (H100) has no rows in the pooled llm eager rows" in t.text()
+    same = trust_of(llm_regime("torch-compile", 1, 1, 1, 3, False, "bf16", 2, gpu="H200"), table)
+    assert same.gpu_in_band is True and "this answer's GPU" not in same.text()
+
+
+def test_rows_or_answers_naming_no_gpu_add_nothing():
+    table = _table(gpu="")
+    t = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2, gpu="H100"), table)
+    assert t.status == "validated" and t.gpu_in_band is None and "rows on" not in t.text()
+    assert "gpu_in_band" not in t.to_json() and "gpus_of_rows" not in t.to_json()
+    unknown = trust_of(llm_regime("torch-amp", 1, 1, 1, 3, False, "bf16", 2), _table())
+    assert unknown.status == "validated" and unknown.gpu_in_band is None and "rows on H200" in unknown.text()
+    transport = Table([Residual("transport", "transport | tcp", s, str(i), 0.0, 1.0) for i, s in enumerate("abcab")])
+    tcp = trust_of(transport_regime("tcp"), transport)
+    assert "rows on" not in tcp.text() and "gpu" not in json.dumps(tcp.to_json())
+
+
+def test_a_one_node_collective_answer_takes_its_links_gpu_and_ddp_answers_the_machines():
+    assert collective_regime("all_reduce", "ring", 2**30, "nvlink-h200", 8).gpu == "H200"
+    assert collective_regime("all_reduce", "ring", 2**30, "rdma-ib", 16).gpu == ""
+    assert collective_regime("all_reduce", "ring", 2**30, "rdma-ib", 16, "B200").gpu == "B200"
+    ddp = Table([Residual("ddp", "ddp | data-parallel step | one node", s, str(i), 2.0, 1.0, "H200")
+                 for i, s in enumerate("abcab")])
+    assert ddp_trust(2, 1, "H100").regime.gpu == "H100"
+    assert trust_of(ddp_regime(2, 1, "H100"), ddp).status == "extrapolated"
+    assert trust_of(ddp_regime(2, 1, "H200"), ddp).status == "validated"
+
+
+def test_the_table_keeps_each_rows_gpu_and_lists_the_gpus_per_regime():
+    table = _table(extra=[Residual("llm eager", EAGER_FSDP, "d", "row 9", 2.0, 1.0, "H100")])
+    doc = table.to_json()
+    assert doc["gpus_by_regime"] == {EAGER_FSDP: {"H200": 5, "H100": 1}}
+    back = Table.from_json(json.loads(json.dumps(doc)), "x")
+    assert [r.gpu for r in back.residuals] == ["H200"] * 5 + ["H100"]
+    old = {"rows": [{k: v for k, v in r.items() if k != "gpu"} for r in doc["rows"]]}   # a table built before GPUs
+    assert {r.gpu for r in Table.from_json(old, "x").residuals} == {""}
+
+
+def test_a_lab_bundle_names_its_gpu_by_its_folder_or_its_nvidia_smi(tmp_path):
+    assert bundle_gpu("h200x2-llm-eager-two-2026-11-29") == "H200"
+    assert bundle_gpu("llm-eager-regimes-2026-11-28") == "H200"          # its runs/nvidia-smi.txt: NVIDIA H200
+    (tmp_path / "lab-run").mkdir()
+    assert bundle_gpu(tmp_path / "lab-run") == ""
+    (tmp_path / "lab-run" / "nvidia-smi.txt").write_text("name, driver_version\nNVIDIA B200, 580.1, 183359 MiB\n")
+    assert bundle_gpu(tmp_path / "lab-run") == "B200"
+
+
+def test_every_compared_published_llm_file_names_the_gpu_of_the_card_it_is_predicted_on():
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.published import published_files, read_published
+    from simcluster.reference import source_gpu
+    from simcluster.reference.llm import llm_usage
+
+    seen = 0
+    for file in published_files(None, "llm-"):
+        ref = read_published(file, "published-llm-run")
+        card = gpu_model(load_gpu(llm_usage(ref).gpu_card)[0].name)
+        assert source_gpu(ref) == card, f"{file.name}: system.gpu names {source_gpu(ref)!r}, the card {card!r}"
+        seen += 1
+    assert seen >= 20
+
+
+def _eager_scenario(tmp_path, card: str):
+    from conftest import ROOT
+
+    text = (ROOT / "scenarios/llm/eager-torch-2gpu.yaml").read_text().replace("../../", f"{ROOT}/")
+    path = tmp_path / f"eager-{card}.yaml"
+    path.write_text(text.replace("h200-sxm-interleaved.yaml", f"{card}.yaml"))
+    return str(path)
+
+
+def _fsdp2_validation(doc: dict) -> dict:
+    return next(v for v in doc["variants"] if v["variant"] == "torch-fsdp2")["jobs"][0]["validation"]
+
+
+def test_an_h100_eager_answer_gets_the_extrapolated_wording_and_an_h200_one_does_not(tmp_path, capsys):
+    """The shipped table's eager FSDP rows all ran on H200 leases: the same answer on the H100 card is carried across
+    GPUs (text and --json); on the H200 card it is validated."""
+    from simcluster.cli import main
+
+    h200 = _eager_scenario(tmp_path, "h200-sxm-interleaved")
+    h100 = _eager_scenario(tmp_path, "h100-sxm-interleaved")
+    assert main(["run", h200, "--json"]) == 0
+    v = _fsdp2_validation(json.loads(capsys.readouterr().out))
+    assert (v["status"], v["gpu"], v["gpu_in_band"], v["gpus_of_rows"]) == ("validated", "H200", True, {"H200": v["rows"]})
+    assert main(["run", h100, "--json"]) == 0
+    v = _fsdp2_validation(json.loads(capsys.readouterr().out))
+    assert (v["status"], v["gpu"], v["gpu_in_band"]) == ("extrapolated", "H100", False)
+    assert main(["run", h100]) == 0
+    fsdp = next(line for line in capsys.readouterr().out.splitlines() if "| PyTorch eager | FSDP | bf16" in line)
+    assert ("rows on H200); this answer's GPU (H100) has no rows in this regime: the band is carried across GPUs "
+            "(extrapolated)") in fsdp
+    assert main(["run", h200]) == 0
+    fsdp = next(line for line in capsys.readouterr().out.splitlines() if "| PyTorch eager | FSDP | bf16" in line)
+    assert fsdp.endswith("2-4 GPUs; rows on H200)") and "validated on" in fsdp
+
+
+def test_the_gpu_card_whatif_marks_the_cards_its_regimes_rows_never_ran_on(capsys):
+    from conftest import ROOT
+
+    from simcluster.cli import main
+
+    assert main(["run", str(ROOT / "scenarios/llm/gpu-h100-h200-b200.yaml"), "--json"]) == 0
+    got = {v["variant"]: v["jobs"][0]["validation"] for v in json.loads(capsys.readouterr().out)["variants"]}
+    assert {k: (v["gpu"], v["gpu_in_band"], v["status"]) for k, v in got.items()} == {
+        "h100": ("H100", True, "validated"), "h200": ("H200", False, "extrapolated"), "b200": ("B200", False, "extrapolated")}
+
+
+def test_the_shipped_table_names_a_gpu_on_every_gpu_familys_row_and_none_on_storage_or_transport():
+    from simcluster.trust.table import load_table
+
+    table = load_table()
+    for r in table.residuals:
+        if r.family in ("storage", "transport"):
+            assert r.gpu == "", (r.source, r.row)
+        else:
+            assert r.gpu in ("A100", "H100", "H200", "B200", "GB200"), (r.family, r.source, r.row, r.gpu)
+    assert {r.gpu for r in table.residuals if r.family in ("llm eager", "llm local spec", "ddp")} == {"H200"}
