@@ -30,7 +30,7 @@ tree_hash() {   # the sha256 of the sha256sum lines of simcluster/ and validatio
 caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
 {
   echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  if [ -e .git ]; then echo "$(git rev-parse HEAD 2>/dev/null || echo 'git rev-parse failed') (git rev-parse HEAD here)"
+  if [ -e .git ]; then echo "$(git rev-parse HEAD 2>/dev/null || echo 'git rev-parse failed') (git rev-parse HEAD of the device copy: the checkout's base commit, not the tree that ran -- the tree_hash line is)"
   else echo "no .git (git rev-parse HEAD not taken)"; fi
   if [ -z "$caller" ]; then echo "no calling script (sourced from a shell)"
   else

@@ -60,7 +60,7 @@ def test_commit_txt_records_head_and_the_scripts_hashes(tmp_path):
     lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert lines[0].startswith("abc123 (main, as given by the caller)")
-    assert lines[1] == f"{head} (git rev-parse HEAD here)"
+    assert lines[1] == f"{head} (git rev-parse HEAD of the device copy: the checkout's base commit, not the tree that ran -- the tree_hash line is)"
     assert lines[2].split() == [_sha(tmp_path / "bundle" / "device_run.sh"), str(tmp_path / "bundle" / "device_run.sh")]
     assert lines[3].split() == [_sha(tmp_path / "bundle" / "registered.yaml"), str(tmp_path / "bundle" / "registered.yaml")]
 
