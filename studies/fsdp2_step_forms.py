@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
 
 from simcluster.cards import load_collective  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
@@ -32,12 +33,15 @@ MODES = ("fsdp", "tp+fsdp")
 
 
 def frameworks():
-    """{form: (torch_framework for a ParallelSpec, its host fits)} for 'kept' and 'candidate'."""
+    """{form: (torch_framework for a ParallelSpec, its host fits)} for 'kept', 'candidate' (eager.bf16_step) and
+    'copies' (candidate 2, eager.fsdp2_copy_step: FSDP2's own copy kernels priced too)."""
     kept = eager.torch_framework
     out = {"kept": (kept, eager.fit_modes(MODE_HOST))}
     eager.torch_framework = lambda *a, **k: eager.bf16_step(kept(*a, **k))
     try:
         out["candidate"] = (eager.torch_framework, eager.fit_modes(MODE_HOST))   # the fits read the candidate's kernels
+        eager.torch_framework = lambda *a, **k: eager.fsdp2_copy_step(kept(*a, **k))
+        out["copies"] = (eager.torch_framework, eager.fit_modes(MODE_HOST))
     finally:
         eager.torch_framework = kept
     return out
@@ -75,25 +79,58 @@ def rows() -> list[dict]:
                 got[form] = (r.step_time_s * 1e3, r.host_share)
             out.append({"bundle": path.relative_to(ROOT / "calibration").parts[0], "mode": doc["mode"], "preset": preset,
                         "seq": seq, "mb": mb, "measured": meas, "kept": got["kept"][0] / meas - 1,
-                        "candidate": got["candidate"][0] / meas - 1, "move": got["candidate"][0] / got["kept"][0] - 1,
+                        "candidate": got["candidate"][0] / meas - 1,
+                        "copies": got["copies"][0] / meas - 1, "move2": got["copies"][0] / got["kept"][0] - 1, "move": got["candidate"][0] / got["kept"][0] - 1,
                         "host_share": got["kept"][1] or 0.0})
     return out
 
 
+PROFILED = (("h200x2-eager-fsdpstep-2026-11-30/runs/traces/fsdp-0.8b-4096x3", "0.8b", 3, 4096),
+            ("h200x2-llm-eager-noise-2026-11-29/profiled/fsdp-3b-2048x3", "3b", 3, 2048))
+
+
+def profiled() -> None:
+    """The profiled FSDP2 steps' memory-bound and copy classes (studies/eager_mode_classes), measured per rank against
+    each form's (ms)."""
+    import eager_mode_classes as classes
+
+    kept = eager.torch_framework
+    for stem, preset, mb, seq in PROFILED:
+        got = []
+        for rank in (0, 1):
+            path = ROOT / "calibration" / f"{stem}-rank{rank}.json.gz"
+            if path.is_file():
+                m = classes.measure(classes.load(path))
+                got.append(f"rank {rank} {1e3 * m['memory']:.1f} + {1e3 * m['copies']:.1f}")
+        forms = []
+        for form, wrap in (("kept", None), ("candidate", eager.bf16_step), ("candidate 2", eager.fsdp2_copy_step)):
+            if wrap:
+                eager.torch_framework = lambda *a, w=wrap, **k: w(kept(*a, **k))
+            try:
+                c = classes.model_classes("fsdp", preset, mb, 1, seq, 0)
+            finally:
+                eager.torch_framework = kept
+            forms.append(f"{form} {1e3 * c['memory']:.1f} + {1e3 * c['copies']:.1f}")
+        print(f"{stem.split('/')[-1]}: memory-bound + FSDP2 copies (ms): measured {', '.join(got)}; {', '.join(forms)}")
+
+
 def main() -> int:
     got = rows()
-    print(f"{'bundle':40} {'mode':8} {'preset':9} {'seq':>6} {'mb':>2} {'ms':>8} {'host':>5} {'kept':>7} {'cand':>7} {'move':>7}")
+    print(f"{'bundle':40} {'mode':8} {'preset':9} {'seq':>6} {'mb':>2} {'ms':>8} {'host':>5} {'kept':>7} {'cand':>7} {'move':>7} {'cand2':>7} {'move2':>7}")
     for r in got:
         print(f"{r['bundle'][:40]:40} {r['mode']:8} {r['preset']:9} {r['seq']:6} {r['mb']:2} {r['measured']:8.1f} "
-              f"{r['host_share']:5.2f} {r['kept']:+7.1%} {r['candidate']:+7.1%} {r['move']:+7.1%}")
+              f"{r['host_share']:5.2f} {r['kept']:+7.1%} {r['candidate']:+7.1%} {r['move']:+7.1%} "
+              f"{r['copies']:+7.1%} {r['move2']:+7.1%}")
     for mode in MODES:
         gpu_bound = [r for r in got if r["mode"] == mode and r["host_share"] < 0.5]
         if gpu_bound:
-            k, c = (100 * statistics.mean(abs(r[f]) for r in gpu_bound) for f in ("kept", "candidate"))
-            ks, cs = (100 * statistics.mean(r[f] for r in gpu_bound) for f in ("kept", "candidate"))
-            moves = [100 * r["move"] for r in gpu_bound]
+            k, c, c2 = (100 * statistics.mean(abs(r[f]) for r in gpu_bound) for f in ("kept", "candidate", "copies"))
+            ks, cs, c2s = (100 * statistics.mean(r[f] for r in gpu_bound) for f in ("kept", "candidate", "copies"))
+            moves, moves2 = [100 * r["move"] for r in gpu_bound], [100 * r["move2"] for r in gpu_bound]
             print(f"{mode}: {len(gpu_bound)} GPU-bound rows: mean |error| kept {k:.1f}% (mean {ks:+.1f}%), candidate {c:.1f}% "
-                  f"(mean {cs:+.1f}%); the candidate moves them {min(moves):+.1f}..{max(moves):+.1f}%")
+                  f"(mean {cs:+.1f}%), candidate 2 {c2:.1f}% (mean {c2s:+.1f}%); moves {min(moves):+.1f}..{max(moves):+.1f}% "
+                  f"and {min(moves2):+.1f}..{max(moves2):+.1f}%")
+    profiled()
     return 0
 
 

@@ -122,7 +122,9 @@ REPEATS_S38 = tuple(ROOT / "calibration" / name for name in ("h200x2-eager-host-
 # run after every earlier set, so the earlier sets' "new when it ran" checks leave them out too
 LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",
                   ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29")
-LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39
+# session 40's registered fsdpstep set (validation/eager_fsdp_step.py): new shapes, run after every earlier set
+LATER_SETS_S40 = (ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30",)
+LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39 + LATER_SETS_S40
 
 
 def measured_llm_tokens(*excluded: Path) -> set[tuple]:

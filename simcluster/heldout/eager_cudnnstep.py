@@ -4,7 +4,10 @@ sequence, micro-batch 1, where attention (torch's default SDPA: cuDNN, priced by
 of the predicted step; each (preset, tokens) new to calibration/ when it ran, each row run in up to 2 processes. The
 same reading takes the fsdpmem set (calibration/h200x2-eager-fsdpmem-2026-11-29, validation/eager_fsdp_mem.py: FSDP2
 and a DDP control at 18K-37K tokens, one process a row, registered at 65bc9c3b with the FSDP2 memory fix its `today`;
-its `old` differs in memory only): LONG_SEQUENCE_BUNDLES, each one source.
+its `old` differs in memory only), and session 40's fsdpstep set (calibration/h200x2-eager-fsdpstep-2026-11-30,
+validation/eager_fsdp_step.py: four FSDP2 rows at 4K-5K tokens a sequence, fsdp-0.5b in two processes, and a DDP
+control, registered at 548a3ae0 with the product its `today`; its `candidate`, eager.bf16_step, reported only; the
+profiled process, fsdp-0.8b-trace-r1, is no process of its row): LONG_SEQUENCE_BUNDLES, each one source.
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -23,7 +26,8 @@ from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"
-LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE)   # registered sets read the same way (rows: all_held_out_rows)
+FSDPSTEP_BUNDLE = "calibration/h200x2-eager-fsdpstep-2026-11-30"
+LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE, FSDPSTEP_BUNDLE)   # registered sets read the same way (rows: all_held_out_rows)
 SHIPPED = "today"   # the registered prediction the product computes
 
 

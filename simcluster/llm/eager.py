@@ -176,6 +176,14 @@ def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
     return replace(fw, residual_bytes=2, bf16_step=True) if fw.bf16_param_block else fw
 
 
+def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
+    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; registered, not in the product):
+    bf16_step, and in place of autocast's weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in
+    the block) FSDP2's own copy kernels, priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged.
+    Adopting it: torch_framework returns fsdp2_copy_step(fw) (calibration/h200x2-eager-fsdpcopy-2026-11-30's README)."""
+    return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
+
+
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
     return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
             "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1), "op": (ParallelSpec(recompute="op"), 1),

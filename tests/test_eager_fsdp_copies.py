@@ -1,0 +1,83 @@
+"""Session 40 fsdp2copy: the second FSDP2 step candidate (eager.fsdp2_copy_step: bf16_step with FSDP2's own copy
+kernels, hsdp.fsdp2_copy_ops, in place of autocast's weight casts; off in the product, not registered: it failed the
+development gate, llm-findings.md) and the fsdpstep set's rows in the `llm eager` error bands (heldout/eager_cudnnstep)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import pytest
+from conftest import ROOT
+
+from simcluster.llm import eager, host, hsdp, ops
+from simcluster.llm.memory import stage_memories
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+FSDP, DDP = ParallelSpec(dp=2, zero=3), ParallelSpec(dp=2)
+MODEL = TransformerSpec(16, 1536, 4096, 12, 4, 32000, 4096)
+BATCH = BatchSpec(4, 2, "bf16")
+FSDPSTEP = ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30"
+
+
+def test_candidate_2_is_candidate_1_without_autocasts_casts_and_with_fsdp2s_copies_on_fsdp2_only():
+    kept = eager.torch_framework(FSDP)
+    two = eager.fsdp2_copy_step(kept)
+    assert kept.cast_bytes == 12.0 and not kept.fsdp2_copies
+    assert (two.residual_bytes, two.bf16_step, two.cast_bytes, two.fsdp2_copies) == (2, True, 0.0, True)
+    for par in (DDP, ParallelSpec(), ParallelSpec(tp=2)):
+        assert eager.fsdp2_copy_step(eager.torch_framework(par)) == eager.torch_framework(par)
+    # the host count: 7 copy kernels a layer group in place of 2 casts a weight matrix
+    one = eager.bf16_step(kept)
+    assert host.layer_kernels(MODEL, FSDP, BATCH, two) == host.layer_kernels(MODEL, FSDP, BATCH, one) - 2 * host.weight_matrices(MODEL, one) + 7
+    mem = [stage_memories(MODEL, FSDP, BATCH, 150e9, fw)[0].allocated for fw in (kept, two)]
+    assert mem[0] == mem[1]
+
+
+def test_fsdp2s_copies_move_the_bytes_of_its_algorithm():
+    params, root, layers = 1.0e9, 0.2e9, 20
+    fwd, bwd = hsdp.fsdp2_copy_ops(FSDP, params, root, layers)
+    gathers = lambda n: (6 / 2 + 4 / 2 + 4) * n   # noqa: E731  cast-in, copy-in (1 / S each), copy-out (whole)
+    assert sum(o.total_bytes for o in fwd) == pytest.approx(gathers(params))
+    assert sum(o.total_bytes for o in bwd) == pytest.approx(gathers(params - root) + 6 * params)   # root not gathered again
+    assert [o.count for o in fwd] == [21] * 3 and [o.count for o in bwd] == [20] * 3 + [21]
+    assert {o.name: o.kind for o in fwd + bwd} == {"fsdp2.cast_in": "upcast", "fsdp2.copy_in": "memory",
+                                                  "fsdp2.copy_out": "memory", "fsdp2.chunk_cat": "upcast"}
+    assert hsdp.fsdp2_copy_ops(ParallelSpec(dp=4, zero=3), params, 0.0, layers)[0][0].total_bytes == pytest.approx(1.5 * params)
+    assert isinstance(fwd[1], ops.Op)
+
+
+def test_candidate_2_prices_the_profiled_steps_copies_below_what_they_measured():
+    """Development (llm-findings.md session 40 fsdp2copy): at the card's rates the copies read ~23% under the traces."""
+    sys.path.insert(0, str(ROOT / "studies"))
+    import eager_mode_classes as classes
+
+    measured = classes.measure(classes.load(FSDPSTEP / "runs" / "traces" / "fsdp-0.8b-4096x3-rank0.json.gz"))["copies"]
+    kept = eager.torch_framework
+    eager.torch_framework = lambda *a, **k: eager.fsdp2_copy_step(kept(*a, **k))
+    try:
+        priced = classes.model_classes("fsdp", "0.8b", 3, 1, 4096, 0)["copies"]
+    finally:
+        eager.torch_framework = kept
+    assert classes.model_classes("fsdp", "0.8b", 3, 1, 4096, 0)["copies"] < 1e-4   # the product prices none
+    assert 0.6 * measured < priced < measured
+
+
+def test_the_fsdpstep_sets_rows_enter_the_bands_against_their_registered_today_steps():
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep
+    from simcluster.strict import load_yaml
+    from simcluster.trust.build import eager_residuals
+
+    rows = eager_cudnnstep.held_out_rows(FSDPSTEP)
+    reg = {f"{r['preset']} {r['mode']} seq {r['seq']} mb {r['micro_batch']}": r for r in load_yaml(FSDPSTEP / "registered.yaml")["rows"]}
+    assert len(rows) == 5 and {r["bundle"] for r in rows} == {FSDPSTEP.name}
+    got = {r["label"]: r for r in rows}
+    assert set(got) == set(reg)
+    for label, r in got.items():
+        assert r["predicted_s"] == reg[label]["predicted"]["today"]["step_ms"] / 1e3 and r["host_flag"] == "registered"
+    # fsdp-0.5b: the mean of its two processes; fsdp-0.8b: its timed process only (the profiled one is no process)
+    assert got["0.5b fsdp seq 5120 mb 2"]["measured_s"] == pytest.approx(statistics.mean([0.12134, 0.13776]), rel=2e-3)
+    assert got["0.8b fsdp seq 4096 mb 3"]["measured_s"] == pytest.approx(0.1880, rel=2e-3)
+    assert Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows)) == {"FSDP": 4, "DDP": 1}
