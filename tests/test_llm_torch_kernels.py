@@ -153,3 +153,20 @@ def test_elementwise_kind_prices_moe5s_traces_within_20_percent():
         measured = kinds.measured_kinds(folder / f"trace-h200-x2-{name}-armB-rank0.json.gz")["elementwise"]
         doc = run_document(folder / f"megatron-moe-h200-x2-{name}-armB.json")[0]
         assert kinds.model_kinds(doc)["elementwise"] == pytest.approx(measured, rel=0.2)
+
+
+def test_kernel_kinds_gaps_puts_each_idle_on_the_kernel_after_it(tmp_path):
+    """Three kernels: 20 us, then 30 us idle before a forward norm, 40 us of it, 50 us idle before a backward multiply."""
+    kinds = load_script("studies/megatron_moe/kernel_kinds.py")
+    ev = []
+    for corr, (op, launch, start, dur) in enumerate((("aten::add", 0, 1, 20), ("aten::rms_norm", 40, 51, 40),
+                                                     (kinds.EF + "MulBackward0", 120, 141, 10)), 1):
+        ev += [{"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": launch, "dur": 2},
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launch + 1, "dur": 1,
+                "args": {"correlation": corr}},
+               {"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": 7, "ts": start, "dur": dur, "args": {"correlation": corr}}]
+    path = tmp_path / "trace-h200-x2-toy-rank0.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+    got = {k: round(v * 1e6) for k, v in kinds.gaps(path).items()}
+    assert got == {"fwd elementwise": 30, "bwd elementwise": 50}
