@@ -147,3 +147,15 @@ def test_a_run_on_another_gpu_count_than_registered_is_skipped_with_why(tmp_path
     assert rows == [] and [s.why for s in skipped] == ["ran on 4 GPUs where the registration predicted 2"]
     labels = [r.row for r in moe_lab_residuals(moe_lab.read_set(MOE4)[0])]
     assert len(labels) == len(set(labels)) == 14     # each launch its own label: lease2's rows are marked
+
+
+def test_moe5_rows_join_the_local_spec_at_their_registered_predictions():
+    from simcluster.strict import load_yaml
+
+    rows, _ = moe_lab.read_set(MOE5)
+    registered = load_yaml(MOE5 / "registered.yaml")["runs"]
+    assert len(rows) == 4 and {r["arm"] for r in rows} == {"B"} and {r["gpus"] for r in rows} == {2}
+    for r in rows:
+        assert r["predicted_s"] == registered[r["run"]]["predicted_step_s"]   # the registered step, not today's model
+        assert -0.19 < r["predicted_s"] / r["measured_s"] - 1 < -0.13       # the Result: -13.7 .. -18.1%
+    assert MOE5.name in {r["source"] for r in moe_lab.held_out_rows()}

@@ -82,8 +82,8 @@ def memory(name: str, bytes_moved: float, flops: float = 0.0, count: int = 1) ->
     return Op(name, "memory", float(flops), float(bytes_moved), (), count)
 
 
-def torch_chain(name: str, chain: str, elements: float) -> Op:   # plain torch kernels, each at its rate (torch_kernels.py)
-    return Op(name, "torch", torch_kernels.chain_flops(chain, elements), elements * torch_kernels.chain_bytes(chain), (chain, float(elements)))
+def torch_chain(name: str, chain: str, elements: float, *row: float) -> Op:   # plain torch kernels, each at its rate (torch_kernels.py)
+    return Op(name, "torch", torch_kernels.chain_flops(chain, elements), elements * torch_kernels.chain_bytes(chain), (chain, float(elements), *row))
 
 
 @dataclass(frozen=True)
@@ -168,13 +168,13 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     llm/torch_kernels.py). Its ops are named core.* so selective recompute finds them."""
     if fw.attention != "unfused" or par.cp > 1:
         return _attention_cores(model, par, batch, sh, backward=False)
-    s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
-    probs = n * s * s
+    s, d, n, probs = model.seq, model.head_dim, batch.micro_batch * sh.heads, batch.micro_batch * sh.heads * model.seq ** 2
     fwd_b, bwd_b = fw.softmax_bytes or (2 * ACT_BYTES, 3 * ACT_BYTES)   # softmax_bytes: in fp32, and no dropout kernel (FrameworkSpec)
     softmax = torch_chain("core.softmax", "softmax", probs) if fw.torch_chains else \
         Op("core.softmax", "memory", float(5 * probs), float(fwd_b * probs), (float(bwd_b * probs),))
     dropout = Op("core.dropout", "memory", float(probs), float(probs * (2 * ACT_BYTES + 1)), (float(probs * (2 * ACT_BYTES + 1)),))
-    return [gemm("core.scores", s, s, d, n), softmax] + ([] if fw.softmax_bytes else [dropout]) + [gemm("core.context", s, d, s, n)]
+    local = [torch_chain(c, c, k * n * s * d) for c, k in (("attn_layout", 1), ("gqa_expand", 2 * (sh.heads > sh.kv_heads))) if k] * fw.torch_chains
+    return local + [gemm("core.scores", s, s, d, n), softmax] + ([] if fw.softmax_bytes else [dropout]) + [gemm("core.context", s, d, s, n)]
 
 
 def permutation(name: str, bytes_moved: float) -> Op:   # row copies; backward the inverse permutation, the same bytes
@@ -201,15 +201,15 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         cast = Tsp * h * (rb + ACT_BYTES)
         ops.append(Op("cast", "memory", 0.0, float(cast), (float(cast),), len(qkv) + model.mlp_matrices - 1))
     ops += qkv
-    if model.qk_norm:   # RMSNorm of every query and key head (read + write)
-        ops.append(memory("qk_norm", 2 * qk * ACT_BYTES, 4 * qk))
+    if model.qk_norm:   # RMSNorm of every query and key head (read + write); the local spec's torch kernels per tensor
+        ops += [torch_chain("qk_norm", "qk_norm", T * g * d, d) for g in (sh.heads, sh.kv_heads)] * fw.torch_chains or [memory("qk_norm", 2 * qk * 2, 4 * qk)]
     if model.mla:       # rotary while query, key and value are written out contiguous (llm/mla_layout.py); backward: the same bytes
         lay = mla_layout.mla_layout_bytes(model, T, sh.heads, fw.rope_fusion)
         ops.append(Op("rotary", "memory", mla_layout.mla_layout_flops(model, T, sh.heads), lay, (lay,)))
     elif not model.rotary:   # learned positions (MPT): added to the embedding, no per-layer op
         pass
-    elif fw.eager:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
-        ops.append(memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
+    elif fw.eager or fw.torch_chains:  # x cos, rotate-half (neg, cat), x sin, add: five kernels per tensor, 11 element passes in all
+        ops.append(torch_chain("rotary", "rotary", qk) if fw.torch_chains else memory("rotary", 11 * qk * ACT_BYTES / 10, 3 * qk / 10, count=10))
     else:
         ops.append(memory("rotary", 2 * qk * ACT_BYTES, 3 * qk))
     ops += _core_forward(model, par, batch, sh, fw)
@@ -273,7 +273,7 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             bwd = attention(f"{op.name}.bwd", b, a, g, sq, skv, d, causal, True, dropout)
             out.append(replace(bwd, flops=op.flops * 2.5, count=op.count))
         elif op.kind == "torch":       # a chain of torch kernels: its backward chain
-            out.append(replace(torch_chain(f"{op.name}.bwd", op.shape[0] + ".bwd", op.shape[1]), count=op.count))
+            out.append(replace(torch_chain(f"{op.name}.bwd", op.shape[0] + ".bwd", *op.shape[1:]), count=op.count))
         else:   # a memory op's backward: twice its bytes unless its shape names them (and its kernels); autocast's cast: an up-cast
             b, k = (op.shape + (1,))[:2] if op.shape else (2 * op.bytes, 1)
             out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops / k, b / k, (), op.count * k))

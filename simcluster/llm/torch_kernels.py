@@ -26,22 +26,51 @@ registered sets were not used to set them). The rates are per SM (scaled by the 
 
 from __future__ import annotations
 
-# (kernel, bytes per element, rate)
+# (kernel, bytes per element, rate[, share: the kernel's elements per chain element, 1 if absent])
 SOFTMAX_FWD = (("to_fp32", 6, "unvectorized"), ("masked_fill", 9, "masked_fill"), ("softmax", 8, "softmax"), ("to_bf16", 6, "hbm"))
 SOFTMAX_BWD = (("to_fp32", 6, "unvectorized"), ("grad_x_out", 12, "hbm"), ("softmax_backward", 12, "hbm"), ("clone", 8, "hbm"),
                ("masked_fill", 9, "masked_fill"), ("to_bf16", 6, "hbm"))
 GLU_FWD = (("silu", 4, "unvectorized"), ("product", 6, "unvectorized"), ("prob_mul", 4, "unvectorized"))
 GLU_BWD = (("grad_x_prob", 6, "hbm"), ("grad_x_act", 6, "unvectorized"), ("prob_grad_sum", 2, "hbm"), ("product_grad", 6, "hbm"),
            ("product_grad_strided", 6, "unvectorized"), ("silu_backward", 6, "unvectorized"), ("chunk_cat", 8, "hbm"))
-CHAINS = {"softmax": SOFTMAX_FWD, "softmax.bwd": SOFTMAX_BWD, "glu": GLU_FWD, "glu.bwd": GLU_BWD}
+# Session 40, engineer moekern2: the rest of the local spec's layer, per element of the tensors named (docs/models/llm.md)
+#   rotary (apply_rope_fusion off: Megatron-Core's _apply_rotary_pos_emb_bshd, per query and key element): t x cos and
+#     rotate_half(t) x sin (broadcast cos / sin: unvectorized), rotate_half's neg of one half and its cat, the add, and the
+#     cat with the (empty) pass-through slice; backward: both multiplies, the neg, chunk's cat, the gradients' add, the split's cat
+#   qk_norm (RMSNorm per head, torch's fused_rms_norm over rows of head_dim): forward one kernel; backward grad_input and
+#     the weight's GammaBeta reduction, whose template torch picks by the rows (rate 'gamma_beta', below)
+#   attn_layout (the unfused core's context copy, [b np s d] -> [s b np d], per context element): a strided copy; backward one
+#   gqa_expand (repeat_interleave of key and value to the query heads, per expanded element): a strided copy; backward
+#     ExpandBackward's sum over the group (a reduction)
+ROTARY_FWD = (("x_cos", 6, "unvectorized"), ("neg_half", 2, "unvectorized", 0.5), ("rotate_cat", 4, "cat"), ("x_sin", 6, "unvectorized"),
+              ("add", 6, "hbm"), ("pass_cat", 4, "hbm"))
+ROTARY_BWD = (("grad_x_cos", 6, "unvectorized"), ("grad_x_sin", 6, "unvectorized"), ("neg_half", 2, "unvectorized", 0.5),
+              ("chunk_cat", 4, "cat"), ("grad_add", 6, "hbm"), ("split_cat", 4, "hbm"))
+NORM_FWD = (("rms_norm", 4, "norm"),)
+NORM_BWD = (("grad_input", 6, "norm_grad_input"), ("gamma_beta", 4, "gamma_beta"))
+LAYOUT = (("strided_copy", 4, "strided_copy"),)
+EXPAND_BWD = (("expand_sum", 2, "expand_sum"),)
+CHAINS = {"softmax": SOFTMAX_FWD, "softmax.bwd": SOFTMAX_BWD, "glu": GLU_FWD, "glu.bwd": GLU_BWD, "rotary": ROTARY_FWD,
+          "rotary.bwd": ROTARY_BWD, "qk_norm": NORM_FWD, "qk_norm.bwd": NORM_BWD, "attn_layout": LAYOUT, "attn_layout.bwd": LAYOUT,
+          "gqa_expand": LAYOUT, "gqa_expand.bwd": EXPAND_BWD}
 UPCAST_ELEMENT_BYTES = 6          # the bf16 -> fp32 copy the card's upcast rate was measured on (2 read + 4 written)
 # elements per second per SM, H200 (132 SMs), the development set's two traces (kernel_kinds.py --chain): masked_fill
 # 268.4 M scores in 856 us (Mixtral-like) and 536.9 M in 1707 us (Qwen3-like): 314 G/s; cunn_SoftMaxForwardReg 984 / 1962 us: 273 G/s
 MASKED_FILL_ELEMENTS_PER_S_PER_SM = 314e9 / 132
 SOFTMAX_FWD_ELEMENTS_PER_S_PER_SM = 273e9 / 132
+# the same development set's Mixtral-like trace (16 query / 8 key heads of 128, 4096 tokens, 4 layers; kernel by kernel,
+# session 40 moekern2), elements per second on 132 SMs: rotate_half's CatArrayBatchedCopy 50.3 M elements in 217 us;
+# repeat_interleave's and the context reshape's strided copies 67.1 M in 152 us; fused_rms_norm over rows of 128, forward
+# 12.6 M in 63.6 us, grad_input in 70.8 us; ExpandBackward's sum 16.8 M expanded elements a layer in 87.3 us; GammaBeta:
+# rows <= 64 Ki (its 32 x 32 template: the Mixtral-like q and k, the Qwen3-like k) 114.7 K rows in 301.9 us, more rows
+# (the 32 x 1 template: the Qwen3-like q, 131 K rows) 24.6 us
+PER_S_PER_SM = {"cat": 232e9 / 132, "strided_copy": 441e9 / 132, "norm": 198e9 / 132, "norm_grad_input": 178e9 / 132,
+                "expand_sum": 192e9 / 132}
+GAMMA_BETA_ROWS_PER_S_PER_SM = (380e6 / 132, 5.33e9 / 132)   # (rows <= GAMMA_BETA_FAST_ROWS, more)
+GAMMA_BETA_FAST_ROWS = 65536
 def chain_bytes(chain: str) -> float:
     """Bytes per element the chain's kernels move (read + written)."""
-    return float(sum(b for _, b, _ in CHAINS[chain]))
+    return float(sum(k[1] for k in CHAINS[chain]))
 
 
 def chain_flops(chain: str, elements: float) -> float:
@@ -49,18 +78,21 @@ def chain_flops(chain: str, elements: float) -> float:
     return (5.0 if chain.startswith("softmax") else 4.0) * elements * (2 if chain.endswith(".bwd") else 1)
 
 
-def kernel_s(gpu, nbytes: float, elements: float, rate: str) -> float:
-    """One kernel's seconds: the copy rate, or the slower of it and its element rate."""
+def kernel_s(gpu, nbytes: float, elements: float, rate: str, row: float = 0.0) -> float:
+    """One kernel's seconds: the copy rate, or the slower of it and its element rate (gamma_beta: rows of `row` elements)."""
     hbm = gpu.memory_time_s(nbytes)
     if rate == "hbm":
         return hbm
+    if rate == "gamma_beta":
+        rows = elements / row
+        return max(hbm, rows / (GAMMA_BETA_ROWS_PER_S_PER_SM[rows > GAMMA_BETA_FAST_ROWS] * gpu.sm_count))
     per_sm = {"unvectorized": gpu.upcast_Bps_per_sm / UPCAST_ELEMENT_BYTES, "masked_fill": MASKED_FILL_ELEMENTS_PER_S_PER_SM,
-              "softmax": SOFTMAX_FWD_ELEMENTS_PER_S_PER_SM}[rate]
+              "softmax": SOFTMAX_FWD_ELEMENTS_PER_S_PER_SM, **PER_S_PER_SM}[rate]
     return max(hbm, elements / (per_sm * gpu.sm_count))
 
 
-def time_s(gpu, chain: str, elements: float) -> float:
-    """The chain's seconds over `elements` elements."""
+def time_s(gpu, chain: str, elements: float, row: float = 0.0) -> float:
+    """The chain's seconds over `elements` elements (row: a norm's row length)."""
     if chain not in CHAINS:
         raise ValueError(f"unknown torch kernel chain {chain!r}: expected one of {sorted(CHAINS)}")
-    return sum(kernel_s(gpu, b * elements, elements, rate) for _, b, rate in CHAINS[chain])
+    return sum(kernel_s(gpu, k[1] * elements, elements * (k[3] if len(k) > 3 else 1.0), k[2], row) for k in CHAINS[chain])

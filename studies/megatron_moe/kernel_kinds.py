@@ -4,6 +4,7 @@ read of development data (every trace read here is of a set already run), not a 
 
     python studies/megatron_moe/kernel_kinds.py calibration/h200x2-megatron-moe3-2026-11-28/trace-h200-x2-e16-top4-ffn2048-ep2-armB-rank0.json.gz ...
     python studies/megatron_moe/kernel_kinds.py --chain FOLDER/trace-...json.gz   # the softmax chain kernel by kernel
+    python studies/megatron_moe/kernel_kinds.py --gaps FOLDER/trace-...json.gz    # the GPU's idle, by the kernel after each gap
 
 Each GPU kernel is put in a kind by the host ops it was launched under (the trace's cpu_op events enclosing its launch
 on the launching thread) and where it was launched:
@@ -183,11 +184,35 @@ def chain(path: Path) -> None:
         print()
 
 
+def gaps(path: Path) -> dict[str, float]:
+    """The GPU's idle seconds in the profiled step, each gap put on the kernel that ends it, by pass and kind ('fwd router',
+    'bwd elementwise', ...): where the GPU waited for the host or the other rank. The profiler slows the host (framework.MoeHost
+    profiled_over_plain: about 1.25), so these are larger than an unprofiled step's."""
+    gpu, ops = load(path)
+    win = windows(ops)
+    out: dict[str, float] = collections.defaultdict(float)
+    ks = sorted(gpu, key=lambda k: k["ts"])
+    end = ks[0]["ts"] + ks[0]["dur"] if ks else 0.0
+    for k in ks[1:]:
+        if k["ts"] > end:
+            backward = any(EF in s or "backward" in s.lower() for s in k["stack"])
+            out[("bwd " if backward else "fwd ") + kind_of(k, win)] += (k["ts"] - end) * 1e-6
+        end = max(end, k["ts"] + k["dur"])
+    return dict(out)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--chain"]:
         for p in argv[1:]:
             print(Path(p).name)
             chain(Path(p))
+        return 0
+    if argv[:1] == ["--gaps"]:
+        for p in argv[1:]:
+            idle = gaps(Path(p))
+            print(f"{Path(p).name}: GPU idle {sum(idle.values()) * 1e3:.2f} ms (profiled step)")
+            for key, v in sorted(idle.items(), key=lambda x: -x[1]):
+                print(f"  {key:22s} {v * 1e3:7.2f} ms")
         return 0
     from simcluster.heldout.moe_lab import run_document
 
