@@ -184,3 +184,49 @@ def test_the_shipped_table_names_a_gpu_on_every_gpu_familys_row_and_none_on_stor
         else:
             assert r.gpu in ("A100", "H100", "H200", "B200", "GB200"), (r.family, r.source, r.row, r.gpu)
     assert {r.gpu for r in table.residuals if r.family in ("llm eager", "llm local spec", "ddp")} == {"H200"}
+
+
+def test_every_predicted_published_nccl_files_machine_names_the_gpu_its_rows_ran_on():
+    """Review B 40 finding 1: the GB200 scenarios carry the b200 GPU card (NCCL's architecture) and the GB200 NVLink
+    card; their answers are GB200's (machine_models.machine_gpu), as their own rows are (source_gpu)."""
+    from simcluster.machine_models import machine_gpu
+    from simcluster.published import published_files
+    from simcluster.reference import source_gpu
+    from simcluster.reference.nccl import read_nccl_file
+    from simcluster.scenario import load_variants
+
+    seen, gb200 = 0, 0
+    for file in published_files(None, "nccl-"):
+        ref = read_nccl_file(file)
+        if (scenario := ref.file("scenario")) is None:
+            continue
+        gpu = machine_gpu(load_variants(scenario)[0][1].machine)
+        assert gpu == source_gpu(ref) != "", f"{file.name}: the scenario's machine names {gpu!r}, its rows {source_gpu(ref)!r}"
+        seen, gb200 = seen + 1, gb200 + (gpu == "GB200")
+    assert seen >= 40 and gb200 >= 7
+
+
+def _ddp_scenario(tmp_path, gpu_card: str | None) -> str:
+    from conftest import ROOT
+
+    text = (ROOT / "scenarios/seed000-resnet18-2servers.yaml").read_text().replace("../models", f"{ROOT}/models")
+    text = text.replace("gpus_per_node: 1", "gpus_per_node: 4").replace("  nodes: 2\n", "  nodes: 1\n")
+    if gpu_card:
+        text = text.replace("  host: {cores: 32}\n", f"  host: {{cores: 32}}\n  gpu: {{card: {ROOT}/models/gpu/{gpu_card}}}\n")
+    path = tmp_path / f"ddp-{gpu_card}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_ddp_answer_names_its_machines_gpu_card_and_the_h200_rows_it_is_carried_from(tmp_path, capsys):
+    """Finding 2: a one-node DDP run on the H100 card is extrapolated (the DDP rows all ran on H200); with no GPU card
+    the machine's GPU is its NVLink card's (h200x4-nvlink: H200), validated."""
+    from simcluster.cli import main
+
+    got = {}
+    for card in ("h100-sxm.yaml", None):
+        assert main(["run", _ddp_scenario(tmp_path, card), "--json"]) == 0
+        v = json.loads(capsys.readouterr().out)["variants"][0]["jobs"][0]["validation"]
+        assert v["regime"] == "ddp | data-parallel step | one node" and set(v["gpus_of_rows"]) == {"H200"}
+        got[card] = (v["gpu"], v["gpu_in_band"], v["status"])
+    assert got == {"h100-sxm.yaml": ("H100", False, "extrapolated"), None: ("H200", True, "validated")}
