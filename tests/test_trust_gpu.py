@@ -230,3 +230,38 @@ def test_a_ddp_answer_names_its_machines_gpu_card_and_the_h200_rows_it_is_carrie
         assert v["regime"] == "ddp | data-parallel step | one node" and set(v["gpus_of_rows"]) == {"H200"}
         got[card] = (v["gpu"], v["gpu_in_band"], v["status"])
     assert got == {"h100-sxm.yaml": ("H100", False, "extrapolated"), None: ("H200", True, "validated")}
+
+
+def test_the_two_fms_fsdp_a100_files_are_one_source_for_the_bands():
+    """Review B 40 finding 8: the February 2024 fms-fsdp table is the same trainer, authors and cluster as
+    llm-fms-fsdp-a100.yaml; `simcluster.source_group` makes the bands (and the family read-out) count them as one."""
+    from conftest import ROOT
+
+    from simcluster.published import read_published
+    from simcluster.reference.llm import validate_published_llm
+    from simcluster.results import ReferenceValidation
+    from simcluster.trust.build import reference_residuals
+
+    folder = ROOT / "calibration" / "published"
+    feb, later = (read_published(folder / f"llm-fms-fsdp-a100{s}.yaml", "published-llm-run") for s in ("-feb2024", ""))
+    assert feb.source_group == later.source_group == "llm-fms-fsdp-a100" != feb.name
+    rows = [r for s in ("-feb2024", "") for r in validate_published_llm(folder / f"llm-fms-fsdp-a100{s}.yaml").rows]
+    residuals = reference_residuals(ReferenceValidation("published llm", 0.1, rows, {}), "llm")
+    assert len(residuals) == 6 and {r.source for r in residuals} == {"llm-fms-fsdp-a100"}
+    assert sum(r.row.startswith("llm-fms-fsdp-a100-feb2024 runs[") for r in residuals) == 3   # the row still names its file
+    assert {r.to_json().get("source_group") for r in rows if r.error is not None} == {"llm-fms-fsdp-a100", None}
+    h100 = read_published(folder / "llm-fms-fsdp-h100.yaml", "published-llm-run")
+    assert h100.source_group == h100.name                                     # a file naming no group is its own source
+
+
+def test_a_mixed_gpu_files_rows_name_the_card_they_are_predicted_on_and_its_other_gpus_rows_are_not_compared():
+    """Finding 6: llm-megatron-bridge-25.11-dgx-h100-b200.yaml prints H100 rows 0-5 and B200 rows 6-11 on one H100 card;
+    a compared row names its card's GPU (not the file's first), and no B200 row is compared there."""
+    from conftest import ROOT
+
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration/published/llm-megatron-bridge-25.11-dgx-h100-b200.yaml").rows
+    compared = [r for r in rows if r.error is not None]
+    assert compared and {r.gpu for r in compared} == {"H100"}
+    assert all(r.error is None and "B200" in r.unavailable for r in rows if r.run >= 6)

@@ -53,7 +53,8 @@ def reference_residuals(validation, family: str | None) -> list[Residual]:
         if r.held_out and r.regime and rho is not None and r.scale is not None:
             one_node = r.regime.rsplit("| ", 1)[-1].startswith("nvlink")
             fam = family or ("collective one node" if one_node else "collective across nodes")
-            out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho, r.gpu))
+            row = f"{r.source} runs[{r.run}] {r.configuration}" if r.source_group else f"runs[{r.run}] {r.configuration}"
+            out.append(Residual(fam, r.regime, r.source_group or r.source, row, r.scale, rho, r.gpu))   # one group, one source
     return out
 
 
