@@ -265,3 +265,44 @@ def test_a_mixed_gpu_files_rows_name_the_card_they_are_predicted_on_and_its_othe
     compared = [r for r in rows if r.error is not None]
     assert compared and {r.gpu for r in compared} == {"H100"}
     assert all(r.error is None and "B200" in r.unavailable for r in rows if r.run >= 6)
+
+
+def test_bundle_gpu_reads_below_calibration_only_and_from_any_directory(tmp_path, monkeypatch):
+    """Review B 40 finding 4: a checkout's own folders above calibration/ name nothing; a calibration/... path is read
+    from the repository root whatever the working directory."""
+    from conftest import ROOT
+
+    assert bundle_gpu("/srv/a100-box/simcluster/calibration/llm-eager-regimes-2026-11-28") == ""
+    assert bundle_gpu(ROOT / "calibration" / "llm-eager-regimes-2026-11-28") == "H200"          # its nvidia-smi.txt
+    assert bundle_gpu("/srv/a100-box/calibration/h200x2-m4-2026-11-23/graph") == "H200"        # the nearest parent
+    monkeypatch.chdir(tmp_path)
+    assert bundle_gpu("calibration/llm-eager-regimes-2026-11-28") == "H200"
+    assert bundle_gpu("calibration/h200x2-ddp-paired-2026-11-22") == "H200"
+
+
+def test_every_bundles_folder_name_and_nvidia_smi_agree():
+    from conftest import ROOT
+
+    from simcluster.trust.build import smi_gpu
+
+    checked = 0
+    for folder in sorted(p for p in (ROOT / "calibration").iterdir() if p.is_dir() and p.name != "published"):
+        named, smi = gpu_model(folder.name.split("-")[0]), smi_gpu(folder)
+        if named and smi:
+            assert named == smi, f"{folder.name}: the folder names {named}, its nvidia-smi.txt {smi}"
+            checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("bad", [["H100"], "foo", 200])
+def test_a_tables_gpu_that_names_no_gpu_is_a_one_line_error(bad):
+    """Finding 5: a row's gpu goes through gpu_model; a list or a text naming no GPU is refused, a lower-case one read."""
+    from simcluster.errors import SimclusterError
+
+    doc = _table().to_json()
+    doc["rows"][0]["gpu"] = "h200"
+    assert Table.from_json(doc, "t.json").residuals[0].gpu == "H200"
+    doc["rows"][0]["gpu"] = bad
+    with pytest.raises(SimclusterError, match=r"rows\[0\]\.gpu: .* names no GPU model") as err:
+        Table.from_json(doc, "t.json")
+    assert "\n" not in str(err.value) and "t.json" in str(err.value)
