@@ -306,3 +306,13 @@ def test_a_tables_gpu_that_names_no_gpu_is_a_one_line_error(bad):
     with pytest.raises(SimclusterError, match=r"rows\[0\]\.gpu: .* names no GPU model") as err:
         Table.from_json(doc, "t.json")
     assert "\n" not in str(err.value) and "t.json" in str(err.value)
+
+
+def test_a_ddp_row_names_its_bundle_so_a_new_session_needs_no_second_table():
+    """Finding 9: the DDP rows carry their bundle (heldout/ddp._row); a session ddp_residuals never heard of is read."""
+    from simcluster.trust.build import ddp_residuals
+
+    rows = [{"session": "a-new-session", "bundle": "h200x2-ddp-paired-2026-11-22", "label": "resnet x2", "ranks": 2,
+             "transport": "nvlink", "measured_s": 0.11, "predicted_s": 0.10}]
+    (r,) = ddp_residuals(rows)
+    assert (r.source, r.gpu, round(r.rho, 6)) == ("ddp session a-new-session", "H200", 1.1)

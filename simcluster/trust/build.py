@@ -95,11 +95,9 @@ def storage_residuals(rows: list[dict]) -> list[Residual]:
 
 def ddp_residuals(rows: list[dict]) -> list[Residual]:
     """DDP steps of the sessions the shipped DDP card never saw (heldout/ddp.py); each session a source, its GPU its
-    bundle's (heldout/ddp.SESSION_BUNDLES)."""
-    from simcluster.heldout.ddp import SESSION_BUNDLES
-
+    row's bundle's (bundle_gpu)."""
     return [Residual("ddp", DDP_REGIME, f"ddp session {r['session']}", f"{r['label']} {r['transport']}", float(r["ranks"]),
-                     r["measured_s"] / r["predicted_s"], bundle_gpu(SESSION_BUNDLES[r["session"]])) for r in rows]
+                     r["measured_s"] / r["predicted_s"], bundle_gpu(r["bundle"])) for r in rows]
 
 
 def eager_residuals(rows: list[dict]) -> list[Residual]:
