@@ -112,6 +112,7 @@ class PublishedUsage(Document):
     runs_not_held_out: Nullable(dict[int, Text(2000)]) = None      # run index -> why
     runs_not_compared: Nullable(dict[int, Text(2000)]) = None
     rows_not_held_out: Nullable(dict[str, Text(2000)]) = None      # row id -> why (files of rows, not runs)
+    source_group: Nullable(Text(200)) = None                        # the source a band counts it as (published.Published)
 
 
 class Published(Document):

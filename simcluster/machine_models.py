@@ -40,10 +40,14 @@ def machine_nvlink_link(machine: Machine) -> str:
 
 def machine_gpu(machine: Machine) -> str:
     """The machine's GPU model as trust regimes check it (trust/regime.gpu_model): its GPU card's name, else the GPU its
-    collective card names (machine_nvlink_link); '' when neither names one."""
+    collective card names (machine_nvlink_link); '' when neither names one. A collective card naming a Grace package of
+    the GPU card's die ('GB200' over the b200 card, the card that sets NCCL's architecture) names the machine: its rows
+    ran on GB200, so its answers are GB200's."""
     from simcluster.trust.regime import gpu_model
 
-    return gpu_model(Path(machine.gpu_card).stem if machine.gpu_card else "") or gpu_model(machine_nvlink_link(machine))
+    card = gpu_model(Path(machine.gpu_card).stem if machine.gpu_card else "")
+    link = gpu_model(machine_nvlink_link(machine))
+    return link if card and link == f"G{card}" else card or link
 
 
 def network_link(machine: Machine) -> str:

@@ -13,7 +13,8 @@ from simcluster.errors import SimclusterError
 from simcluster.strict import field, known_keys, load_yaml, short
 
 BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops",
-              "framework", "framework_by_model", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared"}
+              "framework", "framework_by_model", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared",
+              "source_group"}
 CALIBRATION = Path(__file__).resolve().parents[1] / "calibration"
 PUBLISHED = CALIBRATION / "published"
 
@@ -31,6 +32,12 @@ class Published:
     @property
     def name(self) -> str:
         return self.path.stem
+
+    @property
+    def source_group(self) -> str:
+        """The unit the error bands and the family read-outs count as one source: the block's `source_group` (files of
+        one trainer, authors and cluster, not independent of each other, name one), else the file itself."""
+        return str(self.usage.get("source_group") or self.name)
 
     def held_out(self, run: int) -> bool:
         return bool(self.usage["held_out"]) and run not in (self.usage.get("runs_not_held_out") or {})

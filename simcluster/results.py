@@ -195,6 +195,7 @@ class ReferenceRow:
     regime: str = ""              # trust/regime.py's key of the row's class of answers
     scale: float | None = None    # the row's GPUs (the regime's validated range is read from its rows)
     gpu: str = ""                 # the GPU model the row ran on (trust/regime.gpu_model of the source's system.gpu)
+    source_group: str = ""        # the source the bands count it as when not its own file (published.Published.source_group)
 
     @property
     def time_ratio(self) -> float | None:
@@ -208,7 +209,8 @@ class ReferenceRow:
                 "measured": self.measured, "predicted": self.predicted,
                 "error_pct": None if self.error is None else self.error * 100, "held_out": self.held_out,
                 "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {}),
-                **({"regime": self.regime, "scale": self.scale} if self.regime else {}), **({"gpu": self.gpu} if self.gpu else {})}
+                **({"regime": self.regime, "scale": self.scale} if self.regime else {}), **({"gpu": self.gpu} if self.gpu else {}),
+                **({"source_group": self.source_group} if self.source_group else {})}
 
 
 @dataclass(frozen=True)

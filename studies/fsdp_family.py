@@ -1,5 +1,6 @@
 """The PyTorch FSDP family's held-out published rows (torchtitan-fsdp2, fms-fsdp, composer-fsdp: trust/regime.FSDP_TRAINERS),
-summed up per family, regime and source (a read-out, not a test; docs/models/llm.md quotes it).
+summed up per family, regime and source (a read-out, not a test; docs/models/llm.md quotes it). Sources are counted as
+the error bands count them: files of one `simcluster.source_group` as one (published.Published.source_group).
 
 Reads `simcluster validate --published llm --json` in-process and prints, over the rows held out whose regime is the
 family's: rows, sources, mean |error| and the count within 10%, in both conventions the repository uses: the tokens/s
@@ -29,7 +30,7 @@ def summary(name: str, rows: list[dict]) -> str:
     rate = [abs(r["error_pct"]) for r in rows]
     step = [abs(1 / (1 + r["error_pct"] / 100) - 1) * 100 for r in rows]   # the step time's error of the same row
     within = sum(e <= TARGET for e in rate)
-    return (f"{name:45s} {len(rows):3d} rows {len({r['source'] for r in rows}):2d} src  mean |error| tokens/s "
+    return (f"{name:45s} {len(rows):3d} rows {len({r.get('source_group') or r['source'] for r in rows}):2d} src  mean |error| tokens/s "
             f"{sum(rate) / len(rate):5.2f}%  step time {sum(step) / len(step):5.2f}%  within 10%: {within} of {len(rows)} "
             f"({100 * within / len(rows):.0f}%; step time: {sum(e <= TARGET for e in step)})")
 

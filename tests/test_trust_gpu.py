@@ -184,3 +184,135 @@ def test_the_shipped_table_names_a_gpu_on_every_gpu_familys_row_and_none_on_stor
         else:
             assert r.gpu in ("A100", "H100", "H200", "B200", "GB200"), (r.family, r.source, r.row, r.gpu)
     assert {r.gpu for r in table.residuals if r.family in ("llm eager", "llm local spec", "ddp")} == {"H200"}
+
+
+def test_every_predicted_published_nccl_files_machine_names_the_gpu_its_rows_ran_on():
+    """Review B 40 finding 1: the GB200 scenarios carry the b200 GPU card (NCCL's architecture) and the GB200 NVLink
+    card; their answers are GB200's (machine_models.machine_gpu), as their own rows are (source_gpu)."""
+    from simcluster.machine_models import machine_gpu
+    from simcluster.published import published_files
+    from simcluster.reference import source_gpu
+    from simcluster.reference.nccl import read_nccl_file
+    from simcluster.scenario import load_variants
+
+    seen, gb200 = 0, 0
+    for file in published_files(None, "nccl-"):
+        ref = read_nccl_file(file)
+        if (scenario := ref.file("scenario")) is None:
+            continue
+        gpu = machine_gpu(load_variants(scenario)[0][1].machine)
+        assert gpu == source_gpu(ref) != "", f"{file.name}: the scenario's machine names {gpu!r}, its rows {source_gpu(ref)!r}"
+        seen, gb200 = seen + 1, gb200 + (gpu == "GB200")
+    assert seen >= 40 and gb200 >= 7
+
+
+def _ddp_scenario(tmp_path, gpu_card: str | None) -> str:
+    from conftest import ROOT
+
+    text = (ROOT / "scenarios/seed000-resnet18-2servers.yaml").read_text().replace("../models", f"{ROOT}/models")
+    text = text.replace("gpus_per_node: 1", "gpus_per_node: 4").replace("  nodes: 2\n", "  nodes: 1\n")
+    if gpu_card:
+        text = text.replace("  host: {cores: 32}\n", f"  host: {{cores: 32}}\n  gpu: {{card: {ROOT}/models/gpu/{gpu_card}}}\n")
+    path = tmp_path / f"ddp-{gpu_card}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_ddp_answer_names_its_machines_gpu_card_and_the_h200_rows_it_is_carried_from(tmp_path, capsys):
+    """Finding 2: a one-node DDP run on the H100 card is extrapolated (the DDP rows all ran on H200); with no GPU card
+    the machine's GPU is its NVLink card's (h200x4-nvlink: H200), validated."""
+    from simcluster.cli import main
+
+    got = {}
+    for card in ("h100-sxm.yaml", None):
+        assert main(["run", _ddp_scenario(tmp_path, card), "--json"]) == 0
+        v = json.loads(capsys.readouterr().out)["variants"][0]["jobs"][0]["validation"]
+        assert v["regime"] == "ddp | data-parallel step | one node" and set(v["gpus_of_rows"]) == {"H200"}
+        got[card] = (v["gpu"], v["gpu_in_band"], v["status"])
+    assert got == {"h100-sxm.yaml": ("H100", False, "extrapolated"), None: ("H200", True, "validated")}
+
+
+def test_the_two_fms_fsdp_a100_files_are_one_source_for_the_bands():
+    """Review B 40 finding 8: the February 2024 fms-fsdp table is the same trainer, authors and cluster as
+    llm-fms-fsdp-a100.yaml; `simcluster.source_group` makes the bands (and the family read-out) count them as one."""
+    from conftest import ROOT
+
+    from simcluster.published import read_published
+    from simcluster.reference.llm import validate_published_llm
+    from simcluster.results import ReferenceValidation
+    from simcluster.trust.build import reference_residuals
+
+    folder = ROOT / "calibration" / "published"
+    feb, later = (read_published(folder / f"llm-fms-fsdp-a100{s}.yaml", "published-llm-run") for s in ("-feb2024", ""))
+    assert feb.source_group == later.source_group == "llm-fms-fsdp-a100" != feb.name
+    rows = [r for s in ("-feb2024", "") for r in validate_published_llm(folder / f"llm-fms-fsdp-a100{s}.yaml").rows]
+    residuals = reference_residuals(ReferenceValidation("published llm", 0.1, rows, {}), "llm")
+    assert len(residuals) == 6 and {r.source for r in residuals} == {"llm-fms-fsdp-a100"}
+    assert sum(r.row.startswith("llm-fms-fsdp-a100-feb2024 runs[") for r in residuals) == 3   # the row still names its file
+    assert {r.to_json().get("source_group") for r in rows if r.error is not None} == {"llm-fms-fsdp-a100", None}
+    h100 = read_published(folder / "llm-fms-fsdp-h100.yaml", "published-llm-run")
+    assert h100.source_group == h100.name                                     # a file naming no group is its own source
+
+
+def test_a_mixed_gpu_files_rows_name_the_card_they_are_predicted_on_and_its_other_gpus_rows_are_not_compared():
+    """Finding 6: llm-megatron-bridge-25.11-dgx-h100-b200.yaml prints H100 rows 0-5 and B200 rows 6-11 on one H100 card;
+    a compared row names its card's GPU (not the file's first), and no B200 row is compared there."""
+    from conftest import ROOT
+
+    from simcluster.reference.llm import validate_published_llm
+
+    rows = validate_published_llm(ROOT / "calibration/published/llm-megatron-bridge-25.11-dgx-h100-b200.yaml").rows
+    compared = [r for r in rows if r.error is not None]
+    assert compared and {r.gpu for r in compared} == {"H100"}
+    assert all(r.error is None and "B200" in r.unavailable for r in rows if r.run >= 6)
+
+
+def test_bundle_gpu_reads_below_calibration_only_and_from_any_directory(tmp_path, monkeypatch):
+    """Review B 40 finding 4: a checkout's own folders above calibration/ name nothing; a calibration/... path is read
+    from the repository root whatever the working directory."""
+    from conftest import ROOT
+
+    assert bundle_gpu("/srv/a100-box/simcluster/calibration/llm-eager-regimes-2026-11-28") == ""
+    assert bundle_gpu(ROOT / "calibration" / "llm-eager-regimes-2026-11-28") == "H200"          # its nvidia-smi.txt
+    assert bundle_gpu("/srv/a100-box/calibration/h200x2-m4-2026-11-23/graph") == "H200"        # the nearest parent
+    monkeypatch.chdir(tmp_path)
+    assert bundle_gpu("calibration/llm-eager-regimes-2026-11-28") == "H200"
+    assert bundle_gpu("calibration/h200x2-ddp-paired-2026-11-22") == "H200"
+
+
+def test_every_bundles_folder_name_and_nvidia_smi_agree():
+    from conftest import ROOT
+
+    from simcluster.trust.build import smi_gpu
+
+    checked = 0
+    for folder in sorted(p for p in (ROOT / "calibration").iterdir() if p.is_dir() and p.name != "published"):
+        named, smi = gpu_model(folder.name.split("-")[0]), smi_gpu(folder)
+        if named and smi:
+            assert named == smi, f"{folder.name}: the folder names {named}, its nvidia-smi.txt {smi}"
+            checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("bad", [["H100"], "foo", 200])
+def test_a_tables_gpu_that_names_no_gpu_is_a_one_line_error(bad):
+    """Finding 5: a row's gpu goes through gpu_model; a list or a text naming no GPU is refused, a lower-case one read."""
+    from simcluster.errors import SimclusterError
+
+    doc = _table().to_json()
+    doc["rows"][0]["gpu"] = "h200"
+    assert Table.from_json(doc, "t.json").residuals[0].gpu == "H200"
+    doc["rows"][0]["gpu"] = bad
+    with pytest.raises(SimclusterError, match=r"rows\[0\]\.gpu: .* names no GPU model") as err:
+        Table.from_json(doc, "t.json")
+    assert "\n" not in str(err.value) and "t.json" in str(err.value)
+
+
+def test_a_ddp_row_names_its_bundle_so_a_new_session_needs_no_second_table():
+    """Finding 9: the DDP rows carry their bundle (heldout/ddp._row); a session ddp_residuals never heard of is read."""
+    from simcluster.trust.build import ddp_residuals
+
+    rows = [{"session": "a-new-session", "bundle": "h200x2-ddp-paired-2026-11-22", "label": "resnet x2", "ranks": 2,
+             "transport": "nvlink", "measured_s": 0.11, "predicted_s": 0.10}]
+    (r,) = ddp_residuals(rows)
+    assert (r.source, r.gpu, round(r.rho, 6)) == ("ddp session a-new-session", "H200", 1.1)

@@ -9,8 +9,9 @@ calibration/h200x4-noise-2026-11-22) never saw, predicted from each run's own 1-
   2xH200       calibration/h200x2-ddp-paired-2026-11-22: another machine, NVLink and socket, all_reduce cards fitted on its
                own torch.distributed sweeps
 
-Each row: (session, label, ranks, transport, measured step s, predicted step s). The session is the unit a held-out
-check leaves out together (one machine, one day)."""
+Each row: (session, its bundle, label, ranks, transport, measured step s, predicted step s). The session is the unit a
+held-out check leaves out together (one machine, one day); its bundle (a folder under calibration/) names the GPU it ran
+on (trust/build.bundle_gpu)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ SEQUENCES = CAL / "h200x4-ddp-124-2026-11-22"
 COLLECT = CAL / "h200x4-collect-2026-11-22"
 PAIRED = CAL / "h200x4-ddp-paired-2026-11-22"
 X2 = CAL / "h200x2-ddp-paired-2026-11-22"
-SESSION_BUNDLES = {"interleaved": INTERLEAVED, "1-2-4": SEQUENCES, "collect": COLLECT, "paired": PAIRED, "2xH200": X2}
 
 
 def step_s(workload, ranks: int, card, ddp) -> float:
@@ -37,9 +37,10 @@ def step_s(workload, ranks: int, card, ddp) -> float:
     return simulate_step(workload, ranks, lambda s: predict(card, "all_reduce", s, ranks).time_s, ddp).step_s
 
 
-def _row(session: str, label: str, ranks: int, transport: str, measured: float, predicted: float, one_gpu: float | None) -> dict:
-    return {"session": session, "label": label, "ranks": ranks, "transport": transport, "measured_s": measured,
-            "predicted_s": predicted, "one_gpu_s": one_gpu}
+def _row(session: str, bundle: Path, label: str, ranks: int, transport: str, measured: float, predicted: float,
+         one_gpu: float | None) -> dict:
+    return {"session": session, "bundle": bundle.name, "label": label, "ranks": ranks, "transport": transport,
+            "measured_s": measured, "predicted_s": predicted, "one_gpu_s": one_gpu}
 
 
 def interleaved(ddp, nv) -> list[dict]:
@@ -50,7 +51,7 @@ def interleaved(ddp, nv) -> list[dict]:
         records = W.read_runs(path)
         for one, two in zip(records[0::2], records[1::2], strict=True):
             w = W.from_record(one, where=str(path))
-            out.append(_row("interleaved", f"{path.stem} {w.model} x2", 2, "nvlink", two["median_step_s"], step_s(w, 2, nv, ddp), w.step_s))
+            out.append(_row("interleaved", INTERLEAVED, f"{path.stem} {w.model} x2", 2, "nvlink", two["median_step_s"], step_s(w, 2, nv, ddp), w.step_s))
     return out
 
 
@@ -65,7 +66,7 @@ def sequences(ddp, nv) -> list[dict]:
                 one = W.from_record(r, where=str(path))
             elif one is not None:
                 n = r["world_size"]
-                out.append(_row("1-2-4", f"{path.stem} {one.model} x{n}", n, "nvlink", r["median_step_s"], step_s(one, n, nv, ddp), one.step_s))
+                out.append(_row("1-2-4", SEQUENCES, f"{path.stem} {one.model} x{n}", n, "nvlink", r["median_step_s"], step_s(one, n, nv, ddp), one.step_s))
     return out
 
 
@@ -90,12 +91,12 @@ def collect(ddp) -> list[dict]:
         records = W.read_runs(run / "stdout.txt")
         one = next(r for r in records if r["world_size"] == 1)
         w = workloads[one["model"]] = W.from_record(one, W.profile_gpu_s(run, one["model"], one["image"], one["batch_per_gpu"]))
-        out += [_row("collect", f"{w.model} x{r['world_size']} nvlink", r["world_size"], "nvlink", r["median_step_s"],
+        out += [_row("collect", COLLECT, f"{w.model} x{r['world_size']} nvlink", r["world_size"], "nvlink", r["median_step_s"],
                      step_s(w, r["world_size"], nv, ddp), w.step_s) for r in records if r["world_size"] > 1]
     for run in sorted((COLLECT / "ddp-step-socket").iterdir()):
         for r in W.read_runs(run / "stdout.txt"):
             w = workloads[r["model"]]
-            out.append(_row("collect", f"{w.model} x{r['world_size']} socket", r["world_size"], "socket", r["median_step_s"],
+            out.append(_row("collect", COLLECT, f"{w.model} x{r['world_size']} socket", r["world_size"], "socket", r["median_step_s"],
                             step_s(w, r["world_size"], so, ddp), w.step_s))
     return out
 
@@ -119,7 +120,7 @@ def paired(ddp, nv) -> list[dict]:
     out = []
     for path in sorted(PAIRED.glob("rep*.jsonl")):
         obs = paired_observations(path, nv)
-        out += [_row("paired", o.label, o.ranks, "nvlink", o.measured_s, float(t), o.workload.step_s)
+        out += [_row("paired", PAIRED, o.label, o.ranks, "nvlink", o.measured_s, float(t), o.workload.step_s)
                 for o, t in zip(obs, predict_all(obs, ddp), strict=True)]
     return out
 
@@ -147,7 +148,7 @@ def another_machine(ddp) -> list[dict]:
                 continue
             o = Observation(path.stem, W.from_paired(r, str(path)), 2, lambda s, c=comm: predict(c, "all_reduce", s, 2).time_s,
                             r["median_step_s"], W.paired_ranks(r, str(path)))
-            out.append(_row("2xH200", f"{r['model']} {path.stem}", 2, transport, o.measured_s, float(predict_all([o], ddp)[0]),
+            out.append(_row("2xH200", X2, f"{r['model']} {path.stem}", 2, transport, o.measured_s, float(predict_all([o], ddp)[0]),
                             o.workload.step_s))
     return out
 

@@ -335,7 +335,8 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
                                                                 f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
     return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
-                        regime=regime.key, scale=regime.scale, gpu=source_gpu(ref) or regime.gpu)
+                        regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref),
+                        source_group="" if ref.source_group == ref.name else ref.source_group)
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

@@ -25,19 +25,28 @@ DEFAULT_MACHINES = "calibration/h200x2-*"
 CALIBRATION = Path(__file__).resolve().parent.parent.parent / "calibration"
 
 
-def bundle_gpu(bundle) -> str:
-    """The GPU model a lab bundle ran on: the one its folder's (or, for a sub-folder, its nearest parent's) first word
-    names (h200x2-m4-2026-11-23/graph -> H200), else the first its nvidia-smi.txt names ('NVIDIA H200, 580.159.04,
-    ...'); '' when neither does. `bundle`: a path, or a folder name under calibration/."""
-    path = Path(bundle) if Path(bundle).is_absolute() or Path(bundle).parts[0] == "calibration" else CALIBRATION / bundle
-    named = next((gpu_model(part.split("-")[0]) for part in reversed(path.parts) if gpu_model(part.split("-")[0])), "")
-    if named or not path.is_dir():
-        return named
-    for smi in sorted(path.rglob("nvidia-smi.txt")):
+def smi_gpu(folder: Path) -> str:
+    """The GPU the first nvidia-smi.txt under a folder names ('NVIDIA H200, 580.159.04, ...' -> H200); '' when none."""
+    for smi in sorted(folder.rglob("nvidia-smi.txt")) if folder.is_dir() else ():
         for line in smi.read_text(errors="replace").splitlines()[:8]:
             if line.startswith("NVIDIA ") and gpu_model(line.split(",")[0]):
                 return gpu_model(line.split(",")[0])
     return ""
+
+
+def bundle_gpu(bundle) -> str:
+    """The GPU model a lab bundle ran on: the one its folder's (or, for a sub-folder, its nearest parent's below
+    calibration/) first word names (h200x2-m4-2026-11-23/graph -> H200), else the one its nvidia-smi.txt names (smi_gpu);
+    '' when neither does. `bundle`: an absolute path, a path starting calibration/ (from the repository root, wherever
+    the process runs) or a folder name under calibration/. Folders above calibration/ are not read (a checkout at
+    /srv/a100-box/... names no GPU); tests/test_trust_gpu.py checks that every bundle's name and nvidia-smi.txt agree."""
+    path = Path(bundle)
+    if not path.is_absolute():
+        path = (CALIBRATION.parent if path.parts[:1] == ("calibration",) else CALIBRATION) / path
+    parts = path.parts
+    below = parts[len(parts) - parts[::-1].index("calibration"):] if "calibration" in parts else parts[-1:]
+    named = next((gpu_model(part.split("-")[0]) for part in reversed(below) if gpu_model(part.split("-")[0])), "")
+    return named or smi_gpu(path)
 
 
 def reference_residuals(validation, family: str | None) -> list[Residual]:
@@ -53,7 +62,8 @@ def reference_residuals(validation, family: str | None) -> list[Residual]:
         if r.held_out and r.regime and rho is not None and r.scale is not None:
             one_node = r.regime.rsplit("| ", 1)[-1].startswith("nvlink")
             fam = family or ("collective one node" if one_node else "collective across nodes")
-            out.append(Residual(fam, r.regime, r.source, f"runs[{r.run}] {r.configuration}", r.scale, rho, r.gpu))
+            row = f"{r.source} runs[{r.run}] {r.configuration}" if r.source_group else f"runs[{r.run}] {r.configuration}"
+            out.append(Residual(fam, r.regime, r.source_group or r.source, row, r.scale, rho, r.gpu))   # one group, one source
     return out
 
 
@@ -85,11 +95,9 @@ def storage_residuals(rows: list[dict]) -> list[Residual]:
 
 def ddp_residuals(rows: list[dict]) -> list[Residual]:
     """DDP steps of the sessions the shipped DDP card never saw (heldout/ddp.py); each session a source, its GPU its
-    bundle's (heldout/ddp.SESSION_BUNDLES)."""
-    from simcluster.heldout.ddp import SESSION_BUNDLES
-
+    row's bundle's (bundle_gpu)."""
     return [Residual("ddp", DDP_REGIME, f"ddp session {r['session']}", f"{r['label']} {r['transport']}", float(r["ranks"]),
-                     r["measured_s"] / r["predicted_s"], bundle_gpu(SESSION_BUNDLES[r["session"]])) for r in rows]
+                     r["measured_s"] / r["predicted_s"], bundle_gpu(r["bundle"])) for r in rows]
 
 
 def eager_residuals(rows: list[dict]) -> list[Residual]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.trust.regime import gpu_model
 
 TABLE = Path(__file__).with_name("error_bands.json")
 MIN_ROWS = 5
@@ -126,12 +127,23 @@ class Table:
     def from_json(cls, doc: dict, where: str) -> Table:
         try:
             rows = [Residual(str(r["family"]), str(r["regime"]), str(r["source"]), str(r["row"]), float(r["scale"]),
-                             float(r["rho"]), str(r.get("gpu") or "")) for r in doc["rows"]]
+                             float(r["rho"]), _gpu(r.get("gpu"), i)) for i, r in enumerate(doc["rows"])]
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"not an error-band table ({type(exc).__name__}: {exc})", where=where) from None
         if any(not (math.isfinite(r.rho) and r.rho > 0 and math.isfinite(r.scale)) for r in rows):
             raise SimclusterError("an error-band row has a non-finite or non-positive value", where=where)
         return cls(rows, doc.get("built_from") or {})
+
+
+def _gpu(value, i: int) -> str:
+    """A row's `gpu` as gpu_model names it ('h200' -> 'H200'); absent or empty: ''; anything naming no GPU (a list, 'foo')
+    is refused (ValueError, reported as the table's one-line error)."""
+    if value is None or value == "":
+        return ""
+    model = gpu_model(value) if isinstance(value, str) else ""
+    if not model:
+        raise ValueError(f"rows[{i}].gpu: {value!r} names no GPU model (A100, H100, H200, B200, GB200, ...)")
+    return model
 
 
 @functools.lru_cache(maxsize=4)
