@@ -1,11 +1,14 @@
 """Every FSDP2 (and tp+fsdp) llm-step shape under calibration/ against the step model kept (FSDP2's residual stream at
 TORCH_AMP's 4 B, autocast's input casts, the generic eager copies) and the candidate eager.bf16_step (issue 44, session
 40 fsdp2time; llm-findings.md): measured rank-0 median step, each form's error, the candidate's move. Development
-reading (the rows are the ones the candidate was weighed on). Both forms take the product's host fits
-(calibration/h200x2-llm-host-2026-11-23), each refitted with its own kernel count, as adoption would ship them; the
-2-rank NVLink card for every group, as heldout/eager_regimes.regime_predict.
+reading, every row: the candidates were weighed on these rows, and the rows of registered sets (column `set`: R, a
+bundle with a registered.yaml) are today's re-prediction, not the set's registered one (that judged an earlier model;
+its reading is in the set's README). Profiled runs (`*-trace-*` files: the profiler slows their steps) are skipped.
+Both forms take the product's host fits (calibration/h200x2-llm-host-2026-11-23), each refitted with its own kernel
+count, as adoption would ship them; the 2-rank NVLink card for every group, as heldout/eager_regimes.regime_predict.
 
-    python studies/fsdp2_step_forms.py   # the summary counts rows the kept model calls GPU-bound (host share < 0.5)
+    python studies/fsdp2_step_forms.py   # the summary counts rows the kept model calls GPU-bound (host share < 0.5),
+                                         # all of them and split by registered sets (R) / other bundles
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,15 +39,10 @@ MODES = ("fsdp", "tp+fsdp")
 def frameworks():
     """{form: (torch_framework for a ParallelSpec, its host fits)} for 'kept', 'candidate' (eager.bf16_step) and
     'copies' (candidate 2, eager.fsdp2_copy_step: FSDP2's own copy kernels priced too)."""
-    kept = eager.torch_framework
-    out = {"kept": (kept, eager.fit_modes(MODE_HOST))}
-    eager.torch_framework = lambda *a, **k: eager.bf16_step(kept(*a, **k))
-    try:
-        out["candidate"] = (eager.torch_framework, eager.fit_modes(MODE_HOST))   # the fits read the candidate's kernels
-        eager.torch_framework = lambda *a, **k: eager.fsdp2_copy_step(kept(*a, **k))
-        out["copies"] = (eager.torch_framework, eager.fit_modes(MODE_HOST))
-    finally:
-        eager.torch_framework = kept
+    out = {"kept": (eager.torch_framework, eager.fit_modes(MODE_HOST))}
+    for form, wrap in (("candidate", eager.bf16_step), ("copies", eager.fsdp2_copy_step)):
+        with eager.torch_framework_as(wrap):   # the fits read the form's kernels
+            out[form] = (eager.torch_framework, eager.fit_modes(MODE_HOST))
     return out
 
 
@@ -52,6 +51,8 @@ def rows() -> list[dict]:
     net_card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     forms, out, seen = frameworks(), [], set()
     for path in sorted((ROOT / "calibration").rglob("*.json")):
+        if "-trace-" in path.name:   # a profiled process (--profile --trace): its steps carry the profiler's cost
+            continue
         try:
             doc = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -77,7 +78,8 @@ def rows() -> list[dict]:
             for form, (make, fits) in forms.items():
                 r = predict_llm(model, par, batch, gpu, Network(net_card, gpus), gpus, trace=False, framework=make(par, fits))
                 got[form] = (r.step_time_s * 1e3, r.host_share)
-            out.append({"bundle": path.relative_to(ROOT / "calibration").parts[0], "mode": doc["mode"], "preset": preset,
+            bundle = path.relative_to(ROOT / "calibration").parts[0]
+            out.append({"bundle": bundle, "registered": (ROOT / "calibration" / bundle / "registered.yaml").is_file(), "mode": doc["mode"], "preset": preset,
                         "seq": seq, "mb": mb, "measured": meas, "kept": got["kept"][0] / meas - 1,
                         "candidate": got["candidate"][0] / meas - 1,
                         "copies": got["copies"][0] / meas - 1, "move2": got["copies"][0] / got["kept"][0] - 1, "move": got["candidate"][0] / got["kept"][0] - 1,
@@ -94,7 +96,6 @@ def profiled() -> None:
     each form's (ms)."""
     import eager_mode_classes as classes
 
-    kept = eager.torch_framework
     for stem, preset, mb, seq in PROFILED:
         got = []
         for rank in (0, 1):
@@ -104,32 +105,38 @@ def profiled() -> None:
                 got.append(f"rank {rank} {1e3 * m['memory']:.1f} + {1e3 * m['copies']:.1f}")
         forms = []
         for form, wrap in (("kept", None), ("candidate", eager.bf16_step), ("candidate 2", eager.fsdp2_copy_step)):
-            if wrap:
-                eager.torch_framework = lambda *a, w=wrap, **k: w(kept(*a, **k))
-            try:
+            with eager.torch_framework_as(wrap) if wrap else nullcontext():
                 c = classes.model_classes("fsdp", preset, mb, 1, seq, 0)
-            finally:
-                eager.torch_framework = kept
             forms.append(f"{form} {1e3 * c['memory']:.1f} + {1e3 * c['copies']:.1f}")
         print(f"{stem.split('/')[-1]}: memory-bound + FSDP2 copies (ms): measured {', '.join(got)}; {', '.join(forms)}")
 
 
+def summary(mode: str, got: list[dict], label: str) -> None:
+    """Mean |error| and mean error of each form over the rows the kept model calls GPU-bound; the moves' ranges."""
+    gpu_bound = [r for r in got if r["mode"] == mode and r["host_share"] < 0.5]
+    if not gpu_bound:
+        return
+    k, c, c2 = (100 * statistics.mean(abs(r[f]) for r in gpu_bound) for f in ("kept", "candidate", "copies"))
+    ks, cs, c2s = (100 * statistics.mean(r[f] for r in gpu_bound) for f in ("kept", "candidate", "copies"))
+    moves, moves2 = [100 * r["move"] for r in gpu_bound], [100 * r["move2"] for r in gpu_bound]
+    print(f"{mode}: {len(gpu_bound)} GPU-bound rows{label}: mean |error| kept {k:.1f}% (mean {ks:+.1f}%), candidate {c:.1f}% "
+          f"(mean {cs:+.1f}%), candidate 2 {c2:.1f}% (mean {c2s:+.1f}%); moves {min(moves):+.1f}..{max(moves):+.1f}% "
+          f"and {min(moves2):+.1f}..{max(moves2):+.1f}%")
+
+
 def main() -> int:
     got = rows()
-    print(f"{'bundle':40} {'mode':8} {'preset':9} {'seq':>6} {'mb':>2} {'ms':>8} {'host':>5} {'kept':>7} {'cand':>7} {'move':>7} {'cand2':>7} {'move2':>7}")
+    print(f"{'bundle':40} {'set':3} {'mode':8} "
+          f"{'preset':9} {'seq':>6} {'mb':>2} {'ms':>8} {'host':>5} {'kept':>7} {'cand':>7} {'move':>7} {'cand2':>7} {'move2':>7}")
     for r in got:
-        print(f"{r['bundle'][:40]:40} {r['mode']:8} {r['preset']:9} {r['seq']:6} {r['mb']:2} {r['measured']:8.1f} "
+        print(f"{r['bundle'][:40]:40} {'R' if r['registered'] else '-':3} {r['mode']:8} {r['preset']:9} {r['seq']:6} {r['mb']:2} {r['measured']:8.1f} "
               f"{r['host_share']:5.2f} {r['kept']:+7.1%} {r['candidate']:+7.1%} {r['move']:+7.1%} "
               f"{r['copies']:+7.1%} {r['move2']:+7.1%}")
+    print("Development, every row (module docstring); R rows: registered sets, today's re-prediction, not the registered one.")
     for mode in MODES:
-        gpu_bound = [r for r in got if r["mode"] == mode and r["host_share"] < 0.5]
-        if gpu_bound:
-            k, c, c2 = (100 * statistics.mean(abs(r[f]) for r in gpu_bound) for f in ("kept", "candidate", "copies"))
-            ks, cs, c2s = (100 * statistics.mean(r[f] for r in gpu_bound) for f in ("kept", "candidate", "copies"))
-            moves, moves2 = [100 * r["move"] for r in gpu_bound], [100 * r["move2"] for r in gpu_bound]
-            print(f"{mode}: {len(gpu_bound)} GPU-bound rows: mean |error| kept {k:.1f}% (mean {ks:+.1f}%), candidate {c:.1f}% "
-                  f"(mean {cs:+.1f}%), candidate 2 {c2:.1f}% (mean {c2s:+.1f}%); moves {min(moves):+.1f}..{max(moves):+.1f}% "
-                  f"and {min(moves2):+.1f}..{max(moves2):+.1f}%")
+        summary(mode, got, " (development)")
+        summary(mode, [r for r in got if r["registered"]], " of registered sets (R; development here)")
+        summary(mode, [r for r in got if not r["registered"]], " of other bundles")
     profiled()
     return 0
 

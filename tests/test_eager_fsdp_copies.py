@@ -53,12 +53,8 @@ def test_candidate_2_prices_the_profiled_steps_copies_below_what_they_measured()
     import eager_mode_classes as classes
 
     measured = classes.measure(classes.load(FSDPSTEP / "runs" / "traces" / "fsdp-0.8b-4096x3-rank0.json.gz"))["copies"]
-    kept = eager.torch_framework
-    eager.torch_framework = lambda *a, **k: eager.fsdp2_copy_step(kept(*a, **k))
-    try:
+    with eager.torch_framework_as(eager.fsdp2_copy_step):
         priced = classes.model_classes("fsdp", "0.8b", 3, 1, 4096, 0)["copies"]
-    finally:
-        eager.torch_framework = kept
     assert classes.model_classes("fsdp", "0.8b", 3, 1, 4096, 0)["copies"] < 1e-4   # the product prices none
     assert 0.6 * measured < priced < measured
 
@@ -81,3 +77,25 @@ def test_the_fsdpstep_sets_rows_enter_the_bands_against_their_registered_today_s
     assert got["0.5b fsdp seq 5120 mb 2"]["measured_s"] == pytest.approx(statistics.mean([0.12134, 0.13776]), rel=2e-3)
     assert got["0.8b fsdp seq 4096 mb 3"]["measured_s"] == pytest.approx(0.1880, rel=2e-3)
     assert Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows)) == {"FSDP": 4, "DDP": 1}
+
+
+def test_torch_framework_as_wraps_every_caller_and_restores_the_product_on_an_error():
+    """Review A 8: one context manager swaps eager.torch_framework (studies, registrations, tests)."""
+    kept = eager.torch_framework
+    with pytest.raises(RuntimeError), eager.torch_framework_as(eager.fsdp2_copy_step):
+        assert eager.torch_framework(FSDP).fsdp2_copies and not eager.torch_framework(DDP).fsdp2_copies
+        raise RuntimeError
+    assert eager.torch_framework is kept and not eager.torch_framework(FSDP).fsdp2_copies
+
+
+def test_the_forms_study_skips_profiled_runs_and_marks_registered_sets():
+    """Review A 5: fsdpstep's profiled process (fsdp-0.8b-trace-r1) is no step row; registered sets are marked."""
+    sys.path.insert(0, str(ROOT / "studies"))
+    from conftest import load_script
+
+    forms = load_script(ROOT / "studies" / "fsdp2_step_forms.py")
+    got = forms.rows()
+    fsdpstep = sorted((r["preset"], round(r["measured"], 1)) for r in got if r["bundle"] == FSDPSTEP.name)
+    assert fsdpstep == [("0.5b", 121.3), ("0.5b", 137.8), ("0.8b", 188.0), ("1.1b", 236.5), ("2b", 350.9)]
+    assert all(r["registered"] for r in got if r["bundle"] == FSDPSTEP.name)
+    assert not any(r["registered"] for r in got if r["bundle"] == "h200x2-llm-eager-noise-2026-11-29")

@@ -126,6 +126,29 @@ def test_one_process_of_the_repeated_row_falls_back_to_the_noise_sets_spread_and
     assert check.read_out(bundle)["verdict"] == "INCOMPLETE: 3 of 4 fsdp rows"
 
 
+def test_a_truncated_run_is_dropped_and_named_and_the_rule_reads_incomplete(tmp_path, capsys):
+    """Review A 9: a run file cut short drops that process (named), never a traceback; a row left without one is missing."""
+    bundle, _ = _set(tmp_path, 0.0)
+    repeat = bundle / "runs" / f"{check.FSDP2_REPEAT}-r2.json"
+    repeat.write_text(repeat.read_text()[:20])
+    out = check.read_out(bundle)
+    assert len(out["dropped"]) == 1 and out["dropped"][0].startswith(f"{repeat}: no timed shape (JSONDecodeError")
+    assert "spread 2.6%, the noise set's" in out["verdict"]   # one process of the repeated row left
+    cut = bundle / "runs" / "fsdp-2b-r1.json"
+    cut.write_text(cut.read_text()[:-3])
+    assert check.main([str(bundle)]) == 0
+    printed = capsys.readouterr().out
+    assert f"dropped: {cut}: no timed shape" in printed and "INCOMPLETE: 3 of 4 fsdp rows" in printed
+    folder = bundle / "runs" / "traces"
+    folder.mkdir()
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())["rows"]
+    row = next(r for r in reg if r["name"] == check.TRACED)
+    trace = folder / f"{check.TRACED}-{row['seq']}x{row['micro_batch']}-rank0.json.gz"
+    trace.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", '))
+    out = check.read_out(bundle)
+    assert out["classes"] == [] and any(d.startswith(str(trace)) for d in out["dropped"])
+
+
 def test_the_profiled_step_is_read_per_class_beside_both_forms(tmp_path):
     bundle, reg = _set(tmp_path, 0.0)
     row = reg[check.TRACED]

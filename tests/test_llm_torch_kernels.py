@@ -155,6 +155,19 @@ def test_elementwise_kind_prices_moe5s_traces_within_20_percent():
         assert kinds.model_kinds(doc)["elementwise"] == pytest.approx(measured, rel=0.2)
 
 
+def test_kernel_kinds_names_a_missing_or_corrupt_trace_in_one_line(tmp_path, capsys):
+    """Review A 9: no traceback; the one line names the file (each of the three commands)."""
+    kinds = load_script("studies/megatron_moe/kernel_kinds.py")
+    missing, cut, foreign = tmp_path / "trace-a-rank0.json.gz", tmp_path / "trace-b-rank0.json.gz", tmp_path / "trace-c-rank0.json"
+    _trace(cut)
+    cut.write_bytes(gzip.compress(gzip.decompress(cut.read_bytes())[:-40]))
+    foreign.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2}]}))   # no thread id
+    for argv, path in (([str(missing)], missing), (["--gaps", str(cut)], cut), (["--chain", str(foreign)], foreign)):
+        assert kinds.main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {path}: "), err
+
+
 def test_kernel_kinds_gaps_puts_each_idle_on_the_kernel_after_it(tmp_path):
     """Three kernels: 20 us, then 30 us idle before a forward norm, 40 us of it, 50 us idle before a backward multiply."""
     kinds = load_script("studies/megatron_moe/kernel_kinds.py")

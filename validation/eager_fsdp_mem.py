@@ -20,7 +20,7 @@ RULES (fixed at registration, registered.yaml), read by eager_cudnn_steps.read_o
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,17 +44,11 @@ MODES = ("fsdp", "ddp")
 OLD = "model before the fix"
 
 
-@contextmanager
 def old_memory():
     """The model before the fix inside the block: eager.torch_framework's frameworks with bf16_param_block off."""
     from simcluster.llm import eager
 
-    kept = eager.torch_framework
-    eager.torch_framework = lambda *a, **k: replace(kept(*a, **k), bf16_param_block=False)
-    try:
-        yield
-    finally:
-        eager.torch_framework = kept
+    return eager.torch_framework_as(lambda fw: replace(fw, bf16_param_block=False))
 
 
 def predict(row: tuple, old: bool = False) -> dict:

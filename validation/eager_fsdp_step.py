@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import yaml
@@ -55,18 +55,12 @@ TARGET_PCT = 8.0
 CANDIDATE = "candidate"
 
 
-@contextmanager
 def candidate_model():
-    """The candidate inside the block: eager.torch_framework's frameworks through eager.bf16_step (fit_modes reads
-    torch_framework from the module, so the host fits take the candidate's kernel count too)."""
+    """The candidate inside the block: eager.torch_framework's frameworks through eager.bf16_step (eager.torch_framework_as:
+    the host fits take the candidate's kernel count too)."""
     from simcluster.llm import eager
 
-    kept = eager.torch_framework
-    eager.torch_framework = lambda *a, **k: eager.bf16_step(kept(*a, **k))
-    try:
-        yield
-    finally:
-        eager.torch_framework = kept
+    return eager.torch_framework_as(eager.bf16_step)
 
 
 def predict(row: tuple, candidate: bool = False) -> dict:
@@ -112,12 +106,14 @@ def register(path: Path) -> None:
 
 
 def read_out(bundle: Path) -> dict:
-    """Every row that ran: its processes' medians, mean, spread, today's and the candidate's error; the verdict."""
+    """Every row that ran: its processes' medians, mean, spread, today's and the candidate's error; the verdict. A run
+    file without a timed shape (truncated, foreign) is dropped and named (`dropped`): a row left without a process is
+    missing, so the rule reads INCOMPLETE."""
     rows = read_run_set(bundle)["rows"]
-    out = []
+    out, dropped = [], []
     for i, r in enumerate(rows):
         today, cand = (steps.checked_step(bundle, i, r, k) for k in ("today", CANDIDATE))
-        meds = [p["step_ms"] for p in steps.process_runs(bundle, r, memory=False)]
+        meds = [p["step_ms"] for p in steps.process_runs(bundle, r, memory=False, dropped=dropped)]
         if not meds:
             continue
         mean = statistics.mean(meds)
@@ -125,19 +121,26 @@ def read_out(bundle: Path) -> dict:
                     "spread": max(meds) / min(meds) - 1 if len(meds) > 1 else None,
                     "err_today": today / mean - 1, "err_cand": cand / mean - 1})
     return {"rows": out, "verdict": verdict(out, [r["name"] for r in rows if r["mode"] == "fsdp"]),
-            "classes": traced_classes(bundle, rows)}
+            "classes": traced_classes(bundle, rows, dropped), "dropped": dropped}
 
 
-def traced_classes(bundle: Path, rows: list[dict]) -> list[dict]:
+def traced_classes(bundle: Path, rows: list[dict], dropped: list[str] | None = None) -> list[dict]:
     """TRACED's profiled step per rank (runs/traces/...): measured ms per class beside today's and the candidate's
-    registered classes_ms; [] where the trace is absent (the budget guard)."""
+    registered classes_ms; [] where the trace is absent (the budget guard); a corrupt trace left out, its error line
+    appended to `dropped` (raised where none is given)."""
     i, reg = next((i, r) for i, r in enumerate(rows) if r["name"] == TRACED)
     out = []
     for rank in (0, 1):
         path = bundle / "runs" / "traces" / f"{TRACED}-{reg['seq']}x{reg['micro_batch']}-rank{rank}.json.gz"
         if not path.is_file():
             continue
-        got = classes.measure(classes.load(path))
+        try:
+            got = classes.measure(classes.load(path))
+        except steps.SimclusterError as exc:
+            if dropped is None:
+                raise
+            dropped.append(str(exc))
+            continue
         try:
             forms = {k: {c: float(reg["predicted"][k]["classes_ms"][c]) for c in CLASS_KEYS} for k in ("today", CANDIDATE)}
         except (KeyError, TypeError, ValueError) as exc:
@@ -166,6 +169,8 @@ def show(result: dict) -> None:
     for r in result["rows"]:
         spread = "-" if r["spread"] is None else f"{r['spread']:.1%}"
         print(f"{r['name']:12} {' / '.join(f'{x:.1f}' for x in r['medians']):>22} {spread:>7} {r['err_today']:+7.1%} {r['err_cand']:+10.1%}")
+    for line in result.get("dropped", []):
+        print(f"dropped: {line}")
     print(result["verdict"])
     for c in result["classes"]:
         sums = {k: c[k]["memory"] + c[k]["copies"] for k in ("measured", "today", CANDIDATE)}

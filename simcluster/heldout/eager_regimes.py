@@ -285,12 +285,13 @@ def registered_rows(bundle: Path) -> list[dict]:
     return out
 
 
-def process_runs(bundle: Path, reg_row: dict, memory: bool = True) -> list[dict]:
+def process_runs(bundle: Path, reg_row: dict, memory: bool = True, dropped: list[str] | None = None) -> list[dict]:
     """A registered step set's row as its processes ran (heldout/eager_pphost, eager_cudnnstep): each process's timed
     shape (runs/NAME-rK.json, K = 1..processes) as {step_ms: rank 0's median step, steps_s: rank 0's timed steps (s; []
     if the document has none), mem_GiB: [rank 0's peak, the one the runner's document holds for DDP / FSDP2 (every
     rank's only where it lists `ranks`); not read with memory False]}: a process the call did not reach (the budget guard) is left out ([] if none
-    ran); a file that holds no timed shape is a SimclusterError naming it."""
+    ran); a file that holds no timed shape is a SimclusterError naming it, or, where a `dropped` list is given, that
+    error's line appended to it and the process left out."""
     import json
 
     from simcluster.errors import SimclusterError
@@ -309,5 +310,8 @@ def process_runs(bundle: Path, reg_row: dict, memory: bool = True) -> list[dict]
                 run["mem_GiB"] = [float(r["max_memory_allocated_bytes"]) / 2**30 for r in ranks]
             out.append(run)
         except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})") from None
+            error = SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})")
+            if dropped is None:
+                raise error from None
+            dropped.append(str(error))
     return out

@@ -48,6 +48,8 @@ Expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -182,6 +184,21 @@ def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
     the block) FSDP2's own copy kernels, priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged.
     Adopting it: torch_framework returns fsdp2_copy_step(fw) (calibration/h200x2-eager-fsdpcopy-2026-11-30's README)."""
     return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
+
+
+@contextmanager
+def torch_framework_as(wrap: Callable[[FrameworkSpec], FrameworkSpec]) -> Iterator[None]:
+    """Inside the block, this module's torch_framework returns wrap(the kept torch_framework's framework): a candidate
+    (bf16_step, fsdp2_copy_step) or an earlier model priced everywhere torch_framework is read, fit_modes included (its
+    host fits refitted with the candidate's kernel count, as adoption would ship it). For studies, registrations and
+    tests; restored on the way out, exceptions too."""
+    global torch_framework
+    kept = torch_framework
+    torch_framework = lambda *a, **k: wrap(kept(*a, **k))   # noqa: E731
+    try:
+        yield
+    finally:
+        torch_framework = kept
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:

@@ -207,6 +207,7 @@ TORCH_COMPILE = replace(TORCH_AMP, name="torch-compile", compiled=True, autocast
 # Megatron-LM before flash attention (2021-2022: Narayanan et al. 2021, Korthikanti et al. 2022): the attention core as
 # two batched GEMMs over the materialized s x s scores, a fused scale-mask-softmax and attention dropout.
 MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfused", transformer_engine=False)
+UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Core's vocab-parallel cross-entropy, unfused
 # Megatron-Core's local layer spec (no Transformer Engine; megatron-core 0.14 get_gpt_layer_local_spec): the unfused
 # attention core, and its MoE layer issued kernel by kernel from the host around the dispatcher's sync (MoeHost).
 # megatron-core 0.14 FusedScaleMaskSoftmax.forward_torch_softmax (masked_softmax_fusion off, softmax_in_fp32), per score:
@@ -218,13 +219,12 @@ MEGATRON_UNFUSED = FrameworkSpec("megatron-unfused-attention", attention="unfuse
 # cross_entropy_loss_fusion off by default; device.py leaves it off: _VocabParallelCrossEntropy in the traces).
 MEGATRON_LOCAL = FrameworkSpec("megatron-local-spec", attention="unfused", softmax_bytes=(29, 33), transformer_engine=False,
                                moe_host=MoeHost(), rope_fusion=False,   # studies/megatron_moe/device.py: apply_rope_fusion False
-                               torch_chains=True, loss_fwd_bytes=38.0, loss_bwd_bytes=14.0)   # UNFUSED_LOSS, below
+                               torch_chains=True, **UNFUSED_LOSS)
+MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step
 # (L440); megatron/p2p_communication.py waits on every batch_isend_irecv request and calls torch.cuda.synchronize()
 # (L227-231); --use-flash-attn is off unless given (megatron/arguments.py L655), so the attention core is unfused.
-UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Core's vocab-parallel cross-entropy, unfused
-MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
 MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", grad_reduce_after_backward=True, blocking_p2p=True,
                                    transformer_engine=False, **UNFUSED_LOSS)
 # Composer / llm-foundry (MPT) under PyTorch FSDP1 (issue 44): FULL_SHARD per block, Composer's mixed_precision DEFAULT

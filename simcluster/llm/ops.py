@@ -22,68 +22,29 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
     P V (s, d, s) batched over b a', softmax 2 b a' s^2 2 bytes, dropout b a' s^2 (2 + 2 + 1) bytes
   fp8 (Transformer Engine): a transposed fp8 copy of every GEMM input forward (M K bytes; the attention output's
     cast 3 M K more), a cast-transpose of every output gradient backward (4 M N bytes)
-recompute: 'full' runs the layer's forward again in its backward ('op': eager_ac.op_recomputed's); 'selective' its recompute_modules'
-ops (modules_of: core_attn, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary, mlp a dense MLP, moe the MoE
-block, moe_act the experts' SwiGLU, shared_experts); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
-Dropout is off except the unfused core's attention dropout and, with model.dropout, the bias-dropout-adds' (mask T' h bytes forward,
-5 T' h backward); flash attention's draws its mask in the kernel (GpuParams.attention_dropout_s). Every Op carries FLOPs and bytes.
+recompute: 'full' runs the layer's forward again inside its backward ('op', eager torch: eager_ac.op_recomputed's); 'selective' the ops of its recompute_modules
+(modules_of: core_attn the attention core, layernorm the two RMSNorms, mla_up_proj MLA's up-projections and rotary,
+mlp a dense layer's MLP, moe the whole MoE block (router, permutation, experts, shared experts), moe_act the experts'
+SwiGLU, shared_experts the shared expert); the fp8 casts of recomputed GEMMs are not repeated (a few % of their bytes).
+Dropout is off (as in Llama pre-training) except the unfused core's attention dropout and, with model.dropout, the hidden dropout of
+the two bias-dropout-adds (mask T' h bytes forward, 5 T' h backward); flash attention's own dropout draws its mask in the kernel (no
+bytes; its random numbers cost time per score element: GpuParams.attention_dropout_s). Every Op carries its FLOPs and bytes (tests).
+Op, its constructors (gemm, attention, memory, torch_chain) and an op's time on a GPU card (op_time_s) are llm/op_price.py's;
+this module re-exports them (the step model's callers read ops.Op, ops.op_time_s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import eager_ac, mla_layout, torch_kernels
+from simcluster.llm import eager_ac, mla_layout
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
+from simcluster.llm.op_price import ACT_BYTES, BF16_UNDER_FP8, Op, attention, gemm, gemm_backward, memory, torch_chain
+from simcluster.llm.op_price import GROUPED_GEMMS as GROUPED_GEMMS
+from simcluster.llm.op_price import op_time_s as op_time_s
+from simcluster.llm.op_price import ops_time_s as ops_time_s
+from simcluster.llm.op_price import total_flops as total_flops
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-
-ACT_BYTES = 2  # bf16 activations
-
-
-@dataclass(frozen=True)
-class Op:
-    name: str
-    kind: str                 # 'gemm' | 'attention' | 'memory' | 'upcast' / 'unvectorized' (GpuSpec.upcast_time_s)
-    flops: float
-    bytes: float
-    shape: tuple = ()         # gemm: (M, N, K, batch); attention: (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout);
-                              # memory: () or (its backward's bytes[, its backward's kernels, each an equal share])
-    count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
-                              # (a sliding-window model's full and windowed attention: each its share of the layers)
-
-    @property
-    def total_flops(self) -> float:
-        return self.flops * self.count
-
-    @property
-    def total_bytes(self) -> float:
-        return self.bytes * self.count
-
-
-def gemm(name: str, m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -> Op:
-    return Op(name, "gemm", 2.0 * m * n * k * batch, float(batch * ((m * k + k * n) * in_bytes + m * n * ACT_BYTES)),
-              (m, n, k, batch))
-
-
-def gemm_backward(op: Op, in_bytes: int = 2) -> list[Op]:
-    m, n, k, batch = op.shape
-    return [gemm(f"{op.name}.dgrad", m, k, n, batch, in_bytes), gemm(f"{op.name}.wgrad", k, n, m, batch, in_bytes)]
-
-
-def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
-              causal: bool, backward: bool, dropout: bool = False) -> Op:
-    flops = 4.0 * batch * heads * seq_q * seq_kv * head_dim * (0.5 if causal else 1.0) * (2.5 if backward else 1.0)
-    io = batch * (2 * seq_q * heads + 2 * seq_kv * kv_heads) * head_dim * ACT_BYTES  # q, o and k, v
-    return Op(name, "attention", flops, float(io * (2 if backward else 1)),
-              (batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, backward, dropout))
-
-
-def memory(name: str, bytes_moved: float, flops: float = 0.0, count: int = 1) -> Op:
-    return Op(name, "memory", float(flops), float(bytes_moved), (), count)
-
-
-def torch_chain(name: str, chain: str, elements: float, *row: float) -> Op:   # plain torch kernels, each at its rate (torch_kernels.py)
-    return Op(name, "torch", torch_kernels.chain_flops(chain, elements), elements * torch_kernels.chain_bytes(chain), (chain, float(elements), *row))
 
 
 @dataclass(frozen=True)
@@ -162,13 +123,18 @@ def attention_inputs(model: TransformerSpec, sh: Sharding, e: int, fused: bool) 
 
 
 def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, sh: Sharding, fw: FrameworkSpec) -> list[Op]:
-    """The attention core: one flash kernel, or (fw.attention == 'unfused', cp = 1) Megatron's pre-flash core over the s x s
-    scores (no FLOPs saved by the causal mask): Q K^T, fused scale-mask-softmax (backward: probabilities and their gradient
-    read, 3 a), dropout (output and 1-byte mask; backward 2 a + 1), P V; the local spec's torch softmax (fw.torch_chains:
-    llm/torch_kernels.py). Its ops are named core.* so selective recompute finds them."""
+    """The attention core: one flash kernel, or (fw.attention == 'unfused', cp = 1) Megatron's pre-flash core over
+    the full s x s scores (the causal mask is applied in the softmax, so no FLOPs are saved): Q K^T, fused
+    scale-mask-softmax (scores read, probabilities written), dropout (probabilities read, output and 1-byte mask
+    written), P V. Megatron-Core's local spec (fw.torch_chains) runs the softmax as plain torch kernels, each at its own
+    rate (llm/torch_kernels.py), with the layout copy of the queries and GQA's key / value expansion before the core.
+    Its ops are named core.* so selective recompute finds them."""
     if fw.attention != "unfused" or par.cp > 1:
         return _attention_cores(model, par, batch, sh, backward=False)
-    s, d, n, probs = model.seq, model.head_dim, batch.micro_batch * sh.heads, batch.micro_batch * sh.heads * model.seq ** 2
+    s, d, n = model.seq, model.head_dim, batch.micro_batch * sh.heads
+    probs = n * s * s
+    # backward: softmax reads probabilities and their gradient, writes the scores' gradient (3 a per element);
+    # dropout reads the gradient and the 1-byte mask, writes the gradient (2 a + 1)
     fwd_b, bwd_b = fw.softmax_bytes or (2 * ACT_BYTES, 3 * ACT_BYTES)   # softmax_bytes: in fp32, and no dropout kernel (FrameworkSpec)
     softmax = torch_chain("core.softmax", "softmax", probs) if fw.torch_chains else \
         Op("core.softmax", "memory", float(5 * probs), float(fwd_b * probs), (float(bwd_b * probs),))
@@ -177,7 +143,8 @@ def _core_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, s
     return local + [gemm("core.scores", s, s, d, n), softmax] + ([] if fw.softmax_bytes else [dropout]) + [gemm("core.context", s, d, s, n)]
 
 
-def permutation(name: str, bytes_moved: float) -> Op:   # row copies; backward the inverse permutation, the same bytes
+def permutation(name: str, bytes_moved: float) -> Op:
+    """Row copies whose backward is the inverse permutation: the same bytes backward (not twice, as an elementwise op's)."""
     return Op(name, "memory", 0.0, float(bytes_moved), (float(bytes_moved),))
 
 
@@ -201,8 +168,10 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         cast = Tsp * h * (rb + ACT_BYTES)
         ops.append(Op("cast", "memory", 0.0, float(cast), (float(cast),), len(qkv) + model.mlp_matrices - 1))
     ops += qkv
-    if model.qk_norm:   # RMSNorm of every query and key head (read + write); the local spec's torch kernels per tensor
-        ops += [torch_chain("qk_norm", "qk_norm", T * g * d, d) for g in (sh.heads, sh.kv_heads)] * fw.torch_chains or [memory("qk_norm", 2 * qk * 2, 4 * qk)]
+    if model.qk_norm and fw.torch_chains:   # the local spec: torch's RMSNorm kernels per tensor, queries and keys
+        ops += [torch_chain("qk_norm", "qk_norm", T * g * d, d) for g in (sh.heads, sh.kv_heads)]
+    elif model.qk_norm:   # RMSNorm of every query and key head (read + write)
+        ops.append(memory("qk_norm", 2 * qk * ACT_BYTES, 4 * qk))
     if model.mla:       # rotary while query, key and value are written out contiguous (llm/mla_layout.py); backward: the same bytes
         lay = mla_layout.mla_layout_bytes(model, T, sh.heads, fw.rope_fusion)
         ops.append(Op("rotary", "memory", mla_layout.mla_layout_flops(model, T, sh.heads), lay, (lay,)))
@@ -253,10 +222,11 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
 
 
 def fp8_casts(layer_ops: list[Op]) -> Op:
-    """Transformer Engine's fp8 casts around the layer's fp8 GEMMs Y[M,N] = X[M,K] W[K,N] (weights once per step, not
-    counted): forward, the fp8 copy of every input X kept for the weight gradient (M K bytes; the cast fused into the kernel
-    before it) and the attention output's cast (2 + 1 per element); backward, the fused cast-transpose of every output
-    gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
+    """Transformer Engine's fp8 casts around the layer's fp8 GEMMs Y[M,N] = X[M,K] W[K,N] (weights cast once per
+    step, not counted): forward, the transposed fp8 copy of every input X kept for the weight gradient (M K bytes
+    written; the cast itself is fused into the norm / activation before it) and the attention output's cast
+    (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
+    output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
     gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and o.name not in BF16_UNDER_FP8]
     fwd = sum((4 if o.name == "attn_out" else 1) * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)   # attn_out: + 3
     bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
@@ -339,61 +309,11 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
 
 
 def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -> list[Op]:
-    """Every weight gradient added into its fp32 main_grad each micro-batch (Megatron): one pass per weight GEMM of
-    fw.grad_accumulate_bytes per weight element (10: bf16 read, fp32 read + written), plus fill_bytes (a zeroed dense gradient)."""
+    """Every weight gradient added into its persistent fp32 main_grad each micro-batch (Megatron): one pass per weight
+    GEMM of fw.grad_accumulate_bytes per weight element (bf16 gradient read, fp32 main_grad read and written: 10), plus
+    fill_bytes per element where the gradient is first made as a zeroed dense tensor (the embedding's)."""
     weights = [o for o in fwd if o.kind == "gemm" and not o.name.startswith("core.")]
     if not fw.grad_accumulate_bytes or not weights:
         return []
     elements = sum(o.shape[1] * o.shape[2] * o.shape[3] for o in weights)   # K N per (batched) weight
     return [memory("main_grad_accumulate", (fw.grad_accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
-
-
-# the experts' GEMMs: a grouped linear layer (TE's GroupedLinear) issues one GEMM per local expert, each priced as its own kernel
-# (batch x one GEMM). One H100 (calibration/h100x1-moe-grouped-2026-11-27): per-expert GEMMs priced so within 8.2% (bf16) and
-# 12.3% (fp8) mean, one batched kernel 10.2% and 21.1% (up to 63% fast for Qwen3 30B's 16 small fp8 experts)
-GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
-# GEMMs that stay bf16 under fp8 (the bf16 curve): only TE modules run in fp8 inside fp8_autocast; Megatron-Core's LM head is its own
-# tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py, output_layer at NVIDIA/Megatron-LM 007562f9), the
-# MoE router a plain linear (TopKRouter.gating); torchtitan's llama3 configs: [float8] filter_fqns = ["output"] at e7c0cae.
-BF16_UNDER_FP8 = ("lm_head", "router")
-
-
-_TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
-
-
-def op_time_s(gpu, op: Op, dtype: str) -> float:
-    """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
-    key = (id(gpu), op, dtype)
-    hit = _TIMES.get(key)
-    if hit is None or hit[0] is not gpu:
-        if len(_TIMES) >= 200_000:
-            _TIMES.clear()
-        hit = _TIMES[key] = (gpu, _op_time_s(gpu, op, dtype))
-    return hit[1]
-
-
-def _op_time_s(gpu, op: Op, dtype: str) -> float:
-    if op.kind == "gemm":
-        m, n, k, batch = op.shape
-        if dtype == "fp8" and op.name.removeprefix("recompute.").split(".")[0] in BF16_UNDER_FP8:
-            dtype = "bf16"
-        if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:
-            t = batch * gpu.gemm_time_s(m, n, k, dtype=dtype)
-        else:
-            t = gpu.gemm_time_s(m, n, k, dtype=dtype, batch=batch)
-    elif op.kind == "attention":
-        b, a, g, sq, skv, d, causal, backward, dropout = op.shape
-        t = gpu.attention_time_s(b, a, g, sq, skv, d, causal=causal, backward=backward, dtype="bf16", dropout=dropout)
-    elif op.kind == "torch":
-        t = torch_kernels.time_s(gpu, *op.shape)
-    else:
-        t = gpu.upcast_time_s(op.bytes) if op.kind in ("upcast", "unvectorized") else gpu.memory_time_s(op.bytes)
-    return t * op.count
-
-
-def ops_time_s(gpu, ops: list[Op], dtype: str) -> float:
-    return sum(op_time_s(gpu, op, dtype) for op in ops)
-
-
-def total_flops(ops: list[Op]) -> float:
-    return sum(op.total_flops for op in ops)

@@ -25,8 +25,6 @@ Kernel times are summed (not their union): the NCCL kernels' time includes their
 from __future__ import annotations
 
 import collections
-import gzip
-import json
 import re
 import sys
 from pathlib import Path
@@ -34,15 +32,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError, TraceFormatError  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events  # noqa: E402
+
 KINDS = ("core_gemm", "softmax_chain", "expert_gemm", "expert_other", "dense_gemm", "router", "nccl", "loss_embed", "elementwise")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 EF = "autograd::engine::evaluate_function: "
 
 
 def load(path: Path) -> tuple[list[dict], dict]:
-    """(GPU events each with its launch stack 'stack' and launch time 'launch', cpu ops by thread sorted by start)."""
-    with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
-        ev = json.load(f)["traceEvents"]
+    """(GPU events each with its launch stack 'stack' and launch time 'launch', cpu ops by thread sorted by start); a
+    missing, truncated or foreign file is a TraceFormatError naming it (torch_profiler.complete_events)."""
+    if not Path(path).is_file():
+        raise TraceFormatError("no such trace file", where=str(path))
+    try:
+        return _load(complete_events(path))
+    except (KeyError, TypeError, ValueError) as exc:   # an event without the fields a torch.profiler trace gives it
+        raise TraceFormatError(f"not a torch.profiler trace's events ({type(exc).__name__}: {exc})", where=str(path)) from None
+
+
+def _load(ev: list[dict]) -> tuple[list[dict], dict]:
     ops = collections.defaultdict(list)
     for e in ev:
         if e.get("cat") == "cpu_op" and e.get("ph") == "X":
@@ -202,6 +211,15 @@ def gaps(path: Path) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
+    """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+    try:
+        return _main(argv)
+    except SimclusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["--chain"]:
         for p in argv[1:]:
             print(Path(p).name)
