@@ -124,7 +124,7 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_unde
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
     for family in cov:
         assert cov[family].checked == cov[family].rows
-    assert cov["llm local spec"].coverage_pct < 70.0 and cov["llm local spec"].sources == 3
+    assert cov["llm local spec"].coverage_pct < 70.0 and cov["llm local spec"].sources == 4   # moe5 since session 40
     assert 13.0 < cov["llm"].median_half_width_validated_pct < 14.0   # 14.2% until session 39's cuDNN form (13.2%)
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
@@ -132,7 +132,14 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_unde
     tray = {r.regime for r in one_node if r.source == "nccl-azure-gb200-x1-aibenchguide"}
     assert tray and all(k.endswith("| nvlink-gb200") for k in tray)
     assert not tray & {r.regime for r in one_node if r.source != "nccl-azure-gb200-x1-aibenchguide"}
-    assert 70.0 <= cov["collective one node"].by_source_pct < 90.0 and cov["collective one node"].sources == 6
+    # session 40: OCI's 2 x GB200.4 NVLink domain (recorded before prediction; 4 of 10 rows inside with the source left out)
+    # takes the family under 70% by source; without it the family meets the target as before (not mended by a regime
+    # change after seeing its rows)
+    oci = "nccl-oci-gb200-x2-mnnvl-oke"
+    assert cov["collective one node"].by_source_pct < 70.0 and cov["collective one node"].sources == 7
+    assert {r.regime for r in one_node if r.source == oci} == {"collective | all_reduce | nvls | >=64MiB | nvlink-gb200"}
+    without = {c.family: c for c in held_out_coverage(Table([r for r in load_table().residuals if r.source != oci]))}
+    assert 70.0 <= without["collective one node"].by_source_pct < 90.0
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():
