@@ -186,19 +186,38 @@ def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
     return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
 
 
+# The clear() of each cache whose values read torch_framework (host fits, host shares, through fit_modes or a
+# prediction): torch_framework_as clears them on the way in and out, so neither form's values outlive its block.
+_FRAMEWORK_CACHES: list[Callable[[], None]] = []
+
+
+def reads_torch_framework(cached: Callable) -> Callable:
+    """Decorator above a functools cache whose values read torch_framework: torch_framework_as clears it."""
+    _FRAMEWORK_CACHES.append(cached.cache_clear)
+    return cached
+
+
+def _clear_framework_caches() -> None:
+    for clear in _FRAMEWORK_CACHES:
+        clear()
+
+
 @contextmanager
 def torch_framework_as(wrap: Callable[[FrameworkSpec], FrameworkSpec]) -> Iterator[None]:
     """Inside the block, this module's torch_framework returns wrap(the kept torch_framework's framework): a candidate
     (bf16_step, fsdp2_copy_step) or an earlier model priced everywhere torch_framework is read, fit_modes included (its
     host fits refitted with the candidate's kernel count, as adoption would ship it). For studies, registrations and
-    tests; restored on the way out, exceptions too."""
+    tests; restored on the way out, exceptions too, with every cache that reads it (reads_torch_framework) cleared
+    on the way in and out."""
     global torch_framework
     kept = torch_framework
+    _clear_framework_caches()
     torch_framework = lambda *a, **k: wrap(kept(*a, **k))   # noqa: E731
     try:
         yield
     finally:
         torch_framework = kept
+        _clear_framework_caches()
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
