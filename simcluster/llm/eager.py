@@ -179,10 +179,11 @@ def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
 
 
 def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
-    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; registered, not in the product):
-    bf16_step, and in place of autocast's weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in
-    the block) FSDP2's own copy kernels, priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged.
-    Adopting it: torch_framework returns fsdp2_copy_step(fw) (calibration/h200x2-eager-fsdpcopy-2026-11-30's README)."""
+    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; not registered: it fails the
+    development gate, llm-findings.md session 40 fsdp2copy; not in the product): bf16_step, and in place of autocast's
+    weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in the block) FSDP2's own copy kernels,
+    priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged. Adopting it would be torch_framework
+    returning fsdp2_copy_step(fw), after a registered set judges it."""
     return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
 
 
