@@ -99,3 +99,20 @@ def test_the_forms_study_skips_profiled_runs_and_marks_registered_sets():
     assert fsdpstep == [("0.5b", 121.3), ("0.5b", 137.8), ("0.8b", 188.0), ("1.1b", 236.5), ("2b", 350.9)]
     assert all(r["registered"] for r in got if r["bundle"] == FSDPSTEP.name)
     assert not any(r["registered"] for r in got if r["bundle"] == "h200x2-llm-eager-noise-2026-11-29")
+
+
+def test_torch_framework_as_leaves_no_candidate_in_the_caches_that_read_torch_framework():
+    """Review C 4: a host fit cached inside the block (host_bound._default_fits) is the candidate's; after the block
+    the product's fit is back, and each cache whose values read torch_framework is cleared with it."""
+    from simcluster.heldout import eager_regimes, eager_registered
+    from simcluster.llm import host_bound
+
+    host_bound._default_fits.cache_clear()
+    product = host_bound._default_fits()["fsdp"]
+    with eager.torch_framework_as(eager.fsdp2_copy_step):
+        candidate = host_bound._default_fits()["fsdp"]
+    assert candidate[0] != pytest.approx(product[0], rel=1e-6)   # the candidate's host per kernel is its own
+    assert host_bound._default_fits()["fsdp"] == product
+    clears = {c.__self__ for c in eager._FRAMEWORK_CACHES}
+    assert {host_bound._default_fits, eager_regimes._todays_host_share, eager_registered._flag_hosts,
+            eager_registered.host_share} <= clears

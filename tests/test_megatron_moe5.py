@@ -91,3 +91,28 @@ def test_moe5_device_run_flow_with_stubs(tmp_path):
     assert sorted(Path(m).name for m in names if m.endswith("-armB.json")) == sorted(f"megatron-moe-h200-x2-{n}-armB.json" for n in register.SET5)
     assert all(moe_lab.RUN_FILE.match(Path(m).name) for m in names if m.endswith("-armB.json"))
     assert "runs/commit.txt" in names and "runs/host.txt" in names
+
+
+def test_compare_refuses_a_folder_without_run_files_in_one_line(tmp_path, capsys):
+    """Review C 11: a folder that is not a set (or a path that is not there) is one line naming it, exit 2, not the
+    default configurations' predictions."""
+    (tmp_path / "notes.txt").write_text("no runs here")
+    for path in (tmp_path, tmp_path / "absent"):
+        assert compare.main([str(path)]) == 2
+        got = capsys.readouterr()
+        assert got.out == "" and len(got.err.strip().splitlines()) == 1 and str(path) in got.err
+
+
+def test_compare_prints_todays_mean_error_per_arm(tmp_path, capsys):
+    """Review C 6: the last line is today's model against the measured steps (llm.md's "Today's model" table quotes
+    it); a profiled megatron-moe-trace-* re-run is no step row."""
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "registered.yaml").write_text((SET5 / "registered.yaml").read_text())
+    name = next(iter(register.SET5))
+    today_s, _ = compare.predicted_s({**register.SET5[name], "ep": 2}, 2, "H200")
+    (folder / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, today_s / 0.8)))
+    (folder / f"megatron-moe-trace-h200-x2-{name}.json").write_text(json.dumps(_doc(name, today_s / 0.5)))
+    assert compare.main([str(folder)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "today's model, arm B: mean |error| 20.0% over 1 runs, mean error -20.0%"

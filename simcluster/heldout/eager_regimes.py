@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, _document, bundle_rows, model_of
+from simcluster.llm import eager
 from simcluster.llm.host_bound import is_host_bound
 
 
@@ -180,6 +181,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
             "host_share": None if r.host_share is None else round(r.host_share, 4)}   # llm/host_bound.py
 
 
+@eager.reads_torch_framework
 @cache
 def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int,
                        base_host: Path = MODE_HOST) -> float | None:

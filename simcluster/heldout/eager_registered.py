@@ -65,6 +65,7 @@ from functools import cache
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.llm import eager
 from simcluster.llm.host_bound import is_host_bound
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -127,6 +128,7 @@ FLAG_HOSTS = ("calibration/h200x1-llm-diag-2026-11-29/host", "calibration/h200x1
 FLAG_CARD = "models/gpu/h200-sxm-interleaved.yaml"
 
 
+@eager.reads_torch_framework
 @cache
 def _flag_hosts() -> tuple[dict, object]:
     from simcluster.hardware.gpu import load_gpu
@@ -136,6 +138,7 @@ def _flag_hosts() -> tuple[dict, object]:
     return diag | {"compile": compile_host["compile"]}, load_gpu(ROOT / FLAG_CARD)[0]
 
 
+@eager.reads_torch_framework
 @cache
 def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int]) -> float | None:
     """The share of the step that moves with the host's speed (llm/host_bound.py) as today's model predicts this

@@ -179,11 +179,28 @@ def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
 
 
 def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
-    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; registered, not in the product):
-    bf16_step, and in place of autocast's weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in
-    the block) FSDP2's own copy kernels, priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged.
-    Adopting it: torch_framework returns fsdp2_copy_step(fw) (calibration/h200x2-eager-fsdpcopy-2026-11-30's README)."""
+    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; not registered: it fails the
+    development gate, llm-findings.md session 40 fsdp2copy; not in the product): bf16_step, and in place of autocast's
+    weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in the block) FSDP2's own copy kernels,
+    priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged. Adopting it would be torch_framework
+    returning fsdp2_copy_step(fw), after a registered set judges it."""
     return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
+
+
+# The clear() of each cache whose values read torch_framework (host fits, host shares, through fit_modes or a
+# prediction): torch_framework_as clears them on the way in and out, so neither form's values outlive its block.
+_FRAMEWORK_CACHES: list[Callable[[], None]] = []
+
+
+def reads_torch_framework(cached: Callable) -> Callable:
+    """Decorator above a functools cache whose values read torch_framework: torch_framework_as clears it."""
+    _FRAMEWORK_CACHES.append(cached.cache_clear)
+    return cached
+
+
+def _clear_framework_caches() -> None:
+    for clear in _FRAMEWORK_CACHES:
+        clear()
 
 
 @contextmanager
@@ -191,14 +208,17 @@ def torch_framework_as(wrap: Callable[[FrameworkSpec], FrameworkSpec]) -> Iterat
     """Inside the block, this module's torch_framework returns wrap(the kept torch_framework's framework): a candidate
     (bf16_step, fsdp2_copy_step) or an earlier model priced everywhere torch_framework is read, fit_modes included (its
     host fits refitted with the candidate's kernel count, as adoption would ship it). For studies, registrations and
-    tests; restored on the way out, exceptions too."""
+    tests; restored on the way out, exceptions too, with every cache that reads it (reads_torch_framework) cleared
+    on the way in and out."""
     global torch_framework
     kept = torch_framework
+    _clear_framework_caches()
     torch_framework = lambda *a, **k: wrap(kept(*a, **k))   # noqa: E731
     try:
         yield
     finally:
         torch_framework = kept
+        _clear_framework_caches()
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:

@@ -57,6 +57,7 @@ def prices_host(fw: FrameworkSpec) -> bool:
     return any(getattr(fw, name) > 0 for name in HOST_FIELDS)
 
 
+@eager.reads_torch_framework
 @lru_cache(maxsize=1)
 def _default_fits() -> dict:
     return eager.fit_modes(DEFAULT_HOST)

@@ -15,6 +15,9 @@ Error = predicted / measured - 1 on rank 0's median step.
 A set run in arms (calibration/h200x2-megatron-moe3-2026-11-28: files megatron-moe-KIND-xN-NAME-armX.json) is also
 printed per configuration with every arm against its one registered prediction, each arm's mean |error| and the ranks'
 host-issue spread, and the reading rule declared in that folder's README.md before the run (verdict below).
+Last, today's model's mean |error| over the measured runs (per arm; profiled megatron-moe-trace-* re-runs left out):
+development numbers, the ones llm.md's "Today's model" table quotes. A path that is neither a run file nor a folder
+holding megatron-moe*.json files is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -84,6 +87,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--gpu", choices=sorted(GPU_CARDS), default="H200")
     ap.add_argument("--ranks", type=int, default=4, help="GPUs of the registered predictions printed without inputs")
     args = ap.parse_args(argv)
+    for p in args.inputs:   # a path that is no run file and no folder of them: one line naming it, not the defaults
+        path = Path(p)
+        if not (path.is_file() or (path.is_dir() and any(path.glob("megatron-moe*.json")))):
+            print(f"compare.py: {p}: no megatron-moe*.json run file{'s in the folder' if path.is_dir() else ' there'} "
+                  "(not a MoE lab set)", file=sys.stderr)
+            return 2
     docs = documents(args.inputs)
     if not docs:
         for name, m in CONFIGS.items():
@@ -106,6 +115,7 @@ def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
     registered = registered_predictions(inputs)
     declared = declared_arms(inputs)
     arms: dict[str, dict[str, dict]] = {}   # configuration -> arm -> its measured step and the ranks' host spread
+    today: dict[str | None, list[float]] = {}   # arm (None: a set without arms) -> today's model's errors
     for fname, doc in docs:
         r0 = doc.get("rank0", {})
         name, arm = run_key(fname)
@@ -116,6 +126,8 @@ def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
         gpu_name = "H100" if "H100" in doc["device"] else "H200"
         t, parts = predicted_s(m, doc["world_size"], gpu_name)
         meas = r0["median_step_s"]
+        if not fname.startswith("megatron-moe-trace-"):   # a profiled re-run (moe's device_run_trace.sh) is no step row
+            today.setdefault(arm, []).append(t / meas - 1)
         prof = r0.get("profile", {})
         busy = sum(prof.get(f"{c}_time_per_step_s", 0.0) for c in ("kernel", "gpu_memcpy", "gpu_memset"))
         print(f"{fname}: measured {meas * 1e3:.2f} ms (GPU busy {busy * 1e3:.2f} ms, {prof.get('kernel_per_step', 0):.0f} kernels, "
@@ -134,6 +146,9 @@ def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
             arms.setdefault(name, {})[arm] = dict(measured_s=meas, **host_spread(doc))
     if arms:
         print_arms(arms, registered, one_gpu=all(doc["world_size"] == 1 for _, doc in docs if doc.get("world_size")))
+    for arm, errs in sorted(today.items(), key=lambda kv: kv[0] or ""):   # development: the registered numbers judge
+        print(f"today's model{'' if arm is None else f', arm {arm}'}: mean |error| "
+              f"{statistics.fmean(abs(e) for e in errs) * 100:.1f}% over {len(errs)} runs, mean error {statistics.fmean(errs) * 100:+.1f}%")
 
 
 def run_key(fname: str) -> tuple[str, str | None]:
