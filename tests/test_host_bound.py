@@ -225,3 +225,10 @@ def test_every_nvlink_tp_row_is_host_bound_in_the_model():
     nvlink = [r for r in rows if r["transport"] == "nvlink"]
     assert len(nvlink) >= 40 and all(r["host_bound"] for r in nvlink)
     assert all(r["host_flag"] in ("registered", "today's model") for r in eager_regimes.held_out_rows())
+
+
+def test_an_eager_regimes_gpu_label_other_than_h200_or_h100_is_a_one_line_error():
+    """'H200' priced an H100 silently until session 40 (regime_predict's card and host chose by `== "h200"`)."""
+    from simcluster.errors import SimclusterError
+    with pytest.raises(SimclusterError, match="gpu label 'H200'"):
+        eager_regimes.regime_predict("0.5b", 2, "fsdp", "H200", seq=5120)

@@ -138,6 +138,9 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
     (host_fits; H100: the single mode's)."""
     from simcluster.llm import eager
 
+    if gpu_label not in ("h200", "h100"):   # any other label used to price an H100 silently
+        from simcluster.errors import SimclusterError
+        raise SimclusterError(f"eager regimes: gpu label {gpu_label!r}: expected 'h200' or 'h100'")
     par, _, _ = layout_of(mode)
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
