@@ -182,11 +182,8 @@ def pairs(trace_dir: Path) -> list[tuple[str, list[Path]]]:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        return _main(argv)
-    except SimclusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    """The command line; a missing folder or a corrupt trace is one line on stderr naming it, exit 1."""
+    return kernel_kinds.one_line_errors(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
@@ -203,7 +200,7 @@ def _main(argv: list[str]) -> int:
                   f"optimizer {r['optimizer']:.1f}")
             print(f"          idle by cause (ms): {causes}")
             print(f"          NCCL {r['nccl_n']} kernels {r['nccl']:.1f} ms, over the pair's fastest same-size kernel "
-                  f"{r['nccl_excess']:.1f} ms, other rank started later by {r['other_rank_late']:.1f} ms in all; host syncs "
+                  f"{r['nccl_excess']:.1f} ms, other rank started later by {r['other_rank_late']:.1f} ms in all; host syncs (the closing one included) "
                   f"{r['syncs']:.1f} ms, allocator calls {r['allocs']}")
             print(f"          host: {r['launches']} launches over {r['host_issue']:.1f} ms; GEMM / attention beside NCCL "
                   f"{r['beside']:.1f} ms, {r['beside_extra']:+.1f} ms over the other rank's same kernels ({r['away_extra']:+.1f} ms away from NCCL)")

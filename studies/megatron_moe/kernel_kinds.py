@@ -212,13 +212,18 @@ def gaps(path: Path) -> dict[str, float]:
     return dict(out)
 
 
-def main(argv: list[str]) -> int:
-    """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+def one_line_errors(command, argv: list[str]) -> int:
+    """`command(argv)`, a SimclusterError (a missing or corrupt trace, its run document) one line on stderr, exit 1."""
     try:
-        return _main(argv)
+        return command(argv)
     except SimclusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str]) -> int:
+    """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+    return one_line_errors(_main, argv)
 
 
 def _main(argv: list[str]) -> int:
