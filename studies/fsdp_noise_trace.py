@@ -146,17 +146,35 @@ def rank_read(gpu: list[dict], host: tuple, nccl: list[dict], floor: dict, other
                 launches=len(launches), beside=beside * 1e3, beside_extra=beside_extra * 1e3, away_extra=away_extra * 1e3)
 
 
+def model_byte_s(kind: str, nbytes: int) -> float:
+    """The model's time for one 2-rank NVLink collective of `nbytes` (its nccl-tests size: the all-gather's output, the
+    reduce-scatter's input) on the H200 x 2 card the eager regimes use (llm/comm.collective_s)."""
+    from simcluster.cards import load_collective
+    from simcluster.heldout.eager import CARDS
+    from simcluster.llm.comm import Network, collective_s, place
+
+    card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
+    net = Network(card, 2)
+    return collective_s(net, place("dp", 2, 1, 2, net), "all_gather" if kind == "AllGather" else "reduce_scatter", nbytes)
+
+
+def floors(rows: list[list[dict]]) -> dict:
+    """{(collective, bytes): the fastest such kernel of the pair, us} from both ranks' nccl_rows."""
+    out: dict = {}
+    for r in (r for rank in rows for r in rank):
+        key = (r["kind"], r["bytes"])
+        out[key] = min(out.get(key, r["dur"]), r["dur"])
+    return out
+
+
 def pair_read(paths: list[Path]) -> list[dict]:
-    """Both ranks of one process pair: each rank's read, the NCCL floor taken over the pair."""
+    """Both ranks of one process pair: each rank's read, then the pair's NCCL floor (floors)."""
     loaded = [(kernel_kinds.load(p)[0], host_events(p)) for p in paths]
     gpus = [g for g, _ in loaded]
     nccl = [nccl_rows(gpus[i], gpus[1 - i]) for i in range(2)]
-    floor: dict = {}
-    for rows in nccl:
-        for r in rows:
-            key = (r["kind"], r["bytes"])
-            floor[key] = min(floor.get(key, r["dur"]), r["dur"])
-    return [rank_read(g, h, nc, floor, loaded[1 - i][1][2]) for i, ((g, h), nc) in enumerate(zip(loaded, nccl, strict=True))]
+    floor = floors(nccl)
+    reads = [rank_read(g, h, nc, floor, loaded[1 - i][1][2]) for i, ((g, h), nc) in enumerate(zip(loaded, nccl, strict=True))]
+    return reads + [floor]
 
 
 def run_steps(trace_dir: Path, name: str) -> str:
@@ -193,7 +211,10 @@ def _main(argv: list[str]) -> int:
         raise SimclusterError(f"{trace_dir}: no NAME-rank0.json.gz / NAME-rank1.json.gz pair")
     for name, paths in found:
         print(f"{name}: {run_steps(trace_dir, name.rsplit('-', 1)[0])}")
-        for rank, r in enumerate(pair_read(paths)):
+        *reads, floor = pair_read(paths)
+        print("  NCCL byte time, the pair's fastest kernel vs the model's: " + ", ".join(
+            f"{kind} {b / 1e6:.1f} MB {us:.0f} vs {model_byte_s(kind, b) * 1e6:.0f} us" for (kind, b), us in sorted(floor.items())))
+        for rank, r in enumerate(reads):
             causes = ", ".join(f"{c} {v:.1f}" for c, v in sorted(r["causes"].items(), key=lambda x: -x[1]))
             print(f"  rank {rank}: span {r['span']:.1f} ms, compute busy {r['busy']:.1f} (any stream {r['all_busy']:.1f}), "
                   f"compute idle {r['idle']:.1f} in {r['gaps']} gaps (largest {r['largest']:.2f}, {r['largest_cause']}), "

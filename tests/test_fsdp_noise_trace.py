@@ -34,12 +34,14 @@ def test_each_gap_goes_to_what_ended_it_and_the_nccl_wait_to_the_other_rank(tmp_
     r0, r1 = tmp_path / "fsdp-toy-r1-64x1-rank0.json.gz", tmp_path / "fsdp-toy-r1-64x1-rank1.json.gz"
     _rank(r0, 85, 40)     # rank 0's all-gather starts 15 us before rank 1's and lasts 15 us longer: it waited
     _rank(r1, 100, 25)
-    a, b = study.pair_read([r0, r1])
+    a, b, floor = study.pair_read([r0, r1])
+    assert floor == {("AllGather", 2000): 25}
     assert a["causes"] == pytest.approx({"host launch": 0.030, "wait all-gather": 0.050, "host optimizer": 0.020, "host sync": 0.085})
     assert a["idle"] == pytest.approx(0.185) and a["largest"] == pytest.approx(0.085) and a["largest_cause"] == "host sync"
     assert a["busy"] == pytest.approx(0.075) and a["span"] == pytest.approx(0.260) and a["optimizer"] == pytest.approx(0.010)
     assert a["nccl_excess"] == pytest.approx(0.015) and a["other_rank_late"] == pytest.approx(0.015)
     assert b["nccl_excess"] == 0 and b["other_rank_late"] == 0 and b["causes"]["wait all-gather"] == pytest.approx(0.050)
+    assert 0 < study.model_byte_s("AllGather", 50_000_000) < study.model_byte_s("AllGather", 200_000_000)
     assert study.nccl_bytes({"name": "ncclDevKernel_AllGather", "args": {"Out msg nelems": 1000, "dtype": "BFloat16"}}) == 2000
 
 
