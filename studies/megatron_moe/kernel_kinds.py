@@ -41,8 +41,9 @@ EF = "autograd::engine::evaluate_function: "
 
 
 def load(path: Path) -> tuple[list[dict], dict]:
-    """(GPU events each with its launch stack 'stack' and launch time 'launch', cpu ops by thread sorted by start); a
-    missing, truncated or foreign file is a TraceFormatError naming it (torch_profiler.complete_events)."""
+    """(GPU events each with its launch stack 'stack', launch time 'launch', stream 'stream' and trace 'args', cpu ops by
+    thread sorted by start); a missing, truncated or foreign file is a TraceFormatError naming it
+    (torch_profiler.complete_events)."""
     if not Path(path).is_file():
         raise TraceFormatError("no such trace file", where=str(path))
     try:
@@ -65,7 +66,8 @@ def _load(ev: list[dict]) -> tuple[list[dict], dict]:
         if e.get("cat") in GPU_CATS and e.get("ph") == "X":
             r = runtime.get(e.get("args", {}).get("correlation"))
             stack = [o["name"] for o in ops.get(r["tid"], []) if o["ts"] <= r["ts"] <= o["ts"] + o["dur"]] if r else []
-            gpu.append(dict(name=e["name"], dur=e["dur"], ts=e["ts"], launch=r["ts"] if r else None, stack=stack))
+            gpu.append(dict(name=e["name"], dur=e["dur"], ts=e["ts"], launch=r["ts"] if r else None, stack=stack,
+                            stream=e.get("tid"), args=e.get("args", {})))
     return sorted(gpu, key=lambda e: e["launch"] or e["ts"]), ops
 
 
@@ -210,13 +212,18 @@ def gaps(path: Path) -> dict[str, float]:
     return dict(out)
 
 
-def main(argv: list[str]) -> int:
-    """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+def one_line_errors(command, argv: list[str]) -> int:
+    """`command(argv)`, a SimclusterError (a missing or corrupt trace, its run document) one line on stderr, exit 1."""
     try:
-        return _main(argv)
+        return command(argv)
     except SimclusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str]) -> int:
+    """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+    return one_line_errors(_main, argv)
 
 
 def _main(argv: list[str]) -> int:

@@ -1,0 +1,56 @@
+"""The FSDP2 noise trace read (studies/fsdp_noise_trace.py, issue 44, session 40) on a synthetic pair of ranks: each idle gap
+of the compute stream put on what ended it, the NCCL kernels' excess over the pair's fastest and the other rank's lag."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from conftest import load_script
+
+
+def _rank(path, ag_start: float, ag_dur: float) -> None:
+    """Compute stream 7: K1 10-30; K2 launched at 50 (host late: 30 us gap); K3 queued at 70, waits for the all-gather on
+    stream 19 (ends at ag_start + ag_dur = 125): 50 us gap; K4 launched at 160 under Optimizer.step: 20 us gap; K5 launched
+    at 260 after a 70 us cudaStreamSynchronize: 85 us gap."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#AdamW.step", "ts": 155, "dur": 45, "tid": 1, "pid": 1},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": 185, "dur": 70, "tid": 1, "pid": 1, "args": {}}]
+    for corr, (name, stream, launch, ts, dur) in enumerate((
+            ("nvjet_a", 7, 5, 10, 20), ("nvjet_b", 7, 50, 60, 20), ("ncclDevKernel_AllGather_RING_LL", 19, 75, ag_start, ag_dur),
+            ("nvjet_c", 7, 70, 130, 20), ("multi_tensor_apply_kernel", 7, 160, 170, 10), ("elementwise_kernel", 7, 260, 265, 5))):
+        args = {"correlation": corr}
+        if name.startswith("nccl"):
+            args.update({"Out msg nelems": 1000, "In msg nelems": 500, "dtype": "BFloat16"})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": launch, "dur": 3, "tid": 1, "pid": 1,
+                   "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "tid": stream, "pid": 0, "args": args})
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+
+
+def test_each_gap_goes_to_what_ended_it_and_the_nccl_wait_to_the_other_rank(tmp_path):
+    study = load_script("studies/fsdp_noise_trace.py")
+    r0, r1 = tmp_path / "fsdp-toy-r1-64x1-rank0.json.gz", tmp_path / "fsdp-toy-r1-64x1-rank1.json.gz"
+    _rank(r0, 85, 40)     # rank 0's all-gather starts 15 us before rank 1's and lasts 15 us longer: it waited
+    _rank(r1, 100, 25)
+    a, b, floor = study.pair_read([r0, r1])
+    assert floor == {("AllGather", 2000): 25}
+    assert a["causes"] == pytest.approx({"host launch": 0.030, "wait all-gather": 0.050, "host optimizer": 0.020, "host sync": 0.085})
+    assert a["idle"] == pytest.approx(0.185) and a["largest"] == pytest.approx(0.085) and a["largest_cause"] == "host sync"
+    assert a["busy"] == pytest.approx(0.075) and a["span"] == pytest.approx(0.260) and a["optimizer"] == pytest.approx(0.010)
+    assert a["nccl_excess"] == pytest.approx(0.015) and a["other_rank_late"] == pytest.approx(0.015)
+    assert b["nccl_excess"] == 0 and b["other_rank_late"] == 0 and b["causes"]["wait all-gather"] == pytest.approx(0.050)
+    assert 0 < study.model_byte_s("AllGather", 50_000_000) < study.model_byte_s("AllGather", 200_000_000)
+    assert study.nccl_bytes({"name": "ncclDevKernel_AllGather", "args": {"Out msg nelems": 1000, "dtype": "BFloat16"}}) == 2000
+
+
+def test_a_missing_folder_or_corrupt_trace_is_one_line(tmp_path, capsys):
+    study = load_script("studies/fsdp_noise_trace.py")
+    assert study.main([str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().err.strip().startswith(f"error: {tmp_path / 'none'}: no NAME-rank0")
+    (tmp_path / "x-rank0.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X"'))
+    _rank(tmp_path / "x-rank1.json.gz", 85, 40)
+    assert study.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "x-rank0.json.gz" in err[0], err
