@@ -170,11 +170,11 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
 
 
 def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
-    """The candidate for FSDP2's step time (issue 44, session 40 fsdp2time; registered, not in the product: the kept
-    torch_framework prices FSDP2's residual stream at TORCH_AMP's 4 B with autocast's input casts): where the block is
-    bf16 (bf16_param_block), its step ops at residual_bytes 2 without the kernels a bf16 block does not launch
-    (autocast_block.bf16_runner_ops); any other framework unchanged. Adopting it: torch_framework returns
-    bf16_step(fw) (calibration/h200x2-eager-fsdpstep-2026-11-30's README says when)."""
+    """The candidate for FSDP2's step time (issue 44, session 40 fsdp2time; registered and read once: KEEP, today 5.8% vs
+    this 9.1%, calibration/h200x2-eager-fsdpstep-2026-11-30; not in the product: the kept torch_framework prices FSDP2's
+    residual stream at TORCH_AMP's 4 B with autocast's input casts): where the block is bf16 (bf16_param_block), its
+    step ops at residual_bytes 2 without the kernels a bf16 block does not launch (autocast_block.bf16_runner_ops); any
+    other framework unchanged."""
     return replace(fw, residual_bytes=2, bf16_step=True) if fw.bf16_param_block else fw
 
 

@@ -70,6 +70,8 @@ GAMMA_BETA_ROWS_PER_S_PER_SM = (380e6 / 132, 5.33e9 / 132)   # (rows <= GAMMA_BE
 # torch's switch, not a fit: LaunchGammaBetaBackwardCUDAKernel (aten/src/ATen/native/cuda/layer_norm_kernel.cu) takes the
 # 32 x 1 path when M > 64 * 1024 rows and N / 32 < SMs / 2 (row 128: 4 < 66); the traces only bracket it in (64 Ki, 128 Ki]
 GAMMA_BETA_FAST_ROWS = 64 * 1024
+
+
 def chain_bytes(chain: str) -> float:
     """Bytes per element the chain's kernels move (read + written)."""
     return float(sum(k[1] for k in CHAINS[chain]))
