@@ -46,12 +46,18 @@ def frameworks():
     return out
 
 
+def is_profiled_run(path: Path) -> bool:
+    """A profiled process's run file: '-trace-' in its name (fsdpstep's fsdp-0.8b-trace-r1), a name starting 'trace-' or
+    a file under a trace-call/ folder (fsdpnoise's second call)."""
+    return "-trace-" in path.name or path.name.startswith("trace-") or "trace-call" in path.parts
+
+
 def rows() -> list[dict]:
     gpu, _ = load_gpu(ROOT / H200)
     net_card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     forms, out, seen = frameworks(), [], set()
     for path in sorted((ROOT / "calibration").rglob("*.json")):
-        if "-trace-" in path.name:   # a profiled process (--profile --trace): its steps carry the profiler's cost
+        if is_profiled_run(path):   # a profiled process (--profile --trace): its steps carry the profiler's cost
             continue
         try:
             doc = json.loads(path.read_text())

@@ -99,6 +99,9 @@ def test_the_forms_study_skips_profiled_runs_and_marks_registered_sets():
     assert fsdpstep == [("0.5b", 121.3), ("0.5b", 137.8), ("0.8b", 188.0), ("1.1b", 236.5), ("2b", 350.9)]
     assert all(r["registered"] for r in got if r["bundle"] == FSDPSTEP.name)
     assert not any(r["registered"] for r in got if r["bundle"] == "h200x2-llm-eager-noise-2026-11-29")
+    # review D 1: fsdpnoise's trace call (trace-call/trace-fsdp-*.json: profiled processes) gives no row either
+    noise = sorted((r["preset"], round(r["measured"], 1)) for r in got if r["bundle"] == "h200x2-eager-fsdpnoise-2026-11-30")
+    assert noise == [("0.5b", 139.4), ("0.5b", 146.4), ("0.5b", 151.8), ("0.8b", 190.1), ("0.8b", 194.7), ("0.8b", 196.2)]
 
 
 def test_torch_framework_as_leaves_no_candidate_in_the_caches_that_read_torch_framework():
