@@ -68,7 +68,8 @@ PER_S_PER_SM = {"cat": 232e9 / 132, "strided_copy": 441e9 / 132, "norm": 198e9 /
                 "expand_sum": 192e9 / 132}
 GAMMA_BETA_ROWS_PER_S_PER_SM = (380e6 / 132, 5.33e9 / 132)   # (rows <= GAMMA_BETA_FAST_ROWS, more)
 # torch's switch, not a fit: LaunchGammaBetaBackwardCUDAKernel (aten/src/ATen/native/cuda/layer_norm_kernel.cu) takes the
-# 32 x 1 path when M > 64 * 1024 rows and N / 32 < SMs / 2 (row 128: 4 < 66); the traces only bracket it in (64 Ki, 128 Ki]
+# 32 x 1 path when M > 64 * 1024 rows and N / 32 < SMs / 2 (row 128: 4 < 66); the traces only bracket it in (64 Ki, 128 Ki].
+# Only the row count is checked here: the second condition holds for QK-norm's rows of head_dim <= 128 on >= 16 SMs.
 GAMMA_BETA_FAST_ROWS = 64 * 1024
 
 
