@@ -192,13 +192,27 @@ def run_steps(trace_dir: Path, name: str) -> tuple[list[float], list[float]] | N
     """(the timed steps, rank 0's host issue) of the process's run JSON (trace-call/trace-NAME.json), in ms; None where
     there is none."""
     p = trace_dir.parent / f"trace-{name}.json"
-    if not p.is_file():
-        return None
+    return doc_steps(p) if p.is_file() else None
+
+
+def doc_steps(p: Path) -> tuple[list[float], list[float]]:
+    """(timed steps, rank 0's host issue) of an llm-step run JSON, ms."""
     try:
         s = json.loads(p.read_text())["shapes"][0]
         return [t * 1e3 for t in s["step_times_s"]], [t * 1e3 for t in s["host_issue_s"]]
     except (KeyError, IndexError, ValueError, TypeError) as exc:
         raise SimclusterError(f"{p}: not an llm-step run document ({type(exc).__name__}: {exc})") from None
+
+
+def unprofiled_runs(trace_dir: Path) -> list[str]:
+    """One line per fsdp run JSON of the bundle's runs/ (unprofiled processes of the noise set): rank 0's host issue's range
+    and each step minus its issue, in ms."""
+    lines = []
+    for p in sorted((trace_dir.parent.parent / "runs").glob("fsdp-*.json")):
+        steps, issue = doc_steps(p)
+        lines.append(f"  runs/{p.name}: rank 0's host issue {min(issue):.1f}-{max(issue):.1f} ms, step minus issue "
+                     + ", ".join(f"{s - h:.1f}" for s, h in zip(steps, issue, strict=True)))
+    return lines
 
 
 def model_row(name: str) -> dict:
@@ -275,6 +289,10 @@ def _main(argv: list[str]) -> int:
                   f"{r['syncs']:.1f} ms, allocator calls {r['allocs']}")
             print(f"          host: {r['launches']} launches over {r['host_issue']:.1f} ms; GEMM / attention beside NCCL "
                   f"{r['beside']:.1f} ms, {r['beside_extra']:+.1f} ms over the other rank's same kernels ({r['away_extra']:+.1f} ms away from NCCL)")
+    runs = unprofiled_runs(trace_dir)
+    if runs:
+        print("unprofiled processes of the same lease (no trace):")
+        print("\n".join(runs))
     return 0
 
 
