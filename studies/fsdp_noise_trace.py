@@ -156,7 +156,7 @@ def rank_read(gpu: list[dict], host: tuple, nccl: list[dict], floor: dict, other
                 launches=len(launches), beside=beside * 1e3, beside_extra=beside_extra * 1e3, away_extra=away_extra * 1e3)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_byte_s(kind: str, nbytes: int) -> float:
     """The model's time for one 2-rank NVLink collective of `nbytes` (its nccl-tests size: the all-gather's output, the
     reduce-scatter's input) on the H200 x 2 card the eager regimes use (llm/comm.collective_s)."""
