@@ -226,19 +226,21 @@ def model_row(name: str) -> dict:
     try:
         mode, preset, _, shape = name.split("-")
         seq, mb = (int(x) for x in shape.split("x"))
-    except ValueError:
-        raise SimclusterError(f"{name}: not a MODE-PRESET-rN-SEQxMB trace name") from None
+        model = model_of({"model": PRESETS[preset]}, seq)
+    except (ValueError, KeyError):
+        raise SimclusterError(f"{name}: not a MODE-PRESET-rN-SEQxMB trace name of a runner preset") from None
     pred = regime_predict(preset, mb, mode, "h200", seq=seq)
     fw, _ = regime_framework(mode, "h200")
+    if fw.host_bwd_kernel_s or fw.host_plain_kernel_s:   # the fsdp fit prices every kernel alike; another would not
+        raise SimclusterError(f"{name}: the {mode} host fit splits its kernel cost; this study's issue sum does not")
     par, _, m = layout_of(mode)
-    model = model_of({"model": PRESETS[preset]}, seq)
     kernels = model.layers * host.layer_kernels(model, par, BatchSpec(mb * m * par.dp, mb, "bf16"), fw)
     return dict(step=pred["step_ms"], compute=pred["breakdown_ms"]["compute"], kernels=kernels,
                 host_kernel_us=fw.host_kernel_s * 1e6, host_step=fw.host_step_s * 1e3,
                 host_issue=(kernels * fw.host_kernel_s + fw.host_step_s) * 1e3)
 
 
-def bus_gbs(kind: str, nbytes: int, us: float, n: int = 2) -> float:
+def bus_gbs(nbytes: int, us: float, n: int = 2) -> float:
     """A collective's bus rate, GB/s a rank: the bytes (n - 1) / n of its buffer that cross the link, over its time."""
     return nbytes * (n - 1) / n / us / 1e3
 
@@ -275,7 +277,7 @@ def _main(argv: list[str]) -> int:
         print(f"  model: step {m['step']:.1f} ms, compute {m['compute']:.1f}, host issue {m['host_issue']:.1f} "
               f"({m['kernels']} kernels x {m['host_kernel_us']:.2f} us + {m['host_step']:.2f} ms)")
         print("  NCCL byte time, the pair's fastest kernel vs the model's: " + ", ".join(
-            f"{kind} {b / 1e6:.1f} MB {us:.0f} vs {model_byte_s(kind, b) * 1e6:.0f} us ({bus_gbs(kind, b, us):.0f} GB/s)"
+            f"{kind} {b / 1e6:.1f} MB {us:.0f} vs {model_byte_s(kind, b) * 1e6:.0f} us ({bus_gbs(b, us):.0f} GB/s)"
             for (kind, b), us in sorted(floor.items())))
         for rank, r in enumerate(reads):
             causes = ", ".join(f"{c} {v:.1f} ({r['counts'][c]})" for c, v in sorted(r["causes"].items(), key=lambda x: -x[1]))

@@ -54,7 +54,20 @@ def test_each_gap_goes_to_what_ended_it_and_the_nccl_wait_to_the_other_rank(tmp_
     assert a["away_extra"] == pytest.approx(0.0)
     # at the floor, the step's one all-gather against the model's time for its bytes
     assert a["floor_over_model"] == pytest.approx((25 - study.model_byte_s("AllGather", 2000) * 1e6) / 1e3)
-    assert study.bus_gbs("ReduceScatter", 134_000_000, 313.0) == pytest.approx(214.06, abs=0.01)
+    assert study.bus_gbs(134_000_000, 313.0) == pytest.approx(214.06, abs=0.01)
+
+
+def test_the_model_row_is_the_regime_prediction_and_its_host_issue():
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    study = load_script("studies/fsdp_noise_trace.py")
+    small, big = study.model_row("fsdp-0.5b-r1-5120x2"), study.model_row("fsdp-0.8b-r1-4096x3")
+    assert small["step"] == regime_predict("0.5b", 2, "fsdp", "h200", seq=5120)["step_ms"]
+    assert small["host_issue"] == pytest.approx(small["kernels"] * small["host_kernel_us"] / 1e3 + small["host_step"])
+    assert 0 < small["compute"] < small["step"] and small["kernels"] < big["kernels"] and small["host_issue"] < big["host_issue"]
+    with pytest.raises(SimclusterError, match="fsdp-9z-r1-5120x2"):
+        study.model_row("fsdp-9z-r1-5120x2")
     assert 0 < study.model_byte_s("AllGather", 50_000_000) < study.model_byte_s("AllGather", 200_000_000)
     assert study.nccl_bytes({"name": "ncclDevKernel_AllGather", "args": {"Out msg nelems": 1000, "dtype": "BFloat16"}}) == 2000
 
