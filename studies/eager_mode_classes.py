@@ -34,10 +34,8 @@ sys.path.insert(0, str(ROOT / "studies"))
 from llm_step_profile import kernel_class  # noqa: E402 (the 1-GPU profile study's GEMM / attention / optimizer split)
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.traces.torch_profiler import _intersection as overlap  # noqa: E402  (the interval helpers of
-from simcluster.traces.torch_profiler import _length as length  # noqa: E402       the profiled-step reader)
-from simcluster.traces.torch_profiler import _union as union  # noqa: E402
-from simcluster.traces.torch_profiler import complete_events  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events, length, union  # noqa: E402
+from simcluster.traces.torch_profiler import intersection as overlap  # noqa: E402
 
 PROFILED = ROOT / "calibration" / "h200x2-llm-eager-noise-2026-11-29" / "profiled"
 CLASSES = ("gemm", "attention", "memory", "optimizer", "copies", "nccl")

@@ -40,9 +40,7 @@ import eager_mode_classes  # noqa: E402  (matched_loss: kernels against the same
 import kernel_kinds  # noqa: E402  (its load: GPU events with launch time, launch stack, stream)
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.traces.torch_profiler import _length as length  # noqa: E402
-from simcluster.traces.torch_profiler import _union as union  # noqa: E402
-from simcluster.traces.torch_profiler import complete_events  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events, length, union  # noqa: E402
 
 TRACES = ROOT / "calibration" / "h200x2-eager-fsdpnoise-2026-11-30" / "trace-call" / "traces"
 SYNCS = ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize")

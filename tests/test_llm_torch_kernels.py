@@ -183,3 +183,16 @@ def test_kernel_kinds_gaps_puts_each_idle_on_the_kernel_after_it(tmp_path):
         json.dump({"traceEvents": ev}, f)
     got = {k: round(v * 1e6) for k, v in kinds.gaps(path).items()}
     assert got == {"fwd elementwise": 30, "bwd elementwise": 50}
+
+
+def test_trace_read_names_a_missing_or_cut_trace_in_one_line(tmp_path, capsys):
+    """Session 40 final read: trace_read reads through torch_profiler.complete_events (the project's trace reader, which
+    names a missing file itself) instead of its own gzip / json open, so a bad trace is one line, exit 1."""
+    read = load_script("studies/megatron_moe/trace_read.py")
+    missing, cut = tmp_path / "none.json.gz", tmp_path / "cut.json.gz"
+    _trace(cut)
+    cut.write_bytes(gzip.compress(gzip.decompress(cut.read_bytes())[:-40]))
+    for path, why in ((missing, "no such trace file"), (cut, "not a complete Chrome trace JSON")):
+        assert read.main([str(path)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {path}: ") and why in err[0], err

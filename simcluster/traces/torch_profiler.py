@@ -51,7 +51,7 @@ class ProfileTrace:
         return float(np.median([getattr(s, field) for s in self.steps]))
 
 
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     out: list[list[float]] = []
     for a, b in sorted(intervals):
         if out and a <= out[-1][1]:
@@ -61,11 +61,11 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b) for a, b in out]
 
 
-def _length(intervals) -> float:
+def length(intervals) -> float:
     return sum(b - a for a, b in intervals)
 
 
-def _intersection(x, y) -> float:
+def intersection(x, y) -> float:
     i = j = 0
     total = 0.0
     while i < len(x) and j < len(y):
@@ -82,6 +82,8 @@ def complete_events(path: str | Path) -> list[dict]:
     """A Chrome trace's complete ('X') events with ts and dur: the object form's traceEvents or the array form's list,
     plain or gzipped (the runner's --trace files); TraceFormatError naming the file for anything else."""
     where = str(path)
+    if not Path(path).is_file():
+        raise TraceFormatError("no such trace file", where=where)
     try:
         if str(path).endswith(".gz"):
             try:
@@ -113,10 +115,10 @@ def parse(path: str | Path) -> ProfileTrace:
     steps = []
     for lo, hi in marks:
         inside = [(a, min(b, hi)) for a, b, _ in kernels if lo <= a < hi]
-        comm = _union([(a, min(b, hi)) for a, b, c in kernels if c and lo <= a < hi])
-        compute = _union([(a, min(b, hi)) for a, b, c in kernels if not c and lo <= a < hi])
+        comm = union([(a, min(b, hi)) for a, b, c in kernels if c and lo <= a < hi])
+        compute = union([(a, min(b, hi)) for a, b, c in kernels if not c and lo <= a < hi])
         calls = [d for t, d in launches if lo <= t < hi]
         n_comm = sum(1 for a, _, c in kernels if c and lo <= a < hi)
-        steps.append(StepProfile((hi - lo) * 1e-6, _length(compute) * 1e-6, _length(comm) * 1e-6,
-                                 _intersection(compute, comm) * 1e-6, len(inside), n_comm, len(calls), sum(calls) * 1e-6))
+        steps.append(StepProfile((hi - lo) * 1e-6, length(compute) * 1e-6, length(comm) * 1e-6,
+                                 intersection(compute, comm) * 1e-6, len(inside), n_comm, len(calls), sum(calls) * 1e-6))
     return ProfileTrace(where, steps, sha256_of(path))

@@ -44,8 +44,6 @@ def load(path: Path) -> tuple[list[dict], dict]:
     """(GPU events each with its launch stack 'stack', launch time 'launch', stream 'stream' and trace 'args', cpu ops by
     thread sorted by start); a missing, truncated or foreign file is a TraceFormatError naming it
     (torch_profiler.complete_events)."""
-    if not Path(path).is_file():
-        raise TraceFormatError("no such trace file", where=str(path))
     try:
         return _load(complete_events(path))
     except (KeyError, TypeError, ValueError) as exc:   # an event without the fields a torch.profiler trace gives it

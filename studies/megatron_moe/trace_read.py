@@ -17,10 +17,15 @@ synchronisation's end to the next one's start; its kernels are those launched in
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernel_kinds import one_line_errors  # noqa: E402  (studies/megatron_moe: a bad trace is one line naming it)
+
+from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCHES = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")
@@ -29,13 +34,11 @@ SYNC_MIN_US = 200.0   # a synchronisation the host waited on (the count syncs wa
 
 def load(path: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """(GPU events with their launch time 'launch', host runtime calls, host count synchronisations), times in us."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        ev = json.load(f)["traceEvents"]
-    runtime = [e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"]
+    ev = complete_events(path)   # the project's Chrome trace reader: plain or gzipped, a one-line error naming the file
+    runtime = [e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     launch_at = {e["args"]["correlation"]: e["ts"] for e in runtime if e["name"] in LAUNCHES and "correlation" in e.get("args", {})}
     gpu = sorted((dict(e, launch=launch_at.get(e["args"].get("correlation"))) for e in ev
-                  if e.get("cat") in GPU_CATS and e.get("ph") == "X"), key=lambda e: e["ts"])
+                  if e.get("cat") in GPU_CATS), key=lambda e: e["ts"])
     syncs = sorted((e for e in runtime if e["name"] == "cudaStreamSynchronize" and e["dur"] > SYNC_MIN_US), key=lambda e: e["ts"])
     return gpu, sorted(runtime, key=lambda e: e["ts"]), syncs
 
@@ -104,6 +107,10 @@ def arrivals(paths: list[Path]) -> list[tuple[str, list[float]]]:
 
 
 def main(argv: list[str]) -> int:
+    return one_line_errors(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["--ranks"]:
         for name, starts in arrivals([Path(p) for p in argv[1:]]):
             print(f"  {name:32s} start per rank (us after the first) {[round(t) for t in starts]}; last rank {starts.index(max(starts))}")
