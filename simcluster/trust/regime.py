@@ -171,9 +171,9 @@ def nvlink_link(*names: str) -> str:
     tray's 8 rows lie +2.7..+8.3% where the H200 pairs' lie -1..+3%), so each is pooled apart; a name naming no GPU
     gives the bare 'nvlink', a regime with no rows, answered unvalidated."""
     for name in names:
-        m = GPU_WORD.match(str(name).lower().split("-")[0])
-        if m:
-            return f"nvlink-{m.group(1)}"
+        gpu = gpu_model(str(name).split("-")[0])
+        if gpu:
+            return f"nvlink-{gpu.lower()}"
     return "nvlink"
 
 
