@@ -127,8 +127,8 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     from simcluster.hardware.gpu import load_gpu
     from simcluster.heldout import eager as heldout
     from simcluster.heldout import eager_regimes
-    from simcluster.llm import attention_kernels, comm, compiled, host, hsdp, ops, vocab_ops, work
-    from simcluster.llm.memory import layer_params, stage_params
+    from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops, work
+    from simcluster.llm.memory import stage_params
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
     from simcluster.runner.llm_step import PRESETS
@@ -161,9 +161,6 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     updated = params.total / (par.dp * par.cp if par.zero >= 1 else 1)
     out["optimizer"] = gpu.memory_time_s(fw.adam_bytes * updated)
     out["copies"] = gpu.memory_time_s(fw.grad_scale_bytes * params.total)   # pipelining's division of the gradients
-    if fw.fsdp2_copies and par.zero == 3:   # candidate 2 (eager.fsdp2_copy_step): FSDP2's own copy kernels (llm/hsdp.py)
-        root = max(0.0, params.total - layers * layer_params(model, par).total)
-        out["copies"] += m * sum(ops.op_time_s(gpu, op, "bf16") for op in sum(hsdp.fsdp2_copy_ops(par, params.total, root, layers), []))
     # the data-parallel collectives alone (C) and beside the compute (C / r; the compute loses s C / r: work._beside)
     net = comm.Network(load_collective(ROOT / heldout.CARDS[("nvlink", 2)])[0], par.gpus)
     g = comm.groups(par, net)

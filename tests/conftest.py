@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,25 @@ LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",
 # session 40's registered fsdpstep set (validation/eager_fsdp_step.py): new shapes, run after every earlier set
 LATER_SETS_S40 = (ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30",)
 LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39 + LATER_SETS_S40
+
+
+STARTED = re.compile(r"started (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
+
+
+def runs_started(bundle: Path) -> str | None:
+    """When a bundle's device run started: the earliest `started` stamp (UTC, ISO) in its commit.txt files (runs/ or
+    the bundle's own folder; calibration/device_lib.sh writes it); None where none was written (sets before session 38)."""
+    stamps = [m.group(1) for path in bundle.rglob("commit.txt") for m in STARTED.finditer(path.read_text(errors="replace"))]
+    return min(stamps, default=None)
+
+
+def bundles_run_after(bundle: Path, calibration: Path = ROOT / "calibration") -> tuple[Path, ...]:
+    """Every bundle under `calibration` whose device run started after `bundle`'s (runs_started): the repeats and later
+    sets that `bundle`'s "new when it ran" check leaves out, found by the one rule instead of named by hand."""
+    own = runs_started(bundle)
+    if own is None:
+        raise ValueError(f"{bundle}: no `started` stamp in a commit.txt")
+    return tuple(sorted(d for d in calibration.iterdir() if d.is_dir() and d != bundle and (runs_started(d) or "") > own))
 
 
 def measured_llm_tokens(*excluded: Path) -> set[tuple]:

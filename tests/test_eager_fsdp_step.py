@@ -1,68 +1,62 @@
-"""Session 40 fsdp2time: the FSDP2 bf16-block step candidate (eager.bf16_step, autocast_block.bf16_runner_ops) and its
-registered set (validation/eager_fsdp_step.py, calibration/h200x2-eager-fsdpstep-2026-11-30): what the candidate
-changes and what it leaves, the rows are new, the device script runs what is registered, the read-out's rule on
-synthetic documents."""
+"""Session 40 fsdp2time: the registered set of the FSDP2 bf16-block step candidate (eager.bf16_step, read once: KEEP;
+taken out of the product in session 41) -- validation/eager_fsdp_step.py, calibration/h200x2-eager-fsdpstep-2026-11-30:
+the rows are new, the device script runs what is registered, the read-out's rule on synthetic documents from the
+registered columns, `--register` refused, the set's rows in the `llm eager` bands."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import statistics
+from collections import Counter
 
 import pytest
 import yaml
-from conftest import ROOT, fake_step_set, load_script, measured_llm_tokens
+from conftest import ROOT, bundles_run_after, fake_step_set, load_script, measured_llm_tokens, runs_started
 
-from simcluster.llm import compiled, eager, host
-from simcluster.llm.memory import stage_memories
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+from simcluster.llm import eager
+from simcluster.llm.spec import ParallelSpec
 
 check = load_script(ROOT / "validation" / "eager_fsdp_step.py")
 BUNDLE = check.BUNDLE
-LATER = ROOT / "calibration" / "h200x2-eager-fsdpnoise-2026-11-30"   # the lead's noise repeats of its rows, run after it
-FSDP, DDP = ParallelSpec(dp=2, zero=3), ParallelSpec(dp=2)
-MODEL = TransformerSpec(16, 1536, 4096, 12, 4, 32000, 4096)
-BATCH = BatchSpec(4, 2, "bf16")
+LATER = bundles_run_after(BUNDLE)   # the repeats and sets run after this one (conftest: by their `started` stamps)
+NOISE = ROOT / "calibration" / "h200x2-eager-fsdpnoise-2026-11-30"   # the lead's noise repeats of its rows, run after it
 
 
-def _names(fw):
-    fwd, bwd = compiled.layer_ops(MODEL, FSDP, BATCH, fw)
-    return [o.name for o in fwd], [o.name for o in bwd]
+def test_the_candidates_are_out_of_the_product_and_register_refuses_in_one_line_naming_the_registered_file(capsys):
+    for name in ("bf16_step", "fsdp2_copy_step"):
+        assert not hasattr(eager, name)
+    fw = eager.torch_framework(ParallelSpec(dp=2, zero=3))
+    assert not hasattr(fw, "bf16_step") and not hasattr(fw, "fsdp2_copies") and fw.residual_bytes == 4
+    assert check.main(["--register", str(ROOT / "nowhere" / "registered.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("error: the candidate eager.bf16_step was removed at ")
+    assert str(BUNDLE / "registered.yaml") in err
 
 
-def test_the_candidate_prices_fsdp2s_block_in_bf16_and_leaves_every_other_framework_alone():
-    kept = eager.torch_framework(FSDP)
-    cand = eager.bf16_step(kept)
-    assert (kept.residual_bytes, kept.bf16_step) == (4, False) and (cand.residual_bytes, cand.bf16_step) == (2, True)
-    for par in (DDP, ParallelSpec(), ParallelSpec(tp=2)):   # no bf16 block: unchanged
-        assert eager.bf16_step(eager.torch_framework(par)) == eager.torch_framework(par)
-    (kf, kb), (cf, cb) = _names(kept), _names(cand)
-    for name in ("cast", "attn_out_copy"):
-        assert name in kf and name not in cf
-    for name in ("cast.bwd", "attn_out_copy.bwd", "qkv_grad_copy", "residual_add.bwd"):
-        assert name in kb and name not in cb
-    assert host.layer_kernels(MODEL, FSDP, BATCH, cand) < host.layer_kernels(MODEL, FSDP, BATCH, kept)
-    # the residual stream's ops at 2 B: the forward add reads two bf16 tensors and writes one
-    add = next(o for o in compiled.layer_ops(MODEL, FSDP, BATCH, cand)[0] if o.name == "residual_add")
-    assert add.bytes == pytest.approx(MODEL.seq * BATCH.micro_batch * MODEL.hidden * 6)
-    # memory is the bf16 block's already (bf16_param_block): the candidate moves step time only
-    mem = [stage_memories(MODEL, FSDP, BATCH, 150e9, fw)[0].allocated for fw in (kept, cand)]
-    assert mem[0] == mem[1]
-
-
-def test_the_candidate_context_refits_the_host_and_restores_the_product():
-    row = check.ROWS[0]
-    today, cand = check.predict(row), check.predict(row, candidate=True)
-    assert cand["step_ms"] < 0.95 * today["step_ms"] and cand["stage_mem_GiB"] == today["stage_mem_GiB"]
-    assert cand["classes_ms"]["memory"] < 0.8 * today["classes_ms"]["memory"]
-    assert not eager.torch_framework(FSDP).bf16_step   # restored after the block
-    assert check.predict(row) == today
+def test_the_later_bundles_are_found_by_their_start_and_the_rule_misses_none(tmp_path):
+    """Cold read D 11: the repeats run after this set are found by one rule (conftest.bundles_run_after), not named by
+    hand. The lead's noise repeats share this set's shapes: a rule that missed them fails here."""
+    assert NOISE in LATER and BUNDLE not in LATER
+    assert all(runs_started(b) > runs_started(BUNDLE) for b in LATER)
+    # the rule on a synthetic calibration/ folder: before, the set, after (own folder or runs/), no stamp
+    cal = tmp_path / "calibration"
+    for name, where, stamp in (("before", "runs", "2026-11-29T23:59:59Z"), ("set", "runs", "2026-11-30T00:36:01Z"),
+                               ("after", "runs", "2026-11-30T01:22:08Z"), ("after2", ".", "2026-12-01T00:00:00Z"),
+                               ("none", "runs", None)):
+        (cal / name / where).mkdir(parents=True, exist_ok=True)
+        text = "abc123 (main, as given by the caller)" + (f"; started {stamp}" if stamp else "")
+        (cal / name / where / "commit.txt").write_text(text + "\n")
+    assert [b.name for b in bundles_run_after(cal / "set", cal)] == ["after", "after2"]
+    with pytest.raises(ValueError, match="none: no `started` stamp"):
+        bundles_run_after(cal / "none", cal)
 
 
 def test_every_row_is_new_to_calibration_with_one_repeated_fsdp_row_and_one_ddp_control():
-    earlier = measured_llm_tokens(BUNDLE, LATER)
+    earlier = measured_llm_tokens(BUNDLE, *LATER)
     from simcluster.runner.llm_step import PRESETS
     keys = [(preset, PRESETS[preset]["layers"], seq * mb) for _, _, preset, seq, _, mb in check.ROWS]
-    assert not set(keys) & earlier
+    assert not set(keys) & earlier, f"measured before this set ran, or run after it and missed by bundles_run_after: {set(keys) & earlier}"
     assert [r[1] for r in check.ROWS].count("ddp") == 1 and [r[1] for r in check.ROWS].count("fsdp") == 4
     assert {r[0]: r[4] for r in check.ROWS}[check.FSDP2_REPEAT] == 2 and check.TRACED in {r[0] for r in check.ROWS}
 
@@ -164,3 +158,29 @@ def test_the_profiled_step_is_read_per_class_beside_both_forms(tmp_path):
     assert got["rank"] == 0 and got["measured"]["memory"] == pytest.approx(3.0) and got["measured"]["copies"] == pytest.approx(2.0)
     assert got["measured"]["gemm"] == pytest.approx(5.0)
     assert got["today"]["memory"] == pytest.approx(row["predicted"]["today"]["classes_ms"]["memory"])
+
+
+def test_the_fsdpstep_sets_rows_enter_the_bands_against_their_registered_today_steps():
+    from simcluster.heldout import eager_cudnnstep
+    from simcluster.strict import load_yaml
+    from simcluster.trust.build import eager_residuals
+
+    rows = eager_cudnnstep.held_out_rows(BUNDLE)
+    reg = {f"{r['preset']} {r['mode']} seq {r['seq']} mb {r['micro_batch']}": r for r in load_yaml(BUNDLE / "registered.yaml")["rows"]}
+    assert len(rows) == 5 and {r["bundle"] for r in rows} == {BUNDLE.name}
+    got = {r["label"]: r for r in rows}
+    assert set(got) == set(reg)
+    for label, r in got.items():
+        assert r["predicted_s"] == reg[label]["predicted"]["today"]["step_ms"] / 1e3 and r["host_flag"] == "registered"
+    # fsdp-0.5b: the mean of its two processes; fsdp-0.8b: its timed process only (the profiled one is no process)
+    assert got["0.5b fsdp seq 5120 mb 2"]["measured_s"] == pytest.approx(statistics.mean([0.12134, 0.13776]), rel=2e-3)
+    assert got["0.8b fsdp seq 4096 mb 3"]["measured_s"] == pytest.approx(0.1880, rel=2e-3)
+    assert Counter(res.regime.split(" | ")[2] for res in eager_residuals(rows)) == {"FSDP": 4, "DDP": 1}
+
+
+def test_the_registered_result_reads_keep_from_the_registered_columns():
+    """The set as it ran (runs/), read from registered.yaml's columns (the candidate is no longer computable): the
+    README's KEEP, today 5.8% and the candidate 9.1% over the four FSDP2 rows."""
+    out = check.read_out(BUNDLE)
+    assert out["verdict"].startswith("KEEP: mean |error| today 5.8%, candidate 9.1% ")
+    assert [round(100 * r["err_cand"], 1) for r in out["rows"]] == [-18.8, -5.3, -7.7, -4.5, -1.8]

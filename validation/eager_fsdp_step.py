@@ -3,8 +3,11 @@ priced at TORCH_AMP's 4 B, autocast's input casts, the generic eager copies) aga
 (residual_bytes 2, no casts, no residual-add backward cast, no attention-output / q / k / v gradient copies), by a
 registered 2 x H200 set (calibration/h200x2-eager-fsdpstep-2026-11-30).
 
-    python validation/eager_fsdp_step.py --register calibration/h200x2-eager-fsdpstep-2026-11-30/registered.yaml   # before
-    python validation/eager_fsdp_step.py [calibration/BUNDLE]                                                      # after
+    python validation/eager_fsdp_step.py [calibration/BUNDLE]   # the read-out, from the registered predictions
+
+Read once: KEEP (the bundle's README "## Result"). The candidate left the product in session 41 (REMOVED_AT): the
+read-out takes both columns (`today`, `candidate`) from registered.yaml as registered at 548a3ae0, never recomputed,
+and `--register` refuses in one line naming that file.
 
 ROWS: `simcluster.runner.llm_step`, FSDP2 rows where the two forms differ most (GPU-bound, 4K-5K tokens a sequence, 10K-12K a micro-batch step:
 elementwise traffic weighs most) and one DDP control (the candidate leaves DDP alone), one process each but FSDP2_REPEAT
@@ -23,10 +26,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from contextlib import nullcontext
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
 import eager_cudnn_steps as steps  # noqa: E402  (process reading and checked predictions reused)
 import eager_mode_classes as classes  # noqa: E402  (the per-class reading of a profiled step, and the model's classes)
 
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import read_run_set, set_main  # noqa: E402
 
 ROOT = steps.ROOT
 BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30"
@@ -53,56 +53,14 @@ CLASS_KEYS = ("gemm", "attention", "memory", "copies", "optimizer")
 NOISE_SPREAD = 0.026   # calibration/h200x2-llm-eager-noise-2026-11-29: fsdp 3b 2048x3, four processes, 300.17..307.87 ms
 TARGET_PCT = 8.0
 CANDIDATE = "candidate"
-
-
-def candidate_model():
-    """The candidate inside the block: eager.torch_framework's frameworks through eager.bf16_step (eager.torch_framework_as:
-    the host fits take the candidate's kernel count too)."""
-    from simcluster.llm import eager
-
-    return eager.torch_framework_as(eager.bf16_step)
-
-
-def predict(row: tuple, candidate: bool = False) -> dict:
-    """eager_cudnn_steps.predict at the row's micro-batch (its rows are micro-batch 1)."""
-    from simcluster.heldout.eager_regimes import regime_predict
-    from simcluster.llm.host_bound import is_host_bound
-
-    _, mode, preset, seq, _, mb = row
-    with candidate_model() if candidate else nullcontext():
-        r = regime_predict(preset, mb, mode, "h200", seq=seq)
-        model = classes.model_classes(mode, preset, mb, 1, seq, 0)   # rank 0's GPU ms per kernel class
-    return {"step_ms": r["step_ms"], "stage_mem_GiB": r["stage_mem_GiB"], "steady_mem_GiB": r["steady_mem_GiB"],
-            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "breakdown_ms": r["breakdown_ms"],
-            "classes_ms": {k: round(model[k] * 1e3, 2) for k in CLASS_KEYS}}
+REMOVED_AT = "session 41 (branch candout)"   # where eager.bf16_step left the product (KEEP: README "## Result")
 
 
 def register(path: Path) -> None:
-    from simcluster.runner.llm_step import PRESETS
-
-    commit = registering_commit(ROOT)
-    rows = []
-    for row in ROWS:
-        name, mode, preset, seq, procs, mb = row
-        rows.append({"name": name, "mode": mode, "preset": preset, "seq": seq, "micro_batch": mb, "processes": procs,
-                     "layers": PRESETS[preset]["layers"], "hidden": PRESETS[preset]["hidden"],
-                     "predicted": {"today": predict(row), CANDIDATE: predict(row, candidate=True)}})
-    doc = {"registered_at_commit": commit, "script": "validation/eager_fsdp_step.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": "calibration/h200x2-llm-host-2026-11-23 (product fits; the candidate's refitted with its kernels)",
-                           CANDIDATE: "eager.bf16_step: FSDP2's block at residual_bytes 2 without the kernels a bf16 block "
-                                      "does not launch (autocast_block.bf16_runner_ops)"},
-           "rules": {"ADOPT": f"over the fsdp rows (each the mean of its processes' rank-0 median steps): mean |error| today "
-                              f"- mean |error| {CANDIDATE} > SPREAD and mean |error| {CANDIDATE} <= {TARGET_PCT}%; else KEEP",
-                     "SPREAD": f"max / min - 1 of {FSDP2_REPEAT}'s process medians; {NOISE_SPREAD} (the noise set's FSDP2 "
-                               f"spread) if one process ran",
-                     "reported": "the ddp control's error (both forms equal); memory is not judged (the candidate moves step time "
-                                 f"only); {TRACED}'s profiled step (both ranks): its kernel classes (studies/eager_mode_classes.measure) "
-                                 "against each form's classes_ms -- memory-bound (`memory`), FSDP2's copies (`copies`) and their sum"},
-           "rows": rows}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 40); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False))
-    print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
+    """Refused: the candidate this set judged (eager.bf16_step) was taken out of the product after its KEEP verdict, so
+    nothing can predict it again; its predictions stay in BUNDLE's registered.yaml, which read_out reads."""
+    raise steps.SimclusterError(f"the candidate eager.bf16_step was removed at {REMOVED_AT}: its registered predictions are "
+                                f"{BUNDLE / 'registered.yaml'} (read them with this script's read-out); nothing to register")
 
 
 def read_out(bundle: Path) -> dict:

@@ -100,21 +100,3 @@ def saved_extra_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpe
     output (every linear reading one saves its own), less the attention output copy cuDNN's layout makes a view."""
     s, b, h = model.seq / par.cp, batch.micro_batch, model.hidden
     return (AUTOCAST_LINEARS - 2) * ACT_BYTES * s * b * h - ACT_BYTES * s * b * h / par.tp
-
-
-# The runner's block under FSDP2's bf16 parameters, as its step runs (FrameworkSpec.bf16_step, a registered candidate:
-# calibration/h200x2-eager-fsdpstep-2026-11-30; llm-findings.md, session 40 fsdp2time). Its torch 2.11 traces
-# (calibration/h200x2-eager-host-diagnose-2026-11-29/runs/fsdp-0.8b-2048x1-rank*.json.gz, against the ddp one beside it)
-# run every norm, residual add and autograd gradient add in bf16 (layer_norm kernels <BFloat16, float>, add<BFloat16>),
-# with no autocast input casts (3 bf16 copies a step against DDP's 403): the generic eager block at residual_bytes 2
-# (eager.bf16_step), less the kernels a bf16 block does not launch: the residual add's backward (both gradients are the
-# incoming one, already bf16: no cast) and cuDNN's views (no attention-output copy, no q / k / v gradient copies, as above).
-BF16_DROPPED = ("attn_out_copy", "attn_out_copy.bwd", "qkv_grad_copy", "residual_add.bwd")
-
-
-def bf16_runner_ops(fwd: list[Op], bwd: list[Op]) -> tuple[list, list]:
-    """The generic eager layer ops (at residual_bytes 2) made the runner's FSDP2 block's (BF16_DROPPED's comment); a
-    checkpointed block's recomputed forward (recompute.*) alike."""
-    def kept(op: Op) -> bool:
-        return op.name.removeprefix("recompute.") not in BF16_DROPPED
-    return [o for o in fwd if kept(o)], [o for o in bwd if kept(o)]

@@ -56,12 +56,11 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
               cp_rank: int = 0) -> tuple[list, list]:
     """(forward, backward) ops of one layer as the framework runs it: compiled (module docstring) where fw.compiled,
     else ops.layer_forward / layer_backward (fw.autocast_block: as the runner's block runs them, llm/autocast_block.py;
-    fw.bf16_step: FSDP2's bf16 block, autocast_block.bf16_runner_ops; fw.torch_cp with cp > 1: CP rank cp_rank's ring
+    fw.torch_cp with cp > 1: CP rank cp_rank's ring
     attention, llm/torch_cp.py)."""
     fwd, bwd = ops.layer_forward(model, par, batch, fw), ops.layer_backward(model, par, batch, fw)
     if not fw.compiled:
         fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
-        fwd, bwd = autocast_block.bf16_runner_ops(fwd, bwd) if fw.bf16_step else (fwd, bwd)
         return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
     check_compiled(model, par)
     return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)

@@ -169,24 +169,6 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     return replace(fw, name="torch-" + "+".join(names)) if names else fw
 
 
-def bf16_step(fw: FrameworkSpec) -> FrameworkSpec:
-    """The candidate for FSDP2's step time (issue 44, session 40 fsdp2time; registered and read once: KEEP, today 5.8% vs
-    this 9.1%, calibration/h200x2-eager-fsdpstep-2026-11-30; not in the product: the kept torch_framework prices FSDP2's
-    residual stream at TORCH_AMP's 4 B with autocast's input casts): where the block is bf16 (bf16_param_block), its
-    step ops at residual_bytes 2 without the kernels a bf16 block does not launch (autocast_block.bf16_runner_ops); any
-    other framework unchanged."""
-    return replace(fw, residual_bytes=2, bf16_step=True) if fw.bf16_param_block else fw
-
-
-def fsdp2_copy_step(fw: FrameworkSpec) -> FrameworkSpec:
-    """The second candidate for FSDP2's step time (issue 44, session 40 fsdp2copy; not registered: it fails the
-    development gate, llm-findings.md session 40 fsdp2copy; not in the product): bf16_step, and in place of autocast's
-    weight casts (cast_bytes: FSDP2's bf16 parameters are cast by nothing in the block) FSDP2's own copy kernels,
-    priced as hsdp.fsdp2_copy_ops prices them; any other framework unchanged. Adopting it would be torch_framework
-    returning fsdp2_copy_step(fw), after a registered set judges it."""
-    return replace(bf16_step(fw), cast_bytes=0.0, fsdp2_copies=True) if fw.bf16_param_block else fw
-
-
 # The clear() of each cache whose values read torch_framework (host fits, host shares, through fit_modes or a
 # prediction): torch_framework_as clears them on the way in and out, so neither form's values outlive its block.
 _FRAMEWORK_CACHES: list[Callable[[], None]] = []
@@ -206,7 +188,7 @@ def _clear_framework_caches() -> None:
 @contextmanager
 def torch_framework_as(wrap: Callable[[FrameworkSpec], FrameworkSpec]) -> Iterator[None]:
     """Inside the block, this module's torch_framework returns wrap(the kept torch_framework's framework): a candidate
-    (bf16_step, fsdp2_copy_step) or an earlier model priced everywhere torch_framework is read, fit_modes included (its
+    or an earlier model priced everywhere torch_framework is read, fit_modes included (its
     host fits refitted with the candidate's kernel count, as adoption would ship it). For studies, registrations and
     tests; restored on the way out, exceptions too, with every cache that reads it (reads_torch_framework) cleared
     on the way in and out."""

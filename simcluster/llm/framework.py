@@ -135,10 +135,6 @@ class FrameworkSpec:
     bf16_param_block: bool = False    # the llm-step runner's block under FSDP2's bf16 parameters (llm/eager.py): the embedding
                                       # output, so the residual stream and each norm's saved input, is bf16 (stashed at 2 B,
                                       # not residual_bytes), and cuDNN's output layout leaves no attention-output copy saved
-    bf16_step: bool = False           # with bf16_param_block, the step's ops too (a candidate, off in the product: eager.bf16_step;
-                                      # llm/autocast_block.bf16_runner_ops): residual_bytes 2, no autocast input casts
-    fsdp2_copies: bool = False        # with bf16_step, FSDP2's own copy kernels priced (hsdp.fsdp2_copy_ops) in place of autocast's
-                                      # weight casts (cast_bytes 0): the second candidate, eager.fsdp2_copy_step (off in the product)
     rope_fusion: bool = True          # MLA's rotary (llm/mla_layout.py): Megatron-Core's apply_rope_fusion, which rotates the query's
                                       # rope slice in place (Megatron and NeMo performance recipes set it); False: rotary on the
                                       # slice and torch.cat into a new query (eager torch; a recipe's apply_rope_fusion False:

@@ -50,8 +50,7 @@ def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     eager checkpointed block's recomputation: work._recast)."""
     fwd, bwd = compiled.layer_ops(model, par, batch, fw)
     casts = (2 + recasts_weights(par, fw)) * weight_matrices(model, fw) if fw.cast_bytes else 0
-    fsdp2 = 7 if fw.fsdp2_copies else 0   # FSDP2's copies a layer group: 3 a gather (forward, backward), the chunk_cat
-    return sum(o.count for o in fwd + bwd) + casts + fsdp2
+    return sum(o.count for o in fwd + bwd) + casts
 
 
 def weight_matrices(model: TransformerSpec, fw: FrameworkSpec) -> int:

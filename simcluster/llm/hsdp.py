@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm import comm, ops
+from simcluster.llm import comm
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import LlmConfigError, ParallelSpec
 
@@ -97,21 +97,3 @@ def zero3_calls(net: comm.Network, g: comm.Groups, par: ParallelSpec, fw: Framew
     shard, replica = shard_groups(par, net)
     return Zero3Calls(calls(shard, dense, "all_gather", fw.param_bytes), calls(shard, dense, "reduce_scatter", fw.grad_bytes),
                       calls(replica, dense / par.shard, "all_reduce", fw.grad_bytes), layers)
-
-
-def fsdp2_copy_ops(par: ParallelSpec, params: float, root: float, layers: int) -> tuple[list[ops.Op], list[ops.Op]]:
-    """FSDP2's own copy kernels for a chunk of `params` parameters (`root` of them the root module's: embedding, final
-    norm, head; gathered once, not resharded after the forward) in `layers` layer groups, per micro-batch: the candidate
-    eager.fsdp2_copy_step (issue 44, session 40 fsdp2copy; off in the product). Per all_gather of a group (forward: every
-    group; backward: the layers' again), torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather:
-    a foreach copy casting the fp32 shard to param_dtype bf16 (4 / S read + 2 / S written a parameter, S = par.shard; a
-    converting copy: the card's upcast rate), a foreach copy of the bf16 shards into the all_gather input (2 / S + 2 / S,
-    the copy rate), and foreach_all_gather_copy_out's split_with_sizes copy of the gathered bf16 output into the
-    unsharded parameters (2 + 2, the copy rate); per reduce_scatter (backward, every group): foreach_reduce's chunk_cat of
-    the bf16 gradients into the fp32 (reduce_dtype) input (2 + 4, converting). (forward ops, backward ops)."""
-    s, groups = par.shard, layers + (1 if root > 0 else 0)
-
-    def gather(n: float, k: int) -> list[ops.Op]:
-        return [ops.Op("fsdp2.cast_in", "upcast", 0.0, 6.0 / s * n / k, (), k), ops.memory("fsdp2.copy_in", 4.0 / s * n / k, count=k),
-                ops.memory("fsdp2.copy_out", 4.0 * n / k, count=k)] if n > 0 and k > 0 else []
-    return gather(params, groups), gather(params - root, layers) + [ops.Op("fsdp2.chunk_cat", "upcast", 0.0, 6.0 * params / groups, (), groups)]

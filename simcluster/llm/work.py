@@ -340,10 +340,6 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                     step_casts, casts = casts, []   # casts each weight once per step (priced with the optimizer step)
                 f = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype)))
                 b = _add(b, _task(compute=ops.ops_time_s(gpu, bwd_casts, dtype)))
-            if fw.fsdp2_copies and par.zero == 3:   # the candidate eager.fsdp2_copy_step: FSDP2's own copy kernels
-                root = max(0.0, dense + expert - layers_per_chunk * layer_params(model, par).total)
-                casts, bwd_casts = hsdp.fsdp2_copy_ops(par, dense + expert, root, layers_per_chunk)
-                f, b = _add(f, _task(compute=ops.ops_time_s(gpu, casts, dtype))), _add(b, _task(compute=ops.ops_time_s(gpu, bwd_casts, dtype)))
             if fw.host_kernel_s > 0:  # eager: the host issues every kernel; the slower of host and GPU sets the pace
                 ckpt = eager_ac.checkpointed_layers(par, layers_per_chunk) if plain_b_ops else layers_per_chunk
                 f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, ckpt,
