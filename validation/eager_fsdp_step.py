@@ -53,7 +53,7 @@ CLASS_KEYS = ("gemm", "attention", "memory", "copies", "optimizer")
 NOISE_SPREAD = 0.026   # calibration/h200x2-llm-eager-noise-2026-11-29: fsdp 3b 2048x3, four processes, 300.17..307.87 ms
 TARGET_PCT = 8.0
 CANDIDATE = "candidate"
-REMOVED_AT = "session 41 (branch candout)"   # where eager.bf16_step left the product (KEEP: README "## Result")
+REMOVED_AT = "c688aac5 (session 41, branch candout)"   # where eager.bf16_step left the product (KEEP: README "## Result")
 
 
 def register(path: Path) -> None:
