@@ -98,14 +98,14 @@ def test_the_max_accelerators_search_stops_once_its_read_budget_is_spent(monkeyp
     import dataclasses
 
     from simcluster.errors import SimclusterError
-    from simcluster.storage import loader, questions
+    from simcluster.storage import accelerator_search, questions
 
     s = questions.setup(str(ROOT / "scenarios" / "workloads" / "unet3d_h100.yaml"),
                         str(MODELS / "nvme" / "micron-9400-pro-7.68tb.yaml"), steps=2)
-    monkeypatch.setattr(loader, "MAX_SEARCH_IOS", 1)                  # spent by the first run
+    monkeypatch.setattr(accelerator_search, "MAX_SEARCH_IOS", 1)                  # spent by the first run
     every = dataclasses.replace(s.workload, au_threshold=0.0)        # every count meets it: the search would go on
     with pytest.raises(SimclusterError, match="the search simulated [0-9,]+ reads before trying 2 accelerators; at most 1 "):
-        loader.max_accelerators(every, s.nvme, 1, s.config)
+        accelerator_search.max_accelerators(every, s.nvme, 1, s.config)
 
 
 def test_an_llm_iteration_past_the_event_limit_is_refused_before_it_runs(tmp_path, capsys):

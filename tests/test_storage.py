@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 from simcluster.cli import main
-from simcluster.storage import dlio_workload, loader
+from simcluster.storage import accelerator_search, dlio_workload, loader
 from simcluster.storage.nvme import load_nvme
 from simcluster.storage.report import qd_stats, throughput_stats
 from simcluster.traces import dlio
@@ -222,8 +222,8 @@ def test_answer_does_not_depend_on_steps(capsys):
 def test_answer_at_800_steps_matches_the_default():
     nvme, _ = load_nvme(MICRON)
     w = _unet3d(24)
-    base, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
-    long, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=800, at_least=True))
+    base, _ = accelerator_search.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
+    long, _ = accelerator_search.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=800, at_least=True))
     assert long.steps >= 800 and long.accelerators == base.accelerators
     assert long.throughput_MiB_per_s == pytest.approx(base.throughput_MiB_per_s, rel=0.02)
 
@@ -348,7 +348,7 @@ def test_search_candidates_stop_once_decided():
     assert steady.decided_estimate(release, compute, lead, 1, 1, p, 90.0).au_percent == pytest.approx(60)
     assert steady.decided_estimate(release, compute, lead, 1, 1, p, 59.5) is None     # within 1 point: undecided
     nvme, _ = load_nvme(MICRON)
-    best, tried = loader.max_accelerators(_unet3d(24), nvme, 1, loader.LoaderConfig(io_size=16 << 20))
+    best, tried = accelerator_search.max_accelerators(_unet3d(24), nvme, 1, loader.LoaderConfig(io_size=16 << 20))
     assert best.estimate.settled and any(not r.estimate.settled for r in tried if r.accelerators != best.accelerators)
 
 
@@ -360,7 +360,7 @@ def test_a_search_beyond_the_simulation_bound_answers_at_least():
     import dataclasses
 
     w = dataclasses.replace(_unet3d(4), record_bytes=100.0, record_stdev_bytes=0.0)
-    best, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=4096)
+    best, _ = accelerator_search.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=4096)
     assert best.bound.startswith(f"at least {best.accelerators} accelerators") and "simulation bound" in best.bound
 
 
@@ -368,7 +368,7 @@ def test_a_search_that_meets_the_threshold_up_to_its_limit_answers_at_least_the_
     """Every doubling up to the limit passes: the answer is the limit as a lower bound, named, not a bisection past it
     (before: a traceback asking for more accelerators than the limit; the MLPerf Storage v0.5 BERT row, cold read C)."""
     nvme, _ = load_nvme(MICRON)
-    best, tried = loader.max_accelerators(_unet3d(4), nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=2)
+    best, tried = accelerator_search.max_accelerators(_unet3d(4), nvme, 1, loader.LoaderConfig(io_size=4 << 20), limit=2)
     assert best.accelerators == 2 and best.bound == "at least 2 accelerators: the search stops at its limit of 2"
     assert max(r.accelerators for r in tried) == 2
 
@@ -383,7 +383,7 @@ def test_the_search_answers_the_limit_itself_when_every_count_up_to_it_passes(mo
         return loader.RunResult(n, drives, 10, 100.0, 1.0, 1.0, 1.0, 0.0, estimate=types.SimpleNamespace(settled=True))
 
     monkeypatch.setattr(loader, "simulate", simulate)
-    best, _ = loader.max_accelerators(_unet3d(4), load_nvme(MICRON)[0], 1, loader.LoaderConfig(io_size=4 << 20), limit=limit)
+    best, _ = accelerator_search.max_accelerators(_unet3d(4), load_nvme(MICRON)[0], 1, loader.LoaderConfig(io_size=4 << 20), limit=limit)
     assert best.accelerators == limit == max(seen) and best.bound.endswith(f"its limit of {limit}")
 
 
@@ -393,8 +393,8 @@ def test_resnet50_answer_settles_and_does_not_depend_on_steps():
     second pass every candidate ran to the bound and the search ran out of reads; now the default and --steps 50 agree."""
     nvme, _ = load_nvme(MICRON)
     w = dlio_workload.load(WORKLOADS / "resnet50_h100.yaml")
-    base, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
-    short, _ = loader.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=50, at_least=True))
+    base, _ = accelerator_search.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20))
+    short, _ = accelerator_search.max_accelerators(w, nvme, 1, loader.LoaderConfig(io_size=4 << 20, steps=50, at_least=True))
     assert base.estimate.settled and base.accelerators == short.accelerators
     assert short.throughput_MiB_per_s == pytest.approx(base.throughput_MiB_per_s, rel=0.02)
 

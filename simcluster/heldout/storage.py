@@ -108,7 +108,7 @@ def count_check(accelerators_error: float, lower_bound: bool, not_a_maximum: boo
 
 def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
     """One submission predicted: throughput at its accelerator count; with `search`, also the max-accelerators answer."""
-    from simcluster.storage import loader
+    from simcluster.storage import accelerator_search, loader
     from simcluster.storage.nvme import load_nvme
 
     w = workload_of(row)
@@ -123,7 +123,7 @@ def predict(row: dict, seed: int = 0, search: bool = False) -> dict:
            "error_at_measured_count": at.throughput_MiB_per_s / m["throughput_MiB_per_s"] - 1, "limit": at.limit,
            "count_lower_bound": count_is_lower_bound(row, w.au_threshold)}
     if search:
-        best, _ = loader.max_accelerators(w, nvme, drives_of(row), config, seed=seed)
+        best, _ = accelerator_search.max_accelerators(w, nvme, drives_of(row), config, seed=seed)
         n, mib = (best.accelerators, best.throughput_MiB_per_s) if best else (0, 0.0)
         out |= {"accelerators_predicted": n, "accelerators_error": n / m["accelerators"] - 1, "MiB_per_s_predicted": mib,
                 "MiB_per_s_error": mib / m["throughput_MiB_per_s"] - 1,

@@ -20,7 +20,6 @@ plus the device log and each resource's use over the steady window (storage/use.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -39,7 +38,6 @@ MAX_DRIVES = 256
 MIN_IO_BYTES, MAX_IO_BYTES = 4096, 64 * 2**20     # one page to 64 MiB per read I/O
 MAX_IOS = 1_000_000                               # reads one simulation may issue (about 5-10 s on one core)
 EVENTS_PER_READ, EVENTS_PER_STEP = 1.1, 6         # kernel events per read I/O and per accelerator step (measured)
-MAX_SEARCH_IOS = 8 * MAX_IOS                      # reads one max-accelerators search may simulate over its runs
 
 
 class SimulationBound(SimclusterError):
@@ -355,46 +353,3 @@ def simulate(workload: DlioWorkload, nvme: NvmeParams, accelerators: int, drives
     samples = est.throughput_samples_per_s
     return RunResult(accelerators, drives, n, est.au_percent, samples, samples * workload.record_bytes / 2**20, wall,
                      stall, sim.events_processed, logs, compute.tolist(), proc, dlio_au, dlio_samples, est, use, limit_of(use, est.au_percent))
-
-
-def max_accelerators(workload: DlioWorkload, nvme: NvmeParams, drives: int = 1, config: LoaderConfig = LoaderConfig(),
-                     seed: int = 0, limit: int = 4096) -> tuple[RunResult | None, list[RunResult]]:
-    """The most accelerators whose AU meets the threshold (MLPerf Storage's headline): doubling, then bisection."""
-    threshold, tried, bound = workload.au_threshold * 100, {}, []   # bound: why a count past the simulation's bound was not tried
-    # candidates stop once their AU is decidedly above or below the threshold; the answer is then run until settled
-    search = dataclasses.replace(config, decide_au_percent=threshold) if config.steps is None or config.at_least else config
-    spent = [0]      # reads simulated so far: the search stops before a run once MAX_SEARCH_IOS are spent
-
-    def run(n: int) -> RunResult:
-        if n not in tried:
-            if spent[0] > MAX_SEARCH_IOS:
-                raise SimclusterError(f"the search simulated {spent[0]:,} reads before trying {n} accelerators; at most "
-                                      f"{MAX_SEARCH_IOS:,} over its runs", where=workload.path, hint="a larger --io-size or fewer --steps")
-            tried[n] = simulate(workload, nvme, n, drives, search, seed)
-            spent[0] += sum(len(log.nbytes) for log in tried[n].logs)
-        return tried[n]
-
-    def meets(n: int) -> bool | None:
-        """AU at n accelerators meets the threshold; None where n exceeds the simulation bound."""
-        try:
-            return run(n).au_percent >= threshold
-        except SimulationBound as exc:
-            bound.append(f"at least {lo} accelerators: {n} exceed the simulation bound ({exc.message})")
-            return None
-
-    if run(1).au_percent < threshold:
-        return None, list(tried.values())
-    lo, hi, ok = 1, 2, True
-    while hi <= limit and (ok := meets(hi)):
-        lo, hi = hi, min(hi * 2, limit + 1)   # neither the doubling nor the bisection tries more than the limit
-    while hi - lo > 1 and ok is not None:
-        mid = (lo + hi) // 2
-        ok = meets(mid)
-        lo, hi = (mid, hi) if ok else (lo, mid)
-    if lo == limit:   # the limit itself met the threshold: the answer is a lower bound
-        bound.append(f"at least {lo} accelerators: the search stops at its limit of {limit}")
-    best = run(lo)
-    if search is not config and not best.estimate.settled:
-        best = tried[lo] = simulate(workload, nvme, lo, drives, config, seed)
-    best.bound = bound[-1] if bound else ""
-    return best, [tried[k] for k in sorted(tried)]

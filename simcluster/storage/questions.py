@@ -128,10 +128,10 @@ def trust_line(out: dict) -> str:
 
 
 def max_accelerators(s: StorageSetup, drives: int, seed: int) -> dict:
-    from simcluster.storage import loader
+    from simcluster.storage import accelerator_search
 
     check_capacity(s, drives)
-    best, tried = loader.max_accelerators(s.workload, s.nvme, drives, s.config, seed=seed)
+    best, tried = accelerator_search.max_accelerators(s.workload, s.nvme, drives, s.config, seed=seed)
     above = [r for r in tried if r.accelerators == (best.accelerators + 1 if best else 1)]
     stop = above[0] if above else None
     return with_trust({"workload": s.workload.path, "model": s.workload.model, "nvme": s.nvme_name, "drives": drives,
