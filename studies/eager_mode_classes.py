@@ -128,7 +128,7 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     from simcluster.heldout import eager as heldout
     from simcluster.heldout import eager_regimes
     from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops, work
-    from simcluster.llm.memory import stage_params
+    from simcluster.llm.param_counts import stage_params
     from simcluster.llm.spec import BatchSpec
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
     from simcluster.runner.llm_step import PRESETS

@@ -14,7 +14,8 @@ from simcluster.errors import ScenarioError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, ops
 from simcluster.llm.framework import MEGATRON, TORCH_AMP
-from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu, stage_params
+from simcluster.llm.memory import GiB, layer_activation_bytes, memory_per_gpu
+from simcluster.llm.param_counts import stage_params
 from simcluster.llm.predict import model_flops_per_step, predict_llm
 from simcluster.llm.simulate import PipelineWork, StageWork, Task, schedule, simulate_iteration
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec, layer_split
@@ -292,7 +293,7 @@ def test_dense_gradients_reduce_over_dp_and_cp(h100, node):
     """CP ranks hold the same weights: the dense gradients' group is dp x cp (stride tp), as the memory model shards
     them; the dp group itself stays dp. The step's gradient buckets are priced on that group, and the optimizer update
     is sharded over dp x cp."""
-    from simcluster.llm.memory import stage_params
+    from simcluster.llm.param_counts import stage_params
     from simcluster.llm.work import build_work
 
     par = ParallelSpec(tp=2, cp=2, dp=2, zero=1)

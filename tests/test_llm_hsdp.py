@@ -15,7 +15,8 @@ from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, hsdp
 from simcluster.llm.framework import FMS_FSDP, FRAMEWORKS, MEGATRON, TORCHTITAN_FSDP2, check_framework
-from simcluster.llm.memory import GiB, layer_params, memory_per_gpu
+from simcluster.llm.memory import GiB, memory_per_gpu
+from simcluster.llm.param_counts import layer_params
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.reference.llm import spec_of

@@ -10,7 +10,7 @@ import pytest
 
 from simcluster.errors import ScenarioError
 from simcluster.llm import comm
-from simcluster.llm.memory import stage_layers
+from simcluster.llm.param_counts import stage_layers
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.llm.spec_check import check
 
@@ -249,7 +249,8 @@ def test_sliding_window_ops_and_flops_by_hand():
 def test_every_stage_is_checked_for_memory_and_mtp_sits_on_the_last():
     """With a layout whose end stages are light (DeepSeek-V3 on pp 16: 3, 4 x 14, 2), a middle stage is the fullest and
     is the one reported; the last stage holds the MTP module's layer and an embedding copy."""
-    from simcluster.llm.memory import memory_per_gpu, stage_params
+    from simcluster.llm.memory import memory_per_gpu
+    from simcluster.llm.param_counts import stage_params
 
     layout = (3,) + (4,) * 14 + (2,)
     par = ParallelSpec(tp=2, pp=16, dp=32, ep=64, expert_tp=1, sequence_parallel=True, zero=1, recompute="selective",

@@ -35,7 +35,7 @@ import numpy as np
 
 from simcluster.llm import comm, compiled, eager_ac, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
-from simcluster.llm.memory import chunk_dense_layers, layer_params, stage_params
+from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
