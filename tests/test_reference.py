@@ -63,6 +63,9 @@ SESSION40_SET = {"oci-gb200-x2-mnnvl-oke": 10,   # session 40: recorded at d4e58
                  "aws-p5-x2-eks-awsome2023": 6}   # recorded at e9dd3626, predicted once (NCCL 2.18.5; an outlier by the 1.5x flag)
 SESSION40_NOT_PREDICTED = ("oci-gb200v3-x32-2racks-oke",   # session 40: NICs of the run not stated
                            "h100-ib-x8-sharp-collnetchain-coreweave")   # CollNetChain forced over IB SHARP
+SESSION41_SET = {"aws-p5-x2-eks-keitaw2024": 9,   # session 41: recorded at 491a9dd1, predicted once (2 x p5, NCCL 2.22.3)
+                 "b200-ib-x64-together-scaling": 18}   # recorded at 491a9dd1 (one-node cells to notes at 3bffbf7b), predicted once
+SESSION41_NOT_PREDICTED = ("aws-gb300-x2-mnnvl-aicr1256",)   # session 41: no GB300 card; two validator figures at 16 GiB
 SESSION19_NOT_PREDICTED = ("oci-h200-x2-argonne", "oci-a100-b48-x2-oke", "nebius-h200-x2-runai-unverified", "h100-x128-nccltests322")
 
 
@@ -92,13 +95,15 @@ def test_published_multi_node_validation_does_not_regress():
                 "azure-gb200-x1-aibenchguide": 0.053,   # session 35: predicted once after 56399a4
                 "oci-gb200-x2-mnnvl-oke": 0.158,   # session 40: predicted once at a99169ad (model of f876b766)
                 "crusoe-a100-ib-x2-dstack": 0.020, "nebius-h100-ib-x2-dstack-unverified": 0.013,   # session 40: at bb033cee
-                "aws-p5-x2-eks-awsome2023": 0.789}   # session 40: predicted once after e9dd3626 (2023 software, +40..+153% below 2 GiB)
+                "aws-p5-x2-eks-awsome2023": 0.789,   # session 40: predicted once after e9dd3626 (2023 software, +40..+153% below 2 GiB)
+                "aws-p5-x2-eks-keitaw2024": 0.074,   # session 41: predicted once after 491a9dd1 (NCCL 2.22.3; +20% at 64 MiB)
+                "b200-ib-x64-together-scaling": 0.327}   # session 41: Ring forced within 3% at 2-64 nodes, Tree forced +89..+97%
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
                                                                    | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET)
                                                                    | set(SESSION31_SET) | set(SESSION31_RACKS_SET) | set(SESSION34_SET)
-                                                                   | set(SESSION35_SET) | set(SESSION40_SET))
+                                                                   | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET))
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -112,7 +117,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     compared, each marked held out, and their scenarios build."""
     v = validate_published_nccl()
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
-                         | SESSION40_SET).items():
+                         | SESSION40_SET | SESSION41_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         development = SESSION31_RACKS_DEVELOPMENT.get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
@@ -188,7 +193,7 @@ def test_the_session19_set_parses_and_every_row_is_compared_as_held_out():
     for system, rows in ALLTOALL_SET.items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         assert len(compared) == rows and all(not r.held_out and r.detail == "alltoall/Simple" for r in compared), system
-    for system in SESSION19_NOT_PREDICTED + SESSION40_NOT_PREDICTED:
+    for system in SESSION19_NOT_PREDICTED + SESSION40_NOT_PREDICTED + SESSION41_NOT_PREDICTED:
         ref = read_published(PUBLISHED / f"nccl-{system}.yaml", "published-nccl-run")
         assert ref.file("scenario") is None and ref.usage["not_predicted"] and ref.usage["held_out"] is True, system
         assert summary[system]["rows"] == 0 and "not predicted" in summary[system]["why"], system
