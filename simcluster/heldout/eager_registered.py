@@ -127,11 +127,12 @@ def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], m
 def registered_hosts(bundle: Path) -> tuple[str, ...]:
     """The host-run folders a set's registered steps were fitted on: its registered.json's `host` (sac, ac6, eager7,
     eager8, ophost2), the compile set's own call's host/ runs (its rule's fit), else FLAG_HOSTS (compile2, lease3,
-    compile4 and eager5 register those folders' fits as `hosts`)."""
+    compile4 and eager5 register those folders' fits as `hosts`; and a compile set copied without its host/ runs, whose
+    compile fit FLAG_HOSTS holds)."""
     import json
 
-    if (bundle / REGISTERED_READ).is_file():
-        return (str((bundle / "host").relative_to(ROOT)),)
+    if (bundle / REGISTERED_READ).is_file() and (bundle / "host").is_dir():
+        return (str(bundle / "host"),)   # absolute: ROOT / it is itself
     try:
         named = json.loads((bundle / "registered.json").read_text()).get("host")
     except (OSError, ValueError, AttributeError):

@@ -58,7 +58,7 @@ class Moves:
         if not self.earlier_model:
             return ""
         lo, hi = (x * 100 for x in self.move_range)
-        at = ", ".join(f"{c} ({n} rows)" for c, n in self.commits)
+        at = ", ".join(f"{c} ({n} row{'s' * (n != 1)})" for c, n in self.commits)
         return (f"band measured on an earlier model: today's model moved beyond +-{MOVE_THRESHOLD:.0%} on {self.moved} of "
                 f"its {self.registered} registered rows since (its step {lo:+.1f}..{hi:+.1f}% of the registered one, median "
                 f"{self.median_move * 100:+.1f}%; registered at {at}): read on today's step the band is off by about as much")

@@ -59,8 +59,9 @@ def accuracy_page(table: Table) -> str:
     lines += ["", f"Registered rows moved: of the regime's rows judged against a prediction registered before they ran, how "
               f"many today's model now prices beyond +-{MOVE_THRESHOLD:.0%} of the registered step, and the median of today's / "
               "registered - 1 (trust/moved.py); **earlier model** where more than half of the regime's rows have moved: its "
-              "answers say the band was measured on an earlier model. '-': no registered row (every row predicted by "
-              "today's model).", "", "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
+              "answers say the band was measured on an earlier model (an unvalidated regime's answers read the family's "
+              "pooled rows instead). '-': no registered row (every row predicted by today's model).", "",
+              "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
               "the NIC card does not name) are answered as `unvalidated` with the family's pooled band, or `never checked`",
               "where the family has none.", ""]
     return "\n".join(lines)
