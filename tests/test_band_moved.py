@@ -91,10 +91,19 @@ def test_the_moe_lab_reader_prices_today_as_the_studys_comparison_does():
     assert moe_lab.todays_step_s(doc, doc["world_size"]) == pytest.approx(compare.predicted_s(m, doc["world_size"], "H200")[0], rel=1e-12)
 
 
-def test_a_registered_set_read_with_todays_model_unchanged_moves_by_nothing():
-    """The cudnnstep set registered its `today` with the product it ships (nothing in its path changed since): today's
-    step beside it is the registered one, so the move reads the model, not the reader."""
+def test_a_registered_step_sets_today_is_its_registration_scripts_prediction_today():
+    """One path: the cudnnstep set's today's step beside each registered row (heldout/eager_regimes.todays_step_s) is what
+    its registration script (validation/eager_cudnn_steps.predict, which wrote `today` at bf03707e) predicts now, so the
+    move reads the model, not a second pricing."""
     from simcluster.heldout import eager_cudnnstep
 
-    rows = eager_cudnnstep.held_out_rows()
-    assert rows and all(r["today_s"] == pytest.approx(r["predicted_s"], rel=5e-4) for r in rows)
+    script = load_script("validation/eager_cudnn_steps.py")
+    rows = {r["label"]: r["today_s"] for r in eager_cudnnstep.held_out_rows()}
+    matched = 0
+    for row in script.ROWS:
+        _, mode, preset, seq, _ = row
+        label = f"{preset} {mode} seq {seq} mb 1"
+        if label in rows:
+            matched += 1
+            assert rows[label] == pytest.approx(script.predict(row)["step_ms"] / 1e3, rel=1e-9), label
+    assert rows and matched == len(rows)
