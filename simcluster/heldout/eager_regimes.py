@@ -191,6 +191,8 @@ def _todays(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int |
     return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq, base_host=base_host)
 
 
+@eager.reads_torch_framework
+@cache
 def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int,
                        base_host: Path = MODE_HOST) -> float | None:
     return _todays(preset, mb, mode, gpu_label, microbatches, seq, base_host)["host_share"]
