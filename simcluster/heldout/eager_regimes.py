@@ -93,7 +93,7 @@ def step_set_rows(bundle: Path, shipped: str, measure) -> list[dict]:
         out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
                     "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                     "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
-                    "host_bound": flag, "host_flag": "registered"})
+                    "host_bound": flag, "host_flag": "registered", "today_s": todays_step_s(reg)})   # product host fits
     return out
 
 
@@ -186,9 +186,25 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
 
 @eager.reads_torch_framework
 @cache
+def _todays(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int | None, seq: int,
+            base_host: Path = MODE_HOST) -> dict:
+    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq, base_host=base_host)
+
+
+@eager.reads_torch_framework
+@cache
 def _todays_host_share(preset: str, mb: int, mode: str, gpu_label: str, microbatches: int, seq: int,
                        base_host: Path = MODE_HOST) -> float | None:
-    return regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq, base_host=base_host)["host_share"]
+    return _todays(preset, mb, mode, gpu_label, microbatches, seq, base_host)["host_share"]
+
+
+def todays_step_s(reg: dict, gpu_label: str = "h200", base_host: Path = MODE_HOST) -> float:
+    """Today's model's step (s) of a registered row (preset, micro_batch, mode, seq, microbatches where a pipeline sets
+    them) with the host fits its registration's held-out step was predicted with (`base_host`): only beside the
+    registered step (trust/moved.py); the row's residual stays against the registration."""
+    m = reg.get("microbatches")
+    return _todays(reg["preset"], reg["micro_batch"], reg["mode"], gpu_label, m if m and m > 1 else None, reg["seq"],
+                   base_host)["step_ms"] / 1e3
 
 
 def registered_host(registration: dict, path: Path) -> Path:
@@ -286,7 +302,8 @@ def registered_rows(bundle: Path) -> list[dict]:
             out.append({"bundle": bundle.name, "label": f"{preset} {mode} seq {shape['seq']} mb {shape['micro_batch']}",
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
-                        "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag})
+                        "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag,
+                        "today_s": todays_step_s(reg, gpu, base_host)})   # beside the registered step (trust/moved.py)
     return out
 
 

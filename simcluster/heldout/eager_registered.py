@@ -115,11 +115,41 @@ def _timed_shape(doc: dict | None, failure: str) -> tuple[dict | None, str]:
 
 def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], measured: float, predicted: float,
          shape: tuple[str, int | None, int, int]) -> dict:
-    """A row; `shape` (preset, layers or None, seq, micro-batch) gives its host-bound flag (host_share: today's model)."""
+    """A row; `shape` (preset, layers or None, seq, micro-batch) gives its host-bound flag (host_share: today's model)
+    and, beside the registered step, today's (todays_step_s, with the host runs the registration was fitted on)."""
     share = host_share(*shape, framework == "torch-compile", recompute)
     return {"bundle": bundle.name, "label": label, "gpus": 1, "tp": 1, "pp": 1, "zero": 0, "transport": "1 GPU",
             "framework": framework, "recompute": recompute[0], "recompute_every": recompute[1], "measured_s": measured,
-            "predicted_s": predicted, "host_share": share, "host_bound": is_host_bound(share), "host_flag": "today's model"}
+            "predicted_s": predicted, "host_share": share, "host_bound": is_host_bound(share), "host_flag": "today's model",
+            "today_s": todays_step_s(*shape, framework == "torch-compile", recompute, registered_hosts(bundle))}
+
+
+def registered_hosts(bundle: Path) -> tuple[str, ...]:
+    """The host-run folders a set's registered steps were fitted on: its registered.json's `host` (sac, ac6, eager7,
+    eager8, ophost2), the compile set's own call's host/ runs (its rule's fit), else FLAG_HOSTS (compile2, lease3,
+    compile4 and eager5 register those folders' fits as `hosts`; and a compile set copied without its host/ runs, whose
+    compile fit FLAG_HOSTS holds)."""
+    import json
+
+    if (bundle / REGISTERED_READ).is_file() and (bundle / "host").is_dir():
+        return (str(bundle / "host"),)   # absolute: ROOT / it is itself
+    try:
+        named = json.loads((bundle / "registered.json").read_text()).get("host")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    return (named,) if isinstance(named, str) else FLAG_HOSTS
+
+
+@eager.reads_torch_framework
+@cache
+def todays_step_s(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int],
+                  folders: tuple[str, ...]) -> float:
+    """Today's model's step (s) of a one-GPU run with the host runs in `folders` refitted (eager.fit_modes; a later
+    folder's modes over an earlier's): only beside the registered step (trust/moved.py)."""
+    hosts = {}
+    for f in folders:
+        hosts |= eager.fit_modes(ROOT / f)
+    return _predict(preset, layers, seq, mb, compiled, recompute, hosts).step_time_s
 
 
 # The one-GPU host fits the flag is read with: compile2's, lease3's, compile4's and eager5's registered `hosts` (single,
@@ -144,6 +174,12 @@ def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: boo
     """The share of the step that moves with the host's speed (llm/host_bound.py) as today's model predicts this
     one-GPU run with FLAG_HOSTS' fits: the regime's host-bound flag only. No registered file records the share of
     its own prediction, so the flag is today's model's; the row's residual stays against the registered step."""
+    hosts, _ = _flag_hosts()
+    return _predict(preset, layers, seq, mb, compiled, recompute, hosts).host_share
+
+
+def _predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int], hosts: dict):
+    """Today's model's LlmResult of a one-GPU run on FLAG_CARD with the host fits `hosts`."""
     from simcluster.heldout.eager import model_of
     from simcluster.llm import eager
     from simcluster.llm.comm import Network
@@ -151,11 +187,11 @@ def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: boo
     from simcluster.llm.spec import BatchSpec, ParallelSpec
     from simcluster.runner.llm_step import PRESETS
 
-    hosts, gpu = _flag_hosts()
+    _, gpu = _flag_hosts()
     par = ParallelSpec(recompute=recompute[0], recompute_every=recompute[1])
     fw = eager.torch_framework(par, hosts, compiled=compiled)
     model = model_of({"model": PRESETS[preset] | ({"layers": layers} if layers else {})}, seq)
-    return predict_llm(model, par, BatchSpec(mb, mb), gpu, Network(None, 1), 1, trace=False, framework=fw).host_share
+    return predict_llm(model, par, BatchSpec(mb, mb), gpu, Network(None, 1), 1, trace=False, framework=fw)
 
 
 def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]:

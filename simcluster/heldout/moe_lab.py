@@ -125,8 +125,34 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
         par = doc.get("parallel") or {}
         rows.append({"source": folder.name, "run": m["name"], "arm": m["arm"] or "", "lease": lease, "gpus": int(doc["world_size"]),
                      "tp": int(par.get("tp", 1)), "pp": int(par.get("pp", 1)), "ep": int(par.get("ep", 1)),
-                     "predicted_s": reg["predicted_s"], "measured_s": float(step)})
+                     "predicted_s": reg["predicted_s"], "measured_s": float(step),
+                     "today_s": todays_step_s(doc, int(doc["world_size"]))})   # beside the registered step (trust/moved.py)
     return rows, skipped
+
+
+def todays_step_s(doc: dict, ranks: int) -> float:
+    """Today's model's step of a run document's configuration: one micro-batch's forward + backward on the stage, as
+    studies/megatron_moe/compare.py prices it and register.py registered it (framework megatron-local-spec, the run's
+    GPU card, the NVLink card of its rank count); tests/test_band_moved.py checks the two agree. Only beside the
+    registered step: the row's residual stays against the registration."""
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.comm import Network
+    from simcluster.llm.framework import MEGATRON_LOCAL
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+    from simcluster.llm.work import build_work
+
+    m, ep = doc["model"], int((doc.get("parallel") or {}).get("ep", 1))
+    spec = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
+                           vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
+                           attn_head_dim=m["head_dim"], qk_norm=True)
+    card = "h100" if "H100" in str(doc.get("device", "")) else "h200"
+    gpu, _ = load_gpu(ROOT / f"models/gpu/{card}-sxm-interleaved.yaml")
+    nvlink = ROOT / f"models/collective/h200x{4 if ranks == 4 else 2}-primitives.yaml"   # one GPU: no collective priced
+    work = build_work(spec, ParallelSpec(dp=ranks, ep=ep), BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16"), gpu,
+                      Network(load_collective(nvlink)[0], ranks), fw=MEGATRON_LOCAL)
+    stage = work.stages[0]
+    return stage.forward[0].duration_s + stage.backward[0].duration_s
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:

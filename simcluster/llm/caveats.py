@@ -88,19 +88,8 @@ FSDP2_CKPT_MEMORY = ("{framework} memory under FSDP2 with activation checkpointi
                      "without checkpointing only (held out: -0.5 / -0.8% on calibration/h200x2-eager-fsdpmem-2026-11-29); "
                      "under checkpointing it halves the saved block inputs (full) or takes 13% off the op policy's "
                      "activations, and no such run is in calibration/: the peak is unchecked (docs/models/llm.md)")
-# Megatron-Core's local spec (trust/regime: family `llm local spec`): its error band's rows are measured / registered steps
-# of the lab sets (heldout/moe_lab.REGISTERED), each registered with the model of its day; the model has moved since
-# (session 40 moekern and moekern2 priced the local spec's kernels one by one), so the band is not this model's error.
-# Figures: python studies/megatron_moe/compare.py calibration/SET (today's step beside the registered one, per row).
-LOCAL_SPEC_BAND = ("{framework}: the `llm local spec` error band's rows are residuals of earlier models' registered "
-                   "predictions, not of this one: moe2 (4 x H200, registered with the model at ee088759), moe4 (1 x H200, "
-                   "6bacb939) and moe3 (2 x H200, c2517b5d), and moe5 (2 x H200, 294ddf0f, session 40 moekern's model, "
-                   "the first with the softmax, SwiGLU and loss priced kernel by kernel), whose registered check ran every "
-                   "step slower than registered (-13.7..-18.1%, mean -15.4%). This model prices more of the local spec's "
-                   "kernels since (rotary, QK-norm, GQA expansion, the attention-output copy: moekern2): its steps on "
-                   "those rows are 1-25% above the registered ones, and it reads moe5 at -11.0% mean (development: seen "
-                   "after the run). Applied to this step the band is shifted slow by up to as much; no set is registered "
-                   "with this model yet (docs/models/trust.md, llm.md)")
+# Megatron-Core's local spec: that its band's rows judge earlier models is said by the trust line itself, from the
+# shipped table (trust/moved.py, session 41): no caveat here.
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
@@ -140,8 +129,6 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(COMPILED_STEP)
     if framework.torch_cp and par.cp > 1:
         out.append(TORCH_CP)
-    if framework_family(framework.name) == "Megatron local spec":
-        out.append(LOCAL_SPEC_BAND.format(framework=framework.name))
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simcluster.trust.moved import Moves
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
@@ -37,6 +38,7 @@ class Trust:
     own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
     gpus: tuple[tuple[str, int], ...] = ()   # rows per GPU model the band's rows ran on ('': rows naming none)
+    moves: Moves | None = None            # today's model's move on the band's registered rows (trust/moved.py)
 
     @property
     def caveat(self) -> str:
@@ -92,9 +94,15 @@ class Trust:
             out["gpus_of_rows"] = {g or "not named": n for g, n in self.gpus}
         if self.gpu_in_band is not None:
             out["gpu"], out["gpu_in_band"] = self.regime.gpu, self.gpu_in_band
+        if self.moves is not None and self.moves.registered:
+            out["model_moved"] = self.moves.to_json()
         if self.caveat:
             out["caveat"] = self.caveat
         return out
+
+    def moved_text(self) -> str:
+        """Where most of the band's rows are registered rows today's model has moved on: says so (Moves.text)."""
+        return self.moves.text() if self.moves is not None else ""
 
     def own_text(self) -> str:
         """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""
@@ -105,8 +113,9 @@ class Trust:
                 f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
-        """status_text and, where the regime has one, its caveat."""
-        return self.status_text() + (f"; caveat: {self.caveat}" if self.caveat else "")
+        """status_text, where the band is an earlier model's its moved_text, and where the regime has one its caveat."""
+        moved = self.moved_text()
+        return self.status_text() + (f"; {moved}" if moved else "") + (f"; caveat: {self.caveat}" if self.caveat else "")
 
     def status_text(self) -> str:
         """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
@@ -147,7 +156,7 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
         if regime.axis and regime.scale is not None and not (low <= regime.scale <= high):
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
-                      (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()))
+                      (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves)
         # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
         return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
     pooled = table.family_rows(regime.family)
@@ -158,7 +167,8 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     family_band = table.pooled_bounds(regime.family)
     band = pooled_band(family_band, own_range)
     return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
-                 own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()))
+                 own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()),
+                 moves=table.family_moves(regime.family))
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:

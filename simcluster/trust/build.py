@@ -14,6 +14,7 @@ family's pooled band widened to the regime's remaining own rows; the row counts 
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,8 +117,23 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
         out.append(Residual(regime.family, regime.key, source, label, regime.scale, r["measured_s"] / r["predicted_s"],
-                            bundle_gpu(r["bundle"])))
+                            bundle_gpu(r["bundle"]), *registered_move(r, source)))   # the registration's folder
     return out
+
+
+@functools.cache
+def _registering_commit(folder: str) -> str:
+    from simcluster.trust.moved import registering_commit
+
+    return registering_commit(CALIBRATION / folder)
+
+
+def registered_move(row: dict, folder: str) -> tuple[float | None, str]:
+    """(today's prediction / the registered one, the registering commit) of a registered lab row that carries today's
+    beside it (`today_s`, heldout/); (None, '') for a row predicted by today's model (trust/moved.py)."""
+    if row.get("today_s") is None:
+        return None, ""
+    return row["today_s"] / row["predicted_s"], _registering_commit(folder)
 
 
 def eager_held_out_rows() -> list[dict]:
@@ -139,7 +155,7 @@ def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
         regime = llm_regime("megatron-local-spec", r["tp"], r["pp"], 1, 1, True, "bf16", r["gpus"])   # device.py: bf16
         out.append(Residual(regime.family, regime.key, r["source"], f"{r['run']}{' arm ' + r['arm'] if r['arm'] else ''} "
                             f"x{r['gpus']} ep {r['ep']}{' ' + r['lease'] if r.get('lease') else ''}", regime.scale,
-                            r["measured_s"] / r["predicted_s"], bundle_gpu(r["source"])))
+                            r["measured_s"] / r["predicted_s"], bundle_gpu(r["source"]), *registered_move(r, r["source"])))
     return out
 
 
@@ -247,5 +263,6 @@ def regime_summary(table: Table) -> list[dict]:
         out.append({"regime": key, "family": g.family, "rows": len(g.rows), "sources": len(g.sources),
                     "gpus": [int(g.scale_range[0]), int(g.scale_range[1])], "gpu_rows": g.gpus, "enough": g.enough,
                     "band_pct": [round((lo - 1) * 100, 1), round((hi - 1) * 100, 1)],
-                    "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r.rho - 1) for r in g.rows), 1)})
+                    "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r.rho - 1) for r in g.rows), 1),
+                    "model_moves": g.moves.to_json() if g.moves.registered else None})
     return out

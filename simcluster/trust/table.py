@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.trust.moved import Moves, moves_of
 from simcluster.trust.regime import gpu_model
 
 TABLE = Path(__file__).with_name("error_bands.json")
@@ -40,10 +41,14 @@ class Residual:
     scale: float
     rho: float             # measured / predicted, as a time
     gpu: str = ""          # the GPU model the row ran on (trust/regime.gpu_model: 'H200'); '' where the row names none
+    moved: float | None = None   # a registered row: today's prediction / the registered one (trust/moved.py); None: today's
+    registered_at: str = ""      # a registered row: the commit its prediction was registered at
 
     def to_json(self) -> dict:
         return {"family": self.family, "regime": self.regime, "source": self.source, "row": self.row,
-                "scale": self.scale, "rho": round(self.rho, 6), **({"gpu": self.gpu} if self.gpu else {})}
+                "scale": self.scale, "rho": round(self.rho, 6), **({"gpu": self.gpu} if self.gpu else {}),
+                **({"today_over_registered": round(self.moved, 6), "registered_at": self.registered_at}
+                   if self.moved is not None else {})}
 
 
 def gpu_counts(rows) -> dict[str, int]:
@@ -92,6 +97,11 @@ class RegimeRows:
     def bounds(self) -> tuple[float, float]:
         return conformal_bounds([r.rho for r in self.rows])
 
+    @functools.cached_property
+    def moves(self) -> Moves:
+        """Today's model's move on the regime's registered rows (trust/moved.py)."""
+        return moves_of(self.rows)
+
 
 class Table:
     """The residuals of every regime, read from error_bands.json (or built from validation results)."""
@@ -117,17 +127,25 @@ class Table:
         rows = self.family_rows(family)
         return conformal_bounds([r.rho for r in rows]) if rows else None
 
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (as pooled_bounds)
+    def family_moves(self, family: str) -> Moves:
+        """Today's model's move on the family's registered rows: the pooled band's (trust/moved.py)."""
+        return moves_of(self.family_rows(family))
+
     def to_json(self) -> dict:
         return {"what": "held-out residuals per regime (simcluster/trust/table.py); rho = measured / predicted as a time",
                 "regenerate": "simcluster validate --error-bands", "built_from": self.built_from,
                 "gpus_by_regime": {k: g.gpus for k, g in self.regimes.items()},   # derived from the rows (read back: ignored)
+                # derived likewise: per regime with registered rows, today's model's move on them (trust/moved.py)
+                "model_moves_by_regime": {k: g.moves.to_json() for k, g in self.regimes.items() if g.moves.registered},
                 "rows": [r.to_json() for r in self.residuals]}
 
     @classmethod
     def from_json(cls, doc: dict, where: str) -> Table:
         try:
             rows = [Residual(str(r["family"]), str(r["regime"]), str(r["source"]), str(r["row"]), float(r["scale"]),
-                             float(r["rho"]), _gpu(r.get("gpu"), i)) for i, r in enumerate(doc["rows"])]
+                             float(r["rho"]), _gpu(r.get("gpu"), i), _moved(r.get("today_over_registered"), i),
+                             str(r.get("registered_at") or "")) for i, r in enumerate(doc["rows"])]
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"not an error-band table ({type(exc).__name__}: {exc})", where=where) from None
         if any(not (math.isfinite(r.rho) and r.rho > 0 and math.isfinite(r.scale)) for r in rows):
@@ -144,6 +162,16 @@ def _gpu(value, i: int) -> str:
     if not model:
         raise ValueError(f"rows[{i}].gpu: {value!r} names no GPU model (A100, H100, H200, B200, GB200, ...)")
     return model
+
+
+def _moved(value, i: int) -> float | None:
+    """A row's `today_over_registered`: absent or null, None (today's model predicted the row); else a positive finite
+    number (ValueError otherwise, reported as the table's one-line error)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"rows[{i}].today_over_registered: {value!r} is not a positive number")
+    return float(value)
 
 
 @functools.lru_cache(maxsize=4)
