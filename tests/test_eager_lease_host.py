@@ -105,8 +105,11 @@ def test_registration_holds_the_gpu_path_kernels_and_the_conditional_grid(regist
             assert not script or f"{row[0]}-r{k} " in script
 
 
-def test_the_rule_holds_on_a_host_bound_row_at_the_lease_fit(tmp_path, registered):
+def test_the_rule_holds_on_a_host_bound_row_at_the_lease_fit(tmp_path, registered, capsys):
     out = check.read_out(_bundle(tmp_path, registered))
+    check.show(out)
+    printed = capsys.readouterr().out
+    assert "HOST-BOUND HOLDS" in printed and "lease host fit: fsdp" in printed and check.HOST_ROW in printed
     v = out["verdict"]
     assert v["host_bound"].startswith("HOST-BOUND HOLDS") and v["controls"] == "CONTROLS HOLD"
     assert "the lease fit is what mattered" in v["lease_vs_shipped"]

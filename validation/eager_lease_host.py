@@ -49,6 +49,7 @@ ROWS = (
 HOST_ROW = "fsdp-0.5b-5120x2"
 HOST_TOL, CONTROL_TOL, GAP_MS = 0.05, 0.03, 5.0
 GRID_US = (45.0, 60.0, 75.0, 90.0, 105.0)   # host seconds per kernel (us) of the row's mode, for the registered grid
+HEADER = "# Predictions registered before the runs (issue 44, session 41, leasehost); never edited after them.\n"
 MOVED_MS = 0.05                              # a recomputed registered number further than this: the model moved
 
 
@@ -82,6 +83,20 @@ def predict(row: tuple, own_host: Path | None = None) -> dict:
             "host_issue_ms": round(issue_ms, 2), "simple_max_ms": round(max(gpu, issue_ms), 2), "grid_step_ms": grid, "host": how}
 
 
+def rules() -> dict:
+    """The registered rule's text (registered.yaml `rules`; the module docstring)."""
+    return {"prediction": "regime_predict(preset, micro_batch, mode, 'h200', seq, own_host=runs/): the model's own "
+                          "combination with the lease's fit (conditional on the fit measured in the same call)",
+            "HOST-BOUND": f"{HOST_ROW}: |mean of process medians / prediction - 1| <= max(process spread, {HOST_TOL}) and "
+                          f"median over processes of (median over timed steps of step - slowest rank's host issue) "
+                          f"<= {GAP_MS} ms -> HOLDS; else FAILS naming the part",
+            "CONTROLS": f"every other row: |mean of process medians / prediction - 1| <= {CONTROL_TOL} -> HOLD; else FAIL",
+            "reported": "the shipped fit's prediction and error; the simple max(GPU path, kernels x c + a); the lease "
+                        "fit's c and a; each row's slowest-rank issue against kernels x c + a",
+            "moved": f"a recomputed gpu_path_ms / shipped step / grid step further than {MOVED_MS} ms from the "
+                     "registered one: the read is refused (read at registered_at_commit)"}
+
+
 def register(path: Path) -> None:
     from simcluster.runner.llm_step import PRESETS
 
@@ -101,20 +116,9 @@ def register(path: Path) -> None:
                            "shipped_host": "calibration/h200x2-llm-host-2026-11-23",
                            "lease_host": "runs/ of this bundle (fsdp-L2/8/32, ddp-L2/32: eager.fit_modes)",
                            "grid": f"the row's mode's host seconds per kernel at {list(GRID_US)} us, host_step_s the shipped fit's"},
-           "rules": {"prediction": "regime_predict(preset, micro_batch, mode, 'h200', seq, own_host=runs/): the model's own "
-                                   "combination with the lease's fit (conditional on the fit measured in the same call)",
-                     "HOST-BOUND": f"{HOST_ROW}: |mean of process medians / prediction - 1| <= max(process spread, {HOST_TOL}) and "
-                                   f"median over processes of (median over timed steps of step - slowest rank's host issue) "
-                                   f"<= {GAP_MS} ms -> HOLDS; else FAILS naming the part",
-                     "CONTROLS": f"every other row: |mean of process medians / prediction - 1| <= {CONTROL_TOL} -> HOLD; else FAIL",
-                     "reported": "the shipped fit's prediction and error; the simple max(GPU path, kernels x c + a); the lease "
-                                 "fit's c and a; each row's slowest-rank issue against kernels x c + a",
-                     "moved": f"a recomputed gpu_path_ms / shipped step / grid step further than {MOVED_MS} ms from the "
-                              "registered one: the read is refused (read at registered_at_commit)"},
-           "rows": rows}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 41); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False))
-    print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
+           "rules": rules(), "rows": rows}
+    write_registration(path, HEADER + yaml.safe_dump(doc, sort_keys=False))
+    print(f"registered {', '.join(r['name'] for r in rows)} in {path} (model at {commit[:10]})")
 
 
 def process(path: Path) -> dict:
