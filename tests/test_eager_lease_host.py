@@ -99,10 +99,19 @@ def test_registration_holds_the_gpu_path_kernels_and_the_conditional_grid(regist
     assert h["gpu_path_ms"] < h["shipped"]["step_ms"] and h["kernels"] > 1000
     grid = [h["grid_step_ms"][f"{c:g}"] for c in check.GRID_US]
     assert grid == sorted(grid) and grid[-1] > h["gpu_path_ms"] * 1.5   # the row crosses into the host within the grid
-    script = (check.BUNDLE / "device_run.sh").read_text() if (check.BUNDLE / "device_run.sh").is_file() else ""
+
+
+def test_the_device_script_runs_the_shipped_fits_decoder_first_then_every_registered_process():
+    script = (check.BUNDLE / "device_run.sh").read_text()
+    arch = "--hidden 128 --ffn 352 --heads 4 --kv-heads 2 --vocab 512 --tied no --shapes 128:1,512:1 --warmup 5 --steps 20"
+    assert arch in (SHIPPED / "device_run.sh").read_text() and arch in script   # the lease's fit: the shipped fit's runs
+    assert "for layers in 2 8 32; do guarded fsdp-L$layers" in script and "for layers in 2 32; do guarded ddp-L$layers" in script
+    first_row = min(script.index(f"{row[0]}-r1 ") for row in check.ROWS)
+    assert script.index("fsdp-L$layers") < first_row and script.index("ddp-L$layers") < first_row
     for row in check.ROWS:
-        for k in range(1, row[5] + 1):
-            assert not script or f"{row[0]}-r{k} " in script
+        name, mode, preset, seq, mb, procs = row
+        lines = [x for x in script.splitlines() if f"guarded {name}-r" in x]
+        assert len(lines) == procs and all(x.endswith(f"--preset {preset} --shapes {seq}:{mb} --mode {mode}") for x in lines)
 
 
 def test_the_rule_holds_on_a_host_bound_row_at_the_lease_fit(tmp_path, registered, capsys):
