@@ -133,15 +133,18 @@ def host_fits(mode: str, own_host: Path | None = None, base_host: Path = MODE_HO
     return fits | own   # a 1-D layout: each mode's own fit from the lease's host runs (the product's framework.host)
 
 
-def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, base_host: Path = MODE_HOST):
+def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, base_host: Path = MODE_HOST,
+                     fits: dict | None = None):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
-    (host_fits; H100: the single mode's)."""
+    (host_fits, or `fits` where given; H100: the single mode's)."""
     from simcluster.llm import eager
 
     if gpu_label not in ("h200", "h100"):   # any other label used to price an H100 silently
         from simcluster.errors import SimclusterError
         raise SimclusterError(f"eager regimes: gpu label {gpu_label!r}: expected 'h200' or 'h100'")
     par, _, _ = layout_of(mode)
+    if gpu_label == "h200" and fits is not None:
+        return eager.torch_framework(par, fits), "host: the caller's fits"
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
@@ -153,10 +156,11 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
-                   microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST) -> dict:
+                   microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
-    (cp's)."""
+    (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
+    host-cost grid, validation/eager_lease_host.py)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -173,7 +177,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label, own_host, base_host)
+    fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)

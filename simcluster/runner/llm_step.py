@@ -17,7 +17,8 @@ AdamW (fused on a GPU) with fp32 states; `bf16`: bf16 weights and optimizer stat
 
 For each `--shapes SEQ:MICRO_BATCH` it runs `--warmup` steps, then times `--steps` full steps (forward,
 backward, optimizer), each between two device synchronisations (wall clock; also the host time to issue
-it), then profiles `--profile` more steps (kernels per step and their summed device time), and records
+it, every rank's, gathered after the timed steps: host_issue.py), then profiles `--profile` more steps (kernels per
+step and their summed device time), and records
 torch.cuda.max_memory_allocated / max_memory_reserved since that shape's first step (peak statistics reset
 first; parameters and optimizer states persist across the shapes of one process). A shape that runs out of
 memory is recorded as status "oom" with the allocator's message, and the next shape runs.
@@ -47,7 +48,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import llm_ac, llm_cp
+from simcluster.runner import host_issue, llm_ac, llm_cp
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -364,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                                  microbatches=args.microbatches if pipe else 1, compiled=args.compile))
         if pipe or cp:
             records[-1]["ranks"] = (pipe or cp).gather(records[-1])
+        records[-1].update(host_issue.gather(torch, records[-1], world))   # every rank's issue per step (host_issue.py)
         print(f"llm-step: {args.preset or 'custom'} seq {seq} mb {micro}: {records[-1]['status']} "
               f"{records[-1].get('median_step_s', float('nan')) * 1e3:.1f} ms", file=sys.stderr, flush=True)
     samples = smi.stop() if smi is not None else []

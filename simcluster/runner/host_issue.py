@@ -1,0 +1,43 @@
+"""Every rank's host issue time of a shape's timed steps (issue 44): gathered to every rank after the timed loop.
+
+llm_step.run_shape records, per timed step, the host time to issue the step (`host_issue_s`: until the step's last
+call returns, blocking waits included) and the step itself (`step_times_s`, between two device synchronisations), on
+every rank; the document is rank 0's. `gather` collects each rank's lists with torch.distributed.all_gather_object
+(collective: every rank calls it, once a shape, after the timed steps and the profiled ones, never inside them) and
+`fields` turns them into the record's keys:
+
+    host_issue_s_by_rank        [[issue of step 1, 2, ...] of rank 0, ... of rank 1, ...]   seconds
+    step_times_s_by_rank        the same for the steps (each rank's own clock, its own synchronisations)
+    host_issue_median_s_by_rank each rank's median issue (null where a rank has no timed steps, e.g. out of memory)
+    slowest_issue_rank          the rank with the largest median issue (null when none has one)
+
+torch is passed in (imported by the runner's main only).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+
+def own(record: dict) -> dict:
+    """This rank's part: its timed steps' issue and step times (empty lists where the shape did not run)."""
+    return {"host_issue_s": list(record.get("host_issue_s") or []), "step_times_s": list(record.get("step_times_s") or [])}
+
+
+def fields(parts: list[dict]) -> dict:
+    """The record's keys from the ranks' parts, in rank order."""
+    issues = [p["host_issue_s"] for p in parts]
+    medians = [statistics.median(x) if x else None for x in issues]
+    known = [(m, r) for r, m in enumerate(medians) if m is not None]
+    return {"host_issue_s_by_rank": issues, "step_times_s_by_rank": [p["step_times_s"] for p in parts],
+            "host_issue_median_s_by_rank": medians, "slowest_issue_rank": max(known)[1] if known else None}
+
+
+def gather(torch, record: dict, world: int) -> dict:
+    """Every rank's issue and step times of `record` (collective over the default group when world > 1)."""
+    mine = own(record)
+    if world <= 1:
+        return fields([mine])
+    parts: list = [None] * world
+    torch.distributed.all_gather_object(parts, mine)
+    return fields(parts)
