@@ -4,7 +4,7 @@ layer, the final norm, the LM head GEMM and the cross-entropy loss after the las
 from __future__ import annotations
 
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
+from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding, torch_chain
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 EAGER_BWD_KERNELS = 2   # eager cross_entropy's backward besides the cast back: the zero fill and SoftMaxBackward
@@ -38,7 +38,10 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
     ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
     bwd_kernels = EAGER_BWD_KERNELS if fw.eager else 1
-    ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
+    if fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce)
+        ops.append(torch_chain("cross_entropy", "vocab_ce", float(n)))
+    else:
+        ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
     return ops
 
 
