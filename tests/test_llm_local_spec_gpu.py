@@ -75,3 +75,17 @@ def test_router_topk_reads_its_development_calls_and_grows_with_the_experts():
     assert torch_kernels.time_s(gpu, "topk.bwd", 4096 * 8) == 0.0
     local = {o.name for o in ops.layer_forward(_model(), ParallelSpec(dp=2, ep=2), BatchSpec(2, 1), MEGATRON_LOCAL)}
     assert "router_topk" in local
+
+
+def test_embedding_backward_is_torchs_sort_and_segment_kernels_on_the_local_spec_only():
+    model, par, batch = _model(), ParallelSpec(dp=2, ep=2), BatchSpec(2, 1)
+    local = {o.name: o for o in vocab_ops.embedding_backward(model, par, batch, MEGATRON_LOCAL)}
+    assert local["embedding.bwd"].shape[:2] == ("embedding_dense", float(4096 * 2048))
+    assert {o.name: o for o in vocab_ops.embedding_backward(model, par, batch, MEGATRON)}["embedding.bwd"].kind == "memory"
+    # development: moe5's trace (rates read from h200x4-megatron-moe-2026-11-27's); the zero fill is grad_accumulate's
+    kk = load_script("studies/megatron_moe/kernel_kinds.py")
+    gpu, _ = load_gpu(H200)
+    trace = next(iter(sorted(MOE5.glob("trace-*e8-top2-ffn4096*-rank0.json.gz"))))
+    measured = sum(k["dur"] for k in kk.load(Path(trace))[0]
+                   if any("embedding_dense_backward" in s for s in k["stack"]) and "FillFunctor" not in k["name"]) * 1e-6
+    assert ops.op_time_s(gpu, local["embedding.bwd"], "bf16") == pytest.approx(measured, rel=0.10)

@@ -19,8 +19,12 @@ def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
     """The gathered rows' gradient, and (Megatron) the dense V/t x h weight gradient, zero-filled (2 bytes per element)
     and added into main_grad."""
     table = gemm("embedding_table", 1, model.vocab // par.tp, model.hidden)   # stands for the V/t x h weight
-    return ([Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
-            + grad_accumulate([table], fw, fill_bytes=ACT_BYTES))
+    if fw.torch_chains:   # the local spec: torch's embedding_dense_backward kernel by kernel (llm/torch_kernels.py; its
+        # zero fill of the weight gradient is grad_accumulate's fill_bytes)
+        rows = [torch_chain("embedding.bwd", "embedding_dense", float(sharding(model, par, batch).seq_tokens * model.hidden))]
+    else:
+        rows = [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
+    return rows + grad_accumulate([table], fw, fill_bytes=ACT_BYTES)
 
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
