@@ -89,3 +89,15 @@ def test_embedding_backward_is_torchs_sort_and_segment_kernels_on_the_local_spec
     measured = sum(k["dur"] for k in kk.load(Path(trace))[0]
                    if any("embedding_dense_backward" in s for s in k["stack"]) and "FillFunctor" not in k["name"]) * 1e-6
     assert ops.op_time_s(gpu, local["embedding.bwd"], "bf16") == pytest.approx(measured, rel=0.10)
+
+
+def test_expert_gemm_calls_reads_a_synthetic_step(tmp_path, capsys):
+    calls = load_script("studies/megatron_moe/expert_gemm_calls.py")
+    path = tmp_path / "trace-h200-x2-toy-rank0.json.gz"
+    load_script("tests/test_llm_torch_kernels.py")._trace(path)
+    got = calls.read(path)
+    # one expert GEMM (nvjet_fc1, 50 us), launched while the softmax kernel still ran: no gap before it
+    assert got["calls"] == 1 and got["measured_s"] == pytest.approx(50e-6) and got["gaps_us"] == [0.0]
+    assert calls.row(path) is None                      # no run document beside the trace
+    assert calls.main([str(tmp_path / "missing.json.gz")]) == 1
+    assert capsys.readouterr().err.count("\n") == 1

@@ -46,6 +46,7 @@ def read(path: Path) -> dict:
 def row(path: Path) -> str | None:
     from simcluster.heldout.moe_lab import run_document
 
+    r = read(path)   # first: a missing or corrupt trace is named even without a run document
     name = re.sub(r"^trace-", "", path.name)
     name = re.sub(r"-rank\d", "", name).replace(".json.gz", "")
     doc_path = next(iter(sorted(path.parent.glob(f"megatron-moe-{name}.json"))), None)
@@ -56,7 +57,6 @@ def row(path: Path) -> str | None:
     local = m["experts"] // ep
     routed = m["seq"] * m["micro_batch"] * m["top_k"] * ep // m["experts"]
     model_calls = 6 * local * m["layers"]
-    r = read(path)
     priced = model_kinds(doc)["expert_gemm"]
     gaps = r["gaps_us"] or [0.0]
     bubble_ms = sum(min(g, BUBBLE_US) for g in gaps) * 1e-3
