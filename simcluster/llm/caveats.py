@@ -97,8 +97,9 @@ LOCAL_SPEC_BAND = ("{framework}: the `llm local spec` error band's rows are resi
                    "6bacb939) and moe3 (2 x H200, c2517b5d), and moe5 (2 x H200, 294ddf0f, session 40 moekern's model, "
                    "the first with the softmax, SwiGLU and loss priced kernel by kernel), whose registered check ran every "
                    "step slower than registered (-13.7..-18.1%, mean -15.4%). This model prices more of the local spec's "
-                   "kernels since (rotary, QK-norm, GQA expansion, the attention-output copy: moekern2): its steps on "
-                   "those rows are 1-25% above the registered ones, and it reads moe5 at -11.0% mean (development: seen "
+                   "kernels since (rotary, QK-norm, GQA expansion, the attention-output copy: moekern2; the loss, router "
+                   "top-k, embedding backward and one fc1 GEMM per expert: session 41 moegpu): its steps on "
+                   "those rows are 1-26% above the registered ones, and it reads moe5 at -10.3% mean (development: seen "
                    "after the run). Applied to this step the band is shifted slow by up to as much; no set is registered "
                    "with this model yet (docs/models/trust.md, llm.md)")
 
