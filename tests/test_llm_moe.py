@@ -148,8 +148,10 @@ def test_recompute_modules_rerun_their_ops_and_collectives(monkeypatch):
     assert again == {"swiglu", "q_up", "kv_up", "rotary"}
     par = ParallelSpec(dp=8, ep=8, recompute="selective", recompute_modules=("moe",))
     again = [o for o in ops.layer_backward(DSV3, par, batch) if o.name.startswith("recompute.")]
-    assert {o.name for o in again} == {f"recompute.{n}" for n in ops.MOE_OPS}
-    assert sum(o.total_flops for o in again) == pytest.approx(sum(fwd[n].total_flops for n in ops.MOE_OPS))
+    # the local spec's ops (router_topk, expert_fc1) are not Megatron's (Transformer Engine) framework's
+    megatron_moe = [n for n in ops.MOE_OPS if n not in ("router_topk", "expert_fc1")]
+    assert {o.name for o in again} == {f"recompute.{n}" for n in megatron_moe}
+    assert sum(o.total_flops for o in again) == pytest.approx(sum(fwd[n].total_flops for n in megatron_moe))
     dense = DSV3.dense_layer()
     par = ParallelSpec(dp=8, recompute="selective", recompute_modules=("mlp",))
     again = {o.name for o in ops.layer_backward(dense, par, batch) if o.name.startswith("recompute.")}

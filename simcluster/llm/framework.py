@@ -141,6 +141,8 @@ class FrameworkSpec:
                                       # a published file's `simcluster.recipe`, reference/llm.py)
     torch_chains: bool = False        # the unfused softmax and the experts' SwiGLU as Megatron-Core's local spec runs them, plain torch
                                       # kernels each at its own rate (llm/torch_kernels.py); False: softmax_bytes / a fused SwiGLU
+    fused_expert_fc1: bool = False    # the experts' gate and up projections as one GEMM of 2 x expert ffn per local expert (Megatron-
+                                      # Core's MLP linear_fc1 under gated_linear_unit, as SequentialMLP issues it); False: two GEMMs
     moe_graphs: bool = True           # MoE router and dispatcher preprocess captured in CUDA graphs (Megatron-Core cuda_graph_scope
                                       # moe_router, moe_preprocess), as moe_sync's source row had them; False: issued call by call
                                       # before the dispatcher sync (llm/moe_graphs.py; a published file's `simcluster.recipe`)
@@ -212,10 +214,12 @@ UNFUSED_LOSS = {"loss_fwd_bytes": 38.0, "loss_bwd_bytes": 14.0}    # Megatron-Co
 # Since session 40 (issue 44) priced kernel by kernel (torch_chains, llm/torch_kernels.py: the backward's two kernels more,
 # grad x output and masked_fill's clone, 53 B; the casts and masked_fill at torch's unvectorized rates), with the experts'
 # unfused SwiGLU (bias_activation_fusion off) and Megatron-Core's unfused vocab-parallel cross-entropy (TransformerConfig's
-# cross_entropy_loss_fusion off by default; device.py leaves it off: _VocabParallelCrossEntropy in the traces).
+# cross_entropy_loss_fusion off by default; device.py leaves it off: _VocabParallelCrossEntropy in the traces), that loss
+# kernel by kernel, the router's top-k kernels, and each local expert's linear_fc1 as the one GEMM of N = 2 x expert ffn it
+# is (fused_expert_fc1; session 41, issue 44: the traces' per-expert nvjet calls come in fc1 / fc2 pairs).
 MEGATRON_LOCAL = FrameworkSpec("megatron-local-spec", attention="unfused", softmax_bytes=(29, 33), transformer_engine=False,
                                moe_host=MoeHost(), rope_fusion=False,   # studies/megatron_moe/device.py: apply_rope_fusion False
-                               torch_chains=True, **UNFUSED_LOSS)
+                               torch_chains=True, fused_expert_fc1=True, **UNFUSED_LOSS)
 MEGATRON_UNFUSED_LOSS = FrameworkSpec("megatron-unfused-loss", **UNFUSED_LOSS)
 # Megatron-LM at commit 285068c8 (2023-01-11, MegaScale's baseline): megatron/training.py train_step reduces the gradients
 # after forward_backward_func returns (L415-425) and gathers the distributed optimizer's parameters after optimizer.step

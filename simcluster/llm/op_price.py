@@ -71,7 +71,7 @@ def torch_chain(name: str, chain: str, elements: float, *row: float) -> Op:
 # is priced as its own kernel (batch x one GEMM), not as one batched kernel. On one H100 (calibration/h100x1-moe-grouped-
 # 2026-11-27) a loop of per-expert GEMMs is priced this way within 8.2% (bf16) and 12.3% (fp8) mean, one batched kernel
 # 10.2% and 21.1% (up to 63% fast for Qwen3 30B's 16 small fp8 experts)
-GROUPED_GEMMS = ("expert_gate", "expert_up", "expert_down")
+GROUPED_GEMMS = ("expert_fc1", "expert_gate", "expert_up", "expert_down")
 # GEMMs that stay bf16 under fp8: only Transformer Engine modules run in fp8 inside fp8_autocast, and Megatron-Core builds
 # the LM head as its own tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py, output_layer at
 # NVIDIA/Megatron-LM 007562f9) and the MoE router as a plain linear of its own weight (TopKRouter.gating); torchtitan's

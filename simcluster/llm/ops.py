@@ -196,10 +196,12 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
         ops += [gemm("router", T, model.experts, h, in_bytes=2),
+                *([torch_chain("router_topk", "topk", T * model.experts)] if fw.torch_chains else []),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
                 # balanced, receives: routed x local experts
                 permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
-                gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e),
+                *([gemm("expert_fc1", routed, 2 * sh.ffn, h, local_experts, e)] if fw.fused_expert_fc1 else
+                  [gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e)]),
                 torch_chain("swiglu", "glu", routed * local_experts * sh.ffn) if fw.torch_chains else
                 memory("swiglu", 3 * routed * local_experts * sh.ffn * ACT_BYTES, 4 * routed * local_experts * sh.ffn),
                 gemm("expert_down", routed, h, sh.ffn, local_experts, e)]
@@ -279,7 +281,7 @@ def eager_backward_extras(model: TransformerSpec, par: ParallelSpec, batch: Batc
 
 
 SHARED_EXPERT_OPS = ("shared_gate", "shared_up", "shared_swiglu", "shared_down")
-MOE_OPS = ("router", "permute", "expert_gate", "expert_up", "swiglu", "expert_down") + SHARED_EXPERT_OPS
+MOE_OPS = ("router", "router_topk", "permute", "expert_fc1", "expert_gate", "expert_up", "swiglu", "expert_down") + SHARED_EXPERT_OPS
 DENSE_MLP_OPS = ("gate", "up", "swiglu", "down", "gelu")
 
 

@@ -50,9 +50,29 @@ NORM_FWD = (("rms_norm", 4, "norm"),)
 NORM_BWD = (("grad_input", 6, "norm_grad_input"), ("gamma_beta", 4, "gamma_beta"))
 LAYOUT = (("strided_copy", 4, "strided_copy"),)
 EXPAND_BWD = (("expand_sum", 2, "expand_sum"),)
+# Session 41 (issue 44, engineer moegpu; docs/models/llm.md):
+#   vocab_ce (Megatron-Core 0.14 _VocabParallelCrossEntropy unfused, per logit of the rank's t x V/tp logits): forward the
+#     logits' .float() (a converting copy: unrolled, 6), max over the vocabulary (a reduction reading 4), the max's subtract
+#     in place (a broadcast operand: torch's non-vectorized elementwise_kernel, 4 + 4), exp in place (vectorized, 8), the
+#     sum (4), the divide by it in place (broadcast, 8): the 38 B of UNFUSED_LOSS; backward the gradient's multiply in
+#     place by the broadcast loss gradient (8) and the cast back to bf16 (vectorized, 6): the 14 B
+#   topk (the router's torch.topk calls, per routing score of the t x experts logits): two top-k calls a forward (fp32 and
+#     bf16; each a gatherTopK over rows of experts and a bitonicSortKVInPlace of the k chosen), the routing map's scatter
+#     and its zero fills (a few us each, priced at their development per-call times); backward none of its own
+VOCAB_CE_FWD = (("to_fp32", 6, "unvectorized"), ("max", 4, "hbm"), ("sub_max", 8, "unvectorized"), ("exp", 8, "hbm"),
+                ("sum", 4, "hbm"), ("div_sum", 8, "unvectorized"))
+VOCAB_CE_BWD = (("grad_mul", 8, "unvectorized"), ("to_bf16", 6, "hbm"))
+#   embedding_dense (torch's embedding_dense_backward, per element of the t x h gathered rows' gradient; its zero-filled
+#     V/tp x h bf16 weight gradient is a memory op beside it: vocab_ops): the indices' radix sort (cub: eight onesweep
+#     passes and a few small kernels, a per-call time), compute_grad_weight (the rows' gradient summed per segment of equal
+#     index, 2 + 4 B) and sum_and_scatter (the segments' sums into the weight gradient, 4 + 2 B) at their own element rate
+EMBEDDING_DENSE = (("index_sort", 0, "emb_sort"), ("compute_grad_weight", 6, "emb_segments"), ("sum_and_scatter", 6, "emb_segments"))
+TOPK_FWD = (("gather_fp32", 4, "topk_fp32"), ("sort_fp32", 0, "topk_sort"), ("gather_bf16", 2, "topk_bf16"), ("sort_bf16", 0, "topk_sort"),
+            ("scatter", 0, "topk_scatter"), ("fills", 0, "topk_fills"))
 CHAINS = {"softmax": SOFTMAX_FWD, "softmax.bwd": SOFTMAX_BWD, "glu": GLU_FWD, "glu.bwd": GLU_BWD, "rotary": ROTARY_FWD,
           "rotary.bwd": ROTARY_BWD, "qk_norm": NORM_FWD, "qk_norm.bwd": NORM_BWD, "attn_layout": LAYOUT, "attn_layout.bwd": LAYOUT,
-          "gqa_expand": LAYOUT, "gqa_expand.bwd": EXPAND_BWD}
+          "gqa_expand": LAYOUT, "gqa_expand.bwd": EXPAND_BWD, "vocab_ce": VOCAB_CE_FWD, "vocab_ce.bwd": VOCAB_CE_BWD,
+          "topk": TOPK_FWD, "topk.bwd": (), "embedding_dense": EMBEDDING_DENSE}
 UPCAST_ELEMENT_BYTES = 6          # the bf16 -> fp32 copy the card's upcast rate was measured on (2 read + 4 written)
 # elements per second per SM, H200 (132 SMs), the development set's two traces (kernel_kinds.py --chain): masked_fill
 # 268.4 M scores in 856 us (Mixtral-like) and 536.9 M in 1707 us (Qwen3-like): 314 G/s; cunn_SoftMaxForwardReg 984 / 1962 us: 273 G/s
@@ -71,6 +91,15 @@ GAMMA_BETA_ROWS_PER_S_PER_SM = (380e6 / 132, 5.33e9 / 132)   # (rows <= GAMMA_BE
 # 32 x 1 path when M > 64 * 1024 rows and N / 32 < SMs / 2 (row 128: 4 < 66); the traces only bracket it in (64 Ki, 128 Ki].
 # Only the row count is checked here: the second condition holds for QK-norm's rows of head_dim <= 128 on >= 16 SMs.
 GAMMA_BETA_FAST_ROWS = 64 * 1024
+# the router's top-k kernels, (seconds a call, routing scores a second on 132 SMs), from the development set's two traces
+# (h200x4-megatron-moe-2026-11-27, 4096 tokens, 4 layers): gatherTopK fp32 11.6 us at 8 experts (32.8 K scores), 32.8 us at
+# 128 (524 K); bf16 8.9 / 27.2 us; a line through the two: a per-call time and a score rate. bitonicSortKVInPlace 6.1-6.3 us,
+# the scatter 4.4-4.7 us, the two fills 0.8 us each, the same at 8 and 128 experts: per-call times (not read at other token counts)
+# the same two traces' embedding backward (4096 x 2048 rows' gradient, once a step): the radix sort's kernels 57.5 / 57.8 us
+# in all (47.6 / 46.6 us of onesweep passes), compute_grad_weight 58.1 / 57.7 us and sum_and_scatter 58.0 / 58.8 us: 145 G
+# elements / s each (the sort not read at other token counts)
+TOPK_CALL_S = {"topk_fp32": (10.2e-6, 23.2e9), "topk_bf16": (7.7e-6, 26.9e9), "topk_sort": (6.2e-6, 0.0), "topk_scatter": (4.5e-6, 0.0),
+               "topk_fills": (1.6e-6, 0.0), "emb_sort": (57.6e-6, 0.0), "emb_segments": (0.0, 145e9)}
 
 
 def chain_bytes(chain: str) -> float:
@@ -80,7 +109,9 @@ def chain_bytes(chain: str) -> float:
 
 def chain_flops(chain: str, elements: float) -> float:
     """Nominal FLOPs (softmax: 5 per score, its backward twice; the SwiGLU: 4 per element, twice backward)."""
-    return (5.0 if chain.startswith("softmax") else 4.0) * elements * (2 if chain.endswith(".bwd") else 1)
+    if chain.startswith(("topk", "embedding_dense")):
+        return 0.0
+    return (5.0 if chain.startswith(("softmax", "vocab_ce")) else 4.0) * elements * (2 if chain.endswith(".bwd") else 1)
 
 
 def kernel_s(gpu, nbytes: float, elements: float, rate: str, row: float = 0.0) -> float:
@@ -88,6 +119,9 @@ def kernel_s(gpu, nbytes: float, elements: float, rate: str, row: float = 0.0) -
     hbm = gpu.memory_time_s(nbytes)
     if rate == "hbm":
         return hbm
+    if rate in TOPK_CALL_S:
+        call_s, per_s = TOPK_CALL_S[rate]
+        return call_s + (elements / (per_s / 132 * gpu.sm_count) if per_s else 0.0)
     if rate == "gamma_beta":
         rows = elements / row
         return max(hbm, rows / (GAMMA_BETA_ROWS_PER_S_PER_SM[rows > GAMMA_BETA_FAST_ROWS] * gpu.sm_count))

@@ -4,7 +4,7 @@ layer, the final norm, the LM head GEMM and the cross-entropy loss after the las
 from __future__ import annotations
 
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding
+from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding, torch_chain
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 EAGER_BWD_KERNELS = 2   # eager cross_entropy's backward besides the cast back: the zero fill and SoftMaxBackward
@@ -19,8 +19,12 @@ def embedding_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSp
     """The gathered rows' gradient, and (Megatron) the dense V/t x h weight gradient, zero-filled (2 bytes per element)
     and added into main_grad."""
     table = gemm("embedding_table", 1, model.vocab // par.tp, model.hidden)   # stands for the V/t x h weight
-    return ([Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
-            + grad_accumulate([table], fw, fill_bytes=ACT_BYTES))
+    if fw.torch_chains:   # the local spec: torch's embedding_dense_backward kernel by kernel (llm/torch_kernels.py; its
+        # zero fill of the weight gradient is grad_accumulate's fill_bytes)
+        rows = [torch_chain("embedding.bwd", "embedding_dense", float(sharding(model, par, batch).seq_tokens * model.hidden))]
+    else:
+        rows = [Op("embedding.bwd", "memory", 0.0, 2 * op.bytes) for op in embedding_forward(model, par, batch, fw)]
+    return rows + grad_accumulate([table], fw, fill_bytes=ACT_BYTES)
 
 
 def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
@@ -38,7 +42,10 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
     ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
     bwd_kernels = EAGER_BWD_KERNELS if fw.eager else 1
-    ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
+    if fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce)
+        ops.append(torch_chain("cross_entropy", "vocab_ce", float(n)))
+    else:
+        ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
     return ops
 
 

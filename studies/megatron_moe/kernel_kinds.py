@@ -139,9 +139,9 @@ def measured_kinds(path: Path) -> dict[str, float]:
 
 
 MODEL_KIND = {"core.scores": "core_gemm", "core.context": "core_gemm", "core.softmax": "softmax_chain",
-              "expert_gate": "expert_gemm", "expert_up": "expert_gemm", "expert_down": "expert_gemm",
+              "expert_fc1": "expert_gemm", "expert_gate": "expert_gemm", "expert_up": "expert_gemm", "expert_down": "expert_gemm",
               "swiglu": "expert_other", "permute": "expert_other", "qkv": "dense_gemm", "attn_out": "dense_gemm",
-              "lm_head": "dense_gemm", "router": "router", "cross_entropy": "loss_embed", "embedding": "loss_embed"}
+              "lm_head": "dense_gemm", "router": "router", "router_topk": "router", "cross_entropy": "loss_embed", "embedding": "loss_embed"}
 
 
 def model_kinds(doc: dict, fw=None) -> dict[str, float]:
