@@ -281,7 +281,8 @@ def eager_backward_extras(model: TransformerSpec, par: ParallelSpec, batch: Batc
 
 
 SHARED_EXPERT_OPS = ("shared_gate", "shared_up", "shared_swiglu", "shared_down")
-MOE_OPS = ("router", "router_topk", "permute", "expert_fc1", "expert_gate", "expert_up", "swiglu", "expert_down") + SHARED_EXPERT_OPS
+ROUTER_OPS = ("router", "router_topk")   # before the dispatch: the gating GEMM and its top-k
+MOE_OPS = ROUTER_OPS + ("permute", "expert_fc1", "expert_gate", "expert_up", "swiglu", "expert_down") + SHARED_EXPERT_OPS
 DENSE_MLP_OPS = ("gate", "up", "swiglu", "down", "gelu")
 
 

@@ -154,7 +154,7 @@ def moe_compute(gpu, fwd_ops: list, bwd_ops: list, dtype: str, comp_f: float, co
     def seconds(sel) -> float:
         return sum(ops.op_time_s(gpu, o, dtype) for o in sel)
 
-    mlp = set(ops.MOE_OPS) - {"router"}
+    mlp = set(ops.MOE_OPS) - set(ops.ROUTER_OPS)   # the router runs before the dispatch
     mlp_f = seconds(o for o in fwd_ops if base(o) in mlp)
     dw_b = seconds(o for o in bwd_ops if base(o) in mlp and o.name.endswith(".wgrad"))
     mlp_b = seconds(o for o in bwd_ops if base(o) in mlp and not o.name.endswith(".wgrad"))
