@@ -138,6 +138,30 @@ def test_the_moe_lab_reader_prices_today_as_the_studys_comparison_does():
     doc, _ = moe_lab.run_document(next(folder.glob("megatron-moe-*.json")))
     m = {**doc["model"], "ep": doc["parallel"]["ep"]}
     assert moe_lab.todays_step_s(doc, doc["world_size"]) == pytest.approx(compare.predicted_s(m, doc["world_size"], "H200")[0], rel=1e-12)
+    assert compare.predicted_s is moe_lab.step_s   # review A 41 finding 4: one pricing, compare.py imports it
+
+
+def test_the_moe_lab_step_refuses_a_gpu_or_rank_count_without_a_card(tmp_path):
+    """Review A 41 finding 4: a non-H100/H200 device or a rank count without an NVLink card is one line, not a silent
+    H200 card or 2-GPU card (the reader) nor a KeyError (the study's comparison)."""
+    import subprocess
+    import sys
+
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout import moe_lab
+
+    doc, _ = moe_lab.run_document(next((ROOT / moe_lab.REGISTERED[-1]).glob("megatron-moe-*.json")))
+    assert moe_lab.device_gpu("NVIDIA H100 80GB HBM3") == "H100" and moe_lab.device_gpu(doc["device"]) == "H200"
+    with pytest.raises(SimclusterError, match="device 'NVIDIA B200': no GPU card"):
+        moe_lab.todays_step_s({**doc, "device": "NVIDIA B200"}, doc["world_size"])
+    with pytest.raises(SimclusterError, match="8 ranks: no NVLink card"):
+        moe_lab.todays_step_s(doc, 8)
+    run = tmp_path / "megatron-moe-h200-x8-qwen3-like-ep4.json"
+    run.write_text(json.dumps({**doc, "world_size": 8}))
+    out = subprocess.run([sys.executable, str(ROOT / "studies/megatron_moe/compare.py"), str(run)], capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "8 ranks: no NVLink card" in out.stderr
+    out = subprocess.run([sys.executable, str(ROOT / "studies/megatron_moe/compare.py"), "--ranks", "8"], capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--ranks 8" in out.stderr
 
 
 def test_a_registered_step_sets_today_is_its_registration_scripts_prediction_today():
