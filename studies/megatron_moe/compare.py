@@ -32,9 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
+
 # the one pricing of the runner's step, with its cards (register.py and kernel_kinds.py import them from here)
 from simcluster.heldout.moe_lab import GPU_CARDS, NVLINK, device_gpu  # noqa: E402, F401
 from simcluster.heldout.moe_lab import step_s as predicted_s  # noqa: E402, F401
+
 # the registered configurations (runner flags): a Qwen3-30B-A3B-like layer at EP 4 and at EP 1, a Mixtral-like one at EP 4
 CONFIGS = {
     "qwen3-like-ep4": dict(layers=4, hidden=2048, heads=32, kv_heads=4, head_dim=128, experts=128, top_k=8, expert_ffn=768,
