@@ -83,6 +83,26 @@ def test_each_system_is_predicted_from_the_others_only(systems):
     assert not np.allclose(p5.errors_pct(1.0, 0.0), p5.errors_pct(1.0, 250e-6))
 
 
+def test_twins_are_left_out_together_and_weigh_as_one(systems):
+    """Files naming one source_group (one system measured twice: review A 41's KeitaW p5 run and the development p5
+    file) are left out of each other's fit, and together weigh as one system in a third system's fit."""
+    results = {r.system: r for r in ho.held_out_systems(systems=systems)}
+    by_name = {s.name: s for s in systems}
+    twins = [s for s in systems if s.source == "nccl-aws-p5-48xlarge-x2"]
+    assert {s.name for s in twins} >= {"nccl-aws-p5-48xlarge-x2", "nccl-aws-p5-x2-eks-keitaw2024"}
+    for t in twins:
+        assert not {u.name for u in twins} & set(results[t.name].fitted_on)
+    for name, r in results.items():
+        assert all(by_name[o].source != by_name[name].source for o in r.fitted_on)
+    # a third copy of the p5 file under the same group leaves every other EFA system's fit where it was
+    efa = [s for s in systems if s.family == "EFA" and not s.outlier]
+    copy = dataclasses.replace(by_name["nccl-aws-p5-48xlarge-x2"], name="copy")
+    rest = [s for s in efa if s.name not in ("nccl-aws-p6-b200-x4", "nccl-aws-p5-x2-eks-keitaw2024")]
+    assert np.allclose(ho._cost(rest, slice(None)), ho._cost(rest + [copy], slice(None)))
+    assert not np.allclose(ho._cost(rest, slice(None)),
+                           ho._cost(rest + [dataclasses.replace(copy, group="another system")], slice(None)))
+
+
 def test_fit_recovers_a_known_efficiency(systems):
     """A family whose measured busbw is replaced by the model's own prediction at eta 0.80, t0 0, fits back to it."""
     fam = [dataclasses.replace(s, rows=[dataclasses.replace(r, measured_Bps=float(

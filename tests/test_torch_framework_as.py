@@ -42,4 +42,5 @@ def test_torch_framework_as_leaves_no_form_in_the_caches_that_read_torch_framewo
     assert host_bound._default_fits()["fsdp"] == product
     clears = {c.__self__ for c in eager._FRAMEWORK_CACHES}
     assert {host_bound._default_fits, eager_regimes._todays_host_share, eager_registered._flag_hosts,
-            eager_registered.host_share} <= clears
+            eager_registered.host_share, eager_regimes._todays, eager_registered.todays_step_s} <= clears
+    # review A 41: today's steps beside the registered rows (trust/moved.py) read torch_framework too

@@ -130,11 +130,25 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
     return rows, skipped
 
 
-def todays_step_s(doc: dict, ranks: int) -> float:
-    """Today's model's step of a run document's configuration: one micro-batch's forward + backward on the stage, as
-    studies/megatron_moe/compare.py prices it and register.py registered it (framework megatron-local-spec, the run's
-    GPU card, the NVLink card of its rank count); tests/test_band_moved.py checks the two agree. Only beside the
-    registered step: the row's residual stays against the registration."""
+GPU_CARDS = {"H100": "models/gpu/h100-sxm-interleaved.yaml", "H200": "models/gpu/h200-sxm-interleaved.yaml"}
+NVLINK = {1: "models/collective/h200x2-primitives.yaml",   # one GPU: no collective is priced (moe4); any card will do
+          2: "models/collective/h200x2-primitives.yaml", 4: "models/collective/h200x4-primitives.yaml"}
+
+
+def device_gpu(device: str) -> str:
+    """The GPU_CARDS key of a run document's `device` ('NVIDIA H200' -> 'H200'); one line naming it where none fits."""
+    known = [g for g in GPU_CARDS if g in str(device)]
+    if len(known) != 1:
+        raise SimclusterError(f"device {str(device)[:60]!r}: no GPU card for the MoE lab step (known: {', '.join(GPU_CARDS)})")
+    return known[0]
+
+
+def step_s(m: dict, ranks: int, gpu_name: str, fw=None) -> tuple[float, dict]:
+    """(forward + backward seconds of one micro-batch on the stage, its parts): the one pricing of the runner's step
+    (studies/megatron_moe/device.py), as register.py registers it, studies/megatron_moe/compare.py prints it and the
+    error-band table reads today's beside the registration (todays_step_s). `m` is the runner's model with its `ep`;
+    framework `fw` (default megatron-local-spec), the GPU card of `gpu_name` (GPU_CARDS), the NVLink card of the rank
+    count (NVLINK: 1, 2 or 4 H200s); a GPU or rank count without a card is one line, never a silent stand-in."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -142,17 +156,26 @@ def todays_step_s(doc: dict, ranks: int) -> float:
     from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
     from simcluster.llm.work import build_work
 
-    m, ep = doc["model"], int((doc.get("parallel") or {}).get("ep", 1))
+    if gpu_name not in GPU_CARDS:
+        raise SimclusterError(f"GPU {str(gpu_name)[:40]!r}: no card for the MoE lab step (known: {', '.join(GPU_CARDS)})")
+    if ranks not in NVLINK:
+        raise SimclusterError(f"{ranks} ranks: no NVLink card for the MoE lab step (known: {', '.join(map(str, NVLINK))} GPUs)")
     spec = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
                            vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
                            attn_head_dim=m["head_dim"], qk_norm=True)
-    card = "h100" if "H100" in str(doc.get("device", "")) else "h200"
-    gpu, _ = load_gpu(ROOT / f"models/gpu/{card}-sxm-interleaved.yaml")
-    nvlink = ROOT / f"models/collective/h200x{4 if ranks == 4 else 2}-primitives.yaml"   # one GPU: no collective priced
-    work = build_work(spec, ParallelSpec(dp=ranks, ep=ep), BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16"), gpu,
-                      Network(load_collective(nvlink)[0], ranks), fw=MEGATRON_LOCAL)
-    stage = work.stages[0]
-    return stage.forward[0].duration_s + stage.backward[0].duration_s
+    gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
+    work = build_work(spec, ParallelSpec(dp=ranks, ep=m["ep"]), BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16"), gpu,
+                      Network(load_collective(ROOT / NVLINK[ranks])[0], ranks), fw=fw or MEGATRON_LOCAL)
+    f, b = work.stages[0].forward[0], work.stages[0].backward[0]
+    parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
+    return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}
+
+
+def todays_step_s(doc: dict, ranks: int) -> float:
+    """Today's model's step of a run document's configuration (step_s at the document's device and EP). Only beside the
+    registered step: the row's residual stays against the registration."""
+    m = {**doc["model"], "ep": int((doc.get("parallel") or {}).get("ep", 1))}
+    return step_s(m, ranks, device_gpu(doc.get("device", "")))[0]
 
 
 def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:

@@ -8,15 +8,18 @@ on the OTHER systems of its NIC family alone, and its own rows are predicted wit
 
     family   EFA (SRD over libfabric: the efa-* cards, any port speed) | verbs (InfiniBand and RoCE) at one port speed
     train    the family's other systems, less outliers (a system whose median row the scenario's own cards miss by more
-             than 1.5x: the issue threads about slow clusters; predicted and reported, never fitted on)
-    fit      argmin over (eta, t0) of  sum over the training systems s of  mean over s's rows |log(busbw_pred / busbw_meas)|
+             than 1.5x: the issue threads about slow clusters; predicted and reported, never fitted on) and less the
+             held-out system's twins (files naming one `simcluster.source_group`: one system measured twice, left out
+             together)
+    fit      argmin over (eta, t0) of  sum over the training groups g of  mean over g's systems s of
+             mean over s's rows |log(busbw_pred / busbw_meas)|
     t0       fitted only where an inner leave-one-out on the training systems predicts them better with it, else 0
     predict  busbw of every held-out row at its NCCL choice (or forced algorithm), the NIC card's eta and t0 replaced
 
 t0 is a fitted surrogate for EFA's mid-size ramp, not a measured start-up: the one measured small-call time of a
 multi-node EFA collective (dstack#3961, 2 x p6-b200, 8 B all_reduce in 50.6 us) is below what the model already
 predicts with t0 = 0 (78.2 us), and the ramp grows with the node count (docs/models/fabric-findings.md, session 28).
-Systems weigh equally in the fit whatever their row count; log ratios weigh a system's miss the same however slow its
+Systems (a source_group: its files together) weigh equally in the fit whatever their row count; log ratios weigh a system's miss the same however slow its
 measurement. A system without a network (one NVLink domain) has nothing to fit: its rows are as `validate --published
 nccl` gives them. The grid: eta 0.60-1.00 by 0.02, t0 0-1 ms by 10 us (t0 is added to a call's time, so every eta's
 predictions are computed once and t0 is applied to them).
@@ -58,6 +61,12 @@ class HeldOutSystem:
     family: str | None               # None: no network
     rows: list[HeldOutRow]
     card: str | None = None          # the scenario's NIC card
+    group: str = ""                  # the file's source_group (published.Published.source_group); "" = its own name
+
+    @property
+    def source(self) -> str:
+        """The unit left out and weighed as one system: the source_group its file names, else the file."""
+        return self.group or self.name
 
     def busbw(self, eta: float, t0s: np.ndarray) -> np.ndarray:
         """[len(t0s), rows] predicted busbw with the NIC's efficiency eta and each start-up of t0s."""
@@ -151,16 +160,21 @@ def _system(ref) -> HeldOutSystem | None:
             times[float(eta)] = [memo[(op, s, a)] for s, a in zip(sizes, algorithms, strict=True)]
         bus = [bus_factor(op, nodes * per_node) * s for s in sizes]
         rows.append(HeldOutRow(i, shipped[i].configuration, measured, sizes, peak, bus, times, shipped[i].predicted))
-    return HeldOutSystem(ref.name, family, rows, card) if rows else None
+    return HeldOutSystem(ref.name, family, rows, card, ref.source_group) if rows else None
 
 
 def _cost(systems: list[HeldOutSystem], setups: slice) -> np.ndarray:
-    return sum(s.grid[:, setups] for s in systems)
+    """[eta, t0] sum over the systems' sources (source_group) of the mean over that source's systems of its grid:
+    twins weigh as one system."""
+    groups = defaultdict(list)
+    for s in systems:
+        groups[s.source].append(s.grid[:, setups])
+    return sum(sum(g) / len(g) for g in groups.values())
 
 
 def _fit(systems: list[HeldOutSystem], setups: slice = slice(None)) -> tuple[float, float]:
     """(eta, t0) minimising the sum over `systems` of each one's mean |log(predicted / measured busbw)| (systems weigh
-    equally), on the grid; t0 over SETUPS_S[setups]."""
+    equally; a source_group's systems together as one), on the grid; t0 over SETUPS_S[setups]."""
     cost = _cost(systems, setups)
     i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
     return float(ETAS[i]), float(SETUPS_S[setups][j])
@@ -168,17 +182,17 @@ def _fit(systems: list[HeldOutSystem], setups: slice = slice(None)) -> tuple[flo
 
 def _with_setup(systems: list[HeldOutSystem]) -> bool:
     """Whether t0 is fitted (else 0): yes where fitting it predicts `systems` better, each held out of a fit on the
-    others in turn (an inner leave-one-out on the training systems only; their summed |log error|); fewer than 3
-    systems: t0 stays 0."""
-    if len(systems) < 3:
+    others in turn (an inner leave-one-source-out on the training systems only, a source_group's systems left out
+    together; their summed |log error|); fewer than 3 sources: t0 stays 0."""
+    if len({s.source for s in systems}) < 3:
         return False
     errors = {}
     for name, setups in (("fixed", slice(0, 1)), ("fitted", slice(None))):
         total = 0.0
-        for u in systems:
-            cost = _cost([o for o in systems if o is not u], setups)
+        for source in {s.source for s in systems}:
+            cost = _cost([o for o in systems if o.source != source], setups)
             i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
-            total += float(u.grid[:, setups][i, j])
+            total += float(_cost([u for u in systems if u.source == source], setups)[i, j])
         errors[name] = total
     return errors["fitted"] < errors["fixed"]
 
@@ -223,7 +237,8 @@ def load_systems(path: str | Path | None = None) -> list[HeldOutSystem]:
 
 
 def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem] | None = None) -> list[HeldOutResult]:
-    """Every published system predicted with eta and t0 fitted on the other systems of its NIC family."""
+    """Every published system predicted with eta and t0 fitted on the other systems of its NIC family (its
+    source_group's other files left out with it)."""
     systems = load_systems(path) if systems is None else systems
     by_family = defaultdict(list)
     for s in systems:
@@ -237,7 +252,7 @@ def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem
             out.append(HeldOutResult(s.name, None, (), None, None, len(s.rows), shipped, shipped, tuple(shipped_errors),
                                      s.outlier))
             continue
-        others = [o for o in by_family[s.family] if o is not s and not o.outlier]
+        others = [o for o in by_family[s.family] if o.source != s.source and not o.outlier]
         if not others:
             raise SimclusterError(f"{s.name}: no other system of the {s.family} family to fit its inter-node terms on")
         eta, t0 = _fit(others, slice(None) if _with_setup(others) else slice(0, 1))

@@ -15,7 +15,9 @@ family's pooled band widened to the regime's remaining own rows; the row counts 
 from __future__ import annotations
 
 import functools
+import re
 import statistics
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,11 +123,34 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
     return out
 
 
+COMMIT = re.compile(r"(?:registered_at_commit:|model at|\"commit\":)\s*\"?([0-9a-f]{7,40})")
+
+
+def set_registered_at(folder: Path) -> str:
+    """The commit a registered set's predictions were made at (8 hex digits), as a band row carries it
+    (trust/moved.py): the one its registered.yaml names (`registered_at_commit:` or a header 'model at SHA'), else the
+    first commit that added its registered file (registered.yaml / .json, or the compile set's readout-registered.json)
+    by git; '' when none is found. (heldout/registration.registering_commit is another thing: the commit a registration
+    is being made at now, HEAD.)"""
+    files = [folder / n for n in ("registered.yaml", "registered.json", "readout-registered.json") if (folder / n).is_file()]
+    for f in files:
+        m = COMMIT.search(f.read_text(errors="replace")[:2000])
+        if m:
+            return m.group(1)[:8]
+    for f in files:
+        try:
+            out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", f.name], cwd=folder,
+                                 capture_output=True, text=True, timeout=30).stdout.split()
+        except (OSError, subprocess.SubprocessError):
+            out = []
+        if out:
+            return out[-1][:8]
+    return ""
+
+
 @functools.cache
 def _registering_commit(folder: str) -> str:
-    from simcluster.trust.moved import registering_commit
-
-    return registering_commit(CALIBRATION / folder)
+    return set_registered_at(CALIBRATION / folder)
 
 
 def registered_move(row: dict, folder: str) -> tuple[float | None, str]:

@@ -13,19 +13,18 @@ counted as the same model (<= 0.8%, tests/test_eager_pphost_set.py) and above th
 processes (0.1-0.3%, calibration/h200x2-llm-eager-noise-2026-11-29), so a smaller move could not be told from noise on
 the rows themselves. A band is **measured on an earlier model** when more than half of its rows (the regime's, or the
 family's pooled rows for an unvalidated regime) are registered rows that have moved: then the band's spread and centre
-are mostly an earlier model's, and the answer says so (Trust.moved_text).
+are mostly an earlier model's, and the answer says so (Trust.moved_text). Both are model against model and flip where
+a band's moves sit near 2%: docs/models/trust.md, "Sensitivity of the moved flag", prints them at 1/2/3/5%
+(`python -m simcluster.trust.report`; docs/accuracy.md). Pure: the registering commit a row carries is read by trust/build.set_registered_at.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 MOVE_THRESHOLD = 0.02
-COMMIT = re.compile(r"(?:registered_at_commit:|model at|\"commit\":)\s*\"?([0-9a-f]{7,40})")
+SENSITIVITY = (0.01, 0.02, 0.03, 0.05)   # the thresholds docs/accuracy.md's sensitivity table reads the flag at
 
 
 @dataclass(frozen=True)
@@ -53,44 +52,34 @@ class Moves:
 
     def text(self) -> str:
         """'band measured on an earlier model: today's model moved beyond +-2% on 19 of its 30 registered rows since
-        (its step -0.9..+25.2% of the registered one, median +5.0%; registered at 6bacb939 (14 rows), ...): read on today's
-        step the band is off by about as much'; '' where the band is not."""
+        (its step -0.9..+25.2% of the registered one, median +5.0%; registered at 6bacb939 (14 rows), ...): today's step is a
+        median +5.0% of the registered one, so measured / today's step reads about 4.8% lower than this band' (the band is
+        of measured / registered; 1 / (1 + median) - 1 says how far and which way); '' where the band is not."""
         if not self.earlier_model:
             return ""
         lo, hi = (x * 100 for x in self.move_range)
         at = ", ".join(f"{c} ({n} row{'s' * (n != 1)})" for c, n in self.commits)
         return (f"band measured on an earlier model: today's model moved beyond +-{MOVE_THRESHOLD:.0%} on {self.moved} of "
                 f"its {self.registered} registered rows since (its step {lo:+.1f}..{hi:+.1f}% of the registered one, median "
-                f"{self.median_move * 100:+.1f}%; registered at {at}): read on today's step the band is off by about as much")
+                f"{self.median_move * 100:+.1f}%; registered at {at}): {self.direction()}")
+
+    def direction(self) -> str:
+        """Which way the band is off for a step priced by today's model: the band is of measured / registered, and
+        measured / today = (measured / registered) / (1 + median move)."""
+        shift = (1 / (1 + self.median_move) - 1) * 100
+        way = "lower" if shift < 0 else "higher"
+        return (f"today's step is a median {self.median_move * 100:+.1f}% of the registered one, so measured / today's "
+                f"step reads about {abs(shift):.1f}% {way} than this band")
 
 
-def moves_of(rows) -> Moves:
-    """Moves of a band's rows (trust/table.Residual: `moved` None for a row predicted by today's model)."""
+def moves_of(rows, threshold: float = MOVE_THRESHOLD) -> Moves:
+    """Moves of a band's rows (trust/table.Residual: `moved` None for a row predicted by today's model); a row moved
+    beyond `threshold` (MOVE_THRESHOLD, or another for the sensitivity table) counts as moved."""
     reg = [r for r in rows if r.moved is not None]
     commits: dict[str, int] = {}
     for r in reg:
         commits[r.registered_at or "?"] = commits.get(r.registered_at or "?", 0) + 1
-    return Moves(len(rows), len(reg), sum(round(abs(r.moved - 1), 9) > MOVE_THRESHOLD for r in reg),
+    return Moves(len(rows), len(reg), sum(round(abs(r.moved - 1), 9) > threshold for r in reg),
                  statistics.median(r.moved - 1 for r in reg) if reg else None,
                  tuple(sorted(commits.items(), key=lambda kv: (-kv[1], kv[0]))),
                  (min(r.moved for r in reg) - 1, max(r.moved for r in reg) - 1) if reg else None)
-
-
-def registering_commit(folder: Path) -> str:
-    """The commit a registered set's predictions were made at (8 hex digits): the one its registered.yaml names
-    (`registered_at_commit:` or a header 'model at SHA'), else the first commit that added its registered file
-    (registered.yaml / .json, or the compile set's readout-registered.json) by git; '' when none is found."""
-    files = [folder / n for n in ("registered.yaml", "registered.json", "readout-registered.json") if (folder / n).is_file()]
-    for f in files:
-        m = COMMIT.search(f.read_text(errors="replace")[:2000])
-        if m:
-            return m.group(1)[:8]
-    for f in files:
-        try:
-            out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", f.name], cwd=folder,
-                                 capture_output=True, text=True, timeout=30).stdout.split()
-        except (OSError, subprocess.SubprocessError):
-            out = []
-        if out:
-            return out[-1][:8]
-    return ""

@@ -31,16 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from simcluster.cards import load_collective  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm.comm import Network  # noqa: E402
-from simcluster.llm.framework import MEGATRON_LOCAL  # noqa: E402
-from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
-from simcluster.llm.work import build_work  # noqa: E402
+from simcluster.errors import SimclusterError  # noqa: E402
 
-GPU_CARDS = {"H100": "models/gpu/h100-sxm-interleaved.yaml", "H200": "models/gpu/h200-sxm-interleaved.yaml"}
-NVLINK = {1: "models/collective/h200x2-primitives.yaml",   # one GPU: no collective is priced (moe4); any card will do
-          2: "models/collective/h200x2-primitives.yaml", 4: "models/collective/h200x4-primitives.yaml"}
+# the one pricing of the runner's step, with its cards (register.py and kernel_kinds.py import them from here)
+from simcluster.heldout.moe_lab import GPU_CARDS, NVLINK, device_gpu  # noqa: E402, F401
+from simcluster.heldout.moe_lab import step_s as predicted_s  # noqa: E402, F401
+
 # the registered configurations (runner flags): a Qwen3-30B-A3B-like layer at EP 4 and at EP 1, a Mixtral-like one at EP 4
 CONFIGS = {
     "qwen3-like-ep4": dict(layers=4, hidden=2048, heads=32, kv_heads=4, head_dim=128, experts=128, top_k=8, expert_ffn=768,
@@ -50,21 +46,6 @@ CONFIGS = {
     "mixtral-like-ep4": dict(layers=4, hidden=2048, heads=16, kv_heads=8, head_dim=128, experts=8, top_k=2, expert_ffn=5632,
                              vocab=32768, seq=4096, micro_batch=1, ep=4),
 }
-
-
-def predicted_s(m: dict, ranks: int, gpu_name: str, fw=MEGATRON_LOCAL) -> tuple[float, dict]:
-    """(forward + backward seconds of one micro-batch, the parts) as the LLM model prices the runner's step."""
-    model = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
-                            vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
-                            attn_head_dim=m["head_dim"], qk_norm=True)
-    par = ParallelSpec(dp=ranks, ep=m["ep"])
-    batch = BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
-    gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
-    net = Network(load_collective(ROOT / NVLINK[ranks])[0], ranks)
-    work = build_work(model, par, batch, gpu, net, fw=fw)
-    f, b = work.stages[0].forward[0], work.stages[0].backward[0]
-    parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
-    return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}
 
 
 def documents(paths: list[str]) -> list[tuple[str, dict]]:
@@ -95,6 +76,10 @@ def main(argv: list[str]) -> int:
             return 2
     docs = documents(args.inputs)
     if not docs:
+        if args.ranks not in NVLINK:
+            print(f"compare.py: --ranks {args.ranks}: no NVLink card for the MoE lab step (known: "
+                  f"{', '.join(map(str, NVLINK))} GPUs)", file=sys.stderr)
+            return 2
         for name, m in CONFIGS.items():
             t, parts = predicted_s(m, args.ranks, args.gpu)
             print(f"{name:18s} {args.ranks} x {args.gpu}: predicted {t * 1e3:8.2f} ms  "
@@ -106,7 +91,11 @@ def main(argv: list[str]) -> int:
     for folder, paths in groups.items():
         if len(groups) > 1:
             print(f"== {folder}")
-        report(documents(paths), paths)
+        try:
+            report(documents(paths), paths)
+        except SimclusterError as exc:   # a run on a GPU or rank count the model has no card for: one line
+            print(f"compare.py: {folder}: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 
@@ -123,8 +112,7 @@ def report(docs: list[tuple[str, dict]], inputs: list[str]) -> None:
             print(f"{fname}: not measured: {r0.get('error', 'no document')}")
             continue
         m = {**doc["model"], "ep": doc["parallel"]["ep"]}
-        gpu_name = "H100" if "H100" in doc["device"] else "H200"
-        t, parts = predicted_s(m, doc["world_size"], gpu_name)
+        t, parts = predicted_s(m, doc["world_size"], device_gpu(doc.get("device", "")))
         meas = r0["median_step_s"]
         if not fname.startswith("megatron-moe-trace-"):   # a profiled re-run (moe's device_run_trace.sh) is no step row
             today.setdefault(arm, []).append(t / meas - 1)
