@@ -15,7 +15,7 @@ from simcluster.trust.regime import llm_regime
 from simcluster.trust.table import Table, conformal_bounds
 
 ROOT = Path(__file__).resolve().parent.parent
-MOE2, MOE4, MOE3, MOE5 = (ROOT / f for f in moe_lab.REGISTERED)
+MOE2, MOE4, MOE3, MOE5 = (ROOT / f for f in moe_lab.REGISTERED[:4])
 KEY = "llm | Megatron local spec | MoE | bf16"
 
 

@@ -223,8 +223,9 @@ print(json.dumps(doc))
 '''
 
 
-def run_device_script(tmp_path: Path, gpus: int, **env_extra: str):
-    """moe3's device_run.sh on a machine of `gpus` stub H200s (stub nvidia-smi, pip and launcher): ($OUT, the run)."""
+def run_device_script(tmp_path: Path, gpus: int, script: Path | None = None, **env_extra: str):
+    """moe3's device_run.sh (or `script`, another set's) on a machine of `gpus` stub H200s (stub nvidia-smi, pip and
+    launcher): ($OUT, the run)."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
     names = "".join(f'echo "GPU {i}: NVIDIA H200"; ' for i in range(gpus))
@@ -238,7 +239,8 @@ def run_device_script(tmp_path: Path, gpus: int, **env_extra: str):
     out, work = tmp_path / "out", tmp_path / env_extra.get("MOE_SET", "moe3")
     out.mkdir()
     env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", OUT=str(out), MOE3_WORK=str(work), **env_extra)
-    return out, subprocess.run(["bash", str(SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return out, subprocess.run(["bash", str(script or SET / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=120)
 
 
 def test_device_run_flow_with_stubs(tmp_path):

@@ -6,7 +6,8 @@ model: the model may have moved since (docs/models/llm-findings.md).
 
   REGISTERED   every registered set, each folder one source (one lease): moe2 (4 x H200, EP 2 and 4), moe4 (1 x H200,
                EP 1, arms A and B), moe3 (2 x H200, EP 2, arms A and B), moe5 (2 x H200, EP 2, arm B; registered in
-               session 40, picked up once its run files exist)
+               session 40), moe6 (2 x H200, EP 2 and EP 1 data parallel, arm B; registered in session 41 with the model
+               of that day, picked up once its run files exist)
   DEVELOPMENT  session 25's set, which the local-spec host model (framework.MoeHost) was built on: left out
 
 A run file is device.py's JSON (megatron-moe-KIND-xN-NAME.json, or ...-NAME-armX.json for a set run in arms): rank 0's
@@ -25,7 +26,8 @@ from simcluster.errors import SimclusterError
 ROOT = Path(__file__).resolve().parent.parent.parent
 FRAMEWORK = "megatron-local-spec"
 REGISTERED = ("calibration/h200x4-megatron-moe2-2026-11-28", "calibration/h200x1-megatron-moe4-2026-11-28",
-              "calibration/h200x2-megatron-moe3-2026-11-28", "calibration/h200x2-megatron-moe5-2026-11-30")
+              "calibration/h200x2-megatron-moe3-2026-11-28", "calibration/h200x2-megatron-moe5-2026-11-30",
+              "calibration/h200x2-megatron-moe6-2026-11-30")
 DEVELOPMENT = ("calibration/h200x4-megatron-moe-2026-11-27",)
 RUN_FILE = re.compile(r"^megatron-moe-[a-z0-9]+-x\d+-(?P<name>.+?)(?:-arm(?P<arm>[A-Z]))?\.json$")
 # the runner flags a run's document must match (its model and expert parallelism): a file that is not the registered

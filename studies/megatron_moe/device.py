@@ -12,9 +12,11 @@ backward of one micro-batch; no gradient reduction and no optimizer step (the ex
 what it times). Wall clock of `--steps` steps between device synchronisations after `--warmup`, and one profiled step
 (kernels, their summed GPU time, CUDA runtime calls: the host synchronisations the dispatcher makes). megatron-core and
 torch are imported inside main only. `--pin` binds each rank's process to its own physical cores on its GPU's NUMA node
-before torch is imported (pinning.py). The JSON (rank 0 writes it) has every rank's step and host-issue times (the
-host's time to issue one step, before the closing synchronisation), placement, pinning and thread count, and the
-launch (warm-up, steps, CUDA_MODULE_LOADING).
+before torch is imported (pinning.py). The JSON (rank 0 writes it) has every rank's step and host-issue times of each
+timed step (the host's time to issue one step, before the closing synchronisation), gathered by the eager runner's
+simcluster/runner/host_issue.gather (its keys host_issue_s_by_rank, step_times_s_by_rank, host_issue_median_s_by_rank,
+slowest_issue_rank; format 2's *_per_rank names kept beside them for compare.py), placement, pinning and thread count,
+and the launch (warm-up, steps, CUDA_MODULE_LOADING).
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
     from megatron.core.transformer.moe import moe_utils
 
+    from simcluster.runner import host_issue  # on PYTHONPATH beside megatron-core (device_run.sh), as llm_profile below
+
     for name in ("te_general_gemm",):   # megatron-core 0.14 reads it unguarded when Transformer Engine is absent
         if not hasattr(moe_utils, name):
             setattr(moe_utils, name, None)
@@ -160,11 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         record.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500], where=traceback.format_exc()[-1500:])
-    ranks = [None] * world   # every rank's median step, median host issue and placement
+    # every rank's issue and step times of each timed step (the eager runner's gather, issue 44: collective, after the
+    # timed and profiled steps), then its median step, placement, pinning and threads
+    issue_fields = host_issue.gather(torch, record, world)
+    ranks = [None] * world
     mine = {"median_step_s": record.get("median_step_s"), "placement": _placement(torch, device) if cuda else {},
-            "median_host_issue_s": statistics.median(record["host_issue_s"]) if record.get("host_issue_s") else None,
-            "host_issue_s": record.get("host_issue_s"), "step_times_s": record.get("step_times_s"), "pin": pinned,
-            "threads": _threads(pinned)}
+            "pin": pinned, "threads": _threads(pinned)}
     dist.all_gather_object(ranks, mine)
     medians = [r["median_step_s"] for r in ranks]
     if rank == 0:
@@ -181,14 +186,14 @@ def main(argv: list[str] | None = None) -> int:
                "parallel": {"ep": args.ep, "tp": 1, "pp": 1, "dp": world}, "dispatcher": args.dispatcher,
                "rank0_parameters": params,
                "spec": "megatron-core local (no TE): SequentialMLP experts, alltoall dispatcher, unfused DotProductAttention",
-               "median_step_s_per_rank": medians, "median_host_issue_s_per_rank": [r["median_host_issue_s"] for r in ranks],
+               "median_step_s_per_rank": medians, "median_host_issue_s_per_rank": issue_fields["host_issue_median_s_by_rank"],
                "placement_per_rank": [r["placement"] for r in ranks],
                "launch": {"warmup": args.warmup, "steps": args.steps, "pin": args.pin,
                           "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING"),
                           "omp_num_threads": os.environ.get("OMP_NUM_THREADS")},
                "pin_per_rank": [r["pin"] for r in ranks], "threads_per_rank": [r["threads"] for r in ranks],
-               "host_issue_s_per_rank": [r["host_issue_s"] for r in ranks],
-               "step_times_s_per_rank": [r["step_times_s"] for r in ranks], "rank0": record}
+               "host_issue_s_per_rank": issue_fields["host_issue_s_by_rank"],
+               "step_times_s_per_rank": issue_fields["step_times_s_by_rank"], **issue_fields, "rank0": record}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     dist.destroy_process_group()

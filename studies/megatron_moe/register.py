@@ -5,6 +5,7 @@ before the set is run (llm-findings.md, session 30 and issue 44's moe3).
     python studies/megatron_moe/register.py --set moe3 > calibration/h200x2-megatron-moe3-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe4 > calibration/h200x1-megatron-moe4-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe5 > calibration/h200x2-megatron-moe5-2026-11-30/registered.yaml
+    python studies/megatron_moe/register.py --set moe6 > calibration/h200x2-megatron-moe6-2026-11-30/registered.yaml
     python studies/megatron_moe/register.py --flags NAME [--arm A|B]   # the runner's flags (device_run.sh)
     python studies/megatron_moe/register.py --env B        # an arm's environment, NAME=VALUE words (device_run.sh)
     python studies/megatron_moe/register.py --names moe3   # a set's configurations in run order
@@ -13,7 +14,9 @@ before the set is run (llm-findings.md, session 30 and issue 44's moe3).
 The same step as studies/megatron_moe/compare.py prices (framework megatron-local-spec, N x H200, one micro-batch's
 forward + backward); a set is read with `python studies/megatron_moe/compare.py FOLDER`. The moe3 set runs every
 configuration twice (ARMS): A as moe2 was launched, B pinned with eager CUDA module loading and a longer warm-up; the
-model knows neither, so it predicts one step per configuration.
+model knows neither, so it predicts one step per configuration. From moe6 on each run also registers its GPU-only part
+(gpu_only_s: the same model with the MoE layer's host issue priced at 0, framework.MoeHost off: its compute and exposed EP
+time), so that a miss splits into GPU and host against the traces' GPU busy time.
 """
 
 from __future__ import annotations
@@ -56,14 +59,25 @@ SET5 = {
     "e8-top2-ffn2816-h24-ep2": dict(COMMON, heads=24, kv_heads=8, experts=8, top_k=2, expert_ffn=2816, ep=2),
     "e8-top2-ffn2048-mb2-ep2": dict(COMMON, micro_batch=2, heads=16, kv_heads=8, experts=8, top_k=2, expert_ffn=2048, ep=2),
 }
+# moe6, 2 x H200 (issue 44, session 41): today's model (the local spec's GPU side kernel by kernel, session 41 moegpu) on
+# two layers new to calibration/ -- 32 heads at micro-batch 2 (the router's top-k at 8192 rows, its per-call times read at
+# 4096) and 16 experts at EP 1, the two ranks data parallel with no gradient reduction (the runner runs none): all 16
+# experts local, the per-call expert GEMMs and the host's issue of them -- then moe5's four again (repeats of a seen
+# set: today's model's error on its shapes on a new lease). The new two first: the budget guard cuts the last run first.
+NEW6 = {
+    "e8-top2-ffn2048-h32-mb2-ep2": dict(COMMON, micro_batch=2, heads=32, kv_heads=8, experts=8, top_k=2, expert_ffn=2048, ep=2),
+    "e16-top4-ffn1408-ep1": dict(COMMON, heads=16, kv_heads=8, experts=16, top_k=4, expert_ffn=1408, ep=1),
+}
+SET6 = {**NEW6, **SET5}
 # (configurations, GPUs, folder under calibration/, how the GPUs are joined)
 SETS = {
     "moe2": (SET2, 4, "h200x4-megatron-moe2-2026-11-28", "NVLink"),
     "moe3": (SET3, 2, "h200x2-megatron-moe3-2026-11-28", "NVLink, NCCL_NVLS_ENABLE=0"),
     "moe4": (SET4, 1, "h200x1-megatron-moe4-2026-11-28", "one GPU, no EP collective"),
     "moe5": (SET5, 2, "h200x2-megatron-moe5-2026-11-30", "NVLink, NCCL_NVLS_ENABLE=0"),
+    "moe6": (SET6, 2, "h200x2-megatron-moe6-2026-11-30", "NVLink, NCCL_NVLS_ENABLE=0"),
 }
-SET_ARMS = {"moe3": "AB", "moe4": "AB", "moe5": "B"}   # the arms each set runs (moe5: moe3's pinned launch only)
+SET_ARMS = {"moe3": "AB", "moe4": "AB", "moe5": "B", "moe6": "B"}   # the arms each set runs (moe5, moe6: moe3's pinned launch only)
 # moe3's two launches of each configuration (device.py flags and environment); A is moe2's launch
 ARMS = {
     "A": dict(what="as before: torch.distributed.run, no pinning, lazy CUDA module loading (the default), warm-up 3, 8 timed steps",
@@ -79,6 +93,19 @@ def configuration(name: str) -> dict:
         if name in configs:
             return configs[name]
     raise SystemExit(f"register.py: no configuration {name!r}; known: {', '.join(n for c, *_ in SETS.values() for n in c)}")
+
+
+def gpu_only_s(m: dict, gpus: int) -> float:
+    """The registered step's GPU-only part: the model with the host's issue of the MoE layer priced at 0
+    (framework.MoeHost off; the local spec has no other host cost), i.e. its compute and exposed EP time."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dataclasses import replace
+
+    from compare import predicted_s
+
+    from simcluster.llm.framework import MEGATRON_LOCAL
+
+    return predicted_s(m, gpus, "H200", replace(MEGATRON_LOCAL, moe_host=None))[0]
 
 
 def flags(m: dict) -> str:
@@ -122,6 +149,10 @@ def main(argv: list[str]) -> int:
         t, parts = predicted_s(m, gpus, "H200")
         print(f"  {name}:\n    flags: \"{flags(m)}\"\n    predicted_step_s: {t:.5f}")
         print("    parts_s: {" + ", ".join(f"{k}: {v:.5f}" for k, v in sorted(parts.items())) + "}")
+        if set_name == "moe6":
+            print(f"    gpu_only_s: {gpu_only_s(m, gpus):.5f}   # the same model with the MoE host issue at 0 (reported beside "
+                  "the traces' GPU busy, not judged)")
+            print(f"    seen: {'false   # new to calibration/' if name in NEW6 else 'true   # a repeat of moe5 (2026-11-30): shapes seen, new lease'}")
         if set_name == "moe2":
             print(f"    before_s: {predicted_s(m, gpus, 'H200', MEGATRON_UNFUSED)[0]:.5f}   # the model before session 30 (megatron-unfused-attention)")
         if set_name == "moe5":   # the local spec as priced before session 40: fused-rate softmax bytes and SwiGLU, fused loss
