@@ -165,10 +165,12 @@ class Ring:
         steps = 2 * (call.n - 1) if call.op == "all_reduce" else max(1, call.n - 1)
         inter_steps = (2 * (call.nodes - 1) if call.op == "all_reduce" else call.nodes - 1) if call.nodes > 1 else 0
         l_intra, l_inter = step_latencies(call, "Ring", protocol)
-        rate = min(call.b_nvl, call.b_net)
         bus_bytes = bus_factor(call.op, call.n) * call.size_bytes
-        data, terms = protocol_terms(call, {NVLINK: bus_bytes / call.b_nvl, network_name(call): bus_bytes / call.b_net},
-                                     bus_bytes, protocol)
+        links = {NVLINK: bus_bytes / call.b_nvl}
+        if inter_steps:   # one node: no step crosses a NIC (its ring flows carry nothing, B_net = 0)
+            links[network_name(call)] = bus_bytes / call.b_net
+        rate = min(call.b_nvl, call.b_net) if inter_steps else call.b_nvl
+        data, terms = protocol_terms(call, links, bus_bytes, protocol)
         latency = call.base + (steps - inter_steps) * l_intra + inter_steps * l_inter
         latency += call.rendezvous("Ring", protocol) if inter_steps else 0.0
         return latency + data, {"bandwidth_Bps": rate, "nvlink_Bps": call.b_nvl, "network_Bps": call.b_net,

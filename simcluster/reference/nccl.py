@@ -37,7 +37,7 @@ def _cluster(scenario: Path, nodes: int):
     from simcluster.scenario import load_variants
 
     machine = load_variants(scenario, nodes)[0][1].machine
-    if machine.domains == 1 and (machine.nvlink_domain or machine.nic is None):   # no network: NCCL's one node
+    if machine.domains == 1 and (machine.nvlink_domain or machine.nic is None or machine.nodes == 1):   # no network: NCCL's one node
         return build_domain(machine)
     return build_cluster(machine)
 
