@@ -45,7 +45,9 @@ def test_loss_chain_prices_moe5s_measured_loss_kernels_within_5_percent():
     kk = load_script("studies/megatron_moe/kernel_kinds.py")
     gpu, _ = load_gpu(H200)
     priced = torch_kernels.time_s(gpu, "vocab_ce", LOGITS) + torch_kernels.time_s(gpu, "vocab_ce.bwd", LOGITS)
-    for trace in sorted(MOE5.glob("trace-*e8-top2-ffn4096*-rank0.json.gz")):
+    traces = sorted(MOE5.glob("trace-*e8-top2-ffn4096*-rank0.json.gz"))
+    assert traces, f"no moe5 e8-top2-ffn4096 rank-0 trace in {MOE5}"
+    for trace in traces:
         gpu_events, _ = kk.load(Path(trace))
         measured = sum(k["dur"] for k in gpu_events if any("_VocabParallelCrossEntropy" in s for s in k["stack"])) * 1e-6
         assert priced == pytest.approx(measured, rel=0.05)
