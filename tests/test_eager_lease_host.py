@@ -165,3 +165,30 @@ def test_a_bad_run_file_is_dropped_by_name_and_the_cli_errors_in_one_line(tmp_pa
     assert check.main([str(tmp_path / "nothing")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "registered.yaml" in err[0]
+
+
+@pytest.mark.parametrize("key, value", [("host_issue_s_by_rank", [None, None]),
+                                        ("step_times_s_by_rank", [[0.1] * 9 + ["0.1"], [0.1] * 10]),
+                                        ("step_times_s_by_rank", [[0.1] * 10, [0.1] * 9]),
+                                        ("host_issue_s_by_rank", "0.1")])
+def test_a_malformed_by_rank_list_is_one_line_naming_the_file_and_key(tmp_path, key, value):
+    path = tmp_path / "run-r1.json"
+    _process(path, 100.0, 2.0)
+    doc = json.loads(path.read_text())
+    doc["shapes"][0][key] = value
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SimclusterError) as err:
+        check.process(path)
+    msg = str(err.value)
+    assert "\n" not in msg and str(path) in msg and key in msg
+
+
+def test_absent_by_rank_lists_give_no_gap_and_whole_ones_the_slow_ranks(tmp_path):
+    path = tmp_path / "run-r1.json"
+    _process(path, 100.0, 2.0)
+    got = check.process(path)
+    assert got["median_ms"] == pytest.approx(100.0) and got["gap_ms"] == pytest.approx(2.0)
+    doc = json.loads(path.read_text())
+    del doc["shapes"][0]["host_issue_s_by_rank"]
+    path.write_text(json.dumps(doc))
+    assert check.process(path)["gap_ms"] is None

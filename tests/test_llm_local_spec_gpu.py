@@ -1,6 +1,8 @@
 """The local spec's remaining GPU-side kernels (issue 44, session 41): Megatron-Core's unfused vocab-parallel loss kernel by
 kernel, the router's top-k kernels, and each local expert's linear_fc1 as one GEMM (llm/torch_kernels.py, llm/ops.py)."""
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,9 @@ def test_loss_chain_prices_moe5s_measured_loss_kernels_within_5_percent():
     kk = load_script("studies/megatron_moe/kernel_kinds.py")
     gpu, _ = load_gpu(H200)
     priced = torch_kernels.time_s(gpu, "vocab_ce", LOGITS) + torch_kernels.time_s(gpu, "vocab_ce.bwd", LOGITS)
-    for trace in sorted(MOE5.glob("trace-*e8-top2-ffn4096*-rank0.json.gz")):
+    traces = sorted(MOE5.glob("trace-*e8-top2-ffn4096*-rank0.json.gz"))
+    assert traces, f"no moe5 e8-top2-ffn4096 rank-0 trace in {MOE5}"
+    for trace in traces:
         gpu_events, _ = kk.load(Path(trace))
         measured = sum(k["dur"] for k in gpu_events if any("_VocabParallelCrossEntropy" in s for s in k["stack"])) * 1e-6
         assert priced == pytest.approx(measured, rel=0.05)
@@ -101,3 +105,30 @@ def test_expert_gemm_calls_reads_a_synthetic_step(tmp_path, capsys):
     assert calls.row(path) is None                      # no run document beside the trace
     assert calls.main([str(tmp_path / "missing.json.gz")]) == 1
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_expert_gemm_calls_reads_the_excess_per_measured_and_modelled_call_and_the_capped_gaps():
+    calls = load_script("studies/megatron_moe/expert_gemm_calls.py")
+    # 4 measured calls of 10 us, the model's 8 calls priced 100 us with 5 us of call time each (the curve alone 60 us)
+    r = {"calls": 4, "measured_s": 40e-6, "gaps_us": [1.0, 2.0, 9.0, 30.0]}
+    s = calls.summary(r, 100e-6, 8, 5e-6)
+    assert s["excess_model_us"] == pytest.approx(60 / 8) and s["excess_measured_us"] == pytest.approx(60 / 4)
+    assert s["curve_ms"] == pytest.approx(0.060) and s["curve_err"] == pytest.approx(0.5)
+    # gaps capped at BUBBLE_US (5 us): 1 + 2 + 5 + 5; half of them at the cap
+    assert s["bubbles_ms"] == pytest.approx(13e-3) and s["bubble_a_call_us"] == pytest.approx(13 / 4)
+    assert s["capped"] == pytest.approx(0.5) and s["gap_median_us"] == pytest.approx(5.5)
+
+
+def test_expert_gemm_calls_names_a_trace_without_expert_gemms(tmp_path, capsys):
+    calls = load_script("studies/megatron_moe/expert_gemm_calls.py")
+    path = tmp_path / "trace-h200-x2-toy-rank0.json.gz"
+    load_script("tests/test_llm_torch_kernels.py")._trace(path)
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("args", {}).get("correlation") != 6]   # the expert GEMM
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    assert calls.read(path)["calls"] == 0
+    assert calls.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and path.name in err and "no expert GEMM" in err

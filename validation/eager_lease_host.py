@@ -121,10 +121,22 @@ def register(path: Path) -> None:
     print(f"registered {', '.join(r['name'] for r in rows)} in {path} (model at {commit[:10]})")
 
 
+def _by_rank(path: Path, shape: dict, key: str) -> list[list[float]] | None:
+    """shape[key]: a list per rank of seconds per timed step (None where the run has no such key); anything else is a
+    one-line SimclusterError naming the file and the key."""
+    value = shape.get(key)
+    if value is None:
+        return None
+    if not (isinstance(value, list) and value and all(isinstance(x, list) for x in value)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for x in value for v in x)):
+        raise SimclusterError(f"{path}: {key}: not a list per rank of numbers (seconds per timed step): {str(value)[:60]}")
+    return value
+
+
 def process(path: Path) -> dict:
     """One process's run: rank 0's median step (ms) and the median over timed steps of (step - host issue) of the rank
     issuing each step slowest (ms; None where the by-rank lists are missing). A file that is not a run with a timed
-    shape is a SimclusterError naming it."""
+    shape, or whose by-rank lists are not lists per rank of numbers of one length, is a SimclusterError naming it."""
     from simcluster.llm.eager import read_document
 
     try:
@@ -132,9 +144,13 @@ def process(path: Path) -> dict:
         median = float(shape["median_step_s"]) * 1e3
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise SimclusterError(f"{path}: not an llm-step run with a timed shape ({type(exc).__name__}: {exc})") from None
-    issues, steps = shape.get("host_issue_s_by_rank"), shape.get("step_times_s_by_rank")
+    issues = _by_rank(path, shape, "host_issue_s_by_rank")
+    steps = _by_rank(path, shape, "step_times_s_by_rank")
     gaps, slow = [], []
-    if issues and steps and all(len(x) == len(issues[0]) for x in (*issues, *steps)) and issues[0]:
+    if issues and steps:
+        if len({len(x) for x in (*issues, *steps)}) != 1 or len(issues) != len(steps):
+            raise SimclusterError(f"{path}: host_issue_s_by_rank / step_times_s_by_rank: not one timed-step count for "
+                                  f"every rank ({[len(x) for x in issues]} / {[len(x) for x in steps]})")
         for i in range(len(issues[0])):
             r = max(range(len(issues)), key=lambda k: issues[k][i])
             gaps.append((steps[r][i] - issues[r][i]) * 1e3)

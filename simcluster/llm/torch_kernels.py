@@ -91,15 +91,17 @@ GAMMA_BETA_ROWS_PER_S_PER_SM = (380e6 / 132, 5.33e9 / 132)   # (rows <= GAMMA_BE
 # 32 x 1 path when M > 64 * 1024 rows and N / 32 < SMs / 2 (row 128: 4 < 66); the traces only bracket it in (64 Ki, 128 Ki].
 # Only the row count is checked here: the second condition holds for QK-norm's rows of head_dim <= 128 on >= 16 SMs.
 GAMMA_BETA_FAST_ROWS = 64 * 1024
-# the router's top-k kernels, (seconds a call, routing scores a second on 132 SMs), from the development set's two traces
+# CALL_RATES: kernels priced as (seconds a call, elements a second on 132 SMs; 0: no per-element term), the router's
+# top-k (topk_*, elements: routing scores) and the embedding backward (emb_*, elements: gradient elements).
+# The router's top-k kernels, from the development set's two traces
 # (h200x4-megatron-moe-2026-11-27, 4096 tokens, 4 layers): gatherTopK fp32 11.6 us at 8 experts (32.8 K scores), 32.8 us at
 # 128 (524 K); bf16 8.9 / 27.2 us; a line through the two: a per-call time and a score rate. bitonicSortKVInPlace 6.1-6.3 us,
 # the scatter 4.4-4.7 us, the two fills 0.8 us each, the same at 8 and 128 experts: per-call times (not read at other token counts)
 # the same two traces' embedding backward (4096 x 2048 rows' gradient, once a step): the radix sort's kernels 57.5 / 57.8 us
 # in all (47.6 / 46.6 us of onesweep passes), compute_grad_weight 58.1 / 57.7 us and sum_and_scatter 58.0 / 58.8 us: 145 G
 # elements / s each (the sort not read at other token counts)
-TOPK_CALL_S = {"topk_fp32": (10.2e-6, 23.2e9), "topk_bf16": (7.7e-6, 26.9e9), "topk_sort": (6.2e-6, 0.0), "topk_scatter": (4.5e-6, 0.0),
-               "topk_fills": (1.6e-6, 0.0), "emb_sort": (57.6e-6, 0.0), "emb_segments": (0.0, 145e9)}
+CALL_RATES = {"topk_fp32": (10.2e-6, 23.2e9), "topk_bf16": (7.7e-6, 26.9e9), "topk_sort": (6.2e-6, 0.0), "topk_scatter": (4.5e-6, 0.0),
+              "topk_fills": (1.6e-6, 0.0), "emb_sort": (57.6e-6, 0.0), "emb_segments": (0.0, 145e9)}
 
 
 def chain_bytes(chain: str) -> float:
@@ -119,8 +121,8 @@ def kernel_s(gpu, nbytes: float, elements: float, rate: str, row: float = 0.0) -
     hbm = gpu.memory_time_s(nbytes)
     if rate == "hbm":
         return hbm
-    if rate in TOPK_CALL_S:
-        call_s, per_s = TOPK_CALL_S[rate]
+    if rate in CALL_RATES:
+        call_s, per_s = CALL_RATES[rate]
         return call_s + (elements / (per_s / 132 * gpu.sm_count) if per_s else 0.0)
     if rate == "gamma_beta":
         rows = elements / row
