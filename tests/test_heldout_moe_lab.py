@@ -84,7 +84,7 @@ def test_local_spec_is_its_own_family_and_every_other_megatron_stays_megatron_ne
         assert llm_regime(name, 1, 1, 1, 1, True, "bf16", 4).key == "llm | Megatron/NeMo | MoE | bf16"
     residuals = moe_lab_residuals(moe_lab.held_out_rows())
     assert {(r.family, r.regime) for r in residuals} == {("llm local spec", KEY)}
-    assert len({r.source for r in residuals}) == 4 and {r.scale for r in residuals} == {1.0, 2.0, 4.0}   # moe5 (session 40)
+    assert len({r.source for r in residuals}) == 5 and {r.scale for r in residuals} == {1.0, 2.0, 4.0}   # moe5 (session 40), moe6 (session 41)
 
 
 def local_spec_scenario(root: Path) -> dict:
@@ -109,7 +109,7 @@ def test_a_local_spec_answer_gets_its_regime_and_the_band_of_its_own_rows(tmp_pa
     v = doc["validation"]
     residuals = moe_lab_residuals(moe_lab.held_out_rows())
     assert v["regime"] == KEY and v["status"] == "validated"
-    assert v["rows"] == len(residuals) and v["sources"] == 4 and v["validated_gpus"] == [1, 4]
+    assert v["rows"] == len(residuals) and v["sources"] == 5 and v["validated_gpus"] == [1, 4]
     lo, hi = conformal_bounds([r.rho for r in residuals])
     assert v["measured_over_predicted_time"] == [round(lo, 4), round(hi, 4)]
     assert doc["step_time_s_band"] == pytest.approx([doc["step_time_s"] * lo, doc["step_time_s"] * hi])
