@@ -125,7 +125,10 @@ def test_a_synthetic_run_enters_each_regime_band_at_its_registered_prediction(ra
         assert r.regime == want["regime"] and r.source == bundle.name
         assert row["predicted_s"] == pytest.approx(want["predicted"]["today"]["step_ms"] / 1e3)
         assert r.rho == pytest.approx(1 / (1 + ERROR[want["regime"].split(" | ")[2]]))   # measured / registered
-        assert r.moved == pytest.approx(1.0, abs=5e-4)   # today's model is the registered one (until it moves)
+        today = eager_today.predict(want["preset"], want["seq"], want["micro_batch"], want["mode"], want["compile"],
+                                    want["ac_mode"], want["microbatches"])["step_ms"]
+        assert r.moved == pytest.approx(today / want["predicted"]["today"]["step_ms"])   # trust/moved.py's ratio
+        assert r.registered_at == "acb7a0cb"
     mod = script()
     verdicts = {mod.short(k): v for k, v in mod.read_out(bundle)["verdicts"].items()}
     assert verdicts["single"].startswith("band re-measured: HOLDS")            # 2% <= 5.85%
