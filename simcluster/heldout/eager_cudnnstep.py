@@ -21,13 +21,17 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from simcluster.heldout import eager_today
 from simcluster.heldout.eager import ROOT
 from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"
 FSDPSTEP_BUNDLE = "calibration/h200x2-eager-fsdpstep-2026-11-30"
-LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE, FSDPSTEP_BUNDLE)   # registered sets read the same way (rows: all_held_out_rows)
+# the registered step sets all_held_out_rows reads (trust/build lists them as the eager table's sources): the
+# long-sequence ones read here, and the eager-today set (one-GPU compile / checkpointing rows too: its own reader)
+TODAY_BUNDLE = eager_today.TODAY_BUNDLE   # session 41's eager-today set
+LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE, FSDPSTEP_BUNDLE, TODAY_BUNDLE)
 SHIPPED = "today"   # the registered prediction the product computes
 
 
@@ -45,5 +49,7 @@ def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:
 
 
 def all_held_out_rows() -> list[dict]:
-    """The rows of every LONG_SEQUENCE_BUNDLES set that has run (trust/build.eager_held_out_rows)."""
-    return [row for b in LONG_SEQUENCE_BUNDLES for row in held_out_rows(ROOT / b)]
+    """The rows of every LONG_SEQUENCE_BUNDLES set that has run (trust/build.eager_held_out_rows); TODAY_BUNDLE's
+    through heldout/eager_today.held_out_rows (at its registered predictions)."""
+    return [row for b in LONG_SEQUENCE_BUNDLES
+            for row in (eager_today.held_out_rows(ROOT / b) if b == TODAY_BUNDLE else held_out_rows(ROOT / b))]

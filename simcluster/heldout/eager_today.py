@@ -1,0 +1,151 @@
+"""Session 41's eager-today set (calibration/h200x2-eager-today-2026-11-30, validation/eager_today.py; issue 44): the
+eager regimes whose bands were measured on an earlier model (trust/moved.py) -- single, single+compile,
+single+ckpt-every2, single+sac-op and the 2-stage 1F1B pipeline (PP) -- re-measured on (preset, seq, micro-batch)
+shapes new to calibration/, each predicted by the model as it shipped at main b540476b before any ran.
+
+registered.yaml's rows: {name, regime (trust's key, trust/regime.llm_regime), mode (single or pp-1f1b), preset, seq,
+micro_batch, compile, ac_mode, microbatches, processes, predicted.today {step_ms, host_share, host_bound}}. One-GPU rows
+are predicted with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS, as _flag_hosts merges them: the fits
+compile2, lease3, compile4 and eager5 registered) on FLAG_CARD; pipeline rows with the product's default host fits
+(heldout/eager.MODE_HOST, llm/host_bound.DEFAULT_HOST) through heldout/eager_regimes.regime_predict. A row's residual is
+against its registered step, its host-bound flag the registered one (host_flag "registered"), and today_s (today's model
+with the same fits) beside it for trust/moved.py. Measured: the mean over a row's processes of rank 0's median step; a
+process whose document is not the registered configuration (preset, shape, compile, checkpointing, layout, ranks) or
+holds no ok shape is left out (read_rows says why); a row none of whose processes ran gives no row. The set is one
+source."""
+
+from __future__ import annotations
+
+import statistics
+from functools import cache
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.heldout.eager import ROOT, _document
+from simcluster.llm import eager
+
+TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in eager_cudnnstep.LONG_SEQUENCE_BUNDLES
+SHIPPED = "today"   # the registered prediction: the model the product shipped at b540476b
+PP_MODES = ("pp-1f1b",)
+
+
+def _layout(reg: dict) -> tuple[str, int]:
+    """(recompute policy, every N blocks) of a registered row's ac_mode (llm-step --ac-mode; none when absent)."""
+    from simcluster.llm import eager_ac
+
+    par = eager_ac.parallel_of(str(reg.get("ac_mode", "none")))
+    return par.recompute, par.recompute_every
+
+
+def check_run(doc: dict, reg: dict) -> str:
+    """'' when an llm-step document ran the registered row's configuration, else why not."""
+    from simcluster.heldout.eager_regimes import regime_mode_of
+    from simcluster.llm import eager_ac
+
+    shapes = doc.get("shapes") if isinstance(doc.get("shapes"), list) else []
+    shape = next((s for s in shapes if isinstance(s, dict) and s.get("status") == "ok"), None)
+    if shape is None or not isinstance(shape.get("median_step_s"), (int, float)) or not shape["median_step_s"] > 0:
+        return "no ok shape with a positive median_step_s"
+    pp = reg["mode"] in PP_MODES
+    have = ((doc.get("model") or {}).get("preset"), shape.get("seq"), shape.get("micro_batch"), bool(doc.get("compile")),
+            eager_ac.document_mode(doc), regime_mode_of(doc) if doc.get("mode") == "pp" else doc.get("mode"), doc.get("world_size", 1),
+            shape.get("microbatches", 1) if pp else 1)
+    want = (reg["preset"], reg["seq"], reg["micro_batch"], bool(reg.get("compile")), str(reg.get("ac_mode", "none")),
+            reg["mode"], 2 if pp else 1, reg.get("microbatches", 1) if pp else 1)
+    return "" if have == want else f"ran {have}, registered {want}"
+
+
+def process_steps(bundle: Path, reg: dict) -> tuple[list[float], list[str]]:
+    """Rank 0's median step (ms) of each of a row's processes (runs/NAME-rK.json) that ran its registered configuration,
+    and a line for each that did not (a file absent or empty: the budget guard; not listed)."""
+    steps, why = [], []
+    for k in range(1, int(reg["processes"]) + 1):
+        path = bundle / "runs" / f"{reg['name']}-r{k}.json"
+        if not path.is_file() or path.stat().st_size == 0:
+            continue
+        doc, failure = _document(path.read_text(errors="replace").strip())
+        if not failure:
+            failure = "no llm-step document" if doc is None else check_run(doc, reg)
+        if failure:
+            why.append(f"{path.name}: {failure}")
+            continue
+        shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
+        steps.append(float(shape["median_step_s"]) * 1e3)
+    return steps, why
+
+
+def registered(bundle: Path) -> list[dict]:
+    """registered.yaml's rows; a row without its name, shape, processes or predicted.today step, share and flag: one
+    SimclusterError line naming rows[i]."""
+    from simcluster.strict import load_yaml
+
+    path = bundle / "registered.yaml"
+    rows = load_yaml(path).get("rows")
+    if not isinstance(rows, list):
+        raise SimclusterError(f"{path}: expected `rows:`")
+    for i, reg in enumerate(rows):
+        try:
+            pred = reg["predicted"][SHIPPED]
+            float(pred["step_ms"]), bool(pred["host_bound"])
+            reg["name"], reg["regime"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
+            if reg["mode"] not in ("single", *PP_MODES):
+                raise ValueError(f"mode {reg['mode']!r}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"{path}: rows[{i}]: expected name, regime, mode (single or pp-1f1b), preset, seq, "
+                                  f"micro_batch, processes and predicted.{SHIPPED} step_ms / host_share / host_bound "
+                                  f"({type(exc).__name__}: {exc})") from None
+    return rows
+
+
+@eager.reads_torch_framework
+@cache
+def predict(preset: str, seq: int, mb: int, mode: str, compiled: bool, ac_mode: str, microbatches: int) -> dict:
+    """Today's model's step (ms), host share and flag of a row (the fits the module docstring names)."""
+    from simcluster.llm.host_bound import is_host_bound
+
+    if mode in PP_MODES:
+        from simcluster.heldout.eager_regimes import regime_predict
+
+        p = regime_predict(preset, mb, mode, "h200", microbatches=microbatches, seq=seq)
+        step_ms, share = p["step_ms"], p["host_share"]
+    else:
+        from simcluster.heldout.eager_registered import _flag_hosts, _predict
+
+        recompute = _layout({"ac_mode": ac_mode})
+        r = _predict(preset, None, seq, mb, compiled, recompute, _flag_hosts()[0])
+        step_ms, share = round(r.step_time_s * 1e3, 2), None if r.host_share is None else round(r.host_share, 4)
+    return {"step_ms": step_ms, "host_share": share, "host_bound": is_host_bound(share)}
+
+
+def read_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> tuple[list[dict], list[str]]:
+    """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys (with framework and recompute), and
+    a line per process or row left out. A set not run yet (no runs/): no rows."""
+    if not (bundle / "runs").is_dir():
+        return [], []
+    out, dropped = [], []
+    for reg in registered(bundle):
+        steps, why = process_steps(bundle, reg)
+        dropped += why
+        if not steps:
+            dropped.append(f"{reg['name']}: no process ran its registered configuration")
+            continue
+        pred = reg["predicted"][SHIPPED]
+        pp = reg["mode"] in PP_MODES
+        recompute, every = _layout(reg)
+        label = f"{reg['preset']} {reg['regime'].split(' | ')[2]} seq {reg['seq']} mb {reg['micro_batch']}"
+        today = predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["mode"], bool(reg.get("compile")),
+                        str(reg.get("ac_mode", "none")), int(reg.get("microbatches", 1)))
+        out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if pp else ""),
+                    "gpus": 2 if pp else 1, "tp": 1, "pp": 2 if pp else 1, "cp": 1, "zero": 0,
+                    "transport": "nvlink" if pp else "1 GPU",
+                    "framework": "torch-compile" if reg.get("compile") else "torch-amp", "recompute": recompute,
+                    "recompute_every": every, "measured_s": statistics.mean(steps) / 1e3,
+                    "predicted_s": float(pred["step_ms"]) / 1e3, "host_share": pred["host_share"],
+                    "host_bound": bool(pred["host_bound"]), "host_flag": "registered", "processes": len(steps),
+                    "regime": reg["regime"], "today_s": today["step_ms"] / 1e3})
+    return out, dropped
+
+
+def held_out_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> list[dict]:
+    """read_rows' rows (trust/build.eager_held_out_rows, through heldout/eager_cudnnstep.all_held_out_rows)."""
+    return read_rows(bundle)[0]
