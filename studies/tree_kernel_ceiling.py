@@ -7,8 +7,10 @@ at most perChMaxTreeLL128Bws; NCCL's tree algbw is half its busbw, so the time f
 tree's data term (collectives/fabric.py, Tree.data_s: max(2 S / B_nvl, w_N S / B_net) / f_p) becomes max(that,
 2 S / ceiling). Two variants: "ceiling" applies the model's one table (2.28) to every row; "by version" applies the
 2.26-2.27 Blackwell table (2 x Hopper's, 77.4 / 82.8 / 72.0) to rows whose published file states NCCL < 2.28
-(system.nccl), the 2.28 table otherwise, and marks a row whose file states no version ("n/s", priced on 2.28's).
-Hopper / Ampere tables are the same in both. The 2.26-2.27 LL128 Blackwell table was not read: 2.28's is used.
+(system.nccl), the 2.28 table otherwise, and marks a row whose file states no version ("n/s", priced on 2.28's);
+LL128 likewise (2.26-2.27 Blackwell 2 x Hopper's, 73.4 / 73.4 / 58.0). Hopper / Ampere tables are the same in both.
+Tables read in the stored NVIDIA/nccl mirror at tags v2.26.2-1, v2.27.3-1 (2 x Hopper) and v2.28.3-1 (the first 2.28
+tag there: 70.0 / 42.8 / 24.0, LL128 55.6 / 31.67 / 20.0), session 41 mendC41.
 docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", says why neither is adopted.
 
     python studies/tree_kernel_ceiling.py
@@ -34,7 +36,8 @@ from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
 
 
-PER_CH_TREE_2_27_BLACKWELL = (77.4, 82.8, 72.0)   # tuning.cc 2.26-2.27: 2 x Hopper's (findings, session 41)
+PER_CH_TREE_2_27_BLACKWELL = (77.4, 82.8, 72.0)          # tuning.cc v2.26.2 / v2.27.3: 2 x Hopper's, GB/s
+PER_CH_TREE_LL128_2_27_BLACKWELL = (73.4, 73.4, 58.0)    # 2 x (36.7, 36.7, 29.0), same tags
 
 
 def nccl_version(source: str) -> tuple[int, int] | None:
@@ -51,7 +54,8 @@ def ceiling_bus_Bps(cluster, protocol: str, version: tuple[int, int] | None = No
     old = cluster.arch == "blackwell" and version is not None and version < (2, 28)
     per_ch = (PER_CH_TREE_2_27_BLACKWELL if old else PER_CH_TREE[cluster.arch])[i2]
     if protocol == "LL128":
-        per_ch = min(per_ch * 120 / 128, PER_CH_TREE_LL128[cluster.arch][i2])
+        ll128 = PER_CH_TREE_LL128_2_27_BLACKWELL if old else PER_CH_TREE_LL128[cluster.arch]
+        per_ch = min(per_ch * 120 / 128, ll128[i2])
     channels = graphs(cluster.nccl_topology)["Tree"].channels
     return channels * per_ch * 1e9 if channels else math.inf
 
