@@ -31,10 +31,8 @@ sys.path.insert(0, str(ROOT))
 from simcluster.collectives import fabric  # noqa: E402
 from simcluster.collectives.nccl_constants import PER_CH_TREE, PER_CH_TREE_LL128  # noqa: E402
 from simcluster.collectives.nccl_search import graphs  # noqa: E402
-from simcluster.collectives.schedule import tree_node_load  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
-
 
 PER_CH_TREE_2_27_BLACKWELL = (77.4, 82.8, 72.0)          # tuning.cc v2.26.2 / v2.27.3: 2 x Hopper's, GB/s
 PER_CH_TREE_LL128_2_27_BLACKWELL = (73.4, 73.4, 58.0)    # 2 x (36.7, 36.7, 29.0), same tags
@@ -121,8 +119,9 @@ def main() -> int:
     for key in sorted(before):
         b, a, v = before[key], after[key], keyed[key]
         version = nccl_version(key[0])
+        stated = "n/s" if version is None else ".".join(map(str, version))
         print(f"{b.source:40s} {b.run:3d}  {b.configuration[:50]:50s} "
-              f"{'n/s' if version is None else '%d.%d' % version:>5s} {b.measured / 1e9:8.1f} {b.error * 100:+7.1f}% "
+              f"{stated:>5s} {b.measured / 1e9:8.1f} {b.error * 100:+7.1f}% "
               f"{a.error * 100:+7.1f}% {v.error * 100:+7.1f}%  {'yes' if b.held_out else 'no'}")
     for name, rows in (("shipped", before), ("with the ceiling (2.28 table)", after),
                        ("with the ceiling by stated version", keyed)):
