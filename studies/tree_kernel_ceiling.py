@@ -1,13 +1,17 @@
 """Counterfactual, not the model: every published nccl row that runs NCCL's plain Tree across nodes (forced or NCCL's
 choice), priced as shipped and with NCCL's per-channel tree ceiling added as one more bandwidth term (issue 41,
-session 41, engineer treeib). Nothing is fitted; the ceiling is NCCL's tuner's own (src/graph/tuning.cc, 2.28.3 -
-2.30.7): the tree's all_reduce busbw at most the tree graph's channels x perChMaxTreeBws[arch][1 node, 2 nodes, 3+]
-(Blackwell 70.0 / 42.8 / 24.0 GB/s; Hopper 38.7 / 41.4 / 36.0; Ampere 24.0 / 23.6 / 17.8), LL128 also x 120/128 and at
-most perChMaxTreeLL128Bws; NCCL's tree algbw is half its busbw, so the time floor is 2 S / that ceiling. The shipped
-tree (collectives/fabric.py, Tree) is T = latency + max(2 S / B_nvl, w_N S / B_net) / f_p + fill; here its data term
-becomes max(that, 2 S / ceiling). docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", says
-why it is not adopted: it meets the Together B200 rows (development) and the Ampere / Hopper EFA rows that chose Tree,
-and misses the two Blackwell forced-Tree rows of nccl#1801 (GB200, NCCL 2.27.3) by -25% and -62%.
+session 41, engineer treeib). Nothing is fitted; the ceiling is NCCL's tuner's own (src/graph/tuning.cc): the tree's
+all_reduce busbw at most the tree graph's channels x perChMaxTreeBws[arch][1 node, 2 nodes, 3+] (Blackwell 70.0 / 42.8 /
+24.0 GB/s, the model's NCCL 2.28 table; Hopper 38.7 / 41.4 / 36.0; Ampere 24.0 / 23.6 / 17.8), LL128 also x 120/128 and
+at most perChMaxTreeLL128Bws; NCCL's tree algbw is half its busbw, so the time floor is 2 S / that ceiling. The shipped
+tree's data term (collectives/fabric.py, Tree.data_s: max(2 S / B_nvl, w_N S / B_net) / f_p) becomes max(that,
+2 S / ceiling). Two variants: "ceiling" applies the model's one table (2.28) to every row; "by version" applies the
+2.26-2.27 Blackwell table (2 x Hopper's, 77.4 / 82.8 / 72.0) to rows whose published file states NCCL < 2.28
+(system.nccl), the 2.28 table otherwise, and marks a row whose file states no version ("n/s", priced on 2.28's);
+LL128 likewise (2.26-2.27 Blackwell 2 x Hopper's, 73.4 / 73.4 / 58.0). Hopper / Ampere tables are the same in both.
+Tables read in the stored NVIDIA/nccl mirror at tags v2.26.2-1, v2.27.3-1 (2 x Hopper) and v2.28.3-1 (the first 2.28
+tag there: 70.0 / 42.8 / 24.0, LL128 55.6 / 31.67 / 20.0), session 41 mendC41.
+docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", says why neither is adopted.
 
     python studies/tree_kernel_ceiling.py
 """
@@ -15,8 +19,11 @@ and misses the two Blackwell forced-Tree rows of nccl#1801 (GB200, NCCL 2.27.3) 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -24,59 +31,101 @@ sys.path.insert(0, str(ROOT))
 from simcluster.collectives import fabric  # noqa: E402
 from simcluster.collectives.nccl_constants import PER_CH_TREE, PER_CH_TREE_LL128  # noqa: E402
 from simcluster.collectives.nccl_search import graphs  # noqa: E402
-from simcluster.collectives.schedule import tree_node_load  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
 
+PER_CH_TREE_2_27_BLACKWELL = (77.4, 82.8, 72.0)          # tuning.cc v2.26.2 / v2.27.3: 2 x Hopper's, GB/s
+PER_CH_TREE_LL128_2_27_BLACKWELL = (73.4, 73.4, 58.0)    # 2 x (36.7, 36.7, 29.0), same tags
 
-def ceiling_bus_Bps(cluster, protocol: str) -> float:
-    """NCCL's tree busbw ceiling on this cluster, bytes/s (tuning.cc: channels x per-channel maximum)."""
+
+def nccl_version(source: str) -> tuple[int, int] | None:
+    """(major, minor) of NCCL as the published file's system.nccl states it; None where it states none."""
+    doc = yaml.safe_load((ROOT / "calibration/published" / f"{source}.yaml").read_text())
+    m = re.match(r"\s*v?(\d+)\.(\d+)", str(((doc or {}).get("system") or {}).get("nccl") or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def ceiling_bus_Bps(cluster, protocol: str, version: tuple[int, int] | None = None) -> float:
+    """NCCL's tree busbw ceiling on this cluster, bytes/s (tuning.cc: channels x per-channel maximum); a version
+    below 2.28 takes the 2.26-2.27 Blackwell table, None or >= 2.28 the model's."""
     i2 = 0 if cluster.nodes <= 1 else 1 if cluster.nodes == 2 else 2
-    per_ch = PER_CH_TREE[cluster.arch][i2]
+    old = cluster.arch == "blackwell" and version is not None and version < (2, 28)
+    per_ch = (PER_CH_TREE_2_27_BLACKWELL if old else PER_CH_TREE[cluster.arch])[i2]
     if protocol == "LL128":
-        per_ch = min(per_ch * 120 / 128, PER_CH_TREE_LL128[cluster.arch][i2])
+        ll128 = PER_CH_TREE_LL128_2_27_BLACKWELL if old else PER_CH_TREE_LL128[cluster.arch]
+        per_ch = min(per_ch * 120 / 128, ll128[i2])
     channels = graphs(cluster.nccl_topology)["Tree"].channels
     return channels * per_ch * 1e9 if channels else math.inf
 
 
 class CeilingTree(fabric.Tree):
-    def time(self, call, protocol="Simple"):
-        t, detail = super().time(call, protocol)
-        links = {fabric.NVLINK: 2 * call.size_bytes / call.b_nvl,
-                 fabric.network_name(call): tree_node_load(call.nodes) * call.size_bytes / call.b_net}
-        data, _ = fabric.protocol_terms(call, links, 2 * call.size_bytes, protocol)
-        kernel = 2 * call.size_bytes / ceiling_bus_Bps(call.cluster, protocol)
-        return t - data + max(data, kernel), {**detail, "tree_ceiling_s": kernel}
+    """The shipped tree with 2 S / ceiling as one more data term; by_version: the ceiling of the row's NCCL."""
+
+    version: tuple[int, int] | None = None
+
+    def __init__(self, by_version: bool = False):
+        self.by_version = by_version
+
+    def data_s(self, call, protocol="Simple"):
+        data, terms = super().data_s(call, protocol)
+        version = self.version if self.by_version else None
+        kernel = 2 * call.size_bytes / ceiling_bus_Bps(call.cluster, protocol, version)
+        return max(data, kernel), {**terms, "tree_ceiling_s": kernel}
 
 
 def tree_rows(models) -> dict:
-    fabric.ALGORITHM_MODELS = models
+    """{(source, run): row} of every published Tree row, priced with models (a CeilingTree among them learns each
+    file's stated NCCL version)."""
     out = {}
-    for path in sorted((ROOT / "calibration/published").glob("nccl-*.yaml")):
-        try:
-            rows = nccl.system_rows(nccl.read_nccl_file(path))
-        except SimclusterError:
-            continue
-        for r in rows:
-            if r.predicted is not None and (r.detail or "").startswith("tree/"):
-                out[(r.source, r.run)] = r
+    try:
+        fabric.ALGORITHM_MODELS = models
+        for path in sorted((ROOT / "calibration/published").glob("nccl-*.yaml")):
+            for m in models:
+                if isinstance(m, CeilingTree):
+                    m.version = nccl_version(path.stem)
+            try:
+                rows = nccl.system_rows(nccl.read_nccl_file(path))
+            except SimclusterError:
+                continue
+            for r in rows:
+                if r.predicted is not None and (r.detail or "").startswith("tree/"):
+                    out[(r.source, r.run)] = r
+    finally:
+        fabric.ALGORITHM_MODELS = SHIPPED
     return out
 
 
+SHIPPED = fabric.ALGORITHM_MODELS
+
+
+def with_tree(tree) -> tuple:
+    return tuple(tree if m.name == "tree" else m for m in SHIPPED)
+
+
+def summary(name: str, rows: dict) -> str:
+    errs = [abs(r.error) for k, r in rows.items() if r.held_out and "together" not in k[0]]
+    gb200 = [r.error for k, r in sorted(rows.items()) if "nccl1801" in k[0]]
+    return (f"{name}: held-out Tree rows other than the Together file: {len(errs)}, mean |error| "
+            f"{100 * sum(errs) / len(errs):.1f}%, within 10%: {sum(e <= 0.10 for e in errs)}; nccl#1801 GB200 forced "
+            f"Tree: {' / '.join(f'{100 * e:+.1f}%' for e in gb200)}")
+
+
 def main() -> int:
-    shipped = fabric.ALGORITHM_MODELS
-    before = tree_rows(shipped)
-    after = tree_rows(tuple(CeilingTree() if m.name == "tree" else m for m in shipped))
-    fabric.ALGORITHM_MODELS = shipped
-    print(f"{'source':40s} {'run':>3s}  {'configuration':55s} {'measured':>8s} {'shipped':>8s} {'ceiling':>8s}  held out")
+    before = tree_rows(SHIPPED)
+    after = tree_rows(with_tree(CeilingTree()))
+    keyed = tree_rows(with_tree(CeilingTree(by_version=True)))
+    print(f"{'source':40s} {'run':>3s}  {'configuration':50s} {'NCCL':>5s} {'measured':>8s} {'shipped':>8s} "
+          f"{'ceiling':>8s} {'by vers.':>8s}  held out")
     for key in sorted(before):
-        b, a = before[key], after[key]
-        print(f"{b.source:40s} {b.run:3d}  {b.configuration[:55]:55s} {b.measured / 1e9:8.1f} {b.error * 100:+7.1f}% "
-              f"{a.error * 100:+7.1f}%  {'yes' if b.held_out else 'no'}")
-    for name, rows in (("shipped", before), ("with the ceiling", after)):
-        errs = [abs(r.error) for k, r in rows.items() if r.held_out and "together" not in k[0]]
-        print(f"{name}: held-out Tree rows other than the Together file: {len(errs)}, mean |error| "
-              f"{100 * sum(errs) / len(errs):.1f}%, within 10%: {sum(e <= 0.10 for e in errs)}")
+        b, a, v = before[key], after[key], keyed[key]
+        version = nccl_version(key[0])
+        stated = "n/s" if version is None else ".".join(map(str, version))
+        print(f"{b.source:40s} {b.run:3d}  {b.configuration[:50]:50s} "
+              f"{stated:>5s} {b.measured / 1e9:8.1f} {b.error * 100:+7.1f}% "
+              f"{a.error * 100:+7.1f}% {v.error * 100:+7.1f}%  {'yes' if b.held_out else 'no'}")
+    for name, rows in (("shipped", before), ("with the ceiling (2.28 table)", after),
+                       ("with the ceiling by stated version", keyed)):
+        print(summary(name, rows))
     return 0
 
 

@@ -196,3 +196,22 @@ def test_trace_read_names_a_missing_or_cut_trace_in_one_line(tmp_path, capsys):
         assert read.main([str(path)]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {path}: ") and why in err[0], err
+
+
+def test_model_kinds_prices_on_the_run_documents_device_and_the_lab_step_spec():
+    """model_kinds reads the run's card from its `device` (moe_lab.device_gpu; was H200 whatever the run) and the
+    configuration through moe_lab.lab_spec, the one the registered step uses (cold read C 41, item 6)."""
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.moe_lab import lab_spec, run_document, step_s
+
+    kinds = load_script("studies/megatron_moe/kernel_kinds.py")
+    doc = run_document(ROOT / "calibration/h200x2-megatron-moe5-2026-11-30/megatron-moe-h200-x2-e8-top2-ffn4096-h32-ep2-armB.json")[0]
+    h200 = kinds.model_kinds(doc)
+    h100 = kinds.model_kinds({**doc, "device": "NVIDIA H100 80GB HBM3"})
+    assert h100["expert_gemm"] != pytest.approx(h200["expert_gemm"], rel=1e-3)
+    with pytest.raises(SimclusterError, match="no GPU card"):
+        kinds.model_kinds({**doc, "device": "NVIDIA B300"})
+    m = {**doc["model"], "ep": doc["parallel"]["ep"]}
+    spec, par, batch = lab_spec(m, doc["world_size"])
+    assert (spec.experts, par.ep, par.dp, batch.micro_batch) == (m["experts"], m["ep"], doc["world_size"], m["micro_batch"])
+    assert h200["nccl"] == pytest.approx(step_s(m, doc["world_size"], "H200")[1].get("ep", 0.0))

@@ -1,6 +1,7 @@
 """The Tree-ceiling counterfactual (studies/tree_kernel_ceiling.py; issue 41, session 41, treeib): its ceiling is NCCL's
-own tuner's tree bandwidth (nccl_tuner.tuning_table, tuning.cc), the shipped tree does not carry it, and the rows that
-kept it out of the model (nccl#1801's GB200 forced Tree) are where the study says."""
+own tuner's tree bandwidth (nccl_tuner.tuning_table, tuning.cc), the shipped tree does not carry it, the rows that
+kept its 2.28 form out of the model (nccl#1801's GB200 forced Tree, NCCL 2.27.3) are where the study says, and the
+version-keyed variant prices them on the 2.26-2.27 Blackwell table."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_the_ceiling_is_nccls_own_tree_bandwidth(nodes, per_channel):
 
 def test_the_shipped_tree_does_not_carry_it():
     """At 4 nodes the shipped tree prices NIC bytes only (w_N = 2, the ring's): about the ring's busbw, twice NCCL's
-    own tree figure; the Together rows measure NCCL's figure (development, not a judge)."""
+    own tree figure; the Together rows measure NCCL's figure (held out: predicted once; investigated by treeib, no change
+    adopted)."""
     cluster = _cluster(4)
     tree = predict_fabric(cluster, "all_reduce", 32 * 2**30, "tree")
     ring = predict_fabric(cluster, "all_reduce", 32 * 2**30, "ring")
@@ -42,12 +44,24 @@ def test_the_shipped_tree_does_not_carry_it():
 
 def test_the_rows_that_judge_it():
     shipped = study.tree_rows(study.fabric.ALGORITHM_MODELS)
-    models = study.fabric.ALGORITHM_MODELS
-    try:
-        ceiling = study.tree_rows(tuple(study.CeilingTree() if m.name == "tree" else m for m in models))
-    finally:
-        study.fabric.ALGORITHM_MODELS = models
+    ceiling = study.tree_rows(study.with_tree(study.CeilingTree()))
+    assert study.fabric.ALGORITHM_MODELS is study.SHIPPED
     nvl8 = ("nccl-gb200-nvl8-x3-nccl1801", 1)
     assert abs(shipped[nvl8].error) < 0.10 and ceiling[nvl8].error < -0.5        # the held-out Blackwell forced Tree
     together = [k for k in shipped if k[0] == "nccl-b200-ib-x64-together-scaling"]
     assert len(together) == 6 and all(shipped[k].error > 0.8 and abs(ceiling[k].error) < 0.10 for k in together)
+
+
+def test_the_version_keyed_ceiling_reads_each_files_nccl():
+    assert study.nccl_version("nccl-gb200-nvl8-x3-nccl1801") == (2, 27)            # "2.27.3+cuda12.9"
+    assert study.nccl_version("nccl-b200-ib-x64-together-scaling") == (2, 28)
+    assert study.nccl_version("nccl-h100-roce-x5-nccl1368") is None                 # states none
+    cluster = _cluster(4)
+    assert study.ceiling_bus_Bps(cluster, "Simple", (2, 27)) == pytest.approx(8 * 72.0e9)   # 2.26-2.27 Blackwell
+    assert study.ceiling_bus_Bps(cluster, "Simple", (2, 28)) == study.ceiling_bus_Bps(cluster, "Simple")
+    keyed = study.tree_rows(study.with_tree(study.CeilingTree(by_version=True)))
+    shipped = study.tree_rows(study.SHIPPED)
+    nvl8 = ("nccl-gb200-nvl8-x3-nccl1801", 1)
+    assert keyed[nvl8].error == pytest.approx(shipped[nvl8].error)                 # 8 x 72 GB/s does not bind
+    together = [k for k in keyed if k[0] == "nccl-b200-ib-x64-together-scaling"]
+    assert all(abs(keyed[k].error) < 0.10 for k in together)                        # 2.28.9: the 2.28 table

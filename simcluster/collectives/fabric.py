@@ -188,12 +188,16 @@ class Tree:
     def applies(self, call: FabricCall) -> bool:
         return call.op == "all_reduce" and call.nodes >= 2
 
+    def data_s(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
+        """(data time, named terms): 2 S on NVLink and w_N S on the busiest node's NICs, over the protocol."""
+        links = {NVLINK: 2 * call.size_bytes / call.b_nvl,
+                 network_name(call): tree_node_load(call.nodes) * call.size_bytes / call.b_net}
+        return protocol_terms(call, links, 2 * call.size_bytes, protocol)
+
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         load = tree_node_load(call.nodes)
         l_intra, l_inter = step_latencies(call, "Tree", protocol)
-        data, terms = protocol_terms(call, {NVLINK: 2 * call.size_bytes / call.b_nvl,
-                                            network_name(call): load * call.size_bytes / call.b_net},
-                                     2 * call.size_bytes, protocol)
+        data, terms = self.data_s(call, protocol)
         latency = call.base + 2 * tree_depth(call.nodes) * l_inter + 2 * (call.cluster.gpus_per_node - 1) * l_intra
         latency += call.rendezvous("Tree", protocol)
         fill = tree_fill_s(call, protocol, load)

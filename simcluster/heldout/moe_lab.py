@@ -145,6 +145,17 @@ def device_gpu(device: str) -> str:
     return known[0]
 
 
+def lab_spec(m: dict, ranks: int) -> tuple:
+    """(TransformerSpec, ParallelSpec, BatchSpec) of the runner's model `m` (with its `ep`) on `ranks` data-parallel
+    ranks: the one reading of a run's configuration (step_s, studies/megatron_moe/kernel_kinds.py)."""
+    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+    spec = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
+                           vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
+                           attn_head_dim=m["head_dim"], qk_norm=True)
+    return spec, ParallelSpec(dp=ranks, ep=m["ep"]), BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
+
+
 def step_s(m: dict, ranks: int, gpu_name: str, fw=None) -> tuple[float, dict]:
     """(forward + backward seconds of one micro-batch on the stage, its parts): the one pricing of the runner's step
     (studies/megatron_moe/device.py), as register.py registers it, studies/megatron_moe/compare.py prints it and the
@@ -155,19 +166,14 @@ def step_s(m: dict, ranks: int, gpu_name: str, fw=None) -> tuple[float, dict]:
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
     from simcluster.llm.framework import MEGATRON_LOCAL
-    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
     from simcluster.llm.work import build_work
 
     if gpu_name not in GPU_CARDS:
         raise SimclusterError(f"GPU {str(gpu_name)[:40]!r}: no card for the MoE lab step (known: {', '.join(GPU_CARDS)})")
     if ranks not in NVLINK:
         raise SimclusterError(f"{ranks} ranks: no NVLink card for the MoE lab step (known: {', '.join(map(str, NVLINK))} GPUs)")
-    spec = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
-                           vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
-                           attn_head_dim=m["head_dim"], qk_norm=True)
     gpu, _ = load_gpu(ROOT / GPU_CARDS[gpu_name])
-    work = build_work(spec, ParallelSpec(dp=ranks, ep=m["ep"]), BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16"), gpu,
-                      Network(load_collective(ROOT / NVLINK[ranks])[0], ranks), fw=fw or MEGATRON_LOCAL)
+    work = build_work(*lab_spec(m, ranks), gpu, Network(load_collective(ROOT / NVLINK[ranks])[0], ranks), fw=fw or MEGATRON_LOCAL)
     f, b = work.stages[0].forward[0], work.stages[0].backward[0]
     parts = {k: f.parts.get(k, 0.0) + b.parts.get(k, 0.0) for k in set(f.parts) | set(b.parts)}
     return f.duration_s + b.duration_s, {k: v for k, v in parts.items() if v}

@@ -67,8 +67,7 @@ def summary(r: dict, priced_s: float, model_calls: int, call_s: float) -> dict:
 
 def row(path: Path) -> str | None:
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.heldout.moe_lab import run_document
-    from studies.megatron_moe.compare import GPU_CARDS
+    from simcluster.heldout.moe_lab import GPU_CARDS, device_gpu, run_document
 
     r = read(path)   # first: a missing or corrupt trace is named even without a run document
     if not r["calls"] or r["measured_s"] <= 0:
@@ -84,7 +83,7 @@ def row(path: Path) -> str | None:
     routed = m["seq"] * m["micro_batch"] * m["top_k"] * ep // m["experts"]
     model_calls = 6 * local * m["layers"]
     priced = model_kinds(doc)["expert_gemm"]
-    call_s = load_gpu(ROOT / GPU_CARDS["H200"])[0].gemm_call_s
+    call_s = load_gpu(ROOT / GPU_CARDS[device_gpu(doc.get("device", ""))])[0].gemm_call_s
     s = summary(r, priced, model_calls, call_s)
     return (f"{name[:40]:40s} ep {ep} M {routed:5d} ffn {m['expert_ffn']:5d} calls {r['calls']:4d} / model {model_calls:4d}  "
             f"measured {r['measured_s'] * 1e3:6.2f} ms  model {priced * 1e3:6.2f} ms ({priced / r['measured_s'] - 1:+4.0%})  "

@@ -147,25 +147,17 @@ MODEL_KIND = {"core.scores": "core_gemm", "core.context": "core_gemm", "core.sof
 def model_kinds(doc: dict, fw=None) -> dict[str, float]:
     """{kind: the model's seconds} for a run document's configuration: its layer ops x layers and the vocabulary ops
     (ep: the exposed dispatch / combine the model prices, under nccl)."""
-    from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
+    from simcluster.heldout.moe_lab import GPU_CARDS, device_gpu, lab_spec, step_s
     from simcluster.llm import compiled, ops, vocab_ops
-    from simcluster.llm.comm import Network
     from simcluster.llm.framework import MEGATRON_LOCAL
-    from simcluster.llm.work import build_work
-    from studies.megatron_moe.compare import GPU_CARDS, NVLINK, predicted_s
 
     fw = fw or MEGATRON_LOCAL
     m = {**doc["model"], "ep": doc["parallel"]["ep"]}
     ranks = doc["world_size"]
-    from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-
-    model = TransformerSpec(layers=m["layers"], hidden=m["hidden"], ffn=m["expert_ffn"], heads=m["heads"], kv_heads=m["kv_heads"],
-                            vocab=m["vocab"], seq=m["seq"], experts=m["experts"], top_k=m["top_k"], expert_ffn=m["expert_ffn"],
-                            attn_head_dim=m["head_dim"], qk_norm=True)
-    par = ParallelSpec(dp=ranks, ep=m["ep"])
-    batch = BatchSpec(ranks * m["micro_batch"], m["micro_batch"], "bf16")
-    gpu, _ = load_gpu(ROOT / GPU_CARDS["H200"])
+    model, par, batch = lab_spec(m, ranks)
+    card = device_gpu(doc.get("device", ""))
+    gpu, _ = load_gpu(ROOT / GPU_CARDS[card])
     out = dict.fromkeys(KINDS, 0.0)
     f, b = compiled.layer_ops(model, par, batch, fw)
     for o in f + b:
@@ -176,9 +168,8 @@ def model_kinds(doc: dict, fw=None) -> dict[str, float]:
               + vocab_ops.head_forward(model, par, batch, fw) + vocab_ops.head_backward(model, par, batch, fw)):
         base = o.name.split(".")[0]
         out[MODEL_KIND.get(base, "elementwise")] += ops.op_time_s(gpu, o, "bf16")
-    _, parts = predicted_s(m, ranks, "H200", fw)
+    _, parts = step_s(m, ranks, card, fw)
     out["nccl"] = parts.get("ep", 0.0)
-    del build_work, Network, load_collective, NVLINK
     return out
 
 
