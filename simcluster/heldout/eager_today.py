@@ -47,7 +47,10 @@ def check_run(doc: dict, reg: dict) -> str:
     if shape is None or not isinstance(shape.get("median_step_s"), (int, float)) or not shape["median_step_s"] > 0:
         return "no ok shape with a positive median_step_s"
     pp = reg["mode"] in PP_MODES
-    have = ((doc.get("model") or {}).get("preset"), shape.get("seq"), shape.get("micro_batch"), bool(doc.get("compile")),
+    model, pipeline = doc.get("model"), doc.get("pipeline")
+    if not isinstance(model, dict) or (doc.get("mode") == "pp" and not isinstance(pipeline, dict)):
+        return "`model` (or a pipeline's `pipeline`) is not a mapping"
+    have = (model.get("preset"), shape.get("seq"), shape.get("micro_batch"), bool(doc.get("compile")),
             eager_ac.document_mode(doc), regime_mode_of(doc) if doc.get("mode") == "pp" else doc.get("mode"), doc.get("world_size", 1),
             shape.get("microbatches", 1) if pp else 1)
     want = (reg["preset"], reg["seq"], reg["micro_batch"], bool(reg.get("compile")), str(reg.get("ac_mode", "none")),
@@ -75,8 +78,9 @@ def process_steps(bundle: Path, reg: dict) -> tuple[list[float], list[str]]:
 
 
 def registered(bundle: Path) -> list[dict]:
-    """registered.yaml's rows; a row without its name, shape, processes or predicted.today step, share and flag: one
-    SimclusterError line naming rows[i]."""
+    """registered.yaml's rows; a row without its name, a regime of trust's four " | " parts, its shape, processes,
+    micro-batches, checkpointing mode, half_width_pct or predicted.today step, share and flag: one SimclusterError line
+    naming the file and rows[i]."""
     from simcluster.strict import load_yaml
 
     path = bundle / "registered.yaml"
@@ -87,12 +91,16 @@ def registered(bundle: Path) -> list[dict]:
         try:
             pred = reg["predicted"][SHIPPED]
             float(pred["step_ms"]), bool(pred["host_bound"])
-            reg["name"], reg["regime"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
+            reg["name"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
+            int(reg.get("microbatches", 1)), float(reg["half_width_pct"]), _layout(reg)
             if reg["mode"] not in ("single", *PP_MODES):
                 raise ValueError(f"mode {reg['mode']!r}")
-        except (KeyError, TypeError, ValueError) as exc:
+            if not isinstance(reg["regime"], str) or len(reg["regime"].split(" | ")) != 4:
+                raise ValueError(f"regime {reg['regime']!r}: not trust's 'family | framework | layout | precision'")
+        except (KeyError, TypeError, ValueError, IndexError, SimclusterError) as exc:   # SimclusterError: an ac_mode
             raise SimclusterError(f"{path}: rows[{i}]: expected name, regime, mode (single or pp-1f1b), preset, seq, "
-                                  f"micro_batch, processes and predicted.{SHIPPED} step_ms / host_share / host_bound "
+                                  f"micro_batch, processes, microbatches, ac_mode, half_width_pct and "
+                                  f"predicted.{SHIPPED} step_ms / host_share / host_bound "
                                   f"({type(exc).__name__}: {exc})") from None
     return rows
 
