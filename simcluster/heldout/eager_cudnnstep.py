@@ -7,7 +7,8 @@ and a DDP control at 18K-37K tokens, one process a row, registered at 65bc9c3b w
 its `old` differs in memory only), and session 40's fsdpstep set (calibration/h200x2-eager-fsdpstep-2026-11-30,
 validation/eager_fsdp_step.py: four FSDP2 rows at 4K-5K tokens a sequence, fsdp-0.5b in two processes, and a DDP
 control, registered at 548a3ae0 with the product its `today`; its `candidate`, eager.bf16_step (removed in session 41), reported only; the
-profiled process, fsdp-0.8b-trace-r1, is no process of its row): LONG_SEQUENCE_BUNDLES, each one source.
+profiled process, fsdp-0.8b-trace-r1, is no process of its row): the long-sequence sets, each one source; REGISTERED_STEP_SETS lists them with
+session 41's eager-today set (heldout/eager_today: one GPU and a 2-stage pipeline, its own reader).
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
