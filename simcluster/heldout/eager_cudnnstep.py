@@ -49,8 +49,9 @@ def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:
 # The registered step sets whose rows all_held_out_rows gives (trust/build.eager_held_out_rows), each with its reader:
 # the long-sequence ones (cudnnstep, fsdpmem, fsdpstep) read here, the eager-today set by heldout/eager_today (its own
 # row checks, read through eager_regimes.step_set_rows and process_runs as these are)
-REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, held_out_rows), (FSDPMEM_BUNDLE, held_out_rows), (FSDPSTEP_BUNDLE, held_out_rows),
-                        (TODAY_BUNDLE, eager_today.held_out_rows))
+# (readers looked up when called, so that a test's monkeypatch of held_out_rows takes)
+REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM_BUNDLE, lambda b: held_out_rows(b)),
+                        (FSDPSTEP_BUNDLE, lambda b: held_out_rows(b)), (TODAY_BUNDLE, lambda b: eager_today.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads this name: trust/ is the
 # lead's to move onto STEP_SET_BUNDLES)
 STEP_SET_BUNDLES = LONG_SEQUENCE_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
