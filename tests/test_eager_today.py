@@ -73,10 +73,10 @@ def test_every_registered_seq_is_new_to_calibration():
     """No other bundle times any of the set's sequence lengths (so every (preset, seq, micro-batch) is new)."""
     seqs = {r["seq"] for r in registration()["rows"]}
     for path in (ROOT / "calibration").rglob("*"):
-        if path.is_file() and BUNDLE not in path.parents and path.suffix in (".json", ".yaml", ".sh", ".txt"):
+        if path.is_file() and BUNDLE not in path.parents and path.suffix in (".json", ".yaml", ".sh", ".txt", ".md"):
             text = path.read_text(errors="replace")
             for s in seqs:
-                assert not re.search(rf'("seq": {s}\b|\b{s}:\d)', text), (path, s)
+                assert not re.search(rf'("seq": {s}\b|\bseq: {s}\b|\b{s}:\d)', text), (path, s)
 
 
 def _doc(reg: dict, step_s: float, **change) -> str:
@@ -155,7 +155,10 @@ def test_a_process_that_ran_another_configuration_is_left_out(ran):
 
 
 def test_not_run_gives_no_rows_and_bad_registration_is_one_line(tmp_path):
-    assert eager_today.read_rows(BUNDLE)[0] == [] or (BUNDLE / "runs").is_dir()
+    unrun = tmp_path / "unrun"   # registered, no runs/ yet
+    unrun.mkdir()
+    shutil.copy(BUNDLE / "registered.yaml", unrun)
+    assert eager_today.read_rows(unrun) == ([], [])
     bad = tmp_path / "b"
     (bad / "runs").mkdir(parents=True)
     doc = registration()
@@ -163,3 +166,38 @@ def test_not_run_gives_no_rows_and_bad_registration_is_one_line(tmp_path):
     (bad / "registered.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(SimclusterError, match=r"rows\[2\]"):
         eager_today.read_rows(bad)
+
+
+@pytest.mark.parametrize(("key", "value"), [("half_width_pct", None), ("regime", "llm | PyTorch eager"),
+                                            ("microbatches", "four"), ("ac_mode", "every:x"), ("ac_mode", "bogus")])
+def test_a_bad_registered_row_is_one_line_naming_the_file_and_key(ran, key, value):
+    """read_rows and the read-out: a row without half_width_pct, a regime not in trust's four parts, a non-integer
+    micro-batch count or an unknown checkpointing mode is one SimclusterError line naming registered.yaml and rows[i]."""
+    _, bundle = ran
+    doc = registration()
+    if value is None:
+        del doc["rows"][3][key]
+    else:
+        doc["rows"][3][key] = value
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(doc))
+    for read in (eager_today.read_rows, script().read_out):
+        with pytest.raises(SimclusterError, match=r"registered\.yaml: rows\[3\]") as err:
+            read(bundle)
+        assert "\n" not in str(err.value)
+
+
+def test_a_run_whose_model_is_not_a_mapping_is_left_out(ran):
+    _, bundle = ran
+    regs = {r["name"]: r for r in registration()["rows"]}
+    (bundle / "runs" / "single-0.5b-r1.json").write_text(_doc(regs["single-0.5b"], 0.07, model="0.5b"))
+    (bundle / "runs" / "pp-2b-r1.json").write_text(_doc(regs["pp-2b"], 0.3, pipeline="1f1b"))
+    rows, dropped = eager_today.read_rows(bundle)
+    assert any(line.startswith("single-0.5b-r1.json: `model`") for line in dropped)
+    assert any(line.startswith("pp-2b-r1.json: `model`") for line in dropped)
+    assert not any("0.5b single seq 2816" in r["label"] for r in rows)
+
+
+def test_the_read_out_prints_half_widths_to_two_decimals(ran):
+    _, bundle = ran
+    verdicts = {script().short(k): v for k, v in script().read_out(bundle)["verdicts"].items()}
+    assert verdicts["single"].endswith("half-width 5.85%)") and verdicts["single+compile"].endswith("half-width 6.15%)")

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.eager_today import PP_MODES, predict, read_rows  # noqa: E402
+from simcluster.heldout.eager_today import PP_MODES, predict, read_rows, registered  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-today-2026-11-30"
@@ -128,10 +128,10 @@ def register(path: Path) -> None:
 
 def read_out(bundle: Path) -> dict:
     """Each row's error and each regime's verdict."""
-    registration = read_run_set(bundle)
+    read_run_set(bundle)   # registered.yaml and runs/ present
     rows, dropped = read_rows(bundle)
     want = {}
-    for reg in registration["rows"]:
+    for reg in registered(bundle):   # each row's regime and half_width_pct checked (one line naming the file)
         want.setdefault(reg["regime"], []).append(reg)
     verdicts = {}
     for regime, regs in want.items():
@@ -143,7 +143,7 @@ def read_out(bundle: Path) -> dict:
             continue
         mean = statistics.mean(abs(e) for e in errors) * 100
         text = (f"band re-measured: {'HOLDS' if mean <= width else 'MISSES'} (mean |error| {mean:.1f}% over "
-                f"{len(got)}, half-width {width:.1f}%)")
+                f"{len(got)}, half-width {width:.2f}%)")
         verdicts[regime] = text if len(got) == len(regs) else f"INCOMPLETE: {len(got)} of {len(regs)} rows; {text}"
     return {"rows": rows, "dropped": dropped, "verdicts": verdicts}
 

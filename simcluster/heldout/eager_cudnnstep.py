@@ -7,7 +7,8 @@ and a DDP control at 18K-37K tokens, one process a row, registered at 65bc9c3b w
 its `old` differs in memory only), and session 40's fsdpstep set (calibration/h200x2-eager-fsdpstep-2026-11-30,
 validation/eager_fsdp_step.py: four FSDP2 rows at 4K-5K tokens a sequence, fsdp-0.5b in two processes, and a DDP
 control, registered at 548a3ae0 with the product its `today`; its `candidate`, eager.bf16_step (removed in session 41), reported only; the
-profiled process, fsdp-0.8b-trace-r1, is no process of its row): LONG_SEQUENCE_BUNDLES, each one source.
+profiled process, fsdp-0.8b-trace-r1, is no process of its row): the long-sequence sets, each one source; REGISTERED_STEP_SETS lists them with
+session 41's eager-today set (heldout/eager_today: one GPU and a 2-stage pipeline, its own reader).
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -28,10 +29,7 @@ from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"
 FSDPSTEP_BUNDLE = "calibration/h200x2-eager-fsdpstep-2026-11-30"
-# the registered step sets all_held_out_rows reads (trust/build lists them as the eager table's sources): the
-# long-sequence ones read here, and the eager-today set (one-GPU compile / checkpointing rows too: its own reader)
-TODAY_BUNDLE = eager_today.TODAY_BUNDLE   # session 41's eager-today set
-LONG_SEQUENCE_BUNDLES = (CUDNNSTEP_BUNDLE, FSDPMEM_BUNDLE, FSDPSTEP_BUNDLE, TODAY_BUNDLE)
+TODAY_BUNDLE = eager_today.TODAY_BUNDLE   # session 41's eager-today set (one GPU and a 2-stage pipeline; not long-sequence)
 SHIPPED = "today"   # the registered prediction the product computes
 
 
@@ -48,8 +46,17 @@ def held_out_rows(bundle: Path = ROOT / CUDNNSTEP_BUNDLE) -> list[dict]:
     return step_set_rows(bundle, SHIPPED, measure)
 
 
+# The registered step sets whose rows all_held_out_rows gives (trust/build.eager_held_out_rows), each with its reader:
+# the long-sequence ones (cudnnstep, fsdpmem, fsdpstep) read here, the eager-today set by heldout/eager_today (its own
+# row checks, read through eager_regimes.step_set_rows and process_runs as these are)
+# (readers looked up when called, so that a test's monkeypatch of held_out_rows takes)
+REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM_BUNDLE, lambda b: held_out_rows(b)),
+                        (FSDPSTEP_BUNDLE, lambda b: held_out_rows(b)), (TODAY_BUNDLE, lambda b: eager_today.held_out_rows(b)))
+# every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads this name: trust/ is the
+# lead's to move onto STEP_SET_BUNDLES)
+STEP_SET_BUNDLES = LONG_SEQUENCE_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
+
+
 def all_held_out_rows() -> list[dict]:
-    """The rows of every LONG_SEQUENCE_BUNDLES set that has run (trust/build.eager_held_out_rows); TODAY_BUNDLE's
-    through heldout/eager_today.held_out_rows (at its registered predictions)."""
-    return [row for b in LONG_SEQUENCE_BUNDLES
-            for row in (eager_today.held_out_rows(ROOT / b) if b == TODAY_BUNDLE else held_out_rows(ROOT / b))]
+    """The rows of every REGISTERED_STEP_SETS set that has run, each by its own reader (trust/build.eager_held_out_rows)."""
+    return [row for bundle, read in REGISTERED_STEP_SETS for row in read(ROOT / bundle)]

@@ -68,17 +68,19 @@ def layout_of(mode: str):
     return par, par.gpus, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 
-def step_set_rows(bundle: Path, shipped: str, measure) -> list[dict]:
-    """A registered eager step set's rows (heldout/eager_pphost, eager_cudnnstep) against each row's registered
-    `shipped` step, host share and flag (host_flag "registered"), in held_out_rows' keys; measure(reg) -> the row's
-    measured step (ms), None to leave the row out. A row without the shipped prediction or a layout: one
-    SimclusterError line naming rows[i]."""
+def step_set_rows(bundle: Path, shipped: str, measure, regs: list[dict] | None = None, describe=None) -> list[dict]:
+    """A registered eager step set's rows (heldout/eager_pphost, eager_cudnnstep, eager_today) against each row's
+    registered `shipped` step, host share and flag (host_flag "registered"), in held_out_rows' keys; measure(reg) -> the
+    row's measured step (ms), None to leave the row out. Hooks for a set with its own reading (eager_today): `regs`,
+    registered.yaml's rows as the set checked them (else read here); describe(reg) -> keys set over the row's (its
+    label, transport, today_s, keys of its own). A row without the shipped prediction or a layout: one SimclusterError
+    line naming rows[i]."""
     from simcluster.errors import SimclusterError
     from simcluster.strict import load_yaml
 
     path = bundle / "registered.yaml"
     out = []
-    for i, reg in enumerate(load_yaml(path)["rows"]):
+    for i, reg in enumerate(load_yaml(path)["rows"] if regs is None else regs):
         try:
             pred = reg["predicted"][shipped]
             step_ms, share, flag = float(pred["step_ms"]), pred["host_share"], bool(pred["host_bound"])
@@ -90,10 +92,11 @@ def step_set_rows(bundle: Path, shipped: str, measure) -> list[dict]:
         if measured_ms is None:
             continue
         label = f"{reg['preset']} {reg['mode']} seq {reg['seq']} mb {reg['micro_batch']}"
-        out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
-                    "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
-                    "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
-                    "host_bound": flag, "host_flag": "registered", "today_s": todays_step_s(reg)})   # product host fits
+        row = {"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
+               "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
+               "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
+               "host_bound": flag, "host_flag": "registered"}
+        out.append(row | (describe(reg) if describe else {"today_s": todays_step_s(reg)}))   # product host fits
     return out
 
 
@@ -311,24 +314,32 @@ def registered_rows(bundle: Path) -> list[dict]:
     return out
 
 
-def process_runs(bundle: Path, reg_row: dict, memory: bool = True, dropped: list[str] | None = None) -> list[dict]:
+def process_runs(bundle: Path, reg_row: dict, memory: bool = True, dropped: list[str] | None = None,
+                 read=None) -> list[dict]:
     """A registered step set's row as its processes ran (heldout/eager_pphost, eager_cudnnstep): each process's timed
     shape (runs/NAME-rK.json, K = 1..processes) as {step_ms: rank 0's median step, steps_s: rank 0's timed steps (s; []
     if the document has none), mem_GiB: [rank 0's peak, the one the runner's document holds for DDP / FSDP2 (every
     rank's only where it lists `ranks`); not read with memory False]}: a process the call did not reach (the budget guard) is left out ([] if none
     ran); a file that holds no timed shape is a SimclusterError naming it, or, where a `dropped` list is given, that
-    error's line appended to it and the process left out."""
+    error's line appended to it and the process left out. Hook for a set with its own reading (eager_today): read(text,
+    reg_row) -> (document, '' or why the process is not the registered one): a process it refuses is left out with
+    "FILE: why" appended to `dropped`."""
     import json
 
     from simcluster.errors import SimclusterError
 
     out = []
-    for k in range(1, reg_row["processes"] + 1):
+    for k in range(1, int(reg_row["processes"]) + 1):
         path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
         if not path.is_file() or path.stat().st_size == 0:
             continue
+        if read is not None:
+            doc, why = read(path.read_text(errors="replace"), reg_row)
+            if why:
+                dropped.append(f"{path.name}: {why}")
+                continue
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(path.read_text()) if read is None else doc
             shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
             run = {"step_ms": float(shape["median_step_s"]) * 1e3, "steps_s": [float(x) for x in shape.get("step_times_s") or []]}
             if memory:

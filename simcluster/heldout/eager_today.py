@@ -24,7 +24,7 @@ from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT, _document
 from simcluster.llm import eager
 
-TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in eager_cudnnstep.LONG_SEQUENCE_BUNDLES
+TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 SHIPPED = "today"   # the registered prediction: the model the product shipped at b540476b
 PP_MODES = ("pp-1f1b",)
 
@@ -47,7 +47,10 @@ def check_run(doc: dict, reg: dict) -> str:
     if shape is None or not isinstance(shape.get("median_step_s"), (int, float)) or not shape["median_step_s"] > 0:
         return "no ok shape with a positive median_step_s"
     pp = reg["mode"] in PP_MODES
-    have = ((doc.get("model") or {}).get("preset"), shape.get("seq"), shape.get("micro_batch"), bool(doc.get("compile")),
+    model, pipeline = doc.get("model"), doc.get("pipeline")
+    if not isinstance(model, dict) or (doc.get("mode") == "pp" and not isinstance(pipeline, dict)):
+        return "`model` (or a pipeline's `pipeline`) is not a mapping"
+    have = (model.get("preset"), shape.get("seq"), shape.get("micro_batch"), bool(doc.get("compile")),
             eager_ac.document_mode(doc), regime_mode_of(doc) if doc.get("mode") == "pp" else doc.get("mode"), doc.get("world_size", 1),
             shape.get("microbatches", 1) if pp else 1)
     want = (reg["preset"], reg["seq"], reg["micro_batch"], bool(reg.get("compile")), str(reg.get("ac_mode", "none")),
@@ -55,28 +58,19 @@ def check_run(doc: dict, reg: dict) -> str:
     return "" if have == want else f"ran {have}, registered {want}"
 
 
-def process_steps(bundle: Path, reg: dict) -> tuple[list[float], list[str]]:
-    """Rank 0's median step (ms) of each of a row's processes (runs/NAME-rK.json) that ran its registered configuration,
-    and a line for each that did not (a file absent or empty: the budget guard; not listed)."""
-    steps, why = [], []
-    for k in range(1, int(reg["processes"]) + 1):
-        path = bundle / "runs" / f"{reg['name']}-r{k}.json"
-        if not path.is_file() or path.stat().st_size == 0:
-            continue
-        doc, failure = _document(path.read_text(errors="replace").strip())
-        if not failure:
-            failure = "no llm-step document" if doc is None else check_run(doc, reg)
-        if failure:
-            why.append(f"{path.name}: {failure}")
-            continue
-        shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-        steps.append(float(shape["median_step_s"]) * 1e3)
-    return steps, why
+def read_process(text: str, reg: dict) -> tuple[dict | None, str]:
+    """(llm-step document, '' or why the process is not the registered row's) of a process's file: the reading
+    eager_regimes.process_runs takes from this set (a document among the log lines, check_run's configuration)."""
+    doc, failure = _document(text.strip())
+    if not failure:
+        failure = "no llm-step document" if doc is None else check_run(doc, reg)
+    return doc, failure
 
 
 def registered(bundle: Path) -> list[dict]:
-    """registered.yaml's rows; a row without its name, shape, processes or predicted.today step, share and flag: one
-    SimclusterError line naming rows[i]."""
+    """registered.yaml's rows; a row without its name, a regime of trust's four " | " parts, its shape, processes,
+    micro-batches, checkpointing mode, half_width_pct or predicted.today step, share and flag: one SimclusterError line
+    naming the file and rows[i]."""
     from simcluster.strict import load_yaml
 
     path = bundle / "registered.yaml"
@@ -87,12 +81,16 @@ def registered(bundle: Path) -> list[dict]:
         try:
             pred = reg["predicted"][SHIPPED]
             float(pred["step_ms"]), bool(pred["host_bound"])
-            reg["name"], reg["regime"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
+            reg["name"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
+            int(reg.get("microbatches", 1)), float(reg["half_width_pct"]), _layout(reg)
             if reg["mode"] not in ("single", *PP_MODES):
                 raise ValueError(f"mode {reg['mode']!r}")
-        except (KeyError, TypeError, ValueError) as exc:
+            if not isinstance(reg["regime"], str) or len(reg["regime"].split(" | ")) != 4:
+                raise ValueError(f"regime {reg['regime']!r}: not trust's 'family | framework | layout | precision'")
+        except (KeyError, TypeError, ValueError, IndexError, SimclusterError) as exc:   # SimclusterError: an ac_mode
             raise SimclusterError(f"{path}: rows[{i}]: expected name, regime, mode (single or pp-1f1b), preset, seq, "
-                                  f"micro_batch, processes and predicted.{SHIPPED} step_ms / host_share / host_bound "
+                                  f"micro_batch, processes, microbatches, ac_mode, half_width_pct and "
+                                  f"predicted.{SHIPPED} step_ms / host_share / host_bound "
                                   f"({type(exc).__name__}: {exc})") from None
     return rows
 
@@ -118,32 +116,35 @@ def predict(preset: str, seq: int, mb: int, mode: str, compiled: bool, ac_mode: 
 
 
 def read_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> tuple[list[dict], list[str]]:
-    """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys (with framework and recompute), and
-    a line per process or row left out. A set not run yet (no runs/): no rows."""
+    """Every registered row that ran (eager_regimes.step_set_rows, the processes by eager_regimes.process_runs through
+    read_process), in heldout/eager_regimes.held_out_rows' keys with framework, recompute, regime and processes, and a
+    line per process or row left out. A set not run yet (no runs/): no rows."""
+    from simcluster.heldout.eager_regimes import process_runs, step_set_rows
+
     if not (bundle / "runs").is_dir():
         return [], []
-    out, dropped = [], []
-    for reg in registered(bundle):
-        steps, why = process_steps(bundle, reg)
-        dropped += why
+    dropped, processes = [], {}
+
+    def measure(reg: dict) -> float | None:
+        steps = [p["step_ms"] for p in process_runs(bundle, reg, memory=False, dropped=dropped, read=read_process)]
         if not steps:
             dropped.append(f"{reg['name']}: no process ran its registered configuration")
-            continue
-        pred = reg["predicted"][SHIPPED]
+            return None
+        processes[reg["name"]] = len(steps)
+        return statistics.mean(steps)
+
+    def describe(reg: dict) -> dict:
         pp = reg["mode"] in PP_MODES
         recompute, every = _layout(reg)
         label = f"{reg['preset']} {reg['regime'].split(' | ')[2]} seq {reg['seq']} mb {reg['micro_batch']}"
         today = predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["mode"], bool(reg.get("compile")),
                         str(reg.get("ac_mode", "none")), int(reg.get("microbatches", 1)))
-        out.append({"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if pp else ""),
-                    "gpus": 2 if pp else 1, "tp": 1, "pp": 2 if pp else 1, "cp": 1, "zero": 0,
-                    "transport": "nvlink" if pp else "1 GPU",
-                    "framework": "torch-compile" if reg.get("compile") else "torch-amp", "recompute": recompute,
-                    "recompute_every": every, "measured_s": statistics.mean(steps) / 1e3,
-                    "predicted_s": float(pred["step_ms"]) / 1e3, "host_share": pred["host_share"],
-                    "host_bound": bool(pred["host_bound"]), "host_flag": "registered", "processes": len(steps),
-                    "regime": reg["regime"], "today_s": today["step_ms"] / 1e3})
-    return out, dropped
+        return {"label": label + (f" x{reg['microbatches']} micro-batches" if pp else ""),
+                "transport": "nvlink" if pp else "1 GPU", "framework": "torch-compile" if reg.get("compile") else "torch-amp",
+                "recompute": recompute, "recompute_every": every, "processes": processes[reg["name"]],
+                "regime": reg["regime"], "today_s": today["step_ms"] / 1e3}
+
+    return step_set_rows(bundle, SHIPPED, measure, registered(bundle), describe), dropped
 
 
 def held_out_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> list[dict]:
