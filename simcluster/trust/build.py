@@ -219,7 +219,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
                        "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED, eager_pphost.PPHOST_BUNDLE,
-                                     *eager_cudnnstep.LONG_SEQUENCE_BUNDLES],
+                                     *eager_cudnnstep.STEP_SET_BUNDLES],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
                        + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE, *rdma_ops.EXTRA)]}
