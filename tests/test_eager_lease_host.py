@@ -192,3 +192,17 @@ def test_absent_by_rank_lists_give_no_gap_and_whole_ones_the_slow_ranks(tmp_path
     del doc["shapes"][0]["host_issue_s_by_rank"]
     path.write_text(json.dumps(doc))
     assert check.process(path)["gap_ms"] is None
+
+
+def test_regime_framework_refuses_fits_it_would_ignore_or_override(tmp_path):
+    """Cold read B 11b (session 41): `fits` replaces the H200 host fits; with an h100 label it was silently ignored,
+    and beside an own_host folder it silently won. Both are one line now."""
+    import pytest
+
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager_regimes import regime_framework
+
+    with pytest.raises(SimclusterError, match="gpu label 'h100'"):
+        regime_framework("ddp", "h100", fits={})
+    with pytest.raises(SimclusterError, match="own_host"):
+        regime_framework("ddp", "h200", own_host=tmp_path, fits={})

@@ -145,6 +145,10 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
     if gpu_label not in ("h200", "h100"):   # any other label used to price an H100 silently
         from simcluster.errors import SimclusterError
         raise SimclusterError(f"eager regimes: gpu label {gpu_label!r}: expected 'h200' or 'h100'")
+    if fits is not None and (gpu_label != "h200" or own_host is not None):   # was ignored (h100) or overrode own_host
+        from simcluster.errors import SimclusterError
+        raise SimclusterError(f"eager regimes: `fits` replaces the h200 host fits; not with gpu label {gpu_label!r} "
+                              f"or an own_host folder ({own_host})")
     par, _, _ = layout_of(mode)
     if gpu_label == "h200" and fits is not None:
         return eager.torch_framework(par, fits), "host: the caller's fits"

@@ -174,8 +174,13 @@ def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: boo
     """The share of the step that moves with the host's speed (llm/host_bound.py) as today's model predicts this
     one-GPU run with FLAG_HOSTS' fits: the regime's host-bound flag only. No registered file records the share of
     its own prediction, so the flag is today's model's; the row's residual stays against the registered step."""
-    hosts, _ = _flag_hosts()
-    return _predict(preset, layers, seq, mb, compiled, recompute, hosts).host_share
+    return flag_hosts_predict(preset, layers, seq, mb, compiled, recompute).host_share
+
+
+def flag_hosts_predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int]):
+    """Today's model's LlmResult of a one-GPU run on FLAG_CARD with FLAG_HOSTS' fits (host_share's, and the
+    eager-today set's one-GPU predictions: heldout/eager_today.predict)."""
+    return _predict(preset, layers, seq, mb, compiled, recompute, _flag_hosts()[0])
 
 
 def _predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int], hosts: dict):

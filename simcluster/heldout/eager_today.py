@@ -5,7 +5,7 @@ shapes new to calibration/, each predicted by the model as it shipped at main b5
 
 registered.yaml's rows: {name, regime (trust's key, trust/regime.llm_regime), mode (single or pp-1f1b), preset, seq,
 micro_batch, compile, ac_mode, microbatches, processes, predicted.today {step_ms, host_share, host_bound}}. One-GPU rows
-are predicted with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS, as _flag_hosts merges them: the fits
+are predicted with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS through flag_hosts_predict: the fits
 compile2, lease3, compile4 and eager5 registered) on FLAG_CARD; pipeline rows with the product's default host fits
 (heldout/eager.MODE_HOST, llm/host_bound.DEFAULT_HOST) through heldout/eager_regimes.regime_predict. A row's residual is
 against its registered step, its host-bound flag the registered one (host_flag "registered"), and today_s (today's model
@@ -107,10 +107,9 @@ def predict(preset: str, seq: int, mb: int, mode: str, compiled: bool, ac_mode: 
         p = regime_predict(preset, mb, mode, "h200", microbatches=microbatches, seq=seq)
         step_ms, share = p["step_ms"], p["host_share"]
     else:
-        from simcluster.heldout.eager_registered import _flag_hosts, _predict
+        from simcluster.heldout.eager_registered import flag_hosts_predict
 
-        recompute = _layout({"ac_mode": ac_mode})
-        r = _predict(preset, None, seq, mb, compiled, recompute, _flag_hosts()[0])
+        r = flag_hosts_predict(preset, None, seq, mb, compiled, _layout({"ac_mode": ac_mode}))
         step_ms, share = round(r.step_time_s * 1e3, 2), None if r.host_share is None else round(r.host_share, 4)
     return {"step_ms": step_ms, "host_share": share, "host_bound": is_host_bound(share)}
 
