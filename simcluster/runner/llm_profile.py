@@ -50,4 +50,7 @@ def profile_steps(torch, step, sync, steps: int, trace: str | None = None) -> di
             acc[1] += e.get("dur", 0) * 1e-6
     top = sorted(runtime.items(), key=lambda kv: -kv[1][1])[:10]
     out["cuda_runtime_per_step"] = {name: {"calls": n / steps, "time_s": t / steps} for name, (n, t) in top}
+    from simcluster.runner.host_cpu import profiled_host
+
+    out["host"] = profiled_host(events, steps)   # the issue window less its waits (host_cpu.py)
     return out

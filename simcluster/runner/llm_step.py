@@ -17,7 +17,8 @@ AdamW (fused on a GPU) with fp32 states; `bf16`: bf16 weights and optimizer stat
 
 For each `--shapes SEQ:MICRO_BATCH` it runs `--warmup` steps, then times `--steps` full steps (forward,
 backward, optimizer), each between two device synchronisations (wall clock; also the host time to issue
-it, every rank's, gathered after the timed steps: host_issue.py), then profiles `--profile` more steps (kernels per
+it, every rank's, gathered after the timed steps: host_issue.py; and the issuing threads' CPU time, which leaves out
+waits that sleep: host_cpu.py, --sched), then profiles `--profile` more steps (kernels per
 step and their summed device time), and records
 torch.cuda.max_memory_allocated / max_memory_reserved since that shape's first step (peak statistics reset
 first; parameters and optimizer states persist across the shapes of one process). A shape that runs out of
@@ -48,7 +49,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import host_issue, llm_ac, llm_cp
+from simcluster.runner import host_cpu, host_issue, llm_ac, llm_cp
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -236,14 +237,8 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
         warm_peak = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)) if cuda else (0, 0)
         if cuda:   # the timed steps' own peak besides the shape's (max_memory_allocated_timed_bytes)
             torch.cuda.reset_peak_memory_stats(device)
-        times, issue = [], []
         record["_t"] = [time.time(), None]       # wall window of the timed steps, for --clocks (removed by main)
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            loss = step()
-            issue.append(time.perf_counter() - t0)       # host time to issue the step (close to the step: host-bound)
-            sync()
-            times.append(time.perf_counter() - t0)
+        times, issue, cpu, clk, loss = host_cpu.timed_steps(step, sync, steps)   # step, issue, issuing threads' CPU
         record["_t"][1] = time.time()
     except getattr(torch, "OutOfMemoryError", RuntimeError) as exc:
         opt.zero_grad(set_to_none=True)
@@ -254,7 +249,8 @@ def run_shape(torch, model, opt, device, cfg: dict, seq: int, micro: int, warmup
             torch.cuda.empty_cache()
         return record
     record.update(status="ok", step_times_s=times, median_step_s=statistics.median(times), host_issue_s=issue,
-                  loss=float(loss.detach()))
+                  host_cpu_s=[c[0] for c in cpu], process_cpu_s=[c[1] for c in cpu], issuing_threads=clk.names,
+                  thread_cpu_s=clk.by_thread(), loss=float(loss.detach()))
     if compiled:
         from simcluster.runner.llm_compile import warmup_record
 
@@ -296,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+    ap.add_argument("--sched", choices=sorted(host_cpu.SCHED), default="auto", help="the CUDA primary context's "
+                    "scheduling flag, set before torch creates it (blocking: waits sleep; host_cpu.py); auto: untouched")
     ap.add_argument("--clocks", action="store_true", help="stream nvidia-smi's SM clock and board power during the timed "
                     "steps (every 20 ms) and record their medians per shape (the step's own clock, llm/clock.py)")
     ap.add_argument("--profile", type=int, default=1, metavar="STEPS", help="after timing, profile STEPS more steps: kernels "
@@ -303,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", metavar="PREFIX", help="keep each shape's profiled steps as a gzipped Chrome trace (Perfetto): "
                     "PREFIX-SEQxMB-rankR.json.gz, every rank")
     args = ap.parse_args(argv)
-    if args.trace and args.profile < 1:
+    if args.trace and args.profile < 1:   # --trace keeps the profiled steps' timeline
         raise SystemExit("--trace keeps the profiled steps' timeline: give --profile 1 or more")
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
@@ -321,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         from simcluster.runner import llm_compile
 
         llm_compile.check_args(args.mode, ac_mode)
+    sched = host_cpu.set_sched(int(os.environ.get("LOCAL_RANK", 0)), args.sched)   # before torch's CUDA context
     import torch
 
     rank, world, local = _distributed(torch, args.mode)
@@ -381,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
-               "mesh": layout(args.mode, world, args.group), "shapes": records}
+               "mesh": layout(args.mode, world, args.group), "cuda_sched": sched, "shapes": records}
         doc.update(llm_ac.record(ac_mode, cfg["layers"]))
         if args.compile:
             doc["compile"] = llm_compile.describe(torch)
