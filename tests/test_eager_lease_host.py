@@ -47,7 +47,7 @@ def test_gather_records_every_ranks_issue_and_step_per_timed_step():
 
 def test_the_runner_gathers_after_the_timed_loop_for_every_shape():
     text = (ROOT / "simcluster" / "runner" / "llm_step.py").read_text()
-    loop = text.index("for _ in range(steps):")
+    loop = text.index("host_cpu.timed_steps(step, sync, steps)")   # the timed loop (runner/host_cpu.py since session 42)
     call = text.index("host_issue.gather(torch, records[-1], world)")
     assert call > text.index("def main(") > loop   # in main, after run_shape returned: never inside the timed steps
 
