@@ -84,7 +84,8 @@ class Moves:
                  "registration (not more than half: not flagged); ")
         r = self.remeasured(band)
         if not r["rows"]:
-            return f"{moved}re-measured with today's model: none of its {self.registered} registered rows (all moved)"
+            return (f"{moved}re-measured with today's model: none of its registered rows ({self.registered} of "
+                    f"{self.registered} moved)")
         n = r["rows"]
         inside = "" if band is None else (f", {r['inside_band']} of {n} inside the band (all its rows: "
                                           f"{r['band_rows_inside'][0]} of {r['band_rows_inside'][1]})")
