@@ -95,14 +95,17 @@ class Trust:
         if self.gpu_in_band is not None:
             out["gpu"], out["gpu_in_band"] = self.regime.gpu, self.gpu_in_band
         if self.moves is not None and self.moves.registered:
-            out["model_moved"] = self.moves.to_json()
+            out["model_moved"] = self.moves.to_json(self.rho)   # with the re-measured rows' coverage by this band
         if self.caveat:
             out["caveat"] = self.caveat
         return out
 
     def moved_text(self) -> str:
-        """Where most of the band's rows are registered rows today's model has moved on: says so (Moves.text)."""
-        return self.moves.text() if self.moves is not None else ""
+        """Where most of the band's rows are registered rows today's model has moved on: says so (Moves.text); where the
+        band has registered rows, flagged or not, what re-measured it with today's model (Moves.remeasured_text)."""
+        if self.moves is None:
+            return ""
+        return "; ".join(t for t in (self.moves.text(), self.moves.remeasured_text(self.rho)) if t)
 
     def own_text(self) -> str:
         """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""
@@ -113,7 +116,7 @@ class Trust:
                 f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
-        """status_text, where the band is an earlier model's its moved_text, and where the regime has one its caveat."""
+        """status_text, where the band has registered rows its moved_text, and where the regime has one its caveat."""
         moved = self.moved_text()
         return self.status_text() + (f"; {moved}" if moved else "") + (f"; caveat: {self.caveat}" if self.caveat else "")
 

@@ -31,6 +31,16 @@ def _moved(moves: dict | None) -> str:
             + (", **earlier model**" if moves["band_measured_on_earlier_model"] else ""))
 
 
+def _remeasured(moves: dict | None) -> str:
+    """'27 (8 sources), 27 inside'; '-' where the regime has no registered row."""
+    if not moves:
+        return "-"
+    r = moves["remeasured_with_todays_model"]
+    if not r["rows"]:
+        return "none"
+    return f"{r['rows']} ({r['sources']} source{'s' * (r['sources'] != 1)}), {r['inside_band']} inside"
+
+
 def coverage_lines(table: Table) -> list[str]:
     lines = ["| family | held-out rows | sources | rows with a band (source left out) | inside the 80% band | "
              "the same, each source weighing one | median half-width | median half-width, validated regimes |",
@@ -49,18 +59,22 @@ def accuracy_page(table: Table) -> str:
              f"A regime is validated with >= {MIN_ROWS} rows from >= {MIN_SOURCES} sources, inside its GPU range.", "",
              "## Coverage, each source left out in turn", "", *coverage_lines(table), "",
              "## Regimes", "",
-             "| regime | rows | sources | GPUs | ran on (rows) | 80% band (time) | mean abs error | registered rows moved (median move) | status |",
-             "| --- | ---: | ---: | --- | --- | --- | ---: | --- | --- |"]
+             "| regime | rows | sources | GPUs | ran on (rows) | 80% band (time) | mean abs error | registered rows moved (median move) | "
+             "re-measured with today's model | status |",
+             "| --- | ---: | ---: | --- | --- | --- | ---: | --- | --- | --- |"]
     for s in regime_summary(table):
         lo, hi = s["band_pct"]
         status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band widened to these rows, unvalidated"
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {_ran_on(s['gpu_rows'])} | "
-                     f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {_moved(s['model_moves'])} | {status} |")
+                     f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {_moved(s['model_moves'])} | {_remeasured(s['model_moves'])} | "
+                     f"{status} |")
     lines += ["", f"Registered rows moved: of the regime's rows judged against a prediction registered before they ran, how "
               f"many today's model now prices beyond +-{MOVE_THRESHOLD:.0%} of the registered step, and the median of today's / "
               "registered - 1 (trust/moved.py); **earlier model** where more than half of the regime's rows have moved: its "
               "answers say the band was measured on an earlier model (an unvalidated regime's answers read the family's "
-              "pooled rows instead). '-': no registered row (every row predicted by today's model).", "",
+              "pooled rows instead). '-': no registered row (every row predicted by today's model). Re-measured with today's "
+              f"model: the registered rows today's model still prices within +-{MOVE_THRESHOLD:.0%} of their registered step "
+              "(held-out residuals of today's model), their sources, and how many lie inside the regime's band.", "",
               "Regimes with no row at all (Megatron ZeRO-3/FSDP, eager PyTorch CP or MoE, RDMA host transports, an RDMA fabric",
               "the NIC card does not name) are answered as `unvalidated` with the family's pooled band, or `never checked`",
               "where the family has none.", "", "## Registered rows moved: the flag at other thresholds", "",

@@ -137,7 +137,7 @@ class Table:
                 "regenerate": "simcluster validate --error-bands", "built_from": self.built_from,
                 "gpus_by_regime": {k: g.gpus for k, g in self.regimes.items()},   # derived from the rows (read back: ignored)
                 # derived likewise: per regime with registered rows, today's model's move on them (trust/moved.py)
-                "model_moves_by_regime": {k: g.moves.to_json() for k, g in self.regimes.items() if g.moves.registered},
+                "model_moves_by_regime": {k: g.moves.to_json(g.bounds()) for k, g in self.regimes.items() if g.moves.registered},
                 "rows": [r.to_json() for r in self.residuals]}
 
     @classmethod
