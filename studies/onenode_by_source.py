@@ -8,7 +8,8 @@ rule `simcluster validate --error-bands` uses), without rebuilding the table. Pr
    whether the band came from the regime's own rows or the family's pooled rows;
 2. the machines' rows by launch mode (CUDA-graph rounds vs host-launched ones) and size band;
 3. the published NVLS rows against NCCL's NVLS chunk rule (the chunk each size runs at, the measured marginal rate
-   between neighbouring sizes): a diagnostic on the rows that prompted it, nothing here is adopted.
+   between neighbouring sizes, a line T = a + S / B per chunk size and what of a a fill of 2 loops would leave): a
+   diagnostic on the rows that prompted it (development), nothing here is adopted.
 
     python studies/onenode_by_source.py [--table PATH]
 """
@@ -21,6 +22,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,7 @@ from simcluster.trust.table import load_table  # noqa: E402
 
 FAMILY = "collective one node"
 KIB = 1024
+FILL_LOOPS = 2      # fill and drain of NCCL's 3-stage NVLS pipeline at its bound (studies/gb200_nvls_ramp.py)
 # NVLS sweeps to read against the chunk rule: file, NVLS channels C of the NCCL version that ran it (nvls.cc:
 # NVLS_NCHANNELS_SM100 32 in 2.25-2.26; 24 on one clique from 2.27), NVLS heads H = min(ranks, 32)
 NVLS_SWEEPS = (("nccl-oci-gb200-x2-mnnvl-oke.yaml", 32, "2.26.6"),
@@ -102,6 +105,28 @@ def nvls_lines(folder: Path) -> list[str]:
             marginal = "" if previous is None else f"{(size - previous[0]) / (time - previous[1]) / 1e9:13.0f}"
             out.append(f"  {int(size):12d} {chunk // KIB:5d}Ki {time * 1e6:9.1f} {size / time / 1e9:10.1f} {marginal}")
             previous = (size, time)
+        out += chunk_fit_lines(runs, channels, heads)
+    return out
+
+
+def chunk_fit_lines(runs: list[dict], channels: int, heads: int) -> list[str]:
+    """Per chunk size with >= 3 rows: the least-squares line T = a + S / B, and what of `a` a pipeline fill of
+    FILL_LOOPS loops of L = C H chunk bytes at B would leave (a - 2 L / B)."""
+    groups: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for r in runs:
+        groups[nvls_chunk(float(r["bytes"]), channels, heads)].append((float(r["bytes"]), r["time_us"] * 1e-6))
+    out = []
+    for chunk, rows in sorted(groups.items()):
+        if len(rows) < 3:
+            continue
+        design = np.array([[1.0, s] for s, _ in rows])
+        times = np.array([t for _, t in rows])
+        (a, inv_b), *_ = np.linalg.lstsq(design, times, rcond=None)
+        worst = float(np.max(np.abs(design @ np.array([a, inv_b]) - times) / times))
+        loop = channels * heads * chunk
+        out.append(f"  chunk {chunk // KIB} KiB, {len(rows)} rows: T = a + S/B, a = {a * 1e6:.1f} us, B = {1 / inv_b / 1e9:.1f} "
+                   f"GB/s algbw (worst {worst:.1%}); L = {loop / 2**20:.0f} MiB, a - {FILL_LOOPS} L/B = "
+                   f"{(a - FILL_LOOPS * loop * inv_b) * 1e6:.1f} us")
     return out
 
 
