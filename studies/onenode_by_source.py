@@ -6,12 +6,13 @@ rule `simcluster validate --error-bands` uses), without rebuilding the table. Pr
 
 1. per source: rows, covered, mean signed error (predicted / measured - 1, + = the model slow), mean |error|, and
    whether the band came from the regime's own rows or the family's pooled rows;
-2. the machines' rows by launch mode (CUDA-graph rounds vs host-launched ones) and size band;
+2. the machines' rows by launch mode (CUDA-graph rounds vs host-launched ones) and size band, and the coverage by source
+   had the machines' regimes been keyed by launch mode too (a counterfactual, not adopted);
 3. the published NVLS rows against NCCL's NVLS chunk rule (the chunk each size runs at, the measured marginal rate
    between neighbouring sizes, a line T = a + S / B per chunk size and what of a a fill of 2 loops would leave): a
    diagnostic on the rows that prompted it (development), nothing here is adopted.
 
-    python studies/onenode_by_source.py [--table PATH]
+    python studies/onenode_by_source.py [--table PATH] [--floors]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.trust.build import source_coverage  # noqa: E402
-from simcluster.trust.table import load_table  # noqa: E402
+from simcluster.trust.table import Table, load_table  # noqa: E402
 
 FAMILY = "collective one node"
 KIB = 1024
@@ -77,6 +79,40 @@ def machine_lines(by_source: dict) -> list[str]:
     for (m, band), checks in sorted(groups.items()):
         out.append(f"{m:14s} {band:10s} {len(checks):5d} {100 * sum(c.covered for c in checks) / len(checks):7.1f}% "
                    f"{statistics.fmean(abs(error_pct(c)) for c in checks):5.1f}%")
+    return out
+
+
+def by_mode_lines(table: Table) -> list[str]:
+    """Counterfactual, not adopted: the machines' one-node regimes keyed by launch mode too (graph / host-launched)."""
+    rows = [replace(r, regime=f"{r.regime} | {'graph' if 'graph' in r.row.split()[0] else 'host'}")
+            if r.family == FAMILY and r.source.startswith("machine ") else r for r in table.residuals]
+    by_source = source_coverage(Table(rows), FAMILY)
+    out = [f"  {source:42s} {100 * sum(c.covered for c in v) / len(v):5.1f}%" for source, v in by_source.items()]
+    means = [sum(c.covered for c in v) / len(v) for v in by_source.values()]
+    return out + [f"  each source weighing one {100 * statistics.fmean(means):.1f}%"]
+
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
+FLOOR_MAX_BYTES = 64 * KIB
+
+
+def floor_lines(pattern: str = "calibration/h200x2-*") -> list[str]:
+    """Host-launched bundles of `validate --held-out-machines`: each op's measured floor (median time of its sizes <=
+    64 KiB, us) beside the machine card's floor F (the prediction there)."""
+    import glob
+
+    from simcluster.machine_validation import validate_held_out_machines
+
+    out = [f"  {'bundle':34s} " + " ".join(f"{op[:10]:>10s}" for op in OPS) + f" {'F':>6s}"]
+    for m in validate_held_out_machines(sorted(glob.glob(str(ROOT / pattern)))).machines:
+        if "graph" in m.bundle:
+            continue
+        ops = {op.op: [r for r in op.rows if r.size_bytes <= FLOOR_MAX_BYTES] for op in m.ops}
+        cells = [f"{statistics.median(r.measured_s for r in ops[op]) * 1e6:10.1f}" if ops.get(op) else f"{'-':>10s}"
+                 for op in OPS]
+        predicted = statistics.median(r.predicted_s for rows in ops.values() for r in rows) * 1e6
+        out.append(f"  {m.bundle.split('calibration/')[-1]:34s} "
+                   + " ".join(cells) + f" {predicted:6.1f}")
     return out
 
 
@@ -134,13 +170,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", help="an error-band table (default: the shipped one)")
     parser.add_argument("--published", default=str(ROOT / "calibration" / "published"))
+    parser.add_argument("--floors", action="store_true", help="also the host-launched floors per op (validate "
+                        "--held-out-machines, ~10 s)")
     args = parser.parse_args(argv)
-    by_source = source_coverage(load_table(args.table), FAMILY)
+    table = load_table(args.table)
+    by_source = source_coverage(table, FAMILY)
     if not by_source:
         raise SystemExit(f"no `{FAMILY}` rows in the table {args.table or 'simcluster/trust/error_bands.json'}")
     print("\n".join(source_lines(by_source)))
     print("\nmachines' rows by launch mode and size band:")
     print("\n".join(machine_lines(by_source)))
+    print("\ncounterfactual (not adopted): the machines' regimes keyed by launch mode too")
+    print("\n".join(by_mode_lines(table)))
+    if args.floors:
+        print("\nhost-launched floors per op, us (median of sizes <= 64 KiB) and the machine card's F:")
+        print("\n".join(floor_lines()))
     print("\nNVLS sweeps against NCCL's chunk rule (diagnostic):")
     print("\n".join(nvls_lines(Path(args.published))))
 
