@@ -248,31 +248,60 @@ class Coverage:
                 "median_half_width_validated_pct": self.median_half_width_validated_pct}
 
 
-def held_out_coverage(table: Table) -> list[Coverage]:
-    """Each source left out in turn: the band trust_of would give its rows from the other sources' rows (the regime's
-    own, or the family's pooled ones widened to the regime's remaining own rows where it has too few: the band an answer
-    gets), and whether each row's rho falls inside."""
+@dataclass(frozen=True)
+class RowCheck:
+    """One held-out row against the band trust_of gives it with its source left out."""
+    row: Residual
+    band: tuple[float, float]
+    validated: bool        # the band came from its regime's own rows (not the family's pooled ones)
+
+    @property
+    def covered(self) -> bool:
+        return self.band[0] <= self.row.rho <= self.band[1]
+
+
+def leave_one_source_out(table: Table, family: str | None = None) -> list[RowCheck]:
+    """Each source left out in turn: the band trust_of would give each of its rows from the other sources' rows (the
+    regime's own, or the family's pooled ones widened to the regime's remaining own rows where it has too few: the band
+    an answer gets); rows whose regime gets no band are left out. `family`: that family's rows only."""
     from simcluster.trust.band import trust_of
     from simcluster.trust.regime import Regime
 
-    hits: dict[str, list[tuple[bool, float, bool]]] = {}
-    per_source: dict[str, dict[str, list[bool]]] = {}
-    for source in sorted({r.source for r in table.residuals}):
-        rest = Table([r for r in table.residuals if r.source != source])
-        for row in (r for r in table.residuals if r.source == source):
+    rows = [r for r in table.residuals if family is None or r.family == family]
+    out = []
+    for source in sorted({r.source for r in rows}):
+        rest = Table([r for r in rows if r.source != source])
+        for row in (r for r in rows if r.source == source):
             trust = trust_of(Regime(row.family, row.regime, row.scale), rest)
-            if trust.rho is None:
-                continue
-            lo, hi = trust.rho
-            hits.setdefault(row.family, []).append((lo <= row.rho <= hi, (hi - lo) / 2 * 100, trust.status != "unvalidated"))
-            per_source.setdefault(row.family, {}).setdefault(source, []).append(lo <= row.rho <= hi)
+            if trust.rho is not None:
+                out.append(RowCheck(row, trust.rho, trust.status != "unvalidated"))
+    return out
+
+
+def source_coverage(table: Table, family: str) -> dict[str, list[RowCheck]]:
+    """One family's rows checked with their source left out (leave_one_source_out), by source: the per-source numbers
+    behind Coverage.by_source_pct (studies/onenode_by_source.py prints them from the shipped table)."""
+    out: dict[str, list[RowCheck]] = {}
+    for check in leave_one_source_out(table, family):
+        out.setdefault(check.row.source, []).append(check)
+    return out
+
+
+def held_out_coverage(table: Table) -> list[Coverage]:
+    """Per family: its rows checked with their source left out (leave_one_source_out), covered when rho falls inside."""
+    checks: dict[str, list[RowCheck]] = {}
+    for check in leave_one_source_out(table):
+        checks.setdefault(check.row.family, []).append(check)
     out = []
     for family in sorted({r.family for r in table.residuals}):
-        got = hits.get(family, [])
-        validated = [w for _, w, ok in got if ok]
-        sources = per_source.get(family, {})
-        out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(h for h, _, _ in got),
-                            statistics.median(w for _, w, _ in got) if got else None,
+        got = checks.get(family, [])
+        widths = [(c.band[1] - c.band[0]) / 2 * 100 for c in got]
+        validated = [w for w, c in zip(widths, got, strict=True) if c.validated]
+        sources: dict[str, list[bool]] = {}
+        for c in got:
+            sources.setdefault(c.row.source, []).append(c.covered)
+        out.append(Coverage(family, len(table.family_rows(family)), len(got), sum(c.covered for c in got),
+                            statistics.median(widths) if got else None,
                             statistics.median(validated) if validated else None,
                             100 * statistics.fmean(sum(v) / len(v) for v in sources.values()) if sources else None,
                             len({r.source for r in table.family_rows(family)})))

@@ -1,0 +1,63 @@
+"""Issue 41 (session 42, onenode): the `collective one node` band's coverage by source, read from the shipped table
+(trust/build.source_coverage, studies/onenode_by_source.py)."""
+
+import statistics
+
+import pytest
+from conftest import ROOT, load_script
+
+from simcluster.trust.build import held_out_coverage, source_coverage
+from simcluster.trust.table import Residual, Table, load_table
+
+FAMILY = "collective one node"
+
+
+def _table() -> Table:
+    key = "collective | all_reduce | nvlink-card | >=64MiB | nvlink-h200"
+    rows = [Residual(FAMILY, key, s, f"{s} {i}", 2.0, rho) for i, (s, rho) in
+            enumerate([("a", 1.00), ("a", 1.02), ("b", 0.99), ("b", 1.01), ("c", 1.00), ("c", 0.98), ("c", 1.03)])]
+    rows += [Residual(FAMILY, "collective | all_reduce | nvls | >=64MiB | nvlink-gb200", "d", "d 0", 8.0, 1.50)]
+    return Table(rows)
+
+
+def test_source_coverage_is_the_per_source_split_of_held_out_coverage():
+    table = _table()
+    by_source = source_coverage(table, FAMILY)
+    assert set(by_source) == {"a", "b", "c", "d"}
+    # d's regime has no other source's rows: its band is the family's pool ([0.98, 1.03]), which misses 1.50
+    assert [c.covered for c in by_source["d"]] == [False] and not by_source["d"][0].validated
+    cov = next(c for c in held_out_coverage(table) if c.family == FAMILY)
+    assert cov.covered == sum(c.covered for v in by_source.values() for c in v)
+    assert cov.by_source_pct == pytest.approx(100 * statistics.fmean(sum(c.covered for c in v) / len(v)
+                                                                     for v in by_source.values()))
+
+
+def test_shipped_table_per_source_numbers_agree_with_its_family_coverage():
+    table = load_table()
+    by_source = source_coverage(table, FAMILY)
+    cov = next(c for c in held_out_coverage(table) if c.family == FAMILY)
+    assert len(by_source) == cov.sources and sum(len(v) for v in by_source.values()) == cov.checked
+    assert cov.by_source_pct == pytest.approx(100 * statistics.fmean(sum(c.covered for c in v) / len(v)
+                                                                     for v in by_source.values()))
+
+
+def test_nvls_chunk_follows_nccls_rule_at_the_oci_and_coreweave_sizes():
+    study = load_script("studies/onenode_by_source.py")
+    kib = 1024
+    # 8 ranks, 32 channels (2.26): 128 KiB from 64 x 32 x 8 x 128 KiB = 2 GiB, 64 KiB from 128 MiB, 32 KiB from 16 MiB
+    assert study.nvls_chunk(2 * 2**30, 32, 8) == 128 * kib and study.nvls_chunk(2**30, 32, 8) == 64 * kib
+    assert study.nvls_chunk(128 * 2**20, 32, 8) == 64 * kib and study.nvls_chunk(64 * 2**20, 32, 8) == 32 * kib
+    assert study.nvls_chunk(8 * 2**20, 32, 8) == 16 * kib
+    # 72 ranks (32 heads): the switch to 128 KiB is at 8 GiB
+    assert study.nvls_chunk(4 * 2**30, 32, 32) == 64 * kib and study.nvls_chunk(8 * 2**30, 32, 32) == 128 * kib
+
+
+def test_study_prints_every_source_and_refuses_a_table_without_the_family(tmp_path, capsys):
+    study = load_script("studies/onenode_by_source.py")
+    study.main([])
+    out = capsys.readouterr().out
+    assert "each source weighing one" in out and "host-launched" in out and "nccl-oci-gb200-x2-mnnvl-oke" in out
+    empty = tmp_path / "t.json"
+    empty.write_text('{"rows": []}')
+    with pytest.raises(SystemExit, match="no `collective one node` rows"):
+        study.main(["--table", str(empty), "--published", str(ROOT / "calibration" / "published")])
