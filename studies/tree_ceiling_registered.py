@@ -15,7 +15,9 @@ Two steps, the first committed (message "REGISTERED: ...") before the second ran
     python studies/tree_ceiling_registered.py register   # writes BUNDLE/registered.yaml: predictions only
     python studies/tree_ceiling_registered.py read       # measured vs both predictions, the RULE's verdict
 
-The adoption rule (RULE below, fixed before any comparison) is in BUNDLE/README.md.
+The adoption rule (RULE below, fixed before any comparison) is in BUNDLE/README.md. It said adopt; since then the
+model (collectives/tree_kernel.py) is the candidate, so `read` marks a row "(today differs)" where today's model
+no longer gives the registered candidate's figure.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def read() -> int:
           f"{'measured':>8s} {'shipped':>8s} {'err':>7s} {'candid.':>8s} {'err':>7s}")
     for r in rows:
         t = today[(r["source"], r["run"])]
-        same = t["shipped_GBps"] == r["shipped_GBps"] and t["candidate_GBps"] == r["candidate_GBps"]
+        same = t["shipped_GBps"] == r["candidate_GBps"]   # the model since the adoption: the registered candidate
         print(f"{r['source']:34s} {r['run']:3d} {r['set'][:11]:11s} {r['configuration'][:44]:44s} {r['algorithm'][:12]:12s} "
               f"{r['nccl']:>5s} {r['measured_GBps']:8.1f} {r['shipped_GBps']:8.1f} "
               f"{100 * (r['shipped_GBps'] / r['measured_GBps'] - 1):+6.1f}% {r['candidate_GBps']:8.1f} "
