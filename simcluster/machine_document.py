@@ -13,6 +13,7 @@ not import the model:
     forwarding      the switches' forwarding modes                        network/builders.FORWARDING
     cpu_vendor      the hosts' CPU vendors as NCCL's tuner reads them     collectives/nccl_constants.CPU_VENDORS
     pcie            a PCIe link 'gen5x16' -> its canonical text           hardware/pcie.parse
+    nccl            an NCCL version '2.27.3' -> 'MAJOR.MINOR'             collectives/tree_kernel.scenario_nccl
     fabric_tiers    (domains, NICs per domain, Fabric) -> None, or        network/builders.tiers_needed
                     (why, hint) when the stated tiers cannot join the leaves
 """
@@ -122,6 +123,7 @@ class Machine(Section):
     aggregation: Optional[CardOnly] = None      # noqa: UP045 - null switches it off (what-if variants)
     nvls: Optional[CardOnly] = None             # noqa: UP045 - NVLink SHARP in the node's NVSwitches
     gpu: Optional[Gpu] = None                   # noqa: UP045
+    nccl: Optional[Parsed("nccl")] = None      # noqa: UP045 - the NCCL version it runs ('2.28.9'): keys NCCL's tree-kernel ceiling
 
     @property
     def domain_gpus(self) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.domain import NvlinkDomain
+from simcluster.collectives.tree_kernel import parse_nccl_version
 from simcluster.errors import ModelCardError
 from simcluster.hardware.nic import COST_FIELDS
 from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
@@ -104,7 +105,8 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     arch = machine_arch(machine)
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
-                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie)
+                   nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
+                   nccl_version=parse_nccl_version(machine.nccl))
 
 
 def machine_pcie(machine: Machine, nic, arch: str):

@@ -11,7 +11,12 @@ tree's data term (collectives/fabric.py, Tree.data_s: max(2 S / B_nvl, w_N S / B
 LL128 likewise (2.26-2.27 Blackwell 2 x Hopper's, 73.4 / 73.4 / 58.0). Hopper / Ampere tables are the same in both.
 Tables read in the stored NVIDIA/nccl mirror at tags v2.26.2-1, v2.27.3-1 (2 x Hopper) and v2.28.3-1 (the first 2.28
 tag there: 70.0 / 42.8 / 24.0, LL128 55.6 / 31.67 / 20.0), session 41 mendC41.
-docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", says why neither is adopted.
+docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", says why neither was adopted then.
+Session 42 (treereg): the version-keyed form was judged on 24 published rows it had not seen
+(studies/tree_ceiling_registered.py, registered before the comparison) and adopted into the model
+(simcluster/collectives/tree_kernel.py, keyed by the scenario's machine.nccl, else the file's system.nccl). Since then
+the "shipped" column below is the model with the keyed ceiling, "by version" adds the same floor again (no change), and
+"ceiling" adds the 2.28 table's floor to every row (what a model of one NCCL version would price).
 
     python studies/tree_kernel_ceiling.py
 """
@@ -19,7 +24,6 @@ docs/models/collectives-findings.md, "Session 41 (issue 41, engineer treeib)", s
 from __future__ import annotations
 
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -29,32 +33,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.collectives import fabric  # noqa: E402
-from simcluster.collectives.nccl_constants import PER_CH_TREE, PER_CH_TREE_LL128  # noqa: E402
 from simcluster.collectives.nccl_search import graphs  # noqa: E402
+from simcluster.collectives.tree_kernel import MODEL_NCCL, parse_nccl_version, per_channel_GBps  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
-
-PER_CH_TREE_2_27_BLACKWELL = (77.4, 82.8, 72.0)          # tuning.cc v2.26.2 / v2.27.3: 2 x Hopper's, GB/s
-PER_CH_TREE_LL128_2_27_BLACKWELL = (73.4, 73.4, 58.0)    # 2 x (36.7, 36.7, 29.0), same tags
 
 
 def nccl_version(source: str) -> tuple[int, int] | None:
     """(major, minor) of NCCL as the published file's system.nccl states it; None where it states none."""
     doc = yaml.safe_load((ROOT / "calibration/published" / f"{source}.yaml").read_text())
-    m = re.match(r"\s*v?(\d+)\.(\d+)", str(((doc or {}).get("system") or {}).get("nccl") or ""))
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return parse_nccl_version(((doc or {}).get("system") or {}).get("nccl"))
 
 
 def ceiling_bus_Bps(cluster, protocol: str, version: tuple[int, int] | None = None) -> float:
-    """NCCL's tree busbw ceiling on this cluster, bytes/s (tuning.cc: channels x per-channel maximum); a version
-    below 2.28 takes the 2.26-2.27 Blackwell table, None or >= 2.28 the model's."""
-    i2 = 0 if cluster.nodes <= 1 else 1 if cluster.nodes == 2 else 2
-    old = cluster.arch == "blackwell" and version is not None and version < (2, 28)
-    per_ch = (PER_CH_TREE_2_27_BLACKWELL if old else PER_CH_TREE[cluster.arch])[i2]
-    if protocol == "LL128":
-        ll128 = PER_CH_TREE_LL128_2_27_BLACKWELL if old else PER_CH_TREE_LL128[cluster.arch]
-        per_ch = min(per_ch * 120 / 128, ll128[i2])
+    """NCCL's tree busbw ceiling on this cluster, bytes/s (tuning.cc: channels x per-channel maximum, the model's
+    collectives/tree_kernel.py tables); a version below 2.28 takes the 2.26-2.27 Blackwell table, None the model's."""
     channels = graphs(cluster.nccl_topology)["Tree"].channels
+    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version or MODEL_NCCL)
     return channels * per_ch * 1e9 if channels else math.inf
 
 

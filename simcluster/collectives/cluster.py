@@ -33,6 +33,7 @@ class Cluster:
     gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
     nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
     tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
+    nccl_version: tuple[int, int] | None = None  # the NCCL the machine runs (machine.nccl); None: the model's (tree_kernel.py)
 
     @property
     def nodes(self) -> int:

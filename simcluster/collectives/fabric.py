@@ -8,7 +8,8 @@ NIC (hardware/pcie.py). Then, with
 B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
 (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
-  tree          T = max(2 S / B_nvl, w_N S / B_net)               + 2 D_N * l_step + l_intra + F
+  tree          T = max(2 S / B_nvl, w_N S / B_net, 2 S / B_tree) + 2 D_N * l_step + l_intra + F
+                  (B_tree: NCCL's tree-kernel ceiling, channels x per-channel rate: collectives/tree_kernel.py)
   hierarchical  T = T_intra(reduce_scatter, S) + 2(N-1)/N * (S/G) / (B_net/G) + T_intra(all_gather, S)
   in-network    T = T_node(S) + T_tree(S/K)  (K NICs per node; above one chunk: max of the two + the faster one's chunk)
                   T_node = the node's own all_reduce of S (NVLS with an NVLS card), T_tree = L switch levels
@@ -26,7 +27,7 @@ nodes pay the network latency. Which algorithm and protocol run is NCCL's own de
 force an algorithm. alltoall and sendrecv across nodes run on NCCL's point-to-point path (`Alltoall`, `SendRecv`:
 each GPU's remote bytes through its own NIC, the fabric's share from the alltoall's routes, collectives/alltoall.py),
 not as a ring. Every answer names the limit that binds it (`binding_limit` in its breakdown: the bandwidth term
-that takes longest - NVLink, NVLS, the NVLS-tree kernel, the NIC, the PCIe path, a fabric link, the switch tree -
+that takes longest - NVLink, NVLS, NCCL's tree and NVLS-tree kernels, the NIC, the PCIe path, a fabric link, the switch tree -
 or 'latency' where the fixed terms take longer). docs/models/fabric.md has every term.
 """
 
@@ -40,7 +41,7 @@ from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.in_network import InNetwork
 from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, PIPELINE_FILL, binding
 from simcluster.collectives.model import FabricPrediction, predict
-from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, PER_CH_NVLS_TREE, TUNED_OPS
+from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, TUNED_OPS
 from simcluster.collectives.nccl_search import graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.nccl_tuner import call_channels, decide
@@ -55,6 +56,7 @@ from simcluster.collectives.pipeline_fill import (
 from simcluster.collectives.rendezvous import rendezvous_s
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_depth, tree_node_load
+from simcluster.collectives.tree_kernel import nvls_tree_kernel_algbw, tree_ceiling
 from simcluster.errors import SimclusterError
 
 LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
@@ -189,10 +191,13 @@ class Tree:
         return call.op == "all_reduce" and call.nodes >= 2
 
     def data_s(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
-        """(data time, named terms): 2 S on NVLink and w_N S on the busiest node's NICs, over the protocol."""
+        """(data time, named terms): 2 S on NVLink and w_N S on the busiest node's NICs, over the protocol, and 2 S
+        through NCCL's tree kernel at its ceiling (collectives/tree_kernel.py; the protocol's already in it)."""
         links = {NVLINK: 2 * call.size_bytes / call.b_nvl,
                  network_name(call): tree_node_load(call.nodes) * call.size_bytes / call.b_net}
-        return protocol_terms(call, links, 2 * call.size_bytes, protocol)
+        data, terms = protocol_terms(call, links, 2 * call.size_bytes, protocol)
+        kernel_Bps, kernel = tree_ceiling(call.cluster, protocol)
+        return max(data, 2 * call.size_bytes / kernel_Bps), {**terms, kernel: 2 * call.size_bytes / kernel_Bps}
 
     def time(self, call: FabricCall, protocol: str = "Simple") -> tuple[float, dict]:
         load = tree_node_load(call.nodes)
@@ -274,17 +279,6 @@ def nvls_tree_fill_s(call: FabricCall, nvls_bw: float, load: float) -> float:
     chunk = stream_chunk_bytes(nvls_tree_chunk_bytes(call.size_bytes, channels, heads, call.nodes), call.size_bytes,
                                channels * heads)
     return fill_s(tree_stages_s(chunk, chunk, channels * heads, call.nodes, 2, 1 / nvls_bw, load / call.b_net))
-
-
-def nvls_tree_kernel_algbw(call: FabricCall) -> float:
-    """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
-    45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)): the node's
-    SMs split between NVLink SHARP and the network cap the pipeline below either side's own rate."""
-    topo = call.cluster.nccl_topology
-    heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
-    i2 = 1 if call.nodes == 2 else 2
-    bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
-    return bus * call.n / (2 * (call.n - 1)) if bus > 0 else math.inf
 
 
 class Alltoall:

@@ -6,7 +6,8 @@ published port speeds). For every published row at >= 64 MiB the fabric model pr
 protocol NCCL's decision model picks for the topology (or the algorithm the source forced). A row whose size the
 source does not give (Voltage Park) is compared with the model's peak busbw over 64 MiB..16 GiB, as the source calls
 its figures peaks, the search capped at the run's `max_size` where the source states its range (nccl#1368: -e 1G);
-nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. Where the source says another chooser
+nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. NCCL's tree-kernel ceiling is keyed by the NCCL version
+the scenario names, else the one the file states (system.nccl). Where the source says another chooser
 than NCCL's ran (AWS's ofi tuner plugin), the file's `simcluster.chooser` gives that chooser's algorithm per size at
 the run's rank count, from the chooser's own table (cited in the block), and that algorithm is priced. Target: <= 10%
 per system.
@@ -40,6 +41,18 @@ def _cluster(scenario: Path, nodes: int):
     if machine.domains == 1 and (machine.nvlink_domain or machine.nic is None or machine.nodes == 1):   # no network: NCCL's one node
         return build_domain(machine)
     return build_cluster(machine)
+
+
+def _stated_nccl(cluster, ref: Published):
+    """The cluster with the NCCL version its scenario names (machine.nccl), else the one the file states
+    (system.nccl, the source's), for the version-keyed tree-kernel ceiling (collectives/tree_kernel.py)."""
+    from simcluster.collectives.cluster import Cluster
+    from simcluster.collectives.tree_kernel import parse_nccl_version
+
+    stated = parse_nccl_version(ref.system.get("nccl"))
+    if isinstance(cluster, Cluster) and cluster.nccl_version is None and stated is not None:
+        return dataclasses.replace(cluster, nccl_version=stated)
+    return cluster
 
 
 def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
@@ -200,7 +213,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             if not MIN_RATE_Bps <= measured <= MAX_RATE_Bps:   # 0 would divide below, 1e-300 make the error infinite
                 raise SimclusterError(f"busbw_GBps {run['busbw_GBps']!r}: expected a measured bandwidth > 0", where=where)
             if nodes not in clusters:
-                clusters[nodes] = _cluster(scenario, nodes)
+                clusters[nodes] = _stated_nccl(_cluster(scenario, nodes), ref)
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s, run["op"]) for s in sizes]

@@ -133,7 +133,7 @@ def _system(ref) -> HeldOutSystem | None:
         sizes = nccl._peak_sizes(run) if peak else sizes
         nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
         if nodes not in clusters:
-            clusters[nodes] = nccl._cluster(scenario, nodes)
+            clusters[nodes] = nccl._stated_nccl(nccl._cluster(scenario, nodes), ref)
         cluster = clusters[nodes]
         measured = float(run["busbw_GBps"]) * 1e9
         if isinstance(cluster, NvlinkDomain):

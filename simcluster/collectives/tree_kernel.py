@@ -1,0 +1,89 @@
+"""NCCL's tree kernels' ceilings: what the SMs of a tree's channels move at most, whatever NVLink and the NICs allow.
+
+Plain tree (issue 41; found by sessions 41 treeib / mendC41, adopted in session 42 treereg on rows it had not seen):
+NCCL's tuner caps the tree's all_reduce bus bandwidth at the tree graph's channels x a per-channel maximum by GPU
+architecture and node count (src/graph/tuning.cc perChMaxTreeBws, [1 node, 2 nodes, 3+]; LL128 also x 120/128 and at
+most perChMaxTreeLL128Bws). A tree all_reduce moves 2 S per GPU on that busbw (NCCL's tree algbw is half its busbw), so
+
+    T_kernel = 2 S / (C_tree x b_ch(arch, N, NCCL version, protocol))
+
+is one more floor under the tree's data time (collectives/fabric.py Tree.data_s). The table is NCCL's and changes with
+its version: Blackwell 77.4 / 82.8 / 72.0 GB/s (2 x Hopper's) from 2.26 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on
+(stored tags v2.28.3-1 .. v2.30.7-1); Ampere and Hopper the same in every tag read (v2.26.2-1 .. v2.30.7-1). The
+version is the scenario's `machine.nccl` (else the published file's stated one, reference/nccl.py), else the model's
+own, MODEL_NCCL (2.28, the version of every other table in nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4
+nodes on it binds at 8 channels x 24 GB/s = 192 GB/s, half the ring's busbw.
+
+NVLS tree: NCCL's ceiling on the NVLS-tree kernel (perChMaxNVLSTreeBws), times the NVLS head channels, as an
+algorithm bandwidth (busbw x n / 2(n-1)): the node's SMs split between NVLink SHARP and the network.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE, PER_CH_TREE, PER_CH_TREE_LL128
+from simcluster.collectives.nccl_search import graphs
+
+MODEL_NCCL = (2, 28)          # the NCCL version of the model's tuner tables (nccl_constants.py)
+OLDEST_NCCL = (2, 26)         # the oldest tag whose tables were read (v2.26.2-1): below it the ceiling is not known
+# Blackwell before 2.28 (tuning.cc v2.26.2-1 .. v2.27.7-1): 2 x Hopper's, GB/s per channel [1 node, 2 nodes, 3+]
+BLACKWELL_BEFORE_2_28 = (77.4, 82.8, 72.0)
+BLACKWELL_LL128_BEFORE_2_28 = (73.4, 73.4, 58.0)
+_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)")
+
+
+def parse_nccl_version(text) -> tuple[int, int] | None:
+    """(major, minor) of a stated NCCL version ('2.27.3+cuda12.9', 'v2.28', 2.28); None where none is stated."""
+    if text is None:
+        return None
+    m = _VERSION.match(str(text))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def scenario_nccl(text) -> str:
+    """machine.nccl: the NCCL version the machine runs, as MAJOR.MINOR; a refusal names what is accepted. Text only:
+    YAML reads an unquoted 2.30 as the number 2.3."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected the NCCL version as quoted text such as '2.28.9' (YAML reads 2.30 as 2.3), got {text!r}")
+    version = parse_nccl_version(text)
+    if version is None or version[0] != 2:
+        raise ValueError(f"expected an NCCL 2.x version such as '2.28.9', got {text!r}")
+    if version < OLDEST_NCCL:
+        raise ValueError(f"NCCL {version[0]}.{version[1]}: the tree ceiling's tables are read from 2.26 on")
+    return f"{version[0]}.{version[1]}"
+
+
+def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, int] | None) -> float:
+    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: MODEL_NCCL)."""
+    i2 = 0 if nodes <= 1 else 1 if nodes == 2 else 2
+    old = arch == "blackwell" and (version or MODEL_NCCL) < (2, 28)
+    per_ch = (BLACKWELL_BEFORE_2_28 if old else PER_CH_TREE[arch])[i2]
+    if protocol == "LL128":
+        per_ch = min(per_ch * 120 / 128, (BLACKWELL_LL128_BEFORE_2_28 if old else PER_CH_TREE_LL128[arch])[i2])
+    return per_ch
+
+
+def tree_ceiling(cluster, protocol: str) -> tuple[float, str]:
+    """(bus bytes/s, name) of the plain tree kernel's ceiling on this cluster: the name says what binds, e.g.
+    'NCCL tree kernel (8 channels x 24 GB/s, NCCL 2.28)'; inf where the tree graph has no channel."""
+    channels = graphs(cluster.nccl_topology)["Tree"].channels
+    version = cluster.nccl_version or MODEL_NCCL
+    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version)
+    if not channels:
+        return math.inf, "NCCL tree kernel (no tree channel)"
+    return (channels * per_ch * 1e9,
+            f"NCCL tree kernel ({channels} channels x {per_ch:.4g} GB/s{' ' + protocol if protocol != 'Simple' else ''}, "
+            f"NCCL {version[0]}.{version[1]})")
+
+
+def nvls_tree_kernel_algbw(call) -> float:
+    """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
+    45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)); `call` a
+    collectives/fabric.FabricCall."""
+    topo = call.cluster.nccl_topology
+    heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
+    i2 = 1 if call.nodes == 2 else 2
+    bus = heads * PER_CH_NVLS_TREE[call.cluster.arch][i2] * 1e9
+    return bus * call.n / (2 * (call.n - 1)) if bus > 0 else math.inf

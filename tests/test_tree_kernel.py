@@ -1,0 +1,88 @@
+"""NCCL's plain-tree kernel ceiling in the fabric model (collectives/tree_kernel.py; issue 41, session 42, treereg):
+every tree answer names it when it binds ('NCCL tree kernel (8 channels x 24 GB/s, NCCL 2.28)'), its table is the
+NCCL version's the scenario names (machine.nccl), else the published file's, else the model's (2.28), and a version
+the model cannot read is refused in one line. Each test fails on main af2578dd (the tree without the ceiling, no
+machine.nccl key)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from simcluster.collectives.fabric import predict_fabric
+from simcluster.collectives.tree_kernel import per_channel_GBps, tree_ceiling
+from simcluster.errors import ScenarioError
+from simcluster.machine_models import build_cluster
+from simcluster.reference import nccl
+from simcluster.scenario import load_variants
+
+TOGETHER = ROOT / "scenarios/published/b200-ib-8x400g-x64-together.yaml"
+S = 32 * 2**30
+
+
+def _cluster(nodes, path=TOGETHER):
+    return build_cluster(load_variants(path, nodes)[0][1].machine)
+
+
+def _scenario(tmp_path, nccl_version):
+    """The Together scenario with its card paths absolute and machine.nccl set."""
+    doc = yaml.safe_load(TOGETHER.read_text())
+    m = doc["machine"]
+    for block in (m, m["gpu"], m["nic"], m["nvls"]):
+        block["card"] = str((TOGETHER.parent / block["card"]).resolve())
+    m["nccl"] = nccl_version
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("nodes, per_channel", [(2, 42.8), (4, 24.0), (64, 24.0)])
+def test_the_tree_is_bound_by_nccls_kernel_and_says_so(nodes, per_channel):
+    cluster = _cluster(nodes)
+    p = predict_fabric(cluster, "all_reduce", S, "tree")
+    ceiling = 8 * per_channel * 1e9                                  # 8 tree channels x tuning.cc's Blackwell 2.28
+    assert 0.9 * ceiling <= p.busbw_Bps <= ceiling
+    assert p.breakdown["binding_limit"] == f"NCCL tree kernel (8 channels x {per_channel:g} GB/s, NCCL 2.28)"
+
+
+def test_the_ring_does_not_move():
+    cluster = _cluster(4)
+    keyed = dataclasses.replace(cluster, nccl_version=(2, 27))
+    assert predict_fabric(cluster, "all_reduce", S, "ring").busbw_Bps == predict_fabric(keyed, "all_reduce", S, "ring").busbw_Bps
+
+
+def test_the_scenario_names_its_nccl(tmp_path):
+    """NCCL 2.27's Blackwell table (2 x Hopper's, 72 GB/s per channel from 3 nodes) does not bind on these nodes: the
+    tree is back on its network bytes, about the ring's busbw."""
+    old = _cluster(4, _scenario(tmp_path, "2.27.3"))
+    assert old.nccl_version == (2, 27)
+    assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL tree kernel (8 channels x 72 GB/s, NCCL 2.27)")
+    tree = predict_fabric(old, "all_reduce", S, "tree")
+    assert "tree kernel" not in tree.breakdown["binding_limit"]
+    assert tree.busbw_Bps == pytest.approx(predict_fabric(old, "all_reduce", S, "ring").busbw_Bps, rel=0.05)
+    assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl_version == (2, 30)
+
+
+@pytest.mark.parametrize("bad", ["two.x", "1.9.1", "2.25.1", 2.30, 3, True])   # 2.30 unquoted: YAML's 2.3
+def test_a_version_it_cannot_read_is_refused_in_one_line(tmp_path, bad):
+    with pytest.raises(ScenarioError) as exc:
+        _cluster(4, _scenario(tmp_path, bad))
+    assert "machine.nccl" in str(exc.value) and "NCCL" in exc.value.message and "\n" not in exc.value.message
+
+
+def test_ll128_takes_nccls_ll128_maximum():
+    assert per_channel_GBps("blackwell", 4, "LL128", (2, 28)) == 20.0                  # min(24 x 120/128, 20.0)
+    assert per_channel_GBps("blackwell", 4, "LL128", (2, 27)) == pytest.approx(58.0)    # min(72 x 120/128, 58.0)
+    assert per_channel_GBps("hopper", 2, "Simple", (2, 27)) == per_channel_GBps("hopper", 2, "Simple", (2, 30)) == 41.4
+
+
+def test_published_rows_take_the_files_stated_nccl():
+    """nccl#1801's GB200 forced Tree ran NCCL 2.27.3 (its file's system.nccl; the scenario names none): priced on
+    2.27's table it stays within 10% (on 2.28's it would be -62%); Together's 2.28.9 rows on 2.28's."""
+    for name in ("nccl-gb200-nvl8-x3-nccl1801", "nccl-b200-ib-x64-together-scaling"):
+        rows = nccl.system_rows(nccl.read_nccl_file(ROOT / "calibration/published" / f"{name}.yaml"))
+        tree = [r for r in rows if r.detail.startswith("tree/")]
+        assert tree and all(abs(r.error) < 0.10 for r in tree), [(r.run, r.error) for r in tree]
