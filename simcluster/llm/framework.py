@@ -285,8 +285,16 @@ FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_b
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
                          comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
                          attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+# fms-fsdp with torch.compile (fms-fsdp ed74fd5, 2024-05-09, the README table 'numbers are updated with torch.compile';
+# issue 44, session 42 fsdpsrc, written before that table's rows were predicted): main_training.py wraps the model in
+# FSDP1 (use_orig_params = use_torch_compile) and then calls torch.compile(model) on the whole FSDP model; train_config
+# use_torch_compile True. Dynamo breaks the graph at every FSDP unit's hooks, so each LLaMABlock is its own graph, as
+# llm/compiled.py prices a block compiled on its own (its fused memory-bound kernels; GEMMs and SDPA as eager's, SDPA
+# FlashAttention 2 under the torch of May 2024); the FSDP1 collectives, dtypes and memory as fms-fsdp's. The compiled
+# block under FSDP is not measured here (compiled.py's rows are one GPU): a caveat says so.
+FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
