@@ -1,4 +1,4 @@
-"""The PyTorch FSDP family's held-out published rows (torchtitan-fsdp2, fms-fsdp, composer-fsdp: trust/regime.FSDP_TRAINERS),
+"""The PyTorch FSDP family's held-out published rows (torchtitan-fsdp2, fms-fsdp, composer-fsdp, fms-fsdp-compile: trust/regime.FSDP_TRAINERS),
 summed up per family, regime and source (a read-out, not a test; docs/models/llm.md quotes it). Sources are counted as
 the error bands count them: files of one `simcluster.source_group` as one (published.Published.source_group).
 

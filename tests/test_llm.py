@@ -578,10 +578,12 @@ def test_only_torch_pipelining_gets_torchs_lowered_sends_and_receives(h100, node
     batch = BatchSpec(4, 1)
     assert build_work(LLAMA3_8B, interleaved, batch, h100, node, fw=eager.torch_framework(interleaved)).torch_p2p
     assert not build_work(LLAMA3_8B, plain, batch, h100, node, fw=eager.torch_framework(plain)).torch_p2p
-    others = [fw for fw in FRAMEWORKS.values() if fw.eager and fw.name != "torch-amp"]
+    others = [fw for fw in FRAMEWORKS.values() if fw.eager and fw.name != "torch-amp" and not fw.compiled]
     assert {fw.name for fw in others} >= {"composer-fsdp", "torchtitan-fsdp2", "fms-fsdp"}
     for fw in others:
         assert not build_work(LLAMA3_8B, interleaved, batch, h100, node, fw=fw).torch_p2p, fw.name
+    with pytest.raises(LlmConfigError, match="parallel.pp: 2"):   # a compiled trainer (fms-fsdp-compile) refuses pp
+        build_work(LLAMA3_8B, interleaved, batch, h100, node, fw=FRAMEWORKS["fms-fsdp-compile"])
 
 
 def test_ddp_buckets_hold_whole_tensors_and_close_at_their_cap():

@@ -80,13 +80,43 @@ def test_fms_fsdp_reduces_in_bf16_without_an_up_cast():
 
 def test_fms_fsdp_rows_compared_held_out_and_every_nth_block_not():
     """The HSDP 7b row (since session 38: llm/hsdp.py, sharded over the node's 8 GPUs) and the full-AC rows (34b, 70b)
-    of both GPU columns are compared held out; every-n-th-block AC (13b) says why it is not."""
+    of both GPU columns are compared; every-n-th-block AC (13b) says why it is not. The A100 column is held out; the H100
+    column is development since session 42 (fsdpsrc): its rows prompted PRE_CUDNN_SDPA, and its `why` says so."""
     from simcluster.reference.llm import validate_published_llm
 
-    for gpu in ("a100", "h100"):
+    for gpu, held in (("a100", True), ("h100", False)):
         rows = validate_published_llm(ROOT / "calibration" / "published" / f"llm-fms-fsdp-{gpu}.yaml").rows
         assert [r.run for r in rows if r.error is not None] == [0, 2, 3]
-        assert all(r.held_out for r in rows) and "HSDP shard 8" in rows[0].configuration and "selective" in rows[1].unavailable
+        assert all(r.held_out is held for r in rows) and "HSDP shard 8" in rows[0].configuration
+        assert "selective" in rows[1].unavailable
+
+
+def test_pre_2_5_torch_trainers_run_flash_attention_2_on_hopper_and_the_a100_rows_do_not_move():
+    """torch's SDPA before PyTorch 2.5 ran its flash backend (FlashAttention 2) on H100, not cuDNN (the GPU cards' 'card'
+    attention, torch 2.11): the two trainers pinned to early-2024 torch (fms-fsdp, torchtitan-fsdp2) take 'fa2'. On an
+    H100 that prices their steps slower than the card's cuDNN would; on the A100 (a derived card, its curve FA2's) nothing
+    moves, so the held-out A100 rows are the ones predicted before (session 42 fsdpsrc)."""
+    from dataclasses import replace
+
+    from simcluster.llm.framework import FRAMEWORKS, PRE_CUDNN_SDPA
+    from simcluster.reference import llm as ref_llm
+
+    assert PRE_CUDNN_SDPA == "fa2"
+    assert {FRAMEWORKS[f].attention_kernel for f in ("fms-fsdp", "torchtitan-fsdp2")} == {"fa2"}
+    assert FRAMEWORKS["torch-amp"].attention_kernel == "card"    # the runner's torch 2.11: cuDNN on Hopper
+    folder = ROOT / "calibration" / "published"
+
+    def errors(name: str, kernel: str) -> list[float]:
+        original = ref_llm.framework_of
+        ref_llm.framework_of = lambda ref, run=None: replace(original(ref, run), attention_kernel=kernel)
+        try:
+            return [r.error for r in ref_llm.validate_published_llm(folder / name).rows if r.error is not None]
+        finally:
+            ref_llm.framework_of = original
+
+    h100_fa2, h100_card = errors("llm-fms-fsdp-h100.yaml", "fa2"), errors("llm-fms-fsdp-h100.yaml", "card")
+    assert all(a < c - 0.04 for a, c in zip(h100_fa2, h100_card, strict=True))   # slower on the H100: 5-11 points
+    assert errors("llm-fms-fsdp-a100.yaml", "fa2") == errors("llm-fms-fsdp-a100.yaml", "card")
 
 
 def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():

@@ -63,6 +63,9 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "and 9.2% mean), most at the shortest steps and at 4096 tokens; peaks within 0.8%. One GPU, Inductor "
                  "default mode only (docs/models/llm.md)")
 
+COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
+                 "trainer's, no compiled step under FSDP measured (extrapolated; fms-fsdp-compile, session 42)")
+
 FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "
             "calibration/h200x1-attention-wave-2026-11-29, -noncausal-); on an H100 it is the same kernel scaled by the two "
@@ -126,7 +129,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.bf16_param_block and par.recompute != "none":
         out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
     if framework.compiled:
-        out.append(COMPILED_STEP)
+        out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else ""))
     if framework.torch_cp and par.cp > 1:
         out.append(TORCH_CP)
     return out

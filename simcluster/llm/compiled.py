@@ -62,26 +62,31 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
     if not fw.compiled:
         fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
         return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
-    check_compiled(model, par)
+    check_compiled(model, par, fsdp=fw.hybrid_shard)
     return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
 
 
-def check_compiled(model: TransformerSpec, par: ParallelSpec) -> None:
-    """What the compiled layer is not modelled for: one LlmConfigError at its key."""
+def check_compiled(model: TransformerSpec, par: ParallelSpec, fsdp: bool = False) -> None:
+    """What the compiled layer is not modelled for: one LlmConfigError at its key (`fsdp`: check_compiled_parallel)."""
     gap = eager_ac.llama_layer_gap(model)
     if gap:
         raise LlmConfigError("framework.compile", f"a compiled block is modelled for the dense SwiGLU Llama layer; this "
                              f"model has {gap}", hint="compile: false")
-    check_compiled_parallel(par)
+    check_compiled_parallel(par, fsdp)
 
 
-def check_compiled_parallel(par: ParallelSpec) -> None:
+def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False) -> None:
     """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1) and recompute none; a
-    LlmConfigError at framework.compile naming the parallel keys that break it (eager.torch_framework, check_compiled)."""
-    off = [f"parallel.{name}: {getattr(par, name)}" for name in ("tp", "pp", "dp", "cp", "ep") if getattr(par, name) != 1]
+    LlmConfigError at framework.compile naming the parallel keys that break it (eager.torch_framework, check_compiled).
+    `fsdp` (an FSDP trainer's framework, FrameworkSpec.hybrid_shard: fms-fsdp-compile): dp > 1 allowed, since FSDP's
+    per-unit graph breaks leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc;
+    extrapolated: no compiled step under FSDP measured here)."""
+    names = ("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")
+    off = [f"parallel.{name}: {getattr(par, name)}" for name in names if getattr(par, name) != 1]
     off += [f"parallel.recompute: {par.recompute}"] if par.recompute != "none" else []
     if off:
-        raise LlmConfigError("framework.compile", "torch.compile is modelled and measured on one GPU without activation "
+        where = "one GPU or FSDP data parallelism" if fsdp else "one GPU"
+        raise LlmConfigError("framework.compile", f"torch.compile is modelled on {where} without activation "
                              f"checkpointing (llm-step --compile, single mode); got {', '.join(off)}",
                              hint="compile: false, or one GPU and recompute: none")
 

@@ -246,6 +246,14 @@ COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, hybrid_shard=True
 # FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
 # flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
 MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
+# torch's scaled_dot_product_attention before PyTorch 2.5 (issue 44, session 42 fsdpsrc): the flash backend, FlashAttention 2
+# since PyTorch 2.2, on every GPU. PyTorch 2.5.0 (release notes / blog, 2024-10-17: "a new CuDNN backend for SDPA, enabling
+# speedups by default for users of SDPA on H100s or newer GPUs") made cuDNN's fused attention the default on Hopper, and
+# pytorch/pytorch#138587 (PyTorch 2.5.1) turned that default off again; the GPU cards' 'card' attention is torch 2.11's
+# default SDPA, cuDNN on Hopper (llm/attention_kernels.py). So a trainer pinned to a torch of 2024-04 or earlier runs
+# 'fa2' on Hopper; on the derived cards (A100) 'fa2' is their curve unchanged. Prompted by fms-fsdp's H100 rows (+26 to
+# +50% fast): development for them (calibration/published/llm-fms-fsdp-h100.yaml, why).
+PRE_CUDNN_SDPA = "fa2"
 # torchtitan's FSDP2 without torch.compile (issue 44; torchtitan 1ea476e9f, 2024-04-24, the code of its first A100 tables):
 # fully_shard per TransformerBlock and the root, MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
 # (parallelize_llama.py L220-239): bf16 gathers of the fp32 shard (param_bytes 2) and fp32 reduce_scatters (grad_bytes 4),
@@ -257,9 +265,11 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # is_causal, the logits cast .float() before cross_entropy: eager's op list and 12-byte loss peak); its collectives beside
 # compute at the card's measured comm_overlap (as FSDP2, llm/eager.py); no host cost (none measured for these hosts).
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
+# Attention: SDPA's flash backend, FlashAttention 2 (PRE_CUDNN_SDPA below), a torch nightly of April 2024.
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
+                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
+                                 attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
@@ -269,12 +279,22 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_sha
 # model is ibm-fms's LLaMA (foundation-model-stack b06c5dfb, 2024-02): query / key / value Linears apart, GatedLinearUnit
 # w1 / wg / w2, eager LayerNormParameterized (RMS) and rotary, keys / values expanded for GQA, SDPA with is_causal, the
 # logits from the untied reversible embedding in bf16 into torch's CrossEntropyLoss: eager's op list; the card's
-# NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured).
+# NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured). Attention: SDPA's
+# flash backend, FlashAttention 2 (PRE_CUDNN_SDPA below; PyTorch nightlies of Nov 2023 - Feb 2024, the blog's).
 FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
-                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, **EAGER_LOSS)
+                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
+                         attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+# fms-fsdp with torch.compile (fms-fsdp ed74fd5, 2024-05-09, the README table 'numbers are updated with torch.compile';
+# issue 44, session 42 fsdpsrc, written before that table's rows were predicted): main_training.py wraps the model in
+# FSDP1 (use_orig_params = use_torch_compile) and then calls torch.compile(model) on the whole FSDP model; train_config
+# use_torch_compile True. Dynamo breaks the graph at every FSDP unit's hooks, so each LLaMABlock is its own graph, as
+# llm/compiled.py prices a block compiled on its own (its fused memory-bound kernels; GEMMs and SDPA as eager's, SDPA
+# FlashAttention 2 under the torch of May 2024); the FSDP1 collectives, dtypes and memory as fms-fsdp's. The compiled
+# block under FSDP is not measured here (compiled.py's rows are one GPU): a caveat says so.
+FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:

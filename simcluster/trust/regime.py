@@ -40,7 +40,10 @@ class Regime:
 # PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One
 # family, as every Megatron-Core variant is one: the model prices the same mechanism for all three (a gather per block
 # one block ahead, a reduce_scatter per block, sharded AdamW), they differ in dtypes and kernels (issue 44, llmfam)
-FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp")
+FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp", "fms-fsdp-compile")
+# a trainer's compiled variant (its blocks under torch.compile): a regime of its own in the family, as +compile is
+# under eager PyTorch, unvalidated until rows of it exist (session 42, fsdpsrc)
+FSDP_COMPILED = ("fms-fsdp-compile",)
 
 
 # Megatron-Core's local layer spec as the lab runs it (llm/framework.MEGATRON_LOCAL): no Transformer Engine, SequentialMLP
@@ -113,7 +116,8 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     if fw == "Megatron local spec":
         return Regime("llm local spec", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus),
                       gpu=gpu)
-    return Regime("llm", f"llm | {fw} | {parallel_family(tp, pp, cp, zero, moe)} | {precision}", float(gpus), gpu=gpu)
+    family = parallel_family(tp, pp, cp, zero, moe) + ("+compile" if framework in FSDP_COMPILED else "")
+    return Regime("llm", f"llm | {fw} | {family} | {precision}", float(gpus), gpu=gpu)
 
 
 def llm_regime_of(model, par, batch, framework: str, host_bound: bool = False, gpu: str = "") -> Regime:
