@@ -84,8 +84,9 @@ def test_profiled_host_takes_syncs_and_long_launches_out_of_the_window():
 
 def test_gather_adds_cpu_keys_only_where_the_runner_measured_them():
     rec = {"host_issue_s": [0.1, 0.12], "step_times_s": [0.2, 0.2], "host_cpu_s": [0.05, 0.07], "process_cpu_s": [0.2, 0.2],
-           "thread_cpu_s": {"python": 0.1}}
+           "thread_cpu_s": {"python": 0.1}, "profile": {"host": {"host_s": 0.06}}}
     got = host_issue.gather(None, rec, 1)
+    assert got["profiled_host_by_rank"] == [{"host_s": 0.06}]
     assert got["host_cpu_s_by_rank"] == [[0.05, 0.07]] and got["host_cpu_median_s_by_rank"] == [pytest.approx(0.06)]
     assert got["thread_cpu_s_by_rank"] == [{"python": 0.1}] and got["process_cpu_s_by_rank"] == [[0.2, 0.2]]
     old = host_issue.gather(None, {"host_issue_s": [0.1], "step_times_s": [0.2]}, 1)   # the Megatron runner's records

@@ -306,3 +306,18 @@ def test_device_run_runs_moe4_on_one_gpu_with_moe_set(tmp_path):
 def test_device_py_turns_on_pre_softmax_for_top1_only():
     text = (ROOT / "studies" / "megatron_moe" / "device.py").read_text()
     assert "moe_router_pre_softmax=args.top_k == 1" in text
+
+
+def test_format3_documents_write_the_issue_lists_once_and_read_as_format2():
+    """device.py writes every rank's issue and step lists once, under host_issue.gather's *_by_rank keys (format 3);
+    compare.py reads those, and the format-2 bundles' *_per_rank (moe .. moe6) where they are absent."""
+    text = (LAB / "device.py").read_text()
+    for old in ("host_issue_s_per_rank", "step_times_s_per_rank", "median_host_issue_s_per_rank"):
+        assert f'"{old}":' not in text
+    assert '"format": 3' in text and "**issue_fields" in text
+    old = synthetic_doc(sorted(register.SET3)[0], "B", 0.05, [0.04, 0.045])
+    new = {k: v for k, v in old.items() if k != "median_host_issue_s_per_rank"} | {"format": 3,
+                                                                                   "host_issue_median_s_by_rank": [0.04, 0.045]}
+    assert compare.ranks_line(new) == compare.ranks_line(old) and "host issue 45.00 ms" in compare.ranks_line(new)
+    assert compare.host_spread(new) == compare.host_spread(old) == {"host_spread": pytest.approx(1.125)}
+    assert compare.host_spread({"world_size": 1}) == {"host_spread": None}

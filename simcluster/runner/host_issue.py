@@ -16,6 +16,8 @@ and, where the runner measured them (llm_step, host_cpu.py: the host time withou
     process_cpu_s_by_rank       the same for the whole process (NCCL's threads too)
     host_cpu_median_s_by_rank   each rank's median host_cpu_s (null where none)
     thread_cpu_s_by_rank        per rank, every thread's CPU seconds over the timed steps by thread name
+    profiled_host_by_rank       per rank, its profiled step's issue window less its waits (host_cpu.profiled_host; null
+                                where that rank profiled nothing)
 
 torch is passed in (imported by the runner's main only).
 """
@@ -31,7 +33,10 @@ def own(record: dict) -> dict:
     """This rank's part: its timed steps' issue and step times (empty lists where the shape did not run), and its CPU
     times where the runner recorded them."""
     part = {"host_issue_s": list(record.get("host_issue_s") or []), "step_times_s": list(record.get("step_times_s") or [])}
-    return part | {k: record[k] for k in CPU_KEYS if k in record}
+    part |= {k: record[k] for k in CPU_KEYS if k in record}
+    if "host_cpu_s" in record:
+        part["profiled_host"] = (record.get("profile") or {}).get("host")
+    return part
 
 
 def fields(parts: list[dict]) -> dict:
@@ -45,6 +50,7 @@ def fields(parts: list[dict]) -> dict:
         for key in CPU_KEYS:
             out[f"{key}_by_rank"] = [p.get(key) or ({} if key == "thread_cpu_s" else []) for p in parts]
         out["host_cpu_median_s_by_rank"] = [statistics.median(x) if x else None for x in out["host_cpu_s_by_rank"]]
+        out["profiled_host_by_rank"] = [p.get("profiled_host") for p in parts]
     return out
 
 

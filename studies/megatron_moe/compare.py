@@ -161,9 +161,16 @@ def run_key(fname: str) -> tuple[str, str | None]:
     return (stem[:m.start()], m.group(1)) if m else (stem, None)
 
 
+def issue_medians(doc: dict) -> list:
+    """Each rank's median (unprofiled) host issue of a step: device.py's host_issue_median_s_by_rank (format 3), the
+    format-2 bundles' median_host_issue_s_per_rank (moe .. moe6) where it is absent."""
+    got = doc.get("host_issue_median_s_by_rank")
+    return list(got if got is not None else doc.get("median_host_issue_s_per_rank") or [])
+
+
 def host_spread(doc: dict) -> dict:
     """The ranks' median (unprofiled) host issue of a step: the slowest over the fastest."""
-    issue = [x for x in doc.get("median_host_issue_s_per_rank") or [] if x]
+    issue = [x for x in issue_medians(doc) if x]
     return {"host_spread": max(issue) / min(issue) if len(issue) > 1 else None}
 
 
@@ -173,7 +180,7 @@ def ranks_line(doc: dict) -> str:
     out = []
     pins = doc.get("pin_per_rank") or [None] * doc["world_size"]
     places = doc.get("placement_per_rank") or [{}] * doc["world_size"]
-    for i, (step, issue) in enumerate(zip(doc["median_step_s_per_rank"], doc.get("median_host_issue_s_per_rank") or [], strict=False)):
+    for i, (step, issue) in enumerate(zip(doc["median_step_s_per_rank"], issue_medians(doc), strict=False)):
         pin, place = pins[i] or {}, places[i] or {}
         where = pin.get("cpus_after") or pin.get("error") or f"unpinned ({len(place.get('cpus_allowed', []))} CPUs allowed)"
         same_gpu = "" if not pin.get("gpu_pci") or pin["gpu_pci"] == place.get("gpu_pci") else f" PINNED FOR {pin['gpu_pci']}, RAN ON {place.get('gpu_pci')}"

@@ -15,7 +15,8 @@ torch are imported inside main only. `--pin` binds each rank's process to its ow
 before torch is imported (pinning.py). The JSON (rank 0 writes it) has every rank's step and host-issue times of each
 timed step (the host's time to issue one step, before the closing synchronisation), gathered by the eager runner's
 simcluster/runner/host_issue.gather (its keys host_issue_s_by_rank, step_times_s_by_rank, host_issue_median_s_by_rank,
-slowest_issue_rank; format 2's *_per_rank names kept beside them for compare.py), placement, pinning and thread count,
+slowest_issue_rank; format 3: written once under those names -- format 2 also wrote them as host_issue_s_per_rank,
+step_times_s_per_rank, median_host_issue_s_per_rank, which compare.py still reads), placement, pinning and thread count,
 and the launch (warm-up, steps, CUDA_MODULE_LOADING).
 """
 
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
         props = torch.cuda.get_device_properties(device) if cuda else None
         params = sum(p.numel() for p in model.parameters())
-        doc = {"tool": "megatron-moe", "format": 2, "world_size": world, "device": props.name if props else "cpu",
+        doc = {"tool": "megatron-moe", "format": 3, "world_size": world, "device": props.name if props else "cpu",
                "torch": torch.__version__, "megatron_core": getattr(megatron.core, "__version__", "?"),
                "python": platform.python_version(), "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                "model": {k.replace("-", "_"): getattr(args, k.replace("-", "_")) for k in
@@ -186,14 +187,13 @@ def main(argv: list[str] | None = None) -> int:
                "parallel": {"ep": args.ep, "tp": 1, "pp": 1, "dp": world}, "dispatcher": args.dispatcher,
                "rank0_parameters": params,
                "spec": "megatron-core local (no TE): SequentialMLP experts, alltoall dispatcher, unfused DotProductAttention",
-               "median_step_s_per_rank": medians, "median_host_issue_s_per_rank": issue_fields["host_issue_median_s_by_rank"],
+               "median_step_s_per_rank": medians,
                "placement_per_rank": [r["placement"] for r in ranks],
                "launch": {"warmup": args.warmup, "steps": args.steps, "pin": args.pin,
                           "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING"),
                           "omp_num_threads": os.environ.get("OMP_NUM_THREADS")},
                "pin_per_rank": [r["pin"] for r in ranks], "threads_per_rank": [r["threads"] for r in ranks],
-               "host_issue_s_per_rank": issue_fields["host_issue_s_by_rank"],
-               "step_times_s_per_rank": issue_fields["step_times_s_by_rank"], **issue_fields, "rank0": record}
+               **issue_fields, "rank0": record}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     dist.destroy_process_group()
