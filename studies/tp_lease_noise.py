@@ -122,7 +122,8 @@ def numbers(rows: list[dict]) -> dict:
             "floor_empirical": statistics.mean(devs), "floor_processes": len(devs),
             "floor_normal": math.sqrt(within ** 2 + lease ** 2) * math.sqrt(2 / math.pi),
             "table_rows": len(table), "table_calls": len({r["call"] for r in table}),
-            "table_mean_abs": statistics.mean(abs(r["err"]) for r in table), "by_call": by_call, "by_key": by_key}
+            "table_mean_abs": statistics.mean(abs(r["err"]) for r in table) if table else float("nan"),
+            "by_call": by_call, "by_key": by_key}
 
 
 def main() -> int:
@@ -198,6 +199,15 @@ def main() -> int:
         print(f"  {call:46} probe {speed - 1:+6.1%} vs the fit lease ({len(common)} shapes); "
               + (f"its TP rows' mean error {statistics.mean(errs):+.1%} (n={len(errs)}; a probe-following lease would be "
                  f"{1 / speed - 1:+.1%})" if errs else "no preset TP row in this call"))
+    print("\n7. sensitivity: the same numbers on subsets of the processes")
+    for name, pick in (("preset shapes only", [r for r in rows if r["preset"]]),
+                       ("host-probe shapes only (hidden 128)", [r for r in rows if not r["preset"]]),
+                       ("without the 11-23 profile and 2gpu-tp calls", [r for r in rows if "profile" not in r["call"]
+                                                                       and "2gpu-tp-" not in r["call"]])):
+        m = numbers(pick)
+        print(f"  {name:44} process sd {m['process_sd']:.3f} ({m['process_dof']} dof); across {m['across_sd']:.3f} "
+              f"({m['across_dof']} dof, {m['shared_shapes']} shapes); lease term {m['lease_sd']:.3f}; floor "
+              f"{m['floor_empirical']:.1%} / {m['floor_normal']:.1%}")
     table = [r for r in rows if "err" in r and r["call"] in TABLE_SETS]
     xs, ys = [r["gpu_share"] for r in table], [r["err"] for r in table]
     print(f"  GPU share of the predicted step (1 - host share) {min(xs):.2f}..{max(xs):.2f} over the 22 rows; "

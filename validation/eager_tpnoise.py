@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager import _document  # noqa: E402
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-tpnoise-2026-11-30"
 SHAPES = (("2b", 2048, 2), ("2b", 4096, 1), ("3b", 4096, 1))
@@ -170,8 +170,7 @@ def show(result: dict) -> None:
               f"{r['predicted_s'] * 1e3:8.1f} ms  error {r['predicted_s'] / r['measured_s'] - 1:+.1%}")
     for line in result["left"]:
         print(f"left out: {line}")
-    for rule, text in result["verdicts"].items():
-        print(f"{rule}: {text}")
+    print_verdicts(result["verdicts"])
 
 
 def main(argv: list[str]) -> int:

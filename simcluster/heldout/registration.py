@@ -75,3 +75,9 @@ def set_main(argv: list[str], description: str, bundle: Path, register, read_out
         return 2 if args.register else 1
     show(result)
     return 0
+
+
+def print_verdicts(verdicts: dict) -> None:
+    """A registered set's verdicts, one 'RULE: text' line each (a read-out's show)."""
+    for rule, text in verdicts.items():
+        print(f"{rule}: {text}")

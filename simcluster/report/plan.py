@@ -40,8 +40,10 @@ def answer_text(a: dict) -> str:
                      f"{f.get('cost.currency', '')}")
     for row, name in ((c, "cheapest"), (f, "fastest")):
         if row and row.get(VALIDATION + "status"):
+            noisy = row.get(VALIDATION + "noise_limited.gpus") is not None   # trust/noise.py: its own band, unvalidated
             evidence = (f" on {int(row[VALIDATION + 'rows'])} held-out rows from {int(row[VALIDATION + 'sources'])} sources"
-                        if row.get(VALIDATION + "rows") and row[VALIDATION + "status"] != "unvalidated" else
+                        + (" (noise-limited: the machines' run-to-run noise, trust/noise.py)" if noisy else "")
+                        if row.get(VALIDATION + "rows") and (row[VALIDATION + "status"] != "unvalidated" or noisy) else
                         " (no regime of its own: the family's pooled band)" if row[VALIDATION + "status"] == "unvalidated" else "")
             lines.append(f"  {name}: {row[VALIDATION + 'status']}"
                          + (f" ({row[VALIDATION + 'outside']})" if row.get(VALIDATION + "outside") else "")

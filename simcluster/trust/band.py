@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.trust.moved import Moves
+from simcluster.trust.noise import NoiseFloor, noise_floor
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
@@ -39,6 +40,7 @@ class Trust:
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
     gpus: tuple[tuple[str, int], ...] = ()   # rows per GPU model the band's rows ran on ('': rows naming none)
     moves: Moves | None = None            # today's model's move on the band's registered rows (trust/moved.py)
+    noise: NoiseFloor | None = None       # unvalidated with its own band: the error is at the machines' noise (trust/noise.py)
 
     @property
     def caveat(self) -> str:
@@ -98,6 +100,8 @@ class Trust:
             out["model_moved"] = self.moves.to_json(self.rho)   # with the re-measured rows' coverage by this band
         if self.caveat:
             out["caveat"] = self.caveat
+        if self.noise is not None:
+            out["noise_limited"] = self.noise.to_json()
         return out
 
     def moved_text(self) -> str:
@@ -125,7 +129,8 @@ class Trust:
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
         if self.rho is None:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
-        label = f"pooled {LEVEL:.0%} band widened to its rows' range" if self.widened else f"{LEVEL:.0%} band"
+        label = (f"{'pooled ' if self.pooled else ''}{LEVEL:.0%} band widened to its rows' range" if self.widened
+                 else f"{LEVEL:.0%} band")
         band = f"measured time {(self.rho[0] - 1) * 100:+.0f}%..{(self.rho[1] - 1) * 100:+.0f}% of this ({label})"
         gpus = f" ({self.gpus_text()})" if self.gpus_text() else ""
         if self.pooled:
@@ -136,7 +141,8 @@ class Trust:
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
         span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
         span += f"; {self.gpus_text()}" if self.gpus_text() else ""
-        status = (f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
+        status = (f"unvalidated, {self.noise.text()}; the band from " if self.noise is not None
+                  else f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
                   else "")   # extrapolated across GPUs alone: gpu_text says so
         return (f"{band}; {status}{self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
                 f"{self.gpu_text()}")
@@ -149,7 +155,8 @@ def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | No
 
 
 def trust_of(regime: Regime, table: Table | None = None) -> Trust:
-    """The regime's own band where it has enough rows; else the family's pooled band widened to the regime's own rows
+    """The regime's own band where it has enough rows (unvalidated all the same where trust/noise.py puts the regime at
+    that GPU count at the machines' run-to-run noise); else the family's pooled band widened to the regime's own rows
     (pooled_band); else never checked. build.held_out_coverage checks bands through this same rule."""
     table = table or load_table()
     rows = table.regimes.get(regime.key)
@@ -160,6 +167,13 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
                       (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves)
+        floor = noise_floor(regime.key, regime.scale)
+        if floor is not None:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
+            # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
+            own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))
+            band = pooled_band(trust.rho, own_range)
+            return replace(trust, status="unvalidated", noise=floor, rho=band, widened=band != trust.rho,
+                           own=(len(rows.rows), len(rows.sources)), own_range=own_range)
         # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
         return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
     pooled = table.family_rows(regime.family)

@@ -1,0 +1,65 @@
+"""trust/noise.py: eager TP at 2 GPUs carried unvalidated at the machines' noise, with numbers the study recomputes."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import load_script
+
+from simcluster.trust.band import trust_of
+from simcluster.trust.noise import NOISE_FLOORS, TP2_HOST_BOUND, noise_floor
+from simcluster.trust.regime import Regime
+from simcluster.trust.table import load_table
+
+
+@pytest.fixture(scope="module")
+def study():
+    s = load_script("studies/tp_lease_noise.py")
+    return s.numbers(s.processes())
+
+
+def test_the_recorded_numbers_are_the_studys(study):
+    f = TP2_HOST_BOUND
+    assert f.process_sd == pytest.approx(study["process_sd"], abs=5e-4)
+    assert f.lease_sd == pytest.approx(study["lease_sd"], abs=5e-4)
+    assert f.floor_pct == pytest.approx((study["floor_empirical"] * 100, study["floor_normal"] * 100), abs=0.05)
+    assert f.model_mean_abs_pct == pytest.approx(study["table_mean_abs"] * 100, abs=0.05)
+    assert (f.rows, f.leases) == (study["table_rows"], study["table_calls"])
+
+
+def test_the_regime_is_at_its_noise_floor():
+    """The marking's premise: a model exactly on each shape's mean would still miss the target on one run, and the lease
+    term is no smaller than the process noise's half (else the floor would be one lease's, which repeats could beat)."""
+    for f in NOISE_FLOORS:
+        assert min(f.floor_pct) >= f.target_pct, f
+        assert f.lease_sd >= f.process_sd / 2, f
+
+
+def test_the_tables_rows_are_the_ones_the_numbers_describe():
+    table = load_table()
+    for f in NOISE_FLOORS:
+        rows = [r for r in table.regimes[f.regime].rows if r.scale == f.gpus]
+        assert (len(rows), len({r.source for r in rows})) == (f.rows, f.leases), f.regime
+
+
+def test_tp_at_two_gpus_answers_unvalidated_with_its_own_band():
+    table = load_table()
+    key = TP2_HOST_BOUND.regime
+    two = trust_of(Regime("llm eager", key, 2.0, gpu="H200"), table)
+    four = trust_of(Regime("llm eager", key, 4.0, gpu="H200"), table)
+    assert four.status == "validated" and four.noise is None
+    assert two.status == "unvalidated" and two.noise is TP2_HOST_BOUND and not two.pooled
+    rows = table.regimes[key].rows
+    assert four.rho == table.regimes[key].bounds()
+    # its measured band widened to all its rows (an unvalidated band contains its own rows), not the family's pooled one
+    assert two.rho == (min(four.rho[0], *(r.rho for r in rows)), max(four.rho[1], *(r.rho for r in rows)))
+    assert two.widened and two.rho != four.rho
+    assert "unvalidated, noise-limited at 2 GPUs" in two.text() and "validated on" not in two.text()
+    assert two.to_json()["noise_limited"]["floor_mean_abs_error_pct"] == list(TP2_HOST_BOUND.floor_pct)
+    assert "noise_limited" not in four.to_json()
+
+
+def test_no_other_regime_or_scale_is_noise_limited():
+    assert noise_floor(TP2_HOST_BOUND.regime, 4.0) is None
+    assert noise_floor(TP2_HOST_BOUND.regime, None) is None
+    assert noise_floor(TP2_HOST_BOUND.regime, 2.5) is None
+    assert noise_floor("llm | PyTorch eager | DDP | bf16", 2.0) is None
