@@ -21,7 +21,7 @@ CASES = [  # (label, workload, read_threads (None: the file's), card)
     ("unet3d_h100 x24 9400 (issue)", "unet3d_h100", 24, "micron-9400-pro-7.68tb"),
     ("unet3d_h100 9400", "unet3d_h100", None, "micron-9400-pro-7.68tb"),
     ("unet3d_h100 x24 6500", "unet3d_h100", 24, "micron-6500-ion-30.72tb"),
-    # ("unet3d_a100 x96 9550", ...): 96 threads x up to 9 ranks is past an hour on the shared 2-core machine; not run
+    # ("unet3d_a100 x96 9550", ...): 96 threads: its searches ran past 15 minutes on the shared 2-core machine; not run
     ("resnet50_h100 9400", "resnet50_h100", None, "micron-9400-pro-7.68tb"),
     ("cosmoflow_h100 9400", "cosmoflow_h100", None, "micron-9400-pro-7.68tb"),
     ("unet3d_b200 D7-PS1010", "unet3d_b200", None, "solidigm-d7-ps1010-7.68tb"),
