@@ -319,3 +319,35 @@ def test_the_transport_sources_are_one_per_sweep_and_configuration():
     assert (len(bundles), len(set(bundles.values()))) == (16, 15)
     residuals = transport_residuals(rows)
     assert len({(r.source, r.row) for r in residuals}) == len(residuals) == 71   # the replicates' rows stay apart
+
+
+def test_each_micron_v1_host_reads_through_the_memory_its_runs_report():
+    """The 6500 runs' summary.json report 1,007 GiB of memory (and data sets of 5 x that), the 9400 / 9550 runs' 251 /
+    250 GiB (session 42): the 6500 rows' page cache is 1007 GiB, the others the 256 GiB default, and the 6500 Unet3D
+    row's cache share is then c^2 / 2 with c = 1007 GiB / 5.5 TB, about 2% (0.1% at 256 GiB)."""
+    from simcluster.storage.loader import cache_hit_share
+
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v1.0-micron.yaml"
+    rows = {f"{r['system'].split('_')[1]} {r['workload']}": r for _, r in storage.compared_runs(path)}
+    for name, row in rows.items():
+        expect = 1007 * 2**30 if name.startswith("6500") else storage.PAGE_CACHE_BYTES
+        assert storage.page_cache_bytes(row) == expect, name
+    row = rows["6500 unet3d_h100"]
+    h = cache_hit_share(storage.workload_of(row), storage.page_cache_bytes(row))
+    assert 0.015 < h < 0.025
+
+
+def test_an_mlperf_epoch_counts_its_first_load_in_throughput_and_not_in_au():
+    """studies/storage_epoch.py: one DLIO epoch of a row's own dataset (loaders start empty, the first load left out of
+    AU, counted in throughput). On ANL's compute-bound x8 Unet3D row the epoch's AU is the steady state's (100%) while
+    its throughput is lower by the first load's share of the epoch (4 batches a rank read at once before step 1)."""
+    from conftest import load_script
+
+    study = load_script("studies/storage_epoch.py")
+    path = ROOT / "calibration" / "published" / "mlperf-storage-v0.5-anl.yaml"
+    (_, row), *_ = storage.compared_runs(path)
+    au, mib, steps, io = study.epoch_run(row, 8)
+    steady = storage.predict(row)
+    assert steps == 3200 // (8 * 4) and io == storage.IO_SIZE
+    assert au == pytest.approx(100.0, abs=0.1) and steady["au_at_measured_count"] == pytest.approx(100.0, abs=0.1)
+    assert 0.005 < 1 - mib / steady["MiB_per_s_at_measured_count"] < 0.05
