@@ -9,7 +9,6 @@ import pathlib
 import re
 import shutil
 
-import pytest
 from conftest import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -28,21 +27,26 @@ def _registered() -> list[dict]:
     return json.loads((SET / "registered.json").read_text())["runs"]
 
 
-def test_registration_is_todays_model_and_the_plan():
+def test_registration_is_the_plan():
+    """The registered runs are the script's plan (the predictions themselves are the model at the REGISTERED commit:
+    not compared with today's model, which may move after it)."""
     mod = _script()
-    llm_compile2 = mod.llm_compile2
-    hosts, gpu = llm_compile2.host_fits(), llm_compile2.load_gpu(llm_compile2.CARD)[0]
     reg = _registered()
-    assert [(r["preset"], r["layers"], r["seq"], r["micro_batch"]) for r in reg] == list(mod.OP)
-    for r in reg:
-        step, _ = llm_compile2.predict("op", r["preset"], r["layers"], r["seq"], r["micro_batch"], hosts, gpu)
-        assert r["predicted_step_ms"] == pytest.approx(step * 1e3, abs=0.01), r["run"]
+    assert [r["run"] for r in reg] == [r["run"] for r in mod.llm_compile2.planned((), mod.OP)]
+    assert all(r["kind"] == "op" and r["predicted_step_ms"] > 0 for r in reg)
+    assert {mod.LONG, mod.SHORT} <= {r["run"] for r in reg}
 
 
-def test_device_run_runs_each_registered_shape_three_times():
+def test_device_run_runs_each_registered_shape_three_times_as_registered():
     text = (SET / "device_run.sh").read_text()
     names = re.findall(r"^guarded (\S+) ", text, flags=re.M)
     assert sorted(names) == sorted(f"{r['run']}-{i}" for r in _registered() for i in (1, 2, 3))
+    shapes = dict(re.findall(r'^(\w+)="(--preset \S+ --shapes \S+)"', text.replace("; ", "\n"), flags=re.M))
+    for r in _registered():
+        used = re.findall(rf"^guarded {re.escape(r['run'])}-\d .*\$(\w+)$", text, flags=re.M)
+        assert len(used) == 3, r["run"]
+        for line in used:
+            assert shapes[line] == f"--preset {r['preset']} --shapes {r['seq']}:{r['micro_batch']}", r["run"]
 
 
 def _bundle(tmp_path: pathlib.Path, ratios: dict[str, list[float]]) -> pathlib.Path:
