@@ -52,22 +52,13 @@ def sign(errors: list[float]) -> str:
 
 
 def classes() -> list[dict]:
-    from nccl_miss_triage import triage
+    from nccl_miss_triage import over_target, triage
 
-    from simcluster.published import published_files
     from simcluster.reference import nccl
-    from simcluster.reference.nccl_held_out import held_out_systems, load_systems
 
-    systems = load_systems()
-    results = {r.system: r for r in held_out_systems(systems=systems)}
     triaged = {t["system"].rstrip("*"): t["category"] for t in triage()}
-    files = {Path(f).stem: f for f in published_files(None, "nccl-")}
     out = []
-    for s in systems:
-        r = results[s.name]
-        if r.held_out_pct <= TARGET_PCT:
-            continue
-        ref = nccl.read_nccl_file(files[s.name])
+    for s, r, ref in over_target():
         by_run = {row.run: row for row in nccl.system_rows(ref)}
         algos, regimes, sizes = Counter(), set(), []
         for row in s.rows:
