@@ -89,6 +89,8 @@ class Nic(Params):
     call_setup: Time = "0s"
     step_operations: Number(1, 16) = 1   # network operations on one NCCL network step's critical path (hardware/nic.py)
     eager_max_size: Nullable(Size) = None   # largest message sent without waiting for the receiver's buffer (EFA, RDMA)
+    nccl_protocols: Nullable(ListOf(OneOf("LL", "LL128", "Simple"), min_len=1, max_len=3)) = None   # the NCCL protocols
+    # its network plugin lets NCCL run (aws-ofi-nccl sets NCCL_PROTO=simple on p4d / p4de); none: all three
     cpu_per_ack: Time = "0s"                    # TCP: per ACK of the count model's delayed-ACK rule
     cpu_per_split_datagram: Time = "0s"         # UDP: per datagram cut into IP fragments
     cpu_per_fragment: Time = "0s"               # UDP: per IP fragment at MTU 1500

@@ -76,7 +76,8 @@ def nic_params(card: dict, where: str) -> NicParams:
                          int(p.message_size), p.csum_per_byte, p.cpu_per_packet, p.segment_size, float(p.polling_cores),
                          None if cores == "none" else float(cores), pcie.parse(p.pcie) if p.pcie else None, p.call_setup,
                          float(p.step_operations), p.cpu_per_ack, p.cpu_per_split_datagram, p.cpu_per_fragment,
-                         p.ack_rule, receiver, float(p.eager_max_size or 0.0), verbs)
+                         p.ack_rule, receiver, float(p.eager_max_size or 0.0), verbs,
+                         tuple(p.nccl_protocols) if p.nccl_protocols else None)
     except CardTermError as exc:         # the transport's term rule is NicParams' (hardware/nic.py): said at its key
         raise ModelCardError(f"params.{exc.key}: {exc.why}", where=cd.line_of(where, f"params.{exc.key}")) from None
 
@@ -109,6 +110,8 @@ def nic_params_yaml(p: NicParams) -> dict:
         out["step_operations"] = p.step_operations
     if p.eager_max_size_bytes:
         out["eager_max_size"] = format_size(p.eager_max_size_bytes)
+    if p.nccl_protocols:
+        out["nccl_protocols"] = list(p.nccl_protocols)
     for key, value in (("cpu_per_ack", p.cpu_s_per_ack), ("cpu_per_split_datagram", p.cpu_s_per_split),
                        ("cpu_per_fragment", p.cpu_s_per_fragment)):
         if value:                  # the count models' terms (hardware/nic.py): written where a fit found them

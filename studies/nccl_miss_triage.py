@@ -54,22 +54,27 @@ def category(rows: list[tuple[int | None, float, bool]], outlier: bool) -> str:
     return "source-facts"
 
 
-def triage(path: str | Path | None = None) -> list[dict]:
-    """Every system over the target held out: its rows' shape and category."""
+def over_target(path: str | Path | None = None):
+    """(held-out system, its result, its published file read) for every system over the target held out."""
     from simcluster.published import published_files
     from simcluster.reference import nccl
     from simcluster.reference.nccl_held_out import held_out_systems, load_systems
-    from simcluster.scenario import load_variants
 
     systems = load_systems(path)
     results = {r.system: r for r in held_out_systems(systems=systems)}
     files = {Path(f).stem: f for f in published_files(path, "nccl-")}
-    out = []
     for s in systems:
-        r = results[s.name]
-        if r.held_out_pct <= TARGET_PCT:
-            continue
-        ref = nccl.read_nccl_file(files[s.name])
+        if results[s.name].held_out_pct > TARGET_PCT:
+            yield s, results[s.name], nccl.read_nccl_file(files[s.name])
+
+
+def triage(path: str | Path | None = None) -> list[dict]:
+    """Every system over the target held out: its rows' shape and category."""
+    from simcluster.reference import nccl
+    from simcluster.scenario import load_variants
+
+    out = []
+    for s, r, ref in over_target(path):
         chosen = {row.run: row.detail or "" for row in nccl.system_rows(ref)}
         scenario, per_node = ref.file("scenario"), int(ref.system["gpus_per_node"])
         rows = []

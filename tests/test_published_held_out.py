@@ -112,6 +112,28 @@ def test_fit_recovers_a_known_efficiency(systems):
     assert (eta, t0) == (0.80, 0.0)
 
 
+def test_no_fitted_start_up_exceeds_the_smallest_measured_multi_node_call(systems):
+    """t0 is added once to every call across nodes, so it cannot be longer than the whole of the shortest such call
+    measured (session 42, ncclsys): the grid's top is below every multi-node small-call time recorded in
+    calibration/published (dstack#3961's 2 x p6-b200 8 B all_reduce, 50.58 us), and no system's fit goes past it
+    (before session 42 the EFA fits chose 150-360 us)."""
+    from simcluster.published import published_files
+    from simcluster.reference import nccl
+
+    times = []
+    for f in published_files(None, "nccl-"):
+        ref = nccl.read_nccl_file(f)
+        per_node = ref.system.get("gpus_per_node")
+        for run in ref.runs:
+            ranks, t = run.get("ranks"), run.get("time_us")
+            if t and ranks and per_node and ranks > int(per_node) and int(run.get("bytes") or 2**40) <= 1024:
+                times.append(float(t) * 1e-6)
+    assert times and ho.SETUP_MAX_S <= min(times)
+    assert ho.SETUPS_S.max() <= ho.SETUP_MAX_S
+    for r in ho.held_out_systems(systems=systems):
+        assert r.call_setup_s is None or r.call_setup_s <= min(times)
+
+
 def test_cli_refuses_without_published_nccl():
     out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--held-out-systems"], capture_output=True, text=True)
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published nccl" in out.stderr

@@ -91,13 +91,13 @@ def test_published_multi_node_validation_does_not_regress():
     # tightens the A100 EFA tree systems (p4de 0.254 -> 0.159, p4d hyperpod 0.336 -> 0.232, p4d VM 0.301 -> 0.201,
     # p4d 1 EFA 0.123 -> 0.066) and the Together B200 file (0.327 -> 0.021)
     measured = {"aws-p5en-x4": 0.079, "h200-x248-nccltests283": 0.223, "h100-roce-x2-x4-nccl1221": 0.085,
-                "voltagepark-h100-x4": 0.142, "aws-p5-48xlarge-x2": 0.072, "aws-p4de-24xlarge-x2": 0.159,
+                "voltagepark-h100-x4": 0.142, "aws-p5-48xlarge-x2": 0.072, "aws-p4de-24xlarge-x2": 0.137,   # p4de 0.159 before ncclsys (session 42)
                 "aws-p6-b200-x4": 0.076, "oci-bm-gpu-h100-8x2": 0.008,
                 "gb200-nvl72-coreweave": 0.375,   # session 19: one NVL72 rack as one NVLink domain (0.398 first); development since session 32
                 "aws-p4d-x2-pcluster-efa": 0.060, "h100-ib-x2-nebius-skypilot": 0.024,
                 "h100-ib-x2-together-skypilot": 0.024,   # session 29: found after the EFA candidates were registered, predicted once
-                "aws-p4d-x2-hyperpod-skypilot-efa": 0.232, "aws-p4d-x2-vm-skypilot-efa": 0.201,   # session 42: NCCL's tree kernel (was 0.336 / 0.301)
-                "aws-p4d-x2-vm-skypilot-1efa": 0.066, "aws-p5en-x16-topology-aware": 0.047,   # session 30: predicted once at 5eb5fe9
+                "aws-p4d-x2-hyperpod-skypilot-efa": 0.208, "aws-p4d-x2-vm-skypilot-efa": 0.178,   # s42 tree kernel (0.336 / 0.301); ncclsys (0.232 / 0.201)
+                "aws-p4d-x2-vm-skypilot-1efa": 0.126, "aws-p5en-x16-topology-aware": 0.047,   # s30: at 5eb5fe9; 1efa 0.066 -> 0.126 (ncclsys: Simple only)
                 "h100-ib-x2-x8-nccltests309-second": 0.070,
                 "gb200-nvl72-multirack-coreweave": 0.248, "gb200-nvl72-2racks-coreweave": 0.332,   # development since session 31 (0.501 before s32)
                 "h200-ib-x2-coreweave-skypilot": 0.034,

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from simcluster.collectives.interface import CollectiveModel
+from simcluster.collectives.nccl_constants import PROTOCOLS
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.pcie import PcieLink
@@ -77,4 +78,5 @@ class Cluster:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
-                            self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor)
+                            self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
+                            protocols=self.nic.nccl_protocols or PROTOCOLS)

@@ -357,7 +357,8 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
     if algorithm is not None:
         model = models[algorithm]
         proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None
-        proto = proto if proto in model.protocols else min(model.protocols, key=lambda p: model.time(call, p)[0])
+        allowed = [p for p in model.protocols if p in topo.protocols] or list(model.protocols)
+        proto = proto if proto in allowed else min(allowed, key=lambda p: model.time(call, p)[0])
         return algorithm, proto, {}
     if call.op in TUNED_OPS:
         d = decide(topo, call.op, call.size_bytes)
@@ -367,7 +368,8 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
             return chosen, d.protocol if d.protocol in models[chosen].protocols else "Simple", nccl
     else:
         nccl = {}
-    options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in m.protocols}
+    options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in m.protocols
+               if p in topo.protocols or not set(m.protocols) & set(topo.protocols)}
     name, proto = min(options, key=options.get)
     return name, proto, nccl
 

@@ -20,6 +20,7 @@ from simcluster.collectives.nccl_constants import (
     NVLS_ARITY,
     NVLS_CHANNELS,
     NVLS_CHANNELS_ONE_DOMAIN,
+    PROTOCOLS,
     SPEEDS_INTER,
     SPEEDS_INTRA,
 )
@@ -43,6 +44,8 @@ class NcclTopology:
     collnet: bool = False
     cpu_vendor: str = "intel"
     pci_Bps: float = 24e9              # a GPU's PCIe path when there is no NVLink (Gen4 x16)
+    protocols: tuple[str, ...] = PROTOCOLS  # what NCCL_PROTO leaves NCCL (a network plugin may set it: the NIC card's
+                                            # nccl_protocols)
 
     def __post_init__(self):
         if self.arch not in ARCHS:
@@ -51,6 +54,8 @@ class NcclTopology:
             raise SimclusterError(f"unknown CPU vendor {self.cpu_vendor!r}", hint=", ".join(CPU_VENDORS))
         if self.gpus_per_node < 1 or self.nodes < 1:
             raise SimclusterError(f"a topology needs >= 1 GPU per node and >= 1 node, got {self.gpus_per_node} x {self.nodes}")
+        if not self.protocols or set(self.protocols) - set(PROTOCOLS):
+            raise SimclusterError(f"NCCL protocols {self.protocols!r}: expected some of {', '.join(PROTOCOLS)}")
         if self.nodes > 1 and (self.nics_per_node < 1 or self.nic_Bps <= 0):
             raise SimclusterError(f"{self.nodes} nodes need NICs (nics_per_node >= 1, nic rate > 0)")
 

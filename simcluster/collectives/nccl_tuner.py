@@ -249,7 +249,7 @@ def decide(topo: NcclTopology, op: str, size: float) -> Decision:
         return Decision("Ring", "Simple", 1, 1, 0.0)
     best = None
     for algo in ALGORITHMS:
-        for proto in PROTOCOLS:
+        for proto in topo.protocols:
             t = algo_time_s(topo, op, algo, proto, size)
             if t is not None and (best is None or t < best[0]):
                 best = (t, algo, proto)
@@ -270,6 +270,6 @@ def call_channels(topo: NcclTopology, op: str, algo: str, proto: str, size: floa
 @lru_cache(maxsize=65536)
 def best_protocol(topo: NcclTopology, op: str, algo: str, size: float) -> str | None:
     """The protocol NCCL would run `algo` with (NCCL_ALGO forcing the algorithm), None if it cannot run."""
-    times = {p: algo_time_s(topo, op, algo, p, size) for p in PROTOCOLS}
+    times = {p: algo_time_s(topo, op, algo, p, size) for p in topo.protocols}
     times = {p: t for p, t in times.items() if t is not None}
     return min(times, key=times.get) if times else None

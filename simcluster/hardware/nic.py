@@ -131,6 +131,8 @@ class NicParams:
                                        # buffer's address) has arrived; 0: no rendezvous stated (docs/models/fabric.md,
                                        # "EFA's rendezvous")
     verbs: VerbsCost | None = None     # RDMA: the per-operation host cost (hardware/verbs.py); None: cpu_per_message only
+    nccl_protocols: tuple[str, ...] | None = None  # the NCCL protocols the NIC's network plugin allows (aws-ofi-nccl:
+                                                   # NCCL_PROTO=simple on p4d / p4de); None: every protocol
 
     def __post_init__(self):
         if self.transport not in TRANSPORTS:

@@ -16,12 +16,14 @@ on the OTHER systems of its NIC family alone, and its own rows are predicted wit
     t0       fitted only where an inner leave-one-out on the training systems predicts them better with it, else 0
     predict  busbw of every held-out row at its NCCL choice (or forced algorithm), the NIC card's eta and t0 replaced
 
-t0 is a fitted surrogate for EFA's mid-size ramp, not a measured start-up: the one measured small-call time of a
-multi-node EFA collective (dstack#3961, 2 x p6-b200, 8 B all_reduce in 50.6 us) is below what the model already
-predicts with t0 = 0 (78.2 us), and the ramp grows with the node count (docs/models/fabric-findings.md, session 28).
+t0 is a start-up added once to every call across nodes, so it cannot exceed the whole time of the smallest such call
+measured: the grid stops at SETUP_MAX_S, the 8 B all_reduce across 2 x p6-b200 over EFA (dstack#3961, 50.58 us; the
+2 x p5 log of KeitaW's EKS run, 63-66 us from 16 B to 1 KiB, is above it). A larger t0, as fitted before session 42
+(150-360 us on EFA), was a surrogate for EFA's mid-size ramp that no measured small call allows
+(docs/models/fabric-findings.md, sessions 28 and 42).
 Systems (a source_group: its files together) weigh equally in the fit whatever their row count; log ratios weigh a system's miss the same however slow its
 measurement. A system without a network (one NVLink domain) has nothing to fit: its rows are as `validate --published
-nccl` gives them. The grid: eta 0.60-1.00 by 0.02, t0 0-1 ms by 10 us (t0 is added to a call's time, so every eta's
+nccl` gives them. The grid: eta 0.60-1.00 by 0.02, t0 0-50 us by 10 us (t0 is added to a call's time, so every eta's
 predictions are computed once and t0 is applied to them).
 docs/models/fabric.md, "Published multi-node runs, each system held out".
 """
@@ -38,7 +40,8 @@ import numpy as np
 from simcluster.errors import SimclusterError
 
 ETAS = np.round(np.arange(0.60, 1.0001, 0.02), 2)
-SETUPS_S = np.arange(0.0, 1.0001e-3, 10e-6)
+SETUP_MAX_S = 50e-6       # the smallest measured multi-node call's whole time (dstack#3961: 50.58 us), on the 10 us grid
+SETUPS_S = np.arange(0.0, SETUP_MAX_S + 1e-9, 10e-6)
 TARGET_PCT = 10.0
 OUTLIER_RATIO = 1.5      # a system the scenario's own cards miss by more than this (median row) does not fit others
 
