@@ -134,12 +134,15 @@ def test_partial_or_bad_input_is_left_out_or_one_line(tmp_path):
     (bundle / "runs" / "p08.json").unlink()
     (bundle / "runs" / "p07.json").write_text("Traceback ...")
     (bundle / "runs" / "probe-p03.json").write_text("{")
+    one_gpu = json.loads((bundle / "runs" / "p02.json").read_text().split("\n", 1)[1]) | {"world_size": 1}
+    (bundle / "runs" / "p02.json").write_text(json.dumps(one_gpu))
     r = s.read_out(bundle)
     left = " ".join(r["left"])
     assert "p08: no runs/p08.json" in left and "p07: no llm-step document" in left
+    assert "p02: not tp / 2 ranks / 2b (mode tp, world 1)" in left
     assert "probe-p03.json: not a probe document" in left
-    assert len(r["processes"]) == 6 and len(r["probes"]) == 8
-    for name in [f"p{i:02d}.json" for i in range(3, 7)]:
+    assert len(r["processes"]) == 5 and len(r["probes"]) == 8
+    for name in [f"p{i:02d}.json" for i in range(4, 7)]:
         (bundle / "runs" / name).unlink()
     assert s.read_out(bundle)["verdicts"]["D"] == "step NO DATA: fewer than 4 processes"
     (bundle / "runs" / "starts.txt").write_text("p01\n")

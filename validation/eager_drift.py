@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.eager import _document  # noqa: E402
+from simcluster.heldout.eager import process_document  # noqa: E402
 from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-drift-2026-11-30"
@@ -177,16 +177,9 @@ def read_out(bundle: Path) -> dict:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
     procs, left = [], []
     for name, t in sorted(read_starts(bundle).items(), key=lambda kv: kv[1]):
-        path = bundle / "runs" / f"{name}.json"
-        if not path.is_file():
-            left.append(f"{name}: no runs/{name}.json (not run: the budget guard, or it failed)")
-            continue
-        doc, why = _document(path.read_text(errors="replace"))
+        doc, why = process_document(bundle / "runs" / f"{name}.json", "tp", 2, key[0])
         if doc is None:
-            left.append(f"{name}: {why or 'no llm-step document (the run failed)'}")
-            continue
-        if doc.get("mode") != "tp" or doc.get("world_size") != 2 or (doc.get("model") or {}).get("preset") != key[0]:
-            left.append(f"{name}: not tp / 2 ranks / {key[0]} (mode {doc.get('mode')}, world {doc.get('world_size')})")
+            left.append(f"{name}: {why}")
             continue
         med = [s.get("median_step_s") for s in doc.get("shapes", []) if s.get("status") == "ok"
                and (int(s.get("seq", 0)), int(s.get("micro_batch", 0))) == key[1:]]
@@ -231,8 +224,7 @@ def show(result: dict) -> None:
     for p in result["probes"]:
         ops = "-" if p["ops_s"] is None else f"{p['ops_s'] * 1e3:.1f}"
         print(f"probe {p['name']:6} {p['t_s']:7.1f} s  Python loop {p['loop_s'] * 1e3:.1f} ms  CPU torch ops {ops} ms")
-    for line in result["left"]:
-        print(f"left out: {line}")
+    print("".join(f"left out: {line}\n" for line in result["left"]), end="")
     for what, t in result["state"].items():
         if t:
             print(f"state {what}: {t['change']:+.1%} over {t['span_s']:.0f} s (90% {t['lo']:+.1%}..{t['hi']:+.1%}; no verdict)")
