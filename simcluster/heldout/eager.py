@@ -93,6 +93,19 @@ def _document(text: str) -> tuple[dict | None, str]:
     return doc, ""
 
 
+def process_document(path: Path, mode: str, world: int, preset: str) -> tuple[dict | None, str]:
+    """A registered set's process document (runs/NAME.json) when it ran `preset` under `mode` on `world` ranks; else
+    None and why in a line (no file: the budget guard skipped it or it failed; no document; another mode or size)."""
+    if not path.is_file():
+        return None, f"no runs/{path.name} (not run: the budget guard, or it failed)"
+    doc, why = _document(path.read_text(errors="replace"))
+    if doc is None:
+        return None, why or "no llm-step document (the run failed)"
+    if doc.get("mode") != mode or doc.get("world_size") != world or (doc.get("model") or {}).get("preset") != preset:
+        return None, f"not {mode} / {world} ranks / {preset} (mode {doc.get('mode')}, world {doc.get('world_size')})"
+    return doc, ""
+
+
 def read_runs(bundle: Path, worlds: tuple[int, ...] = WORLDS) -> list[Run]:
     """Every llm-step run of a bundle with a world size in `worlds`: llm-step/*/stdout.txt (run.json beside it), or
     *.json at its top, or runs/*.json."""
