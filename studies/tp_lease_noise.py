@@ -7,9 +7,13 @@ Reads every 2-rank DTensor TP llm-step document under calibration/h200x2-* (runs
   2. the spread of process medians of one shape within one call (processes on one lease), pooled;
   3. the spread of one shape's call means across leases, pooled, beside what the within-call spread alone would give;
   4. the model error split into the call's mean (its lease bias) and the rows' scatter around it, on the 22 rows of
-     the error-band table (the sealed and registered sets) and on every process with a preset;
+     the error-band table (the sealed and registered sets) and on every process with a preset; the mean lease bias
+     (each call weighted once, as the sd of call biases weighs them) with its standard error (sd / sqrt(calls));
   5. the floor: the mean |error| a model exactly right on each shape's mean over all its processes would score on a
-     single process (the mean |deviation| of one process from its shape's mean, n/(n-1) corrected);
+     single process (the mean |deviation| of one process from its shape's mean, n/(n-1) corrected), and the model and
+     that floor on the SAME processes (the table's rows, every preset process: those whose shape ran more than once);
+     the drift across a call: log step against the process's place in the call's run order (runs/status.txt), with
+     one level per shape, fitted within each call that has an order;
   6. whether the lease's sign follows its host probe (the hidden-128 tp-L<n> runs of the same call: faster / slower
      than the product's fit lease) or the predicted GPU share of the step.
     python studies/tp_lease_noise.py
@@ -116,14 +120,73 @@ def numbers(rows: list[dict]) -> dict:
         if len(logs) > 1:
             mu = statistics.mean(logs)
             devs += [abs(math.exp(x - mu) - 1) * math.sqrt(len(logs) / (len(logs) - 1)) for x in logs]
+    for r in rows:   # the same deviation, on each row (None: its shape ran once)
+        logs = [x for xs in by_key[r["key"]].values() for x in xs]
+        r["dev"] = (abs(r["ms"] / math.exp(statistics.mean(logs)) - 1) * math.sqrt(len(logs) / (len(logs) - 1))
+                    if len(logs) > 1 else None)
     table = [r for r in rows if "err" in r and r["call"] in TABLE_SETS]
-    return {"process_sd": within, "process_dof": dof_w, "across_sd": sd_a, "across_dof": dof_a, "lease_sd": lease,
+    preset = [r for r in rows if "err" in r]
+    return {"table": bias_and_floor(table), "preset": bias_and_floor(preset), **{
+            "process_sd": within, "process_dof": dof_w, "across_sd": sd_a, "across_dof": dof_a, "lease_sd": lease,
             "noise_alone_sd": within * math.sqrt(inv_n), "shared_shapes": len(shared),
             "floor_empirical": statistics.mean(devs), "floor_processes": len(devs),
             "floor_normal": math.sqrt(within ** 2 + lease ** 2) * math.sqrt(2 / math.pi),
             "table_rows": len(table), "table_calls": len({r["call"] for r in table}),
             "table_mean_abs": statistics.mean(abs(r["err"]) for r in table) if table else float("nan"),
-            "by_call": by_call, "by_key": by_key}
+            "by_call": by_call, "by_key": by_key}}
+
+
+def bias_and_floor(pick: list[dict]) -> dict:
+    """The rows' lease biases (mean log error of each call), their mean with each call weighted once and its standard
+    error, and the model's mean |error| beside the floor on the same rows (those whose shape ran in more than one
+    process). Empty rows: {}."""
+    if not pick:
+        return {}
+    calls = defaultdict(list)
+    for r in pick:
+        calls[r["call"]].append(math.log(1 + r["err"]))
+    biases = [statistics.mean(v) for v in calls.values()]
+    same = [r for r in pick if r.get("dev") is not None]
+    return {"rows": len(pick), "calls": len(calls), "biases": dict(zip(calls, biases, strict=True)),
+            "bias_mean": statistics.mean(biases),
+            "bias_se": statistics.stdev(biases) / math.sqrt(len(biases)) if len(biases) > 1 else float("nan"),
+            "same_rows": len(same), "model_same": statistics.mean(abs(r["err"]) for r in same) if same else float("nan"),
+            "floor_same": statistics.mean(r["dev"] for r in same) if same else float("nan")}
+
+
+def run_order(call: str) -> list[str]:
+    """The process stems of a call in the order they ran (its runs/status.txt), or [] where none is recorded."""
+    bundle, _, sub = call.partition("/")
+    status = CAL / bundle / (sub or "runs") / "status.txt"
+    if not status.is_file():
+        return []
+    return [ln.split()[0] for ln in status.read_text().splitlines() if " exit 0" in ln]
+
+
+def drift(rows: list[dict]) -> dict[str, dict]:
+    """Per call with a run order and >= 3 processes: the least-squares slope of log step on the process's place in the
+    order (0, 1, ...), with one level per shape, its standard error, and the fitted first -> last change."""
+    import numpy as np
+
+    out = {}
+    for call in sorted({r["call"] for r in rows}):
+        order = run_order(call)
+        pick = [r for r in rows if r["call"] == call and Path(r["path"]).stem in order]
+        if len({r["path"] for r in pick}) < 3:
+            continue
+        keys = sorted({r["key"] for r in pick})
+        x = np.array([[order.index(Path(r["path"]).stem)] + [r["key"] == k for k in keys] for r in pick], float)
+        y = np.array([math.log(r["ms"]) for r in pick])
+        beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+        dof = len(y) - x.shape[1]
+        if dof < 1:
+            continue
+        s2 = float(((y - x @ beta) ** 2).sum()) / dof
+        se = math.sqrt(s2 * np.linalg.inv(x.T @ x)[0, 0])
+        span = max(order.index(Path(r["path"]).stem) for r in pick) - min(order.index(Path(r["path"]).stem) for r in pick)
+        out[call] = {"slope": float(beta[0]), "se": se, "dof": dof, "processes": len({r["path"] for r in pick}),
+                     "rows": len(pick), "first_to_last": math.exp(beta[0] * span) - 1}
+    return out
 
 
 def main() -> int:
@@ -167,12 +230,22 @@ def main() -> int:
               f"sd of call biases {statistics.pstdev(biases.values()):.3f}, scatter within a call {scatter:.3f} ({dof_s} dof)")
         for c, b in sorted(biases.items()):
             print(f"    {c:46} n={len(calls[c]):2}  bias {math.exp(b) - 1:+6.1%}")
+        bf = n["table" if "table" in name else "preset"]
+        print(f"    mean lease bias (each call once) {math.exp(bf['bias_mean']) - 1:+.1%} (log {bf['bias_mean']:+.3f}, "
+              f"se {bf['bias_se']:.3f}, {bf['bias_mean'] / bf['bias_se']:+.1f} se; {bf['calls']} calls)")
 
     total = math.sqrt(within ** 2 + n["lease_sd"] ** 2)
     print(f"\n5. floor: a model exactly on each shape's mean of all its processes scores mean |err| "
           f"{n['floor_empirical']:.1%} on one process ({n['floor_processes']} processes of the shapes with more than one); "
           f"normal with sd {total:.3f} (process + lease): {n['floor_normal']:.1%}; process noise alone: "
           f"{within * math.sqrt(2 / math.pi):.1%}")
+    for name, part in (("the table's 22 rows", "table"), ("every preset process", "preset")):
+        bf = n[part]
+        print(f"   on the same processes, {name} whose shape ran more than once ({bf['same_rows']} of {bf['rows']}): "
+              f"model mean |err| {bf['model_same']:.1%}, floor {bf['floor_same']:.1%}")
+    for call, d in drift(rows).items():
+        print(f"   drift across the call {call}: {d['slope']:+.3f} of log step per process in run order (se {d['se']:.3f}, "
+              f"{d['processes']} processes, {d['rows']} rows, {d['dof']} dof): first to last {d['first_to_last']:+.1%}")
     steps = [statistics.stdev(math.log(t) for t in r["steps"]) for r in rows if len(r["steps"]) > 2]
     print(f"   within a process: median sd of log step times {statistics.median(steps):.3f} "
           f"(a median of 10 steps: standard error about {1.2533 * statistics.median(steps) / math.sqrt(10):.3f})")

@@ -82,6 +82,25 @@ def test_profiled_host_takes_syncs_and_long_launches_out_of_the_window():
     assert host_cpu.profiled_host([], 1) == {}
 
 
+def test_profiled_host_without_a_sync_has_no_first_sync_and_the_read_out_says_so(tmp_path):
+    """No synchronising call in the window (the hostwait set's every profiled step): no loop up to a first sync to
+    extrapolate, so to_first_sync_s is None, not the whole window, and candidate c reads 'no sync in window'."""
+    events = [_ev("cpu_op", "aten::mm", 0, 100), _ev("cpu_op", "aten::add", 900, 100),
+              *[_ev("cuda_runtime", "cudaLaunchKernel", 10 + 10 * i, 8) for i in range(5)]]
+    got = host_cpu.profiled_host(events, 1)
+    assert got["sync_calls"] == 0 and got["to_first_sync_s"] is None and got["launches_to_first_sync"] is None
+    assert got["window_s"] == pytest.approx(1000e-6)
+    path = tmp_path / "row-auto.json"
+    _run(path, [50.0], [49.0], 51.0, window=60.0, b=59.0, to_first=60.0, n_first=1600)
+    doc = json.loads(path.read_text())
+    doc["shapes"][0]["profile"]["host"].update(sync_calls=0.0, to_first_sync_s=None, launches_to_first_sync=None)
+    path.write_text(json.dumps(doc))
+    m = check.measure(path)
+    assert m["c_ms"] is None and m["c_note"] == "no sync in window" and m["b_ms"] == pytest.approx(59.0)
+    rows = [{"name": "single-tiny-L16", "regime": "host", "host_term_ms": 36.7, "kernels": 1, "runs": {"auto": m}}]
+    assert "single-tiny-L16: no sync in window" in check.verdict(rows)["candidates"]["c"]
+
+
 def test_gather_adds_cpu_keys_only_where_the_runner_measured_them():
     rec = {"host_issue_s": [0.1, 0.12], "step_times_s": [0.2, 0.2], "host_cpu_s": [0.05, 0.07], "process_cpu_s": [0.2, 0.2],
            "thread_cpu_s": {"python": 0.1}, "profile": {"host": {"host_s": 0.06}}}

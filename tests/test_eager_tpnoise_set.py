@@ -103,3 +103,20 @@ def test_a_bad_registration_or_document_is_one_line(tmp_path):
     (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
     with pytest.raises(SimclusterError, match="registered.yaml: missing or bad key"):
         s.read_out(bundle)
+
+
+def test_a_partial_run_file_is_a_left_out_line_not_a_traceback(tmp_path):
+    """An ok shape without its seq (or a micro_batch that is not a number): the process is left out in one line and
+    the rest is read."""
+    s = script()
+    bundle = synthetic(tmp_path, 0.0, 0.0, [0.0] * 6)
+    partial = doc("2b", [(2048, 2, 0.3), (4096, 1, 0.3)])
+    del partial["shapes"][1]["seq"]
+    (bundle / "runs" / "a-r2.json").write_text(json.dumps(partial))
+    bad = doc("2b", [(2048, 2, 0.3)])
+    bad["shapes"][0]["micro_batch"] = "two"
+    (bundle / "runs" / "b-r2.json").write_text(json.dumps(bad))
+    out = s.read_out(bundle)
+    left = [line for line in out["left"] if line.startswith(("a-r2", "b-r2"))]
+    assert len(left) == 2 and all("partial document" in line and "\n" not in line for line in left), left
+    assert {r["process"] for r in out["rows"]} == {"a-r1", "b-r1", "a-r3", "b-r3", "3b-r1"}

@@ -66,3 +66,35 @@ def test_compile_prices_the_same_fsdp_step_faster_on_a_synthetic_model(tmp_path)
         step[framework] = 1 / row.predicted
         assert row.regime.endswith("FSDP+compile | bf16") == (framework == "fms-fsdp-compile")
     assert step["fms-fsdp-compile"] < 0.95 * step["fms-fsdp"]
+
+
+def test_a_dp16_fms_fsdp_compile_scenario_runs_and_says_it_is_extrapolated(tmp_path, capsys):
+    """`simcluster run` on fms-fsdp-compile at dp 16 (the job's refusal decides FSDP from the framework, as layer_ops
+    does: compiled.FSDP_COMPILED), and the answer prints the under-FSDP caveat; the runner's torch-compile at dp 16 is
+    still refused at its key."""
+    import yaml
+    from conftest import ROOT
+
+    from simcluster.cli import main
+    from simcluster.llm.caveats import COMPILED_FSDP
+
+    base = yaml.safe_load((ROOT / "scenarios/llm/fsdp-hsdp-7b.yaml").read_text())   # its machine, 2 nodes of 8 H100
+    here = ROOT / "scenarios/llm"
+    machine = {k: ({**v, "card": str((here / v["card"]).resolve())} if isinstance(v, dict) and "card" in v else v)
+               for k, v in base["machine"].items()}
+    machine.update(card=str((here / base["machine"]["card"]).resolve()), nodes=2)
+
+    def scenario(framework) -> str:
+        path = tmp_path / f"{len(str(framework))}.yaml"
+        job = {"kind": "llm_training", "parallel": {"dp": 16, "zero": 3}, "global_batch": 32, "micro_batch": 2,
+               "model": {"layers": 24, "hidden": 2048, "ffn": 5632, "heads": 16, "kv_heads": 16, "vocab": 32000, "seq": 4096},
+               "framework": framework}
+        path.write_text(yaml.safe_dump({"name": "fsdp-compile-16", "machine": machine, "jobs": [job]}))
+        return str(path)
+
+    assert main(["run", scenario("fms-fsdp-compile")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(fms-fsdp-compile), dp 16" in out and " ".join(COMPILED_FSDP.lstrip("; ").split()) in out
+    assert "ZeRO-3/FSDP+compile" in out
+    assert main(["run", scenario({"name": "torch", "compile": True})]) != 0
+    assert "jobs[0].framework.compile" in capsys.readouterr().err

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 from conftest import load_script
 
@@ -24,6 +27,34 @@ def test_the_recorded_numbers_are_the_studys(study):
     assert f.floor_pct == pytest.approx((study["floor_empirical"] * 100, study["floor_normal"] * 100), abs=0.05)
     assert f.model_mean_abs_pct == pytest.approx(study["table_mean_abs"] * 100, abs=0.05)
     assert (f.rows, f.leases) == (study["table_rows"], study["table_calls"])
+    p = study["preset"]
+    assert f.bias_log == pytest.approx(p["bias_mean"], abs=5e-4) and f.bias_se_log == pytest.approx(p["bias_se"], abs=5e-4)
+    assert f.same == (p["same_rows"], pytest.approx(p["model_same"] * 100, abs=0.05), pytest.approx(p["floor_same"] * 100, abs=0.05))
+
+
+def test_the_text_states_the_mean_lease_bias_as_the_study_judges_it(study):
+    """A mean lease bias beyond 2 se is not the noise: the text must then say 'apart from a bias of'; within, it states
+    the bias and that it is within 2 se. Judged on the study's own numbers (all preset processes and the table's rows)."""
+    for part in ("preset", "table"):
+        b = study[part]
+        if abs(b["bias_mean"]) > 2 * b["bias_se"]:
+            assert TP2_HOST_BOUND.biased, (part, b["bias_mean"], b["bias_se"])
+    text = TP2_HOST_BOUND.text()
+    bias = f"{math.expm1(TP2_HOST_BOUND.bias_log):+.1%}"
+    if TP2_HOST_BOUND.biased:
+        assert f"noise-limited apart from a bias of {bias} (se " in text
+    else:
+        assert f"noise-limited (mean lease bias {bias}, se 2.9%: within 2 se)" in text
+    assert f"on the same {study['preset']['same_rows']} processes today's model" in text
+    biased = replace(TP2_HOST_BOUND, bias_log=-0.07)
+    assert biased.biased and "noise-limited apart from a bias of -6.8% (se 2.9%)" in biased.text()
+
+
+def test_the_drift_across_a_call_is_fitted_within_it():
+    s = load_script("studies/tp_lease_noise.py")
+    d = s.drift(s.processes())
+    for call in ("h200x2-eager-tpnoise-2026-11-30", "h200x2-eager-tpnoise-lease2-2026-11-30"):   # both slower late
+        assert d[call]["slope"] > 2 * d[call]["se"], (call, d[call])
 
 
 def test_the_regime_is_at_its_noise_floor():
@@ -53,13 +84,23 @@ def test_tp_at_two_gpus_answers_unvalidated_with_its_own_band():
     # its measured band widened to all its rows (an unvalidated band contains its own rows), not the family's pooled one
     assert two.rho == (min(four.rho[0], *(r.rho for r in rows)), max(four.rho[1], *(r.rho for r in rows)))
     assert two.widened and two.rho != four.rho
-    assert "unvalidated, noise-limited at 2 GPUs" in two.text() and "validated on" not in two.text()
+    assert "unvalidated, noise-limited (mean lease bias" in two.text() and "at 2 GPUs (H200)" in two.text()
+    assert "validated on" not in two.text()
     assert two.to_json()["noise_limited"]["floor_mean_abs_error_pct"] == list(TP2_HOST_BOUND.floor_pct)
     assert "noise_limited" not in four.to_json()
 
 
-def test_no_other_regime_or_scale_is_noise_limited():
-    assert noise_floor(TP2_HOST_BOUND.regime, 4.0) is None
-    assert noise_floor(TP2_HOST_BOUND.regime, None) is None
-    assert noise_floor(TP2_HOST_BOUND.regime, 2.5) is None
-    assert noise_floor("llm | PyTorch eager | DDP | bf16", 2.0) is None
+def test_no_other_regime_scale_or_gpu_is_noise_limited():
+    assert noise_floor(TP2_HOST_BOUND.regime, 2.0, "H200") is TP2_HOST_BOUND
+    assert noise_floor(TP2_HOST_BOUND.regime, 4.0, "H200") is None
+    assert noise_floor(TP2_HOST_BOUND.regime, None, "H200") is None
+    assert noise_floor(TP2_HOST_BOUND.regime, 2.5, "H200") is None
+    assert noise_floor("llm | PyTorch eager | DDP | bf16", 2.0, "H200") is None
+    for gpu in ("H100", "B200", ""):   # the H200 leases' noise is not another GPU's (or an unknown one's)
+        assert noise_floor(TP2_HOST_BOUND.regime, 2.0, gpu) is None
+
+
+def test_an_h100_tp2_eager_answer_does_not_get_the_h200_noise_text():
+    table = load_table()
+    t = trust_of(Regime("llm eager", TP2_HOST_BOUND.regime, 2.0, gpu="H100"), table)
+    assert t.noise is None and "noise-limited" not in t.text() and "noise_limited" not in t.to_json()

@@ -12,7 +12,8 @@ host term (kernels x c + a, llm/host.py) is never measured there. The candidates
   b           the profiled step's issue window less its synchronising calls and each launch's time beyond 50 us
               (profile.host.host_s, rank 0, default scheduling)
   c           the launch loop up to the first synchronising call, its pace extrapolated to the step's launches
-              (to_first_sync_s x launches / launches_to_first_sync, rank 0, default scheduling)
+              (to_first_sync_s x launches / launches_to_first_sync, rank 0, default scheduling; none where the
+              profiled window has no synchronising call: "no sync in window")
 Each row runs once under `--sched auto` and once under `--sched blocking` (runs/ROW-auto.json, runs/ROW-blocking.json):
 the same decoder, 3 warm-up, 10 timed and 1 profiled step.
 
@@ -126,15 +127,17 @@ def measure(path: Path) -> dict:
     if len(issue) != len(cpu):
         raise SimclusterError(f"{path}: host_issue_s_by_rank / host_cpu_s_by_rank: {len(issue)} / {len(cpu)} ranks")
     prof = (shape.get("profile") or {}).get("host") or {}
-    b = c = window = None
+    b = c = window = c_note = None
     try:
         if prof:
             window, b = prof["window_s"] * 1e3, prof["host_s"] * 1e3
-            if prof["launches_to_first_sync"] >= 1:
+            if prof.get("sync_calls") == 0 or prof["to_first_sync_s"] is None:   # the window itself: nothing to extrapolate
+                c_note = "no sync in window"
+            elif prof["launches_to_first_sync"] >= 1:
                 c = prof["to_first_sync_s"] * 1e3 * prof["launches"] / prof["launches_to_first_sync"]
     except (KeyError, TypeError) as exc:
         raise SimclusterError(f"{path}: shapes[0].profile.host: {type(exc).__name__}: {exc}") from None
-    return {"step_ms": step, "issue_ms": issue, "cpu_ms": cpu, "window_ms": window, "b_ms": b, "c_ms": c,
+    return {"step_ms": step, "issue_ms": issue, "cpu_ms": cpu, "window_ms": window, "b_ms": b, "c_ms": c, "c_note": c_note,
             "threads": shape.get("thread_cpu_s_by_rank"), "process_ms": shape.get("process_cpu_s_by_rank")}
 
 
@@ -160,7 +163,8 @@ def verdict(rows: list[dict]) -> dict:
         for r in rows:
             value, _, ratios = candidate_value(cand, r["runs"])
             if value is None:
-                fails.append(f"{r['name']}: not measured")
+                note = (r["runs"].get("auto") or {}).get("c_note") if cand == "c" else None
+                fails.append(f"{r['name']}: {note or 'not measured'}")
             elif r["regime"] == "host" and min(ratios) <= HB_RATIO:
                 fails.append(f"{r['name']}: HB {min(ratios):.2f} <= {HB_RATIO}")
             elif r["regime"] == "gpu" and abs(value / r["host_term_ms"] - 1) > GB_TOL:
@@ -229,7 +233,7 @@ def show(result: dict) -> None:
         for sched, m in r["runs"].items():
             print(f"{r['name']:20} {sched:8} {r['regime']:6} {r['host_term_ms']:7.1f} {m['step_ms']:7.1f} "
                   f"{' / '.join(f(x) for x in m['issue_ms']):>20} {' / '.join(f(x) for x in m['cpu_ms']):>18} "
-                  f"{f(m['window_ms']):>7} {f(m['b_ms']):>7} {f(m['c_ms']):>7}")
+                  f"{f(m['window_ms']):>7} {f(m['b_ms']):>7} {'no sync' if m.get('c_note') else f(m['c_ms']):>7}")
     for line in result["dropped"]:
         print(f"dropped: {line}")
     for cand, line in result["verdict"]["candidates"].items():

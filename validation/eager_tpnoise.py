@@ -98,14 +98,19 @@ def read_processes(bundle: Path) -> tuple[dict[str, dict], list[str]]:
         if doc.get("mode") != "tp" or doc.get("world_size") != 2 or (doc.get("model") or {}).get("preset") != preset:
             left.append(f"{stem}: not tp / 2 ranks / {preset} (mode {doc.get('mode')}, world {doc.get('world_size')})")
             continue
+        try:   # a partial document (a shape without its seq / micro_batch): the process is left out, in one line
+            order = [(int(s["seq"]), int(s["micro_batch"])) for s in doc.get("shapes", [])]
+        except (KeyError, TypeError, ValueError) as exc:
+            left.append(f"{stem}: a shape without a usable seq / micro_batch ({type(exc).__name__}: {exc}; partial document)")
+            continue
         shapes = {}
-        for s in doc.get("shapes", []):
+        for s, key in zip(doc.get("shapes", []), order, strict=True):
             if s.get("status") == "ok" and isinstance(s.get("median_step_s"), (int, float)) and s["median_step_s"] > 0:
-                shapes[(int(s["seq"]), int(s["micro_batch"]))] = float(s["median_step_s"])
+                shapes[key] = float(s["median_step_s"])
         if not shapes:
             left.append(f"{stem}: no timed shape")
             continue
-        got[stem] = shapes | {"order": [(int(s["seq"]), int(s["micro_batch"])) for s in doc.get("shapes", [])]}
+        got[stem] = shapes | {"order": order}
     return got, left
 
 

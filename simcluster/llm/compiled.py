@@ -50,6 +50,9 @@ from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, Transfo
 
 A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
+# the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
+# the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
+FSDP_COMPILED = frozenset({"fms-fsdp-compile"})
 
 
 def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec,
@@ -62,23 +65,24 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
     if not fw.compiled:
         fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
         return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
-    check_compiled(model, par, fsdp=fw.hybrid_shard)
+    check_compiled(model, par, fw)
     return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
 
 
-def check_compiled(model: TransformerSpec, par: ParallelSpec, fsdp: bool = False) -> None:
-    """What the compiled layer is not modelled for: one LlmConfigError at its key (`fsdp`: check_compiled_parallel)."""
+def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:
+    """What the compiled layer is not modelled for: one LlmConfigError at its key; dp > 1 allowed where `fw` is an FSDP
+    trainer's compiled framework (FSDP_COMPILED; check_compiled_parallel's `fsdp`)."""
     gap = eager_ac.llama_layer_gap(model)
     if gap:
         raise LlmConfigError("framework.compile", f"a compiled block is modelled for the dense SwiGLU Llama layer; this "
                              f"model has {gap}", hint="compile: false")
-    check_compiled_parallel(par, fsdp)
+    check_compiled_parallel(par, fw is not None and fw.name in FSDP_COMPILED)
 
 
 def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False) -> None:
     """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1) and recompute none; a
     LlmConfigError at framework.compile naming the parallel keys that break it (eager.torch_framework, check_compiled).
-    `fsdp` (an FSDP trainer's framework, FrameworkSpec.hybrid_shard: fms-fsdp-compile): dp > 1 allowed, since FSDP's
+    `fsdp` (an FSDP trainer's compiled framework, FSDP_COMPILED: fms-fsdp-compile): dp > 1 allowed, since FSDP's
     per-unit graph breaks leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc;
     extrapolated: no compiled step under FSDP measured here)."""
     names = ("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")

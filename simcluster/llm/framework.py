@@ -249,9 +249,16 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # torch's scaled_dot_product_attention before PyTorch 2.5 (issue 44, session 42 fsdpsrc): the flash backend, FlashAttention 2
 # since PyTorch 2.2, on every GPU. PyTorch 2.5.0 (release notes / blog, 2024-10-17: "a new CuDNN backend for SDPA, enabling
 # speedups by default for users of SDPA on H100s or newer GPUs") made cuDNN's fused attention the default on Hopper, and
-# pytorch/pytorch#138587 (PyTorch 2.5.1) turned that default off again; the GPU cards' 'card' attention is torch 2.11's
-# default SDPA, cuDNN on Hopper (llm/attention_kernels.py). So a trainer pinned to a torch of 2024-04 or earlier runs
-# 'fa2' on Hopper; on the derived cards (A100) 'fa2' is their curve unchanged. Prompted by fms-fsdp's H100 rows (+26 to
+# pytorch/pytorch#138522 ("Make CuDNN Attention Opt in", merged on main 2024-10-22, cherry-picked onto release/2.5 for
+# 2.5.1; the cherry-pick's own number, #138587, not confirmed from stored sources) turned that default off again. Before
+# 2.5 the default was on in main NIGHTLIES for a while: pytorch/pytorch#125343 ("enable cuDNN SDPA by default on H100")
+# landed on main, was reverted out of the 2.4 release branch by #128539 (2024-06-12, "Reverted in main") and, after a
+# second landing, reverted from main again on 2024-06-28; the date it first landed on main was not confirmed from stored
+# sources. So a nightly of about May-June 2024 may have run cuDNN on Hopper (the fms-fsdp compile table's, May 2024:
+# calibration/published/llm-fms-fsdp-h100-compile.yaml says so); releases 2.2-2.4 and nightlies before that window run
+# FlashAttention 2. The GPU cards' 'card' attention is torch 2.11's default SDPA, cuDNN on Hopper
+# (llm/attention_kernels.py). So a trainer pinned to a torch of 2024-04 or earlier runs 'fa2' on Hopper; on the derived
+# cards (A100) 'fa2' is their curve unchanged. Prompted by fms-fsdp's H100 rows (+26 to
 # +50% fast): development for them (calibration/published/llm-fms-fsdp-h100.yaml, why).
 PRE_CUDNN_SDPA = "fa2"
 # torchtitan's FSDP2 without torch.compile (issue 44; torchtitan 1ea476e9f, 2024-04-24, the code of its first A100 tables):

@@ -106,7 +106,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     try:   # what the framework's ops cannot run, refused at the job's key
         fw = eager.torch_framework(par, hosts, compiled) if framework == "torch" else FRAMEWORKS[framework]
         if fw.compiled:
-            check_compiled(model, par)
+            check_compiled(model, par, fw)
         check_model_framework(model, fw)
         check_framework(par, fw)
         eager_ac.check_op(model, par)

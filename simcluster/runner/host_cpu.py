@@ -9,8 +9,13 @@ pacing is never seen there. Two measures beside it, over the same window of ever
                     condition (the main thread during backward) costs nothing; a wait that spins costs its wall time.
                     Under the CUDA default (CU_CTX_SCHED_AUTO: spin while contexts <= cores) a synchronising call spins;
                     `--sched blocking` sets CU_CTX_SCHED_BLOCKING_SYNC on the primary context before torch creates it
-                    (set_sched), so synchronising calls sleep. Whether a launch waiting for queue space sleeps too is
-                    what calibration/h200x2-eager-hostwait-2026-11-30 measures.
+                    (set_sched), so synchronising calls sleep. The registered set calibration/h200x2-eager-hostwait-
+                    2026-11-30 (KEEP NONE) found the GPU-bound rows' CPU time about the same under both flags (fsdp 0.5b
+                    122-129 ms, single 0.5b 83 ms against the tiny twins' 122 / 50): the waits still read on the CPU
+                    clock, or the excess is per-op host work that grows with tensor size (the backward thread
+                    pt_autograd_0 carries it); the two cannot be told apart from these runs. So host_cpu_s is not the
+                    host's own issue time where the GPU is the bottleneck. 2 of 4 blocking runs aborted at process exit
+                    (after their documents were written); not shown to be the flag's fault.
     process_cpu_s   the process's CPU time over the window (every thread: NCCL's proxy and watchdog threads too)
 
 and per shape `thread_cpu_s` (every thread's CPU seconds over all timed steps, by thread name: which threads work). Thread
@@ -154,7 +159,8 @@ def profiled_host(events: list[dict], steps: int) -> dict:
     the issue window (first to last CPU op of the threads that ran CPU ops: main and autograd's), less the synchronising
     CUDA calls inside it (SYNC_CALLS) and each launch call's time beyond LAUNCH_FREE_S (`host_s`, per step); and the
     launch loop up to the first synchronising call: its seconds and the launches before it (`to_first_sync_s`,
-    `launches_to_first_sync`; the whole window and every launch where no call synchronises). Seconds."""
+    `launches_to_first_sync`; both None where no call in the window synchronises: there is no first sync to stop at,
+    and the whole window would only repeat `window_s`). Seconds."""
     ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
     if not ops or steps < 1:
         return {}
@@ -166,8 +172,8 @@ def profiled_host(events: list[dict], steps: int) -> dict:
     launches = [e for e in calls if "Launch" in str(e.get("name"))]
     sync_us = sum(e.get("dur", 0) for e in syncs)
     wait_us = sum(max(0.0, e.get("dur", 0) - LAUNCH_FREE_S * 1e6) for e in launches)
-    first = syncs[0]["ts"] if syncs else hi
+    first = syncs[0]["ts"] if syncs else None
     return {"window_s": (hi - lo) * 1e-6 / steps, "sync_s": sync_us * 1e-6 / steps, "launch_wait_s": wait_us * 1e-6 / steps,
             "host_s": (hi - lo - sync_us - wait_us) * 1e-6 / steps, "launches": len(launches) / steps,
-            "sync_calls": len(syncs) / steps, "to_first_sync_s": (first - lo) * 1e-6,
-            "launches_to_first_sync": sum(1 for e in launches if e["ts"] < first)}
+            "sync_calls": len(syncs) / steps, "to_first_sync_s": None if first is None else (first - lo) * 1e-6,
+            "launches_to_first_sync": None if first is None else sum(1 for e in launches if e["ts"] < first)}

@@ -293,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10, help="timed steps per shape")
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
     ap.add_argument("--sched", choices=sorted(host_cpu.SCHED), default="auto", help="the CUDA primary context's "
-                    "scheduling flag, set before torch creates it (blocking: waits sleep; host_cpu.py); auto: untouched")
+                    "scheduling flag, set before torch creates it (blocking: CU_CTX_SCHED_BLOCKING_SYNC; the hostwait set "
+                    "found GPU-bound steps' host CPU time about unchanged by it, the waits still on the CPU clock; 2 of 4 "
+                    "blocking runs aborted at exit, cause not known; host_cpu.py); auto: untouched")
     ap.add_argument("--clocks", action="store_true", help="stream nvidia-smi's SM clock and board power during the timed "
                     "steps (every 20 ms) and record their medians per shape (the step's own clock, llm/clock.py)")
     ap.add_argument("--profile", type=int, default=1, metavar="STEPS", help="after timing, profile STEPS more steps: kernels "

@@ -167,7 +167,7 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
                       (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves)
-        floor = noise_floor(regime.key, regime.scale)
+        floor = noise_floor(regime.key, regime.scale, regime.gpu)
         if floor is not None:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
             # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
             own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))

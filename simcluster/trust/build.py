@@ -272,7 +272,7 @@ def leave_one_source_out(table: Table, family: str | None = None) -> list[RowChe
     for source in sorted({r.source for r in rows}):
         rest = Table([r for r in rows if r.source != source])
         for row in (r for r in rows if r.source == source):
-            trust = trust_of(Regime(row.family, row.regime, row.scale), rest)
+            trust = trust_of(Regime(row.family, row.regime, row.scale, gpu=row.gpu), rest)
             if trust.rho is not None:
                 out.append(RowCheck(row, trust.rho, trust.status != "unvalidated"))
     return out

@@ -67,7 +67,7 @@ def accuracy_page(table: Table) -> str:
         lo, hi = s["band_pct"]
         status = "validated" if s["enough"] else "too few rows: answers use the family's pooled band widened to these rows, unvalidated"
         for f in (f for f in NOISE_FLOORS if f.regime == s["regime"] and s["enough"]):
-            status += (f"; at {f.gpus} GPUs **unvalidated, noise-limited**: a model on each shape's mean would miss one run by "
+            status += (f"; at {f.gpus} GPUs on {f.gpu} **unvalidated, {f.bias_clause()}**: a model on each shape's mean would miss one run by "
                        f"{f.floor_pct[0]:.1f}-{f.floor_pct[1]:.1f}%; its answers carry this band widened to all its rows "
                        f"(trust/noise.py)")
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {_ran_on(s['gpu_rows'])} | "
