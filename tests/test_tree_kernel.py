@@ -1,5 +1,5 @@
 """NCCL's plain-tree kernel ceiling in the fabric model (collectives/tree_kernel.py; issue 41, session 42, treereg):
-every tree answer names it when it binds ('NCCL tree kernel (8 channels x 24 GB/s, NCCL 2.28)'), its table is the
+every tree answer names it when it binds ("NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s)"), its table is the
 NCCL version's the scenario names (machine.nccl), else the published file's, else the model's (2.28), and a version
 the model cannot read is refused in one line. Each test fails on main af2578dd (the tree without the ceiling, no
 machine.nccl key)."""
@@ -45,7 +45,7 @@ def test_the_tree_is_bound_by_nccls_kernel_and_says_so(nodes, per_channel):
     p = predict_fabric(cluster, "all_reduce", S, "tree")
     ceiling = 8 * per_channel * 1e9                                  # 8 tree channels x tuning.cc's Blackwell 2.28
     assert 0.9 * ceiling <= p.busbw_Bps <= ceiling
-    assert p.breakdown["binding_limit"] == f"NCCL tree kernel (8 channels x {per_channel:g} GB/s, NCCL 2.28)"
+    assert p.breakdown["binding_limit"] == f"NCCL 2.28 tuner's tree limit (8 channels x {per_channel:g} GB/s)"
 
 
 def test_the_ring_does_not_move():
@@ -59,7 +59,7 @@ def test_the_scenario_names_its_nccl(tmp_path):
     tree is back on its network bytes, about the ring's busbw."""
     old = _cluster(4, _scenario(tmp_path, "2.27.3"))
     assert old.nccl_version == (2, 27)
-    assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL tree kernel (8 channels x 72 GB/s, NCCL 2.27)")
+    assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL 2.27 tuner's tree limit (8 channels x 72 GB/s)")
     tree = predict_fabric(old, "all_reduce", S, "tree")
     assert "tree kernel" not in tree.breakdown["binding_limit"]
     assert tree.busbw_Bps == pytest.approx(predict_fabric(old, "all_reduce", S, "ring").busbw_Bps, rel=0.05)
