@@ -10,9 +10,12 @@ rule `simcluster validate --error-bands` uses), without rebuilding the table. Pr
    had the machines' regimes been keyed by launch mode too (a counterfactual, not adopted);
 3. the published NVLS rows against NCCL's NVLS chunk rule (the chunk each size runs at, the measured marginal rate
    between neighbouring sizes, a line T = a + S / B per chunk size and what of a a fill of 2 loops would leave): a
-   diagnostic on the rows that prompted it (development), nothing here is adopted.
+   diagnostic on the rows that prompted it (development), nothing here is adopted;
+4. with --fill: the OCI NVLS rows' error with that fill (f = 2 loops at the NVLS card's rate, not fitted) added to
+   the model's time, and how many of them the band they are judged by covers before and after (collectives-findings
+   session 42: 11.6 -> 7.2%, 4 -> 1 of 10). Not adopted.
 
-    python studies/onenode_by_source.py [--table PATH] [--floors]
+    python studies/onenode_by_source.py [--table PATH] [--floors] [--fill]
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.cards import load_nvls  # noqa: E402
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.trust.build import source_coverage  # noqa: E402
 from simcluster.trust.table import Table, load_table  # noqa: E402
 
@@ -40,6 +45,8 @@ FILL_LOOPS = 2      # fill and drain of NCCL's 3-stage NVLS pipeline at its boun
 # NVLS_NCHANNELS_SM100 32 in 2.25-2.26; 24 on one clique from 2.27), NVLS heads H = min(ranks, 32)
 NVLS_SWEEPS = (("nccl-oci-gb200-x2-mnnvl-oke.yaml", 32, "2.26.6"),
                ("nccl-gb200-nvl72-coreweave.yaml", 32, "2.25.1"))
+FILL_SOURCE = "nccl-oci-gb200-x2-mnnvl-oke"      # the held-out NVLS sweep (C = 32 channels in 2.26.6, H = 8 heads)
+FILL_CARD = ROOT / "models" / "nvswitch" / "gb200-nvl72-nvls-derived.yaml"   # its scenario's nvls card
 
 
 def mode(check) -> str:
@@ -166,14 +173,47 @@ def chunk_fit_lines(runs: list[dict], channels: int, heads: int) -> list[str]:
     return out
 
 
+def fill_lines(by_source: dict, folder: Path, channels: int = 32) -> list[str]:
+    """The OCI NVLS rows with a pipeline fill of FILL_LOOPS loops of L = C H chunk(S) at the card's algbw added to the
+    model's time (measured / rho): each row's error before and after, the mean |error| and how many of the rows the
+    band they are judged by (their leave-one-source-out band) covers, before and after."""
+    checks = by_source.get(FILL_SOURCE, [])
+    if not checks:
+        return [f"  no {FILL_SOURCE} rows in the table"]
+    runs = yaml.safe_load((folder / f"{FILL_SOURCE}.yaml").read_text())["runs"]
+    rate = load_nvls(FILL_CARD)[0]
+    out, before, after, covered = [f"  {'size':>6s} {'error':>7s} {'+ fill':>7s}  band (time)"], [], [], [0, 0]
+    for c in checks:
+        run = runs[int(c.row.row.split("]")[0].split("[")[1])]
+        ranks, measured = run["ranks"], run["time_us"] * 1e-6
+        predicted = measured / c.row.rho
+        filled = predicted + FILL_LOOPS * channels * min(ranks, 32) * nvls_chunk(float(run["bytes"]), channels,
+                                                                              min(ranks, 32)) / rate[ranks]
+        before.append(predicted / measured - 1)
+        after.append(filled / measured - 1)
+        covered[0] += c.covered
+        covered[1] += c.band[0] <= measured / filled <= c.band[1]
+        out.append(f"  {run['size']:>6s} {100 * before[-1]:+6.1f}% {100 * after[-1]:+6.1f}%  "
+                   f"{c.band[0]:.3f}..{c.band[1]:.3f}")
+    out.append(f"  mean |error| {100 * statistics.fmean(map(abs, before)):.1f}% -> {100 * statistics.fmean(map(abs, after)):.1f}%; "
+               f"covered by their band {covered[0]} -> {covered[1]} of {len(checks)}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", help="an error-band table (default: the shipped one)")
     parser.add_argument("--published", default=str(ROOT / "calibration" / "published"))
     parser.add_argument("--floors", action="store_true", help="also the host-launched floors per op (validate "
                         "--held-out-machines, ~10 s)")
+    parser.add_argument("--fill", action="store_true", help="also the OCI NVLS rows with a 2-loop pipeline fill added")
     args = parser.parse_args(argv)
-    table = load_table(args.table)
+    if args.table and not Path(args.table).is_file():
+        raise SystemExit(f"error: --table {args.table}: no such file")
+    try:
+        table = load_table(args.table)
+    except SimclusterError as exc:
+        raise SystemExit(f"error: {exc}") from None
     by_source = source_coverage(table, FAMILY)
     if not by_source:
         raise SystemExit(f"no `{FAMILY}` rows in the table {args.table or 'simcluster/trust/error_bands.json'}")
@@ -187,6 +227,9 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(floor_lines()))
     print("\nNVLS sweeps against NCCL's chunk rule (diagnostic):")
     print("\n".join(nvls_lines(Path(args.published))))
+    if args.fill:
+        print(f"\nthe OCI NVLS rows with a {FILL_LOOPS}-loop pipeline fill at the card's rate (not adopted):")
+        print("\n".join(fill_lines(by_source, Path(args.published))))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from simcluster.collectives import fabric  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
 
 BUNDLE = ROOT / "calibration/published-treereg-2026-11-30"
+PUBLISHED = ROOT / "calibration/published"
 NEW_FILES = {"nccl-b200-ib-x46-together-use3a": "independent",
              "nccl-b200-ib-x62-together-0511": "development cluster"}
 RULE = {"min_gain_points": 3.0,          # mean |busbw error|: candidate at least this many points below shipped
@@ -111,21 +112,62 @@ def verdict(rows: list[dict], rule: dict = RULE) -> tuple[bool, list[str]]:
     return ok, lines
 
 
-def register() -> int:
-    BUNDLE.mkdir(exist_ok=True)
+class Refused(Exception):
+    """A one-line refusal (missing or malformed input, a registration already written)."""
+
+
+def register(bundle: Path = BUNDLE) -> int:
+    if (bundle / "registered.yaml").exists():
+        raise Refused(f"{bundle / 'registered.yaml'} exists: the registration is written once (delete it by hand to redo)")
+    bundle.mkdir(exist_ok=True)
     doc = {"registered_by": "studies/tree_ceiling_registered.py register (session 42, treereg)",
            "sources_recorded_in": "f2abae21", "rule": RULE, "rows": predictions()}
-    (BUNDLE / "registered.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=140))
-    print(f"{len(doc['rows'])} rows registered in {BUNDLE / 'registered.yaml'}")
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=140))
+    print(f"{len(doc['rows'])} rows registered in {bundle / 'registered.yaml'}")
     return 0
 
 
-def read() -> int:
-    doc = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+def _registered(bundle: Path) -> dict:
+    """registered.yaml, each row carrying what `read` uses; Refused names the file and the key."""
+    path = bundle / "registered.yaml"
+    if not path.is_file():
+        raise Refused(f"{path}: missing (run `register` first)")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise Refused(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or not isinstance(doc.get("rule"), dict):
+        raise Refused(f"{path}: expected a mapping with 'rule' and a list 'rows'")
+    for i, r in enumerate(doc["rows"]):
+        for key in ("source", "run", "set", "configuration", "algorithm", "nccl", "shipped_GBps", "candidate_GBps"):
+            if not isinstance(r, dict) or key not in r:
+                raise Refused(f"{path}: rows[{i}] has no '{key}'")
+    return doc
+
+
+def _measured(published: Path) -> dict:
+    """{(file, run): busbw GB/s} of the judging files; Refused names the file, the run and the key."""
     measured = {}
     for name in NEW_FILES:
-        runs = yaml.safe_load((ROOT / "calibration/published" / f"{name}.yaml").read_text())["runs"]
-        measured.update({(name, i): float(run["busbw_GBps"]) for i, run in enumerate(runs)})
+        path = published / f"{name}.yaml"
+        try:
+            runs = yaml.safe_load(path.read_text())["runs"]
+        except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+            raise Refused(f"{path}: cannot read its runs ({type(exc).__name__})") from None
+        for i, run in enumerate(runs):
+            try:
+                measured[(name, i)] = float(run["busbw_GBps"])
+            except (KeyError, TypeError, ValueError):
+                raise Refused(f"{path}: runs[{i}] has no number 'busbw_GBps'") from None
+    return measured
+
+
+def read(bundle: Path = BUNDLE, published: Path = PUBLISHED) -> int:
+    doc = _registered(bundle)
+    measured = _measured(published)
+    missing = [(r["source"], r["run"]) for r in doc["rows"] if (r["source"], r["run"]) not in measured]
+    if missing:
+        raise Refused(f"{bundle / 'registered.yaml'}: no published run {missing[0][0]} runs[{missing[0][1]}]")
     rows = [{**r, "measured_GBps": measured[(r["source"], r["run"])]} for r in doc["rows"]]
     today = {(r["source"], r["run"]): r for r in predictions()}
     print(f"{'source':34s} {'run':>3s} {'set':11s} {'configuration':44s} {'algorithm':12s} {'NCCL':>5s} "
@@ -147,4 +189,8 @@ if __name__ == "__main__":
     if cmd not in ("register", "read"):
         print("usage: python studies/tree_ceiling_registered.py register | read", file=sys.stderr)
         raise SystemExit(2)
-    raise SystemExit(register() if cmd == "register" else read())
+    try:
+        raise SystemExit(register() if cmd == "register" else read())
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

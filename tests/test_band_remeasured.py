@@ -1,6 +1,7 @@
-"""Re-measured with today's model (trust/moved.py, session 42, cold read D 41 5): every band with registered rows says how
-many of them today's model still prices as registered (held-out residuals of today's model), their mean |error| and
-how many lie inside the answer's band; the moved flag keeps counting rows (docs/models/trust.md, "Why the flag counts
+"""Registered rows today's model still prices within 2% (trust/moved.py, session 42, cold read D 41 5; renamed and read
+with today's step by the cold read of session 42): every band with registered rows says how many of them today's model
+still prices as registered (held-out residuals of today's model, measured / today's step), their mean |error| and how
+many lie inside the answer's band; the moved flag keeps counting rows (docs/models/trust.md, "Why the flag counts
 rows")."""
 
 import json
@@ -8,7 +9,7 @@ import json
 from simcluster.trust.band import trust_of
 from simcluster.trust.moved import moves_of
 from simcluster.trust.regime import Regime
-from simcluster.trust.table import Residual, Table
+from simcluster.trust.table import Residual, Table, conformal_bounds
 
 FAM, KEY = "llm eager", "llm | PyTorch eager | PP | bf16"
 
@@ -36,8 +37,8 @@ def test_a_flag_falling_by_dilution_says_both_counts_and_what_re_measured_the_ba
     assert not after.moves.earlier_model
     text = after.text()
     assert "today's model moved beyond +-2% on 27 of its 54 rows since registration (not more than half: not flagged)" in text
-    assert "re-measured with today's model: 27 rows whose registered step it still gives within +-2% (5 sources)" in text
-    doc = after.to_json()["model_moved"]["remeasured_with_todays_model"]
+    assert "registered rows today's model still prices within +-2%: 27 (5 sources)" in text
+    doc = after.to_json()["model_moved"]["still_priced_by_todays_model"]
     assert doc["rows"] == 27 and doc["sources"] == 5 and doc["band_rows_inside"][1] == 54
     assert f"{doc['inside_band']} of 27 inside the band (all its rows: {doc['band_rows_inside'][0]} of 54)" in text
 
@@ -49,41 +50,52 @@ def test_a_flagged_band_says_how_many_rows_today_s_model_re_measured_their_error
     trust = _trust(rows)
     lo, hi = trust.rho
     assert trust.moves.earlier_model and trust.status == "validated" and lo <= 1.06 <= hi < 1.30
-    doc = trust.to_json()["model_moved"]["remeasured_with_todays_model"]
+    doc = trust.to_json()["model_moved"]["still_priced_by_todays_model"]
     mean = 100 * sum(abs(1 / r - 1) for r in (1.00, 1.02, 1.04, 1.06, 1.30)) / 5
     assert doc == {"rows": 5, "sources": 2, "mean_abs_error_pct": round(mean, 1), "inside_band": 4,
                    "band_rows_inside": [sum(lo <= r.rho <= hi for r in rows), 25]}
     text = trust.text()
-    assert text.index("band measured on an earlier model") < text.index("re-measured with today's model: 5 rows")
-    assert f"(2 sources): mean |error| {mean:.1f}%, 4 of 5 inside the band" in text
+    assert text.index("band measured on an earlier model") < text.index("still prices within +-2%: 5 (2 sources)")
+    assert f"(2 sources): mean |error| {mean:.1f}% (today's step), 4 of 5 inside the band" in text
+
+
+def test_the_still_priced_rows_are_read_with_today_s_step_not_the_registered_one():
+    """Cold read of session 42: a row within 2% is a residual of today's model at measured / today's step = rho / move,
+    not the registered rho. rho 1.0 registered, today's step 1.5% longer: today's error is +1.5%, not 0%."""
+    rows = [_row(0, 1.015, 1.0, "a"), _row(1, 0.985, 1.0, "b")]
+    r = moves_of(rows).remeasured((0.98, 1.001))
+    assert r["mean_abs_error_pct"] == 1.5                       # |1.015 - 1| and |0.985 - 1|
+    assert r["inside_band"] == 1                                # 1 / 1.015 = 0.985 inside, 1 / 0.985 = 1.015 outside
 
 
 def test_no_row_re_measured_and_no_registered_row():
     none = _trust([_row(i, 0.9, 1.0 + 0.01 * i, f"s{i % 3}") for i in range(6)])
-    assert "re-measured with today's model: none of its registered rows (6 of 6 moved)" in none.text()
-    assert none.to_json()["model_moved"]["remeasured_with_todays_model"]["mean_abs_error_pct"] is None
+    assert "registered rows today's model still prices within +-2%: none (6 of 6 moved)" in none.text()
+    assert none.to_json()["model_moved"]["still_priced_by_todays_model"]["mean_abs_error_pct"] is None
     unregistered = _trust([_row(i, None, 1.0, f"s{i % 3}") for i in range(6)])
-    assert "re-measured" not in unregistered.text() and "model_moved" not in unregistered.to_json()
-    # rows predicted by today's code but never registered are not counted as re-measured
+    assert "still prices" not in unregistered.text() and "model_moved" not in unregistered.to_json()
+    # rows predicted by today's code but never registered are not counted as still priced
     mixed = moves_of([_row(0, None, 1.0, "a"), _row(1, 1.0, 1.1, "b")])
     assert mixed.remeasured()["rows"] == 1 and "inside_band" not in mixed.remeasured()
 
 
 def test_the_threshold_edge_is_today_s_and_the_table_json_carries_the_subset():
-    edge = [_row(0, 1.02, 1.0, "a"), _row(1, 1.0201, 1.0, "b"), _row(2, 0.98, 1.0, "c")]
+    edge = [_row(0, 1.02, 1.02, "a"), _row(1, 1.0201, 1.0, "b"), _row(2, 0.98, 0.98, "c")]   # today: 1.0, -, 1.0
     assert moves_of(edge).remeasured()["rows"] == 2 and moves_of(edge).moved == 1
     doc = json.loads(json.dumps(Table(edge).to_json()))
-    assert doc["model_moves_by_regime"][KEY]["remeasured_with_todays_model"]["inside_band"] == 2
+    assert doc["model_moves_by_regime"][KEY]["still_priced_by_todays_model"]["inside_band"] == 2
 
 
-def test_the_accuracy_page_has_the_re_measured_column():
+def test_the_accuracy_page_has_the_still_priced_column():
     from simcluster.trust import report
 
     page = report.accuracy_page(Table(_pp_like()))
-    assert "| re-measured with today's model |" in page and "| 27 of 52 (+8.0%), **earlier model** | 25 (4 sources), 21 inside |" in page
+    assert "| registered rows today's model still prices within 2% |" in page and "| 27 of 52 (+8.0%), **earlier model** | 25 (4 sources), 22 inside |" in page
 
 
-def test_every_band_of_the_shipped_table_splits_its_registered_rows_into_moved_and_re_measured():
+def test_every_band_of_the_shipped_table_counts_its_still_priced_rows_as_recounted_here():
+    """Each band of the shipped table: the still-priced subset recounted from the rows themselves (|move - 1| <= 2%, rho
+    / move inside the band's own conformal bounds, their sources, today's mean |error|) is what Moves reports."""
     from simcluster.trust.table import load_table
 
     table = load_table()
@@ -91,8 +103,16 @@ def test_every_band_of_the_shipped_table_splits_its_registered_rows_into_moved_a
     seen = 0
     for rows in bands:
         m = moves_of(rows)
-        if m.registered:
-            seen += 1
-            r = m.remeasured((0.0, float("inf")))
-            assert r["rows"] + m.moved == m.registered and r["inside_band"] == r["rows"] and r["sources"] <= len(rows)
+        if not m.registered:
+            continue
+        seen += 1
+        band = conformal_bounds([r.rho for r in rows])
+        kept = [r for r in rows if r.moved is not None and abs(r.moved - 1) <= 0.02 + 1e-9]
+        got = m.remeasured(band)
+        assert got["rows"] == len(kept) and got["sources"] == len({r.source for r in kept})
+        assert got["inside_band"] == sum(band[0] <= r.rho / r.moved <= band[1] for r in kept)
+        assert got["band_rows_inside"] == [sum(band[0] <= r.rho <= band[1] for r in rows), len(rows)]
+        if kept:
+            mean = 100 * sum(abs(r.moved / r.rho - 1) for r in kept) / len(kept)
+            assert abs(got["mean_abs_error_pct"] - mean) <= 0.05
     assert seen

@@ -46,3 +46,31 @@ def test_todays_model_is_the_registered_candidate():
     for r in doc["rows"]:
         assert today[(r["source"], r["run"])]["shipped_GBps"] == r["candidate_GBps"]
         assert "measured_GBps" not in r
+
+
+def _refused(fn, *args) -> str:
+    try:
+        fn(*args)
+    except reg.Refused as exc:
+        assert "\n" not in str(exc)
+        return str(exc)
+    raise AssertionError("not refused")
+
+
+def test_bad_input_is_a_one_line_refusal(tmp_path):
+    assert "registered.yaml: missing" in _refused(reg.read, tmp_path)
+    row = {"source": "nccl-b200-ib-x46-together-use3a", "run": 0, "set": "independent", "configuration": "c",
+           "algorithm": "tree/Simple", "nccl": "2.29", "shipped_GBps": 1.0}
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump({"rule": reg.RULE, "rows": [row]}))
+    assert "rows[0] has no 'candidate_GBps'" in _refused(reg.read, tmp_path)
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump({"rule": reg.RULE, "rows": [dict(row, candidate_GBps=1.0)]}))
+    published = tmp_path / "published"
+    published.mkdir()
+    for name in reg.NEW_FILES:
+        (published / f"{name}.yaml").write_text(yaml.safe_dump({"runs": [{"busbw_GBps": 100.0}, {"op": "all_reduce"}]}))
+    assert "runs[1] has no number 'busbw_GBps'" in _refused(reg.read, tmp_path, published)
+    assert "exists: the registration is written once" in _refused(reg.register, tmp_path)
+
+
+def test_the_shipped_registration_is_never_overwritten():
+    assert "exists" in _refused(reg.register)

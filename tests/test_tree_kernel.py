@@ -1,5 +1,5 @@
 """NCCL's plain-tree kernel ceiling in the fabric model (collectives/tree_kernel.py; issue 41, session 42, treereg):
-every tree answer names it when it binds ('NCCL tree kernel (8 channels x 24 GB/s, NCCL 2.28)'), its table is the
+every tree answer names it when it binds ("NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s)"), its table is the
 NCCL version's the scenario names (machine.nccl), else the published file's, else the model's (2.28), and a version
 the model cannot read is refused in one line. Each test fails on main af2578dd (the tree without the ceiling, no
 machine.nccl key)."""
@@ -13,7 +13,7 @@ import yaml
 from conftest import ROOT
 
 from simcluster.collectives.fabric import predict_fabric
-from simcluster.collectives.tree_kernel import per_channel_GBps, tree_ceiling
+from simcluster.collectives.tree_kernel import parse_nccl_version, per_channel_GBps, tree_ceiling
 from simcluster.errors import ScenarioError
 from simcluster.machine_models import build_cluster
 from simcluster.reference import nccl
@@ -45,7 +45,7 @@ def test_the_tree_is_bound_by_nccls_kernel_and_says_so(nodes, per_channel):
     p = predict_fabric(cluster, "all_reduce", S, "tree")
     ceiling = 8 * per_channel * 1e9                                  # 8 tree channels x tuning.cc's Blackwell 2.28
     assert 0.9 * ceiling <= p.busbw_Bps <= ceiling
-    assert p.breakdown["binding_limit"] == f"NCCL tree kernel (8 channels x {per_channel:g} GB/s, NCCL 2.28)"
+    assert p.breakdown["binding_limit"] == f"NCCL 2.28 tuner's tree limit (8 channels x {per_channel:g} GB/s)"
 
 
 def test_the_ring_does_not_move():
@@ -59,9 +59,9 @@ def test_the_scenario_names_its_nccl(tmp_path):
     tree is back on its network bytes, about the ring's busbw."""
     old = _cluster(4, _scenario(tmp_path, "2.27.3"))
     assert old.nccl_version == (2, 27)
-    assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL tree kernel (8 channels x 72 GB/s, NCCL 2.27)")
+    assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL 2.27 tuner's tree limit (8 channels x 72 GB/s)")
     tree = predict_fabric(old, "all_reduce", S, "tree")
-    assert "tree kernel" not in tree.breakdown["binding_limit"]
+    assert "tree limit" not in tree.breakdown["binding_limit"]
     assert tree.busbw_Bps == pytest.approx(predict_fabric(old, "all_reduce", S, "ring").busbw_Bps, rel=0.05)
     assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl_version == (2, 30)
 
@@ -86,3 +86,24 @@ def test_published_rows_take_the_files_stated_nccl():
         rows = nccl.system_rows(nccl.read_nccl_file(ROOT / "calibration/published" / f"{name}.yaml"))
         tree = [r for r in rows if r.detail.startswith("tree/")]
         assert tree and all(abs(r.error) < 0.10 for r in tree), [(r.run, r.error) for r in tree]
+
+
+def test_scenarios_state_the_nccl_their_published_files_ran():
+    """Cold read of session 42: a published file's scenario that names machine.nccl names the version its file states
+    (system.nccl, major.minor); Together's two B200 scenarios name theirs (use3a 2.29.7, the x64 cluster 2.28.9)."""
+    stated = {}
+    for path in sorted((ROOT / "calibration/published").glob("nccl-*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        scenario = (doc.get("simcluster") or {}).get("scenario")
+        version = parse_nccl_version((doc.get("system") or {}).get("nccl"))
+        if scenario and version:
+            stated.setdefault((path.parent / scenario).resolve(), set()).add(version)
+    checked = 0
+    for scenario, versions in stated.items():
+        machine = yaml.safe_load(scenario.read_text())["machine"]
+        if "nccl" in machine:
+            checked += 1
+            assert versions == {parse_nccl_version(machine["nccl"])}, (scenario.name, versions, machine["nccl"])
+    for name, version in (("b200-ib-8x400g-x46-together-use3a", "2.29.7"), ("b200-ib-8x400g-x64-together", "2.28.9")):
+        assert yaml.safe_load((ROOT / f"scenarios/published/{name}.yaml").read_text())["machine"]["nccl"] == version
+    assert checked >= 2

@@ -39,7 +39,7 @@ def test_the_shipped_tree_now_carries_it():
     ring = predict_fabric(cluster, "all_reduce", 32 * 2**30, "ring")
     assert tree.busbw_Bps < 0.55 * ring.busbw_Bps
     assert tree.busbw_Bps == pytest.approx(study.ceiling_bus_Bps(cluster, "Simple"), rel=0.05)
-    assert tree.breakdown["binding_limit"].startswith("NCCL tree kernel (8 channels x 24 GB/s")
+    assert tree.breakdown["binding_limit"].startswith("NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s")
 
 
 def test_the_rows_that_judge_it():

@@ -160,8 +160,8 @@ def test_an_h100_eager_answer_gets_the_extrapolated_wording_and_an_h200_one_does
             "(extrapolated)") in fsdp
     assert main(["run", h200]) == 0
     fsdp = next(line for line in capsys.readouterr().out.splitlines() if "| PyTorch eager | FSDP | bf16" in line)
-    # the status part ends at the GPUs (what follows: the band's moved and re-measured rows, trust/moved.py)
-    assert "2-4 GPUs; rows on H200); " in fsdp and "re-measured with today's model" in fsdp
+    # the status part ends at the GPUs (what follows: the band's moved and still-priced rows, trust/moved.py)
+    assert "2-4 GPUs; rows on H200); " in fsdp and "registered rows today's model still prices within" in fsdp
     assert "validated on" in fsdp and "has no rows in this regime" not in fsdp
 
 

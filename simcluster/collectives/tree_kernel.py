@@ -7,12 +7,17 @@ most perChMaxTreeLL128Bws). A tree all_reduce moves 2 S per GPU on that busbw (N
 
     T_kernel = 2 S / (C_tree x b_ch(arch, N, NCCL version, protocol))
 
-is one more floor under the tree's data time (collectives/fabric.py Tree.data_s). The table is NCCL's and changes with
+is one more floor under the tree's data time (collectives/fabric.py Tree.data_s). It is NCCL's tuner estimate, not a
+measured kernel rate: tuning.cc's busBw = min(0.92 nCh bw, nCh perChMaxTreeBw) on the tree graph's nCh (8 on 8-GPU /
+8-NIC nodes, search.cc's channel-duplication rule) while 16 collective channels run. The table is NCCL's and changes with
 its version: Blackwell 77.4 / 82.8 / 72.0 GB/s (2 x Hopper's) from 2.26 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on
 (stored tags v2.28.3-1 .. v2.30.7-1); Ampere and Hopper the same in every tag read (v2.26.2-1 .. v2.30.7-1). The
 version is the scenario's `machine.nccl` (else the published file's stated one, reference/nccl.py), else the model's
 own, MODEL_NCCL (2.28, the version of every other table in nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4
-nodes on it binds at 8 channels x 24 GB/s = 192 GB/s, half the ring's busbw.
+nodes on it binds at 8 channels x 24 GB/s = 192 GB/s, half the ring's busbw. Only the 2.28+ branch was judged on
+held-out rows (the 24 registered rows ran 2.28 / 2.29); the 2.26-2.27 branch rests on 2 development rows (nccl#1801's
+GB200 partitions, another topology). machine.nccl keys this plain-tree table only: the NVLS-tree cap below and the Ring
+LL128 tables stay 2.28's.
 
 NVLS tree: NCCL's ceiling on the NVLS-tree kernel (perChMaxNVLSTreeBws), times the NVLS head channels, as an
 algorithm bandwidth (busbw x n / 2(n-1)): the node's SMs split between NVLink SHARP and the network.
@@ -67,15 +72,15 @@ def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, i
 
 def tree_ceiling(cluster, protocol: str) -> tuple[float, str]:
     """(bus bytes/s, name) of the plain tree kernel's ceiling on this cluster: the name says what binds, e.g.
-    'NCCL tree kernel (8 channels x 24 GB/s, NCCL 2.28)'; inf where the tree graph has no channel."""
+    "NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s)"; inf where the tree graph has no channel."""
     channels = graphs(cluster.nccl_topology)["Tree"].channels
     version = cluster.nccl_version or MODEL_NCCL
     per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version)
     if not channels:
-        return math.inf, "NCCL tree kernel (no tree channel)"
+        return math.inf, "NCCL tuner's tree limit (no tree channel)"
     return (channels * per_ch * 1e9,
-            f"NCCL tree kernel ({channels} channels x {per_ch:.4g} GB/s{' ' + protocol if protocol != 'Simple' else ''}, "
-            f"NCCL {version[0]}.{version[1]})")
+            f"NCCL {version[0]}.{version[1]} tuner's tree limit ({channels} channels x {per_ch:.4g} GB/s"
+            f"{' ' + protocol if protocol != 'Simple' else ''})")
 
 
 def nvls_tree_kernel_algbw(call) -> float:

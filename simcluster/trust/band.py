@@ -97,7 +97,7 @@ class Trust:
         if self.gpu_in_band is not None:
             out["gpu"], out["gpu_in_band"] = self.regime.gpu, self.gpu_in_band
         if self.moves is not None and self.moves.registered:
-            out["model_moved"] = self.moves.to_json(self.rho)   # with the re-measured rows' coverage by this band
+            out["model_moved"] = self.moves.to_json(self.rho)   # with the still-priced rows' coverage by this band
         if self.caveat:
             out["caveat"] = self.caveat
         if self.noise is not None:
@@ -106,7 +106,7 @@ class Trust:
 
     def moved_text(self) -> str:
         """Where most of the band's rows are registered rows today's model has moved on: says so (Moves.text); where the
-        band has registered rows, flagged or not, what re-measured it with today's model (Moves.remeasured_text)."""
+        band has registered rows, flagged or not, those today's model still prices within 2% (Moves.remeasured_text)."""
         if self.moves is None:
             return ""
         return "; ".join(t for t in (self.moves.text(), self.moves.remeasured_text(self.rho)) if t)

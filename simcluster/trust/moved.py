@@ -17,13 +17,15 @@ are mostly an earlier model's, and the answer says so (Trust.moved_text). Both a
 a band's moves sit near 2%: docs/models/trust.md, "Sensitivity of the moved flag", prints them at 1/2/3/5%
 (`python -m simcluster.trust.report`; docs/accuracy.md). Pure: the registering commit a row carries is read by trust/build.set_registered_at.
 
-**Re-measured with today's model** (session 42, cold read D 41 5): the registered rows that have not moved (today's step
-within MOVE_THRESHOLD of the registered one) are held-out residuals of today's model too. Every band with registered
-rows, flagged or not, says how many there are, from how many sources, their mean |error| (predicted / measured - 1, as
-docs/accuracy.md's column) and how many lie inside the answer's band (beside how many of all its rows do: they are among
-the rows the band was cut from, so the comparison, not the count alone, says whether today's model sits as the band
-does): Moves.remeasured / remeasured_text. The flag keeps counting rows, so it falls when enough of them are today's:
-docs/models/trust.md, "Why the flag counts rows", says why not sources or sets.
+**Registered rows today's model still prices within 2%** (session 42, cold read D 41 5; named so by the cold read of
+session 42): the registered rows that have not moved (today's step within MOVE_THRESHOLD of the registered one) are
+held-out residuals of today's model too, read with today's step: rho_today = measured / today = rho / move. Every band
+with registered rows, flagged or not, says how many there are, from how many sources, their mean |error| (today's
+predicted / measured - 1) and how many of their rho_today lie inside the answer's band (beside how many of all its
+rows do: they are among the rows the band was cut from, so the comparison, not the count alone, says whether today's
+model sits as the band does): Moves.remeasured / remeasured_text (JSON `still_priced_by_todays_model`). The flag keeps
+counting rows, so it falls when enough of them are today's: docs/models/trust.md, "Why the flag counts rows", says
+why not sources or sets.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Moves:
     commits: tuple[tuple[str, int], ...] = ()   # registering commit -> registered rows, most rows first
     move_range: tuple[float, float] | None = None   # lowest and highest today / registered - 1
     rhos: tuple[float, ...] = ()      # every band row's rho (measured / predicted as a time)
-    today: tuple[tuple[str, float], ...] = ()   # (source, rho) of the registered rows not moved: today's model's
+    today: tuple[tuple[str, float], ...] = ()   # (source, measured / today's step) of the registered rows not moved
 
     @property
     def earlier_model(self) -> bool:
@@ -60,11 +62,12 @@ class Moves:
                 "median_move_pct": None if self.median_move is None else round(self.median_move * 100, 1),
                 "move_range_pct": None if self.move_range is None else [round(x * 100, 1) for x in self.move_range],
                 "registered_at": dict(self.commits), "band_measured_on_earlier_model": self.earlier_model,
-                "remeasured_with_todays_model": self.remeasured(band)}
+                "still_priced_by_todays_model": self.remeasured(band)}
 
     def remeasured(self, band: tuple[float, float] | None = None) -> dict:
         """The registered rows today's model still prices within the threshold of their registered step: rows, sources,
-        mean |predicted / measured - 1| (%), and with `band` how many of them and of all the band's rows lie inside."""
+        mean |today's predicted / measured - 1| (%), and with `band` how many of them (their measured / today's step)
+        and of all the band's rows lie inside."""
         rhos = [rho for _, rho in self.today]
         out = {"rows": len(rhos), "sources": len({s for s, _ in self.today}),
                "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r - 1) for r in rhos), 1) if rhos else None}
@@ -74,8 +77,8 @@ class Moves:
         return out
 
     def remeasured_text(self, band: tuple[float, float] | None = None) -> str:
-        """'re-measured with today's model: 10 rows whose registered step it still gives within +-2% (2 sources): mean
-        |error| 9.3%, 9 of 10 inside the band (all its rows: 32 of 36)'; '' without registered rows. Where the band is
+        """'registered rows today's model still prices within +-2%: 10 (2 sources): mean |error| 9.3% (today's step), 9 of
+        10 inside the band (all its rows: 32 of 36)'; '' without registered rows. Where the band is
         not flagged but some rows moved, it first says how many (the flag's count: both sides of it)."""
         if not self.registered:
             return ""
@@ -84,14 +87,14 @@ class Moves:
                  "registration (not more than half: not flagged); ")
         r = self.remeasured(band)
         if not r["rows"]:
-            return (f"{moved}re-measured with today's model: none of its registered rows ({self.registered} of "
-                    f"{self.registered} moved)")
+            return (f"{moved}registered rows today's model still prices within +-{MOVE_THRESHOLD:.0%}: none "
+                    f"({self.registered} of {self.registered} moved)")
         n = r["rows"]
         inside = "" if band is None else (f", {r['inside_band']} of {n} inside the band (all its rows: "
                                           f"{r['band_rows_inside'][0]} of {r['band_rows_inside'][1]})")
-        return (f"{moved}re-measured with today's model: {n} row{'s' * (n != 1)} whose registered step it still gives "
-                f"within +-{MOVE_THRESHOLD:.0%} ({r['sources']} source{'s' * (r['sources'] != 1)}): mean |error| "
-                f"{r['mean_abs_error_pct']:.1f}%{inside}")
+        return (f"{moved}registered rows today's model still prices within +-{MOVE_THRESHOLD:.0%}: {n} "
+                f"({r['sources']} source{'s' * (r['sources'] != 1)}): mean |error| {r['mean_abs_error_pct']:.1f}% "
+                f"(today's step){inside}")
 
     def text(self) -> str:
         """'band measured on an earlier model: today's model moved beyond +-2% on 19 of its 30 registered rows since
@@ -122,7 +125,7 @@ def moves_of(rows, threshold: float = MOVE_THRESHOLD) -> Moves:
     commits: dict[str, int] = {}
     for r in reg:
         commits[r.registered_at or "?"] = commits.get(r.registered_at or "?", 0) + 1
-    today = tuple((r.source, r.rho) for r in reg if not _moved(r, threshold))
+    today = tuple((r.source, r.rho / r.moved) for r in reg if not _moved(r, threshold))   # measured / today's step
     return Moves(len(rows), len(reg), len(reg) - len(today),
                  statistics.median(r.moved - 1 for r in reg) if reg else None,
                  tuple(sorted(commits.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -36,7 +36,7 @@ def _remeasured(moves: dict | None) -> str:
     """'27 (8 sources), 27 inside'; '-' where the regime has no registered row."""
     if not moves:
         return "-"
-    r = moves["remeasured_with_todays_model"]
+    r = moves["still_priced_by_todays_model"]
     if not r["rows"]:
         return "none"
     return f"{r['rows']} ({r['sources']} source{'s' * (r['sources'] != 1)}), {r['inside_band']} inside"
@@ -61,7 +61,7 @@ def accuracy_page(table: Table) -> str:
              "## Coverage, each source left out in turn", "", *coverage_lines(table), "",
              "## Regimes", "",
              "| regime | rows | sources | GPUs | ran on (rows) | 80% band (time) | mean abs error | registered rows moved (median move) | "
-             "re-measured with today's model | status |",
+             "registered rows today's model still prices within 2% | status |",
              "| --- | ---: | ---: | --- | --- | --- | ---: | --- | --- | --- |"]
     for s in regime_summary(table):
         lo, hi = s["band_pct"]
