@@ -44,10 +44,12 @@ def test_the_text_states_the_mean_lease_bias_as_the_study_judges_it(study):
     if TP2_HOST_BOUND.biased:
         assert f"noise-limited apart from a bias of {bias} (se " in text
     else:
-        assert f"noise-limited (mean lease bias {bias}, se 2.9%: within 2 se)" in text
+        assert f"noise-limited (mean lease bias {bias}, se {TP2_HOST_BOUND.bias_se_log:.1%}: within 2 se)" in text
     assert f"on the same {study['preset']['same_rows']} processes today's model" in text
     biased = replace(TP2_HOST_BOUND, bias_log=-0.07)
-    assert biased.biased and "noise-limited apart from a bias of -6.8% (se 2.9%)" in biased.text()
+    assert biased.biased and f"noise-limited apart from a bias of -6.8% (se {TP2_HOST_BOUND.bias_se_log:.1%})" in biased.text()
+    unbiased = replace(TP2_HOST_BOUND, bias_log=-0.01)
+    assert not unbiased.biased and "noise-limited (mean lease bias -1.0%, se " in unbiased.text()
 
 
 def test_the_drift_across_a_call_is_fitted_within_it():
@@ -84,7 +86,7 @@ def test_tp_at_two_gpus_answers_unvalidated_with_its_own_band():
     # its measured band widened to all its rows (an unvalidated band contains its own rows), not the family's pooled one
     assert two.rho == (min(four.rho[0], *(r.rho for r in rows)), max(four.rho[1], *(r.rho for r in rows)))
     assert two.widened and two.rho != four.rho
-    assert "unvalidated, noise-limited (mean lease bias" in two.text() and "at 2 GPUs (H200)" in two.text()
+    assert f"unvalidated, {TP2_HOST_BOUND.bias_clause()}" in two.text() and "at 2 GPUs (H200)" in two.text()
     assert "validated on" not in two.text()
     assert two.to_json()["noise_limited"]["floor_mean_abs_error_pct"] == list(TP2_HOST_BOUND.floor_pct)
     assert "noise_limited" not in four.to_json()
