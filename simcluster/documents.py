@@ -113,6 +113,7 @@ class PublishedUsage(Document):
     runs_not_compared: Nullable(dict[int, Text(2000)]) = None
     rows_not_held_out: Nullable(dict[str, Text(2000)]) = None      # row id -> why (files of rows, not runs)
     source_group: Nullable(Text(200)) = None                        # the source a band counts it as (published.Published)
+    development_for: Nullable(dict[OneOf("held_out_systems"), Text(2000)]) = None   # check -> why its rows prompted it
 
 
 class Published(Document):

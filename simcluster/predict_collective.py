@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class CollectiveSweepResult:
     link: str = "nvlink"              # where the bytes go: one NVLink domain (nvlink-<gpu>), or the NIC transport across nodes
     variant: str = ""                 # the scenario's what-if variant
     gpu: str = ""                     # the machine's GPU model (machine_models.machine_gpu; one node: the link's), for its trust
+    nccl_protocols: dict | None = None   # across nodes, NCCL's protocols as the NIC card restricts them (its source), else None
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
@@ -47,7 +49,8 @@ class CollectiveSweepResult:
             rows.append(annotate_collective(row, p, self.link, self.gpu))
         return {**({"variant": self.variant} if self.variant else {}), "op": self.op, "ranks": self.ranks,
                 "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.link,
-                "description": self.description, "notes": self.notes, "rows": rows}
+                "description": self.description, "notes": self.notes,
+                **({"nccl_protocols": self.nccl_protocols} if self.nccl_protocols else {}), "rows": rows}
 
     def header_lines(self, version: str) -> list[str]:
         lines = [f"simcluster {version} prediction: {self.op}, {self.ranks} ranks, {self.source}"]
@@ -151,5 +154,24 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
+    restricted = _nic_protocols(m)
+    if restricted:
+        notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
+                     f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
-                                 result.predictions, result.description, link, label, machine_gpu(m))
+                                 result.predictions, result.description, link, label, machine_gpu(m), restricted)
+
+
+def _nic_protocols(m) -> dict | None:
+    """Across nodes, NCCL's protocols where the machine's NIC card restricts them (`nccl_protocols`, e.g. efa-100g's
+    Simple: aws-ofi-nccl's NCCL_PROTO=simple on p4d / p4de): {protocols, excluded, source}; else None."""
+    from simcluster.collectives.nccl_search import PROTOCOLS
+    from simcluster.machine_models import machine_nic
+
+    if m.domains <= 1 or m.nic is None:
+        return None
+    nic, _ = machine_nic(m)
+    if not nic.nccl_protocols or set(nic.nccl_protocols) >= set(PROTOCOLS):
+        return None
+    return {"protocols": list(nic.nccl_protocols), "excluded": [p for p in PROTOCOLS if p not in nic.nccl_protocols],
+            "source": f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})"}

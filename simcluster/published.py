@@ -14,7 +14,7 @@ from simcluster.strict import field, known_keys, load_yaml, short
 
 BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops",
               "framework", "framework_by_model", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared",
-              "source_group"}
+              "source_group", "development_for"}
 CALIBRATION = Path(__file__).resolve().parents[1] / "calibration"
 PUBLISHED = CALIBRATION / "published"
 
@@ -41,6 +41,11 @@ class Published:
 
     def held_out(self, run: int) -> bool:
         return bool(self.usage["held_out"]) and run not in (self.usage.get("runs_not_held_out") or {})
+
+    def development_for(self, check: str) -> str:
+        """Why the file is development for a whole-file check (`development_for`: held_out_systems, the rows prompted
+        that check's own terms or bounds), else ""."""
+        return str((self.usage.get("development_for") or {}).get(check) or "")
 
     def why(self, run: int) -> str:
         return (self.usage.get("runs_not_held_out") or {}).get(run) or str(self.usage.get("why") or "")

@@ -158,6 +158,22 @@ def test_partial_or_bad_input_is_left_out_or_one_line(tmp_path):
         s.read_out(bundle)
 
 
+def test_an_ok_shape_with_a_null_seq_leaves_its_process_out_in_one_line(tmp_path):
+    """review C 42: `seq: null` in an ok shape was a TypeError traceback (int(None)); as eager_tpnoise (86846779) the
+    process is left out with one 'left out' line and the others are read."""
+    s = script()
+    bundle = synthetic(tmp_path, 0.0, 0.0, QUIET)
+    for name, bad in (("p03", {"seq": None}), ("p05", {"micro_batch": "two"})):
+        doc = json.loads((bundle / "runs" / f"{name}.json").read_text().split("\n", 1)[1])
+        doc["shapes"][0] |= bad
+        (bundle / "runs" / f"{name}.json").write_text(json.dumps(doc))
+    r = s.read_out(bundle)
+    left = " ".join(r["left"])
+    assert "p03: a shape without a usable seq / micro_batch (TypeError" in left
+    assert "p05: a shape without a usable seq / micro_batch (ValueError" in left
+    assert len(r["processes"]) == len(QUIET) - 2
+
+
 def test_the_command_line_prints_one_line_on_a_bad_bundle(tmp_path, capsys):
     assert script().main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()

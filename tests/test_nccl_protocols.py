@@ -60,3 +60,19 @@ def test_bad_protocols_are_refused_in_one_line():
     assert nic_params_yaml(nic_params(card, "x.yaml"))["nccl_protocols"] == ["Simple"]
     with pytest.raises(SimclusterError, match="protocols"):
         NcclTopology("ampere", 8, 2, None, 4, 12.5e9, protocols=("LL256",))
+
+
+def test_predict_collective_says_when_the_nic_card_restricts_the_protocols():
+    """review C 42: `predict collective` on an EFA p4d / p4de scenario names the restriction (text note, --json key
+    with its source); a scenario whose NIC card leaves every protocol says nothing of it."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    (p4de,) = sweep_from_scenario(str(ROOT / "scenarios/published/aws-p4de-24xlarge-x2.yaml"), "all_reduce", "64M", "64M",
+                                  2, None)
+    doc = p4de.to_json()
+    assert doc["nccl_protocols"]["protocols"] == ["Simple"] and doc["nccl_protocols"]["excluded"] == ["LL", "LL128"]
+    assert "models/nic/efa-100g.yaml" in doc["nccl_protocols"]["source"]
+    assert any("Simple only (LL, LL128 excluded by the NIC card's nccl_protocols" in n for n in doc["notes"])
+    assert any("LL, LL128 excluded" in line for line in p4de.header_lines("0"))
+    (p5,) = sweep_from_scenario(str(ROOT / "scenarios/published/aws-p5-48xlarge-x2.yaml"), "all_reduce", "64M", "64M", 2, None)
+    assert "nccl_protocols" not in p5.to_json() and not any("excluded" in n for n in p5.notes)

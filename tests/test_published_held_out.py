@@ -134,6 +134,35 @@ def test_no_fitted_start_up_exceeds_the_smallest_measured_multi_node_call(system
         assert r.call_setup_s is None or r.call_setup_s <= min(times)
 
 
+def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_others_figure(systems):
+    """A published file whose `why` says its rows prompted this check's terms or bounds (session 42 ncclsys: SETUP_MAX_S
+    after the p5 x2 / KeitaW p5 rows, the efa-100g card's nccl_protocols after the p4d / p4de rows) carries
+    `development_for: {held_out_systems: why}`; text() marks it and prints the other systems' figure beside the headline
+    (review C 42: the headline "34 of 49" counted them unmarked)."""
+    from simcluster.published import published_files, read_published
+
+    prompting = set()
+    for f in published_files(None, "nccl-"):
+        ref = read_published(f, "published-nccl-run")
+        if "--held-out-systems" in str(ref.usage.get("why") or ""):
+            prompting.add(ref.name)
+            assert ref.development_for("held_out_systems"), f"{ref.name}: development for --held-out-systems, unmarked"
+    assert prompting >= {"nccl-aws-p5-48xlarge-x2", "nccl-aws-p5-x2-eks-keitaw2024", "nccl-aws-p4de-24xlarge-x2",
+                         "nccl-aws-p4d-x2-vm-skypilot-efa", "nccl-aws-p4d-x2-hyperpod-skypilot-efa"}
+    results = ho.held_out_systems(systems=systems)
+    assert {r.system for r in results if r.development} == prompting
+    out = ho.text(results)
+    for r in results:
+        line = next(x for x in out.splitlines() if x.startswith(r.system[:30]))
+        assert ("^" in line.split()[0]) == bool(r.development)
+    others = [r for r in results if not r.development]
+    rows = sum(r.rows for r in others)
+    mean = sum(r.held_out_pct * r.rows for r in others) / rows
+    met = sum(r.held_out_pct <= ho.TARGET_PCT for r in others)
+    assert f"others (not ^): {met} of {len(others)} within 10%, {rows} rows {mean:.1f}%" in out
+    assert all(r.to_json()["development"] == (r.development or None) for r in results)
+
+
 def test_cli_refuses_without_published_nccl():
     out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--held-out-systems"], capture_output=True, text=True)
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published nccl" in out.stderr

@@ -181,8 +181,12 @@ def read_out(bundle: Path) -> dict:
         if doc is None:
             left.append(f"{name}: {why}")
             continue
-        med = [s.get("median_step_s") for s in doc.get("shapes", []) if s.get("status") == "ok"
-               and (int(s.get("seq", 0)), int(s.get("micro_batch", 0))) == key[1:]]
+        try:   # a partial document (an ok shape with a null seq / micro_batch): the process is left out, in one line
+            med = [s.get("median_step_s") for s in doc.get("shapes", []) if s.get("status") == "ok"
+                   and (int(s.get("seq", 0)), int(s.get("micro_batch", 0))) == key[1:]]
+        except (TypeError, ValueError) as exc:
+            left.append(f"{name}: a shape without a usable seq / micro_batch ({type(exc).__name__}: {exc}; partial document)")
+            continue
         if not med or not isinstance(med[0], (int, float)) or med[0] <= 0:
             left.append(f"{name}: no timed {key[1]}:{key[2]}")
             continue
