@@ -349,6 +349,11 @@ FROM_NCCL = {"Ring": "ring", "PAT": "ring", "Tree": "tree", "NVLSTree": "nvls-tr
              "CollNetDirect": "in-network", "CollNetChain": "in-network"}
 
 
+def runnable_protocols(model, topo) -> list[str]:
+    """The model's protocols NCCL may run here (NCCL_PROTO as the NIC card's plugin sets it), else all its own."""
+    return [p for p in model.protocols if p in topo.protocols] or list(model.protocols)
+
+
 def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None) -> tuple[str, str, dict]:
     """(algorithm, protocol, what NCCL chose): NCCL's decision for the cluster's topology, or, with the algorithm
     forced, the protocol NCCL would run it with. Where NCCL does not tune the op (p2p) or its choice has no model
@@ -357,7 +362,7 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
     if algorithm is not None:
         model = models[algorithm]
         proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None
-        allowed = [p for p in model.protocols if p in topo.protocols] or list(model.protocols)
+        allowed = runnable_protocols(model, topo)
         proto = proto if proto in allowed else min(allowed, key=lambda p: model.time(call, p)[0])
         return algorithm, proto, {}
     if call.op in TUNED_OPS:
@@ -368,8 +373,7 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
             return chosen, d.protocol if d.protocol in models[chosen].protocols else "Simple", nccl
     else:
         nccl = {}
-    options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in m.protocols
-               if p in topo.protocols or not set(m.protocols) & set(topo.protocols)}
+    options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in runnable_protocols(m, topo)}
     name, proto = min(options, key=options.get)
     return name, proto, nccl
 
