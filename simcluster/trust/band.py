@@ -106,10 +106,10 @@ class Trust:
 
     def moved_text(self) -> str:
         """Where most of the band's rows are registered rows today's model has moved on: says so (Moves.text); where the
-        band has registered rows, flagged or not, those today's model still prices within 2% (Moves.remeasured_text)."""
+        band has registered rows, flagged or not, those today's model still prices within 2% (Moves.still_priced_text)."""
         if self.moves is None:
             return ""
-        return "; ".join(t for t in (self.moves.text(), self.moves.remeasured_text(self.rho)) if t)
+        return "; ".join(t for t in (self.moves.text(), self.moves.still_priced_text(self.rho)) if t)
 
     def own_text(self) -> str:
         """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""

@@ -23,7 +23,7 @@ held-out residuals of today's model too, read with today's step: rho_today = mea
 with registered rows, flagged or not, says how many there are, from how many sources, their mean |error| (today's
 predicted / measured - 1) and how many of their rho_today lie inside the answer's band (beside how many of all its
 rows do: they are among the rows the band was cut from, so the comparison, not the count alone, says whether today's
-model sits as the band does): Moves.remeasured / remeasured_text (JSON `still_priced_by_todays_model`). The flag keeps
+model sits as the band does): Moves.still_priced / still_priced_text (JSON `still_priced_by_todays_model`). The flag keeps
 counting rows, so it falls when enough of them are today's: docs/models/trust.md, "Why the flag counts rows", says
 why not sources or sets.
 """
@@ -56,15 +56,15 @@ class Moves:
         return self.moved * 2 > self.rows
 
     def to_json(self, band: tuple[float, float] | None = None) -> dict:
-        """The moves; with the answer's `band` (rho low, high) the re-measured rows' coverage by it (remeasured)."""
+        """The moves; with the answer's `band` (rho low, high) the still-priced rows' coverage by it (still_priced)."""
         return {"rows": self.rows, "registered_rows": self.registered, "moved_rows": self.moved,
                 "threshold_pct": MOVE_THRESHOLD * 100,
                 "median_move_pct": None if self.median_move is None else round(self.median_move * 100, 1),
                 "move_range_pct": None if self.move_range is None else [round(x * 100, 1) for x in self.move_range],
                 "registered_at": dict(self.commits), "band_measured_on_earlier_model": self.earlier_model,
-                "still_priced_by_todays_model": self.remeasured(band)}
+                "still_priced_by_todays_model": self.still_priced(band)}
 
-    def remeasured(self, band: tuple[float, float] | None = None) -> dict:
+    def still_priced(self, band: tuple[float, float] | None = None) -> dict:
         """The registered rows today's model still prices within the threshold of their registered step: rows, sources,
         mean |today's predicted / measured - 1| (%), and with `band` how many of them (their measured / today's step)
         and of all the band's rows lie inside."""
@@ -76,7 +76,7 @@ class Moves:
             out["band_rows_inside"] = [sum(_inside(r, band) for r in self.rhos), len(self.rhos)]
         return out
 
-    def remeasured_text(self, band: tuple[float, float] | None = None) -> str:
+    def still_priced_text(self, band: tuple[float, float] | None = None) -> str:
         """'registered rows today's model still prices within +-2%: 10 (2 sources): mean |error| 9.3% (today's step), 9 of
         10 inside the band (all its rows: 32 of 36)'; '' without registered rows. Where the band is
         not flagged but some rows moved, it first says how many (the flag's count: both sides of it)."""
@@ -85,7 +85,7 @@ class Moves:
         moved = ("" if self.earlier_model or not self.moved else
                  f"today's model moved beyond +-{MOVE_THRESHOLD:.0%} on {self.moved} of its {self.rows} rows since "
                  "registration (not more than half: not flagged); ")
-        r = self.remeasured(band)
+        r = self.still_priced(band)
         if not r["rows"]:
             return (f"{moved}registered rows today's model still prices within +-{MOVE_THRESHOLD:.0%}: none "
                     f"({self.registered} of {self.registered} moved)")

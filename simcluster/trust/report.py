@@ -32,7 +32,7 @@ def _moved(moves: dict | None) -> str:
             + (", **earlier model**" if moves["band_measured_on_earlier_model"] else ""))
 
 
-def _remeasured(moves: dict | None) -> str:
+def _still_priced(moves: dict | None) -> str:
     """'27 (8 sources), 27 inside'; '-' where the regime has no registered row."""
     if not moves:
         return "-"
@@ -71,7 +71,7 @@ def accuracy_page(table: Table) -> str:
                        f"{f.floor_pct[0]:.1f}-{f.floor_pct[1]:.1f}%; its answers carry this band widened to all its rows "
                        f"(trust/noise.py)")
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {_ran_on(s['gpu_rows'])} | "
-                     f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {_moved(s['model_moves'])} | {_remeasured(s['model_moves'])} | "
+                     f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {_moved(s['model_moves'])} | {_still_priced(s['model_moves'])} | "
                      f"{status} |")
     lines += ["", f"Registered rows moved: of the regime's rows judged against a prediction registered before they ran, how "
               f"many today's model now prices beyond +-{MOVE_THRESHOLD:.0%} of the registered step, and the median of today's / "

@@ -63,7 +63,7 @@ def test_the_still_priced_rows_are_read_with_today_s_step_not_the_registered_one
     """Cold read of session 42: a row within 2% is a residual of today's model at measured / today's step = rho / move,
     not the registered rho. rho 1.0 registered, today's step 1.5% longer: today's error is +1.5%, not 0%."""
     rows = [_row(0, 1.015, 1.0, "a"), _row(1, 0.985, 1.0, "b")]
-    r = moves_of(rows).remeasured((0.98, 1.001))
+    r = moves_of(rows).still_priced((0.98, 1.001))
     assert r["mean_abs_error_pct"] == 1.5                       # |1.015 - 1| and |0.985 - 1|
     assert r["inside_band"] == 1                                # 1 / 1.015 = 0.985 inside, 1 / 0.985 = 1.015 outside
 
@@ -76,12 +76,12 @@ def test_no_row_re_measured_and_no_registered_row():
     assert "still prices" not in unregistered.text() and "model_moved" not in unregistered.to_json()
     # rows predicted by today's code but never registered are not counted as still priced
     mixed = moves_of([_row(0, None, 1.0, "a"), _row(1, 1.0, 1.1, "b")])
-    assert mixed.remeasured()["rows"] == 1 and "inside_band" not in mixed.remeasured()
+    assert mixed.still_priced()["rows"] == 1 and "inside_band" not in mixed.still_priced()
 
 
 def test_the_threshold_edge_is_today_s_and_the_table_json_carries_the_subset():
     edge = [_row(0, 1.02, 1.02, "a"), _row(1, 1.0201, 1.0, "b"), _row(2, 0.98, 0.98, "c")]   # today: 1.0, -, 1.0
-    assert moves_of(edge).remeasured()["rows"] == 2 and moves_of(edge).moved == 1
+    assert moves_of(edge).still_priced()["rows"] == 2 and moves_of(edge).moved == 1
     doc = json.loads(json.dumps(Table(edge).to_json()))
     assert doc["model_moves_by_regime"][KEY]["still_priced_by_todays_model"]["inside_band"] == 2
 
@@ -108,7 +108,7 @@ def test_every_band_of_the_shipped_table_counts_its_still_priced_rows_as_recount
         seen += 1
         band = conformal_bounds([r.rho for r in rows])
         kept = [r for r in rows if r.moved is not None and abs(r.moved - 1) <= 0.02 + 1e-9]
-        got = m.remeasured(band)
+        got = m.still_priced(band)
         assert got["rows"] == len(kept) and got["sources"] == len({r.source for r in kept})
         assert got["inside_band"] == sum(band[0] <= r.rho / r.moved <= band[1] for r in kept)
         assert got["band_rows_inside"] == [sum(band[0] <= r.rho <= band[1] for r in rows), len(rows)]
