@@ -44,14 +44,9 @@ MIN_EFFECT = 0.03   # S: an effect smaller than 3% of the step is not called, wh
 
 
 def predicted() -> list[dict]:
-    from simcluster.heldout.eager_regimes import regime_predict
+    from simcluster.heldout.eager_regimes import registered_row
 
-    out = []
-    for preset, seq, mb in SHAPES:
-        p = regime_predict(preset, mb, "tp", "h200", seq=seq)
-        out.append({"preset": preset, "seq": seq, "micro_batch": mb, "mode": "tp",
-                    "predicted": {"step_ms": p["step_ms"], "host_share": p["host_share"], "host": p["host"]}})
-    return out
+    return [registered_row(preset, seq, mb, "tp") for preset, seq, mb in SHAPES]
 
 
 def register(path: Path) -> None:
