@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from conftest import load_script
+from conftest import ROOT, load_script
 
 from simcluster.trust.band import trust_of
 from simcluster.trust.noise import NOISE_FLOORS, SACOP1_CHECKED, TP2_HOST_BOUND, noise_floor
@@ -124,3 +124,19 @@ def test_sac_by_op_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the
     marked = noise_floor(f.regime, 1.0, "H200") is not None
     assert marked == (min(f.floor_pct) >= f.target_pct), (f.floor_pct, marked)
     assert not marked   # 5.5-7.1% < 8%: SAC by op is not at its noise floor (session 43)
+
+
+def test_the_lab_modes_list_is_its_print_today_and_marks_only_the_noise_floors():
+    """studies/eager_lab_modes.txt (quoted in llm.md) is what the study prints from the shipped table; a regime reads
+    noise-limited there exactly where trust/noise.py marks it."""
+    import contextlib
+    import io
+
+    s = load_script("studies/eager_lab_modes.py")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        s.main()
+    shipped = (ROOT / "studies" / "eager_lab_modes.txt").read_text().splitlines()[1:]
+    assert out.getvalue().splitlines() == shipped
+    marked = {(m["regime"], m["gpus"]) for m in s.modes() if m["noise_limited"]}
+    assert marked == {(f.regime, f.gpus) for f in NOISE_FLOORS if f.gpus <= 2}
