@@ -35,22 +35,27 @@ from simcluster.heldout import eager_registered as er  # noqa: E402
 from simcluster.llm.host_bound import is_host_bound  # noqa: E402
 
 CAL = ROOT / "calibration"
-GLOBS = ("h200x1-llm-sac-2026-11-29/runs/*-op.json", "h200x1-llm-sac-2026-11-29/profiled-diagnostic/*-op.json",
-         "h200x1-llm-compile2-2026-11-29/runs/op-*.json", "h200x1-llm-ophost2-2026-11-29/runs/op-*.json",
-         "h200x1-llm-lease3-2026-11-29/runs/op-*.json", "h200x2-eager-today-2026-11-30/runs/op-*.json",
-         "h200x1-eager-sacop-2026-11-30/runs/op-*.json")
 REGIME = "llm | PyTorch eager | single+sac-op | bf16"
 TABLE_SETS = ("h200x1-llm-sac-2026-11-29", "h200x1-llm-compile2-2026-11-29", "h200x1-llm-ophost2-2026-11-29",
               "h200x1-llm-lease3-2026-11-29", "h200x2-eager-today-2026-11-30")   # the regime's band rows' sets
 
 
-def tp_study():
+def study(name: str):
+    """A study script beside this one (studies/NAME.py), loaded as a module."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("tp_lease_noise", ROOT / "studies" / "tp_lease_noise.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def tp_study():
+    return study("tp_lease_noise")
+
+
+# sacop_spread's launches and the registered sacop set's
+GLOBS = (*study("sacop_spread").LAUNCH_GLOBS, "h200x1-eager-sacop-2026-11-30/runs/op-*.json")
 
 
 def call_of(path: Path) -> str:

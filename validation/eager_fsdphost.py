@@ -244,9 +244,7 @@ def show(result: dict) -> None:
         own = "" if r.get("own_s") is None else f"  (own host fit {r['own_s'] * 1e3:.1f} ms, {r['own_s'] / r['measured_s'] - 1:+.1%})"
         print(f"{r['process']:18} {p} {s}:{mb}  measured {r['measured_s'] * 1e3:8.1f} ms  registered "
               f"{r['predicted_s'] * 1e3:8.1f} ms  error {r['predicted_s'] / r['measured_s'] - 1:+.1%}{own}{mem}")
-    for line in result["left"]:
-        print(f"left out: {line}")
-    print_verdicts(result["verdicts"])
+    print_verdicts(result["verdicts"], result["left"])
 
 
 def main(argv: list[str]) -> int:

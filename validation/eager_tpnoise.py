@@ -168,9 +168,7 @@ def show(result: dict) -> None:
     for r in result["rows"]:
         print(f"{r['process']:6} {r['preset']} {r['seq']}:{r['mb']}  measured {r['measured_s'] * 1e3:8.1f} ms  registered "
               f"{r['predicted_s'] * 1e3:8.1f} ms  error {r['predicted_s'] / r['measured_s'] - 1:+.1%}")
-    for line in result["left"]:
-        print(f"left out: {line}")
-    print_verdicts(result["verdicts"])
+    print_verdicts(result["verdicts"], result["left"])
 
 
 def main(argv: list[str]) -> int:
