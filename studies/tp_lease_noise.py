@@ -97,11 +97,12 @@ def pooled_sd(groups: list[list[float]]) -> tuple[float, int]:
     return (math.sqrt(ss / dof) if dof else float("nan")), dof
 
 
-def numbers(rows: list[dict]) -> dict:
+def numbers(rows: list[dict], table_sets: tuple[str, ...] = TABLE_SETS) -> dict:
     """The study's summary (logs of process medians): the within-call process sd, the across-lease sd of call means and
     the lease term beyond process noise, the floor (a model on each shape's mean, scored on one process: empirical and
-    normal), and the error-band table's 22 rows' mean |error| under today's model. trust/noise.py records these; its
-    test recomputes them."""
+    normal), and the error-band table's rows' (those of `table_sets`) mean |error| under today's model. trust/noise.py
+    records these; its test recomputes them. Rows: dicts with key (the shape), call (the lease), ms (the process
+    median) and, where a model prices them, err (predicted / measured - 1); studies/sacop_lease_noise.py reuses it."""
     by_call = defaultdict(list)
     for r in rows:
         by_call[(r["key"], r["call"])].append(math.log(r["ms"]))
@@ -124,7 +125,7 @@ def numbers(rows: list[dict]) -> dict:
         logs = [x for xs in by_key[r["key"]].values() for x in xs]
         r["dev"] = (abs(r["ms"] / math.exp(statistics.mean(logs)) - 1) * math.sqrt(len(logs) / (len(logs) - 1))
                     if len(logs) > 1 else None)
-    table = [r for r in rows if "err" in r and r["call"] in TABLE_SETS]
+    table = [r for r in rows if "err" in r and r["call"] in table_sets]
     preset = [r for r in rows if "err" in r]
     return {"table": bias_and_floor(table), "preset": bias_and_floor(preset), **{
             "process_sd": within, "process_dof": dof_w, "across_sd": sd_a, "across_dof": dof_a, "lease_sd": lease,

@@ -6,10 +6,10 @@ import math
 from dataclasses import replace
 
 import pytest
-from conftest import load_script
+from conftest import ROOT, load_script
 
 from simcluster.trust.band import trust_of
-from simcluster.trust.noise import NOISE_FLOORS, TP2_HOST_BOUND, noise_floor
+from simcluster.trust.noise import NOISE_FLOORS, SACOP1_CHECKED, TP2_HOST_BOUND, noise_floor
 from simcluster.trust.regime import Regime
 from simcluster.trust.table import load_table
 
@@ -106,3 +106,37 @@ def test_an_h100_tp2_eager_answer_does_not_get_the_h200_noise_text():
     table = load_table()
     t = trust_of(Regime("llm eager", TP2_HOST_BOUND.regime, 2.0, gpu="H100"), table)
     assert t.noise is None and "noise-limited" not in t.text() and "noise_limited" not in t.to_json()
+
+
+def test_sac_by_op_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the_target():
+    """Session 43: single+sac-op's floor computed as TP's (studies/sacop_lease_noise.py over every op launch of the
+    regime's own shapes); the recorded numbers are the study's, and the regime is in NOISE_FLOORS if and only if its
+    floor (the lower of empirical and normal) reaches the target."""
+    s = load_script("studies/sacop_lease_noise.py")
+    n, f = s.regime_numbers(), SACOP1_CHECKED
+    assert f.process_sd == pytest.approx(n["process_sd"], abs=5e-4) and f.lease_sd == pytest.approx(n["lease_sd"], abs=5e-4)
+    assert f.floor_pct == pytest.approx((n["floor_empirical"] * 100, n["floor_normal"] * 100), abs=0.05)
+    p = n["preset"]
+    assert f.bias_log == pytest.approx(p["bias_mean"], abs=5e-4) and f.bias_se_log == pytest.approx(p["bias_se"], abs=5e-4)
+    assert f.same == (p["same_rows"], pytest.approx(p["model_same"] * 100, abs=0.05), pytest.approx(p["floor_same"] * 100, abs=0.05))
+    rows, sets, mean = s.table_rows()
+    assert (f.rows, f.leases) == (rows, sets) and f.model_mean_abs_pct == pytest.approx(mean, abs=0.05)
+    marked = noise_floor(f.regime, 1.0, "H200") is not None
+    assert marked == (min(f.floor_pct) >= f.target_pct), (f.floor_pct, marked)
+    assert not marked   # 5.5-7.1% < 8%: SAC by op is not at its noise floor (session 43)
+
+
+def test_the_lab_modes_list_is_its_print_today_and_marks_only_the_noise_floors():
+    """studies/eager_lab_modes.txt (quoted in llm.md) is what the study prints from the shipped table; a regime reads
+    noise-limited there exactly where trust/noise.py marks it."""
+    import contextlib
+    import io
+
+    s = load_script("studies/eager_lab_modes.py")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        s.main()
+    shipped = (ROOT / "studies" / "eager_lab_modes.txt").read_text().splitlines()[1:]
+    assert out.getvalue().splitlines() == shipped
+    marked = {(m["regime"], m["gpus"]) for m in s.modes() if m["noise_limited"]}
+    assert marked == {(f.regime, f.gpus) for f in NOISE_FLOORS if f.gpus <= 2}

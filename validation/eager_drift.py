@@ -52,12 +52,9 @@ RULES = {
 
 
 def predicted() -> dict:
-    from simcluster.heldout.eager_regimes import regime_predict
+    from simcluster.heldout.eager_regimes import registered_row
 
-    preset, seq, mb = SHAPE
-    p = regime_predict(preset, mb, "tp", "h200", seq=seq)
-    return {"preset": preset, "seq": seq, "micro_batch": mb, "mode": "tp",
-            "predicted": {"step_ms": p["step_ms"], "host_share": p["host_share"], "host": p["host"]}}
+    return registered_row(*SHAPE, "tp")
 
 
 def register(path: Path) -> None:

@@ -44,14 +44,9 @@ MIN_EFFECT = 0.03   # S: an effect smaller than 3% of the step is not called, wh
 
 
 def predicted() -> list[dict]:
-    from simcluster.heldout.eager_regimes import regime_predict
+    from simcluster.heldout.eager_regimes import registered_row
 
-    out = []
-    for preset, seq, mb in SHAPES:
-        p = regime_predict(preset, mb, "tp", "h200", seq=seq)
-        out.append({"preset": preset, "seq": seq, "micro_batch": mb, "mode": "tp",
-                    "predicted": {"step_ms": p["step_ms"], "host_share": p["host_share"], "host": p["host"]}})
-    return out
+    return [registered_row(preset, seq, mb, "tp") for preset, seq, mb in SHAPES]
 
 
 def register(path: Path) -> None:
@@ -173,9 +168,7 @@ def show(result: dict) -> None:
     for r in result["rows"]:
         print(f"{r['process']:6} {r['preset']} {r['seq']}:{r['mb']}  measured {r['measured_s'] * 1e3:8.1f} ms  registered "
               f"{r['predicted_s'] * 1e3:8.1f} ms  error {r['predicted_s'] / r['measured_s'] - 1:+.1%}")
-    for line in result["left"]:
-        print(f"left out: {line}")
-    print_verdicts(result["verdicts"])
+    print_verdicts(result["verdicts"], result["left"])
 
 
 def main(argv: list[str]) -> int:

@@ -77,7 +77,10 @@ def set_main(argv: list[str], description: str, bundle: Path, register, read_out
     return 0
 
 
-def print_verdicts(verdicts: dict) -> None:
-    """A registered set's verdicts, one 'RULE: text' line each (a read-out's show)."""
+def print_verdicts(verdicts: dict, left: list[str] = ()) -> None:
+    """A registered set's runs left out ('left out: why', one line each) and its verdicts, one 'RULE: text' line each
+    (a read-out's show)."""
+    for line in left:
+        print(f"left out: {line}")
     for rule, text in verdicts.items():
         print(f"{rule}: {text}")

@@ -19,6 +19,14 @@ the bias crossed the line mendB42 set for it. Both tpnoise leases ran slower acr
 (log step against run order, one level per shape: +0.070 / +0.035 per process, se 0.021 / 0.007), a drift the process
 sd absorbs. Neither the lease's own host probe (sealed6: probe +11% slow, TP rows 6.6% fast) nor the predicted GPU
 share (correlation +0.19) carries the lease's sign. tests/test_trust_noise.py recomputes the numbers from the bundles.
+
+Selective checkpointing by op at 1 GPU (single+sac-op), session 43: its floor computed as TP's
+(`python studies/sacop_lease_noise.py`, the same tp_lease_noise.numbers over every op launch of the regime's own shapes,
+the registered sacop set included) is 5.5% (empirical) to 7.1% (normal): process sd 0.067 (16 dof), lease term 0.059;
+BELOW the 8% target, so the regime is NOT marked (SACOP1_CHECKED records the numbers; it is not in NOISE_FLOORS). On the
+same 29 launches today's model scores 6.8% against that floor's 5.5%; the table's 10 rows (medians of launches) 8.3%;
+mean lease bias +1.1% (se 2.5%). studies/sacop_spread.py's 10.0% was the model's set means taken as the lease term
+(they carry the model's shape errors too); the floor here takes each shape's own mean.
 """
 
 from __future__ import annotations
@@ -82,6 +90,11 @@ TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, row
                             study="studies/tp_lease_noise.py", gpu="H200", bias_log=-0.0566, bias_se_log=0.0266,
                             same=(53, 10.0, 9.5))
 NOISE_FLOORS = (TP2_HOST_BOUND,)
+# computed as TP's and below the target: not marked (tests/test_trust_noise.py: a floor at or above it must be marked)
+SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, rows=10, leases=5, model_mean_abs_pct=8.3,
+                            process_sd=0.067, lease_sd=0.059, floor_pct=(5.5, 7.1), target_pct=8.0,
+                            study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
+                            same=(29, 6.8, 5.5))
 
 
 def noise_floor(key: str, scale: float | None, gpu: str) -> NoiseFloor | None:

@@ -1,0 +1,48 @@
+"""Every lab eager mode at 1-2 GPUs against issue 44's 8% (session 43, engineer eagerlab; a diagnostic, no model input).
+
+Reads the error-band table (simcluster/trust/error_bands.json, family `llm eager`: the registered and sealed read-outs'
+held-out rows) and prints, per regime and GPU count <= 2: rows, sets, today's mean |error| (a registered row at today's
+prediction: today_over_registered / rho - 1; a sealed row: 1 / rho - 1), today's mean error (bias), whether the mean
+|error| meets 8%, and whether trust/noise.py marks the regime noise-limited there.
+    python studies/eager_lab_modes.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.trust.noise import noise_floor  # noqa: E402
+from simcluster.trust.table import load_table  # noqa: E402
+
+TARGET_PCT = 8.0
+
+
+def modes(max_gpus: int = 2) -> list[dict]:
+    out = []
+    for key, regime in sorted(load_table().regimes.items()):
+        rows = [r for r in regime.rows if r.family == "llm eager" and r.scale <= max_gpus]
+        for scale in sorted({r.scale for r in rows}):
+            pick = [r for r in rows if r.scale == scale]
+            errs = [(r.moved if r.moved is not None else 1.0) / r.rho - 1 for r in pick]
+            mean = 100 * statistics.mean(map(abs, errs))
+            out.append({"regime": key, "gpus": int(scale), "rows": len(pick), "sets": len({r.source for r in pick}),
+                        "mean_abs_pct": mean, "bias_pct": 100 * statistics.mean(errs), "meets": mean <= TARGET_PCT,
+                        "noise_limited": noise_floor(key, scale, "H200") is not None})
+    return out
+
+
+def main() -> int:
+    print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'bias':>7}  8%      noise-limited")
+    for m in modes():
+        print(f"{m['regime']:56} {m['gpus']:4d} {m['rows']:4d} {m['sets']:4d} {m['mean_abs_pct']:9.1f}% {m['bias_pct']:+6.1f}%  "
+              f"{'met' if m['meets'] else 'NOT met':7} {'yes' if m['noise_limited'] else 'no'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
