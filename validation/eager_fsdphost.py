@@ -72,9 +72,10 @@ RULES = {
     "measured": "rank 0's median step of each process (5 warm-up, 10 timed steps)",
     "S": "(registrations with product_fsdp_host.lease_sd_log: the pooled term) z = log(this lease's FSDP2 host cost per "
          "kernel / the pooled mean) / lease_sd_log (the sd of the log of the leases' own fits): |z| <= 2 -> 'WITHIN the "
-         "leases' spread', else 'OUTSIDE'; with it D's 'MODEL (the host fit's lease)' reads 'LEASE SPREAD' where S is "
-         "WITHIN (a lease the recorded spread holds: the regime's lease term, its band input, not a term to fit), and "
-         "stays where S is OUTSIDE",
+         "leases' spread', else 'OUTSIDE'; with it, D where N is below, B FAST or SLOW and O within the target reads "
+         "'LEASE SPREAD' if S is WITHIN (a lease the recorded spread holds: the regime's lease term, its band input, not "
+         "a term to fit) and 'MODEL (the host fit's lease)' if S is OUTSIDE, whatever H says (H's x1.15 is narrower "
+         "than 2 lease sd); D's other readings unchanged",
 }
 
 
@@ -211,6 +212,12 @@ def read_out(bundle: Path) -> dict:
     spread_within = verdicts.pop("_S_within", None)
     if above:
         verdicts["D"] = "NOISE: process noise alone exceeds the target (its floor to be computed as TP's)"
+    elif bias in ("FAST", "SLOW") and above is False and own_within and spread_within is not None:   # rule S
+        verdicts["D"] = ("LEASE SPREAD: this lease's own FSDP2 host fit prices it within the target, and its host cost "
+                         "lies within the leases' recorded spread of the pooled term (S): the regime's lease term, its "
+                         "band input, not a term to fit; not noise-limited by the processes" if spread_within else
+                         "MODEL (the host fit's lease): this lease's own FSDP2 host fit prices it within the target and "
+                         "its host cost lies outside the leases' recorded spread of the pooled term (S); not noise-limited")
     elif bias in ("FAST", "SLOW") and above is False:
         verdicts["D"] = ("MODEL (the host fit's lease): this lease's own FSDP2 host fit prices it within the target and the "
                          "product's came from a lease unlike it (a calibration term: fit it over several leases, register "
@@ -219,10 +226,6 @@ def read_out(bundle: Path) -> dict:
                          "own host fit does not explain it; not noise-limited")
     else:
         verdicts["D"] = "MET: within the target without a lease bias" if within and bias == "NONE" else "UNDECIDED"
-    if verdicts["D"].startswith("MODEL (the host fit's lease)") and spread_within:
-        verdicts["D"] = ("LEASE SPREAD: this lease's own FSDP2 host fit prices it within the target, and its host cost lies "
-                         "within the leases' recorded spread of the pooled term (S): the regime's lease term, its band input, "
-                         "not a term to fit; not noise-limited by the processes")
     for r in rows:
         r["own_s"] = host.get(r["shape"])
     return {"rows": rows, "left": left, "verdicts": verdicts}
