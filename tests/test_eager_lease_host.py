@@ -122,8 +122,13 @@ def test_the_rule_holds_on_a_host_bound_row_at_the_lease_fit(tmp_path, registere
     v = out["verdict"]
     assert v["host_bound"].startswith("HOST-BOUND HOLDS") and v["controls"] == "CONTROLS HOLD"
     assert "the lease fit is what mattered" in v["lease_vs_shipped"]
+    from simcluster.llm import eager
+
+    with eager.leases_unread():   # the synthetic lease: SLOWER x the shipped folder's own runs (not the pooled fsdp term)
+        own = eager.fit_modes(SHIPPED)["fsdp"]
     lease, shipped = out["fits"]["lease"]["fsdp"], out["fits"]["shipped"]["fsdp"]
-    assert lease[0] == pytest.approx(SLOWER * shipped[0], rel=1e-6)
+    assert lease[0] == pytest.approx(SLOWER * own[0], rel=1e-6)
+    assert shipped[0] == pytest.approx(eager.fit_modes(SHIPPED)["fsdp"][0]) != pytest.approx(own[0])   # the pooled term
 
 
 @pytest.mark.parametrize("kw, part", [

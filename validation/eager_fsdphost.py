@@ -18,6 +18,12 @@ hidden-128 FSDP2 host run (runs/host/fsdp-L<n>.json: 2, 8, 32 layers, the produc
 Registered: today's model's step, host share and stage-0 memory per shape (heldout/eager_regimes.registered_row, the
 product's host fits), the product's FSDP2 host fit, and the rules N, B, M, P, H, O, D below. No fitting of the model
 after; the rows do not enter the error bands (they repeat shapes the bands hold, on one lease).
+
+Its second lease (calibration/h200x2-eager-fsdphost-lease2-2026-11-30, session 43, engineer fsdphost2): the same device
+script byte for byte, registered with the changed model, whose FSDP2 host term is the mean of six leases' own fits
+(llm/eager.fit_modes through calibration/h200x2-llm-host-2026-11-23/leases.yaml; the first set's rows prompted it and
+are development); its registered.yaml records the leases and their spread (product_fsdp_host.leases, lease_sd_log), and
+with them one rule more, S, and D's reading of a lease the spread holds (RULES).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from simcluster.heldout.eager import process_document  # noqa: E402
 from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdphost-2026-11-30"
+LEASE2 = ROOT / "calibration" / "h200x2-eager-fsdphost-lease2-2026-11-30"   # the pooled host term's held-out lease
 # the regime's table rows repeated: (preset, seq, micro_batch) and the process stems of device_run.sh (NAME.json)
 SHAPES = (("0.3b", 4096, 1), ("0.8b", 2048, 1), ("1.1b", 1024, 4))
 HOST_LAYERS = (2, 8, 32)   # runs/host/fsdp-L<n>.json, one leading each round
@@ -63,6 +70,12 @@ RULES = {
          "term, to be fitted over several leases and registered again), 'MODEL (another term)' otherwise; MET if M is "
          "within and B is NONE; else UNDECIDED",
     "measured": "rank 0's median step of each process (5 warm-up, 10 timed steps)",
+    "S": "(registrations with product_fsdp_host.lease_sd_log: the pooled term) z = log(this lease's FSDP2 host cost per "
+         "kernel / the pooled mean) / lease_sd_log (the sd of the log of the leases' own fits): |z| <= 2 -> 'WITHIN the "
+         "leases' spread', else 'OUTSIDE'; with it, D where N is below, B FAST or SLOW and O within the target reads "
+         "'LEASE SPREAD' if S is WITHIN (a lease the recorded spread holds: the regime's lease term, its band input, not "
+         "a term to fit) and 'MODEL (the host fit's lease)' if S is OUTSIDE, whatever H says (H's x1.15 is narrower "
+         "than 2 lease sd); D's other readings unchanged",
 }
 
 
@@ -76,10 +89,17 @@ def product_fsdp_host() -> dict:
     """The product's FSDP2 host fit (llm/eager.fit_modes of heldout/eager_regimes.MODE_HOST): seconds per kernel and
     per step."""
     from simcluster.heldout.eager_regimes import MODE_HOST
-    from simcluster.llm.eager import fit_modes
+    from simcluster.llm.eager import fit_modes, lease_fits
 
     c, a, _ = fit_modes(MODE_HOST)["fsdp"]
-    return {"folder": f"calibration/{MODE_HOST.name}", "per_kernel_s": round(c, 9), "per_step_s": round(a, 7)}
+    out = {"folder": f"calibration/{MODE_HOST.name}", "per_kernel_s": round(c, 9), "per_step_s": round(a, 7)}
+    leases = lease_fits(MODE_HOST, "fsdp")
+    if leases:   # the pooled term (llm/eager.lease_folders): each lease's own fit and the sd of their logs
+        logs = [math.log(f[0]) for _, f in leases]
+        out["leases"] = [{"folder": str(p.relative_to(ROOT)), "per_kernel_s": round(f[0], 9), "per_step_s": round(f[1], 7)}
+                         for p, f in leases]
+        out["lease_sd_log"] = round(statistics.stdev(logs), 4)
+    return out
 
 
 def register(path: Path) -> None:
@@ -97,6 +117,9 @@ def register(path: Path) -> None:
         print(f"{r['preset']} {r['seq']}:{r['micro_batch']}  {p['step_ms']:8.2f} ms  host share {p['host_share']}  "
               f"memory {p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
     print(f"registered {len(rows)} shapes in {path} (model at {commit[:10]})")
+    host = doc["product_fsdp_host"]
+    print(f"FSDP2 host term {host['per_kernel_s'] * 1e6:.2f} us per kernel {host['per_step_s'] * 1e3:+.2f} ms per step"
+          + (f" (mean of {len(host['leases'])} leases, sd {host['lease_sd_log']:.3f} of the log)" if "leases" in host else ""))
 
 
 def read_processes(bundle: Path) -> tuple[dict[str, dict], list[str]]:
@@ -186,8 +209,15 @@ def read_out(bundle: Path) -> dict:
                      f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
                      f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
     host, unlike, own_within = own_lease(bundle, reg, judge, rows, verdicts)
+    spread_within = verdicts.pop("_S_within", None)
     if above:
         verdicts["D"] = "NOISE: process noise alone exceeds the target (its floor to be computed as TP's)"
+    elif bias in ("FAST", "SLOW") and above is False and own_within and spread_within is not None:   # rule S
+        verdicts["D"] = ("LEASE SPREAD: this lease's own FSDP2 host fit prices it within the target, and its host cost "
+                         "lies within the leases' recorded spread of the pooled term (S): the regime's lease term, its "
+                         "band input, not a term to fit; not noise-limited by the processes" if spread_within else
+                         "MODEL (the host fit's lease): this lease's own FSDP2 host fit prices it within the target and "
+                         "its host cost lies outside the leases' recorded spread of the pooled term (S); not noise-limited")
     elif bias in ("FAST", "SLOW") and above is False:
         verdicts["D"] = ("MODEL (the host fit's lease): this lease's own FSDP2 host fit prices it within the target and the "
                          "product's came from a lease unlike it (a calibration term: fit it over several leases, register "
@@ -225,6 +255,15 @@ def own_lease(bundle: Path, reg: dict, judge: dict, rows: list[dict], verdicts: 
     word = "SLOWER than" if ratio > lim else "FASTER than" if ratio < 1 / lim else "LIKE"
     verdicts["H"] = (f"{word} the fit lease: FSDP2 host {c * 1e6:.1f} us per kernel {a * 1e3:+.2f} ms per step ({n} shapes) "
                      f"against the product's {c0 * 1e6:.1f} us {a0 * 1e3:+.2f} ms: x{ratio:.2f} per kernel (limit x{lim:.2f})")
+    if "lease_sd_log" in reg["product_fsdp_host"]:   # rule S: the pooled term's registrations
+        try:
+            sd = float(reg["product_fsdp_host"]["lease_sd_log"])
+        except (TypeError, ValueError):
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: product_fsdp_host.lease_sd_log: not a number") from None
+        z = math.log(ratio) / sd
+        verdicts["S"] = (f"{'WITHIN' if abs(z) <= 2 else 'OUTSIDE'} the leases' spread: log(x{ratio:.2f}) = {math.log(ratio):+.3f} "
+                         f"= {z:+.1f} lease sd ({sd:.3f}; limit 2)")
+        verdicts["_S_within"] = abs(z) <= 2
     own = {key: regime_predict(key[0], key[2], "fsdp", "h200", folder, seq=key[1])["step_ms"] / 1e3
            for key in {r["shape"] for r in rows}}
     if not rows:

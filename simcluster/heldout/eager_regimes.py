@@ -156,7 +156,9 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
             return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {own_host}"
-        return eager.torch_framework(par, hosts), f"host: {eager.host_mode(par)} mode of {base_host.name}"
+        pooled = eager.lease_folders(base_host).get(eager.host_mode(par))   # a mean over leases (leases.yaml)
+        return eager.torch_framework(par, hosts), (f"host: {eager.host_mode(par)} mode of {base_host.name}"
+                                                   + (f" (mean of {len(pooled)} leases' fits)" if pooled else ""))
     base, how = h100_host_framework()
     fw = eager.torch_framework(par)
     return replace(fw, host_kernel_s=base.host_kernel_s, host_step_s=base.host_step_s), f"{how} ({H100_HOST.name})"

@@ -55,6 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from simcluster import strict
+from simcluster.errors import SimclusterError
 from simcluster.llm import compiled as compiled_layer
 from simcluster.llm import eager_ac, host
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
@@ -69,6 +70,8 @@ MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile", 
 FALLBACK = {"ckpt": "single", "op": "ckpt"}   # a mode without a fit of its own takes this one's (fitted_mode)
 # op's host cost per phase: a hidden-128 decoder's forward and backward issue times under the op policy (the ophost
 # probe, development: tiny L24 seq 128, op_phase_factors)
+# a host folder's file naming, per mode, the leases whose own fits the mode's host term is the mean of (lease_folders)
+LEASES: str | None = "leases.yaml"
 OP_PHASES = Path(__file__).resolve().parents[2] / "calibration/h200x1-llm-ophost-2026-11-29/runs/tiny-L24-128x1.json"
 
 
@@ -245,7 +248,73 @@ def fit_modes(folder: Path, fields: dict | None = None) -> dict[str, tuple[float
     runs (hidden-128 decoders: GPU work negligible, so the step is the host): host.fit_host over the layer counts,
     with the model's kernels per layer of that mode (its framework, with `fields` replaced: an earlier model's, for a
     development record). A mode with fewer than two layer counts is left out; a file that is not an llm-step document
-    is a ValueError naming it."""
+    is a ValueError naming it. A mode the folder's leases.yaml names (lease_fits): the mean of its leases' own fits
+    (per kernel and per step; timed shapes summed)."""
+    out = _fit_folder(folder, fields)
+    for mode in lease_folders(folder):
+        fits = [fit for _, fit in lease_fits(folder, mode, fields)]
+        out[mode] = (sum(f[0] for f in fits) / len(fits), sum(f[1] for f in fits) / len(fits), sum(f[2] for f in fits))
+    return out
+
+
+def lease_folders(folder: Path) -> dict[str, list[Path]]:
+    """{mode: [host folders]} of the folder's leases.yaml (issue 44, session 43: FSDP2's host cost per kernel differs
+    x1.4 between 2 x H200 leases, so the product's fsdp term is the mean over every lease's own fit): each mode a list
+    of folders relative to `folder` ('.': itself), two or more; {} where there is none. A bad file: ValueError naming
+    it and the key."""
+    if LEASES is None:   # leases_unread
+        return {}
+    path = folder / LEASES
+    if not path.is_file():
+        return {}
+    try:
+        doc = strict.load_yaml(path, what="host leases (leases.yaml)")
+    except SimclusterError as exc:   # fit_modes' bad input is a ValueError naming the file
+        raise ValueError(str(exc)) from None
+    if not isinstance(doc, dict) or not doc:
+        raise ValueError(f"{path}: expected a mapping of runner mode to a list of host folders")
+    out = {}
+    for mode, folders in doc.items():
+        if mode not in MODES:
+            raise ValueError(f"{path}: {mode!r} is not a runner mode with a host fit ({', '.join(MODES)})")
+        if not isinstance(folders, list) or len(folders) < 2 or not all(isinstance(f, str) for f in folders):
+            raise ValueError(f"{path}: {mode}: expected a list of two or more host folders")
+        out[mode] = [(folder / f).resolve() for f in folders]
+        missing = [f for f, d in zip(folders, out[mode], strict=True) if not d.is_dir()]
+        if missing:
+            raise ValueError(f"{path}: {mode}: {missing[0]!r} is not a folder")
+    return out
+
+
+@contextmanager
+def leases_unread() -> Iterator[None]:
+    """Inside the block no folder's leases.yaml is read: each mode's fit is its folder's own runs' (the model before
+    session 43's pooled FSDP2 host term, for the registrations made with it and before / after studies); every cache
+    that reads torch_framework cleared on the way in and out."""
+    global LEASES
+    kept, LEASES = LEASES, None
+    _clear_framework_caches()
+    try:
+        yield
+    finally:
+        LEASES = kept
+        _clear_framework_caches()
+
+
+def lease_fits(folder: Path, mode: str, fields: dict | None = None) -> list[tuple[Path, tuple[float, float, int]]]:
+    """[(lease folder, its own (seconds per kernel, seconds per step, timed shapes) of `mode`)] over the leases the
+    folder's leases.yaml names for `mode` (lease_folders); [] where it names none. A lease without two layer counts of
+    the mode: ValueError naming it."""
+    out = []
+    for lease in lease_folders(folder).get(mode, []):
+        fit = _fit_folder(lease, fields).get(mode)
+        if fit is None:
+            raise ValueError(f"{folder / LEASES}: {mode}: {lease} has fewer than two layer counts of {mode}-L<n>.json runs")
+        out.append((lease, fit))
+    return out
+
+
+def _fit_folder(folder: Path, fields: dict | None = None) -> dict[str, tuple[float, float, int]]:
     out = {}
     for mode in MODES:
         par, dp = _parallel(mode)
