@@ -142,17 +142,24 @@ class Published(Document):
 PUBLISHED = Published
 
 
+CHOOSER_PROTOCOLS = ("LL", "LL128", "Simple")   # NCCL's protocol names (nccl_constants.PROTOCOLS)
+
+
 def _chooser_entry(entry: list, info: ValidationInfo) -> list:
     """[below_bytes, algorithm]: below_bytes a size in bytes (null: every larger size), algorithm one of the collective
-    model's (null: the chooser leaves that size to NCCL)."""
+    model's (null: the chooser leaves that size to NCCL), or ALGORITHM/PROTOCOL where the chooser's table names the
+    protocol too (AWS's region tuner sets the cost of one algorithm-protocol pair: `ring/LL128`)."""
     if len(entry) != 2:
         raise ValueError("expected [below_bytes, algorithm]")
     below, algorithm = entry
     if below is not None and (isinstance(below, bool) or not isinstance(below, int) or not 1 <= below <= 2**62):
         raise ValueError(f"below_bytes {short(below)} is not a size in bytes")
     names = (info.context or {}).get("algorithm", ())
-    if algorithm is not None and algorithm not in names:
+    name, _, protocol = str(algorithm).partition("/")
+    if algorithm is not None and name not in names:
         raise Hinted(f"unknown algorithm {str(algorithm)[:20]!r}", f"one of {', '.join(names)}")
+    if algorithm is not None and protocol and protocol not in CHOOSER_PROTOCOLS:
+        raise Hinted(f"unknown protocol {protocol[:20]!r} in {str(algorithm)[:30]!r}", f"one of {', '.join(CHOOSER_PROTOCOLS)}")
     return entry
 
 

@@ -148,7 +148,8 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
             prompting.add(ref.name)
             assert ref.development_for("held_out_systems"), f"{ref.name}: development for --held-out-systems, unmarked"
     assert prompting >= {"nccl-aws-p5-48xlarge-x2", "nccl-aws-p5-x2-eks-keitaw2024", "nccl-aws-p4de-24xlarge-x2",
-                         "nccl-aws-p4d-x2-vm-skypilot-efa", "nccl-aws-p4d-x2-hyperpod-skypilot-efa"}
+                         "nccl-aws-p4d-x2-vm-skypilot-efa", "nccl-aws-p4d-x2-hyperpod-skypilot-efa",
+                         "nccl-aws-p5-hyperpod-x2-x32-gpucomm"}   # session 43 (efa): the chooser's protocols
     results = ho.held_out_systems(systems=systems)
     assert {r.system for r in results if r.development} == prompting
     out = ho.text(results)

@@ -267,10 +267,29 @@ def test_a_chooser_by_rank_count_and_for_one_collective(tmp_path):
     assert p6[6].startswith("nvls-tree/")
 
 
+def test_the_region_tuners_protocol_runs_with_its_algorithm(tmp_path):
+    """AWS's region tuner sets the cost of one algorithm-protocol pair (nccl_ofi_regions.cpp,
+    region_get_coll_info_internal_v3: collCostTable[algorithm][protocol] = 0.0), so a chooser entry `ring/LL128` runs
+    LL128 where NCCL's own protocol for a forced ring would be Simple (session 43, engineer efa); `ring` alone keeps
+    NCCL's; a protocol the algorithm cannot run here (NVLS tree, Simple only) is refused in one line."""
+    rows = {r.configuration: r.detail for r in validate_published_nccl(PUBLISHED / "nccl-aws-p5-hyperpod-x2-x32-gpucomm.yaml").rows}
+    assert rows["all_reduce 1GiB, 4 x 8 H100"] == "ring/LL128"            # the ring LL128 region (NCCL alone: Simple)
+    assert rows["all_reduce 8GiB, 4 x 8 H100"] == "ring/Simple"
+    assert rows["all_reduce 256MiB, 16 x 8 H100"] == "tree/LL128"          # the tree LL128 region up to 288 MiB at 128 ranks
+    plain = {"source": "x", "ranks": 32, "algorithms": [[None, "ring"]]}
+    pair = {"source": "x", "ranks": 32, "algorithms": [[None, "ring/LL128"]]}
+    ran = [{r.run: r.detail for r in validate_published_nccl(_p6_copy(tmp_path, c)).rows}[14] for c in (plain, pair)]
+    assert ran == ["ring/Simple", "ring/LL128"]
+    bad = {"source": "x", "ranks": 32, "algorithms": [[None, "nvls-tree/LL128"]]}
+    skipped = validate_published_nccl(_p6_copy(tmp_path, bad)).skipped
+    assert skipped and all(line.endswith("protocol 'LL128' does not run nvls-tree here") for line in skipped)
+
+
 @pytest.mark.parametrize("chooser, match", [
     ({"source": "x", "by_ranks": {32: [[None, "ring"]]}, "ranks": 32}, "by_ranks: expected"),
     ({"source": "x", "by_ranks": {"abc": [[None, "ring"]]}}, "by_ranks.abc: expected a rank count"),   # not a rank count
     ({"source": "x", "ranks": 32, "algorithms": [[None, "pat-tree"]]}, "unknown algorithm"),
+    ({"source": "x", "ranks": 32, "algorithms": [[None, "ring/LL64"]]}, "unknown protocol 'LL64'"),   # session 43
     ({"source": "x", "ranks": 32, "algorithms": [[1, "ring"]]}, "last entry must be"),
     ({"source": "x", "ranks": 32, "algorithms": "ring"}, "algorithms: expected a list"),
     ({"source": "x", "ranks": 32, "algorithms": [[5, "ring", 1], [None, "ring"]]}, "algorithms[0]: expected [below_bytes, algorithm]"),

@@ -4,9 +4,8 @@ Inputs are cards: the intra-node collective card (NVLink), the NIC card, the fab
 switches aggregate, an AggregationParams. The network part is solved as flows on the machine's Platform:
 one flow per (rail, node) ring hop, rates shared max-min with every other flow and capped by
 what the NIC can do (a TCP NIC is capped by the host cores it may use) and by the PCIe path between the GPU and the
-NIC (hardware/pcie.py). Then, with
-B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce on G ranks
-(its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
+NIC (hardware/pcie.py). Then, with B_nvl = the per-GPU NVLink rate the intra card predicts for a large all_reduce
+on G ranks (its busbw), B_net = the sum over rails of a node's slowest ring-hop flow, n = N * G:
   ring          T = 2(n-1)/n * S / min(B_nvl, B_net)             + 2(n-1) * l_step
   tree          T = max(2 S / B_nvl, w_N S / B_net, 2 S / B_tree) + 2 D_N * l_step + l_intra + F
                   (B_tree: NCCL's tree-kernel ceiling, channels x per-channel rate: collectives/tree_kernel.py)
@@ -354,14 +353,16 @@ def runnable_protocols(model, topo) -> list[str]:
     return [p for p in model.protocols if p in topo.protocols] or list(model.protocols)
 
 
-def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None) -> tuple[str, str, dict]:
-    """(algorithm, protocol, what NCCL chose): NCCL's decision for the cluster's topology, or, with the algorithm
-    forced, the protocol NCCL would run it with. Where NCCL does not tune the op (p2p) or its choice has no model
-    here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
+def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None, protocol=None) -> tuple[str, str, dict]:
+    """(algorithm, protocol, what NCCL chose): NCCL's decision for the topology, or, with the algorithm forced, the
+    protocol given (a chooser that sets the pair: AWS's region tuner) else NCCL's for it. Where NCCL does not tune the
+    op (p2p) or its choice has no model here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
     topo = cluster.nccl_topology
+    if protocol is not None and (algorithm is None or protocol not in runnable_protocols(models[algorithm], topo)):
+        raise SimclusterError(f"protocol {protocol!r} does not run {algorithm or 'an unforced algorithm'} here")
     if algorithm is not None:
         model = models[algorithm]
-        proto = nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None
+        proto = protocol or (nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None)
         allowed = runnable_protocols(model, topo)
         proto = proto if proto in allowed else min(allowed, key=lambda p: model.time(call, p)[0])
         return algorithm, proto, {}
@@ -379,9 +380,9 @@ def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | N
 
 
 def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | None = None,
-                   flows: RingFlows | None = None) -> FabricPrediction:
+                   flows: RingFlows | None = None, protocol: str | None = None) -> FabricPrediction:
     """Predicted time of one collective across the cluster's nodes: the algorithm and protocol NCCL's tuner picks
-    for this topology (collectives/nccl_tuner.py), or the algorithm asked for at NCCL's protocol for it."""
+    for this topology (collectives/nccl_tuner.py), or the algorithm asked for at `protocol`, else NCCL's for it."""
     flows = flows or ring_flows(cluster)
     l_nic = cluster.nic.latency_s + flows.path_latency_s
     call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
@@ -389,7 +390,7 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     if algorithm is not None and algorithm not in models:
         raise SimclusterError(f"algorithm {algorithm!r} does not apply to {call.op} on {call.nodes} nodes",
                               hint=f"applicable here: {', '.join(models)}")
-    chosen, proto, nccl = _choose(cluster, call, models, algorithm)
+    chosen, proto, nccl = _choose(cluster, call, models, algorithm, protocol)
     time, detail = models[chosen].time(call, proto)
     if call.nodes > 1 and cluster.nic.call_setup_s > 0:   # the network pipeline's start-up (NIC card `call_setup`)
         time += cluster.nic.call_setup_s

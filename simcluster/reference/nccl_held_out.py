@@ -166,7 +166,7 @@ def _system(ref) -> HeldOutSystem | None:
             c, flows, memo = variants[key]
             for s, a in zip(sizes, algorithms, strict=True):
                 if (op, s, a) not in memo:
-                    memo[(op, s, a)] = predict_fabric(c, op, s, a, flows).time_s
+                    memo[(op, s, a)] = predict_fabric(c, op, s, nccl.split_choice(a)[0], flows, nccl.split_choice(a)[1]).time_s
             times[float(eta)] = [memo[(op, s, a)] for s, a in zip(sizes, algorithms, strict=True)]
         bus = [bus_factor(op, nodes * per_node) * s for s in sizes]
         rows.append(HeldOutRow(i, shipped[i].configuration, measured, sizes, peak, bus, times, shipped[i].predicted))
