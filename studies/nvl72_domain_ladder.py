@@ -16,6 +16,7 @@ cliques). The carry laws (studies/gb200_nvls_scaling.py, session 34) take the 8-
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -35,6 +36,10 @@ ONE_DOMAIN = ("nccl-azure-gb200-x1-aibenchguide", "nccl-gb300-nvl72-w4-ncclbpf",
               "nccl-gb300-nvl72-w60-ncclbpf", "nccl-gb200-nvl72-coreweave")
 NCCL_FROM_NOTES = {"nccl-gb200-nvl72-coreweave": "2.25.1"}   # its notes: the job script's container nccl2.25.1 (session 31)
 RAN = {"nccl-azure-gb200-x1-aibenchguide": "Ring (forced)", "nccl-gb300-nvl72-w4-ncclbpf": "Ring (source)"}   # else NVLS
+# GB300 has no card: its files are not predicted by validate --published nccl (scenario null); this study compares them on
+# the GB200 NVLink / NVL72 NVLS cards as a proxy (the same NVLink 5 fabric), with the scenarios written before their one
+# prediction (abdafdf2)
+PROXY = {f"nccl-gb300-nvl72-w{n}-ncclbpf": f"../../scenarios/published/gb300-nvl72-w{n}-ncclbpf.yaml" for n in (4, 8, 16, 32, 60)}
 PLATEAU_BYTES = 8 * 2**30
 LADDER = (16, 32, 60)          # the GB300 ladder's counts above 8 GPUs
 
@@ -45,11 +50,19 @@ def nvls_channels(nccl: str, one_clique: bool = True) -> int:
     return 24 if (major, minor) >= (2, 27) and one_clique else 32
 
 
+def read(name: str):
+    """The published file, with its proxy scenario where it has none of its own (the GB300 files: PROXY)."""
+    ref = read_published(PUBLISHED / f"{name}.yaml", "published-nccl-run")
+    if ref.file("scenario") is None and name in PROXY:
+        ref = dataclasses.replace(ref, usage={**ref.usage, "scenario": PROXY[name]})
+    return ref
+
+
 def plateau(name: str):
     """The published file (Published), its plateau busbw (B/s: the 8 GiB row, else the mean of its rows >= 4 GiB) and the
     model's busbw for the same rows (B/s; None where the file has no row at those sizes) and what the model priced
     (the NVLS card, or the NVLink card where the NVLS card has no rate at the domain's GPU count)."""
-    ref = read_published(PUBLISHED / f"{name}.yaml", "published-nccl-run")
+    ref = read(name)
     big = [i for i, r in enumerate(ref.runs) if int(r.get("bytes") or 0) == PLATEAU_BYTES]
     if len(big) != 1 or name.endswith("coreweave"):
         big = [i for i, r in enumerate(ref.runs) if int(r.get("bytes") or 0) >= 4 * 2**30]
@@ -73,6 +86,11 @@ def ladder() -> list[dict]:
     return out
 
 
+def proxy_rows() -> dict:
+    """The GB300 files' rows priced on their proxy scenarios (reference/nccl.system_rows), by file."""
+    return {name: system_rows(read(name)) for name in PROXY}
+
+
 def laws_at(anchor_busbw: float, counts=LADDER) -> dict[str, list[float]]:
     """busbw at `counts` GPUs from an 8-GPU busbw under each carry law (bytes, busbw constant, switch adder)."""
     a8 = anchor_busbw / bus_factor(8)
@@ -89,6 +107,13 @@ def main() -> None:
         per = f"{r['busbw'] / r['channels'] / 1e9:6.1f}" if r["ran"] == "NVLS" else f"{'-':>6s}"
         print(f"{r['file']:34s} {r['gpu']:6s} {r['ranks']:5d} {r['nccl']:7s} {r['ran']:13s} {r['channels']:7d} "
               f"{r['busbw'] / 1e9:9.1f} {per} {model}  {r['priced']}")
+    proxy = proxy_rows()
+    print("\nGB300 rows on the GB200 cards (held out: recorded 15eef7be, predicted once abdafdf2; not in validate --published nccl):")
+    for name, rows in proxy.items():
+        print(f"  {name:30s} " + "  ".join(f"{r.configuration.split(',')[0].split()[-1]} {r.error:+.1%} ({r.detail})" for r in rows))
+    errors = [abs(r.error) for rows in proxy.values() for r in rows]
+    within = sum(sum(abs(r.error) for r in rows) / len(rows) <= 0.10 for rows in proxy.values())
+    print(f"  {len(errors)} rows, mean |error| {sum(errors) / len(errors):.1%}; {within} of {len(proxy)} GPU counts within 10%")
     w8 = next(r for r in lines if r["file"] == "nccl-gb300-nvl72-w8-ncclbpf")
     measured = {r["ranks"]: r["busbw"] for r in lines if r["file"].startswith("nccl-gb300") and r["ranks"] in LADDER}
     print(f"\ncarry laws from the GB300 8-GPU plateau ({w8['busbw'] / 1e9:.0f} GB/s busbw) to "
