@@ -56,3 +56,18 @@ def test_counts_the_nvls_card_lacks_are_priced_on_the_nvlink_card_not_nvls():
         assert rows and all(r.detail.startswith(ran) for r in rows), n
     assert [round(r.error, 3) for r in system_rows(STUDY.read(LADDER[60].stem))] == \
         [pytest.approx(0.023, abs=0.002)]
+
+
+def test_predict_collective_says_where_nccl_runs_nvls_the_card_does_not_price():
+    """predict collective on a 16-GPU NVL72 sub-domain names the stand-in (NCCL runs NVLS, the card has no 16-GPU rate);
+    at 8 GPUs (a card count) and at 4 (NCCL's ring) it says nothing; numbers are unchanged either way."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    def sweep(n: int, op: str = "all_reduce"):
+        (r,) = sweep_from_scenario(str(ROOT / f"scenarios/published/gb300-nvl72-w{n}-ncclbpf.yaml"), op, "64M", "8G", 8, None)
+        return r
+
+    w16 = sweep(16)
+    assert any("NCCL runs NVLS on these 16 GPUs" in n and "8, 36, 64, 72 GPUs only" in n for n in w16.notes)
+    assert [round(p.busbw_Bps / 1e9, 1) for p in w16.predictions] == [584.4, 668.5, 701.9]
+    assert not any("NCCL runs NVLS" in n for n in sweep(8).notes + sweep(4).notes + sweep(16, "all_gather").notes)
