@@ -154,12 +154,30 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
+    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions])
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
                                  result.predictions, result.description, link, label, machine_gpu(m), restricted)
+
+
+def _nvls_unpriced(m, op: str, sizes: list[int]) -> list[str]:
+    """A note where NCCL runs NVLS inside one NVLink domain at a GPU count its NVLS card has no rate for: the answer
+    is the NVLink card's ring there (collectives/domain.NvlinkDomain.nvls_unpriced)."""
+    from simcluster.machine_models import build_domain
+
+    if m.domains != 1 or not m.nvls_card:
+        return []
+    domain = build_domain(m)
+    unpriced = domain.nvls_unpriced(op, sizes)
+    if not unpriced:
+        return []
+    counts = ", ".join(str(n) for n in sorted(domain.nvls[0]))
+    return [f"NCCL runs NVLS on these {domain.ranks} GPUs from {min(unpriced) >> 20} MiB, but the NVLS card has rates at "
+            f"{counts} GPUs only: those sizes are priced on the NVLink card's ring, not what NCCL runs (a GB300 NVL72 "
+            "rack measured NVLS at 645-689 GB/s busbw at 8 GiB on 16-60 GPUs; docs/models/fabric-findings.md, session 43)"]
 
 
 def _nic_protocols(m) -> dict | None:

@@ -67,3 +67,12 @@ class NvlinkDomain:
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
         domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
         return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls)
+
+    def nvls_unpriced(self, op: str, sizes: list[int], ranks: int | None = None) -> list[int]:
+        """The sizes at which NCCL's decision model runs NVLS on `ranks` GPUs of this domain but the NVLS card has no
+        rate at that GPU count, so domain_predict prices the NVLink card instead (not what NCCL runs): a GB300 NVL72
+        rack measured NVLS at 16-60 GPUs (docs/models/fabric-findings.md, session 43)."""
+        ranks = ranks or self.ranks
+        if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or ranks in self.nvls[0]:
+            return []
+        return [s for s in sizes if decide(NcclTopology(self.arch, ranks, 1, nvls=True), "all_reduce", s).algorithm == "NVLS"]

@@ -1,0 +1,73 @@
+"""NVLink domains larger than 8 GPUs (issue 41, session 43): the GB300 NVL72 ladder (4-60 GPUs in one domain,
+datacrunch-research/nccl-eBPF), the NVLS channels each NCCL version runs, and what the ladder says about the NVLS
+card's carry from 8 GPUs (studies/nvl72_domain_ladder.py)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT, load_script
+
+from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.published import read_published
+from simcluster.reference.nccl import system_rows
+
+STUDY = load_script("studies/nvl72_domain_ladder.py")
+LADDER = {n: ROOT / "calibration" / "published" / f"nccl-gb300-nvl72-w{n}-ncclbpf.yaml" for n in (4, 8, 16, 32, 60)}
+
+
+def test_nvls_channels_follow_the_nccl_version_and_agree_with_the_search():
+    """nvls.cc: 32 NVLS channels on Blackwell up to 2.26; from 2.27 24 on one node / MNNVL clique, 32 across cliques.
+    The model's search (NCCL 2.28 facts) gives the 2.27+ counts."""
+    assert [STUDY.nvls_channels(v) for v in ("2.25.1", "2.26.6", "2.27.3", "2.29.7")] == [32, 32, 24, 24]
+    assert STUDY.nvls_channels("2.29.7", one_clique=False) == 32
+    assert graphs(NcclTopology("blackwell", 16, 1, nvls=True))["nvls_channels"] == STUDY.nvls_channels("2.28.3")
+
+
+def test_ladder_files_are_one_domain_held_out_one_source_and_not_in_the_published_check():
+    """GB300 has no card: validate --published nccl does not predict the files (the session 19 / 31 rule); the study
+    compares them on the GB200 cards through its proxy scenarios."""
+    for n, path in LADDER.items():
+        ref = read_published(path, "published-nccl-run")
+        assert ref.system["nodes"] * ref.system["gpus_per_node"] == n
+        assert ref.usage["held_out"] is True and ref.usage["source_group"] == "gb300-nvl72-ncclbpf"
+        assert all(r["busbw_GBps"] > 0 and r["bytes"] >= 64 * 2**20 for r in ref.runs)
+        assert ref.file("scenario") is None and "no GB300 card" in ref.usage["not_predicted"] and system_rows(ref) == []
+        assert STUDY.read(path.stem).file("scenario").is_file()
+
+
+def test_no_carry_law_from_8_gpus_fits_the_ladder_above_8():
+    """The 8 GiB plateau falls from 836 GB/s at 8 GPUs to 645-689 at 16-60: the card's bytes law (rising), busbw
+    constant in n and the switch-adder law (falling as 1/(n - 1)) each miss some rung by more than 20%."""
+    lines = {r["ranks"]: r for r in STUDY.ladder() if r["file"].startswith("nccl-gb300")}
+    measured = [lines[n]["busbw"] for n in STUDY.LADDER]
+    assert lines[8]["busbw"] > 1.2 * max(measured)
+    for law, values in STUDY.laws_at(lines[8]["busbw"]).items():
+        worst = max(abs(v / m - 1) for v, m in zip(values, measured, strict=True))
+        assert worst > 0.20, law
+    assert STUDY.laws_at(836e9)["bytes"][0] > STUDY.laws_at(836e9)["busbw"][0] > STUDY.laws_at(836e9)["adder"][0]
+
+
+def test_counts_the_nvls_card_lacks_are_priced_on_the_nvlink_card_not_nvls():
+    """The NVL72 NVLS card holds rates at 8, 36, 64 and 72 GPUs; at 16 / 32 / 60 the model prices the NVLink card's
+    ring (domain.py: no extrapolation), where the source says NCCL ran NVLS: the ladder's closeness there is that
+    stand-in's, not the NVLS card's (docs/models/fabric-findings.md, session 43)."""
+    for n, ran in ((8, "nvls/"), (16, "nvlink-card/"), (32, "nvlink-card/"), (60, "nvlink-card/")):
+        rows = system_rows(STUDY.read(LADDER[n].stem))
+        assert rows and all(r.detail.startswith(ran) for r in rows), n
+    assert [round(r.error, 3) for r in system_rows(STUDY.read(LADDER[60].stem))] == \
+        [pytest.approx(0.023, abs=0.002)]
+
+
+def test_predict_collective_says_where_nccl_runs_nvls_the_card_does_not_price():
+    """predict collective on a 16-GPU NVL72 sub-domain names the stand-in (NCCL runs NVLS, the card has no 16-GPU rate);
+    at 8 GPUs (a card count) and at 4 (NCCL's ring) it says nothing; numbers are unchanged either way."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    def sweep(n: int, op: str = "all_reduce"):
+        (r,) = sweep_from_scenario(str(ROOT / f"scenarios/published/gb300-nvl72-w{n}-ncclbpf.yaml"), op, "64M", "8G", 8, None)
+        return r
+
+    w16 = sweep(16)
+    assert any("NCCL runs NVLS on these 16 GPUs" in n and "8, 36, 64, 72 GPUs only" in n for n in w16.notes)
+    assert [round(p.busbw_Bps / 1e9, 1) for p in w16.predictions] == [584.4, 668.5, 701.9]
+    assert not any("NCCL runs NVLS" in n for n in sweep(8).notes + sweep(4).notes + sweep(16, "all_gather").notes)
