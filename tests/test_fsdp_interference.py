@@ -24,6 +24,8 @@ def test_the_h100_card_carries_the_h200_measurement_unchanged_and_the_a100_none(
     a100 = load_gpu(ROOT / "models" / "gpu" / "a100-sxm-80gb.yaml")[0]
     assert (h100.overlap_compute_slowdown, h100.overlap_comm_rate) == (h200.overlap_compute_slowdown, h200.overlap_comm_rate)
     assert h100.overlap_compute_slowdown > 0 and h100.sm_count == h200.sm_count == 132   # the same die: the carry's reason
+    lab = load_gpu(ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml")[0]              # the lab's H100 card: the same
+    assert (lab.overlap_compute_slowdown, lab.overlap_comm_rate) == (h100.overlap_compute_slowdown, h100.overlap_comm_rate)
     assert (a100.overlap_compute_slowdown, a100.overlap_comm_rate) == (0.0, 1.0)          # Ampere: not measured, not carried
     source = yaml.safe_load((ROOT / "models" / "gpu" / "h100-sxm.yaml").read_text())["params"]["comm_overlap"]["source"]
     assert "h200-sxm-interleaved" in source and "session 43" in source
