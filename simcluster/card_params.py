@@ -253,7 +253,7 @@ class Memory(Params):
 class CommOverlap(Params):
     compute_slowdown: Number(0.0, 0.95)
     comm_rate: Number(0.01, 1.0)
-    source: Text(2000) = None
+    source: Text(2000) = ""   # absent: "" (a card written by gpu_params_yaml carries none)
 
 
 def _suffixed(unit: str, scale: float, low: float, high: float):

@@ -265,6 +265,14 @@ def test_calibrate_bundle_reproduces_the_shipped_card(gpu):
     assert base["provenance"]["gemm_condition"] == "back-to-back"
     plain = yaml.safe_load((ROOT / f"models/gpu/{gpu}-sxm.yaml").read_text())["params"]
     pop_dropout_rates(gpu, plain)
+    carried = plain.pop("comm_overlap", None)
+    if gpu == "h100":   # carried from the H200 pair's overlap-micro measurement (session 43 fsdpfam), not made by calibrate
+        from simcluster.fit.gpu_overlap import fit
+
+        measured = fit(sorted((ROOT / "calibration" / "h200x2-overlap-2026-11-23").glob("overlap-g*.json")))
+        assert (carried["compute_slowdown"], carried["comm_rate"]) == (measured["compute_slowdown"], measured["comm_rate"])
+    else:
+        assert carried is None
     assert plain.pop("clock")["reference_duty"]["compute"] == 1.0 and base["params"] == plain   # the shipped card
 
 

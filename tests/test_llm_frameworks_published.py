@@ -115,7 +115,9 @@ def test_pre_2_5_torch_trainers_run_flash_attention_2_on_hopper_and_the_a100_row
             ref_llm.framework_of = original
 
     h100_fa2, h100_card = errors("llm-fms-fsdp-h100.yaml", "fa2"), errors("llm-fms-fsdp-h100.yaml", "card")
-    assert all(a < c - 0.04 for a, c in zip(h100_fa2, h100_card, strict=True))   # slower on the H100: 5-11 points
+    # slower on the H100: 5-11 points before session 43, 2.5-6 since the H100 card's comm_overlap (the collectives beside
+    # the compute stretch the step whatever the attention kernel)
+    assert all(a < c - 0.02 for a, c in zip(h100_fa2, h100_card, strict=True))
     assert errors("llm-fms-fsdp-a100.yaml", "fa2") == errors("llm-fms-fsdp-a100.yaml", "card")
 
 
@@ -129,19 +131,21 @@ def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
     assert all("proxy" in r.unavailable for r in rows if r.error is None)
 
 
-def test_llmfoundry_large_scale_rows_are_held_out_fsdp_and_shard_grad_op_is_zero_2():
-    """llm-foundry's H100 Large Scale table (issue 44, llmfam): 18 rows compared held out under composer-fsdp, FULL_SHARD
+def test_llmfoundry_large_scale_rows_are_fsdp_and_shard_grad_op_is_zero_2():
+    """llm-foundry's H100 Large Scale table (issue 44, llmfam): 18 rows compared under composer-fsdp, FULL_SHARD
     as ZeRO-3 and SHARD_GRAD_OP (1b, 3b) as zero 2, in the pooled PyTorch FSDP regimes; as predicted once, 16 within 10%;
     13 since session 38's flash schedule form (fa2-full's non-causal 2K calls priced 9-20% cheaper: the rows, already
-    predicted fast, 2-6 points faster; docs/models/llm-findings.md, session 38 fa2adopt)."""
+    predicted fast, 2-6 points faster; docs/models/llm-findings.md, session 38 fa2adopt). Development since session 43
+    (fsdpfam): they prompted carrying the measured compute / NCCL interference to the H100 card; 17 within 10% since
+    (the MPT 1b SHARD_GRAD_OP row at 512 GPUs +10.8%)."""
     from simcluster.reference.llm import validate_published_llm
 
     rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-llmfoundry-mpt-h100-large-scale-fsdp.yaml").rows
-    assert len(rows) == 18 and all(r.error is not None and r.held_out for r in rows)
+    assert len(rows) == 18 and all(r.error is not None and not r.held_out for r in rows)
     zero2 = {r.run for r in rows if r.regime == "llm | PyTorch FSDP | DP/ZeRO-1/2 | bf16"}
     assert zero2 == set(range(12, 18)) and all(" z2 " in rows[i].configuration for i in zero2)
     assert {r.regime for r in rows if r.run not in zero2} == {"llm | PyTorch FSDP | ZeRO-3/FSDP | bf16"}
-    assert sum(abs(r.error) <= 0.10 for r in rows) == 13
+    assert sum(abs(r.error) <= 0.10 for r in rows) == 17 and [r.run for r in rows if abs(r.error) > 0.10] == [15]
 
 
 def test_nemo_b200_long_sequence_rows_are_held_out_on_the_card_attention():

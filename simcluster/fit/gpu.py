@@ -260,15 +260,16 @@ def carry(measured: GpuParams, sheet: Datasheet) -> GpuParams:
     """A datasheet GPU with a measured card's curves: peaks, SM count, capacity and HBM peak from the datasheet;
     achievable HBM bandwidth = datasheet peak x the measured card's achievable / peak; GEMM, attention and
     memory curves (fractions of peak, ramps, tile shape, launch floors) as measured. Precisions the measured card
-    has no efficiency for take its bf16 efficiency. The clock block and the attention dropout rates are not carried
-    (another GPU's power, clocks and random-number rate were never measured here): the carried curves keep the measured
-    card's fitted condition, and dropout inside attention is not priced on the carried card."""
+    has no efficiency for take its bf16 efficiency. The clock block, the attention dropout rates and the compute / NCCL
+    interference (comm_overlap) are not carried (another GPU's power, clocks, random-number rate and SM sharing with NCCL
+    were never measured here): the carried curves keep the measured card's fitted condition, and neither dropout inside
+    attention nor interference is priced on the carried card."""
     eff = {d: measured.gemm_efficiency.get(d, measured.gemm_efficiency["bf16"]) for d in sheet.peak_flops}
     ratio = measured.hbm_bandwidth_Bps / (measured.hbm_peak_Bps or measured.hbm_bandwidth_Bps)
     return replace(measured, name=sheet.name, peak_flops=dict(sheet.peak_flops), hbm_bandwidth_Bps=sheet.hbm_peak_Bps * ratio,
                    hbm_capacity_bytes=sheet.hbm_capacity_bytes, sm_count=sheet.sm_count, gemm_efficiency=eff,
                    hbm_peak_Bps=sheet.hbm_peak_Bps, clock=None,   # no clock model: nothing measured on that GPU
-                   attn_dropout_rate_fwd=0.0, attn_dropout_rate_bwd=0.0)
+                   attn_dropout_rate_fwd=0.0, attn_dropout_rate_bwd=0.0, overlap_compute_slowdown=0.0, overlap_comm_rate=1.0)
 
 
 def carried_card(measured: GpuParams, measured_path: str, sheet: Datasheet, carry_error: str = "") -> dict:
