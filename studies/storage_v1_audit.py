@@ -57,6 +57,13 @@ def differs(a, b, key: str) -> bool:
     return a != b
 
 
+def diff_fields(want: dict, seen: list[dict]) -> list[str]:
+    """The fields on which any run differs from what simcluster takes; every field when no run was found."""
+    if not seen:
+        return sorted(want)
+    return sorted({k for s in seen for k in want if differs(s[k], want[k], k)})
+
+
 def main() -> int:
     if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "Closed/Micron").is_dir():
         print("usage: python studies/storage_v1_audit.py CHECKOUT (a clone of mlcommons/storage_results_v1.0)")
@@ -67,7 +74,7 @@ def main() -> int:
         runs = runs_of(checkout, row)
         seen = [used(r) for r in runs]
         want = taken(row)
-        diff = sorted({k for s in seen for k in want if differs(s[k], want[k], k)})
+        diff = diff_fields(want, seen)
         name = f"{row['system'].split('_')[1]} {row['workload']}"
         got = {k: sorted({str(s[k]) for s in seen}) for k in diff}
         bad += bool(diff)
