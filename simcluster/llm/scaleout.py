@@ -53,6 +53,8 @@ from simcluster.collectives.ring_flows import concurrent_ring_flows
 
 SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
 OS_NOISE_S = 0.0          # J: fitted (studies/scaleout_fit.py) with s on the same series
+AMAX_SYNC_NOISE_S = 0.0   # j: the hosts' mean jitter per FP8 amax synchronisation point (studies/scaleout_fit.py)
+AMAX_SYNC_FORM = "fixed"  # "fixed": j (H_G - 1) per sync; "white": sd j sqrt(interval / 1 s) per interval (module docstring)
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
 
@@ -80,6 +82,30 @@ def os_jitter_s(gpus: int, noise_s: float | None = None) -> float:
     noise = OS_NOISE_S if noise_s is None else noise_s
     n = int(gpus)
     return noise * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0) if n > 1 else 0.0
+
+
+def amax_sync_s(syncs: int, group: int, noise_s: float | None = None, compute_s: float = 0.0,
+                form: str | None = None) -> float:
+    """The time a step loses at Transformer Engine's delayed-scaling amax all-reduces (module docstring): `syncs` of
+    them a step, each over `group` ranks, each waiting for the unluckiest of them. "fixed": an exponential delay of
+    mean j per rank and interval, syncs j (H_group - 1); "white": a normal one of sd j sqrt(interval / 1 s), the
+    interval compute_s / syncs, so syncs j sqrt(compute_s / syncs / 1 s) m(group)."""
+    j = AMAX_SYNC_NOISE_S if noise_s is None else noise_s
+    n = int(group)
+    if n <= 1 or syncs <= 0:
+        return 0.0
+    if (form or AMAX_SYNC_FORM) == "white":
+        return syncs * j * float(np.sqrt(compute_s / syncs)) * expected_max_normal(n)
+    return syncs * j * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0)
+
+
+def amax_syncs(batch, par, framework, micro_batches: int) -> tuple[int, int]:
+    """(amax all-reduces a step, ranks in each) of Transformer Engine's delayed scaling under Megatron-Core: one at the
+    exit of each FP8 autocast region (a TransformerBlock: one per micro-batch and virtual stage) and one in its
+    backward, over the stage's tensor x context x data-parallel ranks; (0, 1) without fp8 or TE layers."""
+    if batch.precision != "fp8" or not framework.transformer_engine:
+        return 0, 1
+    return 2 * int(micro_batches) * par.virtual_stages, par.tp * par.cp * par.dp
 
 
 def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
@@ -134,11 +160,12 @@ def node_sets(group, gpus_per_node: int, gpus: int) -> list[np.ndarray]:
 
 
 def losses(compute_s: float, gpus: int, breakdown: dict, net=None, groups=None, speed_spread: float | None = None,
-           os_noise_s: float | None = None) -> dict:
-    """Every scale-out term of one step: {breakdown key: seconds}. `stragglers` and `os_jitter` add to the step;
-    the fabric split replaces exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
+           os_noise_s: float | None = None, amax_syncs: tuple[int, int] = (0, 1)) -> dict:
+    """Every scale-out term of one step: {breakdown key: seconds}. `stragglers`, `os_jitter` and `fp8_amax_sync`
+    (`amax_syncs`: (synchronisation points a step, ranks in each)) add to the step; the fabric split replaces
+    exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
     out = {"stragglers": straggler_s(compute_s, gpus, SPEED_SPREAD if speed_spread is None else speed_spread),
-           "os_jitter": os_jitter_s(gpus, os_noise_s)}
+           "os_jitter": os_jitter_s(gpus, os_noise_s), "fp8_amax_sync": amax_sync_s(*amax_syncs, compute_s=compute_s)}
     if net is not None and groups is not None:
         out.update(fabric_split(net, groups, breakdown, gpus))
     return out
