@@ -87,13 +87,13 @@ def fit(groups: dict, jitter: bool = True) -> tuple[float, float]:
     return best
 
 
-def fit_amax(groups: dict, form: str) -> tuple[float, float]:
-    """(s, j) of the stragglers term and the FP8 amax-synchronisation term in `form`, fitted together as fit() does,
-    on the FITTED_ON source's series only."""
+def fit_amax(groups: dict, form: str, spread: float | None = None) -> tuple[float, float]:
+    """(s, j) of the stragglers term and the FP8 amax-synchronisation term in `form`, fitted together as fit() does
+    (or j alone with s held at `spread`), on the FITTED_ON source's series only."""
     fit_groups = [v for k, v in groups.items() if k[0] in scaleout.FITTED_ON]
     best, best_cost = (0.0, 0.0), np.inf
     top = {"fixed": 600e-6, "white": 0.03}[form]          # j: seconds per sync; "white": seconds per sqrt(second)
-    for s in np.linspace(0.0, 0.06, 61):
+    for s in np.linspace(0.0, 0.06, 61) if spread is None else (spread,):
         for a in np.linspace(0.0, top, 121):
             cost = sum(float(np.sum((r[2] - r[1]) ** 2)) for r in (per_gpu_ratios(v, s, 0.0, a, form) for v in fit_groups))
             if cost < best_cost:
@@ -145,12 +145,14 @@ def main() -> None:
     groups = series()
     s, _ = fit(groups, jitter=False)           # the shipped model: the stragglers term alone (J = 0, below)
     s_j, j = fit(groups, jitter=True)          # both fitted together: reported, not shipped (docs/models/llm.md)
-    amax = {form: fit_amax(groups, form) for form in FORMS}   # the FP8 amax candidate, each form: (s, j)
+    amax = {f"{form}{held}": fit_amax(groups, form, scaleout.SPEED_SPREAD if held else None)   # the FP8 amax candidate:
+            for form in FORMS for held in ("", "-s-held")}                                    # (s, j) per form
+    form_of = {name: name.removesuffix("-s-held") for name in amax}
     rows = []
     for (source, name, layout, regime), points in sorted(groups.items()):
         g, meas, pred = per_gpu_ratios(points, s_j, j)
-        by_form = {f"loss_amax_{form}_pp": round((1 - per_gpu_ratios(points, sa, 0.0, a, form)[2][-1]) * 100, 2)
-                   for form, (sa, a) in amax.items()}
+        by_form = {f"loss_amax_{name}_pp": round((1 - per_gpu_ratios(points, sa, 0.0, a, form_of[name])[2][-1]) * 100, 2)
+                   for name, (sa, a) in amax.items()}
         _, _, pred0 = per_gpu_ratios(points, 0.0, 0.0)
         _, _, pred_s = per_gpu_ratios(points, s, 0.0)
         rows.append({"source": source, "model": name, "layout": layout, "precision": regime.split(" | ")[-1],
@@ -175,7 +177,7 @@ def main() -> None:
         summary[f"eightfold_pairs_{name}"] = {"pairs": len(e8), "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None,
                                               "within_2pp": int(sum(e <= 2.0 for e in e8))}
     for form, (sa, a) in amax.items():
-        cand = {"speed_spread_fitted": sa, "amax_noise_fitted": a}
+        cand, shape = {"speed_spread_fitted": sa, "amax_noise_fitted": a}, form_of[form]
         for part, keep in (("others", False), ("development", True)):
             these = [r for r in held if r["amax_development"] == keep]
             for label, col in (("shipped", "loss_stragglers_only_pp"), ("candidate", f"loss_amax_{form}_pp")):
@@ -183,7 +185,7 @@ def main() -> None:
                 cand[f"{part}_{label}"] = {"series": len(e), "mean_abs_error_pp": round(float(np.mean(e)), 2) if e else None,
                                            "within_2pp": int(sum(x <= 2.0 for x in e))}
             for label, (sp, am) in (("shipped", (s, 0.0)), ("candidate", (sa, a))):
-                e8 = eightfold_errors(groups, sp, 0.0, am, form, lambda k, keep=keep: prompted(k) == keep)
+                e8 = eightfold_errors(groups, sp, 0.0, am, shape, lambda k, keep=keep: prompted(k) == keep)
                 cand[f"{part}_{label}_eightfold"] = {"pairs": len(e8), "within_2pp": int(sum(x <= 2.0 for x in e8)),
                                                      "mean_abs_error_pp": round(float(np.mean(e8)), 2) if e8 else None}
         insample = [r for r in rows if not r["held_out"]]
@@ -214,21 +216,22 @@ def main() -> None:
     print(f"N -> 8N pairs of the held-out series ({e['shipped']['pairs']}): shipped {e['shipped']['mean_abs_error_pp']} pp "
           f"({e['shipped']['within_2pp']} within 2 pp); with jitter {e['with_jitter']['mean_abs_error_pp']} pp "
           f"({e['with_jitter']['within_2pp']}); neither {e['neither']['mean_abs_error_pp']} pp ({e['neither']['within_2pp']})")
-    for form in FORMS:
+    for form in amax:
         c = summary[f"amax_{form}"]
-        print(f"FP8 amax-sync candidate, form {form}: fitted on the same source with s: s = {c['speed_spread_fitted']:.4f}, "
+        how = "s held at the shipped value" if form.endswith("-s-held") else "fitted together with s"
+        print(f"FP8 amax-sync candidate, form {form}: on the same source, {how}: s = {c['speed_spread_fitted']:.4f}, "
               f"j = {c['amax_noise_fitted']:.6g}; in-sample series mean |error| {c['in_sample_mean_abs_error_pp']} pp")
         for part in ("others", "development"):
             sh, ca, sh8, ca8 = (c[f"{part}_{x}"] for x in ("shipped", "candidate", "shipped_eightfold", "candidate_eightfold"))
             print(f"  held out, {part:11s}: {sh['series']} series shipped {sh['mean_abs_error_pp']} pp ({sh['within_2pp']} within 2) "
                   f"-> {ca['mean_abs_error_pp']} pp ({ca['within_2pp']}); N -> 8N {sh8['pairs']} pairs shipped "
                   f"{sh8['mean_abs_error_pp']} pp ({sh8['within_2pp']}) -> {ca8['mean_abs_error_pp']} pp ({ca8['within_2pp']})")
-    print(f"{'':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'shipped':>8s} " + " ".join(f"{f:>8s}" for f in FORMS))
+    print(f"{'':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'shipped':>8s} " + " ".join(f"{f[:8]:>8s}" for f in amax))
     for r in rows:
         if r["precision"] == "fp8" or r["amax_development"]:
             print(f"{r['source'][:46]:46s} {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}-{r['gpus'][1]:<5d} "
                   f"{r['loss_measured_pp']:8.2f} {r['loss_stragglers_only_pp']:8.2f} "
-                  + " ".join(f"{r[f'loss_amax_{f}_pp']:8.2f}" for f in FORMS) + ("  (dev)" if r["amax_development"] else "")
+                  + " ".join(f"{r[f'loss_amax_{f}_pp']:8.2f}" for f in amax) + ("  (dev)" if r["amax_development"] else "")
                   + ("" if r["held_out"] else "  (fit)"))
     print("the measurements' own reproducibility: N -> 8N loss of one model, layout and precision measured by two or more "
           "releases at the same GPU counts (measured only)")

@@ -53,7 +53,7 @@ from simcluster.collectives.ring_flows import concurrent_ring_flows
 
 SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
 OS_NOISE_S = 0.0          # J: fitted (studies/scaleout_fit.py) with s on the same series
-AMAX_SYNC_NOISE_S = 0.0   # j: the hosts' mean jitter per FP8 amax synchronisation point (studies/scaleout_fit.py)
+AMAX_SYNC_NOISE_S = 0.0   # j: mean jitter per rank and FP8 amax sync; fitted 108-140 us (studies/scaleout_fit.py), shipped 0 (llm.md)
 AMAX_SYNC_FORM = "fixed"  # "fixed": j (H_G - 1) per sync; "white": sd j sqrt(interval / 1 s) per interval (module docstring)
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
