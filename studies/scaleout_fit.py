@@ -29,8 +29,8 @@ from simcluster.reference.llm import validate_published_llm  # noqa: E402
 CONFIG = re.compile(r"(?P<name>.*?), (?P<gpus>\d+) x [^,]+, t(?P<t>\d+) p(?P<p>\d+) d\d+ (?P<rest>.*)")
 PROBE = 0.01          # a run at this spread gives each row's time slope in s (the term is linear in s)
 PROBE_J = 0.1         # a run at this jitter (s) gives each row's time slope in J (linear in J)
-PROBE_A = 1e-4        # a run at this jitter per FP8 amax synchronisation point (s) gives the slope in j (linear in j)
-FORMS = ("fixed", "white")   # scaleout.AMAX_SYNC_FORM: each form's probe
+FORMS = ("fixed", "white", "nccl")   # scaleout.AMAX_SYNC_FORM: each form's probe
+PROBE_A = {"fixed": 1e-4, "white": 1e-4, "nccl": 1.0}   # a run at this j gives each row's slope in j (linear in j)
 # the FP8 series whose misses prompted the amax-synchronisation candidate (docs/models/llm.md, session 32's five pairs):
 # development for it, reported apart from the other held-out series
 AMAX_PROMPTED_BY = {("GPT-3 175B", "fp8"), ("Nemotron-4 340B", "fp8")}
@@ -51,13 +51,14 @@ def series() -> dict:
     """(source, model, layout, regime) -> [(gpus, measured tokens/s, predicted with every term 0, with s = PROBE, with
     J = PROBE_J, with j = PROBE_A in each of FORMS)]."""
     base, probe, probe_j = rows_at(0.0, 0.0), rows_at(PROBE, 0.0), rows_at(0.0, PROBE_J)
-    probe_a = [rows_at(0.0, 0.0, PROBE_A, form) for form in FORMS]
+    probe_a = [rows_at(0.0, 0.0, PROBE_A[form], form) for form in FORMS]
     out = defaultdict(list)
     for key, r in base.items():
         m = CONFIG.match(r.configuration)
-        if not m or not (r.held_out or r.source in scaleout.FITTED_ON):   # development rows: neither fit nor check
-            continue
-        out[(r.source, m["name"], f"t{m['t']} p{m['p']} {m['rest']}", r.regime)].append(
+        key4 = (r.source, m["name"], f"t{m['t']} p{m['p']} {m['rest']}", r.regime) if m else None
+        if not m or not (r.held_out or r.source in scaleout.FITTED_ON or prompted(key4)):   # other development rows:
+            continue                                                                            # neither fit nor check
+        out[key4].append(
             (int(m["gpus"]), r.measured, r.predicted, probe[key].predicted, probe_j[key].predicted,
              *(p[key].predicted for p in probe_a)))
     return {k: sorted(v) for k, v in out.items() if len({g for g, *_ in v}) >= 2}
@@ -70,7 +71,7 @@ def per_gpu_ratios(points, spread: float, noise_s: float = 0.0, amax_s: float = 
     g = np.array([p[0] for p in points], float)
     meas = np.array([p[1] for p in points]) / g
     t0, t1, t2, t3 = (1 / np.array([p[i] for p in points]) for i in (2, 3, 4, 5 + FORMS.index(form)))   # s per token
-    pred = 1 / (t0 + (t1 - t0) * spread / PROBE + (t2 - t0) * noise_s / PROBE_J + (t3 - t0) * amax_s / PROBE_A) / g
+    pred = 1 / (t0 + (t1 - t0) * spread / PROBE + (t2 - t0) * noise_s / PROBE_J + (t3 - t0) * amax_s / PROBE_A[form]) / g
     return g, meas / meas[0], pred / pred[0]
 
 
@@ -92,6 +93,8 @@ def fit_amax(groups: dict, form: str, spread: float | None = None) -> tuple[floa
     (or j alone with s held at `spread`), on the FITTED_ON source's series only."""
     fit_groups = [v for k, v in groups.items() if k[0] in scaleout.FITTED_ON]
     best, best_cost = (0.0, 0.0), np.inf
+    if form == "nccl":                                     # no parameter: the NCCL price as it is (j = 1)
+        return (scaleout.SPEED_SPREAD if spread is None else spread), 1.0
     top = {"fixed": 600e-6, "white": 0.03}[form]          # j: seconds per sync; "white": seconds per sqrt(second)
     for s in np.linspace(0.0, 0.06, 61) if spread is None else (spread,):
         for a in np.linspace(0.0, top, 121):
@@ -143,10 +146,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     groups = series()
-    s, _ = fit(groups, jitter=False)           # the shipped model: the stragglers term alone (J = 0, below)
+    s, _ = fit(groups, jitter=False)           # the stragglers term alone (J = 0, below): session 42's model
     s_j, j = fit(groups, jitter=True)          # both fitted together: reported, not shipped (docs/models/llm.md)
     amax = {f"{form}{held}": fit_amax(groups, form, scaleout.SPEED_SPREAD if held else None)   # the FP8 amax candidate:
-            for form in FORMS for held in ("", "-s-held")}                                    # (s, j) per form
+            for form in FORMS for held in (("-s-held",) if form == "nccl" else ("", "-s-held"))}                                    # (s, j) per form
     form_of = {name: name.removesuffix("-s-held") for name in amax}
     rows = []
     for (source, name, layout, regime), points in sorted(groups.items()):
@@ -202,13 +205,14 @@ def main() -> None:
     print(f"fitted on {', '.join(scaleout.FITTED_ON)}: shipped, the stragglers term alone: s = {s:.4f} (shipped "
           f"{scaleout.SPEED_SPREAD}); with OS jitter fitted too: s = {s_j:.4f}, J = {j * 1e3:.1f} ms per GPU and step "
           f"(shipped {scaleout.OS_NOISE_S * 1e3:.1f})")
-    print(f"{'source':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'shipped':>8s} {'+jitter':>8s} {'neither':>8s}")
+    print(f"{'source':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'s only':>8s} {'+jitter':>8s} {'neither':>8s}")
     for r in rows:
         mark = "" if r["held_out"] else "  (fit)"
         print(f"{r['source'][:46]:46s} {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}-{r['gpus'][1]:<5d} "
               f"{r['loss_measured_pp']:8.2f} {r['loss_stragglers_only_pp']:8.2f} {r['loss_predicted_with_jitter_pp']:8.2f} "
               f"{r['loss_without_stragglers_pp']:8.2f}{mark}")
-    print(f"held out: {summary['held_out_series']} series; shipped (stragglers): mean |error| "
+    print(f"held out (the amax term's 3 development series among them): {summary['held_out_series']} series; stragglers "
+          f"alone (session 42's model): mean |error| "
           f"{summary['mean_abs_error_pp_stragglers_only']} pp ({summary['within_2pp_stragglers_only']} within 2 pp); with OS "
           f"jitter fitted too: {summary['mean_abs_error_pp_with_jitter']} pp ({summary['within_2pp_with_jitter']} within 2 pp); "
           f"neither: {summary['mean_abs_error_pp_without_stragglers']} pp")
@@ -226,7 +230,7 @@ def main() -> None:
             print(f"  held out, {part:11s}: {sh['series']} series shipped {sh['mean_abs_error_pp']} pp ({sh['within_2pp']} within 2) "
                   f"-> {ca['mean_abs_error_pp']} pp ({ca['within_2pp']}); N -> 8N {sh8['pairs']} pairs shipped "
                   f"{sh8['mean_abs_error_pp']} pp ({sh8['within_2pp']}) -> {ca8['mean_abs_error_pp']} pp ({ca8['within_2pp']})")
-    print(f"{'':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'shipped':>8s} " + " ".join(f"{f[:8]:>8s}" for f in amax))
+    print(f"{'':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'s only':>8s} " + " ".join(f"{f[:8]:>8s}" for f in amax))
     for r in rows:
         if r["precision"] == "fp8" or r["amax_development"]:
             print(f"{r['source'][:46]:46s} {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}-{r['gpus'][1]:<5d} "

@@ -171,6 +171,7 @@ def test_the_fp8_step_gains_the_amax_term_and_bf16_does_not(monkeypatch):
     from simcluster.reference.llm import validate_published_llm
 
     path = ROOT / "calibration/published/llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100.yaml"
+    monkeypatch.setattr(scaleout, "AMAX_SYNC_FORM", "fixed")
     def rows(noise):
         monkeypatch.setattr(scaleout, "AMAX_SYNC_NOISE_S", noise)
         return {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B, 2048" in r.configuration}
@@ -180,3 +181,28 @@ def test_the_fp8_step_gains_the_amax_term_and_bf16_does_not(monkeypatch):
     assert fp8 and len(moved) == 2
     assert all(moved[run] < 0.99 for run in fp8)                                  # fp8 slower (tokens/s down)
     assert all(moved[run] == pytest.approx(1.0) for run in moved if run not in fp8)   # bf16 unchanged
+
+
+def test_the_shipped_amax_term_is_the_priced_all_reduce_and_grows_with_the_group():
+    """Shipped form "nccl": 2 m v all-reduces a step, each the fabric model's price over the stage's tp x cp x dp
+    ranks; more ranks across more nodes cost more per call, and bf16 pays nothing."""
+    from simcluster.reference.llm import validate_published_llm
+
+    assert scaleout.AMAX_SYNC_FORM == "nccl" and scaleout.AMAX_SYNC_NOISE_S == 1.0
+    path = ROOT / "calibration/published/llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100.yaml"
+    on = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
+    saved = scaleout.AMAX_SYNC_NOISE_S
+    try:
+        scaleout.AMAX_SYNC_NOISE_S = 0.0
+        off = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
+    finally:
+        scaleout.AMAX_SYNC_NOISE_S = saved
+    lost = {}   # seconds per token the term adds, fp8 rows by GPU count
+    for run, r in on.items():
+        added = 1 / r.predicted - 1 / off[run].predicted
+        if r.regime.endswith("bf16"):
+            assert added == pytest.approx(0.0, abs=1e-15)
+        else:
+            lost[int(r.configuration.split(", ")[1].split(" x")[0])] = added * r.predicted   # share of the step
+    assert sorted(lost) == [128, 256, 512, 1024, 2048]
+    assert 0 < lost[128] < lost[2048] < 0.05                 # a few % of the step at most, growing with the ranks
