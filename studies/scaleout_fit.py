@@ -5,6 +5,9 @@ A series is one source's runs of one model and parallel layout (tp, pp, cp, v, z
 several GPU counts (dp grows). For each, the per-GPU throughput relative to the series' smallest run, measured and
 predicted. s and J are fitted (least squares on those ratios) on llm/scaleout.FITTED_ON only; every other series is held out:
 the per-GPU throughput lost from its smallest run to its largest, measured vs predicted, in percentage points.
+Session 43: the FP8 amax term (scaleout.amax_sync_s) in three forms, "nccl" (shipped, nothing fitted) and two jitter
+forms with j fitted on the same source; the FP8 series that prompted it (AMAX_PROMPTED_BY) are development for it and
+reported apart ("development"), the rest ("others") held out.
 
     python studies/scaleout_fit.py            # prints the fit, then every series; --json for the rows
 """
@@ -202,7 +205,7 @@ def main() -> None:
     if args.json:
         print(json.dumps({"summary": summary, "series": rows, "release_spread": repro}, indent=1))
         return
-    print(f"fitted on {', '.join(scaleout.FITTED_ON)}: shipped, the stragglers term alone: s = {s:.4f} (shipped "
+    print(f"fitted on {', '.join(scaleout.FITTED_ON)}: the stragglers term alone: s = {s:.4f} (shipped "
           f"{scaleout.SPEED_SPREAD}); with OS jitter fitted too: s = {s_j:.4f}, J = {j * 1e3:.1f} ms per GPU and step "
           f"(shipped {scaleout.OS_NOISE_S * 1e3:.1f})")
     print(f"{'source':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'s only':>8s} {'+jitter':>8s} {'neither':>8s}")
@@ -217,18 +220,19 @@ def main() -> None:
           f"jitter fitted too: {summary['mean_abs_error_pp_with_jitter']} pp ({summary['within_2pp_with_jitter']} within 2 pp); "
           f"neither: {summary['mean_abs_error_pp_without_stragglers']} pp")
     e = {k: summary[f"eightfold_pairs_{k}"] for k in ("shipped", "with_jitter", "neither")}
-    print(f"N -> 8N pairs of the held-out series ({e['shipped']['pairs']}): shipped {e['shipped']['mean_abs_error_pp']} pp "
+    print(f"N -> 8N pairs of the held-out series ({e['shipped']['pairs']}): stragglers alone {e['shipped']['mean_abs_error_pp']} pp "
           f"({e['shipped']['within_2pp']} within 2 pp); with jitter {e['with_jitter']['mean_abs_error_pp']} pp "
           f"({e['with_jitter']['within_2pp']}); neither {e['neither']['mean_abs_error_pp']} pp ({e['neither']['within_2pp']})")
     for form in amax:
         c = summary[f"amax_{form}"]
         how = "s held at the shipped value" if form.endswith("-s-held") else "fitted together with s"
+        how += " (SHIPPED)" if form == f"{scaleout.AMAX_SYNC_FORM}-s-held" and scaleout.AMAX_SYNC_NOISE_S == c["amax_noise_fitted"] else ""
         print(f"FP8 amax-sync candidate, form {form}: on the same source, {how}: s = {c['speed_spread_fitted']:.4f}, "
               f"j = {c['amax_noise_fitted']:.6g}; in-sample series mean |error| {c['in_sample_mean_abs_error_pp']} pp")
         for part in ("others", "development"):
             sh, ca, sh8, ca8 = (c[f"{part}_{x}"] for x in ("shipped", "candidate", "shipped_eightfold", "candidate_eightfold"))
-            print(f"  held out, {part:11s}: {sh['series']} series shipped {sh['mean_abs_error_pp']} pp ({sh['within_2pp']} within 2) "
-                  f"-> {ca['mean_abs_error_pp']} pp ({ca['within_2pp']}); N -> 8N {sh8['pairs']} pairs shipped "
+            print(f"  held out, {part:11s}: {sh['series']} series stragglers alone {sh['mean_abs_error_pp']} pp ({sh['within_2pp']} within 2) "
+                  f"-> {ca['mean_abs_error_pp']} pp ({ca['within_2pp']}); N -> 8N {sh8['pairs']} pairs "
                   f"{sh8['mean_abs_error_pp']} pp ({sh8['within_2pp']}) -> {ca8['mean_abs_error_pp']} pp ({ca8['within_2pp']})")
     print(f"{'':46s} {'model':24s} {'prec':4s} {'GPUs':>11s} {'meas pp':>8s} {'s only':>8s} " + " ".join(f"{f[:8]:>8s}" for f in amax))
     for r in rows:
