@@ -163,7 +163,8 @@ def test_fp8_amax_sync_loss_per_form_and_zero_without_a_group():
     assert scaleout.amax_sync_s(384, 256, 1e-4, form="fixed") == pytest.approx(384 * 1e-4 * (h256 - 1))
     assert scaleout.amax_sync_s(384, 256, 0.01, compute_s=3.0, form="white") == pytest.approx(
         384 * 0.01 * (3.0 / 384) ** 0.5 * scaleout.expected_max_normal(256))
-    assert scaleout.amax_sync_s(384, 2048, 1e-4) > scaleout.amax_sync_s(384, 256, 1e-4)
+    assert scaleout.amax_sync_s(384, 2048, 1e-4, form="fixed") > scaleout.amax_sync_s(384, 256, 1e-4, form="fixed")
+    assert scaleout.amax_sync_s(384, 256, 1.0, form="nccl", call_s=1e-4) == pytest.approx(384 * 1e-4)   # j x the call
 
 
 def test_the_fp8_step_gains_the_amax_term_and_bf16_does_not(monkeypatch):
