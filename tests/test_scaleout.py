@@ -141,3 +141,69 @@ def test_release_spread_compares_one_configurations_eightfold_loss_across_source
     assert len(rows) == 1
     assert rows[0]["gpus"] == [16, 128] and rows[0]["loss_measured_pp"] == {"v1": 2.0, "v2": 5.0}
     assert rows[0]["spread_pp"] == 3.0
+
+
+def test_fp8_amax_syncs_count_one_region_per_micro_batch_and_virtual_stage_each_way():
+    """TE delayed scaling under Megatron-Core: an amax all-reduce at each FP8 autocast region's exit and one in its
+    backward, a region per TransformerBlock (micro-batch x virtual stage), over the stage's tp x cp x dp ranks."""
+    from simcluster.llm.framework import FRAMEWORKS, MEGATRON
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    par = ParallelSpec(tp=8, pp=8, dp=32, cp=1, virtual_stages=12)
+    fp8, bf16 = BatchSpec(global_batch=512, micro_batch=1, precision="fp8"), BatchSpec(global_batch=512, micro_batch=1)
+    assert scaleout.amax_syncs(fp8, par, MEGATRON, 16) == (2 * 16 * 12, 8 * 32)
+    assert scaleout.amax_syncs(bf16, par, MEGATRON, 16) == (0, 1)
+    no_te = next(f for f in FRAMEWORKS.values() if not f.transformer_engine)
+    assert scaleout.amax_syncs(fp8, par, no_te, 16) == (0, 1)
+
+
+def test_fp8_amax_sync_loss_per_form_and_zero_without_a_group():
+    assert scaleout.amax_sync_s(384, 1, 1e-4) == 0.0 and scaleout.amax_sync_s(0, 256, 1e-4) == 0.0
+    h256 = float(sum(1 / k for k in range(1, 257)))
+    assert scaleout.amax_sync_s(384, 256, 1e-4, form="fixed") == pytest.approx(384 * 1e-4 * (h256 - 1))
+    assert scaleout.amax_sync_s(384, 256, 0.01, compute_s=3.0, form="white") == pytest.approx(
+        384 * 0.01 * (3.0 / 384) ** 0.5 * scaleout.expected_max_normal(256))
+    assert scaleout.amax_sync_s(384, 2048, 1e-4, form="fixed") > scaleout.amax_sync_s(384, 256, 1e-4, form="fixed")
+    assert scaleout.amax_sync_s(384, 256, 1.0, form="nccl", call_s=1e-4) == pytest.approx(384 * 1e-4)   # j x the call
+
+
+def test_the_fp8_step_gains_the_amax_term_and_bf16_does_not(monkeypatch):
+    """predict_llm adds fp8_amax_sync to the printed step (and names it in the breakdown) for fp8 only."""
+    from simcluster.reference.llm import validate_published_llm
+
+    path = ROOT / "calibration/published/llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100.yaml"
+    monkeypatch.setattr(scaleout, "AMAX_SYNC_FORM", "fixed")
+    def rows(noise):
+        monkeypatch.setattr(scaleout, "AMAX_SYNC_NOISE_S", noise)
+        return {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B, 2048" in r.configuration}
+    off, on = rows(0.0), rows(2e-4)
+    moved = {run: on[run].predicted / off[run].predicted for run in off}
+    fp8 = [run for run in off if on[run].regime.endswith("fp8")]
+    assert fp8 and len(moved) == 2
+    assert all(moved[run] < 0.99 for run in fp8)                                  # fp8 slower (tokens/s down)
+    assert all(moved[run] == pytest.approx(1.0) for run in moved if run not in fp8)   # bf16 unchanged
+
+
+def test_the_shipped_amax_term_is_the_priced_all_reduce_and_grows_with_the_group():
+    """Shipped form "nccl": 2 m v all-reduces a step, each the fabric model's price over the stage's tp x cp x dp
+    ranks; more ranks across more nodes cost more per call, and bf16 pays nothing."""
+    from simcluster.reference.llm import validate_published_llm
+
+    assert scaleout.AMAX_SYNC_FORM == "nccl" and scaleout.AMAX_SYNC_NOISE_S == 1.0
+    path = ROOT / "calibration/published/llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100.yaml"
+    on = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
+    saved = scaleout.AMAX_SYNC_NOISE_S
+    try:
+        scaleout.AMAX_SYNC_NOISE_S = 0.0
+        off = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
+    finally:
+        scaleout.AMAX_SYNC_NOISE_S = saved
+    lost = {}   # seconds per token the term adds, fp8 rows by GPU count
+    for run, r in on.items():
+        added = 1 / r.predicted - 1 / off[run].predicted
+        if r.regime.endswith("bf16"):
+            assert added == pytest.approx(0.0, abs=1e-15)
+        else:
+            lost[int(r.configuration.split(", ")[1].split(" x")[0])] = added * r.predicted   # share of the step
+    assert sorted(lost) == [128, 256, 512, 1024, 2048]
+    assert 0 < lost[128] < lost[2048] < 0.05                 # a few % of the step at most, growing with the ranks

@@ -132,8 +132,10 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
 
     def printed(r) -> tuple[float, dict]:   # the step as printed: the pipeline's plus the scale-out losses that add to it
-        lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s)
-        return r.step_time_s + lost["stragglers"] + lost["os_jitter"], lost
+        syncs = scaleout.amax_syncs(batch, par, framework, work.micro_batches)
+        call = scaleout.amax_call_s(net, *syncs, par.gpus, model.layers / (par.pp * par.virtual_stages))
+        lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s, syncs, call)
+        return r.step_time_s + lost["stragglers"] + lost["os_jitter"] + lost["fp8_amax_sync"], lost
 
     def share_of(fw: FrameworkSpec, step_s: float | None = None) -> float:   # llm/host_bound.py, on the printed step
         def printed_step(f: FrameworkSpec) -> float:   # the schedule's max-plus recurrence: the DES's numbers, no event queue

@@ -27,6 +27,21 @@ collective). The loss against one GPU's own jitter:
 so it is an absolute cost: a short step (FP8) loses a larger fraction than a long one (BF16) of the same job. J is
 fitted together with s on the same series (studies/scaleout_fit.py).
 
+**FP8 amax all-reduces** (`fp8_amax_sync`, session 43): Transformer Engine's delayed scaling
+all-reduces the latest amax values over Megatron-Core's amax-reduction group (the stage's tensor x context x data-parallel
+ranks) at the exit of each FP8 autocast region (one TransformerBlock: a micro-batch of one virtual stage) and in its
+backward, so a step has 2 m v all-reduces over G = tp cp dp ranks, issued on the compute stream (the next GEMM
+waits). Shipped ("nccl"): each costs the fabric model's price of one all_reduce of the region's amaxes (a few hundred
+bytes: latency) over the stage's G contiguous ranks, nothing fitted:
+
+    T_fp8_amax_sync = 2 m v T_allreduce(G, AMAX_BYTES_PER_LAYER x layers per region)     ("nccl", j = 1)
+
+Two jitter forms, each point waiting for the unluckiest rank (reported by studies/scaleout_fit.py, not shipped: j fitted
+on the fit source moves the absolute FP8 rows too far, docs/models/llm.md "Scale-out losses"):
+
+    T_fp8_amax_sync = 2 m v j (H_G - 1)                        ("fixed": exponential delay of mean j per interval)
+                    = 2 m v j sqrt(T_compute / (2 m v)) m(G)   ("white": normal delay of sd j sqrt(interval / 1 s))
+
 **ECMP collisions and cross-group congestion** (`ecmp_collisions`, `cross_group_congestion`): the data- and
 pipeline-parallel groups that cross nodes run their rings at once on the fabric, each flow pinned to one spine by the
 per-flow hash (network/platform.py), all of them sharing the links max-min (llm/comm.py). Their exposed time E is
@@ -53,6 +68,11 @@ from simcluster.collectives.ring_flows import concurrent_ring_flows
 
 SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
 OS_NOISE_S = 0.0          # J: fitted (studies/scaleout_fit.py) with s on the same series
+AMAX_SYNC_NOISE_S = 1.0   # j: in the shipped "nccl" form a factor on the priced all-reduce (1: as priced, nothing fitted);
+                          # in the jitter forms seconds (fitted 105-140 us, not shipped: docs/models/llm.md)
+AMAX_SYNC_FORM = "nccl"   # "fixed": j (H_G - 1) per sync; "white": sd j sqrt(interval / 1 s) per interval; "nccl": j x the
+                          # all-reduce's own priced time per sync (j = 1: the NCCL price as it is) (module docstring)
+AMAX_BYTES_PER_LAYER = 4 * 3 * 4   # the fp32 amaxes a layer's four FP8 GEMMs reduce in the forward (3 tensors each)
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
 
@@ -80,6 +100,43 @@ def os_jitter_s(gpus: int, noise_s: float | None = None) -> float:
     noise = OS_NOISE_S if noise_s is None else noise_s
     n = int(gpus)
     return noise * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0) if n > 1 else 0.0
+
+
+def amax_sync_s(syncs: int, group: int, noise_s: float | None = None, compute_s: float = 0.0,
+                form: str | None = None, call_s: float = 0.0) -> float:
+    """The time a step loses at Transformer Engine's delayed-scaling amax all-reduces (module docstring): `syncs` of
+    them a step, each over `group` ranks, each waiting for the unluckiest of them. "fixed": an exponential delay of
+    mean j per rank and interval, syncs j (H_group - 1); "white": a normal one of sd j sqrt(interval / 1 s), the
+    interval compute_s / syncs, so syncs j sqrt(compute_s / syncs / 1 s) m(group)."""
+    j = AMAX_SYNC_NOISE_S if noise_s is None else noise_s
+    n = int(group)
+    if n <= 1 or syncs <= 0:
+        return 0.0
+    if (form or AMAX_SYNC_FORM) == "nccl":          # call_s: one amax all-reduce over the group, as the fabric prices it
+        return syncs * j * call_s
+    if (form or AMAX_SYNC_FORM) == "white":
+        return syncs * j * float(np.sqrt(compute_s / syncs)) * expected_max_normal(n)
+    return syncs * j * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0)
+
+
+def amax_call_s(net, syncs: int, group: int, gpus: int, layers_per_region: float) -> float:
+    """One amax all-reduce's priced time (llm/comm.collective_s) over the stage's tp x cp x dp ranks (contiguous:
+    Megatron's rank order puts pp outermost), AMAX_BYTES_PER_LAYER per layer of a region; 0 without a network."""
+    if net is None or syncs <= 0 or group <= 1 or AMAX_SYNC_FORM != "nccl":
+        return 0.0
+    from simcluster.llm import comm
+
+    return comm.collective_s(net, comm.place("amax", group, 1, gpus, net), "all_reduce",
+                             max(4.0, AMAX_BYTES_PER_LAYER * layers_per_region))
+
+
+def amax_syncs(batch, par, framework, micro_batches: int) -> tuple[int, int]:
+    """(amax all-reduces a step, ranks in each) of Transformer Engine's delayed scaling under Megatron-Core: one at the
+    exit of each FP8 autocast region (a TransformerBlock: one per micro-batch and virtual stage) and one in its
+    backward, over the stage's tensor x context x data-parallel ranks; (0, 1) without fp8 or TE layers."""
+    if batch.precision != "fp8" or not framework.transformer_engine:
+        return 0, 1
+    return 2 * int(micro_batches) * par.virtual_stages, par.tp * par.cp * par.dp
 
 
 def fabric_split(net, groups, breakdown: dict, gpus: int) -> dict:
@@ -134,11 +191,12 @@ def node_sets(group, gpus_per_node: int, gpus: int) -> list[np.ndarray]:
 
 
 def losses(compute_s: float, gpus: int, breakdown: dict, net=None, groups=None, speed_spread: float | None = None,
-           os_noise_s: float | None = None) -> dict:
-    """Every scale-out term of one step: {breakdown key: seconds}. `stragglers` and `os_jitter` add to the step;
-    the fabric split replaces exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
+           os_noise_s: float | None = None, amax_syncs: tuple[int, int] = (0, 1), amax_call: float = 0.0) -> dict:
+    """Every scale-out term of one step: {breakdown key: seconds}. `stragglers`, `os_jitter` and `fp8_amax_sync`
+    (`amax_syncs`: (synchronisation points a step, ranks in each)) add to the step; the fabric split replaces
+    exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
     out = {"stragglers": straggler_s(compute_s, gpus, SPEED_SPREAD if speed_spread is None else speed_spread),
-           "os_jitter": os_jitter_s(gpus, os_noise_s)}
+           "os_jitter": os_jitter_s(gpus, os_noise_s), "fp8_amax_sync": amax_sync_s(*amax_syncs, compute_s=compute_s, call_s=amax_call)}
     if net is not None and groups is not None:
         out.update(fabric_split(net, groups, breakdown, gpus))
     return out
