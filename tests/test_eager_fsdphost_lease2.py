@@ -115,3 +115,13 @@ def test_a_lease_beyond_two_lease_sd_reads_the_host_fits_lease_and_a_wrong_term_
 def test_a_lease_at_the_registered_steps_reads_met(tmp_path):
     v = script().read_out(synthetic(tmp_path, SLOW_HOST, jitter=(0.01, -0.01, 0.0), own=False))["verdicts"]
     assert v["B"].startswith("NONE") and v["D"].startswith("MET"), v
+
+
+def test_the_studys_printed_leases_are_the_shipped_ones():
+    from simcluster.llm import eager
+
+    text = (ROOT / "studies" / "fsdp_lease_host.txt").read_text()
+    for path, (c, a, _) in eager.lease_fits(PRODUCT_HOST, "fsdp"):
+        assert f"{path.relative_to(ROOT / 'calibration')}" in text and f"{c * 1e6:6.2f} us/kernel {a * 1e3:+6.2f} ms/step" in text
+    c = eager.fit_modes(PRODUCT_HOST)["fsdp"][0]
+    assert f"mean {c * 1e6:.2f} us/kernel" in text and "The 6 rows FSDP+host-bound x2 held before" in text

@@ -20,6 +20,16 @@ check = load_script(ROOT / "validation" / "eager_hostwait.py")
 BUNDLE = ROOT / "calibration" / "h200x2-eager-hostwait-2026-11-30"
 
 
+@pytest.fixture(autouse=True)
+def _registered_model():
+    """The set was registered (and read) before the pooled FSDP2 host term (session 43, fsdphost2: leases.yaml), and its
+    read-out refuses a moved model: its synthetic reads run at the model it was registered with."""
+    from simcluster.llm.eager import leases_unread
+
+    with leases_unread():
+        yield
+
+
 def test_issuing_threads_count_autograds_thread_and_not_a_sleeping_main():
     done, release = threading.Event(), threading.Event()
 

@@ -34,7 +34,9 @@ DERIVED_GPU_BIAS = {"b200": ("GPU card b200 is derived (datasheet peaks, curves 
 HOST_SPREAD = ("the same host-bound 0.8b 2048:1 step spread 41% on one GPU, 40% under DDP, 14% under FSDP2 and 12% in a "
                "2-stage pipeline over four processes of one lease, where GPU-bound eager steps repeat within 0.1-0.3%; "
                "a host fit from the same lease (framework.host) put the four processes' mean within 2.6-4.6% on one "
-               "GPU, DDP and FSDP2 (calibration/h200x2-eager-hostbound-noise-2026-11-29)")
+               "GPU, DDP and FSDP2 (calibration/h200x2-eager-hostbound-noise-2026-11-29); FSDP2's host cost per kernel "
+               "varies sd 13% between six leases, and the product prices their mean (calibration/h200x2-llm-host-"
+               "2026-11-23/leases.yaml, session 43)")
 EAGER_HOST = ("{framework}: host-bound in the model ({share:.0%} of this step moves with the host's speed, "
               "llm/host_bound.py): a host-bound eager step is as fast as the lease's host, which varies between processes "
               "and leases (" + HOST_SPREAD + "), below which no prediction of it can go; its band is the host-bound "
