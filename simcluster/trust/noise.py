@@ -30,8 +30,8 @@ mean lease bias +1.1% (se 2.5%). studies/sacop_spread.py's 10.0% was the model's
 
 Eager FSDP2 host-bound at 2 GPUs (FSDP+host-bound), session 43, engineer fsdpfloor: its floor computed as TP's
 (`python studies/fsdp_lease_noise.py`, tp_lease_noise.numbers over every 2-rank FSDP2 NVLink process of a preset shape
-today's model prices host-bound: both fsdphost sets, hostbound-noise, host-diagnose, the table's five sets and the
-earlier 2-GPU, profile and timeline calls; 43 processes, 13 calls) is 8.3% (empirical) to 8.6% (normal): process sd
+today's model prices host-bound: both fsdphost sets, hostbound-noise, host-diagnose, the table's five sets, sealed6
+and the earlier 2-GPU, profile and timeline calls; 43 processes, 13 calls) is 8.3% (empirical) to 8.6% (normal): process sd
 0.083 (16 dof), lease term 0.069. It reaches the 8% target, so the regime is marked. On the same 36 processes
 today's model (llm/eager.fit_modes' pooled FSDP2 host term, fsdphost2; fitted on six leases' hidden-128 host runs,
 not on these processes) scores 8.2% against that floor's 8.3%; mean lease bias +0.5% (log +0.005, se 0.024: within
