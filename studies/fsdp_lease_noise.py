@@ -123,34 +123,33 @@ def regime_numbers(rows: list[dict] | None = None) -> dict:
 
 def show(name: str, n: dict) -> None:
     total = math.sqrt(n["process_sd"] ** 2 + n["lease_sd"] ** 2)
-    print(f"\n{name}")
-    print(f"  process sd {n['process_sd']:.3f} ({n['process_dof']} dof); across leases {n['across_sd']:.3f} "
-          f"({n['across_dof']} dof, {n['shared_shapes']} shapes), process noise alone {n['noise_alone_sd']:.3f}, lease "
-          f"term {n['lease_sd']:.3f}")
-    print(f"  floor: a model exactly on each shape's mean scores {n['floor_empirical']:.1%} on one process "
-          f"({n['floor_processes']} processes); normal with sd {total:.3f}: {n['floor_normal']:.1%}; target 8%")
+    lines = [f"\n{name}",
+             f"  process sd {n['process_sd']:.3f} ({n['process_dof']} dof); across leases {n['across_sd']:.3f} ({n['across_dof']} "
+             f"dof, {n['shared_shapes']} shapes), process noise alone {n['noise_alone_sd']:.3f}, lease term {n['lease_sd']:.3f}",
+             f"  floor: a model exactly on each shape's mean scores {n['floor_empirical']:.1%} on one process "
+             f"({n['floor_processes']} processes); normal with sd {total:.3f}: {n['floor_normal']:.1%}; target 8%"]
     for part, what in (("preset", "every process"), ("table", "the table's sets' processes")):
         p = n[part]
-        if not p:
-            continue
-        print(f"  {what}: {p['rows']} processes, {p['calls']} calls")
-        for c, b in sorted(p["biases"].items()):
-            print(f"    {c:50} bias {math.expm1(b):+6.1%}")
-        print(f"    mean lease bias (each call once) {math.expm1(p['bias_mean']):+.1%} (log {p['bias_mean']:+.3f}, se "
-              f"{p['bias_se']:.3f}, {p['bias_mean'] / p['bias_se']:+.1f} se)")
-        print(f"    on the same processes (shape ran more than once: {p['same_rows']} of {p['rows']}): model mean |err| "
-              f"{p['model_same']:.1%}, floor {p['floor_same']:.1%}")
+        lines += [f"  {what}: {p['rows']} processes, {p['calls']} calls; lease bias by call:",
+                  *(f"    {c:50} {math.expm1(b):+6.1%}" for c, b in sorted(p["biases"].items())),
+                  f"    mean lease bias, each call once: {math.expm1(p['bias_mean']):+.1%} = log {p['bias_mean']:+.3f}, se "
+                  f"{p['bias_se']:.3f} ({p['bias_mean'] / p['bias_se']:+.1f} se); model mean |err| {p['model_same']:.1%} "
+                  f"vs floor {p['floor_same']:.1%} on the {p['same_rows']} of {p['rows']} whose shape ran more than once"]
+    print("\n".join(lines))
+
+
+def listing(rows: list[dict]) -> list[str]:
+    """Part 1's lines: every process, by shape and call."""
+    return ["1. every 2-rank FSDP2 process of a shape today's model prices host-bound (ms; err: + = predicted slower)",
+            *(f"  {r['preset']:5} {r['seq']:5}x{r['mb']:<3} {r['ms']:7.1f} {r['pred']:7.1f} {r['err']:+6.1%} "
+              f"share {r['host_share']:.2f}  {r['path']}" for r in sorted(rows, key=lambda r: (r["key"], r["call"])))]
 
 
 def main() -> int:
     rows = processes()
-    if not rows:
-        print("no 2-rank FSDP2 host-bound llm-step process under calibration/h200x2-*", file=sys.stderr)
-        return 1
-    print("1. every 2-rank FSDP2 process of a shape today's model prices host-bound (ms; err: + = predicted slower)")
-    for r in sorted(rows, key=lambda r: (r["key"], r["call"])):
-        print(f"  {r['preset']:5} {r['seq']:5}x{r['mb']:<3} {r['ms']:7.1f} {r['pred']:7.1f} {r['err']:+6.1%} "
-              f"share {r['host_share']:.2f}  {r['path']}")
+    if not rows:   # a copy without the bundles
+        sys.exit("no 2-rank FSDP2 host-bound llm-step process under calibration/h200x2-*")
+    print("\n".join(listing(rows)))
     n = regime_numbers(rows)
     show("2-3. the regime's processes (FSDP+host-bound at 2 GPUs)", n)
     mean_all = statistics.mean(abs(r["err"]) for r in rows)
