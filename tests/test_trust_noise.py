@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, load_script
 
 from simcluster.trust.band import trust_of
-from simcluster.trust.noise import NOISE_FLOORS, SACOP1_CHECKED, TP2_HOST_BOUND, noise_floor
+from simcluster.trust.noise import FSDP2_HOST_BOUND, NOISE_FLOORS, SACOP1_CHECKED, TP2_HOST_BOUND, noise_floor
 from simcluster.trust.regime import Regime
 from simcluster.trust.table import load_table
 
@@ -108,22 +108,60 @@ def test_an_h100_tp2_eager_answer_does_not_get_the_h200_noise_text():
     assert t.noise is None and "noise-limited" not in t.text() and "noise_limited" not in t.to_json()
 
 
+def _bound_to_the_study(f, n: dict, table: tuple[int, int, float]) -> None:
+    """A recorded NoiseFloor's numbers are the study's (n: tp_lease_noise.numbers; table: the regime's table rows, sets,
+    mean |error| %)."""
+    assert f.process_sd == pytest.approx(n["process_sd"], abs=5e-4) and f.lease_sd == pytest.approx(n["lease_sd"], abs=5e-4)
+    assert f.floor_pct == pytest.approx((n["floor_empirical"] * 100, n["floor_normal"] * 100), abs=0.05)
+    p = n["preset"]
+    assert f.bias_log == pytest.approx(p["bias_mean"], abs=5e-4) and f.bias_se_log == pytest.approx(p["bias_se"], abs=5e-4)
+    assert f.same == (p["same_rows"], pytest.approx(p["model_same"] * 100, abs=0.05), pytest.approx(p["floor_same"] * 100, abs=0.05))
+    rows, sets, mean = table
+    assert (f.rows, f.leases) == (rows, sets) and f.model_mean_abs_pct == pytest.approx(mean, abs=0.05)
+
+
 def test_sac_by_op_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the_target():
     """Session 43: single+sac-op's floor computed as TP's (studies/sacop_lease_noise.py over every op launch of the
     regime's own shapes); the recorded numbers are the study's, and the regime is in NOISE_FLOORS if and only if its
     floor (the lower of empirical and normal) reaches the target."""
     s = load_script("studies/sacop_lease_noise.py")
     n, f = s.regime_numbers(), SACOP1_CHECKED
-    assert f.process_sd == pytest.approx(n["process_sd"], abs=5e-4) and f.lease_sd == pytest.approx(n["lease_sd"], abs=5e-4)
-    assert f.floor_pct == pytest.approx((n["floor_empirical"] * 100, n["floor_normal"] * 100), abs=0.05)
-    p = n["preset"]
-    assert f.bias_log == pytest.approx(p["bias_mean"], abs=5e-4) and f.bias_se_log == pytest.approx(p["bias_se"], abs=5e-4)
-    assert f.same == (p["same_rows"], pytest.approx(p["model_same"] * 100, abs=0.05), pytest.approx(p["floor_same"] * 100, abs=0.05))
-    rows, sets, mean = s.table_rows()
-    assert (f.rows, f.leases) == (rows, sets) and f.model_mean_abs_pct == pytest.approx(mean, abs=0.05)
+    _bound_to_the_study(f, n, s.table_rows())
     marked = noise_floor(f.regime, 1.0, "H200") is not None
     assert marked == (min(f.floor_pct) >= f.target_pct), (f.floor_pct, marked)
     assert not marked   # 5.5-7.1% < 8%: SAC by op is not at its noise floor (session 43)
+
+
+def test_fsdp_host_bound_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the_target():
+    """Session 43 (fsdpfloor): FSDP+host-bound's floor computed as TP's (studies/fsdp_lease_noise.py over every 2-rank
+    FSDP2 NVLink process of a shape today's model prices host-bound); the recorded numbers are the study's, the text
+    states the bias as the study judges it, and the regime is in NOISE_FLOORS if and only if its floor reaches the
+    target (8.3-8.6% >= 8%: marked)."""
+    s = load_script("studies/fsdp_lease_noise.py")
+    n, f = s.regime_numbers(), FSDP2_HOST_BOUND
+    p = n["preset"]
+    _bound_to_the_study(f, n, s.table_rows())
+    assert set(s.table_sets()) <= {r["call"] for r in s.processes()}   # every table set's processes are in the study
+    for part in ("preset", "table"):
+        if abs(n[part]["bias_mean"]) > 2 * n[part]["bias_se"]:
+            assert f.biased, part
+    assert f.bias_clause() in f.text() and f"on the same {p['same_rows']} processes today's model" in f.text()
+    marked = noise_floor(f.regime, 2.0, "H200") is f
+    assert marked == (min(f.floor_pct) >= f.target_pct), (f.floor_pct, marked)
+    assert marked   # session 43: 8.3-8.6% >= 8%
+
+
+def test_fsdp_host_bound_at_two_gpus_answers_unvalidated_on_h200_only():
+    table = load_table()
+    key = FSDP2_HOST_BOUND.regime
+    two = trust_of(Regime("llm eager", key, 2.0, gpu="H200"), table)
+    assert two.status == "unvalidated" and two.noise is FSDP2_HOST_BOUND and not two.pooled
+    rows = table.regimes[key].rows
+    assert two.rho[0] <= min(r.rho for r in rows) and two.rho[1] >= max(r.rho for r in rows)
+    assert f"unvalidated, {FSDP2_HOST_BOUND.bias_clause()}" in two.text() and "at 2 GPUs (H200)" in two.text()
+    h100 = trust_of(Regime("llm eager", key, 2.0, gpu="H100"), table)
+    assert h100.noise is None and "noise-limited" not in h100.text()
+    assert noise_floor(key, 4.0, "H200") is None and noise_floor(key, 2.0, "B200") is None
 
 
 def test_the_lab_modes_list_is_its_print_today_and_marks_only_the_noise_floors():
