@@ -102,7 +102,7 @@ TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, row
                             process_sd=0.093, lease_sd=0.102, floor_pct=(9.4, 11.0), target_pct=8.0,
                             study="studies/tp_lease_noise.py", gpu="H200", bias_log=-0.0566, bias_se_log=0.0266,
                             same=(53, 10.0, 9.5))
-FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=6, leases=5, model_mean_abs_pct=16.2,
+FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=11, leases=6, model_mean_abs_pct=9.4,
                               process_sd=0.083, lease_sd=0.069, floor_pct=(8.3, 8.6), target_pct=8.0,
                               study="studies/fsdp_lease_noise.py", gpu="H200", bias_log=0.0051, bias_se_log=0.0240,
                               same=(36, 8.2, 8.3))
