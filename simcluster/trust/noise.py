@@ -31,15 +31,17 @@ mean lease bias +1.1% (se 2.5%). studies/sacop_spread.py's 10.0% was the model's
 Eager FSDP2 host-bound at 2 GPUs (FSDP+host-bound), session 43, engineer fsdpfloor: its floor computed as TP's
 (`python studies/fsdp_lease_noise.py`, tp_lease_noise.numbers over every 2-rank FSDP2 NVLink process of a preset shape
 today's model prices host-bound: both fsdphost sets, hostbound-noise, host-diagnose, the table's five sets, sealed6
-and the earlier 2-GPU, profile and timeline calls; 43 processes, 13 calls) is 8.3% (empirical) to 8.6% (normal): process sd
-0.083 (16 dof), lease term 0.069. It reaches the 8% target, so the regime is marked. On the same 36 processes
-today's model (llm/eager.fit_modes' pooled FSDP2 host term, fsdphost2; fitted on six leases' hidden-128 host runs,
-not on these processes) scores 8.2% against that floor's 8.3%; mean lease bias +0.5% (log +0.005, se 0.024: within
-2 se). On the table's 5 sets' 9 processes it scores 13.4% against their floor's 9.0% (6 of 9 whose shape ran more than
+and the earlier 2-GPU, profile and timeline calls; with the lead's registered third lease, fsdphost-lease3: 52
+processes, 14 calls) is 8.6% (empirical) / 8.5% (normal): process sd 0.086 (22 dof), lease term 0.064. It reaches
+the 8% target, so the regime is marked. On the same 45 processes today's model (llm/eager.fit_modes' pooled FSDP2 host
+term, fsdphost2; fitted on six leases' hidden-128 host runs, not on these processes) scores 8.2% against that floor's
+8.6%; mean lease bias +0.8% (log +0.008, se 0.022: within 2 se). Before the third lease (43 processes, 13 calls):
+floor 8.3-8.6%, model 8.2% on 36. On the table's 5 sets' 9 processes it scores 13.4% against their floor's 9.0% (6 of 9 whose shape ran more than
 once); the table's 6 rows (at their registered or sealed predictions) 16.2%. The margin is thin: without the two
 profiled calls (llm-profile's 0.5b, fsdp2-timeline's 1.1b: 3 processes, call biases +13.7% / +8.7%) the lease term
-falls to 0.014 and the floor to 6.7-7.1%, where today's model scores 7.9% on the same 31 processes (the target then
-met); the study's part 5 prints it. Either way the model sits at its processes' floor (within 0.8 points).
+falls to 0.038 and the floor to 7.5-7.9% (6.7-7.1% before the third lease), where today's model scores 8.0% on the
+same 40 processes; the study's part 5 prints it. The third lease (registered before it ran, its rule: the mark stays
+iff the floor's lower end stays >= 8%) read bias +4.8%, 8.2% mean |error|: the leases scatter on both sides. Either way the model sits at its processes' floor (within 0.8 points).
 """
 
 from __future__ import annotations
@@ -103,9 +105,9 @@ TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, row
                             study="studies/tp_lease_noise.py", gpu="H200", bias_log=-0.0566, bias_se_log=0.0266,
                             same=(53, 10.0, 9.5))
 FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=11, leases=6, model_mean_abs_pct=9.4,
-                              process_sd=0.083, lease_sd=0.069, floor_pct=(8.3, 8.6), target_pct=8.0,
-                              study="studies/fsdp_lease_noise.py", gpu="H200", bias_log=0.0051, bias_se_log=0.0240,
-                              same=(36, 8.2, 8.3))
+                              process_sd=0.086, lease_sd=0.064, floor_pct=(8.6, 8.5), target_pct=8.0,
+                              study="studies/fsdp_lease_noise.py", gpu="H200", bias_log=0.008, bias_se_log=0.022,
+                              same=(45, 8.2, 8.6))
 NOISE_FLOORS = (TP2_HOST_BOUND, FSDP2_HOST_BOUND)
 # computed as TP's and below the target: not marked (tests/test_trust_noise.py: a floor at or above it must be marked)
 SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, rows=10, leases=5, model_mean_abs_pct=8.3,
