@@ -11,7 +11,8 @@ from simcluster.runner.llm_step import PRESETS
 regimes = load_script(ROOT / "validation" / "llm_eager_regimes.py")
 POST = ("calibration/h200x2-llm-eager-post-2026-11-29", "calibration/h200x2-llm-eager-postcp-2026-11-29")
 # session 43's FSDP+host-bound repeats (0.8b 2048:1 among them), run after the post sets
-LATER_S43 = tuple(ROOT / "calibration" / n for n in ("h200x2-eager-fsdphost-2026-11-30", "h200x2-eager-fsdphost-lease2-2026-11-30"))
+LATER_S43 = tuple(ROOT / "calibration" / n for n in ("h200x2-eager-fsdphost-2026-11-30", "h200x2-eager-fsdphost-lease2-2026-11-30",
+                                                         "h200x2-eager-fsdphost-lease3-2026-11-30"))
 
 
 # The one planned step-token count measured before: 0.8b at micro-batch 1 entered the post plan (commit 3617cb19, before
