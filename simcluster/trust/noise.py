@@ -38,11 +38,13 @@ term, fsdphost2; fitted on six leases' hidden-128 host runs, not on these proces
 8.6%; mean lease bias +0.8% (log +0.008, se 0.022: within 2 se). Before the third lease (43 processes, 13 calls):
 floor 8.3-8.6%, model 8.2% on 36. On the error-band table's 6 sets' 11 processes it scores 12.2% against their floor's
 10.5% (the 7 of 11 whose shape ran more than once; those calls' mean bias -0.9%, se 4.4%); the table's 11 rows 9.4%
-(studies/fsdp_lease_noise.txt parts 2-4, on the rebuilt table). The margin is thin: without the two
-profiled calls (llm-profile's 0.5b, fsdp2-timeline's 1.1b: 3 processes, call biases +13.7% / +8.7%) the lease term
-falls to 0.038 and the floor to 7.5-7.9% (6.7-7.1% before the third lease), where today's model scores 8.0% on the
-same 40 processes; the study's part 5 prints it. The third lease (registered before it ran, its rule: the mark stays
-iff the floor's lower end stays >= 8%) read bias +4.8%, 8.2% mean |error|: the leases scatter on both sides. Either way the model sits at its processes' floor (within 0.8 points).
+(studies/fsdp_lease_noise.txt parts 2-4, on the rebuilt table). The margin is thin: without the two profiled calls
+(llm-profile's 0.5b, fsdp2-timeline's 1.1b: 3 processes, call biases +13.7% / +8.7%) the lease term falls to 0.038 and
+the floor to 7.5-7.9% (6.7-7.1% before the third lease), where today's model scores 8.0% on the same 40 processes; the
+study's part 5 prints it. The third lease (registered before it ran, its rule: the mark stays iff the floor's lower end
+stays >= 8%) read bias +4.8%, 8.2% mean |error|: the leases scatter on both sides. Either way the model sits at its
+processes' floor (within 0.8 points). The answer itself says the weak points (FSDP2_CAVEAT, NoiseFloor.caveat: the
+thin margin; lease 2 read 'MODEL (another term)' at 9.1%, lease 3 'UNDECIDED' at 8.2%).
 """
 
 from __future__ import annotations
