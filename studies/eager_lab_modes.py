@@ -28,7 +28,7 @@ def modes(max_gpus: int = 2) -> list[dict]:
         rows = [r for r in regime.rows if r.family == "llm eager" and r.scale <= max_gpus]
         for scale in sorted({r.scale for r in rows}):
             pick = [r for r in rows if r.scale == scale]
-            errs = [(r.moved if r.moved is not None else 1.0) / r.rho - 1 for r in pick]
+            errs = [r.today_error for r in pick]
             mean = 100 * statistics.mean(map(abs, errs))
             out.append({"regime": key, "gpus": int(scale), "rows": len(pick), "sets": len({r.source for r in pick}),
                         "mean_abs_pct": mean, "bias_pct": 100 * statistics.mean(errs), "meets": mean <= TARGET_PCT,

@@ -61,6 +61,16 @@ def sequence_of(source: str, run: int, folder: Path = ROOT / "calibration" / "pu
     return (runs[run].get("model") or {}).get("seq") if run < len(runs) else None
 
 
+SEEN = "one choice made with"   # a held-out file's `why` saying a choice was made with its rows' errors in view
+
+
+def seen_in_choice(source: str, folder: Path = ROOT / "calibration" / "published") -> bool:
+    """Whether the source's `why` says one modelling choice was made with its rows' errors in view (the A100 card's
+    interference scope, session 43 fsdpfam; review B 43's finding 1): held out on the optimistic side."""
+    path = folder / f"{source}.yaml"
+    return path.is_file() and SEEN in str(((yaml.safe_load(path.read_text()) or {}).get("simcluster") or {}).get("why", ""))
+
+
 def miss_line(r: dict, seq: int | None) -> str:
     """One row outside the target: source, run, model and GPUs (the row's configuration), sequence, checkpointing,
     sharding, precision (the regime's last field) and the signed error (+ = predicted fast)."""
@@ -106,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         print("PyTorch FSDP family: no held-out row")
     else:
         print(summary("PyTorch FSDP family", held))
+        seen = [r for r in held if seen_in_choice(r["source"])]
+        if seen:
+            print(f"  of these, {len(seen)} rows from {len({r['source'] for r in seen})} files whose `why` says a choice was made with "
+                  "their errors in view (the A100 card's interference scope, session 43 fsdpfam; predictions unchanged): "
+                  "held out on the optimistic side")
         grouped(held)
     if dev:
         print(summary("development (in-sample, not held out)", dev))

@@ -35,7 +35,7 @@ def fsdp_rows() -> dict[tuple[str, str], tuple[str, float]]:
     """{(source, row): (regime, today's error)} of every llm eager band row whose regime is FSDP's."""
     from simcluster.trust.build import eager_held_out_rows, eager_residuals
 
-    return {(r.source, r.row): (f"{r.regime.split(' | ')[2]} x{r.scale:.0f}", (r.moved if r.moved is not None else 1.0) / r.rho - 1)
+    return {(r.source, r.row): (f"{r.regime.split(' | ')[2]} x{r.scale:.0f}", r.today_error)
             for r in eager_residuals(eager_held_out_rows()) if "FSDP" in r.regime}
 
 

@@ -112,7 +112,7 @@ def table_rows() -> tuple[int, int, float]:
     from simcluster.trust.table import load_table
 
     rows = [r for r in load_table().regimes[REGIME].rows if r.scale == 2]
-    errs = [(r.moved if r.moved is not None else 1.0) / r.rho - 1 for r in rows]
+    errs = [r.today_error for r in rows]
     return len(rows), len({r.source for r in rows}), 100 * statistics.mean(map(abs, errs))
 
 

@@ -265,15 +265,32 @@ def test_calibrate_bundle_reproduces_the_shipped_card(gpu):
     assert base["provenance"]["gemm_condition"] == "back-to-back"
     plain = yaml.safe_load((ROOT / f"models/gpu/{gpu}-sxm.yaml").read_text())["params"]
     pop_dropout_rates(gpu, plain)
-    carried = plain.pop("comm_overlap", None)
-    if gpu == "h100":   # carried from the H200 pair's overlap-micro measurement (session 43 fsdpfam), not made by calibrate
-        from simcluster.fit.gpu_overlap import fit
-
-        measured = fit(sorted((ROOT / "calibration" / "h200x2-overlap-2026-11-23").glob("overlap-g*.json")))
-        assert (carried["compute_slowdown"], carried["comm_rate"]) == (measured["compute_slowdown"], measured["comm_rate"])
-    else:
-        assert carried is None
+    carried = plain.pop("comm_overlap")   # the H200 pair's overlap-micro measurement on every GH100 card, not made by
+    assert carried["source"]              # calibrate (test_every_gh100_card_carries_the_measured_comm_overlap)
     assert plain.pop("clock")["reference_duty"]["compute"] == 1.0 and base["params"] == plain   # the shipped card
+
+
+def test_every_gh100_card_carries_the_measured_comm_overlap():
+    """Every shipped GH100 card (132 SMs: H100 and H200, back-to-back and interleaved) prices compute / NCCL interference
+    with the H200 pair's measured pair (simcluster.fit.gpu_overlap on calibration/h200x2-overlap-2026-11-23), with its
+    source; other dies (A100, B200) carry none (never measured; fit.gpu.carry drops it for derived cards)."""
+    from simcluster.fit.gpu_overlap import fit
+
+    measured = fit(sorted((ROOT / "calibration" / "h200x2-overlap-2026-11-23").glob("overlap-g*.json")))
+    gh100 = []
+    for path in sorted((ROOT / "models" / "gpu").glob("*.yaml")):
+        params = yaml.safe_load(path.read_text())["params"]
+        block = params.get("comm_overlap")
+        if params["sm_count"] != 132:
+            assert block is None, path.name
+            continue
+        gh100.append(path.stem)
+        assert block is not None, f"{path.name}: a GH100 card without comm_overlap"
+        assert (block["compute_slowdown"], block["comm_rate"]) == (measured["compute_slowdown"], measured["comm_rate"])
+        assert "h200x2-overlap-2026-11-23" in block["source"], path.name
+        card, _ = load_gpu(path)
+        assert (card.overlap_compute_slowdown, card.overlap_comm_rate) == (block["compute_slowdown"], block["comm_rate"])
+    assert set(gh100) >= {"h100-sxm", "h200-sxm", "h100-sxm-interleaved", "h200-sxm-interleaved"}
 
 
 def pop_dropout_rates(gpu: str, params: dict) -> None:

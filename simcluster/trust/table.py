@@ -44,6 +44,12 @@ class Residual:
     moved: float | None = None   # a registered row: today's prediction / the registered one (trust/moved.py); None: today's
     registered_at: str = ""      # a registered row: the commit its prediction was registered at
 
+    @property
+    def today_error(self) -> float:
+        """Today's model's relative error on the row as a time, + = predicted slower: today's prediction / measured - 1
+        (a registered row at today's prediction, `moved` / rho - 1; otherwise 1 / rho - 1)."""
+        return (self.moved if self.moved is not None else 1.0) / self.rho - 1
+
     def to_json(self) -> dict:
         return {"family": self.family, "regime": self.regime, "source": self.source, "row": self.row,
                 "scale": self.scale, "rho": round(self.rho, 6), **({"gpu": self.gpu} if self.gpu else {}),
