@@ -354,17 +354,17 @@ def runnable_protocols(model, topo) -> list[str]:
 
 
 def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None, protocol=None) -> tuple[str, str, dict]:
-    """(algorithm, protocol, what NCCL chose): NCCL's decision for the topology, or, with the algorithm forced, the
-    protocol given (AWS's region tuner) else NCCL's for it (a given one NCCL cannot run here is skipped, as the tuner
-    skips a pair NCCL marked ignored: chooser_protocol_skipped). Where NCCL does not tune the op (p2p) or its choice
-    has no model here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
+    """(algorithm, protocol, what NCCL chose): NCCL's decision for the topology, or, with the algorithm forced, the protocol given (AWS's region
+    tuner) else NCCL's for it (one NCCL cannot run here is skipped, as the tuner skips a pair NCCL marked ignored: chooser_protocol_skipped).
+    Where NCCL does not tune the op (p2p) or its choice has no model here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
     topo = cluster.nccl_topology
     if protocol is not None and algorithm is None:
         raise SimclusterError(f"protocol {protocol!r} is given without an algorithm")
     if algorithm is not None:
         model, allowed = models[algorithm], runnable_protocols(models[algorithm], topo)
         skipped = {"chooser_protocol_skipped": protocol} if protocol is not None and protocol not in allowed else {}
-        proto = protocol if protocol in allowed else (nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None)
+        tuned = model.nccl_name and call.op in TUNED_OPS   # NCCL's protocol for the algorithm where NCCL tunes the op
+        proto = protocol if protocol in allowed else tuned and nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes)
         proto = proto if proto in allowed else min(allowed, key=lambda p: model.time(call, p)[0])
         return algorithm, proto, skipped
     nccl = {}
