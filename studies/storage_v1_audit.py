@@ -17,8 +17,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcluster.heldout.storage import PAGE_CACHE_BYTES  # noqa: E402
+
 PUBLISHED = ROOT / "calibration/published/mlperf-storage-v1.0-micron.yaml"
-DEFAULT_PAGE_CACHE_GiB = 256   # heldout/storage.py's default for these rows
+DEFAULT_PAGE_CACHE_GiB = PAGE_CACHE_BYTES // 2**30   # the page cache heldout/storage.py takes for a row without page_cache_GiB
+
+
+class RunFileError(Exception):
+    """A run whose files lack a key the audit reads: the run and the key, said in one line."""
 
 
 def runs_of(checkout: Path, row: dict) -> list[Path]:
@@ -28,14 +36,21 @@ def runs_of(checkout: Path, row: dict) -> list[Path]:
 
 
 def used(run: Path) -> dict:
-    w = yaml.safe_load((run / "configs/config.yaml").read_text())["workload"]
-    s = json.loads((run / "summary.json").read_text())
-    r, d, t = w["reader"], w["dataset"], w["train"]
-    return {"batch_size": r["batch_size"], "computation_time": t["computation_time"], "au": w["metric"]["au"],
-            "record_length": d["record_length"], "read_threads": r["read_threads"],
-            "prefetch_size": r.get("prefetch_size"), "transfer_size": r.get("transfer_size"),
-            "num_files_train": d["num_files_train"], "accelerators": s["num_accelerators"],
-            "host_memory_GiB": round(s["host_memory_GB"][0])}
+    """What the run used, from its configs/config.yaml and summary.json; RunFileError names the run and a missing key."""
+    where = "configs/config.yaml"
+    try:
+        w = yaml.safe_load((run / where).read_text())["workload"]
+        r, d, t = w["reader"], w["dataset"], w["train"]
+        got = {"batch_size": r["batch_size"], "computation_time": t["computation_time"], "au": w["metric"]["au"],
+               "record_length": d["record_length"], "read_threads": r["read_threads"],
+               "prefetch_size": r.get("prefetch_size"), "transfer_size": r.get("transfer_size"),
+               "num_files_train": d["num_files_train"]}
+        where = "summary.json"
+        s = json.loads((run / where).read_text())
+        return got | {"accelerators": s["num_accelerators"], "host_memory_GiB": round(s["host_memory_GB"][0])}
+    except (KeyError, IndexError, TypeError) as e:
+        key = e.args[0] if isinstance(e, KeyError) else "a list or mapping"
+        raise RunFileError(f"{run / where}: missing {key!r}") from None
 
 
 def taken(row: dict) -> dict:
@@ -72,7 +87,11 @@ def main() -> int:
     bad = 0
     for row in yaml.safe_load(PUBLISHED.read_text())["runs"]:
         runs = runs_of(checkout, row)
-        seen = [used(r) for r in runs]
+        try:
+            seen = [used(r) for r in runs]
+        except RunFileError as e:
+            print(f"storage_v1_audit: {e}")
+            return 2
         want = taken(row)
         diff = diff_fields(want, seen)
         name = f"{row['system'].split('_')[1]} {row['workload']}"

@@ -273,7 +273,8 @@ def test_the_region_tuners_protocol_runs_with_its_algorithm(tmp_path):
     """AWS's region tuner sets the cost of one algorithm-protocol pair (nccl_ofi_regions.cpp,
     region_get_coll_info_internal_v3: collCostTable[algorithm][protocol] = 0.0), so a chooser entry `ring/LL128` runs
     LL128 where NCCL's own protocol for a forced ring would be Simple (session 43, engineer efa); `ring` alone keeps
-    NCCL's; a protocol the algorithm cannot run here (NVLS tree, Simple only) is refused in one line."""
+    NCCL's; a protocol the algorithm cannot run here (NVLS tree, Simple only) is skipped as the tuner skips a pair NCCL
+    marked ignored, NCCL's protocol for the algorithm runs and the row says so (session 43, mendC43)."""
     rows = {r.configuration: r.detail for r in validate_published_nccl(PUBLISHED / "nccl-aws-p5-hyperpod-x2-x32-gpucomm.yaml").rows}
     assert rows["all_reduce 1GiB, 4 x 8 H100"] == "ring/LL128"            # the ring LL128 region (NCCL alone: Simple)
     assert rows["all_reduce 8GiB, 4 x 8 H100"] == "ring/Simple"
@@ -283,8 +284,9 @@ def test_the_region_tuners_protocol_runs_with_its_algorithm(tmp_path):
     ran = [{r.run: r.detail for r in validate_published_nccl(_p6_copy(tmp_path, c)).rows}[14] for c in (plain, pair)]
     assert ran == ["ring/Simple", "ring/LL128"]
     bad = {"source": "x", "ranks": 32, "algorithms": [[None, "nvls-tree/LL128"]]}
-    skipped = validate_published_nccl(_p6_copy(tmp_path, bad)).skipped
-    assert skipped and all(line.endswith("protocol 'LL128' does not run nvls-tree here") for line in skipped)
+    checked = validate_published_nccl(_p6_copy(tmp_path, bad))
+    assert not checked.skipped
+    assert {r.run: r.detail for r in checked.rows}[14] == "nvls-tree/Simple (LL128 skipped: not runnable here, NCCL's)"
 
 
 @pytest.mark.parametrize("chooser, match", [

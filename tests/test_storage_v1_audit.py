@@ -52,3 +52,31 @@ def test_host_memory_against_the_rows_page_cache(tmp_path):
 def test_no_runs_found_differs_on_everything(tmp_path):
     row = _row()
     assert audit.diff_fields(audit.taken(row), []) == sorted(audit.taken(row))
+
+
+def test_the_default_page_cache_is_the_packages():
+    """The audit takes heldout/storage.PAGE_CACHE_BYTES for a row without page_cache_GiB, not a copy (mendC43)."""
+    from simcluster.heldout.storage import PAGE_CACHE_BYTES
+
+    row = {k: v for k, v in _row().items() if k != "page_cache_GiB"}
+    assert audit.taken(row)["host_memory_GiB"] * 2**30 == PAGE_CACHE_BYTES
+
+
+def test_a_run_missing_a_key_is_one_line_naming_the_run_and_the_key(tmp_path, monkeypatch, capsys):
+    """A run whose summary.json has no host_memory_GB, or whose config has no read_threads: one line, no traceback."""
+    row = _row()
+    d = _write_run(tmp_path, row, "run1")
+    (d / "summary.json").write_text(json.dumps({"num_accelerators": 8}))
+    monkeypatch.setattr("sys.argv", ["storage_v1_audit.py", str(tmp_path)])
+    assert audit.main() == 2
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == f"storage_v1_audit: {d / 'summary.json'}: missing 'host_memory_GB'"   # rows before it print theirs
+    config = yaml.safe_load((d / "configs/config.yaml").read_text())
+    del config["workload"]["reader"]["read_threads"]
+    (d / "configs/config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        audit.used(d)
+    except audit.RunFileError as e:
+        assert str(e) == f"{d / 'configs/config.yaml'}: missing 'read_threads'"
+    else:
+        raise AssertionError("no RunFileError")

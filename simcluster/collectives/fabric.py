@@ -354,26 +354,26 @@ def runnable_protocols(model, topo) -> list[str]:
 
 
 def _choose(cluster: Cluster, call: FabricCall, models: dict, algorithm: str | None, protocol=None) -> tuple[str, str, dict]:
-    """(algorithm, protocol, what NCCL chose): NCCL's decision for the topology, or, with the algorithm forced, the
-    protocol given (a chooser that sets the pair: AWS's region tuner) else NCCL's for it. Where NCCL does not tune the
-    op (p2p) or its choice has no model here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
+    """(algorithm, protocol, what NCCL chose): NCCL's decision for the topology, or, with the algorithm forced, the protocol given (AWS's region
+    tuner) else NCCL's for it (one NCCL cannot run here is skipped, as the tuner skips a pair NCCL marked ignored: chooser_protocol_skipped).
+    Where NCCL does not tune the op (p2p) or its choice has no model here (a one-node view), the fastest applicable algorithm at its fastest protocol."""
     topo = cluster.nccl_topology
-    if protocol is not None and (algorithm is None or protocol not in runnable_protocols(models[algorithm], topo)):
-        raise SimclusterError(f"protocol {protocol!r} does not run {algorithm or 'an unforced algorithm'} here")
+    if protocol is not None and algorithm is None:
+        raise SimclusterError(f"protocol {protocol!r} is given without an algorithm")
     if algorithm is not None:
-        model = models[algorithm]
-        proto = protocol or (nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes) if model.nccl_name and call.op in TUNED_OPS else None)
-        allowed = runnable_protocols(model, topo)
+        model, allowed = models[algorithm], runnable_protocols(models[algorithm], topo)
+        skipped = {"chooser_protocol_skipped": protocol} if protocol is not None and protocol not in allowed else {}
+        tuned = model.nccl_name and call.op in TUNED_OPS   # NCCL's protocol for the algorithm where NCCL tunes the op
+        proto = protocol if protocol in allowed else tuned and nccl_best_protocol(topo, call.op, model.nccl_name, call.size_bytes)
         proto = proto if proto in allowed else min(allowed, key=lambda p: model.time(call, p)[0])
-        return algorithm, proto, {}
+        return algorithm, proto, skipped
+    nccl = {}
     if call.op in TUNED_OPS:
         d = decide(topo, call.op, call.size_bytes)
         chosen = FROM_NCCL[d.algorithm]
         nccl = {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": d.channels}
         if chosen in models:
             return chosen, d.protocol if d.protocol in models[chosen].protocols else "Simple", nccl
-    else:
-        nccl = {}
     options = {(name, p): m.time(call, p)[0] for name, m in models.items() for p in runnable_protocols(m, topo)}
     name, proto = min(options, key=options.get)
     return name, proto, nccl

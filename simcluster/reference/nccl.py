@@ -82,7 +82,9 @@ def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | N
 
 
 def _ran(p) -> str:
-    return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}"
+    """ALGORITHM/PROTOCOL that ran; where the chooser's protocol cannot run there, that it was skipped (fabric._choose)."""
+    skipped = getattr(p, "breakdown", {}).get("chooser_protocol_skipped")
+    return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}" + (f" ({skipped} skipped: not runnable here, NCCL's)" if skipped else "")
 
 
 def read_nccl_file(path: str | Path) -> Published:
