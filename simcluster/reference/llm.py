@@ -79,6 +79,7 @@ RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
+FP8_SCALING = {"fp8-cs": "current"}   # the scaling recipe a printed precision names (default delayed: TE's default recipe)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
-    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
+    scaling = FP8_SCALING.get(str(b.get("precision")).lower(), "delayed")
+    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision, scaling)
     return (model, par, batch), "", used
 
 
