@@ -50,7 +50,7 @@ def rows_at(spread: float, noise_s: float, amax_s: float = 0.0, form: str = "fix
     AMAX_CALL_FACTOR in "nccl"."""
     names = ("SPEED_SPREAD", "OS_NOISE_S", "AMAX_SYNC_NOISE_S", "AMAX_CALL_FACTOR", "AMAX_SYNC_FORM")
     saved = {n: getattr(scaleout, n) for n in names}
-    for n, v in zip(names, (spread, noise_s, 0.0 if form == "nccl" else amax_s, amax_s if form == "nccl" else 0.0, form)):
+    for n, v in zip(names, (spread, noise_s, 0.0 if form == "nccl" else amax_s, amax_s if form == "nccl" else 0.0, form), strict=True):
         setattr(scaleout, n, v)
     try:
         v = validate_published_llm()
