@@ -34,19 +34,29 @@ PROBE = 0.01          # a run at this spread gives each row's time slope in s (t
 PROBE_J = 0.1         # a run at this jitter (s) gives each row's time slope in J (linear in J)
 FORMS = ("fixed", "white", "nccl")   # scaleout.AMAX_SYNC_FORM: each form's probe
 PROBE_A = {"fixed": 1e-4, "white": 1e-4, "nccl": 1.0}   # a run at this j gives each row's slope in j (linear in j)
-# the FP8 series whose misses prompted the amax-synchronisation candidate (docs/models/llm.md, session 32's five pairs):
-# development for it, reported apart from the other held-out series
-AMAX_PROMPTED_BY = {("GPT-3 175B", "fp8"), ("Nemotron-4 340B", "fp8")}
-AMAX_PROMPTED_SOURCES = ("llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100", "llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100")
+# the FP8 series that prompted the amax-synchronisation candidate or were read as evidence for it (docs/models/llm.md,
+# session 32's five pairs; the Llama 3.1 70B / 405B fp8 step-growth ratios, marked after cold review A): (source, model,
+# precision), development for it, reported apart from the other held-out series
+AMAX_PROMPTED_BY = {("llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100", "GPT-3 175B", "fp8"),
+                    ("llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100", "Nemotron-4 340B", "fp8"),
+                    ("llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100", "GPT-3 175B", "fp8"),
+                    ("llm-dgxc-benchmarking-v25.02-nemotron4-gpt3-h100", "Nemotron-4 340B", "fp8"),
+                    *((f"llm-dgxc-benchmarking-{v}-llama31-h100", m, "fp8") for v in ("v25.02", "v25.04")
+                      for m in ("Llama 3.1 70B", "Llama 3.1 405B"))}
 
 
 def rows_at(spread: float, noise_s: float, amax_s: float = 0.0, form: str = "fixed") -> dict:
-    saved = scaleout.SPEED_SPREAD, scaleout.OS_NOISE_S, scaleout.AMAX_SYNC_NOISE_S, scaleout.AMAX_SYNC_FORM
-    scaleout.SPEED_SPREAD, scaleout.OS_NOISE_S, scaleout.AMAX_SYNC_NOISE_S, scaleout.AMAX_SYNC_FORM = spread, noise_s, amax_s, form
+    """The published rows at these parameters; amax_s is j (seconds) in the jitter forms, the unitless
+    AMAX_CALL_FACTOR in "nccl"."""
+    names = ("SPEED_SPREAD", "OS_NOISE_S", "AMAX_SYNC_NOISE_S", "AMAX_CALL_FACTOR", "AMAX_SYNC_FORM")
+    saved = {n: getattr(scaleout, n) for n in names}
+    for n, v in zip(names, (spread, noise_s, 0.0 if form == "nccl" else amax_s, amax_s if form == "nccl" else 0.0, form), strict=True):
+        setattr(scaleout, n, v)
     try:
         v = validate_published_llm()
     finally:
-        scaleout.SPEED_SPREAD, scaleout.OS_NOISE_S, scaleout.AMAX_SYNC_NOISE_S, scaleout.AMAX_SYNC_FORM = saved
+        for n, v_ in saved.items():
+            setattr(scaleout, n, v_)
     return {(r.source, r.run): r for r in v.rows if r.predicted and r.measured and r.metric == "tokens_per_s"}
 
 
@@ -109,7 +119,7 @@ def fit_amax(groups: dict, form: str, spread: float | None = None) -> tuple[floa
 
 def prompted(key: tuple) -> bool:
     """A series that prompted the FP8 amax candidate (session 43): development for it, reported apart."""
-    return (key[1], key[3].split(" | ")[-1]) in AMAX_PROMPTED_BY and key[0] in AMAX_PROMPTED_SOURCES
+    return (key[0], key[1], key[3].split(" | ")[-1]) in AMAX_PROMPTED_BY
 
 
 def eightfold_errors(groups: dict, spread: float, noise_s: float, amax_s: float = 0.0, form: str = "fixed",
@@ -214,7 +224,8 @@ def main() -> None:
         print(f"{r['source'][:46]:46s} {r['model'][:24]:24s} {r['precision']:4s} {r['gpus'][0]:>5d}-{r['gpus'][1]:<5d} "
               f"{r['loss_measured_pp']:8.2f} {r['loss_stragglers_only_pp']:8.2f} {r['loss_predicted_with_jitter_pp']:8.2f} "
               f"{r['loss_without_stragglers_pp']:8.2f}{mark}")
-    print(f"held out (the amax term's 3 development series among them): {summary['held_out_series']} series; stragglers "
+    dev = sum(bool(r["amax_development"]) for r in rows)
+    print(f"held out (the amax term's {dev} development series among them): {summary['held_out_series']} series; stragglers "
           f"alone (session 42's model): mean |error| "
           f"{summary['mean_abs_error_pp_stragglers_only']} pp ({summary['within_2pp_stragglers_only']} within 2 pp); with OS "
           f"jitter fitted too: {summary['mean_abs_error_pp_with_jitter']} pp ({summary['within_2pp_with_jitter']} within 2 pp); "
@@ -226,7 +237,7 @@ def main() -> None:
     for form in amax:
         c = summary[f"amax_{form}"]
         how = "s held at the shipped value" if form.endswith("-s-held") else "fitted together with s"
-        how += " (SHIPPED)" if form == f"{scaleout.AMAX_SYNC_FORM}-s-held" and scaleout.AMAX_SYNC_NOISE_S == c["amax_noise_fitted"] else ""
+        how += " (SHIPPED)" if form == f"{scaleout.AMAX_SYNC_FORM}-s-held" and scaleout.AMAX_CALL_FACTOR == c["amax_noise_fitted"] else ""
         print(f"FP8 amax-sync candidate, form {form}: on the same source, {how}: s = {c['speed_spread_fitted']:.4f}, "
               f"j = {c['amax_noise_fitted']:.6g}; in-sample series mean |error| {c['in_sample_mean_abs_error_pp']} pp")
         for part in ("others", "development"):

@@ -122,11 +122,14 @@ def test_pre_2_5_torch_trainers_run_flash_attention_2_on_hopper_and_the_a100_row
 
 
 def test_dgxc_v2504_rows_are_held_out_and_the_uneven_proxies_not_compared():
-    """30 of 34 columns compared, all held out; the 405B proxies whose layers do not divide over PP x VP say why."""
+    """30 of 34 columns compared, held out but for the 70B / 405B fp8 series (runs 16-21, 28-33: read as evidence for
+    the FP8 amax term, development since mendA43, but for the uncompared 29, 30); the 405B proxies whose layers do not divide over PP x VP say why."""
     from simcluster.reference.llm import validate_published_llm
 
     rows = validate_published_llm(ROOT / "calibration" / "published" / "llm-dgxc-benchmarking-v25.04-llama31-h100.yaml").rows
-    assert len(rows) == 34 and sum(r.error is not None for r in rows) == 30 and all(r.held_out for r in rows)
+    development = {*range(16, 22), 28, 31, 32, 33}   # 29, 30: not compared (the proxies below)
+    assert len(rows) == 34 and sum(r.error is not None for r in rows) == 30
+    assert all(r.held_out == (r.run not in development) for r in rows)
     assert [r.run for r in rows if r.error is None] == [23, 24, 29, 30]
     assert all("proxy" in r.unavailable for r in rows if r.error is None)
 

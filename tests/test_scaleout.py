@@ -164,7 +164,27 @@ def test_fp8_amax_sync_loss_per_form_and_zero_without_a_group():
     assert scaleout.amax_sync_s(384, 256, 0.01, compute_s=3.0, form="white") == pytest.approx(
         384 * 0.01 * (3.0 / 384) ** 0.5 * scaleout.expected_max_normal(256))
     assert scaleout.amax_sync_s(384, 2048, 1e-4, form="fixed") > scaleout.amax_sync_s(384, 256, 1e-4, form="fixed")
-    assert scaleout.amax_sync_s(384, 256, 1.0, form="nccl", call_s=1e-4) == pytest.approx(384 * 1e-4)   # j x the call
+    assert scaleout.amax_sync_s(384, 256, form="nccl", call_s=1e-4) == pytest.approx(384 * 1e-4)   # factor 1 x the call
+    assert scaleout.amax_sync_s(384, 256, form="nccl", call_s=1e-4, factor=2.0) == pytest.approx(768 * 1e-4)
+    assert scaleout.fp8_amax_s(None, (384, 256), 2048, 1.0, 3.0, form="fixed") == 0.0   # j = 0 shipped: jitter off
+    with pytest.raises(ValueError, match="AMAX_SYNC_FORM"):
+        scaleout.amax_sync_s(384, 256, 1e-4, form="bogus")
+
+
+def test_current_scaling_fp8_pays_no_amax_all_reduce():
+    """A row's "fp8-cs" (TE current scaling: each tensor's own amax, no history reduced over dp) is fp8 with
+    fp8_scaling "current", and amax_syncs charges it nothing; delayed scaling (the default) is charged."""
+    from simcluster.llm.framework import MEGATRON
+    from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec
+    from simcluster.reference.llm import FP8_SCALING, precision_of
+
+    assert precision_of("FP8-CS") == "fp8" and FP8_SCALING["fp8-cs"] == "current"
+    par = ParallelSpec(tp=8, pp=8, dp=32, cp=1, virtual_stages=12)
+    cs = BatchSpec(global_batch=512, micro_batch=1, precision="fp8", fp8_scaling="current")
+    assert scaleout.amax_syncs(cs, par, MEGATRON, 16) == (0, 1)
+    assert scaleout.amax_syncs(BatchSpec(512, 1, "fp8"), par, MEGATRON, 16) == (2 * 16 * 12, 8 * 32)
+    with pytest.raises(LlmConfigError, match="fp8_scaling"):
+        BatchSpec(512, 1, "fp8", fp8_scaling="mxfp8")
 
 
 def test_the_fp8_step_gains_the_amax_term_and_bf16_does_not(monkeypatch):
@@ -189,15 +209,15 @@ def test_the_shipped_amax_term_is_the_priced_all_reduce_and_grows_with_the_group
     ranks; more ranks across more nodes cost more per call, and bf16 pays nothing."""
     from simcluster.reference.llm import validate_published_llm
 
-    assert scaleout.AMAX_SYNC_FORM == "nccl" and scaleout.AMAX_SYNC_NOISE_S == 1.0
+    assert scaleout.AMAX_SYNC_FORM == "nccl" and scaleout.AMAX_CALL_FACTOR == 1.0
     path = ROOT / "calibration/published/llm-dgxc-benchmarking-v24.11.1-nemotron4-gpt3-h100.yaml"
     on = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
-    saved = scaleout.AMAX_SYNC_NOISE_S
+    saved = scaleout.AMAX_CALL_FACTOR
     try:
-        scaleout.AMAX_SYNC_NOISE_S = 0.0
+        scaleout.AMAX_CALL_FACTOR = 0.0
         off = {r.run: r for r in validate_published_llm(path).rows if r.predicted and "Nemotron-4 340B" in r.configuration}
     finally:
-        scaleout.AMAX_SYNC_NOISE_S = saved
+        scaleout.AMAX_CALL_FACTOR = saved
     lost = {}   # seconds per token the term adds, fp8 rows by GPU count
     for run, r in on.items():
         added = 1 / r.predicted - 1 / off[run].predicted

@@ -133,8 +133,8 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
 
     def printed(r) -> tuple[float, dict]:   # the step as printed: the pipeline's plus the scale-out losses that add to it
         syncs = scaleout.amax_syncs(batch, par, framework, work.micro_batches)
-        call = scaleout.amax_call_s(net, *syncs, par.gpus, model.layers / (par.pp * par.virtual_stages))
-        lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s, syncs, call)
+        amax = scaleout.fp8_amax_s(net, syncs, par.gpus, model.layers / (par.pp * par.virtual_stages), r.breakdown["compute"])
+        lost = scaleout.losses(r.breakdown["compute"], par.gpus, r.breakdown, net, g, speed_spread, os_jitter_s, amax)
         return r.step_time_s + lost["stragglers"] + lost["os_jitter"] + lost["fp8_amax_sync"], lost
 
     def share_of(fw: FrameworkSpec, step_s: float | None = None) -> float:   # llm/host_bound.py, on the printed step

@@ -31,10 +31,11 @@ fitted together with s on the same series (studies/scaleout_fit.py).
 all-reduces the latest amax values over Megatron-Core's amax-reduction group (the stage's tensor x context x data-parallel
 ranks) at the exit of each FP8 autocast region (one TransformerBlock: a micro-batch of one virtual stage) and in its
 backward, so a step has 2 m v all-reduces over G = tp cp dp ranks, issued on the compute stream (the next GEMM
-waits). Shipped ("nccl"): each costs the fabric model's price of one all_reduce of the region's amaxes (a few hundred
+waits). Current scaling (a row's "fp8-cs", batch.fp8_scaling "current") has no such reduction and pays nothing.
+Shipped ("nccl"): each costs the fabric model's price of one all_reduce of the region's amaxes (a few hundred
 bytes: latency) over the stage's G contiguous ranks, nothing fitted:
 
-    T_fp8_amax_sync = 2 m v T_allreduce(G, AMAX_BYTES_PER_LAYER x layers per region)     ("nccl", j = 1)
+    T_fp8_amax_sync = 2 m v f T_allreduce(G, AMAX_BYTES_PER_LAYER x layers per region)   ("nccl", f = AMAX_CALL_FACTOR = 1)
 
 Two jitter forms, each point waiting for the unluckiest rank (reported by studies/scaleout_fit.py, not shipped: j fitted
 on the fit source moves the absolute FP8 rows too far, docs/models/llm.md "Scale-out losses"):
@@ -68,10 +69,12 @@ from simcluster.collectives.ring_flows import concurrent_ring_flows
 
 SPEED_SPREAD = 0.0209     # s: fitted (studies/scaleout_fit.py) on llm-dgxc-benchmarking-v24.11.1-llama31-h100's ratios
 OS_NOISE_S = 0.0          # J: fitted (studies/scaleout_fit.py) with s on the same series
-AMAX_SYNC_NOISE_S = 1.0   # j: in the shipped "nccl" form a factor on the priced all-reduce (1: as priced, nothing fitted);
-                          # in the jitter forms seconds (fitted 105-140 us, not shipped: docs/models/llm.md)
-AMAX_SYNC_FORM = "nccl"   # "fixed": j (H_G - 1) per sync; "white": sd j sqrt(interval / 1 s) per interval; "nccl": j x the
-                          # all-reduce's own priced time per sync (j = 1: the NCCL price as it is) (module docstring)
+AMAX_CALL_FACTOR = 1.0    # the shipped "nccl" form's factor on the priced all-reduce (unitless; 1: as priced, nothing fitted)
+AMAX_SYNC_NOISE_S = 0.0   # j of the jitter forms only, seconds ("fixed") or seconds per sqrt(second) ("white"); fitted
+                          # 105-140 us by studies/scaleout_fit.py, not shipped (docs/models/llm.md)
+AMAX_SYNC_FORM = "nccl"   # "fixed": j (H_G - 1) per sync; "white": sd j sqrt(interval / 1 s) per interval; "nccl":
+                          # AMAX_CALL_FACTOR x the all-reduce's own priced time per sync (module docstring); read once,
+                          # by fp8_amax_s
 AMAX_BYTES_PER_LAYER = 4 * 3 * 4   # the fp32 amaxes a layer's four FP8 GEMMs reduce in the forward (3 tensors each)
 FITTED_ON = ("llm-dgxc-benchmarking-v24.11.1-llama31-h100",)   # its rows' scale term is in sample
 
@@ -103,26 +106,29 @@ def os_jitter_s(gpus: int, noise_s: float | None = None) -> float:
 
 
 def amax_sync_s(syncs: int, group: int, noise_s: float | None = None, compute_s: float = 0.0,
-                form: str | None = None, call_s: float = 0.0) -> float:
+                form: str = "nccl", call_s: float = 0.0, factor: float | None = None) -> float:
     """The time a step loses at Transformer Engine's delayed-scaling amax all-reduces (module docstring): `syncs` of
-    them a step, each over `group` ranks, each waiting for the unluckiest of them. "fixed": an exponential delay of
-    mean j per rank and interval, syncs j (H_group - 1); "white": a normal one of sd j sqrt(interval / 1 s), the
-    interval compute_s / syncs, so syncs j sqrt(compute_s / syncs / 1 s) m(group)."""
-    j = AMAX_SYNC_NOISE_S if noise_s is None else noise_s
+    them a step, each over `group` ranks. "nccl": `factor` (AMAX_CALL_FACTOR, unitless) x `call_s`, the priced
+    all-reduce; the jitter forms, each waiting for the unluckiest rank: "fixed", an exponential delay of mean j
+    (`noise_s`, AMAX_SYNC_NOISE_S) per rank and interval, syncs j (H_group - 1); "white", a normal one of sd
+    j sqrt(interval / 1 s), the interval compute_s / syncs, so syncs j sqrt(compute_s / syncs / 1 s) m(group)."""
     n = int(group)
     if n <= 1 or syncs <= 0:
         return 0.0
-    if (form or AMAX_SYNC_FORM) == "nccl":          # call_s: one amax all-reduce over the group, as the fabric prices it
-        return syncs * j * call_s
-    if (form or AMAX_SYNC_FORM) == "white":
+    if form == "nccl":          # call_s: one amax all-reduce over the group, as the fabric prices it
+        return syncs * (AMAX_CALL_FACTOR if factor is None else factor) * call_s
+    j = AMAX_SYNC_NOISE_S if noise_s is None else noise_s
+    if form == "white":
         return syncs * j * float(np.sqrt(compute_s / syncs)) * expected_max_normal(n)
+    if form != "fixed":
+        raise ValueError(f"scaleout.AMAX_SYNC_FORM: expected nccl, fixed or white, got {form!r}")
     return syncs * j * (float(np.sum(1.0 / np.arange(1, n + 1))) - 1.0)
 
 
-def amax_call_s(net, syncs: int, group: int, gpus: int, layers_per_region: float) -> float:
+def amax_call_s(net, group: int, gpus: int, layers_per_region: float) -> float:
     """One amax all-reduce's priced time (llm/comm.collective_s) over the stage's tp x cp x dp ranks (contiguous:
     Megatron's rank order puts pp outermost), AMAX_BYTES_PER_LAYER per layer of a region; 0 without a network."""
-    if net is None or syncs <= 0 or group <= 1 or AMAX_SYNC_FORM != "nccl":
+    if net is None or group <= 1:
         return 0.0
     from simcluster.llm import comm
 
@@ -130,11 +136,26 @@ def amax_call_s(net, syncs: int, group: int, gpus: int, layers_per_region: float
                              max(4.0, AMAX_BYTES_PER_LAYER * layers_per_region))
 
 
+def fp8_amax_s(net, syncs: tuple[int, int], gpus: int, layers_per_region: float, compute_s: float,
+               form: str | None = None) -> float:
+    """The step's `fp8_amax_sync` term in `form` (AMAX_SYNC_FORM unless given: the one place it is read); `syncs`
+    is amax_syncs' (all-reduces a step, ranks in each)."""
+    form = AMAX_SYNC_FORM if form is None else form
+    count, group = syncs
+    if count <= 0 or group <= 1:
+        return 0.0
+    call = amax_call_s(net, group, gpus, layers_per_region) if form == "nccl" else 0.0
+    return amax_sync_s(count, group, compute_s=compute_s, form=form, call_s=call)
+
+
 def amax_syncs(batch, par, framework, micro_batches: int) -> tuple[int, int]:
     """(amax all-reduces a step, ranks in each) of Transformer Engine's delayed scaling under Megatron-Core: one at the
     exit of each FP8 autocast region (a TransformerBlock: one per micro-batch and virtual stage) and one in its
-    backward, over the stage's tensor x context x data-parallel ranks; (0, 1) without fp8 or TE layers."""
-    if batch.precision != "fp8" or not framework.transformer_engine:
+    backward, over the stage's tensor x context x data-parallel ranks; (0, 1) without fp8 or TE layers, and under
+    current scaling (batch.fp8_scaling "current": TE's Float8CurrentScaling takes each tensor's amax as it casts it,
+    with no amax history to reduce over the data-parallel group; what it does reduce, within the tensor-parallel
+    group for sequence-parallel inputs, is left unpriced: docs/models/llm.md "Scale-out losses")."""
+    if batch.precision != "fp8" or not framework.transformer_engine or batch.fp8_scaling != "delayed":
         return 0, 1
     return 2 * int(micro_batches) * par.virtual_stages, par.tp * par.cp * par.dp
 
@@ -191,12 +212,12 @@ def node_sets(group, gpus_per_node: int, gpus: int) -> list[np.ndarray]:
 
 
 def losses(compute_s: float, gpus: int, breakdown: dict, net=None, groups=None, speed_spread: float | None = None,
-           os_noise_s: float | None = None, amax_syncs: tuple[int, int] = (0, 1), amax_call: float = 0.0) -> dict:
+           os_noise_s: float | None = None, amax_s: float = 0.0) -> dict:
     """Every scale-out term of one step: {breakdown key: seconds}. `stragglers`, `os_jitter` and `fp8_amax_sync`
-    (`amax_syncs`: (synchronisation points a step, ranks in each)) add to the step; the fabric split replaces
-    exposed_dp_comm / exposed_pp_comm by their parts (the sum unchanged)."""
+    (`amax_s`: fp8_amax_s's seconds) add to the step; the fabric split replaces exposed_dp_comm / exposed_pp_comm by
+    their parts (the sum unchanged)."""
     out = {"stragglers": straggler_s(compute_s, gpus, SPEED_SPREAD if speed_spread is None else speed_spread),
-           "os_jitter": os_jitter_s(gpus, os_noise_s), "fp8_amax_sync": amax_sync_s(*amax_syncs, compute_s=compute_s, call_s=amax_call)}
+           "os_jitter": os_jitter_s(gpus, os_noise_s), "fp8_amax_sync": amax_s}
     if net is not None and groups is not None:
         out.update(fabric_split(net, groups, breakdown, gpus))
     return out

@@ -32,6 +32,7 @@ MLPS = ("swiglu", "gelu")
 MOE_DISPATCHERS = ("alltoall", "deepep")
 PP_SCHEDULES = ("1f1b", "gpipe")   # pipeline schedules: (interleaved) 1F1B, or GPipe (all forwards, then all backwards)
 PRECISIONS = ("bf16", "fp8")
+FP8_SCALINGS = ("delayed", "current")
 ZERO_STAGES = (0, 1, 2, 3)
 
 
@@ -349,6 +350,8 @@ class BatchSpec:
     global_batch: int     # sequences per optimizer step
     micro_batch: int      # sequences per micro-batch per model replica
     precision: str = "bf16"
+    fp8_scaling: str = "delayed"   # FP8's scaling recipe: Transformer Engine's "delayed" (amax history, all-reduced:
+                                   # llm/scaleout.amax_syncs) or "current" (each tensor's own amax as it is cast)
 
     def __post_init__(self):
         for name in ("global_batch", "micro_batch"):
@@ -356,6 +359,8 @@ class BatchSpec:
                 raise LlmConfigError(name, f"expected an integer >= 1, got {getattr(self, name)}")
         if self.precision not in PRECISIONS:
             raise LlmConfigError("precision", f"expected one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.fp8_scaling not in FP8_SCALINGS:
+            raise LlmConfigError("fp8_scaling", f"expected one of {', '.join(FP8_SCALINGS)}, got {self.fp8_scaling!r}")
 
     def micro_batches(self, dp: int) -> int:
         return self.global_batch // (self.micro_batch * dp)

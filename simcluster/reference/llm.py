@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.spec import MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
+from simcluster.llm.spec import FP8_SCALINGS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
 from simcluster.results import ReferenceRow, ReferenceValidation
@@ -75,10 +75,13 @@ MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4,
 # a file's `simcluster.recipe` / `recipe_by_model[NAME]`: the recipe's kernel choices the framework's default does not state
 # (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: CUDA graphs over the MoE router
 # and dispatcher preprocess, llm/moe_graphs.py), `from` citing them
-RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "from": text}
+# fp8_scaling: Transformer Engine's FP8 recipe where the row prints plain "FP8" but the recipe scales per tensor
+# ("current": Megatron-Bridge's fp8_cs presets), carried to the batch (llm/spec.BatchSpec), not the framework
+RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "fp8_scaling": one_of(FP8_SCALINGS), "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
+FP8_SCALING = {"fp8-cs": "current"}   # the scaling recipe a printed precision names (default delayed: TE's default recipe)
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
-    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision)
+    scaling = FP8_SCALING.get(str(b.get("precision")).lower(), "delayed")
+    batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision, scaling)
     return (model, par, batch), "", used
 
 
@@ -248,7 +252,8 @@ def framework_of(ref: Published, run: dict | None = None):
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")
     framework = FRAMEWORKS[(by_model.get(model.get("name")) if isinstance(model, dict) else None) or default]
-    return replace(framework, **memory_options(ref, run), **memory_options(ref, run, "recipe", RECIPE_PARSERS))
+    recipe = {k: v for k, v in memory_options(ref, run, "recipe", RECIPE_PARSERS).items() if k != "fp8_scaling"}
+    return replace(framework, **memory_options(ref, run), **recipe)
 
 
 def memory_options(ref: Published, run: dict | None = None, key: str = "memory", parsers: dict = MEMORY_PARSERS) -> dict:
@@ -320,6 +325,8 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     if spec is None:
         return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=missing)
     model, par, batch = spec
+    scaling = memory_options(ref, run, "recipe", RECIPE_PARSERS).get("fp8_scaling")   # the recipe's, over the printed name's
+    batch = replace(batch, fp8_scaling=scaling) if scaling else batch
     gpus = checked(run, "gpus", "", count)
     machine = machine_for(usage, gpus)
     intra = load_collective(machine.card)[0]
