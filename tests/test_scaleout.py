@@ -227,3 +227,20 @@ def test_the_shipped_amax_term_is_the_priced_all_reduce_and_grows_with_the_group
             lost[int(r.configuration.split(", ")[1].split(" x")[0])] = added * r.predicted   # share of the step
     assert sorted(lost) == [128, 256, 512, 1024, 2048]
     assert 0 < lost[128] < lost[2048] < 0.05                 # a few % of the step at most, growing with the ranks
+
+
+def test_a_recipe_that_prints_fp8_but_scales_per_tensor_pays_no_amax_all_reduce():
+    """Megatron-Bridge's H100 rows printed "FP8" whose presets run fp8_cs (`simcluster.recipe: fp8_scaling: current`)
+    pay no fp8_amax_sync: their predictions do not move when the term's factor does."""
+    from simcluster.reference.llm import validate_published_llm
+
+    path = ROOT / "calibration/published/llm-megatron-bridge-26.04.01-dgx-h100-fp8.yaml"
+
+    def rows(factor):
+        saved, scaleout.AMAX_CALL_FACTOR = scaleout.AMAX_CALL_FACTOR, factor
+        try:
+            return {r.run: r.predicted for r in validate_published_llm(path).rows if r.predicted}
+        finally:
+            scaleout.AMAX_CALL_FACTOR = saved
+    on, scaled = rows(1.0), rows(10.0)
+    assert on and on == scaled
