@@ -285,6 +285,7 @@ class LlmTraining(Section):
     global_batch: Count(1, MAX_INTEGER)
     micro_batch: Count(1, MAX_INTEGER)
     precision: Choice("precision") = "bf16"
+    fp8_scaling: Choice("fp8_scaling") = "delayed"   # Transformer Engine's FP8 recipe: delayed (amax history) or current
     train_tokens: Annotated[Any, AfterValidator(_count)] = None     # '15T', 1.5e12
     reliability: Reliability = None          # llm/reliability.py builds the model's Reliability from it
     framework: Annotated[Union[Annotated[Choice("framework"), Tag("str")], Annotated[Framework, Tag("dict")]],  # noqa: UP007

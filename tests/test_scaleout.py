@@ -244,3 +244,23 @@ def test_a_recipe_that_prints_fp8_but_scales_per_tensor_pays_no_amax_all_reduce(
             scaleout.AMAX_CALL_FACTOR = saved
     on, scaled = rows(1.0), rows(10.0)
     assert on and on == scaled
+
+
+def _fp8_scenario(tmp_path, scaling):
+    text = (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text().replace("../../", f"{ROOT}/")
+    text = text.replace("    micro_batch: 1\n", f"    micro_batch: 1\n    precision: fp8\n    fp8_scaling: {scaling}\n")
+    path = tmp_path / f"fp8-{scaling}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_scenario_names_its_fp8_scaling_and_current_scaling_pays_no_amax_all_reduce(tmp_path, capsys):
+    assert "    micro_batch: 1\n" in (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text()
+    amax = {}
+    for scaling in ("delayed", "current"):
+        assert main(["predict", "training", "--scenario", str(_fp8_scenario(tmp_path, scaling)), "--json"]) == 0
+        amax[scaling] = json.loads(capsys.readouterr().out)["breakdown"].get("fp8_amax_sync", 0.0)
+    assert amax["delayed"] > 0 and amax["current"] == 0.0
+    assert main(["predict", "training", "--scenario", str(_fp8_scenario(tmp_path, "mxfp8"))]) == 2
+    err = capsys.readouterr().err
+    assert "fp8_scaling" in err and "delayed, current" in err and len(err.strip().splitlines()) == 1

@@ -37,6 +37,7 @@ from simcluster.llm.compiled import check_compiled
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
 from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
+    FP8_SCALINGS,
     MOE_DISPATCHERS,
     PP_SCHEDULES,
     PRECISIONS,
@@ -80,7 +81,8 @@ class LlmJob:
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     """Read one llm_training job with the scenario reader `r` (fail / mapping / integer / choice)."""
     j = r.declared(LLM_TRAINING, job, key, recompute=RECOMPUTE, moe_dispatcher=MOE_DISPATCHERS, pp_schedule=PP_SCHEDULES,
-                   precision=PRECISIONS, framework=FRAMEWORK_NAMES, failure_rate=parse_failure_rate)
+                   precision=PRECISIONS, fp8_scaling=FP8_SCALINGS, framework=FRAMEWORK_NAMES,
+                   failure_rate=parse_failure_rate)
     m, p = j.model, j.parallel
     ints = {name: getattr(m, name) for name in ("layers", "hidden", "heads", "vocab", "seq")}
     ints["kv_heads"] = m.kv_heads or m.heads
@@ -96,7 +98,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         model = TransformerSpec(ffn=m.ffn or 0, tied_embeddings=m.tied_embeddings, mlp=m.mlp, dropout=m.dropout, **ints, **moe)
         par = ParallelSpec(zero=p.zero, recompute=p.recompute, recompute_modules=tuple(p.recompute_modules),
                            recompute_every=p.recompute_every, **flags, **degrees)
-        batch = BatchSpec(gb, mb, precision)
+        batch = BatchSpec(gb, mb, precision, j.fp8_scaling)
         check(model, par, batch, machine.gpus_per_node * machine.nodes)
     except LlmConfigError as exc:
         dotted = f"{key}.{exc.key}" if not exc.key.startswith("machine") else exc.key
