@@ -145,6 +145,15 @@ PUBLISHED = Published
 CHOOSER_PROTOCOLS = ("LL", "LL128", "Simple")   # NCCL's protocol names (nccl_constants.PROTOCOLS)
 
 
+def split_choice(choice: str | None) -> tuple[str | None, str | None]:
+    """(algorithm, protocol) of a chooser's entry: `ring` (protocol None: NCCL's for it) or `ring/LL128` (the chooser
+    sets the pair, as AWS's region tuner does: nccl_ofi_regions.cpp zeroes the cost of one algorithm-protocol pair)."""
+    if choice is None:
+        return None, None
+    algorithm, _, protocol = str(choice).partition("/")
+    return algorithm, protocol or None
+
+
 def _chooser_entry(entry: list, info: ValidationInfo) -> list:
     """[below_bytes, algorithm]: below_bytes a size in bytes (null: every larger size), algorithm one of the collective
     model's (null: the chooser leaves that size to NCCL), or ALGORITHM/PROTOCOL where the chooser's table names the
@@ -155,10 +164,10 @@ def _chooser_entry(entry: list, info: ValidationInfo) -> list:
     if below is not None and (isinstance(below, bool) or not isinstance(below, int) or not 1 <= below <= 2**62):
         raise ValueError(f"below_bytes {short(below)} is not a size in bytes")
     names = (info.context or {}).get("algorithm", ())
-    name, _, protocol = str(algorithm).partition("/")
+    name, protocol = split_choice(algorithm)
     if algorithm is not None and name not in names:
         raise Hinted(f"unknown algorithm {str(algorithm)[:20]!r}", f"one of {', '.join(names)}")
-    if algorithm is not None and protocol and protocol not in CHOOSER_PROTOCOLS:
+    if protocol is not None and protocol not in CHOOSER_PROTOCOLS:
         raise Hinted(f"unknown protocol {protocol[:20]!r} in {str(algorithm)[:30]!r}", f"one of {', '.join(CHOOSER_PROTOCOLS)}")
     return entry
 

@@ -25,16 +25,20 @@ def test_the_term_scales_the_compute_and_is_zero_on_one_gpu():
     assert scaleout.straggler_s(2.0, 1024, spread=0.02) == pytest.approx(2.0 * 0.02 * scaleout.expected_max_normal(1024))
 
 
-def _spread_scenario(tmp_path, spread):
+def _llama405b(tmp_path, name, old, new):
+    """scenarios/llm/llama405b-16k.yaml with its one `old` text replaced by `new`, written to tmp_path / name."""
     text = (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text().replace("../../", f"{ROOT}/")
-    text = text.replace("gpu: {card:", f"gpu: {{speed_spread: {spread}, card:")
-    path = tmp_path / f"s{spread}.yaml"
-    path.write_text(text)
+    assert text.count(old) == 1, old
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
     return path
 
 
+def _spread_scenario(tmp_path, spread):
+    return _llama405b(tmp_path, f"s{spread}.yaml", "gpu: {card:", f"gpu: {{speed_spread: {spread}, card:")
+
+
 def test_a_scenario_sets_its_speed_spread_and_the_breakdown_names_the_term(tmp_path, capsys):
-    assert "gpu: {card:" in (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text()
     steps = {}
     for spread in (0, 0.04):
         assert main(["predict", "training", "--scenario", str(_spread_scenario(tmp_path, spread)), "--json"]) == 0
@@ -96,12 +100,7 @@ def test_hash_collisions_and_cross_group_congestion_split_the_exposed_time():
 
 
 def _jitter_scenario(tmp_path, jitter):
-    text = (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text().replace("../../", f"{ROOT}/")
-    assert "host: {cores: 112}" in text
-    text = text.replace("host: {cores: 112}", f"host: {{cores: 112, os_jitter: {jitter}}}")
-    path = tmp_path / "jitter.yaml"
-    path.write_text(text)
-    return path
+    return _llama405b(tmp_path, "jitter.yaml", "host: {cores: 112}", f"host: {{cores: 112, os_jitter: {jitter}}}")
 
 
 def test_a_scenario_sets_its_os_jitter_and_the_step_gains_the_term(tmp_path, capsys):
@@ -247,15 +246,11 @@ def test_a_recipe_that_prints_fp8_but_scales_per_tensor_pays_no_amax_all_reduce(
 
 
 def _fp8_scenario(tmp_path, scaling):
-    text = (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text().replace("../../", f"{ROOT}/")
-    text = text.replace("    micro_batch: 1\n", f"    micro_batch: 1\n    precision: fp8\n    fp8_scaling: {scaling}\n")
-    path = tmp_path / f"fp8-{scaling}.yaml"
-    path.write_text(text)
-    return path
+    return _llama405b(tmp_path, f"fp8-{scaling}.yaml", "    micro_batch: 1\n",
+                      f"    micro_batch: 1\n    precision: fp8\n    fp8_scaling: {scaling}\n")
 
 
 def test_a_scenario_names_its_fp8_scaling_and_current_scaling_pays_no_amax_all_reduce(tmp_path, capsys):
-    assert "    micro_batch: 1\n" in (ROOT / "scenarios/llm/llama405b-16k.yaml").read_text()
     amax = {}
     for scaling in ("delayed", "current"):
         assert main(["predict", "training", "--scenario", str(_fp8_scenario(tmp_path, scaling)), "--json"]) == 0

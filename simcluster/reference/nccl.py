@@ -70,7 +70,7 @@ def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | N
         flows = None
     else:
         def call(s, a, flows):
-            algorithm, protocol = split_choice(a)
+            algorithm, protocol = documents.split_choice(a)
             return predict_fabric(cluster, op, s, algorithm, flows, protocol)
         flows = ring_flows(cluster)
     if sizes is None:
@@ -131,15 +131,6 @@ def chooser_algorithm(ref: Published, ranks: int, size: int, op: str | None = No
     if table is None:
         return None                         # none for this rank count: NCCL's decision model
     return next(algorithm for below, algorithm in table if below is None or size < below)   # null: left to NCCL
-
-
-def split_choice(choice: str | None) -> tuple[str | None, str | None]:
-    """(algorithm, protocol) of a chooser's entry: `ring` (protocol None: NCCL's for it) or `ring/LL128` (the chooser
-    sets the pair, as AWS's region tuner does: nccl_ofi_regions.cpp zeroes the cost of one algorithm-protocol pair)."""
-    if choice is None:
-        return None, None
-    algorithm, _, protocol = choice.partition("/")
-    return algorithm, protocol or None
 
 
 def _peak_sizes(run: dict) -> list[int]:

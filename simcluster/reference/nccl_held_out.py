@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simcluster.documents import split_choice
 from simcluster.errors import SimclusterError
 
 ETAS = np.round(np.arange(0.60, 1.0001, 0.02), 2)
@@ -166,7 +167,8 @@ def _system(ref) -> HeldOutSystem | None:
             c, flows, memo = variants[key]
             for s, a in zip(sizes, algorithms, strict=True):
                 if (op, s, a) not in memo:
-                    memo[(op, s, a)] = predict_fabric(c, op, s, nccl.split_choice(a)[0], flows, nccl.split_choice(a)[1]).time_s
+                    algorithm, protocol = split_choice(a)
+                    memo[(op, s, a)] = predict_fabric(c, op, s, algorithm, flows, protocol).time_s
             times[float(eta)] = [memo[(op, s, a)] for s, a in zip(sizes, algorithms, strict=True)]
         bus = [bus_factor(op, nodes * per_node) * s for s in sizes]
         rows.append(HeldOutRow(i, shipped[i].configuration, measured, sizes, peak, bus, times, shipped[i].predicted))
