@@ -1,6 +1,7 @@
 """The framework's attention kernel (llm/attention_kernels.py): FlashAttention 2 on Hopper at its measured rate."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,21 @@ def test_a_file_can_fill_the_global_batch():
     assert spec_of(run, {})[0] is None
     (_, _, batch), _, used = spec_of(run, {"global_batch": 8})
     assert batch.global_batch == 8 and "global_batch=8" in used
+
+
+def test_refusing_the_cudnn_form_before_the_first_import_leaves_the_flash_ratio_fit_alone():
+    """A read-out that moves cudnn_schedule.MIN_SEQ (to refuse the form) before anything imported attention_kernels must
+    not empty the flash ratio fit (session 43 saw test_eager_pphost_set then test_llm_pinned fail on it): run in a fresh
+    interpreter so the import order is the one under test."""
+    import subprocess
+    import sys
+
+    code = ("from simcluster.llm import cudnn_schedule\n"
+            "cudnn_schedule.MIN_SEQ = 1 << 40\n"
+            "from simcluster.llm import attention_kernels as ak\n"
+            "r = ak.fa2_ratios()\n"
+            "assert r['fwd'] and r['bwd'], r\n"
+            "print(ak.MIN_SEQ)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "2048"

@@ -65,10 +65,11 @@ from simcluster.llm import cudnn_schedule, flash_schedule
 KERNELS = ("card", "fa2", "fa2-full")
 BUNDLE = Path(__file__).resolve().parents[2] / "calibration" / "h200x1-attention-backends-2026-11-28"
 FORM_REFERENCE = BUNDLE.parents[1] / "models" / "gpu" / "h200-sxm-interleaved.yaml"   # the H200 the form was fitted on
-# the flash ratio fit's floor is the cuDNN form's (one number, bound here at import: a test or read-out that moves
-# cudnn_schedule.MIN_SEQ to refuse the form leaves the fitted ratios alone): below 2K tokens both kernels are launch- and
-# ramp-bound and the card's own seq_half curve, measured there, prices the call
-MIN_SEQ = cudnn_schedule.MIN_SEQ
+# the flash ratio fit's floor is the cuDNN form's measured floor (cudnn_schedule.FLOOR_SEQ, one number; a test or read-out
+# that moves cudnn_schedule.MIN_SEQ to refuse the form leaves the fitted ratios alone, whichever module was imported
+# first): below 2K tokens both kernels are launch- and ramp-bound and the card's own seq_half curve, measured there,
+# prices the call
+MIN_SEQ = cudnn_schedule.FLOOR_SEQ
 
 
 def backend_rows(bundle: Path = BUNDLE) -> list[dict]:

@@ -32,6 +32,8 @@ GRID = Grid("cudnn", TILES, order="launch", bwd_bytes=14.0, gqa_sum=False, split
 # (calibration/h200x1-attention-cudnn-2026-11-30/registered.yaml `consts`, fitted by studies/cudnn_wave.py)
 CONSTS = {("fwd", 64): (5.76228e-07, 1.15346e-06), ("fwd", 128): (8.73225e-07, 5.46685e-08),
           ("bwd", 64): (3.13069e-06, 3.68514e-06), ("bwd", 128): (2.52679e-06, 1.5819e-07)}
-MIN_SEQ = 2048      # below it the card's own curve (measured there) prices the call
+FLOOR_SEQ = 2048    # tokens: the shortest call the form and the flash ratio fit were measured to take (never patched)
+MIN_SEQ = FLOOR_SEQ  # below it the card's own curve (measured there) prices the call; read-outs refuse the form by
+#                     moving this one, which leaves FLOOR_SEQ (and the flash ratio fit) alone
 MIN_WAVES = 0       # forward waves of units below which the curve prices the call (0: none; the registered rule's
 #                     partial adoption would set 2)
