@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -192,6 +193,10 @@ def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or
         assert f"{a.predicted / 1e9:.4g} GB/s" in b.unavailable and f"{a.error * 100:+.1f}%" in b.unavailable
     assert ho.load_systems(out) == [] and ho.excluded_systems(out) == [("nccl-x", "the thread: 'degraded'")]
     assert ho.excluded_systems(plain) == [] and len(ho.load_systems(plain)) == 1
+    cli = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "nccl", "--held-out-systems", str(out),
+                          "--json"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": "the thread: 'degraded'"}]}
     shown = ho.text([], ho.excluded_systems(out))
     assert "x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): the thread: 'degraded'" in shown
     assert "systems within 10%: 0 of 0" in shown

@@ -10,7 +10,8 @@ on the OTHER systems of its NIC family alone, and its own rows are predicted wit
     train    the family's other systems, less outliers (a system whose median row the scenario's own cards miss by more
              than 1.5x: the issue threads about slow clusters; predicted and reported, never fitted on) and less the
              held-out system's twins (files naming one `simcluster.source_group`: one system measured twice, left out
-             together)
+             together); a file out of the model's scope (`simcluster.excluded_why`: its source states a degradation
+             the model has no knob for) is neither predicted nor fitted on, and is listed under the table
     fit      argmin over (eta, t0) of  sum over the training groups g of  mean over g's systems s of
              mean over s's rows |log(busbw_pred / busbw_meas)|
     t0       fitted only where an inner leave-one-out on the training systems predicts them better with it, else 0
