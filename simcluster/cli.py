@@ -187,7 +187,7 @@ def cmd_validate(args) -> int:
 
 def _validate_held_out_systems(args) -> int:
     """validate --published nccl --held-out-systems: each published system's inter-node terms fitted on the others."""
-    from simcluster.reference.nccl_held_out import held_out_systems, text
+    from simcluster.reference.nccl_held_out import excluded_systems, held_out_systems, text
 
     given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
                                       ("--decisions", args.decisions), ("--plot", args.plot),
@@ -196,10 +196,12 @@ def _validate_held_out_systems(args) -> int:
         raise SimclusterError(f"--held-out-systems goes with --published nccl alone{f'; {given[0]} does not apply' if given else ''}",
                               hint="simcluster validate --published nccl --held-out-systems [FOLDER]")
     results = held_out_systems(args.trace[0] if args.trace else None)
+    excluded = excluded_systems(args.trace[0] if args.trace else None)
     if args.json:
-        print(json.dumps({"systems": [r.to_json() for r in results]}, indent=1))
+        print(json.dumps({"systems": [r.to_json() for r in results],
+                          "excluded": [{"system": name, "excluded_why": why} for name, why in excluded]}, indent=1))
     else:
-        sys.stdout.write(text(results))
+        sys.stdout.write(text(results, excluded))
     return 0
 
 

@@ -114,6 +114,8 @@ class PublishedUsage(Document):
     rows_not_held_out: Nullable(dict[str, Text(2000)]) = None      # row id -> why (files of rows, not runs)
     source_group: Nullable(Text(200)) = None                        # the source a band counts it as (published.Published)
     development_for: Nullable(dict[OneOf("held_out_systems"), Text(2000)]) = None   # check -> why its rows prompted it
+    excluded_why: Nullable(Text(2000)) = None   # nccl: the source states the run was degraded in a way the model has no
+                                                # knob for (quoted): predicted and printed, never compared
 
 
 class Published(Document):

@@ -14,7 +14,7 @@ from simcluster.strict import field, known_keys, load_yaml, short
 
 BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops",
               "framework", "framework_by_model", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared",
-              "source_group", "development_for"}
+              "source_group", "development_for", "excluded_why"}
 CALIBRATION = Path(__file__).resolve().parents[1] / "calibration"
 PUBLISHED = CALIBRATION / "published"
 
@@ -46,6 +46,12 @@ class Published:
         """Why the file is development for a whole-file check (`development_for`: held_out_systems, the rows prompted
         that check's own terms or bounds), else ""."""
         return str((self.usage.get("development_for") or {}).get(check) or "")
+
+    @property
+    def excluded_why(self) -> str:
+        """Why no row of the file is compared (`excluded_why`: the source states its run was degraded in a way the model
+        has no physical knob for, quoted), else ""."""
+        return str(self.usage.get("excluded_why") or "")
 
     def why(self, run: int) -> str:
         return (self.usage.get("runs_not_held_out") or {}).get(run) or str(self.usage.get("why") or "")

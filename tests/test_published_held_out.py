@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -167,3 +168,35 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
 def test_cli_refuses_without_published_nccl():
     out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--held-out-systems"], capture_output=True, text=True)
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published nccl" in out.stderr
+
+
+def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or_fitted(tmp_path):
+    """`simcluster.excluded_why` (session 44, nccl41): the source states its run was degraded in a way the model has no
+    knob for. `validate --published nccl` still predicts each row and prints the prediction with that reason, but the row
+    has no error (no band, no summary); `--held-out-systems` neither predicts nor fits on it and lists it under the
+    table with its reason; a file without the key is compared as before."""
+    from simcluster.reference.nccl import read_nccl_file, system_rows
+
+    source = "calibration/published/nccl-h100-ib-x2-nebius-skypilot.yaml"
+    text = open(source).read().replace("../../scenarios/", str(__import__("pathlib").Path("scenarios").resolve()) + "/")
+    plain, out = tmp_path / "plain", tmp_path / "out"
+    plain.mkdir(), out.mkdir()
+    (plain / "nccl-x.yaml").write_text(text)
+    (out / "nccl-x.yaml").write_text(text.replace("\nsimcluster:", "\nsimcluster:\n  excluded_why: \"the thread: 'degraded'\"", 1))
+    compared = system_rows(read_nccl_file(plain / "nccl-x.yaml"))
+    excluded = system_rows(read_nccl_file(out / "nccl-x.yaml"))
+    assert compared and all(r.error is not None for r in compared)
+    assert [r.run for r in excluded] == [r.run for r in compared]
+    for a, b in zip(compared, excluded, strict=True):
+        assert b.predicted is None and b.error is None and b.measured == a.measured
+        assert "simcluster.excluded_why" in b.unavailable and "'degraded'" in b.unavailable
+        assert f"{a.predicted / 1e9:.4g} GB/s" in b.unavailable and f"{a.error * 100:+.1f}%" in b.unavailable
+    assert ho.load_systems(out) == [] and ho.excluded_systems(out) == [("nccl-x", "the thread: 'degraded'")]
+    assert ho.excluded_systems(plain) == [] and len(ho.load_systems(plain)) == 1
+    cli = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "nccl", "--held-out-systems", str(out),
+                          "--json"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": "the thread: 'degraded'"}]}
+    shown = ho.text([], ho.excluded_systems(out))
+    assert "x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): the thread: 'degraded'" in shown
+    assert "systems within 10%: 0 of 0" in shown

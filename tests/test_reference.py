@@ -71,8 +71,11 @@ SESSION41_NOT_PREDICTED = ("aws-gb300-x2-mnnvl-aicr1256",)
 SESSION42_DEVELOPMENT = {"aws-p4d-x2-hyperpod-skypilot-efa": range(0, 6), "aws-p4d-x2-vm-skypilot-efa": range(0, 6),
                          "aws-p4d-x2-vm-skypilot-1efa": range(0, 6), "gb200-nvl4-x3-nccl1801": (1,),
                          "gb200-nvl8-x3-nccl1801": (1,), "b200-ib-x64-together-scaling": range(6, 12)}
-SESSION42_HELD_OUT_SET_DEVELOPMENT = {"aws-p4d-x2-x4-nccl527-unverified": (0,), "aws-p4de-24xlarge-x2": range(6, 12),
-                                     "h100-roce-x5-nccl1368": (1,)}   # the same, in the session-18 set
+SESSION42_HELD_OUT_SET_DEVELOPMENT = {"aws-p4d-x2-x4-nccl527-unverified": (0, 1, 2), "aws-p4de-24xlarge-x2": range(6, 12),
+                                     "h100-roce-x5-nccl1368": (1,)}   # the same, in the session-18 set; nccl#527's rows 1-2 since
+# session 44 (nccl41): its scenario's 3 EFA interfaces (the thread's statement) were set after they had been compared
+EXCLUDED = {"h100-ib-x2-nccltests290"}   # session 44 (nccl41): simcluster.excluded_why, the source states a degraded run
+# with no cause: its rows are predicted and printed, never compared
 SESSION42_SET = {"b200-ib-x46-together-use3a": 12,   # session 42 (treereg): recorded at f2abae21 before any prediction, registered at 10037962
                  "b200-ib-x62-together-0511": 12}   # session 41: no GB300 card; two validator figures at 16 GiB
 SESSION43_NOT_PREDICTED = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (4, 8, 16, 32, 60))   # session 43 (nvl72): no GB300
@@ -120,7 +123,7 @@ def test_published_multi_node_validation_does_not_regress():
                                                                    | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET)
                                                                    | set(SESSION31_SET) | set(SESSION31_RACKS_SET) | set(SESSION34_SET)
                                                                    | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET)
-                                                                   | set(SESSION42_SET))
+                                                                   | set(SESSION42_SET)) - EXCLUDED
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -180,7 +183,7 @@ def test_the_held_out_set_parses_and_every_row_is_compared_as_held_out():
         development = SESSION42_HELD_OUT_SET_DEVELOPMENT.get(system, ())
         assert len(compared) == rows == summary[system]["rows"], system
         assert all(r.held_out == (r.run not in development) for r in compared), system
-        assert summary[system]["held_out"] == ("partly" if development else "yes")
+        assert summary[system]["held_out"] == ("no" if len(development) == rows else "partly" if development else "yes")
     assert summary["gb200-nvl72-coreweave"]["rows"] == 5 and summary["gb200-nvl72-coreweave"]["held_out"] == "no"   # session 32
     forced = {r.run: r.detail for r in v.rows if r.source == "nccl-h100-roce-x5-nccl1368"}
     assert forced[0].startswith("ring/") and forced[1].startswith("tree/") and all("(peak)" in d for d in forced.values())
@@ -206,7 +209,8 @@ def test_the_session19_set_parses_and_every_row_is_compared_as_held_out():
         at_64mib = [r for r in ref.runs if r["bytes"] >= 64 * 2**20]
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         alltoall = [r.run for r in compared if r.configuration.startswith("alltoall")]
-        assert len(compared) == len(at_64mib) == rows == summary[system]["rows"], system
+        assert len(compared) == len(at_64mib) == rows == (summary[system]["rows"] or rows * (system in EXCLUDED)), system
+        assert all((r.error is None and "simcluster.excluded_why" in r.unavailable) == (system in EXCLUDED) for r in compared)
         assert [r.run for r in compared if not r.held_out] == alltoall, system      # only the alltoall rows, seen before the model
         assert summary[system]["held_out"] == ("partly" if alltoall else "yes")
     for system, rows in ALLTOALL_SET.items():

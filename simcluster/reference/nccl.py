@@ -9,7 +9,9 @@ its figures peaks, the search capped at the run's `max_size` where the source st
 nccl#1221's "4GiB-8GiB" with the mean over 4 and 8 GiB. NCCL's tree-kernel ceiling is keyed by the NCCL version
 the scenario names, else the one the file states (system.nccl). Where the source says another chooser
 than NCCL's ran (AWS's ofi tuner plugin), the file's `simcluster.chooser` gives that chooser's algorithm per size at
-the run's rank count, from the chooser's own table (cited in the block), and that algorithm is priced. Target: <= 10%
+the run's rank count, from the chooser's own table (cited in the block), and that algorithm is priced. A file whose
+source states its run was degraded in a way the model has no physical knob for names it in `simcluster.excluded_why`
+(quoted): its rows are predicted and printed with that reason, never compared (no error, no band, no fit). Target: <= 10%
 per system.
 """
 
@@ -226,6 +228,11 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
+        if ref.excluded_why:   # predicted and shown, never compared: the source states a degradation the model cannot express
+            rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, None, None, ref.held_out(i),
+                                     chosen, unavailable=f"out of the model's scope (simcluster.excluded_why; the model's {chosen}: "
+                                     f"{predicted / 1e9:.4g} GB/s, {(predicted / measured - 1) * 100:+.1f}%): {ref.excluded_why}"))
+            continue
         rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
                                  predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale,
                                  gpu=source_gpu(ref)))

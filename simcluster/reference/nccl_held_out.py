@@ -10,7 +10,8 @@ on the OTHER systems of its NIC family alone, and its own rows are predicted wit
     train    the family's other systems, less outliers (a system whose median row the scenario's own cards miss by more
              than 1.5x: the issue threads about slow clusters; predicted and reported, never fitted on) and less the
              held-out system's twins (files naming one `simcluster.source_group`: one system measured twice, left out
-             together)
+             together); a file out of the model's scope (`simcluster.excluded_why`: its source states a degradation
+             the model has no knob for) is neither predicted nor fitted on, and is listed under the table
     fit      argmin over (eta, t0) of  sum over the training groups g of  mean over g's systems s of
              mean over s's rows |log(busbw_pred / busbw_meas)|
     t0       fitted only where an inner leave-one-out on the training systems predicts them better with it, else 0
@@ -249,6 +250,15 @@ def load_systems(path: str | Path | None = None) -> list[HeldOutSystem]:
     return systems
 
 
+def excluded_systems(path: str | Path | None = None) -> list[tuple[str, str]]:
+    """(file, why) of every published nccl file out of the model's scope (`simcluster.excluded_why`: its source states a
+    degradation the model has no knob for): listed under the table, neither predicted here nor fitted on."""
+    from simcluster.published import published_files
+    from simcluster.reference.nccl import read_nccl_file
+
+    return [(ref.name, ref.excluded_why) for ref in map(read_nccl_file, published_files(path, "nccl-")) if ref.excluded_why]
+
+
 def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem] | None = None) -> list[HeldOutResult]:
     """Every published system predicted with eta and t0 fitted on the other systems of its NIC family (its
     source_group's other files left out with it)."""
@@ -275,7 +285,7 @@ def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem
     return out
 
 
-def text(results: list[HeldOutResult]) -> str:
+def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> str:
     lines = ["# published nccl, each system held out: the NIC's payload efficiency (eta) and per-call start-up (t0) fitted",
              "# on the other systems of its NIC family; busbw at >= 64 MiB; target mean |error| <= 10% per system",
              f"{'system':40s} {'family':10s} {'rows':>4s} {'eta':>5s} {'t0 us':>6s} {'shipped':>8s} {'held out':>8s}  rows' errors (%)"]
@@ -290,6 +300,9 @@ def text(results: list[HeldOutResult]) -> str:
     lines.append("* the scenario's own cards miss its median row by more than 1.5x: predicted, never fitted on")
     lines.append("^ development for this check: its rows prompted the check's terms or bounds (`development_for`), "
                  "not a held-out figure")
+    for name, why in excluded:
+        lines.append(f"x {name}: not compared, out of the model's scope (simcluster.excluded_why): {' '.join(why.split())[:160]}"
+                     + (" ... (--json)" if len(' '.join(why.split())) > 160 else ""))
     others = [r for r in results if not r.development]
     o_met, o_rows, o_mean, _ = _headline(others)
     lines.append(f"systems within 10%: {met} of {len(results)}; all {rows} rows: mean |error| {mean:.1f}% "
