@@ -33,12 +33,24 @@ rate for the pattern, not a shortage of reads in flight.
     python studies/storage_inflight.py rows       # the MLPerf rows: Q, B x R0, L*, c*
     python studies/storage_inflight.py device     # the readahead probe's counters through Little's law
     python studies/storage_inflight.py rows --models unet3d    # the Unet3D rows (npz, PyTorch: numpy's read chunk)
+    python studies/storage_inflight.py pairs      # CosmoFlow against ResNet-50 on one host: a per-read or per-file cost?
+
+`pairs` (issue 42, session 44, helper storage44; development: every rate it reads was seen by earlier passes). On one
+host and drive, a cost k paid per unit (a device read, or a file) in a resource every reader shares, on top of the bytes,
+gives 1 / X = n k + 1 / B (n: units per byte of the pattern, X: the rate the rows measured). The host's CosmoFlow and
+ResNet-50 rows are two such points; solving for (k, B) from them says whether either cost can carry the loss at all:
+a k below zero (the pattern with more units per byte read faster) or a B above the drive's PCIe link (PCIe 4.0 x4:
+4 x 16 GT/s x 128/130 / 8 = 7.88 GB/s; 5.0 x4: 15.75 GB/s; the systems' names and the product briefs give the
+generation) is not a cost of that kind. Units: device reads, one per pread (a file of S read in ceil(S / p) preads of
+p); files, 1 / S. A per-file k that stands on each host is then compared across hosts: a host CPU cost would follow the
+host's cores, a drive-side one the drive.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -120,12 +132,63 @@ def mlperf_rows(models=("cosmoflow", "resnet50")) -> list[dict]:
             ranks = row["measured"]["accelerators"]
             common = (pread, file_bytes, measured, nvme.bandwidth_Bps, latency)
             rec = {"row": storage.label(row), "model": w.model, "ranks": ranks, "T": w.read_threads, "latency_s": latency,
+                   "system": row["system"], "file_B": file_bytes, "card_Bps": nvme.bandwidth_Bps,
+                   "storage_rate_below_Bps": rate_ceiling(measured, ranks, row["measured"], w.au_threshold),
                    "measured_Bps": measured,
                    "latency_from": "datasheet" if card in DATASHEET_LATENCY_S else "card service_time (assumed)",
                    "measured_over_card": measured / nvme.bandwidth_Bps,
                    "T_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], False), *common),
                    "tf_readers": littles_law(ranks, readers_per_rank(w.read_threads, row["samples_per_file"], tf), *common)}
             out.append(rec)
+    return out
+
+
+PCIE_X4_BPS = {4: 4 * 16e9 * 128 / 130 / 8, 5: 4 * 32e9 * 128 / 130 / 8}   # a x4 link's data rate per generation
+
+
+def reads_per_byte(file_bytes: float, pread: float) -> float:
+    """Device reads a byte costs when a file of file_bytes is read in preads of pread (the last one short)."""
+    return math.ceil(file_bytes / min(pread, file_bytes)) / file_bytes
+
+
+def two_point_cost(n1: float, x1: float, n2: float, x2: float) -> tuple[float, float]:
+    """(k, B) with 1 / x = n k + 1 / B through both points; B is inf when 1 / B <= 0 (no physical drive rate)."""
+    k = (1 / x1 - 1 / x2) / (n1 - n2)
+    inv_b = 1 / x1 - n1 * k
+    return k, (1 / inv_b if inv_b > 0 else math.inf)
+
+
+def rate_ceiling(measured_Bps: float, n: int, measured: dict, threshold: float) -> float:
+    """The rate the storage stays below when N + 1 accelerators failed: N + 1 at the threshold need the measured rate x
+    (N + 1) / N x threshold / AU (MLPerf publishes the largest passing count; the failing one is not shown)."""
+    runs = measured.get("au_mean_percent_per_run") or []
+    au = sum(runs) / len(runs) / 100 if runs else threshold
+    return measured_Bps * (n + 1) / n * threshold / au
+
+
+def workload_pairs(rows: list[dict]) -> list[dict]:
+    """Per system with CosmoFlow and ResNet-50 rows: the rates (mean over a workload's rows), the share of the card
+    each gets, and the per-read and per-file costs the pair would need (two_point_cost), each judged physical or not."""
+    out = []
+    for system in sorted({r["system"] for r in rows}):
+        by = {m: [r for r in rows if r["system"] == system and r["model"] == m] for m in ("cosmoflow", "resnet50")}
+        if not all(by.values()):
+            continue
+        c, r = by["cosmoflow"][0], by["resnet50"][0]
+        xc = sum(x["measured_Bps"] for x in by["cosmoflow"]) / len(by["cosmoflow"])
+        xr = sum(x["measured_Bps"] for x in by["resnet50"]) / len(by["resnet50"])
+        link = PCIE_X4_BPS[5 if "Gen5" in system else 4]
+        k_read, b_read = two_point_cost(reads_per_byte(c["file_B"], c["T_readers"]["pread_B"]), xc,
+                                        reads_per_byte(r["file_B"], r["T_readers"]["pread_B"]), xr)
+        k_file, b_file = two_point_cost(1 / c["file_B"], xc, 1 / r["file_B"], xr)
+        unet = [{"row": u["row"], "measured_Bps": u["measured_Bps"], "below_Bps": u["storage_rate_below_Bps"],
+                 "per_file_line_Bps": 1 / (k_file / u["file_B"] + 1 / b_file) if math.isfinite(b_file) else None}
+                for u in rows if u["system"] == system and u["model"] == "unet3d"]
+        out.append({"system": system, "card_Bps": c["card_Bps"], "link_Bps": link, "cosmoflow_Bps": xc, "resnet50_Bps": xr,
+                    "unet3d": unet,
+                    "pread_cosmoflow_B": c["T_readers"]["pread_B"], "pread_resnet50_B": r["T_readers"]["pread_B"],
+                    "per_read_s": k_read, "per_read_B_Bps": b_read, "per_read_physical": k_read >= 0 and b_read <= link,
+                    "per_file_s": k_file, "per_file_B_Bps": b_file, "per_file_physical": k_file >= 0 and b_file <= link})
     return out
 
 
@@ -172,6 +235,26 @@ def _print_rows(rows: list[dict]) -> None:
               f"{r['rate_ratio']:.2f}x the rate")
 
 
+def _print_pairs(pairs: list[dict]) -> None:
+    print(f"{'system':>36} {'card':>6} {'link':>6} {'CF GB/s':>7} {'R50':>6} {'CF/R50':>6} {'pread CF/R50':>13} "
+          f"{'per read k, B':>17} {'ok':>3} {'per file k, B':>17} {'ok':>3}")
+    for p in pairs:
+        def cost(k: float, b: float) -> str:
+            return f"{k * 1e6:7.1f}us {b / 1e9:6.2f}" if math.isfinite(b) else f"{k * 1e6:7.1f}us    inf"
+        print(f"{p['system']:>36} {p['card_Bps'] / 1e9:6.2f} {p['link_Bps'] / 1e9:6.2f} {p['cosmoflow_Bps'] / 1e9:7.2f} "
+              f"{p['resnet50_Bps'] / 1e9:6.2f} {p['cosmoflow_Bps'] / p['resnet50_Bps']:6.2f} "
+              f"{p['pread_cosmoflow_B'] / 1024:5.0f}K/{p['pread_resnet50_B'] / 1024:4.0f}K "
+              f"{cost(p['per_read_s'], p['per_read_B_Bps'])} {'yes' if p['per_read_physical'] else 'no':>3} "
+              f"{cost(p['per_file_s'], p['per_file_B_Bps'])} {'yes' if p['per_file_physical'] else 'no':>3}")
+    print("k, B: the cost per unit and the drive rate that put both of the host's workloads on 1 / X = n k + 1 / B; "
+          "ok: k >= 0 and B within the drive's PCIe x4 link.")
+    for p in pairs:
+        for u in p["unet3d"]:
+            line = "no line" if u["per_file_line_Bps"] is None else f"{u['per_file_line_Bps'] / 1e9:.2f} GB/s"
+            print(f"{u['row']:>24}: the host's per-file line gives {line}; the storage delivered "
+                  f"{u['measured_Bps'] / 1e9:.2f} GB/s and stays below {u['below_Bps'] / 1e9:.2f} (one more accelerator failed)")
+
+
 def _ms(seconds: float | None) -> str:
     return f"{'none':>8}" if seconds is None else f"{seconds * 1e3:6.1f}ms"
 
@@ -189,7 +272,7 @@ def _print_device(phases: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("rows", "device"))
+    parser.add_argument("what", choices=("rows", "device", "pairs"))
     parser.add_argument("--json", help="write the table as JSON here")
     parser.add_argument("--models", default="cosmoflow,resnet50", help="rows: the workloads, comma-separated "
                         "(cosmoflow, resnet50, unet3d)")
@@ -197,8 +280,12 @@ def main() -> None:
     models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     if not set(models) <= {"cosmoflow", "resnet50", "unet3d"}:
         raise SystemExit(f"storage_inflight.py: --models {args.models!r}: expected cosmoflow, resnet50 and / or unet3d")
-    table = mlperf_rows(models) if args.what == "rows" else device_phases()
-    (_print_rows if args.what == "rows" else _print_device)(table)
+    if args.what == "pairs":
+        table = workload_pairs(mlperf_rows(("cosmoflow", "resnet50", "unet3d")))
+        _print_pairs(table)
+    else:
+        table = mlperf_rows(models) if args.what == "rows" else device_phases()
+        (_print_rows if args.what == "rows" else _print_device)(table)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
 
