@@ -96,16 +96,14 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
                                  where=str(machine.aggregation_card),
                                  hint=f"at most {nodes_within_levels(platform.fabric, aggregation.max_levels)} nodes, or "
                                       "a card whose switches build deeper trees")
-    nvls = None
+    nvls, arch = None, machine_arch(machine)
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
-        arch = machine_arch(machine)
         rate = domain_nvls_rate(table, machine.domain_gpus, nvls_channels(arch, None, one_clique=False))
         if rate is None:
             raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)}: "
                                  "the card's law carries a rate only to larger domains)", where=str(machine.nvls_card))
         nvls = (rate[0], latency)
-    arch = machine_arch(machine)
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
