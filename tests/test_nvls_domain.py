@@ -103,3 +103,22 @@ def test_two_racks_nvls_tree_domain_term_is_under_the_ceiling():
     """Across cliques NCCL runs 32 NVLS channels (any version): the 64-GPU domain's NVLS term is 32 x a_ch."""
     machine = load_variants(ROOT / "scenarios" / "published" / "gb200-nvl72-2racks-coreweave.yaml", None)[0][1].machine
     assert build_cluster(machine).nvls[0] == pytest.approx(32 * CHANNEL_ALGBW_Bps)
+
+
+def test_an_nvls_card_without_a_rate_at_or_below_the_domain_is_a_one_line_error(tmp_path):
+    """A 4-GPU NVLink domain with the H100 NVLS card (rates at 5-8 GPUs): nothing to carry from, so the machine is
+    refused in one line naming the card, never priced silently."""
+    import yaml
+
+    from simcluster.errors import ModelCardError
+
+    m = {"card": str(MODELS / "collective" / "h200x4-nvlink.yaml"), "gpus_per_node": 4, "nodes": 2,
+         "nvls": {"card": str(MODELS / "nvswitch" / "h100-nvls.yaml")},
+         "nic": {"card": str(MODELS / "nic" / "roce-400g.yaml"), "per_node": 4}, "fabric": {"kind": "rail-optimized"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "machine": m, "jobs": [{"kind": "collective_sweep", "op": "all_reduce",
+                                                                         "min_size": "1G", "max_size": "1G"}]}))
+    with pytest.raises(ModelCardError) as exc:
+        build_cluster(load_variants(path, None)[0][1].machine)
+    line = exc.value.one_line()
+    assert "no NVLS bandwidth for 4 GPUs" in line and "h100-nvls.yaml" in line and "\n" not in line
