@@ -11,6 +11,7 @@ from pathlib import Path
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.domain import NvlinkDomain
+from simcluster.collectives.nvls_domain import domain_nvls_rate, nvls_channels
 from simcluster.collectives.tree_kernel import parse_nccl_version
 from simcluster.errors import ModelCardError
 from simcluster.hardware.nic import COST_FIELDS
@@ -95,14 +96,14 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
                                  where=str(machine.aggregation_card),
                                  hint=f"at most {nodes_within_levels(platform.fabric, aggregation.max_levels)} nodes, or "
                                       "a card whose switches build deeper trees")
-    nvls = None
+    nvls, arch = None, machine_arch(machine)
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
-        if machine.domain_gpus not in table:
-            raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)})",
-                                 where=str(machine.nvls_card))
-        nvls = (table[machine.domain_gpus], latency)
-    arch = machine_arch(machine)
+        rate = domain_nvls_rate(table, machine.domain_gpus, nvls_channels(arch, None, one_clique=False))
+        if rate is None:
+            raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)}: "
+                                 "the card's law carries a rate only to larger domains)", where=str(machine.nvls_card))
+        nvls = (rate[0], latency)
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
@@ -125,7 +126,7 @@ def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
     """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
     intra = intra or load_collective(machine.card)[0]
     nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
-    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls)
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, parse_nccl_version(machine.nccl))
 
 
 def machine_arch(machine: Machine) -> str:

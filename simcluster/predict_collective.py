@@ -164,8 +164,9 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
 
 
 def _nvls_unpriced(m, op: str, sizes: list[int]) -> list[str]:
-    """A note where NCCL runs NVLS inside one NVLink domain at a GPU count its NVLS card has no rate for: the answer
-    is the NVLink card's ring there (collectives/domain.NvlinkDomain.nvls_unpriced)."""
+    """A note where NCCL runs NVLS inside one NVLink domain at a GPU count its NVLS card has no rate for (below its
+    smallest count: the card's law carries only upwards): the answer is the NVLink card's ring there
+    (collectives/domain.NvlinkDomain.nvls_unpriced)."""
     from simcluster.machine_models import build_domain
 
     if m.domains != 1 or not m.nvls_card:
@@ -175,9 +176,9 @@ def _nvls_unpriced(m, op: str, sizes: list[int]) -> list[str]:
     if not unpriced:
         return []
     counts = ", ".join(str(n) for n in sorted(domain.nvls[0]))
-    return [f"NCCL runs NVLS on these {domain.ranks} GPUs from {min(unpriced) >> 20} MiB, but the NVLS card has rates at "
-            f"{counts} GPUs only: those sizes are priced on the NVLink card's ring, not what NCCL runs (a GB300 NVL72 "
-            "rack measured NVLS at 645-689 GB/s busbw at 8 GiB on 16-60 GPUs; docs/models/fabric-findings.md, session 43)"]
+    return [f"NCCL runs NVLS on these {domain.ranks} GPUs from {min(unpriced) >> 20} MiB, but the NVLS card has rates from "
+            f"{counts} GPUs only (carried upwards, never below): those sizes are priced on the NVLink card's ring, not "
+            "what NCCL runs (docs/models/fabric.md, NVLS inside one NVLink domain)"]
 
 
 def _nic_protocols(m) -> dict | None:

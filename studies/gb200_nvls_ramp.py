@@ -32,25 +32,16 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_nvls  # noqa: E402
 from simcluster.collectives.nccl_constants import NVLS_ARITY  # noqa: E402
+from simcluster.collectives.nvls_domain import nvls_chunk_bytes  # noqa: E402
 
 ROWS = ROOT / "calibration" / "published" / "nccl-gb200-nvl72-coreweave.yaml"
 CARD = ROOT / "models" / "nvswitch" / "gb200-nvl72-nvls-derived.yaml"
 STAGES = 3          # scatter, head reduce + multicast, gather (all_reduce.h l.416 / l.428 / l.440)
-KIB = 1024
-
-
-def nvls_chunk(channel_bytes: float, heads: int, max_chunk: int = 128 * KIB) -> int:
-    """NCCL's NVLS chunk for one channel's bytes (enqueue.cc calcCollChunking, concurrentOps = 1 x heads)."""
-    chunk = max_chunk
-    for factor, floor in ((64, 64 * KIB), (8, 32 * KIB), (2, 16 * KIB)):
-        if channel_bytes < factor * heads * chunk and chunk > floor:
-            chunk = floor
-    return chunk
 
 
 def loop_bytes(size: float, ranks: int, channels: int) -> int:
     heads = min(ranks, NVLS_ARITY)
-    return channels * heads * nvls_chunk(size / channels, heads)
+    return int(channels * heads * nvls_chunk_bytes(size, channels, heads))
 
 
 def busbw(size: np.ndarray, time: np.ndarray, ranks: int) -> np.ndarray:

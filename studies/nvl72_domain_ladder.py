@@ -1,6 +1,8 @@
 """NVLS all_reduce inside one NVL72 NVLink domain at 4-72 GPUs: every published one-domain GB200 / GB300 row set, the
 NVLS channels each NCCL version ran, and which carry law from 8 GPUs the 16-60 GPU ladder allows (issue 41, session 43,
-engineer nvl72). A diagnostic: nothing here is adopted by the model.
+engineer nvl72). Session 44 (helper mnnvl) adopted one figure from it: the NVLS kernel's per-channel ceiling above 8 GPUs
+(collectives/nvls_domain.py, a_ch = 14.5 GB/s, the 16 / 32 / 60 GPU plateaus per channel), so the GB300 files at 8-60
+GPUs are development since then (w4, a ring, stays held out).
 
 Rows: calibration/published nccl-*.yaml files whose scenario is one NVLink domain of a Blackwell NVL72 rack (GB200:
 Azure's tray, OCI's 2 trays, CoreWeave's rack; GB300: datacrunch-research/nccl-eBPF's ladder, recorded in session 43
@@ -26,6 +28,8 @@ sys.path.insert(0, str(ROOT / "studies"))
 
 from gb200_nvls_scaling import CHIPS, bus_factor, carry  # noqa: E402
 
+from simcluster.collectives.nvls_domain import nvls_channels as channels_for  # noqa: E402
+from simcluster.collectives.tree_kernel import parse_nccl_version  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference import source_gpu  # noqa: E402
 from simcluster.reference.nccl import system_rows  # noqa: E402
@@ -34,7 +38,6 @@ PUBLISHED = ROOT / "calibration" / "published"
 ONE_DOMAIN = ("nccl-azure-gb200-x1-aibenchguide", "nccl-gb300-nvl72-w4-ncclbpf", "nccl-oci-gb200-x2-mnnvl-oke",
               "nccl-gb300-nvl72-w8-ncclbpf", "nccl-gb300-nvl72-w16-ncclbpf", "nccl-gb300-nvl72-w32-ncclbpf",
               "nccl-gb300-nvl72-w60-ncclbpf", "nccl-gb200-nvl72-coreweave")
-NCCL_FROM_NOTES = {"nccl-gb200-nvl72-coreweave": "2.25.1"}   # its notes: the job script's container nccl2.25.1 (session 31)
 RAN = {"nccl-azure-gb200-x1-aibenchguide": "Ring (forced)", "nccl-gb300-nvl72-w4-ncclbpf": "Ring (source)"}   # else NVLS
 # GB300 has no card: its files are not predicted by validate --published nccl (scenario null); this study compares them on
 # the GB200 NVLink / NVL72 NVLS cards as a proxy (the same NVLink 5 fabric), with the scenarios written before their one
@@ -45,9 +48,8 @@ LADDER = (16, 32, 60)          # the GB300 ladder's counts above 8 GPUs
 
 
 def nvls_channels(nccl: str, one_clique: bool = True) -> int:
-    """NVLS channels NCCL runs on Blackwell (nvls.cc): 32 up to 2.26; 24 from 2.27 on one node / one MNNVL clique."""
-    major, minor = (int(x) for x in nccl.split(".")[:2])
-    return 24 if (major, minor) >= (2, 27) and one_clique else 32
+    """NVLS channels NCCL runs on Blackwell (nvls.cc; collectives/nvls_domain.nvls_channels)."""
+    return channels_for("blackwell", parse_nccl_version(nccl), one_clique)
 
 
 def read(name: str):
@@ -79,7 +81,7 @@ def ladder() -> list[dict]:
         ref, measured, predicted, priced = plateau(name)
         system = ref.system
         ranks = int(system["nodes"]) * int(system["gpus_per_node"])
-        nccl = NCCL_FROM_NOTES.get(name) or str(system["nccl"]).split()[0]
+        nccl = str(system["nccl"]).split()[0]
         out.append({"file": name, "gpu": source_gpu(ref), "ranks": ranks, "nccl": nccl,
                     "ran": RAN.get(name, "NVLS"), "channels": nvls_channels(nccl), "busbw": measured, "predicted": predicted,
                     "priced": priced})
@@ -108,7 +110,8 @@ def main() -> None:
         print(f"{r['file']:34s} {r['gpu']:6s} {r['ranks']:5d} {r['nccl']:7s} {r['ran']:13s} {r['channels']:7d} "
               f"{r['busbw'] / 1e9:9.1f} {per} {model}  {r['priced']}")
     proxy = proxy_rows()
-    print("\nGB300 rows on the GB200 cards (held out: recorded 15eef7be, predicted once abdafdf2; not in validate --published nccl):")
+    print("\nGB300 rows on the GB200 cards (recorded 15eef7be, predicted once abdafdf2; not in validate --published nccl; "
+          "w8-w60 development since session 44, w4 held out):")
     for name, rows in proxy.items():
         print(f"  {name:30s} " + "  ".join(f"{r.configuration.split(',')[0].split()[-1]} {r.error:+.1%} ({r.detail})" for r in rows))
     errors = [abs(r.error) for rows in proxy.values() for r in rows]

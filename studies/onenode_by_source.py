@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.cards import load_nvls  # noqa: E402
+from simcluster.collectives.nvls_domain import nvls_chunk_bytes  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.trust.build import source_coverage  # noqa: E402
 from simcluster.trust.table import Table, load_table  # noqa: E402
@@ -123,14 +124,9 @@ def floor_lines(pattern: str = "calibration/h200x2-*") -> list[str]:
     return out
 
 
-def nvls_chunk(total_bytes: float, channels: int, heads: int, max_chunk: int = 128 * KIB) -> int:
-    """NCCL's NVLS all_reduce chunk (enqueue.cc calcCollChunking, 2.25-2.28): 128 KiB (NCCL_NVLS_CHUNKSIZE), 64 KiB
-    when the bytes < 64 x C x H x chunk, 32 KiB under 8 x, 16 KiB under 2 x (concurrentOps = C H)."""
-    chunk = max_chunk
-    for factor, floor in ((64, 64 * KIB), (8, 32 * KIB), (2, 16 * KIB)):
-        if total_bytes < factor * channels * heads * chunk and chunk > floor:
-            chunk = floor
-    return chunk
+def nvls_chunk(total_bytes: float, channels: int, heads: int) -> int:
+    """NCCL's NVLS all_reduce chunk (enqueue.cc calcCollChunking; collectives/nvls_domain.nvls_chunk_bytes)."""
+    return int(nvls_chunk_bytes(total_bytes, channels, heads))
 
 
 def nvls_lines(folder: Path) -> list[str]:
@@ -228,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\nNVLS sweeps against NCCL's chunk rule (diagnostic):")
     print("\n".join(nvls_lines(Path(args.published))))
     if args.fill:
-        print(f"\nthe OCI NVLS rows with a {FILL_LOOPS}-loop pipeline fill at the card's rate (not adopted):")
+        print(f"\nthe OCI NVLS rows with a {FILL_LOOPS}-loop pipeline fill at the card's rate (adopted in session 44, "
+              "collectives/nvls_domain.py; the error column is the table's, built before it until the table is regenerated):")
         print("\n".join(fill_lines(by_source, Path(args.published))))
 
 

@@ -14,6 +14,7 @@ from simcluster.collectives.fabric import predict_fabric
 from simcluster.collectives.model import predict
 from simcluster.collectives.nccl_search import NcclTopology, graphs
 from simcluster.collectives.nccl_tuner import decide
+from simcluster.collectives.nvls_domain import CHANNEL_ALGBW_Bps
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.machine_models import build_cluster
 
@@ -95,12 +96,15 @@ def test_one_domain_all_reduce_runs_nvls_where_nccl_picks_it():
     d = decide(NcclTopology("blackwell", 72, 1, nvls=True), "all_reduce", size)
     p = domain_predict(intra, "all_reduce", size, 72, "blackwell", (table, latency))
     assert d.algorithm == "NVLS" and p.algorithm == "nvls"
-    assert p.time_s == pytest.approx(latency + size / table[72])
+    rate = min(table[72], 24 * CHANNEL_ALGBW_Bps)     # the model's NCCL (2.28): 24 NVLS channels on one clique
+    assert p.breakdown["nvls_algbw_Bps"] == rate and p.breakdown["nccl_channels"] == 24
+    assert p.time_s == pytest.approx(latency + size / rate + 2 * 24 * 32 * 65536 / rate)   # 2 loops of C H c, c 64 KiB
     ring = domain_predict(intra, "all_reduce", size, 72, "blackwell", None)
     assert ring == predict(intra, "all_reduce", size, 72)
     assert decide(NcclTopology("blackwell", 8, 1, nvls=True), "all_reduce", 4096).algorithm == "Ring"   # 15 us < NVLS's 25
     assert domain_predict(intra, "all_reduce", 4096, 8, "blackwell", (table, latency)) == predict(intra, "all_reduce", 4096, 8)
-    assert domain_predict(intra, "all_reduce", size, 36 + 4, "blackwell", (table, latency)) == predict(intra, "all_reduce", size, 40)
+    assert domain_predict(intra, "all_reduce", size, 36 + 4, "blackwell", (table, latency)).algorithm == "nvls"  # carried from 36
+    assert domain_predict(intra, "all_reduce", size, 6, "blackwell", (table, latency)) == predict(intra, "all_reduce", size, 6)
     assert domain_predict(intra, "all_gather", size, 72, "blackwell", (table, latency)) == predict(intra, "all_gather", size, 72)
 
 

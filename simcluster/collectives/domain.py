@@ -6,10 +6,12 @@ so its search and tuner see one node of that many GPUs; collectives/nccl_search.
 Without an NVLS card a call is the NVLink card's (collectives/model.predict: NCCL's ring / chain as the card prices
 them). With one, an all_reduce runs NVLS where NCCL's decision model picks it for this domain (elsewhere the card):
 
-    T = l_NVLS + S / algbw_NVLS(n)          algbw_NVLS from the NVLS card at n GPUs, l_NVLS its latency
+    T = l_NVLS + S / algbw_NVLS(n) + F_NVLS(S)
 
-The card holds algbw per GPU count; a count it lacks runs as the NVLink card (no extrapolation here: cards that
-cover a domain's GPU count are derived in their own provenance). docs/models/collectives.md, "Multi-node NVLink".
+algbw_NVLS and the pipeline fill F_NVLS as collectives/nvls_domain.py prices them (the card's rate, carried by its
+heads law to counts it lacks, under the NVLS kernel's per-channel ceiling above 8 GPUs; C the NVLS channels the
+domain's NCCL version runs). Below the card's smallest GPU count a call runs as the NVLink card.
+docs/models/collectives.md, "Multi-node NVLink"; docs/models/fabric.md, "NVLS inside one NVLink domain".
 """
 
 from __future__ import annotations
@@ -20,24 +22,30 @@ from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import FabricPrediction, Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
+from simcluster.collectives.nvls_domain import carried_algbw, domain_nvls_rate, nvls_channels, nvls_fill_s, nvls_heads
 from simcluster.collectives.schedule import canonical_op
 from simcluster.errors import SimclusterError
 
 
 def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
-                   nvls: tuple[dict[int, float], float] | None = None) -> Prediction:
+                   nvls: tuple[dict[int, float], float] | None = None,
+                   nccl_version: tuple[int, int] | None = None) -> Prediction:
     """One call on `ranks` GPUs of one NVLink domain; `nvls`: (all_reduce algbw by GPU count, latency s) of the
-    domain's NVLink SHARP card."""
+    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels."""
     op = canonical_op(op)
-    if nvls is None or op != "all_reduce" or ranks < 2 or ranks not in nvls[0]:
+    channels = nvls_channels(arch, nccl_version, one_clique=True)
+    rate = domain_nvls_rate(nvls[0], ranks, channels) if nvls is not None and ranks >= 2 else None
+    if rate is None or op != "all_reduce":
         return predict(intra, op, size_bytes, ranks)
-    table, latency = nvls
     d = decide(NcclTopology(arch, ranks, 1, nvls=True), op, size_bytes)
-    nccl = {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": d.channels}
     if d.algorithm != "NVLS":
         return predict(intra, op, size_bytes, ranks)
-    time = latency + size_bytes / table[ranks]
-    return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls", {**nccl, "nvls_algbw_Bps": table[ranks]})
+    (algbw, binds), heads = rate, nvls_heads(ranks)
+    fill = nvls_fill_s(size_bytes, channels, heads, algbw)
+    time = nvls[1] + size_bytes / algbw + fill
+    return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls",
+                            {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": channels,
+                             "nvls_heads": heads, "nvls_algbw_Bps": algbw, "pipeline_fill_s": fill, "binding_limit": binds})
 
 
 def domain_algorithm(algorithm: str | None, nvls: bool) -> None:
@@ -63,16 +71,17 @@ class NvlinkDomain:
     ranks: int
     arch: str
     nvls: tuple[dict[int, float], float] | None
+    nccl_version: tuple[int, int] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
 
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
         domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
-        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls)
+        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls, self.nccl_version)
 
     def nvls_unpriced(self, op: str, sizes: list[int], ranks: int | None = None) -> list[int]:
         """The sizes at which NCCL's decision model runs NVLS on `ranks` GPUs of this domain but the NVLS card has no
-        rate at that GPU count, so domain_predict prices the NVLink card instead (not what NCCL runs): a GB300 NVL72
-        rack measured NVLS at 16-60 GPUs (docs/models/fabric-findings.md, session 43)."""
+        rate there (fewer GPUs than its smallest count: nvls_domain.carried_algbw carries only upwards), so
+        domain_predict prices the NVLink card instead (not what NCCL runs)."""
         ranks = ranks or self.ranks
-        if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or ranks in self.nvls[0]:
+        if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or carried_algbw(self.nvls[0], ranks):
             return []
         return [s for s in sizes if decide(NcclTopology(self.arch, ranks, 1, nvls=True), "all_reduce", s).algorithm == "NVLS"]

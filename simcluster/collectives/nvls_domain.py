@@ -1,0 +1,98 @@
+"""NVLink SHARP (NVLS) all_reduce inside one NVLink domain larger than a board: an NVL72 rack's 8-72 GPUs behind its
+NVLink switch trays (issue 41, session 44; docs/models/fabric.md, "NVLS inside one NVLink domain").
+
+The NVLS card holds all_reduce algbw at some GPU counts (models/nvswitch/*.yaml); NCCL runs NVLS at every count of a
+clique. Three terms, each named by where it comes from:
+
+    algbw_card(n)  = algbw_card(m) (1 + 1/H(m)) / (1 + 1/H(n))     m the card's largest count <= n, H = min(n, 32)
+    algbw_NVLS(n)  = min(algbw_card(n), C x a_ch)   for n > 8      C the NVLS channels NCCL runs, a_ch per channel
+    T              = l_NVLS + S / algbw_NVLS + 2 C H c(S) / algbw_NVLS
+
+- The carry: the card's own law (a head GPU moves S (1 + 1/H) each way; models/nvswitch/gb200-nvl72-nvls-derived.yaml),
+  from its nearest lower count; a count below the card's smallest has no NVLS rate (None: the NVLink card prices it).
+- C (src/transport/nvls.cc, read at v2.25.1-1, v2.26.6-1, v2.27.3-1, v2.29.7-1): NVLS_NCHANNELS_SM100 = 32 on
+  Blackwell up to 2.26; from 2.27 NVLS_NCHANNELS_SM100_NVL = 24 on one node or one MNNVL clique, 32 across cliques;
+  NVLS_NCHANNELS_SM90 = 16 on Hopper. H: NCCL_MAX_NVLS_ARITY 32 (one head per GPU up to 32).
+- a_ch = 14.5 GB/s of algbw per NVLS channel above 8 GPUs: DEVELOPMENT, the mean of the GB300 NVL72 ladder's
+  8 GiB points at 16 / 32 / 60 GPUs on 24 channels (14.33 / 14.63 / 14.60 GB/s; calibration/published/
+  nccl-gb300-nvl72-w{16,32,60}-ncclbpf.yaml, NCCL 2.29.7), below the card's law there (493-508 GB/s). Chosen as a per
+  channel figure because the ladder's plateau is flat in n (645 / 680 / 689 GB/s busbw) while the card's law rises, and
+  NCCL's tuner states NVLS bandwidth per channel (tuning.cc); the kernel's mechanism is not identified (NCCL_NVLS_NCHANNELS
+  24 vs 32 on one rack would test it: docs/models/fabric-findings.md, session 44). At 8 GPUs (one board, or two NVL72
+  trays) no ceiling: the 8-GPU points (GB300 2 trays 836, OCI GB200 2 trays 840, HGX B300 836 GB/s busbw) sit at the
+  card's board rate with 24 or 32 channels.
+- The fill: NCCL's one-domain NVLS kernel (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS, ...>, oneNode) runs
+  each channel as three warp groups in a pipeline, scatter (the H heads' chunks into the NVLS buffers), reduce
+  (multimem load-reduce of its own head's chunk and multicast store) and gather; a loop moves C H c bytes of the call,
+  so the last loop leaves two loops after the first enters: fill = sum - max of three equal stages
+  (collectives/pipeline_fill.fill_s). c(S): enqueue.cc calcCollChunking for NCCL_ALGO_NVLS (128 KiB
+  NCCL_NVLS_CHUNKSIZE, 64 / 32 / 16 KiB while S < 64 / 8 / 2 x C H c), read at v2.25.1-1 and v2.29.7-1 (the same).
+"""
+
+from __future__ import annotations
+
+import math
+
+from simcluster.collectives.nccl_constants import NVLS_ARITY, NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN
+from simcluster.collectives.pipeline_fill import NVLS_CHUNK_BYTES, fill_s, stream_chunk_bytes
+from simcluster.collectives.tree_kernel import MODEL_NCCL
+
+BOARD_GPUS = 8                    # an HGX board / two NVL72 trays: the NVLS cards' anchor (measured there)
+CHANNEL_ALGBW_Bps = 14.5e9        # a_ch: development (the GB300 ladder at 16 / 32 / 60 GPUs, module docstring)
+ONE_CLIQUE_CHANNELS_FROM = (2, 27)   # nvls.cc: NVLS_NCHANNELS_SM100_NVL from v2.27.3-1
+NVLS_STAGES = 3                   # scatter, reduce + multicast, gather (all_reduce.h, one node)
+CHUNK_STEPS = ((64, 65536), (8, 32768), (2, 16384))   # enqueue.cc: chunk cut to the size while S < times x C H c
+
+
+def nvls_channels(arch: str, version: tuple[int, int] | None, one_clique: bool) -> int:
+    """NVLS channels NCCL runs (nvls.cc): Blackwell 32, from 2.27 24 on one node / MNNVL clique; Hopper 16."""
+    if arch in NVLS_CHANNELS_ONE_DOMAIN and one_clique and (version or MODEL_NCCL) >= ONE_CLIQUE_CHANNELS_FROM:
+        return NVLS_CHANNELS_ONE_DOMAIN[arch]
+    return NVLS_CHANNELS.get(arch, 0)
+
+
+def nvls_heads(ranks: int) -> int:
+    """NVLS heads of one clique: one per GPU up to NCCL_MAX_NVLS_ARITY."""
+    return min(ranks, NVLS_ARITY)
+
+
+def nvls_chunk_bytes(size: float, channels: int, heads: int) -> float:
+    """The NVLS all_reduce's chunk (enqueue.cc calcCollChunking, NCCL_ALGO_NVLS, NCCL_NVLS_CHUNKSIZE unset)."""
+    chunk, ops = NVLS_CHUNK_BYTES, channels * heads
+    for times, smaller in CHUNK_STEPS:
+        if size < times * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return float(chunk)
+
+
+def carried_algbw(table: dict[int, float], ranks: int) -> float | None:
+    """The card's all_reduce algbw at `ranks` GPUs, carried by its heads law from its largest count <= ranks; None
+    below its smallest count."""
+    known = [m for m in table if m <= ranks]
+    if not known:
+        return None
+    m = max(known)
+    return table[m] * (1 + 1 / nvls_heads(m)) / (1 + 1 / nvls_heads(ranks))
+
+
+def channel_ceiling_Bps(ranks: int, channels: int) -> float:
+    """NVLS kernel ceiling above one board: C x a_ch (development, module docstring); none up to 8 GPUs."""
+    return channels * CHANNEL_ALGBW_Bps if ranks > BOARD_GPUS and channels > 0 else math.inf
+
+
+def domain_nvls_rate(table: dict[int, float], ranks: int, channels: int) -> tuple[float, str] | None:
+    """(algbw B/s, what binds it) of NVLS on `ranks` GPUs of one domain; None where the card has no rate."""
+    card = carried_algbw(table, ranks)
+    if card is None:
+        return None
+    ceiling = channel_ceiling_Bps(ranks, channels)
+    if ceiling < card:
+        return ceiling, f"NVLS kernel above one board ({channels} channels x {CHANNEL_ALGBW_Bps / 1e9:g} GB/s)"
+    carried = "" if ranks in table else f", carried from {max(m for m in table if m <= ranks)} GPUs"
+    return card, f"NVLink SHARP (the NVLS card's all_reduce rate{carried})"
+
+
+def nvls_fill_s(size: float, channels: int, heads: int, algbw: float) -> float:
+    """Pipeline fill of the one-domain NVLS kernel: two of its three stages' per-loop times, a loop C H c bytes."""
+    chunk = stream_chunk_bytes(nvls_chunk_bytes(size, channels, heads), size, channels * heads)
+    return fill_s([channels * heads * chunk / algbw] * NVLS_STAGES)
