@@ -38,7 +38,7 @@ from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import lease_bias, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-pphost-2026-11-30"
-SHAPES = (("0.5b", 1536, 1), ("0.8b", 1408, 1), ("2b", 896, 1))   # (preset, seq, micro_batch): host share >= 0.85
+SHAPES = (("0.5b", 1536, 1), ("0.8b", 1344, 1), ("2b", 896, 1))   # (preset, seq, micro_batch): host share >= 0.85
 SCHEDULES = ("pp-1f1b", "pp-gpipe")
 MICROBATCHES, PROCESSES = 4, 2
 HOST_LAYERS = (2, 8, 32)   # runs/host/single-L<n>.json

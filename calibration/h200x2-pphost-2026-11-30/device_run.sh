@@ -16,7 +16,7 @@ for r in 1 2 3; do
   layers=$(echo 2 8 32 | cut -d' ' -f$r)
   guarded host/single-L$layers 60 python3 -m simcluster.runner.llm_step --layers $layers $arch --mode single
   [ $r -eq 3 ] && break
-  for spec in "0.5b 1536:1" "0.8b 1408:1" "2b 896:1"; do
+  for spec in "0.5b 1536:1" "0.8b 1344:1" "2b 896:1"; do
     set -- $spec
     guarded pp-1f1b-$1-r$r 90 $two $step 1f1b --preset $1 --shapes $2
     guarded pp-gpipe-$1-r$r 90 $two $step gpipe --preset $1 --shapes $2
