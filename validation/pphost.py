@@ -151,7 +151,7 @@ def _registered(bundle: Path) -> tuple[dict, dict, list[dict]]:
 
 def read_out(bundle: Path) -> dict:
     from simcluster.heldout.eager_regimes import process_runs
-    from simcluster.heldout.eager_today import read_process   # the document among log lines, its configuration checked
+    from simcluster.heldout.eager_today import read_process  # the document among log lines, its configuration checked
 
     reg, judge, regs = _registered(bundle)
     left: list[str] = []

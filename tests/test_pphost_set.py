@@ -1,0 +1,150 @@
+"""Session 44's PP+host-bound set (calibration/h200x2-pphost-2026-11-30, validation/pphost.py): the registration against
+a fresh --register at its commit, the device script against the registered rows, and synthetic runs through the rules
+N, B, M, C, P, H, O and D."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import pytest
+import yaml
+from conftest import ROOT, load_script
+
+from simcluster.errors import SimclusterError
+
+BUNDLE = ROOT / "calibration" / "h200x2-pphost-2026-11-30"
+PRODUCT_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"     # the product's single host fit (21.0 us per kernel)
+SLOW_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-27"        # 26.8 us per kernel
+
+
+def script():
+    return load_script("validation/pphost.py")
+
+
+def doc(row: dict, t: float, peak_gib: float) -> dict:
+    """An llm-step document of a registered pipeline row's process: rank 0's median step t (s) and peak (GiB)."""
+    shape = {"seq": row["seq"], "micro_batch": row["micro_batch"], "microbatches": row["microbatches"], "status": "ok",
+             "median_step_s": t, "step_times_s": [t] * 10, "max_memory_allocated_bytes": int(peak_gib * 2**30),
+             "ranks": [{"rank": 0, "max_memory_allocated_bytes": int(peak_gib * 2**30)},
+                       {"rank": 1, "max_memory_allocated_bytes": int(peak_gib * 2**30)}]}
+    schedule = {"pp-1f1b": "Schedule1F1B", "pp-gpipe": "ScheduleGPipe"}[row["mode"]]
+    return {"tool": "llm-step", "format": 1, "mode": "pp", "world_size": 2, "model": {"preset": row["preset"]},
+            "pipeline": {"schedule": schedule, "stages": 2, "microbatches": row["microbatches"]}, "shapes": [shape]}
+
+
+def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host=PRODUCT_HOST, base=None):
+    """A bundle whose every process measures `base` (row name -> step s; default the registered product step) times
+    exp(offset) (offset > 0: the model fast) times exp(jitter[i]) for the i-th process, its rank-0 peak `mem` times the
+    registered one; runs/host/ holds `host`'s single-L<n>.json (None: no host runs)."""
+    bundle = tmp_path / "set"
+    (bundle / "runs" / "host").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    i = 0
+    for row in yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]:
+        p = row["predicted"]["product"]
+        for k in range(1, row["processes"] + 1):
+            t = (base[row["name"]] if base else p["step_ms"] / 1e3) * math.exp(offset + jitter[i % len(jitter)])
+            i += 1
+            text = "torchrun noise\n" + json.dumps(doc(row, t, p["peak_mem_GiB"] * mem))
+            (bundle / "runs" / f"{row['name']}-r{k}.json").write_text(text)
+    for path in sorted(host.glob("single-L*.json")) if host else ():
+        shutil.copy(path, bundle / "runs" / "host" / path.name)
+    return bundle
+
+
+def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
+    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
+    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    for row in reg["rows"]:   # the set's point: host-bound rows in today's model, the candidate slower
+        assert row["predicted"]["product"]["host_share"] >= 0.85, row
+        assert row["predicted"]["candidate"]["step_ms"] > row["predicted"]["product"]["step_ms"], row
+
+
+def test_the_device_script_runs_the_registered_rows_and_host_probe():
+    text = (BUNDLE / "device_run.sh").read_text()
+    specs = re.search(r'^  for spec in (.*); do$', text, re.M).group(1)
+    shapes = [tuple(s.split()) for s in re.findall(r'"([^"]+)"', specs)]
+    assert shapes == [(p, f"{s}:{mb}") for p, s, mb in script().SHAPES]
+    assert "guarded pp-1f1b-$1-r$r 90 $two $step 1f1b --preset $1 --shapes $2" in text
+    assert "guarded pp-gpipe-$1-r$r 90 $two $step gpipe --preset $1 --shapes $2" in text
+    assert "--microbatches 4" in text and script().MICROBATCHES == 4 and script().PROCESSES == 2
+    assert re.search(r"layers=\$\(echo (.*) \| cut", text).group(1).split() == [str(n) for n in script().HOST_LAYERS]
+    product = (PRODUCT_HOST / "device_run.sh").read_text()   # the product host folder's hidden-128 shapes and steps
+    want = re.search(r'^arch="(.*)"$', product, re.M).group(1)
+    assert re.search(r'^arch="(.*)"$', text, re.M).group(1) == want + " --profile 0"
+
+
+def test_a_fast_lease_its_own_fit_does_not_explain_reads_a_model_term(tmp_path):
+    out = script().read_out(synthetic(tmp_path, 0.17, [0.02, -0.02, 0.01, -0.01, 0.0, 0.015]))
+    v = out["verdicts"]
+    assert v["B"].startswith("FAST: lease bias -15.8%"), v["B"]
+    assert "below the 8% target" in v["N"] and v["M"].startswith("PP+host-bound 2 not within"), v
+    assert v["H"].startswith("WITHIN the leases' spread") and "x1.00 the product's" in v["H"], v["H"]
+    assert v["O"].startswith("with this lease's own single host fit not within"), v["O"]
+    assert v["D"].startswith("MODEL (a pipeline host term)") and v["P"].startswith("memory met"), v
+    assert len(out["procs"]) == 12 and not out["left"]
+
+
+def test_a_slow_host_lease_its_own_fit_explains_reads_the_lease_and_the_candidate_judged(tmp_path):
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    rows = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
+    own = {r["name"]: regime_predict(r["preset"], r["micro_batch"], r["mode"], "h200", SLOW_HOST, r["microbatches"],
+                                     r["seq"])["step_ms"] / 1e3 for r in rows}
+    v = script().read_out(synthetic(tmp_path, 0.0, [0.02, -0.02, 0.0, 0.01], host=SLOW_HOST, base=own))["verdicts"]
+    assert v["H"].startswith("WITHIN the leases' spread") and "x1.28 the product's" in v["H"], v["H"]
+    assert v["O"].startswith("with this lease's own single host fit within the target"), v["O"]
+    assert v["B"].startswith("FAST") and v["D"].startswith("LEASE (the single host fit's lease)"), v
+    assert v["C"].startswith("BETTER"), v["C"]
+
+
+def test_loud_processes_read_noise_and_a_quiet_exact_lease_reads_met(tmp_path):
+    loud = script().read_out(synthetic(tmp_path / "loud", 0.0, [0.3, -0.3, 0.0, 0.25]))["verdicts"]
+    assert "ABOVE the 8% target" in loud["N"] and loud["D"].startswith("NOISE"), loud
+    met = script().read_out(synthetic(tmp_path / "met", 0.0, [0.01, -0.01, 0.0, 0.005]))["verdicts"]
+    assert met["B"].startswith("NONE") and met["M"].startswith("PP+host-bound 2 within") and met["D"].startswith("MET"), met
+    assert met["C"].startswith("NOT BETTER"), met["C"]
+    none = script().read_out(synthetic(tmp_path / "nohost", 0.17, [0.0, 0.01], host=None))["verdicts"]
+    assert none["H"].startswith("NO DATA: fewer than two layer counts") and none["D"] == "UNDECIDED", none
+
+
+def test_memory_outside_the_registered_range_by_more_than_ten_percent_is_not_met(tmp_path):
+    v = script().read_out(synthetic(tmp_path, 0.0, [0.0], mem=1.2))["verdicts"]
+    assert v["P"].startswith("memory not met: max |error| 16.7%"), v["P"]
+
+
+def test_missing_runs_wrong_configurations_and_a_bad_registration_are_one_line(tmp_path):
+    s = script()
+    bundle = synthetic(tmp_path, 0.17, [0.0, 0.01])
+    (bundle / "runs" / "pp-gpipe-2b-r2.json").unlink()
+    (bundle / "runs" / "pp-1f1b-0.5b-r2.json").write_text("Traceback ...")
+    wrong = json.loads((bundle / "runs" / "pp-gpipe-0.8b-r1.json").read_text().split("\n", 1)[1])
+    wrong["pipeline"]["schedule"] = "Schedule1F1B"
+    (bundle / "runs" / "pp-gpipe-0.8b-r1.json").write_text(json.dumps(wrong))
+    (bundle / "runs" / "host" / "single-L8.json").write_text("Traceback ...")
+    out = s.read_out(bundle)
+    left = " ".join(out["left"])
+    assert "pp-gpipe-2b: 1 of 2 processes ran" in left and "pp-1f1b-0.5b-r2.json: " in left
+    assert "pp-gpipe-0.8b-r1.json: ran " in left and len(out["procs"]) == 9
+    assert out["verdicts"]["H"].startswith("NO DATA: ") and "\n" not in out["verdicts"]["H"]
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    del reg["rows"][0]["predicted"]["candidate"]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
+    with pytest.raises(SimclusterError, match="registered.yaml: missing or bad key"):
+        s.read_out(bundle)
+
+
+def test_the_registered_shapes_are_new_to_calibration_per_micro_batch_and_per_step():
+    from conftest import measured_llm_tokens, registered_tokens
+
+    rows = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
+    earlier = measured_llm_tokens(BUNDLE)
+    assert registered_tokens(rows) & earlier == set()
+    steps = registered_tokens([r | {"micro_batch": r["micro_batch"] * r["microbatches"]} for r in rows])
+    assert steps & earlier == set()
