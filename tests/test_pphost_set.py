@@ -71,10 +71,12 @@ def test_the_device_script_runs_the_registered_rows_and_host_probe():
     specs = re.search(r'^  for spec in (.*); do$', text, re.M).group(1)
     shapes = [tuple(s.split()) for s in re.findall(r'"([^"]+)"', specs)]
     assert shapes == [(p, f"{s}:{mb}") for p, s, mb in script().SHAPES]
-    assert "guarded pp-1f1b-$1-r$r 90 $two $step 1f1b --preset $1 --shapes $2" in text
-    assert "guarded pp-gpipe-$1-r$r 90 $two $step gpipe --preset $1 --shapes $2" in text
+    assert "guarded pp-1f1b-$1-r$r 80 $two $step 1f1b --preset $1 --shapes $2" in text
+    assert "guarded pp-gpipe-$1-r$r 80 $two $step gpipe --preset $1 --shapes $2" in text
+    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, script().PROCESSES + 1)]
     assert "--microbatches 4" in text and script().MICROBATCHES == 4 and script().PROCESSES == 2
-    assert re.search(r"layers=\$\(echo (.*) \| cut", text).group(1).split() == [str(n) for n in script().HOST_LAYERS]
+    assert sorted(int(n) for n in re.findall(r"^host (\d+)$", text, re.M)) == list(script().HOST_LAYERS)
+    assert "guarded host/single-L$1 60 python3 -m simcluster.runner.llm_step --layers $1 $arch --mode single" in text
     product = (PRODUCT_HOST / "device_run.sh").read_text()   # the product host folder's hidden-128 shapes and steps
     want = re.search(r'^arch="(.*)"$', product, re.M).group(1)
     assert re.search(r'^arch="(.*)"$', text, re.M).group(1) == want + " --profile 0"

@@ -18,8 +18,8 @@ Registered per row: `product`, today's model (heldout/eager_regimes.registered_r
 and `candidate`, the same model with the single mode's host term the mean of the four leases' own fits (SINGLE_LEASES;
 as the product's FSDP2 term is, calibration/h200x2-llm-host-2026-11-23/leases.yaml). Neither is fitted on this set.
 PROCESSES: `simcluster.runner.llm_step --mode pp` (torchrun, 2 ranks, 3 warm-up, 10 timed steps), one row per process,
-the six rows in turn, two rounds, with one hidden-128 single-mode host run (runs/host/single-L<n>.json: 2, 8, 32
-layers, the product host folder's shapes 128:1, 512:1) before each round and after the last.
+the six rows in turn, two rounds, and hidden-128 single-mode host runs (runs/host/single-L<n>.json, the product host
+folder's shapes 128:1, 512:1): 2 and 32 layers before the rounds, 8 after them.
 """
 
 from __future__ import annotations
