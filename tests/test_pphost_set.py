@@ -89,7 +89,7 @@ def test_a_fast_lease_its_own_fit_does_not_explain_reads_a_model_term(tmp_path):
     assert "below the 8% target" in v["N"] and v["M"].startswith("PP+host-bound 2 not within"), v
     assert v["H"].startswith("WITHIN the leases' spread") and "x1.00 the product's" in v["H"], v["H"]
     assert v["O"].startswith("with this lease's own single host fit not within"), v["O"]
-    assert v["D"].startswith("MODEL (a pipeline host term)") and v["P"].startswith("memory met"), v
+    assert "FAST" in v["O"] and v["D"].startswith("MODEL (a missing pipeline host term)") and v["P"].startswith("memory met"), v
     assert len(out["procs"]) == 12 and not out["left"]
 
 
@@ -101,9 +101,15 @@ def test_a_slow_host_lease_its_own_fit_explains_reads_the_lease_and_the_candidat
                                      r["seq"])["step_ms"] / 1e3 for r in rows}
     v = script().read_out(synthetic(tmp_path, 0.0, [0.02, -0.02, 0.0, 0.01], host=SLOW_HOST, base=own))["verdicts"]
     assert v["H"].startswith("WITHIN the leases' spread") and "x1.28 the product's" in v["H"], v["H"]
-    assert v["O"].startswith("with this lease's own single host fit within the target"), v["O"]
+    assert v["O"].startswith("with this lease's own single host fit within the target") and "NONE" in v["O"], v["O"]
     assert v["B"].startswith("FAST") and v["D"].startswith("LEASE (the single host fit's lease)"), v
     assert v["C"].startswith("BETTER"), v["C"]
+
+
+def test_a_lease_the_product_prices_well_but_its_own_slower_host_prices_slow_reads_the_hosts_coupling(tmp_path):
+    v = script().read_out(synthetic(tmp_path, 0.0, [0.02, -0.02, 0.0, 0.01], host=SLOW_HOST))["verdicts"]
+    assert v["B"].startswith("NONE") and v["M"].startswith("PP+host-bound 2 within"), v
+    assert "SLOW" in v["O"] and v["D"].startswith("MODEL (the hosts' coupling)"), v
 
 
 def test_loud_processes_read_noise_and_a_quiet_exact_lease_reads_met(tmp_path):

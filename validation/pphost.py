@@ -65,10 +65,12 @@ RULES = {
          "spread, else OUTSIDE; and its ratio to the product's fit",
     "O": "the model with this lease's own single-mode host fit (heldout/eager_regimes.regime_predict own_host=runs/host): "
          "mean |error| over the processes within target_pct or not, and its lease bias",
-    "D": "NOISE if N is ABOVE the target; else, B FAST or SLOW: LEASE (the single host fit's lease) if O is within the "
-         "target (the miss is the host term's lease: the candidate's pooled term is the fix C judges), MODEL (a pipeline "
-         "host term) if O is not within and O's bias has B's sign (the lease's own host does not explain the miss), "
-         "else UNDECIDED; B NONE: MET if M is within, else UNDECIDED; B UNDECIDED: UNDECIDED",
+    "D": "NOISE if N is ABOVE the target; else by O's lease bias (B's test on the own-fit errors): NONE with O within "
+         "the target -> LEASE (the single host fit's lease) if B is FAST or SLOW (the product's fit came from another "
+         "lease: the candidate's pooled term, C), MET if B is NONE and M within; O SLOW -> MODEL (the hosts' coupling): "
+         "with this lease's own host cost the model prices the pipeline slow (its stages' hosts in series, session 39), "
+         "whatever B says (a fast fit lease may hide it); O FAST -> MODEL (a missing pipeline host term): with this "
+         "lease's own host cost the model is still fast; else (O UNDECIDED, NO DATA, or NONE but not within) UNDECIDED",
 }
 
 
@@ -188,23 +190,26 @@ def read_out(bundle: Path) -> dict:
               f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
               f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
     own = own_lease(bundle, reg, procs, v)
-    o_within, o_sign = None, None
+    o_word, o_within = None, None
     if own is not None and procs:
         errs = [own[q["row"]["name"]] / q["measured_s"] - 1 for q in procs]
         o_within = statistics.mean(map(abs, errs)) <= target
-        o_bias = statistics.mean(map(math.log1p, errs))
-        o_sign = math.copysign(1, o_bias)
-        v["O"] = (f"with this lease's own single host fit {'within' if o_within else 'not within'} the target: mean "
-                  f"|error| {statistics.mean(map(abs, errs)):.1%}, lease bias {math.expm1(o_bias):+.1%}")
+        o_word = _bias(v, "O", [1 + e for e in errs], band)
+        if o_word is not None:
+            v["O"] = (f"with this lease's own single host fit {'within' if o_within else 'not within'} the target: mean "
+                      f"|error| {statistics.mean(map(abs, errs)):.1%}; {v['O']}")
     if above:
         v["D"] = "NOISE: process noise alone exceeds the target (its floor to be computed as TP's)"
-    elif bias in ("FAST", "SLOW") and o_within:
+    elif o_word == "NONE" and o_within and bias in ("FAST", "SLOW"):
         v["D"] = ("LEASE (the single host fit's lease): this lease's own single host fit prices the pipelines within the "
-                  "target; the product's fit came from another lease (the candidate's pooled term: C)")
-    elif bias in ("FAST", "SLOW") and o_within is False and o_sign == (-1 if bias == "FAST" else 1):
-        v["D"] = "MODEL (a pipeline host term): the miss repeats with this lease's own single host fit"
-    elif bias == "NONE" and m is not None and m <= target:
-        v["D"] = "MET: within the target without a lease bias"
+                  "target without a bias; the product's fit came from another lease (the candidate's pooled term: C)")
+    elif o_word == "NONE" and o_within and bias == "NONE" and m is not None and m <= target:
+        v["D"] = "MET: within the target without a lease bias, with the product's fit and with this lease's own"
+    elif o_word == "SLOW":
+        v["D"] = ("MODEL (the hosts' coupling): with this lease's own host cost the model prices the pipelines slow (the "
+                  "stages' hosts in series); a fast fit lease hides part of it in the product")
+    elif o_word == "FAST":
+        v["D"] = "MODEL (a missing pipeline host term): with this lease's own host cost the model is still fast"
     else:
         v["D"] = "UNDECIDED"
     return {"procs": procs, "own": own or {}, "left": left, "verdicts": v}
