@@ -19,7 +19,6 @@ the log of a process's median step; the lease: its device call, tp_lease_noise.c
 from __future__ import annotations
 
 import importlib.util
-import math
 import statistics
 import sys
 from functools import cache
