@@ -156,3 +156,20 @@ def test_the_registered_shapes_are_new_to_calibration_per_micro_batch_and_per_st
     assert registered_tokens(rows) & earlier == set()
     steps = registered_tokens([r | {"micro_batch": r["micro_batch"] * r["microbatches"]} for r in rows])
     assert steps & earlier == set()
+
+
+def test_the_development_study_prints_what_the_readme_and_findings_state():
+    """studies/pp_host_noise.py on the processes before this set (its own runs, once unpacked, are left out here)."""
+    import statistics
+
+    study = load_script("studies/pp_host_noise.py")
+    rows = [r for r in study.processes() if not r["call"].startswith(BUNDLE.name)]
+    assert len(rows) == 11 and {r["call"] for r in rows} == {"h200x2-eager-hostbound-noise-2026-11-29",
+                                                             "h200x2-eager-pphost-2026-11-29", "h200x2-llm-eager-post-2026-11-29"}
+    assert statistics.mean(abs(r["err"]) for r in rows) == pytest.approx(0.083, abs=0.0005)
+    assert statistics.mean(abs(r["cand"]) for r in rows) == pytest.approx(0.104, abs=0.0005)
+    own = [r["own"] for r in rows if r["own"] is not None]
+    assert len(own) == 9 and min(own) > 0 and statistics.mean(own) == pytest.approx(0.141, abs=0.0005)
+    n = study.scripts()[0].numbers(rows, ())
+    assert (round(n["process_sd"], 3), round(n["lease_sd"], 3)) == (0.047, 0.043)
+    assert (round(n["floor_empirical"], 3), round(n["floor_normal"], 3)) == (0.041, 0.051)
