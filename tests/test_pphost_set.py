@@ -27,7 +27,8 @@ def script():
 def doc(row: dict, t: float, peak_gib: float) -> dict:
     """An llm-step document of a registered pipeline row's process: rank 0's median step t (s) and peak (GiB)."""
     shape = {"seq": row["seq"], "micro_batch": row["micro_batch"], "microbatches": row["microbatches"], "status": "ok",
-             "median_step_s": t, "step_times_s": [t] * 10, "max_memory_allocated_bytes": int(peak_gib * 2**30),
+             "median_step_s": t, "host_issue_median_s_by_rank": [0.9 * t, 0.8 * t], "host_cpu_median_s_by_rank": [0.85 * t, None],
+             "step_times_s": [t] * 10, "max_memory_allocated_bytes": int(peak_gib * 2**30),
              "ranks": [{"rank": 0, "max_memory_allocated_bytes": int(peak_gib * 2**30)},
                        {"rank": 1, "max_memory_allocated_bytes": int(peak_gib * 2**30)}]}
     schedule = {"pp-1f1b": "Schedule1F1B", "pp-gpipe": "ScheduleGPipe"}[row["mode"]]
@@ -91,6 +92,7 @@ def test_a_fast_lease_its_own_fit_does_not_explain_reads_a_model_term(tmp_path):
     assert v["O"].startswith("with this lease's own single host fit not within"), v["O"]
     assert "FAST" in v["O"] and v["D"].startswith("MODEL (a missing pipeline host term)") and v["P"].startswith("memory met"), v
     assert len(out["procs"]) == 12 and not out["left"]
+    assert v["I"].startswith("reported, not judged") and "pp-gpipe-2b issue 0.90/0.80 cpu 0.85/-" in v["I"], v["I"]
 
 
 def test_a_slow_host_lease_its_own_fit_explains_reads_the_lease_and_the_candidate_judged(tmp_path):

@@ -20,6 +20,8 @@ as the product's FSDP2 term is, calibration/h200x2-llm-host-2026-11-23/leases.ya
 PROCESSES: `simcluster.runner.llm_step --mode pp` (torchrun, 2 ranks, 3 warm-up, 10 timed steps), one row per process,
 the six rows in turn, two rounds, and hidden-128 single-mode host runs (runs/host/single-L<n>.json, the product host
 folder's shapes 128:1, 512:1): 2 and 32 layers before the rounds, 8 after them.
+Printed beside the registered rules (added after the registration, before any run; reported, not judged): I, each rank's
+median host issue and CPU time over the step per row (the data a coupling term would be built from).
 """
 
 from __future__ import annotations
@@ -158,8 +160,16 @@ def read_out(bundle: Path) -> dict:
     reg, judge, regs = _registered(bundle)
     left: list[str] = []
     procs = []   # one per process that ran: row, measured (s), product / candidate (s), rank 0's peak (GiB)
+    docs: dict[str, list[dict]] = {}   # each row's accepted documents (rule I)
+
+    def read(text: str, row: dict) -> tuple[dict | None, str]:
+        doc, why = read_process(text, row)
+        if not why:
+            docs.setdefault(row["name"], []).append(doc)
+        return doc, why
+
     for r in regs:
-        for run in process_runs(bundle, r, memory=True, dropped=left, read=read_process):
+        for run in process_runs(bundle, r, memory=True, dropped=left, read=read):
             p = r["predicted"]
             procs.append({"row": r, "measured_s": run["step_ms"] / 1e3, "product_s": float(p["product"]["step_ms"]) / 1e3,
                           "candidate_s": float(p["candidate"]["step_ms"]) / 1e3,
@@ -212,7 +222,25 @@ def read_out(bundle: Path) -> dict:
         v["D"] = "MODEL (a missing pipeline host term): with this lease's own host cost the model is still fast"
     else:
         v["D"] = "UNDECIDED"
+    v["I"] = host_by_rank(docs)
     return {"procs": procs, "own": own or {}, "left": left, "verdicts": v}
+
+
+def host_by_rank(docs: dict[str, list[dict]]) -> str:
+    """Rule I (reported, not judged): per row, each rank's median host issue time and issuing threads' CPU time
+    (runner/host_issue.py, host_cpu.py) over rank 0's median step, the mean over the row's processes; the data a coupling
+    term would be built from."""
+    parts = []
+    for name, row_docs in docs.items():
+        shares = {}
+        for key in ("host_issue_median_s_by_rank", "host_cpu_median_s_by_rank"):
+            per = [[x / d["shapes"][0]["median_step_s"] if isinstance(x, (int, float)) else None
+                    for x in d["shapes"][0].get(key) or []] for d in row_docs]
+            ranks = [[p[k] for p in per if k < len(p) and p[k] is not None] for k in range(max(map(len, per), default=0))]
+            shares[key] = "/".join(f"{statistics.mean(x):.2f}" if x else "-" for x in ranks) or "-"
+        parts.append(f"{name} issue {shares['host_issue_median_s_by_rank']} cpu {shares['host_cpu_median_s_by_rank']}")
+    return ("reported, not judged: ranks' median host issue / CPU time over the step (rank 0/1): " + "; ".join(parts)
+            if parts else "NO DATA: no process ran")
 
 
 def _mean_abs(procs: list[dict], key: str) -> float | None:
