@@ -175,3 +175,29 @@ def test_the_development_study_prints_what_the_readme_and_findings_state():
     n = study.scripts()[0].numbers(rows, ())
     assert (round(n["process_sd"], 3), round(n["lease_sd"], 3)) == (0.047, 0.043)
     assert (round(n["floor_empirical"], 3), round(n["floor_normal"], 3)) == (0.041, 0.051)
+
+
+def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_pphost.PP_HOST_S44_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_HOST_S44_BUNDLE
+    if not (BUNDLE / "runs").is_dir():
+        assert eager_pphost.s44_rows() == []   # registered, not run: no row in the table
+    bundle = synthetic(tmp_path, 0.1, [0.02, -0.02])
+    (bundle / "runs" / "pp-gpipe-2b-r2.json").unlink()
+    rows = eager_pphost.s44_rows(bundle)
+    assert len(rows) == 6 and all(r["host_bound"] and r["host_flag"] == "registered" and r["pp"] == 2 for r in rows)
+    reg = {r["name"]: r for r in yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]}
+    for r in rows:
+        x = next(x for x in reg.values() if r["label"] == f"{x['preset']} {x['mode']} seq {x['seq']} mb 1 x4 micro-batches")
+        assert r["predicted_s"] == x["predicted"]["product"]["step_ms"] / 1e3
+        assert r["measured_s"] == pytest.approx(r["predicted_s"] * math.exp(0.1), rel=0.03)
+        assert r["today_s"] == pytest.approx(r["predicted_s"], rel=1e-3)   # the product as registered
+    assert Counter(res.regime for res in eager_residuals(rows)) == {"llm | PyTorch eager | PP+host-bound | bf16": 6}
+    text = (bundle / "registered.yaml").read_text().replace("host_share: 0.9381", "host_share: null", 1)
+    (bundle / "registered.yaml").write_text(text)
+    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: no predicted.product.host_share"):
+        eager_pphost.s44_rows(bundle)
