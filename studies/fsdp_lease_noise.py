@@ -55,11 +55,12 @@ def predict(preset: str, seq: int, mb: int) -> tuple[float, float]:
     return p["step_ms"], p["host_share"] or 0.0
 
 
-def documents() -> list[tuple[Path, dict]]:
-    """Every 2-rank FSDP2 llm-step document over NVLink whose model is its preset's (a process at hidden 128 tagged with
-    a preset, fsdp2-timeline's fsdp-h128-L22, is a host probe, not the shape). The -socket bundles ran NCCL's socket
-    transport (NCCL_P2P_DISABLE=1, their READMEs): another network than the NVLink card regime_predict prices; the table
-    prices them with the socket card and files them under FSDP (GPU-bound), not this regime."""
+def documents(mode: str = "fsdp") -> list[tuple[Path, dict]]:
+    """Every 2-rank llm-step document of runner `mode` (fsdp; pp: studies/pp_host_noise.py) over NVLink whose model is its
+    preset's (a process at hidden 128 tagged with a preset, fsdp2-timeline's fsdp-h128-L22, is a host probe, not the
+    shape). The -socket bundles ran NCCL's socket transport (NCCL_P2P_DISABLE=1, their READMEs): another network than
+    the NVLink card regime_predict prices; the table prices them with the socket card and files them under FSDP
+    (GPU-bound), not this regime."""
     from simcluster.runner.llm_step import PRESETS
 
     out = []
@@ -70,7 +71,7 @@ def documents() -> list[tuple[Path, dict]]:
             doc = json.loads(path.read_text())
         except (ValueError, UnicodeDecodeError):
             continue
-        if not (isinstance(doc, dict) and doc.get("tool") == "llm-step" and doc.get("mode") == "fsdp"
+        if not (isinstance(doc, dict) and doc.get("tool") == "llm-step" and doc.get("mode") == mode
                 and doc.get("world_size") == 2) or "socket" in path.relative_to(CAL).parts[0]:
             continue
         m = doc["model"]

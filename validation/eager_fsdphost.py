@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager import process_document  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import lease_bias, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdphost-2026-11-30"
 LEASE2 = ROOT / "calibration" / "h200x2-eager-fsdphost-lease2-2026-11-30"   # the pooled host term's held-out lease
@@ -142,17 +142,6 @@ def read_processes(bundle: Path) -> tuple[dict[str, dict], list[str]]:
     return got, left
 
 
-def _sd(groups: list[list[float]]) -> tuple[float | None, int]:
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
-    return (math.sqrt(ss / dof) if dof else None), dof
-
-
-def mem_error(lo: float, hi: float, measured: float) -> float:
-    """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end."""
-    return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
-
-
 def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle)
     try:
@@ -176,7 +165,7 @@ def read_out(bundle: Path) -> dict:
                      else mem_error(float(p["steady_mem_GiB"]), float(p["peak_mem_GiB"]), got["peak_GiB"])})
     target, band = judge["target_pct"] / 100, judge["bias_band"]
     verdicts = {}
-    sd, dof = _sd([[math.log(r["measured_s"]) for r in rows if r["shape"] == key] for key in pred])
+    sd, dof = pooled_log_sd([[math.log(r["measured_s"]) for r in rows if r["shape"] == key] for key in pred])
     above = None
     if sd is None:
         verdicts["N"] = "NO DATA: no shape ran in two processes"
@@ -190,9 +179,7 @@ def read_out(bundle: Path) -> dict:
     if len(logs) < 3:
         verdicts["B"] = f"NO DATA: {len(logs)} processes (3 needed)"
     else:
-        b, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
-        bias = ("FAST" if b < -band and b + 2 * se < 0 else "SLOW" if b > band and b - 2 * se > 0
-                else "NONE" if abs(b) + 2 * se <= band else "UNDECIDED")
+        bias, b, se = lease_bias(logs, band)
         verdicts["B"] = (f"{bias}: lease bias {math.expm1(b):+.1%} (log {b:+.3f}, se {se:.3f}, {len(logs)} processes; "
                          f"band +-{band:.2f})")
     within = None

@@ -10,7 +10,14 @@ test_eager_pphost_set.py checks the product refuses the candidate and stays that
 is against `old` (the model the product ships, registered before the run; the same as `today` on every non-pipeline
 row), its host-bound flag `old`'s registered one (host_flag "registered"). Measured: the set's own rule, the mean over a
 row's processes of rank 0's median step (the processes repeat one configuration on one lease: one row, not 2-3). The
-set is one source."""
+set is one source.
+
+Session 44's registered PP+host-bound set (calibration/h200x2-pphost-2026-11-30, validation/pphost.py: three host-bound
+shapes x 1F1B / GPipe x 2 processes) is read here too, `s44_rows`: each row against its registered `product` step (the
+model the product ships; its `candidate` is the read-out's only), its host-bound flag the registered share's
+(llm/host_bound.is_host_bound: the registration records the share, not the flag), measured as its read-out measures (the
+mean over the processes that ran the registered configuration, eager_today.read_process); no row until the set has run.
+One source."""
 
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
 SHIPPED = "old"   # the registered prediction the product ships (the candidate `today` was taken back out)
 CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_pp_host.py prints it as "candidate")
+PP_HOST_S44_BUNDLE = "calibration/h200x2-pphost-2026-11-30"   # session 44's set (s44_rows)
+S44_SHIPPED = "product"   # its registered prediction of the model the product ships
 
 
 def process_medians(bundle: Path, reg_row: dict) -> list[float]:
@@ -36,6 +45,31 @@ def process_medians(bundle: Path, reg_row: dict) -> list[float]:
         raise SimclusterError(f"{missing}: {reg_row['name']} has {len(out)} process(es) of {reg_row['processes']} "
                               "(two needed for a spread)")
     return out
+
+
+def s44_rows(bundle: Path = ROOT / PP_HOST_S44_BUNDLE) -> list[dict]:
+    """Session 44's set's rows that ran (module docstring), in heldout/eager_regimes.held_out_rows' keys; [] before
+    the run."""
+    from simcluster.heldout.eager_today import read_process
+    from simcluster.llm.host_bound import is_host_bound
+    from simcluster.strict import load_yaml
+
+    if not (bundle / "runs").is_dir():
+        return []   # registered, not run yet
+    regs = load_yaml(bundle / "registered.yaml")["rows"]
+    for i, reg in enumerate(regs):
+        try:
+            pred = reg["predicted"][S44_SHIPPED]
+            pred["host_bound"] = is_host_bound(float(pred["host_share"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: no predicted.{S44_SHIPPED}.host_share "
+                                  f"({type(exc).__name__}: {exc})") from None
+
+    def measure(reg: dict) -> float | None:
+        steps = [p["step_ms"] for p in process_runs(bundle, reg, memory=False, dropped=[], read=read_process)]
+        return statistics.mean(steps) if steps else None
+
+    return step_set_rows(bundle, S44_SHIPPED, measure, regs)
 
 
 def held_out_rows(bundle: Path = ROOT / PPHOST_BUNDLE) -> list[dict]:

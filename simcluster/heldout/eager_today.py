@@ -3,7 +3,7 @@ eager regimes whose bands were measured on an earlier model (trust/moved.py) -- 
 single+ckpt-every2, single+sac-op and the 2-stage 1F1B pipeline (PP) -- re-measured on (preset, seq, micro-batch)
 shapes new to calibration/, each predicted by the model as it shipped at main b540476b before any ran.
 
-registered.yaml's rows: {name, regime (trust's key, trust/regime.llm_regime), mode (single or pp-1f1b), preset, seq,
+registered.yaml's rows: {name, regime (trust's key, trust/regime.llm_regime), mode (single, pp-1f1b or pp-gpipe), preset, seq,
 micro_batch, compile, ac_mode, microbatches, processes, predicted.today {step_ms, host_share, host_bound}}. One-GPU rows
 are predicted with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS through flag_hosts_predict: the fits
 compile2, lease3, compile4 and eager5 registered) on FLAG_CARD; pipeline rows with the product's default host fits
@@ -26,7 +26,7 @@ from simcluster.llm import eager
 
 TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 SHIPPED = "today"   # the registered prediction: the model the product shipped at b540476b
-PP_MODES = ("pp-1f1b",)
+PP_MODES = ("pp-1f1b", "pp-gpipe")   # the 2-stage pipelines check_run reads (pp-gpipe: validation/pphost.py)
 
 
 def _layout(reg: dict) -> tuple[str, int]:
@@ -88,7 +88,7 @@ def registered(bundle: Path) -> list[dict]:
             if not isinstance(reg["regime"], str) or len(reg["regime"].split(" | ")) != 4:
                 raise ValueError(f"regime {reg['regime']!r}: not trust's 'family | framework | layout | precision'")
         except (KeyError, TypeError, ValueError, IndexError, SimclusterError) as exc:   # SimclusterError: an ac_mode
-            raise SimclusterError(f"{path}: rows[{i}]: expected name, regime, mode (single or pp-1f1b), preset, seq, "
+            raise SimclusterError(f"{path}: rows[{i}]: expected name, regime, mode (single, pp-1f1b or pp-gpipe), preset, seq, "
                                   f"micro_batch, processes, microbatches, ac_mode, half_width_pct and "
                                   f"predicted.{SHIPPED} step_ms / host_share / host_bound "
                                   f"({type(exc).__name__}: {exc})") from None

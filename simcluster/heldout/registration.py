@@ -84,3 +84,33 @@ def print_verdicts(verdicts: dict, left: list[str] = ()) -> None:
         print(f"left out: {line}")
     for rule, text in verdicts.items():
         print(f"{rule}: {text}")
+
+
+def pooled_log_sd(groups: list[list[float]]) -> tuple[float | None, int]:
+    """The pooled sd of values (logs of steps) over groups (a registered set's shapes, each run in several processes)
+    and its degrees of freedom; (None, 0) where no group has two values (rule N of validation/eager_fsdphost.py and
+    validation/pphost.py)."""
+    import math
+    import statistics
+
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
+    return (math.sqrt(ss / dof) if dof else None), dof
+
+
+def lease_bias(logs: list[float], band: float) -> tuple[str, float, float]:
+    """(word, b, se) over per-process log errors (log predicted / measured): b their mean, se their sd / sqrt(n); word
+    FAST if b < -band and b + 2 se < 0, SLOW if b > band and b - 2 se > 0, NONE if |b| + 2 se <= band, else UNDECIDED
+    (rule B of the eager host-bound sets). Needs two or more logs."""
+    import math
+    import statistics
+
+    b, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    word = ("FAST" if b < -band and b + 2 * se < 0 else "SLOW" if b > band and b - 2 * se > 0
+            else "NONE" if abs(b) + 2 * se <= band else "UNDECIDED")
+    return word, b, se
+
+
+def mem_error(lo: float, hi: float, measured: float) -> float:
+    """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end (rule P)."""
+    return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
