@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule, torch_streams
+from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, free_host, iteration_result, schedule, torch_streams
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,6 +59,7 @@ class _Stage:
         self.counts = [0] * (2 * work.chunks)   # times each chunk's forward and backward ran on the plain path
         self.next = 0
         self.now = 0.0
+        self.host_at = 0.0            # free_hosts: when the stage's host is free to issue its next task
         self.send_free = [0.0, 0.0]
         self.dp_free = 0.0
         self.reductions_end: float | None = None
@@ -118,7 +119,7 @@ class _Pipeline:
         loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
         arrived, produced, ops, n, tasks, rule = self.arrived, self.produced, st.ops, len(st.ops), st.tasks, st.rule
         p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
-        fifo = self.work.torch_p2p
+        fifo, free = self.work.torch_p2p, self.work.free_hosts
         nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
         while nxt < n:
             kind, c, i, wait, out, slot, edge = ops[nxt]
@@ -136,11 +137,16 @@ class _Pipeline:
                     bubble += idle
                 pp_wait += now - (done if done > start else start)
             nxt += 1
+            if free and task.issue_s > 0.0:   # simulate.free_host: this occurrence's own duration, logged as run once
+                task, st.host_at = free_host(task, now, st.host_at)
+                if not special:
+                    now += task.duration_s
+                    self.ran(st, task)
             if special:
                 st.now = now
                 self.special(st, kind, c, task, edge)
                 now = st.now
-            else:
+            elif not (free and task.issue_s > 0.0):
                 now += task.duration_s
                 counts[slot] += 1
             if fifo:

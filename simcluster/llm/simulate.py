@@ -44,6 +44,22 @@ PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batc
 class Task:
     duration_s: float
     parts: dict          # PARTS -> seconds; they sum to duration_s
+    issue_s: float = 0.0   # an eager host's seconds issuing the task's kernels (n c; llm/work._host_bound); 0: none priced
+    bound_s: float = 0.0   # the end of its last kernel after the host starts issuing, the GPU free (llm/host.issue_bound_s)
+
+
+def free_host(task: Task, start: float, host_at: float) -> tuple[Task, float]:
+    """PipelineWork.free_hosts: the task with its GPU free from `start` (the stream's previous work done, its input
+    arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
+    receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
+        end = max(start + G, host_at + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
+    the kernel-by-kernel issue bound (llm/host.py) with the first kernel held until `start`: max_k(max(start, issued_k)
+    + the GPU time from k on). The part beyond G is 'host'. A task without an issue time is returned as it is."""
+    if task.issue_s <= 0.0:
+        return task, host_at
+    gpu = task.duration_s - task.parts["host"]
+    end = max(start + gpu, host_at + task.bound_s)
+    return Task(end - start, dict(task.parts, host=end - start - gpu), task.issue_s, task.bound_s), host_at + task.issue_s
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,9 @@ class PipelineWork:
     gpipe: bool = False                 # GPipe order (all forwards, then all backwards) instead of 1F1B
     torch_p2p: bool = False             # torch's lowered schedule (ScheduleInterleaved1F1B): each rank's sends and receives
                                         # in torch's placement on one FIFO NCCL stream, each pair ending together (llm/torch_p2p.py)
+    free_hosts: bool = False            # each stage's eager host issues its tasks back to back without waiting for their
+                                        # inputs (torch.distributed.pipelining over NCCL: free_host); False: a task's host
+                                        # starts with its GPU work, after its input arrived (the hosts in series)
 
     @property
     def pp(self) -> int:
@@ -142,6 +161,7 @@ class _Pipeline:
         self.send = [(simpy.Resource(self.env, 1), simpy.Resource(self.env, 1)) for _ in range(self.pp)]
         self.computed = [0] * self.pp   # torch_p2p: compute actions each stage has finished
         self.dp_stream = [simpy.Resource(self.env, 1) for _ in range(self.pp)]
+        self.host_at = [0.0] * self.pp   # free_hosts: when each stage's host is free to issue its next task
 
     def event(self, key):
         if key not in self.arrived:
@@ -231,6 +251,8 @@ class _Pipeline:
                 if vs < self.last_vstage:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward[c]
+            if self.work.free_hosts:
+                task, self.host_at[s] = free_host(task, env.now, self.host_at[s])
             start = env.now
             reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
             buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()

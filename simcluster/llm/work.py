@@ -77,7 +77,9 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     cost[len(head):len(head) + len(plain)] = fw.host_plain_kernel_s or each
     issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
-    return _add(task, _task(host=excess)) if excess > 0 else task
+    out = _add(task, _task(host=excess)) if excess > 0 else task
+    # the host's own issue time and the issue-bound end, for a pipeline whose hosts run free (simulate.free_host)
+    return replace(out, issue_s=float(cost.sum()), bound_s=max(issued, out.duration_s - excess))
 
 
 def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[float, float]:
@@ -369,7 +371,17 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                                 tuple(slowdowns)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
-                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1)
+                        gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
+                        free_hosts=free_hosts(fw, stages))
+
+
+def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
+    """torch.distributed.pipelining's eager stages over NCCL issue without waiting for their inputs (simulate.free_host,
+    docs/models/llm.md 'The stage hosts' coupling'): where the framework prices a host and no stage reduces or gathers
+    over data parallelism (a PP x DP step's own host waits are not modelled: those keep the hosts in series)."""
+    return (fw.torch_pipelining and fw.host_kernel_s > 0 and not fw.hosts_in_series
+            and not any(t > 0 for st in stages for t in st.param_gather_s)
+            and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
