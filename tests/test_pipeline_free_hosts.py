@@ -11,16 +11,16 @@ from simcluster.llm.maxplus import evaluate_iteration
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task, free_host, simulate_iteration
 
 
-def task(gpu: float, issue: float, bound: float) -> Task:
-    """A task of GPU time `gpu` whose host issues for `issue` and whose kernels end `bound` after the host starts (the GPU
-    free): its duration in series is max(gpu, bound), the excess 'host'."""
+def task(gpu: float, issue: float, bound: float, kernels: int = 0) -> Task:
+    """A task of GPU time `gpu` whose host issues `kernels` for `issue` and whose kernels end `bound` after the host
+    starts (the GPU free): its duration in series is max(gpu, bound), the excess 'host'."""
     parts = dict.fromkeys(PARTS, 0.0) | {"compute": gpu, "host": max(0.0, bound - gpu)}
-    return Task(max(gpu, bound), parts, issue, bound)
+    return Task(max(gpu, bound), parts, issue, bound, kernels)
 
 
-def work(free: bool, gpipe: bool = False) -> PipelineWork:
-    stage = StageWork((task(1.0, 3.0, 3.1),), (task(2.0, 6.0, 6.1),))
-    return PipelineWork((stage, stage), micro_batches=2, free_hosts=free, gpipe=gpipe)
+def work(free: bool, gpipe: bool = False, queue: int = 0) -> PipelineWork:
+    stage = StageWork((task(1.0, 3.0, 3.1, 30),), (task(2.0, 6.0, 6.1, 60),))   # 0.1 host seconds per kernel
+    return PipelineWork((stage, stage), micro_batches=2, free_hosts=free, gpipe=gpipe, launch_queue=queue)
 
 
 def test_free_host_is_the_kernel_issue_bound_with_the_first_kernel_held_until_the_start():
@@ -53,6 +53,26 @@ def test_gpipe_by_hand_and_the_two_engines_agree():
     des, mp = simulate_iteration(work(True, gpipe=True), trace=False), evaluate_iteration(work(True, gpipe=True))
     assert des.step_time_s == pytest.approx(20.1) and mp.step_time_s == pytest.approx(des.step_time_s, rel=1e-12)
     assert mp.breakdown == pytest.approx(des.breakdown, rel=1e-12)
+
+
+def test_a_full_launch_queue_blocks_the_host_until_its_gpu_starts():
+    t = task(1.0, 3.0, 3.1, 30)   # 0.1 s per kernel
+    # 20 kernels queued by 2.0 while the GPU waits until 5: the host blocks 3; the task's last 10 kernels are 3 late
+    deep, host = free_host(t, 5.0, 0.0, queue=20)
+    assert (deep.duration_s, host) == (pytest.approx(1.1), pytest.approx(6.0))
+    # a queue of 40 holds the task's 30 and 10 of the next: blocked 5 - 4 = 1, falling on the next task's issue
+    room, host = free_host(t, 5.0, 0.0, queue=40)
+    assert (room.duration_s, host) == (pytest.approx(1.0), pytest.approx(4.0))
+    assert free_host(t, 5.0, 0.0, queue=60)[1] == pytest.approx(3.0)   # never full: the host runs free
+
+
+def test_the_queue_in_both_engines_by_hand():
+    """1F1B as test_two_stages_1f1b_by_hand with a 40-kernel queue (4.0 host seconds): the only wait longer than that
+    is stage 0's B0 (host free at 6, its input at 9.1, a lead of 3.1) and stage 0's B1 (host free at 12, input 18.1:
+    blocked 18.1 - 12 - 4 = 2.1, the B's 60 kernels more than the queue: its last kernels 2.1 late, end max(20.1, 12
+    + 2.1 + 6.1) = 20.2)."""
+    des, mp = simulate_iteration(work(True, queue=40), trace=False), evaluate_iteration(work(True, queue=40))
+    assert des.step_time_s == pytest.approx(20.2) and mp.step_time_s == pytest.approx(des.step_time_s, rel=1e-12)
 
 
 def test_torch_pipelines_with_a_host_run_free_and_the_series_switch_restores_the_old_form():

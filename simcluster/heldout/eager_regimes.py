@@ -166,12 +166,13 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
                    microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None,
-                   hosts_in_series: bool = False) -> dict:
+                   hosts_in_series: bool = False, layers: int | None = None) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
     (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
     host-cost grid, validation/eager_lease_host.py); `hosts_in_series`: a pipeline's stage hosts as the model before
-    session 44 priced them (framework.hosts_in_series; validation/ppcouple.py's comparison)."""
+    session 44 priced them (framework.hosts_in_series; validation/ppcouple.py's comparison); `layers`: the preset's
+    with that many layers (the runner's --layers)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -183,7 +184,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
 
     par, gpus, m = layout_of(mode)
     m = microbatches or m
-    model = model_of({"model": PRESETS[preset]}, seq)
+    model = model_of({"model": PRESETS[preset] | ({"layers": layers} if layers else {})}, seq)
     if par.pp > 1:   # the layers each chunk ran: the runner's split (llm_pipeline.py), not spec.layer_split's balance
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")

@@ -18,6 +18,12 @@ from simcluster.llm import compiled, ops
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
+# Kernels one CUDA stream queues before a launching host blocks until the GPU starts the oldest: about 1,000, measured
+# (a ~190 us kernel launched 10,000 times: the first ~1,000 launches take 4-5 us each, later ones wait ~190 us each, per
+# stream; stackoverflow.com/questions/53970187, forums.developer.nvidia.com/t/68937, 2018-2019; NVIDIA documents no
+# figure). Read where a pipeline stage's host runs ahead of its GPU (simulate.free_host).
+LAUNCH_QUEUE_KERNELS = 1000
+
 
 def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:
     """GPU time of every kernel of the ops, in issue order (an op of count n is n equal kernels; a fractional count, an op

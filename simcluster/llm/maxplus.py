@@ -138,7 +138,7 @@ class _Pipeline:
                 pp_wait += now - (done if done > start else start)
             nxt += 1
             if free and task.issue_s > 0.0:   # simulate.free_host: this occurrence's own duration, logged as run once
-                task, st.host_at = free_host(task, now, st.host_at)
+                task, st.host_at = free_host(task, now, st.host_at, self.work.launch_queue)
                 if not special:
                     now += task.duration_s
                     self.ran(st, task)

@@ -46,20 +46,29 @@ class Task:
     parts: dict          # PARTS -> seconds; they sum to duration_s
     issue_s: float = 0.0   # an eager host's seconds issuing the task's kernels (n c; llm/work._host_bound); 0: none priced
     bound_s: float = 0.0   # the end of its last kernel after the host starts issuing, the GPU free (llm/host.issue_bound_s)
+    kernels: int = 0       # the kernels the host issues for it (with issue_s: its host seconds per kernel)
 
 
-def free_host(task: Task, start: float, host_at: float) -> tuple[Task, float]:
+def free_host(task: Task, start: float, host_at: float, queue: int = 0) -> tuple[Task, float]:
     """PipelineWork.free_hosts: the task with its GPU free from `start` (the stream's previous work done, its input
     arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
     receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
-        end = max(start + G, host_at + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
+        end = max(start + G, host_at + late + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
     the kernel-by-kernel issue bound (llm/host.py) with the first kernel held until `start`: max_k(max(start, issued_k)
-    + the GPU time from k on). The part beyond G is 'host'. A task without an issue time is returned as it is."""
+    + the GPU time from k on). The launch queue (`queue` kernels a stream holds, 0: unbounded): a host that has issued
+    `queue` kernels at c = issue_s / kernels each while its GPU waits to start this task blocks until it starts,
+        stall = max(0, start - host_at - queue c),   next free = host_at + issue_s + stall
+    and the task's own kernels after the first `queue` are that late (late = stall where it has more kernels than the
+    queue holds, else 0: the stall falls on the next task's issue). The part beyond G is 'host'. A task without an issue
+    time is returned as it is."""
     if task.issue_s <= 0.0:
         return task, host_at
     gpu = task.duration_s - task.parts["host"]
-    end = max(start + gpu, host_at + task.bound_s)
-    return Task(end - start, dict(task.parts, host=end - start - gpu), task.issue_s, task.bound_s), host_at + task.issue_s
+    stall = max(0.0, start - host_at - queue * task.issue_s / task.kernels) if queue and task.kernels else 0.0
+    late = stall if task.kernels > queue else 0.0
+    end = max(start + gpu, host_at + late + task.bound_s)
+    out = Task(end - start, dict(task.parts, host=end - start - gpu), task.issue_s, task.bound_s, task.kernels)
+    return out, host_at + task.issue_s + stall
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ class PipelineWork:
     free_hosts: bool = False            # each stage's eager host issues its tasks back to back without waiting for their
                                         # inputs (torch.distributed.pipelining over NCCL: free_host); False: a task's host
                                         # starts with its GPU work, after its input arrived (the hosts in series)
+    launch_queue: int = 0               # free_hosts: kernels a stream's launch queue holds before the host blocks (0: unbounded)
 
     @property
     def pp(self) -> int:
@@ -252,7 +262,7 @@ class _Pipeline:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward[c]
             if self.work.free_hosts:
-                task, self.host_at[s] = free_host(task, env.now, self.host_at[s])
+                task, self.host_at[s] = free_host(task, env.now, self.host_at[s], self.work.launch_queue)
             start = env.now
             reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
             buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()

@@ -79,7 +79,7 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     excess = max(0.0, issued - task.parts["compute"])
     out = _add(task, _task(host=excess)) if excess > 0 else task
     # the host's own issue time and the issue-bound end, for a pipeline whose hosts run free (simulate.free_host)
-    return replace(out, issue_s=float(cost.sum()), bound_s=max(issued, out.duration_s - excess))
+    return replace(out, issue_s=float(cost.sum()), bound_s=max(issued, out.duration_s - excess), kernels=len(seq))
 
 
 def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[float, float]:
@@ -372,7 +372,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
-                        free_hosts=free_hosts(fw, stages))
+                        free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS)
 
 
 def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
