@@ -82,6 +82,8 @@ def test_the_device_script_runs_the_registered_rows_and_probes_host_first():
     assert text.index("probe 32") < text.index("for r in")
     assert [int(n) for _, n in calls[:2]] == list(script().HOST_LAYERS) and [int(n) for _, n in calls[2:]] == list(script().PROBE_LAYERS)
     assert '--shapes 256:1"' in text and script().PROBE_SEQ == 256
+    queue = "guarded queue/launch-queue 60 python3 -m simcluster.runner.launch_queue"   # last: reported only
+    assert queue in text and text.index(queue) > text.index("  done\ndone")
     product = (PRODUCT_HOST / "device_run.sh").read_text()   # the product host folder's hidden-128 shapes and steps
     want = re.search(r'^arch="(.*)"$', product, re.M).group(1)
     assert re.search(r'^arch="(.*)"$', text, re.M).group(1) == want + " --profile 0"
@@ -117,6 +119,17 @@ def test_a_residual_between_reads_better_with_its_direction_and_noise_reads_nois
     loud = script().read_out(synthetic(tmp_path / "loud", rows, [0.3, -0.3, 0.0, 0.25]))["verdicts"]
     assert loud["D"].startswith("NOISE") and loud["T"].startswith("NO DATA"), loud
     assert len(fast["procs"]) == 8 and len(fast["probe"]) == 2 and not fast["left"]
+
+
+def test_the_queue_probe_is_reported_beside_the_model_constant(tmp_path):
+    rows, probe = model(series=False)
+    bundle = synthetic(tmp_path, rows, [0.0, 0.01], probe)
+    assert script().read_out(bundle)["verdicts"]["Q"].endswith("NO DATA (runs/queue/launch-queue.json missing or not the probe's document)")
+    (bundle / "runs" / "queue").mkdir()
+    doc = {"tool": "launch-queue", "launches": 4000, "repeats": [{"depth": 1021}, {"depth": None}, {"depth": 1020}]}
+    (bundle / "runs" / "queue" / "launch-queue.json").write_text("warning\n" + json.dumps(doc))
+    q = script().read_out(bundle)["verdicts"]["Q"]
+    assert "per repeat 1021 / >= 4000 / 1020 (the model's LAUNCH_QUEUE_KERNELS 1000)" in q, q
 
 
 def test_missing_and_wrong_probes_are_left_out_with_one_line(tmp_path):

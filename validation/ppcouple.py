@@ -24,6 +24,7 @@ the four rows in turn, two rounds; hidden-128 single-mode host runs (the product
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -64,6 +65,7 @@ RULES = {
     "T": "the pipeline probe (runs/probe, one process per layer count): rank 0's median step against the hosts free and "
          "the hosts in series, each with this lease's own single host fit: FREE if the free model's mean |error| over the "
          "probe's processes is below the series model's, else SERIES; NO DATA without the probe or the own fit",
+    "Q": "reported, not judged: the launch queue probe's depth (runs/queue/launch-queue.json) against the model's 1,000",
     "D": "NOISE if N is ABOVE the target; else O's mean |error| against S's: O below S -> the coupling HOLDS if O is within "
          "the target with lease bias NONE, else the coupling is BETTER with the residual the host level (O FAST: the "
          "pipelines' host cost per kernel above the single probe's; O SLOW: a blocking point the coupling misses; "
@@ -134,6 +136,25 @@ def probe_read(bundle: Path, reg: dict, own: Path, v: dict, left: list[str]) -> 
               f"free {free:.1%} (mean error {statistics.mean(q['free_s'] / q['measured_s'] - 1 for q in out):+.1%}), "
               f"in series {series:.1%}, over {len(out)} processes")
     return out
+
+
+def queue_depth(bundle: Path) -> str:
+    """Rule Q (reported, not judged): runs/queue/launch-queue.json's depth (simcluster/runner/launch_queue.py) against
+    the model's llm/host.LAUNCH_QUEUE_KERNELS."""
+    from simcluster.llm.host import LAUNCH_QUEUE_KERNELS
+
+    path = bundle / "runs" / "queue" / "launch-queue.json"
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    try:
+        doc = json.loads(text[text.find("{"):]) if "{" in text else None
+        depths = [r["depth"] for r in doc["repeats"]] if isinstance(doc, dict) and doc.get("tool") == "launch-queue" else None
+    except (ValueError, KeyError, TypeError):
+        depths = None
+    if not depths:
+        return "reported, not judged: NO DATA (runs/queue/launch-queue.json missing or not the probe's document)"
+    return (f"reported, not judged: launches one stream queued before the host blocked, per repeat "
+            f"{' / '.join('>= ' + str(doc['launches']) if d is None else str(d) for d in depths)} (the model's "
+            f"LAUNCH_QUEUE_KERNELS {LAUNCH_QUEUE_KERNELS})")
 
 
 def register(path: Path) -> None:
@@ -251,6 +272,7 @@ def read_out(bundle: Path) -> dict:
                 "SLOW": "a blocking point the coupling misses"}.get(words["O"][0], "neither fast nor slow")
         v["D"] = f"BETTER: the hosts free beat the hosts in series; the residual is the host level: {rest}"
     probe = probe_read(bundle, reg, bundle / "runs" / "host", v, left)
+    v["Q"] = queue_depth(bundle)
     v["I"] = pphost.host_by_rank(docs)
     return {"procs": procs, "own": own or {}, "series": series or {}, "probe": probe, "left": left, "verdicts": v}
 
