@@ -126,6 +126,9 @@ LATER_SETS_S39 = (ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29",
 # session 40's registered fsdpstep set (validation/eager_fsdp_step.py): new shapes, run after every earlier set
 LATER_SETS_S40 = (ROOT / "calibration" / "h200x2-eager-fsdpstep-2026-11-30",)
 LATER_REPEATS = REPEATS_S37 + REPEATS_S38 + LATER_SETS_S39 + LATER_SETS_S40
+# session 44's registered coupling set (validation/ppcouple.py): registered after every earlier set ran; its 0.3b 1792:1
+# rows share a sequence length (not a preset) with session 41's eager-today set, whose check names every bundle's seqs
+LATER_SETS_S44 = (ROOT / "calibration" / "h200x2-ppcouple-2026-11-30",)
 
 
 STARTED = re.compile(r"started (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
@@ -165,6 +168,20 @@ def registered_shapes(runs: list[dict]) -> set[tuple]:
     from simcluster.runner.llm_step import PRESETS
 
     return {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in runs}
+
+
+@pytest.fixture
+def hosts_in_series(monkeypatch):
+    """The model before session 44's free stage hosts (llm/work.free_hosts off: a pipeline stage's host issues a task
+    once its input arrived), for the registrations predicted with it (the pphost sets' tests reproduce them); today's-step
+    caches emptied before and after, so no other test reads a step priced this way."""
+    from simcluster.heldout import eager_regimes
+    from simcluster.llm import work
+
+    eager_regimes._todays.cache_clear()
+    monkeypatch.setattr(work, "free_hosts", lambda fw, stages: False)
+    yield
+    eager_regimes._todays.cache_clear()
 
 
 @pytest.fixture
