@@ -9,6 +9,7 @@ import math
 import re
 import shutil
 
+import pytest
 import yaml
 from conftest import ROOT, load_script
 from test_pphost_set import PRODUCT_HOST, doc
@@ -144,3 +145,23 @@ def test_missing_and_wrong_probes_are_left_out_with_one_line(tmp_path):
     left = " ".join(out["left"])
     assert "probe pp-1f1b-L32.json: " in left and "probe pp-1f1b-L4.json: not the registered configuration" in left
     assert "pp-gpipe-1.1b: 1 of 2 processes ran" in left and out["verdicts"]["T"].startswith("NO DATA")
+
+
+def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_pphost.PP_COUPLE_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_COUPLE_BUNDLE
+    if not (BUNDLE / "runs").is_dir():
+        assert eager_pphost.s44_rows(BUNDLE) == []   # registered, not run: no row in the table
+    rows, probe = model(series=False)
+    bundle = synthetic(tmp_path, rows, [0.02, -0.02], probe)
+    got = eager_pphost.s44_rows(bundle)
+    reg = {f"{r['preset']} {r['mode']} seq {r['seq']} mb 1 x4 micro-batches": r for r in registered()["rows"]}
+    assert len(got) == 4 and all(r["host_bound"] and r["host_flag"] == "registered" and r["pp"] == 2 for r in got)
+    for r in got:
+        assert r["predicted_s"] == reg[r["label"]]["predicted"]["product"]["step_ms"] / 1e3
+        assert r["today_s"] == pytest.approx(r["predicted_s"], rel=1e-3)   # the product as registered
+    assert Counter(res.regime for res in eager_residuals(got)) == {"llm | PyTorch eager | PP+host-bound | bf16": 4}

@@ -17,7 +17,9 @@ shapes x 1F1B / GPipe x 2 processes) is read here too, `s44_rows`: each row agai
 model the product ships; its `candidate` is the read-out's only), its host-bound flag the registered share's
 (llm/host_bound.is_host_bound: the registration records the share, not the flag), measured as its read-out measures (the
 mean over the processes that ran the registered configuration, eager_today.read_process); no row until the set has run.
-One source."""
+One source. Session 44's coupling set (calibration/h200x2-ppcouple-2026-11-30, validation/ppcouple.py: two host-bound
+shapes x 1F1B / GPipe x 2 processes, its `product` the stage hosts free) is read the same way, one source of its own
+(its probes are the read-out's only)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
 SHIPPED = "old"   # the registered prediction the product ships (the candidate `today` was taken back out)
 CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_pp_host.py prints it as "candidate")
 PP_HOST_S44_BUNDLE = "calibration/h200x2-pphost-2026-11-30"   # session 44's set (s44_rows)
+PP_COUPLE_BUNDLE = "calibration/h200x2-ppcouple-2026-11-30"   # session 44's coupling set (validation/ppcouple.py), read by
+                                                              # s44_rows too: the same rows' keys and `product`
 S44_SHIPPED = "product"   # its registered prediction of the model the product ships
 
 
