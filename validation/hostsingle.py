@@ -16,8 +16,9 @@ between processes and leases (pphost's 1.1b 768:1: 73.3 and 57.8 ms in two proce
 
 Registered per shape: today's model's step, host share and memory range with the host fits the one-GPU sets are
 predicted with (heldout/eager_registered.FLAG_HOSTS' diagnostic folder: single, op), judged; beside it the product's
-step (the CLI's default host folder, heldout/eager.MODE_HOST: no op fit, so op takes single's), reported; and the rules
-below. No fitting of the model on these processes without saying they are development.
+step (the CLI's default host folder, heldout/eager.MODE_HOST, whose single host term is the mean of the 2 x H200
+leases' own fits since this session: its leases.yaml; no op runs there, so op takes single's), judged by rule R; and the
+rules below. No fitting of the model on these processes without saying they are development.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from simcluster.heldout.registration import print_verdicts, read_run_set, regist
 BUNDLE = ROOT / "calibration" / "h200x2-hostsingle-2026-11-30"
 REGIME = "llm | PyTorch eager | {} | bf16"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): runs/NAME-rK.json, K = 1..PROCESSES (device_run.sh)
-SHAPES = (("hb-1.1b", "1.1b", 1408, 1, "none"), ("hb-0.3b", "0.3b", 2560, 2, "none"),
-          ("op-1b", "1b", 1792, 4, "op"), ("ophb-0.8b", "0.8b", 1280, 2, "op"))
+SHAPES = (("hb-1.1b", "1.1b", 1344, 1, "none"), ("hb-0.3b", "0.3b", 2624, 2, "none"),
+          ("op-1b", "1b", 1856, 4, "op"), ("ophb-0.8b", "0.8b", 1216, 2, "op"))
 PROCESSES = 3
 HOST_PROBE = ("single-L2", "single-L32", "op-L2", "op-L32")   # runs/host/NAME.json (hidden 128, 128:1)
 JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05, "host_ratio": 1.15}
@@ -59,7 +60,9 @@ RULES = {
          "'FASTER', else 'LIKE' (with the per-step term)",
     "O": "per regime, the model with this lease's own host fits (runs/host in place of the registered folder): mean "
          "|error| within target_pct or not, and its lease bias",
-    "R": "reported, not judged: per regime, the product's step (predicted.product: the CLI's default host folder) mean |error|",
+    "R": "per regime, the product's step (predicted.product: the CLI's default host folder, whose single host term is the "
+         "mean of the 2 x H200 leases' own fits since session 44, leases.yaml): B's lease bias word and M's mean |error| "
+         "within target_pct or not, on the same processes",
     "D": "per regime: NOISE if N is ABOVE the target (the regime's floor is then to be computed as TP's, "
          "studies/tp_lease_noise.py, and marked in trust/noise.py if it exceeds the target); else, B SLOW or FAST: "
          "'LEASE (the host fit's lease)' if O is within the target and H is not LIKE for the regime's mode (the "
@@ -138,7 +141,8 @@ def register(path: Path) -> None:
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
                            "host": {"registered": str(registered_host().relative_to(ROOT)),
                                     "product": str(MODE_HOST.relative_to(ROOT))}},
-           "registered_host": host_fit(registered_host()), "judge": JUDGE, "rules": RULES, "rows": rows}
+           "registered_host": host_fit(registered_host()), "product_host": host_fit(MODE_HOST), "judge": JUDGE,
+           "rules": RULES, "rows": rows}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 44); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in rows:
@@ -232,7 +236,9 @@ def read_out(bundle: Path) -> dict:
         verdicts[f"B {short}"] = text
         verdicts[f"M {short}"] = (f"{'within' if within else 'not within'} the target on this lease: mean |error| {mean:.1%} "
                                   f"over {len(ps)} processes, errors {min(errs):+.1%}..{max(errs):+.1%}")
-        verdicts[f"R {short}"] = f"product step mean |error| {statistics.mean(abs(p['product_error']) for p in ps):.1%}"
+        prod = statistics.mean(abs(p["product_error"]) for p in ps)
+        verdicts[f"R {short}"] = (f"product step {'within' if prod <= target else 'not within'} the target: mean |error| "
+                                  f"{prod:.1%}; {bias_word([math.log1p(p['product_error']) for p in ps], band)[1]}")
         own_errs = [own[p["key"]] / p["measured_s"] - 1 for p in ps if p["key"] in own]
         own_within = None
         if own_errs:

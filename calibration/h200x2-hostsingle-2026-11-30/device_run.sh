@@ -17,10 +17,10 @@ mkdir -p "$B/host"
 for r in 1 2 3; do
   [ $r -eq 1 ] && for layers in 2 32; do guarded host/single-L$layers 60 $one $probe --layers $layers; done
   [ $r -eq 2 ] && for layers in 2 32; do guarded host/op-L$layers 60 $one $probe --layers $layers --ac-mode op; done
-  guarded hb-1.1b-r$r 60 $one $step --preset 1.1b --shapes 1408:1
-  guarded hb-0.3b-r$r 60 $one $step --preset 0.3b --shapes 2560:2
-  guarded op-1b-r$r 60 $one $step --preset 1b --shapes 1792:4 --ac-mode op
-  guarded ophb-0.8b-r$r 60 $one $step --preset 0.8b --shapes 1280:2 --ac-mode op
+  guarded hb-1.1b-r$r 60 $one $step --preset 1.1b --shapes 1344:1
+  guarded hb-0.3b-r$r 60 $one $step --preset 0.3b --shapes 2624:2
+  guarded op-1b-r$r 60 $one $step --preset 1b --shapes 1856:4 --ac-mode op
+  guarded ophb-0.8b-r$r 60 $one $step --preset 0.8b --shapes 1216:2 --ac-mode op
 done
 echo "total $((SECONDS - lib_start)) s" | tee -a "$B/status.txt"
 pack
