@@ -119,7 +119,7 @@ def test_the_products_single_host_term_is_the_mean_of_the_two_gpu_leases_own_fit
     with eager.leases_unread():
         assert eager.fit_modes(MODE_HOST)["single"][0] == pytest.approx(21.04e-6, rel=1e-3)
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    assert reg["product_host"]["single"]["per_kernel_s"] == pytest.approx(c, rel=1e-6)
+    assert reg["product_host"]["single"]["per_kernel_s"] == pytest.approx(c, rel=1e-4)   # rounded to 1e-9 s
 
 
 def test_a_slow_registered_fit_that_this_leases_own_fit_explains_reads_lease(tmp_path):
