@@ -12,7 +12,8 @@ heldout/eager_registered.flag_hosts_predict (FLAG_HOSTS' host fits, the one-GPU 
      lease biases and the model beside the floor on the same processes;
   3. the same over every one-GPU eager process (the GPU-bound ones' spread for comparison);
   4. the single mode's host cost per kernel of every folder with hidden-128 single runs (llm/eager.fit_modes): the
-     lease term of the host fit itself, and which machine kind ran it;
+     lease term of the host fit itself, and which machine kind ran it (each folder's own runs: the product folder's
+     leases.yaml, whose mean is the product's single term since session 44, not read);
   5. the regime's rows in the error-band table as the table builder reads them now: rows, sources, mean |error|.
 trust/noise.py records part 2 (SINGLE_HOST_BOUND); tests/test_trust_noise.py recomputes it.
     python studies/single_host_noise.py
@@ -93,14 +94,15 @@ def processes() -> list[dict]:
 def host_fits() -> list[tuple[str, str, float, float]]:
     """(folder, machine kind, single's host seconds per kernel, per step) of every folder under calibration/ with
     hidden-128 single runs at two or more layer counts (single-L<n>.json, or a host/ folder's llm-step/ runs)."""
-    from simcluster.llm.eager import fit_modes
+    from simcluster.llm.eager import fit_modes, leases_unread
 
     out = []
     folders = {p.parent for p in CAL.glob("h200*/**/single-L*.json")} | {p for p in CAL.glob("h200*/**/host") if p.is_dir()}
-    for folder in sorted(folders):
-        fit = fit_modes(folder).get("single")
-        if fit:
-            out.append((str(folder.relative_to(CAL)), folder.relative_to(CAL).parts[0].split("-")[0], fit[0], fit[1]))
+    with leases_unread():   # each folder's own runs, not the product folder's pooled term (its leases.yaml)
+        for folder in sorted(folders):
+            fit = fit_modes(folder).get("single")
+            if fit:
+                out.append((str(folder.relative_to(CAL)), folder.relative_to(CAL).parts[0].split("-")[0], fit[0], fit[1]))
     return out
 
 

@@ -59,7 +59,8 @@ is a lease term at least half the process term, else the floor is process noise 
 against 18.0-32.3 us over the eight folders with hidden-128 single runs (geometric mean 25.8 us, sd 0.199 of the log);
 the runner's host issue time explains the steps (step - issue = 5-11 ms, the fused AdamW's GPU time after the last
 backward kernel, as the model prices it), so no host/GPU overlap term is missing. The table's 7 rows (live: eager5's
-today's step fixed, heldout/eager_registered.folder_fits) read 10.9%. The registered hostsingle set
+today's step fixed, heldout/eager_registered.folder_fits; the product's single term pooled over the 2 x H200 leases,
+its leases.yaml, moves pphost's row) read 9.8%. The registered hostsingle set
 (calibration/h200x2-hostsingle-2026-11-30: rule N over 3 x 3 host-bound processes, H and O this lease's own host fit)
 re-measures the process term and the host fit's lease.
 """
@@ -140,7 +141,7 @@ SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, row
                             study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
                             same=(29, 6.8, 5.5))
 # computed as TP's, floor above the target but no lease term beyond 4 dof of processes: not marked (session 44)
-SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=7, leases=4, model_mean_abs_pct=10.9,
+SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=7, leases=4, model_mean_abs_pct=9.8,
                                  process_sd=0.165, lease_sd=0.0, floor_pct=(11.3, 13.2), target_pct=8.0,
                                  study="studies/single_host_noise.py", gpu="H200", bias_log=0.0978, bias_se_log=0.0360,
                                  same=(24, 20.4, 11.3))
