@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager import process_document  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import pooled_sd, print_verdicts, range_mem_error, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdphost-2026-11-30"
 LEASE2 = ROOT / "calibration" / "h200x2-eager-fsdphost-lease2-2026-11-30"   # the pooled host term's held-out lease
@@ -142,15 +142,6 @@ def read_processes(bundle: Path) -> tuple[dict[str, dict], list[str]]:
     return got, left
 
 
-def _sd(groups: list[list[float]]) -> tuple[float | None, int]:
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
-    return (math.sqrt(ss / dof) if dof else None), dof
-
-
-def mem_error(lo: float, hi: float, measured: float) -> float:
-    """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end."""
-    return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
 
 
 def read_out(bundle: Path) -> dict:
@@ -173,10 +164,10 @@ def read_out(bundle: Path) -> dict:
         rows.append({"process": stem, "shape": key, "measured_s": got["step_s"], "predicted_s": float(p["step_ms"]) / 1e3,
                      "peak_GiB": got["peak_GiB"],
                      "mem_err": None if got["peak_GiB"] is None
-                     else mem_error(float(p["steady_mem_GiB"]), float(p["peak_mem_GiB"]), got["peak_GiB"])})
+                     else range_mem_error(float(p["steady_mem_GiB"]), float(p["peak_mem_GiB"]), got["peak_GiB"])})
     target, band = judge["target_pct"] / 100, judge["bias_band"]
     verdicts = {}
-    sd, dof = _sd([[math.log(r["measured_s"]) for r in rows if r["shape"] == key] for key in pred])
+    sd, dof = pooled_sd([[math.log(r["measured_s"]) for r in rows if r["shape"] == key] for key in pred])
     above = None
     if sd is None:
         verdicts["N"] = "NO DATA: no shape ran in two processes"

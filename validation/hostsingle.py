@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import pooled_sd, print_verdicts, range_mem_error, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-hostsingle-2026-11-30"
 REGIME = "llm | PyTorch eager | {} | bf16"
@@ -175,15 +175,6 @@ def read_processes(bundle: Path, reg: dict) -> tuple[list[dict], list[str]]:
     return out, left
 
 
-def _sd(groups: list[list[float]]) -> tuple[float | None, int]:
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
-    return (math.sqrt(ss / dof) if dof else None), dof
-
-
-def mem_error(lo: float, hi: float, measured: float) -> float:
-    """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end."""
-    return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
 
 
 def bias_word(logs: list[float], band: float) -> tuple[str | None, str]:
@@ -209,8 +200,8 @@ def read_out(bundle: Path) -> dict:
         reg_p = p["predicted"]["registered"]
         p["error"] = float(reg_p["step_ms"]) / 1e3 / p["measured_s"] - 1
         p["product_error"] = float(p["predicted"]["product"]["step_ms"]) / 1e3 / p["measured_s"] - 1
-        p["mem_err"] = mem_error(float(reg_p["steady_mem_GiB"]), float(reg_p["peak_mem_GiB"]), p["peak_GiB"])
-    sd, dof = _sd([[math.log(p["measured_s"]) for p in procs if p["key"] == k] for k in {p["key"] for p in procs}])
+        p["mem_err"] = range_mem_error(float(reg_p["steady_mem_GiB"]), float(reg_p["peak_mem_GiB"]), p["peak_GiB"])
+    sd, dof = pooled_sd([[math.log(p["measured_s"]) for p in procs if p["key"] == k] for k in {p["key"] for p in procs}])
     above = None
     if sd is None:
         verdicts["N"] = "NO DATA: no shape ran in two processes"

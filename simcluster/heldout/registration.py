@@ -84,3 +84,20 @@ def print_verdicts(verdicts: dict, left: list[str] = ()) -> None:
         print(f"left out: {line}")
     for rule, text in verdicts.items():
         print(f"{rule}: {text}")
+
+
+def pooled_sd(groups: list[list[float]]) -> tuple[float | None, int]:
+    """A registered set's rule N: the pooled standard deviation of each group's values around its own mean (the logs of
+    one shape's process steps), and its degrees of freedom; None where no group has two values."""
+    import math
+    import statistics
+
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
+    return (math.sqrt(ss / dof) if dof else None), dof
+
+
+def range_mem_error(lo: float, hi: float, measured: float) -> float:
+    """A registered set's rule P: 0 inside the registered memory range [lo, hi] (GiB), else the relative distance of the
+    prediction's nearer end from the measured peak."""
+    return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
