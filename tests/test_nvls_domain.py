@@ -122,7 +122,7 @@ def test_one_domain_time_is_latency_rate_and_fill_with_the_domains_nccl():
 
 
 # d39e0960 (before session 44), printed by the commands below run in a checkout of d39e0960 with the scenarios
-# written by h200_board / in_network_16 (docs/models/fabric-findings.md, session 44 mend):
+# _scenario writes below, paths pointed at the d39e0960 copy (docs/models/fabric-findings.md, session 44 mend):
 #   python -m simcluster predict collective --scenario S --op all_reduce -b 16M -e 64M -f 4 [--algorithm in-network]
 # 1 node x 8 H200, h100-nvls card: 16 MiB 71.01 us (busbw 413.48 GB/s), 64 MiB 254.03 us (462.31)
 # 16 nodes x 8 H200, 8 x NDR 400G, sharp-quantum2-400g, in-network: 16 MiB 85.21 us (390.71), 64 MiB 268.23 us (496.46)
