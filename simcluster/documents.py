@@ -22,6 +22,7 @@ each field into its typed value and refuse unknown keys with the same one-line f
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
@@ -107,6 +108,18 @@ class DlioWorkload(Document):
 DLIO_WORKLOAD = DlioWorkload
 
 
+EXCLUSION_QUOTE = re.compile(r"'[^']{12,}'|\"[^\"]{12,}\"")   # a quoted passage of the source
+
+
+def _quotes_the_source(text: str) -> str:
+    """`excluded_why` must quote the source's own statement that the run underperformed and say that no cause is given
+    (the criterion, calibration/published/README.md)."""
+    if not EXCLUSION_QUOTE.search(text or "") or "no cause" not in (text or "").lower():
+        raise ValueError("excluded_why must quote the source's statement that its run fell below what the hardware "
+                         "delivers ('...' of 12 characters or more), and say that no cause is given")
+    return text
+
+
 class PublishedUsage(Document):
     held_out: bool
     runs_not_held_out: Nullable(dict[int, Text(2000)]) = None      # run index -> why
@@ -114,8 +127,9 @@ class PublishedUsage(Document):
     rows_not_held_out: Nullable(dict[str, Text(2000)]) = None      # row id -> why (files of rows, not runs)
     source_group: Nullable(Text(200)) = None                        # the source a band counts it as (published.Published)
     development_for: Nullable(dict[OneOf("held_out_systems"), Text(2000)]) = None   # check -> why its rows prompted it
-    excluded_why: Nullable(Text(2000)) = None   # nccl: the source states the run was degraded in a way the model has no
-                                                # knob for (quoted): predicted and printed, never compared
+    excluded_why: Nullable(Annotated[Text(2000), AfterValidator(_quotes_the_source)]) = None   # nccl: the criterion
+    # (calibration/published/README.md): the source states the run itself fell below what its hardware delivers and gives
+    # no cause; quoted ('...' of >= 12 characters): predicted and printed, never compared
 
 
 class Published(Document):

@@ -99,7 +99,7 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     nvls, arch = None, machine_arch(machine)
     if machine.nvls_card:
         table, latency, _ = load_nvls(machine.nvls_card)
-        rate = domain_nvls_rate(table, machine.domain_gpus, nvls_channels(arch, None, one_clique=False))
+        rate = domain_nvls_rate(table, machine.domain_gpus, nvls_channels(arch, None, one_clique=False), arch)
         if rate is None:
             raise ModelCardError(f"no NVLS bandwidth for {machine.domain_gpus} GPUs per NVLink domain (has {sorted(table)}: "
                                  "the card's law carries a rate only to larger domains)", where=str(machine.nvls_card))

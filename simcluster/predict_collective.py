@@ -154,7 +154,7 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions])
+    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op)
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
@@ -179,6 +179,20 @@ def _nvls_unpriced(m, op: str, sizes: list[int]) -> list[str]:
     return [f"NCCL runs NVLS on these {domain.ranks} GPUs from {min(unpriced) >> 20} MiB, but the NVLS card has rates from "
             f"{counts} GPUs only (carried upwards, never below): those sizes are priced on the NVLink card's ring, not "
             "what NCCL runs (docs/models/fabric.md, NVLS inside one NVLink domain)"]
+
+
+def _nvls_above_board(m, op: str) -> list[str]:
+    """A note where an all_reduce's NVLS price inside an NVLink domain of more than 8 GPUs is a fit or unmeasured
+    (collectives/nvls_domain.unmeasured_note)."""
+    from simcluster.cards import load_nvls
+    from simcluster.collectives.nvls_domain import unmeasured_note
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.machine_models import machine_arch
+
+    if not m.nvls_card or canonical_op(op) != "all_reduce":
+        return []
+    note = unmeasured_note(machine_arch(m), m.domain_gpus, load_nvls(m.nvls_card)[0], m.domains)
+    return [note] if note else []
 
 
 def _nic_protocols(m) -> dict | None:

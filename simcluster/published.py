@@ -57,8 +57,10 @@ class Published:
         return (self.usage.get("runs_not_held_out") or {}).get(run) or str(self.usage.get("why") or "")
 
     def summary_why(self) -> str:
-        """Why the file is (not) held out, each run that is an exception, and its note."""
-        parts = [str(self.usage.get("why") or "")]
+        """Why the file is (not) held out, each run that is an exception, and its note; first, where the file is out of
+        the model's scope, why (`excluded_why`)."""
+        parts = [f"EXCLUDED, not compared (out of the model's scope): {self.excluded_why}"] if self.excluded_why else []
+        parts += [str(self.usage.get("why") or "")]
         parts += [f"run {i}: {why}" for i, why in (self.usage.get("runs_not_held_out") or {}).items()]
         return "; ".join(x for x in parts + [str(self.usage.get("note") or "")] if x)
 

@@ -196,6 +196,7 @@ class ReferenceRow:
     scale: float | None = None    # the row's GPUs (the regime's validated range is read from its rows)
     gpu: str = ""                 # the GPU model the row ran on (trust/regime.gpu_model of the source's system.gpu)
     source_group: str = ""        # the source the bands count it as when not its own file (published.Published.source_group)
+    excluded: bool = False        # out of the model's scope (the file's simcluster.excluded_why): predicted, never compared
 
     @property
     def time_ratio(self) -> float | None:
@@ -210,7 +211,8 @@ class ReferenceRow:
                 "error_pct": None if self.error is None else self.error * 100, "held_out": self.held_out,
                 "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {}),
                 **({"regime": self.regime, "scale": self.scale} if self.regime else {}), **({"gpu": self.gpu} if self.gpu else {}),
-                **({"source_group": self.source_group} if self.source_group else {})}
+                **({"source_group": self.source_group} if self.source_group else {}),
+                **({"excluded": True} if self.excluded else {})}
 
 
 @dataclass(frozen=True)
@@ -224,22 +226,33 @@ class ReferenceValidation:
     skipped: list[str] = field(default_factory=list)   # rows whose prediction failed (exit 3)
 
     def summary(self) -> dict[str, dict]:
-        """source -> rows compared, mean and max |error| (%), rows within the target, held out (yes/no/partly)."""
+        """source -> rows compared, mean and max |error| (%), rows within the target, held out (yes/no/partly, or
+        excluded: every row out of the model's scope)."""
         out = {}
         for source in self.sources:
             rows = [r for r in self.rows if r.source == source and r.error is not None]
             errs = [abs(r.error) for r in rows]
             held = {r.held_out for r in self.rows if r.source == source}
+            excluded = [r for r in self.rows if r.source == source and r.excluded]
+            status = "partly" if len(held) > 1 else ("yes" if held == {True} else "no" if held else "-")
             out[source] = {"rows": len(errs), "mean_abs_error_pct": sum(errs) / len(errs) * 100 if errs else None,
                            "max_abs_error_pct": max(errs) * 100 if errs else None,
                            "within_target": sum(e <= self.target for e in errs),
-                           "held_out": "partly" if len(held) > 1 else ("yes" if held == {True} else "no" if held else "-"),
+                           "held_out": "excluded" if excluded and len(excluded) == sum(r.source == source for r in self.rows)
+                           else status,
                            "why": self.sources[source]}
         return out
 
+    def excluded(self) -> tuple[int, int]:
+        """(rows, files) out of the model's scope (ReferenceRow.excluded): predicted, never compared."""
+        rows = [r for r in self.rows if r.excluded]
+        return len(rows), len({r.source for r in rows})
+
     def to_json(self) -> dict:
+        rows, files = self.excluded()
         return {"kind": self.what, "target_pct": self.target * 100, "summary": self.summary(),
-                "rows": [r.to_json() for r in self.rows], "skipped": self.skipped}
+                "rows": [r.to_json() for r in self.rows], "skipped": self.skipped,
+                **({"excluded_rows": rows, "excluded_files": files} if rows else {})}
 
 
 @dataclass(frozen=True)

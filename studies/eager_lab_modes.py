@@ -3,8 +3,10 @@
 Reads the error-band table (simcluster/trust/error_bands.json, family `llm eager`: the registered and sealed read-outs'
 held-out rows) and prints, per regime and GPU count <= 2: rows, sets, today's mean |error| (a registered row at today's
 prediction: today_over_registered / rho - 1; a sealed row: 1 / rho - 1), today's mean error (bias), whether the mean
-|error| meets 8%, and whether trust/noise.py marks the regime noise-limited there.
-    python studies/eager_lab_modes.py
+|error| meets 8%, and whether trust/noise.py marks the regime noise-limited there. With --live (session 44) the same
+figures from the held-out rows as the table builder reads them now (trust/build.eager_residuals of eager_held_out_rows,
+today's moves recomputed), before error_bands.json is regenerated.
+    python studies/eager_lab_modes.py [--live]
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from simcluster.trust.table import load_table  # noqa: E402
 TARGET_PCT = 8.0
 
 
-def modes(max_gpus: int = 2) -> list[dict]:
+def modes(max_gpus: int = 2, live: bool = False) -> list[dict]:
+    if live:
+        from simcluster.trust.build import eager_held_out_rows, eager_residuals
+
+        res = eager_residuals(eager_held_out_rows())
+        regimes = {key: [r for r in res if r.regime == key] for key in {r.regime for r in res}}
+    else:
+        regimes = {key: regime.rows for key, regime in load_table().regimes.items()}
     out = []
-    for key, regime in sorted(load_table().regimes.items()):
-        rows = [r for r in regime.rows if r.family == "llm eager" and r.scale <= max_gpus]
+    for key, all_rows in sorted(regimes.items()):
+        rows = [r for r in all_rows if r.family == "llm eager" and r.scale <= max_gpus]
         for scale in sorted({r.scale for r in rows}):
             pick = [r for r in rows if r.scale == scale]
             errs = [r.today_error for r in pick]
@@ -38,7 +47,7 @@ def modes(max_gpus: int = 2) -> list[dict]:
 
 def main() -> int:
     print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'bias':>7}  8%      noise-limited")
-    for m in modes():
+    for m in modes(live="--live" in sys.argv[1:]):
         print(f"{m['regime']:56} {m['gpus']:4d} {m['rows']:4d} {m['sets']:4d} {m['mean_abs_pct']:9.1f}% {m['bias_pct']:+6.1f}%  "
               f"{'met' if m['meets'] else 'NOT met':7} {'yes' if m['noise_limited'] else 'no'}")
     return 0

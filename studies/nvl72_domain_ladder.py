@@ -1,7 +1,8 @@
 """NVLS all_reduce inside one NVL72 NVLink domain at 4-72 GPUs: every published one-domain GB200 / GB300 row set, the
 NVLS channels each NCCL version ran, and which carry law from 8 GPUs the 16-60 GPU ladder allows (issue 41, session 43,
 engineer nvl72). Session 44 (helper mnnvl) adopted one figure from it: the NVLS kernel's per-channel ceiling above 8 GPUs
-(collectives/nvls_domain.py, a_ch = 14.5 GB/s, the 16 / 32 / 60 GPU plateaus per channel), so the GB300 files at 8-60
+(collectives/nvls_domain.py, a_ch = 14.5 GB/s, the 16 / 32 / 60 GPU plateaus per channel; 14.8 since the session 44
+mend, solved with the model's own fill, which applies above 8 GPUs only), so the GB300 files at 8-60
 GPUs are development since then (w4, a ring, stays held out).
 
 Rows: calibration/published nccl-*.yaml files whose scenario is one NVLink domain of a Blackwell NVL72 rack (GB200:

@@ -2,6 +2,7 @@
 registered one, the band's residual stays the registered one, and an answer whose band's rows mostly moved says so."""
 
 import json
+import re
 
 import pytest
 from conftest import ROOT, load_script
@@ -180,3 +181,25 @@ def test_a_registered_step_sets_today_is_its_registration_scripts_prediction_tod
             matched += 1
             assert rows[label] == pytest.approx(script.predict(row)["step_ms"] / 1e3, rel=1e-9), label
     assert rows and matched == len(rows)
+
+
+def test_a_one_gpu_sets_today_takes_its_registrations_host_fits():
+    """One path: eager5's today's step beside each registered row (heldout/eager_registered.todays_step_s over
+    FLAG_HOSTS) is what its registration's host composition (validation/llm_compile2.host_fits: the diagnostic's single,
+    ckpt, op; the compile set's compile only) predicts now. Until session 44 the compile set's single fit went over the
+    diagnostic's and moved these rows 15-16% with nothing in the model changed."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.heldout import eager_registered as er
+
+    compile2 = load_script("validation/llm_compile2.py")
+    assert er.folder_fits(er.FLAG_HOSTS) == compile2.host_fits()
+    gpu, _ = load_gpu(ROOT / er.FLAG_CARD)
+    rows = er.held_out_rows((er.EAGER5,))
+    assert len(rows) == 5
+    for row in rows:
+        preset, seq, mb = re.match(r"(\S+) single seq (\d+) mb (\d+)", row["label"]).groups()
+        want = compile2.predict("eager", preset, None, int(seq), int(mb), compile2.host_fits(), gpu)[0]
+        assert row["today_s"] == pytest.approx(want, rel=1e-9), row["label"]
+        if row["host_bound"]:   # the two short steps: the model has not moved on them (the GPU-bound 4096-token ones 3%)
+            assert abs(row["today_s"] / row["predicted_s"] - 1) < 0.01, row["label"]
+    assert sum(r["host_bound"] for r in rows) == 2

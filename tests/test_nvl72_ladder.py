@@ -51,12 +51,17 @@ def test_no_carry_law_from_8_gpus_fits_the_ladder_above_8():
 
 def test_counts_the_nvls_card_lacks_run_nvls_carried_and_under_the_channel_ceiling():
     """The NVL72 NVLS card holds rates at 8, 36, 64 and 72 GPUs; at 16 / 32 / 60, where NCCL ran NVLS (the source), the
-    model now runs NVLS too (session 44: the card's law carried from 8 GPUs, under 24 channels x a_ch), and the 8 GiB
-    plateau is within 4% at 16-60 GPUs (development: a_ch was taken from those three points)."""
+    model now runs NVLS too (session 44: the card's law carried from 8 GPUs, under 24 channels x a_ch). Not an accuracy
+    check (a_ch was fitted on these three 8 GiB points: development): that the fit was solved with the model's own fill,
+    so its residuals straddle zero (+2.0 / -1.2 / -1.0%) instead of all falling on one side (-0.0 / -3.2 / -3.0% when
+    a_ch was taken without the fill; cold review A44 item 5)."""
+    plateau = []
     for n in (8, 16, 32, 60):
         rows = system_rows(STUDY.read(LADDER[n].stem))
         assert rows and all(r.detail.startswith("nvls/") for r in rows), n
-        assert abs(rows[-1].error) < 0.04, n
+        plateau.append(rows[-1].error)
+    fitted = plateau[1:]
+    assert min(fitted) < 0 < max(fitted) and abs(sum(fitted) / 3) < 0.005
 
 
 def test_predict_collective_names_no_stand_in_where_the_card_law_carries():
@@ -69,8 +74,9 @@ def test_predict_collective_names_no_stand_in_where_the_card_law_carries():
     (w16,) = sweep_from_scenario(str(ROOT / "scenarios/published/gb300-nvl72-w16-ncclbpf.yaml"), "all_reduce", "64M", "8G", 2,
                                  None)
     assert not any("NCCL runs NVLS" in n for n in w16.notes)
+    assert any("fitted on GB300 NVL72" in n for n in w16.notes)       # the fit is named (cold review A44 item 3)
     assert all(p.algorithm == "nvls" for p in w16.predictions)
-    assert w16.predictions[-1].busbw_Bps == pytest.approx(644.7e9, rel=2e-3)   # 8 GiB, as the study's
+    assert w16.predictions[-1].busbw_Bps == pytest.approx(658.0e9, rel=2e-3)   # 8 GiB, as the study's (development)
     domain = NvlinkDomain(None, 7, "blackwell", ({8: 466e9}, 10e-6))
     assert domain.nvls_unpriced("all_reduce", [2**20, 2**30]) == [2**30]     # NCCL's ring at 1 MiB
     assert domain.nvls_unpriced("all_reduce", [2**30], 16) == []

@@ -174,7 +174,8 @@ def test_the_development_study_prints_what_the_readme_and_findings_state():
     rows = [r for r in study.processes() if not r["call"].startswith(BUNDLE.name)]
     assert len(rows) == 11 and {r["call"] for r in rows} == {"h200x2-eager-hostbound-noise-2026-11-29",
                                                              "h200x2-eager-pphost-2026-11-29", "h200x2-llm-eager-post-2026-11-29"}
-    assert statistics.mean(abs(r["err"]) for r in rows) == pytest.approx(0.083, abs=0.0005)
+    # today's model: since session 44's pooled single host term (helper hostsingle) it is the candidate (8.3% before it)
+    assert statistics.mean(abs(r["err"]) for r in rows) == pytest.approx(0.104, abs=0.0005)
     assert statistics.mean(abs(r["cand"]) for r in rows) == pytest.approx(0.104, abs=0.0005)
     own = [r["own"] for r in rows if r["own"] is not None]
     assert len(own) == 9 and min(own) > 0 and statistics.mean(own) == pytest.approx(0.141, abs=0.0005)
@@ -201,7 +202,9 @@ def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tm
         x = next(x for x in reg.values() if r["label"] == f"{x['preset']} {x['mode']} seq {x['seq']} mb 1 x4 micro-batches")
         assert r["predicted_s"] == x["predicted"]["product"]["step_ms"] / 1e3
         assert r["measured_s"] == pytest.approx(r["predicted_s"] * math.exp(0.1), rel=0.03)
-        assert r["today_s"] == pytest.approx(r["predicted_s"], rel=1e-3)   # the product as registered
+        # today's product: since session 44 (hostsingle) its single host term is the four leases' mean, which is this
+        # set's registered candidate
+        assert r["today_s"] == pytest.approx(x["predicted"]["candidate"]["step_ms"] / 1e3, rel=2e-3)
     assert Counter(res.regime for res in eager_residuals(rows)) == {"llm | PyTorch eager | PP+host-bound | bf16": 6}
     text = (bundle / "registered.yaml").read_text().replace("host_share: 0.9381", "host_share: null", 1)
     (bundle / "registered.yaml").write_text(text)

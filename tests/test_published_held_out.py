@@ -142,17 +142,23 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
     (review C 42: the headline "34 of 49" counted them unmarked)."""
     from simcluster.published import published_files, read_published
 
-    prompting = set()
+    prompting, marked = set(), set()
     for f in published_files(None, "nccl-"):
         ref = read_published(f, "published-nccl-run")
         if "--held-out-systems" in str(ref.usage.get("why") or ""):
             prompting.add(ref.name)
             assert ref.development_for("held_out_systems"), f"{ref.name}: development for --held-out-systems, unmarked"
+        if ref.development_for("held_out_systems"):
+            marked.add(ref.name)
     assert prompting >= {"nccl-aws-p5-48xlarge-x2", "nccl-aws-p5-x2-eks-keitaw2024", "nccl-aws-p4de-24xlarge-x2",
                          "nccl-aws-p4d-x2-vm-skypilot-efa", "nccl-aws-p4d-x2-hyperpod-skypilot-efa",
                          "nccl-aws-p5-hyperpod-x2-x32-gpucomm"}   # session 43 (efa): the chooser's protocols
+    # session 44: OCI (the lead at mnnvl's merge); the mend (cold review A44 item 2): nccl#527 and the CoreWeave racks,
+    # whose figures moved through session 44 changes made with their rows in view
+    assert marked - prompting >= {"nccl-oci-gb200-x2-mnnvl-oke", "nccl-aws-p4d-x2-x4-nccl527-unverified",
+                                  "nccl-gb200-nvl72-coreweave", "nccl-gb200-nvl72-2racks-coreweave"}
     results = ho.held_out_systems(systems=systems)
-    assert {r.system for r in results if r.development} == prompting
+    assert {r.system for r in results if r.development} == marked & {r.system for r in results}
     out = ho.text(results)
     for r in results:
         line = next(x for x in out.splitlines() if x.startswith(r.system[:30]))
@@ -170,6 +176,9 @@ def test_cli_refuses_without_published_nccl():
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published nccl" in out.stderr
 
 
+WHY = "the thread: 'our run is far too slow', no cause given"
+
+
 def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or_fitted(tmp_path):
     """`simcluster.excluded_why` (session 44, nccl41): the source states its run was degraded in a way the model has no
     knob for. `validate --published nccl` still predicts each row and prints the prediction with that reason, but the row
@@ -182,21 +191,43 @@ def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or
     plain, out = tmp_path / "plain", tmp_path / "out"
     plain.mkdir(), out.mkdir()
     (plain / "nccl-x.yaml").write_text(text)
-    (out / "nccl-x.yaml").write_text(text.replace("\nsimcluster:", "\nsimcluster:\n  excluded_why: \"the thread: 'degraded'\"", 1))
+    (out / "nccl-x.yaml").write_text(text.replace("\nsimcluster:", f"\nsimcluster:\n  excluded_why: \"{WHY}\"", 1))
     compared = system_rows(read_nccl_file(plain / "nccl-x.yaml"))
     excluded = system_rows(read_nccl_file(out / "nccl-x.yaml"))
     assert compared and all(r.error is not None for r in compared)
     assert [r.run for r in excluded] == [r.run for r in compared]
     for a, b in zip(compared, excluded, strict=True):
         assert b.predicted is None and b.error is None and b.measured == a.measured
-        assert "simcluster.excluded_why" in b.unavailable and "'degraded'" in b.unavailable
+        assert "simcluster.excluded_why" in b.unavailable and "'our run is far too slow'" in b.unavailable
         assert f"{a.predicted / 1e9:.4g} GB/s" in b.unavailable and f"{a.error * 100:+.1f}%" in b.unavailable
-    assert ho.load_systems(out) == [] and ho.excluded_systems(out) == [("nccl-x", "the thread: 'degraded'")]
+    assert ho.load_systems(out) == [] and ho.excluded_systems(out) == [("nccl-x", WHY)]
     assert ho.excluded_systems(plain) == [] and len(ho.load_systems(plain)) == 1
     cli = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "nccl", "--held-out-systems", str(out),
                           "--json"], capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
-    assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": "the thread: 'degraded'"}]}
+    assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": WHY}]}
     shown = ho.text([], ho.excluded_systems(out))
-    assert "x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): the thread: 'degraded'" in shown
+    assert f"x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): {WHY}" in shown
     assert "systems within 10%: 0 of 0" in shown
+    from simcluster.reference.nccl import validate_published_nccl
+    from simcluster.report.validation import render
+
+    v = validate_published_nccl(out)                # the summary and the headline say it (cold review A44 item 8)
+    assert v.summary()["nccl-x"]["held_out"] == "excluded" and v.summary()["nccl-x"]["why"].startswith("EXCLUDED")
+    assert v.to_json()["excluded_rows"] == len(excluded) and v.to_json()["excluded_files"] == 1
+    assert f"(+{len(excluded)} rows of 1 file out of scope, not compared)" in render(v)
+
+
+@pytest.mark.parametrize("why", ["", "degraded, no cause", "the thread: 'degraded' (no cause)", "the thread: 'our run is far too slow'"])
+def test_excluded_why_must_quote_the_source_and_say_no_cause_is_given(tmp_path, why):
+    """The criterion (calibration/published/README.md) in the schema: a quoted statement of the source (12 characters or
+    more) and 'no cause'; anything less is a one-line error naming the key (cold review A44 item 9)."""
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+
+    text = open("calibration/published/nccl-h100-ib-x2-nebius-skypilot.yaml").read()
+    path = tmp_path / "nccl-x.yaml"
+    path.write_text(text.replace("\nsimcluster:", f"\nsimcluster:\n  excluded_why: \"{why}\"", 1))
+    with pytest.raises(SimclusterError) as exc:
+        read_published(path, "published-nccl-run")
+    assert "simcluster.excluded_why" in exc.value.one_line() and "\n" not in exc.value.one_line()

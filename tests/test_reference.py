@@ -74,6 +74,9 @@ SESSION42_DEVELOPMENT = {"aws-p4d-x2-hyperpod-skypilot-efa": range(0, 6), "aws-p
 SESSION42_HELD_OUT_SET_DEVELOPMENT = {"aws-p4d-x2-x4-nccl527-unverified": (0, 1, 2), "aws-p4de-24xlarge-x2": range(6, 12),
                                      "h100-roce-x5-nccl1368": (1,)}   # the same, in the session-18 set; nccl#527's rows 1-2 since
 # session 44 (nccl41): its scenario's 3 EFA interfaces (the thread's statement) were set after they had been compared
+# session 44 (the lead at mnnvl's merge; the mend, cold review A44 item 1): OCI's rows prompted the NVLS pipeline fill
+# (studied on them in session 42, adopted in session 44): held_out false, every row development
+SESSION44_OCI_DEVELOPMENT = {"oci-gb200-x2-mnnvl-oke": range(10)}
 EXCLUDED = {"h100-ib-x2-nccltests290"}   # session 44 (nccl41): simcluster.excluded_why, the source states a degraded run
 # with no cause: its rows are predicted and printed, never compared
 SESSION42_SET = {"b200-ib-x46-together-use3a": 12,   # session 42 (treereg): recorded at f2abae21 before any prediction, registered at 10037962
@@ -140,7 +143,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
                          | SESSION40_SET | SESSION41_SET | SESSION42_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
-        development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT).get(system, ())
+        development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT | SESSION44_OCI_DEVELOPMENT).get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
 
 
@@ -213,7 +216,7 @@ def test_the_session19_set_parses_and_every_row_is_compared_as_held_out():
         assert len(compared) == len(at_64mib) == rows == (summary[system]["rows"] or rows * (system in EXCLUDED)), system
         assert all((r.error is None and "simcluster.excluded_why" in r.unavailable) == (system in EXCLUDED) for r in compared)
         assert [r.run for r in compared if not r.held_out] == alltoall, system      # only the alltoall rows, seen before the model
-        assert summary[system]["held_out"] == ("partly" if alltoall else "yes")
+        assert summary[system]["held_out"] == ("excluded" if system in EXCLUDED else "partly" if alltoall else "yes")
     for system, rows in ALLTOALL_SET.items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         assert len(compared) == rows and all(not r.held_out and r.detail == "alltoall/Simple" for r in compared), system

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager import _document  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-tpnoise-2026-11-30"
 SHAPES = (("2b", 2048, 2), ("2b", 4096, 1), ("3b", 4096, 1))
@@ -109,11 +109,6 @@ def read_processes(bundle: Path) -> tuple[dict[str, dict], list[str]]:
     return got, left
 
 
-def _sd(groups: list[list[float]]) -> tuple[float | None, int]:
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    ss = sum(sum((x - statistics.mean(g)) ** 2 for x in g) for g in groups if len(g) > 1)
-    return (math.sqrt(ss / dof) if dof else None), dof
-
 
 def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle)
@@ -130,7 +125,7 @@ def read_out(bundle: Path) -> dict:
             if (PROCESSES[stem][0], seq, mb) in pred]
     verdicts = {}
     groups = [[math.log(r["measured_s"]) for r in rows if (r["preset"], r["seq"], r["mb"]) == key] for key in pred]
-    sd, dof = _sd(groups)
+    sd, dof = pooled_log_sd(groups)
     if sd is None:
         verdicts["N"] = "NO DATA: no shape ran in two processes"
     else:
@@ -144,7 +139,7 @@ def read_out(bundle: Path) -> dict:
     if not (d["a"] and d["b"]) or len(d["a"]) + len(d["b"]) < 3:
         verdicts["S"] = f"NO DATA: {len(d['a'])} order-a and {len(d['b'])} order-b processes with both shapes"
     else:
-        sd_d, _ = _sd([d["a"], d["b"]])
+        sd_d, _ = pooled_log_sd([d["a"], d["b"]])
         ma, mb_ = statistics.mean(d["a"]), statistics.mean(d["b"])
         s, o = (ma + mb_) / 2, (ma - mb_) / 2
         se = sd_d * math.sqrt(1 / len(d["a"]) + 1 / len(d["b"])) / 2

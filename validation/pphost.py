@@ -90,7 +90,8 @@ def pooled_single() -> dict:
 
     fits = []
     for folder in SINGLE_LEASES:
-        fit = eager.fit_modes(ROOT / folder).get("single")
+        with eager.leases_unread():   # each lease's own runs (the product folder's leases.yaml pools them since session 44)
+            fit = eager.fit_modes(ROOT / folder).get("single")
         if fit is None:
             raise SimclusterError(f"{folder}: fewer than two layer counts of single-L<n>.json runs (SINGLE_LEASES)")
         fits.append({"folder": folder, "per_kernel_s": round(fit[0], 9), "per_step_s": round(fit[1], 7), "shapes": fit[2]})
@@ -101,6 +102,16 @@ def pooled_single() -> dict:
 
 
 def predicted() -> list[dict]:
+    """The registered predictions. The set was registered before session 44's pooled single host term (helper
+    hostsingle): its `product` is the product of then, whose single term was the host folder's own runs' fit; a
+    pipeline's host takes only the single term, so reading no folder's leases.yaml (llm/eager.leases_unread) gives it."""
+    from simcluster.llm import eager
+
+    with eager.leases_unread():
+        return _predicted()
+
+
+def _predicted() -> list[dict]:
     from simcluster.heldout.eager import MODE_HOST
     from simcluster.heldout.eager_regimes import regime_predict, registered_row
     from simcluster.llm import eager
@@ -261,7 +272,7 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict) -> dict | Non
     (s) with it; None (H and O say NO DATA) without two layer counts of runs/host/single-L<n>.json."""
     from simcluster.heldout.eager import MODE_HOST
     from simcluster.heldout.eager_regimes import regime_predict
-    from simcluster.llm.eager import fit_modes
+    from simcluster.llm.eager import fit_modes, leases_unread
 
     folder = bundle / "runs" / "host"
     try:
@@ -273,7 +284,8 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict) -> dict | Non
         v["H"] = v["O"] = "NO DATA: fewer than two layer counts of runs/host/single-L<n>.json ran"
         return None
     pooled, sd = float(reg["candidate_single_host"]["per_kernel_s"]), float(reg["candidate_single_host"]["lease_sd_log"])
-    product = fit_modes(MODE_HOST)["single"][0]
+    with leases_unread():   # the product as registered (before session 44's pooled single term: predicted())
+        product = fit_modes(MODE_HOST)["single"][0]
     z = math.log(fit[0] / pooled) / sd
     v["H"] = (f"{'WITHIN' if abs(z) <= 2 else 'OUTSIDE'} the leases' spread: single host {fit[0] * 1e6:.1f} us per kernel "
               f"{fit[1] * 1e3:+.2f} ms per step ({fit[2]} shapes), {z:+.1f} lease sd from the pooled {pooled * 1e6:.1f} us "

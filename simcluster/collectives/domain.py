@@ -8,9 +8,10 @@ them). With one, an all_reduce runs NVLS where NCCL's decision model picks it fo
 
     T = l_NVLS + S / algbw_NVLS(n) + F_NVLS(S)
 
-algbw_NVLS and the pipeline fill F_NVLS as collectives/nvls_domain.py prices them (the card's rate, carried by its
-heads law to counts it lacks, under the NVLS kernel's per-channel ceiling above 8 GPUs; C the NVLS channels the
-domain's NCCL version runs). Below the card's smallest GPU count a call runs as the NVLink card.
+algbw_NVLS and the pipeline fill F_NVLS as collectives/nvls_domain.py prices them: up to 8 GPUs the card's rate and no
+fill (as before session 44); above 8 the card's rate carried by its heads law, the fill, and on Blackwell the fitted
+per-channel ceiling (C the NVLS channels the domain's NCCL version runs). Below the card's smallest GPU count a call
+runs as the NVLink card.
 docs/models/collectives.md, "Multi-node NVLink"; docs/models/fabric.md, "NVLS inside one NVLink domain".
 """
 
@@ -22,7 +23,7 @@ from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import FabricPrediction, Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
-from simcluster.collectives.nvls_domain import carried_algbw, domain_nvls_rate, nvls_channels, nvls_fill_s, nvls_heads
+from simcluster.collectives.nvls_domain import carried_algbw, domain_fill_s, domain_nvls_rate, nvls_channels, nvls_heads
 from simcluster.collectives.schedule import canonical_op
 from simcluster.errors import SimclusterError
 
@@ -34,14 +35,14 @@ def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int,
     domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels."""
     op = canonical_op(op)
     channels = nvls_channels(arch, nccl_version, one_clique=True)
-    rate = domain_nvls_rate(nvls[0], ranks, channels) if nvls is not None and ranks >= 2 else None
+    rate = domain_nvls_rate(nvls[0], ranks, channels, arch) if nvls is not None and ranks >= 2 else None
     if rate is None or op != "all_reduce":
         return predict(intra, op, size_bytes, ranks)
     d = decide(NcclTopology(arch, ranks, 1, nvls=True), op, size_bytes)
     if d.algorithm != "NVLS":
         return predict(intra, op, size_bytes, ranks)
     (algbw, binds), heads = rate, nvls_heads(ranks)
-    fill = nvls_fill_s(size_bytes, channels, heads, algbw)
+    fill = domain_fill_s(size_bytes, ranks, channels, algbw)
     time = nvls[1] + size_bytes / algbw + fill
     return FabricPrediction(op, int(size_bytes), ranks, time, "Simple", "nvls",
                             {"nccl_algorithm": d.algorithm, "nccl_protocol": d.protocol, "nccl_channels": channels,

@@ -35,12 +35,15 @@ def aggregation_tree(cluster) -> AggregationTree:
 
 def node_allreduce_s(cluster, size: float) -> float:
     """One node's own all_reduce of `size` on its G GPUs (NVLS where the node has it and NCCL picks it, else the
-    NVLink card): no multi-node all_reduce can move the node's bytes faster than this."""
+    NVLink card; the NCCL version the cluster runs): no multi-node all_reduce can move the node's bytes faster than
+    this. On a board (8 GPUs) it carries no NVLS pipeline fill; on a domain above 8 GPUs it carries the one-domain
+    kernel's fill besides CollNet's own pipeline term (possibly counted twice; no published in-network row there)."""
     g = cluster.gpus_per_node
     if g < 2:
         return 0.0
     nvls = ({g: cluster.nvls[0]}, cluster.nvls[1]) if cluster.nvls is not None else None
-    return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls).time_s
+    return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls,
+                          cluster.nccl_version).time_s
 
 
 class InNetwork:

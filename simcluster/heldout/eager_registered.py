@@ -54,9 +54,9 @@ Each folder is one source (one lease, one registration). A run that failed (no d
 document is not the registered configuration (preset, shape, compile, checkpointing mode) gives no row; `read_*` say
 why for each. Rows: {bundle, label, gpus, tp, pp, zero, transport, framework, recompute, recompute_every, measured_s,
 predicted_s, host_share, host_bound, host_flag}: the regime (trust/build.eager_residuals) follows from framework,
-recompute and host_bound (llm/host_bound.py; host_share: today's model with FLAG_HOSTS' fits, for the flag only). "New shapes" above are
-new (preset, seq, micro-batch); ac6b's, eager7's and eager8's repeat some earlier (preset, tokens) (tests/test_llm_ac6.py
-REPEATED_TOKENS): still new steps, which is all these rows carry, not new memory (llm.md)."""
+recompute and host_bound (llm/host_bound.py; host_share: today's model with FLAG_HOSTS' fits, for the flag only). "New
+shapes" above are new (preset, seq, micro-batch); ac6b's, eager7's and eager8's repeat some earlier (preset, tokens)
+(tests/test_llm_ac6.py REPEATED_TOKENS): still new steps, which is all these rows carry, not new memory (llm.md)."""
 
 from __future__ import annotations
 
@@ -144,12 +144,15 @@ def registered_hosts(bundle: Path) -> tuple[str, ...]:
 @cache
 def todays_step_s(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int],
                   folders: tuple[str, ...]) -> float:
-    """Today's model's step (s) of a one-GPU run with the host runs in `folders` refitted (eager.fit_modes; a later
-    folder's modes over an earlier's): only beside the registered step (trust/moved.py)."""
-    hosts = {}
-    for f in folders:
-        hosts |= eager.fit_modes(ROOT / f)
-    return _predict(preset, layers, seq, mb, compiled, recompute, hosts).step_time_s
+    """Today's step (s) of a one-GPU run, `folders` refitted (folder_fits): beside the registered step (trust/moved.py)."""
+    return _predict(preset, layers, seq, mb, compiled, recompute, folder_fits(folders)).step_time_s
+
+
+def folder_fits(folders: tuple[str, ...]) -> dict:
+    """Each mode's host fit (eager.fit_modes) from the first of `folders` that has it, as registrations composed them
+    (FLAG_HOSTS: llm_compile2.host_fits); not a later folder's over an earlier's (llm-findings.md, session 44)."""
+    fits = [eager.fit_modes(ROOT / f) for f in folders]
+    return {mode: fit for folder in reversed(fits) for mode, fit in folder.items()}   # the first folder's last, so it wins
 
 
 # The one-GPU host fits the flag is read with: compile2's, lease3's, compile4's and eager5's registered `hosts` (single,
@@ -162,10 +165,8 @@ FLAG_CARD = "models/gpu/h200-sxm-interleaved.yaml"
 @cache
 def _flag_hosts() -> tuple[dict, object]:
     from simcluster.hardware.gpu import load_gpu
-    from simcluster.llm import eager
 
-    diag, compile_host = (eager.fit_modes(ROOT / f) for f in FLAG_HOSTS)
-    return diag | {"compile": compile_host["compile"]}, load_gpu(ROOT / FLAG_CARD)[0]
+    return folder_fits(FLAG_HOSTS), load_gpu(ROOT / FLAG_CARD)[0]
 
 
 @eager.reads_torch_framework

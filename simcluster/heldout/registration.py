@@ -1,7 +1,9 @@
 """Writing a registered predictions file (issue 44): once. A held-out set's predictions are registered (committed)
 before its runs and read against them after; writing over an existing one would put today's model where the
 registration was. `validation/*.py --register` writes through `write_registration`, which refuses a path that exists
-with one line; a registration not yet run is redone by deleting its file first (`git rm`), in the open."""
+with one line; a registration not yet run is redone by deleting its file first (`git rm`), in the open. Also the read-outs'
+shared pieces: reading a set (read_run_set), the command line (set_main), the verdict lines, and the arithmetic of the
+process-noise and memory-range rules (pooled_log_sd, mem_error)."""
 
 from __future__ import annotations
 

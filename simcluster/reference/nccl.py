@@ -232,7 +232,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
         if ref.excluded_why:   # predicted and shown, never compared: the source states a degradation the model cannot express
             rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, None, None, ref.held_out(i),
-                                     chosen, unavailable=f"out of the model's scope (simcluster.excluded_why; the model's {chosen}: "
+                                     chosen, excluded=True, unavailable=f"out of the model's scope (simcluster.excluded_why; the model's {chosen}: "
                                      f"{predicted / 1e9:.4g} GB/s, {(predicted / measured - 1) * 100:+.1f}%): {ref.excluded_why}"))
             continue
         rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,

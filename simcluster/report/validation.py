@@ -132,9 +132,13 @@ def _(v: ReferenceValidation) -> str:
         lines.append(f"  {name:<44} {s['rows']:>3} rows  mean |error| {s['mean_abs_error_pct']:5.1f}%  max "
                      f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(s['why'])}")
     held = [abs(r.error) for r in v.rows if r.error is not None and r.held_out]
+    out_rows, out_files = v.excluded()
+    scope = f" (+{out_rows} rows of {out_files} file{'s' * (out_files != 1)} out of scope, not compared)" if out_rows else ""
     if held:
         lines.append(f"held-out rows: {len(held)}, mean |error| {sum(held) / len(held) * 100:.1f}%, "
-                     f"{sum(e <= v.target for e in held)} within target")
+                     f"{sum(e <= v.target for e in held)} within target{scope}")
+    elif scope:
+        lines.append(f"held-out rows: 0{scope}")
     return "\n".join(lines) + "\n"
 
 
