@@ -171,20 +171,6 @@ def registered_shapes(runs: list[dict]) -> set[tuple]:
 
 
 @pytest.fixture
-def hosts_in_series(monkeypatch):
-    """The model before session 44's free stage hosts (llm/work.free_hosts off: a pipeline stage's host issues a task
-    once its input arrived), for the registrations predicted with it (the pphost sets' tests reproduce them); today's-step
-    caches emptied before and after, so no other test reads a step priced this way."""
-    from simcluster.heldout import eager_regimes
-    from simcluster.llm import work
-
-    eager_regimes._todays.cache_clear()
-    monkeypatch.setattr(work, "free_hosts", lambda fw, stages: False)
-    yield
-    eager_regimes._todays.cache_clear()
-
-
-@pytest.fixture
 def h200_log():
     return lambda op: H200 / "nccl-tests" / f"{op}.txt"
 

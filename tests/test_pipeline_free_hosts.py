@@ -1,7 +1,7 @@
 """The stage hosts' coupling of an eager pipeline (simulate.free_host, PipelineWork.free_hosts; docs/models/llm.md): each
 stage's host issues its tasks back to back, never waiting for their inputs, and a task's kernels end at
 max(start + G, host start + bound). A hand-computed 2-stage 1F1B schedule, the DES and its max-plus twin on it, the
-hosts in series as before, and the product's torch pipelines setting the flag."""
+hosts in series as before, and the candidate off in the product (framework.free_stage_hosts)."""
 
 from __future__ import annotations
 
@@ -75,12 +75,19 @@ def test_the_queue_in_both_engines_by_hand():
     assert des.step_time_s == pytest.approx(20.2) and mp.step_time_s == pytest.approx(des.step_time_s, rel=1e-12)
 
 
-def test_torch_pipelines_with_a_host_run_free_and_the_series_switch_restores_the_old_form():
-    from simcluster.heldout.eager_regimes import regime_predict
+def test_the_candidate_is_off_in_the_product_and_on_where_a_torch_framework_asks():
+    from dataclasses import replace
 
-    free = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344)
-    series = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344, hosts_in_series=True)
+    from simcluster.heldout.eager_regimes import regime_framework, regime_predict
+    from simcluster.llm.work import free_hosts
+
+    fw, _ = regime_framework("pp-1f1b", "h200")
+    assert not fw.free_stage_hosts and not free_hosts(fw, [])   # the product: the hosts in series
+    assert free_hosts(replace(fw, free_stage_hosts=True), [])
+    assert not free_hosts(replace(fw, free_stage_hosts=True, host_kernel_s=0.0), [])   # no host priced: nothing to free
+    series = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344)
+    free = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344, free_hosts=True)
     assert free["step_ms"] < 0.95 * series["step_ms"]   # host-bound: the stages' hosts overlap instead of queueing
-    gpu_bound = regime_predict("0.8b", 4, "pp-1f1b", "h200", microbatches=4, seq=2048)
-    gpu_series = regime_predict("0.8b", 4, "pp-1f1b", "h200", microbatches=4, seq=2048, hosts_in_series=True)
-    assert gpu_bound["step_ms"] == pytest.approx(gpu_series["step_ms"], rel=0.02)   # GPU-bound: hardly moves
+    gpu_series = regime_predict("0.8b", 4, "pp-1f1b", "h200", microbatches=4, seq=2048)
+    gpu_free = regime_predict("0.8b", 4, "pp-1f1b", "h200", microbatches=4, seq=2048, free_hosts=True)
+    assert gpu_free["step_ms"] == pytest.approx(gpu_series["step_ms"], rel=0.02)   # GPU-bound: hardly moves

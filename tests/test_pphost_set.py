@@ -20,12 +20,6 @@ PRODUCT_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"     # the pro
 SLOW_HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-27"        # 26.8 us per kernel
 
 
-@pytest.fixture(autouse=True)
-def _the_registered_model(hosts_in_series):
-    """Every test here reads the set with the model it was registered and read with: the stage hosts in series (session
-    44's free stage hosts came after its read, its processes development for them: validation/ppcouple.py)."""
-
-
 def script():
     return load_script("validation/pphost.py")
 

@@ -11,13 +11,13 @@ Why. The pphost set (calibration/h200x2-pphost-2026-11-30, read once) read D MOD
 lease's own single host fit the model priced the pipelines slow (+6.2%), its stages' hosts in series (a stage's host
 started issuing a micro-batch only once its input had arrived), while both ranks' hosts issued for 0.90-1.00 of the
 step. torch.distributed.pipelining over NCCL enqueues a stage's receive and the kernels behind it without waiting (the
-stream waits: ProcessGroupNCCL's Work.wait without blocking wait), so the model now lets each stage's host issue free
-(simulate.free_host, PipelineWork.free_hosts; docs/models/llm.md). The pphost set's 11 processes and the 11 earlier
-host-bound 2-stage processes (studies/pp_host_noise.py) are development for that change; this set is held out.
-Registered per row: `product`, the model at the registering commit (the hosts free; the product's single host fit,
-21.0 us per kernel; heldout/eager_regimes.registered_row: step, host share, stage-0 memory) and `series`, the same with
-the hosts in series (framework.hosts_in_series: the model before the change). The read-out computes both with the lease's
-own single host fit (validation/pphost.own_lease), the comparison the verdict rests on.
+stream waits: ProcessGroupNCCL's Work.wait without blocking wait), so the candidate lets each stage's host issue free
+(simulate.free_host, framework.free_stage_hosts; docs/models/llm.md), not in the product. The pphost set's 11 processes
+and the 11 earlier host-bound 2-stage processes (studies/pp_host_noise.py) are development for it; this set is held out.
+Registered per row: `product`, the model at the registering commit (the hosts in series; the product's single host
+term, the mean of four 2 x H200 leases' fits, 24.71 us per kernel; heldout/eager_regimes.registered_row: step, host
+share, stage-0 memory) and `free`, the candidate (the same with the hosts free). The read-out computes both with the
+lease's own single host fit (validation/pphost.own_lease for the product), the comparison the verdict rests on.
 PROCESSES: `simcluster.runner.llm_step --mode pp` (torchrun, 2 ranks, 3 warm-up, 10 timed steps), one row per process,
 the four rows in turn, two rounds; hidden-128 single-mode host runs (the product host folder's shapes 128:1, 512:1).
 """
@@ -54,14 +54,15 @@ JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05}
 RULES = {
     "measured": pphost.RULES["measured"],
     "N": pphost.RULES["N"],
-    "B": pphost.RULES["B"] + " (the registered `product`)",
+    "B": pphost.RULES["B"] + " (the registered `product`: the hosts in series)",
     "M": pphost.RULES["M"],
+    "F": "the registered candidate `free` (the hosts free, the product's host term): its mean |error| and lease bias; NO "
+         "WORSE if its mean |error| is within the product's + 1 point, else WORSE",
     "P": pphost.RULES["P"],
     "H": pphost.RULES["H"].replace("SINGLE_LEASES", "pooled_single_host's leases"),
-    "O": "the model (hosts free) with this lease's own single-mode host fit (runs/host, before the rounds): mean |error| "
-         "over the processes and its lease bias (B's test)",
-    "S": "the same with the hosts in series (hosts_in_series: the model before the change) and the same own fit: mean "
-         "|error| and lease bias",
+    "O": "the candidate (hosts free) with this lease's own single-mode host fit (runs/host, before the rounds): mean "
+         "|error| over the processes and its lease bias (B's test)",
+    "S": "the product's model (hosts in series) with the same own fit: mean |error| and lease bias",
     "T": "the pipeline probe (runs/probe, one process per layer count): rank 0's median step against the hosts free and "
          "the hosts in series, each with this lease's own single host fit: FREE if the free model's mean |error| over the "
          "probe's processes is below the series model's, else SERIES; NO DATA without the probe or the own fit",
@@ -69,7 +70,7 @@ RULES = {
     "D": "NOISE if N is ABOVE the target; else O's mean |error| against S's: O below S -> the coupling HOLDS if O is within "
          "the target with lease bias NONE, else the coupling is BETTER with the residual the host level (O FAST: the "
          "pipelines' host cost per kernel above the single probe's; O SLOW: a blocking point the coupling misses; "
-         "UNDECIDED: neither); O not below S -> WORSE (the coupling is taken back); NO DATA without the own fit",
+         "UNDECIDED: neither); O not below S -> WORSE (the coupling is not adopted); NO DATA without the own fit",
 }
 
 
@@ -86,25 +87,26 @@ def predicted() -> list[dict]:
     for row in rows_plan():
         reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
                              microbatches=row["microbatches"])
-        series = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
-                                seq=row["seq"], hosts_in_series=True)
+        free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
+                              seq=row["seq"], free_hosts=True)
         out.append(row | {"predicted": {"product": reg["predicted"],
-                                        "series": {"step_ms": series["step_ms"], "host_share": series["host_share"]}}})
+                                        "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}})
     return out
 
 
-def probe_step(layers: int, own: Path | None = None, series: bool = False) -> float:
-    """The pipeline probe's step (ms) at `layers`: the product's host fit or `own` folder's, the hosts free or in series."""
+def probe_step(layers: int, own: Path | None = None, free: bool = False) -> float:
+    """The pipeline probe's step (ms) at `layers`: the product's host term or `own` folder's fit, the hosts in series or
+    free."""
     from simcluster.heldout.eager_regimes import regime_predict
 
-    return regime_predict("tiny", 1, "pp-1f1b", "h200", own, MICROBATCHES, PROBE_SEQ, hosts_in_series=series,
+    return regime_predict("tiny", 1, "pp-1f1b", "h200", own, MICROBATCHES, PROBE_SEQ, free_hosts=free,
                           layers=layers)["step_ms"]
 
 
 def probe_plan() -> list[dict]:
     """The pipeline probe's registered rows (device_run.sh's probe/pp-1f1b-L<n>.json)."""
     return [{"name": f"pp-1f1b-L{n}", "layers": n, "seq": PROBE_SEQ,
-             "predicted": {"product": {"step_ms": probe_step(n)}, "series": {"step_ms": probe_step(n, series=True)}}}
+             "predicted": {"product": {"step_ms": probe_step(n)}, "free": {"step_ms": probe_step(n, free=True)}}}
             for n in PROBE_LAYERS]
 
 
@@ -125,8 +127,8 @@ def probe_read(bundle: Path, reg: dict, own: Path, v: dict, left: list[str]) -> 
         if why:
             left.append(f"probe {path.name}: {why}")
             continue
-        out.append({"row": r, "measured_s": shape["median_step_s"], "free_s": probe_step(r["layers"], own) / 1e3,
-                    "series_s": probe_step(r["layers"], own, series=True) / 1e3})
+        out.append({"row": r, "measured_s": shape["median_step_s"], "free_s": probe_step(r["layers"], own, free=True) / 1e3,
+                    "series_s": probe_step(r["layers"], own) / 1e3})
     if not out or "O" not in v or v["O"].startswith("NO DATA"):
         v["T"] = "NO DATA: no probe process or no own host fit"
         return out
@@ -168,12 +170,12 @@ def register(path: Path) -> None:
     write_registration(path, "# Predictions registered before the runs (issue 44, session 44); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in doc["probe"]:
-        print(f"{r['name']:16} hidden-128 L{r['layers']} {r['seq']}:1 x{MICROBATCHES}  product (hosts free) "
-              f"{r['predicted']['product']['step_ms']:8.2f} ms  series {r['predicted']['series']['step_ms']:8.2f} ms")
+        print(f"{r['name']:16} hidden-128 L{r['layers']} {r['seq']}:1 x{MICROBATCHES}  product (hosts in series) "
+              f"{r['predicted']['product']['step_ms']:8.2f} ms  free {r['predicted']['free']['step_ms']:8.2f} ms")
     for r in rows:
-        p, s = r["predicted"]["product"], r["predicted"]["series"]
-        print(f"{r['name']:16} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  product (hosts free) {p['step_ms']:8.2f} ms "
-              f"(host share {p['host_share']})  series {s['step_ms']:8.2f} ms  memory {p['steady_mem_GiB']:.2f}.."
+        p, f = r["predicted"]["product"], r["predicted"]["free"]
+        print(f"{r['name']:16} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  product (hosts in series) {p['step_ms']:8.2f} ms "
+              f"(host share {p['host_share']})  free {f['step_ms']:8.2f} ms  memory {p['steady_mem_GiB']:.2f}.."
               f"{p['peak_mem_GiB']:.2f} GiB")
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
@@ -184,7 +186,7 @@ def _registered(bundle: Path) -> tuple[dict, dict, list[dict]]:
         judge = {k: float(reg["judge"][k]) for k in JUDGE}
         for r in reg["rows"]:
             p = r["predicted"]
-            float(p["product"]["step_ms"]), float(p["series"]["step_ms"]), float(p["product"]["steady_mem_GiB"])
+            float(p["product"]["step_ms"]), float(p["free"]["step_ms"]), float(p["product"]["steady_mem_GiB"])
             float(p["product"]["peak_mem_GiB"]), r["name"], int(r["processes"])
         float(reg["pooled_single_host"]["per_kernel_s"]), float(reg["pooled_single_host"]["lease_sd_log"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -192,9 +194,9 @@ def _registered(bundle: Path) -> tuple[dict, dict, list[dict]]:
     return reg, judge, reg["rows"]
 
 
-def own_steps(folder: Path, rows: list[dict], series: bool) -> dict | None:
+def own_steps(folder: Path, rows: list[dict], free: bool) -> dict | None:
     """Each row's step (s) with the single host fit of the runs in `folder` (two or more layer counts; else None), the
-    hosts free or, `series`, in series."""
+    hosts in series or, `free`, free."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.eager import fit_modes
 
@@ -204,7 +206,7 @@ def own_steps(folder: Path, rows: list[dict], series: bool) -> dict | None:
     except ValueError:
         return None
     return {r["name"]: regime_predict(r["preset"], int(r["micro_batch"]), r["mode"], "h200", folder, int(r["microbatches"]),
-                                      int(r["seq"]), hosts_in_series=series)["step_ms"] / 1e3 for r in rows}
+                                      int(r["seq"]), free_hosts=free)["step_ms"] / 1e3 for r in rows}
 
 
 def read_out(bundle: Path) -> dict:
@@ -226,6 +228,7 @@ def read_out(bundle: Path) -> dict:
         for run in process_runs(bundle, r, memory=True, dropped=left, read=read):
             p = r["predicted"]
             procs.append({"row": r, "measured_s": run["step_ms"] / 1e3, "product_s": float(p["product"]["step_ms"]) / 1e3,
+                          "free_s": float(p["free"]["step_ms"]) / 1e3,
                           "mem_err": mem_error(float(p["product"]["steady_mem_GiB"]), float(p["product"]["peak_mem_GiB"]),
                                                run["mem_GiB"][0])})
         if sum(1 for q in procs if q["row"] is r) < int(r["processes"]):
@@ -241,17 +244,24 @@ def read_out(bundle: Path) -> dict:
     m = pphost._mean_abs(procs, "product_s")
     v["M"] = ("NO DATA: no process ran" if m is None else f"PP+host-bound 2 {'within' if m <= target else 'not within'} "
               f"the target on this lease: product mean |error| {m:.1%} over {len(procs)} processes (target {target:.0%})")
+    f = pphost._mean_abs(procs, "free_s")
+    if f is None:
+        v["F"] = "NO DATA: no process ran"
+    else:
+        fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
+        v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
+                  f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
     mems = [q["mem_err"] for q in procs]
     v["P"] = ("NO DATA: no peak recorded" if not mems else
               f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
               f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
     keys = {"candidate_single_host": reg["pooled_single_host"], "rows": regs}   # pphost.own_lease's registration keys
-    own = pphost.own_lease(bundle, keys, procs, v)   # rule H; the hosts free
-    series = own_steps(bundle / "runs" / "host", regs, series=True) if own is not None else None
+    series = pphost.own_lease(bundle, keys, procs, v)   # rule H; the product's model (the hosts in series)
+    own = own_steps(bundle / "runs" / "host", regs, free=True) if series is not None else None
     words = {}
     for rule, steps, what in (("O", own, "the hosts free"), ("S", series, "the hosts in series")):
         if steps is None or not procs:
-            v[rule] = v.get("O") if rule == "O" and "O" in v else "NO DATA: no own host fit or no process"
+            v[rule] = v.get("O") if "O" in v else "NO DATA: no own host fit or no process"
             continue
         errs = [steps[q["row"]["name"]] / q["measured_s"] - 1 for q in procs]
         word = pphost._bias(v, rule, [1 + e for e in errs], band)
@@ -264,7 +274,7 @@ def read_out(bundle: Path) -> dict:
     elif "O" not in words or "S" not in words:
         v["D"] = "NO DATA: the own host fit or the processes are missing"
     elif words["O"][1] >= words["S"][1]:
-        v["D"] = "WORSE: the hosts free price this lease no better than the hosts in series; the coupling is taken back"
+        v["D"] = "WORSE: the hosts free price this lease no better than the hosts in series; the coupling is not adopted"
     elif words["O"][0] == "NONE" and words["O"][1] <= target:
         v["D"] = "HOLDS: the hosts free beat the hosts in series and price this lease within the target without a bias"
     else:
@@ -282,7 +292,7 @@ def show(result: dict) -> None:
         r, meas = q["row"], q["measured_s"]
         own, ser = result["own"].get(r["name"]), result["series"].get(r["name"])
         print(f"{r['name']:16} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  measured {meas * 1e3:7.1f} ms  product "
-              f"{q['product_s'] / meas - 1:+6.1%}  series {float(r['predicted']['series']['step_ms']) / 1e3 / meas - 1:+6.1%}"
+              f"{q['product_s'] / meas - 1:+6.1%}  free {q['free_s'] / meas - 1:+6.1%}"
               + ("" if own is None else f"  own fit: free {own / meas - 1:+6.1%} series {ser / meas - 1:+6.1%}")
               + f"  memory {q['mem_err']:+.1%}")
     for q in result["probe"]:

@@ -166,13 +166,13 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
                    microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None,
-                   hosts_in_series: bool = False, layers: int | None = None) -> dict:
+                   free_hosts: bool = False, layers: int | None = None) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
     (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
-    host-cost grid, validation/eager_lease_host.py); `hosts_in_series`: a pipeline's stage hosts as the model before
-    session 44 priced them (framework.hosts_in_series; validation/ppcouple.py's comparison); `layers`: the preset's
-    with that many layers (the runner's --layers)."""
+    host-cost grid, validation/eager_lease_host.py); `free_hosts`: a pipeline's stage hosts issuing free of their
+    inputs (framework.free_stage_hosts: session 44's candidate, validation/ppcouple.py); `layers`: the preset's with
+    that many layers (the runner's --layers)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -190,7 +190,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
     fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits)
-    fw = replace(fw, hosts_in_series=hosts_in_series)
+    fw = replace(fw, free_stage_hosts=free_hosts)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)

@@ -112,10 +112,11 @@ class FrameworkSpec:
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, 2 kernels forward and 3 backward: vocab_ops)
     torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
-                                      # virtual stages, its lowered sends and receives (llm/torch_p2p.py); with a host
-                                      # priced, each stage's host issues free of its inputs (work.free_hosts)
-    hosts_in_series: bool = False     # True: a stage's host issues a task only once its input arrived (the model before
-                                      # session 44, kept for comparison: validation/ppcouple.py); docs/models/llm.md
+                                      # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
+    free_stage_hosts: bool = False    # torch pipelining with a host priced: each stage's host issues free of its inputs
+                                      # (work.free_hosts, simulate.free_host; session 44's candidate, registered in
+                                      # validation/ppcouple.py, not the product); False: a stage's host issues a task once
+                                      # its input arrived (the hosts in series); docs/models/llm.md
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32

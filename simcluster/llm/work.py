@@ -376,10 +376,11 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
 
 
 def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
-    """torch.distributed.pipelining's eager stages over NCCL issue without waiting for their inputs (simulate.free_host,
-    docs/models/llm.md 'The stage hosts' coupling'): where the framework prices a host and no stage reduces or gathers
-    over data parallelism (a PP x DP step's own host waits are not modelled: those keep the hosts in series)."""
-    return (fw.torch_pipelining and fw.host_kernel_s > 0 and not fw.hosts_in_series
+    """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (simulate.free_host,
+    docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
+    (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
+    step's own host waits are not modelled: those keep the hosts in series)."""
+    return (fw.torch_pipelining and fw.free_stage_hosts and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
