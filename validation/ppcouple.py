@@ -38,8 +38,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 
 import pphost  # noqa: E402  (validation/pphost.py: its rules' helpers, pooled leases, own-fit reader)
 
-from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import print_verdicts, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-ppcouple-2026-11-30"
 SHAPES = (("0.3b", 1792, 1), ("1.1b", 896, 1))   # (preset, seq, micro_batch): new to calibration/, host share >= 0.85
@@ -50,7 +49,7 @@ HOST_LAYERS = (2, 32)   # runs/host/single-L<n>.json, before the rounds
 # 1F1B pipeline at two layer counts, one process each (runs/probe/pp-1f1b-L<n>.json), before the rounds; in series the
 # hosts' critical path is about (m + 1) / m of the free one's (m = 4 micro-batches)
 PROBE_LAYERS, PROBE_SEQ = (4, 32), 256
-JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05}
+JUDGE = pphost.JUDGE   # target 8%, memory 10%, bias band 0.05
 RULES = {
     "measured": pphost.RULES["measured"],
     "N": pphost.RULES["N"],
@@ -180,20 +179,6 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
 
-def _registered(bundle: Path) -> tuple[dict, dict, list[dict]]:
-    reg = read_run_set(bundle)
-    try:
-        judge = {k: float(reg["judge"][k]) for k in JUDGE}
-        for r in reg["rows"]:
-            p = r["predicted"]
-            float(p["product"]["step_ms"]), float(p["free"]["step_ms"]), float(p["product"]["steady_mem_GiB"])
-            float(p["product"]["peak_mem_GiB"]), r["name"], int(r["processes"])
-        float(reg["pooled_single_host"]["per_kernel_s"]), float(reg["pooled_single_host"]["lease_sd_log"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
-    return reg, judge, reg["rows"]
-
-
 def own_steps(folder: Path, rows: list[dict], free: bool) -> dict | None:
     """Each row's step (s) with the single host fit of the runs in `folder` (two or more layer counts; else None), the
     hosts in series or, `free`, free."""
@@ -210,40 +195,10 @@ def own_steps(folder: Path, rows: list[dict], free: bool) -> dict | None:
 
 
 def read_out(bundle: Path) -> dict:
-    from simcluster.heldout.eager_regimes import process_runs
-    from simcluster.heldout.eager_today import read_process
-
-    reg, judge, regs = _registered(bundle)
-    left: list[str] = []
-    procs = []
-    docs: dict[str, list[dict]] = {}
-
-    def read(text: str, row: dict) -> tuple[dict | None, str]:
-        doc, why = read_process(text, row)
-        if not why:
-            docs.setdefault(row["name"], []).append(doc)
-        return doc, why
-
-    for r in regs:
-        for run in process_runs(bundle, r, memory=True, dropped=left, read=read):
-            p = r["predicted"]
-            procs.append({"row": r, "measured_s": run["step_ms"] / 1e3, "product_s": float(p["product"]["step_ms"]) / 1e3,
-                          "free_s": float(p["free"]["step_ms"]) / 1e3,
-                          "mem_err": mem_error(float(p["product"]["steady_mem_GiB"]), float(p["product"]["peak_mem_GiB"]),
-                                               run["mem_GiB"][0])})
-        if sum(1 for q in procs if q["row"] is r) < int(r["processes"]):
-            left.append(f"{r['name']}: {sum(1 for q in procs if q['row'] is r)} of {r['processes']} processes ran")
-    target, band = judge["target_pct"] / 100, judge["bias_band"]
-    v: dict[str, str] = {}
-    sd, dof = pooled_log_sd([[math.log(q["measured_s"]) for q in procs if q["row"] is r] for r in regs])
-    above = None if sd is None else sd * math.sqrt(2 / math.pi) > target
-    v["N"] = ("NO DATA: no row ran in two processes" if sd is None else
-              f"process sd {sd:.3f} ({dof} dof): process noise alone gives {sd * math.sqrt(2 / math.pi):.1%} mean |error|, "
-              f"{'ABOVE' if above else 'below'} the {target:.0%} target")
-    pphost._bias(v, "B", [q["product_s"] / q["measured_s"] for q in procs], band)
-    m = pphost._mean_abs(procs, "product_s")
-    v["M"] = ("NO DATA: no process ran" if m is None else f"PP+host-bound 2 {'within' if m <= target else 'not within'} "
-              f"the target on this lease: product mean |error| {m:.1%} over {len(procs)} processes (target {target:.0%})")
+    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
+    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
+    procs, left, docs, v, above, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "m"))
+    target, band = got["target"], got["band"]
     f = pphost._mean_abs(procs, "free_s")
     if f is None:
         v["F"] = "NO DATA: no process ran"
@@ -251,10 +206,7 @@ def read_out(bundle: Path) -> dict:
         fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
         v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
                   f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
-    mems = [q["mem_err"] for q in procs]
-    v["P"] = ("NO DATA: no peak recorded" if not mems else
-              f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
-              f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
+    v["P"] = pphost.rule_p(procs, judge)
     keys = {"candidate_single_host": reg["pooled_single_host"], "rows": regs}   # pphost.own_lease's registration keys
     series = pphost.own_lease(bundle, keys, procs, v)   # rule H; the product's model (the hosts in series)
     own = own_steps(bundle / "runs" / "host", regs, free=True) if series is not None else None

@@ -150,28 +150,33 @@ def register(path: Path) -> None:
           f"{len(host['leases'])} leases, sd {host['lease_sd_log']:.3f} of the log)")
 
 
-def _registered(bundle: Path) -> tuple[dict, dict, list[dict]]:
+def _registered(bundle: Path, other: str = "candidate", host: str = "candidate_single_host") -> tuple[dict, dict, list[dict]]:
+    """registered.yaml's judge and rows, each row's product and `other` prediction and the pooled `host` term checked
+    (validation/ppcouple.py: its `free` and pooled_single_host); a missing or bad key: one SimclusterError line."""
     reg = read_run_set(bundle)
     try:
         judge = {k: float(reg["judge"][k]) for k in JUDGE}
         for r in reg["rows"]:
             p = r["predicted"]
-            float(p["product"]["step_ms"]), float(p["candidate"]["step_ms"]), float(p["product"]["steady_mem_GiB"])
+            float(p["product"]["step_ms"]), float(p[other]["step_ms"]), float(p["product"]["steady_mem_GiB"])
             float(p["product"]["peak_mem_GiB"]), r["name"], int(r["processes"])
-        float(reg["candidate_single_host"]["per_kernel_s"]), float(reg["candidate_single_host"]["lease_sd_log"])
+        float(reg[host]["per_kernel_s"]), float(reg[host]["lease_sd_log"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
     return reg, judge, reg["rows"]
 
 
-def read_out(bundle: Path) -> dict:
+def read_set(bundle: Path, regs: list[dict], judge: dict, other: str) -> dict:
+    """A registered pipeline set's processes read once and its rules N, B and M (validation/ppcouple.py takes them too):
+    procs, one per process that ran (row, measured (s), product and `other` step (s) as product_s / OTHER_s, rank 0's
+    peak error against the registered range), left (why a run or row is short), docs (each row's accepted documents:
+    rule I), v (N, B, M), above (N above the target), bias (B's word), m (the product's mean |error|), target, band."""
     from simcluster.heldout.eager_regimes import process_runs
     from simcluster.heldout.eager_today import read_process  # the document among log lines, its configuration checked
 
-    reg, judge, regs = _registered(bundle)
     left: list[str] = []
-    procs = []   # one per process that ran: row, measured (s), product / candidate (s), rank 0's peak (GiB)
-    docs: dict[str, list[dict]] = {}   # each row's accepted documents (rule I)
+    procs = []
+    docs: dict[str, list[dict]] = {}
 
     def read(text: str, row: dict) -> tuple[dict | None, str]:
         doc, why = read_process(text, row)
@@ -183,7 +188,7 @@ def read_out(bundle: Path) -> dict:
         for run in process_runs(bundle, r, memory=True, dropped=left, read=read):
             p = r["predicted"]
             procs.append({"row": r, "measured_s": run["step_ms"] / 1e3, "product_s": float(p["product"]["step_ms"]) / 1e3,
-                          "candidate_s": float(p["candidate"]["step_ms"]) / 1e3,
+                          f"{other}_s": float(p[other]["step_ms"]) / 1e3,
                           "mem_err": mem_error(float(p["product"]["steady_mem_GiB"]), float(p["product"]["peak_mem_GiB"]),
                                                run["mem_GiB"][0])})
         if sum(1 for q in procs if q["row"] is r) < int(r["processes"]):
@@ -199,6 +204,23 @@ def read_out(bundle: Path) -> dict:
     m = _mean_abs(procs, "product_s")
     v["M"] = ("NO DATA: no process ran" if m is None else f"PP+host-bound 2 {'within' if m <= target else 'not within'} "
               f"the target on this lease: product mean |error| {m:.1%} over {len(procs)} processes (target {target:.0%})")
+    return {"procs": procs, "left": left, "docs": docs, "v": v, "above": above, "bias": bias, "m": m, "target": target,
+            "band": band}
+
+
+def rule_p(procs: list[dict], judge: dict) -> str:
+    """Rule P: every process's rank-0 peak within mem_pct of the registered range."""
+    mems = [q["mem_err"] for q in procs]
+    return ("NO DATA: no peak recorded" if not mems else
+            f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
+            f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
+
+
+def read_out(bundle: Path) -> dict:
+    reg, judge, regs = _registered(bundle)
+    got = read_set(bundle, regs, judge, "candidate")
+    procs, left, docs, v, above, bias, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "bias", "m"))
+    target, band = got["target"], got["band"]
     c = _mean_abs(procs, "candidate_s")
     if c is None:
         v["C"] = "NO DATA: no process ran"
@@ -206,10 +228,7 @@ def read_out(bundle: Path) -> dict:
         cb = math.expm1(statistics.mean(math.log(q["candidate_s"] / q["measured_s"]) for q in procs))
         v["C"] = (f"{'BETTER' if c <= target and c < m else 'NOT BETTER'}: candidate mean |error| {c:.1%} (product "
                   f"{m:.1%}), its lease bias {cb:+.1%}")
-    mems = [q["mem_err"] for q in procs]
-    v["P"] = ("NO DATA: no peak recorded" if not mems else
-              f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
-              f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
+    v["P"] = rule_p(procs, judge)
     own = own_lease(bundle, reg, procs, v)
     o_word, o_within = None, None
     if own is not None and procs:
