@@ -155,6 +155,7 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
         ran["h200x2-pphost-2026-11-30"] = 6
     if (ROOT / "calibration/h200x2-ppcouple-2026-11-30/runs").is_dir():   # session 44's coupling set, likewise
         ran["h200x2-ppcouple-2026-11-30"] = 4
+    ran["h200x2-hostsingle-2026-11-30"] = 4   # session 44's one-GPU hostsingle set (heldout/eager_hostsingle), run once
     assert Counter(r["bundle"] for r in both) == ran
     for r in rows:
         x = reg[next(n for n in reg if r["label"].startswith(f"{reg[n]['preset']} {reg[n]['mode']} seq {reg[n]['seq']} "))]

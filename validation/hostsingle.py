@@ -134,14 +134,16 @@ def registration_rows() -> list[dict]:
 
 def register(path: Path) -> None:
     from simcluster.heldout.eager import MODE_HOST
+    from simcluster.llm.eager import leases_unread
 
     commit = registering_commit(ROOT)
-    rows = registration_rows()
+    with leases_unread(("ckpt", "op")):   # the product as registered: before session 44's pooled ckpt / op host terms
+        rows, product_host = registration_rows(), host_fit(MODE_HOST)   # (hostproduct; its single term pooled already)
     doc = {"registered_at_commit": commit, "script": "validation/hostsingle.py --register",
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
                            "host": {"registered": str(registered_host().relative_to(ROOT)),
                                     "product": str(MODE_HOST.relative_to(ROOT))}},
-           "registered_host": host_fit(registered_host()), "product_host": host_fit(MODE_HOST), "judge": JUDGE,
+           "registered_host": host_fit(registered_host()), "product_host": product_host, "judge": JUDGE,
            "rules": RULES, "rows": rows}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 44); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))

@@ -54,6 +54,15 @@ def process_medians(bundle: Path, reg_row: dict) -> list[float]:
 def s44_rows(bundle: Path = ROOT / PP_HOST_S44_BUNDLE) -> list[dict]:
     """Session 44's set's rows that ran (module docstring), in heldout/eager_regimes.held_out_rows' keys; [] before
     the run."""
+    return shared_flag_rows(bundle, S44_SHIPPED)
+
+
+def shared_flag_rows(bundle: Path, shipped: str, describe=None) -> list[dict]:
+    """A registered set's rows that ran against each row's registered `shipped` step, its host-bound flag that
+    prediction's registered share's (llm/host_bound.is_host_bound: the registration records the share, not the flag),
+    each row the mean of the processes that ran its registered configuration (eager_today.read_process); `describe`:
+    eager_regimes.step_set_rows'. [] before the run; a row without the share: one SimclusterError line naming rows[i]
+    (s44_rows, heldout/eager_hostsingle)."""
     from simcluster.heldout.eager_today import read_process
     from simcluster.llm.host_bound import is_host_bound
     from simcluster.strict import load_yaml
@@ -63,17 +72,17 @@ def s44_rows(bundle: Path = ROOT / PP_HOST_S44_BUNDLE) -> list[dict]:
     regs = load_yaml(bundle / "registered.yaml")["rows"]
     for i, reg in enumerate(regs):
         try:
-            pred = reg["predicted"][S44_SHIPPED]
+            pred = reg["predicted"][shipped]
             pred["host_bound"] = is_host_bound(float(pred["host_share"]))
         except (KeyError, TypeError, ValueError) as exc:
-            raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: no predicted.{S44_SHIPPED}.host_share "
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: no predicted.{shipped}.host_share "
                                   f"({type(exc).__name__}: {exc})") from None
 
     def measure(reg: dict) -> float | None:
         steps = [p["step_ms"] for p in process_runs(bundle, reg, memory=False, dropped=[], read=read_process)]
         return statistics.mean(steps) if steps else None
 
-    return step_set_rows(bundle, S44_SHIPPED, measure, regs)
+    return step_set_rows(bundle, shipped, measure, regs, describe)
 
 
 def held_out_rows(bundle: Path = ROOT / PPHOST_BUNDLE) -> list[dict]:

@@ -145,7 +145,7 @@ def registered_hosts(bundle: Path) -> tuple[str, ...]:
 def todays_step_s(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int],
                   folders: tuple[str, ...]) -> float:
     """Today's step (s) of a one-GPU run, `folders` refitted (folder_fits): beside the registered step (trust/moved.py)."""
-    return _predict(preset, layers, seq, mb, compiled, recompute, folder_fits(folders)).step_time_s
+    return one_gpu_predict(preset, layers, seq, mb, compiled, recompute, folder_fits(folders)).step_time_s
 
 
 def folder_fits(folders: tuple[str, ...]) -> dict:
@@ -181,10 +181,10 @@ def host_share(preset: str, layers: int | None, seq: int, mb: int, compiled: boo
 def flag_hosts_predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int]):
     """Today's model's LlmResult of a one-GPU run on FLAG_CARD with FLAG_HOSTS' fits (host_share's, and the
     eager-today set's one-GPU predictions: heldout/eager_today.predict)."""
-    return _predict(preset, layers, seq, mb, compiled, recompute, _flag_hosts()[0])
+    return one_gpu_predict(preset, layers, seq, mb, compiled, recompute, _flag_hosts()[0])
 
 
-def _predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int], hosts: dict):
+def one_gpu_predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int], hosts: dict):
     """Today's model's LlmResult of a one-GPU run on FLAG_CARD with the host fits `hosts`."""
     from simcluster.heldout.eager import model_of
     from simcluster.llm import eager

@@ -29,7 +29,7 @@ SHIPPED = "today"   # the registered prediction: the model the product shipped a
 PP_MODES = ("pp-1f1b", "pp-gpipe")   # the 2-stage pipelines check_run reads (pp-gpipe: validation/pphost.py)
 
 
-def _layout(reg: dict) -> tuple[str, int]:
+def checkpointing(reg: dict) -> tuple[str, int]:
     """(recompute policy, every N blocks) of a registered row's ac_mode (llm-step --ac-mode; none when absent)."""
     from simcluster.llm import eager_ac
 
@@ -82,7 +82,7 @@ def registered(bundle: Path) -> list[dict]:
             pred = reg["predicted"][SHIPPED]
             float(pred["step_ms"]), bool(pred["host_bound"])
             reg["name"], reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), int(reg["processes"])
-            int(reg.get("microbatches", 1)), float(reg["half_width_pct"]), _layout(reg)
+            int(reg.get("microbatches", 1)), float(reg["half_width_pct"]), checkpointing(reg)
             if reg["mode"] not in ("single", *PP_MODES):
                 raise ValueError(f"mode {reg['mode']!r}")
             if not isinstance(reg["regime"], str) or len(reg["regime"].split(" | ")) != 4:
@@ -109,7 +109,7 @@ def predict(preset: str, seq: int, mb: int, mode: str, compiled: bool, ac_mode: 
     else:
         from simcluster.heldout.eager_registered import flag_hosts_predict
 
-        r = flag_hosts_predict(preset, None, seq, mb, compiled, _layout({"ac_mode": ac_mode}))
+        r = flag_hosts_predict(preset, None, seq, mb, compiled, checkpointing({"ac_mode": ac_mode}))
         step_ms, share = round(r.step_time_s * 1e3, 2), None if r.host_share is None else round(r.host_share, 4)
     return {"step_ms": step_ms, "host_share": share, "host_bound": is_host_bound(share)}
 
@@ -134,7 +134,7 @@ def read_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> tuple[list[dict], list[str]
 
     def describe(reg: dict) -> dict:
         pp = reg["mode"] in PP_MODES
-        recompute, every = _layout(reg)
+        recompute, every = checkpointing(reg)
         label = f"{reg['preset']} {reg['regime'].split(' | ')[2]} seq {reg['seq']} mb {reg['micro_batch']}"
         today = predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["mode"], bool(reg.get("compile")),
                         str(reg.get("ac_mode", "none")), int(reg.get("microbatches", 1)))

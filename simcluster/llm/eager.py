@@ -35,7 +35,8 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
                    floor(L / N) / L (work._host_step_s); op: the op mode's own fit (hidden-128 runs with --ac-mode op:
                    the SAC cache's Python dispatch per aten op) split per phase, forward dearer than backward
-                   (op_phase_factors, FrameworkSpec.host_bwd_kernel_s; held out on ophost2: 5.8% mean); where the host
+                   (op_phase_factors, FrameworkSpec.host_bwd_kernel_s; held out on ophost2: 5.8% mean); the product's
+                   op and ckpt terms: leases' fits at its host speed (leases.yaml scaled_to, lease_scaling); where a host
                    folder has no op runs, ckpt's (else single's) one cost per kernel, unsplit (caveats.sac_op_host)
   cp > 1           torch's context_parallel (llm/torch_cp.py: head-tail load balancing, all-gather K / V rotation,
                    ring SDPA on torch's flash kernel, attention_kernel fa2) with DDP over the dp x cp ranks (every rank
@@ -72,6 +73,7 @@ FALLBACK = {"ckpt": "single", "op": "ckpt"}   # a mode without a fit of its own 
 # probe, development: tiny L24 seq 128, op_phase_factors)
 # a host folder's file naming, per mode, the leases whose own fits the mode's host term is the mean of (lease_folders)
 LEASES: str | None = "leases.yaml"
+_UNREAD: frozenset[str] = frozenset()   # modes whose leases.yaml entries leases_unread(modes) skips
 OP_PHASES = Path(__file__).resolve().parents[2] / "calibration/h200x1-llm-ophost-2026-11-29/runs/tiny-L24-128x1.json"
 
 
@@ -249,19 +251,47 @@ def fit_modes(folder: Path, fields: dict | None = None) -> dict[str, tuple[float
     with the model's kernels per layer of that mode (its framework, with `fields` replaced: an earlier model's, for a
     development record). A mode with fewer than two layer counts is left out; a file that is not an llm-step document
     is a ValueError naming it. A mode the folder's leases.yaml names (lease_fits): the mean of its leases' own fits
-    (per kernel and per step; timed shapes summed)."""
+    (per kernel and per step; timed shapes summed), each at the product's host speed where scaled_to (lease_scaling)."""
     out = _fit_folder(folder, fields)
-    for mode in lease_folders(folder):
+    scaled = lease_scaling(folder)
+    for mode in sorted(lease_folders(folder), key=lambda m: m in scaled):   # the plain means first: a scale's reference
         fits = [fit for _, fit in lease_fits(folder, mode, fields)]
+        if mode in scaled:   # each lease's fit at the product's host speed: x (pooled reference c / the lease's own)
+            ref = out[scaled[mode]][0]
+            fits = [(f[0] * ref / own, f[1] * ref / own, f[2]) for f, own in zip(fits, _lease_refs(folder, mode, fields), strict=True)]
         out[mode] = (sum(f[0] for f in fits) / len(fits), sum(f[1] for f in fits) / len(fits), sum(f[2] for f in fits))
+    return out
+
+
+def lease_scaling(folder: Path) -> dict[str, str]:
+    """{mode: REF} of the folder's leases.yaml entries {scaled_to: REF, leases: [...]} (session 44): each lease's fit
+    times the folder's pooled REF cost per kernel over the lease's own, before the mean (fit_modes; docs/models/llm.md)."""
+    return {mode: ref for mode, (_, ref) in _read_leases(folder).items() if ref}
+
+
+def _lease_refs(folder: Path, mode: str, fields: dict | None) -> list[float]:
+    """Each of `mode`'s leases' own cost per kernel of its scaled_to mode; ValueError naming a lease without its fit."""
+    ref = lease_scaling(folder)[mode]
+    out = []
+    for lease in lease_folders(folder)[mode]:
+        fit = _fit_folder(lease, fields).get(ref)
+        if fit is None:
+            raise ValueError(f"{folder / LEASES}: {mode}: {lease} has fewer than two layer counts of {ref}-L<n>.json runs "
+                             f"(its scaled_to mode)")
+        out.append(fit[0])
     return out
 
 
 def lease_folders(folder: Path) -> dict[str, list[Path]]:
     """{mode: [host folders]} of the folder's leases.yaml (issue 44, session 43: FSDP2's host cost per kernel differs
     x1.4 between 2 x H200 leases, so the product's fsdp term is the mean over every lease's own fit): each mode a list
-    of folders relative to `folder` ('.': itself), two or more; {} where there is none. A bad file: ValueError naming
-    it and the key."""
+    of folders relative to `folder` ('.': itself), two or more, or {scaled_to: MODE, leases: [...]} (lease_scaling); {}
+    where there is none. A bad file: ValueError naming it and the key."""
+    return {mode: folders for mode, (folders, _) in _read_leases(folder).items()}
+
+
+def _read_leases(folder: Path) -> dict[str, tuple[list[Path], str | None]]:
+    """{mode: ([lease folders], the scaled_to mode or None)} of the folder's leases.yaml (lease_folders)."""
     if LEASES is None:   # leases_unread
         return {}
     path = folder / LEASES
@@ -274,30 +304,38 @@ def lease_folders(folder: Path) -> dict[str, list[Path]]:
     if not isinstance(doc, dict) or not doc:
         raise ValueError(f"{path}: expected a mapping of runner mode to a list of host folders")
     out = {}
-    for mode, folders in doc.items():
+    for mode, entry in doc.items():
         if mode not in MODES:
             raise ValueError(f"{path}: {mode!r} is not a runner mode with a host fit ({', '.join(MODES)})")
+        ref = entry.get("scaled_to") if isinstance(entry, dict) else None
+        folders = entry.get("leases") if isinstance(entry, dict) else entry
+        if isinstance(entry, dict) and (set(entry) != {"scaled_to", "leases"} or ref not in doc or ref == mode
+                                        or isinstance(doc[ref], dict)):
+            raise ValueError(f"{path}: {mode}: expected {{scaled_to: a mode listed here as plain leases, leases: [...]}}")
         if not isinstance(folders, list) or len(folders) < 2 or not all(isinstance(f, str) for f in folders):
             raise ValueError(f"{path}: {mode}: expected a list of two or more host folders")
-        out[mode] = [(folder / f).resolve() for f in folders]
-        missing = [f for f, d in zip(folders, out[mode], strict=True) if not d.is_dir()]
+        dirs = [(folder / f).resolve() for f in folders]
+        missing = [f for f, d in zip(folders, dirs, strict=True) if not d.is_dir()]
         if missing:
             raise ValueError(f"{path}: {mode}: {missing[0]!r} is not a folder")
-    return out
+        out[mode] = (dirs, ref)
+    return {mode: got for mode, got in out.items() if mode not in _UNREAD}
 
 
 @contextmanager
-def leases_unread() -> Iterator[None]:
+def leases_unread(modes: tuple[str, ...] | None = None) -> Iterator[None]:
     """Inside the block no folder's leases.yaml is read: each mode's fit is its folder's own runs' (the model before
-    session 43's pooled FSDP2 host term, for the registrations made with it and before / after studies); every cache
+    session 43's pooled FSDP2 host term, for the registrations made with it and before / after studies); `modes`: only
+    those modes' entries unread (("ckpt", "op"): the product before session 44's pooled ckpt / op terms); every cache
     that reads torch_framework cleared on the way in and out."""
-    global LEASES
-    kept, LEASES = LEASES, None
+    global LEASES, _UNREAD
+    kept = LEASES, _UNREAD
+    LEASES, _UNREAD = (None, _UNREAD) if modes is None else (LEASES, frozenset(modes))
     _clear_framework_caches()
     try:
         yield
     finally:
-        LEASES = kept
+        LEASES, _UNREAD = kept
         _clear_framework_caches()
 
 
