@@ -22,3 +22,30 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     printed = MODEL_NOW.sub("", capsys.readouterr().out)
     committed = MODEL_NOW.sub("", (bundle / "readout.txt").read_text())
     assert printed == committed
+
+
+# the eager host-bound sets whose read-outs share heldout/registration's rule helpers (bias_line, pooled_log_sd,
+# mem_error; cold review B 44 item 10): each prints its committed readout.txt byte for byte
+HOST_BOUND_READOUTS = [("validation/pphost.py", "h200x2-pphost-2026-11-30"),
+                       ("validation/hostsingle.py", "h200x2-hostsingle-2026-11-30"),
+                       ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-2026-11-30"),
+                       ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease2-2026-11-30"),
+                       ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease3-2026-11-30")]
+
+
+@pytest.mark.parametrize("script,folder", HOST_BOUND_READOUTS, ids=[f for _, f in HOST_BOUND_READOUTS])
+def test_an_eager_host_bound_read_out_prints_its_committed_readout_byte_for_byte(script, folder, capsys):
+    bundle = ROOT / "calibration" / folder
+    assert load_script(script).main([str(bundle)]) == 0
+    assert capsys.readouterr().out == (bundle / "readout.txt").read_text()
+
+
+def test_rule_b_line_names_too_few_processes_and_each_word():
+    from simcluster.heldout.registration import bias_line
+
+    assert bias_line([0.1, 0.2], 0.05) == (None, "NO DATA: 2 processes (3 needed)")
+    assert bias_line([-0.2, -0.21, -0.19], 0.05) == ("FAST", "FAST: lease bias -18.1% (log -0.200, se 0.006, 3 processes; "
+                                                              "band +-0.05)")
+    assert bias_line([0.2, 0.21, 0.19], 0.05)[0] == "SLOW"
+    assert bias_line([0.0, 0.01, -0.01], 0.05)[0] == "NONE"
+    assert bias_line([0.05, 0.2, -0.1], 0.05)[0] == "UNDECIDED"
