@@ -158,6 +158,20 @@ def measured_llm_tokens(*excluded: Path) -> set[tuple]:
     return {(preset, layers, seq * mb) for preset, layers, seq, mb in measured_llm_shapes(*excluded)}
 
 
+def seqs_named_elsewhere(bundle: Path, seqs: set[int], exempt: dict[Path, set[int]] | None = None) -> list[tuple[Path, int]]:
+    """(file, seq) for every file under calibration/ outside `bundle` (.json, .yaml, .sh, .txt, .md) that names one of
+    `seqs` as a sequence length ('"seq": S', 'seq: S' or 'S:<micro-batch>'): a registered set's "its seqs are new to
+    every bundle" check wants []. exempt: bundle folder -> the seqs it may name (a parallel set's own, said where used)."""
+    out = []
+    for path in (ROOT / "calibration").rglob("*"):
+        if not path.is_file() or bundle in path.parents or path.suffix not in (".json", ".yaml", ".sh", ".txt", ".md"):
+            continue
+        allowed = set().union(*(v for k, v in (exempt or {}).items() if k in path.parents))
+        text = path.read_text(errors="replace")
+        out += [(path, s) for s in sorted(seqs - allowed) if re.search(rf'("seq": {s}\b|\bseq: {s}\b|\b{s}:\d)', text)]
+    return out
+
+
 def registered_tokens(runs: list[dict]) -> set[tuple]:
     """(preset, layers, tokens) of a registered set's runs, as measured_llm_tokens keys them."""
     return {(preset, layers, seq * mb) for preset, layers, seq, mb in registered_shapes(runs)}

@@ -1,5 +1,7 @@
-"""The registered one-GPU sets' read-outs reproduce their committed readout.txt (cold read D, session 34): every judged
-line as it was read once; only the "(model now ... ms)" column, today's model beside the registered step, may move."""
+"""The registered sets' read-outs reproduce their committed readout.txt: the one-GPU sets' (cold read D, session 34) every
+judged line as it was read once, only the "(model now ... ms)" column, today's model beside the registered step, may
+move; the eager host-bound sets' (eager_fsdphost, pphost, hostsingle: they share heldout/registration's rule helpers,
+bias_line, pooled_log_sd, mem_error; cold review B 44 item 10) byte for byte."""
 
 import re
 
@@ -12,13 +14,31 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/llm_compile4.py", "h200x1-llm-compile4-2026-11-29"),
             ("validation/llm_eager5.py", "h200x1-llm-eager5-2026-11-29"),
             ("validation/llm_eager5.py", "h200x1-llm-eager5-lease2-2026-11-29"),
-            ("validation/llm_ophost.py", "h200x1-llm-ophost2-2026-11-29")]
+            ("validation/llm_ophost.py", "h200x1-llm-ophost2-2026-11-29"),
+            ("validation/pphost.py", "h200x2-pphost-2026-11-30"),   # these print no model-now column: byte for byte
+            ("validation/hostsingle.py", "h200x2-hostsingle-2026-11-30"),
+            ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-2026-11-30"),
+            ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease2-2026-11-30"),
+            ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease3-2026-11-30")]
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])
 def test_a_registered_read_out_prints_its_committed_readout(script, folder, capsys):
     bundle = ROOT / "calibration" / folder
     assert load_script(script).main([str(bundle)]) == 0
-    printed = MODEL_NOW.sub("", capsys.readouterr().out)
-    committed = MODEL_NOW.sub("", (bundle / "readout.txt").read_text())
-    assert printed == committed
+    printed, committed = capsys.readouterr().out, (bundle / "readout.txt").read_text()
+    if folder.startswith("h200x2-"):
+        assert "model now" not in committed and printed == committed
+    else:
+        assert MODEL_NOW.sub("", printed) == MODEL_NOW.sub("", committed)
+
+
+def test_rule_b_line_names_too_few_processes_and_each_word():
+    from simcluster.heldout.registration import bias_line
+
+    assert bias_line([0.1, 0.2], 0.05) == (None, "NO DATA: 2 processes (3 needed)")
+    assert bias_line([-0.2, -0.21, -0.19], 0.05) == ("FAST", "FAST: lease bias -18.1% (log -0.200, se 0.006, 3 processes; "
+                                                              "band +-0.05)")
+    assert bias_line([0.2, 0.21, 0.19], 0.05)[0] == "SLOW"
+    assert bias_line([0.0, 0.01, -0.01], 0.05)[0] == "NONE"
+    assert bias_line([0.05, 0.2, -0.1], 0.05)[0] == "UNDECIDED"

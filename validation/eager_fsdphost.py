@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager import process_document  # noqa: E402
-from simcluster.heldout.registration import lease_bias, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-eager-fsdphost-2026-11-30"
 LEASE2 = ROOT / "calibration" / "h200x2-eager-fsdphost-lease2-2026-11-30"   # the pooled host term's held-out lease
@@ -175,13 +175,7 @@ def read_out(bundle: Path) -> dict:
         verdicts["N"] = (f"process sd {sd:.3f} ({dof} dof): process noise alone gives {alone:.1%} mean |error|, "
                          f"{'ABOVE' if above else 'below'} the {target:.0%} target")
     logs = [math.log(r["predicted_s"] / r["measured_s"]) for r in rows]
-    bias = None
-    if len(logs) < 3:
-        verdicts["B"] = f"NO DATA: {len(logs)} processes (3 needed)"
-    else:
-        bias, b, se = lease_bias(logs, band)
-        verdicts["B"] = (f"{bias}: lease bias {math.expm1(b):+.1%} (log {b:+.3f}, se {se:.3f}, {len(logs)} processes; "
-                         f"band +-{band:.2f})")
+    bias, verdicts["B"] = bias_line(logs, band)
     within = None
     if rows:
         errs = [r["predicted_s"] / r["measured_s"] - 1 for r in rows]

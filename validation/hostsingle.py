@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-hostsingle-2026-11-30"
 REGIME = "llm | PyTorch eager | {} | bf16"
@@ -177,18 +177,6 @@ def read_processes(bundle: Path, reg: dict) -> tuple[list[dict], list[str]]:
     return out, left
 
 
-
-
-def bias_word(logs: list[float], band: float) -> tuple[str | None, str]:
-    """Rule B on a list of log errors: (word, text)."""
-    if len(logs) < 3:
-        return None, f"NO DATA: {len(logs)} processes (3 needed)"
-    b, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
-    word = ("SLOW" if b > band and b - 2 * se > 0 else "FAST" if b < -band and b + 2 * se < 0
-            else "NONE" if abs(b) + 2 * se <= band else "UNDECIDED")
-    return word, f"{word}: lease bias {math.expm1(b):+.1%} (log {b:+.3f}, se {se:.3f}, {len(logs)} processes; band +-{band:.2f})"
-
-
 def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle)
     try:
@@ -225,13 +213,13 @@ def read_out(bundle: Path) -> dict:
         errs = [p["error"] for p in ps]
         mean = statistics.mean(map(abs, errs))
         within = mean <= target
-        word, text = bias_word([math.log1p(e) for e in errs], band)
+        word, text = bias_line([math.log1p(e) for e in errs], band)
         verdicts[f"B {short}"] = text
         verdicts[f"M {short}"] = (f"{'within' if within else 'not within'} the target on this lease: mean |error| {mean:.1%} "
                                   f"over {len(ps)} processes, errors {min(errs):+.1%}..{max(errs):+.1%}")
         prod = statistics.mean(abs(p["product_error"]) for p in ps)
         verdicts[f"R {short}"] = (f"product step {'within' if prod <= target else 'not within'} the target: mean |error| "
-                                  f"{prod:.1%}; {bias_word([math.log1p(p['product_error']) for p in ps], band)[1]}")
+                                  f"{prod:.1%}; {bias_line([math.log1p(p['product_error']) for p in ps], band)[1]}")
         own_errs = [own[p["key"]] / p["measured_s"] - 1 for p in ps if p["key"] in own]
         own_within = None
         if own_errs:

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import lease_bias, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-pphost-2026-11-30"
 SHAPES = (("0.5b", 1536, 1), ("0.8b", 1344, 1), ("2b", 896, 1))   # (preset, seq, micro_batch): host share >= 0.85
@@ -278,11 +278,7 @@ def _mean_abs(procs: list[dict], key: str) -> float | None:
 
 
 def _bias(v: dict, rule: str, ratios: list[float], band: float) -> str | None:
-    if len(ratios) < 3:
-        v[rule] = f"NO DATA: {len(ratios)} processes (3 needed)"
-        return None
-    word, b, se = lease_bias([math.log(x) for x in ratios], band)
-    v[rule] = f"{word}: lease bias {math.expm1(b):+.1%} (log {b:+.3f}, se {se:.3f}, {len(ratios)} processes; band +-{band:.2f})"
+    word, v[rule] = bias_line([math.log(x) for x in ratios], band)
     return word
 
 

@@ -14,11 +14,16 @@ set is one source.
 
 Session 44's registered PP+host-bound set (calibration/h200x2-pphost-2026-11-30, validation/pphost.py: three host-bound
 shapes x 1F1B / GPipe x 2 processes) is read here too, `s44_rows`: each row against its registered `product` step (the
-model the product ships; its `candidate` is the read-out's only), its host-bound flag the registered share's
+model the product shipped at registration: the single host term of the 2026-11-23 lease alone, 21.0 us per kernel);
+its registered `candidate`, that term pooled over the 2 x H200 leases (24.7 us), is the product's since e005011e
+(hostsingle's, for single-GPU reasons, committed 7 s after this set's run started and before its read: these
+processes are held out for it, and its registered rule C read it NOT BETTER, 9.5%), so a row's today's step is the
+candidate's; its host-bound flag the registered share's
 (llm/host_bound.is_host_bound: the registration records the share, not the flag), measured as its read-out measures (the
 mean over the processes that ran the registered configuration, eager_today.read_process); no row until the set has run.
 One source. Session 44's coupling set (calibration/h200x2-ppcouple-2026-11-30, validation/ppcouple.py: two host-bound
-shapes x 1F1B / GPipe x 2 processes, its `product` the stage hosts free) is read the same way, one source of its own
+shapes x 1F1B / GPipe x 2 processes, its `product` the stage hosts in series with the pooled single host term, as shipped; its `candidate`, the hosts
+free, stayed off at its read) is read the same way, one source of its own
 (its probes are the read-out's only)."""
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_
 PP_HOST_S44_BUNDLE = "calibration/h200x2-pphost-2026-11-30"   # session 44's set (s44_rows)
 PP_COUPLE_BUNDLE = "calibration/h200x2-ppcouple-2026-11-30"   # session 44's coupling set (validation/ppcouple.py), read by
                                                               # s44_rows too: the same rows' keys and `product`
-S44_SHIPPED = "product"   # its registered prediction of the model the product ships
+S44_SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (pphost: 21.0 us;
+                          # ppcouple: the pooled 24.7 us, the stage hosts in series)
 
 
 def process_medians(bundle: Path, reg_row: dict) -> list[float]:

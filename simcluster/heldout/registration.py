@@ -113,6 +113,18 @@ def lease_bias(logs: list[float], band: float) -> tuple[str, float, float]:
     return word, b, se
 
 
+def bias_line(logs: list[float], band: float) -> tuple[str | None, str]:
+    """Rule B's verdict line over per-process log errors: (word, 'WORD: lease bias +x% (log, se, n processes; band)')
+    by lease_bias; (None, 'NO DATA: ...') under three processes. The text every eager host-bound set's read-out prints
+    (validation/eager_fsdphost.py, pphost.py, hostsingle.py)."""
+    import math
+
+    if len(logs) < 3:
+        return None, f"NO DATA: {len(logs)} processes (3 needed)"
+    word, b, se = lease_bias(logs, band)
+    return word, f"{word}: lease bias {math.expm1(b):+.1%} (log {b:+.3f}, se {se:.3f}, {len(logs)} processes; band +-{band:.2f})"
+
+
 def mem_error(lo: float, hi: float, measured: float) -> float:
     """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end (rule P)."""
     return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
