@@ -176,7 +176,7 @@ def test_the_development_study_prints_what_the_readme_and_findings_state():
     # lease's alone, 21.0 us): the 8.3% the README, llm.md and llm-findings state
     with leases_unread():
         study.predict.cache_clear(), study.candidate_fits.cache_clear()
-        at_registration = [r for r in study.processes() if not r["call"].startswith(BUNDLE.name)]
+        at_registration = [r for r in study.processes() if not r["call"].startswith(later)]
     study.predict.cache_clear(), study.candidate_fits.cache_clear()
     assert len(at_registration) == 11
     assert statistics.mean(abs(r["err"]) for r in at_registration) == pytest.approx(0.083, abs=0.0005)
