@@ -1,0 +1,164 @@
+"""Session 44's held-out check of the product's ckpt / op host terms (calibration/h200x2-opcheck-2026-11-30): the
+registration against a fresh --register at this commit, the device script against the read-out's processes and probe,
+the shapes new to calibration/, and synthetic runs through the rules N, M, B, C, O, P and D."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import pytest
+import yaml
+from conftest import ROOT, load_script, measured_llm_tokens
+from test_hostsingle_set import doc
+
+from simcluster.errors import SimclusterError
+
+BUNDLE = ROOT / "calibration" / "h200x2-opcheck-2026-11-30"
+DIAG_HOST = ROOT / "calibration" / "h200x1-llm-diag-2026-11-29" / "host"   # single, op and ckpt at 2 and 32 layers
+AVOID = {1344, 2624, 1856, 1216, 1792, 896, 1536}   # the seqs of the sets registered beside this one (the brief's list)
+
+
+def script():
+    return load_script("validation/opcheck.py")
+
+
+def host_runs(folder, factor: float) -> None:
+    """The diagnostic lease's hidden-128 single, op and ckpt runs (2 and 32 layers), every step times `factor`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in script().HOST_PROBE:
+        d = json.loads((DIAG_HOST / f"{name}.json").read_text())
+        for s in d["shapes"]:
+            s["median_step_s"] *= factor
+        (folder / f"{name}.json").write_text(json.dumps(d))
+
+
+def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host: float | None = 1.0, base=None,
+              which: str = "product"):
+    """A bundle whose every process measures `base` (key -> step s; default the registered `which` steps) times
+    exp(-offset) (offset > 0: the product slow) times exp(jitter[i]) for the i-th process, its peak `mem` times the
+    registered one; runs/host/ the diagnostic lease's probe at `host` times its steps (None: no host runs)."""
+    bundle = tmp_path / "set"
+    (bundle / "runs").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    i = 0
+    for row in yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]:
+        key = (row["preset"], row["seq"], row["micro_batch"], row["ac_mode"])
+        p = row["predicted"]["product"]
+        for k in range(1, row["processes"] + 1):
+            t = (base[key] if base else row["predicted"][which]["step_ms"] / 1e3) * math.exp(-offset + jitter[i % len(jitter)])
+            i += 1
+            (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("log\n" + json.dumps(doc(*key, t, p["peak_mem_GiB"] * mem)))
+    if host is not None:
+        host_runs(bundle / "runs" / "host", host)
+    return bundle
+
+
+def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
+    s = script()
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    fresh_path = tmp_path / "registered.yaml"
+    assert s.main(["--register", str(fresh_path)]) == 0
+    fresh = yaml.safe_load(fresh_path.read_text())
+    for key in ("script", "calibration", "product_host", "before_host", "judge", "rules", "rows"):
+        assert reg[key] == fresh[key], key
+    assert [(r["name"], r["preset"], r["seq"], r["micro_batch"], r["ac_mode"]) for r in reg["rows"]] == list(s.SHAPES)
+    assert [r["group"] for r in reg["rows"]] == ["op+host-bound", "op", "ckpt+host-bound", "ckpt"]
+    assert s.main(["--register", str(fresh_path)]) == 2   # never over an existing registration
+
+
+def test_the_registered_terms_are_hostproducts_and_the_reference_is_the_product_before_it():
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    now, before = reg["product_host"], reg["before_host"]
+    assert now["ckpt"]["per_kernel_s"] == pytest.approx(31.55e-6, rel=2e-3) and now["op"]["per_kernel_s"] == pytest.approx(55.91e-6, rel=2e-3)
+    assert "ckpt" not in before and "op" not in before   # before hostproduct: no ckpt / op fit, FALLBACK to single's
+    assert before["single"] == now["single"]
+    for row in reg["rows"]:   # the term moves every registered step, most where the host bounds it
+        assert row["predicted"]["product"]["step_ms"] > row["predicted"]["before"]["step_ms"], row["name"]
+
+
+def test_the_device_script_runs_the_probe_first_and_the_registered_processes():
+    text = (BUNDLE / "device_run.sh").read_text()
+    runs = re.findall(r"^  guarded (\S+)-r\$r 60 \$one \$step --preset (\S+) --shapes (\d+):(\d+) --(?:ac-mode (\w+)|(activation-checkpointing))$",
+                      text, re.M)
+    assert [(n, p, int(q), int(m), a or "full") for n, p, q, m, a, _ in runs] == list(script().SHAPES)
+    assert "for r in 1 2 3; do" in text and script().PROCESSES == 3
+    probes = re.findall(r"^for layers in 2 32; do guarded host/(\w+)-L\$layers 60 \$one \$probe --layers \$layers(.*); done$", text, re.M)
+    assert [f"{m}-L{n}" for m, _ in probes for n in (2, 32)] == list(script().HOST_PROBE)
+    assert [flag for _, flag in probes] == ["", " --ac-mode op", " --activation-checkpointing"]
+    assert text.index("host/ckpt-L") < text.index("for r in 1 2 3")   # the probe before every step process
+    assert 'one="env CUDA_VISIBLE_DEVICES=0 python3 -m simcluster.runner.llm_step --mode single"' in text
+    budget = int(re.search(r"BUDGET_S=\$\{BUDGET_S:-(\d+)\}", text).group(1))
+    assert budget + 60 <= 320   # the worst case: a run may start at BUDGET_S - 1 s and take its 60 s limit
+
+
+def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
+    from simcluster.runner.llm_step import PRESETS
+
+    earlier = measured_llm_tokens(BUNDLE)
+    seqs = {seq for _, _, seq, _, _ in script().SHAPES}
+    assert not seqs & AVOID and len(seqs) == len(script().SHAPES)
+    for _, preset, seq, mb, _ in script().SHAPES:
+        assert (preset, PRESETS[preset]["layers"], seq * mb) not in earlier, (preset, seq, mb)
+    for path in (ROOT / "calibration").rglob("*"):   # no other bundle names these seqs
+        if path.is_file() and BUNDLE not in path.parents and path.suffix in (".json", ".yaml", ".sh", ".txt", ".md"):
+            text = path.read_text(errors="replace")
+            for s in seqs:
+                assert not re.search(rf'("seq": {s}\b|\bseq: {s}\b|\b{s}:\d)', text), (path, s)
+
+
+def test_an_exact_product_reads_adopted_stays_and_better(tmp_path):
+    out = script().read_out(synthetic(tmp_path, 0.0, [0.01, -0.01, 0.0, 0.005]))
+    v = out["verdicts"]
+    assert v["D op"].startswith("ADOPTED STAYS: the product within the target in op+host-bound and op (C BETTER)"), v
+    assert v["D ckpt"].startswith("ADOPTED STAYS"), v
+    assert v["B op+host-bound"].startswith("NONE") and v["C ckpt+host-bound"].startswith("BETTER"), v
+    assert "below the 8% target" in v["N"] and v["P"].startswith("memory met"), v
+    assert len(out["rows"]) == 12 and not out["left"]
+
+
+def test_a_lease_that_runs_as_the_product_before_reads_reverted(tmp_path):
+    v = script().read_out(synthetic(tmp_path, 0.0, [0.01, -0.01, 0.0], which="before"))["verdicts"]
+    assert v["C op"].startswith("WORSE") and v["D op"].startswith("REVERTED"), v
+    assert v["M op+host-bound"].startswith("product not within") and v["B op+host-bound"].startswith("SLOW"), v
+
+
+def test_a_miss_this_leases_own_fit_explains_reads_lease_and_one_it_does_not_reads_next_term(tmp_path):
+    s = script()
+    folder = tmp_path / "fast-host"
+    host_runs(folder, 0.7)
+    own = {(p, q, m, a): s.predict(p, q, m, a, folder)["step_ms"] / 1e3 for _, p, q, m, a in s.SHAPES}
+    lease = s.read_out(synthetic(tmp_path / "lease", 0.0, [0.02, -0.02, 0.0, 0.01], host=0.7, base=own))["verdicts"]
+    assert lease["M op+host-bound"].startswith("product not within"), lease
+    assert lease["D op"].startswith("ADOPTED STAYS (lease): op+host-bound"), lease
+    assert "op 47.1 us per kernel" in lease["O host"] and "(x0.84)" in lease["O host"], lease["O host"]   # 0.7 x the diag lease's
+    # the product 16% fast (the term moved the right way, C BETTER) and no own fits to explain it
+    nxt = s.read_out(synthetic(tmp_path / "next", -0.17, [0.02, -0.02, 0.01, -0.01, 0.0, 0.015], host=None))["verdicts"]
+    assert nxt["C ckpt"].startswith("BETTER") and nxt["B ckpt"].startswith("FAST"), nxt
+    assert nxt["D ckpt"].startswith("NEXT TERM: ckpt+host-bound, ckpt missed"), nxt
+
+
+def test_loud_processes_read_noise_and_memory_outside_the_range_is_not_met(tmp_path):
+    loud = script().read_out(synthetic(tmp_path / "loud", 0.0, [0.3, -0.3, 0.0, 0.25]))["verdicts"]
+    assert "ABOVE the 8% target" in loud["N"] and loud["D op"].startswith("NOISE") and loud["D ckpt"].startswith("NOISE"), loud
+    v = script().read_out(synthetic(tmp_path / "mem", 0.0, [0.0], mem=1.2))["verdicts"]
+    assert v["P"].startswith("memory not met: max |error| 16.7%"), v["P"]
+
+
+def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path):
+    s = script()
+    bundle = synthetic(tmp_path, 0.0, [0.0, 0.01], host=None)
+    (bundle / "runs" / "op-1b-r3.json").unlink()
+    (bundle / "runs" / "ck-0.8b-r3.json").write_text("Traceback ...")
+    (bundle / "runs" / "ckhb-0.5b-r3.json").write_text(json.dumps(doc("0.5b", 960, 2, "none", 0.08, 7.0)))
+    out = s.read_out(bundle)
+    left = " ".join(out["left"])
+    assert "op-1b: 2 of 3 processes read" in left and "ck-0.8b-r3.json: no llm-step document" in left, left
+    assert "ckhb-0.5b-r3.json: ran" in left and "single: NO DATA" in out["verdicts"]["O host"] and not out["own"], out
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    del reg["rows"][0]["predicted"]["before"]["step_ms"]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
+    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
+        s.read_out(bundle)
