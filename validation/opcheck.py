@@ -14,7 +14,7 @@ default host folder (heldout/eager.MODE_HOST, as `simcluster run` answers), whos
 2.70 ms per step and op's 55.91 us + 3.66 ms since hostproduct; beside it, for rule C, the same model with
 eager.leases_unread(("ckpt", "op")): the product before hostproduct (ckpt and op at single's 24.71 us, unsplit). The
 hostproduct terms' evidence (hostsingle's 12 processes, the leases it pools) is development; nothing in this set is.
-The reading machinery is hostsingle's (validation/hostsingle.py: predict, bias_word) and heldout/registration.py's.
+The reading machinery is hostsingle's (validation/hostsingle.py: predict; bias_line from heldout/registration.py) and heldout/registration.py's.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
-from validation.hostsingle import bias_word, predict  # noqa: E402
+from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from validation.hostsingle import predict  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-opcheck-2026-11-30"
 # (name, preset, seq, micro-batch, llm-step --ac-mode (full: --activation-checkpointing)): runs/NAME-rK.json, K = 1..3
@@ -207,7 +207,7 @@ def read_out(bundle: Path) -> dict:
         within[g] = mean_abs(errs) <= target
         verdicts[f"M {g}"] = (f"product {'within' if within[g] else 'not within'} the target: mean |error| {mean_abs(errs):.1%} "
                               f"over {len(ps)} processes, errors {min(errs):+.1%}..{max(errs):+.1%}")
-        verdicts[f"B {g}"] = bias_word([math.log1p(e) for e in errs], band)[1]
+        verdicts[f"B {g}"] = bias_line([math.log1p(e) for e in errs], band)[1]
         verdicts[f"C {g}"] = compare(ps, pts)[1]
         own_errs = [own[p["key"]] / p["measured_s"] - 1 for p in ps if p["key"] in own]
         if own_errs:
@@ -221,7 +221,7 @@ def read_out(bundle: Path) -> dict:
         if not ps:
             verdicts[f"D {term}"] = "NO DATA: no process ran"
             continue
-        verdicts[f"B {term}"] = bias_word([math.log1p(p["error"]) for p in ps], band)[1]
+        verdicts[f"B {term}"] = bias_line([math.log1p(p["error"]) for p in ps], band)[1]
         word, verdicts[f"C {term}"] = compare(ps, pts)
         missed = [g for g in groups if not within.get(g, False)]
         if above:
