@@ -31,34 +31,36 @@ def doc(preset: str, seq: int, mb: int, ac: str, t: float, peak_gib: float | Non
             "ac_mode": ac, "shapes": [shape]}
 
 
-def host_runs(folder, factor: float) -> None:
-    """The diagnostic lease's single and op hidden-128 runs (2 and 32 layers) with every step times `factor`: a host
-    `factor` as slow per kernel and per step."""
+def host_runs(folder, factor: float, names: tuple[str, ...] | None = None) -> None:
+    """The diagnostic lease's hidden-128 runs `names` (default this set's probe: single and op at 2 and 32 layers) with
+    every step times `factor`: a host `factor` as slow per kernel and per step (also tests/test_opcheck_set.py's)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name in script().HOST_PROBE:
+    for name in names or script().HOST_PROBE:
         d = json.loads((DIAG_HOST / f"{name}.json").read_text())
         for s in d["shapes"]:
             s["median_step_s"] *= factor
         (folder / f"{name}.json").write_text(json.dumps(d))
 
 
-def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host: float | None = 1.0, base=None):
-    """A bundle whose every process measures `base` (key -> step s; default the registered steps) times exp(-offset)
-    (offset > 0: the model slow) times exp(jitter[i]) for the i-th process, its peak `mem` times the registered one;
-    runs/host/ the diagnostic lease's probe at `host` times its steps (None: no host runs)."""
+def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host: float | None = 1.0, base=None,
+              src=BUNDLE, judged: str = "registered", which: str | None = None, probe: tuple[str, ...] | None = None):
+    """A copy of `src`'s registration whose every process measures `base` (key -> step s; default the registered steps:
+    predicted[which or judged]) times exp(-offset) (offset > 0: the model slow) times exp(jitter[i]) for the i-th
+    process, its peak `mem` times predicted[judged]'s; runs/host/ the diagnostic lease's `probe` runs (host_runs) at
+    `host` times its steps (None: no host runs). Also tests/test_opcheck_set.py's."""
     bundle = tmp_path / "set"
     (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    shutil.copy(src / "registered.yaml", bundle / "registered.yaml")
     i = 0
-    for row in yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]:
+    for row in yaml.safe_load((src / "registered.yaml").read_text())["rows"]:
         key = (row["preset"], row["seq"], row["micro_batch"], row["ac_mode"])
-        p = row["predicted"]["registered"]
+        p, q = row["predicted"][judged], row["predicted"][which or judged]
         for k in range(1, row["processes"] + 1):
-            t = (base[key] if base else p["step_ms"] / 1e3) * math.exp(-offset + jitter[i % len(jitter)])
+            t = (base[key] if base else q["step_ms"] / 1e3) * math.exp(-offset + jitter[i % len(jitter)])
             i += 1
             (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("log line\n" + json.dumps(doc(*key, t, p["peak_mem_GiB"] * mem)))
     if host is not None:
-        host_runs(bundle / "runs" / "host", host)
+        host_runs(bundle / "runs" / "host", host, probe)
     return bundle
 
 

@@ -5,19 +5,17 @@ the shapes new to calibration/, and synthetic runs through the rules N, M, B, C,
 from __future__ import annotations
 
 import json
-import math
 import re
-import shutil
 
 import pytest
 import yaml
 from conftest import ROOT, load_script, measured_llm_tokens
-from test_hostsingle_set import doc
+from test_hostsingle_set import doc, host_runs
+from test_hostsingle_set import synthetic as hostsingle_synthetic
 
 from simcluster.errors import SimclusterError
 
 BUNDLE = ROOT / "calibration" / "h200x2-opcheck-2026-11-30"
-DIAG_HOST = ROOT / "calibration" / "h200x1-llm-diag-2026-11-29" / "host"   # single, op and ckpt at 2 and 32 layers
 AVOID = {1344, 2624, 1856, 1216, 1792, 896, 1536}   # the seqs of the sets registered beside this one (the brief's list)
 
 
@@ -25,35 +23,12 @@ def script():
     return load_script("validation/opcheck.py")
 
 
-def host_runs(folder, factor: float) -> None:
-    """The diagnostic lease's hidden-128 single, op and ckpt runs (2 and 32 layers), every step times `factor`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in script().HOST_PROBE:
-        d = json.loads((DIAG_HOST / f"{name}.json").read_text())
-        for s in d["shapes"]:
-            s["median_step_s"] *= factor
-        (folder / f"{name}.json").write_text(json.dumps(d))
-
-
 def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host: float | None = 1.0, base=None,
               which: str = "product"):
-    """A bundle whose every process measures `base` (key -> step s; default the registered `which` steps) times
-    exp(-offset) (offset > 0: the product slow) times exp(jitter[i]) for the i-th process, its peak `mem` times the
-    registered one; runs/host/ the diagnostic lease's probe at `host` times its steps (None: no host runs)."""
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    i = 0
-    for row in yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]:
-        key = (row["preset"], row["seq"], row["micro_batch"], row["ac_mode"])
-        p = row["predicted"]["product"]
-        for k in range(1, row["processes"] + 1):
-            t = (base[key] if base else row["predicted"][which]["step_ms"] / 1e3) * math.exp(-offset + jitter[i % len(jitter)])
-            i += 1
-            (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("log\n" + json.dumps(doc(*key, t, p["peak_mem_GiB"] * mem)))
-    if host is not None:
-        host_runs(bundle / "runs" / "host", host)
-    return bundle
+    """hostsingle's synthetic bundle of this set's registration: steps predicted[which], peaks the product's, and
+    runs/host/ this set's probe (single, op, ckpt) from the diagnostic lease at `host` times its steps."""
+    return hostsingle_synthetic(tmp_path, offset, jitter, mem, host, base, src=BUNDLE, judged="product", which=which,
+                                probe=script().HOST_PROBE)
 
 
 def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
@@ -128,7 +103,7 @@ def test_a_lease_that_runs_as_the_product_before_reads_reverted(tmp_path):
 def test_a_miss_this_leases_own_fit_explains_reads_lease_and_one_it_does_not_reads_next_term(tmp_path):
     s = script()
     folder = tmp_path / "fast-host"
-    host_runs(folder, 0.7)
+    host_runs(folder, 0.7, s.HOST_PROBE)
     own = {(p, q, m, a): s.predict(p, q, m, a, folder)["step_ms"] / 1e3 for _, p, q, m, a in s.SHAPES}
     lease = s.read_out(synthetic(tmp_path / "lease", 0.0, [0.02, -0.02, 0.0, 0.01], host=0.7, base=own))["verdicts"]
     assert lease["M op+host-bound"].startswith("product not within"), lease

@@ -34,7 +34,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import (  # noqa: E402
+    bias_line,
+    mem_error,
+    memory_verdict,
+    noise_verdict,
+    print_verdicts,
+    read_run_set,
+    registering_commit,
+    set_main,
+    write_registration,
+)
 
 BUNDLE = ROOT / "calibration" / "h200x2-hostsingle-2026-11-30"
 REGIME = "llm | PyTorch eager | {} | bf16"
@@ -155,9 +165,11 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} shapes x {PROCESSES} processes in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, reg: dict) -> tuple[list[dict], list[str]]:
+def read_processes(bundle: Path, reg: dict, preds: tuple[str, ...] = ("registered", "product"),
+                   label: str = "regime") -> tuple[list[dict], list[str]]:
     """Each process that ran its registered row (heldout/eager_regimes.process_runs, eager_today.read_process's
-    configuration check): {name, regime, key, measured_s, peak_GiB, predicted (the row's)}, and a line per process left out."""
+    configuration check): {name, `label` (the row's: its regime here, validation/opcheck.py's group), key, measured_s,
+    peak_GiB, predicted (the row's, each of `preds` with a step_ms)}, and a line per process left out."""
     from simcluster.heldout.eager_regimes import process_runs
     from simcluster.heldout.eager_today import read_process
 
@@ -165,14 +177,14 @@ def read_processes(bundle: Path, reg: dict) -> tuple[list[dict], list[str]]:
     for i, row in enumerate(reg["rows"]):
         try:
             key, pred = (row["preset"], int(row["seq"]), int(row["micro_batch"]), row["ac_mode"]), row["predicted"]
-            float(pred["registered"]["step_ms"]), float(pred["product"]["step_ms"])
-            n = int(row["processes"])
+            [float(pred[k]["step_ms"]) for k in preds]
+            n, tag = int(row["processes"]), row[label]
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: missing or bad key ({type(exc).__name__}: {exc})") from None
         runs = process_runs(bundle, row, True, left, read_process)
         if len(runs) < n:
             left.append(f"{row['name']}: {len(runs)} of {n} processes read")
-        out += [{"name": row["name"], "regime": row["regime"], "key": key, "measured_s": r["step_ms"] / 1e3,
+        out += [{"name": row["name"], label: tag, "key": key, "measured_s": r["step_ms"] / 1e3,
                  "peak_GiB": r["mem_GiB"][0], "predicted": pred} for r in runs]
     return out, left
 
@@ -191,19 +203,9 @@ def read_out(bundle: Path) -> dict:
         p["error"] = float(reg_p["step_ms"]) / 1e3 / p["measured_s"] - 1
         p["product_error"] = float(p["predicted"]["product"]["step_ms"]) / 1e3 / p["measured_s"] - 1
         p["mem_err"] = mem_error(float(reg_p["steady_mem_GiB"]), float(reg_p["peak_mem_GiB"]), p["peak_GiB"])
-    sd, dof = pooled_log_sd([[math.log(p["measured_s"]) for p in procs if p["key"] == k] for k in {p["key"] for p in procs}])
-    above = None
-    if sd is None:
-        verdicts["N"] = "NO DATA: no shape ran in two processes"
-    else:
-        above = sd * math.sqrt(2 / math.pi) > target
-        verdicts["N"] = (f"process sd {sd:.3f} ({dof} dof): process noise alone gives {sd * math.sqrt(2 / math.pi):.1%} "
-                         f"mean |error|, {'ABOVE' if above else 'below'} the {target:.0%} target")
+    above, verdicts["N"] = noise_verdict(procs, target)
     own, host_words = own_lease(bundle, fit0, judge, procs, verdicts)
-    mems = [p["mem_err"] for p in procs]
-    verdicts["P"] = ("NO DATA: no process ran" if not mems else
-                     f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
-                     f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
+    verdicts["P"] = memory_verdict([p["mem_err"] for p in procs], judge["mem_pct"])
     for regime in dict.fromkeys(r["regime"] for r in reg["rows"]):
         ps = [p for p in procs if p["regime"] == regime]
         short = regime.split(" | ")[2]

@@ -14,7 +14,7 @@ default host folder (heldout/eager.MODE_HOST, as `simcluster run` answers), whos
 2.70 ms per step and op's 55.91 us + 3.66 ms since hostproduct; beside it, for rule C, the same model with
 eager.leases_unread(("ckpt", "op")): the product before hostproduct (ckpt and op at single's 24.71 us, unsplit). The
 hostproduct terms' evidence (hostsingle's 12 processes, the leases it pools) is development; nothing in this set is.
-The reading machinery is hostsingle's (validation/hostsingle.py: predict; bias_line from heldout/registration.py) and heldout/registration.py's.
+The reading machinery is hostsingle's (validation/hostsingle.py: predict, read_processes) and heldout/registration.py's (bias_line and the rest).
 """
 
 from __future__ import annotations
@@ -30,8 +30,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import bias_line, mem_error, pooled_log_sd, print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
-from validation.hostsingle import predict  # noqa: E402
+from simcluster.heldout.registration import (  # noqa: E402
+    bias_line,
+    mem_error,
+    memory_verdict,
+    noise_verdict,
+    print_verdicts,
+    read_run_set,
+    registering_commit,
+    set_main,
+    write_registration,
+)
+from validation.hostsingle import predict, read_processes  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-opcheck-2026-11-30"
 # (name, preset, seq, micro-batch, llm-step --ac-mode (full: --activation-checkpointing)): runs/NAME-rK.json, K = 1..3
@@ -125,29 +135,6 @@ def register(path: Path) -> None:
     print(f"registered {len(rows)} shapes x {PROCESSES} processes in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, reg: dict) -> tuple[list[dict], list[str]]:
-    """Each process that ran its registered row (eager_regimes.process_runs with eager_today.read_process's
-    configuration check): {name, group, key, measured_s, peak_GiB, product_s, before_s, mem range}; a line per miss."""
-    from simcluster.heldout.eager_regimes import process_runs
-    from simcluster.heldout.eager_today import read_process
-
-    out, left = [], []
-    for i, row in enumerate(reg["rows"]):
-        try:
-            p, b = row["predicted"]["product"], row["predicted"]["before"]
-            fields = {"name": row["name"], "group": str(row["group"]), "product_s": float(p["step_ms"]) / 1e3,
-                      "before_s": float(b["step_ms"]) / 1e3, "mem": (float(p["steady_mem_GiB"]), float(p["peak_mem_GiB"])),
-                      "key": (row["preset"], int(row["seq"]), int(row["micro_batch"]), row["ac_mode"])}
-            n = int(row["processes"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: missing or bad key ({type(exc).__name__}: {exc})") from None
-        runs = process_runs(bundle, row, True, left, read_process)
-        if len(runs) < n:
-            left.append(f"{row['name']}: {len(runs)} of {n} processes read")
-        out += [fields | {"measured_s": r["step_ms"] / 1e3, "peak_GiB": r["mem_GiB"][0]} for r in runs]
-    return out, left
-
-
 def mean_abs(errs: list[float]) -> float:
     return statistics.mean(map(abs, errs))
 
@@ -182,20 +169,15 @@ def read_out(bundle: Path) -> dict:
         dict(reg["product_host"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
-    procs, left = read_processes(bundle, reg)
+    procs, left = read_processes(bundle, reg, ("product", "before"), "group")
     target, band, pts, verdicts = judge["target_pct"] / 100, judge["bias_band"], judge["better_pts"] / 100, {}
     for p in procs:
+        p["product_s"], p["before_s"] = (float(p["predicted"][k]["step_ms"]) / 1e3 for k in ("product", "before"))
+        p["mem"] = (float(p["predicted"]["product"]["steady_mem_GiB"]), float(p["predicted"]["product"]["peak_mem_GiB"]))
         p["error"], p["before_error"] = p["product_s"] / p["measured_s"] - 1, p["before_s"] / p["measured_s"] - 1
         p["mem_err"] = mem_error(*p["mem"], p["peak_GiB"])
-    sd, dof = pooled_log_sd([[math.log(p["measured_s"]) for p in procs if p["key"] == k] for k in {p["key"] for p in procs}])
-    above = None if sd is None else sd * math.sqrt(2 / math.pi) > target
-    verdicts["N"] = ("NO DATA: no shape ran in two processes" if sd is None else
-                     f"process sd {sd:.3f} ({dof} dof): process noise alone gives {sd * math.sqrt(2 / math.pi):.1%} mean "
-                     f"|error|, {'ABOVE' if above else 'below'} the {target:.0%} target")
-    mems = [p["mem_err"] for p in procs]
-    verdicts["P"] = ("NO DATA: no process ran" if not mems else
-                     f"memory {'met' if max(map(abs, mems)) <= judge['mem_pct'] / 100 else 'not met'}: max |error| "
-                     f"{max(map(abs, mems)):.1%} over {len(mems)} processes (within {judge['mem_pct']:.0f}%)")
+    above, verdicts["N"] = noise_verdict(procs, target)
+    verdicts["P"] = memory_verdict([p["mem_err"] for p in procs], judge["mem_pct"])
     own = own_lease(bundle, reg, procs, verdicts)
     within, own_within = {}, {}
     for g in dict.fromkeys(str(r["group"]) for r in reg["rows"]):

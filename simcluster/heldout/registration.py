@@ -128,3 +128,26 @@ def bias_line(logs: list[float], band: float) -> tuple[str | None, str]:
 def mem_error(lo: float, hi: float, measured: float) -> float:
     """0 inside the registered range [lo, hi] (GiB), else the relative distance of the prediction's nearer end (rule P)."""
     return 0.0 if lo <= measured <= hi else (hi if measured > hi else lo) / measured - 1
+
+
+def noise_verdict(procs: list[dict], target: float) -> tuple[bool | None, str]:
+    """Rule N of the one-GPU host sets (validation/hostsingle.py, opcheck.py) over processes {key, measured_s}: (whether
+    the mean |error| process noise alone gives, sqrt(2/pi) x the pooled sd of log steps within a key, is ABOVE
+    `target` (a fraction); None without a key run twice, and the verdict line."""
+    import math
+
+    sd, dof = pooled_log_sd([[math.log(p["measured_s"]) for p in procs if p["key"] == k] for k in {p["key"] for p in procs}])
+    if sd is None:
+        return None, "NO DATA: no shape ran in two processes"
+    alone = sd * math.sqrt(2 / math.pi)
+    return alone > target, (f"process sd {sd:.3f} ({dof} dof): process noise alone gives {alone:.1%} mean |error|, "
+                            f"{'ABOVE' if alone > target else 'below'} the {target:.0%} target")
+
+
+def memory_verdict(errors: list[float], pct: float) -> str:
+    """Rule P's line over the processes' memory errors (mem_error): met if every |error| <= pct percent."""
+    if not errors:
+        return "NO DATA: no process ran"
+    worst = max(map(abs, errors))
+    return (f"memory {'met' if worst <= pct / 100 else 'not met'}: max |error| {worst:.1%} over {len(errors)} processes "
+            f"(within {pct:.0f}%)")
