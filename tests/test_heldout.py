@@ -103,9 +103,10 @@ def test_eager_rows_leave_the_development_bundles_out_and_take_the_registered_pr
     keys = {r.regime for r in eager_residuals(rows)}
     # CP: the cp set (session 36), its own regime, not DDP's; +host-bound: the rows the model predicts host-bound
     # (llm/host_bound.py, session 38): every TP x DP row, so no GPU-bound TP x DP regime
+    # single+host-bound: session 44's product ckpt host term prices two of the regimes set's ckpt rows host-bound
     assert {"llm | PyTorch eager | DDP | bf16", "llm | PyTorch eager | FSDP | bf16", "llm | PyTorch eager | TP | bf16",
             "llm | PyTorch eager | PP | bf16", "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | CP | bf16",
-            *(f"llm | PyTorch eager | {mode}+host-bound | bf16" for mode in ("DDP", "FSDP", "TP", "PP", "TP x DP"))} == keys
+            *(f"llm | PyTorch eager | {mode}+host-bound | bf16" for mode in ("DDP", "FSDP", "TP", "PP", "TP x DP", "single"))} == keys
     assert {r.family for r in eager_residuals(rows)} == {"llm eager"}
 
 

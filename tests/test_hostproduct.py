@@ -66,6 +66,7 @@ def test_a_scaled_entry_names_a_plain_mode_and_leases_with_that_modes_runs(tmp_p
     assert eager.fit_modes(folder)["op"][0] > eager.fit_modes(folder)["single"][0] * 2
     for bad, match in (({"scaled_to": "fsdp", "leases": good["op"]["leases"]}, "scaled_to: a mode listed here"),
                        ({"scaled_to": "single", "folders": good["op"]["leases"]}, "scaled_to: a mode listed here"),
+                       ({"scaled_to": ["single"], "leases": good["op"]["leases"]}, "scaled_to: a mode listed here"),   # review C 9
                        ({"scaled_to": "single", "leases": [str(lease), str(no_single)]}, "fewer than two layer counts of single")):
         (folder / "leases.yaml").write_text(yaml.safe_dump(good | {"op": bad}))
         with pytest.raises(ValueError, match=match):

@@ -172,3 +172,18 @@ def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tm
         assert r["predicted_s"] == reg[r["label"]]["predicted"]["product"]["step_ms"] / 1e3
         assert r["today_s"] == pytest.approx(r["predicted_s"], rel=1e-3)   # the product as registered
     assert Counter(res.regime for res in eager_residuals(got)) == {"llm | PyTorch eager | PP+host-bound | bf16": 4}
+
+
+def test_rule_h_states_the_product_a_later_set_registered(tmp_path):
+    """Cold review C 44, item 10: pphost.own_lease's "x the product's" ratio defaults to pphost's registered product
+    (21.0 us; the frozen pphost and ppcouple read-outs print it); a later set passes the product it registered."""
+    pphost = load_script("validation/pphost.py")
+    reg = registered()
+    keys = {"candidate_single_host": reg["pooled_single_host"], "rows": reg["rows"]}
+    lines = {}
+    for product_s in (None, reg["pooled_single_host"]["per_kernel_s"]):
+        v = {}
+        assert pphost.own_lease(BUNDLE, keys, [], v, product_s) is not None
+        lines[product_s] = v["H"]
+    assert lines[None].endswith("x1.35 the product's 21.0 us")   # as readout.txt printed it
+    assert lines[reg["pooled_single_host"]["per_kernel_s"]].endswith("x1.15 the product's 24.7 us")

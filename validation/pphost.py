@@ -282,9 +282,12 @@ def _bias(v: dict, rule: str, ratios: list[float], band: float) -> str | None:
     return word
 
 
-def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict) -> dict | None:
+def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict, product_s: float | None = None) -> dict | None:
     """Rules H and O's inputs: this lease's single-mode host fit against the registered pooled term, and each row's step
-    (s) with it; None (H and O say NO DATA) without two layer counts of runs/host/single-L<n>.json."""
+    (s) with it; None (H and O say NO DATA) without two layer counts of runs/host/single-L<n>.json. H's "x the product's"
+    ratio: against product_s (seconds per kernel: the product the calling set registered), else the product pphost
+    registered (21.0 us, before session 44's pooled single term), which the ppcouple read-out also printed although its
+    registered product was the pooled 24.7 us (cold review C 44, item 10: its README's Result says so)."""
     from simcluster.heldout.eager import MODE_HOST
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.eager import fit_modes, leases_unread
@@ -299,8 +302,10 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict) -> dict | Non
         v["H"] = v["O"] = "NO DATA: fewer than two layer counts of runs/host/single-L<n>.json ran"
         return None
     pooled, sd = float(reg["candidate_single_host"]["per_kernel_s"]), float(reg["candidate_single_host"]["lease_sd_log"])
-    with leases_unread():   # the product as registered (before session 44's pooled single term: predicted())
-        product = fit_modes(MODE_HOST)["single"][0]
+    if product_s is None:
+        with leases_unread():   # the product as registered (before session 44's pooled single term: predicted())
+            product_s = fit_modes(MODE_HOST)["single"][0]
+    product = product_s
     z = math.log(fit[0] / pooled) / sd
     v["H"] = (f"{'WITHIN' if abs(z) <= 2 else 'OUTSIDE'} the leases' spread: single host {fit[0] * 1e6:.1f} us per kernel "
               f"{fit[1] * 1e3:+.2f} ms per step ({fit[2]} shapes), {z:+.1f} lease sd from the pooled {pooled * 1e6:.1f} us "

@@ -52,9 +52,13 @@ SAC_OP_HOST = ("recompute op: the op policy's dispatch is priced per phase ({fwd
                "{bwd_us:.1f} us per backward one, from hidden-128 runs with --ac-mode op); held out on 1 x H200 it met "
                "its registered rule on one lease (5.8% mean |error|, calibration/h200x1-llm-ophost2-2026-11-29) and "
                "missed on the next (14.5%, predicted slow, -lease3-2026-11-29), where one shape's launches spread "
-               "18-26%: the op step's own noise is about as large as the error; the op regime's band (10 rows, 4 "
-               "sources, validated) has five rows from this per-phase model and five from the uniform one, which "
-               "missed fast by 14-24% (docs/models/llm.md)")
+               "18-26%: the op step's own noise is about as large as the error; the op regime's band (11 rows, 6 "
+               "sources) has five rows from this per-phase model and six from the uniform one, which missed fast by "
+               "14-24% and, on the product folder before session 44, by 14.0%; with the product's host folder "
+               "(calibration/h200x2-llm-host-2026-11-23) the price is instead the mean of two leases' op fits taken at "
+               "its single host speed (its leases.yaml, scaled_to: single), one of them the hostsingle set's probe "
+               "(calibration/h200x2-hostsingle-2026-11-30), and no held-out row checks that price: that set's op rows "
+               "were development for it (docs/models/llm.md)")
 SAC_OP_HOST_UNIFORM = ("recompute op: the host folder has no op runs (--ac-mode op), so the op step is priced with one "
                        "host cost per kernel, the ckpt/single fit, which missed fast by 14-24% on two registered sets "
                        "(14.4%, calibration/h200x1-llm-sac-2026-11-29; 23.5%, -compile2-2026-11-29): take this step time "

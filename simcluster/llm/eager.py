@@ -56,9 +56,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from simcluster import strict
-from simcluster.errors import SimclusterError
 from simcluster.llm import compiled as compiled_layer
-from simcluster.llm import eager_ac, host
+from simcluster.llm import eager_ac, eager_leases, host
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -71,9 +70,6 @@ MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile", 
 FALLBACK = {"ckpt": "single", "op": "ckpt"}   # a mode without a fit of its own takes this one's (fitted_mode)
 # op's host cost per phase: a hidden-128 decoder's forward and backward issue times under the op policy (the ophost
 # probe, development: tiny L24 seq 128, op_phase_factors)
-# a host folder's file naming, per mode, the leases whose own fits the mode's host term is the mean of (lease_folders)
-LEASES: str | None = "leases.yaml"
-_UNREAD: frozenset[str] = frozenset()   # modes whose leases.yaml entries leases_unread(modes) skips
 OP_PHASES = Path(__file__).resolve().parents[2] / "calibration/h200x1-llm-ophost-2026-11-29/runs/tiny-L24-128x1.json"
 
 
@@ -266,60 +262,19 @@ def fit_modes(folder: Path, fields: dict | None = None) -> dict[str, tuple[float
 def lease_scaling(folder: Path) -> dict[str, str]:
     """{mode: REF} of the folder's leases.yaml entries {scaled_to: REF, leases: [...]} (session 44): each lease's fit
     times the folder's pooled REF cost per kernel over the lease's own, before the mean (fit_modes; docs/models/llm.md)."""
-    return {mode: ref for mode, (_, ref) in _read_leases(folder).items() if ref}
+    return {mode: ref for mode, (_, ref) in eager_leases.read_leases(folder, MODES).items() if ref}
 
 
 def _lease_refs(folder: Path, mode: str, fields: dict | None) -> list[float]:
     """Each of `mode`'s leases' own cost per kernel of its scaled_to mode; ValueError naming a lease without its fit."""
-    ref = lease_scaling(folder)[mode]
-    out = []
-    for lease in lease_folders(folder)[mode]:
-        fit = _fit_folder(lease, fields).get(ref)
-        if fit is None:
-            raise ValueError(f"{folder / LEASES}: {mode}: {lease} has fewer than two layer counts of {ref}-L<n>.json runs "
-                             f"(its scaled_to mode)")
-        out.append(fit[0])
-    return out
+    return [fit[0] for _, fit in eager_leases.own_fits(folder, mode, lease_scaling(folder)[mode], lease_folders(folder)[mode],
+                                                         lambda lease: _fit_folder(lease, fields))]
 
 
 def lease_folders(folder: Path) -> dict[str, list[Path]]:
-    """{mode: [host folders]} of the folder's leases.yaml (issue 44, session 43: FSDP2's host cost per kernel differs
-    x1.4 between 2 x H200 leases, so the product's fsdp term is the mean over every lease's own fit): each mode a list
-    of folders relative to `folder` ('.': itself), two or more, or {scaled_to: MODE, leases: [...]} (lease_scaling); {}
-    where there is none. A bad file: ValueError naming it and the key."""
-    return {mode: folders for mode, (folders, _) in _read_leases(folder).items()}
-
-
-def _read_leases(folder: Path) -> dict[str, tuple[list[Path], str | None]]:
-    """{mode: ([lease folders], the scaled_to mode or None)} of the folder's leases.yaml (lease_folders)."""
-    if LEASES is None:   # leases_unread
-        return {}
-    path = folder / LEASES
-    if not path.is_file():
-        return {}
-    try:
-        doc = strict.load_yaml(path, what="host leases (leases.yaml)")
-    except SimclusterError as exc:   # fit_modes' bad input is a ValueError naming the file
-        raise ValueError(str(exc)) from None
-    if not isinstance(doc, dict) or not doc:
-        raise ValueError(f"{path}: expected a mapping of runner mode to a list of host folders")
-    out = {}
-    for mode, entry in doc.items():
-        if mode not in MODES:
-            raise ValueError(f"{path}: {mode!r} is not a runner mode with a host fit ({', '.join(MODES)})")
-        ref = entry.get("scaled_to") if isinstance(entry, dict) else None
-        folders = entry.get("leases") if isinstance(entry, dict) else entry
-        if isinstance(entry, dict) and (set(entry) != {"scaled_to", "leases"} or ref not in doc or ref == mode
-                                        or isinstance(doc[ref], dict)):
-            raise ValueError(f"{path}: {mode}: expected {{scaled_to: a mode listed here as plain leases, leases: [...]}}")
-        if not isinstance(folders, list) or len(folders) < 2 or not all(isinstance(f, str) for f in folders):
-            raise ValueError(f"{path}: {mode}: expected a list of two or more host folders")
-        dirs = [(folder / f).resolve() for f in folders]
-        missing = [f for f, d in zip(folders, dirs, strict=True) if not d.is_dir()]
-        if missing:
-            raise ValueError(f"{path}: {mode}: {missing[0]!r} is not a folder")
-        out[mode] = (dirs, ref)
-    return {mode: got for mode, got in out.items() if mode not in _UNREAD}
+    """{mode: [host folders]} of the folder's leases.yaml (llm/eager_leases.py); {} where there is none. A bad file:
+    ValueError naming it and the key."""
+    return {mode: folders for mode, (folders, _) in eager_leases.read_leases(folder, MODES).items()}
 
 
 @contextmanager
@@ -328,14 +283,11 @@ def leases_unread(modes: tuple[str, ...] | None = None) -> Iterator[None]:
     session 43's pooled FSDP2 host term, for the registrations made with it and before / after studies); `modes`: only
     those modes' entries unread (("ckpt", "op"): the product before session 44's pooled ckpt / op terms); every cache
     that reads torch_framework cleared on the way in and out."""
-    global LEASES, _UNREAD
-    kept = LEASES, _UNREAD
-    LEASES, _UNREAD = (None, _UNREAD) if modes is None else (LEASES, frozenset(modes))
-    _clear_framework_caches()
     try:
-        yield
+        with eager_leases.unread(modes):
+            _clear_framework_caches()
+            yield
     finally:
-        LEASES, _UNREAD = kept
         _clear_framework_caches()
 
 
@@ -343,13 +295,7 @@ def lease_fits(folder: Path, mode: str, fields: dict | None = None) -> list[tupl
     """[(lease folder, its own (seconds per kernel, seconds per step, timed shapes) of `mode`)] over the leases the
     folder's leases.yaml names for `mode` (lease_folders); [] where it names none. A lease without two layer counts of
     the mode: ValueError naming it."""
-    out = []
-    for lease in lease_folders(folder).get(mode, []):
-        fit = _fit_folder(lease, fields).get(mode)
-        if fit is None:
-            raise ValueError(f"{folder / LEASES}: {mode}: {lease} has fewer than two layer counts of {mode}-L<n>.json runs")
-        out.append((lease, fit))
-    return out
+    return eager_leases.own_fits(folder, mode, mode, lease_folders(folder).get(mode, []), lambda lease: _fit_folder(lease, fields))
 
 
 def _fit_folder(folder: Path, fields: dict | None = None) -> dict[str, tuple[float, float, int]]:

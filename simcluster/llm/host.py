@@ -21,7 +21,9 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 # Kernels one CUDA stream queues before a launching host blocks until the GPU starts the oldest: about 1,000, measured
 # (a ~190 us kernel launched 10,000 times: the first ~1,000 launches take 4-5 us each, later ones wait ~190 us each, per
 # stream; stackoverflow.com/questions/53970187, forums.developer.nvidia.com/t/68937, 2018-2019; NVIDIA documents no
-# figure). Read where a pipeline stage's host runs ahead of its GPU (simulate.free_host).
+# figure). The lab's own: 1,021 launches queued on one stream before the host blocked, three repeats alike (H200, torch
+# 2.11; calibration/h200x2-ppcouple-2026-11-30/runs/queue, runner/launch_queue.py, its rule Q, reported, not fitted).
+# Read where a pipeline stage's host runs ahead of its GPU (simulate.free_host).
 LAUNCH_QUEUE_KERNELS = 1000
 
 
