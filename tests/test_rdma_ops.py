@@ -191,14 +191,25 @@ def test_the_band_table_takes_the_per_operation_rows(monkeypatch):
     """trust/build.build_table's transport family: the per-operation model's held-out rows (the other sets emptied,
     they are other tests')."""
     from simcluster import machine_validation
-    from simcluster.heldout import ddp, eager_cudnnstep, eager_pphost, eager_regimes, eager_registered, eager_today, moe_lab, storage, transport
+    from simcluster.heldout import (
+        ddp,
+        eager_cudnnstep,
+        eager_hostsingle,
+        eager_pphost,
+        eager_regimes,
+        eager_registered,
+        eager_today,
+        moe_lab,
+        storage,
+        transport,
+    )
     from simcluster.reference import llm, nccl
 
     for module, name in ((llm, "validate_published_llm"), (nccl, "validate_published_nccl")):
         monkeypatch.setattr(module, name, lambda folder=None: [])
     monkeypatch.setattr(machine_validation, "validate_held_out_machines", lambda paths: [])
     for module in (storage, ddp, eager_regimes, eager_registered, eager_cudnnstep, eager_pphost, eager_today, moe_lab,
-                   transport):
+                   transport, eager_hostsingle):
         monkeypatch.setattr(module, "held_out_rows", lambda *a, **k: [])
     monkeypatch.setattr(eager_pphost, "s44_rows", lambda *a, **k: [])   # session 44's pphost set, run since
     monkeypatch.setattr("simcluster.trust.build.reference_residuals", lambda rows, family: [])

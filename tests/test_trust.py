@@ -135,14 +135,13 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_unde
     tray = {r.regime for r in one_node if r.source == "nccl-azure-gb200-x1-aibenchguide"}
     assert tray and all(k.endswith("| nvlink-gb200") for k in tray)
     assert not tray & {r.regime for r in one_node if r.source != "nccl-azure-gb200-x1-aibenchguide"}
-    # session 40: OCI's 2 x GB200.4 NVLink domain (recorded before prediction; 4 of 10 rows inside with the source left out)
-    # takes the family under 70% by source; without it the family meets the target as before (not mended by a regime
-    # change after seeing its rows)
+    # session 40: OCI's 2 x GB200.4 NVLink domain (4 of 10 rows inside with the source left out) took the family under
+    # 70% by source. Session 44: its rows prompted the NVLS fill mendA44 adopted (above 8 GPUs only), so the file is
+    # development (held_out false) and out of the table: 6 sources, by source back over 70% -- a smaller held-out set,
+    # not a better model (docs/models/trust.md, "What moved in session 44")
     oci = "nccl-oci-gb200-x2-mnnvl-oke"
-    assert cov["collective one node"].by_source_pct < 70.0 and cov["collective one node"].sources == 7
-    assert {r.regime for r in one_node if r.source == oci} == {"collective | all_reduce | nvls | >=64MiB | nvlink-gb200"}
-    without = {c.family: c for c in held_out_coverage(Table([r for r in load_table().residuals if r.source != oci]))}
-    assert 70.0 <= without["collective one node"].by_source_pct < 90.0
+    assert not [r for r in one_node if r.source == oci]
+    assert 70.0 <= cov["collective one node"].by_source_pct < 90.0 and cov["collective one node"].sources == 6
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():
