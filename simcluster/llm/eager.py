@@ -249,12 +249,14 @@ def fit_modes(folder: Path, fields: dict | None = None) -> dict[str, tuple[float
     is a ValueError naming it. A mode the folder's leases.yaml names (lease_fits): the mean of its leases' own fits
     (per kernel and per step; timed shapes summed), each at the product's host speed where scaled_to (lease_scaling)."""
     out = _fit_folder(folder, fields)
-    scaled = lease_scaling(folder)
-    for mode in sorted(lease_folders(folder), key=lambda m: m in scaled):   # the plain means first: a scale's reference
-        fits = [fit for _, fit in lease_fits(folder, mode, fields)]
-        if mode in scaled:   # each lease's fit at the product's host speed: x (pooled reference c / the lease's own)
-            ref = out[scaled[mode]][0]
-            fits = [(f[0] * ref / own, f[1] * ref / own, f[2]) for f, own in zip(fits, _lease_refs(folder, mode, fields), strict=True)]
+    entries = eager_leases.read_leases(folder, MODES)   # read once; each lease folder fitted once below
+    for mode, (leases, ref) in sorted(entries.items(), key=lambda e: e[1][1] is not None):   # plain means first: a scale's reference
+        owned = [(lease, _fit_folder(lease, fields)) for lease in leases]
+        fits = [fit for _, fit in eager_leases.own_fits(folder, mode, mode, owned)]
+        if ref:   # each lease's fit at the product's host speed: x (the pooled reference c / the lease's own)
+            c = out[ref][0]
+            own = [fit[0] for _, fit in eager_leases.own_fits(folder, mode, ref, owned)]
+            fits = [(f[0] * c / o, f[1] * c / o, f[2]) for f, o in zip(fits, own, strict=True)]
         out[mode] = (sum(f[0] for f in fits) / len(fits), sum(f[1] for f in fits) / len(fits), sum(f[2] for f in fits))
     return out
 
@@ -263,12 +265,6 @@ def lease_scaling(folder: Path) -> dict[str, str]:
     """{mode: REF} of the folder's leases.yaml entries {scaled_to: REF, leases: [...]} (session 44): each lease's fit
     times the folder's pooled REF cost per kernel over the lease's own, before the mean (fit_modes; docs/models/llm.md)."""
     return {mode: ref for mode, (_, ref) in eager_leases.read_leases(folder, MODES).items() if ref}
-
-
-def _lease_refs(folder: Path, mode: str, fields: dict | None) -> list[float]:
-    """Each of `mode`'s leases' own cost per kernel of its scaled_to mode; ValueError naming a lease without its fit."""
-    return [fit[0] for _, fit in eager_leases.own_fits(folder, mode, lease_scaling(folder)[mode], lease_folders(folder)[mode],
-                                                         lambda lease: _fit_folder(lease, fields))]
 
 
 def lease_folders(folder: Path) -> dict[str, list[Path]]:
@@ -295,7 +291,7 @@ def lease_fits(folder: Path, mode: str, fields: dict | None = None) -> list[tupl
     """[(lease folder, its own (seconds per kernel, seconds per step, timed shapes) of `mode`)] over the leases the
     folder's leases.yaml names for `mode` (lease_folders); [] where it names none. A lease without two layer counts of
     the mode: ValueError naming it."""
-    return eager_leases.own_fits(folder, mode, mode, lease_folders(folder).get(mode, []), lambda lease: _fit_folder(lease, fields))
+    return eager_leases.own_fits(folder, mode, mode, [(lease, _fit_folder(lease, fields)) for lease in lease_folders(folder).get(mode, [])])
 
 
 def _fit_folder(folder: Path, fields: dict | None = None) -> dict[str, tuple[float, float, int]]:

@@ -7,7 +7,7 @@ lease_folders, lease_scaling, lease_fits and leases_unread with the fitting they
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,13 +68,13 @@ def unread(modes: tuple[str, ...] | None = None) -> Iterator[None]:
         LEASES, _UNREAD = kept
 
 
-def own_fits(folder: Path, mode: str, of: str, leases: list[Path], fit_folder: Callable[[Path], Fits]) -> list[tuple[Path, tuple[float, float, int]]]:
-    """[(lease, its own fit of mode `of`)] over `leases` (`mode`'s entry in the folder's leases.yaml; `of`: the mode
-    itself, or its scaled_to mode); fit_folder: a folder's own fits (eager._fit_folder). A lease without two layer counts
+def own_fits(folder: Path, mode: str, of: str, leases: list[tuple[Path, Fits]]) -> list[tuple[Path, tuple[float, float, int]]]:
+    """[(lease, its own fit of mode `of`)] over `leases` ((lease folder, its own fits: eager._fit_folder) of `mode`'s
+    entry in the folder's leases.yaml; `of`: the mode itself, or its scaled_to mode). A lease without two layer counts
     of `of`: ValueError naming the file and the lease."""
     out = []
-    for lease in leases:
-        fit = fit_folder(lease).get(of)
+    for lease, fits in leases:
+        fit = fits.get(of)
         if fit is None:
             raise ValueError(f"{folder / str(LEASES)}: {mode}: {lease} has fewer than two layer counts of {of}-L<n>.json "
                              f"runs" + ("" if of == mode else " (its scaled_to mode)"))
