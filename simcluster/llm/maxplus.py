@@ -137,18 +137,19 @@ class _Pipeline:
                     bubble += idle
                 pp_wait += now - (done if done > start else start)
             nxt += 1
-            if free and task.issue_s > 0.0:   # simulate.free_host: this occurrence's own duration, logged as run once
+            freed = free and task.issue_s > 0.0
+            if freed:   # simulate.free_host: this occurrence's own duration
                 task, st.host_at = free_host(task, now, st.host_at, self.work.launch_queue)
-                if not special:
-                    now += task.duration_s
-                    self.ran(st, task)
             if special:
                 st.now = now
                 self.special(st, kind, c, task, edge)
                 now = st.now
-            elif not (free and task.issue_s > 0.0):
+            else:
                 now += task.duration_s
-                counts[slot] += 1
+                if freed:
+                    self.ran(st, task)   # logged as run once: each occurrence's duration is its own
+                else:
+                    counts[slot] += 1
             if fifo:
                 st.compute_ends.append(now)
                 if out is not None:
