@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simcluster.llm import grad_sync
 from simcluster.llm.spec import LlmConfigError, ParallelSpec, TransformerSpec
 
 
@@ -91,6 +92,8 @@ class FrameworkSpec:
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
                                       # (op: the policy's dispatch costs most in the forward, llm/eager.op_phase_factors); 0 = the same
+    host_hook_kernel_s: float = 0.0   # FSDP2: its host cost per kernel over the single mode's (both fitted, llm/eager.py): the
+                                      # per-layer gather / reduce hooks, of which no-sync spares the reduce (llm/grad_sync.py)
     host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
                                       # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
@@ -350,6 +353,7 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
         raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
                              "only (its MoE layer as the local spec runs it, no A2A overlap)",
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
+    grad_sync.check(par, framework.eager, framework.name)
     if par.shard < par.dp and not framework.hybrid_shard:
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
                              "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
