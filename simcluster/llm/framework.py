@@ -307,8 +307,16 @@ FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_b
 # FlashAttention 2 under the torch of May 2024); the FSDP1 collectives, dtypes and memory as fms-fsdp's. The compiled
 # block under FSDP is not measured here (compiled.py's rows are one GPU): a caveat says so.
 FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
+# KempnerForge's trainer (KempnerInstitute/KempnerForge 01b461a, 2026-04-05; calibration/published/llm-kempnerforge-h200-
+# fsdp2.yaml, session 45): FSDP2 laid out as torchtitan's (fully_shard per TransformerBlock and the root,
+# MixedPrecisionPolicy bf16 parameters / fp32 reduce, fused AdamW, checkpoint_wrapper per block for full AC), its Llama block
+# in eager torch; attention F.scaled_dot_product_attention(is_causal) on a torch of 2026, whose Hopper backend is cuDNN's
+# (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced:
+# the repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation
+# (training/grad.py maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
+KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
