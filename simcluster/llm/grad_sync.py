@@ -23,7 +23,11 @@ and L sharded layers (per rank, P the rank's stage parameters, unsharded):
   memory           + grad_bytes x P held from the first micro-batch's backward to the last one's reduce (beside the
                    later micro-batches' activations), in place of the sharded gradient (grad_bytes x P / dp)
   GPU traffic      + ACCUMULATE_BYTES per parameter per micro-batch (the accumulator read and written in fp32, the bf16
-                   gradient read: 4 + 2 + 4; the first micro-batch's upcast, 2 + 4, taken at the same 10: <= 4 B over)
+                   gradient read: 4 + 2 + 4; the first micro-batch's upcast, 2 + 4, taken at the same 10: <= 4 B over);
+                   a framework's own per-micro-batch copy of the gradient before its reduce-scatter
+                   (FrameworkSpec.grad_accumulate_bytes: torchtitan-fsdp2's 6) is kept on the unsynced micro-batches too,
+                   where FSDP2 skips it: up to 6 B per parameter over (about 0.5% of the KempnerForge 13B step; 0 under
+                   framework torch)
   host             the unsynced backwards skip FSDP2's post-backward reduce (foreach_reduce: the copy-in, the
                    reduce-scatter call and its stream bookkeeping): reduce_hook_kernel_s
 DDP no_sync: its buckets all-reduced once (the DES's last-backward buckets, as Megatron's DDP); micro_batch: every
