@@ -14,6 +14,7 @@ import pytest
 from simcluster.cards import load_collective
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, compiled, eager, grad_sync
+from simcluster.llm.caveats import caveats
 from simcluster.llm.framework import MEGATRON, TORCHTITAN_FSDP2, check_framework
 from simcluster.llm.memory import GiB, stage_memories
 from simcluster.llm.predict import predict_llm
@@ -82,6 +83,10 @@ def test_the_unsynced_backwards_spare_the_reduce_hooks_host_cost():
     layer_hooks = 3 * model.layers * (k_f + k_b) / grad_sync.HOOKS_PER_LAYER * 30e-6
     assert layer_hooks < spared < 1.35 * layer_hooks
     assert grad_sync.reduce_hook_kernel_s(30e-6, 10, 20) == pytest.approx(30e-6 * 30 / 60)
+    # the answer says the split is an assumption, only where it is priced
+    said = [c for c in caveats(model, ParallelSpec(dp=2, zero=3, grad_sync="step"), hooked, GPU) if "no-sync" in c]
+    assert len(said) == 1 and "30.0 us per kernel" in said[0]
+    assert not [c for c in caveats(model, ParallelSpec(dp=2, zero=3, grad_sync="step"), host, GPU) if "no-sync" in c]
     assert grad_sync.reduce_hook_kernel_s(0.0, 10, 20) == 0.0
 
 
