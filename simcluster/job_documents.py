@@ -189,6 +189,7 @@ class Parallel(Section):
     virtual_stages: Count(1, MAX_TRANSFORMER) = 1
     expert_tp: Count(0, MAX_GPUS) = 0
     dp_shard: Count(0, MAX_GPUS) = 0          # HSDP (zero 3): shard group size, dividing dp; 0 = dp (llm/hsdp.py)
+    grad_sync: OneOf("micro_batch", "step") = None   # DP gradients reduced every micro-batch or once a step (llm/grad_sync.py)
     zero: Number(0, 3, integer=True) = 0
     recompute: Choice("recompute") = "none"
     recompute_modules: ListOf(Text(64), max_len=64) = ()

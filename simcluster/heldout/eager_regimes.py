@@ -62,9 +62,14 @@ def cp_modes():   # the cp set's layout (session 36): torch's context parallelis
     return {"cp": ParallelSpec(cp=2)}
 
 
+def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducing once a step (set_requires_gradient_sync)
+    from simcluster.llm.spec import ParallelSpec
+    return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step")}
+
+
 def layout_of(mode: str):
     """(ParallelSpec, GPUs, micro-batches per step) of a layout: a pipeline 2 per stage (4 on 2 stages, 8 on 4), others 1."""
-    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes(), **cp_modes()}[mode]
+    par = {**regime_modes(), **mesh_modes(), **mesh2_modes(), **two_modes(), **cp_modes(), **accum_modes()}[mode]
     return par, par.gpus, (MICROBATCHES * par.pp // 2 if par.pp > 1 else 1)
 
 

@@ -101,6 +101,14 @@ FSDP2_CKPT_MEMORY = ("{framework} memory under FSDP2 with activation checkpointi
 # shipped table (trust/moved.py, session 41): no caveat here.
 
 
+# FSDP2 no-sync with a host priced (llm/grad_sync.py): the unsynced backwards' host saving rests on an assumed split
+FSDP_NO_SYNC_HOST = ("{framework} no-sync (parallel.grad_sync: step): the micro-batches that do not reduce are priced "
+                     "without FSDP2's reduce hook, taken as a third of its hooks' host cost ({hook_us:.1f} us per kernel over "
+                     "the single mode's; llm/grad_sync.HOOKS_PER_LAYER), an assumption: registered against 2 x H200 runs "
+                     "(calibration/h200x2-nosync-2026-11-30), not yet read; on host-bound steps it is most of no-sync's "
+                     "predicted gain")
+
+
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
             host_share: float | None = None, flagged: bool = False) -> list[str]:
     """The caveats of one prediction (empty when its class is validated within the target); `host_share`: the step's
@@ -138,6 +146,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else ""))
     if framework.torch_cp and par.cp > 1:
         out.append(TORCH_CP)
+    if par.zero == 3 and par.grad_sync == "step" and framework.host_hook_kernel_s > 0:
+        out.append(FSDP_NO_SYNC_HOST.format(framework=framework.name, hook_us=framework.host_hook_kernel_s * 1e6))
     return out
 
 

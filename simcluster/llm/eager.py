@@ -157,6 +157,8 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         # autocast_block off: FSDP2's bf16 parameters make the embedding output and so cos / sin bf16 (not examined)
         fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False,
                      bf16_param_block=True)
+        if hosts and mode == "fsdp" and {"fsdp", "single"} <= hosts.keys():   # the hooks' share (llm/grad_sync.py: no-sync spares the reduce's)
+            fw = replace(fw, host_hook_kernel_s=max(0.0, hosts["fsdp"][0] - hosts["single"][0]))
         names.append("fsdp2")
     elif par.dp * par.cp > 1:   # DDP; with cp > 1 over the dp x cp ranks, beside torch's ring attention on its flash kernel
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)

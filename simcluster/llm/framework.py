@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from simcluster.llm import grad_sync
 from simcluster.llm.spec import LlmConfigError, ParallelSpec, TransformerSpec
 
 
@@ -91,6 +92,8 @@ class FrameworkSpec:
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
                                       # (op: the policy's dispatch costs most in the forward, llm/eager.op_phase_factors); 0 = the same
+    host_hook_kernel_s: float = 0.0   # FSDP2: its host cost per kernel over the single mode's (both fitted, llm/eager.py): the
+                                      # per-layer gather / reduce hooks, of which no-sync spares the reduce (llm/grad_sync.py)
     host_plain_kernel_s: float = 0.0  # recompute_every N > 1: host time per kernel of the blocks run plain (the single mode's
                                       # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
@@ -304,8 +307,16 @@ FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_b
 # FlashAttention 2 under the torch of May 2024); the FSDP1 collectives, dtypes and memory as fms-fsdp's. The compiled
 # block under FSDP is not measured here (compiled.py's rows are one GPU): a caveat says so.
 FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
+# KempnerForge's trainer (KempnerInstitute/KempnerForge 01b461a, 2026-04-05; calibration/published/llm-kempnerforge-h200-
+# fsdp2.yaml, session 45): FSDP2 laid out as torchtitan's (fully_shard per TransformerBlock and the root,
+# MixedPrecisionPolicy bf16 parameters / fp32 reduce, fused AdamW, checkpoint_wrapper per block for full AC), its Llama block
+# in eager torch; attention F.scaled_dot_product_attention(is_causal) on a torch of 2026, whose Hopper backend is cuDNN's
+# (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced:
+# the repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation
+# (training/grad.py maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
+KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
@@ -350,6 +361,7 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
         raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
                              "only (its MoE layer as the local spec runs it, no A2A overlap)",
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
+    grad_sync.check(par, framework.eager, framework.name)
     if par.shard < par.dp and not framework.hybrid_shard:
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
                              "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "

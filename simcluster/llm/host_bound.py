@@ -46,7 +46,7 @@ from simcluster.trust.regime import framework_family
 
 HOST_SLOWER = 0.10         # the host costs' relative increase the share is read at (the measured spread is 10-30%)
 HOST_BOUND_SHARE = 0.5     # host-bound: at least half of the predicted step moves with the host's speed
-HOST_FIELDS = ("host_kernel_s", "host_step_s", "host_bwd_kernel_s", "host_plain_kernel_s", "host_plain_step_s")
+HOST_FIELDS = ("host_kernel_s", "host_step_s", "host_bwd_kernel_s", "host_plain_kernel_s", "host_plain_step_s", "host_hook_kernel_s")
 # the product's default host fits: each runner mode's host runs on a 2 x H200 host, the folder the held-out eager rows are
 # flagged with (heldout/eager.MODE_HOST); used for the regime flag of an answer without framework.host only (flag_framework)
 DEFAULT_HOST = Path(__file__).resolve().parents[2] / "calibration" / "h200x2-llm-host-2026-11-23"

@@ -30,7 +30,7 @@ P / S parameters on each rank.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm import comm
 from simcluster.llm.framework import FrameworkSpec
@@ -61,6 +61,18 @@ class Zero3Calls:
     def tail_s(self) -> float:
         """The last layer's reduce_scatter (and all_reduce), after the backward's compute."""
         return (self.scatter_s + self.replica_s) / self.layers
+
+    def backward_dp_s(self, compute_s: float, gpu, fw: FrameworkSpec, beside) -> float:
+        """The backward's exposed data-parallel seconds beside `compute_s` of compute (beside(compute, comm, gpu, fw) ->
+        (compute lost, span): work._beside): what every NCCL kernel beside it costs the compute, the streams' excess over
+        the compute, and one layer's gather ahead."""
+        slow = beside(compute_s, self.backward_total_s, gpu, fw)[0]
+        span = max(lag + beside(compute_s, c_s, gpu, fw)[1] for lag, c_s in self.backward_streams())
+        return slow + max(0.0, span - compute_s - slow) + self.gather_s / self.layers
+
+    def unsynced(self) -> Zero3Calls:
+        """A backward that does not reduce (no-sync, llm/grad_sync.py): its gathers only."""
+        return replace(self, scatter_s=0.0, replica_s=0.0)
 
 
 def hybrid(par: ParallelSpec) -> bool:

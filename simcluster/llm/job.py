@@ -11,7 +11,8 @@
                  # (gpipe: framework torch only); MoE: moe_dispatcher: alltoall |
                  # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit);
                  # zero 3: dp_shard: N (HSDP: shard groups of N ranks, replicated across dp / N; the FSDP frameworks
-                 # only: llm/hsdp.py)
+                 # only: llm/hsdp.py); grad_sync: micro_batch | step (DP gradients reduced after every micro-batch,
+                 # or once a step: FSDP2's set_requires_gradient_sync(False) / DDP no_sync; eager frameworks: llm/grad_sync.py)
       global_batch: 1024
       micro_batch: 1
       precision: bf16
@@ -97,7 +98,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     try:
         model = TransformerSpec(ffn=m.ffn or 0, tied_embeddings=m.tied_embeddings, mlp=m.mlp, dropout=m.dropout, **ints, **moe)
         par = ParallelSpec(zero=p.zero, recompute=p.recompute, recompute_modules=tuple(p.recompute_modules),
-                           recompute_every=p.recompute_every, **flags, **degrees)
+                           recompute_every=p.recompute_every, grad_sync=p.grad_sync or "", **flags, **degrees)
         batch = BatchSpec(gb, mb, precision, j.fp8_scaling)
         check(model, par, batch, machine.gpus_per_node * machine.nodes)
     except LlmConfigError as exc:

@@ -119,11 +119,13 @@ class _Pipeline:
         loop: wait for the input, compute, send), the waits' bubble and pipeline time added to its log."""
         arrived, produced, ops, n, tasks, rule = self.arrived, self.produced, st.ops, len(st.ops), st.tasks, st.rule
         p2p, blocking, send_free, counts = self.work.p2p_s, self.work.blocking_p2p, st.send_free, st.counts
-        fifo, free = self.work.torch_p2p, self.work.free_hosts
+        fifo, free, synced = self.work.torch_p2p, self.work.free_hosts, st.w.backward_synced
         nxt, now, bubble, pp_wait = st.next, st.now, 0.0, 0.0
         while nxt < n:
             kind, c, i, wait, out, slot, edge = ops[nxt]
             task, special = tasks[slot], rule[slot] == 2 or (edge and rule[slot] == 1)
+            if edge and synced and slot % 2:   # FSDP no-sync: the chunk's last backward reduces (simulate.StageWork)
+                task = synced[c]
             if wait is not None:
                 arrival = arrived.get(wait)
                 if arrival is None:

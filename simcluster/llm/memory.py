@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import autocast_block, compiled, eager_ac, torch_cp
+from simcluster.llm import autocast_block, compiled, eager_ac, grad_sync, torch_cp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.param_counts import layer_linear_params, layer_params, stage_dense_layers, stage_layers, stage_params
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -178,6 +178,8 @@ class MemoryBreakdown:
                                       # last stage: its micro-batches' outputs and their merged copy)
     live_after_backward: float | None = None   # freed gradients, several micro-batches a step: the live bytes beside the
                                                # gradients a first backward made (1F1B's next forward, GPipe's next backward)
+    accumulated_grads: float = 0.0    # FSDP no-sync: the unsharded gradient accumulator held across the step's micro-batches,
+                                      # beside them in place of the sharded gradients (llm/grad_sync.py)
 
     @property
     def allocated(self) -> float:
@@ -194,7 +196,8 @@ class MemoryBreakdown:
         live = self.activations + self.logits + self.weight_copies if self.live_peak is None else self.live_peak
         if self.persistent_grads:
             return static + self.gradients + live
-        after = self.gradients + self.live_after_backward if self.live_after_backward is not None else 0.0
+        held = self.accumulated_grads or self.gradients   # what a first backward leaves beside the next micro-batch
+        after = held + self.live_after_backward if self.live_after_backward is not None else 0.0
         return static + max(live, self.gradients + self.step_end, after)
 
     @property
@@ -207,7 +210,7 @@ class MemoryBreakdown:
 
     def to_gib(self) -> dict:
         parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "ddp_buckets",
-                 "ddp_rebuild", "overhead")
+                 "ddp_rebuild", "overhead") + (("accumulated_grads",) if self.accumulated_grads else ())   # FSDP no-sync only
         out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
@@ -280,7 +283,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         #   follows a backward (a rank runs m x v chunk-micro-batches; chunks of them are stashed at once)
         after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
-                           cache, buckets, buckets, live, step_end, after)
+                           cache, buckets, buckets, live, step_end, after,
+                           grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total))
 
 
 def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:

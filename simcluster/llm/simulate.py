@@ -82,6 +82,8 @@ class StageWork:
                                                           # the chunk's first forward (llm/overlap.py); 0 = waited for in full
     bucket_slowdown_s: tuple[float, ...] = ()             # per chunk: compute time its last backward loses to the bucket
                                                           # reductions running beside it (llm/work.py, _beside); logged as dp
+    backward_synced: tuple[Task, ...] = ()                # per chunk: its last backward where it differs from the others (FSDP
+                                                          # no-sync: only the last reduce-scatters, llm/grad_sync.py); () = the same
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,7 @@ class _Pipeline:
             else:
                 if vs < self.last_vstage:
                     yield from self.wait_for(s, ("B", vs, i))
-                task = work.backward[c]
+                task = work.backward_synced[c] if work.backward_synced and i == last_backward[c] else work.backward[c]
             if self.work.free_hosts:
                 task, self.host_at[s] = free_host(task, env.now, self.host_at[s], self.work.launch_queue)
             start = env.now

@@ -34,6 +34,7 @@ PP_SCHEDULES = ("1f1b", "gpipe")   # pipeline schedules: (interleaved) 1F1B, or 
 PRECISIONS = ("bf16", "fp8")
 FP8_SCALINGS = ("delayed", "current")
 ZERO_STAGES = (0, 1, 2, 3)
+GRAD_SYNCS = ("micro_batch", "step")   # parallel.grad_sync: DP gradients reduced after every micro-batch, or once a step (llm/grad_sync.py)
 
 
 class LlmConfigError(SimclusterError):
@@ -240,6 +241,7 @@ class ParallelSpec:
     recompute_every: int = 1      # with recompute 'full': every N-th block checkpointed (torchtitan's layer AC; framework torch)
     dp_shard: int = 0             # HSDP (zero 3): the dp ranks split into shard groups of dp_shard consecutive ranks, replicated
                                   # across dp / dp_shard groups (FSDP1 HYBRID_SHARD, FSDP2's 2-D mesh; llm/hsdp.py); 0 = dp
+    grad_sync: str = ""           # GRAD_SYNCS, or '' = the default (zero 2 and 3: every micro-batch; else once a step): llm/grad_sync.py
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):
@@ -288,6 +290,8 @@ class ParallelSpec:
                                  hint="use zero 0, 1 or 2 with pp > 1")
         if self.dp_shard:
             self._check_shard()
+        if self.grad_sync and self.grad_sync not in GRAD_SYNCS:
+            raise LlmConfigError("parallel.grad_sync", f"expected one of {', '.join(GRAD_SYNCS)}, got {self.grad_sync!r}")
 
     def _check_shard(self) -> None:
         s = self.dp_shard

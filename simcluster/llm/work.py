@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, eager_ac, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
@@ -292,8 +292,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     split = par.layer_split(model.layers)
     last_vs = pp * v - 1
     stages = []
+    no_sync = grad_sync.fsdp_no_sync(par, batch.micro_batches(par.dp))
     for s in range(pp):
-        fwd, bwd, buckets, gathers, gather_buckets, slowdowns = [], [], [], [], [], []
+        fwd, bwd, buckets, gathers, gather_buckets, slowdowns, synced = [], [], [], [], [], [], []
         opt_casts, ddp_last = 0.0, (0.0, 0.0)
         whole = fw.ddp_bucket_bytes > 0 and par.zero == 0 and not model.moe   # torch DDP (comm.ddp_bucket_bytes)
         params = stage_params(model, par, s)
@@ -308,15 +309,18 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             if vs == last_vs:   # MTP modules after the last layer: each one more layer and one more head and loss
                 f = _add(_add(f, head_f), _scale(_add(layer_f, head_f), model.mtp_layers))
                 b = _add(_add(b, head_b), _scale(_add(layer_b, head_b), model.mtp_layers))
-            dense, expert = params.dense / v, params.expert / v
+            dense, expert, accumulate = params.dense / v, params.expert / v, []
             if par.zero == 3:   # FULL_SHARD or HSDP (llm/hsdp.py): per layer, prefetched one layer ahead
                 z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
-                per_layer = z.gather_s / z.layers
                 slow_f, ag_f = _beside(f.duration_s, z.gather_s, gpu, fw)
-                slow_b = _beside(b.duration_s, z.backward_total_s, gpu, fw)[0]   # every NCCL kernel beside it slows it
-                agrs_b = max(lag + _beside(b.duration_s, c_s, gpu, fw)[1] for lag, c_s in z.backward_streams())
-                f = _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + per_layer))
-                b = _add(b, _task(dp=slow_b + max(0.0, agrs_b - b.duration_s - slow_b) + per_layer))
+                f = _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + z.gather_s / z.layers))
+                if no_sync:   # every backward adds into the unsharded accumulator; only the last reduce-scatters (grad_sync.py)
+                    kernels = (host.weight_matrices(model, fw) + 2) * layers_per_chunk
+                    accumulate = [ops.memory("grad_accumulate_unsharded", grad_sync.ACCUMULATE_BYTES * (dense + expert) / kernels,
+                                             count=kernels)]
+                    b = _add(b, _task(compute=ops.ops_time_s(gpu, accumulate, dtype)))
+                    synced.append(_add(b, _task(dp=z.backward_dp_s(b.duration_s, gpu, fw, _beside))))
+                b = _add(b, _task(dp=(z.unsynced() if no_sync else z).backward_dp_s(b.duration_s, gpu, fw, _beside)))
                 chunk_buckets = [z.tail_s] if c == 0 else []
                 gathers.append(0.0)
             else:
@@ -346,9 +350,11 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 ckpt = eager_ac.checkpointed_layers(par, layers_per_chunk) if plain_b_ops else layers_per_chunk
                 f = _host_bound(f, gpu, dtype, fw, casts, (emb_fwd if vs == 0 else []), fwd_ops, ckpt,
                                 (head_fwd if vs == last_vs else []), fwd_ops, layers_per_chunk - ckpt)
-                b = _host_bound(b, gpu, dtype, fw, bwd_casts, (head_bwd if vs == last_vs else []), bwd_ops, ckpt,
-                                (emb_bwd if vs == 0 else []), plain_b_ops, layers_per_chunk - ckpt,
-                                fw.host_bwd_kernel_s or fw.host_kernel_s)
+                args = (gpu, dtype, fw, bwd_casts + accumulate, (head_bwd if vs == last_vs else []), bwd_ops, ckpt,
+                        (emb_bwd if vs == 0 else []), plain_b_ops, layers_per_chunk - ckpt, fw.host_bwd_kernel_s or fw.host_kernel_s)
+                synced[c:] = [_host_bound(t, *args) for t in synced[c:]]   # no-sync: the unsynced spare the reduce hook's host
+                b = _host_bound(b, *args[:-1], args[-1] - (grad_sync.reduce_hook_kernel_s(fw.host_hook_kernel_s, sum(
+                    o.count for o in fwd_ops), sum(o.count for o in bwd_ops)) if no_sync else 0.0))
             opt_casts += ops.ops_time_s(gpu, step_casts, dtype)
             fwd.append(f)
             bwd.append(b)
@@ -368,9 +374,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
-                                tuple(slowdowns)))
+                                tuple(slowdowns), tuple(synced)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
-                        fw.grad_reduce_after_backward, fw.blocking_p2p, grads_every_micro_batch=par.zero == 2,
+                        fw.grad_reduce_after_backward, fw.blocking_p2p,
+                        grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
                         free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS)
 

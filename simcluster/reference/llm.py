@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.spec import FP8_SCALINGS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
+from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
 from simcluster.results import ReferenceRow, ReferenceValidation
@@ -62,7 +62,7 @@ TORCHTITAN_AC = {"selective layer": ("full", 2), "selective op": ("op", 1)}
 FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
-                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag}
+                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag, "grad_sync": one_of(GRAD_SYNCS)}
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
@@ -183,6 +183,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
+    if p.get("grad_sync") is not None or "grad_sync" in assumed:   # the trainer's no-sync accumulation (llm/grad_sync.py)
+        flags["grad_sync"] = pick(p, "parallel", "grad_sync", "")
     if p.get("sharding") is not None and checked(p, "sharding", "parallel", one_of(SHARDINGS)) == "HSDP":
         flags["dp_shard"] = min(max(1, NODE_GPUS // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
         # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)

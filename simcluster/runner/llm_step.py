@@ -34,9 +34,8 @@ whole step under one autocast; llm_pipeline.py; each shape records every rank's 
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
 the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
 torchtitan's per-block compile, Inductor's default mode; not with checkpointing): each warm-up step is timed (the first
-holds the compilation) and the document says so under "compile".
-Multi-GPU modes run under torchrun.
-torch is imported inside main only.
+holds the compilation) and the document says so under "compile". --grad-accum N [--no-sync]: N micro-batches per step,
+reduced every micro-batch or once (llm_accum.py). Multi-GPU modes run under torchrun; torch is imported inside main only.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import host_cpu, host_issue, llm_ac, llm_cp
+from simcluster.runner import host_cpu, host_issue, llm_ac, llm_accum, llm_cp
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -281,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
+    llm_accum.add_argument(ap)   # --grad-accum, --no-sync
     ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
                     "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
     ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes = parse_shapes(args.shapes)
     if args.mode == "cp":
         llm_cp.check_shapes(shapes, int(os.environ.get("WORLD_SIZE", "1")))
-    ac_mode = llm_ac.resolve(args)
+    ac_mode, accum = llm_ac.resolve(args), llm_accum.check(args)
     if args.compile:
         from simcluster.runner import llm_compile
 
@@ -362,8 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         trace = f"{args.trace}-{seq}x{micro}-rank{rank}.json.gz" if args.trace else None
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
                                  profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else
-                                 cp.step_maker(model, opt, amp) if cp else None,
-                                 microbatches=args.microbatches if pipe else 1, compiled=args.compile))
+                                 cp.step_maker(model, opt, amp) if cp else llm_accum.step_maker(
+                                     torch, model, opt, device, amp, accum, args.no_sync, args.mode) if accum > 1 else None,
+                                 microbatches=args.microbatches if pipe else accum, compiled=args.compile))
         if pipe or cp:
             records[-1]["ranks"] = (pipe or cp).gather(records[-1])
         records[-1].update(host_issue.gather(torch, records[-1], world))   # every rank's issue per step (host_issue.py)
@@ -383,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
                "mesh": layout(args.mode, world, args.group), "cuda_sched": sched, "shapes": records}
-        doc.update(llm_ac.record(ac_mode, cfg["layers"]))
+        doc.update(llm_ac.record(ac_mode, cfg["layers"]), **({"grad_accum": llm_accum.describe(accum, args.no_sync)} if accum > 1 else {}))
         if args.compile:
             doc["compile"] = llm_compile.describe(torch)
         if pipe or cp:

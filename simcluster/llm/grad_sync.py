@@ -1,0 +1,83 @@
+"""When a step of several micro-batches reduces its data-parallel gradients (parallel.grad_sync; issue 44, session 45).
+
+  micro_batch  after every micro-batch's backward: what FSDP2 (fully_shard) and torch DDP do unless told otherwise;
+               each micro-batch's reduce-scatter leaves a sharded gradient (grad_bytes / dp per parameter) that the
+               next one adds to. The default for zero 2 and 3.
+  step         once a step, in the last micro-batch's backward: FSDP2's module.set_requires_gradient_sync(False) on
+               every micro-batch but the last, DDP's no_sync() context; Megatron's DDP always. The default for zero 0
+               and 1 (for framework torch's DDP, whose own default is micro_batch, say grad_sync: micro_batch).
+
+Source: the FSDP2 API (torch.distributed.fsdp.FSDPModule.set_requires_gradient_sync: "sets if the module should sync
+gradients ... to implement gradient accumulation without communication"; set_reshard_after_backward: parameters are
+resharded after backward unless told not to, so a step of m micro-batches all-gathers every layer 2 m times either
+way) and pytorch/pytorch#126166 (FSDP2 gradient accumulation "(1) reduce-scatter [per micro-batch] ... saves gradient
+memory (storing the sharded gradients), while (2) avoids the communication but uses more gradient memory (storing the
+unsharded gradients)"). What FSDP2 keeps under no-sync, torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+(to_accumulated_grad_if_needed / accumulate_unsharded_grad_if_needed, torch 2.4-2.9): a parameter whose gradient dtype
+differs from the reduce dtype (bf16 parameters, fp32 reduce: the runner's and torchtitan's policy) moves its unsharded
+gradient into an unsharded accumulator of the reduce dtype after each unsynced backward and adds the next ones into
+it; the accumulator is reduce-scattered in the last micro-batch. So under FSDP2 no-sync, per step of m micro-batches
+and L sharded layers (per rank, P the rank's stage parameters, unsharded):
+  all_gathers      2 m L (forward and backward, unchanged)
+  reduce_scatters  L (the last micro-batch) instead of m L
+  memory           + grad_bytes x P held from the first micro-batch's backward to the last one's reduce (beside the
+                   later micro-batches' activations), in place of the sharded gradient (grad_bytes x P / dp)
+  GPU traffic      + ACCUMULATE_BYTES per parameter per micro-batch (the accumulator read and written in fp32, the bf16
+                   gradient read: 4 + 2 + 4; the first micro-batch's upcast, 2 + 4, taken at the same 10: <= 4 B over);
+                   a framework's own per-micro-batch copy of the gradient before its reduce-scatter
+                   (FrameworkSpec.grad_accumulate_bytes: torchtitan-fsdp2's 6) is kept on the unsynced micro-batches too,
+                   where FSDP2 skips it: up to 6 B per parameter over (about 0.5% of the KempnerForge 13B step; 0 under
+                   framework torch)
+  host             the unsynced backwards skip FSDP2's post-backward reduce (foreach_reduce: the copy-in, the
+                   reduce-scatter call and its stream bookkeeping): reduce_hook_kernel_s
+DDP no_sync: its buckets all-reduced once (the DES's last-backward buckets, as Megatron's DDP); micro_batch: every
+micro-batch's buckets (simulate.PipelineWork.grads_every_micro_batch, as ZeRO-2's). Its .grad accumulate in place
+(no extra memory either way: torch's persistent full gradients, llm/memory.py).
+Modelled for the eager frameworks with dp > 1, zero 0 (DDP) or 3 (FSDP), pp 1; anything else is refused at its key.
+"""
+
+from __future__ import annotations
+
+from simcluster.llm.spec import LlmConfigError, ParallelSpec
+
+ACCUMULATE_BYTES = 10.0   # per parameter per micro-batch of an FSDP no-sync step: fp32 accumulator read + written, bf16 gradient read
+HOOKS_PER_LAYER = 3       # FSDP2's per-layer, per-micro-batch hooks that its host cost (over the plain mode's) pays: the forward's
+#                           all-gather, the backward's all-gather and the backward's reduce-scatter (foreach_all_gather /
+#                           foreach_reduce), taken as equal shares: an assumption, checked by the nosync set (validation/nosync.py)
+
+
+def every_micro_batch(par: ParallelSpec) -> bool:
+    """Whether the step reduces its DP gradients after every micro-batch (module docstring)."""
+    return par.grad_sync == "micro_batch" or (not par.grad_sync and par.zero in (2, 3))
+
+
+def fsdp_no_sync(par: ParallelSpec, micro_batches: int) -> bool:
+    """An FSDP step whose gradients are reduced once over several micro-batches: the unsynced backwards differ."""
+    return par.zero == 3 and par.dp * par.cp > 1 and micro_batches > 1 and not every_micro_batch(par)
+
+
+def check(par: ParallelSpec, eager: bool, name: str) -> None:
+    """An explicit parallel.grad_sync where it is not modelled: one line at the key."""
+    if not par.grad_sync:
+        return
+    if par.dp * par.cp < 2:
+        raise LlmConfigError("parallel.grad_sync", f"chooses when data-parallel gradients are reduced: needs dp > 1 (FSDP "
+                             f"or DDP), got dp {par.dp}", hint="remove it, or dp > 1")
+    if not eager or par.zero in (1, 2) or par.pp > 1:
+        raise LlmConfigError("parallel.grad_sync", f"is modelled for the eager frameworks' DDP (zero 0) and FSDP (zero 3) "
+                             f"with pp 1 (FSDP2 set_requires_gradient_sync, DDP no_sync); got framework {name}, zero "
+                             f"{par.zero}, pp {par.pp}", hint="framework: torch (or an FSDP framework), zero 0 or 3, pp 1")
+
+
+def accumulated_grad_bytes(par: ParallelSpec, micro_batches: int, grad_bytes: float, params: float) -> float:
+    """FSDP no-sync: the unsharded accumulator of the reduce dtype over the rank's `params` (0 otherwise)."""
+    return grad_bytes * params if fsdp_no_sync(par, micro_batches) else 0.0
+
+
+def reduce_hook_kernel_s(hook_kernel_s: float, fwd_kernels: int, bwd_kernels: int) -> float:
+    """Host seconds per backward kernel that the reduce hook costs: FSDP2's host cost per kernel over the plain mode's
+    (hook_kernel_s, fitted: llm/eager.py) spread over a layer's forward and backward kernels is HOOKS_PER_LAYER hooks;
+    one of them over the backward's kernels."""
+    if hook_kernel_s <= 0 or bwd_kernels <= 0:
+        return 0.0
+    return hook_kernel_s * (fwd_kernels + bwd_kernels) / (HOOKS_PER_LAYER * bwd_kernels)

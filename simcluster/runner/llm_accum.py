@@ -1,0 +1,68 @@
+"""Gradient accumulation in the llm-step runner (issue 44, session 45): `--grad-accum N` runs each step as N
+micro-batches of SEQ x MICRO_BATCH sequences, each micro-batch's loss divided by N and its backward run, then one
+optimizer step; `--no-sync` (modes ddp and fsdp) reduces the gradients once per step, on the last micro-batch:
+FSDP2's `set_requires_gradient_sync(False)` before every micro-batch but the last (no reduce-scatter there: each
+rank accumulates its unsharded gradients in the reduce dtype, fp32 here, FSDPParam.to_accumulated_grad_if_needed /
+accumulate_unsharded_grad_if_needed; parameters still resharded after each backward, so all-gathered again per
+micro-batch), DDP's `no_sync()` context around those backwards. Without --no-sync every micro-batch's backward reduces
+(both wrappers' default). The document records {"micro_batches": N, "grad_sync": "micro_batch" | "step"} under
+"grad_accum" and each shape's tokens_per_step counts the N micro-batches. torch is passed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+SYNC_MODES = ("ddp", "fsdp")   # the wrappers with a no-sync switch
+
+
+def add_argument(ap) -> None:
+    ap.add_argument("--grad-accum", type=int, default=1, metavar="N", help="micro-batches per optimizer step (modes "
+                    "single, ddp, fsdp; llm_accum.py)")
+    ap.add_argument("--no-sync", action="store_true", help="with --grad-accum > 1, modes ddp / fsdp: reduce the "
+                    "gradients on the last micro-batch only (FSDP2 set_requires_gradient_sync, DDP no_sync)")
+
+
+def check(args) -> int:
+    """The accumulation count; SystemExit with one line where the flags do not fit the mode."""
+    n = args.grad_accum
+    if n < 1:
+        raise SystemExit(f"--grad-accum {n}: expected micro-batches per step >= 1")
+    if n > 1 and args.mode not in ("single", *SYNC_MODES):
+        raise SystemExit(f"--grad-accum {n}: modes single, ddp and fsdp only (--mode pp has --microbatches)")
+    if args.no_sync and (args.mode not in SYNC_MODES or n < 2):
+        raise SystemExit(f"--no-sync: needs --mode ddp or fsdp and --grad-accum >= 2 (got --mode {args.mode}, "
+                         f"--grad-accum {n})")
+    return n
+
+
+def describe(n: int, no_sync: bool) -> dict:
+    return {"micro_batches": n, "grad_sync": "step" if no_sync else "micro_batch"}
+
+
+def step_maker(torch, model, opt, device, amp: bool, n: int, no_sync: bool, mode: str):
+    """make_step(inputs, labels) for llm_step.run_shape: inputs hold n micro-batches' rows, split in order."""
+    fsdp = no_sync and mode == "fsdp"
+
+    def skip(k: int):   # DDP: the reduction left out of every backward but the last
+        return model.no_sync() if no_sync and mode == "ddp" and k < n - 1 else contextlib.nullcontext()
+
+    def make_step(inputs, labels):
+        xs, ys = inputs.chunk(n), labels.chunk(n)
+
+        def step():
+            loss = None
+            for k in range(n):
+                if fsdp:
+                    model.set_requires_gradient_sync(k == n - 1)
+                with skip(k):
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                        loss = model(xs[k], ys[k]) / n
+                    loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss
+
+        return step
+
+    return make_step

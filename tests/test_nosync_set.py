@@ -1,0 +1,102 @@
+"""Session 45's no-sync set (calibration/h200x2-nosync-2026-11-30, validation/nosync.py): the registration against a
+fresh --register at its commit, the device script against the registered rows, the shapes new to calibration/, and
+synthetic runs through the rules."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import yaml
+from conftest import ROOT, load_script
+
+BUNDLE = ROOT / "calibration" / "h200x2-nosync-2026-11-30"
+
+
+def script():
+    return load_script("validation/nosync.py")
+
+
+def registered() -> dict:
+    return yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+
+
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=()):
+    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside
+    the registered range; `drop`: process stems not written."""
+    bundle = tmp_path / "set"
+    (bundle / "runs").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    for row in registered()["rows"]:
+        for k in range(1, row["processes"] + 1):
+            stem = f"{row['name']}-r{k}"
+            if stem in drop:
+                continue
+            p = row["predicted"]
+            t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
+            doc = {"tool": "llm-step", "format": 1, "mode": "fsdp", "world_size": 2, "model": {"preset": row["preset"]},
+                   "grad_accum": {"micro_batches": 4, "grad_sync": "step" if row["variant"] == "nosync" else "micro_batch"},
+                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
+                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30}]}
+            (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
+    return bundle
+
+
+def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
+    reg = registered()
+    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
+    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
+    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    shares = {r["name"]: r["predicted"]["host_share"] for r in reg["rows"]}
+    assert shares["1b-2112x4-sync"] < 0.5 and min(shares["1.1b-1088x1-sync"], shares["0.5b-2688x1-sync"]) >= 0.5
+
+
+def test_the_device_script_runs_the_registered_rows():
+    text = (BUNDLE / "device_run.sh").read_text()
+    s = script()
+    shapes = re.search(r"^  for shape in (.*); do$", text, re.M).group(1).split()
+    assert shapes == [f"{p}:{seq}:{mb}" for p, seq, mb, _ in s.SHAPES]
+    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
+    assert '--warmup 3 --steps 6 --profile 0 --mode fsdp --grad-accum 4"' in text and s.MICROBATCHES == 4
+    assert 'guarded "$preset-${seq}x$mb-$v-r$r" 60 $fsdp $flag --preset "$preset" --shapes "$seq:$mb"' in text
+    assert '[ "$v" = nosync ] && flag="--no-sync"' in text and set(s.VARIANTS) == {"sync", "nosync"}
+    names = {f"{p}-{seq}x{mb}-{v}" for p, seq, mb, _ in s.SHAPES for v in s.VARIANTS}
+    assert names == {r["name"] for r in registered()["rows"]}
+
+
+def test_the_registered_shapes_are_new_to_calibration():
+    from conftest import measured_llm_tokens, registered_tokens, seqs_named_elsewhere
+
+    rows = registered()["rows"]
+    assert seqs_named_elsewhere(BUNDLE, {r["seq"] for r in rows}) == []
+    earlier = measured_llm_tokens(BUNDLE)
+    assert registered_tokens(rows) & earlier == set()
+    assert registered_tokens([r | {"micro_batch": r["micro_batch"] * r["microbatches"]} for r in rows]) & earlier == set()
+
+
+def test_runs_at_the_registered_steps_read_met(tmp_path):
+    out = script().read_out(synthetic(tmp_path))
+    v = out["verdicts"]
+    assert v["D"] == "MET" and v["M"].startswith("within") and v["P"].startswith("memory met"), v
+    assert v["S"].count("MET:") == 3 and "NOT MET" not in v["S"] and len(out["procs"]) == 12 and not out["left"], v
+
+
+def test_a_no_sync_that_saves_nothing_on_a_host_bound_shape_misses_rule_s(tmp_path):
+    rows = {r["name"]: r["predicted"]["step_ms"] for r in registered()["rows"]}
+    same = {"1.1b-1088x1-nosync": rows["1.1b-1088x1-sync"] / rows["1.1b-1088x1-nosync"]}   # measured as slow as sync
+    v = script().read_out(synthetic(tmp_path, same))["verdicts"]
+    assert re.search(r"1\.1b 1088:1: NOT MET: no-sync / sync measured [+-]0\.0%, registered -9\.0%", v["S"]), v
+    assert v["D"].startswith("MODEL (no-sync's terms)"), v
+
+
+def test_noise_a_slow_lease_and_missing_processes(tmp_path):
+    loud = script().read_out(synthetic(tmp_path / "loud", jitter=(0.3, -0.3)))["verdicts"]
+    assert loud["D"].startswith("NOISE"), loud
+    slow = script().read_out(synthetic(tmp_path / "slow", {r["name"]: 1.2 for r in registered()["rows"]}))["verdicts"]
+    assert slow["D"].startswith("MODEL (the step)") and slow["B"].startswith("FAST"), slow
+    out = script().read_out(synthetic(tmp_path / "cut", drop={"0.5b-2688x1-sync-r2", "0.5b-2688x1-nosync-r2"}))
+    assert sorted(x.split(":")[0] for x in out["left"]) == ["0.5b-2688x1-nosync-r2", "0.5b-2688x1-sync-r2"]
+    assert len(out["procs"]) == 10 and out["verdicts"]["D"] == "MET"
