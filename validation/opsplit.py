@@ -48,7 +48,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     write_registration,
 )
 from validation.hostsingle import predict, read_processes  # noqa: E402
-from validation.opcheck import group_of, host_terms, mean_abs, trust_regime  # noqa: E402
+from validation.opcheck import group_of, host_terms, mean_abs, own_lease, trust_regime  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): runs/NAME-rK.json, K = 1..PROCESSES
@@ -140,29 +140,6 @@ def compare(ps: list[dict], pts: float) -> tuple[str, str]:
     return word, f"{word}: the candidate {cand:.1%} mean |error| against the product's {prod:.1%} ({len(ps)} processes)"
 
 
-def own_lease(bundle: Path, reg: dict, procs: list[dict], verdicts: dict) -> dict:
-    """Rule O's prices: {key: (product s, candidate s)} with this lease's own host fits (runs/host), {} without single
-    and op; the O host line."""
-    folder = bundle / "runs" / "host"
-    try:
-        fits = host_terms(folder) if folder.is_dir() else {}
-    except ValueError as exc:   # a host run that is not an llm-step document: one line, the rules without it
-        verdicts["O host"] = f"NO DATA: {str(exc).splitlines()[0]}"
-        return {}
-    parts = []
-    for mode, term in reg["product_host"].items():
-        if mode in ("single", "op"):
-            got = fits.get(mode)
-            parts.append(f"{mode}: NO DATA (fewer than two layer counts ran)" if got is None else
-                         f"{mode} {got['per_kernel_s'] * 1e6:.1f} us per kernel {got['per_step_s'] * 1e3:+.2f} ms per step "
-                         f"against the product's {float(term['per_kernel_s']) * 1e6:.1f} us "
-                         f"(x{got['per_kernel_s'] / float(term['per_kernel_s']):.2f})")
-    verdicts["O host"] = "this lease's own fits: " + "; ".join(parts)
-    if not {"single", "op"} <= set(fits):
-        return {}
-    return {p["key"]: tuple(x["step_ms"] / 1e3 for x in both(*p["key"], folder)) for p in procs}
-
-
 def phase_lines(bundle: Path, reg: dict, verdicts: dict) -> None:
     """Rule F (not judged): this lease's op phase factors and the host-bound shape's per-step forward / backward issue."""
     import json
@@ -202,7 +179,8 @@ def read_out(bundle: Path) -> dict:
         p["mem_err"] = mem_error(float(pr["steady_mem_GiB"]), float(pr["peak_mem_GiB"]), p["peak_GiB"])
     above, verdicts["N"] = noise_verdict(procs, target)
     verdicts["P"] = memory_verdict([p["mem_err"] for p in procs], judge["mem_pct"])
-    own = own_lease(bundle, reg, procs, verdicts)
+    own = own_lease(bundle, reg, procs, verdicts, ("single", "op"),   # rule O: (product, candidate) at the lease's own fits
+                    lambda key, folder: tuple(x["step_ms"] / 1e3 for x in both(*key, folder)))
     phase_lines(bundle, reg, verdicts)
     groups = list(dict.fromkeys(str(r["group"]) for r in reg["rows"]))
     within, own_within, words = {}, {}, {}
