@@ -53,17 +53,30 @@ def test_the_candidate_is_off_in_the_product_and_only_moves_one_gpu():
     from simcluster.heldout.eager import MODE_HOST
     from simcluster.llm import eager
     from simcluster.llm.framework import TORCH_AMP
+    from simcluster.llm.simulate import StageWork
     from simcluster.llm.spec import ParallelSpec
+    from simcluster.llm.work import _beside_backlog, free_hosts
 
     assert TORCH_AMP.free_phase_host is False
     fits = eager.fit_modes(MODE_HOST)
     assert eager.torch_framework(ParallelSpec(recompute="op"), fits).free_phase_host is False
     s = script()
-    p, c = s.both("0.5b", 1024, 2, "none", MODE_HOST)   # the switch is general: a GPU-bound-tail single step moves too
-    assert c["step_ms"] <= p["step_ms"]
-    with s.candidate():   # a data-parallel step (gradient buckets) keeps its hosts in series: work.free_hosts
-        fw = eager.torch_framework(ParallelSpec(dp=2), fits)
-        assert fw.free_phase_host and replace(fw, free_phase_host=False) != fw
+    p, c = s.both("1b", 1728, 2, "none", MODE_HOST)   # the switch is general: a host-bound single step moves too
+    assert c["step_ms"] < p["step_ms"]
+    on = replace(eager.torch_framework(ParallelSpec(recompute="op"), fits), free_phase_host=True)
+    one, reduced = StageWork((), ()), StageWork((), (), grad_buckets_s=((0.01,),))
+    assert free_hosts(on, [one]) and not free_hosts(replace(on, free_phase_host=False), [one])
+    assert not free_hosts(on, [reduced]) and not free_hosts(on, [one, one])   # DDP's buckets, two stages: in series
+    backward = _task(0.050, 0.030)
+    assert _beside_backlog(on, 1, [backward], 0.004) == pytest.approx(0.0)   # 20 ms of backlog hides the 4 ms
+    assert _beside_backlog(on, 1, [_task(0.050, 0.048)], 0.004) == pytest.approx(0.002)   # 2 ms of it: 2 ms left
+    assert _beside_backlog(on, 2, [backward], 0.004) == _beside_backlog(replace(on, free_phase_host=False), 1, [backward], 0.004) == 0.004
+
+
+def _task(duration_s: float, issue_s: float):
+    from simcluster.llm.simulate import Task
+
+    return Task(duration_s, {"compute": duration_s, "host": 0.0}, issue_s, duration_s, 100)
 
 
 def test_the_device_script_runs_the_probes_first_and_the_registered_processes():
