@@ -139,9 +139,11 @@ def mean_abs(errs: list[float]) -> float:
     return statistics.mean(map(abs, errs))
 
 
-def own_lease(bundle: Path, reg: dict, procs: list[dict], verdicts: dict) -> dict:
-    """Rule O's prices: {key: step s} of the model with this lease's own host fits (runs/host), {} without all three
-    modes; the O host line: this lease's per-kernel costs against the product's registered terms."""
+def own_lease(bundle: Path, reg: dict, procs: list[dict], verdicts: dict, modes: tuple[str, ...] = ("single", "ckpt", "op"),
+              price=None) -> dict:
+    """Rule O's prices: {key: step s} of the model with this lease's own host fits (runs/host), {} without every one of
+    `modes`; the O host line: this lease's per-kernel costs of `modes` against the product's registered terms. `price`
+    (key, folder) -> the value kept per key (validation/opsplit.py: the product's and the candidate's steps)."""
     folder = bundle / "runs" / "host"
     try:
         fits = host_terms(folder) if folder.is_dir() else {}
@@ -150,6 +152,8 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], verdicts: dict) -> dic
         return {}
     parts = []
     for mode, term in reg["product_host"].items():
+        if mode not in modes:
+            continue
         if mode not in fits:
             parts.append(f"{mode}: NO DATA (fewer than two layer counts ran)")
             continue
@@ -157,9 +161,9 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], verdicts: dict) -> dic
         parts.append(f"{mode} {c * 1e6:.1f} us per kernel {fits[mode]['per_step_s'] * 1e3:+.2f} ms per step against the "
                      f"product's {c0 * 1e6:.1f} us {float(term['per_step_s']) * 1e3:+.2f} ms (x{c / c0:.2f})")
     verdicts["O host"] = "this lease's own fits: " + "; ".join(parts)
-    if not {"single", "ckpt", "op"} <= set(fits):
+    if not set(modes) <= set(fits):
         return {}
-    return {p["key"]: predict(*p["key"], folder)["step_ms"] / 1e3 for p in procs}
+    return {p["key"]: predict(*p["key"], folder)["step_ms"] / 1e3 if price is None else price(p["key"], folder) for p in procs}
 
 
 def read_out(bundle: Path) -> dict:

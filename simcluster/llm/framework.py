@@ -120,6 +120,9 @@ class FrameworkSpec:
                                       # (work.free_hosts, simulate.free_host; session 44's candidate, registered in
                                       # validation/ppcouple.py, not the product); False: a stage's host issues a task once
                                       # its input arrived (the hosts in series); docs/models/llm.md
+    free_phase_host: bool = False     # one GPU (session 45's op candidate, validation/opsplit.py; not the product): the host
+                                      # issues the backward from the forward's last issue and the step's fixed host work beside
+                                      # the backward's GPU backlog (work.free_hosts, work._beside_backlog); False: in series
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32

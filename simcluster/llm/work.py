@@ -368,7 +368,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _host_step_s(fw, par, model.layers)
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, pp, bwd, _host_step_s(fw, par, model.layers))
                + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
@@ -387,9 +387,15 @@ def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
     docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
     (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
     step's own host waits are not modelled: those keep the hosts in series)."""
-    return (fw.torch_pipelining and fw.free_stage_hosts and fw.host_kernel_s > 0
+    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and len(stages) == 1) and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
+
+
+def _beside_backlog(fw: FrameworkSpec, pp: int, bwd: list, host_s: float) -> float:
+    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU only what outlasts
+    the last backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
+    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and pp == 1 else host_s
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:

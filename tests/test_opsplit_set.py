@@ -1,0 +1,166 @@
+"""Session 45's registered check of the op host term's candidate, FrameworkSpec.free_phase_host
+(calibration/h200x2-opsplit-2026-11-30, validation/opsplit.py): the registration against a fresh --register at this
+commit, the device script against the read-out's processes and probes, the shapes new to calibration/, the candidate
+off in the product, and synthetic runs through the rules N, M, B, C, O, F, P and D."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+import yaml
+from conftest import ROOT, load_script, measured_llm_tokens, seqs_named_elsewhere
+from test_hostsingle_set import doc, host_runs
+from test_hostsingle_set import synthetic as hostsingle_synthetic
+
+from simcluster.errors import SimclusterError
+
+BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
+OPHOST = ROOT / "calibration" / "h200x1-llm-ophost-2026-11-29"
+
+
+def script():
+    return load_script("validation/opsplit.py")
+
+
+def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, host: float | None = 1.0, base=None,
+              which: str = "product"):
+    """hostsingle's synthetic bundle of this set's registration: steps predicted[which], peaks the product's, and
+    runs/host/ this set's probe (single, op) from the diagnostic lease at `host` times its steps."""
+    return hostsingle_synthetic(tmp_path, offset, jitter, mem, host, base, src=BUNDLE, judged="product", which=which,
+                                probe=script().HOST_PROBE)
+
+
+def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
+    s = script()
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    fresh_path = tmp_path / "registered.yaml"
+    assert s.main(["--register", str(fresh_path)]) == 0
+    fresh = yaml.safe_load(fresh_path.read_text())
+    for key in ("script", "calibration", "product_host", "op_phase_factors", "judge", "rules", "rows"):
+        assert reg[key] == fresh[key], key
+    assert [(r["name"], r["preset"], r["seq"], r["micro_batch"], r["ac_mode"]) for r in reg["rows"]] == list(s.SHAPES)
+    assert [r["group"] for r in reg["rows"]] == ["op+host-bound", "op", "op"]
+    for row in reg["rows"]:   # the candidate is faster everywhere it differs: the phases' waits it takes out
+        assert row["predicted"]["candidate"]["step_ms"] < row["predicted"]["product"]["step_ms"], row["name"]
+    assert s.main(["--register", str(fresh_path)]) == 2   # never over an existing registration
+
+
+def test_the_candidate_is_off_in_the_product_and_only_moves_one_gpu():
+    from simcluster.heldout.eager import MODE_HOST
+    from simcluster.llm import eager
+    from simcluster.llm.framework import TORCH_AMP
+    from simcluster.llm.simulate import StageWork
+    from simcluster.llm.spec import ParallelSpec
+    from simcluster.llm.work import _beside_backlog, free_hosts
+
+    assert TORCH_AMP.free_phase_host is False
+    fits = eager.fit_modes(MODE_HOST)
+    assert eager.torch_framework(ParallelSpec(recompute="op"), fits).free_phase_host is False
+    s = script()
+    p, c = s.both("1b", 1728, 2, "none", MODE_HOST)   # the switch is general: a host-bound single step moves too
+    assert c["step_ms"] < p["step_ms"]
+    on = replace(eager.torch_framework(ParallelSpec(recompute="op"), fits), free_phase_host=True)
+    one, reduced = StageWork((), ()), StageWork((), (), grad_buckets_s=((0.01,),))
+    assert free_hosts(on, [one]) and not free_hosts(replace(on, free_phase_host=False), [one])
+    assert not free_hosts(on, [reduced]) and not free_hosts(on, [one, one])   # DDP's buckets, two stages: in series
+    backward = _task(0.050, 0.030)
+    assert _beside_backlog(on, 1, [backward], 0.004) == pytest.approx(0.0)   # 20 ms of backlog hides the 4 ms
+    assert _beside_backlog(on, 1, [_task(0.050, 0.048)], 0.004) == pytest.approx(0.002)   # 2 ms of it: 2 ms left
+    assert _beside_backlog(on, 2, [backward], 0.004) == _beside_backlog(replace(on, free_phase_host=False), 1, [backward], 0.004) == 0.004
+
+
+def _task(duration_s: float, issue_s: float):
+    from simcluster.llm.simulate import Task
+
+    return Task(duration_s, {"compute": duration_s, "host": 0.0}, issue_s, duration_s, 100)
+
+
+def test_the_device_script_runs_the_probes_first_and_the_registered_processes():
+    text = (BUNDLE / "device_run.sh").read_text()
+    runs = re.findall(r"^  guarded (\S+)-r\$r 60 \$one \$step --preset (\S+) --shapes (\d+):(\d+) --ac-mode (\w+)$", text, re.M)
+    assert [(n, p, int(q), int(m), a) for n, p, q, m, a in runs] == list(script().SHAPES)
+    assert "for r in 1 2 3; do" in text and script().PROCESSES == 3
+    probes = re.findall(r"^for layers in 2 32; do guarded host/(\w+)-L\$layers 60 \$one \$probe --layers \$layers(.*); done$", text, re.M)
+    assert [f"{m}-L{n}" for m, _ in probes for n in (2, 32)] == list(script().HOST_PROBE)
+    assert [flag for _, flag in probes] == ["", " --ac-mode op"]
+    phases = re.findall(r"^guarded phase/(\S+) 60 \$phase --preset (\S+)(?: --layers (\d+))? --shape (\d+):(\d+)", text, re.M)
+    assert [name for name, *_ in phases] == list(script().PHASE_PROBE)
+    assert phases[1][1:] == ("1b", "", "1728", "2") and ("ophb-1b", "1b", 1728, 2, "op") == script().SHAPES[0]
+    assert (OPHOST / "hostprobe.py").is_file() and "calibration/h200x1-llm-ophost-2026-11-29/hostprobe.py --modes op" in text
+    assert text.index("phase/ophb-1b") < text.index("for r in 1 2 3")   # every probe before the step processes
+    assert 'one="env CUDA_VISIBLE_DEVICES=0 python3 -m simcluster.runner.llm_step --mode single"' in text
+    budget = int(re.search(r"BUDGET_S=\$\{BUDGET_S:-(\d+)\}", text).group(1))
+    assert budget + 60 <= 320   # the worst case: a run may start at BUDGET_S - 1 s and take its 60 s limit
+
+
+def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
+    from simcluster.runner.llm_step import PRESETS
+
+    earlier = measured_llm_tokens(BUNDLE)
+    seqs = {seq for _, _, seq, _, _ in script().SHAPES}
+    assert seqs <= {704, 1728, 2368, 3008} and len(seqs) == len(script().SHAPES)   # session 45's seqs for this set
+    for _, preset, seq, mb, _ in script().SHAPES:
+        assert (preset, PRESETS[preset]["layers"], seq * mb) not in earlier, (preset, seq, mb)
+    assert seqs_named_elsewhere(BUNDLE, seqs) == []
+
+
+def test_an_exact_candidate_reads_adopt_and_an_exact_product_keep(tmp_path):
+    s = script()
+    adopt = s.read_out(synthetic(tmp_path / "cand", 0.0, [0.01, -0.01, 0.0], which="candidate"))["verdicts"]
+    assert adopt["C all"].startswith("BETTER") and adopt["D"].startswith("ADOPT (C BETTER); the op miss at the candidate: MET"), adopt
+    assert "below the 8% target" in adopt["N"] and adopt["P"].startswith("memory met"), adopt
+    keep = s.read_out(synthetic(tmp_path / "prod", 0.0, [0.01, -0.01, 0.0]))["verdicts"]
+    assert keep["C all"].startswith("WORSE") and keep["D"].startswith("KEEP (C WORSE); the op miss at the product: MET"), keep
+    assert keep["B all product"].startswith("NONE") and keep["M op product"].startswith("within"), keep
+
+
+def test_a_miss_this_leases_own_fit_explains_reads_lease_and_one_it_does_not_reads_next_term(tmp_path):
+    s = script()
+    folder = tmp_path / "fast-host"
+    host_runs(folder, 0.7, s.HOST_PROBE)
+    own = {(p, q, m, a): s.predict(p, q, m, a, folder)["step_ms"] / 1e3 for _, p, q, m, a in s.SHAPES}
+    lease = s.read_out(synthetic(tmp_path / "lease", 0.0, [0.02, -0.02, 0.0], host=0.7, base=own))["verdicts"]
+    assert lease["M op+host-bound product"].startswith("not within"), lease
+    # the product 1.3x this lease's host: the candidate, a few % faster, reads BETTER; its miss is the lease's host speed
+    assert lease["D"].startswith("ADOPT (C BETTER); the op miss at the candidate: LEASE (op+host-bound"), lease
+    assert "(x0.84)" in lease["O host"], lease["O host"]   # 0.7 x the diagnostic lease's op cost against the product's
+    nxt = s.read_out(synthetic(tmp_path / "next", -0.17, [0.02, -0.02, 0.01], host=None))["verdicts"]
+    assert nxt["B all product"].startswith("FAST") and "NEXT TERM (op+host-bound, op missed)" in nxt["D"], nxt
+
+
+def test_loud_processes_read_noise_memory_outside_the_range_is_not_met_and_the_phase_probe_is_read(tmp_path):
+    s = script()
+    loud = s.read_out(synthetic(tmp_path / "loud", 0.0, [0.3, -0.3, 0.0, 0.25]))["verdicts"]
+    assert "ABOVE the 8% target" in loud["N"] and loud["D"].startswith("NOISE"), loud
+    assert loud["F factors"].startswith("NO DATA") and loud["F steps"].startswith("NO DATA"), loud
+    bundle = synthetic(tmp_path / "mem", 0.0, [0.0], mem=1.2)
+    (bundle / "runs" / "phase").mkdir()   # the product's own probe document: its factors exactly
+    shutil.copy(OPHOST / "runs" / "tiny-L24-128x1.json", bundle / "runs" / "phase" / "tiny-L24-128x1.json")
+    probe = json.loads((OPHOST / "runs" / "0.5b-2048x2.json").read_text())
+    (bundle / "runs" / "phase" / "ophb-1b.json").write_text(json.dumps(probe))
+    v = s.read_out(bundle)["verdicts"]
+    assert v["P"].startswith("memory not met: max |error| 16.7%"), v["P"]
+    f = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["op_phase_factors"]
+    assert f"forward x{f['forward']:.3f}, backward x{f['backward']:.3f} of the op fit against the product's x{f['forward']:.3f}" in v["F factors"]
+    assert v["F steps"].startswith("ophb-1b forward issue 59 50 49 118 115 112 ms, backward 91 93 93 72 68 70 ms"), v["F steps"]
+
+
+def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path):
+    s = script()
+    bundle = synthetic(tmp_path, 0.0, [0.0, 0.01], host=None)
+    (bundle / "runs" / "op-1.1b-r3.json").unlink()
+    (bundle / "runs" / "op-0.5b-r3.json").write_text("Traceback ...")
+    (bundle / "runs" / "ophb-1b-r3.json").write_text(json.dumps(doc("1b", 1728, 2, "none", 0.14, 22.0)))
+    out = s.read_out(bundle)
+    left = " ".join(out["left"])
+    assert "op-1.1b: 2 of 3 processes read" in left and "op-0.5b-r3.json: no llm-step document" in left, left
+    assert "ophb-1b-r3.json: ran" in left and "single: NO DATA" in out["verdicts"]["O host"] and not out["own"], out
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    del reg["rows"][0]["predicted"]["candidate"]["step_ms"]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
+    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
+        s.read_out(bundle)
