@@ -194,21 +194,26 @@ def own_steps(folder: Path, rows: list[dict], free: bool) -> dict | None:
                                       int(r["seq"]), free_hosts=free)["step_ms"] / 1e3 for r in rows}
 
 
-def read_out(bundle: Path) -> dict:
-    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
-    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
-    procs, left, docs, v, above, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "m"))
-    target, band = got["target"], got["band"]
+def rule_f(procs: list[dict], m: float | None, v: dict) -> None:
+    """Rule F: the registered candidate `free` (its free_s) against the product's mean |error| `m` (validation/ppblock.py
+    too)."""
     f = pphost._mean_abs(procs, "free_s")
     if f is None:
         v["F"] = "NO DATA: no process ran"
-    else:
-        fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
-        v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
-                  f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
-    v["P"] = pphost.rule_p(procs, judge)
+        return
+    fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
+    v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
+              f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
+
+
+def own_fit_rules(bundle: Path, reg: dict, procs: list[dict], v: dict, target: float, band: float,
+                  product_s: float | None = None) -> tuple[dict | None, dict | None, dict]:
+    """Rules H, O and S (validation/ppblock.py too): this lease's single host fit (runs/host) against the registered
+    pooled term, and each row's step (s) with it, the hosts free (O) and in series (S); returns (free steps, series
+    steps, {rule: (bias word, mean |error|)}); `product_s`: H's product per kernel (pphost.own_lease)."""
+    regs = reg["rows"]
     keys = {"candidate_single_host": reg["pooled_single_host"], "rows": regs}   # pphost.own_lease's registration keys
-    series = pphost.own_lease(bundle, keys, procs, v)   # rule H; the product's model (the hosts in series)
+    series = pphost.own_lease(bundle, keys, procs, v, product_s)   # rule H; the product's model (the hosts in series)
     own = own_steps(bundle / "runs" / "host", regs, free=True) if series is not None else None
     words = {}
     for rule, steps, what in (("O", own, "the hosts free"), ("S", series, "the hosts in series")):
@@ -221,6 +226,17 @@ def read_out(bundle: Path) -> dict:
         words[rule] = (word, mean)
         v[rule] = (f"{what}, this lease's own single host fit: mean |error| {mean:.1%} "
                    f"({'within' if mean <= target else 'not within'} the target); {v[rule]}")
+    return own, series, words
+
+
+def read_out(bundle: Path) -> dict:
+    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
+    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
+    procs, left, docs, v, above, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "m"))
+    target, band = got["target"], got["band"]
+    rule_f(procs, m, v)
+    v["P"] = pphost.rule_p(procs, judge)
+    own, series, words = own_fit_rules(bundle, reg, procs, v, target, band)
     if above:
         v["D"] = "NOISE: process noise alone exceeds the target"
     elif "O" not in words or "S" not in words:

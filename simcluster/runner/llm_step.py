@@ -49,7 +49,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import host_cpu, host_issue, llm_ac, llm_cp
+from simcluster.runner import host_cpu, host_issue, llm_ac, llm_cp, llm_pipeline, pp_timeline
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -283,10 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
     ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
                     "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
-    ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
-                    "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
-    ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
-    ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
+    llm_pipeline.add_arguments(ap)   # --schedule, --virtual-stages, --microbatches, --timeline
     ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
                     "tensor-parallel group or pipeline (consecutive ranks); data parallel across the world / SIZE groups")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
@@ -305,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.trace and args.profile < 1:   # --trace keeps the profiled steps' timeline
         raise SystemExit("--trace keeps the profiled steps' timeline: give --profile 1 or more")
+    if args.timeline and (args.mode != "pp" or args.virtual_stages > 1):
+        raise SystemExit("--timeline: --mode pp with one chunk per rank only (pp_timeline.py)")
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
         if getattr(args, name) is not None:
@@ -336,10 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         llm_compile.compile_layers(torch, model)
     pipe = None
     if args.mode in ("pp", "pp+ddp"):
-        from simcluster.runner import llm_pipeline
-
         pipe = llm_pipeline.Pipeline.of(torch, model, args.mode, rank, world, args.group, cfg, device, args.schedule,
                                         args.microbatches, args.precision == "amp", args.virtual_stages)
+        pipe.timeline = pp_timeline.Timeline(torch) if args.timeline else None
         model = pipe.module
     else:
         model = wrap(torch, model, args.mode, world, cfg, device, args.group)
