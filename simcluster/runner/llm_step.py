@@ -29,7 +29,8 @@ layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: 
 o and down row-wise; heads and kv_heads must divide by the world size), pp (torch.distributed.pipelining: one stage
 of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
-"ranks"), the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and cp
+"ranks"; --timeline: each rank's host timeline of every other step, pp_timeline.py), the two-dimensional tp+ddp,
+tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and cp
 (torch's context_parallel over every rank, DDP over the same ranks, flash SDPA; llm_cp.py; every rank under "ranks").
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
 the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
