@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
-import ppcouple  # noqa: E402  (validation/ppcouple.py: rules F, H, O, S)
+import ppcouple  # noqa: E402  (validation/ppcouple.py: rules F, H, O, S; the rows' product and free predictions)
 import pphost  # noqa: E402  (validation/pphost.py: rules N, B, M, P, the pooled single host term)
 
 from simcluster.heldout.registration import print_verdicts, registering_commit, set_main, write_registration  # noqa: E402
@@ -137,18 +137,8 @@ def model_timeline(preset: str, seq: int, mode: str) -> dict:
 
 
 def predicted() -> list[dict]:
-    from simcluster.heldout.eager_regimes import regime_predict, registered_row
-
-    out = []
-    for row in rows_plan():
-        reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
-                             microbatches=row["microbatches"])
-        free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
-                              seq=row["seq"], free_hosts=True)
-        out.append(row | {"predicted": {"product": reg["predicted"],
-                                        "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}},
-                          "timeline": model_timeline(row["preset"], row["seq"], row["mode"])})
-    return out
+    return [row | {"predicted": ppcouple.row_predicted(row), "timeline": model_timeline(row["preset"], row["seq"], row["mode"])}
+            for row in rows_plan()]
 
 
 def register(path: Path) -> None:
@@ -257,13 +247,7 @@ def read_out(bundle: Path) -> dict:
 
 
 def show(result: dict) -> None:
-    for q in result["procs"]:
-        r, meas = q["row"], q["measured_s"]
-        own, ser = result["own"].get(r["name"]), result["series"].get(r["name"])
-        print(f"{r['name']:14} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  measured {meas * 1e3:7.1f} ms  product "
-              f"{q['product_s'] / meas - 1:+6.1%}  free {q['free_s'] / meas - 1:+6.1%}"
-              + ("" if own is None else f"  own fit: free {own / meas - 1:+6.1%} series {ser / meas - 1:+6.1%}")
-              + f"  memory {q['mem_err']:+.1%}")
+    ppcouple.show_processes(result)
     for q in result["timelines"]:
         print(f"timeline {q['row']['name']:14} K {q['word']:22} outside share {q['outside'][0]:.3f}/{q['outside'][1]:.3f}  "
               f"wait {q['wait'][0]:.3f}/{q['wait'][1]:.3f}  overhead "

@@ -79,18 +79,20 @@ def rows_plan() -> list[dict]:
              "processes": PROCESSES} for p, s, mb in SHAPES for mode in SCHEDULES]
 
 
-def predicted() -> list[dict]:
+def row_predicted(row: dict) -> dict:
+    """A pipeline row's registered `product` (heldout/eager_regimes.registered_row with memory) and `free` (the
+    candidate: step and host share) predictions (validation/ppblock.py too)."""
     from simcluster.heldout.eager_regimes import regime_predict, registered_row
 
-    out = []
-    for row in rows_plan():
-        reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
-                             microbatches=row["microbatches"])
-        free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
-                              seq=row["seq"], free_hosts=True)
-        out.append(row | {"predicted": {"product": reg["predicted"],
-                                        "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}})
-    return out
+    reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
+                         microbatches=row["microbatches"])
+    free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
+                          seq=row["seq"], free_hosts=True)
+    return {"product": reg["predicted"], "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}
+
+
+def predicted() -> list[dict]:
+    return [row | {"predicted": row_predicted(row)} for row in rows_plan()]
 
 
 def probe_step(layers: int, own: Path | None = None, free: bool = False) -> float:
@@ -255,7 +257,9 @@ def read_out(bundle: Path) -> dict:
     return {"procs": procs, "own": own or {}, "series": series or {}, "probe": probe, "left": left, "verdicts": v}
 
 
-def show(result: dict) -> None:
+def show_processes(result: dict) -> None:
+    """One line per process: measured, the product's and the candidate's errors, the own fit's both ways, memory
+    (validation/ppblock.py too)."""
     for q in result["procs"]:
         r, meas = q["row"], q["measured_s"]
         own, ser = result["own"].get(r["name"]), result["series"].get(r["name"])
@@ -263,6 +267,10 @@ def show(result: dict) -> None:
               f"{q['product_s'] / meas - 1:+6.1%}  free {q['free_s'] / meas - 1:+6.1%}"
               + ("" if own is None else f"  own fit: free {own / meas - 1:+6.1%} series {ser / meas - 1:+6.1%}")
               + f"  memory {q['mem_err']:+.1%}")
+
+
+def show(result: dict) -> None:
+    show_processes(result)
     for q in result["probe"]:
         meas = q["measured_s"]
         print(f"probe {q['row']['name']:10} measured {meas * 1e3:7.1f} ms  own fit: free {q['free_s'] / meas - 1:+6.1%} "
