@@ -143,3 +143,20 @@ def test_processes_without_a_timeline_leave_k_w_v_without_data(tmp_path):
         path.write_text(json.dumps(d))
     v = script().read_out(bundle)["verdicts"]
     assert all(v[k].startswith("NO DATA") for k in "KWV") and v["M"].startswith("PP+host-bound"), v
+
+
+def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_pphost.PP_BLOCK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_BLOCK_BUNDLE
+    if not (BUNDLE / "runs").is_dir():
+        assert eager_pphost.s44_rows(BUNDLE) == []   # registered, not run: no row in the table
+    got = eager_pphost.s44_rows(synthetic(tmp_path, "series"))
+    reg = {f"{r['preset']} {r['mode']} seq {r['seq']} mb 1 x4 micro-batches": r for r in registered()["rows"]}
+    assert len(got) == 4 and all(r["host_bound"] and r["host_flag"] == "registered" and r["pp"] == 2 for r in got)
+    for r in got:
+        assert r["predicted_s"] == reg[r["label"]]["predicted"]["product"]["step_ms"] / 1e3
+    assert Counter(res.regime for res in eager_residuals(got)) == {"llm | PyTorch eager | PP+host-bound | bf16": 4}
