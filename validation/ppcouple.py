@@ -79,18 +79,20 @@ def rows_plan() -> list[dict]:
              "processes": PROCESSES} for p, s, mb in SHAPES for mode in SCHEDULES]
 
 
-def predicted() -> list[dict]:
+def row_predicted(row: dict) -> dict:
+    """A pipeline row's registered `product` (heldout/eager_regimes.registered_row with memory) and `free` (the
+    candidate: step and host share) predictions (validation/ppblock.py too)."""
     from simcluster.heldout.eager_regimes import regime_predict, registered_row
 
-    out = []
-    for row in rows_plan():
-        reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
-                             microbatches=row["microbatches"])
-        free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
-                              seq=row["seq"], free_hosts=True)
-        out.append(row | {"predicted": {"product": reg["predicted"],
-                                        "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}})
-    return out
+    reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
+                         microbatches=row["microbatches"])
+    free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
+                          seq=row["seq"], free_hosts=True)
+    return {"product": reg["predicted"], "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}
+
+
+def predicted() -> list[dict]:
+    return [row | {"predicted": row_predicted(row)} for row in rows_plan()]
 
 
 def probe_step(layers: int, own: Path | None = None, free: bool = False) -> float:
@@ -194,21 +196,26 @@ def own_steps(folder: Path, rows: list[dict], free: bool) -> dict | None:
                                       int(r["seq"]), free_hosts=free)["step_ms"] / 1e3 for r in rows}
 
 
-def read_out(bundle: Path) -> dict:
-    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
-    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
-    procs, left, docs, v, above, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "m"))
-    target, band = got["target"], got["band"]
+def rule_f(procs: list[dict], m: float | None, v: dict) -> None:
+    """Rule F: the registered candidate `free` (its free_s) against the product's mean |error| `m` (validation/ppblock.py
+    too)."""
     f = pphost._mean_abs(procs, "free_s")
     if f is None:
         v["F"] = "NO DATA: no process ran"
-    else:
-        fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
-        v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
-                  f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
-    v["P"] = pphost.rule_p(procs, judge)
+        return
+    fb = math.expm1(statistics.mean(math.log(q["free_s"] / q["measured_s"]) for q in procs))
+    v["F"] = (f"{'NO WORSE' if f <= m + 0.01 else 'WORSE'}: the candidate (hosts free) at the product's host term, mean "
+              f"|error| {f:.1%} (product {m:.1%}), its lease bias {fb:+.1%}")
+
+
+def own_fit_rules(bundle: Path, reg: dict, procs: list[dict], v: dict, target: float, band: float,
+                  product_s: float | None = None) -> tuple[dict | None, dict | None, dict]:
+    """Rules H, O and S (validation/ppblock.py too): this lease's single host fit (runs/host) against the registered
+    pooled term, and each row's step (s) with it, the hosts free (O) and in series (S); returns (free steps, series
+    steps, {rule: (bias word, mean |error|)}); `product_s`: H's product per kernel (pphost.own_lease)."""
+    regs = reg["rows"]
     keys = {"candidate_single_host": reg["pooled_single_host"], "rows": regs}   # pphost.own_lease's registration keys
-    series = pphost.own_lease(bundle, keys, procs, v)   # rule H; the product's model (the hosts in series)
+    series = pphost.own_lease(bundle, keys, procs, v, product_s)   # rule H; the product's model (the hosts in series)
     own = own_steps(bundle / "runs" / "host", regs, free=True) if series is not None else None
     words = {}
     for rule, steps, what in (("O", own, "the hosts free"), ("S", series, "the hosts in series")):
@@ -221,6 +228,17 @@ def read_out(bundle: Path) -> dict:
         words[rule] = (word, mean)
         v[rule] = (f"{what}, this lease's own single host fit: mean |error| {mean:.1%} "
                    f"({'within' if mean <= target else 'not within'} the target); {v[rule]}")
+    return own, series, words
+
+
+def read_out(bundle: Path) -> dict:
+    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
+    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
+    procs, left, docs, v, above, m = (got[k] for k in ("procs", "left", "docs", "v", "above", "m"))
+    target, band = got["target"], got["band"]
+    rule_f(procs, m, v)
+    v["P"] = pphost.rule_p(procs, judge)
+    own, series, words = own_fit_rules(bundle, reg, procs, v, target, band)
     if above:
         v["D"] = "NOISE: process noise alone exceeds the target"
     elif "O" not in words or "S" not in words:
@@ -239,7 +257,9 @@ def read_out(bundle: Path) -> dict:
     return {"procs": procs, "own": own or {}, "series": series or {}, "probe": probe, "left": left, "verdicts": v}
 
 
-def show(result: dict) -> None:
+def show_processes(result: dict) -> None:
+    """One line per process: measured, the product's and the candidate's errors, the own fit's both ways, memory
+    (validation/ppblock.py too)."""
     for q in result["procs"]:
         r, meas = q["row"], q["measured_s"]
         own, ser = result["own"].get(r["name"]), result["series"].get(r["name"])
@@ -247,6 +267,10 @@ def show(result: dict) -> None:
               f"{q['product_s'] / meas - 1:+6.1%}  free {q['free_s'] / meas - 1:+6.1%}"
               + ("" if own is None else f"  own fit: free {own / meas - 1:+6.1%} series {ser / meas - 1:+6.1%}")
               + f"  memory {q['mem_err']:+.1%}")
+
+
+def show(result: dict) -> None:
+    show_processes(result)
     for q in result["probe"]:
         meas = q["measured_s"]
         print(f"probe {q['row']['name']:10} measured {meas * 1e3:7.1f} ms  own fit: free {q['free_s'] / meas - 1:+6.1%} "

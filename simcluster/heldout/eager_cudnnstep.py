@@ -55,6 +55,7 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (FSDPSTEP_BUNDLE, lambda b: held_out_rows(b)), (TODAY_BUNDLE, lambda b: eager_today.held_out_rows(b)),
                         (eager_pphost.PP_HOST_S44_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_pphost.PP_COUPLE_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
+                        (eager_pphost.PP_BLOCK_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_hostsingle.HOSTSINGLE_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)

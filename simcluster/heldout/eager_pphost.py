@@ -24,7 +24,9 @@ mean over the processes that ran the registered configuration, eager_today.read_
 One source. Session 44's coupling set (calibration/h200x2-ppcouple-2026-11-30, validation/ppcouple.py: two host-bound
 shapes x 1F1B / GPipe x 2 processes, its `product` the stage hosts in series with the pooled single host term, as shipped; its `candidate`, the hosts
 free, stayed off at its read) is read the same way, one source of its own
-(its probes are the read-out's only)."""
+(its probes are the read-out's only); so is session 45's timeline set (calibration/h200x2-ppblock-2026-11-30,
+validation/ppblock.py: two host-bound shapes x 1F1B / GPipe x 2 processes with the hosts' timelines recorded, its
+`product` as ppcouple's), one source of its own."""
 
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ CANDIDATE = "today"   # the registered candidate, not adopted (validation/eager_
 PP_HOST_S44_BUNDLE = "calibration/h200x2-pphost-2026-11-30"   # session 44's set (s44_rows)
 PP_COUPLE_BUNDLE = "calibration/h200x2-ppcouple-2026-11-30"   # session 44's coupling set (validation/ppcouple.py), read by
                                                               # s44_rows too: the same rows' keys and `product`
+PP_BLOCK_BUNDLE = "calibration/h200x2-ppblock-2026-11-30"   # session 45's timeline set (validation/ppblock.py): the same
+                                                             # rows' keys and `product`, read by s44_rows too
 S44_SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (pphost: 21.0 us;
                           # ppcouple: the pooled 24.7 us, the stage hosts in series)
 

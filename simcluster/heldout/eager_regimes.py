@@ -171,13 +171,13 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
                    microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None,
-                   free_hosts: bool = False, layers: int | None = None) -> dict:
+                   free_hosts: bool = False, layers: int | None = None, timeline: bool = False) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
     (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
     host-cost grid, validation/eager_lease_host.py); `free_hosts`: a pipeline's stage hosts issuing free of their
     inputs (framework.free_stage_hosts: session 44's candidate, validation/ppcouple.py); `layers`: the preset's with
-    that many layers (the runner's --layers)."""
+    that many layers (the runner's --layers); `timeline`: the simulated step's Chrome trace too (llm/predict's)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -198,12 +198,12 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     fw = replace(fw, free_stage_hosts=free_hosts)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
-    r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=False, framework=fw)
+    r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=timeline, framework=fw)
     mems = stage_memories(model, par, batch, gpu.hbm_capacity_bytes, fw)
     return {"step_ms": round(r.step_time_s * 1e3, 2), "stage_mem_GiB": [round(s.allocated / GiB, 3) for s in mems],
             "steady_mem_GiB": [round(s.steady_allocated / GiB, 3) for s in mems],   # the peak after the first steps
             "breakdown_ms": {k: round(v * 1e3, 2) for k, v in r.breakdown.items() if v}, "framework": fw.name, "host": how,
-            "host_share": None if r.host_share is None else round(r.host_share, 4)}   # llm/host_bound.py
+            "host_share": None if r.host_share is None else round(r.host_share, 4)} | ({"timeline": r.timeline} if timeline else {})
 
 
 def registered_row(preset: str, seq: int, mb: int, mode: str, gpu_label: str = "h200", memory: bool = False,

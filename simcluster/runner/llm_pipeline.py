@@ -22,6 +22,16 @@ def chunk_layer_ranges(layers: int, chunks: int) -> list[tuple[int, int]]:
     return [(i * layers // chunks, (i + 1) * layers // chunks) for i in range(chunks)]
 
 
+def add_arguments(ap) -> None:
+    """llm_step's pipeline options."""
+    ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
+                    "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
+    ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
+    ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
+    ap.add_argument("--timeline", action="store_true", help="--mode pp, one chunk per rank: record each rank's host timeline "
+                    "(schedule calls, CUDA events around each chunk) on every other step (pp_timeline.py)")
+
+
 class Pipeline:
     @classmethod
     def of(cls, torch, model, mode: str, rank: int, world: int, group: int, cfg: dict, device, schedule: str,
@@ -61,6 +71,7 @@ class Pipeline:
         self.stage = self.chunks[0] if virtual == 1 else torch.nn.ModuleList(self.chunks)
         self.module, self.group, self.replicas = self.stage, group, 1   # module: what runs (the stage, or DDP around it)
         self.scale_grads = None
+        self.timeline = None   # --timeline (pp_timeline.Timeline): each rank's host timeline, every other step
 
     def _stage_module(self, model, index: int, stages: int, lo: int, hi: int):
         torch = self.torch
@@ -119,6 +130,8 @@ class Pipeline:
             else:
                 cls = ScheduleGPipe if self.schedule_name == "gpipe" else Schedule1F1B
                 arg = PipelineStage(self.module, self.rank, self.world, self.device, group=self.group)
+                if self.timeline is not None:
+                    self.timeline.install(arg)
             self.scale_grads = "scale_grads" in inspect.signature(cls.__init__).parameters
             schedule = cls(arg, self.microbatches, loss_fn=self.loss_fn)
             first, last = self.rank == 0, self.rank == self.world - 1
@@ -132,11 +145,13 @@ class Pipeline:
                         schedule.step(target=labels, losses=losses)
                     else:
                         schedule.step()
+                if self.timeline is not None:
+                    self.timeline.mark("schedule")
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 return torch.stack(losses).mean() if losses else torch.zeros((), device=self.device)
 
-            return step
+            return step if self.timeline is None else self.timeline.around(step)
 
         return make
 
@@ -148,6 +163,8 @@ class Pipeline:
                                            "memory_allocated_steady_bytes")}
         mine.update(rank=dist.get_rank(), stage=self.rank,
                     layers=list(self.layers[0]) if self.virtual == 1 else [list(x) for x in self.layers])
+        if self.timeline is not None:
+            mine["timeline"] = self.timeline.dump()
         out: list = [None] * dist.get_world_size()
         dist.all_gather_object(out, mine)
         return out
@@ -157,5 +174,6 @@ class Pipeline:
                 "schedule": {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe", "interleaved": "ScheduleInterleaved1F1B"}[self.schedule_name],
                 "stages": self.world, "virtual_stages": self.virtual, "replicas": self.replicas, "microbatches": self.microbatches,
                 "scale_grads_default": self.scale_grads,
+                "timeline": None if self.timeline is None else "every other step, each rank (pp_timeline.py)",
                 "autocast": "one bf16 autocast around schedule.step" if self.amp else None,
                 "tied_head": "own copy on the last stage" if self.cfg["tied"] else None}

@@ -29,7 +29,8 @@ layer, bf16 parameters, fp32 reduction), tp (torch.distributed.tensor.parallel: 
 o and down row-wise; heads and kv_heads must divide by the world size), pp (torch.distributed.pipelining: one stage
 of consecutive layers per rank, Schedule1F1B or ScheduleGPipe over --microbatches micro-batches of each shape, the
 whole step under one autocast; llm_pipeline.py; each shape records every rank's peak memory and step time under
-"ranks"), the two-dimensional tp+ddp, tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and cp
+"ranks"; --timeline: each rank's host timeline of every other step, pp_timeline.py), the two-dimensional tp+ddp,
+tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and cp
 (torch's context_parallel over every rank, DDP over the same ranks, flash SDPA; llm_cp.py; every rank under "ranks").
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
 the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
@@ -48,7 +49,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import host_cpu, host_issue, llm_ac, llm_accum, llm_cp
+from simcluster.runner import host_cpu, host_issue, llm_ac, llm_accum, llm_cp, llm_pipeline, pp_timeline
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -283,10 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     llm_accum.add_argument(ap)   # --grad-accum, --no-sync
     ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
                     "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
-    ap.add_argument("--schedule", choices=("1f1b", "gpipe", "interleaved"), default="1f1b", help="--mode pp: "
-                    "torch.distributed.pipelining's Schedule1F1B, ScheduleGPipe or ScheduleInterleaved1F1B (--virtual-stages)")
-    ap.add_argument("--virtual-stages", type=int, default=1, metavar="V", help="--schedule interleaved: chunks of layers per rank")
-    ap.add_argument("--microbatches", type=int, default=4, help="--mode pp: micro-batches per step (each SEQ x MICRO_BATCH)")
+    llm_pipeline.add_arguments(ap)   # --schedule, --virtual-stages, --microbatches, --timeline
     ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
                     "tensor-parallel group or pipeline (consecutive ranks); data parallel across the world / SIZE groups")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps per shape")
@@ -305,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.trace and args.profile < 1:   # --trace keeps the profiled steps' timeline
         raise SystemExit("--trace keeps the profiled steps' timeline: give --profile 1 or more")
+    if args.timeline and (args.mode != "pp" or args.virtual_stages > 1):
+        raise SystemExit("--timeline: --mode pp with one chunk per rank only (pp_timeline.py)")
     cfg = dict(PRESETS[args.preset or "tiny"])
     for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab"):
         if getattr(args, name) is not None:
@@ -336,10 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         llm_compile.compile_layers(torch, model)
     pipe = None
     if args.mode in ("pp", "pp+ddp"):
-        from simcluster.runner import llm_pipeline
-
         pipe = llm_pipeline.Pipeline.of(torch, model, args.mode, rank, world, args.group, cfg, device, args.schedule,
                                         args.microbatches, args.precision == "amp", args.virtual_stages)
+        pipe.timeline = pp_timeline.Timeline(torch) if args.timeline else None
         model = pipe.module
     else:
         model = wrap(torch, model, args.mode, world, cfg, device, args.group)
