@@ -52,6 +52,7 @@ class Row:
     held_out: bool
     printed_flops_ratio: float   # the source's printed FLOPs per token / simcluster's causal count of the file's shape
     gpus: int = 0
+    measured_step_s: float = 0.0   # the source's step (printed, or tokens per step / printed tokens/s)
 
 
 def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
@@ -72,7 +73,8 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
     printed = (meas["tflops_per_gpu"] or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
     ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
-    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio, run["gpus"])
+    measured_step = meas.get("step_time_s") or tokens / tokens_per_s
+    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio, run["gpus"], measured_step)
 
 
 def main() -> None:
