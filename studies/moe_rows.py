@@ -21,7 +21,7 @@ from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.predict import model_flops_per_step, network_for, predict_llm  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from simcluster.reference.llm import RECIPE_PARSERS, _compared, framework_of, llm_usage, machine_for, memory_options, spec_of  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 # (file stem, rows): every H100 row with experts that the validation compares
@@ -61,6 +61,8 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
     usage, run = llm_usage(ref), ref.runs[i]
     (model, par, batch), _, _ = spec_of(run, usage.assumptions)
+    scaling = memory_options(ref, run, "recipe", RECIPE_PARSERS).get("fp8_scaling")   # as reference/llm._row reads it
+    batch = replace(batch, fp8_scaling=scaling) if scaling else batch
     machine = machine_for(usage, run["gpus"])
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
