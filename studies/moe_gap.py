@@ -136,7 +136,7 @@ def main() -> None:
             row = moe_rows.predict_row(stem, i)
             model, par, batch, gpu = row.model, row.par, row.batch, row.gpu
             pred = row.result.step_time_s
-            meas = pred * (1 + row.error)
+            meas = row.measured_step_s
             dp = row.gpus // (par.tp * par.pp * par.cp)
             passes = batch.micro_batches(dp) * model.moe_layers / par.pp
             miss = (meas - pred) / passes

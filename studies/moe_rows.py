@@ -21,7 +21,7 @@ from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.predict import model_flops_per_step, network_for, predict_llm  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from simcluster.reference.llm import RECIPE_PARSERS, _compared, framework_of, llm_usage, machine_for, memory_options, spec_of  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 # (file stem, rows): every H100 row with experts that the validation compares
@@ -52,6 +52,7 @@ class Row:
     held_out: bool
     printed_flops_ratio: float   # the source's printed FLOPs per token / simcluster's causal count of the file's shape
     gpus: int = 0
+    measured_step_s: float = 0.0   # the source's step (printed, or tokens per step / printed tokens/s)
 
 
 def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
@@ -60,6 +61,8 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     ref = read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run")
     usage, run = llm_usage(ref), ref.runs[i]
     (model, par, batch), _, _ = spec_of(run, usage.assumptions)
+    scaling = memory_options(ref, run, "recipe", RECIPE_PARSERS).get("fp8_scaling")   # as reference/llm._row reads it
+    batch = replace(batch, fp8_scaling=scaling) if scaling else batch
     machine = machine_for(usage, run["gpus"])
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
@@ -72,7 +75,8 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
     printed = (meas["tflops_per_gpu"] or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
     ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
-    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio, run["gpus"])
+    measured_step = meas.get("step_time_s") or tokens / tokens_per_s
+    return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio, run["gpus"], measured_step)
 
 
 def main() -> None:
