@@ -248,11 +248,17 @@ def read_out(bundle: Path) -> dict:
 
 def show(result: dict) -> None:
     ppcouple.show_processes(result)
+    show_timelines(result)
+    print_verdicts(result["verdicts"], result["left"])
+
+
+def show_timelines(result: dict) -> None:
+    """One line per recording process: rule K's word, the ranks' outside and Work.wait shares, the recorder's overhead
+    (validation/ppfree.py too)."""
     for q in result["timelines"]:
         print(f"timeline {q['row']['name']:14} K {q['word']:22} outside share {q['outside'][0]:.3f}/{q['outside'][1]:.3f}  "
               f"wait {q['wait'][0]:.3f}/{q['wait'][1]:.3f}  overhead "
               + ("-" if q["overhead"] is None else f"{q['overhead']:+.1%}"))
-    print_verdicts(result["verdicts"], result["left"])
 
 
 def main(argv: list[str]) -> int:

@@ -120,6 +120,8 @@ class FrameworkSpec:
                                       # (work.free_hosts, simulate.free_host; session 44's candidate, registered in
                                       # validation/ppcouple.py, not the product); False: a stage's host issues a task once
                                       # its input arrived (the hosts in series); docs/models/llm.md
+    launch_backlog: bool = False      # with free_stage_hosts: a stage's launch queue holds its earlier chunks not yet started
+                                      # too (llm/launch_backlog.py; session 45's ppfree term, validation/ppfree.py; off)
     free_phase_host: bool = False     # one GPU (session 45's op candidate, validation/opsplit.py; not the product): the host
                                       # issues the backward from the forward's last issue and the step's fixed host work beside
                                       # the backward's GPU backlog (work.free_hosts, work._beside_backlog); False: in series

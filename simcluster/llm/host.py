@@ -26,6 +26,13 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 # Read where a pipeline stage's host runs ahead of its GPU (simulate.free_host).
 LAUNCH_QUEUE_KERNELS = 1000
 
+# Host seconds torch.distributed.pipelining's schedule spends before each stage chunk call (its Python between actions,
+# the fused batch_isend_irecv posts, the Work.wait calls): 0.45 ms, the mean over the 16 rank-processes of the ppblock
+# set of each one's median gap before a chunk call (0.35-0.62 ms; calibration/h200x2-ppblock-2026-11-30/runs,
+# pp_timeline.before_chunk; development for session 45's ppfree term, llm/launch_backlog.py). Priced only with
+# framework.launch_backlog (off in the product).
+PIPELINE_ACTION_HOST_S = 0.45e-3
+
 
 def kernel_times(gpu, op_list: list[ops.Op], dtype: str) -> np.ndarray:
     """GPU time of every kernel of the ops, in issue order (an op of count n is n equal kernels; a fractional count, an op

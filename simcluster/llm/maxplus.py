@@ -58,8 +58,9 @@ class _Stage:
                                (2 if work.grads_every_micro_batch else 1) if w.grad_buckets_s and w.grad_buckets_s[c] else 0)]
         self.counts = [0] * (2 * work.chunks)   # times each chunk's forward and backward ran on the plain path
         self.next = 0
-        self.now = 0.0
-        self.host_at = 0.0            # free_hosts: when the stage's host is free to issue its next task
+        self.host_at = work.host_offsets[s] if work.host_offsets else 0.0   # free_hosts: when its host is free to issue next
+        self.now = max(0.0, self.host_at)
+        self.pending: list | None = [] if work.launch_backlog else None   # its issued tasks' (GPU start, kernels)
         self.send_free = [0.0, 0.0]
         self.dp_free = 0.0
         self.reductions_end: float | None = None
@@ -141,7 +142,7 @@ class _Pipeline:
             nxt += 1
             freed = free and task.issue_s > 0.0
             if freed:   # simulate.free_host: this occurrence's own duration
-                task, st.host_at = free_host(task, now, st.host_at, self.work.launch_queue)
+                task, st.host_at = free_host(task, now, st.host_at + self.work.action_host_s, self.work.launch_queue, st.pending)
             if special:
                 st.now = now
                 self.special(st, kind, c, task, edge)

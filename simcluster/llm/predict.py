@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from simcluster.llm import attention_kernels, clock, comm, eager_ac, host_bound, hsdp, scaleout
+from simcluster.llm import attention_kernels, clock, comm, eager_ac, host_bound, hsdp, launch_backlog, scaleout
 from simcluster.llm.caveats import caveats, notes
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
 from simcluster.llm.maxplus import evaluate_iteration
@@ -127,7 +127,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
             return w.micro_batches, run(w, seed, False)
         gpu, info = clock.clocked(model, par, batch, gpu, framework, reference)
     work = build_work(model, par, batch, gpu, net, g, framework)
-    it = run(work, seed, trace)
+    it = launch_backlog.steady(work, lambda w: run(w, seed, trace)) if work.launch_backlog else run(work, seed, trace)
     if info:
         info = clock.report(info, model, par, batch, gpu, framework, work.micro_batches, it)
 
@@ -139,7 +139,8 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
 
     def share_of(fw: FrameworkSpec, step_s: float | None = None) -> float:   # llm/host_bound.py, on the printed step
         def printed_step(f: FrameworkSpec) -> float:   # the schedule's max-plus recurrence: the DES's numbers, no event queue
-            return printed(evaluate_iteration(build_work(model, par, batch, gpu, net, g, f)))[0]
+            w = build_work(model, par, batch, gpu, net, g, f)
+            return printed(launch_backlog.steady(w, evaluate_iteration) if w.launch_backlog else evaluate_iteration(w))[0]
         return host_bound.host_share(printed_step(fw) if step_s is None else step_s, printed_step(host_bound.slower_host(fw)))
 
     step, losses = printed(it)

@@ -35,6 +35,7 @@ import simpy
 from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
 from simcluster.llm import torch_p2p
+from simcluster.llm.launch_backlog import backlog_issue
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batch work: what sets the pipeline's pace
@@ -49,7 +50,7 @@ class Task:
     kernels: int = 0       # the kernels the host issues for it (with issue_s: its host seconds per kernel)
 
 
-def free_host(task: Task, start: float, host_at: float, queue: int = 0) -> tuple[Task, float]:
+def free_host(task: Task, start: float, host_at: float, queue: int = 0, pending: list | None = None) -> tuple[Task, float]:
     """PipelineWork.free_hosts: the task with its GPU free from `start` (the stream's previous work done, its input
     arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
     receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
@@ -59,10 +60,18 @@ def free_host(task: Task, start: float, host_at: float, queue: int = 0) -> tuple
     `queue` kernels at c = issue_s / kernels each while its GPU waits to start this task blocks until it starts,
         stall = max(0, start - host_at - queue c),   next free = host_at + issue_s + stall
     and the task's own kernels after the first `queue` are that late (late = stall where it has more kernels than the
-    queue holds, else 0: the stall falls on the next task's issue). The part beyond G is 'host'. A task without an issue
-    time is returned as it is."""
+    queue holds, else 0: the stall falls on the next task's issue). With `pending` (PipelineWork.launch_backlog: the
+    stage's earlier tasks' (GPU start, kernels)) the queue holds those not yet started too (llm/launch_backlog.py): the
+    host blocks where that backlog fills it, late = the seconds blocked, next free = its last issue. The part beyond G is
+    'host'. A task without an issue time is returned as it is."""
     if task.issue_s <= 0.0:
         return task, host_at
+    if pending is not None and queue and task.kernels:
+        issued, late = backlog_issue(host_at, task.kernels, task.issue_s / task.kernels, start, pending, queue)
+        pending.append((start, task.kernels))
+        end = max(start + task.duration_s - task.parts["host"], host_at + late + task.bound_s)
+        return Task(end - start, dict(task.parts, host=end - start - (task.duration_s - task.parts["host"])), task.issue_s,
+                    task.bound_s, task.kernels), issued
     gpu = task.duration_s - task.parts["host"]
     stall = max(0.0, start - host_at - queue * task.issue_s / task.kernels) if queue and task.kernels else 0.0
     late = stall if task.kernels > queue else 0.0
@@ -102,6 +111,10 @@ class PipelineWork:
                                         # inputs (torch.distributed.pipelining over NCCL: free_host); False: a task's host
                                         # starts with its GPU work, after its input arrived (the hosts in series)
     launch_queue: int = 0               # free_hosts: kernels a stream's launch queue holds before the host blocks (0: unbounded)
+    launch_backlog: bool = False        # free_hosts: the queue holds the stage's earlier tasks not yet started too, and the
+                                        # steps run without a barrier (llm/launch_backlog.py; ppfree)
+    host_offsets: tuple = ()            # per stage: its step's start relative to stage 0's (launch_backlog.steady); () all 0
+    action_host_s: float = 0.0          # free_hosts: host seconds the schedule spends before each task (host.PIPELINE_ACTION_HOST_S)
 
     @property
     def pp(self) -> int:
@@ -173,7 +186,8 @@ class _Pipeline:
         self.send = [(simpy.Resource(self.env, 1), simpy.Resource(self.env, 1)) for _ in range(self.pp)]
         self.computed = [0] * self.pp   # torch_p2p: compute actions each stage has finished
         self.dp_stream = [simpy.Resource(self.env, 1) for _ in range(self.pp)]
-        self.host_at = [0.0] * self.pp   # free_hosts: when each stage's host is free to issue its next task
+        self.host_at = list(work.host_offsets) or [0.0] * self.pp   # free_hosts: when each host is free to issue next
+        self.pending: list = [[] for _ in range(self.pp)]   # launch_backlog: each stage's issued tasks' (GPU start, kernels)
 
     def event(self, key):
         if key not in self.arrived:
@@ -245,6 +259,8 @@ class _Pipeline:
 
     def stage(self, s: int, nccl=None):
         work, log, env = self.work.stages[s], self.logs[s], self.env
+        if self.work.host_offsets and self.work.host_offsets[s] > 0:   # its previous step still running
+            yield env.timeout(self.work.host_offsets[s])
         gathers = [env.process(self.reduce(s, t, f"param all_gather c{c}", (s, c))) if t > 0 and not self.work.dp_after_backward
                    else None for c, t in enumerate(work.param_gather_s)]
         reductions, started, serial = [], set(), ()
@@ -264,7 +280,8 @@ class _Pipeline:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward_synced[c] if work.backward_synced and i == last_backward[c] else work.backward[c]
             if self.work.free_hosts:
-                task, self.host_at[s] = free_host(task, env.now, self.host_at[s], self.work.launch_queue)
+                task, self.host_at[s] = free_host(task, env.now, self.host_at[s] + self.work.action_host_s, self.work.launch_queue,
+                                                  self.pending[s] if self.work.launch_backlog else None)
             start = env.now
             reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
             buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()

@@ -1,0 +1,61 @@
+"""The launch queue one CUDA stream shares across an eager pipeline stage's chunks (issue 44, session 45 ppfree).
+
+A stage's host that issues free of its inputs (simulate.free_host) fills its compute stream's launch queue: the stream
+holds Q kernels (llm/host.LAUNCH_QUEUE_KERNELS, 1,000, measured) that it has not started; a further launch blocks the
+host until the GPU starts the oldest. The free model at the registering commit of session 44 counted only the task's own
+kernels against Q. The ppblock timeline (calibration/h200x2-ppblock-2026-11-30, development for this term) shows hosts
+blocking inside a chunk call while the earlier chunks' kernels wait on the GPU for their input (a GPipe stage 0's
+second backward call 41 ms against 17 for its first, the call ending 13 ms after the first backward started on the GPU;
+stage 1's fourth forward 22 ms against 6 while its first three waited; a 1F1B stage 1's second forward 17 ms against
+8): the queue holds every chunk the host has issued ahead, so the host is free until its backlog, the earlier chunks'
+kernels not yet started plus this chunk's own, reaches Q.
+
+The host issues the chunk's n kernels c seconds apart from `host_at`. The queue holds, at time t,
+    held(t) = sum of k_i over the stage's earlier chunks i with GPU start s_i > t  +  this chunk's kernels issued by t
+(while t < its own GPU start `start`; a stream runs in order, so once it started, every earlier chunk had); the host
+issues while held < Q, else waits for the next s_i (or `start`). Kernels are counted as a whole chunk until its start
+(a chunk's kernels leave the queue as the GPU runs them; its first starts the drain).
+"""
+
+from __future__ import annotations
+
+
+def backlog_issue(host_at: float, kernels: int, kernel_s: float, start: float, pending: list[tuple[float, int]],
+                  queue: int) -> tuple[float, float]:
+    """(when the host issued the chunk's last kernel, the seconds it stood blocked meanwhile): `pending` the stage's
+    earlier chunks' (GPU start, kernels), `start` this chunk's GPU start, `queue` the kernels the stream holds (module
+    docstring)."""
+    t, done, stall = host_at, 0, 0.0
+    while done < kernels:
+        if t >= start:   # its own GPU start passed: the earlier chunks started too, the rest issues freely
+            return t + (kernels - done) * kernel_s, stall
+        room = queue - done - sum(k for s, k in pending if s > t)
+        if room > 0:
+            x = min(kernels - done, room)
+            t, done = t + x * kernel_s, done + x
+            continue
+        nxt = min([s for s, _ in pending if s > t] + [start])
+        stall, t = stall + nxt - t, nxt
+    return t, stall
+
+
+ROUNDS = 8   # fixed-point rounds of `steady` (2-stage host-bound pipelines settle in 2-3; the rest is margin)
+
+
+def steady(work, run):
+    """The step in the steady state of consecutive steps without a barrier (torch.distributed.pipelining: each rank
+    synchronises its own device only, so a stage that ends its step early starts the next one early; the ppblock timeline
+    had stage 1 starting its step 2-30 ms before stage 0): stage s's step starts at o_s = e_s - e_0 relative to stage 0's
+    (e_s its end in the step whose starts were o), iterated to the fixed point from o = 0; the step is the period, every
+    stage's e_s - o_s (their largest where the rounds have not settled). `run(work)` is the pipeline's simulation."""
+    from dataclasses import replace
+
+    r = run(work)
+    offsets = (0.0,) * work.pp
+    for _ in range(ROUNDS):
+        new = tuple(e - r.stage_ends_s[0] for e in r.stage_ends_s)
+        if max(abs(a - b) for a, b in zip(new, offsets, strict=True)) < 1e-7:
+            break
+        offsets = new
+        r = run(replace(work, host_offsets=offsets))
+    return replace(r, step_time_s=max(e - o for e, o in zip(r.stage_ends_s, offsets, strict=True)))

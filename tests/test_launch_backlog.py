@@ -1,0 +1,58 @@
+"""Session 45's ppfree term (llm/launch_backlog.py, framework.launch_backlog; off in the product): a free stage host's
+launch queue holds its earlier chunks not yet started, and consecutive steps run without a barrier (each stage starts
+its next step at its own end). Hand-computed cases, the DES and its max-plus twin on them, and the product unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from test_pipeline_free_hosts import task, work
+
+from simcluster.llm.launch_backlog import backlog_issue, steady
+from simcluster.llm.maxplus import evaluate_iteration
+from simcluster.llm.simulate import free_host, simulate_iteration
+
+
+def test_an_earlier_chunk_waiting_for_its_input_holds_the_queue():
+    # queue 10; an earlier chunk of 8 kernels starts at 5: the host issues 2 of its 4 kernels (to 0.2), blocks until 5,
+    # then issues the other 2 (to 5.2)
+    assert backlog_issue(0.0, 4, 0.1, 6.0, [(5.0, 8)], 10) == (pytest.approx(5.2), pytest.approx(4.8))
+    # an earlier chunk already started holds nothing: the host runs free
+    assert backlog_issue(0.0, 4, 0.1, 6.0, [(0.0, 8)], 10) == (pytest.approx(0.4), 0.0)
+    # no earlier chunk: its own kernels fill the queue until its own start, as the task-only queue had it
+    assert backlog_issue(0.0, 30, 0.1, 5.0, [], 20) == (pytest.approx(6.0), pytest.approx(3.0))
+
+
+def test_free_host_with_the_backlog_records_the_chunk_and_prices_the_block():
+    pending: list = [(5.0, 25)]
+    t = task(1.0, 3.0, 3.1, 30)   # 0.1 s per kernel
+    # queue 40: 15 kernels of room (to 1.5), blocked until 5 (3.5 s), the other 15 to 6.5; its end max(6 + 1, 0 + 3.5 +
+    # 3.1) = 7.0 (the GPU, from its start at 6, the later)
+    out, host = free_host(t, 6.0, 0.0, 40, pending)
+    assert host == pytest.approx(6.5) and out.duration_s == pytest.approx(1.0)
+    assert pending == [(5.0, 25), (6.0, 30)]
+
+
+@pytest.mark.parametrize("run", [lambda w: simulate_iteration(w, trace=False), evaluate_iteration])
+def test_the_steady_state_by_hand(run):
+    """test_pipeline_free_hosts' 1F1B (free: ends 20.1 / 18.1). Stage 1 starts its next step 2.0 early (host at -2):
+    F0 [3.1, 4.1] (host 1), B0 max(6.1, 1 + 6.1) = 7.1 (host 7), F1 max(8.1, 7 + 3.1) = 10.1 (host 10), B1 max(12.1,
+    16.1) = 16.1; stage 0 as before to its B0, whose grad arrives at 7.1: max(9.1, 6 + 6.1) = 12.1 (host 12), B1 from
+    16.1: max(18.1, 18.1) = 18.1. Ends 18.1 / 16.1: the offset -2.0 again, the period 18.1."""
+    w = replace(work(True), launch_backlog=True)
+    r = steady(w, run)
+    assert r.step_time_s == pytest.approx(18.1) and r.stage_ends_s == pytest.approx((18.1, 16.1))
+    assert run(work(True)).step_time_s == pytest.approx(20.1)   # the isolated step, without the term
+
+
+def test_the_term_is_off_in_the_product_and_the_engines_agree_on_a_preset():
+    from simcluster.heldout.eager_regimes import regime_framework, regime_predict
+
+    fw, _ = regime_framework("pp-1f1b", "h200")
+    assert not fw.launch_backlog
+    kw = {"microbatches": 4, "seq": 1344}
+    free = regime_predict("0.8b", 1, "pp-1f1b", "h200", free_hosts=True, **kw)["step_ms"]
+    term = regime_predict("0.8b", 1, "pp-1f1b", "h200", backlog=True, **kw)["step_ms"]
+    des = regime_predict("0.8b", 1, "pp-1f1b", "h200", backlog=True, timeline=True, **kw)["step_ms"]
+    assert term < free and des == pytest.approx(term, rel=1e-9)
