@@ -380,7 +380,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
                         free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS,
-                        launch_backlog=fw.launch_backlog, action_host_s=host.PIPELINE_ACTION_HOST_S * fw.launch_backlog)
+                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages)),
+                        action_host_s=host.PIPELINE_ACTION_HOST_S * term)
 
 
 def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
