@@ -171,16 +171,17 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
                    microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None,
-                   free_hosts: bool = False, layers: int | None = None, timeline: bool = False,
-                   backlog: bool = False) -> dict:
+                   free_hosts: bool | None = None, layers: int | None = None, timeline: bool = False,
+                   backlog: bool | None = None) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
     (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
-    host-cost grid, validation/eager_lease_host.py); `free_hosts`: a pipeline's stage hosts issuing free of their
-    inputs (framework.free_stage_hosts: session 44's candidate, validation/ppcouple.py); `layers`: the preset's with
+    host-cost grid, validation/eager_lease_host.py); `free_hosts`: True a pipeline's stage hosts issuing free of their
+    inputs (framework.free_stage_hosts: session 44's candidate, validation/ppcouple.py), False in series, None the
+    product's own coupling (eager.torch_framework); `layers`: the preset's with
     that many layers (the runner's --layers); `timeline`: the simulated step's Chrome trace too (llm/predict's);
-    `backlog`: the hosts free with the launch queue shared across a stage's chunks (framework.launch_backlog: session
-    45's ppfree term, validation/ppfree.py)."""
+    `backlog`: True the hosts free in the steady state with the launch queue shared across a stage's chunks
+    (framework.launch_backlog: session 45's ppfree term, validation/ppfree.py; never with free_hosts False)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -198,7 +199,9 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
     fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits)
-    fw = replace(fw, free_stage_hosts=free_hosts or backlog, launch_backlog=backlog)
+    if free_hosts is not None or backlog is not None:   # a coupling named; None and None: the product's own
+        term = bool(backlog) and free_hosts is not False
+        fw = replace(fw, free_stage_hosts=bool(free_hosts) or term, launch_backlog=term)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`
     r = predict_llm(model, par, batch, gpu, Network(card, gpus), gpus, trace=timeline, framework=fw)
