@@ -10,6 +10,7 @@ import shutil
 
 import yaml
 from conftest import ROOT, load_script
+from test_ppblock_set import rank_timelines
 from test_pphost_set import PRODUCT_HOST, doc
 
 BUNDLE = ROOT / "calibration" / "h200x2-ppfree-2026-11-30"
@@ -58,15 +59,21 @@ def test_the_registered_shapes_are_new_to_calibration_per_micro_batch_and_per_st
     assert {r["seq"] for r in rows} <= {640, 2176, 2752, 3136}   # session 45's seqs for this helper
 
 
-def synthetic(tmp_path, model: str):
-    """Every process at the registered `model`'s step, the first round's with timelines absent (rules K, W, V: no data)."""
-    bundle = tmp_path / model
+def synthetic(tmp_path, model: str, timeline: str | None = None):
+    """Every process at the registered `model`'s step; with `timeline` the first round's processes carry both ranks'
+    timelines (test_ppblock_set.rank_timelines: series, free or half), else none (rules K, W, V, R: no data)."""
+    bundle = tmp_path / (model + (timeline or ""))
     (bundle / "runs" / "host").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
     for row in registered()["rows"]:
         p = row["predicted"]
         for k in range(1, row["processes"] + 1):
             d = doc(row, p[model]["step_ms"] / 1e3 * (1 + 0.004 * (-1) ** k), p["product"]["peak_mem_GiB"])
+            if timeline and k in script().TIMELINE_ROUNDS:
+                shape = d["shapes"][0]
+                shape["step_times_s"] = [shape["median_step_s"]] * 12
+                for rank, tl in zip(shape["ranks"], rank_timelines(row, timeline), strict=True):
+                    rank["timeline"] = tl
             (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("torchrun noise\n" + json.dumps(d))
     for path in sorted(PRODUCT_HOST.glob("single-L*.json")):
         shutil.copy(path, bundle / "runs" / "host" / path.name)
@@ -78,3 +85,11 @@ def test_rule_a_ships_the_model_the_steps_follow(tmp_path):
         v = script().read_out(synthetic(tmp_path, model))["verdicts"]
         assert v["A"].startswith(word + ":"), (model, v["A"])
         assert v["K"].startswith("NO DATA") and v["R"].startswith("NO DATA")
+
+
+def test_the_first_rounds_timelines_read_k_and_the_stage_starts(tmp_path):
+    v = script().read_out(synthetic(tmp_path, "free", "free"))["verdicts"]
+    assert v["A"].startswith("ADOPT FREE:") and v["K"].startswith("FREE:"), (v["A"], v["K"])
+    assert v["V"].startswith("WITHIN: the recorded steps +0.0% against the unrecorded (mean over 4 processes"), v["V"]
+    assert v["R"] == "stage 1 starts its step (ms against stage 0): " + ", ".join(
+        f"{r['name']} +0.0" for r in registered()["rows"])
