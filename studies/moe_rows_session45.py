@@ -37,12 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moe_gap  # noqa: E402
 import moe_rows  # noqa: E402
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.llm import comm  # noqa: E402
+from simcluster.published import read_published  # noqa: E402
+from simcluster.reference.llm import llm_usage, spec_of  # noqa: E402
 
 PROFILED_HIDDEN = 0.3655   # skills row 1's Nsight rank-0 reading: share of communication time hidden by compute
 PROFILED = {"union_s": (22.821, 21.221), "hidden": (0.0011, PROFILED_HIDDEN)}   # skills rows 0 / 1 (file notes)
-from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import llm_usage, spec_of  # noqa: E402
 
 # every published file with an MoE row the validation compares (H100 and B200); rows it does not compare are skipped
 FILES = tuple(stem for stem, _ in moe_rows.MOE_ROWS + moe_rows.NEW_ROWS) + (
@@ -50,7 +51,8 @@ FILES = tuple(stem for stem, _ in moe_rows.MOE_ROWS + moe_rows.NEW_ROWS) + (
 
 
 def moe_runs(stem: str) -> list[int]:
-    """Indices of the runs of <stem> whose model has experts and which the validation compares."""
+    """Indices of the runs of <stem> whose model has experts and which the validation compares; each MoE row it cannot
+    predict is named on one line (a row a later model change breaks is not dropped silently)."""
     ref = read_published(moe_rows.PUBLISHED / f"{stem}.yaml", "published-llm-run")
     usage, out = llm_usage(ref), []
     for i, run in enumerate(ref.runs):
@@ -59,7 +61,8 @@ def moe_runs(stem: str) -> list[int]:
             if spec is None or not spec[0].moe:
                 continue
             moe_rows.predict_row(stem, i)
-        except Exception:   # noqa: BLE001 -- a row the validation does not compare (its own line says why)
+        except SimclusterError as e:   # LlmConfigError is one; the validation prints the same reason for the row
+            print(f"# skipped {stem[4:]} row {i}: {str(e).splitlines()[0].split(' (')[0][:110]}")
             continue
         out.append(i)
     return out
