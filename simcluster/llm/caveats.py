@@ -102,11 +102,15 @@ FSDP2_CKPT_MEMORY = ("{framework} memory under FSDP2 with activation checkpointi
 
 
 # FSDP2 no-sync with a host priced (llm/grad_sync.py): the unsynced backwards' host saving rests on an assumed split
+# (review A45 items 3, 5: the nosync set was read once at 4c2d4549; its S rule's 3-point limit sat below the noise)
 FSDP_NO_SYNC_HOST = ("{framework} no-sync (parallel.grad_sync: step): the micro-batches that do not reduce are priced "
                      "without FSDP2's reduce hook, taken as a third of its hooks' host cost ({hook_us:.1f} us per kernel over "
-                     "the single mode's; llm/grad_sync.HOOKS_PER_LAYER), an assumption: registered against 2 x H200 runs "
-                     "(calibration/h200x2-nosync-2026-11-30), not yet read; on host-bound steps it is most of no-sync's "
-                     "predicted gain")
+                     "the single mode's; llm/grad_sync.HOOKS_PER_LAYER), an assumption the one registered set "
+                     "(calibration/h200x2-nosync-2026-11-30, read once) could not decide: its host-bound shapes measured "
+                     "-16.9 / -4.8% against -7.4 / -9.0% predicted, misses within the noise of 2 processes a variant, so "
+                     "the split is unchecked and its 12 processes are development for any change to it; the cost it splits "
+                     "is the FSDP host fit over the single one, fitted on partly different leases; on host-bound steps it "
+                     "is most of no-sync's predicted gain")
 
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
