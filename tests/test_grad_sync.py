@@ -100,6 +100,21 @@ def test_ddp_reduces_every_micro_batch_when_told_and_once_by_default():
     assert step(WIDE, 1, "micro_batch", fw, zero=0) == step(WIDE, 1, "", fw, zero=0)
 
 
+def test_an_unset_ddp_grad_sync_with_micro_batches_says_it_is_priced_once_a_step():
+    """Review A45 item 12: the default prices DDP's no_sync(), torch's DDP by default reduces every micro-batch, so the
+    answer says which it assumed; not where grad_sync is given, with one micro-batch, or under FSDP (zero 3)."""
+    fw = replace(eager.torch_framework(ParallelSpec(dp=2)), comm_interference=False)
+
+    def said(m, sync="", zero=0):
+        par = ParallelSpec(dp=2, zero=zero, grad_sync=sync)
+        r = predict_llm(WIDE, par, BatchSpec(2 * m, 1, "bf16"), GPU, NET, 2, trace=False, framework=fw)
+        return [c for c in r.caveats if "parallel.grad_sync unset" in c]
+
+    got = said(4)
+    assert len(got) == 1 and "4 micro-batches" in got[0] and "grad_sync: micro_batch" in got[0]
+    assert not said(4, "step") and not said(4, "micro_batch") and not said(1) and not said(4, zero=3)
+
+
 @pytest.mark.parametrize("par, fw, words", [
     (ParallelSpec(dp=1, grad_sync="step"), TORCHTITAN_FSDP2, "needs dp > 1"),
     (ParallelSpec(dp=2, zero=1, grad_sync="step"), TORCHTITAN_FSDP2, "zero 1"),
