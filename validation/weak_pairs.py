@@ -5,6 +5,8 @@ studies/scaleout_fit.py groups them) and each of its N -> 8N pairs. Read-only: a
 file records it.
 
     python validation/weak_pairs.py calibration/published/FILE.yaml [...]
+
+At least one file; a file that cannot be read or validated: one line naming it, exit 2.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from studies.scaleout_fit import CONFIG  # noqa: E402
 
@@ -39,10 +42,21 @@ def pairs(rows) -> list[tuple]:
     return out
 
 
+USAGE = "usage: python validation/weak_pairs.py calibration/published/FILE.yaml [...] (at least one published llm file)"
+
+
 def main(files: list[str]) -> int:
+    if not files:
+        print(USAGE, file=sys.stderr)
+        return 2
     every = []
     for f in files:
-        v = validate_published_llm(f)
+        try:
+            v = validate_published_llm(f)
+        except SimclusterError as e:
+            msg = str(e).splitlines()[0]
+            print(f"error: {msg}" if f in msg else f"error: {f}: {msg}", file=sys.stderr)
+            return 2
         print(f"== {f}")
         for r in v.rows:
             err = f"{r.error * 100:+6.1f}%" if r.error is not None else "   n/a"

@@ -43,7 +43,8 @@ from simcluster.llm.spec import LlmConfigError, ParallelSpec
 ACCUMULATE_BYTES = 10.0   # per parameter per micro-batch of an FSDP no-sync step: fp32 accumulator read + written, bf16 gradient read
 HOOKS_PER_LAYER = 3       # FSDP2's per-layer, per-micro-batch hooks that its host cost (over the plain mode's) pays: the forward's
 #                           all-gather, the backward's all-gather and the backward's reduce-scatter (foreach_all_gather /
-#                           foreach_reduce), taken as equal shares: an assumption, checked by the nosync set (validation/nosync.py)
+#                           foreach_reduce), taken as equal shares: an assumption; the nosync set (validation/nosync.py), read
+#                           once, could not decide it (its S limit sat below its noise): unchecked, caveats.FSDP_NO_SYNC_HOST
 
 
 def every_micro_batch(par: ParallelSpec) -> bool:

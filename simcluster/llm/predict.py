@@ -156,7 +156,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
                      it.events + info.get("reference_run_events", 0), par.gpus,
                      work.micro_batches, flops, convention, model.parameter_count(), gpu.name, {**g.describe(), **hsdp.describe(par, net)},
                      it.critical_stage, framework.name, info, caveats(model, par, framework, gpu, batch.precision, share,
-                                                                  share is None and flag),
+                                                                  share is None and flag, work.micro_batches),
                      notes(model, par), _timeline(model, par, it) if trace else {},
                      llm_regime_of(model, par, batch, framework.name, flag, gpu.name), share, flag_share,
                      None if flag_fw is None else host_bound.default_folder())
