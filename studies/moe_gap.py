@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import moe_rows  # noqa: E402
 
-from simcluster.llm import comm, compiled, ops, work  # noqa: E402
+from simcluster.llm import comm, compiled, moe_compute, ops, work  # noqa: E402
 from simcluster.llm.framework import MoeHost  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import RECIPE_PARSERS, memory_options  # noqa: E402
@@ -112,7 +112,7 @@ def pass_parts(row) -> dict:
     lc = comm.layer_comm(model, par, batch, row.net, g, fw)
     fwd, bwd = compiled.layer_ops(model, par, batch, fw)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd, dtype), ops.ops_time_s(gpu, bwd, dtype)
-    split = work.moe_compute(gpu, fwd, bwd, dtype, comp_f, comp_b)
+    split = moe_compute.moe_compute(gpu, fwd, bwd, dtype, comp_f, comp_b)
     ep_f, ep_b = work._exposed_ep(par, lc, gpu, fw, split)
     experts = sum(ops.op_time_s(gpu, o, dtype) for o in fwd + bwd if o.name.removeprefix("recompute.").split(".")[0] in EXPERT_OPS)
     sm_share = 0.0

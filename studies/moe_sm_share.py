@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import moe_rows  # noqa: E402
 
-from simcluster.llm import work  # noqa: E402
+from simcluster.llm import moe_compute, work  # noqa: E402
 
 MODEL_EXPOSED_EP = work._exposed_ep
 
@@ -28,7 +28,7 @@ def whole_pair(par, lc, gpu, fw, c):
     if not (par.moe_a2a_overlap and ep_f + ep_b > 0):
         return MODEL_EXPOSED_EP(par, lc, gpu, fw, c)
     s = work.EP_COMM_SMS
-    exposed = max(work.a2a_pair_s(c, ep_f, ep_b) - c.total, s / (gpu.sm_count - s) * c.total)
+    exposed = max(moe_compute.a2a_pair_s(c, ep_f, ep_b) - c.total, s / (gpu.sm_count - s) * c.total)
     return exposed * ep_f / (ep_f + ep_b), exposed * ep_b / (ep_f + ep_b)
 
 

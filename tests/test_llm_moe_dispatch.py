@@ -128,7 +128,7 @@ def test_permute_bytes_by_hand():
 
 def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
     from simcluster.llm import work
-    from simcluster.llm.work import MoeCompute
+    from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s
 
     lc = comm.LayerComm(0, 0, 0, 0, ep_fwd_s=3e-3, ep_bwd_s=5e-3)
     gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0, "sm_count": 132})()
@@ -141,7 +141,7 @@ def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
     # dispatch_bwd starts at max(1.5, 1) and ends at 4: 4; C max(combine_fwd 1.5, pre_b 0.5) = 1.5; pair 8 ms, compute 4.5 ms
     par = ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True)
     c = MoeCompute(pre_f=1e-3, mlp_f=1e-3, pre_b=0.5e-3, mlp_b=1e-3, dw_b=1e-3)
-    assert work.a2a_pair_s(c, 3e-3, 5e-3) == pytest.approx(8e-3)
+    assert a2a_pair_s(c, 3e-3, 5e-3) == pytest.approx(8e-3)
     assert work._exposed_ep(par, lc, gpu, MEGATRON, c) == pytest.approx((3.5e-3 * 3 / 8, 3.5e-3 * 5 / 8))
     # the same compute in one lump beside the EP time would hide all of it (8 ms of compute, 8 ms of EP): the phases do not
     lump = MoeCompute(pre_f=4e-3, mlp_f=0.0, pre_b=4e-3, mlp_b=0.0, dw_b=0.0)
