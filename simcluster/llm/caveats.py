@@ -104,8 +104,10 @@ FSDP2_CKPT_MEMORY = ("{framework} memory under FSDP2 with activation checkpointi
 # FSDP2 no-sync with a host priced (llm/grad_sync.py): the unsynced backwards' host saving rests on an assumed split
 FSDP_NO_SYNC_HOST = ("{framework} no-sync (parallel.grad_sync: step): the micro-batches that do not reduce are priced "
                      "without FSDP2's reduce hook, taken as a third of its hooks' host cost ({hook_us:.1f} us per kernel over "
-                     "the single mode's; llm/grad_sync.HOOKS_PER_LAYER), an assumption: registered against 2 x H200 runs "
-                     "(calibration/h200x2-nosync-2026-11-30), not yet read; on host-bound steps it is most of no-sync's "
+                     "the single mode's; llm/grad_sync.HOOKS_PER_LAYER), an assumption: on 2 x H200 runs read once "
+                     "(calibration/h200x2-nosync-2026-11-30) the steps were within 8% but the no-sync gain of both "
+                     "host-bound shapes missed its registered 3 points (-16.9% and -4.8% measured, -7.4% and -9.0% "
+                     "predicted), neither confirming nor refuting it; on host-bound steps it is most of no-sync's "
                      "predicted gain")
 
 
