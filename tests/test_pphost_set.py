@@ -162,11 +162,11 @@ def test_the_registered_shapes_are_new_to_calibration_per_micro_batch_and_per_st
 
 def test_the_development_study_prints_what_the_readme_and_findings_state():
     """studies/pp_host_noise.py on the processes before this set (its own runs, once unpacked, and the later ppcouple
-    set's are left out here)."""
+    and ppblock sets' are left out here)."""
     import statistics
 
     study = load_script("studies/pp_host_noise.py")
-    later = (BUNDLE.name, "h200x2-ppcouple-2026-11-30")
+    later = (BUNDLE.name, "h200x2-ppcouple-2026-11-30", "h200x2-ppblock-2026-11-30")   # session 45's ppblock too
     rows = [r for r in study.processes() if not r["call"].startswith(later)]
     assert len(rows) == 11 and {r["call"] for r in rows} == {"h200x2-eager-hostbound-noise-2026-11-29",
                                                              "h200x2-eager-pphost-2026-11-29", "h200x2-llm-eager-post-2026-11-29"}
