@@ -40,7 +40,7 @@ TABLE_SETS = ("h200x1-llm-compile-2026-11-29", "h200x1-llm-eager5-2026-11-29", "
               "h200x2-eager-pphost-2026-11-29", "h200x2-eager-today-2026-11-30", "h200x2-hostsingle-2026-11-30")
 # the table's rows from checkpointed steps (the ckpt host term re-filed them host-bound, session 44 hostproduct): not
 # single processes, so not in this study's processes (cold review C item 1)
-CKPT_TABLE_SETS = ("llm-eager-regimes-2026-11-28",)
+CKPT_TABLE_SETS = ("llm-eager-regimes-2026-11-28", "h200x2-opcheck-2026-11-30")   # opcheck's ckhb-0.5b (session 45)
 GLOBS = ("h200x1-*/**/*.json", "h200x2-*/**/*.json", "h200x1-*/**/stdout.txt", "h200x2-*/**/stdout.txt")
 sacop = None
 

@@ -148,7 +148,7 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
                for n, r in reg.items() if n != "fsdp-2b"}
     rows = eager_cudnnstep.held_out_rows(_fake_bundle(tmp_path, medians))
     assert len(rows) == 8 and {r["bundle"] for r in rows} == {"set"}
-    both = eager_cudnnstep.all_held_out_rows()   # every REGISTERED_STEP_SETS set as it ran: 9 + 3 + 5 + 10 rows, one source each
+    both = eager_cudnnstep.all_held_out_rows()   # every REGISTERED_STEP_SETS set as it ran, one source each
     ran = {"h200x2-eager-cudnnstep-2026-11-29": 9, "h200x2-eager-fsdpmem-2026-11-29": 3, "h200x2-eager-fsdpstep-2026-11-30": 5,
            "h200x2-eager-today-2026-11-30": 10}
     if (ROOT / "calibration/h200x2-pphost-2026-11-30/runs").is_dir():   # session 44's set, registered: its rows once it has run
@@ -156,6 +156,10 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
     if (ROOT / "calibration/h200x2-ppcouple-2026-11-30/runs").is_dir():   # session 44's coupling set, likewise
         ran["h200x2-ppcouple-2026-11-30"] = 4
     ran["h200x2-hostsingle-2026-11-30"] = 4   # session 44's one-GPU hostsingle set (heldout/eager_hostsingle), run once
+    ran["h200x2-opcheck-2026-11-30"] = 4      # session 44's opcheck set, read the same way, run once
+    for name, n in (("ppblock", 4), ("opsplit", 3), ("nosync", 6)):   # session 45's sets, once each has run
+        if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
+            ran[f"h200x2-{name}-2026-11-30"] = n
     assert Counter(r["bundle"] for r in both) == ran
     for r in rows:
         x = reg[next(n for n in reg if r["label"].startswith(f"{reg[n]['preset']} {reg[n]['mode']} seq {reg[n]['seq']} "))]

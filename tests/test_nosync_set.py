@@ -100,3 +100,39 @@ def test_noise_a_slow_lease_and_missing_processes(tmp_path):
     out = script().read_out(synthetic(tmp_path / "cut", drop={"0.5b-2688x1-sync-r2", "0.5b-2688x1-nosync-r2"}))
     assert sorted(x.split(":")[0] for x in out["left"]) == ["0.5b-2688x1-nosync-r2", "0.5b-2688x1-sync-r2"]
     assert len(out["procs"]) == 10 and out["verdicts"]["D"] == "MET"
+
+
+def test_the_set_enters_the_error_bands_as_fsdp_rows_one_per_shape_and_variant(tmp_path):
+    """heldout/eager_nosync (REGISTERED_STEP_SETS): nothing before a run; one row per (shape, variant), its processes'
+    mean (read as the read-out reads them) against the registered product step, flagged by the registered share: FSDP
+    (the GPU-bound 1b shape) and FSDP+host-bound, sync and no-sync alike; the set one source."""
+    from collections import Counter
+
+    import pytest
+
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_nosync.NOSYNC_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.NOSYNC_BUNDLE
+    assert eager_nosync.held_out_rows(tmp_path) == []   # registered, not run: no row
+    reg = {r["name"]: r for r in registered()["rows"]}
+    got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {"0.5b-2688x1-nosync": 1.2}, drop={"1b-2112x4-sync-r2"}))
+    assert len(got) == 6 and all(r["host_flag"] == "registered" and r["zero"] == 3 and r["gpus"] == 2 for r in got)
+    for r, x in zip(got, reg.values(), strict=True):
+        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3 and x["variant"] in r["label"]
+    assert got[0]["measured_s"] == pytest.approx(reg["1b-2112x4-sync"]["predicted"]["step_ms"] / 1e3 * math.exp(0.01))   # r1 alone
+    assert got[5]["measured_s"] == pytest.approx(1.2 * reg["0.5b-2688x1-nosync"]["predicted"]["step_ms"] / 1e3, rel=1e-3)
+    assert Counter(x.regime.split(" | ")[2] for x in eager_residuals(got)) == {"FSDP": 2, "FSDP+host-bound": 4}
+    assert {x.source for x in eager_residuals(got)} == {"set"}
+    wrong = synthetic(tmp_path / "b")   # a process that reduced per micro-batch where no-sync was registered: left out
+    path = wrong / "runs" / "1b-2112x4-nosync-r1.json"
+    path.write_text(path.read_text().replace('"grad_sync": "step"', '"grad_sync": "micro_batch"'))
+    assert len(eager_nosync.held_out_rows(wrong)) == 6
+    bad = synthetic(tmp_path / "c")
+    (bad / "registered.yaml").write_text((bad / "registered.yaml").read_text().replace("host_share: 0.0535", "host_share: null"))
+    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: no name, variant, processes or predicted"):
+        eager_nosync.held_out_rows(bad)
+    if (BUNDLE / "runs").is_dir():   # read once: each row the mean of its two processes (readout.txt)
+        ran = {r["label"]: r["measured_s"] for r in eager_nosync.held_out_rows(BUNDLE)}
+        assert ran["0.5b fsdp sync seq 2688 mb 1 x4 micro-batches"] == pytest.approx((390.9 + 438.4) / 2e3, abs=1e-4)

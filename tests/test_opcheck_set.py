@@ -137,3 +137,26 @@ def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path
     (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
     with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
         s.read_out(bundle)
+
+
+def test_the_set_enters_the_error_bands_as_ckpt_and_op_rows_against_its_registered_product_step(tmp_path):
+    """heldout/eager_hostsingle reads this set as it reads hostsingle's (REGISTERED_STEP_SETS): one row per registered
+    row, its processes' mean against predicted.product (not rule C's `before`), regimes as registered (full
+    checkpointing pooled with single, op its own), the set one source."""
+    import math
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep, eager_hostsingle
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_hostsingle.OPCHECK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPCHECK_BUNDLE
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
+    got = eager_hostsingle.held_out_rows(synthetic(tmp_path, -0.05, [0.0], host=None))
+    assert [r["recompute"] for r in got] == [x["ac_mode"] for x in reg] and all(r["host_flag"] == "registered" for r in got)
+    for r, x in zip(got, reg, strict=True):
+        assert r["predicted_s"] == x["predicted"]["product"]["step_ms"] / 1e3
+        assert r["measured_s"] == pytest.approx(r["predicted_s"] * math.exp(0.05))
+    res = eager_residuals(got)
+    assert [x.regime for x in res] == [x["regime"] for x in reg]
+    assert Counter(x.regime.split(" | ")[2] for x in res) == {"single+sac-op": 1, "single+sac-op+host-bound": 1, "single": 1,
+                                                               "single+host-bound": 1}

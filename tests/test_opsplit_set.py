@@ -164,3 +164,30 @@ def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path
     (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
     with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
         s.read_out(bundle)
+
+
+def test_the_set_enters_the_error_bands_as_sac_op_rows_against_its_registered_product_step(tmp_path):
+    """heldout/eager_hostsingle reads this set as it reads hostsingle's (REGISTERED_STEP_SETS): nothing before a run;
+    one row per registered row, its processes' mean against predicted.product (not the candidate), each row's regime
+    the one registered beside it, the set one source."""
+    import math
+    from collections import Counter
+
+    from simcluster.heldout import eager_cudnnstep, eager_hostsingle
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_hostsingle.OPSPLIT_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPSPLIT_BUNDLE
+    assert eager_hostsingle.held_out_rows(tmp_path) == []   # registered, not run: no row
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
+    got = eager_hostsingle.held_out_rows(synthetic(tmp_path, 0.1, [0.0], host=None))
+    assert len(got) == 3 and all(r["host_flag"] == "registered" and r["recompute"] == "op" for r in got)
+    for r, x in zip(got, reg, strict=True):
+        assert r["predicted_s"] == x["predicted"]["product"]["step_ms"] / 1e3
+        assert r["measured_s"] == pytest.approx(r["predicted_s"] * math.exp(-0.1))
+    res = eager_residuals(got)
+    assert [x.regime for x in res] == [x["regime"] for x in reg]
+    assert Counter(x.regime.split(" | ")[2] for x in res) == {"single+sac-op": 2, "single+sac-op+host-bound": 1}
+    assert {x.source for x in res} == {"set"}
+    if (BUNDLE / "runs").is_dir():   # read once: the shipped set's rows, each its processes' mean (readout.txt)
+        ran = {r["label"]: r["measured_s"] for r in eager_hostsingle.held_out_rows(BUNDLE)}
+        assert ran["1b single+sac-op+host-bound seq 1728 mb 2"] == pytest.approx((163.3 + 148.2 + 144.8) / 3e3, abs=1e-4)

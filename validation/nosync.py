@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.eager import process_document  # noqa: E402
+from simcluster.heldout.eager_nosync import MICROBATCHES, process_step  # noqa: E402
 from simcluster.heldout.registration import (  # noqa: E402
     bias_line,
     mem_error,
@@ -40,7 +40,6 @@ from simcluster.heldout.registration import (  # noqa: E402
 )
 
 BUNDLE = ROOT / "calibration" / "h200x2-nosync-2026-11-30"
-MICROBATCHES = 4
 PROCESSES = 2
 # (preset, seq, micro_batch, why): one GPU-bound, one host-bound, one host-bound of another width (seqs new to calibration)
 SHAPES = (("1b", 2112, 4, "GPU-bound (predicted host share 0.05)"),
@@ -100,23 +99,18 @@ def register(path: Path) -> None:
 
 
 def read_processes(bundle: Path, regs: list[dict]) -> tuple[list[dict], list[str]]:
-    """Every process of every registered row that ran it: {row, step_s, peak_GiB}; a line per process left out."""
+    """Every process of every registered row that ran it (heldout/eager_nosync.process_step, the error bands' reading
+    too): {row, step_s, peak_GiB}; a line per process left out."""
     got, left = [], []
     for reg in regs:
-        sync = "step" if reg["variant"] == "nosync" else "micro_batch"
         for k in range(1, int(reg["processes"]) + 1):
             stem = f"{reg['name']}-r{k}"
-            doc, why = process_document(bundle / "runs" / f"{stem}.json", "fsdp", 2, reg["preset"])
-            if doc is not None and doc.get("grad_accum") != {"micro_batches": MICROBATCHES, "grad_sync": sync}:
-                doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
-            shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
-                          and s.get("micro_batch") == reg["micro_batch"] and s.get("status") == "ok"), None)
-            step = (shape or {}).get("median_step_s")
-            if doc is None or not isinstance(step, (int, float)) or step <= 0:
-                left.append(f"{stem}: {why or 'no timed shape'}")
+            shape, why = process_step(bundle, reg, k)
+            if shape is None:
+                left.append(f"{stem}: {why}")
                 continue
             peak = shape.get("max_memory_allocated_bytes")
-            got.append({"row": reg, "process": stem, "step_s": float(step),
+            got.append({"row": reg, "process": stem, "step_s": float(shape["median_step_s"]),
                         "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None})
     return got, left
 

@@ -12,7 +12,18 @@ share's (llm/host_bound.is_host_bound; it matches the `regime` registered on eve
 registered ac_mode; today_s, today's product step (the product folder's pooled ckpt / op terms since session 44,
 hostproduct, which this set's op-1b and ophb-0.8b rows were development for), beside it for trust/moved.py. Measured:
 the mean over a row's processes of rank 0's median step, each process read as the eager-today set reads its own
-(eager_today.read_process: the registered configuration or left out). No row until the set has run. One source."""
+(eager_today.read_process: the registered configuration or left out). No row until the set has run. One source.
+
+Two later one-GPU sets on 2 x H200 leases are registered in the same form (rows with `regime`, `ac_mode`, `processes`
+and predicted.product's step and host share) and read here too, each one source of its own:
+- session 44's opcheck set (calibration/h200x2-opcheck-2026-11-30, validation/opcheck.py; registered at a93a5ae8, read
+  once): full checkpointing (ck-0.8b, ckhb-0.5b: regimes single, single+host-bound) and op (op-1b, ophb-0.5b:
+  single+sac-op, single+sac-op+host-bound) x 3 processes against the product with hostproduct's ckpt / op host terms,
+  which they were registered to check (held out for them; its `before`, rule C's, is not read). Its processes are
+  development for session 45's op candidate (free_phase_host, opsplit), which stayed off, not for the product.
+- session 45's opsplit set (calibration/h200x2-opsplit-2026-11-30, validation/opsplit.py; registered at 8a1898d9, read
+  once): op (op-1.1b, op-0.5b: single+sac-op) and op host-bound (ophb-1b: single+sac-op+host-bound) x 3 processes
+  against the product (its `candidate`, free_phase_host, read WORSE and stayed off, is not read)."""
 
 from __future__ import annotations
 
@@ -21,6 +32,8 @@ from pathlib import Path
 from simcluster.heldout.eager import ROOT
 
 HOSTSINGLE_BUNDLE = "calibration/h200x2-hostsingle-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+OPCHECK_BUNDLE = "calibration/h200x2-opcheck-2026-11-30"         # session 44's; the same form (module docstring), listed too
+OPSPLIT_BUNDLE = "calibration/h200x2-opsplit-2026-11-30"         # session 45's; the same form, listed too
 SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (rule R)
 
 

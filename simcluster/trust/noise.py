@@ -67,7 +67,8 @@ kernel, as the model prices it), so no host/GPU overlap term is missing. The tab
 fixed, heldout/eager_registered.folder_fits; the product's single term pooled over the 2 x H200 leases, its
 leases.yaml, moves pphost's row) read 9.8%; the table regenerated after session 44's merges has 11 rows from 6 sets at
 9.4% (the hostsingle set's 2 host-bound rows and the eager-regimes set's 2 ckpt rows the ckpt term re-filed host-bound;
-cold review C item 1). The registered hostsingle set (calibration/h200x2-hostsingle-2026-11-30,
+cold review C item 1); with session 44's opcheck set in the bands (session 45, after45: its ckhb-0.5b row, a full-
+checkpointing step, +2.9%) 12 rows from 7 sets at 8.9%. The registered hostsingle set (calibration/h200x2-hostsingle-2026-11-30,
 read once: its README "Result") measured process noise alone at 6.9% (rule N, 8 dof) and this lease's single host cost
 at 27.2 us per kernel, like the 1 x H200 fits (x0.93).
 """
@@ -148,7 +149,7 @@ SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, row
                             study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
                             same=(29, 6.8, 5.5))
 # computed as TP's, floor above the target but no lease term beyond 8 dof of processes: not marked (session 44)
-SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=11, leases=6, model_mean_abs_pct=9.4,
+SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=12, leases=7, model_mean_abs_pct=8.9,
                                  process_sd=0.140, lease_sd=0.0, floor_pct=(10.9, 11.2), target_pct=8.0,
                                  study="studies/single_host_noise.py", gpu="H200", bias_log=0.0923, bias_se_log=0.0333,
                                  same=(30, 18.0, 10.9))

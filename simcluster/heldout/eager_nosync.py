@@ -1,0 +1,87 @@
+"""Session 45's registered no-sync set (calibration/h200x2-nosync-2026-11-30, validation/nosync.py; issue 44) as held-out
+eager rows: FSDP2 on 2 x H200 with 4 micro-batches a step, the gradients reduce-scattered after every micro-batch (sync,
+FSDP2's default: runner mode `fsdp`) or once a step (no-sync: `fsdp+nosync`, llm/grad_sync.py), on three shapes new to
+calibration/ when it ran, each (shape, variant) in 2 processes.
+
+Its registered.yaml (written at e9de981c, before the runs) holds one prediction per row, `predicted`: the product's
+answer (`simcluster run` with framework torch and the product's host fits: heldout/eager_regimes.registered_row). A row
+is one (shape, variant), its residual against that step, its host-bound flag that prediction's registered share's
+(llm/host_bound.is_host_bound), today's product step beside it (eager_regimes.todays_step_s, the same call with today's
+model) for trust/moved.py. Measured: the mean over a row's processes of rank 0's median step, each process read as the
+read-out reads it (`process_step`: FSDP2 on 2 ranks, the registered preset, 4 micro-batches reduced per micro-batch or
+per step, the registered shape ok); no row until the set has run. One source.
+
+Regime (trust/regime.py): FSDP or FSDP+host-bound, sync and no-sync alike. The regime key names the runner's mode and the
+axes the rules list (+compile, +checkpointing policy, +host-bound); no-sync is a flag of the fsdp mode
+(`--no-sync`), not a mode, and llm_regime_of keys no answer by it, so a no-sync answer takes the FSDP band its rows
+are pooled in. (Keyed apart, its 3 rows would sit under trust/table.MIN_ROWS in two regimes and its answers take the
+family's pooled band; the set's rule M read no-sync's step 5.4% against sync's 6.4% on the same lease.)"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from simcluster.heldout.eager import ROOT
+
+NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
+SHIPPED = "product"       # the key the flat registered prediction is read under (eager_regimes.step_set_rows)
+
+
+def grad_sync(reg: dict) -> str:
+    """The runner's grad_accum.grad_sync a registered row ran: 'step' (no-sync) or 'micro_batch' (sync)."""
+    return "step" if reg["variant"] == "nosync" else "micro_batch"
+
+
+def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
+    """(timed shape, '') of process k of a registered row when it ran the registered configuration (FSDP2, 2 ranks,
+    the preset, MICROBATCHES reduced per grad_sync(reg), the registered shape ok with a positive median step); else
+    (None, why). validation/nosync.py's read-out reads its processes through this."""
+    from simcluster.heldout.eager import process_document
+
+    doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", "fsdp", 2, reg["preset"])
+    sync = grad_sync(reg)
+    if doc is not None and doc.get("grad_accum") != {"micro_batches": MICROBATCHES, "grad_sync": sync}:
+        doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
+    shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
+                  and s.get("micro_batch") == reg["micro_batch"] and s.get("status") == "ok"), None)
+    step = (shape or {}).get("median_step_s")
+    if doc is None or not isinstance(step, (int, float)) or step <= 0:
+        return None, why or "no timed shape"
+    return shape, ""
+
+
+def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE) -> list[dict]:
+    """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring): []
+    before the run; a row without predicted's step or host share: one SimclusterError line naming rows[i]."""
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager_regimes import step_set_rows, todays_step_s
+    from simcluster.llm.host_bound import is_host_bound
+    from simcluster.strict import load_yaml
+
+    if not (bundle / "runs").is_dir():
+        return []   # registered, not run yet
+    path = bundle / "registered.yaml"
+    regs = []
+    for i, reg in enumerate(load_yaml(path)["rows"]):
+        try:
+            pred = reg["predicted"]
+            flat = {"step_ms": float(pred["step_ms"]), "host_share": float(pred["host_share"]),
+                    "host_bound": is_host_bound(float(pred["host_share"]))}
+            reg["name"], reg["variant"], int(reg["processes"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SimclusterError(f"{path}: rows[{i}]: no name, variant, processes or predicted step_ms and host_share "
+                                  f"({type(exc).__name__}: {exc})") from None
+        regs.append(reg | {"predicted": {SHIPPED: flat}})
+
+    def measure(reg: dict) -> float | None:
+        steps = [shape["median_step_s"] * 1e3 for k in range(1, int(reg["processes"]) + 1)
+                 if (shape := process_step(bundle, reg, k)[0]) is not None]
+        return statistics.mean(steps) if steps else None
+
+    def describe(reg: dict) -> dict:
+        return {"label": f"{reg['preset']} fsdp {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} x{MICROBATCHES} "
+                         "micro-batches", "today_s": todays_step_s(reg)}
+
+    return step_set_rows(bundle, SHIPPED, measure, regs, describe)
