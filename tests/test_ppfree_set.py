@@ -93,3 +93,23 @@ def test_the_first_rounds_timelines_read_k_and_the_stage_starts(tmp_path):
     assert v["V"].startswith("WITHIN: the recorded steps +0.0% against the unrecorded (mean over 4 processes"), v["V"]
     assert v["R"] == "stage 1 starts its step (ms against stage 0): " + ", ".join(
         f"{r['name']} +0.0" for r in registered()["rows"])
+
+
+def test_the_set_that_ran_enters_the_error_bands_as_four_pp_host_bound_rows_against_the_product():
+    """Session 45's ppfree set, run once: one row per (shape, schedule), its processes' mean against the registered
+    product (the hosts in series, as shipped), regime PP+host-bound at 2 GPUs."""
+    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_pphost.PP_FREE_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    bundle = ROOT / eager_pphost.PP_FREE_BUNDLE
+    if not (bundle / "runs").is_dir():
+        assert eager_pphost.s44_rows(bundle) == []
+        return
+    rows = eager_pphost.s44_rows(bundle)
+    regs = {f"{r['preset']} {r['mode']} seq {r['seq']}": r["predicted"]["product"]["step_ms"] / 1e3
+            for r in yaml.safe_load((bundle / "registered.yaml").read_text())["rows"]}
+    assert len(rows) == 4
+    for r in rows:
+        assert r["predicted_s"] == regs[r["label"].split(" mb ")[0]] and r["host_bound"] and r["pp"] == 2
+    assert {res.regime.split(" | ")[2] for res in eager_residuals(rows)} == {"PP+host-bound"}

@@ -58,6 +58,7 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_pphost.PP_HOST_S44_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_pphost.PP_COUPLE_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_pphost.PP_BLOCK_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
+                        (eager_pphost.PP_FREE_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_hostsingle.HOSTSINGLE_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPCHECK_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPSPLIT_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
