@@ -99,14 +99,15 @@ def register(path: Path) -> None:
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict]) -> tuple[list[dict], list[str]]:
-    """Every process of every registered row that ran it: {row, step_s, peak_GiB}; a line per process left out."""
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[list[dict], list[str]]:
+    """Every process of every registered row that ran it (the runner's --mode `mode`): {row, step_s, peak_GiB}; a line
+    per process left out."""
     got, left = [], []
     for reg in regs:
         sync = "step" if reg["variant"] == "nosync" else "micro_batch"
         for k in range(1, int(reg["processes"]) + 1):
             stem = f"{reg['name']}-r{k}"
-            doc, why = process_document(bundle / "runs" / f"{stem}.json", "fsdp", 2, reg["preset"])
+            doc, why = process_document(bundle / "runs" / f"{stem}.json", mode, 2, reg["preset"])
             if doc is not None and doc.get("grad_accum") != {"micro_batches": MICROBATCHES, "grad_sync": sync}:
                 doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
             shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
@@ -145,16 +146,36 @@ def difference(procs: list[dict], regs: list[dict], judge: dict) -> tuple[bool |
 
 
 def read_out(bundle: Path) -> dict:
+    judge, regs = read_registration(bundle, JUDGE)
+    procs, left = read_processes(bundle, regs)
+    verdicts, sd, above, within, mem_met = step_verdicts(procs, regs, judge)
+    s_met, lines = difference(procs, regs, judge)
+    verdicts["S"] = " | ".join(lines)
+    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
+                     "MODEL (no-sync's terms): the no-sync difference missed on a shape" if s_met is False else
+                     "NO DATA" if s_met is None or within is None else
+                     "MODEL (the step): the no-sync difference met, the step itself not within" if not within else
+                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    return {"procs": procs, "left": left, "verdicts": verdicts}
+
+
+def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
+    """registered.yaml's judge (the `keys`) and rows, checked: one SimclusterError line on a missing or bad key."""
     reg = read_run_set(bundle)
     try:
-        judge = {k: float(reg["judge"][k]) for k in JUDGE}
+        judge = {k: float(reg["judge"][k]) for k in keys}
         regs = list(reg["rows"])
         for r in regs:
             float(r["predicted"]["step_ms"]), float(r["predicted"]["steady_mem_GiB"]), float(r["predicted"]["peak_mem_GiB"])
             r["name"], r["variant"], int(r["processes"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
-    procs, left = read_processes(bundle, regs)
+    return judge, regs
+
+
+def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dict, float | None, bool | None, bool | None, bool]:
+    """Rules N, M, B and P over the processes (their errors set here): (verdicts, N's pooled sd, noise ABOVE the target,
+    M within, P met)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1
@@ -184,14 +205,7 @@ def read_out(bundle: Path) -> dict:
     mems = [p["mem_err"] for p in procs if p["mem_err"] is not None]
     verdicts["P"] = memory_verdict(mems, judge["mem_pct"])
     mem_met = bool(mems) and max(map(abs, mems)) <= judge["mem_pct"] / 100
-    s_met, lines = difference(procs, regs, judge)
-    verdicts["S"] = " | ".join(lines)
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     "MODEL (no-sync's terms): the no-sync difference missed on a shape" if s_met is False else
-                     "NO DATA" if s_met is None or within is None else
-                     "MODEL (the step): the no-sync difference met, the step itself not within" if not within else
-                     "MEMORY: steps met, memory not" if not mem_met else "MET")
-    return {"procs": procs, "left": left, "verdicts": verdicts}
+    return verdicts, sd, above, within, mem_met
 
 
 def show(result: dict) -> None:
