@@ -4,12 +4,9 @@ calibration/, and synthetic runs through the rules."""
 
 from __future__ import annotations
 
-import json
-import math
 import re
-import shutil
 
-import yaml
+import test_nosync_set
 from conftest import ROOT, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-ddpaccum-2026-11-30"
@@ -20,28 +17,12 @@ def script():
 
 
 def registered() -> dict:
-    return yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    return test_nosync_set.registered(BUNDLE)
 
 
 def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.005, -0.005), drop=()):
-    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside the
-    registered range; `drop`: process stems not written."""
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
-        for k in range(1, row["processes"] + 1):
-            stem = f"{row['name']}-r{k}"
-            if stem in drop:
-                continue
-            p = row["predicted"]
-            t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
-            doc = {"tool": "llm-step", "format": 1, "mode": "ddp", "world_size": 2, "model": {"preset": row["preset"]},
-                   "grad_accum": {"micro_batches": 4, "grad_sync": "step" if row["variant"] == "nosync" else "micro_batch"},
-                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
-                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30}]}
-            (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
-    return bundle
+    """test_nosync_set.synthetic on this set's registration, the runner's --mode ddp."""
+    return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, "ddp")
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
@@ -69,13 +50,7 @@ def test_the_device_script_runs_the_registered_rows():
 
 
 def test_the_registered_shapes_are_new_to_calibration():
-    from conftest import measured_llm_tokens, registered_tokens, seqs_named_elsewhere
-
-    rows = registered()["rows"]
-    assert seqs_named_elsewhere(BUNDLE, {r["seq"] for r in rows}) == []
-    earlier = measured_llm_tokens(BUNDLE)
-    assert registered_tokens(rows) & earlier == set()
-    assert registered_tokens([r | {"micro_batch": r["micro_batch"] * r["microbatches"]} for r in rows]) & earlier == set()
+    test_nosync_set.assert_new_to_calibration(BUNDLE)
 
 
 def test_runs_at_the_registered_steps_read_met(tmp_path):

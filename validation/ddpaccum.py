@@ -23,15 +23,13 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
 import nosync  # noqa: E402
 
-from simcluster.heldout.registration import print_verdicts, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import print_verdicts, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-ddpaccum-2026-11-30"
 MICROBATCHES, PROCESSES = nosync.MICROBATCHES, nosync.PROCESSES
@@ -63,36 +61,14 @@ def before_change(preset: str, seq: int, mb: int, mode: str) -> float:
         return regime_predict(preset, mb, mode, "h200", microbatches=MICROBATCHES, seq=seq)["step_ms"]
 
 
-def rows() -> list[dict]:
-    """Each (shape, variant) as registered: name (the process stem without -rK), processes, and the prediction."""
-    from simcluster.heldout.eager_regimes import registered_row
-
-    out = []
-    for preset, seq, mb, _ in SHAPES:
-        for variant, mode in VARIANTS.items():
-            row = registered_row(preset, seq, mb, mode, memory=True, microbatches=MICROBATCHES)
-            if variant == "sync":
-                row["predicted"]["step_ms_before"] = before_change(preset, seq, mb, mode)
-            out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES} | row)
-    return out
+def add_before(row: dict, variant: str) -> None:
+    """A sync row's step before the change (nosync.rows' extra)."""
+    if variant == "sync":
+        row["predicted"]["step_ms_before"] = before_change(row["preset"], row["seq"], row["micro_batch"], row["mode"])
 
 
 def register(path: Path) -> None:
-    commit = registering_commit(ROOT)
-    regs = rows()
-    doc = {"registered_at_commit": commit, "script": "validation/ddpaccum.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
-                           "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
-           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in SHAPES},
-           "judge": JUDGE, "rules": RULES, "rows": regs}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False, width=120))
-    for r in regs:
-        p = r["predicted"]
-        print(f"{r['name']:20} {p['step_ms']:8.2f} ms  host share {p['host_share']}  memory "
-              f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
-    print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
+    nosync.register(path, "validation/ddpaccum.py --register", SHAPES, VARIANTS, JUDGE, RULES, add_before)
 
 
 def difference(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) -> tuple[bool | None, list[str]]:

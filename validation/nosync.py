@@ -69,27 +69,32 @@ RULES = {
 }
 
 
-def rows() -> list[dict]:
-    """Each (shape, variant) as registered: name (the process stem without -rK), processes, and the prediction."""
+def rows(shapes=SHAPES, variants=VARIANTS, extra=None) -> list[dict]:
+    """Each (shape, variant) as registered: name (the process stem without -rK), processes, and the prediction;
+    extra(row, variant), where given, adds to a row (validation/ddpaccum.py's step before its change)."""
     from simcluster.heldout.eager_regimes import registered_row
 
     out = []
-    for preset, seq, mb, _ in SHAPES:
-        for variant, mode in VARIANTS.items():
+    for preset, seq, mb, _ in shapes:
+        for variant, mode in variants.items():
             row = registered_row(preset, seq, mb, mode, memory=True, microbatches=MICROBATCHES)
+            if extra is not None:
+                extra(row, variant)
             out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES} | row)
     return out
 
 
-def register(path: Path) -> None:
+def register(path: Path, script: str = "validation/nosync.py --register", shapes=SHAPES, variants=VARIANTS,
+             judge: dict = JUDGE, rules: dict = RULES, extra=None) -> None:
+    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's with its own."""
     commit = registering_commit(ROOT)
-    regs = rows()
-    doc = {"registered_at_commit": commit, "script": "validation/nosync.py --register",
+    regs = rows(shapes, variants, extra)
+    doc = {"registered_at_commit": commit, "script": script,
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
                            "collective_card": "models/collective/h200x2-primitives.yaml",
                            "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
-           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in SHAPES},
-           "judge": JUDGE, "rules": RULES, "rows": regs}
+           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes},
+           "judge": judge, "rules": rules, "rows": regs}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in regs:
