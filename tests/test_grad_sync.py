@@ -94,7 +94,9 @@ def test_ddp_reduces_every_micro_batch_when_told_and_once_by_default():
     """DDP (zero 0): grad_sync micro_batch all-reduces every micro-batch's buckets, the default (as Megatron's DDP and
     DDP's no_sync) once a step; one micro-batch, the same. Comm-bound (sockets), each extra micro-batch adds one bucket
     set's all-reduce: the sum over torch DDP's buckets (comm.ddp_bucket_bytes) of the card's all_reduce price, less at
-    most the micro-batch's compute it overlaps (under 1% here); over NVLink the extra grows exactly linearly in m - 1."""
+    most its own backward (under 1% here). Every synced backward is finalized as the last one is (session 45
+    ddpaccum: the next forward waits for its all_reduces, reducer.cpp's finalize_backward), so over NVLink the exposed
+    DP time of m micro-batches is exactly m times one's, and the step's extra grows exactly linearly in m - 1."""
     fw = replace(eager.torch_framework(ParallelSpec(dp=2)), comm_interference=False)   # the runner's DDP, no host
     par = ParallelSpec(dp=2, zero=0)
     group = comm.groups(par, SOCKET).dense_grad
@@ -105,6 +107,10 @@ def test_ddp_reduces_every_micro_batch_when_told_and_once_by_default():
         assert extra == pytest.approx((m - 1) * bucket_set, rel=0.02), m
     extra = {m: step(WIDE, m, "micro_batch", fw, zero=0)[1] - step(WIDE, m, "", fw, zero=0)[1] for m in (2, 4)}
     assert extra[2] > 0 and extra[4] == pytest.approx(3 * extra[2], rel=1e-6)
+    one = step(WIDE, 1, "micro_batch", fw, zero=0)
+    assert [step(WIDE, m, "micro_batch", fw, zero=0)[1] for m in (2, 4)] == pytest.approx([2 * one[1], 4 * one[1]], rel=1e-9)
+    more = {m: step(WIDE, m, "micro_batch", fw, zero=0)[0] - step(WIDE, m, "", fw, zero=0)[0] for m in (2, 4)}
+    assert more[4] == pytest.approx(3 * more[2], rel=1e-9) and more[2] > extra[2]   # the bucket copies each micro-batch
     assert step(WIDE, 4, "step", fw, zero=0) == step(WIDE, 4, "", fw, zero=0)
     assert step(WIDE, 1, "micro_batch", fw, zero=0) == step(WIDE, 1, "", fw, zero=0)
 

@@ -247,6 +247,21 @@ def test_zero2_reduces_the_gradients_after_every_micro_batch():
     assert every.breakdown["exposed_dp_comm"] == pytest.approx(3.5)
 
 
+def test_ddp_waits_for_each_synced_backwards_all_reduces_before_the_next_forward():
+    """torch DDP reducing every micro-batch (grads_wait_each_backward; llm/grad_sync.py, reducer.cpp's
+    finalize_backward): the compute stream waits for a backward's all_reduces before the next forward. The same stage
+    as ZeRO-2's above (forward 1 s, backward 2 s, four 1 s buckets ready every 0.5 s): micro-batch 0 runs 0-3, its
+    stream 1.5-5.5, so micro-batch 1's forward starts at 5.5 (ZeRO-2: at 3); its backward 6.5-8.5 and stream 7-11. Each
+    micro-batch exposes its stream's 2.5 s past its backward's end: 5 s, the step 11 s (ZeRO-2's 9.5 s)."""
+    stage = StageWork((Task(1.0, {"compute": 1.0}),), (Task(2.0, {"compute": 2.0}),), ((1.0,) * 4,))
+    ddp = simulate_iteration(PipelineWork((stage,), 2, grads_every_micro_batch=True, grads_wait_each_backward=True))
+    assert ddp.step_time_s == pytest.approx(11.0) and ddp.breakdown["exposed_dp_comm"] == pytest.approx(5.0)
+    # buckets shorter than the backward's rest: nothing but the last bucket's tail exposed, as once a step
+    short = StageWork((Task(1.0, {"compute": 1.0}),), (Task(2.0, {"compute": 2.0}),), ((0.25,) * 4,))
+    r = simulate_iteration(PipelineWork((short,), 3, grads_every_micro_batch=True, grads_wait_each_backward=True))
+    assert r.step_time_s == pytest.approx(9.75) and r.breakdown["exposed_dp_comm"] == pytest.approx(0.75)
+
+
 def test_zero2_memory_and_traffic_agree():
     """ZeRO-2 shards the gradients (memory) and so pays a reduce_scatter per micro-batch (step); ZeRO-1 keeps the full
     buffer and reduces once. The 405B split on 16,384 H100s over 400G (DP 128, 16 micro-batches): ZeRO-2's fp32

@@ -139,10 +139,13 @@ def _stage(f: float, b: float, chunks: int = 1, buckets=(0.3, 0.3, 0.2), gather:
     (4, 2, 8, {"p2p_s": 0.05}, 0.7, 3), (4, 1, 6, {"p2p_s": 0.2, "blocking_p2p": True}, 0.3, 0),
     (3, 1, 5, {"p2p_s": 0.1, "dp_after_backward": True}, 0.4, 0), (4, 1, 6, {"p2p_s": 0.1, "gpipe": True}, 0.0, 0),
     (2, 3, 4, {"p2p_s": 0.01, "grads_every_micro_batch": True}, 1.5, 2),
+    (1, 1, 4, {"grads_every_micro_batch": True, "grads_wait_each_backward": True}, 0.0, 0),
+    (2, 2, 4, {"p2p_s": 0.05, "grads_every_micro_batch": True, "grads_wait_each_backward": True}, 0.0, 0),
     (4, 2, 8, {"p2p_s": 0.05, "torch_p2p": True}, 0.0, 0), (4, 2, 16, {"p2p_s": 0.3, "torch_p2p": True}, 0.7, 3),
     (2, 3, 4, {"p2p_s": 0.0, "torch_p2p": True}, 0.0, 0), (3, 2, 6, {"p2p_s": 0.1, "torch_p2p": True}, 0.4, 0)])
 def test_the_recurrence_gives_the_des_numbers_on_every_schedule_feature(pp, chunks, m, flags, gather, gather_buckets):
-    """Uneven stages, interleaving, ZeRO-2's per-micro-batch reductions, overlapped and waited gathers, blocking sends,
+    """Uneven stages, interleaving, ZeRO-2's per-micro-batch reductions (and torch DDP's, waited for after each
+    backward), overlapped and waited gathers, blocking sends,
     reductions after the backward, GPipe, torch's lowered sends and receives on one NCCL stream per rank (torch_p2p): the
     recurrence's step, ends and breakdown are the DES's."""
     from simcluster.llm.maxplus import evaluate_iteration

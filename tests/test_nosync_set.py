@@ -19,24 +19,25 @@ def script():
     return load_script("validation/nosync.py")
 
 
-def registered() -> dict:
-    return yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+def registered(bundle=BUNDLE) -> dict:
+    return yaml.safe_load((bundle / "registered.yaml").read_text())
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=()):
-    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside
-    the registered range; `drop`: process stems not written."""
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), source=BUNDLE, mode="fsdp"):
+    """A bundle whose processes (the runner's --mode `mode`) measure each row's registered step (`source`'s
+    registration) x scale[row name] x exp(jitter[k]), peak inside the registered range; `drop`: process stems not
+    written. tests/test_ddpaccum_set.py's too."""
     bundle = tmp_path / "set"
     (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
+    shutil.copy(source / "registered.yaml", bundle / "registered.yaml")
+    for row in registered(source)["rows"]:
         for k in range(1, row["processes"] + 1):
             stem = f"{row['name']}-r{k}"
             if stem in drop:
                 continue
             p = row["predicted"]
             t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
-            doc = {"tool": "llm-step", "format": 1, "mode": "fsdp", "world_size": 2, "model": {"preset": row["preset"]},
+            doc = {"tool": "llm-step", "format": 1, "mode": mode, "world_size": 2, "model": {"preset": row["preset"]},
                    "grad_accum": {"micro_batches": 4, "grad_sync": "step" if row["variant"] == "nosync" else "micro_batch"},
                    "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
                                "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30}]}
@@ -68,11 +69,17 @@ def test_the_device_script_runs_the_registered_rows():
 
 
 def test_the_registered_shapes_are_new_to_calibration():
+    assert_new_to_calibration(BUNDLE)
+
+
+def assert_new_to_calibration(bundle):
+    """The bundle's seqs named nowhere else in calibration/, its tokens per micro-batch and per step measured nowhere
+    else (tests/test_ddpaccum_set.py's too)."""
     from conftest import measured_llm_tokens, registered_tokens, seqs_named_elsewhere
 
-    rows = registered()["rows"]
-    assert seqs_named_elsewhere(BUNDLE, {r["seq"] for r in rows}) == []
-    earlier = measured_llm_tokens(BUNDLE)
+    rows = registered(bundle)["rows"]
+    assert seqs_named_elsewhere(bundle, {r["seq"] for r in rows}) == []
+    earlier = measured_llm_tokens(bundle)
     assert registered_tokens(rows) & earlier == set()
     assert registered_tokens([r | {"micro_batch": r["micro_batch"] * r["microbatches"]} for r in rows]) & earlier == set()
 

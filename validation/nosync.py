@@ -68,27 +68,32 @@ RULES = {
 }
 
 
-def rows() -> list[dict]:
-    """Each (shape, variant) as registered: name (the process stem without -rK), processes, and the prediction."""
+def rows(shapes=SHAPES, variants=VARIANTS, extra=None) -> list[dict]:
+    """Each (shape, variant) as registered: name (the process stem without -rK), processes, and the prediction;
+    extra(row, variant), where given, adds to a row (validation/ddpaccum.py's step before its change)."""
     from simcluster.heldout.eager_regimes import registered_row
 
     out = []
-    for preset, seq, mb, _ in SHAPES:
-        for variant, mode in VARIANTS.items():
+    for preset, seq, mb, _ in shapes:
+        for variant, mode in variants.items():
             row = registered_row(preset, seq, mb, mode, memory=True, microbatches=MICROBATCHES)
+            if extra is not None:
+                extra(row, variant)
             out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES} | row)
     return out
 
 
-def register(path: Path) -> None:
+def register(path: Path, script: str = "validation/nosync.py --register", shapes=SHAPES, variants=VARIANTS,
+             judge: dict = JUDGE, rules: dict = RULES, extra=None) -> None:
+    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's with its own."""
     commit = registering_commit(ROOT)
-    regs = rows()
-    doc = {"registered_at_commit": commit, "script": "validation/nosync.py --register",
+    regs = rows(shapes, variants, extra)
+    doc = {"registered_at_commit": commit, "script": script,
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
                            "collective_card": "models/collective/h200x2-primitives.yaml",
                            "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
-           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in SHAPES},
-           "judge": JUDGE, "rules": RULES, "rows": regs}
+           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes},
+           "judge": judge, "rules": rules, "rows": regs}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in regs:
@@ -98,14 +103,14 @@ def register(path: Path) -> None:
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict]) -> tuple[list[dict], list[str]]:
-    """Every process of every registered row that ran it (heldout/eager_nosync.process_step, the error bands' reading
-    too): {row, step_s, peak_GiB}; a line per process left out."""
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[list[dict], list[str]]:
+    """Every process of every registered row that ran it (the runner's --mode `mode`; heldout/eager_nosync.process_step,
+    the error bands' reading too): {row, step_s, peak_GiB}; a line per process left out."""
     got, left = [], []
     for reg in regs:
         for k in range(1, int(reg["processes"]) + 1):
             stem = f"{reg['name']}-r{k}"
-            shape, why = process_step(bundle, reg, k)
+            shape, why = process_step(bundle, reg, k, mode)
             if shape is None:
                 left.append(f"{stem}: {why}")
                 continue
@@ -139,16 +144,36 @@ def difference(procs: list[dict], regs: list[dict], judge: dict) -> tuple[bool |
 
 
 def read_out(bundle: Path) -> dict:
+    judge, regs = read_registration(bundle, JUDGE)
+    procs, left = read_processes(bundle, regs)
+    verdicts, sd, above, within, mem_met = step_verdicts(procs, regs, judge)
+    s_met, lines = difference(procs, regs, judge)
+    verdicts["S"] = " | ".join(lines)
+    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
+                     "MODEL (no-sync's terms): the no-sync difference missed on a shape" if s_met is False else
+                     "NO DATA" if s_met is None or within is None else
+                     "MODEL (the step): the no-sync difference met, the step itself not within" if not within else
+                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    return {"procs": procs, "left": left, "verdicts": verdicts}
+
+
+def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
+    """registered.yaml's judge (the `keys`) and rows, checked: one SimclusterError line on a missing or bad key."""
     reg = read_run_set(bundle)
     try:
-        judge = {k: float(reg["judge"][k]) for k in JUDGE}
+        judge = {k: float(reg["judge"][k]) for k in keys}
         regs = list(reg["rows"])
         for r in regs:
             float(r["predicted"]["step_ms"]), float(r["predicted"]["steady_mem_GiB"]), float(r["predicted"]["peak_mem_GiB"])
             r["name"], r["variant"], int(r["processes"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
-    procs, left = read_processes(bundle, regs)
+    return judge, regs
+
+
+def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dict, float | None, bool | None, bool | None, bool]:
+    """Rules N, M, B and P over the processes (their errors set here): (verdicts, N's pooled sd, noise ABOVE the target,
+    M within, P met)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1
@@ -178,14 +203,7 @@ def read_out(bundle: Path) -> dict:
     mems = [p["mem_err"] for p in procs if p["mem_err"] is not None]
     verdicts["P"] = memory_verdict(mems, judge["mem_pct"])
     mem_met = bool(mems) and max(map(abs, mems)) <= judge["mem_pct"] / 100
-    s_met, lines = difference(procs, regs, judge)
-    verdicts["S"] = " | ".join(lines)
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     "MODEL (no-sync's terms): the no-sync difference missed on a shape" if s_met is False else
-                     "NO DATA" if s_met is None or within is None else
-                     "MODEL (the step): the no-sync difference met, the step itself not within" if not within else
-                     "MEMORY: steps met, memory not" if not mem_met else "MET")
-    return {"procs": procs, "left": left, "verdicts": verdicts}
+    return verdicts, sd, above, within, mem_met
 
 
 def show(result: dict) -> None:

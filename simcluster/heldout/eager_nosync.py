@@ -34,13 +34,14 @@ def grad_sync(reg: dict) -> str:
     return "step" if reg["variant"] == "nosync" else "micro_batch"
 
 
-def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
-    """(timed shape, '') of process k of a registered row when it ran the registered configuration (FSDP2, 2 ranks,
+def process_step(bundle: Path, reg: dict, k: int, mode: str = "fsdp") -> tuple[dict | None, str]:
+    """(timed shape, '') of process k of a registered row when it ran the registered configuration (the runner's --mode
+    `mode`, FSDP2 by default, 2 ranks,
     the preset, MICROBATCHES reduced per grad_sync(reg), the registered shape ok with a positive median step); else
     (None, why). validation/nosync.py's read-out reads its processes through this."""
     from simcluster.heldout.eager import process_document
 
-    doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", "fsdp", 2, reg["preset"])
+    doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", mode, 2, reg["preset"])
     sync = grad_sync(reg)
     if doc is not None and doc.get("grad_accum") != {"micro_batches": MICROBATCHES, "grad_sync": sync}:
         doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"

@@ -62,9 +62,11 @@ def cp_modes():   # the cp set's layout (session 36): torch's context parallelis
     return {"cp": ParallelSpec(cp=2)}
 
 
-def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducing once a step (set_requires_gradient_sync)
+def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducing once a step (set_requires_gradient_sync);
+    # the ddpaccum set's: DDP over 2 ranks reducing every micro-batch (torch's default) or once a step (no_sync)
     from simcluster.llm.spec import ParallelSpec
-    return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step")}
+    return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step"), "ddp+sync": ParallelSpec(dp=2, grad_sync="micro_batch"),
+            "ddp+nosync": ParallelSpec(dp=2, grad_sync="step")}
 
 
 def layout_of(mode: str):

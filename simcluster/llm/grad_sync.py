@@ -31,8 +31,21 @@ and L sharded layers (per rank, P the rank's stage parameters, unsharded):
   host             the unsynced backwards skip FSDP2's post-backward reduce (foreach_reduce: the copy-in, the
                    reduce-scatter call and its stream bookkeeping): reduce_hook_kernel_s
 DDP no_sync: its buckets all-reduced once (the DES's last-backward buckets, as Megatron's DDP); micro_batch: every
-micro-batch's buckets (simulate.PipelineWork.grads_every_micro_batch, as ZeRO-2's). Its .grad accumulate in place
-(no extra memory either way: torch's persistent full gradients, llm/memory.py).
+micro-batch's backward is finalized as the last one is (simulate.PipelineWork.grads_wait_each_backward; session 45
+ddpaccum). Source: torch/csrc/distributed/c10d/reducer.cpp: a synced backward's autograd hooks copy each gradient into
+its bucket and launch the bucket's all_reduce when it is full (mark_variable_ready -> all_reduce_bucket); the last
+bucket queues finalize_backward as an autograd-engine callback, which runs before loss.backward() returns and, for
+every bucket, calls future_work->wait() and then copies the reduced bucket back into .grad. ProcessGroupNCCL's future is
+marked complete when the all_reduce is enqueued, so wait() does not block the host: it makes the caller's current
+(compute) stream wait for the NCCL stream's event. So on the GPU the next micro-batch's forward starts only after this
+micro-batch's all_reduces end: a bucket's all_reduce overlaps the rest of its own backward only, never the next
+forward, and the exposed tail after each synced backward is the last micro-batch's (per micro-batch
+  exposed_k = max(0, end of the DP stream after backward k's buckets - end of backward k)),
+where a ZeRO-2 reduce-scatter (no wait: DeepSpeed / Megatron launch it and go on) may run into the next forward. The
+bucket copies (work.ddp_bucket_copies_s: copy-in in the hooks, copy-out in finalize) run in every synced backward:
+m times a step under micro_batch, once under no_sync (whose hooks return at once: expect_autograd_hooks_ is off
+outside a synced backward). Its .grad accumulate in place (no extra memory either way: torch's persistent full
+gradients, llm/memory.py).
 Modelled for the eager frameworks with dp > 1, zero 0 (DDP) or 3 (FSDP), pp 1; anything else is refused at its key.
 """
 
@@ -50,6 +63,12 @@ HOOKS_PER_LAYER = 3       # FSDP2's per-layer, per-micro-batch hooks that its ho
 def every_micro_batch(par: ParallelSpec) -> bool:
     """Whether the step reduces its DP gradients after every micro-batch (module docstring)."""
     return par.grad_sync == "micro_batch" or (not par.grad_sync and par.zero in (2, 3))
+
+
+def ddp_every_micro_batch(par: ParallelSpec, ddp_bucket_bytes: float) -> bool:
+    """torch DDP (its reducer's bucket copies priced, zero 0, dp x cp > 1) reducing after every micro-batch: each
+    backward finalized as the last one is (module docstring)."""
+    return ddp_bucket_bytes > 0 and par.zero == 0 and par.dp * par.cp > 1 and every_micro_batch(par)
 
 
 def fsdp_no_sync(par: ParallelSpec, micro_batches: int) -> bool:

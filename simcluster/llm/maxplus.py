@@ -209,7 +209,7 @@ class _Pipeline:
         extra = w.bucket_slowdown_s[c] if w.bucket_slowdown_s else 0.0
         log.busy["dp"] += extra
         piece = (task.duration_s + extra) / len(buckets)
-        if not last:
+        if not last and not work.grads_wait_each_backward:
             st.now += piece
             span = max(sum(buckets), (len(buckets) - 1) * piece + buckets[-1])
             self.reduced(st, st.reduce(st.now, span))
@@ -221,6 +221,9 @@ class _Pipeline:
                 free = (now if now > free else free) + t
             st.now, st.dp_free = now, free
             self.reduced(st, free)               # the stream is FIFO: the last bucket ends last
+            if not last and free > now:          # torch DDP: the next forward waits for this backward's all_reduces
+                log.dp_wait_s += free - now
+                st.now = free
         self.ran(st, task)
 
     @staticmethod

@@ -104,6 +104,9 @@ class PipelineWork:
     blocking_p2p: bool = False          # a boundary send holds the sender until it is on the other side
     grads_every_micro_batch: bool = False   # ZeRO-2: gradients reduce-scattered after every micro-batch's backward into
                                             # the sharded buffer (DeepSpeed ZeRO-2, FSDP SHARD_GRAD_OP), not once per step
+    grads_wait_each_backward: bool = False  # with grads_every_micro_batch, torch DDP: every backward is finalized as the last
+                                            # one is (its buckets one by one, and the compute stream waits for their
+                                            # all_reduces before the next forward: reducer.cpp's finalize_backward; grad_sync.py)
     gpipe: bool = False                 # GPipe order (all forwards, then all backwards) instead of 1F1B
     torch_p2p: bool = False             # torch's lowered schedule (ScheduleInterleaved1F1B): each rank's sends and receives
                                         # in torch's placement on one FIFO NCCL stream, each pair ending together (llm/torch_p2p.py)
@@ -292,7 +295,7 @@ class _Pipeline:
                 extra = work.bucket_slowdown_s[c] if work.bucket_slowdown_s else 0.0
                 log.busy["dp"] += extra
                 piece = (task.duration_s + extra) / len(buckets)
-                if i != last_backward[c]:
+                if i != last_backward[c] and not self.work.grads_wait_each_backward:
                     # ZeRO-2, a micro-batch before the chunk's last: its buckets as one reduction from the first bucket's
                     # readiness, as long as they take back to back or until the last one after the backward, whichever
                     # is later (the stream's finish; 2 events, not 2 per bucket: long accumulations stay fast)
@@ -309,6 +312,10 @@ class _Pipeline:
             for part, sec in task.parts.items():
                 log.busy[part] += sec
             self.span(s, "compute", f"{kind}{i} c{c}", start, env.now)
+            if buckets and i != last_backward[c] and self.work.grads_wait_each_backward:   # DDP: finalize_backward
+                t0 = env.now
+                yield env.all_of(reductions)
+                log.dp_wait_s += env.now - t0
             send = None
             if kind == "F" and vs < self.last_vstage:
                 self.produced[("F", vs + 1, i)] = env.now

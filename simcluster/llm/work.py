@@ -22,7 +22,8 @@ parameter it updates under Megatron (fp32 master, m, v and grad read; master, m,
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
 weights every weight is cast to bf16 each forward and its gradient up-cast each backward (FrameworkSpec.cast_bytes,
 one kernel per weight). torch DDP's reducer adds its bucket copies (4 x ddp_bucket_bytes per parameter) to the optimizer's
-step (ddp_bucket_copies_s). Eager torch checkpointing casts each block's weights again in its backward (_recast);
+step (ddp_bucket_copies_s; m times under grad_sync micro_batch, whose every backward waits for its buckets: grad_sync.py).
+Eager torch checkpointing casts each block's weights again in its backward (_recast);
 torch pipelining casts the weights once per step (one autocast around the schedule: priced with the optimizer step),
 divides the gradients by m (grad_scale_bytes) and merges the last stage's logits after its last backward.
 """
@@ -242,7 +243,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     split = par.layer_split(model.layers)
     last_vs = pp * v - 1
     stages = []
-    no_sync = grad_sync.fsdp_no_sync(par, batch.micro_batches(par.dp))
+    m = batch.micro_batches(par.dp)
+    no_sync = grad_sync.fsdp_no_sync(par, m)
+    ddp_each = grad_sync.ddp_every_micro_batch(par, fw.ddp_bucket_bytes)   # every backward copies and waits (grad_sync.py)
     for s in range(pp):
         fwd, bwd, buckets, gathers, gather_buckets, slowdowns, synced = [], [], [], [], [], [], []
         opt_casts, ddp_last = 0.0, (0.0, 0.0)
@@ -319,7 +322,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
         opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, pp, bwd, _host_step_s(fw, par, model.layers))
-               + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) + opt_casts
+               + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) * (m if ddp_each else 1) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
             opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
@@ -328,6 +331,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
+                        grads_wait_each_backward=ddp_each,
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
                         free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS,
                         launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages)),

@@ -1,0 +1,76 @@
+"""Session 45's DDP accumulation set (calibration/h200x2-ddpaccum-2026-11-30, validation/ddpaccum.py): the registration
+against a fresh --register at its commit, the device script against the registered rows, the shapes new to
+calibration/, and synthetic runs through the rules."""
+
+from __future__ import annotations
+
+import re
+
+import test_nosync_set
+from conftest import ROOT, load_script
+
+BUNDLE = ROOT / "calibration" / "h200x2-ddpaccum-2026-11-30"
+
+
+def script():
+    return load_script("validation/ddpaccum.py")
+
+
+def registered() -> dict:
+    return test_nosync_set.registered(BUNDLE)
+
+
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.005, -0.005), drop=()):
+    """test_nosync_set.synthetic on this set's registration, the runner's --mode ddp."""
+    return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, "ddp")
+
+
+def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
+    reg = registered()
+    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
+    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
+    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    for r in reg["rows"]:   # GPU-bound shapes; the change moves only the sync rows, up
+        assert r["predicted"]["host_share"] < 0.5
+        if r["variant"] == "sync":
+            assert r["predicted"]["step_ms"] > r["predicted"]["step_ms_before"]
+
+
+def test_the_device_script_runs_the_registered_rows():
+    text = (BUNDLE / "device_run.sh").read_text()
+    s = script()
+    shapes = re.search(r"^  for shape in (.*); do$", text, re.M).group(1).split()
+    assert shapes == [f"{p}:{seq}:{mb}" for p, seq, mb, _ in s.SHAPES]
+    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
+    assert '--warmup 3 --steps 6 --profile 0 --mode ddp --grad-accum 4"' in text and s.MICROBATCHES == 4
+    assert 'guarded "$preset-${seq}x$mb-$v-r$r" 60 $ddp $flag --preset "$preset" --shapes "$seq:$mb"' in text
+    assert '[ "$v" = nosync ] && flag="--no-sync"' in text and set(s.VARIANTS) == {"sync", "nosync"}
+    assert {f"{p}-{seq}x{mb}-{v}" for p, seq, mb, _ in s.SHAPES for v in s.VARIANTS} == {r["name"] for r in registered()["rows"]}
+
+
+def test_the_registered_shapes_are_new_to_calibration():
+    test_nosync_set.assert_new_to_calibration(BUNDLE)
+
+
+def test_runs_at_the_registered_steps_read_met(tmp_path):
+    out = script().read_out(synthetic(tmp_path))
+    v = out["verdicts"]
+    assert v["D"] == "MET" and v["M"].startswith("within") and v["P"].startswith("memory met"), v
+    assert v["S"].count("MET:") == 2 and "NOT MET" not in v["S"] and v["S"].count("nearer the change") == 2, v
+    assert len(out["procs"]) == 8 and not out["left"]
+
+
+def test_a_sync_priced_as_before_the_change_misses_rule_s(tmp_path):
+    regs = registered()["rows"]
+    before = {r["name"]: r["predicted"]["step_ms_before"] / r["predicted"]["step_ms"] for r in regs if r["variant"] == "sync"}
+    v = script().read_out(synthetic(tmp_path, before))["verdicts"]
+    assert v["S"].count("NOT MET") == 2 and v["S"].count("nearer the model before it") == 2, v
+    assert v["D"].startswith("MODEL (DDP's per-micro-batch terms)"), v
+
+
+def test_the_s_limit_grows_with_the_noise_and_missing_processes(tmp_path):
+    loud = script().read_out(synthetic(tmp_path / "loud", jitter=(0.04, -0.04)))["verdicts"]
+    assert "from the noise" in loud["S"] and "limit 11." in loud["S"], loud   # 2 x 0.0566 x 1 (sd of +-0.04 pairs)
+    out = script().read_out(synthetic(tmp_path / "cut", drop={"2b-2752x1-sync-r2", "2b-2752x1-nosync-r1", "2b-2752x1-nosync-r2"}))
+    assert len(out["left"]) == 3 and "2b 2752:1: NO DATA" in out["verdicts"]["S"] and out["verdicts"]["D"] == "MET"
