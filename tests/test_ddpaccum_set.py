@@ -74,3 +74,22 @@ def test_the_s_limit_grows_with_the_noise_and_missing_processes(tmp_path):
     assert "from the noise" in loud["S"] and "limit 11." in loud["S"], loud   # 2 x 0.0566 x 1 (sd of +-0.04 pairs)
     out = script().read_out(synthetic(tmp_path / "cut", drop={"2b-2752x1-sync-r2", "2b-2752x1-nosync-r1", "2b-2752x1-nosync-r2"}))
     assert len(out["left"]) == 3 and "2b 2752:1: NO DATA" in out["verdicts"]["S"] and out["verdicts"]["D"] == "MET"
+
+
+def test_the_set_that_ran_enters_the_error_bands_as_four_ddp_rows_against_its_registered_steps():
+    """Once run, each (shape, variant) is one DDP row: its processes' mean against the registered product step."""
+    import yaml
+
+    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.trust.build import eager_residuals
+
+    bundle = ROOT / eager_nosync.DDPACCUM_BUNDLE
+    assert eager_nosync.DDPACCUM_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    rows = eager_nosync.held_out_rows(bundle, "ddp")
+    if not (bundle / "runs").is_dir():
+        assert rows == []
+        return
+    regs = {f"{r['preset']} ddp {r['variant']} seq {r['seq']}": r["predicted"]["step_ms"] / 1e3
+            for r in yaml.safe_load((bundle / "registered.yaml").read_text())["rows"]}
+    assert len(rows) == 4 and all(r["predicted_s"] == regs[r["label"].split(" mb ")[0]] for r in rows)
+    assert {res.regime for res in eager_residuals(rows)} == {"llm | PyTorch eager | DDP | bf16"}

@@ -157,7 +157,7 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
         ran["h200x2-ppcouple-2026-11-30"] = 4
     ran["h200x2-hostsingle-2026-11-30"] = 4   # session 44's one-GPU hostsingle set (heldout/eager_hostsingle), run once
     ran["h200x2-opcheck-2026-11-30"] = 4      # session 44's opcheck set, read the same way, run once
-    for name, n in (("ppblock", 4), ("opsplit", 3), ("nosync", 6), ("ppfree", 4)):   # session 45's sets, once each has run
+    for name, n in (("ppblock", 4), ("opsplit", 3), ("nosync", 6), ("ppfree", 4), ("ddpaccum", 4)):   # session 45's sets, once each has run
         if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
             ran[f"h200x2-{name}-2026-11-30"] = n
     assert Counter(r["bundle"] for r in both) == ran

@@ -62,7 +62,8 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_hostsingle.HOSTSINGLE_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPCHECK_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPSPLIT_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
-                        (eager_nosync.NOSYNC_BUNDLE, lambda b: eager_nosync.held_out_rows(b)))
+                        (eager_nosync.NOSYNC_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
+                        (eager_nosync.DDPACCUM_BUNDLE, lambda b: eager_nosync.held_out_rows(b, "ddp")))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 

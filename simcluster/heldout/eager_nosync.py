@@ -15,7 +15,11 @@ Regime (trust/regime.py): FSDP or FSDP+host-bound, sync and no-sync alike. The r
 axes the rules list (+compile, +checkpointing policy, +host-bound); no-sync is a flag of the fsdp mode
 (`--no-sync`), not a mode, and llm_regime_of keys no answer by it, so a no-sync answer takes the FSDP band its rows
 are pooled in. (Keyed apart, its 3 rows would sit under trust/table.MIN_ROWS in two regimes and its answers take the
-family's pooled band; the set's rule M read no-sync's step 5.4% against sync's 6.4% on the same lease.)"""
+family's pooled band; the set's rule M read no-sync's step 5.4% against sync's 6.4% on the same lease.)
+
+The ddpaccum set (calibration/h200x2-ddpaccum-2026-11-30, validation/ddpaccum.py: torch DDP with 4 micro-batches, all-
+reduced after every micro-batch or once a step under no_sync, two GPU-bound shapes x 2 processes) is read the same way
+with the runner's mode `ddp`: its rows are DDP rows, one source of its own."""
 
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ from pathlib import Path
 from simcluster.heldout.eager import ROOT
 
 NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
+                                                              # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
 SHIPPED = "product"       # the key the flat registered prediction is read under (eager_regimes.step_set_rows)
 
@@ -53,9 +59,10 @@ def process_step(bundle: Path, reg: dict, k: int, mode: str = "fsdp") -> tuple[d
     return shape, ""
 
 
-def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE) -> list[dict]:
-    """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring): []
-    before the run; a row without predicted's step or host share: one SimclusterError line naming rows[i]."""
+def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> list[dict]:
+    """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring; the
+    ddpaccum set with mode "ddp": DDP rows, sync and no_sync alike): [] before the run; a row without predicted's step or
+    host share: one SimclusterError line naming rows[i]."""
     from simcluster.errors import SimclusterError
     from simcluster.heldout.eager_regimes import step_set_rows, todays_step_s
     from simcluster.llm.host_bound import is_host_bound
@@ -78,11 +85,11 @@ def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE) -> list[dict]:
 
     def measure(reg: dict) -> float | None:
         steps = [shape["median_step_s"] * 1e3 for k in range(1, int(reg["processes"]) + 1)
-                 if (shape := process_step(bundle, reg, k)[0]) is not None]
+                 if (shape := process_step(bundle, reg, k, mode)[0]) is not None]
         return statistics.mean(steps) if steps else None
 
     def describe(reg: dict) -> dict:
-        return {"label": f"{reg['preset']} fsdp {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} x{MICROBATCHES} "
+        return {"label": f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} x{MICROBATCHES} "
                          "micro-batches", "today_s": todays_step_s(reg)}
 
     return step_set_rows(bundle, SHIPPED, measure, regs, describe)
