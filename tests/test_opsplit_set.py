@@ -65,12 +65,30 @@ def test_the_candidate_is_off_in_the_product_and_only_moves_one_gpu():
     assert c["step_ms"] < p["step_ms"]
     on = replace(eager.torch_framework(ParallelSpec(recompute="op"), fits), free_phase_host=True)
     one, reduced = StageWork((), ()), StageWork((), (), grad_buckets_s=((0.01,),))
-    assert free_hosts(on, [one]) and not free_hosts(replace(on, free_phase_host=False), [one])
-    assert not free_hosts(on, [reduced]) and not free_hosts(on, [one, one])   # DDP's buckets, two stages: in series
-    backward = _task(0.050, 0.030)
-    assert _beside_backlog(on, 1, [backward], 0.004) == pytest.approx(0.0)   # 20 ms of backlog hides the 4 ms
-    assert _beside_backlog(on, 1, [_task(0.050, 0.048)], 0.004) == pytest.approx(0.002)   # 2 ms of it: 2 ms left
-    assert _beside_backlog(on, 2, [backward], 0.004) == _beside_backlog(replace(on, free_phase_host=False), 1, [backward], 0.004) == 0.004
+    assert free_hosts(on, [one], 1) and not free_hosts(replace(on, free_phase_host=False), [one], 1)
+    assert not free_hosts(on, [reduced], 1) and not free_hosts(on, [one, one], 2)   # DDP's buckets, two stages: in series
+    assert not free_hosts(on, [one], 2)   # one stage on two GPUs (TP, FSDP): in series
+    backward, single = _task(0.050, 0.030), ParallelSpec()
+    assert _beside_backlog(on, single, [backward], 0.004) == pytest.approx(0.0)   # 20 ms of backlog hides the 4 ms
+    assert _beside_backlog(on, single, [_task(0.050, 0.048)], 0.004) == pytest.approx(0.002)   # 2 ms of it: 2 ms left
+    assert (_beside_backlog(replace(on, free_phase_host=False), single, [backward], 0.004) == 0.004
+            == _beside_backlog(on, ParallelSpec(pp=2), [backward], 0.004) == _beside_backlog(on, ParallelSpec(tp=2), [backward], 0.004)
+            == _beside_backlog(on, ParallelSpec(dp=2, zero=3), [backward], 0.004))
+
+
+def test_the_candidate_leaves_two_gpu_steps_of_one_stage_as_they_are():
+    """review B45 finding 3: TP 2, FSDP2 2 and DDP 2 (pp 1, two GPUs) step as the product with the candidate on
+    everywhere torch_framework is read; the single step it was registered for moves."""
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    def steps() -> dict:
+        return {m: regime_predict("0.5b", 1, m, "h200", seq=1024)["step_ms"] for m in ("tp", "fsdp", "ddp", "single")}
+
+    product = steps()
+    with script().candidate():   # eager.torch_framework_as(free_phase_host=True)
+        on = steps()
+    assert {m: on[m] for m in ("tp", "fsdp", "ddp")} == {m: product[m] for m in ("tp", "fsdp", "ddp")}, (product, on)
+    assert on["single"] < product["single"], (product, on)
 
 
 def _task(duration_s: float, issue_s: float):

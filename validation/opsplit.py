@@ -85,7 +85,7 @@ RULES = {
 
 @contextmanager
 def candidate():
-    """The model with the candidate on: every torch framework with free_phase_host (one GPU only: work.free_hosts)."""
+    """The model with the candidate on: every torch framework with free_phase_host (par.gpus 1 only: work.free_hosts, work._beside_backlog)."""
     from simcluster.llm import eager
 
     with eager.torch_framework_as(lambda fw: replace(fw, free_phase_host=True)):

@@ -318,7 +318,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, pp, bwd, _host_step_s(fw, par, model.layers))
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, par, bwd, _host_step_s(fw, par, model.layers))
                + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
@@ -329,25 +329,27 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
-                        free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS,
-                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages)),
+                        free_hosts=free_hosts(fw, stages, par.gpus), launch_queue=host.LAUNCH_QUEUE_KERNELS,
+                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages, par.gpus)),
                         action_host_s=host.PIPELINE_ACTION_HOST_S * term)
 
 
-def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
+def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
     """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (simulate.free_host,
     docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
     (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
-    step's own host waits are not modelled: those keep the hosts in series)."""
-    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and len(stages) == 1) and fw.host_kernel_s > 0
+    step's own host waits are not modelled: those keep the hosts in series); free_phase_host on one GPU only (`gpus`,
+    the layout's: a TP or FSDP step of one stage stays in series)."""
+    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and gpus == 1) and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
 
-def _beside_backlog(fw: FrameworkSpec, pp: int, bwd: list, host_s: float) -> float:
-    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU only what outlasts
-    the last backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
-    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and pp == 1 else host_s
+def _beside_backlog(fw: FrameworkSpec, par: ParallelSpec, bwd: list, host_s: float) -> float:
+    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU (par.gpus 1, as
+    free_hosts) only what outlasts the last backward's GPU backlog at its host's last issue (its duration less its
+    issue seconds)."""
+    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and par.gpus == 1 else host_s
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
