@@ -45,7 +45,7 @@ ROUNDS = 8   # fixed-point rounds of `steady` (2-stage host-bound pipelines sett
 def steady(work, run):
     """The step in the steady state of consecutive steps without a barrier (torch.distributed.pipelining: each rank
     synchronises its own device only, so a stage that ends its step early starts the next one early; the ppblock timeline
-    had stage 1 starting its step 2-30 ms before stage 0): stage s's step starts at o_s = e_s - e_0 relative to stage 0's
+    had stage 1 starting its step 1.0-39.1 ms before stage 0, studies/pp_free_timeline.txt (c)): stage s's step starts at o_s = e_s - e_0 relative to stage 0's
     (e_s its end in the step whose starts were o), iterated to the fixed point from o = 0; the step is the period, every
     stage's e_s - o_s (their largest where the rounds have not settled). `run(work)` is the pipeline's simulation."""
     from dataclasses import replace
