@@ -154,6 +154,8 @@ def rule_t(procs: list[dict], band: float, v: dict) -> None:
         v["T"] = "NO DATA: no process ran"
         return
     word = pphost._bias(v, "T", [q["term_s"] / q["measured_s"] for q in procs], band)
+    # bias_line's text starts with its word, so T prints it twice ("UNDECIDED: UNDECIDED: lease bias ..."; review B45, 8);
+    # kept: the read-out reproduces the committed readout.txt byte for byte (tests/test_registered_readouts.py)
     v["T"] = (f"the term mean |error| {e['all']:.1%} (" + ", ".join(f"{m} {e[m]:.1%}" for m in SCHEDULES if e[m] is not None)
               + f"); {word}: {v['T']}")
 
