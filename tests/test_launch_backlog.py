@@ -63,6 +63,23 @@ def test_the_engines_agree_where_a_free_host_meets_a_task_without_issue_time():
     assert mp.step_time_s == pytest.approx(des.step_time_s, rel=1e-12) and mp.breakdown == pytest.approx(des.breakdown, rel=1e-12)
 
 
+def test_offsets_that_never_settle_and_a_backlog_without_free_hosts_are_one_line_errors():
+    """review B45, 10: a period without a fixed point is not returned unsaid; the term needs the hosts free."""
+    from types import SimpleNamespace
+
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    def flipping(w):   # stage 1 ends 1 s after stage 0 when it starts with it, 1 s before when it starts late
+        return SimpleNamespace(stage_ends_s=(10.0, 11.0 if (w.host_offsets or (0.0, 0.0))[1] <= 0 else 9.0))
+
+    with pytest.raises(SimclusterError, match=r"^launch_backlog.steady: the stages' step offsets did not settle in 8 rounds "
+                                              r"\(last change 2000.000 ms\); no steady-state step$"):
+        steady(replace(work(True), launch_backlog=True), flipping)
+    with pytest.raises(SimclusterError, match=r"^regime_predict: backlog needs free hosts"):
+        regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344, free_hosts=False, backlog=True)
+
+
 def test_the_term_is_off_in_the_product_and_the_engines_agree_on_a_preset():
     from simcluster.heldout.eager_regimes import regime_framework, regime_predict
 
