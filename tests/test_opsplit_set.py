@@ -15,8 +15,7 @@ import yaml
 from conftest import ROOT, load_script, measured_llm_tokens, seqs_named_elsewhere
 from test_hostsingle_set import doc, host_runs
 from test_hostsingle_set import synthetic as hostsingle_synthetic
-
-from simcluster.errors import SimclusterError
+from test_opcheck_set import bad_inputs_read_one_line
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
 OPHOST = ROOT / "calibration" / "h200x1-llm-ophost-2026-11-29"
@@ -168,20 +167,8 @@ def test_loud_processes_read_noise_memory_outside_the_range_is_not_met_and_the_p
 
 
 def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path):
-    s = script()
-    bundle = synthetic(tmp_path, 0.0, [0.0, 0.01], host=None)
-    (bundle / "runs" / "op-1.1b-r3.json").unlink()
-    (bundle / "runs" / "op-0.5b-r3.json").write_text("Traceback ...")
-    (bundle / "runs" / "ophb-1b-r3.json").write_text(json.dumps(doc("1b", 1728, 2, "none", 0.14, 22.0)))
-    out = s.read_out(bundle)
-    left = " ".join(out["left"])
-    assert "op-1.1b: 2 of 3 processes read" in left and "op-0.5b-r3.json: no llm-step document" in left, left
-    assert "ophb-1b-r3.json: ran" in left and "single: NO DATA" in out["verdicts"]["O host"] and not out["own"], out
-    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    del reg["rows"][0]["predicted"]["candidate"]["step_ms"]
-    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
-    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
-        s.read_out(bundle)
+    bad_inputs_read_one_line(script(), synthetic(tmp_path, 0.0, [0.0, 0.01], host=None), ("op-1.1b", "op-0.5b", "ophb-1b"),
+                             doc("1b", 1728, 2, "none", 0.14, 22.0), "candidate")
 
 
 def test_the_set_enters_the_error_bands_as_sac_op_rows_against_its_registered_product_step(tmp_path):

@@ -48,7 +48,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     write_registration,
 )
 from validation.hostsingle import predict, read_processes  # noqa: E402
-from validation.opcheck import group_of, host_terms, mean_abs, own_lease, trust_regime  # noqa: E402
+from validation.opcheck import compare, group_of, host_terms, mean_abs, own_lease, trust_regime  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): runs/NAME-rK.json, K = 1..PROCESSES
@@ -133,13 +133,6 @@ def register(path: Path) -> None:
     print(f"registered {len(doc['rows'])} shapes x {PROCESSES} processes in {path} (model at {commit[:10]})")
 
 
-def compare(ps: list[dict], pts: float) -> tuple[str, str]:
-    """Rule C on processes: (BETTER / WORSE / SAME, text): the candidate's mean |error| against the product's."""
-    cand, prod = mean_abs([p["candidate_error"] for p in ps]), mean_abs([p["error"] for p in ps])
-    word = "BETTER" if cand < prod - pts else "WORSE" if cand > prod + pts else "SAME"
-    return word, f"{word}: the candidate {cand:.1%} mean |error| against the product's {prod:.1%} ({len(ps)} processes)"
-
-
 def phase_lines(bundle: Path, reg: dict, verdicts: dict) -> None:
     """Rule F (not judged): this lease's op phase factors and the host-bound shape's per-step forward / backward issue."""
     import json
@@ -202,7 +195,8 @@ def read_out(bundle: Path) -> dict:
                 verdicts[f"O {g} {model}"] = (f"with this lease's own host fits {'within' if own_within[(model, g)] else 'not within'}"
                                               f" the target: mean |error| {mean_abs(own_errs):.1%}, lease bias "
                                               f"{math.expm1(statistics.mean(map(math.log1p, own_errs))):+.1%}")
-        words[g], verdicts[f"C {g}"] = compare(ps, pts)
+        words[g], verdicts[f"C {g}"] = compare(ps, pts, "candidate_error", "error",   # rule C: the candidate against the product
+                                               "the candidate {now} mean |error| against the product's {before}")
     verdicts["D"] = decide(above, words, groups, within, own_within)
     return {"rows": procs, "left": left, "verdicts": verdicts, "own": own}
 
