@@ -130,7 +130,7 @@ def _moe_host(layer_f: Task, layer_b: Task, c: MoeCompute, h: MoeHost, local_exp
     return _add(layer_f, _task(host=extra_f)), _add(layer_b, _task(host=extra_b))
 
 
-def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute | None) -> tuple[float, float]:
+def exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute | None) -> tuple[float, float]:
     """Exposed EP time of one MoE layer (forward, backward). moe_a2a_overlap (Megatron's
     overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
     backward, phase by phase (a2a_pair_s), so the pair exposes what its phases add to its compute (split between the
@@ -209,7 +209,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
     needs_split = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap or fw.moe_host is not None)
     split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if needs_split else None   # only these read it
-    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
+    ep_f, ep_b = exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
     layer_f = _task(compute=comp_f, tp=tp_f, cp=cp_f, ep=ep_f)
     layer_b = _task(compute=comp_b, tp=tp_b, cp=cp_b, ep=ep_b)
     if model.moe and fw.moe_host is not None:
