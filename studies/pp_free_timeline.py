@@ -8,7 +8,9 @@ Prints, over the recorded timed steps of calibration/h200x2-ppblock-2026-11-30's
 start): the free model's start; (b) each chunk's GPU end less its host call's end; (c) stage 1's step start less stage
 0's; (d) each rank's chunk calls against the model's chunk time in series (its issue bound, host-bound) and its median
 gap before a chunk call (host.PIPELINE_ACTION_HOST_S's source); (e) the product, the free candidate and the term
-(framework.launch_backlog) on the ppblock and ppcouple processes (pphost.read_set). Development, all of it.
+(framework.launch_backlog) on the ppblock and ppcouple processes (pphost.read_set); (f) the chunk calls that took over
+twice the shortest call of their kind in their rank's step (a host blocked inside the call: the launch queue full of
+earlier chunks' kernels, llm/launch_backlog.py). Development, all of it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from simcluster.runner import pp_timeline as pt  # noqa: E402
 
 PPBLOCK = ROOT / "calibration" / "h200x2-ppblock-2026-11-30"
 PPCOUPLE = ROOT / "calibration" / "h200x2-ppcouple-2026-11-30"
+BLOCKED = 2.0   # (f): a call that took the shortest call of its kind (its issue alone) again or more, blocked inside: the
+                # long blocks the term's launch queue is about (pp_timeline.INSIDE_SLACK, 20%, takes any wait inside a call)
 
 
 def processes(bundle: Path) -> list[dict]:
@@ -92,6 +96,25 @@ def chunks(regs: list[dict], docs: dict) -> None:
           f"({min(gaps) * 1e3:.2f}..{max(gaps) * 1e3:.2f})")
 
 
+def blocked(regs: list[dict], docs: dict) -> None:
+    """(f): each recorded step's chunk calls over BLOCKED x the shortest of their kind on that rank in that step."""
+    out, steps = [], 0
+    for r in regs:
+        for n, doc in enumerate(docs.get(r["name"], []), 1):
+            for rank, tl in enumerate(doc["shapes"][0]["ranks"]):
+                for s in pt.timed_recorded(tl["timeline"], 3):
+                    steps += 1
+                    calls = pt._chunks(s, False)
+                    for kind in pt.CHUNKS:
+                        took = {k: b - a for (kk, k), (a, b) in calls.items() if kk == kind}
+                        short = min(took.values(), default=0.0)
+                        out += [(r["name"], n, rank, s["call"], kind, k, d, short) for k, d in took.items() if d > BLOCKED * short]
+    print(f"(f) chunk calls over {BLOCKED:g}x the shortest of their kind in their rank's step: {len(out)} over {steps} "
+          f"recorded rank-steps, {min(x[6] for x in out) * 1e3:.1f}..{max(x[6] for x in out) * 1e3:.1f} ms")
+    for name, n, rank, call, kind, k, d, short in out:
+        print(f"    {name:14} p{n} r{rank} call {call:2}  {kind} {k}  {d * 1e3:5.1f} ms against {short * 1e3:5.1f}")
+
+
 def errors(name: str, procs: list[dict]) -> None:
     for key in ("product", "free", "term"):
         e = [(q["row"]["mode"], q[f"{key}_s"] / q["measured_s"] - 1) for q in procs]
@@ -108,6 +131,7 @@ def main() -> int:
     print("(e) mean |error| over the processes, the registered product and free, the term live")
     errors("ppblock", procs)
     errors("ppcouple", processes(PPCOUPLE)[0])
+    blocked(regs, docs)
     return 0
 
 

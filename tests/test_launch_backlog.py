@@ -46,6 +46,40 @@ def test_the_steady_state_by_hand(run):
     assert run(work(True)).step_time_s == pytest.approx(20.1)   # the isolated step, without the term
 
 
+def test_the_engines_agree_where_a_free_host_meets_a_task_without_issue_time():
+    """review B45, 9: the schedule's host seconds (action_host_s) fall before a task's issue, in free_host, so a task
+    without issue time (no kernels priced: the host does nothing for it) neither takes them nor moves the host, in the
+    DES as in max-plus. Forwards without issue time, backwards as test_pipeline_free_hosts' (6.0 s of issue, bound 6.1):
+    stage 1 F0 [1, 2], B0 from 2 with the host at 0 + 0.5: max(2 + 2, 0.5 + 6.1) = 6.6 (host 6.5), F1 [6.6, 7.6], B1
+    max(7.6 + 2, 6.5 + 0.5 + 6.1) = 13.1; stage 0 B0 from grad 0 at 6.6: max(8.6, 0.5 + 6.1) = 8.6 (host 6.5), B1 from
+    grad 1 at 13.1: max(15.1, 7.0 + 6.1) = 15.1. (Before, the DES took the 0.5 s for the forwards too: 16.1.)"""
+    from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
+
+    plain = Task(1.0, dict.fromkeys(PARTS, 0.0) | {"compute": 1.0})
+    stage = StageWork((plain,), (task(2.0, 6.0, 6.1, 60),))
+    w = PipelineWork((stage, stage), micro_batches=2, free_hosts=True, action_host_s=0.5)
+    des, mp = simulate_iteration(w, trace=False), evaluate_iteration(w)
+    assert des.step_time_s == pytest.approx(15.1) and des.stage_ends_s == pytest.approx((15.1, 13.1))
+    assert mp.step_time_s == pytest.approx(des.step_time_s, rel=1e-12) and mp.breakdown == pytest.approx(des.breakdown, rel=1e-12)
+
+
+def test_offsets_that_never_settle_and_a_backlog_without_free_hosts_are_one_line_errors():
+    """review B45, 10: a period without a fixed point is not returned unsaid; the term needs the hosts free."""
+    from types import SimpleNamespace
+
+    from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    def flipping(w):   # stage 1 ends 1 s after stage 0 when it starts with it, 1 s before when it starts late
+        return SimpleNamespace(stage_ends_s=(10.0, 11.0 if (w.host_offsets or (0.0, 0.0))[1] <= 0 else 9.0))
+
+    with pytest.raises(SimclusterError, match=r"^launch_backlog.steady: the stages' step offsets did not settle in 8 rounds "
+                                              r"\(last change 2000.000 ms\); no steady-state step$"):
+        steady(replace(work(True), launch_backlog=True), flipping)
+    with pytest.raises(SimclusterError, match=r"^regime_predict: backlog needs free hosts"):
+        regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344, free_hosts=False, backlog=True)
+
+
 def test_the_term_is_off_in_the_product_and_the_engines_agree_on_a_preset():
     from simcluster.heldout.eager_regimes import regime_framework, regime_predict
 

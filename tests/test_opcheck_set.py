@@ -122,21 +122,28 @@ def test_loud_processes_read_noise_and_memory_outside_the_range_is_not_met(tmp_p
     assert v["P"].startswith("memory not met: max |error| 16.7%"), v["P"]
 
 
-def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path):
-    s = script()
-    bundle = synthetic(tmp_path, 0.0, [0.0, 0.01], host=None)
-    (bundle / "runs" / "op-1b-r3.json").unlink()
-    (bundle / "runs" / "ck-0.8b-r3.json").write_text("Traceback ...")
-    (bundle / "runs" / "ckhb-0.5b-r3.json").write_text(json.dumps(doc("0.5b", 960, 2, "none", 0.08, 7.0)))
+def bad_inputs_read_one_line(s, bundle, names: tuple[str, str, str], other: dict, model: str) -> None:
+    """The one-GPU op sets' bad-input case (opcheck's, opsplit's read-outs on a synthetic bundle without a host probe):
+    names' first shape loses its third process, the second's third is a traceback, the third's third ran `other` (an
+    llm-step document of another shape); then rows[0]'s predicted[model] step goes from the registration."""
+    missing, broken, wrong = names
+    (bundle / "runs" / f"{missing}-r3.json").unlink()
+    (bundle / "runs" / f"{broken}-r3.json").write_text("Traceback ...")
+    (bundle / "runs" / f"{wrong}-r3.json").write_text(json.dumps(other))
     out = s.read_out(bundle)
     left = " ".join(out["left"])
-    assert "op-1b: 2 of 3 processes read" in left and "ck-0.8b-r3.json: no llm-step document" in left, left
-    assert "ckhb-0.5b-r3.json: ran" in left and "single: NO DATA" in out["verdicts"]["O host"] and not out["own"], out
+    assert f"{missing}: 2 of 3 processes read" in left and f"{broken}-r3.json: no llm-step document" in left, left
+    assert f"{wrong}-r3.json: ran" in left and "single: NO DATA" in out["verdicts"]["O host"] and not out["own"], out
     reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    del reg["rows"][0]["predicted"]["before"]["step_ms"]
+    del reg["rows"][0]["predicted"][model]["step_ms"]
     (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
     with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
         s.read_out(bundle)
+
+
+def test_missing_runs_bad_documents_and_a_bad_registration_are_one_line(tmp_path):
+    bad_inputs_read_one_line(script(), synthetic(tmp_path, 0.0, [0.0, 0.01], host=None), ("op-1b", "ck-0.8b", "ckhb-0.5b"),
+                             doc("0.5b", 960, 2, "none", 0.08, 7.0), "before")
 
 
 def test_the_set_enters_the_error_bands_as_ckpt_and_op_rows_against_its_registered_product_step(tmp_path):

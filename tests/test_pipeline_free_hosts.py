@@ -82,9 +82,9 @@ def test_the_candidate_is_off_in_the_product_and_on_where_a_torch_framework_asks
     from simcluster.llm.work import free_hosts
 
     fw, _ = regime_framework("pp-1f1b", "h200")
-    assert not fw.free_stage_hosts and not free_hosts(fw, [])   # the product: the hosts in series
-    assert free_hosts(replace(fw, free_stage_hosts=True), [])
-    assert not free_hosts(replace(fw, free_stage_hosts=True, host_kernel_s=0.0), [])   # no host priced: nothing to free
+    assert not fw.free_stage_hosts and not free_hosts(fw, [], 2)   # the product: the hosts in series
+    assert free_hosts(replace(fw, free_stage_hosts=True), [], 2)
+    assert not free_hosts(replace(fw, free_stage_hosts=True, host_kernel_s=0.0), [], 2)   # no host priced: nothing to free
     series = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344)
     free = regime_predict("0.8b", 1, "pp-1f1b", "h200", microbatches=4, seq=1344, free_hosts=True)
     assert free["step_ms"] < 0.95 * series["step_ms"]   # host-bound: the stages' hosts overlap instead of queueing

@@ -27,7 +27,8 @@ def rank_timelines(row: dict, how: str) -> list[dict]:
     """Both ranks' timelines of a row's process: 15 calls (3 warm-up), every even one recorded, each recorded step the
     model's simulated step with the hosts in series (`series`: each chunk's host starts at its span's start, a Work.wait
     filling the gap before it) or free (`free`: the hosts back to back, the GPU as the free model's), or free on stage 1
-    and in series on stage 0 (`half`)."""
+    and in series on stage 0 (`half`), or in series with each wait inside the chunk call after it (`inside`: the call
+    starts at the host's previous return and blocks, as a launch or an allocation can, until its series start)."""
     s = script()
     from simcluster.heldout.eager_regimes import regime_predict
 
@@ -40,9 +41,9 @@ def rank_timelines(row: dict, how: str) -> list[dict]:
         events, t = [], 0.0
         for kind, k, a, b in sp[False][stage]:
             start = t if free else a
-            if start > t:
+            if start > t and how != "inside":
                 events.append(["wait", "recv", t, start])
-            events.append([kind, k, start, start + (b - a)])
+            events.append([kind, k, t if how == "inside" else start, start + (b - a)])
             t = start + (b - a)
         events += [["schedule", None, t, t], ["end", None, t + 0.002, t + 0.002]]
         steps = []
@@ -56,19 +57,21 @@ def rank_timelines(row: dict, how: str) -> list[dict]:
     return out
 
 
-def synthetic(tmp_path, how: str, overhead: float = 0.01):
-    bundle = tmp_path / how
+def synthetic(tmp_path, how: str | list[str], overhead: float = 0.01):
+    """A bundle of the registered rows at the product's steps, every process's timelines `how` (rank_timelines), or
+    `how` a list: one per process in the registered order (the rows, then each row's processes)."""
+    bundle = tmp_path / (how if isinstance(how, str) else "mixed")
     (bundle / "runs" / "host").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
+    processes = [(row, k) for row in registered()["rows"] for k in range(1, row["processes"] + 1)]
+    for (row, k), each in zip(processes, [how] * len(processes) if isinstance(how, str) else how, strict=True):
         p = row["predicted"]["product"]
-        for k in range(1, row["processes"] + 1):
-            d = doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])
-            shape = d["shapes"][0]
-            shape["step_times_s"] = [shape["median_step_s"] * (1 + (overhead if (3 + i) % 2 == 0 else 0)) for i in range(12)]
-            for rank, tl in zip(shape["ranks"], rank_timelines(row, how), strict=True):
-                rank["timeline"] = tl
-            (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("torchrun noise\n" + json.dumps(d))
+        d = doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])
+        shape = d["shapes"][0]
+        shape["step_times_s"] = [shape["median_step_s"] * (1 + (overhead if (3 + i) % 2 == 0 else 0)) for i in range(12)]
+        for rank, tl in zip(shape["ranks"], rank_timelines(row, each), strict=True):
+            rank["timeline"] = tl
+        (bundle / "runs" / f"{row['name']}-r{k}.json").write_text("torchrun noise\n" + json.dumps(d))
     for path in sorted(PRODUCT_HOST.glob("single-L*.json")):
         shutil.copy(path, bundle / "runs" / "host" / path.name)
     return bundle
@@ -131,6 +134,27 @@ def test_a_host_free_on_one_stage_only_reads_blocks_at_the_first_series_chunk(tm
     v = script().read_out(synthetic(tmp_path, "half"))["verdicts"]
     assert v["K"].startswith("BLOCKS AT r0 bwd 0:"), v["K"]
     assert v["W"].startswith("rank 0 OUTSIDE THE CHUNKS / rank 1 NONE:"), v["W"]   # stage 1 free: no wait to find
+
+
+def test_a_host_that_blocks_inside_its_chunk_calls_reads_inside(tmp_path):
+    """Rule W's INSIDE word (review B45, 4): the hosts in series, each wait inside the chunk call after it; K reads
+    SERIES from the calls' issue starts (pp_timeline.issue_starts)."""
+    v = script().read_out(synthetic(tmp_path, "inside"))["verdicts"]
+    assert v["W"].startswith("rank 0 INSIDE / rank 1 INSIDE: ranks' share of the schedule window outside the chunk calls 0.000 / 0.000"), v["W"]
+    assert v["K"].startswith("SERIES:"), v["K"]
+
+
+def test_rule_k_set_word_is_the_plurality_and_a_top_tie_reads_mixed(tmp_path):
+    """review B45, 4: the set word was max over a set of strings, its pick on a 3 / 3 / 2 split the hash seed's."""
+    s = script()
+    for words in (["FREE"] * 3 + ["SERIES"] * 3 + ["BLOCKS AT r0 bwd 1"] * 2, ["SERIES", "FREE"] * 4,
+                  ["BLOCKS AT r0 bwd 1"] * 2 + ["SERIES"] * 3 + ["FREE"] * 3):
+        assert s.set_word(words) == "MIXED", words
+    assert s.set_word(["FREE"] * 2 + ["BLOCKS AT r0 bwd 1"] * 3 + ["SERIES"] * 2 + ["BLOCKS AT r1 fwd 3"]) == "BLOCKS AT r0 bwd 1"
+    assert s.set_word(["SERIES"]) == "SERIES"
+    v = s.read_out(synthetic(tmp_path, ["series"] * 3 + ["free"] * 3 + ["half"] * 2))["verdicts"]
+    words = [w for w in ("SERIES", "FREE", "BLOCKS AT r0 bwd 0") for _ in range(v["K"].count(f" {w} ("))]
+    assert v["K"].startswith("MIXED: ") and words == ["SERIES"] * 3 + ["FREE"] * 3 + ["BLOCKS AT r0 bwd 0"] * 2, v["K"]
 
 
 def test_processes_without_a_timeline_leave_k_w_v_without_data(tmp_path):

@@ -59,16 +59,17 @@ def test_the_registered_shapes_are_new_to_calibration_per_micro_batch_and_per_st
     assert {r["seq"] for r in rows} <= {640, 2176, 2752, 3136}   # session 45's seqs for this helper
 
 
-def synthetic(tmp_path, model: str, timeline: str | None = None):
-    """Every process at the registered `model`'s step; with `timeline` the first round's processes carry both ranks'
-    timelines (test_ppblock_set.rank_timelines: series, free or half), else none (rules K, W, V, R: no data)."""
-    bundle = tmp_path / (model + (timeline or ""))
+def synthetic(tmp_path, model: str, timeline: str | None = None, spread: float = 0.004):
+    """Every process at the registered `model`'s step, the rounds `spread` either side; with `timeline` the first round's
+    processes carry both ranks' timelines (test_ppblock_set.rank_timelines: series, free or half), else none (rules K,
+    W, V, R: no data)."""
+    bundle = tmp_path / f"{model}{timeline or ''}{spread}"
     (bundle / "runs" / "host").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
     for row in registered()["rows"]:
         p = row["predicted"]
         for k in range(1, row["processes"] + 1):
-            d = doc(row, p[model]["step_ms"] / 1e3 * (1 + 0.004 * (-1) ** k), p["product"]["peak_mem_GiB"])
+            d = doc(row, p[model]["step_ms"] / 1e3 * (1 + spread * (-1) ** k), p["product"]["peak_mem_GiB"])
             if timeline and k in script().TIMELINE_ROUNDS:
                 shape = d["shapes"][0]
                 shape["step_times_s"] = [shape["median_step_s"]] * 12
@@ -85,6 +86,15 @@ def test_rule_a_ships_the_model_the_steps_follow(tmp_path):
         v = script().read_out(synthetic(tmp_path, model))["verdicts"]
         assert v["A"].startswith(word + ":"), (model, v["A"])
         assert v["K"].startswith("NO DATA") and v["R"].startswith("NO DATA")
+
+
+def test_loud_processes_read_noise_whichever_model_the_steps_follow(tmp_path):
+    """Rule A's NOISE, the word the set read (review B45, 8): the two rounds 25% either side of the term's steps (the
+    term's errors -20% and +33%), N above the 8% target: no switch, whatever the models' errors."""
+    v = script().read_out(synthetic(tmp_path, "term", spread=0.25))["verdicts"]
+    assert "ABOVE the 8% target" in v["N"], v["N"]
+    assert v["A"].startswith("NOISE: mean |error| product") and v["A"].endswith("follows: " + script().FOLLOWS["NOISE"]), v["A"]
+    assert v["T"].startswith("the term mean |error| 26.7% (pp-1f1b 26.7%, pp-gpipe 26.7%); UNDECIDED:"), v["T"]
 
 
 def test_the_first_rounds_timelines_read_k_and_the_stage_starts(tmp_path):

@@ -19,7 +19,11 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/hostsingle.py", "h200x2-hostsingle-2026-11-30"),
             ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-2026-11-30"),
             ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease2-2026-11-30"),
-            ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease3-2026-11-30")]
+            ("validation/eager_fsdphost.py", "h200x2-eager-fsdphost-lease3-2026-11-30"),
+            ("validation/opcheck.py", "h200x2-opcheck-2026-11-30"),   # rule C through opcheck.compare (review B45, 13)
+            ("validation/opsplit.py", "h200x2-opsplit-2026-11-30"),
+            ("validation/ppblock.py", "h200x2-ppblock-2026-11-30"),   # session 45's: rule K's set word (review B45, 4)
+            ("validation/ppfree.py", "h200x2-ppfree-2026-11-30")]
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])

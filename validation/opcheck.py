@@ -224,11 +224,14 @@ def read_out(bundle: Path) -> dict:
     return {"rows": procs, "left": left, "verdicts": verdicts, "own": own}
 
 
-def compare(ps: list[dict], pts: float) -> tuple[str, str]:
-    """Rule C on processes: (BETTER / WORSE / SAME, text)."""
-    now, before = mean_abs([p["error"] for p in ps]), mean_abs([p["before_error"] for p in ps])
+def compare(ps: list[dict], pts: float, key: str = "error", against: str = "before_error",
+            text: str = "the product {now} mean |error| against {before} before hostproduct") -> tuple[str, str]:
+    """Rule C on processes: (BETTER / WORSE / SAME, text): the mean |error| of each process's `key` against its
+    `against` (this set's: the product against the product before hostproduct; opsplit's: its candidate against the
+    product), `text` naming the two ({now}, {before}: the two mean |error|s)."""
+    now, before = mean_abs([p[key] for p in ps]), mean_abs([p[against] for p in ps])
     word = "BETTER" if now < before - pts else "WORSE" if now > before + pts else "SAME"
-    return word, f"{word}: the product {now:.1%} mean |error| against {before:.1%} before hostproduct ({len(ps)} processes)"
+    return word, f"{word}: {text.format(now=f'{now:.1%}', before=f'{before:.1%}')} ({len(ps)} processes)"
 
 
 def show(result: dict) -> None:

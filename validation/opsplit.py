@@ -48,7 +48,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     write_registration,
 )
 from validation.hostsingle import predict, read_processes  # noqa: E402
-from validation.opcheck import group_of, host_terms, mean_abs, own_lease, trust_regime  # noqa: E402
+from validation.opcheck import compare, group_of, host_terms, mean_abs, own_lease, trust_regime  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): runs/NAME-rK.json, K = 1..PROCESSES
@@ -85,7 +85,7 @@ RULES = {
 
 @contextmanager
 def candidate():
-    """The model with the candidate on: every torch framework with free_phase_host (one GPU only: work.free_hosts)."""
+    """The model with the candidate on: every torch framework with free_phase_host (par.gpus 1 only: work.free_hosts, work._beside_backlog)."""
     from simcluster.llm import eager
 
     with eager.torch_framework_as(lambda fw: replace(fw, free_phase_host=True)):
@@ -131,13 +131,6 @@ def register(path: Path) -> None:
               f"{c['step_ms']:8.2f} ms  host share {p['host_share']}  memory {p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} "
               f"GiB  {r['group']}")
     print(f"registered {len(doc['rows'])} shapes x {PROCESSES} processes in {path} (model at {commit[:10]})")
-
-
-def compare(ps: list[dict], pts: float) -> tuple[str, str]:
-    """Rule C on processes: (BETTER / WORSE / SAME, text): the candidate's mean |error| against the product's."""
-    cand, prod = mean_abs([p["candidate_error"] for p in ps]), mean_abs([p["error"] for p in ps])
-    word = "BETTER" if cand < prod - pts else "WORSE" if cand > prod + pts else "SAME"
-    return word, f"{word}: the candidate {cand:.1%} mean |error| against the product's {prod:.1%} ({len(ps)} processes)"
 
 
 def phase_lines(bundle: Path, reg: dict, verdicts: dict) -> None:
@@ -202,7 +195,8 @@ def read_out(bundle: Path) -> dict:
                 verdicts[f"O {g} {model}"] = (f"with this lease's own host fits {'within' if own_within[(model, g)] else 'not within'}"
                                               f" the target: mean |error| {mean_abs(own_errs):.1%}, lease bias "
                                               f"{math.expm1(statistics.mean(map(math.log1p, own_errs))):+.1%}")
-        words[g], verdicts[f"C {g}"] = compare(ps, pts)
+        words[g], verdicts[f"C {g}"] = compare(ps, pts, "candidate_error", "error",   # rule C: the candidate against the product
+                                               "the candidate {now} mean |error| against the product's {before}")
     verdicts["D"] = decide(above, words, groups, within, own_within)
     return {"rows": procs, "left": left, "verdicts": verdicts, "own": own}
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -191,6 +192,13 @@ def rule_k(row: dict, tl: dict) -> tuple[str, dict]:
     return f"BLOCKS AT {keys[ahead.index(False)]}", med
 
 
+def set_word(words: list[str]) -> str:
+    """Rule K's set word: the word most processes read, a plurality (the registered text's "most processes"), MIXED
+    where the top two counts tie (4 / 4, 3 / 3 / 2); Counter.most_common, not a set's hash order (review B45, 4)."""
+    top = Counter(words).most_common(2)
+    return "MIXED" if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
+
+
 def read_timelines(bundle: Path, regs: list[dict], docs: dict, v: dict) -> list[dict]:
     """Rules K, W and V over each row's accepted documents (pphost.read_set's docs)."""
     out = []
@@ -208,10 +216,7 @@ def read_timelines(bundle: Path, regs: list[dict], docs: dict, v: dict) -> list[
     if not out:
         v["K"] = v["W"] = v["V"] = "NO DATA: no process recorded a two-rank timeline"
         return out
-    words = [q["word"] for q in out]
-    top = max(set(words), key=words.count)
-    set_word = "MIXED" if sum(w == top for w in words) * 2 == len(words) and len(set(words)) > 1 else top
-    v["K"] = f"{set_word}: " + "; ".join(
+    v["K"] = f"{set_word([q['word'] for q in out])}: " + "; ".join(
         f"{q['row']['name']} {q['word']} (" + ", ".join(f"{k} {x * 1e3:+.1f}" for k, x in q["leads"].items()) + " ms)" for q in out)
     meas = [statistics.mean(q["outside"][i] for q in out) for i in (0, 1)]
     pred = [statistics.mean(q["row"]["timeline"]["series_outside"][i] for q in out) for i in (0, 1)]

@@ -12,10 +12,11 @@ product's coupling (the hosts in series: 17.2%, SLOW +15.2%, no host waiting on 
 (session 44's candidate, simulate.free_host) 9.9% with bias -2.0%; its timeline put the blocking where the free model
 has none. Read as development (docs/models/llm-findings.md, session 45 ppfree): every chunk's GPU span is the free
 model's max(input arrival, the host's issue) on all 16 rank-processes, so the blocking word was (1) the busier host's
-chain falling behind its input (its chunk calls 0.7-1.9x the model's issue time, process to process), (2) the launch
-queue filling across chunks (three calls blocked 17-41 ms until the GPU started an earlier chunk) because (3) stage 1
-starts its next step 2-30 ms before stage 0 (no barrier between steps), and (4) 0.45 ms of the schedule's own host
-time before each chunk call. The term (framework.launch_backlog, llm/launch_backlog.py, off in the product) adds (2),
+chain falling behind its input (its chunk calls 0.68-1.73x the model's issue time, process to process), (2) the
+launch queue filling across chunks (6 chunk calls over twice the shortest of their kind in their step, 15.9-41.0 ms)
+because (3) stage 1 starts its next step 1.0-39.1 ms (median 6.3) before stage 0 (no barrier between steps), and (4)
+0.45 ms of the schedule's own host time before each chunk call (studies/pp_free_timeline.txt; these figures corrected
+after the run to the print's, review B45 7). The term (framework.launch_backlog, llm/launch_backlog.py, off in the product) adds (2),
 (3) and (4) to the hosts free. Registered per row: `product` (hosts in series), `free` (the candidate) and `term` steps,
 and the timeline features of validation/ppblock.py (model_timeline) for its rules K, W, V, reported.
 PROCESSES: `simcluster.runner.llm_step --mode pp` (torchrun, 2 ranks, 3 warm-up, 12 timed steps; round 1 with
@@ -153,6 +154,8 @@ def rule_t(procs: list[dict], band: float, v: dict) -> None:
         v["T"] = "NO DATA: no process ran"
         return
     word = pphost._bias(v, "T", [q["term_s"] / q["measured_s"] for q in procs], band)
+    # bias_line's text starts with its word, so T prints it twice ("UNDECIDED: UNDECIDED: lease bias ..."; review B45, 8);
+    # kept: the read-out reproduces the committed readout.txt byte for byte (tests/test_registered_readouts.py)
     v["T"] = (f"the term mean |error| {e['all']:.1%} (" + ", ".join(f"{m} {e[m]:.1%}" for m in SCHEDULES if e[m] is not None)
               + f"); {word}: {v['T']}")
 

@@ -183,7 +183,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     product's own coupling (eager.torch_framework); `layers`: the preset's with
     that many layers (the runner's --layers); `timeline`: the simulated step's Chrome trace too (llm/predict's);
     `backlog`: True the hosts free in the steady state with the launch queue shared across a stage's chunks
-    (framework.launch_backlog: session 45's ppfree term, validation/ppfree.py; never with free_hosts False)."""
+    (framework.launch_backlog: session 45's ppfree term, validation/ppfree.py; with free_hosts False: a SimclusterError)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -201,8 +201,11 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
     fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits)
+    if backlog and free_hosts is False:
+        from simcluster.errors import SimclusterError
+        raise SimclusterError("regime_predict: backlog needs free hosts (free_hosts True or None), got free_hosts False")
     if free_hosts is not None or backlog is not None:   # a coupling named; None and None: the product's own
-        term = bool(backlog) and free_hosts is not False
+        term = bool(backlog)
         fw = replace(fw, free_stage_hosts=bool(free_hosts) or term, launch_backlog=term)
     card, _ = load_collective(ROOT / CARDS[("nvlink", 2)])
     # every group here is two ranks (tp 2, dp 2, pipeline neighbours): the 2-rank NVLink card, on a node of `gpus`

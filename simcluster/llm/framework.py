@@ -122,7 +122,7 @@ class FrameworkSpec:
                                       # its input arrived (the hosts in series); docs/models/llm.md
     launch_backlog: bool = False      # with free_stage_hosts: a stage's launch queue holds its earlier chunks not yet started
                                       # too (llm/launch_backlog.py; session 45's ppfree term, validation/ppfree.py; off)
-    free_phase_host: bool = False     # one GPU (session 45's op candidate, validation/opsplit.py; not the product): the host
+    free_phase_host: bool = False     # par.gpus 1 only (session 45's op candidate, validation/opsplit.py; not the product): the host
                                       # issues the backward from the forward's last issue and the step's fixed host work beside
                                       # the backward's GPU backlog (work.free_hosts, work._beside_backlog); False: in series
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every

@@ -30,7 +30,10 @@ LAUNCH_QUEUE_KERNELS = 1000
 # the fused batch_isend_irecv posts, the Work.wait calls): 0.45 ms, the mean over the 16 rank-processes of the ppblock
 # set of each one's median gap before a chunk call (0.35-0.62 ms; calibration/h200x2-ppblock-2026-11-30/runs,
 # pp_timeline.before_chunk; development for session 45's ppfree term, llm/launch_backlog.py). Priced only with
-# framework.launch_backlog (off in the product).
+# framework.launch_backlog (off in the product). One lease's seconds (ppblock's), NOT scaled with the host fit: under a
+# lease's own host fits (rules O / S) every other host cost moves and this one stays at ppblock's lease (review B45, 11).
+# Were the term adopted, it should be a multiple of the single-mode per-kernel cost of the fit in use (0.45 ms over
+# ppblock's lease's per-kernel seconds), or fitted per lease, with its development status said.
 PIPELINE_ACTION_HOST_S = 0.45e-3
 
 

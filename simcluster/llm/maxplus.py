@@ -142,7 +142,7 @@ class _Pipeline:
             nxt += 1
             freed = free and task.issue_s > 0.0
             if freed:   # simulate.free_host: this occurrence's own duration
-                task, st.host_at = free_host(task, now, st.host_at + self.work.action_host_s, self.work.launch_queue, st.pending)
+                task, st.host_at = free_host(task, now, st.host_at, self.work.launch_queue, st.pending, self.work.action_host_s)
             if special:
                 st.now = now
                 self.special(st, kind, c, task, edge)

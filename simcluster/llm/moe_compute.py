@@ -1,5 +1,5 @@
 """A MoE layer's compute split as Megatron's combined 1F1B schedule runs it (MoeCompute, moe_compute) and the merged
-forward / backward pair's time (a2a_pair_s): what llm/work.py's exposed expert-parallel time (_exposed_ep) is built on."""
+forward / backward pair's time (a2a_pair_s): what llm/work.py's exposed expert-parallel time (exposed_ep) is built on."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ class Task:
     kernels: int = 0       # the kernels the host issues for it (with issue_s: its host seconds per kernel)
 
 
-def free_host(task: Task, start: float, host_at: float, queue: int = 0, pending: list | None = None) -> tuple[Task, float]:
+def free_host(task: Task, start: float, host_at: float, queue: int = 0, pending: list | None = None,
+              action_s: float = 0.0) -> tuple[Task, float]:
     """PipelineWork.free_hosts: the task with its GPU free from `start` (the stream's previous work done, its input
     arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
     receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
@@ -63,9 +64,12 @@ def free_host(task: Task, start: float, host_at: float, queue: int = 0, pending:
     queue holds, else 0: the stall falls on the next task's issue). With `pending` (PipelineWork.launch_backlog: the
     stage's earlier tasks' (GPU start, kernels)) the queue holds those not yet started too (llm/launch_backlog.py): the
     host blocks where that backlog fills it, late = the seconds blocked, next free = its last issue. The part beyond G is
-    'host'. A task without an issue time is returned as it is."""
+    'host'. `action_s` (PipelineWork.action_host_s): the schedule's own host seconds before the task's issue, host_at
+    advanced by it first. A task without an issue time is returned as it is, host_at too (no action: both engines, here
+    in one place)."""
     if task.issue_s <= 0.0:
         return task, host_at
+    host_at += action_s
     if pending is not None and queue and task.kernels:
         issued, late = backlog_issue(host_at, task.kernels, task.issue_s / task.kernels, start, pending, queue)
         pending.append((start, task.kernels))
@@ -283,8 +287,8 @@ class _Pipeline:
                     yield from self.wait_for(s, ("B", vs, i))
                 task = work.backward_synced[c] if work.backward_synced and i == last_backward[c] else work.backward[c]
             if self.work.free_hosts:
-                task, self.host_at[s] = free_host(task, env.now, self.host_at[s] + self.work.action_host_s, self.work.launch_queue,
-                                                  self.pending[s] if self.work.launch_backlog else None)
+                task, self.host_at[s] = free_host(task, env.now, self.host_at[s], self.work.launch_queue,
+                                                  self.pending[s] if self.work.launch_backlog else None, self.work.action_host_s)
             start = env.now
             reduce_now = i == last_backward[c] or self.work.grads_every_micro_batch
             buckets = work.grad_buckets_s[c] if kind == "B" and work.grad_buckets_s and reduce_now else ()

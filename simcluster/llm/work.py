@@ -131,7 +131,7 @@ def _moe_host(layer_f: Task, layer_b: Task, c: MoeCompute, h: MoeHost, local_exp
     return _add(layer_f, _task(host=extra_f)), _add(layer_b, _task(host=extra_b))
 
 
-def _exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute | None) -> tuple[float, float]:
+def exposed_ep(par: ParallelSpec, lc: comm.LayerComm, gpu, fw: FrameworkSpec, c: MoeCompute | None) -> tuple[float, float]:
     """Exposed EP time of one MoE layer (forward, backward). moe_a2a_overlap (Megatron's
     overlap_moe_expert_parallel_comm): in the 1F1B steady state a micro-batch's forward runs merged with another's
     backward, phase by phase (a2a_pair_s), so the pair exposes what its phases add to its compute (split between the
@@ -210,7 +210,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
     needs_split = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap or fw.moe_host is not None)
     split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if needs_split else None   # only these read it
-    ep_f, ep_b = _exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
+    ep_f, ep_b = exposed_ep(par, lc, gpu, fw, split) if model.moe else (0.0, 0.0)
     layer_f = _task(compute=comp_f, tp=tp_f, cp=cp_f, ep=ep_f)
     layer_b = _task(compute=comp_b, tp=tp_b, cp=cp_b, ep=ep_b)
     if model.moe and fw.moe_host is not None:
@@ -321,7 +321,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)
-        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, pp, bwd, _host_step_s(fw, par, model.layers))
+        opt = (gpu.memory_time_s(fw.adam_bytes * updated) + _beside_backlog(fw, par, bwd, _host_step_s(fw, par, model.layers))
                + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) * (m if ddp_each else 1) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
@@ -333,25 +333,27 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
                         grads_wait_each_backward=ddp_each,
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
-                        free_hosts=free_hosts(fw, stages), launch_queue=host.LAUNCH_QUEUE_KERNELS,
-                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages)),
+                        free_hosts=free_hosts(fw, stages, par.gpus), launch_queue=host.LAUNCH_QUEUE_KERNELS,
+                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages, par.gpus)),
                         action_host_s=host.PIPELINE_ACTION_HOST_S * term)
 
 
-def free_hosts(fw: FrameworkSpec, stages: list[StageWork]) -> bool:
+def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
     """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (simulate.free_host,
     docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
     (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
-    step's own host waits are not modelled: those keep the hosts in series)."""
-    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and len(stages) == 1) and fw.host_kernel_s > 0
+    step's own host waits are not modelled: those keep the hosts in series); free_phase_host on one GPU only (`gpus`,
+    the layout's: a TP or FSDP step of one stage stays in series)."""
+    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and gpus == 1) and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
 
-def _beside_backlog(fw: FrameworkSpec, pp: int, bwd: list, host_s: float) -> float:
-    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU only what outlasts
-    the last backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
-    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and pp == 1 else host_s
+def _beside_backlog(fw: FrameworkSpec, par: ParallelSpec, bwd: list, host_s: float) -> float:
+    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU (par.gpus 1, as
+    free_hosts) only what outlasts the last backward's GPU backlog at its host's last issue (its duration less its
+    issue seconds)."""
+    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and par.gpus == 1 else host_s
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
