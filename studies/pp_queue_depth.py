@@ -2,7 +2,7 @@
 session 45 ppblock; a diagnostic, no model input, nothing fitted; development: the ppcouple set's 8 processes and 2
 probe processes, all seen).
 
-The candidate (hosts free, simulate.free_host) stalls a host that runs more than llm/host.LAUNCH_QUEUE_KERNELS launches
+The candidate (hosts free, launch_backlog.free_host) stalls a host that runs more than llm/host.LAUNCH_QUEUE_KERNELS launches
 ahead of its GPU. The queue probe (runs/queue of calibration/h200x2-ppcouple-2026-11-30) measured 1,021 with a kernel
 of small arguments; PyTorch's kernels carry larger argument blocks, which could fill the queue sooner. This prints,
 with that set's own single host fit (runs/host) and the candidate on, the 4- and 32-layer hidden-128 pipeline probes'

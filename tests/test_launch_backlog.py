@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from test_pipeline_free_hosts import task, work
 
-from simcluster.llm.launch_backlog import backlog_issue, steady
+from simcluster.llm.launch_backlog import backlog_issue, free_host, steady
 from simcluster.llm.maxplus import evaluate_iteration
-from simcluster.llm.simulate import free_host, simulate_iteration
+from simcluster.llm.simulate import simulate_iteration
 
 
 def test_an_earlier_chunk_waiting_for_its_input_holds_the_queue():

@@ -1,4 +1,4 @@
-"""The stage hosts' coupling of an eager pipeline (simulate.free_host, PipelineWork.free_hosts; docs/models/llm.md): each
+"""The stage hosts' coupling of an eager pipeline (launch_backlog.free_host, PipelineWork.free_hosts; docs/models/llm.md): each
 stage's host issues its tasks back to back, never waiting for their inputs, and a task's kernels end at
 max(start + G, host start + bound). A hand-computed 2-stage 1F1B schedule, the DES and its max-plus twin on it, the
 hosts in series as before, and the candidate off in the product (framework.free_stage_hosts)."""
@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from simcluster.llm.launch_backlog import free_host
 from simcluster.llm.maxplus import evaluate_iteration
-from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task, free_host, simulate_iteration
+from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task, simulate_iteration
 
 
 def task(gpu: float, issue: float, bound: float, kernels: int = 0) -> Task:

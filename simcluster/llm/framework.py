@@ -117,7 +117,7 @@ class FrameworkSpec:
     torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
                                       # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
     free_stage_hosts: bool = False    # torch pipelining with a host priced: each stage's host issues free of its inputs
-                                      # (work.free_hosts, simulate.free_host; session 44's candidate, registered in
+                                      # (work.free_hosts, launch_backlog.free_host; session 44's candidate, registered in
                                       # validation/ppcouple.py, not the product); False: a stage's host issues a task once
                                       # its input arrived (the hosts in series); docs/models/llm.md
     launch_backlog: bool = False      # with free_stage_hosts: a stage's launch queue holds its earlier chunks not yet started

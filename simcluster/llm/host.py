@@ -23,7 +23,7 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 # stream; stackoverflow.com/questions/53970187, forums.developer.nvidia.com/t/68937, 2018-2019; NVIDIA documents no
 # figure). The lab's own: 1,021 launches queued on one stream before the host blocked, three repeats alike (H200, torch
 # 2.11; calibration/h200x2-ppcouple-2026-11-30/runs/queue, runner/launch_queue.py, its rule Q, reported, not fitted).
-# Read where a pipeline stage's host runs ahead of its GPU (simulate.free_host).
+# Read where a pipeline stage's host runs ahead of its GPU (launch_backlog.free_host).
 LAUNCH_QUEUE_KERNELS = 1000
 
 # Host seconds torch.distributed.pipelining's schedule spends before each stage chunk call (its Python between actions,

@@ -1,6 +1,6 @@
 """The launch queue one CUDA stream shares across an eager pipeline stage's chunks (issue 44, session 45 ppfree).
 
-A stage's host that issues free of its inputs (simulate.free_host) fills its compute stream's launch queue: the stream
+A stage's host that issues free of its inputs (free_host below) fills its compute stream's launch queue: the stream
 holds Q kernels (llm/host.LAUNCH_QUEUE_KERNELS, 1,000, measured) that it has not started; a further launch blocks the
 host until the GPU starts the oldest. The free model at the registering commit of session 44 counted only the task's own
 kernels against Q. The ppblock timeline (calibration/h200x2-ppblock-2026-11-30, development for this term) shows hosts
@@ -68,3 +68,38 @@ def steady(work, run):
             r = run(replace(work, host_offsets=offsets))
     raise SimclusterError(f"launch_backlog.steady: the stages' step offsets did not settle in {ROUNDS} rounds (last change "
                           f"{change * 1e3:.3f} ms); no steady-state step")
+
+
+def free_host(task, start: float, host_at: float, queue: int = 0, pending: list | None = None,
+              action_s: float = 0.0) -> tuple:
+    """PipelineWork.free_hosts (llm/simulate.py and maxplus.py, one place): the task (a simulate.Task) with its GPU free
+    from `start` (the stream's previous work done, its input
+    arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
+    receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
+        end = max(start + G, host_at + late + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
+    the kernel-by-kernel issue bound (llm/host.py) with the first kernel held until `start`: max_k(max(start, issued_k)
+    + the GPU time from k on). The launch queue (`queue` kernels a stream holds, 0: unbounded): a host that has issued
+    `queue` kernels at c = issue_s / kernels each while its GPU waits to start this task blocks until it starts,
+        stall = max(0, start - host_at - queue c),   next free = host_at + issue_s + stall
+    and the task's own kernels after the first `queue` are that late (late = stall where it has more kernels than the
+    queue holds, else 0: the stall falls on the next task's issue). With `pending` (PipelineWork.launch_backlog: the
+    stage's earlier tasks' (GPU start, kernels)) the queue holds those not yet started too (llm/launch_backlog.py): the
+    host blocks where that backlog fills it, late = the seconds blocked, next free = its last issue. The part beyond G is
+    'host'. `action_s` (PipelineWork.action_host_s): the schedule's own host seconds before the task's issue, host_at
+    advanced by it first. A task without an issue time is returned as it is, host_at too (no action: both engines, here
+    in one place)."""
+    if task.issue_s <= 0.0:
+        return task, host_at
+    host_at += action_s
+    if pending is not None and queue and task.kernels:
+        issued, late = backlog_issue(host_at, task.kernels, task.issue_s / task.kernels, start, pending, queue)
+        pending.append((start, task.kernels))
+        end = max(start + task.duration_s - task.parts["host"], host_at + late + task.bound_s)
+        gpu = task.duration_s - task.parts["host"]
+        return replace(task, duration_s=end - start, parts=dict(task.parts, host=end - start - gpu)), issued
+    gpu = task.duration_s - task.parts["host"]
+    stall = max(0.0, start - host_at - queue * task.issue_s / task.kernels) if queue and task.kernels else 0.0
+    late = stall if task.kernels > queue else 0.0
+    end = max(start + gpu, host_at + late + task.bound_s)
+    out = replace(task, duration_s=end - start, parts=dict(task.parts, host=end - start - gpu))
+    return out, host_at + task.issue_s + stall

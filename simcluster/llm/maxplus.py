@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, free_host, iteration_result, schedule, torch_streams
+from simcluster.llm.launch_backlog import free_host
+from simcluster.llm.simulate import IterationResult, PipelineWork, StageLog, Task, iteration_result, schedule, torch_streams
 
 
 @functools.lru_cache(maxsize=256)
@@ -141,7 +142,7 @@ class _Pipeline:
                 pp_wait += now - (done if done > start else start)
             nxt += 1
             freed = free and task.issue_s > 0.0
-            if freed:   # simulate.free_host: this occurrence's own duration
+            if freed:   # launch_backlog.free_host: this occurrence's own duration
                 task, st.host_at = free_host(task, now, st.host_at, self.work.launch_queue, st.pending, self.work.action_host_s)
             if special:
                 st.now = now

@@ -35,7 +35,7 @@ import simpy
 from simcluster.engine import Simulation, expect_events
 from simcluster.errors import SimclusterError
 from simcluster.llm import torch_p2p
-from simcluster.llm.launch_backlog import backlog_issue
+from simcluster.llm.launch_backlog import free_host
 
 PARTS = ("compute", "tp", "cp", "ep", "dp", "host")
 PACE_PARTS = ("compute", "tp", "cp", "ep", "host")    # a stage's per-micro-batch work: what sets the pipeline's pace
@@ -48,40 +48,6 @@ class Task:
     issue_s: float = 0.0   # an eager host's seconds issuing the task's kernels (n c; llm/work._host_bound); 0: none priced
     bound_s: float = 0.0   # the end of its last kernel after the host starts issuing, the GPU free (llm/host.issue_bound_s)
     kernels: int = 0       # the kernels the host issues for it (with issue_s: its host seconds per kernel)
-
-
-def free_host(task: Task, start: float, host_at: float, queue: int = 0, pending: list | None = None,
-              action_s: float = 0.0) -> tuple[Task, float]:
-    """PipelineWork.free_hosts: the task with its GPU free from `start` (the stream's previous work done, its input
-    arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
-    receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
-        end = max(start + G, host_at + late + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
-    the kernel-by-kernel issue bound (llm/host.py) with the first kernel held until `start`: max_k(max(start, issued_k)
-    + the GPU time from k on). The launch queue (`queue` kernels a stream holds, 0: unbounded): a host that has issued
-    `queue` kernels at c = issue_s / kernels each while its GPU waits to start this task blocks until it starts,
-        stall = max(0, start - host_at - queue c),   next free = host_at + issue_s + stall
-    and the task's own kernels after the first `queue` are that late (late = stall where it has more kernels than the
-    queue holds, else 0: the stall falls on the next task's issue). With `pending` (PipelineWork.launch_backlog: the
-    stage's earlier tasks' (GPU start, kernels)) the queue holds those not yet started too (llm/launch_backlog.py): the
-    host blocks where that backlog fills it, late = the seconds blocked, next free = its last issue. The part beyond G is
-    'host'. `action_s` (PipelineWork.action_host_s): the schedule's own host seconds before the task's issue, host_at
-    advanced by it first. A task without an issue time is returned as it is, host_at too (no action: both engines, here
-    in one place)."""
-    if task.issue_s <= 0.0:
-        return task, host_at
-    host_at += action_s
-    if pending is not None and queue and task.kernels:
-        issued, late = backlog_issue(host_at, task.kernels, task.issue_s / task.kernels, start, pending, queue)
-        pending.append((start, task.kernels))
-        end = max(start + task.duration_s - task.parts["host"], host_at + late + task.bound_s)
-        return Task(end - start, dict(task.parts, host=end - start - (task.duration_s - task.parts["host"])), task.issue_s,
-                    task.bound_s, task.kernels), issued
-    gpu = task.duration_s - task.parts["host"]
-    stall = max(0.0, start - host_at - queue * task.issue_s / task.kernels) if queue and task.kernels else 0.0
-    late = stall if task.kernels > queue else 0.0
-    end = max(start + gpu, host_at + late + task.bound_s)
-    out = Task(end - start, dict(task.parts, host=end - start - gpu), task.issue_s, task.bound_s, task.kernels)
-    return out, host_at + task.issue_s + stall
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     issued = host.issue_bound_s(seq, cost)
     excess = max(0.0, issued - task.parts["compute"])
     out = _add(task, _task(host=excess)) if excess > 0 else task
-    # the host's own issue time and the issue-bound end, for a pipeline whose hosts run free (simulate.free_host)
+    # the host's own issue time and the issue-bound end, for a pipeline whose hosts run free (launch_backlog.free_host)
     return replace(out, issue_s=float(cost.sum()), bound_s=max(issued, out.duration_s - excess), kernels=len(seq))
 
 
@@ -339,7 +339,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
 
 
 def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
-    """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (simulate.free_host,
+    """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (launch_backlog.free_host,
     docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
     (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
     step's own host waits are not modelled: those keep the hosts in series); free_phase_host on one GPU only (`gpus`,

@@ -1,5 +1,5 @@
 """How many kernel launches one CUDA stream queues before the launching host blocks (issue 44, session 44): the probe of
-llm/host.LAUNCH_QUEUE_KERNELS, the bound on how far a pipeline stage's host runs ahead of its GPU (simulate.free_host).
+llm/host.LAUNCH_QUEUE_KERNELS, the bound on how far a pipeline stage's host runs ahead of its GPU (launch_backlog.free_host).
 
 The GPU is held busy by one long kernel (torch.cuda._sleep, `--hold-ms`), and the host then launches `--launches` tiny
 kernels (an in-place add on one element) on the same stream, timing each launch's return. A launch returns in a few
