@@ -142,13 +142,13 @@ def test_the_op_caveat_names_the_price_the_answer_took():
     said = [c for c in caveats.caveats(MODEL, OP, split, gpu) if c.startswith("recompute op:")]
     # 118.5 / 49.3 us until session 35: the runner's block (llm/autocast_block.py) has 3 more kernels a layer to share the fit
     assert len(said) == 1 and "priced per phase (115.3 us per forward kernel, 47.8 us per backward one" in said[0]
-    assert "five rows from this per-phase model and six from the uniform one" in said[0] and "unvalidated" not in said[0]
+    assert "five rows from this per-phase model, six from the uniform one" in said[0] and "unvalidated" not in said[0]
     # the band's counts are the shipped table's (cold review C 44, item 5), and the product folder's price is said
     bands = json.loads((ROOT / "simcluster" / "trust" / "error_bands.json").read_text())
     rows = [r for v in bands.values() if isinstance(v, list) for r in v
             if isinstance(r, dict) and r.get("regime") == "llm | PyTorch eager | single+sac-op | bf16"]
     assert f"band ({len(rows)} rows, {len({r['source'] for r in rows})} sources)" in said[0]
-    assert "no held-out row checks that price" in said[0]
+    assert "held out on two fresh 2 x H200 leases" in said[0]   # opcheck (session 44) and opsplit (session 45), read once
     uniform = eager.torch_framework(OP, eager.fit_modes(HOST))
     assert uniform.host_bwd_kernel_s == 0
     said = [c for c in caveats.caveats(MODEL, OP, uniform, gpu) if c.startswith("recompute op:")]

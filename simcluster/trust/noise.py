@@ -138,13 +138,17 @@ TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, row
 FSDP2_CAVEAT = ("a thin margin: without the two profiled calls (llm-profile, fsdp2-timeline) the floor is 7.5-7.9%, below "
                 "the 8% target; its registered leases read lease 2 'MODEL (another term)' at 9.1% and lease 3 'UNDECIDED' "
                 "at 8.2% mean |error| (calibration/h200x2-eager-fsdphost-lease2-2026-11-30, -lease3-2026-11-30)")
-FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=11, leases=6, model_mean_abs_pct=9.4,
+FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=15, leases=7, model_mean_abs_pct=7.9,
                               process_sd=0.086, lease_sd=0.064, floor_pct=(8.6, 8.5), target_pct=8.0,
                               study="studies/fsdp_lease_noise.py", gpu="H200", bias_log=0.008, bias_se_log=0.022,
                               same=(45, 8.2, 8.6), caveat=FSDP2_CAVEAT)
 NOISE_FLOORS = (TP2_HOST_BOUND, FSDP2_HOST_BOUND)
+# Session 45: FSDP+host-bound's table rows became 15 from 7 sets (the nosync set's 4) at 7.9%, under the target and under
+# its own floor (8.5-8.6%). The mark stands: it is the noise's property (a model on each shape's mean misses one run by
+# the floor), not the model's error, and 15 rows' 7.9% against a floor of 8.5% is one draw of that noise. The floor
+# leaves the nosync set's processes out (4 micro-batches a step; studies/fsdp_lease_noise.py reads single steps).
 # computed as TP's and below the target: not marked (tests/test_trust_noise.py: a floor at or above it must be marked)
-SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, rows=11, leases=6, model_mean_abs_pct=7.7,
+SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, rows=14, leases=8, model_mean_abs_pct=6.8,
                             process_sd=0.067, lease_sd=0.059, floor_pct=(5.5, 7.1), target_pct=8.0,
                             study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
                             same=(29, 6.8, 5.5))
