@@ -91,13 +91,12 @@ def free_host(task, start: float, host_at: float, queue: int = 0, pending: list 
     if task.issue_s <= 0.0:
         return task, host_at
     host_at += action_s
+    gpu = task.duration_s - task.parts["host"]
     if pending is not None and queue and task.kernels:
         issued, late = backlog_issue(host_at, task.kernels, task.issue_s / task.kernels, start, pending, queue)
         pending.append((start, task.kernels))
-        end = max(start + task.duration_s - task.parts["host"], host_at + late + task.bound_s)
-        gpu = task.duration_s - task.parts["host"]
+        end = max(start + gpu, host_at + late + task.bound_s)
         return replace(task, duration_s=end - start, parts=dict(task.parts, host=end - start - gpu)), issued
-    gpu = task.duration_s - task.parts["host"]
     stall = max(0.0, start - host_at - queue * task.issue_s / task.kernels) if queue and task.kernels else 0.0
     late = stall if task.kernels > queue else 0.0
     end = max(start + gpu, host_at + late + task.bound_s)
