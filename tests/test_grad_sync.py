@@ -90,44 +90,44 @@ def test_the_unsynced_backwards_spare_the_reduce_hooks_host_cost():
     assert grad_sync.reduce_hook_kernel_s(0.0, 10, 20) == 0.0
 
 
-def test_ddp_reduces_every_micro_batch_when_told_and_once_by_default():
-    """DDP (zero 0): grad_sync micro_batch all-reduces every micro-batch's buckets, the default (as Megatron's DDP and
-    DDP's no_sync) once a step; one micro-batch, the same. Comm-bound (sockets), each extra micro-batch adds one bucket
-    set's all-reduce: the sum over torch DDP's buckets (comm.ddp_bucket_bytes) of the card's all_reduce price, less at
-    most its own backward (under 1% here). Every synced backward is finalized as the last one is (session 45
-    ddpaccum: the next forward waits for its all_reduces, reducer.cpp's finalize_backward), so over NVLink the exposed
-    DP time of m micro-batches is exactly m times one's, and the step's extra grows exactly linearly in m - 1."""
+def test_ddp_reduces_every_micro_batch_by_default_and_once_under_no_sync():
+    """torch DDP (zero 0): grad_sync micro_batch (its default, torch's own: review C45 item 5) all-reduces every
+    micro-batch's buckets, grad_sync step (DDP's no_sync, as Megatron's DDP) once a step; one micro-batch, the same.
+    Comm-bound (sockets), each extra micro-batch adds one bucket set's all-reduce: the sum over torch DDP's buckets
+    (comm.ddp_bucket_bytes) of the card's all_reduce price, less at most its own backward (under 1% here). Every synced
+    backward is finalized as the last one is (session 45 ddpaccum: the next forward waits for its all_reduces,
+    reducer.cpp's finalize_backward), so over NVLink the exposed DP time of m micro-batches is exactly m times one's,
+    and the step's extra grows exactly linearly in m - 1."""
     fw = replace(eager.torch_framework(ParallelSpec(dp=2)), comm_interference=False)   # the runner's DDP, no host
     par = ParallelSpec(dp=2, zero=0)
     group = comm.groups(par, SOCKET).dense_grad
     sizes = comm.ddp_bucket_bytes(WIDE, par, WIDE.parameter_count(), WIDE.layers, True, True, fw.bucket_params)
     bucket_set = sum(comm.collective_s(SOCKET, group, "all_reduce", b) for b in sizes)
     for m in (2, 4):
-        extra = step(WIDE, m, "micro_batch", fw, zero=0, net=SOCKET)[0] - step(WIDE, m, "", fw, zero=0, net=SOCKET)[0]
+        extra = step(WIDE, m, "micro_batch", fw, zero=0, net=SOCKET)[0] - step(WIDE, m, "step", fw, zero=0, net=SOCKET)[0]
         assert extra == pytest.approx((m - 1) * bucket_set, rel=0.02), m
-    extra = {m: step(WIDE, m, "micro_batch", fw, zero=0)[1] - step(WIDE, m, "", fw, zero=0)[1] for m in (2, 4)}
+    extra = {m: step(WIDE, m, "micro_batch", fw, zero=0)[1] - step(WIDE, m, "step", fw, zero=0)[1] for m in (2, 4)}
     assert extra[2] > 0 and extra[4] == pytest.approx(3 * extra[2], rel=1e-6)
     one = step(WIDE, 1, "micro_batch", fw, zero=0)
     assert [step(WIDE, m, "micro_batch", fw, zero=0)[1] for m in (2, 4)] == pytest.approx([2 * one[1], 4 * one[1]], rel=1e-9)
-    more = {m: step(WIDE, m, "micro_batch", fw, zero=0)[0] - step(WIDE, m, "", fw, zero=0)[0] for m in (2, 4)}
+    more = {m: step(WIDE, m, "micro_batch", fw, zero=0)[0] - step(WIDE, m, "step", fw, zero=0)[0] for m in (2, 4)}
     assert more[4] == pytest.approx(3 * more[2], rel=1e-9) and more[2] > extra[2]   # the bucket copies each micro-batch
-    assert step(WIDE, 4, "step", fw, zero=0) == step(WIDE, 4, "", fw, zero=0)
+    assert step(WIDE, 4, "micro_batch", fw, zero=0) == step(WIDE, 4, "", fw, zero=0)
     assert step(WIDE, 1, "micro_batch", fw, zero=0) == step(WIDE, 1, "", fw, zero=0)
 
 
-def test_an_unset_ddp_grad_sync_with_micro_batches_says_it_is_priced_once_a_step():
-    """Review A45 item 12: the default prices DDP's no_sync(), torch's DDP by default reduces every micro-batch, so the
-    answer says which it assumed; not where grad_sync is given, with one micro-batch, or under FSDP (zero 3)."""
-    fw = replace(eager.torch_framework(ParallelSpec(dp=2)), comm_interference=False)
-
-    def said(m, sync="", zero=0):
-        par = ParallelSpec(dp=2, zero=zero, grad_sync=sync)
-        r = predict_llm(WIDE, par, BatchSpec(2 * m, 1, "bf16"), GPU, NET, 2, trace=False, framework=fw)
-        return [c for c in r.caveats if "parallel.grad_sync unset" in c]
-
-    got = said(4)
-    assert len(got) == 1 and "4 micro-batches" in got[0] and "grad_sync: micro_batch" in got[0]
-    assert not said(4, "step") and not said(4, "micro_batch") and not said(1) and not said(4, zero=3)
+def test_the_unset_grad_sync_is_torch_ddps_own_default_and_megatrons_step():
+    """Review C45 item 5: unset, framework torch's DDP (ddp_bucket_bytes > 0, zero 0, pp 1) reduces every micro-batch,
+    as torch's DDP does without no_sync(); Megatron's DDP (no reducer buckets) and torch pipelining (pp > 1, whose stage
+    runs its DDP backwards under no_sync() but the last) once a step; zero 2 and 3 every micro-batch; grad_sync decides
+    where given."""
+    assert grad_sync.every_micro_batch(ParallelSpec(dp=2), 4.0)
+    assert not grad_sync.every_micro_batch(ParallelSpec(dp=2), 0.0)
+    assert not grad_sync.every_micro_batch(ParallelSpec(dp=2, pp=2), 4.0)
+    assert not grad_sync.every_micro_batch(ParallelSpec(dp=2, grad_sync="step"), 4.0)
+    assert grad_sync.every_micro_batch(ParallelSpec(dp=2, zero=2), 0.0)
+    assert grad_sync.every_micro_batch(ParallelSpec(dp=2, grad_sync="micro_batch"), 0.0)
+    assert grad_sync.ddp_every_micro_batch(ParallelSpec(dp=2), 4.0)
 
 
 @pytest.mark.parametrize("par, fw, words", [

@@ -114,21 +114,13 @@ FSDP_NO_SYNC_HOST = ("{framework} no-sync (parallel.grad_sync: step): the micro-
                      "is the FSDP host fit over the single one, fitted on partly different leases; on host-bound steps it "
                      "is most of no-sync's predicted gain")
 
-# an eager DDP step of several micro-batches with parallel.grad_sync unset is priced once a step (llm/grad_sync.py's
-# default for zero 0, as DDP's no_sync() and Megatron run it); torch's DDP without no_sync() reduces every micro-batch
-# (review A45 item 12)
-DDP_ONCE_A_STEP = ("{framework}: {m} micro-batches a step with parallel.grad_sync unset, so the DDP gradients are priced "
-                   "all-reduced once a step (grad_sync: step, as under DDP's no_sync() on all but the last micro-batch); "
-                   "torch's DDP without no_sync() all-reduces after every micro-batch: for that say parallel.grad_sync: "
-                   "micro_batch (llm/grad_sync.py)")
-
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
             host_share: float | None = None, flagged: bool = False, micro_batches: int = 1) -> list[str]:
     """The caveats of one prediction (empty when its class is validated within the target); `host_share`: the step's
     share that moves with the host's speed (llm/host_bound.py; None: not computed, the framework prices no host);
     `flagged`: an unpriced step's regime flagged host-bound from the default host fits (host_bound.flag_framework);
-    `micro_batches`: per step (an eager DDP step's default reduce, DDP_ONCE_A_STEP)."""
+    `micro_batches`: per step (a host-bound DDP step reducing every micro-batch, DDP_SYNC_HOST_BOUND)."""
     out = []
     if model.moe and framework.name.startswith("megatron"):
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
@@ -163,9 +155,6 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(TORCH_CP)
     if par.zero == 3 and par.grad_sync == "step" and framework.host_hook_kernel_s > 0:
         out.append(FSDP_NO_SYNC_HOST.format(framework=framework.name, hook_us=framework.host_hook_kernel_s * 1e6))
-    if framework.eager and par.zero == 0 and par.dp * par.cp > 1 and par.pp == 1 and micro_batches > 1 \
-            and not par.grad_sync:
-        out.append(DDP_ONCE_A_STEP.format(framework=framework.name, m=micro_batches))
     return out
 
 

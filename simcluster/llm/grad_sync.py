@@ -2,10 +2,12 @@
 
   micro_batch  after every micro-batch's backward: what FSDP2 (fully_shard) and torch DDP do unless told otherwise;
                each micro-batch's reduce-scatter leaves a sharded gradient (grad_bytes / dp per parameter) that the
-               next one adds to. The default for zero 2 and 3.
+               next one adds to. The default for zero 2 and 3, and for framework torch's DDP (zero 0, pp 1: torch
+               DDP's own default, no no_sync() unless the loop asks for it).
   step         once a step, in the last micro-batch's backward: FSDP2's module.set_requires_gradient_sync(False) on
                every micro-batch but the last, DDP's no_sync() context; Megatron's DDP always. The default for zero 0
-               and 1 (for framework torch's DDP, whose own default is micro_batch, say grad_sync: micro_batch).
+               and 1 otherwise (Megatron, and torch pipelining with pp > 1, whose stage runs its DDP backwards under
+               no_sync() but the last).
 
 Source: the FSDP2 API (torch.distributed.fsdp.FSDPModule.set_requires_gradient_sync: "sets if the module should sync
 gradients ... to implement gradient accumulation without communication"; set_reshard_after_backward: parameters are
@@ -60,15 +62,18 @@ HOOKS_PER_LAYER = 3       # FSDP2's per-layer, per-micro-batch hooks that its ho
 #                           once, could not decide it (its S limit sat below its noise): unchecked, caveats.FSDP_NO_SYNC_HOST
 
 
-def every_micro_batch(par: ParallelSpec) -> bool:
-    """Whether the step reduces its DP gradients after every micro-batch (module docstring)."""
-    return par.grad_sync == "micro_batch" or (not par.grad_sync and par.zero in (2, 3))
+def every_micro_batch(par: ParallelSpec, ddp_bucket_bytes: float = 0.0) -> bool:
+    """Whether the step reduces its DP gradients after every micro-batch (module docstring): parallel.grad_sync where
+    given; else zero 2 and 3, and torch DDP (FrameworkSpec.ddp_bucket_bytes > 0, zero 0) with pp 1, torch's own default."""
+    if par.grad_sync:
+        return par.grad_sync == "micro_batch"
+    return par.zero in (2, 3) or (ddp_bucket_bytes > 0 and par.zero == 0 and par.pp == 1)
 
 
 def ddp_every_micro_batch(par: ParallelSpec, ddp_bucket_bytes: float) -> bool:
     """torch DDP (its reducer's bucket copies priced, zero 0, dp x cp > 1) reducing after every micro-batch: each
     backward finalized as the last one is (module docstring)."""
-    return ddp_bucket_bytes > 0 and par.zero == 0 and par.dp * par.cp > 1 and every_micro_batch(par)
+    return ddp_bucket_bytes > 0 and par.zero == 0 and par.dp * par.cp > 1 and every_micro_batch(par, ddp_bucket_bytes)
 
 
 def fsdp_no_sync(par: ParallelSpec, micro_batches: int) -> bool:

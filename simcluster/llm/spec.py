@@ -241,7 +241,7 @@ class ParallelSpec:
     recompute_every: int = 1      # with recompute 'full': every N-th block checkpointed (torchtitan's layer AC; framework torch)
     dp_shard: int = 0             # HSDP (zero 3): the dp ranks split into shard groups of dp_shard consecutive ranks, replicated
                                   # across dp / dp_shard groups (FSDP1 HYBRID_SHARD, FSDP2's 2-D mesh; llm/hsdp.py); 0 = dp
-    grad_sync: str = ""           # GRAD_SYNCS, or '' = the default (zero 2 and 3: every micro-batch; else once a step): llm/grad_sync.py
+    grad_sync: str = ""           # GRAD_SYNCS, or '' = the default (zero 2 and 3, torch DDP at pp 1: every micro-batch; else once a step): llm/grad_sync.py
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages"):

@@ -330,7 +330,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                                 tuple(slowdowns), tuple(synced)))
     return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
-                        grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par),   # ZeRO-2; DDP sync
+                        grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par, fw.ddp_bucket_bytes),   # ZeRO-2; DDP sync
                         grads_wait_each_backward=ddp_each,
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
                         free_hosts=free_hosts(fw, stages, par.gpus), launch_queue=host.LAUNCH_QUEUE_KERNELS,
