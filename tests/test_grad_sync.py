@@ -13,7 +13,7 @@ import pytest
 
 from simcluster.cards import load_collective
 from simcluster.hardware.gpu import load_gpu
-from simcluster.llm import comm, compiled, eager, grad_sync
+from simcluster.llm import comm, compiled, eager, grad_sync, host_bound
 from simcluster.llm.caveats import caveats
 from simcluster.llm.framework import MEGATRON, TORCHTITAN_FSDP2, check_framework
 from simcluster.llm.memory import GiB, stage_memories
@@ -161,3 +161,20 @@ def test_the_runners_accumulation_flags_refuse_what_they_cannot_run(argv, words)
     assert llm_accum.check(ap.parse_args(["--mode", "fsdp", "--grad-accum", "4", "--no-sync"])) == 4
     assert llm_accum.describe(4, True) == {"micro_batches": 4, "grad_sync": "step"}
     assert math.isclose(grad_sync.ACCUMULATE_BYTES, 4 + 2 + 4)
+
+
+def test_a_host_bound_ddp_answer_reducing_every_micro_batch_says_it_may_be_over_priced():
+    """Review C45 item 10: the DES waits for a synced backward's all_reduces after a backward that already holds the
+    host's issue, so a host-bound torch DDP answer reducing every micro-batch says it may be over-priced; not under
+    no_sync, not GPU-bound, not with one micro-batch, not under FSDP."""
+    fw = eager.torch_framework(ParallelSpec(dp=2))
+    bound = host_bound.HOST_BOUND_SHARE + 0.1
+
+    def said(sync="", share=bound, m=4, zero=0):
+        got = caveats(WIDE, ParallelSpec(dp=2, zero=zero, grad_sync=sync), fw, GPU, host_share=share, micro_batches=m)
+        return [c for c in got if "over-priced by up to min(the all_reduce tail" in c]
+
+    got = said()
+    assert len(got) == 1 and "4 micro-batches" in got[0]
+    assert said("micro_batch") and not said("step") and not said(share=0.05) and not said(share=None)
+    assert not said(m=1) and not said(zero=3)

@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import attention_kernels, cudnn_schedule, host_bound, moe_graphs, moe_sync
+from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
@@ -115,6 +115,15 @@ FSDP_NO_SYNC_HOST = ("{framework} no-sync (parallel.grad_sync: step): the micro-
                      "is most of no-sync's predicted gain")
 
 
+# a host-bound torch DDP step reducing every micro-batch (llm/grad_sync.py; review C45 item 10): the DES waits for a
+# backward's all_reduces after a backward whose duration already holds the host's issue of the next kernels, where on
+# the GPU the next forward's kernels are still being issued while the reductions run
+DDP_SYNC_HOST_BOUND = ("{framework}: host-bound ({share:.0%} of the step moves with the host) with DDP reducing after "
+                       "every one of {m} micro-batches (parallel.grad_sync: micro_batch): each synced backward's wait "
+                       "for its all_reduces is priced after the host's issue rather than beside it, so the step may be "
+                       "over-priced by up to min(the all_reduce tail, the host's lag) per micro-batch (llm/grad_sync.py; "
+                       "unchecked: the ddpaccum set's shapes were not host-bound)")
+
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
             host_share: float | None = None, flagged: bool = False, micro_batches: int = 1) -> list[str]:
     """The caveats of one prediction (empty when its class is validated within the target); `host_share`: the step's
@@ -153,6 +162,9 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else ""))
     if framework.torch_cp and par.cp > 1:
         out.append(TORCH_CP)
+    if micro_batches > 1 and host_bound.is_host_bound(host_share) \
+            and grad_sync.ddp_every_micro_batch(par, framework.ddp_bucket_bytes):
+        out.append(DDP_SYNC_HOST_BOUND.format(framework=framework.name, share=host_share, m=micro_batches))
     if par.zero == 3 and par.grad_sync == "step" and framework.host_hook_kernel_s > 0:
         out.append(FSDP_NO_SYNC_HOST.format(framework=framework.name, hook_us=framework.host_hook_kernel_s * 1e6))
     return out
