@@ -42,8 +42,13 @@ marked complete when the all_reduce is enqueued, so wait() does not block the ho
 (compute) stream wait for the NCCL stream's event. So on the GPU the next micro-batch's forward starts only after this
 micro-batch's all_reduces end: a bucket's all_reduce overlaps the rest of its own backward only, never the next
 forward, and the exposed tail after each synced backward is the last micro-batch's (per micro-batch
-  exposed_k = max(0, end of the DP stream after backward k's buckets - end of backward k)),
-where a ZeRO-2 reduce-scatter (no wait: DeepSpeed / Megatron launch it and go on) may run into the next forward. The
+  exposed_k = max(0, end of the DP stream after backward k's buckets - end of backward k)).
+The ZeRO-2 path (zero 2, every micro-batch) still lets a reduce-scatter run into the next forward, which matches no
+cited implementation (cold read C45 item 4, as it read them): DeepSpeed's stage_1_and_2.py
+independent_gradient_partition_epilogue synchronizes the device under overlap_comm after each micro-batch's reduction,
+FSDP1 SHARD_GRAD_OP's _post_backward_final_callback makes the compute stream wait_stream the post-backward stream on
+every synced backward, and Megatron reduce-scatters only in the last micro-batch (no_sync on the others). Left as it
+is this session: docs/models/llm.md "Missing" gives what the wait would move. The
 bucket copies (work.ddp_bucket_copies_s: copy-in in the hooks, copy-out in finalize) run in every synced backward:
 m times a step under micro_batch, once under no_sync (whose hooks return at once: expect_autograd_hooks_ is off
 outside a synced backward). Its .grad accumulate in place (no extra memory either way: torch's persistent full
