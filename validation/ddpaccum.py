@@ -13,6 +13,11 @@ round 2 no-sync then sync. Registered: the product's step (heldout/eager_regimes
 memory of each (shape, variant), the sync rows' step as the model before the change priced it (step_ms_before), and
 the rules below. The process reading and rules N, M, B, P are validation/nosync.py's (imported); S's limit is derived
 from N's measured noise; nothing fitted on the runs after.
+
+For reuse (said after the read, cold read C45 item 9): S's limit pools N's sd over every shape and process, so one noisy
+shape (2b's round split, sd 0.050) set a 10-point limit for the quiet one too (3b, sd about 0.004) and S could not
+decide between the models. The next difference rule takes each shape's own sd, with the pooled sd as a floor only where
+a shape has too few processes to estimate its own. This registration's rules are unchanged.
 """
 
 from __future__ import annotations
