@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "calibration" / "h200x2-nvlink-2026-11-22"
@@ -211,3 +212,14 @@ def _strict_approx(expected, *args, **kwargs):
 
 
 pytest.approx = _strict_approx     # every test module's `pytest.approx` goes through the check above
+
+
+def fresh_register_equals(script, bundle: Path, tmp_path: Path, monkeypatch) -> dict:
+    """A registered set's `--register` at its registering commit writes its registered.yaml byte for byte, and never
+    over an existing one (exit 2); returns the registration."""
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
+    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    return reg

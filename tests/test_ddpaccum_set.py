@@ -4,10 +4,8 @@ calibration/, and synthetic runs through the rules."""
 
 from __future__ import annotations
 
-import re
-
 import test_nosync_set
-from conftest import ROOT, load_script
+from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-ddpaccum-2026-11-30"
 
@@ -26,11 +24,7 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.005, -0
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = registered()
-    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
-    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     for r in reg["rows"]:   # GPU-bound shapes; the change moves only the sync rows, up
         assert r["predicted"]["host_share"] < 0.5
         if r["variant"] == "sync":
@@ -38,15 +32,7 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_device_script_runs_the_registered_rows():
-    text = (BUNDLE / "device_run.sh").read_text()
-    s = script()
-    shapes = re.search(r"^  for shape in (.*); do$", text, re.M).group(1).split()
-    assert shapes == [f"{p}:{seq}:{mb}" for p, seq, mb, _ in s.SHAPES]
-    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
-    assert '--warmup 3 --steps 6 --profile 0 --mode ddp --grad-accum 4"' in text and s.MICROBATCHES == 4
-    assert 'guarded "$preset-${seq}x$mb-$v-r$r" 60 $ddp $flag --preset "$preset" --shapes "$seq:$mb"' in text
-    assert '[ "$v" = nosync ] && flag="--no-sync"' in text and set(s.VARIANTS) == {"sync", "nosync"}
-    assert {f"{p}-{seq}x{mb}-{v}" for p, seq, mb, _ in s.SHAPES for v in s.VARIANTS} == {r["name"] for r in registered()["rows"]}
+    test_nosync_set.device_script_runs(script(), BUNDLE, "ddp")
 
 
 def test_the_registered_shapes_are_new_to_calibration():

@@ -10,7 +10,7 @@ import re
 import shutil
 
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-nosync-2026-11-30"
 
@@ -46,26 +46,28 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = registered()
-    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
-    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     shares = {r["name"]: r["predicted"]["host_share"] for r in reg["rows"]}
     assert shares["1b-2112x4-sync"] < 0.5 and min(shares["1.1b-1088x1-sync"], shares["0.5b-2688x1-sync"]) >= 0.5
 
 
-def test_the_device_script_runs_the_registered_rows():
-    text = (BUNDLE / "device_run.sh").read_text()
-    s = script()
+def device_script_runs(s, bundle, mode: str) -> None:
+    """A sync / no-sync set's device_run.sh (this set's, ddpaccum's) runs its registered rows: the shapes, the
+    processes, the runner's mode with 4 micro-batches, the no-sync flag per variant."""
+    text = (bundle / "device_run.sh").read_text()
     shapes = re.search(r"^  for shape in (.*); do$", text, re.M).group(1).split()
     assert shapes == [f"{p}:{seq}:{mb}" for p, seq, mb, _ in s.SHAPES]
     assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
-    assert '--warmup 3 --steps 6 --profile 0 --mode fsdp --grad-accum 4"' in text and s.MICROBATCHES == 4
-    assert 'guarded "$preset-${seq}x$mb-$v-r$r" 60 $fsdp $flag --preset "$preset" --shapes "$seq:$mb"' in text
+    assert f'--warmup 3 --steps 6 --profile 0 --mode {mode} --grad-accum 4"' in text and s.MICROBATCHES == 4
+    assert f'guarded "$preset-${{seq}}x$mb-$v-r$r" 60 ${mode} $flag --preset "$preset" --shapes "$seq:$mb"' in text
     assert '[ "$v" = nosync ] && flag="--no-sync"' in text and set(s.VARIANTS) == {"sync", "nosync"}
     names = {f"{p}-{seq}x{mb}-{v}" for p, seq, mb, _ in s.SHAPES for v in s.VARIANTS}
-    assert names == {r["name"] for r in registered()["rows"]}
+    registered_rows = yaml.safe_load((bundle / "registered.yaml").read_text())["rows"]
+    assert names == {r["name"] for r in registered_rows}
+
+
+def test_the_device_script_runs_the_registered_rows():
+    device_script_runs(script(), BUNDLE, "fsdp")
 
 
 def test_the_registered_shapes_are_new_to_calibration():

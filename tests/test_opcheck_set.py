@@ -31,17 +31,24 @@ def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, ho
                                 probe=script().HOST_PROBE)
 
 
-def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
-    s = script()
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+def fresh_registration(s, bundle, tmp_path, keys: tuple, groups: list[str]) -> dict:
+    """A hostsingle-style set's `--register` now gives its registration's `keys` (this set's, opsplit's), its rows the
+    script's SHAPES in `groups`, and never writes over an existing registration; returns the registration."""
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
     fresh_path = tmp_path / "registered.yaml"
     assert s.main(["--register", str(fresh_path)]) == 0
     fresh = yaml.safe_load(fresh_path.read_text())
-    for key in ("script", "calibration", "product_host", "before_host", "judge", "rules", "rows"):
+    for key in keys:
         assert reg[key] == fresh[key], key
     assert [(r["name"], r["preset"], r["seq"], r["micro_batch"], r["ac_mode"]) for r in reg["rows"]] == list(s.SHAPES)
-    assert [r["group"] for r in reg["rows"]] == ["op+host-bound", "op", "ckpt+host-bound", "ckpt"]
+    assert [r["group"] for r in reg["rows"]] == groups
     assert s.main(["--register", str(fresh_path)]) == 2   # never over an existing registration
+    return reg
+
+
+def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
+    fresh_registration(script(), BUNDLE, tmp_path, ("script", "calibration", "product_host", "before_host", "judge",
+                       "rules", "rows"), ["op+host-bound", "op", "ckpt+host-bound", "ckpt"])
 
 
 def test_the_registered_terms_are_hostproducts_and_the_reference_is_the_product_before_it():

@@ -15,7 +15,7 @@ import yaml
 from conftest import ROOT, load_script, measured_llm_tokens, seqs_named_elsewhere
 from test_hostsingle_set import doc, host_runs
 from test_hostsingle_set import synthetic as hostsingle_synthetic
-from test_opcheck_set import bad_inputs_read_one_line
+from test_opcheck_set import bad_inputs_read_one_line, fresh_registration
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
 OPHOST = ROOT / "calibration" / "h200x1-llm-ophost-2026-11-29"
@@ -34,18 +34,10 @@ def synthetic(tmp_path, offset: float, jitter: list[float], mem: float = 1.0, ho
 
 
 def test_the_registration_is_a_fresh_register_at_this_commit(tmp_path):
-    s = script()
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    fresh_path = tmp_path / "registered.yaml"
-    assert s.main(["--register", str(fresh_path)]) == 0
-    fresh = yaml.safe_load(fresh_path.read_text())
-    for key in ("script", "calibration", "product_host", "op_phase_factors", "judge", "rules", "rows"):
-        assert reg[key] == fresh[key], key
-    assert [(r["name"], r["preset"], r["seq"], r["micro_batch"], r["ac_mode"]) for r in reg["rows"]] == list(s.SHAPES)
-    assert [r["group"] for r in reg["rows"]] == ["op+host-bound", "op", "op"]
+    reg = fresh_registration(script(), BUNDLE, tmp_path, ("script", "calibration", "product_host", "op_phase_factors",
+                             "judge", "rules", "rows"), ["op+host-bound", "op", "op"])
     for row in reg["rows"]:   # the candidate is faster everywhere it differs: the phases' waits it takes out
         assert row["predicted"]["candidate"]["step_ms"] < row["predicted"]["product"]["step_ms"], row["name"]
-    assert s.main(["--register", str(fresh_path)]) == 2   # never over an existing registration
 
 
 def test_the_candidate_is_off_in_the_product_and_only_moves_one_gpu():

@@ -9,7 +9,7 @@ import re
 import shutil
 
 import yaml
-from conftest import ROOT, load_script
+from conftest import ROOT, fresh_register_equals, load_script
 from test_pphost_set import PRODUCT_HOST, doc
 
 BUNDLE = ROOT / "calibration" / "h200x2-ppblock-2026-11-30"
@@ -78,11 +78,7 @@ def synthetic(tmp_path, how: str | list[str], overhead: float = 0.01):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = registered()
-    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
-    assert script().main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script().main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     for row in reg["rows"]:   # host-bound rows; every series lead at or below 0, the free model's first lead above 3 ms
         t = row["timeline"]
         assert row["predicted"]["product"]["host_share"] >= 0.90, row

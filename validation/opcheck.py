@@ -35,7 +35,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     mem_error,
     memory_verdict,
     noise_verdict,
-    print_verdicts,
+    print_rows,
     read_run_set,
     registering_commit,
     set_main,
@@ -234,15 +234,16 @@ def compare(ps: list[dict], pts: float, key: str = "error", against: str = "befo
     return word, f"{word}: {text.format(now=f'{now:.1%}', before=f'{before:.1%}')} ({len(ps)} processes)"
 
 
+def line(p: dict, own) -> str:
+    preset, seq, mb, ac = p["key"]
+    return (f"{p['name']:10} {preset} {seq}:{mb} ac {ac:4}  measured {p['measured_s'] * 1e3:8.1f} ms  product "
+            f"{p['product_s'] * 1e3:8.1f} ms  error {p['error']:+.1%}  before {p['before_error']:+.1%}"
+            + ("" if own is None else f"  own host {own / p['measured_s'] - 1:+.1%}")
+            + f"  peak {p['peak_GiB']:.2f} GiB ({p['mem_err']:+.1%})")
+
+
 def show(result: dict) -> None:
-    for p in result["rows"]:
-        preset, seq, mb, ac = p["key"]
-        own = result["own"].get(p["key"])
-        print(f"{p['name']:10} {preset} {seq}:{mb} ac {ac:4}  measured {p['measured_s'] * 1e3:8.1f} ms  product "
-              f"{p['product_s'] * 1e3:8.1f} ms  error {p['error']:+.1%}  before {p['before_error']:+.1%}"
-              + ("" if own is None else f"  own host {own / p['measured_s'] - 1:+.1%}")
-              + f"  peak {p['peak_GiB']:.2f} GiB ({p['mem_err']:+.1%})")
-    print_verdicts(result["verdicts"], result["left"])
+    print_rows(result, line)
 
 
 def main(argv: list[str]) -> int:

@@ -41,7 +41,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     mem_error,
     memory_verdict,
     noise_verdict,
-    print_verdicts,
+    print_rows,
     read_run_set,
     registering_commit,
     set_main,
@@ -215,15 +215,16 @@ def decide(above, words: dict, groups: list[str], within: dict, own_within: dict
     return f"{'ADOPT' if adopt else 'KEEP'} (C {words['all']}); the op miss at the {model}: {miss}"
 
 
+def line(p: dict, own) -> str:
+    preset, seq, mb, _ = p["key"]
+    return (f"{p['name']:8} {preset} {seq}:{mb}  measured {p['measured_s'] * 1e3:8.1f} ms  product {p['product_s'] * 1e3:8.1f} "
+            f"ms ({p['error']:+.1%})  candidate {p['candidate_s'] * 1e3:8.1f} ms ({p['candidate_error']:+.1%})"
+            + ("" if own is None else f"  own host {own[0] / p['measured_s'] - 1:+.1%} / {own[1] / p['measured_s'] - 1:+.1%}")
+            + f"  peak {p['peak_GiB']:.2f} GiB ({p['mem_err']:+.1%})")
+
+
 def show(result: dict) -> None:
-    for p in result["rows"]:
-        preset, seq, mb, _ = p["key"]
-        own = result["own"].get(p["key"])
-        print(f"{p['name']:8} {preset} {seq}:{mb}  measured {p['measured_s'] * 1e3:8.1f} ms  product {p['product_s'] * 1e3:8.1f} "
-              f"ms ({p['error']:+.1%})  candidate {p['candidate_s'] * 1e3:8.1f} ms ({p['candidate_error']:+.1%})"
-              + ("" if own is None else f"  own host {own[0] / p['measured_s'] - 1:+.1%} / {own[1] / p['measured_s'] - 1:+.1%}")
-              + f"  peak {p['peak_GiB']:.2f} GiB ({p['mem_err']:+.1%})")
-    print_verdicts(result["verdicts"], result["left"])
+    print_rows(result, line)
 
 
 def main(argv: list[str]) -> int:

@@ -79,6 +79,14 @@ def set_main(argv: list[str], description: str, bundle: Path, register, read_out
     return 0
 
 
+def print_rows(result: dict, line) -> None:
+    """A read-out's show: each read row as `line(row, own)` formats it (own: result['own'] at the row's key, None where
+    the set has no own-host figure for it), then print_verdicts."""
+    for row in result["rows"]:
+        print(line(row, result["own"].get(row["key"])))
+    print_verdicts(result["verdicts"], result["left"])
+
+
 def print_verdicts(verdicts: dict, left: list[str] = ()) -> None:
     """A registered set's runs left out ('left out: why', one line each) and its verdicts, one 'RULE: text' line each
     (a read-out's show)."""
