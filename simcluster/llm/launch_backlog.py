@@ -1,4 +1,5 @@
-"""The launch queue one CUDA stream shares across an eager pipeline stage's chunks (issue 44, session 45 ppfree).
+"""A free stage host's issue (free_host, the DES's and maxplus's one place) and the launch queue one CUDA stream shares
+across an eager pipeline stage's chunks (backlog_issue, steady: issue 44, session 45 ppfree).
 
 A stage's host that issues free of its inputs (free_host below) fills its compute stream's launch queue: the stream
 holds Q kernels (llm/host.LAUNCH_QUEUE_KERNELS, 1,000, measured) that it has not started; a further launch blocks the
@@ -73,9 +74,9 @@ def steady(work, run):
 def free_host(task, start: float, host_at: float, queue: int = 0, pending: list | None = None,
               action_s: float = 0.0) -> tuple:
     """PipelineWork.free_hosts (llm/simulate.py and maxplus.py, one place): the task (a simulate.Task) with its GPU free
-    from `start` (the stream's previous work done, its input
-    arrived) and its host issuing from `host_at` (the host's previous issue done; it never waits for the input: the
-    receive is enqueued and the stream waits), and the host's next free time. Its kernels end at
+    from `start` (the stream's previous work done, its input arrived) and its host issuing from `host_at` (the host's
+    previous issue done; it never waits for the input: the receive is enqueued and the stream waits), and the host's next
+    free time. Its kernels end at
         end = max(start + G, host_at + late + bound_s)          (G its GPU-bound time, duration_s less its 'host' part)
     the kernel-by-kernel issue bound (llm/host.py) with the first kernel held until `start`: max_k(max(start, issued_k)
     + the GPU time from k on). The launch queue (`queue` kernels a stream holds, 0: unbounded): a host that has issued

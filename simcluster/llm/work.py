@@ -325,17 +325,19 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                + ddp_bucket_copies_s(gpu, par, fw, params, *ddp_last) * (m if ddp_each else 1) + opt_casts
                + gpu.memory_time_s(fw.grad_scale_bytes * params.total))
         if fw.torch_pipelining and s == pp - 1:   # torch pipelining's step() merges the last stage's bf16 logits (read + write)
-            opt += gpu.memory_time_s(4.0 * batch.micro_batches(par.dp) * tokens * model.vocab * (1 + model.mtp_layers))
+            opt += gpu.memory_time_s(4.0 * m * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns), tuple(synced)))
-    return PipelineWork(tuple(stages), batch.micro_batches(par.dp), comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
+    free = free_hosts(fw, stages, par.gpus)
+    backlog = fw.launch_backlog and free   # session 45's ppfree term (off in the product)
+    return PipelineWork(tuple(stages), m, comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par, fw.ddp_bucket_bytes),   # ZeRO-2; DDP sync
                         grads_wait_each_backward=ddp_each,
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
-                        free_hosts=free_hosts(fw, stages, par.gpus), launch_queue=host.LAUNCH_QUEUE_KERNELS,
-                        launch_backlog=(term := fw.launch_backlog and free_hosts(fw, stages, par.gpus)),
-                        action_host_s=host.PIPELINE_ACTION_HOST_S * term)
+                        free_hosts=free, launch_queue=host.LAUNCH_QUEUE_KERNELS,
+                        launch_backlog=backlog,
+                        action_host_s=host.PIPELINE_ACTION_HOST_S if backlog else 0.0)
 
 
 def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
