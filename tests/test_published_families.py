@@ -44,10 +44,13 @@ def test_family_figures_count_held_out_and_development_apart_and_a_source_group_
     assert fams["MoE"]["held_out"]["rows"] == 0 and not fams["MoE"]["held_out"]["meets_target"]
 
 
-def test_families_go_with_published_llm_only():
-    out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "nccl", "--families"],
-                         capture_output=True, text=True)
-    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and "--published llm" in out.stderr
+@pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),
+                                              (["--families"], "--families goes with --published llm"),
+                                              (["--error-bands", "--published", "llm", "--families"], "--published does not apply")])
+def test_families_go_with_published_llm_only(argv, expect):
+    """Refused in one line wherever it would be ignored (another mode refuses --published llm itself)."""
+    out = subprocess.run([sys.executable, "-m", "simcluster", "validate", *argv], capture_output=True, text=True)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and expect in out.stderr
 
 
 def test_the_nemo_long_sequence_table_splits_at_16k():
