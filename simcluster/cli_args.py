@@ -113,6 +113,8 @@ def build_parser(commands: dict) -> argparse.ArgumentParser:
     p.add_argument("--published", choices=("nccl", "llm", "reliability"), help="published runs (calibration/published/nccl-*.yaml: "
                    "multi-node busbw on the fabric model; llm-*.yaml: training throughput on the LLM model; reliability-*.yaml: "
                    "interruptions per GPU-hour, each source's rate predicting the others' MTBF)")
+    p.add_argument("--families", action="store_true", help="with --published llm: a line per issue-44 family (Megatron/NeMo, "
+                   "FSDP/ZeRO, long-sequence, fp8, MoE; trust/regime.published_family), held out and development apart")
     p.add_argument("--decisions", metavar="FOLDER", help="NCCL's decisions logged in the tuning logs of every trace "
                    "bundle under FOLDER, and in every posted log (nccl-decisions-*/source.yaml, e.g. calibration/published), "
                    "against the decision model")

@@ -32,6 +32,7 @@ from simcluster.published import Published, checked, flag, one_of, published_fil
 from simcluster.reference import source_gpu
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys, short
+from simcluster.trust.regime import published_family
 
 TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
@@ -333,8 +334,9 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     machine = machine_for(usage, gpus)
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
+    framework = framework_of(ref, run)
     result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, gpus, "megatron", trace=False,
-                         framework=framework_of(ref, run))
+                         framework=framework)
     metric, measured, predicted, error = _compared(ref, run, model, batch, result)
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
@@ -345,7 +347,8 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
     return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
                         regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref),
-                        source_group="" if ref.source_group == ref.name else ref.source_group)
+                        source_group="" if ref.source_group == ref.name else ref.source_group,
+                        family=published_family(framework.name, bool(model.experts), model.seq, par.zero, batch.precision))
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

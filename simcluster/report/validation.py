@@ -8,7 +8,7 @@ from pathlib import Path
 from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
 from simcluster.machine_validation import HeldOutMachines
 from simcluster.report.tables import validation_table
-from simcluster.results import DecisionValidation, ReferenceValidation
+from simcluster.results import DecisionValidation, FamilyValidation, ReferenceValidation
 from simcluster.validation import BundleValidation, LogValidation, QperfValidation
 
 
@@ -108,6 +108,31 @@ def _clip(text: str, width: int = 140) -> str:
     """A provenance or detail note cut to one readable line; --json carries the whole text."""
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 12].rstrip() + " ... (--json)"
+
+
+@render.register
+def _(v: FamilyValidation) -> str:
+    """A line per issue-44 family and kind of row (held out, development): rows, sources, mean |error|, within target."""
+    from simcluster.trust.regime import LONG_SEQUENCE
+
+    target = v.published.target * 100
+    lines = [f"# published LLM rows per family (issue 44's target: held-out rows mean |error| <= {target:.0f}% and >= "
+             f"{v.FAMILY_SHARE:.0%} within {target:.0f}%); a row's family, the first its configuration takes: MoE (experts), "
+             f"long-sequence (seq >= {LONG_SEQUENCE:,}), FSDP/ZeRO (a PyTorch FSDP trainer or ZeRO 2-3), fp8, Megatron/NeMo "
+             "(trust/regime.published_family)",
+             f"# {'family':<14} {'rows':<12} {'n':>4} {'src':>4} {'mean |error|':>12} {'within':>13}  target  sources"]
+    for f in v.families():
+        for kind in ("held_out", "development"):
+            s = f[kind]
+            if not s["rows"]:
+                if kind == "held_out":
+                    lines.append(f"  {f['family']:<14} {'held out':<12} {0:>4} {0:>4} {'-':>12} {'-':>13}  no      (no held-out row)")
+                continue
+            met = ("yes" if s["meets_target"] else "no") if kind == "held_out" else ""
+            lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {len(s['sources']):>4} "
+                         f"{s['mean_abs_error_pct']:>11.1f}% {s['within_target']:>5} ({s['within_share']:>4.0%})  {met:<6}  "
+                         + _clip(", ".join(_short(x) for x in s["sources"]), 90))
+    return "\n".join(lines) + "\n"
 
 
 @render.register

@@ -83,6 +83,30 @@ def parallel_family(tp: int, pp: int, cp: int, zero: int, moe: bool) -> str:
     return "DP/ZeRO-1/2"
 
 
+# Issue 44's five published families, in which its target is read (per family: held-out rows <= 10% mean |error|, >= 80%
+# of them within 10%). A row's family is the first of these its resolved configuration takes, riskiest first as
+# parallel_family orders them; the one place that decides it (no source file or name sets it, so a new source is placed
+# as it is recorded): MoE (the model has experts), long-sequence (sequence >= LONG_SEQUENCE tokens, with or without
+# context parallelism), FSDP/ZeRO (a PyTorch FSDP trainer, or ZeRO stage 2-3 under Megatron / DeepSpeed), fp8 (fp8
+# GEMMs), and Megatron/NeMo (the rest of the Megatron-Core and Megatron-LM rows); another framework keeps its own family
+PUBLISHED_FAMILIES = ("Megatron/NeMo", "FSDP/ZeRO", "long-sequence", "fp8", "MoE")   # the issue's order, for printing
+LONG_SEQUENCE = 16384   # tokens: where published long-context tables start (NeMo's 16K row; context parallel from 32K)
+
+
+def published_family(framework: str, moe: bool, seq: int, zero: int, precision: str) -> str:
+    """The issue-44 family of a published row (PUBLISHED_FAMILIES) from its resolved configuration."""
+    if moe:
+        return "MoE"
+    if seq >= LONG_SEQUENCE:
+        return "long-sequence"
+    fw = framework_family(framework)
+    if fw == "PyTorch FSDP" or zero >= 2:
+        return "FSDP/ZeRO"
+    if precision == "fp8":
+        return "fp8"
+    return fw
+
+
 def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> str:
     """Eager PyTorch's parallelism as the llm-step runner's modes name it: FSDP (FSDP2), PP (torch.distributed.
     pipelining), TP x DP (a 2-D mesh), TP (DTensor), DDP, single (one GPU); MoE and CP as parallel_family names them."""

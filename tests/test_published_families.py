@@ -1,0 +1,63 @@
+"""Issue 44's five published families (trust/regime.published_family) and `validate --published llm --families`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simcluster.results import FamilyValidation, ReferenceRow, ReferenceValidation
+from simcluster.trust.regime import LONG_SEQUENCE, PUBLISHED_FAMILIES, published_family
+
+
+@pytest.mark.parametrize(("args", "family"), [
+    (("megatron", True, 65536, 3, "fp8"), "MoE"),                       # experts first, whatever else the row has
+    (("composer-fsdp", False, LONG_SEQUENCE, 3, "bf16"), "long-sequence"),
+    (("composer-fsdp", False, LONG_SEQUENCE - 1, 3, "fp8"), "FSDP/ZeRO"),  # below the threshold: the trainer's family
+    (("megatron-unfused-attention", False, 2048, 3, "bf16"), "FSDP/ZeRO"),  # ZeRO-3 under Megatron
+    (("megatron", False, 8192, 2, "bf16"), "FSDP/ZeRO"),
+    (("megatron", False, 8192, 1, "fp8"), "fp8"),
+    (("megatron-te-fa2", False, 8192, 1, "bf16"), "Megatron/NeMo"),
+    (("megatron-local-spec", False, 4096, 1, "bf16"), "Megatron local spec"),   # another stack keeps its own name
+])
+def test_a_rows_family_is_the_first_its_configuration_takes(args, family):
+    assert published_family(*args) == family
+
+
+def _row(source, error, held_out, family, group=""):
+    return ReferenceRow(source, 0, "", "tokens_per_s", 1.0, 1.0 + error, error, held_out, family=family, source_group=group)
+
+
+def test_family_figures_count_held_out_and_development_apart_and_a_source_group_once():
+    rows = [_row("a", 0.05, True, "long-sequence", "g"), _row("b", -0.12, True, "long-sequence", "g"),
+            _row("c", 0.02, True, "long-sequence"), _row("d", 0.30, False, "long-sequence"),
+            _row("e", 0.01, True, "fp8"), ReferenceRow("f", 0, "", "", None, None, None, True, unavailable="x", family="fp8")]
+    fams = {f["family"]: f for f in FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})).families()}
+    assert list(fams) == list(PUBLISHED_FAMILIES)
+    ls = fams["long-sequence"]["held_out"]
+    assert ls["rows"] == 3 and ls["sources"] == ["c", "g"] and ls["within_target"] == 2
+    assert ls["mean_abs_error_pct"] == pytest.approx(19 / 3) and not ls["meets_target"]   # 67% within, under 80%
+    assert fams["long-sequence"]["development"]["rows"] == 1
+    assert fams["fp8"]["held_out"]["rows"] == 1 and fams["fp8"]["held_out"]["meets_target"]   # the unavailable row: not counted
+    assert fams["MoE"]["held_out"]["rows"] == 0 and not fams["MoE"]["held_out"]["meets_target"]
+
+
+@pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),
+                                              (["--families"], "--families goes with --published llm"),
+                                              (["--error-bands", "--published", "llm", "--families"], "--published does not apply")])
+def test_families_go_with_published_llm_only(argv, expect):
+    """Refused in one line wherever it would be ignored (another mode refuses --published llm itself)."""
+    out = subprocess.run([sys.executable, "-m", "simcluster", "validate", *argv], capture_output=True, text=True)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1 and expect in out.stderr
+
+
+def test_the_nemo_long_sequence_table_splits_at_16k():
+    """Its 8K row (fp8, no CP) is an fp8 row; its 16K-1M rows are the long-sequence family's."""
+    out = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "llm", "--families", "--json",
+                          "calibration/published/llm-nemo-25.04-long-sequence-b200.yaml"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    fams = {f["family"]: f for f in json.loads(out.stdout)["families"]}
+    assert fams["long-sequence"]["held_out"]["rows"] == 7 and fams["fp8"]["held_out"]["rows"] == 1
+    assert fams["long-sequence"]["held_out"]["sources"] == ["llm-nemo-25.04-long-sequence-b200"]
