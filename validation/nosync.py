@@ -84,8 +84,9 @@ def rows(shapes=SHAPES, variants=VARIANTS, extra=None) -> list[dict]:
 
 
 def register(path: Path, script: str = "validation/nosync.py --register", shapes=SHAPES, variants=VARIANTS,
-             judge: dict = JUDGE, rules: dict = RULES, extra=None) -> None:
-    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's with its own."""
+             judge: dict = JUDGE, rules: dict = RULES, extra=None, session: int = 45) -> None:
+    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's and zero2.py's
+    with their own."""
     commit = registering_commit(ROOT)
     regs = rows(shapes, variants, extra)
     doc = {"registered_at_commit": commit, "script": script,
@@ -94,7 +95,7 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
                            "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
            "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes},
            "judge": judge, "rules": rules, "rows": regs}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
+    write_registration(path, f"# Predictions registered before the runs (issue 44, session {session}); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in regs:
         p = r["predicted"]
@@ -171,9 +172,10 @@ def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
     return judge, regs
 
 
-def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dict, float | None, bool | None, bool | None, bool]:
-    """Rules N, M, B and P over the processes (their errors set here): (verdicts, N's pooled sd, noise ABOVE the target,
-    M within, P met)."""
+def step_verdicts(procs: list[dict], regs: list[dict], judge: dict,
+                  variants=VARIANTS) -> tuple[dict, float | None, bool | None, bool | None, bool]:
+    """Rules N, M, B and P over the processes (their errors set here; M also per variant of `variants`): (verdicts, N's
+    pooled sd, noise ABOVE the target, M within, P met)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1
@@ -193,7 +195,7 @@ def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dic
         mean = statistics.mean(abs(p["error"]) for p in procs)
         within = mean <= target
         per = "; ".join(f"{v} {statistics.mean(abs(p['error']) for p in procs if p['row']['variant'] == v):.1%}"
-                        for v in VARIANTS if any(p["row"]["variant"] == v for p in procs))
+                        for v in variants if any(p["row"]["variant"] == v for p in procs))
         verdicts["M"] = (f"{'within' if within else 'not within'} the target: mean |error| {mean:.1%} over {len(procs)} "
                          f"processes ({per}; target {target:.0%}), errors {min(p['error'] for p in procs):+.1%}.."
                          f"{max(p['error'] for p in procs):+.1%}")

@@ -81,6 +81,8 @@ class FrameworkSpec:
     tp_bwd_allreduces: int = 2        # TP all_reduces of a layer's input gradient (no sequence parallelism): Megatron's 2, fused
     tp_bwd_bytes: int = 2             # QKV and fused up-gate, in bf16; torch DTensor TP (llm/eager.py): 5 in fp32
     ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
+    zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last
+                                      # reduce-scatter before the next forward (llm/grad_sync.py; FSDP2's root post-backward callback)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
