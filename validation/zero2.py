@@ -43,7 +43,8 @@ SHAPES = (("8b", 704, 1, "the wait matters: 8B's fp32 reduce-scatter long agains
 PROCESS = {"8b": "{preset}-{seq}x{mb}-{variant}", "0.5b": "0.5b-2496x1+3456x4-{variant}"}   # the process file's stem
 ZERO2_PROCESSES = {"8b": 3}   # the zero2 rows with a third process (else nosync.PROCESSES)
 VARIANTS = {"zero2": "fsdp-zero2", "control": "fsdp"}   # process stem suffix -> heldout/eager_regimes.layout_of mode
-JUDGE = nosync.JUDGE | {"adopt_min_pct": 2.0, "diff_floor_pct": 2.0, "diff_z": 2.0}
+JUDGE = {k: nosync.JUDGE[k] for k in ("target_pct", "mem_pct", "bias_band")} | {"adopt_min_pct": 2.0, "diff_floor_pct": 2.0,
+                                                                                "diff_z": 2.0}
 RULES = {k: nosync.RULES[k] for k in ("N", "M", "B", "P")} | {
     "measured": "rank 0's median step of each (process, shape) (2 warm-up, 5 timed steps of 4 micro-batches per shape); a "
                 "process the budget guard skipped or that failed is left out and said",
