@@ -52,8 +52,8 @@ RULES = {k: nosync.RULES[k] for k in ("N", "M", "B", "P")} | {
          "without it (step_ms_nowait) differ by >= adopt_min_pct in log (the deciding shapes): measured r_m = exp(mean log "
          "step zero2 - mean log step control), registered r_w = step_ms(zero2) / step_ms(control) and r_n = "
          "step_ms_nowait(zero2) / step_ms(control); limit = max(diff_floor_pct / 100, diff_z x N's pooled sd x sqrt(1 / "
-         "n_zero2 + 1 / n_control)); ADOPT if log r_m is nearer log r_w and |log r_m - log r_n| > limit, REJECT if nearer "
-         "log r_n and |log r_m - log r_w| > limit, else UNDECIDED; over the deciding shapes: ADOPT (or REJECT) if every "
+         "n_zero2 + 1 / n_control)); ADOPT if |log r_m - log r_w| <= limit < |log r_m - log r_n|, REJECT if |log r_m - "
+         "log r_n| <= limit < |log r_m - log r_w|, else UNDECIDED (within both limits, or neither: its sign and size said); over the deciding shapes: ADOPT (or REJECT) if every "
          "one says so, else UNDECIDED; NO DATA without a process of each variant; UNDECIDED (NOISE) if N is ABOVE",
     "D": "NOISE if N is ABOVE the target; else 'WAIT ADOPTED' / 'WAIT REJECTED' / 'WAIT UNDECIDED' by A, followed by "
          "'step within' or 'step not within' (M) and 'memory met' or 'memory not met' (P). ADOPTED keeps zero2_wait on "
@@ -107,7 +107,7 @@ def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) ->
         noise = judge["diff_z"] * (sd or 0.0) * math.sqrt(1 / len(by["zero2"]) + 1 / len(by["control"]))
         limit = max(judge["diff_floor_pct"] / 100, noise)
         to_w, to_n = abs(log_m - log_w), abs(log_m - log_n)
-        say = "ADOPT" if to_w < to_n and to_n > limit else "REJECT" if to_n <= to_w and to_w > limit else "UNDECIDED"
+        say = "ADOPT" if to_w <= limit < to_n else "REJECT" if to_n <= limit < to_w else "UNDECIDED"
         says.append(say)
         lines.append(f"{label}: {say}: zero2 / control measured {math.exp(log_m) - 1:+.1%}, registered with the wait "
                      f"{math.exp(log_w) - 1:+.1%}, without {math.exp(log_n) - 1:+.1%} (limit {limit:.1%}"
