@@ -53,8 +53,9 @@ RULES = {k: nosync.RULES[k] for k in ("N", "M", "B", "P")} | {
          "step zero2 - mean log step control), registered r_w = step_ms(zero2) / step_ms(control) and r_n = "
          "step_ms_nowait(zero2) / step_ms(control); limit = max(diff_floor_pct / 100, diff_z x N's pooled sd x sqrt(1 / "
          "n_zero2 + 1 / n_control)); ADOPT if |log r_m - log r_w| <= limit < |log r_m - log r_n|, REJECT if |log r_m - "
-         "log r_n| <= limit < |log r_m - log r_w|, else UNDECIDED (within both limits, or neither: its sign and size said); over the deciding shapes: ADOPT (or REJECT) if every "
-         "one says so, else UNDECIDED; NO DATA without a process of each variant; UNDECIDED (NOISE) if N is ABOVE",
+         "log r_n| <= limit < |log r_m - log r_w|, else UNDECIDED (within both limits, or neither: its sign and size "
+         "said); over the deciding shapes: ADOPT (or REJECT) if every one says so, else UNDECIDED; NO DATA without a "
+         "process of each variant; UNDECIDED (NOISE) if N is ABOVE",
     "D": "NOISE if N is ABOVE the target; else 'WAIT ADOPTED' / 'WAIT REJECTED' / 'WAIT UNDECIDED' by A, followed by "
          "'step within' or 'step not within' (M) and 'memory met' or 'memory not met' (P). ADOPTED keeps zero2_wait on "
          "for framework torch's zero 2 (FSDP2) and is the measured case for the wait the model's other frameworks' "
