@@ -104,9 +104,10 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[list[dict], list[str]]:
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp",
+                   peak_key: str = "max_memory_allocated_bytes") -> tuple[list[dict], list[str]]:
     """Every process of every registered row that ran it (the runner's --mode `mode`; heldout/eager_nosync.process_step,
-    the error bands' reading too): {row, step_s, peak_GiB}; a line per process left out."""
+    the error bands' reading too): {row, step_s, peak_GiB (the shape's `peak_key`)}; a line per process left out."""
     got, left = [], []
     for reg in regs:
         for k in range(1, int(reg["processes"]) + 1):
@@ -115,7 +116,7 @@ def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[
             if shape is None:
                 left.append(f"{stem}: {why}")
                 continue
-            peak = shape.get("max_memory_allocated_bytes")
+            peak = shape.get(peak_key)
             got.append({"row": reg, "process": stem, "step_s": float(shape["median_step_s"]),
                         "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None})
     return got, left

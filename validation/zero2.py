@@ -14,7 +14,8 @@ PROCESSES: `simcluster.runner.llm_step --mode fsdp --grad-accum 4 [--reshard-aft
 registered_row: framework torch, the product's host fits; zero 2's with the per-micro-batch wait, llm/grad_sync.py),
 the zero2 rows' step without the wait (step_ms_nowait: the model's ZeRO-2 path as it was, the reduce-scatter running
 into the next forward), host share and stage-0 memory, and the rules below. The process reading and rules N, M, B, P
-are validation/nosync.py's (imported); nothing fitted on the runs after.
+are validation/nosync.py's (imported; P on the timed steps' peak, A's limit from each shape's own noise: cold read C45
+item 9 on the ddpaccum set); nothing fitted on the runs after.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 import nosync  # noqa: E402
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, set_main  # noqa: E402
+from simcluster.heldout.registration import pooled_log_sd, print_verdicts, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2-2026-11-30"
 # (preset, seq, micro_batch, why): seqs new to calibration (session 46's 704, 2496, 3456)
@@ -45,14 +46,19 @@ ZERO2_PROCESSES = {"8b": 3}   # the zero2 rows with a third process (else nosync
 VARIANTS = {"zero2": "fsdp-zero2", "control": "fsdp"}   # process stem suffix -> heldout/eager_regimes.layout_of mode
 JUDGE = {k: nosync.JUDGE[k] for k in ("target_pct", "mem_pct", "bias_band")} | {"adopt_min_pct": 2.0, "diff_floor_pct": 2.0,
                                                                                 "diff_z": 2.0}
-RULES = {k: nosync.RULES[k] for k in ("N", "M", "B", "P")} | {
+PEAK_KEY = "max_memory_allocated_timed_bytes"   # the timed steps' own peak (the steady one, first steps apart: C45 item 9)
+RULES = {k: nosync.RULES[k] for k in ("N", "M", "B")} | {
+    "P": "rank 0's peak over the shape's timed steps (max_memory_allocated_timed_bytes: the steady peak, the warm-up steps "
+         "apart) of every process within mem_pct of the registered range [steady_mem_GiB, peak_mem_GiB] (0 inside) -> "
+         "'memory met', else 'not met'",
     "measured": "rank 0's median step of each (process, shape) (2 warm-up, 5 timed steps of 4 micro-batches per shape); a "
                 "process the budget guard skipped or that failed is left out and said",
     "A": "ADOPT rule for the per-micro-batch wait, on each shape whose registered zero2 step with the wait (step_ms) and "
          "without it (step_ms_nowait) differ by >= adopt_min_pct in log (the deciding shapes): measured r_m = exp(mean log "
          "step zero2 - mean log step control), registered r_w = step_ms(zero2) / step_ms(control) and r_n = "
-         "step_ms_nowait(zero2) / step_ms(control); limit = max(diff_floor_pct / 100, diff_z x N's pooled sd x sqrt(1 / "
-         "n_zero2 + 1 / n_control)); ADOPT if |log r_m - log r_w| <= limit < |log r_m - log r_n|, REJECT if |log r_m - "
+         "step_ms_nowait(zero2) / step_ms(control); limit = max(diff_floor_pct / 100, diff_z x sd x sqrt(1 / n_zero2 + 1 / "
+         "n_control)), sd the shape's own pooled sd of log step over its two variants (N's pooled sd over every shape only "
+         "where the shape has no repeat: cold read C45 item 9); ADOPT if |log r_m - log r_w| <= limit < |log r_m - log r_n|, REJECT if |log r_m - "
          "log r_n| <= limit < |log r_m - log r_w|, else UNDECIDED (within both limits, or neither: its sign and size "
          "said); over the deciding shapes: ADOPT (or REJECT) if every one says so, else UNDECIDED; NO DATA without a "
          "process of each variant; UNDECIDED (NOISE) if N is ABOVE",
@@ -105,7 +111,8 @@ def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) ->
             lines.append(f"{label}: NO DATA (a variant did not run)")
             continue
         log_m = statistics.mean(by["zero2"]) - statistics.mean(by["control"])
-        noise = judge["diff_z"] * (sd or 0.0) * math.sqrt(1 / len(by["zero2"]) + 1 / len(by["control"]))
+        own = pooled_log_sd([by["zero2"], by["control"]])[0]   # the shape's own repeats; N's pooled sd where none
+        noise = judge["diff_z"] * (own if own is not None else sd or 0.0) * math.sqrt(1 / len(by["zero2"]) + 1 / len(by["control"]))
         limit = max(judge["diff_floor_pct"] / 100, noise)
         to_w, to_n = abs(log_m - log_w), abs(log_m - log_n)
         say = "ADOPT" if to_w <= limit < to_n else "REJECT" if to_n <= limit < to_w else "UNDECIDED"
@@ -124,7 +131,7 @@ def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     if any(not isinstance(r["predicted"].get("step_ms_nowait"), (int, float)) for r in regs if r["variant"] == "zero2"):
         raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.step_ms_nowait (ms)")
-    procs, left = nosync.read_processes(bundle, regs)
+    procs, left = nosync.read_processes(bundle, regs, peak_key=PEAK_KEY)
     verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
     wait, lines = adopt(procs, regs, judge, sd)
     if above:
