@@ -121,7 +121,7 @@ def test_the_set_enters_the_error_bands_as_fsdp_rows_one_per_shape_and_variant(t
     assert len(got) == 6 and sorted(r["zero"] for r in got) == [2, 2, 2, 3, 3, 3]
     z8 = next(r for r in got if r["label"].startswith("8b fsdp zero2"))
     assert math.isclose(z8["measured_s"], reg["8b-704x1-zero2"] * 1.1, rel_tol=0.01) and z8["predicted_s"] == reg["8b-704x1-zero2"]
-    from simcluster.trust.build import eager_residuals   # FSDP2 either way: the FSDP bands, host-bound or not
+    from simcluster.trust.build import eager_residuals  # FSDP2 either way: the FSDP bands, host-bound or not
 
     assert {res.regime for res in eager_residuals(got)} == {"llm | PyTorch eager | FSDP | bf16",
                                                             "llm | PyTorch eager | FSDP+host-bound | bf16"}
