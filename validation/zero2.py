@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
 import nosync  # noqa: E402
+from ddpaccum import show  # noqa: E402  (nosync's process lines, then this set's verdicts)
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import pooled_log_sd, print_verdicts, set_main  # noqa: E402
+from simcluster.heldout.registration import pooled_log_sd, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2-2026-11-30"
 # (preset, seq, micro_batch, why): seqs new to calibration (session 46's 704, 2496, 3456)
@@ -142,11 +143,6 @@ def read_out(bundle: Path) -> dict:
                      f"{'NO DATA' if within is None else 'within' if within else 'not within'}; memory "
                      f"{'met' if mem_met else 'not met'}")
     return {"procs": procs, "left": left, "verdicts": verdicts}
-
-
-def show(result: dict) -> None:
-    nosync.show({**result, "verdicts": {}, "left": []})
-    print_verdicts(result["verdicts"], result["left"])
 
 
 def main(argv: list[str]) -> int:
