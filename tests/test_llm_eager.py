@@ -53,6 +53,7 @@ def test_modes_follow_the_parallel_block():
     assert eager.mode_of(ParallelSpec(recompute="full")) == "single+ckpt"
     with pytest.raises(LlmConfigError, match="ZeRO-1"):
         eager.mode_of(ParallelSpec(dp=2, zero=1))
+    assert eager.mode_of(ParallelSpec(dp=2, zero=2)) == "fsdp-zero2"   # FSDP2 reshard_after_forward=False (session 46)
     with pytest.raises(LlmConfigError, match="parallel.recompute: framework torch checkpoints whole blocks"):
         eager.mode_of(ParallelSpec(dp=2, recompute="selective"))
     assert eager.mode_of(ParallelSpec(cp=2)) == "cp" and eager.mode_of(ParallelSpec(cp=2, dp=2)) == "cp+ddp"   # llm/torch_cp.py
@@ -97,7 +98,8 @@ def test_a_torch_job_predicts_with_its_mode(tmp_path):
     ("{dp: 2, recompute: selective}", "torch", "jobs[0].parallel.recompute: framework torch checkpoints whole blocks"),
     ("{pp: 2, pp_schedule: gpipe}", "megatron", "jobs[0].parallel.pp_schedule: framework megatron runs (interleaved) 1F1B, not GPipe"),
     ("{pp: 2, pp_schedule: zb}", "torch", "jobs[0].parallel.pp_schedule: expected one of 1f1b, gpipe"),
-    ("{dp: 2, zero: 1}", "torch", "jobs[0].parallel.zero: framework torch has DDP (zero 0) and FSDP2 (zero 3)"),
+    ("{dp: 2, zero: 1}", "torch", "jobs[0].parallel.zero: framework torch has DDP (zero 0), FSDP2 (zero 3) and, over dp > 1"),
+    ("{dp: 1, tp: 2, zero: 2}", "torch", "not ZeRO-2 with dp 1, tp 2, pp 1"),
     ("{dp: 2}", "{name: torch, colour: red}", "jobs[0].framework.colour: unknown key"),
 ])
 def test_bad_framework_settings_are_one_line_errors(tmp_path, parallel, framework, message):

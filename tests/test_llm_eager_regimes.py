@@ -189,7 +189,8 @@ def test_scenarios_accept_every_layout_torch_runs(tmp_path, parallel, name):
 def test_a_layout_torch_cannot_run_is_a_one_line_error(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(root=ROOT, parallel="{dp: 2, zero: 2, pp: 2}")))
-    with pytest.raises(ScenarioError, match=re.escape("jobs[0].parallel.zero: framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-2")):
+    with pytest.raises(ScenarioError, match=re.escape("jobs[0].parallel.zero: framework torch has DDP (zero 0), FSDP2 (zero 3) and, over dp > 1 alone, "
+                                                       "FSDP2 with reshard_after_forward=False (zero 2); not ZeRO-2 with dp 2, tp 1, pp 2")):
         load(path)
 
 

@@ -84,8 +84,9 @@ def rows(shapes=SHAPES, variants=VARIANTS, extra=None) -> list[dict]:
 
 
 def register(path: Path, script: str = "validation/nosync.py --register", shapes=SHAPES, variants=VARIANTS,
-             judge: dict = JUDGE, rules: dict = RULES, extra=None) -> None:
-    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's with its own."""
+             judge: dict = JUDGE, rules: dict = RULES, extra=None, session: int = 45) -> None:
+    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's and zero2.py's
+    with their own."""
     commit = registering_commit(ROOT)
     regs = rows(shapes, variants, extra)
     doc = {"registered_at_commit": commit, "script": script,
@@ -94,7 +95,7 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
                            "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
            "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes},
            "judge": judge, "rules": rules, "rows": regs}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
+    write_registration(path, f"# Predictions registered before the runs (issue 44, session {session}); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in regs:
         p = r["predicted"]
@@ -103,9 +104,10 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[list[dict], list[str]]:
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp",
+                   peak_key: str = "max_memory_allocated_bytes") -> tuple[list[dict], list[str]]:
     """Every process of every registered row that ran it (the runner's --mode `mode`; heldout/eager_nosync.process_step,
-    the error bands' reading too): {row, step_s, peak_GiB}; a line per process left out."""
+    the error bands' reading too): {row, step_s, peak_GiB (the shape's `peak_key`)}; a line per process left out."""
     got, left = [], []
     for reg in regs:
         for k in range(1, int(reg["processes"]) + 1):
@@ -114,7 +116,7 @@ def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[
             if shape is None:
                 left.append(f"{stem}: {why}")
                 continue
-            peak = shape.get("max_memory_allocated_bytes")
+            peak = shape.get(peak_key)
             got.append({"row": reg, "process": stem, "step_s": float(shape["median_step_s"]),
                         "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None})
     return got, left
@@ -171,9 +173,10 @@ def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
     return judge, regs
 
 
-def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dict, float | None, bool | None, bool | None, bool]:
-    """Rules N, M, B and P over the processes (their errors set here): (verdicts, N's pooled sd, noise ABOVE the target,
-    M within, P met)."""
+def step_verdicts(procs: list[dict], regs: list[dict], judge: dict,
+                  variants=VARIANTS) -> tuple[dict, float | None, bool | None, bool | None, bool]:
+    """Rules N, M, B and P over the processes (their errors set here; M also per variant of `variants`): (verdicts, N's
+    pooled sd, noise ABOVE the target, M within, P met)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1
@@ -193,7 +196,7 @@ def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dic
         mean = statistics.mean(abs(p["error"]) for p in procs)
         within = mean <= target
         per = "; ".join(f"{v} {statistics.mean(abs(p['error']) for p in procs if p['row']['variant'] == v):.1%}"
-                        for v in VARIANTS if any(p["row"]["variant"] == v for p in procs))
+                        for v in variants if any(p["row"]["variant"] == v for p in procs))
         verdicts["M"] = (f"{'within' if within else 'not within'} the target: mean |error| {mean:.1%} over {len(procs)} "
                          f"processes ({per}; target {target:.0%}), errors {min(p['error'] for p in procs):+.1%}.."
                          f"{max(p['error'] for p in procs):+.1%}")

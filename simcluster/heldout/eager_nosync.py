@@ -19,7 +19,13 @@ family's pooled band; the set's rule M read no-sync's step 5.4% against sync's 6
 
 The ddpaccum set (calibration/h200x2-ddpaccum-2026-11-30, validation/ddpaccum.py: torch DDP with 4 micro-batches, all-
 reduced after every micro-batch or once a step under no_sync, two GPU-bound shapes x 2 processes) is read the same way
-with the runner's mode `ddp`: its rows are DDP rows, one source of its own."""
+with the runner's mode `ddp`: its rows are DDP rows, one source of its own.
+
+Session 46's zero2 set (calibration/h200x2-zero2-2026-11-30, validation/zero2.py: FSDP2 with reshard_after_forward=False,
+the model's framework torch zero 2, beside the FSDP2 default as its control, 4 micro-batches reduced every micro-batch)
+is read the same way with mode `fsdp`: a row names the process that timed it (`process`, where one process timed two
+shapes) and whether that process kept its parameters from forward to backward (`reshard_after_forward`, checked against
+the document's fsdp_reshard_after_forward); one source of its own."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from pathlib import Path
 from simcluster.heldout.eager import ROOT
 
 NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+ZERO2_BUNDLE = "calibration/h200x2-zero2-2026-11-30"        # the zero2 set (validation/zero2.py), mode fsdp
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
@@ -41,16 +48,18 @@ def grad_sync(reg: dict) -> str:
 
 
 def process_step(bundle: Path, reg: dict, k: int, mode: str = "fsdp") -> tuple[dict | None, str]:
-    """(timed shape, '') of process k of a registered row when it ran the registered configuration (the runner's --mode
-    `mode`, FSDP2 by default, 2 ranks,
-    the preset, MICROBATCHES reduced per grad_sync(reg), the registered shape ok with a positive median step); else
-    (None, why). validation/nosync.py's read-out reads its processes through this."""
+    """(timed shape, '') of process k of a registered row (runs/<its process or name>-rK.json) when it ran the registered
+    configuration (the runner's --mode `mode`, FSDP2 by default, 2 ranks, the preset, MICROBATCHES reduced per
+    grad_sync(reg), FSDP2's reshard_after_forward as the row's, default true; the registered shape ok with a positive
+    median step); else (None, why). validation/nosync.py's read-out reads its processes through this."""
     from simcluster.heldout.eager import process_document
 
-    doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", mode, 2, reg["preset"])
-    sync = grad_sync(reg)
+    doc, why = process_document(bundle / "runs" / f"{reg.get('process', reg['name'])}-r{k}.json", mode, 2, reg["preset"])
+    sync, keep = grad_sync(reg), reg.get("reshard_after_forward", True)   # the zero2 set's rows name both (module docstring)
     if doc is not None and doc.get("grad_accum") != {"micro_batches": MICROBATCHES, "grad_sync": sync}:
         doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
+    if doc is not None and doc.get("fsdp_reshard_after_forward", True) != keep:
+        doc, why = None, f"not reshard_after_forward {keep} (fsdp_reshard_after_forward {doc.get('fsdp_reshard_after_forward')})"
     shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
                   and s.get("micro_batch") == reg["micro_batch"] and s.get("status") == "ok"), None)
     step = (shape or {}).get("median_step_s")

@@ -66,7 +66,8 @@ def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducin
     # the ddpaccum set's: DDP over 2 ranks reducing every micro-batch (torch's default) or once a step (no_sync)
     from simcluster.llm.spec import ParallelSpec
     return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step"), "ddp+sync": ParallelSpec(dp=2, grad_sync="micro_batch"),
-            "ddp+nosync": ParallelSpec(dp=2, grad_sync="step")}
+            "ddp+nosync": ParallelSpec(dp=2, grad_sync="step"),
+            "fsdp-zero2": ParallelSpec(dp=2, zero=2)}   # the zero2 set's (session 46): FSDP2 reshard_after_forward=False
 
 
 def layout_of(mode: str):

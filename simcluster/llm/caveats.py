@@ -123,6 +123,11 @@ DDP_SYNC_HOST_BOUND = ("{framework}: host-bound ({share:.0%} of the step moves w
                        "for its all_reduces is priced after the host's issue rather than beside it, so the step may be "
                        "over-priced by up to min(the all_reduce tail, the host's lag) per micro-batch (llm/grad_sync.py; "
                        "unchecked: the ddpaccum set's shapes were not host-bound)")
+ZERO2_WAIT_HOST_BOUND = ("{framework}: host-bound ({share:.0%} of the step moves with the host) with ZeRO-2 reducing "
+                         "after every one of {m} micro-batches: each backward's wait for its reduce-scatters (zero2_wait) is "
+                         "priced after the host's issue rather than beside it, so the step may be over-priced by up to "
+                         "min(the reduce-scatter tail, the host's lag) per micro-batch (llm/grad_sync.py; the zero2 set's "
+                         "8b shape, host share 0.63, reads it)")
 
 def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec, gpu, precision: str = "bf16",
             host_share: float | None = None, flagged: bool = False, micro_batches: int = 1) -> list[str]:
@@ -165,6 +170,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if micro_batches > 1 and host_bound.is_host_bound(host_share) \
             and grad_sync.ddp_every_micro_batch(par, framework.ddp_bucket_bytes):
         out.append(DDP_SYNC_HOST_BOUND.format(framework=framework.name, share=host_share, m=micro_batches))
+    if host_bound.is_host_bound(host_share) and grad_sync.zero2_waits(par, framework.zero2_wait, micro_batches):
+        out.append(ZERO2_WAIT_HOST_BOUND.format(framework=framework.name, share=host_share, m=micro_batches))
     if par.zero == 3 and par.grad_sync == "step" and framework.host_hook_kernel_s > 0:
         out.append(FSDP_NO_SYNC_HOST.format(framework=framework.name, hook_us=framework.host_hook_kernel_s * 1e6))
     return out

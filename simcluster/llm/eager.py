@@ -43,7 +43,14 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    holds the weights and sees s / cp tokens of the same sequences): DDP's terms above over that group;
                    the host cost of the ddp mode (the ring's extra kernels counted; DTensor's dispatch of each SDPA
                    call not priced: unmeasured); no tp, pp, zero (ZeRO / FSDP) or recompute with it (mode_of)
-Expert parallelism, ZeRO-1/2 and Megatron's selective recompute are refused at their key.
+  dp > 1, zero 2   FSDP2 with reshard_after_forward=False (the runner's --reshard-after-forward false, session 46):
+                   ZeRO-2's layout in torch, each layer's bf16 parameters kept unsharded from its forward to its
+                   backward (no backward all-gather; memory: every layer's gathered weights at the backward's start,
+                   memory.py's zero-2 parameters), gradients reduce-scattered every micro-batch into fp32 shards; the
+                   wrapper's terms as zero 3's, the step the model's ZeRO-2 path (gradient buckets reduced after each
+                   backward, the parameters gathered once a step: FSDP2 gathers each micro-batch's forward, not priced)
+                   with zero2_wait on (llm/grad_sync.py)
+Expert parallelism, ZeRO-1 and Megatron's selective recompute are refused at their key.
 """
 
 from __future__ import annotations
@@ -80,7 +87,7 @@ def host_mode(par: ParallelSpec) -> str:
     if par.tp > 1:   # TP x DP too: DTensor dispatch dominates (MODES says why not the 2-D modes' own fits)
         return "tp"
     if par.dp * par.cp > 1:   # context parallelism: DDP's hooks over the dp x cp ranks (llm/torch_cp.py)
-        return "fsdp" if par.zero == 3 else "ddp"
+        return "fsdp" if par.zero in (2, 3) else "ddp"   # zero 2: FSDP2's hooks, parameters kept from forward to backward
     if par.recompute == "op" and par.pp == 1:
         return "op"
     return "ckpt" if par.recompute == "full" and par.pp == 1 else "single"
@@ -110,15 +117,17 @@ def mode_of(par: ParallelSpec) -> str:
     if par.recompute == "selective":
         raise LlmConfigError("parallel.recompute", "framework torch checkpoints whole blocks (torch.utils.checkpoint per "
                              "layer: recompute: full); selective recompute is not modelled for it", hint="recompute: none or full")
-    if par.zero in (1, 2):
-        raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0) and FSDP2 (zero 3), not ZeRO-{par.zero}")
+    if par.zero == 1 or (par.zero == 2 and (par.dp < 2 or par.tp > 1 or par.pp > 1)):
+        raise LlmConfigError("parallel.zero", f"framework torch has DDP (zero 0), FSDP2 (zero 3) and, over dp > 1 alone, "
+                             f"FSDP2 with reshard_after_forward=False (zero 2); not ZeRO-{par.zero} with dp {par.dp}, tp "
+                             f"{par.tp}, pp {par.pp}", hint="zero 0 or 3, or zero 2 with tp 1 and pp 1")
     parts = []
     if par.pp > 1:
         parts.append("pp-" + ("gpipe" if par.pp_schedule == "gpipe" else "interleaved" if par.virtual_stages > 1 else "1f1b"))
     if par.tp > 1:
         parts.append("tp")
     if par.dp > 1:
-        parts.append("fsdp" if par.zero == 3 else "ddp")
+        parts.append({3: "fsdp", 2: "fsdp-zero2"}.get(par.zero, "ddp"))
     if par.recompute == "full":
         parts.append("ckpt" if par.recompute_every == 1 else f"ckpt-every{par.recompute_every}")
     if par.recompute == "op":
@@ -153,13 +162,15 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         # the runner's tp optimizer is AdamW per parameter (foreach off), not the fused kernel FUSED_ADAMW_BYTES measures: 28 B
         fw = replace(fw, tp_vocab_split=False, tp_bwd_allreduces=5, tp_bwd_bytes=4, adam_bytes=28.0)
         names.append("dtensor-tp")
-    if par.dp > 1 and par.zero == 3:
+    if par.dp > 1 and par.zero in (2, 3):   # zero 2: reshard_after_forward=False (module docstring), the same wrapper
         # autocast_block off: FSDP2's bf16 parameters make the embedding output and so cos / sin bf16 (not examined)
         fw = replace(fw, param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0, comm_interference=True, autocast_block=False,
                      bf16_param_block=True)
         if hosts and mode == "fsdp" and {"fsdp", "single"} <= hosts.keys():   # the hooks' share (llm/grad_sync.py: no-sync spares the reduce's)
             fw = replace(fw, host_hook_kernel_s=max(0.0, hosts["fsdp"][0] - hosts["single"][0]))
-        names.append("fsdp2")
+        if par.zero == 2:   # its root post-backward callback waits for the reduce-scatters (llm/grad_sync.py)
+            fw = replace(fw, zero2_wait=True)
+        names.append("fsdp2" if par.zero == 3 else "fsdp2-zero2")
     elif par.dp * par.cp > 1:   # DDP; with cp > 1 over the dp x cp ranks, beside torch's ring attention on its flash kernel
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)
         if par.cp > 1:

@@ -81,6 +81,9 @@ class FrameworkSpec:
     tp_bwd_allreduces: int = 2        # TP all_reduces of a layer's input gradient (no sequence parallelism): Megatron's 2, fused
     tp_bwd_bytes: int = 2             # QKV and fused up-gate, in bf16; torch DTensor TP (llm/eager.py): 5 in fp32
     ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
+    zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last
+                                      # reduce-scatter before the next forward (llm/grad_sync.py: FSDP1 / FSDP2's post-backward
+                                      # callbacks; on for the FSDP frameworks and torch, off for Megatron's: Meta's FSDP unknown)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
@@ -253,7 +256,7 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
-                              eager=True, rope_fusion=False, **EAGER_LOSS)
+                              eager=True, rope_fusion=False, zero2_wait=True, **EAGER_LOSS)   # FSDP1 SHARD_GRAD_OP: zero 2
 # Megatron-Core under Transformer Engine before its cuDNN preference on Hopper: TE 1.x's DotProductAttention "prioritizes
 # FlashAttention over FusedAttention" (its docstring), so flash-attn 2 ran on H100; NeMo's docs changed to "prefers cuDNN
 # flash attention on Hopper+" in NVIDIA/NeMo#9188 (May 2024). NeMo containers up to 24.03 (issue 44, session 27).
@@ -288,7 +291,7 @@ PRE_CUDNN_SDPA = "fa2"
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                                  persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                                  comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
-                                 attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+                                 attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
@@ -303,7 +306,7 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_sha
 FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
                          persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
                          comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
-                         attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+                         attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, **EAGER_LOSS)
 # fms-fsdp with torch.compile (fms-fsdp ed74fd5, 2024-05-09, the README table 'numbers are updated with torch.compile';
 # issue 44, session 42 fsdpsrc, written before that table's rows were predicted): main_training.py wraps the model in
 # FSDP1 (use_orig_params = use_torch_compile) and then calls torch.compile(model) on the whole FSDP model; train_config

@@ -43,12 +43,21 @@ marked complete when the all_reduce is enqueued, so wait() does not block the ho
 micro-batch's all_reduces end: a bucket's all_reduce overlaps the rest of its own backward only, never the next
 forward, and the exposed tail after each synced backward is the last micro-batch's (per micro-batch
   exposed_k = max(0, end of the DP stream after backward k's buckets - end of backward k)).
-The ZeRO-2 path (zero 2, every micro-batch) still lets a reduce-scatter run into the next forward, which matches no
-cited implementation (cold read C45 item 4, as it read them): DeepSpeed's stage_1_and_2.py
-independent_gradient_partition_epilogue synchronizes the device under overlap_comm after each micro-batch's reduction,
-FSDP1 SHARD_GRAD_OP's _post_backward_final_callback makes the compute stream wait_stream the post-backward stream on
-every synced backward, and Megatron reduce-scatters only in the last micro-batch (no_sync on the others). Left as it
-is this session: docs/models/llm.md "Missing" gives what the wait would move. The
+ZeRO-2 (zero 2, every micro-batch; session 46): the next forward waits for each backward's reduce-scatters where the
+framework's post-backward callback says so (FrameworkSpec.zero2_wait; zero2_waits): the DES finalizes every backward as
+the last one is (grads_wait_each_backward, as DDP's above). Sources: FSDP2 (fully_shard with reshard_after_forward=False,
+framework torch's zero 2): torch/distributed/fsdp/_fully_shard/_fsdp_state.py FSDPState._root_post_backward_final_callback
+(pytorch/pytorch 01c9f4fc), queued as an autograd-engine callback by the first pre-backward hook, runs while
+is_last_backward (true unless set_is_last_backward(False)): finalize_backward on every state, whose
+FSDPParamGroup.finalize_backward -> _wait_for_post_backward makes the current stream wait_event the group's post-reduce
+event, then wait_event on each reduce-scatter state left; FSDP1 SHARD_GRAD_OP's _runtime_utils._post_backward_final_callback
+makes the compute stream wait_stream the post-backward stream on every synced backward; DeepSpeed ZeRO-2's
+stage_1_and_2.py independent_gradient_partition_epilogue synchronizes the device under overlap_comm after each
+micro-batch's reduction (without it the reduction runs on the compute stream). On for framework torch and the FSDP
+frameworks (composer-fsdp, torchtitan-fsdp2, fms-fsdp, kempnerforge-fsdp2); off for Megatron's, whose own distributed
+optimizer reduce-scatters only in the last micro-batch (no_sync on the others) and whose zero 2 stands for Meta's FSDP of
+Llama 3 (not public): studies/zero2_wait-session46.txt prints what the wait would move there. Checked by the registered
+zero2 set (calibration/h200x2-zero2-2026-11-30, validation/zero2.py). The
 bucket copies (work.ddp_bucket_copies_s: copy-in in the hooks, copy-out in finalize) run in every synced backward:
 m times a step under micro_batch, once under no_sync (whose hooks return at once: expect_autograd_hooks_ is off
 outside a synced backward). Its .grad accumulate in place (no extra memory either way: torch's persistent full
@@ -79,6 +88,12 @@ def ddp_every_micro_batch(par: ParallelSpec, ddp_bucket_bytes: float) -> bool:
     """torch DDP (its reducer's bucket copies priced, zero 0, dp x cp > 1) reducing after every micro-batch: each
     backward finalized as the last one is (module docstring)."""
     return ddp_bucket_bytes > 0 and par.zero == 0 and par.dp * par.cp > 1 and every_micro_batch(par, ddp_bucket_bytes)
+
+
+def zero2_waits(par: ParallelSpec, zero2_wait: bool, micro_batches: int) -> bool:
+    """ZeRO-2 reducing after each of several micro-batches under a framework whose post-backward callback waits for
+    the reduce-scatters (FrameworkSpec.zero2_wait): every backward finalized as the last one is (module docstring)."""
+    return zero2_wait and par.zero == 2 and par.dp * par.cp > 1 and micro_batches > 1 and every_micro_batch(par)
 
 
 def fsdp_no_sync(par: ParallelSpec, micro_batches: int) -> bool:

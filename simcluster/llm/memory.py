@@ -231,6 +231,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     params = fw.param_bytes * sharded(z >= 3)
     if z == 3:  # FSDP holds the gathered weights of the layer it runs and of the one it prefetches
         params += 2 * fw.param_bytes * layer_params(model, par).total
+    if z == 2 and fw.eager and fw.bf16_param_block:   # FSDP2 reshard_after_forward=False (llm/eager.py): every layer's
+        params += fw.param_bytes * sharded(True)        # gathered weights above, and the fp32 shard's share zero 3 counts
     grads = fw.grad_buffer_bytes * sharded(z >= 2)
     fp8 = fp8_saved_inputs(batch, fw)
     state = (fw.state_bytes - (2 if fw.master_remainders and not (fp8 and fw.fp8_params) else 0)) * sharded(z >= 1)

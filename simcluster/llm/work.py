@@ -333,7 +333,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     return PipelineWork(tuple(stages), m, comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
                         grads_every_micro_batch=par.zero != 3 and grad_sync.every_micro_batch(par, fw.ddp_bucket_bytes),   # ZeRO-2; DDP sync
-                        grads_wait_each_backward=ddp_each,
+                        grads_wait_each_backward=ddp_each or grad_sync.zero2_waits(par, fw.zero2_wait, m),   # grad_sync.py
                         gpipe=par.pp_schedule == "gpipe", torch_p2p=fw.torch_pipelining and v > 1,
                         free_hosts=free, launch_queue=host.LAUNCH_QUEUE_KERNELS,
                         launch_backlog=backlog,

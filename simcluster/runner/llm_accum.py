@@ -6,7 +6,9 @@ rank accumulates its unsharded gradients in the reduce dtype, fp32 here, FSDPPar
 accumulate_unsharded_grad_if_needed; parameters still resharded after each backward, so all-gathered again per
 micro-batch), DDP's `no_sync()` context around those backwards. Without --no-sync every micro-batch's backward reduces
 (both wrappers' default). The document records {"micro_batches": N, "grad_sync": "micro_batch" | "step"} under
-"grad_accum" and each shape's tokens_per_step counts the N micro-batches. torch is passed in.
+"grad_accum" and each shape's tokens_per_step counts the N micro-batches. `--reshard-after-forward false` (mode fsdp,
+session 46) wraps every layer with FSDP2's reshard_after_forward=False (llm_mesh.fully_sharded), recorded as
+"fsdp_reshard_after_forward": false. torch is passed in.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ SYNC_MODES = ("ddp", "fsdp")   # the wrappers with a no-sync switch
 def add_argument(ap) -> None:
     ap.add_argument("--grad-accum", type=int, default=1, metavar="N", help="micro-batches per optimizer step (modes "
                     "single, ddp, fsdp; llm_accum.py)")
+    ap.add_argument("--reshard-after-forward", choices=("true", "false"), default="true", help="mode fsdp: FSDP2's "
+                    "reshard_after_forward (false: ZeRO-2's layout, the gathered parameters kept from forward to backward)")
     ap.add_argument("--no-sync", action="store_true", help="with --grad-accum > 1, modes ddp / fsdp: reduce the "
                     "gradients on the last micro-batch only (FSDP2 set_requires_gradient_sync, DDP no_sync)")
 
@@ -33,7 +37,15 @@ def check(args) -> int:
     if args.no_sync and (args.mode not in SYNC_MODES or n < 2):
         raise SystemExit(f"--no-sync: needs --mode ddp or fsdp and --grad-accum >= 2 (got --mode {args.mode}, "
                          f"--grad-accum {n})")
+    if args.reshard_after_forward == "false" and args.mode != "fsdp":
+        raise SystemExit(f"--reshard-after-forward false: needs --mode fsdp (got --mode {args.mode})")
     return n
+
+
+def record(args, n: int) -> dict:
+    """The run document's keys for these flags: grad_accum where n > 1, fsdp_reshard_after_forward where it is false."""
+    out = {"grad_accum": describe(n, args.no_sync)} if n > 1 else {}
+    return out | ({"fsdp_reshard_after_forward": False} if args.reshard_after_forward == "false" else {})
 
 
 def describe(n: int, no_sync: bool) -> dict:

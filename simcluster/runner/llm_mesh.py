@@ -47,14 +47,16 @@ def tensor_parallel(model, tp_mesh, cfg: dict):
     return model
 
 
-def fully_sharded(torch, model, dp_mesh=None):
-    """FSDP2 per decoder layer and at the root: bf16 parameters gathered, fp32 gradient reduction."""
+def fully_sharded(torch, model, dp_mesh=None, reshard: bool = True):
+    """FSDP2 per decoder layer and at the root: bf16 parameters gathered, fp32 gradient reduction; reshard False:
+    reshard_after_forward=False on every layer (ZeRO-2's layout: the gathered parameters kept from forward to backward,
+    resharded after the backward; llm_accum.py's --reshard-after-forward)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model.layers:
-        fully_shard(layer, mesh=dp_mesh, mp_policy=mp)
-    fully_shard(model, mesh=dp_mesh, mp_policy=mp)
+        fully_shard(layer, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=reshard)
+    fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=reshard)
     return model
 
 
@@ -64,12 +66,13 @@ def data_parallel(torch, module, device, group=None):
     return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None, process_group=group)
 
 
-def wrap(torch, model, mode: str, world: int, cfg: dict, device, size: int = 2):
-    """The model wrapped for `mode` (single: unchanged); pp and pp+ddp are llm_pipeline's."""
+def wrap(torch, model, mode: str, world: int, cfg: dict, device, size: int = 2, reshard: bool = True):
+    """The model wrapped for `mode` (single: unchanged); pp and pp+ddp are llm_pipeline's; `reshard` FSDP2's
+    reshard_after_forward (mode fsdp)."""
     if mode in ("ddp", "cp"):   # cp: DDP over the context-parallel ranks (llm_cp.py)
         return data_parallel(torch, model, device)
     if mode == "fsdp":
-        return fully_sharded(torch, model)
+        return fully_sharded(torch, model, reshard=reshard)
     if mode == "tp":
         from torch.distributed.device_mesh import init_device_mesh
 

@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
-    llm_accum.add_argument(ap)   # --grad-accum, --no-sync
+    llm_accum.add_argument(ap)   # --grad-accum, --no-sync, --reshard-after-forward
     ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
                     "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
     llm_pipeline.add_arguments(ap)   # --schedule, --virtual-stages, --microbatches, --timeline
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         pipe.timeline = pp_timeline.Timeline(torch) if args.timeline else None
         model = pipe.module
     else:
-        model = wrap(torch, model, args.mode, world, cfg, device, args.group)
+        model = wrap(torch, model, args.mode, world, cfg, device, args.group, args.reshard_after_forward == "true")
     cp = llm_cp.ContextParallel(torch, world, device) if args.mode == "cp" else None
     tp = args.mode.startswith("tp")
     fused = device.type == "cuda" and not tp
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
                "model": arch, "precision": {"amp": "fp32 weights, bf16 autocast", "bf16": "bf16 weights"}[args.precision],
                "optimizer": {"name": "AdamW", "fused": bool(fused), "foreach": not tp, "lr": args.lr},
                "mesh": layout(args.mode, world, args.group), "cuda_sched": sched, "shapes": records}
-        doc.update(llm_ac.record(ac_mode, cfg["layers"]), **({"grad_accum": llm_accum.describe(accum, args.no_sync)} if accum > 1 else {}))
+        doc.update(llm_ac.record(ac_mode, cfg["layers"]), **llm_accum.record(args, accum))
         if args.compile:
             doc["compile"] = llm_compile.describe(torch)
         if pipe or cp:

@@ -114,7 +114,7 @@ def eager_mode(tp: int, pp: int, cp: int, zero: int, moe: bool, gpus: int) -> st
         return parallel_family(tp, pp, cp, zero, moe)
     if tp > 1 and pp == 1:   # DTensor TP, alone or under DDP / FSDP2 across its groups (a 2-D mesh)
         return "TP x DP" if gpus > tp else "TP"
-    if zero >= 3:
+    if zero >= 2:   # zero 2: FSDP2 with reshard_after_forward=False (the runner's fsdp mode; llm/eager.py, session 46)
         return "FSDP"
     if pp > 1:
         return "PP"
