@@ -171,9 +171,9 @@ def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
     return judge, regs
 
 
-def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dict, float | None, bool | None, bool | None, bool]:
+def step_verdicts(procs: list[dict], regs: list[dict], judge: dict, variants=VARIANTS) -> tuple[dict, float | None, bool | None, bool | None, bool]:
     """Rules N, M, B and P over the processes (their errors set here): (verdicts, N's pooled sd, noise ABOVE the target,
-    M within, P met)."""
+    M within, P met); M's per-variant means over `variants` (validation/compilefsdp.py passes its own)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1
@@ -193,7 +193,7 @@ def step_verdicts(procs: list[dict], regs: list[dict], judge: dict) -> tuple[dic
         mean = statistics.mean(abs(p["error"]) for p in procs)
         within = mean <= target
         per = "; ".join(f"{v} {statistics.mean(abs(p['error']) for p in procs if p['row']['variant'] == v):.1%}"
-                        for v in VARIANTS if any(p["row"]["variant"] == v for p in procs))
+                        for v in variants if any(p["row"]["variant"] == v for p in procs))
         verdicts["M"] = (f"{'within' if within else 'not within'} the target: mean |error| {mean:.1%} over {len(procs)} "
                          f"processes ({per}; target {target:.0%}), errors {min(p['error'] for p in procs):+.1%}.."
                          f"{max(p['error'] for p in procs):+.1%}")

@@ -88,6 +88,8 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
+    ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
+                                      # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s

@@ -109,7 +109,8 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     `gpu`: the answer's GPU model (gpu_model), not part of the key: checked against the GPUs the regime's rows ran on."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
-        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
+        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework.startswith("torch-compile") else "")   # its own
+        # regime (torch-compile; torch-compile+fsdp2: llm/eager.compiled_framework)
         mode += f"+{checkpointing}" if checkpointing else ""
         mode += HOST_BOUND_AXIS if host_bound else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus), gpu=gpu)
