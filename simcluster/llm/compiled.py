@@ -72,7 +72,7 @@ A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
 # the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
 # the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
-FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2"})
+FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2", "kempnerforge-fsdp2-compile"})
 
 
 def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec,
