@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 import nosync  # noqa: E402
 
 from simcluster.heldout.eager_compilefsdp import VARIANTS, predict, process_step  # noqa: E402
-from simcluster.heldout.registration import print_verdicts, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-compilefsdp-2026-11-30"
 PROCESSES = 2
@@ -88,26 +88,9 @@ def register(path: Path) -> None:
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict]) -> tuple[list[dict], list[str]]:
-    """Every process of every registered row that ran its configuration (heldout/eager_compilefsdp.process_step, the
-    error bands' reading too): {row, process, step_s, peak_GiB, compile}; a line per process left out."""
-    got, left = [], []
-    for reg in regs:
-        for k in range(1, int(reg["processes"]) + 1):
-            shape, why = process_step(bundle, reg, k)
-            if shape is None:
-                left.append(f"{reg['name']}-r{k}: {why}")
-                continue
-            peak = shape.get("max_memory_allocated_bytes")
-            got.append({"row": reg, "process": f"{reg['name']}-r{k}", "step_s": float(shape["median_step_s"]),
-                        "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None,
-                        "compile": shape.get("compile") or {}})
-    return got, left
-
-
 def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
-    procs, left = read_processes(bundle, regs)
+    procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, _, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
     per = {v: statistics.mean(abs(p["error"]) for p in procs if p["row"]["variant"] == v)
            for v in VARIANTS if any(p["row"]["variant"] == v for p in procs)}
@@ -115,9 +98,10 @@ def read_out(bundle: Path) -> dict:
     verdicts["M"] = (("within" if all(ok.values()) else "not within") + ": " + "; ".join(
         f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())
         + f" (target {judge['target_pct']:.0f}% per variant)") if per else "NO DATA: no process ran"
-    verdicts["G"] = "; ".join(f"{p['process']} graphs {p['compile'].get('dynamo', {}).get('unique_graphs')} breaks "
-                              f"{p['compile'].get('dynamo', {}).get('graph_breaks')} compile "
-                              f"{p['compile'].get('compile_s', float('nan')):.1f} s" for p in procs) or "NO DATA"
+    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
+    verdicts["G"] = "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
+                              f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
+                              for name, c in compiled) or "NO DATA"
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
                      "NO DATA" if len(per) < len(VARIANTS) else
                      "MODEL (compile + checkpoint): the single variant not within" if not ok["single"] else
@@ -126,13 +110,8 @@ def read_out(bundle: Path) -> dict:
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 
-def show(result: dict) -> None:
-    nosync.show({**result, "verdicts": {}, "left": []})
-    print_verdicts(result["verdicts"], result["left"])
-
-
 def main(argv: list[str]) -> int:
-    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, nosync.show)
 
 
 if __name__ == "__main__":

@@ -103,20 +103,21 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp") -> tuple[list[dict], list[str]]:
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp", step_of=None) -> tuple[list[dict], list[str]]:
     """Every process of every registered row that ran it (the runner's --mode `mode`; heldout/eager_nosync.process_step,
-    the error bands' reading too): {row, step_s, peak_GiB}; a line per process left out."""
+    the error bands' reading too; a set's own step_of(bundle, reg, k) -> (shape, why) in its place: validation/
+    compilefsdp.py): {row, process, step_s, peak_GiB, shape}; a line per process left out."""
     got, left = [], []
     for reg in regs:
         for k in range(1, int(reg["processes"]) + 1):
             stem = f"{reg['name']}-r{k}"
-            shape, why = process_step(bundle, reg, k, mode)
+            shape, why = process_step(bundle, reg, k, mode) if step_of is None else step_of(bundle, reg, k)
             if shape is None:
                 left.append(f"{stem}: {why}")
                 continue
             peak = shape.get("max_memory_allocated_bytes")
             got.append({"row": reg, "process": stem, "step_s": float(shape["median_step_s"]),
-                        "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None})
+                        "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None, "shape": shape})
     return got, left
 
 

@@ -51,18 +51,14 @@ def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
     """(timed shape, '') of process k of a registered row when it ran the registered configuration (the variant's runner
     mode and ranks, the preset, --compile at the variant's scope, --ac-mode full, the shape ok); else (None, why)."""
     from simcluster.heldout.eager import process_document
+    from simcluster.heldout.eager_nosync import registered_shape
     from simcluster.llm.eager_ac import document_mode
 
     _, mode, ranks, scope = VARIANTS[reg["variant"]]
     doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", mode, ranks, reg["preset"])
     if doc is not None and ((doc.get("compile") or {}).get("scope_flag") != scope or document_mode(doc) != "full"):
         doc, why = None, f"not --compile-scope {scope} with --ac-mode full (compile {doc.get('compile')}, ac {document_mode(doc)})"
-    shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
-                  and s.get("micro_batch") == reg["micro_batch"] and s.get("status") == "ok"), None)
-    step = (shape or {}).get("median_step_s")
-    if doc is None or not isinstance(step, (int, float)) or step <= 0:
-        return None, why or "no timed shape"
-    return shape, ""
+    return registered_shape(doc, reg, why)
 
 
 def held_out_rows(bundle: Path = ROOT / COMPILEFSDP_BUNDLE) -> list[dict]:
