@@ -104,21 +104,22 @@ def register(path: Path, script: str = "validation/nosync.py --register", shapes
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
-def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp",
+def read_processes(bundle: Path, regs: list[dict], mode: str = "fsdp", step_of=None,
                    peak_key: str = "max_memory_allocated_bytes") -> tuple[list[dict], list[str]]:
     """Every process of every registered row that ran it (the runner's --mode `mode`; heldout/eager_nosync.process_step,
-    the error bands' reading too): {row, step_s, peak_GiB (the shape's `peak_key`)}; a line per process left out."""
+    the error bands' reading too; a set's own step_of(bundle, reg, k) -> (shape, why) in its place: validation/
+    compilefsdp.py): {row, process, step_s, peak_GiB (the shape's `peak_key`), shape}; a line per process left out."""
     got, left = [], []
     for reg in regs:
         for k in range(1, int(reg["processes"]) + 1):
             stem = f"{reg['name']}-r{k}"
-            shape, why = process_step(bundle, reg, k, mode)
+            shape, why = process_step(bundle, reg, k, mode) if step_of is None else step_of(bundle, reg, k)
             if shape is None:
                 left.append(f"{stem}: {why}")
                 continue
             peak = shape.get(peak_key)
             got.append({"row": reg, "process": stem, "step_s": float(shape["median_step_s"]),
-                        "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None})
+                        "peak_GiB": float(peak) / 2**30 if isinstance(peak, (int, float)) else None, "shape": shape})
     return got, left
 
 
@@ -175,8 +176,8 @@ def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
 
 def step_verdicts(procs: list[dict], regs: list[dict], judge: dict,
                   variants=VARIANTS) -> tuple[dict, float | None, bool | None, bool | None, bool]:
-    """Rules N, M, B and P over the processes (their errors set here; M also per variant of `variants`): (verdicts, N's
-    pooled sd, noise ABOVE the target, M within, P met)."""
+    """Rules N, M, B and P over the processes (their errors set here; M also per variant of `variants`: validation/
+    zero2.py and compilefsdp.py pass their own): (verdicts, N's pooled sd, noise ABOVE the target, M within, P met)."""
     for p in procs:
         p["predicted_s"] = float(p["row"]["predicted"]["step_ms"]) / 1e3
         p["error"] = p["predicted_s"] / p["step_s"] - 1

@@ -60,6 +60,12 @@ def process_step(bundle: Path, reg: dict, k: int, mode: str = "fsdp") -> tuple[d
         doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
     if doc is not None and doc.get("fsdp_reshard_after_forward", True) != keep:
         doc, why = None, f"not reshard_after_forward {keep} (fsdp_reshard_after_forward {doc.get('fsdp_reshard_after_forward')})"
+    return registered_shape(doc, reg, why)
+
+
+def registered_shape(doc: dict | None, reg: dict, why: str) -> tuple[dict | None, str]:
+    """(the document's ok shape of the row's seq and micro-batch, '') when it has a positive median step, else (None,
+    `why` or 'no timed shape'): process_step's end, heldout/eager_compilefsdp.process_step's too."""
     shape = next((s for s in (doc or {}).get("shapes") or [] if isinstance(s, dict) and s.get("seq") == reg["seq"]
                   and s.get("micro_batch") == reg["micro_batch"] and s.get("status") == "ok"), None)
     step = (shape or {}).get("median_step_s")

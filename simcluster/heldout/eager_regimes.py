@@ -67,7 +67,8 @@ def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducin
     from simcluster.llm.spec import ParallelSpec
     return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step"), "ddp+sync": ParallelSpec(dp=2, grad_sync="micro_batch"),
             "ddp+nosync": ParallelSpec(dp=2, grad_sync="step"),
-            "fsdp-zero2": ParallelSpec(dp=2, zero=2)}   # the zero2 set's (session 46): FSDP2 reshard_after_forward=False
+            "fsdp-zero2": ParallelSpec(dp=2, zero=2),   # the zero2 set's (session 46): FSDP2 reshard_after_forward=False
+            "fsdp+ckpt": ParallelSpec(dp=2, zero=3, recompute="full")}   # compilefsdp's (session 46; compile: regime_predict's)
 
 
 def layout_of(mode: str):
@@ -145,9 +146,10 @@ def host_fits(mode: str, own_host: Path | None = None, base_host: Path = MODE_HO
 
 
 def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, base_host: Path = MODE_HOST,
-                     fits: dict | None = None):
+                     fits: dict | None = None, compiled: bool = False):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
-    (host_fits, or `fits` where given; H100: the single mode's)."""
+    (host_fits, or `fits` where given; H100: the single mode's); `compiled` (H200 with `fits` only): each block under
+    torch.compile (eager.compiled_framework)."""
     from simcluster.llm import eager
 
     if gpu_label not in ("h200", "h100"):   # any other label used to price an H100 silently
@@ -158,8 +160,11 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
         raise SimclusterError(f"eager regimes: `fits` replaces the h200 host fits; not with gpu label {gpu_label!r} "
                               f"or an own_host folder ({own_host})")
     par, _, _ = layout_of(mode)
+    if compiled and (gpu_label != "h200" or fits is None):
+        from simcluster.errors import SimclusterError
+        raise SimclusterError("eager regimes: `compiled` is priced with the caller's h200 fits (a compile fit among them)")
     if gpu_label == "h200" and fits is not None:
-        return eager.torch_framework(par, fits), "host: the caller's fits"
+        return eager.torch_framework(par, fits, compiled), "host: the caller's fits"
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
@@ -175,7 +180,7 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
 def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Path | None = None,
                    microbatches: int | None = None, seq: int = SEQ, base_host: Path = MODE_HOST, fits: dict | None = None,
                    free_hosts: bool | None = None, layers: int | None = None, timeline: bool = False,
-                   backlog: bool | None = None) -> dict:
+                   backlog: bool | None = None, compiled: bool = False) -> dict:
     """One eager-regimes layout predicted: step (ms), each stage's memory (GiB), breakdown; `own_host`, `base_host`:
     host_fits'; `microbatches`: the step's micro-batch count where the plan sets it (pipeline2), else layout_of's; `seq`
     (cp's); `fits` (H200): eager.fit_modes-shaped fits taken in place of host_fits' (a registration's GPU path or its
@@ -184,7 +189,8 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     product's own coupling (eager.torch_framework); `layers`: the preset's with
     that many layers (the runner's --layers); `timeline`: the simulated step's Chrome trace too (llm/predict's);
     `backlog`: True the hosts free in the steady state with the launch queue shared across a stage's chunks
-    (framework.launch_backlog: session 45's ppfree term, validation/ppfree.py; with free_hosts False: a SimclusterError)."""
+    (framework.launch_backlog: session 45's ppfree term, validation/ppfree.py; with free_hosts False: a SimclusterError);
+    `compiled`: each block under torch.compile (regime_framework; with `fits`)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.comm import Network
@@ -201,7 +207,7 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
         par = replace(par, pipeline_layout=tuple(hi - lo for lo, hi in chunk_layer_ranges(model.layers, par.pp * par.virtual_stages)))
     batch = BatchSpec(mb * m * par.dp, mb, "bf16")
     gpu, _ = load_gpu(ROOT / (H200 if gpu_label == "h200" else H100))
-    fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits)
+    fw, how = regime_framework(mode, gpu_label, own_host, base_host, fits, compiled)
     if backlog and free_hosts is False:
         from simcluster.errors import SimclusterError
         raise SimclusterError("regime_predict: backlog needs free hosts (free_hosts True or None), got free_hosts False")

@@ -72,7 +72,11 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "default mode only (docs/models/llm.md)")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
-                 "trainer's, no compiled step under FSDP measured (extrapolated; fms-fsdp-compile, session 42)")
+                 "trainer's, no compiled step under FSDP measured (extrapolated; fms-fsdp-compile, session 42; torch's "
+                 "FSDP2 under torch.compile registered on 2 x H200, calibration/h200x2-compilefsdp-2026-11-30, not run "
+                 "yet)")
+COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
+                 "registered on 2 x H200 (calibration/h200x2-compilefsdp-2026-11-30), not run yet")
 
 FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "
@@ -164,7 +168,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.bf16_param_block and par.recompute != "none":
         out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
     if framework.compiled:
-        out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else ""))
+        out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else "") + (COMPILED_CKPT if par.recompute == "full" else ""))
     if framework.torch_cp and par.cp > 1:
         out.append(TORCH_CP)
     if micro_batches > 1 and host_bound.is_host_bound(host_share) \

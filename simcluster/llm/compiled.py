@@ -38,11 +38,31 @@ qkv = T (a' + 2 g') d, kernels (count) and bytes (read + write):
             the attention output copy's backward: eager's
   GEMM and attention ops as eager's: 7 + 14 kernels, 1 + 1 attention. 7 + 10 memory-bound kernels against eager's
   22 + 41 (ops.layer_forward, eager_backward_extras).
+Checkpointed (recompute full, every block; session 46), two ways the compiled code and the checkpoint compose:
+  - checkpoint around the compiled block (llm-step --compile --ac-mode full: torch.utils.checkpoint, non-reentrant,
+    calls the compiled module; framework torch on one GPU): the forward runs the compiled forward graph with its saved
+    tensors discarded by the checkpoint's hooks; the backward's first unpack re-runs the whole compiled forward graph
+    (every fused kernel, GEMM and attention of the forward, the casts of autocast's weights in it too:
+    host.recasts_weights), then the compiled backward graph, as without checkpointing. The checkpoint itself runs
+    eagerly around each block: its host cost is the ckpt mode's over single per block (eager.compiled_framework).
+  - the checkpoint inside the compiled code (fw.ckpt_in_graph: torch.compile over checkpoint_wrapper'd blocks, the
+    whole model compiled after FSDP2 as KempnerForge does, llm-step --compile-scope model; torch-compile+fsdp2):
+    dynamo traces torch.utils.checkpoint as a higher-order op and AOTAutograd's partitioner recomputes, in the backward
+    graph, what the backward reads (the GEMMs, attention and fused memory-bound kernels of the forward), not the
+    block's output: the last residual add is not recomputed. FSDP2's hooks are dynamo-disabled (torch._dynamo.config
+    skip_fsdp_hooks, default True in torch 2.5-2.11: "apply torch._dynamo.disable() to FSDP2 hooks"), so the graph
+    breaks at each block's pre- and post-forward hooks: each block its own graph, the hooks eager (their host cost the
+    fsdp mode's over single per block).
+  Memory (memory.py): each block's input kept; during a block's recomputation its compiled saved set (saved_bytes);
+  autocast's copies of the blocks' weights are graph tensors freed with the block, only the head's eager copy stays.
 Valid for the llm-step decoder's dense Llama layer (RMSNorm, rotary or none, SwiGLU, GQA, no MoE / MLA / QK-norm /
-dropout / sliding window) on one GPU without activation checkpointing (eager.torch_framework refuses the rest).
+dropout / sliding window) on one GPU, or under FSDP (FSDP_COMPILED), with no checkpointing or every block's
+(eager.torch_framework refuses the rest).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from simcluster.llm import autocast_block, eager_ac, ops, torch_cp
 from simcluster.llm.framework import FrameworkSpec
@@ -52,7 +72,7 @@ A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
 # the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
 # the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
-FSDP_COMPILED = frozenset({"fms-fsdp-compile"})
+FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2", "kempnerforge-fsdp2-compile"})
 
 
 def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec,
@@ -66,7 +86,14 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
         fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
         return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
     check_compiled(model, par, fw)
-    return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
+    if par.recompute == "none":
+        return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
+    # full (module docstring, "Checkpointed"): the compiled forward's kernels again (named recompute.*), then the block's
+    # compiled backward as without checkpointing; in the graph (fw.ckpt_in_graph) all but the block's last residual add
+    plain = replace(par, recompute="none")
+    fwd = compiled_forward(model, plain, batch, fw, fwd)
+    again = [replace(o, name=f"recompute.{o.name}") for o in fwd if not (fw.ckpt_in_graph and o.name == "residual_add")]
+    return fwd, again + compiled_backward(model, plain, batch, fw, ops.layer_backward(model, plain, batch, fw))
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:
@@ -80,19 +107,21 @@ def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec 
 
 
 def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False) -> None:
-    """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1) and recompute none; a
-    LlmConfigError at framework.compile naming the parallel keys that break it (eager.torch_framework, check_compiled).
-    `fsdp` (an FSDP trainer's compiled framework, FSDP_COMPILED: fms-fsdp-compile): dp > 1 allowed, since FSDP's
-    per-unit graph breaks leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc;
-    extrapolated: no compiled step under FSDP measured here)."""
+    """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1), recompute none or full (every
+    block: torch.utils.checkpoint around the compiled block, layer_ops; session 46); a LlmConfigError at framework.compile
+    naming the parallel keys that break it (eager.torch_framework, check_compiled). `fsdp` (an FSDP trainer's compiled
+    framework, FSDP_COMPILED: fms-fsdp-compile, torch-compile+fsdp2): dp > 1 allowed, since FSDP's per-unit graph breaks
+    leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc; the 2-GPU compilefsdp set,
+    session 46, registered to test it)."""
     names = ("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")
     off = [f"parallel.{name}: {getattr(par, name)}" for name in names if getattr(par, name) != 1]
-    off += [f"parallel.recompute: {par.recompute}"] if par.recompute != "none" else []
+    off += [f"parallel.recompute: {par.recompute}"] if par.recompute not in ("none", "full") else []
+    off += [f"parallel.recompute_every: {par.recompute_every}"] if par.recompute_every != 1 else []
     if off:
         where = "one GPU or FSDP data parallelism" if fsdp else "one GPU"
-        raise LlmConfigError("framework.compile", f"torch.compile is modelled on {where} without activation "
-                             f"checkpointing (llm-step --compile, single mode); got {', '.join(off)}",
-                             hint="compile: false, or one GPU and recompute: none")
+        raise LlmConfigError("framework.compile", f"torch.compile is modelled on {where}, with no activation "
+                             f"checkpointing or every block's (llm-step --compile [--ac-mode full]); got {', '.join(off)}",
+                             hint="compile: false, or one GPU and recompute: none or full")
 
 
 def _library(ops_list: list, names: tuple[str, ...]) -> list:

@@ -91,6 +91,8 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
+    ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
+                                      # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
@@ -323,8 +325,15 @@ FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 # the repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation
 # (training/grad.py maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
 KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
+# ... with compile_model true (session 46): build_parallel_model applies checkpoint_wrapper per block, fully_shard, then
+# torch.compile(model) (kempnerforge/distributed/parallel.py at 01b461a): the checkpoint is traced into each block's graph
+# and dynamo breaks the graph at FSDP2's hooks (llm/compiled.py "Checkpointed", ckpt_in_graph; seen in the llm-step
+# runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
+# head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
+KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2)}
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2,
+                                  KEMPNERFORGE_FSDP2_COMPILE)}
 
 
 def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:

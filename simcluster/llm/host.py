@@ -59,8 +59,9 @@ def issue_bound_s(times: np.ndarray, host_kernel_s: float | np.ndarray) -> float
 def recasts_weights(par: ParallelSpec, fw: FrameworkSpec) -> bool:
     """Whether a block's backward casts its weights again: torch.utils.checkpoint re-runs a checkpointed eager block
     under its own autocast (full, every N-th, op); a compiled block saves its bf16 weight copies (llm/compiled.py) and
-    casts nothing again. work._recast prices them; layer_kernels counts them."""
-    return par.recompute in ("full", "op") and fw.eager and not fw.compiled
+    casts nothing again, unless checkpointed (full: its compiled forward graph, the casts in it, runs again; session 46).
+    work._recast prices them; layer_kernels counts them."""
+    return par.recompute in ("full", "op") and fw.eager and (not fw.compiled or par.recompute == "full")
 
 
 def layer_kernels(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> int:

@@ -272,6 +272,10 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
     copies = fw.weight_copy_bytes * p.total
+    if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after
+        copies = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split   # each block (session 46): the head's
+    elif fw.compiled and par.recompute == "full":   # eager autocast copy is the one left
+        copies = 0.0
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
     live = None
     if fw.torch_cp and par.cp > 1:   # the ring's gathered K, V and fp32 buffers, after the logits are freed (llm/torch_cp.py)

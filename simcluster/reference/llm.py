@@ -184,8 +184,9 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
     if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
         flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
-    if p.get("grad_sync") is not None or "grad_sync" in assumed:   # the trainer's no-sync accumulation (llm/grad_sync.py)
-        flags["grad_sync"] = pick(p, "parallel", "grad_sync", "")
+    if p.get("grad_sync") is not None or ("grad_sync" in assumed and dp * cp > 1):   # the trainer's no-sync accumulation
+        flags["grad_sync"] = pick(p, "parallel", "grad_sync", "")   # (llm/grad_sync.py); a file's assumption means nothing
+        #   on one data-parallel rank (KempnerForge's 1-GPU row 0, session 46): not applied there; a row's own is checked
     if p.get("sharding") is not None and checked(p, "sharding", "parallel", one_of(SHARDINGS)) == "HSDP":
         flags["dp_shard"] = min(max(1, NODE_GPUS // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
         # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)

@@ -34,7 +34,8 @@ tp+fsdp and pp+ddp over groups of --group consecutive ranks (llm_mesh.py), and c
 (torch's context_parallel over every rank, DDP over the same ranks, flash SDPA; llm_cp.py; every rank under "ranks").
 --activation-checkpointing runs every decoder layer under torch.utils.checkpoint (non-reentrant); --ac-mode full | every:N | op
 the modes torchtitan runs (llm_ac.py). --compile runs every decoder layer through torch.compile (llm_compile.py:
-torchtitan's per-block compile, Inductor's default mode; not with checkpointing): each warm-up step is timed (the first
+torchtitan's per-block compile, Inductor's default mode; --compile-scope model: the whole model after its wrapper;
+with --ac-mode none or full): each warm-up step is timed (the first
 holds the compilation) and the document says so under "compile". --grad-accum N [--no-sync]: N micro-batches per step,
 reduced every micro-batch or once (llm_accum.py). Multi-GPU modes run under torchrun; torch is imported inside main only.
 """
@@ -49,7 +50,7 @@ import statistics
 import sys
 import time
 
-from simcluster.runner import host_cpu, host_issue, llm_ac, llm_accum, llm_cp, llm_pipeline, pp_timeline
+from simcluster.runner import host_cpu, host_issue, llm_ac, llm_accum, llm_compile, llm_cp, llm_pipeline, pp_timeline
 from simcluster.runner.llm_mesh import MESH_MODES, layout, wrap
 
 # Llama-like shapes (layers, hidden, ffn, heads, kv_heads, vocab, tied). 1b and 3b are Llama 3.2 1B / 3B.
@@ -282,8 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
     llm_accum.add_argument(ap)   # --grad-accum, --no-sync, --reshard-after-forward
-    ap.add_argument("--compile", action="store_true", help="torch.compile each decoder layer (Inductor, default mode, no "
-                    "CUDA graphs; llm_compile.py): warm-up steps timed one by one, compile time recorded per shape")
+    llm_compile.add_arguments(ap)   # --compile, --compile-scope
     llm_pipeline.add_arguments(ap)   # --schedule, --virtual-stages, --microbatches, --timeline
     ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
                     "tensor-parallel group or pipeline (consecutive ranks); data parallel across the world / SIZE groups")
@@ -318,9 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         llm_cp.check_shapes(shapes, int(os.environ.get("WORLD_SIZE", "1")))
     ac_mode, accum = llm_ac.resolve(args), llm_accum.check(args)
     if args.compile:
-        from simcluster.runner import llm_compile
-
-        llm_compile.check_args(args.mode, ac_mode)
+        llm_compile.check_args(args.mode, ac_mode, args.compile_scope)
     sched = host_cpu.set_sched(int(os.environ.get("LOCAL_RANK", 0)), args.sched)   # before torch's CUDA context
     import torch
 
@@ -332,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.precision == "bf16":
         model = model.to(torch.bfloat16)
     model.checkpoint = ac_mode
-    if args.compile:   # before any parallel wrapper, as torchtitan compiles its blocks
-        llm_compile.compile_layers(torch, model)
+    if args.compile:   # before any parallel wrapper: the layers compiled (scope layer) or checkpoint-wrapped (model)
+        llm_compile.before_wrapper(torch, model, args.compile_scope, ac_mode)
     pipe = None
     if args.mode in ("pp", "pp+ddp"):
         pipe = llm_pipeline.Pipeline.of(torch, model, args.mode, rank, world, args.group, cfg, device, args.schedule,
@@ -342,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         model = pipe.module
     else:
         model = wrap(torch, model, args.mode, world, cfg, device, args.group, args.reshard_after_forward == "true")
+    if args.compile and args.compile_scope == "model":   # after the wrapper, as KempnerForge compiles its FSDP2 model
+        model = llm_compile.compile_model(torch, model, cfg["layers"])
     cp = llm_cp.ContextParallel(torch, world, device) if args.mode == "cp" else None
     tp = args.mode.startswith("tp")
     fused = device.type == "cuda" and not tp
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                "mesh": layout(args.mode, world, args.group), "cuda_sched": sched, "shapes": records}
         doc.update(llm_ac.record(ac_mode, cfg["layers"]), **llm_accum.record(args, accum))
         if args.compile:
-            doc["compile"] = llm_compile.describe(torch)
+            doc["compile"] = llm_compile.describe(torch, args.compile_scope)
         if pipe or cp:
             doc["pipeline" if pipe else "context_parallel"] = (pipe or cp).describe()
         json.dump(doc, sys.stdout, indent=1)

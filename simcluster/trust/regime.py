@@ -40,10 +40,11 @@ class Regime:
 # PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One
 # family, as every Megatron-Core variant is one: the model prices the same mechanism for all three (a gather per block
 # one block ahead, a reduce_scatter per block, sharded AdamW), they differ in dtypes and kernels (issue 44, llmfam)
-FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp", "fms-fsdp-compile", "kempnerforge-fsdp2")
+FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp", "fms-fsdp-compile", "kempnerforge-fsdp2",
+                 "kempnerforge-fsdp2-compile")
 # a trainer's compiled variant (its blocks under torch.compile): a regime of its own in the family, as +compile is
 # under eager PyTorch, unvalidated until rows of it exist (session 42, fsdpsrc)
-FSDP_COMPILED = ("fms-fsdp-compile",)
+FSDP_COMPILED = ("fms-fsdp-compile", "kempnerforge-fsdp2-compile")
 
 
 # Megatron-Core's local layer spec as the lab runs it (llm/framework.MEGATRON_LOCAL): no Transformer Engine, SequentialMLP
@@ -133,7 +134,8 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     `gpu`: the answer's GPU model (gpu_model), not part of the key: checked against the GPUs the regime's rows ran on."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
-        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework == "torch-compile" else "")   # its own regime
+        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework.startswith("torch-compile") else "")   # its own
+        # regime (torch-compile; torch-compile+fsdp2: llm/eager.compiled_framework)
         mode += f"+{checkpointing}" if checkpointing else ""
         mode += HOST_BOUND_AXIS if host_bound else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus), gpu=gpu)

@@ -1,0 +1,87 @@
+"""Session 46's compilefsdp set (calibration/h200x2-compilefsdp-2026-11-30, validation/compilefsdp.py; issue 44):
+torch.compile with every block checkpointed, on one GPU (llm-step --compile --ac-mode full: torch.utils.checkpoint
+around each compiled block) and under FSDP2 on 2 ranks (--mode fsdp --compile --compile-scope model --ac-mode full:
+the whole model compiled after fully_shard, as KempnerForge's trainer). The model's side: llm/compiled.py (the
+recomputed compiled forward), llm/eager.compiled_framework (FSDP2 around compiled blocks, the eager host cost per block).
+
+Host fits (fits()): the 2 x H200 host's eager fits (heldout/eager.MODE_HOST: single, ckpt, fsdp) and the compile mode's
+from the one-GPU compile set's host runs (heldout/eager_registered.FLAG_HOSTS, where the compile fit lives), scaled to
+the 2 x H200 host's speed by the single fits' ratio (MODE_HOST's c over FLAG_HOSTS' c: llm/eager.lease_scaling's rule).
+A row's residual is against its registered step, its host-bound flag the registered one."""
+
+from __future__ import annotations
+
+import statistics
+from functools import cache
+from pathlib import Path
+
+from simcluster.heldout.eager import ROOT
+from simcluster.llm import eager
+
+COMPILEFSDP_BUNDLE = "calibration/h200x2-compilefsdp-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
+# variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)
+VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}
+
+
+@eager.reads_torch_framework
+@cache
+def fits() -> dict:
+    """Each mode's host fit (module docstring): MODE_HOST's, with FLAG_HOSTS' compile fit at MODE_HOST's host speed."""
+    from simcluster.heldout.eager import MODE_HOST
+    from simcluster.heldout.eager_registered import FLAG_HOSTS, folder_fits
+
+    base, flag = eager.fit_modes(MODE_HOST), folder_fits(FLAG_HOSTS)
+    scale = base["single"][0] / flag["single"][0]
+    c = flag["compile"]
+    return base | {"compile": (c[0] * scale, c[1] * scale, c[2])}
+
+
+def predict(preset: str, seq: int, mb: int, variant: str) -> dict:
+    """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row."""
+    from simcluster.heldout.eager_regimes import regime_predict
+    from simcluster.llm.host_bound import is_host_bound
+
+    p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(), compiled=True)
+    return {"step_ms": p["step_ms"], "host_share": p["host_share"], "host_bound": is_host_bound(p["host_share"]),
+            "steady_mem_GiB": p["steady_mem_GiB"][0], "peak_mem_GiB": p["stage_mem_GiB"][0]}
+
+
+def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
+    """(timed shape, '') of process k of a registered row when it ran the registered configuration (the variant's runner
+    mode and ranks, the preset, --compile at the variant's scope, --ac-mode full, the shape ok); else (None, why)."""
+    from simcluster.heldout.eager import process_document
+    from simcluster.heldout.eager_nosync import registered_shape
+    from simcluster.llm.eager_ac import document_mode
+
+    _, mode, ranks, scope = VARIANTS[reg["variant"]]
+    doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", mode, ranks, reg["preset"])
+    if doc is not None and ((doc.get("compile") or {}).get("scope_flag") != scope or document_mode(doc) != "full"):
+        doc, why = None, f"not --compile-scope {scope} with --ac-mode full (compile {doc.get('compile')}, ac {document_mode(doc)})"
+    return registered_shape(doc, reg, why)
+
+
+def held_out_rows(bundle: Path = ROOT / COMPILEFSDP_BUNDLE) -> list[dict]:
+    """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys (eager_regimes.step_set_rows, the
+    mean of its processes' rank-0 median steps) with framework, recompute and processes: [] before the run."""
+    from simcluster.heldout.eager_regimes import step_set_rows
+    from simcluster.strict import load_yaml
+
+    if not (bundle / "runs").is_dir():
+        return []
+    processes: dict[str, int] = {}
+
+    def measure(reg: dict) -> float | None:
+        steps = [float(s["median_step_s"]) * 1e3 for k in range(1, int(reg["processes"]) + 1)
+                 if (s := process_step(bundle, reg, k)[0]) is not None]
+        processes[reg["name"]] = len(steps)
+        return statistics.mean(steps) if steps else None
+
+    def describe(reg: dict) -> dict:
+        today = predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["variant"])["step_ms"]
+        return {"label": f"{reg['preset']} {reg['variant']} compile+ckpt seq {reg['seq']} mb {reg['micro_batch']}",
+                "today_s": today / 1e3, "framework": "torch-compile" + ("+fsdp2" if reg["variant"] == "fsdp" else ""),
+                "recompute": "full", "processes": processes.get(reg["name"], 0)}
+
+    regs = [r | {"predicted": {SHIPPED: r["predicted"]}} for r in load_yaml(bundle / "registered.yaml")["rows"]]
+    return step_set_rows(bundle, SHIPPED, measure, regs=regs, describe=describe)

@@ -1,0 +1,141 @@
+"""Session 46's compile + checkpointing set (calibration/h200x2-compilefsdp-2026-11-30, validation/compilefsdp.py): the
+registration against a fresh --register at its commit, the device script against the registered rows, the shapes new
+to calibration/, synthetic runs through the rules and into the error bands; the model's compiled + checkpointed block."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import pytest
+import yaml
+from conftest import ROOT, fresh_register_equals, load_script
+
+BUNDLE = ROOT / "calibration" / "h200x2-compilefsdp-2026-11-30"
+RUNNER = {"single": ("single", 1, "layer"), "fsdp": ("fsdp", 2, "model")}
+
+
+def script():
+    return load_script("validation/compilefsdp.py")
+
+
+def registered(bundle=BUNDLE) -> dict:
+    return yaml.safe_load((bundle / "registered.yaml").read_text())
+
+
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), scope=None):
+    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside the
+    registered range, as the runner writes them (its mode, ranks, --compile-scope, --ac-mode full); `drop`: process
+    stems not written; `scope`: every process's --compile-scope where given (else the variant's)."""
+    bundle = tmp_path / "set"
+    (bundle / "runs").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    for row in registered()["rows"]:
+        mode, world, own = RUNNER[row["variant"]]
+        for k in range(1, row["processes"] + 1):
+            stem = f"{row['name']}-r{k}"
+            if stem in drop:
+                continue
+            p = row["predicted"]
+            t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
+            doc = {"tool": "llm-step", "format": 1, "mode": mode, "world_size": world, "model": {"preset": row["preset"]},
+                   "ac_mode": "full", "compile": {"scope_flag": scope or own},
+                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
+                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30,
+                               "compile": {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}}]}
+            (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
+    return bundle
+
+
+def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
+    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+    assert {r["variant"] for r in reg["rows"]} == {"single", "fsdp"} and len(reg["rows"]) == 4
+
+
+def test_the_device_script_runs_the_registered_rows():
+    s, text = script(), (BUNDLE / "device_run.sh").read_text()
+    names = set()
+    for order in re.findall(r'order="([^"]+)"', text):
+        runs = order.split()
+        assert sorted(runs) == sorted(f"{p}:{seq}:{mb}:{v}" for p, seq, mb, _ in s.SHAPES for v in RUNNER)
+        names |= {"{}-{}x{}-{}".format(*r.split(":")) for r in runs}
+    assert names == {r["name"] for r in registered()["rows"]}
+    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
+    assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
+    assert "--mode single --compile-scope layer $common" in text and "--mode fsdp --compile-scope model $common" in text
+
+
+def test_the_registered_shapes_are_new_to_calibration():
+    from conftest import measured_llm_tokens, registered_tokens, seqs_named_elsewhere
+
+    rows = registered()["rows"]
+    assert {r["seq"] for r in rows} <= {448, 3392, 3520, 3648, 3776}   # this set's own list (session 46)
+    assert seqs_named_elsewhere(BUNDLE, {r["seq"] for r in rows}) == []
+    assert registered_tokens(rows) & measured_llm_tokens(BUNDLE) == set()
+
+
+def test_runs_at_the_registered_steps_read_met(tmp_path):
+    out = script().read_out(synthetic(tmp_path))
+    v = out["verdicts"]
+    assert v["D"] == "MET" and v["M"].startswith("within") and v["P"].startswith("memory met"), v
+    assert len(out["procs"]) == 8 and not out["left"] and "graphs 3 breaks 4" in v["G"], v
+
+
+def test_a_slow_fsdp_variant_noise_and_a_wrong_scope(tmp_path):
+    rows = registered()["rows"]
+    slow = script().read_out(synthetic(tmp_path / "slow", {r["name"]: 1.2 for r in rows if r["variant"] == "fsdp"}))
+    assert slow["verdicts"]["D"].startswith("MODEL (compile under FSDP2)"), slow["verdicts"]
+    loud = script().read_out(synthetic(tmp_path / "loud", jitter=(0.3, -0.3)))["verdicts"]
+    assert loud["D"].startswith("NOISE"), loud
+    wrong = script().read_out(synthetic(tmp_path / "scope", scope="layer"))   # the fsdp processes not the registered compile
+    assert len(wrong["procs"]) == 4 and len(wrong["left"]) == 4 and wrong["verdicts"]["D"] == "NO DATA"
+
+
+def test_the_set_enters_the_error_bands_one_row_per_shape_and_variant(tmp_path):
+    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.trust.build import eager_residuals
+
+    assert eager_compilefsdp.COMPILEFSDP_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert BUNDLE.name in eager_compilefsdp.COMPILEFSDP_BUNDLE
+    assert eager_compilefsdp.held_out_rows(tmp_path) == []   # registered, not run: no row
+    reg = {r["name"]: r for r in registered()["rows"]}
+    got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a", {"0.5b-3648x2-fsdp": 1.2}, drop={"1.1b-3392x2-single-r2"}))
+    assert len(got) == 4 and all(r["host_flag"] == "registered" for r in got)
+    for r, x in zip(got, reg.values(), strict=True):
+        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3 and x["variant"] in r["label"]
+    assert got[0]["measured_s"] == pytest.approx(reg["1.1b-3392x2-single"]["predicted"]["step_ms"] / 1e3 * math.exp(0.01))
+    keys = {x.regime.split(" | ")[2] for x in eager_residuals(got)}
+    assert keys == {"single+compile", "FSDP+compile", "FSDP+compile+host-bound"}, keys
+
+
+def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
+    """Checkpoint around the compiled block: the backward holds the compiled forward's ops again (recompute.*); with the
+    checkpoint in the graph (torch-compile+fsdp2) all but the block's last residual add; the eager checkpoint's host
+    cost per block only where it runs eagerly; other checkpointing policies refused at framework.compile."""
+    from simcluster.llm import compiled, eager
+    from simcluster.llm.framework import TORCH_COMPILE
+    from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+
+    model, batch = TransformerSpec(4, 1024, 2816, 16, 8, 32000, 2048), BatchSpec(2, 2)
+    fwd, bwd = compiled.layer_ops(model, ParallelSpec(), batch, TORCH_COMPILE)
+    fwd_c, bwd_c = compiled.layer_ops(model, ParallelSpec(recompute="full"), batch, TORCH_COMPILE)
+    again = [o for o in bwd_c if o.name.startswith("recompute.")]
+    assert fwd_c == fwd and [o.name for o in again] == [f"recompute.{o.name}" for o in fwd] and bwd_c[len(again):] == bwd
+    fsdp = eager.torch_framework(ParallelSpec(dp=2, zero=3, recompute="full"), compiled=True)
+    assert fsdp.name == "torch-compile+fsdp2" and fsdp.ckpt_in_graph
+    in_graph = [o.name for o in compiled.layer_ops(model, ParallelSpec(dp=2, zero=3, recompute="full"), batch, fsdp)[1]
+                if o.name.startswith("recompute.")]
+    assert "recompute.residual_add" not in in_graph and len(in_graph) == len(again) - 1
+    hosts = {"single": (20e-6, 1e-3, 3), "ckpt": (30e-6, 2e-3, 3), "fsdp": (50e-6, 6e-3, 3), "compile": (30e-6, 4e-3, 3)}
+    plain = eager.torch_framework(ParallelSpec(), hosts, compiled=True)
+    ckpt = eager.torch_framework(ParallelSpec(recompute="full"), hosts, compiled=True)
+    n = eager.compiled_kernels_per_block(ParallelSpec(recompute="full"), ckpt)
+    assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "ckpt") / n)
+    both = eager.torch_framework(ParallelSpec(dp=2, zero=3, recompute="full"), hosts, compiled=True)
+    n2 = eager.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
+    assert both.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "fsdp") / n2)   # no eager checkpoint
+    for par in (ParallelSpec(recompute="op"), ParallelSpec(recompute="full", recompute_every=2), ParallelSpec(tp=2)):
+        with pytest.raises(LlmConfigError, match="framework.compile"):
+            compiled.check_compiled_parallel(par)

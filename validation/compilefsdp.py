@@ -1,0 +1,118 @@
+"""Issue 44, session 46: torch.compile with every block checkpointed, on one GPU and under FSDP2. A registered 2 x H200
+set (calibration/h200x2-compilefsdp-2026-11-30): two shapes new to calibration, each run as
+  single  llm-step --compile --ac-mode full (1 GPU): torch.utils.checkpoint around each compiled block, its
+          recomputation the compiled forward graph again (llm/compiled.py, "Checkpointed")
+  fsdp    torchrun 2 ranks, --mode fsdp --compile --compile-scope model --ac-mode full: each block in checkpoint_wrapper,
+          FSDP2 per block, the whole model compiled (KempnerForge's order); the checkpoint in each block's graph,
+          FSDP2's hooks eager between the graphs (torch-compile+fsdp2, llm/eager.compiled_framework)
+two processes each (3 warm-up steps, the first holding the compilation, then 5 timed; --profile 0).
+
+    python validation/compilefsdp.py --register calibration/h200x2-compilefsdp-2026-11-30/registered.yaml   # before
+    python validation/compilefsdp.py [calibration/h200x2-compilefsdp-2026-11-30]                            # after
+
+Registered: today's model's step, host share and rank-0 memory of each (shape, variant) (heldout/eager_compilefsdp
+.predict: heldout/eager_regimes.regime_predict with `compiled` and the set's host fits), and the rules below. The
+process-noise, error, bias and memory rules are validation/nosync.py's (imported); nothing fitted on the runs after.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "validation"))
+
+import nosync  # noqa: E402
+
+from simcluster.heldout.eager_compilefsdp import VARIANTS, predict, process_step  # noqa: E402
+from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
+
+BUNDLE = ROOT / "calibration" / "h200x2-compilefsdp-2026-11-30"
+PROCESSES = 2
+# (preset, seq, micro_batch, why): seqs from this set's own list, tokens new to calibration (tests/conftest.py)
+SHAPES = (("1.1b", 3392, 2, "GPU-bound in both (predicted host share 0.16 single, 0.24 fsdp)"),
+          ("0.5b", 3648, 2, "GPU-bound on one GPU (0.24), host-bound under FSDP2 (0.89): FSDP2's eager hooks per block"))
+JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05}
+RULES = {
+    "measured": "rank 0's median step of each process (3 warm-up steps, the first holding the compilation, 5 timed); a "
+                "process the budget guard skipped, that failed, or whose document is not the registered configuration "
+                "(mode, ranks, preset, --compile-scope, --ac-mode full, the shape ok) is left out and said",
+    "N": nosync.RULES["N"],
+    "M": "mean |error| (predicted / measured - 1) over each variant's processes (single, fsdp) <= target_pct -> that "
+         "variant 'within'; M within when every variant with data is",
+    "B": nosync.RULES["B"],
+    "P": nosync.RULES["P"],
+    "G": "reported, not judged: each process's dynamo unique_graphs and graph_breaks and its compile seconds (the first "
+         "warm-up step less the median timed step), which say which compile ran",
+    "D": "NOISE if N is ABOVE the target; else MET if M is within for both variants and P met; 'MODEL (compile + "
+         "checkpoint)' if the single variant is not within; 'MODEL (compile under FSDP2)' if only the fsdp variant is not "
+         "within; 'MEMORY' if only P fails",
+}
+
+
+def rows() -> list[dict]:
+    """Each (shape, variant) as registered: name (the process stem without -rK), variant, processes, layout, the
+    runner's flags and the prediction."""
+    out = []
+    for preset, seq, mb, _ in SHAPES:
+        for variant, (layout, mode, ranks, scope) in VARIANTS.items():
+            out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
+                        "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
+                        "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
+                        "predicted": predict(preset, seq, mb, variant)})
+    return out
+
+
+def register(path: Path) -> None:
+    commit = registering_commit(ROOT)
+    regs = rows()
+    doc = {"registered_at_commit": commit, "script": "validation/compilefsdp.py --register",
+           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
+                           "collective_card": "models/collective/h200x2-primitives.yaml",
+                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23",
+                                    "compile": "calibration/h200x1-llm-compile-2026-11-29/host (scaled: "
+                                               "heldout/eager_compilefsdp.fits)"}},
+           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in SHAPES},
+           "judge": JUDGE, "rules": RULES, "rows": regs}
+    write_registration(path, "# Predictions registered before the runs (issue 44, session 46); never edited after them.\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=120))
+    for r in regs:
+        p = r["predicted"]
+        print(f"{r['name']:24} {p['step_ms']:8.2f} ms  host share {p['host_share']}  memory "
+              f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
+    print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
+
+
+def read_out(bundle: Path) -> dict:
+    judge, regs = nosync.read_registration(bundle, JUDGE)
+    procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
+    verdicts, _, above, _, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
+    per = {v: statistics.mean(abs(p["error"]) for p in procs if p["row"]["variant"] == v)
+           for v in VARIANTS if any(p["row"]["variant"] == v for p in procs)}
+    ok = {v: m <= judge["target_pct"] / 100 for v, m in per.items()}
+    verdicts["M"] = (("within" if all(ok.values()) else "not within") + ": " + "; ".join(
+        f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())
+        + f" (target {judge['target_pct']:.0f}% per variant)") if per else "NO DATA: no process ran"
+    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
+    verdicts["G"] = "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
+                              f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
+                              for name, c in compiled) or "NO DATA"
+    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
+                     "NO DATA" if len(per) < len(VARIANTS) else
+                     "MODEL (compile + checkpoint): the single variant not within" if not ok["single"] else
+                     "MODEL (compile under FSDP2): the fsdp variant not within" if not ok["fsdp"] else
+                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    return {"procs": procs, "left": left, "verdicts": verdicts}
+
+
+def main(argv: list[str]) -> int:
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, nosync.show)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
