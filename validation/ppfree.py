@@ -129,7 +129,8 @@ def beats(x: dict, y: dict, target: float) -> bool:
             and all(x[m] is None or y[m] is None or x[m] <= y[m] + MARGIN for m in SCHEDULES))
 
 
-def rule_a(procs: list[dict], above: bool | None, target: float, v: dict) -> str:
+def rule_a(procs: list[dict], above: bool | None, target: float, v: dict, follows: dict = FOLLOWS) -> str:
+    """Rule A's word, its line in v["A"] ending with `follows`' line for the word (validation/ppboth.py: its own)."""
     if not procs:
         v["A"] = "NO DATA: no process ran"
         return "NO DATA"
@@ -144,7 +145,7 @@ def rule_a(procs: list[dict], above: bool | None, target: float, v: dict) -> str
             if beats(errs[k], errs[ship], target):
                 ship = k
         word = {"product": "KEEP SERIES", "free": "ADOPT FREE", "term": "ADOPT TERM"}[ship]
-    v["A"] = f"{word}: mean |error| {line}; follows: {FOLLOWS[word]}"
+    v["A"] = f"{word}: mean |error| {line}; follows: {follows[word]}"
     return word
 
 
