@@ -29,17 +29,14 @@ import statistics
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
 import ppcouple  # noqa: E402  (validation/ppcouple.py: rules F, H, O, S; the rows' product and free predictions)
-import ppfree  # noqa: E402  (validation/ppfree.py: the term's step, rules T and A)
-import pphost  # noqa: E402  (validation/pphost.py: rules N, B, M, P, the pooled single host term)
+import ppfree  # noqa: E402  (validation/ppfree.py: the term's step, the registration's writer, the read and rules N-A)
 
-from simcluster.heldout.registration import print_verdicts, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import print_verdicts, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-ppboth-2026-11-30"
 SHAPES = (("0.3b", 3264, 1),)   # (preset, seq, micro_batch): new to calibration/ (seq and tokens), host share 0.95
@@ -87,22 +84,8 @@ def predicted() -> list[dict]:
 
 
 def register(path: Path) -> None:
-    commit = registering_commit(ROOT)
-    rows = predicted()
-    doc = {"registered_at_commit": commit, "script": "validation/ppboth.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
-                           "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23 (leases.yaml: the pooled term)"}},
-           "judge": JUDGE | {"margin": ppfree.MARGIN}, "models": dict(ppfree.MODELS), "rules": RULES, "follows": FOLLOWS,
-           "pooled_single_host": pphost.pooled_single(), "rows": rows}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 46); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False, width=120))
-    for r in rows:
-        p = r["predicted"]
-        print(f"{r['name']:14} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  product {p['product']['step_ms']:7.2f} "
-              f"(host share {p['product']['host_share']})  free {p['free']['step_ms']:7.2f}  term {p['term']['step_ms']:7.2f} ms"
-              f"  memory {p['product']['steady_mem_GiB']:.2f}..{p['product']['peak_mem_GiB']:.2f} GiB  positions {r['positions']}")
-    print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
+    ppfree.write_set(path, "validation/ppboth.py --register", 46, JUDGE | {"margin": ppfree.MARGIN}, RULES, FOLLOWS,
+                     predicted(), lambda r: f"  positions {r['positions']}")
 
 
 def rule_d(procs: list[dict]) -> str:
@@ -132,24 +115,15 @@ def rule_x(docs: dict) -> str:
 
 
 def read_out(bundle: Path) -> dict:
-    reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
-    got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
-    procs, left, docs, v = (got[k] for k in ("procs", "left", "docs", "v"))
-    for q in procs:
-        q["term_s"] = float(q["row"]["predicted"]["term"]["step_ms"]) / 1e3
+    result, regs, docs = ppfree.read_models(bundle, FOLLOWS)   # the processes, rules N, B, M, F, P, H, O, S, T, A
+    procs, v = result["procs"], result["verdicts"]
     for r in regs:   # read_set appends a row's processes in order k = 1, 2, ...; the files that ran, their positions
         ran = [k for k in range(1, int(r["processes"]) + 1) if (bundle / "runs" / f"{r['name']}-r{k}.json").is_file()]
         for q, k in zip([q for q in procs if q["row"] is r], ran, strict=False):
             q["position"] = int(r["positions"][k - 1])
-    ppcouple.rule_f(procs, got["m"], v)
-    v["P"] = pphost.rule_p(procs, judge)
-    pooled = float(reg["pooled_single_host"]["per_kernel_s"])
-    own, series, _ = ppcouple.own_fit_rules(bundle, reg, procs, v, got["target"], got["band"], product_s=pooled)
-    ppfree.rule_t(procs, got["band"], v)
-    ppfree.rule_a(procs, got["above"], got["target"], v, FOLLOWS)
     v["D"] = rule_d(procs)
     v["X"] = rule_x(docs)
-    return {"procs": procs, "own": own or {}, "series": series or {}, "left": left, "verdicts": v}
+    return result
 
 
 def show(result: dict) -> None:
