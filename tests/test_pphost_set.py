@@ -100,7 +100,7 @@ def test_a_slow_host_lease_its_own_fit_explains_reads_the_lease_and_the_candidat
 
     rows = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
     own = {r["name"]: regime_predict(r["preset"], r["micro_batch"], r["mode"], "h200", SLOW_HOST, r["microbatches"],
-                                     r["seq"])["step_ms"] / 1e3 for r in rows}
+                                     r["seq"], free_hosts=False)["step_ms"] / 1e3 for r in rows}   # as own_lease: in series
     v = script().read_out(synthetic(tmp_path, 0.0, [0.02, -0.02, 0.0, 0.01], host=SLOW_HOST, base=own))["verdicts"]
     assert v["H"].startswith("WITHIN the leases' spread") and "x1.28 the product's" in v["H"], v["H"]
     assert v["O"].startswith("with this lease's own single host fit within the target") and "NONE" in v["O"], v["O"]

@@ -25,7 +25,8 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/ppblock.py", "h200x2-ppblock-2026-11-30"),   # session 45's: rule K's set word (review B45, 4)
             ("validation/ppfree.py", "h200x2-ppfree-2026-11-30"),
             ("validation/zero2.py", "h200x2-zero2-2026-11-30"),   # session 46's
-            ("validation/compilefsdp.py", "h200x2-compilefsdp-2026-11-30")]   # session 46's: skipped until it has run
+            ("validation/compilefsdp.py", "h200x2-compilefsdp-2026-11-30"),   # session 46's
+            ("validation/ppboth.py", "h200x2-ppboth-2026-11-30")]   # session 46's: skipped until its runs/ is here
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])

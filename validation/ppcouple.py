@@ -85,7 +85,7 @@ def row_predicted(row: dict) -> dict:
     from simcluster.heldout.eager_regimes import regime_predict, registered_row
 
     reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
-                         microbatches=row["microbatches"])
+                         microbatches=row["microbatches"], free_hosts=False)   # the product at registration: in series
     free = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
                           seq=row["seq"], free_hosts=True)
     return {"product": reg["predicted"], "free": {"step_ms": free["step_ms"], "host_share": free["host_share"]}}

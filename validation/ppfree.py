@@ -95,23 +95,29 @@ def predicted() -> list[dict]:
 
 
 def register(path: Path) -> None:
+    judge = JUDGE | {"ahead_s": ppblock.AHEAD_S, "candidate_s": ppblock.CANDIDATE_S, "overhead": ppblock.OVERHEAD,
+                     "margin": MARGIN}
+    write_set(path, "validation/ppfree.py --register", 45, judge, RULES, FOLLOWS, predicted())
+
+
+def write_set(path: Path, script: str, session: int, judge: dict, rules: dict, follows: dict, rows: list[dict],
+              tail=lambda row: "") -> None:
+    """A product / free / term set's registered.yaml (validation/ppboth.py too) and one printed line per row, `tail`'s
+    text at its end."""
     commit = registering_commit(ROOT)
-    rows = predicted()
-    doc = {"registered_at_commit": commit, "script": "validation/ppfree.py --register",
+    doc = {"registered_at_commit": commit, "script": script,
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
                            "collective_card": "models/collective/h200x2-primitives.yaml",
                            "host": {"h200": "calibration/h200x2-llm-host-2026-11-23 (leases.yaml: the pooled term)"}},
-           "judge": JUDGE | {"ahead_s": ppblock.AHEAD_S, "candidate_s": ppblock.CANDIDATE_S, "overhead": ppblock.OVERHEAD,
-                             "margin": MARGIN},
-           "models": dict(MODELS), "rules": RULES, "follows": FOLLOWS,
+           "judge": judge, "models": dict(MODELS), "rules": rules, "follows": follows,
            "pooled_single_host": pphost.pooled_single(), "rows": rows}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 45); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False, width=120))
+    write_registration(path, f"# Predictions registered before the runs (issue 44, session {session}); never edited after "
+                       "them.\n" + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in rows:
         p = r["predicted"]
         print(f"{r['name']:14} {r['seq']}:{r['micro_batch']} x{r['microbatches']}  product {p['product']['step_ms']:7.2f} "
               f"(host share {p['product']['host_share']})  free {p['free']['step_ms']:7.2f}  term {p['term']['step_ms']:7.2f} ms"
-              f"  memory {p['product']['steady_mem_GiB']:.2f}..{p['product']['peak_mem_GiB']:.2f} GiB")
+              f"  memory {p['product']['steady_mem_GiB']:.2f}..{p['product']['peak_mem_GiB']:.2f} GiB" + tail(r))
     print(f"registered {len(rows)} rows in {path} (model at {commit[:10]})")
 
 
@@ -129,7 +135,8 @@ def beats(x: dict, y: dict, target: float) -> bool:
             and all(x[m] is None or y[m] is None or x[m] <= y[m] + MARGIN for m in SCHEDULES))
 
 
-def rule_a(procs: list[dict], above: bool | None, target: float, v: dict) -> str:
+def rule_a(procs: list[dict], above: bool | None, target: float, v: dict, follows: dict = FOLLOWS) -> str:
+    """Rule A's word, its line in v["A"] ending with `follows`' line for the word (validation/ppboth.py: its own)."""
     if not procs:
         v["A"] = "NO DATA: no process ran"
         return "NO DATA"
@@ -144,7 +151,7 @@ def rule_a(procs: list[dict], above: bool | None, target: float, v: dict) -> str
             if beats(errs[k], errs[ship], target):
                 ship = k
         word = {"product": "KEEP SERIES", "free": "ADOPT FREE", "term": "ADOPT TERM"}[ship]
-    v["A"] = f"{word}: mean |error| {line}; follows: {FOLLOWS[word]}"
+    v["A"] = f"{word}: mean |error| {line}; follows: {follows[word]}"
     return word
 
 
@@ -177,10 +184,13 @@ def head_starts(regs: list[dict], docs: dict) -> str:
     return ("stage 1 starts its step (ms against stage 0): " + ", ".join(out)) if out else "NO DATA: no recorded timeline"
 
 
-def read_out(bundle: Path) -> dict:
+def read_models(bundle: Path, follows: dict = FOLLOWS) -> tuple[dict, list[dict], dict]:
+    """A product / free / term set read once (validation/ppboth.py too): its processes and rules N, B, M, F, P, H, O, S,
+    T and A (A's line ending with `follows`' line); returns (the result as show prints it, the registered rows, each
+    row's accepted documents)."""
     reg, judge, regs = pphost._registered(bundle, "free", "pooled_single_host")
     got = pphost.read_set(bundle, regs, judge, "free")   # the processes, rules N, B, M
-    procs, left, docs, v = (got[k] for k in ("procs", "left", "docs", "v"))
+    procs, left, v = (got[k] for k in ("procs", "left", "v"))
     for q in procs:
         q["term_s"] = float(q["row"]["predicted"]["term"]["step_ms"]) / 1e3
     ppcouple.rule_f(procs, got["m"], v)
@@ -188,10 +198,15 @@ def read_out(bundle: Path) -> dict:
     pooled = float(reg["pooled_single_host"]["per_kernel_s"])
     own, series, _ = ppcouple.own_fit_rules(bundle, reg, procs, v, got["target"], got["band"], product_s=pooled)
     rule_t(procs, got["band"], v)
-    rule_a(procs, got["above"], got["target"], v)
-    timelines = ppblock.read_timelines(bundle, regs, docs, v)
-    v["R"] = head_starts(regs, docs)
-    return {"procs": procs, "own": own or {}, "series": series or {}, "timelines": timelines, "left": left, "verdicts": v}
+    rule_a(procs, got["above"], got["target"], v, follows)
+    return {"procs": procs, "own": own or {}, "series": series or {}, "left": left, "verdicts": v}, regs, got["docs"]
+
+
+def read_out(bundle: Path) -> dict:
+    result, regs, docs = read_models(bundle)
+    result["timelines"] = ppblock.read_timelines(bundle, regs, docs, result["verdicts"])
+    result["verdicts"]["R"] = head_starts(regs, docs)
+    return result
 
 
 def show(result: dict) -> None:

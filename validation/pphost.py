@@ -121,9 +121,9 @@ def _predicted() -> list[dict]:
     out = []
     for row in rows_plan():
         reg = registered_row(row["preset"], row["seq"], row["micro_batch"], row["mode"], memory=True,
-                             microbatches=row["microbatches"])
+                             microbatches=row["microbatches"], free_hosts=False)   # the product then: in series
         cand = regime_predict(row["preset"], row["micro_batch"], row["mode"], "h200", microbatches=row["microbatches"],
-                              seq=row["seq"], fits=fits)
+                              seq=row["seq"], fits=fits, free_hosts=False)
         out.append(row | {"predicted": {"product": reg["predicted"],
                                         "candidate": {"step_ms": cand["step_ms"], "host_share": cand["host_share"]}}})
     return out
@@ -310,8 +310,10 @@ def own_lease(bundle: Path, reg: dict, procs: list[dict], v: dict, product_s: fl
     v["H"] = (f"{'WITHIN' if abs(z) <= 2 else 'OUTSIDE'} the leases' spread: single host {fit[0] * 1e6:.1f} us per kernel "
               f"{fit[1] * 1e3:+.2f} ms per step ({fit[2]} shapes), {z:+.1f} lease sd from the pooled {pooled * 1e6:.1f} us "
               f"(sd {sd:.3f} of the log; limit 2); x{fit[0] / product:.2f} the product's {product * 1e6:.1f} us")
+    # the hosts in series named (free_hosts False), the product's coupling when every set using this registered: a
+    # switch of the product's coupling (session 46 ppboth's rule A) leaves the committed read-outs as they were read
     return {r["name"]: regime_predict(r["preset"], int(r["micro_batch"]), r["mode"], "h200", folder, int(r["microbatches"]),
-                                      int(r["seq"]))["step_ms"] / 1e3 for r in reg["rows"]}
+                                      int(r["seq"]), free_hosts=False)["step_ms"] / 1e3 for r in reg["rows"]}
 
 
 def show(result: dict) -> None:

@@ -9,10 +9,10 @@ validation/eager_fsdp_step.py: four FSDP2 rows at 4K-5K tokens a sequence, fsdp-
 control, registered at 548a3ae0 with the product its `today`; its `candidate`, eager.bf16_step (removed in session 41), reported only; the
 profiled process, fsdp-0.8b-trace-r1, is no process of its row): the long-sequence sets, each one source; REGISTERED_STEP_SETS lists them with
 session 41's eager-today set (heldout/eager_today: one GPU and a 2-stage pipeline, its own reader), session 44's
-PP+host-bound set (heldout/eager_pphost.s44_rows: with session 44's ppcouple and session 45's ppblock sets), its one-GPU
-hostsingle set (heldout/eager_hostsingle: with session 44's opcheck and session 45's opsplit sets), session 45's FSDP2
-no-sync and DDP accumulation sets and session 46's FSDP2 ZeRO-2 set (heldout/eager_nosync), and session 46's compile +
-checkpointing set (heldout/eager_compilefsdp).
+PP+host-bound set (heldout/eager_pphost.s44_rows: with session 44's ppcouple, session 45's ppblock and ppfree and session
+46's ppboth sets), its one-GPU hostsingle set (heldout/eager_hostsingle: with session 44's opcheck and session 45's
+opsplit sets), session 45's FSDP2 no-sync and DDP accumulation sets and session 46's FSDP2 ZeRO-2 set
+(heldout/eager_nosync), and session 46's compile + checkpointing set (heldout/eager_compilefsdp).
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -60,6 +60,7 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_pphost.PP_COUPLE_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_pphost.PP_BLOCK_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_pphost.PP_FREE_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
+                        (eager_pphost.PP_BOTH_BUNDLE, lambda b: eager_pphost.s44_rows(b)),
                         (eager_hostsingle.HOSTSINGLE_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPCHECK_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPSPLIT_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),

@@ -28,7 +28,9 @@ free, stayed off at its read) is read the same way, one source of its own
 validation/ppblock.py: two host-bound shapes x 1F1B / GPipe x 2 processes with the hosts' timelines recorded, its
 `product` as ppcouple's), one source of its own; so is session 45's ppfree set (calibration/h200x2-ppfree-2026-11-30,
 validation/ppfree.py: two new host-bound shapes x 1F1B / GPipe x 2 processes, its `product` as ppcouple's; its `free` and
-`term` reported by its read-out only)."""
+`term` reported by its read-out only); so is session 46's ppboth set (calibration/h200x2-ppboth-2026-11-30,
+validation/ppboth.py: one new host-bound shape x 1F1B / GPipe x 5 processes, no timeline recorder, its `product` as
+ppcouple's; its `free` and `term` reported by its read-out only)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ PP_COUPLE_BUNDLE = "calibration/h200x2-ppcouple-2026-11-30"   # session 44's cou
 PP_BLOCK_BUNDLE = "calibration/h200x2-ppblock-2026-11-30"   # session 45's timeline set (validation/ppblock.py): the same
                                                              # rows' keys and `product`, read by s44_rows too
 PP_FREE_BUNDLE = "calibration/h200x2-ppfree-2026-11-30"   # session 45's ppfree set (validation/ppfree.py): the same
+                                                           # rows' keys and `product`, read by s44_rows too
+PP_BOTH_BUNDLE = "calibration/h200x2-ppboth-2026-11-30"   # session 46's ppboth set (validation/ppboth.py): the same
                                                            # rows' keys and `product`, read by s44_rows too
 S44_SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (pphost: 21.0 us;
                           # ppcouple: the pooled 24.7 us, the stage hosts in series)

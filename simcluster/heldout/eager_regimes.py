@@ -225,12 +225,13 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
 
 
 def registered_row(preset: str, seq: int, mb: int, mode: str, gpu_label: str = "h200", memory: bool = False,
-                   microbatches: int | None = None) -> dict:
+                   microbatches: int | None = None, free_hosts: bool | None = None) -> dict:
     """One shape's registration row (the registered sets of validation/eager_tpnoise.py, eager_drift.py,
     eager_fsdphost.py, pphost.py): preset, seq, micro_batch, mode and today's regime_predict step (ms), host share and
     host fit, with `memory` its steady and job-peak memory of stage 0 (GiB) too; `microbatches` (a pipeline's per step,
-    recorded in the row) where the set runs other than layout_of's."""
-    p = regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq)
+    recorded in the row) where the set runs other than layout_of's; `free_hosts` regime_predict's (a pipeline's coupling
+    named: the registering commit's product, whatever the product's coupling becomes)."""
+    p = regime_predict(preset, mb, mode, gpu_label, microbatches=microbatches, seq=seq, free_hosts=free_hosts)
     mem = {"steady_mem_GiB": p["steady_mem_GiB"][0], "peak_mem_GiB": p["stage_mem_GiB"][0]} if memory else {}
     return {"preset": preset, "seq": seq, "micro_batch": mb, "mode": mode} | ({"microbatches": microbatches} if microbatches else {}) | {
             "predicted": {"step_ms": p["step_ms"], "host_share": p["host_share"], "host": p["host"]} | mem}
