@@ -61,7 +61,9 @@ def documents(mode: str = "fsdp") -> list[tuple[Path, dict]]:
     shape). The -socket bundles ran NCCL's socket transport (NCCL_P2P_DISABLE=1, their READMEs): another network than
     the NVLink card regime_predict prices; the table prices them with the socket card and files them under FSDP
     (GPU-bound), not this regime. A step of several accumulated micro-batches (`grad_accum`, runner/llm_accum.py: the
-    nosync set's, session 45) is another step than the one micro-batch `predict` prices: left out."""
+    nosync set's, session 45) is another step than the one micro-batch `predict` prices: left out; so is a compiled or
+    checkpointed step (session 46's compilefsdp set: `compile`, `ac_mode`), which `predict` (eager, no recompute) does
+    not price."""
     from simcluster.runner.llm_step import PRESETS
 
     out = []
@@ -74,7 +76,8 @@ def documents(mode: str = "fsdp") -> list[tuple[Path, dict]]:
             continue
         if not (isinstance(doc, dict) and doc.get("tool") == "llm-step" and doc.get("mode") == mode
                 and doc.get("world_size") == 2) or "socket" in path.relative_to(CAL).parts[0] \
-                or (doc.get("grad_accum") or {}).get("micro_batches", 1) != 1:
+                or (doc.get("grad_accum") or {}).get("micro_batches", 1) != 1 \
+                or doc.get("compile") or doc.get("ac_mode") not in (None, "none"):
             continue
         m = doc["model"]
         preset = PRESETS.get(m.get("preset") or "")

@@ -121,8 +121,12 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_the_three_unde
     families = {"llm", "llm eager", "llm local spec", "collective one node", "collective across nodes", "ddp", "storage",
                 "transport"}
     assert set(cov) == families
-    for family in ("llm", "llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
+    for family in ("llm", "llm eager", "collective one node", "ddp", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
+    # session 46: a new held-out source (Snellius, 2 x 4 H100, 200G IB; its rows tight) narrowed the family's pooled band
+    # and made the IB tree regime validated: the EFA regimes' rows (unvalidated, on the pooled band) and 5 tree rows fall
+    # outside; by rows 70.3% -> 68.3%, by source 75.0% -> 73.2% (docs/models/trust.md, "What moved in session 46")
+    assert 65.0 <= cov["collective across nodes"].coverage_pct < 70.0, cov["collective across nodes"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source
