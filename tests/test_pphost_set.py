@@ -166,7 +166,8 @@ def test_the_development_study_prints_what_the_readme_and_findings_state():
     import statistics
 
     study = load_script("studies/pp_host_noise.py")
-    later = (BUNDLE.name, "h200x2-ppcouple-2026-11-30", "h200x2-ppblock-2026-11-30", "h200x2-ppfree-2026-11-30")   # run after it
+    later = (BUNDLE.name, "h200x2-ppcouple-2026-11-30", "h200x2-ppblock-2026-11-30", "h200x2-ppfree-2026-11-30",
+             "h200x2-ppboth-2026-11-30")   # run after it (ppboth: session 46)
     rows = [r for r in study.processes() if not r["call"].startswith(later)]
     assert len(rows) == 11 and {r["call"] for r in rows} == {"h200x2-eager-hostbound-noise-2026-11-29",
                                                              "h200x2-eager-pphost-2026-11-29", "h200x2-llm-eager-post-2026-11-29"}
