@@ -88,7 +88,7 @@ def test_the_power_is_the_normal_chance_and_the_limit_the_rule_s():
     limit, chance = s.power(0.0756, 0.049)
     assert math.isclose(limit, 2 * 0.049 * math.sqrt(0.5)) and 0.5 < chance < 0.6
     assert s.power(0.0756, 0.001)[0] == 0.02 and s.power(0.0756, 0.001)[1] > 0.999   # the floor; no noise: certain
-    assert s.power(0.01, 0.049)[1] == 0.0   # a gap inside the limit never decides
+    assert s.power(0.01, 0.049)[1] < 0.05   # a gap inside the limit: ADOPT only beyond the with-wait side, rarely
 
 
 def test_the_set_enters_the_error_bands_as_fsdp_rows(tmp_path):

@@ -102,9 +102,8 @@ def regather_rule(result: dict, bundle: Path) -> str:
 def read_out(bundle: Path) -> dict:
     """zero2.read_out (rules N, M, B, P, A, D), with rule G said before D."""
     out = zero2.read_out(bundle)
-    d = out["verdicts"].pop("D")
-    out["verdicts"]["G"] = regather_rule(out, bundle)
-    out["verdicts"]["D"] = d
+    g = regather_rule(out, bundle)
+    out["verdicts"] = {k: v for k, v in out["verdicts"].items() if k != "D"} | {"G": g, "D": out["verdicts"]["D"]}   # G before D (printed in order)
     return out
 
 
