@@ -23,15 +23,15 @@ def registered() -> dict:
     return test_nosync_set.registered(BUNDLE)
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01, 0.0), drop=()):
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01, 0.0), drop=(), source=BUNDLE):
     """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]) (the 0.5b rows
     two shapes of one process document), peak inside the registered range, the runner's reshard flag as the row's;
-    `drop`: process stems not written."""
+    `drop`: process stems not written; `source`: the registered set copied (tests/test_zero2b_set.py's its own)."""
     bundle = tmp_path / "set"
     (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
+    shutil.copy(source / "registered.yaml", bundle / "registered.yaml")
     docs = {}
-    for row in registered()["rows"]:
+    for row in test_nosync_set.registered(source)["rows"]:
         for k in range(1, row["processes"] + 1):
             stem = f"{row['process']}-r{k}"
             p = row["predicted"]

@@ -142,7 +142,7 @@ def read_out(bundle: Path) -> dict:
                      f"WAIT {WORD.get(wait, wait)}; step "
                      f"{'NO DATA' if within is None else 'within' if within else 'not within'}; memory "
                      f"{'met' if mem_met else 'not met'}")
-    return {"procs": procs, "left": left, "verdicts": verdicts}
+    return {"procs": procs, "left": left, "verdicts": verdicts, "regs": regs, "sd": sd, "judge": judge}   # zero2b.py
 
 
 def main(argv: list[str]) -> int:

@@ -48,8 +48,8 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    backward (no backward all-gather; memory: every layer's gathered weights at the backward's start,
                    memory.py's zero-2 parameters), gradients reduce-scattered every micro-batch into fp32 shards; the
                    wrapper's terms as zero 3's, the step the model's ZeRO-2 path (gradient buckets reduced after each
-                   backward, the parameters gathered once a step: FSDP2 gathers each micro-batch's forward, not priced)
-                   with zero2_wait on (llm/grad_sync.py)
+                   backward, the parameters gathered once a step: FSDP2 gathers each micro-batch's forward, not priced;
+                   FrameworkSpec.zero2_regather, off, prices it: llm/work.py) with zero2_wait on (llm/grad_sync.py)
 Expert parallelism, ZeRO-1 and Megatron's selective recompute are refused at their key.
 """
 

@@ -100,6 +100,13 @@ def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[fl
     return stretched - compute_s, stretched + (comm_s - r * stretched)
 
 
+def _forward_gathers(f: Task, z: hsdp.Zero3Calls, gpu, fw: FrameworkSpec) -> Task:
+    """A forward beside its per-layer parameter all_gathers (each prefetched one layer ahead; ZeRO-3's, and FSDP2
+    ZeRO-2's under zero2_regather): what they cost the compute, their excess over it, and the first layer's ahead."""
+    slow_f, ag_f = _beside(f.duration_s, z.gather_s, gpu, fw)
+    return _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + z.gather_s / z.layers))
+
+
 # SMs a MoE dispatcher's kernels occupy while they run: DeepEP's default Buffer.num_sms (the DeepSeek-V3 report: 20 of the
 # H800's 132); NCCL's alltoall runs one block per channel, 16-32 on H100: taken as the same 20
 EP_COMM_SMS = 20
@@ -265,8 +272,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             dense, expert, accumulate = params.dense / v, params.expert / v, []
             if par.zero == 3:   # FULL_SHARD or HSDP (llm/hsdp.py): per layer, prefetched one layer ahead
                 z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
-                slow_f, ag_f = _beside(f.duration_s, z.gather_s, gpu, fw)
-                f = _add(f, _task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + z.gather_s / z.layers))
+                f = _forward_gathers(f, z, gpu, fw)
                 if no_sync:   # every backward adds into the unsharded accumulator; only the last reduce-scatters (grad_sync.py)
                     kernels = (host.weight_matrices(model, fw) + 2) * layers_per_chunk
                     accumulate = [ops.memory("grad_accumulate_unsharded", grad_sync.ACCUMULATE_BYTES * (dense + expert) / kernels,
@@ -285,6 +291,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params)
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
                           if par.zero in (1, 2) else 0.0)
+                if par.zero == 2 and fw.zero2_regather:   # FSDP2: each forward gathers per layer again (grad_sync.py), no step gather
+                    f, gather = _forward_gathers(f, hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk)),
+                                                 gpu, fw), 0.0
                 gathers.append(gather)
                 gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)
