@@ -93,6 +93,8 @@ class FrameworkSpec:
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
     ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
                                       # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
+    casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
+                                      # first block (work._block_casts; session 46 compileac, OFF until its set is read)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
