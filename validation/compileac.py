@@ -60,7 +60,7 @@ def rows() -> list[dict]:
         out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
                     "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
                     "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
-                    "predicted": predict(preset, seq, mb, variant),
+                    "predicted": predict(preset, seq, mb, variant, fixed=False),
                     "predicted_fixed": predict(preset, seq, mb, variant, fixed=True)})
     return out
 
@@ -103,9 +103,10 @@ def read_out(bundle: Path) -> dict:
     verdicts["M"] = "; ".join(f"{'before' if key == 'predicted' else 'fixed'}: " + ", ".join(
         f"{v} {m:.1%} ({'within' if m <= target else 'not within'})" for v, m in got.items())
         for key, got in per.items()) + f" (target {judge['target_pct']:.0f}% per variant)" if procs else "NO DATA: no process ran"
-    verdicts["G"] = "; ".join(f"{p['process']} graphs {(p['shape'].get('compile') or {}).get('dynamo', {}).get('unique_graphs')}"
-                              f" breaks {(p['shape'].get('compile') or {}).get('dynamo', {}).get('graph_breaks')}"
-                              for p in procs) or "NO DATA"
+    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
+    verdicts["G"] = "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
+                              f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
+                              for name, c in compiled) or "NO DATA"
     before, fixed = _mean_abs(procs, "predicted"), _mean_abs(procs, "predicted_fixed")
     adopt = (procs and not above and fixed <= target and (before - fixed) * 100 > judge["adopt_pts"]
              and all(m <= target for m in per["predicted_fixed"].values()))

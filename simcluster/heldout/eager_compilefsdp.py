@@ -40,22 +40,22 @@ def fits() -> dict:
     return base | {"compile": (c[0] * scale, c[1] * scale, c[2])}
 
 
-def fixed_framework(fw):
+def fixed_framework(fw, on: bool = True):
     """The compiled framework with session 46's cast fix (framework.casts_in_block: each block's weight casts issued in
-    its graph; compileac): torch_framework_as's wrap."""
+    its graph; compileac) on, or (on False) off whatever the product's default: torch_framework_as's wrap."""
     from dataclasses import replace
 
-    return replace(fw, casts_in_block=True) if fw.compiled else fw
+    return replace(fw, casts_in_block=on) if fw.compiled else fw
 
 
-def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool = False) -> dict:
-    """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed`: with the
-    cast fix on (fixed_framework)."""
+def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None) -> dict:
+    """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed` True / False:
+    with the cast fix on / off (fixed_framework), None the product's own."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.host_bound import is_host_bound
 
-    if fixed:
-        with eager.torch_framework_as(fixed_framework):
+    if fixed is not None:
+        with eager.torch_framework_as(lambda fw: fixed_framework(fw, fixed)):
             return predict(preset, seq, mb, variant)
     p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(), compiled=True)
     return {"step_ms": p["step_ms"], "host_share": p["host_share"], "host_bound": is_host_bound(p["host_share"]),
