@@ -9,9 +9,11 @@ two processes each (3 warm-up steps, the first holding the compilation, then 5 t
     python validation/compileac.py [calibration/h200x2-compileac-2026-11-30]                            # after
 
 Registered per row: `predicted` (the model before the fix, the shipped one: heldout/eager_compilefsdp.predict) and
-`predicted_fixed` (framework.casts_in_block on: each compiled block's autocast weight casts issued inside its graph,
-llm/work._block_casts; development: the compilefsdp set's runs, where the before model read +8.7..+13.2% long on the
-single variant). Rules fixed before the run (RULES); nothing fitted on the runs after.
+`predicted_fixed` (heldout/eager_compilefsdp.fixed_framework: framework.casts_in_block, each compiled block's autocast
+weight casts issued inside its graph, llm/work._block_casts; framework.loss_in_graph, the whole-model compiled FSDP2's
+loss in its graph and FSDP2's root unit at the backward's end, llm/memory.py). Development for both: the compilefsdp
+set's runs (the single variant +8.7..+13.2% long, the 0.5b fsdp peak +29%) and the older one-GPU compile bundles;
+KempnerForge's compiled rows not used. Rules fixed before the run (RULES); nothing fitted on the runs after.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import compilefsdp  # noqa: E402
 import nosync  # noqa: E402
 
 from simcluster.heldout.eager_compilefsdp import VARIANTS, predict  # noqa: E402
-from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import mem_error, memory_verdict, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-compileac-2026-11-30"
 PROCESSES = 2
@@ -47,6 +49,8 @@ RULES = compilefsdp.RULES | {
     "A": "ADOPT if N is not ABOVE, the fixed model's mean |error| over every process is <= target_pct, it is better than "
          "the model before the fix's by more than adopt_pts points, and no variant's fixed mean |error| exceeds "
          "target_pct; else KEEP (the fix stays off)",
+    "PF": "P for the fixed model's memory (`predicted_fixed`'s range): 'memory met' or 'not met'",
+    "AM": "the memory fix (framework.loss_in_graph): ADOPT if PF is met and its max |error| is below P's; else KEEP",
     "D": "NOISE if N is ABOVE the target; else MET if the shipped model's M is within for both variants and P met; "
          "'MODEL' naming the variants not within; 'MEMORY' if only P fails",
 }
@@ -113,6 +117,13 @@ def read_out(bundle: Path) -> dict:
     verdicts["A"] = ("NO DATA" if not procs else ("ADOPT" if adopt else "KEEP") +
                      f": fixed {fixed:.1%} vs before {before:.1%} over {len(procs)} processes (better by > "
                      f"{judge['adopt_pts']:.0f} points and within {judge['target_pct']:.0f}% to adopt)")
+    mems = {key: [mem_error(float(p["row"][key]["steady_mem_GiB"]), float(p["row"][key]["peak_mem_GiB"]), p["peak_GiB"])
+                  for p in procs if p["peak_GiB"] is not None] for key in ("predicted", "predicted_fixed")}
+    verdicts["PF"] = memory_verdict(mems["predicted_fixed"], judge["mem_pct"])
+    worst = {key: max(map(abs, m)) if m else None for key, m in mems.items()}
+    verdicts["AM"] = ("NO DATA" if worst["predicted"] is None else
+                      ("ADOPT" if worst["predicted_fixed"] <= judge["mem_pct"] / 100 and worst["predicted_fixed"] < worst["predicted"]
+                       else "KEEP") + f": fixed max |error| {worst['predicted_fixed']:.1%} vs before {worst['predicted']:.1%}")
     bad = [v for v, m in per["predicted"].items() if m > target]
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
                      "NO DATA" if len(per["predicted"]) < len(VARIANTS) else

@@ -41,11 +41,12 @@ def fits() -> dict:
 
 
 def fixed_framework(fw, on: bool = True):
-    """The compiled framework with session 46's cast fix (framework.casts_in_block: each block's weight casts issued in
-    its graph; compileac) on, or (on False) off whatever the product's default: torch_framework_as's wrap."""
+    """The compiled framework with session 46's compileac fixes on, or (on False) off whatever the product's default:
+    framework.casts_in_block (each block's weight casts issued in its graph) and loss_in_graph (the whole-model compiled
+    FSDP2's loss and root unit in memory.py); torch_framework_as's wrap."""
     from dataclasses import replace
 
-    return replace(fw, casts_in_block=on) if fw.compiled else fw
+    return replace(fw, casts_in_block=on, loss_in_graph=on) if fw.compiled else fw
 
 
 def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None) -> dict:
