@@ -87,7 +87,7 @@ def register(path: Path) -> None:
     for r in regs:
         p, q = r["predicted"], r["predicted_fixed"]
         print(f"{r['name']:24} before {p['step_ms']:8.2f} ms  fixed {q['step_ms']:8.2f} ms  host share "
-              f"{p['host_share']} / {q['host_share']}  memory {p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
+              f"{p['host_share']} / {q['host_share']}  memory {p['peak_mem_GiB']:.2f} / {q['peak_mem_GiB']:.2f} GiB")
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 
 
