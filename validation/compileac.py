@@ -40,7 +40,7 @@ PROCESSES = 2
 SHAPES = (("1b", 3840, 2, "single", "GPU-bound (predicted host share 0.06), a longer step than compilefsdp's"),
           ("0.8b", 1500, 4, "single", "GPU-bound (0.24), a short sequence at micro-batch 4"),
           ("0.5b", 1000, 8, "single", "the preset compilefsdp missed most (+13%), GPU-bound (0.25) at a new length"),
-          ("1.1b", 3904, 3, "fsdp", "GPU-bound under FSDP2 + whole-model compile (0.16; compilefsdp's 1.1b 3392:2 issued "
+          ("1.1b", 3904, 3, "fsdp", "GPU-bound under FSDP2 + whole-model compile (0.16; compilefsdp's 1.1b shape issued "
                                     "within 10% of its step: more tokens here)"))
 JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05, "adopt_pts": 2.0}
 RULES = compilefsdp.RULES | {
