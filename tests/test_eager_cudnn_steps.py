@@ -160,7 +160,8 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
     for name, n in (("ppblock", 4), ("opsplit", 3), ("nosync", 6), ("ppfree", 4), ("ddpaccum", 4)):   # session 45's sets, once each has run
         if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
             ran[f"h200x2-{name}-2026-11-30"] = n
-    for name, n in (("ppboth", 2), ("zero2", 6), ("compilefsdp", 4), ("zero2b", 2)):   # session 46's sets (shape x variant), once each has run
+    for name, n in (("ppboth", 2), ("zero2", 6), ("compilefsdp", 4), ("zero2b", 2), ("compileac", 4)):   # session 46's sets
+        # (shape x variant), once each has run
         if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
             ran[f"h200x2-{name}-2026-11-30"] = n
     assert Counter(r["bundle"] for r in both) == ran

@@ -26,8 +26,9 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/ppfree.py", "h200x2-ppfree-2026-11-30"),
             ("validation/zero2.py", "h200x2-zero2-2026-11-30"),   # session 46's
             ("validation/compilefsdp.py", "h200x2-compilefsdp-2026-11-30"),   # session 46's
-            ("validation/ppboth.py", "h200x2-ppboth-2026-11-30"),   # session 46's: skipped until its runs/ is here
-            ("validation/zero2b.py", "h200x2-zero2b-2026-11-30")]   # session 46's zero2b: likewise   # session 46's: skipped until its runs/ is here
+            ("validation/ppboth.py", "h200x2-ppboth-2026-11-30"),   # session 46's
+            ("validation/zero2b.py", "h200x2-zero2b-2026-11-30"),   # session 46's: skipped until its runs/ is here
+            ("validation/compileac.py", "h200x2-compileac-2026-11-30")]   # session 46's: likewise
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])

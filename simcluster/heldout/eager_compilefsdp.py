@@ -19,6 +19,9 @@ from simcluster.heldout.eager import ROOT
 from simcluster.llm import eager
 
 COMPILEFSDP_BUNDLE = "calibration/h200x2-compilefsdp-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+# session 46's compileac set (validation/compileac.py): the same rows and reader, its registered.yaml's `predicted` the
+# model before the cast fix (the shipped one), `predicted_fixed` with framework.casts_in_block on (fixed_framework)
+COMPILEAC_BUNDLE = "calibration/h200x2-compileac-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
 # variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)
 VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}
@@ -37,11 +40,24 @@ def fits() -> dict:
     return base | {"compile": (c[0] * scale, c[1] * scale, c[2])}
 
 
-def predict(preset: str, seq: int, mb: int, variant: str) -> dict:
-    """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row."""
+def fixed_framework(fw, on: bool = True):
+    """The compiled framework with session 46's compileac fixes on, or (on False) off whatever the product's default:
+    framework.casts_in_block (each block's weight casts issued in its graph) and loss_in_graph (the whole-model compiled
+    FSDP2's loss and root unit in memory.py); torch_framework_as's wrap."""
+    from dataclasses import replace
+
+    return replace(fw, casts_in_block=on, loss_in_graph=on) if fw.compiled else fw
+
+
+def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None) -> dict:
+    """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed` True / False:
+    with the cast fix on / off (fixed_framework), None the product's own."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.host_bound import is_host_bound
 
+    if fixed is not None:
+        with eager.torch_framework_as(lambda fw: fixed_framework(fw, fixed)):
+            return predict(preset, seq, mb, variant)
     p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(), compiled=True)
     return {"step_ms": p["step_ms"], "host_share": p["host_share"], "host_bound": is_host_bound(p["host_share"]),
             "steady_mem_GiB": p["steady_mem_GiB"][0], "peak_mem_GiB": p["stage_mem_GiB"][0]}

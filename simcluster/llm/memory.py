@@ -84,6 +84,21 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
 EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held by torch pipelining to the step's end
+# The runner's FSDP2 with its whole model compiled (llm-step --mode fsdp --compile-scope model; FrameworkSpec.loss_in_graph,
+# session 46 compileac, off in the product). Its forward returns F.cross_entropy(logits.float()), so the loss is in the
+# last compiled graph: Inductor fuses the fp32 cast, log-softmax and NLL into reductions over the bf16 logits (the
+# partitioner saves the mm's bf16 output and the fp32 logsumexp per row, torch/_functorch/partitioners.py: the casts are
+# fusible, recomputed) and the backward writes the logits' gradient in bf16: 2 + 2 bytes a logit at the loss's peak, not
+# eager's 12 (no fp32 copy, no fp32 log-softmax output). And FSDP2's root unit (fully_shard(model): the embedding, final
+# norm and LM head) holds its gathered bf16 parameters through the whole backward (the head's backward comes first, the
+# embedding's last: the root's pre-backward gathers them, or they stay from the forward where the root skips its reshard,
+# torch/distributed/fsdp/_fully_shard/_fsdp_state.py _lazy_init), the head's unsharded bf16 gradient waits from the
+# backward's start for the root's post-backward after the embedding's, which copies the root's gradients into one
+# reduce_dtype (fp32) reduce-scatter input (_fsdp_collectives.py, foreach_reduce; the runner's MixedPrecisionPolicy:
+# bf16 params, fp32 reduce, runner/llm_mesh.py): 2 + 2 + 4 bytes per root parameter beside the sharded gradients at the
+# backward's end (step_end). Development: the compilefsdp set's fsdp peaks (4.53, 9.20 GiB: 4.56, 9.34 with both).
+COMPILED_LOSS_LOGIT_BYTES = 4.0
+FSDP2_ROOT_END_BYTES = 8.0
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -260,7 +275,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     def logits_of(n: int) -> float:
         if not last:
             return 0.0
-        out = heads * fw.logit_bytes * logit_elements
+        out = heads * (COMPILED_LOSS_LOGIT_BYTES if _compiled_fsdp2_loss(fw, z) else fw.logit_bytes) * logit_elements
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
@@ -271,6 +286,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
+    if _compiled_fsdp2_loss(fw, z) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
+        step_end += FSDP2_ROOT_END_BYTES * (model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden)
     copies = fw.weight_copy_bytes * p.total
     if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after
         copies = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split   # each block (session 46): the head's
@@ -291,6 +308,11 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after,
                            grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total))
+
+
+def _compiled_fsdp2_loss(fw: FrameworkSpec, zero: int) -> bool:
+    """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on (COMPILED_LOSS_LOGIT_BYTES)."""
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3
 
 
 def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:

@@ -70,7 +70,11 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
                 plain_ops=(), plain_layers: int = 0, kernel_s: float | None = None) -> Task:
     """The task's compute when the host issues its kernels one at a time (llm/host.py), each at kernel_s host seconds
     (None: fw.host_kernel_s); the excess over the GPU-bound compute is the 'host' part. plain_layers blocks of
-    plain_ops (every N-th block checkpointed: the others) issue theirs at fw.host_plain_kernel_s."""
+    plain_ops (every N-th block checkpointed: the others) issue theirs at fw.host_plain_kernel_s. fw.casts_in_block: the
+    weight casts issued inside each block (_block_casts), not before the first."""
+    if fw.compiled and fw.casts_in_block and layers:
+        casts, inside = _block_casts(casts, layers)
+        layer_ops = inside + list(layer_ops)
     head = host.kernel_times(gpu, before + casts, dtype)
     plain = np.tile(host.kernel_times(gpu, list(plain_ops), dtype), plain_layers)
     seq = np.concatenate([head, plain] + [host.kernel_times(gpu, layer_ops, dtype)] * layers + [host.kernel_times(gpu, after, dtype)])
@@ -82,6 +86,18 @@ def _host_bound(task: Task, gpu, dtype: str, fw: FrameworkSpec, casts, before, l
     out = _add(task, _task(host=excess)) if excess > 0 else task
     # the host's own issue time and the issue-bound end, for a pipeline whose hosts run free (launch_backlog.free_host)
     return replace(out, issue_s=float(cost.sum()), bound_s=max(issued, out.duration_s - excess), kernels=len(seq))
+
+
+def _block_casts(casts: list, layers: int) -> tuple[list, list]:
+    """(the casts left before the first block, one block's casts) of a compiled step: each block's autocast weight casts
+    (weight_cast, weight_recast: one kernel per weight matrix) are traced into its graph (AOTAutograd traces under the
+    caller's autocast, so the graph holds the bf16 copies: llm/compiled.py's saved set) and issued with its kernels,
+    the forward graph's at the block's start, again in its recomputed forward (checkpointed), the weight gradients'
+    up-casts in its backward graph; the LM head's cast (eager) and any remainder stay before the first block."""
+    moved = {"weight_cast", "weight_recast"}
+    inside = [replace(o, count=o.count // layers) for o in casts if o.name in moved and o.count >= layers]
+    left = [replace(o, count=o.count - o.count // layers * layers) if o.name in moved else o for o in casts]
+    return [o for o in left if o.count], inside
 
 
 def _beside(compute_s: float, comm_s: float, gpu, fw: FrameworkSpec) -> tuple[float, float]:
