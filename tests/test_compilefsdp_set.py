@@ -114,7 +114,7 @@ def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     """Checkpoint around the compiled block: the backward holds the compiled forward's ops again (recompute.*); with the
     checkpoint in the graph (torch-compile+fsdp2) all but the block's last residual add; the eager checkpoint's host
     cost per block only where it runs eagerly; other checkpointing policies refused at framework.compile."""
-    from simcluster.llm import compiled, eager
+    from simcluster.llm import compiled, eager, eager_compiled
     from simcluster.llm.framework import TORCH_COMPILE
     from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -131,11 +131,12 @@ def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     hosts = {"single": (20e-6, 1e-3, 3), "ckpt": (30e-6, 2e-3, 3), "fsdp": (50e-6, 6e-3, 3), "compile": (30e-6, 4e-3, 3)}
     plain = eager.torch_framework(ParallelSpec(), hosts, compiled=True)
     ckpt = eager.torch_framework(ParallelSpec(recompute="full"), hosts, compiled=True)
-    n = eager.compiled_kernels_per_block(ParallelSpec(recompute="full"), ckpt)
-    assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "ckpt") / n)
+    n = eager_compiled.compiled_kernels_per_block(ParallelSpec(recompute="full"), ckpt)
+    per_block = eager_compiled.per_block_host_s
+    assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "ckpt", eager.torch_framework) / n)
     both = eager.torch_framework(ParallelSpec(dp=2, zero=3, recompute="full"), hosts, compiled=True)
-    n2 = eager.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
-    assert both.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "fsdp") / n2)   # no eager checkpoint
+    n2 = eager_compiled.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
+    assert both.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "fsdp", eager.torch_framework) / n2)   # no eager checkpoint
     for par in (ParallelSpec(recompute="op"), ParallelSpec(recompute="full", recompute_every=2), ParallelSpec(tp=2)):
         with pytest.raises(LlmConfigError, match="framework.compile"):
             compiled.check_compiled_parallel(par)

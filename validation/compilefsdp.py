@@ -4,7 +4,7 @@ set (calibration/h200x2-compilefsdp-2026-11-30): two shapes new to calibration, 
           recomputation the compiled forward graph again (llm/compiled.py, "Checkpointed")
   fsdp    torchrun 2 ranks, --mode fsdp --compile --compile-scope model --ac-mode full: each block in checkpoint_wrapper,
           FSDP2 per block, the whole model compiled (KempnerForge's order); the checkpoint in each block's graph,
-          FSDP2's hooks eager between the graphs (torch-compile+fsdp2, llm/eager.compiled_framework)
+          FSDP2's hooks eager between the graphs (torch-compile+fsdp2, llm/eager_compiled.compiled_framework)
 two processes each (3 warm-up steps, the first holding the compilation, then 5 timed; --profile 0).
 
     python validation/compilefsdp.py --register calibration/h200x2-compilefsdp-2026-11-30/registered.yaml   # before

@@ -44,7 +44,7 @@ Checkpointed (recompute full, every block; session 46), two ways the compiled co
     tensors discarded by the checkpoint's hooks; the backward's first unpack re-runs the whole compiled forward graph
     (every fused kernel, GEMM and attention of the forward, the casts of autocast's weights in it too:
     host.recasts_weights), then the compiled backward graph, as without checkpointing. The checkpoint itself runs
-    eagerly around each block: its host cost is the ckpt mode's over single per block (eager.compiled_framework).
+    eagerly around each block: its host cost is the ckpt mode's over single per block (eager_compiled.compiled_framework).
   - the checkpoint inside the compiled code (fw.ckpt_in_graph: torch.compile over checkpoint_wrapper'd blocks, the
     whole model compiled after FSDP2 as KempnerForge does, llm-step --compile-scope model; torch-compile+fsdp2):
     dynamo traces torch.utils.checkpoint as a higher-order op and AOTAutograd's partitioner recomputes, in the backward

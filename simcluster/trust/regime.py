@@ -135,7 +135,7 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     fw = framework_family(framework)
     if fw == "PyTorch eager":
         mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if framework.startswith("torch-compile") else "")   # its own
-        # regime (torch-compile; torch-compile+fsdp2: llm/eager.compiled_framework)
+        # regime (torch-compile; torch-compile+fsdp2: llm/eager_compiled.compiled_framework)
         mode += f"+{checkpointing}" if checkpointing else ""
         mode += HOST_BOUND_AXIS if host_bound else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus), gpu=gpu)
