@@ -4,12 +4,11 @@ to calibration/, synthetic runs through the rules and into the error bands; the 
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import shutil
 
 import pytest
+import test_nosync_set
 import yaml
 from conftest import ROOT, fresh_register_equals, load_script
 
@@ -25,28 +24,21 @@ def registered(bundle=BUNDLE) -> dict:
     return yaml.safe_load((bundle / "registered.yaml").read_text())
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), scope=None):
-    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside the
-    registered range, as the runner writes them (its mode, ranks, --compile-scope, --ac-mode full); `drop`: process
-    stems not written; `scope`: every process's --compile-scope where given (else the variant's)."""
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
+def as_run(scope=None):
+    """extra_doc for test_nosync_set.synthetic: each process's document as the runner writes this set's (its mode,
+    ranks, --compile-scope, --ac-mode full, the compile report); `scope`: every process's --compile-scope where given
+    (else the variant's)."""
+    def edit(row: dict, doc: dict) -> None:
         mode, world, own = RUNNER[row["variant"]]
-        for k in range(1, row["processes"] + 1):
-            stem = f"{row['name']}-r{k}"
-            if stem in drop:
-                continue
-            p = row["predicted"]
-            t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
-            doc = {"tool": "llm-step", "format": 1, "mode": mode, "world_size": world, "model": {"preset": row["preset"]},
-                   "ac_mode": "full", "compile": {"scope_flag": scope or own},
-                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
-                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30,
-                               "compile": {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}}]}
-            (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
-    return bundle
+        del doc["grad_accum"]
+        doc.update(mode=mode, world_size=world, ac_mode="full", compile={"scope_flag": scope or own})
+        doc["shapes"][0]["compile"] = {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}
+    return edit
+
+
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), scope=None):
+    """test_nosync_set.synthetic on this set's registration, as the runner writes its processes (as_run)."""
+    return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, extra_doc=as_run(scope))
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
