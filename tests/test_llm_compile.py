@@ -147,6 +147,11 @@ def test_compile_is_refused_where_it_is_not_modelled():
             eager.torch_framework(par, None, compiled=True)
         assert err.value.key == "framework.compile"
         assert any(f"parallel.{k}" in str(err.value) for k in ("dp: 2", "tp: 2", "recompute: ", "recompute_every: 2"))
+    for zero in (0, 2):   # framework torch's dp > 1 under compile is FSDP2 (zero 3) alone: said, naming parallel.zero (review B46, 10)
+        with pytest.raises(LlmConfigError, match=re.escape("one GPU or FSDP2 (zero 3), with no activation")) as err:
+            eager.torch_framework(ParallelSpec(dp=2, zero=zero), None, compiled=True)
+        assert f"got parallel.dp: 2, parallel.zero: {zero}" in str(err.value) and "\n" not in str(err.value)
+    assert eager.torch_framework(ParallelSpec(dp=2, zero=3), None, compiled=True).name == "torch-compile+fsdp2"
     gpipe = ParallelSpec(pp_schedule="gpipe")   # one rule (compiled.check_compiled_parallel): a 1-GPU job's schedule is moot
     assert eager.torch_framework(gpipe, None, compiled=True).compiled
     compiled.check_compiled(MODEL, gpipe)

@@ -28,7 +28,7 @@ def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, i
     torch.utils.checkpoint's (ckpt over single) where recompute is full and the checkpoint is eager, FSDP2's hooks (fsdp
     over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's."""
     fsdp = par.dp > 1 and par.zero == 3
-    compiled_layer.check_compiled_parallel(par, fsdp)
+    compiled_layer.check_compiled_parallel(par, fsdp, torch_fsdp2=True)
     fw = TORCH_COMPILE
     if fsdp:
         fw = replace(fw, name="torch-compile+fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0,
