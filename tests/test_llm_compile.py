@@ -51,6 +51,7 @@ def test_collect_reads_llm_compile_from_the_command_line():
     # --compile with --ac-mode full runs (checkpoint around each compiled block, or inside the whole model's graph)
     (["--compile", "--ac-mode", "op"], "--compile with --ac-mode op"),
     (["--compile", "--ac-mode", "every:2"], "--compile with --ac-mode every:2"),
+    (["--compile-scope", "model", "--mode", "fsdp"], "--compile-scope model without --compile"),   # review B46, 11
 ])
 def test_the_runner_refuses_what_it_does_not_compile_before_torch(argv, message):
     from simcluster.runner import llm_step
