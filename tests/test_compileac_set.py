@@ -4,8 +4,6 @@ ADOPT rule on synthetic runs, the rows into the error bands; the cast fix itself
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import test_compilefsdp_set
 import test_nosync_set
@@ -37,14 +35,8 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_device_script_runs_the_registered_rows():
-    s, text = script(), (BUNDLE / "device_run.sh").read_text()
-    want = sorted(f"{p}:{seq}:{mb}:{v}" for p, seq, mb, v, _ in s.SHAPES)
-    orders = re.findall(r'order="([^"]+)"', text)
-    assert len(orders) == 2 and all(sorted(o.split()) == want for o in orders)
-    assert {"{}-{}x{}-{}".format(*r.split(":")) for r in orders[0].split()} == {r["name"] for r in registered()["rows"]}
-    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
-    assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
-    assert "--mode single --compile-scope layer $common" in text and "--mode fsdp --compile-scope model $common" in text
+    s = script()
+    test_compilefsdp_set.device_script_runs(s, BUNDLE, [f"{p}:{seq}:{mb}:{v}" for p, seq, mb, v, _ in s.SHAPES], orders=2)
 
 
 def test_the_registered_shapes_are_new_to_calibration():

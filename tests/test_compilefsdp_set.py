@@ -46,17 +46,22 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     assert {r["variant"] for r in reg["rows"]} == {"single", "fsdp"} and len(reg["rows"]) == 4
 
 
-def test_the_device_script_runs_the_registered_rows():
-    s, text = script(), (BUNDLE / "device_run.sh").read_text()
-    names = set()
-    for order in re.findall(r'order="([^"]+)"', text):
-        runs = order.split()
-        assert sorted(runs) == sorted(f"{p}:{seq}:{mb}:{v}" for p, seq, mb, _ in s.SHAPES for v in RUNNER)
-        names |= {"{}-{}x{}-{}".format(*r.split(":")) for r in runs}
-    assert names == {r["name"] for r in registered()["rows"]}
+def device_script_runs(s, bundle, runs: list[str], orders: int | None = None) -> None:
+    """A compile set's device_run.sh (this set's, compileac's) runs its registered rows: each `order` the runs
+    (preset:seq:mb:variant; `orders` of them where given), their names the registration's rows, the processes, the
+    runner's flags per variant."""
+    text = (bundle / "device_run.sh").read_text()
+    found = re.findall(r'order="([^"]+)"', text)
+    assert found and all(sorted(o.split()) == sorted(runs) for o in found) and orders in (None, len(found))
+    assert {"{}-{}x{}-{}".format(*r.split(":")) for r in runs} == {r["name"] for r in registered(bundle)["rows"]}
     assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
     assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
     assert "--mode single --compile-scope layer $common" in text and "--mode fsdp --compile-scope model $common" in text
+
+
+def test_the_device_script_runs_the_registered_rows():
+    s = script()
+    device_script_runs(s, BUNDLE, [f"{p}:{seq}:{mb}:{v}" for p, seq, mb, _ in s.SHAPES for v in RUNNER])
 
 
 def test_the_registered_shapes_are_new_to_calibration():
