@@ -4,17 +4,13 @@ ADOPT rule on synthetic runs, the rows into the error bands; the cast fix itself
 
 from __future__ import annotations
 
-import json
-import math
-import re
-import shutil
-
 import pytest
+import test_compilefsdp_set
+import test_nosync_set
 import yaml
 from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-compileac-2026-11-30"
-RUNNER = {"single": ("single", 1, "layer"), "fsdp": ("fsdp", 2, "model")}
 
 
 def script():
@@ -26,22 +22,10 @@ def registered() -> dict:
 
 
 def synthetic(tmp_path, key="predicted", jitter=(0.01, -0.01)):
-    """A bundle whose processes measure each row's `key` step x exp(jitter[k]), peak inside the registered range."""
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
-        mode, world, own = RUNNER[row["variant"]]
-        for k in range(1, row["processes"] + 1):
-            t = row[key]["step_ms"] / 1e3 * math.exp(jitter[(k - 1) % len(jitter)])
-            p = row["predicted"]
-            doc = {"tool": "llm-step", "format": 1, "mode": mode, "world_size": world, "model": {"preset": row["preset"]},
-                   "ac_mode": "full", "compile": {"scope_flag": own},
-                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
-                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30,
-                               "compile": {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}}]}
-            (bundle / "runs" / f"{row['name']}-r{k}.json").write_text(json.dumps(doc))
-    return bundle
+    """A bundle whose processes measure each row's `key` step x exp(jitter[k]), peak inside the registered range
+    (test_nosync_set.synthetic with test_compilefsdp_set.as_run's documents)."""
+    scale = {r["name"]: r[key]["step_ms"] / r["predicted"]["step_ms"] for r in registered()["rows"]}
+    return test_nosync_set.synthetic(tmp_path, scale, jitter, source=BUNDLE, extra_doc=test_compilefsdp_set.as_run())
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
@@ -51,14 +35,8 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_device_script_runs_the_registered_rows():
-    s, text = script(), (BUNDLE / "device_run.sh").read_text()
-    want = sorted(f"{p}:{seq}:{mb}:{v}" for p, seq, mb, v, _ in s.SHAPES)
-    orders = re.findall(r'order="([^"]+)"', text)
-    assert len(orders) == 2 and all(sorted(o.split()) == want for o in orders)
-    assert {"{}-{}x{}-{}".format(*r.split(":")) for r in orders[0].split()} == {r["name"] for r in registered()["rows"]}
-    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
-    assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
-    assert "--mode single --compile-scope layer $common" in text and "--mode fsdp --compile-scope model $common" in text
+    s = script()
+    test_compilefsdp_set.device_script_runs(s, BUNDLE, [f"{p}:{seq}:{mb}:{v}" for p, seq, mb, v, _ in s.SHAPES], orders=2)
 
 
 def test_the_registered_shapes_are_new_to_calibration():

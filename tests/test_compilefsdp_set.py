@@ -4,12 +4,11 @@ to calibration/, synthetic runs through the rules and into the error bands; the 
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import shutil
 
 import pytest
+import test_nosync_set
 import yaml
 from conftest import ROOT, fresh_register_equals, load_script
 
@@ -25,28 +24,21 @@ def registered(bundle=BUNDLE) -> dict:
     return yaml.safe_load((bundle / "registered.yaml").read_text())
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), scope=None):
-    """A bundle whose processes measure each row's registered step x scale[row name] x exp(jitter[k]), peak inside the
-    registered range, as the runner writes them (its mode, ranks, --compile-scope, --ac-mode full); `drop`: process
-    stems not written; `scope`: every process's --compile-scope where given (else the variant's)."""
-    bundle = tmp_path / "set"
-    (bundle / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
-    for row in registered()["rows"]:
+def as_run(scope=None):
+    """extra_doc for test_nosync_set.synthetic: each process's document as the runner writes this set's (its mode,
+    ranks, --compile-scope, --ac-mode full, the compile report); `scope`: every process's --compile-scope where given
+    (else the variant's)."""
+    def edit(row: dict, doc: dict) -> None:
         mode, world, own = RUNNER[row["variant"]]
-        for k in range(1, row["processes"] + 1):
-            stem = f"{row['name']}-r{k}"
-            if stem in drop:
-                continue
-            p = row["predicted"]
-            t = p["step_ms"] / 1e3 * (scale or {}).get(row["name"], 1.0) * math.exp(jitter[(k - 1) % len(jitter)])
-            doc = {"tool": "llm-step", "format": 1, "mode": mode, "world_size": world, "model": {"preset": row["preset"]},
-                   "ac_mode": "full", "compile": {"scope_flag": scope or own},
-                   "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
-                               "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30,
-                               "compile": {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}}]}
-            (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
-    return bundle
+        del doc["grad_accum"]
+        doc.update(mode=mode, world_size=world, ac_mode="full", compile={"scope_flag": scope or own})
+        doc["shapes"][0]["compile"] = {"compile_s": 20.0, "dynamo": {"unique_graphs": 3, "graph_breaks": 4}}
+    return edit
+
+
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), scope=None):
+    """test_nosync_set.synthetic on this set's registration, as the runner writes its processes (as_run)."""
+    return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, extra_doc=as_run(scope))
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
@@ -54,17 +46,22 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     assert {r["variant"] for r in reg["rows"]} == {"single", "fsdp"} and len(reg["rows"]) == 4
 
 
-def test_the_device_script_runs_the_registered_rows():
-    s, text = script(), (BUNDLE / "device_run.sh").read_text()
-    names = set()
-    for order in re.findall(r'order="([^"]+)"', text):
-        runs = order.split()
-        assert sorted(runs) == sorted(f"{p}:{seq}:{mb}:{v}" for p, seq, mb, _ in s.SHAPES for v in RUNNER)
-        names |= {"{}-{}x{}-{}".format(*r.split(":")) for r in runs}
-    assert names == {r["name"] for r in registered()["rows"]}
+def device_script_runs(s, bundle, runs: list[str], orders: int | None = None) -> None:
+    """A compile set's device_run.sh (this set's, compileac's) runs its registered rows: each `order` the runs
+    (preset:seq:mb:variant; `orders` of them where given), their names the registration's rows, the processes, the
+    runner's flags per variant."""
+    text = (bundle / "device_run.sh").read_text()
+    found = re.findall(r'order="([^"]+)"', text)
+    assert found and all(sorted(o.split()) == sorted(runs) for o in found) and orders in (None, len(found))
+    assert {"{}-{}x{}-{}".format(*r.split(":")) for r in runs} == {r["name"] for r in registered(bundle)["rows"]}
     assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
     assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
     assert "--mode single --compile-scope layer $common" in text and "--mode fsdp --compile-scope model $common" in text
+
+
+def test_the_device_script_runs_the_registered_rows():
+    s = script()
+    device_script_runs(s, BUNDLE, [f"{p}:{seq}:{mb}:{v}" for p, seq, mb, _ in s.SHAPES for v in RUNNER])
 
 
 def test_the_registered_shapes_are_new_to_calibration():
@@ -107,14 +104,15 @@ def test_the_set_enters_the_error_bands_one_row_per_shape_and_variant(tmp_path):
         assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3 and x["variant"] in r["label"]
     assert got[0]["measured_s"] == pytest.approx(reg["1.1b-3392x2-single"]["predicted"]["step_ms"] / 1e3 * math.exp(0.01))
     keys = {x.regime.split(" | ")[2] for x in eager_residuals(got)}
-    assert keys == {"single+compile", "FSDP+compile", "FSDP+compile+host-bound"}, keys
+    # compiled + checkpointed: regimes of their own, apart from the validated single+compile (cold review B46 item 2)
+    assert keys == {"single+compile+ckpt", "FSDP+compile+ckpt", "FSDP+compile+ckpt+host-bound"}, keys
 
 
 def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     """Checkpoint around the compiled block: the backward holds the compiled forward's ops again (recompute.*); with the
     checkpoint in the graph (torch-compile+fsdp2) all but the block's last residual add; the eager checkpoint's host
     cost per block only where it runs eagerly; other checkpointing policies refused at framework.compile."""
-    from simcluster.llm import compiled, eager
+    from simcluster.llm import compiled, eager, eager_compiled
     from simcluster.llm.framework import TORCH_COMPILE
     from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -131,11 +129,12 @@ def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     hosts = {"single": (20e-6, 1e-3, 3), "ckpt": (30e-6, 2e-3, 3), "fsdp": (50e-6, 6e-3, 3), "compile": (30e-6, 4e-3, 3)}
     plain = eager.torch_framework(ParallelSpec(), hosts, compiled=True)
     ckpt = eager.torch_framework(ParallelSpec(recompute="full"), hosts, compiled=True)
-    n = eager.compiled_kernels_per_block(ParallelSpec(recompute="full"), ckpt)
-    assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "ckpt") / n)
+    n = eager_compiled.compiled_kernels_per_block(ParallelSpec(recompute="full"), ckpt)
+    per_block = eager_compiled.per_block_host_s
+    assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "ckpt", eager.torch_framework) / n)
     both = eager.torch_framework(ParallelSpec(dp=2, zero=3, recompute="full"), hosts, compiled=True)
-    n2 = eager.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
-    assert both.host_kernel_s == pytest.approx(30e-6 + eager.per_block_host_s(hosts, "fsdp") / n2)   # no eager checkpoint
+    n2 = eager_compiled.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
+    assert both.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "fsdp", eager.torch_framework) / n2)   # no eager checkpoint
     for par in (ParallelSpec(recompute="op"), ParallelSpec(recompute="full", recompute_every=2), ParallelSpec(tp=2)):
         with pytest.raises(LlmConfigError, match="framework.compile"):
             compiled.check_compiled_parallel(par)

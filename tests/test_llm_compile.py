@@ -51,6 +51,7 @@ def test_collect_reads_llm_compile_from_the_command_line():
     # --compile with --ac-mode full runs (checkpoint around each compiled block, or inside the whole model's graph)
     (["--compile", "--ac-mode", "op"], "--compile with --ac-mode op"),
     (["--compile", "--ac-mode", "every:2"], "--compile with --ac-mode every:2"),
+    (["--compile-scope", "model", "--mode", "fsdp"], "--compile-scope model without --compile"),   # review B46, 11
 ])
 def test_the_runner_refuses_what_it_does_not_compile_before_torch(argv, message):
     from simcluster.runner import llm_step
@@ -147,6 +148,11 @@ def test_compile_is_refused_where_it_is_not_modelled():
             eager.torch_framework(par, None, compiled=True)
         assert err.value.key == "framework.compile"
         assert any(f"parallel.{k}" in str(err.value) for k in ("dp: 2", "tp: 2", "recompute: ", "recompute_every: 2"))
+    for zero in (0, 2):   # framework torch's dp > 1 under compile is FSDP2 (zero 3) alone: said, naming parallel.zero (review B46, 10)
+        with pytest.raises(LlmConfigError, match=re.escape("one GPU or FSDP2 (zero 3), with no activation")) as err:
+            eager.torch_framework(ParallelSpec(dp=2, zero=zero), None, compiled=True)
+        assert f"got parallel.dp: 2, parallel.zero: {zero}" in str(err.value) and "\n" not in str(err.value)
+    assert eager.torch_framework(ParallelSpec(dp=2, zero=3), None, compiled=True).name == "torch-compile+fsdp2"
     gpipe = ParallelSpec(pp_schedule="gpipe")   # one rule (compiled.check_compiled_parallel): a 1-GPU job's schedule is moot
     assert eager.torch_framework(gpipe, None, compiled=True).compiled
     compiled.check_compiled(MODEL, gpipe)

@@ -23,10 +23,12 @@ def registered(bundle=BUNDLE) -> dict:
     return yaml.safe_load((bundle / "registered.yaml").read_text())
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), source=BUNDLE, mode="fsdp"):
+def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.01), drop=(), source=BUNDLE, mode="fsdp",
+              extra_doc=None):
     """A bundle whose processes (the runner's --mode `mode`) measure each row's registered step (`source`'s
     registration) x scale[row name] x exp(jitter[k]), peak inside the registered range; `drop`: process stems not
-    written. tests/test_ddpaccum_set.py's too."""
+    written; extra_doc(row, doc), where given, edits each process's document (another set's runner flags).
+    tests/test_ddpaccum_set.py's, test_compilefsdp_set.py's and test_compileac_set.py's too."""
     bundle = tmp_path / "set"
     (bundle / "runs").mkdir(parents=True)
     shutil.copy(source / "registered.yaml", bundle / "registered.yaml")
@@ -41,6 +43,8 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.
                    "grad_accum": {"micro_batches": 4, "grad_sync": "step" if row["variant"] == "nosync" else "micro_batch"},
                    "shapes": [{"seq": row["seq"], "micro_batch": row["micro_batch"], "status": "ok", "median_step_s": t,
                                "max_memory_allocated_bytes": p["peak_mem_GiB"] * 2**30}]}
+            if extra_doc is not None:
+                extra_doc(row, doc)
             (bundle / "runs" / f"{stem}.json").write_text("W1130 torchrun noise\n" + json.dumps(doc))
     return bundle
 

@@ -22,8 +22,6 @@ import statistics
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
@@ -32,7 +30,7 @@ import compilefsdp  # noqa: E402
 import nosync  # noqa: E402
 
 from simcluster.heldout.eager_compilefsdp import VARIANTS, predict  # noqa: E402
-from simcluster.heldout.registration import mem_error, memory_verdict, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import mem_error, memory_verdict, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-compileac-2026-11-30"
 PROCESSES = 2
@@ -70,25 +68,17 @@ def rows() -> list[dict]:
 
 
 def register(path: Path) -> None:
-    commit = registering_commit(ROOT)
-    regs = rows()
-    doc = {"registered_at_commit": commit, "script": "validation/compileac.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
-                           "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23",
-                                    "compile": "calibration/h200x1-llm-compile-2026-11-29/host (scaled: "
-                                               "heldout/eager_compilefsdp.fits)"}},
-           "development_for_the_fix": "calibration/h200x2-compilefsdp-2026-11-30 (its single and fsdp runs) and the "
-                                      "older one-GPU compile bundles; KempnerForge's compiled rows not used",
-           "shapes": {f"{p}-{s}x{mb}-{v}": why for p, s, mb, v, why in SHAPES},
-           "judge": JUDGE, "rules": RULES, "rows": regs}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 46); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False, width=120))
-    for r in regs:
-        p, q = r["predicted"], r["predicted_fixed"]
-        print(f"{r['name']:24} before {p['step_ms']:8.2f} ms  fixed {q['step_ms']:8.2f} ms  host share "
-              f"{p['host_share']} / {q['host_share']}  memory {p['peak_mem_GiB']:.2f} / {q['peak_mem_GiB']:.2f} GiB")
-    print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
+    notes = {"development_for_the_fix": "calibration/h200x2-compilefsdp-2026-11-30 (its single and fsdp runs) and the "
+                                        "older one-GPU compile bundles; KempnerForge's compiled rows not used",
+             "shapes": {f"{p}-{s}x{mb}-{v}": why for p, s, mb, v, why in SHAPES}}
+    nosync.register(path, "validation/compileac.py --register", judge=JUDGE, rules=RULES, session=46,
+                    calibration=compilefsdp.CALIBRATION, regs=rows(), notes=notes, line=_line)
+
+
+def _line(r: dict) -> str:
+    p, q = r["predicted"], r["predicted_fixed"]
+    return (f"{r['name']:24} before {p['step_ms']:8.2f} ms  fixed {q['step_ms']:8.2f} ms  host share "
+            f"{p['host_share']} / {q['host_share']}  memory {p['peak_mem_GiB']:.2f} / {q['peak_mem_GiB']:.2f} GiB")
 
 
 def _mean_abs(procs: list[dict], key: str, variant: str | None = None) -> float | None:

@@ -4,7 +4,7 @@ set (calibration/h200x2-compilefsdp-2026-11-30): two shapes new to calibration, 
           recomputation the compiled forward graph again (llm/compiled.py, "Checkpointed")
   fsdp    torchrun 2 ranks, --mode fsdp --compile --compile-scope model --ac-mode full: each block in checkpoint_wrapper,
           FSDP2 per block, the whole model compiled (KempnerForge's order); the checkpoint in each block's graph,
-          FSDP2's hooks eager between the graphs (torch-compile+fsdp2, llm/eager.compiled_framework)
+          FSDP2's hooks eager between the graphs (torch-compile+fsdp2, llm/eager_compiled.compiled_framework)
 two processes each (3 warm-up steps, the first holding the compilation, then 5 timed; --profile 0).
 
     python validation/compilefsdp.py --register calibration/h200x2-compilefsdp-2026-11-30/registered.yaml   # before
@@ -21,8 +21,6 @@ import statistics
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
@@ -30,7 +28,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 import nosync  # noqa: E402
 
 from simcluster.heldout.eager_compilefsdp import VARIANTS, predict, process_step  # noqa: E402
-from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-compilefsdp-2026-11-30"
 PROCESSES = 2
@@ -68,24 +66,14 @@ def rows() -> list[dict]:
     return out
 
 
+CALIBRATION = nosync.CALIBRATION | {"host": {"h200": "calibration/h200x2-llm-host-2026-11-23",
+                                             "compile": "calibration/h200x1-llm-compile-2026-11-29/host (scaled: "
+                                                        "heldout/eager_compilefsdp.fits)"}}
+
+
 def register(path: Path) -> None:
-    commit = registering_commit(ROOT)
-    regs = rows()
-    doc = {"registered_at_commit": commit, "script": "validation/compilefsdp.py --register",
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
-                           "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23",
-                                    "compile": "calibration/h200x1-llm-compile-2026-11-29/host (scaled: "
-                                               "heldout/eager_compilefsdp.fits)"}},
-           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in SHAPES},
-           "judge": JUDGE, "rules": RULES, "rows": regs}
-    write_registration(path, "# Predictions registered before the runs (issue 44, session 46); never edited after them.\n"
-                       + yaml.safe_dump(doc, sort_keys=False, width=120))
-    for r in regs:
-        p = r["predicted"]
-        print(f"{r['name']:24} {p['step_ms']:8.2f} ms  host share {p['host_share']}  memory "
-              f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
-    print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
+    nosync.register(path, "validation/compilefsdp.py --register", SHAPES, judge=JUDGE, rules=RULES, session=46,
+                    calibration=CALIBRATION, regs=rows())
 
 
 def read_out(bundle: Path) -> dict:

@@ -83,23 +83,28 @@ def rows(shapes=SHAPES, variants=VARIANTS, extra=None) -> list[dict]:
     return out
 
 
+CALIBRATION = {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "collective_card": "models/collective/h200x2-primitives.yaml",
+               "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}}
+
+
 def register(path: Path, script: str = "validation/nosync.py --register", shapes=SHAPES, variants=VARIANTS,
-             judge: dict = JUDGE, rules: dict = RULES, extra=None, session: int = 45) -> None:
-    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's and zero2.py's
-    with their own."""
+             judge: dict = JUDGE, rules: dict = RULES, extra=None, session: int = 45, calibration: dict = CALIBRATION,
+             regs: list[dict] | None = None, notes: dict | None = None, line=None) -> None:
+    """The set's registered.yaml at `path` (rows(shapes, variants, extra), judge, rules); ddpaccum.py's, zero2.py's,
+    zero2b.py's, compilefsdp.py's and compileac.py's with their own: `calibration` (the cards and host folders named),
+    `regs` (rows built by the set itself), `notes` (keys after calibration; a `shapes` key there in place of the one built from
+    `shapes`) and `line(row)` (the row's printed line)."""
     commit = registering_commit(ROOT)
-    regs = rows(shapes, variants, extra)
-    doc = {"registered_at_commit": commit, "script": script,
-           "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml",
-                           "collective_card": "models/collective/h200x2-primitives.yaml",
-                           "host": {"h200": "calibration/h200x2-llm-host-2026-11-23"}},
-           "shapes": {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes},
-           "judge": judge, "rules": rules, "rows": regs}
+    regs = rows(shapes, variants, extra) if regs is None else regs
+    doc = {"registered_at_commit": commit, "script": script, "calibration": calibration, **(notes or {})}
+    if "shapes" not in doc:
+        doc["shapes"] = {f"{p}-{s}x{mb}": why for p, s, mb, why in shapes}
+    doc |= {"judge": judge, "rules": rules, "rows": regs}
     write_registration(path, f"# Predictions registered before the runs (issue 44, session {session}); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in regs:
         p = r["predicted"]
-        print(f"{r['name']:22} {p['step_ms']:8.2f} ms  host share {p['host_share']}  memory "
+        print(line(r) if line else f"{r['name']:24} {p['step_ms']:8.2f} ms  host share {p['host_share']}  memory "
               f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
     print(f"registered {len(regs)} rows in {path} (model at {commit[:10]})")
 

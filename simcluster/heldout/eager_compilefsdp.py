@@ -2,7 +2,7 @@
 torch.compile with every block checkpointed, on one GPU (llm-step --compile --ac-mode full: torch.utils.checkpoint
 around each compiled block) and under FSDP2 on 2 ranks (--mode fsdp --compile --compile-scope model --ac-mode full:
 the whole model compiled after fully_shard, as KempnerForge's trainer). The model's side: llm/compiled.py (the
-recomputed compiled forward), llm/eager.compiled_framework (FSDP2 around compiled blocks, the eager host cost per block).
+recomputed compiled forward), llm/eager_compiled.compiled_framework (FSDP2 around compiled blocks, the eager host cost per block).
 
 Host fits (fits()): the 2 x H200 host's eager fits (heldout/eager.MODE_HOST: single, ckpt, fsdp) and the compile mode's
 from the one-GPU compile set's host runs (heldout/eager_registered.FLAG_HOSTS, where the compile fit lives), scaled to

@@ -149,7 +149,7 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
                      fits: dict | None = None, compiled: bool = False):
     """An eager-regimes layout's torch framework with the host cost of its runner mode on that GPU's machine kind
     (host_fits, or `fits` where given; H100: the single mode's); `compiled` (H200 with `fits` only): each block under
-    torch.compile (eager.compiled_framework)."""
+    torch.compile (eager_compiled.compiled_framework)."""
     from simcluster.llm import eager
 
     if gpu_label not in ("h200", "h100"):   # any other label used to price an H100 silently

@@ -72,11 +72,17 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "default mode only (docs/models/llm.md)")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
-                 "trainer's, no compiled step under FSDP measured (extrapolated; fms-fsdp-compile, session 42; torch's "
-                 "FSDP2 under torch.compile registered on 2 x H200, calibration/h200x2-compilefsdp-2026-11-30, not run "
-                 "yet)")
+                 "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated). One registered set ran torch's "
+                 "FSDP2 with the whole model compiled over checkpointed blocks on 2 x H200, once "
+                 "(calibration/h200x2-compilefsdp-2026-11-30: rule M 'not within', fsdp 11.1%; D 'NOISE'): the step "
+                 "-0.2 / +8.8% on 1.1b, noise-limited on the host-bound 0.5b (its two processes 43% apart, -17.6 / "
+                 "+18.0%); the printed peak +29% over the measured on 0.5b (+1.5% on 1.1b), not explained (the head and "
+                 "loss run compiled there while memory.py charges eager's fp32 logits: a hypothesis, unchecked)")
 COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
-                 "registered on 2 x H200 (calibration/h200x2-compilefsdp-2026-11-30), not run yet")
+                 "a regime of its own, unvalidated: one registered set on 2 x H200 (calibration/h200x2-compilefsdp-"
+                 "2026-11-30, rule M 'not within', D 'NOISE') put the one-GPU step about 11% too long (+8.7..+13.2% "
+                 "on two shapes, repeats within 0.5%: a model error, not noise), peaks within 2%: take this step as "
+                 "pessimistic")
 
 FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "

@@ -44,7 +44,7 @@ Checkpointed (recompute full, every block; session 46), two ways the compiled co
     tensors discarded by the checkpoint's hooks; the backward's first unpack re-runs the whole compiled forward graph
     (every fused kernel, GEMM and attention of the forward, the casts of autocast's weights in it too:
     host.recasts_weights), then the compiled backward graph, as without checkpointing. The checkpoint itself runs
-    eagerly around each block: its host cost is the ckpt mode's over single per block (eager.compiled_framework).
+    eagerly around each block: its host cost is the ckpt mode's over single per block (eager_compiled.compiled_framework).
   - the checkpoint inside the compiled code (fw.ckpt_in_graph: torch.compile over checkpoint_wrapper'd blocks, the
     whole model compiled after FSDP2 as KempnerForge does, llm-step --compile-scope model; torch-compile+fsdp2):
     dynamo traces torch.utils.checkpoint as a higher-order op and AOTAutograd's partitioner recomputes, in the backward
@@ -106,22 +106,25 @@ def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec 
     check_compiled_parallel(par, fw is not None and fw.name in FSDP_COMPILED)
 
 
-def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False) -> None:
+def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False, torch_fsdp2: bool = False) -> None:
     """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1), recompute none or full (every
     block: torch.utils.checkpoint around the compiled block, layer_ops; session 46); a LlmConfigError at framework.compile
     naming the parallel keys that break it (eager.torch_framework, check_compiled). `fsdp` (an FSDP trainer's compiled
     framework, FSDP_COMPILED: fms-fsdp-compile, torch-compile+fsdp2): dp > 1 allowed, since FSDP's per-unit graph breaks
     leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc; the 2-GPU compilefsdp set,
-    session 46, registered to test it)."""
+    session 46, registered to test it). `torch_fsdp2` (framework torch, eager_compiled.compiled_framework): its dp > 1 is
+    FSDP2 (zero 3) alone, so dp > 1 under another zero (DDP, ZeRO-2) is refused naming parallel.zero (cold review B46
+    item 10)."""
     names = ("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")
     off = [f"parallel.{name}: {getattr(par, name)}" for name in names if getattr(par, name) != 1]
+    off += [f"parallel.zero: {par.zero}"] if torch_fsdp2 and par.dp > 1 and par.zero != 3 else []
     off += [f"parallel.recompute: {par.recompute}"] if par.recompute not in ("none", "full") else []
     off += [f"parallel.recompute_every: {par.recompute_every}"] if par.recompute_every != 1 else []
     if off:
-        where = "one GPU or FSDP data parallelism" if fsdp else "one GPU"
+        where = "one GPU or FSDP2 (zero 3)" if torch_fsdp2 else "one GPU or FSDP data parallelism" if fsdp else "one GPU"
         raise LlmConfigError("framework.compile", f"torch.compile is modelled on {where}, with no activation "
                              f"checkpointing or every block's (llm-step --compile [--ac-mode full]); got {', '.join(off)}",
-                             hint="compile: false, or one GPU and recompute: none or full")
+                             hint=f"compile: false, or {where} and recompute: none or full")
 
 
 def _library(ops_list: list, names: tuple[str, ...]) -> list:

@@ -64,7 +64,7 @@ from pathlib import Path
 
 from simcluster import strict
 from simcluster.llm import compiled as compiled_layer
-from simcluster.llm import eager_ac, eager_leases, host
+from simcluster.llm import eager_ac, eager_compiled, eager_leases, host
 from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -140,10 +140,11 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     """TORCH_AMP with the wrappers of the parallel setting (module docstring), composed: DTensor TP inside, DDP or
     FSDP2 across the TP groups, torch.distributed.pipelining's stages around them; and, where `hosts` has it
     (fit_modes), the host seconds per kernel and per step of host_mode's runner mode. `compiled`: each decoder block
-    under torch.compile (TORCH_COMPILE, llm/compiled.py; one GPU only) with the host cost of the runner's compile mode."""
+    under torch.compile (TORCH_COMPILE, llm/compiled.py; one GPU or FSDP2: llm/eager_compiled.py) with the host cost of
+    the runner's compile mode."""
     mode_of(par)
     if compiled:
-        return compiled_framework(par, hosts or {})
+        return eager_compiled.compiled_framework(par, hosts or {}, torch_framework)
     fw = TORCH_AMP
     mode = host_mode(par)
     mode = fitted_mode(mode, hosts or {})   # no host runs of that mode: its nearest mode's cost per kernel
@@ -181,55 +182,6 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
     return replace(fw, name="torch-" + "+".join(names)) if names else fw
 
 
-def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]]) -> FrameworkSpec:
-    """TORCH_COMPILE on one GPU (a checkpoint runs around each compiled block: llm-step --compile --ac-mode full) or
-    under FSDP2 (torch-compile+fsdp2: FSDP2's storage and collectives as torch_framework's fsdp2, the whole model
-    compiled over checkpoint-wrapped blocks, each block its own graph between FSDP2's hooks, the checkpoint in it:
-    ckpt_in_graph; llm-step --compile-scope model; llm/compiled.py), recompute none or full (check_compiled_parallel).
-    Host cost (session 46): the compile mode's fit per kernel and per step, plus what runs eagerly around each compiled
-    block, in host seconds per block from the eager fits at the eager block's kernel count (per_block_host_s):
-    torch.utils.checkpoint's (ckpt over single) where recompute is full and the checkpoint is eager, FSDP2's hooks (fsdp
-    over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's."""
-    fsdp = par.dp > 1 and par.zero == 3
-    compiled_layer.check_compiled_parallel(par, fsdp)
-    fw = TORCH_COMPILE
-    if fsdp:
-        fw = replace(fw, name="torch-compile+fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0,
-                     comm_interference=True, bf16_param_block=True, ckpt_in_graph=True)
-    got = hosts.get("compile")
-    if not got:
-        return fw
-    block_s, step_s = 0.0, got[1]
-    extras = (("ckpt", par.recompute == "full" and not fw.ckpt_in_graph), ("fsdp", fsdp))
-    for mode, on in extras:
-        if on and mode in hosts and "single" in hosts:
-            block_s += per_block_host_s(hosts, mode)
-            step_s += max(0.0, hosts[mode][1] - hosts["single"][1])
-    n_compiled = compiled_kernels_per_block(par, fw)
-    hook = per_block_host_s(hosts, "fsdp") / n_compiled if fsdp and {"fsdp", "single"} <= hosts.keys() else 0.0
-    return replace(fw, host_kernel_s=got[0] + block_s / n_compiled, host_step_s=step_s, host_hook_kernel_s=hook)
-
-
-def _host_probe_layer() -> tuple[TransformerSpec, BatchSpec]:
-    """A dense Llama layer's shape for counting kernels per block (the counts do not depend on its widths)."""
-    return TransformerSpec(2, 128, 352, 4, 2, 512, 128), BatchSpec(1, 1)
-
-
-def per_block_host_s(hosts: dict[str, tuple[float, float, int]], mode: str) -> float:
-    """Host seconds per block that an eager `mode` (ckpt, fsdp) adds over single: (c_mode - c_single) x the eager block's
-    kernels in that mode (host.layer_kernels, the count fit_modes fitted c with); 0 where negative."""
-    tiny, batch = _host_probe_layer()
-    par = _parallel(mode)[0]
-    n = host.layer_kernels(tiny, par, batch, torch_framework(par))
-    return max(0.0, hosts[mode][0] - hosts["single"][0]) * n
-
-
-def compiled_kernels_per_block(par: ParallelSpec, fw: FrameworkSpec) -> int:
-    """Kernels one compiled block issues (forward, backward, recomputation and casts: host.layer_kernels)."""
-    tiny, batch = _host_probe_layer()
-    return host.layer_kernels(tiny, replace(par, dp=1, zero=0), batch, replace(fw, name="torch-compile"))
-
-
 # The clear() of each cache whose values read torch_framework (host fits, host shares, through fit_modes or a
 # prediction): torch_framework_as clears them on the way in and out, so neither form's values outlive its block.
 _FRAMEWORK_CACHES: list[Callable[[], None]] = []
@@ -265,8 +217,8 @@ def torch_framework_as(wrap: Callable[[FrameworkSpec], FrameworkSpec]) -> Iterat
 
 
 def _parallel(mode: str) -> tuple[ParallelSpec, int]:
-    return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (ParallelSpec(dp=2, zero=3), 2),
-            "tp": (ParallelSpec(tp=2), 1), "ckpt": (ParallelSpec(recompute="full"), 1), "op": (ParallelSpec(recompute="op"), 1),
+    return {"single": (ParallelSpec(), 1), "compile": (ParallelSpec(), 1), "ddp": (ParallelSpec(dp=2), 2), "fsdp": (eager_compiled.AROUND_MODES["fsdp"], 2),
+            "tp": (ParallelSpec(tp=2), 1), "ckpt": (eager_compiled.AROUND_MODES["ckpt"], 1), "op": (ParallelSpec(recompute="op"), 1),
             "tp+ddp": (ParallelSpec(tp=2, dp=2), 2), "tp+fsdp": (ParallelSpec(tp=2, dp=2, zero=3), 2)}[mode]
 
 

@@ -40,9 +40,15 @@ def before_wrapper(torch, decoder, scope: str, ac_mode: str) -> None:
         wrap_checkpoint(torch, decoder)
 
 
-def check_args(mode: str, ac_mode: str, scope: str = "layer") -> None:
+def check_args(mode: str, ac_mode: str, scope: str = "layer", compiling: bool = True) -> None:
     """What --compile does not run with, refused before torch is imported; `ac_mode` is llm_ac.resolve's (none, full,
-    every:N, op); `scope` --compile-scope's (layer, model)."""
+    every:N, op); `scope` --compile-scope's (layer, model); `compiling` whether --compile was given: without it a scope
+    other than the default is refused (the run would be eager, its document naming no scope: cold review B46 item 11)."""
+    if not compiling:
+        if scope != "layer":
+            raise SystemExit(f"--compile-scope {scope} without --compile: the scope applies to a compiled run only "
+                             "(add --compile, or drop --compile-scope)")
+        return
     if mode.startswith("pp"):
         raise SystemExit(f"--compile with --mode {mode}: the pipeline's stages are not compiled by this runner "
                          "(single, ddp, fsdp, tp and the 2-D meshes are)")

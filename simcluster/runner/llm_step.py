@@ -317,8 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "cp":
         llm_cp.check_shapes(shapes, int(os.environ.get("WORLD_SIZE", "1")))
     ac_mode, accum = llm_ac.resolve(args), llm_accum.check(args)
-    if args.compile:
-        llm_compile.check_args(args.mode, ac_mode, args.compile_scope)
+    llm_compile.check_args(args.mode, ac_mode, args.compile_scope, args.compile)
     sched = host_cpu.set_sched(int(os.environ.get("LOCAL_RANK", 0)), args.sched)   # before torch's CUDA context
     import torch
 
