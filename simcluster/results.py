@@ -267,11 +267,11 @@ class FamilyValidation:
 
     FAMILY_SHARE = 0.8   # issue 44: >= 80% of a family's held-out rows within 10%
 
-    @classmethod
-    def of(cls, result) -> FamilyValidation:
-        if not isinstance(result, ReferenceValidation) or result.what != "published llm":
+    @staticmethod
+    def check(published: str | None) -> None:
+        """The one refusal of `--families`: it goes with `--published llm` (cli.cmd_validate asks before any work)."""
+        if published != "llm":
             raise SimclusterError("--families goes with --published llm", hint="simcluster validate --published llm --families")
-        return cls(result)
 
     @property
     def skipped(self) -> list[str]:
