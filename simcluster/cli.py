@@ -151,8 +151,8 @@ def cmd_error_bands(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from simcluster.reference.families import FamilyValidation
     from simcluster.report.validation import plot, render
-    from simcluster.results import FamilyValidation
     from simcluster.validation import validate_path
 
     if args.families:   # before any work (the other modes refuse --published llm themselves)

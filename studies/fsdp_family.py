@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from simcluster.cli import main as cli  # noqa: E402
-from simcluster.results import SEEN_IN_CHOICE  # noqa: E402
+from simcluster.reference.families import SEEN_IN_CHOICE  # noqa: E402
 
 TARGET = 10.0   # the target: within 10%
 

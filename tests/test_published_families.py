@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from simcluster.results import FamilyValidation, ReferenceRow, ReferenceValidation
+from simcluster.reference.families import FamilyValidation
+from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.trust.regime import LONG_SEQUENCE, PUBLISHED_FAMILIES, published_family
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
 from simcluster.machine_validation import HeldOutMachines
+from simcluster.reference.families import FamilyValidation
 from simcluster.report.tables import validation_table
-from simcluster.results import DecisionValidation, FamilyValidation, ReferenceValidation
+from simcluster.results import DecisionValidation, ReferenceValidation
 from simcluster.validation import BundleValidation, LogValidation, QperfValidation
 
 
