@@ -169,7 +169,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         preds, flows = machine_predictions(scenario, job.op, sizes(job.min_bytes, job.max_bytes, job.factor), job.algorithm,
                                            context=context)
         how = (f"{m.domains} NVLink domains of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}), " if m.nvlink_domain else "")
-        how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, {m.nic.per_node} NICs/node ({m.nic.card.name}), "
+        how += (f"{m.nodes} nodes x {m.gpus_per_node} GPUs, NVLink card {Path(str(m.card)).name}, "
+                f"{m.nic.per_node} NICs/node ({m.nic.card.name}), "
                f"{m.fabric.kind} ({fabric_tiers(cluster.platform.fabric)} switch tiers), {choices(preds)}; network "
                f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"

@@ -151,12 +151,12 @@ def cmd_error_bands(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from simcluster.reference.families import FamilyValidation
     from simcluster.report.validation import plot, render
-    from simcluster.results import FamilyValidation
     from simcluster.validation import validate_path
 
-    if args.families and args.published != "llm":   # the other modes refuse --published llm themselves
-        raise SimclusterError("--families goes with --published llm", hint="simcluster validate --published llm --families")
+    if args.families:   # before any work (the other modes refuse --published llm themselves)
+        FamilyValidation.check(args.published)
     if args.error_bands:
         return cmd_error_bands(args)
     if args.table or args.docs:
@@ -179,7 +179,7 @@ def cmd_validate(args) -> int:
     else:
         result = validate_path(args.trace[0] if args.trace else None, args.card, args.scenario, args.op,
                                args.published, args.decisions)
-    result = FamilyValidation.of(result) if args.families else result   # issue 44's five published families
+    result = FamilyValidation(result) if args.families else result   # issue 44's five published families
     doc = output.check(result.to_json(), " ".join(args.trace) or args.published or args.decisions or "validate")
     if args.plot:
         plot(result, args.plot)

@@ -154,13 +154,29 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op)
+    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
                                  result.predictions, result.description, link, label, machine_gpu(m), restricted)
+
+
+def _borrowed_card(m) -> list[str]:
+    """Across nodes, a note where the NVLink card's GPU (the one its name names) is not the machine's GPU: the intra-node
+    half of the answer comes from another GPU's board (as llm/caveats says for a derived GPU card)."""
+    from simcluster.card_document import load_card
+    from simcluster.machine_models import machine_gpu
+    from simcluster.trust.regime import card_nvlink_link, gpu_model
+
+    if m.domains <= 1:
+        return []
+    card_gpu, gpu = gpu_model(card_nvlink_link(load_card(m.card), m.card)), machine_gpu(m)
+    if not card_gpu or not gpu or card_gpu == gpu:
+        return []
+    return [f"NVLink card {Path(str(m.card)).name} fitted on {card_gpu}, not on this machine's {gpu}: the intra-node half of "
+            f"this answer is the {card_gpu} board's"]
 
 
 def _nvls_unpriced(m, op: str, sizes: list[int]) -> list[str]:

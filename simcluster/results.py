@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simcluster.collectives.model import Prediction
-from simcluster.errors import SimclusterError
 
 
 def _rows(predictions: list[Prediction], link: str, gpu: str = "") -> list[dict]:
@@ -255,48 +254,6 @@ class ReferenceValidation:
         return {"kind": self.what, "target_pct": self.target * 100, "summary": self.summary(),
                 "rows": [r.to_json() for r in self.rows], "skipped": self.skipped,
                 **({"excluded_rows": rows, "excluded_files": files} if rows else {})}
-
-
-@dataclass(frozen=True)
-class FamilyValidation:
-    """`validate --published llm --families`: the published LLM rows per issue-44 family (trust/regime.published_family),
-    held out and development apart: rows, sources (a `source_group` counted once), mean |error| and the share within
-    the target; the issue's target per family is mean |error| <= target and >= FAMILY_SHARE of the held-out rows within it."""
-
-    published: ReferenceValidation
-
-    FAMILY_SHARE = 0.8   # issue 44: >= 80% of a family's held-out rows within 10%
-
-    @classmethod
-    def of(cls, result) -> FamilyValidation:
-        if not isinstance(result, ReferenceValidation) or result.what != "published llm":
-            raise SimclusterError("--families goes with --published llm", hint="simcluster validate --published llm --families")
-        return cls(result)
-
-    @property
-    def skipped(self) -> list[str]:
-        return self.published.skipped
-
-    def families(self) -> list[dict]:
-        from simcluster.trust.regime import PUBLISHED_FAMILIES
-
-        compared = [r for r in self.published.rows if r.error is not None and r.family]
-        names = list(PUBLISHED_FAMILIES) + sorted({r.family for r in compared} - set(PUBLISHED_FAMILIES))
-        return [{"family": name, "held_out": self._stats([r for r in compared if r.family == name and r.held_out]),
-                 "development": self._stats([r for r in compared if r.family == name and not r.held_out])} for name in names]
-
-    def _stats(self, rows: list[ReferenceRow]) -> dict:
-        errs = [abs(r.error) for r in rows]
-        within = sum(e <= self.published.target for e in errs)
-        mean = sum(errs) / len(errs) if errs else None
-        return {"rows": len(errs), "sources": sorted({r.source_group or r.source for r in rows}),
-                "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
-                "within_share": within / len(errs) if errs else None,
-                "meets_target": bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs)}
-
-    def to_json(self) -> dict:
-        return {"kind": "published llm families", "target_pct": self.published.target * 100,
-                "family_share": self.FAMILY_SHARE, "families": self.families(), "skipped": self.skipped}
 
 
 @dataclass(frozen=True)

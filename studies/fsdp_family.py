@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from simcluster.cli import main as cli  # noqa: E402
+from simcluster.reference.families import SEEN_IN_CHOICE  # noqa: E402
 
 TARGET = 10.0   # the issue's target: within 10%
 
@@ -61,7 +62,7 @@ def sequence_of(source: str, run: int, folder: Path = ROOT / "calibration" / "pu
     return (runs[run].get("model") or {}).get("seq") if run < len(runs) else None
 
 
-SEEN = "one choice made with"   # a held-out file's `why` saying a choice was made with its rows' errors in view
+SEEN = SEEN_IN_CHOICE   # a held-out file's `why` saying a choice was made with its rows' errors in view (validate --families too)
 
 
 def seen_in_choice(source: str, folder: Path = ROOT / "calibration" / "published") -> bool:

@@ -55,15 +55,29 @@ def predict(preset: str, seq: int, mb: int) -> tuple[float, float]:
     return p["step_ms"], p["host_share"] or 0.0
 
 
-def documents(mode: str = "fsdp") -> list[tuple[Path, dict]]:
+LEFT_OUT = {"socket": "NCCL's socket transport: another network (the table files them under FSDP, GPU-bound)",
+            "accumulated": "several accumulated micro-batches a step: another step than the single one the floor is built from",
+            "compiled": "compiled or checkpointed: another regime (FSDP+compile[+host-bound]), whose noise is not this one's"}
+
+
+def left_out_why(path: Path, doc: dict) -> str:
+    """Which LEFT_OUT reason keeps a 2-rank llm-step process of the mode out of the floor's population ('' : none)."""
+    if "socket" in path.relative_to(CAL).parts[0]:
+        return "socket"
+    if (doc.get("grad_accum") or {}).get("micro_batches", 1) != 1:
+        return "accumulated"
+    return "compiled" if doc.get("compile") or doc.get("ac_mode") not in (None, "none") else ""
+
+
+def documents(mode: str = "fsdp", left_out: dict | None = None) -> list[tuple[Path, dict]]:
     """Every 2-rank llm-step document of runner `mode` (fsdp; pp: studies/pp_host_noise.py) over NVLink whose model is its
     preset's (a process at hidden 128 tagged with a preset, fsdp2-timeline's fsdp-h128-L22, is a host probe, not the
-    shape). The -socket bundles ran NCCL's socket transport (NCCL_P2P_DISABLE=1, their READMEs): another network than
-    the NVLink card regime_predict prices; the table prices them with the socket card and files them under FSDP
-    (GPU-bound), not this regime. A step of several accumulated micro-batches (`grad_accum`, runner/llm_accum.py: the
-    nosync set's, session 45) is another step than the one micro-batch `predict` prices: left out; so is a compiled or
-    checkpointed step (session 46's compilefsdp set: `compile`, `ac_mode`), which `predict` (eager, no recompute) does
-    not price."""
+    shape). Left out, each with its LEFT_OUT reason (counted into `left_out` where given): the -socket bundles (NCCL's
+    socket transport, NCCL_P2P_DISABLE=1, their READMEs: another network than the NVLink card regime_predict prices); a
+    step of several accumulated micro-batches (`grad_accum`, runner/llm_accum.py: session 45's nosync set, session 46's
+    zero2 set), another step than the single micro-batch whose repeat spread the floor measures; a compiled or
+    checkpointed step (session 46's compilefsdp set: `compile`, `ac_mode`), another regime (FSDP+compile[+host-bound])
+    whose noise would be mixed into this one's (its 0.5b pair, 43% apart, is 2-rank FSDP2 noise of that regime)."""
     from simcluster.runner.llm_step import PRESETS
 
     out = []
@@ -75,13 +89,16 @@ def documents(mode: str = "fsdp") -> list[tuple[Path, dict]]:
         except (ValueError, UnicodeDecodeError):
             continue
         if not (isinstance(doc, dict) and doc.get("tool") == "llm-step" and doc.get("mode") == mode
-                and doc.get("world_size") == 2) or "socket" in path.relative_to(CAL).parts[0] \
-                or (doc.get("grad_accum") or {}).get("micro_batches", 1) != 1 \
-                or doc.get("compile") or doc.get("ac_mode") not in (None, "none"):
+                and doc.get("world_size") == 2):
             continue
         m = doc["model"]
         preset = PRESETS.get(m.get("preset") or "")
-        if preset and all(m.get(k) == v for k, v in preset.items() if k in SHAPE_KEYS):
+        if not (preset and all(m.get(k) == v for k, v in preset.items() if k in SHAPE_KEYS)):
+            continue
+        why = left_out_why(path, doc)
+        if why and left_out is not None:
+            left_out[why] = left_out.get(why, 0) + 1
+        if not why:
             out.append((path, doc))
     return out
 
@@ -113,11 +130,14 @@ def table_sets() -> tuple[str, ...]:
     return tuple(sorted({r.source for r in load_table().regimes[REGIME].rows if r.scale == 2}))
 
 
-def table_rows() -> tuple[int, int, float]:
-    """The regime's rows in the error-band table at 2 GPUs: rows, sets, today's mean |error| (%) (as eager_lab_modes)."""
+def table_rows(population: bool = True) -> tuple[int, int, float]:
+    """The regime's rows in the error-band table at 2 GPUs: rows, sets, today's mean |error| (%) (as eager_lab_modes);
+    population: only the sets whose processes the floor is built from (processes(): the nosync and zero2 sets'
+    accumulated steps are not), the model's error on the floor's own population (trust/noise.FSDP2_HOST_BOUND.rows)."""
     from simcluster.trust.table import load_table
 
-    rows = [r for r in load_table().regimes[REGIME].rows if r.scale == 2]
+    calls = {r["call"] for r in processes()} if population else None
+    rows = [r for r in load_table().regimes[REGIME].rows if r.scale == 2 and (calls is None or r.source in calls)]
     errs = [r.today_error for r in rows]
     return len(rows), len({r.source for r in rows}), 100 * statistics.mean(map(abs, errs))
 
@@ -156,13 +176,20 @@ def main() -> int:
     if not rows:   # a copy without the bundles
         sys.exit("no 2-rank FSDP2 host-bound llm-step process under calibration/h200x2-*")
     print("\n".join(listing(rows)))
+    left: dict[str, int] = {}
+    documents(left_out=left)
+    print(f"  left out: {sum(left.values())} processes of a preset shape (each before the host-bound test): "
+          + "; ".join(f"{n} {why} ({LEFT_OUT[why]})" for why, n in sorted(left.items())))
     n = regime_numbers(rows)
     show("2-3. the regime's processes (FSDP+host-bound at 2 GPUs)", n)
     mean_all = statistics.mean(abs(r["err"]) for r in rows)
     print(f"  today's model over all {len(rows)} processes: mean |err| {mean_all:.1%}")
-    t_rows, t_sets, t_mean = table_rows()
+    t_rows, t_sets, t_mean = table_rows(population=False)
     print(f"\n4. the error-band table's {REGIME} rows at 2 GPUs: {t_rows} rows from {t_sets} sets "
           f"({', '.join(table_sets())}), today's mean |error| {t_mean:.1f}%")
+    p_rows, p_sets, p_mean = table_rows()
+    print(f"  of these, the floor's own population (the sets whose single micro-batch processes part 2 reads): {p_rows} rows "
+          f"from {p_sets} sets, today's mean |error| {p_mean:.1f}% (trust/noise.FSDP2_HOST_BOUND; against the floor above)")
     print("\n5. sensitivity: the same numbers on subsets of the processes")
     for name, pick in SUBSETS:
         m = regime_numbers([r for r in rows if pick(r)])

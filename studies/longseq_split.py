@@ -25,12 +25,8 @@ sys.path.insert(0, str(ROOT / "studies"))
 
 from llm_heldout_breakdown import compute_split  # noqa: E402
 
-from simcluster.cards import load_collective  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
-from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from simcluster.reference.llm import llm_usage, predict_run  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 B200_TABLE = PUBLISHED / "llm-nemo-25.04-long-sequence-b200.yaml"
@@ -43,22 +39,15 @@ def rows(path: Path, model_name: str | None = None) -> list[dict]:
     ref = read_published(path, "published-llm-run")
     usage, out = llm_usage(ref), []
     for i, run in enumerate(ref.runs):
-        if (ref.usage.get("runs_not_compared") or {}).get(i) or (model_name and run["model"].get("name") != model_name):
+        if model_name and run["model"].get("name") != model_name:
             continue
-        spec, _, _ = spec_of(run, usage.assumptions)
-        if spec is None:
+        p = predict_run(ref, usage, i, run)   # validate --published llm's own path (a str: why the row is not compared)
+        if isinstance(p, str):
             continue
-        model, par, batch = spec
-        machine = machine_for(usage, run["gpus"])
-        gpu = load_gpu(machine.gpu_card)[0]
-        intra = load_collective(machine.card)[0]
-        net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-        fw = framework_of(ref, run)
-        result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=fw)
-        metric, _, _, error = _compared(ref, run, model, batch, result)
-        ratio = 1 / (1 - error) if metric == "step_time_s" else 1 + error   # measured step / predicted step
-        classes, _, compute = compute_split(model, par, batch, gpu, fw, result.critical_stage, result.micro_batches)
-        out.append({"source": ref.name.removeprefix("llm-"), "run": i, "seq": model.seq, "gpus": run["gpus"],
+        model, par, result, error = p.model, p.par, p.result, p.error
+        ratio = 1 / (1 - error) if p.metric == "step_time_s" else 1 + error   # measured step / predicted step
+        classes, _, compute = compute_split(model, par, p.batch, p.gpu, p.framework, result.critical_stage, result.micro_batches)
+        out.append({"source": ref.name.removeprefix("llm-"), "run": i, "seq": model.seq, "gpus": run["gpus"], "cp": par.cp,
                      "layout": f"t{par.tp} p{par.pp} c{par.cp} d{par.dp}", "error": error, "ratio": ratio,
                      "compute": result.breakdown["compute"] / result.step_time_s, "attn": classes["attn"] / compute})
     return out
@@ -92,11 +81,24 @@ def main(argv: list[str]) -> int:
     print(f"\n# two-part reading of {args.split.name}: measured step / predicted = a (1 + x) + (1 - a)(1 + y), a = the "
           f"attention share of the predicted step; from its shortest and longest rows: attention x = {x * 100:+.1f}%, "
           f"the rest y = {y * 100:+.1f}% (+ = measured slower than predicted)")
-    print(f"{'seq':>8} {'a':>6} {'measured/predicted step':>24} {'(x, y) implies':>15} {'off':>7}")
+    cp1 = [r for r in table if r["cp"] == 1]
+    x1, y1 = two_part(cp1) if len({r["seq"] for r in cp1}) > 1 else (None, None)
+    if x1 is not None:
+        print(f"# the same from its CP-1 rows alone (seq {min(r['seq'] for r in cp1)} and {max(r['seq'] for r in cp1)}): attention "
+              f"x1 = {x1 * 100:+.1f}%, the rest y1 = {y1 * 100:+.1f}%. The two-row line solves its x from a CP-16, TP-4 row, so "
+              "any CP / TP cost growing with the sequence is inside it; a CP > 1 row measured slower than the CP-1 line "
+              "('over CP-1' > 0) is a CP / TP cost or attention, which this table cannot tell apart")
+    print(f"{'seq':>8} {'layout':<14} {'a':>6} {'measured/predicted step':>24} {'(x, y) implies':>15} {'off':>7}"
+          + (f" {'(x1, y1) implies':>17} {'over CP-1':>9}" if x1 is not None else ""))
     for r in table:
         a = r["attn"] * r["compute"]
         ratio, implied = r["ratio"], 1 + a * x + (1 - a) * y
-        print(f"{r['seq']:>8} {a * 100:>5.1f}% {ratio:>24.3f} {implied:>15.3f} {(implied / ratio - 1) * 100:>+6.1f}%")
+        line = (f"{r['seq']:>8} {r['layout']:<14} {a * 100:>5.1f}% {ratio:>24.3f} {implied:>15.3f} "
+                f"{(implied / ratio - 1) * 100:>+6.1f}%")
+        if x1 is not None:
+            implied1 = 1 + a * x1 + (1 - a) * y1
+            line += f" {implied1:>17.3f} {(ratio / implied1 - 1) * 100:>+8.1f}%"   # measured step over the CP-1 line
+        print(line)
     return 0
 
 

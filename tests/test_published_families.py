@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from simcluster.results import FamilyValidation, ReferenceRow, ReferenceValidation
+from simcluster.reference.families import FamilyValidation
+from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.trust.regime import LONG_SEQUENCE, PUBLISHED_FAMILIES, published_family
 
 
@@ -41,6 +42,7 @@ def test_family_figures_count_held_out_and_development_apart_and_a_source_group_
     assert ls["mean_abs_error_pct"] == pytest.approx(19 / 3) and not ls["meets_target"]   # 67% within, under 80%
     assert fams["long-sequence"]["development"]["rows"] == 1
     assert fams["fp8"]["held_out"]["rows"] == 1 and fams["fp8"]["held_out"]["meets_target"]   # the unavailable row: not counted
+    assert fams["fp8"]["held_out"]["not_compared"] == 1 and fams["long-sequence"]["held_out"]["not_compared"] == 0
     assert fams["MoE"]["held_out"]["rows"] == 0 and not fams["MoE"]["held_out"]["meets_target"]
 
 
@@ -61,3 +63,23 @@ def test_the_nemo_long_sequence_table_splits_at_16k():
     fams = {f["family"]: f for f in json.loads(out.stdout)["families"]}
     assert fams["long-sequence"]["held_out"]["rows"] == 7 and fams["fp8"]["held_out"]["rows"] == 1
     assert fams["long-sequence"]["held_out"]["sources"] == ["llm-nemo-25.04-long-sequence-b200"]
+
+
+def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows():
+    """No compared row falls out of every family: on the shipped folder the families' held-out and development rows add
+    up to what `validate --published llm` prints (its 'held-out rows: N' line, and the rest compared), and every row not
+    compared is counted in a family's n/c or as of no family."""
+    from simcluster.reference.llm import validate_published_llm
+
+    published = validate_published_llm()
+    families = FamilyValidation(published)
+    fams = families.families()
+    compared = [r for r in published.rows if r.error is not None]
+    plain = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "llm"], capture_output=True, text=True)
+    held_line = next(x for x in plain.stdout.splitlines() if x.startswith("held-out rows: "))
+    held = int(held_line.split()[2].rstrip(","))
+    assert held == sum(r.held_out for r in compared) == sum(f["held_out"]["rows"] for f in fams) > 150
+    assert sum(f["development"]["rows"] for f in fams) == len(compared) - held > 200
+    not_compared = sum(f[k]["not_compared"] for f in fams for k in ("held_out", "development"))
+    assert not_compared + families.no_family() == len(published.rows) - len(compared) > 0
+    assert {f["family"] for f in fams} <= set(PUBLISHED_FAMILIES) | {"Megatron local spec"}

@@ -23,6 +23,7 @@ kernel choices of `simcluster.recipe` and `recipe_by_model` (rope_fusion: Megatr
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -315,19 +316,24 @@ def _compared(ref: Published, run: dict, model, batch, result) -> tuple[str, flo
     raise SimclusterError("no throughput measured")
 
 
-def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
+# a published row as `validate --published llm` predicts it (predict_run): spec, assumptions used, GPU card, answer, _compared's
+RunPrediction = namedtuple("RunPrediction", "model par batch used gpu framework result metric measured predicted error")
+
+
+def predict_run(ref: Published, usage: LlmUsage, i: int, run: dict) -> RunPrediction | str:
+    """Row `i` of a published file predicted (the one path: _row and studies take it), or why it is not compared (the
+    file's runs_not_compared, or what its spec lacks)."""
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.predict import network_for, predict_llm
     from simcluster.machine_models import build_cluster
-    name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
-    config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
+
     not_compared = (ref.usage.get("runs_not_compared") or {}).get(i)
     if not_compared:
-        return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=str(not_compared))
+        return str(not_compared)
     spec, missing, used = spec_of(run, usage.assumptions)
     if spec is None:
-        return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=missing)
+        return missing
     model, par, batch = spec
     scaling = memory_options(ref, run, "recipe", RECIPE_PARSERS).get("fp8_scaling")   # the recipe's, over the printed name's
     batch = replace(batch, fp8_scaling=scaling) if scaling else batch
@@ -335,21 +341,42 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     machine = machine_for(usage, gpus)
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-    framework = framework_of(ref, run)
-    result = predict_llm(model, par, batch, load_gpu(machine.gpu_card)[0], net, gpus, "megatron", trace=False,
-                         framework=framework)
-    metric, measured, predicted, error = _compared(ref, run, model, batch, result)
+    framework, gpu = framework_of(ref, run), load_gpu(machine.gpu_card)[0]
+    result = predict_llm(model, par, batch, gpu, net, gpus, "megatron", trace=False, framework=framework)
+    return RunPrediction(model, par, batch, used, gpu, framework, result, *_compared(ref, run, model, batch, result))
+
+
+def printed_family(ref: Published, usage: LlmUsage, run: dict) -> str:
+    """A row not compared: its issue-44 family from what its file prints (and assumes); '' where even that is not given."""
+    try:
+        m, p = filled_model(dict(run.get("model") or {}), usage.assumptions, []), run.get("parallel") or {}
+        zero = p.get("zero") if p.get("zero") is not None else usage.assumptions.get("zero", 0)
+        fp8 = "fp8" in str((run.get("batch") or {}).get("precision", "")).lower()   # moe: experts printed, or EP > 1
+        return published_family(framework_of(ref, run).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
+                                int(m.get("seq") or 0), int(zero or 0), "fp8" if fp8 else "bf16")
+    except (SimclusterError, AttributeError, KeyError, TypeError, ValueError):
+        return ""
+
+
+def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
+    name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
+    config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
+    p = predict_run(ref, usage, i, run)
+    if isinstance(p, str):
+        return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=p,
+                            family=printed_family(ref, usage, run))
+    par, result = p.par, p.result
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
     config += f" HSDP shard {par.shard}" if par.shard < par.dp else ""
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
-    detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
-                                                                f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
+    detail = ("assumed " + ", ".join(p.used) if p.used else "") + ("" if result.fits else
+                                                                    f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
-    return ReferenceRow(ref.name, i, config, metric, measured, predicted, error, ref.held_out(i), detail.strip(),
+    return ReferenceRow(ref.name, i, config, p.metric, p.measured, p.predicted, p.error, ref.held_out(i), detail.strip(),
                         regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref),
                         source_group="" if ref.source_group == ref.name else ref.source_group,
-                        family=published_family(framework.name, bool(model.experts), model.seq, par.zero, batch.precision))
+                        family=published_family(p.framework.name, bool(p.model.experts), p.model.seq, par.zero, p.batch.precision))
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

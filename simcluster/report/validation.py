@@ -7,8 +7,9 @@ from pathlib import Path
 
 from simcluster.fit.machine import PROBE_MAX_BYTES, PROBE_OPS
 from simcluster.machine_validation import HeldOutMachines
+from simcluster.reference.families import FamilyValidation
 from simcluster.report.tables import validation_table
-from simcluster.results import DecisionValidation, FamilyValidation, ReferenceValidation
+from simcluster.results import DecisionValidation, ReferenceValidation
 from simcluster.validation import BundleValidation, LogValidation, QperfValidation
 
 
@@ -120,18 +121,26 @@ def _(v: FamilyValidation) -> str:
              f"{v.FAMILY_SHARE:.0%} within {target:.0f}%); a row's family, the first its configuration takes: MoE (experts), "
              f"long-sequence (seq >= {LONG_SEQUENCE:,}), FSDP/ZeRO (a PyTorch FSDP trainer or ZeRO 2-3), fp8, Megatron/NeMo "
              "(trust/regime.published_family)",
-             f"# {'family':<14} {'rows':<12} {'n':>4} {'src':>4} {'mean |error|':>12} {'within':>13}  target  sources"]
+             "# n: rows compared; n/c: the family's rows not compared (no prediction: what the source leaves out or the "
+             "model cannot express; --json: why, per row)",
+             f"# {'family':<14} {'rows':<12} {'n':>4} {'n/c':>4} {'src':>4} {'mean |error|':>12} {'within':>13}  target  sources"]
     for f in v.families():
         for kind in ("held_out", "development"):
             s = f[kind]
             if not s["rows"]:
-                if kind == "held_out":
-                    lines.append(f"  {f['family']:<14} {'held out':<12} {0:>4} {0:>4} {'-':>12} {'-':>13}  no      (no held-out row)")
+                if kind == "held_out" or s["not_compared"]:
+                    lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {0:>4} {s['not_compared']:>4} {0:>4} {'-':>12} "
+                                 f"{'-':>13}  {'no' if kind == 'held_out' else '':<6}  (no {kind.replace('_', '-')} row compared)")
                 continue
             met = ("yes" if s["meets_target"] else "no") if kind == "held_out" else ""
-            lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {len(s['sources']):>4} "
+            lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {s['not_compared']:>4} {len(s['sources']):>4} "
                          f"{s['mean_abs_error_pct']:>11.1f}% {s['within_target']:>5} ({s['within_share']:>4.0%})  {met:<6}  "
                          + _clip(", ".join(_short(x) for x in s["sources"]), 90))
+            if kind == "held_out" and s["seen_in_choice"]:
+                lines.append(f"    of these {s['rows']}, {s['seen_in_choice']} rows from {len(s['seen_in_choice_files'])} files whose `why` says a "
+                             "choice was made with their errors in view: held out on the optimistic side (studies/fsdp_family.py)")
+    if v.no_family():
+        lines.append(f"# not compared and of no family (the file prints too little to name one): {v.no_family()} rows")
     return "\n".join(lines) + "\n"
 
 

@@ -34,7 +34,8 @@ class Trust:
     sources: int
     scale_range: tuple[float, float] | None = None
     outside: str = ""                     # extrapolated: the axis and how it is outside
-    pooled: bool = False                  # unvalidated: rho from every row of the family
+    pooled: bool = False                  # unvalidated: rho from every row of the family (over pool_link where set)
+    pool_link: str = ""                   # pooled: the link whose rows alone make the band (Table.pool_link); '': all
     own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
     own_range: tuple[float, float] | None = None   # unvalidated: the lowest and highest rho of those rows
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
@@ -67,7 +68,7 @@ class Trust:
         """Where the answer's GPU has no row in the band: says so (the band is carried across GPUs); else ''."""
         if self.gpu_in_band is not False:
             return ""
-        where = "this regime" if not self.pooled else f"the pooled {self.regime.family} rows"
+        where = "this regime" if not self.pooled else f"the pooled {self.pool_text()}"
         return (f"; this answer's GPU ({self.regime.gpu}) has no rows in {where}: the band is carried across GPUs"
                 + ("" if self.pooled else " (extrapolated)"))
 
@@ -87,7 +88,7 @@ class Trust:
         if self.outside:
             out["outside"] = self.outside
         if self.pooled:
-            out["band_from"] = (f"every held-out {self.regime.family} row, pooled (this regime has too few)"
+            out["band_from"] = (f"every held-out {self.pool_text()[:-1]}, pooled (this regime has too few)"
                                 + (", widened to its own rows" if self.widened else ""))
             out["regime_rows"], out["regime_sources"] = self.own
             if self.own_range is not None:
@@ -110,6 +111,10 @@ class Trust:
         if self.moves is None:
             return ""
         return "; ".join(t for t in (self.moves.text(), self.moves.still_priced_text(self.rho)) if t)
+
+    def pool_text(self) -> str:
+        """The pooled rows named: 'collective across nodes rows over rdma-efa', 'llm rows'."""
+        return f"{self.regime.family} rows" + (f" over {self.pool_link}" if self.pool_link else "")
 
     def own_text(self) -> str:
         """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""
@@ -135,7 +140,7 @@ class Trust:
         gpus = f" ({self.gpus_text()})" if self.gpus_text() else ""
         if self.pooled:
             return (f"{band}; unvalidated regime ({self.regime.key}: {self.own_text()}), band from all {self.rows} "
-                    f"held-out {self.regime.family} rows pooled{gpus}{', widened to its own rows' if self.widened else ''}"
+                    f"held-out {self.pool_text()} pooled{gpus}{', widened to its own rows' if self.widened else ''}"
                     f"{self.gpu_text()}")
         lo, hi = (int(x) for x in self.scale_range) if self.scale_range else (0, 0)
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
@@ -156,8 +161,9 @@ def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | No
 
 def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     """The regime's own band where it has enough rows (unvalidated all the same where trust/noise.py puts the regime at
-    that GPU count at the machines' run-to-run noise); else the family's pooled band widened to the regime's own rows
-    (pooled_band); else never checked. build.held_out_coverage checks bands through this same rule."""
+    that GPU count at the machines' run-to-run noise); else the pooled band (the family's rows, a collective regime's
+    over its own link where those are enough: Table.pool_link) widened to the regime's own rows (pooled_band); else
+    never checked. build.held_out_coverage checks bands through this same rule."""
     table = table or load_table()
     rows = table.regimes.get(regime.key)
     if rows is not None and rows.enough:
@@ -176,16 +182,17 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
         # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
         return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
-    pooled = table.family_rows(regime.family)
+    link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
+    pooled = table.family_rows(regime.family, link)
     if not pooled:
         return Trust(regime, "unvalidated", None, 0, 0)
     own = (len(rows.rows), len(rows.sources)) if rows is not None else (0, 0)
     own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows)) if rows is not None else None
-    family_band = table.pooled_bounds(regime.family)
+    family_band = table.pooled_bounds(regime.family, link)
     band = pooled_band(family_band, own_range)
     return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
                  own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()),
-                 moves=table.family_moves(regime.family))
+                 moves=table.family_moves(regime.family, link), pool_link=link)
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:

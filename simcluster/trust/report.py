@@ -95,6 +95,9 @@ def moved_sensitivity(table: Table) -> list[dict]:
     bands = [(f"{k}", "its own" if g.enough else "none (unvalidated: the family's pooled band)", g.rows)
              for k, g in table.regimes.items()]
     bands += [(f"{f} (pooled)", "its unvalidated regimes'", table.family_rows(f)) for f in sorted({r.family for r in table.residuals})]
+    links = sorted({(r.family, table.pool_link(r.family, r.regime)) for r in table.residuals})   # link pools (Table.pool_link)
+    bands += [(f"{f} over {link} (pooled)", "its unvalidated regimes over that link", table.family_rows(f, link))
+              for f, link in links if link]
     for name, answers, rows in bands:
         moves = {t: moves_of(rows, t) for t in SENSITIVITY}
         if not moves[MOVE_THRESHOLD].registered:

@@ -11,7 +11,8 @@ rows' whole range). A time T gets [T rho_k, T rho_k']; a rate R gets [R / rho_k'
 
 Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= MIN_SOURCES sources and its scale (GPUs) lies in
 the rows' range; `extrapolated` when the regime has them but the scale is outside (the axis is named); `unvalidated`
-when the regime has fewer rows: its band then comes from every row of its family pooled, and says so.
+when the regime has fewer rows: its band then comes from its pool (Table.pool_link: a collective regime's rows over the
+same link where they are enough for a band, else every row of its family) pooled, and says so.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class Residual:
                 "scale": self.scale, "rho": round(self.rho, 6), **({"gpu": self.gpu} if self.gpu else {}),
                 **({"today_over_registered": round(self.moved, 6), "registered_at": self.registered_at}
                    if self.moved is not None else {})}
+
+
+def link_of(regime: str) -> str:
+    """A collective regime's link, its key's last field ('rdma-efa', 'rdma-ib', 'nvlink-h200': trust/regime.collective_regime);
+    '' for any other regime (their keys name no link)."""
+    return regime.rsplit(" | ", 1)[-1] if regime.startswith("collective |") else ""
 
 
 def gpu_counts(rows) -> dict[str, int]:
@@ -124,19 +131,29 @@ class Table:
             families.setdefault(r.family, []).append(r)
         self._families = {k: tuple(v) for k, v in families.items()}
 
-    def family_rows(self, family: str) -> tuple[Residual, ...]:
-        return self._families.get(family, ())
+    def family_rows(self, family: str, link: str = "") -> tuple[Residual, ...]:
+        """The family's held-out rows; with `link`, those of its regimes over that link (link_of)."""
+        rows = self._families.get(family, ())
+        return rows if not link else tuple(r for r in rows if link_of(r.regime) == link)
+
+    def pool_link(self, family: str, regime: str) -> str:
+        """Where an unvalidated regime's band is pooled from: its link (link_of) where the family's rows over that link
+        are enough for a band of their own (MIN_ROWS from MIN_SOURCES), else '' (every row of the family). An EFA
+        answer's band from EFA rows, not from InfiniBand systems' (docs/models/trust.md, "Unvalidated regimes")."""
+        link = link_of(regime)
+        rows = self.family_rows(family, link) if link else ()
+        return link if len(rows) >= MIN_ROWS and len({r.source for r in rows}) >= MIN_SOURCES else ""
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (a table lives as long as the process: load_table caches it)
-    def pooled_bounds(self, family: str) -> tuple[float, float] | None:
-        """The family's pooled band (every held-out row of it), computed once per table."""
-        rows = self.family_rows(family)
+    def pooled_bounds(self, family: str, link: str = "") -> tuple[float, float] | None:
+        """The pooled band of the family's rows (over `link`: pool_link), computed once per table."""
+        rows = self.family_rows(family, link)
         return conformal_bounds([r.rho for r in rows]) if rows else None
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (as pooled_bounds)
-    def family_moves(self, family: str) -> Moves:
-        """Today's model's move on the family's registered rows: the pooled band's (trust/moved.py)."""
-        return moves_of(self.family_rows(family))
+    def family_moves(self, family: str, link: str = "") -> Moves:
+        """Today's model's move on the pooled rows' registered rows: the pooled band's (trust/moved.py)."""
+        return moves_of(self.family_rows(family, link))
 
     def to_json(self) -> dict:
         return {"what": "held-out residuals per regime (simcluster/trust/table.py); rho = measured / predicted as a time",

@@ -1,0 +1,64 @@
+"""`simcluster validate --published llm --families`: the published LLM rows per issue-44 family (trust/regime.published_family),
+held out, development and not compared apart (split out of results.py in session 46, mendA46)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simcluster.errors import SimclusterError
+from simcluster.results import ReferenceRow, ReferenceValidation
+
+# a published file's `why` saying one modelling choice was made with its rows' errors in view (session 43 fsdpfam, the A100
+# card's interference scope): its held-out rows are held out on the optimistic side (studies/fsdp_family.py, --families)
+SEEN_IN_CHOICE = "one choice made with"
+
+
+@dataclass(frozen=True)
+class FamilyValidation:
+    """`validate --published llm --families`: the published LLM rows per issue-44 family (trust/regime.published_family),
+    held out and development apart: rows, sources (a `source_group` counted once), mean |error| and the share within
+    the target; the issue's target per family is mean |error| <= target and >= FAMILY_SHARE of the held-out rows within it."""
+
+    published: ReferenceValidation
+
+    FAMILY_SHARE = 0.8   # issue 44: >= 80% of a family's held-out rows within 10%
+
+    @staticmethod
+    def check(published: str | None) -> None:
+        """The one refusal of `--families`: it goes with `--published llm` (cli.cmd_validate asks before any work)."""
+        if published != "llm":
+            raise SimclusterError("--families goes with --published llm", hint="simcluster validate --published llm --families")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self.published.skipped
+
+    def families(self) -> list[dict]:
+        from simcluster.trust.regime import PUBLISHED_FAMILIES
+
+        rows = [r for r in self.published.rows if r.family]   # a row not compared: its family from what its file prints
+        names = list(PUBLISHED_FAMILIES) + sorted({r.family for r in rows} - set(PUBLISHED_FAMILIES))
+        return [{"family": name, "held_out": self._stats([r for r in rows if r.family == name and r.held_out]),
+                 "development": self._stats([r for r in rows if r.family == name and not r.held_out])} for name in names]
+
+    def no_family(self) -> int:
+        """Rows not compared whose file prints too little to name their family (reference/llm.printed_family)."""
+        return sum(not r.family for r in self.published.rows)
+
+    def _stats(self, rows: list[ReferenceRow]) -> dict:
+        compared = [r for r in rows if r.error is not None]
+        errs = [abs(r.error) for r in compared]
+        within = sum(e <= self.published.target for e in errs)
+        mean = sum(errs) / len(errs) if errs else None
+        seen = [r for r in compared if SEEN_IN_CHOICE in self.published.sources.get(r.source, "")]
+        return {"rows": len(errs), "sources": sorted({r.source_group or r.source for r in compared}),
+                "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
+                "within_share": within / len(errs) if errs else None,
+                "meets_target": bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs),
+                "not_compared": len(rows) - len(compared), "seen_in_choice": len(seen),
+                "seen_in_choice_files": sorted({r.source for r in seen})}
+
+    def to_json(self) -> dict:
+        return {"kind": "published llm families", "target_pct": self.published.target * 100,
+                "family_share": self.FAMILY_SHARE, "families": self.families(), "not_compared_no_family": self.no_family(),
+                "skipped": self.skipped}
