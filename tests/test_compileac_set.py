@@ -90,10 +90,10 @@ def test_the_cast_fix_is_off_and_moves_only_the_compiled_blocks_casts():
         sum(o.total_bytes for o in casts))
 
 
-def test_the_memory_fix_is_off_and_prices_the_compiled_fsdp2_loss_and_root_unit():
-    """framework.loss_in_graph (off): the runner's FSDP2 under whole-model compile keeps 4 bytes a logit at the loss (not
-    eager's 12) and FSDP2's root unit's 8 bytes a parameter beside the sharded gradients at the backward's end; the
-    one-GPU compiled step (the loss eager) and eager FSDP2 unmoved."""
+def test_the_memory_fix_is_on_and_prices_the_compiled_fsdp2_loss_and_root_unit():
+    """framework.loss_in_graph (on since the compileac set's rule AM read ADOPT): the runner's FSDP2 under whole-model
+    compile keeps 4 bytes a logit at the loss (not eager's 12) and FSDP2's root unit's 8 bytes a parameter beside the
+    sharded gradients at the backward's end; the one-GPU compiled step (the loss eager) and eager FSDP2 unmoved."""
     from dataclasses import replace
 
     from simcluster.heldout.eager_compilefsdp import fixed_framework
@@ -105,7 +105,7 @@ def test_the_memory_fix_is_off_and_prices_the_compiled_fsdp2_loss_and_root_unit(
     on = fixed_framework(eager.torch_framework(fsdp, compiled=True))
     off = replace(on, loss_in_graph=False)
     a, b = (memory.stage_memories(model, fsdp, batch, 141e9, fw)[0] for fw in (off, on))
-    assert not eager.torch_framework(fsdp, compiled=True).loss_in_graph
+    assert eager.torch_framework(fsdp, compiled=True).loss_in_graph
     assert b.logits == pytest.approx(a.logits * memory.COMPILED_LOSS_LOGIT_BYTES / off.logit_bytes)
     assert b.step_end - a.step_end == pytest.approx(memory.FSDP2_ROOT_END_BYTES * (2 * 32000 * 1024 + 1024))
     one = eager.torch_framework(single, compiled=True)

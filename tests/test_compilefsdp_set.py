@@ -42,7 +42,14 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+    """The registration's model (461dedb8) predates framework.loss_in_graph, switched on by compileac's rule AM: the
+    fresh --register runs with it off, the model the set registered."""
+    from dataclasses import replace
+
+    from simcluster.llm import eager
+
+    with eager.torch_framework_as(lambda fw: replace(fw, loss_in_graph=False)):
+        reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     assert {r["variant"] for r in reg["rows"]} == {"single", "fsdp"} and len(reg["rows"]) == 4
 
 

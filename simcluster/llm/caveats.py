@@ -72,17 +72,17 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "default mode only (docs/models/llm.md)")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
-                 "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated). One registered set ran torch's "
-                 "FSDP2 with the whole model compiled over checkpointed blocks on 2 x H200, once "
-                 "(calibration/h200x2-compilefsdp-2026-11-30: rule M 'not within', fsdp 11.1%; D 'NOISE'): the step "
-                 "-0.2 / +8.8% on 1.1b, noise-limited on the host-bound 0.5b (its two processes 43% apart, -17.6 / "
-                 "+18.0%); the printed peak +29% over the measured on 0.5b (+1.5% on 1.1b), not explained (the head and "
-                 "loss run compiled there while memory.py charges eager's fp32 logits: a hypothesis, unchecked)")
+                 "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated). Two registered sets ran torch's "
+                 "FSDP2 with the whole model compiled over checkpointed blocks on 2 x H200, once each: compilefsdp "
+                 "(D 'NOISE': 1.1b -0.2 / +8.8%, the host-bound 0.5b's two processes 43% apart) and compileac (this "
+                 "step model 'not within' on a GPU-bound 1.1b, +11.9 / +14.1% too long; the off candidate "
+                 "casts_in_block +2.8 / +4.8%, not adopted by its rule over all rows): take a GPU-bound step as "
+                 "pessimistic. Peak memory: the compiled loss and FSDP2's root unit (framework.loss_in_graph, adopted "
+                 "by compileac's rule AM: 3.4% max |error| over its processes, held out; chosen on compilefsdp's)")
 COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
-                 "a regime of its own, unvalidated: one registered set on 2 x H200 (calibration/h200x2-compilefsdp-"
-                 "2026-11-30, rule M 'not within', D 'NOISE') put the one-GPU step about 11% too long (+8.7..+13.2% "
-                 "on two shapes, repeats within 0.5%: a model error, not noise), peaks within 2%: take this step as "
-                 "pessimistic")
+                 "a regime of its own, unvalidated: two registered sets on 2 x H200 read the one-GPU step 8.7-13.2% "
+                 "too long on two shapes (compilefsdp, repeats within 0.5%) and within 8% on three others (compileac, "
+                 "3.3%): between exact and about 11% pessimistic")
 
 FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "

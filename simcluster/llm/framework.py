@@ -97,8 +97,8 @@ class FrameworkSpec:
                                       # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
     casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
                                       # first block (work._block_casts; session 46 compileac, OFF until its set is read)
-    loss_in_graph: bool = False       # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the
-                                      # last graph and FSDP2's root unit at the backward's end (memory.py; session 46 compileac, OFF)
+    loss_in_graph: bool = True        # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the
+                                      # last graph and FSDP2's root unit at the backward's end (memory.py; compileac's rule AM: ON)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s
