@@ -146,7 +146,8 @@ def test_fsdp_host_bound_floor_is_the_studys_and_marks_the_regime_only_at_or_abo
     # every table set's processes are in the study, but the nosync set's (session 45) and the zero2 set's (session 46):
     # their steps accumulate 4 micro-batches, which the study leaves out (a single micro-batch step's noise is what the
     # floor is built from)
-    assert set(s.table_sets()) - {"h200x2-nosync-2026-11-30", "h200x2-zero2-2026-11-30"} <= {r["call"] for r in s.processes()}
+    assert set(s.table_sets()) - {"h200x2-nosync-2026-11-30", "h200x2-zero2-2026-11-30",
+                                  "h200x2-zero2b-2026-11-30"} <= {r["call"] for r in s.processes()}
     for part in ("preset", "table"):
         if abs(n[part]["bias_mean"]) > 2 * n[part]["bias_se"]:
             assert f.biased, part
