@@ -1,7 +1,8 @@
-"""What session 46's compileac fixes (framework.casts_in_block, loss_in_graph; both OFF in the product) would move on
-KempnerForge's compiled FSDP2 rows (calibration/published/llm-kempnerforge-h200-fsdp2.yaml): the published LLM
-validation of that file printed twice, the product's frameworks as shipped and with both fields on in every framework
-of FRAMEWORKS (the flags' adoption, as /work/device-requests/compileac.md's one-line switches would ship it).
+"""What session 46's compileac fixes (framework.casts_in_block: off, kept by rule A; loss_in_graph: on since rule AM
+read ADOPT) move on KempnerForge's compiled FSDP2 rows (calibration/published/llm-kempnerforge-h200-fsdp2.yaml): the
+published LLM validation of that file printed twice, the product's frameworks as shipped (casts off, loss on) and with
+both fields on in every framework of FRAMEWORKS (the flags' adoption, as /work/device-requests/compileac.md's one-line
+switches would ship it).
 These rows were seen before the fixes (validation/kempnerforge-compiled-predicted-once.txt): if the fixes are adopted
 they are development for them, not held out. They did not steer the fixes (chosen on the compilefsdp set's runs).
 
@@ -44,12 +45,12 @@ def main() -> int:
         framework.FRAMEWORKS.clear()
         framework.FRAMEWORKS.update(kept)
     k = kept["kempnerforge-fsdp2-compile"]
-    print(f"# {SOURCE}: the compiled rows with the compileac fixes off (shipped) and on; seen before the fixes "
+    print(f"# {SOURCE}: the compiled rows as shipped (casts_in_block off, loss_in_graph on) and with both on; seen before the fixes "
           "(development for them if adopted), not held out")
     print(f"# kempnerforge-fsdp2-compile: cast_bytes {k.cast_bytes} (FSDP2's bf16 parameters: no autocast weight casts "
           f"priced), host_kernel_s {k.host_kernel_s}, bf16_param_block {k.bf16_param_block} (loss_in_graph acts on the "
           "llm-step runner's FSDP2 only)")
-    print("## shipped (both off)")
+    print("## shipped: casts off, loss on")
     print("\n".join(before))
     print("## both on")
     print("\n".join(after))

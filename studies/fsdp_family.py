@@ -6,7 +6,8 @@ Reads `simcluster validate --published llm --json` in-process and prints, over t
 family's: rows, sources, mean |error| and the count within 10%, in both conventions the repository uses: the tokens/s
 error that `validate --published llm` prints per row (predicted / measured - 1, + = predicted faster) and the step-time
 error the error-band table prints per regime (docs/accuracy.md: |1 / rho - 1|, measured / predicted step - 1).
-The development rows of the family (held_out false: rows that prompted a model change) follow, summed up apart.
+The development rows of the family (held_out false: rows that prompted a model change, or were in view when one was
+chosen) follow, summed up apart.
 --misses lists every row outside 10% (held out, then development): source, run, model, GPUs, sequence, activation
 checkpointing, precision, error (+ = predicted fast). --json FILE reads a saved `validate --published llm --json`.
     python studies/fsdp_family.py [--misses] [--json FILE]
@@ -29,7 +30,6 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from simcluster.cli import main as cli  # noqa: E402
-from simcluster.reference.families import SEEN_IN_CHOICE  # noqa: E402
 
 TARGET = 10.0   # the issue's target: within 10%
 
@@ -60,16 +60,6 @@ def sequence_of(source: str, run: int, folder: Path = ROOT / "calibration" / "pu
         return None
     runs = yaml.safe_load(path.read_text()).get("runs") or []
     return (runs[run].get("model") or {}).get("seq") if run < len(runs) else None
-
-
-SEEN = SEEN_IN_CHOICE   # a held-out file's `why` saying a choice was made with its rows' errors in view (validate --families too)
-
-
-def seen_in_choice(source: str, folder: Path = ROOT / "calibration" / "published") -> bool:
-    """Whether the source's `why` says one modelling choice was made with its rows' errors in view (the A100 card's
-    interference scope, session 43 fsdpfam; review B 43's finding 1): held out on the optimistic side."""
-    path = folder / f"{source}.yaml"
-    return path.is_file() and SEEN in str(((yaml.safe_load(path.read_text()) or {}).get("simcluster") or {}).get("why", ""))
 
 
 def miss_line(r: dict, seq: int | None) -> str:
@@ -117,11 +107,6 @@ def main(argv: list[str] | None = None) -> int:
         print("PyTorch FSDP family: no held-out row")
     else:
         print(summary("PyTorch FSDP family", held))
-        seen = [r for r in held if seen_in_choice(r["source"])]
-        if seen:
-            print(f"  of these, {len(seen)} rows from {len({r['source'] for r in seen})} files whose `why` says a choice was made with "
-                  "their errors in view (the A100 card's interference scope, session 43 fsdpfam; predictions unchanged): "
-                  "held out on the optimistic side")
         grouped(held)
     if dev:
         print(summary("development (in-sample, not held out)", dev))

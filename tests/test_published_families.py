@@ -83,3 +83,18 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     not_compared = sum(f[k]["not_compared"] for f in fams for k in ("held_out", "development"))
     assert not_compared + families.no_family() == len(published.rows) - len(compared) > 0
     assert {f["family"] for f in fams} <= set(PUBLISHED_FAMILIES) | {"Megatron local spec"}
+
+
+def test_a_malformed_row_not_compared_is_an_error_naming_it_not_of_no_family():
+    """Review C46 item 8: printed_family files a row 'of no family' only where its file does not give the family (a
+    SimclusterError); a malformed row (here a parallel block that is not a mapping) is a one-line error naming the file
+    and the row, not swallowed."""
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage, printed_family
+
+    ref = read_published("calibration/published/llm-fms-fsdp-a100.yaml", "published-llm-run")
+    usage = llm_usage(ref)
+    assert printed_family(ref, usage, 0, ref.runs[0]) == "FSDP/ZeRO"
+    with pytest.raises(SimclusterError, match=r"llm-fms-fsdp-a100\.yaml: runs\[0\]: no family"):
+        printed_family(ref, usage, 0, {**ref.runs[0], "parallel": "dp 8"})

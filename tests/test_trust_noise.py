@@ -209,6 +209,12 @@ def test_fsdp_host_bound_answer_carries_the_marks_weak_points():
     lo, hi = sorted((100 * n["floor_empirical"], 100 * n["floor_normal"]))
     f = FSDP2_HOST_BOUND
     assert f"{lo:.1f}-{hi:.1f}%" in f.caveat and hi < f.target_pct   # below the target without them: the thin margin
+    # cold read C46 item 7: the model on the floor's own rows sits above the floor, and the answer says so with the
+    # recorded numbers (the text cannot drift from them), judging the mark before anything else
+    flo, fhi = sorted(f.floor_pct)
+    assert f.model_mean_abs_pct > fhi and f.caveat.startswith(
+        f"model {f.model_mean_abs_pct:.1f}% on the floor's own rows, above the floor ({flo:.1f}-{fhi:.1f}%): the mark rests "
+        "on the floor alone")
     for lease, verdict in (("lease2", "MODEL (another term)"), ("lease3", "UNDECIDED")):
         lines = (ROOT / f"calibration/h200x2-eager-fsdphost-{lease}-2026-11-30/readout.txt").read_text().splitlines()
         assert any(line.startswith(f"D: {verdict}") for line in lines), lease

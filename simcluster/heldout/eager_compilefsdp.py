@@ -20,7 +20,8 @@ from simcluster.llm import eager
 
 COMPILEFSDP_BUNDLE = "calibration/h200x2-compilefsdp-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 # session 46's compileac set (validation/compileac.py): the same rows and reader, its registered.yaml's `predicted` the
-# model before the cast fix (the shipped one), `predicted_fixed` with framework.casts_in_block on (fixed_framework)
+# model at registration (both fixes off; the shipped model has had loss_in_graph on since rule AM read ADOPT),
+# `predicted_fixed` with framework.casts_in_block and loss_in_graph on (fixed_framework)
 COMPILEAC_BUNDLE = "calibration/h200x2-compileac-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
 # variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)

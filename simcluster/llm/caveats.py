@@ -77,12 +77,13 @@ COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block
                  "(D 'NOISE': 1.1b -0.2 / +8.8%, the host-bound 0.5b's two processes 43% apart) and compileac (this "
                  "step model 'not within' on a GPU-bound 1.1b, +11.9 / +14.1% too long; the off candidate "
                  "casts_in_block +2.8 / +4.8%, not adopted by its rule over all rows): take a GPU-bound step as "
-                 "pessimistic. Peak memory: the compiled loss and FSDP2's root unit (framework.loss_in_graph, adopted "
-                 "by compileac's rule AM: 3.4% max |error| over its processes, held out; chosen on compilefsdp's)")
+                 "pessimistic. Peak memory: the compiled loss and FSDP2's root unit under recompute full only "
+                 "(framework.loss_in_graph, adopted by compileac's rule AM on one held-out shape, 1.1b 3904:3 on 2 ranks, "
+                 "+19.3% -> -3.3%; chosen on compilefsdp's 0.5b; without checkpointing the eager loss's bytes)")
 COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
                  "a regime of its own, unvalidated: two registered sets on 2 x H200 read the one-GPU step 8.7-13.2% "
-                 "too long on two shapes (compilefsdp, repeats within 0.5%) and within 8% on three others (compileac, "
-                 "3.3%): between exact and about 11% pessimistic")
+                 "too long on two shapes (compilefsdp, repeats within 0.5%) and 3.3% mean on three others (compileac; "
+                 "processes +0.2..+11.7%): between exact and about 12% pessimistic")
 
 FA2_H100 = ("attention kernel {kernel} on an H100: the FlashAttention-2 schedule form (llm/flash_schedule.py) was fitted "
             "and checked on one H200 (registered: causal 2.5%, non-causal 3.7% mean |error| over 124 / 34 held-out passes, "

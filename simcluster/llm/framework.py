@@ -96,7 +96,7 @@ class FrameworkSpec:
     ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
                                       # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
     casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
-                                      # first block (work._block_casts; session 46 compileac, OFF until its set is read)
+                                      # first block (work._block_casts; session 46 compileac: off, rule A read KEEP)
     loss_in_graph: bool = True        # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the
                                       # last graph and FSDP2's root unit at the backward's end (memory.py; compileac's rule AM: ON)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound

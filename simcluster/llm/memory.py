@@ -84,14 +84,15 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
 EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held by torch pipelining to the step's end
-# The runner's FSDP2 with its whole model compiled (llm-step --mode fsdp --compile-scope model; FrameworkSpec.loss_in_graph,
-# session 46 compileac, off in the product). Its forward returns F.cross_entropy(logits.float()), so the loss is in the
-# last compiled graph: Inductor fuses the fp32 cast, log-softmax and NLL into reductions over the bf16 logits (the
-# partitioner saves the mm's bf16 output and the fp32 logsumexp per row, torch/_functorch/partitioners.py: the casts are
-# fusible, recomputed) and the backward writes the logits' gradient in bf16: 2 + 2 bytes a logit at the loss's peak, not
-# eager's 12 (no fp32 copy, no fp32 log-softmax output). And FSDP2's root unit (fully_shard(model): the embedding, final
-# norm and LM head) holds its gathered bf16 parameters through the whole backward (the head's backward comes first, the
-# embedding's last: the root's pre-backward gathers them, or they stay from the forward where the root skips its reshard,
+# The runner's FSDP2 with its whole model compiled (llm-step --mode fsdp --compile-scope model;
+# FrameworkSpec.loss_in_graph, on since session 46 compileac's rule AM read ADOPT, under recompute full only: the
+# population it read). Its forward returns F.cross_entropy(logits.float()), so the loss is in the last compiled graph:
+# Inductor fuses the fp32 cast, log-softmax and NLL into reductions over the bf16 logits (the partitioner saves the mm's
+# bf16 output and the fp32 logsumexp per row, torch/_functorch/partitioners.py: the casts are fusible, recomputed) and
+# the backward writes the logits' gradient in bf16: 2 + 2 bytes a logit at the loss's peak, not eager's 12 (no fp32
+# copy, no fp32 log-softmax output). And FSDP2's root unit (fully_shard(model): the embedding, final norm and LM head)
+# holds its gathered bf16 parameters through the whole backward (the head's backward comes first, the embedding's last:
+# the root's pre-backward gathers them, or they stay from the forward where the root skips its reshard,
 # torch/distributed/fsdp/_fully_shard/_fsdp_state.py _lazy_init), the head's unsharded bf16 gradient waits from the
 # backward's start for the root's post-backward after the embedding's, which copies the root's gradients into one
 # reduce_dtype (fp32) reduce-scatter input (_fsdp_collectives.py, foreach_reduce; the runner's MixedPrecisionPolicy:
@@ -275,7 +276,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     def logits_of(n: int) -> float:
         if not last:
             return 0.0
-        out = heads * (COMPILED_LOSS_LOGIT_BYTES if _compiled_fsdp2_loss(fw, z) else fw.logit_bytes) * logit_elements
+        out = heads * (COMPILED_LOSS_LOGIT_BYTES if _compiled_fsdp2_loss(fw, par, z) else fw.logit_bytes) * logit_elements
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
@@ -286,7 +287,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
-    if _compiled_fsdp2_loss(fw, z) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
+    if _compiled_fsdp2_loss(fw, par, z) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
         step_end += FSDP2_ROOT_END_BYTES * (model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden)
     copies = fw.weight_copy_bytes * p.total
     if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after
@@ -310,9 +311,11 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
                            grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total))
 
 
-def _compiled_fsdp2_loss(fw: FrameworkSpec, zero: int) -> bool:
-    """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on (COMPILED_LOSS_LOGIT_BYTES)."""
-    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3
+def _compiled_fsdp2_loss(fw: FrameworkSpec, par: ParallelSpec, zero: int) -> bool:
+    """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on (COMPILED_LOSS_LOGIT_BYTES), over
+    checkpointed blocks only: every process rule AM read (compileac, compilefsdp) ran recompute full; without
+    checkpointing the eager loss's bytes stay (review C46 item 2: not extrapolated)."""
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3 and par.recompute == "full"
 
 
 def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:

@@ -8,10 +8,6 @@ from dataclasses import dataclass
 from simcluster.errors import SimclusterError
 from simcluster.results import ReferenceRow, ReferenceValidation
 
-# a published file's `why` saying one modelling choice was made with its rows' errors in view (session 43 fsdpfam, the A100
-# card's interference scope): its held-out rows are held out on the optimistic side (studies/fsdp_family.py, --families)
-SEEN_IN_CHOICE = "one choice made with"
-
 
 @dataclass(frozen=True)
 class FamilyValidation:
@@ -50,13 +46,11 @@ class FamilyValidation:
         errs = [abs(r.error) for r in compared]
         within = sum(e <= self.published.target for e in errs)
         mean = sum(errs) / len(errs) if errs else None
-        seen = [r for r in compared if SEEN_IN_CHOICE in self.published.sources.get(r.source, "")]
         return {"rows": len(errs), "sources": sorted({r.source_group or r.source for r in compared}),
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
                 "within_share": within / len(errs) if errs else None,
                 "meets_target": bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs),
-                "not_compared": len(rows) - len(compared), "seen_in_choice": len(seen),
-                "seen_in_choice_files": sorted({r.source for r in seen})}
+                "not_compared": len(rows) - len(compared)}
 
     def to_json(self) -> dict:
         return {"kind": "published llm families", "target_pct": self.published.target * 100,

@@ -2,13 +2,13 @@
 `simcluster validate --published llm [FOLDER | FILE]`.
 
 Each row is predicted from the architecture, parallelism and batch the source prints; what the source leaves out
-(null) is filled from the file's `simcluster.assumptions` (printed with every row): parallelism and batch keys by
-name, model keys per model name from `models` (a public recipe's or paper's dimensions, `from` naming it) or ffn from
-`ffn_per_hidden` (an integer; GPT-3's ffn = 4 hidden). A row whose model or batch cannot be filled has no prediction, with the
-reason, and so has a row in `simcluster.runs_not_compared` (what the model cannot express). The machine is the file's
-`simcluster.machine` (GPU card, NIC card and `nics_per_node` of it, default 8: one per GPU, NVLink collective card),
-8 GPUs per node on a non-blocking rail-optimized fabric: the sources' own fabrics differ (Llama 3: 1:7 oversubscribed
-aggregation layer; Selene: three-level fat tree).
+(null) is filled from the file's `simcluster.assumptions` (printed with every row): parallelism and batch keys by name,
+model keys per model name from `models` (a public recipe's or paper's dimensions, `from` naming it) or ffn from
+`ffn_per_hidden` (an integer; GPT-3's ffn = 4 hidden). A row whose model or batch cannot be filled has no prediction,
+with the reason, and so has a row in `simcluster.runs_not_compared` (what the model cannot express). The machine is the
+file's `simcluster.machine` (GPU card, NIC card and `nics_per_node` of it, default 8: one per GPU, NVLink collective
+card), 8 GPUs per node on a non-blocking rail-optimized fabric: the sources' own fabrics differ (Llama 3: 1:7
+oversubscribed aggregation layer; Selene: three-level fat tree).
 
 Compared quantity: the source's own throughput. Where it gives tokens/s or the iteration time, those (no FLOP
 convention involved); otherwise its TFLOP/s per GPU, recomputed from the predicted step time with the source's FLOP
@@ -39,9 +39,8 @@ TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
 NODE_GPUS = 8          # GPUs per node of every compared machine (machine_for)
-# a row's printed FSDP sharding strategy: FSDP (FULL_SHARD over the data-parallel ranks) or HSDP (HYBRID_SHARD: shard inside
-# a node, replicate across; parallel.dp_shard = the node's GPUs)
-SHARDINGS = ("FSDP", "HSDP")
+SHARDINGS = ("FSDP", "HSDP")   # a row's printed FSDP sharding: FULL_SHARD over the DP ranks, or HYBRID_SHARD (shard inside
+#                               a node, replicate across; parallel.dp_shard = the node's GPUs)
 def module_list(value) -> tuple[str, ...]:
     """A `parse` for a row's recompute_modules: a list of Megatron's module names (spec.RECOMPUTE_MODULES)."""
     if not isinstance(value, (list, tuple)) or not all(v in RECOMPUTE_MODULES for v in value):
@@ -69,14 +68,13 @@ FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_st
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
 MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_k", "expert_ffn") + MODEL_VARIANTS}, "mlp": one_of(MLPS),
-                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "rotary": flag,
-                 "from": text}
+                 "tied_embeddings": flag, "dropout": flag, "qk_norm": flag, "rotary": flag, "from": text}
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
-MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag, "fp8_params": flag,
-                  "from": text}
+MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag,
+                  "fp8_params": flag, "from": text}
 # a file's `simcluster.recipe` / `recipe_by_model[NAME]`: the recipe's kernel choices the framework's default does not state
-# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: CUDA graphs over the MoE router
-# and dispatcher preprocess, llm/moe_graphs.py), `from` citing them
+# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: CUDA graphs over the MoE
+# router and dispatcher preprocess, llm/moe_graphs.py), `from` citing them
 # fp8_scaling: Transformer Engine's FP8 recipe where the row prints plain "FP8" but the recipe scales per tensor
 # ("current": Megatron-Bridge's fp8_cs presets), carried to the batch (llm/spec.BatchSpec), not the framework
 RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "fp8_scaling": one_of(FP8_SCALINGS), "from": text}
@@ -346,16 +344,18 @@ def predict_run(ref: Published, usage: LlmUsage, i: int, run: dict) -> RunPredic
     return RunPrediction(model, par, batch, used, gpu, framework, result, *_compared(ref, run, model, batch, result))
 
 
-def printed_family(ref: Published, usage: LlmUsage, run: dict) -> str:
-    """A row not compared: its issue-44 family from what its file prints (and assumes); '' where even that is not given."""
+def printed_family(ref: Published, usage: LlmUsage, i: int, run: dict) -> str:
+    """A row not compared: its issue-44 family from what its file prints; '' where not given, an error where malformed."""
     try:
         m, p = filled_model(dict(run.get("model") or {}), usage.assumptions, []), run.get("parallel") or {}
         zero = p.get("zero") if p.get("zero") is not None else usage.assumptions.get("zero", 0)
         fp8 = "fp8" in str((run.get("batch") or {}).get("precision", "")).lower()   # moe: experts printed, or EP > 1
         return published_family(framework_of(ref, run).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
                                 int(m.get("seq") or 0), int(zero or 0), "fp8" if fp8 else "bf16")
-    except (SimclusterError, AttributeError, KeyError, TypeError, ValueError):
+    except SimclusterError:
         return ""
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise SimclusterError(f"{ref.path}: runs[{i}]: no family from its model / parallel / batch: {e!r}") from None
 
 
 def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
@@ -364,7 +364,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     p = predict_run(ref, usage, i, run)
     if isinstance(p, str):
         return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=p,
-                            family=printed_family(ref, usage, run))
+                            family=printed_family(ref, usage, i, run))
     par, result = p.par, p.result
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""

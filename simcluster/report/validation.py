@@ -136,9 +136,6 @@ def _(v: FamilyValidation) -> str:
             lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {s['not_compared']:>4} {len(s['sources']):>4} "
                          f"{s['mean_abs_error_pct']:>11.1f}% {s['within_target']:>5} ({s['within_share']:>4.0%})  {met:<6}  "
                          + _clip(", ".join(_short(x) for x in s["sources"]), 90))
-            if kind == "held_out" and s["seen_in_choice"]:
-                lines.append(f"    of these {s['rows']}, {s['seen_in_choice']} rows from {len(s['seen_in_choice_files'])} files whose `why` says a "
-                             "choice was made with their errors in view: held out on the optimistic side (studies/fsdp_family.py)")
     if v.no_family():
         lines.append(f"# not compared and of no family (the file prints too little to name one): {v.no_family()} rows")
     return "\n".join(lines) + "\n"
