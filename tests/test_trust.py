@@ -300,6 +300,7 @@ def test_an_unvalidated_collective_regime_pools_its_own_links_rows():
     assert not table.regimes[efa].enough and table.pool_link("collective across nodes", efa) == "rdma-efa"
     trust = trust_of(Regime("collective across nodes", efa, 16.0), table)
     assert trust.pooled and trust.pool_link == "rdma-efa" and "rows over rdma-efa pooled" in trust.text()
+    assert trust.to_json()["band_from"].startswith("every held-out collective across nodes row over rdma-efa, pooled")
     assert trust.rows == len(table.family_rows("collective across nodes", "rdma-efa")) < len(
         table.family_rows("collective across nodes"))
     checks = [c for c in leave_one_source_out(table, "collective across nodes") if c.row.regime == efa]

@@ -52,7 +52,7 @@ def fixed_framework(fw, on: bool = True):
 
 def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None) -> dict:
     """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed` True / False:
-    with the cast fix on / off (fixed_framework), None the product's own."""
+    with both compileac fixes on / off (fixed_framework), None the product's own."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.host_bound import is_host_bound
 

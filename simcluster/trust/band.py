@@ -88,7 +88,7 @@ class Trust:
         if self.outside:
             out["outside"] = self.outside
         if self.pooled:
-            out["band_from"] = (f"every held-out {self.pool_text()[:-1]}, pooled (this regime has too few)"
+            out["band_from"] = (f"every held-out {self.pool_text(row='row')}, pooled (this regime has too few)"
                                 + (", widened to its own rows" if self.widened else ""))
             out["regime_rows"], out["regime_sources"] = self.own
             if self.own_range is not None:
@@ -112,9 +112,9 @@ class Trust:
             return ""
         return "; ".join(t for t in (self.moves.text(), self.moves.still_priced_text(self.rho)) if t)
 
-    def pool_text(self) -> str:
-        """The pooled rows named: 'collective across nodes rows over rdma-efa', 'llm rows'."""
-        return f"{self.regime.family} rows" + (f" over {self.pool_link}" if self.pool_link else "")
+    def pool_text(self, row: str = "rows") -> str:
+        """The pooled rows named: 'collective across nodes rows over rdma-efa', 'llm rows' (`row`: 'row' for one)."""
+        return f"{self.regime.family} {row}" + (f" over {self.pool_link}" if self.pool_link else "")
 
     def own_text(self) -> str:
         """An unvalidated regime's own rows: how many, from how many sources, their range (too few for a band)."""
