@@ -79,3 +79,27 @@ def test_kempnerforge_rows_the_model_mapping_would_price_uncompiled_stay_not_com
                  and not FRAMEWORKS[by_model[r["model"]["name"]]].compiled and "compile true" in r["experiment"]]
     assert mispriced == ([8, 10, 12] if by_model else []), mispriced
     assert set(mispriced) <= {int(i) for i in doc["simcluster"]["runs_not_compared"]}
+
+
+def test_kempnerforge_config_validation_record_is_self_consistent_and_only_its_fsdp_7b_rows_compared():
+    """KempnerForge's config validation report (session 47 fsdpsrc) as recorded: every row's printed job tok/s gives its
+    printed step time for the tokens its config processes per step (batch x accumulation x seq x dp_shard; the step
+    printed to 0.01 s and tok/s and step averaged apart over the last 5 steps: within 0.005 s + 0.1%), the compared 7B
+    rows' MFU is the trainer's 6P + 12 L d s at 989 TFLOP/s (P 8.03e9, within 0.2 points); only the two FSDP-only 7B
+    rows (2, 4) are compared, with the compiled framework, and the file shares KempnerForge's source group."""
+    doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-config-validation.yaml").read_text())
+    for i, run in enumerate(doc["runs"]):
+        m, b, meas = run["model"], run["batch"], run["measured"]
+        tokens = b["micro_batch"] * b["grad_accum"] * m["seq"] * run["parallel"]["dp"]
+        assert b["global_batch"] * m["seq"] == tokens, i
+        assert abs(tokens / meas["tokens_per_s"] - meas["step_time_s"]) <= 0.005 + 0.001 * meas["step_time_s"], i
+    compared = [i for i in range(len(doc["runs"])) if i not in doc["simcluster"]["runs_not_compared"]]
+    assert compared == [2, 4]
+    for i in compared:
+        run = doc["runs"][i]
+        assert run["parallel"]["tp"] == run["parallel"]["pp"] == 1 and "torch.compile yes" in run["experiment"]
+        flops = 6 * 8.03e9 + 12 * run["model"]["layers"] * run["model"]["hidden"] * run["model"]["seq"]
+        assert abs(flops * run["measured"]["tokens_per_s_per_gpu"] / 989e12 * 100 - run["measured"]["mfu_percent"]) < 0.2, i
+    assert doc["simcluster"]["framework"] == "kempnerforge-fsdp2-compile" and "framework_by_model" not in doc["simcluster"]
+    other = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
+    assert doc["simcluster"]["source_group"] == other["simcluster"]["source_group"] == "llm-kempnerforge-h200"
