@@ -52,6 +52,7 @@ TIMED_STEPS = 5        # per process (device_run.sh --steps)
 SHAPES = (("8b", 1440, 2, "GPU-bound (predicted host share 0.05): zero2 with / without the regather +2.7%, the wait +0.0%; the "
                           "largest regather among the GPU-bound 8b shapes of seqs 3520, 3552, 3616, 3680 at micro-batch 1 "
                           "and 2 and 1440, 1504 at 2 (1440 and 1504 at 1 are host-bound: the wait +7.7%)"),)
+SEARCHED = tuple((seq, mb) for seq in (3520, 3552, 3616, 3680, 1440, 1504) for mb in (1, 2))   # the 8b shapes the choice read
 JUDGE = zero2.JUDGE
 RULES = {k: zero2.RULES[k] for k in ("N", "M", "B", "P")} | {
     "measured": f"rank 0's median step of each process (2 warm-up, {TIMED_STEPS} timed steps of 4 micro-batches); a "
@@ -120,6 +121,20 @@ def development() -> tuple[float, int, list[str]]:
     return sd, dof, lines
 
 
+def candidates() -> list[str]:
+    """A line per SEARCHED 8b shape: its host share and what the wait and the regather move the zero2 step by (the
+    choice of SHAPES, printed by --register)."""
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    out = []
+    for seq, mb in SEARCHED:
+        p = regime_predict("8b", mb, "fsdp-zero2", "h200", microbatches=nosync.MICROBATCHES, seq=seq)
+        wait = p["step_ms"] / zero2.step_without_wait("8b", seq, mb, "fsdp-zero2") - 1
+        regather = zero2b.step_regather("8b", seq, mb, "fsdp-zero2", wait=True) / p["step_ms"] - 1
+        out.append(f"candidate 8b {seq}:{mb}: host share {p['host_share']:.2f}, the wait {wait:+.1%}, the regather {regather:+.1%}")
+    return out
+
+
 def row_line(r: dict) -> str:
     p = r["predicted"]
     extra = (f"  regather {p['step_ms_regather']:8.2f} ms  no wait {p['step_ms_nowait']:8.2f} ms" if r["variant"] == "zero2"
@@ -137,6 +152,8 @@ def register(path: Path) -> None:
     print(f"zero2 / control registered: regather off {z['step_ms'] / c['step_ms'] - 1:+.1%}, on "
           f"{z['step_ms_regather'] / c['step_ms'] - 1:+.1%}; the gap {gap:.2%} (log); the wait moves zero2 "
           f"{z['step_ms'] / z['step_ms_nowait'] - 1:+.2%}")
+    for line in candidates():
+        print(line)
     sd, dof, lines = development()
     for line in lines:
         print(f"development: {line}")
