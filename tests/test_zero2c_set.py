@@ -10,6 +10,7 @@ import re
 
 import test_nosync_set
 import test_zero2_set
+import test_zero2b_set
 from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2c-2026-11-30"
@@ -20,35 +21,26 @@ def script():
     return load_script("validation/zero2c.py")
 
 
-def registered() -> dict:
-    return test_nosync_set.registered(BUNDLE)
-
-
 def synthetic(tmp_path, scale=None, jitter=(0.002, -0.002, 0.0, 0.001), drop=()):
+    """test_zero2_set.synthetic on this bundle, a GPU-bound set's small jitter (0.2%)."""
     return test_zero2_set.synthetic(tmp_path, scale, jitter, drop, source=BUNDLE)
 
 
 def zero2_predicted() -> dict:
-    return next(r["predicted"] for r in registered()["rows"] if r["name"] == ZERO2)
+    """The zero2 row's registered predictions: step_ms (the product, regather off), step_ms_regather, step_ms_nowait."""
+    return {r["name"]: r["predicted"] for r in test_nosync_set.registered(BUNDLE)["rows"]}[ZERO2]
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
-    p = zero2_predicted()
+    reg, p = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch), zero2_predicted()
     assert p["step_ms_regather"] / p["step_ms"] > 1.02 and p["step_ms"] / p["step_ms_nowait"] < 1.005, p   # GPU-bound: the wait at 0
     assert p["host_share"] < 0.1 and [r["processes"] for r in reg["rows"]] == [4, 4]
     assert {r["name"]: r["reshard_after_forward"] for r in reg["rows"]} == {ZERO2: False, "8b-1440x2-control": True}
 
 
 def test_the_device_script_runs_the_registered_rows_abba():
-    text = (BUNDLE / "device_run.sh").read_text()
-    assert '--warmup 2 --steps 5 --profile 0 --mode fsdp --grad-accum 4"' in text and script().TIMED_STEPS == 5
-    assert '[ "$1" = zero2 ] && flag="--reshard-after-forward false"' in text and "--preset 8b --shapes 1440:2" in text
-    calls = re.findall(r"^one (zero2|control) (\d)$", text, re.M)
-    assert [v for v, _ in calls] == ["zero2", "control", "control", "zero2", "zero2", "control", "control", "zero2"]
-    ran = {f"8b-1440x2-{v}-r{k}" for v, k in calls}
-    assert ran == {f"{r['process']}-r{k}" for r in registered()["rows"] for k in range(1, r["processes"] + 1)}
-    assert "validation/zero2c.py" in text and "validation/zero2b.py" in text   # hashed into runs/commit.txt
+    text = test_zero2b_set.assert_abba_device_script(BUNDLE, script(), "1440:2")
+    assert script().TIMED_STEPS == 5 and "validation/zero2c.py" in text and "validation/zero2b.py" in text   # hashed
 
 
 def test_the_registered_shape_is_new_to_calibration():

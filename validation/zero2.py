@@ -130,18 +130,22 @@ def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None, te
 WORD = {"ADOPT": "ADOPTED", "REJECT": "REJECTED"}   # rule D's words for rule A's
 
 
-def read_out(bundle: Path) -> dict:
+def read_out(bundle: Path, rule: str = "A", word: str = "WAIT", term: str = "the wait",
+             keys: tuple[str, str] = ("step_ms", "step_ms_nowait")) -> dict:
+    """Rules N, M, B, P and `rule` (adopt on the zero2 rows' `keys`, said with `term`), then D (`word` and rule's
+    verdict): the wait's rule A by default; validation/zero2c.py's rule R on the regather's columns."""
     judge, regs = nosync.read_registration(bundle, JUDGE)
-    if any(not isinstance(r["predicted"].get("step_ms_nowait"), (int, float)) for r in regs if r["variant"] == "zero2"):
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.step_ms_nowait (ms)")
+    for key in keys:
+        if any(not isinstance(r["predicted"].get(key), (int, float)) for r in regs if r["variant"] == "zero2"):
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.{key} (ms)")
     procs, left = nosync.read_processes(bundle, regs, peak_key=PEAK_KEY)
     verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    wait, lines = adopt(procs, regs, judge, sd)
+    said, lines = adopt(procs, regs, judge, sd, term, keys)
     if above:
-        wait = "UNDECIDED (NOISE)"
-    verdicts["A"] = f"{wait} | " + " | ".join(lines)
+        said = "UNDECIDED (NOISE)"
+    verdicts[rule] = f"{said} | " + " | ".join(lines)
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     f"WAIT {WORD.get(wait, wait)}; step "
+                     f"{word} {WORD.get(said, said)}; step "
                      f"{'NO DATA' if within is None else 'within' if within else 'not within'}; memory "
                      f"{'met' if mem_met else 'not met'}")
     return {"procs": procs, "left": left, "verdicts": verdicts, "regs": regs, "sd": sd, "judge": judge}   # zero2b.py

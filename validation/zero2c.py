@@ -38,7 +38,6 @@ import nosync  # noqa: E402
 import zero2  # noqa: E402
 import zero2b  # noqa: E402
 
-from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import pooled_log_sd, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2c-2026-11-30"
@@ -82,24 +81,10 @@ def add_keys(row: dict, variant: str) -> None:
         row["predicted"]["step_ms_nowait"] = zero2.step_without_wait(*shape)
 
 
-WORD = {"ADOPT": "ADOPTED", "REJECT": "REJECTED"}   # rule D's words for rule R's
-
-
 def read_out(bundle: Path) -> dict:
-    judge, regs = nosync.read_registration(bundle, JUDGE)
-    if any(not isinstance(r["predicted"].get("step_ms_regather"), (int, float)) for r in regs if r["variant"] == "zero2"):
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.step_ms_regather (ms)")
-    procs, left = nosync.read_processes(bundle, regs, peak_key=zero2.PEAK_KEY)
-    verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, zero2.VARIANTS)
-    word, lines = zero2.adopt(procs, regs, judge, sd, term="the regather", keys=("step_ms_regather", "step_ms"))
-    if above:
-        word = "UNDECIDED (NOISE)"
-    verdicts["R"] = f"{word} | " + " | ".join(lines)
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     f"REGATHER {WORD.get(word, word)}; step "
-                     f"{'NO DATA' if within is None else 'within' if within else 'not within'}; memory "
-                     f"{'met' if mem_met else 'not met'}")
-    return {"procs": procs, "left": left, "verdicts": verdicts, "regs": regs, "sd": sd, "judge": judge}
+    """validation/zero2.py's read-out with rule R in place of its A: adopt on the zero2 rows' step_ms_regather (with
+    the regather) and step_ms (the product's, without), D's word REGATHER."""
+    return zero2.read_out(bundle, rule="R", word="REGATHER", term="the regather", keys=("step_ms_regather", "step_ms"))
 
 
 def development() -> tuple[float, int, list[str]]:
