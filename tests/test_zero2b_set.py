@@ -40,14 +40,24 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     assert {r["name"]: r["reshard_after_forward"] for r in reg["rows"]} == {ZERO2: False, "8b-448x1-control": True}
 
 
-def test_the_device_script_runs_the_registered_rows_abba():
-    text = (BUNDLE / "device_run.sh").read_text()
-    assert '--warmup 2 --steps 7 --profile 0 --mode fsdp --grad-accum 4"' in text and script().TIMED_STEPS == 7
-    assert '[ "$1" = zero2 ] && flag="--reshard-after-forward false"' in text and "--preset 8b --shapes 448:1" in text
+def assert_abba_device_script(bundle, s, shape: str) -> str:
+    """The bundle's device_run.sh runs its registered rows' processes, and no other, zero2 / control in ABBA order
+    (one shape, 8b `shape` as SEQ:MB, --steps s.TIMED_STEPS, the zero2 variant with --reshard-after-forward false);
+    returns the script's text (test_zero2c_set's too)."""
+    text = (bundle / "device_run.sh").read_text()
+    assert f'--warmup 2 --steps {s.TIMED_STEPS} --profile 0 --mode fsdp --grad-accum 4"' in text
+    assert '[ "$1" = zero2 ] && flag="--reshard-after-forward false"' in text and f"--preset 8b --shapes {shape}" in text
     calls = re.findall(r"^one (zero2|control) (\d)$", text, re.M)
     assert [v for v, _ in calls] == ["zero2", "control", "control", "zero2", "zero2", "control", "control", "zero2"]
-    ran = {f"8b-448x1-{v}-r{k}" for v, k in calls}
-    assert ran == {f"{r['process']}-r{k}" for r in registered()["rows"] for k in range(1, r["processes"] + 1)}
+    stem = "8b-{}x{}".format(*shape.split(":"))
+    ran = {f"{stem}-{v}-r{k}" for v, k in calls}
+    rows = test_nosync_set.registered(bundle)["rows"]
+    assert ran == {f"{r['process']}-r{k}" for r in rows for k in range(1, r["processes"] + 1)}
+    return text
+
+
+def test_the_device_script_runs_the_registered_rows_abba():
+    assert_abba_device_script(BUNDLE, script(), "448:1") and script().TIMED_STEPS == 7
 
 
 def test_the_registered_shape_is_new_to_calibration():

@@ -95,17 +95,19 @@ def register(path: Path) -> None:
     nosync.register(path, "validation/zero2.py --register", SHAPES, VARIANTS, JUDGE, RULES, add_keys, session=46)
 
 
-def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) -> tuple[str, list[str]]:
-    """Rule A: (ADOPT, REJECT, UNDECIDED or NO DATA over the deciding shapes; a line per shape)."""
+def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None, term: str = "the wait",
+          keys: tuple[str, str] = ("step_ms", "step_ms_nowait")) -> tuple[str, list[str]]:
+    """Rule A: (ADOPT, REJECT, UNDECIDED or NO DATA over the deciding shapes; a line per shape): the zero2 row's
+    keys[0] the step with `term`, keys[1] without it (validation/zero2c.py's rule R: the regather's columns)."""
     lines, says = [], []
     for preset, seq, mb in sorted({(r["preset"], r["seq"], r["micro_batch"]) for r in regs}):
         here = {r["variant"]: r for r in regs if (r["preset"], r["seq"], r["micro_batch"]) == (preset, seq, mb)}
         z, c = here["zero2"]["predicted"], here["control"]["predicted"]
-        log_w = math.log(float(z["step_ms"]) / float(c["step_ms"]))
-        log_n = math.log(float(z["step_ms_nowait"]) / float(c["step_ms"]))
+        log_w = math.log(float(z[keys[0]]) / float(c["step_ms"]))
+        log_n = math.log(float(z[keys[1]]) / float(c["step_ms"]))
         label = f"{preset} {seq}:{mb}"
         if abs(log_w - log_n) < judge["adopt_min_pct"] / 100:
-            lines.append(f"{label}: not deciding (the wait moves it {math.exp(log_w - log_n) - 1:+.1%})")
+            lines.append(f"{label}: not deciding ({term} moves it {math.exp(log_w - log_n) - 1:+.1%})")
             continue
         by = {v: [math.log(p["step_s"]) for p in procs if p["row"] is here[v]] for v in VARIANTS}
         if not by["zero2"] or not by["control"]:
@@ -118,7 +120,7 @@ def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) ->
         to_w, to_n = abs(log_m - log_w), abs(log_m - log_n)
         say = "ADOPT" if to_w <= limit < to_n else "REJECT" if to_n <= limit < to_w else "UNDECIDED"
         says.append(say)
-        lines.append(f"{label}: {say}: zero2 / control measured {math.exp(log_m) - 1:+.1%}, registered with the wait "
+        lines.append(f"{label}: {say}: zero2 / control measured {math.exp(log_m) - 1:+.1%}, registered with {term} "
                      f"{math.exp(log_w) - 1:+.1%}, without {math.exp(log_n) - 1:+.1%} (limit {limit:.1%}"
                      f"{' from the noise' if noise > judge['diff_floor_pct'] / 100 else ' (the floor)'})")
     verdict = ("NO DATA" if not says else says[0] if len(set(says)) == 1 else "UNDECIDED")
@@ -128,18 +130,22 @@ def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None) ->
 WORD = {"ADOPT": "ADOPTED", "REJECT": "REJECTED"}   # rule D's words for rule A's
 
 
-def read_out(bundle: Path) -> dict:
+def read_out(bundle: Path, rule: str = "A", word: str = "WAIT", term: str = "the wait",
+             keys: tuple[str, str] = ("step_ms", "step_ms_nowait")) -> dict:
+    """Rules N, M, B, P and `rule` (adopt on the zero2 rows' `keys`, said with `term`), then D (`word` and rule's
+    verdict): the wait's rule A by default; validation/zero2c.py's rule R on the regather's columns."""
     judge, regs = nosync.read_registration(bundle, JUDGE)
-    if any(not isinstance(r["predicted"].get("step_ms_nowait"), (int, float)) for r in regs if r["variant"] == "zero2"):
-        raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.step_ms_nowait (ms)")
+    for key in keys:
+        if any(not isinstance(r["predicted"].get(key), (int, float)) for r in regs if r["variant"] == "zero2"):
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.{key} (ms)")
     procs, left = nosync.read_processes(bundle, regs, peak_key=PEAK_KEY)
     verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    wait, lines = adopt(procs, regs, judge, sd)
+    said, lines = adopt(procs, regs, judge, sd, term, keys)
     if above:
-        wait = "UNDECIDED (NOISE)"
-    verdicts["A"] = f"{wait} | " + " | ".join(lines)
+        said = "UNDECIDED (NOISE)"
+    verdicts[rule] = f"{said} | " + " | ".join(lines)
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     f"WAIT {WORD.get(wait, wait)}; step "
+                     f"{word} {WORD.get(said, said)}; step "
                      f"{'NO DATA' if within is None else 'within' if within else 'not within'}; memory "
                      f"{'met' if mem_met else 'not met'}")
     return {"procs": procs, "left": left, "verdicts": verdicts, "regs": regs, "sd": sd, "judge": judge}   # zero2b.py

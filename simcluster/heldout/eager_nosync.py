@@ -25,8 +25,10 @@ Session 46's zero2 set (calibration/h200x2-zero2-2026-11-30, validation/zero2.py
 the model's framework torch zero 2, beside the FSDP2 default as its control, 4 micro-batches reduced every micro-batch)
 is read the same way with mode `fsdp`: a row names the process that timed it (`process`, where one process timed two
 shapes) and whether that process kept its parameters from forward to backward (`reshard_after_forward`, checked against
-the document's fsdp_reshard_after_forward); one source of its own. Its repeat, the zero2b set (calibration/h200x2-zero2b-
-2026-11-30, validation/zero2b.py: one 8b shape, 4 processes a variant), is read the same way, one source of its own."""
+the document's fsdp_reshard_after_forward); one source of its own. Its repeat, the zero2b set (calibration/h200x2-
+zero2b-2026-11-30, validation/zero2b.py: one 8b shape, 4 processes a variant), is read the same way, one source of its
+own, and so is session 47's zero2c set (calibration/h200x2-zero2c-2026-11-30, validation/zero2c.py: the forward
+re-gather on a GPU-bound 8b shape, 4 processes a variant)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from simcluster.heldout.eager import ROOT
 NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 ZERO2_BUNDLE = "calibration/h200x2-zero2-2026-11-30"        # the zero2 set (validation/zero2.py), mode fsdp
 ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat (validation/zero2b.py): 8b 448:1, read the same way
+ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
