@@ -71,9 +71,12 @@ def test_each_system_is_predicted_from_the_others_only(systems):
     by_name = {s.name: s for s in systems}
     for name, r in results.items():
         assert name not in r.fitted_on
-        if r.family is not None:
+        if r.family is not None and r.eta is not None:
             assert r.fitted_on and all(by_name[o].family == r.family for o in r.fitted_on)
             assert not any(by_name[o].outlier for o in r.fitted_on)
+        elif r.family is not None:   # alone in its family: no other non-outlier system of it to fit on
+            assert not r.fitted_on and not [o for o in systems if o.family == r.family and o.source != by_name[name].source
+                                            and not o.outlier]
     # the fitted terms move the held-out prediction: a system's errors depend on what its family's others say
     a3 = by_name["nccl-gcp-a3ultra-h200-x2-skypilot"]       # network-bound rings: eta moves them
     assert not np.allclose(a3.errors_pct(0.70, 0.0), a3.errors_pct(1.0, 0.0))
@@ -231,3 +234,14 @@ def test_excluded_why_must_quote_the_source_and_say_no_cause_is_given(tmp_path, 
     with pytest.raises(SimclusterError) as exc:
         read_published(path, "published-nccl-run")
     assert "simcluster.excluded_why" in exc.value.one_line() and "\n" not in exc.value.one_line()
+
+
+def test_a_system_alone_in_its_family_keeps_its_own_cards_figures(systems):
+    """A NIC family of one system (session 47: OCI's 16 x 100G RoCE nodes) has no other system to fit eta and t0 on:
+    its rows are printed with its own cards' figures, marked, not refused (the table used to raise)."""
+    alone = dataclasses.replace(next(s for s in systems if s.family == "verbs 200G" and not s.outlier),
+                                family="verbs 1G", name="alone")
+    r = next(r for r in ho.held_out_systems(systems=[*systems, alone]) if r.system == "alone")
+    assert r.eta is None and r.call_setup_s is None and r.fitted_on == ()
+    assert r.held_out_pct == pytest.approx(r.shipped_pct) and len(r.row_errors_pct) == len(alone.rows)
+    assert "alone in that family" in ho.text([r]) and "alone in that family" not in ho.text([])

@@ -82,6 +82,8 @@ EXCLUDED = {"h100-ib-x2-nccltests290"}   # session 44 (nccl41): simcluster.exclu
 SESSION42_SET = {"b200-ib-x46-together-use3a": 12,   # session 42 (treereg): recorded at f2abae21 before any prediction, registered at 10037962
                  "b200-ib-x62-together-0511": 12}   # session 41: no GB300 card; two validator figures at 16 GiB
 SESSION46_SET = {"snellius-h100-ib-x2-odissei": 24}   # session 46 (nccl41): recorded at 122c1a37, scenario 75aff00f, predicted once
+SESSION47_SET = {"h100-roce-4x400g-x2-drobotics": 2,   # session 47 (net41): recorded at 24102487, scenario e91bb57b, predicted once
+                 "oci-bm-gpu4-8-a100-x2-ocitutorials": 1}   # session 47 (net41): recorded at e3574ac9, scenario 13e8245d, predicted once
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
 SESSION43_NOT_PREDICTED = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (4, 8, 16, 32, 60))   # session 43 (nvl72): no GB300
 # card; recorded at 15eef7be, compared once on the GB200 cards (abdafdf2) by studies/nvl72_domain_ladder.py only
@@ -122,14 +124,17 @@ def test_published_multi_node_validation_does_not_regress():
                 "b200-ib-x64-together-scaling": 0.021,   # session 41: Tree forced +89..+97% (0.327); session 42: the tree kernel, -2..-5%
                 "b200-ib-x46-together-use3a": 0.118,   # session 42: recorded at f2abae21, registered at 10037962, predicted once (Ring +11..+27%, Tree -1..-5%)
                 "b200-ib-x62-together-0511": 0.024,   # session 42: the development cluster a day earlier, registered with it
-                "snellius-h100-ib-x2-odissei": 0.037}   # session 46: predicted once at 90439f8a (all_reduce tree +13..+16% / -7.4%)
+                "snellius-h100-ib-x2-odissei": 0.037,   # session 46: predicted once at 90439f8a (all_reduce tree +13..+16% / -7.4%)
+                "h100-roce-4x400g-x2-drobotics": 0.184,   # session 47: predicted once at 44e6511c (all_reduce -12.9%, alltoall +23.8%)
+                "oci-bm-gpu4-8-a100-x2-ocitutorials": 0.112}   # session 47: predicted once at bda1c3c8 (all_reduce 10 GiB +11.2%)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
                                                                    | set(SESSION28_SET) | set(SESSION29_SET) | set(SESSION30_SET)
                                                                    | set(SESSION31_SET) | set(SESSION31_RACKS_SET) | set(SESSION34_SET)
                                                                    | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET)
-                                                                   | set(SESSION42_SET) | set(SESSION46_SET)) - EXCLUDED
+                                                                   | set(SESSION42_SET) | set(SESSION46_SET)
+                                                                   | set(SESSION47_SET)) - EXCLUDED
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -143,7 +148,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     compared, each marked held out, and their scenarios build."""
     v = validate_published_nccl()
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
-                         | SESSION40_SET | SESSION41_SET | SESSION42_SET | SESSION46_SET).items():
+                         | SESSION40_SET | SESSION41_SET | SESSION42_SET | SESSION46_SET | SESSION47_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT | SESSION44_OCI_DEVELOPMENT).get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system

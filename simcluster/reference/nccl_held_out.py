@@ -29,7 +29,8 @@ two candidates were compared on the rows this check judges (t0 = 0: 32 of 49, 26
 fabric-findings.md, session 42 ncclsys): the files whose rows prompted it carry `development_for: held_out_systems`.
 Systems (a source_group: its files together) weigh equally in the fit whatever their row count; log ratios weigh a system's miss the same however slow its
 measurement. A system without a network (one NVLink domain) has nothing to fit: its rows are as `validate --published
-nccl` gives them. The grid: eta 0.60-1.00 by 0.02, t0 0-50 us by 10 us (t0 is added to a call's time, so every eta's
+nccl` gives them; a system alone in its NIC family has nothing to fit on either: its rows are its own cards' (the
+table marks it, eta '-'). The grid: eta 0.60-1.00 by 0.02, t0 0-50 us by 10 us (t0 is added to a call's time, so every eta's
 predictions are computed once and t0 is applied to them).
 docs/models/fabric.md, "Published multi-node runs, each system held out".
 """
@@ -276,8 +277,10 @@ def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem
                                      s.outlier, s.development))
             continue
         others = [o for o in by_family[s.family] if o.source != s.source and not o.outlier]
-        if not others:
-            raise SimclusterError(f"{s.name}: no other system of the {s.family} family to fit its inter-node terms on")
+        if not others:   # alone in its family: nothing to fit on, its own cards' figures (marked in the table)
+            out.append(HeldOutResult(s.name, s.family, (), None, None, len(s.rows), shipped, shipped, tuple(shipped_errors),
+                                     s.outlier, s.development))
+            continue
         eta, t0 = _fit(others, slice(None) if _with_setup(others) else slice(0, 1))
         errors = s.errors_pct(eta, t0)
         out.append(HeldOutResult(s.name, s.family, tuple(o.name for o in others), eta, t0, len(s.rows), shipped,
@@ -300,6 +303,8 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
     lines.append("* the scenario's own cards miss its median row by more than 1.5x: predicted, never fitted on")
     lines.append("^ development for this check: its rows prompted the check's terms or bounds (`development_for`), "
                  "not a held-out figure")
+    if any(r.family is not None and r.eta is None for r in results):
+        lines.append("- eta '-' beside a NIC family: the system is alone in that family, nothing to fit on: its own cards' figures")
     for name, why in excluded:
         lines.append(f"x {name}: not compared, out of the model's scope (simcluster.excluded_why): {' '.join(why.split())[:160]}"
                      + (" ... (--json)" if len(' '.join(why.split())) > 160 else ""))
