@@ -17,9 +17,11 @@ now) whose mean |error| misses 8% (studies/eager_lab_modes.modes --live), and ea
      share its mean: the shape's sum of d is the unit); the model is above its floor beyond what the repeats' spread
      allows when the mean d exceeds 2 se (EXCESS_SE);
   5. the verdict by the rule (docs/models/trust.md "Noise-limited or model-limited"): fewer than MIN_SHAPES shapes with
-     repeats: "no floor: too few repeats"; the floor (either reading) at or above the target and the model's excess
+     repeats: "no floor: too few repeats"; the floor (its lower reading) at or above the target and the model's excess
      within 2 se: "noise-limited" (the target is not reachable with the lab's data: unvalidated); otherwise
-     "model-limited" (a model miss: the floor below the target, or the model above its floor beyond the noise).
+     "model-limited" (a model miss: the floor below the target, or the model above its floor beyond the noise). With
+     two populations the regime is model-limited where either is, noise-limited where one is and neither is model-
+     limited; a regime whose rows reach the target (a marked one) is "met: no mark".
 trust/noise.FLOOR_VERDICTS records the numbers; tests/test_trust_noise.py recomputes them.
     python studies/eager_noise_floors.py
 """
@@ -198,10 +200,11 @@ def population(procs: list[dict]) -> dict:
 
 
 def floors() -> list[dict]:
-    """Every regime and GPU count that misses the target, and those trust/noise.py marks, with its floor_of."""
-    from simcluster.trust.noise import NOISE_FLOORS
+    """Every regime and GPU count that misses the target, and those trust/noise.py marked before this rule (TP and FSDP
+    host-bound at 2 GPUs, session 43), with its floor_of."""
+    from simcluster.trust.noise import FSDP2_HOST_BOUND, TP2_HOST_BOUND
 
-    marked = {(f.regime, f.gpus) for f in NOISE_FLOORS}
+    marked = {(f.regime, f.gpus) for f in (TP2_HOST_BOUND, FSDP2_HOST_BOUND)}
     out = []
     for (key, gpus), rows in sorted(regime_rows().items()):
         if gpus > 2:
