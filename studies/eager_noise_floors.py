@@ -221,14 +221,15 @@ def line(name: str, p: dict) -> str:
         return head + f"{'':60} {p['verdict']}"
     lo, hi = p["floor_pct"]
     return head + (f"{p['process_sd']:7.3f} {p['lease_sd']:6.3f} {lo:6.1f}-{hi:4.1f}% {p['floor_processes']:4d} "
-                   f"{p['model_same_pct']:5.1f}% {p['floor_same_pct']:5.1f}% {p['excess_pct']:+5.1f} (se {p['excess_se_pct']:.1f})"
+                   f"{p['model_same_pct']:5.1f}% {p['floor_same_pct']:5.1f}% {p['excess_pct']:+5.1f} (se {p['excess_se_pct']:.1f}, "
+                   f"{p['excess_pct'] / p['excess_se_pct']:+.1f} se)"
                    f"  {p['verdict']}")
 
 
 def main() -> int:
     found = floors()
     print(f"  {'population':34} {'procs':>5} {'rep.':>4} {'proc sd':>7} {'lease':>6} {'floor':>11} {'on':>4} {'model':>6} "
-          f"{'floor':>6} {'excess (pts)':>14}  verdict")
+          f"{'floor':>6} {'excess (points)':>22}  verdict")
     for f in found:
         print(f"{f['regime']} at {f['gpus']} GPU{'s' * (f['gpus'] > 1)}: {f['rows']} rows from {f['sets']} sets, "
               f"{f['mean_abs_pct']:.1f}% mean |error|: {f['verdict'].upper()}")

@@ -212,7 +212,7 @@ class FloorCheck:
         lo, hi = sorted(self.floor_pct)
         return (f"{self.population} ({self.processes} processes): floor {lo:.1f}-{hi:.1f}%, today's model {self.model_pct:.1f}% "
                 f"vs {self.floor_same_pct:.1f}% on the same processes, excess {self.excess_pct:+.1f} points (se "
-                f"{self.excess_se_pct:.1f})")
+                f"{self.excess_se_pct:.1f}: {self.excess_pct / self.excess_se_pct:+.1f} se)")
 
 
 VERDICTS = ("noise-limited", "model-limited", "no floor: too few repeats", "met: no mark")
