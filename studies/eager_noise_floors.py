@@ -1,8 +1,9 @@
 """Every lab eager regime that misses issue 44's 8%, against its own noise floor (session 47, engineer noise44; a
 diagnostic, no model input; nothing is fitted).
 
-For each regime and GPU count of the error-band rows (trust/build.eager_held_out_rows, as the table builder reads them
-now) whose mean |error| misses 8% (studies/eager_lab_modes.modes --live), and each regime trust/noise.py marks:
+For each regime and GPU count (<= 2) of the error-band rows (trust/build.eager_held_out_rows, as the table builder reads
+them now: studies/eager_lab_modes.py --live's figures) whose mean |error| misses 8%, and the two trust/noise.py marked
+before this rule (TP and FSDP host-bound at 2 GPUs):
   1. each table row's own processes: the llm-step documents in the row's bundle with its shape (preset, seq,
      micro-batch, micro-batches, ranks) and one variant (a file name less its repeat suffix -rK / -K), the group whose
      process medians' median (or mean) is the row's measured step; a row whose processes cannot be told is left out of
@@ -28,7 +29,7 @@ trust/noise.FLOOR_VERDICTS records the numbers; tests/test_trust_noise.py recomp
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import math
 import re
@@ -50,10 +51,10 @@ LABEL_TAIL = re.compile(r" \((?:h200|h100)[^)]*\)$| median of \d+ launches")
 
 
 def _load(relative: str):
-    spec = importlib.util.spec_from_file_location(Path(relative).stem, ROOT / relative)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """A study beside this one (studies/NAME.py) as a module, imported by its name from studies/."""
+    if str(ROOT / "studies") not in sys.path:
+        sys.path.insert(0, str(ROOT / "studies"))
+    return importlib.import_module(Path(relative).stem)
 
 
 @cache
