@@ -155,7 +155,8 @@ TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, row
                             process_sd=0.093, lease_sd=0.102, floor_pct=(9.4, 11.0), target_pct=8.0,
                             study="studies/tp_lease_noise.py", gpu="H200", bias_log=-0.0566, bias_se_log=0.0266,
                             same=(53, 10.0, 9.5))
-# review B 43's finding 2: the mark rests on a thin margin, and its registered leases did not read as noise alone; cold
+# not in NOISE_FLOORS since session 47 (its verdict 'met: no mark': FLOOR_VERDICTS); the record and its weak points stay
+# the study's numbers. review B 43's finding 2: the mark rests on a thin margin, and its registered leases did not read as noise alone; cold
 # read C46 item 7: on the floor's own rows the model reads above the floor, so the answer judges the mark by that first
 FSDP2_CAVEAT = ("model 9.4% on the floor's own rows, above the floor (8.5-8.6%): the mark rests on the floor alone, and "
                 "more modelling may still buy more than the noise here; a thin margin: without the two profiled calls "
