@@ -70,7 +70,7 @@ def accuracy_page(table: Table) -> str:
             status += (f"; at {f.gpus} GPU{'s' * (f.gpus != 1)} on {f.gpu} **unvalidated, {f.bias_clause()}**: a model on each shape's "
                        f"mean would miss one run by {f.floor_pct[0]:.1f}-{f.floor_pct[1]:.1f}%; its answers carry this band widened to "
                        "all its rows (trust/noise.py)")
-        for v in (v for v in FLOOR_VERDICTS if v.regime == s["regime"] and v.verdict != "noise-limited"):
+        for v in (v for v in FLOOR_VERDICTS if v.regime == s["regime"] and (v.verdict != "noise-limited" or not s["enough"])):
             status += f"; at {v.gpus} GPU{'s' * (v.gpus != 1)} on {v.gpu}: {v.verdict} (trust/noise.FLOOR_VERDICTS)"
         lines.append(f"| {s['regime']} | {s['rows']} | {s['sources']} | {s['gpus'][0]}-{s['gpus'][1]} | {_ran_on(s['gpu_rows'])} | "
                      f"{lo:+.1f}%..{hi:+.1f}% | {s['mean_abs_error_pct']:.1f}% | {_moved(s['model_moves'])} | {_still_priced(s['model_moves'])} | "
