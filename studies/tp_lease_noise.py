@@ -113,8 +113,9 @@ def numbers(rows: list[dict], table_sets: tuple[str, ...] = TABLE_SETS) -> dict:
     across = [[statistics.mean(g) for g in calls.values()] for calls in by_key.values() if len(calls) > 1]
     sd_a, dof_a = pooled_sd(across)
     shared = [c for c in by_key.values() if len(c) > 1]
-    inv_n = statistics.mean(1 / len(g) for c in shared for g in c.values())   # a call mean of n processes: within^2 / n
-    lease = math.sqrt(max(sd_a ** 2 - within ** 2 * inv_n, 0))
+    # a call mean of n processes: within^2 / n; no shape on two calls (studies/eager_noise_floors.py): no lease term measured
+    inv_n = statistics.mean(1 / len(g) for c in shared for g in c.values()) if shared else 0.0
+    lease = math.sqrt(max(sd_a ** 2 - within ** 2 * inv_n, 0)) if shared else 0.0
     devs = []
     for g in by_key.values():
         logs = [x for xs in g.values() for x in xs]

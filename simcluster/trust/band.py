@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.trust.moved import Moves
-from simcluster.trust.noise import NoiseFloor, noise_floor
+from simcluster.trust.noise import NoiseFloor, floor_verdict, noise_floor
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
@@ -45,7 +45,10 @@ class Trust:
 
     @property
     def caveat(self) -> str:
-        return REGIME_CAVEATS.get(self.regime.key, "")
+        """What the band cannot say (REGIME_CAVEATS), and where a lab eager regime at this GPU count missed the target
+        or was marked, its verdict against its own noise floor (trust/noise.FloorVerdict)."""
+        verdict = floor_verdict(self.regime.key, self.regime.scale, self.regime.gpu)
+        return "; ".join(t for t in (REGIME_CAVEATS.get(self.regime.key, ""), verdict.text() if verdict else "") if t)
 
     @property
     def gpu_in_band(self) -> bool | None:

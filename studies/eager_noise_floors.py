@@ -1,0 +1,252 @@
+"""Every lab eager regime that misses issue 44's 8%, against its own noise floor (session 47, engineer noise44; a
+diagnostic, no model input; nothing is fitted).
+
+For each regime and GPU count (<= 2) of the error-band rows (trust/build.eager_held_out_rows, as the table builder reads
+them now: studies/eager_lab_modes.py --live's figures) whose mean |error| misses 8%, and the two trust/noise.py marked
+before this rule (TP and FSDP host-bound at 2 GPUs):
+  1. each table row's own processes: the llm-step documents in the row's bundle with its shape (preset, seq,
+     micro-batch, micro-batches, ranks) and one variant (a file name less its repeat suffix -rK / -K), the group whose
+     process medians' median (or mean) is the row's measured step; a row whose processes cannot be told is left out of
+     the floor (counted);
+  2. the floor as trust/noise.py's (studies/tp_lease_noise.numbers: the log of each process's median step; one shape
+     and variant = the row's label; one lease = the row's bundle): the process sd within a set, the lease term across
+     sets, and the mean |error| a model exactly on each shape's mean scores on one process (empirical; normal);
+  3. today's model on the SAME processes (the floor's own rows: those whose shape and variant ran more than once), each
+     process's error = the row's today's prediction / the process's median - 1;
+  4. the test of the difference: per process d = |model error| - |deviation from its shape's mean| (the floor's own
+     term), its mean over the floor's processes, with a standard error clustered by shape (the processes of one shape
+     share its mean: the shape's sum of d is the unit); the model is above its floor beyond what the repeats' spread
+     allows when the mean d exceeds 2 se (EXCESS_SE);
+  5. the verdict by the rule (docs/models/trust.md "Noise-limited or model-limited"): fewer than MIN_SHAPES shapes with
+     repeats: "no floor: too few repeats"; the floor (its lower reading) at or above the target and the model's excess
+     within 2 se: "noise-limited" (the target is not reachable with the lab's data: unvalidated); otherwise
+     "model-limited" (a model miss: the floor below the target, or the model above its floor beyond the noise). With
+     two populations the regime is model-limited where either is, noise-limited where one is and neither is model-
+     limited; a regime whose rows reach the target (a marked one) is "met: no mark".
+trust/noise.FLOOR_VERDICTS records the numbers; tests/test_trust_noise.py recomputes them.
+    python studies/eager_noise_floors.py
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+import statistics
+import sys
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CAL = ROOT / "calibration"
+TARGET_PCT = 8.0
+MIN_SHAPES = 3      # shapes (and variants) that ran more than once: the clustered se needs >= 2 dof
+EXCESS_SE = 2.0     # the model's excess over its floor beyond this many standard errors: above the noise
+REPEAT = re.compile(r"-r?\d+$")   # a file's repeat suffix: pp-1f1b-0.5b-r2, op-0.8b-2048x4-3
+LABEL_TAIL = re.compile(r" \((?:h200|h100)[^)]*\)$| median of \d+ launches")
+
+
+def _load(relative: str):
+    """A study beside this one (studies/NAME.py) as a module, imported by its name from studies/."""
+    if str(ROOT / "studies") not in sys.path:
+        sys.path.insert(0, str(ROOT / "studies"))
+    return importlib.import_module(Path(relative).stem)
+
+
+@cache
+def tp_study():
+    return _load("studies/tp_lease_noise.py")
+
+
+@cache
+def step_documents(bundle: str) -> tuple[tuple[str, dict], ...]:
+    """Every llm-step document under a bundle (runs/*.json, llm-step/*/stdout.txt, ...): (its path, the document)."""
+    out = []
+    for path in sorted((CAL / bundle).glob("**/*")):
+        if not (path.suffix == ".json" or path.name == "stdout.txt") or path.name in ("manifest.json", "run.json"):
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict) and doc.get("tool") == "llm-step" and isinstance(doc.get("model"), dict):
+            out.append((str(path.relative_to(CAL)), doc))
+    return tuple(out)
+
+
+def _variant(path: str) -> str:
+    """A process's variant in its bundle: its file (an llm-step folder for stdout.txt) less the repeat suffix."""
+    p = Path(path)
+    p = p.parent if p.name == "stdout.txt" else p.with_suffix("")
+    return str(p.parent / REPEAT.sub("", p.name))
+
+
+def row_processes(row: dict) -> list[tuple[str, float]]:
+    """The processes behind one table row: [(path, median step ms)], the variant group whose medians' median (or mean)
+    is the row's measured step within 1e-6; [] where none is."""
+    m = re.match(r"(\S+) .*seq (\d+) mb (\d+)(?: x(\d+) micro-batches)?", row["label"])
+    if not m:
+        return []
+    preset, seq, mb, micro = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4) or 1)
+    groups = defaultdict(list)
+    for path, doc in step_documents(row["bundle"]):
+        if doc["model"].get("preset") != preset or int(doc.get("world_size") or 1) != row["gpus"]:
+            continue
+        for s in doc.get("shapes") or []:
+            if (s.get("status") == "ok" and s.get("median_step_s") and s.get("seq") == seq and s.get("micro_batch") == mb
+                    and (micro == 1 or int(s.get("microbatches") or (doc.get("pipeline") or {}).get("microbatches") or 1) == micro)):
+                groups[_variant(path)].append((path, s["median_step_s"] * 1e3))
+    want = row["measured_s"] * 1e3
+    for procs in groups.values():
+        ms = [x for _, x in procs]
+        if any(math.isclose(f(ms), want, rel_tol=1e-6) for f in (statistics.median, statistics.mean)):
+            return procs
+    return []
+
+
+# the regimes whose study reads every lab process of the regime (any bundle, the table's sets and the rest): its module,
+# and which of its processes are the regime's (single_host_noise keeps the host-bound ones)
+STUDIES = {("llm | PyTorch eager | TP+host-bound | bf16", 2): "studies/tp_lease_noise.py",
+           ("llm | PyTorch eager | FSDP+host-bound | bf16", 2): "studies/fsdp_lease_noise.py",
+           ("llm | PyTorch eager | single+host-bound | bf16", 1): "studies/single_host_noise.py",
+           ("llm | PyTorch eager | PP+host-bound | bf16", 2): "studies/pp_host_noise.py"}
+
+
+def study_processes(key: str, gpus: int) -> list[dict] | None:
+    """Every lab process of the regime its study reads (STUDIES), the model priced; None where no study reads them."""
+    name = STUDIES.get((key, gpus))
+    if name is None:
+        return None
+    rows = [r for r in _load(name).processes() if "err" in r and r.get("host_bound", True)]
+    return [{k: r[k] for k in ("path", "call", "key", "ms", "err")} for r in rows]
+
+
+def regime_rows() -> dict[tuple[str, int], list[dict]]:
+    """(regime, GPUs) -> the table's rows as the builder reads them now, each with its today's error."""
+    from simcluster.trust.build import eager_held_out_rows, eager_residuals
+
+    rows = eager_held_out_rows()
+    out = defaultdict(list)
+    for row, res in zip(rows, eager_residuals(rows), strict=True):
+        if res.family == "llm eager":
+            out[(res.regime, int(res.scale))].append(row | {"err": res.today_error, "set": res.source})
+    return dict(out)
+
+
+def excess(procs: list[dict]) -> tuple[float, float, int]:
+    """The model's mean |error| less the floor's on the same processes (mean d), its standard error clustered by shape,
+    and the number of shapes (clusters)."""
+    by = defaultdict(list)
+    for p in procs:
+        by[p["key"]].append(abs(p["err"]) - p["dev"])
+    n, k = len(procs), len(by)
+    mean = sum(sum(v) for v in by.values()) / n
+    if k < 2:
+        return mean, float("nan"), k
+    var = k / (k - 1) * sum((sum(v) - len(v) * mean) ** 2 for v in by.values()) / n ** 2
+    return mean, math.sqrt(var), k
+
+
+def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
+    """One regime's floor, model and verdict (the module's docstring, parts 1-5)."""
+    procs, unresolved = [], []
+    for r in rows:
+        found = row_processes(r)
+        if not found:
+            unresolved.append(r["label"])
+            continue
+        today_ms = (1 + r["err"]) * r["measured_s"] * 1e3
+        label = LABEL_TAIL.sub("", r["label"])
+        procs += [{"path": p, "call": r["bundle"], "key": label, "ms": ms, "err": today_ms / ms - 1, "set": r["bundle"]}
+                  for p, ms in found]
+    out = {"regime": key, "gpus": gpus, "rows": len(rows), "sets": len({r["set"] for r in rows}),
+           "mean_abs_pct": 100 * statistics.mean(abs(r["err"]) for r in rows), "unresolved": unresolved}
+    out["own"] = population(procs)
+    wider = study_processes(key, gpus)
+    out["study"] = None if wider is None else population(wider) | {"name": STUDIES[(key, gpus)]}
+    verdicts = [p["verdict"] for p in (out["own"], out["study"]) if p is not None]
+    out["verdict"] = ("met: no mark" if out["mean_abs_pct"] <= TARGET_PCT
+                      else "model-limited" if "model-limited" in verdicts
+                      else "noise-limited" if "noise-limited" in verdicts else "no floor: too few repeats")
+    return out
+
+
+def population(procs: list[dict]) -> dict:
+    """The floor of one population of processes (tp_lease_noise.numbers), today's model on the floor's own processes,
+    the excess test, and the population's verdict: 'no floor: too few repeats', 'noise-limited' (the floor's lower
+    reading at or above the target and the excess within EXCESS_SE se) or 'model-limited'."""
+    shapes = defaultdict(set)
+    for p in procs:
+        shapes[p["key"]].add(p["path"])
+    repeated = {k for k, v in shapes.items() if len(v) > 1}
+    out = {"processes": len(procs), "repeated_shapes": len(repeated),
+           "sets_with_repeats": sorted({p["call"].split("/")[0] for p in procs if p["key"] in repeated})}
+    if len(repeated) < MIN_SHAPES:
+        return out | {"verdict": "no floor: too few repeats"}
+    n = tp_study().numbers(procs, ())   # sets each process's deviation from its shape's mean (dev)
+    same = [p for p in procs if p.get("dev") is not None]
+    d, se, k = excess(same)
+    floor = (100 * n["floor_empirical"], 100 * n["floor_normal"])
+    noise = min(floor) >= TARGET_PCT and d <= EXCESS_SE * se
+    return out | {"process_sd": n["process_sd"], "process_dof": n["process_dof"], "lease_sd": n["lease_sd"],
+                  "across_dof": n["across_dof"], "floor_pct": floor, "floor_processes": len(same),
+                  "model_same_pct": 100 * statistics.mean(abs(p["err"]) for p in same),
+                  "floor_same_pct": 100 * statistics.mean(p["dev"] for p in same),
+                  "excess_pct": 100 * d, "excess_se_pct": 100 * se, "clusters": k,
+                  "verdict": "noise-limited" if noise else "model-limited"}
+
+
+def floors() -> list[dict]:
+    """Every regime and GPU count that misses the target, and those trust/noise.py marked before this rule (TP and FSDP
+    host-bound at 2 GPUs, session 43), with its floor_of."""
+    from simcluster.trust.noise import FSDP2_HOST_BOUND, TP2_HOST_BOUND
+
+    marked = {(f.regime, f.gpus) for f in (TP2_HOST_BOUND, FSDP2_HOST_BOUND)}
+    out = []
+    for (key, gpus), rows in sorted(regime_rows().items()):
+        if gpus > 2:
+            continue
+        mean = 100 * statistics.mean(abs(r["err"]) for r in rows)
+        if mean > TARGET_PCT or (key, gpus) in marked:
+            out.append(floor_of(key, gpus, rows))
+    return out
+
+
+def line(name: str, p: dict) -> str:
+    head = f"  {name:34} {p['processes']:5d} {p['repeated_shapes']:4d} "
+    if "floor_pct" not in p:
+        return head + f"{'':60} {p['verdict']}"
+    lo, hi = p["floor_pct"]
+    return head + (f"{p['process_sd']:7.3f} {p['lease_sd']:6.3f} {lo:6.1f}-{hi:4.1f}% {p['floor_processes']:4d} "
+                   f"{p['model_same_pct']:5.1f}% {p['floor_same_pct']:5.1f}% {p['excess_pct']:+5.1f} (se {p['excess_se_pct']:.1f}, "
+                   f"{p['excess_pct'] / p['excess_se_pct']:+.1f} se)"
+                   f"  {p['verdict']}")
+
+
+def main() -> int:
+    found = floors()
+    print(f"  {'population':34} {'procs':>5} {'rep.':>4} {'proc sd':>7} {'lease':>6} {'floor':>11} {'on':>4} {'model':>6} "
+          f"{'floor':>6} {'excess (points)':>22}  verdict")
+    for f in found:
+        print(f"{f['regime']} at {f['gpus']} GPU{'s' * (f['gpus'] > 1)}: {f['rows']} rows from {f['sets']} sets, "
+              f"{f['mean_abs_pct']:.1f}% mean |error|: {f['verdict'].upper()}")
+        print(line("the table rows' own processes", f["own"]))
+        if f["study"] is not None:
+            print(line(f["study"]["name"], f["study"]))
+    print("\nthe sets whose processes repeat a shape; table rows whose processes could not be told apart (left out)")
+    for f in found:
+        print(f"  {f['regime']} at {f['gpus']}: own {', '.join(f['own']['sets_with_repeats']) or 'none'}"
+              + (f"; unresolved: {'; '.join(f['unresolved'])}" if f["unresolved"] else ""))
+        for p in (f["own"], f["study"]):
+            if p is not None and "floor_pct" in p:
+                print(f"    {p.get('name', 'own')}: process dof {p['process_dof']}, across-set dof {p['across_dof']}, "
+                      f"{p['clusters']} shapes in the test")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
