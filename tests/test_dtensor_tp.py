@@ -120,3 +120,22 @@ def test_machine_takes_the_files_gpus_per_node():
     assert (machine_for(four, 8).gpus_per_node, machine_for(four, 8).nodes) == (4, 2)
     assert (machine_for(four, 2).gpus_per_node, machine_for(four, 2).nodes) == (2, 1)
     assert (machine_for(eight, 16).gpus_per_node, machine_for(eight, 16).nodes) == (8, 2)
+
+
+def test_framework_by_run_refuses_a_bad_index_or_name(tmp_path):
+    import yaml
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage
+
+    doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
+    doc["simcluster"]["machine"] = {k: str((ROOT / "calibration" / "published" / v).resolve()) if k.endswith("card") else v
+                                    for k, v in doc["simcluster"]["machine"].items()}
+    for bad, words in (({14: "kempnerforge-fsdp2"}, "run index from 0 to 13"), ({7: "nope"}, "is not one of")):
+        doc["simcluster"]["framework_by_run"] = bad
+        path = tmp_path / "llm-bad.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        with pytest.raises(SimclusterError, match=words):
+            llm_usage(read_published(path, "published-llm-run"))
