@@ -13,7 +13,7 @@ from simcluster.errors import SimclusterError
 from simcluster.strict import field, known_keys, load_yaml, short
 
 BLOCK_KEYS = {"scenario", "held_out", "why", "note", "runs_not_held_out", "not_predicted", "machine", "assumptions", "flops",
-              "framework", "framework_by_model", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared",
+              "framework", "framework_by_model", "framework_by_run", "memory", "memory_by_model", "recipe", "recipe_by_model", "chooser", "runs_not_compared",
               "source_group", "development_for", "excluded_why"}
 CALIBRATION = Path(__file__).resolve().parents[1] / "calibration"
 PUBLISHED = CALIBRATION / "published"

@@ -50,7 +50,8 @@ def test_kempnerforge_record_is_self_consistent_and_the_rows_without_tp_compared
     check that fails on a mistyped number), its MFU is the trainer's 6P + 12 L d s formula at 989 TFLOP/s (within 0.2
     points). Session 45 (nosync): row 7, the only one without torch.compile, is compared (FSDP2's no-sync accumulation
     modelled: parallel.grad_sync); session 46 (compilefsdp): the compiled rows without TP too (0, 1, 3: framework
-    kempnerforge-fsdp2-compile), row 7 with the uncompiled framework; the TP rows are not (compile under TP not modelled)."""
+    kempnerforge-fsdp2-compile), row 7 with the uncompiled framework; session 47 (tpcompile): the TP rows (DTensor TP +
+    sequence parallelism under compile, llm/dtensor_tp.py)."""
     doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
     params = {32: 8.03e9, 40: 14.84e9, 80: 70.55e9}   # the report's Models table, by layer count
     for i, run in enumerate(doc["runs"]):
@@ -59,26 +60,26 @@ def test_kempnerforge_record_is_self_consistent_and_the_rows_without_tp_compared
         assert abs(meas["tokens_per_s"] * meas["step_time_s"] / tokens - 1) < 0.005, i
         flops = 6 * params[m["layers"]] + 12 * m["layers"] * m["hidden"] * m["seq"]
         assert abs(flops * meas["tokens_per_s_per_gpu"] / 989e12 * 100 - meas["mfu_percent"]) < 0.2, i
-    assert sorted(doc["simcluster"]["runs_not_compared"]) == [i for i, r in enumerate(doc["runs"]) if r["parallel"]["tp"] > 1]
+    assert "runs_not_compared" not in doc["simcluster"]   # session 47: the TP rows compared too (llm/dtensor_tp.py)
     assert doc["simcluster"]["framework"] == "kempnerforge-fsdp2-compile" and doc["runs"][7]["model"]["name"] == "KempnerForge 13B"
-    assert doc["simcluster"]["framework_by_model"] == {"KempnerForge 13B": "kempnerforge-fsdp2"}
+    assert doc["simcluster"]["framework_by_run"] == {7: "kempnerforge-fsdp2"} and "framework_by_model" not in doc["simcluster"]
+    # session 47: KempnerForge's TP plan runs sequence parallelism (tensor_parallel.py at 01b461a: no PP, untied)
+    assert all(r["parallel"]["sequence_parallel"] == (r["parallel"]["tp"] > 1) for r in doc["runs"])
     assert "compile true" not in doc["runs"][7]["experiment"] and all("compile true" in r["experiment"]
                                                                      for i, r in enumerate(doc["runs"]) if i != 7)
 
 
-def test_kempnerforge_rows_the_model_mapping_would_price_uncompiled_stay_not_compared():
-    """framework_by_model keys on the model, not on compile (cold review B46 item 12): {"KempnerForge 13B":
-    kempnerforge-fsdp2} is for row 7, the one row run without torch.compile, but the 13B rows 8, 10 and 12 ran compiled.
-    While the mapping stands, every row it would price with an uncompiled framework though it ran compiled stays in
-    runs_not_compared (if compile under TP is ever modelled, these rows need the compiled framework, not this map)."""
-    from simcluster.llm.framework import FRAMEWORKS
+def test_kempnerforge_every_row_but_the_uncompiled_one_takes_the_compiled_framework():
+    """framework_by_run (session 47) names row 7 alone, the one row run without torch.compile; session 45's
+    framework_by_model keyed the 13B model to the uncompiled framework, which would have priced the compiled 13B TP rows
+    8, 10 and 12 uncompiled (cold review B46 item 12)."""
+    from simcluster.published import read_published
+    from simcluster.reference.llm import framework_of
 
-    doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
-    by_model = doc["simcluster"].get("framework_by_model") or {}
-    mispriced = [i for i, r in enumerate(doc["runs"]) if r["model"]["name"] in by_model
-                 and not FRAMEWORKS[by_model[r["model"]["name"]]].compiled and "compile true" in r["experiment"]]
-    assert mispriced == ([8, 10, 12] if by_model else []), mispriced
-    assert set(mispriced) <= {int(i) for i in doc["simcluster"]["runs_not_compared"]}
+    ref = read_published(ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml", "published-llm-run")
+    names = [framework_of(ref, run).name for run in ref.runs]
+    assert names == ["kempnerforge-fsdp2-compile"] * 7 + ["kempnerforge-fsdp2"] + ["kempnerforge-fsdp2-compile"] * 6
+    assert all(("compile true" in run["experiment"]) == ("compile" in name) for run, name in zip(ref.runs, names, strict=True))
 
 
 def test_kempnerforge_config_validation_record_is_self_consistent_and_only_its_fsdp_7b_rows_compared():

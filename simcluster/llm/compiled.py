@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simcluster.llm import autocast_block, eager_ac, ops, torch_cp
+from simcluster.llm import autocast_block, dtensor_tp, eager_ac, ops, torch_cp
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
@@ -86,14 +86,17 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
         fwd, bwd = autocast_block.runner_ops(model, par, batch, fwd, bwd) if fw.autocast_block else (fwd, bwd)
         return torch_cp.runner_ops(model, par, batch, fwd, bwd, cp_rank) if fw.torch_cp and par.cp > 1 else (fwd, bwd)
     check_compiled(model, par, fw)
+    # DTensor TP (llm/dtensor_tp.py): the chunk + cat copies around its collectives, recomputed ones in the backward's
+    tp_f, tp_b = ((dtensor_tp.layout_copies(model, par, batch, phase, fw.ckpt_in_graph) for phase in (False, True))
+                  if dtensor_tp.applies(fw, par) else ([], []))
     if par.recompute == "none":
-        return compiled_forward(model, par, batch, fw, fwd), compiled_backward(model, par, batch, fw, bwd)
+        return compiled_forward(model, par, batch, fw, fwd) + tp_f, compiled_backward(model, par, batch, fw, bwd) + tp_b
     # full (module docstring, "Checkpointed"): the compiled forward's kernels again (named recompute.*), then the block's
     # compiled backward as without checkpointing; in the graph (fw.ckpt_in_graph) all but the block's last residual add
     plain = replace(par, recompute="none")
     fwd = compiled_forward(model, plain, batch, fw, fwd)
     again = [replace(o, name=f"recompute.{o.name}") for o in fwd if not (fw.ckpt_in_graph and o.name == "residual_add")]
-    return fwd, again + compiled_backward(model, plain, batch, fw, ops.layer_backward(model, plain, batch, fw))
+    return fwd + tp_f, again + compiled_backward(model, plain, batch, fw, ops.layer_backward(model, plain, batch, fw)) + tp_b
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:
@@ -103,10 +106,13 @@ def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec 
     if gap:
         raise LlmConfigError("framework.compile", f"a compiled block is modelled for the dense SwiGLU Llama layer; this "
                              f"model has {gap}", hint="compile: false")
-    check_compiled_parallel(par, fw is not None and fw.name in FSDP_COMPILED)
+    tp = fw is not None and dtensor_tp.applies(fw, par)
+    if tp:   # KempnerForge's DTensor TP + sequence parallelism (llm/dtensor_tp.py): its own limits
+        dtensor_tp.check(par)
+    check_compiled_parallel(par, fw is not None and fw.name in FSDP_COMPILED, tp_ok=tp)
 
 
-def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False, torch_fsdp2: bool = False) -> None:
+def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False, torch_fsdp2: bool = False, tp_ok: bool = False) -> None:
     """The one rule of where a compiled step is modelled: one GPU (tp, pp, dp, cp, ep 1), recompute none or full (every
     block: torch.utils.checkpoint around the compiled block, layer_ops; session 46); a LlmConfigError at framework.compile
     naming the parallel keys that break it (eager.torch_framework, check_compiled). `fsdp` (an FSDP trainer's compiled
@@ -114,8 +120,8 @@ def check_compiled_parallel(par: ParallelSpec, fsdp: bool = False, torch_fsdp2: 
     leave each block its own graph and dp changes no op of the block (session 42, fsdpsrc; the 2-GPU compilefsdp set,
     session 46, registered to test it). `torch_fsdp2` (framework torch, eager_compiled.compiled_framework): its dp > 1 is
     FSDP2 (zero 3) alone, so dp > 1 under another zero (DDP, ZeRO-2) is refused naming parallel.zero (cold review B46
-    item 10)."""
-    names = ("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")
+    item 10). `tp_ok`: tp > 1 allowed (the framework's DTensor TP, llm/dtensor_tp.py; session 47)."""
+    names = tuple(n for n in (("tp", "pp", "cp", "ep") if fsdp else ("tp", "pp", "dp", "cp", "ep")) if not (tp_ok and n == "tp"))
     off = [f"parallel.{name}: {getattr(par, name)}" for name in names if getattr(par, name) != 1]
     off += [f"parallel.zero: {par.zero}"] if torch_fsdp2 and par.dp > 1 and par.zero != 3 else []
     off += [f"parallel.recompute: {par.recompute}"] if par.recompute not in ("none", "full") else []
@@ -137,35 +143,35 @@ def _named(ops_list: list, name: str) -> list:
 
 def compiled_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec, eager_fwd: list) -> list:
     sh = ops.sharding(model, par, batch)
-    T, h, f, r = sh.tokens, model.hidden, sh.ffn, fw.residual_bytes
+    T, Ts, h, f, r = sh.tokens, sh.seq_tokens, model.hidden, sh.ffn, fw.residual_bytes   # Ts: norms, residuals (T / tp under SP)
     qk = T * (sh.heads + sh.kv_heads) * model.head_dim
-    out = [ops.memory("norm1_cast", T * h * (r + A), 4 * T * h)]
+    out = [ops.memory("norm1_cast", Ts * h * (r + A), 4 * Ts * h)]
     out += _library(eager_fwd, ("q", "k", "v"))
     if model.rotary:
         out.append(ops.memory("rotary", qk * A, 3 * qk / 2, count=2))
     out += [o for o in eager_fwd if o.kind == "attention"] + _named(eager_fwd, "attn_out_copy") + _library(eager_fwd, ("attn_out",))
-    out.append(ops.memory("add_norm2_cast", T * h * (2 * r + 2 * A), 5 * T * h))
+    out.append(ops.memory("add_norm2_cast", Ts * h * (2 * r + 2 * A), 5 * Ts * h))
     out += _library(eager_fwd, ("gate", "up"))
     out.append(ops.memory("swiglu", 3 * T * f * A, 4 * T * f))
-    out += _library(eager_fwd, ("down",)) + [ops.memory("residual_add", T * h * (2 * r + A), T * h)]
+    out += _library(eager_fwd, ("down",)) + [ops.memory("residual_add", Ts * h * (2 * r + A), Ts * h)]
     return out
 
 
 def compiled_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec, eager_bwd: list) -> list:
     sh = ops.sharding(model, par, batch)
-    T, h, f, r, d = sh.tokens, model.hidden, sh.ffn, fw.residual_bytes, model.head_dim
+    T, Ts, h, f, r, d = sh.tokens, sh.seq_tokens, model.hidden, sh.ffn, fw.residual_bytes, model.head_dim
     qkv = T * (sh.heads + 2 * sh.kv_heads) * d
-    out = [ops.memory("norm1_input_grad", T * h * (3 * r + 3 * A), 8 * T * h),
-           ops.memory("norm1_weight_grad", T * h * (r + 3 * A), 4 * T * h)]
+    out = [ops.memory("norm1_input_grad", Ts * h * (3 * r + 3 * A), 8 * Ts * h),
+           ops.memory("norm1_weight_grad", Ts * h * (r + 3 * A), 4 * Ts * h)]
     out += _library(eager_bwd, ("q", "k", "v"))
     out.append(ops.memory("qkv_grad", 2 * qkv * A / 3, qkv / 3, count=3))
     out += [o for o in eager_bwd if o.kind == "attention"] + _named(eager_bwd, "attn_out_copy.bwd")
     out += _library(eager_bwd, ("attn_out",))
-    out += [ops.memory("norm2_input_grad", T * h * (3 * r + 4 * A), 8 * T * h),
-            ops.memory("norm2_weight_grad", T * h * (r + 2 * A), 3 * T * h)]
+    out += [ops.memory("norm2_input_grad", Ts * h * (3 * r + 4 * A), 8 * Ts * h),
+            ops.memory("norm2_weight_grad", Ts * h * (r + 2 * A), 3 * Ts * h)]
     out += _library(eager_bwd, ("gate", "up"))
     out.append(ops.memory("swiglu_bwd", 5 * T * f * A, 8 * T * f))
-    out += _library(eager_bwd, ("down",)) + [ops.memory("branch_grad_cast", T * h * (r + A), T * h)]
+    out += _library(eager_bwd, ("down",)) + [ops.memory("branch_grad_cast", Ts * h * (r + A), Ts * h)]
     return out
 
 

@@ -65,9 +65,9 @@ class FrameworkSpec:
       sum (4), divide in place (8) = 38 bytes forward; the gradient's multiply in place (8) and the cast back to bf16
       (4 + 2) = 14 backward (megatron/core/tensor_parallel/cross_entropy.py at core_r0.8.0 L27-113; the same kernels
       at 285068c8, megatron/model/gpt_model.py L38 calling it on output.float()).
-    megatron-2023-sync: Megatron-LM of early 2023 (commit 285068c8): the unfused attention core (flash attention
-      off by default), the data-parallel gradient reduction after the whole backward and the parameter all_gather
-      after the optimizer step (neither overlapped), pipeline sends that block the sender, the unfused loss.
+    megatron-2023-sync: Megatron-LM of early 2023 (commit 285068c8): the unfused attention core (flash attention off by default),
+      the data-parallel gradient reduction after the whole backward and the parameter all_gather after the optimizer step
+      (neither overlapped), pipeline sends that block the sender, the unfused loss.
     """
 
     name: str
@@ -84,8 +84,9 @@ class FrameworkSpec:
     zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last
                                       # reduce-scatter before the next forward (llm/grad_sync.py: FSDP1 / FSDP2's post-backward
                                       # callbacks; on for the FSDP frameworks and torch, off for Megatron's: Meta's FSDP unknown)
-    zero2_regather: bool = False      # ZeRO-2 as FSDP2 runs it (reshard_after_forward=False, resharded after every backward): each micro-
-                                      # batch's forward all-gathers every layer again (llm/grad_sync.py); OFF: session 46 zero2b's candidate
+    zero2_regather: bool = False      # ZeRO-2 as FSDP2 runs it (reshard_after_forward=False, resharded after every backward): each micro-batch's
+                                      # forward all-gathers every layer again (llm/grad_sync.py); OFF: session 46 zero2b's candidate
+    dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
@@ -279,10 +280,9 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # second landing, reverted from main again on 2024-06-28; the date it first landed on main was not confirmed from stored
 # sources. So a nightly of about May-June 2024 may have run cuDNN on Hopper (the fms-fsdp compile table's, May 2024:
 # calibration/published/llm-fms-fsdp-h100-compile.yaml says so); releases 2.2-2.4 and nightlies before that window run
-# FlashAttention 2. The GPU cards' 'card' attention is torch 2.11's default SDPA, cuDNN on Hopper
-# (llm/attention_kernels.py). So a trainer pinned to a torch of 2024-04 or earlier runs 'fa2' on Hopper; on the derived
-# cards (A100) 'fa2' is their curve unchanged. Prompted by fms-fsdp's H100 rows (+26 to
-# +50% fast): development for them (calibration/published/llm-fms-fsdp-h100.yaml, why).
+# FlashAttention 2. The GPU cards' 'card' attention is torch 2.11's default SDPA, cuDNN on Hopper (llm/attention_kernels.py).
+# So a trainer pinned to a torch of 2024-04 or earlier runs 'fa2' on Hopper; on the derived cards (A100) 'fa2' is their curve
+# unchanged. Prompted by fms-fsdp's H100 rows (+26 to +50% fast): development for them (llm-fms-fsdp-h100.yaml, why).
 PRE_CUDNN_SDPA = "fa2"
 # torchtitan's FSDP2 without torch.compile (issue 44; torchtitan 1ea476e9f, 2024-04-24, the code of its first A100 tables):
 # fully_shard per TransformerBlock and the root, MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
@@ -327,16 +327,16 @@ FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 # fsdp2.yaml, session 45): FSDP2 laid out as torchtitan's (fully_shard per TransformerBlock and the root,
 # MixedPrecisionPolicy bf16 parameters / fp32 reduce, fused AdamW, checkpoint_wrapper per block for full AC), its Llama block
 # in eager torch; attention F.scaled_dot_product_attention(is_causal) on a torch of 2026, whose Hopper backend is cuDNN's
-# (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced:
-# the repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation
-# (training/grad.py maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
+# (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced: the
+# repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation (training/grad.py
+# maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
 KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
 # ... with compile_model true (session 46): build_parallel_model applies checkpoint_wrapper per block, fully_shard, then
 # torch.compile(model) (kempnerforge/distributed/parallel.py at 01b461a): the checkpoint is traced into each block's graph
 # and dynamo breaks the graph at FSDP2's hooks (llm/compiled.py "Checkpointed", ckpt_in_graph; seen in the llm-step
 # runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
 # head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
-KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True)
+KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
                                   MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2,
                                   KEMPNERFORGE_FSDP2_COMPILE)}

@@ -3,6 +3,7 @@ layer, the final norm, the LM head GEMM and the cross-entropy loss after the las
 
 from __future__ import annotations
 
+from simcluster.llm import dtensor_tp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding, torch_chain
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -39,6 +40,8 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     if rb != ACT_BYTES:
         ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
     ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
+    if dtensor_tp.applies(fw, par):   # KempnerForge's compiled TP: the logits gathered, the loss over all of them on each rank
+        ops, n = ops + dtensor_tp.logits_layout(model, par, batch), dtensor_tp.loss_logits(model, par, batch)
     up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
     ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
     bwd_kernels = EAGER_BWD_KERNELS if fw.eager else 1
@@ -50,5 +53,5 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
 
 
 def head_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
-    fwd = head_forward(model, par, batch, fw)
+    fwd = [o for o in head_forward(model, par, batch, fw) if o.name != dtensor_tp.LOGITS_LAYOUT]   # its backward: a slice
     return backward_of(fwd, model, par, batch, ACT_BYTES) + grad_accumulate(fwd, fw)

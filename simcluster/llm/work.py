@@ -34,7 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, eager_ac, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s, moe_compute
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
@@ -230,6 +230,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     tp_f, tp_b = lc.tp_fwd_s, lc.tp_bwd_s
     if par.tp_comm_overlap:   # TE userbuffers: each TP collective pipelined with its GEMM (llm/overlap.py)
         tp_f, tp_b = overlap.tp_layer_exposed(model, par, batch, gpu, net, g.tp, fwd_ops, bwd_ops)
+    if dtensor_tp.applies(fw, par):   # KempnerForge's DTensor TP under torch.compile: its collectives, all exposed
+        tp_f, tp_b = dtensor_tp.layer_s(model, par, batch, net, g.tp, fw.ckpt_in_graph)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd_ops, dtype), ops.ops_time_s(gpu, bwd_ops, dtype)
     needs_split = model.moe and (par.moe_a2a_overlap or par.moe_shared_expert_overlap or fw.moe_host is not None)
     split = moe_compute(gpu, fwd_ops, bwd_ops, dtype, comp_f, comp_b) if needs_split else None   # only these read it
@@ -261,6 +263,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                    tp=comm.collective_s(net, g.tp, "all_gather", act) if sp else 0.0)
     head_b = _task(compute=ops.ops_time_s(gpu, head_bwd, dtype),
                    tp=vocab_tp * comm.collective_s(net, g.tp, "reduce_scatter" if sp else "all_reduce", act))
+    if dtensor_tp.applies(fw, par):   # its replicated embedding and gathered logits (llm/dtensor_tp.py)
+        tps = dtensor_tp.ends_s(model, par, batch, net, g.tp)
+        emb_f, emb_b, head_f, head_b = (_task(**{**t.parts, "tp": s}) for t, s in zip((emb_f, emb_b, head_f, head_b), tps, strict=True))
     dense_f, dense_b = _dense_layer_tasks(model, par, batch, gpu, net, g, fw) if model.dense_layers else (layer_f, layer_b)
     pp, v = par.pp, par.virtual_stages
     split = par.layer_split(model.layers)

@@ -7,8 +7,8 @@ model keys per model name from `models` (a public recipe's or paper's dimensions
 `ffn_per_hidden` (an integer; GPT-3's ffn = 4 hidden). A row whose model or batch cannot be filled has no prediction,
 with the reason, and so has a row in `simcluster.runs_not_compared` (what the model cannot express). The machine is the
 file's `simcluster.machine` (GPU card, NIC card and `nics_per_node` of it, default 8: one per GPU, NVLink collective
-card), 8 GPUs per node on a non-blocking rail-optimized fabric: the sources' own fabrics differ (Llama 3: 1:7
-oversubscribed aggregation layer; Selene: three-level fat tree).
+card), the file's system.gpus_per_node GPUs per node (8 where not printed) on a non-blocking rail-optimized fabric: the
+sources' own fabrics differ (Llama 3: 1:7 oversubscribed aggregation layer; Selene: three-level fat tree).
 
 Compared quantity: the source's own throughput. Where it gives tokens/s or the iteration time, those (no FLOP
 convention involved); otherwise its TFLOP/s per GPU, recomputed from the predicted step time with the source's FLOP
@@ -31,8 +31,9 @@ from simcluster.errors import SimclusterError
 from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
+from simcluster.reference.llm_frameworks import framework_by_run, framework_choice
 from simcluster.results import ReferenceRow, ReferenceValidation
-from simcluster.strict import count, field, known_keys, short
+from simcluster.strict import count, field, known_keys
 from simcluster.trust.regime import published_family
 
 TARGET = 0.10
@@ -93,6 +94,7 @@ class LlmUsage:
     nvlink_card: Path
     nics_per_node: int                # default 8: one NIC per GPU
     assumptions: dict                 # FILL_PARSERS key -> value, and `models`: name -> {MODEL_PARSERS key -> value}
+    gpus_per_node: int = NODE_GPUS    # the file's system.gpus_per_node where printed (KempnerForge's 4; session 47), else 8
 
 
 def llm_usage(ref: Published) -> LlmUsage:
@@ -113,7 +115,7 @@ def llm_usage(ref: Published) -> LlmUsage:
         at = f"{where}.models[{str(name)[:40]!r}]"
         known_keys(fills, MODEL_PARSERS, at)
         models[name] = {k: checked(fills, k, at, MODEL_PARSERS[k]) for k in fills if fills[k] is not None}
-    framework_choice(ref)
+    framework_choice(ref), framework_by_run(ref)
     for run in ref.runs:
         memory_options(ref, run)
         memory_options(ref, run, "recipe", RECIPE_PARSERS)
@@ -122,15 +124,18 @@ def llm_usage(ref: Published) -> LlmUsage:
         for name in ref.usage.get(key) or {}:
             if name not in names:
                 raise SimclusterError("no run's model.name is this name", where=f"{ref.path}: simcluster.{key}[{str(name)[:40]!r}]")
-    return LlmUsage(*cards, nics, {**assumptions, "models": models})
+    per_node = ref.system.get("gpus_per_node")
+    per_node = NODE_GPUS if per_node is None else checked(ref.system, "gpus_per_node", f"{ref.path}: system", lambda v: count(v, 64))
+    return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node)
 
 
 def machine_for(usage: LlmUsage, gpus: int):
     from simcluster.scenario_machine import FabricConfig, Machine, NicSpec
 
-    nodes = max(1, gpus // NODE_GPUS)
+    per_node = usage.gpus_per_node
+    nodes = max(1, gpus // per_node)
     fabric = FabricConfig("rail-optimized", 64, 32, 1.0, 1, 100e-9, 600e-9, "cut-through")
-    return Machine(usage.nvlink_card, min(NODE_GPUS, gpus), nodes, NicSpec(usage.nic_card, usage.nics_per_node, 1) if nodes > 1 else None,
+    return Machine(usage.nvlink_card, min(per_node, gpus), nodes, NicSpec(usage.nic_card, usage.nics_per_node, 1) if nodes > 1 else None,
                    fabric if nodes > 1 else None, 112.0, gpu_card=usage.gpu_card)
 
 
@@ -226,35 +231,17 @@ def filled_model(model: dict, assumed: dict, used: list[str]) -> dict:
     return filled
 
 
-def framework_choice(ref: Published) -> tuple[str, dict]:
-    """(the file's `simcluster.framework`, default megatron; `simcluster.framework_by_model`: model name -> framework),
-    every name one of llm/framework.FRAMEWORKS and every model name some run's model.name (a typo is one line naming it)."""
-    from simcluster.llm.framework import FRAMEWORKS
-
-    where = f"{ref.path}: simcluster"
-    default = "megatron" if ref.usage.get("framework") is None else checked(ref.usage, "framework", where, one_of(tuple(FRAMEWORKS)))
-    by_model = ref.usage.get("framework_by_model") or {}
-    if not isinstance(by_model, dict):
-        raise SimclusterError("simcluster.framework_by_model: expected a mapping of model name -> framework", where=str(ref.path))
-    names = sorted({str(r["model"].get("name")) for r in ref.runs if isinstance(r.get("model"), dict)})
-    for name, framework in by_model.items():
-        at = f"{where}.framework_by_model[{str(name)[:40]!r}]"
-        if name not in names:
-            raise SimclusterError("no run's model.name is this name", where=at, hint=f"the runs' models: {', '.join(names)}")
-        if not isinstance(framework, str) or framework not in FRAMEWORKS:
-            raise SimclusterError(f"{short(framework)} is not one of {', '.join(FRAMEWORKS)}", where=at)
-    return default, by_model
-
-
 def framework_of(ref: Published, run: dict | None = None):
     """The training code the source ran (`simcluster.framework`, default megatron): e.g. megatron-unfused-attention
     for Megatron-LM before flash attention (llm/spec.py); `simcluster.framework_by_model` names another one for the
-    runs of one model (a recipe's own setting, e.g. its loss fusion)."""
+    runs of one model (a recipe's own setting, e.g. its loss fusion), `framework_by_run` one for a run (over both)."""
     from simcluster.llm.framework import FRAMEWORKS
 
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")
-    framework = FRAMEWORKS[(by_model.get(model.get("name")) if isinstance(model, dict) else None) or default]
+    index = next((i for i, r in enumerate(ref.runs) if r is run), None)
+    name = framework_by_run(ref).get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None)
+    framework = FRAMEWORKS[name or default]
     recipe = {k: v for k, v in memory_options(ref, run, "recipe", RECIPE_PARSERS).items() if k != "fp8_scaling"}
     return replace(framework, **memory_options(ref, run), **recipe)
 

@@ -1,0 +1,46 @@
+"""Which training code (llm/framework.FRAMEWORKS) a published LLM file's rows ran: its `simcluster.framework`,
+`framework_by_model` and `framework_by_run` keys checked (reference/llm.py's framework_of reads them)."""
+
+from __future__ import annotations
+
+from simcluster.errors import SimclusterError
+from simcluster.published import Published, checked, one_of
+from simcluster.strict import short
+
+
+def framework_choice(ref: Published) -> tuple[str, dict]:
+    """(the file's `simcluster.framework`, default megatron; `simcluster.framework_by_model`: model name -> framework),
+    every name one of llm/framework.FRAMEWORKS and every model name some run's model.name (a typo is one line naming it)."""
+    from simcluster.llm.framework import FRAMEWORKS
+
+    where = f"{ref.path}: simcluster"
+    default = "megatron" if ref.usage.get("framework") is None else checked(ref.usage, "framework", where, one_of(tuple(FRAMEWORKS)))
+    by_model = ref.usage.get("framework_by_model") or {}
+    if not isinstance(by_model, dict):
+        raise SimclusterError("simcluster.framework_by_model: expected a mapping of model name -> framework", where=str(ref.path))
+    names = sorted({str(r["model"].get("name")) for r in ref.runs if isinstance(r.get("model"), dict)})
+    for name, framework in by_model.items():
+        at = f"{where}.framework_by_model[{str(name)[:40]!r}]"
+        if name not in names:
+            raise SimclusterError("no run's model.name is this name", where=at, hint=f"the runs' models: {', '.join(names)}")
+        if not isinstance(framework, str) or framework not in FRAMEWORKS:
+            raise SimclusterError(f"{short(framework)} is not one of {', '.join(FRAMEWORKS)}", where=at)
+    return default, by_model
+
+
+def framework_by_run(ref: Published) -> dict[int, str]:
+    """`simcluster.framework_by_run`: run index -> framework, over framework_by_model (one run of a model that ran
+    differently: KempnerForge's row 7 without torch.compile, its other 13B rows compiled; session 47); a bad index or
+    name is one line naming it."""
+    from simcluster.llm.framework import FRAMEWORKS
+
+    by_run = ref.usage.get("framework_by_run") or {}
+    if not isinstance(by_run, dict):
+        raise SimclusterError("simcluster.framework_by_run: expected a mapping of run index -> framework", where=str(ref.path))
+    for i, framework in by_run.items():
+        at = f"{ref.path}: simcluster.framework_by_run[{str(i)[:10]!r}]"
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(ref.runs):
+            raise SimclusterError(f"expected a run index from 0 to {len(ref.runs) - 1}", where=at)
+        if not isinstance(framework, str) or framework not in FRAMEWORKS:
+            raise SimclusterError(f"{short(framework)} is not one of {', '.join(FRAMEWORKS)}", where=at)
+    return by_run

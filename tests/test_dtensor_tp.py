@@ -1,0 +1,141 @@
+"""KempnerForge's DTensor TP + sequence parallelism under torch.compile (llm/dtensor_tp.py; issue 44, session 47): the
+mechanics of the plan on synthetic shapes (no recorded row): collective counts, layout copies, the sequence-sharded
+norms, the replicated loss and gathered logits, the refusals, and the published machine's GPUs per node."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from simcluster.llm import comm, compiled, dtensor_tp, vocab_ops
+from simcluster.llm.framework import FRAMEWORKS, MEGATRON
+from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+
+KF = FRAMEWORKS["kempnerforge-fsdp2-compile"]
+MODEL = TransformerSpec(8, 2048, 5632, 16, 8, 32000, 2048)   # synthetic: no recorded row's shape
+TP2 = ParallelSpec(tp=2, recompute="full", sequence_parallel=True)
+BATCH = BatchSpec(4, 2)
+
+
+def test_only_the_compiled_kempnerforge_framework_runs_the_plan():
+    assert KF.dtensor_sp and dtensor_tp.applies(KF, TP2)
+    assert not dtensor_tp.applies(KF, replace(TP2, tp=1, sequence_parallel=False))
+    assert not any(f.dtensor_sp for name, f in FRAMEWORKS.items() if name != "kempnerforge-fsdp2-compile")
+
+
+def test_collectives_per_layer_forward_recompute_backward():
+    # forward 2 AG + 2 RS; the checkpoint in the graph re-runs 2 AG + 1 RS (down_proj's RS only feeds the last add);
+    # backward 5 RS (q, k, v, gate, up input gradients apart) + 2 AG
+    assert dtensor_tp.calls_per_layer(replace(TP2, recompute="none")) == (4, 7)
+    assert dtensor_tp.calls_per_layer(TP2) == (4, 10)
+    assert dtensor_tp.calls_per_layer(TP2, ckpt_in_graph=False) == (4, 11)
+
+
+def test_layer_seconds_are_the_counted_collectives_on_the_tp_group():
+    from simcluster.cards import load_collective
+    from simcluster.llm.predict import network_for
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    usage = LlmUsage(Path("models/gpu/h200-sxm.yaml"), Path("models/nic/ib-ndr-400g.yaml"),
+                     Path("models/collective/h200x4-nvlink.yaml"), 4, {}, 4)
+    machine = machine_for(usage, 2)
+    net = network_for(machine, load_collective(machine.card)[0], None)
+    group = comm.groups(TP2, net).tp
+    act = BATCH.micro_batch * MODEL.seq * MODEL.hidden * 2
+    ag, rs = (comm.collective_s(net, group, op, act) for op in ("all_gather", "reduce_scatter"))
+    fwd, bwd = dtensor_tp.layer_s(MODEL, TP2, BATCH, net, group)
+    assert fwd == pytest.approx(2 * ag + 2 * rs) and ag > 0 and rs > 0
+    assert bwd == pytest.approx((2 + 2) * ag + (5 + 1) * rs)
+    emb_f, emb_b, head_f, head_b = dtensor_tp.ends_s(MODEL, TP2, BATCH, net, group)
+    logits = comm.collective_s(net, group, "all_gather", BATCH.micro_batch * MODEL.seq * MODEL.vocab * 2)
+    assert emb_f == 0.0 and emb_b == pytest.approx(ag) and head_b == pytest.approx(rs)
+    assert head_f == pytest.approx(ag + logits)
+
+
+def test_layout_copies_one_per_collective_and_views_at_micro_batch_one():
+    fwd = dtensor_tp.layout_copies(MODEL, TP2, BATCH, backward=False)
+    bwd = dtensor_tp.layout_copies(MODEL, TP2, BATCH, backward=True)
+    elems = BATCH.micro_batch * MODEL.seq * MODEL.hidden
+    assert [o.count for o in fwd + bwd] == [4, 10]
+    assert fwd[0].bytes == 4 * elems   # bf16 read + write
+    one = BatchSpec(4, 1)
+    assert [o.count for o in dtensor_tp.layout_copies(MODEL, TP2, one, False) + dtensor_tp.layout_copies(MODEL, TP2, one, True)] == [2, 6]
+
+
+def test_compiled_layer_runs_norms_on_the_sequence_shard_and_adds_the_copies():
+    f1, b1 = compiled.layer_ops(MODEL, replace(TP2, tp=1, sequence_parallel=False), BATCH, KF)
+    f2, b2 = compiled.layer_ops(MODEL, TP2, BATCH, KF)
+
+    def named(ops_list, name):
+        return next(o for o in ops_list if o.name == name)
+    for name in ("norm1_cast", "add_norm2_cast", "residual_add"):
+        assert named(f2, name).bytes == pytest.approx(named(f1, name).bytes / 2)
+    assert named(f2, "swiglu").bytes == pytest.approx(named(f1, "swiglu").bytes / 2)   # ffn split, all T tokens
+    assert named(f2, "tp_layout").count == 4 and named(b2, "tp_layout.bwd").count == 10
+    assert not any(o.name.startswith("tp_layout") for o in f1 + b1)
+
+
+def test_the_loss_reads_every_logit_on_every_tp_rank_and_the_head_gemm_is_split():
+    tokens = BATCH.micro_batch * MODEL.seq
+    kf, meg = vocab_ops.head_forward(MODEL, TP2, BATCH, KF), vocab_ops.head_forward(MODEL, TP2, BATCH, MEGATRON)
+    ce = next(o for o in kf if o.name == "cross_entropy")
+    assert ce.flops == 5 * tokens * MODEL.vocab
+    assert next(o for o in meg if o.name == "cross_entropy").flops == 5 * tokens * MODEL.vocab // 2
+    assert next(o for o in kf if o.name == "lm_head").shape[1] == MODEL.vocab // 2
+    assert any(o.name == "logits_layout" for o in kf)
+    assert not any(o.name.startswith("logits_layout") for o in vocab_ops.head_backward(MODEL, TP2, BATCH, KF))
+
+
+def test_refusals_at_their_keys():
+    with pytest.raises(LlmConfigError, match="parallel.sequence_parallel"):
+        compiled.check_compiled(MODEL, replace(TP2, sequence_parallel=False), KF)
+    with pytest.raises(LlmConfigError, match="parallel.pp: 2"):
+        compiled.check_compiled(MODEL, replace(TP2, pp=2), KF)
+    compiled.check_compiled(MODEL, replace(TP2, dp=2, zero=3), KF)   # TP x FSDP2: allowed
+    with pytest.raises(LlmConfigError, match="parallel.tp: 2"):   # the runner's torch.compile: tp still refused
+        compiled.check_compiled_parallel(TP2, fsdp=True, torch_fsdp2=True)
+
+
+def test_step_prices_exposed_tp_comm_for_the_plan():
+    from simcluster.cards import load_collective
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.predict import network_for, predict_llm
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    usage = LlmUsage(Path("models/gpu/h200-sxm.yaml"), Path("models/nic/ib-ndr-400g.yaml"),
+                     Path("models/collective/h200x4-nvlink.yaml"), 4, {}, 4)
+    machine = machine_for(usage, 2)
+    net = network_for(machine, load_collective(machine.card)[0], None)
+    r = predict_llm(MODEL, TP2, BATCH, load_gpu(machine.gpu_card)[0], net, 2, "megatron", trace=False, framework=KF)
+    assert r.breakdown["exposed_tp_comm"] > 0
+
+
+def test_machine_takes_the_files_gpus_per_node():
+    from simcluster.reference.llm import LlmUsage, machine_for
+
+    four = LlmUsage(Path("a"), Path("b"), Path("c"), 4, {}, 4)
+    eight = LlmUsage(Path("a"), Path("b"), Path("c"), 8, {})
+    assert (machine_for(four, 8).gpus_per_node, machine_for(four, 8).nodes) == (4, 2)
+    assert (machine_for(four, 2).gpus_per_node, machine_for(four, 2).nodes) == (2, 1)
+    assert (machine_for(eight, 16).gpus_per_node, machine_for(eight, 16).nodes) == (8, 2)
+
+
+def test_framework_by_run_refuses_a_bad_index_or_name(tmp_path):
+    import yaml
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage
+
+    doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
+    doc["simcluster"]["machine"] = {k: str((ROOT / "calibration" / "published" / v).resolve()) if k.endswith("card") else v
+                                    for k, v in doc["simcluster"]["machine"].items()}
+    for bad, words in (({14: "kempnerforge-fsdp2"}, "run index from 0 to 13"), ({7: "nope"}, "is not one of")):
+        doc["simcluster"]["framework_by_run"] = bad
+        path = tmp_path / "llm-bad.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        with pytest.raises(SimclusterError, match=words):
+            llm_usage(read_published(path, "published-llm-run"))
