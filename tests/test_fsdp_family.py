@@ -82,24 +82,38 @@ def test_kempnerforge_every_row_but_the_uncompiled_one_takes_the_compiled_framew
     assert all(("compile true" in run["experiment"]) == ("compile" in name) for run, name in zip(ref.runs, names, strict=True))
 
 
-def test_kempnerforge_config_validation_record_is_self_consistent_and_only_its_fsdp_7b_rows_compared():
+def llama_params(m: dict) -> float:
+    """A Llama block's and untied embedding / head's parameters from the recorded shape (GQA q / o d x d, k / v d x d kv/h,
+    SwiGLU 3 d ffn, two norms; final norm): the arithmetic KempnerForge's num_params_estimate does."""
+    d, ffn, kv = m["hidden"], m["ffn"], m["hidden"] * m["kv_heads"] // m["heads"]
+    return m["layers"] * (2 * d * d + 2 * d * kv + 3 * d * ffn + 2 * d) + d + 2 * m["vocab"] * d
+
+
+def test_kempnerforge_config_validation_record_is_self_consistent_and_its_rows_without_pp_compared():
     """KempnerForge's config validation report (session 47 fsdpsrc) as recorded: every row's printed job tok/s gives its
     printed step time for the tokens its config processes per step (batch x accumulation x seq x dp_shard; the step
-    printed to 0.01 s and tok/s and step averaged apart over the last 5 steps: within 0.005 s + 0.1%), the compared 7B
-    rows' MFU is the trainer's 6P + 12 L d s at 989 TFLOP/s (P 8.03e9, within 0.2 points); only the two FSDP-only 7B
-    rows (2, 4) are compared, with the compiled framework, and the file shares KempnerForge's source group."""
+    printed to 0.01 s and tok/s and step averaged apart over the last 5 steps: within 0.005 s + 0.1%), the compared
+    rows' MFU is the trainer's 6P + 12 L d s at 989 TFLOP/s with P from the recorded shape (8.03e9 / 70.55e9, the
+    report's 8.0B / 70.6B; within 0.2 points: a mistyped shape fails it); the compiled rows without PP are compared with
+    the compiled framework: the FSDP-only 7B rows (2, 4; fsdpsrc) and, since session 47 kfcv, the TP rows 3 and 7
+    (DTensor TP, llm/dtensor_tp.py), which ran sequence parallelism (apply_tensor_parallel: no PP, untied), the PP rows
+    not; the file shares KempnerForge's source group."""
     doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-config-validation.yaml").read_text())
     for i, run in enumerate(doc["runs"]):
         m, b, meas = run["model"], run["batch"], run["measured"]
         tokens = b["micro_batch"] * b["grad_accum"] * m["seq"] * run["parallel"]["dp"]
         assert b["global_batch"] * m["seq"] == tokens, i
         assert abs(tokens / meas["tokens_per_s"] - meas["step_time_s"]) <= 0.005 + 0.001 * meas["step_time_s"], i
+        par = run["parallel"]
+        assert par["sequence_parallel"] == (par["tp"] > 1 and par["pp"] == 1), i
     compared = [i for i in range(len(doc["runs"])) if i not in doc["simcluster"]["runs_not_compared"]]
-    assert compared == [2, 4]
+    assert compared == [2, 3, 4, 7]
+    assert [i for i in compared if doc["runs"][i]["parallel"]["tp"] > 1] == [3, 7]
+    assert [round(llama_params(doc["runs"][i]["model"]) / 1e9, 2) for i in (2, 7)] == [8.03, 70.55]
     for i in compared:
         run = doc["runs"][i]
-        assert run["parallel"]["tp"] == run["parallel"]["pp"] == 1 and "torch.compile yes" in run["experiment"]
-        flops = 6 * 8.03e9 + 12 * run["model"]["layers"] * run["model"]["hidden"] * run["model"]["seq"]
+        assert run["parallel"]["pp"] == 1 and "torch.compile yes" in run["experiment"]
+        flops = 6 * llama_params(run["model"]) + 12 * run["model"]["layers"] * run["model"]["hidden"] * run["model"]["seq"]
         assert abs(flops * run["measured"]["tokens_per_s_per_gpu"] / 989e12 * 100 - run["measured"]["mfu_percent"]) < 0.2, i
     assert doc["simcluster"]["framework"] == "kempnerforge-fsdp2-compile" and "framework_by_model" not in doc["simcluster"]
     other = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
