@@ -21,7 +21,7 @@ import test_zero2_set
 from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2d-2026-11-30"
-REGATHER, GATHERED = "8b-1504x2-regather", "8b-1504x2-gathered"
+REGATHER, GATHERED = "8b-2912x1-regather", "8b-2912x1-gathered"
 
 
 def script():
@@ -131,12 +131,12 @@ def test_the_device_script_runs_the_registered_rows_abba():
     text = (BUNDLE / "device_run.sh").read_text()
     assert (f'--warmup 2 --steps {script().TIMED_STEPS} --profile 0 --mode fsdp --grad-accum 4 --reshard-after-forward '
             'false"') in text
-    assert '[ "$1" = gathered ] && flag="--reshard-after-backward false"' in text and "--preset 8b --shapes 1504:2" in text
+    assert '[ "$1" = gathered ] && flag="--reshard-after-backward false"' in text and "--preset 8b --shapes 2912:1" in text
     calls = re.findall(r"^one (regather|gathered) (\d)$", text, re.M)
     assert [v for v, _ in calls] == ["regather", "gathered", "gathered", "regather", "regather", "gathered", "gathered",
                                      "regather"]
     rows = test_nosync_set.registered(BUNDLE)["rows"]
-    assert {f"8b-1504x2-{v}-r{k}" for v, k in calls} == {f"{r['process']}-r{k}" for r in rows
+    assert {f"8b-2912x1-{v}-r{k}" for v, k in calls} == {f"{r['process']}-r{k}" for r in rows
                                                           for k in range(1, r["processes"] + 1)}
     assert "validation/zero2d.py" in text and "validation/zero2b.py" in text and "validation/zero2.py" in text   # hashed
 
@@ -149,7 +149,7 @@ def test_runs_at_the_product_s_step_reject_the_regather_and_at_its_column_adopt_
     out = script().read_out(synthetic(tmp_path))
     v = out["verdicts"]
     assert list(v)[-2:] == ["R", "D"] and v["D"] == "REGATHER REJECTED; step within; memory met", v
-    assert v["R"].startswith("REJECT | 8b 1504:2: REJECT: regather / gathered measured"), v
+    assert v["R"].startswith("REJECT | 8b 2912:1: REJECT: regather / gathered measured"), v
     assert len(out["procs"]) == 8 and not out["left"]
     p = predicted()[REGATHER]
     on = script().read_out(synthetic(tmp_path / "on", {REGATHER: p["step_ms_regather"] / p["step_ms"]}))["verdicts"]

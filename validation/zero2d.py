@@ -1,5 +1,5 @@
 """Issue 44, session 47 (helper zero2d): FSDP2 ZeRO-2's per-micro-batch forward re-gather measured directly. A registered
-2 x H200 set (calibration/h200x2-zero2d-2026-11-30): the 8b preset at one GPU-bound shape new to calibration (1504:2),
+2 x H200 set (calibration/h200x2-zero2d-2026-11-30): the 8b preset at one GPU-bound shape new to calibration (2912:1),
 both variants FSDP2 with reshard_after_forward=False (the model's framework torch zero 2), 4 micro-batches a step
 reduce-scattered after every micro-batch: A (regather) FSDP2's default reshard_after_backward=True (each micro-batch's
 forward all-gathers every layer again), B (gathered) set_reshard_after_backward(False) on every micro-batch but the
@@ -44,9 +44,9 @@ TIMED_STEPS = 3        # per process (device_run.sh --steps)
 SEQS = (1504, 3552, 3616, 3680, 2912, 2976)   # this helper's seqs, each new to calibration
 SEARCHED = tuple((seq, mb) for seq in SEQS for mb in (1, 2))   # the 8b shapes the choice read
 # (preset, seq, micro_batch, why)
-SHAPES = (("8b", 1504, 2, "GPU-bound (predicted host share 0.04): the regather moves the zero2 step +2.7%, the largest among "
+SHAPES = (("8b", 2912, 1, "GPU-bound (predicted host share 0.04): the regather moves the zero2 step +2.7%, the largest among "
                           "the GPU-bound 8b shapes of seqs 1504, 3552, 3616, 3680, 2912, 2976 at micro-batch 1 and 2 "
-                          "(1504:1 is host-bound)"),)
+                          "(1504:2 ties it but the zero2c set's README names it as a candidate; 1504:1 is host-bound)"),)
 VARIANTS = {"regather": "fsdp-zero2", "gathered": "fsdp-zero2"}   # A (FSDP2's default), B (no reshard after backward)
 JUDGE = zero2.JUDGE
 RULES = {k: zero2.RULES[k] for k in ("N", "M", "B", "P")} | {

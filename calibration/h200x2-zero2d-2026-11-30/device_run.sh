@@ -5,7 +5,7 @@
 # reduce-scattered every micro-batch (simcluster/runner/llm_accum.py): regather (FSDP2's default reshard after every
 # backward: each micro-batch's forward all-gathers every layer again) against gathered (--reshard-after-backward false:
 # set_reshard_after_backward(False) on every micro-batch but the step's last, no re-gather). One GPU-bound shape new to
-# calibration, 8b 1504:2 (the regather registered +2.7%), one shape per process, 4 processes of each variant alternated
+# calibration, 8b 2912:1 (the regather registered +2.7%), one shape per process, 4 processes of each variant alternated
 # ABBA: regather gathered gathered regather regather gathered gathered regather. A budget guard stops launching runs
 # after BUDGET_S s: worst case BUDGET_S + 60 s = 275 s; about 230 s expected (8 processes, each about 21 s of start-up
 # and build plus 5 steps of 1.40-1.44 s predicted: the zero2c set's 8b 1440:2 processes took 30-35 s for 7 steps).
@@ -17,7 +17,7 @@ fsdp="$two -m simcluster.runner.llm_step --warmup 2 --steps 3 --profile 0 --mode
 one() {   # VARIANT PROCESS_NUMBER
   local flag=""
   [ "$1" = gathered ] && flag="--reshard-after-backward false"
-  guarded "8b-1504x2-$1-r$2" 60 $fsdp $flag --preset 8b --shapes 1504:2
+  guarded "8b-2912x1-$1-r$2" 60 $fsdp $flag --preset 8b --shapes 2912:1
 }
 one regather 1
 one gathered 1

@@ -44,7 +44,7 @@ NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnn
 ZERO2_BUNDLE = "calibration/h200x2-zero2-2026-11-30"        # the zero2 set (validation/zero2.py), mode fsdp
 ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat (validation/zero2b.py): 8b 448:1, read the same way
 ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2
-ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat (validation/zero2d.py): 8b 1504:2, zero 2
+ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat (validation/zero2d.py): 8b 2912:1, zero 2
                                                               # with and without FSDP2's reshard after backward
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
