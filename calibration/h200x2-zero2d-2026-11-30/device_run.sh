@@ -8,7 +8,7 @@
 # calibration, 8b 2912:1 (the regather registered +2.7%), one shape per process, 4 processes of each variant alternated
 # ABBA: regather gathered gathered regather regather gathered gathered regather. A budget guard stops launching runs
 # after BUDGET_S s: worst case BUDGET_S + 60 s = 275 s; about 230 s expected (8 processes, each about 21 s of start-up
-# and build plus 5 steps of 1.40-1.44 s predicted: the zero2c set's 8b 1440:2 processes took 30-35 s for 7 steps).
+# and build plus 5 steps of 1.40-1.44 s predicted: the zero2c set's 8b processes took 30-35 s for 7 steps of 1.36-1.47 s).
 #   MAIN_COMMIT=<main> bash calibration/h200x2-zero2d-2026-11-30/device_run.sh   (nvidia-h200-x2)
 W=/tmp/zero2d
 BUDGET_S=${BUDGET_S:-215}   # device_lib's guarded: no run launched after BUDGET_S s
