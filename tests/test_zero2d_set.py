@@ -18,6 +18,7 @@ import types
 import pytest
 import test_nosync_set
 import test_zero2_set
+import test_zero2c_set
 from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2d-2026-11-30"
@@ -146,16 +147,8 @@ def test_the_registered_shape_is_new_to_calibration():
 
 
 def test_runs_at_the_product_s_step_reject_the_regather_and_at_its_column_adopt_it(tmp_path):
-    out = script().read_out(synthetic(tmp_path))
-    v = out["verdicts"]
-    assert list(v)[-2:] == ["R", "D"] and v["D"] == "REGATHER REJECTED; step within; memory met", v
-    assert v["R"].startswith("REJECT | 8b 2912:1: REJECT: regather / gathered measured"), v
-    assert len(out["procs"]) == 8 and not out["left"]
-    p = predicted()[REGATHER]
-    on = script().read_out(synthetic(tmp_path / "on", {REGATHER: p["step_ms_regather"] / p["step_ms"]}))["verdicts"]
-    assert on["R"].startswith("ADOPT") and on["D"].startswith("REGATHER ADOPTED"), on
-    mid = math.sqrt(p["step_ms_regather"] / p["step_ms"])   # halfway (log): within the floor of both columns
-    assert script().read_out(synthetic(tmp_path / "mid", {REGATHER: mid}))["verdicts"]["R"].startswith("UNDECIDED")
+    test_zero2c_set.assert_rule_r_both_ways(script(), synthetic, tmp_path, REGATHER, predicted()[REGATHER],
+                                            "REJECT | 8b 2912:1: REJECT: regather / gathered measured")
 
 
 def test_a_process_that_resharded_after_backward_is_not_a_gathered_one(tmp_path):
