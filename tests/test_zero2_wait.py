@@ -90,5 +90,6 @@ def test_the_runners_reshard_flag_is_fsdp_only_and_recorded():
     args = ap.parse_args(["--mode", "fsdp", "--grad-accum", "4", "--reshard-after-forward", "false"])
     assert llm_accum.check(args) == 4
     assert llm_accum.record(args, 4) == {"grad_accum": {"micro_batches": 4, "grad_sync": "micro_batch"},
-                                         "fsdp_reshard_after_forward": False}
-    assert llm_accum.record(ap.parse_args(["--mode", "fsdp"]), 1) == {}
+                                         "fsdp_reshard_after_forward": False, "fsdp_reshard_after_backward": True}
+    assert llm_accum.record(ap.parse_args(["--mode", "fsdp"]), 1) == {"fsdp_reshard_after_backward": True}   # session 47
+    assert llm_accum.record(ap.parse_args(["--mode", "ddp"]), 1) == {}

@@ -47,17 +47,23 @@ def test_the_registered_shape_is_new_to_calibration():
     test_nosync_set.assert_new_to_calibration(BUNDLE)
 
 
-def test_runs_at_the_product_s_step_reject_the_regather_and_at_its_column_adopt_it(tmp_path):
-    out = script().read_out(synthetic(tmp_path))
+def assert_rule_r_both_ways(s, synthetic, tmp_path, row: str, p: dict, first: str) -> None:
+    """Rule R on synthetic runs of set script s: at the product's step REJECT (R's line starting `first`), at the
+    `row`'s regather column ADOPT, halfway (log) UNDECIDED; p the row's predictions (tests/test_zero2d_set.py's too)."""
+    out = s.read_out(synthetic(tmp_path))
     v = out["verdicts"]
     assert list(v)[-2:] == ["R", "D"] and v["D"] == "REGATHER REJECTED; step within; memory met", v
-    assert v["R"].startswith("REJECT | 8b 1440:2: REJECT: zero2 / control measured") and "with the regather" in v["R"], v
+    assert v["R"].startswith(first) and "with the regather" in v["R"], v
     assert len(out["procs"]) == 8 and not out["left"]
-    p = zero2_predicted()
-    on = script().read_out(synthetic(tmp_path / "on", {ZERO2: p["step_ms_regather"] / p["step_ms"]}))["verdicts"]
+    on = s.read_out(synthetic(tmp_path / "on", {row: p["step_ms_regather"] / p["step_ms"]}))["verdicts"]
     assert on["R"].startswith("ADOPT") and on["D"].startswith("REGATHER ADOPTED"), on
     mid = math.sqrt(p["step_ms_regather"] / p["step_ms"])   # halfway (log): within the floor of both columns
-    assert script().read_out(synthetic(tmp_path / "mid", {ZERO2: mid}))["verdicts"]["R"].startswith("UNDECIDED")
+    assert s.read_out(synthetic(tmp_path / "mid", {row: mid}))["verdicts"]["R"].startswith("UNDECIDED")
+
+
+def test_runs_at_the_product_s_step_reject_the_regather_and_at_its_column_adopt_it(tmp_path):
+    assert_rule_r_both_ways(script(), synthetic, tmp_path, ZERO2, zero2_predicted(),
+                            "REJECT | 8b 1440:2: REJECT: zero2 / control measured")
 
 
 def test_noise_missing_processes_and_a_registration_without_the_regather(tmp_path):

@@ -96,31 +96,33 @@ def register(path: Path) -> None:
 
 
 def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None, term: str = "the wait",
-          keys: tuple[str, str] = ("step_ms", "step_ms_nowait")) -> tuple[str, list[str]]:
-    """Rule A: (ADOPT, REJECT, UNDECIDED or NO DATA over the deciding shapes; a line per shape): the zero2 row's
-    keys[0] the step with `term`, keys[1] without it (validation/zero2c.py's rule R: the regather's columns)."""
+          keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: tuple[str, str] = tuple(VARIANTS)) -> tuple[str, list[str]]:
+    """Rule A: (ADOPT, REJECT, UNDECIDED or NO DATA over the deciding shapes; a line per shape): the ratio of the
+    variants[0] row (zero2) over the variants[1] row (control), the first's keys[0] the step with `term`, keys[1]
+    without it (validation/zero2c.py's rule R: the regather's columns; zero2d.py's: its own two variants)."""
+    a, b = variants
     lines, says = [], []
     for preset, seq, mb in sorted({(r["preset"], r["seq"], r["micro_batch"]) for r in regs}):
         here = {r["variant"]: r for r in regs if (r["preset"], r["seq"], r["micro_batch"]) == (preset, seq, mb)}
-        z, c = here["zero2"]["predicted"], here["control"]["predicted"]
+        z, c = here[a]["predicted"], here[b]["predicted"]
         log_w = math.log(float(z[keys[0]]) / float(c["step_ms"]))
         log_n = math.log(float(z[keys[1]]) / float(c["step_ms"]))
         label = f"{preset} {seq}:{mb}"
         if abs(log_w - log_n) < judge["adopt_min_pct"] / 100:
             lines.append(f"{label}: not deciding ({term} moves it {math.exp(log_w - log_n) - 1:+.1%})")
             continue
-        by = {v: [math.log(p["step_s"]) for p in procs if p["row"] is here[v]] for v in VARIANTS}
-        if not by["zero2"] or not by["control"]:
+        by = {v: [math.log(p["step_s"]) for p in procs if p["row"] is here[v]] for v in variants}
+        if not by[a] or not by[b]:
             lines.append(f"{label}: NO DATA (a variant did not run)")
             continue
-        log_m = statistics.mean(by["zero2"]) - statistics.mean(by["control"])
-        own = pooled_log_sd([by["zero2"], by["control"]])[0]   # the shape's own repeats; N's pooled sd where none
-        noise = judge["diff_z"] * (own if own is not None else sd or 0.0) * math.sqrt(1 / len(by["zero2"]) + 1 / len(by["control"]))
+        log_m = statistics.mean(by[a]) - statistics.mean(by[b])
+        own = pooled_log_sd([by[a], by[b]])[0]   # the shape's own repeats; N's pooled sd where none
+        noise = judge["diff_z"] * (own if own is not None else sd or 0.0) * math.sqrt(1 / len(by[a]) + 1 / len(by[b]))
         limit = max(judge["diff_floor_pct"] / 100, noise)
         to_w, to_n = abs(log_m - log_w), abs(log_m - log_n)
         say = "ADOPT" if to_w <= limit < to_n else "REJECT" if to_n <= limit < to_w else "UNDECIDED"
         says.append(say)
-        lines.append(f"{label}: {say}: zero2 / control measured {math.exp(log_m) - 1:+.1%}, registered with {term} "
+        lines.append(f"{label}: {say}: {a} / {b} measured {math.exp(log_m) - 1:+.1%}, registered with {term} "
                      f"{math.exp(log_w) - 1:+.1%}, without {math.exp(log_n) - 1:+.1%} (limit {limit:.1%}"
                      f"{' from the noise' if noise > judge['diff_floor_pct'] / 100 else ' (the floor)'})")
     verdict = ("NO DATA" if not says else says[0] if len(set(says)) == 1 else "UNDECIDED")
@@ -131,16 +133,18 @@ WORD = {"ADOPT": "ADOPTED", "REJECT": "REJECTED"}   # rule D's words for rule A'
 
 
 def read_out(bundle: Path, rule: str = "A", word: str = "WAIT", term: str = "the wait",
-             keys: tuple[str, str] = ("step_ms", "step_ms_nowait")) -> dict:
-    """Rules N, M, B, P and `rule` (adopt on the zero2 rows' `keys`, said with `term`), then D (`word` and rule's
-    verdict): the wait's rule A by default; validation/zero2c.py's rule R on the regather's columns."""
+             keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: dict = VARIANTS) -> dict:
+    """Rules N, M, B, P and `rule` (adopt on the first variant's rows' `keys` over the second's step, said with `term`),
+    then D (`word` and rule's verdict): the wait's rule A by default; validation/zero2c.py's rule R on the regather's
+    columns; validation/zero2d.py's with its own `variants` (name -> mode)."""
+    first = next(iter(variants))
     judge, regs = nosync.read_registration(bundle, JUDGE)
     for key in keys:
-        if any(not isinstance(r["predicted"].get(key), (int, float)) for r in regs if r["variant"] == "zero2"):
-            raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.{key} (ms)")
+        if any(not isinstance(r["predicted"].get(key), (int, float)) for r in regs if r["variant"] == first):
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: a {first} row without predicted.{key} (ms)")
     procs, left = nosync.read_processes(bundle, regs, peak_key=PEAK_KEY)
-    verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    said, lines = adopt(procs, regs, judge, sd, term, keys)
+    verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, variants)
+    said, lines = adopt(procs, regs, judge, sd, term, keys, tuple(variants))
     if above:
         said = "UNDECIDED (NOISE)"
     verdicts[rule] = f"{said} | " + " | ".join(lines)

@@ -69,6 +69,7 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_nosync.ZERO2_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2B_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2C_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
+                        (eager_nosync.ZERO2D_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEFSDP_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEAC_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)

@@ -28,7 +28,10 @@ shapes) and whether that process kept its parameters from forward to backward (`
 the document's fsdp_reshard_after_forward); one source of its own. Its repeat, the zero2b set (calibration/h200x2-
 zero2b-2026-11-30, validation/zero2b.py: one 8b shape, 4 processes a variant), is read the same way, one source of its
 own, and so is session 47's zero2c set (calibration/h200x2-zero2c-2026-11-30, validation/zero2c.py: the forward
-re-gather on a GPU-bound 8b shape, 4 processes a variant)."""
+re-gather on a GPU-bound 8b shape, 4 processes a variant), and its direct repeat, the zero2d set (calibration/h200x2-
+zero2d-2026-11-30, validation/zero2d.py: zero 2 with FSDP2's default reshard after backward against the same with
+set_reshard_after_backward(False) between micro-batches, `reshard_after_backward` on its rows, checked against the
+document's fsdp_reshard_after_backward, default true)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnn
 ZERO2_BUNDLE = "calibration/h200x2-zero2-2026-11-30"        # the zero2 set (validation/zero2.py), mode fsdp
 ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat (validation/zero2b.py): 8b 448:1, read the same way
 ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2
+ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat (validation/zero2d.py): 8b 2912:1, zero 2
+                                                              # with and without FSDP2's reshard after backward
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
@@ -65,6 +70,9 @@ def process_step(bundle: Path, reg: dict, k: int, mode: str = "fsdp") -> tuple[d
         doc, why = None, f"not {MICROBATCHES} micro-batches reduced per {sync} (grad_accum {doc.get('grad_accum')})"
     if doc is not None and doc.get("fsdp_reshard_after_forward", True) != keep:
         doc, why = None, f"not reshard_after_forward {keep} (fsdp_reshard_after_forward {doc.get('fsdp_reshard_after_forward')})"
+    if doc is not None and doc.get("fsdp_reshard_after_backward", True) != reg.get("reshard_after_backward", True):
+        doc, why = None, (f"not reshard_after_backward {reg.get('reshard_after_backward', True)} "
+                          f"(fsdp_reshard_after_backward {doc.get('fsdp_reshard_after_backward')})")
     return registered_shape(doc, reg, why)
 
 

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp", help="amp: fp32 weights + bf16 autocast; bf16: bf16 weights")
     ap.add_argument("--mode", choices=MODES, default="single", help="parallelism (multi-GPU modes under torchrun)")
     llm_ac.add_argument(ap)   # --activation-checkpointing, --ac-mode
-    llm_accum.add_argument(ap)   # --grad-accum, --no-sync, --reshard-after-forward
+    llm_accum.add_argument(ap)   # --grad-accum, --no-sync, --reshard-after-forward / -backward
     llm_compile.add_arguments(ap)   # --compile, --compile-scope
     llm_pipeline.add_arguments(ap)   # --schedule, --virtual-stages, --microbatches, --timeline
     ap.add_argument("--group", type=int, default=2, metavar="SIZE", help="--mode tp+ddp / tp+fsdp / pp+ddp: ranks of each "
@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         records.append(run_shape(torch, model, opt, device, cfg, seq, micro, args.warmup, args.steps, amp, seed=i,
                                  profile=args.profile, trace=trace, make_step=pipe.step_maker(opt) if pipe else
                                  cp.step_maker(model, opt, amp) if cp else llm_accum.step_maker(
-                                     torch, model, opt, device, amp, accum, args.no_sync, args.mode) if accum > 1 else None,
+                                     torch, model, opt, device, amp, accum, args.no_sync, args.mode,
+                                     args.reshard_after_backward == "false") if accum > 1 else None,
                                  microbatches=args.microbatches if pipe else accum, compiled=args.compile))
         if pipe or cp:
             records[-1]["ranks"] = (pipe or cp).gather(records[-1])
