@@ -59,3 +59,14 @@ def test_layer_comm_prices_the_alltoalls_and_the_tp_gather(monkeypatch):
     again = comm.layer_comm(GROK, ParallelSpec(tp=4, dp=4, ep=4, sequence_parallel=True, recompute="selective",
                                                recompute_modules=("moe",)), MB1, comm.Network(None, 8), g)
     assert again.ep_bwd_s == pytest.approx(2 * again.ep_fwd_s)
+
+
+def test_the_experts_input_kept_for_the_backward_is_the_gathered_rows():
+    """Memory: under expert TP = tp the experts' GEMM input the backward keeps is the all_gathered rows, etp x the rank's
+    own T k / t; the combined tokens (the unpermute's input) stay the rank's own. Expert TP 1: own rows for both."""
+    from simcluster.llm.memory import layer_activation_bytes
+
+    full = layer_activation_bytes(GROK, ParallelSpec(tp=4, dp=4, ep=4, sequence_parallel=True), MB1)
+    one = layer_activation_bytes(GROK, ParallelSpec(tp=4, dp=4, ep=16, expert_tp=1, sequence_parallel=True), MB1)
+    s_b_h = 4096 * 6144
+    assert full - one == pytest.approx(2 * 2 * s_b_h * (4 - 1) / 4)      # k 2 bytes x the 3 / 4 more rows
