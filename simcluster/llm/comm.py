@@ -16,10 +16,12 @@ Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp)
        full recompute repeats the forward's calls in the backward; recompute_modules mlp / moe the MLP block's one
   CP   ring attention: the layer's K and V (all_gather of b s 2 g' d 2) forward; again plus a reduce_scatter of
        dK, dV backward; overlapped with the attention core: only max(0, comm - attention) is exposed
-  EP   dispatch + combine of S = T k h 2 per MoE layer each way; the MoE block's recomputation (full, or
-       recompute_modules moe) dispatches and combines again in the backward. moe_dispatcher alltoall: one alltoall of S
-       (each of a token's k copies its own message). deepep across N nodes: a token goes once to each remote node that
-       holds one of its experts (D of the N nodes, ep_nodes_per_token), then over NVLink to its experts' GPUs there:
+  EP   dispatch + combine of S = T' k h 2 per MoE layer each way, T' the tokens the rank holds (T / t under SP, else
+       T); the MoE block's recomputation (full, or recompute_modules moe) dispatches and combines again in the backward.
+       moe_dispatcher alltoall (dispatch_bytes, Megatron-Core 0.10): one alltoall of S over EP (each of a token's k
+       copies its own message), then with expert TP = t an all_gather of t S over the TP group (the combine: a
+       reduce_scatter of t S, then the alltoall). deepep (S = T k h 2 / (t / etp), no TP gather) across N nodes:
+       a token goes once to each remote node that holds one of its experts (D of the N nodes, ep_nodes_per_token), then over NVLink to its experts' GPUs there:
        max(alltoall of S D / k across nodes, alltoall of S over the node's ranks on NVLink); inside a node as alltoall
   PP   one activation (forward) and one gradient (backward) of T h 2 / t per micro-batch per stage boundary
        (Megatron scatters the boundary tensor over the TP ranks)
@@ -214,9 +216,33 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
     cp_bwd = cp_fwd + collective_s(net, g.cp, "reduce_scatter", kv)
-    dispatched = tokens // (par.tp // par.etp) * model.top_k * model.hidden * 2     # expert TP 1: each TP rank its 1/t
-    ep_one = 2 * ep_dispatch_s(model, par, net, g.ep, dispatched) if model.moe else 0.0
+    ep_one = 0.0
+    if model.moe:
+        sent, gathered = dispatch_bytes(model, par, batch)
+        ep_one = 2 * ep_dispatch_s(model, par, net, g.ep, sent)
+        ep_one += collective_s(net, g.tp, "all_gather", gathered) + collective_s(net, g.tp, "reduce_scatter", gathered)
     return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one * (2 if par.recomputes("moe") else 1))
+
+
+def dispatch_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> tuple[float, float]:
+    """Bytes per GPU of one MoE dispatch (the combine moves the same back): (the alltoall over the EP group, the
+    all_gather over the expert-TP group after it, nccl-tests' size: the gathered whole; 0 without expert TP).
+
+    alltoall (Megatron-Core 0.10, token_dispatcher.py MoEAlltoAllTokenDispatcher at core_v0.10.0 7ee599a2): the
+    dispatcher gets the rank's own hidden states, under sequence parallelism its sequence shard of T / t tokens (T =
+    b s / c), else all T (tp 1; Megatron-Core 0.10 refuses MoE with tp > 1 and no SP in training, moe_layer.py
+    MoELayer.forward, so that case follows the code's arithmetic unchecked); permutes k copies of each, alltoalls them
+    over EP (stride etp), then with expert TP > 1 all_gathers the received rows over the expert-TP group
+    (gather_from_sequence_parallel_region on tp_group = the expert-TP group, here the TP ranks) and the combine
+    reduce_scatters them back before its alltoall. deepep (the flex dispatcher, Megatron-Core main d98e8a64): one
+    dispatch over the TP x EP group of the rank's T / t tokens, each sent to every TP replica of its k experts (topk
+    t k): T k h 2 / (t / etp) over the EP group as modelled, no TP gather."""
+    tokens = batch.micro_batch * model.seq // par.cp
+    row = model.top_k * model.hidden * 2
+    if par.moe_dispatcher == "deepep":
+        return float(tokens // (par.tp // par.etp) * row), 0.0
+    held = tokens // par.tp if par.sequence_parallel else tokens
+    return float(held * row), float(held * row * par.etp) if par.etp > 1 else 0.0
 
 
 def ep_nodes_per_token(model: TransformerSpec, nodes: int) -> float:

@@ -37,7 +37,8 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   copies are kept as eager's
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
-  MoE: the MLP term becomes 2 s'bh + k (4 s'bh + 6 s'b f_e / t) (dispatched and combined tokens per expert pick)
+  MoE: the MLP term becomes 2 s'bh + k (2 s'bh e + 2 s'bh + 6 s'b f_e / t) (per expert pick the experts' input, e = etp:
+  gathered over expert TP, and the combined tokens)
   selective recompute, Megatron's recompute_modules (default core_attn; spec.RECOMPUTE_MODULES):
     core_attn      the attention core is recomputed; with flash attention its only stash beyond the tensors above is
                    the logsumexp, so it saves 4 a s'b / t
@@ -138,8 +139,11 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp
     elif model.moe:
         act = 4 if par.recomputes("moe_act") else 6     # gate, up (and the product, unless the activation is rebuilt)
-        # norm2 in, router in, and per expert pick the dispatched / combined tokens and gate, up (product); expert TP 1: the same
-        mlp = 2 * s * b * h / sp + 2 * norm_out * s * b * h / sp + model.top_k * (4 * s * b * h / sp + act * s * b * model.expert_ffn / t)
+        # norm2 in, router in, and per expert pick the experts' input (after the expert-TP all_gather: etp x the rank's
+        # dispatched rows, comm.dispatch_bytes) and the combined tokens (the unpermute's input, the rank's own rows) and
+        # gate, up (product); expert TP 1: the rank's own rows twice
+        mlp = 2 * s * b * h / sp + 2 * norm_out * s * b * h / sp + model.top_k * (2 * s * b * h * par.etp / sp + 2 * s * b * h / sp
+                                                                                  + act * s * b * model.expert_ffn / t)
         if not par.recomputes("shared_experts"):
             mlp += (4 + g) * s * b * model.shared_expert_ffn / t      # shared expert: gate/up/product (input shared)
     elif par.recomputes("mlp"):                # norm2 in and the MLP's checkpointed input (bf16)

@@ -1,0 +1,23 @@
+"""Every row of one published MoE file as the validation predicts it, with the predicted step's breakdown
+(studies/moe_rows.summary): the print behind session 47 moefix's Grok-1 development and held-out files.
+
+    PYTHONPATH=. python studies/moe_file_rows.py llm-dgxc-benchmarking-v25.02-grok1-h100
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from moe_rows import PUBLISHED, read_published, summary  # noqa: E402
+
+
+def main(stem: str) -> None:
+    rows = len(read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run").runs)
+    summary([(stem, range(rows))], stem)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
