@@ -14,8 +14,8 @@ BUDGET_S=${BUDGET_S:-240}   # device_lib's guarded: no run launched after BUDGET
 common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"
 fsdp="$two -m simcluster.runner.llm_step --mode fsdp --compile-scope model $common"
 for r in 1 2 3; do
-  order="1b:3712:2 0.5b:1600:6"
-  [ $r -eq 2 ] && order="0.5b:1600:6 1b:3712:2"
+  order="1b:3744:2 0.5b:1600:6"
+  [ $r -eq 2 ] && order="0.5b:1600:6 1b:3744:2"
   for run in $order; do
     IFS=: read -r preset seq mb <<< "$run"
     guarded "$preset-${seq}x$mb-fsdp-r$r" 90 $fsdp --preset "$preset" --shapes "$seq:$mb"
