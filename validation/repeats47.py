@@ -37,7 +37,7 @@ BUNDLE = ROOT / "calibration" / "h200x2-repeats47-2026-11-30"
 PROCESSES = 3
 VARIANT = "fsdp"   # heldout/eager_compilefsdp.VARIANTS: FSDP2 on 2 ranks, --compile-scope model, --ac-mode full
 # (preset, seq, micro_batch, why): seqs from this helper's own list (1568, 1600, 1632, 3712, 3744, 3776), tokens new
-SHAPES = (("1b", 3744, 2, "GPU-bound (predicted host share 0.10): a preset no compiled FSDP2 set has run"),
+SHAPES = (("1b", 3744, 2, "GPU-bound (predicted host share 0.09): a preset no compiled FSDP2 set has run"),
           ("0.5b", 1600, 6, "nearer host-bound (0.46, just under the 0.5 line: GPU and host about equal), the preset "
                             "whose host-bound compiled FSDP2 processes were 43% apart in compilefsdp"))
 JUDGE = {"target_pct": 8.0, "mem_pct": 10.0, "bias_band": 0.05}
