@@ -97,10 +97,7 @@ def read_out(bundle: Path) -> dict:
     verdicts["M"] = "; ".join(f"{'before' if key == 'predicted' else 'fixed'}: " + ", ".join(
         f"{v} {m:.1%} ({'within' if m <= target else 'not within'})" for v, m in got.items())
         for key, got in per.items()) + f" (target {judge['target_pct']:.0f}% per variant)" if procs else "NO DATA: no process ran"
-    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
-    verdicts["G"] = "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
-                              f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
-                              for name, c in compiled) or "NO DATA"
+    verdicts["G"] = compilefsdp.graphs_line(procs)
     before, fixed = _mean_abs(procs, "predicted"), _mean_abs(procs, "predicted_fixed")
     adopt = (procs and not above and fixed <= target and (before - fixed) * 100 > judge["adopt_pts"]
              and all(m <= target for m in per["predicted_fixed"].values()))

@@ -76,6 +76,15 @@ def register(path: Path) -> None:
                     calibration=CALIBRATION, regs=rows())
 
 
+def graphs_line(procs: list[dict]) -> str:
+    """Rule G's line (reported, not judged): each process's dynamo unique_graphs and graph_breaks and its compile
+    seconds (compileac.py's and repeats47.py's too)."""
+    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
+    return "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
+                     f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
+                     for name, c in compiled) or "NO DATA"
+
+
 def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
@@ -86,10 +95,7 @@ def read_out(bundle: Path) -> dict:
     verdicts["M"] = (("within" if all(ok.values()) else "not within") + ": " + "; ".join(
         f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())
         + f" (target {judge['target_pct']:.0f}% per variant)") if per else "NO DATA: no process ran"
-    compiled = [(p["process"], p["shape"].get("compile") or {}) for p in procs]
-    verdicts["G"] = "; ".join(f"{name} graphs {c.get('dynamo', {}).get('unique_graphs')} breaks "
-                              f"{c.get('dynamo', {}).get('graph_breaks')} compile {c.get('compile_s', float('nan')):.1f} s"
-                              for name, c in compiled) or "NO DATA"
+    verdicts["G"] = graphs_line(procs)
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
                      "NO DATA" if len(per) < len(VARIANTS) else
                      "MODEL (compile + checkpoint): the single variant not within" if not ok["single"] else
