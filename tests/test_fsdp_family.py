@@ -102,7 +102,6 @@ def test_kempnerforge_config_validation_record_is_self_consistent_and_its_rows_w
     for i, run in enumerate(doc["runs"]):
         m, b, meas = run["model"], run["batch"], run["measured"]
         tokens = b["micro_batch"] * b["grad_accum"] * m["seq"] * run["parallel"]["dp"]
-        assert b["global_batch"] * m["seq"] == tokens, i
         assert abs(tokens / meas["tokens_per_s"] - meas["step_time_s"]) <= 0.005 + 0.001 * meas["step_time_s"], i
         par = run["parallel"]
         assert par["sequence_parallel"] == (par["tp"] > 1 and par["pp"] == 1), i

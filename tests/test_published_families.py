@@ -41,9 +41,21 @@ def test_family_figures_count_held_out_and_development_apart_and_a_source_group_
     assert ls["rows"] == 3 and ls["sources"] == ["c", "g"] and ls["within_target"] == 2
     assert ls["mean_abs_error_pct"] == pytest.approx(19 / 3) and not ls["meets_target"]   # 67% within, under 80%
     assert fams["long-sequence"]["development"]["rows"] == 1
-    assert fams["fp8"]["held_out"]["rows"] == 1 and fams["fp8"]["held_out"]["meets_target"]   # the unavailable row: not counted
+    fp8 = fams["fp8"]["held_out"]
+    assert fp8["rows"] == 1 and fp8["meets_numbers"]   # the unavailable row: not counted
+    assert not fp8["judged"] and not fp8["meets_target"]   # one source: not judged, whatever its numbers (review A47 item 8)
     assert fams["fp8"]["held_out"]["not_compared"] == 1 and fams["long-sequence"]["held_out"]["not_compared"] == 0
     assert fams["MoE"]["held_out"]["rows"] == 0 and not fams["MoE"]["held_out"]["meets_target"]
+
+
+def test_a_family_meeting_the_numbers_on_one_source_prints_not_judged():
+    from simcluster.report.validation import _family_target
+
+    rows = [_row("a", 0.01, True, "fp8", "g"), _row("b", 0.02, True, "fp8", "g"), _row("c", 0.03, True, "MoE", "g"),
+            _row("d", 0.04, True, "MoE")]
+    fams = {f["family"]: f for f in FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})).families()}
+    assert _family_target(fams["fp8"]["held_out"]) == "not judged: 1 source (2 rows meet the numbers)"
+    assert _family_target(fams["MoE"]["held_out"]) == "yes"   # two sources
 
 
 @pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),

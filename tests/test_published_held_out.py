@@ -170,7 +170,11 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
     rows = sum(r.rows for r in others)
     mean = sum(r.held_out_pct * r.rows for r in others) / rows
     met = sum(r.held_out_pct <= ho.TARGET_PCT for r in others)
-    assert f"others (not ^): {met} of {len(others)} within 10%, {rows} rows {mean:.1f}%" in out
+    fitted = [r for r in others if r.eta is not None]
+    split = (f"{sum(r.held_out_pct <= ho.TARGET_PCT for r in fitted)} of {len(fitted)} fitted, "
+             f"{sum(r.held_out_pct <= ho.TARGET_PCT for r in others if r.eta is None)} of {len(others) - len(fitted)} "
+             "unfitted: shipped cards")
+    assert f"others (not ^): {met} of {len(others)} within 10% ({split}), {rows} rows {mean:.1f}%" in out
     assert all(r.to_json()["development"] == (r.development or None) for r in results)
 
 
@@ -211,7 +215,7 @@ def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or
     assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": WHY}]}
     shown = ho.text([], ho.excluded_systems(out))
     assert f"x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): {WHY}" in shown
-    assert "systems within 10%: 0 of 0" in shown
+    assert "systems within 10%: 0 of 0 (0 of 0 fitted, 0 of 0 unfitted: shipped cards)" in shown
     from simcluster.reference.nccl import validate_published_nccl
     from simcluster.report.validation import render
 
@@ -244,4 +248,24 @@ def test_a_system_alone_in_its_family_keeps_its_own_cards_figures(systems):
     r = next(r for r in ho.held_out_systems(systems=[*systems, alone]) if r.system == "alone")
     assert r.eta is None and r.call_setup_s is None and r.fitted_on == ()
     assert r.held_out_pct == pytest.approx(r.shipped_pct) and len(r.row_errors_pct) == len(alone.rows)
-    assert "alone in that family" in ho.text([r]) and "alone in that family" not in ho.text([])
+    assert "no other non-outlier system of another source in that family" in ho.text([r])
+    assert "in that family" not in ho.text([])
+    within = int(r.held_out_pct <= ho.TARGET_PCT)
+    assert f"within 10%: {within} of 1 (0 of 0 fitted, {within} of 1 unfitted: shipped cards)" in ho.text([r])
+
+
+def test_a_system_whose_family_has_only_outliers_besides_it_is_unfitted_and_counted_apart(systems):
+    """Review A47 item 5: a family whose other systems are all outliers (*) leaves nothing to fit on, as a family of one
+    does; the footnote says so without calling the system alone, and the headline counts it with the unfitted."""
+    base = next(s for s in systems if s.family == "verbs 200G" and not s.outlier)
+    outlier = next(s for s in systems if s.outlier and s.family is not None)
+    kept = dataclasses.replace(base, family="verbs 1G", name="kept", group="")
+    other = dataclasses.replace(outlier, family="verbs 1G", name="other", group="")
+    assert other.outlier and other.source != kept.source
+    results = ho.held_out_systems(systems=[kept, other])
+    r = next(x for x in results if x.system == "kept")
+    assert r.eta is None and r.fitted_on == () and r.held_out_pct == pytest.approx(r.shipped_pct)
+    out = ho.text(results)
+    assert "no other non-outlier system of another source in that family" in out and "alone" not in out
+    within = int(r.held_out_pct <= ho.TARGET_PCT)   # the outlier itself is predicted from "kept": fitted
+    assert f" of 1 fitted, {within} of 1 unfitted: shipped cards)" in out

@@ -83,7 +83,8 @@ SESSION42_SET = {"b200-ib-x46-together-use3a": 12,   # session 42 (treereg): rec
                  "b200-ib-x62-together-0511": 12}   # session 41: no GB300 card; two validator figures at 16 GiB
 SESSION46_SET = {"snellius-h100-ib-x2-odissei": 24}   # session 46 (nccl41): recorded at 122c1a37, scenario 75aff00f, predicted once
 SESSION47_SET = {"h100-roce-4x400g-x2-drobotics": 2,   # session 47 (net41): recorded at 24102487, scenario e91bb57b, predicted once
-                 "oci-bm-gpu4-8-a100-x2-ocitutorials": 1}   # session 47 (net41): recorded at e3574ac9, scenario 13e8245d, predicted once
+                 "oci-bm-gpu4-8-a100-x2-ocitutorials": 1,   # session 47 (net41): recorded at e3574ac9, scenario 13e8245d, predicted once
+                 "oci-bm-gpu4-8-a100-x1-ocitutorials": 1}   # session 47 (mendA47, review A47 item 2): the same page's 1-node row
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
 SESSION43_NOT_PREDICTED = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (4, 8, 16, 32, 60))   # session 43 (nvl72): no GB300
 # card; recorded at 15eef7be, compared once on the GB200 cards (abdafdf2) by studies/nvl72_domain_ladder.py only
@@ -126,7 +127,8 @@ def test_published_multi_node_validation_does_not_regress():
                 "b200-ib-x62-together-0511": 0.024,   # session 42: the development cluster a day earlier, registered with it
                 "snellius-h100-ib-x2-odissei": 0.037,   # session 46: predicted once at 90439f8a (all_reduce tree +13..+16% / -7.4%)
                 "h100-roce-4x400g-x2-drobotics": 0.184,   # session 47: predicted once at 44e6511c (all_reduce -12.9%, alltoall +23.8%)
-                "oci-bm-gpu4-8-a100-x2-ocitutorials": 0.112}   # session 47: predicted once at bda1c3c8 (all_reduce 10 GiB +11.2%)
+                "oci-bm-gpu4-8-a100-x2-ocitutorials": 0.112,   # session 47: predicted once at bda1c3c8 (all_reduce 10 GiB +11.2%)
+                "oci-bm-gpu4-8-a100-x1-ocitutorials": 0.011}   # session 47 mendA47: predicted once (all_reduce 10 GiB on NVLink +1.1%)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)

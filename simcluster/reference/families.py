@@ -13,11 +13,14 @@ from simcluster.results import ReferenceRow, ReferenceValidation
 class FamilyValidation:
     """`validate --published llm --families`: the published LLM rows per issue-44 family (trust/regime.published_family),
     held out and development apart: rows, sources (a `source_group` counted once), mean |error| and the share within
-    the target; the issue's target per family is mean |error| <= target and >= FAMILY_SHARE of the held-out rows within it."""
+    the target; the issue's target per family is mean |error| <= target and >= FAMILY_SHARE of the held-out rows within it,
+    judged only on held-out rows from >= MIN_SOURCES sources (a family of one source, one trainer and one team, is "not
+    judged" even where its rows meet the numbers: cold review A47 item 8)."""
 
     published: ReferenceValidation
 
     FAMILY_SHARE = 0.8   # issue 44: >= 80% of a family's held-out rows within 10%
+    MIN_SOURCES = 2      # a target met on one source (a `source_group` counted once) is not judged met
 
     @staticmethod
     def check(published: str | None) -> None:
@@ -46,10 +49,13 @@ class FamilyValidation:
         errs = [abs(r.error) for r in compared]
         within = sum(e <= self.published.target for e in errs)
         mean = sum(errs) / len(errs) if errs else None
-        return {"rows": len(errs), "sources": sorted({r.source_group or r.source for r in compared}),
+        sources = sorted({r.source_group or r.source for r in compared})
+        numbers = bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs)
+        return {"rows": len(errs), "sources": sources,
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
                 "within_share": within / len(errs) if errs else None,
-                "meets_target": bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs),
+                "meets_numbers": numbers, "judged": len(sources) >= self.MIN_SOURCES,
+                "meets_target": numbers and len(sources) >= self.MIN_SOURCES,
                 "not_compared": len(rows) - len(compared)}
 
     def to_json(self) -> dict:

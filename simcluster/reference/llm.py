@@ -64,7 +64,9 @@ TORCHTITAN_AC = {"selective layer": ("full", 2), "selective op": ("op", 1)}
 FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
-                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag, "grad_sync": one_of(GRAD_SYNCS)}
+                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag, "grad_sync": one_of(GRAD_SYNCS),
+                "precision": lambda v: precision_of(v) and str(v)}   # a table with no precision column: read from its
+#   footnotes / configs, shown as assumed in the row's detail (cold review A47 item 6)
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
 MODEL_VARIANTS = ("attn_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim", "shared_expert_ffn", "dense_layers",
                   "mtp_layers", "expert_groups", "group_topk", "window", "full_attention_every")
@@ -195,8 +197,12 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         flags["dp_shard"] = min(max(1, NODE_GPUS // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
         # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
-    precision = checked(b, "precision", "batch", precision_of) if b.get("precision") is not None else "bf16"
-    scaling = FP8_SCALING.get(str(b.get("precision")).lower(), "delayed")
+    printed = b.get("precision")
+    if printed is None and "precision" in assumed:
+        printed = assumed["precision"]
+        used.append(f"precision={printed}")
+    precision = checked({"precision": printed}, "precision", "batch", precision_of) if printed is not None else "bf16"
+    scaling = FP8_SCALING.get(str(printed).lower(), "delayed")
     batch = BatchSpec(pick(b, "batch", "global_batch", None), pick(b, "batch", "micro_batch", 1), precision, scaling)
     return (model, par, batch), "", used
 
@@ -336,7 +342,8 @@ def printed_family(ref: Published, usage: LlmUsage, i: int, run: dict) -> str:
     try:
         m, p = filled_model(dict(run.get("model") or {}), usage.assumptions, []), run.get("parallel") or {}
         zero = p.get("zero") if p.get("zero") is not None else usage.assumptions.get("zero", 0)
-        fp8 = "fp8" in str((run.get("batch") or {}).get("precision", "")).lower()   # moe: experts printed, or EP > 1
+        precision = (run.get("batch") or {}).get("precision") or usage.assumptions.get("precision", "")
+        fp8 = "fp8" in str(precision).lower()   # moe: experts printed, or EP > 1
         return published_family(framework_of(ref, run).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
                                 int(m.get("seq") or 0), int(zero or 0), "fp8" if fp8 else "bf16")
     except SimclusterError:

@@ -304,16 +304,26 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
     lines.append("^ development for this check: its rows prompted the check's terms or bounds (`development_for`), "
                  "not a held-out figure")
     if any(r.family is not None and r.eta is None for r in results):
-        lines.append("- eta '-' beside a NIC family: the system is alone in that family, nothing to fit on: its own cards' figures")
+        lines.append("- eta '-' beside a NIC family: no other non-outlier system of another source in that family, nothing to "
+                     "fit on: its own cards' figures (counted as unfitted in the headline)")
     for name, why in excluded:
         lines.append(f"x {name}: not compared, out of the model's scope (simcluster.excluded_why): {' '.join(why.split())[:160]}"
                      + (" ... (--json)" if len(' '.join(why.split())) > 160 else ""))
     others = [r for r in results if not r.development]
     o_met, o_rows, o_mean, _ = _headline(others)
-    lines.append(f"systems within 10%: {met} of {len(results)}; all {rows} rows: mean |error| {mean:.1f}% "
-                 f"(shipped cards: {shipped:.1f}%); others (not ^): {o_met} of {len(others)} within 10%, "
+    lines.append(f"systems within 10%: {met} of {len(results)} ({_split(results)}); all {rows} rows: mean |error| {mean:.1f}% "
+                 f"(shipped cards: {shipped:.1f}%); others (not ^): {o_met} of {len(others)} within 10% ({_split(others)}), "
                  f"{o_rows} rows {o_mean:.1f}%")
     return "\n".join(lines) + "\n"
+
+
+def _split(results: list[HeldOutResult]) -> str:
+    """Fitted (eta and t0 from the family's others: what this check tests) and unfitted (no network, or no other system to
+    fit on: the shipped cards' figure, held out but not a test of the fit) counted apart (cold review A47 item 5)."""
+    fitted = [r for r in results if r.eta is not None]
+    unfitted = [r for r in results if r.eta is None]
+    return (f"{_headline(fitted)[0]} of {len(fitted)} fitted, "
+            f"{_headline(unfitted)[0]} of {len(unfitted)} unfitted: shipped cards")
 
 
 def _headline(results: list[HeldOutResult]) -> tuple[int, int, float, float]:

@@ -132,13 +132,21 @@ def _(v: FamilyValidation) -> str:
                     lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {0:>4} {s['not_compared']:>4} {0:>4} {'-':>12} "
                                  f"{'-':>13}  {'no' if kind == 'held_out' else '':<6}  (no {kind.replace('_', '-')} row compared)")
                 continue
-            met = ("yes" if s["meets_target"] else "no") if kind == "held_out" else ""
+            met = _family_target(s) if kind == "held_out" else ""
             lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {s['not_compared']:>4} {len(s['sources']):>4} "
                          f"{s['mean_abs_error_pct']:>11.1f}% {s['within_target']:>5} ({s['within_share']:>4.0%})  {met:<6}  "
                          + _clip(", ".join(_short(x) for x in s["sources"]), 90))
     if v.no_family():
         lines.append(f"# not compared and of no family (the file prints too little to name one): {v.no_family()} rows")
     return "\n".join(lines) + "\n"
+
+
+def _family_target(s: dict) -> str:
+    """A held-out family's target column: yes / no, or "not judged" where its rows meet the numbers on too few sources."""
+    if s["meets_numbers"] and not s["judged"]:
+        n = len(s["sources"])
+        return f"not judged: {n} source{'s' if n != 1 else ''} ({s['rows']} rows meet the numbers)"
+    return "yes" if s["meets_target"] else "no"
 
 
 @render.register
