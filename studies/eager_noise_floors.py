@@ -16,7 +16,7 @@ whose mean |error| misses 8%, and the two trust/noise.py marked before this rule
   4. the test of the difference: per process d = |model error| - |deviation from its shape's mean| (the floor's own
      term), its mean over the floor's processes, with a standard error clustered by shape (the processes of one shape
      share its mean: the shape's sum of d is the unit); the model is above its floor beyond what the repeats' spread
-     allows when the mean d exceeds 2 se (EXCESS_SE);
+     allows when the mean d exceeds 2 se (trust/noise.EXCESS_SE);
   5. the row-level floor (cold review B47 item 3): a row's step is the median / mean of its n processes, so a model on
      each shape's mean misses a row by sqrt(2/pi) sqrt(process_sd^2 / n + lease_sd^2) on average (normal); its mean over
      the population's rows (a table row; a study's shape in one call) is what the per-row target is judged against;

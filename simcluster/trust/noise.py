@@ -186,8 +186,8 @@ SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, row
                             study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
                             same=(29, 6.8, 5.5))
 # computed as TP's, floor above the target but no lease term beyond 8 dof of processes: not marked in session 44; marked
-# since session 47 (noise44) by the rule of FLOOR_VERDICTS, which asks no lease term: a user's one run scatters by the
-# process noise all the same (its bias, +9.7% at 2.8 se, is said in the text: 'apart from a bias')
+# by noise44's rule in session 47; since mendB47 model-limited (its own rows' row-level floor 7.7% is under the target,
+# and its study population's bias +9.2 log points is at 2.8 se): not marked (FLOOR_VERDICTS)
 SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=12, leases=7, model_mean_abs_pct=8.9,
                                  process_sd=0.140, lease_sd=0.0, floor_pct=(10.9, 11.2), target_pct=8.0,
                                  study="studies/single_host_noise.py", gpu="H200", bias_log=0.0923, bias_se_log=0.0333,
