@@ -1,9 +1,11 @@
-"""Every lab eager mode at 1-2 GPUs against issue 44's 8% (session 43, engineer eagerlab; a diagnostic, no model input).
+"""Every lab eager mode at every GPU count against issue 44's 8% (session 43, engineer eagerlab; a diagnostic, no model
+input; every GPU count since mendB47, cold review B47: the 4-GPU rows were left out before).
 
 Reads the error-band table (simcluster/trust/error_bands.json, family `llm eager`: the registered and sealed read-outs'
-held-out rows) and prints, per regime and GPU count <= 2: rows, sets, today's mean |error| (a registered row at today's
+held-out rows) and prints, per regime and GPU count: rows, sets, today's mean |error| (a registered row at today's
 prediction: today_over_registered / rho - 1; a sealed row: 1 / rho - 1), today's mean error (bias), whether the mean
-|error| meets 8%, and whether trust/noise.py marks the regime noise-limited there. With --live (session 44) the same
+|error| meets 8%, whether trust/noise.py marks the regime noise-limited there, and its verdict (trust/noise.FLOOR_VERDICTS,
+'-' where it has none: a regime that meets the target and was never marked). With --live (session 44) the same
 figures from the held-out rows as the table builder reads them now (trust/build.eager_residuals of eager_held_out_rows,
 today's moves recomputed), before error_bands.json is regenerated.
     python studies/eager_lab_modes.py [--live]
@@ -18,13 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.trust.noise import noise_floor  # noqa: E402
+from simcluster.trust.noise import floor_verdict, noise_floor  # noqa: E402
 from simcluster.trust.table import load_table  # noqa: E402
 
 TARGET_PCT = 8.0
 
 
-def modes(max_gpus: int = 2, live: bool = False) -> list[dict]:
+def modes(max_gpus: int | None = None, live: bool = False) -> list[dict]:
     if live:
         from simcluster.trust.build import eager_held_out_rows, eager_residuals
 
@@ -34,22 +36,23 @@ def modes(max_gpus: int = 2, live: bool = False) -> list[dict]:
         regimes = {key: regime.rows for key, regime in load_table().regimes.items()}
     out = []
     for key, all_rows in sorted(regimes.items()):
-        rows = [r for r in all_rows if r.family == "llm eager" and r.scale <= max_gpus]
+        rows = [r for r in all_rows if r.family == "llm eager" and (max_gpus is None or r.scale <= max_gpus)]
         for scale in sorted({r.scale for r in rows}):
             pick = [r for r in rows if r.scale == scale]
             errs = [r.today_error for r in pick]
             mean = 100 * statistics.mean(map(abs, errs))
             out.append({"regime": key, "gpus": int(scale), "rows": len(pick), "sets": len({r.source for r in pick}),
                         "mean_abs_pct": mean, "bias_pct": 100 * statistics.mean(errs), "meets": mean <= TARGET_PCT,
-                        "noise_limited": noise_floor(key, scale, "H200") is not None})
+                        "noise_limited": noise_floor(key, scale, "H200") is not None,
+                        "verdict": getattr(floor_verdict(key, scale, "H200"), "verdict", "-")})
     return out
 
 
-def main() -> int:
-    print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'bias':>7}  8%      noise-limited")
-    for m in modes(live="--live" in sys.argv[1:]):
+def main(argv: list[str] | None = None) -> int:
+    print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'bias':>7}  8%      noise-limited  verdict")
+    for m in modes(live="--live" in (sys.argv[1:] if argv is None else argv)):
         print(f"{m['regime']:56} {m['gpus']:4d} {m['rows']:4d} {m['sets']:4d} {m['mean_abs_pct']:9.1f}% {m['bias_pct']:+6.1f}%  "
-              f"{'met' if m['meets'] else 'NOT met':7} {'yes' if m['noise_limited'] else 'no'}")
+              f"{'met' if m['meets'] else 'NOT met':7} {'yes' if m['noise_limited'] else 'no':13}  {m['verdict']}")
     return 0
 
 

@@ -139,3 +139,49 @@ def test_framework_by_run_refuses_a_bad_index_or_name(tmp_path):
         path.write_text(yaml.safe_dump(doc))
         with pytest.raises(SimclusterError, match=words):
             llm_usage(read_published(path, "published-llm-run"))
+
+
+def _kempnerforge_doc():
+    import yaml
+    from conftest import ROOT
+
+    doc = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())
+    doc["simcluster"]["machine"] = {k: str((ROOT / "calibration" / "published" / v).resolve()) if k.endswith("card") else v
+                                    for k, v in doc["simcluster"]["machine"].items()}
+    return doc
+
+
+def test_gpus_not_a_whole_number_of_nodes_is_one_line_naming_both_keys(tmp_path):
+    """Cold review B47 item 9: system.gpus_per_node 3 on KempnerForge's file (4-GPU runs and more): the file loader
+    refuses it at runs[i].gpus naming system.gpus_per_node (a ValueError or a path error deep in the model before)."""
+    import yaml
+
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage
+
+    doc = _kempnerforge_doc()
+    path = tmp_path / "llm-per-node.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert llm_usage(read_published(path, "published-llm-run")).gpus_per_node == doc["system"]["gpus_per_node"]
+    doc["system"]["gpus_per_node"] = 3
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SimclusterError, match=r"runs\[\d+\]\.gpus.*system\.gpus_per_node = 3"):
+        llm_usage(read_published(path, "published-llm-run"))
+
+
+def test_framework_of_takes_the_runs_index_and_refuses_a_copy():
+    """Cold review B47 item 10: framework_by_run by the index predict_run holds; a copied run is refused, not priced
+    with the file's default framework."""
+    from conftest import ROOT
+
+    from simcluster.errors import SimclusterError
+    from simcluster.published import read_published
+    from simcluster.reference.llm import framework_of
+
+    ref = read_published(ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml", "published-llm-run")
+    by_run = ref.usage["framework_by_run"]
+    i = next(iter(by_run))
+    assert framework_of(ref, dict(ref.runs[i]), i).name == by_run[i] == framework_of(ref, ref.runs[i]).name
+    with pytest.raises(SimclusterError, match="pass its index"):
+        framework_of(ref, dict(ref.runs[i]))

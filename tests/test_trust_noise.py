@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from conftest import ROOT, load_script
 
+from simcluster.trust import noise
 from simcluster.trust.band import trust_of
 from simcluster.trust.noise import (
     FLOOR_VERDICTS,
@@ -16,8 +17,11 @@ from simcluster.trust.noise import (
     SACOP1_CHECKED,
     SINGLE_HOST_CHECKED,
     TP2_HOST_BOUND,
+    FloorCheck,
+    FloorVerdict,
     floor_verdict,
     noise_floor,
+    verdict,
 )
 from simcluster.trust.regime import Regime
 from simcluster.trust.table import load_table
@@ -75,6 +79,12 @@ def test_the_regime_is_at_its_noise_floor():
     for f in NOISE_FLOORS:
         assert min(f.floor_pct) >= f.target_pct, f
         assert floor_verdict(f.regime, f.gpus, f.gpu).verdict == "noise-limited", f
+    recorded = (TP2_HOST_BOUND, FSDP2_HOST_BOUND, SINGLE_HOST_CHECKED)
+    assert NOISE_FLOORS == tuple(f for f in recorded if (v := floor_verdict(f.regime, f.gpus, f.gpu)) is not None
+                                 and v.verdict == "noise-limited")
+    # mendB47 (cold review B47 items 2-3): TP's bias (2.1 se) and single+host-bound's (row floor 7.7%, bias 2.8 se) make
+    # both model-limited: no regime is noise-limited today (both were marked before: this fails on the old rule)
+    assert NOISE_FLOORS == ()
 
 
 def test_the_tables_rows_are_the_ones_the_numbers_describe():
@@ -86,7 +96,21 @@ def test_the_tables_rows_are_the_ones_the_numbers_describe():
         assert (len(rows), len({r.source for r in rows})) == want, f.regime
 
 
-def test_tp_at_two_gpus_answers_unvalidated_with_its_own_band():
+def test_tp_at_two_gpus_is_model_limited_by_its_bias():
+    """mendB47: TP+host-bound at 2 GPUs' study population carries a lease bias beyond 2 se: model-limited, so its answer
+    is validated on its own band with that verdict as its caveat (unvalidated before: this fails on the old rule)."""
+    table = load_table()
+    t = trust_of(Regime("llm eager", TP2_HOST_BOUND.regime, 2.0, gpu="H200"), table)
+    assert t.status == "validated" and t.noise is None and t.caveat.startswith("model-limited at 2 GPUs (H200)")
+    assert TP2_HOST_BOUND.biased
+
+
+def test_a_noise_floor_answers_unvalidated_with_its_own_band(monkeypatch):
+    """The mechanism a noise-limited verdict drives (none today): TP's recorded floor put back as if marked."""
+    import simcluster.trust.band as band
+
+    monkeypatch.setattr(band, "noise_floor", lambda key, scale, gpu: TP2_HOST_BOUND
+                        if (key, scale, gpu) == (TP2_HOST_BOUND.regime, 2.0, "H200") else None)
     table = load_table()
     key = TP2_HOST_BOUND.regime
     two = trust_of(Regime("llm eager", key, 2.0, gpu="H200"), table)
@@ -104,8 +128,8 @@ def test_tp_at_two_gpus_answers_unvalidated_with_its_own_band():
     assert "noise_limited" not in four.to_json()
 
 
-def test_no_other_regime_scale_or_gpu_is_noise_limited():
-    assert noise_floor(TP2_HOST_BOUND.regime, 2.0, "H200") is TP2_HOST_BOUND
+def test_no_regime_scale_or_gpu_is_noise_limited():
+    assert noise_floor(TP2_HOST_BOUND.regime, 2.0, "H200") is None
     assert noise_floor(TP2_HOST_BOUND.regime, 4.0, "H200") is None
     assert noise_floor(TP2_HOST_BOUND.regime, None, "H200") is None
     assert noise_floor(TP2_HOST_BOUND.regime, 2.5, "H200") is None
@@ -132,23 +156,20 @@ def _bound_to_the_study(f, n: dict, table: tuple[int, int, float]) -> None:
     assert (f.rows, f.leases) == (rows, sets) and f.model_mean_abs_pct == pytest.approx(mean, abs=0.05)
 
 
-def test_sac_by_op_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the_target():
+def test_sac_by_op_floor_is_the_studys_and_below_the_target_is_not_marked():
     """Session 43: single+sac-op's floor computed as TP's (studies/sacop_lease_noise.py over every op launch of the
-    regime's own shapes); the recorded numbers are the study's, and the regime is in NOISE_FLOORS if and only if its
-    floor (the lower of empirical and normal) reaches the target."""
+    regime's own shapes); the recorded numbers are the study's; a floor under the target never marks (5.5-7.1%)."""
     s = load_script("studies/sacop_lease_noise.py")
     n, f = s.regime_numbers(), SACOP1_CHECKED
     _bound_to_the_study(f, n, s.table_rows())
-    marked = noise_floor(f.regime, 1.0, "H200") is not None
-    assert marked == (min(f.floor_pct) >= f.target_pct), (f.floor_pct, marked)
-    assert not marked   # 5.5-7.1% < 8%: SAC by op is not at its noise floor (session 43)
+    assert min(f.floor_pct) < f.target_pct and noise_floor(f.regime, 1.0, "H200") is None   # 5.5-7.1% < 8%: SAC by op is not at its noise floor (session 43)
 
 
-def test_fsdp_host_bound_floor_is_the_studys_and_marks_the_regime_only_at_or_above_the_target():
+def test_fsdp_host_bound_floor_is_the_studys_and_its_rows_meeting_the_target_drop_the_mark():
     """Session 43 (fsdpfloor): FSDP+host-bound's floor computed as TP's (studies/fsdp_lease_noise.py over every 2-rank
-    FSDP2 NVLink process of a shape today's model prices host-bound); the recorded numbers are the study's, the text
-    states the bias as the study judges it, and the regime is in NOISE_FLOORS if and only if its floor reaches the
-    target (8.3-8.6% >= 8%: marked)."""
+    FSDP2 NVLink process of a shape today's model prices host-bound); the recorded numbers are the study's and the text
+    states the bias as the study judges it. Its floor (8.5-8.6%) reaches the target, but since session 47 its rows do
+    too (7.8%): the verdict is 'met: no mark' and the recorded floor marks nothing."""
     s = load_script("studies/fsdp_lease_noise.py")
     n, f = s.regime_numbers(), FSDP2_HOST_BOUND
     p = n["preset"]
@@ -191,29 +212,29 @@ def test_fsdp_host_bound_at_two_gpus_answers_validated_with_its_verdict():
 
 
 def test_the_lab_modes_list_is_its_print_today_and_marks_only_the_noise_floors():
-    """studies/eager_lab_modes.txt (quoted in llm.md) is what the study prints from the shipped table; a regime reads
-    noise-limited there exactly where trust/noise.py marks it."""
+    """studies/eager_lab_modes.txt (quoted in llm.md) is what the study prints --live (the rows as the table builder reads
+    them now), every GPU count included (cold review B47: the 4-GPU rows were left out); a regime reads noise-limited
+    there exactly where its verdict is, and every regime that misses the target has a verdict."""
     import contextlib
     import io
 
     s = load_script("studies/eager_lab_modes.py")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        s.main()
+        s.main(["--live"])
     shipped = (ROOT / "studies" / "eager_lab_modes.txt").read_text().splitlines()[1:]
     assert out.getvalue().splitlines() == shipped
-    # each floor's own rule, not noise_floor() again (the modes' column is noise_floor itself): a regime reads
-    # noise-limited exactly where a recorded floor at that GPU count reaches its target; one without a floor never does
-    floors = {(f.regime, f.gpus): f for f in (*NOISE_FLOORS, SACOP1_CHECKED)}
-    for m in s.modes():
-        f = floors.get((m["regime"], m["gpus"]))
-        assert m["noise_limited"] == (f is not None and min(f.floor_pct) >= f.target_pct), (m["regime"], m["gpus"])
+    modes = s.modes(live=True)
+    assert any(m["gpus"] == 4 for m in modes)
+    for m in modes:
+        assert m["noise_limited"] == (m["verdict"] == "noise-limited"), (m["regime"], m["gpus"])
+        assert m["meets"] or m["verdict"] != "-", (m["regime"], m["gpus"])
 
 
-def test_fsdp_host_bound_answer_carries_the_marks_weak_points():
-    """Review B 43's finding 2: a noise-limited FSDP+host-bound answer says, in the answer itself, the thin margin (the
-    floor without the two profiled calls, the study's part 5) and its registered leases' reads (each readout.txt's D / M
-    lines); the text and the JSON carry it; TP's and SAC's floors carry none."""
+def test_fsdp_host_bound_record_keeps_the_marks_weak_points_and_its_answer_drops_them():
+    """Review B 43's finding 2: FSDP+host-bound's recorded floor keeps its weak points (the thin margin: the floor
+    without the two profiled calls, the study's part 5; its registered leases' reads, each readout.txt's D / M lines);
+    since session 47 it is not marked, so its answer carries none of them; TP's and SAC's floors carry none."""
     s = load_script("studies/fsdp_lease_noise.py")
     name, keep = s.SUBSETS[0]
     assert "profiled" in name
@@ -227,11 +248,11 @@ def test_fsdp_host_bound_answer_carries_the_marks_weak_points():
     assert f.model_mean_abs_pct > fhi and f.caveat.startswith(
         f"model {f.model_mean_abs_pct:.1f}% on the floor's own rows, above the floor ({flo:.1f}-{fhi:.1f}%): the mark rests "
         "on the floor alone")
-    for lease, verdict in (("lease2", "MODEL (another term)"), ("lease3", "UNDECIDED")):
+    for lease, read in (("lease2", "MODEL (another term)"), ("lease3", "UNDECIDED")):
         lines = (ROOT / f"calibration/h200x2-eager-fsdphost-{lease}-2026-11-30/readout.txt").read_text().splitlines()
-        assert any(line.startswith(f"D: {verdict}") for line in lines), lease
+        assert any(line.startswith(f"D: {read}") for line in lines), lease
         mean = next(line for line in lines if line.startswith("M: ")).split("mean |error| ")[1].split("%")[0]
-        assert f"{verdict}' at {mean}%" in f.caveat, (lease, mean)
+        assert f"{read}' at {mean}%" in f.caveat, (lease, mean)
     table = load_table()   # session 47: no longer marked, so its answer carries the verdict, not the mark's weak points
     answer = trust_of(Regime("llm eager", f.regime, 2.0, gpu="H200"), table)
     assert "weak points" not in answer.text() and "noise_limited" not in answer.to_json()
@@ -239,12 +260,12 @@ def test_fsdp_host_bound_answer_carries_the_marks_weak_points():
         assert not other.caveat and "weak points" not in other.text() and other.to_json()["caveat"] is None
 
 
-def test_single_host_bound_floor_is_the_studys_and_is_marked_by_the_rule():
+def test_single_host_bound_floor_is_the_studys_and_the_rule_finds_a_model_miss():
     """Session 44 (hostsingle): single+host-bound's floor computed as TP's (studies/single_host_noise.py over every
     one-GPU eager single process of a shape today's model prices host-bound); the recorded numbers are the study's and
-    the table's rows (as the builder reads them now) come from the study's table sets. Its floor reaches the target
-    (10.9-11.2% with the hostsingle set's processes) but the lease term beyond its 8 dof of processes is nil, short of the marking's premise
-    (test_the_regime_is_at_its_noise_floor): not marked."""
+    the table's rows (as the builder reads them now) come from the study's table sets. Its per-process floor reaches the
+    target (10.9-11.2%), but the row-level floor of its own rows does not (7.7%) and its bias is beyond 2 se:
+    model-limited (mendB47; noise44 had marked it)."""
     s = load_script("studies/single_host_noise.py")
     n, f = s.regime_numbers(), SINGLE_HOST_CHECKED
     rows, sources, mean, bundles = s.table_rows()
@@ -252,11 +273,10 @@ def test_single_host_bound_floor_is_the_studys_and_is_marked_by_the_rule():
     assert bundles <= set(s.TABLE_SETS) | set(s.CKPT_TABLE_SETS) and set(s.TABLE_SETS) <= {r["call"] for r in s.processes()}
     assert f.biased   # +9.7% at 2.8 se: the host fit's lease, said in noise.py, not fitted
     assert min(f.floor_pct) >= f.target_pct and f.lease_sd < f.process_sd / 2
-    # session 47 (noise44): the rule asks no lease term; both populations' floors reach the target and the model's
-    # excess is within 2 se, so it is noise-limited and marked (not marked before: this fails on the old status)
-    assert noise_floor(f.regime, 1.0, "H200") is f
+    # mendB47: model-limited (marked by noise44's rule: this fails on it)
+    assert noise_floor(f.regime, 1.0, "H200") is None and floor_verdict(f.regime, 1, "H200").verdict == "model-limited"
     answer = trust_of(Regime("llm eager", f.regime, 1.0, gpu="H200"), load_table())
-    assert answer.status == "unvalidated" and answer.noise is f and "apart from a bias of +9.7%" in answer.text()
+    assert answer.noise is None and answer.caveat.startswith("model-limited at 1 GPU (H200)")
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +291,7 @@ def test_the_recorded_verdicts_are_the_studys(floors):
     for v in FLOOR_VERDICTS:
         f = floors[(v.regime, v.gpus)]
         assert (v.verdict, v.rows, v.sets) == (f["verdict"], f["rows"], f["sets"]), v.regime
+        assert v.verdict == verdict(f["checks"], f["mean_abs_pct"])   # the study calls the one rule
         assert v.mean_abs_pct == pytest.approx(f["mean_abs_pct"], abs=0.05)
         pops = [p for p in (f["own"], f["study"]) if p is not None]
         assert len(v.checks) == len(pops)
@@ -282,20 +303,52 @@ def test_the_recorded_verdicts_are_the_studys(floors):
             assert c.floor_pct == pytest.approx(p["floor_pct"], abs=0.05)
             assert (c.model_pct, c.floor_same_pct) == (pytest.approx(p["model_same_pct"], abs=0.05),
                                                        pytest.approx(p["floor_same_pct"], abs=0.05))
-            assert (c.excess_pct, c.excess_se_pct) == (pytest.approx(p["excess_pct"], abs=0.05),
-                                                       pytest.approx(p["excess_se_pct"], abs=0.05))
+            assert (c.excess_pct, c.excess_se_pct) == (pytest.approx(p["excess_pct"], abs=0.005),
+                                                       pytest.approx(p["excess_se_pct"], abs=0.005))
+            assert (c.row_floor_pct, c.bias_pct, c.bias_se_pct) == (
+                pytest.approx(p["row_floor_pct"], abs=0.005), pytest.approx(p["bias_pct"], abs=0.005),
+                pytest.approx(p["bias_se_pct"], abs=0.005))
+            assert c.lease_premise == p["check"].lease_premise
 
 
-def test_each_verdict_is_the_rule_on_its_recorded_numbers():
-    """The rule (docs/models/trust.md): met where the rows reach the target; else model-limited where a population's
-    floor is under the target or the model's excess is beyond 2 se; else noise-limited where a population has a floor;
-    else no floor."""
-    for v in FLOOR_VERDICTS:
-        floored = [c for c in v.checks if c.floor_pct is not None]
-        model = any(min(c.floor_pct) < v.target_pct or c.excess_pct > 2 * c.excess_se_pct for c in floored)
-        want = ("met: no mark" if v.mean_abs_pct <= v.target_pct else "model-limited" if model
-                else "noise-limited" if floored else "no floor: too few repeats")
-        assert v.verdict == want, v.regime
+def test_every_gpu_count_that_misses_the_target_has_a_verdict():
+    """Cold review B47 item 1: no GPU-count filter: TP x DP+host-bound at 4 GPUs (19.9%) and the other 4-GPU misses get
+    a verdict, and answers there carry it (validated with an empty caveat before)."""
+    got = {(v.regime, v.gpus): v.verdict for v in FLOOR_VERDICTS}
+    assert got[("llm | PyTorch eager | TP x DP+host-bound | bf16", 4)] == "model-limited"
+    assert got[("llm | PyTorch eager | TP+host-bound | bf16", 4)] == "no floor: too few repeats"
+    assert got[("llm | PyTorch eager | TP | bf16", 4)] == "no floor: too few repeats"
+    t = trust_of(Regime("llm eager", "llm | PyTorch eager | TP x DP+host-bound | bf16", 4.0, gpu="H200"), load_table())
+    assert t.caveat.startswith("model-limited at 4 GPUs (H200)")
+
+
+def test_the_rule_asks_power_a_row_floor_and_no_bias():
+    """trust/noise.verdict on made-up checks: a floor and an excess that pass the old rule (floor >= target, excess within
+    2 se) are undecided when 2 se exceeds the gap to resolve, model-limited when the row-level floor is under the target
+    or the bias is beyond 2 se; noise-limited only when none of these holds. Every branch fails on noise44's rule."""
+    ok = FloorCheck("p", 40, 12, (10.9, 11.2), 11.0, 10.9, 0.1, 0.4, 10.0, 1.0, 1.0, True)
+    assert verdict((ok,), 9.0) == "noise-limited"
+    assert verdict((replace(ok, excess_se_pct=4.2),), 9.0) == "undecided: test too weak"   # 2 se 8.4 > gap 2.9
+    assert verdict((replace(ok, row_floor_pct=7.7),), 9.0) == "model-limited"   # repeats of a row reach the target
+    assert verdict((replace(ok, bias_pct=9.2, bias_se_pct=3.3),), 9.0) == "model-limited"   # a bias at 2.8 se
+    assert verdict((replace(ok, excess_pct=0.9),), 9.0) == "model-limited"
+    assert verdict((ok,), 8.0) == "met: no mark"
+    assert verdict((FloorCheck("p", 3, 0, None), ok), 9.0) == "noise-limited"
+    assert verdict((FloorCheck("p", 3, 0, None),), 9.0) == "no floor: too few repeats"
+    assert verdict((replace(ok, excess_se_pct=4.2), replace(ok, bias_pct=9.2, bias_se_pct=3.3)), 9.0) == "model-limited"
+    assert verdict((replace(ok, lease_premise=False),), 9.0, premise=True) == "undecided: test too weak"
+    assert verdict((replace(ok, excess_pct=0.9),), 9.0, se=2.5) == "noise-limited"
+
+
+def test_an_undecided_regime_is_unvalidated_and_not_called_noise_limited(monkeypatch):
+    """The lead's decision: 'undecided: test too weak' keeps the regime unvalidated, with no noise floor and no
+    'noise-limited' in its answer."""
+    key = "llm | PyTorch eager | FSDP | bf16"
+    weak = FloorCheck("p", 40, 12, (10.9, 11.2), 11.0, 10.9, 0.1, 4.2, 10.0, 1.0, 1.0, True)
+    monkeypatch.setattr(noise, "FLOOR_VERDICTS", (FloorVerdict(key, 2, 10, 3, 9.0, (weak,)),))
+    t = trust_of(Regime("llm eager", key, 2.0, gpu="H200"), load_table())
+    assert t.status == "unvalidated" and t.noise is None and "noise-limited" not in t.text()
+    assert t.caveat.startswith("undecided: test too weak at 2 GPUs") and "unvalidated (its noise test too weak)" in t.text()
 
 
 def test_the_status_follows_the_verdict():
@@ -306,7 +359,7 @@ def test_the_status_follows_the_verdict():
     for v in FLOOR_VERDICTS:
         t = trust_of(Regime("llm eager", v.regime, float(v.gpus), gpu="H200"), table)
         enough = table.regimes[v.regime].enough
-        assert (t.status == "unvalidated") == (v.verdict == "noise-limited" or not enough), v.regime
+        assert (t.status == "unvalidated") == (v.verdict in ("noise-limited", "undecided: test too weak") or not enough), v.regime
         assert (t.noise is not None) == (v.verdict == "noise-limited" and enough), v.regime
         assert t.caveat.startswith(f"{v.verdict} at {v.gpus} GPU") and v.text() in t.text(), v.regime
         assert t.to_json()["caveat"] == t.caveat

@@ -101,15 +101,24 @@ def test_the_power_is_the_normal_chance_and_the_limit_the_rule_s():
     assert s.power(0.01, 0.049)[1] < 0.05   # a gap inside the limit: ADOPT only beyond the with-wait side, rarely
 
 
-def test_the_set_enters_the_error_bands_as_fsdp_rows(tmp_path):
+def assert_enters_as_zero2_and_control_rows(tmp_path, bundle_key: str, bundle, synthetic, zero2: str, step_ms: float) -> list:
+    """A zero2 / control set (zero2b, zero2c) enters the error bands through heldout/eager_nosync: no rows without runs/,
+    a zero-2 and a zero-3 row with them, the zero2 row at its processes' step; returns the rows (shared, cold review
+    B47 item 12)."""
     from simcluster.heldout import eager_cudnnstep, eager_nosync
 
-    assert eager_nosync.ZERO2B_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2B_BUNDLE
+    key = getattr(eager_nosync, bundle_key)
+    assert key in eager_cudnnstep.STEP_SET_BUNDLES and bundle.name in key
     assert eager_nosync.held_out_rows(tmp_path) == []
-    got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {ZERO2: 1.1}))
+    got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {zero2: 1.1}))
     assert len(got) == 2 and sorted(r["zero"] for r in got) == [2, 3]
     z = next(r for r in got if r["label"].startswith("8b fsdp zero2"))
-    assert math.isclose(z["measured_s"], zero2_predicted()["step_ms"] / 1e3 * 1.1, rel_tol=0.01)
+    assert math.isclose(z["measured_s"], step_ms / 1e3 * 1.1, rel_tol=0.01)
+    return got
+
+
+def test_the_set_enters_the_error_bands_as_fsdp_rows(tmp_path):
+    assert_enters_as_zero2_and_control_rows(tmp_path, "ZERO2B_BUNDLE", BUNDLE, synthetic, ZERO2, zero2_predicted()["step_ms"])
 
 
 def test_the_regather_is_off_in_the_product_and_moves_zero_2_only():

@@ -85,12 +85,7 @@ def test_the_power_reads_the_development_sets_gpu_bound_rows():
 
 
 def test_the_set_enters_the_error_bands_as_fsdp_rows(tmp_path):
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
-
-    assert eager_nosync.ZERO2C_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2C_BUNDLE
-    assert eager_nosync.held_out_rows(tmp_path) == []
-    got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {ZERO2: 1.1}))
-    assert len(got) == 2 and sorted(r["zero"] for r in got) == [2, 3]
+    got = test_zero2b_set.assert_enters_as_zero2_and_control_rows(tmp_path, "ZERO2C_BUNDLE", BUNDLE, synthetic, ZERO2,
+                                                                   zero2_predicted()["step_ms"])
     z = next(r for r in got if r["label"].startswith("8b fsdp zero2"))
-    assert math.isclose(z["measured_s"], zero2_predicted()["step_ms"] / 1e3 * 1.1, rel_tol=0.01)
     assert z["host_bound"] is False

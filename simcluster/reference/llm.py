@@ -117,7 +117,8 @@ def llm_usage(ref: Published) -> LlmUsage:
         at = f"{where}.models[{str(name)[:40]!r}]"
         known_keys(fills, MODEL_PARSERS, at)
         models[name] = {k: checked(fills, k, at, MODEL_PARSERS[k]) for k in fills if fills[k] is not None}
-    framework_choice(ref), framework_by_run(ref)
+    framework_choice(ref)
+    framework_by_run(ref)
     for run in ref.runs:
         memory_options(ref, run)
         memory_options(ref, run, "recipe", RECIPE_PARSERS)
@@ -128,6 +129,11 @@ def llm_usage(ref: Published) -> LlmUsage:
                 raise SimclusterError("no run's model.name is this name", where=f"{ref.path}: simcluster.{key}[{str(name)[:40]!r}]")
     per_node = ref.system.get("gpus_per_node")
     per_node = NODE_GPUS if per_node is None else checked(ref.system, "gpus_per_node", f"{ref.path}: system", lambda v: count(v, 64))
+    for i, run in enumerate(ref.runs):   # a run over a node must fill whole nodes (machine_for builds gpus // per_node)
+        gpus = run.get("gpus") if isinstance(run, dict) else None
+        if isinstance(gpus, int) and gpus > per_node and gpus % per_node:
+            raise SimclusterError(f"{gpus} GPUs is not a whole number of nodes of system.gpus_per_node = {per_node}: expected "
+                                  "a multiple of it (or at most one node)", where=f"{ref.path}: runs[{i}].gpus")
     return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node)
 
 
@@ -237,16 +243,22 @@ def filled_model(model: dict, assumed: dict, used: list[str]) -> dict:
     return filled
 
 
-def framework_of(ref: Published, run: dict | None = None):
+def framework_of(ref: Published, run: dict | None = None, index: int | None = None):
     """The training code the source ran (`simcluster.framework`, default megatron): e.g. megatron-unfused-attention
     for Megatron-LM before flash attention (llm/spec.py); `simcluster.framework_by_model` names another one for the
-    runs of one model (a recipe's own setting, e.g. its loss fusion), `framework_by_run` one for a run (over both)."""
+    runs of one model (a recipe's own setting, e.g. its loss fusion), `framework_by_run` one for a run (over both), by
+    the run's `index` in ref.runs (predict_run passes it; a caller without it passes one of ref.runs itself: a copy of
+    a run of a file with framework_by_run is refused rather than priced with the wrong framework, cold review B47 item 10)."""
     from simcluster.llm.framework import FRAMEWORKS
 
     default, by_model = framework_choice(ref)
     model = (run or {}).get("model")
-    index = next((i for i, r in enumerate(ref.runs) if r is run), None)
-    name = framework_by_run(ref).get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None)
+    by_run = framework_by_run(ref)
+    if index is None and run is not None:
+        index = next((i for i, r in enumerate(ref.runs) if r is run), None)
+        if index is None and by_run:
+            raise SimclusterError("framework_by_run: the run is not one of the file's runs; pass its index", where=str(ref.path))
+    name = by_run.get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None)
     framework = FRAMEWORKS[name or default]
     recipe = {k: v for k, v in memory_options(ref, run, "recipe", RECIPE_PARSERS).items() if k != "fp8_scaling"}
     return replace(framework, **memory_options(ref, run), **recipe)
@@ -332,7 +344,7 @@ def predict_run(ref: Published, usage: LlmUsage, i: int, run: dict) -> RunPredic
     machine = machine_for(usage, gpus)
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-    framework, gpu = framework_of(ref, run), load_gpu(machine.gpu_card)[0]
+    framework, gpu = framework_of(ref, run, i), load_gpu(machine.gpu_card)[0]
     result = predict_llm(model, par, batch, gpu, net, gpus, "megatron", trace=False, framework=framework)
     return RunPrediction(model, par, batch, used, gpu, framework, result, *_compared(ref, run, model, batch, result))
 
@@ -344,7 +356,7 @@ def printed_family(ref: Published, usage: LlmUsage, i: int, run: dict) -> str:
         zero = p.get("zero") if p.get("zero") is not None else usage.assumptions.get("zero", 0)
         precision = (run.get("batch") or {}).get("precision") or usage.assumptions.get("precision", "")
         fp8 = "fp8" in str(precision).lower()   # moe: experts printed, or EP > 1
-        return published_family(framework_of(ref, run).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
+        return published_family(framework_of(ref, run, i).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
                                 int(m.get("seq") or 0), int(zero or 0), "fp8" if fp8 else "bf16")
     except SimclusterError:
         return ""

@@ -151,6 +151,7 @@ class Trust:
         span += f"; {self.gpus_text()}" if self.gpus_text() else ""
         status = (f"unvalidated, {self.noise.text()}; the band from " if self.noise is not None
                   else f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
+                  else "unvalidated (its noise test too weak), the band from " if self.status == "unvalidated"
                   else "")   # extrapolated across GPUs alone: gpu_text says so
         return (f"{band}; {status}{self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
                 f"{self.gpu_text()}")
@@ -183,6 +184,9 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
             band = pooled_band(trust.rho, own_range)
             return replace(trust, status="unvalidated", noise=floor, rho=band, widened=band != trust.rho,
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
+        verdict = floor_verdict(regime.key, regime.scale, regime.gpu)
+        if verdict is not None and verdict.verdict == "undecided: test too weak":   # the miss not excused, nor validated
+            return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
         # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
         return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
