@@ -31,7 +31,7 @@ from simcluster.errors import SimclusterError
 from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
-from simcluster.reference.llm_frameworks import framework_by_run, framework_choice
+from simcluster.reference.llm_frameworks import framework_by_run, framework_choice, framework_name
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys
 from simcluster.trust.regime import published_family
@@ -251,15 +251,7 @@ def framework_of(ref: Published, run: dict | None = None, index: int | None = No
     a run of a file with framework_by_run is refused rather than priced with the wrong framework, cold review B47 item 10)."""
     from simcluster.llm.framework import FRAMEWORKS
 
-    default, by_model = framework_choice(ref)
-    model = (run or {}).get("model")
-    by_run = framework_by_run(ref)
-    if index is None and run is not None:
-        index = next((i for i, r in enumerate(ref.runs) if r is run), None)
-        if index is None and by_run:
-            raise SimclusterError("framework_by_run: the run is not one of the file's runs; pass its index", where=str(ref.path))
-    name = by_run.get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None)
-    framework = FRAMEWORKS[name or default]
+    framework = FRAMEWORKS[framework_name(ref, run, index)]
     recipe = {k: v for k, v in memory_options(ref, run, "recipe", RECIPE_PARSERS).items() if k != "fp8_scaling"}
     return replace(framework, **memory_options(ref, run), **recipe)
 

@@ -44,3 +44,17 @@ def framework_by_run(ref: Published) -> dict[int, str]:
         if not isinstance(framework, str) or framework not in FRAMEWORKS:
             raise SimclusterError(f"{short(framework)} is not one of {', '.join(FRAMEWORKS)}", where=at)
     return by_run
+
+
+def framework_name(ref: Published, run: dict | None, index: int | None) -> str:
+    """The framework a run is priced with: `framework_by_run[index]`, else `framework_by_model[its model.name]`, else the
+    file's `framework`. Without an index the run is looked up by identity in ref.runs; a copy of a run of a file with
+    framework_by_run is refused (cold review B47 item 10)."""
+    default, by_model = framework_choice(ref)
+    by_run = framework_by_run(ref)
+    if index is None and run is not None:
+        index = next((i for i, r in enumerate(ref.runs) if r is run), None)
+        if index is None and by_run:
+            raise SimclusterError("framework_by_run: the run is not one of the file's runs; pass its index", where=str(ref.path))
+    model = (run or {}).get("model")
+    return by_run.get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None) or default
