@@ -113,6 +113,11 @@ def test_a_lab_bundle_names_its_gpu_by_its_folder_or_its_nvidia_smi(tmp_path):
     assert bundle_gpu(tmp_path / "lab-run") == "B200"
 
 
+# A file whose GPU has no card of its own and is priced on another's, said in the file's `why` (session 47 moelong;
+# cold review A47 item 11): the A800 is the A100 chip with NVLink cut to 400 GB/s; its rows count as A800 rows.
+PRICED_ON_ANOTHER_CARD = {"llm-flagperf-qwen15-moe-a800-megatron.yaml": ("A800", "A100")}
+
+
 def test_every_compared_published_llm_file_names_the_gpu_of_the_card_it_is_predicted_on():
     from simcluster.hardware.gpu import load_gpu
     from simcluster.published import published_files, read_published
@@ -123,7 +128,8 @@ def test_every_compared_published_llm_file_names_the_gpu_of_the_card_it_is_predi
     for file in published_files(None, "llm-"):
         ref = read_published(file, "published-llm-run")
         card = gpu_model(load_gpu(llm_usage(ref).gpu_card)[0].name)
-        assert source_gpu(ref) == card, f"{file.name}: system.gpu names {source_gpu(ref)!r}, the card {card!r}"
+        assert (source_gpu(ref), card) in {(card, card), PRICED_ON_ANOTHER_CARD.get(file.name)}, \
+            f"{file.name}: system.gpu names {source_gpu(ref)!r}, the card {card!r}"
         seen += 1
     assert seen >= 20
 

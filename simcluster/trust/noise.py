@@ -295,9 +295,10 @@ OWN = "the table rows' own processes"
 # studies/eager_noise_floors.py's numbers (session 47, re-derived by mendB47 after cold review B47: every GPU count,
 # the row-level floor, the bias, the power condition); each verdict is computed by `verdict`, none is typed in
 FLOOR_VERDICTS = (
-    FloorVerdict("llm | PyTorch eager | FSDP+compile+ckpt | bf16", 2, 2, 2, 8.55, (
-        FloorCheck(OWN, 4, 2, None),
-    )),  # no floor: too few repeats
+    FloorVerdict("llm | PyTorch eager | FSDP+compile+ckpt | bf16", 2, 4, 3, 10.87, (
+        FloorCheck(OWN, 10, 4, (3.14, 3.19), 11.47, 3.14, 8.33, 3.0,
+                   2.05, 9.59, 2.74, False),
+    )),  # model-limited (no floor until session 47's repeats47 set ran three processes a shape)
     FloorVerdict("llm | PyTorch eager | FSDP+host-bound | bf16", 2, 21, 9, 7.78, (
         FloorCheck(OWN, 35, 11, (6.6, 12.37), 7.39, 6.6, 0.79, 1.53,
                    12.07, -0.74, 2.96, True),
