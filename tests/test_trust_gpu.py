@@ -114,7 +114,8 @@ def test_a_lab_bundle_names_its_gpu_by_its_folder_or_its_nvidia_smi(tmp_path):
 
 
 # A file whose GPU has no card of its own and is priced on another's, said in the file's `why` (session 47 moelong;
-# cold review A47 item 11): the A800 is the A100 chip with NVLink cut to 400 GB/s; its rows count as A800 rows.
+# cold review A47 item 11): the A800 is the A100 chip with NVLink cut to 400 GB/s. The bands record a row under its
+# card's GPU (reference/llm: regime.gpu), so this row counts as an A100 row in the GPU scope (cold read C47 item 7).
 PRICED_ON_ANOTHER_CARD = {"llm-flagperf-qwen15-moe-a800-megatron.yaml": ("A800", "A100")}
 
 
