@@ -179,6 +179,12 @@ def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
     # the sensitivity line (cold review B47 item 4): the same rule at 2.5 se, and with session 43's lease premise
     out["at_2_5_se"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, se=2.5)
     out["with_premise"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, premise=True)
+    # cold review C47 item 3: an unknown lease term (across-set dof 0) taken as zero, the rule before mendC47; item 6:
+    # met only with a margin, mean |error| + 1 se (the rows' sd of |error| / sqrt(rows)) at or under the target
+    out["lease_zero"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, lease_zero=True)
+    errs = [100 * abs(r["err"]) for r in rows]
+    out["mean_se_pct"] = statistics.stdev(errs) / math.sqrt(len(errs)) if len(errs) > 1 else math.inf
+    out["with_margin"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, margin_pct=out["mean_se_pct"])
     return out
 
 
@@ -212,7 +218,8 @@ def population(procs: list[dict], name: str = "the table rows' own processes") -
     bias_se = bias["bias_se"] if bias["calls"] > 1 else 0.0
     check = FloorCheck(name, len(procs), len(repeated), floor, 100 * statistics.mean(abs(p["err"]) for p in same),
                        100 * statistics.mean(p["dev"] for p in same), 100 * d, 100 * se, row_floor,
-                       100 * bias["bias_mean"], 100 * bias_se, ls >= ps / 2 and bool(n["process_dof"]))
+                       100 * bias["bias_mean"], 100 * bias_se, ls >= ps / 2 and bool(n["process_dof"]),
+                       bool(n["across_dof"]))
     return out | {"process_sd": ps, "process_dof": n["process_dof"], "lease_sd": ls,
                   "across_dof": n["across_dof"], "floor_pct": floor, "floor_processes": len(same),
                   "model_same_pct": check.model_pct, "floor_same_pct": check.floor_same_pct,
@@ -240,9 +247,11 @@ def line(name: str, p: dict) -> str:
     if "floor_pct" not in p:
         return head + f"{'':60} {p['verdict']}"
     lo, hi = p["floor_pct"]
-    return head + (f"{p['process_sd']:7.3f} {p['lease_sd']:6.3f} {lo:6.1f}-{hi:4.1f}% {p['floor_processes']:4d} "
+    lease = f"{p['lease_sd']:6.3f}" if p["check"].lease_known else f"{'n/a':>6}"
+    return head + (f"{p['process_sd']:7.3f} {lease} {lo:6.1f}-{hi:4.1f}% {p['floor_processes']:4d} "
                    f"{p['model_same_pct']:5.1f}% {p['floor_same_pct']:5.1f}% {p['excess_pct']:+5.1f} (se {p['excess_se_pct']:.1f}, "
-                   f"{p['excess_pct'] / p['excess_se_pct']:+.1f} se) {p['row_floor_pct']:5.1f}% "
+                   f"{p['excess_pct'] / p['excess_se_pct']:+.1f} se) "
+                   + (f"{p['row_floor_pct']:5.1f}% " if p["check"].lease_known else f"{'unkn.':>6} ")
                    + (f"{p['bias_pct']:+5.1f} (se {p['bias_se_pct']:.1f})" if p["bias_se_pct"] else f"{'one call':>15}")
                    + f"  {p['verdict']}")
 
@@ -258,9 +267,12 @@ def main() -> int:
         if f["study"] is not None:
             print(line(f["study"]["name"], f["study"]))
     print("\nsensitivity (the rule was set with these regimes' numbers in view): the verdict at 2.5 se; with session 43's "
-          "lease premise (lease_sd >= process_sd / 2, else undecided)")
+          "lease premise (lease_sd >= process_sd / 2, else undecided); with an unknown lease term (across-set dof 0) taken "
+          "as zero (the rule before mendC47); met only with a margin (mean |error| + 1 se <= 8%)")
     for f in found:
-        print(f"  {f['regime']} at {f['gpus']}: {f['verdict']}; at 2.5 se {f['at_2_5_se']}; with the premise {f['with_premise']}")
+        print(f"  {f['regime']} at {f['gpus']}: {f['verdict']}; at 2.5 se {f['at_2_5_se']}; with the premise {f['with_premise']}; "
+              f"lease unknown as zero {f['lease_zero']}; with a margin ({f['mean_abs_pct']:.2f} + {f['mean_se_pct']:.2f}%) "
+              f"{f['with_margin']}")
     print("\nthe sets whose processes repeat a shape; table rows whose processes could not be told apart (left out)")
     for f in found:
         print(f"  {f['regime']} at {f['gpus']}: own {', '.join(f['own']['sets_with_repeats']) or 'none'}"

@@ -13,11 +13,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from moe_rows import PUBLISHED, read_published, summary  # noqa: E402
 
+from simcluster.errors import SimclusterError  # noqa: E402
+
+USAGE = "usage: python studies/moe_file_rows.py STEM (a file of calibration/published, with or without .yaml)"
+
 
 def main(stem: str) -> None:
+    stem = stem.removesuffix(".yaml")
     rows = len(read_published(PUBLISHED / f"{stem}.yaml", "published-llm-run").runs)
     summary([(stem, range(rows))], stem)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) != 2:
+        sys.exit(USAGE)
+    try:
+        main(Path(sys.argv[1]).name)
+    except SimclusterError as exc:
+        sys.exit(f"moe_file_rows: {exc}")

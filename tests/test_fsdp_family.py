@@ -108,6 +108,11 @@ def test_kempnerforge_config_validation_record_is_self_consistent_and_its_rows_w
     compared = [i for i in range(len(doc["runs"])) if i not in doc["simcluster"]["runs_not_compared"]]
     assert compared == [2, 3, 4, 7]
     assert [i for i in compared if doc["runs"][i]["parallel"]["tp"] > 1] == [3, 7]
+    # cold review C47 item 2 (mendC47): run 7 repeats the MFU report's run 13 configuration, whose prediction was printed
+    # before kfcv's: not held out (its error was knowable), as Megatron-Bridge 25.09 row 1 (mendA47)
+    assert doc["simcluster"]["held_out"] is True and list(doc["simcluster"]["runs_not_held_out"]) == [7]
+    twin = yaml.safe_load((ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml").read_text())["runs"][13]
+    assert [(r["model"]["layers"], r["parallel"]["tp"], r["gpus"]) for r in (twin, doc["runs"][7])] == [(80, 4, 32)] * 2
     assert [round(llama_params(doc["runs"][i]["model"]) / 1e9, 2) for i in (2, 7)] == [8.03, 70.55]
     for i in compared:
         run = doc["runs"][i]

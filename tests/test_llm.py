@@ -527,7 +527,7 @@ def test_published_runs_stay_within_their_documented_error():
     moved them from 6.1% mean, max 12% (the model had been changed after seeing them) to 9.5%, max 17.9%, while the
     held-out rows went 10.7% -> 8.9% mean. The Llama 3 405B rows were within 10% until session 25, whose context-parallel
     attention fix and ZeRO-2 per-micro-batch reduce-scatter moved them to -6.6 / -18.6 / +19.6% (pinned in
-    tests/test_reference.py; llm.md says why)."""
+    tests/test_reference_llm.py; llm.md says why)."""
     from simcluster.reference.llm import validate_published_llm
 
     root = pathlib.Path(__file__).resolve().parent.parent / "calibration" / "published"

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted((ROOT / "calibration").rglob("*-tuning/stdout.txt"))
 
 
-# NCCL's logged decisions against the model (779 of 779): tests/test_reference.py, through `simcluster validate --decisions`.
+# NCCL's logged decisions against the model (779 of 779): tests/test_reference_decisions.py, through `simcluster validate --decisions`.
 
 
 def test_every_tuning_log_is_read():

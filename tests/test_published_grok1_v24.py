@@ -37,3 +37,18 @@ def test_grok1_v24_same_layout_and_assumptions_as_v25():
     # both development for the EP-bytes change: v25.02 named it, v24.11.1 is its twin (cold review A47 item 3)
     assert GROK["simcluster"]["held_out"] is False and GROK_V25["simcluster"]["held_out"] is False
     assert "twin of the development source" in GROK["simcluster"]["why"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], "usage: python studies/moe_file_rows.py STEM"),
+    (["no-such-file.yaml"], "moe_file_rows: "),
+])
+def test_moe_file_rows_bad_input_is_one_line(argv, expected):
+    """Cold review C47 item 8: no argument, or a stem no file has, is one line on stderr, not a traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "studies" / "moe_file_rows.py"), *argv], capture_output=True,
+                          text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 1 and done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
+    assert "no-such-file.yaml.yaml" not in done.stderr

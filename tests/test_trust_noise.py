@@ -308,7 +308,7 @@ def test_the_recorded_verdicts_are_the_studys(floors):
             assert (c.row_floor_pct, c.bias_pct, c.bias_se_pct) == (
                 pytest.approx(p["row_floor_pct"], abs=0.005), pytest.approx(p["bias_pct"], abs=0.005),
                 pytest.approx(p["bias_se_pct"], abs=0.005))
-            assert c.lease_premise == p["check"].lease_premise
+            assert (c.lease_premise, c.lease_known) == (p["check"].lease_premise, p["check"].lease_known)
 
 
 def test_every_gpu_count_that_misses_the_target_has_a_verdict():

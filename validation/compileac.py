@@ -112,10 +112,8 @@ def read_out(bundle: Path) -> dict:
                       ("ADOPT" if worst["predicted_fixed"] <= judge["mem_pct"] / 100 and worst["predicted_fixed"] < worst["predicted"]
                        else "KEEP") + f": fixed max |error| {worst['predicted_fixed']:.1%} vs before {worst['predicted']:.1%}")
     bad = [v for v, m in per["predicted"].items() if m > target]
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     "NO DATA" if len(per["predicted"]) < len(VARIANTS) else
-                     f"MODEL: {', '.join(bad)} not within" if bad else
-                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    verdicts["D"] = compilefsdp.rule_d(above, len(per["predicted"]) == len(VARIANTS),
+                                       f": {', '.join(bad)} not within" if bad else "", mem_met)
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 

@@ -85,6 +85,14 @@ def graphs_line(procs: list[dict]) -> str:
                      for name, c in compiled) or "NO DATA"
 
 
+def rule_d(above: bool, complete: bool, miss: str, mem_met: bool) -> str:
+    """Rule D's ladder (compileac.py's and repeats47.py's too): NOISE where process noise alone exceeds the target, NO DATA where a
+    registered row has no process, MODEL + `miss` (the read-out's words for what is not within; empty: none), MEMORY
+    where the steps are met and memory is not, else MET."""
+    return ("NOISE: process noise alone exceeds the target" if above else "NO DATA" if not complete else
+            f"MODEL{miss}" if miss else "MEMORY: steps met, memory not" if not mem_met else "MET")
+
+
 def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
@@ -96,11 +104,10 @@ def read_out(bundle: Path) -> dict:
         f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())
         + f" (target {judge['target_pct']:.0f}% per variant)") if per else "NO DATA: no process ran"
     verdicts["G"] = graphs_line(procs)
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     "NO DATA" if len(per) < len(VARIANTS) else
-                     "MODEL (compile + checkpoint): the single variant not within" if not ok["single"] else
-                     "MODEL (compile under FSDP2): the fsdp variant not within" if not ok["fsdp"] else
-                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    complete = len(per) == len(VARIANTS)
+    miss = ("" if not complete else " (compile + checkpoint): the single variant not within" if not ok["single"] else
+            " (compile under FSDP2): the fsdp variant not within" if not ok["fsdp"] else "")
+    verdicts["D"] = rule_d(above, complete, miss, mem_met)
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 

@@ -87,10 +87,7 @@ def read_out(bundle: Path) -> dict:
                                          f"sd {sd:.3f} ({dof} dof): noise alone {sd * math.sqrt(2 / math.pi):.1%}"))
     verdicts["F"] = "; ".join(floors)
     verdicts["G"] = compilefsdp.graphs_line(procs)
-    verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else
-                     "NO DATA" if len(per) < len(regs) else
-                     f"MODEL: {', '.join(bad)} not within" if bad else
-                     "MEMORY: steps met, memory not" if not mem_met else "MET")
+    verdicts["D"] = compilefsdp.rule_d(above, len(per) == len(regs), f": {', '.join(bad)} not within" if bad else "", mem_met)
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 

@@ -14,6 +14,9 @@ Volumes (bytes, per GPU; T tokens of a micro-batch on the GPU, h hidden, t = tp)
   TP   no SP: all_reduce T h 2, twice per layer forward and twice backward
        SP:    all_gather + reduce_scatter of T h 2 (the full tensor), twice each way
        full recompute repeats the forward's calls in the backward; recompute_modules mlp / moe the MLP block's one
+       a MoE layer: the attention block's calls only, plus a shared expert's own (mlp_block_tp_calls): its router
+       and dispatcher take the rank's sequence shard and the dispatcher's expert-TP all_gather / reduce_scatter (EP
+       below) stands where the dense MLP's SP gather was (Megatron-Core 0.10)
   CP   ring attention: the layer's K and V (all_gather of b s 2 g' d 2) forward; again plus a reduce_scatter of
        dK, dV backward; overlapped with the attention core: only max(0, comm - attention) is exposed
   EP   dispatch + combine of S = T' k h 2 per MoE layer each way, T' the tokens the rank holds (T / t under SP, else
@@ -202,16 +205,18 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
                fw: FrameworkSpec = MEGATRON) -> LayerComm:
     tokens = batch.micro_batch * model.seq // par.cp
     act = tokens * model.hidden * 2
+    mlp = mlp_block_tp_calls(model)
     if par.sequence_parallel:
         one = collective_s(net, g.tp, "all_gather", act) + collective_s(net, g.tp, "reduce_scatter", act)
-        grads = 2 * one
+        grads = (1 + mlp) * one
     else:
         one = collective_s(net, g.tp, "all_reduce", act)
         # the input gradients' all_reduces: Megatron's two bf16 ones (fused QKV, fused up-gate); torch DTensor TP all-reduces
-        # each column-parallel linear's fp32 input gradient (5 calls; counted on a profiled 2-GPU step, llm-findings.md)
-        grads = fw.tp_bwd_allreduces * collective_s(net, g.tp, "all_reduce", act * fw.tp_bwd_bytes // 2)
-    tp_fwd = 2 * one
-    again = 2 if par.recompute == "full" else int(par.recomputes_mlp_block(model))   # checkpointed blocks' calls
+        # each column-parallel linear's fp32 input gradient (5 calls; counted on a profiled 2-GPU step, llm-findings.md);
+        # a MoE layer without a shared expert: the attention block's share (half)
+        grads = fw.tp_bwd_allreduces * collective_s(net, g.tp, "all_reduce", act * fw.tp_bwd_bytes // 2) * (1 + mlp) / 2
+    tp_fwd = (1 + mlp) * one
+    again = (1 + mlp if par.recompute == "full" else mlp * int(par.recomputes_mlp_block(model)))   # checkpointed blocks' calls
     tp_bwd = grads + again * one
     kv = batch.micro_batch * model.seq * 2 * max(1, model.kv_heads // par.tp) * model.head_dim * 2
     cp_fwd = collective_s(net, g.cp, "all_gather", kv)
@@ -222,6 +227,15 @@ def layer_comm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net:
         ep_one = 2 * ep_dispatch_s(model, par, net, g.ep, sent)
         ep_one += collective_s(net, g.tp, "all_gather", gathered) + collective_s(net, g.tp, "reduce_scatter", gathered)
     return LayerComm(tp_fwd, tp_bwd, cp_fwd, cp_bwd, ep_one, ep_one * (2 if par.recomputes("moe") else 1))
+
+
+def mlp_block_tp_calls(model: TransformerSpec) -> int:
+    """The MLP block's own TP calls per layer and direction (1 or 0). A dense MLP: 1. A MoE layer (Megatron-Core 0.10
+    moe_layer.py MoELayer.forward: the router and the dispatcher get the rank's hidden states as they come, the sequence
+    shard under SP; the experts' linears run no TP communication, explicit_expert_comm; the dispatcher's all_gather /
+    reduce_scatter over expert TP, token_dispatcher.py, are priced with EP): 0, unless a shared expert runs (shared_experts.py
+    SharedExpertMLP is an MLP of TP column / row linears: its own SP all_gather / reduce_scatter of T h): 1."""
+    return int(not model.moe or model.shared_expert_ffn > 0)
 
 
 def dispatch_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> tuple[float, float]:

@@ -16,7 +16,8 @@ collective's (the NVLink card's all_gather / reduce_scatter of the full T h tens
             QKV and fc1 (qkv_wgrad, fc1_wgrad, 'bulk'): the reduce_scatter of the input gradient runs beside the
             weight-gradient GEMM on COMM_SMS SMs: bulk_s = max(g', c)
   exposed = overlapped time - g, per collective; full recompute repeats the forward's (recompute_modules mlp / moe the
-  MLP's). Under fp8 the all_gather buffers hold fp8 (TE: "AllGather buffers use fp8 when using fp8 recipe"): 1 byte per
+  MLP's). A MoE layer: the attention block's calls, and a shared expert's against its own GEMMs (comm.mlp_block_tp_calls).
+  Under fp8 the all_gather buffers hold fp8 (TE: "AllGather buffers use fp8 when using fp8 recipe"): 1 byte per
   element.
 Not modelled: the input all_gather TE's 'bulk' qkv_dgrad / fc1_dgrad overlaps with the dgrad GEMM for the weight
 gradient (without the overlap Megatron runs it asynchronously too, and the model counts it in neither case), and any
@@ -72,7 +73,11 @@ def tp_layer_exposed(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec
     ag = comm.collective_s(net, group, "all_gather", tokens * model.hidden * (1 if dtype == "fp8" else 2))
     rs = comm.collective_s(net, group, "reduce_scatter", tokens * model.hidden * 2)
     slow = gpu.sm_count / (gpu.sm_count - COMM_SMS)
-    qkv, fc1 = ("qkv", "q", "k", "v"), ("gate", "up")
+    qkv = ("qkv", "q", "k", "v")
+    # the MLP block's TP calls: a dense MLP's, a MoE layer's shared expert's (its own SP all_gather / reduce_scatter,
+    # assumed overlapped like the dense MLP's), none for a MoE layer without one (comm.mlp_block_tp_calls)
+    fc1, down = (("shared_gate", "shared_up"), "shared_down") if model.moe else (("gate", "up"), "down")
+    mlp = comm.mlp_block_tp_calls(model)
     def gathered(names):      # a GEMM fed by an all_gather: the ring exchange's exposed part
         g = _gemm_s(gpu, fwd_ops, names, dtype)
         return ring_exchange_s(g, ag, t) - g
@@ -81,13 +86,13 @@ def tp_layer_exposed(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec
         g = _gemm_s(gpu, fwd_ops, names, dtype)
         return pipelined_s(g * slow, rs, PIPELINE_SPLITS) - g
 
-    attn_part, mlp_part = gathered(qkv) + scattered(("attn_out",)), gathered(fc1) + scattered(("down",))
+    attn_part, mlp_part = gathered(qkv) + scattered(("attn_out",)), mlp * (gathered(fc1) + scattered((down,)))
     fwd = attn_part + mlp_part
     bwd = fwd if par.recompute == "full" else (mlp_part if par.recomputes_mlp_block(model) else 0.0)
-    for name in ("attn_out", "down"):
+    for name in ("attn_out", down)[:1 + mlp]:
         g = _gemm_s(gpu, bwd_ops, (f"{name}.dgrad",), dtype)
         bwd += ring_exchange_s(g, ag, t) - g
-    for names in (qkv, fc1):
+    for names in (qkv, fc1)[:1 + mlp]:
         g = _gemm_s(gpu, bwd_ops, tuple(f"{n}.wgrad" for n in names), dtype)
         bwd += bulk_s(g * slow, rs) - g
     return fwd, bwd

@@ -214,6 +214,9 @@ class FloorCheck:
     bias_pct: float = 0.0                    # today's model's mean lease bias, 100 x mean log error (each call once)
     bias_se_pct: float = 0.0                 # and its standard error (sd of the call biases / sqrt(calls)); 0: one call
     lease_premise: bool = True               # session 43's premise: lease_sd >= process_sd / 2 (the sensitivity line)
+    # cold review C47 item 3: across-set dof 0 (no shape ran on two leases): the lease term, so the row-level floor, is
+    # unknown (the study prints it as if zero); the rule does not take it for zero (check_verdict)
+    lease_known: bool = True
 
     def text(self) -> str:
         if self.floor_pct is None:
@@ -221,8 +224,9 @@ class FloorCheck:
         lo, hi = sorted(self.floor_pct)
         bias = (f"; bias {self.bias_pct:+.1f} (se {self.bias_se_pct:.1f}: {self.bias_pct / self.bias_se_pct:+.1f} se)"
                 if self.bias_se_pct else "")
+        row = f"{self.row_floor_pct:.1f}% per row" if self.lease_known else "per row unknown (no shape on two leases)"
         return (f"{self.population} ({self.processes} processes): floor {lo:.1f}-{hi:.1f}% per process, "
-                f"{self.row_floor_pct:.1f}% per row, today's model {self.model_pct:.1f}% vs {self.floor_same_pct:.1f}% on "
+                f"{row}, today's model {self.model_pct:.1f}% vs {self.floor_same_pct:.1f}% on "
                 f"the same processes, excess {self.excess_pct:+.1f} points (se {self.excess_se_pct:.1f}: "
                 f"{self.excess_pct / self.excess_se_pct:+.1f} se){bias}")
 
@@ -232,16 +236,22 @@ EXCESS_SE = 2.0      # the model's excess over its floor (or its lease bias) bey
 MIN_GAP_PCT = 2.0    # the least excess (points) the test must resolve; more where the floor sits further above the target
 
 
-def check_verdict(c: FloorCheck, target_pct: float = 8.0, se: float = EXCESS_SE, premise: bool = False) -> str:
+def check_verdict(c: FloorCheck, target_pct: float = 8.0, se: float = EXCESS_SE, premise: bool = False,
+                  lease_zero: bool = False) -> str:
     """The rule on one population (docs/models/trust.md, Noise-limited or model-limited): no floor (too few repeats);
-    model-limited where the ROW-level floor is under the target (repeats would reach it), the model's excess over its
-    floor is beyond `se` standard errors, or its mean lease bias is; undecided where `se` standard errors exceed the gap
-    the test must resolve (the floor's margin over the target on the same processes, at least MIN_GAP_PCT): the test is
-    too weak to call the miss noise; else noise-limited. premise: session 43's lease premise also asked (sensitivity)."""
+    model-limited where the model's excess over its floor is beyond `se` standard errors, or its mean lease bias is, or
+    the ROW-level floor is under the target (repeats would reach it; only where the lease term is known: across-set dof
+    0 leaves the row floor unknown and the population undecided, cold review C47 item 3); undecided where `se` standard
+    errors exceed the gap the test must resolve (the floor's margin over the target on the same processes, at least
+    MIN_GAP_PCT): the test is too weak to call the miss noise; else noise-limited. premise: session 43's lease premise
+    also asked; lease_zero: an unknown lease term taken as zero, the rule before mendC47 (both: the sensitivity line)."""
     if c.floor_pct is None:
         return "no floor: too few repeats"
-    if (c.row_floor_pct < target_pct or c.excess_pct > se * c.excess_se_pct
-            or (c.bias_se_pct and abs(c.bias_pct) > se * c.bias_se_pct)):
+    if c.excess_pct > se * c.excess_se_pct or (c.bias_se_pct and abs(c.bias_pct) > se * c.bias_se_pct):
+        return "model-limited"
+    if not (c.lease_known or lease_zero):
+        return "undecided: test too weak"
+    if c.row_floor_pct < target_pct:
         return "model-limited"
     if se * c.excess_se_pct > max(c.floor_same_pct - target_pct, MIN_GAP_PCT) or (premise and not c.lease_premise):
         return "undecided: test too weak"
@@ -249,13 +259,15 @@ def check_verdict(c: FloorCheck, target_pct: float = 8.0, se: float = EXCESS_SE,
 
 
 def verdict(checks: tuple[FloorCheck, ...], mean_abs_pct: float, target_pct: float = 8.0, se: float = EXCESS_SE,
-            premise: bool = False) -> str:
+            premise: bool = False, lease_zero: bool = False, margin_pct: float = 0.0) -> str:
     """A regime's verdict at one GPU count from its populations' FloorChecks and its rows' mean |error|: met where the
     rows reach the target; else model-limited where any population is, undecided where any is, noise-limited where one
-    is; else no floor. The one implementation: studies/eager_noise_floors.py and the tests call it."""
-    if mean_abs_pct <= target_pct:
+    is; else no floor. margin_pct: met only where mean |error| + margin_pct reaches the target (the sensitivity line's
+    'met with a margin', one se of the mean; cold review C47 item 6). The one implementation: studies/eager_noise_floors.py
+    and the tests call it."""
+    if mean_abs_pct + margin_pct <= target_pct:
         return "met: no mark"
-    each = {check_verdict(c, target_pct, se, premise) for c in checks}
+    each = {check_verdict(c, target_pct, se, premise, lease_zero) for c in checks}
     return next(v for v in (*VERDICTS[1:3], VERDICTS[0], VERDICTS[3]) if v in each or v == VERDICTS[3])
 
 
@@ -293,11 +305,12 @@ class FloorVerdict:
 
 OWN = "the table rows' own processes"
 # studies/eager_noise_floors.py's numbers (session 47, re-derived by mendB47 after cold review B47: every GPU count,
-# the row-level floor, the bias, the power condition); each verdict is computed by `verdict`, none is typed in
+# the row-level floor, the bias, the power condition; by mendC47 after cold review C47 item 3: lease_known, the last
+# field, false where no shape ran on two leases); each verdict is computed by `verdict`, none is typed in
 FLOOR_VERDICTS = (
     FloorVerdict("llm | PyTorch eager | FSDP+compile+ckpt | bf16", 2, 4, 3, 10.87, (
         FloorCheck(OWN, 10, 4, (3.14, 3.19), 11.47, 3.14, 8.33, 3.0,
-                   2.05, 9.59, 2.74, False),
+                   2.05, 9.59, 2.74, False, False),
     )),  # model-limited (no floor until session 47's repeats47 set ran three processes a shape)
     FloorVerdict("llm | PyTorch eager | FSDP+host-bound | bf16", 2, 21, 9, 7.78, (
         FloorCheck(OWN, 35, 11, (6.6, 12.37), 7.39, 6.6, 0.79, 1.53,
@@ -307,7 +320,7 @@ FLOOR_VERDICTS = (
     )),  # met: no mark
     FloorVerdict("llm | PyTorch eager | PP+host-bound | bf16", 2, 24, 7, 9.47, (
         FloorCheck(OWN, 52, 21, (7.19, 6.97), 10.6, 7.19, 3.41, 1.8,
-                   5.0, 4.74, 3.15, False),
+                   5.0, 4.74, 3.15, False, False),
         FloorCheck("studies/pp_host_noise.py", 56, 22, (7.03, 6.77), 11.29, 7.03, 4.25, 1.84,
                    4.79, 6.4, 3.2, False),
     )),  # model-limited
@@ -334,8 +347,9 @@ FLOOR_VERDICTS = (
     )),  # model-limited
     FloorVerdict("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1, 4, 4, 11.37, (
         FloorCheck(OWN, 12, 4, (9.19, 8.09), 11.54, 9.19, 2.35, 1.61,
-                   4.67, -0.29, 6.09, False),
-    )),  # model-limited
+                   4.67, -0.29, 6.09, False, False),
+    )),  # undecided: test too weak (mendC47, cold review C47 item 3: no shape on two leases, so the row floor is unknown;
+         # model-limited before, on a row floor of 4.7% that took the unknown lease term as zero)
 )
 
 
