@@ -80,40 +80,38 @@ def check(par: ParallelSpec) -> None:
                              f"(no pp, cp, ep); got {', '.join(off)}", hint="pp, cp and ep 1")
 
 
-def _calls_s(net: comm.Network, group: comm.Group, calls: dict[str, int], nbytes: float) -> float:
-    return sum(n * comm.collective_s(net, group, op, nbytes) for op, n in calls.items())
+def layer_calls(par: ParallelSpec, backward: bool, ckpt_in_graph: bool = True) -> dict[str, int]:
+    """One layer's TP collectives per micro-batch, op -> count (module docstring): the forward's, or the backward's
+    with the recomputation's under recompute full (all of the forward's where the checkpoint runs eagerly)."""
+    if not backward:
+        return dict(FORWARD)
+    calls = dict(BACKWARD)
+    if par.recompute == "full":
+        for op, n in (RECOMPUTE if ckpt_in_graph else FORWARD).items():
+            calls[op] += n
+    return calls
 
 
 def layer_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, net: comm.Network, group: comm.Group,
             ckpt_in_graph: bool = True) -> tuple[float, float]:
-    """(forward, backward) exposed TP seconds of one layer and micro-batch (module docstring); the backward holds the
-    recomputation's collectives under recompute full (all of the forward's where the checkpoint runs eagerly)."""
+    """(forward, backward) exposed TP seconds of one layer and micro-batch (layer_calls)."""
     act = batch.micro_batch * model.seq * model.hidden * ops.ACT_BYTES
-    fwd = _calls_s(net, group, FORWARD, act)
-    bwd = _calls_s(net, group, BACKWARD, act)
-    if par.recompute == "full":
-        bwd += _calls_s(net, group, RECOMPUTE, act) if ckpt_in_graph else fwd
-    return fwd, bwd
+    return tuple(sum(n * comm.collective_s(net, group, op, act) for op, n in layer_calls(par, phase, ckpt_in_graph).items())
+                 for phase in (False, True))
 
 
 def calls_per_layer(par: ParallelSpec, ckpt_in_graph: bool = True) -> tuple[int, int]:
     """(forward, backward) TP collectives of one layer and micro-batch: each has one layout copy (layout_copies)."""
-    fwd, bwd = sum(FORWARD.values()), sum(BACKWARD.values())
-    if par.recompute == "full":
-        bwd += sum(RECOMPUTE.values()) if ckpt_in_graph else fwd
-    return fwd, bwd
+    return tuple(sum(layer_calls(par, phase, ckpt_in_graph).values()) for phase in (False, True))
 
 
 def layout_copies(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, backward: bool,
                   ckpt_in_graph: bool = True) -> list:
     """The chunk + cat copies around the layer's TP collectives (module docstring): one memory op of T h bf16 read and
-    written per collective; an all-gather's is a view at micro-batch 1 (only the reduce-scatters copy then)."""
-    fwd_n, bwd_n = calls_per_layer(par, ckpt_in_graph)
-    n = bwd_n if backward else fwd_n
-    if batch.micro_batch == 1:   # _maybe_view_chunk_cat: a view; the reduce-scatter's torch.cat still copies
-        gathers = BACKWARD["all_gather"] + (RECOMPUTE["all_gather"] if par.recompute == "full" else 0) if backward \
-            else FORWARD["all_gather"]
-        n -= gathers
+    written per collective; an all-gather's is a view at micro-batch 1 (_maybe_view_chunk_cat: only the
+    reduce-scatters' torch.cat copies then)."""
+    calls = layer_calls(par, backward, ckpt_in_graph)
+    n = sum(calls.values()) - (calls["all_gather"] if batch.micro_batch == 1 else 0)
     elems = batch.micro_batch * model.seq * model.hidden
     name = "tp_layout.bwd" if backward else "tp_layout"
     return [ops.memory(name, LAYOUT_BYTES_PER_ELEMENT * elems, count=n)] if n else []
