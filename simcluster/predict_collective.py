@@ -166,13 +166,12 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
 def _borrowed_card(m) -> list[str]:
     """Across nodes, a note where the NVLink card's GPU (the one its name names) is not the machine's GPU: the intra-node
     half of the answer comes from another GPU's board (as llm/caveats says for a derived GPU card)."""
-    from simcluster.card_document import load_card
-    from simcluster.machine_models import machine_gpu
-    from simcluster.trust.regime import card_nvlink_link, gpu_model
+    from simcluster.machine_models import machine_gpu, machine_nvlink_link
+    from simcluster.trust.regime import gpu_model
 
     if m.domains <= 1:
         return []
-    card_gpu, gpu = gpu_model(card_nvlink_link(load_card(m.card), m.card)), machine_gpu(m)
+    card_gpu, gpu = gpu_model(machine_nvlink_link(m)), machine_gpu(m)
     if not card_gpu or not gpu or card_gpu == gpu:
         return []
     return [f"NVLink card {Path(str(m.card)).name} fitted on {card_gpu}, not on this machine's {gpu}: the intra-node half of "

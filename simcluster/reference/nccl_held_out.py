@@ -272,12 +272,8 @@ def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem
         measured = np.array([r.measured_Bps for r in s.rows])
         shipped_errors = (np.array([r.shipped_Bps for r in s.rows]) / measured - 1) * 100
         shipped = float(np.mean(np.abs(shipped_errors)))
-        if s.family is None:
-            out.append(HeldOutResult(s.name, None, (), None, None, len(s.rows), shipped, shipped, tuple(shipped_errors),
-                                     s.outlier, s.development))
-            continue
-        others = [o for o in by_family[s.family] if o.source != s.source and not o.outlier]
-        if not others:   # alone in its family: nothing to fit on, its own cards' figures (marked in the table)
+        others = [o for o in by_family[s.family] if o.source != s.source and not o.outlier] if s.family is not None else []
+        if not others:   # no network, or alone in its family: nothing to fit on, its own cards' figures (marked in the table)
             out.append(HeldOutResult(s.name, s.family, (), None, None, len(s.rows), shipped, shipped, tuple(shipped_errors),
                                      s.outlier, s.development))
             continue
