@@ -58,6 +58,9 @@ def test_the_runners_reshard_after_backward_flag_is_fsdp_only_and_recorded():
 
     with pytest.raises(SystemExit, match="--reshard-after-backward false: needs --mode fsdp"):
         llm_accum.check(parser().parse_args(["--mode", "ddp", "--reshard-after-backward", "false"]))
+    # one micro-batch: the flag would do nothing yet be recorded (final read, session 47): refused
+    with pytest.raises(SystemExit, match="--grad-accum >= 2"):
+        llm_accum.check(parser().parse_args(["--mode", "fsdp", "--reshard-after-backward", "false"]))
     args = parser().parse_args(["--mode", "fsdp", "--grad-accum", "4", "--reshard-after-forward", "false",
                                 "--reshard-after-backward", "false"])
     assert llm_accum.check(args) == 4

@@ -36,7 +36,8 @@ def bands_file(commit: str | None, path: str | None, tmp: Path) -> tuple[Path, s
         if not file.is_file():
             raise SimclusterError("no such file", where=path, hint="--bands takes an error_bands.json")
         return file, f"bands from {path} (given; held out only if built before the file was recorded)"
-    show = subprocess.run(["git", "show", f"{commit}:simcluster/trust/error_bands.json"], capture_output=True, text=True)
+    show = subprocess.run(["git", "show", f"{commit}:simcluster/trust/error_bands.json"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
     if show.returncode:
         raise SimclusterError(f"cannot read simcluster/trust/error_bands.json at commit {commit}", where="--bands-commit")
     file = tmp / "error_bands.json"
@@ -78,8 +79,14 @@ def check(path: str, commit: str | None, bands: str | None) -> None:
         table.load_table.cache_clear()
         print(f"# {Path(path).name}: measured busbw against the band of the answer (trust layer, level 0.8); {which}")
         print(f"{'run':>3}  {'op':<11} {'size':>12}  {'measured':>9}  {'answer':>7}  {'band GB/s':>17}  in  regime / band_from")
-        inside = 0
+        inside = n = 0
         for i, run in enumerate(doc["runs"]):
+            if not isinstance(run, dict) or any(k not in run for k in ("op", "bytes", "busbw_GBps")):
+                raise SimclusterError("expected op, bytes and busbw_GBps", where=f"{path}: runs[{i}]")
+            if run["bytes"] is None or run["busbw_GBps"] is None:   # a row the source gives without its size or rate
+                print(f"{i:>3}  {run['op']:<11} left out: {'size' if run['bytes'] is None else 'busbw'} not given")
+                continue
+            n += 1
             row = band_row(scenario, run["op"], int(run["bytes"]))
             lo, hi = (b / 1e9 for b in row["busbw_Bps_band"])
             meas = float(run["busbw_GBps"])
@@ -89,8 +96,7 @@ def check(path: str, commit: str | None, bands: str | None) -> None:
             print(f"{i:>3}  {run['op']:<11} {run['bytes']:>12}  {meas:>9.2f}  {row['busbw_Bps'] / 1e9:>7.1f}  "
                   f"{lo:>8.1f}-{hi:<8.1f}  {'yes' if ok else 'no ':<3} {v['status']}: {v['regime']}; "
                   f"{v.get('band_from', 'its own regime')} ({v['rows']} rows, {v['sources']} sources)")
-    n = len(doc["runs"])
-    print(f"inside the band: {inside} of {n} ({100.0 * inside / n:.0f}%; the bands' target coverage is ~80%)")
+    print(f"inside the band: {inside} of {n} ({100.0 * inside / max(n, 1):.0f}%; the bands' target coverage is ~80%)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,8 +48,9 @@ def check(args) -> int:
                          f"--grad-accum {n})")
     if args.reshard_after_forward == "false" and args.mode != "fsdp":
         raise SystemExit(f"--reshard-after-forward false: needs --mode fsdp (got --mode {args.mode})")
-    if args.reshard_after_backward == "false" and args.mode != "fsdp":
-        raise SystemExit(f"--reshard-after-backward false: needs --mode fsdp (got --mode {args.mode})")
+    if args.reshard_after_backward == "false" and (args.mode != "fsdp" or n < 2):   # one micro-batch: nothing to keep
+        raise SystemExit(f"--reshard-after-backward false: needs --mode fsdp and --grad-accum >= 2 (got --mode {args.mode}, "
+                         f"--grad-accum {n})")
     return n
 
 
