@@ -82,18 +82,13 @@ def add_keys(row: dict, variant: str) -> None:
 
 
 def regather_rule(result: dict, bundle: Path) -> str:
-    """Rule G: zero2.adopt with the zero2 rows' step_ms_regather (with the wait) and step_ms_regather_nowait (without)
-    in place of step_ms and step_ms_nowait; UNDECIDED (NOISE) where N is ABOVE."""
-    regs = result["regs"]
-    try:
-        swap = {id(r): r | {"predicted": r["predicted"] | {"step_ms": float(r["predicted"]["step_ms_regather"]),
-                                                         "step_ms_nowait": float(r["predicted"]["step_ms_regather_nowait"])}}
-                if r["variant"] == "zero2" else r for r in regs}
-    except (KeyError, TypeError, ValueError):
+    """Rule G: zero2.adopt on the zero2 rows' step_ms_regather (with the wait) and step_ms_regather_nowait (without);
+    UNDECIDED (NOISE) where N is ABOVE."""
+    keys = ("step_ms_regather", "step_ms_regather_nowait")
+    if any(not isinstance(r["predicted"].get(k), (int, float)) for r in result["regs"] if r["variant"] == "zero2" for k in keys):
         raise SimclusterError(f"{bundle / 'registered.yaml'}: a zero2 row without predicted.step_ms_regather / "
-                              "step_ms_regather_nowait (ms)") from None
-    procs = [p | {"row": swap[id(p["row"])]} for p in result["procs"]]
-    word, lines = zero2.adopt(procs, [swap[id(r)] for r in regs], result["judge"], result["sd"])
+                              "step_ms_regather_nowait (ms)")
+    word, lines = zero2.adopt(result["procs"], result["regs"], result["judge"], result["sd"], keys=keys)
     if result["verdicts"]["D"].startswith("NOISE"):
         word = "UNDECIDED (NOISE)"
     return f"{word} | " + " | ".join(lines)
