@@ -27,7 +27,10 @@ def main(stem: str) -> None:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(USAGE)
+    given = Path(sys.argv[1])
+    if given.parent != Path(".") and given.resolve().parent != PUBLISHED.resolve():   # a path elsewhere: not read silently
+        sys.exit(f"moe_file_rows: {given}: expected a file of {PUBLISHED} (or its stem)")
     try:
-        main(Path(sys.argv[1]).name)
+        main(given.name)
     except SimclusterError as exc:
         sys.exit(f"moe_file_rows: {exc}")
