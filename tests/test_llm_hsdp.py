@@ -171,6 +171,8 @@ def test_a_printed_hsdp_row_shards_over_the_node():
     assert (par.dp_shard, par.shard) == (8, 8)
     run["parallel"] |= {"tp": 2, "dp": 48}   # under TP a node holds 8 / tp data-parallel ranks
     assert spec_of(run, {})[0][1].shard == 4
+    run["parallel"] |= {"tp": 1}   # a machine of 4 GPUs a node (system.gpus_per_node, session 47): its node's 4
+    assert spec_of(run, {}, node_gpus=4)[0][1].shard == 4
     run["parallel"] |= {"tp": 1, "dp": 96, "sharding": "FSDP"}
     assert spec_of(run, {})[0][1].shard == 96
     run["parallel"]["sharding"] = "ZeRO++"

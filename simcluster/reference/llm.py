@@ -39,7 +39,7 @@ from simcluster.trust.regime import published_family
 TARGET = 0.10
 MODEL_KEYS = ("layers", "hidden", "heads", "vocab", "seq", "ffn")
 MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
-NODE_GPUS = 8          # GPUs per node of every compared machine (machine_for)
+NODE_GPUS = 8          # GPUs per node where a file does not print system.gpus_per_node (machine_for, spec_of)
 SHARDINGS = ("FSDP", "HSDP")   # a row's printed FSDP sharding: FULL_SHARD over the DP ranks, or HYBRID_SHARD (shard inside
 #                               a node, replicate across; parallel.dp_shard = the node's GPUs)
 def module_list(value) -> tuple[str, ...]:
@@ -147,10 +147,10 @@ def machine_for(usage: LlmUsage, gpus: int):
                    fabric if nodes > 1 else None, 112.0, gpu_card=usage.gpu_card)
 
 
-def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
+def spec_of(run: dict, assumed: dict, node_gpus: int = NODE_GPUS) -> tuple[tuple | None, str, list[str]]:
     """(TransformerSpec, ParallelSpec, BatchSpec) of a row, or None and what the source does not give; and the
     assumptions used for its nulls. `assumed` is LlmUsage.assumptions; a row value of the wrong type is one line
-    naming its key."""
+    naming its key. node_gpus: the machine's GPUs per node (HSDP's default shard group)."""
     from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
     p, b = checked(run, "parallel", "", dict_of), checked(run, "batch", "", dict_of)
@@ -200,8 +200,8 @@ def spec_of(run: dict, assumed: dict) -> tuple[tuple | None, str, list[str]]:
         flags["grad_sync"] = pick(p, "parallel", "grad_sync", "")   # (llm/grad_sync.py); a file's assumption means nothing
         #   on one data-parallel rank (KempnerForge's 1-GPU row 0, session 46): not applied there; a row's own is checked
     if p.get("sharding") is not None and checked(p, "sharding", "parallel", one_of(SHARDINGS)) == "HSDP":
-        flags["dp_shard"] = min(max(1, NODE_GPUS // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
-        # hold NODE_GPUS / tp data-parallel ranks under TP (llm/hsdp.py)
+        flags["dp_shard"] = min(max(1, node_gpus // tp), dp)   # HYBRID_SHARD's default groups: the node's GPUs, which
+        # hold node_gpus / tp data-parallel ranks under TP (llm/hsdp.py)
     par = ParallelSpec(tp, pp, dp, cp, ep, zero, v, recompute, sp, recompute_modules=tuple(modules), recompute_every=every, **flags)
     printed = b.get("precision")
     if printed is None and "precision" in assumed:
@@ -326,7 +326,7 @@ def predict_run(ref: Published, usage: LlmUsage, i: int, run: dict) -> RunPredic
     not_compared = (ref.usage.get("runs_not_compared") or {}).get(i)
     if not_compared:
         return str(not_compared)
-    spec, missing, used = spec_of(run, usage.assumptions)
+    spec, missing, used = spec_of(run, usage.assumptions, usage.gpus_per_node)
     if spec is None:
         return missing
     model, par, batch = spec
