@@ -91,6 +91,17 @@ def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> li
     """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring; the
     ddpaccum set with mode "ddp": DDP rows, sync and no_sync alike): [] before the run; a row without predicted's step or
     host share: one SimclusterError line naming rows[i]."""
+    return flat_rows(bundle, lambda b, reg, k: process_step(b, reg, k, mode),
+                     lambda reg: f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} "
+                                 f"x{MICROBATCHES} micro-batches")
+
+
+def flat_rows(bundle: Path, step_of, label) -> list[dict]:
+    """A registered set whose rows hold a flat `predicted` (step_ms, host_share) as held-out rows against that step
+    (eager_regimes.step_set_rows): each row measured as the mean over its processes of step_of(bundle, reg, k)'s
+    shape's median step, labelled label(reg), today's product step beside it; [] before the run; a row without name,
+    variant, processes or the flat prediction: one SimclusterError line naming rows[i]. held_out_rows' reading, and
+    heldout/eager_tp4's."""
     from simcluster.errors import SimclusterError
     from simcluster.heldout.eager_regimes import step_set_rows, todays_step_s
     from simcluster.llm.host_bound import is_host_bound
@@ -113,11 +124,7 @@ def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> li
 
     def measure(reg: dict) -> float | None:
         steps = [shape["median_step_s"] * 1e3 for k in range(1, int(reg["processes"]) + 1)
-                 if (shape := process_step(bundle, reg, k, mode)[0]) is not None]
+                 if (shape := step_of(bundle, reg, k)[0]) is not None]
         return statistics.mean(steps) if steps else None
 
-    def describe(reg: dict) -> dict:
-        return {"label": f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} x{MICROBATCHES} "
-                         "micro-batches", "today_s": todays_step_s(reg)}
-
-    return step_set_rows(bundle, SHIPPED, measure, regs, describe)
+    return step_set_rows(bundle, SHIPPED, measure, regs, lambda reg: {"label": label(reg), "today_s": todays_step_s(reg)})

@@ -20,7 +20,6 @@ until the set has run. One source."""
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 from simcluster.heldout.eager import ROOT, TPDP2_BUNDLE
@@ -29,7 +28,6 @@ TP4_BUNDLE = "calibration/h200x4-tp4-2026-11-30"   # listed in eager_cudnnstep.R
 CANDIDATE_HOST = ROOT / TPDP2_BUNDLE / "host"     # tp+fsdp's own 4-rank host runs (hidden 128 at 2, 8, 32 layers)
 CANDIDATE_MODES = ("tp+fsdp",)                    # the layouts the candidate changes; others keep the shipped host fit
 MESH = {"dp": 2, "tp": 2}                         # the runner's --group 2 on 4 ranks
-SHIPPED = "product"                               # the key the flat registered prediction is read under
 
 
 def candidate_predict(preset: str, seq: int, mb: int, mode: str) -> dict:
@@ -54,35 +52,8 @@ def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
 
 
 def held_out_rows(bundle: Path = ROOT / TP4_BUNDLE) -> list[dict]:
-    """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys, against the shipped step: [] before
-    the run; a row without predicted step_ms or host_share: one SimclusterError line naming rows[i]."""
-    from simcluster.errors import SimclusterError
-    from simcluster.heldout.eager_regimes import step_set_rows, todays_step_s
-    from simcluster.llm.host_bound import is_host_bound
-    from simcluster.strict import load_yaml
+    """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys, against the shipped step (read as
+    eager_nosync.flat_rows reads the nosync set): [] before the run."""
+    from simcluster.heldout.eager_nosync import flat_rows
 
-    if not (bundle / "runs").is_dir():
-        return []   # registered, not run yet
-    path = bundle / "registered.yaml"
-    regs = []
-    for i, reg in enumerate(load_yaml(path)["rows"]):
-        try:
-            pred = reg["predicted"]
-            flat = {"step_ms": float(pred["step_ms"]), "host_share": float(pred["host_share"]),
-                    "host_bound": is_host_bound(float(pred["host_share"]))}
-            reg["name"], reg["mode"], int(reg["processes"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SimclusterError(f"{path}: rows[{i}]: no name, mode, processes or predicted step_ms and host_share "
-                                  f"({type(exc).__name__}: {exc})") from None
-        regs.append(reg | {"predicted": {SHIPPED: flat}})
-
-    def measure(reg: dict) -> float | None:
-        steps = [shape["median_step_s"] * 1e3 for k in range(1, int(reg["processes"]) + 1)
-                 if (shape := process_step(bundle, reg, k)[0]) is not None]
-        return statistics.mean(steps) if steps else None
-
-    def describe(reg: dict) -> dict:
-        return {"label": f"{reg['preset']} {reg['mode']} x4 seq {reg['seq']} mb {reg['micro_batch']}",
-                "today_s": todays_step_s(reg)}
-
-    return step_set_rows(bundle, SHIPPED, measure, regs, describe)
+    return flat_rows(bundle, process_step, lambda reg: f"{reg['preset']} {reg['mode']} x4 seq {reg['seq']} mb {reg['micro_batch']}")
