@@ -10,7 +10,7 @@ document on stdout in gpu-micro's format, parsed by simcluster.traces.gpu_micro:
              on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
              issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
              `moe_grouped`, time per group
-  moe-rows    (session 48) the published MoE rows' own expert GEMM groups (simcluster/heldout/moegemm.GRID), as
+  moe-rows    (session 48) the published MoE rows' own expert GEMM groups (simcluster/runner/moe_grid.GRID), as
              moe-grouped times them; records in `moe_grouped`, read by heldout/moegemm.table_of
   moe-permute the token permutations of Megatron's alltoall dispatcher for each MOE_EXPERTS layer, N = tokens per expert x
              local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
@@ -187,10 +187,10 @@ def run_moe_permute(torch, dev, timer, quick: bool) -> list[dict]:
 
 
 def run_moe_rows(torch, dev, timer, quick: bool) -> list[dict]:
-    """Section moe-rows (session 48, moegemm): every group of simcluster/heldout/moegemm.GRID (the published MoE rows'
+    """Section moe-rows (session 48, moegemm): every group of simcluster/runner/moe_grid.GRID (the published MoE rows'
     own expert GEMM shapes) in each mode _group_modes has; time per group, records in `moe_grouped`. fp8 groups only on
     a GPU with fp8 (capability >= 8.9); --quick: one tiny layer, bf16."""
-    from simcluster.heldout.moegemm import grid_gemms
+    from simcluster.runner.moe_grid import grid_gemms
 
     cuda = dev.type == "cuda"
     streams = [torch.cuda.Stream(dev) for _ in range(GROUP_STREAMS)] if cuda else []
