@@ -56,15 +56,9 @@ RULES = compilefsdp.RULES | {
 
 def rows() -> list[dict]:
     """Each (shape, variant) as registered: compilefsdp's row keys and both models' predictions."""
-    out = []
-    for preset, seq, mb, variant, _ in SHAPES:
-        layout, mode, ranks, scope = VARIANTS[variant]
-        out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
-                    "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
-                    "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
-                    "predicted": predict(preset, seq, mb, variant, fixed=False),
-                    "predicted_fixed": predict(preset, seq, mb, variant, fixed=True)})
-    return out
+    return [compilefsdp.row(preset, seq, mb, variant, PROCESSES, predicted=predict(preset, seq, mb, variant, fixed=False),
+                            predicted_fixed=predict(preset, seq, mb, variant, fixed=True))
+            for preset, seq, mb, variant, _ in SHAPES]
 
 
 def register(path: Path) -> None:

@@ -56,14 +56,18 @@ RULES = {
 def rows() -> list[dict]:
     """Each (shape, variant) as registered: name (the process stem without -rK), variant, processes, layout, the
     runner's flags and the prediction."""
-    out = []
-    for preset, seq, mb, _ in SHAPES:
-        for variant, (layout, mode, ranks, scope) in VARIANTS.items():
-            out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
-                        "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
-                        "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
-                        "predicted": predict(preset, seq, mb, variant)})
-    return out
+    return [row(preset, seq, mb, variant, PROCESSES, predicted=predict(preset, seq, mb, variant))
+            for preset, seq, mb, _ in SHAPES for variant in VARIANTS]
+
+
+def row(preset: str, seq: int, mb: int, variant: str, processes: int, **predictions) -> dict:
+    """One registered (shape, variant) row: its name (the process stem without -rK), the runner's flags (VARIANTS) and
+    `predictions` (key -> a heldout/eager_compilefsdp.predict dict; `predicted` the one rules N, B and P read); the
+    compileac, repeats47 and compck sets' rows too."""
+    layout, mode, ranks, scope = VARIANTS[variant]
+    return {"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": processes, "preset": preset,
+            "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode, "ranks": ranks, "compile_scope": scope,
+            "ac_mode": "full", **predictions}
 
 
 CALIBRATION = nosync.CALIBRATION | {"host": {"h200": "calibration/h200x2-llm-host-2026-11-23",

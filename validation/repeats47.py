@@ -53,10 +53,7 @@ RULES = {k: compilefsdp.RULES[k] for k in ("measured", "N", "B", "P", "G")} | {
 
 def rows() -> list[dict]:
     """Each shape as registered: compilefsdp's row keys, the shipped model's prediction."""
-    layout, mode, ranks, scope = VARIANTS[VARIANT]
-    return [{"name": f"{preset}-{seq}x{mb}-{VARIANT}", "variant": VARIANT, "processes": PROCESSES, "preset": preset,
-             "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode, "ranks": ranks,
-             "compile_scope": scope, "ac_mode": "full", "predicted": predict(preset, seq, mb, VARIANT)}
+    return [compilefsdp.row(preset, seq, mb, VARIANT, PROCESSES, predicted=predict(preset, seq, mb, VARIANT))
             for preset, seq, mb, _ in SHAPES]
 
 
