@@ -41,7 +41,6 @@ def test_both_columns_are_the_model_today_and_the_candidate_is_off_by_default():
 
     from simcluster.heldout.eager_compilefsdp import predict
     from simcluster.llm import eager
-
     from simcluster.llm.framework import FrameworkSpec
 
     assert FrameworkSpec.__dataclass_fields__["whole_model_graph"].default is False
