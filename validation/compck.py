@@ -19,7 +19,6 @@ compilefsdp's fsdp rows (docs/models/llm-findings.md, session 48 compck); these 
 
 from __future__ import annotations
 
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -82,11 +81,10 @@ def _line(r: dict) -> str:
 
 
 def _within(procs: list[dict], key: str, target: float) -> tuple[bool, str]:
-    """(every shape and the whole set within `target`, the line) for the column `key`."""
-    err = {id(p): float(p["row"][key]["step_ms"]) / 1e3 / p["step_s"] - 1 for p in procs}
+    """(every shape and the whole set within `target`, the line) for the column `key` (compilefsdp.mean_abs_error)."""
     names = list(dict.fromkeys(p["row"]["name"] for p in procs))
-    per = {n: statistics.mean(abs(err[id(p)]) for p in procs if p["row"]["name"] == n) for n in names}
-    overall = statistics.mean(abs(e) for e in err.values())
+    per = {n: compilefsdp.mean_abs_error(procs, key, lambda p, n=n: p["row"]["name"] == n) for n in names}
+    overall = compilefsdp.mean_abs_error(procs, key)
     ok = all(m <= target for m in per.values()) and overall <= target
     return ok, (("within" if ok else "not within") + ": " + "; ".join(f"{n} {m:.1%}" for n, m in per.items())
                 + f"; overall {overall:.1%} over {len(procs)} processes")

@@ -18,7 +18,6 @@ KempnerForge's compiled rows not used. Rules fixed before the run (RULES); nothi
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -76,9 +75,7 @@ def _line(r: dict) -> str:
 
 
 def _mean_abs(procs: list[dict], key: str, variant: str | None = None) -> float | None:
-    errs = [abs(float(p["row"][key]["step_ms"]) / 1e3 / p["step_s"] - 1) for p in procs
-            if variant is None or p["row"]["variant"] == variant]
-    return statistics.mean(errs) if errs else None
+    return compilefsdp.mean_abs_error(procs, key, None if variant is None else lambda p: p["row"]["variant"] == variant)
 
 
 def read_out(bundle: Path) -> dict:

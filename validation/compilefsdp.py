@@ -80,6 +80,16 @@ def register(path: Path) -> None:
                     calibration=CALIBRATION, regs=rows())
 
 
+def mean_abs_error(procs: list[dict], key: str = "predicted", keep=None) -> float | None:
+    """Mean |error| (predicted / measured - 1) of the registered column `key` over the processes `keep(p)` passes (all
+    by default); None where none does. The shipped column's per-process error is the one nosync.step_verdicts set
+    (p["error"]); another column's (compileac's predicted_fixed, compck's predicted_candidate) the same arithmetic on
+    its step. The compileac, repeats47 and compck read-outs' one helper."""
+    errs = [abs(p["error"] if key == "predicted" else float(p["row"][key]["step_ms"]) / 1e3 / p["step_s"] - 1)
+            for p in procs if keep is None or keep(p)]
+    return statistics.mean(errs) if errs else None
+
+
 def graphs_line(procs: list[dict]) -> str:
     """Rule G's line (reported, not judged): each process's dynamo unique_graphs and graph_breaks and its compile
     seconds (compileac.py's and repeats47.py's too)."""
@@ -101,8 +111,7 @@ def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, _, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    per = {v: statistics.mean(abs(p["error"]) for p in procs if p["row"]["variant"] == v)
-           for v in VARIANTS if any(p["row"]["variant"] == v for p in procs)}
+    per = {v: m for v in VARIANTS if (m := mean_abs_error(procs, keep=lambda p, v=v: p["row"]["variant"] == v)) is not None}
     ok = {v: m <= judge["target_pct"] / 100 for v, m in per.items()}
     verdicts["M"] = (("within" if all(ok.values()) else "not within") + ": " + "; ".join(
         f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())

@@ -19,7 +19,6 @@ depends on them: the rules judge the shipped model only.
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -70,12 +69,12 @@ def read_out(bundle: Path) -> dict:
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
     target = judge["target_pct"] / 100
-    per = {r["name"]: [p for p in procs if p["row"]["name"] == r["name"]] for r in regs}
-    per = {name: statistics.mean(abs(p["error"]) for p in ps) for name, ps in per.items() if ps}
+    per = {r["name"]: m for r in regs
+           if (m := compilefsdp.mean_abs_error(procs, keep=lambda p, n=r["name"]: p["row"]["name"] == n)) is not None}
     bad = [name for name, m in per.items() if m > target] + ([] if within in (None, True) else ["overall"])
     verdicts["M"] = (("not within" if bad else "within") + ": " + "; ".join(
         f"{name} {m:.1%} ({'within' if m <= target else 'not within'})" for name, m in per.items())
-        + f"; overall {statistics.mean(abs(p['error']) for p in procs):.1%} over {len(procs)} processes (target "
+        + f"; overall {compilefsdp.mean_abs_error(procs):.1%} over {len(procs)} processes (target "
         f"{judge['target_pct']:.0f}% per shape and over all)") if procs else "NO DATA: no process ran"
     floors = []
     for r in regs:
