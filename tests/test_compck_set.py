@@ -6,10 +6,9 @@ on synthetic runs each way, the rows into the error bands in the FSDP+compile+ck
 
 from __future__ import annotations
 
-import re
-
 import test_compilefsdp_set
 import test_nosync_set
+import test_repeats47_set
 import yaml
 from conftest import ROOT, fresh_register_equals, load_script
 
@@ -53,18 +52,7 @@ def test_both_columns_are_the_model_today_and_the_candidate_is_off_by_default():
 
 
 def test_the_device_script_runs_the_registered_rows_abba_within_the_budget():
-    s = script()
-    text = (BUNDLE / "device_run.sh").read_text()
-    a, b = (f"{p}:{seq}:{mb}" for p, seq, mb, _ in s.SHAPES)
-    assert re.findall(r'order="([^"]+)"', text) == [f"{a} {b}", f"{b} {a}"]   # round 2 reversed, rounds 1 and 3 alike
-    assert "[ $r -eq 2 ] && order=" in text
-    assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
-    assert 'common="--warmup 3 --steps 5 --profile 0 --compile --ac-mode full"' in text
-    assert "--mode fsdp --compile-scope model $common" in text and "--mode single" not in text
-    assert 'guarded "$preset-${seq}x$mb-fsdp-r$r" 90 $fsdp' in text
-    assert {"{}-{}x{}-fsdp".format(*o.split(":")) for o in (a, b)} == {r["name"] for r in registered()["rows"]}
-    budget = int(re.search(r"BUDGET_S:-(\d+)", text).group(1))
-    assert budget + 90 <= 300   # worst case (session 48: <= 300 s, two sets to a call)
+    test_repeats47_set.check_abba_script(script(), BUNDLE, registered()["rows"], worst_s=300)   # session 48: <= 300 s
 
 
 def test_the_registered_shapes_are_new_to_calibration():
@@ -102,3 +90,43 @@ def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
     for r, x in zip(got, registered()["rows"], strict=True):
         assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # the shipped column enters, not the candidate's
     assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | FSDP+compile+ckpt | bf16"}
+
+
+def _layer_and_loss(fw, recompute: str = "full", dp: int = 2, zero: int = 3):
+    from dataclasses import replace
+
+    from simcluster.heldout.eager_regimes import layout_of, model_of
+    from simcluster.llm import compiled, vocab_ops
+    from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_step import PRESETS
+
+    par, _, _ = layout_of("fsdp+ckpt")
+    par = replace(par, recompute=recompute, dp=dp, zero=zero)
+    model, batch = model_of({"model": PRESETS["1b"]}, 2048), BatchSpec(2 * dp, 2, "bf16")
+    return compiled.layer_ops(model, par, batch, fw)[1], vocab_ops.head_forward(model, par, batch, fw), model, batch
+
+
+def test_the_candidate_drops_down_projs_recompute_and_prices_the_loss_inductors_only_where_the_graph_has_them():
+    from dataclasses import replace
+
+    from simcluster.heldout.eager_compilefsdp import fits
+    from simcluster.heldout.eager_regimes import regime_framework
+    from simcluster.llm import compiled
+
+    fw, _ = regime_framework("fsdp+ckpt", "h200", None, None, fits(), True)   # the registered rows' framework (shipped)
+    assert fw.ckpt_in_graph and fw.loss_in_graph and not fw.whole_model_graph
+    on = replace(fw, whole_model_graph=True)
+    bwd_off, loss_off, model, batch = _layer_and_loss(fw)
+    bwd_on, loss_on, _, _ = _layer_and_loss(on)
+    names = lambda ops: [o.name for o in ops]   # noqa: E731
+    assert "recompute.down" in names(bwd_off) and "recompute.down" not in names(bwd_on)
+    assert [n for n in names(bwd_off) if n != "recompute.down"] == names(bwd_on)   # nothing else leaves the backward
+    assert "logits_upcast" in names(loss_off) and "logits_upcast" not in names(loss_on)
+    ce = next(o for o in loss_on if o.name == "cross_entropy")
+    n = batch.micro_batch * model.seq * model.vocab
+    assert ce.bytes == n * compiled.COMPILED_LOSS_BYTES[0]
+    # no checkpointing: neither term (the compiled rows without ckpt do not move)
+    assert _layer_and_loss(fw, "none")[:2] == _layer_and_loss(on, "none")[:2]
+    # the checkpoint around the compiled block (not in the graph): the whole forward re-run, the loss eager
+    around = replace(fw, ckpt_in_graph=False)
+    assert _layer_and_loss(around)[:2] == _layer_and_loss(replace(around, whole_model_graph=True))[:2]
