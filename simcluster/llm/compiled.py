@@ -52,7 +52,10 @@ Checkpointed (recompute full, every block; session 46), two ways the compiled co
     block's output: the last residual add is not recomputed. FSDP2's hooks are dynamo-disabled (torch._dynamo.config
     skip_fsdp_hooks, default True in torch 2.5-2.11: "apply torch._dynamo.disable() to FSDP2 hooks"), so the graph
     breaks at each block's pre- and post-forward hooks: each block its own graph, the hooks eager (their host cost the
-    fsdp mode's over single per block).
+    fsdp mode's over single per block). Session 48's candidate (fw.whole_model_graph, off; compck): the backward graph
+    is cut from the saved values to the gradients with dead code eliminated (partitioners.py
+    _extract_graph_with_inputs_outputs), so down_proj's GEMM, read by the block's output alone, is not re-run either
+    (not_recomputed); and the runner's loss, traced into the last graph, is Inductor's (fused_loss).
   Memory (memory.py): each block's input kept; during a block's recomputation its compiled saved set (saved_bytes);
   autocast's copies of the blocks' weights are graph tensors freed with the block, only the head's eager copy stays.
 Valid for the llm-step decoder's dense Llama layer (RMSNorm, rotary or none, SwiGLU, GQA, no MoE / MLA / QK-norm /
