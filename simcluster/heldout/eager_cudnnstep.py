@@ -74,7 +74,8 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_compilefsdp.COMPILEFSDP_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEAC_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.REPEATS47_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
-                        (eager_tp4.TP4_BUNDLE, lambda b: eager_tp4.held_out_rows(b)))
+                        (eager_tp4.TP4_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
+                        (eager_compilefsdp.COMPCK_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 

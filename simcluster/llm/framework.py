@@ -94,8 +94,8 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
-    ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
-                                      # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
+    ckpt_in_graph: bool = False       # compiled, recompute full: the checkpoint traced into each block's graph (llm/compiled.py, session 46)
+    whole_model_graph: bool = False   # ckpt_in_graph: recompute without down_proj's GEMM, the loss Inductor's (llm/compiled.py; compck, OFF)
     casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
                                       # first block (work._block_casts; session 46 compileac: off, rule A read KEEP)
     loss_in_graph: bool = True        # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the
