@@ -31,7 +31,8 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/compileac.py", "h200x2-compileac-2026-11-30"),   # session 46's: likewise
             ("validation/zero2c.py", "h200x2-zero2c-2026-11-30"),   # session 47's: skipped until its readout.txt is here
             ("validation/zero2d.py", "h200x2-zero2d-2026-11-30"),   # session 47's: likewise
-            ("validation/repeats47.py", "h200x2-repeats47-2026-11-30")]   # session 47's: likewise
+            ("validation/repeats47.py", "h200x2-repeats47-2026-11-30"),   # session 47's: likewise
+            ("validation/zero2e.py", "h200x2-zero2e-2026-11-30")]   # session 48's: skipped until its readout.txt is here
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])
