@@ -81,11 +81,14 @@ def test_runs_at_the_shipped_step_reject_the_candidate_and_at_its_column_adopt_i
     s = script()
     shipped = s.read_out(synthetic(tmp_path / "shipped"))["verdicts"]
     assert list(shipped) == ["N", "M", "B", "P", "R", "X", "C", "D"]
-    assert shipped["R"].startswith("REJECT") and shipped["X"].startswith("REJECT"), shipped
-    assert shipped["C"].startswith("SHIPPED BETTER") and shipped["D"].startswith("FSDP2 ZERO-2 REJECTED; step within"), shipped
+    assert shipped["R"].startswith("REJECT") and shipped["X"].startswith("UNDECIDED"), shipped   # X: beyond both columns
+    assert shipped["C"].startswith("TIE") and shipped["D"] == "FSDP2 ZERO-2 REJECTED; step within; memory met", shipped
     cand = s.read_out(synthetic(tmp_path / "cand", at("step_ms_candidate")))["verdicts"]
-    assert cand["R"].startswith("ADOPT") and cand["X"].startswith("REJECT") and cand["C"].startswith("CANDIDATE BETTER")
+    assert cand["R"].startswith("ADOPT") and cand["X"].startswith("REJECT") and cand["C"].startswith("TIE")
     assert cand["D"] == "FSDP2 ZERO-2 ADOPTED; step within; memory met", cand
+    worse = s.read_out(synthetic(tmp_path / "worse", {n: 0.98 if n.endswith("regather") else 1.03 for n in at("step_ms")}))[
+        "verdicts"]   # A below, B above the shipped step: the candidate moves both the wrong way
+    assert worse["C"].startswith("SHIPPED BETTER") and worse["D"].startswith("FSDP2 ZERO-2 REJECTED"), worse   # C vetoes
     exposed = s.read_out(synthetic(tmp_path / "exposed", at("step_ms_candidate", "step_ms_exposed")))["verdicts"]
     assert exposed["X"].startswith("ADOPT") and not exposed["R"].startswith("ADOPT"), exposed
     assert exposed["D"].startswith("FSDP2 ZERO-2 REJECTED") or exposed["D"].startswith("FSDP2 ZERO-2 UNDECIDED"), exposed

@@ -67,8 +67,8 @@ RULES = {k: zero2.RULES[k] for k in ("N", "M", "B", "P")} | {
     "C": "each column's mean |error| (registered / measured - 1) over every process: CANDIDATE BETTER if the candidate's "
          "is lower by >= column_pct points, SHIPPED BETTER if higher by >= column_pct points, else TIE; NO DATA without a "
          "process",
-    "D": "NOISE if N is ABOVE the target; else 'FSDP2 ZERO-2 ADOPTED' where C says CANDIDATE BETTER and R does not say "
-         "REJECT, 'FSDP2 ZERO-2 REJECTED' where C says SHIPPED BETTER or R says REJECT, else 'FSDP2 ZERO-2 UNDECIDED'; "
+    "D": "NOISE if N is ABOVE the target; else 'FSDP2 ZERO-2 ADOPTED' where R says ADOPT and C does not say SHIPPED "
+         "BETTER, 'FSDP2 ZERO-2 REJECTED' where R says REJECT or C says SHIPPED BETTER, else 'FSDP2 ZERO-2 UNDECIDED'; "
          "followed by 'step within' / 'step not within' (M) and 'memory met' / 'memory not met' (P). Consequence fixed "
          "before the run: ADOPTED turns FrameworkSpec.zero2_fsdp2 and zero2_regather on for framework torch's zero 2 "
          "(llm/eager.py) and the FSDP2 frameworks (torchtitan-fsdp2, kempnerforge-fsdp2), with the pins that moves; "
@@ -127,11 +127,11 @@ def columns(procs: list[dict], judge: dict) -> str:
     gap = 100 * (err["step_ms_candidate"] - err["step_ms"])
     word = "CANDIDATE BETTER" if gap <= -judge["column_pct"] else "SHIPPED BETTER" if gap >= judge["column_pct"] else "TIE"
     return (f"{word}: mean |error| shipped {err['step_ms']:.1%}, candidate {err['step_ms_candidate']:.1%} over "
-            f"{len(procs)} processes (decides at {judge['column_pct']:.0f} point)")
+            f"{len(procs)} processes (decides at {judge['column_pct']:.1f} point)")
 
 
 def read_out(bundle: Path) -> dict:
-    """validation/zero2.py's read-out with rule R on each column's A / B ratio, then C, and D re-said from R and C."""
+    """validation/zero2.py's read-out with rule R on each column's A / B ratio, then X and C, and D re-said from R and C."""
     out = zero2.read_out(bundle, rule="R", word="FSDP2 ZERO-2", term="the candidate",
                          keys=("step_ms_candidate", "step_ms"), variants=VARIANTS, base=("step_ms_candidate", "step_ms"))
     if any(not isinstance(r["predicted"].get("step_ms_exposed"), (int, float)) for r in out["regs"] if r["variant"] == "regather"):
@@ -141,11 +141,10 @@ def read_out(bundle: Path) -> dict:
     said, lines = zero2.adopt(out["procs"], out["regs"], out["judge"], out["sd"], "the exposed gathers",
                               ("step_ms_exposed", "step_ms_candidate"), tuple(VARIANTS), ("step_ms_candidate",) * 2)
     x = f"{'UNDECIDED (NOISE)' if v['D'].startswith('NOISE') else said} | " + " | ".join(lines)
-    c = columns(out["procs"], out["judge"])
+    c = columns(out["procs"], nosync.read_registration(bundle, JUDGE)[0])   # this set's judge (column_pct too)
     if not v["D"].startswith("NOISE"):
         r = v["R"].split(" | ")[0]
-        word = ("REJECTED" if c.startswith("SHIPPED") or r == "REJECT" else "ADOPTED" if c.startswith("CANDIDATE")
-                else "UNDECIDED")
+        word = "REJECTED" if c.startswith("SHIPPED") or r == "REJECT" else "ADOPTED" if r == "ADOPT" else "UNDECIDED"
         v["D"] = "FSDP2 ZERO-2 " + word + ";" + v["D"].split(";", 1)[1]
     out["verdicts"] = {k: w for k, w in v.items() if k != "D"} | {"X": x, "C": c, "D": v["D"]}
     return out
