@@ -17,7 +17,7 @@ the stored source excerpts, not run):
                   all-gather's event, then split_with_sizes_copy moves the gathered buffer into every parameter's
                   unsharded storage: the unsharded parameters read and written once on the compute stream per gather
                   (copy_out_s). The copy-in (foreach_all_gather: the local shard copied into the all-gather input) runs on
-                  its own stream, beside the compute: not priced (its 2 x param_bytes / dp per parameter is a third of
+                  its own stream, beside the compute: not priced (its 2 x param_bytes / dp per parameter is half of
                   the copy-out's at dp 2)
 
 Where the runner's gathered variant (--reshard-after-backward false: set_reshard_after_backward(False) on every
