@@ -31,7 +31,9 @@ own, and so is session 47's zero2c set (calibration/h200x2-zero2c-2026-11-30, va
 re-gather on a GPU-bound 8b shape, 4 processes a variant), and its direct repeat, the zero2d set (calibration/h200x2-
 zero2d-2026-11-30, validation/zero2d.py: zero 2 with FSDP2's default reshard after backward against the same with
 set_reshard_after_backward(False) between micro-batches, `reshard_after_backward` on its rows, checked against the
-document's fsdp_reshard_after_backward, default true)."""
+document's fsdp_reshard_after_backward, default true), and session 48's zero2e set (calibration/h200x2-zero2e-2026-11-30,
+validation/zero2e.py: zero2d's two variants on GPU-bound 1b and 3b shapes; its rows' `predicted.step_ms` the shipped
+column, the candidate's beside it read by its read-out only)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat
 ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2
 ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat (validation/zero2d.py): 8b 2912:1, zero 2
                                                               # with and without FSDP2's reshard after backward
+ZERO2E_BUNDLE = "calibration/h200x2-zero2e-2026-11-30"      # session 48's (validation/zero2e.py): zero2d's variants on 1b
+                                                              # 3296:2 and 3b 2400:2
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)

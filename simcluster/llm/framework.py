@@ -84,8 +84,8 @@ class FrameworkSpec:
     zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last
                                       # reduce-scatter before the next forward (llm/grad_sync.py: FSDP1 / FSDP2's post-backward
                                       # callbacks; on for the FSDP frameworks and torch, off for Megatron's: Meta's FSDP unknown)
-    zero2_regather: bool = False      # ZeRO-2 as FSDP2 runs it (reshard_after_forward=False, resharded after every backward): each micro-batch's
-                                      # forward all-gathers every layer again (llm/grad_sync.py); OFF: session 46 zero2b's candidate
+    zero2_regather: bool = False      # FSDP2 ZeRO-2: each micro-batch's forward all-gathers every layer again (llm/grad_sync.py); OFF
+    zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); OFF: candidate
     dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
