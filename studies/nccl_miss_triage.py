@@ -17,11 +17,20 @@ nccl --held-out-systems`, the row errors with eta and t0 fitted on the other sys
 A row compared as a peak (no size given) counts as neither below nor above 1 GiB. The categories name where the miss
 sits, not its physics: the causes per system are in docs/models/fabric-findings.md, session 35.
 
-    python studies/nccl_miss_triage.py
+`--families` (session 48, helper nccl48) prints, per system over 10%, what a mechanism would have to share: the NIC
+family the held-out fit put it in, the link (the row's trust regime: rdma-ib, rdma-roce, rdma-efa, nvlink-*), GPU,
+node counts, the algorithm / protocol the model ran, the sign of the miss (+ = predicted faster; "+/-" both), and how
+it moves with size and with the node count: the mean change of the signed held-out error per doubling, over pairs of
+rows of one op and algorithm that differ in size only (or in nodes only); "-" where no such pair exists. Descriptive,
+nothing fitted; the grouping by mechanism is docs/models/collectives-findings.md, session 48 nccl48.
+
+    python studies/nccl_miss_triage.py [--families]
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 from pathlib import Path
 
@@ -95,6 +104,46 @@ def triage(path: str | Path | None = None) -> list[dict]:
     return out
 
 
+def _trend(rows: list[dict], vary: str, keep: tuple[str, ...]) -> float | None:
+    """Mean change of the signed error (points) per doubling of `vary` over row pairs equal in `keep` and differing in
+    `vary` only (consecutive values at least 1.5x apart: 1 MiB steps near 128 MiB are noise); None where no pair exists."""
+    series: dict[tuple, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r[vary] is not None and all(r[k] is not None for k in keep):
+            series.setdefault(tuple(r[k] for k in keep), []).append((r[vary], r["error"]))
+    steps = []
+    for points in series.values():
+        points.sort()
+        steps += [(e2 - e1) / math.log2(v2 / v1) for (v1, e1), (v2, e2) in itertools.pairwise(points) if v2 >= 1.5 * v1]
+    return _mean(steps)
+
+
+def families(path: str | Path | None = None) -> list[dict]:
+    """Every system over the target held out, with what a shared mechanism would have to share (module docstring)."""
+    from simcluster.reference import nccl
+
+    out = []
+    for s, r, ref in over_target(path):
+        ref_rows = {row.run: row for row in nccl.system_rows(ref)}
+        per_node = int(ref.system["gpus_per_node"])
+        rows = []
+        for row, err in zip(s.rows, r.row_errors_pct, strict=True):
+            run, shown = ref.runs[row.run], ref_rows[row.run]
+            nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+            rows.append({"op": run["op"], "algo": (shown.detail or "").split(" ")[0], "nodes": nodes, "error": err,
+                         "size": None if row.peak else max(row.sizes), "link": shown.regime.split(" | ")[-1],
+                         "gpu": shown.gpu})
+        errs = [x["error"] for x in rows]
+        out.append({"system": s.name + ("*" if r.outlier else ""), "held_out_pct": r.held_out_pct,
+                    "family": s.family or "-", "links": sorted({x["link"] for x in rows}),
+                    "gpus": sorted({x["gpu"] for x in rows}), "nodes": sorted({x["nodes"] for x in rows}),
+                    "algos": sorted({f"{x['op']}:{x['algo']}" for x in rows}),
+                    "sign": "+" if min(errs) > 0 else "-" if max(errs) < 0 else "+/-",
+                    "per_size_doubling": _trend(rows, "size", ("op", "algo", "nodes")),
+                    "per_node_doubling": _trend(rows, "nodes", ("op", "algo", "size"))})
+    return out
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}"
 
@@ -107,7 +156,23 @@ def _size(n: int) -> str:
     return f"{n / GiB:g}G" if n >= GiB else f"{n / 2**20:g}M"
 
 
+def print_families() -> None:
+    rows = families()
+    print(f"{'system (held out > 10%)':42s} {'held out':>8s} {'family':10s} {'link':12s} {'GPU':6s} {'nodes':9s} "
+          f"{'sign':4s} {'/2x size':>8s} {'/2x nodes':>9s}  ops:algorithm/protocol the model ran")
+    for r in rows:
+        nodes = f"{r['nodes'][0]}-{r['nodes'][-1]}" if len(r["nodes"]) > 1 else str(r["nodes"][0])
+        print(f"{r['system'][:42]:42s} {r['held_out_pct']:7.1f}% {r['family']:10s} {','.join(r['links']):12s} "
+              f"{','.join(r['gpus']):6s} {nodes:9s} {r['sign']:4s} {_fmt(r['per_size_doubling']):>8s} "
+              f"{_fmt(r['per_node_doubling']):>9s}  {' '.join(r['algos'])}")
+    print("/2x size, /2x nodes: mean change of the signed held-out error (points) per doubling of the size (same op, "
+          "algorithm, nodes) or of the node count (same op, algorithm, size); + = predicted faster")
+
+
 def main() -> None:
+    if "--families" in sys.argv[1:]:
+        print_families()
+        return
     rows = triage()
     print(f"{'system (held out > 10%)':42s} {'held out':>8s} {'rows':>4s} {'sizes':>11s} {'<1GiB':>7s} {'>=1GiB':>7s} "
           f"{'|<1GiB|':>7s} {'|>=1GiB|':>8s} {'NVLS>8':>6s}  category")

@@ -42,3 +42,39 @@ def test_forced_ring_on_one_domain_without_nvls_is_the_nvlink_card():
     cluster = nccl._cluster(ref.file("scenario"), 1)
     card = cluster.predict("all_reduce", 8 * GiB)                               # NCCL's own choice on the card
     assert rows[23].predicted == card.busbw_Bps and rows[23].detail.startswith("nvlink-card")
+
+
+def _row(error, size=None, nodes=2, op="all_reduce", algo="ring/Simple"):
+    return {"op": op, "algo": algo, "nodes": nodes, "size": size, "error": error}
+
+
+def test_trend_is_the_mean_change_per_doubling_over_pairs_that_differ_in_one_thing():
+    """Session 48 (--families): +10 points from 64 MiB to 256 MiB is +5 per doubling; a pair of another algorithm or
+    node count is a series of its own; sizes less than 1.5x apart (nccl-tests#119's 1 MiB steps) are no pair."""
+    rows = [_row(+30.0, 64 * MiB), _row(+40.0, 256 * MiB), _row(+0.0, 64 * MiB, algo="tree/Simple"),
+            _row(-4.0, 128 * MiB, algo="tree/Simple"), _row(+99.0, 64 * MiB, nodes=4)]
+    assert triage._trend(rows, "size", ("op", "algo", "nodes")) == (5.0 - 4.0) / 2
+    assert triage._trend([_row(-11.0, 122 * MiB), _row(-6.0, 127 * MiB)], "size", ("op", "algo", "nodes")) is None
+    by_nodes = [_row(+12.0, 16 * GiB, nodes=2), _row(+18.0, 16 * GiB, nodes=8), _row(+5.0, None, nodes=4)]
+    assert triage._trend(by_nodes, "nodes", ("op", "algo", "size")) == 3.0     # the peak row has no size: no pair
+
+
+def test_the_arch_counterfactual_drops_the_tree_ceiling_off_blackwell_only(monkeypatch):
+    """studies/tree_ceiling_by_arch.py (session 48): on drobotics' Hopper 2-node pair its tree loses NCCL's tuner
+    limit and is bound by NVLink (2 S at the intra card's rate); on B200 it is the shipped tree."""
+    from simcluster.collectives import fabric
+    from simcluster.machine_models import build_cluster
+    from simcluster.scenario import load_variants
+
+    study = load_script("studies/tree_ceiling_by_arch.py")
+    assert fabric.ALGORITHM_MODELS is study.SHIPPED
+    hopper = build_cluster(load_variants(ROOT / "scenarios/published/h100-roce-4x400g-x2-drobotics.yaml", 2)[0][1].machine)
+    b200 = build_cluster(load_variants(ROOT / "scenarios/published/b200-ib-8x400g-x64-together.yaml", 4)[0][1].machine)
+    shipped = {name: fabric.predict_fabric(c, "all_reduce", 16 * GiB, "tree") for name, c in (("h", hopper), ("b", b200))}
+    monkeypatch.setattr(fabric, "ALGORITHM_MODELS",
+                        tuple(study.BlackwellOnlyTree() if m.name == "tree" else m for m in study.SHIPPED))
+    variant = {name: fabric.predict_fabric(c, "all_reduce", 16 * GiB, "tree") for name, c in (("h", hopper), ("b", b200))}
+    assert shipped["h"].breakdown["binding_limit"].startswith("NCCL 2.28 tuner's tree limit (8 channels x 41.4 GB/s")
+    assert variant["h"].breakdown["binding_limit"].startswith("NVLink")
+    assert variant["h"].busbw_Bps > 1.05 * shipped["h"].busbw_Bps          # 308.1 -> 332.4 GB/s (measured 353.85)
+    assert variant["b"].time_s == shipped["b"].time_s
