@@ -76,12 +76,13 @@ RULES = {k: zero2.RULES[k] for k in ("N", "M", "B", "P")} | {
 }
 
 
-def step_candidate(preset: str, seq: int, mb: int, mode: str, regather: bool) -> float:
-    """The row's step (ms) under the candidate: FrameworkSpec.zero2_fsdp2 on, zero2_regather as the variant runs."""
+def step_candidate(preset: str, seq: int, mb: int, mode: str, regather: bool, exposed: bool = False) -> float:
+    """The row's step (ms) under the candidate: FrameworkSpec.zero2_fsdp2 on, zero2_regather as the variant runs
+    (zero2_exposed as `exposed`: validation/zero2f.py's candidate)."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
 
-    with eager.torch_framework_as(lambda fw: replace(fw, zero2_fsdp2=True, zero2_regather=regather)):
+    with eager.torch_framework_as(lambda fw: replace(fw, zero2_fsdp2=True, zero2_regather=regather, zero2_exposed=exposed)):
         return regime_predict(preset, mb, mode, "h200", microbatches=nosync.MICROBATCHES, seq=seq)["step_ms"]
 
 
@@ -141,12 +142,19 @@ def read_out(bundle: Path) -> dict:
     said, lines = zero2.adopt(out["procs"], out["regs"], out["judge"], out["sd"], "the exposed gathers",
                               ("step_ms_exposed", "step_ms_candidate"), tuple(VARIANTS), ("step_ms_candidate",) * 2)
     x = f"{'UNDECIDED (NOISE)' if v['D'].startswith('NOISE') else said} | " + " | ".join(lines)
-    c = columns(out["procs"], nosync.read_registration(bundle, JUDGE)[0])   # this set's judge (column_pct too)
+    return decide(out, bundle, {"X": x})
+
+
+def decide(out: dict, bundle: Path, said: dict, word: str = "FSDP2 ZERO-2") -> dict:
+    """Rule C (columns, this set's judge: column_pct too) after rule R and the `said` rules, and D re-said from R and C
+    as `word` ADOPTED / REJECTED / UNDECIDED (validation/zero2f.py's too)."""
+    v = out["verdicts"]
+    c = columns(out["procs"], nosync.read_registration(bundle, JUDGE)[0])
     if not v["D"].startswith("NOISE"):
         r = v["R"].split(" | ")[0]
-        word = "REJECTED" if c.startswith("SHIPPED") or r == "REJECT" else "ADOPTED" if r == "ADOPT" else "UNDECIDED"
-        v["D"] = "FSDP2 ZERO-2 " + word + ";" + v["D"].split(";", 1)[1]
-    out["verdicts"] = {k: w for k, w in v.items() if k != "D"} | {"X": x, "C": c, "D": v["D"]}
+        verdict = "REJECTED" if c.startswith("SHIPPED") or r == "REJECT" else "ADOPTED" if r == "ADOPT" else "UNDECIDED"
+        v["D"] = f"{word} {verdict};" + v["D"].split(";", 1)[1]
+    out["verdicts"] = {k: w for k, w in v.items() if k != "D"} | said | {"C": c, "D": v["D"]}
     return out
 
 

@@ -51,3 +51,11 @@ def copy_out_s(gpu, params: float, param_bytes: float) -> float:
     """Seconds of one gather's copy-out on the compute stream: `params` unsharded parameters of `param_bytes` read from
     the all-gather output and written to their storage (a memory-bound kernel: gpu.memory_time_s)."""
     return gpu.memory_time_s(2.0 * param_bytes * params) if params > 0 else 0.0
+
+
+def exposed_gathers_s(step_gather_s: float, micro_batches: int, regather_s: float) -> float:
+    """Seconds of a step's gathers with FrameworkSpec.zero2_exposed (the candidate of session 48's zero2f set): the
+    first forward's gather as the product prices ZeRO-2's (`step_gather_s`: one gather of the chunk and its copy-out,
+    waited for in full), then each later micro-batch's forward re-gathers every block with nothing beside it:
+    (micro_batches - 1) x `regather_s` (every block's all_gather, hsdp.zero3_calls' gather_s, plus its copy-out)."""
+    return step_gather_s + max(0, micro_batches - 1) * regather_s

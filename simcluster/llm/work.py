@@ -49,8 +49,7 @@ def _task(**parts) -> Task:
 
 
 def _add(a: Task, b: Task) -> Task:
-    parts = {k: a.parts[k] + b.parts[k] for k in a.parts}
-    return Task(a.duration_s + b.duration_s, parts)
+    return Task(a.duration_s + b.duration_s, {k: a.parts[k] + b.parts[k] for k in a.parts})
 
 
 def _scale(a: Task, k: float) -> Task:
@@ -316,9 +315,10 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 copy = fsdp2_zero2.copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
                           if par.zero in (1, 2) else 0.0)
-                if par.zero == 2 and fw.zero2_regather:   # FSDP2: each forward gathers per layer again (grad_sync.py), no step gather
-                    f, gather = _forward_gathers(_add(f, _task(compute=copy)), hsdp.zero3_calls(
-                        net, g, par, fw, dense, expert, max(1, layers_per_chunk)), gpu, fw), 0.0
+                if par.zero == 2 and fw.zero2_regather:   # FSDP2: each forward gathers per layer again (grad_sync.py; exposed: fsdp2_zero2.py)
+                    z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
+                    f, gather = (f, fsdp2_zero2.exposed_gathers_s(gather, m, z.gather_s + copy)) if fw.zero2_exposed else (
+                        _forward_gathers(_add(f, _task(compute=copy)), z, gpu, fw), 0.0)
                 gathers.append(gather)
                 gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)
