@@ -29,10 +29,10 @@ def predicted() -> dict:
     return {r["name"]: r["predicted"] for r in test_nosync_set.registered(BUNDLE)["rows"]}
 
 
-def synthetic(tmp_path, scale=None, jitter=(0.001, -0.001, 0.0), drop=()):
-    """test_zero2_set.synthetic on this bundle, the gathered processes' documents recording
-    fsdp_reshard_after_backward false as the runner does."""
-    bundle = test_zero2_set.synthetic(tmp_path, scale, jitter, drop, source=BUNDLE)
+def synthetic(tmp_path, scale=None, jitter=(0.001, -0.001, 0.0), drop=(), source=BUNDLE):
+    """test_zero2_set.synthetic on this bundle (or `source`: test_zero2f_set's), the gathered processes' documents
+    recording fsdp_reshard_after_backward false as the runner does."""
+    bundle = test_zero2_set.synthetic(tmp_path, scale, jitter, drop, source=source)
     for path in (bundle / "runs").glob("*-gathered-r*.json"):
         head, body = path.read_text().split("\n", 1)
         path.write_text(head + "\n" + json.dumps(json.loads(body) | {"fsdp_reshard_after_backward": False}))

@@ -33,7 +33,9 @@ zero2d-2026-11-30, validation/zero2d.py: zero 2 with FSDP2's default reshard aft
 set_reshard_after_backward(False) between micro-batches, `reshard_after_backward` on its rows, checked against the
 document's fsdp_reshard_after_backward, default true), and session 48's zero2e set (calibration/h200x2-zero2e-2026-11-30,
 validation/zero2e.py: zero2d's two variants on GPU-bound 1b and 3b shapes; its rows' `predicted.step_ms` the shipped
-column, the candidate's beside it read by its read-out only)."""
+column, the candidate's beside it read by its read-out only), and its successor, the zero2f set (calibration/h200x2-
+zero2f-2026-11-30, validation/zero2f.py: the same variants on GPU-bound 8b and 3b shapes, the exposed re-gather's
+candidate beside the shipped column, read the same way)."""
 
 from __future__ import annotations
 
@@ -50,6 +52,8 @@ ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat 
                                                               # with and without FSDP2's reshard after backward
 ZERO2E_BUNDLE = "calibration/h200x2-zero2e-2026-11-30"      # session 48's (validation/zero2e.py): zero2d's variants on 1b
                                                               # 3296:2 and 3b 2400:2
+ZERO2F_BUNDLE = "calibration/h200x2-zero2f-2026-11-30"      # its successor (validation/zero2f.py): the exposed re-gather's
+                                                              # candidate on 8b 2592:1 and 3b 2592:2
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
