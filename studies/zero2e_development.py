@@ -32,10 +32,11 @@ def product(preset: str, seq: int, mb: int, mode: str) -> float:
     return regime_predict(preset, mb, mode, "h200", microbatches=nosync.MICROBATCHES, seq=seq)["step_ms"]
 
 
-def rows() -> list[tuple]:
-    """(set, row name, measured ms, product ms, candidate ms, zero) per registered row that ran."""
+def rows(sets: tuple = SETS, exposed: bool = False) -> list[tuple]:
+    """(set, row name, measured ms, product ms, candidate ms, zero) per registered row of `sets` that ran (the candidate
+    with FrameworkSpec.zero2_exposed as `exposed` where the row re-gathered: studies/zero2f_development.py's)."""
     out = []
-    for name in SETS:
+    for name in sets:
         bundle = ROOT / "calibration" / name
         _, regs = nosync.read_registration(bundle, zero2.JUDGE)
         procs, _ = nosync.read_processes(bundle, regs, peak_key=zero2.PEAK_KEY)
@@ -46,7 +47,8 @@ def rows() -> list[tuple]:
             shape = (r["preset"], r["seq"], r["micro_batch"], r["mode"])
             regather = r.get("reshard_after_backward", True)
             out.append((name.split("-")[1], r["name"], statistics.mean(steps), product(*shape),
-                        zero2e.step_candidate(*shape, regather=regather), 2 if r["mode"] == "fsdp-zero2" else 3))
+                        zero2e.step_candidate(*shape, regather=regather, exposed=exposed and regather),
+                        2 if r["mode"] == "fsdp-zero2" else 3))
     return out
 
 
