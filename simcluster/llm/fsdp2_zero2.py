@@ -24,6 +24,13 @@ Where the runner's gathered variant (--reshard-after-backward false: set_reshard
 micro-batch but the last) is priced, the candidate keeps the per-group reduce-scatter and prices the one gather a step
 with its copy-out (validation/zero2e.py: zero2_fsdp2 on, zero2_regather off).
 
+The exposed re-gather (FrameworkSpec.zero2_exposed, OFF; session 48's zero2f candidate, adopted with zero2_regather and
+zero2_fsdp2): exposed_gathers_s prices every later micro-batch's re-gather alone, nothing beside it. From the source
+(docs/models/llm.md 'ZeRO-2'): FSDPState._root_pre_forward makes the all-gather streams wait for the compute stream at
+every forward's root (the first block's gather exposed each micro-batch), pre_forward's implicit prefetch keeps at most
+one gather ahead, and the all-gathers share the reduce-scatters' process group; the rest of the exposure is what the
+zero2d / zero2e runs read (development), not found in the source. Valid for GPU-bound steps.
+
 Checked (development, the rows the candidate was chosen with): the zero2d set's 8b 2912:1 regather / gathered runs, the
 zero2c set's 8b 1440:2 zero2 runs, session 46's zero2 / zero2b rows (docs/models/llm-findings.md 'session 48 zero2e').
 ZeRO-3 rows do not move (zero 2 only). Valid range: 2-rank NVLink groups (the lab's), FSDP groups of one block each.
