@@ -36,7 +36,8 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/moegemm.py", "h200x4-moegemm-2026-11-30"),   # session 48's: prints no model-now column
             ("validation/compck.py", "h200x2-compck-2026-11-30"),   # session 48's: likewise
             ("validation/zero2e.py", "h200x2-zero2e-2026-11-30"),   # session 48's: likewise
-            ("validation/zero2f.py", "h200x2-zero2f-2026-11-30")]   # session 48's: likewise
+            ("validation/zero2f.py", "h200x2-zero2f-2026-11-30"),   # session 48's: likewise
+            ("validation/compck2.py", "h200x2-compck2-2026-11-30")]   # session 48's: likewise
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])

@@ -29,6 +29,9 @@ REPEATS47_BUNDLE = "calibration/h200x2-repeats47-2026-11-30"   # listed in eager
 # session 48's compck set (validation/compck.py): the fsdp variant, two shapes in three processes each, `predicted` the
 # shipped model (`predicted_candidate` framework.whole_model_graph on, read by its read-out only); the same reader
 COMPCK_BUNDLE = "calibration/h200x2-compck-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+# session 48's compck2 set (validation/compck2.py): compck's design on two new shapes plus the lease's own host runs
+# (runs/host: fits(own_host)); `predicted` the shipped model enters, the candidate's columns read by its read-out only
+COMPCK2_BUNDLE = "calibration/h200x2-compck2-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
 # variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)
 VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}
@@ -36,12 +39,22 @@ VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt
 
 @eager.reads_torch_framework
 @cache
-def fits() -> dict:
-    """Each mode's host fit (module docstring): MODE_HOST's, with FLAG_HOSTS' compile fit at MODE_HOST's host speed."""
+def fits(own_host: Path | None = None) -> dict:
+    """Each mode's host fit (module docstring): MODE_HOST's, with FLAG_HOSTS' compile fit at MODE_HOST's host speed.
+    `own_host` (session 48's compck2 set, validation/compck2.py): a lease's own hidden-128 host runs (single-L<n>,
+    fsdp-L<n>: eager.fit_modes) in place of MODE_HOST's single and fsdp fits, the compile fit at that lease's single
+    speed by the same rule: the product's host term measured on the lease the steps ran on."""
     from simcluster.heldout.eager import MODE_HOST
     from simcluster.heldout.eager_registered import FLAG_HOSTS, folder_fits
 
     base, flag = eager.fit_modes(MODE_HOST), folder_fits(FLAG_HOSTS)
+    if own_host is not None:
+        own = eager.fit_modes(own_host)
+        if not {"single", "fsdp"} <= own.keys():
+            from simcluster.errors import SimclusterError
+            raise SimclusterError(f"{own_host}: expected single-L<n>.json and fsdp-L<n>.json host runs at two or more "
+                                  f"layer counts each (found fits for: {', '.join(sorted(own)) or 'none'})")
+        base = base | {m: own[m] for m in ("single", "fsdp")}
     scale = base["single"][0] / flag["single"][0]
     c = flag["compile"]
     return base | {"compile": (c[0] * scale, c[1] * scale, c[2])}
@@ -56,16 +69,16 @@ def fixed_framework(fw, on: bool = True):
     return replace(fw, casts_in_block=on, loss_in_graph=on) if fw.compiled else fw
 
 
-def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None) -> dict:
+def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None, own_host: Path | None = None) -> dict:
     """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed` True / False:
-    with both compileac fixes on / off (fixed_framework), None the product's own."""
+    with both compileac fixes on / off (fixed_framework), None the product's own; `own_host`: fits(own_host)'s host."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm.host_bound import is_host_bound
 
     if fixed is not None:
         with eager.torch_framework_as(lambda fw: fixed_framework(fw, fixed)):
-            return predict(preset, seq, mb, variant)
-    p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(), compiled=True)
+            return predict(preset, seq, mb, variant, own_host=own_host)
+    p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(own_host), compiled=True)
     return {"step_ms": p["step_ms"], "host_share": p["host_share"], "host_bound": is_host_bound(p["host_share"]),
             "steady_mem_GiB": p["steady_mem_GiB"][0], "peak_mem_GiB": p["stage_mem_GiB"][0]}
 
