@@ -128,3 +128,11 @@ def test_the_set_enters_the_error_bands_in_the_4gpu_tp_x_dp_host_bound_regime(tm
         assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # against the shipped column, never the lease-own
     assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | TP x DP+host-bound | bf16"}
     assert {x.scale for x in eager_residuals(got)} == {4}
+
+
+def test_a_failed_host_run_is_no_data_not_a_traceback(tmp_path):
+    bundle = synthetic(tmp_path / "a")
+    (bundle / "runs" / "host" / "tp+fsdp-L8.json").write_text("Traceback (most recent call last):\n")
+    v = script().read_out(bundle)["verdicts"]
+    assert v["H"].startswith("NO DATA: ") and "tp+fsdp-L8.json" in v["H"], v
+    assert v["R"].startswith("NO DATA: tp+fsdp: NO DATA (runs/host: ") and v["D"] == "MET", v

@@ -91,7 +91,10 @@ def host_line(bundle: Path) -> str:
     from simcluster.llm import eager
 
     host = bundle / LEASE_HOST
-    own = eager.fit_modes(host) if host.is_dir() else {}
+    try:
+        own = eager.fit_modes(host) if host.is_dir() else {}
+    except ValueError as exc:   # a failed host run (lease_own_predict says it per mode in R)
+        return f"NO DATA: {exc}"
     c, a, _ = eager.fit_modes(MODE_HOST)["tp"]
     parts = [f"{m} {own[m][0] * 1e6:.2f} us/kernel + {own[m][1] * 1e3:.2f} ms/step ({own[m][0] / c:.2f} x per kernel)"
              if m in own else f"{m} NO DATA" for m in MODES]

@@ -73,7 +73,11 @@ def lease_own_predict(bundle: Path, preset: str, seq: int, mb: int, mode: str) -
     from simcluster.llm import eager
 
     host = bundle / LEASE_HOST
-    if not host.is_dir() or mode not in eager.fit_modes(host):
+    try:
+        fitted = host.is_dir() and mode in eager.fit_modes(host)
+    except ValueError as exc:   # a host run that failed leaves a file that is no llm-step document
+        return None, f"{LEASE_HOST}: {exc}"
+    if not fitted:
         return None, f"no {mode} host fit in {LEASE_HOST} (two layer counts needed)"
     p = regime_predict(preset, mb, mode, "h200", seq=seq, fits=host_fits(mode, own_host=host))
     return p | {"host": f"host: {mode}, own fit from the bundle's {LEASE_HOST}"}, ""
