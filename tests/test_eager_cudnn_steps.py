@@ -176,6 +176,8 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
         ran["h200x2-repeats47-2026-11-30"] = 2
     if (ROOT / "calibration/h200x4-tp4-2026-11-30/runs").is_dir():   # session 48's 4-GPU TP x DP set (a row a shape), likewise
         ran["h200x4-tp4-2026-11-30"] = 3
+    if (ROOT / "calibration/h200x4-tp4b-2026-11-30/runs").is_dir():   # session 48's tp4b set (a row a shape; runs/host no row)
+        ran["h200x4-tp4b-2026-11-30"] = 2
     if (ROOT / "calibration/h200x2-compck-2026-11-30/runs").is_dir():   # session 48's compck set (a row a shape), likewise
         ran["h200x2-compck-2026-11-30"] = 2
     if (ROOT / "calibration/h200x2-compck2-2026-11-30/runs").is_dir():   # session 48's compck2 set (a row a shape), likewise

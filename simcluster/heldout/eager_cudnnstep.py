@@ -13,7 +13,7 @@ PP+host-bound set (heldout/eager_pphost.s44_rows: with session 44's ppcouple, se
 46's ppboth sets), its one-GPU hostsingle set (heldout/eager_hostsingle: with session 44's opcheck and session 45's
 opsplit sets), session 45's FSDP2 no-sync and DDP accumulation sets and session 46's, 47's and 48's FSDP2 ZeRO-2
 sets (heldout/eager_nosync), and session 46's, 47's and 48's compile + checkpointing sets (heldout/eager_compilefsdp:
-compilefsdp, compileac, repeats47, compck, compck2), and session 48's 4-GPU TP x DP set (heldout/eager_tp4: tp4).
+compilefsdp, compileac, repeats47, compck, compck2), and session 48's 4-GPU TP x DP sets (heldout/eager_tp4: tp4, tp4b).
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -77,6 +77,7 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_compilefsdp.COMPILEAC_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.REPEATS47_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_tp4.TP4_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
+                        (eager_tp4.TP4B_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
                         (eager_compilefsdp.COMPCK_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.COMPCK2_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)

@@ -57,3 +57,27 @@ def held_out_rows(bundle: Path = ROOT / TP4_BUNDLE) -> list[dict]:
     from simcluster.heldout.eager_nosync import flat_rows
 
     return flat_rows(bundle, process_step, lambda reg: f"{reg['preset']} {reg['mode']} x4 seq {reg['seq']} mb {reg['micro_batch']}")
+
+
+# Session 48's second 4-GPU TP x DP set (helper tp4b): the lease's own host runs and the steps in one call, so that the
+# lease-own column prices the steps with this lease's host (validation/tp4b.py). Listed in eager_cudnnstep.REGISTERED_STEP_SETS.
+TP4B_BUNDLE = "calibration/h200x4-tp4b-2026-11-30"
+LEASE_HOST = "runs/host"   # inside a bundle: the set's own hidden-128 host runs (MODE-L<n>.json, tp+ddp / tp+fsdp at 2 and 8 layers)
+
+
+def lease_own_predict(bundle: Path, preset: str, seq: int, mb: int, mode: str) -> tuple[dict | None, str]:
+    """(regime_predict of one shape with the 2-D mode's OWN host fit from the bundle's LEASE_HOST runs, '') -- the
+    mapping eager_regimes.host_fits gives an own_host folder (the tpdp sets' rule V) -- or (None, why) where that folder
+    has no fit of `mode` (fewer than two layer counts ran)."""
+    from simcluster.heldout.eager_regimes import host_fits, regime_predict
+    from simcluster.llm import eager
+
+    host = bundle / LEASE_HOST
+    try:
+        fitted = host.is_dir() and mode in eager.fit_modes(host)
+    except ValueError as exc:   # a host run that failed leaves a file that is no llm-step document
+        return None, f"{LEASE_HOST}: {exc}"
+    if not fitted:
+        return None, f"no {mode} host fit in {LEASE_HOST} (two layer counts needed)"
+    p = regime_predict(preset, mb, mode, "h200", seq=seq, fits=host_fits(mode, own_host=host))
+    return p | {"host": f"host: {mode}, own fit from the bundle's {LEASE_HOST}"}, ""
