@@ -142,17 +142,9 @@ def test_rule_h_reads_a_b_and_no_data(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
-    from simcluster.trust.build import eager_residuals
+    from simcluster.heldout import eager_compilefsdp
 
-    assert eager_compilefsdp.COMPCK2_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
-    assert BUNDLE.name in eager_compilefsdp.COMPCK2_BUNDLE
-    assert eager_compilefsdp.held_out_rows(BUNDLE) == [] or (BUNDLE / "runs").is_dir()
-    got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))
-    assert len(got) == 2 and all(r["host_flag"] == "registered" and r["processes"] == 3 for r in got)
-    for r, x in zip(got, registered()["rows"], strict=True):
-        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # the shipped column enters
-    assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | FSDP+compile+ckpt | bf16"}
+    test_compck_set.check_bands(eager_compilefsdp.COMPCK2_BUNDLE, BUNDLE, synthetic(tmp_path / "a"), registered()["rows"])
 
 
 def test_compcks_own_rules_are_imported_unchanged():
