@@ -50,7 +50,35 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
     shares = [r["predicted"]["host_share"] for r in reg["rows"]]
     assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one with host share 0.3-0.5
-    assert {"ML", "H", "LH", "R", "MC"} <= reg["rules"].keys()
+    assert {"ML", "H", "LH", "R", "MC", "MF", "RF"} <= reg["rules"].keys()
+
+
+def test_the_registered_columns_are_the_model_today_and_both_switches_are_off_by_default():
+    from dataclasses import replace
+
+    from simcluster.heldout.eager_compilefsdp import predict
+    from simcluster.llm import eager
+    from simcluster.llm.framework import FrameworkSpec
+
+    assert FrameworkSpec.__dataclass_fields__["fsdp_free_phases"].default is False
+    for r in registered()["rows"]:
+        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
+        with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True, fsdp_free_phases=True)):
+            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_free"], r["name"]
+        assert r["predicted_free"]["step_ms"] < r["predicted_candidate"]["step_ms"] < r["predicted"]["step_ms"]
+
+
+def test_fsdp_free_phases_frees_only_a_one_stage_fsdp2_step():
+    from types import SimpleNamespace
+
+    from simcluster.llm.launch_backlog import fsdp_step
+
+    def par(**kw):   # the fields fsdp_step reads (a ParallelSpec's), unvalidated
+        return SimpleNamespace(**({"pp": 1, "dp": 1, "zero": 0, "tp": 1, "cp": 1} | kw))
+
+    assert fsdp_step(par(dp=2, zero=3))
+    assert not any(fsdp_step(p) for p in (par(), par(dp=2), par(dp=2, zero=2), par(tp=2, dp=2, zero=3),
+                                          par(pp=2, dp=2, zero=3), par(cp=2, dp=2, zero=3), par(zero=3)))
 
 
 def test_the_device_script_runs_the_host_runs_then_the_registered_rows_abba_within_the_budget():
@@ -83,6 +111,18 @@ def test_the_lease_column_is_the_candidate_with_the_lease_host_and_moves_with_it
     assert (got["step_ms"] > reg["predicted_candidate"]["step_ms"]) == (own["fsdp"][0] > product["fsdp"][0])
 
 
+def test_rule_rf_reads_adopt_reject_and_undecided(tmp_path):
+    rows = {r["name"]: r for r in registered()["rows"]}
+    s = script()
+    at_free = {n: r["predicted_free"]["step_ms"] / r["predicted"]["step_ms"] for n, r in rows.items()}
+    v = s.read_out(synthetic(tmp_path / "a", at_free))["verdicts"]   # the free-phase column within, the others not
+    assert v["MF"].startswith("within") and v["RF"].startswith("ADOPT"), v
+    shipped = s.read_out(synthetic(tmp_path / "b"))["verdicts"]   # at the shipped steps
+    assert shipped["RF"].startswith("REJECT"), shipped
+    far = s.read_out(synthetic(tmp_path / "c", {n: 0.7 for n in rows}))["verdicts"]
+    assert far["RF"] == "UNDECIDED: free phases not within, shipped not within, candidate not within", far
+
+
 def test_rule_h_reads_a_b_and_no_data(tmp_path):
     rows = {r["name"]: r for r in registered()["rows"]}
     s = script()
@@ -102,17 +142,9 @@ def test_rule_h_reads_a_b_and_no_data(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
-    from simcluster.trust.build import eager_residuals
+    from simcluster.heldout import eager_compilefsdp
 
-    assert eager_compilefsdp.COMPCK2_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
-    assert BUNDLE.name in eager_compilefsdp.COMPCK2_BUNDLE
-    assert eager_compilefsdp.held_out_rows(BUNDLE) == [] or (BUNDLE / "runs").is_dir()
-    got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))
-    assert len(got) == 2 and all(r["host_flag"] == "registered" and r["processes"] == 3 for r in got)
-    for r, x in zip(got, registered()["rows"], strict=True):
-        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # the shipped column enters
-    assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | FSDP+compile+ckpt | bf16"}
+    test_compck_set.check_bands(eager_compilefsdp.COMPCK2_BUNDLE, BUNDLE, synthetic(tmp_path / "a"), registered()["rows"])
 
 
 def test_compcks_own_rules_are_imported_unchanged():

@@ -79,16 +79,23 @@ def test_rule_r_reads_adopt_reject_and_undecided(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
+    from simcluster.heldout import eager_compilefsdp
+
+    check_bands(eager_compilefsdp.COMPCK_BUNDLE, BUNDLE, synthetic(tmp_path / "a"), registered()["rows"])
+
+
+def check_bands(listed: str, bundle, ran, rows: list[dict]) -> None:
+    """A compiled FSDP2 set (compck's, compck2's) listed in REGISTERED_STEP_SETS as `listed`: no row before its run, and
+    from the synthetic bundle `ran` one row per registered row, three processes each, the shipped column entering."""
     from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
     from simcluster.trust.build import eager_residuals
 
-    assert eager_compilefsdp.COMPCK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
-    assert BUNDLE.name in eager_compilefsdp.COMPCK_BUNDLE
-    assert eager_compilefsdp.held_out_rows(BUNDLE) == [] or (BUNDLE / "runs").is_dir()
-    got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))
+    assert listed in eager_cudnnstep.STEP_SET_BUNDLES and bundle.name in listed
+    assert eager_compilefsdp.held_out_rows(bundle) == [] or (bundle / "runs").is_dir()
+    got = eager_compilefsdp.held_out_rows(ran)
     assert len(got) == 2 and all(r["host_flag"] == "registered" and r["processes"] == 3 for r in got)
-    for r, x in zip(got, registered()["rows"], strict=True):
-        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # the shipped column enters, not the candidate's
+    for r, x in zip(got, rows, strict=True):
+        assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # the shipped column enters, not a candidate's
     assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | FSDP+compile+ckpt | bf16"}
 
 

@@ -4,8 +4,9 @@ A registered 2 x H200 set (calibration/h200x2-compck2-2026-11-30) run as compck'
 B, P, F, G, D, MC and R imported) on two new shapes, three processes each, A B | B A | A B, led by four hidden-128 host
 runs (runs/host: single and fsdp at 2 and 32 layers, the product host folder's shapes) for this lease's own host fit.
 
-Three columns: `predicted` the shipped model, `predicted_candidate` whole_model_graph on (both registered numbers), and
-`predicted_lease`, the candidate with this lease's own host fit, computed at the read-out by lease_column from runs/host
+Four columns: `predicted` the shipped model, `predicted_candidate` whole_model_graph on, `predicted_free` with
+framework.fsdp_free_phases on too (the three registered numbers; the free-phase term chosen on the development rows),
+and `predicted_lease`, the candidate with this lease's own host fit, computed at the read-out by lease_column from runs/host
 by a mapping committed before the run (heldout/eager_compilefsdp.fits(own_host): this lease's single and fsdp fits in
 place of the product's pooled ones, the compile fit at this lease's single speed by fits()' own rule). Rule H names which
 of compck's two readings the set supports: (a) the candidate is right and compck's 0.5b miss is the lease's host speed,
@@ -49,6 +50,14 @@ RULES = compck.RULES | {
           "validation/compck2.lease_column: heldout/eager_compilefsdp.predict with own_host = runs/host and "
           "framework.whole_model_graph on): mean |error| per shape and over every process <= target_pct -> 'within'; "
           "NO DATA if runs/host lacks two layer counts of single or fsdp",
+    "MF": "M for the free-phase column (`predicted_free`: framework.whole_model_graph and fsdp_free_phases on, the "
+          "host of the one-stage FSDP2 step free across forward, backward and optimizer, launch_backlog.fsdp_step): mean "
+          "|error| per shape and over every process <= target_pct -> 'within'",
+    "RF": "UNDECIDED if N is ABOVE the target; else ADOPT if MF is within and neither M nor MC is; REJECT if MF is not "
+          "within and M or MC is; else UNDECIDED. Consequence, fixed before the run: ADOPT -> framework.whole_model_graph "
+          "and fsdp_free_phases both turned on for the runner's FSDP2 whole-model compile (torch-compile+fsdp2; this "
+          "supersedes R's consequence; these rows and the 18 development processes then development for the product); "
+          "REJECT -> fsdp_free_phases stays off, written up as ruled out on this set; UNDECIDED -> it stays off",
     "H": "UNDECIDED if N is ABOVE the target or ML has no data; else A (HOST) if ML is within (the candidate with this "
          "lease's host within on every shape and overall) and MC is not; CANDIDATE if both are within (no host-side miss "
          "to separate); B (COMPILED STEP) if neither is; else UNDECIDED (MC within, ML not). Consequence, fixed before "
@@ -59,14 +68,24 @@ RULES = compck.RULES | {
 }
 
 
+def free_phases(preset: str, seq: int, mb: int) -> dict:
+    """The free-phase column: compck's candidate with framework.fsdp_free_phases on too (development-chosen: the compck,
+    repeats47, compileac and compilefsdp fsdp processes, docs/models/llm-findings.md "session 48 compck2")."""
+    with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True, fsdp_free_phases=True)):
+        return predict(preset, seq, mb, VARIANT)
+
+
 def rows() -> list[dict]:
     return [compilefsdp.row(preset, seq, mb, VARIANT, PROCESSES, predicted=predict(preset, seq, mb, VARIANT),
-                            predicted_candidate=compck.candidate(preset, seq, mb)) for preset, seq, mb, _ in SHAPES]
+                            predicted_candidate=compck.candidate(preset, seq, mb),
+                            predicted_free=free_phases(preset, seq, mb)) for preset, seq, mb, _ in SHAPES]
 
 
 def register(path: Path) -> None:
     notes = {"model": "`predicted` the shipped one (heldout/eager_compilefsdp.predict, the product's framework), "
                       "`predicted_candidate` with framework.whole_model_graph on; nothing fitted on the step runs",
+             "predicted_free": "framework.whole_model_graph and fsdp_free_phases on (validation/compck2.free_phases); "
+                               "the free-phase term chosen on the development processes below",
              "predicted_lease": "not a number registered here: computed at the read-out by validation/compck2.lease_column "
                                 "from runs/host (this lease's single-L2/L32 and fsdp-L2/L32 hidden-128 runs), the "
                                 "mapping committed with this registration",
@@ -75,7 +94,11 @@ def register(path: Path) -> None:
                                               "rows), KempnerForge's compiled rows",
              "shapes": {f"{p}-{s}x{mb}-{VARIANT}": why for p, s, mb, why in SHAPES}}
     nosync.register(path, "validation/compck2.py --register", judge=JUDGE, rules=RULES, session=48,
-                    calibration=compilefsdp.CALIBRATION, regs=rows(), notes=notes, line=compck._line)
+                    calibration=compilefsdp.CALIBRATION, regs=rows(), notes=notes, line=_line)
+
+
+def _line(r: dict) -> str:
+    return compck._line(r) + f"  free phases {r['predicted_free']['step_ms']:8.2f} ms"
 
 
 def lease_column(reg: dict, host: Path) -> dict:
@@ -94,7 +117,19 @@ def lease_line(host: Path) -> str:
 def read_out(bundle: Path) -> dict:
     result = compck.read_out(bundle)
     procs, verdicts = result["procs"], result["verdicts"]
-    judge, _ = nosync.read_registration(bundle, JUDGE)
+    if not procs:   # compck's read-out said NO DATA for MC and R
+        verdicts.update({k: "NO DATA: no process ran" for k in ("MF", "RF", "LH", "ML", "H")})
+        return result
+    target = nosync.read_registration(bundle, JUDGE)[0]["target_pct"] / 100
+    above = "ABOVE" in verdicts["N"]   # rule N's line: process noise above the target
+    ship_ok, cand_ok = verdicts["M"].startswith("within"), verdicts["MC"].startswith("within")
+    free_ok, verdicts["MF"] = compck._within(procs, "predicted_free", target)
+    verdicts["RF"] = ("UNDECIDED: process noise above the target" if above else
+                      "ADOPT: the free-phase column within, the shipped model and the candidate not"
+                      if free_ok and not (ship_ok or cand_ok) else
+                      "REJECT: the free-phase column not within, the shipped model or the candidate within"
+                      if not free_ok and (ship_ok or cand_ok) else
+                      f"UNDECIDED: free phases {_word(free_ok)}, shipped {_word(ship_ok)}, candidate {_word(cand_ok)}")
     host = bundle / LEASE_HOST
     try:
         verdicts["LH"] = lease_line(host)
@@ -102,13 +137,10 @@ def read_out(bundle: Path) -> dict:
             p["row"]["predicted_lease"] = lease_column(p["row"], host)
     except (SimclusterError, ValueError, KeyError) as exc:
         verdicts["LH"] = verdicts["ML"] = f"NO DATA: {exc}"
-    if not procs or verdicts.get("ML", "").startswith("NO DATA"):
-        verdicts.setdefault("ML", "NO DATA: no process ran")
         verdicts["H"] = "UNDECIDED: no lease column"
         return result
-    lease_ok, verdicts["ML"] = compck._within(procs, "predicted_lease", judge["target_pct"] / 100)
-    cand_ok = verdicts["MC"].startswith("within")
-    verdicts["H"] = ("UNDECIDED: process noise above the target" if "ABOVE" in verdicts["N"] else
+    lease_ok, verdicts["ML"] = compck._within(procs, "predicted_lease", target)
+    verdicts["H"] = ("UNDECIDED: process noise above the target" if above else
                      "A (HOST): the candidate within with this lease's host, not with the product's" if lease_ok and not cand_ok
                      else "CANDIDATE: the candidate within with this lease's host and the product's" if lease_ok else
                      "B (COMPILED STEP): the candidate not within, with this lease's host or the product's" if not cand_ok
@@ -116,12 +148,17 @@ def read_out(bundle: Path) -> dict:
     return result
 
 
+def _word(ok: bool) -> str:
+    return "within" if ok else "not within"
+
+
 def show(result: dict) -> None:
-    for p in result["procs"]:   # the lease column, then compck's lines (the candidate, the shipped model, the verdicts)
-        q = p["row"].get("predicted_lease")
-        if q is not None:
-            print(f"{p['process']:26} cand+lease {float(q['step_ms']):8.1f} ms  error "
-                  f"{float(q['step_ms']) / 1e3 / p['step_s'] - 1:+.1%}  host share {q['host_share']}")
+    for p in result["procs"]:   # the free-phase and lease columns, then compck's lines (candidate, shipped, verdicts)
+        for key, label in (("predicted_free", "free phases"), ("predicted_lease", "cand+lease")):
+            q = p["row"].get(key)
+            if q is not None:
+                print(f"{p['process']:26} {label:11} {float(q['step_ms']):8.1f} ms  error "
+                      f"{float(q['step_ms']) / 1e3 / p['step_s'] - 1:+.1%}  host share {q['host_share']}")
     compck.show(result)
 
 

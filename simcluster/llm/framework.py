@@ -126,8 +126,7 @@ class FrameworkSpec:
                                       # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, 2 kernels forward and 3 backward: vocab_ops)
-    torch_pipelining: bool = False    # the pipeline is torch.distributed.pipelining's (framework torch, pp > 1): with
-                                      # virtual stages, its lowered sends and receives (llm/torch_p2p.py)
+    torch_pipelining: bool = False    # torch.distributed.pipelining's pipeline (torch, pp > 1; virtual stages: llm/torch_p2p.py)
     free_stage_hosts: bool = False    # torch pipelining with a host priced: each stage's host issues free of its inputs
                                       # (work.free_hosts, launch_backlog.free_host; session 44's candidate, registered in
                                       # validation/ppcouple.py, not the product); False: a stage's host issues a task once
@@ -137,6 +136,7 @@ class FrameworkSpec:
     free_phase_host: bool = False     # par.gpus 1 only (session 45's op candidate, validation/opsplit.py; not the product): the host
                                       # issues the backward from the forward's last issue and the step's fixed host work beside
                                       # the backward's GPU backlog (work.free_hosts, work._beside_backlog); False: in series
+    fsdp_free_phases: bool = False    # the same on a one-stage FSDP2 step (launch_backlog.fsdp_step; compck2's candidate, OFF)
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32

@@ -103,3 +103,13 @@ def free_host(task, start: float, host_at: float, queue: int = 0, pending: list 
     end = max(start + gpu, host_at + late + task.bound_s)
     out = replace(task, duration_s=end - start, parts=dict(task.parts, host=end - start - gpu))
     return out, host_at + task.issue_s + stall
+
+
+def fsdp_step(par) -> bool:
+    """A one-stage FSDP2 step (zero 3 over dp > 1, no TP, CP or pipeline), where framework.fsdp_free_phases (session 48
+    compck2's candidate, off) frees the host across the step's phases as free_phase_host does on one GPU: FSDP2's
+    multi-stream memory management "does not require blocking the CPU" (torch's fully_shard documentation, against
+    FSDP1's limit_all_gathers) and the runner's step has no sync before opt.step() returns, so the host issues the
+    backward from the forward's last issue and its fixed per-step work beside the backward's GPU backlog
+    (work.free_hosts, work._beside_backlog)."""
+    return par.pp == 1 and par.zero == 3 and par.dp > 1 and par.tp == 1 and par.cp == 1

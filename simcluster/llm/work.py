@@ -34,7 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, launch_backlog, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s, moe_compute
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
@@ -362,7 +362,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             opt += gpu.memory_time_s(4.0 * m * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns), tuple(synced)))
-    free = free_hosts(fw, stages, par.gpus)
+    free = free_hosts(fw, stages, par.gpus, launch_backlog.fsdp_step(par))
     backlog = fw.launch_backlog and free   # session 45's ppfree term (off in the product)
     return PipelineWork(tuple(stages), m, comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
@@ -374,22 +374,22 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                         action_host_s=host.PIPELINE_ACTION_HOST_S if backlog else 0.0)
 
 
-def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
+def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int, fsdp_step: bool = False) -> bool:
     """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (launch_backlog.free_host,
-    docs/models/llm.md 'Eager pipelines: the stage hosts' coupling'), where the framework asks for it
-    (free_stage_hosts: the candidate), prices a host, and no stage reduces or gathers over data parallelism (a PP x DP
-    step's own host waits are not modelled: those keep the hosts in series); free_phase_host on one GPU only (`gpus`,
-    the layout's: a TP or FSDP step of one stage stays in series)."""
-    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and gpus == 1) and fw.host_kernel_s > 0
+    llm.md 'Eager pipelines: the stage hosts' coupling') where the framework asks (free_stage_hosts: the candidate), prices a
+    host, and no stage reduces or gathers over data parallelism (a PP x DP step's host waits keep the hosts in series);
+    free_phase_host on one GPU only (`gpus`: a TP step stays in series); fsdp_free_phases on a one-stage FSDP2 step."""
+    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and gpus == 1 or fw.fsdp_free_phases
+             and fsdp_step) and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
 
 def _beside_backlog(fw: FrameworkSpec, par: ParallelSpec, bwd: list, host_s: float) -> float:
-    """The step's fixed host seconds left in series: all of them, but with free_phase_host on one GPU (par.gpus 1, as
-    free_hosts) only what outlasts the last backward's GPU backlog at its host's last issue (its duration less its
-    issue seconds)."""
-    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if fw.free_phase_host and par.gpus == 1 else host_s
+    """The step's fixed host seconds left in series: all, but where free_hosts frees the phases only what outlasts the last
+    backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
+    free = fw.free_phase_host and par.gpus == 1 or fw.fsdp_free_phases and launch_backlog.fsdp_step(par)   # free_hosts'
+    return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if free else host_s
 
 
 def _recast(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec, layers: int) -> list:
