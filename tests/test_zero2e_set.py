@@ -58,19 +58,27 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
         f"{s}-{v}": v == "regather" for s in SHAPES for v in ("regather", "gathered")}
 
 
-def test_the_device_script_runs_the_registered_rows_abba():
-    text = (BUNDLE / "device_run.sh").read_text()
-    assert (f'--warmup 2 --steps {script().TIMED_STEPS} --profile 0 --mode fsdp --grad-accum 4 --reshard-after-forward '
+def assert_device_rows_abba(bundle, timed_steps: int, shapes: tuple, pys: tuple) -> None:
+    """The bundle's device_run.sh runs every registered process once, FSDP2 zero 2 with the gathered variant's flag,
+    ABBA within each of `shapes`, naming `pys` (hashed into runs/commit.txt); test_zero2f_set's too."""
+    text = (bundle / "device_run.sh").read_text()
+    assert (f'--warmup 2 --steps {timed_steps} --profile 0 --mode fsdp --grad-accum 4 --reshard-after-forward '
             'false"') in text and '[ "$3" = gathered ] && flag="--reshard-after-backward false"' in text
     calls = re.findall(r"^one (\S+) (\S+) (regather|gathered) (\d)$", text, re.M)
-    rows = test_nosync_set.registered(BUNDLE)["rows"]
-    assert {f"{p}-{s.replace(':', 'x')}-{v}-r{k}" for p, s, v, k in calls} == {
+    rows = test_nosync_set.registered(bundle)["rows"]
+    assert calls and {f"{p}-{s.replace(':', 'x')}-{v}-r{k}" for p, s, v, k in calls} == {
         f"{r['process']}-r{k}" for r in rows for k in range(1, r["processes"] + 1)}
-    for shape in ("2400:2", "3296:2"):   # ABBA within each shape
+    assert len(calls) == sum(r["processes"] for r in rows)
+    for shape in shapes:   # ABBA within each shape
         order = [v[0] for _, s, v, _ in calls if s == shape]
         assert "".join(order) in ("rggrrg", "grrg"), order
-    for py in ("validation/zero2e.py", "validation/zero2.py", "validation/zero2b.py", "validation/zero2d.py"):
-        assert py in text   # hashed into runs/commit.txt
+    for py in pys:
+        assert py in text
+
+
+def test_the_device_script_runs_the_registered_rows_abba():
+    assert_device_rows_abba(BUNDLE, script().TIMED_STEPS, ("2400:2", "3296:2"),
+                            ("validation/zero2e.py", "validation/zero2.py", "validation/zero2b.py", "validation/zero2d.py"))
 
 
 def test_the_registered_shapes_are_new_to_calibration():

@@ -52,19 +52,8 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_device_script_runs_the_registered_rows_abba():
-    text = (BUNDLE / "device_run.sh").read_text()
-    assert (f'--warmup 2 --steps {script().TIMED_STEPS} --profile 0 --mode fsdp --grad-accum 4 --reshard-after-forward '
-            'false"') in text and '[ "$3" = gathered ] && flag="--reshard-after-backward false"' in text
-    calls = re.findall(r"^one (\S+) (\S+) (regather|gathered) (\d)$", text, re.M)
-    rows = test_nosync_set.registered(BUNDLE)["rows"]
-    assert [f"{p}-{s.replace(':', 'x')}-{v}-r{k}" for p, s, v, k in calls] != [] and len(calls) == 10
-    assert {f"{p}-{s.replace(':', 'x')}-{v}-r{k}" for p, s, v, k in calls} == {
-        f"{r['process']}-r{k}" for r in rows for k in range(1, r["processes"] + 1)}
-    for shape in ("2592:1", "2592:2"):   # ABBA within each shape
-        order = [v[0] for _, s, v, _ in calls if s == shape]
-        assert "".join(order) in ("rggrrg", "grrg"), order
-    for py in ("validation/zero2f.py", "validation/zero2.py", "validation/zero2e.py"):
-        assert py in text   # hashed into runs/commit.txt
+    test_zero2e_set.assert_device_rows_abba(BUNDLE, script().TIMED_STEPS, ("2592:1", "2592:2"),
+                                            ("validation/zero2f.py", "validation/zero2.py", "validation/zero2e.py"))
 
 
 def test_the_registered_shapes_are_new_to_calibration():

@@ -82,12 +82,6 @@ def read_out(bundle: Path) -> dict:
     return zero2e.decide(out, bundle, {}, word="EXPOSED REGATHER")
 
 
-def row_line(r: dict) -> str:
-    p = r["predicted"]
-    return (f"{r['name']:22} shipped {p['step_ms']:8.2f} ms  candidate {p['step_ms_candidate']:8.2f} ms  host share "
-            f"{p['host_share']}  memory {p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
-
-
 def searched() -> list[str]:
     """A line per 3b and 8b shape of SEQS x micro-batch 1, 2: host share and the candidate's regather / gathered ratio (the
     choice of SHAPES: the GPU-bound ones, host share <= 0.06, with the largest ratio; printed by --register)."""
@@ -108,7 +102,7 @@ def register(path: Path) -> None:
     import yaml
 
     nosync.register(path, "validation/zero2f.py --register", SHAPES, VARIANTS, JUDGE, RULES, add_keys, session=48,
-                    line=row_line)
+                    line=zero2e.row_line)
     rows = yaml.safe_load(path.read_text())["rows"]
     sd = max(zero2d.development(zero2d.BUNDLE)[0], zero2d.development(zero2e.BUNDLE)[0])
     for preset, seq, mb, _ in SHAPES:
