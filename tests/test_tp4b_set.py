@@ -29,7 +29,7 @@ def registered() -> dict:
 
 def synthetic(tmp_path, scale=None, jitter=(0.01, -0.01, 0.0), host=True, mesh=None):
     """A bundle whose processes measure each row's registered shipped step x scale[name] x exp(jitter[k]); `host`: its
-    runs/host holds the tpdp2 lease's tp+ddp / tp+fsdp host runs at 2 and 8 layers (the files the device script writes)."""
+    runs/host holds the tpdp2 lease's tp+ddp / tp+fsdp host runs at HOST_LAYERS (the files the device script writes)."""
     bundle = test_nosync_set.synthetic(tmp_path, scale, jitter, (), BUNDLE, extra_doc=as_run(mesh))
     if host:
         (bundle / "runs" / "host").mkdir()
@@ -70,16 +70,18 @@ def test_the_device_script_runs_the_host_runs_first_then_the_registered_rows_abb
     assert re.search(r"^for r in (.*); do$", text, re.M).group(1).split() == [str(k) for k in range(1, s.PROCESSES + 1)]
     assert re.search(r"^for layers in (.*); do$", text, re.M).group(1).split() == [str(n) for n in s.HOST_LAYERS]
     assert text.index("B=$W/runs/host") < text.index('guarded "$mode-L$layers"') < text.index("B=$W/runs\n") < text.index("for r in")
-    assert 'guarded "$mode-L$layers" 90 $four --layers $layers $arch --mode $mode --group 2' in text
+    assert 'guarded "$mode-L$layers" 60 $four --layers $layers $arch --mode $mode --group 2' in text
     assert "for mode in tp+ddp tp+fsdp; do" in text
-    tpdp2 = (TPDP2_HOST.parent / "device_run.sh").read_text()   # the host runs' arguments are the tpdp2 bundle's
-    assert re.search(r'^arch="(.*)"$', text, re.M).group(1) == re.search(r'^arch="(.*)"$', tpdp2, re.M).group(1)
+    tpdp2 = (TPDP2_HOST.parent / "device_run.sh").read_text()   # the host runs' decoder and shapes are the tpdp2 bundle's
+    arch = re.search(r'^arch="(.*)"$', text, re.M).group(1)
+    assert arch == re.search(r'^arch="(.*)"$', tpdp2, re.M).group(1).replace("--warmup 5 --steps 20", "--warmup 3 --steps 10")
     assert 'four="python3 -m torch.distributed.run --standalone --nproc-per-node 4 -m simcluster.runner.llm_step"' in text
     assert 'common="--warmup 3 --steps 8 --profile 0 --group 2"' in text
-    assert 'guarded "$preset-${seq}x$mb-$mode-r$r" 90 $four --preset "$preset" --shapes "$seq:$mb" --mode "$mode" $common' in text
+    assert 'guarded "$preset-${seq}x$mb-$mode-r$r" 60 $four --preset "$preset" --shapes "$seq:$mb" --mode "$mode" $common' in text
     assert {"{}-{}x{}-{}".format(*o.split(":")) for o in (a, b)} == {r["name"] for r in registered()["rows"]}
     budget = int(re.search(r"BUDGET_S:-(\d+)", text).group(1))
-    assert budget + 90 <= 290   # worst case: no launch after BUDGET_S, each run at most 90 s
+    assert re.findall(r'guarded "[^"]+" (\d+) ', text) == ["60", "60"]   # every run's limit
+    assert budget + 60 <= 290   # worst case: no launch after BUDGET_S, each run at most 60 s
 
 
 def test_the_registered_shapes_are_new_to_calibration():
@@ -132,7 +134,7 @@ def test_the_set_enters_the_error_bands_in_the_4gpu_tp_x_dp_host_bound_regime(tm
 
 def test_a_failed_host_run_is_no_data_not_a_traceback(tmp_path):
     bundle = synthetic(tmp_path / "a")
-    (bundle / "runs" / "host" / "tp+fsdp-L8.json").write_text("Traceback (most recent call last):\n")
+    (bundle / "runs" / "host" / "tp+fsdp-L32.json").write_text("Traceback (most recent call last):\n")
     v = script().read_out(bundle)["verdicts"]
-    assert v["H"].startswith("NO DATA: ") and "tp+fsdp-L8.json" in v["H"], v
+    assert v["H"].startswith("NO DATA: ") and "tp+fsdp-L32.json" in v["H"], v
     assert v["R"].startswith("NO DATA: tp+fsdp: NO DATA (runs/host: ") and v["D"] == "MET", v

@@ -107,13 +107,15 @@ def adopt(procs: list[dict], judge: dict) -> str:
     return f"{verdict}: " + "; ".join(lines)
 
 
-def read_out(bundle: Path) -> dict:
+def read_out(bundle: Path, own_rules=None) -> dict:
+    """The read-out's processes and rule lines; `own_rules(procs, bundle, judge)` -> {rule: line} (the lines after F and
+    before D: this set's R by default, validation/tp4b.py's H and R)."""
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, MODES)
     bad, verdicts["M"] = repeats47.per_shape(procs, regs, judge, within)
     verdicts["F"] = repeats47.floors(procs, regs)
-    verdicts["R"] = adopt(procs, judge)
+    verdicts |= {"R": adopt(procs, judge)} if own_rules is None else own_rules(procs, bundle, judge)
     verdicts["D"] = ("NOISE: process noise alone exceeds the target" if above else "NO DATA" if within is None else
                      f"MODEL: {', '.join(bad)} not within" if bad else "MEMORY: steps met, memory not" if not mem_met else "MET")
     return {"procs": procs, "left": left, "verdicts": verdicts}
