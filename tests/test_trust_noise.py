@@ -363,6 +363,7 @@ def test_the_status_follows_the_verdict():
         assert (t.status == "unvalidated") == (v.verdict in ("noise-limited", "undecided: test too weak") or not enough), v.regime
         assert (t.noise is not None) == (v.verdict == "noise-limited" and enough), v.regime
         assert t.caveat.startswith(f"{v.verdict} at {v.gpus} GPU") and v.text() in t.text(), v.regime
+        assert t.verdict is v and t.too_weak == (v.verdict == "undecided: test too weak"), v.regime   # the one field
         assert t.to_json()["caveat"] == t.caveat
     pp = floor_verdict("llm | PyTorch eager | PP+host-bound | bf16", 2.0, "H200")
     t = trust_of(Regime("llm eager", pp.regime, 2.0, gpu="H200"), table)
