@@ -113,8 +113,9 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
 
     out = []
     for r in rows:
-        ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
-        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"],
+        framework = r.get("framework", "torch-amp")
+        ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1), framework)
+        regime = llm_regime(framework, r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"],
                             ckpt, r.get("host_bound", False))
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
