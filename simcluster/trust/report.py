@@ -97,7 +97,8 @@ def moved_sensitivity(table: Table) -> list[dict]:
     bands = [(f"{k}", "its own" if g.enough else "none (unvalidated: the family's pooled band)", g.rows)
              for k, g in table.regimes.items()]
     bands += [(f"{f} (pooled)", "its unvalidated regimes'", table.family_rows(f)) for f in sorted({r.family for r in table.residuals})]
-    links = sorted({(r.family, table.pool_link(r.family, r.regime)) for r in table.residuals})   # link pools (Table.pool_link)
+    keys = {(r.family, r.regime) for r in table.residuals}   # each distinct regime's link pool once (Table.pool_link)
+    links = sorted({(f, table.pool_link(f, k)) for f, k in keys})
     bands += [(f"{f} over {link} (pooled)", "its unvalidated regimes over that link", table.family_rows(f, link))
               for f, link in links if link]
     for name, answers, rows in bands:
