@@ -285,6 +285,20 @@ def floors():
     return {(f["regime"], f["gpus"]): f for f in load_script("studies/eager_noise_floors.py").floors()}
 
 
+def test_every_table_row_finds_its_processes_by_its_shape(floors):
+    """studies/eager_noise_floors.row_processes finds each eager table row's processes by the shape its heldout reader
+    set (heldout/eager.step_shape), not by parsing its label: every row carries one and every row resolves, so a label
+    change (or a reader dropping the shape) cannot empty a floor silently; no floor printed has an unresolved row."""
+    s = load_script("studies/eager_noise_floors.py")
+    rows = [r for regime in s.regime_rows().values() for r in regime]
+    assert len(rows) > 300 and all(set(r["shape"]) == {"preset", "seq", "micro_batch", "microbatches", "layers"} for r in rows)
+    assert [(r["bundle"], r["label"]) for r in rows if not s.row_processes(r)] == []
+    assert all(not f["unresolved"] for f in floors.values())
+    relabelled = next(r for r in rows if r["gpus"] == 2) | {"label": "renamed"}
+    assert s.row_processes(relabelled)   # the label plays no part
+    assert s.row_processes({k: v for k, v in relabelled.items() if k != "shape"}) == []   # no shape: unresolved
+
+
 def test_the_recorded_verdicts_are_the_studys(floors):
     """trust/noise.FLOOR_VERDICTS are studies/eager_noise_floors.py's regimes, numbers and verdicts (the rule applied by
     the study, on the table's rows as the builder reads them now)."""
