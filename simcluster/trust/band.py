@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.trust.moved import Moves
-from simcluster.trust.noise import FloorVerdict, NoiseFloor, floor_verdict, noise_floor
+from simcluster.trust.noise import FloorVerdict, floor_verdict
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
@@ -41,7 +41,6 @@ class Trust:
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
     gpus: tuple[tuple[str, int], ...] = ()   # rows per GPU model the band's rows ran on ('': rows naming none)
     moves: Moves | None = None            # today's model's move on the band's registered rows (trust/moved.py)
-    noise: NoiseFloor | None = None       # unvalidated with its own band: the error is at the machines' noise (trust/noise.py)
     # a lab eager regime's verdict at this GPU count against its noise floor (trust/noise.FloorVerdict), set by trust_of:
     # the one field the caveat and the status text read
     verdict: FloorVerdict | None = None
@@ -52,6 +51,11 @@ class Trust:
         or was marked, its verdict against its own noise floor (Trust.verdict)."""
         verdict = self.verdict.text() if self.verdict else ""
         return "; ".join(t for t in (REGIME_CAVEATS.get(self.regime.key, ""), verdict) if t)
+
+    @property
+    def noise_limited(self) -> bool:
+        """Its verdict is noise-limited and the band its own: unvalidated with its own band widened to all its rows."""
+        return self.verdict is not None and self.verdict.verdict == "noise-limited" and not self.pooled and self.rho is not None
 
     @property
     def too_weak(self) -> bool:
@@ -112,8 +116,8 @@ class Trust:
             out["model_moved"] = self.moves.to_json(self.rho)   # with the still-priced rows' coverage by this band
         if self.caveat:
             out["caveat"] = self.caveat
-        if self.noise is not None:
-            out["noise_limited"] = self.noise.to_json()
+        if self.noise_limited:
+            out["noise_limited"] = self.verdict.to_json()
         return out
 
     def moved_text(self) -> str:
@@ -157,7 +161,9 @@ class Trust:
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
         span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
         span += f"; {self.gpus_text()}" if self.gpus_text() else ""
-        status = (f"unvalidated, {self.noise.text()}; the band from " if self.noise is not None
+        status = (f"unvalidated, {self.verdict.verdict} at {self.verdict.gpus} GPU{'s' * (self.verdict.gpus != 1)} "
+                  f"({self.verdict.gpu}): the target is not reachable with the lab's data (the caveat's numbers); "
+                  "the band, widened to all its rows, from " if self.noise_limited
                   else f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
                   else "unvalidated (its noise test too weak), the band from " if self.too_weak
                   else "")   # extrapolated across GPUs alone: gpu_text says so
@@ -187,12 +193,11 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
                       (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves,
                       verdict=verdict)
-        floor = noise_floor(regime.key, regime.scale, regime.gpu)
-        if floor is not None:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
+        if trust.noise_limited:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
             # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
             own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))
             band = pooled_band(trust.rho, own_range)
-            return replace(trust, status="unvalidated", noise=floor, rho=band, widened=band != trust.rho,
+            return replace(trust, status="unvalidated", rho=band, widened=band != trust.rho,
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
         if trust.too_weak:   # the miss not excused, nor validated
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
