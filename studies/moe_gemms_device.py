@@ -10,6 +10,8 @@ document on stdout in gpu-micro's format, parsed by simcluster.traces.gpu_micro:
              on one stream, the same spread over GROUP_STREAMS streams (as Transformer Engine's grouped linear layer
              issues its cuBLAS GEMMs), and torch._grouped_mm (bf16) where torch has it; back to back; records in
              `moe_grouped`, time per group
+  moe-rows    (session 48) the published MoE rows' own expert GEMM groups (simcluster/runner/moe_grid.GRID), as
+             moe-grouped times them; records in `moe_grouped`, read by heldout/moegemm.table_of
   moe-permute the token permutations of Megatron's alltoall dispatcher for each MOE_EXPERTS layer, N = tokens per expert x
              local experts rows of `hidden` bf16 (T = N / top_k tokens): permute (gather N rows of the T tokens), the
              chunk sort by local expert after the alltoall (gather N rows, block permutation of ep x experts chunks),
@@ -184,6 +186,30 @@ def run_moe_permute(torch, dev, timer, quick: bool) -> list[dict]:
     return out
 
 
+def run_moe_rows(torch, dev, timer, quick: bool) -> list[dict]:
+    """Section moe-rows (session 48, moegemm): every group of simcluster/runner/moe_grid.GRID (the published MoE rows'
+    own expert GEMM shapes) in each mode _group_modes has; time per group, records in `moe_grouped`. fp8 groups only on
+    a GPU with fp8 (capability >= 8.9); --quick: one tiny layer, bf16."""
+    from simcluster.runner.moe_grid import grid_gemms
+
+    cuda = dev.type == "cuda"
+    streams = [torch.cuda.Stream(dev) for _ in range(GROUP_STREAMS)] if cuda else []
+    fp8 = cuda and torch.cuda.get_device_capability(dev) >= (8, 9) and hasattr(torch, "_scaled_mm")
+    shapes = grid_gemms((("tiny", 48, 32, 64, 3, "bf16"),)) if quick else grid_gemms()
+    out = []
+    for shape in shapes:
+        if shape["dtype"] == "fp8" and not fp8:
+            continue
+        for mode, fn in _group_modes(torch, dev, shape["m"], shape["n"], shape["k"], shape["experts"], shape["dtype"], streams):
+            try:
+                out.append({**shape, "mode": mode, **timer(fn)})
+            except Exception as exc:  # noqa: BLE001 - a mode this torch lacks is recorded, the others still run
+                out.append({**shape, "mode": mode, "error": f"{type(exc).__name__}: {exc}"})
+        if cuda:
+            torch.cuda.empty_cache()
+    return out
+
+
 def run_moe_experts(torch, dev, timer, quick: bool, clock, interleaver, args=None) -> list[dict]:
     shapes = moe_expert_shapes((("tiny", 64, 32, 48),)) if quick else moe_expert_shapes()
     return gpu_micro.run_gemm_shapes(torch, dev, timer, shapes, clock, interleaver)
@@ -193,7 +219,9 @@ SECTIONS = (("moe-experts", run_moe_experts, "gemm", True),
             ("moe-grouped", lambda torch, dev, timer, quick, clock, interleaver, args: run_moe_grouped(torch, dev, timer, quick),
              "moe_grouped", False),
             ("moe-permute", lambda torch, dev, timer, quick, clock, interleaver, args: run_moe_permute(torch, dev, timer, quick),
-             "moe_permute", False))
+             "moe_permute", False),
+            ("moe-rows", lambda torch, dev, timer, quick, clock, interleaver, args: run_moe_rows(torch, dev, timer, quick),
+             "moe_grouped", False))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,11 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/compileac.py", "h200x2-compileac-2026-11-30"),   # session 46's: likewise
             ("validation/zero2c.py", "h200x2-zero2c-2026-11-30"),   # session 47's: skipped until its readout.txt is here
             ("validation/zero2d.py", "h200x2-zero2d-2026-11-30"),   # session 47's: likewise
-            ("validation/repeats47.py", "h200x2-repeats47-2026-11-30")]   # session 47's: likewise
+            ("validation/repeats47.py", "h200x2-repeats47-2026-11-30"),   # session 47's: likewise
+            ("validation/tp4.py", "h200x4-tp4-2026-11-30"),   # session 48's 4-GPU set: likewise, byte for byte
+            ("validation/moegemm.py", "h200x4-moegemm-2026-11-30"),   # session 48's: prints no model-now column
+            ("validation/compck.py", "h200x2-compck-2026-11-30"),   # session 48's: likewise
+            ("validation/zero2e.py", "h200x2-zero2e-2026-11-30")]   # session 48's: likewise
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])
@@ -42,7 +46,7 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     assert (bundle / "runs").is_dir(), f"{folder}: readout.txt committed but no runs/ to print it from"
     assert load_script(script).main([str(bundle)]) == 0
     printed, committed = capsys.readouterr().out, (bundle / "readout.txt").read_text()
-    if folder.startswith("h200x2-"):
+    if folder.startswith(("h200x2-", "h200x4-tp4-")):
         assert "model now" not in committed and printed == committed
     else:
         assert MODEL_NOW.sub("", printed) == MODEL_NOW.sub("", committed)

@@ -18,7 +18,6 @@ KempnerForge's compiled rows not used. Rules fixed before the run (RULES); nothi
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -56,15 +55,9 @@ RULES = compilefsdp.RULES | {
 
 def rows() -> list[dict]:
     """Each (shape, variant) as registered: compilefsdp's row keys and both models' predictions."""
-    out = []
-    for preset, seq, mb, variant, _ in SHAPES:
-        layout, mode, ranks, scope = VARIANTS[variant]
-        out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
-                    "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
-                    "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
-                    "predicted": predict(preset, seq, mb, variant, fixed=False),
-                    "predicted_fixed": predict(preset, seq, mb, variant, fixed=True)})
-    return out
+    return [compilefsdp.row(preset, seq, mb, variant, PROCESSES, predicted=predict(preset, seq, mb, variant, fixed=False),
+                            predicted_fixed=predict(preset, seq, mb, variant, fixed=True))
+            for preset, seq, mb, variant, _ in SHAPES]
 
 
 def register(path: Path) -> None:
@@ -82,9 +75,7 @@ def _line(r: dict) -> str:
 
 
 def _mean_abs(procs: list[dict], key: str, variant: str | None = None) -> float | None:
-    errs = [abs(float(p["row"][key]["step_ms"]) / 1e3 / p["step_s"] - 1) for p in procs
-            if variant is None or p["row"]["variant"] == variant]
-    return statistics.mean(errs) if errs else None
+    return compilefsdp.mean_abs_error(procs, key, None if variant is None else lambda p: p["row"]["variant"] == variant)
 
 
 def read_out(bundle: Path) -> dict:

@@ -56,14 +56,18 @@ RULES = {
 def rows() -> list[dict]:
     """Each (shape, variant) as registered: name (the process stem without -rK), variant, processes, layout, the
     runner's flags and the prediction."""
-    out = []
-    for preset, seq, mb, _ in SHAPES:
-        for variant, (layout, mode, ranks, scope) in VARIANTS.items():
-            out.append({"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": PROCESSES,
-                        "preset": preset, "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode,
-                        "ranks": ranks, "compile_scope": scope, "ac_mode": "full",
-                        "predicted": predict(preset, seq, mb, variant)})
-    return out
+    return [row(preset, seq, mb, variant, PROCESSES, predicted=predict(preset, seq, mb, variant))
+            for preset, seq, mb, _ in SHAPES for variant in VARIANTS]
+
+
+def row(preset: str, seq: int, mb: int, variant: str, processes: int, **predictions) -> dict:
+    """One registered (shape, variant) row: its name (the process stem without -rK), the runner's flags (VARIANTS) and
+    `predictions` (key -> a heldout/eager_compilefsdp.predict dict; `predicted` the one rules N, B and P read); the
+    compileac, repeats47 and compck sets' rows too."""
+    layout, mode, ranks, scope = VARIANTS[variant]
+    return {"name": f"{preset}-{seq}x{mb}-{variant}", "variant": variant, "processes": processes, "preset": preset,
+            "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode, "ranks": ranks, "compile_scope": scope,
+            "ac_mode": "full", **predictions}
 
 
 CALIBRATION = nosync.CALIBRATION | {"host": {"h200": "calibration/h200x2-llm-host-2026-11-23",
@@ -74,6 +78,16 @@ CALIBRATION = nosync.CALIBRATION | {"host": {"h200": "calibration/h200x2-llm-hos
 def register(path: Path) -> None:
     nosync.register(path, "validation/compilefsdp.py --register", SHAPES, judge=JUDGE, rules=RULES, session=46,
                     calibration=CALIBRATION, regs=rows())
+
+
+def mean_abs_error(procs: list[dict], key: str = "predicted", keep=None) -> float | None:
+    """Mean |error| (predicted / measured - 1) of the registered column `key` over the processes `keep(p)` passes (all
+    by default); None where none does. The shipped column's per-process error is the one nosync.step_verdicts set
+    (p["error"]); another column's (compileac's predicted_fixed, compck's predicted_candidate) the same arithmetic on
+    its step. The compileac, repeats47 and compck read-outs' one helper."""
+    errs = [abs(p["error"] if key == "predicted" else float(p["row"][key]["step_ms"]) / 1e3 / p["step_s"] - 1)
+            for p in procs if keep is None or keep(p)]
+    return statistics.mean(errs) if errs else None
 
 
 def graphs_line(procs: list[dict]) -> str:
@@ -97,8 +111,7 @@ def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, _, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    per = {v: statistics.mean(abs(p["error"]) for p in procs if p["row"]["variant"] == v)
-           for v in VARIANTS if any(p["row"]["variant"] == v for p in procs)}
+    per = {v: m for v in VARIANTS if (m := mean_abs_error(procs, keep=lambda p, v=v: p["row"]["variant"] == v)) is not None}
     ok = {v: m <= judge["target_pct"] / 100 for v, m in per.items()}
     verdicts["M"] = (("within" if all(ok.values()) else "not within") + ": " + "; ".join(
         f"{v} {m:.1%} ({'within' if ok[v] else 'not within'})" for v, m in per.items())

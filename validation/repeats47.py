@@ -19,7 +19,6 @@ depends on them: the rules judge the shipped model only.
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -53,10 +52,7 @@ RULES = {k: compilefsdp.RULES[k] for k in ("measured", "N", "B", "P", "G")} | {
 
 def rows() -> list[dict]:
     """Each shape as registered: compilefsdp's row keys, the shipped model's prediction."""
-    layout, mode, ranks, scope = VARIANTS[VARIANT]
-    return [{"name": f"{preset}-{seq}x{mb}-{VARIANT}", "variant": VARIANT, "processes": PROCESSES, "preset": preset,
-             "seq": seq, "micro_batch": mb, "mode": layout, "runner_mode": mode, "ranks": ranks,
-             "compile_scope": scope, "ac_mode": "full", "predicted": predict(preset, seq, mb, VARIANT)}
+    return [compilefsdp.row(preset, seq, mb, VARIANT, PROCESSES, predicted=predict(preset, seq, mb, VARIANT))
             for preset, seq, mb, _ in SHAPES]
 
 
@@ -68,26 +64,38 @@ def register(path: Path) -> None:
                     calibration=compilefsdp.CALIBRATION, regs=rows(), notes=notes)
 
 
+def per_shape(procs: list[dict], regs: list[dict], judge: dict, within: bool | None) -> tuple[list[str], str]:
+    """Rule M over the processes (their errors set by nosync.step_verdicts; `within` its whole-set answer): (the shapes,
+    or 'overall', not within; M's line). validation/tp4.py's M too."""
+    target = judge["target_pct"] / 100
+    per = {r["name"]: m for r in regs
+           if (m := compilefsdp.mean_abs_error(procs, keep=lambda p, n=r["name"]: p["row"]["name"] == n)) is not None}
+    bad = [name for name, m in per.items() if m > target] + ([] if within in (None, True) else ["overall"])
+    line = (("not within" if bad else "within") + ": " + "; ".join(
+        f"{name} {m:.1%} ({'within' if m <= target else 'not within'})" for name, m in per.items())
+        + f"; overall {compilefsdp.mean_abs_error(procs):.1%} over {len(procs)} processes (target "
+        f"{judge['target_pct']:.0f}% per shape and over all)") if procs else "NO DATA: no process ran"
+    return bad, line
+
+
+def floors(procs: list[dict], regs: list[dict]) -> str:
+    """Rule F's line: each shape's own process sd and the mean |error| it alone gives (validation/tp4.py's F too)."""
+    out = []
+    for r in regs:
+        sd, dof = pooled_log_sd([[math.log(p["step_s"]) for p in procs if p["row"]["name"] == r["name"]]])
+        out.append(f"{r['name']} " + ("NO DATA (under 2 processes)" if sd is None else
+                                      f"sd {sd:.3f} ({dof} dof): noise alone {sd * math.sqrt(2 / math.pi):.1%}"))
+    return "; ".join(out)
+
+
 def read_out(bundle: Path) -> dict:
     judge, regs = nosync.read_registration(bundle, JUDGE)
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, VARIANTS)
-    target = judge["target_pct"] / 100
-    per = {r["name"]: [p for p in procs if p["row"]["name"] == r["name"]] for r in regs}
-    per = {name: statistics.mean(abs(p["error"]) for p in ps) for name, ps in per.items() if ps}
-    bad = [name for name, m in per.items() if m > target] + ([] if within in (None, True) else ["overall"])
-    verdicts["M"] = (("not within" if bad else "within") + ": " + "; ".join(
-        f"{name} {m:.1%} ({'within' if m <= target else 'not within'})" for name, m in per.items())
-        + f"; overall {statistics.mean(abs(p['error']) for p in procs):.1%} over {len(procs)} processes (target "
-        f"{judge['target_pct']:.0f}% per shape and over all)") if procs else "NO DATA: no process ran"
-    floors = []
-    for r in regs:
-        sd, dof = pooled_log_sd([[math.log(p["step_s"]) for p in procs if p["row"]["name"] == r["name"]]])
-        floors.append(f"{r['name']} " + ("NO DATA (under 2 processes)" if sd is None else
-                                         f"sd {sd:.3f} ({dof} dof): noise alone {sd * math.sqrt(2 / math.pi):.1%}"))
-    verdicts["F"] = "; ".join(floors)
+    bad, verdicts["M"] = per_shape(procs, regs, judge, within)
+    verdicts["F"] = floors(procs, regs)
     verdicts["G"] = compilefsdp.graphs_line(procs)
-    verdicts["D"] = compilefsdp.rule_d(above, len(per) == len(regs), f": {', '.join(bad)} not within" if bad else "", mem_met)
+    verdicts["D"] = compilefsdp.rule_d(above, len({p["row"]["name"] for p in procs}) == len(regs), f": {', '.join(bad)} not within" if bad else "", mem_met)
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 

@@ -96,17 +96,19 @@ def register(path: Path) -> None:
 
 
 def adopt(procs: list[dict], regs: list[dict], judge: dict, sd: float | None, term: str = "the wait",
-          keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: tuple[str, str] = tuple(VARIANTS)) -> tuple[str, list[str]]:
+          keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: tuple[str, str] = tuple(VARIANTS),
+          base: tuple[str, str] = ("step_ms", "step_ms")) -> tuple[str, list[str]]:
     """Rule A: (ADOPT, REJECT, UNDECIDED or NO DATA over the deciding shapes; a line per shape): the ratio of the
     variants[0] row (zero2) over the variants[1] row (control), the first's keys[0] the step with `term`, keys[1]
-    without it (validation/zero2c.py's rule R: the regather's columns; zero2d.py's: its own two variants)."""
+    without it, over the second's base[0] and base[1] (validation/zero2c.py's rule R: the regather's columns; zero2d.py's:
+    its own two variants; zero2e.py's: each column's own ratio, base its candidate and shipped steps)."""
     a, b = variants
     lines, says = [], []
     for preset, seq, mb in sorted({(r["preset"], r["seq"], r["micro_batch"]) for r in regs}):
         here = {r["variant"]: r for r in regs if (r["preset"], r["seq"], r["micro_batch"]) == (preset, seq, mb)}
         z, c = here[a]["predicted"], here[b]["predicted"]
-        log_w = math.log(float(z[keys[0]]) / float(c["step_ms"]))
-        log_n = math.log(float(z[keys[1]]) / float(c["step_ms"]))
+        log_w = math.log(float(z[keys[0]]) / float(c[base[0]]))
+        log_n = math.log(float(z[keys[1]]) / float(c[base[1]]))
         label = f"{preset} {seq}:{mb}"
         if abs(log_w - log_n) < judge["adopt_min_pct"] / 100:
             lines.append(f"{label}: not deciding ({term} moves it {math.exp(log_w - log_n) - 1:+.1%})")
@@ -133,7 +135,8 @@ WORD = {"ADOPT": "ADOPTED", "REJECT": "REJECTED"}   # rule D's words for rule A'
 
 
 def read_out(bundle: Path, rule: str = "A", word: str = "WAIT", term: str = "the wait",
-             keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: dict = VARIANTS) -> dict:
+             keys: tuple[str, str] = ("step_ms", "step_ms_nowait"), variants: dict = VARIANTS,
+             base: tuple[str, str] = ("step_ms", "step_ms")) -> dict:
     """Rules N, M, B, P and `rule` (adopt on the first variant's rows' `keys` over the second's step, said with `term`),
     then D (`word` and rule's verdict): the wait's rule A by default; validation/zero2c.py's rule R on the regather's
     columns; validation/zero2d.py's with its own `variants` (name -> mode)."""
@@ -144,7 +147,7 @@ def read_out(bundle: Path, rule: str = "A", word: str = "WAIT", term: str = "the
             raise SimclusterError(f"{bundle / 'registered.yaml'}: a {first} row without predicted.{key} (ms)")
     procs, left = nosync.read_processes(bundle, regs, peak_key=PEAK_KEY)
     verdicts, sd, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, variants)
-    said, lines = adopt(procs, regs, judge, sd, term, keys, tuple(variants))
+    said, lines = adopt(procs, regs, judge, sd, term, keys, tuple(variants), base)
     if above:
         said = "UNDECIDED (NOISE)"
     verdicts[rule] = f"{said} | " + " | ".join(lines)

@@ -85,11 +85,11 @@ def read_out(bundle: Path) -> dict:
                           variants=VARIANTS)
 
 
-def development() -> tuple[float, int]:
-    """The zero2c set's pooled sd of log step over its (shape, variant)s' processes and its dof (development: read before
-    this set was designed; nothing here is fitted on it)."""
-    _, regs = nosync.read_registration(DEVELOPMENT, zero2.JUDGE)
-    procs, _ = nosync.read_processes(DEVELOPMENT, regs, peak_key=zero2.PEAK_KEY)
+def development(bundle: Path = DEVELOPMENT) -> tuple[float, int]:
+    """The zero2c set's (or `bundle`'s: validation/zero2e.py reads this set's) pooled sd of log step over its (shape,
+    variant)s' processes and its dof (development: read before this set was designed; nothing here is fitted on it)."""
+    _, regs = nosync.read_registration(bundle, zero2.JUDGE)
+    procs, _ = nosync.read_processes(bundle, regs, peak_key=zero2.PEAK_KEY)
     return pooled_log_sd([[math.log(p["step_s"]) for p in procs if p["row"] is r] for r in regs])
 
 

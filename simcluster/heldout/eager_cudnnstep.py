@@ -11,9 +11,9 @@ profiled process, fsdp-0.8b-trace-r1, is no process of its row): the long-sequen
 session 41's eager-today set (heldout/eager_today: one GPU and a 2-stage pipeline, its own reader), session 44's
 PP+host-bound set (heldout/eager_pphost.s44_rows: with session 44's ppcouple, session 45's ppblock and ppfree and session
 46's ppboth sets), its one-GPU hostsingle set (heldout/eager_hostsingle: with session 44's opcheck and session 45's
-opsplit sets), session 45's FSDP2 no-sync and DDP accumulation sets and session 46's and 47's FSDP2 ZeRO-2 sets
-(heldout/eager_nosync), and session 46's and 47's compile + checkpointing sets (heldout/eager_compilefsdp:
-compilefsdp, compileac, repeats47).
+opsplit sets), session 45's FSDP2 no-sync and DDP accumulation sets and session 46's, 47's and 48's FSDP2 ZeRO-2
+sets (heldout/eager_nosync), and session 46's, 47's and 48's compile + checkpointing sets (heldout/eager_compilefsdp:
+compilefsdp, compileac, repeats47, compck), and session 48's 4-GPU TP x DP set (heldout/eager_tp4: tp4).
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A
@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from simcluster.heldout import eager_compilefsdp, eager_hostsingle, eager_nosync, eager_pphost, eager_today
+from simcluster.heldout import eager_compilefsdp, eager_hostsingle, eager_nosync, eager_pphost, eager_today, eager_tp4
 from simcluster.heldout.eager import ROOT
 from simcluster.heldout.eager_regimes import process_runs, step_set_rows
 
@@ -71,9 +71,12 @@ REGISTERED_STEP_SETS = ((CUDNNSTEP_BUNDLE, lambda b: held_out_rows(b)), (FSDPMEM
                         (eager_nosync.ZERO2B_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2C_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2D_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
+                        (eager_nosync.ZERO2E_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEFSDP_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEAC_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
-                        (eager_compilefsdp.REPEATS47_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
+                        (eager_compilefsdp.REPEATS47_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
+                        (eager_tp4.TP4_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
+                        (eager_compilefsdp.COMPCK_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 

@@ -31,7 +31,9 @@ own, and so is session 47's zero2c set (calibration/h200x2-zero2c-2026-11-30, va
 re-gather on a GPU-bound 8b shape, 4 processes a variant), and its direct repeat, the zero2d set (calibration/h200x2-
 zero2d-2026-11-30, validation/zero2d.py: zero 2 with FSDP2's default reshard after backward against the same with
 set_reshard_after_backward(False) between micro-batches, `reshard_after_backward` on its rows, checked against the
-document's fsdp_reshard_after_backward, default true)."""
+document's fsdp_reshard_after_backward, default true), and session 48's zero2e set (calibration/h200x2-zero2e-2026-11-30,
+validation/zero2e.py: zero2d's two variants on GPU-bound 1b and 3b shapes; its rows' `predicted.step_ms` the shipped
+column, the candidate's beside it read by its read-out only)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat
 ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2
 ZERO2D_BUNDLE = "calibration/h200x2-zero2d-2026-11-30"      # its direct repeat (validation/zero2d.py): 8b 2912:1, zero 2
                                                               # with and without FSDP2's reshard after backward
+ZERO2E_BUNDLE = "calibration/h200x2-zero2e-2026-11-30"      # session 48's (validation/zero2e.py): zero2d's variants on 1b
+                                                              # 3296:2 and 3b 2400:2
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
@@ -91,6 +95,17 @@ def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> li
     """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring; the
     ddpaccum set with mode "ddp": DDP rows, sync and no_sync alike): [] before the run; a row without predicted's step or
     host share: one SimclusterError line naming rows[i]."""
+    return flat_rows(bundle, lambda b, reg, k: process_step(b, reg, k, mode),
+                     lambda reg: f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} "
+                                 f"x{MICROBATCHES} micro-batches")
+
+
+def flat_rows(bundle: Path, step_of, label) -> list[dict]:
+    """A registered set whose rows hold a flat `predicted` (step_ms, host_share) as held-out rows against that step
+    (eager_regimes.step_set_rows): each row measured as the mean over its processes of step_of(bundle, reg, k)'s
+    shape's median step, labelled label(reg), today's product step beside it; [] before the run; a row without name,
+    variant, processes or the flat prediction: one SimclusterError line naming rows[i]. held_out_rows' reading, and
+    heldout/eager_tp4's."""
     from simcluster.errors import SimclusterError
     from simcluster.heldout.eager_regimes import step_set_rows, todays_step_s
     from simcluster.llm.host_bound import is_host_bound
@@ -113,11 +128,7 @@ def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> li
 
     def measure(reg: dict) -> float | None:
         steps = [shape["median_step_s"] * 1e3 for k in range(1, int(reg["processes"]) + 1)
-                 if (shape := process_step(bundle, reg, k, mode)[0]) is not None]
+                 if (shape := step_of(bundle, reg, k)[0]) is not None]
         return statistics.mean(steps) if steps else None
 
-    def describe(reg: dict) -> dict:
-        return {"label": f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} x{MICROBATCHES} "
-                         "micro-batches", "today_s": todays_step_s(reg)}
-
-    return step_set_rows(bundle, SHIPPED, measure, regs, describe)
+    return step_set_rows(bundle, SHIPPED, measure, regs, lambda reg: {"label": label(reg), "today_s": todays_step_s(reg)})

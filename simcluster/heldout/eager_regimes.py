@@ -161,7 +161,7 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
-            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {own_host}"
+            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {Path(own_host).resolve().relative_to(ROOT)}"
         pooled = eager.lease_folders(base_host).get(eager.host_mode(par))   # a mean over leases (leases.yaml)
         return eager.torch_framework(par, hosts), (f"host: {eager.host_mode(par)} mode of {base_host.name}"
                                                    + (f" (mean of {len(pooled)} leases' fits)" if pooled else ""))

@@ -52,7 +52,10 @@ Checkpointed (recompute full, every block; session 46), two ways the compiled co
     block's output: the last residual add is not recomputed. FSDP2's hooks are dynamo-disabled (torch._dynamo.config
     skip_fsdp_hooks, default True in torch 2.5-2.11: "apply torch._dynamo.disable() to FSDP2 hooks"), so the graph
     breaks at each block's pre- and post-forward hooks: each block its own graph, the hooks eager (their host cost the
-    fsdp mode's over single per block).
+    fsdp mode's over single per block). Session 48's candidate (fw.whole_model_graph, off; compck): the backward graph
+    is cut from the saved values to the gradients with dead code eliminated (partitioners.py
+    _extract_graph_with_inputs_outputs), so down_proj's GEMM, read by the block's output alone, is not re-run either
+    (not_recomputed); and the runner's loss, traced into the last graph, is Inductor's (fused_loss).
   Memory (memory.py): each block's input kept; during a block's recomputation its compiled saved set (saved_bytes);
   autocast's copies of the blocks' weights are graph tensors freed with the block, only the head's eager copy stays.
 Valid for the llm-step decoder's dense Llama layer (RMSNorm, rotary or none, SwiGLU, GQA, no MoE / MLA / QK-norm /
@@ -72,6 +75,12 @@ A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
 # the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
 # the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
+# fused_loss (compck's candidate, off): cross-entropy bytes per logit, (forward, backward), Inductor's kernels over the
+# bf16 logits with the .float() up-cast fused in: the forward's two reductions (max, then the sum of exponentials:
+# log_softmax decomposed) each read the logits (2 + 2), the backward reads them and writes the bf16 gradient (2 + 2),
+# one kernel each; no fp32 copy or softmax output written (memory.py's COMPILED_LOSS_LOGIT_BYTES, met by repeats47's
+# peaks, says the same of memory). Eager's: framework.EAGER_LOSS, 22 + 26 with the up-cast's 6 + 6.
+COMPILED_LOSS_BYTES = (4.0, 4.0)
 FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2", "kempnerforge-fsdp2-compile"})
 
 
@@ -92,11 +101,40 @@ def layer_ops(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: F
     if par.recompute == "none":
         return compiled_forward(model, par, batch, fw, fwd) + tp_f, compiled_backward(model, par, batch, fw, bwd) + tp_b
     # full (module docstring, "Checkpointed"): the compiled forward's kernels again (named recompute.*), then the block's
-    # compiled backward as without checkpointing; in the graph (fw.ckpt_in_graph) all but the block's last residual add
+    # compiled backward as without checkpointing; in the graph (fw.ckpt_in_graph) all but what only the block's output
+    # reads (not_recomputed)
     plain = replace(par, recompute="none")
     fwd = compiled_forward(model, plain, batch, fw, fwd)
-    again = [replace(o, name=f"recompute.{o.name}") for o in fwd if not (fw.ckpt_in_graph and o.name == "residual_add")]
+    dead = not_recomputed(fw)
+    again = [replace(o, name=f"recompute.{o.name}") for o in fwd if o.name.split(".")[0] not in dead]
     return fwd + tp_f, again + compiled_backward(model, plain, batch, fw, ops.layer_backward(model, plain, batch, fw)) + tp_b
+
+
+def not_recomputed(fw: FrameworkSpec) -> tuple[str, ...]:
+    """The forward ops of a checkpointed compiled block its backward does not re-run (module docstring, "Checkpointed"):
+    none where the checkpoint runs eagerly around the block (its recomputation is the whole forward graph again); in the
+    graph (fw.ckpt_in_graph) the block's last residual add, and with fw.whole_model_graph (session 48 compck's candidate, off)
+    the down projection's GEMM too: the partitioner's backward graph holds only the nodes the gradients need, and
+    down_proj's output is read by that add alone (its weight gradient reads the SwiGLU product, its input gradient the
+    output's gradient and W), as dtensor_tp already drops down_proj's reduce-scatter from the recompute."""
+    if not fw.ckpt_in_graph:
+        return ()
+    return ("residual_add", "down") if fw.whole_model_graph else ("residual_add",)
+
+
+def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec, zero: int) -> bool:
+    """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on: F.cross_entropy(logits.float())
+    traced into the last graph (runner/llm_step.py's Decoder.forward returns the loss), over checkpointed blocks only:
+    every process rule AM read (compileac, compilefsdp) ran recompute full; without checkpointing the eager loss stays
+    (review C46 item 2: not extrapolated). memory.py's COMPILED_LOSS_LOGIT_BYTES; with fw.whole_model_graph its time too
+    (fused_loss)."""
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3 and par.recompute == "full"
+
+
+def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:
+    """fw.whole_model_graph (session 48 compck's candidate, off) where the loss is in the last graph (loss_in_last_graph):
+    Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES, vocab_ops.head_forward)."""
+    return fw.whole_model_graph and loss_in_last_graph(fw, par, par.zero)
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:

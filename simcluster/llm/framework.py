@@ -84,8 +84,8 @@ class FrameworkSpec:
     zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last
                                       # reduce-scatter before the next forward (llm/grad_sync.py: FSDP1 / FSDP2's post-backward
                                       # callbacks; on for the FSDP frameworks and torch, off for Megatron's: Meta's FSDP unknown)
-    zero2_regather: bool = False      # ZeRO-2 as FSDP2 runs it (reshard_after_forward=False, resharded after every backward): each micro-batch's
-                                      # forward all-gathers every layer again (llm/grad_sync.py); OFF: session 46 zero2b's candidate
+    zero2_regather: bool = False      # FSDP2 ZeRO-2: each micro-batch's forward all-gathers every layer again (llm/grad_sync.py); OFF
+    zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); OFF: candidate
     dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
@@ -94,8 +94,8 @@ class FrameworkSpec:
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
     compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
                                       # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
-    ckpt_in_graph: bool = False       # compiled with recompute full: the checkpoint traced into each block's graph (torch.compile
-                                      # over checkpoint_wrapper'd blocks), not run eagerly around it (llm/compiled.py, session 46)
+    ckpt_in_graph: bool = False       # compiled, recompute full: the checkpoint traced into each block's graph (llm/compiled.py, session 46)
+    whole_model_graph: bool = False   # ckpt_in_graph: recompute without down_proj's GEMM, the loss Inductor's (llm/compiled.py; compck, OFF)
     casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
                                       # first block (work._block_casts; session 46 compileac: off, rule A read KEEP)
     loss_in_graph: bool = True        # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the

@@ -316,10 +316,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
 
 def _compiled_fsdp2_loss(fw: FrameworkSpec, par: ParallelSpec, zero: int) -> bool:
-    """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on (COMPILED_LOSS_LOGIT_BYTES), over
-    checkpointed blocks only: every process rule AM read (compileac, compilefsdp) ran recompute full; without
-    checkpointing the eager loss's bytes stay (review C46 item 2: not extrapolated)."""
-    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3 and par.recompute == "full"
+    """COMPILED_LOSS_LOGIT_BYTES where the loss is in the last graph (compiled.loss_in_last_graph)."""
+    return compiled.loss_in_last_graph(fw, par, zero)
 
 
 def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm import torch_kernels
+from simcluster.llm import moe_gemm_term, torch_kernels
 
 ACT_BYTES = 2  # bf16 activations
 
@@ -84,7 +84,7 @@ _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points 
 
 def op_time_s(gpu, op: Op, dtype: str) -> float:
     """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
-    key = (id(gpu), op, dtype)
+    key = (id(gpu), op, dtype, moe_gemm_term.version())
     hit = _TIMES.get(key)
     if hit is None or hit[0] is not gpu:
         if len(_TIMES) >= 200_000:
@@ -99,7 +99,8 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
         if dtype == "fp8" and op.name.removeprefix("recompute.").split(".")[0] in BF16_UNDER_FP8:
             dtype = "bf16"
         if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:
-            t = batch * gpu.gemm_time_s(m, n, k, dtype=dtype)
+            # times the measured expert-GEMM term's ratio (llm/moe_gemm_term.py; 1.0 while it is off)
+            t = batch * gpu.gemm_time_s(m, n, k, dtype=dtype) * moe_gemm_term.factor(m, n, k, dtype)
         else:
             t = gpu.gemm_time_s(m, n, k, dtype=dtype, batch=batch)
     elif op.kind == "attention":

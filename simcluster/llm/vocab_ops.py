@@ -3,7 +3,7 @@ layer, the final norm, the LM head GEMM and the cross-entropy loss after the las
 
 from __future__ import annotations
 
-from simcluster.llm import dtensor_tp
+from simcluster.llm import compiled, dtensor_tp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.ops import ACT_BYTES, Op, backward_of, gemm, grad_accumulate, memory, sharding, torch_chain
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -42,10 +42,14 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
     if dtensor_tp.applies(fw, par):   # KempnerForge's compiled TP: the logits gathered, the loss over all of them on each rank
         ops, n = ops + dtensor_tp.logits_layout(model, par, batch), dtensor_tp.loss_logits(model, par, batch)
-    up = float(n * (ACT_BYTES + 4)) if fw.eager else 0.0   # eager: the .float() copy, an up-cast (its backward: the cast back)
-    ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []
-    bwd_kernels = EAGER_BWD_KERNELS if fw.eager else 1
-    if fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce)
+    fused = compiled.fused_loss(fw, par)   # the loss in the last compiled graph, Inductor's (compck's candidate, off)
+    up = float(n * (ACT_BYTES + 4)) if fw.eager and not fused else 0.0   # eager: the .float() copy, an up-cast (its
+    ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []  # backward: the cast back)
+    bwd_kernels = EAGER_BWD_KERNELS if fw.eager and not fused else 1
+    if fused:
+        ops.append(Op("cross_entropy", "memory", float(5 * n), n * compiled.COMPILED_LOSS_BYTES[0],
+                      (n * compiled.COMPILED_LOSS_BYTES[1], 1)))
+    elif fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce)
         ops.append(torch_chain("cross_entropy", "vocab_ce", float(n)))
     else:
         ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))

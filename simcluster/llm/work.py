@@ -34,7 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
+from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s, moe_compute
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
@@ -309,12 +309,16 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                     sizes = comm.ddp_bucket_bytes(model, par, dense, layers_per_chunk, vs == 0, vs == last_vs, fw.bucket_params)
                     dense_buckets = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
                     ddp_last = (sizes[-1] / comm.GRAD_BYTES, dense_buckets[-1]) if c == 0 else ddp_last
-                chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, fw.bucket_params)
-                gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert)
+                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
+                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
+                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call) if fsdp2 else dense_buckets
+                chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, per_call)
+                copy = fsdp2_zero2.copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
+                gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
                           if par.zero in (1, 2) else 0.0)
                 if par.zero == 2 and fw.zero2_regather:   # FSDP2: each forward gathers per layer again (grad_sync.py), no step gather
-                    f, gather = _forward_gathers(f, hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk)),
-                                                 gpu, fw), 0.0
+                    f, gather = _forward_gathers(_add(f, _task(compute=copy)), hsdp.zero3_calls(
+                        net, g, par, fw, dense, expert, max(1, layers_per_chunk)), gpu, fw), 0.0
                 gathers.append(gather)
                 gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)

@@ -1,0 +1,92 @@
+"""Session 48 moegemm: the expert-GEMM term (llm/moe_gemm_term.py), its table from the benchmark's output
+(heldout/moegemm.table_of), and the grid against the published MoE rows' own expert GEMMs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simcluster.errors import SimclusterError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.heldout import moegemm
+from simcluster.llm import moe_gemm_term, ops
+from simcluster.llm.op_price import gemm, op_time_s
+
+TINY = (("tiny", 48, 32, 64, 3, "bf16"),)
+
+
+def write_trace(path: Path, ratio: float, modes=("loop", "streams")) -> None:
+    """A gpu-micro document in the shape studies/moe_gemms_device.py's moe-rows section writes (records from
+    grid_gemms, the code the device runs), each group's time `ratio` x experts x the H200 card's one-GEMM price."""
+    gpu = load_gpu(moegemm.H200_CARD)[0]
+    recs = [{**g, "mode": mode, "time_s": ratio * g["experts"] * gpu.gemm_time_s(g["m"], g["n"], g["k"], dtype=g["dtype"]),
+             "samples_s": [], "inner": 1} for g in moegemm.grid_gemms(TINY) for mode in modes]
+    doc = {"tool": "gpu-micro", "format": 1, "device": {"name": "NVIDIA H200", "type": "cuda"}, "torch": "2.11.0",
+           "cuda": "12.8", "quick": False, "gemm": [], "attention": [], "memory": [], "launch": None, "errors": [],
+           "moe_grouped": recs + [{**recs[0], "mode": "grouped_mm", "error": "RuntimeError: not here"}]}
+    path.write_text(json.dumps(doc))
+
+
+def test_table_reads_the_benchmark_output(tmp_path):
+    write_trace(tmp_path / "t.json", 1.25)
+    table = moegemm.table_of(tmp_path / "t.json")
+    assert len(table) == 9 and all(abs(r[4] - 1.25) < 1e-9 for r in table)
+    with pytest.raises(SimclusterError, match="no moe_grouped record of mode 'grouped_mm'"):
+        moegemm.table_of(tmp_path / "t.json", mode="grouped_mm")   # the failed record is left out
+
+
+def test_table_refuses_another_device(tmp_path):
+    write_trace(tmp_path / "t.json", 1.0)
+    doc = json.loads((tmp_path / "t.json").read_text())
+    doc["device"]["name"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(SimclusterError, match="expected an H200"):
+        moegemm.table_of(tmp_path / "t.json")
+
+
+def test_term_scales_expert_gemms_only_and_is_off_by_default():
+    gpu = load_gpu(Path(moegemm.ROOT) / "models/gpu/h100-sxm.yaml")[0]
+    expert, dense = gemm("expert_up", 4096, 768, 2048, 8), gemm("up", 4096, 768, 2048)
+    base_e, base_d = op_time_s(gpu, expert, "bf16"), op_time_s(gpu, dense, "bf16")
+    assert not moe_gemm_term.is_on()
+    moe_gemm_term.enable([(4096, 768, 2048, "bf16", 1.5), (64, 64, 64, "bf16", 3.0), (4096, 768, 2048, "fp8", 9.0)])
+    try:
+        assert op_time_s(gpu, expert, "bf16") == pytest.approx(1.5 * base_e)        # nearest shape of its dtype
+        assert op_time_s(gpu, dense, "bf16") == pytest.approx(base_d)               # a dense GEMM is not touched
+        assert moe_gemm_term.factor(4000, 800, 2000, "bf16") == 1.5
+        assert moe_gemm_term.factor(4096, 768, 2048, "fp16") == 1.0                 # no row of that dtype
+    finally:
+        moe_gemm_term.disable()
+    assert op_time_s(gpu, expert, "bf16") == pytest.approx(base_e)
+    with pytest.raises(ValueError):
+        moe_gemm_term.enable([(1, 1, 1, "bf16", 0.0)])
+
+
+def test_grid_holds_every_published_moe_rows_expert_gemms():
+    """Every published MoE row's expert_gate / up / down (forward, dgrad, wgrad) is a measured shape of GRID."""
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage, spec_of
+
+    measured = {(g["m"], g["n"], g["k"], g["experts"], g["dtype"]) for g in moegemm.grid_gemms()}
+    seen = 0
+    for path in sorted((moegemm.ROOT / "calibration" / "published").glob("llm-*.yaml")):
+        ref = read_published(path, "published-llm-run")
+        usage = llm_usage(ref)
+        for run in ref.runs:
+            try:
+                spec = spec_of(run, usage.assumptions)
+            except SimclusterError:
+                continue
+            if spec is None or spec[0] is None or not spec[0][0].moe:
+                continue
+            model, par, batch = spec[0]
+            dtype = "fp8" if batch.precision.startswith("fp8") else "bf16"
+            for op in ops.layer_forward(model, par, batch):
+                if op.name in ops.GROUPED_GEMMS:
+                    m, n, k, e = op.shape
+                    for shape in ((m, n, k), (m, k, n), (k, n, m)):
+                        assert (*shape, e, dtype) in measured, (path.stem, op.name, shape, e, dtype)
+                    seen += 1
+    assert seen > 50

@@ -1,0 +1,125 @@
+"""Session 48 (issue 44, moegemm): the measured expert-GEMM term (llm/moe_gemm_term.py) judged on the published LLM
+families, once, by the rule registered before the measurement ran (calibration/h200x4-moegemm-2026-11-30/README.md).
+
+    PYTHONPATH=. python validation/moegemm.py --register calibration/h200x4-moegemm-2026-11-30/registered.yaml
+    PYTHONPATH=. python validation/moegemm.py [BUNDLE]     # the read-out, once runs/ is unpacked in the bundle
+
+The rule (RULE): the term ships ON if it brings the held-out MoE rows' mean |error| down by >= 5 points without moving
+the held-out Megatron/NeMo or fp8 family's mean |error| by > 0.5 point; else OFF. The term's table is the H200 group
+measurement in the registered mode (heldout/moegemm.MODE, `streams`); the `loop` mode's MoE line and every mode's ratio
+summary are printed as sensitivity lines (said before the run; they judge nothing)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simcluster.heldout import moegemm  # noqa: E402
+from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.llm import moe_gemm_term  # noqa: E402
+from simcluster.reference.llm import validate_published_llm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ("MoE", "Megatron/NeMo", "fp8")
+RULE = {"ON": "held-out MoE mean |error| down by >= 5.0 points, and held-out Megatron/NeMo and fp8 each moved by <= 0.5 point",
+        "OFF": "otherwise"}
+DROP_PTS, DENSE_PTS = 5.0, 0.5
+
+
+def family_stats(rows) -> dict:
+    """{family: {'held_out' | 'development': (rows, mean |error| %, within 10%)}} of validate_published_llm's rows."""
+    out = {}
+    for fam in FAMILIES:
+        out[fam] = {}
+        for label, held in (("held_out", True), ("development", False)):
+            errs = [abs(r.error) for r in rows if r.family == fam and r.held_out == held and r.error is not None]
+            out[fam][label] = (len(errs), round(100 * sum(errs) / len(errs), 2) if errs else None, sum(e <= 0.10 for e in errs))
+    return out
+
+
+def moe_rows(rows) -> dict:
+    """{'source row': signed error %} of the held-out MoE rows."""
+    return {f"{r.source} {r.run}": round(100 * r.error, 2) for r in rows if r.family == "MoE" and r.held_out and r.error is not None}
+
+
+def predict(table=None) -> tuple[dict, dict]:
+    """The families and held-out MoE rows with the term off (table None) or on with `table`."""
+    moe_gemm_term.enable(table) if table else moe_gemm_term.disable()
+    try:
+        rows = validate_published_llm().rows
+    finally:
+        moe_gemm_term.disable()
+    return family_stats(rows), moe_rows(rows)
+
+
+def register(path: Path) -> None:
+    import yaml
+
+    fams, moe = predict()
+    doc = {"set": "moegemm", "issue": 44, "commit": registering_commit(ROOT), "mode": moegemm.MODE,
+           "card": str(moegemm.H200_CARD.relative_to(ROOT)), "trace": f"runs/{moegemm.TRACE}", "rule": RULE,
+           "rows": [{"family": f, "split": s, "rows": v[0], "mean_abs_error_pct": v[1], "within_10pct": v[2]}
+                    for f, by in fams.items() for s, v in by.items()],
+           "moe_held_out_before_pct": moe, "grid": [list(g) for g in moegemm.GRID]}
+    write_registration(path, "# registered before the run (validation/moegemm.py --register): the term-off families and the rule\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=140))
+
+
+def verdict(before: dict, after: dict) -> str:
+    drop = before["MoE"]["held_out"][1] - after["MoE"]["held_out"][1]
+    moved = {f: abs(after[f]["held_out"][1] - before[f]["held_out"][1]) for f in ("Megatron/NeMo", "fp8")}
+    on = drop >= DROP_PTS and all(m <= DENSE_PTS for m in moved.values())
+    return (f"{'ON' if on else 'OFF'} (MoE held out down {drop:+.2f} points, rule >= {DROP_PTS}; "
+            + ", ".join(f"{f} moved {m:.2f}" for f, m in moved.items()) + f", rule <= {DENSE_PTS})")
+
+
+def read_out(bundle: Path) -> dict:
+    reg = read_run_set(bundle)
+    trace, card = Path(bundle) / reg["trace"], ROOT / reg["card"]
+    before, moe_before = predict()
+    table = moegemm.table_of(trace, card, reg["mode"])
+    after, moe_after = predict(table)
+    loop = moegemm.table_of(trace, card, "loop")
+    sens = {"loop": predict(loop)[0]["MoE"]["held_out"]}
+    ratios = {reg["mode"]: sorted(r[4] for r in table), "loop": sorted(r[4] for r in loop)}
+    grouped = _grouped(trace, card)
+    if grouped:
+        ratios["grouped_mm"] = grouped
+    return {"before": before, "after": after, "moe_before": moe_before, "moe_after": moe_after, "sens": sens,
+            "ratios": ratios, "mode": reg["mode"], "verdict": verdict(before, after)}
+
+
+def _grouped(trace: Path, card: Path) -> list[float]:
+    """torch._grouped_mm's ratios (bf16 only; a reference: Megatron's TE layer does not run it), [] if none ran."""
+    from simcluster.errors import SimclusterError
+
+    try:
+        return sorted(r[4] for r in moegemm.table_of(trace, card, "grouped_mm"))
+    except SimclusterError:
+        return []
+
+
+def show(res: dict) -> None:
+    def line(v) -> str:
+        return f"{v[0]} rows, mean |error| {v[1]:.2f}%, {v[2]} within 10%"
+    for mode, r in res["ratios"].items():
+        print(f"# mode {mode}: {len(r)} measured groups, ratio measured / H200 card min {r[0]:.3f} median {r[len(r) // 2]:.3f} "
+              f"max {r[-1]:.3f}{' (registered)' if mode == res['mode'] else ' (judges nothing)'}")
+    for fam in FAMILIES:
+        for split in ("held_out", "development"):
+            print(f"{fam:14s} {split:12s} before {line(res['before'][fam][split])} | after {line(res['after'][fam][split])}")
+    for key, err in res["moe_before"].items():
+        print(f"  MoE held out {key}: {err:+.2f}% -> {res['moe_after'][key]:+.2f}%")
+    for mode, v in res["sens"].items():
+        print(f"sensitivity (judges nothing): mode {mode}: MoE held out {line(v)}")
+    print(f"RULE: {res['verdict']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return set_main(sys.argv[1:] if argv is None else argv, __doc__.splitlines()[0], moegemm.BUNDLE, register, read_out, show)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
