@@ -79,10 +79,10 @@ def test_rule_r_reads_adopt_reject_and_undecided(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.heldout import eager_compilefsdp, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_compilefsdp.COMPCK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_compilefsdp.COMPCK_BUNDLE in step_sets.STEP_SET_BUNDLES
     assert BUNDLE.name in eager_compilefsdp.COMPCK_BUNDLE
     assert eager_compilefsdp.held_out_rows(BUNDLE) == [] or (BUNDLE / "runs").is_dir()
     got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))
