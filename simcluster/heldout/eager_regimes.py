@@ -161,7 +161,8 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
-            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {Path(own_host).resolve().relative_to(ROOT)}"
+            where = Path(own_host).resolve()   # named from the repository where it lies in it (a label the same in any checkout)
+            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}"
         pooled = eager.lease_folders(base_host).get(eager.host_mode(par))   # a mean over leases (leases.yaml)
         return eager.torch_framework(par, hosts), (f"host: {eager.host_mode(par)} mode of {base_host.name}"
                                                    + (f" (mean of {len(pooled)} leases' fits)" if pooled else ""))
