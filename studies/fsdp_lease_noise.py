@@ -15,7 +15,7 @@ host fits: llm/eager.fit_modes' pooled FSDP2 term, session 43 fsdphost2). It pri
      the same processes (those whose shape ran more than once), on every process and on the table's sets' processes;
   4. the regime's rows in the error-band table (simcluster/trust/error_bands.json): rows, sets, today's mean |error|;
   5. sensitivity: the same numbers on subsets of the processes (without the profiled calls, without a set).
-trust/noise.py records part 2-3's numbers; tests/test_trust_noise.py recomputes them.
+trust/noise.py recorded part 2-3's numbers until session 48 (FLOOR_VERDICTS' FloorCheck of this study is the record now).
     python studies/fsdp_lease_noise.py
 """
 
@@ -133,7 +133,7 @@ def table_sets() -> tuple[str, ...]:
 def table_rows(population: bool = True) -> tuple[int, int, float]:
     """The regime's rows in the error-band table at 2 GPUs: rows, sets, today's mean |error| (%) (as eager_lab_modes);
     population: only the sets whose processes the floor is built from (processes(): the nosync and zero2 sets'
-    accumulated steps are not), the model's error on the floor's own population (trust/noise.FSDP2_HOST_BOUND.rows)."""
+    accumulated steps are not), the model's error on the floor's own population (session 43's trust/noise.FSDP2_HOST_BOUND.rows)."""
     from simcluster.trust.table import load_table
 
     calls = {r["call"] for r in processes()} if population else None
@@ -189,7 +189,7 @@ def main() -> int:
           f"({', '.join(table_sets())}), today's mean |error| {t_mean:.1f}%")
     p_rows, p_sets, p_mean = table_rows()
     print(f"  of these, the floor's own population (the sets whose single micro-batch processes part 2 reads): {p_rows} rows "
-          f"from {p_sets} sets, today's mean |error| {p_mean:.1f}% (trust/noise.FSDP2_HOST_BOUND; against the floor above)")
+          f"from {p_sets} sets, today's mean |error| {p_mean:.1f}% (session 43's trust/noise.FSDP2_HOST_BOUND, removed in session 48; against the floor above)")
     print("\n5. sensitivity: the same numbers on subsets of the processes")
     for name, pick in SUBSETS:
         m = regime_numbers([r for r in rows if pick(r)])

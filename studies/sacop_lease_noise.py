@@ -16,7 +16,8 @@ fits, the one model all these launches' registrations used since compile2); it p
   4. the same on the regime's own launches (the model's prediction not host-bound: single+sac-op) and on all op launches
      (single+sac-op+host-bound's 0.8b 2048:4 included);
   5. the regime's rows in the error-band table (simcluster/trust/error_bands.json): rows, sets, today's mean |error|.
-trust/noise.py records the regime's numbers (part 4, the regime's own launches); tests/test_trust_noise.py recomputes them.
+trust/noise.py recorded the regime's numbers (part 4) until session 48 (SACOP1_CHECKED);
+tests/test_trust_noise.py recomputes the floor (under the target: no verdict).
     python studies/sacop_lease_noise.py
 """
 

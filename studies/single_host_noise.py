@@ -15,7 +15,7 @@ heldout/eager_registered.flag_hosts_predict (FLAG_HOSTS' host fits, the one-GPU 
      lease term of the host fit itself, and which machine kind ran it (each folder's own runs: the product folder's
      leases.yaml, whose mean is the product's single term since session 44, not read);
   5. the regime's rows in the error-band table as the table builder reads them now: rows, sources, mean |error|.
-trust/noise.py records part 2 (SINGLE_HOST_CHECKED); tests/test_trust_noise.py recomputes it.
+trust/noise.py recorded part 2 until session 48 (SINGLE_HOST_CHECKED; FLOOR_VERDICTS' FloorCheck of this study is the record now).
     python studies/single_host_noise.py
 """
 

@@ -101,7 +101,7 @@ def numbers(rows: list[dict], table_sets: tuple[str, ...] = TABLE_SETS) -> dict:
     """The study's summary (logs of process medians): the within-call process sd, the across-lease sd of call means and
     the lease term beyond process noise, the floor (a model on each shape's mean, scored on one process: empirical and
     normal), and the error-band table's rows' (those of `table_sets`) mean |error| under today's model. trust/noise.py
-    records these; its test recomputes them. Rows: dicts with key (the shape), call (the lease), ms (the process
+    recorded these until session 48 (FLOOR_VERDICTS' checks are computed through it). Rows: dicts with key (the shape), call (the lease), ms (the process
     median) and, where a model prices them, err (predicted / measured - 1); studies/sacop_lease_noise.py reuses it."""
     by_call = defaultdict(list)
     for r in rows:

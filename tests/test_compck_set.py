@@ -87,10 +87,10 @@ def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
 def check_bands(listed: str, bundle, ran, rows: list[dict]) -> None:
     """A compiled FSDP2 set (compck's, compck2's) listed in REGISTERED_STEP_SETS as `listed`: no row before its run, and
     from the synthetic bundle `ran` one row per registered row, three processes each, the shipped column entering."""
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.heldout import eager_compilefsdp, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert listed in eager_cudnnstep.STEP_SET_BUNDLES and bundle.name in listed
+    assert listed in step_sets.STEP_SET_BUNDLES and bundle.name in listed
     assert eager_compilefsdp.held_out_rows(bundle) == [] or (bundle / "runs").is_dir()
     got = eager_compilefsdp.held_out_rows(ran)
     assert len(got) == 2 and all(r["host_flag"] == "registered" and r["processes"] == 3 for r in got)

@@ -60,9 +60,9 @@ def test_runs_at_the_fixed_steps_adopt_and_at_the_shipped_steps_keep(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_one_row_per_shape(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.heldout import eager_compilefsdp, step_sets
 
-    assert eager_compilefsdp.COMPILEAC_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_compilefsdp.COMPILEAC_BUNDLE in step_sets.STEP_SET_BUNDLES
     assert BUNDLE.name in eager_compilefsdp.COMPILEAC_BUNDLE
     assert eager_compilefsdp.held_out_rows(tmp_path) == []   # registered, not run: no row
     got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))

@@ -98,10 +98,10 @@ def test_a_slow_fsdp_variant_noise_and_a_wrong_scope(tmp_path):
 
 
 def test_the_set_enters_the_error_bands_one_row_per_shape_and_variant(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.heldout import eager_compilefsdp, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_compilefsdp.COMPILEFSDP_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_compilefsdp.COMPILEFSDP_BUNDLE in step_sets.STEP_SET_BUNDLES
     assert BUNDLE.name in eager_compilefsdp.COMPILEFSDP_BUNDLE
     assert eager_compilefsdp.held_out_rows(tmp_path) == []   # registered, not run: no row
     reg = {r["name"]: r for r in registered()["rows"]}

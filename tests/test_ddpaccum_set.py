@@ -66,11 +66,11 @@ def test_the_set_that_ran_enters_the_error_bands_as_four_ddp_rows_against_its_re
     """Once run, each (shape, variant) is one DDP row: its processes' mean against the registered product step."""
     import yaml
 
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
     from simcluster.trust.build import eager_residuals
 
     bundle = ROOT / eager_nosync.DDPACCUM_BUNDLE
-    assert eager_nosync.DDPACCUM_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_nosync.DDPACCUM_BUNDLE in step_sets.STEP_SET_BUNDLES
     rows = eager_nosync.held_out_rows(bundle, "ddp")
     if not (bundle / "runs").is_dir():
         assert rows == []

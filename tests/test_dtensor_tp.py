@@ -185,3 +185,25 @@ def test_framework_of_takes_the_runs_index_and_refuses_a_copy():
     assert framework_of(ref, dict(ref.runs[i]), i).name == by_run[i] == framework_of(ref, ref.runs[i]).name
     with pytest.raises(SimclusterError, match="pass its index"):
         framework_of(ref, dict(ref.runs[i]))
+
+
+def test_a_files_framework_keys_are_checked_once_and_name_each_run_as_before(monkeypatch):
+    """llm_usage checks the file's framework keys once (LlmUsage.frameworks); a row priced with them reads the same
+    framework as one that checks the file itself, and does not check the file again."""
+    from conftest import ROOT
+
+    from simcluster.published import read_published
+    from simcluster.reference import llm_frameworks
+    from simcluster.reference.llm import framework_of, llm_usage
+
+    ref = read_published(ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml", "published-llm-run")
+    usage = llm_usage(ref)
+    each = [framework_of(ref, run, i).name for i, run in enumerate(ref.runs)]
+    assert len(set(each)) == 2   # framework_by_run names row 7 apart from the file's default
+
+    def checked_again(_ref):
+        raise AssertionError("the file's framework keys checked again")
+
+    monkeypatch.setattr(llm_frameworks, "framework_choice", checked_again)
+    monkeypatch.setattr(llm_frameworks, "framework_by_run", checked_again)
+    assert [framework_of(ref, run, i, usage.frameworks).name for i, run in enumerate(ref.runs)] == each

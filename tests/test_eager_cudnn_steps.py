@@ -138,7 +138,7 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
     processes' mean), against `today` (the product's model, registered before the run), flagged by today's share."""
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep
+    from simcluster.heldout import eager_cudnnstep, step_sets
     from simcluster.trust.build import eager_residuals
 
     if not (BUNDLE / "runs").is_dir():
@@ -148,7 +148,7 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
                for n, r in reg.items() if n != "fsdp-2b"}
     rows = eager_cudnnstep.held_out_rows(_fake_bundle(tmp_path, medians))
     assert len(rows) == 8 and {r["bundle"] for r in rows} == {"set"}
-    both = eager_cudnnstep.all_held_out_rows()   # every REGISTERED_STEP_SETS set as it ran, one source each
+    both = step_sets.all_held_out_rows()   # every REGISTERED_STEP_SETS set as it ran, one source each
     ran = {"h200x2-eager-cudnnstep-2026-11-29": 9, "h200x2-eager-fsdpmem-2026-11-29": 3, "h200x2-eager-fsdpstep-2026-11-30": 5,
            "h200x2-eager-today-2026-11-30": 10}
     if (ROOT / "calibration/h200x2-pphost-2026-11-30/runs").is_dir():   # session 44's set, registered: its rows once it has run

@@ -15,10 +15,10 @@ import yaml
 from conftest import LATER_SETS_S44, ROOT, load_script, seqs_named_elsewhere
 
 from simcluster.errors import SimclusterError
-from simcluster.heldout import eager_cudnnstep, eager_today
+from simcluster.heldout import eager_today, step_sets
 from simcluster.trust.build import eager_residuals
 
-BUNDLE = ROOT / eager_cudnnstep.TODAY_BUNDLE
+BUNDLE = ROOT / eager_today.TODAY_BUNDLE
 FLAGGED = {"single", "single+compile", "single+ckpt-every2", "single+sac-op", "single+host-bound", "PP"}
 
 
@@ -97,7 +97,7 @@ ERROR = {"single": 0.02, "single+compile": -0.05, "single+ckpt-every2": 0.09, "s
 @pytest.fixture
 def ran(tmp_path):
     """A copy of the bundle with every registered process run at ERROR[regime] (the tmp root's calibration/)."""
-    bundle = tmp_path / eager_cudnnstep.TODAY_BUNDLE
+    bundle = tmp_path / eager_today.TODAY_BUNDLE
     bundle.mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", bundle)
     (bundle / "runs").mkdir()
@@ -111,8 +111,8 @@ def ran(tmp_path):
 
 def test_a_synthetic_run_enters_each_regime_band_at_its_registered_prediction(ran, monkeypatch):
     root, bundle = ran
-    monkeypatch.setattr(eager_cudnnstep, "ROOT", root)   # all_held_out_rows: the list entry trust/build reads
-    rows = [r for r in eager_cudnnstep.all_held_out_rows() if r["bundle"] == bundle.name]
+    monkeypatch.setattr(step_sets, "ROOT", root)   # all_held_out_rows: the list entry trust/build reads
+    rows = [r for r in step_sets.all_held_out_rows() if r["bundle"] == bundle.name]
     reg = {r["name"]: r for r in registration()["rows"]}
     assert len(rows) == len(reg)
     res = eager_residuals(rows)

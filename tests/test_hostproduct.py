@@ -74,10 +74,10 @@ def test_a_scaled_entry_names_a_plain_mode_and_leases_with_that_modes_runs(tmp_p
 
 
 def test_the_hostsingle_set_enters_the_error_bands_against_its_registered_product_step():
-    from simcluster.heldout import eager_cudnnstep, eager_hostsingle
+    from simcluster.heldout import eager_hostsingle, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_hostsingle.HOSTSINGLE_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_hostsingle.HOSTSINGLE_BUNDLE in step_sets.STEP_SET_BUNDLES
     rows = eager_hostsingle.held_out_rows()
     reg = {r["name"]: r for r in yaml.safe_load((HOSTSINGLE / "registered.yaml").read_text())["rows"]}
     assert len(rows) == 4

@@ -124,10 +124,10 @@ def test_the_set_enters_the_error_bands_as_fsdp_rows_one_per_shape_and_variant(t
     import pytest
 
     from simcluster.errors import SimclusterError
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_nosync.NOSYNC_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.NOSYNC_BUNDLE
+    assert eager_nosync.NOSYNC_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.NOSYNC_BUNDLE
     assert eager_nosync.held_out_rows(tmp_path) == []   # registered, not run: no row
     reg = {r["name"]: r for r in registered()["rows"]}
     got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {"0.5b-2688x1-nosync": 1.2}, drop={"1b-2112x4-sync-r2"}))

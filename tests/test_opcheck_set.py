@@ -160,10 +160,10 @@ def test_the_set_enters_the_error_bands_as_ckpt_and_op_rows_against_its_register
     import math
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep, eager_hostsingle
+    from simcluster.heldout import eager_hostsingle, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_hostsingle.OPCHECK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPCHECK_BUNDLE
+    assert eager_hostsingle.OPCHECK_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPCHECK_BUNDLE
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
     got = eager_hostsingle.held_out_rows(synthetic(tmp_path, -0.05, [0.0], host=None))
     assert [r["recompute"] for r in got] == [x["ac_mode"] for x in reg] and all(r["host_flag"] == "registered" for r in got)

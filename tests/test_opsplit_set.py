@@ -170,10 +170,10 @@ def test_the_set_enters_the_error_bands_as_sac_op_rows_against_its_registered_pr
     import math
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep, eager_hostsingle
+    from simcluster.heldout import eager_hostsingle, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_hostsingle.OPSPLIT_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPSPLIT_BUNDLE
+    assert eager_hostsingle.OPSPLIT_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_hostsingle.OPSPLIT_BUNDLE
     assert eager_hostsingle.held_out_rows(tmp_path) == []   # registered, not run: no row
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]
     got = eager_hostsingle.held_out_rows(synthetic(tmp_path, 0.1, [0.0], host=None))

@@ -168,10 +168,10 @@ def test_processes_without_a_timeline_leave_k_w_v_without_data(tmp_path):
 def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.heldout import eager_pphost, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_pphost.PP_BLOCK_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_BLOCK_BUNDLE
+    assert eager_pphost.PP_BLOCK_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_BLOCK_BUNDLE
     if not (BUNDLE / "runs").is_dir():
         assert eager_pphost.s44_rows(BUNDLE) == []   # registered, not run: no row in the table
     got = eager_pphost.s44_rows(synthetic(tmp_path, "series"))

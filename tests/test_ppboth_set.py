@@ -102,10 +102,10 @@ def test_a_drift_over_the_lease_reads_in_rule_d_and_balanced_positions_keep_rule
 def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_against_the_product():
     """Session 46's ppboth set: once run, one row per schedule, its processes' mean against the registered product (the
     hosts in series, as shipped), regime PP+host-bound at 2 GPUs; no row before the run."""
-    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.heldout import eager_pphost, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_pphost.PP_BOTH_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_BOTH_BUNDLE
+    assert eager_pphost.PP_BOTH_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_BOTH_BUNDLE
     if not (BUNDLE / "runs").is_dir():
         assert eager_pphost.s44_rows(BUNDLE) == []
         return

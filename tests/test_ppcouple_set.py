@@ -157,10 +157,10 @@ def test_missing_and_wrong_probes_are_left_out_with_one_line(tmp_path):
 def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.heldout import eager_pphost, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_pphost.PP_COUPLE_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_COUPLE_BUNDLE
+    assert eager_pphost.PP_COUPLE_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_COUPLE_BUNDLE
     if not (BUNDLE / "runs").is_dir():
         assert eager_pphost.s44_rows(BUNDLE) == []   # registered, not run: no row in the table
     rows, probe = model(free=True)

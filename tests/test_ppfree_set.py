@@ -108,10 +108,10 @@ def test_the_first_rounds_timelines_read_k_and_the_stage_starts(tmp_path):
 def test_the_set_that_ran_enters_the_error_bands_as_four_pp_host_bound_rows_against_the_product():
     """Session 45's ppfree set, run once: one row per (shape, schedule), its processes' mean against the registered
     product (the hosts in series, as shipped), regime PP+host-bound at 2 GPUs."""
-    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.heldout import eager_pphost, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_pphost.PP_FREE_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_pphost.PP_FREE_BUNDLE in step_sets.STEP_SET_BUNDLES
     bundle = ROOT / eager_pphost.PP_FREE_BUNDLE
     if not (bundle / "runs").is_dir():
         assert eager_pphost.s44_rows(bundle) == []

@@ -196,10 +196,10 @@ def test_the_development_study_prints_what_the_readme_and_findings_state():
 def test_the_set_enters_the_error_bands_as_pp_host_bound_rows_once_it_has_run(tmp_path):
     from collections import Counter
 
-    from simcluster.heldout import eager_cudnnstep, eager_pphost
+    from simcluster.heldout import eager_pphost, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_pphost.PP_HOST_S44_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_HOST_S44_BUNDLE
+    assert eager_pphost.PP_HOST_S44_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_pphost.PP_HOST_S44_BUNDLE
     assert eager_pphost.s44_rows(tmp_path / "not-run") == []   # registered, not run: no row in the table
     bundle = synthetic(tmp_path, 0.1, [0.02, -0.02])
     (bundle / "runs" / "pp-gpipe-2b-r2.json").unlink()

@@ -90,10 +90,10 @@ def test_runs_at_the_registered_steps_read_met_and_a_miss_and_noise_are_named(tm
 
 
 def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
-    from simcluster.heldout import eager_compilefsdp, eager_cudnnstep
+    from simcluster.heldout import eager_compilefsdp, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_compilefsdp.REPEATS47_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES
+    assert eager_compilefsdp.REPEATS47_BUNDLE in step_sets.STEP_SET_BUNDLES
     assert BUNDLE.name in eager_compilefsdp.REPEATS47_BUNDLE
     assert eager_compilefsdp.held_out_rows(tmp_path) == []   # registered, not run: no row
     got = eager_compilefsdp.held_out_rows(synthetic(tmp_path / "a"))

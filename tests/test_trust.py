@@ -57,6 +57,22 @@ def test_the_regime_is_the_riskiest_parallelism_family():
     assert llm_regime("torch-amp", 1, 1, 1, 1, False, "bf16", 4).key == "llm | PyTorch eager | DDP | bf16"
 
 
+def test_one_place_decides_the_eager_checkpointing_suffix():
+    """eager_checkpointing gives 'ckpt' (every block checkpointed) only under torch.compile; llm_regime appends what it
+    is given, so eager's full rows pool with their mode and the compiled ones are +compile+ckpt."""
+    from simcluster.trust.regime import eager_checkpointing
+
+    assert [eager_checkpointing("full", 1, f) for f in ("torch-amp", "torch-fsdp2", "torch-compile", "torch-compile+fsdp2")] \
+        == ["", "", "ckpt", "ckpt"]
+    assert [eager_checkpointing(r, e, "torch-amp") for r, e in (("full", 2), ("op", 1), ("none", 1), ("selective", 1))] \
+        == ["ckpt-every2", "sac-op", "", ""]
+    ckpt = eager_checkpointing("full", 1, "torch-compile+fsdp2")
+    assert llm_regime("torch-compile+fsdp2", 1, 1, 1, 3, False, "bf16", 2, ckpt).key == \
+        "llm | PyTorch eager | FSDP+compile+ckpt | bf16"
+    assert llm_regime("torch-fsdp2", 1, 1, 1, 3, False, "bf16", 2, eager_checkpointing("full", 1, "torch-fsdp2")).key == \
+        "llm | PyTorch eager | FSDP | bf16"
+
+
 def test_the_link_across_nodes_names_the_fabric_the_nic_card_names():
     from simcluster.trust.regime import fabric_link
 

@@ -112,9 +112,9 @@ def test_noise_and_missing_processes(tmp_path):
 def test_the_set_enters_the_error_bands_as_fsdp_rows_one_per_shape_and_variant(tmp_path):
     """heldout/eager_nosync (REGISTERED_STEP_SETS): nothing before a run; one row per (shape, variant) against the
     registered product step, the zero2 rows zero 2, the control rows zero 3."""
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
 
-    assert eager_nosync.ZERO2_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2_BUNDLE
+    assert eager_nosync.ZERO2_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2_BUNDLE
     assert eager_nosync.held_out_rows(tmp_path) == []
     got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {"8b-704x1-zero2": 1.1}))
     reg = {r["name"]: r["predicted"]["step_ms"] / 1e3 for r in registered()["rows"]}

@@ -105,10 +105,10 @@ def assert_enters_as_zero2_and_control_rows(tmp_path, bundle_key: str, bundle, s
     """A zero2 / control set (zero2b, zero2c) enters the error bands through heldout/eager_nosync: no rows without runs/,
     a zero-2 and a zero-3 row with them, the zero2 row at its processes' step; returns the rows (shared, cold review
     B47 item 12)."""
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
 
     key = getattr(eager_nosync, bundle_key)
-    assert key in eager_cudnnstep.STEP_SET_BUNDLES and bundle.name in key
+    assert key in step_sets.STEP_SET_BUNDLES and bundle.name in key
     assert eager_nosync.held_out_rows(tmp_path) == []
     got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {zero2: 1.1}))
     assert len(got) == 2 and sorted(r["zero"] for r in got) == [2, 3]

@@ -171,9 +171,9 @@ def test_the_power_reads_the_zero2c_set_s_processes():
 
 
 def test_the_set_enters_the_error_bands_as_fsdp_zero2_rows(tmp_path):
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
 
-    assert eager_nosync.ZERO2D_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2D_BUNDLE
+    assert eager_nosync.ZERO2D_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2D_BUNDLE
     assert eager_nosync.held_out_rows(tmp_path) == []
     got = eager_nosync.held_out_rows(synthetic(tmp_path / "a", {REGATHER: 1.1}))
     assert len(got) == 2 and [r["zero"] for r in got] == [2, 2]

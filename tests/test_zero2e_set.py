@@ -137,9 +137,9 @@ def test_the_power_reads_the_zero2d_set_s_processes():
 
 
 def test_the_set_enters_the_error_bands_as_fsdp_zero2_rows(tmp_path):
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
 
-    assert eager_nosync.ZERO2E_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2E_BUNDLE
+    assert eager_nosync.ZERO2E_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2E_BUNDLE
     got = eager_nosync.held_out_rows(synthetic(tmp_path, {"3b-2400x2-regather": 1.1}))
     assert len(got) == 4 and {r["zero"] for r in got} == {2}
     a = next(r for r in got if "3b" in r["label"] and "regather" in r["label"])

@@ -80,8 +80,9 @@ def regime_of(mode: str, compiled: bool, ac_mode: str, host_bound: bool) -> str:
 
     par = eager_ac.parallel_of(ac_mode)
     pp = mode in PP_MODES
-    return llm_regime("torch-compile" if compiled else "torch-amp", 1, 2 if pp else 1, 1, 0, False, "bf16", 2 if pp else 1,
-                      eager_checkpointing(par.recompute, par.recompute_every), host_bound).key
+    framework = "torch-compile" if compiled else "torch-amp"
+    return llm_regime(framework, 1, 2 if pp else 1, 1, 0, False, "bf16", 2 if pp else 1,
+                      eager_checkpointing(par.recompute, par.recompute_every, framework), host_bound).key
 
 
 def short(regime: str) -> str:

@@ -65,6 +65,15 @@ def pct(pred: float, meas: float) -> float:
     return (pred - meas) / meas * 100
 
 
+def step_shape(preset: str, seq: int, micro_batch: int, microbatches: int = 1, layers: int | None = None) -> dict:
+    """A held-out eager row's shape as its runs' llm-step documents name it (model.preset, model.layers where the run
+    set them, shapes[].seq / micro_batch / microbatches): the row's `shape`, by which a study finds the row's processes
+    (studies/eager_noise_floors.row_processes) instead of parsing its printed label. microbatches: the micro-batches a
+    step accumulates where it is more than one, else 1."""
+    return {"preset": preset, "seq": int(seq), "micro_batch": int(micro_batch), "microbatches": int(microbatches),
+            "layers": None if layers is None else int(layers)}
+
+
 def model_of(doc: dict, seq: int):
     from simcluster.llm.spec import TransformerSpec
 

@@ -18,20 +18,20 @@ from pathlib import Path
 from simcluster.heldout.eager import ROOT
 from simcluster.llm import eager
 
-COMPILEFSDP_BUNDLE = "calibration/h200x2-compilefsdp-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+COMPILEFSDP_BUNDLE = "calibration/h200x2-compilefsdp-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 # session 46's compileac set (validation/compileac.py): the same rows and reader, its registered.yaml's `predicted` the
 # model at registration (both fixes off; the shipped model has had loss_in_graph on since rule AM read ADOPT),
 # `predicted_fixed` with framework.casts_in_block and loss_in_graph on (fixed_framework)
-COMPILEAC_BUNDLE = "calibration/h200x2-compileac-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+COMPILEAC_BUNDLE = "calibration/h200x2-compileac-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 # session 47's repeats47 set (validation/repeats47.py): the fsdp variant only, two shapes in three processes each, the
 # shipped model registered (loss_in_graph on, casts_in_block off); the same reader
-REPEATS47_BUNDLE = "calibration/h200x2-repeats47-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+REPEATS47_BUNDLE = "calibration/h200x2-repeats47-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 # session 48's compck set (validation/compck.py): the fsdp variant, two shapes in three processes each, `predicted` the
 # shipped model (`predicted_candidate` framework.whole_model_graph on, read by its read-out only); the same reader
-COMPCK_BUNDLE = "calibration/h200x2-compck-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+COMPCK_BUNDLE = "calibration/h200x2-compck-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 # session 48's compck2 set (validation/compck2.py): compck's design on two new shapes plus the lease's own host runs
 # (runs/host: fits(own_host)); `predicted` the shipped model enters, the candidate's columns read by its read-out only
-COMPCK2_BUNDLE = "calibration/h200x2-compck2-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+COMPCK2_BUNDLE = "calibration/h200x2-compck2-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
 # variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)
 VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}

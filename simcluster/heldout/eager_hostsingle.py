@@ -31,7 +31,7 @@ from pathlib import Path
 
 from simcluster.heldout.eager import ROOT
 
-HOSTSINGLE_BUNDLE = "calibration/h200x2-hostsingle-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+HOSTSINGLE_BUNDLE = "calibration/h200x2-hostsingle-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 OPCHECK_BUNDLE = "calibration/h200x2-opcheck-2026-11-30"         # session 44's; the same form (module docstring), listed too
 OPSPLIT_BUNDLE = "calibration/h200x2-opsplit-2026-11-30"         # session 45's; the same form, listed too
 SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (rule R)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from simcluster.heldout.eager import ROOT
 
-NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+NOSYNC_BUNDLE = "calibration/h200x2-nosync-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 ZERO2_BUNDLE = "calibration/h200x2-zero2-2026-11-30"        # the zero2 set (validation/zero2.py), mode fsdp
 ZERO2B_BUNDLE = "calibration/h200x2-zero2b-2026-11-30"      # its powered repeat (validation/zero2b.py): 8b 448:1, read the same way
 ZERO2C_BUNDLE = "calibration/h200x2-zero2c-2026-11-30"      # session 47's GPU-bound re-gather set (validation/zero2c.py): 8b 1440:2

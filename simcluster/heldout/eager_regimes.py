@@ -13,20 +13,17 @@ from pathlib import Path
 from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, _document, bundle_rows, model_of
 from simcluster.llm import eager
 from simcluster.llm.host_bound import is_host_bound
+from simcluster.llm.spec import ParallelSpec
 
 
 def regime_modes():
     """The eager-regimes bundle's layouts (one and two GPUs)."""
-    from simcluster.llm.spec import ParallelSpec
-
     return {"single": ParallelSpec(), "single+ckpt": ParallelSpec(recompute="full"),
             "pp-gpipe": ParallelSpec(pp=2, pp_schedule="gpipe"), "pp-1f1b": ParallelSpec(pp=2)}
 
 
 def mesh_modes():
     """The 4-GPU layouts of the meshes bundle (runner modes tp+ddp, tp+fsdp, pp+ddp with --group 2, pp on 4 ranks)."""
-    from simcluster.llm.spec import ParallelSpec
-
     return {"tp+ddp": ParallelSpec(tp=2, dp=2), "tp+fsdp": ParallelSpec(tp=2, dp=2, zero=3),
             "pp4-1f1b": ParallelSpec(pp=4), "pp4-gpipe": ParallelSpec(pp=4, pp_schedule="gpipe"),
             "pp+ddp": ParallelSpec(pp=2, dp=2)}
@@ -34,8 +31,6 @@ def mesh_modes():
 
 def mesh2_modes():
     """The second 4-GPU set's layouts: the first's without GPipe, with interleaved 1F1B (2 chunks per rank)."""
-    from simcluster.llm.spec import ParallelSpec
-
     return {k: v for k, v in mesh_modes().items() if k != "pp4-gpipe"} | {"pp4-interleaved": ParallelSpec(pp=4, virtual_stages=2)}
 
 
@@ -51,20 +46,16 @@ def pipeline_modes():
 
 def two_modes():
     """The two set's layouts (session 36, each a 2-GPU host runs): DDP, FSDP2, TP over 2 ranks, the regimes set's 2-stage pipelines."""
-    from simcluster.llm.spec import ParallelSpec
-
     pipelines = {k: v for k, v in regime_modes().items() if k.startswith("pp")}
     return {"ddp": ParallelSpec(dp=2), "fsdp": ParallelSpec(dp=2, zero=3), "tp": ParallelSpec(tp=2)} | pipelines
 
 
 def cp_modes():   # the cp set's layout (session 36): torch's context parallelism over 2 ranks, DDP over them (--mode cp)
-    from simcluster.llm.spec import ParallelSpec
     return {"cp": ParallelSpec(cp=2)}
 
 
 def accum_modes():   # the nosync set's (session 45): FSDP2 over 2 ranks reducing once a step (set_requires_gradient_sync);
     # the ddpaccum set's: DDP over 2 ranks reducing every micro-batch (torch's default) or once a step (no_sync)
-    from simcluster.llm.spec import ParallelSpec
     return {"fsdp+nosync": ParallelSpec(dp=2, zero=3, grad_sync="step"), "ddp+sync": ParallelSpec(dp=2, grad_sync="micro_batch"),
             "ddp+nosync": ParallelSpec(dp=2, grad_sync="step"),
             "fsdp-zero2": ParallelSpec(dp=2, zero=2),   # the zero2 set's (session 46): FSDP2 reshard_after_forward=False
@@ -85,6 +76,7 @@ def step_set_rows(bundle: Path, shipped: str, measure, regs: list[dict] | None =
     label, transport, today_s, keys of its own). A row without the shipped prediction or a layout: one SimclusterError
     line naming rows[i]."""
     from simcluster.errors import SimclusterError
+    from simcluster.heldout.eager import step_shape
     from simcluster.strict import load_yaml
 
     path = bundle / "registered.yaml"
@@ -104,7 +96,8 @@ def step_set_rows(bundle: Path, shipped: str, measure, regs: list[dict] | None =
         row = {"bundle": bundle.name, "label": label + (f" x{reg['microbatches']} micro-batches" if par.pp > 1 else ""),
                "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                "measured_s": measured_ms / 1e3, "predicted_s": step_ms / 1e3, "host_share": share,
-               "host_bound": flag, "host_flag": "registered"}
+               "host_bound": flag, "host_flag": "registered", "shape": step_shape(*(reg[k] for k in ("preset", "seq", "micro_batch")),
+                                                                                   reg.get("microbatches", 1))}
         out.append(row | (describe(reg) if describe else {"today_s": todays_step_s(reg)}))   # product host fits
     return out
 
@@ -168,7 +161,8 @@ def regime_framework(mode: str, gpu_label: str, own_host: Path | None = None, ba
     if gpu_label == "h200":
         hosts = host_fits(mode, own_host, base_host)
         if own_host is not None:
-            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {Path(own_host).resolve().relative_to(ROOT)}"
+            where = Path(own_host).resolve()   # named from the repository where it lies in it (a label the same in any checkout)
+            return eager.torch_framework(par, hosts), f"host: {mode}, own fit from {where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}"
         pooled = eager.lease_folders(base_host).get(eager.host_mode(par))   # a mean over leases (leases.yaml)
         return eager.torch_framework(par, hosts), (f"host: {eager.host_mode(par)} mode of {base_host.name}"
                                                    + (f" (mean of {len(pooled)} leases' fits)" if pooled else ""))
@@ -314,9 +308,10 @@ def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:
 def held_out_rows() -> list[dict]:
     """Every timed shape of the held-out bundles: SEALED predicted with today's model, then the eager-regimes bundle
     against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport,
-    host_share, host_bound, host_flag} (host_bound: llm/host_bound.is_host_bound of the prediction's host share; host_flag:
-    whose prediction the share is, the row's own or today's model's: registered_host_share)."""
-    from simcluster.llm import eager
+    host_share, host_bound, host_flag, shape} (host_bound: llm/host_bound.is_host_bound of the prediction's host share;
+    host_flag: whose prediction the share is, the row's own or today's model's: registered_host_share; shape:
+    heldout/eager.step_shape, every reader's row carries it)."""
+    from simcluster.heldout.eager import step_shape
 
     hosts = eager.fit_modes(MODE_HOST)
     out = []
@@ -327,7 +322,8 @@ def held_out_rows() -> list[dict]:
                 out.append({"bundle": Path(name).name, "label": f"{r['preset']} {r['mode']} x{r['world']} seq {r['seq']} mb {r['mb']}",
                             "gpus": r["world"], "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": r["transport"],
                             "measured_s": r["meas_ms"] / 1e3, "predicted_s": r["pred_ms"] / 1e3,
-                            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "host_flag": "today's model"})
+                            "host_share": r["host_share"], "host_bound": is_host_bound(r["host_share"]), "host_flag": "today's model",
+                            "shape": step_shape(r["preset"], r["seq"], r["mb"])})
     return out + [row for name in REGISTERED for row in registered_rows(ROOT / name)]
 
 
@@ -335,6 +331,7 @@ def registered_rows(bundle: Path) -> list[dict]:
     """The eager-regimes bundle's runs against the predictions registered before they ran (registered.yaml): the
     model changed after that read (the pipeline's memory), so the registered step is the held-out one; the host-bound
     flag from registered_host_share."""
+    from simcluster.heldout.eager import step_shape
     from simcluster.strict import load_yaml
 
     registration = load_yaml(bundle / "registered.yaml")
@@ -356,7 +353,8 @@ def registered_rows(bundle: Path) -> list[dict]:
                         "gpus": gpus, "tp": par.tp, "pp": par.pp, "cp": par.cp, "zero": par.zero, "transport": "nvlink",
                         "measured_s": shape["median_step_s"], "predicted_s": reg["predicted"][gpu]["step_ms"] / 1e3,
                         "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag,
-                        "today_s": todays_step_s(reg, gpu, base_host)})   # beside the registered step (trust/moved.py)
+                        "today_s": todays_step_s(reg, gpu, base_host),   # beside the registered step (trust/moved.py)
+                        "shape": step_shape(preset, shape["seq"], shape["micro_batch"], reg["microbatches"])})
     return out
 
 

@@ -65,6 +65,7 @@ from functools import cache
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.heldout.eager import _document, model_of, read_runs, step_shape
 from simcluster.llm import eager
 from simcluster.llm.host_bound import is_host_bound
 
@@ -121,7 +122,8 @@ def _row(bundle: Path, label: str, framework: str, recompute: tuple[str, int], m
     return {"bundle": bundle.name, "label": label, "gpus": 1, "tp": 1, "pp": 1, "zero": 0, "transport": "1 GPU",
             "framework": framework, "recompute": recompute[0], "recompute_every": recompute[1], "measured_s": measured,
             "predicted_s": predicted, "host_share": share, "host_bound": is_host_bound(share), "host_flag": "today's model",
-            "today_s": todays_step_s(*shape, framework == "torch-compile", recompute, registered_hosts(bundle))}
+            "today_s": todays_step_s(*shape, framework == "torch-compile", recompute, registered_hosts(bundle)),
+            "shape": step_shape(shape[0], shape[2], shape[3], layers=shape[1])}
 
 
 def registered_hosts(bundle: Path) -> tuple[str, ...]:
@@ -186,7 +188,6 @@ def flag_hosts_predict(preset: str, layers: int | None, seq: int, mb: int, compi
 
 def one_gpu_predict(preset: str, layers: int | None, seq: int, mb: int, compiled: bool, recompute: tuple[str, int], hosts: dict):
     """Today's model's LlmResult of a one-GPU run on FLAG_CARD with the host fits `hosts`."""
-    from simcluster.heldout.eager import model_of
     from simcluster.llm import eager
     from simcluster.llm.comm import Network
     from simcluster.llm.predict import predict_llm
@@ -221,8 +222,6 @@ def compile_predictions(bundle: Path) -> dict[tuple[str, int, int, bool], float]
 def read_compile(bundle: Path) -> tuple[list[dict], list[Skipped]]:
     """The compile set's check/ runs (eager and compiled) against readout-registered.json; host/ runs are calibration (the
     rule's host fit), not rows."""
-    from simcluster.heldout.eager import read_runs
-
     registered = compile_predictions(bundle)
     rows, skipped = [], []
     for preset_dir in sorted(p for p in (bundle / "check").iterdir() if p.is_dir()) if (bundle / "check").is_dir() else []:
@@ -245,7 +244,6 @@ def read_compile(bundle: Path) -> tuple[list[dict], list[Skipped]]:
 
 def read_sac(bundle: Path) -> tuple[list[dict], list[Skipped]]:
     """The sac set's runs/<run>.json against registered.json (each registered run's own file)."""
-    from simcluster.heldout.eager import _document
     from simcluster.llm import eager_ac
     from simcluster.strict import load_json, read_text
 
@@ -283,7 +281,6 @@ def read_sac(bundle: Path) -> tuple[list[dict], list[Skipped]]:
 
 def _compile2_launch(file: Path, reg: dict) -> tuple[dict | None, str]:
     """One launch's timed shape if it ran the registered configuration (preset, layers, shape, compile, checkpointing)."""
-    from simcluster.heldout.eager import _document
     from simcluster.llm import eager_ac
     from simcluster.strict import read_text
 

@@ -24,7 +24,7 @@ from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT, _document
 from simcluster.llm import eager
 
-TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+TODAY_BUNDLE = "calibration/h200x2-eager-today-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 SHIPPED = "today"   # the registered prediction: the model the product shipped at b540476b
 PP_MODES = ("pp-1f1b", "pp-gpipe")   # the 2-stage pipelines check_run reads (pp-gpipe: validation/pphost.py)
 
@@ -147,5 +147,5 @@ def read_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> tuple[list[dict], list[str]
 
 
 def held_out_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> list[dict]:
-    """read_rows' rows (trust/build.eager_held_out_rows, through heldout/eager_cudnnstep.all_held_out_rows)."""
+    """read_rows' rows (trust/build.eager_held_out_rows, through heldout/step_sets.all_held_out_rows)."""
     return read_rows(bundle)[0]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from simcluster.heldout.eager import ROOT, TPDP2_BUNDLE
 
-TP4_BUNDLE = "calibration/h200x4-tp4-2026-11-30"   # listed in eager_cudnnstep.REGISTERED_STEP_SETS
+TP4_BUNDLE = "calibration/h200x4-tp4-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 CANDIDATE_HOST = ROOT / TPDP2_BUNDLE / "host"     # tp+fsdp's own 4-rank host runs (hidden 128 at 2, 8, 32 layers)
 CANDIDATE_MODES = ("tp+fsdp",)                    # the layouts the candidate changes; others keep the shipped host fit
 MESH = {"dp": 2, "tp": 2}                         # the runner's --group 2 on 4 ranks

@@ -31,7 +31,7 @@ from simcluster.errors import SimclusterError
 from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
-from simcluster.reference.llm_frameworks import framework_by_run, framework_choice, framework_name
+from simcluster.reference.llm_frameworks import FileFrameworks, file_frameworks, framework_name
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys
 from simcluster.trust.regime import published_family
@@ -97,6 +97,7 @@ class LlmUsage:
     nics_per_node: int                # default 8: one NIC per GPU
     assumptions: dict                 # FILL_PARSERS key -> value, and `models`: name -> {MODEL_PARSERS key -> value}
     gpus_per_node: int = NODE_GPUS    # the file's system.gpus_per_node where printed (KempnerForge's 4; session 47), else 8
+    frameworks: FileFrameworks | None = None   # the file's framework keys, checked once (None: framework_of checks them)
 
 
 def llm_usage(ref: Published) -> LlmUsage:
@@ -117,8 +118,7 @@ def llm_usage(ref: Published) -> LlmUsage:
         at = f"{where}.models[{str(name)[:40]!r}]"
         known_keys(fills, MODEL_PARSERS, at)
         models[name] = {k: checked(fills, k, at, MODEL_PARSERS[k]) for k in fills if fills[k] is not None}
-    framework_choice(ref)
-    framework_by_run(ref)
+    frameworks = file_frameworks(ref)
     for run in ref.runs:
         memory_options(ref, run)
         memory_options(ref, run, "recipe", RECIPE_PARSERS)
@@ -134,7 +134,7 @@ def llm_usage(ref: Published) -> LlmUsage:
         if isinstance(gpus, int) and gpus > per_node and gpus % per_node:
             raise SimclusterError(f"{gpus} GPUs is not a whole number of nodes of system.gpus_per_node = {per_node}: expected "
                                   "a multiple of it (or at most one node)", where=f"{ref.path}: runs[{i}].gpus")
-    return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node)
+    return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node, frameworks)
 
 
 def machine_for(usage: LlmUsage, gpus: int):
@@ -243,7 +243,7 @@ def filled_model(model: dict, assumed: dict, used: list[str]) -> dict:
     return filled
 
 
-def framework_of(ref: Published, run: dict | None = None, index: int | None = None):
+def framework_of(ref: Published, run: dict | None = None, index: int | None = None, frameworks: FileFrameworks | None = None):
     """The training code the source ran (`simcluster.framework`, default megatron): e.g. megatron-unfused-attention
     for Megatron-LM before flash attention (llm/spec.py); `simcluster.framework_by_model` names another one for the
     runs of one model (a recipe's own setting, e.g. its loss fusion), `framework_by_run` one for a run (over both), by
@@ -251,7 +251,7 @@ def framework_of(ref: Published, run: dict | None = None, index: int | None = No
     a run of a file with framework_by_run is refused rather than priced with the wrong framework, cold review B47 item 10)."""
     from simcluster.llm.framework import FRAMEWORKS
 
-    framework = FRAMEWORKS[framework_name(ref, run, index)]
+    framework = FRAMEWORKS[framework_name(ref, run, index, frameworks)]   # the file's keys as checked once (llm_usage)
     recipe = {k: v for k, v in memory_options(ref, run, "recipe", RECIPE_PARSERS).items() if k != "fp8_scaling"}
     return replace(framework, **memory_options(ref, run), **recipe)
 
@@ -336,7 +336,7 @@ def predict_run(ref: Published, usage: LlmUsage, i: int, run: dict) -> RunPredic
     machine = machine_for(usage, gpus)
     intra = load_collective(machine.card)[0]
     net = network_for(machine, intra, build_cluster(machine, intra) if machine.domains > 1 else None)
-    framework, gpu = framework_of(ref, run, i), load_gpu(machine.gpu_card)[0]
+    framework, gpu = framework_of(ref, run, i, usage.frameworks), load_gpu(machine.gpu_card)[0]
     result = predict_llm(model, par, batch, gpu, net, gpus, "megatron", trace=False, framework=framework)
     return RunPrediction(model, par, batch, used, gpu, framework, result, *_compared(ref, run, model, batch, result))
 
@@ -348,7 +348,7 @@ def printed_family(ref: Published, usage: LlmUsage, i: int, run: dict) -> str:
         zero = p.get("zero") if p.get("zero") is not None else usage.assumptions.get("zero", 0)
         precision = (run.get("batch") or {}).get("precision") or usage.assumptions.get("precision", "")
         fp8 = "fp8" in str(precision).lower()   # moe: experts printed, or EP > 1
-        return published_family(framework_of(ref, run, i).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
+        return published_family(framework_of(ref, run, i, usage.frameworks).name, bool(m.get("experts") or (p.get("ep") or 1) > 1),
                                 int(m.get("seq") or 0), int(zero or 0), "fp8" if fp8 else "bf16")
     except SimclusterError:
         return ""

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simcluster.errors import SimclusterError
 from simcluster.published import Published, checked, one_of
 from simcluster.strict import short
@@ -46,15 +48,35 @@ def framework_by_run(ref: Published) -> dict[int, str]:
     return by_run
 
 
-def framework_name(ref: Published, run: dict | None, index: int | None) -> str:
-    """The framework a run is priced with: `framework_by_run[index]`, else `framework_by_model[its model.name]`, else the
-    file's `framework`. Without an index the run is looked up by identity in ref.runs; a copy of a run of a file with
-    framework_by_run is refused (cold review B47 item 10)."""
-    default, by_model = framework_choice(ref)
-    by_run = framework_by_run(ref)
-    if index is None and run is not None:
-        index = next((i for i, r in enumerate(ref.runs) if r is run), None)
-        if index is None and by_run:
-            raise SimclusterError("framework_by_run: the run is not one of the file's runs; pass its index", where=str(ref.path))
-    model = (run or {}).get("model")
-    return by_run.get(index) or (by_model.get(model.get("name")) if isinstance(model, dict) else None) or default
+@dataclass(frozen=True)
+class FileFrameworks:
+    """A file's framework keys, checked once (file_frameworks): `framework` (default megatron), `framework_by_model`
+    (model name -> framework), `framework_by_run` (run index -> framework)."""
+
+    default: str
+    by_model: dict
+    by_run: dict
+
+    def name(self, ref: Published, run: dict | None, index: int | None) -> str:
+        """The framework a run is priced with: by_run[index], else by_model[its model.name], else the file's default.
+        Without an index the run is looked up by identity in ref.runs; a copy of a run of a file with framework_by_run
+        is refused (cold review B47 item 10)."""
+        if index is None and run is not None:
+            index = next((i for i, r in enumerate(ref.runs) if r is run), None)
+            if index is None and self.by_run:
+                raise SimclusterError("framework_by_run: the run is not one of the file's runs; pass its index", where=str(ref.path))
+        model = (run or {}).get("model")
+        return self.by_run.get(index) or (self.by_model.get(model.get("name")) if isinstance(model, dict) else None) or self.default
+
+
+def file_frameworks(ref: Published) -> FileFrameworks:
+    """The file's framework keys, every one checked (framework_choice, framework_by_run): once per file, by
+    reference/llm.llm_usage (LlmUsage.frameworks), not once per row."""
+    return FileFrameworks(*framework_choice(ref), framework_by_run(ref))
+
+
+def framework_name(ref: Published, run: dict | None, index: int | None,
+                   frameworks: FileFrameworks | None = None) -> str:
+    """The framework a run is priced with (FileFrameworks.name), from the file's keys checked once where the caller holds
+    them (`frameworks`), else checked now."""
+    return (frameworks or file_frameworks(ref)).name(ref, run, index)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.trust.moved import Moves
-from simcluster.trust.noise import NoiseFloor, floor_verdict, noise_floor
+from simcluster.trust.noise import FloorVerdict, floor_verdict
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
 
@@ -41,14 +41,26 @@ class Trust:
     widened: bool = False                 # unvalidated: the pooled band widened to contain own_range
     gpus: tuple[tuple[str, int], ...] = ()   # rows per GPU model the band's rows ran on ('': rows naming none)
     moves: Moves | None = None            # today's model's move on the band's registered rows (trust/moved.py)
-    noise: NoiseFloor | None = None       # unvalidated with its own band: the error is at the machines' noise (trust/noise.py)
+    # a lab eager regime's verdict at this GPU count against its noise floor (trust/noise.FloorVerdict), set by trust_of:
+    # the one field the caveat and the status text read
+    verdict: FloorVerdict | None = None
 
     @property
     def caveat(self) -> str:
         """What the band cannot say (REGIME_CAVEATS), and where a lab eager regime at this GPU count missed the target
-        or was marked, its verdict against its own noise floor (trust/noise.FloorVerdict)."""
-        verdict = floor_verdict(self.regime.key, self.regime.scale, self.regime.gpu)
-        return "; ".join(t for t in (REGIME_CAVEATS.get(self.regime.key, ""), verdict.text() if verdict else "") if t)
+        or was marked, its verdict against its own noise floor (Trust.verdict)."""
+        verdict = self.verdict.text() if self.verdict else ""
+        return "; ".join(t for t in (REGIME_CAVEATS.get(self.regime.key, ""), verdict) if t)
+
+    @property
+    def noise_limited(self) -> bool:
+        """Its verdict is noise-limited and the band its own: unvalidated with its own band widened to all its rows."""
+        return self.verdict is not None and self.verdict.verdict == "noise-limited" and not self.pooled and self.rho is not None
+
+    @property
+    def too_weak(self) -> bool:
+        """Its verdict is 'undecided: test too weak': unvalidated on its own band, the miss not excused."""
+        return self.verdict is not None and self.verdict.verdict == "undecided: test too weak"
 
     @property
     def gpu_in_band(self) -> bool | None:
@@ -104,8 +116,8 @@ class Trust:
             out["model_moved"] = self.moves.to_json(self.rho)   # with the still-priced rows' coverage by this band
         if self.caveat:
             out["caveat"] = self.caveat
-        if self.noise is not None:
-            out["noise_limited"] = self.noise.to_json()
+        if self.noise_limited:
+            out["noise_limited"] = self.verdict.to_json()
         return out
 
     def moved_text(self) -> str:
@@ -149,9 +161,11 @@ class Trust:
         unit = AXIS_UNITS.get(self.regime.axis, self.regime.axis)
         span = "" if not self.scale_range else f", {lo} {unit}" if lo == hi else f", {lo}-{hi} {unit}"
         span += f"; {self.gpus_text()}" if self.gpus_text() else ""
-        status = (f"unvalidated, {self.noise.text()}; the band from " if self.noise is not None
+        status = (f"unvalidated, {self.verdict.verdict} at {self.verdict.gpus} GPU{'s' * (self.verdict.gpus != 1)} "
+                  f"({self.verdict.gpu}): the target is not reachable with the lab's data (the caveat's numbers); "
+                  "the band, widened to all its rows, from " if self.noise_limited
                   else f"extrapolated ({self.outside}) on " if self.outside else "validated on " if self.status == "validated"
-                  else "unvalidated (its noise test too weak), the band from " if self.status == "unvalidated"
+                  else "unvalidated (its noise test too weak), the band from " if self.too_weak
                   else "")   # extrapolated across GPUs alone: gpu_text says so
         return (f"{band}; {status}{self.rows} held-out rows from {self.sources} sources ({self.regime.key}{span})"
                 f"{self.gpu_text()}")
@@ -169,6 +183,7 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     over its own link where those are enough: Table.pool_link) widened to the regime's own rows (pooled_band); else
     never checked. build.held_out_coverage checks bands through this same rule."""
     table = table or load_table()
+    verdict = floor_verdict(regime.key, regime.scale, regime.gpu)
     rows = table.regimes.get(regime.key)
     if rows is not None and rows.enough:
         low, high = rows.scale_range
@@ -176,30 +191,29 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
         if regime.axis and regime.scale is not None and not (low <= regime.scale <= high):
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
-                      (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves)
-        floor = noise_floor(regime.key, regime.scale, regime.gpu)
-        if floor is not None:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
+                      (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves,
+                      verdict=verdict)
+        if trust.noise_limited:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
             # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
             own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))
             band = pooled_band(trust.rho, own_range)
-            return replace(trust, status="unvalidated", noise=floor, rho=band, widened=band != trust.rho,
+            return replace(trust, status="unvalidated", rho=band, widened=band != trust.rho,
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
-        verdict = floor_verdict(regime.key, regime.scale, regime.gpu)
-        if verdict is not None and verdict.verdict == "undecided: test too weak":   # the miss not excused, nor validated
+        if trust.too_weak:   # the miss not excused, nor validated
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
         # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
         return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
     pooled = table.family_rows(regime.family, link)
     if not pooled:
-        return Trust(regime, "unvalidated", None, 0, 0)
+        return Trust(regime, "unvalidated", None, 0, 0, verdict=verdict)
     own = (len(rows.rows), len(rows.sources)) if rows is not None else (0, 0)
     own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows)) if rows is not None else None
     family_band = table.pooled_bounds(regime.family, link)
     band = pooled_band(family_band, own_range)
     return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
                  own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()),
-                 moves=table.family_moves(regime.family, link), pool_link=link)
+                 moves=table.family_moves(regime.family, link), pool_link=link, verdict=verdict)
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:

@@ -113,8 +113,9 @@ def eager_residuals(rows: list[dict]) -> list[Residual]:
 
     out = []
     for r in rows:
-        ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1))
-        regime = llm_regime(r.get("framework", "torch-amp"), r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"],
+        framework = r.get("framework", "torch-amp")
+        ckpt = eager_checkpointing(r.get("recompute", "none"), r.get("recompute_every", 1), framework)
+        regime = llm_regime(framework, r["tp"], r["pp"], r.get("cp", 1), r["zero"], False, "bf16", r["gpus"],
                             ckpt, r.get("host_bound", False))
         source = r.get("source", r["bundle"])
         label = f"{r['label']} {r['transport']}" + ("" if source == r["bundle"] else f" ({r['bundle']})")
@@ -164,10 +165,10 @@ def registered_move(row: dict, folder: str) -> tuple[float | None, str]:
 def eager_held_out_rows() -> list[dict]:
     """Every held-out eager llm-step row the table takes (eager_residuals' input): the sealed and registered multi-GPU
     bundles, the registered one-GPU sets, session 39's pphost and long-sequence (cudnnstep, fsdpmem) sets."""
-    from simcluster.heldout import eager_cudnnstep, eager_pphost, eager_regimes, eager_registered
+    from simcluster.heldout import eager_pphost, eager_regimes, eager_registered, step_sets
 
     return (eager_regimes.held_out_rows() + eager_registered.held_out_rows() + eager_pphost.held_out_rows()
-            + eager_cudnnstep.all_held_out_rows())
+            + step_sets.all_held_out_rows())
 
 
 def moe_lab_residuals(rows: list[dict]) -> list[Residual]:
@@ -210,7 +211,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += machine_residuals(validate_held_out_machines(paths))
     built_from = {"published": published_folder or "calibration/published", "machines": paths}
     if lab:
-        from simcluster.heldout import ddp, eager, eager_cudnnstep, eager_pphost, eager_registered, moe_lab, rdma_ops, storage, transport
+        from simcluster.heldout import ddp, eager, eager_pphost, eager_registered, moe_lab, rdma_ops, step_sets, storage, transport
 
         residuals += storage_residuals(storage.held_out_rows(published_folder))
         residuals += ddp_residuals(ddp.held_out_rows())
@@ -219,7 +220,7 @@ def build_table(published_folder: str | None = None, machines: list[str] | None 
         residuals += transport_residuals(transport.held_out_rows() + rdma_ops.held_out_rows())
         built_from |= {"storage": "calibration/published/mlperf-storage-*.yaml", "ddp": "simcluster/heldout/ddp.py",
                        "llm eager": [*eager.SEALED, *eager.REGISTERED, *eager_registered.REGISTERED, eager_pphost.PPHOST_BUNDLE,
-                                     *eager_cudnnstep.STEP_SET_BUNDLES],
+                                     *step_sets.STEP_SET_BUNDLES],
                        "llm local spec": list(moe_lab.REGISTERED),
                        "transport": sorted({f"calibration/{s}" for v in transport.HELD_OUT_SWEEPS.values() for s in v})
                        + [str(f.relative_to(rdma_ops.ROOT)) for f in (rdma_ops.rdma_published.FILE, rdma_ops.FILE, *rdma_ops.EXTRA)]}

@@ -1,9 +1,14 @@
 """Regimes at the machines' own run-to-run noise (issue 44): carried unvalidated with their measured band, not fitted.
 
 The brief's rule: past the point where more modelling buys less than the machines' own run-to-run noise, stop, say so
-with the numbers, and carry the regime as unvalidated rather than fit it. A NoiseFloor names a regime key and the GPU
-count (the answer's scale) where its error was shown to sit at that noise: trust_of (trust/band.py) then answers
-`unvalidated` with the regime's own measured band (its held-out rows' 80% band, still the rows it has) and says why.
+with the numbers, and carry the regime as unvalidated rather than fit it. One record per regime and GPU count:
+FLOOR_VERDICTS (below), each a FloorVerdict whose FloorChecks hold each population's floor (the table rows' own
+processes, and the regime's study's where one exists); where its verdict is noise-limited, trust_of (trust/band.py)
+answers `unvalidated` with the regime's own measured band (its held-out rows' 80% band widened to all its rows) and the
+verdict as its caveat. Session 48 (house48): the per-study NoiseFloor records kept beside those checks (TP2_HOST_BOUND,
+FSDP2_HOST_BOUND, SINGLE_HOST_CHECKED, SACOP1_CHECKED: each study's own print, a second record of the study the rule did
+not read, whose text reached no answer since NOISE_FLOORS emptied in mendB47) were removed; the studies' numbers below
+are history, each study's .txt keeps its print.
 
 Eager DTensor TP at 2 GPUs on H200 (host-bound: the runner's host issue is the step, 0.99-1.00 of it, in every process):
 `python studies/tp_lease_noise.py` (studies/tp_lease_noise.txt) reads every 2-rank TP process under calibration/h200x2-*
@@ -18,12 +23,12 @@ a bias" (the bias is stated, not fitted): with the drift set (session 42, read a
 the bias crossed the line mendB42 set for it. Both tpnoise leases ran slower across the call
 (log step against run order, one level per shape: +0.070 / +0.035 per process, se 0.021 / 0.007), a drift the process
 sd absorbs. Neither the lease's own host probe (sealed6: probe +11% slow, TP rows 6.6% fast) nor the predicted GPU
-share (correlation +0.19) carries the lease's sign. tests/test_trust_noise.py recomputes the numbers from the bundles.
+share (correlation +0.19) carries the lease's sign.
 
 Selective checkpointing by op at 1 GPU (single+sac-op), session 43: its floor computed as TP's
 (`python studies/sacop_lease_noise.py`, the same tp_lease_noise.numbers over every op launch of the regime's own shapes,
 the registered sacop set included) is 5.5% (empirical) to 7.1% (normal): process sd 0.067 (16 dof), lease term 0.059;
-BELOW the 8% target, so the regime is NOT marked (SACOP1_CHECKED records the numbers; it is not in NOISE_FLOORS). On the
+BELOW the 8% target, so the regime is NOT marked (SACOP1_CHECKED recorded the numbers until session 48; not marked). On the
 same 29 launches today's model scores 6.8% against that floor's 5.5%; the table's 11 rows (medians of launches; the
 regenerated table of session 44, with the hostsingle set's op-1b row, development for the op term) 7.7%, 8.3% on the 10
 held-out rows before it; mean lease bias +1.1% (se 2.5%). studies/sacop_spread.py's 10.0% was the model's set means taken as the lease term
@@ -44,8 +49,8 @@ floor 8.3-8.6%, model 8.2% on 36. On the error-band table's 6 sets' 11 processes
 the floor to 7.5-7.9% (6.7-7.1% before the third lease), where today's model scores 8.0% on the same 40 processes; the
 study's part 5 prints it. The third lease (registered before it ran, its rule: the mark stays iff the floor's lower end
 stays >= 8%) read bias +4.8%, 8.2% mean |error|: the leases scatter on both sides. Either way the model sits at its
-processes' floor (within 0.8 points). The answer itself says the weak points (FSDP2_CAVEAT, NoiseFloor.caveat: the
-thin margin; lease 2 read 'MODEL (another term)' at 9.1%, lease 3 'UNDECIDED' at 8.2%).
+processes' floor (within 0.8 points). Its weak points while marked: the thin margin; lease 2 read 'MODEL (another
+term)' at 9.1%, lease 3 'UNDECIDED' at 8.2%.
 
 Eager single-GPU host-bound steps (single+host-bound), session 44, engineer hostsingle: its floor computed as TP's
 (`python studies/single_host_noise.py`, tp_lease_noise.numbers over every one-GPU eager single process of a preset shape
@@ -56,7 +61,7 @@ processes, 49.0-69.3 ms, pphost's two 1.1b 768:1, 57.8 / 73.3 ms, and the hostsi
 ms, and 3 x 1.1b 1344:1, 69.6-79.5 ms), across leases 0.137 (10 dof), no lease term beyond the processes'. Above the
 8% target, but NOT marked: the marking's premise (test_the_regime_is_at_its_noise_floor) is a lease term at least half
 the process term, else the floor is process noise that repeats of a run could beat, and 8 dof cannot tell
-(SINGLE_HOST_CHECKED records the numbers; it is not in NOISE_FLOORS). Today's model's mean lease bias +9.7% (log
+(SINGLE_HOST_CHECKED recorded the numbers until session 48; not marked). Today's model's mean lease bias +9.7% (log
 +0.092, se 0.033: 2.8 se; the hostsingle lease's own +3.1%), predicted slow; on the same 30 processes it scores 18.0%
 against the floor's 10.9%. (Before the hostsingle set: 34 processes, 11 calls, process sd 0.165 on 4 dof, floor
 11.3-13.2%, bias +10.3% at 2.7 se, 20.4% against 11.3% on 24.) The bias is the host fit's lease: the one-GPU sets' single
@@ -80,118 +85,13 @@ study and the tests call it): every GPU count; per population model-limited wher
 target or the excess or the lease bias is beyond 2 se, undecided (test too weak) where 2 se exceed the gap to resolve,
 else noise-limited. Re-derived: TP+host-bound (2), single+host-bound (1), single+sac-op+host-bound (1), PP+host-bound (2)
 and TP x DP+host-bound (4) model-limited; FSDP+compile+ckpt (2), TP (4), TP+host-bound (4) no floor; FSDP+host-bound (2)
-met. NOISE_FLOORS (the recorded floors whose verdict is noise-limited) is empty today. The thresholds were set with these
+met. No verdict is noise-limited today. The thresholds were set with these
 numbers in view: development for these verdicts.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class NoiseFloor:
-    """A regime at one GPU count whose model error lies at the machines' run-to-run noise (studies/tp_lease_noise.py)."""
-
-    regime: str                # the regime key (trust/regime.py)
-    gpus: int                  # the answers' GPU count it covers (Regime.scale)
-    rows: int                  # the regime's held-out rows at that count, and the leases (sets) they came from
-    leases: int
-    model_mean_abs_pct: float  # today's model, mean |predicted / measured - 1| over those rows
-    process_sd: float          # sd of the log of one shape's process medians inside one lease
-    lease_sd: float            # the lease term beyond it (one shape's lease means across leases)
-    floor_pct: tuple[float, float]   # a model on each shape's mean, one process: mean |error| (empirical, normal)
-    target_pct: float          # the issue's target mean |error|
-    study: str
-    gpu: str = "H200"          # the GPU model its leases ran on (gpu_model); another GPU's answer does not get this text
-    bias_log: float = 0.0      # the model's mean lease bias (mean log error, each call once) over every preset process
-    bias_se_log: float = 0.0   # and its standard error (sd of the call biases / sqrt(calls))
-    same: tuple[int, float, float] = (0, 0.0, 0.0)   # processes whose shape ran more than once: n, model, floor (%)
-    caveat: str = ""           # the marking's weak points, said in the answer itself ('' where it has none to say)
-    # where the table's rows at that count include steps the floor's population leaves out (rows, leases, model %): all of
-    # them, beside `rows` / `model_mean_abs_pct` over the floor's own population; (0, 0, 0.0) where they are the same rows
-    all_rows: tuple[int, int, float] = (0, 0, 0.0)
-
-    @property
-    def biased(self) -> bool:
-        """The mean lease bias beyond 2 standard errors: the noise does not explain it."""
-        return abs(self.bias_log) > 2 * self.bias_se_log
-
-    def bias_clause(self) -> str:
-        b, se = f"{math.expm1(self.bias_log):+.1%}", f"{self.bias_se_log:.1%}"
-        return (f"noise-limited apart from a bias of {b} (se {se})" if self.biased
-                else f"noise-limited (mean lease bias {b}, se {se}: within 2 se)")
-
-    def text(self) -> str:
-        lo, hi = self.floor_pct
-        n, model, floor = self.same
-        gpus = f"{self.gpus} GPU{'s' * (self.gpus != 1)}"
-        return (f"{self.bias_clause()} at {gpus} ({self.gpu}): one shape's step varies sd {self.process_sd:.1%} between processes of "
-                f"one lease, plus a lease term of sd {self.lease_sd:.1%}, so a model exactly on each shape's mean would miss one run "
-                f"by {lo:.1f}-{hi:.1f}% on average (target {self.target_pct:.0f}%); on the same {n} processes today's model "
-                f"{model:.1f}% vs that floor's {floor:.1f}% ({self.model_mean_abs_pct:.1f}% over the table's {self.rows} rows "
-                f"from {self.leases} leases{self._all_rows_text()}); carried with its measured band, not fitted "
-                f"({self.study}){f'; weak points: {self.caveat}' if self.caveat else ''}")
-
-    def _all_rows_text(self) -> str:
-        n, leases, model = self.all_rows
-        return "" if not n else (f" of the floor's own population; {model:.1f}% over all {n} rows from {leases}, steps the floor "
-                                 "leaves out included")
-
-    def to_json(self) -> dict:
-        n, model, floor = self.same
-        return {"gpus": self.gpus, "rows": self.rows, "leases": self.leases, "model_mean_abs_error_pct": self.model_mean_abs_pct,
-                "process_sd_log": self.process_sd, "lease_sd_log": self.lease_sd,
-                "floor_mean_abs_error_pct": list(self.floor_pct), "target_mean_abs_error_pct": self.target_pct,
-                "gpu": self.gpu, "mean_lease_bias_log": self.bias_log, "mean_lease_bias_se_log": self.bias_se_log,
-                "biased": self.biased, "same_processes": {"n": n, "model_mean_abs_error_pct": model,
-                                                          "floor_mean_abs_error_pct": floor},
-                "caveat": self.caveat or None, "study": self.study,
-                **({"all_table_rows": {"rows": self.all_rows[0], "leases": self.all_rows[1],
-                                       "model_mean_abs_error_pct": self.all_rows[2]}} if self.all_rows[0] else {})}
-
-
-TP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | TP+host-bound | bf16", 2, rows=22, leases=6, model_mean_abs_pct=13.1,
-                            process_sd=0.093, lease_sd=0.102, floor_pct=(9.4, 11.0), target_pct=8.0,
-                            study="studies/tp_lease_noise.py", gpu="H200", bias_log=-0.0566, bias_se_log=0.0266,
-                            same=(53, 10.0, 9.5))
-# not in NOISE_FLOORS since session 47 (its verdict 'met: no mark': FLOOR_VERDICTS); the record and its weak points stay
-# the study's numbers. review B 43's finding 2: the mark rests on a thin margin, and its registered leases did not read as noise alone; cold
-# read C46 item 7: on the floor's own rows the model reads above the floor, so the answer judges the mark by that first
-FSDP2_CAVEAT = ("model 9.4% on the floor's own rows, above the floor (8.5-8.6%): the mark rests on the floor alone, and "
-                "more modelling may still buy more than the noise here; a thin margin: without the two profiled calls "
-                "(llm-profile, fsdp2-timeline) the floor is 7.5-7.9%, below "
-                "the 8% target; its registered leases read lease 2 'MODEL (another term)' at 9.1% and lease 3 'UNDECIDED' "
-                "at 8.2% mean |error| (calibration/h200x2-eager-fsdphost-lease2-2026-11-30, -lease3-2026-11-30)")
-# rows / model_mean_abs_pct: the table's rows of the floor's own population (single micro-batch steps, cold read A46 item
-# 5: 9.4%, above the floor); all_rows: every row at 2 GPUs, the nosync and zero2 sets' accumulated steps included
-FSDP2_HOST_BOUND = NoiseFloor("llm | PyTorch eager | FSDP+host-bound | bf16", 2, rows=11, leases=6, model_mean_abs_pct=9.4,
-                              process_sd=0.086, lease_sd=0.064, floor_pct=(8.6, 8.5), target_pct=8.0,
-                              study="studies/fsdp_lease_noise.py", gpu="H200", bias_log=0.008, bias_se_log=0.022,
-                              same=(45, 8.2, 8.6), caveat=FSDP2_CAVEAT, all_rows=(21, 9, 7.8))
-# Session 45: FSDP+host-bound's table rows became 15 from 7 sets (the nosync set's 4) at 7.9%, under the target and under
-# its own floor (8.5-8.6%). The mark stands: it is the noise's property (a model on each shape's mean misses one run by
-# the floor), not the model's error, and 15 rows' 7.9% against a floor of 8.5% is one draw of that noise. The floor
-# leaves the nosync set's processes out (4 micro-batches a step; studies/fsdp_lease_noise.py reads single steps).
-# Session 46: the zero2 set's 4 host-bound rows (FSDP2 with and without reshard after forward, 4 micro-batches) make it
-# 19 rows from 8 sets at 8.1%, above the target and under its floor (8.5-8.6%, unchanged: accumulated steps stay out).
-# That compared two populations: on the floor's own (the 11 single micro-batch rows from 6 sets) the model reads 9.4%,
-# above its floor; the mark stands on the floor (the noise's property), and the answer now prints both figures (cold
-# read A46 item 5). The zero2 set's host-bound 0.5b 2496:1 control (-21.5% in the table, two processes that agree) is
-# a model miss, not noise. With the zero2b set (2 more host-bound accumulated rows): 21 rows from 9 sets at 7.8%.
-# computed as TP's and below the target: not marked (tests/test_trust_noise.py: a floor at or above it must be marked)
-SACOP1_CHECKED = NoiseFloor("llm | PyTorch eager | single+sac-op | bf16", 1, rows=14, leases=8, model_mean_abs_pct=6.8,
-                            process_sd=0.067, lease_sd=0.059, floor_pct=(5.5, 7.1), target_pct=8.0,
-                            study="studies/sacop_lease_noise.py", gpu="H200", bias_log=0.0113, bias_se_log=0.0252,
-                            same=(29, 6.8, 5.5))
-# computed as TP's, floor above the target but no lease term beyond 8 dof of processes: not marked in session 44; marked
-# by noise44's rule in session 47; since mendB47 model-limited (its own rows' row-level floor 7.7% is under the target,
-# and its study population's bias +9.2 log points is at 2.8 se): not marked (FLOOR_VERDICTS)
-SINGLE_HOST_CHECKED = NoiseFloor("llm | PyTorch eager | single+host-bound | bf16", 1, rows=12, leases=7, model_mean_abs_pct=8.9,
-                                 process_sd=0.140, lease_sd=0.0, floor_pct=(10.9, 11.2), target_pct=8.0,
-                                 study="studies/single_host_noise.py", gpu="H200", bias_log=0.0923, bias_se_log=0.0333,
-                                 same=(30, 18.0, 10.9))
 
 
 @dataclass(frozen=True)
@@ -295,6 +195,14 @@ class FloorVerdict:
     def verdict(self) -> str:
         return verdict(self.checks, self.mean_abs_pct, self.target_pct)
 
+    def to_json(self) -> dict:
+        """The verdict with its rows and each population's floor (an answer's `validation.noise_limited`)."""
+        return {"verdict": self.verdict, "gpus": self.gpus, "gpu": self.gpu, "rows": self.rows, "sets": self.sets,
+                "mean_abs_error_pct": self.mean_abs_pct, "target_mean_abs_error_pct": self.target_pct, "study": self.study,
+                "populations": [{"population": c.population, "processes": c.processes, "floor_mean_abs_error_pct":
+                                 None if c.floor_pct is None else list(c.floor_pct), "row_floor_pct": c.row_floor_pct,
+                                 "model_same_pct": c.model_pct, "floor_same_pct": c.floor_same_pct} for c in self.checks]}
+
     def text(self) -> str:
         what = {"noise-limited": "the target is not reachable with the lab's data: carried unvalidated",
                 "model-limited": "a model miss, not the machines' noise",
@@ -361,17 +269,3 @@ def floor_verdict(key: str, scale: float | None, gpu: str) -> FloorVerdict | Non
     if scale is None or scale != int(scale):
         return None
     return next((v for v in FLOOR_VERDICTS if v.regime == key and v.gpus == int(scale) and v.gpu == gpu), None)
-
-
-# the status follows the rule: a recorded floor marks its regime only where the verdict there is noise-limited
-NOISE_FLOORS = tuple(f for f in (TP2_HOST_BOUND, FSDP2_HOST_BOUND, SINGLE_HOST_CHECKED)
-                     if (v := floor_verdict(f.regime, f.gpus, f.gpu)) is not None and v.verdict == "noise-limited")
-
-
-def noise_floor(key: str, scale: float | None, gpu: str) -> NoiseFloor | None:
-    """The NoiseFloor of a regime key at an answer's GPU count on its GPU model (gpu_model: 'H200'), or None (another
-    GPU, or an unknown one, is not the leases' noise)."""
-    if scale is None:
-        return None
-    return next((f for f in NOISE_FLOORS if f.regime == key and int(scale) == f.gpus and scale == int(scale)
-                 and gpu == f.gpu), None)

@@ -128,17 +128,16 @@ def llm_regime(framework: str, tp: int, pp: int, cp: int, zero: int, moe: bool, 
     Megatron-Core's local spec in its own, `llm local spec`: their rows are lab steps on 1-4 GPUs, host-bound in ways
     the Megatron runs at scale are not, so each is pooled apart from the others (an unvalidated answer's band comes from
     its own stack's rows). Under eager PyTorch, torch.compile and the selective checkpointing policies (checkpointing:
-    'sac-op', 'ckpt-every<N>'; eager_checkpointing), and torch.compile with every block checkpointed ('ckpt' under a
-    torch-compile framework: +compile+ckpt), are regimes of their own, unvalidated until rows of them exist; and
+    'sac-op', 'ckpt-every<N>'; eager_checkpointing, which alone decides the suffix), and torch.compile with every block
+    checkpointed ('ckpt', given only under a torch-compile framework: +compile+ckpt), are regimes of their own, unvalidated until rows of them exist; and
     so is a host-bound step (`host_bound`: llm/host_bound.py's definition, from the model's own prediction of the step,
     never from its measurement: `+host-bound` after the rest), whose time is the lease's host speed's (HOST_BOUND_AXIS).
     `gpu`: the answer's GPU model (gpu_model), not part of the key: checked against the GPUs the regime's rows ran on."""
     fw = framework_family(framework)
     if fw == "PyTorch eager":
-        compiled = framework.startswith("torch-compile")   # its own regime (torch-compile; torch-compile+fsdp2:
-        # llm/eager_compiled.compiled_framework); compiled with every block checkpointed: +compile+ckpt (eager_checkpointing)
-        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if compiled else "")
-        mode += f"+{checkpointing}" if checkpointing and (compiled or checkpointing != "ckpt") else ""
+        # compiled: its own regime; compiled with every block checkpointed: +compile+ckpt (eager_checkpointing decides)
+        mode = eager_mode(tp, pp, cp, zero, moe, gpus) + ("+compile" if eager_compiled(framework) else "")
+        mode += f"+{checkpointing}" if checkpointing else ""
         mode += HOST_BOUND_AXIS if host_bound else ""
         return Regime("llm eager", f"llm | {fw} | {mode} | {precision}", float(gpus), gpu=gpu)
     if fw == "Megatron local spec":
@@ -152,19 +151,25 @@ def llm_regime_of(model, par, batch, framework: str, host_bound: bool = False, g
     """The regime of an LLM step (llm/spec.py's TransformerSpec, ParallelSpec, BatchSpec); `host_bound`: the step's
     prediction is host-bound (llm/host_bound.is_host_bound of its host share); `gpu` the GPU card's name (gpu_model)."""
     return llm_regime(framework, par.tp, par.pp, par.cp, par.zero, bool(model.experts), batch.precision, par.gpus,
-                      eager_checkpointing(par.recompute, par.recompute_every), host_bound, gpu_model(gpu))
+                      eager_checkpointing(par.recompute, par.recompute_every, framework), host_bound, gpu_model(gpu))
 
 
-def eager_checkpointing(recompute: str, every: int) -> str:
-    """The regime suffix of torchtitan's selective checkpointing policies as eager.mode_of names them (sac-op,
-    ckpt-every<N>); 'ckpt' for full (every block), which llm_regime keeps only under torch.compile (eager's full rows
-    are the ckpt mode's, pooled with eager's; compiled + checkpointed steps are a regime of their own, session 46's
-    compilefsdp set: registered rule M "not within", D "NOISE", cold review B46 item 2); '' for none."""
+def eager_compiled(framework: str) -> bool:
+    """An eager framework under torch.compile (torch-compile; torch-compile+fsdp2: llm/eager_compiled.compiled_framework)."""
+    return framework.startswith("torch-compile")
+
+
+def eager_checkpointing(recompute: str, every: int, framework: str) -> str:
+    """The one place that decides an eager step's checkpointing suffix (llm_regime appends it as given): torchtitan's
+    selective checkpointing policies as eager.mode_of names them (sac-op, ckpt-every<N>); 'ckpt' for full (every block)
+    only under torch.compile (eager_compiled), '' for it otherwise (eager's full rows are the ckpt mode's, pooled with
+    eager's; compiled + checkpointed steps are a regime of their own, session 46's compilefsdp set: registered rule M
+    "not within", D "NOISE", cold review B46 item 2); '' for none."""
     if recompute == "op":
         return "sac-op"
     if recompute != "full":
         return ""
-    return f"ckpt-every{every}" if every > 1 else "ckpt"
+    return f"ckpt-every{every}" if every > 1 else "ckpt" if eager_compiled(framework) else ""
 
 
 def size_band(size_bytes: float) -> str:
