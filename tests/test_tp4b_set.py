@@ -119,10 +119,10 @@ def test_runs_at_the_lease_own_steps_read_lease_host_and_a_split_is_undecided(tm
 
 
 def test_the_set_enters_the_error_bands_in_the_4gpu_tp_x_dp_host_bound_regime(tmp_path):
-    from simcluster.heldout import eager_cudnnstep, eager_tp4
+    from simcluster.heldout import eager_tp4, step_sets
     from simcluster.trust.build import eager_residuals
 
-    assert eager_tp4.TP4B_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_tp4.TP4B_BUNDLE
+    assert eager_tp4.TP4B_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_tp4.TP4B_BUNDLE
     assert eager_tp4.held_out_rows(tmp_path) == []   # registered, not run: no row
     got = eager_tp4.held_out_rows(synthetic(tmp_path / "a"))   # the host runs in runs/host are no row
     assert len(got) == 2 and all(r["host_flag"] == "registered" and r["host_bound"] for r in got)

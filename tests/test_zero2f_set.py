@@ -111,9 +111,9 @@ def test_the_switch_is_off_by_default_leaves_zero_3_and_reproduces_the_zero2e_ex
 
 
 def test_the_set_enters_the_error_bands_as_fsdp_zero2_rows(tmp_path):
-    from simcluster.heldout import eager_cudnnstep, eager_nosync
+    from simcluster.heldout import eager_nosync, step_sets
 
-    assert eager_nosync.ZERO2F_BUNDLE in eager_cudnnstep.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2F_BUNDLE
+    assert eager_nosync.ZERO2F_BUNDLE in step_sets.STEP_SET_BUNDLES and BUNDLE.name in eager_nosync.ZERO2F_BUNDLE
     got = eager_nosync.held_out_rows(synthetic(tmp_path, {"8b-2592x1-regather": 1.1}))
     assert len(got) == 4 and {r["zero"] for r in got} == {2}
     a = next(r for r in got if "8b" in r["label"] and "regather" in r["label"])

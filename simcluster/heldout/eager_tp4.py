@@ -60,7 +60,7 @@ def held_out_rows(bundle: Path = ROOT / TP4_BUNDLE) -> list[dict]:
 
 
 # Session 48's second 4-GPU TP x DP set (helper tp4b): the lease's own host runs and the steps in one call, so that the
-# lease-own column prices the steps with this lease's host (validation/tp4b.py). Listed in eager_cudnnstep.REGISTERED_STEP_SETS.
+# lease-own column prices the steps with this lease's host (validation/tp4b.py). Listed in step_sets.REGISTERED_STEP_SETS.
 TP4B_BUNDLE = "calibration/h200x4-tp4b-2026-11-30"
 LEASE_HOST = "runs/host"   # inside a bundle: the set's own hidden-128 host runs (MODE-L<n>.json, tp+ddp / tp+fsdp at 2 and 32 layers)
 
