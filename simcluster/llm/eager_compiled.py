@@ -33,7 +33,8 @@ def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, i
     Host cost (session 46): the compile mode's fit per kernel and per step, plus what runs eagerly around each compiled
     block, in host seconds per block from the eager fits at the eager block's kernel count (per_block_host_s):
     torch.utils.checkpoint's (ckpt over single) where recompute is full and the checkpoint is eager, FSDP2's hooks (fsdp
-    over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's."""
+    over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's. Under
+    FSDP2 with ADOPTED_FSDP2's two terms on (session 48 adopt48, compck2's rule RF)."""
     fsdp = par.dp > 1 and par.zero == 3
     compiled_layer.check_compiled_parallel(par, fsdp, torch_fsdp2=True)
     fw = TORCH_COMPILE
