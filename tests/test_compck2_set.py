@@ -11,7 +11,7 @@ import json
 import test_compck_set
 import test_repeats47_set
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-compck2-2026-11-30"
 SEQS = {320, 608, 928, 1120, 1824, 2080, 2528, 3104}   # this helper's own list (session 48)
@@ -46,16 +46,7 @@ def synthetic(tmp_path, scale=None, host=True, host_scale=1.0):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    """Registered before session 48 adopt48 switched whole_model_graph and fsdp_free_phases on for torch-compile+fsdp2:
-    the fresh --register runs the model as registered (heldout/eager_compilefsdp.before_adopt48)."""
-    from simcluster.heldout.eager_compilefsdp import before_adopt48
-    from simcluster.llm import eager
-
-    with eager.torch_framework_as(before_adopt48):
-        reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
-    assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
-    shares = [r["predicted"]["host_share"] for r in reg["rows"]]
-    assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one with host share 0.3-0.5
+    reg = test_repeats47_set.registered_before_adopt48(script(), BUNDLE, tmp_path, monkeypatch)
     assert {"ML", "H", "LH", "R", "MC", "MF", "RF"} <= reg["rules"].keys()
 
 

@@ -10,7 +10,7 @@ import test_compilefsdp_set
 import test_nosync_set
 import test_repeats47_set
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-compck-2026-11-30"
 
@@ -29,16 +29,7 @@ def synthetic(tmp_path, scale=None, jitter=(0.01, -0.01, 0.0)):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    """Registered before session 48 adopt48 switched whole_model_graph and fsdp_free_phases on for torch-compile+fsdp2:
-    the fresh --register runs the model as registered (heldout/eager_compilefsdp.before_adopt48)."""
-    from simcluster.heldout.eager_compilefsdp import before_adopt48
-    from simcluster.llm import eager
-
-    with eager.torch_framework_as(before_adopt48):
-        reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
-    assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
-    shares = [r["predicted"]["host_share"] for r in reg["rows"]]
-    assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one nearer host-bound (not host-bound)
+    test_repeats47_set.registered_before_adopt48(script(), BUNDLE, tmp_path, monkeypatch)
 
 
 def test_both_columns_are_the_model_before_adopt48_and_the_candidate_is_off_by_default():
