@@ -37,6 +37,7 @@ COMPCK_SHAPES = (("1b", 3872, 2), ("0.5b", 3232, 3))
 def _price(preset: str, seq: int, mb: int, fits: dict, **flags) -> tuple[float, float]:
     """(step ms, the model's host issue ms per step) of the fsdp variant with `flags` on the framework."""
     import simcluster.llm.predict as predict_mod
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
 
@@ -50,7 +51,7 @@ def _price(preset: str, seq: int, mb: int, fits: dict, **flags) -> tuple[float, 
 
     predict_mod.build_work = spy
     try:
-        with eager.torch_framework_as(lambda fw: replace(fw, **flags)):
+        with eager.torch_framework_as(lambda fw: replace(before_adopt48(fw), **flags)):   # the model of session 48's start
             step = regime_predict(preset, mb, "fsdp+ckpt", "h200", seq=seq, fits=fits, compiled=True)["step_ms"]
     finally:
         predict_mod.build_work = build
@@ -119,8 +120,11 @@ def eager_rows() -> None:
     from simcluster.trust.build import eager_held_out_rows, eager_residuals
 
     print("\n3. held-out eager rows that move with fsdp_free_phases on, by regime (mean |error| off -> on)")
-    off = eager_held_out_rows()
-    with eager.torch_framework_as(lambda fw: replace(fw, fsdp_free_phases=True)):
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
+
+    with eager.torch_framework_as(before_adopt48):   # the model of session 48's start (adopt48 switched these on later)
+        off = eager_held_out_rows()
+    with eager.torch_framework_as(lambda fw: replace(before_adopt48(fw), fsdp_free_phases=True)):
         on = eager_held_out_rows()
     def today(r: dict) -> float:   # the sets' readers without a `today_s` give today's model as predicted_s
         return r.get("today_s", r["predicted_s"])

@@ -25,8 +25,15 @@ SOURCES = ("calibration/published/llm-kempnerforge-h200-fsdp2.yaml",
            "calibration/published/llm-kempnerforge-h200-config-validation.yaml")
 
 
+def _off(fw):
+    """The model of session 48's start (adopt48 later switched whole_model_graph and fsdp_free_phases on)."""
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
+
+    return before_adopt48(fw)
+
+
 def _on(fw):
-    return replace(fw, whole_model_graph=True)
+    return replace(_off(fw), whole_model_graph=True)
 
 
 def lab_rows() -> tuple[list[dict], list[dict]]:
@@ -34,7 +41,8 @@ def lab_rows() -> tuple[list[dict], list[dict]]:
     from simcluster.llm import eager
     from simcluster.trust.build import eager_held_out_rows
 
-    off = eager_held_out_rows()
+    with eager.torch_framework_as(_off):
+        off = eager_held_out_rows()
     with eager.torch_framework_as(_on):
         on = eager_held_out_rows()
     return off, on
@@ -50,7 +58,8 @@ def plain_compiled() -> list[str]:
     out = []
     for preset, seq, mb in (("0.5b", 2048, 4), ("1b", 2048, 2), ("1.1b", 3072, 2)):
         for mode in ("single", "fsdp"):
-            off = regime_predict(preset, mb, mode, "h200", seq=seq, fits=fits(), compiled=True)["step_ms"]
+            with eager.torch_framework_as(_off):
+                off = regime_predict(preset, mb, mode, "h200", seq=seq, fits=fits(), compiled=True)["step_ms"]
             with eager.torch_framework_as(_on):
                 on = regime_predict(preset, mb, mode, "h200", seq=seq, fits=fits(), compiled=True)["step_ms"]
             out.append(f"    {preset} {seq}:{mb} {mode:6} {off:8.2f} / {on:8.2f}  moved {on / off - 1:+.2%}")

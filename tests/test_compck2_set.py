@@ -11,7 +11,7 @@ import json
 import test_compck_set
 import test_repeats47_set
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-compck2-2026-11-30"
 SEQS = {320, 608, 928, 1120, 1824, 2080, 2528, 3104}   # this helper's own list (session 48)
@@ -46,25 +46,28 @@ def synthetic(tmp_path, scale=None, host=True, host_scale=1.0):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
-    assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
-    shares = [r["predicted"]["host_share"] for r in reg["rows"]]
-    assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one with host share 0.3-0.5
+    reg = test_repeats47_set.registered_before_adopt48(script(), BUNDLE, tmp_path, monkeypatch)
     assert {"ML", "H", "LH", "R", "MC", "MF", "RF"} <= reg["rules"].keys()
 
 
-def test_the_registered_columns_are_the_model_today_and_both_switches_are_off_by_default():
+def test_the_free_phase_column_is_the_product_today_and_the_shipped_column_the_model_before_adopt48():
+    """Rule RF read ADOPT: the product (llm/eager_compiled.ADOPTED_FSDP2 on torch-compile+fsdp2) prices each row at its
+    registered free-phase column, the registered shipped and candidate columns with before_adopt48; the dataclass
+    defaults stay off (every other framework)."""
     from dataclasses import replace
 
-    from simcluster.heldout.eager_compilefsdp import predict
+    from simcluster.heldout.eager_compilefsdp import before_adopt48, predict
     from simcluster.llm import eager
     from simcluster.llm.framework import FrameworkSpec
 
     assert FrameworkSpec.__dataclass_fields__["fsdp_free_phases"].default is False
     for r in registered()["rows"]:
-        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
-        with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True, fsdp_free_phases=True)):
-            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_free"], r["name"]
+        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_free"], r["name"]
+        assert script().free_phases(r["preset"], r["seq"], r["micro_batch"]) == r["predicted_free"], r["name"]
+        with eager.torch_framework_as(before_adopt48):
+            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
+            with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True)):
+                assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_candidate"], r["name"]
         assert r["predicted_free"]["step_ms"] < r["predicted_candidate"]["step_ms"] < r["predicted"]["step_ms"]
 
 
@@ -149,3 +152,21 @@ def test_the_set_enters_the_error_bands_in_the_compile_ckpt_regime(tmp_path):
 
 def test_compcks_own_rules_are_imported_unchanged():
     assert all(script().RULES[k] == test_compck_set.script().RULES[k] for k in test_compck_set.script().RULES)
+
+
+def test_the_adopted_terms_are_on_for_torch_compile_fsdp2_alone():
+    """adopt48 (rule RF ADOPT): whole_model_graph and fsdp_free_phases on the runner's FSDP2 whole-model compile only:
+    not eager FSDP2, not the one-GPU compiled step, not the published compiled FSDP trainers (unmeasured there)."""
+    from simcluster.heldout.eager_compilefsdp import fits
+    from simcluster.llm import eager
+    from simcluster.llm.eager_compiled import ADOPTED_FSDP2
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.spec import ParallelSpec
+
+    fsdp, single = ParallelSpec(dp=2, zero=3, recompute="full"), ParallelSpec(recompute="full")
+    for hosts in ({}, fits()):   # with and without a compile host fit
+        on = eager.torch_framework(fsdp, hosts, compiled=True)
+        assert on.name == "torch-compile+fsdp2" and all(getattr(on, k) for k in ADOPTED_FSDP2)
+        for off in (eager.torch_framework(fsdp, hosts), eager.torch_framework(single, hosts, compiled=True)):
+            assert not any(getattr(off, k) for k in ADOPTED_FSDP2), off.name
+    assert not any(getattr(fw, k) for fw in FRAMEWORKS.values() for k in ADOPTED_FSDP2)

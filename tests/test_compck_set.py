@@ -10,7 +10,7 @@ import test_compilefsdp_set
 import test_nosync_set
 import test_repeats47_set
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-compck-2026-11-30"
 
@@ -29,24 +29,25 @@ def synthetic(tmp_path, scale=None, jitter=(0.01, -0.01, 0.0)):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
-    assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
-    shares = [r["predicted"]["host_share"] for r in reg["rows"]]
-    assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one nearer host-bound (not host-bound)
+    test_repeats47_set.registered_before_adopt48(script(), BUNDLE, tmp_path, monkeypatch)
 
 
-def test_both_columns_are_the_model_today_and_the_candidate_is_off_by_default():
+def test_both_columns_are_the_model_before_adopt48_and_the_candidate_is_off_by_default():
+    """`predicted` the product before session 48 adopt48 (before_adopt48), `predicted_candidate` that with
+    whole_model_graph on, as validation/compck.candidate still prices it (fsdp_free_phases off)."""
     from dataclasses import replace
 
-    from simcluster.heldout.eager_compilefsdp import predict
+    from simcluster.heldout.eager_compilefsdp import before_adopt48, predict
     from simcluster.llm import eager
     from simcluster.llm.framework import FrameworkSpec
 
-    assert FrameworkSpec.__dataclass_fields__["whole_model_graph"].default is False
+    assert FrameworkSpec.__dataclass_fields__["whole_model_graph"].default is False   # on by eager_compiled only
     for r in registered()["rows"]:
-        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
-        with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True)):
-            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_candidate"], r["name"]
+        with eager.torch_framework_as(before_adopt48):
+            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
+            with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True)):
+                assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted_candidate"], r["name"]
+        assert script().candidate(r["preset"], r["seq"], r["micro_batch"]) == r["predicted_candidate"], r["name"]
         assert r["predicted_candidate"]["step_ms"] < r["predicted"]["step_ms"]
         assert r["predicted_candidate"]["peak_mem_GiB"] == r["predicted"]["peak_mem_GiB"]   # a time term, not memory
 
@@ -120,9 +121,9 @@ def test_the_candidate_drops_down_projs_recompute_and_prices_the_loss_inductors_
     from simcluster.heldout.eager_regimes import regime_framework
     from simcluster.llm import compiled
 
-    fw, _ = regime_framework("fsdp+ckpt", "h200", None, None, fits(), True)   # the registered rows' framework (shipped)
-    assert fw.ckpt_in_graph and fw.loss_in_graph and not fw.whole_model_graph
-    on = replace(fw, whole_model_graph=True)
+    on, _ = regime_framework("fsdp+ckpt", "h200", None, None, fits(), True)   # the registered rows' framework (shipped)
+    assert on.ckpt_in_graph and on.loss_in_graph and on.whole_model_graph   # on since session 48 adopt48
+    fw = replace(on, whole_model_graph=False)
     bwd_off, loss_off, model, batch = _layer_and_loss(fw)
     bwd_on, loss_on, _, _ = _layer_and_loss(on)
     names = lambda ops: [o.name for o in ops]   # noqa: E731

@@ -29,7 +29,13 @@ def synthetic(tmp_path, key="predicted", jitter=(0.01, -0.01)):
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+    """Registered before session 48 adopt48 switched whole_model_graph and fsdp_free_phases on for torch-compile+fsdp2:
+    the fresh --register runs the model as registered (heldout/eager_compilefsdp.before_adopt48)."""
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
+    from simcluster.llm import eager
+
+    with eager.torch_framework_as(before_adopt48):
+        reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     assert [r["variant"] for r in reg["rows"]].count("single") == 3 and len(reg["rows"]) == 4
     assert all(r["predicted_fixed"]["step_ms"] != r["predicted"]["step_ms"] for r in reg["rows"])
 

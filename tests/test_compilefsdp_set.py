@@ -42,13 +42,14 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    """The registration's model (461dedb8) predates framework.loss_in_graph, switched on by compileac's rule AM: the
-    fresh --register runs with it off, the model the set registered."""
+    """The registration's model (461dedb8) predates framework.loss_in_graph, switched on by compileac's rule AM, and
+    session 48 adopt48's two terms (before_adopt48): the fresh --register runs with them off, the model the set registered."""
     from dataclasses import replace
 
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
     from simcluster.llm import eager
 
-    with eager.torch_framework_as(lambda fw: replace(fw, loss_in_graph=False)):
+    with eager.torch_framework_as(lambda fw: replace(before_adopt48(fw), loss_in_graph=False)):
         reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     assert {r["variant"] for r in reg["rows"]} == {"single", "fsdp"} and len(reg["rows"]) == 4
 
@@ -117,7 +118,8 @@ def test_the_set_enters_the_error_bands_one_row_per_shape_and_variant(tmp_path):
 
 def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     """Checkpoint around the compiled block: the backward holds the compiled forward's ops again (recompute.*); with the
-    checkpoint in the graph (torch-compile+fsdp2) all but the block's last residual add; the eager checkpoint's host
+    checkpoint in the graph (torch-compile+fsdp2) all but the block's last residual add, and down_proj's GEMM since session
+    48 adopt48 (whole_model_graph on: test_compck_set checks that term); the eager checkpoint's host
     cost per block only where it runs eagerly; other checkpointing policies refused at framework.compile."""
     from simcluster.llm import compiled, eager, eager_compiled
     from simcluster.llm.framework import TORCH_COMPILE
@@ -132,7 +134,7 @@ def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     assert fsdp.name == "torch-compile+fsdp2" and fsdp.ckpt_in_graph
     in_graph = [o.name for o in compiled.layer_ops(model, ParallelSpec(dp=2, zero=3, recompute="full"), batch, fsdp)[1]
                 if o.name.startswith("recompute.")]
-    assert "recompute.residual_add" not in in_graph and len(in_graph) == len(again) - 1
+    assert "recompute.residual_add" not in in_graph and "recompute.down" not in in_graph and len(in_graph) == len(again) - 2
     hosts = {"single": (20e-6, 1e-3, 3), "ckpt": (30e-6, 2e-3, 3), "fsdp": (50e-6, 6e-3, 3), "compile": (30e-6, 4e-3, 3)}
     plain = eager.torch_framework(ParallelSpec(), hosts, compiled=True)
     ckpt = eager.torch_framework(ParallelSpec(recompute="full"), hosts, compiled=True)
@@ -140,7 +142,11 @@ def test_the_compiled_checkpointed_block_recomputes_its_compiled_forward():
     per_block = eager_compiled.per_block_host_s
     assert plain.host_kernel_s == 30e-6 and ckpt.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "ckpt", eager.torch_framework) / n)
     both = eager.torch_framework(ParallelSpec(dp=2, zero=3, recompute="full"), hosts, compiled=True)
-    n2 = eager_compiled.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both)
+    # the hooks' host spread over the block's kernels counted before adopt48's terms (ADOPTED_FSDP2 set after, as
+    # compck2's registered free-phase column priced it: one kernel more, down_proj's recompute)
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
+    n2 = eager_compiled.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), before_adopt48(both))
+    assert n2 == eager_compiled.compiled_kernels_per_block(ParallelSpec(dp=2, zero=3, recompute="full"), both) + 1
     assert both.host_kernel_s == pytest.approx(30e-6 + per_block(hosts, "fsdp", eager.torch_framework) / n2)   # no eager checkpoint
     for par in (ParallelSpec(recompute="op"), ParallelSpec(recompute="full", recompute_every=2), ParallelSpec(tp=2)):
         with pytest.raises(LlmConfigError, match="framework.compile"):

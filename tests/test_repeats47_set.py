@@ -29,19 +29,35 @@ def synthetic(tmp_path, scale=None, jitter=(0.01, -0.01, 0.0), drop=()):
     return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, extra_doc=test_compilefsdp_set.as_run())
 
 
-def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+def registered_before_adopt48(script, bundle, tmp_path, monkeypatch) -> dict:
+    """A compiled FSDP2 set registered before session 48 adopt48 switched whole_model_graph and fsdp_free_phases on for
+    torch-compile+fsdp2: its fresh --register runs the model as registered (heldout/eager_compilefsdp.before_adopt48)
+    and equals registered.yaml; two fsdp rows of three processes, one GPU-bound and one with host share 0.3-0.5."""
+    from simcluster.heldout.eager_compilefsdp import before_adopt48
+    from simcluster.llm import eager
+
+    with eager.torch_framework_as(before_adopt48):
+        reg = fresh_register_equals(script, bundle, tmp_path, monkeypatch)
     assert [r["variant"] for r in reg["rows"]] == ["fsdp", "fsdp"] and all(r["processes"] == 3 for r in reg["rows"])
     shares = [r["predicted"]["host_share"] for r in reg["rows"]]
     assert shares[0] < 0.2 and 0.3 < shares[1] < 0.5   # one GPU-bound, one nearer host-bound (not host-bound)
+    return reg
 
 
-def test_the_registration_is_the_shipped_model_today():
-    """The registered step is the product's own (no fix toggled): predict with fixed=None equals it."""
-    from simcluster.heldout.eager_compilefsdp import predict
+def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
+    registered_before_adopt48(script(), BUNDLE, tmp_path, monkeypatch)
+
+
+def test_the_registration_is_the_shipped_model_before_adopt48():
+    """The registered step is the product's own at registration (no fix toggled): predict with fixed=None under
+    before_adopt48 equals it; the product since session 48 adopt48 prices these rows faster."""
+    from simcluster.heldout.eager_compilefsdp import before_adopt48, predict
+    from simcluster.llm import eager
 
     for r in registered()["rows"]:
-        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
+        with eager.torch_framework_as(before_adopt48):
+            assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp") == r["predicted"], r["name"]
+        assert predict(r["preset"], r["seq"], r["micro_batch"], "fsdp")["step_ms"] < r["predicted"]["step_ms"]
 
 
 def test_the_device_script_runs_the_registered_rows_abba():

@@ -54,8 +54,9 @@ RULES = repeats47.RULES | {
 
 
 def candidate(preset: str, seq: int, mb: int) -> dict:
-    """The candidate's prediction: heldout/eager_compilefsdp.predict with framework.whole_model_graph on."""
-    with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True)):
+    """The candidate's prediction: heldout/eager_compilefsdp.predict with framework.whole_model_graph on, alone
+    (fsdp_free_phases off, as registered: the product has had both on for torch-compile+fsdp2 since session 48 adopt48)."""
+    with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True, fsdp_free_phases=False)):
         return predict(preset, seq, mb, VARIANT)
 
 

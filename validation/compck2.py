@@ -102,8 +102,9 @@ def _line(r: dict) -> str:
 
 
 def lease_column(reg: dict, host: Path) -> dict:
-    """The candidate (whole_model_graph on) with the lease's own host fit from `host` (fits(own_host))."""
-    with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True)):
+    """The candidate (whole_model_graph on, fsdp_free_phases off: the registered mapping, whatever the product's
+    since session 48 adopt48) with the lease's own host fit from `host` (fits(own_host))."""
+    with eager.torch_framework_as(lambda fw: replace(fw, whole_model_graph=True, fsdp_free_phases=False)):
         return predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["variant"], own_host=host)
 
 

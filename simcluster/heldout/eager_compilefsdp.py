@@ -69,6 +69,18 @@ def fixed_framework(fw, on: bool = True):
     return replace(fw, casts_in_block=on, loss_in_graph=on) if fw.compiled else fw
 
 
+def before_adopt48(fw):
+    """The framework as every set registered before session 48's adoption priced it (compilefsdp, compileac, repeats47,
+    compck; compck2's `predicted` and `predicted_candidate`): framework.whole_model_graph and fsdp_free_phases off, the
+    two terms llm/eager_compiled.ADOPTED_FSDP2 turned on for torch-compile+fsdp2 when compck2's rule RF read ADOPT (off
+    on every other framework already); torch_framework_as's wrap, so those registrations stay reproducible."""
+    from dataclasses import replace
+
+    from simcluster.llm.eager_compiled import ADOPTED_FSDP2
+
+    return replace(fw, **dict.fromkeys(ADOPTED_FSDP2, False))
+
+
 def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None, own_host: Path | None = None) -> dict:
     """Today's model's step (ms), host share and flag, steady and peak memory (GiB, rank 0) of a row; `fixed` True / False:
     with both compileac fixes on / off (fixed_framework), None the product's own; `own_host`: fits(own_host)'s host."""

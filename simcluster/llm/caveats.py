@@ -72,14 +72,16 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "default mode only (docs/models/llm.md)")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
-                 "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated). Two registered sets ran torch's "
-                 "FSDP2 with the whole model compiled over checkpointed blocks on 2 x H200, once each: compilefsdp "
-                 "(D 'NOISE': 1.1b -0.2 / +8.8%, the host-bound 0.5b's two processes 43% apart) and compileac (this "
-                 "step model 'not within' on a GPU-bound 1.1b, +11.9 / +14.1% too long; the off candidate "
-                 "casts_in_block +2.8 / +4.8%, not adopted by its rule over all rows): take a GPU-bound step as "
-                 "pessimistic. Peak memory: the compiled loss and FSDP2's root unit under recompute full only "
-                 "(framework.loss_in_graph, adopted by compileac's rule AM on one held-out shape, 1.1b 3904:3 on 2 ranks, "
-                 "+19.3% -> -3.3%; chosen on compilefsdp's 0.5b; without checkpointing the eager loss's bytes)")
+                 "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated, their host and loss unmeasured). "
+                 "Torch's FSDP2 with the whole model compiled over checkpointed blocks (torch-compile+fsdp2) ran in five "
+                 "registered sets on 2 x H200: the step model before session 48 read 11-21% too long on every GPU-bound "
+                 "shape; compck2's rule RF then adopted, on its six held-out processes (4.8% mean |error|, the shipped "
+                 "model 18.3%), the backward graph without down_proj's recompute and Inductor's loss "
+                 "(framework.whole_model_graph) with the host free across the step's phases (fsdp_free_phases), for "
+                 "torch-compile+fsdp2 alone: 3.1% over its 8 rows, every one development or adopting evidence, none held "
+                 "out since; unmeasured without checkpointing. Peak memory: the compiled loss and FSDP2's root unit under "
+                 "recompute full only (framework.loss_in_graph, adopted by compileac's rule AM on one held-out shape, 1.1b "
+                 "3904:3 on 2 ranks, +19.3% -> -3.3%; without checkpointing the eager loss's bytes)")
 COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
                  "a regime of its own, unvalidated: two registered sets on 2 x H200 read the one-GPU step 8.7-13.2% "
                  "too long on two shapes (compilefsdp, repeats within 0.5%) and 3.3% mean on three others (compileac; "

@@ -16,6 +16,13 @@ from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 EagerFramework = Callable[[ParallelSpec], FrameworkSpec]
 # The eager runner modes that run around a compiled block: their host fits' layouts (eager._parallel reads them)
 AROUND_MODES = {"ckpt": ParallelSpec(recompute="full"), "fsdp": ParallelSpec(dp=2, zero=3)}
+# torch-compile+fsdp2's two terms adopted in session 48 (adopt48) by compck2's rule RF, fixed before its run
+# (calibration/h200x2-compck2-2026-11-30: RF ADOPT, the free-phase column 4.8% mean |error| over six held-out processes,
+# the shipped model 18.3%, whole_model_graph alone 11.0%): the backward graph without down_proj's GEMM and the loss
+# Inductor's (llm/compiled.py), the host free across the one-stage FSDP2 step's phases (launch_backlog.fsdp_step).
+# Set after the host cost per compiled block is priced, as the registered column priced them (torch_framework_as's
+# wrap); the runner's FSDP2 whole-model compile only: kempnerforge-fsdp2-compile and fms-fsdp-compile keep them off.
+ADOPTED_FSDP2 = {"whole_model_graph": True, "fsdp_free_phases": True}
 
 
 def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]], eager_fw: EagerFramework) -> FrameworkSpec:
@@ -26,16 +33,18 @@ def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, i
     Host cost (session 46): the compile mode's fit per kernel and per step, plus what runs eagerly around each compiled
     block, in host seconds per block from the eager fits at the eager block's kernel count (per_block_host_s):
     torch.utils.checkpoint's (ckpt over single) where recompute is full and the checkpoint is eager, FSDP2's hooks (fsdp
-    over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's."""
+    over single) where zero 3; spread over the compiled block's kernels. Without a compile fit: TORCH_COMPILE's. Under
+    FSDP2 with ADOPTED_FSDP2's two terms on (session 48 adopt48, compck2's rule RF)."""
     fsdp = par.dp > 1 and par.zero == 3
     compiled_layer.check_compiled_parallel(par, fsdp, torch_fsdp2=True)
     fw = TORCH_COMPILE
     if fsdp:
         fw = replace(fw, name="torch-compile+fsdp2", param_bytes=2.0, state_bytes=10.0, weight_copy_bytes=0.0,
                      comm_interference=True, bf16_param_block=True, ckpt_in_graph=True)
+    adopted = ADOPTED_FSDP2 if fsdp else {}
     got = hosts.get("compile")
     if not got:
-        return fw
+        return replace(fw, **adopted)
     block_s, step_s = 0.0, got[1]
     extras = (("ckpt", par.recompute == "full" and not fw.ckpt_in_graph), ("fsdp", fsdp))
     for mode, on in extras:
@@ -44,7 +53,7 @@ def compiled_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, i
             step_s += max(0.0, hosts[mode][1] - hosts["single"][1])
     n_compiled = compiled_kernels_per_block(par, fw)
     hook = per_block_host_s(hosts, "fsdp", eager_fw) / n_compiled if fsdp and {"fsdp", "single"} <= hosts.keys() else 0.0
-    return replace(fw, host_kernel_s=got[0] + block_s / n_compiled, host_step_s=step_s, host_hook_kernel_s=hook)
+    return replace(fw, host_kernel_s=got[0] + block_s / n_compiled, host_step_s=step_s, host_hook_kernel_s=hook, **adopted)
 
 
 def host_probe_layer() -> tuple[TransformerSpec, BatchSpec]:
