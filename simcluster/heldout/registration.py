@@ -56,6 +56,30 @@ def read_run_set(bundle: Path) -> dict:
     return reg
 
 
+def ran_tree_hash(bundle: Path) -> str | None:
+    """The tree_hash runs/commit.txt recorded (calibration/device_lib.sh's last line: simcluster/ and validation/ as
+    they ran), or None where the file or that line is missing."""
+    path = Path(bundle) / "runs" / "commit.txt"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return lines[-1].split()[0] if lines and "(tree_hash:" in lines[-1] else None
+
+
+def checkout_tree_hash(root: Path) -> str | None:
+    """device_lib.sh's tree_hash of the checkout at `root` (sha256 over `sha256sum` lines of simcluster/ and
+    validation/'s tracked or unignored files, sorted by path), or None where git cannot list them."""
+    import hashlib
+    import subprocess
+
+    got = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "simcluster",
+                          "validation"], cwd=root, capture_output=True)
+    if got.returncode:
+        return None
+    paths = sorted({p for p in got.stdout.split(b"\0") if p})
+    lines = b"".join(hashlib.sha256((Path(root) / p.decode()).read_bytes()).hexdigest().encode() + b"  " + p + b"\n"
+                     for p in paths if (Path(root) / p.decode()).is_file())
+    return hashlib.sha256(lines).hexdigest()
+
+
 def set_main(argv: list[str], description: str, bundle: Path, register, read_out, show) -> int:
     """A registered set's command line (validation/*.py): `--register PATH` writes the predictions (register(PATH),
     refusing an existing file; exit 2 on a SimclusterError), else read_out(BUNDLE) printed by show(result) (exit 1 on
