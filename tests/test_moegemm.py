@@ -90,3 +90,27 @@ def test_grid_holds_every_published_moe_rows_expert_gemms():
                         assert (*shape, e, dtype) in measured, (path.stem, op.name, shape, e, dtype)
                     seen += 1
     assert seen > 50
+
+
+def test_a_fresh_register_equals_the_registration_and_the_read_out_s_term_off_figures_are_the_registered(tmp_path,
+                                                                                                       monkeypatch):
+    """Cold review A48 item 10: `--register` at its registering commit writes registered.yaml byte for byte (the commit
+    line set from the file), never over it; and the read-out's live term-off figures (predict(), its 'before' column)
+    equal the registered `rows` and `moe_held_out_before_pct`, so a moved model cannot change the printed 'before'
+    without this failing. One validate pass, shared by both checks."""
+    import yaml
+    from conftest import ROOT, load_script
+
+    bundle = ROOT / "calibration" / "h200x4-moegemm-2026-11-30"
+    script = load_script("validation/moegemm.py")
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    live = script.predict()
+    monkeypatch.setattr(script, "predict", lambda table=None: live)   # register's own term-off pass, done once above
+    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
+    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    fams, moe = live
+    assert [[r["family"], r["split"], r["rows"], r["mean_abs_error_pct"], r["within_10pct"]] for r in reg["rows"]] == \
+        [[f, s, *v] for f, by in fams.items() for s, v in by.items()]
+    assert moe == reg["moe_held_out_before_pct"]

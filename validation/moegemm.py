@@ -7,7 +7,11 @@ families, once, by the rule registered before the measurement ran (calibration/h
 The rule (RULE): the term ships ON if it brings the held-out MoE rows' mean |error| down by >= 5 points without moving
 the held-out Megatron/NeMo or fp8 family's mean |error| by > 0.5 point; else OFF. The term's table is the H200 group
 measurement in the registered mode (heldout/moegemm.MODE, `streams`); the `loop` mode's MoE line and every mode's ratio
-summary are printed as sensitivity lines (said before the run; they judge nothing)."""
+summary are printed as sensitivity lines (said before the run; they judge nothing).
+
+"Held-out" here is validate --published's label (rows no fit of the model used); every MoE row, held out or not, is
+development for this term (their errors chose to look at the expert GEMMs): the rule's MoE figures judge the term and are
+no held-out test of it (calibration/h200x4-moegemm-2026-11-30/README.md, "Labels")."""
 
 from __future__ import annotations
 
