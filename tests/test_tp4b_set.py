@@ -155,3 +155,11 @@ def test_the_read_out_names_the_tree_that_ran_and_says_on_stderr_whether_it_is_t
         capsys.readouterr()
         assert script().read_out(bundle)["verdicts"]["tree"].startswith(f"ran {ran} (runs/commit.txt)")
         assert f"simcluster/ and validation/ {word}" in capsys.readouterr().err
+
+
+def test_the_read_out_refuses_another_set_s_registration_in_one_line(tmp_path, capsys):
+    """Cold review A48 item 9: tp4's bundle (same rules, same reader) is not read as tp4b's: exit 1, one line."""
+    assert script().main([str(ROOT / "calibration" / "h200x4-tp4-2026-11-30")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "registered.yaml: script 'validation/tp4.py --register', expected 'validation/tp4b.py " \
+        "--register'" in err, err

@@ -38,9 +38,10 @@ def registering_commit(root: Path) -> str:
                                                                 text=True).stdout.strip()
 
 
-def read_run_set(bundle: Path) -> dict:
+def read_run_set(bundle: Path, expect: dict | None = None) -> dict:
     """A registered set's registered.yaml (a mapping with `rows`) once its device call's runs/ is unpacked beside it;
-    a missing or malformed file, or no runs/, is one SimclusterError line naming the path."""
+    a missing or malformed file, one whose `expect` keys (e.g. {'set': 'moegemm'} or {'script': 'validation/tp4.py
+    --register'}) differ (another set's registration), or no runs/, is one SimclusterError line naming the path."""
     import yaml
 
     path = Path(bundle) / "registered.yaml"
@@ -51,6 +52,9 @@ def read_run_set(bundle: Path) -> dict:
         raise SimclusterError(f"{path}: missing (register before the runs)") from None
     except (yaml.YAMLError, KeyError, TypeError) as exc:
         raise SimclusterError(f"{path}: not a registration ({type(exc).__name__}: {exc})") from None
+    for key, want in (expect or {}).items():
+        if reg.get(key) != want:
+            raise SimclusterError(f"{path}: {key} {reg.get(key)!r}, expected {want!r} (another set's registration?)")
     if not (Path(bundle) / "runs").is_dir():
         raise SimclusterError(f"{Path(bundle) / 'runs'}: missing (unpack the device call's runs.tgz into {bundle})")
     return reg
