@@ -80,11 +80,20 @@ def register(path: Path) -> None:
                             "tpdp2 sets (their errors looked at); none of this set's shapes",
              "shapes": {f"{p}-{s}x{mb}-{m}": why for p, s, mb, m, why in SHAPES}}
     calibration = nosync.CALIBRATION | {"host": nosync.CALIBRATION["host"] | {"candidate": str(CANDIDATE_HOST.relative_to(ROOT))}}
-    nosync.register(path, SCRIPT, judge=JUDGE, rules=RULES, session=48,
-                    calibration=calibration, regs=rows(), notes=notes,
-                    line=lambda r: (f"{r['name']:22} shipped {r['predicted']['step_ms']:8.2f} ms (share "
-                                    f"{r['predicted']['host_share']})  candidate {r['predicted']['step_ms_candidate']:8.2f} ms"
-                                    f"  memory {r['predicted']['steady_mem_GiB']:.2f}..{r['predicted']['peak_mem_GiB']:.2f} GiB"))
+    register_set(path, SCRIPT, RULES, calibration, rows(), notes,
+                 lambda p: f"  candidate {p['step_ms_candidate']:8.2f} ms")
+
+
+def register_set(path: Path, script: str, rules: dict, calibration: dict, regs: list[dict], notes: dict,
+                 middle=lambda p: "") -> None:
+    """A session-48 4-GPU TP x DP registration (this set's, validation/tp4b.py's) through nosync.register with JUDGE;
+    each row's line the shipped step and share, `middle(predicted)`, then the memory range."""
+    def line(r: dict) -> str:
+        p = r["predicted"]
+        return (f"{r['name']:22} shipped {p['step_ms']:8.2f} ms (share {p['host_share']}){middle(p)}  memory "
+                f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
+    nosync.register(path, script, judge=JUDGE, rules=rules, session=48, calibration=calibration, regs=regs, notes=notes,
+                    line=line)
 
 
 def adopt(procs: list[dict], judge: dict) -> str:

@@ -79,11 +79,7 @@ def register(path: Path) -> None:
                             "this set's shapes",
              "shapes": {f"{p}-{s}x{mb}-{m}": why for p, s, mb, m, why in SHAPES}}
     calibration = nosync.CALIBRATION | {"host": nosync.CALIBRATION["host"] | {"lease_own": f"BUNDLE/{LEASE_HOST}"}}
-    nosync.register(path, SCRIPT, judge=JUDGE, rules=RULES, session=48,
-                    calibration=calibration, regs=rows(), notes=notes,
-                    line=lambda r: (f"{r['name']:22} shipped {r['predicted']['step_ms']:8.2f} ms (share "
-                                    f"{r['predicted']['host_share']})  memory {r['predicted']['steady_mem_GiB']:.2f}.."
-                                    f"{r['predicted']['peak_mem_GiB']:.2f} GiB"))
+    tp4.register_set(path, SCRIPT, RULES, calibration, rows(), notes)
 
 
 def host_line(bundle: Path) -> str:
