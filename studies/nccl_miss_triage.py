@@ -170,6 +170,8 @@ def print_families() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] not in ([], ["--families"]):   # an unknown argument is refused, not ignored
+        sys.exit(f"usage: python studies/nccl_miss_triage.py [--families] (got {' '.join(sys.argv[1:])})")
     if "--families" in sys.argv[1:]:
         print_families()
         return

@@ -90,3 +90,57 @@ def test_grid_holds_every_published_moe_rows_expert_gemms():
                         assert (*shape, e, dtype) in measured, (path.stem, op.name, shape, e, dtype)
                     seen += 1
     assert seen > 50
+
+
+def test_a_fresh_register_equals_the_registration_and_the_read_out_s_term_off_figures_are_the_registered(tmp_path,
+                                                                                                       monkeypatch):
+    """Cold review A48 item 10: `--register` at its registering commit writes registered.yaml byte for byte (the commit
+    line set from the file), never over it; and the read-out's live term-off figures (predict(), its 'before' column)
+    equal the registered `rows` and `moe_held_out_before_pct`, so a moved model cannot change the printed 'before'
+    without this failing. One validate pass, shared by both checks."""
+    import yaml
+    from conftest import ROOT, load_script
+
+    bundle = ROOT / "calibration" / "h200x4-moegemm-2026-11-30"
+    script = load_script("validation/moegemm.py")
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    live = script.predict()
+    monkeypatch.setattr(script, "predict", lambda table=None: live)   # register's own term-off pass, done once above
+    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
+    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    fams, moe = live
+    assert [[r["family"], r["split"], r["rows"], r["mean_abs_error_pct"], r["within_10pct"]] for r in reg["rows"]] == \
+        [[f, s, *v] for f, by in fams.items() for s, v in by.items()]
+    assert moe == reg["moe_held_out_before_pct"]
+
+
+def test_table_refuses_a_quick_trace_on_any_device(tmp_path):
+    """Cold review A48 item 9: a --quick trace (tiny shapes) never becomes the term's table, even from an H200."""
+    write_trace(tmp_path / "t.json", 1.0)
+    doc = json.loads((tmp_path / "t.json").read_text())
+    doc["quick"] = True
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(SimclusterError, match="a --quick trace, expected a full moe-rows measurement on an H200"):
+        moegemm.table_of(tmp_path / "t.json")
+
+
+def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp_path, capsys):
+    """Cold review A48 item 9: another set's bundle, an empty folder, a registration without its keys: exit 1 and one
+    error line naming the file and what was expected, never a traceback (and no validate pass)."""
+    from conftest import ROOT, load_script
+
+    script = load_script("validation/moegemm.py")
+    empty, other, keyless = tmp_path / "empty", tmp_path / "other", tmp_path / "keyless"
+    empty.mkdir()
+    for folder, text in ((other, "set: compck\nrows: []\n"), (keyless, "set: moegemm\nrows: []\n")):
+        (folder / "runs").mkdir(parents=True)
+        (folder / "registered.yaml").write_text(text)
+    for folder, said in ((empty, f"{empty}/registered.yaml: missing"),
+                         (other, f"{other}/registered.yaml: set 'compck', expected 'moegemm'"),
+                         (keyless, f"{keyless}/registered.yaml: no 'trace' key (expected trace, card, mode)"),
+                         (ROOT / "calibration" / "h200x2-compck-2026-11-30", "registered.yaml: set ")):
+        assert script.main([str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err

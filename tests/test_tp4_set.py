@@ -121,3 +121,13 @@ def test_the_set_enters_the_error_bands_in_the_4gpu_tp_x_dp_host_bound_regime(tm
         assert r["predicted_s"] == x["predicted"]["step_ms"] / 1e3   # against the shipped column, never the candidate
     assert {x.regime for x in eager_residuals(got)} == {"llm | PyTorch eager | TP x DP+host-bound | bf16"}
     assert {x.scale for x in eager_residuals(got)} == {4}
+
+
+def test_the_read_out_refuses_another_set_s_registration_in_one_line(capsys):
+    """Cold review A48 item 9: tp4b's or compck's bundle is not read as tp4's (it used to print 'left out' lines and NO
+    DATA): exit 1, one line naming the file, its `script` and tp4's."""
+    for other in ("h200x4-tp4b-2026-11-30", "h200x2-compck-2026-11-30"):
+        assert script().main([str(ROOT / "calibration" / other)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{other}/registered.yaml: script '" in err, err
+        assert "expected 'validation/tp4.py --register'" in err, err

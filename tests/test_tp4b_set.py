@@ -77,11 +77,12 @@ def test_the_device_script_runs_the_host_runs_first_then_the_registered_rows_abb
     assert arch == re.search(r'^arch="(.*)"$', tpdp2, re.M).group(1).replace("--warmup 5 --steps 20", "--warmup 3 --steps 10")
     assert 'four="python3 -m torch.distributed.run --standalone --nproc-per-node 4 -m simcluster.runner.llm_step"' in text
     assert 'common="--warmup 3 --steps 8 --profile 0 --group 2"' in text
-    assert 'guarded "$preset-${seq}x$mb-$mode-r$r" 60 $four --preset "$preset" --shapes "$seq:$mb" --mode "$mode" $common' in text
+    assert 'guarded "$preset-${seq}x$mb-$mode-r$r" 40 $four --preset "$preset" --shapes "$seq:$mb" --mode "$mode" $common' in text
     assert {"{}-{}x{}-{}".format(*o.split(":")) for o in (a, b)} == {r["name"] for r in registered()["rows"]}
     budget = int(re.search(r"BUDGET_S:-(\d+)", text).group(1))
-    assert re.findall(r'guarded "[^"]+" (\d+) ', text) == ["60", "60"]   # every run's limit
-    assert budget + 60 <= 290   # worst case: no launch after BUDGET_S, each run at most 60 s
+    assert re.findall(r'guarded "[^"]+" (\d+) ', text) == ["60", "40"]   # host runs' limit, step processes'
+    assert 4 * 60 <= budget and budget + 40 <= 290   # the host runs end before the guard; no launch after BUDGET_S
+    assert budget - 204 >= 40   # the last step process (expected launch ~204 s) has room (cold review A48 item 7)
 
 
 def test_the_registered_shapes_are_new_to_calibration():
@@ -138,3 +139,27 @@ def test_a_failed_host_run_is_no_data_not_a_traceback(tmp_path):
     v = script().read_out(bundle)["verdicts"]
     assert v["H"].startswith("NO DATA: ") and "tp+fsdp-L32.json" in v["H"], v
     assert v["R"].startswith("NO DATA: tp+fsdp: NO DATA (runs/host: ") and v["D"] == "MET", v
+
+
+def test_the_read_out_names_the_tree_that_ran_and_says_on_stderr_whether_it_is_this_checkout(tmp_path, capsys):
+    """Cold review A48 item 5: the lease-own column is computed by the reading code; runs/commit.txt's tree_hash is
+    printed, the comparison with this checkout goes to stderr (readout.txt stays reproducible on a later main)."""
+    from simcluster.heldout.registration import checkout_tree_hash
+
+    bundle = synthetic(tmp_path / "a")
+    (bundle / "runs" / "commit.txt").unlink(missing_ok=True)
+    assert script().read_out(bundle)["verdicts"]["tree"].startswith("NOT RECORDED"), "no commit.txt"
+    now = checkout_tree_hash(ROOT)
+    for ran, word in ((now, "EQUAL"), ("0" * 64, "DIFFER")):
+        (bundle / "runs" / "commit.txt").write_text(f"x (main)\n{ran} (tree_hash: simcluster/ and validation/ as they ran)\n")
+        capsys.readouterr()
+        assert script().read_out(bundle)["verdicts"]["tree"].startswith(f"ran {ran} (runs/commit.txt)")
+        assert f"simcluster/ and validation/ {word}" in capsys.readouterr().err
+
+
+def test_the_read_out_refuses_another_set_s_registration_in_one_line(tmp_path, capsys):
+    """Cold review A48 item 9: tp4's bundle (same rules, same reader) is not read as tp4b's: exit 1, one line."""
+    assert script().main([str(ROOT / "calibration" / "h200x4-tp4-2026-11-30")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "registered.yaml: script 'validation/tp4.py --register', expected 'validation/tp4b.py " \
+        "--register'" in err, err

@@ -7,7 +7,11 @@ families, once, by the rule registered before the measurement ran (calibration/h
 The rule (RULE): the term ships ON if it brings the held-out MoE rows' mean |error| down by >= 5 points without moving
 the held-out Megatron/NeMo or fp8 family's mean |error| by > 0.5 point; else OFF. The term's table is the H200 group
 measurement in the registered mode (heldout/moegemm.MODE, `streams`); the `loop` mode's MoE line and every mode's ratio
-summary are printed as sensitivity lines (said before the run; they judge nothing)."""
+summary are printed as sensitivity lines (said before the run; they judge nothing).
+
+"Held-out" here is validate --published's label (rows no fit of the model used); every MoE row, held out or not, is
+development for this term (their errors chose to look at the expert GEMMs): the rule's MoE figures judge the term and are
+no held-out test of it (calibration/h200x4-moegemm-2026-11-30/README.md, "Labels")."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout import moegemm  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_gemm_term  # noqa: E402
@@ -76,8 +81,12 @@ def verdict(before: dict, after: dict) -> str:
 
 
 def read_out(bundle: Path) -> dict:
-    reg = read_run_set(bundle)
-    trace, card = Path(bundle) / reg["trace"], ROOT / reg["card"]
+    reg = read_run_set(bundle, {"set": "moegemm"})
+    try:
+        trace, card, mode = Path(bundle) / str(reg["trace"]), ROOT / str(reg["card"]), str(reg["mode"])
+    except KeyError as exc:
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no {exc} key (expected trace, card, mode)") from None
+    reg["mode"] = mode
     before, moe_before = predict()
     table = moegemm.table_of(trace, card, reg["mode"])
     after, moe_after = predict(table)
@@ -93,8 +102,6 @@ def read_out(bundle: Path) -> dict:
 
 def _grouped(trace: Path, card: Path) -> list[float]:
     """torch._grouped_mm's ratios (bf16 only; a reference: Megatron's TE layer does not run it), [] if none ran."""
-    from simcluster.errors import SimclusterError
-
     try:
         return sorted(r[4] for r in moegemm.table_of(trace, card, "grouped_mm"))
     except SimclusterError:

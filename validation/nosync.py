@@ -165,9 +165,10 @@ def read_out(bundle: Path) -> dict:
     return {"procs": procs, "left": left, "verdicts": verdicts}
 
 
-def read_registration(bundle: Path, keys: dict) -> tuple[dict, list[dict]]:
-    """registered.yaml's judge (the `keys`) and rows, checked: one SimclusterError line on a missing or bad key."""
-    reg = read_run_set(bundle)
+def read_registration(bundle: Path, keys: dict, expect: dict | None = None) -> tuple[dict, list[dict]]:
+    """registered.yaml's judge (the `keys`) and rows, checked: one SimclusterError line on a missing or bad key, or on
+    another set's registration (`expect`: registration.read_run_set's)."""
+    reg = read_run_set(bundle, expect)
     try:
         judge = {k: float(reg["judge"][k]) for k in keys}
         regs = list(reg["rows"])

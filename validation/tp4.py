@@ -31,6 +31,7 @@ from simcluster.heldout.eager_tp4 import CANDIDATE_HOST, CANDIDATE_MODES, candid
 from simcluster.heldout.registration import set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x4-tp4-2026-11-30"
+SCRIPT = "validation/tp4.py --register"   # registered.yaml's `script`: the read-out refuses another set's file
 PROCESSES = 3
 MODES = ("tp+fsdp", "tp+ddp")
 # (preset, seq, micro_batch, mode, why): seqs from this helper's own list (352, 416, 672, 1184, 1632, 2208, 3168, 3808)
@@ -79,11 +80,20 @@ def register(path: Path) -> None:
                             "tpdp2 sets (their errors looked at); none of this set's shapes",
              "shapes": {f"{p}-{s}x{mb}-{m}": why for p, s, mb, m, why in SHAPES}}
     calibration = nosync.CALIBRATION | {"host": nosync.CALIBRATION["host"] | {"candidate": str(CANDIDATE_HOST.relative_to(ROOT))}}
-    nosync.register(path, "validation/tp4.py --register", judge=JUDGE, rules=RULES, session=48,
-                    calibration=calibration, regs=rows(), notes=notes,
-                    line=lambda r: (f"{r['name']:22} shipped {r['predicted']['step_ms']:8.2f} ms (share "
-                                    f"{r['predicted']['host_share']})  candidate {r['predicted']['step_ms_candidate']:8.2f} ms"
-                                    f"  memory {r['predicted']['steady_mem_GiB']:.2f}..{r['predicted']['peak_mem_GiB']:.2f} GiB"))
+    register_set(path, SCRIPT, RULES, calibration, rows(), notes,
+                 lambda p: f"  candidate {p['step_ms_candidate']:8.2f} ms")
+
+
+def register_set(path: Path, script: str, rules: dict, calibration: dict, regs: list[dict], notes: dict,
+                 middle=lambda p: "") -> None:
+    """A session-48 4-GPU TP x DP registration (this set's, validation/tp4b.py's) through nosync.register with JUDGE;
+    each row's line the shipped step and share, `middle(predicted)`, then the memory range."""
+    def line(r: dict) -> str:
+        p = r["predicted"]
+        return (f"{r['name']:22} shipped {p['step_ms']:8.2f} ms (share {p['host_share']}){middle(p)}  memory "
+                f"{p['steady_mem_GiB']:.2f}..{p['peak_mem_GiB']:.2f} GiB")
+    nosync.register(path, script, judge=JUDGE, rules=rules, session=48, calibration=calibration, regs=regs, notes=notes,
+                    line=line)
 
 
 def adopt(procs: list[dict], judge: dict) -> str:
@@ -107,10 +117,11 @@ def adopt(procs: list[dict], judge: dict) -> str:
     return f"{verdict}: " + "; ".join(lines)
 
 
-def read_out(bundle: Path, own_rules=None) -> dict:
+def read_out(bundle: Path, own_rules=None, script: str = SCRIPT) -> dict:
     """The read-out's processes and rule lines; `own_rules(procs, bundle, judge)` -> {rule: line} (the lines after F and
-    before D: this set's R by default, validation/tp4b.py's H and R)."""
-    judge, regs = nosync.read_registration(bundle, JUDGE)
+    before D: this set's R by default, validation/tp4b.py's H and R); `script`: the registration's own (another set's
+    registered.yaml is one error line)."""
+    judge, regs = nosync.read_registration(bundle, JUDGE, {"script": script})
     procs, left = nosync.read_processes(bundle, regs, step_of=process_step)
     verdicts, _, above, within, mem_met = nosync.step_verdicts(procs, regs, judge, MODES)
     bad, verdicts["M"] = repeats47.per_shape(procs, regs, judge, within)

@@ -30,9 +30,10 @@ import nosync  # noqa: E402
 import tp4  # noqa: E402
 
 from simcluster.heldout.eager_tp4 import LEASE_HOST, lease_own_predict  # noqa: E402
-from simcluster.heldout.registration import set_main  # noqa: E402
+from simcluster.heldout.registration import checkout_tree_hash, ran_tree_hash, set_main  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x4-tp4b-2026-11-30"
+SCRIPT = "validation/tp4b.py --register"   # registered.yaml's `script`: the read-out refuses another set's file
 PROCESSES = 3
 MODES = tp4.MODES
 HOST_LAYERS = (2, 32)   # the fewest layer counts a host fit takes (llm/eager.fit_modes: two); 2 and 32 reproduce the
@@ -78,11 +79,7 @@ def register(path: Path) -> None:
                             "this set's shapes",
              "shapes": {f"{p}-{s}x{mb}-{m}": why for p, s, mb, m, why in SHAPES}}
     calibration = nosync.CALIBRATION | {"host": nosync.CALIBRATION["host"] | {"lease_own": f"BUNDLE/{LEASE_HOST}"}}
-    nosync.register(path, "validation/tp4b.py --register", judge=JUDGE, rules=RULES, session=48,
-                    calibration=calibration, regs=rows(), notes=notes,
-                    line=lambda r: (f"{r['name']:22} shipped {r['predicted']['step_ms']:8.2f} ms (share "
-                                    f"{r['predicted']['host_share']})  memory {r['predicted']['steady_mem_GiB']:.2f}.."
-                                    f"{r['predicted']['peak_mem_GiB']:.2f} GiB"))
+    tp4.register_set(path, SCRIPT, RULES, calibration, rows(), notes)
 
 
 def host_line(bundle: Path) -> str:
@@ -128,9 +125,23 @@ def lease_rule(procs: list[dict], bundle: Path, judge: dict) -> str:
     return f"{verdict}: " + "; ".join(lines)
 
 
+def tree_line(bundle: Path) -> str:
+    """The code tree that ran (runs/commit.txt's tree_hash); the lease-own column is computed by the reading checkout's
+    code, so whether that tree equals it goes to stderr (a later main's tree moves it; readout.txt stays reproducible)."""
+    ran, now = ran_tree_hash(bundle), checkout_tree_hash(ROOT)
+    if ran is None:
+        print("tree: runs/commit.txt records no tree_hash: the lease-own column's code cannot be checked", file=sys.stderr)
+        return "NOT RECORDED: runs/commit.txt has no tree_hash line"
+    print(f"tree: this checkout's simcluster/ and validation/ {'EQUAL' if ran == now else f'DIFFER ({now})'} to the "
+          f"tree that ran", file=sys.stderr)
+    return f"ran {ran} (runs/commit.txt); the lease-own column is computed by the reading checkout's code (stderr: equal?)"
+
+
 def read_out(bundle: Path) -> dict:
-    """validation/tp4.py's read-out (its rules N, M, B, P, F and D over the same processes) with this set's H and R."""
-    return tp4.read_out(bundle, lambda procs, b, judge: {"H": host_line(b), "R": lease_rule(procs, b, judge)})
+    """validation/tp4.py's read-out (its rules N, M, B, P, F and D over the same processes) with this set's H and R, and
+    the tree that ran."""
+    return tp4.read_out(bundle, lambda procs, b, judge: {"H": host_line(b), "R": lease_rule(procs, b, judge),
+                                                         "tree": tree_line(b)}, SCRIPT)
 
 
 def main(argv: list[str]) -> int:

@@ -1,5 +1,8 @@
-"""Session 48's registered 4-GPU TP x DP set (calibration/h200x4-tp4-2026-11-30, validation/tp4.py; issue 44): torch
-tensor parallel over pairs of ranks with DDP (`tp+ddp`) or FSDP2 (`tp+fsdp`) across the pairs on 4 x H200 (the runner's
+"""Session 48's two registered 4-GPU TP x DP sets (issue 44): tp4 (calibration/h200x4-tp4-2026-11-30, validation/tp4.py)
+with a candidate host term, and tp4b (calibration/h200x4-tp4b-2026-11-30, validation/tp4b.py: the lease's own host runs
+and the steps in one call, LEASE_HOST and lease_own_predict below).
+
+tp4: torch tensor parallel over pairs of ranks with DDP (`tp+ddp`) or FSDP2 (`tp+fsdp`) across the pairs on 4 x H200 (the runner's
 --mode tp+ddp / tp+fsdp --group 2, mesh dp 2 x tp 2), three shapes new to calibration/ when it ran, each in 3 processes.
 
 Two predictions per row, both registered before the run:
@@ -16,7 +19,7 @@ CANDIDATE (session 48, off in the product): a tp+fsdp rank's host cost per kerne
 
 A row's residual in the error bands is against the shipped `step_ms`, its host-bound flag the shipped registered share's
 (host_flag "registered"); measured: the mean over a row's processes of rank 0's median step (process_step). No row
-until the set has run. One source."""
+until a set has run. Both sets' rows are read by held_out_rows (one bundle each), the same way."""
 
 from __future__ import annotations
 
@@ -25,6 +28,10 @@ from pathlib import Path
 from simcluster.heldout.eager import ROOT, TPDP2_BUNDLE
 
 TP4_BUNDLE = "calibration/h200x4-tp4-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
+# Session 48's second 4-GPU TP x DP set (helper tp4b): the lease's own host runs and the steps in one call, so that the
+# lease-own column prices the steps with this lease's host (validation/tp4b.py). Listed in step_sets.REGISTERED_STEP_SETS.
+TP4B_BUNDLE = "calibration/h200x4-tp4b-2026-11-30"
+LEASE_HOST = "runs/host"   # inside a bundle: the set's own hidden-128 host runs (MODE-L<n>.json, tp+ddp / tp+fsdp at 2 and 32 layers)
 CANDIDATE_HOST = ROOT / TPDP2_BUNDLE / "host"     # tp+fsdp's own 4-rank host runs (hidden 128 at 2, 8, 32 layers)
 CANDIDATE_MODES = ("tp+fsdp",)                    # the layouts the candidate changes; others keep the shipped host fit
 MESH = {"dp": 2, "tp": 2}                         # the runner's --group 2 on 4 ranks
@@ -57,12 +64,6 @@ def held_out_rows(bundle: Path = ROOT / TP4_BUNDLE) -> list[dict]:
     from simcluster.heldout.eager_nosync import flat_rows
 
     return flat_rows(bundle, process_step, lambda reg: f"{reg['preset']} {reg['mode']} x4 seq {reg['seq']} mb {reg['micro_batch']}")
-
-
-# Session 48's second 4-GPU TP x DP set (helper tp4b): the lease's own host runs and the steps in one call, so that the
-# lease-own column prices the steps with this lease's host (validation/tp4b.py). Listed in step_sets.REGISTERED_STEP_SETS.
-TP4B_BUNDLE = "calibration/h200x4-tp4b-2026-11-30"
-LEASE_HOST = "runs/host"   # inside a bundle: the set's own hidden-128 host runs (MODE-L<n>.json, tp+ddp / tp+fsdp at 2 and 32 layers)
 
 
 def lease_own_predict(bundle: Path, preset: str, seq: int, mb: int, mode: str) -> tuple[dict | None, str]:

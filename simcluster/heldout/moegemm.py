@@ -31,7 +31,9 @@ MODE = "streams"                                         # registered: TE Groupe
 def table_of(trace_path: Path, card_path: Path = H200_CARD, mode: str = MODE) -> list[tuple]:
     """(m, n, k, dtype, ratio) per measured `mode` group of the trace (module docstring); one line if it holds none."""
     trace, gpu = parse(trace_path), load_gpu(card_path)[0]
-    if "H200" not in str(trace.device.get("name", "")) and not trace.quick:
+    if trace.quick:   # tiny shapes on any device (studies/moe_gemms_device.py --quick): a smoke run, no table
+        raise SimclusterError(f"{trace_path}: a --quick trace, expected a full moe-rows measurement on an H200")
+    if "H200" not in str(trace.device.get("name", "")):
         raise SimclusterError(f"{trace_path}: device {trace.device.get('name')!r}, expected an H200 (the term's card)")
     rows = [(g.m, g.n, g.k, g.dtype, g.time_s / (g.experts * gpu.gemm_time_s(g.m, g.n, g.k, dtype=g.dtype)))
             for g in trace.groups if g.mode == mode]

@@ -38,9 +38,10 @@ def registering_commit(root: Path) -> str:
                                                                 text=True).stdout.strip()
 
 
-def read_run_set(bundle: Path) -> dict:
+def read_run_set(bundle: Path, expect: dict | None = None) -> dict:
     """A registered set's registered.yaml (a mapping with `rows`) once its device call's runs/ is unpacked beside it;
-    a missing or malformed file, or no runs/, is one SimclusterError line naming the path."""
+    a missing or malformed file, one whose `expect` keys (e.g. {'set': 'moegemm'} or {'script': 'validation/tp4.py
+    --register'}) differ (another set's registration), or no runs/, is one SimclusterError line naming the path."""
     import yaml
 
     path = Path(bundle) / "registered.yaml"
@@ -51,9 +52,36 @@ def read_run_set(bundle: Path) -> dict:
         raise SimclusterError(f"{path}: missing (register before the runs)") from None
     except (yaml.YAMLError, KeyError, TypeError) as exc:
         raise SimclusterError(f"{path}: not a registration ({type(exc).__name__}: {exc})") from None
+    for key, want in (expect or {}).items():
+        if reg.get(key) != want:
+            raise SimclusterError(f"{path}: {key} {reg.get(key)!r}, expected {want!r} (another set's registration?)")
     if not (Path(bundle) / "runs").is_dir():
         raise SimclusterError(f"{Path(bundle) / 'runs'}: missing (unpack the device call's runs.tgz into {bundle})")
     return reg
+
+
+def ran_tree_hash(bundle: Path) -> str | None:
+    """The tree_hash runs/commit.txt recorded (calibration/device_lib.sh's last line: simcluster/ and validation/ as
+    they ran), or None where the file or that line is missing."""
+    path = Path(bundle) / "runs" / "commit.txt"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return lines[-1].split()[0] if lines and "(tree_hash:" in lines[-1] else None
+
+
+def checkout_tree_hash(root: Path) -> str | None:
+    """device_lib.sh's tree_hash of the checkout at `root` (sha256 over `sha256sum` lines of simcluster/ and
+    validation/'s tracked or unignored files, sorted by path), or None where git cannot list them."""
+    import hashlib
+    import subprocess
+
+    got = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "simcluster",
+                          "validation"], cwd=root, capture_output=True)
+    if got.returncode:
+        return None
+    paths = sorted({p for p in got.stdout.split(b"\0") if p})
+    lines = b"".join(hashlib.sha256((Path(root) / p.decode()).read_bytes()).hexdigest().encode() + b"  " + p + b"\n"
+                     for p in paths if (Path(root) / p.decode()).is_file())
+    return hashlib.sha256(lines).hexdigest()
 
 
 def set_main(argv: list[str], description: str, bundle: Path, register, read_out, show) -> int:
