@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import test_nosync_set
 import test_zero2e_set
+import test_zero2f_set
 from conftest import ROOT, fresh_register_equals, load_script
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2g-2026-11-30"
@@ -24,18 +25,15 @@ def script():
 
 
 def predicted() -> dict:
-    return {r["name"]: r["predicted"] for r in test_nosync_set.registered(BUNDLE)["rows"]}
+    return test_zero2f_set.predicted(BUNDLE)
 
 
 def synthetic(tmp_path, scale=None, jitter=(0.001, -0.001, 0.0), drop=()):
-    """test_zero2e_set.synthetic on this bundle."""
-    return test_zero2e_set.synthetic(tmp_path, scale, jitter, drop, source=BUNDLE)
+    return test_zero2f_set.synthetic(tmp_path, scale, jitter, drop, bundle=BUNDLE)
 
 
 def at(key: str) -> dict:
-    """Synthetic scales putting every row at its `key` column."""
-    p = predicted()
-    return {n: p[n][key] / p[n]["step_ms"] for n in p}
+    return test_zero2f_set.at(key, BUNDLE)
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):

@@ -20,7 +20,6 @@ runs after.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -30,7 +29,6 @@ sys.path.insert(0, str(ROOT / "validation"))
 
 import nosync  # noqa: E402
 import zero2  # noqa: E402
-import zero2b  # noqa: E402
 import zero2d  # noqa: E402
 import zero2e  # noqa: E402
 import zero2f  # noqa: E402
@@ -108,21 +106,11 @@ def register(path: Path) -> None:
 
     nosync.register(path, "validation/zero2g.py --register", SHAPES, VARIANTS, JUDGE, RULES, add_keys, session=48,
                     line=zero2e.row_line)
-    rows = yaml.safe_load(path.read_text())["rows"]
     sd = max(zero2d.development(zero2d.BUNDLE)[0], zero2d.development(zero2e.BUNDLE)[0],
              zero2d.development(zero2f.BUNDLE)[0])
-    for preset, seq, mb, _ in SHAPES:
-        a, b = (next(r["predicted"] for r in rows if (r["preset"], r["seq"], r["variant"]) == (preset, seq, v)) for v in VARIANTS)
-        gap = math.log(a["step_ms_candidate"] / b["step_ms_candidate"])
-        print(f"{preset} {seq}:{mb}: regather / gathered shipped {a['step_ms'] / b['step_ms'] - 1:+.1%}, candidate "
-              f"{math.exp(gap) - 1:+.1%}: rule R {'deciding' if gap >= JUDGE['adopt_min_pct'] / 100 else 'not deciding'}; "
-              f"candidate / shipped: regather {a['step_ms_candidate'] / a['step_ms'] - 1:+.1%}, gathered "
-              f"{b['step_ms_candidate'] / b['step_ms'] - 1:+.1%}")
-        n = PROCESSES[preset]
-        limit, chance = zero2b.power(gap, sd, n, JUDGE)
-        print(f"power R {preset} {seq}:{mb} (the largest of the zero2d, zero2e and zero2f sets' process sd, {sd:.4f}; "
-              f"development): {n} + {n} processes: limit {limit:.2%} against the gap {gap:.2%}: ADOPT where the "
-              f"candidate's column is true with chance {chance:.0%}")
+    for line in zero2f.power_lines(yaml.safe_load(path.read_text())["rows"], SHAPES, PROCESSES, sd,
+                                   "the largest of the zero2d, zero2e and zero2f"):
+        print(line)
     for line in searched():
         print(line)
 
