@@ -27,6 +27,7 @@ H200_CARD = ROOT / "models" / "gpu" / "h200-sxm.yaml"   # the back-to-back card 
 TRACE = "gpu-micro-moe-rows.json"                        # under the bundle's runs/
 MODE = "streams"                                         # registered: TE GroupedLinear's issue (module docstring)
 
+
 def table_of(trace_path: Path, card_path: Path = H200_CARD, mode: str = MODE) -> list[tuple]:
     """(m, n, k, dtype, ratio) per measured `mode` group of the trace (module docstring); one line if it holds none."""
     trace, gpu = parse(trace_path), load_gpu(card_path)[0]
