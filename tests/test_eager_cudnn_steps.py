@@ -172,6 +172,8 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
         ran["h200x2-zero2e-2026-11-30"] = 4
     if (ROOT / "calibration/h200x2-zero2f-2026-11-30/runs").is_dir():   # session 48's zero2f set (shape x variant), likewise
         ran["h200x2-zero2f-2026-11-30"] = 4
+    if (ROOT / "calibration/h200x2-zero2g-2026-11-30/runs").is_dir():   # session 48's zero2g set (shape x variant), likewise
+        ran["h200x2-zero2g-2026-11-30"] = 4
     if (ROOT / "calibration/h200x2-repeats47-2026-11-30/runs").is_dir():   # session 47's repeats47 set (a row a shape), likewise
         ran["h200x2-repeats47-2026-11-30"] = 2
     if (ROOT / "calibration/h200x4-tp4-2026-11-30/runs").is_dir():   # session 48's 4-GPU TP x DP set (a row a shape), likewise

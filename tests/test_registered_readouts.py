@@ -38,6 +38,7 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/compck.py", "h200x2-compck-2026-11-30"),   # session 48's: likewise
             ("validation/zero2e.py", "h200x2-zero2e-2026-11-30"),   # session 48's: likewise
             ("validation/zero2f.py", "h200x2-zero2f-2026-11-30"),   # session 48's: likewise
+            ("validation/zero2g.py", "h200x2-zero2g-2026-11-30"),   # session 48's: likewise
             ("validation/compck2.py", "h200x2-compck2-2026-11-30")]   # session 48's: likewise
 
 

@@ -23,18 +23,18 @@ def script():
     return load_script("validation/zero2f.py")
 
 
-def predicted() -> dict:
-    return {r["name"]: r["predicted"] for r in test_nosync_set.registered(BUNDLE)["rows"]}
+def predicted(bundle=BUNDLE) -> dict:
+    return {r["name"]: r["predicted"] for r in test_nosync_set.registered(bundle)["rows"]}
 
 
-def synthetic(tmp_path, scale=None, jitter=(0.001, -0.001, 0.0), drop=()):
-    """test_zero2e_set.synthetic on this bundle."""
-    return test_zero2e_set.synthetic(tmp_path, scale, jitter, drop, source=BUNDLE)
+def synthetic(tmp_path, scale=None, jitter=(0.001, -0.001, 0.0), drop=(), bundle=BUNDLE):
+    """test_zero2e_set.synthetic on this bundle (test_zero2g_set's on its own)."""
+    return test_zero2e_set.synthetic(tmp_path, scale, jitter, drop, source=bundle)
 
 
-def at(key: str) -> dict:
+def at(key: str, bundle=BUNDLE) -> dict:
     """Synthetic scales putting every row at its `key` column."""
-    p = predicted()
+    p = predicted(bundle)
     return {n: p[n][key] / p[n]["step_ms"] for n in p}
 
 

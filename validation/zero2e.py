@@ -76,13 +76,15 @@ RULES = {k: zero2.RULES[k] for k in ("N", "M", "B", "P")} | {
 }
 
 
-def step_candidate(preset: str, seq: int, mb: int, mode: str, regather: bool, exposed: bool = False) -> float:
+def step_candidate(preset: str, seq: int, mb: int, mode: str, regather: bool, exposed: bool = False,
+                   bf16_weights: bool = False) -> float:
     """The row's step (ms) under the candidate: FrameworkSpec.zero2_fsdp2 on, zero2_regather as the variant runs
-    (zero2_exposed as `exposed`: validation/zero2f.py's candidate)."""
+    (zero2_exposed as `exposed`: validation/zero2f.py's candidate; zero2_bf16_weights as `bf16_weights`: zero2g's)."""
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
 
-    with eager.torch_framework_as(lambda fw: replace(fw, zero2_fsdp2=True, zero2_regather=regather, zero2_exposed=exposed)):
+    with eager.torch_framework_as(lambda fw: replace(fw, zero2_fsdp2=True, zero2_regather=regather, zero2_exposed=exposed,
+                                                     zero2_bf16_weights=bf16_weights)):
         return regime_predict(preset, mb, mode, "h200", microbatches=nosync.MICROBATCHES, seq=seq)["step_ms"]
 
 

@@ -103,22 +103,30 @@ def register(path: Path) -> None:
 
     nosync.register(path, "validation/zero2f.py --register", SHAPES, VARIANTS, JUDGE, RULES, add_keys, session=48,
                     line=zero2e.row_line)
-    rows = yaml.safe_load(path.read_text())["rows"]
     sd = max(zero2d.development(zero2d.BUNDLE)[0], zero2d.development(zero2e.BUNDLE)[0])
-    for preset, seq, mb, _ in SHAPES:
-        a, b = (next(r["predicted"] for r in rows if (r["preset"], r["seq"], r["variant"]) == (preset, seq, v)) for v in VARIANTS)
-        gap = math.log(a["step_ms_candidate"] / b["step_ms_candidate"])
-        print(f"{preset} {seq}:{mb}: regather / gathered shipped {a['step_ms'] / b['step_ms'] - 1:+.1%}, candidate "
-              f"{math.exp(gap) - 1:+.1%}: rule R {'deciding' if gap >= JUDGE['adopt_min_pct'] / 100 else 'not deciding'}; "
-              f"candidate / shipped: regather {a['step_ms_candidate'] / a['step_ms'] - 1:+.1%}, gathered "
-              f"{b['step_ms_candidate'] / b['step_ms'] - 1:+.1%}")
-        n = PROCESSES[preset]
-        limit, chance = zero2b.power(gap, sd, n, JUDGE)
-        print(f"power R {preset} {seq}:{mb} (the larger of the zero2d and zero2e sets' process sd, {sd:.4f}; development): "
-              f"{n} + {n} processes: limit {limit:.2%} against the gap {gap:.2%}: ADOPT where the candidate's column is "
-              f"true with chance {chance:.0%}")
+    for line in power_lines(yaml.safe_load(path.read_text())["rows"], SHAPES, PROCESSES, sd, "the larger of the zero2d and zero2e"):
+        print(line)
     for line in searched():
         print(line)
+
+
+def power_lines(rows: list[dict], shapes: tuple, processes: dict, sd: float, sets: str) -> list[str]:
+    """Per registered shape: each column's regather / gathered ratio and candidate / shipped, and rule R's power with the
+    process sd `sd` (of `sets` sets; development); validation/zero2g.py's too."""
+    out = []
+    for preset, seq, mb, _ in shapes:
+        a, b = (next(r["predicted"] for r in rows if (r["preset"], r["seq"], r["variant"]) == (preset, seq, v)) for v in VARIANTS)
+        gap = math.log(a["step_ms_candidate"] / b["step_ms_candidate"])
+        out.append(f"{preset} {seq}:{mb}: regather / gathered shipped {a['step_ms'] / b['step_ms'] - 1:+.1%}, candidate "
+                   f"{math.exp(gap) - 1:+.1%}: rule R {'deciding' if gap >= JUDGE['adopt_min_pct'] / 100 else 'not deciding'}; "
+                   f"candidate / shipped: regather {a['step_ms_candidate'] / a['step_ms'] - 1:+.1%}, gathered "
+                   f"{b['step_ms_candidate'] / b['step_ms'] - 1:+.1%}")
+        n = processes[preset]
+        limit, chance = zero2b.power(gap, sd, n, JUDGE)
+        out.append(f"power R {preset} {seq}:{mb} ({sets} sets' process sd, {sd:.4f}; development): "
+                   f"{n} + {n} processes: limit {limit:.2%} against the gap {gap:.2%}: ADOPT where the candidate's column is "
+                   f"true with chance {chance:.0%}")
+    return out
 
 
 def main(argv: list[str]) -> int:

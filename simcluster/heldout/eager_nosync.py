@@ -54,6 +54,8 @@ ZERO2E_BUNDLE = "calibration/h200x2-zero2e-2026-11-30"      # session 48's (vali
                                                               # 3296:2 and 3b 2400:2
 ZERO2F_BUNDLE = "calibration/h200x2-zero2f-2026-11-30"      # its successor (validation/zero2f.py): the exposed re-gather's
                                                               # candidate on 8b 2592:1 and 3b 2592:2
+ZERO2G_BUNDLE = "calibration/h200x2-zero2g-2026-11-30"      # its successor (validation/zero2g.py): four switches, one
+                                                              # candidate, on 8b 2656:1 and 3b 2656:2
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)

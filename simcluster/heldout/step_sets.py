@@ -32,6 +32,7 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         (eager_nosync.ZERO2D_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2E_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.ZERO2F_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
+                        (eager_nosync.ZERO2G_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEFSDP_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.COMPILEAC_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
                         (eager_compilefsdp.REPEATS47_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),

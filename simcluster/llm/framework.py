@@ -81,11 +81,11 @@ class FrameworkSpec:
     tp_bwd_allreduces: int = 2        # TP all_reduces of a layer's input gradient (no sequence parallelism): Megatron's 2, fused
     tp_bwd_bytes: int = 2             # QKV and fused up-gate, in bf16; torch DTensor TP (llm/eager.py): 5 in fp32
     ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
-    zero2_wait: bool = False          # ZeRO-2 reducing every micro-batch: the compute stream waits for the backward's last reduce-scatter
-                                      # before the next forward (llm/grad_sync.py; on for FSDP and torch, off for Megatron's: Meta's unknown)
+    zero2_wait: bool = False          # ZeRO-2 reducing each micro-batch: the next forward waits for its reduce-scatters (llm/grad_sync.py)
     zero2_regather: bool = False      # FSDP2 ZeRO-2: each micro-batch's forward all-gathers every layer again (llm/grad_sync.py); OFF
     zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); OFF: candidate
     zero2_exposed: bool = False       # with zero2_regather: each re-gather (and copy-out) waited for in full (llm/fsdp2_zero2.py); OFF: candidate
+    zero2_bf16_weights: bool = False  # with zero2_fsdp2: FSDP2's bf16 parameters, no autocast weight cast in the forward (llm/fsdp2_zero2.py); OFF
     dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)

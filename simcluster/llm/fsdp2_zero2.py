@@ -31,6 +31,20 @@ every forward's root (the first block's gather exposed each micro-batch), pre_fo
 one gather ahead, and the all-gathers share the reduce-scatters' process group; the rest of the exposure is what the
 zero2d / zero2e runs read (development), not found in the source. Valid for GPU-bound steps.
 
+The forward weight casts (FrameworkSpec.zero2_bf16_weights, OFF; session 48's zero2g candidate, registered with the
+three above): framework torch's FSDP2 carries TORCH_AMP's cast_bytes (12: every weight cast fp32 -> bf16 in the forward,
+its gradient copied bf16 -> fp32 in the backward, 6 bytes a parameter each way on the compute stream). Under FSDP2's
+MixedPrecisionPolicy(param_dtype=bf16) (the runner's llm_mesh.fully_sharded) the unsharded parameters the blocks compute
+with are already bf16, and autocast casts only a tensor whose dtype differs from its target (cached_cast,
+aten/src/ATen/autocast_mode.cpp: `arg.scalar_type() != to_type`), so the forward casts nothing: the fp32 -> bf16 cast
+happens once per gather, on the sharded parameters in the all-gather copy-in (its own stream). The backward's 6 bytes
+stay: FSDP2's foreach_reduce copies each bf16 unsharded gradient into the fp32 reduce-scatter input on the current
+(compute) stream before the reduce-scatter stream waits for it (foreach_reduce_scatter_copy_in, _fsdp_collectives.py),
+as torchtitan-fsdp2's grad_accumulate_bytes 6 prices it (llm/framework.py). forward_casts drops the forward's casts (and
+their kernels from the host's issue list). ZeRO-3's FSDP2 carries the same double count (the zero-3 control rows move
+-3.5 to -5.1 points with it, studies/zero2g_terms.py; development): not changed here, the switch is scoped to zero 2
+(applies) as registered.
+
 Checked (development, the rows the candidate was chosen with): the zero2d set's 8b 2912:1 regather / gathered runs, the
 zero2c set's 8b 1440:2 zero2 runs, session 46's zero2 / zero2b rows (docs/models/llm-findings.md 'session 48 zero2e').
 ZeRO-3 rows do not move (zero 2 only). Valid range: 2-rank NVLink groups (the lab's), FSDP groups of one block each.
@@ -66,3 +80,9 @@ def exposed_gathers_s(step_gather_s: float, micro_batches: int, regather_s: floa
     waited for in full), then each later micro-batch's forward re-gathers every block with nothing beside it:
     (micro_batches - 1) x `regather_s` (every block's all_gather, hsdp.zero3_calls' gather_s, plus its copy-out)."""
     return step_gather_s + max(0, micro_batches - 1) * regather_s
+
+
+def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
+    """The forward's autocast weight casts (`casts`) as the layout runs them: none under FrameworkSpec.zero2_bf16_weights
+    where the candidate applies (FSDP2's bf16 parameters: nothing to cast, module docstring), else `casts`."""
+    return [] if applies(par, fw) and fw.zero2_bf16_weights else casts
