@@ -106,10 +106,14 @@ def free_host(task, start: float, host_at: float, queue: int = 0, pending: list 
 
 
 def fsdp_step(par) -> bool:
-    """A one-stage FSDP2 step (zero 3 over dp > 1, no TP, CP or pipeline), where framework.fsdp_free_phases (session 48
-    compck2's candidate, off) frees the host across the step's phases as free_phase_host does on one GPU: FSDP2's
-    multi-stream memory management "does not require blocking the CPU" (torch's fully_shard documentation, against
-    FSDP1's limit_all_gathers) and the runner's step has no sync before opt.step() returns, so the host issues the
-    backward from the forward's last issue and its fixed per-step work beside the backward's GPU backlog
-    (work.free_hosts, work._beside_backlog)."""
+    """A one-stage FSDP2 step (zero 3 over dp > 1, no TP, CP or pipeline): where framework.fsdp_free_phases asks on a
+    compiled framework (frees_phases), the step's fixed host seconds go beside the last backward's GPU backlog
+    (work._beside_backlog). Its phases stay in series: every such step reduce-scatters, so work.free_hosts is False."""
     return par.pp == 1 and par.zero == 3 and par.dp > 1 and par.tp == 1 and par.cp == 1
+
+
+def frees_phases(fw, gpus: int, fsdp: bool) -> bool:
+    """The one predicate of work.free_hosts and work._beside_backlog: free_phase_host on one GPU, or fsdp_free_phases on
+    a compiled framework's one-stage FSDP2 step (`fsdp`: fsdp_step; eager FSDP2 never, whatever its switch: cold review
+    B48 item 3)."""
+    return fw.free_phase_host and gpus == 1 or fw.fsdp_free_phases and fw.compiled and fsdp

@@ -378,17 +378,17 @@ def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int, fsdp_step:
     """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (launch_backlog.free_host,
     llm.md 'Eager pipelines: the stage hosts' coupling') where the framework asks (free_stage_hosts: the candidate), prices a
     host, and no stage reduces or gathers over data parallelism (a PP x DP step's host waits keep the hosts in series);
-    free_phase_host on one GPU only (`gpus`: a TP step stays in series); fsdp_free_phases on a one-stage FSDP2 step."""
-    return ((fw.torch_pipelining and fw.free_stage_hosts or fw.free_phase_host and gpus == 1 or fw.fsdp_free_phases
-             and fsdp_step) and fw.host_kernel_s > 0
+    free_phase_host on one GPU only (`gpus`: a TP step stays in series); never for fsdp_free_phases (FSDP2 reduce-scatters)."""
+    return ((fw.torch_pipelining and fw.free_stage_hosts or launch_backlog.frees_phases(fw, gpus, fsdp_step))
+            and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
 
 
 def _beside_backlog(fw: FrameworkSpec, par: ParallelSpec, bwd: list, host_s: float) -> float:
-    """The step's fixed host seconds left in series: all, but where free_hosts frees the phases only what outlasts the last
-    backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
-    free = fw.free_phase_host and par.gpus == 1 or fw.fsdp_free_phases and launch_backlog.fsdp_step(par)   # free_hosts'
+    """The step's fixed host seconds left in series: all, but where launch_backlog.frees_phases asks (fsdp_free_phases's only
+    effect) what outlasts the last backward's GPU backlog at its host's last issue (its duration less its issue seconds)."""
+    free = launch_backlog.frees_phases(fw, par.gpus, launch_backlog.fsdp_step(par))
     return max(0.0, host_s - max(0.0, bwd[-1].duration_s - bwd[-1].issue_s)) if free else host_s
 
 
