@@ -19,7 +19,7 @@ AROUND_MODES = {"ckpt": ParallelSpec(recompute="full"), "fsdp": ParallelSpec(dp=
 # torch-compile+fsdp2's two terms adopted in session 48 (adopt48) by compck2's rule RF, fixed before its run
 # (calibration/h200x2-compck2-2026-11-30: RF ADOPT, the free-phase column 4.8% mean |error| over six held-out processes,
 # the shipped model 18.3%, whole_model_graph alone 11.0%): the backward graph without down_proj's GEMM and the loss
-# Inductor's (llm/compiled.py), the host free across the one-stage FSDP2 step's phases (launch_backlog.fsdp_step).
+# Inductor's (llm/compiled.py), the step's fixed host seconds beside the backward's backlog (work._beside_backlog).
 # Set after the host cost per compiled block is priced, as the registered column priced them (torch_framework_as's
 # wrap); the runner's FSDP2 whole-model compile only: kempnerforge-fsdp2-compile and fms-fsdp-compile keep them off.
 ADOPTED_FSDP2 = {"whole_model_graph": True, "fsdp_free_phases": True}

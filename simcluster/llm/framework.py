@@ -136,7 +136,7 @@ class FrameworkSpec:
     free_phase_host: bool = False     # par.gpus 1 only (session 45's op candidate, validation/opsplit.py; not the product): the host
                                       # issues the backward from the forward's last issue and the step's fixed host work beside
                                       # the backward's GPU backlog (work.free_hosts, work._beside_backlog); False: in series
-    fsdp_free_phases: bool = False    # the same on a one-stage FSDP2 step (launch_backlog.fsdp_step; compck2's candidate, OFF)
+    fsdp_free_phases: bool = False    # compiled one-stage FSDP2 step: only the fixed host work beside the backlog (free_hosts False: it reduce-scatters)
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
