@@ -136,7 +136,7 @@ def read_out(bundle: Path) -> dict:
         verdicts["LH"] = lease_line(host)
         for p in procs:
             p["row"]["predicted_lease"] = lease_column(p["row"], host)
-    except (SimclusterError, ValueError, KeyError) as exc:
+    except SimclusterError as exc:   # no or bad runs/host (fits(own_host)); a coding error is a failure, not NO DATA
         verdicts["LH"] = verdicts["ML"] = f"NO DATA: {exc}"
         verdicts["H"] = "UNDECIDED: no lease column"
         return result
