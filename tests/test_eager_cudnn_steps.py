@@ -133,6 +133,17 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path, capsys):
     assert "registrations are never overwritten" in capsys.readouterr().err
 
 
+# Rows each registered step set gives the band inputs (shape x variant, or a row a shape), once its runs/ exists:
+# session 44's pphost / ppcouple, 45's ppblock .. ddpaccum, 46's ppboth .. compileac, 47's zero2c / zero2d / repeats47,
+# 48's zero2e / zero2f / zero2g, tp4 / tp4b (runs/host gives no row), compck / compck2 (cold review B48 item 12: one dict)
+ONCE_RUN = {f"h200x{g}-{name}-2026-11-30": n for g, name, n in (
+    (2, "pphost", 6), (2, "ppcouple", 4),
+    (2, "ppblock", 4), (2, "opsplit", 3), (2, "nosync", 6), (2, "ppfree", 4), (2, "ddpaccum", 4),
+    (2, "ppboth", 2), (2, "zero2", 6), (2, "compilefsdp", 4), (2, "zero2b", 2), (2, "compileac", 4),
+    (2, "zero2c", 2), (2, "zero2d", 2), (2, "repeats47", 2),
+    (2, "zero2e", 4), (2, "zero2f", 4), (2, "zero2g", 4), (4, "tp4", 3), (4, "tp4b", 2), (2, "compck", 2), (2, "compck2", 2))}
+
+
 def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_path):
     """heldout/eager_cudnnstep.py: nothing while the set has not run; then one row per registered row that ran (its
     processes' mean), against `today` (the product's model, registered before the run), flagged by today's share."""
@@ -151,39 +162,11 @@ def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_p
     both = step_sets.all_held_out_rows()   # every REGISTERED_STEP_SETS set as it ran, one source each
     ran = {"h200x2-eager-cudnnstep-2026-11-29": 9, "h200x2-eager-fsdpmem-2026-11-29": 3, "h200x2-eager-fsdpstep-2026-11-30": 5,
            "h200x2-eager-today-2026-11-30": 10}
-    if (ROOT / "calibration/h200x2-pphost-2026-11-30/runs").is_dir():   # session 44's set, registered: its rows once it has run
-        ran["h200x2-pphost-2026-11-30"] = 6
-    if (ROOT / "calibration/h200x2-ppcouple-2026-11-30/runs").is_dir():   # session 44's coupling set, likewise
-        ran["h200x2-ppcouple-2026-11-30"] = 4
     ran["h200x2-hostsingle-2026-11-30"] = 4   # session 44's one-GPU hostsingle set (heldout/eager_hostsingle), run once
     ran["h200x2-opcheck-2026-11-30"] = 4      # session 44's opcheck set, read the same way, run once
-    for name, n in (("ppblock", 4), ("opsplit", 3), ("nosync", 6), ("ppfree", 4), ("ddpaccum", 4)):   # session 45's sets, once each has run
-        if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
-            ran[f"h200x2-{name}-2026-11-30"] = n
-    for name, n in (("ppboth", 2), ("zero2", 6), ("compilefsdp", 4), ("zero2b", 2), ("compileac", 4)):   # session 46's sets
-        # (shape x variant), once each has run
-        if (ROOT / f"calibration/h200x2-{name}-2026-11-30/runs").is_dir():
-            ran[f"h200x2-{name}-2026-11-30"] = n
-    if (ROOT / "calibration/h200x2-zero2c-2026-11-30/runs").is_dir():   # session 47's zero2c set (shape x variant), once it has run
-        ran["h200x2-zero2c-2026-11-30"] = 2
-    if (ROOT / "calibration/h200x2-zero2d-2026-11-30/runs").is_dir():   # session 47's zero2d set (shape x variant), likewise
-        ran["h200x2-zero2d-2026-11-30"] = 2
-    if (ROOT / "calibration/h200x2-zero2e-2026-11-30/runs").is_dir():   # session 48's zero2e set (shape x variant), likewise
-        ran["h200x2-zero2e-2026-11-30"] = 4
-    if (ROOT / "calibration/h200x2-zero2f-2026-11-30/runs").is_dir():   # session 48's zero2f set (shape x variant), likewise
-        ran["h200x2-zero2f-2026-11-30"] = 4
-    if (ROOT / "calibration/h200x2-zero2g-2026-11-30/runs").is_dir():   # session 48's zero2g set (shape x variant), likewise
-        ran["h200x2-zero2g-2026-11-30"] = 4
-    if (ROOT / "calibration/h200x2-repeats47-2026-11-30/runs").is_dir():   # session 47's repeats47 set (a row a shape), likewise
-        ran["h200x2-repeats47-2026-11-30"] = 2
-    if (ROOT / "calibration/h200x4-tp4-2026-11-30/runs").is_dir():   # session 48's 4-GPU TP x DP set (a row a shape), likewise
-        ran["h200x4-tp4-2026-11-30"] = 3
-    if (ROOT / "calibration/h200x4-tp4b-2026-11-30/runs").is_dir():   # session 48's tp4b set (a row a shape; runs/host no row)
-        ran["h200x4-tp4b-2026-11-30"] = 2
-    if (ROOT / "calibration/h200x2-compck-2026-11-30/runs").is_dir():   # session 48's compck set (a row a shape), likewise
-        ran["h200x2-compck-2026-11-30"] = 2
-    if (ROOT / "calibration/h200x2-compck2-2026-11-30/runs").is_dir():   # session 48's compck2 set (a row a shape), likewise
-        ran["h200x2-compck2-2026-11-30"] = 2
+    for name, n in ONCE_RUN.items():   # every other registered set's rows, once its runs/ exists
+        if (ROOT / f"calibration/{name}/runs").is_dir():
+            ran[name] = n
     assert Counter(r["bundle"] for r in both) == ran
     for r in rows:
         x = reg[next(n for n in reg if r["label"].startswith(f"{reg[n]['preset']} {reg[n]['mode']} seq {reg[n]['seq']} "))]
