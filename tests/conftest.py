@@ -223,3 +223,26 @@ def fresh_register_equals(script, bundle: Path, tmp_path: Path, monkeypatch) -> 
     assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
     assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
     return reg
+
+
+def registered_before_adopt2g(script, bundle: Path, tmp_path: Path, monkeypatch) -> dict:
+    """fresh_register_equals for a set registered before session 48 adopt2g switched FSDP2's ZeRO-2 terms on (zero2 ..
+    zero2g): its fresh --register runs the model as registered (llm/fsdp2_zero2.before_adopt2g, the four switches off)."""
+    from simcluster.llm import eager
+    from simcluster.llm.fsdp2_zero2 import before_adopt2g
+
+    with eager.torch_framework_as(before_adopt2g):
+        return fresh_register_equals(script, bundle, tmp_path, monkeypatch)
+
+
+def assert_adopted_zero2_scope(flag: str) -> None:
+    """One of the four FSDP2 ZeRO-2 switches as session 48 adopt2g ships it (zero2g's rule D, ADOPTED): on for framework
+    torch's zero 2 and the FSDP2 frameworks (torchtitan-fsdp2, inherited by kempnerforge-fsdp2), off everywhere else."""
+    from simcluster.llm import eager, framework
+    from simcluster.llm.spec import ParallelSpec
+
+    on = {"torchtitan-fsdp2", "kempnerforge-fsdp2", "kempnerforge-fsdp2-compile"}
+    specs = [fw for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec)]
+    assert {fw.name for fw in specs if getattr(fw, flag)} == on, flag
+    assert [getattr(eager.torch_framework(ParallelSpec(dp=2, zero=z)), flag) for z in (0, 2, 3)] == [
+        False, True, False], flag

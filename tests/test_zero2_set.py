@@ -10,7 +10,7 @@ import re
 import shutil
 
 import test_nosync_set
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, load_script, registered_before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2-2026-11-30"
 
@@ -50,7 +50,7 @@ def synthetic(tmp_path, scale: dict[str, float] | None = None, jitter=(0.01, -0.
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+    reg = registered_before_adopt2g(script(), BUNDLE, tmp_path, monkeypatch)
     wait = {r["name"]: r["predicted"]["step_ms"] / r["predicted"]["step_ms_nowait"] - 1 for r in reg["rows"]
             if r["variant"] == "zero2"}
     assert wait["8b-704x1-zero2"] > 0.05 and max(wait["0.5b-2496x1-zero2"], wait["0.5b-3456x4-zero2"]) < 0.02, wait

@@ -10,7 +10,9 @@ import re
 
 import test_nosync_set
 import test_zero2_set
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
+
+from simcluster.llm.fsdp2_zero2 import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2b-2026-11-30"
 ZERO2 = "8b-448x1-zero2"
@@ -33,7 +35,7 @@ def zero2_predicted() -> dict:
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
+    reg = registered_before_adopt2g(script(), BUNDLE, tmp_path, monkeypatch)
     p = zero2_predicted()
     assert p["step_ms"] / p["step_ms_nowait"] > 1.05 and p["step_ms_regather"] / p["step_ms_regather_nowait"] > 1.05, p
     assert p["step_ms_regather"] > p["step_ms"] and [r["processes"] for r in reg["rows"]] == [4, 4]
@@ -121,23 +123,24 @@ def test_the_set_enters_the_error_bands_as_fsdp_rows(tmp_path):
     assert_enters_as_zero2_and_control_rows(tmp_path, "ZERO2B_BUNDLE", BUNDLE, synthetic, ZERO2, zero2_predicted()["step_ms"])
 
 
-def test_the_regather_is_off_in_the_product_and_moves_zero_2_only():
-    """FrameworkSpec.zero2_regather (llm/work.py): off in the product's torch frameworks; on, the zero 3 control is
+def test_the_regather_is_adopted_for_zero_2_and_moves_zero_2_only():
+    """FrameworkSpec.zero2_regather (llm/work.py): on for zero 2 since adopt2g (before it, off); on, the zero 3 control is
     unchanged and a GPU-bound zero 2 step (where the wait moves nothing) grows by its forward gathers."""
     from dataclasses import replace
 
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
-    from simcluster.llm.spec import ParallelSpec
 
-    assert not any(eager.torch_framework(ParallelSpec(dp=2, zero=z)).zero2_regather for z in (2, 3))
+    assert_adopted_zero2_scope("zero2_regather")   # on for zero 2 since adopt2g: the steps below from before it
     s = script()
 
     def step(mode, **flags):
-        with eager.torch_framework_as(lambda fw: replace(fw, **flags)):
+        with eager.torch_framework_as(lambda fw: replace(before_adopt2g(fw), **flags)):
             return regime_predict("8b", 1, mode, "h200", microbatches=4, seq=2048)["step_ms"]
 
     assert step("fsdp", zero2_regather=True) == step("fsdp")
     assert step("fsdp-zero2", zero2_wait=False) < 1.005 * step("fsdp-zero2")   # GPU-bound: the wait ends inside
     assert step("fsdp-zero2", zero2_regather=True) > 1.01 * step("fsdp-zero2")
-    assert s.step_regather("8b", 2048, 1, "fsdp-zero2", wait=True) == step("fsdp-zero2", zero2_regather=True)
+    with eager.torch_framework_as(before_adopt2g):   # the registration's model (zero2b.step_regather adds its switch)
+        registered = s.step_regather("8b", 2048, 1, "fsdp-zero2", wait=True)
+    assert registered == step("fsdp-zero2", zero2_regather=True)

@@ -15,7 +15,9 @@ from dataclasses import replace
 
 import test_nosync_set
 import test_zero2_set
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
+
+from simcluster.llm.fsdp2_zero2 import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2e-2026-11-30"
 SHAPES = ("3b-2400x2", "1b-3296x2")
@@ -46,7 +48,7 @@ def at(key: str, regather_key: str | None = None) -> dict:
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg, p = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch), predicted()
+    reg, p = registered_before_adopt2g(script(), BUNDLE, tmp_path, monkeypatch), predicted()
     assert [(r["name"], r["processes"]) for r in reg["rows"]] == [("1b-3296x2-regather", 2), ("1b-3296x2-gathered", 2),
                                                                  ("3b-2400x2-regather", 3), ("3b-2400x2-gathered", 3)]
     for shape in SHAPES:
@@ -114,17 +116,17 @@ def test_noise_missing_processes_and_a_registration_without_the_columns(tmp_path
         assert script().main([str(bare)]) == 1
 
 
-def test_the_candidate_is_off_by_default_leaves_zero_3_and_reduces_once_a_block():
+def test_the_candidate_is_adopted_for_zero_2_leaves_zero_3_and_reduces_once_a_block():
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager, framework, fsdp2_zero2
     from simcluster.llm.spec import ParallelSpec
 
-    assert not any(fw.zero2_fsdp2 for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec))
+    assert_adopted_zero2_scope("zero2_fsdp2")   # on for zero 2 since adopt2g: the steps below from before it
     assert fsdp2_zero2.group_bucket_params(10, 3) == 4 and fsdp2_zero2.group_bucket_params(5, 0) == 5
     assert not fsdp2_zero2.applies(ParallelSpec(dp=2, zero=3), replace(framework.MEGATRON, zero2_fsdp2=True))
 
     def step(mode, **kw):
-        with eager.torch_framework_as(lambda fw: replace(fw, **kw)):
+        with eager.torch_framework_as(lambda fw: replace(before_adopt2g(fw), **kw)):
             return regime_predict("3b", 2, mode, "h200", microbatches=4, seq=2400)["step_ms"]
 
     assert step("fsdp", zero2_fsdp2=True, zero2_regather=True) == step("fsdp")   # zero 3 unmoved

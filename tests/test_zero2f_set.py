@@ -2,7 +2,7 @@
 priced exposed (FrameworkSpec.zero2_exposed with zero2_regather and zero2_fsdp2: llm/fsdp2_zero2.exposed_gathers_s; the
 zero2e set's report X made the candidate), zero2d's two variants on GPU-bound 8b and 3b shapes. The registration against
 a fresh --register at its commit, the device script against the registered rows, the shapes new to calibration/,
-synthetic runs through rules R and C and D's consequence, and the error-band rows; the switch itself: off by default, zero
+synthetic runs through rules R and C and D's consequence, and the error-band rows; the switch itself: on for zero 2 since adopt2g, zero
 3 unmoved, the zero2e set's exposed column reproduced."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from dataclasses import replace
 
 import test_nosync_set
 import test_zero2e_set
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
+
+from simcluster.llm.fsdp2_zero2 import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2f-2026-11-30"
 SHAPES = ("8b-2592x1", "3b-2592x2")
@@ -39,7 +41,7 @@ def at(key: str, bundle=BUNDLE) -> dict:
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg, p = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch), predicted()
+    reg, p = registered_before_adopt2g(script(), BUNDLE, tmp_path, monkeypatch), predicted()
     assert [(r["name"], r["processes"]) for r in reg["rows"]] == [("8b-2592x1-regather", 3), ("8b-2592x1-gathered", 3),
                                                                  ("3b-2592x2-regather", 2), ("3b-2592x2-gathered", 2)]
     assert reg["judge"] == dict(load_script("validation/zero2e.py").JUDGE)   # zero2e's floors, by import
@@ -86,15 +88,15 @@ def test_noise_missing_processes_and_a_registration_without_the_candidate(tmp_pa
     assert script().main([str(bare)]) == 1
 
 
-def test_the_switch_is_off_by_default_leaves_zero_3_and_reproduces_the_zero2e_exposed_column():
+def test_the_switch_is_adopted_for_zero_2_leaves_zero_3_and_reproduces_the_zero2e_exposed_column():
     from simcluster.heldout.eager_regimes import regime_predict
-    from simcluster.llm import eager, framework, fsdp2_zero2
+    from simcluster.llm import eager, fsdp2_zero2
 
-    assert not any(fw.zero2_exposed for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec))
+    assert_adopted_zero2_scope("zero2_exposed")   # on for zero 2 since adopt2g: the steps below from before it
     assert fsdp2_zero2.exposed_gathers_s(0.5, 4, 0.25) == 0.5 + 3 * 0.25 and fsdp2_zero2.exposed_gathers_s(0.5, 1, 9.0) == 0.5
 
     def step(mode, **kw):
-        with eager.torch_framework_as(lambda fw: replace(fw, **kw)):
+        with eager.torch_framework_as(lambda fw: replace(before_adopt2g(fw), **kw)):
             return regime_predict("3b", 2, mode, "h200", microbatches=4, seq=2592)["step_ms"]
 
     on = {"zero2_fsdp2": True, "zero2_regather": True, "zero2_exposed": True}

@@ -2,7 +2,7 @@
 four switches (FrameworkSpec.zero2_fsdp2, zero2_regather, zero2_exposed and zero2_bf16_weights: llm/fsdp2_zero2.py), zero2d's
 two variants on GPU-bound 8b and 3b shapes. The registration against a fresh --register at its commit, the device script
 against the registered rows, the shapes new to calibration/, synthetic runs through rules R, C and D's consequence, and
-the error-band rows; the new switch itself: off by default, zero 3 unmoved, the forward's weight casts and nothing else."""
+the error-band rows; the new switch itself: on for zero 2 since adopt2g (off elsewhere), zero 3 unmoved, the forward's weight casts and nothing else."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from dataclasses import replace
 import test_nosync_set
 import test_zero2e_set
 import test_zero2f_set
-from conftest import ROOT, fresh_register_equals, load_script
+from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
+
+from simcluster.llm.fsdp2_zero2 import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2g-2026-11-30"
 SHAPES = ("8b-2656x1", "3b-2656x2")
@@ -37,7 +39,7 @@ def at(key: str) -> dict:
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
-    reg, p = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch), predicted()
+    reg, p = registered_before_adopt2g(script(), BUNDLE, tmp_path, monkeypatch), predicted()
     assert [(r["name"], r["processes"]) for r in reg["rows"]] == [("8b-2656x1-regather", 2), ("8b-2656x1-gathered", 2),
                                                                  ("3b-2656x2-regather", 2), ("3b-2656x2-gathered", 2)]
     assert reg["judge"] == dict(load_script("validation/zero2e.py").JUDGE)   # zero2e's floors, by import
@@ -89,16 +91,16 @@ def test_noise_missing_processes_and_a_registration_without_the_candidate(tmp_pa
     assert script().main([str(bare)]) == 1
 
 
-def test_the_bf16_weights_switch_is_off_leaves_zero_3_and_drops_only_the_forward_casts():
+def test_the_bf16_weights_switch_is_adopted_leaves_zero_3_and_drops_only_the_forward_casts():
     from simcluster.hardware.gpu import load_gpu
     from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager, framework, fsdp2_zero2
 
-    assert not any(fw.zero2_bf16_weights for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec))
+    assert_adopted_zero2_scope("zero2_bf16_weights")   # on for zero 2 since adopt2g: the steps below from before it
     assert framework.TORCHTITAN_FSDP2.cast_bytes == 0   # no autocast there: the switch has nothing to drop
 
     def step(mode, **kw):
-        with eager.torch_framework_as(lambda fw: replace(fw, **kw)):
+        with eager.torch_framework_as(lambda fw: replace(before_adopt2g(fw), **kw)):
             return regime_predict("8b", 1, mode, "h200", microbatches=4, seq=2656)["step_ms"]
 
     four = {"zero2_fsdp2": True, "zero2_regather": True, "zero2_exposed": True, "zero2_bf16_weights": True}
@@ -116,7 +118,8 @@ def test_the_bf16_weights_switch_is_off_leaves_zero_3_and_drops_only_the_forward
     params = stage_params(model_of({"model": PRESETS["8b"]}, 2656), par, 0).total
     casts_ms = 4 * load_gpu(ROOT / H200)[0].memory_time_s(6.0 * params) * 1e3
     assert 0.9 * casts_ms < with_casts - without < 1.1 * casts_ms, (with_casts - without, casts_ms)
-    assert fsdp2_zero2.forward_casts(par, replace(framework.TORCHTITAN_FSDP2, zero2_bf16_weights=True), ["c"]) == ["c"]   # zero 2 only
+    assert fsdp2_zero2.forward_casts(par, framework.TORCHTITAN_FSDP2, ["c"]) == []   # adopted there (no casts anyway)
+    assert fsdp2_zero2.forward_casts(replace(par, zero=3), framework.TORCHTITAN_FSDP2, ["c"]) == ["c"]   # zero 2 only
 
 def test_the_set_enters_the_error_bands_as_fsdp_zero2_rows(tmp_path):
     from simcluster.heldout import eager_nosync, step_sets

@@ -82,10 +82,10 @@ class FrameworkSpec:
     tp_bwd_bytes: int = 2             # QKV and fused up-gate, in bf16; torch DTensor TP (llm/eager.py): 5 in fp32
     ddp_bucket_bytes: float = 0.0     # per parameter, torch DDP's reducer buckets (gradient_as_bucket_view off): dp > 1, no ZeRO
     zero2_wait: bool = False          # ZeRO-2 reducing each micro-batch: the next forward waits for its reduce-scatters (llm/grad_sync.py)
-    zero2_regather: bool = False      # FSDP2 ZeRO-2: each micro-batch's forward all-gathers every layer again (llm/grad_sync.py); OFF
-    zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); OFF: candidate
-    zero2_exposed: bool = False       # with zero2_regather: each re-gather (and copy-out) waited for in full (llm/fsdp2_zero2.py); OFF: candidate
-    zero2_bf16_weights: bool = False  # with zero2_fsdp2: FSDP2's bf16 parameters, no autocast weight cast in the forward (llm/fsdp2_zero2.py); OFF
+    zero2_regather: bool = False      # FSDP2 ZeRO-2: each micro-batch's forward all-gathers every layer again (llm/grad_sync.py); adopt2g
+    zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); adopt2g
+    zero2_exposed: bool = False       # with zero2_regather: each re-gather (and copy-out) waited for in full (llm/fsdp2_zero2.py); adopt2g
+    zero2_bf16_weights: bool = False  # with zero2_fsdp2: FSDP2's bf16 parameters, no autocast weight cast in the forward (llm/fsdp2_zero2.py); adopt2g
     dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)
@@ -297,9 +297,9 @@ PRE_CUDNN_SDPA = "fa2"
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
 # Attention: SDPA's flash backend, FlashAttention 2 (PRE_CUDNN_SDPA below), a torch nightly of April 2024.
 TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
-                                 persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
-                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
-                                 attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, **EAGER_LOSS)
+                                 persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0, zero2_regather=True,
+                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, zero2_fsdp2=True,
+                                 attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, zero2_exposed=True, zero2_bf16_weights=True, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:

@@ -1,5 +1,6 @@
-"""ZeRO-2 as FSDP2 runs it, re-priced as one candidate (FrameworkSpec.zero2_fsdp2, OFF in the product; issue 44,
-session 48, helper zero2e; docs/models/llm.md 'ZeRO-2').
+"""ZeRO-2 as FSDP2 runs it, re-priced (FrameworkSpec.zero2_fsdp2; issue 44, session 48, helper zero2e; docs/models/llm.md
+'ZeRO-2'). With zero2_regather, zero2_exposed and zero2_bf16_weights below: on for framework torch's zero 2 and the
+FSDP2 frameworks since session 48 adopt2g (zero2g's registered rule D, ADOPTED; ADOPTED, before_adopt2g).
 
 FSDP2's ZeRO-2 is fully_shard(reshard_after_forward=False) on every block and the root. The product prices framework
 torch's zero 2 with the ZeRO-1/2 path: the gradients reduce-scattered in DDP-sized buckets (FrameworkSpec.bucket_params,
@@ -24,14 +25,14 @@ Where the runner's gathered variant (--reshard-after-backward false: set_reshard
 micro-batch but the last) is priced, the candidate keeps the per-group reduce-scatter and prices the one gather a step
 with its copy-out (validation/zero2e.py: zero2_fsdp2 on, zero2_regather off).
 
-The exposed re-gather (FrameworkSpec.zero2_exposed, OFF; session 48's zero2f candidate, adopted with zero2_regather and
+The exposed re-gather (FrameworkSpec.zero2_exposed; session 48's zero2f candidate, adopted with zero2_regather and
 zero2_fsdp2): exposed_gathers_s prices every later micro-batch's re-gather alone, nothing beside it. From the source
 (docs/models/llm.md 'ZeRO-2'): FSDPState._root_pre_forward makes the all-gather streams wait for the compute stream at
 every forward's root (the first block's gather exposed each micro-batch), pre_forward's implicit prefetch keeps at most
 one gather ahead, and the all-gathers share the reduce-scatters' process group; the rest of the exposure is what the
 zero2d / zero2e runs read (development), not found in the source. Valid for GPU-bound steps.
 
-The forward weight casts (FrameworkSpec.zero2_bf16_weights, OFF; session 48's zero2g candidate, registered with the
+The forward weight casts (FrameworkSpec.zero2_bf16_weights; session 48's zero2g candidate, registered with the
 three above): framework torch's FSDP2 carries TORCH_AMP's cast_bytes (12: every weight cast fp32 -> bf16 in the forward,
 its gradient copied bf16 -> fp32 in the backward, 6 bytes a parameter each way on the compute stream). Under FSDP2's
 MixedPrecisionPolicy(param_dtype=bf16) (the runner's llm_mesh.fully_sharded) the unsharded parameters the blocks compute
@@ -86,3 +87,15 @@ def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
     """The forward's autocast weight casts (`casts`) as the layout runs them: none under FrameworkSpec.zero2_bf16_weights
     where the candidate applies (FSDP2's bf16 parameters: nothing to cast, module docstring), else `casts`."""
     return [] if applies(par, fw) and fw.zero2_bf16_weights else casts
+
+
+ADOPTED = ("zero2_fsdp2", "zero2_regather", "zero2_exposed", "zero2_bf16_weights")   # on since session 48 adopt2g
+
+
+def before_adopt2g(fw):
+    """The framework as every set registered before session 48's adopt2g priced it (zero2 .. zero2g, nosync): the four
+    switches ADOPTED off, as they were until zero2g's rule D read ADOPTED (they are on for framework torch's zero 2 and
+    the FSDP2 frameworks since); eager.torch_framework_as's wrap, so those registrations stay reproducible."""
+    from dataclasses import replace
+
+    return replace(fw, **dict.fromkeys(ADOPTED, False))
