@@ -201,6 +201,7 @@ def test_the_band_table_takes_the_per_operation_rows(monkeypatch):
         eager_regimes,
         eager_registered,
         eager_today,
+        eager_tp4,
         moe_lab,
         storage,
         transport,
@@ -211,7 +212,7 @@ def test_the_band_table_takes_the_per_operation_rows(monkeypatch):
         monkeypatch.setattr(module, name, lambda folder=None: [])
     monkeypatch.setattr(machine_validation, "validate_held_out_machines", lambda paths: [])
     for module in (storage, ddp, eager_regimes, eager_registered, eager_cudnnstep, eager_pphost, eager_today, moe_lab,
-                   transport, eager_hostsingle, eager_nosync, eager_compilefsdp):
+                   transport, eager_hostsingle, eager_nosync, eager_compilefsdp, eager_tp4):
         monkeypatch.setattr(module, "held_out_rows", lambda *a, **k: [])
     monkeypatch.setattr(eager_pphost, "s44_rows", lambda *a, **k: [])   # session 44's pphost set, run since
     monkeypatch.setattr("simcluster.trust.build.reference_residuals", lambda rows, family: [])

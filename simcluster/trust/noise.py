@@ -225,9 +225,9 @@ FLOOR_VERDICTS = (
     FloorVerdict("llm | PyTorch eager | FSDP+compile+ckpt+host-bound | bf16", 2, 1, 1, 8.87, (
         FloorCheck(OWN, 2, 1, None),
     )),  # no floor: too few repeats (compilefsdp's host-bound 0.5b row, -3.0% -> -8.9% with adopt48's terms)
-    FloorVerdict("llm | PyTorch eager | FSDP+host-bound | bf16", 2, 21, 9, 7.78, (
-        FloorCheck(OWN, 35, 11, (6.6, 12.37), 7.39, 6.6, 0.79, 1.53,
-                   12.07, -0.74, 2.96, True),
+    FloorVerdict("llm | PyTorch eager | FSDP+host-bound | bf16", 2, 21, 9, 7.77, (
+        FloorCheck(OWN, 35, 11, (6.6, 12.37), 7.19, 6.6, 0.6, 1.39,
+                   12.07, -1.06, 2.98, True),
         FloorCheck("studies/fsdp_lease_noise.py", 52, 7, (8.62, 8.54), 8.24, 8.62, -0.38, 0.55,
                    7.78, 0.81, 2.24, True),
     )),  # met: no mark
@@ -237,9 +237,9 @@ FLOOR_VERDICTS = (
         FloorCheck("studies/pp_host_noise.py", 56, 22, (7.03, 6.77), 11.29, 7.03, 4.25, 1.84,
                    4.79, 6.4, 3.2, False),
     )),  # model-limited
-    FloorVerdict("llm | PyTorch eager | TP x DP+host-bound | bf16", 4, 24, 4, 19.94, (
-        FloorCheck(OWN, 24, 6, (9.15, 9.25), 21.26, 9.15, 12.1, 6.93,
-                   9.25, -19.56, 7.6, False),
+    FloorVerdict("llm | PyTorch eager | TP x DP+host-bound | bf16", 4, 27, 5, 19.82, (
+        FloorCheck(OWN, 33, 9, (8.41, 9.25), 20.55, 8.41, 12.14, 4.68,
+                   9.03, -12.26, 9.39, True),
     )),  # model-limited
     FloorVerdict("llm | PyTorch eager | TP | bf16", 4, 3, 2, 9.39, (
         FloorCheck(OWN, 3, 0, None),
