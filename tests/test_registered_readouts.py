@@ -65,3 +65,19 @@ def test_rule_b_line_names_too_few_processes_and_each_word():
     assert bias_line([0.2, 0.21, 0.19], 0.05)[0] == "SLOW"
     assert bias_line([0.0, 0.01, -0.01], 0.05)[0] == "NONE"
     assert bias_line([0.05, 0.2, -0.1], 0.05)[0] == "UNDECIDED"
+
+
+SESSION48 = [script for script, folder in READOUTS if folder.endswith("-2026-11-30") and script in (
+    "validation/tp4.py", "validation/tp4b.py", "validation/moegemm.py", "validation/compck.py", "validation/compck2.py",
+    "validation/zero2e.py", "validation/zero2f.py", "validation/zero2g.py")]
+
+
+@pytest.mark.parametrize("script", SESSION48)
+@pytest.mark.parametrize("bad", ["a file", "a missing folder"])
+def test_a_bad_bundle_path_is_one_line_naming_it(script, bad, tmp_path, capsys):
+    """Cold review finalB48 item 1: a file given as the bundle (NotADirectoryError) or a folder that is not there is one
+    line on stderr naming the path and exit 1, never a traceback."""
+    path = ROOT / "README.md" if bad == "a file" else tmp_path / "nowhere"
+    assert load_script(script).main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and str(path) in err and "Traceback" not in err

@@ -40,7 +40,7 @@ def registering_commit(root: Path) -> str:
 
 def read_run_set(bundle: Path, expect: dict | None = None) -> dict:
     """A registered set's registered.yaml (a mapping with `rows`) once its device call's runs/ is unpacked beside it;
-    a missing or malformed file, one whose `expect` keys (e.g. {'set': 'moegemm'} or {'script': 'validation/tp4.py
+    a missing or malformed file, a bundle path that is not a readable folder, one whose `expect` keys (e.g. {'set': 'moegemm'} or {'script': 'validation/tp4.py
     --register'}) differ (another set's registration), or no runs/, is one SimclusterError line naming the path."""
     import yaml
 
@@ -50,6 +50,8 @@ def read_run_set(bundle: Path, expect: dict | None = None) -> dict:
         reg["rows"]
     except FileNotFoundError:
         raise SimclusterError(f"{path}: missing (register before the runs)") from None
+    except OSError as exc:      # a file given as the bundle (NotADirectoryError), registered.yaml a folder, no access
+        raise SimclusterError(f"{bundle}: not a bundle folder ({type(exc).__name__}: {exc.strerror})") from None
     except (yaml.YAMLError, KeyError, TypeError) as exc:
         raise SimclusterError(f"{path}: not a registration ({type(exc).__name__}: {exc})") from None
     for key, want in (expect or {}).items():
