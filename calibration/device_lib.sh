@@ -23,9 +23,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 lscpu > "$B/lscpu.txt" 2>&1
 python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' > "$B/torch.txt" 2>&1
 tree_hash() {   # the sha256 of the sha256sum lines of simcluster/ and validation/'s files (tracked, or untracked and not
-  # ignored), sorted by path: the same command at the repository root of a checkout gives the same hash for the same code
+  # ignored), sorted by path: the same command at the repository root of a checkout gives the same hash for the same code;
+  # a listed path that is no readable file (a tracked file deleted) is left out, as registration.checkout_tree_hash does
   git ls-files -z --cached --others --exclude-standard -- simcluster validation | LC_ALL=C sort -z -u \
-    | xargs -0 sha256sum 2>&1 | sha256sum | cut -d' ' -f1
+    | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -d' ' -f1
 }
 caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
 {

@@ -91,19 +91,15 @@ def test_commit_txt_without_a_calling_script(tmp_path):
     assert (w / "runs" / "commit.txt").read_text().splitlines()[2] == "no calling script (sourced from a shell)"
 
 
-def _tree_hash(cwd) -> str:
-    got = subprocess.run(["bash", "-c", "set -o pipefail; git ls-files -z --cached --others --exclude-standard -- simcluster "
-                          "validation | LC_ALL=C sort -z -u | xargs -0 sha256sum | sha256sum"], cwd=cwd, capture_output=True,
-                         text=True, timeout=60)
-    assert got.returncode == 0, got.stderr
-    return got.stdout.split()[0]
-
-
 def test_commit_txt_records_the_code_tree_that_ran_and_a_change_moves_it(tmp_path):
     """The last line is the documented tree hash of simcluster/ and validation/ (calibration/README.md's command); in a
-    repository whose simcluster/ differs by one byte it differs; without a .git it says so."""
+    repository whose simcluster/ differs by one byte it differs; registration.checkout_tree_hash (what the read-outs
+    compare it with) gives the same hash, also with a tracked file deleted (cold review finalB48 item 2); without a
+    .git it says so."""
+    from simcluster.heldout.registration import checkout_tree_hash
+
     lines = _commit_txt(tmp_path, ROOT, "calibration/device_lib.sh", registered=True)
-    assert lines[-1] == f"{_tree_hash(ROOT)} (tree_hash: simcluster/ and validation/ as they ran, tracked or not ignored)"
+    assert lines[-1] == f"{checkout_tree_hash(ROOT)} (tree_hash: simcluster/ and validation/ as they ran, tracked or not ignored)"
     repo = tmp_path / "repo"
     (repo / "simcluster").mkdir(parents=True)
     (repo / "simcluster" / "a.py").write_text("x = 1\n")
@@ -114,7 +110,13 @@ def test_commit_txt_records_the_code_tree_that_ran_and_a_change_moves_it(tmp_pat
     before = _commit_txt(tmp_path / "r1", repo, lib, registered=False)[-1]
     (repo / "simcluster" / "a.py").write_text("x = 2\n")   # uncommitted: the copy that runs is what is hashed
     after = _commit_txt(tmp_path / "r2", repo, lib, registered=False)[-1]
-    assert after.split()[0] == _tree_hash(repo) and before != after
+    assert after.split()[0] == checkout_tree_hash(repo) and before != after
+    (repo / "simcluster" / "b.py").write_text("y = 1\n")
+    subprocess.run(["git", "add", "simcluster/b.py"], cwd=repo, check=True)
+    (repo / "simcluster" / "b.py").unlink()   # tracked, deleted: left out by both
+    (tmp_path / "r3").mkdir()
+    deleted = _commit_txt(tmp_path / "r3", repo, lib, registered=False)[-1]
+    assert deleted.split()[0] == checkout_tree_hash(repo) == after.split()[0]
     (tmp_path / "nogit").mkdir()
     lines = _commit_txt(tmp_path / "nogit", tmp_path / "nogit", ROOT / "calibration" / "device_lib.sh", registered=False)
     assert lines[-1] == "no .git (tree_hash not taken)"

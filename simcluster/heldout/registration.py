@@ -72,7 +72,8 @@ def ran_tree_hash(bundle: Path) -> str | None:
 
 def checkout_tree_hash(root: Path) -> str | None:
     """device_lib.sh's tree_hash of the checkout at `root` (sha256 over `sha256sum` lines of simcluster/ and
-    validation/'s tracked or unignored files, sorted by path), or None where git cannot list them."""
+    validation/'s tracked or unignored files, sorted by path; a listed path that is no file, e.g. a tracked file
+    deleted, left out in both), or None where git cannot list them. tests/test_device_lib.py ties the two together."""
     import hashlib
     import subprocess
 
