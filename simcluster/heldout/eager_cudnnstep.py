@@ -8,13 +8,7 @@ its `old` differs in memory only), and session 40's fsdpstep set (calibration/h2
 validation/eager_fsdp_step.py: four FSDP2 rows at 4K-5K tokens a sequence, fsdp-0.5b in two processes, and a DDP
 control, registered at 548a3ae0 with the product its `today`; its `candidate`, eager.bf16_step (removed in session 41), reported only; the
 profiled process, fsdp-0.8b-trace-r1, is no process of its row): the long-sequence sets, each one source;
-heldout/step_sets.REGISTERED_STEP_SETS lists them with session 41's eager-today set (heldout/eager_today: one GPU and a
-2-stage pipeline, its own reader), session 44's PP+host-bound set (heldout/eager_pphost.s44_rows: with session 44's
-ppcouple, session 45's ppblock and ppfree and session 46's ppboth sets), its one-GPU hostsingle set
-(heldout/eager_hostsingle: with session 44's opcheck and session 45's opsplit sets), session 45's FSDP2 no-sync and DDP
-accumulation sets and session 46's, 47's and 48's FSDP2 ZeRO-2 sets (heldout/eager_nosync), and session 46's, 47's and
-48's compile + checkpointing sets (heldout/eager_compilefsdp: compilefsdp, compileac, repeats47, compck, compck2), and
-session 48's 4-GPU TP x DP sets (heldout/eager_tp4: tp4, tp4b).
+heldout/step_sets.REGISTERED_STEP_SETS lists every registered step set with its reader.
 
 Its registered.yaml (written at bf03707e, before the runs) holds two predictions per row: `today`, the model the product
 ships (the cuDNN form adopted at bf03707e), and `old`, the card's curve for attention (reported by the read-out only). A

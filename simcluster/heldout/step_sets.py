@@ -1,7 +1,12 @@
 """Every registered eager step set the error-band table takes (trust/build.eager_held_out_rows) with its reader, in one
 place: REGISTERED_STEP_SETS (a new registered set is wired in here), STEP_SET_BUNDLES (their folders: trust/build's
 built_from) and all_held_out_rows (the rows of every set that has run). Session 48 (house48): it was
-heldout/eager_cudnnstep's, one set's reader that the registry made import every other reader."""
+heldout/eager_cudnnstep's, one set's reader that the registry made import every other reader. The readers: the
+long-sequence sets (heldout/eager_cudnnstep), session 41's eager-today set (heldout/eager_today: one GPU and a 2-stage
+pipeline), the PP+host-bound sets (heldout/eager_pphost.s44_rows: session 44's pphost and ppcouple, 45's ppblock and
+ppfree, 46's ppboth), the one-GPU host-bound sets (heldout/eager_hostsingle: hostsingle, opcheck, opsplit), the FSDP2
+no-sync, DDP accumulation and ZeRO-2 sets (heldout/eager_nosync), the compile + checkpointing sets
+(heldout/eager_compilefsdp) and the 4-GPU TP x DP sets (heldout/eager_tp4); REGISTERED_STEP_SETS below is the list."""
 
 from __future__ import annotations
 
