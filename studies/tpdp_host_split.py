@@ -99,7 +99,7 @@ def lease_own() -> None:
     mapping at the lease's host speed). tpdp and tpdp2 ran host runs and steps in one call (the lease's own host);
     meshes2's host runs came from an earlier call (another lease)."""
     from simcluster.heldout.eager import MODE_HOST
-    from simcluster.heldout.eager_regimes import host_fits, regime_predict
+    from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
 
     base = eager.fit_modes(MODE_HOST)
@@ -108,7 +108,7 @@ def lease_own() -> None:
         host = folder(name) / "host"
         a = regime_predict(preset, mb, mode, "h200", seq=seq)["step_ms"]
         t = regime_predict(preset, mb, mode, "h200", seq=seq, fits=base | {"tp": eager.fit_modes(host)["tp"]})["step_ms"]
-        o = regime_predict(preset, mb, mode, "h200", seq=seq, fits=host_fits(mode, own_host=host))["step_ms"]
+        o = regime_predict(preset, mb, mode, "h200", own_host=host, seq=seq)["step_ms"]
         rows.setdefault((name, mode), []).append((a / measured - 1, t / measured - 1, o / measured - 1))
     table(rows, "3. set             mode     rows  shipped               the lease's tp fit    lease-own (the mode's own fit)"
                 "   [mean |error| (signed)]")
@@ -120,7 +120,7 @@ def layer_counts() -> None:
     import shutil
     import tempfile
 
-    from simcluster.heldout.eager_regimes import host_fits, regime_predict
+    from simcluster.heldout.eager_regimes import regime_predict
 
     print("4. lease-own mean |error| (signed) with the host fit from these layer counts (tp+fsdp | tp+ddp)")
     for name in HOST_SETS:
@@ -132,7 +132,7 @@ def layer_counts() -> None:
                         shutil.copy(folder(name) / "host" / f"{mode}-L{n}.json", tmp)
                 errs: dict[str, list[float]] = {}
                 for _, mode, preset, seq, mb, measured in measured_steps([name]):
-                    o = regime_predict(preset, mb, mode, "h200", seq=seq, fits=host_fits(mode, own_host=Path(tmp)))["step_ms"]
+                    o = regime_predict(preset, mb, mode, "h200", own_host=Path(tmp), seq=seq)["step_ms"]
                     errs.setdefault(mode, []).append(o / measured - 1)
             cells.append(f"{','.join(map(str, layers)):7} " + " | ".join(
                 f"{statistics.mean(abs(e) for e in errs[m]):5.1%} ({statistics.mean(errs[m]):+6.1%})" for m in ("tp+fsdp", "tp+ddp")))

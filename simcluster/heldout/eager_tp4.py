@@ -67,10 +67,10 @@ def held_out_rows(bundle: Path = ROOT / TP4_BUNDLE) -> list[dict]:
 
 
 def lease_own_predict(bundle: Path, preset: str, seq: int, mb: int, mode: str) -> tuple[dict | None, str]:
-    """(regime_predict of one shape with the 2-D mode's OWN host fit from the bundle's LEASE_HOST runs, '') -- the
-    mapping eager_regimes.host_fits gives an own_host folder (the tpdp sets' rule V) -- or (None, why) where that folder
+    """(regime_predict of one shape with own_host the bundle's LEASE_HOST: the 2-D mode's OWN host fit, the tpdp sets'
+    rule V, labelled with the folder's repository path, '') or (None, why) where that folder
     has no fit of `mode` (fewer than two layer counts ran)."""
-    from simcluster.heldout.eager_regimes import host_fits, regime_predict
+    from simcluster.heldout.eager_regimes import regime_predict
     from simcluster.llm import eager
 
     host = bundle / LEASE_HOST
@@ -80,5 +80,4 @@ def lease_own_predict(bundle: Path, preset: str, seq: int, mb: int, mode: str) -
         return None, f"{LEASE_HOST}: {exc}"
     if not fitted:
         return None, f"no {mode} host fit in {LEASE_HOST} (two layer counts needed)"
-    p = regime_predict(preset, mb, mode, "h200", seq=seq, fits=host_fits(mode, own_host=host))
-    return p | {"host": f"host: {mode}, own fit from the bundle's {LEASE_HOST}"}, ""
+    return regime_predict(preset, mb, mode, "h200", own_host=host, seq=seq), ""
