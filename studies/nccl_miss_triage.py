@@ -85,11 +85,11 @@ def triage(path: str | Path | None = None) -> list[dict]:
     out = []
     for s, r, ref in over_target(path):
         chosen = {row.run: row.detail or "" for row in nccl.system_rows(ref)}
-        scenario, per_node = ref.file("scenario"), int(ref.system["gpus_per_node"])
+        scenario = ref.file("scenario")
         rows = []
         for row, err in zip(s.rows, r.row_errors_pct, strict=True):
             run = ref.runs[row.run]
-            nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+            nodes = nccl.run_nodes(ref, run)
             domain = load_variants(scenario, nodes)[0][1].machine.domain_gpus
             big = chosen[row.run].startswith("nvls") and domain > BOARD_GPUS
             rows.append((None if row.peak else max(row.sizes), err, big))
@@ -125,11 +125,10 @@ def families(path: str | Path | None = None) -> list[dict]:
     out = []
     for s, r, ref in over_target(path):
         ref_rows = {row.run: row for row in nccl.system_rows(ref)}
-        per_node = int(ref.system["gpus_per_node"])
         rows = []
         for row, err in zip(s.rows, r.row_errors_pct, strict=True):
             run, shown = ref.runs[row.run], ref_rows[row.run]
-            nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+            nodes = nccl.run_nodes(ref, run)
             rows.append({"op": run["op"], "algo": (shown.detail or "").split(" ")[0], "nodes": nodes, "error": err,
                          "size": None if row.peak else max(row.sizes), "link": shown.regime.split(" | ")[-1],
                          "gpu": shown.gpu})

@@ -191,6 +191,12 @@ def _configuration(ref: Published, run: dict, nodes: int) -> str:
     return text
 
 
+def run_nodes(ref: Published, run: dict) -> int:
+    """A published run's node count: its `nodes`, else its `ranks` over the system's gpus_per_node, else the system's
+    `nodes` (KeyError / TypeError / ValueError on a file without them: system_rows turns these into one line)."""
+    return int(run.get("nodes") or (run["ranks"] // int(ref.system["gpus_per_node"]) if run.get("ranks") else ref.system["nodes"]))
+
+
 def system_rows(ref: Published) -> list[ReferenceRow]:
     """One row per published run at >= 64 MiB (or without a size) of one system."""
     scenario = ref.file("scenario")
@@ -211,7 +217,7 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             peak = _peak_sizes(run) if sizes is None else []
             if sizes == []:
                 continue
-            nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+            nodes = run_nodes(ref, run)
             if not peak and sizes is None:
                 rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", None, None, None, ref.held_out(i),
                                          unavailable="max_size below 64 MiB (the comparison starts at 64 MiB)"))

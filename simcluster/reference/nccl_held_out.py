@@ -144,7 +144,7 @@ def _system(ref) -> HeldOutSystem | None:
         sizes = nccl._sizes(run)
         peak = sizes is None
         sizes = nccl._peak_sizes(run) if peak else sizes
-        nodes = int(run.get("nodes") or (run["ranks"] // per_node if run.get("ranks") else ref.system["nodes"]))
+        nodes = nccl.run_nodes(ref, run)
         if nodes not in clusters:
             clusters[nodes] = nccl._stated_nccl(nccl._cluster(scenario, nodes), ref)
         cluster = clusters[nodes]
