@@ -1,7 +1,8 @@
 """The registered sets' read-outs reproduce their committed readout.txt: the one-GPU sets' (cold read D, session 34) every
 judged line as it was read once, only the "(model now ... ms)" column, today's model beside the registered step, may
 move; the eager host-bound sets' (eager_fsdphost, pphost, hostsingle: they share heldout/registration's rule helpers,
-bias_line, pooled_log_sd, mem_error; cold review B 44 item 10) byte for byte."""
+bias_line, pooled_log_sd, mem_error; cold review B 44 item 10) byte for byte; moegemm's its registered part only (the
+measured lines and the registered 'before' figures: its 'after' and verdict are priced by today's model, finalB48 item 3)."""
 
 import re
 
@@ -34,7 +35,7 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/repeats47.py", "h200x2-repeats47-2026-11-30"),   # session 47's: likewise
             ("validation/tp4.py", "h200x4-tp4-2026-11-30"),   # session 48's 4-GPU set: likewise, byte for byte
             ("validation/tp4b.py", "h200x4-tp4b-2026-11-30"),   # session 48's second 4-GPU set: likewise, byte for byte
-            ("validation/moegemm.py", "h200x4-moegemm-2026-11-30"),   # session 48's: prints no model-now column
+            ("validation/moegemm.py", "h200x4-moegemm-2026-11-30"),   # session 48's: registered_part compared (finalB48 item 3)
             ("validation/compck.py", "h200x2-compck-2026-11-30"),   # session 48's: likewise
             ("validation/zero2e.py", "h200x2-zero2e-2026-11-30"),   # session 48's: likewise
             ("validation/zero2f.py", "h200x2-zero2f-2026-11-30"),   # session 48's: likewise
@@ -52,6 +53,9 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     printed, committed = capsys.readouterr().out, (bundle / "readout.txt").read_text()
     if folder.startswith(("h200x2-", "h200x4-tp4-", "h200x4-tp4b-")):
         assert "model now" not in committed and printed == committed
+    elif folder.startswith("h200x4-moegemm-"):   # its 'after' (term on), loop and RULE figures are today's model
+        part = load_script(script).registered_part   # (finalB48 item 3): the registered 'before' and measured lines
+        assert part(printed) == part(committed) and len(part(committed).splitlines()) == 3 + 6 + 17
     else:
         assert MODEL_NOW.sub("", printed) == MODEL_NOW.sub("", committed)
 

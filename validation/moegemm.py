@@ -80,24 +80,51 @@ def verdict(before: dict, after: dict) -> str:
             + ", ".join(f"{f} moved {m:.2f}" for f, m in moved.items()) + f", rule <= {DENSE_PTS})")
 
 
+def registered_before(reg: dict, where: Path) -> tuple[dict, dict]:
+    """The term-off figures the set registered (`rows`, `moe_held_out_before_pct`), in predict()'s shape: the read-out's
+    'before', so a later change to the model cannot move what the rule was fixed against."""
+    try:
+        fams = {f: {} for f in FAMILIES}
+        for r in reg["rows"]:
+            fams[r["family"]][r["split"]] = (int(r["rows"]), r["mean_abs_error_pct"], int(r["within_10pct"]))
+        moe = {str(k): float(v) for k, v in reg["moe_held_out_before_pct"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SimclusterError(f"{where}: rows / moe_held_out_before_pct unreadable ({type(exc).__name__}: {exc})") from None
+    return fams, moe
+
+
 def read_out(bundle: Path) -> dict:
+    """'before': the registered term-off figures; 'after' (term on), the loop sensitivity and the verdict: today's model
+    (MODEL_NOW_PARTS: the parts of the print a later model change may move)."""
     reg = read_run_set(bundle, {"set": "moegemm"})
     try:
         trace, card, mode = Path(bundle) / str(reg["trace"]), ROOT / str(reg["card"]), str(reg["mode"])
     except KeyError as exc:
         raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no {exc} key (expected trace, card, mode)") from None
-    reg["mode"] = mode
-    before, moe_before = predict()
-    table = moegemm.table_of(trace, card, reg["mode"])
+    before, moe_before = registered_before(reg, Path(bundle) / "registered.yaml")
+    table = moegemm.table_of(trace, card, mode)
     after, moe_after = predict(table)
     loop = moegemm.table_of(trace, card, "loop")
     sens = {"loop": predict(loop)[0]["MoE"]["held_out"]}
-    ratios = {reg["mode"]: sorted(r[4] for r in table), "loop": sorted(r[4] for r in loop)}
+    ratios = {mode: sorted(r[4] for r in table), "loop": sorted(r[4] for r in loop)}
     grouped = _grouped(trace, card)
     if grouped:
         ratios["grouped_mm"] = grouped
     return {"before": before, "after": after, "moe_before": moe_before, "moe_after": moe_after, "sens": sens,
-            "ratios": ratios, "mode": reg["mode"], "verdict": verdict(before, after)}
+            "ratios": ratios, "mode": mode, "verdict": verdict(before, after)}
+
+
+def registered_part(printed: str) -> str:
+    """The lines of the print no later model change can move (tests/test_registered_readouts compares these with
+    readout.txt): the measured ratio lines, and each family / MoE row line up to its 'after' figure (the registered
+    'before'); the 'after' figures, the loop sensitivity and the RULE line are today's model (term on) and are left out."""
+    kept = []
+    for line in printed.splitlines():
+        if line.startswith("# mode "):
+            kept.append(line)
+        elif " | after " in line or " -> " in line:
+            kept.append(line.split(" | after ")[0].split(" -> ")[0])
+    return "\n".join(kept) + "\n"
 
 
 def _grouped(trace: Path, card: Path) -> list[float]:
@@ -118,7 +145,8 @@ def show(res: dict) -> None:
         for split in ("held_out", "development"):
             print(f"{fam:14s} {split:12s} before {line(res['before'][fam][split])} | after {line(res['after'][fam][split])}")
     for key, err in res["moe_before"].items():
-        print(f"  MoE held out {key}: {err:+.2f}% -> {res['moe_after'][key]:+.2f}%")
+        now = res["moe_after"].get(key)
+        print(f"  MoE held out {key}: {err:+.2f}% -> " + ("no such row now" if now is None else f"{now:+.2f}%"))
     for mode, v in res["sens"].items():
         print(f"sensitivity (judges nothing): mode {mode}: MoE held out {line(v)}")
     print(f"RULE: {res['verdict']}")
