@@ -64,15 +64,25 @@ RULES = {k: zero2e.RULES[k] for k in ("N", "M", "B", "P", "measured")} | {
 }
 
 
-def add_keys(row: dict, variant: str) -> None:
-    """nosync.rows' extra: the process stem, FSDP2's two reshard flags the process runs, PROCESSES and the candidate."""
-    regather = variant == "regather"
-    row["process"] = f"{row['preset']}-{row['seq']}x{row['micro_batch']}-{variant}"
-    row["reshard_after_forward"] = False
-    row["reshard_after_backward"] = regather
-    row["processes"] = PROCESSES[row["preset"]]
-    row["predicted"]["step_ms_candidate"] = zero2e.step_candidate(row["preset"], row["seq"], row["micro_batch"], row["mode"],
-                                                                  regather=regather, exposed=regather)
+def add_keys_for(candidate, processes: dict):
+    """nosync.rows' extra for a set of VARIANTS (this one, validation/zero2g.py's): the process stem, FSDP2's two reshard
+    flags the process runs, `processes`[preset] and `candidate`(preset, seq, mb, mode, regather) as step_ms_candidate."""
+    def add_keys(row: dict, variant: str) -> None:
+        regather = variant == "regather"
+        row["process"] = f"{row['preset']}-{row['seq']}x{row['micro_batch']}-{variant}"
+        row["reshard_after_forward"] = False
+        row["reshard_after_backward"] = regather
+        row["processes"] = processes[row["preset"]]
+        row["predicted"]["step_ms_candidate"] = candidate(row["preset"], row["seq"], row["micro_batch"], row["mode"], regather)
+    return add_keys
+
+
+def candidate(preset: str, seq: int, mb: int, mode: str, regather: bool) -> float:
+    """The row's step (ms) with zero2_regather and zero2_exposed on as the variant re-gathers."""
+    return zero2e.step_candidate(preset, seq, mb, mode, regather=regather, exposed=regather)
+
+
+add_keys = add_keys_for(candidate, PROCESSES)
 
 
 def read_out(bundle: Path) -> dict:

@@ -67,14 +67,7 @@ def candidate(preset: str, seq: int, mb: int, mode: str, regather: bool) -> floa
     return zero2e.step_candidate(preset, seq, mb, mode, regather=regather, exposed=regather, bf16_weights=True)
 
 
-def add_keys(row: dict, variant: str) -> None:
-    """nosync.rows' extra: the process stem, FSDP2's two reshard flags the process runs, PROCESSES and the candidate."""
-    regather = variant == "regather"
-    row["process"] = f"{row['preset']}-{row['seq']}x{row['micro_batch']}-{variant}"
-    row["reshard_after_forward"] = False
-    row["reshard_after_backward"] = regather
-    row["processes"] = PROCESSES[row["preset"]]
-    row["predicted"]["step_ms_candidate"] = candidate(row["preset"], row["seq"], row["micro_batch"], row["mode"], regather)
+add_keys = zero2f.add_keys_for(candidate, PROCESSES)   # nosync.rows' extra, zero2f's with this set's candidate
 
 
 def read_out(bundle: Path) -> dict:
