@@ -303,14 +303,13 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [z.tail_s] if c == 0 else []
                 gathers.append(0.0)
             else:
-                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
-                if whole:   # torch DDP's buckets: whole tensors
+                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
+                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
+                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call)
+                if whole:   # torch DDP's buckets: whole tensors (zero 0: never with fsdp2)
                     sizes = comm.ddp_bucket_bytes(model, par, dense, layers_per_chunk, vs == 0, vs == last_vs, fw.bucket_params)
                     dense_buckets = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
                     ddp_last = (sizes[-1] / comm.GRAD_BYTES, dense_buckets[-1]) if c == 0 else ddp_last
-                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
-                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
-                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call) if fsdp2 else dense_buckets
                 chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, per_call)
                 copy = fsdp2_zero2.copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
