@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.framework import FSDP2_ZERO2, FrameworkSpec
 from simcluster.llm.spec import ParallelSpec
 
 
@@ -89,7 +89,7 @@ def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
     return [] if applies(par, fw) and fw.zero2_bf16_weights else casts
 
 
-ADOPTED = ("zero2_fsdp2", "zero2_regather", "zero2_exposed", "zero2_bf16_weights")   # on since session 48 adopt2g
+ADOPTED = tuple(FSDP2_ZERO2)   # on since session 48 adopt2g (framework.FSDP2_ZERO2, the one spelling)
 
 
 def before_adopt2g(fw):
