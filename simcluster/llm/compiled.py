@@ -73,14 +73,14 @@ from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, Transfo
 
 A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
-# the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
-# the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
 # fused_loss (compck's candidate, off): cross-entropy bytes per logit, (forward, backward), Inductor's kernels over the
 # bf16 logits with the .float() up-cast fused in: the forward's two reductions (max, then the sum of exponentials:
 # log_softmax decomposed) each read the logits (2 + 2), the backward reads them and writes the bf16 gradient (2 + 2),
 # one kernel each; no fp32 copy or softmax output written (memory.py's COMPILED_LOSS_LOGIT_BYTES, met by repeats47's
 # peaks, says the same of memory). Eager's: framework.EAGER_LOSS, 22 + 26 with the up-cast's 6 + 6.
 COMPILED_LOSS_BYTES = (4.0, 4.0)
+# the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
+# the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
 FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2", "kempnerforge-fsdp2-compile"})
 
 
