@@ -122,19 +122,19 @@ def not_recomputed(fw: FrameworkSpec) -> tuple[str, ...]:
     return ("residual_add", "down") if fw.whole_model_graph else ("residual_add",)
 
 
-def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec, zero: int) -> bool:
+def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on: F.cross_entropy(logits.float())
     traced into the last graph (runner/llm_step.py's Decoder.forward returns the loss), over checkpointed blocks only:
     every process rule AM read (compileac, compilefsdp) ran recompute full; without checkpointing the eager loss stays
     (review C46 item 2: not extrapolated). memory.py's COMPILED_LOSS_LOGIT_BYTES; with fw.whole_model_graph its time too
     (fused_loss)."""
-    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3 and par.recompute == "full"
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3 and par.recompute == "full"
 
 
 def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     """fw.whole_model_graph (session 48 compck's candidate, off) where the loss is in the last graph (loss_in_last_graph):
     Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES, vocab_ops.head_forward)."""
-    return fw.whole_model_graph and loss_in_last_graph(fw, par, par.zero)
+    return fw.whole_model_graph and loss_in_last_graph(fw, par)
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:
