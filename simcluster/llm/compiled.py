@@ -116,7 +116,11 @@ def not_recomputed(fw: FrameworkSpec) -> tuple[str, ...]:
     graph (fw.ckpt_in_graph) the block's last residual add, and with fw.whole_model_graph (session 48 compck's candidate, off)
     the down projection's GEMM too: the partitioner's backward graph holds only the nodes the gradients need, and
     down_proj's output is read by that add alone (its weight gradient reads the SwiGLU product, its input gradient the
-    output's gradient and W), as dtensor_tp already drops down_proj's reduce-scatter from the recompute."""
+    output's gradient and W), as dtensor_tp already drops down_proj's reduce-scatter from the recompute. That reason holds for
+    any graph with the checkpoint inside it (ckpt_in_graph), not for whole_model_graph alone: kempnerforge-fsdp2-compile
+    (ckpt_in_graph on, whole_model_graph off) re-runs down's GEMM only for lack of evidence (unmeasured), not by mechanism
+    (its dtensor_tp.RECOMPUTE already drops the reduce-scatter that GEMM feeds). Once measured: gate the GEMM on
+    ckpt_in_graph and let dtensor_tp.RECOMPUTE follow not_recomputed."""
     if not fw.ckpt_in_graph:
         return ()
     return ("residual_add", "down") if fw.whole_model_graph else ("residual_add",)
