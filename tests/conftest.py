@@ -227,9 +227,9 @@ def fresh_register_equals(script, bundle: Path, tmp_path: Path, monkeypatch) -> 
 
 def registered_before_adopt2g(script, bundle: Path, tmp_path: Path, monkeypatch) -> dict:
     """fresh_register_equals for a set registered before session 48 adopt2g switched FSDP2's ZeRO-2 terms on (zero2 ..
-    zero2g): its fresh --register runs the model as registered (llm/fsdp2_zero2.before_adopt2g, the four switches off)."""
+    zero2g): its fresh --register runs the model as registered (heldout/registration.before_adopt2g, the four switches off)."""
+    from simcluster.heldout.registration import before_adopt2g
     from simcluster.llm import eager
-    from simcluster.llm.fsdp2_zero2 import before_adopt2g
 
     with eager.torch_framework_as(before_adopt2g):
         return fresh_register_equals(script, bundle, tmp_path, monkeypatch)

@@ -99,3 +99,27 @@ def test_a_dp16_fms_fsdp_compile_scenario_runs_and_says_it_is_extrapolated(tmp_p
     assert "ZeRO-3/FSDP+compile" in out
     assert main(["run", scenario({"name": "torch", "compile": True})]) == 0   # torch's FSDP2 under compile: session 46
     assert "(torch-compile+fsdp2), dp 16" in " ".join(capsys.readouterr().out.split())
+
+
+def test_adopt48s_terms_are_set_after_the_host_cost_per_kernel():
+    """eager_compiled.compiled_framework sets ADOPTED_FSDP2 after pricing the host per compiled kernel (review finalA48
+    item 10): the fsdp hooks' and compile's host seconds per block are spread over the kernel count WITHOUT the
+    adoption (down_proj's recompute kernel counted, as compck2's registered column priced it), not the adopted count."""
+    from simcluster.llm import eager_compiled
+    from simcluster.llm.eager import torch_framework
+
+    par = ParallelSpec(dp=2, zero=3, recompute="full")
+    hosts = {"single": (20e-6, 1e-3, 3), "fsdp": (50e-6, 6e-3, 3), "compile": (30e-6, 4e-3, 3)}
+    fw = eager_compiled.compiled_framework(par, hosts, torch_framework)
+    assert all(getattr(fw, k) for k in eager_compiled.ADOPTED_FSDP2)
+    before = replace(fw, **dict.fromkeys(eager_compiled.ADOPTED_FSDP2, False))
+    n_before, n_adopted = (eager_compiled.compiled_kernels_per_block(par, f) for f in (before, fw))
+    assert n_before == n_adopted + 1   # the adopted block issues one kernel fewer (down_proj's recompute)
+    hook_block = eager_compiled.per_block_host_s(hosts, "fsdp", torch_framework)
+    assert fw.host_hook_kernel_s == pytest.approx(hook_block / n_before)
+    assert fw.host_kernel_s == pytest.approx(30e-6 + hook_block / n_before)
+    assert fw.host_kernel_s != pytest.approx(30e-6 + hook_block / n_adopted)   # the other order would move it
+    no_fit = eager_compiled.compiled_framework(par, {}, torch_framework)   # without a compile fit: adopted all the same
+    assert all(getattr(no_fit, k) for k in eager_compiled.ADOPTED_FSDP2) and no_fit.host_kernel_s == eager_compiled.TORCH_COMPILE.host_kernel_s
+    assert not any(getattr(eager_compiled.compiled_framework(ParallelSpec(), hosts, torch_framework), k)
+                   for k in eager_compiled.ADOPTED_FSDP2)   # one GPU: never

@@ -11,7 +11,7 @@ import pytest
 from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout import moegemm
-from simcluster.llm import moe_gemm_term, ops
+from simcluster.llm import moe_gemm_term, op_price, ops
 from simcluster.llm.op_price import gemm, op_time_s
 
 TINY = (("tiny", 48, 32, 64, 3, "bf16"),)
@@ -52,6 +52,7 @@ def test_term_scales_expert_gemms_only_and_is_off_by_default():
     base_e, base_d = op_time_s(gpu, expert, "bf16"), op_time_s(gpu, dense, "bf16")
     assert not moe_gemm_term.is_on()
     moe_gemm_term.enable([(4096, 768, 2048, "bf16", 1.5), (64, 64, 64, "bf16", 3.0), (4096, 768, 2048, "fp8", 9.0)])
+    op_price.forget()
     try:
         assert op_time_s(gpu, expert, "bf16") == pytest.approx(1.5 * base_e)        # nearest shape of its dtype
         assert op_time_s(gpu, dense, "bf16") == pytest.approx(base_d)               # a dense GEMM is not touched
@@ -59,6 +60,7 @@ def test_term_scales_expert_gemms_only_and_is_off_by_default():
         assert moe_gemm_term.factor(4096, 768, 2048, "fp16") == 1.0                 # no row of that dtype
     finally:
         moe_gemm_term.disable()
+        op_price.forget()
     assert op_time_s(gpu, expert, "bf16") == pytest.approx(base_e)
     with pytest.raises(ValueError):
         moe_gemm_term.enable([(1, 1, 1, "bf16", 0.0)])

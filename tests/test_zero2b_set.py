@@ -12,7 +12,7 @@ import test_nosync_set
 import test_zero2_set
 from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
 
-from simcluster.llm.fsdp2_zero2 import before_adopt2g
+from simcluster.heldout.registration import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2b-2026-11-30"
 ZERO2 = "8b-448x1-zero2"

@@ -17,7 +17,7 @@ import test_nosync_set
 import test_zero2_set
 from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
 
-from simcluster.llm.fsdp2_zero2 import before_adopt2g
+from simcluster.heldout.registration import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2e-2026-11-30"
 SHAPES = ("3b-2400x2", "1b-3296x2")

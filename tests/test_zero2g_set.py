@@ -15,7 +15,7 @@ import test_zero2e_set
 import test_zero2f_set
 from conftest import ROOT, assert_adopted_zero2_scope, load_script, registered_before_adopt2g
 
-from simcluster.llm.fsdp2_zero2 import before_adopt2g
+from simcluster.heldout.registration import before_adopt2g
 
 BUNDLE = ROOT / "calibration" / "h200x2-zero2g-2026-11-30"
 SHAPES = ("8b-2656x1", "3b-2656x2")

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout import moegemm  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
-from simcluster.llm import moe_gemm_term  # noqa: E402
+from simcluster.llm import moe_gemm_term, op_price  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,10 +52,12 @@ def moe_rows(rows) -> dict:
 def predict(table=None) -> tuple[dict, dict]:
     """The families and held-out MoE rows with the term off (table None) or on with `table`."""
     moe_gemm_term.enable(table) if table else moe_gemm_term.disable()
+    op_price.forget()
     try:
         rows = validate_published_llm().rows
     finally:
         moe_gemm_term.disable()
+        op_price.forget()
     return family_stats(rows), moe_rows(rows)
 
 

@@ -74,11 +74,10 @@ def before_adopt48(fw):
     compck; compck2's `predicted` and `predicted_candidate`): framework.whole_model_graph and fsdp_free_phases off, the
     two terms llm/eager_compiled.ADOPTED_FSDP2 turned on for torch-compile+fsdp2 when compck2's rule RF read ADOPT (off
     on every other framework already); torch_framework_as's wrap, so those registrations stay reproducible."""
-    from dataclasses import replace
-
+    from simcluster.heldout.registration import switched_off
     from simcluster.llm.eager_compiled import ADOPTED_FSDP2
 
-    return replace(fw, **dict.fromkeys(ADOPTED_FSDP2, False))
+    return switched_off(fw, ADOPTED_FSDP2)
 
 
 def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = None, own_host: Path | None = None) -> dict:

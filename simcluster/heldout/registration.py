@@ -29,6 +29,23 @@ def write_registration(path: Path, text: str) -> None:
         f.write(text)
 
 
+def switched_off(fw, names):
+    """`fw` (a FrameworkSpec) with its switches `names` off: the model a set registered before their adoption priced, so
+    that registration stays reproducible (eager.torch_framework_as's wraps: before_adopt2g, eager_compilefsdp.before_adopt48)."""
+    from dataclasses import replace
+
+    return replace(fw, **dict.fromkeys(names, False))
+
+
+def before_adopt2g(fw):
+    """The framework as every set registered before session 48's adopt2g priced it (zero2 .. zero2g, nosync): the four
+    switches llm/fsdp2_zero2.ADOPTED off, as they were until zero2g's rule D read ADOPTED (on for framework torch's zero 2
+    and the FSDP2 frameworks since)."""
+    from simcluster.llm.fsdp2_zero2 import ADOPTED
+
+    return switched_off(fw, ADOPTED)
+
+
 def registering_commit(root: Path) -> str:
     """The commit a registration is made at: $REGISTER_COMMIT (a device copy's .git may lag), else `root`'s git HEAD."""
     import os

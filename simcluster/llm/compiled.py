@@ -73,14 +73,14 @@ from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, Transfo
 
 A = ops.ACT_BYTES
 LIBRARY_KINDS = ("gemm", "attention")
-# the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
-# the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
 # fused_loss (compck's candidate, off): cross-entropy bytes per logit, (forward, backward), Inductor's kernels over the
 # bf16 logits with the .float() up-cast fused in: the forward's two reductions (max, then the sum of exponentials:
 # log_softmax decomposed) each read the logits (2 + 2), the backward reads them and writes the bf16 gradient (2 + 2),
 # one kernel each; no fp32 copy or softmax output written (memory.py's COMPILED_LOSS_LOGIT_BYTES, met by repeats47's
 # peaks, says the same of memory). Eager's: framework.EAGER_LOSS, 22 + 26 with the up-cast's 6 + 6.
 COMPILED_LOSS_BYTES = (4.0, 4.0)
+# the FSDP trainers whose compiled blocks check_compiled allows at dp > 1 (check_compiled_parallel's `fsdp`): named here,
+# the one place, so every caller (layer_ops, llm/job.py's refusal at the job's key) decides the same way
 FSDP_COMPILED = frozenset({"fms-fsdp-compile", "torch-compile+fsdp2", "kempnerforge-fsdp2-compile"})
 
 
@@ -116,25 +116,29 @@ def not_recomputed(fw: FrameworkSpec) -> tuple[str, ...]:
     graph (fw.ckpt_in_graph) the block's last residual add, and with fw.whole_model_graph (session 48 compck's candidate, off)
     the down projection's GEMM too: the partitioner's backward graph holds only the nodes the gradients need, and
     down_proj's output is read by that add alone (its weight gradient reads the SwiGLU product, its input gradient the
-    output's gradient and W), as dtensor_tp already drops down_proj's reduce-scatter from the recompute."""
+    output's gradient and W), as dtensor_tp already drops down_proj's reduce-scatter from the recompute. That reason holds for
+    any graph with the checkpoint inside it (ckpt_in_graph), not for whole_model_graph alone: kempnerforge-fsdp2-compile
+    (ckpt_in_graph on, whole_model_graph off) re-runs down's GEMM only for lack of evidence (unmeasured), not by mechanism
+    (its dtensor_tp.RECOMPUTE already drops the reduce-scatter that GEMM feeds). Once measured: gate the GEMM on
+    ckpt_in_graph and let dtensor_tp.RECOMPUTE follow not_recomputed."""
     if not fw.ckpt_in_graph:
         return ()
     return ("residual_add", "down") if fw.whole_model_graph else ("residual_add",)
 
 
-def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec, zero: int) -> bool:
+def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     """The runner's FSDP2 under whole-model compile with framework.loss_in_graph on: F.cross_entropy(logits.float())
     traced into the last graph (runner/llm_step.py's Decoder.forward returns the loss), over checkpointed blocks only:
     every process rule AM read (compileac, compilefsdp) ran recompute full; without checkpointing the eager loss stays
     (review C46 item 2: not extrapolated). memory.py's COMPILED_LOSS_LOGIT_BYTES; with fw.whole_model_graph its time too
     (fused_loss)."""
-    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and zero == 3 and par.recompute == "full"
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3 and par.recompute == "full"
 
 
 def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     """fw.whole_model_graph (session 48 compck's candidate, off) where the loss is in the last graph (loss_in_last_graph):
     Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES, vocab_ops.head_forward)."""
-    return fw.whole_model_graph and loss_in_last_graph(fw, par, par.zero)
+    return fw.whole_model_graph and loss_in_last_graph(fw, par)
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:

@@ -65,7 +65,7 @@ from pathlib import Path
 from simcluster import strict
 from simcluster.llm import compiled as compiled_layer
 from simcluster.llm import eager_ac, eager_compiled, eager_leases, host
-from simcluster.llm.framework import TORCH_AMP, TORCH_COMPILE, FrameworkSpec
+from simcluster.llm.framework import FSDP2_ZERO2, TORCH_AMP, TORCH_COMPILE, FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
 MODES = ("single", "ddp", "fsdp", "tp", "ckpt", "tp+ddp", "tp+fsdp", "compile", "op")   # the runner's modes with a host fit (fit_modes);
@@ -168,8 +168,7 @@ def torch_framework(par: ParallelSpec, hosts: dict[str, tuple[float, float, int]
         if hosts and mode == "fsdp" and {"fsdp", "single"} <= hosts.keys():   # the hooks' share (llm/grad_sync.py: no-sync spares the reduce's)
             fw = replace(fw, host_hook_kernel_s=max(0.0, hosts["fsdp"][0] - hosts["single"][0]))
         if par.zero == 2:   # its root post-backward callback waits for the reduce-scatters (llm/grad_sync.py); FSDP2's
-            fw = replace(fw, zero2_wait=True, zero2_regather=True, zero2_fsdp2=True, zero2_exposed=True,   # exposed re-gathers,
-                         zero2_bf16_weights=True)   # no forward weight casts (zero2g, llm/fsdp2_zero2.py)
+            fw = replace(fw, zero2_wait=True, **FSDP2_ZERO2)   # exposed re-gathers, no forward weight casts (llm/fsdp2_zero2.py)
         names.append("fsdp2" if par.zero == 3 else "fsdp2-zero2")
     elif par.dp * par.cp > 1:   # DDP; with cp > 1 over the dp x cp ranks, beside torch's ring attention on its flash kernel
         fw = replace(fw, ddp_bucket_bytes=4.0, comm_interference=True)

@@ -204,8 +204,7 @@ MEGATRON = FrameworkSpec("megatron")
 # up-cast), backward 26.0-26.7 against 26. compile4 was registered with 22 / 26 at the HBM rate (the copy as 6 B): a new
 # value here needs a new registration, and these measured figures are its input (llm-findings.md, session 34 llmmend2).
 EAGER_LOSS = {"loss_fwd_bytes": 22.0, "loss_bwd_bytes": 26.0}
-EAGER_LOSS_UNTIL_34 = {"loss_fwd_bytes": 28.0, "loss_bwd_bytes": 56.0}   # as modelled until session 34 (a record:
-                                                                       # validation/llm_compile4.py --develop's 'before')
+EAGER_LOSS_UNTIL_34 = {"loss_fwd_bytes": 28.0, "loss_bwd_bytes": 56.0}   # until session 34 (a record: validation/llm_compile4.py --develop's 'before')
 # torch.optim.AdamW(fused=True) on fp32 parameters (the runner's): param, grad, exp_avg, exp_avg_sq read, three written:
 # 28 B a parameter, priced as the 33.9 B a streaming kernel would move in its time: its multi_tensor_apply kernel ran at
 # 0.827 of the card's copy rate (H200: 0.80-0.83 over compile4's five traces; H100 3b, 1b: 0.866, 0.856; issue 44).
@@ -284,6 +283,9 @@ MEGATRON_FA2 = FrameworkSpec("megatron-te-fa2", attention_kernel="fa2")
 # So a trainer pinned to a torch of 2024-04 or earlier runs 'fa2' on Hopper; on the derived cards (A100) 'fa2' is their curve
 # unchanged. Prompted by fms-fsdp's H100 rows (+26 to +50% fast): development for them (llm-fms-fsdp-h100.yaml, why).
 PRE_CUDNN_SDPA = "fa2"
+# llm/fsdp2_zero2.py's four switches (its ADOPTED), on for torch's zero 2 (llm/eager.py) and the FSDP2 frameworks since adopt2g;
+# where cast_bytes is 0 (TORCHTITAN_FSDP2, the KEMPNERFORGE_FSDP2 forms) zero2_bf16_weights has no casts to drop: on for one spelling
+FSDP2_ZERO2 = dict.fromkeys(("zero2_fsdp2", "zero2_regather", "zero2_exposed", "zero2_bf16_weights"), True)
 # torchtitan's FSDP2 without torch.compile (issue 44; torchtitan 1ea476e9f, 2024-04-24, the code of its first A100 tables):
 # fully_shard per TransformerBlock and the root, MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
 # (parallelize_llama.py L220-239): bf16 gathers of the fp32 shard (param_bytes 2) and fp32 reduce_scatters (grad_bytes 4),
@@ -296,10 +298,9 @@ PRE_CUDNN_SDPA = "fa2"
 # compute at the card's measured comm_overlap (as FSDP2, llm/eager.py); no host cost (none measured for these hosts).
 # reshard_after_forward False on the last block only (L232) is not modelled (one layer's gather of L, < 1/L).
 # Attention: SDPA's flash backend, FlashAttention 2 (PRE_CUDNN_SDPA below), a torch nightly of April 2024.
-TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
-                                 persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0, zero2_regather=True,
-                                 comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False, zero2_fsdp2=True,
-                                 attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, zero2_exposed=True, zero2_bf16_weights=True, **EAGER_LOSS)
+TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0, eager=True,
+                                 persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0, comm_interference=True, zero2_wait=True,
+                                 transformer_engine=False, logit_bytes=12.0, rope_fusion=False, attention_kernel=PRE_CUDNN_SDPA, **FSDP2_ZERO2, **EAGER_LOSS)
 # IBM's fms-fsdp (foundation-model-stack/fms-fsdp 7746dac, 2024-03, the code of its README / PyTorch-blog table) under
 # PyTorch FSDP1: FullyShardedDataParallel over the whole model, one unit per LLaMABlock, sharding_strategy 'fsdp' =
 # FULL_SHARD, mixed_precision True = bfSixteen (param_dtype, reduce_dtype and buffer_dtype bf16:
@@ -311,10 +312,9 @@ TORCHTITAN_FSDP2 = FrameworkSpec("torchtitan-fsdp2", fused_qkv=False, hybrid_sha
 # logits from the untied reversible embedding in bf16 into torch's CrossEntropyLoss: eager's op list; the card's
 # NCCL / compute interference beside compute (as FSDP2); no host cost (FSDP1's hooks not measured). Attention: SDPA's
 # flash backend, FlashAttention 2 (PRE_CUDNN_SDPA below; PyTorch nightlies of Nov 2023 - Feb 2024, the blog's).
-FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0,
-                         persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0,
-                         comm_interference=True, transformer_engine=False, logit_bytes=12.0, eager=True, rope_fusion=False,
-                         attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, **EAGER_LOSS)
+FMS_FSDP = FrameworkSpec("fms-fsdp", fused_qkv=False, hybrid_shard=True, param_bytes=2.0, grad_bytes=2.0, state_bytes=10.0, eager=True,
+                         persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=0.0, comm_interference=True,
+                         transformer_engine=False, logit_bytes=12.0, rope_fusion=False, attention_kernel=PRE_CUDNN_SDPA, zero2_wait=True, **EAGER_LOSS)
 # fms-fsdp with torch.compile (fms-fsdp ed74fd5, 2024-05-09, the README table 'numbers are updated with torch.compile';
 # issue 44, session 42 fsdpsrc, written before that table's rows were predicted): main_training.py wraps the model in
 # FSDP1 (use_orig_params = use_torch_compile) and then calls torch.compile(model) on the whole FSDP model; train_config

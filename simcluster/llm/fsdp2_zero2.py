@@ -1,6 +1,7 @@
 """ZeRO-2 as FSDP2 runs it, re-priced (FrameworkSpec.zero2_fsdp2; issue 44, session 48, helper zero2e; docs/models/llm.md
 'ZeRO-2'). With zero2_regather, zero2_exposed and zero2_bf16_weights below: on for framework torch's zero 2 and the
-FSDP2 frameworks since session 48 adopt2g (zero2g's registered rule D, ADOPTED; ADOPTED, before_adopt2g).
+FSDP2 frameworks since session 48 adopt2g (zero2g's registered rule D, ADOPTED: ADOPTED; the framework before it:
+heldout/registration.before_adopt2g).
 
 FSDP2's ZeRO-2 is fully_shard(reshard_after_forward=False) on every block and the root. The product prices framework
 torch's zero 2 with the ZeRO-1/2 path: the gradients reduce-scattered in DDP-sized buckets (FrameworkSpec.bucket_params,
@@ -55,7 +56,7 @@ from __future__ import annotations
 
 import math
 
-from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.framework import FSDP2_ZERO2, FrameworkSpec
 from simcluster.llm.spec import ParallelSpec
 
 
@@ -89,13 +90,5 @@ def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
     return [] if applies(par, fw) and fw.zero2_bf16_weights else casts
 
 
-ADOPTED = ("zero2_fsdp2", "zero2_regather", "zero2_exposed", "zero2_bf16_weights")   # on since session 48 adopt2g
+ADOPTED = tuple(FSDP2_ZERO2)   # on since session 48 adopt2g (framework.FSDP2_ZERO2, the one spelling)
 
-
-def before_adopt2g(fw):
-    """The framework as every set registered before session 48's adopt2g priced it (zero2 .. zero2g, nosync): the four
-    switches ADOPTED off, as they were until zero2g's rule D read ADOPTED (they are on for framework torch's zero 2 and
-    the FSDP2 frameworks since); eager.torch_framework_as's wrap, so those registrations stay reproducible."""
-    from dataclasses import replace
-
-    return replace(fw, **dict.fromkeys(ADOPTED, False))

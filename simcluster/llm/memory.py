@@ -280,7 +280,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     def logits_of(n: int) -> float:
         if not last:
             return 0.0
-        out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_in_last_graph(fw, par, z) else fw.logit_bytes) * logit_elements
+        out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_in_last_graph(fw, par) else fw.logit_bytes) * logit_elements
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
@@ -291,7 +291,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
-    if compiled.loss_in_last_graph(fw, par, z) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
+    if compiled.loss_in_last_graph(fw, par) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
         step_end += FSDP2_ROOT_END_BYTES * (model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden)
     copies = fw.weight_copy_bytes * p.total
     if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after

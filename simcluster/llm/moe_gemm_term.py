@@ -17,27 +17,21 @@ from __future__ import annotations
 import math
 
 _TABLE: tuple = ()        # ((m, n, k, dtype, ratio), ...): empty = off
-_VERSION = [0]            # bumped on every change: op_price's memo keys on it
 
 
 def enable(table) -> None:
-    """Turn the term on with `table` (rows (m, n, k, dtype, ratio)); an empty table is refused."""
+    """Turn the term on with `table` (rows (m, n, k, dtype, ratio)); an empty table is refused. The caller clears
+    op_price's memo after enable / disable (op_price.forget): the hot path's key does not look at the table."""
     rows = tuple((int(m), int(n), int(k), str(d), float(r)) for m, n, k, d, r in table)
     if not rows or any(not (r > 0 and math.isfinite(r)) for *_, r in rows):
         raise ValueError("the expert-GEMM term needs at least one row, each with a positive finite ratio")
     global _TABLE
     _TABLE = rows
-    _VERSION[0] += 1
 
 
 def disable() -> None:
     global _TABLE
     _TABLE = ()
-    _VERSION[0] += 1
-
-
-def version() -> int:
-    return _VERSION[0]
 
 
 def is_on() -> bool:

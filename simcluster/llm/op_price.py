@@ -82,9 +82,14 @@ BF16_UNDER_FP8 = ("lm_head", "router")
 _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
 
 
+def forget() -> None:
+    """Drop the memo: called after moe_gemm_term's table changes (enable / disable), which the key leaves out (hot path)."""
+    _TIMES.clear()
+
+
 def op_time_s(gpu, op: Op, dtype: str) -> float:
     """One op's time on the GPU card (its GEMM, attention and memory-bound curves), computed once per card, op and dtype."""
-    key = (id(gpu), op, dtype, moe_gemm_term.version())
+    key = (id(gpu), op, dtype)
     hit = _TIMES.get(key)
     if hit is None or hit[0] is not gpu:
         if len(_TIMES) >= 200_000:

@@ -46,13 +46,11 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     up = float(n * (ACT_BYTES + 4)) if fw.eager and not fused else 0.0   # eager: the .float() copy, an up-cast (its
     ops += [Op("logits_upcast", "upcast", 0.0, up, (up,))] if up else []  # backward: the cast back)
     bwd_kernels = EAGER_BWD_KERNELS if fw.eager and not fused else 1
-    if fused:
-        ops.append(Op("cross_entropy", "memory", float(5 * n), n * compiled.COMPILED_LOSS_BYTES[0],
-                      (n * compiled.COMPILED_LOSS_BYTES[1], 1)))
-    elif fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce)
+    fb, bb = compiled.COMPILED_LOSS_BYTES if fused else (fw.loss_fwd_bytes, fw.loss_bwd_bytes)
+    if fw.torch_chains:   # Megatron-Core's unfused vocab-parallel loss kernel by kernel (llm/torch_kernels.py vocab_ce; no fused framework sets it)
         ops.append(torch_chain("cross_entropy", "vocab_ce", float(n)))
     else:
-        ops.append(Op("cross_entropy", "memory", float(5 * n), n * fw.loss_fwd_bytes - up, (n * fw.loss_bwd_bytes - up, bwd_kernels)))
+        ops.append(Op("cross_entropy", "memory", float(5 * n), n * fb - up, (n * bb - up, bwd_kernels)))
     return ops
 
 

@@ -303,14 +303,13 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [z.tail_s] if c == 0 else []
                 gathers.append(0.0)
             else:
-                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, fw.bucket_params)
-                if whole:   # torch DDP's buckets: whole tensors
+                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
+                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
+                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call)
+                if whole:   # torch DDP's buckets: whole tensors (zero 0: never with fsdp2)
                     sizes = comm.ddp_bucket_bytes(model, par, dense, layers_per_chunk, vs == 0, vs == last_vs, fw.bucket_params)
                     dense_buckets = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
                     ddp_last = (sizes[-1] / comm.GRAD_BYTES, dense_buckets[-1]) if c == 0 else ddp_last
-                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
-                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
-                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call) if fsdp2 else dense_buckets
                 chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, per_call)
                 copy = fsdp2_zero2.copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
                 gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
@@ -362,7 +361,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             opt += gpu.memory_time_s(4.0 * m * tokens * model.vocab * (1 + model.mtp_layers))
         stages.append(StageWork(tuple(fwd), tuple(bwd), tuple(buckets), tuple(gathers), opt, tuple(gather_buckets),
                                 tuple(slowdowns), tuple(synced)))
-    free = free_hosts(fw, stages, par.gpus, launch_backlog.fsdp_step(par))
+    free = free_hosts(fw, stages, par.gpus)
     backlog = fw.launch_backlog and free   # session 45's ppfree term (off in the product)
     return PipelineWork(tuple(stages), m, comm.p2p_s(model, par, batch, net, g, fw.residual_bytes),
                         fw.grad_reduce_after_backward, fw.blocking_p2p,
@@ -374,12 +373,12 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                         action_host_s=host.PIPELINE_ACTION_HOST_S if backlog else 0.0)
 
 
-def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int, fsdp_step: bool = False) -> bool:
+def free_hosts(fw: FrameworkSpec, stages: list[StageWork], gpus: int) -> bool:
     """torch.distributed.pipelining's eager stages over NCCL issuing without waiting for their inputs (launch_backlog.free_host,
     llm.md 'Eager pipelines: the stage hosts' coupling') where the framework asks (free_stage_hosts: the candidate), prices a
     host, and no stage reduces or gathers over data parallelism (a PP x DP step's host waits keep the hosts in series);
-    free_phase_host on one GPU only (`gpus`: a TP step stays in series); never for fsdp_free_phases (FSDP2 reduce-scatters)."""
-    return ((fw.torch_pipelining and fw.free_stage_hosts or launch_backlog.frees_phases(fw, gpus, fsdp_step))
+    free_phase_host on one GPU only (`gpus`: a TP step stays in series); never fsdp_free_phases (launch_backlog.fsdp_step)."""
+    return ((fw.torch_pipelining and fw.free_stage_hosts or launch_backlog.frees_phases(fw, gpus, False))
             and fw.host_kernel_s > 0
             and not any(t > 0 for st in stages for t in st.param_gather_s)
             and not any(t > 0 for st in stages for chunk in st.grad_buckets_s for t in chunk))
