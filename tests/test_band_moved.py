@@ -61,6 +61,8 @@ def test_the_sensitivity_table_counts_moved_rows_at_each_threshold():
 # ed662314's regeneration (session 44): PP and PP+host-bound flagged (the pooled single host term), single+host-bound
 # not (3 of 11 moved); pinned in session 44 after cold review C, trust.md's paragraph says why
 FLAGGED_AT_2PCT = {"llm | Megatron local spec | MoE | bf16",
+                   "llm | PyTorch eager | FSDP+compile+ckpt | bf16",   # session 48 adopt48: all 8 registered rows move
+                   "llm | PyTorch eager | FSDP+compile+ckpt+host-bound | bf16",   # its one row, likewise (-3.0 -> -8.9%)
                    "llm | PyTorch eager | PP | bf16",
                    "llm | PyTorch eager | single | bf16", "llm | PyTorch eager | single+ckpt-every2 | bf16",
                    "llm | PyTorch eager | single+compile | bf16",
