@@ -325,7 +325,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             if fw.cast_bytes:  # autocast: every weight cast to bf16 in the forward, its gradient up-cast in the backward
                 kernels = host.weight_matrices(model, fw) * layers_per_chunk + 1
                 casts = [ops.memory("weight_cast", fw.cast_bytes / 2 * (dense + expert) / kernels, count=kernels)]
-                bwd_casts, casts = (list(casts) if fw.compiled else [replace(c, kind="upcast") for c in casts]), fsdp2_zero2.forward_casts(par, fw, casts)
+                bwd_casts = list(casts) if fw.compiled else [replace(c, kind="upcast") for c in casts]   # eager: bf16 -> fp32 copies
+                casts = fsdp2_zero2.forward_casts(par, fw, casts)   # none where FSDP2 computes with bf16 parameters
                 if host.recasts_weights(par, fw):   # the checkpointed blocks' weights cast again
                     bwd_casts += _recast(model, par, fw, eager_ac.checkpointed_layers(par, layers_per_chunk))
                 if par.pp > 1:   # torch.distributed.pipelining: the step's micro-batches run under one autocast, whose cache
