@@ -78,14 +78,20 @@ def test_runs_at_the_shipped_step_reject_the_candidate_at_its_column_adopt_it_an
 
 
 def test_noise_missing_processes_and_a_registration_without_the_candidate(tmp_path):
-    loud = script().read_out(synthetic(tmp_path / "loud", jitter=(0.3, -0.3, 0.1)))["verdicts"]
+    check_noise_missing_and_bare(script(), synthetic, tmp_path, "3b", 2592, 2)
+
+
+def check_noise_missing_and_bare(read, synthetic, tmp_path, preset: str, seq: int, mb: int) -> None:
+    """A zero2f-shaped set's read-out (zero2f's, zero2g's): loud processes read NOISE, a shape's gathered processes
+    dropped read NO DATA in R, a registration without its candidate column is refused (exit 1)."""
+    loud = read.read_out(synthetic(tmp_path / "loud", jitter=(0.3, -0.3, 0.1)))["verdicts"]
     assert loud["D"].startswith("NOISE") and loud["R"].startswith("UNDECIDED (NOISE)"), loud
-    cut = script().read_out(synthetic(tmp_path / "cut", drop={f"3b-2592x2-gathered-r{k}" for k in (1, 2)}))
-    assert len(cut["left"]) == 2 and "3b 2592:2: NO DATA" in cut["verdicts"]["R"]
+    cut = read.read_out(synthetic(tmp_path / "cut", drop={f"{preset}-{seq}x{mb}-gathered-r{k}" for k in (1, 2)}))
+    assert len(cut["left"]) == 2 and f"{preset} {seq}:{mb}: NO DATA" in cut["verdicts"]["R"]
     bare = synthetic(tmp_path / "bare")
     text = (bare / "registered.yaml").read_text()
     (bare / "registered.yaml").write_text(re.sub(r"\n    step_ms_candidate: [\d.]+", "", text))
-    assert script().main([str(bare)]) == 1
+    assert read.main([str(bare)]) == 1
 
 
 def test_the_switch_is_adopted_for_zero_2_leaves_zero_3_and_reproduces_the_zero2e_exposed_column():

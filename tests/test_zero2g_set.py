@@ -7,7 +7,6 @@ the error-band rows; the new switch itself: on for zero 2 since adopt2g (off els
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 
 import test_nosync_set
@@ -81,14 +80,7 @@ def test_runs_at_the_shipped_step_reject_the_candidate_at_its_column_adopt_it_an
 
 
 def test_noise_missing_processes_and_a_registration_without_the_candidate(tmp_path):
-    loud = script().read_out(synthetic(tmp_path / "loud", jitter=(0.3, -0.3, 0.1)))["verdicts"]
-    assert loud["D"].startswith("NOISE") and loud["R"].startswith("UNDECIDED (NOISE)"), loud
-    cut = script().read_out(synthetic(tmp_path / "cut", drop={f"3b-2656x2-gathered-r{k}" for k in (1, 2)}))
-    assert len(cut["left"]) == 2 and "3b 2656:2: NO DATA" in cut["verdicts"]["R"]
-    bare = synthetic(tmp_path / "bare")
-    text = (bare / "registered.yaml").read_text()
-    (bare / "registered.yaml").write_text(re.sub(r"\n    step_ms_candidate: [\d.]+", "", text))
-    assert script().main([str(bare)]) == 1
+    test_zero2f_set.check_noise_missing_and_bare(script(), synthetic, tmp_path, "3b", 2656, 2)
 
 
 def test_the_bf16_weights_switch_is_adopted_leaves_zero_3_and_drops_only_the_forward_casts():
