@@ -43,7 +43,7 @@ from simcluster.heldout.registration import (  # noqa: E402
     write_registration,
 )
 from validation.hostsingle import predict, read_processes, registered_host  # noqa: E402
-from validation.opcheck import group_of, host_terms, mean_abs, trust_regime  # noqa: E402
+from validation.opcheck import host_terms, mean_abs, trust_regime  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x1-hb49-2026-12-01"
 OPCHECK = "calibration/h200x2-opcheck-2026-11-30"
@@ -60,7 +60,7 @@ RULES = {
     "N": "pooled sd of the log of each process's median step over the processes of one shape, its dof, and the mean "
          "|error| that process noise alone gives a model exactly on each shape's mean, sqrt(2/pi) sd: ABOVE the target "
          "(target_pct) or below it",
-    "M": "per group (op+host-bound, host-bound: the product's registered flag), the product's mean |error| over its "
+    "M": "per group (op+host-bound, single+host-bound: the product's registered flag), the product's mean |error| over its "
          "processes (error = predicted / measured - 1) <= target_pct -> 'within', else 'not within'",
     "B": "per group, the product's lease bias b = mean log error, se = sd / sqrt(n): SLOW if b > bias_band and "
          "b - 2 se > 0; FAST if b < -bias_band and b + 2 se < 0; NONE if |b| + 2 se <= bias_band; else UNDECIDED "
@@ -82,6 +82,11 @@ RULES = {
          "expected'; REACHES: 'the floor reaches the target: noise-limited possible'); the product stays in every case "
          "(no candidate registered)",
 }
+
+
+def group_of(ac_mode: str, host_bound: bool) -> str:
+    """The read-out's group of a row: op or single (no checkpointing), +host-bound by the product's flag."""
+    return ("op" if ac_mode == "op" else "single") + ("+host-bound" if host_bound else "")
 
 
 def registration_rows() -> list[dict]:
