@@ -99,9 +99,9 @@ def test_reruns_on_their_earlier_leases_means_read_under_and_model_limited_expec
     assert v["D"].startswith("single+sac-op+host-bound: model-limited expected; the product stays"), v["D"]
     assert "below the 8% target" in v["N"] and v["P"].startswith("memory met"), v
     assert v["M single+host-bound"].startswith("within") and v["B single+host-bound"].startswith("NONE"), v
-    # the earlier leases' own product errors (ophb-0.8b -12.6% on hostsingle's lease) repeat here: one shape misses
-    assert "product error here -12.6%, there -12.6%" in v["L ophb-0.8b"], v["L ophb-0.8b"]
-    assert v["S"] == "no shape term shown" and v["R op+host-bound"].startswith("not judged"), v
+    # the earlier leases' own product errors (ophb-0.8b -12.5% on hostsingle's lease) repeat here: one shape misses
+    assert "product error here -12.5%, there -12.5%" in v["L ophb-0.8b"], v["L ophb-0.8b"]
+    assert v["S"] == "a shape term: ophb-0.8b" and v["R op+host-bound"].startswith("not judged"), v
 
 
 def test_reruns_far_from_their_earlier_leases_read_a_lease_term_that_reaches_the_target(tmp_path):
@@ -112,13 +112,13 @@ def test_reruns_far_from_their_earlier_leases_read_a_lease_term_that_reaches_the
     assert v["M single+host-bound"].startswith("not within") and v["B single+host-bound"].startswith("SLOW"), v
 
 
-def test_a_shape_that_misses_alike_on_both_leases_reads_a_shape_term(tmp_path):
-    # every re-run shape 15% slower than its earlier lease: ophb-0.5b +4.7 -> -9.9%, ophb-1b -6.2 -> -19.3%, ophb-0.8b
-    # -12.6 -> -24.8%: the signs agree but ophb-0.5b's earlier error is under the target: no shape term
+def test_a_shape_term_is_a_shape_that_misses_alike_on_both_leases(tmp_path):
+    # every re-run shape 15% slower than on its earlier lease: ophb-0.5b +4.2 -> -10.3% (under the target there),
+    # ophb-1b -6.2 -> -19.3% (under the target there), ophb-0.8b -12.5 -> -24.7%: one shape term
     v = script().read_out(synthetic(tmp_path, [0.0, 0.01], {n: 0.15 for n in ("ophb-0.5b", "ophb-1b", "ophb-0.8b")}))["verdicts"]
-    assert v["S"] == "no shape term shown", v
-    v = script().read_out(synthetic(tmp_path / "b", [0.0, 0.01], {"ophb-0.5b": -0.25, "ophb-1b": 0.15, "ophb-0.8b": 0.15}))["verdicts"]
-    assert v["S"] == "no shape term shown", v   # ophb-0.5b's errors +4.7 / +34%: one shape's sign alone is no term
+    assert v["S"] == "a shape term: ophb-0.8b", v
+    v = script().read_out(synthetic(tmp_path / "b", [0.0, 0.01], {"ophb-0.5b": -0.25, "ophb-1b": 0.15, "ophb-0.8b": -0.2}))["verdicts"]
+    assert v["S"] == "no shape term shown", v   # ophb-0.8b +7.3% here: under the target on one lease
 
 
 def test_loud_processes_read_noise_and_memory_outside_the_range_is_not_met(tmp_path):

@@ -72,8 +72,9 @@ RULES = {
          "3 processes' mean): REACHES the target if >= target_pct, else UNDER (repeats would reach the target: the "
          "regime's miss beyond it is the model's). Fewer than 2 re-run shapes read: NO DATA. The regime's verdict is "
          "studies/eager_noise_floors.py's once the lead lists these rows; this line says what it should find",
-    "S": "per re-run shape: the product's error here and on its earlier lease; SAME SIGN on every re-run shape with "
-         "|error| > target_pct on both leases -> 'a shape term' (the model's), else 'no shape term shown'",
+    "S": "per re-run shape: the product's error here and on its earlier lease (each lease's geometric mean); the shapes "
+         "whose |error| exceeds target_pct on both leases with the same sign: 'a shape term: NAMES' (the model's miss "
+         "repeats on two leases), else 'no shape term shown'",
     "P": "every process's peak memory (max_memory_allocated_bytes) within mem_pct of the registered range "
          "[steady_mem_GiB, peak_mem_GiB] (0 inside it) -> 'memory met', else 'memory not met'",
     "R": "reported, not judged: the one-GPU sets' host fits' step (predicted.one_gpu_fits, FLAG_HOSTS) mean |error| "
@@ -145,7 +146,7 @@ def lease_rules(reg: dict, procs: list[dict], target: float, verdicts: dict) -> 
         pred = math.log(float(row["predicted"]["product"]["step_ms"]) / 1e3)
         e_here, e_there = (math.expm1(pred - statistics.mean(x)) for x in (here, there))
         pairs.append((here, there))
-        signs.append((e_here, e_there))
+        signs.append((row["name"], (e_here, e_there)))
         verdicts[f"L {row['name']}"] = (f"here {math.exp(statistics.mean(here)) * 1e3:.1f} ms ({len(here)}), "
                                         f"{row['earlier']} {math.exp(statistics.mean(there)) * 1e3:.1f} ms ({len(there)}): "
                                         f"d {statistics.mean(here) - statistics.mean(there):+.3f}; product error here "
@@ -161,8 +162,8 @@ def lease_rules(reg: dict, procs: list[dict], target: float, verdicts: dict) -> 
     word = "REACHES" if floor >= target else "UNDER"
     verdicts["L"] = (f"{word}: process sd {sd:.3f} ({dof} dof), lease sd {math.sqrt(lease_var):.3f} ({len(pairs)} shapes "
                      f"on two leases): row floor {floor:.1%} against the {target:.0%} target")
-    same = all(abs(a) > target and abs(b) > target and (a > 0) == (b > 0) for a, b in signs)
-    verdicts["S"] = "a shape term" if same else "no shape term shown"
+    same = [n for n, (a, b) in signs if abs(a) > target and abs(b) > target and (a > 0) == (b > 0)]
+    verdicts["S"] = f"a shape term: {', '.join(same)}" if same else "no shape term shown"
     return word
 
 
@@ -193,10 +194,11 @@ def read_out(bundle: Path) -> dict:
         verdicts[f"R {g}"] = (f"not judged: the one-GPU sets' host fits {mean_abs([p['fits_error'] for p in ps]):.1%} "
                               f"mean |error| against the product's {mean_abs(errs):.1%}")
     word = lease_rules(reg, procs, target, verdicts)
+    expect = {None: "NO DATA (L)", "UNDER": "model-limited expected",
+              "REACHES": "the floor reaches the target: noise-limited possible"}[word]
     verdicts["D"] = ("NO DATA: no process ran" if not procs else
                      "NOISE: process noise alone exceeds the target; the product stays" if above else
-                     f"single+sac-op+host-bound: {'NO DATA (L)' if word is None else 'model-limited expected' if word == 'UNDER' else 'the floor reaches the target: noise-limited possible'}"
-                     "; the product stays (no candidate registered)")
+                     f"single+sac-op+host-bound: {expect}; the product stays (no candidate registered)")
     return {"rows": procs, "left": left, "verdicts": verdicts, "own": {}}
 
 
