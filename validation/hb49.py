@@ -210,12 +210,8 @@ def line(p: dict, _own) -> str:
             f"({p['mem_err']:+.1%})")
 
 
-def show(result: dict) -> None:
-    print_rows(result, line)
-
-
 def main(argv: list[str]) -> int:
-    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, lambda result: print_rows(result, line))
 
 
 if __name__ == "__main__":
