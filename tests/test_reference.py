@@ -83,7 +83,8 @@ SESSION47_SET = {"h100-roce-4x400g-x2-drobotics": 2,   # session 47 (net41): rec
                  "oci-bm-gpu4-8-a100-x1-ocitutorials": 1}   # session 47 (mendA47, review A47 item 2): the same page's 1-node row
 SESSION49_SET = {"oci-gb200-quickstart-rack": 4,   # session 49 (nccl49): recorded at d0821075, scenarios 58a24e82, predicted once
                  "oci-gb200-quickstart-x1": 4, "oci-gb200-quickstart-x2-alltoall": 2}   # the same page (one source_group)
-SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",)   # session 49: the 2- / 3-rack runs' NICs not stated
+SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
+                           "oci-gb300-quickstart", "oci-b300-x2-quickstart")   # session 49: no GB300 / B300 card
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
 SESSION43_NOT_PREDICTED = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (4, 8, 16, 32, 60))   # session 43 (nvl72): no GB300
 # card; recorded at 15eef7be, compared once on the GB200 cards (abdafdf2) by studies/nvl72_domain_ladder.py only
