@@ -53,7 +53,7 @@ SHAPES = (
     ("Z3", "3b", 3040, 2, "zero3", 3, "GPU-bound (host share 0.045): the 3b shape of SEQS x micro-batch 1, 2 with host share "
                                       "<= 0.05 whose candidate moves the step most (-3.6%)"),
     ("C", "1b", 2464, 2, "fsdp", 3, "compiled FSDP2 + full checkpointing, host share 0.23: the free-phase term (8.79 ms) "
-                                    "7.4% of the shipped step (compck2's 1b 2528:3: 5.6%), the largest share among the "
+                                    "7.4% of the shipped step (compck2's 1b shape: 5.6%), the largest share among the "
                                     "searched shapes with host share <= 0.25; shipped / free-off gap +7.4%"),
     ("C", "1b", 3040, 2, "fsdpnock", 2, "compiled FSDP2 without checkpointing, GPU-bound (host share 0.09): the free-phase "
                                         "term on where no set measured it; the largest share of the step (7.1%) among the "
