@@ -34,8 +34,7 @@ class MoeHost:
 
 # Megatron + Transformer Engine: the host per modelled call after each MoE dispatcher sync, derived from the GPU idle of one
 # Nsight profile of H100 BF16 with CUDA graphs over router and preprocess (llm/moe_sync.py docstring; python
-# studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it). B200 / GB200 hosts and fp8 runs use this H100 value
-# unmeasured (extrapolated; llm/caveats.py)
+# studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it). B200 / GB200 hosts and fp8 runs use this H100 value unmeasured (extrapolated; llm/caveats.py)
 MOE_SYNC_KERNEL_S = 147.2e-6   # 143.8 .. 150.6 us for the idle -25% .. +25% (146.3 before session 39's cuDNN attention form)
 
 
@@ -86,6 +85,7 @@ class FrameworkSpec:
     zero2_fsdp2: bool = False         # FSDP2 ZeRO-2's per-group reduce-scatter and gather copy-out (llm/fsdp2_zero2.py); adopt2g
     zero2_exposed: bool = False       # with zero2_regather: each re-gather (and copy-out) waited for in full (llm/fsdp2_zero2.py); adopt2g
     zero2_bf16_weights: bool = False  # with zero2_fsdp2: FSDP2's bf16 parameters, no autocast weight cast in the forward (llm/fsdp2_zero2.py); adopt2g
+    zero3_bf16_weights: bool = False  # FSDP2 zero 3: no autocast weight cast in the forward (llm/fsdp2_zero2.py); x2set49 Z3 candidate, off
     dtensor_sp: bool = False          # tp > 1: DTensor TP + sequence parallelism under whole-model torch.compile (KempnerForge's; llm/dtensor_tp.py)
     residual_bytes: int = 2           # element size of the residual stream
     adam_bytes: float = 30.0          # optimizer-step traffic per updated parameter (read + write)

@@ -45,7 +45,8 @@ stay: FSDP2's foreach_reduce copies each bf16 unsharded gradient into the fp32 r
 as torchtitan-fsdp2's grad_accumulate_bytes 6 prices it (llm/framework.py). forward_casts drops the forward's casts (and
 their kernels from the host's issue list). ZeRO-3's FSDP2 carries the same double count (the zero-3 control rows move
 -3.5 to -5.1 points with it, studies/zero2g_terms.py; development): not changed here, the switch is scoped to zero 2
-(applies) as registered.
+(applies) as registered. FrameworkSpec.zero3_bf16_weights (off) drops them at zero 3: session 49's candidate, registered
+before any zero-3 run of it (calibration/h200x2-x2set49-2026-12-01, rule Z).
 
 Checked (development, the rows the candidate was chosen with): the zero2d set's 8b 2912:1 regather / gathered runs, the
 zero2c set's 8b 1440:2 zero2 runs, session 46's zero2 / zero2b rows (docs/models/llm-findings.md 'session 48 zero2e').
@@ -86,8 +87,12 @@ def exposed_gathers_s(step_gather_s: float, micro_batches: int, regather_s: floa
 
 def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
     """The forward's autocast weight casts (`casts`) as the layout runs them: none under FrameworkSpec.zero2_bf16_weights
-    where the candidate applies (FSDP2's bf16 parameters: nothing to cast, module docstring), else `casts`."""
-    return [] if applies(par, fw) and fw.zero2_bf16_weights else casts
+    where the candidate applies (FSDP2's bf16 parameters: nothing to cast, module docstring), none at zero 3 under
+    zero3_bf16_weights (the same argument for FSDP2's default full shard; session 49 x2set49's Z3 candidate, off: registered
+    in calibration/h200x2-x2set49-2026-12-01), else `casts`."""
+    if (applies(par, fw) and fw.zero2_bf16_weights) or (par.zero == 3 and fw.zero3_bf16_weights):
+        return []
+    return casts
 
 
 ADOPTED = tuple(FSDP2_ZERO2)   # on since session 48 adopt2g (framework.FSDP2_ZERO2, the one spelling)
