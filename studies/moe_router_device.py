@@ -146,44 +146,31 @@ class Layer:
                 y @ self.filler
 
 
-def timer(torch, dev: str, warmup: int, repeats: int):
+def timer(torch, dev: str, warmup: int, repeats: int, wall: bool = False):
+    """fn -> the median over `repeats` of seconds per call after `warmup` calls: CUDA events around INNER calls (the
+    CPU: perf_counter); wall: host wall seconds of one call, the device drained before and after (the sync loop's clock)."""
+    cuda = dev == "cuda"
+
+    def drain() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
     def run(fn) -> float:
         for _ in range(warmup):
             fn()
-        out = []
+        out, inner = [], 1 if wall else INNER
         for _ in range(repeats):
-            if dev == "cuda":
+            drain()
+            if cuda and not wall:
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
                 a.record()
-                for _ in range(INNER):
-                    fn()
-                b.record()
-                torch.cuda.synchronize()
-                out.append(a.elapsed_time(b) / 1e3 / INNER)
-            else:
-                t0 = time.perf_counter()
-                for _ in range(INNER):
-                    fn()
-                out.append((time.perf_counter() - t0) / INNER)
-        return statistics.median(out)
-    return run
-
-
-def wall(torch, dev: str, warmup: int, repeats: int):
-    """Host wall seconds per call, the device drained before and after each repeat (the sync loop's clock)."""
-    def run(fn) -> float:
-        for _ in range(warmup):
-            fn()
-        out = []
-        for _ in range(repeats):
-            if dev == "cuda":
-                torch.cuda.synchronize()
             t0 = time.perf_counter()
-            fn()
-            if dev == "cuda":
-                torch.cuda.synchronize()
-            out.append(time.perf_counter() - t0)
+            for _ in range(inner):
+                fn()
+            if cuda and not wall:
+                b.record()
+            drain()
+            out.append((a.elapsed_time(b) / 1e3 if cuda and not wall else time.perf_counter() - t0) / inner)
         return statistics.median(out)
     return run
 
@@ -219,7 +206,7 @@ def main(argv=None) -> int:
     name = torch.cuda.get_device_name(0) if dev == "cuda" else "cpu"
     device = {"name": name, "torch": torch.__version__, "cuda": torch.version.cuda, "te": te_note, "dtype": str(dtype)}
     keep = set(args.layers.split(",")) if args.layers else None
-    t, w = timer(torch, dev, args.warmup, args.repeats), wall(torch, dev, args.warmup, args.repeats)
+    t, w = timer(torch, dev, args.warmup, args.repeats), timer(torch, dev, args.warmup, args.repeats, wall=True)
     records = []
     for row in GRID:
         if keep and row[0] not in keep:

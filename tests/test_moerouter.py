@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT, fresh_register_matches, load_script, wrong_bundles
 
 from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import load_gpu
@@ -142,16 +142,8 @@ def test_a_fresh_register_writes_the_registration_and_the_read_out_on_synthetic_
     of a synthetic bundle prints the registered 'before', today's 'after' and one RULE line."""
     import shutil
 
-    import yaml
-
     script = load_script("validation/moerouter.py")
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    fams, moe = script.registered_before(reg, BUNDLE / "registered.yaml")
-    monkeypatch.setattr(script, "predict", lambda table=None: (fams, moe))
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2   # never overwritten
+    fams, moe = fresh_register_matches(script, BUNDLE, tmp_path, monkeypatch)
     bundle = tmp_path / "bundle"
     (bundle / "runs").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", bundle / "registered.yaml")
@@ -167,11 +159,7 @@ def test_a_fresh_register_writes_the_registration_and_the_read_out_on_synthetic_
 
 def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp_path, capsys):
     script = load_script("validation/moerouter.py")
-    empty, other, keyless = tmp_path / "empty", tmp_path / "other", tmp_path / "keyless"
-    empty.mkdir()
-    for folder, text in ((other, "set: moegemm\nrows: []\n"), (keyless, "set: moerouter\nrows: []\n")):
-        (folder / "runs").mkdir(parents=True)
-        (folder / "registered.yaml").write_text(text)
+    empty, other, keyless = wrong_bundles(tmp_path, "moegemm", "moerouter")
     for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moegemm', expected 'moerouter'"),
                          (keyless, f"{keyless}/registered.yaml: no 'trace' key (expected trace, card)")):
         assert script.main([str(folder)]) == 1
