@@ -21,14 +21,16 @@ NVIDIA/Megatron-LM megatron/core/transformer/moe/ at d98e8a64 (the stored snapsh
            experts > 1 and ep > 1, the sort of the received chunks by local expert (token_dispatcher.py
            sort_chunks_by_idxs: split into ep x local chunks, cat in local-expert order) and its inverse before the
            combine; unpermute: the rows times their probabilities, index_add into T tokens. fwdbwd: backward of the
-           output's sum into x and the probabilities.
+           output's sum into x and the probabilities. masked_select waits for the GPU (its output's size), as it
+           does in the dispatcher's torch form.
   te       the same permute / sort / unpermute by Transformer Engine's fused kernels (transformer_engine.pytorch
            moe_permute / moe_sort_chunks_by_index / moe_unpermute, map_type mask), where it imports; the device record
            says which ran ("te": version, or why not).
-  sync     a loop of LOOP_LAYERS layers, each router + permute forward + one (rows x h) x (h x h) GEMM standing in for
-           the experts, wall seconds per layer with the token counts copied to the host each layer (.tolist(), as the
-           dispatcher's split sizes are) minus the same loop without the copy: the host stalls until the GPU drains,
-           and then refills its queue. pass "loop_sync" and "loop_nosync" are each loop's wall per layer.
+  sync     a loop of LOOP_LAYERS layers, each router forward + the routed rows gathered in expert order (a sort of the
+           top-k indices: no sync of its own) + one (T k x h) x (h x h) GEMM standing in for the experts; wall seconds
+           per layer with the token counts copied to the host each layer (.tolist(), as the dispatcher's split sizes
+           are) minus the same loop without the copy: the host stalls until the GPU drains, then refills its queue.
+           pass "loop_sync" and "loop_nosync" are each loop's wall per layer.
 Timing: CUDA events around INNER calls, WARMUP calls first, the median of REPEATS (perf_counter on the CPU)."""
 
 from __future__ import annotations
@@ -136,14 +138,17 @@ class Layer:
         return y
 
     def loop(self, sync: bool) -> None:
-        """LOOP_LAYERS layers: router + permute forward + the stand-in expert GEMM; sync: counts to the host each layer."""
+        """LOOP_LAYERS layers, each the router forward, the routed rows gathered in expert order by a sort of the top-k
+        indices (no host sync of its own: the torch permute's masked_select waits for the GPU, so it is not used here)
+        and the stand-in expert GEMM on them; sync: the counts copied to the host (.tolist()) after the router."""
         torch = self.torch
         with torch.no_grad():
             for _ in range(LOOP_LAYERS):
-                routed = self.route()
-                host = routed[3].tolist() if sync else None
-                y = self.permute(False, counts_host=host[: self.chunks] if host and self.chunks else None, routed=routed)
-                y @ self.filler
+                _, idx, _, counts, _ = self.route()
+                if sync:
+                    counts.tolist()
+                rows = self.x.index_select(0, torch.div(idx.flatten().argsort(stable=True), self.k, rounding_mode="floor"))
+                rows @ self.filler
 
 
 def timer(torch, dev: str, warmup: int, repeats: int, wall: bool = False):
