@@ -246,3 +246,28 @@ def assert_adopted_zero2_scope(flag: str) -> None:
     assert {fw.name for fw in specs if getattr(fw, flag)} == on, flag
     assert [getattr(eager.torch_framework(ParallelSpec(dp=2, zero=z)), flag) for z in (0, 2, 3)] == [
         False, True, False], flag
+
+
+def fresh_register_matches(script, bundle: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict]:
+    """A registered set's --register (validation/moegemm.py, moerouter.py), given the registered term-off figures
+    (`predict` stubbed: no validate pass), writes the bundle's registered.yaml byte for byte (the commit line set from the
+    file) and never over it; returns those figures (families, held-out MoE rows)."""
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    fams, moe = script.registered_before(reg, bundle / "registered.yaml")
+    monkeypatch.setattr(script, "predict", lambda table=None: (fams, moe))
+    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
+    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    return fams, moe
+
+
+def wrong_bundles(tmp_path: Path, other_set: str, own_set: str) -> tuple[Path, Path, Path]:
+    """Three bundles a registered set's read-out must refuse in one line: an empty folder, another set's registration
+    (`set: other_set`) and the set's own without its keys (`set: own_set`), the last two with a runs/ folder."""
+    empty, other, keyless = tmp_path / "empty", tmp_path / "other", tmp_path / "keyless"
+    empty.mkdir()
+    for folder, name in ((other, other_set), (keyless, own_set)):
+        (folder / "runs").mkdir(parents=True)
+        (folder / "registered.yaml").write_text(f"set: {name}\nrows: []\n")
+    return empty, other, keyless

@@ -100,18 +100,11 @@ def test_a_fresh_register_writes_the_registration_and_the_read_out_s_before_is_t
     gave at the registering commit) writes registered.yaml byte for byte (the commit line set from the file), never over
     it; and the read-out's 'before' is the registered figures even where today's model (predict, stubbed: no validate
     pass) has moved: only the 'after' side follows it."""
-    import yaml
-    from conftest import ROOT, load_script
+    from conftest import ROOT, fresh_register_matches, load_script
 
     bundle = ROOT / "calibration" / "h200x4-moegemm-2026-11-30"
     script = load_script("validation/moegemm.py")
-    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    fams, moe = script.registered_before(reg, bundle / "registered.yaml")
-    monkeypatch.setattr(script, "predict", lambda table=None: (fams, moe))
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
-    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    fams, moe = fresh_register_matches(script, bundle, tmp_path, monkeypatch)
     moved = {f: {s: (n, m + 7.0, w) for s, (n, m, w) in by.items()} for f, by in fams.items()}
     monkeypatch.setattr(script, "predict", lambda table=None: (moved, {k: v + 1.0 for k, v in moe.items()}))
     res = script.read_out(bundle)
@@ -132,14 +125,10 @@ def test_table_refuses_a_quick_trace_on_any_device(tmp_path):
 def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp_path, capsys):
     """Cold review A48 item 9: another set's bundle, an empty folder, a registration without its keys: exit 1 and one
     error line naming the file and what was expected, never a traceback (and no validate pass)."""
-    from conftest import ROOT, load_script
+    from conftest import ROOT, load_script, wrong_bundles
 
     script = load_script("validation/moegemm.py")
-    empty, other, keyless = tmp_path / "empty", tmp_path / "other", tmp_path / "keyless"
-    empty.mkdir()
-    for folder, text in ((other, "set: compck\nrows: []\n"), (keyless, "set: moegemm\nrows: []\n")):
-        (folder / "runs").mkdir(parents=True)
-        (folder / "registered.yaml").write_text(text)
+    empty, other, keyless = wrong_bundles(tmp_path, "compck", "moegemm")
     for folder, said in ((empty, f"{empty}/registered.yaml: missing"),
                          (other, f"{other}/registered.yaml: set 'compck', expected 'moegemm'"),
                          (keyless, f"{keyless}/registered.yaml: no 'trace' key (expected trace, card, mode)"),

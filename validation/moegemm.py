@@ -49,29 +49,41 @@ def moe_rows(rows) -> dict:
     return {f"{r.source} {r.run}": round(100 * r.error, 2) for r in rows if r.family == "MoE" and r.held_out and r.error is not None}
 
 
-def predict(table=None) -> tuple[dict, dict]:
-    """The families and held-out MoE rows with the term off (table None) or on with `table`."""
-    moe_gemm_term.enable(table) if table else moe_gemm_term.disable()
+def families_with(switch_on, switch_off) -> tuple[dict, dict]:
+    """The families and held-out MoE rows of one validate pass with a term switched by switch_on() (switch_off() after;
+    op_price's memo cleared around it): validation/moerouter.py's pass too."""
+    switch_on()
     op_price.forget()
     try:
         rows = validate_published_llm().rows
     finally:
-        moe_gemm_term.disable()
+        switch_off()
         op_price.forget()
     return family_stats(rows), moe_rows(rows)
 
 
-def register(path: Path) -> None:
+def predict(table=None) -> tuple[dict, dict]:
+    """The families and held-out MoE rows with the term off (table None) or on with `table`."""
+    return families_with(lambda: moe_gemm_term.enable(table) if table else moe_gemm_term.disable(), moe_gemm_term.disable)
+
+
+def write_families(path: Path, script: str, head: dict, fams: dict, moe: dict, grid) -> None:
+    """A set's registered.yaml: `head` (set, issue, commit, ... rule), the term-off families, the held-out MoE rows and
+    the grid; validation/moerouter.py's registration too."""
     import yaml
 
-    fams, moe = predict()
-    doc = {"set": "moegemm", "issue": 44, "commit": registering_commit(ROOT), "mode": moegemm.MODE,
-           "card": str(moegemm.H200_CARD.relative_to(ROOT)), "trace": f"runs/{moegemm.TRACE}", "rule": RULE,
-           "rows": [{"family": f, "split": s, "rows": v[0], "mean_abs_error_pct": v[1], "within_10pct": v[2]}
-                    for f, by in fams.items() for s, v in by.items()],
-           "moe_held_out_before_pct": moe, "grid": [list(g) for g in moegemm.GRID]}
-    write_registration(path, "# registered before the run (validation/moegemm.py --register): the term-off families and the rule\n"
+    doc = {**head, "rows": [{"family": f, "split": s, "rows": v[0], "mean_abs_error_pct": v[1], "within_10pct": v[2]}
+                            for f, by in fams.items() for s, v in by.items()],
+           "moe_held_out_before_pct": moe, "grid": [list(g) for g in grid]}
+    write_registration(path, f"# registered before the run (validation/{script} --register): the term-off families and the rule\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=140))
+
+
+def register(path: Path) -> None:
+    fams, moe = predict()
+    head = {"set": "moegemm", "issue": 44, "commit": registering_commit(ROOT), "mode": moegemm.MODE,
+            "card": str(moegemm.H200_CARD.relative_to(ROOT)), "trace": f"runs/{moegemm.TRACE}", "rule": RULE}
+    write_families(path, "moegemm.py", head, fams, moe, moegemm.GRID)
 
 
 def verdict(before: dict, after: dict) -> str:
@@ -137,18 +149,26 @@ def _grouped(trace: Path, card: Path) -> list[float]:
         return []
 
 
-def show(res: dict) -> None:
-    def line(v) -> str:
-        return f"{v[0]} rows, mean |error| {v[1]:.2f}%, {v[2]} within 10%"
-    for mode, r in res["ratios"].items():
-        print(f"# mode {mode}: {len(r)} measured groups, ratio measured / H200 card min {r[0]:.3f} median {r[len(r) // 2]:.3f} "
-              f"max {r[-1]:.3f}{' (registered)' if mode == res['mode'] else ' (judges nothing)'}")
+def family_line(v) -> str:
+    return f"{v[0]} rows, mean |error| {v[1]:.2f}%, {v[2]} within 10%"
+
+
+def show_families(res: dict) -> None:
+    """The family lines before / after and each held-out MoE row's (validation/moerouter.py's show too)."""
     for fam in FAMILIES:
         for split in ("held_out", "development"):
-            print(f"{fam:14s} {split:12s} before {line(res['before'][fam][split])} | after {line(res['after'][fam][split])}")
+            print(f"{fam:14s} {split:12s} before {family_line(res['before'][fam][split])} | after {family_line(res['after'][fam][split])}")
     for key, err in res["moe_before"].items():
         now = res["moe_after"].get(key)
         print(f"  MoE held out {key}: {err:+.2f}% -> " + ("no such row now" if now is None else f"{now:+.2f}%"))
+
+
+def show(res: dict) -> None:
+    line = family_line
+    for mode, r in res["ratios"].items():
+        print(f"# mode {mode}: {len(r)} measured groups, ratio measured / H200 card min {r[0]:.3f} median {r[len(r) // 2]:.3f} "
+              f"max {r[-1]:.3f}{' (registered)' if mode == res['mode'] else ' (judges nothing)'}")
+    show_families(res)
     for mode, v in res["sens"].items():
         print(f"sensitivity (judges nothing): mode {mode}: MoE held out {line(v)}")
     print(f"RULE: {res['verdict']}")

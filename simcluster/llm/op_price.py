@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simcluster.llm import moe_gemm_term, torch_kernels
+from simcluster.llm import moe_gemm_term, moe_router_term, torch_kernels
 
 ACT_BYTES = 2  # bf16 activations
 
@@ -83,7 +83,7 @@ _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points 
 
 
 def forget() -> None:
-    """Drop the memo: called after moe_gemm_term's table changes (enable / disable), which the key leaves out (hot path)."""
+    """Drop the memo: called after moe_gemm_term's or moe_router_term's table changes (enable / disable), which the key leaves out (hot path)."""
     _TIMES.clear()
 
 
@@ -115,7 +115,7 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
         t = torch_kernels.time_s(gpu, *op.shape)
     else:
         t = gpu.upcast_time_s(op.bytes) if op.kind in ("upcast", "unvectorized") else gpu.memory_time_s(op.bytes)
-    return t * op.count
+    return moe_router_term.adjust(gpu, op, t) * op.count   # the measured router / permute term (OFF: t unchanged)
 
 
 def ops_time_s(gpu, ops: list[Op], dtype: str) -> float:

@@ -1,0 +1,82 @@
+"""The router / permutation / sync measurement of session 49 (moerouter) and its mapping to llm/moe_router_term's table.
+
+GRID (runner/moerouter_grid.py): every distinct MoE layer of the held-out published MoE rows (tests/test_moerouter.py
+checks it against the rows' own shapes). studies/moe_router_device.py times, per layer, the router (forward, forward +
+backward), the permute / sort / unpermute (torch, and Transformer Engine's fused kernels where they ran) and a loop of
+layers with and without the token counts' device-to-host copy.
+
+table_of(trace, card): per layer (m, e, h, router_f_s, router_b_s, permute_f_ratio, permute_b_ratio, permute_bytes) for
+llm/moe_router_term.enable: router seconds less the H200 card's price of the router GEMM at the measured tokens (bf16;
+forward; backward = fwd+bwd less fwd, less dgrad + wgrad), at least 0; the permute ratio = measured / the card's price of
+the product's permute op bytes (llm/ops.permutation, permute_copies x 2 x rows x h x 2 bytes), at least 1. Registered
+permute form (PERMUTE_IMPL): Transformer Engine's fused kernels where they ran on the device (the rows' recipes run
+Transformer Engine, moe_permute_fusion), else the torch form. sync_of(trace): seconds per layer of the count's copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from simcluster.errors import SimclusterError
+from simcluster.hardware.gpu import load_gpu
+from simcluster.runner.moerouter_grid import GRID, PRODUCT_M
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLE = ROOT / "calibration" / "h200x1-moerouter-2026-12-01"
+H200_CARD = ROOT / "models" / "gpu" / "h200-sxm.yaml"
+TRACE = "moe-router.json"          # under the bundle's runs/
+PERMUTE_IMPL = ("te", "torch")     # registered: the first form measured for a layer
+
+
+def read_trace(path: Path) -> dict:
+    """{(layer, piece, pass, impl): seconds} and the device record of a studies/moe_router_device.py output; one line if bad."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        recs = {(r["layer"], r["piece"], r["pass"], r["impl"]): float(r["time_s"]) for r in doc["records"]}
+        device, quick = dict(doc["device"]), bool(doc["quick"])
+    except FileNotFoundError:
+        raise SimclusterError(f"{path}: missing (the device call's runs/{TRACE})") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SimclusterError(f"{path}: not a studies/moe_router_device.py output ({type(exc).__name__}: {exc})") from None
+    return {"records": recs, "device": device, "quick": quick}
+
+
+def permute_bytes(rows: int, h: int, local: int) -> float:
+    """The product's permute op bytes of a layer (llm/ops.layer_forward; the alltoall dispatcher's permute_copies)."""
+    return (4 if local > 1 else 2) * 2 * rows * h * 2
+
+
+def table_of(trace_path: Path, card_path: Path = H200_CARD) -> tuple[list[tuple], dict]:
+    """(the term's rows, {layer: permute impl used}); one line if the trace is quick, not an H200's, or lacks a layer."""
+    tr, gpu = read_trace(trace_path), load_gpu(card_path)[0]
+    if tr["quick"]:
+        raise SimclusterError(f"{trace_path}: a --quick trace, expected the full measurement on an H200")
+    if "H200" not in str(tr["device"].get("name", "")):
+        raise SimclusterError(f"{trace_path}: device {tr['device'].get('name')!r}, expected an H200 (the term's card)")
+    rec, rows, impls = tr["records"], [], {}
+    for name, T, E, h, _k, _sf, local, _ep, routed, _groups, _gtop in GRID:
+        try:
+            rf, rfb = rec[(name, "router", "fwd", "torch")], rec[(name, "router", "fwdbwd", "torch")]
+            impl = next(i for i in PERMUTE_IMPL if (name, "permute", "fwd", i) in rec and (name, "permute", "fwdbwd", i) in rec)
+        except (KeyError, StopIteration):
+            raise SimclusterError(f"{trace_path}: layer {name}: no router / permute record (fwd and fwdbwd)") from None
+        pf, pfb = rec[(name, "permute", "fwd", impl)], rec[(name, "permute", "fwdbwd", impl)]
+        gf = gpu.gemm_time_s(T, E, h, dtype="bf16")
+        gb = gpu.gemm_time_s(T, h, E, dtype="bf16") + gpu.gemm_time_s(h, E, T, dtype="bf16")
+        b = permute_bytes(routed, h, local)
+        price = gpu.memory_time_s(b)
+        rows.append((PRODUCT_M[name], E, h, max(0.0, rf - gf), max(0.0, rfb - rf - gb),
+                     max(1.0, pf / price), max(1.0, (pfb - pf) / price), b))
+        impls[name] = impl
+    return rows, impls
+
+
+def sync_of(trace_path: Path) -> dict:
+    """{layer: (loop wall per layer with the count copy, without, difference)} seconds (printed; judges nothing)."""
+    rec = read_trace(trace_path)["records"]
+    out = {}
+    for name, *_ in GRID:
+        s, n = rec.get((name, "sync", "loop_sync", "torch")), rec.get((name, "sync", "loop_nosync", "torch"))
+        if s is not None and n is not None:
+            out[name] = (s, n, s - n)
+    return out
