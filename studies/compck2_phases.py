@@ -141,6 +141,8 @@ def eager_rows() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     development()
     leases()
     eager_rows()

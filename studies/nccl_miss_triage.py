@@ -169,8 +169,6 @@ def print_families() -> None:
 
 
 def main() -> None:
-    if sys.argv[1:] not in ([], ["--families"]):   # an unknown argument is refused, not ignored
-        sys.exit(f"usage: python studies/nccl_miss_triage.py [--families] (got {' '.join(sys.argv[1:])})")
     if "--families" in sys.argv[1:]:
         print_families()
         return
@@ -191,4 +189,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--families",))
     main()
