@@ -158,4 +158,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     main()

@@ -7,12 +7,16 @@
      candidate (whole_model_graph), the candidate at each process's own measured host issue (every host fit scaled by
      measured / modelled issue), and the candidate with fsdp_free_phases. DEVELOPMENT: these rows chose the term.
   2. compck's two shapes priced with the candidate under each 2 x H200 lease's own single and fsdp host fits (the
-     leases with both, heldout/eager_compilefsdp.fits(own_host), each folder's leases.yaml unread), and the fsdp-only
-     leases' own fsdp cost per kernel against the product's: how far a lease's host speed moves the 0.5b shape.
+     leases with both, heldout/eager_compilefsdp.fits(own_host), each folder's leases.yaml unread) against compck's
+     measured process means (compck_means: its runs, as 1. reads them), and the fsdp-only leases' own fsdp cost per
+     kernel against the product's: how far a lease's host speed moves the 0.5b shape.
   3. every held-out eager llm-step row the error-band table takes (trust/build.eager_held_out_rows) that moves with
      fsdp_free_phases on, by regime: the switch reaches eager FSDP2 steps too.
 
-    PYTHONPATH=. python studies/compck2_phases.py > studies/compck2_phases-session48.txt
+    PYTHONPATH=. python studies/compck2_phases.py > studies/compck2_phases-session49.txt
+studies/compck2_phases-session48.txt is session 48's print, kept as the record the model pages cite. Session 49's differs
+in 2.'s errors by up to 0.1 point (compck's means read from its runs, 98.735 / 168.134 ms, where session 48 had typed
+98.7 / 168.1) and in 3., which prices today's model (since mendB48 an eager FSDP2 row does not move with the switch).
 """
 
 from __future__ import annotations
@@ -73,6 +77,20 @@ def processes() -> list[tuple[str, dict]]:
     return out
 
 
+def compck_means() -> dict[tuple[str, int, int], float]:
+    """compck's measured step (ms) per shape in COMPCK_SHAPES: the mean over its processes of each one's median step
+    (calibration/h200x2-compck-2026-11-30/runs, read by processes())."""
+    steps: dict[tuple[str, int, int], list[float]] = {}
+    for name, doc in processes():
+        s = doc["shapes"][0]
+        if name.startswith("compck "):
+            steps.setdefault((doc["model"]["preset"], s["seq"], s["micro_batch"]), []).append(s["median_step_s"] * 1e3)
+    missing = [k for k in COMPCK_SHAPES if k not in steps]
+    if missing:
+        sys.exit(f"compck2_phases.py: calibration/h200x2-compck-2026-11-30/runs: no fsdp process of {missing[0]}")
+    return {k: statistics.mean(steps[k]) for k in COMPCK_SHAPES}
+
+
 def development() -> None:
     from simcluster.heldout.eager_compilefsdp import fits
 
@@ -102,7 +120,7 @@ def leases() -> None:
     from simcluster.llm import eager
 
     print("\n2. compck's shapes, the candidate under each lease's own host fits (measured: compck's process means)")
-    measured = {("1b", 3872, 2): 168.1, ("0.5b", 3232, 3): 98.7}
+    measured = compck_means()
     rows = [("product (pooled leases)", fits())]
     with eager.leases_unread():
         rows += [(lease, fits(ROOT / "calibration" / lease)) for lease in FULL_LEASES]
@@ -141,6 +159,8 @@ def eager_rows() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     development()
     leases()
     eager_rows()

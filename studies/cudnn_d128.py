@@ -167,4 +167,6 @@ def _raw_default() -> list[dict]:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--quick",))
     sys.exit(main(sys.argv[1:]))

@@ -186,4 +186,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=2, usage="[DOCUMENT [REGISTERED_YAML]]")
     sys.exit(main(sys.argv[1:]))

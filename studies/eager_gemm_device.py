@@ -190,4 +190,6 @@ def main(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--read",), words=1, usage="OUT.json | --read OUT.json")
     sys.exit(main(sys.argv[1:]))

@@ -72,9 +72,6 @@ def table(name: str, rows: list[dict]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] not in ("--shares",):
-        print(f"unknown argument {argv[0]!r}; usage: python studies/eager_host_bound.py [--shares]", file=sys.stderr)
-        return 2
     rows = eager_held_out_rows()   # the table's (since session 39 with the pphost set's 8)
     if argv:
         shares(rows)
@@ -86,4 +83,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--shares",))
     sys.exit(main(sys.argv[1:]))

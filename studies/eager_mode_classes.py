@@ -247,4 +247,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=1, usage="[FOLDER]")
     sys.exit(main(sys.argv[1:]))

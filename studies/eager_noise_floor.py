@@ -74,4 +74,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=1, usage="[BUNDLE]")
     sys.exit(main(sys.argv[1:]))

@@ -225,4 +225,6 @@ def model_vs_registered(rows: dict) -> float:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=2, usage="[DOCUMENT [REGISTERED_YAML]]")
     sys.exit(main(sys.argv[1:]))

@@ -210,4 +210,6 @@ SUBSETS = (("without the profiled calls (llm-profile, fsdp2-timeline)",
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     sys.exit(main())

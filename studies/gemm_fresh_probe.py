@@ -111,4 +111,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--register", "--read"), words=2, usage="OUT.json | --register REGISTERED.json | --read OUT.json REGISTERED.json")
     sys.exit(main(sys.argv[1:]))

@@ -56,4 +56,6 @@ def main(cards: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=None, usage="[CARD ...]")
     sys.exit(main(sys.argv[1:]))

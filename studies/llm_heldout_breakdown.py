@@ -258,4 +258,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--all", "--subset"), names=("dev",), usage="[--all] [--subset dev]")
     sys.exit(main(sys.argv[1:]))

@@ -76,4 +76,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=None, usage="[BUNDLE ...], each one of " + ", ".join(BUNDLES))
     sys.exit(main(sys.argv[1:]))

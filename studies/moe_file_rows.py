@@ -25,6 +25,8 @@ def main(stem: str) -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=1, usage="STEM (a file of calibration/published, with or without .yaml)")
     if len(sys.argv) != 2:
         sys.exit(USAGE)
     given = Path(sys.argv[1])

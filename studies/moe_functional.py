@@ -90,4 +90,6 @@ def host_fit() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--host-fit",))
     host_fit() if "--host-fit" in sys.argv[1:] else main()

@@ -105,4 +105,6 @@ def summary(files, label: str, kernel_s: float | None = None) -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     main()

@@ -223,4 +223,6 @@ def overlap_sensitivity(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     main()

@@ -42,6 +42,7 @@ TARGET_PCT = 10.0
 RAMP_POINTS = 10.0           # |error| below 1 GiB minus |error| at >= 1 GiB, in points, for a ramp
 PLATEAU_BYTES = 4 * GiB      # NVLS rows at or above this size: the plateau
 BOARD_GPUS = 8               # the NVLS cards' measured / derived boards
+NVLS_ALGORITHMS = ("nvls", "nvls-tree")   # what the model runs for NCCL's NVLS (one domain) and NVLSTree (reference/nccl.Ran)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -84,14 +85,14 @@ def triage(path: str | Path | None = None) -> list[dict]:
 
     out = []
     for s, r, ref in over_target(path):
-        chosen = {row.run: row.detail or "" for row in nccl.system_rows(ref)}
+        ran = {row.run: what for row, what in nccl.system_runs(ref)}   # what the validator ran, as data
         scenario = ref.file("scenario")
         rows = []
         for row, err in zip(s.rows, r.row_errors_pct, strict=True):
             run = ref.runs[row.run]
             nodes = nccl.run_nodes(ref, run)
             domain = load_variants(scenario, nodes)[0][1].machine.domain_gpus
-            big = chosen[row.run].startswith("nvls") and domain > BOARD_GPUS
+            big = ran[row.run].algorithm in NVLS_ALGORITHMS and domain > BOARD_GPUS
             rows.append((None if row.peak else max(row.sizes), err, big))
         small = [e for size, e, _ in rows if size is not None and size < GiB]
         large = [e for size, e, _ in rows if size is not None and size >= GiB]
@@ -124,14 +125,13 @@ def families(path: str | Path | None = None) -> list[dict]:
 
     out = []
     for s, r, ref in over_target(path):
-        ref_rows = {row.run: row for row in nccl.system_rows(ref)}
+        ref_rows = {row.run: (row, ran) for row, ran in nccl.system_runs(ref)}   # what the validator ran, as data
         rows = []
         for row, err in zip(s.rows, r.row_errors_pct, strict=True):
-            run, shown = ref.runs[row.run], ref_rows[row.run]
+            run, (shown, ran) = ref.runs[row.run], ref_rows[row.run]
             nodes = nccl.run_nodes(ref, run)
-            rows.append({"op": run["op"], "algo": (shown.detail or "").split(" ")[0], "nodes": nodes, "error": err,
-                         "size": None if row.peak else max(row.sizes), "link": shown.regime.split(" | ")[-1],
-                         "gpu": shown.gpu})
+            rows.append({"op": run["op"], "algo": f"{ran.algorithm}/{ran.protocol}", "nodes": nodes, "error": err,
+                         "size": None if row.peak else max(row.sizes), "link": ran.link, "gpu": shown.gpu})
         errs = [x["error"] for x in rows]
         out.append({"system": s.name + ("*" if r.outlier else ""), "held_out_pct": r.held_out_pct,
                     "family": s.family or "-", "links": sorted({x["link"] for x in rows}),
@@ -169,8 +169,6 @@ def print_families() -> None:
 
 
 def main() -> None:
-    if sys.argv[1:] not in ([], ["--families"]):   # an unknown argument is refused, not ignored
-        sys.exit(f"usage: python studies/nccl_miss_triage.py [--families] (got {' '.join(sys.argv[1:])})")
     if "--families" in sys.argv[1:]:
         print_families()
         return
@@ -191,4 +189,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(options=("--families",))
     main()

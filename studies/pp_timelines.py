@@ -189,4 +189,6 @@ def lowered_order_check(folder: Path, run: str, pp: int = 4, chunks: int = 2) ->
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=None, usage="DIR [RUN ...]")
     main(sys.argv[1:])

@@ -201,4 +201,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs (windows: its own argparse)
+    if sys.argv[1:2] != ["windows"]:
+        study_args.check(words=2, usage="RUNS.json [REGISTERED.json] | windows --file B [--pread 1M] [--ra-kb K] [--max-kb K]")
     main()

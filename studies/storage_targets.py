@@ -121,6 +121,8 @@ def bad() -> bool:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(names=("steps", "threads", "bad"))
     which = sys.argv[1:] or ["steps", "threads", "bad"]
     results = [{"steps": steps, "threads": threads, "bad": bad}[w]() for w in which]
     sys.exit(0 if all(results) else 1)

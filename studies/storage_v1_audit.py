@@ -104,4 +104,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(words=1, usage="CHECKOUT (a clone of mlcommons/storage_results_v1.0)")
     sys.exit(main())

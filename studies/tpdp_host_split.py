@@ -140,6 +140,8 @@ def layer_counts() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     print("# printed by `python studies/tpdp_host_split.py` (session 48, helper tp4): 4-GPU TP x DP's host cost split into "
           "the lease's and the mode's; development (these sets' errors chose heldout/eager_tp4's candidate)")
     split()

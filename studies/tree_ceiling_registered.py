@@ -185,6 +185,8 @@ def read(bundle: Path = BUNDLE, published: Path = PUBLISHED) -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check(names=("register", "read"), usage="register | read")
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd not in ("register", "read"):
         print("usage: python studies/tree_ceiling_registered.py register | read", file=sys.stderr)

@@ -78,3 +78,21 @@ def test_the_arch_counterfactual_drops_the_tree_ceiling_off_blackwell_only(monke
     assert variant["h"].breakdown["binding_limit"].startswith("NVLink")
     assert variant["h"].busbw_Bps > 1.05 * shipped["h"].busbw_Bps          # 308.1 -> 332.4 GB/s (measured 353.85)
     assert variant["b"].time_s == shipped["b"].time_s
+
+
+def test_the_validator_gives_what_ran_as_data_and_the_row_prints_it():
+    """Session 49: the study reads the algorithm, protocol and link from reference/nccl.system_runs' Ran, not from the
+    row's printed detail / regime; the printed text is Ran.text(), the regime's algorithm and link Ran's."""
+    from simcluster.reference import nccl
+
+    runs = []
+    for name in ("nccl-h100-ib-x2-x4-nccltests309", "nccl-azure-gb200-x1-aibenchguide"):
+        ref = nccl.read_nccl_file(ROOT / f"calibration/published/{name}.yaml")
+        pairs = nccl.system_runs(ref)
+        assert [row for row, _ in pairs] == nccl.system_rows(ref)
+        runs += pairs
+    ran = [(row, r) for row, r in runs if r is not None]
+    assert {r.algorithm for _, r in ran} >= {"nvls-tree", "nvlink-card"} and any(r.peak_bytes for _, r in ran)
+    for row, r in ran:
+        assert row.detail == r.text() and row.regime.split(" | ")[2] == r.algorithm and row.regime.endswith(" | " + r.link)
+    assert nccl.Ran("ring", "LL128", "rdma-ib", "LL", 2**30).text() == "ring/LL128 (LL skipped: not runnable here, NCCL's) at 1024 MiB (peak)"

@@ -56,7 +56,9 @@ ZeRO-3 rows do not move (zero 2 only). Valid range: 2-rank NVLink groups (the la
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+from simcluster.llm import comm, hsdp
 from simcluster.llm.framework import FSDP2_ZERO2, FrameworkSpec
 from simcluster.llm.spec import ParallelSpec
 
@@ -93,6 +95,35 @@ def forward_casts(par: ParallelSpec, fw: FrameworkSpec, casts: list) -> list:
     if (applies(par, fw) and fw.zero2_bf16_weights) or (par.zero == 3 and fw.zero3_bf16_weights):
         return []
     return casts
+
+
+class ChunkCalls(NamedTuple):
+    """A ZeRO-0/1/2 model chunk's data-parallel calls as llm/work.py prices them (chunk_calls)."""
+
+    per_call: float                      # parameters per gradient reduce-scatter / all_reduce call (a bucket, a block)
+    gather_s: float                      # the step's parameter gathers, waited for before the first forward
+    beside: hsdp.Zero3Calls | None       # re-gathers run beside each forward (work._forward_gathers), or None
+    copy_s: float                        # one gather's copy-out on the compute stream (0 unless the candidate applies)
+
+
+def chunk_calls(gpu, net: comm.Network, g: comm.Groups, par: ParallelSpec, fw: FrameworkSpec, dense: float, expert: float,
+                layers: int, micro_batches: int) -> ChunkCalls:
+    """The chunk's calls (of `dense` and `expert` parameters over `layers` blocks, `micro_batches` a step) outside ZeRO-3:
+    the product's ZeRO-1/2 buckets (FrameworkSpec.bucket_params) and one gather a step, and where applies(): a
+    reduce-scatter per block (group_bucket_params) and each gather's copy-out (copy_out_s). With zero2_regather (zero 2)
+    every forward re-gathers per layer (hsdp.zero3_calls): all exposed with zero2_exposed (exposed_gathers_s, in
+    gather_s), else beside the forward (`beside`, with the copy-out on the compute stream, gather_s 0)."""
+    fsdp2 = applies(par, fw)
+    per_call = group_bucket_params(dense + expert, layers) if fsdp2 else fw.bucket_params
+    copy = copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
+    gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
+              if par.zero in (1, 2) else 0.0)
+    if par.zero != 2 or not fw.zero2_regather:
+        return ChunkCalls(per_call, gather, None, copy)
+    z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers))
+    if fw.zero2_exposed:
+        return ChunkCalls(per_call, exposed_gathers_s(gather, micro_batches, z.gather_s + copy), None, copy)
+    return ChunkCalls(per_call, 0.0, z, copy)
 
 
 ADOPTED = tuple(FSDP2_ZERO2)   # on since session 48 adopt2g (framework.FSDP2_ZERO2, the one spelling)

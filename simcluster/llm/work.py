@@ -303,22 +303,16 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 chunk_buckets = [z.tail_s] if c == 0 else []
                 gathers.append(0.0)
             else:
-                fsdp2 = fsdp2_zero2.applies(par, fw)   # FSDP2 ZeRO-2: a reduce-scatter per block, each gather's copy-out
-                per_call = fsdp2_zero2.group_bucket_params(dense + expert, layers_per_chunk) if fsdp2 else fw.bucket_params
-                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, per_call)
+                z2 = fsdp2_zero2.chunk_calls(gpu, net, g, par, fw, dense, expert, layers_per_chunk, m)   # FSDP2 ZeRO-2's there
+                dense_buckets = comm.bucket_times(net, g.dense_grad, par.zero, dense, z2.per_call)
                 if whole:   # torch DDP's buckets: whole tensors (zero 0: never with fsdp2)
                     sizes = comm.ddp_bucket_bytes(model, par, dense, layers_per_chunk, vs == 0, vs == last_vs, fw.bucket_params)
                     dense_buckets = [comm.collective_s(net, g.dense_grad, "all_reduce", b) for b in sizes]
                     ddp_last = (sizes[-1] / comm.GRAD_BYTES, dense_buckets[-1]) if c == 0 else ddp_last
-                chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, per_call)
-                copy = fsdp2_zero2.copy_out_s(gpu, dense + expert, fw.param_bytes) if fsdp2 else 0.0
-                gather = (comm.param_gather_s(net, g.dense_grad, dense) + comm.param_gather_s(net, g.expert_dp, expert) + copy
-                          if par.zero in (1, 2) else 0.0)
-                if par.zero == 2 and fw.zero2_regather:   # FSDP2: each forward gathers per layer again (grad_sync.py; exposed: fsdp2_zero2.py)
-                    z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
-                    f, gather = (f, fsdp2_zero2.exposed_gathers_s(gather, m, z.gather_s + copy)) if fw.zero2_exposed else (
-                        _forward_gathers(_add(f, _task(compute=copy)), z, gpu, fw), 0.0)
-                gathers.append(gather)
+                chunk_buckets = dense_buckets + comm.bucket_times(net, g.expert_dp, par.zero, expert, z2.per_call)
+                if z2.beside is not None:   # FSDP2's per-layer re-gathers beside each forward, the copy-outs on its stream
+                    f = _forward_gathers(_add(f, _task(compute=z2.copy_s)), z2.beside, gpu, fw)
+                gathers.append(z2.gather_s)
                 gather_buckets.append(len(comm.buckets(dense, g.dense_grad.size, fw.bucket_params))
                                       + len(comm.buckets(expert, g.expert_dp.size, fw.bucket_params)) if par.overlap_param_gather else 0)
             casts, step_casts, bwd_casts = [], [], []

@@ -59,11 +59,27 @@ def _stated_nccl(cluster, ref: Published):
     return cluster
 
 
-def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, str]:
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """What the model ran for one published run, as data (system_runs); a row's `detail` is its text()."""
+
+    algorithm: str                  # the fabric's ('ring', 'tree', 'nvls-tree', ...); one NVLink domain: 'nvls' or 'nvlink-card'
+    protocol: str
+    link: str = ""                  # the link the row's regime names: 'nvlink-<gpu>' in one domain, else across nodes ('rdma-ib')
+    skipped: str = ""               # the chooser's protocol that cannot run there (fabric._choose), NCCL's; else ""
+    peak_bytes: int | None = None   # a run without a size: the size of the model's peak
+
+    def text(self) -> str:
+        """ALGORITHM/PROTOCOL, the skipped protocol and the peak's size where there are."""
+        return (f"{self.algorithm}/{self.protocol}" + (f" ({self.skipped} skipped: not runnable here, NCCL's)" if self.skipped else "")
+                + (f" at {self.peak_bytes >> 20} MiB (peak)" if self.peak_bytes is not None else ""))
+
+
+def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | None], peak: list[int]) -> tuple[float, Ran]:
     """Predicted busbw (B/s): the mean over `sizes` (each at its algorithm, None: NCCL's choice), or the peak over
-    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran. On one NVLink domain a forced
-    algorithm is resolved by collectives/domain.domain_algorithm, the rule predict collective --algorithm uses: a Ring
-    without an NVLS card is the domain's NVLink card, anything else refused."""
+    `peak` (sizes None; at algorithms[0] where the source forced one); and what ran (its link set by system_runs). On
+    one NVLink domain a forced algorithm is resolved by collectives/domain.domain_algorithm, the rule predict collective
+    --algorithm uses: a Ring without an NVLS card is the domain's NVLink card, anything else refused."""
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
@@ -80,15 +96,16 @@ def _predict(cluster, op: str, sizes: list[int] | None, algorithms: list[str | N
     if sizes is None:
         forced = algorithms[0] if algorithms else None
         best = max((call(s, forced, flows) for s in peak), key=lambda p: p.busbw_Bps)
-        return best.busbw_Bps, f"{_ran(best)} at {best.size_bytes >> 20} MiB (peak)"
+        return best.busbw_Bps, _ran(best, peak=True)
     preds = [call(s, a, flows) for s, a in zip(sizes, algorithms, strict=True)]
     return sum(p.busbw_Bps for p in preds) / len(preds), _ran(preds[-1])
 
 
-def _ran(p) -> str:
-    """ALGORITHM/PROTOCOL that ran; where the chooser's protocol cannot run there, that it was skipped (fabric._choose)."""
-    skipped = getattr(p, "breakdown", {}).get("chooser_protocol_skipped")
-    return f"{getattr(p, 'algorithm', 'nvlink-card')}/{p.protocol}" + (f" ({skipped} skipped: not runnable here, NCCL's)" if skipped else "")
+def _ran(p, peak: bool = False) -> Ran:
+    """What prediction `p` ran: its algorithm (one domain's card: 'nvlink-card') and protocol; where the chooser's
+    protocol cannot run there, that it was skipped (fabric._choose); `peak`: its size, the run's peak."""
+    skipped = getattr(p, "breakdown", {}).get("chooser_protocol_skipped") or ""
+    return Ran(getattr(p, "algorithm", "nvlink-card"), p.protocol, skipped=skipped, peak_bytes=p.size_bytes if peak else None)
 
 
 def read_nccl_file(path: str | Path) -> Published:
@@ -199,6 +216,13 @@ def run_nodes(ref: Published, run: dict) -> int:
 
 def system_rows(ref: Published) -> list[ReferenceRow]:
     """One row per published run at >= 64 MiB (or without a size) of one system."""
+    return [row for row, _ in system_runs(ref)]
+
+
+def system_runs(ref: Published) -> list[tuple[ReferenceRow, Ran | None]]:
+    """system_rows' rows, each with what the model ran (None where it predicted nothing), as data."""
+    from simcluster.collectives.domain import NvlinkDomain
+
     scenario = ref.file("scenario")
     if scenario is None:
         return []
@@ -219,8 +243,8 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
                 continue
             nodes = run_nodes(ref, run)
             if not peak and sizes is None:
-                rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", None, None, None, ref.held_out(i),
-                                         unavailable="max_size below 64 MiB (the comparison starts at 64 MiB)"))
+                rows.append((ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", None, None, None, ref.held_out(i),
+                                          unavailable="max_size below 64 MiB (the comparison starts at 64 MiB)"), None))
                 continue
             measured = float(run["busbw_GBps"]) * 1e9
             if not MIN_RATE_Bps <= measured <= MAX_RATE_Bps:   # 0 would divide below, 1e-300 make the error infinite
@@ -230,20 +254,23 @@ def system_rows(ref: Published) -> list[ReferenceRow]:
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s, run["op"]) for s in sizes]
-            predicted, chosen = _predict(cluster, run["op"], sizes, algorithms, peak)
-            regime = _regime(cluster, _link(scenario, nodes), run["op"], chosen, max(sizes or peak), nodes * per_node)
+            predicted, ran = _predict(cluster, run["op"], sizes, algorithms, peak)
+            network, nvlink = _link(scenario, nodes)
+            ran = dataclasses.replace(ran, link=nvlink if isinstance(cluster, NvlinkDomain) else network)
+            regime = _regime(ran, run["op"], max(sizes or peak), nodes * per_node)
+            chosen = ran.text()
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError
             raise SimclusterError(f"cannot read the run ({type(exc).__name__}: {exc})", where=where) from None
         if ref.excluded_why:   # predicted and shown, never compared: the source states a degradation the model cannot express
-            rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, None, None, ref.held_out(i),
-                                     chosen, excluded=True, unavailable=f"out of the model's scope (simcluster.excluded_why; the model's {chosen}: "
-                                     f"{predicted / 1e9:.4g} GB/s, {(predicted / measured - 1) * 100:+.1f}%): {ref.excluded_why}"))
+            rows.append((ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, None, None, ref.held_out(i),
+                                      chosen, excluded=True, unavailable=f"out of the model's scope (simcluster.excluded_why; the model's {chosen}: "
+                                      f"{predicted / 1e9:.4g} GB/s, {(predicted / measured - 1) * 100:+.1f}%): {ref.excluded_why}"), ran))
             continue
-        rows.append(ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
-                                 predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale,
-                                 gpu=source_gpu(ref)))
+        rows.append((ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
+                                  predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale,
+                                  gpu=source_gpu(ref)), ran))
     return rows
 
 
@@ -256,13 +283,11 @@ def _link(scenario: Path, nodes: int) -> tuple[str, str]:
     return network_link(machine), machine_nvlink_link(machine)
 
 
-def _regime(cluster, links: tuple[str, str], op: str, chosen: str, size: int, ranks: int):
-    from simcluster.collectives.domain import NvlinkDomain
+def _regime(ran: Ran, op: str, size: int, ranks: int):
     from simcluster.collectives.schedule import canonical_op
     from simcluster.trust.regime import collective_regime
 
-    link = links[1] if isinstance(cluster, NvlinkDomain) else links[0]
-    return collective_regime(canonical_op(op), chosen.split("/")[0], size, link, ranks)
+    return collective_regime(canonical_op(op), ran.algorithm, size, ran.link, ranks)
 
 
 def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidation:

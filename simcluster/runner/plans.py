@@ -217,13 +217,19 @@ def _qperf_server(options: Options) -> tuple[str, list[str]]:
     return options.qperf_host or "127.0.0.1", [*_netns(options.server_netns), *_pin(options, 1), "qperf"]
 
 
-def qperf_steps(options: Options) -> list[Step]:
+def _qperf_ends(options: Options) -> tuple[str, list[str], list[str], list[str]]:
+    """(server address, argv that starts the server, the client's argv prefix (namespace, pinning), the readiness probe's
+    argv) of every qperf plan, after the one check of --qperf-size-tests."""
     unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
     if unknown or not options.qperf_size_tests:
         raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
     address, server = _qperf_server(options)
     client = [*_netns(options.client_netns), *_pin(options, 0)]
-    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    return address, server, client, [*client, "qperf", "-t", "1", address, "conf"]
+
+
+def qperf_steps(options: Options) -> list[Step]:
+    address, server, client, ready = _qperf_ends(options)
     argv = [*client, "qperf", "-v", "-t", str(options.qperf_time), address, *options.qperf_tests]
     meta = {"server": address, "ground_truth": options.ground_truth, "tests": list(options.qperf_tests)}
     return [Step("qperf", f"qperf-{k + 1}", argv, {}, options.timeout_s, server, ready, meta)
@@ -248,12 +254,7 @@ def qperf_size_steps(options: Options) -> list[Step]:
     so other load on the host does not count (qperf's own send_cost / recv_cost are host-wide); and the TCP segments /
     UDP datagrams in and out of the client's and the server's network namespace (run.json packets; on loopback both
     are the host's, which other traffic also counts)."""
-    unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
-    if unknown or not options.qperf_size_tests:
-        raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
-    address, server = _qperf_server(options)
-    client = [*_netns(options.client_netns), *_pin(options, 0)]
-    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    address, server, client, ready = _qperf_ends(options)
     rdma = Path("/sys/class/infiniband").is_dir() and any(Path("/sys/class/infiniband").iterdir())
     steps = []
     for k in range(max(1, options.qperf_repeat)):
@@ -273,12 +274,7 @@ def qperf_size_steps(options: Options) -> list[Step]:
 
 def perf_steps(options: Options) -> list[Step]:
     """perf stat around one qperf tcp_bw transfer; without perf, the same transfer with /proc/stat only."""
-    unknown = sorted(set(options.qperf_size_tests) - {"tcp_bw", "udp_bw", *RDMA_SIZE_TESTS})
-    if unknown or not options.qperf_size_tests:
-        raise SimclusterError(f"--qperf-size-tests {','.join(unknown)}: expected one or more of tcp_bw, udp_bw, rc_bw, ud_bw")
-    address, server = _qperf_server(options)
-    client = [*_netns(options.client_netns), *_pin(options, 0)]
-    ready = [*client, "qperf", "-t", "1", address, "conf"]
+    address, server, client, ready = _qperf_ends(options)
     transfer = ["qperf", "-v", "-t", str(options.qperf_time), address, "tcp_bw"]
     meta = {"server": address, "transfer": transfer, "ground_truth": options.ground_truth}
     if shutil.which("perf") is None:
