@@ -55,10 +55,15 @@ def tables() -> dict:
 
 
 def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
-    """The lab step (heldout/moe_lab.step_s, H200) with the term on `table` (None: off); the term's state restored after."""
+    """The lab step (heldout/moe_lab.step_s, H200) with the term on `table` (None: off) applied to the local spec's router
+    and permute ops: where the term has an adopted scope (moe_router_term.ADOPTED, adopt49: the local spec outside it),
+    the local spec is added to it while pricing ON. The term's state and scope are restored after."""
     saved = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
+    scope = getattr(moe_router_term, "ADOPTED", None)
     if table:
         moe_router_term.enable(table, load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps)
+        if scope is not None:
+            moe_router_term.ADOPTED = (*scope, moe_lab.FRAMEWORK)
     else:
         moe_router_term.disable()
     op_price.forget()
@@ -66,6 +71,8 @@ def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
         return moe_lab.step_s(m, gpus, "H200", fw)[0]
     finally:
         moe_router_term._TABLE, moe_router_term.H200_HBM_BPS = saved
+        if scope is not None:
+            moe_router_term.ADOPTED = scope
         op_price.forget()
 
 
