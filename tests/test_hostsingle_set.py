@@ -16,6 +16,7 @@ from conftest import ROOT, load_script, measured_llm_tokens, seqs_named_elsewher
 from simcluster.errors import SimclusterError
 
 BUNDLE = ROOT / "calibration" / "h200x2-hostsingle-2026-11-30"
+HB49_RERUN = ROOT / "calibration/h200x1-hb49-2026-12-01"   # ran after this set; re-runs its op host-bound shape
 DIAG_HOST = ROOT / "calibration" / "h200x1-llm-diag-2026-11-29" / "host"   # the registered host fits' lease
 
 
@@ -106,8 +107,7 @@ def test_the_device_script_runs_the_registered_processes_and_the_host_probe():
 def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
     from simcluster.runner.llm_step import PRESETS
 
-    # new when registered: session 49's hb49 set, which re-ran ophb-0.8b exactly on another lease (by design), left out
-    earlier = measured_llm_tokens(BUNDLE, ROOT / "calibration" / "h200x1-hb49-2026-12-01")
+    earlier = measured_llm_tokens(BUNDLE, HB49_RERUN)   # hb49 (session 49) re-ran one of these shapes later, exactly
     seqs = {seq for _, _, seq, _, _ in script().SHAPES}
     for _, preset, seq, mb, _ in script().SHAPES:
         assert (preset, PRESETS[preset]["layers"], seq * mb) not in earlier, (preset, seq, mb)

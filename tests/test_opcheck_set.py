@@ -16,6 +16,7 @@ from test_hostsingle_set import synthetic as hostsingle_synthetic
 from simcluster.errors import SimclusterError
 
 BUNDLE = ROOT / "calibration" / "h200x2-opcheck-2026-11-30"
+HB49_RERUN = ROOT / "calibration/h200x1-hb49-2026-12-01"   # ran after this set; re-runs its op host-bound shape
 AVOID = {1344, 2624, 1856, 1216, 1792, 896, 1536}   # the seqs of the sets registered beside this one (the brief's list)
 
 
@@ -79,8 +80,7 @@ def test_the_device_script_runs_the_probe_first_and_the_registered_processes():
 def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
     from simcluster.runner.llm_step import PRESETS
 
-    # new when registered: session 49's hb49 set, which re-ran ophb-0.5b exactly on another lease (by design), left out
-    earlier = measured_llm_tokens(BUNDLE, ROOT / "calibration" / "h200x1-hb49-2026-12-01")
+    earlier = measured_llm_tokens(BUNDLE, HB49_RERUN)   # hb49 (session 49) re-ran one of these shapes later, exactly
     seqs = {seq for _, _, seq, _, _ in script().SHAPES}
     assert not seqs & AVOID and len(seqs) == len(script().SHAPES)
     for _, preset, seq, mb, _ in script().SHAPES:

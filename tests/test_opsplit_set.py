@@ -18,6 +18,7 @@ from test_hostsingle_set import synthetic as hostsingle_synthetic
 from test_opcheck_set import bad_inputs_read_one_line, fresh_registration
 
 BUNDLE = ROOT / "calibration" / "h200x2-opsplit-2026-11-30"
+HB49_RERUN = ROOT / "calibration/h200x1-hb49-2026-12-01"   # ran after this set; re-runs its op host-bound shape
 OPHOST = ROOT / "calibration" / "h200x1-llm-ophost-2026-11-29"
 
 
@@ -109,8 +110,7 @@ def test_the_device_script_runs_the_probes_first_and_the_registered_processes():
 def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
     from simcluster.runner.llm_step import PRESETS
 
-    # new when registered: session 49's hb49 set, which re-ran ophb-1b exactly on another lease (by design), left out
-    earlier = measured_llm_tokens(BUNDLE, ROOT / "calibration" / "h200x1-hb49-2026-12-01")
+    earlier = measured_llm_tokens(BUNDLE, HB49_RERUN)   # hb49 (session 49) re-ran one of these shapes later, exactly
     seqs = {seq for _, _, seq, _, _ in script().SHAPES}
     assert seqs <= {704, 1728, 2368, 3008} and len(seqs) == len(script().SHAPES)   # session 45's seqs for this set
     for _, preset, seq, mb, _ in script().SHAPES:

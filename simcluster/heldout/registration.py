@@ -46,6 +46,13 @@ def before_adopt2g(fw):
     return switched_off(fw, ADOPTED)
 
 
+def before_mem49(fw):
+    """The framework as every set registered before session 49's mem49 priced it (x2set49 and earlier): the compiled
+    FSDP2 step without checkpointing with eager's loss bytes and an fp32 block input (framework.compiled_nock_memory off;
+    llm/compiled.loss_memory_in_last_graph). Moves no checkpointed or eager row."""
+    return switched_off(fw, ("compiled_nock_memory",))
+
+
 def registering_commit(root: Path) -> str:
     """The commit a registration is made at: $REGISTER_COMMIT (a device copy's .git may lag), else `root`'s git HEAD."""
     import os

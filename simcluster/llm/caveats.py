@@ -79,10 +79,14 @@ COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block
                  "model 18.3%), the backward graph without down_proj's recompute and Inductor's loss "
                  "(framework.whole_model_graph) with the step's fixed host seconds beside the backward's GPU backlog "
                  "(fsdp_free_phases; why they hide unconfirmed), for "
-                 "torch-compile+fsdp2 alone: 3.1% over its 8 rows, every one development or adopting evidence, none held "
-                 "out since; unmeasured without checkpointing. Peak memory: the compiled loss and FSDP2's root unit under "
+                 "torch-compile+fsdp2 alone: 3.1% over its 8 rows, every one development or adopting evidence; held out "
+                 "since on one shape (session 49 x2set49, 1b 2464:2: +1.8%, the free-phase term's hidden reading). "
+                 "Without checkpointing (x2set49, mem49: three shapes on two leases) the step reads 2.7-10.7% slow, "
+                 "outside the free-phase term's valid range. Peak memory: the compiled loss and FSDP2's root unit under "
                  "recompute full only (framework.loss_in_graph, adopted by compileac's rule AM on one held-out shape, 1.1b "
-                 "3904:3 on 2 ranks, +19.3% -> -3.3%; without checkpointing the eager loss's bytes)")
+                 "3904:3 on 2 ranks, +19.3% -> -3.3%; without checkpointing too since session 49 mem49, with the blocks' bf16 "
+                 "input (framework.compiled_nock_memory; x2set49's 1b 3040:2 row, development, +40.2% -> +2.7%; registered held-out "
+                 "check mem49 NOT HELD at its 5% limit: +7.9% and +0.6% on two shapes, within the 10% memory target))")
 COMPILED_CKPT = ("; with every block checkpointed: the compiled forward run again in the backward (llm/compiled.py), "
                  "a regime of its own, unvalidated: two registered sets on 2 x H200 read the one-GPU step 8.7-13.2% "
                  "too long on two shapes (compilefsdp, repeats within 0.5%) and 3.3% mean on three others (compileac; "

@@ -135,6 +135,20 @@ def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3 and par.recompute == "full"
 
 
+def loss_memory_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
+    """The loss's memory in the last graph (memory.py's COMPILED_LOSS_LOGIT_BYTES and FSDP2's root unit at the
+    backward's end): loss_in_last_graph's steps, and (session 49, mem49) the same step without checkpointing. The loss
+    graph is the same either way: Decoder.forward returns F.cross_entropy(logits.float()) whatever --ac-mode, FSDP2's
+    root unit (embedding, final norm, head) breaks the graph before the head as at recompute full, and the partitioner
+    decides the head's and loss's saved set within that last graph, which holds no block (so no checkpoint): the head
+    mm's bf16 output and the fp32 logsumexp per row, the casts recomputed, the bf16 gradient in the backward: 2 + 2
+    bytes a logit, not eager's 12. Development: x2set49's 1b 3040:2 row without checkpointing (+40.2% with eager's 12
+    bytes, +3.7% with this and saved_bytes' bf16 block input; docs/models/compiled-memory-findings.md). The loss's time
+    (fused_loss) keeps loss_in_last_graph's recompute full: no step time is moved by this."""
+    return (fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3
+            and par.recompute in (("none", "full") if fw.compiled_nock_memory else ("full",)))
+
+
 def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     """fw.whole_model_graph (session 48 compck's candidate, off) where the loss is in the last graph (loss_in_last_graph):
     Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES, vocab_ops.head_forward)."""
@@ -220,7 +234,8 @@ def compiled_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpe
 def saved_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec) -> float:
     """Bytes one compiled block keeps from its forward to its backward, its bf16 weight copies aside (memory.py counts
     those with eager's, 2 bytes per parameter): the partitioner's saved set (module docstring), per micro-batch,
-    T tokens, a = 2, r = the residual's bytes (fp32):
+    T tokens, a = 2, r = the residual stream's bytes as the backward keeps it (fw.stash_residual_bytes: fp32 under
+    autocast's fp32 weights, bf16 under FSDP2's bf16 parameters, framework.bf16_param_block; session 49 mem49):
         r T h                   the block's input (norm1's input; norm2's input x + o is rebuilt from it)
         3 a T h                 norm1's and norm2's bf16 outputs, the out-projection's output
         a T d (2 H + 2 G)       q and k after rotary, v, the attention output (SDPA's backward; the out-projection's
@@ -229,5 +244,6 @@ def saved_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw:
         3 a T f                 gate, up and their SwiGLU product"""
     sh = ops.sharding(model, par, batch)
     T, h, f, d = sh.tokens, model.hidden, sh.ffn, model.head_dim
-    return (fw.residual_bytes * T * h + 3 * A * T * h + A * T * d * (2 * sh.heads + 2 * sh.kv_heads)
+    r = fw.stash_residual_bytes if fw.compiled_nock_memory else fw.residual_bytes   # session 49 mem49's switch
+    return (r * T * h + 3 * A * T * h + A * T * d * (2 * sh.heads + 2 * sh.kv_heads)
             + 4 * sh.heads * T + 8 * T + 3 * A * T * f)

@@ -98,8 +98,8 @@ class FrameworkSpec:
     whole_model_graph: bool = False   # ckpt_in_graph: recompute without down_proj's GEMM, the loss Inductor's (llm/compiled.py; compck, OFF)
     casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
                                       # first block (work._block_casts; session 46 compileac: off, rule A read KEEP)
-    loss_in_graph: bool = True        # the runner's FSDP2 under whole-model compile (ckpt_in_graph, bf16_param_block): the loss in the
-                                      # last graph and FSDP2's root unit at the backward's end (memory.py; compileac's rule AM: ON)
+    loss_in_graph: bool = True        # whole-model compiled FSDP2 (ckpt_in_graph, bf16_param_block): loss in last graph, root unit at end (compileac AM)
+    compiled_nock_memory: bool = True  # its memory without checkpointing too, the blocks' input bf16 (compiled.loss_memory_in_last_graph; session 49 mem49)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s

@@ -32,9 +32,9 @@ GeLU 4h MLP), adapted to a Llama layer (s' = s / cp, kv = g d, f = ffn, all bf16
   GPT's GeLU MLP keeps the GeLU input and output, 2 x 2 s'bf, instead of the SwiGLU's three
   eager torch also keeps the contiguous copy of the attention output (2 s'bh) and the SiLU output (2 s'bf)
   eager torch under torch.compile per block: the min-cut partitioner's saved set (llm/compiled.py, saved_bytes):
-  the block's fp32 input, the two norms' outputs and the out-projection's output, Q, K, V, O and the logsumexp, gate,
-  up and product, the norms' fp32 rstd (r s'bh + s'b (6 h + 4 kv + 4 h' + 6 f) + 4 a s'b + 8 s'b); its bf16 weight
-  copies are kept as eager's
+  the block's input (fp32; bf16 under FSDP2's bf16 parameters: compiled_nock_memory), the two norms' outputs and the
+  out-projection's output, Q, K, V, O and the logsumexp, gate, up and product, the norms' fp32 rstd (r s'bh + s'b (6 h
+  + 4 kv + 4 h' + 6 f) + 4 a s'b + 8 s'b); its bf16 weight copies are kept as eager's
   with TP: the sharded tensors (Q, K, V, O, lse, gate, up, product) / t; norm, QKV and MLP inputs (8 s'bh)
   / t only with sequence parallelism (K, V stay whole when t > g: kv heads are replicated)
   MoE: the MLP term becomes 2 s'bh + k (2 s'bh e + 2 s'bh + 6 s'b f_e / t) (per expert pick the experts' input, e = etp:
@@ -86,8 +86,9 @@ GiB = 2.0**30
 FP8_WEIGHT_CACHE_BYTES = 2.0   # TE's fp8 copy of a bf16 linear weight and its transpose, per parameter
 EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, held by torch pipelining to the step's end
 # The runner's FSDP2 with its whole model compiled (llm-step --mode fsdp --compile-scope model;
-# FrameworkSpec.loss_in_graph, on since session 46 compileac's rule AM read ADOPT, under recompute full only: the
-# population it read). Its forward returns F.cross_entropy(logits.float()), so the loss is in the last compiled graph:
+# FrameworkSpec.loss_in_graph, on since session 46 compileac's rule AM read ADOPT, under recompute full: the population
+# it read; under recompute none too with FrameworkSpec.compiled_nock_memory, session 49 mem49: the same last graph,
+# compiled.loss_memory_in_last_graph). Its forward returns F.cross_entropy(logits.float()), so the loss is in the last compiled graph:
 # Inductor fuses the fp32 cast, log-softmax and NLL into reductions over the bf16 logits (the partitioner saves the mm's
 # bf16 output and the fp32 logsumexp per row, torch/_functorch/partitioners.py: the casts are fusible, recomputed) and
 # the backward writes the logits' gradient in bf16: 2 + 2 bytes a logit at the loss's peak, not eager's 12 (no fp32
@@ -280,7 +281,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     def logits_of(n: int) -> float:
         if not last:
             return 0.0
-        out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_in_last_graph(fw, par) else fw.logit_bytes) * logit_elements
+        out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_memory_in_last_graph(fw, par) else fw.logit_bytes) * logit_elements
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
@@ -291,7 +292,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
 
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
-    if compiled.loss_in_last_graph(fw, par) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
+    if compiled.loss_memory_in_last_graph(fw, par) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
         step_end += FSDP2_ROOT_END_BYTES * (model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden)
     copies = fw.weight_copy_bytes * p.total
     if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after

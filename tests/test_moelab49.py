@@ -1,0 +1,152 @@
+"""The moelab49 set (issue 44, session 49, calibration/h200x2-moelab49-2026-12-01): the router / permutation term checked on
+four Megatron-Core local-spec MoE layers no set has run. Its registration (fresh: --register reproduces it; the layers
+new; both columns from today's model), the read-out's rule on synthetic runs (each reading, launches left out, one-line
+errors) and device_run.sh's flow with stub nvidia-smi / pip / launcher (no GPU here)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, load_script
+from test_megatron_moe_lab import run_device_script
+
+sys.path.insert(0, str(ROOT / "studies" / "megatron_moe"))
+
+import compare  # noqa: E402
+import register  # noqa: E402
+
+from simcluster.llm import moe_router_term  # noqa: E402
+
+BUNDLE = ROOT / "calibration" / "h200x2-moelab49-2026-12-01"
+script = load_script("validation/moelab49.py")
+
+
+def reg() -> dict:
+    return yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+
+
+def test_the_registration_is_fresh_and_never_overwritten(tmp_path, monkeypatch):
+    """--register at the registered commit writes registered.yaml byte for byte (today's model, both columns priced again)."""
+    monkeypatch.setenv("REGISTER_COMMIT", reg()["commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
+    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
+    assert not moe_router_term.on()      # the term's state restored after pricing
+
+
+def _parse(flags: str) -> dict:
+    words = flags.split()
+    return {w[2:].replace("-", "_"): int(v) for w, v in zip(words[::2], words[1::2], strict=True)}
+
+
+def test_the_layers_are_new_and_the_term_moves_each_by_more_than_the_launch_spread():
+    r = reg()
+    assert r["rows"] == list(r["runs"]) == list(register.SET49) and r["rule"] == script.RULE
+    assert r["framework"] == "megatron-local-spec" and r["gpu"].startswith("H200 x 2 ")
+    assert "/work" not in (BUNDLE / "registered.yaml").read_text()          # no absolute paths
+    earlier = [m for s, (c, *_) in register.SETS.items() if s != "moelab49" for m in c.values()] + list(compare.CONFIGS.values())
+    for f in (ROOT / "calibration").glob("*megatron-moe*/registered.yaml"):
+        earlier += [_parse(run["flags"]) for run in (yaml.safe_load(f.read_text()).get("runs") or {}).values()]
+    assert len(earlier) > 30
+    for name, run in r["runs"].items():
+        assert run["flags"] == register.flags(register.SET49[name]) and _parse(run["flags"]) not in earlier
+        assert run["flags"].count("--seq 4096") == 1
+        # the term adds time (never removes), by 10-30% of the step; each piece alone adds part of it
+        assert 1.10 < run["predicted_on_s"] / run["predicted_step_s"] < 1.30
+        pieces = (run["router_only_s"], run["permute_only_s"])
+        assert run["predicted_step_s"] < min(pieces) <= max(pieces) < run["predicted_on_s"]
+        assert 0 < run["gpu_only_s"] <= run["predicted_step_s"]
+
+
+def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None) -> dict:
+    m = register.SET49[name]
+    return {"tool": "megatron-moe", "format": 3, "world_size": 2, "device": "NVIDIA H200",
+            "model": {k: m[k] for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_ffn",
+                                        "vocab", "seq", "micro_batch")},
+            "parallel": {"ep": ep or m["ep"], "tp": 1, "pp": 1, "dp": 2},
+            "pin_per_rank": [{"cpus": [i], "cpus_after": str(i)} if pinned else None for i in range(2)],
+            "rank0": {"status": "ok", "median_step_s": step_s}}
+
+
+def _bundle(folder: Path, at, launch2: bool = True) -> Path:
+    """A bundle whose configurations measure at(run) seconds (each launch 2% apart); None: not run."""
+    (folder / "runs" / script.LAUNCH2).mkdir(parents=True)
+    (folder / "registered.yaml").write_text((BUNDLE / "registered.yaml").read_text())
+    for name, run in reg()["runs"].items():
+        t = at(run)
+        if t is None:
+            continue
+        (folder / "runs" / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 0.99)))
+        if launch2:
+            (folder / "runs" / script.LAUNCH2 / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 1.01)))
+    return folder
+
+
+@pytest.mark.parametrize(("at", "reading"), [
+    (lambda r: r["predicted_on_s"], "HOLDS"),                                    # measured at ON: OFF 10-22% fast
+    (lambda r: r["predicted_step_s"], "FAILS"),                                  # measured at OFF: ON 10-28% slow
+    (lambda r: (r["predicted_step_s"] + r["predicted_on_s"]) / 2, "UNDECIDED"),  # halfway: the same |error| both ways
+    (lambda r: 1.5 * r["predicted_on_s"], "UNDECIDED"),                          # ON better by the margin, past the level
+])
+def test_the_read_out_prints_every_configuration_and_one_rule_line(tmp_path, capsys, at, reading):
+    assert script.main([str(_bundle(tmp_path / "b", at))]) == 0
+    out = capsys.readouterr().out
+    assert [ln.split()[0] for ln in out.splitlines()[1:5]] == list(register.SET49)
+    rule = [ln for ln in out.splitlines() if ln.startswith("RULE: ")]
+    assert len(rule) == 1 and rule[0].startswith(f"RULE: {reading} (") and "left out" not in out
+
+
+def test_launches_that_do_not_count_are_left_out_with_why(tmp_path, capsys):
+    folder = _bundle(tmp_path / "b", lambda r: r["predicted_on_s"], launch2=False)
+    names = list(register.SET49)
+    (folder / "runs" / f"megatron-moe-h200-x2-{names[0]}-armB.json").write_text(json.dumps(_doc(names[0], 0.1, pinned=False)))
+    (folder / "runs" / f"megatron-moe-h200-x2-{names[1]}-armB.json").write_text(json.dumps(_doc(names[1], 0.1, ep=1)))
+    res = script.read_out(folder)
+    assert [x["name"] for x in res["rows"]] == names[2:] and res["verdict"].startswith("NO READING (2 configurations")
+    assert sum("no run file" in ln for ln in res["left"]) == 4
+    assert any("not every rank pinned" in ln for ln in res["left"]) and any("ep 1, registered 2" in ln for ln in res["left"])
+    assert all(x["launches"] and x["spread"] == 1.0 for x in res["rows"])
+
+
+def test_the_rule_at_its_edges():
+    assert script.verdict([0.10, 0.10, 0.10], [0.07, 0.07, 0.07]).startswith("HOLDS")      # exactly the margin
+    assert script.verdict([0.10, 0.10, 0.10], [0.071, 0.071, 0.071]).startswith("UNDECIDED")
+    assert script.verdict([0.20, 0.20, 0.20], [-0.11, 0.11, 0.11]).startswith("UNDECIDED")   # better, past the level
+    assert script.verdict([0.05, 0.05, 0.05], [0.081, 0.081, -0.081]).startswith("FAILS")
+    assert script.verdict([0.05, 0.05], [0.0, 0.0]).startswith("NO READING")
+
+
+def test_bad_bundles_are_one_line(tmp_path, capsys):
+    empty, a_file, other = tmp_path / "empty", tmp_path / "f.txt", tmp_path / "other"
+    empty.mkdir()
+    a_file.write_text("x")
+    (other / "runs").mkdir(parents=True)
+    (other / "registered.yaml").write_text("set: moerouter\nrows: []\n")
+    for bundle, said in ((empty, "registered.yaml: missing"), (a_file, "not a bundle folder"), (other, "set 'moerouter'")):
+        assert script.main([str(bundle)]) == 1
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, err
+
+
+def test_device_run_flow_with_stubs(tmp_path):
+    out, res = run_device_script(tmp_path, 2, BUNDLE / "device_run.sh", MOELAB49_WORK=str(tmp_path / "w"))
+    lines = res.stdout.splitlines()
+    names = list(register.SET49)
+    assert [ln.split(": launch")[0] for ln in lines if "device.py" in ln] == [f"h200-x2-{n}-armB" for n in names + names[::-1]], res.stderr
+    assert all("CUDA_MODULE_LOADING=EAGER device.py" in ln and "--pin --warmup 10 --steps 8" in ln for ln in lines if "device.py" in ln)
+    assert sum(" exit 0 " in ln for ln in lines) == 8
+    with tarfile.open(out / "runs.tgz") as tgz:
+        members = tgz.getnames()
+    for n in names:
+        assert f"runs/megatron-moe-h200-x2-{n}-armB.json" in members and f"runs/launch2/megatron-moe-h200-x2-{n}-armB.json" in members
+    assert "runs/commit.txt" in members and "runs/host.txt" in members
+    text = (BUNDLE / "device_run.sh").read_text()
+    assert "BUDGET_S=${BUDGET_S:-230}" in text and text.count(" 50 $two ") == 2     # worst case 230 + 50 s
+    (tmp_path / "b0").mkdir()
+    _, res = run_device_script(tmp_path / "b0", 2, BUNDLE / "device_run.sh", MOELAB49_WORK=str(tmp_path / "b0" / "w"), BUDGET_S="0")
+    assert res.stdout.count("skipped: budget 0 s spent") == 8

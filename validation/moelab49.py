@@ -1,0 +1,207 @@
+"""Session 49 (issue 44, moelab49): an independent check of the MoE router / permutation term (llm/moe_router_term.py,
+measured in calibration/h200x1-moerouter-2026-12-01) on Megatron-Core MoE layers that no set has run: the local layer
+spec (its router and permutations in torch, the form moerouter measured), 2 x H200, four configurations
+(studies/megatron_moe/register.py SET49) each launched twice, every step predicted twice before the run: term OFF (the
+product as it priced these layers before) and term ON (moe_router_term enabled with moerouter's table, as adopt49 ships it).
+
+    PYTHONPATH=. python validation/moelab49.py --register calibration/h200x2-moelab49-2026-12-01/registered.yaml
+    PYTHONPATH=. python validation/moelab49.py [BUNDLE]     # the read-out, once runs/ is unpacked in the bundle
+    PYTHONPATH=. python validation/moelab49.py --development  # the earlier lab sets' rows, term off / on (development)
+
+Measured step of a configuration: the mean over its launches (runs/ and runs/launch2/) of rank 0's median step; a launch
+counts if its document is ok, on 2 H200s, of the registered flags, with every rank pinned (arm B). Error = predicted /
+measured - 1. The rule (RULE, fixed before the run), on the mean |error| over the configurations measured, ON vs OFF:
+HOLDS if ON <= OFF - margin and ON <= level; FAILS if ON > OFF + margin; else UNDECIDED; fewer than
+min_configurations measured: NO READING. Printed, judging nothing: each launch, the launches' spread, the term's router
+piece alone and its permutation piece alone (their mean |error|), the GPU-only part."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.heldout import moe_lab, moerouter  # noqa: E402
+from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.llm import moe_router_term, op_price  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SET = "h200x2-moelab49-2026-12-01"
+BUNDLE = ROOT / "calibration" / SET
+LAUNCH2 = "launch2"                      # runs/launch2/: each configuration's second launch
+GPUS = 2
+RULE = {"margin_points": 3.0, "level_pct": 10.0, "min_configurations": 3}
+COLUMNS = ("off", "on", "router_only", "permute_only")
+
+
+def configurations() -> dict:
+    sys.path.insert(0, str(ROOT / "studies" / "megatron_moe"))
+    import register
+
+    return register.SET49, register.ARMS["B"], register.flags
+
+
+def tables() -> dict:
+    """The term's table per column (None: off): moerouter's, its router piece alone (permute ratios 1), its permutation
+    piece alone (router extras 0)."""
+    t, _ = moerouter.table_of(moerouter.BUNDLE / "runs" / moerouter.TRACE)
+    return {"off": None, "on": t, "router_only": [(*r[:5], 1.0, 1.0, r[7]) for r in t],
+            "permute_only": [(*r[:3], 0.0, 0.0, *r[5:]) for r in t]}
+
+
+def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
+    """The lab step (heldout/moe_lab.step_s, H200) with the term on `table` (None: off) applied to the local spec's router
+    and permute ops: where the term has an adopted scope (moe_router_term.ADOPTED, adopt49: the local spec outside it),
+    the local spec is added to it while pricing ON. The term's state and scope are restored after."""
+    saved = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
+    scope = getattr(moe_router_term, "ADOPTED", None)
+    if table:
+        moe_router_term.enable(table, load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps)
+        if scope is not None:
+            moe_router_term.ADOPTED = (*scope, moe_lab.FRAMEWORK)
+    else:
+        moe_router_term.disable()
+    op_price.forget()
+    try:
+        return moe_lab.step_s(m, gpus, "H200", fw)[0]
+    finally:
+        moe_router_term._TABLE, moe_router_term.H200_HBM_BPS = saved
+        if scope is not None:
+            moe_router_term.ADOPTED = scope
+        op_price.forget()
+
+
+def predict() -> dict:
+    """{name: {flags, predicted_step_s (OFF), predicted_on_s, router_only_s, permute_only_s, gpu_only_s}}."""
+    from simcluster.llm.framework import MEGATRON_LOCAL
+
+    configs, _, flags = configurations()
+    tabs, out = tables(), {}
+    for name, m in configs.items():
+        t = {c: step_with(m, tabs[c]) for c in COLUMNS}
+        out[name] = {"flags": flags(m), "predicted_step_s": round(t["off"], 6), "predicted_on_s": round(t["on"], 6),
+                     "router_only_s": round(t["router_only"], 6), "permute_only_s": round(t["permute_only"], 6),
+                     "gpu_only_s": round(step_with(m, None, replace(MEGATRON_LOCAL, moe_host=None)), 6)}
+    return out
+
+
+def register(path: Path) -> None:
+    import yaml
+
+    _, arm, _ = configurations()
+    doc = {"set": SET, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
+           "gpu": f"H200 x {GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
+           "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
+           "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
+           "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
+                          "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
+           "launches": ["runs", f"runs/{LAUNCH2}"], "rule": RULE, "runs": predict()}
+    doc["rows"] = list(doc["runs"])
+    write_registration(path, "# registered before the run (validation/moelab49.py --register): each configuration's step "
+                       "with the router term OFF (predicted_step_s) and ON (predicted_on_s), and the rule\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=140))
+
+
+def launch_of(path: Path, flags: str) -> tuple[float | None, str]:
+    """(rank 0's median step, '') of one run file, or (None, why it does not count)."""
+    doc, why = moe_lab.run_document(path)
+    if doc is None:
+        return None, why
+    r0 = doc.get("rank0") or {}
+    if r0.get("status") != "ok":
+        return None, f"rank 0 {r0.get('status', 'without a status')}: {str(r0.get('error', ''))[:120]}"
+    step = r0.get("median_step_s")
+    if not (isinstance(step, (int, float)) and step > 0):
+        return None, "rank 0 has no positive median_step_s"
+    if doc.get("world_size") != GPUS or "H200" not in str(doc.get("device", "")):
+        return None, f"ran on {doc.get('world_size')} x {doc.get('device')!r}, registered {GPUS} x H200"
+    if not all(p and p.get("cpus") for p in doc.get("pin_per_rank") or [None]):
+        return None, "not every rank pinned (arm B)"
+    return (None, wrong) if (wrong := moe_lab.flag_mismatch(doc, flags)) else (float(step), "")
+
+
+def verdict(off: list[float], on: list[float], rule: dict = RULE) -> str:
+    """The rule on the configurations' errors (fractions), term off and on."""
+    if len(on) < rule["min_configurations"]:
+        return f"NO READING ({len(on)} configurations measured, rule >= {rule['min_configurations']})"
+    a_off, a_on = (100 * statistics.fmean(abs(e) for e in errs) for errs in (off, on))
+    said = (f"mean |error| ON {a_on:.1f}% vs OFF {a_off:.1f}% over {len(on)} configurations; margin "
+            f"{rule['margin_points']} points, level {rule['level_pct']}%")
+    if a_on <= a_off - rule["margin_points"] and a_on <= rule["level_pct"]:
+        return f"HOLDS ({said})"
+    if a_on > a_off + rule["margin_points"]:
+        return f"FAILS ({said})"
+    return f"UNDECIDED ({said})"
+
+
+def read_out(bundle: Path) -> dict:
+    reg = read_run_set(bundle, {"set": SET})
+    runs, rule = reg.get("runs"), reg.get("rule")
+    if not isinstance(runs, dict) or not isinstance(rule, dict):
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no runs / rule mapping (expected moelab49's registration)")
+    rows, left = [], []
+    for name, r in runs.items():
+        steps = []
+        for sub in ("", LAUNCH2):
+            path = Path(bundle) / "runs" / sub / f"megatron-moe-h200-x{GPUS}-{name}-armB.json"
+            step, why = launch_of(path, r["flags"]) if path.is_file() else (None, "no run file")
+            if step is None:
+                left.append(f"{path.relative_to(bundle)}: {why}")
+            else:
+                steps.append(step)
+        if steps:
+            meas = statistics.fmean(steps)
+            rows.append({"name": name, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps),
+                         **{c: r[k] / meas - 1 for c, k in (("off", "predicted_step_s"), ("on", "predicted_on_s"),
+                                                            ("router_only", "router_only_s"), ("permute_only", "permute_only_s"))},
+                         "gpu_only_s": r.get("gpu_only_s"), "reg": r})
+    return {"rows": rows, "left": left, "verdict": verdict([x["off"] for x in rows], [x["on"] for x in rows], rule)}
+
+
+def show(res: dict) -> None:
+    print(f"{'configuration':34s} {'launches (ms)':>17s} {'measured':>9s} | {'OFF':>17s} | {'ON':>17s} | router-only permute-only")
+    for x in res["rows"]:
+        r = x["reg"]
+        print(f"{x['name']:34s} {' / '.join(f'{1e3 * s:.1f}' for s in x['launches']):>17s} {1e3 * x['measured_s']:7.2f}ms | "
+              f"{1e3 * r['predicted_step_s']:7.2f} {100 * x['off']:+6.1f}% | {1e3 * r['predicted_on_s']:7.2f} {100 * x['on']:+6.1f}% | "
+              f"{100 * x['router_only']:+6.1f}% {100 * x['permute_only']:+6.1f}%  (spread {x['spread']:.3f}x)")
+    if res["rows"]:
+        print("mean |error|: " + ", ".join(f"{c} {100 * statistics.fmean(abs(x[c]) for x in res['rows']):.1f}%" for c in COLUMNS)
+              + " (router_only / permute_only: printed, judging nothing)")
+    for line in res["left"]:
+        print(f"left out: {line}")
+    print(f"RULE: {res['verdict']}")
+
+
+def development() -> None:
+    """Today's model with the term off and on against every earlier registered lab set's rows (development: all seen)."""
+    tabs = tables()
+    for folder in moe_lab.REGISTERED:
+        rows, flags = moe_lab.read_set(ROOT / folder)[0], moe_lab.registered_steps(ROOT / folder)
+        errs = {"off": [], "on": []}
+        for r in rows:
+            words = flags[r["run"]]["flags"].split()
+            m = {w[2:].replace("-", "_"): int(v) for w, v in zip(words[::2], words[1::2], strict=True)}
+            for c in errs:
+                errs[c].append(step_with(m, tabs[c], gpus=r["gpus"]) / r["measured_s"] - 1)
+        if rows:
+            print(f"{folder.split('/')[-1]:34s} {len(rows):2d} rows: mean |error| OFF "
+                  f"{100 * statistics.fmean(map(abs, errs['off'])):.1f}% (signed {100 * statistics.fmean(errs['off']):+.1f}%), ON "
+                  f"{100 * statistics.fmean(map(abs, errs['on'])):.1f}% (signed {100 * statistics.fmean(errs['on']):+.1f}%)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--development"]:
+        development()
+        return 0
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
