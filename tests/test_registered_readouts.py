@@ -42,7 +42,8 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/zero2g.py", "h200x2-zero2g-2026-11-30"),   # session 48's: likewise
             ("validation/compck2.py", "h200x2-compck2-2026-11-30"),   # session 48's: likewise
             ("validation/hb49.py", "h200x1-hb49-2026-12-01"),   # session 49's one-GPU set: byte for byte
-            ("validation/x2set49.py", "h200x2-x2set49-2026-12-01")]   # session 49's: byte for byte
+            ("validation/x2set49.py", "h200x2-x2set49-2026-12-01"),   # session 49's: byte for byte
+            ("validation/mem49.py", "h200x2-mem49-2026-12-01")]   # session 49's: byte for byte
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])

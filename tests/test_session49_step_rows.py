@@ -1,6 +1,7 @@
-"""Session 49's read registered step sets as error-band rows (wire49): hb49 (heldout/eager_hostsingle.HB49_BUNDLE) and
+"""Session 49's read registered step sets as error-band rows (wire49): hb49 (heldout/eager_hostsingle.HB49_BUNDLE),
 x2set49 (one REGISTERED_STEP_SETS entry, two readers: heldout/eager_nosync for its zero-3 / zero-2 parts, heldout/
-eager_compilefsdp for its compiled FSDP2 part, the uncheckpointed row through NOCKPT_VARIANTS). Each row is the mean of
+eager_compilefsdp for its compiled FSDP2 part, the uncheckpointed row through NOCKPT_VARIANTS) and mem49 (compiled
+FSDP2 without checkpointing, heldout/eager_compilefsdp.MEM49_BUNDLE). Each row is the mean of
 its processes' rank-0 median steps (the read-outs' processes) against the registered shipped step, in the regime its
 configuration is."""
 
@@ -19,6 +20,7 @@ from simcluster.trust.build import eager_residuals
 
 HB49 = ROOT / eager_hostsingle.HB49_BUNDLE
 X2SET49 = ROOT / eager_nosync.X2SET49_BUNDLE
+MEM49 = ROOT / eager_compilefsdp.MEM49_BUNDLE
 EAGER = "llm | PyTorch eager | {} | bf16"
 
 
@@ -67,3 +69,10 @@ def test_a_compiled_process_whose_checkpointing_is_not_its_rows_is_left_out(tmp_
     assert rows["none"]["measured_s"] * 1e3 == pytest.approx(_median_ms(X2SET49, "1b-3040x2-fsdpnock-r2"))
     reg = {"name": "1b-3040x2-fsdpnock", "variant": "fsdpnock", "preset": "1b", "seq": 3040, "micro_batch": 2}
     assert eager_compilefsdp.process_step(bundle, reg, 1)[1].startswith("not --compile-scope model with --ac-mode none")
+
+
+def test_mem49_rows_join_x2set49s_uncheckpointed_compiled_row():
+    rows = _read(MEM49)
+    assert [r.regime for r in eager_residuals(rows)] == [EAGER.format("FSDP+compile")] * 2
+    assert [r["processes"] for r in rows] == [2, 1] and [r["predicted_s"] for r in rows] == [pytest.approx(0.21994), pytest.approx(0.18222)]
+    assert rows[1]["measured_s"] * 1e3 == pytest.approx(_median_ms(MEM49, "2b-3104x2-fsdpnock-r1"))

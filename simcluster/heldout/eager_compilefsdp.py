@@ -37,6 +37,10 @@ COMPCK2_BUNDLE = "calibration/h200x2-compck2-2026-11-30"   # listed in step_sets
 # `predicted_candidate`, fsdp_free_phases off, read by its read-out only); the same reader with parts=("C",): the bundle
 # is listed once in step_sets.REGISTERED_STEP_SETS, its Z3 / G rows read by heldout/eager_nosync
 X2SET49_BUNDLE = "calibration/h200x2-x2set49-2026-12-01"
+# session 49's mem49 set (validation/mem49.py): compiled FSDP2 without checkpointing (fsdpnock) on 1b 3104:4 and 2b
+# 3104:2, `predicted` the shipped step (its peak_mem_GiB_before, the memory before mem49's term, read by its read-out
+# only); the same reader, every row
+MEM49_BUNDLE = "calibration/h200x2-mem49-2026-12-01"   # listed in step_sets.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
 # variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope), each with --ac-mode full
 VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}

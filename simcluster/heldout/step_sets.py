@@ -49,7 +49,8 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         # session 49's x2set49: one bundle, two readers (its Z3 and G rows FSDP2 zero 3 / zero 2, its C
                         # rows compiled FSDP2 with and without checkpointing)
                         (eager_nosync.X2SET49_BUNDLE, lambda b: eager_nosync.held_out_rows(b, parts=("Z3", "G"))
-                         + eager_compilefsdp.held_out_rows(b, parts=("C",))))
+                         + eager_compilefsdp.held_out_rows(b, parts=("C",))),
+                        (eager_compilefsdp.MEM49_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 
