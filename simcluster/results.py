@@ -198,6 +198,7 @@ class ReferenceRow:
     source_group: str = ""        # the source the bands count it as when not its own file (published.Published.source_group)
     excluded: bool = False        # out of the model's scope (the file's simcluster.excluded_why): predicted, never compared
     family: str = ""              # issue 44's published family of an LLM row (trust/regime.published_family)
+    development_for: str = ""     # why a row its file holds out is development (a term adopted on its error: llm/moe_router_term)
 
     @property
     def time_ratio(self) -> float | None:
@@ -213,7 +214,8 @@ class ReferenceRow:
                 "detail": self.detail, **({"unavailable": self.unavailable} if self.unavailable else {}),
                 **({"regime": self.regime, "scale": self.scale} if self.regime else {}), **({"gpu": self.gpu} if self.gpu else {}),
                 **({"source_group": self.source_group} if self.source_group else {}),
-                **({"excluded": True} if self.excluded else {}), **({"family": self.family} if self.family else {})}
+                **({"excluded": True} if self.excluded else {}), **({"family": self.family} if self.family else {}),
+                **({"development_for": self.development_for} if self.development_for else {})}
 
 
 @dataclass(frozen=True)

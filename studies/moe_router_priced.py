@@ -1,5 +1,6 @@
 """What the product prices today for the non-GEMM pieces of a MoE layer, on each held-out published MoE row's own shapes
-(issue 44, session 49 moerouter). Read-only: no model change, nothing fitted, not a test.
+(issue 44, session 49 moerouter). Read-only: no model change, nothing fitted, not a test. Run on the product before
+adopt49 (heldout/registration.before_adopt49): the router term off, the MoE rows held out as their files say.
 
 For each row `validate --published llm` labels held out and family MoE it prints one MoE layer pass (one micro-batch's
 forward and backward of one MoE layer on one GPU), in microseconds:
@@ -111,4 +112,6 @@ def main() -> None:
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
     study_args.check()
-    main()
+    from simcluster.heldout.registration import before_adopt49
+    with before_adopt49():   # the product before adopt49 turned the measured router term on (its output's day, session 49)
+        main()

@@ -41,6 +41,7 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/zero2f.py", "h200x2-zero2f-2026-11-30"),   # session 48's: likewise
             ("validation/zero2g.py", "h200x2-zero2g-2026-11-30"),   # session 48's: likewise
             ("validation/compck2.py", "h200x2-compck2-2026-11-30"),   # session 48's: likewise
+            ("validation/moerouter.py", "h200x1-moerouter-2026-12-01"),   # session 49's: measured lines + registered part
             ("validation/hb49.py", "h200x1-hb49-2026-12-01"),   # session 49's one-GPU set: byte for byte
             ("validation/x2set49.py", "h200x2-x2set49-2026-12-01"),   # session 49's: byte for byte
             ("validation/mem49.py", "h200x2-mem49-2026-12-01")]   # session 49's: byte for byte
@@ -59,6 +60,11 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     elif folder.startswith("h200x4-moegemm-"):   # its 'after' (term on), loop and RULE figures are today's model
         part = load_script(script).registered_part   # (finalB48 item 3): the registered 'before' and measured lines
         assert part(printed) == part(committed) and len(part(committed).splitlines()) == 3 + 6 + 17
+    elif folder.startswith("h200x1-moerouter-"):   # moegemm's print: its 'after' and RULE are today's model (adopt49
+        part = load_script("validation/moegemm.py").registered_part   # kept them as read: before_adopt49, test_adopt49)
+        measured = [x for x in printed.splitlines() if x.startswith("# ")]
+        assert measured == [x for x in committed.splitlines() if x.startswith("# ")] and len(measured) == 8
+        assert part(printed) == part(committed) and len(part(committed).splitlines()) == 6 + 17
     else:
         assert MODEL_NOW.sub("", printed) == MODEL_NOW.sub("", committed)
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout import moegemm  # noqa: E402
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import before_adopt49, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_gemm_term, op_price  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 
@@ -51,14 +51,17 @@ def moe_rows(rows) -> dict:
 
 def families_with(switch_on, switch_off) -> tuple[dict, dict]:
     """The families and held-out MoE rows of one validate pass with a term switched by switch_on() (switch_off() after;
-    op_price's memo cleared around it): validation/moerouter.py's pass too."""
-    switch_on()
-    op_price.forget()
-    try:
-        rows = validate_published_llm().rows
-    finally:
-        switch_off()
+    op_price's memo cleared around it): validation/moerouter.py's pass too. Both sets registered before adopt49, so the
+    pass runs as they priced it (heldout/registration.before_adopt49: the router term off unless switch_on enables it,
+    the MoE rows held out as their files say)."""
+    with before_adopt49():
+        switch_on()
         op_price.forget()
+        try:
+            rows = validate_published_llm().rows
+        finally:
+            switch_off()
+            op_price.forget()
     return family_stats(rows), moe_rows(rows)
 
 

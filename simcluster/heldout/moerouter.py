@@ -10,7 +10,9 @@ llm/moe_router_term.enable: router seconds less the H200 card's price of the rou
 forward; backward = fwd+bwd less fwd, less dgrad + wgrad), at least 0; the permute ratio = measured / the card's price of
 the product's permute op bytes (llm/ops.permutation, permute_copies x 2 x rows x h x 2 bytes), at least 1. Registered
 permute form (PERMUTE_IMPL): Transformer Engine's fused kernels where they ran on the device (the rows' recipes run
-Transformer Engine, moe_permute_fusion), else the torch form. sync_of(trace): seconds per layer of the count's copy."""
+Transformer Engine, moe_permute_fusion), else the torch form. sync_of(trace): seconds per layer of the count's copy.
+write_table: the adopted table (session 49, adopt49) from the bundle's runs into llm/moe_router_term.TABLE_FILE, which
+the product reads (llm/ may not import this module); tests/test_adopt49.py checks that the file is this reader's output."""
 
 from __future__ import annotations
 
@@ -80,3 +82,21 @@ def sync_of(trace_path: Path) -> dict:
         if s is not None and n is not None:
             out[name] = (s, n, s - n)
     return out
+
+
+def table_document(bundle: Path = BUNDLE) -> dict:
+    """The adopted table as llm/moe_router_term.read_table reads it: the rows table_of gives from `bundle`'s runs, the
+    H200 card's HBM rate, and where they came from."""
+    rows, impls = table_of(bundle / "runs" / TRACE, H200_CARD)
+    return {"from": f"heldout/moerouter.table_of of {bundle.relative_to(ROOT)}/runs/{TRACE} (session 49, adopt49)",
+            "permute_impl": impls, "h200_hbm_Bps": load_gpu(H200_CARD)[0].hbm_bandwidth_Bps, "rows": [list(r) for r in rows]}
+
+
+def write_table(path: Path | None = None) -> None:
+    """Write the adopted table (table_document) to llm/moe_router_term.TABLE_FILE (or `path`).
+
+        PYTHONPATH=. python -c "from simcluster.heldout.moerouter import write_table; write_table()"
+    """
+    from simcluster.llm import moe_router_term
+
+    Path(path or moe_router_term.TABLE_FILE).write_text(json.dumps(table_document(), indent=1) + "\n")

@@ -7,6 +7,7 @@ process-noise and memory-range rules (pooled_log_sd, mem_error)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
@@ -51,6 +52,24 @@ def before_mem49(fw):
     FSDP2 step without checkpointing with eager's loss bytes and an fp32 block input (framework.compiled_nock_memory off;
     llm/compiled.loss_memory_in_last_graph). Moves no checkpointed or eager row."""
     return switched_off(fw, ("compiled_nock_memory",))
+
+
+@contextmanager
+def before_adopt49():
+    """The model as every set registered before session 49's adopt49 priced it (moegemm, moerouter: validation/moegemm.
+    families_with runs inside it): the MoE router / permutation term off (a read-out may enable() its own table inside)
+    and the published MoE rows labelled as their files say (llm/moe_router_term.development_why silent); the adopted
+    state restored after, op_price's memo cleared both ways."""
+    from simcluster.llm import moe_router_term, op_price
+
+    saved = moe_router_term.state()
+    moe_router_term.set_state(((), 0.0, False))
+    op_price.forget()
+    try:
+        yield
+    finally:
+        moe_router_term.set_state(saved)
+        op_price.forget()
 
 
 def registering_commit(root: Path) -> str:

@@ -9,9 +9,10 @@ from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
-MOE_MEGATRON = ("MoE: all 23 published H100 Megatron MoE rows are predicted fast (+6% to +166% tokens/s, 37% mean, "
-                "with their recipes' settings and the host after the dispatcher sync; docs/models/llm.md, Validation): take "
-                "this step time as optimistic and compare variants rather than absolute times")
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows miss by 20.7% mean |error| (20 within 10%, fast and slow) with "
+                "the measured router / permutation term of session 49, and are all development for it: no held-out row "
+                "tests it; its permutations were measured in plain torch, an upper bound where Transformer Engine's fused "
+                "kernels run (llm/moe_router_term.py; docs/models/llm.md, MoE): compare variants rather than absolute times")
 # appended where the host after the dispatcher sync is priced (llm/moe_sync.py, llm/moe_graphs.py), by framework.moe_graphs
 MOE_GRAPHS = {True: ("; router and dispatcher preprocess are assumed CUDA-graphed (Megatron-Core's moe_router / "
                      "moe_preprocess scopes, as the host cost's source row): for a recipe without those graphs set "

@@ -1,6 +1,8 @@
-"""The measured MoE router / permutation term (session 49, moerouter; issue 44): OFF unless a table is given (enable).
+"""The measured MoE router / permutation term (session 49, moerouter; issue 44): ON in the product since adopt49 for the
+frameworks its registered rule judged (ADOPTED), with the table of calibration/h200x1-moerouter-2026-12-01's runs.
 
-What it adds where it is on (llm/op_price._op_time_s calls extra_s / permute_factor):
+What it adds (llm/op_price._op_time_s calls `adjust` on the ops ops.layer_forward marks `term`, those of an ADOPTED
+framework, and their backward and recomputed copies):
 - router: the measured router of a layer (its GEMM, score function, group-limited top-k, normalisation, routing map,
   tokens per expert, aux loss; studies/moe_router_device.py) less the H200 card's price of its GEMM at the measured
   tokens, at least 0: added to the `router` op (forward) and to `router.dgrad` (the backward: fwd+bwd less fwd, less the
@@ -15,15 +17,35 @@ The token-count sync is NOT in the term (decided before the run): llm/moe_sync.p
 profile's GPU idle, which holds the sync's drain; A2A-overlap rows show no idle (moe_sync.applies). It is measured and
 printed (validation/moerouter.py), judging nothing.
 
+Scope (ADOPTED): megatron and megatron-te-fa2, the frameworks of every published MoE row the rule priced (70 rows: the
+alltoall and DeepEP dispatchers, with and without A2A overlap, on H100, B200 and A800 cards). Off elsewhere: the local
+spec (megatron-local-spec: its MoE lab steps are held out against their own registered sets, the term was not judged
+on them), and the Megatron variants no MoE row runs (megatron-unfused-attention, megatron-unfused-loss,
+megatron-2023-sync). The permutations were measured in plain torch (Transformer Engine was not on the device): an upper
+bound where Transformer Engine's fused permute kernels run.
+
+Labels: every published MoE row of an ADOPTED framework is development for the term (their errors chose to look at the
+router and permutations): `development_why` says so for reference/llm_frameworks.row_label while the adoption's labels
+hold. heldout/registration.before_adopt49 turns the term and these labels off for the sets registered before it.
+
 Table rows: (m, e, h, router_f_s, router_b_s, permute_f_ratio, permute_b_ratio, permute_bytes), one per measured layer,
-the router seconds already net of the H200 card's GEMM price (heldout/moerouter.table_of)."""
+the router seconds already net of the H200 card's GEMM price: TABLE_FILE, written from the runs by
+heldout/moerouter.write_table (llm/ cannot import the reader: docs/architecture.md's layers), read once on first use."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
-_TABLE: tuple = ()       # empty = off
-H200_HBM_BPS = 0.0       # the H200 card's hbm_bandwidth_Bps, set by enable
+ADOPTED = ("megatron", "megatron-te-fa2")    # the frameworks the registered rule judged (module docstring, Scope)
+TABLE_FILE = Path(__file__).with_name("moe_router_table.json")
+WHY = ("development for the MoE router / permutation term (llm/moe_router_term, adopted in session 49 on the rule of "
+       "calibration/h200x1-moerouter-2026-12-01: its MoE rows' errors chose to look)")
+
+_TABLE: tuple | None = None   # None: the adopted table (TABLE_FILE), read on first use; (): off; else enable()'s
+H200_HBM_BPS = 0.0            # the H200 card's hbm_bandwidth_Bps, set with the table
+_LABELS = True                # the adoption's labels (development_why); off under heldout/registration.before_adopt49
 
 
 def enable(table, h200_hbm_Bps: float) -> None:
@@ -39,8 +61,50 @@ def disable() -> None:
     _TABLE = ()
 
 
+def state() -> tuple:
+    """(table, H200 rate, labels) as they are now: heldout/registration.before_adopt49 saves and restores it."""
+    return _TABLE, H200_HBM_BPS, _LABELS
+
+
+def set_state(saved: tuple) -> None:
+    global _TABLE, H200_HBM_BPS, _LABELS
+    _TABLE, H200_HBM_BPS, _LABELS = saved
+
+
+def read_table(path: Path = TABLE_FILE) -> tuple[tuple, float]:
+    """(rows, the H200 card's HBM rate) of a table file (heldout/moerouter.write_table); a ValueError naming it if bad."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        rows = tuple(tuple(float(x) for x in row) for row in doc["rows"])
+        rate = float(doc["h200_hbm_Bps"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not the MoE router term's table (heldout/moerouter.write_table; {type(exc).__name__}: {exc})") from None
+    if not rows or any(len(r) != 8 for r in rows) or rate <= 0:
+        raise ValueError(f"{path}: expected rows of 8 numbers and h200_hbm_Bps > 0 (heldout/moerouter.write_table)")
+    return rows, rate
+
+
+def table() -> tuple:
+    """The term's table now: the adopted one (read once), enable()'s, or () while off."""
+    global _TABLE, H200_HBM_BPS
+    if _TABLE is None:
+        _TABLE, H200_HBM_BPS = read_table()
+    return _TABLE
+
+
 def on() -> bool:
-    return bool(_TABLE)
+    return bool(table())
+
+
+def applies(fw) -> bool:
+    """Whether ops.layer_forward marks a framework's router and permute ops for the term (its adopted scope)."""
+    return fw.name in ADOPTED
+
+
+def development_why(framework: str, family: str) -> str:
+    """Why a held-out published row is development for the term (WHY), or "": a MoE row of an ADOPTED framework while
+    the adoption's labels hold (off inside heldout/registration.before_adopt49)."""
+    return WHY if _LABELS and family == "MoE" and framework in ADOPTED else ""
 
 
 def _nearest(m: float, e: float, h: float) -> tuple:
@@ -49,7 +113,7 @@ def _nearest(m: float, e: float, h: float) -> tuple:
 
 def router_extra_s(gpu, m: int, e: int, h: int, backward: bool) -> float:
     """Seconds the term adds to a router GEMM op of shape (m, e, h) (0 while off)."""
-    if not _TABLE:
+    if not table():
         return 0.0
     r = _nearest(m, e, h)
     return (r[4] if backward else r[3]) * (m * e) / (r[0] * r[1]) * H200_HBM_BPS / gpu.hbm_bandwidth_Bps
@@ -57,15 +121,16 @@ def router_extra_s(gpu, m: int, e: int, h: int, backward: bool) -> float:
 
 def permute_factor(bytes_moved: float, backward: bool) -> float:
     """The factor on a permute op of `bytes_moved` (1.0 while off): the nearest measured layer's by bytes."""
-    if not _TABLE:
+    if not table():
         return 1.0
     r = min(_TABLE, key=lambda r: abs(math.log(bytes_moved / r[7])))
     return r[6] if backward else r[5]
 
 
 def adjust(gpu, op, t: float) -> float:
-    """An op's priced seconds t (one op, before its count) with the term: router, router.dgrad, permute, permute.bwd."""
-    if not _TABLE:
+    """An op's priced seconds t (one op, before its count) with the term: router, router.dgrad, permute, permute.bwd
+    (op_price calls it for the ops marked `term` alone)."""
+    if not table():
         return t
     name = op.name.removeprefix("recompute.")
     if name == "router":

@@ -12,7 +12,7 @@ twice backward.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simcluster.llm import moe_gemm_term, moe_router_term, torch_kernels
 
@@ -29,6 +29,8 @@ class Op:
                               # memory: () or (its backward's bytes[, its backward's kernels, each an equal share])
     count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
                               # (a sliding-window model's full and windowed attention: each its share of the layers)
+    term: bool = False        # priced with the measured router / permutation term too (llm/moe_router_term: ops.layer_forward
+                              # marks an ADOPTED framework's router and permute; their backward and recomputed copies keep it)
 
     @property
     def total_flops(self) -> float:
@@ -46,7 +48,8 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -
 
 def gemm_backward(op: Op, in_bytes: int = 2) -> list[Op]:
     m, n, k, batch = op.shape
-    return [gemm(f"{op.name}.dgrad", m, k, n, batch, in_bytes), gemm(f"{op.name}.wgrad", k, n, m, batch, in_bytes)]
+    out = [gemm(f"{op.name}.dgrad", m, k, n, batch, in_bytes), gemm(f"{op.name}.wgrad", k, n, m, batch, in_bytes)]
+    return [replace(o, term=True) for o in out] if op.term else out
 
 
 def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,
@@ -115,7 +118,7 @@ def _op_time_s(gpu, op: Op, dtype: str) -> float:
         t = torch_kernels.time_s(gpu, *op.shape)
     else:
         t = gpu.upcast_time_s(op.bytes) if op.kind in ("upcast", "unvectorized") else gpu.memory_time_s(op.bytes)
-    return moe_router_term.adjust(gpu, op, t) * op.count   # the measured router / permute term (OFF: t unchanged)
+    return (moe_router_term.adjust(gpu, op, t) if op.term else t) * op.count   # the measured router / permute term
 
 
 def ops_time_s(gpu, ops: list[Op], dtype: str) -> float:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import eager_ac, mla_layout
+from simcluster.llm import eager_ac, mla_layout, moe_router_term
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.op_price import ACT_BYTES, BF16_UNDER_FP8, Op, attention, gemm, gemm_backward, memory, torch_chain
 from simcluster.llm.op_price import GROUPED_GEMMS as GROUPED_GEMMS
@@ -195,11 +195,12 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         # tokens per local expert, balanced routing; expert TP 1: each TP rank dispatches its own 1/t of the tokens
         # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
-        ops += [gemm("router", T, model.experts, h, in_bytes=2),
+        term = moe_router_term.applies(fw)   # the measured router / permutation term's scope (its ADOPTED frameworks)
+        ops += [replace(gemm("router", T, model.experts, h, in_bytes=2), term=term),
                 *([torch_chain("router_topk", "topk", T * model.experts)] if fw.torch_chains else []),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
                 # balanced, receives: routed x local experts
-                permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES),
+                replace(permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES), term=term),
                 *([gemm("expert_fc1", routed, 2 * sh.ffn, h, local_experts, e)] if fw.fused_expert_fc1 else
                   [gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e)]),
                 torch_chain("swiglu", "glu", routed * local_experts * sh.ffn) if fw.torch_chains else
@@ -248,7 +249,7 @@ def backward_of(ops: list[Op], model: TransformerSpec, par: ParallelSpec, batch:
             out.append(replace(torch_chain(f"{op.name}.bwd", op.shape[0] + ".bwd", *op.shape[1:]), count=op.count))
         else:   # a memory op's backward: twice its bytes unless its shape names them (and its kernels); autocast's cast: an up-cast
             b, k = (op.shape + (1,))[:2] if op.shape else (2 * op.bytes, 1)
-            out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops / k, b / k, (), op.count * k))
+            out.append(Op(f"{op.name}.bwd", "upcast" if op.name == "cast" else "memory", 2 * op.flops / k, b / k, (), op.count * k, op.term))
     return out
 
 
@@ -304,7 +305,7 @@ def modules_of(op: Op, model: TransformerSpec) -> tuple[str, ...]:
 def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     """The layer's backward, with the forward ops recomputation re-runs first (eager: eager_backward_extras too)."""
     fwd, e = layer_forward(model, par, batch, fw), sharding(model, par, batch).in_bytes
-    again = [Op(f"recompute.{op.name}", op.kind, op.flops, op.bytes, op.shape, op.count) for op in fwd   # op: torchtitan's policy
+    again = [replace(op, name=f"recompute.{op.name}") for op in fwd   # op: torchtitan's policy
              if par.recompute == "full" or any(par.recomputes(m) for m in modules_of(op, model))
              or (par.recompute == "op" and eager_ac.op_recomputed(op.name, op.kind))]
     extras = eager_backward_extras(model, par, batch, fw) if fw.eager else []

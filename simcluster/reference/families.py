@@ -38,7 +38,16 @@ class FamilyValidation:
         rows = [r for r in self.published.rows if r.family]   # a row not compared: its family from what its file prints
         names = list(PUBLISHED_FAMILIES) + sorted({r.family for r in rows} - set(PUBLISHED_FAMILIES))
         return [{"family": name, "held_out": self._stats([r for r in rows if r.family == name and r.held_out]),
-                 "development": self._stats([r for r in rows if r.family == name and not r.held_out])} for name in names]
+                 "development": self._stats([r for r in rows if r.family == name and not r.held_out]),
+                 "development_for": sorted({r.development_for for r in rows if r.family == name and r.development_for})}
+                for name in names]
+
+    @staticmethod
+    def no_held_out_since(family: dict) -> str:
+        """Why a family has no held-out row left: every row its files hold out is development for an adopted term
+        (ReferenceRow.development_for, e.g. MoE since the router term), else "" (its held-out line: not judged)."""
+        s = family["held_out"]
+        return "; ".join(family["development_for"]) if family["development_for"] and not s["rows"] + s["not_compared"] else ""
 
     def no_family(self) -> int:
         """Rows not compared whose file prints too little to name their family (reference/llm.printed_family)."""

@@ -31,7 +31,7 @@ from simcluster.errors import SimclusterError
 from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
-from simcluster.reference.llm_frameworks import FileFrameworks, file_frameworks, framework_name
+from simcluster.reference.llm_frameworks import FileFrameworks, file_frameworks, framework_name, row_label
 from simcluster.results import ReferenceRow, ReferenceValidation
 from simcluster.strict import count, field, known_keys
 from simcluster.trust.regime import published_family
@@ -361,8 +361,9 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
     p = predict_run(ref, usage, i, run)
     if isinstance(p, str):
-        return ReferenceRow(ref.name, i, config, "", None, None, None, ref.held_out(i), unavailable=p,
-                            family=printed_family(ref, usage, i, run))
+        fam = printed_family(ref, usage, i, run)
+        return ReferenceRow(ref.name, i, config, "", None, None, None, unavailable=p, family=fam,
+                            **row_label(ref, run, i, fam, usage.frameworks))
     par, result = p.par, p.result
     config += f", t{par.tp} p{par.pp} d{par.dp} c{par.cp} v{par.virtual_stages} z{par.zero} {par.recompute}"
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
@@ -371,10 +372,11 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     detail = ("assumed " + ", ".join(p.used) if p.used else "") + ("" if result.fits else
                                                                     f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
-    return ReferenceRow(ref.name, i, config, p.metric, p.measured, p.predicted, p.error, ref.held_out(i), detail.strip(),
-                        regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref),
+    fam = published_family(p.framework.name, bool(p.model.experts), p.model.seq, par.zero, p.batch.precision)
+    return ReferenceRow(ref.name, i, config, p.metric, p.measured, p.predicted, p.error, detail=detail.strip(),
+                        regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref), family=fam,
                         source_group="" if ref.source_group == ref.name else ref.source_group,
-                        family=published_family(p.framework.name, bool(p.model.experts), p.model.seq, par.zero, p.batch.precision))
+                        **row_label(ref, run, i, fam, usage.frameworks))
 
 
 def validate_published_llm(path: str | Path | None = None) -> ReferenceValidation:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simcluster.errors import SimclusterError
+from simcluster.llm import moe_router_term
 from simcluster.published import Published, checked, one_of
 from simcluster.strict import short
 
@@ -80,3 +81,12 @@ def framework_name(ref: Published, run: dict | None, index: int | None,
     """The framework a run is priced with (FileFrameworks.name), from the file's keys checked once where the caller holds
     them (`frameworks`), else checked now."""
     return (frameworks or file_frameworks(ref)).name(ref, run, index)
+
+
+def row_label(ref: Published, run: dict | None, index: int, family: str, frameworks: FileFrameworks | None = None) -> dict:
+    """A published LLM row's label, ReferenceRow's held_out and development_for: held out as its file says, unless a
+    term adopted on the rows' own errors makes it development (llm/moe_router_term.development_why: the MoE rows of the
+    frameworks in the router term's scope, since session 49's adopt49)."""
+    held = ref.held_out(index)
+    why = moe_router_term.development_why(framework_name(ref, run, index, frameworks), family) if held and family == "MoE" else ""
+    return {"held_out": held and not why, "development_for": why}

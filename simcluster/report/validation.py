@@ -128,7 +128,10 @@ def _(v: FamilyValidation) -> str:
         for kind in ("held_out", "development"):
             s = f[kind]
             if not s["rows"]:
-                if kind == "held_out" or s["not_compared"]:
+                if kind == "held_out" and v.no_held_out_since(f):   # not met, not validated: no held-out row to judge
+                    lines.append(f"  {f['family']:<14} {'held out':<12} {0:>4} {0:>4} {0:>4} {'-':>12} {'-':>13}  not judged: no "
+                                 f"held-out rows since the router term (the rows its files hold out are {_clip(v.no_held_out_since(f), 200)})")
+                elif kind == "held_out" or s["not_compared"]:
                     lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {0:>4} {s['not_compared']:>4} {0:>4} {'-':>12} "
                                  f"{'-':>13}  {'no' if kind == 'held_out' else '':<6}  (no {kind.replace('_', '-')} row compared)")
                 continue

@@ -1,0 +1,121 @@
+"""Session 49 adopt49: the MoE router / permutation term (llm/moe_router_term.py) ON in the product for the frameworks its
+registered rule judged (calibration/h200x1-moerouter-2026-12-01, RULE: ON), its table the set's runs through
+heldout/moerouter's reader, OFF outside that scope, the registration handle (heldout/registration.before_adopt49) and
+the labels: every published MoE row of the scope is development for the term, and the families print says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT
+
+from simcluster.hardware.gpu import load_gpu
+from simcluster.heldout import moerouter
+from simcluster.heldout.registration import before_adopt49
+from simcluster.llm import moe_router_term, op_price, ops
+from simcluster.llm.framework import FRAMEWORKS, MEGATRON
+from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
+
+H100 = ROOT / "models" / "gpu" / "h100-sxm.yaml"
+MOE = TransformerSpec(4, 2048, 1408, 16, 16, 32000, 4096, experts=64, top_k=6, expert_ffn=1408)
+PAR = ParallelSpec(tp=1, pp=1, dp=8, ep=8)
+BATCH = BatchSpec(global_batch=64, micro_batch=1)
+
+
+def moe_ops(fw):
+    return ops.layer_forward(MOE, PAR, BATCH, fw), ops.layer_backward(MOE, PAR, BATCH, fw)
+
+
+def test_the_shipped_table_is_the_readers_output_of_the_sets_runs():
+    """llm/moe_router_term.TABLE_FILE is heldout/moerouter.table_document() of the bundle's runs, exactly (rewrite it
+    with heldout/moerouter.write_table after a change of the reader); the term reads that table."""
+    assert json.loads(moe_router_term.TABLE_FILE.read_text()) == json.loads(json.dumps(moerouter.table_document()))
+    rows, rate = moe_router_term.read_table()
+    table, _ = moerouter.table_of(moerouter.BUNDLE / "runs" / moerouter.TRACE)
+    assert rows == tuple(tuple(float(x) for x in r) for r in table) and rate == load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps
+
+
+def test_a_bad_table_file_is_one_line_naming_it(tmp_path):
+    for text in ("{", '{"rows": [], "h200_hbm_Bps": 1.0}', '{"rows": [[1, 2]], "h200_hbm_Bps": 1.0}'):
+        (tmp_path / "t.json").write_text(text)
+        with pytest.raises(ValueError, match=str(tmp_path / "t.json")) as exc:
+            moe_router_term.read_table(tmp_path / "t.json")
+        assert "\n" not in str(exc.value)
+
+
+def test_the_term_is_on_by_default_for_the_adopted_frameworks_only():
+    """megatron and megatron-te-fa2 (every published MoE row's framework) mark their router and permute ops, whose
+    backward and recomputed copies keep the mark, and price them above the card; the local spec and the Megatron
+    variants no MoE row runs mark nothing and price as before."""
+    assert moe_router_term.on() and moe_router_term.ADOPTED == ("megatron", "megatron-te-fa2")
+    gpu = load_gpu(H100)[0]
+    for name, fw in FRAMEWORKS.items():
+        if fw.eager:   # eager frameworks have no MoE layer (framework.check_model_framework)
+            continue
+        fwd, bwd = moe_ops(fw)
+        marked = {o.name for o in fwd + bwd if o.term}
+        if name in moe_router_term.ADOPTED:
+            assert {"router", "permute", "router.dgrad", "router.wgrad", "permute.bwd"} <= marked, name
+            assert marked <= {"router", "permute", "router.dgrad", "router.wgrad", "permute.bwd", "recompute.router",
+                              "recompute.permute"}, name
+        else:
+            assert not marked, name
+    fwd, bwd = moe_ops(MEGATRON)
+    on = {o.name: op_price.op_time_s(gpu, o, "bf16") for o in fwd + bwd}
+    with before_adopt49():
+        off = {o.name: op_price.op_time_s(gpu, o, "bf16") for o in fwd + bwd}
+    for name in ("router", "router.dgrad", "permute", "permute.bwd"):
+        assert on[name] > off[name], name
+    assert all(on[n] == off[n] for n in on if n not in ("router", "router.dgrad", "permute", "permute.bwd"))
+
+
+def test_recompute_keeps_the_mark():
+    par = ParallelSpec(tp=1, pp=1, dp=8, ep=8, recompute="full")
+    bwd = ops.layer_backward(MOE, par, BATCH, MEGATRON)
+    assert {o.name for o in bwd if o.term and o.name.startswith("recompute.")} == {"recompute.router", "recompute.permute"}
+
+
+def test_the_registration_handle_turns_the_term_and_its_labels_off_and_restores_them():
+    saved = moe_router_term.state()
+    assert moe_router_term.development_why("megatron", "MoE") == moe_router_term.WHY
+    with before_adopt49():
+        assert not moe_router_term.on() and moe_router_term.development_why("megatron", "MoE") == ""
+        moe_router_term.enable(moe_router_term.read_table()[0], 1.0)   # a read-out's own table inside: labels stay off
+        assert moe_router_term.on() and moe_router_term.development_why("megatron", "MoE") == ""
+    assert moe_router_term.state() == saved and moe_router_term.on()
+    assert moe_router_term.development_why("megatron-local-spec", "MoE") == ""   # outside the scope
+    assert moe_router_term.development_why("megatron", "fp8") == ""
+
+
+def test_every_published_moe_row_is_development_for_the_term():
+    """A held-out published MoE file's rows are development (development_for says why) while the term is adopted, held
+    out as the file says inside the registration handle."""
+    from simcluster.reference.llm import validate_published_llm
+
+    path = ROOT / "calibration" / "published" / "llm-megatron-bridge-skills-moonlight16b-h100-bf16.yaml"
+    rows = validate_published_llm(path).rows
+    assert rows and all(r.family == "MoE" and not r.held_out and r.development_for == moe_router_term.WHY for r in rows)
+    with before_adopt49():
+        rows = validate_published_llm(path).rows
+    assert all(r.held_out and not r.development_for for r in rows)
+
+
+def test_the_families_print_says_moe_is_not_judged_since_the_router_term():
+    from simcluster.reference.families import FamilyValidation
+    from simcluster.report.validation import render
+    from simcluster.results import ReferenceRow, ReferenceValidation
+
+    def row(i, held, why, family="MoE"):
+        return ReferenceRow("llm-x", i, "c", "tokens_per_s", 1.0, 1.1, 0.1, held, family=family, development_for=why)
+
+    v = FamilyValidation(ReferenceValidation("published llm", 0.10, [row(0, False, moe_router_term.WHY),
+                                                                       row(1, False, ""), row(2, True, "", "fp8")],
+                                             {"llm-x": ""}, []))
+    moe = next(f for f in v.families() if f["family"] == "MoE")
+    assert moe["held_out"]["rows"] == 0 and not moe["held_out"]["meets_target"] and v.no_held_out_since(moe)
+    text = render(v)
+    line = next(x for x in text.splitlines() if x.split()[:3] == ["MoE", "held", "out"])
+    assert "not judged: no held-out rows since the router term" in line and "development for the MoE router" in line
+    fp8 = next(f for f in v.families() if f["family"] == "fp8")
+    assert v.no_held_out_since(fp8) == "" and fp8["held_out"]["rows"] == 1
