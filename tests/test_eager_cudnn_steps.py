@@ -142,6 +142,10 @@ ONCE_RUN = {f"h200x{g}-{name}-2026-11-30": n for g, name, n in (
     (2, "ppboth", 2), (2, "zero2", 6), (2, "compilefsdp", 4), (2, "zero2b", 2), (2, "compileac", 4),
     (2, "zero2c", 2), (2, "zero2d", 2), (2, "repeats47", 2),
     (2, "zero2e", 4), (2, "zero2f", 4), (2, "zero2g", 4), (4, "tp4", 3), (4, "tp4b", 2), (2, "compck", 2), (2, "compck2", 2))}
+# session 49's (run and read once on 2026-12-01): hb49's five one-GPU host-bound rows (heldout/eager_hostsingle), x2set49's
+# two zero-3, one zero-2 (heldout/eager_nosync) and two compiled FSDP2 rows, with and without checkpointing
+# (heldout/eager_compilefsdp), mem49's two compiled FSDP2 rows without checkpointing (heldout/eager_compilefsdp)
+ONCE_RUN |= {"h200x1-hb49-2026-12-01": 5, "h200x2-x2set49-2026-12-01": 5, "h200x2-mem49-2026-12-01": 2}
 
 
 def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_path):

@@ -41,7 +41,10 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/zero2f.py", "h200x2-zero2f-2026-11-30"),   # session 48's: likewise
             ("validation/zero2g.py", "h200x2-zero2g-2026-11-30"),   # session 48's: likewise
             ("validation/compck2.py", "h200x2-compck2-2026-11-30"),   # session 48's: likewise
-            ("validation/moerouter.py", "h200x1-moerouter-2026-12-01")]   # session 49's: measured lines + registered part
+            ("validation/moerouter.py", "h200x1-moerouter-2026-12-01"),   # session 49's: measured lines + registered part
+            ("validation/hb49.py", "h200x1-hb49-2026-12-01"),   # session 49's one-GPU set: byte for byte
+            ("validation/x2set49.py", "h200x2-x2set49-2026-12-01"),   # session 49's: byte for byte
+            ("validation/mem49.py", "h200x2-mem49-2026-12-01")]   # session 49's: byte for byte
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])
@@ -52,7 +55,7 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     assert (bundle / "runs").is_dir(), f"{folder}: readout.txt committed but no runs/ to print it from"
     assert load_script(script).main([str(bundle)]) == 0
     printed, committed = capsys.readouterr().out, (bundle / "readout.txt").read_text()
-    if folder.startswith(("h200x2-", "h200x4-tp4-", "h200x4-tp4b-")):
+    if folder.startswith(("h200x2-", "h200x4-tp4-", "h200x4-tp4b-", "h200x1-hb49-")):
         assert "model now" not in committed and printed == committed
     elif folder.startswith("h200x4-moegemm-"):   # its 'after' (term on), loop and RULE figures are today's model
         part = load_script(script).registered_part   # (finalB48 item 3): the registered 'before' and measured lines

@@ -8,7 +8,9 @@ from dataclasses import replace
 import pytest
 from conftest import load_script
 
-from simcluster.trust.noise import FloorCheck, floor_verdict, verdict
+from simcluster.trust.noise import FloorCheck, check_verdict, floor_verdict, verdict
+
+SACOP_HB = ("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1)
 
 
 @pytest.fixture(scope="module")
@@ -19,16 +21,17 @@ def floors():
 def test_an_unknown_lease_term_leaves_the_row_floor_unknown():
     """Cold review C47 item 3: across-set dof 0 (no shape ran on two leases) leaves the lease term, so the row-level
     floor, unknown: 'undecided', not 'model-limited' by a row floor that took it as zero (the old rule, kept as the
-    sensitivity line's lease_zero variant); the excess and the bias clauses still decide where they fire, and
-    single+sac-op+host-bound at 1 GPU, decided by that clause alone before, is undecided."""
+    sensitivity line's lease_zero variant); the excess and the bias clauses still decide where they fire.
+    PP+host-bound's own rows (no shape on two leases) are such a population; single+sac-op+host-bound at 1 GPU was,
+    until session 49's hb49 re-ran three of its shapes on a second lease (test_the_op_host_bound_regime_...)."""
     ok = FloorCheck("p", 40, 12, (10.9, 11.2), 11.0, 10.9, 0.1, 0.4, 4.7, 1.0, 1.0, False, False)
     assert verdict((ok,), 9.0) == "undecided: test too weak"
     assert verdict((ok,), 9.0, lease_zero=True) == "model-limited"                     # the rule before mendC47
     assert verdict((replace(ok, excess_pct=0.9),), 9.0) == "model-limited"             # the excess clause needs no lease
     assert verdict((replace(ok, bias_pct=9.2, bias_se_pct=3.3),), 9.0) == "model-limited"
-    sac = floor_verdict("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1, "H200")
-    assert sac.verdict == "undecided: test too weak" and not sac.checks[0].lease_known
-    assert "per row unknown" in sac.checks[0].text()
+    pp = floor_verdict("llm | PyTorch eager | PP+host-bound | bf16", 2, "H200").checks[0]   # its table rows' own
+    assert check_verdict(pp) == "undecided: test too weak" and not pp.lease_known
+    assert "per row unknown" in pp.text()
 
 
 def test_met_with_a_margin_is_the_sensitivity_lines_variant(floors):
@@ -42,5 +45,19 @@ def test_met_with_a_margin_is_the_sensitivity_lines_variant(floors):
     assert verdict(fsdp.checks, fsdp.mean_abs_pct, margin_pct=1.41) == "model-limited"
     f = floors[(fsdp.regime, 2)]                             # the study's own line: the rows' se of the mean, 1.41 points
     assert f["mean_se_pct"] == pytest.approx(1.41, abs=0.005) and f["with_margin"] == "model-limited"
-    sac = floors[("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1)]
-    assert (sac["verdict"], sac["lease_zero"]) == ("undecided: test too weak", "model-limited")
+
+
+def test_the_op_host_bound_regime_meets_the_target_with_its_lease_term_known(floors):
+    """Session 49 (wire49): hb49's rows (three re-runs of opcheck's, opsplit's and hostsingle's op host-bound shapes on
+    another 2 x H200 lease, one new shape) bring single+sac-op+host-bound at 1 GPU to 8 rows from 5 sets at 7.46%: it meets
+    the target, so it leaves the verdicts (undecided: test too weak before, 4 rows, 11.37%). Its own rows' floor has a
+    lease term now (the re-run shapes) and a row floor under the target, as hb49's rule L read (UNDER, 6.7%); met rests
+    on a thin margin (mean |error| + 1 se over the target: the sensitivity line's model-limited)."""
+    s = load_script("studies/eager_noise_floors.py")
+    f = s.floor_of(*SACOP_HB, s.regime_rows()[SACOP_HB])
+    assert SACOP_HB not in floors and floor_verdict(SACOP_HB[0], 1, "H200") is None
+    assert (f["rows"], f["sets"], f["verdict"]) == (8, 5, "met: no mark") and f["mean_abs_pct"] == pytest.approx(7.46, abs=0.005)
+    own = f["own"]["check"]
+    assert own.lease_known and f["own"]["lease_sd"] > 0 and own.row_floor_pct == pytest.approx(6.7, abs=0.05)
+    assert "h200x1-hb49-2026-12-01" in f["own"]["sets_with_repeats"]
+    assert f["with_margin"] == "model-limited" and f["mean_abs_pct"] + f["mean_se_pct"] > 8.0

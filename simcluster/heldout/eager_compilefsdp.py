@@ -32,9 +32,28 @@ COMPCK_BUNDLE = "calibration/h200x2-compck-2026-11-30"   # listed in step_sets.R
 # session 48's compck2 set (validation/compck2.py): compck's design on two new shapes plus the lease's own host runs
 # (runs/host: fits(own_host)); `predicted` the shipped model enters, the candidate's columns read by its read-out only
 COMPCK2_BUNDLE = "calibration/h200x2-compck2-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
+# session 49's x2set49 set (validation/x2set49.py): its part C's rows, compck2's fsdp variant on 1b 2464:2 and compiled
+# FSDP2 WITHOUT checkpointing on 1b 3040:2 (variant fsdpnock, NOCKPT_VARIANTS), `predicted` the shipped model (its
+# `predicted_candidate`, fsdp_free_phases off, read by its read-out only); the same reader with parts=("C",): the bundle
+# is listed once in step_sets.REGISTERED_STEP_SETS, its Z3 / G rows read by heldout/eager_nosync
+X2SET49_BUNDLE = "calibration/h200x2-x2set49-2026-12-01"
+# session 49's mem49 set (validation/mem49.py): compiled FSDP2 without checkpointing (fsdpnock) on 1b 3104:4 and 2b
+# 3104:2, `predicted` the shipped step (its peak_mem_GiB_before, the memory before mem49's term, read by its read-out
+# only); the same reader, every row
+MEM49_BUNDLE = "calibration/h200x2-mem49-2026-12-01"   # listed in step_sets.REGISTERED_STEP_SETS
 SHIPPED = "today"   # held_out_rows' key for registered.yaml's `predicted` (step_set_rows reads predicted[SHIPPED])
-# variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope)
+# variant -> (heldout/eager_regimes.layout_of mode, the runner's --mode, ranks, --compile-scope), each with --ac-mode full
 VARIANTS = {"single": ("single+ckpt", "single", 1, "layer"), "fsdp": ("fsdp+ckpt", "fsdp", 2, "model")}
+# the same without checkpointing (--ac-mode none): x2set49's fsdpnock rows; apart from VARIANTS, which the compile sets'
+# read-outs iterate as their registered variants
+NOCKPT_VARIANTS = {"fsdpnock": ("fsdp", "fsdp", 2, "model")}
+
+
+def variant_of(variant: str) -> tuple[str, str, int, str, str]:
+    """(layout mode, runner mode, ranks, compile scope, the runner's --ac-mode) of a registered variant."""
+    if variant in NOCKPT_VARIANTS:
+        return (*NOCKPT_VARIANTS[variant], "none")
+    return (*VARIANTS[variant], "full")
 
 
 @eager.reads_torch_framework
@@ -89,28 +108,30 @@ def predict(preset: str, seq: int, mb: int, variant: str, fixed: bool | None = N
     if fixed is not None:
         with eager.torch_framework_as(lambda fw: fixed_framework(fw, fixed)):
             return predict(preset, seq, mb, variant, own_host=own_host)
-    p = regime_predict(preset, mb, VARIANTS[variant][0], "h200", seq=seq, fits=fits(own_host), compiled=True)
+    p = regime_predict(preset, mb, variant_of(variant)[0], "h200", seq=seq, fits=fits(own_host), compiled=True)
     return {"step_ms": p["step_ms"], "host_share": p["host_share"], "host_bound": is_host_bound(p["host_share"]),
             "steady_mem_GiB": p["steady_mem_GiB"][0], "peak_mem_GiB": p["stage_mem_GiB"][0]}
 
 
 def process_step(bundle: Path, reg: dict, k: int) -> tuple[dict | None, str]:
     """(timed shape, '') of process k of a registered row when it ran the registered configuration (the variant's runner
-    mode and ranks, the preset, --compile at the variant's scope, --ac-mode full, the shape ok); else (None, why)."""
+    mode and ranks, the preset, --compile at the variant's scope, its --ac-mode: variant_of, the shape ok); else (None,
+    why)."""
     from simcluster.heldout.eager import process_document
     from simcluster.heldout.eager_nosync import registered_shape
     from simcluster.llm.eager_ac import document_mode
 
-    _, mode, ranks, scope = VARIANTS[reg["variant"]]
+    _, mode, ranks, scope, ac = variant_of(reg["variant"])
     doc, why = process_document(bundle / "runs" / f"{reg['name']}-r{k}.json", mode, ranks, reg["preset"])
-    if doc is not None and ((doc.get("compile") or {}).get("scope_flag") != scope or document_mode(doc) != "full"):
-        doc, why = None, f"not --compile-scope {scope} with --ac-mode full (compile {doc.get('compile')}, ac {document_mode(doc)})"
+    if doc is not None and ((doc.get("compile") or {}).get("scope_flag") != scope or document_mode(doc) != ac):
+        doc, why = None, f"not --compile-scope {scope} with --ac-mode {ac} (compile {doc.get('compile')}, ac {document_mode(doc)})"
     return registered_shape(doc, reg, why)
 
 
-def held_out_rows(bundle: Path = ROOT / COMPILEFSDP_BUNDLE) -> list[dict]:
+def held_out_rows(bundle: Path = ROOT / COMPILEFSDP_BUNDLE, parts: tuple[str, ...] | None = None) -> list[dict]:
     """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys (eager_regimes.step_set_rows, the
-    mean of its processes' rank-0 median steps) with framework, recompute and processes: [] before the run."""
+    mean of its processes' rank-0 median steps) with framework, recompute and processes: [] before the run; `parts`:
+    only the rows whose `part` is one of them (x2set49's C)."""
     from simcluster.heldout.eager_regimes import step_set_rows
     from simcluster.strict import load_yaml
 
@@ -126,9 +147,12 @@ def held_out_rows(bundle: Path = ROOT / COMPILEFSDP_BUNDLE) -> list[dict]:
 
     def describe(reg: dict) -> dict:
         today = predict(reg["preset"], int(reg["seq"]), int(reg["micro_batch"]), reg["variant"])["step_ms"]
-        return {"label": f"{reg['preset']} {reg['variant']} compile+ckpt seq {reg['seq']} mb {reg['micro_batch']}",
-                "today_s": today / 1e3, "framework": "torch-compile" + ("+fsdp2" if reg["variant"] == "fsdp" else ""),
-                "recompute": "full", "processes": processes.get(reg["name"], 0)}
+        _, _, ranks, _, ac = variant_of(reg["variant"])
+        return {"label": f"{reg['preset']} {reg['variant']} compile{'+ckpt' * (ac == 'full')} seq {reg['seq']} mb "
+                         f"{reg['micro_batch']}",
+                "today_s": today / 1e3, "framework": "torch-compile" + ("+fsdp2" if ranks > 1 else ""),
+                "recompute": ac, "processes": processes.get(reg["name"], 0)}
 
-    regs = [r | {"predicted": {SHIPPED: r["predicted"]}} for r in load_yaml(bundle / "registered.yaml")["rows"]]
+    regs = [r | {"predicted": {SHIPPED: r["predicted"]}} for r in load_yaml(bundle / "registered.yaml")["rows"]
+            if parts is None or r.get("part") in parts]
     return step_set_rows(bundle, SHIPPED, measure, regs=regs, describe=describe)

@@ -23,7 +23,12 @@ and predicted.product's step and host share) and read here too, each one source 
   development for session 45's op candidate (free_phase_host, opsplit), which stayed off, not for the product.
 - session 45's opsplit set (calibration/h200x2-opsplit-2026-11-30, validation/opsplit.py; registered at 8a1898d9, read
   once): op (op-1.1b, op-0.5b: single+sac-op) and op host-bound (ophb-1b: single+sac-op+host-bound) x 3 processes
-  against the product (its `candidate`, free_phase_host, read WORSE and stayed off, is not read)."""
+  against the product (its `candidate`, free_phase_host, read WORSE and stayed off, is not read).
+- session 49's hb49 set (calibration/h200x1-hb49-2026-12-01, validation/hb49.py; registered at 75b17be7, read once), on
+  GPU 0 of a 2 x H200 lease (registered for a 1 x H200 one; run on the earlier sets' kind): op host-bound
+  (single+sac-op+host-bound) on opcheck's, opsplit's and hostsingle's ophb shapes again (a second lease for each: its
+  rule L) and on 0.3b 2336:2, and host-bound single (0.8b 1696:1) x 3 processes against the product (its
+  `one_gpu_fits` column, rule R's, is not read)."""
 
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from simcluster.heldout.eager import ROOT
 HOSTSINGLE_BUNDLE = "calibration/h200x2-hostsingle-2026-11-30"   # listed in step_sets.REGISTERED_STEP_SETS
 OPCHECK_BUNDLE = "calibration/h200x2-opcheck-2026-11-30"         # session 44's; the same form (module docstring), listed too
 OPSPLIT_BUNDLE = "calibration/h200x2-opsplit-2026-11-30"         # session 45's; the same form, listed too
+HB49_BUNDLE = "calibration/h200x1-hb49-2026-12-01"               # session 49's (GPU 0 of 2 x H200); the same form, listed too
 SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (rule R)
 
 

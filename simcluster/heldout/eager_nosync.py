@@ -56,6 +56,9 @@ ZERO2F_BUNDLE = "calibration/h200x2-zero2f-2026-11-30"      # its successor (val
                                                               # candidate on 8b 2592:1 and 3b 2592:2
 ZERO2G_BUNDLE = "calibration/h200x2-zero2g-2026-11-30"      # its successor (validation/zero2g.py): four switches, one
                                                               # candidate, on 8b 2656:1 and 3b 2656:2
+X2SET49_BUNDLE = "calibration/h200x2-x2set49-2026-12-01"    # session 49's (validation/x2set49.py): its Z3 (zero 3, 8b 2464:1,
+                                                              # 3b 3040:2) and G (zero 2, 2b 3040:2) rows, parts=("Z3", "G");
+                                                              # its C rows heldout/eager_compilefsdp's
 DDPACCUM_BUNDLE = "calibration/h200x2-ddpaccum-2026-11-30"   # the ddpaccum set (validation/ddpaccum.py): torch DDP, its
                                                               # processes the runner's --mode ddp, read the same way
 MICROBATCHES = 4          # the set's gradient-accumulation micro-batches per step (validation/nosync.py)
@@ -97,16 +100,16 @@ def registered_shape(doc: dict | None, reg: dict, why: str) -> tuple[dict | None
     return shape, ""
 
 
-def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp") -> list[dict]:
+def held_out_rows(bundle: Path = ROOT / NOSYNC_BUNDLE, mode: str = "fsdp", parts: tuple[str, ...] | None = None) -> list[dict]:
     """Every registered (shape, variant) that ran, in heldout/eager_regimes.held_out_rows' keys (module docstring; the
     ddpaccum set with mode "ddp": DDP rows, sync and no_sync alike): [] before the run; a row without predicted's step or
-    host share: one SimclusterError line naming rows[i]."""
+    host share: one SimclusterError line naming rows[i]; `parts`: only the rows whose `part` is one of them (x2set49's)."""
     return flat_rows(bundle, lambda b, reg, k: process_step(b, reg, k, mode),
                      lambda reg: f"{reg['preset']} {mode} {reg['variant']} seq {reg['seq']} mb {reg['micro_batch']} "
-                                 f"x{MICROBATCHES} micro-batches")
+                                 f"x{MICROBATCHES} micro-batches", parts)
 
 
-def flat_rows(bundle: Path, step_of, label) -> list[dict]:
+def flat_rows(bundle: Path, step_of, label, parts: tuple[str, ...] | None = None) -> list[dict]:
     """A registered set whose rows hold a flat `predicted` (step_ms, host_share) as held-out rows against that step
     (eager_regimes.step_set_rows): each row measured as the mean over its processes of step_of(bundle, reg, k)'s
     shape's median step, labelled label(reg), today's product step beside it; [] before the run; a row without name,
@@ -122,6 +125,8 @@ def flat_rows(bundle: Path, step_of, label) -> list[dict]:
     path = bundle / "registered.yaml"
     regs = []
     for i, reg in enumerate(load_yaml(path)["rows"]):
+        if parts is not None and reg.get("part") not in parts:
+            continue
         try:
             pred = reg["predicted"]
             flat = {"step_ms": float(pred["step_ms"]), "host_share": float(pred["host_share"]),

@@ -29,6 +29,7 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         (eager_hostsingle.HOSTSINGLE_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPCHECK_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_hostsingle.OPSPLIT_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
+                        (eager_hostsingle.HB49_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
                         (eager_nosync.NOSYNC_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
                         (eager_nosync.DDPACCUM_BUNDLE, lambda b: eager_nosync.held_out_rows(b, "ddp")),
                         (eager_nosync.ZERO2_BUNDLE, lambda b: eager_nosync.held_out_rows(b)),
@@ -44,7 +45,12 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         (eager_tp4.TP4_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
                         (eager_tp4.TP4B_BUNDLE, lambda b: eager_tp4.held_out_rows(b)),
                         (eager_compilefsdp.COMPCK_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
-                        (eager_compilefsdp.COMPCK2_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
+                        (eager_compilefsdp.COMPCK2_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
+                        # session 49's x2set49: one bundle, two readers (its Z3 and G rows FSDP2 zero 3 / zero 2, its C
+                        # rows compiled FSDP2 with and without checkpointing)
+                        (eager_nosync.X2SET49_BUNDLE, lambda b: eager_nosync.held_out_rows(b, parts=("Z3", "G"))
+                         + eager_compilefsdp.held_out_rows(b, parts=("C",))),
+                        (eager_compilefsdp.MEM49_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 
