@@ -63,8 +63,8 @@ def test_the_layers_are_new_and_the_term_moves_each_by_more_than_the_launch_spre
         assert 0 < run["gpu_only_s"] <= run["predicted_step_s"]
 
 
-def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None) -> dict:
-    m = register.SET49[name]
+def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None, configs: dict = register.SET49) -> dict:
+    m = configs[name]
     return {"tool": "megatron-moe", "format": 3, "world_size": 2, "device": "NVIDIA H200",
             "model": {k: m[k] for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_ffn",
                                         "vocab", "seq", "micro_batch")},
@@ -73,17 +73,16 @@ def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None) -
             "rank0": {"status": "ok", "median_step_s": step_s}}
 
 
-def _bundle(folder: Path, at, launch2: bool = True) -> Path:
-    """A bundle whose configurations measure at(run) seconds (each launch 2% apart); None: not run."""
+def _bundle(folder: Path, at, launch2: bool = True, bundle: Path = BUNDLE, configs: dict = register.SET49) -> Path:
+    """A bundle whose configurations measure at(run) seconds (each launch 2% apart); None: not run (moelab49b's too)."""
     (folder / "runs" / script.LAUNCH2).mkdir(parents=True)
-    (folder / "registered.yaml").write_text((BUNDLE / "registered.yaml").read_text())
-    for name, run in reg()["runs"].items():
+    (folder / "registered.yaml").write_text((bundle / "registered.yaml").read_text())
+    for name, run in yaml.safe_load((bundle / "registered.yaml").read_text())["runs"].items():
         t = at(run)
         if t is None:
             continue
-        (folder / "runs" / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 0.99)))
-        if launch2:
-            (folder / "runs" / script.LAUNCH2 / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 1.01)))
+        for sub, f in (("", 0.99), (script.LAUNCH2, 1.01))[:2 if launch2 else 1]:
+            (folder / "runs" / sub / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * f, configs=configs)))
     return folder
 
 
