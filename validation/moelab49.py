@@ -151,16 +151,23 @@ def launches(bundle: Path, name: str, flags: str, left: list[str]) -> list[float
 
 def verdict(off: list[float], on: list[float], rule: dict = RULE) -> str:
     """The rule on the configurations' errors (fractions), term off and on."""
-    if len(on) < rule["min_configurations"]:
-        return f"NO READING ({len(on)} configurations measured, rule >= {rule['min_configurations']})"
-    a_off, a_on = (100 * statistics.fmean(abs(e) for e in errs) for errs in (off, on))
-    said = (f"mean |error| ON {a_on:.1f}% vs OFF {a_off:.1f}% over {len(on)} configurations; margin "
+    return two_way(off, on, rule, ("OFF", "ON"), ("HOLDS", "FAILS", "UNDECIDED"), lambda a_off, a_on, m: a_on > a_off + m)
+
+
+def two_way(base: list[float], cand: list[float], rule: dict, names: tuple, readings: tuple, loses) -> str:
+    """A candidate column against a base column on the configurations' errors (fractions): readings[0] if the candidate's
+    mean |error| <= the base's - margin and <= level; readings[1] if loses(base's, candidate's, margin) (mean |error| %);
+    else readings[2]; NO READING under min_configurations (moelab49b's P-vs-ON rule too)."""
+    if len(cand) < rule["min_configurations"]:
+        return f"NO READING ({len(cand)} configurations measured, rule >= {rule['min_configurations']})"
+    a_base, a_cand = (100 * statistics.fmean(abs(e) for e in errs) for errs in (base, cand))
+    said = (f"mean |error| {names[1]} {a_cand:.1f}% vs {names[0]} {a_base:.1f}% over {len(cand)} configurations; margin "
             f"{rule['margin_points']} points, level {rule['level_pct']}%")
-    if a_on <= a_off - rule["margin_points"] and a_on <= rule["level_pct"]:
-        return f"HOLDS ({said})"
-    if a_on > a_off + rule["margin_points"]:
-        return f"FAILS ({said})"
-    return f"UNDECIDED ({said})"
+    if a_cand <= a_base - rule["margin_points"] and a_cand <= rule["level_pct"]:
+        return f"{readings[0]} ({said})"
+    if loses(a_base, a_cand, rule["margin_points"]):
+        return f"{readings[1]} ({said})"
+    return f"{readings[2]} ({said})"
 
 
 def read_out(bundle: Path) -> dict:

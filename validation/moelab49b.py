@@ -66,17 +66,9 @@ def register(path: Path) -> None:
 
 
 def verdict(on: list[float], p: list[float], rule: dict = RULE) -> str:
-    """The rule on the configurations' errors (fractions), ON and P."""
-    if len(p) < rule["min_configurations"]:
-        return f"NO READING ({len(p)} configurations measured, rule >= {rule['min_configurations']})"
-    a_on, a_p = (100 * statistics.fmean(abs(e) for e in errs) for errs in (on, p))
-    said = (f"mean |error| P {a_p:.1f}% vs ON {a_on:.1f}% over {len(p)} configurations; margin "
-            f"{rule['margin_points']} points, level {rule['level_pct']}%")
-    if a_p <= a_on - rule["margin_points"] and a_p <= rule["level_pct"]:
-        return f"P REPLACES ON ({said})"
-    if a_on <= a_p - rule["margin_points"]:
-        return f"ON STAYS ({said})"
-    return f"UNDECIDED, ON stays ({said})"
+    """The rule on the configurations' errors (fractions), ON (the base) and P (the candidate)."""
+    return moelab49.two_way(on, p, rule, ("ON", "P"), ("P REPLACES ON", "ON STAYS", "UNDECIDED, ON stays"),
+                            lambda a_on, a_p, m: a_on <= a_p - m)
 
 
 def read_out(bundle: Path) -> dict:
