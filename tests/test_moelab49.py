@@ -33,10 +33,11 @@ def reg() -> dict:
 def test_the_registration_is_fresh_and_never_overwritten(tmp_path, monkeypatch):
     """--register at the registered commit writes registered.yaml byte for byte (today's model, both columns priced again)."""
     monkeypatch.setenv("REGISTER_COMMIT", reg()["commit"])
+    state = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
     assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
     assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
     assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
-    assert not moe_router_term.on()      # the term's state restored after pricing
+    assert (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS) == state     # the term's state restored after pricing
 
 
 def _parse(flags: str) -> dict:
