@@ -12,9 +12,7 @@ import pytest
 import yaml
 from conftest import ROOT, load_script
 from test_megatron_moe_lab import run_device_script
-from test_moelab49 import _bundle, _doc, _parse, compare, register
-
-from simcluster.llm import moe_router_term
+from test_moelab49 import _bundle, _doc, _parse, bad_bundles_are_one_line, earlier_layers, fresh, register
 
 BUNDLE = ROOT / "calibration" / "h200x2-moelab49b-2026-12-01"
 script = load_script("validation/moelab49b.py")
@@ -27,25 +25,12 @@ def reg() -> dict:
 def test_the_registration_is_fresh_and_never_overwritten(tmp_path, monkeypatch):
     """--register at the registered commit writes registered.yaml byte for byte (three columns and the published MoE rows'
     figures priced again by today's model)."""
-    monkeypatch.setenv("REGISTER_COMMIT", reg()["commit"])
-    state = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
-    assert (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS) == state     # the term's state restored after pricing
+    fresh(script.main, BUNDLE, tmp_path, monkeypatch)
 
 
 def test_the_layers_are_new_and_on_and_p_differ_by_more_than_the_margin():
     r = reg()
-    assert r["rows"] == list(r["runs"]) == list(register.SET49B) and r["rule"] == script.RULE
-    assert r["framework"] == "megatron-local-spec" and r["gpu"].startswith("H200 x 2 ")
-    assert "/work" not in (BUNDLE / "registered.yaml").read_text()          # no absolute paths
-    earlier = [m for s, (c, *_) in register.SETS.items() if s != "moelab49b" for m in c.values()] + list(compare.CONFIGS.values())
-    for f in (ROOT / "calibration").glob("*/registered.yaml"):
-        if f.parent != BUNDLE:
-            runs = yaml.safe_load(f.read_text()).get("runs")
-            earlier += [_parse(run["flags"]) for run in (runs.values() if isinstance(runs, dict) else []) if "--experts" in str(run.get("flags"))]
-    assert len(earlier) > 34
+    earlier = earlier_layers("moelab49b", BUNDLE, r, script.RULE)
     gaps = []
     for name, run in r["runs"].items():
         assert run["flags"] == register.flags(register.SET49B[name]) and _parse(run["flags"]) not in earlier
@@ -97,15 +82,7 @@ def test_the_rule_at_its_edges():
 
 
 def test_bad_bundles_are_one_line(tmp_path, capsys):
-    empty, a_file, other = tmp_path / "empty", tmp_path / "f.txt", tmp_path / "other"
-    empty.mkdir()
-    a_file.write_text("x")
-    (other / "runs").mkdir(parents=True)
-    (other / "registered.yaml").write_text("set: h200x2-moelab49-2026-12-01\nrows: []\n")
-    for bundle, said in ((empty, "registered.yaml: missing"), (a_file, "not a bundle folder"), (other, "set 'h200x2-moelab49-2026")):
-        assert script.main([str(bundle)]) == 1
-        err = capsys.readouterr().err
-        assert said in err and err.count("\n") == 1, err
+    bad_bundles_are_one_line(script.main, tmp_path, capsys, "h200x2-moelab49-2026-12-01")
 
 
 def test_device_run_flow_with_stubs(tmp_path):

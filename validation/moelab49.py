@@ -100,17 +100,22 @@ def predict() -> dict:
     return out
 
 
+def head(set_id: str, arm: dict, rule: dict) -> dict:
+    """A lab registration's head: set, commit, framework, GPUs, the term's trace and card, arm B, the launches, the rule
+    (moelab49b's too)."""
+    return {"set": set_id, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
+            "gpu": f"H200 x {GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
+            "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
+            "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
+            "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
+                           "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
+            "launches": ["runs", f"runs/{LAUNCH2}"], "rule": rule}
+
+
 def register(path: Path) -> None:
     import yaml
 
-    _, arm, _ = configurations()
-    doc = {"set": SET, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
-           "gpu": f"H200 x {GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
-           "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
-           "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
-           "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
-                          "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
-           "launches": ["runs", f"runs/{LAUNCH2}"], "rule": RULE, "runs": predict()}
+    doc = {**head(SET, configurations()[1], RULE), "runs": predict()}
     doc["rows"] = list(doc["runs"])
     write_registration(path, "# registered before the run (validation/moelab49.py --register): each configuration's step "
                        "with the router term OFF (predicted_step_s) and ON (predicted_on_s), and the rule\n"

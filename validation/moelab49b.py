@@ -22,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout import moe_lab, moerouter  # noqa: E402
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import read_run_set, set_main, write_registration  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from validation import moelab49  # noqa: E402
 
@@ -51,13 +50,7 @@ def register(path: Path) -> None:
     tabs = moelab49.tables()
     runs = {name: {"flags": flags(m), **{k: round(moelab49.step_with(m, tabs[t]), 6) for t, k in COLUMNS.values()}}
             for name, m in configs.items()}
-    doc = {"set": SET, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
-           "gpu": f"H200 x {moelab49.GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
-           "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
-           "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
-           "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
-                          "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
-           "launches": ["runs", f"runs/{moelab49.LAUNCH2}"], "rule": RULE, "runs": runs, "rows": list(runs),
+    doc = {**moelab49.head(SET, arm, RULE), "runs": runs, "rows": list(runs),
            "published_moe_development": {c: published_moe(tabs[t]) for c, (t, _) in COLUMNS.items()}}
     write_registration(path, "# registered before the run (validation/moelab49b.py --register): each configuration's step "
                        "with the router term OFF (predicted_step_s), ON (predicted_on_s) and its permutation piece alone "
