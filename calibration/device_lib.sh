@@ -28,7 +28,8 @@ tree_hash() {   # the sha256 of the sha256sum lines of simcluster/ and validatio
   git ls-files -z --cached --others --exclude-standard -- simcluster validation | LC_ALL=C sort -z -u \
     | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -d' ' -f1
 }
-caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
+caller=${DEVICE_RUN_CALLER:-${BASH_SOURCE[1]:-}}   # the device script that sourced this file (or, as DEVICE_RUN_CALLER, the
+# bundle's script that sourced another bundle's device_run.sh as its body: that body's sha256 is recorded after it)
 {
   echo "${MAIN_COMMIT:-unknown} (main, as given by the caller); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   if [ -e .git ]; then echo "$(git rev-parse HEAD 2>/dev/null || echo 'git rev-parse failed') (git rev-parse HEAD of the device copy: the checkout's base commit, not the tree that ran -- the tree_hash line is)"
@@ -36,6 +37,7 @@ caller=${BASH_SOURCE[1]:-}   # the device script that sourced this file
   if [ -z "$caller" ]; then echo "no calling script (sourced from a shell)"
   else
     sha256sum "$caller"
+    if [ -n "${DEVICE_RUN_CALLER:-}" ] && [ -n "${BASH_SOURCE[1]:-}" ]; then sha256sum "${BASH_SOURCE[1]}"; fi
     reg="$(dirname "$caller")/registered.yaml"
     if [ -f "$reg" ]; then sha256sum "$reg"; else echo "no registered.yaml beside the calling script"; fi
     pys=$( { ls "$(dirname "$caller")"/*.py 2>/dev/null; grep -o '[A-Za-z0-9_./-]*\.py\b' "$caller"; } | awk '!seen[$0]++')

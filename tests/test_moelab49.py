@@ -32,12 +32,18 @@ def reg() -> dict:
 
 def test_the_registration_is_fresh_and_never_overwritten(tmp_path, monkeypatch):
     """--register at the registered commit writes registered.yaml byte for byte (today's model, both columns priced again)."""
-    monkeypatch.setenv("REGISTER_COMMIT", reg()["commit"])
-    before = moe_router_term.state()
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
-    assert moe_router_term.state() == before   # the term's state (on since adopt49) restored after pricing
+    fresh(script.main, BUNDLE, tmp_path, monkeypatch)
+
+
+def fresh(main, bundle: Path, tmp_path, monkeypatch) -> None:
+    """--register at the registered commit reproduces registered.yaml, refuses to overwrite it, and leaves the term's
+    state as it found it (moelab49b's too)."""
+    monkeypatch.setenv("REGISTER_COMMIT", yaml.safe_load((bundle / "registered.yaml").read_text())["commit"])
+    state = moe_router_term.state()
+    assert main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
+    assert main(["--register", str(bundle / "registered.yaml")]) == 2
+    assert moe_router_term.state() == state     # the term's state (on since adopt49) restored after pricing
 
 
 def _parse(flags: str) -> dict:
@@ -45,15 +51,23 @@ def _parse(flags: str) -> dict:
     return {w[2:].replace("-", "_"): int(v) for w, v in zip(words[::2], words[1::2], strict=True)}
 
 
+def earlier_layers(set_name: str, bundle: Path, r: dict, rule: dict) -> list[dict]:
+    """Checks a lab registration's head (rows, rule, framework, GPUs, no absolute paths) and gives every MoE layer of the
+    other sets (register.SETS, compare.CONFIGS, any other bundle's registered flags with --experts): moelab49b's too."""
+    assert r["rows"] == list(r["runs"]) == list(register.SETS[set_name][0]) and r["rule"] == rule
+    assert r["framework"] == "megatron-local-spec" and r["gpu"].startswith("H200 x 2 ")
+    assert "/work" not in (bundle / "registered.yaml").read_text()          # no absolute paths
+    earlier = [m for s, (c, *_) in register.SETS.items() if s != set_name for m in c.values()] + list(compare.CONFIGS.values())
+    for f in (ROOT / "calibration").glob("*/registered.yaml"):
+        runs = yaml.safe_load(f.read_text()).get("runs") if f.parent != bundle else None
+        earlier += [_parse(x["flags"]) for x in (runs.values() if isinstance(runs, dict) else []) if "--experts" in str(x.get("flags"))]
+    assert len(earlier) > 34
+    return earlier
+
+
 def test_the_layers_are_new_and_the_term_moves_each_by_more_than_the_launch_spread():
     r = reg()
-    assert r["rows"] == list(r["runs"]) == list(register.SET49) and r["rule"] == script.RULE
-    assert r["framework"] == "megatron-local-spec" and r["gpu"].startswith("H200 x 2 ")
-    assert "/work" not in (BUNDLE / "registered.yaml").read_text()          # no absolute paths
-    earlier = [m for s, (c, *_) in register.SETS.items() if s != "moelab49" for m in c.values()] + list(compare.CONFIGS.values())
-    for f in (ROOT / "calibration").glob("*megatron-moe*/registered.yaml"):
-        earlier += [_parse(run["flags"]) for run in (yaml.safe_load(f.read_text()).get("runs") or {}).values()]
-    assert len(earlier) > 30
+    earlier = earlier_layers("moelab49", BUNDLE, r, script.RULE)
     for name, run in r["runs"].items():
         assert run["flags"] == register.flags(register.SET49[name]) and _parse(run["flags"]) not in earlier
         assert run["flags"].count("--seq 4096") == 1
@@ -64,8 +78,8 @@ def test_the_layers_are_new_and_the_term_moves_each_by_more_than_the_launch_spre
         assert 0 < run["gpu_only_s"] <= run["predicted_step_s"]
 
 
-def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None) -> dict:
-    m = register.SET49[name]
+def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None, configs: dict = register.SET49) -> dict:
+    m = configs[name]
     return {"tool": "megatron-moe", "format": 3, "world_size": 2, "device": "NVIDIA H200",
             "model": {k: m[k] for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_ffn",
                                         "vocab", "seq", "micro_batch")},
@@ -74,17 +88,16 @@ def _doc(name: str, step_s: float, pinned: bool = True, ep: int | None = None) -
             "rank0": {"status": "ok", "median_step_s": step_s}}
 
 
-def _bundle(folder: Path, at, launch2: bool = True) -> Path:
-    """A bundle whose configurations measure at(run) seconds (each launch 2% apart); None: not run."""
+def _bundle(folder: Path, at, launch2: bool = True, bundle: Path = BUNDLE, configs: dict = register.SET49) -> Path:
+    """A bundle whose configurations measure at(run) seconds (each launch 2% apart); None: not run (moelab49b's too)."""
     (folder / "runs" / script.LAUNCH2).mkdir(parents=True)
-    (folder / "registered.yaml").write_text((BUNDLE / "registered.yaml").read_text())
-    for name, run in reg()["runs"].items():
+    (folder / "registered.yaml").write_text((bundle / "registered.yaml").read_text())
+    for name, run in yaml.safe_load((bundle / "registered.yaml").read_text())["runs"].items():
         t = at(run)
         if t is None:
             continue
-        (folder / "runs" / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 0.99)))
-        if launch2:
-            (folder / "runs" / script.LAUNCH2 / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * 1.01)))
+        for sub, f in (("", 0.99), (script.LAUNCH2, 1.01))[:2 if launch2 else 1]:
+            (folder / "runs" / sub / f"megatron-moe-h200-x2-{name}-armB.json").write_text(json.dumps(_doc(name, t * f, configs=configs)))
     return folder
 
 
@@ -122,16 +135,21 @@ def test_the_rule_at_its_edges():
     assert script.verdict([0.05, 0.05], [0.0, 0.0]).startswith("NO READING")
 
 
-def test_bad_bundles_are_one_line(tmp_path, capsys):
+def bad_bundles_are_one_line(main, tmp_path, capsys, other_set: str = "moerouter") -> None:
+    """A read-out's main on an empty folder, a file and another set's bundle: exit 1, one line naming why (moelab49b's too)."""
     empty, a_file, other = tmp_path / "empty", tmp_path / "f.txt", tmp_path / "other"
     empty.mkdir()
     a_file.write_text("x")
     (other / "runs").mkdir(parents=True)
-    (other / "registered.yaml").write_text("set: moerouter\nrows: []\n")
-    for bundle, said in ((empty, "registered.yaml: missing"), (a_file, "not a bundle folder"), (other, "set 'moerouter'")):
-        assert script.main([str(bundle)]) == 1
+    (other / "registered.yaml").write_text(f"set: {other_set}\nrows: []\n")
+    for bundle, said in ((empty, "registered.yaml: missing"), (a_file, "not a bundle folder"), (other, f"set '{other_set}'")):
+        assert main([str(bundle)]) == 1
         err = capsys.readouterr().err
         assert said in err and err.count("\n") == 1, err
+
+
+def test_bad_bundles_are_one_line(tmp_path, capsys):
+    bad_bundles_are_one_line(script.main, tmp_path, capsys)
 
 
 def test_device_run_flow_with_stubs(tmp_path):

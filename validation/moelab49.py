@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,11 +40,12 @@ RULE = {"margin_points": 3.0, "level_pct": 10.0, "min_configurations": 3}
 COLUMNS = ("off", "on", "router_only", "permute_only")
 
 
-def configurations() -> dict:
+def configurations(set_name: str = "moelab49") -> tuple:
+    """(a set's configurations, arm B, the flags function) of studies/megatron_moe/register.py (moelab49b's too)."""
     sys.path.insert(0, str(ROOT / "studies" / "megatron_moe"))
     import register
 
-    return register.SET49, register.ARMS["B"], register.flags
+    return register.SETS[set_name][0], register.ARMS["B"], register.flags
 
 
 def tables() -> dict:
@@ -54,10 +56,11 @@ def tables() -> dict:
             "permute_only": [(*r[:3], 0.0, 0.0, *r[5:]) for r in t]}
 
 
-def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
-    """The lab step (heldout/moe_lab.step_s, H200) with the term on `table` (None: off) applied to the local spec's router
-    and permute ops: where the term has an adopted scope (moe_router_term.ADOPTED, adopt49: the local spec outside it),
-    the local spec is added to it while pricing ON. The term's state and scope are restored after."""
+@contextmanager
+def term_as(table):
+    """The term on `table` (None: off) inside the block: where it has an adopted scope (moe_router_term.ADOPTED, adopt49:
+    the local spec outside it), the local spec is added to it while on. The term's state and scope are restored after,
+    op_price's memo cleared both ways (validation/moelab49b.py prices the published rows inside it too)."""
     saved = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
     scope = getattr(moe_router_term, "ADOPTED", None)
     if table:
@@ -68,12 +71,19 @@ def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
         moe_router_term.disable()
     op_price.forget()
     try:
-        return moe_lab.step_s(m, gpus, "H200", fw)[0]
+        yield
     finally:
         moe_router_term._TABLE, moe_router_term.H200_HBM_BPS = saved
         if scope is not None:
             moe_router_term.ADOPTED = scope
         op_price.forget()
+
+
+def step_with(m: dict, table, fw=None, gpus: int = GPUS) -> float:
+    """The lab step (heldout/moe_lab.step_s, H200) with the term on `table` (None: off) applied to the local spec's router
+    and permute ops (term_as)."""
+    with term_as(table):
+        return moe_lab.step_s(m, gpus, "H200", fw)[0]
 
 
 def predict() -> dict:
@@ -90,17 +100,22 @@ def predict() -> dict:
     return out
 
 
+def head(set_id: str, arm: dict, rule: dict) -> dict:
+    """A lab registration's head: set, commit, framework, GPUs, the term's trace and card, arm B, the launches, the rule
+    (moelab49b's too)."""
+    return {"set": set_id, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
+            "gpu": f"H200 x {GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
+            "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
+            "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
+            "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
+                           "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
+            "launches": ["runs", f"runs/{LAUNCH2}"], "rule": rule}
+
+
 def register(path: Path) -> None:
     import yaml
 
-    _, arm, _ = configurations()
-    doc = {"set": SET, "issue": 44, "commit": registering_commit(ROOT), "framework": moe_lab.FRAMEWORK,
-           "gpu": f"H200 x {GPUS} (NVLink, NCCL_NVLS_ENABLE=0), one micro-batch forward + backward",
-           "term_trace": str((moerouter.BUNDLE / "runs" / moerouter.TRACE).relative_to(ROOT)),
-           "term_card": str(moerouter.H200_CARD.relative_to(ROOT)),
-           "arms": {"B": {"what": arm["what"], "device_flags": arm["flags"],
-                          "env": " ".join(f"{k}={v}" for k, v in arm["env"].items())}},
-           "launches": ["runs", f"runs/{LAUNCH2}"], "rule": RULE, "runs": predict()}
+    doc = {**head(SET, configurations()[1], RULE), "runs": predict()}
     doc["rows"] = list(doc["runs"])
     write_registration(path, "# registered before the run (validation/moelab49.py --register): each configuration's step "
                        "with the router term OFF (predicted_step_s) and ON (predicted_on_s), and the rule\n"
@@ -125,18 +140,39 @@ def launch_of(path: Path, flags: str) -> tuple[float | None, str]:
     return (None, wrong) if (wrong := moe_lab.flag_mismatch(doc, flags)) else (float(step), "")
 
 
+def launches(bundle: Path, name: str, flags: str, left: list[str]) -> list[float]:
+    """A configuration's counted launches' rank-0 median steps (runs/, runs/launch2/); each launch left out appended to
+    `left` with why (moelab49b's read-out too)."""
+    steps = []
+    for sub in ("", LAUNCH2):
+        path = Path(bundle) / "runs" / sub / f"megatron-moe-h200-x{GPUS}-{name}-armB.json"
+        step, why = launch_of(path, flags) if path.is_file() else (None, "no run file")
+        if step is None:
+            left.append(f"{path.relative_to(bundle)}: {why}")
+        else:
+            steps.append(step)
+    return steps
+
+
 def verdict(off: list[float], on: list[float], rule: dict = RULE) -> str:
     """The rule on the configurations' errors (fractions), term off and on."""
-    if len(on) < rule["min_configurations"]:
-        return f"NO READING ({len(on)} configurations measured, rule >= {rule['min_configurations']})"
-    a_off, a_on = (100 * statistics.fmean(abs(e) for e in errs) for errs in (off, on))
-    said = (f"mean |error| ON {a_on:.1f}% vs OFF {a_off:.1f}% over {len(on)} configurations; margin "
+    return two_way(off, on, rule, ("OFF", "ON"), ("HOLDS", "FAILS", "UNDECIDED"), lambda a_off, a_on, m: a_on > a_off + m)
+
+
+def two_way(base: list[float], cand: list[float], rule: dict, names: tuple, readings: tuple, loses) -> str:
+    """A candidate column against a base column on the configurations' errors (fractions): readings[0] if the candidate's
+    mean |error| <= the base's - margin and <= level; readings[1] if loses(base's, candidate's, margin) (mean |error| %);
+    else readings[2]; NO READING under min_configurations (moelab49b's P-vs-ON rule too)."""
+    if len(cand) < rule["min_configurations"]:
+        return f"NO READING ({len(cand)} configurations measured, rule >= {rule['min_configurations']})"
+    a_base, a_cand = (100 * statistics.fmean(abs(e) for e in errs) for errs in (base, cand))
+    said = (f"mean |error| {names[1]} {a_cand:.1f}% vs {names[0]} {a_base:.1f}% over {len(cand)} configurations; margin "
             f"{rule['margin_points']} points, level {rule['level_pct']}%")
-    if a_on <= a_off - rule["margin_points"] and a_on <= rule["level_pct"]:
-        return f"HOLDS ({said})"
-    if a_on > a_off + rule["margin_points"]:
-        return f"FAILS ({said})"
-    return f"UNDECIDED ({said})"
+    if a_cand <= a_base - rule["margin_points"] and a_cand <= rule["level_pct"]:
+        return f"{readings[0]} ({said})"
+    if loses(a_base, a_cand, rule["margin_points"]):
+        return f"{readings[1]} ({said})"
+    return f"{readings[2]} ({said})"
 
 
 def read_out(bundle: Path) -> dict:
@@ -146,14 +182,7 @@ def read_out(bundle: Path) -> dict:
         raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no runs / rule mapping (expected moelab49's registration)")
     rows, left = [], []
     for name, r in runs.items():
-        steps = []
-        for sub in ("", LAUNCH2):
-            path = Path(bundle) / "runs" / sub / f"megatron-moe-h200-x{GPUS}-{name}-armB.json"
-            step, why = launch_of(path, r["flags"]) if path.is_file() else (None, "no run file")
-            if step is None:
-                left.append(f"{path.relative_to(bundle)}: {why}")
-            else:
-                steps.append(step)
+        steps = launches(bundle, name, r["flags"], left)
         if steps:
             meas = statistics.fmean(steps)
             rows.append({"name": name, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps),

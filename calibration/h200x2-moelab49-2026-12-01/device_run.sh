@@ -17,7 +17,7 @@ R=studies/megatron_moe
 export PYTHONPATH=/tmp/mc:$PWD $(python3 $R/register.py --env B)
 { nvidia-smi topo -m; echo "## the pinning plan (studies/megatron_moe/pinning.py)"; python3 $R/pinning.py 2; } > "$B/host.txt" 2>&1
 mkdir -p "$B/launch2"
-names=$(python3 $R/register.py --names moelab49)
+names=$(python3 $R/register.py --names ${MOELAB_SET:-moelab49})   # moelab49b sources this file with MOELAB_SET=moelab49b
 for name in $names; do
   tag=h200-x2-$name-armB
   flags=$(python3 $R/register.py --flags "$name" --arm B)

@@ -6,7 +6,8 @@ before the set is run (llm-findings.md, session 30 and issue 44's moe3).
     python studies/megatron_moe/register.py --set moe4 > calibration/h200x1-megatron-moe4-2026-11-28/registered.yaml
     python studies/megatron_moe/register.py --set moe5 > calibration/h200x2-megatron-moe5-2026-11-30/registered.yaml
     python studies/megatron_moe/register.py --set moe6 > calibration/h200x2-megatron-moe6-2026-11-30/registered.yaml
-    (moelab49: validation/moelab49.py --register; this file gives its configurations, flags and arm to device_run.sh)
+    (moelab49, moelab49b: validation/moelab49.py / moelab49b.py --register; this file gives their configurations, flags and
+    arm to device_run.sh)
     python studies/megatron_moe/register.py --flags NAME [--arm A|B]   # the runner's flags (device_run.sh)
     python studies/megatron_moe/register.py --env B        # an arm's environment, NAME=VALUE words (device_run.sh)
     python studies/megatron_moe/register.py --names moe3   # a set's configurations in run order
@@ -81,6 +82,16 @@ SET49 = {
     "e8-top6-ffn1024-hid4096-ep2": dict(COMMON, hidden=4096, heads=16, kv_heads=8, experts=8, top_k=6, expert_ffn=1024, ep=2),
     "e16-top8-ffn2048-hid3072-mb2-ep1": dict(COMMON, hidden=3072, micro_batch=2, heads=16, kv_heads=8, experts=16, top_k=8, expert_ffn=2048, ep=1),
 }
+# moelab49b, 2 x H200 (issue 44, session 49): is the term's ROUTER piece real? Four more layers no set has run, chosen where
+# the whole term (ON) and its permutation piece alone (P) differ most (validation/moelab49b.py registers OFF, ON and P):
+# router-heavy ones (32 experts at top-2 / top-3, micro-batch 2: many router rows x experts, few routed rows), one at EP 1
+# with hidden 4096, and a wide-expert top-4 layer (16 experts of 2816); heads, kv-heads and widths new beside moelab49's
+SET49B = {
+    "e32-top2-ffn1024-kv8-mb2-ep2": dict(COMMON, micro_batch=2, heads=16, kv_heads=8, experts=32, top_k=2, expert_ffn=1024, ep=2),
+    "e32-top3-ffn1536-hid3072-mb2-ep2": dict(COMMON, hidden=3072, micro_batch=2, heads=24, kv_heads=8, experts=32, top_k=3, expert_ffn=1536, ep=2),
+    "e16-top4-ffn2816-mb2-ep2": dict(COMMON, micro_batch=2, heads=16, kv_heads=4, experts=16, top_k=4, expert_ffn=2816, ep=2),
+    "e32-top2-ffn1536-hid4096-mb2-ep1": dict(COMMON, hidden=4096, micro_batch=2, heads=32, kv_heads=8, experts=32, top_k=2, expert_ffn=1536, ep=1),
+}
 # (configurations, GPUs, folder under calibration/, how the GPUs are joined)
 SETS = {
     "moe2": (SET2, 4, "h200x4-megatron-moe2-2026-11-28", "NVLink"),
@@ -89,8 +100,10 @@ SETS = {
     "moe5": (SET5, 2, "h200x2-megatron-moe5-2026-11-30", "NVLink, NCCL_NVLS_ENABLE=0"),
     "moe6": (SET6, 2, "h200x2-megatron-moe6-2026-11-30", "NVLink, NCCL_NVLS_ENABLE=0"),
     "moelab49": (SET49, 2, "h200x2-moelab49-2026-12-01", "NVLink, NCCL_NVLS_ENABLE=0"),   # registered by validation/moelab49.py
+    "moelab49b": (SET49B, 2, "h200x2-moelab49b-2026-12-01", "NVLink, NCCL_NVLS_ENABLE=0"),   # validation/moelab49b.py
 }
-SET_ARMS = {"moe3": "AB", "moe4": "AB", "moe5": "B", "moe6": "B", "moelab49": "B"}   # the arms each set runs (moe5, moe6: moe3's pinned launch only)
+# the arms each set runs (moe5 on: moe3's pinned launch only)
+SET_ARMS = {"moe3": "AB", "moe4": "AB", "moe5": "B", "moe6": "B", "moelab49": "B", "moelab49b": "B"}
 # moe3's two launches of each configuration (device.py flags and environment); A is moe2's launch
 ARMS = {
     "A": dict(what="as before: torch.distributed.run, no pinning, lazy CUDA module loading (the default), warm-up 3, 8 timed steps",
@@ -147,8 +160,8 @@ def main(argv: list[str]) -> int:
     from simcluster.llm.framework import MEGATRON_LOCAL, MEGATRON_UNFUSED
 
     set_name = argv[argv.index("--set") + 1] if "--set" in argv else "moe2"
-    if set_name == "moelab49":   # two columns (the router term off and on) and its own rule: its read-out writes them
-        raise SystemExit("register.py: moelab49 is registered by validation/moelab49.py --register")
+    if set_name in ("moelab49", "moelab49b"):   # several columns (the router term off, on, ...) and their own rules
+        raise SystemExit(f"register.py: {set_name} is registered by validation/{set_name}.py --register")
     configs, gpus, folder, link = SETS[set_name]
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# predictions of the model at {commit} (studies/megatron_moe/register.py), written before the runs; "

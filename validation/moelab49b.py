@@ -1,0 +1,106 @@
+"""Session 49 (issue 44, moelab49b): is the MoE router term's ROUTER piece real? Four more Megatron-Core local-spec MoE
+layers no set has run (studies/megatron_moe/register.py SET49B), 2 x H200, each launched twice as moelab49 (its device
+flow, launches and read-out: validation/moelab49.py), every step predicted three times before the run: term OFF, ON (the
+whole term: moerouter's table, as adopt49 ships it) and P (its permutation piece alone: the router extras at 0).
+
+    PYTHONPATH=. python validation/moelab49b.py --register calibration/h200x2-moelab49b-2026-12-01/registered.yaml
+    PYTHONPATH=. python validation/moelab49b.py [BUNDLE]     # the read-out, once runs/ is unpacked in the bundle
+
+Measured step and counted launches: moelab49's (the mean of the counted launches' rank-0 median steps). Error = predicted
+/ measured - 1. The rule (RULE, fixed before the run), on the mean |error| over the configurations measured, P vs ON:
+P REPLACES ON if P <= ON - margin and P <= level; ON STAYS if ON <= P - margin; else UNDECIDED (ON stays); fewer than
+min_configurations measured: NO READING. Printed, judging nothing: the OFF column's mean |error|, and the published MoE
+rows' mean |error| (all 70 development for the term) with each column's table, computed at registration and read from
+registered.yaml."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.heldout.registration import read_run_set, set_main, write_registration  # noqa: E402
+from simcluster.reference.llm import validate_published_llm  # noqa: E402
+from validation import moelab49  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SET = "h200x2-moelab49b-2026-12-01"
+BUNDLE = ROOT / "calibration" / SET
+RULE = {"margin_points": 3.0, "level_pct": 10.0, "min_configurations": 3}
+# column -> (moelab49.tables() key, registered.yaml key)
+COLUMNS = {"off": ("off", "predicted_step_s"), "on": ("on", "predicted_on_s"), "p": ("permute_only", "predicted_p_s")}
+
+
+def published_moe(table) -> dict:
+    """The published MoE rows (validate --published llm; every one development for the term) with the term on `table`
+    (None: off): {rows, mean_abs_error_pct, signed_mean_error_pct}."""
+    with moelab49.term_as(table):
+        errs = [r.error for r in validate_published_llm().rows if r.family == "MoE" and r.error is not None]
+    return {"rows": len(errs), "mean_abs_error_pct": round(100 * statistics.fmean(map(abs, errs)), 2),
+            "signed_mean_error_pct": round(100 * statistics.fmean(errs), 2)}
+
+
+def register(path: Path) -> None:
+    import yaml
+
+    configs, arm, flags = moelab49.configurations("moelab49b")
+    tabs = moelab49.tables()
+    runs = {name: {"flags": flags(m), **{k: round(moelab49.step_with(m, tabs[t]), 6) for t, k in COLUMNS.values()}}
+            for name, m in configs.items()}
+    doc = {**moelab49.head(SET, arm, RULE), "runs": runs, "rows": list(runs),
+           "published_moe_development": {c: published_moe(tabs[t]) for c, (t, _) in COLUMNS.items()}}
+    write_registration(path, "# registered before the run (validation/moelab49b.py --register): each configuration's step "
+                       "with the router term OFF (predicted_step_s), ON (predicted_on_s) and its permutation piece alone "
+                       "(predicted_p_s); the published MoE rows' figures per column (development); the rule\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=140))
+
+
+def verdict(on: list[float], p: list[float], rule: dict = RULE) -> str:
+    """The rule on the configurations' errors (fractions), ON (the base) and P (the candidate)."""
+    return moelab49.two_way(on, p, rule, ("ON", "P"), ("P REPLACES ON", "ON STAYS", "UNDECIDED, ON stays"),
+                            lambda a_on, a_p, m: a_on <= a_p - m)
+
+
+def read_out(bundle: Path) -> dict:
+    reg = read_run_set(bundle, {"set": SET})
+    runs, rule, pub = reg.get("runs"), reg.get("rule"), reg.get("published_moe_development")
+    if not isinstance(runs, dict) or not isinstance(rule, dict) or not isinstance(pub, dict):
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no runs / rule / published_moe_development mapping "
+                              "(expected moelab49b's registration)")
+    rows, left = [], []
+    for name, r in runs.items():
+        steps = moelab49.launches(bundle, name, r["flags"], left)
+        if steps:
+            meas = statistics.fmean(steps)
+            rows.append({"name": name, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps), "reg": r,
+                         **{c: r[k] / meas - 1 for c, (_, k) in COLUMNS.items()}})
+    return {"rows": rows, "left": left, "published": pub,
+            "verdict": verdict([x["on"] for x in rows], [x["p"] for x in rows], rule)}
+
+
+def show(res: dict) -> None:
+    print(f"{'configuration':34s} {'launches (ms)':>17s} {'measured':>9s} | {'OFF':>17s} | {'ON':>17s} | {'P':>17s}")
+    for x in res["rows"]:
+        cols = " | ".join(f"{1e3 * x['reg'][k]:7.2f} {100 * x[c]:+6.1f}%" for c, (_, k) in COLUMNS.items())
+        print(f"{x['name']:34s} {' / '.join(f'{1e3 * s:.1f}' for s in x['launches']):>17s} {1e3 * x['measured_s']:7.2f}ms | "
+              f"{cols}  (spread {x['spread']:.3f}x)")
+    if res["rows"]:
+        print("mean |error|: " + ", ".join(f"{c.upper()} {100 * statistics.fmean(abs(x[c]) for x in res['rows']):.1f}%"
+                                           for c in COLUMNS) + " (OFF: printed, judging nothing)")
+    print("published MoE rows, development for the term (registered, judging nothing): "
+          + ", ".join(f"{c.upper()} {v['mean_abs_error_pct']}% (signed {v['signed_mean_error_pct']:+}%, {v['rows']} rows)"
+                      for c, v in res["published"].items()))
+    for line in res["left"]:
+        print(f"left out: {line}")
+    print(f"RULE: {res['verdict']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return set_main(sys.argv[1:] if argv is None else argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
