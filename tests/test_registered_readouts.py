@@ -44,7 +44,9 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/moerouter.py", "h200x1-moerouter-2026-12-01"),   # session 49's: measured lines + registered part
             ("validation/hb49.py", "h200x1-hb49-2026-12-01"),   # session 49's one-GPU set: byte for byte
             ("validation/x2set49.py", "h200x2-x2set49-2026-12-01"),   # session 49's: byte for byte
-            ("validation/mem49.py", "h200x2-mem49-2026-12-01")]   # session 49's: byte for byte
+            ("validation/mem49.py", "h200x2-mem49-2026-12-01"),   # session 49's: byte for byte
+            ("validation/moelab49.py", "h200x2-moelab49-2026-12-01"),   # session 49's: registered columns, byte for byte
+            ("validation/moelab49b.py", "h200x2-moelab49b-2026-12-01")]   # likewise
 
 
 @pytest.mark.parametrize("script,folder", READOUTS, ids=[f for _, f in READOUTS])
