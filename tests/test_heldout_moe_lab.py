@@ -38,8 +38,8 @@ def test_failed_runs_are_skipped_with_why_and_the_development_set_stays_out():
     _, skipped = moe_lab.read_set(MOE4)
     assert sorted(s.file for s in skipped) == [f"megatron-moe-h200-x1-switch-e8-top1-ffn8192-ep1-arm{a}.json" for a in "AB"]
     assert all("no document" in s.why for s in skipped)
-    assert not set(moe_lab.DEVELOPMENT) & set(moe_lab.REGISTERED)
-    assert {r["source"] for r in moe_lab.held_out_rows()} <= {Path(f).name for f in moe_lab.REGISTERED}
+    assert not set(moe_lab.DEVELOPMENT) & set(moe_lab.REGISTERED + moe_lab.LAUNCHED)
+    assert {r["source"] for r in moe_lab.held_out_rows()} <= {Path(f).name for f in moe_lab.REGISTERED + moe_lab.LAUNCHED}
 
 
 def test_a_set_registered_but_not_run_gives_no_rows_and_is_picked_up_once_its_files_exist(tmp_path):
@@ -84,7 +84,7 @@ def test_local_spec_is_its_own_family_and_every_other_megatron_stays_megatron_ne
         assert llm_regime(name, 1, 1, 1, 1, True, "bf16", 4).key == "llm | Megatron/NeMo | MoE | bf16"
     residuals = moe_lab_residuals(moe_lab.held_out_rows())
     assert {(r.family, r.regime) for r in residuals} == {("llm local spec", KEY)}
-    assert len({r.source for r in residuals}) == 5 and {r.scale for r in residuals} == {1.0, 2.0, 4.0}   # moe5 (session 40), moe6 (session 41)
+    assert len({r.source for r in residuals}) == 7 and {r.scale for r in residuals} == {1.0, 2.0, 4.0}   # moe5, moe6, moelab49 / 49b
 
 
 def local_spec_scenario(root: Path) -> dict:
@@ -100,8 +100,9 @@ def local_spec_scenario(root: Path) -> dict:
 
 def test_a_local_spec_answer_gets_its_regime_and_the_band_of_its_own_rows(tmp_path, capsys):
     """Through `predict training --json`: the regime is the local spec's; since moe3 (2 GPUs, session 33) it has three
-    sources (four since moe5, session 40) and is validated by the band rule (5 rows from 3 sources), its band every held-out local-spec row (wide:
-    the sets disagree), not the Megatron/NeMo family's."""
+    sources (four since moe5, session 40; seven with moelab49 / 49b, session 49) and is validated by the band rule (5
+    rows from 3 sources), its band every held-out local-spec row (wide: the sets disagree), not the Megatron/NeMo
+    family's."""
     path = tmp_path / "moe.yaml"
     path.write_text(json.dumps(local_spec_scenario(ROOT)))   # JSON is YAML
     assert main(["predict", "training", "--scenario", str(path), "--json"]) == 0      # the shipped table, as it is
@@ -109,7 +110,7 @@ def test_a_local_spec_answer_gets_its_regime_and_the_band_of_its_own_rows(tmp_pa
     v = doc["validation"]
     residuals = moe_lab_residuals(moe_lab.held_out_rows())
     assert v["regime"] == KEY and v["status"] == "validated"
-    assert v["rows"] == len(residuals) and v["sources"] == 5 and v["validated_gpus"] == [1, 4]
+    assert v["rows"] == len(residuals) and v["sources"] == 7 and v["validated_gpus"] == [1, 4]
     lo, hi = conformal_bounds([r.rho for r in residuals])
     assert v["measured_over_predicted_time"] == [round(lo, 4), round(hi, 4)]
     assert doc["step_time_s_band"] == pytest.approx([doc["step_time_s"] * lo, doc["step_time_s"] * hi])

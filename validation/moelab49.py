@@ -34,8 +34,8 @@ from simcluster.llm import moe_router_term, op_price  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SET = "h200x2-moelab49-2026-12-01"
 BUNDLE = ROOT / "calibration" / SET
-LAUNCH2 = "launch2"                      # runs/launch2/: each configuration's second launch
 GPUS = 2
+LAUNCH2 = moe_lab.LAUNCH2             # runs/launch2/: each configuration's second launch
 RULE = {"margin_points": 3.0, "level_pct": 10.0, "min_configurations": 3}
 COLUMNS = ("off", "on", "router_only", "permute_only")
 
@@ -122,36 +122,13 @@ def register(path: Path) -> None:
                        + yaml.safe_dump(doc, sort_keys=False, width=140))
 
 
-def launch_of(path: Path, flags: str) -> tuple[float | None, str]:
-    """(rank 0's median step, '') of one run file, or (None, why it does not count)."""
-    doc, why = moe_lab.run_document(path)
-    if doc is None:
-        return None, why
-    r0 = doc.get("rank0") or {}
-    if r0.get("status") != "ok":
-        return None, f"rank 0 {r0.get('status', 'without a status')}: {str(r0.get('error', ''))[:120]}"
-    step = r0.get("median_step_s")
-    if not (isinstance(step, (int, float)) and step > 0):
-        return None, "rank 0 has no positive median_step_s"
-    if doc.get("world_size") != GPUS or "H200" not in str(doc.get("device", "")):
-        return None, f"ran on {doc.get('world_size')} x {doc.get('device')!r}, registered {GPUS} x H200"
-    if not all(p and p.get("cpus") for p in doc.get("pin_per_rank") or [None]):
-        return None, "not every rank pinned (arm B)"
-    return (None, wrong) if (wrong := moe_lab.flag_mismatch(doc, flags)) else (float(step), "")
-
-
 def launches(bundle: Path, name: str, flags: str, left: list[str]) -> list[float]:
-    """A configuration's counted launches' rank-0 median steps (runs/, runs/launch2/); each launch left out appended to
-    `left` with why (moelab49b's read-out too)."""
-    steps = []
-    for sub in ("", LAUNCH2):
-        path = Path(bundle) / "runs" / sub / f"megatron-moe-h200-x{GPUS}-{name}-armB.json"
-        step, why = launch_of(path, flags) if path.is_file() else (None, "no run file")
-        if step is None:
-            left.append(f"{path.relative_to(bundle)}: {why}")
-        else:
-            steps.append(step)
-    return steps
+    """A configuration's counted launches' rank-0 median steps (heldout/moe_lab.counted_launches: runs/, runs/launch2/);
+    each launch left out appended to `left` with why (moelab49b's read-out too)."""
+    skipped: list[moe_lab.Skipped] = []
+    docs = moe_lab.counted_launches(Path(bundle), name, flags, GPUS, "H200", skipped)
+    left += [f"{s.file}: {s.why}" for s in skipped]
+    return [float(d["rank0"]["median_step_s"]) for d in docs]
 
 
 def verdict(off: list[float], on: list[float], rule: dict = RULE) -> str:

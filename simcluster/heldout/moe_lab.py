@@ -8,6 +8,10 @@ model: the model may have moved since (docs/models/llm-findings.md).
                EP 1, arms A and B), moe3 (2 x H200, EP 2, arms A and B), moe5 (2 x H200, EP 2, arm B; registered in
                session 40), moe6 (2 x H200, EP 2 and EP 1 data parallel, arm B; registered in session 41 with the model
                of that day, picked up once its run files exist)
+  LAUNCHED     session 49's sets run as moelab49 ran them (2 x H200, EP 2 and EP 1, arm B): each configuration launched
+               twice on one lease (runs/, runs/launch2/), its row the mean of its counted launches (counted_launches, the
+               read-out's count: validation/moelab49.py) against its registered OFF step (predicted_step_s: the product
+               prices the local spec with the router term off, llm/moe_router_term.ADOPTED); read by read_launched
   DEVELOPMENT  session 25's set, which the local-spec host model (framework.MoeHost) was built on: left out
 
 A run file is device.py's JSON (megatron-moe-KIND-xN-NAME.json, or ...-NAME-armX.json for a set run in arms): rank 0's
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +33,9 @@ FRAMEWORK = "megatron-local-spec"
 REGISTERED = ("calibration/h200x4-megatron-moe2-2026-11-28", "calibration/h200x1-megatron-moe4-2026-11-28",
               "calibration/h200x2-megatron-moe3-2026-11-28", "calibration/h200x2-megatron-moe5-2026-11-30",
               "calibration/h200x2-megatron-moe6-2026-11-30")
+LAUNCHED = ("calibration/h200x2-moelab49-2026-12-01", "calibration/h200x2-moelab49b-2026-12-01")
 DEVELOPMENT = ("calibration/h200x4-megatron-moe-2026-11-27",)
+LAUNCH2, LAUNCH_ARM = "launch2", "B"     # a LAUNCHED set's second launch (runs/launch2/) and its one arm
 RUN_FILE = re.compile(r"^megatron-moe-[a-z0-9]+-x\d+-(?P<name>.+?)(?:-arm(?P<arm>[A-Z]))?\.json$")
 # the runner flags a run's document must match (its model and expert parallelism): a file that is not the registered
 # configuration gives no row
@@ -53,17 +60,17 @@ def registered_steps(folder: Path) -> dict[str, dict]:
         raise SimclusterError("expected a mapping with `runs:` (run name -> predicted_step_s, flags)", where=str(path))
     if doc.get("framework") != FRAMEWORK:
         raise SimclusterError(f"framework {doc.get('framework')!r}: expected {FRAMEWORK}", where=f"{path}: framework")
-    m = re.match(r"^\S+ x (\d+)\b", str(doc.get("gpu", "")))   # "H200 x 4 (NVLink), ...": the GPUs predicted for
+    m = re.match(r"^(\S+) x (\d+)\b", str(doc.get("gpu", "")))   # "H200 x 4 (NVLink), ...": the GPUs predicted for
     if not m:
         raise SimclusterError(f"expected 'KIND x N (...)', the GPUs the set was predicted for, got {doc.get('gpu')!r}",
                               where=f"{path}: gpu")
-    gpus = int(m.group(1))
+    gpus = int(m.group(2))
     out = {}
     for name, run in doc["runs"].items():
         step = run.get("predicted_step_s") if isinstance(run, dict) else None
         if not isinstance(step, (int, float)) or isinstance(step, bool) or not step > 0:
             raise SimclusterError("expected a positive number of seconds", where=f"{path}: runs.{name}.predicted_step_s")
-        out[str(name)] = {"predicted_s": float(step), "flags": str(run.get("flags", "")), "gpus": gpus}
+        out[str(name)] = {"predicted_s": float(step), "flags": str(run.get("flags", "")), "gpus": gpus, "kind": m.group(1)}
     return out
 
 
@@ -132,6 +139,59 @@ def read_set(folder: Path) -> tuple[list[dict], list[Skipped]]:
     return rows, skipped
 
 
+def launch_of(path: Path, flags: str, gpus: int, kind: str) -> tuple[dict | None, str]:
+    """(the run document, '') of one launch of a LAUNCHED set, or (None, why it does not count): rank 0 ok with a positive
+    median step, on `gpus` GPUs of `kind`, every rank pinned (arm B), the registered `flags`."""
+    doc, why = run_document(path)
+    if doc is None:
+        return None, why
+    r0 = doc.get("rank0") or {}
+    if r0.get("status") != "ok":
+        return None, f"rank 0 {r0.get('status', 'without a status')}: {str(r0.get('error', ''))[:120]}"
+    step = r0.get("median_step_s")
+    if not (isinstance(step, (int, float)) and step > 0):
+        return None, "rank 0 has no positive median_step_s"
+    if doc.get("world_size") != gpus or kind not in str(doc.get("device", "")):
+        return None, f"ran on {doc.get('world_size')} x {doc.get('device')!r}, registered {gpus} x {kind}"
+    if not all(p and p.get("cpus") for p in doc.get("pin_per_rank") or [None]):
+        return None, "not every rank pinned (arm B)"
+    return (None, wrong) if (wrong := flag_mismatch(doc, flags)) else (doc, "")
+
+
+def counted_launches(bundle: Path, name: str, flags: str, gpus: int, kind: str, left: list[Skipped]) -> list[dict]:
+    """The run documents of a configuration's counted launches (runs/, runs/launch2/; launch_of), each launch left out
+    appended to `left` with why: the one launch count of the LAUNCHED sets' read-outs (validation/moelab49.py,
+    moelab49b.py) and of their held-out rows (read_launched)."""
+    docs = []
+    for sub in ("", LAUNCH2):
+        path = Path(bundle) / "runs" / sub / f"megatron-moe-{kind.lower()}-x{gpus}-{name}-arm{LAUNCH_ARM}.json"
+        doc, why = launch_of(path, flags, gpus, kind) if path.is_file() else (None, "no run file")
+        if doc is None:
+            left.append(Skipped(str(path.relative_to(bundle)), why))
+        else:
+            docs.append(doc)
+    return docs
+
+
+def read_launched(folder: Path) -> tuple[list[dict], list[Skipped]]:
+    """A LAUNCHED set's rows, read_set's keys plus `launches` (how many counted), one per configuration with a counted
+    launch: measured_s the mean of its counted launches' rank-0 median steps, predicted_s its registered step (the OFF
+    column); the launches left out with why. Not run yet (no runs/): no rows, nothing skipped."""
+    if not (folder / "runs").is_dir():
+        return [], []
+    rows, skipped = [], []
+    for name, reg in registered_steps(folder).items():
+        docs = counted_launches(folder, name, reg["flags"], reg["gpus"], reg["kind"], skipped)
+        if docs:
+            par = docs[0].get("parallel") or {}
+            rows.append({"source": folder.name, "run": name, "arm": LAUNCH_ARM, "lease": "", "gpus": reg["gpus"],
+                         "tp": int(par.get("tp", 1)), "pp": int(par.get("pp", 1)), "ep": int(par.get("ep", 1)),
+                         "predicted_s": reg["predicted_s"], "launches": len(docs),
+                         "measured_s": statistics.fmean(d["rank0"]["median_step_s"] for d in docs),
+                         "today_s": todays_step_s(docs[0], reg["gpus"])})
+    return rows, skipped
+
+
 GPU_CARDS = {"H100": "models/gpu/h100-sxm-interleaved.yaml", "H200": "models/gpu/h200-sxm-interleaved.yaml"}
 NVLINK = {1: "models/collective/h200x2-primitives.yaml",   # one GPU: no collective is priced (moe4); any card will do
           2: "models/collective/h200x2-primitives.yaml", 4: "models/collective/h200x4-primitives.yaml"}
@@ -186,6 +246,7 @@ def todays_step_s(doc: dict, ranks: int) -> float:
     return step_s(m, ranks, device_gpu(doc.get("device", "")))[0]
 
 
-def held_out_rows(folders: tuple[str, ...] = REGISTERED) -> list[dict]:
-    """Every registered set's measured runs against their registered steps (read_set), set by set."""
-    return [row for name in folders for row in read_set(ROOT / name)[0]]
+def held_out_rows(folders: tuple[str, ...] = REGISTERED + LAUNCHED) -> list[dict]:
+    """Every registered set's measured runs against their registered steps (read_set; a LAUNCHED set's: read_launched),
+    set by set."""
+    return [row for name in folders for row in (read_launched if name in LAUNCHED else read_set)(ROOT / name)[0]]
