@@ -170,7 +170,7 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # not a better model (docs/models/trust.md, "What moved in session 44")
     oci = "nccl-oci-gb200-x2-mnnvl-oke"
     assert not [r for r in one_node if r.source == oci]
-    assert 70.0 <= cov["collective one node"].by_source_pct < 90.0 and cov["collective one node"].sources == 8   # 7: OCI A100 node, s47; 8: OCI GB200 page (nccl49)
+    assert 70.0 <= cov["collective one node"].by_source_pct < 90.0 and cov["collective one node"].sources == 8   # OCI A100 s47; OCI GB200 s49
 
 
 def test_docs_and_readme_accuracy_lines_are_the_shipped_tables():
