@@ -16,7 +16,10 @@
     PYTHONPATH=. python studies/compck2_phases.py > studies/compck2_phases-session49.txt
 studies/compck2_phases-session48.txt is session 48's print, kept as the record the model pages cite. Session 49's differs
 in 2.'s errors by up to 0.1 point (compck's means read from its runs, 98.735 / 168.134 ms, where session 48 had typed
-98.7 / 168.1) and in 3., which prices today's model (since mendB48 an eager FSDP2 row does not move with the switch).
+98.7 / 168.1) and in 3., which prices today's model (since mendB48 an eager FSDP2 row does not move with the switch);
+re-printed by mendB49 (cold review B49 item 5) at main 4c3b6152, after wire49 added x2set49's and mem49's rows: 3.
+reads 415 rows, 13 move, and the switch moves the compiled FSDP2 rows without checkpointing 12.9 -> 7.2% (x2set49's
+rule CN read the free-off column +12.6% on its shape).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ input; every GPU count since mendB47, cold review B47: the 4-GPU rows were left 
 Reads the error-band table (simcluster/trust/error_bands.json, family `llm eager`: the registered and sealed read-outs'
 held-out rows) and prints, per regime and GPU count: rows, sets, today's mean |error| (a registered row at today's
 prediction: today_over_registered / rho - 1; a sealed row: 1 / rho - 1), today's mean error (bias), whether the mean
-|error| meets 8%, whether trust/noise.py marks the regime noise-limited there, and its verdict (trust/noise.FLOOR_VERDICTS,
+|error| meets 8% ('thin' where it does but mean |error| + 1 se, the rows' sd of |error| / sqrt(rows), does not: met
+only on the point comparison; cold review B49), whether trust/noise.py marks the regime noise-limited there, and its verdict (trust/noise.FLOOR_VERDICTS,
 '-' where it has none: a regime that meets the target and was never marked). With --live (session 44) the same
 figures from the held-out rows as the table builder reads them now (trust/build.eager_residuals of eager_held_out_rows,
 today's moves recomputed), before error_bands.json is regenerated.
@@ -41,18 +42,22 @@ def modes(max_gpus: int | None = None, live: bool = False) -> list[dict]:
             pick = [r for r in rows if r.scale == scale]
             errs = [r.today_error for r in pick]
             mean = 100 * statistics.mean(map(abs, errs))
+            se = 100 * statistics.stdev(map(abs, errs)) / len(errs) ** 0.5 if len(errs) > 1 else float("inf")
             out.append({"regime": key, "gpus": int(scale), "rows": len(pick), "sets": len({r.source for r in pick}),
                         "mean_abs_pct": mean, "bias_pct": 100 * statistics.mean(errs), "meets": mean <= TARGET_PCT,
+                        "plus_se_pct": mean + se,
                         "verdict": getattr(floor_verdict(key, scale, "H200"), "verdict", "-")})
             out[-1]["noise_limited"] = out[-1]["verdict"] == "noise-limited"
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'bias':>7}  8%      noise-limited  verdict")
+    print(f"{'regime':56} {'GPUs':>4} {'rows':>4} {'sets':>4} {'mean |err|':>10} {'+1 se':>7} {'bias':>7}  8%      "
+          "noise-limited  verdict")
     for m in modes(live="--live" in (sys.argv[1:] if argv is None else argv)):
-        print(f"{m['regime']:56} {m['gpus']:4d} {m['rows']:4d} {m['sets']:4d} {m['mean_abs_pct']:9.1f}% {m['bias_pct']:+6.1f}%  "
-              f"{'met' if m['meets'] else 'NOT met':7} {'yes' if m['noise_limited'] else 'no':13}  {m['verdict']}")
+        word = "NOT met" if not m["meets"] else "thin" if m["plus_se_pct"] > TARGET_PCT else "met"
+        print(f"{m['regime']:56} {m['gpus']:4d} {m['rows']:4d} {m['sets']:4d} {m['mean_abs_pct']:9.1f}% {m['plus_se_pct']:6.1f}% "
+              f"{m['bias_pct']:+6.1f}%  {word:7} {'yes' if m['noise_limited'] else 'no':13}  {m['verdict']}")
     return 0
 
 

@@ -27,7 +27,9 @@ whose mean |error| misses 8%, and the two trust/noise.py marked before this rule
      the gap to resolve: the floor's margin over the target on the same processes, at least 2 points), else
      noise-limited; the regime is model-limited where any population is, else undecided where any is, else
      noise-limited where one is, else no floor. The rule and its thresholds were set with these regimes' numbers in
-     view: development for these verdicts; the print ends with a sensitivity line (2.5 se; session 43's lease premise).
+     view: development for these verdicts; the print ends with a sensitivity line (2.5 se; session 43's lease premise;
+     a margin of 1 se; each distinct shape weighted once), after the regimes that meet the target only without that
+     margin (`thin`: their floor_of printed for the record, judging nothing; cold review B49).
 trust/noise.FLOOR_VERDICTS records the numbers; tests/test_trust_noise.py recomputes them.
     python studies/eager_noise_floors.py
 """
@@ -134,6 +136,7 @@ def study_processes(key: str, gpus: int) -> list[dict] | None:
     return [{k: r[k] for k in ("path", "call", "key", "ms", "err")} for r in rows]
 
 
+@cache
 def regime_rows() -> dict[tuple[str, int], list[dict]]:
     """(regime, GPUs) -> the table's rows as the builder reads them now, each with its today's error."""
     from simcluster.trust.build import eager_held_out_rows, eager_residuals
@@ -175,7 +178,8 @@ def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
         procs += [{"path": p, "call": r["bundle"], "key": label, "ms": ms, "err": today_ms / ms - 1, "set": r["bundle"],
                    "row": i} for p, ms in found]
     out = {"regime": key, "gpus": gpus, "rows": len(rows), "sets": len({r["set"] for r in rows}),
-           "mean_abs_pct": 100 * statistics.mean(abs(r["err"]) for r in rows), "unresolved": unresolved}
+           "mean_abs_pct": 100 * statistics.mean(abs(r["err"]) for r in rows), "unresolved": unresolved,
+           "bias_pct": 100 * statistics.mean(r["err"] for r in rows)}
     out["own"] = population(procs)
     wider = study_processes(key, gpus)
     out["study"] = None if wider is None else population(wider, STUDIES[(key, gpus)]) | {"name": STUDIES[(key, gpus)]}
@@ -190,6 +194,13 @@ def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
     errs = [100 * abs(r["err"]) for r in rows]
     out["mean_se_pct"] = statistics.stdev(errs) / math.sqrt(len(errs)) if len(errs) > 1 else math.inf
     out["with_margin"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, margin_pct=out["mean_se_pct"])
+    # cold review B49 item 2: each distinct shape (heldout/eager.step_shape) weighted once, the mean of its rows' |error|
+    # (a shape re-run on a later lease counts once); printed beside the row-weighted mean, judging nothing
+    by_shape = defaultdict(list)
+    for r in rows:
+        by_shape[repr(sorted(r["shape"].items()))].append(100 * abs(r["err"]))
+    out["shapes"] = len(by_shape)
+    out["shape_weighted_pct"] = statistics.mean(statistics.mean(v) for v in by_shape.values())
     return out
 
 
@@ -248,6 +259,18 @@ def floors() -> list[dict]:
     return out
 
 
+def thin() -> list[dict]:
+    """The regimes that meet the target only on the point comparison (mean |error| + 1 se over it; cold review B49 items
+    2, 3 and 9), with their floor_of: printed for the record, judging nothing (they have no FLOOR_VERDICTS record)."""
+    out = []
+    for (key, gpus), rows in sorted(regime_rows().items()):
+        errs = [100 * abs(r["err"]) for r in rows]
+        if len(errs) > 1 and statistics.mean(errs) <= TARGET_PCT and (key, gpus) not in MARKED_S43 \
+                and statistics.mean(errs) + statistics.stdev(errs) / math.sqrt(len(errs)) > TARGET_PCT:
+            out.append(floor_of(key, gpus, rows))
+    return out
+
+
 def line(name: str, p: dict) -> str:
     head = f"  {name:34} {p['processes']:5d} {p['repeated_shapes']:4d} "
     if "floor_pct" not in p:
@@ -272,13 +295,21 @@ def main() -> int:
         print(line("the table rows' own processes", f["own"]))
         if f["study"] is not None:
             print(line(f["study"]["name"], f["study"]))
+    thinly = thin()
+    print("\nmeeting the target only without a margin (mean |error| + 1 se over 8%; no verdict, printed for the record)")
+    for f in thinly:
+        print(f"{f['regime']} at {f['gpus']} GPU{'s' * (f['gpus'] > 1)}: {f['rows']} rows from {f['sets']} sets, "
+              f"{f['mean_abs_pct']:.1f}% mean |error|, bias {f['bias_pct']:+.1f}%: {f['verdict'].upper()} (thin)")
+        print(line("the table rows' own processes", f["own"]))
+    found = found + thinly
     print("\nsensitivity (the rule was set with these regimes' numbers in view): the verdict at 2.5 se; with session 43's "
           "lease premise (lease_sd >= process_sd / 2, else undecided); with an unknown lease term (across-set dof 0) taken "
-          "as zero (the rule before mendC47); met only with a margin (mean |error| + 1 se <= 8%)")
+          "as zero (the rule before mendC47); met only with a margin (mean |error| + 1 se <= 8%); the mean |error| with each "
+          "distinct shape weighted once (printed, judging nothing)")
     for f in found:
         print(f"  {f['regime']} at {f['gpus']}: {f['verdict']}; at 2.5 se {f['at_2_5_se']}; with the premise {f['with_premise']}; "
               f"lease unknown as zero {f['lease_zero']}; with a margin ({f['mean_abs_pct']:.2f} + {f['mean_se_pct']:.2f}%) "
-              f"{f['with_margin']}")
+              f"{f['with_margin']}; each of its {f['shapes']} shapes once {f['shape_weighted_pct']:.2f}%")
     print("\nthe sets whose processes repeat a shape; table rows whose processes could not be told apart (left out)")
     for f in found:
         print(f"  {f['regime']} at {f['gpus']}: own {', '.join(f['own']['sets_with_repeats']) or 'none'}"

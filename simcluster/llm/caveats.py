@@ -9,7 +9,8 @@ from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
-MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows miss by 20.7% mean |error| (20 within 10%, fast and slow) with "
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows miss by 20.7% mean |error| (20 within 10%; mostly pessimistic: 41 "
+                "of the 50 misses slow, Grok-1's 36 among them, where TE's fused permute runs) with "
                 "the measured router / permutation term of session 49, and are all development for it: no held-out row "
                 "tests it; its permutations were measured in plain torch, an upper bound where Transformer Engine's fused "
                 "kernels run (llm/moe_router_term.py; docs/models/llm.md, MoE): compare variants rather than absolute times")
