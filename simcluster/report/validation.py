@@ -169,10 +169,10 @@ def _(v: ReferenceValidation) -> str:
     for source, s in v.summary().items():
         name = _short(source)
         if not s["rows"]:
-            lines.append(f"  {name:<44} no row compared; {_clip(s['why'])}")
+            lines.append(f"  {name:<44} no row compared; {_clip(v.why(source))}")
             continue
         lines.append(f"  {name:<44} {s['rows']:>3} rows  mean |error| {s['mean_abs_error_pct']:5.1f}%  max "
-                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(s['why'])}")
+                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(v.why(source))}")
     held = [abs(r.error) for r in v.rows if r.error is not None and r.held_out]
     out_rows, out_files = v.excluded()
     scope = f" (+{out_rows} rows of {out_files} file{'s' * (out_files != 1)} out of scope, not compared)" if out_rows else ""
