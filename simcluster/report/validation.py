@@ -145,11 +145,14 @@ def _(v: FamilyValidation) -> str:
 
 
 def _family_target(s: dict) -> str:
-    """A held-out family's target column: yes / no, or "not judged" where its rows meet the numbers on too few sources."""
+    """A held-out family's target column: yes (with the rows of its largest source, so that a second source of one row
+    reads as such) / no, or "not judged" where its rows meet the numbers on too few sources."""
     if s["meets_numbers"] and not s["judged"]:
         n = len(s["sources"])
         return f"not judged: {n} source{'s' if n != 1 else ''} ({s['rows']} rows meet the numbers)"
-    return "yes" if s["meets_target"] else "no"
+    if s["meets_target"]:   # the verdict as judged; how much of it one source carries beside it (review A49, finding 5)
+        return f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows)"
+    return "no"
 
 
 @render.register
