@@ -246,6 +246,18 @@ class ReferenceValidation:
                            "why": self.sources[source]}
         return out
 
+    def why(self, source: str) -> str:
+        """Why the source's rows are (not) held out, said the way the text summary says it: where rows carry
+        development_for (a term adopted on their errors), that reason first, naming the runs when only some of the
+        file's rows carry it, then the file's own why ("file: ...")."""
+        rows = [r for r in self.rows if r.source == source]
+        dev = [r for r in rows if r.development_for]
+        if not dev:
+            return self.sources[source]
+        reasons = "; ".join(dict.fromkeys(r.development_for for r in dev))
+        runs = "" if len(dev) == len(rows) else f"runs {', '.join(str(r.run) for r in dev)}: "
+        return f"{runs}{reasons}; file: {self.sources[source]}"
+
     def excluded(self) -> tuple[int, int]:
         """(rows, files) out of the model's scope (ReferenceRow.excluded): predicted, never compared."""
         rows = [r for r in self.rows if r.excluded]

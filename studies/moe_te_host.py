@@ -13,6 +13,7 @@ the term's size at c and d step / d c (finite difference over that c range): the
 Valid range: H100 hosts, BF16, CUDA graphs over router and preprocess (the source's); other cards and fp8 use it
 unmeasured. Not priced under moe_a2a_overlap (moe_sync.applies: the source's overlap row shows no GPU idle).
     python studies/moe_te_host.py
+    python studies/moe_te_host.py --gpu-work   # row 0's modelled GPU work (c = 0) with the router term and before it
 """
 
 from __future__ import annotations
@@ -61,6 +62,22 @@ def sensitivity(c: float, lo: float, hi: float) -> None:
                   f"{100 * (b - a) / 2 / at:+8.2f}%")
 
 
+def gpu_work() -> None:
+    """Row 0's modelled GPU work (its step at c = 0: no host after the dispatcher sync) with the adopted router /
+    permutation term (llm/moe_router_term) and without it (heldout/registration.before_adopt49), beside the profile's
+    GPU-active time and c at today's framework (review A49, finding 1: c was derived before the term)."""
+    from simcluster.heldout.registration import before_adopt49
+    from simcluster.llm.framework import MOE_SYNC_KERNEL_S
+
+    with before_adopt49():
+        before = row_result(0, 0.0).step_time_s
+    now = row_result(0, 0.0).step_time_s
+    print(f"row 0 profiled: GPU-active {GPU_ACTIVE_S} s of the {STEP_S} s step")
+    print(f"row 0 modelled GPU work (c = 0): {now:.2f} s with the router term, {before:.2f} s before adopt49")
+    print(f"row 0 step at c = {1e6 * MOE_SYNC_KERNEL_S:.1f} us: {row0_step(MOE_SYNC_KERNEL_S):.2f} s with the term "
+          f"(the sync term adds {row0_step(MOE_SYNC_KERNEL_S) - now:.2f} s of the profile's {IDLE_S:.3f} s idle)")
+
+
 def main() -> None:
     c = derive()
     print(f"GPU idle {IDLE_S:.3f} s of the {STEP_S} s step -> c = {1e6 * c:.1f} us per modelled kernel")
@@ -71,5 +88,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
-    study_args.check()
-    main()
+    if study_args.check(options=("--gpu-work",)):
+        gpu_work()
+    else:
+        main()

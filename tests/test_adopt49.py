@@ -119,3 +119,27 @@ def test_the_families_print_says_moe_is_not_judged_since_the_router_term():
     assert "not judged: no held-out rows since the router term" in line and "development for the MoE router" in line
     fp8 = next(f for f in v.families() if f["family"] == "fp8")
     assert v.no_held_out_since(fp8) == "" and fp8["held_out"]["rows"] == 1
+
+
+def test_the_per_source_text_says_the_development_reason_first_naming_the_runs_of_a_mixed_file():
+    """review A49 finding 4: a source whose rows carry development_for says so before its file's held-out why, naming
+    which runs when only some of them do; a source without it keeps its why; --json's summary is unchanged."""
+    from simcluster.report.validation import render
+    from simcluster.results import ReferenceRow, ReferenceValidation
+
+    def row(source, i, why, family="MoE"):
+        return ReferenceRow(source, i, "c", "tokens_per_s", 1.0, 1.1, 0.1, not why, family=family, development_for=why)
+
+    files = {"llm-all": "committed alone before any prediction", "llm-mixed": "recorded before its prediction",
+             "llm-none": "held out, nothing fitted"}
+    v = ReferenceValidation("published llm", 0.10, [row("llm-all", 0, moe_router_term.WHY), row("llm-all", 1, moe_router_term.WHY),
+                                                    row("llm-mixed", 0, ""), row("llm-mixed", 3, moe_router_term.WHY),
+                                                    row("llm-none", 0, "", "fp8")], files)
+    assert v.why("llm-all") == f"{moe_router_term.WHY}; file: committed alone before any prediction"
+    assert v.why("llm-mixed") == f"runs 3: {moe_router_term.WHY}; file: recorded before its prediction"
+    assert v.why("llm-none") == "held out, nothing fitted"
+    lines = {x.split()[0]: x for x in render(v).split("per source")[1].splitlines()[1:] if x.startswith("  ")}
+    assert "held out: no     development for the MoE router" in lines["all"]
+    assert "held out: partly runs 3: development for the MoE router" in lines["mixed"]
+    assert lines["none"].endswith("held out: yes    held out, nothing fitted")
+    assert {k: s["why"] for k, s in v.summary().items()} == files

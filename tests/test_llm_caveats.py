@@ -33,6 +33,30 @@ def test_caveats_name_the_weak_classes_only():
     assert not any("extrapolated" in c for c in caveats(moe, ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True), MEGATRON, b200))
 
 
+def test_the_moe_caveat_names_the_router_term_its_judged_cards_and_the_double_count_question():
+    """One MoE caveat string: the term, the cards its rule judged (an answer on another card says it is extrapolated),
+    the open double count with moe_sync's c (review A49, findings 1 and 3)."""
+    from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.caveats import caveats
+    from simcluster.llm.framework import MEGATRON, MEGATRON_LOCAL
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    moe = TransformerSpec(48, 2048, 6144, 32, 4, 151936, 4096, experts=128, top_k=8, expert_ffn=768)
+    par = ParallelSpec(dp=8, ep=8)
+    h100, _ = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")
+    h200, _ = load_gpu(ROOT / "models/gpu/h200-sxm.yaml")
+    on_h100 = [c for c in caveats(moe, par, MEGATRON, h100) if c.startswith("MoE:")]
+    on_h200 = [c for c in caveats(moe, par, MEGATRON, h200) if c.startswith("MoE:")]
+    assert len(on_h100) == len(on_h200) == 1
+    for text in on_h100 + on_h200:
+        assert "llm/moe_router_term.py" in text and "judged H100, B200 and A800 rows only" in text
+        assert "double count" in text and "moe_sync's c" in text and "{card}" not in text
+    assert "extrapolated to by the HBM-rate law" not in on_h100[0]
+    assert "this answer's card, h200-sxm, is extrapolated to by the HBM-rate law" in on_h200[0]
+    local = [c for c in caveats(moe, par, MEGATRON_LOCAL, h200) if c.startswith("MoE:")]   # the term off there
+    assert len(local) == 1 and "HBM-rate law" not in local[0]
+
+
 def test_caveats_reach_the_scenario_output():
     import contextlib
     import io

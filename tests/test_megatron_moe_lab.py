@@ -321,3 +321,17 @@ def test_format3_documents_write_the_issue_lists_once_and_read_as_format2():
     assert compare.ranks_line(new) == compare.ranks_line(old) and "host issue 45.00 ms" in compare.ranks_line(new)
     assert compare.host_spread(new) == compare.host_spread(old) == {"host_spread": pytest.approx(1.125)}
     assert compare.host_spread({"world_size": 1}) == {"host_spread": None}
+
+
+@pytest.mark.parametrize("argv, what", [(["--set", "bogus"], "unknown set 'bogus'"),
+                                        (["--names", "bogus"], "unknown set 'bogus'"),
+                                        (["--arms", "bogus"], "unknown set 'bogus'"),
+                                        (["--flags", "bogus"], "no configuration 'bogus'"),
+                                        (["--flags", "e16-top4-ffn2048-ep2", "--arm", "Z"], "unknown arm 'Z'"),
+                                        (["--env", "Z"], "unknown arm 'Z'"), (["--names"], "--names needs a value")])
+def test_register_refuses_unknown_names_in_one_line(argv, what, capsys):
+    """A mistyped set, configuration or arm (e.g. device_run.sh's MOELAB_SET) is one line on stderr, exit 2, no traceback."""
+    with pytest.raises(SystemExit) as e:
+        register.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("register.py: ") and what in err

@@ -55,7 +55,11 @@ def test_a_family_meeting_the_numbers_on_one_source_prints_not_judged():
             _row("d", 0.04, True, "MoE")]
     fams = {f["family"]: f for f in FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})).families()}
     assert _family_target(fams["fp8"]["held_out"]) == "not judged: 1 source (2 rows meet the numbers)"
-    assert _family_target(fams["MoE"]["held_out"]) == "yes"   # two sources
+    assert _family_target(fams["MoE"]["held_out"]) == "yes (largest source 1 of 2 rows)"   # two sources
+    rows += [_row("d", 0.01, True, "MoE"), _row("d", 0.02, True, "MoE")]   # d's source now 3 of the 4 rows
+    fams = {f["family"]: f for f in FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})).families()}
+    assert fams["MoE"]["held_out"]["largest_source_rows"] == 3   # the verdict unchanged (MIN_SOURCES), its weight said
+    assert _family_target(fams["MoE"]["held_out"]) == "yes (largest source 3 of 4 rows)"
 
 
 @pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),

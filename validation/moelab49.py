@@ -58,24 +58,21 @@ def tables() -> dict:
 
 @contextmanager
 def term_as(table):
-    """The term on `table` (None: off) inside the block: where it has an adopted scope (moe_router_term.ADOPTED, adopt49:
-    the local spec outside it), the local spec is added to it while on. The term's state and scope are restored after,
-    op_price's memo cleared both ways (validation/moelab49b.py prices the published rows inside it too)."""
-    saved = (moe_router_term._TABLE, moe_router_term.H200_HBM_BPS)
-    scope = getattr(moe_router_term, "ADOPTED", None)
-    if table:
-        moe_router_term.enable(table, load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps)
-        if scope is not None:
-            moe_router_term.ADOPTED = (*scope, moe_lab.FRAMEWORK)
-    else:
-        moe_router_term.disable()
-    op_price.forget()
+    """The term on `table` (None: off) inside the block, its scope (moe_router_term.ADOPTED since adopt49) widened to the
+    local spec while on (moe_router_term.set_scope; the labels keep ADOPTED). The term's whole state (table, rate,
+    labels, scope: moe_router_term.state) is restored in a finally, op_price's memo cleared both ways
+    (validation/moelab49b.py prices the published rows inside it too)."""
+    saved = moe_router_term.state()
     try:
+        if table:
+            moe_router_term.enable(table, load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps)
+            moe_router_term.set_scope((*moe_router_term.ADOPTED, moe_lab.FRAMEWORK))
+        else:
+            moe_router_term.disable()
+        op_price.forget()
         yield
     finally:
-        moe_router_term._TABLE, moe_router_term.H200_HBM_BPS = saved
-        if scope is not None:
-            moe_router_term.ADOPTED = scope
+        moe_router_term.set_state(saved)
         op_price.forget()
 
 

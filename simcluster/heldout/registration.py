@@ -63,7 +63,7 @@ def before_adopt49():
     from simcluster.llm import moe_router_term, op_price
 
     saved = moe_router_term.state()
-    moe_router_term.set_state(((), 0.0, False))
+    moe_router_term.set_state(((), 0.0, False, moe_router_term.ADOPTED))
     op_price.forget()
     try:
         yield

@@ -4,16 +4,22 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_sync
+from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_router_term, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
 MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows miss by 20.7% mean |error| (20 within 10%; mostly pessimistic: 41 "
                 "of the 50 misses slow, Grok-1's 36 among them, where TE's fused permute runs) with "
-                "the measured router / permutation term of session 49, and are all development for it: no held-out row "
-                "tests it; its permutations were measured in plain torch, an upper bound where Transformer Engine's fused "
-                "kernels run (llm/moe_router_term.py; docs/models/llm.md, MoE): compare variants rather than absolute times")
+                "the measured router / permutation term of session 49 (llm/moe_router_term.py, on for megatron and "
+                "megatron-te-fa2), and are all development for it: no held-out row tests it; its rule judged H100, B200 "
+                "and A800 rows only{card}; its permutations were measured in plain torch, an upper bound where Transformer "
+                "Engine's fused kernels run; open: its router times (CUDA events around an eager chain) may hold host "
+                "launch gaps that moe_sync's c, derived before the term, also prices (a possible double count: on the one "
+                "profiled row the model's GPU work is 29.94 s against 22.82 s measured) (docs/models/llm.md, MoE): "
+                "compare variants rather than absolute times")
+MOE_TERM_JUDGED = ("h100", "b200", "a800")   # the cards of the rows moerouter's rule judged (GPU card name prefixes)
+MOE_TERM_UNJUDGED = " (this answer's card, {card}, is extrapolated to by the HBM-rate law, unjudged)"
 # appended where the host after the dispatcher sync is priced (llm/moe_sync.py, llm/moe_graphs.py), by framework.moe_graphs
 MOE_GRAPHS = {True: ("; router and dispatcher preprocess are assumed CUDA-graphed (Megatron-Core's moe_router / "
                      "moe_preprocess scopes, as the host cost's source row): for a recipe without those graphs set "
@@ -158,7 +164,9 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     out = []
     if model.moe and framework.name.startswith("megatron"):
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
-        out.append(MOE_MEGATRON + (graphs if moe_sync.applies(framework, par) else ""))
+        card = (MOE_TERM_UNJUDGED.format(card=gpu.name) if moe_router_term.applies(framework)
+                and not gpu.name.startswith(MOE_TERM_JUDGED) else "")
+        out.append(MOE_MEGATRON.format(card=card) + (graphs if moe_sync.applies(framework, par) else ""))
     if model.moe and moe_sync.applies(framework, par):
         where = [f"GPU card {gpu.name}"] if not gpu.name.startswith(H100_CLASS) else []
         where += [f"{precision} runs"] if precision != "bf16" else []

@@ -46,6 +46,7 @@ WHY = ("development for the MoE router / permutation term (llm/moe_router_term, 
 _TABLE: tuple | None = None   # None: the adopted table (TABLE_FILE), read on first use; (): off; else enable()'s
 H200_HBM_BPS = 0.0            # the H200 card's hbm_bandwidth_Bps, set with the table
 _LABELS = True                # the adoption's labels (development_why); off under heldout/registration.before_adopt49
+_SCOPE = ADOPTED              # the frameworks `applies` marks: ADOPTED, widened only inside a lab read-out (set_scope)
 
 
 def enable(table, h200_hbm_Bps: float) -> None:
@@ -62,13 +63,21 @@ def disable() -> None:
 
 
 def state() -> tuple:
-    """(table, H200 rate, labels) as they are now: heldout/registration.before_adopt49 saves and restores it."""
-    return _TABLE, H200_HBM_BPS, _LABELS
+    """(table, H200 rate, labels, scope) as they are now: heldout/registration.before_adopt49 and validation/moelab49.
+    term_as save it and restore it (set_state) in a finally."""
+    return _TABLE, H200_HBM_BPS, _LABELS, _SCOPE
 
 
 def set_state(saved: tuple) -> None:
-    global _TABLE, H200_HBM_BPS, _LABELS
-    _TABLE, H200_HBM_BPS, _LABELS = saved
+    global _TABLE, H200_HBM_BPS, _LABELS, _SCOPE
+    _TABLE, H200_HBM_BPS, _LABELS, _SCOPE = saved
+
+
+def set_scope(frameworks: tuple[str, ...]) -> None:
+    """The frameworks `applies` marks (a lab read-out adds its own to ADOPTED; the labels keep ADOPTED's); the caller
+    saved state() first and restores it, and clears op_price's memo."""
+    global _SCOPE
+    _SCOPE = tuple(frameworks)
 
 
 def read_table(path: Path = TABLE_FILE) -> tuple[tuple, float]:
@@ -98,7 +107,7 @@ def on() -> bool:
 
 def applies(fw) -> bool:
     """Whether ops.layer_forward marks a framework's router and permute ops for the term (its adopted scope)."""
-    return fw.name in ADOPTED
+    return fw.name in _SCOPE
 
 
 def development_why(framework: str, family: str) -> str:

@@ -59,8 +59,9 @@ class FamilyValidation:
         within = sum(e <= self.published.target for e in errs)
         mean = sum(errs) / len(errs) if errs else None
         sources = sorted({r.source_group or r.source for r in compared})
+        largest = max((sum((r.source_group or r.source) == x for r in compared) for x in sources), default=0)
         numbers = bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs)
-        return {"rows": len(errs), "sources": sources,
+        return {"rows": len(errs), "sources": sources, "largest_source_rows": largest,
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
                 "within_share": within / len(errs) if errs else None,
                 "meets_numbers": numbers, "judged": len(sources) >= self.MIN_SOURCES,

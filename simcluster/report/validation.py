@@ -145,11 +145,14 @@ def _(v: FamilyValidation) -> str:
 
 
 def _family_target(s: dict) -> str:
-    """A held-out family's target column: yes / no, or "not judged" where its rows meet the numbers on too few sources."""
+    """A held-out family's target column: yes (with the rows of its largest source, so that a second source of one row
+    reads as such) / no, or "not judged" where its rows meet the numbers on too few sources."""
     if s["meets_numbers"] and not s["judged"]:
         n = len(s["sources"])
         return f"not judged: {n} source{'s' if n != 1 else ''} ({s['rows']} rows meet the numbers)"
-    return "yes" if s["meets_target"] else "no"
+    if s["meets_target"]:   # the verdict as judged; how much of it one source carries beside it (review A49, finding 5)
+        return f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows)"
+    return "no"
 
 
 @render.register
@@ -169,10 +172,10 @@ def _(v: ReferenceValidation) -> str:
     for source, s in v.summary().items():
         name = _short(source)
         if not s["rows"]:
-            lines.append(f"  {name:<44} no row compared; {_clip(s['why'])}")
+            lines.append(f"  {name:<44} no row compared; {_clip(v.why(source))}")
             continue
         lines.append(f"  {name:<44} {s['rows']:>3} rows  mean |error| {s['mean_abs_error_pct']:5.1f}%  max "
-                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(s['why'])}")
+                     f"{s['max_abs_error_pct']:5.1f}%  within target {s['within_target']:>2}  held out: {s['held_out']:<6} {_clip(v.why(source))}")
     held = [abs(r.error) for r in v.rows if r.error is not None and r.held_out]
     out_rows, out_files = v.excluded()
     scope = f" (+{out_rows} rows of {out_files} file{'s' * (out_files != 1)} out of scope, not compared)" if out_rows else ""

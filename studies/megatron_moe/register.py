@@ -118,7 +118,30 @@ def configuration(name: str) -> dict:
     for configs, *_ in SETS.values():
         if name in configs:
             return configs[name]
-    raise SystemExit(f"register.py: no configuration {name!r}; known: {', '.join(n for c, *_ in SETS.values() for n in c)}")
+    refuse(f"no configuration {name!r}; known: {', '.join(n for c, *_ in SETS.values() for n in c)}")
+
+
+def refuse(message: str) -> None:
+    """A bad command line: one line on stderr, exit 2."""
+    print(f"register.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def known(what: str, name: str | None, table) -> str:
+    """`name` when `table` has it, else the one-line refusal naming `what` and the names expected."""
+    if name not in table:
+        refuse(f"unknown {what} {name!r}; expected one of {', '.join(sorted(table))}")
+    return name
+
+
+def value(argv: list[str], option: str, default: str | None = None) -> str | None:
+    """The word after `option` in argv (`default` when the option is absent); refused when the option ends the line."""
+    if option not in argv:
+        return default
+    i = argv.index(option) + 1
+    if i >= len(argv):
+        refuse(f"{option} needs a value")
+    return argv[i]
 
 
 def gpu_only_s(m: dict, gpus: int) -> float:
@@ -140,17 +163,18 @@ def flags(m: dict) -> str:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--flags"]:
-        arm = argv[argv.index("--arm") + 1] if "--arm" in argv else None
-        print(flags(configuration(argv[1])) + (f" {ARMS[arm]['flags']}" if arm else ""))
+        arm = value(argv, "--arm")
+        arm = known("arm", arm, ARMS) if arm is not None else None
+        print(flags(configuration(value(argv, "--flags"))) + (f" {ARMS[arm]['flags']}" if arm else ""))
         return 0
     if argv[:1] == ["--env"]:
-        print(" ".join(f"{k}={v}" for k, v in ARMS[argv[1]]["env"].items()))
+        print(" ".join(f"{k}={v}" for k, v in ARMS[known("arm", value(argv, "--env"), ARMS)]["env"].items()))
         return 0
     if argv[:1] == ["--names"]:
-        print(" ".join(SETS[argv[1]][0]))
+        print(" ".join(SETS[known("set", value(argv, "--names"), SETS)][0]))
         return 0
     if argv[:1] == ["--arms"]:
-        print(" ".join(SET_ARMS.get(argv[1], "A")))
+        print(" ".join(SET_ARMS.get(known("set", value(argv, "--arms"), SETS), "A")))
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from dataclasses import replace
@@ -159,7 +183,7 @@ def main(argv: list[str]) -> int:
 
     from simcluster.llm.framework import MEGATRON_LOCAL, MEGATRON_UNFUSED
 
-    set_name = argv[argv.index("--set") + 1] if "--set" in argv else "moe2"
+    set_name = known("set", value(argv, "--set", "moe2"), SETS)
     if set_name in ("moelab49", "moelab49b"):   # several columns (the router term off, on, ...) and their own rules
         raise SystemExit(f"register.py: {set_name} is registered by validation/{set_name}.py --register")
     configs, gpus, folder, link = SETS[set_name]
