@@ -39,6 +39,11 @@ class Published:
         one trainer, authors and cluster, not independent of each other, name one), else the file itself."""
         return str(self.usage.get("source_group") or self.name)
 
+    @property
+    def shared_group(self) -> str:
+        """source_group where it names a group of files (ReferenceRow.source_group), else "" (the file is its own)."""
+        return "" if self.source_group == self.name else self.source_group
+
     def held_out(self, run: int) -> bool:
         return bool(self.usage["held_out"]) and run not in (self.usage.get("runs_not_held_out") or {})
 

@@ -132,7 +132,12 @@ def loss_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     every process rule AM read (compileac, compilefsdp) ran recompute full; without checkpointing the eager loss stays
     (review C46 item 2: not extrapolated). memory.py's COMPILED_LOSS_LOGIT_BYTES; with fw.whole_model_graph its time too
     (fused_loss)."""
-    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3 and par.recompute == "full"
+    return _fsdp2_last_graph(fw, par) and par.recompute == "full"
+
+
+def _fsdp2_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
+    """The runner's whole-model compiled FSDP2 (zero 3, bf16 parameters) with framework.loss_in_graph on."""
+    return fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3
 
 
 def loss_memory_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
@@ -143,10 +148,10 @@ def loss_memory_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
     decides the head's and loss's saved set within that last graph, which holds no block (so no checkpoint): the head
     mm's bf16 output and the fp32 logsumexp per row, the casts recomputed, the bf16 gradient in the backward: 2 + 2
     bytes a logit, not eager's 12. Development: x2set49's 1b 3040:2 row without checkpointing (+40.2% with eager's 12
-    bytes, +3.7% with this and saved_bytes' bf16 block input; docs/models/compiled-memory-findings.md). The loss's time
-    (fused_loss) keeps loss_in_last_graph's recompute full: no step time is moved by this."""
-    return (fw.loss_in_graph and fw.ckpt_in_graph and fw.bf16_param_block and par.zero == 3
-            and par.recompute in (("none", "full") if fw.compiled_nock_memory else ("full",)))
+    bytes, +2.7% with this and saved_bytes' bf16 block input; docs/models/llm-findings.md, session 49 mem49; held out:
+    calibration/h200x2-mem49-2026-12-01, NOT HELD at 5%). The loss's time (fused_loss) keeps loss_in_last_graph's
+    recompute full: no step time is moved by this."""
+    return loss_in_last_graph(fw, par) or (fw.compiled_nock_memory and par.recompute == "none" and _fsdp2_last_graph(fw, par))
 
 
 def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:

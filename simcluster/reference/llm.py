@@ -375,7 +375,7 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     fam = published_family(p.framework.name, bool(p.model.experts), p.model.seq, par.zero, p.batch.precision)
     return ReferenceRow(ref.name, i, config, p.metric, p.measured, p.predicted, p.error, detail=detail.strip(),
                         regime=regime.key, scale=regime.scale, gpu=regime.gpu or source_gpu(ref), family=fam,
-                        source_group="" if ref.source_group == ref.name else ref.source_group,
+                        source_group=ref.shared_group,
                         **row_label(ref, run, i, fam, usage.frameworks))
 
 

@@ -270,7 +270,7 @@ def system_runs(ref: Published) -> list[tuple[ReferenceRow, Ran | None]]:
             continue
         rows.append((ReferenceRow(ref.name, i, _configuration(ref, run, nodes), "busbw_Bps", measured, predicted,
                                   predicted / measured - 1, ref.held_out(i), chosen, regime=regime.key, scale=regime.scale,
-                                  gpu=source_gpu(ref), source_group="" if ref.source_group == ref.name else ref.source_group), ran))
+                                  gpu=source_gpu(ref), source_group=ref.shared_group), ran))
     return rows
 
 
