@@ -84,8 +84,8 @@ def test_the_device_script_runs_the_registered_rows_within_budget():
         assert f'"{name}-r' in text or r["part"] == "Z3", name
     assert '$1-${2/:/x}-zero3-r$3' in text and "--grad-accum 4" in text and "--reshard-after-forward false" in text
     assert "--compile --compile-scope model" in text and text.count("--ac-mode full") == 1
-    assert "--warmup 2 --steps 3" in text and "--warmup 3 --steps 5" in text   # TIMED_STEPS
-    assert script().TIMED_STEPS == {"Z3": 3, "G": 3, "C": 5}
+    steps = script().TIMED_STEPS   # the read-out's record of the script's --steps: each part's figure is in the script
+    assert f"--warmup 2 --steps {steps['Z3']}" in text and steps["Z3"] == steps["G"] and f"--warmup 3 --steps {steps['C']}" in text
 
 
 def test_the_registered_shapes_are_new_to_calibration():
