@@ -14,6 +14,7 @@ Valid range: H100 hosts, BF16, CUDA graphs over router and preprocess (the sourc
 unmeasured. Not priced under moe_a2a_overlap (moe_sync.applies: the source's overlap row shows no GPU idle).
     python studies/moe_te_host.py
     python studies/moe_te_host.py --gpu-work   # row 0's modelled GPU work (c = 0) with the router term and before it
+    python studies/moe_te_host.py --rederive   # c derived before adopt49 and under today's model (printed, not shipped)
 """
 
 from __future__ import annotations
@@ -41,13 +42,41 @@ def row_result(i: int, c: float):
     return predict_row(SOURCE, i, kernel_s=c).result
 
 
-def derive(idle_s: float = IDLE_S) -> float:
-    """c (seconds per modelled kernel) at which the term adds idle_s to row 0's predicted step."""
-    base, lo, hi = row0_step(0.0), 0.0, 200e-6
+def derive(idle_s: float = IDLE_S, hi: float = 200e-6) -> float:
+    """c (seconds per modelled kernel) at which the term adds idle_s to row 0's predicted step, searched in [0, hi]
+    (hi itself where even hi adds less: `reaches` tells)."""
+    base, lo = row0_step(0.0), 0.0
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if row0_step(mid) - base < idle_s else (lo, mid)
     return (lo + hi) / 2
+
+
+def reaches(c: float, idle_s: float = IDLE_S) -> bool:
+    """Whether the sync term at c adds at least idle_s to row 0's predicted step."""
+    return row0_step(c) - row0_step(0.0) >= idle_s
+
+
+def shipped_c() -> float:
+    from simcluster.llm.framework import MOE_SYNC_KERNEL_S
+
+    return MOE_SYNC_KERNEL_S
+
+
+def rederive(hi: float = 5e-3) -> None:
+    """c derived as main() derives it, before adopt49 (the shipped c's model) and under today's model (the router /
+    permutation term on), searched to `hi`; printed, never shipped (the row is development data; session 50 moeker50)."""
+    from contextlib import nullcontext
+
+    from simcluster.heldout.registration import before_adopt49
+
+    c = shipped_c()
+    for label, ctx in (("before adopt49", before_adopt49), ("adopted model (router term on)", nullcontext)):
+        with ctx():
+            d, step0 = derive(hi=hi), row0_step(0.0)
+            got = f"c = {1e6 * d:.1f} us" if reaches(hi) else f"no c up to {1e6 * hi:.0f} us adds it"
+            print(f"{label}: GPU work (c = 0) {step0:.2f} s; the sync term at the shipped c {1e6 * c:.1f} us adds "
+                  f"{row0_step(c) - step0:.2f} s of the {IDLE_S:.3f} s idle; {got}")
 
 
 def sensitivity(c: float, lo: float, hi: float) -> None:
@@ -88,7 +117,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
-    if study_args.check(options=("--gpu-work",)):
-        gpu_work()
+    if study_args.check(options=("--gpu-work", "--rederive")):
+        rederive() if "--rederive" in sys.argv else gpu_work()
     else:
         main()

@@ -50,12 +50,23 @@ def permute_bytes(rows: int, h: int, local: int) -> float:
 
 def table_of(trace_path: Path, card_path: Path = H200_CARD) -> tuple[list[tuple], dict]:
     """(the term's rows, {layer: permute impl used}); one line if the trace is quick, not an H200's, or lacks a layer."""
-    tr, gpu = read_trace(trace_path), load_gpu(card_path)[0]
+    tr = read_trace(trace_path)
+    check_h200(tr, trace_path)
+    return rows_of(tr["records"], load_gpu(card_path)[0], trace_path)
+
+
+def check_h200(tr: dict, where: Path) -> None:
+    """One line if a read trace is a --quick one or not an H200's (heldout/moeker50's traces too)."""
     if tr["quick"]:
-        raise SimclusterError(f"{trace_path}: a --quick trace, expected the full measurement on an H200")
+        raise SimclusterError(f"{where}: a --quick trace, expected the full measurement on an H200")
     if "H200" not in str(tr["device"].get("name", "")):
-        raise SimclusterError(f"{trace_path}: device {tr['device'].get('name')!r}, expected an H200 (the term's card)")
-    rec, rows, impls = tr["records"], [], {}
+        raise SimclusterError(f"{where}: device {tr['device'].get('name')!r}, expected an H200 (the term's card)")
+
+
+def rows_of(rec: dict, gpu, trace_path: Path) -> tuple[list[tuple], dict]:
+    """table_of's mapping of {(layer, piece, pass, impl): seconds} on the card `gpu` (heldout/moeker50 maps each of its
+    clocks through it)."""
+    rows, impls = [], {}
     for name, T, E, h, _k, _sf, local, _ep, routed, _groups, _gtop in GRID:
         try:
             rf, rfb = rec[(name, "router", "fwd", "torch")], rec[(name, "router", "fwdbwd", "torch")]
