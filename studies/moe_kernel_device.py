@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -121,10 +122,10 @@ def record(lay, piece: str, pas: str, clock: str, samples: list[float], **extra)
             "time_s": statistics.median(samples) if samples else None, "samples": samples, **extra}
 
 
-def measure(torch, lays, clocks, dev: str, warmup: int, repeats: int, prof_repeats: int, device: dict) -> list[dict]:
-    """Every clock asked for on every layer; the graph clocks last (a failed capture cannot spoil the other figures)."""
+def measure(torch, lays, clocks, dev: str, warmup: int, repeats: int, prof_repeats: int, device: dict, records: list) -> None:
+    """Every clock asked for on every layer, appended to `records` as measured; the graph clocks last (a failed capture
+    cannot spoil the other figures)."""
     one = timer(torch, dev, 0, 1)
-    records = []
     for lay in lays:
         for piece in ("router", "permute"):
             fn0 = getattr(lay, piece)
@@ -158,7 +159,10 @@ def measure(torch, lays, clocks, dev: str, warmup: int, repeats: int, prof_repea
                         torch.cuda.synchronize()
                     except Exception as sticky:   # the context did not recover: the remaining attempts are recorded as such
                         device["graph_context"] = f"{type(sticky).__name__}: {str(sticky)[:160]}"
-    return records
+
+
+def stop(signum, frame):
+    raise TimeoutError("SIGTERM (the device script's time limit)")
 
 
 def main(argv=None) -> int:
@@ -187,7 +191,12 @@ def main(argv=None) -> int:
     device = {"name": name, "torch": torch.__version__, "cuda": torch.version.cuda, "dtype": str(dtype)}
     keep = set(args.layers.split(",")) if args.layers else None
     lays = [Layer(torch, row, dev, dtype, args.quick) for row in GRID if not keep or row[0] in keep]
-    records = measure(torch, lays, clocks, dev, args.warmup, args.repeats, args.prof_repeats, device)
+    records = []
+    signal.signal(signal.SIGTERM, stop)   # timeout's signal: the records measured so far are still written
+    try:
+        measure(torch, lays, clocks, dev, args.warmup, args.repeats, args.prof_repeats, device, records)
+    except TimeoutError as exc:
+        device["stopped"] = f"{exc} after {len(records)} records"
     json.dump({"device": device, "quick": args.quick, "clocks": list(clocks), "inner": INNER, "records": records},
               sys.stdout, indent=1)
     print()

@@ -52,6 +52,10 @@ RULE = {"G": f"CONSISTENT if the captured router records' graph seconds lie in [
              f"repeat noise + {MARGIN}; KEEP otherwise; UNDECIDED if no kernels seen"}
 
 
+REG_ROW_KEYS = ("moe_rows", "moe_mean_abs_pct", "moe_mean_signed_pct", "moe_within_10pct", "qwen3_row0_gpu_work_s",
+                "c_rederived_us", "moe_row_errors_pct")
+
+
 def card():
     return load_gpu(moerouter.H200_CARD)[0]
 
@@ -117,8 +121,13 @@ def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle, {"set": "moeker50"})
     try:
         runs, reg_rows, ship_added = Path(bundle) / "runs", dict(reg["rows"]), dict(reg["shipped_added_us"])
+        for key in REG_ROW_KEYS:
+            reg_rows[key]
+        for p in ("router", "permute"):
+            float(ship_added[p])
     except (KeyError, TypeError, ValueError) as exc:
-        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no readable {exc} (expected rows, shipped_added_us)") from None
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no readable {exc} (expected rows: {', '.join(REG_ROW_KEYS)}; "
+                              "shipped_added_us: router, permute)") from None
     tr, gpu = moeker50.read_bundle(runs), card()
     where = runs / moeker50.TRACE
     seen = moeker50.kernels_seen(tr)

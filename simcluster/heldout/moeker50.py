@@ -49,6 +49,8 @@ def read_bundle(runs: Path, optional_graph: bool = True) -> dict:
     (PERMUTE_GRAPH) merged in where that file is there (its process may have been skipped by the budget)."""
     tr = read_trace(runs / TRACE)
     moerouter.check_h200(tr, runs / TRACE)
+    if tr["device"].get("stopped"):
+        raise SimclusterError(f"{runs / TRACE}: the run was stopped ({tr['device']['stopped']}): no complete measurement, no verdict")
     extra = runs / PERMUTE_GRAPH
     if extra.is_file() and extra.stat().st_size > 0:
         try:
