@@ -22,6 +22,8 @@ MOE = TransformerSpec(4, 2048, 1408, 16, 16, 32000, 4096, experts=64, top_k=6, e
 PAR = ParallelSpec(tp=1, pp=1, dp=8, ep=8)
 BATCH = BatchSpec(global_batch=64, micro_batch=1)
 
+MOONLIGHT = "llm-megatron-bridge-skills-moonlight16b-h100-bf16.yaml"   # one of the files the rule priced
+
 
 def moe_ops(fw):
     return ops.layer_forward(MOE, PAR, BATCH, fw), ops.layer_backward(MOE, PAR, BATCH, fw)
@@ -78,14 +80,15 @@ def test_recompute_keeps_the_mark():
 
 def test_the_registration_handle_turns_the_term_and_its_labels_off_and_restores_them():
     saved = moe_router_term.state()
-    assert moe_router_term.development_why("megatron", "MoE") == moe_router_term.WHY
+    assert moe_router_term.development_why("megatron", "MoE", MOONLIGHT) == moe_router_term.WHY
     with before_adopt49():
-        assert not moe_router_term.on() and moe_router_term.development_why("megatron", "MoE") == ""
+        assert not moe_router_term.on() and moe_router_term.development_why("megatron", "MoE", MOONLIGHT) == ""
         moe_router_term.enable(moe_router_term.read_table()[0], 1.0)   # a read-out's own table inside: labels stay off
-        assert moe_router_term.on() and moe_router_term.development_why("megatron", "MoE") == ""
+        assert moe_router_term.on() and moe_router_term.development_why("megatron", "MoE", MOONLIGHT) == ""
     assert moe_router_term.state() == saved and moe_router_term.on()
-    assert moe_router_term.development_why("megatron-local-spec", "MoE") == ""   # outside the scope
-    assert moe_router_term.development_why("megatron", "fp8") == ""
+    assert moe_router_term.development_why("megatron-local-spec", "MoE", MOONLIGHT) == ""   # outside the scope
+    assert moe_router_term.development_why("megatron", "fp8", MOONLIGHT) == ""
+    assert moe_router_term.development_why("megatron", "MoE", "llm-megatron-moe-modelzoo-qwen3-235b-h100.yaml") == ""   # recorded after
 
 
 def test_every_published_moe_row_is_development_for_the_term():

@@ -24,9 +24,11 @@ on them), and the Megatron variants no MoE row runs (megatron-unfused-attention,
 megatron-2023-sync). The permutations were measured in plain torch (Transformer Engine was not on the device): an upper
 bound where Transformer Engine's fused permute kernels run.
 
-Labels: every published MoE row of an ADOPTED framework is development for the term (their errors chose to look at the
-router and permutations): `development_why` says so for reference/llm_frameworks.row_label while the adoption's labels
-hold. heldout/registration.before_adopt49 turns the term and these labels off for the sets registered before it.
+Labels: every published MoE row of an ADOPTED framework in the files the rule priced (JUDGED_FILES) is development for
+the term (their errors chose to look at the router and permutations): `development_why` says so for
+reference/llm_frameworks.row_label while the adoption's labels hold; a MoE file recorded after the adoption is held out
+as its file says (session 50, publ50). heldout/registration.before_adopt49 turns the term and these labels off for the
+sets registered before it.
 
 Table rows: (m, e, h, router_f_s, router_b_s, permute_f_ratio, permute_b_ratio, permute_bytes), one per measured layer,
 the router seconds already net of the H200 card's GEMM price: TABLE_FILE, written from the runs by
@@ -40,6 +42,14 @@ from pathlib import Path
 
 ADOPTED = ("megatron", "megatron-te-fa2")    # the frameworks the registered rule judged (module docstring, Scope)
 TABLE_FILE = Path(__file__).with_name("moe_router_table.json")
+# the published files whose MoE rows the registered rule priced (adopt49: their errors chose to look): development for the
+# term; a MoE file recorded after the adoption (session 50, publ50: the Megatron MoE Model Zoo) was not seen, so held out
+JUDGED_FILES = frozenset(f"llm-{name}.yaml" for name in (
+    "dgxc-benchmarking-v24.11.1-grok1-h100", "dgxc-benchmarking-v25.02-grok1-h100", "dgxc-benchmarking-v25.05-deepseek-v3-h100",
+    "dgxc-benchmarking-v25.08-deepseek-v3-h100", "flagperf-qwen15-moe-a800-megatron", "megatron-bridge-25.09-dgx-h100-moe",
+    "megatron-bridge-25.11-dgx-h100-b200", "megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss",
+    "megatron-bridge-26.02.01-26.04-dgx-h100-moe", "megatron-bridge-26.04-26.06-dgx-h100-moe",
+    "megatron-bridge-skills-moonlight16b-h100-bf16", "megatron-bridge-skills-qwen3-30b-h100-bf16", "nemo-25.02-dgx-b200-fp8"))
 WHY = ("development for the MoE router / permutation term (llm/moe_router_term, adopted in session 49 on the rule of "
        "calibration/h200x1-moerouter-2026-12-01: its MoE rows' errors chose to look)")
 
@@ -110,10 +120,11 @@ def applies(fw) -> bool:
     return fw.name in _SCOPE
 
 
-def development_why(framework: str, family: str) -> str:
-    """Why a held-out published row is development for the term (WHY), or "": a MoE row of an ADOPTED framework while
-    the adoption's labels hold (off inside heldout/registration.before_adopt49)."""
-    return WHY if _LABELS and family == "MoE" and framework in ADOPTED else ""
+def development_why(framework: str, family: str, source: str) -> str:
+    """Why a held-out published row is development for the term (WHY), or "": a MoE row of an ADOPTED framework in one
+    of the JUDGED_FILES (`source`: the file's name) while the adoption's labels hold (off inside
+    heldout/registration.before_adopt49)."""
+    return WHY if _LABELS and family == "MoE" and framework in ADOPTED and source in JUDGED_FILES else ""
 
 
 def _nearest(m: float, e: float, h: float) -> tuple:

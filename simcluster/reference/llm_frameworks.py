@@ -86,7 +86,8 @@ def framework_name(ref: Published, run: dict | None, index: int | None,
 def row_label(ref: Published, run: dict | None, index: int, family: str, frameworks: FileFrameworks | None = None) -> dict:
     """A published LLM row's label, ReferenceRow's held_out and development_for: held out as its file says, unless a
     term adopted on the rows' own errors makes it development (llm/moe_router_term.development_why: the MoE rows of the
-    frameworks in the router term's scope, since session 49's adopt49)."""
+    frameworks in the router term's scope in the files its rule priced, since session 49's adopt49)."""
     held = ref.held_out(index)
-    why = moe_router_term.development_why(framework_name(ref, run, index, frameworks), family) if held and family == "MoE" else ""
+    why = (moe_router_term.development_why(framework_name(ref, run, index, frameworks), family, ref.path.name)
+           if held and family == "MoE" else "")
     return {"held_out": held and not why, "development_for": why}
