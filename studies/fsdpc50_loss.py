@@ -15,6 +15,11 @@ calibration/h200x2-fsdpc50-2026-12-01 (validation/fsdpc50.py).
      checkpointing (a break around FSDP2's hooks that only the step without checkpointing takes would show as more
      breaks); the host (issue per step against the step: a host-bound step would let the free-phase term's
      assumptions matter); FSDP2's reshard policy as the documents record it.
+  4. the peak (mem49's residual, the 1b row's -2.0 GiB): every compiled FSDP2 row's rank-0 peak (the mean of its
+     processes; the timed steps' where recorded) against the shipped model and the candidate
+     framework.compiled_loss_donated (OFF; llm/memory.py DONATED_LOSS_LOGIT_BYTES, FSDP2_ROOT_START_BYTES), and the
+     residual beside -2 B a logit + 4 B a root parameter (the candidate's move where the loss is the peak).
+     DEVELOPMENT for that candidate too.
 
     PYTHONPATH=. python studies/fsdpc50_loss.py > studies/fsdpc50_loss.txt
 """
@@ -48,14 +53,14 @@ def documents(folder: str, ckpt: bool) -> list[tuple[str, dict]]:
     return out
 
 
-def price(preset: str, seq: int, mb: int, ckpt: bool, **flags) -> float:
-    """The step (ms) x2set49.compiled prices (the product's compiled FSDP2 row), with `flags` set on the framework."""
+def price(preset: str, seq: int, mb: int, ckpt: bool, what: str = "step_ms", **flags) -> float:
+    """x2set49.compiled's `what` (the product's compiled FSDP2 row: step_ms, peak_mem_GiB), `flags` set on the framework."""
     import x2set49
 
     from simcluster.llm import eager
 
     with eager.torch_framework_as(lambda fw: replace(fw, **flags)):
-        return x2set49.compiled(preset, seq, mb, ckpt)["step_ms"]
+        return x2set49.compiled(preset, seq, mb, ckpt)[what]
 
 
 def key(doc: dict) -> tuple[str, int, int]:
@@ -127,9 +132,33 @@ def other_mechanisms() -> None:
                   f"({issue / s['median_step_s']:.0%}); fsdp_reshard_after_backward {doc.get('fsdp_reshard_after_backward')}")
 
 
+def peaks() -> None:
+    from simcluster.runner.llm_step import PRESETS
+
+    print("\n4. rank-0 peak (GiB), compiled FSDP2; error = predicted / measured - 1 (DEVELOPMENT for compiled_loss_donated)")
+    for folders, ckpt in ((CKPT, True), (NOCK, False)):
+        rows: dict[tuple, list[float]] = {}
+        for folder in folders:
+            for _, doc in documents(folder, ckpt):
+                s = doc["shapes"][0]
+                rows.setdefault((folder.split("-")[1],) + key(doc), []).append(
+                    s.get("max_memory_allocated_timed_bytes") or s["max_memory_allocated_bytes"])
+        for (name, p, seq, mb), got in rows.items():
+            m = statistics.mean(got) / 2**30
+            ship = price(p, seq, mb, ckpt, "peak_mem_GiB")
+            cand = price(p, seq, mb, ckpt, "peak_mem_GiB", compiled_loss_donated=True)
+            model = PRESETS[p]
+            root = model["vocab"] * model["hidden"] * (1 if model.get("tied") else 2) + model["hidden"]
+            form = (-2 * seq * mb * model["vocab"] + 4 * root) / 2**30
+            print(f"  {name:11} {p:4} {seq}:{mb} {'ckpt' if ckpt else 'none'}  measured {m:6.2f}  shipped {ship:6.2f} "
+                  f"({ship / m - 1:+5.1%})  candidate {cand:6.2f} ({cand / m - 1:+5.1%})  residual {m - ship:+6.3f}  "
+                  f"-2 B a logit + 4 B a root parameter {form:+6.3f}")
+
+
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
     study_args.check()
     without_checkpointing()
     with_checkpointing()
     other_mechanisms()
+    peaks()

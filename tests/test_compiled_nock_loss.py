@@ -61,3 +61,43 @@ def test_the_development_rows_read_as_the_study_prints():
         errs[stem] = (round(ship["step_ms"] / measured - 1, 3), round(cand["step_ms"] / measured - 1, 3))
     assert errs == {"1b-3040x2-fsdpnock": (0.051, -0.023), "1b-3104x4-fsdpnock": (0.105, 0.015),
                     "2b-3104x2-fsdpnock": (0.061, 0.046)}, errs
+
+
+def test_the_peak_switch_is_off_and_on_moves_the_loss_peak_by_its_two_terms():
+    """framework.compiled_loss_donated (OFF; llm/memory.py): at the loss's peak 2 B a logit (the gradient over the donated
+    saved logits) and 4 B a root parameter (FSDP2's root unit's gathered bf16 parameters and the head's unsharded bf16
+    gradient) in place of 4 B a logit; no step time moves, no eager or one-GPU row's memory."""
+    from simcluster.llm import memory
+
+    fw = eager.torch_framework(NONE, compiled=True)
+    on = replace(fw, compiled_loss_donated=True)
+    assert not fw.compiled_loss_donated
+    a, b = (memory.stage_memories(MODEL, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
+    logits = MODEL.seq * BATCH.micro_batch * MODEL.vocab
+    root = MODEL.vocab * MODEL.hidden * (1 if MODEL.tied_embeddings else 2) + MODEL.hidden
+    assert a.logits - b.logits == pytest.approx(-2 * logits + 4 * root)
+    assert a.step_end == b.step_end and a.activations == b.activations
+    for par in (ParallelSpec(), ParallelSpec(dp=2), ParallelSpec(dp=2, zero=3), ParallelSpec(recompute="full")):
+        fws = [eager.torch_framework(par)] + ([eager.torch_framework(par, compiled=True)] if par.dp == 1 else [])
+        for f in fws:
+            assert (memory.stage_memories(MODEL, par, BATCH, 141e9, f)[0]
+                    == memory.stage_memories(MODEL, par, BATCH, 141e9, replace(f, compiled_loss_donated=True))[0]), (f.name, par)
+
+
+def test_the_development_peaks_read_as_the_study_prints():
+    """Development, not held out: the three rows without checkpointing, rank-0 peak (timed steps) against the shipped
+    model and compiled_loss_donated (studies/fsdpc50_loss.txt, section 4); the step unmoved."""
+    from simcluster.heldout.eager_compilefsdp import fits
+    from simcluster.heldout.eager_regimes import regime_predict
+
+    errs = {}
+    for folder, preset, seq, mb in (("x2set49", "1b", 3040, 2), ("mem49", "1b", 3104, 4), ("mem49", "2b", 3104, 2)):
+        runs = sorted((ROOT / "calibration" / f"h200x2-{folder}-2026-12-01" / "runs").glob(f"{preset}-{seq}x{mb}-fsdpnock-r*.json"))
+        peaks = [json.loads(p.read_text())["shapes"][0]["max_memory_allocated_timed_bytes"] for p in runs]
+        measured = sum(peaks) / len(peaks) / 2**30
+        ship = regime_predict(preset, mb, "fsdp", "h200", seq=seq, fits=fits(), compiled=True)
+        with eager.torch_framework_as(lambda fw: replace(fw, compiled_loss_donated=True)):
+            cand = regime_predict(preset, mb, "fsdp", "h200", seq=seq, fits=fits(), compiled=True)
+        assert cand["step_ms"] == ship["step_ms"]
+        errs[f"{preset}-{seq}x{mb}"] = tuple(round(p["stage_mem_GiB"][0] / measured - 1, 3) for p in (ship, cand))
+    assert errs == {"1b-3040x2": (0.027, -0.002), "1b-3104x4": (0.079, -0.0), "2b-3104x2": (0.006, -0.0)}, errs
