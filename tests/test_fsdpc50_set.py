@@ -22,13 +22,14 @@ def regs() -> dict:
     return {r["name"]: r for r in test_nosync_set.registered(BUNDLE)["rows"]}
 
 
-def synthetic(tmp_path, scale: dict[str, float] | None = None, drop=(), ac_mode="none", jitter=(0.002, -0.002)):
-    """Processes at the registered shipped step x scale[row], the peak at the registered one."""
+def synthetic(tmp_path, scale: dict[str, float] | None = None, drop=(), ac_mode="none", jitter=(0.002, -0.002),
+              peak: str = "predicted", peak_scale: float = 1.0):
+    """Processes at the registered shipped step x scale[row], each peak (the timed steps') the registered `peak` column's
+    x peak_scale."""
     def as_run(row: dict, doc: dict) -> None:
         test_x2set49_set.as_run(row | {"part": "C"}, doc)
         doc["ac_mode"] = ac_mode
-        shape = doc["shapes"][0]
-        shape["max_memory_allocated_timed_bytes"] = shape["max_memory_allocated_bytes"]
+        doc["shapes"][0]["max_memory_allocated_timed_bytes"] = row[peak]["peak_mem_GiB"] * 2**30 * peak_scale
 
     return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, extra_doc=as_run)
 
@@ -43,9 +44,12 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     reg = fresh_register_equals(script(), BUNDLE, tmp_path, monkeypatch)
     assert [(r["name"], r["processes"], r["ac_mode"]) for r in reg["rows"]] == [
         ("1b-576x24-fsdpnock", 2, "none"), ("3b-480x16-fsdpnock", 2, "none"), ("1b-416x32-fsdpnock", 1, "none")]
-    for r in reg["rows"]:   # GPU-bound; the candidate below the shipped step, the peak the same
-        p, c = r["predicted"], r["predicted_candidate"]
+    for r in reg["rows"]:   # GPU-bound; the step candidate below the shipped step, its peak the same; the peak candidate
+        p, c, m = r["predicted"], r["predicted_candidate"], r["predicted_memory"]   # moves the peak alone, down
         assert p["host_share"] < 0.1 and c["step_ms"] < p["step_ms"] and c["peak_mem_GiB"] == p["peak_mem_GiB"], r
+        assert m["step_ms"] == p["step_ms"] and m["peak_mem_GiB"] < p["peak_mem_GiB"], r
+    peak = {r["name"]: r["predicted_memory"]["peak_mem_GiB"] / r["predicted"]["peak_mem_GiB"] - 1 for r in reg["rows"]}
+    assert peak["1b-576x24-fsdpnock"] < -0.07 and peak["1b-416x32-fsdpnock"] < -0.07 and -0.02 < peak["3b-480x16-fsdpnock"] < 0
     move = {r["name"]: 1 - r["predicted_candidate"]["step_ms"] / r["predicted"]["step_ms"] for r in reg["rows"]}
     assert move["1b-576x24-fsdpnock"] > 0.08 and move["1b-416x32-fsdpnock"] > 0.08 and 0.03 < move["3b-480x16-fsdpnock"] < 0.04
     assert reg["judge"] == script().JUDGE and reg["rules"] == script().RULES
@@ -74,7 +78,7 @@ def test_runs_at_the_candidate_turn_it_on_at_the_shipped_step_off(tmp_path):
     out = script().read_out(synthetic(tmp_path, at_candidate()))
     v = out["verdicts"]
     assert len(out["procs"]) == 5 and not out["left"], out["left"]
-    assert list(v) == ["N", "M", "B", "P", "MC", "L"]
+    assert list(v) == ["N", "M", "B", "P", "MC", "L", "PM"]
     assert v["L"].startswith("ON: mean |error| shipped") and "candidate 0.2%" in v["L"], v["L"]
     assert v["MC"].startswith("within the target: candidate mean |error| 0.2%"), v["MC"]
     v = script().read_out(synthetic(tmp_path / "ship"))["verdicts"]
@@ -95,6 +99,18 @@ def test_a_row_the_candidate_misses_by_two_points_more_vetoes_and_a_middle_readi
     assert v.startswith("UNDECIDED: mean |error| shipped"), v
 
 
+def test_rule_pm_reads_the_peak_columns(tmp_path):
+    v = script().read_out(synthetic(tmp_path / "cand", peak="predicted_memory"))["verdicts"]["PM"]
+    assert v.startswith("ON: mean |error| shipped") and "candidate 0.0% over 3 rows" in v, v
+    v = script().read_out(synthetic(tmp_path / "ship"))["verdicts"]["PM"]
+    assert v.startswith("OFF: mean |error| shipped 0.0%"), v
+    # the candidate 3.5% off on every row (over pm_pct) while still better than the shipped: UNDECIDED
+    v = script().read_out(synthetic(tmp_path / "off", peak="predicted_memory", peak_scale=1 / 0.965))["verdicts"]["PM"]
+    assert v.startswith("UNDECIDED"), v
+    cut = script().read_out(synthetic(tmp_path / "cut", drop={f"{n}-r{k}" for n in regs() for k in (1, 2)}))
+    assert cut["verdicts"]["PM"] == "NO DATA: no peak read", cut["verdicts"]
+
+
 def test_missing_processes_checkpointed_runs_and_a_registration_without_its_keys(tmp_path):
     from simcluster.errors import SimclusterError
 
@@ -104,6 +120,6 @@ def test_missing_processes_checkpointed_runs_and_a_registration_without_its_keys
     assert not ckpt["procs"] and all("without checkpointing" in line for line in ckpt["left"]), ckpt["left"]
     bare = synthetic(tmp_path / "bare")
     text = one_line_refusal(lambda path: script().read_out(path.parent), bare / "registered.yaml",
-                            lambda doc: doc["rows"][1].pop("predicted_candidate"), bare, SimclusterError)
+                            lambda doc: doc["rows"][1].pop("predicted_memory"), bare, SimclusterError)
     assert "a row without fsdpc50's keys" in text, text
     assert script().main([str(bare / "runs" / "3b-480x16-fsdpnock-r1.json")]) == 1   # a file as the bundle: one line

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 44, session 50, helper fsdpc50 (REGISTERED before this ran: registered.yaml beside this script,
-# validation/fsdpc50.py; the candidate framework.compiled_nock_loss in simcluster/llm/compiled.py, OFF). FSDP2 +
+# validation/fsdpc50.py; the candidates framework.compiled_nock_loss in simcluster/llm/compiled.py and
+# compiled_loss_donated in simcluster/llm/memory.py, both OFF). FSDP2 +
 # whole-model torch.compile WITHOUT checkpointing (--mode fsdp --compile --compile-scope model, no --ac-mode) on 2 ranks,
 # 3 warm-up steps (the first holds the compilation) and 5 timed: 1b 576:24 and 3b 480:16 in two processes each, 1b 416:32
 # in one, in the order below (the guard drops the last first).
