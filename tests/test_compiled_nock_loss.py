@@ -10,12 +10,13 @@ from dataclasses import replace
 
 import pytest
 from conftest import ROOT
+from test_compiled_nock_memory import UNMOVED, frameworks
 
 from simcluster.llm import compiled, eager, vocab_ops
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
 
 MODEL, BATCH = TransformerSpec(4, 1024, 2816, 16, 8, 32000, 2048), BatchSpec(4, 2)
-NONE, FULL = ParallelSpec(dp=2, zero=3, recompute="none"), ParallelSpec(dp=2, zero=3, recompute="full")
+NONE = ParallelSpec(dp=2, zero=3, recompute="none")
 
 
 def test_off_in_the_product_and_on_the_loss_is_inductors_without_checkpointing():
@@ -32,13 +33,9 @@ def test_off_in_the_product_and_on_the_loss_is_inductors_without_checkpointing()
     assert all(loss[fw][n] == loss[on][n] for n in rest), rest
 
 
-@pytest.mark.parametrize("par", [FULL, ParallelSpec(), ParallelSpec(recompute="full"), ParallelSpec(dp=2),
-                                 ParallelSpec(dp=2, zero=3), ParallelSpec(dp=2, zero=2)])
+@pytest.mark.parametrize("par", UNMOVED)
 def test_the_switch_moves_no_checkpointed_one_gpu_or_eager_loss(par):
-    frameworks = [eager.torch_framework(par)]
-    if par.dp == 1 or (par.zero == 3 and par.recompute == "full"):   # compiled: one GPU, or FSDP2 checkpointed
-        frameworks.append(eager.torch_framework(par, compiled=True))
-    for fw in frameworks:
+    for fw in frameworks(par):
         assert compiled.fused_loss(fw, par) == compiled.fused_loss(replace(fw, compiled_nock_loss=True), par), (fw.name, par)
 
 

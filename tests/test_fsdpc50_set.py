@@ -5,8 +5,7 @@ through rules MC and L."""
 
 from __future__ import annotations
 
-import re
-
+import test_mem49_set
 import test_nosync_set
 import test_x2set49_set
 from conftest import ROOT, fresh_register_equals, load_script, one_line_refusal
@@ -56,13 +55,7 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_device_script_runs_the_registered_rows_within_budget():
-    text = (BUNDLE / "device_run.sh").read_text()
-    assert "BUDGET_S=${BUDGET_S:-180}" in text and ". calibration/device_lib.sh" in text   # worst case 180 + 90 = 270 s
-    assert '"$1-${2/:/x}-fsdpnock-r$3" 90 $comp' in text and "--ac-mode" not in text.split("comp=", 1)[1]
-    assert "--warmup 3 --steps 5 --profile 0 --mode fsdp --compile --compile-scope model" in text
-    for name, r in regs().items():
-        calls = re.findall(rf'\bnock {r["preset"]} {r["seq"]}:{r["micro_batch"]} (\d)', text)
-        assert sorted(calls) == [str(k) for k in range(1, r["processes"] + 1)], name
+    test_mem49_set.nock_script_runs(BUNDLE, regs(), 180, 90)   # worst case 180 + 90 = 270 s
 
 
 def test_the_registered_shapes_are_new_to_calibration():
