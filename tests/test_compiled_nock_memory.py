@@ -36,13 +36,22 @@ def test_without_checkpointing_the_loss_costs_four_bytes_a_logit_and_the_block_i
     assert compiled.loss_memory_in_last_graph(fw, NONE) and not compiled.loss_in_last_graph(fw, NONE)   # time: full only
 
 
-@pytest.mark.parametrize("par", [FULL, ParallelSpec(), ParallelSpec(recompute="full"), ParallelSpec(dp=2),
-                                 ParallelSpec(dp=2, zero=3), ParallelSpec(dp=2, zero=2)])
+UNMOVED = [FULL, ParallelSpec(), ParallelSpec(recompute="full"), ParallelSpec(dp=2), ParallelSpec(dp=2, zero=3),
+           ParallelSpec(dp=2, zero=2)]
+
+
+def frameworks(par: ParallelSpec) -> list:
+    """torch's eager framework at `par`, and its compiled one where the compiled step is modelled there and is not the
+    compiled FSDP2 step without checkpointing (one GPU, or FSDP2 checkpointed); tests/test_compiled_nock_loss.py's too."""
+    out = [eager.torch_framework(par)]
+    if par.dp == 1 or (par.zero == 3 and par.recompute == "full"):
+        out.append(eager.torch_framework(par, compiled=True))
+    return out
+
+
+@pytest.mark.parametrize("par", UNMOVED)
 def test_the_switch_moves_no_checkpointed_one_gpu_or_eager_memory(par):
-    frameworks = [eager.torch_framework(par)]
-    if par.dp == 1 or (par.zero == 3 and par.recompute == "full"):   # compiled: one GPU, or FSDP2 checkpointed
-        frameworks.append(eager.torch_framework(par, compiled=True))
-    for fw in frameworks:
+    for fw in frameworks(par):
         a, b = _pair(par, fw)
         assert a == b, (fw.name, par)
 

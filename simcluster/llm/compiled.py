@@ -155,9 +155,15 @@ def loss_memory_in_last_graph(fw: FrameworkSpec, par: ParallelSpec) -> bool:
 
 
 def fused_loss(fw: FrameworkSpec, par: ParallelSpec) -> bool:
-    """fw.whole_model_graph (session 48 compck's candidate, off) where the loss is in the last graph (loss_in_last_graph):
-    Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES, vocab_ops.head_forward)."""
-    return fw.whole_model_graph and loss_in_last_graph(fw, par)
+    """fw.whole_model_graph (session 48 compck's candidate, adopted for FSDP2 by adopt48) where the loss is in the last
+    graph (loss_in_last_graph): Inductor compiles the up-cast and the cross-entropy together (COMPILED_LOSS_BYTES,
+    vocab_ops.head_forward). With fw.compiled_nock_loss (session 50 fsdpc50's candidate, OFF) the step without
+    checkpointing too, where loss_memory_in_last_graph already prices the loss's memory: the same last graph
+    (Decoder.forward returns the loss whatever --ac-mode; no block and no checkpoint in that graph), so its time is
+    Inductor's as at recompute full. Development: x2set49's and mem49's three rows (studies/fsdpc50_loss.py; eager's
+    48 B a logit the rows' slow reading, +5.1..+10.7%); held out: calibration/h200x2-fsdpc50-2026-12-01 (not run yet)."""
+    nock = fw.compiled_nock_loss and par.recompute == "none" and _fsdp2_last_graph(fw, par)
+    return fw.whole_model_graph and (loss_in_last_graph(fw, par) or nock)
 
 
 def check_compiled(model: TransformerSpec, par: ParallelSpec, fw: FrameworkSpec | None = None) -> None:

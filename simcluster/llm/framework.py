@@ -92,14 +92,14 @@ class FrameworkSpec:
     cast_bytes: float = 0.0           # per parameter per micro-batch: weight casts and gradient up-casts
     logit_bytes: float = 6.0          # bytes per logit at the loss's peak (Megatron: bf16 logits + fp32 copy; eager: 12, below)
     eager: bool = False               # unfused elementwise kernels and the extra tensors eager autograd saves
-    compiled: bool = False            # eager's decoder blocks under torch.compile (llm/compiled.py): fused memory-bound kernels,
-                                      # norm outputs, SwiGLU product and bf16 weight copies recomputed in the backward
+    compiled: bool = False            # eager's blocks under torch.compile (llm/compiled.py): fused memory-bound kernels, casts recomputed
     ckpt_in_graph: bool = False       # compiled, recompute full: the checkpoint traced into each block's graph (llm/compiled.py, session 46)
     whole_model_graph: bool = False   # ckpt_in_graph: recompute without down_proj's GEMM, the loss Inductor's (llm/compiled.py; compck, OFF)
-    casts_in_block: bool = False      # compiled: each block's autocast weight casts issued inside its graph, not as a burst before the
-                                      # first block (work._block_casts; session 46 compileac: off, rule A read KEEP)
+    casts_in_block: bool = False      # compiled: each block's weight casts inside its graph, not before the first (work._block_casts; compileac: off)
     loss_in_graph: bool = True        # whole-model compiled FSDP2 (ckpt_in_graph, bf16_param_block): loss in last graph, root unit at end (compileac AM)
     compiled_nock_memory: bool = True  # its memory without checkpointing too, the blocks' input bf16 (compiled.loss_memory_in_last_graph; session 49 mem49)
+    compiled_nock_loss: bool = False  # its loss's time without checkpointing too: Inductor's (compiled.fused_loss; session 50 fsdpc50, OFF)
+    compiled_loss_donated: bool = False  # its loss's peak: the logits' gradient in their donated buffer, FSDP2's root unit live (memory.py; fsdpc50, OFF)
     host_kernel_s: float = 0.0        # host time to issue one kernel (eager; measured, llm/host.py); 0 = never host-bound
     host_step_s: float = 0.0          # fixed host time per step (optimizer, loss, Python)
     host_bwd_kernel_s: float = 0.0    # host time per backward kernel where it differs from the forward's host_kernel_s

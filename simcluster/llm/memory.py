@@ -102,6 +102,15 @@ EAGER_PP_LOGITS_HELD = 2.0    # bytes per logit: the last stage's bf16 logits, h
 # backward's end (step_end). Development: the compilefsdp set's fsdp peaks (4.53, 9.20 GiB: 4.56, 9.34 with both).
 COMPILED_LOSS_LOGIT_BYTES = 4.0
 FSDP2_ROOT_END_BYTES = 8.0
+# FrameworkSpec.compiled_loss_donated (session 50 fsdpc50's candidate, OFF): at the loss's peak in that last graph the
+# backward writes the logits' bf16 gradient over the saved bf16 logits (AOTAutograd's donated buffers: a saved tensor
+# that aliases no forward input or output and no backward output may be reused in place by Inductor's backward,
+# torch/_inductor/ir.py DonatedBuffer, torch._functorch.config.donated_buffer on by default): 2 bytes a logit, not 2 + 2;
+# and FSDP2's root unit holds, from the backward's start (the comment above), its gathered bf16 parameters and the
+# head's unsharded bf16 gradient: 2 + 2 bytes per root parameter. Development: x2set49's and mem49's three peaks without
+# checkpointing (studies/fsdpc50_loss.py, section 4); held out: calibration/h200x2-fsdpc50-2026-12-01 (not run yet).
+DONATED_LOSS_LOGIT_BYTES = 2.0
+FSDP2_ROOT_START_BYTES = 4.0
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -272,6 +281,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
     logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
     eager_pp = fw.eager and par.pp > 1   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output
+    root_params = model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden   # FSDP2's root unit
 
     def acts_of(n: int) -> float:   # n chunk-micro-batches stashed
         out = n * layers * per_layer + (n * residual if first else 0.0)
@@ -282,6 +292,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         if not last:
             return 0.0
         out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_memory_in_last_graph(fw, par) else fw.logit_bytes) * logit_elements
+        if fw.compiled_loss_donated and compiled.loss_memory_in_last_graph(fw, par) and first:   # fsdpc50's candidate (above)
+            out = heads * DONATED_LOSS_LOGIT_BYTES * logit_elements + FSDP2_ROOT_START_BYTES * root_params
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
@@ -293,7 +305,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     acts, logits = acts_of(chunks), logits_of(chunks)
     step_end = 2 * EAGER_PP_LOGITS_HELD * heads * logit_elements * m if eager_pp and last else 0.0   # step() merges the chunks
     if compiled.loss_memory_in_last_graph(fw, par) and first and last:   # FSDP2's root unit at the backward's end (COMPILED_LOSS_LOGIT_BYTES)
-        step_end += FSDP2_ROOT_END_BYTES * (model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden)
+        step_end += FSDP2_ROOT_END_BYTES * root_params
     copies = fw.weight_copy_bytes * p.total
     if fw.compiled and par.recompute == "full" and last:   # the compiled blocks' casts are graph ops checkpoint frees after
         copies = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split   # each block (session 46): the head's
