@@ -191,7 +191,7 @@ def cmd_validate(args) -> int:
 
 def _validate_held_out_systems(args) -> int:
     """validate --published nccl --held-out-systems: each published system's inter-node terms fitted on the others."""
-    from simcluster.reference.nccl_held_out import excluded_systems, held_out_systems, text
+    from simcluster.reference.nccl_held_out import excluded_systems, held_out_systems, sources, text
 
     given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
                                       ("--decisions", args.decisions), ("--plot", args.plot),
@@ -202,7 +202,7 @@ def _validate_held_out_systems(args) -> int:
     results = held_out_systems(args.trace[0] if args.trace else None)
     excluded = excluded_systems(args.trace[0] if args.trace else None)
     if args.json:
-        print(json.dumps({"systems": [r.to_json() for r in results],
+        print(json.dumps({"systems": [r.to_json() for r in results], "sources": [g.to_json() for g in sources(results)],
                           "excluded": [{"system": name, "excluded_why": why} for name, why in excluded]}, indent=1))
     else:
         sys.stdout.write(text(results, excluded))

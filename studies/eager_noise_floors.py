@@ -22,14 +22,16 @@ whose mean |error| misses 8%, and the two trust/noise.py marked before this rule
      the population's rows (a table row; a study's shape in one call) is what the per-row target is judged against;
      and the model's mean lease bias (each call's mean log error, each call once) with its se;
   6. the verdict by the ONE rule, trust/noise.verdict (docs/models/trust.md "Noise-limited or model-limited"): met
-     where the rows reach the target; per population: no floor (fewer than MIN_SHAPES shapes repeat), model-limited
+     where the rows reach the target, **thin** where they reach it pooled only (trust/thin, session 50: fewer than 3
+     rows outside the largest set, the mean with each set weighing once over 8%, or the mean + 1 se over 8%: one set or
+     no margin carries it; a verdict, not met; before session 50 printed for the record, judging nothing); per
+     population: no floor (fewer than MIN_SHAPES shapes repeat), model-limited
      (the row-level floor under the target, the excess or the bias beyond 2 se), undecided: test too weak (2 se above
      the gap to resolve: the floor's margin over the target on the same processes, at least 2 points), else
      noise-limited; the regime is model-limited where any population is, else undecided where any is, else
      noise-limited where one is, else no floor. The rule and its thresholds were set with these regimes' numbers in
      view: development for these verdicts; the print ends with a sensitivity line (2.5 se; session 43's lease premise;
-     a margin of 1 se; each distinct shape weighted once), after the regimes that meet the target only without that
-     margin (`thin`: their floor_of printed for the record, judging nothing; cold review B49).
+     a margin of 1 se; each distinct shape weighted once).
 trust/noise.FLOOR_VERDICTS records the numbers; tests/test_trust_noise.py recomputes them.
     python studies/eager_noise_floors.py
 """
@@ -163,9 +165,18 @@ def excess(procs: list[dict]) -> tuple[float, float, int]:
     return mean, math.sqrt(var), k
 
 
+def by_set(rows: list[dict]) -> dict[str, list[float]]:
+    """Each set's rows' |error| in percent (trust/thin's sources in a lab regime)."""
+    out = defaultdict(list)
+    for r in rows:
+        out[r["set"]].append(100 * abs(r["err"]))
+    return dict(out)
+
+
 def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
     """One regime's floor, model and verdict (the module's docstring, parts 1-5)."""
     from simcluster.trust.noise import verdict
+    from simcluster.trust.thin import lab_figures
 
     procs, unresolved = [], []
     for i, r in enumerate(rows):
@@ -184,15 +195,20 @@ def floor_of(key: str, gpus: int, rows: list[dict]) -> dict:
     wider = study_processes(key, gpus)
     out["study"] = None if wider is None else population(wider, STUDIES[(key, gpus)]) | {"name": STUDIES[(key, gpus)]}
     out["checks"] = tuple(p["check"] for p in (out["own"], out["study"]) if p is not None)
-    out["verdict"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT)
+    # session 50 (issue 44's house rule, trust/thin): rows that meet the target pooled but rest on one set, or on no
+    # 1-se margin, are thin: a verdict, not met
+    lab = lab_figures(by_set(rows), TARGET_PCT)
+    out["mean_se_pct"], out["thin_why"] = lab["se"], lab["why"]
+    out["each_set_pct"], out["rows_outside_largest"] = lab["each_source_once_mean"], lab["rows_outside_largest"]
+    thin = out["thin_why"]
+    out["verdict"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, thin=thin)
     # the sensitivity line (cold review B47 item 4): the same rule at 2.5 se, and with session 43's lease premise
-    out["at_2_5_se"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, se=2.5)
-    out["with_premise"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, premise=True)
+    out["at_2_5_se"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, se=2.5, thin=thin)
+    out["with_premise"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, premise=True, thin=thin)
     # cold review C47 item 3: an unknown lease term (across-set dof 0) taken as zero, the rule before mendC47; item 6:
-    # met only with a margin, mean |error| + 1 se (the rows' sd of |error| / sqrt(rows)) at or under the target
-    out["lease_zero"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, lease_zero=True)
-    errs = [100 * abs(r["err"]) for r in rows]
-    out["mean_se_pct"] = statistics.stdev(errs) / math.sqrt(len(errs)) if len(errs) > 1 else math.inf
+    # met only with a margin, mean |error| + 1 se (the rows' sd of |error| / sqrt(rows)) at or under the target: the
+    # floor rule's verdict on the miss the margin makes (thin names no such miss)
+    out["lease_zero"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, lease_zero=True, thin=thin)
     out["with_margin"] = verdict(out["checks"], out["mean_abs_pct"], TARGET_PCT, margin_pct=out["mean_se_pct"])
     # cold review B49 item 2: each distinct shape (heldout/eager.step_shape) weighted once, the mean of its rows' |error|
     # (a shape re-run on a later lease counts once); printed beside the row-weighted mean, judging nothing
@@ -249,24 +265,15 @@ MARKED_S43 = {("llm | PyTorch eager | TP+host-bound | bf16", 2), ("llm | PyTorch
 
 
 def floors() -> list[dict]:
-    """Every regime and GPU count that misses the target, and those trust/noise.py marked before this rule (TP and FSDP
+    """Every regime and GPU count that misses the target, each that meets it only thinly (trust/thin: one set carries it,
+    or no 1-se margin; session 50: a verdict, not met), and those trust/noise.py marked before this rule (TP and FSDP
     host-bound at 2 GPUs, session 43), with its floor_of."""
+    from simcluster.trust.thin import lab_figures
+
     out = []
     for (key, gpus), rows in sorted(regime_rows().items()):
-        mean = 100 * statistics.mean(abs(r["err"]) for r in rows)
-        if mean > TARGET_PCT or (key, gpus) in MARKED_S43:
-            out.append(floor_of(key, gpus, rows))
-    return out
-
-
-def thin() -> list[dict]:
-    """The regimes that meet the target only on the point comparison (mean |error| + 1 se over it; cold review B49 items
-    2, 3 and 9), with their floor_of: printed for the record, judging nothing (they have no FLOOR_VERDICTS record)."""
-    out = []
-    for (key, gpus), rows in sorted(regime_rows().items()):
-        errs = [100 * abs(r["err"]) for r in rows]
-        if len(errs) > 1 and statistics.mean(errs) <= TARGET_PCT and (key, gpus) not in MARKED_S43 \
-                and statistics.mean(errs) + statistics.stdev(errs) / math.sqrt(len(errs)) > TARGET_PCT:
+        lab = lab_figures(by_set(rows), TARGET_PCT)
+        if lab["mean"] > TARGET_PCT or lab["why"] or (key, gpus) in MARKED_S43:
             out.append(floor_of(key, gpus, rows))
     return out
 
@@ -290,18 +297,12 @@ def main() -> int:
     print(f"  {'population':34} {'procs':>5} {'rep.':>4} {'proc sd':>7} {'lease':>6} {'floor':>11} {'on':>4} {'model':>6} "
           f"{'floor':>6} {'excess (points)':>22} {'row fl.':>6} {'bias (log %)':>15}  verdict")
     for f in found:
+        why = f" ({f['thin_why']})" if f["verdict"] == "thin" else ""
         print(f"{f['regime']} at {f['gpus']} GPU{'s' * (f['gpus'] > 1)}: {f['rows']} rows from {f['sets']} sets, "
-              f"{f['mean_abs_pct']:.1f}% mean |error|: {f['verdict'].upper()}")
+              f"{f['mean_abs_pct']:.1f}% mean |error|: {f['verdict'].upper()}{why}")
         print(line("the table rows' own processes", f["own"]))
         if f["study"] is not None:
             print(line(f["study"]["name"], f["study"]))
-    thinly = thin()
-    print("\nmeeting the target only without a margin (mean |error| + 1 se over 8%; no verdict, printed for the record)")
-    for f in thinly:
-        print(f"{f['regime']} at {f['gpus']} GPU{'s' * (f['gpus'] > 1)}: {f['rows']} rows from {f['sets']} sets, "
-              f"{f['mean_abs_pct']:.1f}% mean |error|, bias {f['bias_pct']:+.1f}%: {f['verdict'].upper()} (thin)")
-        print(line("the table rows' own processes", f["own"]))
-    found = found + thinly
     print("\nsensitivity (the rule was set with these regimes' numbers in view): the verdict at 2.5 se; with session 43's "
           "lease premise (lease_sd >= process_sd / 2, else undecided); with an unknown lease term (across-set dof 0) taken "
           "as zero (the rule before mendC47); met only with a margin (mean |error| + 1 se <= 8%); the mean |error| with each "

@@ -107,6 +107,35 @@ def test_twins_are_left_out_together_and_weigh_as_one(systems):
                            ho._cost(rest + [dataclasses.replace(copy, group="another system")], slice(None)))
 
 
+def test_the_headline_counts_a_source_group_once_with_its_files_rows_pooled(systems):
+    """Issue 41, session 50: `--held-out-systems` counted files as systems (OCI's three GB200 quick-start files three,
+    "36 of 55"); a source_group's files are one system measured more than once: left out of the fit together (one fit for
+    the group), their rows pooled into one row-weighted figure, and the headline counts that figure once. The table keeps
+    a row per file."""
+    results = ho.held_out_systems(systems=systems)
+    groups = {g.source: g for g in ho.sources(results)}
+    assert len(groups) == len({s.source for s in systems}) < len(results)
+    oci = groups["nccl-oci-gb200-quickstart"]
+    files = [r for r in results if r.source == "nccl-oci-gb200-quickstart"]
+    assert set(oci.systems) == {r.system for r in files} and len(files) == 3
+    assert oci.rows == sum(r.rows for r in files)
+    assert oci.held_out_pct == pytest.approx(sum(r.held_out_pct * r.rows for r in files) / oci.rows)
+    twins = [r for r in results if r.source == "together-flapping-airplanes"]
+    assert len(twins) == 2 and twins[0].fitted_on == twins[1].fitted_on and twins[0].eta == twins[1].eta
+    out = ho.text(results)
+    met = sum(g.held_out_pct <= ho.TARGET_PCT for g in groups.values())
+    assert f"sources within 10%: {met} of {len(groups)} (" in out
+    assert f"files counted one by one (before session 50): {sum(r.held_out_pct <= ho.TARGET_PCT for r in results)} of {len(results)}" in out
+    assert "= nccl-oci-gb200-quickstart: 3 files of one source" in out
+    for r in results:
+        assert any(x.startswith(r.system[:30]) for x in out.splitlines())
+    # a fourth file named into a group moves the group's count by nothing and its figure by its rows
+    extra = dataclasses.replace(next(s for s in systems if s.name == "nccl-oci-gb200-quickstart-x1"), name="x1-again")
+    more = ho.sources(ho.held_out_systems(systems=[*systems, extra]))
+    assert len(more) == len(groups) and next(g for g in more if g.source == oci.source).rows == oci.rows + len(extra.rows)
+    assert all(g.to_json()["within_target"] == (g.held_out_pct <= ho.TARGET_PCT) for g in more)
+
+
 def test_fit_recovers_a_known_efficiency(systems):
     """A family whose measured busbw is replaced by the model's own prediction at eta 0.80, t0 0, fits back to it."""
     fam = [dataclasses.replace(s, rows=[dataclasses.replace(r, measured_Bps=float(
@@ -166,15 +195,17 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
     for r in results:
         line = next(x for x in out.splitlines() if x.startswith(r.system[:30]))
         assert ("^" in line.split()[0]) == bool(r.development)
-    others = [r for r in results if not r.development]
-    rows = sum(r.rows for r in others)
-    mean = sum(r.held_out_pct * r.rows for r in others) / rows
-    met = sum(r.held_out_pct <= ho.TARGET_PCT for r in others)
-    fitted = [r for r in others if r.eta is not None]
-    split = (f"{sum(r.held_out_pct <= ho.TARGET_PCT for r in fitted)} of {len(fitted)} fitted, "
-             f"{sum(r.held_out_pct <= ho.TARGET_PCT for r in others if r.eta is None)} of {len(others) - len(fitted)} "
+    # session 50 (issue 41): the headline counts sources (a source_group's files pooled), so the others' figure is per source
+    others = [g for g in ho.sources(results) if not g.development]
+    rows = sum(g.rows for g in others)
+    mean = sum(g.held_out_pct * g.rows for g in others) / rows
+    met = sum(g.held_out_pct <= ho.TARGET_PCT for g in others)
+    fitted = [g for g in others if g.fitted]
+    split = (f"{sum(g.held_out_pct <= ho.TARGET_PCT for g in fitted)} of {len(fitted)} fitted, "
+             f"{sum(g.held_out_pct <= ho.TARGET_PCT for g in others if not g.fitted)} of {len(others) - len(fitted)} "
              "unfitted: shipped cards")
     assert f"others (not ^): {met} of {len(others)} within 10% ({split}), {rows} rows {mean:.1f}%" in out
+    assert rows == sum(r.rows for r in results if not r.development)   # no mixed source today: the same rows as per file
     assert all(r.to_json()["development"] == (r.development or None) for r in results)
 
 
@@ -212,10 +243,10 @@ def test_a_file_out_of_the_models_scope_is_predicted_and_shown_never_compared_or
     cli = subprocess.run([sys.executable, "-m", "simcluster", "validate", "--published", "nccl", "--held-out-systems", str(out),
                           "--json"], capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
-    assert json.loads(cli.stdout) == {"systems": [], "excluded": [{"system": "nccl-x", "excluded_why": WHY}]}
+    assert json.loads(cli.stdout) == {"systems": [], "sources": [], "excluded": [{"system": "nccl-x", "excluded_why": WHY}]}
     shown = ho.text([], ho.excluded_systems(out))
     assert f"x nccl-x: not compared, out of the model's scope (simcluster.excluded_why): {WHY}" in shown
-    assert "systems within 10%: 0 of 0 (0 of 0 fitted, 0 of 0 unfitted: shipped cards)" in shown
+    assert "sources within 10%: 0 of 0 (0 of 0 fitted, 0 of 0 unfitted: shipped cards)" in shown
     from simcluster.reference.nccl import validate_published_nccl
     from simcluster.report.validation import render
 

@@ -37,11 +37,12 @@ def test_an_unknown_lease_term_leaves_the_row_floor_unknown():
 def test_met_with_a_margin_is_the_sensitivity_lines_variant(floors):
     """Cold review C47 item 6: 'met' is a point comparison in the rule; the sensitivity line's variant asks mean |error|
     + margin (1 se of the mean) <= target. FSDP+host-bound at 2 GPUs (7.77% over 21 rows; 7.78% before session 48 adopt2g) is met by the rule and not
-    with the margin: its status rests on the 0.2-point margin (trust.md)."""
+    with the margin: its status rests on the 0.2-point margin (trust.md). Session 50 (trust/thin): that margin is a
+    reason of the thin verdict now, so the rule reads it thin, not met; the variant still names the miss it would be."""
     ok = FloorCheck("p", 40, 12, (10.9, 11.2), 11.0, 10.9, 0.1, 0.4, 10.0, 1.0, 1.0, True)
     assert verdict((ok,), 7.8) == "met: no mark" and verdict((ok,), 7.8, margin_pct=1.41) == "noise-limited"
     fsdp = floor_verdict("llm | PyTorch eager | FSDP+host-bound | bf16", 2, "H200")
-    assert fsdp.verdict == "met: no mark"
+    assert fsdp.verdict == "thin" and fsdp.thin_why == "mean + 1 se 9.2%"
     assert verdict(fsdp.checks, fsdp.mean_abs_pct, margin_pct=1.41) == "model-limited"
     f = floors[(fsdp.regime, 2)]                             # the study's own line: the rows' se of the mean, 1.41 points
     assert f["mean_se_pct"] == pytest.approx(1.41, abs=0.005) and f["with_margin"] == "model-limited"
@@ -50,13 +51,15 @@ def test_met_with_a_margin_is_the_sensitivity_lines_variant(floors):
 def test_the_op_host_bound_regime_meets_the_target_with_its_lease_term_known(floors):
     """Session 49 (wire49): hb49's rows (three re-runs of opcheck's, opsplit's and hostsingle's op host-bound shapes on
     another 2 x H200 lease, one new shape) bring single+sac-op+host-bound at 1 GPU to 8 rows from 5 sets at 7.46%: it meets
-    the target, so it leaves the verdicts (undecided: test too weak before, 4 rows, 11.37%). Its own rows' floor has a
-    lease term now (the re-run shapes) and a row floor under the target, as hb49's rule L read (UNDER, 6.7%); met rests
-    on a thin margin (mean |error| + 1 se over the target: the sensitivity line's model-limited)."""
+    the target pooled, so it left the verdicts (undecided: test too weak before, 4 rows, 11.37%). Its own rows' floor has
+    a lease term now (the re-run shapes) and a row floor under the target, as hb49's rule L read (UNDER, 6.7%); met rests
+    on a thin margin (mean |error| + 1 se over the target: the sensitivity line's model-limited), and with each set
+    weighing once it is 9.8%: since session 50 (trust/thin) its verdict is thin, recorded again."""
     s = load_script("studies/eager_noise_floors.py")
     f = s.floor_of(*SACOP_HB, s.regime_rows()[SACOP_HB])
-    assert SACOP_HB not in floors and floor_verdict(SACOP_HB[0], 1, "H200") is None
-    assert (f["rows"], f["sets"], f["verdict"]) == (8, 5, "met: no mark") and f["mean_abs_pct"] == pytest.approx(7.46, abs=0.005)
+    assert SACOP_HB in floors and floor_verdict(SACOP_HB[0], 1, "H200").verdict == "thin"
+    assert (f["rows"], f["sets"], f["verdict"]) == (8, 5, "thin") and f["mean_abs_pct"] == pytest.approx(7.46, abs=0.005)
+    assert f["thin_why"] == "each source once 9.8%; mean + 1 se 10.0%"
     own = f["own"]["check"]
     assert own.lease_known and f["own"]["lease_sd"] > 0 and own.row_floor_pct == pytest.approx(6.7, abs=0.05)
     assert "h200x1-hb49-2026-12-01" in f["own"]["sets_with_repeats"]

@@ -15,7 +15,9 @@ class FamilyValidation:
     held out and development apart: rows, sources (a `source_group` counted once), mean |error| and the share within
     the target; the issue's target per family is mean |error| <= target and >= FAMILY_SHARE of the held-out rows within it,
     judged only on held-out rows from >= MIN_SOURCES sources (a family of one source, one trainer and one team, is "not
-    judged" even where its rows meet the numbers: cold review A47 item 8)."""
+    judged" even where its rows meet the numbers: cold review A47 item 8). Met must not rest on one source (issue 44,
+    session 50; trust/thin): the numbers must also hold with each source weighing once, and >= MIN_OTHER_ROWS held-out
+    rows must come from sources other than the largest; else the verdict is "thin: one source carries it", not met."""
 
     published: ReferenceValidation
 
@@ -54,21 +56,37 @@ class FamilyValidation:
         return sum(not r.family for r in self.published.rows)
 
     def _stats(self, rows: list[ReferenceRow]) -> dict:
+        from simcluster.trust.thin import source_figures, thin_why
+
         compared = [r for r in rows if r.error is not None]
         errs = [abs(r.error) for r in compared]
-        within = sum(e <= self.published.target for e in errs)
+        target = self.published.target
+        within = sum(e <= target for e in errs)
         mean = sum(errs) / len(errs) if errs else None
-        sources = sorted({r.source_group or r.source for r in compared})
-        largest = max((sum((r.source_group or r.source) == x for r in compared) for x in sources), default=0)
-        numbers = bool(errs) and mean <= self.published.target and within >= self.FAMILY_SHARE * len(errs)
-        return {"rows": len(errs), "sources": sources, "largest_source_rows": largest,
+        per_source: dict[str, list[float]] = {}
+        for r in compared:
+            per_source.setdefault(r.source_group or r.source, []).append(100 * abs(r.error))
+        sources = sorted(per_source)
+        numbers = bool(errs) and mean <= target and within >= self.FAMILY_SHARE * len(errs)
+        judged = len(sources) >= self.MIN_SOURCES
+        figures = source_figures(per_source, 100 * target)
+        thin = thin_why(figures, 100 * target, self.FAMILY_SHARE) if numbers and judged else ""
+        verdict = ("no rows" if not errs else "not met" if not numbers else "not judged" if not judged
+                   else "thin" if thin else "met")
+        return {"rows": len(errs), "sources": sources, "largest_source_rows": max(map(len, per_source.values()), default=0),
+                "source_rows": {x: len(per_source[x]) for x in sources},
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
                 "within_share": within / len(errs) if errs else None,
-                "meets_numbers": numbers, "judged": len(sources) >= self.MIN_SOURCES,
-                "meets_target": numbers and len(sources) >= self.MIN_SOURCES,
-                "not_compared": len(rows) - len(compared)}
+                "each_source_once_mean_abs_error_pct": figures["each_source_once_mean"],
+                "each_source_once_within_share": figures["each_source_once_share"],
+                "rows_outside_largest_source": figures["rows_outside_largest"],
+                "meets_numbers": numbers, "judged": judged, "verdict": verdict, "thin_why": thin or None,
+                "meets_target": verdict == "met", "not_compared": len(rows) - len(compared)}
 
     def to_json(self) -> dict:
+        from simcluster.trust.thin import MIN_OTHER_ROWS
+
         return {"kind": "published llm families", "target_pct": self.published.target * 100,
-                "family_share": self.FAMILY_SHARE, "families": self.families(), "not_compared_no_family": self.no_family(),
+                "family_share": self.FAMILY_SHARE, "min_sources": self.MIN_SOURCES, "min_rows_outside_largest_source": MIN_OTHER_ROWS,
+                "families": self.families(), "not_compared_no_family": self.no_family(),
                 "skipped": self.skipped}

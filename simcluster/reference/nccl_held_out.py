@@ -32,6 +32,10 @@ measurement. A system without a network (one NVLink domain) has nothing to fit: 
 nccl` gives them; a system alone in its NIC family has nothing to fit on either: its rows are its own cards' (the
 table marks it, eta '-'). The grid: eta 0.60-1.00 by 0.02, t0 0-50 us by 10 us (t0 is added to a call's time, so every eta's
 predictions are computed once and t0 is applied to them).
+The headline counts sources, not files (issue 41, session 50): a source_group's files are one system measured more than
+once, left out of the fit together, and their rows pooled (row-weighted mean |error|) into one figure judged against the
+target; the table keeps a row per file. A source is development (^) if any of its files is, fitted if any of its files'
+terms were fitted on others.
 docs/models/fabric.md, "Published multi-node runs, each system held out".
 """
 
@@ -224,9 +228,15 @@ class HeldOutResult:
     row_errors_pct: tuple[float, ...]
     outlier: bool = False            # not used to fit the other systems (HeldOutSystem.outlier)
     development: str = ""            # HeldOutSystem.development: not a held-out figure
+    source: str = ""                 # the source_group it is held out with ("" = its own file)
+
+    @property
+    def fitted(self) -> bool:
+        """Whether eta and t0 were fitted on other sources (else: its own cards' figures)."""
+        return self.eta is not None
 
     def to_json(self) -> dict:
-        return {"system": self.system, "family": self.family, "fitted_on": list(self.fitted_on), "eta": self.eta,
+        return {"system": self.system, "source": self.source or self.system, "family": self.family, "fitted_on": list(self.fitted_on), "eta": self.eta,
                 "call_setup_us": None if self.call_setup_s is None else round(self.call_setup_s * 1e6, 1),
                 "rows": self.rows, "mean_abs_error_pct_shipped": round(self.shipped_pct, 2),
                 "mean_abs_error_pct_held_out": round(self.held_out_pct, 2),
@@ -261,32 +271,71 @@ def excluded_systems(path: str | Path | None = None) -> list[tuple[str, str]]:
 
 
 def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem] | None = None) -> list[HeldOutResult]:
-    """Every published system predicted with eta and t0 fitted on the other systems of its NIC family (its
-    source_group's other files left out with it)."""
+    """Every published system predicted with eta and t0 fitted on the other systems of its NIC family: each source (a
+    source_group's files together, else one file) left out of the fit in turn, its files predicted with that one fit;
+    one result per file, in the files' order (sources() pools them per source)."""
     systems = load_systems(path) if systems is None else systems
-    by_family = defaultdict(list)
+    by_family, by_source = defaultdict(list), defaultdict(list)
     for s in systems:
         by_family[s.family].append(s)
+        by_source[s.source].append(s)
+    out = {}
+    for source, members in by_source.items():
+        fits = {}                  # NIC family -> (the systems fitted on, (eta, t0)); one fit per family the source spans
+        for s in members:
+            if s.family not in fits:
+                others = [o for o in by_family[s.family] if o.source != source and not o.outlier] if s.family is not None else []
+                fits[s.family] = (others, _fit(others, slice(None) if _with_setup(others) else slice(0, 1)) if others else None)
+            others, fit = fits[s.family]
+            measured = np.array([r.measured_Bps for r in s.rows])
+            shipped_errors = (np.array([r.shipped_Bps for r in s.rows]) / measured - 1) * 100
+            shipped = float(np.mean(np.abs(shipped_errors)))
+            if fit is None:   # no network, or alone in its family: nothing to fit on, its own cards' figures (marked)
+                out[s.name] = HeldOutResult(s.name, s.family, (), None, None, len(s.rows), shipped, shipped,
+                                            tuple(shipped_errors), s.outlier, s.development, s.group)
+                continue
+            errors = s.errors_pct(*fit)
+            out[s.name] = HeldOutResult(s.name, s.family, tuple(o.name for o in others), *fit, len(s.rows), shipped,
+                                        float(np.mean(np.abs(errors))), tuple(errors), s.outlier, s.development, s.group)
+    return [out[s.name] for s in systems]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceResult:
+    """One source held out (issue 41, session 50): a source_group's files pooled (one system measured more than once,
+    left out of the fit together), else one file. The headline counts these, not files."""
+    source: str
+    systems: tuple[str, ...]
+    rows: int
+    shipped_pct: float               # mean |error| over all its files' rows, the scenario's own cards
+    held_out_pct: float              # the same, the terms fitted on the other sources
+    fitted: bool                     # any of its files' terms fitted on others (else: the shipped cards' figure)
+    development: bool                # any of its files development for this check (`^`): not a held-out figure
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "systems": list(self.systems), "rows": self.rows,
+                "mean_abs_error_pct_shipped": round(self.shipped_pct, 2),
+                "mean_abs_error_pct_held_out": round(self.held_out_pct, 2), "within_target": self.held_out_pct <= TARGET_PCT,
+                "fitted": self.fitted, "development": self.development}
+
+
+def sources(results: list[HeldOutResult]) -> list[SourceResult]:
+    """The per-file results pooled per source (row-weighted), in the order each source first appears."""
+    groups = defaultdict(list)
+    for r in results:
+        groups[r.source or r.system].append(r)
     out = []
-    for s in systems:
-        measured = np.array([r.measured_Bps for r in s.rows])
-        shipped_errors = (np.array([r.shipped_Bps for r in s.rows]) / measured - 1) * 100
-        shipped = float(np.mean(np.abs(shipped_errors)))
-        others = [o for o in by_family[s.family] if o.source != s.source and not o.outlier] if s.family is not None else []
-        if not others:   # no network, or alone in its family: nothing to fit on, its own cards' figures (marked in the table)
-            out.append(HeldOutResult(s.name, s.family, (), None, None, len(s.rows), shipped, shipped, tuple(shipped_errors),
-                                     s.outlier, s.development))
-            continue
-        eta, t0 = _fit(others, slice(None) if _with_setup(others) else slice(0, 1))
-        errors = s.errors_pct(eta, t0)
-        out.append(HeldOutResult(s.name, s.family, tuple(o.name for o in others), eta, t0, len(s.rows), shipped,
-                                 float(np.mean(np.abs(errors))), tuple(errors), s.outlier, s.development))
+    for name, rs in groups.items():
+        rows = sum(r.rows for r in rs)
+        out.append(SourceResult(name, tuple(r.system for r in rs), rows, sum(r.shipped_pct * r.rows for r in rs) / rows,
+                                sum(r.held_out_pct * r.rows for r in rs) / rows, any(r.fitted for r in rs),
+                                any(bool(r.development) for r in rs)))
     return out
 
 
 def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> str:
     lines = ["# published nccl, each system held out: the NIC's payload efficiency (eta) and per-call start-up (t0) fitted",
-             "# on the other systems of its NIC family; busbw at >= 64 MiB; target mean |error| <= 10% per system",
+             "# on the other systems of its NIC family; busbw at >= 64 MiB; target mean |error| <= 10% per source",
              f"{'system':40s} {'family':10s} {'rows':>4s} {'eta':>5s} {'t0 us':>6s} {'shipped':>8s} {'held out':>8s}  rows' errors (%)"]
     for r in results:
         eta = f"{r.eta:.2f}" if r.eta is not None else "-"
@@ -295,7 +344,8 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
         mark = ("*" if r.outlier else "") + ("^" if r.development else "")
         lines.append(f"{r.system[:40 - len(mark)] + mark:40s} {r.family or '-':10s} {r.rows:4d} {eta:>5s} {t0:>6s} {r.shipped_pct:7.1f}% "
                      f"{r.held_out_pct:7.1f}%  {errs}")
-    met, rows, mean, shipped = _headline(results)
+    groups = sources(results)
+    met, rows, mean, shipped = _headline(groups)
     lines.append("* the scenario's own cards miss its median row by more than 1.5x: predicted, never fitted on")
     lines.append("^ development for this check: its rows prompted the check's terms or bounds (`development_for`), "
                  "not a held-out figure")
@@ -305,25 +355,31 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
     for name, why in excluded:
         lines.append(f"x {name}: not compared, out of the model's scope (simcluster.excluded_why): {' '.join(why.split())[:160]}"
                      + (" ... (--json)" if len(' '.join(why.split())) > 160 else ""))
-    others = [r for r in results if not r.development]
+    for g in (g for g in groups if len(g.systems) > 1):
+        lines.append(f"= {g.source}: {len(g.systems)} files of one source ({', '.join(g.systems)}), left out of the fit together "
+                     f"and counted once: {g.rows} rows {g.held_out_pct:.1f}% held out (shipped cards {g.shipped_pct:.1f}%)")
+    others = [g for g in groups if not g.development]
     o_met, o_rows, o_mean, _ = _headline(others)
-    lines.append(f"systems within 10%: {met} of {len(results)} ({_split(results)}); all {rows} rows: mean |error| {mean:.1f}% "
+    lines.append(f"sources within 10%: {met} of {len(groups)} ({_split(groups)}); all {rows} rows: mean |error| {mean:.1f}% "
                  f"(shipped cards: {shipped:.1f}%); others (not ^): {o_met} of {len(others)} within 10% ({_split(others)}), "
                  f"{o_rows} rows {o_mean:.1f}%")
+    lines.append(f"files counted one by one (before session 50): {_headline(results)[0]} of {len(results)} within 10% "
+                 f"({_split(results)})")
     return "\n".join(lines) + "\n"
 
 
-def _split(results: list[HeldOutResult]) -> str:
+def _split(results: list) -> str:
     """Fitted (eta and t0 from the family's others: what this check tests) and unfitted (no network, or no other system to
     fit on: the shipped cards' figure, held out but not a test of the fit) counted apart (cold review A47 item 5)."""
-    fitted = [r for r in results if r.eta is not None]
-    unfitted = [r for r in results if r.eta is None]
+    fitted = [r for r in results if r.fitted]
+    unfitted = [r for r in results if not r.fitted]
     return (f"{_headline(fitted)[0]} of {len(fitted)} fitted, "
             f"{_headline(unfitted)[0]} of {len(unfitted)} unfitted: shipped cards")
 
 
-def _headline(results: list[HeldOutResult]) -> tuple[int, int, float, float]:
-    """(systems within the target, rows, row-weighted mean |error| held out, the same with the shipped cards)."""
+def _headline(results: list) -> tuple[int, int, float, float]:
+    """(results -- files or sources() -- within the target, rows, row-weighted mean |error| held out, the same with the
+    shipped cards)."""
     rows = sum(r.rows for r in results)
     if not rows:
         return 0, 0, 0.0, 0.0

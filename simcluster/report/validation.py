@@ -115,12 +115,16 @@ def _clip(text: str, width: int = 140) -> str:
 def _(v: FamilyValidation) -> str:
     """A line per issue-44 family and kind of row (held out, development): rows, sources, mean |error|, within target."""
     from simcluster.trust.regime import LONG_SEQUENCE
+    from simcluster.trust.thin import MIN_OTHER_ROWS
 
     target = v.published.target * 100
     lines = [f"# published LLM rows per family (issue 44's target: held-out rows mean |error| <= {target:.0f}% and >= "
              f"{v.FAMILY_SHARE:.0%} within {target:.0f}%); a row's family, the first its configuration takes: MoE (experts), "
              f"long-sequence (seq >= {LONG_SEQUENCE:,}), FSDP/ZeRO (a PyTorch FSDP trainer or ZeRO 2-3), fp8, Megatron/NeMo "
              "(trust/regime.published_family)",
+             f"# met also needs >= {v.MIN_SOURCES} sources (a source_group once; else 'not judged'), and the numbers with each source "
+             f"weighing once and >= {MIN_OTHER_ROWS} held-out rows outside the largest source (else 'thin: one source carries it', "
+             "not met: trust/thin)",
              "# n: rows compared; n/c: the family's rows not compared (no prediction: what the source leaves out or the "
              "model cannot express; --json: why, per row)",
              f"# {'family':<14} {'rows':<12} {'n':>4} {'n/c':>4} {'src':>4} {'mean |error|':>12} {'within':>13}  target  sources"]
@@ -145,13 +149,17 @@ def _(v: FamilyValidation) -> str:
 
 
 def _family_target(s: dict) -> str:
-    """A held-out family's target column: yes (with the rows of its largest source, so that a second source of one row
-    reads as such) / no, or "not judged" where its rows meet the numbers on too few sources."""
-    if s["meets_numbers"] and not s["judged"]:
+    """A held-out family's target column (FamilyValidation._stats's verdict): yes (with the rows of its largest source and
+    the figure with each source weighing once) / no, "not judged" where its rows meet the numbers on too few sources, or
+    "thin: one source carries it" where they meet them on enough sources but not without the largest (issue 44, s50)."""
+    if s["verdict"] == "not judged":
         n = len(s["sources"])
         return f"not judged: {n} source{'s' if n != 1 else ''} ({s['rows']} rows meet the numbers)"
-    if s["meets_target"]:   # the verdict as judged; how much of it one source carries beside it (review A49, finding 5)
-        return f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows)"
+    if s["verdict"] == "thin":
+        return f"thin: one source carries it ({s['thin_why']}; largest source {s['largest_source_rows']} of {s['rows']} rows)"
+    if s["verdict"] == "met":   # the verdict as judged; how much of it one source carries beside it (review A49, finding 5)
+        return (f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows; each source once "
+                f"{s['each_source_once_mean_abs_error_pct']:.1f}%, {s['each_source_once_within_share']:.0%} within)")
     return "no"
 
 
