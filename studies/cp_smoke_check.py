@@ -16,7 +16,6 @@ the context-parallel smoke really ran context parallelism.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402 (the repository on the path first)
 from simcluster.heldout.eager import _document  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 
@@ -77,7 +77,7 @@ def problems(cp_doc: dict, single_doc: dict, counts: dict[str, int], tol: float)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cp_json")
     ap.add_argument("single_json")
     ap.add_argument("trace", help="rank 0's profiled smoke step (llm-step --trace), .json or .json.gz")

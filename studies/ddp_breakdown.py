@@ -10,20 +10,20 @@ A difference much larger than the predicted communication means bandwidth is not
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
 
 from simcluster.cards import load_collective
 from simcluster.collectives.model import predict
+from simcluster.script_args import ArgumentParser
 from simcluster.training.workload import from_record
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser()
     parser.add_argument("bundle", nargs="?", default=str(ROOT / "calibration/h200x4-nvlink-2026-11-22"))
     parser.add_argument("--card", default=str(ROOT / "models/collective/h200x4-nvlink.yaml"))
     args = parser.parse_args()

@@ -20,11 +20,11 @@ Deterministic inputs (seeded record contents); the times are this machine's (2 s
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -86,7 +86,10 @@ def measure(files, compute_s: float, steps: int, **kw) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # simcluster/script_args.py: standard library only
+    from simcluster.script_args import ArgumentParser
+
+    parser = ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--files", type=int, default=256)
     parser.add_argument("--steps", type=int, default=2000)

@@ -15,7 +15,6 @@ Not a registered set: nothing here is a prediction, and no model term is fitted 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
@@ -186,7 +185,9 @@ def peaks(bundles: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from simcluster.script_args import ArgumentParser
+
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--read", nargs="+", metavar="JSON", help="print the table of documents written by the device run")
     ap.add_argument("--peaks", nargs="+", metavar="BUNDLE", help="job and timed peaks of the bundles' DDP / cp runs vs the model")
     ap.add_argument("--preset", default="3b")

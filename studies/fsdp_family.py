@@ -15,7 +15,6 @@ checkpointing, precision, error (+ = predicted fast). --json FILE reads a saved 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from simcluster.cli import main as cli  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 TARGET = 10.0   # the target: within 10%
 
@@ -82,7 +82,7 @@ def grouped(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--misses", action="store_true", help="list every row outside 10%%")
     ap.add_argument("--json", type=Path, help="a saved `simcluster validate --published llm --json` (default: run it)")
     args = ap.parse_args(argv)

@@ -7,7 +7,6 @@ torch.cuda.max_memory_allocated against the model's steady peak, old (the flag o
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
@@ -21,6 +20,7 @@ from simcluster.heldout.eager_regimes import layout_of  # noqa: E402
 from simcluster.llm.eager import torch_framework  # noqa: E402
 from simcluster.llm.memory import GiB, stage_memories  # noqa: E402
 from simcluster.llm.spec import BatchSpec  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 
 def rows(min_gib: float) -> list[dict]:
@@ -53,7 +53,7 @@ def rows(min_gib: float) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-gib", type=float, default=4.0)
     args = ap.parse_args(argv)
     print(f"{'bundle':40} {'mode':8} {'preset':6} {'seq':>6} {'mb':>3} {'GiB':>7} {'old':>7} {'new':>7}")

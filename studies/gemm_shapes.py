@@ -11,7 +11,6 @@ into TP chunks (Transformer Engine's ring-exchange overlap) cost? gpu-micro's ge
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-gemm-shapes-2026-11-27"
@@ -46,7 +46,7 @@ def unique_shapes() -> list[tuple[str, int, int, int]]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", default=str(BUNDLE))
     ap.add_argument("--plan", action="store_true")
     ap.add_argument("--shapes-arg", action="store_true")

@@ -10,7 +10,6 @@ shapes whose K = 2048 rows the square-fitted curve put 25-34% too fast, docs/mod
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.fit.gpu import gemm_in_fit  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 CARDS = {"h100-sxm": ("h100", "back-to-back"), "h100-sxm-interleaved": ("h100", "interleaved"),
@@ -35,7 +35,7 @@ def mean_max(errs: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--card", action="append", default=[], help="NAME=PATH: another card file for one of " + ", ".join(CARDS))
     args = ap.parse_args(argv)
     paths = {name: ROOT / f"models/gpu/{name}.yaml" for name in CARDS} | dict(a.split("=", 1) for a in args.card)

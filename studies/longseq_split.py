@@ -15,7 +15,6 @@ implies for it. A row that lies on the line is explained by those two numbers; a
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from llm_heldout_breakdown import compute_split  # noqa: E402
 
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import llm_usage, predict_run  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 B200_TABLE = PUBLISHED / "llm-nemo-25.04-long-sequence-b200.yaml"
@@ -66,7 +66,7 @@ def two_part(table: list[dict]) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--split", type=Path, default=B200_TABLE, help="the table read in two parts (default NeMo 25.04 B200)")
     args = p.parse_args(argv)
     print("# + = predicted fast (validate --published llm's error); compute: its share of the predicted step; attn: the "

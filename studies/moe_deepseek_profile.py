@@ -37,7 +37,6 @@ False: DeepSeek's kernels write the whole query out; the 25.08 row's recipe runs
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -51,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simcluster.llm.work import EP_COMM_SMS  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 SUMMARY = ROOT / "studies" / "moe_deepseek_profile-summary.json"
 SOURCE = {"repository": "github.com/deepseek-ai/profile-data", "file": "train.json",
@@ -339,7 +339,7 @@ def table(s: dict, m: dict) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", type=Path, help="train.json of deepseek-ai/profile-data: parse it and rewrite the summary")
     args = ap.parse_args()
     if args.trace:

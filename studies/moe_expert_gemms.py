@@ -10,7 +10,6 @@ price for that group (llm/ops.op_time_s: one GEMM per expert) and against one ba
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from moe_gemms_device import MOE_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import ops  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-experts-2026-11-27"
@@ -67,7 +67,7 @@ def summary(table: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", default=str(BUNDLE))
     ap.add_argument("--card", default=str(ROOT / "models" / "gpu" / "h100-sxm.yaml"))
     args = ap.parse_args(argv)

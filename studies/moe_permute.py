@@ -17,7 +17,6 @@ Read-only, nothing fitted.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT / "studies"))
 from moe_gemms_device import MOE_EXPERTS, MOE_LOCAL_EXPERTS  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h100x1-moe-permute-2026-11-27"
 CARD = ROOT / "models" / "gpu" / "h100-sxm-interleaved.yaml"
@@ -69,7 +69,7 @@ def measured(bundle: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", default=str(BUNDLE))
     ap.add_argument("--card", default=str(CARD))
     ap.add_argument("--plan", action="store_true", help="print the prices only")

@@ -23,7 +23,6 @@ rule `simcluster validate --error-bands` uses), without rebuilding the table. Pr
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from collections import defaultdict
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.cards import load_nvls  # noqa: E402
 from simcluster.collectives.nvls_domain import domain_fill_s, nvls_chunk_bytes  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.trust.build import source_coverage  # noqa: E402
 from simcluster.trust.table import Table, load_table  # noqa: E402
 
@@ -202,7 +202,7 @@ def fill_lines(by_source: dict, folder: Path, channels: int = 32) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", help="an error-band table (default: the shipped one)")
     parser.add_argument("--published", default=str(ROOT / "calibration" / "published"))
     parser.add_argument("--floors", action="store_true", help="also the host-launched floors per op (validate "

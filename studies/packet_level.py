@@ -13,13 +13,13 @@ of ns-3 on this project's 2-core machine).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from simcluster.network.builders import FabricSpec, machine_platform
 from simcluster.packet.compare import PacketValidation, compare
 from simcluster.packet.patterns import PATTERNS
+from simcluster.script_args import ArgumentParser
 from simcluster.units import parse_size
 
 FABRICS = {"ls16": (16, 1, "leaf-spine", 4, 4), "ls64": (64, 1, "leaf-spine", 16, 8), "rail32": (16, 2, "rail-optimized", 8, 4)}
@@ -33,7 +33,7 @@ def platform(name: str, oversubscription: float, forwarding: str = "store-and-fo
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fabrics", default="ls16,ls64,rail32")
     p.add_argument("--oversubscription", default="1,2")
     p.add_argument("--patterns", default=",".join(PATTERNS))

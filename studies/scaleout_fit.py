@@ -14,7 +14,6 @@ reported apart ("development"), the rest ("others") held out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.llm import scaleout  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 CONFIG = re.compile(r"(?P<name>.*?), (?P<gpus>\d+) x [^,]+, t(?P<t>\d+) p(?P<p>\d+) d\d+ (?P<rest>.*)")
 PROBE = 0.01          # a run at this spread gives each row's time slope in s (the term is linear in s)
@@ -155,7 +155,7 @@ def release_spread(groups: dict) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     groups = series()

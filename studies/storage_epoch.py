@@ -22,11 +22,11 @@ rate does not depend on the read size at these concurrencies, storage-findings.m
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from simcluster.errors import SimclusterError
 from simcluster.heldout import storage as S
+from simcluster.script_args import ArgumentParser
 from simcluster.storage import loader
 from simcluster.storage.nvme import load_nvme
 
@@ -48,7 +48,7 @@ def epoch_run(row: dict, n: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = ArgumentParser()
     ap.add_argument("--files", nargs="*", default=[str(p) for p in S.published_files()])
     ap.add_argument("--counts", action="store_true", help="also the epoch AU at the published count -1 .. +2")
     args = ap.parse_args()

@@ -48,7 +48,6 @@ host's cores, a drive-side one the drive.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -271,7 +270,9 @@ def _print_device(phases: list[dict]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from simcluster.script_args import ArgumentParser
+
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=("rows", "device", "pairs"))
     parser.add_argument("--json", help="write the table as JSON here")
     parser.add_argument("--models", default="cosmoflow,resnet50", help="rows: the workloads, comma-separated "

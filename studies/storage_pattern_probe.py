@@ -24,7 +24,6 @@ read (posix_fadvise DONTNEED) so every read is cold, as in a data set 5x the hos
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing as mp
 import os
@@ -326,7 +325,10 @@ def ratios(rows: list[dict]) -> dict[str, float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # simcluster/script_args.py: standard library only
+    from simcluster.script_args import ArgumentParser
+
+    p = ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("make")
     m.add_argument("--dir", type=Path, required=True)

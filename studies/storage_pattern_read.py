@@ -182,9 +182,10 @@ def windows(file_B: int, pread_B: int, ra_kb: int, max_kb: int) -> list[int]:
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["windows"]:
-        import argparse
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # simcluster/script_args.py: standard library only
+        from simcluster.script_args import ArgumentParser
 
-        p = argparse.ArgumentParser(prog="storage_pattern_read.py windows")
+        p = ArgumentParser(prog="storage_pattern_read.py windows")
         p.add_argument("--file", type=int, required=True, help="file bytes")
         p.add_argument("--pread", default="1M")
         p.add_argument("--ra-kb", type=int, default=128)

@@ -19,7 +19,6 @@ the first run's measure counted only completed files). Standard library only; ru
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -145,7 +144,10 @@ def read(runs: Path, registered: Path) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # simcluster/script_args.py: standard library only
+    from simcluster.script_args import ArgumentParser
+
+    p = ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     pl = sub.add_parser("plan")
     pl.add_argument("--dir", type=Path, required=True)

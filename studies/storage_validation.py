@@ -12,7 +12,6 @@ predicted and compared with DLIO's own summary.json: AU and throughput (MiB/s).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.loader import thread_rate_Bps, thread_rate_through_model
+from simcluster.script_args import ArgumentParser
 from simcluster.storage import loader
 from simcluster.storage.dlio_workload import DlioWorkload
 from simcluster.storage.nvme import load_nvme
@@ -42,7 +42,7 @@ def workload_of(run: dict) -> DlioWorkload:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser()
     parser.add_argument("bundle", nargs="?", default=str(ROOT / "calibration/local-2026-11-22"))
     args = parser.parse_args()
     bundle = Path(args.bundle)

@@ -11,7 +11,6 @@ Prints measured and predicted step times and the error of each.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from simcluster.collectives.model import predict
 from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, overlap_slowdown, predict_all
+from simcluster.script_args import ArgumentParser
 from simcluster.training import workload as W
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser()
     parser.add_argument("bundle", nargs="?", default=str(ROOT / "calibration/h200x4-collect-2026-11-22"))
     args = parser.parse_args()
     bundle = Path(args.bundle)

@@ -150,6 +150,25 @@ def bad_bundles_are_one_line(main, tmp_path, capsys, other_set: str = "moerouter
 
 def test_bad_bundles_are_one_line(tmp_path, capsys):
     bad_bundles_are_one_line(script.main, tmp_path, capsys)
+    damaged_registrations_are_one_line(script.main, BUNDLE, tmp_path / "damaged", capsys)
+
+
+def damaged_registrations_are_one_line(main, bundle: Path, folder: Path, capsys) -> None:
+    """A read-out's main on a copy of `bundle`'s registration with one run's flags or one registered step missing or not
+    a number: exit 1, one line naming registered.yaml, the run and the key, before any run is read (final read 49, item
+    2; moelab49b's too)."""
+    runs = yaml.safe_load((bundle / "registered.yaml").read_text())["runs"]
+    name = list(runs)[1]
+    (folder / "runs").mkdir(parents=True)
+    for key in ("flags", *(k for k in runs[name] if k.startswith("predicted_"))):
+        for wrong in (None, 3 if key == "flags" else "fast"):      # missing, of the wrong type
+            doc = yaml.safe_load((bundle / "registered.yaml").read_text())
+            run = doc["runs"][name]
+            run.pop(key) if wrong is None else run.update({key: wrong})
+            (folder / "registered.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+            assert main([str(folder)]) == 1
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"registered.yaml: runs: {name}: {key} missing or not a " in err, err
 
 
 def test_device_run_flow_with_stubs(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import ROOT, load_script
 from test_megatron_moe_lab import run_device_script
-from test_moelab49 import _bundle, _doc, _parse, bad_bundles_are_one_line, earlier_layers, fresh, register
+from test_moelab49 import _bundle, _doc, _parse, bad_bundles_are_one_line, damaged_registrations_are_one_line, earlier_layers, fresh, register
 
 BUNDLE = ROOT / "calibration" / "h200x2-moelab49b-2026-12-01"
 script = load_script("validation/moelab49b.py")
@@ -83,6 +83,7 @@ def test_the_rule_at_its_edges():
 
 def test_bad_bundles_are_one_line(tmp_path, capsys):
     bad_bundles_are_one_line(script.main, tmp_path, capsys, "h200x2-moelab49-2026-12-01")
+    damaged_registrations_are_one_line(script.main, BUNDLE, tmp_path / "damaged", capsys)
 
 
 def test_device_run_flow_with_stubs(tmp_path):

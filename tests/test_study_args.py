@@ -1,15 +1,26 @@
-"""Every study refuses an argument it does not take before it runs (studies/study_args.py): each studies/*.py run as
-`python studies/X.py --bogus` exits 2 with nothing on stdout; one line on stderr naming the argument and what the study
-accepts, or, for a study that parses with argparse, argparse's refusal (its usage line, then its error: the argument
-named, or a required argument missing, which argparse checks first)."""
+"""Every study and every argparse read-out refuses an argument it does not take in ONE line, before it runs: each
+studies/*.py (and each argparse script in a studies/ subfolder but the device-side device.py) and each validation/*.py
+that parses with argparse (its own, or heldout/registration.set_main's), run as `python X.py --bogus`, exits 2 with
+nothing on stdout and one line on stderr: a study without argparse through studies/study_args.check (the argument
+named and what the study accepts), an argparse one through simcluster/script_args.ArgumentParser (argparse's own words:
+the argument named, or a required argument missing, which argparse checks first; then the usage, on the same line).
+No script outside the device side builds a bare argparse.ArgumentParser (its refusal is two lines)."""
 
 import json
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, load_script
 
 STUDIES = sorted(p for p in (ROOT / "studies").glob("*.py") if p.name != "study_args.py")
+# studies/<topic>/device.py: standalone torch scripts that registered sets ran on the GPU (no simcluster there)
+SUB_STUDIES = sorted(p for p in (ROOT / "studies").glob("*/*.py") if p.name != "device.py" and "ArgumentParser(" in p.read_text())
+READOUTS = sorted(p for p in (ROOT / "validation").glob("*.py") if any(w in p.read_text() for w in ("ArgumentParser(", "set_main(")))
+# where a bare argparse.ArgumentParser stays: the shared parser itself, the `simcluster` command's (one SimclusterError
+# line, printed by cli.main) and the device side (runner/*, studies/*/device.py: run on the GPU machine by registered sets)
+BARE_ALLOWED = ("simcluster/script_args.py", "simcluster/cli_args.py", "simcluster/runner/", "studies/cp_attention/device.py",
+                "studies/megatron_moe/device.py", "studies/overlap_micro/device.py")
 
 # every study in one process (the imports paid once), each as `python studies/X.py --bogus` would run it: its folder
 # first on sys.path, its path as argv[0], run as __main__; what it printed and how it ended, as JSON
@@ -32,23 +43,69 @@ sys.__stdout__.write(json.dumps(out))
 """
 
 
-def test_every_study_refuses_an_unknown_argument_first():
-    done = subprocess.run([sys.executable, "-c", DRIVER, *map(str, STUDIES)], cwd=ROOT, capture_output=True, text=True,
+def refusals(paths: list) -> dict:
+    """{path: [exit code, stdout, stderr]} of each script run as `python X.py --bogus`, all in one process."""
+    done = subprocess.run([sys.executable, "-c", DRIVER, *map(str, paths)], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout)
-    assert len(results) == len(STUDIES) > 80
-    bad = []
-    for path in STUDIES:
-        code, out, err = results[str(path)]
-        lines = err.strip().splitlines()
-        if "study_args.check(" in path.read_text():
-            ok = len(lines) == 1 and lines[0].startswith(f"{path.name}: unknown argument '--bogus'; accepted: ")
-        else:   # argparse (its own or simcluster/runner/gpu_micro's): the usage line(s), then its error (the argument
-            ok = bool(lines) and lines[-1].startswith(f"{path.name}: error: ")   # named, or a required one missing)
-        if not (ok and code == 2 and out == ""):
-            bad.append(f"{path.name}: exit {code!r}, stdout {out[:200]!r}, stderr {err[-300:]!r}")
+    return json.loads(done.stdout)
+
+
+def one_line(path, code, out, err) -> bool:
+    """The refusal is one line on stderr, exit 2, nothing on stdout: study_args.check's where the script calls it, else
+    script_args.ArgumentParser's (the error, then the usage)."""
+    lines = err.strip().splitlines()
+    if "study_args.check(" in path.read_text():
+        ok = len(lines) == 1 and lines[0].startswith(f"{path.name}: unknown argument '--bogus'; accepted: ")
+    else:
+        ok = len(lines) == 1 and lines[0].startswith(f"{path.name}: error: ") and f"; usage: {path.name} " in lines[0]
+    return ok and code == 2 and out == ""
+
+
+@pytest.mark.parametrize("kind", ["studies", "read-outs"])
+def test_every_study_and_argparse_read_out_refuses_an_unknown_argument_in_one_line(kind):
+    paths = STUDIES + SUB_STUDIES if kind == "studies" else READOUTS
+    assert len(paths) > (80 if kind == "studies" else 40)
+    results = refusals(paths)
+    bad = [f"{p.name}: exit {results[str(p)][0]!r}, stdout {results[str(p)][1][:200]!r}, stderr {results[str(p)][2][-300:]!r}"
+           for p in paths if not one_line(p, *results[str(p)])]
     assert not bad, "\n".join(bad)
+
+
+def test_no_script_builds_a_bare_argparse_parser():
+    """A new study or read-out that parses with argparse uses simcluster/script_args.ArgumentParser (one-line refusal)."""
+    bare = [str(p.relative_to(ROOT)) for d in ("studies", "validation", "simcluster") for p in (ROOT / d).rglob("*.py")
+            if "argparse.ArgumentParser(" in p.read_text() and not str(p.relative_to(ROOT)).startswith(BARE_ALLOWED)]
+    assert not bare, bare
+
+
+def test_the_shared_parser_refuses_each_mistake_in_one_line(capsys):
+    from simcluster.script_args import ArgumentParser
+
+    ap = ArgumentParser(prog="x.py")
+    ap.add_argument("bundle")
+    ap.add_argument("--steps", type=int, default=3)
+    assert vars(ap.parse_args(["b", "--steps", "5"])) == {"bundle": "b", "steps": 5}
+    for argv, said in ((["b", "--bogus"], "unrecognized arguments: --bogus"),
+                       ([], "the following arguments are required: bundle"),
+                       (["b", "--steps", "many"], "argument --steps: invalid int value: 'many'")):
+        with pytest.raises(SystemExit) as exc:
+            ap.parse_args(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err == f"x.py: error: {said}; usage: x.py [-h] [--steps STEPS] bundle\n", err
+
+
+@pytest.mark.parametrize("argv", [["validate", "--bogus"], ["parse", "calibration/h200x2-nvlink-2026-11-22/nccl-tests/"
+                                  "all_reduce.txt", "--bogus"], ["predict", "collective", "--bogus"], ["--bogus"]])
+def test_the_simcluster_command_refuses_in_one_line_too(capsys, argv):
+    """`simcluster` refuses through cli_args (a SimclusterError line from cli.main, the command's --help named): an unknown
+    argument after a command is named; before one (or with a required option missing) argparse names what is required."""
+    from simcluster.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    said = "unrecognized arguments: --bogus" if argv[0] in ("validate", "parse") else "the following arguments are required: "
+    assert err.count("\n") == 1 and err.startswith("simcluster: error: ") and said in err and "(see simcluster" in err, err
 
 
 def test_check_accepts_what_the_study_takes_and_names_the_first_other(capsys):

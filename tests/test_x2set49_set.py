@@ -146,6 +146,32 @@ def test_noise_missing_processes_and_a_registration_without_its_keys(tmp_path):
         script().read_out(bare)
 
 
+def test_cr_and_cn_read_the_c_row_of_their_ac_mode_whatever_the_rows_order(tmp_path):
+    """Rule CR reads the part C row with ac_mode full, CN the one with none (by ac_mode, not by file order: final read
+    49, item 1); a registration without one of them, or with two, is one SimclusterError line naming the file."""
+    import pytest
+    import yaml
+
+    from simcluster.errors import SimclusterError
+
+    bundle = synthetic(tmp_path, at({"C": "free off"}) | {"1b-3040x2-fsdpnock": 1.12})
+    before = script().read_out(bundle)["verdicts"]
+    doc = yaml.safe_load((bundle / "registered.yaml").read_text())
+    c = [i for i, r in enumerate(doc["rows"]) if r["part"] == "C"]
+    doc["rows"][c[0]], doc["rows"][c[1]] = doc["rows"][c[1]], doc["rows"][c[0]]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(doc))
+    swapped = script().read_out(bundle)["verdicts"]
+    assert [swapped[k] for k in ("CR", "CN")] == [before[k] for k in ("CR", "CN")], swapped
+    assert before["CR"].startswith("1b-2464x2-fsdp: B (NOT HIDDEN)"), before
+    assert before["CN"].startswith("1b-3040x2-fsdpnock: NEITHER (shipped fast)"), before
+    for mode, rows in (("none", [r for r in doc["rows"] if r.get("ac_mode") != "none"]),
+                       ("full", [r | {"ac_mode": "none"} if r.get("ac_mode") == "full" else r for r in doc["rows"]])):
+        (bundle / "registered.yaml").write_text(yaml.safe_dump(doc | {"rows": rows}))
+        with pytest.raises(SimclusterError, match=rf"registered.yaml: 0 part C rows with ac_mode {mode}, expected one") as got:
+            script().read_out(bundle)
+        assert "\n" not in str(got.value)
+
+
 def test_a_c_process_with_checkpointing_where_none_was_registered_is_left_out(tmp_path):
     import json
 

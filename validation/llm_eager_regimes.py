@@ -46,7 +46,6 @@ simcluster.heldout.eager's (regime_*): the error-band table's `llm eager` family
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -72,6 +71,7 @@ from simcluster.heldout.eager_regimes import (
 from simcluster.heldout.eager_regimes import regime_predict as predict
 from simcluster.heldout.registration import refuse_existing, write_registration
 from simcluster.llm.memory import GiB
+from simcluster.script_args import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 TWOHOST_MODES = {k: v for k, v in two_modes().items() if not k.startswith("pp")}   # ddp, fsdp, tp over 2 ranks
@@ -253,7 +253,7 @@ def compare(bundle: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", metavar="BUNDLE", help="a bundle with registered.yaml and runs/*.json")
     ap.add_argument("--register", metavar="PATH", help="write the predictions of the plan to PATH (before the runs)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="regimes", help="the layouts (module docstring)")

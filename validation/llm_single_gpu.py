@@ -15,7 +15,6 @@ prediction's `fits`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -32,6 +31,7 @@ from simcluster.llm.framework import TORCH_AMP, FrameworkSpec  # noqa: E402
 from simcluster.llm.memory import GiB, memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 # The eager torch step runs its GEMMs between memory-bound kernels: the cards fitted on GEMMs timed that way
 # (gpu-micro's interleaved condition, docs/models/gpu.md), not the back-to-back cards Megatron-style runs use.
@@ -122,7 +122,7 @@ def pct(pred: float, meas: float) -> float:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundles", nargs="*", metavar="BUNDLE", help=f"one of {', '.join(BUNDLES)} (default: all)")
     ap.add_argument("--clock", choices=("fixed", "duty"), default="fixed",
                     help="fixed: the card's reference clock (default); duty: each step at its own power-limited clock")

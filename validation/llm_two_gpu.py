@@ -61,7 +61,6 @@ Targets (issue 22): 5% over NVLink, 10% over sockets. A run or mode the model ca
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -74,6 +73,7 @@ from simcluster.heldout.eager import CARDS as HELDOUT_CARDS
 from simcluster.heldout.eager import DEVELOPMENT, MODE_HOST, WORLDS, Run, gpu_card_of, pct, read_runs, rows, transport_of
 from simcluster.llm import eager
 from simcluster.llm.comm import Network
+from simcluster.script_args import ArgumentParser
 from simcluster.traces import nccl_tests
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +157,7 @@ def print_bundle(name: str, runs: list[Run], transport: str, how: str, world: in
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundles", nargs="*", metavar="BUNDLE", help=f"bundle folders (default: {', '.join(BUNDLES)})")
     ap.add_argument("--transport", choices=("auto", "nvlink", "socket"), default="auto",
                     help="the collectives' transport of every bundle given (default: from the runs or the bundle's name)")

@@ -10,15 +10,15 @@ Per row: the steady-state throughput simulated at the published accelerator coun
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 from simcluster.heldout import storage
+from simcluster.script_args import ArgumentParser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser()
     parser.add_argument("files", nargs="*", default=[str(p) for p in storage.published_files()])
     parser.add_argument("--rows", help="row indices (comma-separated) of each file to predict (default: all)")
     parser.add_argument("--search", action="store_true", help="also the max-accelerators answer (slower)")

@@ -26,9 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout import moe_lab, moerouter  # noqa: E402
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import print_verdicts, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_router_term, op_price  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +36,9 @@ BUNDLE = ROOT / "calibration" / SET
 GPUS = 2
 LAUNCH2 = moe_lab.LAUNCH2             # runs/launch2/: each configuration's second launch
 RULE = {"margin_points": 3.0, "level_pct": 10.0, "min_configurations": 3}
-COLUMNS = ("off", "on", "router_only", "permute_only")
+# column -> (tables() key, registered.yaml key); the first two priced in the read-out's table, the pieces as errors alone
+COLUMNS = {"off": ("off", "predicted_step_s"), "on": ("on", "predicted_on_s"), "router_only": ("router_only", "router_only_s"),
+           "permute_only": ("permute_only", "permute_only_s")}
 
 
 def configurations(set_name: str = "moelab49") -> tuple:
@@ -65,7 +66,7 @@ def term_as(table):
     saved = moe_router_term.state()
     try:
         if table:
-            moe_router_term.enable(table, load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps)
+            moe_router_term.enable(table, moerouter.h200_rate())
             moe_router_term.set_scope((*moe_router_term.ADOPTED, moe_lab.FRAMEWORK))
         else:
             moe_router_term.disable()
@@ -88,13 +89,16 @@ def predict() -> dict:
     from simcluster.llm.framework import MEGATRON_LOCAL
 
     configs, _, flags = configurations()
-    tabs, out = tables(), {}
-    for name, m in configs.items():
-        t = {c: step_with(m, tabs[c]) for c in COLUMNS}
-        out[name] = {"flags": flags(m), "predicted_step_s": round(t["off"], 6), "predicted_on_s": round(t["on"], 6),
-                     "router_only_s": round(t["router_only"], 6), "permute_only_s": round(t["permute_only"], 6),
-                     "gpu_only_s": round(step_with(m, None, replace(MEGATRON_LOCAL, moe_host=None)), 6)}
-    return out
+    tabs = tables()
+    return {name: {"flags": flags(m), **priced(m, tabs, COLUMNS),
+                   "gpu_only_s": round(step_with(m, None, replace(MEGATRON_LOCAL, moe_host=None)), 6)}
+            for name, m in configs.items()}
+
+
+def priced(m: dict, tabs: dict, columns: dict) -> dict:
+    """A configuration's registered steps: {registered.yaml key: the step with the term on that column's table, s (6
+    decimals)} for each column of `columns` (COLUMNS' shape; moelab49b's too)."""
+    return {key: round(step_with(m, tabs[t]), 6) for t, key in columns.values()}
 
 
 def head(set_id: str, arm: dict, rule: dict) -> dict:
@@ -150,35 +154,59 @@ def two_way(base: list[float], cand: list[float], rule: dict, names: tuple, read
 
 
 def read_out(bundle: Path) -> dict:
-    reg = read_run_set(bundle, {"set": SET})
-    runs, rule = reg.get("runs"), reg.get("rule")
-    if not isinstance(runs, dict) or not isinstance(rule, dict):
-        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no runs / rule mapping (expected moelab49's registration)")
+    reg, rows, left = measured_rows(bundle, SET, COLUMNS)
+    return {"rows": rows, "left": left, "verdict": verdict([x["off"] for x in rows], [x["on"] for x in rows], reg["rule"])}
+
+
+def measured_rows(bundle: Path, set_id: str, columns: dict, extra: tuple = ()) -> tuple[dict, list, list]:
+    """A lab set's registration (set `set_id`; moelab49b's too) and its runs as read: (registered.yaml, rows, left).
+    A row per configuration with a counted launch: its launches' steps (s), their mean (measured_s), max / min (spread),
+    its registration (reg) and per column of `columns` the error of its registered step (predicted / measured - 1); left:
+    each launch left out, with why. A registration without the runs, rule (and `extra`) mappings, or a run without its
+    flags or a column's step, is one SimclusterError line naming the file and the key, before any run is read."""
+    reg, path = read_run_set(bundle, {"set": set_id}), Path(bundle) / "registered.yaml"
+    keys, name = ("runs", "rule", *extra), set_id.split("-")[1]
+    if not all(isinstance(reg.get(k), dict) for k in keys):
+        raise SimclusterError(f"{path}: no {' / '.join(keys)} mapping (expected {name}'s registration)")
+    for run, r in reg["runs"].items():
+        for key in ("flags", *(k for _, k in columns.values())):
+            v = r.get(key) if isinstance(r, dict) else None
+            if not (isinstance(v, str) if key == "flags" else isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
+                raise SimclusterError(f"{path}: runs: {run}: {key} missing or not a {'string' if key == 'flags' else 'step > 0'}"
+                                      f" (expected {name}'s registration)")
     rows, left = [], []
-    for name, r in runs.items():
-        steps = launches(bundle, name, r["flags"], left)
+    for run, r in reg["runs"].items():
+        steps = launches(bundle, run, r["flags"], left)
         if steps:
             meas = statistics.fmean(steps)
-            rows.append({"name": name, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps),
-                         **{c: r[k] / meas - 1 for c, k in (("off", "predicted_step_s"), ("on", "predicted_on_s"),
-                                                            ("router_only", "router_only_s"), ("permute_only", "permute_only_s"))},
-                         "gpu_only_s": r.get("gpu_only_s"), "reg": r})
-    return {"rows": rows, "left": left, "verdict": verdict([x["off"] for x in rows], [x["on"] for x in rows], rule)}
+            rows.append({"name": run, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps), "reg": r,
+                         **{c: r[k] / meas - 1 for c, (_, k) in columns.items()}})
+    return reg, rows, left
 
 
 def show(res: dict) -> None:
-    print(f"{'configuration':34s} {'launches (ms)':>17s} {'measured':>9s} | {'OFF':>17s} | {'ON':>17s} | router-only permute-only")
-    for x in res["rows"]:
-        r = x["reg"]
-        print(f"{x['name']:34s} {' / '.join(f'{1e3 * s:.1f}' for s in x['launches']):>17s} {1e3 * x['measured_s']:7.2f}ms | "
-              f"{1e3 * r['predicted_step_s']:7.2f} {100 * x['off']:+6.1f}% | {1e3 * r['predicted_on_s']:7.2f} {100 * x['on']:+6.1f}% | "
-              f"{100 * x['router_only']:+6.1f}% {100 * x['permute_only']:+6.1f}%  (spread {x['spread']:.3f}x)")
+    print_rows(res["rows"], {c: COLUMNS[c] for c in ("off", "on")}, ("router_only", "permute_only"))
     if res["rows"]:
-        print("mean |error|: " + ", ".join(f"{c} {100 * statistics.fmean(abs(x[c]) for x in res['rows']):.1f}%" for c in COLUMNS)
+        print("mean |error|: " + ", ".join(f"{c} {mean_abs_pct(res['rows'], c):.1f}%" for c in COLUMNS)
               + " (router_only / permute_only: printed, judging nothing)")
-    for line in res["left"]:
-        print(f"left out: {line}")
-    print(f"RULE: {res['verdict']}")
+    print_verdicts({"RULE": res["verdict"]}, res["left"])
+
+
+def print_rows(rows: list[dict], priced: dict, alone: tuple = ()) -> None:
+    """A lab read-out's table (moelab49b's too): the header, then per configuration its launches and measured step (ms),
+    per column of `priced` (COLUMNS' shape) its registered step (ms) and error, per column of `alone` its error alone."""
+    print(f"{'configuration':34s} {'launches (ms)':>17s} {'measured':>9s} | " + " | ".join(f"{c.upper():>17s}" for c in priced)
+          + (" | " + " ".join(c.replace("_", "-") for c in alone) if alone else ""))
+    for x in rows:
+        cols = " | ".join(f"{1e3 * x['reg'][k]:7.2f} {100 * x[c]:+6.1f}%" for c, (_, k) in priced.items())
+        cols += (" | " + " ".join(f"{100 * x[c]:+6.1f}%" for c in alone)) if alone else ""
+        print(f"{x['name']:34s} {' / '.join(f'{1e3 * s:.1f}' for s in x['launches']):>17s} {1e3 * x['measured_s']:7.2f}ms | "
+              f"{cols}  (spread {x['spread']:.3f}x)")
+
+
+def mean_abs_pct(rows: list[dict], column: str) -> float:
+    """The rows' mean |error| in `column`, percent (moelab49b's too)."""
+    return 100 * statistics.fmean(abs(x[column]) for x in rows)
 
 
 def development() -> None:

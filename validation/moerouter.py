@@ -18,7 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout import moerouter  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main  # noqa: E402
 from simcluster.llm import moe_router_term  # noqa: E402
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def predict(table=None) -> tuple[dict, dict]:
     """The families and held-out MoE rows with the term off (table None) or on with `table`."""
-    rate = load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps
+    rate = moerouter.h200_rate()
     return families_with(lambda: moe_router_term.enable(table, rate) if table else moe_router_term.disable(), moe_router_term.disable)
 
 

@@ -13,7 +13,6 @@ docs quote are the once-printed ones (validation/net41-predicted-once.txt, valid
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -25,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from simcluster.errors import SimclusterError
+from simcluster.script_args import ArgumentParser
 
 BASE = "baaeea81"   # session 47's base: the bands shipped before net41 recorded its files
 
@@ -100,7 +100,7 @@ def check(path: str, commit: str | None, bands: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file", nargs="?", help="calibration/published/nccl-*.yaml")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--bands-commit", default=BASE, help=f"judge with error_bands.json at this commit (default {BASE})")

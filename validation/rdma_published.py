@@ -15,6 +15,7 @@ import sys
 from simcluster.errors import SimclusterError
 from simcluster.heldout import rdma_ops
 from simcluster.heldout.rdma_published import CARD, other_rdma_cards, read
+from simcluster.script_args import ArgumentParser
 
 
 def _quantity(row, value: float) -> str:
@@ -24,11 +25,9 @@ def _quantity(row, value: float) -> str:
 
 
 def main(argv: list[str] = ()) -> int:
-    """The read-out; it takes no arguments (any is argparse's usage error, exit 2); bad input (a CalibrationError, or
+    """The read-out; it takes no arguments (any is one line, script_args' usage error, exit 2); bad input (a CalibrationError, or
     any SimclusterError, from the published files or the cards): one line on stderr naming the file and key, exit 1."""
-    import argparse
-
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(list(argv))
+    ArgumentParser(description=__doc__.splitlines()[0]).parse_args(list(argv))
     try:
         show()
     except SimclusterError as exc:

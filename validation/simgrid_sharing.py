@@ -115,7 +115,9 @@ def compare(hosts: int, oversubscription: float, pattern: str, flow_bytes: float
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from simcluster.script_args import ArgumentParser
+
+    p = ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hosts", default="256,512")
     p.add_argument("--oversubscription", default="1,2")
     p.add_argument("--patterns", default="ring,ring-strided,tree,incast")

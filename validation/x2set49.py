@@ -105,6 +105,7 @@ RULES = {
          "set alone",
 }
 NEEDED = {"Z3": ("step_ms_candidate",), "G": ("step_ms_before",), "C": ()}
+C_RULES = {"CR": "full", "CN": "none"}   # rule -> the ac_mode of the part C row it reads
 
 
 def z3_candidate(preset: str, seq: int, mb: int) -> float:
@@ -278,7 +279,14 @@ def read_out(bundle: Path) -> dict:
                 float(r["predicted_candidate"]["step_ms"]), r["ac_mode"]
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: a row without its part's keys ({type(exc).__name__}: {exc})") from None
-    procs, left, verdicts, c_regs = [], [], {}, [r for r in regs if r["part"] == "C"]
+    c_regs = {}     # rule -> its part C row, picked by ac_mode (C_RULES), whatever the rows' order
+    for rule, mode in C_RULES.items():
+        rows = [r for r in regs if r["part"] == "C" and r["ac_mode"] == mode]
+        if len(rows) != 1:
+            raise SimclusterError(f"{bundle / 'registered.yaml'}: {len(rows)} part C rows with ac_mode {mode}, expected one "
+                                  f"(rule {rule})")
+        c_regs[rule] = rows[0]
+    procs, left, verdicts = [], [], {}
     for part in PARTS:
         here = [r for r in regs if r["part"] == part]
         step_of = _c_step if part == "C" else None
@@ -291,7 +299,7 @@ def read_out(bundle: Path) -> dict:
         elif part == "C":
             verdicts["CM"] = ("NO DATA: no C process ran" if not got else
                               compilefsdp_line(got, judge))
-            verdicts["CR"], verdicts["CN"] = (reading(got, r, judge, sd, above) for r in c_regs)
+            verdicts |= {rule: reading(got, r, judge, sd, above) for rule, r in c_regs.items()}
         else:
             verdicts["G"] = rule_g(got, judge, above)
     return {"procs": procs, "left": left, "verdicts": verdicts}

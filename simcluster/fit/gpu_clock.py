@@ -29,6 +29,7 @@ from scipy.optimize import least_squares
 
 from simcluster.errors import CalibrationError, SimclusterError, TraceFormatError
 from simcluster.hardware.gpu_clock import EXPONENTS, ClockParams
+from simcluster.script_args import ArgumentParser
 from simcluster.traces.gpu_micro import load_json
 
 POINT_KEYS = ("m", "n", "k", "filler", "duty", "gemm_s", "filler_s", "bytes_per_cycle", "sm_MHz", "power_W")
@@ -182,7 +183,7 @@ def _card_with_clock(card_path: str, out: str, c: ClockParams) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simcluster.fit.gpu_clock", description=__doc__.splitlines()[0])
+    ap = ArgumentParser(prog="python -m simcluster.fit.gpu_clock", description=__doc__.splitlines()[0])
     ap.add_argument("trace", help="a gpu-micro stdout.txt with a duty section")
     ap.add_argument("--interleaved", help="a gpu-micro trace with both GEMM conditions (held-out check (a))")
     ap.add_argument("--card", help="a gpu card to write with this clock block (-o)")

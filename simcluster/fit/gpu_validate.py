@@ -9,7 +9,6 @@ datasheet GPU's card with a measured card's curves.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from simcluster.errors import SimclusterError
 from simcluster.fit.gpu import DATASHEETS, attention_in_fit, attention_passes, carried_card, fit_gpu, gemm_in_fit, has_fp8_layers, memory_in_fit
 from simcluster.hardware.gpu import GpuParams
+from simcluster.script_args import ArgumentParser
 from simcluster.traces.gpu_micro import GpuMicroTrace
 
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from simcluster.hardware.gpu import load_gpu
     from simcluster.traces import gpu_micro
 
-    ap = argparse.ArgumentParser(prog="python -m simcluster.fit.gpu_validate", description="GPU cards: held-out error, datasheet cards")
+    ap = ArgumentParser(prog="python -m simcluster.fit.gpu_validate", description="GPU cards: held-out error, datasheet cards")
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="error of a card (or of a fit on the trace's fit set) on a gpu-micro trace")
     v.add_argument("trace", help="a gpu-micro stdout.txt")

@@ -95,12 +95,19 @@ def sync_of(trace_path: Path) -> dict:
     return out
 
 
+def h200_rate() -> float:
+    """The H200 card's HBM rate (hbm_bandwidth_Bps, bytes/s), the rate the term's table was measured at: what
+    moe_router_term.enable takes beside a table (the shipped table file's h200_hbm_Bps; validation/moerouter.py,
+    validation/moelab49.py)."""
+    return load_gpu(H200_CARD)[0].hbm_bandwidth_Bps
+
+
 def table_document(bundle: Path = BUNDLE) -> dict:
     """The adopted table as llm/moe_router_term.read_table reads it: the rows table_of gives from `bundle`'s runs, the
     H200 card's HBM rate, and where they came from."""
     rows, impls = table_of(bundle / "runs" / TRACE, H200_CARD)
     return {"from": f"heldout/moerouter.table_of of {bundle.relative_to(ROOT)}/runs/{TRACE} (session 49, adopt49)",
-            "permute_impl": impls, "h200_hbm_Bps": load_gpu(H200_CARD)[0].hbm_bandwidth_Bps, "rows": [list(r) for r in rows]}
+            "permute_impl": impls, "h200_hbm_Bps": h200_rate(), "rows": [list(r) for r in rows]}
 
 
 def write_table(path: Path | None = None) -> None:

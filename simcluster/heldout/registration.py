@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.script_args import ArgumentParser
 
 
 def refuse_existing(path: Path) -> Path:
@@ -133,11 +134,10 @@ def checkout_tree_hash(root: Path) -> str | None:
 def set_main(argv: list[str], description: str, bundle: Path, register, read_out, show) -> int:
     """A registered set's command line (validation/*.py): `--register PATH` writes the predictions (register(PATH),
     refusing an existing file; exit 2 on a SimclusterError), else read_out(BUNDLE) printed by show(result) (exit 1 on
-    a SimclusterError); each error one line on stderr."""
-    import argparse
+    a SimclusterError); each error one line on stderr, a bad argument too (script_args.ArgumentParser, exit 2)."""
     import sys
 
-    ap = argparse.ArgumentParser(description=description)
+    ap = ArgumentParser(description=description)
     ap.add_argument("bundle", nargs="?", type=Path, default=bundle)
     ap.add_argument("--register", type=Path, help="write the predictions to this registered.yaml (before the runs)")
     args = ap.parse_args(argv)

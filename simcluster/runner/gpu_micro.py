@@ -40,7 +40,6 @@ clock sampler and interleaving are runner/gpu_timing.py.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
@@ -51,6 +50,7 @@ import traceback
 from simcluster.runner.gpu_duty import run_duty
 from simcluster.runner.gpu_micro_attention import run_attention_backends
 from simcluster.runner.gpu_timing import HOST_ISSUE_CYCLES, SETTLE_S, ClockSampler, Interleaver, Timer, both_conditions, clocks
+from simcluster.script_args import ArgumentParser
 
 HIDDEN_FFN = ((1024, 2816), (2048, 5632), (4096, 14336), (8192, 28672))
 TOKENS = (512, 2048, 8192, 16384)
@@ -266,7 +266,7 @@ def device_info(torch, dev) -> dict:
 def main(argv: list[str] | None = None, extra_sections: tuple = ()) -> int:
     """`extra_sections`: (name, run(torch, dev, timer, quick, clock, interleaver, args), the document key its records go
     to, whether the GPU clock is sampled during it) a study adds; run when --sections names them."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (logic check; runs on a CPU)")
     ap.add_argument("--repeats", type=int, default=10, help="timed batches per measurement (median taken)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")

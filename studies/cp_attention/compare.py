@@ -13,7 +13,6 @@ per-rank median of the slowest rank.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm import ops  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 CARDS = {"H100": "models/gpu/h100-sxm-interleaved.yaml", "H200": "models/gpu/h200-sxm-interleaved.yaml"}
 
@@ -56,7 +56,7 @@ def documents(paths: list[str]) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("inputs", nargs="*", help="cp-attention JSON documents or folders of them")
     ap.add_argument("--gpu", choices=sorted(CARDS), default="H200", help="the card for the predictions alone")
     ap.add_argument("--seqs", default="16384,32768,65536")

@@ -22,7 +22,6 @@ holding megatron-moe*.json files is one line, exit 2.
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -36,6 +35,7 @@ from simcluster.errors import SimclusterError  # noqa: E402
 # the one pricing of the runner's step, with its cards (register.py and kernel_kinds.py import them from here)
 from simcluster.heldout.moe_lab import GPU_CARDS, NVLINK, device_gpu  # noqa: E402, F401
 from simcluster.heldout.moe_lab import step_s as predicted_s  # noqa: E402, F401
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 # the registered configurations (runner flags): a Qwen3-30B-A3B-like layer at EP 4 and at EP 1, a Mixtral-like one at EP 4
 CONFIGS = {
@@ -63,7 +63,7 @@ def documents(paths: list[str]) -> list[tuple[str, dict]]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("inputs", nargs="*")
     ap.add_argument("--gpu", choices=sorted(GPU_CARDS), default="H200")
     ap.add_argument("--ranks", type=int, default=4, help="GPUs of the registered predictions printed without inputs")
