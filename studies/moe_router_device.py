@@ -35,6 +35,7 @@ Timing: CUDA events around INNER calls, WARMUP calls first, the median of REPEAT
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -44,7 +45,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.runner.moerouter_grid import GRID  # noqa: E402
-from simcluster.script_args import ArgumentParser  # noqa: E402
 
 INNER, LOOP_LAYERS = 5, 8
 
@@ -193,7 +193,7 @@ def te_module():
 
 
 def main(argv=None) -> int:
-    ap = ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--quick", action="store_true", help="tiny shapes (T / 64, h / 16): a dry run")
     ap.add_argument("--warmup", type=int, default=3)
