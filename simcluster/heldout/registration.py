@@ -72,6 +72,36 @@ def before_adopt49():
         op_price.forget()
 
 
+@contextmanager
+def before_adopt50():
+    """The model as every set registered between session 49's adopt49 and session 50's adopt50 priced it (moeker50,
+    publ50's Model Zoo predictions): the MoE router / permutation term on with session 49's table (heldout/moerouter.
+    session49_table: the router columns from CUDA events around eager calls, launch gaps included), the adoption's labels
+    and scope; the adopted state restored after, op_price's memo cleared both ways. moelab49 / moelab49b price with
+    moerouter's table by their own code (validation/moelab49.tables) and need no handle."""
+    from simcluster.heldout import moerouter
+    from simcluster.llm import moe_router_term, op_price
+
+    saved = moe_router_term.state()
+    moe_router_term.set_state((*moerouter.session49_table(), True, moe_router_term.ADOPTED))
+    op_price.forget()
+    try:
+        yield
+    finally:
+        moe_router_term.set_state(saved)
+        op_price.forget()
+
+
+def moe_rows_then(rows) -> list:
+    """The published MoE rows (validate --published llm's, with an error) of the 13 files the router term's rule priced
+    (llm/moe_router_term.JUDGED_FILES), the MoE files there were when moelab49b and moeker50 registered their published
+    MoE figures: publ50's Model Zoo files, recorded after, are left out so that those registrations and read-outs
+    reproduce (they priced 70 rows; the new files add 7)."""
+    from simcluster.llm.moe_router_term import JUDGED_FILES
+
+    return [r for r in rows if r.family == "MoE" and r.error is not None and f"{r.source}.yaml" in JUDGED_FILES]
+
+
 def registering_commit(root: Path) -> str:
     """The commit a registration is made at: $REGISTER_COMMIT (a device copy's .git may lag), else `root`'s git HEAD."""
     import os
