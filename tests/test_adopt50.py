@@ -80,3 +80,21 @@ def test_before_adopt50_prices_with_session_49s_table_and_restores_the_adopted_o
     for name in ("router", "router.dgrad"):
         assert then[name] > now[name], name
     assert all(then[n] == now[n] for n in now if n not in ("router", "router.dgrad"))
+
+
+def test_publ50s_model_zoo_predictions_reproduce_inside_the_handle():
+    """publ50 predicted the Megatron MoE Model Zoo rows once with session 49's table (validation/publ50-modelzoo-
+    predicted-once.txt): inside before_adopt50 every compared row's error is the printed one again (to its 0.1 point)."""
+    from simcluster.reference.llm import validate_published_llm
+
+    printed, path = {}, None
+    for line in (ROOT / "validation" / "publ50-modelzoo-predicted-once.txt").read_text().splitlines():
+        if line.startswith("# command:"):
+            path = ROOT / line.split()[-1]
+        elif line.startswith("megatron-moe-modelzoo") and "%  yes" in line:
+            printed[(path, int(line.split()[1]))] = float(line.split("%  yes")[0].split()[-1])
+    assert len(printed) == 7 and len({p for p, _ in printed}) == 3
+    with before_adopt50():
+        got = {(p, r.run): round(100 * r.error, 1) for p in {p for p, _ in printed}
+               for r in validate_published_llm(p).rows if r.error is not None}
+    assert got == printed
