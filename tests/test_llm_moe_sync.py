@@ -44,8 +44,9 @@ def test_the_constant_is_the_one_the_profiles_gpu_idle_gives():
 
 def test_gpu_work_prints_the_source_rows_modelled_gpu_work_with_and_without_the_router_term(capsys):
     """`studies/moe_te_host.py --gpu-work` (llm.md's "How far to trust it", review A49 finding 1): row 0's modelled GPU
-    work (c = 0) with the adopted term, with session 49's table (before_adopt50) and before adopt49, beside the profile's 22.821 s GPU-active; the figures are the
-    model's own (the term's over-pricing of that row is what the line exists to show)."""
+    work (c = 0) with the adopted term, with session 49's table (before_adopt50) and before adopt49, beside the profile's
+    22.821 s GPU-active; the figures are the model's own (the term's over-pricing of that row is what the line exists to
+    show)."""
     study = load_script("studies/moe_te_host.py")
     study.gpu_work()
     lines = capsys.readouterr().out.splitlines()
