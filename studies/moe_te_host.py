@@ -64,14 +64,16 @@ def shipped_c() -> float:
 
 
 def rederive(hi: float = 5e-3) -> None:
-    """c derived as main() derives it, before adopt49 (the shipped c's model) and under today's model (the router /
-    permutation term on), searched to `hi`; printed, never shipped (the row is development data; session 50 moeker50)."""
+    """c derived as main() derives it, before adopt49 (the shipped c's model), with session 49's router table (before
+    adopt50) and under today's model (adopt50's table: the router at its GPU kernel time), searched to `hi`; printed,
+    never shipped (the row is development data; session 50 moeker50, adopt50)."""
     from contextlib import nullcontext
 
-    from simcluster.heldout.registration import before_adopt49
+    from simcluster.heldout.registration import before_adopt49, before_adopt50
 
     c = shipped_c()
-    for label, ctx in (("before adopt49", before_adopt49), ("adopted model (router term on)", nullcontext)):
+    for label, ctx in (("before adopt49", before_adopt49), ("before adopt50 (session 49's router table)", before_adopt50),
+                       ("adopted model (router term on)", nullcontext)):
         with ctx():
             d, step0 = derive(hi=hi), row0_step(0.0)
             got = f"c = {1e6 * d:.1f} us" if reaches(hi) else f"no c up to {1e6 * hi:.0f} us adds it"
@@ -93,16 +95,20 @@ def sensitivity(c: float, lo: float, hi: float) -> None:
 
 def gpu_work() -> None:
     """Row 0's modelled GPU work (its step at c = 0: no host after the dispatcher sync) with the adopted router /
-    permutation term (llm/moe_router_term) and without it (heldout/registration.before_adopt49), beside the profile's
-    GPU-active time and c at today's framework (review A49, finding 1: c was derived before the term)."""
-    from simcluster.heldout.registration import before_adopt49
+    permutation term (llm/moe_router_term, adopt50's table), with session 49's table (heldout/registration.before_adopt50)
+    and without the term (before_adopt49), beside the profile's GPU-active time and c at today's framework (review A49,
+    finding 1: c was derived before the term)."""
+    from simcluster.heldout.registration import before_adopt49, before_adopt50
     from simcluster.llm.framework import MOE_SYNC_KERNEL_S
 
     with before_adopt49():
         before = row_result(0, 0.0).step_time_s
+    with before_adopt50():
+        s49 = row_result(0, 0.0).step_time_s
     now = row_result(0, 0.0).step_time_s
     print(f"row 0 profiled: GPU-active {GPU_ACTIVE_S} s of the {STEP_S} s step")
-    print(f"row 0 modelled GPU work (c = 0): {now:.2f} s with the router term, {before:.2f} s before adopt49")
+    print(f"row 0 modelled GPU work (c = 0): {now:.2f} s with the router term (adopt50), {s49:.2f} s with session 49's "
+          f"table, {before:.2f} s before adopt49")
     print(f"row 0 step at c = {1e6 * MOE_SYNC_KERNEL_S:.1f} us: {row0_step(MOE_SYNC_KERNEL_S):.2f} s with the term "
           f"(the sync term adds {row0_step(MOE_SYNC_KERNEL_S) - now:.2f} s of the profile's {IDLE_S:.3f} s idle)")
 

@@ -5,9 +5,10 @@ the labels: every published MoE row of the scope is development for the term, an
 
 from __future__ import annotations
 
-import json
+import hashlib
 
 import pytest
+import yaml
 from conftest import ROOT
 
 from simcluster.hardware.gpu import load_gpu
@@ -29,13 +30,16 @@ def moe_ops(fw):
     return ops.layer_forward(MOE, PAR, BATCH, fw), ops.layer_backward(MOE, PAR, BATCH, fw)
 
 
-def test_the_shipped_table_is_the_readers_output_of_the_sets_runs():
-    """llm/moe_router_term.TABLE_FILE is heldout/moerouter.table_document() of the bundle's runs, exactly (rewrite it
-    with heldout/moerouter.write_table after a change of the reader); the term reads that table."""
-    assert json.loads(moe_router_term.TABLE_FILE.read_text()) == json.loads(json.dumps(moerouter.table_document()))
-    rows, rate = moe_router_term.read_table()
+def test_session_49s_table_is_the_readers_output_of_the_sets_runs():
+    """Session 49's table (adopt49's; llm/moe_router_term.TABLE_FILE until adopt50 rebuilt its router columns:
+    tests/test_adopt50.py) is heldout/moerouter.table_of of the bundle's runs, exactly, as the file held it (the sha256
+    moeker50's registration names); its permutation columns are the shipped table's still."""
+    rows, rate = moerouter.session49_table()
     table, _ = moerouter.table_of(moerouter.BUNDLE / "runs" / moerouter.TRACE)
     assert rows == tuple(tuple(float(x) for x in r) for r in table) and rate == load_gpu(moerouter.H200_CARD)[0].hbm_bandwidth_Bps
+    assert hashlib.sha256(moerouter.table_text().encode()).hexdigest() == yaml.safe_load(
+        (ROOT / "calibration" / "h200x1-moeker50-2026-12-01" / "registered.yaml").read_text())["shipped_table_sha256"]
+    assert [r[5:] for r in moe_router_term.read_table()[0]] == [r[5:] for r in rows]
 
 
 def test_a_bad_table_file_is_one_line_naming_it(tmp_path):

@@ -8,7 +8,7 @@ from conftest import ROOT, load_script
 
 from simcluster.cards import load_collective
 from simcluster.hardware.gpu import load_gpu
-from simcluster.heldout.registration import before_adopt49
+from simcluster.heldout.registration import before_adopt49, before_adopt50
 from simcluster.llm import moe_sync, ops
 from simcluster.llm.comm import Network
 from simcluster.llm.framework import MEGATRON, MOE_SYNC_KERNEL_S, FrameworkSpec
@@ -44,8 +44,9 @@ def test_the_constant_is_the_one_the_profiles_gpu_idle_gives():
 
 def test_gpu_work_prints_the_source_rows_modelled_gpu_work_with_and_without_the_router_term(capsys):
     """`studies/moe_te_host.py --gpu-work` (llm.md's "How far to trust it", review A49 finding 1): row 0's modelled GPU
-    work (c = 0) with the adopted term and before adopt49, beside the profile's 22.821 s GPU-active; the figures are the
-    model's own (the term's over-pricing of that row is what the line exists to show)."""
+    work (c = 0) with the adopted term, with session 49's table (before_adopt50) and before adopt49, beside the profile's
+    22.821 s GPU-active; the figures are the model's own (the term's over-pricing of that row is what the line exists to
+    show)."""
     study = load_script("studies/moe_te_host.py")
     study.gpu_work()
     lines = capsys.readouterr().out.splitlines()
@@ -53,8 +54,11 @@ def test_gpu_work_prints_the_source_rows_modelled_gpu_work_with_and_without_the_
     now = study.row_result(0, 0.0).step_time_s
     with before_adopt49():
         before = study.row_result(0, 0.0).step_time_s
-    assert lines[1] == f"row 0 modelled GPU work (c = 0): {now:.2f} s with the router term, {before:.2f} s before adopt49"
-    assert now > before and lines[2].startswith("row 0 step at c = 147.2 us:")
+    with before_adopt50():
+        s49 = study.row_result(0, 0.0).step_time_s
+    assert lines[1] == (f"row 0 modelled GPU work (c = 0): {now:.2f} s with the router term (adopt50), {s49:.2f} s with "
+                        f"session 49's table, {before:.2f} s before adopt49")
+    assert s49 > now > before and lines[2].startswith("row 0 step at c = 147.2 us:")
 
 
 def test_dense_layers_and_a_zero_host_cost_have_no_term():

@@ -16,7 +16,6 @@ from conftest import ROOT, load_script, wrong_bundles
 from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout import moeker50, moerouter
-from simcluster.llm import moe_router_term
 from simcluster.runner.moerouter_grid import GRID
 
 BUNDLE = moeker50.BUNDLE
@@ -59,7 +58,7 @@ def stub_under(script, monkeypatch, reg: dict) -> list:
     """validation/moeker50.under stubbed (no validate pass): the registered rows for the shipped table, a marked copy
     otherwise; returns the tables it was asked for."""
     asked = []
-    shipped = moe_router_term.read_table()[0]
+    shipped = moerouter.session49_table()[0]   # the table shipped when the set ran (adopt50 replaced the file after)
 
     def under(table):
         asked.append(table)
@@ -88,7 +87,7 @@ def test_kernels_far_below_events_rebuild_the_router_and_permute_columns(tmp_pat
     v = res["verdicts"]
     assert v["G"].startswith("CONSISTENT (14 router records") and v["R"].startswith("REBUILD") and v["P"].startswith("REBUILD"), v
     gpu = load_gpu(moerouter.H200_CARD)[0]
-    assert len(asked) == 1 and asked[0] != moe_router_term.read_table()[0]
+    assert len(asked) == 1 and asked[0] != moerouter.session49_table()[0]
     kern = moeker50.rows(moeker50.read_bundle(tmp_path / "b" / "runs"), "kernels", gpu, tmp_path)
     assert [r[3:7] for r in asked[0]] == [r[3:7] for r in kern]
     script.show(res)
@@ -161,8 +160,9 @@ def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp
 
 
 def test_the_registration_is_fresh(tmp_path, monkeypatch):
-    """--register now writes registered.yaml byte for byte (today's model with the shipped table: one validate pass, the
-    Qwen3 row and c's search), never over it; the shipped table it names is the one llm/moe_router_term reads."""
+    """--register now writes registered.yaml byte for byte (today's model with the table shipped then, session 49's:
+    one validate pass, the Qwen3 row and c's search), never over it; the sha256 it names is that table's file text
+    (heldout/moerouter.table_text), which adopt50 replaced with this set's rebuild (tests/test_adopt50.py)."""
     script = load_script("validation/moeker50.py")
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
     monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
@@ -190,10 +190,12 @@ def test_the_device_script_refuses_an_unknown_clock():
 
 
 def test_rederive_prints_c_before_adopt49_as_shipped_and_under_todays_model(capsys):
-    """studies/moe_te_host.py --rederive: before adopt49 the derivation gives the shipped c (147.2 us); under today's model
-    the line says the c that adds the profile's idle (or that none up to 5 ms does); nothing is shipped from it."""
+    """studies/moe_te_host.py --rederive: before adopt49 the derivation gives the shipped c (147.2 us); with session 49's
+    router table (before_adopt50) the figures moeker50 registered (29.94 s, 208.2 us); under today's model (adopt50's
+    table) the line says the c that adds the profile's idle (or that none up to 5 ms does); nothing is shipped from it."""
     study = load_script("studies/moe_te_host.py")
     study.rederive()
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("before adopt49: GPU work (c = 0) 20.24 s") and lines[0].endswith("c = 147.2 us")
-    assert lines[1].startswith("adopted model (router term on): GPU work (c = 0) 29.94 s") and ("c = " in lines[1] or "no c up to" in lines[1])
+    assert len(lines) == 3 and lines[0].startswith("before adopt49: GPU work (c = 0) 20.24 s") and lines[0].endswith("c = 147.2 us")
+    assert lines[1].startswith("before adopt50 (session 49's router table): GPU work (c = 0) 29.94 s") and lines[1].endswith("c = 208.2 us")
+    assert lines[2].startswith("adopted model (router term on): GPU work (c = 0) 26.07 s") and ("c = " in lines[2] or "no c up to" in lines[2])

@@ -37,7 +37,7 @@ import moe_te_host  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout import moeker50, moerouter  # noqa: E402
-from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import moe_rows_then, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_router_term, op_price  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 
@@ -67,7 +67,7 @@ def under(table) -> dict:
     moe_router_term.enable(table, card().hbm_bandwidth_Bps)
     op_price.forget()
     try:
-        rows = [r for r in validate_published_llm().rows if r.family == "MoE" and r.error is not None and judged(r.source)]
+        rows = moe_rows_then(validate_published_llm().rows)   # the 70 rows of its registration (publ50's 7 left out)
         gpu_work = moe_te_host.row_result(0, 0.0).step_time_s
         c = moe_te_host.derive(hi=C_HI_S)
     finally:
@@ -80,14 +80,10 @@ def under(table) -> dict:
             "qwen3_row0_gpu_work_s": round(gpu_work, 3), "c_rederived_us": round(1e6 * c, 1), "moe_row_errors_pct": errs}
 
 
-def judged(source: str) -> bool:
-    """A MoE row of the files the router term's rule priced (moe_router_term.JUDGED_FILES): the 70 development rows this
-    set registered; a file recorded later (publ50's, session 50) is no row of this registration."""
-    return f"{source}.yaml" in moe_router_term.JUDGED_FILES or source in moe_router_term.JUDGED_FILES
-
-
 def shipped() -> tuple:
-    return moe_router_term.read_table()[0]
+    """The table shipped when the set was registered and ran: session 49's (heldout/moerouter.session49_table; adopt50
+    replaced llm/moe_router_table.json with this set's rebuild after the read, so the file is no longer it)."""
+    return moerouter.session49_table()[0]
 
 
 def register(path: Path) -> None:
@@ -97,7 +93,7 @@ def register(path: Path) -> None:
     doc = {"set": "moeker50", "issue": 44, "commit": registering_commit(ROOT), "card": str(moerouter.H200_CARD.relative_to(ROOT)),
            "trace": f"runs/{moeker50.TRACE}", "permute_graph_trace": f"runs/{moeker50.PERMUTE_GRAPH}",
            "shipped_table": str(moe_router_term.TABLE_FILE.relative_to(ROOT)),
-           "shipped_table_sha256": hashlib.sha256(moe_router_term.TABLE_FILE.read_bytes()).hexdigest(),
+           "shipped_table_sha256": hashlib.sha256(moerouter.table_text().encode()).hexdigest(),   # the file's bytes then
            "margin": MARGIN, "graph_bounds": [GRAPH_LO, GRAPH_HI, GRAPH_GAP_S], "rule": RULE,
            "shipped_added_us": {p: round(1e6 * moeker50.added_s(table, gpu, p), 1) for p in ("router", "permute")},
            "profiled_gpu_active_s": moe_te_host.GPU_ACTIVE_S, "rows": under(table)}

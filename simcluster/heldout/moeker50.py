@@ -10,7 +10,12 @@ added_s(rows, gpu, piece): what the term adds over the 7 layers, one layer pass 
 seconds beyond the card's GEMM price (table columns 3 + 4), or the permutations' seconds beyond their HBM price
 ((ratio - 1) x price, columns 5 + 6). noise(trace, piece): the lease's repeat noise, the largest (max - min) / median of
 the piece's events and kernels samples. rebuilt(shipped, kernel_rows, router, permute): the shipped table with the
-router and / or permute columns taken from the kernel rows."""
+router and / or permute columns taken from the kernel rows.
+
+table_document / write_table (session 50, adopt50; the README's "Adoption" paragraph, fixed before the run): R read
+REBUILD and P KEEP, so the adopted table (llm/moe_router_term.TABLE_FILE) is rebuilt(session 49's table, this bundle's
+kernel rows, router=True, permute=False): the router columns the GPU's kernel time, the permutation columns session 49's.
+tests/test_adopt50.py checks that the file is this output."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import json
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
+from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout import moerouter
 from simcluster.runner.moerouter_grid import GRID
 
@@ -143,3 +149,26 @@ def rebuilt(shipped, kernel_rows, router: bool, permute: bool) -> tuple:
         out.append((s[0], s[1], s[2], k[3] if router else s[3], k[4] if router else s[4],
                     k[5] if permute else s[5], k[6] if permute else s[6], s[7]))
     return tuple(out)
+
+
+def table_document(bundle: Path = BUNDLE) -> dict:
+    """The adopted table (adopt50) as llm/moe_router_term.read_table reads it: session 49's table (heldout/moerouter.
+    table_document) with its router columns from `bundle`'s kernels clock, the permutation columns kept (rule P KEEP)."""
+    before = moerouter.table_document()
+    runs = bundle / "runs"
+    kernel = rows(read_bundle(runs), "kernels", load_gpu(moerouter.H200_CARD)[0], runs / TRACE)
+    return {"from": f"heldout/moeker50.rebuilt: session 49's table (heldout/moerouter.table_of of "
+                    f"{moerouter.BUNDLE.relative_to(ROOT)}/runs/{moerouter.TRACE}) with its router columns from the kernels "
+                    f"clock of {bundle.relative_to(ROOT)}/runs/{TRACE} (session 50, adopt50: rule R REBUILD, P KEEP)",
+            "permute_impl": before["permute_impl"], "h200_hbm_Bps": before["h200_hbm_Bps"],
+            "rows": [list(r) for r in rebuilt(moerouter.session49_table()[0], kernel, router=True, permute=False)]}
+
+
+def write_table(path: Path | None = None) -> None:
+    """Write the adopted table (table_document) to llm/moe_router_term.TABLE_FILE (or `path`).
+
+        PYTHONPATH=. python -c "from simcluster.heldout.moeker50 import write_table; write_table()"
+    """
+    from simcluster.llm import moe_router_term
+
+    Path(path or moe_router_term.TABLE_FILE).write_text(moerouter.table_text(table_document()))

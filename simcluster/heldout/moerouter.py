@@ -11,8 +11,10 @@ forward; backward = fwd+bwd less fwd, less dgrad + wgrad), at least 0; the permu
 the product's permute op bytes (llm/ops.permutation, permute_copies x 2 x rows x h x 2 bytes), at least 1. Registered
 permute form (PERMUTE_IMPL): Transformer Engine's fused kernels where they ran on the device (the rows' recipes run
 Transformer Engine, moe_permute_fusion), else the torch form. sync_of(trace): seconds per layer of the count's copy.
-write_table: the adopted table (session 49, adopt49) from the bundle's runs into llm/moe_router_term.TABLE_FILE, which
-the product reads (llm/ may not import this module); tests/test_adopt49.py checks that the file is this reader's output."""
+table_document / table_text: session 49's table (adopt49) from the bundle's runs, as llm/moe_router_term.TABLE_FILE held
+it until session 50's adopt50 rebuilt its router columns from moeker50's kernel clock (heldout/moeker50.table_document
+writes the file now); heldout/registration.before_adopt50 prices with it, and validation/moeker50.py's registration names
+its sha256 (tests/test_adopt50.py checks both)."""
 
 from __future__ import annotations
 
@@ -103,18 +105,20 @@ def h200_rate() -> float:
 
 
 def table_document(bundle: Path = BUNDLE) -> dict:
-    """The adopted table as llm/moe_router_term.read_table reads it: the rows table_of gives from `bundle`'s runs, the
-    H200 card's HBM rate, and where they came from."""
+    """Session 49's table (adopt49) as llm/moe_router_term.read_table reads a table: the rows table_of gives from
+    `bundle`'s runs, the H200 card's HBM rate, and where they came from."""
     rows, impls = table_of(bundle / "runs" / TRACE, H200_CARD)
     return {"from": f"heldout/moerouter.table_of of {bundle.relative_to(ROOT)}/runs/{TRACE} (session 49, adopt49)",
             "permute_impl": impls, "h200_hbm_Bps": h200_rate(), "rows": [list(r) for r in rows]}
 
 
-def write_table(path: Path | None = None) -> None:
-    """Write the adopted table (table_document) to llm/moe_router_term.TABLE_FILE (or `path`).
+def table_text(doc: dict | None = None) -> str:
+    """A table document as its file's text (session 49's by default: the bytes llm/moe_router_table.json held from
+    adopt49 to adopt50, whose sha256 moeker50's registration names); heldout/moeker50.write_table writes the same form."""
+    return json.dumps(table_document() if doc is None else doc, indent=1) + "\n"
 
-        PYTHONPATH=. python -c "from simcluster.heldout.moerouter import write_table; write_table()"
-    """
-    from simcluster.llm import moe_router_term
 
-    Path(path or moe_router_term.TABLE_FILE).write_text(json.dumps(table_document(), indent=1) + "\n")
+def session49_table() -> tuple[tuple, float]:
+    """Session 49's (rows, H200 HBM rate) as llm/moe_router_term.read_table gave them from its file (floats)."""
+    doc = json.loads(table_text())
+    return tuple(tuple(float(x) for x in r) for r in doc["rows"]), float(doc["h200_hbm_Bps"])

@@ -56,21 +56,50 @@ def before_mem49(fw):
 
 
 @contextmanager
-def before_adopt49():
-    """The model as every set registered before session 49's adopt49 priced it (moegemm, moerouter: validation/moegemm.
-    families_with runs inside it): the MoE router / permutation term off (a read-out may enable() its own table inside)
-    and the published MoE rows labelled as their files say (llm/moe_router_term.development_why silent); the adopted
-    state restored after, op_price's memo cleared both ways."""
+def _router_term_as(state: tuple):
+    """llm/moe_router_term's state (table, H200 rate, labels, scope) set to `state` inside the block, the adopted one
+    restored after, op_price's memo cleared both ways (before_adopt49 / before_adopt50)."""
     from simcluster.llm import moe_router_term, op_price
 
     saved = moe_router_term.state()
-    moe_router_term.set_state(((), 0.0, False, moe_router_term.ADOPTED))
+    moe_router_term.set_state(state)
     op_price.forget()
     try:
         yield
     finally:
         moe_router_term.set_state(saved)
         op_price.forget()
+
+
+def before_adopt49():
+    """The model as every set registered before session 49's adopt49 priced it (moegemm, moerouter: validation/moegemm.
+    families_with runs inside it): the MoE router / permutation term off (a read-out may enable() its own table inside)
+    and the published MoE rows labelled as their files say (llm/moe_router_term.development_why silent); a context."""
+    from simcluster.llm.moe_router_term import ADOPTED
+
+    return _router_term_as(((), 0.0, False, ADOPTED))
+
+
+def before_adopt50():
+    """The model as every set registered between session 49's adopt49 and session 50's adopt50 priced it (moeker50,
+    publ50's Model Zoo predictions): the MoE router / permutation term on with session 49's table (heldout/moerouter.
+    session49_table: the router columns from CUDA events around eager calls, launch gaps included), the adoption's labels
+    and scope; a context. moelab49 / moelab49b price with moerouter's table by their own code (validation/moelab49.tables)
+    and need no handle."""
+    from simcluster.heldout import moerouter
+    from simcluster.llm.moe_router_term import ADOPTED
+
+    return _router_term_as((*moerouter.session49_table(), True, ADOPTED))
+
+
+def moe_rows_then(rows) -> list:
+    """The published MoE rows (validate --published llm's, with an error) of the 13 files the router term's rule priced
+    (llm/moe_router_term.JUDGED_FILES), the MoE files there were when moelab49b and moeker50 registered their published
+    MoE figures: publ50's Model Zoo files, recorded after, are left out so that those registrations and read-outs
+    reproduce (they priced 70 rows; the new files add 7)."""
+    from simcluster.llm.moe_router_term import JUDGED_FILES
+
+    return [r for r in rows if r.family == "MoE" and r.error is not None and f"{r.source}.yaml" in JUDGED_FILES]
 
 
 def registering_commit(root: Path) -> str:

@@ -9,14 +9,15 @@ from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
-MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows miss by 20.7% mean |error| (20 within 10%; mostly pessimistic: 41 "
-                "of the 50 misses slow, Grok-1's 36 among them, where TE's fused permute runs) with "
-                "the measured router / permutation term of session 49 (llm/moe_router_term.py, on for megatron and "
-                "megatron-te-fa2), and are all development for it: no held-out row tests it; its rule judged H100, B200 "
-                "and A800 rows only{card}; its permutations were measured in plain torch, an upper bound where Transformer "
-                "Engine's fused kernels run; open: its router times (CUDA events around an eager chain) may hold host "
-                "launch gaps that moe_sync's c, derived before the term, also prices (a possible double count: on the one "
-                "profiled row the model's GPU work is 29.94 s against 22.82 s measured) (docs/models/llm.md, MoE): "
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 21.5% mean "
+                "|error| (14 within 10%; 33 slow beyond 10%, Grok-1's 32 among them where TE's fused permute runs, and 23 "
+                "fast) and are development for the term (llm/moe_router_term.py, on for megatron and megatron-te-fa2; its "
+                "router priced at the GPU's kernel time since session 50, the host's launch gaps left to the host terms); "
+                "7 later rows of one source (the Megatron MoE Model Zoo, H100) are held out: 6.9%; its rule judged H100, "
+                "B200 and A800 rows only{card}; its permutations were measured in plain torch with CUDA events (launch "
+                "gaps included), an upper bound where Transformer Engine's fused kernels run; open: those gaps and "
+                "moe_sync's c, derived before the term, may price the same host time (a possible double count: on the one "
+                "profiled row the model's GPU work is 26.07 s against 22.82 s measured) (docs/models/llm.md, MoE): "
                 "compare variants rather than absolute times")
 MOE_TERM_JUDGED = ("h100", "b200", "a800")   # the cards of the rows moerouter's rule judged (GPU card name prefixes)
 MOE_TERM_UNJUDGED = " (this answer's card, {card}, is extrapolated to by the HBM-rate law, unjudged)"

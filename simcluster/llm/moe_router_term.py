@@ -1,10 +1,13 @@
 """The measured MoE router / permutation term (session 49, moerouter; issue 44): ON in the product since adopt49 for the
-frameworks its registered rule judged (ADOPTED), with the table of calibration/h200x1-moerouter-2026-12-01's runs.
+frameworks its registered rule judged (ADOPTED), with the table of calibration/h200x1-moerouter-2026-12-01's runs, its
+router columns rebuilt in session 50 (adopt50) from calibration/h200x1-moeker50-2026-12-01's kernel clock.
 
 What it adds (llm/op_price._op_time_s calls `adjust` on the ops ops.layer_forward marks `term`, those of an ADOPTED
 framework, and their backward and recomputed copies):
 - router: the measured router of a layer (its GEMM, score function, group-limited top-k, normalisation, routing map,
-  tokens per expert, aux loss; studies/moe_router_device.py) less the H200 card's price of its GEMM at the measured
+  tokens per expert, aux loss), its GPU kernel time since adopt50 (studies/moe_kernel_device.py's torch.profiler device
+  durations; session 49's CUDA events held the host's launch gaps, host time left to llm/moe_sync and the host terms),
+  less the H200 card's price of its GEMM at the measured
   tokens, at least 0: added to the `router` op (forward) and to `router.dgrad` (the backward: fwd+bwd less fwd, less the
   card's dgrad + wgrad price). Scaled to an op by the router's elements, (M E) / (M0 E0) of the nearest measured layer
   (sum of |log| differences of M, E, h; M the product's router GEMM M), and to another card by the H200's HBM rate over
@@ -28,11 +31,12 @@ Labels: every published MoE row of an ADOPTED framework in the files the rule pr
 the term (their errors chose to look at the router and permutations): `development_why` says so for
 reference/llm_frameworks.row_label while the adoption's labels hold; a MoE file recorded after the adoption is held out
 as its file says (session 50, publ50). heldout/registration.before_adopt49 turns the term and these labels off for the
-sets registered before it.
+sets registered before it; heldout/registration.before_adopt50 prices with session 49's table for those registered
+between the two adoptions.
 
 Table rows: (m, e, h, router_f_s, router_b_s, permute_f_ratio, permute_b_ratio, permute_bytes), one per measured layer,
-the router seconds already net of the H200 card's GEMM price: TABLE_FILE, written from the runs by
-heldout/moerouter.write_table (llm/ cannot import the reader: docs/architecture.md's layers), read once on first use."""
+the router seconds already net of the H200 card's GEMM price: TABLE_FILE, written from the two sets' runs by
+heldout/moeker50.write_table (llm/ cannot import the reader: docs/architecture.md's layers), read once on first use."""
 
 from __future__ import annotations
 
@@ -91,15 +95,15 @@ def set_scope(frameworks: tuple[str, ...]) -> None:
 
 
 def read_table(path: Path = TABLE_FILE) -> tuple[tuple, float]:
-    """(rows, the H200 card's HBM rate) of a table file (heldout/moerouter.write_table); a ValueError naming it if bad."""
+    """(rows, the H200 card's HBM rate) of a table file (heldout/moeker50.write_table); a ValueError naming it if bad."""
     try:
         doc = json.loads(Path(path).read_text())
         rows = tuple(tuple(float(x) for x in row) for row in doc["rows"])
         rate = float(doc["h200_hbm_Bps"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not the MoE router term's table (heldout/moerouter.write_table; {type(exc).__name__}: {exc})") from None
+        raise ValueError(f"{path}: not the MoE router term's table (heldout/moeker50.write_table; {type(exc).__name__}: {exc})") from None
     if not rows or any(len(r) != 8 for r in rows) or rate <= 0:
-        raise ValueError(f"{path}: expected rows of 8 numbers and h200_hbm_Bps > 0 (heldout/moerouter.write_table)")
+        raise ValueError(f"{path}: expected rows of 8 numbers and h200_hbm_Bps > 0 (heldout/moeker50.write_table)")
     return rows, rate
 
 
