@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import moe_rows_then, read_run_set, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import moe_rows_then, print_verdicts, set_main, write_registration  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from validation import moelab49  # noqa: E402
 
@@ -48,8 +47,7 @@ def register(path: Path) -> None:
 
     configs, arm, flags = moelab49.configurations("moelab49b")
     tabs = moelab49.tables()
-    runs = {name: {"flags": flags(m), **{k: round(moelab49.step_with(m, tabs[t]), 6) for t, k in COLUMNS.values()}}
-            for name, m in configs.items()}
+    runs = {name: {"flags": flags(m), **moelab49.priced(m, tabs, COLUMNS)} for name, m in configs.items()}
     doc = {**moelab49.head(SET, arm, RULE), "runs": runs, "rows": list(runs),
            "published_moe_development": {c: published_moe(tabs[t]) for c, (t, _) in COLUMNS.items()}}
     write_registration(path, "# registered before the run (validation/moelab49b.py --register): each configuration's step "
@@ -65,37 +63,20 @@ def verdict(on: list[float], p: list[float], rule: dict = RULE) -> str:
 
 
 def read_out(bundle: Path) -> dict:
-    reg = read_run_set(bundle, {"set": SET})
-    runs, rule, pub = reg.get("runs"), reg.get("rule"), reg.get("published_moe_development")
-    if not isinstance(runs, dict) or not isinstance(rule, dict) or not isinstance(pub, dict):
-        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: no runs / rule / published_moe_development mapping "
-                              "(expected moelab49b's registration)")
-    rows, left = [], []
-    for name, r in runs.items():
-        steps = moelab49.launches(bundle, name, r["flags"], left)
-        if steps:
-            meas = statistics.fmean(steps)
-            rows.append({"name": name, "launches": steps, "measured_s": meas, "spread": max(steps) / min(steps), "reg": r,
-                         **{c: r[k] / meas - 1 for c, (_, k) in COLUMNS.items()}})
-    return {"rows": rows, "left": left, "published": pub,
-            "verdict": verdict([x["on"] for x in rows], [x["p"] for x in rows], rule)}
+    reg, rows, left = moelab49.measured_rows(bundle, SET, COLUMNS, ("published_moe_development",))
+    return {"rows": rows, "left": left, "published": reg["published_moe_development"],
+            "verdict": verdict([x["on"] for x in rows], [x["p"] for x in rows], reg["rule"])}
 
 
 def show(res: dict) -> None:
-    print(f"{'configuration':34s} {'launches (ms)':>17s} {'measured':>9s} | {'OFF':>17s} | {'ON':>17s} | {'P':>17s}")
-    for x in res["rows"]:
-        cols = " | ".join(f"{1e3 * x['reg'][k]:7.2f} {100 * x[c]:+6.1f}%" for c, (_, k) in COLUMNS.items())
-        print(f"{x['name']:34s} {' / '.join(f'{1e3 * s:.1f}' for s in x['launches']):>17s} {1e3 * x['measured_s']:7.2f}ms | "
-              f"{cols}  (spread {x['spread']:.3f}x)")
+    moelab49.print_rows(res["rows"], COLUMNS)
     if res["rows"]:
-        print("mean |error|: " + ", ".join(f"{c.upper()} {100 * statistics.fmean(abs(x[c]) for x in res['rows']):.1f}%"
-                                           for c in COLUMNS) + " (OFF: printed, judging nothing)")
+        print("mean |error|: " + ", ".join(f"{c.upper()} {moelab49.mean_abs_pct(res['rows'], c):.1f}%" for c in COLUMNS)
+              + " (OFF: printed, judging nothing)")
     print("published MoE rows, development for the term (registered, judging nothing): "
           + ", ".join(f"{c.upper()} {v['mean_abs_error_pct']}% (signed {v['signed_mean_error_pct']:+}%, {v['rows']} rows)"
                       for c, v in res["published"].items()))
-    for line in res["left"]:
-        print(f"left out: {line}")
-    print(f"RULE: {res['verdict']}")
+    print_verdicts({"RULE": res["verdict"]}, res["left"])
 
 
 def main(argv: list[str] | None = None) -> int:
