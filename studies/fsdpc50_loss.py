@@ -17,9 +17,11 @@ calibration/h200x2-fsdpc50-2026-12-01 (validation/fsdpc50.py).
      assumptions matter); FSDP2's reshard policy as the documents record it.
   4. the peak (mem49's residual, the 1b row's -2.0 GiB): every compiled FSDP2 row's rank-0 peak (the mean of its
      processes; the timed steps' where recorded) against the shipped model and the candidate
-     framework.compiled_loss_donated (OFF; llm/memory.py DONATED_LOSS_LOGIT_BYTES, FSDP2_ROOT_START_BYTES), and the
-     residual beside -2 B a logit + 4 B a root parameter (the candidate's move where the loss is the peak).
-     DEVELOPMENT for that candidate too.
+     framework.compiled_loss_donated (OFF; llm/memory.py DONATED_LOSS_LOGIT_BYTES, FSDP2_ROOT_START_BYTES,
+     HEAD_GRAD_START_BYTES; the step without checkpointing only), and the residual beside -2TV+2R+2W (-2 B a logit,
+     2 B a root parameter, 2 B a head parameter: the candidate's move where the loss is the peak; -2TV+4R to 2H bytes
+     on tied models) and beside mem49's -2TV+2R. DEVELOPMENT for that candidate too: two of the three rows without
+     checkpointing solved for its two coefficients (the 1b rows share R), the 2b row the one check.
 
     PYTHONPATH=. python studies/fsdpc50_loss.py > studies/fsdpc50_loss.txt
 """
@@ -148,11 +150,12 @@ def peaks() -> None:
             ship = price(p, seq, mb, ckpt, "peak_mem_GiB")
             cand = price(p, seq, mb, ckpt, "peak_mem_GiB", compiled_loss_donated=True)
             model = PRESETS[p]
-            root = model["vocab"] * model["hidden"] * (1 if model.get("tied") else 2) + model["hidden"]
-            form = (-2 * seq * mb * model["vocab"] + 4 * root) / 2**30
+            head = model["vocab"] * model["hidden"]
+            root = head * (1 if model.get("tied") else 2) + model["hidden"]
+            form2 = (-2 * seq * mb * model["vocab"] + 2 * root) / 2**30
             print(f"  {name:11} {p:4} {seq}:{mb} {'ckpt' if ckpt else 'none'}  measured {m:6.2f}  shipped {ship:6.2f} "
                   f"({ship / m - 1:+5.1%})  candidate {cand:6.2f} ({cand / m - 1:+5.1%})  residual {m - ship:+6.3f}  "
-                  f"-2 B a logit + 4 B a root parameter {form:+6.3f}")
+                  f"-2TV+2R+2W {form2 + 2 * head / 2**30:+6.3f}  -2TV+2R {form2:+6.3f}")
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ def test_the_development_rows_read_as_the_study_prints():
 
 def test_the_peak_switch_is_off_and_on_moves_the_loss_peak_by_its_two_terms():
     """framework.compiled_loss_donated (OFF; llm/memory.py): at the loss's peak 2 B a logit (the gradient over the donated
-    saved logits) and 4 B a root parameter (FSDP2's root unit's gathered bf16 parameters and the head's unsharded bf16
-    gradient) in place of 4 B a logit; no step time moves, no eager or one-GPU row's memory."""
+    saved logits), 2 B a root parameter (FSDP2's root unit's gathered bf16 parameters) and 2 B a head parameter (the
+    head's unsharded bf16 gradient, V x H tied or not) in place of 4 B a logit; no step time moves, no eager or one-GPU
+    row's memory, and no checkpointed step's (the switch covers the step without checkpointing only)."""
     from simcluster.llm import memory
 
     fw = eager.torch_framework(NONE, compiled=True)
@@ -71,9 +72,18 @@ def test_the_peak_switch_is_off_and_on_moves_the_loss_peak_by_its_two_terms():
     assert not fw.compiled_loss_donated
     a, b = (memory.stage_memories(MODEL, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
     logits = MODEL.seq * BATCH.micro_batch * MODEL.vocab
-    root = MODEL.vocab * MODEL.hidden * (1 if MODEL.tied_embeddings else 2) + MODEL.hidden
-    assert a.logits - b.logits == pytest.approx(-2 * logits + 4 * root)
+    head = MODEL.vocab * MODEL.hidden
+    root = head * (1 if MODEL.tied_embeddings else 2) + MODEL.hidden
+    assert a.logits - b.logits == pytest.approx(-2 * logits + 2 * root + 2 * head)
     assert a.step_end == b.step_end and a.activations == b.activations
+    untied = replace(MODEL, tied_embeddings=False)   # the head's gradient only, not the untied embedding's
+    a, b = (memory.stage_memories(untied, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
+    assert a.logits - b.logits == pytest.approx(-2 * logits + 2 * (2 * head + MODEL.hidden) + 2 * head)
+    full = replace(NONE, recompute="full")   # the loss's memory in the last graph there too, the switch not
+    f = eager.torch_framework(full, compiled=True)
+    assert compiled.loss_memory_in_last_graph(f, full)
+    assert (memory.stage_memories(MODEL, full, BATCH, 141e9, f)[0]
+            == memory.stage_memories(MODEL, full, BATCH, 141e9, replace(f, compiled_loss_donated=True))[0])
     for par in (ParallelSpec(), ParallelSpec(dp=2), ParallelSpec(dp=2, zero=3), ParallelSpec(recompute="full")):
         fws = [eager.torch_framework(par)] + ([eager.torch_framework(par, compiled=True)] if par.dp == 1 else [])
         for f in fws:

@@ -22,13 +22,14 @@ def regs() -> dict:
 
 
 def synthetic(tmp_path, scale: dict[str, float] | None = None, drop=(), ac_mode="none", jitter=(0.002, -0.002),
-              peak: str = "predicted", peak_scale: float = 1.0):
+              peak: str = "predicted", peak_scale: float = 1.0, form: str = ""):
     """Processes at the registered shipped step x scale[row], each peak (the timed steps') the registered `peak` column's
-    x peak_scale."""
+    x peak_scale (plus the row's registered peak_forms_GiB[form] where a form is named)."""
     def as_run(row: dict, doc: dict) -> None:
         test_x2set49_set.as_run(row | {"part": "C"}, doc)
         doc["ac_mode"] = ac_mode
-        doc["shapes"][0]["max_memory_allocated_timed_bytes"] = row[peak]["peak_mem_GiB"] * 2**30 * peak_scale
+        moved = row["peak_forms_GiB"][form] if form else 0.0
+        doc["shapes"][0]["max_memory_allocated_timed_bytes"] = (row[peak]["peak_mem_GiB"] * peak_scale + moved) * 2**30
 
     return test_nosync_set.synthetic(tmp_path, scale, jitter, drop, BUNDLE, extra_doc=as_run)
 
@@ -71,7 +72,7 @@ def test_runs_at_the_candidate_turn_it_on_at_the_shipped_step_off(tmp_path):
     out = script().read_out(synthetic(tmp_path, at_candidate()))
     v = out["verdicts"]
     assert len(out["procs"]) == 5 and not out["left"], out["left"]
-    assert list(v) == ["N", "M", "B", "P", "MC", "L", "PM"]
+    assert list(v) == ["N", "M", "B", "P", "MC", "L", "PM", "PF"]
     assert v["L"].startswith("ON: mean |error| shipped") and "candidate 0.2%" in v["L"], v["L"]
     assert v["MC"].startswith("within the target: candidate mean |error| 0.2%"), v["MC"]
     v = script().read_out(synthetic(tmp_path / "ship"))["verdicts"]
@@ -97,11 +98,20 @@ def test_rule_pm_reads_the_peak_columns(tmp_path):
     assert v.startswith("ON: mean |error| shipped") and "candidate 0.0% over 3 rows" in v, v
     v = script().read_out(synthetic(tmp_path / "ship"))["verdicts"]["PM"]
     assert v.startswith("OFF: mean |error| shipped 0.0%"), v
-    # the candidate 3.5% off on every row (over pm_pct) while still better than the shipped: UNDECIDED
-    v = script().read_out(synthetic(tmp_path / "off", peak="predicted_memory", peak_scale=1 / 0.965))["verdicts"]["PM"]
+    # the candidate 1.5% off on every row (over pm_pct, 1%) while still better than the shipped: UNDECIDED; 0.8%: ON
+    v = script().read_out(synthetic(tmp_path / "off", peak="predicted_memory", peak_scale=1 / 0.985))["verdicts"]["PM"]
     assert v.startswith("UNDECIDED"), v
+    v = script().read_out(synthetic(tmp_path / "near", peak="predicted_memory", peak_scale=1 / 0.992))["verdicts"]["PM"]
+    assert v.startswith("ON"), v
+    # peaks where mem49's registered -2TV+2R puts them: the candidate 1.7-1.9% low, not ON; rule PF names the form
+    out = script().read_out(synthetic(tmp_path / "mem49", form="-2TV+2R"))["verdicts"]
+    assert out["PM"].startswith("UNDECIDED"), out["PM"]
+    assert out["PF"].startswith("reported, judges nothing: 1b-576x24-fsdpnock r -2.813 GiB, r - (-2TV+2R+2W) -0.489, "
+                                "r - (-2TV+2R) +0.000; 3b-480x16-fsdpnock r -1.101 GiB, r - (-2TV+2R+2W) -0.734"), out["PF"]
+    out = script().read_out(synthetic(tmp_path / "form", form="-2TV+2R+2W"))["verdicts"]
+    assert out["PM"].startswith("ON") and "r - (-2TV+2R+2W) +0.000, r - (-2TV+2R) +0.489" in out["PF"], out
     cut = script().read_out(synthetic(tmp_path / "cut", drop={f"{n}-r{k}" for n in regs() for k in (1, 2)}))
-    assert cut["verdicts"]["PM"] == "NO DATA: no peak read", cut["verdicts"]
+    assert cut["verdicts"]["PM"] == cut["verdicts"]["PF"] == "NO DATA: no peak read", cut["verdicts"]
 
 
 def test_missing_processes_checkpointed_runs_and_a_registration_without_its_keys(tmp_path):
@@ -114,5 +124,8 @@ def test_missing_processes_checkpointed_runs_and_a_registration_without_its_keys
     bare = synthetic(tmp_path / "bare")
     text = one_line_refusal(lambda path: script().read_out(path.parent), bare / "registered.yaml",
                             lambda doc: doc["rows"][1].pop("predicted_memory"), bare, SimclusterError)
+    assert "a row without fsdpc50's keys" in text, text
+    text = one_line_refusal(lambda path: script().read_out(path.parent), bare / "registered.yaml",
+                            lambda doc: doc["rows"][0].update(peak_forms_GiB=[1.0]), bare, SimclusterError)
     assert "a row without fsdpc50's keys" in text, text
     assert script().main([str(bare / "runs" / "3b-480x16-fsdpnock-r1.json")]) == 1   # a file as the bundle: one line

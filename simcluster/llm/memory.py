@@ -106,11 +106,16 @@ FSDP2_ROOT_END_BYTES = 8.0
 # backward writes the logits' bf16 gradient over the saved bf16 logits (AOTAutograd's donated buffers: a saved tensor
 # that aliases no forward input or output and no backward output may be reused in place by Inductor's backward,
 # torch/_inductor/ir.py DonatedBuffer, torch._functorch.config.donated_buffer on by default): 2 bytes a logit, not 2 + 2;
-# and FSDP2's root unit holds, from the backward's start (the comment above), its gathered bf16 parameters and the
-# head's unsharded bf16 gradient: 2 + 2 bytes per root parameter. Development: x2set49's and mem49's three peaks without
-# checkpointing (studies/fsdpc50_loss.py, section 4); held out: calibration/h200x2-fsdpc50-2026-12-01 (not run yet).
+# and FSDP2's root unit holds, from the backward's start (the comment above), its gathered bf16 parameters (2 bytes per
+# root parameter: embedding, final norm, head) and the head's unsharded bf16 gradient (2 bytes per head parameter, V x H,
+# tied or not: the norm's and an untied embedding's gradients come later in the backward). Only the step without
+# checkpointing (the rows that chose it and the registered rows; the one checkpointed row it would move, compck2's 0.5b,
+# reads worse with it). Development (two rows solved for the two coefficients, the third a check): x2set49's and
+# mem49's three peaks without checkpointing (studies/fsdpc50_loss.py, section 4); held out:
+# calibration/h200x2-fsdpc50-2026-12-01 (not run yet).
 DONATED_LOSS_LOGIT_BYTES = 2.0
-FSDP2_ROOT_START_BYTES = 4.0
+FSDP2_ROOT_START_BYTES = 2.0
+HEAD_GRAD_START_BYTES = 2.0
 OVERHEAD_BYTES = 1.5 * GiB   # CUDA context ~0.5 GiB + cuBLAS/NCCL workspaces + allocator slack (an estimate, not measured)
 
 
@@ -292,8 +297,9 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         if not last:
             return 0.0
         out = heads * (COMPILED_LOSS_LOGIT_BYTES if compiled.loss_memory_in_last_graph(fw, par) else fw.logit_bytes) * logit_elements
-        if fw.compiled_loss_donated and compiled.loss_memory_in_last_graph(fw, par) and first:   # fsdpc50's candidate (above)
-            out = heads * DONATED_LOSS_LOGIT_BYTES * logit_elements + FSDP2_ROOT_START_BYTES * root_params
+        if fw.compiled_loss_donated and par.recompute == "none" and compiled.loss_memory_in_last_graph(fw, par) and first:
+            out = (heads * DONATED_LOSS_LOGIT_BYTES * logit_elements + FSDP2_ROOT_START_BYTES * root_params   # fsdpc50's
+                   + HEAD_GRAD_START_BYTES * model.vocab * model.hidden / vocab_split)                      # candidate
         if eager_pp:   # every micro-batch's bf16 logits (output_chunks, kept to the step's end), and log_softmax's saved
             #            fp32 output of each in-flight micro-batch beyond the one at the loss's peak
             # interleaved (v > 1): the last chunk runs each forward's backward next (torch's ScheduleInterleaved1F1B
