@@ -23,6 +23,7 @@ import yaml
 from simcluster.collectives.fabric import predict_fabric
 from simcluster.reference.nccl import _cluster, read_nccl_file
 from simcluster.reference.nccl_held_out import held_out_systems
+from simcluster.script_args import check
 
 ROOT = Path(__file__).resolve().parent.parent
 EAGER_MAX_SIZE = 8192.0   # aws-ofi-nccl OFI_NCCL_EAGER_MAX_SIZE default (v1.7-v1.21, not v1.14)
@@ -84,4 +85,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    check()   # takes no argument: anything else is one line, before the study runs
     main()

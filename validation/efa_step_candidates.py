@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from simcluster.reference.nccl_held_out import held_out_systems
+from simcluster.script_args import check
 
 ROOT = Path(__file__).resolve().parent.parent
 EFA_CARDS = ("efa-100g", "efa-400g", "efa-multirail-400g")
@@ -50,6 +51,7 @@ def score(k: float) -> tuple[dict[str, float], dict[str, float], int, int]:
 
 
 def main(argv: list[str]) -> None:
+    check(words=None, usage="[SYSTEM ...]", argv=argv)
     scores = {name: score(k) for name, k in CANDIDATES.items()}
     systems = argv or sorted(next(iter(scores.values()))[1])
     print("# EFA per-step candidates (session 29 registration): mean |busbw error| %, shipped cards / held out")

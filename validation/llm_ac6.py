@@ -28,6 +28,7 @@ import llm_sac  # noqa: E402  (the sac set's prediction, registration and read-o
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import refuse_existing  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 ROOT = llm_sac.ROOT
 MODES = ("none", "full", "every:2")
@@ -43,6 +44,7 @@ USAGE = ("expected --register ac6a|ac6b|eager7|eager8, or ac6a|ac6b|eager7|eager
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--register",), words=2, usage=USAGE, argv=argv)
     register = argv[:1] == ["--register"]
     args = argv[1:] if register else argv
     if len(args) != (1 if register else 2) or args[0] not in SETS:

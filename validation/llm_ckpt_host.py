@@ -31,6 +31,7 @@ from simcluster.llm import eager, eager_ac  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, TransformerSpec  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 
@@ -66,6 +67,7 @@ def predict(doc: dict, shape: dict, hosts: dict, gpu) -> float:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--first-only",), words=1, usage="[BUNDLE] [--first-only]", argv=argv)
     args = [a for a in argv if a != "--first-only"]
     bundle = Path(args[0]) if args else ROOT / "calibration/h200x1-llm-ckpt-host-2026-11-28"
     missing = [d for d in ("host", "check") if not (bundle / d).is_dir()]

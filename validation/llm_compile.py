@@ -44,6 +44,7 @@ from simcluster.llm.memory import GiB  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 SET = ROOT / "calibration/h200x1-llm-compile-2026-11-29"
@@ -179,6 +180,7 @@ def kernels_per_layer(host_folder: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--registered",), words=1, usage="[BUNDLE] | --registered", argv=argv)
     gpu = load_gpu(CARD)[0]
     if argv[:1] == ["--registered"]:
         try:

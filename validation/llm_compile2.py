@@ -38,6 +38,7 @@ from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 SET = ROOT / "calibration/h200x1-llm-compile2-2026-11-29"
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
@@ -193,6 +194,8 @@ def print_before_after(errs: dict[str, list[tuple[float, float]]], noun: str, wi
 def run_main(name: str, argv: list[str], set_dir: Path, register_to, develop=None) -> int:
     """A later registered set's script (compile4, eager5): --develop (develop()), --register [PATH] (register_to(path),
     a new file: an existing one is refused, never overwritten) or BUNDLE (read_bundle: the read-out)."""
+    check(options=("--register",) + (("--develop",) if develop else ()), words=1,
+          usage=f"BUNDLE | --register [PATH]{' | --develop' if develop else ''}", argv=argv)
     try:
         if develop and argv == ["--develop"]:
             return develop()
@@ -210,6 +213,7 @@ def run_main(name: str, argv: list[str], set_dir: Path, register_to, develop=Non
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--register",), words=1, usage="BUNDLE | --register [PATH]", argv=argv)
     if argv[:1] == ["--register"]:
         try:
             register(refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json"))

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import refuse_existing, write_registration  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 SET = "calibration/h200x1-llm-compile-2026-11-29"
 COMMIT = "c0bd808"
@@ -52,6 +53,7 @@ def _run(tree: Path, args: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    check(words=1, usage=f"TREE (a git archive {COMMIT} tree)", argv=argv)
     if len(argv) != 1 or not (Path(argv[0]) / "validation/llm_compile.py").is_file():
         print(f"usage: python validation/llm_compile_registered_read.py TREE (a `git archive {COMMIT}` tree)", file=sys.stderr)
         return 2

@@ -36,6 +36,7 @@ from simcluster.llm import compiled, eager, ops, vocab_ops  # noqa: E402
 from simcluster.llm.param_counts import stage_params  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
 
 ROOT = llm_sac.ROOT
@@ -148,6 +149,7 @@ def traces() -> int:
 
 if __name__ == "__main__":
     modes = {"--develop": develop, "--traces": traces}
+    check(options=tuple(modes), usage="--develop | --traces")
     if len(sys.argv) != 2 or sys.argv[1] not in modes:
         print("llm_eagerbias: expected --develop or --traces", file=sys.stderr)
         sys.exit(2)

@@ -24,6 +24,7 @@ import llm_compile2  # noqa: E402  (compile2's prediction, registration and read
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import refuse_existing  # noqa: E402
 from simcluster.llm import eager  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 ROOT = llm_compile2.ROOT
 SET = ROOT / "calibration/h200x1-llm-lease3-2026-11-29"
@@ -41,6 +42,7 @@ def provenance() -> dict:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--register",), words=1, usage="BUNDLE | --register [PATH]", argv=argv)
     if argv[:1] == ["--register"] and len(argv) <= 2:
         try:
             out = refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json")

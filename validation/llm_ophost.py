@@ -37,6 +37,7 @@ from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 OP_HOST = ROOT / "calibration/h200x1-llm-diag-2026-11-29/host"
@@ -152,6 +153,7 @@ def read_out(bundle: Path, registered: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--develop", "--register"), words=1, usage="BUNDLE | --register [PATH] | --develop", argv=argv)
     try:
         if argv == ["--develop"]:
             develop()

@@ -32,6 +32,7 @@ from simcluster.llm.memory import memory_per_gpu  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 HOST = ROOT / "calibration/h200x1-llm-ckpt-host-2026-11-28/host"
@@ -148,6 +149,7 @@ def read_out(bundle: Path, registered: Path = REGISTERED, modes: tuple = MODES, 
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--register",), words=1, usage="BUNDLE | --register [PATH]", argv=argv)
     if argv[:1] == ["--register"]:
         try:
             register(refuse_existing(Path(argv[1]) if len(argv) > 1 else REGISTERED))

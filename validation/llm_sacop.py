@@ -24,6 +24,7 @@ import llm_compile2  # noqa: E402  (compile2's prediction, registration and laun
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.eager_registered import MIN_LAUNCHES  # noqa: E402
 from simcluster.heldout.registration import refuse_existing  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 
 ROOT = llm_compile2.ROOT
 SET = ROOT / "calibration/h200x1-eager-sacop-2026-11-30"
@@ -88,6 +89,7 @@ def read(bundle: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--register",), words=1, usage="BUNDLE | --register [PATH]", argv=argv)
     try:
         if argv[:1] == ["--register"] and len(argv) <= 2:
             llm_compile2.register(refuse_existing(Path(argv[1]) if len(argv) > 1 else SET / "registered.json"), (), OP,

@@ -31,6 +31,7 @@ from simcluster.files import scratch_folder, write_documents
 from simcluster.fit.bundle import calibrate_bundle
 from simcluster.fit.training import Observation, fit_ddp, predict_all
 from simcluster.heldout import ddp as heldout_ddp
+from simcluster.script_args import check
 from simcluster.training import workload as W
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,4 +207,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    check()   # takes no argument: anything else is one line, before the study runs
     main()

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 from studies.scaleout_fit import CONFIG  # noqa: E402
 
 TARGET_PP = 2.0   # issue 41: within 2 percentage points
@@ -46,6 +47,7 @@ USAGE = "usage: python validation/weak_pairs.py calibration/published/FILE.yaml 
 
 
 def main(files: list[str]) -> int:
+    check(words=None, usage="FILE_OR_FOLDER ...", argv=files)
     if not files:
         print(USAGE, file=sys.stderr)
         return 2

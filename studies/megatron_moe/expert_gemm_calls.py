@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 from studies.megatron_moe.kernel_kinds import kind_of, load, model_kinds, one_line_errors, windows  # noqa: E402
 
 BUBBLE_US = 5.0     # gaps under this are the GPU's spacing between kernels issued in time (fsdp_noise_trace's rule)
@@ -102,6 +103,7 @@ def _main(argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     """The command line; a missing or corrupt trace is one line on stderr naming it, exit 1."""
+    check(words=None, usage="TRACE ...", argv=argv)
     return one_line_errors(_main, argv)
 
 

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError, TraceFormatError  # noqa: E402
+from simcluster.script_args import check  # noqa: E402
 from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 KINDS = ("core_gemm", "softmax_chain", "expert_gemm", "expert_other", "dense_gemm", "router", "nccl", "loss_embed", "elementwise")
@@ -212,6 +213,7 @@ def one_line_errors(command, argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     """The command line; a missing or corrupt trace (or its run document) is one line on stderr naming it, exit 1."""
+    check(options=("--chain", "--gaps"), words=None, usage="[--chain | --gaps] TRACE ...", argv=argv)
     return one_line_errors(_main, argv)
 
 

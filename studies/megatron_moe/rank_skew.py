@@ -25,7 +25,6 @@ E, top-k, EP).
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import statistics
@@ -33,7 +32,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_kinds import one_line_errors  # noqa: E402  (a missing or bad trace: one line naming it, exit 1)
 from trace_read import GPU_CATS, LAUNCHES, busy_us  # noqa: E402  (the same folder's reader of one rank's trace)
+
+from simcluster.script_args import check  # noqa: E402
+from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 GEMM = re.compile(r"nvjet|gemm|cutlass|sm90_xmma", re.I)
 STALL_US = 1000.0   # a host span with more than this of its own time (no child) is a stall
@@ -41,8 +44,7 @@ STALL_US = 1000.0   # a host span with more than this of its own time (no child)
 
 def load(path: Path) -> dict:
     """One rank's step: GPU events (with their host launch time 'launch'), NCCL kernels, runtime calls, CPU op spans."""
-    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as f:
-        ev = json.load(f)["traceEvents"]
+    ev = complete_events(path)   # the project's Chrome trace reader (its complete events; a one-line error naming the file)
     runtime = [e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"]
     launch_at = {e["args"]["correlation"]: e["ts"] for e in runtime if e["name"] in LAUNCHES and "correlation" in e.get("args", {})}
     gpu = sorted((dict(e, launch=launch_at.get(e["args"].get("correlation"))) for e in ev
@@ -242,11 +244,11 @@ def routing_imbalance(trace: Path, segs: list[list[dict]], groups: list[list[int
 
 
 def main(argv: list[str]) -> int:
+    check(words=None, usage="TRACE ...", argv=argv)
     if not argv:
         print(__doc__)
         return 2
-    report([Path(p) for p in argv])
-    return 0
+    return one_line_errors(lambda paths: report([Path(p) for p in paths]) or 0, argv)
 
 
 if __name__ == "__main__":

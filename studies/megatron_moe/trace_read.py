@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernel_kinds import one_line_errors  # noqa: E402  (studies/megatron_moe: a bad trace is one line naming it)
 
+from simcluster.script_args import check  # noqa: E402
 from simcluster.traces.torch_profiler import complete_events  # noqa: E402
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -107,6 +108,7 @@ def arrivals(paths: list[Path]) -> list[tuple[str, list[float]]]:
 
 
 def main(argv: list[str]) -> int:
+    check(options=("--ranks",), words=None, usage="[--ranks] TRACE ...", argv=argv)
     return one_line_errors(_main, argv)
 
 
