@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import moe_rows  # noqa: E402
 
+from simcluster.heldout.registration import moe_rows_then  # noqa: E402
 from simcluster.llm import comm, compiled, moe_compute, moe_sync, ops, work  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
@@ -70,8 +71,10 @@ def priced(row) -> dict:
 
 
 def held_out_moe() -> list[tuple[str, int]]:
-    """(file stem, run index) of every held-out MoE row of validate --published llm."""
-    return [(r.source, r.run) for r in validate_published_llm().rows if r.family == "MoE" and r.held_out and r.error is not None]
+    """(file stem, run index) of every held-out MoE row of validate --published llm in the 13 files the router term's
+    rule priced (heldout/registration.moe_rows_then: the MoE files of this study's day, session 49; publ50's Model Zoo
+    files, recorded after, left out)."""
+    return [(r.source, r.run) for r in moe_rows_then(validate_published_llm().rows) if r.held_out]
 
 
 def layer_shape(stem: str, i: int, row) -> tuple:

@@ -131,6 +131,27 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     not_compared = sum(f[k]["not_compared"] for f in fams for k in ("held_out", "development"))
     assert not_compared + families.no_family() == len(published.rows) - len(compared) > 0
     assert {f["family"] for f in fams} <= set(PUBLISHED_FAMILIES) | {"Megatron local spec"}
+    # session 50 mendB1 (cold review B50 item 2, the lead's decision): the dgxc-benchmarking files are one source, so
+    # Megatron/NeMo (92 of its 97 held-out rows dgxc's) and fp8 (27 of 35) read thin on the each-source-once clause
+    # (7.2% / 75% and 7.2% / 73% within; met with the releases counted apart, 9 and 8 sources)
+    by = {f["family"]: f["held_out"] for f in fams}
+    assert not any(s.startswith("llm-dgxc-benchmarking-") for f in fams for k in ("held_out", "development") for s in f[k]["sources"])
+    for fam, dgxc, n in (("Megatron/NeMo", 92, 97), ("fp8", 27, 35)):
+        assert by[fam]["source_rows"]["llm-dgxc-benchmarking"] == dgxc and by[fam]["rows"] == n
+        assert by[fam]["verdict"] == "thin" and by[fam]["each_source_once_within_share"] < 0.80
+
+
+def test_the_dgxc_benchmarking_files_are_one_source_group():
+    """Session 50 mendB1: every dgxc-benchmarking file names source_group llm-dgxc-benchmarking (one NVIDIA team's
+    recipes, one trainer, the same DGX H100 systems, re-measured each release), so a release recorded later without it
+    fails here rather than counting as a new source."""
+    from pathlib import Path
+
+    from simcluster.published import read_published
+
+    files = sorted((Path(__file__).resolve().parent.parent / "calibration" / "published").glob("llm-dgxc-benchmarking-*.yaml"))
+    assert len(files) >= 10
+    assert {read_published(f, "published-llm-run").source_group for f in files} == {"llm-dgxc-benchmarking"}
 
 
 def test_a_malformed_row_not_compared_is_an_error_naming_it_not_of_no_family():

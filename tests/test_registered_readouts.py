@@ -2,7 +2,8 @@
 judged line as it was read once, only the "(model now ... ms)" column, today's model beside the registered step, may
 move; the eager host-bound sets' (eager_fsdphost, pphost, hostsingle: they share heldout/registration's rule helpers,
 bias_line, pooled_log_sd, mem_error; cold review B 44 item 10) byte for byte; moegemm's its registered part only (the
-measured lines and the registered 'before' figures: its 'after' and verdict are priced by today's model, finalB48 item 3)."""
+measured lines and the registered 'before' figures: its 'after' and verdict are priced by today's model, finalB48 item 3),
+with its 'after' on the rows it registered; moerouter's byte for byte since mendB1."""
 
 import re
 
@@ -64,11 +65,12 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     elif folder.startswith("h200x4-moegemm-"):   # its 'after' (term on), loop and RULE figures are today's model
         part = load_script(script).registered_part   # (finalB48 item 3): the registered 'before' and measured lines
         assert part(printed) == part(committed) and len(part(committed).splitlines()) == 3 + 6 + 17
-    elif folder.startswith("h200x1-moerouter-"):   # moegemm's print: its 'after' and RULE are today's model (adopt49
-        part = load_script("validation/moegemm.py").registered_part   # kept them as read: before_adopt49, test_adopt49)
-        measured = [x for x in printed.splitlines() if x.startswith("# ")]
-        assert measured == [x for x in committed.splitlines() if x.startswith("# ")] and len(measured) == 8
-        assert part(printed) == part(committed) and len(part(committed).splitlines()) == 6 + 17
+        # its 'after' prices the rows it registered (mendB1, cold review B50 item 6: publ50's Model Zoo rows, recorded
+        # after the run, had entered 'after' and turned its RULE line ON): each family line's after count = its before
+        counts = [m.groups() for m in re.finditer(r"before (\d+) rows.*\| after (\d+) rows", printed)]
+        assert len(counts) == 6 and all(b == a for b, a in counts)
+    elif folder.startswith("h200x1-moerouter-"):   # byte for byte since mendB1 (cold review B50 item 5): its families
+        assert printed == committed   # priced on the 13 judged files' MoE rows, its 'after' session 49's table (README)
     else:
         assert MODEL_NOW.sub("", printed) == MODEL_NOW.sub("", committed)
 
