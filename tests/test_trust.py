@@ -144,8 +144,12 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     families = {"llm", "llm eager", "llm local spec", "collective one node", "collective across nodes", "ddp", "storage",
                 "transport"}
     assert set(cov) == families
-    for family in ("llm", "llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
+    for family in ("llm eager", "collective one node", "collective across nodes", "ddp", "transport"):
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
+    # session 50 (mendB1, cold read B50 item 2): the ten dgxc-benchmarking files are one source (one NVIDIA team's recipes
+    # re-measured each release), so each of llm's folds leaves all of them out together: 77.5% -> 69.7% (99 of 142 rows),
+    # under the 70% claim, recorded as a miss (docs/models/trust.md, "What moved in session 50"), not widened
+    assert 69.0 < cov["llm"].coverage_pct < 70.0 and cov["llm"].sources == 11, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
@@ -156,6 +160,7 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # reached enough held-out rows to be validated (6 rows, 4 sources, with Bridge 25.09's; mean |error| 25.7% after mendC47, band
     # -4.9..+138.4%), beside MoE bf16 (mean |error| 27.3%); the A100 FSDP rows left (development) in session 46
     # session 49: adopt49's router term makes every published MoE row development (no MoE regime in the bands): 11.7%
+    # session 50: the dgxc files one source (mendB1): 11.2%
     assert 11.0 < cov["llm"].median_half_width_validated_pct < 12.3
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
