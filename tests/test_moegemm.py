@@ -73,9 +73,10 @@ def test_grid_holds_every_published_moe_rows_expert_gemms():
     from simcluster.reference.llm import llm_usage, spec_of
 
     measured = {(g["m"], g["n"], g["k"], g["experts"], g["dtype"]) for g in moegemm.grid_gemms()}
-    seen = 0
+    seen, later = 0, set()
     for path in sorted((moegemm.ROOT / "calibration" / "published").glob("llm-*.yaml")):
-        if path.name not in moe_router_term.JUDGED_FILES:   # recorded after the set (session 50 on): not in its grid
+        if path.name not in moe_router_term.JUDGED_FILES:   # recorded after the set (session 50 on): listed, not skipped
+            later |= off_grid_files(path, measured)
             continue
         ref = read_published(path, "published-llm-run")
         usage = llm_usage(ref)
@@ -95,6 +96,37 @@ def test_grid_holds_every_published_moe_rows_expert_gemms():
                         assert (*shape, e, dtype) in measured, (path.stem, op.name, shape, e, dtype)
                     seen += 1
     assert seen > 50
+    assert later == OFF_GRID_LATER
+
+
+# the later files (session 50 publ50, the Megatron MoE Model Zoo) whose expert GEMMs moegemm did not measure: its term is
+# off (RULE OFF), so this prices nothing today; a new file fails here until listed (review A50, finding 4)
+OFF_GRID_LATER = {"llm-megatron-moe-modelzoo-mixtral-8x22b-h100", "llm-megatron-moe-modelzoo-qwen3-235b-h100",
+                  "llm-megatron-moe-modelzoo-qwen3-235b-h100-2026"}
+
+
+def off_grid_files(path, measured) -> set:
+    """{path's stem} if any MoE row of the file has an expert GEMM (forward, dgrad or wgrad) outside `measured`."""
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage, spec_of
+
+    ref = read_published(path, "published-llm-run")
+    usage = llm_usage(ref)
+    for run in ref.runs:
+        try:
+            spec = spec_of(run, usage.assumptions)
+        except SimclusterError:
+            continue
+        if spec is None or spec[0] is None or not spec[0][0].moe:
+            continue
+        model, par, batch = spec[0]
+        dtype = "fp8" if batch.precision.startswith("fp8") else "bf16"
+        for op in ops.layer_forward(model, par, batch):
+            if op.name in ops.GROUPED_GEMMS:
+                m, n, k, e = op.shape
+                if any((*shape, e, dtype) not in measured for shape in ((m, n, k), (m, k, n), (k, n, m))):
+                    return {path.stem}
+    return set()
 
 
 def test_a_fresh_register_writes_the_registration_and_the_read_out_s_before_is_the_registered_whatever_the_model(
