@@ -10,7 +10,10 @@ predictions (cold review A50, findings 2-4 and 7; mendA50). Prints, judging noth
    nearest-layer scaling (router: (M E) / (M0 E0) of the nearest measured layer; permutation: the nearest layer's ratio
    by bytes), and the mean |error| of each group;
 3. the figures llm/caveats.MOE_MEGATRON states (tests/test_llm_caveats_moe.py compares them with the string).
+With --noise, instead: moeker50's per-record repeat spread by piece and clock (heldout/moeker50.spread, (max - min) /
+median of a record's samples; rule P's noise is the largest over events and kernels, heldout/moeker50.noise).
     python studies/moe_adopt50_reading.py
+    python studies/moe_adopt50_reading.py --noise
 + = predicted fast (reference/llm's convention).
 """
 
@@ -131,6 +134,23 @@ def print_zoo(zoo: list) -> None:
         print(f"  {name}: {len(e)} rows, {mean_abs(e):.1f}% mean |error|, {sum(abs(x) <= 10 for x in e)} within 10%")
 
 
+def print_noise() -> None:
+    from statistics import median
+
+    from simcluster.heldout import moeker50
+
+    tr = moeker50.read_trace(moeker50.BUNDLE / "runs" / "moe-kernels.json")
+    by: dict = {}
+    for (layer, piece, pass_, clock), rec in tr["records"].items():
+        by.setdefault((piece, clock), []).append((moeker50.spread(rec.get("samples") or []), f"{layer} {pass_}"))
+    for (piece, clock), v in sorted(by.items()):
+        worst = max(v)
+        print(f"{piece:8s} {clock:8s} {len(v):3d} records: spread max {100 * worst[0]:5.1f}% ({worst[1]}), median "
+              f"{100 * median(x for x, _ in v):5.1f}%")
+    for piece in ("router", "permute"):
+        print(f"rule P / R noise ({piece}): {100 * moeker50.noise(tr, piece):.1f}%")
+
+
 def main() -> None:
     rows_then, rows = predictions()
     then, now = development(rows_then), development(rows)
@@ -144,5 +164,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
-    study_args.check()
-    main()
+    study_args.check(options=("--noise",))
+    print_noise() if "--noise" in sys.argv else main()
