@@ -68,17 +68,36 @@ def zoo_rows(rows: list) -> list:
     return [r for r in rows if r.source.startswith(ZOO) and r.error is not None and r.held_out and not r.development_for]
 
 
-def caveat_figures(now: dict, zoo: list) -> dict:
+def source_means(errors: dict) -> dict:
+    return {source: mean_abs(v) for source, v in by_source(errors).items()}
+
+
+def caveat_figures(then: dict, now: dict, zoo: list) -> dict:
     """The numbers llm/caveats.MOE_MEGATRON states, from the predictions (review A50, finding 7)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import moe_te_host
 
     e = list(now.values())
     slow = [k for k, v in now.items() if v < -10]
+    a, b = source_means(then), source_means(now)
+    recent = [v for (source, _), v in now.items() if source.startswith(RECENT)]
     return {"rows": len(e), "mean_pct": f"{mean_abs(e):.1f}", "within": sum(abs(x) <= 10 for x in e),
             "slow": len(slow), "slow_grok": sum("grok1" in s for s, _ in slow), "fast": sum(x > 10 for x in e),
-            "zoo_rows": len(zoo), "zoo_mean_pct": f"{mean_abs(100 * r.error for r in zoo):.1f}",
+            "sources": len(b), "each_source_pct": f"{sum(b.values()) / len(b):.1f}",
+            "sources_worse": sum(b[k] > a[k] for k in b), "recent_rows": len(recent),
+            "recent_fast": sum(x > 10 for x in recent), "zoo_rows": len(zoo),
+            "zoo_mean_pct": f"{mean_abs(100 * r.error for r in zoo):.1f}",
             "gpu_work_s": f"{moe_te_host.row_result(0, 0.0).step_time_s:.2f}", "gpu_active_s": f"{moe_te_host.GPU_ACTIVE_S:.2f}"}
+
+
+def caveat_claims(f: dict) -> list[str]:
+    """The phrases of llm/caveats.MOE_MEGATRON that carry the figures `f` (caveat_figures)."""
+    return [f"the {f['rows']} published Megatron MoE rows", f"miss by {f['mean_pct']}% mean |error| ({f['within']} within "
+            f"10%; {f['slow']} slow beyond 10%, Grok-1's {f['slow_grok']} among them", f"and {f['fast']} fast;",
+            f"each of their {f['sources']} sources once {f['each_source_pct']}%, {f['sources_worse']} sources worse since "
+            f"session 50", f"files {f['recent_fast']} of {f['recent_rows']} rows fast beyond 10%",
+            f"{f['zoo_rows']} later rows are held out, {f['zoo_mean_pct']}%",
+            f"GPU work is {f['gpu_work_s']} s against {f['gpu_active_s']} s measured"]
 
 
 def print_development(then: dict, now: dict) -> None:
@@ -159,7 +178,7 @@ def main() -> None:
     print(f"held out (one source, one source_group: not judged): {len(zoo)} rows, "
           f"{mean_abs(100 * r.error for r in zoo):.1f}% mean |error|")
     print_zoo(zoo)
-    print("caveat figures: " + ", ".join(f"{k} {v}" for k, v in caveat_figures(now, zoo).items()))
+    print("caveat figures: " + ", ".join(f"{k} {v}" for k, v in caveat_figures(then, now, zoo).items()))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
+# its figures are today's predictions: tests/test_llm_caveats_moe.py (slow) recomputes them (studies/moe_adopt50_reading.py)
 MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 21.5% mean "
                 "|error| (14 within 10%; 33 slow beyond 10%, Grok-1's 32 among them where TE's fused permute runs, and 23 "
                 "fast; each of their 13 sources once 18.5%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
