@@ -7,9 +7,12 @@ calibration/published/llm-megatron-bridge-skills-qwen3-30b-h100-bf16.yaml, row 0
 HybridEP, no EP overlap, CUDA graphs over router and preprocess): step 24.7138 s, rank 0's Nsight GPU-active interval
 union 22.821 s, so 1.893 s of the step the GPU ran nothing (a lower bound: a profiled step is at least as long). c is
 the value at which the model's MoE sync term adds that idle to the row's predicted step (bisection). The idle is the
-step's whole GPU idle (optimizer, data, loss included), so c is an upper estimate for the MoE layers alone. Printed with
-the c that -25% / +25% of the idle would give, and per row (studies/moe_rows.py's rows, predicted as the validation does)
-the term's size at c and d step / d c (finite difference over that c range): the +- a prediction carries from c.
+step's whole GPU idle (optimizer, data, loss included), so c is an upper estimate for the MoE layers alone. The shipped
+c is derived on the model before session 49's router term (heldout/registration.before_adopt49), where it was derived;
+printed with the c that -25% / +25% of the idle would give there, then the c the same derivation gives under today's
+model (a development figure: printed, not shipped), then per row (studies/moe_rows.py's rows, predicted as the
+validation does, today's model) the term's size at the shipped c and d step / d c (finite difference over that c range):
+the +- a prediction carries from c.
 Valid range: H100 hosts, BF16, CUDA graphs over router and preprocess (the source's); other cards and fp8 use it
 unmeasured. Not priced under moe_a2a_overlap (moe_sync.applies: the source's overlap row shows no GPU idle).
     python studies/moe_te_host.py
@@ -31,6 +34,7 @@ from moe_rows import MOE_ROWS, NEW_ROWS, predict_row  # noqa: E402
 SOURCE = "llm-megatron-bridge-skills-qwen3-30b-h100-bf16"
 STEP_S, GPU_ACTIVE_S = 24.7138, 22.821     # SKILL.md L70 (EP overlap off) and L85 (GPU-active interval union, overlap off)
 IDLE_S = STEP_S - GPU_ACTIVE_S
+DEVELOPMENT = "(development row: printed, not shipped)"
 
 
 def row0_step(c: float) -> float:
@@ -77,6 +81,7 @@ def rederive(hi: float = 5e-3) -> None:
         with ctx():
             d, step0 = derive(hi=hi), row0_step(0.0)
             got = f"c = {1e6 * d:.1f} us" if reaches(hi) else f"no c up to {1e6 * hi:.0f} us adds it"
+            got += "" if label == "before adopt49" else f" {DEVELOPMENT}"
             print(f"{label}: GPU work (c = 0) {step0:.2f} s; the sync term at the shipped c {1e6 * c:.1f} us adds "
                   f"{row0_step(c) - step0:.2f} s of the {IDLE_S:.3f} s idle; {got}")
 
@@ -114,12 +119,22 @@ def gpu_work() -> None:
 
 
 def main() -> None:
-    c = derive()
-    bound = "" if reaches(200e-6) else " (the search's bound: no c <= 200 us adds the idle; --rederive searches to 5 ms)"
-    print(f"GPU idle {IDLE_S:.3f} s of the {STEP_S} s step -> c = {1e6 * c:.1f} us per modelled kernel{bound}")
-    lo, hi = derive(0.75 * IDLE_S), derive(1.25 * IDLE_S)
+    """The shipped c and its range, derived as they were: on the model before adopt49 (heldout/registration.
+    before_adopt49, the router term off; tests/test_llm_moe_sync re-derives it there); then the c the same derivation
+    gives under today's model, a development figure (printed, not shipped: review A50, finding 1); then per row, under
+    today's model, how the step moves over the shipped c's range."""
+    from simcluster.heldout.registration import before_adopt49
+
+    with before_adopt49():
+        c, lo, hi = derive(), derive(0.75 * IDLE_S), derive(1.25 * IDLE_S)
+    shipped = "the shipped MOE_SYNC_KERNEL_S" if abs(c - shipped_c()) < 0.05e-6 else "NOT the shipped c"
+    print(f"GPU idle {IDLE_S:.3f} s of the {STEP_S} s step -> c = {1e6 * c:.1f} us per modelled kernel, derived on "
+          f"the model before adopt49 (router term off): {shipped} ({1e6 * shipped_c():.1f} us)")
     print(f"  idle x0.75: c = {1e6 * lo:.1f} us\n  idle x1.25: c = {1e6 * hi:.1f} us")
-    sensitivity(c, lo, hi)
+    now = derive(hi=5e-3)
+    print(f"under today's model (router term on): c = {1e6 * now:.1f} us {DEVELOPMENT}")
+    print(f"per row under today's model at the shipped c {1e6 * shipped_c():.1f} us (the range: idle x0.75 .. x1.25):")
+    sensitivity(shipped_c(), lo, hi)
 
 
 if __name__ == "__main__":

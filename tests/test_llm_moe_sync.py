@@ -42,6 +42,22 @@ def test_the_constant_is_the_one_the_profiles_gpu_idle_gives():
     assert MEGATRON.moe_sync_kernel_s == MOE_SYNC_KERNEL_S > 0
 
 
+@pytest.mark.slow
+def test_the_plain_command_prints_the_shipped_c_and_labels_todays_as_development(capsys):
+    """`python studies/moe_te_host.py` (llm.md cites it for the shipped c; review A50, finding 1): its first line is the
+    shipped c derived where it was derived (before_adopt49), the c under today's model is labelled development, not
+    shipped, and the committed studies/moe_te_host-sensitivity.txt is the command's output below its header (stale fails)."""
+    study = load_script("studies/moe_te_host.py")
+    study.main()
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("GPU idle 1.893 s of the 24.7138 s step -> c = 147.2 us per modelled kernel, derived on the")
+    assert lines[0].endswith(": the shipped MOE_SYNC_KERNEL_S (147.2 us)")
+    assert lines[3].startswith("under today's model (router term on): c = ") and lines[3].endswith(study.DEVELOPMENT)
+    committed = (ROOT / "studies/moe_te_host-sensitivity.txt").read_text().splitlines()
+    assert committed[0].startswith("# python studies/moe_te_host.py") and committed[1:] == lines
+
+
 def test_gpu_work_prints_the_source_rows_modelled_gpu_work_with_and_without_the_router_term(capsys):
     """`studies/moe_te_host.py --gpu-work` (llm.md's "How far to trust it", review A49 finding 1): row 0's modelled GPU
     work (c = 0) with the adopted term, with session 49's table (before_adopt50) and before adopt49, beside the profile's

@@ -122,3 +122,41 @@ def session49_table() -> tuple[tuple, float]:
     """Session 49's (rows, H200 HBM rate) as llm/moe_router_term.read_table gave them from its file (floats)."""
     doc = json.loads(table_text())
     return tuple(tuple(float(x) for x in r) for r in doc["rows"]), float(doc["h200_hbm_Bps"])
+
+
+def layer_keys(path: Path, held_out_only: bool = True) -> list[tuple[int, tuple, tuple]]:
+    """(row, key, ((m, e, h) of the product's router op, its permute op's bytes)) per MoE row of one published file, the
+    key its MoE layer as GRID writes a layer (T', E, h, k, score function, local experts, ep, rows dispatched x local,
+    groups, group top-k): a key in GRID is a layer moerouter timed; any other is priced by llm/moe_router_term's
+    nearest-layer scaling (tests/test_moerouter.py; review A50, finding 4).
+    Rows not compared, or whose spec the reader refuses, are left out; held-out rows only unless told."""
+    from simcluster.llm import ops
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage, spec_of
+    from simcluster.runner.moerouter_grid import score_function
+
+    ref = read_published(path, "published-llm-run")
+    usage, out = llm_usage(ref), []
+    for i, run in enumerate(ref.runs):
+        if (held_out_only and not ref.held_out(i)) or (ref.usage.get("runs_not_compared") or {}).get(i):
+            continue
+        try:
+            spec = spec_of(run, usage.assumptions, usage.gpus_per_node)
+        except SimclusterError:
+            continue
+        if spec is None or spec[0] is None or not spec[0][0].moe:
+            continue
+        model, par, batch = spec[0]
+        sh = ops.sharding(model, par, batch)
+        local = model.experts // par.ep
+        routed = sh.tokens * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
+        out.append((i, (sh.seq_tokens, model.experts, model.hidden, model.top_k,
+                        score_function(str(run["model"].get("name", ""))), local, par.ep, routed * local,
+                        model.expert_groups, model.group_topk), priced(ops.layer_forward(model, par, batch))))
+    return out
+
+
+def priced(layer_ops) -> tuple:
+    """((m, e, h) of a layer's router op, its permute op's bytes): what llm/moe_router_term looks up."""
+    by = {op.name: op for op in layer_ops}
+    return tuple(by["router"].shape[:3]), by["permute"].bytes

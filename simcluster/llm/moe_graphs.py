@@ -24,11 +24,12 @@ GEMM and the permutation issued eagerly, so the difference is UNGRAPHED_CALLS = 
 pass, the rest priced alike. A count read from the code (one version; HybridEP's flex preprocess is other code, counted
 the same), not traced: +-30% is its honest range. Each costs HOST_CALL_S = 40 us, Megatron-Core's measured host time per
 small forward kernel (framework.MoeHost: 50 us under the profiler on the local spec's H200 traces of session 30, 40 us
-unprofiled), not moe_sync's c (146.3 us, an effective cost per modelled Transformer Engine call that carries the
+unprofiled), not moe_sync's c (147.2 us, an effective cost per modelled Transformer Engine call that carries the
 unmodelled calls around it, from a DGX-H100 profile). Applied to Transformer Engine's fused router kernels, an NCCL
 all_gather and small torch ops on DGX-H100 hosts it is an extrapolation (other kernels, other host CPUs), not a
-measurement of these calls. Their GPU time (a few us each, T x E tensors) is not priced, captured or not (llm.md,
-Missing). The backward has no sync and is unchanged. Where moe_sync does not apply (A2A overlap, the local spec)
+measurement of these calls. Their GPU time is not this term's: llm/moe_router_term prices the router chain's GPU time
+for its adopted frameworks since session 49's adopt49 (its kernel time since session 50's adopt50), captured or not.
+The backward has no sync and is unchanged. Where moe_sync does not apply (A2A overlap, the local spec)
 neither does this term (a scenario's `framework.moe_graphs: false` is refused there, llm/job.py).
 """
 

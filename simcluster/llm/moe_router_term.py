@@ -11,8 +11,9 @@ framework, and their backward and recomputed copies):
   tokens, at least 0: added to the `router` op (forward) and to `router.dgrad` (the backward: fwd+bwd less fwd, less the
   card's dgrad + wgrad price). Scaled to an op by the router's elements, (M E) / (M0 E0) of the nearest measured layer
   (sum of |log| differences of M, E, h; M the product's router GEMM M), and to another card by the H200's HBM rate over
-  the card's (named law: these kernels are memory- and launch-bound; the launch share does not scale, so a slower-memory
-  card is overcharged and a faster one undercharged by that share).
+  the card's (named law, unmeasured across cards: since adopt50 the table holds the kernels' GPU time alone, no launch
+  share, and small memory-bound kernels are assumed to scale with the HBM rate; their fixed per-kernel cost does not,
+  so a faster card is somewhat undercharged).
 - permutation: the `permute` op (forward) and `permute.bwd` times measured / priced of the nearest measured layer's
   permute op (by bytes), the H200 card's price of the product's own op's bytes as the denominator; at least 1 (the term
   never makes the product faster; the brief: where the product omits or underprices).
