@@ -1,0 +1,130 @@
+"""Session 50 mcrouter50: Megatron-Core's own router against the adopted router column (studies/mcore_router_device.py,
+validation/mcrouter50.py) on synthetic runs: rules R / S / L, the refusals, the registration's freshness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, load_script, wrong_bundles
+
+from simcluster.runner.moerouter_grid import GRID
+
+BUNDLE = ROOT / "calibration" / "h200x1-mcrouter50-2026-12-01"
+
+
+def write_trace(runs: Path, mcore=1.0, torch_x=1.0, fp32=1.1, n_kernels=40.0, name="NVIDIA H200", quick=False,
+                note="0.14.0", stopped=None, drop_layer=None) -> None:
+    """A studies/mcore_router_device.py output in `runs`: each layer's torch chain at torch_x x the registered moeker50
+    kernels, Megatron at mcore x and mcore-fp32 at fp32 x them (events 5x the kernels); drop_layer: Megatron missing there."""
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["rows"]["moeker50_kernels_us"]
+    recs = []
+    for lay, *_ in GRID:
+        for impl, x in (("torch", torch_x), ("mcore", mcore), ("mcore-fp32", fp32)):
+            if impl != "torch" and lay == drop_layer:
+                continue
+            for pas in ("fwd", "fwdbwd"):
+                t = 1e-6 * reg[lay][pas] * x
+                base = {"layer": lay, "piece": "router", "pass": pas, "impl": impl}
+                recs += [{**base, "clock": "events", "time_s": 5 * t, "samples": [5 * t]},
+                         {**base, "clock": "kernels", "time_s": t, "samples": [t, t], "n_kernels": n_kernels, "span_s": 1.5 * t,
+                          "gemm_s": 0.2 * t}]
+    dev = {"name": name, "torch": "2.11.0+cu130", "cuda": "13.0", "dtype": "torch.bfloat16"}
+    if stopped:
+        dev["stopped"] = stopped
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / "mcore-router.json").write_text(json.dumps({"device": dev, "quick": quick, "mcore": note, "records": recs}))
+
+
+def read(tmp_path, **kw):
+    script = load_script("validation/mcrouter50.py")
+    b = tmp_path / "b"
+    (b / "runs").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
+    write_trace(b / "runs", **kw)
+    return script, script.read_out(b)
+
+
+@pytest.mark.parametrize("mcore, word", [(1.0, "HOLDS"), (1.29, "HOLDS"), (0.71, "HOLDS"), (1.31, "OVER"), (0.69, "UNDER"), (2.0, "OVER")])
+def test_rule_r_reads_megatron_against_the_column_on_a_30_percent_band(tmp_path, mcore, word, capsys):
+    script, res = read(tmp_path, mcore=mcore)
+    v = res["verdicts"]
+    assert v["R"].startswith(word) and v["S"].startswith(word) and v["L"].startswith("REPEATS"), v
+    assert f"= {mcore:.3f}" in v["R"]
+    script.show(res)
+    out = capsys.readouterr().out
+    assert [ln.split(":")[0] for ln in out.splitlines() if ln.startswith("RULE")] == ["RULE R", "RULE S", "RULE L"]
+    assert ("stands as Megatron's router" in out) == (word == "HOLDS") and "moe_router_dtype fp32" in out
+
+
+def test_a_drifting_lease_is_told_apart_from_the_implementation(tmp_path):
+    """The torch chain 1.5 x moeker50's on this lease and Megatron 1.5 x too: R OVER (against the column), S HOLDS
+    (the same implementation cost on this lease), L DRIFTS."""
+    _, res = read(tmp_path, mcore=1.5, torch_x=1.5)
+    v = res["verdicts"]
+    assert v["R"].startswith("OVER") and v["S"].startswith("HOLDS (") and v["L"].startswith("DRIFTS"), v
+
+
+@pytest.mark.parametrize("kw, said", [({"note": "not run: ModuleNotFoundError: No module named 'megatron'"}, "No module named"),
+                                      ({"drop_layer": "dsv3-ep64"}, "no kernels seen"), ({"n_kernels": 0.0}, "no kernels seen"),
+                                      ({"stopped": "SIGTERM after 40 records"}, "SIGTERM")])
+def test_no_complete_megatron_measurement_decides_nothing(tmp_path, kw, said, capsys):
+    script, res = read(tmp_path, **kw)
+    assert res["verdicts"]["R"].startswith("UNDECIDED") and said in res["verdicts"]["R"], res["verdicts"]
+    script.show(res)
+    assert "no verdict" in capsys.readouterr().out
+
+
+def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_path, capsys):
+    script = load_script("validation/mcrouter50.py")
+    for i, (kw, said) in enumerate((({"quick": True}, "a --quick trace"), ({"name": "NVIDIA H100"}, "expected an H200"))):
+        b = tmp_path / f"q{i}"
+        (b / "runs").mkdir(parents=True)
+        shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
+        write_trace(b / "runs", **kw)
+        assert script.main([str(b)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err, err
+    empty, other, keyless = wrong_bundles(tmp_path, "moeker50", "mcrouter50")
+    for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moeker50', expected 'mcrouter50'"),
+                         (keyless, "registered.yaml: no readable")):
+        assert script.main([str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
+    b = tmp_path / "norun"
+    (b / "runs").mkdir(parents=True)
+    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
+    assert script.main([str(b)]) == 1 and "mcore-router.json: missing" in capsys.readouterr().err
+
+
+def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch):
+    """--register writes registered.yaml byte for byte, never over it; the prediction is the adopted column plus the
+    GEMM price, which (no floor clamped) is moeker50's kernels clock of the same records."""
+    script = load_script("validation/mcrouter50.py")
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
+    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
+    rows = reg["rows"]
+    for lay, *_ in GRID:
+        for pas in ("fwd", "fwdbwd"):
+            assert rows["predicted_us"][lay][pas] == pytest.approx(rows["moeker50_kernels_us"][lay][pas], abs=0.02)
+
+
+def test_the_device_script_runs_its_cpu_dry_run():
+    """studies/mcore_router_device.py --device cpu --quick on one layer: the torch chain's records, and Megatron's where
+    megatron-core imports (skipped where torch is not installed: the project's venv has none; the device has it)."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "studies/mcore_router_device.py", "--device", "cpu", "--quick", "--repeats", "2",
+                          "--prof-repeats", "1", "--warmup", "0", "--layers", "mixtral-ep8"], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    doc = json.loads(out.stdout)
+    impls = {"torch"} | ({"mcore", "mcore-fp32"} if not doc["mcore"].startswith("not run") else set())
+    assert doc["quick"] and {(r["impl"], r["pass"], r["clock"]) for r in doc["records"]} == {
+        (i, p, c) for i in impls for p in ("fwd", "fwdbwd") for c in ("events", "kernels")}
