@@ -25,7 +25,6 @@ dry run here), the torch chain is still timed and "mcore" says why."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -40,6 +39,7 @@ from moe_kernel_device import profile_kernels, stop  # noqa: E402
 from moe_router_device import Layer, timer  # noqa: E402
 
 from simcluster.runner.moerouter_grid import GRID  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 AUX_COEFF = 1e-2   # the torch chain's aux weight (moe_router_device.Layer.router)
 IMPLS = (("mcore", None), ("mcore-fp32", "fp32"))   # Megatron's default (GEMM and routing in bf16) and moe_router_dtype fp32
@@ -116,7 +116,7 @@ def records_of(torch, name: str, impl: str, fn, dev: str, warmup: int, repeats: 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--quick", action="store_true", help="tiny shapes (T / 64, h / 16): a dry run")
     ap.add_argument("--warmup", type=int, default=3)
