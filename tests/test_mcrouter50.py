@@ -99,7 +99,13 @@ def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_pa
     b = tmp_path / "norun"
     (b / "runs").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-    assert script.main([str(b)]) == 1 and "mcore-router.json: missing" in capsys.readouterr().err
+    assert script.main([str(b)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "mcore-router.json" in err and "cannot read" in err, err
+    (b / "runs" / "mcore-router.json").write_text('{"device": {}, "quick": false}')
+    assert script.main([str(b)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a studies/mcore_router_device.py output" in err, err
 
 
 def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch):

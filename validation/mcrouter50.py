@@ -24,7 +24,6 @@ later adoption may rebuild the router columns from Megatron's own kernels (not t
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from simcluster.heldout import moeker50, moerouter  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_router_term  # noqa: E402
 from simcluster.runner.moerouter_grid import GRID  # noqa: E402
+from simcluster.strict import load_json  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x1-mcrouter50-2026-12-01"
 TRACE = "mcore-router.json"          # under the bundle's runs/
@@ -96,15 +96,11 @@ def register(path: Path) -> None:
 
 def read_trace(path: Path) -> dict:
     """{(layer, pass, impl, clock): record}, the device record, quick and the Megatron note; one line if unreadable."""
+    doc = load_json(path, what="studies/mcore_router_device.py output (the device call's runs/)")
     try:
-        doc = json.loads(Path(path).read_text())
         recs = {(r["layer"], r["pass"], r["impl"], r["clock"]): dict(r) for r in doc["records"]}
         out = {"records": recs, "device": dict(doc["device"]), "quick": bool(doc["quick"]), "mcore": str(doc["mcore"])}
-    except FileNotFoundError:
-        raise SimclusterError(f"{path}: missing (the device call's runs/ from studies/mcore_router_device.py)") from None
-    except IsADirectoryError:
-        raise SimclusterError(f"{path}: a folder, expected a studies/mcore_router_device.py output") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise SimclusterError(f"{path}: not a studies/mcore_router_device.py output ({type(exc).__name__}: {exc})") from None
     moerouter.check_h200(out, path)
     return out
