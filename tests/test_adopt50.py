@@ -97,4 +97,5 @@ def test_publ50s_model_zoo_predictions_reproduce_inside_the_handle():
     with before_adopt50():
         got = {(p, r.run): round(100 * r.error, 1) for p in {p for p, _ in printed}
                for r in validate_published_llm(p).rows if r.error is not None}
-    assert got == printed
+    assert {k: got[k] for k in printed} == printed     # rows compared since (cpmoe50's CP rows 8, 10, 12) aside
+    assert {r for _, r in set(got) - set(printed)} <= {8, 10, 12}

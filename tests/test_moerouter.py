@@ -115,7 +115,10 @@ def test_term_adds_to_the_marked_router_and_permute_only():
 # not time: priced by moe_router_term's nearest-layer scaling, an extrapolation no registered set judged (llm.md, the
 # router term's valid range; review A50, finding 4). A new file's off-grid rows fail here until listed and documented.
 OFF_GRID_LATER = {("llm-megatron-moe-modelzoo-qwen3-235b-h100", 3), ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 4),
-                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 6), ("llm-megatron-moe-modelzoo-mixtral-8x22b-h100", 1)}
+                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 6), ("llm-megatron-moe-modelzoo-mixtral-8x22b-h100", 1),
+                  # cpmoe50: the 32K-128K CP rows, b s / c = 16,384 router tokens a rank as row 6's
+                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 8), ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 10),
+                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 12)}
 
 
 def test_grid_holds_every_held_out_published_moe_rows_layer():

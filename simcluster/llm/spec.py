@@ -231,7 +231,7 @@ class ParallelSpec:
     recompute_modules: tuple[str, ...] = ()   # with recompute 'selective': Megatron's module list (empty: core_attn)
     tp_comm_overlap: bool = False       # Megatron --tp-comm-overlap: TE userbuffers pipeline TP collectives with GEMMs (llm/overlap.py)
     overlap_param_gather: bool = False  # Megatron --overlap-param-gather: ZeRO-1/2 parameter all_gather overlapped with the forward
-    expert_tp: int = 0            # Megatron --expert-tensor-parallel-size: 0 = tp (its default) or 1 (experts whole, spread over tp x dp)
+    expert_tp: int = 0            # Megatron --expert-tensor-parallel-size: 0 = tp (its default) or 1 (experts whole, spread over tp x cp x dp)
     pipeline_layout: tuple[int, ...] = ()   # layers of each virtual stage in model order (pp x virtual_stages entries; Megatron's
                                   # num_layers_in_first / last_pipeline_stage, pipeline_model_parallel_layout); () = spec.layer_split
     moe_dispatcher: str = "alltoall"        # MOE_DISPATCHERS
@@ -267,8 +267,6 @@ class ParallelSpec:
                                  hint="set sequence_parallel: true")
         if self.expert_tp not in (0, 1, self.tp):
             raise LlmConfigError("parallel.expert_tp", f"expected 1 or tp ({self.tp}), got {self.expert_tp} (other expert TP sizes are not modelled)")
-        if self.etp != self.tp and self.cp > 1:
-            raise LlmConfigError("parallel.expert_tp", "expert_tp 1 with context parallelism is not modelled")
         if self.overlap_param_gather and self.zero not in (1, 2):
             raise LlmConfigError("parallel.overlap_param_gather", f"needs the distributed optimizer (zero 1 or 2), got zero {self.zero}")
         if self.virtual_stages > 1 and self.pp == 1:

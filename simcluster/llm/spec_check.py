@@ -44,7 +44,7 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
         if par.ep_span % par.ep:
             over = "dp x cp" if par.etp == par.tp else "dp x cp x tp (expert_tp 1)"
             raise LlmConfigError("parallel.ep", f"ep {par.ep} does not divide {over} ({par.ep_span}) (experts are spread over those ranks)",
-                                 hint=None if par.etp == 1 else "Megatron's expert_tp 1 spreads the experts over dp x tp")
+                                 hint=None if par.etp == 1 else "Megatron's expert_tp 1 spreads the experts over dp x cp x tp")
     if gpus is not None and par.gpus != gpus:
         raise LlmConfigError("parallel.dp", f"dp x tp x pp x cp = {par.dp} x {par.tp} x {par.pp} x {par.cp} = {par.gpus}, "
                              f"but the machine has {gpus} GPUs")
