@@ -13,8 +13,8 @@
       virtual_stages: [1]                 # optional (pp = 1 uses 1)
       recompute: [none, selective, full]  # optional: activation recomputation traded against memory (a base job's
                                           # recompute_modules go with selective only)
-      ep: [8, 16, 32]                     # optional, MoE: expert parallelism (must divide the experts and dp, or dp x tp
-                                          # with expert_tp 1: the reader refuses the rest, counted as skipped)
+      ep: [8, 16, 32]                     # optional, MoE: expert parallelism (must divide the experts and dp x cp, or
+                                          # dp x cp x tp with expert_tp 1: the reader refuses the rest, counted as skipped)
       moe_dispatcher: [alltoall, deepep]  # optional, MoE: the token dispatcher (llm/comm.py)
 A base job with sequence_parallel: true keeps it wherever tp > 1 (it needs tensor parallelism).
 dp = GPUs / (tp pp cp); global_batch must be a multiple of dp x micro_batch. Every candidate is then read by the
