@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, load_script, wrong_bundles
+from conftest import ROOT, load_script
+from test_mcrouter50 import refuses_bundles
 
 from simcluster.runner.moerouter_grid import GRID
 
@@ -93,31 +94,8 @@ def test_no_complete_megatron_measurement_decides_nothing(tmp_path, kw, said, ca
 
 
 def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_path, capsys):
-    script = load_script("validation/mcperm50.py")
-    for i, (kw, said) in enumerate((({"quick": True}, "a --quick trace"), ({"name": "NVIDIA H100"}, "expected an H200"))):
-        b = tmp_path / f"q{i}"
-        (b / "runs").mkdir(parents=True)
-        shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-        write_trace(b / "runs", **kw)
-        assert script.main([str(b)]) == 1
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and said in err, err
-    empty, other, keyless = wrong_bundles(tmp_path, "mcrouter50", "mcperm50")
-    for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'mcrouter50', expected 'mcperm50'"),
-                         (keyless, "registered.yaml: no readable")):
-        assert script.main([str(folder)]) == 1
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
-    b = tmp_path / "norun"
-    (b / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-    assert script.main([str(b)]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "mcore-perm.json" in err and "cannot read" in err, err
-    (b / "runs" / "mcore-perm.json").write_text('{"device": {}, "quick": false}')
-    assert script.main([str(b)]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not a studies/mcore_perm_device.py output" in err, err
+    refuses_bundles(load_script("validation/mcperm50.py"), BUNDLE, write_trace, "mcore-perm.json",
+                    "studies/mcore_perm_device.py", "mcrouter50", "mcperm50", tmp_path, capsys)
 
 
 def test_the_registration_is_fresh_and_predicts_the_products_permute_price(tmp_path, monkeypatch):
