@@ -80,32 +80,39 @@ def test_no_complete_megatron_measurement_decides_nothing(tmp_path, kw, said, ca
     assert "no verdict" in capsys.readouterr().out
 
 
-def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_path, capsys):
-    script = load_script("validation/mcrouter50.py")
+def refuses_bundles(script, bundle: Path, write, trace: str, producer: str, other_set: str, own_set: str, tmp_path, capsys) -> None:
+    """A registered set's read-out (`script`, its `bundle`) refuses in one line: a --quick trace and a foreign card's
+    (written by `write(runs, **kw)`), an empty folder, another set's registration, its own without keys, no `trace` under
+    runs/ and a trace that is no `producer` output (mcperm50's test takes it too)."""
     for i, (kw, said) in enumerate((({"quick": True}, "a --quick trace"), ({"name": "NVIDIA H100"}, "expected an H200"))):
         b = tmp_path / f"q{i}"
         (b / "runs").mkdir(parents=True)
-        shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-        write_trace(b / "runs", **kw)
+        shutil.copy(bundle / "registered.yaml", b / "registered.yaml")
+        write(b / "runs", **kw)
         assert script.main([str(b)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err, err
-    empty, other, keyless = wrong_bundles(tmp_path, "moeker50", "mcrouter50")
-    for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moeker50', expected 'mcrouter50'"),
+    empty, other, keyless = wrong_bundles(tmp_path, other_set, own_set)
+    for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, f"set '{other_set}', expected '{own_set}'"),
                          (keyless, "registered.yaml: no readable")):
         assert script.main([str(folder)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
     b = tmp_path / "norun"
     (b / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
+    shutil.copy(bundle / "registered.yaml", b / "registered.yaml")
     assert script.main([str(b)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "mcore-router.json" in err and "cannot read" in err, err
-    (b / "runs" / "mcore-router.json").write_text('{"device": {}, "quick": false}')
+    assert err.count("\n") == 1 and trace in err and "cannot read" in err, err
+    (b / "runs" / trace).write_text('{"device": {}, "quick": false}')
     assert script.main([str(b)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not a studies/mcore_router_device.py output" in err, err
+    assert err.count("\n") == 1 and f"not a {producer} output" in err, err
+
+
+def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_path, capsys):
+    refuses_bundles(load_script("validation/mcrouter50.py"), BUNDLE, write_trace, "mcore-router.json",
+                    "studies/mcore_router_device.py", "moeker50", "mcrouter50", tmp_path, capsys)
 
 
 def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch):
