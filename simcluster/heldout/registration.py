@@ -97,9 +97,9 @@ def moe_rows_then(rows) -> list:
     (llm/moe_router_term.JUDGED_FILES), the MoE files there were when moelab49b and moeker50 registered their published
     MoE figures: publ50's Model Zoo files, recorded after, are left out so that those registrations and read-outs
     reproduce (they priced 70 rows; the new files add 7)."""
-    from simcluster.llm.moe_router_term import JUDGED_FILES
+    from simcluster.llm.moe_router_term import judged
 
-    return [r for r in rows if r.family == "MoE" and r.error is not None and f"{r.source}.yaml" in JUDGED_FILES]
+    return [r for r in rows if r.family == "MoE" and r.error is not None and judged(r.source)]
 
 
 def registering_commit(root: Path) -> str:

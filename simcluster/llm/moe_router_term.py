@@ -125,11 +125,15 @@ def applies(fw) -> bool:
     return fw.name in _SCOPE
 
 
+def judged(source: str) -> bool:
+    """Whether a published file is one of JUDGED_FILES: `source` its file name or, as a ReferenceRow names it, its stem."""
+    return (source if source.endswith(".yaml") else f"{source}.yaml") in JUDGED_FILES
+
+
 def development_why(framework: str, family: str, source: str) -> str:
     """Why a held-out published row is development for the term (WHY), or "": a MoE row of an ADOPTED framework in one
-    of the JUDGED_FILES (`source`: the file's name) while the adoption's labels hold (off inside
-    heldout/registration.before_adopt49)."""
-    return WHY if _LABELS and family == "MoE" and framework in ADOPTED and source in JUDGED_FILES else ""
+    of the JUDGED_FILES (judged(source)) while the adoption's labels hold (off inside heldout/registration.before_adopt49)."""
+    return WHY if _LABELS and family == "MoE" and framework in ADOPTED and judged(source) else ""
 
 
 def _nearest(m: float, e: float, h: float) -> tuple:
