@@ -21,7 +21,9 @@ calibration/h200x2-fsdpc50-2026-12-01 (validation/fsdpc50.py).
      HEAD_GRAD_START_BYTES; the step without checkpointing only), and the residual beside -2TV+2R+2W (-2 B a logit,
      2 B a root parameter, 2 B a head parameter: the candidate's move where the loss is the peak; -2TV+4R to 2H bytes
      on tied models) and beside mem49's -2TV+2R. DEVELOPMENT for that candidate too: two of the three rows without
-     checkpointing solved for its two coefficients (the 1b rows share R), the 2b row the one check.
+     checkpointing solved for its two coefficients (the 1b rows share R), and the head term (2W) added after cold read
+     B50 on the same rows: all three rows are development for it, none a check; its check is the registered, not yet
+     run calibration/h200x2-fsdpc50-2026-12-01.
 
     PYTHONPATH=. python studies/fsdpc50_loss.py > studies/fsdpc50_loss.txt
 """

@@ -37,7 +37,11 @@ def leaf_ops(torch, fn) -> int:
 
 def main(argv=None) -> int:
     ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("mcore_router_ops.py: needs torch (and megatron-core beside it): not installed here", file=sys.stderr)
+        return 2
     from mcore_router_device import mcore_router, megatron
     from moe_router_device import Layer
 

@@ -68,6 +68,13 @@ def zoo_rows(rows: list) -> list:
     return [r for r in rows if r.source.startswith(ZOO) and r.error is not None and r.held_out and not r.development_for]
 
 
+def each_source_once(by: dict) -> float:
+    """The mean over sources of each source's mean |error| (trust/thin.source_figures, the families' rule)."""
+    from simcluster.trust.thin import source_figures
+
+    return source_figures({s: [abs(x) for x in v] for s, v in by.items()}, 10.0)["each_source_once_mean"]
+
+
 def source_means(errors: dict) -> dict:
     return {source: mean_abs(v) for source, v in by_source(errors).items()}
 
@@ -83,7 +90,7 @@ def caveat_figures(then: dict, now: dict, zoo: list) -> dict:
     recent = [v for (source, _), v in now.items() if source.startswith(RECENT)]
     return {"rows": len(e), "mean_pct": f"{mean_abs(e):.1f}", "within": sum(abs(x) <= 10 for x in e),
             "slow": len(slow), "slow_grok": sum("grok1" in s for s, _ in slow), "fast": sum(x > 10 for x in e),
-            "sources": len(b), "each_source_pct": f"{sum(b.values()) / len(b):.1f}",
+            "sources": len(b), "each_source_pct": f"{each_source_once(by_source(now)):.1f}",
             "sources_worse": sum(b[k] > a[k] for k in b), "recent_rows": len(recent),
             "recent_fast": sum(x > 10 for x in recent), "zoo_rows": len(zoo),
             "zoo_mean_pct": f"{mean_abs(100 * r.error for r in zoo):.1f}",
@@ -109,7 +116,7 @@ def print_development(then: dict, now: dict) -> None:
         worse += [source] if y > x else []
         print(f"{source[4:62]:58s} {len(a[source]):4d} {x:8.1f}% {y:7.1f}%  {min(b[source]):+.1f}..{max(b[source]):+.1f}%")
     print(f"row-weighted ({len(then)} rows): {mean_abs(then.values()):.2f} -> {mean_abs(now.values()):.2f}%")
-    each_then, each_now = (sum(mean_abs(v) for v in d.values()) / len(d) for d in (a, b))
+    each_then, each_now = each_source_once(a), each_source_once(b)
     print(f"each source once ({len(a)} sources): {each_then:.1f} -> {each_now:.1f}%; worse on {len(worse)} of {len(a)} "
           f"sources, better on {len(a) - len(worse)}")
     recent = [e for s, v in b.items() if s.startswith(RECENT) for e in v]

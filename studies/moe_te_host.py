@@ -61,6 +61,12 @@ def reaches(c: float, idle_s: float = IDLE_S) -> bool:
     return row0_step(c) - row0_step(0.0) >= idle_s
 
 
+def derived(hi: float = 5e-3) -> str:
+    """c derived under the model in force, searched to `hi`: 'c = X us', or that no c up to hi adds the idle."""
+    d = derive(hi=hi)
+    return f"c = {1e6 * d:.1f} us" if reaches(hi) else f"no c up to {1e6 * hi:.0f} us adds it"
+
+
 def shipped_c() -> float:
     from simcluster.llm.framework import MOE_SYNC_KERNEL_S
 
@@ -79,9 +85,8 @@ def rederive(hi: float = 5e-3) -> None:
     for label, ctx in (("before adopt49", before_adopt49), ("before adopt50 (session 49's router table)", before_adopt50),
                        ("adopted model (router term on)", nullcontext)):
         with ctx():
-            d, step0 = derive(hi=hi), row0_step(0.0)
-            got = f"c = {1e6 * d:.1f} us" if reaches(hi) else f"no c up to {1e6 * hi:.0f} us adds it"
-            got += "" if label == "before adopt49" else f" {DEVELOPMENT}"
+            step0 = row0_step(0.0)
+            got = derived(hi) + ("" if label == "before adopt49" else f" {DEVELOPMENT}")
             print(f"{label}: GPU work (c = 0) {step0:.2f} s; the sync term at the shipped c {1e6 * c:.1f} us adds "
                   f"{row0_step(c) - step0:.2f} s of the {IDLE_S:.3f} s idle; {got}")
 
@@ -131,8 +136,7 @@ def main() -> None:
     print(f"GPU idle {IDLE_S:.3f} s of the {STEP_S} s step -> c = {1e6 * c:.1f} us per modelled kernel, derived on "
           f"the model before adopt49 (router term off): {shipped} ({1e6 * shipped_c():.1f} us)")
     print(f"  idle x0.75: c = {1e6 * lo:.1f} us\n  idle x1.25: c = {1e6 * hi:.1f} us")
-    now = derive(hi=5e-3)
-    print(f"under today's model (router term on): c = {1e6 * now:.1f} us {DEVELOPMENT}")
+    print(f"under today's model (router term on): {derived()} {DEVELOPMENT}")
     print(f"per row under today's model at the shipped c {1e6 * shipped_c():.1f} us (the range: idle x0.75 .. x1.25):")
     sensitivity(shipped_c(), lo, hi)
 
