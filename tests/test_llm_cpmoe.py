@@ -74,15 +74,28 @@ def test_expert_states_shard_over_the_expert_data_parallel_group():
         assert math.isclose(mem.optimizer, 12 * (p.dense / 8 + p.expert / 4), rel_tol=1e-12)
 
 
-def test_refused_config_now_predicts_a_step():
+def test_refused_config_now_predicts_a_step_whose_expert_layer_is_worked_by_hand():
     """A small Qwen3-like MoE (4 layers, 8K) on 8 H100s, tp 2, cp 2, dp 2, ep 4, expert TP 1: refused before cpmoe50,
-    now a step; against expert TP = tp (2) at the same layout the experts are whole (no expert-TP gather), so the two
-    predictions differ; both positive and finite."""
+    now a step; against expert TP = tp (2) at the same layout, by hand: a rank holds b s / c / t = 8192 / 2 / 2 = 2048
+    tokens and sends each to k = 4 experts, 2048 x 4 x 2048 x 2 bytes = 32 MiB a dispatch either way; expert TP 2 then
+    gathers the received rows over its 2 ranks (64 MiB, the gathered whole), expert TP 1 gathers nothing. Per local
+    expert (16 / 4 = 4 local) the EP group's 4 ranks send 2048 x 4 x 4 / 16 = 2048 rows: whole experts (ffn 768) with
+    expert TP 1, twice the rows on half an expert (384) with expert TP 2. Outside expert TP the experts spread over
+    dp x cp x tp / etp = 8 or 4 ranks: expert_dp 8 / 4 = 2 reduces the expert gradients with expert TP 1, 4 / 4 = 1 none
+    with expert TP 2; the dense layers are the same."""
     small = TransformerSpec(4, 2048, 6144, 16, 4, 32000, 8192, experts=16, top_k=4, expert_ffn=768)
     machine = Machine("models/collective/h200x4-nvlink.yaml", 8, 1, None, None, 112.0, gpu_card="models/gpu/h100-sxm.yaml")
     gpu, net = load_gpu(machine.gpu_card)[0], llm_network(machine)
-    step = {}
-    for etp in (1, 2):
+    batch, dispatch, result = BatchSpec(16, 1), 2048 * 4 * 2048 * 2, {}
+    expected = {1: ((dispatch, 0.0), (8, 2), (2048, 768, 2048, 4)), 2: ((dispatch, 2.0 * dispatch), (4, 1), (4096, 384, 2048, 4))}
+    for etp, (bytes_, span, gate) in expected.items():
         par = ParallelSpec(tp=2, cp=2, dp=2, ep=4, expert_tp=etp, sequence_parallel=True, zero=1)
-        step[etp] = predict_llm(small, par, BatchSpec(16, 1), gpu, net, 8, "megatron", trace=False).step_time_s
-    assert all(0 < s < math.inf for s in step.values()) and step[1] != step[2]
+        assert comm.dispatch_bytes(small, par, batch) == bytes_ and (par.ep_span, par.expert_dp) == span
+        f = {o.name: o for o in ops.layer_forward(small, par, batch)}
+        assert f["expert_gate"].shape == f["expert_up"].shape == gate and f["expert_down"].shape == (gate[0], 2048, gate[1], 4)
+        result[etp] = predict_llm(small, par, batch, gpu, net, 8, "megatron", trace=False)
+    assert all(0 < r.step_time_s < math.inf for r in result.values())
+    b1, b2 = result[1].breakdown, result[2].breakdown
+    assert b1["exposed_tp_comm"] == b2["exposed_tp_comm"]          # the dense layers' TP is the same layout
+    assert b2["exposed_ep_comm"] > b1["exposed_ep_comm"]          # the expert-TP gather (and its reduce-scatter) on top
+    assert b1["exposed_dp_comm"] > b2["exposed_dp_comm"]          # expert gradients reduced over expert_dp 2, not at 1
