@@ -1,7 +1,7 @@
 """The NVLS-domain ceiling's counterfactual on OCI's GB200 rack (issue 41, session 49 nccl49; review A49 finding 8):
 each all_reduce row of calibration/published/nccl-oci-gb200-quickstart-rack.yaml predicted as the product prices it
 (the fitted ceiling channels x a_ch, collectives/nvls_domain.CHANNEL_ALGBW_Bps, binding) and with the ceiling removed
-(a_ch set to infinity inside this study only: the card's law carried from 8 GPUs, the fill kept). Descriptive: nothing
+(a_ch priced as infinity inside nvls_domain.channel_algbw_as, this study's calls only: the card's law carried from 8 GPUs, the fill kept). Descriptive: nothing
 is fitted or adopted from it (docs/models/collectives.md, collectives-findings.md session 49).
     python studies/nvls_ceiling_off.py
 """
@@ -22,13 +22,9 @@ RACK = ROOT / "calibration" / "published" / "nccl-oci-gb200-quickstart-rack.yaml
 
 
 def all_reduce_rows(a_ch: float) -> list:
-    """The rack file's compared all_reduce rows with nvls_domain.CHANNEL_ALGBW_Bps = a_ch (restored after)."""
-    saved = nvls_domain.CHANNEL_ALGBW_Bps
-    nvls_domain.CHANNEL_ALGBW_Bps = a_ch
-    try:
+    """The rack file's compared all_reduce rows with a_ch priced as `a_ch` (nvls_domain.channel_algbw_as)."""
+    with nvls_domain.channel_algbw_as(a_ch):
         rows = validate_published_nccl(RACK).rows
-    finally:
-        nvls_domain.CHANNEL_ALGBW_Bps = saved
     return [r for r in rows if r.error is not None and "all_reduce" in r.configuration]
 
 

@@ -38,6 +38,9 @@ session 44. Above 8 GPUs three terms, each named by where it comes from:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from simcluster.collectives.nccl_constants import NVLS_ARITY, NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN
 from simcluster.collectives.pipeline_fill import NVLS_CHUNK_BYTES, fill_s, stream_chunk_bytes
@@ -50,6 +53,23 @@ FITTED_LABEL = "fitted ceiling above 8 GPUs (GB300 NVL72 16-60, development; mec
 ONE_CLIQUE_CHANNELS_FROM = (2, 27)   # nvls.cc: NVLS_NCHANNELS_SM100_NVL from v2.27.3-1
 NVLS_STAGES = 3                   # scatter, reduce + multicast, gather (all_reduce.h, one node)
 CHUNK_STEPS = ((64, 65536), (8, 32768), (2, 16384))   # enqueue.cc: chunk cut to the size while S < times x C H c
+_A_CH: ContextVar[float] = ContextVar("nvls_channel_algbw_Bps", default=CHANNEL_ALGBW_Bps)   # a_ch in force
+
+
+def channel_algbw_Bps() -> float:
+    """a_ch in force: CHANNEL_ALGBW_Bps, or a study's counterfactual inside channel_algbw_as."""
+    return _A_CH.get()
+
+
+@contextmanager
+def channel_algbw_as(a_ch: float) -> Iterator[None]:
+    """a_ch priced as `a_ch` inside the block (math.inf: the ceiling removed; studies/nvls_ceiling_off.py), the fitted
+    value outside it; the module's constant is never rebound."""
+    token = _A_CH.set(a_ch)
+    try:
+        yield
+    finally:
+        _A_CH.reset(token)
 
 
 def nvls_channels(arch: str, version: tuple[int, int] | None, one_clique: bool) -> int:
@@ -87,7 +107,7 @@ def channel_ceiling_Bps(ranks: int, channels: int, arch: str) -> float:
     """The fitted NVLS ceiling C x a_ch (development, module docstring): only where it was fitted, a Blackwell domain
     above 8 GPUs; none elsewhere."""
     fitted = ranks > BOARD_GPUS and arch == FITTED_ARCH and channels > 0
-    return channels * CHANNEL_ALGBW_Bps if fitted else math.inf
+    return channels * channel_algbw_Bps() if fitted else math.inf
 
 
 def domain_nvls_rate(table: dict[int, float], ranks: int, channels: int, arch: str) -> tuple[float, str] | None:
@@ -97,7 +117,7 @@ def domain_nvls_rate(table: dict[int, float], ranks: int, channels: int, arch: s
         return None
     ceiling = channel_ceiling_Bps(ranks, channels, arch)
     if ceiling < card:
-        return ceiling, f"{FITTED_LABEL}: {channels} channels x {CHANNEL_ALGBW_Bps / 1e9:g} GB/s"
+        return ceiling, f"{FITTED_LABEL}: {channels} channels x {channel_algbw_Bps() / 1e9:g} GB/s"
     carried = "" if ranks in table else f", carried from {max(m for m in table if m <= ranks)} GPUs"
     return card, f"NVLink SHARP (the NVLS card's all_reduce rate{carried})"
 
