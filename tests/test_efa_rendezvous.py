@@ -72,3 +72,17 @@ def test_an_eager_limit_on_a_tcp_card_is_one_line_naming_the_key(tmp_path):
     (tmp_path / "bad.yaml").write_text(text)
     with pytest.raises(SimclusterError, match="eager_max_size"):
         load_nic(tmp_path / "bad.yaml")
+
+
+def test_the_development_check_counts_sources_as_the_held_out_command_does():
+    """validation/efa_rendezvous_check.py's held-out count (as shipped) is the one `validate --published nccl
+    --held-out-systems` prints: a source group counted once (session 50), not files one by one (reviewB50 item 7)."""
+    import re
+
+    from conftest import load_script
+
+    from simcluster.reference.nccl_held_out import excluded_systems, held_out_systems, text
+
+    check = load_script("validation/efa_rendezvous_check.py")
+    printed = re.search(r"^sources within 10%: ([0-9]+) of ([0-9]+) ", text(held_out_systems(), excluded_systems()), re.M)
+    assert printed and check.held_out(None)["within"] == (int(printed[1]), int(printed[2]))
