@@ -20,7 +20,7 @@ calibration/h200x2-fsdpc50-2026-12-01 (validation/fsdpc50.py).
      framework.compiled_loss_donated (OFF; llm/memory.py DONATED_LOSS_LOGIT_BYTES, FSDP2_ROOT_START_BYTES,
      HEAD_GRAD_START_BYTES; the step without checkpointing only), and the residual beside -2TV+2R+2W (-2 B a logit,
      2 B a root parameter, 2 B a head parameter: the candidate's move where the loss is the peak; -2TV+4R to 2H bytes
-     on tied models) and beside mem49's -2TV+2R. DEVELOPMENT for that candidate too: two of the three rows without
+     on tied models) and beside mem49's -2TV+2R (both validation/fsdpc50.peak_forms). DEVELOPMENT for that candidate too: two of the three rows without
      checkpointing solved for its two coefficients (the 1b rows share R), and the head term (2W) added after cold read
      B50 on the same rows: all three rows are development for it, none a check; its check is the registered, not yet
      run calibration/h200x2-fsdpc50-2026-12-01.
@@ -137,7 +137,7 @@ def other_mechanisms() -> None:
 
 
 def peaks() -> None:
-    from simcluster.runner.llm_step import PRESETS
+    from fsdpc50 import peak_forms  # the registered read-out's forms (rule PF), written once
 
     print("\n4. rank-0 peak (GiB), compiled FSDP2; error = predicted / measured - 1 (DEVELOPMENT for compiled_loss_donated)")
     for folders, ckpt in ((CKPT, True), (NOCK, False)):
@@ -151,13 +151,10 @@ def peaks() -> None:
             m = statistics.mean(got) / 2**30
             ship = price(p, seq, mb, ckpt, "peak_mem_GiB")
             cand = price(p, seq, mb, ckpt, "peak_mem_GiB", compiled_loss_donated=True)
-            model = PRESETS[p]
-            head = model["vocab"] * model["hidden"]
-            root = head * (1 if model.get("tied") else 2) + model["hidden"]
-            form2 = (-2 * seq * mb * model["vocab"] + 2 * root) / 2**30
+            forms = peak_forms(p, seq, mb)
             print(f"  {name:11} {p:4} {seq}:{mb} {'ckpt' if ckpt else 'none'}  measured {m:6.2f}  shipped {ship:6.2f} "
                   f"({ship / m - 1:+5.1%})  candidate {cand:6.2f} ({cand / m - 1:+5.1%})  residual {m - ship:+6.3f}  "
-                  f"-2TV+2R+2W {form2 + 2 * head / 2**30:+6.3f}  -2TV+2R {form2:+6.3f}")
+                  + "  ".join(f"{k} {v:+6.3f}" for k, v in forms.items()))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 from test_compiled_nock_memory import UNMOVED, frameworks
 
 from simcluster.llm import compiled, eager, vocab_ops
@@ -64,21 +64,24 @@ def test_the_peak_switch_is_off_and_on_moves_the_loss_peak_by_its_two_terms():
     """framework.compiled_loss_donated (OFF; llm/memory.py): at the loss's peak 2 B a logit (the gradient over the donated
     saved logits), 2 B a root parameter (FSDP2's root unit's gathered bf16 parameters) and 2 B a head parameter (the
     head's unsharded bf16 gradient, V x H tied or not) in place of 4 B a logit; no step time moves, no eager or one-GPU
-    row's memory, and no checkpointed step's (the switch covers the step without checkpointing only)."""
+    row's memory, and no checkpointed step's (the switch covers the step without checkpointing only). The move is the
+    registered read-out's -2TV+2R+2W (validation/fsdpc50.peak_forms, rule PF; written there once, to 0.1 MiB), on a
+    tied preset and an untied one (R = 2W + H there: the head's gradient only, not the untied embedding's)."""
+    from simcluster.heldout.eager import model_of
     from simcluster.llm import memory
+    from simcluster.runner.llm_step import PRESETS
 
+    peak_forms = load_script("validation/fsdpc50.py").peak_forms
     fw = eager.torch_framework(NONE, compiled=True)
     on = replace(fw, compiled_loss_donated=True)
     assert not fw.compiled_loss_donated
-    a, b = (memory.stage_memories(MODEL, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
-    logits = MODEL.seq * BATCH.micro_batch * MODEL.vocab
-    head = MODEL.vocab * MODEL.hidden
-    root = head * (1 if MODEL.tied_embeddings else 2) + MODEL.hidden
-    assert a.logits - b.logits == pytest.approx(-2 * logits + 2 * root + 2 * head)
-    assert a.step_end == b.step_end and a.activations == b.activations
-    untied = replace(MODEL, tied_embeddings=False)   # the head's gradient only, not the untied embedding's
-    a, b = (memory.stage_memories(untied, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
-    assert a.logits - b.logits == pytest.approx(-2 * logits + 2 * (2 * head + MODEL.hidden) + 2 * head)
+    for preset in ("0.3b", "0.5b"):
+        model = model_of({"model": PRESETS[preset]}, MODEL.seq)
+        assert model.tied_embeddings == (preset == "0.3b")
+        a, b = (memory.stage_memories(model, NONE, BATCH, 141e9, f)[0] for f in (on, fw))
+        form = peak_forms(preset, MODEL.seq, BATCH.micro_batch)["-2TV+2R+2W"]
+        assert (a.logits - b.logits) / 2**30 == pytest.approx(form, abs=0.5e-4), preset
+        assert a.step_end == b.step_end and a.activations == b.activations
     full = replace(NONE, recompute="full")   # the loss's memory in the last graph there too, the switch not
     f = eager.torch_framework(full, compiled=True)
     assert compiled.loss_memory_in_last_graph(f, full)
