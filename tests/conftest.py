@@ -1,6 +1,8 @@
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,11 +216,11 @@ def _strict_approx(expected, *args, **kwargs):
 pytest.approx = _strict_approx     # every test module's `pytest.approx` goes through the check above
 
 
-def fresh_register_equals(script, bundle: Path, tmp_path: Path, monkeypatch) -> dict:
-    """A registered set's `--register` at its registering commit writes its registered.yaml byte for byte, and never
-    over an existing one (exit 2); returns the registration."""
+def fresh_register_equals(script, bundle: Path, tmp_path: Path, monkeypatch, commit_key: str = "registered_at_commit") -> dict:
+    """A registered set's `--register` at its registering commit (the registration's `commit_key`) writes its
+    registered.yaml byte for byte, and never over an existing one (exit 2); returns the registration."""
     reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    monkeypatch.setenv("REGISTER_COMMIT", reg["registered_at_commit"])
+    monkeypatch.setenv("REGISTER_COMMIT", reg[commit_key])
     assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
     assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
     assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
@@ -255,11 +257,17 @@ def fresh_register_matches(script, bundle: Path, tmp_path: Path, monkeypatch) ->
     reg = yaml.safe_load((bundle / "registered.yaml").read_text())
     fams, moe = script.registered_before(reg, bundle / "registered.yaml")
     monkeypatch.setattr(script, "predict", lambda table=None: (fams, moe))
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (bundle / "registered.yaml").read_text()
-    assert script.main(["--register", str(bundle / "registered.yaml")]) == 2   # never overwritten
+    fresh_register_equals(script, bundle, tmp_path, monkeypatch, "commit")
     return fams, moe
+
+
+def cpu_dry_run(device_script: str, *args: str) -> dict:
+    """A device script's CPU dry run (`--device cpu --quick`, 2 repeats, 1 profiled, no warm-up, then `args`): its JSON
+    document; the test skipped where torch is not installed (the project's venv has none; the device has it)."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, device_script, "--device", "cpu", "--quick", "--repeats", "2", "--prof-repeats", "1",
+                          "--warmup", "0", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
 
 
 def wrong_bundles(tmp_path: Path, other_set: str, own_set: str) -> tuple[Path, Path, Path]:

@@ -4,16 +4,12 @@ registration's freshness and its prediction (the product's own permute price).""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, load_script
-from test_mcrouter50 import refuses_bundles
+from conftest import ROOT, cpu_dry_run, fresh_register_equals, load_script
+from test_mcrouter50 import device_document, read_synthetic, refuses_bundles
 
 from simcluster.runner.moerouter_grid import GRID
 
@@ -36,20 +32,11 @@ def write_trace(runs: Path, mcore=1.0, torch_x=1.0, n_kernels=50.0, name="NVIDIA
                 recs += [{**base, "clock": "events", "time_s": t, "samples": [t]},
                          {**base, "clock": "kernels", "time_s": 0.7 * t, "samples": [0.7 * t] * 2, "n_kernels": n_kernels,
                           "span_s": 0.9 * t, "gemm_s": 0.0}]
-    dev = {"name": name, "torch": "2.11.0+cu130", "cuda": "13.0", "dtype": "torch.bfloat16"}
-    if stopped:
-        dev["stopped"] = stopped
-    runs.mkdir(parents=True, exist_ok=True)
-    (runs / "mcore-perm.json").write_text(json.dumps({"device": dev, "quick": quick, "mcore": note, "records": recs}))
+    device_document(runs / "mcore-perm.json", recs, name, quick, note, stopped)
 
 
 def read(tmp_path, **kw):
-    script = load_script("validation/mcperm50.py")
-    b = tmp_path / "b"
-    (b / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-    write_trace(b / "runs", **kw)
-    return script, script.read_out(b)
+    return read_synthetic("validation/mcperm50.py", BUNDLE, write_trace, tmp_path, **kw)
 
 
 def column_over_moeker50() -> float:
@@ -105,11 +92,7 @@ def test_the_registration_is_fresh_and_predicts_the_products_permute_price(tmp_p
     from simcluster.llm import moe_router_term
 
     script = load_script("validation/mcperm50.py")
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
+    reg = fresh_register_equals(script, BUNDLE, tmp_path, monkeypatch, "commit")
     rows, gpu = moe_router_term.read_table()[0], script.card()
     for name, _T, _E, h, _k, _sf, local, _ep, routed, *_ in GRID:
         b = (4 if local > 1 else 2) * 2 * routed * h * 2
@@ -125,11 +108,7 @@ def test_the_registration_is_fresh_and_predicts_the_products_permute_price(tmp_p
 def test_the_device_script_runs_its_cpu_dry_run():
     """studies/mcore_perm_device.py --device cpu --quick on one chunked layer: the torch form's records, and Megatron's
     where megatron-core imports (skipped where torch is not installed: the project's venv has none; the device has it)."""
-    pytest.importorskip("torch")
-    out = subprocess.run([sys.executable, "studies/mcore_perm_device.py", "--device", "cpu", "--quick", "--repeats", "2",
-                          "--prof-repeats", "1", "--warmup", "0", "--layers", "moonlight-ep8"], cwd=ROOT, capture_output=True,
-                         text=True, check=True)
-    doc = json.loads(out.stdout)
+    doc = cpu_dry_run("studies/mcore_perm_device.py", "--layers", "moonlight-ep8")
     impls = {"torch"} | ({"mcore"} if not doc["mcore"].startswith("not run") else set())
     assert doc["quick"] and {(r["piece"], r["impl"], r["pass"], r["clock"]) for r in doc["records"]} == {
         ("permute", i, p, c) for i in impls for p in ("fwd", "fwdbwd") for c in ("events", "kernels")}

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, load_script, wrong_bundles
+from conftest import ROOT, cpu_dry_run, fresh_register_equals, load_script, wrong_bundles
 
 from simcluster.runner.moerouter_grid import GRID
 
@@ -34,20 +32,37 @@ def write_trace(runs: Path, mcore=1.0, torch_x=1.0, fp32=1.1, n_kernels=40.0, na
                 recs += [{**base, "clock": "events", "time_s": 5 * t, "samples": [5 * t]},
                          {**base, "clock": "kernels", "time_s": t, "samples": [t, t], "n_kernels": n_kernels, "span_s": 1.5 * t,
                           "gemm_s": 0.2 * t}]
+    device_document(runs / "mcore-router.json", recs, name, quick, note, stopped)
+
+
+def device_document(path: Path, recs: list, name: str, quick: bool, note: str, stopped: str | None) -> None:
+    """A Megatron device script's output (studies/mcore_router_device.py, mcore_perm_device.py): `recs` on the card
+    `name`, --quick or not, megatron-core's version (or why it did not run) and the guard's stop (mcperm50's test too)."""
     dev = {"name": name, "torch": "2.11.0+cu130", "cuda": "13.0", "dtype": "torch.bfloat16"}
     if stopped:
         dev["stopped"] = stopped
-    runs.mkdir(parents=True, exist_ok=True)
-    (runs / "mcore-router.json").write_text(json.dumps({"device": dev, "quick": quick, "mcore": note, "records": recs}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"device": dev, "quick": quick, "mcore": note, "records": recs}))
+
+
+def bundle_with(bundle: Path, folder: Path) -> Path:
+    """`folder` as a bundle: `bundle`'s registration copied in, an empty runs/."""
+    (folder / "runs").mkdir(parents=True)
+    shutil.copy(bundle / "registered.yaml", folder / "registered.yaml")
+    return folder
+
+
+def read_synthetic(readout: str, bundle: Path, write, tmp_path: Path, **kw):
+    """The read-out script `readout` and its read_out of `bundle`'s registration beside a trace `write(runs, **kw)` wrote
+    (mcperm50's test too)."""
+    script = load_script(readout)
+    b = bundle_with(bundle, tmp_path / "b")
+    write(b / "runs", **kw)
+    return script, script.read_out(b)
 
 
 def read(tmp_path, **kw):
-    script = load_script("validation/mcrouter50.py")
-    b = tmp_path / "b"
-    (b / "runs").mkdir(parents=True)
-    shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
-    write_trace(b / "runs", **kw)
-    return script, script.read_out(b)
+    return read_synthetic("validation/mcrouter50.py", BUNDLE, write_trace, tmp_path, **kw)
 
 
 @pytest.mark.parametrize("mcore, word", [(1.0, "HOLDS"), (1.29, "HOLDS"), (0.71, "HOLDS"), (1.31, "OVER"), (0.69, "UNDER"), (2.0, "OVER")])
@@ -85,9 +100,7 @@ def refuses_bundles(script, bundle: Path, write, trace: str, producer: str, othe
     (written by `write(runs, **kw)`), an empty folder, another set's registration, its own without keys, no `trace` under
     runs/ and a trace that is no `producer` output (mcperm50's test takes it too)."""
     for i, (kw, said) in enumerate((({"quick": True}, "a --quick trace"), ({"name": "NVIDIA H100"}, "expected an H200"))):
-        b = tmp_path / f"q{i}"
-        (b / "runs").mkdir(parents=True)
-        shutil.copy(bundle / "registered.yaml", b / "registered.yaml")
+        b = bundle_with(bundle, tmp_path / f"q{i}")
         write(b / "runs", **kw)
         assert script.main([str(b)]) == 1
         err = capsys.readouterr().err
@@ -98,9 +111,7 @@ def refuses_bundles(script, bundle: Path, write, trace: str, producer: str, othe
         assert script.main([str(folder)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
-    b = tmp_path / "norun"
-    (b / "runs").mkdir(parents=True)
-    shutil.copy(bundle / "registered.yaml", b / "registered.yaml")
+    b = bundle_with(bundle, tmp_path / "norun")
     assert script.main([str(b)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and trace in err and "cannot read" in err, err
@@ -118,13 +129,7 @@ def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_pa
 def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch):
     """--register writes registered.yaml byte for byte, never over it; the prediction is the adopted column plus the
     GEMM price, which (no floor clamped) is moeker50's kernels clock of the same records."""
-    script = load_script("validation/mcrouter50.py")
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
-    rows = reg["rows"]
+    rows = fresh_register_equals(load_script("validation/mcrouter50.py"), BUNDLE, tmp_path, monkeypatch, "commit")["rows"]
     for lay, *_ in GRID:
         for pas in ("fwd", "fwdbwd"):
             assert rows["predicted_us"][lay][pas] == pytest.approx(rows["moeker50_kernels_us"][lay][pas], abs=0.02)
@@ -133,11 +138,7 @@ def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, mon
 def test_the_device_script_runs_its_cpu_dry_run():
     """studies/mcore_router_device.py --device cpu --quick on one layer: the torch chain's records, and Megatron's where
     megatron-core imports (skipped where torch is not installed: the project's venv has none; the device has it)."""
-    pytest.importorskip("torch")
-    out = subprocess.run([sys.executable, "studies/mcore_router_device.py", "--device", "cpu", "--quick", "--repeats", "2",
-                          "--prof-repeats", "1", "--warmup", "0", "--layers", "mixtral-ep8"], cwd=ROOT, capture_output=True,
-                         text=True, check=True)
-    doc = json.loads(out.stdout)
+    doc = cpu_dry_run("studies/mcore_router_device.py", "--layers", "mixtral-ep8")
     impls = {"torch"} | ({"mcore", "mcore-fp32"} if not doc["mcore"].startswith("not run") else set())
     assert doc["quick"] and {(r["impl"], r["pass"], r["clock"]) for r in doc["records"]} == {
         (i, p, c) for i in impls for p in ("fwd", "fwdbwd") for c in ("events", "kernels")}

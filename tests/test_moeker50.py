@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, load_script, wrong_bundles
+from conftest import ROOT, cpu_dry_run, fresh_register_equals, load_script, wrong_bundles
 
 from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import load_gpu
@@ -167,22 +167,13 @@ def test_the_registration_is_fresh(tmp_path, monkeypatch):
     """--register now writes registered.yaml byte for byte (today's model with the table shipped then, session 49's:
     one validate pass, the Qwen3 row and c's search), never over it; the sha256 it names is that table's file text
     (heldout/moerouter.table_text), which adopt50 replaced with this set's rebuild (tests/test_adopt50.py)."""
-    script = load_script("validation/moeker50.py")
-    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
-    monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
-    assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
-    assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
+    fresh_register_equals(load_script("validation/moeker50.py"), BUNDLE, tmp_path, monkeypatch, "commit")
 
 
 def test_the_device_script_runs_its_cpu_dry_run():
     """studies/moe_kernel_device.py --device cpu --quick on one layer: every clock's records, the graph ones with why
     'cpu' (skipped where torch is not installed: the project's venv has none; the device has it)."""
-    pytest.importorskip("torch")
-    out = subprocess.run([sys.executable, "studies/moe_kernel_device.py", "--device", "cpu", "--quick", "--repeats", "2",
-                          "--prof-repeats", "1", "--warmup", "0", "--layers", "mixtral-ep8", "--clocks",
-                          "events,kernels,graph-router,graph-permute"], cwd=ROOT, capture_output=True, text=True, check=True)
-    doc = json.loads(out.stdout)
+    doc = cpu_dry_run("studies/moe_kernel_device.py", "--layers", "mixtral-ep8", "--clocks", "events,kernels,graph-router,graph-permute")
     assert doc["quick"] and {(r["piece"], r["pass"], r["clock"]) for r in doc["records"]} == {
         (p, s, c) for p in ("router", "permute") for s in ("fwd", "fwdbwd") for c in ("events", "kernels", "graph")}
     assert all(r["why"] == "cpu" for r in doc["records"] if r["clock"] == "graph")
