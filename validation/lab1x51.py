@@ -42,7 +42,7 @@ from simcluster.heldout.registration import (  # noqa: E402
 BUNDLE = ROOT / "calibration" / "h200x1-lab1x51-2026-12-01"
 # (name, part, preset, seq, micro-batch): part C compiled + every block checkpointed, part E --ac-mode op
 SHAPES = (("c-3b", "C", "3b", 864, 4), ("c-0.8b", "C", "0.8b", 928, 16),
-          ("op-1b", "E", "1b", 928, 8), ("op-2b", "E", "2b", 736, 8), ("op-0.8b", "E", "0.8b", 864, 16))
+          ("op-1b", "E", "1b", 864, 8), ("op-2b", "E", "2b", 736, 8), ("op-0.8b", "E", "0.8b", 864, 16))
 PROCESSES = 2
 EAGER = "llm | PyTorch eager | {} | bf16"
 # the thin regimes this set's rows enter (single+sac-op+host-bound gets none: README "Why these shapes")

@@ -17,8 +17,8 @@ one="env CUDA_VISIBLE_DEVICES=0 python3 -m simcluster.runner.llm_step --mode sin
 compiled="--compile-scope layer --warmup 3 --steps 5 --profile 0 --compile --ac-mode full"
 op="--warmup 5 --steps 20 --profile 0 --ac-mode op"
 for r in 1 2; do
-  order="c-3b:3b:864:4 op-1b:1b:928:8 c-0.8b:0.8b:928:16 op-2b:2b:736:8 op-0.8b:0.8b:864:16"
-  [ $r -eq 2 ] && order="op-0.8b:0.8b:864:16 op-2b:2b:736:8 c-0.8b:0.8b:928:16 op-1b:1b:928:8 c-3b:3b:864:4"
+  order="c-3b:3b:864:4 op-1b:1b:864:8 c-0.8b:0.8b:928:16 op-2b:2b:736:8 op-0.8b:0.8b:864:16"
+  [ $r -eq 2 ] && order="op-0.8b:0.8b:864:16 op-2b:2b:736:8 c-0.8b:0.8b:928:16 op-1b:1b:864:8 c-3b:3b:864:4"
   for run in $order; do
     IFS=: read -r name preset seq mb <<< "$run"
     case $name in
