@@ -5,6 +5,7 @@ N, P, M and V (V against a synthetic 'today' and, once, against studies/eager_la
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,7 +25,9 @@ MY_SEQS = {608, 672, 736, 864, 928}   # lab1x51's seqs (the session's task file)
 COMPILE_CKPT, SAC_OP = "llm | PyTorch eager | single+compile+ckpt | bf16", "llm | PyTorch eager | single+sac-op | bf16"
 
 
+@functools.cache
 def script():
+    """One module for the whole file, so that a test's monkeypatch of it takes in the read-out it calls."""
     return load_script("validation/lab1x51.py")
 
 
@@ -73,10 +76,11 @@ def today(monkeypatch, rows: dict[str, dict[str, list[float]]]) -> None:
 
 # today's thin rows of the two regimes (studies/eager_lab_modes.txt at 97a9edf7: compile+ckpt 5 rows / 2 sets; sac-op
 # 14 rows / 8 sets), their signed errors from `python studies/eager_lab_modes.py --live`'s rows
-TODAY = {COMPILE_CKPT: {"compileac": [0.009, 0.024, 0.063], "compilefsdp": [0.09, 0.131]},
-         SAC_OP: {"compile2": [-0.051, -0.073], "lease3": [0.197], "ophost2": [0.047, -0.018, 0.102],
-                  "sac": [-0.005, -0.119, -0.193], "today": [0.022], "hostsingle": [-0.023], "opcheck": [0.05],
-                  "opsplit": [0.017, 0.035]}}
+TODAY = {COMPILE_CKPT: {"h200x2-compileac-2026-11-30": [0.009, 0.024, 0.063], "h200x2-compilefsdp-2026-11-30": [0.09, 0.131]},
+         SAC_OP: {"h200x1-llm-compile2-2026-11-29": [-0.051, -0.073], "h200x1-llm-lease3-2026-11-29": [0.197],
+                  "h200x1-llm-ophost2-2026-11-29": [0.047, -0.018, 0.102], "h200x1-llm-sac-2026-11-29": [-0.005, -0.119, -0.193],
+                  "h200x2-eager-today-2026-11-30": [0.022], "h200x2-hostsingle-2026-11-30": [-0.023],
+                  "h200x2-opcheck-2026-11-30": [0.05], "h200x2-opsplit-2026-11-30": [0.017, 0.035]}}
 
 
 def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_path, monkeypatch):
@@ -85,6 +89,8 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
     assert {r["name"]: r["regime"] for r in reg["rows"]} == {"c-3b": COMPILE_CKPT, "c-0.8b": COMPILE_CKPT, "op-1b": SAC_OP,
                                                              "op-2b": SAC_OP, "op-0.8b": SAC_OP}
     assert max(predicted(r)["host_share"] for r in reg["rows"]) < 0.45   # each flag far from the 0.5 line
+    assert reg["today_sets"] == {regime: sorted(sets) for regime, sets in
+                                 (("single+compile+ckpt", TODAY[COMPILE_CKPT]), ("single+sac-op", TODAY[SAC_OP]))}
     assert "/work/" not in (BUNDLE / "registered.yaml").read_text()   # no absolute paths
 
 
@@ -181,6 +187,14 @@ def test_rows_far_off_sink_or_stay(tmp_path, monkeypatch):
     assert v["V single+compile+ckpt"].startswith("SINKS: with these rows NOT met (7 rows, 3 sets"), v
     assert v["V single+sac-op"].startswith("STAYS: with these rows thin (17 rows"), v
     assert "mean + 1 se" in v["V single+sac-op"], v
+
+
+def test_a_set_listed_after_the_registration_is_counted_apart(tmp_path, monkeypatch):
+    today(monkeypatch, {COMPILE_CKPT: TODAY[COMPILE_CKPT] | {"h200x1-later-2026-12-02": [0.5, 0.5]}, SAC_OP: TODAY[SAC_OP]})
+    v = script().read_out(synthetic(tmp_path))["verdicts"]
+    assert v["V single+compile+ckpt"].startswith("LIFTED: with these rows met (7 rows, 3 sets"), v
+    assert v["V single+compile+ckpt later"] == "not counted (listed after this registration): h200x1-later-2026-12-02", v
+    assert "V single+sac-op later" not in v
 
 
 def test_the_verdict_is_studies_eager_lab_modes_reading(monkeypatch):

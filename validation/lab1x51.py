@@ -47,6 +47,13 @@ PROCESSES = 2
 EAGER = "llm | PyTorch eager | {} | bf16"
 # the thin regimes this set's rows enter (single+sac-op+host-bound gets none: README "Why these shapes")
 REGIMES = ("single+compile+ckpt", "single+sac-op")
+# the sets whose rows each regime held at registration (`python studies/eager_lab_modes.py --live` at 97a9edf7: 5 rows /
+# 2 sets, 14 rows / 8 sets): rule V's 'today', so that a set listed after this one does not move this read-out (its rows
+# are counted apart, one line)
+TODAY_SETS = {"single+compile+ckpt": ["h200x2-compileac-2026-11-30", "h200x2-compilefsdp-2026-11-30"],
+              "single+sac-op": ["h200x1-llm-compile2-2026-11-29", "h200x1-llm-lease3-2026-11-29",
+                                "h200x1-llm-ophost2-2026-11-29", "h200x1-llm-sac-2026-11-29", "h200x2-eager-today-2026-11-30",
+                                "h200x2-hostsingle-2026-11-30", "h200x2-opcheck-2026-11-30", "h200x2-opsplit-2026-11-30"]}
 JUDGE = {"target_pct": 8.0, "mem_pct": 10.0}
 RULES = {
     "measured": "each process's median step (llm-step --mode single on GPU 0; part C: --compile --compile-scope layer "
@@ -61,7 +68,8 @@ RULES = {
     "M": "per regime (trust/build.eager_residuals of the readers' rows: the registered flag and mode), the mean |error| "
          "over this set's rows (error = today's prediction / measured - 1, today's = the registered: no model change)",
     "V": "per regime, studies/eager_lab_modes.py's verdict at 1 GPU (trust/thin.lab_figures, target_pct) over today's "
-         "held-out rows (trust/build.eager_held_out_rows, this bundle's rows left out) and with this set's rows added "
+         "held-out rows of the regime's today_sets (trust/build.eager_held_out_rows at today's model; rows of other sets, "
+         "listed after this registration, counted apart in one line) and with this set's rows added "
          "(one source): 'NOT met' if the mean |error| exceeds the target, else 'thin' where lab_figures gives a why "
          "(fewer than 3 rows outside the largest set, each set once over the target, mean + 1 se over the target), else "
          "'met'; the word after 'with these rows' is what the study prints once the lead lists the bundle "
@@ -105,7 +113,8 @@ def register(path: Path) -> None:
     doc = {"registered_at_commit": commit, "script": "validation/lab1x51.py --register",
            "calibration": {"gpu_card": "models/gpu/h200-sxm-interleaved.yaml", "host": str(MODE_HOST.relative_to(ROOT)),
                            "compile_host": "heldout/eager_compilefsdp.fits (FLAG_HOSTS' compile fit at MODE_HOST's speed)"},
-           "product_host": host_terms(MODE_HOST), "judge": JUDGE, "rules": RULES, "rows": registration_rows()}
+           "product_host": host_terms(MODE_HOST), "judge": JUDGE, "today_sets": TODAY_SETS, "rules": RULES,
+           "rows": registration_rows()}
     write_registration(path, "# Predictions registered before the runs (issue 44, session 51); never edited after them.\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=120))
     for r in doc["rows"]:
@@ -178,6 +187,7 @@ def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle, {"script": "validation/lab1x51.py --register"})
     try:
         judge = {k: float(reg["judge"][k]) for k in JUDGE}
+        today_sets = {regime: set(map(str, reg["today_sets"][regime])) for regime in REGIMES}
     except (KeyError, TypeError, ValueError) as exc:
         raise SimclusterError(f"{bundle / 'registered.yaml'}: missing or bad key ({type(exc).__name__}: {exc})") from None
     procs, left = read_processes(bundle, reg)
@@ -191,9 +201,11 @@ def read_out(bundle: Path) -> dict:
         verdicts[f"N {part}"] = noise_verdict([p for p in procs if p["part"] == part], target)[1]
     verdicts["P"] = memory_verdict([p["mem_err"] for p in procs if p["mem_err"] is not None], judge["mem_pct"])
     mine = eager_residuals(new_rows(bundle))
-    before = existing_residuals(bundle.name)
+    live = existing_residuals(bundle.name)
     for regime in REGIMES:
         key, rows = regime_key(regime), [r for r in mine if r.regime == regime_key(regime)]
+        before = [r for r in live if r.regime == key and r.source in today_sets[regime]]
+        later = sorted({r.source for r in live if r.regime == key and r.scale == 1 and r.source not in today_sets[regime]})
         errs = [r.today_error for r in rows]
         verdicts[f"M {regime}"] = ("NO DATA: no row ran" if not rows else
                                    f"{statistics.mean(map(abs, errs)):.1%} mean |error| over {len(rows)} new rows "
@@ -205,6 +217,8 @@ def read_out(bundle: Path) -> dict:
                 "STAYS" if was["word"] == now["word"] else f"{was['word']} -> {now['word']}")
         verdicts[f"V {regime}"] = (f"{move}: with these rows {figures_text(now) if now else 'no row'}; today "
                                    f"{figures_text(was) if was else 'no row'}")
+        if later:
+            verdicts[f"V {regime} later"] = f"not counted (listed after this registration): {', '.join(later)}"
     others = sorted({r.regime.split(' | ')[2] for r in mine} - set(REGIMES))
     if others:
         verdicts["V other"] = f"rows in regimes this set did not aim at (registered flags): {', '.join(others)}"
