@@ -56,9 +56,10 @@ def today_product_s(reg: dict) -> float:
     return r.step_time_s
 
 
-def held_out_rows(bundle: Path = ROOT / HOSTSINGLE_BUNDLE) -> list[dict]:
+def held_out_rows(bundle: Path = ROOT / HOSTSINGLE_BUNDLE, parts: tuple[str, ...] | None = None) -> list[dict]:
     """Every registered row that ran, in heldout/eager_regimes.held_out_rows' keys with recompute (module docstring;
-    heldout/eager_pphost.shared_flag_rows): [] before the run; a row without predicted.product's host share: one line."""
+    heldout/eager_pphost.shared_flag_rows): [] before the run; a row without predicted.product's host share: one line;
+    `parts`: only the rows whose `part` is one of them (lab1x51's E rows)."""
     from simcluster.heldout.eager_pphost import shared_flag_rows
     from simcluster.heldout.eager_today import checkpointing
 
@@ -67,4 +68,4 @@ def held_out_rows(bundle: Path = ROOT / HOSTSINGLE_BUNDLE) -> list[dict]:
         return {"label": f"{reg['preset']} {reg['regime'].split(' | ')[2]} seq {reg['seq']} mb {reg['micro_batch']}",
                 "transport": "1 GPU", "recompute": recompute, "recompute_every": every, "today_s": today_product_s(reg)}
 
-    return shared_flag_rows(bundle, SHIPPED, describe)
+    return shared_flag_rows(bundle, SHIPPED, describe, parts)

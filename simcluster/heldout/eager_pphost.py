@@ -75,19 +75,20 @@ def s44_rows(bundle: Path = ROOT / PP_HOST_S44_BUNDLE) -> list[dict]:
     return shared_flag_rows(bundle, S44_SHIPPED)
 
 
-def shared_flag_rows(bundle: Path, shipped: str, describe=None) -> list[dict]:
+def shared_flag_rows(bundle: Path, shipped: str, describe=None, parts: tuple[str, ...] | None = None) -> list[dict]:
     """A registered set's rows that ran against each row's registered `shipped` step, its host-bound flag that
     prediction's registered share's (llm/host_bound.is_host_bound: the registration records the share, not the flag),
     each row the mean of the processes that ran its registered configuration (eager_today.read_process); `describe`:
-    eager_regimes.step_set_rows'. [] before the run; a row without the share: one SimclusterError line naming rows[i]
-    (s44_rows, heldout/eager_hostsingle)."""
+    eager_regimes.step_set_rows'; `parts`: only the rows whose `part` is one of them (session 51's lab1x51, whose compiled
+    rows heldout/eager_compilefsdp reads). [] before the run; a row without the share: one SimclusterError line naming
+    rows[i] (s44_rows, heldout/eager_hostsingle)."""
     from simcluster.heldout.eager_today import read_process
     from simcluster.llm.host_bound import is_host_bound
     from simcluster.strict import load_yaml
 
     if not (bundle / "runs").is_dir():
         return []   # registered, not run yet
-    regs = load_yaml(bundle / "registered.yaml")["rows"]
+    regs = [r for r in load_yaml(bundle / "registered.yaml")["rows"] if parts is None or r.get("part") in parts]
     for i, reg in enumerate(regs):
         try:
             pred = reg["predicted"][shipped]
