@@ -146,6 +146,9 @@ ONCE_RUN = {f"h200x{g}-{name}-2026-11-30": n for g, name, n in (
 # two zero-3, one zero-2 (heldout/eager_nosync) and two compiled FSDP2 rows, with and without checkpointing
 # (heldout/eager_compilefsdp), mem49's two compiled FSDP2 rows without checkpointing (heldout/eager_compilefsdp)
 ONCE_RUN |= {"h200x1-hb49-2026-12-01": 5, "h200x2-x2set49-2026-12-01": 5, "h200x2-mem49-2026-12-01": 2}
+# session 51's (run and read once on 2026-12-01): lab1x51's two compiled + checkpointed one-GPU rows
+# (heldout/eager_compilefsdp, part C) and three op-checkpointed rows (heldout/eager_hostsingle, part E)
+ONCE_RUN |= {"h200x1-lab1x51-2026-12-01": 5}
 
 
 def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_path):

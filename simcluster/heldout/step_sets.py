@@ -50,7 +50,11 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         # rows compiled FSDP2 with and without checkpointing)
                         (eager_nosync.X2SET49_BUNDLE, lambda b: eager_nosync.held_out_rows(b, parts=("Z3", "G"))
                          + eager_compilefsdp.held_out_rows(b, parts=("C",))),
-                        (eager_compilefsdp.MEM49_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)))
+                        (eager_compilefsdp.MEM49_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b)),
+                        # session 51's lab1x51: one bundle, two readers (its C rows compiled with every block
+                        # checkpointed, its E rows selective checkpointing by op)
+                        (eager_hostsingle.LAB1X51_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b, parts=("C",))
+                         + eager_hostsingle.held_out_rows(b, parts=("E",))))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 
