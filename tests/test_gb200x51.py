@@ -92,3 +92,30 @@ def test_the_study_prints_its_committed_output(capsys):
     study = load_script("studies/gb200x51_shape.py")
     study.main()
     assert capsys.readouterr().out == (ROOT / "studies" / "gb200x51_shape.txt").read_text()
+
+
+def _scenario(tmp_path: Path, nccl: str | None, nodes: int = 8, domain: int = 8) -> str:
+    doc = copy.deepcopy(BASE)
+    doc["machine"].update(nodes=nodes, nvlink_domain=domain)
+    doc["machine"]["nic"]["via_cpu"] = True
+    if nccl is not None:
+        doc["machine"]["nccl"] = nccl
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def test_predict_collective_names_the_protocol_rule_and_the_unvalidated_shape(tmp_path):
+    """`predict collective`: LL128 excluded and why (text note, --json nccl_protocols) under NCCL 2.26 with via_cpu, not
+    under 2.28; across NVLink domains above 8 GPUs the answer says it is unvalidated, at 8 GPUs per domain it does not."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    (old,) = sweep_from_scenario(_scenario(tmp_path, "2.26.2"), "all_reduce", "1G", "1G", 2, None)
+    doc = old.to_json()
+    assert doc["nccl_protocols"]["excluded"] == ["LL128"] and "machine.nic.via_cpu" in doc["nccl_protocols"]["source"]
+    assert any("LL128 excluded by NCCL 2.26" in n for n in doc["notes"])
+    assert not any("unvalidated" in n for n in doc["notes"])            # 8 GPUs per domain: nccl#1801's shape, held out
+    (new,) = sweep_from_scenario(_scenario(tmp_path, "2.28.3"), "all_reduce", "1G", "1G", 2, None)
+    assert "nccl_protocols" not in new.to_json()
+    (rack,) = sweep_from_scenario(_scenario(tmp_path, None, nodes=36, domain=72), "all_reduce", "1G", "1G", 2, None)
+    assert any(n.startswith("across NVLink domains of 72 GPUs: unvalidated") for n in rack.notes)

@@ -17,6 +17,12 @@ from simcluster.hardware.switch import AggregationParams
 from simcluster.network.platform import Platform
 
 
+def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, int] | None) -> bool:
+    """NCCL runs no LL128 across nodes: the NICs hang off the CPU (GB200 trays) and the NCCL predates 2.27
+    (nccl_constants.LL128_VIA_CPU_FROM; None, the model's NCCL 2.28, runs it)."""
+    return via_cpu and nodes > 1 and nccl_version is not None and nccl_version < LL128_VIA_CPU_FROM
+
+
 @dataclass(frozen=True)
 class Cluster:
     intra: CollectiveModel
@@ -81,7 +87,7 @@ class Cluster:
         card's NCCL_PROTO, less LL128 across nodes where the NIC hangs off the CPU and the NCCL predates 2.27:
         nccl_constants.LL128_VIA_CPU_FROM)."""
         protocols = self.nic.nccl_protocols or PROTOCOLS
-        if self.nic_via_cpu and self.nodes > 1 and self.nccl_version is not None and self.nccl_version < LL128_VIA_CPU_FROM:
+        if no_ll128_via_cpu(self.nic_via_cpu, self.nodes, self.nccl_version):
             protocols = tuple(p for p in protocols if p != "LL128") or protocols
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
