@@ -27,7 +27,7 @@ from pydantic import AfterValidator, ValidationInfo, model_validator
 from simcluster import units
 from simcluster.documents import MAX_GPUS, MAX_GPUS_PER_NODE
 from simcluster.errors import SimclusterError
-from simcluster.schema import Choice, Count, Hinted, Number, OneOf, Parsed, Section
+from simcluster.schema import Choice, Count, Flag, Hinted, Number, OneOf, Parsed, Section
 from simcluster.strict import short
 
 MAX_NICS_PER_NODE = 64      # NICs of one node (AWS p5: 32); nodes x NICs is bounded by MAX_GPUS (the fabric is O(NICs))
@@ -79,6 +79,7 @@ class Nic(Section):
     per_node: Count(1, MAX_NICS_PER_NODE)
     streams: Count(1, 1024) = 1
     pcie: Optional[Parsed("pcie")] = None      # noqa: UP045 - the narrowest PCIe link between a GPU and its NIC, as built
+    via_cpu: Flag = False                       # the NICs hang off the CPU, which the GPU reaches over NVLink-C2C (GB200)
 
 
 class Fabric(Section):

@@ -107,7 +107,7 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
-                   nccl_version=parse_nccl_version(machine.nccl))
+                   nccl_version=parse_nccl_version(machine.nccl), nic_via_cpu=machine.nic.via_cpu)
 
 
 def machine_pcie(machine: Machine, nic, arch: str):

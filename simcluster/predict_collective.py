@@ -154,7 +154,8 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    notes += _nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
+    notes += (_nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
+              + _across_large_domains(m))
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
@@ -210,16 +211,37 @@ def _nvls_above_board(m, op: str) -> list[str]:
     return [note] if note else []
 
 
+def _across_large_domains(m) -> list[str]:
+    """Across NVLink domains of more than 8 GPUs (NVL72 racks joined by a network), a note that the answer is
+    unvalidated: the only rows of that shape are development and the ring's miss there has no sourced cause
+    (docs/models/fabric-findings.md, session 51, gb200x51)."""
+    if m.domains <= 1 or m.domain_gpus <= 8:
+        return []
+    return [f"across NVLink domains of {m.domain_gpus} GPUs: unvalidated. The only measured rows of this shape (CoreWeave's "
+            "GB200 NVL72 at 2 and 20 racks) are development, and at 20 racks (NVLS off) the ring moves bytes about a third "
+            "slower than this model's NVLink-bound price, for no cause any source gives (docs/models/fabric.md, Multi-node "
+            "NVLink domains)"]
+
+
 def _nic_protocols(m) -> dict | None:
-    """Across nodes, NCCL's protocols where the machine's NIC card restricts them (`nccl_protocols`, e.g. efa-100g's
-    Simple: aws-ofi-nccl's NCCL_PROTO=simple on p4d / p4de): {protocols, excluded, source}; else None."""
+    """Across nodes, NCCL's protocols where the machine restricts them: the NIC card's `nccl_protocols` (e.g. efa-100g's
+    Simple: aws-ofi-nccl's NCCL_PROTO=simple on p4d / p4de), and LL128 where the NICs hang off the CPU under an NCCL
+    before 2.27 (machine.nic.via_cpu, machine.nccl: collectives/cluster.no_ll128_via_cpu): {protocols, excluded,
+    source}; else None."""
+    from simcluster.collectives.cluster import no_ll128_via_cpu
     from simcluster.collectives.nccl_search import PROTOCOLS
+    from simcluster.collectives.tree_kernel import parse_nccl_version
     from simcluster.machine_models import machine_nic
 
     if m.domains <= 1 or m.nic is None:
         return None
     nic, _ = machine_nic(m)
-    if not nic.nccl_protocols or set(nic.nccl_protocols) >= set(PROTOCOLS):
+    protocols, sources = list(nic.nccl_protocols or PROTOCOLS), []
+    if not set(protocols) >= set(PROTOCOLS):
+        sources.append(f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})")
+    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_nccl_version(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
+        protocols.remove("LL128")
+        sources.append(f"NCCL {m.nccl} with the NICs on the CPU (machine.nic.via_cpu; LL128 over that path from NCCL 2.27)")
+    if not sources:
         return None
-    return {"protocols": list(nic.nccl_protocols), "excluded": [p for p in PROTOCOLS if p not in nic.nccl_protocols],
-            "source": f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})"}
+    return {"protocols": protocols, "excluded": [p for p in PROTOCOLS if p not in protocols], "source": "; ".join(sources)}

@@ -40,7 +40,7 @@ def _machine(r: ScenarioReader, m) -> Machine:
     d = r.declared(MACHINE, m, "machine", **MACHINE_VOCABULARY)
     nic = fabric = None
     if d.nic is not None:
-        nic = NicSpec(r.card(m["nic"], "machine.nic"), d.nic.per_node, d.nic.streams, d.nic.pcie)
+        nic = NicSpec(r.card(m["nic"], "machine.nic"), d.nic.per_node, d.nic.streams, d.nic.pcie, d.nic.via_cpu)
     if d.fabric is not None:
         f = d.fabric
         fabric = FabricConfig(f.kind, f.down_ports, f.spines, f.oversubscription, f.planes, f.link_latency, f.switch_latency,

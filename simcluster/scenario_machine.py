@@ -13,6 +13,7 @@ class NicSpec:
     per_node: int
     streams: int
     pcie: str | None = None        # the PCIe link between a GPU and its NIC as built ('gen5x16'); None: from the cards
+    via_cpu: bool = False          # the NICs on the CPU, reached over NVLink-C2C (GB200 trays): NCCL's GPU-NIC path PHB / P2C
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def _load(tmp_path, **over):
     ({"nic__per_node": 65}, "machine.nic.per_node", "expected an integer from 1 to 64, got 65"),
     ({"nodes": 16_384, "nic__per_node": 16}, "machine.nic.per_node", "262,144 NICs; at most 131,072 are modelled"),
     ({"nic__pcie": "gen9x3"}, "machine.nic.pcie", "e.g. gen5x16, got 'gen9x3' (the narrowest link between a GPU and its NIC"),
-    ({"nic__strems": 2}, "machine.nic.strems", "unknown key 'strems' (expected one of: card, pcie, per_node, streams)"),
+    ({"nic__strems": 2}, "machine.nic.strems", "unknown key 'strems' (expected one of: card, pcie, per_node, streams, via_cpu)"),
     ({"fabric__kind": "torus"}, "machine.fabric.kind", "expected one of leaf-spine, rail-optimized, got 'torus'"),
     ({"fabric__oversubscription": "3:0"}, "machine.fabric.oversubscription", "expected a ratio such as 3 or '3:1'"),
     ({"fabric__oversubscription": 0.5}, "machine.fabric.oversubscription", "expected a ratio >= 1"),

@@ -9,12 +9,18 @@ import math
 from dataclasses import dataclass
 
 from simcluster.collectives.interface import CollectiveModel
-from simcluster.collectives.nccl_constants import PROTOCOLS
+from simcluster.collectives.nccl_constants import LL128_VIA_CPU_FROM, PROTOCOLS
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.pcie import PcieLink
 from simcluster.hardware.switch import AggregationParams
 from simcluster.network.platform import Platform
+
+
+def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, int] | None) -> bool:
+    """NCCL runs no LL128 across nodes: the NICs hang off the CPU (GB200 trays) and the NCCL predates 2.27
+    (nccl_constants.LL128_VIA_CPU_FROM; None, the model's NCCL 2.28, runs it)."""
+    return via_cpu and nodes > 1 and nccl_version is not None and nccl_version < LL128_VIA_CPU_FROM
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class Cluster:
     nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
     tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
     nccl_version: tuple[int, int] | None = None  # the NCCL the machine runs (machine.nccl); None: the model's (tree_kernel.py)
+    nic_via_cpu: bool = False                   # the NICs on the CPU, reached over NVLink-C2C (machine.nic.via_cpu: GB200)
 
     @property
     def nodes(self) -> int:
@@ -76,7 +83,12 @@ class Cluster:
     @functools.cached_property
     def nccl_topology(self) -> NcclTopology:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
-        port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card)."""
+        port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card); the protocols NCCL may run (the NIC
+        card's NCCL_PROTO, less LL128 across nodes where the NIC hangs off the CPU and the NCCL predates 2.27:
+        nccl_constants.LL128_VIA_CPU_FROM)."""
+        protocols = self.nic.nccl_protocols or PROTOCOLS
+        if no_ll128_via_cpu(self.nic_via_cpu, self.nodes, self.nccl_version):
+            protocols = tuple(p for p in protocols if p != "LL128") or protocols
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
-                            protocols=self.nic.nccl_protocols or PROTOCOLS)
+                            protocols=protocols)

@@ -50,6 +50,11 @@ SPEEDS_INTER = {"volta": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 
 NVLINK_GBPS_PER_LINK = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}   # topo.h SMxx_NVLINK_BW
 NVLINKS_PER_GPU = {"volta": 6, "ampere": 12, "hopper": 18, "blackwell": 18}                  # SXM parts
 MAX_CHANNELS = 64
+# LL128 across nodes where the NIC hangs off the CPU and the GPU reaches that CPU over NVLink-C2C (GB200 trays): the
+# GPU-NIC path is PHB, and tuning.cc enables LL128 only up to PXN (v2.25.1-1 l.428, v2.26.2-1 l.429); from 2.27
+# paths.cc retypes that path P2C ('update the GPU -> NIC path in the case of C2C + PHB', v2.27.3-1 l.669-681) and
+# tuning.cc enables LL128 up to P2C under NCCL_LL128_C2C, default 1 (v2.27.3-1 l.211, l.460; v2.28.3-1 l.221, l.481)
+LL128_VIA_CPU_FROM = (2, 27)
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
 NVLS_CHANNELS_ONE_DOMAIN = {"blackwell": 24}   # nvls.cc NVLS_NCHANNELS_SM100_NVL: one node or one MNNVL clique
 NVLS_ARITY = 32
