@@ -1,7 +1,8 @@
 """The multi-node nccl-tests sources session 51 (nccl51, issue 41) recorded: Azure ND96asr_v4 2 x 8 A100 under AKS
-(Azure/aks-rdma-infiniband tests/expected-output.md at 143a253) and Azure ND H100 v5 / ND H200 v5 2 x 8 (edwardsp/azcluster,
-one source_group). Transcription checks on the printed numbers, and the files' place in `validate --published nccl
---held-out-systems`: held out, fitted on the other sources of their NIC family only, each source counted once."""
+(Azure/aks-rdma-infiniband tests/expected-output.md at 143a253), Azure ND H100 v5 / ND H200 v5 2 x 8 (edwardsp/azcluster,
+one source_group) and Crusoe H200 2 x 8 (crusoecloud/solutions-library). Transcription checks on the printed numbers, and
+the files' place in `validate --published nccl --held-out-systems`: held out, fitted on the other sources of their NIC
+family only, each source counted once."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ DOC = yaml.safe_load(PATH.read_text())
 AZC = ("nccl-azure-ndv5-h100-x2-azcluster", "nccl-azure-ndv5-h200-x2-azcluster")
 H100 = yaml.safe_load((PUBLISHED / f"{AZC[0]}.yaml").read_text())
 H200 = yaml.safe_load((PUBLISHED / f"{AZC[1]}.yaml").read_text())
+CRUSOE = "nccl-crusoe-h200-ib-x2-cmk"
+CRU = yaml.safe_load((PUBLISHED / f"{CRUSOE}.yaml").read_text())
 
 
 @pytest.mark.parametrize("i", range(len(DOC["runs"])))
@@ -99,3 +102,16 @@ def test_azcluster_counted_once_in_the_held_out_table(results):
     src = [s for s in ho.sources(results) if s.source == "edwardsp-azcluster"]
     assert len(src) == 1 and set(src[0].systems) == set(AZC) and src[0].rows == 11
     assert "= edwardsp-azcluster: 2 files of one source" in ho.text(results)
+
+
+def test_crusoe_h200_row_and_place(results):
+    """The one Crusoe row: busbw = algbw x 30 / 16 and algbw = bytes / time (both columns); held out, its own source in
+    the verbs 400G family, fitted on the family's other sources only; its notes say the prediction was not blind."""
+    (run,) = CRU["runs"]
+    for col in (run, run["in_place"]):
+        assert abs(col["busbw_GBps"] - col["algbw_GBps"] * 2 * 15 / 16) <= 0.15   # printed to 1 decimal: 0.05 x 1.875 + 0.05
+        assert col["algbw_GBps"] == pytest.approx(run["bytes"] / (col["time_us"] * 1e3), rel=0.003)
+    assert CRU["simcluster"]["held_out"] is True and "NOT blind" in CRU["notes"]
+    mine = next(r for r in results if r.system == CRUSOE)
+    assert mine.family == "verbs 400G" and mine.rows == 1 and CRUSOE not in mine.fitted_on and mine.fitted_on
+    assert next(s for s in ho.sources(results) if CRUSOE in s.systems).systems == (CRUSOE,)
