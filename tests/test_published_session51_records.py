@@ -1,8 +1,8 @@
 """The multi-node nccl-tests sources session 51 (nccl51, issue 41) recorded: Azure ND96asr_v4 2 x 8 A100 under AKS
-(Azure/aks-rdma-infiniband tests/expected-output.md at 143a253; one source_group with the NDm A100 v4 file), Azure ND H100 v5 / ND H200 v5 2 x 8 (edwardsp/azcluster,
-one source_group) and Crusoe H200 2 x 8 (crusoecloud/solutions-library). Transcription checks on the printed numbers, and
-the files' place in `validate --published nccl --held-out-systems`: held out, fitted on the other sources of their NIC
-family only, each source counted once."""
+(Azure/aks-rdma-infiniband tests/expected-output.md at 143a253; one source_group with the NDm A100 v4 file), Azure ND H100
+v5 / ND H200 v5 2 x 8 (edwardsp/azcluster, one source_group) and Crusoe H200 2 x 8 (crusoecloud/solutions-library).
+Transcription checks on the printed numbers, and the files' place in `validate --published nccl --held-out-systems`: held
+out, fitted on the other sources of their NIC family only, each source counted once."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ SESSION47_SET = {"h100-roce-4x400g-x2-drobotics": 2,   # session 47 (net41): rec
                  "oci-bm-gpu4-8-a100-x1-ocitutorials": 1}   # session 47 (mendA47, review A47 item 2): the same page's 1-node row
 SESSION49_SET = {"oci-gb200-quickstart-rack": 4,   # session 49 (nccl49): recorded at d0821075, scenarios 58a24e82, predicted once
                  "oci-gb200-quickstart-x1": 4, "oci-gb200-quickstart-x2-alltoall": 2}   # the same page (one source_group)
-SESSION51_SET = {"azure-ndv4-a100-x2-aks": 4,   # session 51 (nccl51): recorded at e0cf0000, predicted once at e135c565 (one source_group with the NDm file, A51 item 3)
+SESSION51_SET = {"azure-ndv4-a100-x2-aks": 4,   # session 51 (nccl51): recorded at e0cf0000, predicted once at e135c565 (A51 item 3: one source with the NDm)
                  "azure-ndv5-h100-x2-azcluster": 9, "azure-ndv5-h200-x2-azcluster": 2,   # recorded at d83baaf7, predicted at 0b64781a (one source_group)
                  "crusoe-h200-ib-x2-cmk": 1}   # recorded at 839b1e98, predicted at 47710100
 SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
