@@ -31,12 +31,13 @@ class CollectiveSweepResult:
     variant: str = ""                 # the scenario's what-if variant
     gpu: str = ""                     # the machine's GPU model (machine_models.machine_gpu; one node: the link's), for its trust
     nccl_protocols: dict | None = None   # across nodes, NCCL's protocols as the NIC card restricts them (its source), else None
+    unvalidated: str = ""             # why the machine's shape is unvalidated whatever its regimes' bands (trust/band.shape_unvalidated)
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
         from simcluster.trust.band import sweep_trust_lines
 
-        return sweep_trust_lines(self.predictions, self.link, self.gpu)
+        return sweep_trust_lines(self.predictions, self.link, self.gpu, self.unvalidated)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate_collective
@@ -46,7 +47,7 @@ class CollectiveSweepResult:
             row = {"size_bytes": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                    "protocol": p.protocol, "algorithm": getattr(p, "algorithm", "") or "nvlink-card",
                    **({"breakdown": p.breakdown} if getattr(p, "breakdown", None) else {})}
-            rows.append(annotate_collective(row, p, self.link, self.gpu))
+            rows.append(annotate_collective(row, p, self.link, self.gpu, self.unvalidated))
         return {**({"variant": self.variant} if self.variant else {}), "op": self.op, "ranks": self.ranks,
                 "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.link,
                 "description": self.description, "notes": self.notes,
@@ -154,14 +155,16 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
+    large = _across_large_domains(m)
     notes += (_nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
-              + _across_large_domains(m))
+              + large)
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
-                                 result.predictions, result.description, link, label, machine_gpu(m), restricted)
+                                 result.predictions, result.description, link, label, machine_gpu(m), restricted,
+                                 f"across NVLink domains of {m.domain_gpus} GPUs (the notes say why)" if large else "")
 
 
 def _borrowed_card(m) -> list[str]:
@@ -214,7 +217,8 @@ def _nvls_above_board(m, op: str) -> list[str]:
 def _across_large_domains(m) -> list[str]:
     """Across NVLink domains of more than 8 GPUs (NVL72 racks joined by a network), a note that the answer is
     unvalidated: the only rows of that shape are development and the ring's miss there has no sourced cause
-    (docs/models/fabric-findings.md, session 51, gb200x51)."""
+    (docs/models/fabric-findings.md, session 51, gb200x51). Where it fires the trust lines say unvalidated, no band
+    (CollectiveSweepResult.unvalidated)."""
     if m.domains <= 1 or m.domain_gpus <= 8:
         return []
     return [f"across NVLink domains of {m.domain_gpus} GPUs: unvalidated. The only measured rows of this shape (CoreWeave's "

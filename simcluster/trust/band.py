@@ -44,6 +44,9 @@ class Trust:
     # a lab eager regime's verdict at this GPU count against its noise floor (trust/noise.FloorVerdict), set by trust_of:
     # the one field the caveat and the status text read
     verdict: FloorVerdict | None = None
+    # a shape the regime key cannot see and no held-out row covers (shape_unvalidated): why, and the regime's band, not applied
+    shape_why: str = ""
+    shape_band: tuple[float, float] | None = None
 
     @property
     def caveat(self) -> str:
@@ -118,6 +121,10 @@ class Trust:
             out["caveat"] = self.caveat
         if self.noise_limited:
             out["noise_limited"] = self.verdict.to_json()
+        if self.shape_why:
+            out["unvalidated_why"] = self.shape_why
+            if self.shape_band is not None:
+                out["regime_band_not_applied"] = [round(self.shape_band[0], 4), round(self.shape_band[1], 4)]
         return out
 
     def moved_text(self) -> str:
@@ -147,6 +154,12 @@ class Trust:
     def status_text(self) -> str:
         """One line: 'measured time -4%..+24% of this (80% band); validated on 20 held-out rows from 5 sources
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
+        if self.shape_why:
+            applied = ("" if self.shape_band is None else
+                       f"; the regime's band (measured time {(self.shape_band[0] - 1) * 100:+.0f}%.."
+                       f"{(self.shape_band[1] - 1) * 100:+.0f}% of this, {self.regime.key}) not applied: its key does "
+                       "not see this shape")
+            return f"unvalidated, no band: {self.shape_why}{applied}"
         if self.rho is None:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
         label = (f"{'pooled ' if self.pooled else ''}{LEVEL:.0%} band widened to its rows' range" if self.widened
@@ -216,6 +229,14 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
                  moves=table.family_moves(regime.family, link), pool_link=link, verdict=verdict)
 
 
+def shape_unvalidated(trust: Trust, why: str) -> Trust:
+    """`trust` for an answer of a shape its regime key does not see and no held-out row covers (e.g. a collective across
+    NVLink domains above 8 GPUs: predict_collective's note): unvalidated with no band, the regime's band kept only to say
+    it is not applied (text and --json), as a noise-limited verdict says unvalidated (cold review A51 item 6)."""
+    return replace(trust, status="unvalidated", rho=None, shape_why=why, shape_band=trust.rho, pooled=False, widened=False,
+                   moves=None, scale_range=None, outside="")
+
+
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:
     """`doc` with a `<key>_band: [low, high]` beside every time and rate key it has, and its `validation` object."""
     out = dict(doc)
@@ -229,16 +250,18 @@ def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[
     return out
 
 
-def collective_trust(p, link: str, gpu: str = "") -> Trust:
+def collective_trust(p, link: str, gpu: str = "", unvalidated: str = "") -> Trust:
     """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust; link: 'nvlink' or the NIC
-    transport across nodes; `gpu` the machine's GPU model (machine_models.machine_gpu; one node: the link's)."""
+    transport across nodes; `gpu` the machine's GPU model (machine_models.machine_gpu; one node: the link's);
+    `unvalidated`: why the machine's shape is unvalidated whatever the regime (shape_unvalidated), else ''."""
     from simcluster.trust.regime import collective_regime
 
-    return trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu))
+    trust = trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu))
+    return shape_unvalidated(trust, unvalidated) if unvalidated else trust
 
 
-def annotate_collective(row: dict, p, link: str, gpu: str = "") -> dict:
-    return annotate(row, collective_trust(p, link, gpu), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
+def annotate_collective(row: dict, p, link: str, gpu: str = "", unvalidated: str = "") -> dict:
+    return annotate(row, collective_trust(p, link, gpu, unvalidated), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
 def ddp_trust(gpus: int, nodes: int = 1, gpu: str = "") -> Trust:
@@ -267,12 +290,13 @@ def least_validated(trusts) -> Trust:
     return max(trusts, key=lambda t: STATUSES.index(t.status))
 
 
-def sweep_trust_lines(predictions, link: str, gpu: str = "") -> list[str]:
-    """One line per regime a sweep's sizes fall in: its 80% band and validation status (trust/band.py)."""
+def sweep_trust_lines(predictions, link: str, gpu: str = "", unvalidated: str = "") -> list[str]:
+    """One line per regime a sweep's sizes fall in: its 80% band and validation status (trust/band.py); `unvalidated`
+    as collective_trust's."""
     from simcluster.units import format_size
 
     by: dict[str, tuple[object, list[int]]] = {}
     for p in predictions:
-        t = collective_trust(p, link, gpu)
+        t = collective_trust(p, link, gpu, unvalidated)
         by.setdefault(t.regime.key, (t, []))[1].append(p.size_bytes)
     return [f"trust {format_size(s[0])}{'' if len(s) == 1 else '-' + format_size(s[-1])}: {t.text()}" for t, s in by.values()]
