@@ -139,3 +139,22 @@ def test_the_unvalidated_shape_prints_no_band(tmp_path):
     (tray,) = sweep_from_scenario(_scenario(tmp_path, None), "all_reduce", "4G", "16G", 2, None)
     assert not tray.unvalidated and all("no band" not in ln for ln in tray.trust_lines())
     assert all(row["time_s_band"] is not None and "unvalidated_why" not in row["validation"] for row in tray.to_json()["rows"])
+
+
+def test_every_gb200_tray_with_nics_says_they_hang_off_the_cpu():
+    """Cold review A51 item 9: every GB200 machine (the gb200 NVLink card) of a shipped scenario that has NICs sets
+    machine.nic.via_cpu, and no other machine does (the HGX B200 variants); the 20-rack scenario states its rows' NCCL,
+    so predict collective prices the version validate does."""
+    paths = sorted({*(ROOT / "scenarios").rglob("*gb200*.yaml")})
+    seen = 0
+    for path in paths:
+        for label, sc in scenario.load_variants(str(path)):
+            m = sc.machine
+            if m.nic is None:
+                continue
+            gb200 = Path(str(m.card)).name.startswith("gb200-")
+            assert m.nic.via_cpu == gb200, f"{path.name} {label}: via_cpu {m.nic.via_cpu}"
+            seen += gb200
+    assert seen >= 6
+    file_nccl = yaml.safe_load(MULTIRACK.read_text())["system"]["nccl"].split()[0]
+    assert scenario.load_variants(str(SCENARIO))[0][1].machine.nccl == ".".join(file_nccl.split(".")[:2])
