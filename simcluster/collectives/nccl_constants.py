@@ -53,7 +53,9 @@ MAX_CHANNELS = 64
 # LL128 across nodes where the NIC hangs off the CPU and the GPU reaches that CPU over NVLink-C2C (GB200 trays): the
 # GPU-NIC path is PHB, and tuning.cc enables LL128 only up to PXN (v2.25.1-1 l.428, v2.26.2-1 l.429); from 2.27
 # paths.cc retypes that path P2C ('update the GPU -> NIC path in the case of C2C + PHB', v2.27.3-1 l.669-681) and
-# tuning.cc enables LL128 up to P2C under NCCL_LL128_C2C, default 1 (v2.27.3-1 l.211, l.460; v2.28.3-1 l.221, l.481)
+# tuning.cc enables LL128 up to P2C under NCCL_LL128_C2C, default 1 (v2.27.3-1 l.211, l.460). v2.28.3-1 keeps it on:
+# NCCL_LL128_C2C l.221, the C2C branch l.482-484 allows 'typeInter <= PATH_PXN', and 2.28 reordered the path enum
+# (topo.h l.80 / l.83: P2C 6 < PXN 7, where 2.27 has PXN 6 < P2C 7), so 'up to PXN' includes P2C there
 LL128_VIA_CPU_FROM = (2, 27)
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
 NVLS_CHANNELS_ONE_DOMAIN = {"blackwell": 24}   # nvls.cc NVLS_NCHANNELS_SM100_NVL: one node or one MNNVL clique
