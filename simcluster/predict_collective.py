@@ -219,12 +219,16 @@ def _across_large_domains(m) -> list[str]:
     unvalidated: the only rows of that shape are development and the ring's miss there has no sourced cause
     (docs/models/fabric-findings.md, session 51, gb200x51). Where it fires the trust lines say unvalidated, no band
     (CollectiveSweepResult.unvalidated)."""
+    from simcluster.machine_models import machine_gpu
+
     if m.domains <= 1 or m.domain_gpus <= 8:
         return []
-    return [f"across NVLink domains of {m.domain_gpus} GPUs: unvalidated. The only measured rows of this shape (CoreWeave's "
-            "GB200 NVL72 at 2 and 20 racks) are development, and at 20 racks (NVLS off) the ring moves bytes about a third "
-            "slower than this model's NVLink-bound price, for no cause any source gives (docs/models/fabric.md, Multi-node "
-            "NVLink domains)"]
+    gpu = machine_gpu(m)
+    other = f"; none of any {gpu} machine, so what follows is GB200's alone" if gpu and gpu != "GB200" else ""
+    return [f"across NVLink domains of {m.domain_gpus} GPUs: unvalidated. The only measured rows of this shape (GB200 rows "
+            f"only: CoreWeave's NVL72 at 2 and 20 racks{other}) are development, and at 20 racks (NVLS off) the ring moves "
+            "bytes about a third slower than this model's NVLink-bound price, for no cause any source gives "
+            "(docs/models/fabric.md, Multi-node NVLink domains)"]
 
 
 def _nic_protocols(m) -> dict | None:

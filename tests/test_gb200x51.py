@@ -158,3 +158,20 @@ def test_every_gb200_tray_with_nics_says_they_hang_off_the_cpu():
     assert seen >= 6
     file_nccl = yaml.safe_load(MULTIRACK.read_text())["system"]["nccl"].split()[0]
     assert scenario.load_variants(str(SCENARIO))[0][1].machine.nccl == ".".join(file_nccl.split(".")[:2])
+
+
+def test_the_large_domain_note_says_its_rows_are_gb200s(tmp_path):
+    """Cold review A51 item 14: the note names its rows as GB200's; on another GPU's machine of large domains (here the
+    B200 NVLink card, 16-GPU domains) it adds that no row of that GPU exists, so the facts quoted are GB200's alone."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    (rack,) = sweep_from_scenario(_scenario(tmp_path, None, nodes=36, domain=72), "all_reduce", "1G", "1G", 2, None)
+    (note,) = [n for n in rack.notes if n.startswith("across NVLink domains")]
+    assert "(GB200 rows only: CoreWeave's NVL72 at 2 and 20 racks)" in note
+    doc = copy.deepcopy(BASE)
+    doc["machine"].update(nodes=16, nvlink_domain=16, card=str(ROOT / "models/collective/b200-nvlink-derived.yaml"))
+    path = tmp_path / "b200.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    (other,) = sweep_from_scenario(str(path), "all_reduce", "1G", "1G", 2, None)
+    (note,) = [n for n in other.notes if n.startswith("across NVLink domains of 16 GPUs: unvalidated")]
+    assert "none of any B200 machine, so what follows is GB200's alone" in note
