@@ -258,3 +258,19 @@ def test_missing_runs_bad_documents_and_bad_paths_are_one_line(tmp_path, monkeyp
     shutil.copy(ROOT / "calibration" / "h200x1-hb49-2026-12-01" / "registered.yaml", foreign / "registered.yaml")
     with pytest.raises(SimclusterError, match="another set's registration"):
         s.read_out(foreign)
+
+
+def test_a_part_rows_bad_share_is_named_by_its_registered_yaml_index(tmp_path):
+    """Cold review A51 item 11: with `parts` set, shared_flag_rows' one-line error names the row's index in
+    registered.yaml (enumerated before the part filter), not its index among the part's rows."""
+    from simcluster.heldout import eager_hostsingle
+
+    doc = registered()
+    first_e = next(i for i, r in enumerate(doc["rows"]) if r["part"] == "E")
+    assert first_e > 0   # part C's rows come first: the two indices differ
+    del doc["rows"][first_e]["predicted"][eager_hostsingle.SHIPPED]["host_share"]
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "registered.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(SimclusterError) as err:
+        eager_hostsingle.held_out_rows(tmp_path, parts=("E",))
+    assert f"rows[{first_e}]: no predicted.{eager_hostsingle.SHIPPED}.host_share" in err.value.one_line()

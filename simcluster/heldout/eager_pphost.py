@@ -88,14 +88,17 @@ def shared_flag_rows(bundle: Path, shipped: str, describe=None, parts: tuple[str
 
     if not (bundle / "runs").is_dir():
         return []   # registered, not run yet
-    regs = [r for r in load_yaml(bundle / "registered.yaml")["rows"] if parts is None or r.get("part") in parts]
-    for i, reg in enumerate(regs):
+    # enumerated before the part filter, so an error names the row's index in registered.yaml (cold review A51 item 11)
+    numbered = [(i, r) for i, r in enumerate(load_yaml(bundle / "registered.yaml")["rows"])
+                if parts is None or r.get("part") in parts]
+    for i, reg in numbered:
         try:
             pred = reg["predicted"][shipped]
             pred["host_bound"] = is_host_bound(float(pred["host_share"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"{bundle / 'registered.yaml'}: rows[{i}]: no predicted.{shipped}.host_share "
                                   f"({type(exc).__name__}: {exc})") from None
+    regs = [r for _, r in numbered]
 
     def measure(reg: dict) -> float | None:
         steps = [p["step_ms"] for p in process_runs(bundle, reg, memory=False, dropped=[], read=read_process)]
