@@ -279,3 +279,29 @@ def wrong_bundles(tmp_path: Path, other_set: str, own_set: str) -> tuple[Path, P
         (folder / "runs").mkdir(parents=True)
         (folder / "registered.yaml").write_text(f"set: {name}\nrows: []\n")
     return empty, other, keyless
+
+
+def refuses_paths_a_keyless_row_and_a_foreign_registration(s, bundle: Path, tmp_path: Path, capsys, keys: tuple[str, ...],
+                                                            keyless_match: str, foreign_set: str) -> None:
+    """A registered set's read-out module `s` (main / read_out) refuses in one line each: a missing bundle, a file given
+    as the bundle, its registered.yaml's rows[0] without predicted.<keys...> (`keyless_match`) and another set's
+    registration (calibration/`foreign_set`'s registered.yaml) in a bundle with runs/."""
+    from simcluster.errors import SimclusterError
+
+    assert s.main([str(tmp_path / "nowhere")]) == 1
+    assert s.main([str(bundle / "registered.yaml")]) == 1   # a file given as the bundle
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("Traceback" not in e for e in err), err
+    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
+    node = reg["rows"][0]["predicted"]
+    for key in keys[:-1]:
+        node = node[key]
+    del node[keys[-1]]
+    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
+    with pytest.raises(SimclusterError, match=keyless_match):
+        s.read_out(bundle)
+    foreign = tmp_path / "foreign"
+    (foreign / "runs").mkdir(parents=True)
+    (foreign / "registered.yaml").write_text((ROOT / "calibration" / foreign_set / "registered.yaml").read_text())
+    with pytest.raises(SimclusterError, match="another set's registration"):
+        s.read_out(foreign)

@@ -10,12 +10,9 @@ import math
 import re
 import shutil
 
-import pytest
 import yaml
-from conftest import ROOT, load_script, measured_llm_tokens, seqs_named_elsewhere
+from conftest import ROOT, load_script, measured_llm_tokens, refuses_paths_a_keyless_row_and_a_foreign_registration, seqs_named_elsewhere
 from test_hostsingle_set import doc
-
-from simcluster.errors import SimclusterError
 
 BUNDLE = ROOT / "calibration" / "h200x1-hb49-2026-12-01"
 NEW_SEQS = {1248, 1696, 2336, 3168, 864, 1120}   # hb49's seqs (the session's task file)
@@ -143,17 +140,5 @@ def test_missing_runs_bad_documents_and_bad_paths_are_one_line(tmp_path, capsys)
         for k in (1, 2, 3):
             (bundle / "runs" / f"{name}-r{k}.json").unlink(missing_ok=True)
     assert s.read_out(bundle)["verdicts"]["L"].startswith("NO DATA: 0 re-run shapes"), s.read_out(bundle)["verdicts"]
-    assert s.main([str(tmp_path / "nowhere")]) == 1
-    assert s.main([str(bundle / "registered.yaml")]) == 1   # a file given as the bundle
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all("Traceback" not in e for e in err), err
-    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    del reg["rows"][0]["predicted"]["product"]["step_ms"]
-    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
-    with pytest.raises(SimclusterError, match=r"registered.yaml: rows\[0\]: missing or bad key"):
-        s.read_out(bundle)
-    other = tmp_path / "other"
-    (other / "runs").mkdir(parents=True)
-    shutil.copy(ROOT / "calibration" / "h200x2-opsplit-2026-11-30" / "registered.yaml", other / "registered.yaml")
-    with pytest.raises(SimclusterError, match="another set's registration"):
-        s.read_out(other)
+    refuses_paths_a_keyless_row_and_a_foreign_registration(s, bundle, tmp_path, capsys, ("product", "step_ms"),
+                                                           r"registered.yaml: rows\[0\]: missing or bad key", "h200x2-opsplit-2026-11-30")

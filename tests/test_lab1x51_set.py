@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script, measured_llm_tokens, seqs_named_elsewhere
+from conftest import ROOT, fresh_register_equals, load_script, measured_llm_tokens, refuses_paths_a_keyless_row_and_a_foreign_registration, seqs_named_elsewhere
 
 from simcluster.errors import SimclusterError
 from simcluster.trust.table import Residual
@@ -244,20 +244,8 @@ def test_missing_runs_bad_documents_and_bad_paths_are_one_line(tmp_path, monkeyp
     left = " ".join(out["left"])
     assert "c-3b-r2: no runs/c-3b-r2.json" in left and "op-1b-r2.json: no llm-step document" in left, left
     assert "op-2b-r2.json: ran" in left and len(out["rows"]) == 7, left
-    assert s.main([str(tmp_path / "nowhere")]) == 1
-    assert s.main([str(bundle / "registered.yaml")]) == 1   # a file given as the bundle
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all("Traceback" not in e for e in err), err
-    reg = yaml.safe_load((bundle / "registered.yaml").read_text())
-    del reg["rows"][0]["predicted"]["step_ms"]
-    (bundle / "registered.yaml").write_text(yaml.safe_dump(reg))
-    with pytest.raises(SimclusterError, match=r"registered.yaml: rows: missing or bad key"):
-        s.read_out(bundle)
-    foreign = tmp_path / "foreign"
-    (foreign / "runs").mkdir(parents=True)
-    shutil.copy(ROOT / "calibration" / "h200x1-hb49-2026-12-01" / "registered.yaml", foreign / "registered.yaml")
-    with pytest.raises(SimclusterError, match="another set's registration"):
-        s.read_out(foreign)
+    refuses_paths_a_keyless_row_and_a_foreign_registration(s, bundle, tmp_path, capsys, ("step_ms",),
+                                                           r"registered.yaml: rows: missing or bad key", "h200x1-hb49-2026-12-01")
 
 
 def test_a_part_rows_bad_share_is_named_by_its_registered_yaml_index(tmp_path):
