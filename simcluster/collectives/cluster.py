@@ -17,7 +17,7 @@ from simcluster.hardware.switch import AggregationParams
 from simcluster.network.platform import Platform
 
 
-def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, int] | None) -> bool:
+def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, ...] | None) -> bool:
     """NCCL runs no LL128 across nodes: the NICs hang off the CPU (GB200 trays) and the NCCL predates 2.27
     (nccl_constants.LL128_VIA_CPU_FROM; None, the model's NCCL 2.28, runs it)."""
     return via_cpu and nodes > 1 and nccl_version is not None and nccl_version < LL128_VIA_CPU_FROM
@@ -40,7 +40,7 @@ class Cluster:
     gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
     nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
     tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
-    nccl_version: tuple[int, int] | None = None  # the NCCL the machine runs (machine.nccl); None: the model's (tree_kernel.py)
+    nccl_version: tuple[int, ...] | None = None  # the NCCL the machine runs, (major, minor[, patch]); None: the model's
     nic_via_cpu: bool = False                   # the NICs on the CPU, reached over NVLink-C2C (machine.nic.via_cpu: GB200)
 
     @property
@@ -91,4 +91,4 @@ class Cluster:
             protocols = tuple(p for p in protocols if p != "LL128") or protocols
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
-                            protocols=protocols)
+                            protocols=protocols, nccl=self.nccl_version)

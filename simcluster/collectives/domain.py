@@ -30,15 +30,15 @@ from simcluster.errors import SimclusterError
 
 def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
                    nvls: tuple[dict[int, float], float] | None = None,
-                   nccl_version: tuple[int, int] | None = None) -> Prediction:
+                   nccl_version: tuple[int, ...] | None = None) -> Prediction:
     """One call on `ranks` GPUs of one NVLink domain; `nvls`: (all_reduce algbw by GPU count, latency s) of the
-    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels."""
+    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels and NCCL's tuner tables."""
     op = canonical_op(op)
     channels = nvls_channels(arch, nccl_version, one_clique=True)
     rate = domain_nvls_rate(nvls[0], ranks, channels, arch) if nvls is not None and ranks >= 2 else None
     if rate is None or op != "all_reduce":
         return predict(intra, op, size_bytes, ranks)
-    d = decide(NcclTopology(arch, ranks, 1, nvls=True), op, size_bytes)
+    d = decide(NcclTopology(arch, ranks, 1, nvls=True, nccl=nccl_version), op, size_bytes)
     if d.algorithm != "NVLS":
         return predict(intra, op, size_bytes, ranks)
     (algbw, binds), heads = rate, nvls_heads(ranks)
@@ -72,7 +72,7 @@ class NvlinkDomain:
     ranks: int
     arch: str
     nvls: tuple[dict[int, float], float] | None
-    nccl_version: tuple[int, int] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
+    nccl_version: tuple[int, ...] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
 
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
         domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
@@ -85,4 +85,4 @@ class NvlinkDomain:
         ranks = ranks or self.ranks
         if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or carried_algbw(self.nvls[0], ranks):
             return []
-        return [s for s in sizes if decide(NcclTopology(self.arch, ranks, 1, nvls=True), "all_reduce", s).algorithm == "NVLS"]
+        return [s for s in sizes if decide(NcclTopology(self.arch, ranks, 1, nvls=True, nccl=self.nccl_version), "all_reduce", s).algorithm == "NVLS"]

@@ -47,13 +47,14 @@ def _cluster(scenario: Path, nodes: int):
 
 def _stated_nccl(cluster, ref: Published):
     """The cluster with the NCCL version its scenario names (machine.nccl), else the one the file states
-    (system.nccl, the source's), for the version-keyed tree-kernel ceiling (collectives/tree_kernel.py) and, on one NVLink
-    domain, the NVLS channels (collectives/nvls_domain.py)."""
+    (system.nccl, the source's), for the version-keyed tuner tables (collectives/nccl_versions.py: NCCL's choice of
+    algorithm, protocol and channels), the tree-kernel ceiling (collectives/tree_kernel.py) and, on one NVLink domain,
+    the NVLS channels (collectives/nvls_domain.py)."""
     from simcluster.collectives.cluster import Cluster
     from simcluster.collectives.domain import NvlinkDomain
-    from simcluster.collectives.tree_kernel import parse_nccl_version
+    from simcluster.collectives.nccl_versions import stated_release
 
-    stated = parse_nccl_version(ref.system.get("nccl"))
+    stated = stated_release(ref.system.get("nccl"))
     if isinstance(cluster, (Cluster, NvlinkDomain)) and cluster.nccl_version is None and stated is not None:
         return dataclasses.replace(cluster, nccl_version=stated)
     return cluster
