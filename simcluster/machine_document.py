@@ -13,7 +13,7 @@ not import the model:
     forwarding      the switches' forwarding modes                        network/builders.FORWARDING
     cpu_vendor      the hosts' CPU vendors as NCCL's tuner reads them     collectives/nccl_constants.CPU_VENDORS
     pcie            a PCIe link 'gen5x16' -> its canonical text           hardware/pcie.parse
-    nccl            an NCCL version '2.27.3' -> 'MAJOR.MINOR'             collectives/tree_kernel.scenario_nccl
+    nccl            an NCCL version '2.27.3' -> 'MAJOR.MINOR[.PATCH]'     collectives/tree_kernel.scenario_nccl
     fabric_tiers    (domains, NICs per domain, Fabric) -> None, or        network/builders.tiers_needed
                     (why, hint) when the stated tiers cannot join the leaves
 """
