@@ -48,6 +48,7 @@ class Machine:
     gpu_speed_spread: float | None = None   # machine.gpu.speed_spread: the GPUs' speed spread (llm/scaleout.py); None: fitted default
     os_jitter_s: float | None = None        # machine.host.os_jitter: mean OS jitter per GPU and step J (llm/scaleout.py); None: shipped 0
     nccl: str | None = None                 # machine.nccl: the NCCL version, 'MAJOR.MINOR[.PATCH]' (tree_kernel.py); None: the model's
+    nccl_tables: str = "2.28.3"             # machine.nccl_tables: NCCL's tuner tables, 2.28.3's or 'stated' (nccl_versions.py)
 
     @property
     def domain_gpus(self) -> int:

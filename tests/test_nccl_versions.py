@@ -1,15 +1,32 @@
 """NCCL's tuner tables by release (collectives/nccl_versions.py): hand-picked rows against src/graph/tuning.cc at the
-tags that changed them (github.com/NVIDIA/nccl), the lookup of a stated version, and one-line refusals."""
+tags that changed them (github.com/NVIDIA/nccl), the lookup of a stated version, and one-line refusals; the keyed
+tables are an opt-in (machine.nccl_tables: stated, session 51 tunoff51): by default every run is priced with 2.28.3's,
+as on main 010a245e."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
+from conftest import ROOT, load_script
 
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide, tuning_table
-from simcluster.collectives.nccl_versions import DEFAULT_TABLES, RELEASES, parse_release, stated_release, tables_for
+from simcluster.collectives.nccl_versions import (
+    DEFAULT_TABLES,
+    RELEASES,
+    parse_release,
+    stated_release,
+    tables_for,
+    tuner_release,
+)
 from simcluster.collectives.tree_kernel import scenario_nccl
-from simcluster.errors import SimclusterError
+from simcluster.errors import ScenarioError, SimclusterError
+from simcluster.machine_models import build_cluster
+from simcluster.reference.nccl import validate_published_nccl
+from simcluster.scenario import load_variants
+
+PUBLISHED = ROOT / "calibration" / "published"
+LAMBDA_SCENARIO = ROOT / "scenarios" / "published" / "b200-ib-8x400g-x2-lambda-dstack.yaml"
 
 
 @pytest.mark.parametrize("version, release", [
@@ -101,3 +118,77 @@ def test_a_version_tuple_it_cannot_key_is_refused(bad):
 
 def test_the_scenario_key_keeps_the_patch():
     assert scenario_nccl("2.28.9") == "2.28.9" and scenario_nccl("2.28") == "2.28" and scenario_nccl("2.27.3+cuda12.9") == "2.27.3"
+
+
+def _rows(name: str, tables: str | None = None) -> list[tuple[str, float]]:
+    """(what ran, predicted busbw GB/s to 4 digits) of each compared row of one published file."""
+    rows = validate_published_nccl(PUBLISHED / f"nccl-{name}.yaml", tables).rows
+    return [(r.detail, float(f"{r.predicted / 1e9:.4g}")) for r in rows if r.predicted is not None]
+
+
+def test_by_default_the_lambda_b200_rows_are_main_s_and_the_opt_in_tuner51_s():
+    """Lambda B200 x 2, NCCL 2.26.2 (held out): the default (2.28.3's tables) runs the NVLS tree at every size, the
+    numbers of main 010a245e's print (studies/nccl-published-session51-tuner51-before.txt l.207-212); the opt-in
+    (2.26.2's tables) runs Tree / Simple from 512 MiB (the -optin print, l.210-212)."""
+    head = [("nvls-tree/Simple", 354.3), ("nvls-tree/Simple", 391.6), ("nvls-tree/Simple", 509.7)]
+    assert _rows("b200-ib-x2-lambda-dstack") == head + [("nvls-tree/Simple", 600.2), ("nvls-tree/Simple", 658.6),
+                                                        ("nvls-tree/Simple", 692.4)]
+    assert _rows("b200-ib-x2-lambda-dstack", "2.28.3") == _rows("b200-ib-x2-lambda-dstack")
+    assert _rows("b200-ib-x2-lambda-dstack", "stated") == head + [("tree/Simple", 482.3), ("tree/Simple", 542.9),
+                                                                  ("tree/Simple", 579.3)]
+
+
+def test_by_default_the_20_rack_rows_are_main_s_and_the_opt_in_tuner51_s():
+    """CoreWeave GB200 NVL72 x 20 racks, NCCL 2.26.2 (development): 8 / 16 GiB ring / Simple by default (main's,
+    +27.9 / +40.7%), tree / Simple with the opt-in (+38.1 / +47.0%); 512 MiB-4 GiB tree / Simple in both."""
+    tree = [("tree/Simple", 116.8), ("tree/Simple", 199.6), ("tree/Simple", 309.4), ("tree/Simple", 426.8)]
+    assert _rows("gb200-nvl72-multirack-coreweave") == tree + [("ring/Simple", 487.9), ("ring/Simple", 570.9)]
+    assert _rows("gb200-nvl72-multirack-coreweave", "stated") == tree + [("tree/Simple", 526.7), ("tree/Simple", 596.5)]
+
+
+def _lambda(tmp_path, **keys):
+    """The Lambda scenario with its card paths absolute and `keys` set in machine:, built as a Cluster."""
+    doc = yaml.safe_load(LAMBDA_SCENARIO.read_text())
+    m = doc["machine"]
+    for block in (m, m["gpu"], m["nic"], m["nvls"]):
+        block["card"] = str((LAMBDA_SCENARIO.parent / block["card"]).resolve())
+    m.update(keys)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return build_cluster(load_variants(path, 2)[0][1].machine)
+
+
+def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):
+    """machine.nccl_tables: the default ('2.28.3') prices the choice with 2.28.3's tables whatever machine.nccl says;
+    'stated' with machine.nccl's (2.26.2: Tree over the NVLS tree at 1 GiB on the Lambda shape)."""
+    default = _lambda(tmp_path, nccl="2.26.2")
+    assert default.nccl_tables == "2.28.3" and default.nccl_topology.nccl is None
+    assert decide(default.nccl_topology, "all_reduce", 1 << 30).algorithm == "NVLSTree"
+    assert _lambda(tmp_path, nccl="2.26.2", nccl_tables="2.28.3").nccl_topology == default.nccl_topology
+    opted = _lambda(tmp_path, nccl="2.26.2", nccl_tables="stated")
+    assert opted.nccl_topology.nccl == (2, 26, 2)
+    assert decide(opted.nccl_topology, "all_reduce", 1 << 30).algorithm == "Tree"
+    assert _lambda(tmp_path, nccl_tables="stated").nccl_topology.nccl is None     # no NCCL stated: 2.28.3's
+
+
+@pytest.mark.parametrize("bad", ["2.26.2", "yes", True, 2.28])
+def test_a_bad_nccl_tables_is_one_line_at_its_key(tmp_path, bad):
+    with pytest.raises(ScenarioError) as exc:
+        _lambda(tmp_path, nccl="2.26.2", nccl_tables=bad)
+    line = exc.value.one_line()
+    assert "s.yaml:" in line and "machine.nccl_tables" in line and "expected one of 2.28.3, stated" in line, line
+    assert "\n" not in line
+
+
+def test_tuner_release_is_the_stated_version_only_with_the_opt_in():
+    assert tuner_release((2, 26, 2), "2.28.3") is None and tuner_release((2, 26, 2), "stated") == (2, 26, 2)
+    with pytest.raises(SimclusterError) as exc:
+        tuner_release((2, 26, 2), "keyed")
+    assert "machine.nccl_tables 'keyed': expected one of 2.28.3, stated" == str(exc.value)
+
+
+@pytest.mark.parametrize("what, printed", [("published", "nccl-published-session51-tuner51-optin.txt"),
+                                           ("held-out-systems", "nccl-heldout-systems-session51-tuner51-optin.txt")])
+def test_the_opt_in_study_prints_its_committed_output(capsys, what, printed):
+    load_script("studies/nccl_tables_stated.py").main(what)
+    assert capsys.readouterr().out == (ROOT / "studies" / printed).read_text()

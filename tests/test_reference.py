@@ -115,12 +115,10 @@ def test_published_multi_node_validation_does_not_regress():
                 "aws-p4d-x2-hyperpod-skypilot-efa": 0.208, "aws-p4d-x2-vm-skypilot-efa": 0.178,   # s42 tree kernel (0.336 / 0.301); ncclsys (0.232 / 0.201)
                 "aws-p4d-x2-vm-skypilot-1efa": 0.126, "aws-p5en-x16-topology-aware": 0.047,   # s30: at 5eb5fe9; 1efa 0.066 -> 0.126 (ncclsys: Simple only)
                 "h100-ib-x2-x8-nccltests309-second": 0.070,
-                "gb200-nvl72-multirack-coreweave": 0.246,   # development since s31; s51 gb200x51 no LL128 on 2.26.2 (0.219); tuner51 its tables
-                    # pick Tree at 8 / 16 GiB (0.246)
+                "gb200-nvl72-multirack-coreweave": 0.219,   # development since session 31; s51 gb200x51: no LL128 across GB200 racks on NCCL 2.26.2 (0.248)
                 "gb200-nvl72-2racks-coreweave": 0.332,   # development since session 31 (0.501 before s32)
                 "h200-ib-x2-coreweave-skypilot": 0.034,
-                "b200-ib-x2-lambda-dstack": 0.121, "gcp-a4-b200-x2-dstack": 0.040,   # session 31: predicted once at c2517b5
-                    # lambda: s51 tuner51, NCCL 2.26.2's tables pick Tree over the NVLS tree at 512 MiB-2 GiB (0.034 -> 0.121)
+                "b200-ib-x2-lambda-dstack": 0.034, "gcp-a4-b200-x2-dstack": 0.040,   # session 31: predicted once at c2517b5
                 "gb200-nvl4-x3-nccl1801": 0.013, "gb200-nvl8-x3-nccl1801": 0.018,   # session 31, helper gb200racks: predicted once at 1546157
                 "b200-ib-x2-coreweave-commit": 0.044, "h100-ib-x2-coreweave-commit": 0.040,   # session 34: predicted once at b8cb85c
                 "azure-gb200-x1-aibenchguide": 0.053,   # session 35: predicted once after 56399a4

@@ -1,7 +1,11 @@
 """NCCL's tuner tables by release: which constant tables and pricing rules of src/graph/tuning.cc a stated NCCL ran
-(facts, not code). The model's default is NCCL 2.28.3's (nccl_constants.py); a run that states its NCCL is priced with
-that release's tables (nccl_tuner.tuning_table / algo_time_s), so NCCL's choice of algorithm, protocol and channels is
-its own version's.
+(facts, not code). The model prices NCCL's choice of algorithm, protocol and channels with NCCL 2.28.3's tables
+(nccl_constants.py) for every run, whatever NCCL it states: that is the default (`machine.nccl_tables: "2.28.3"`).
+The release-keyed tables are an opt-in (`machine.nccl_tables: stated`, `tuner_release`): a run is then priced with
+the tables of the NCCL it states (nccl_tuner.tuning_table / algo_time_s read `NcclTopology.nccl`). Opt-in only
+because it is an incomplete emulation of an older NCCL (the topology search and the NVLS-tree kernel cap stay 2.28.3's)
+and on the two sources it moved (Lambda B200 x 2 and the CoreWeave 20 racks, both NCCL 2.26.2) it made the answer
+worse (docs/models/fabric.md, "NCCL's tables by release").
 
 Read at every release tag of github.com/NVIDIA/nccl from v2.23.4-1 to v2.30.7-1 (session 51, tuner51); the tables change
 only at the releases below, each entry what differs from the release before it (tag, file src/graph/tuning.cc, line):
@@ -35,7 +39,10 @@ from functools import lru_cache
 from simcluster.collectives import nccl_constants as c
 from simcluster.errors import SimclusterError
 
-DEFAULT_RELEASE = (2, 28, 3)      # the tables a run that states no NCCL (or one before OLDEST_KEYED) is priced with
+DEFAULT_RELEASE = (2, 28, 3)      # the tables every run is priced with by default; with the opt-in, a run that states
+                                  # no NCCL (or one before OLDEST_KEYED)
+TABLES_DEFAULT, TABLES_STATED = "2.28.3", "stated"   # machine.nccl_tables: the default, the opt-in
+NCCL_TABLES = (TABLES_DEFAULT, TABLES_STATED)
 OLDEST_KEYED = (2, 23, 4)
 NEWEST_READ = (2, 30, 7)
 _RELEASE = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?(?:\s|\(|$)")
@@ -140,3 +147,11 @@ def tables_for(version: tuple[int, ...] | None) -> TunerTables:
     if release < OLDEST_KEYED:
         return DEFAULT_TABLES
     return [t for t in RELEASES if t.release <= min(release, NEWEST_READ)][-1]
+
+
+def tuner_release(version: tuple[int, ...] | None, tables: str) -> tuple[int, ...] | None:
+    """The release whose tables price NCCL's choice (NcclTopology.nccl): `version`, the NCCL the machine states, with
+    the opt-in (`tables` 'stated', machine.nccl_tables); None, 2.28.3's, with the default ('2.28.3')."""
+    if tables not in NCCL_TABLES:
+        raise SimclusterError(f"machine.nccl_tables {str(tables)[:30]!r}: expected one of {', '.join(NCCL_TABLES)}")
+    return version if tables == TABLES_STATED else None

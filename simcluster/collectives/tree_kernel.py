@@ -16,7 +16,8 @@ scenario's `machine.nccl` (else the published file's stated one, reference/nccl.
 (2.28.3, nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4 nodes on it binds at 8 channels x 24 GB/s = 192 GB/s,
 half the ring's busbw. Only the 2.28+ branch was judged on held-out rows (the 24 registered rows ran 2.28 / 2.29); the
 2.25-2.27 branch rests on 2 development rows (nccl#1801's GB200 partitions, another topology). The NVLS-tree cap below
-stays 2.28.3's for every version (a kernel ceiling, not the tuner's choice, which nccl_tuner.py keys by version).
+stays 2.28.3's for every version (a kernel ceiling, not the tuner's choice, which nccl_tuner.py keys by version only with the opt-in
+machine.nccl_tables: stated; by default 2.28.3's tables choose for every version).
 
 NVLS tree: NCCL's ceiling on the NVLS-tree kernel (perChMaxNVLSTreeBws), times the NVLS head channels, as an
 algorithm bandwidth (busbw x n / 2(n-1)): the node's SMs split between NVLink SHARP and the network.
