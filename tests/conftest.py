@@ -15,6 +15,17 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
 
 
+def published_llm_validation(paths):
+    """The published LLM comparison of several files as one ReferenceValidation (rows, sources and skipped merged), the
+    input the families read-out (reference/families.FamilyValidation) takes."""
+    from simcluster.reference.llm import validate_published_llm
+    from simcluster.results import ReferenceValidation
+
+    parts = [validate_published_llm(path) for path in paths]
+    return ReferenceValidation("published llm", 0.10, [r for p in parts for r in p.rows],
+                               {k: v for p in parts for k, v in p.sources.items()}, [s for p in parts for s in p.skipped])
+
+
 def load_script(relative: str):
     """A script outside the package (validation/, studies/) loaded as a module, by its path under the repository."""
     path = ROOT / relative
