@@ -163,13 +163,10 @@ def test_the_registration_is_fresh(tmp_path, monkeypatch):
     """--register now writes registered.yaml byte for byte (today's model with the table shipped then, session 49's:
     one validate pass, the Qwen3 row and c's search), never over it; the sha256 it names is that table's file text
     (heldout/moerouter.table_text), which adopt50 replaced with this set's rebuild (tests/test_adopt50.py)."""
-    from simcluster.heldout.registration import moedev51_off
-
     script = load_script("validation/moeker50.py")
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
     monkeypatch.setenv("REGISTER_COMMIT", reg["commit"])
-    with moedev51_off():   # the model before session 51's moedev51 facts
-        assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
+    assert script.main(["--register", str(tmp_path / "again.yaml")]) == 0
     assert (tmp_path / "again.yaml").read_text() == (BUNDLE / "registered.yaml").read_text()
     assert script.main(["--register", str(BUNDLE / "registered.yaml")]) == 2
 

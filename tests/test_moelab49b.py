@@ -24,11 +24,8 @@ def reg() -> dict:
 
 def test_the_registration_is_fresh_and_never_overwritten(tmp_path, monkeypatch):
     """--register at the registered commit writes registered.yaml byte for byte (three columns and the published MoE rows'
-    figures priced again by today's model, session 51's moedev51 facts off: heldout/registration.moedev51_off)."""
-    from simcluster.heldout.registration import moedev51_off
-
-    with moedev51_off():
-        fresh(script.main, BUNDLE, tmp_path, monkeypatch)
+    figures priced again by today's model)."""
+    fresh(script.main, BUNDLE, tmp_path, monkeypatch)
 
 
 def test_the_layers_are_new_and_on_and_p_differ_by_more_than_the_margin():

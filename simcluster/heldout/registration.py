@@ -80,7 +80,7 @@ def moedev51_off():
     the rank's b s / c tokens, moe_router_term.router_tokens / ops.permute_bytes; the dispatcher sync priced under
     capacity padding too, moe_sync.PAD_NO_SYNC), restored after, op_price's memo cleared both ways: the model every set
     registered before it priced (_router_term_as's handles; the read-outs that set the term's table themselves,
-    validation/moeker50.py and moelab49b.py, registered inside it)."""
+    validation/moeker50.py and moelab49b.py, price inside it)."""
     from simcluster.llm import moe_router_term, moe_sync, op_price
 
     sp, pad = moe_router_term.set_sp_shard(False), moe_sync.PAD_NO_SYNC
