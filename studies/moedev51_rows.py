@@ -171,4 +171,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     raise SystemExit(main())
