@@ -162,7 +162,8 @@ def permute_bytes(par: ParallelSpec, local_experts: int, rows: int, h: int) -> f
     the rows this GPU's experts compute (routed x local experts). The alltoall dispatcher permutes the rank's own rows
     before the EP alltoall and unpermutes them after the combine, but sorts by local expert after the expert-TP
     all_gather (token_dispatcher.py MoEAlltoAllTokenDispatcher's docstring: permute, A2A(EP), AG(TP) -> sort_chunk; the
-    combine's inverse; NVIDIA/Megatron-LM d98e8a64 and core_v0.10.0 7ee599a2): with expert TP etp > 1 permute and
+    combine's inverse; NVIDIA/Megatron-LM d98e8a64; core_v0.9.0 1afee592 token_permutation L515-542 / token_unpermutation
+    L572-596, core_v0.10.0 7ee599a2 L495-519 / L554-579): with expert TP etp > 1 permute and
     unpermute copy rows / etp, the sorts all rows (session 51, moedev51; before: all copies on all rows, as the sets
     registered then reproduce under moe_router_term.router_tokens' switch)."""
     copies = permute_copies(par, local_experts)
