@@ -11,8 +11,8 @@ from pathlib import Path
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.domain import NvlinkDomain
+from simcluster.collectives.nccl_versions import stated_release
 from simcluster.collectives.nvls_domain import domain_nvls_rate, nvls_channels
-from simcluster.collectives.tree_kernel import parse_nccl_version
 from simcluster.errors import ModelCardError
 from simcluster.hardware.nic import COST_FIELDS
 from simcluster.network.builders import FabricSpec, aggregation_levels, machine_platform, nodes_within_levels
@@ -107,7 +107,8 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
-                   nccl_version=parse_nccl_version(machine.nccl), nic_via_cpu=machine.nic.via_cpu)
+                   nccl_version=stated_release(machine.nccl), nic_via_cpu=machine.nic.via_cpu,
+                   nccl_tables=machine.nccl_tables)
 
 
 def machine_pcie(machine: Machine, nic, arch: str):
@@ -126,7 +127,8 @@ def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
     """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
     intra = intra or load_collective(machine.card)[0]
     nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
-    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, parse_nccl_version(machine.nccl))
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, stated_release(machine.nccl),
+                        machine.nccl_tables)
 
 
 def machine_arch(machine: Machine) -> str:

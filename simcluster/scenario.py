@@ -14,6 +14,7 @@ from pathlib import Path
 
 from simcluster import documents, strict
 from simcluster.collectives.nccl_constants import CPU_VENDORS
+from simcluster.collectives.nccl_versions import NCCL_TABLES
 from simcluster.collectives.tree_kernel import scenario_nccl
 from simcluster.errors import ScenarioError
 from simcluster.hardware import pcie
@@ -63,7 +64,7 @@ def _machine(r: ScenarioReader, m) -> Machine:
                    card("aggregation"), card("nvls"), card("gpu"), host_card, host.cpu_vendor if host else "intel",
                    gpu.clock if gpu else "fixed", 0 if d.domain_gpus == d.gpus_per_node else d.domain_gpus,
                    None if gpu is None or gpu.speed_spread is None else float(gpu.speed_spread),
-                   host.os_jitter if host else None, d.nccl)
+                   host.os_jitter if host else None, d.nccl, d.nccl_tables)
 
 
 def _tiers_refused(domains: int, nics_per_domain: int, f) -> tuple[str, str] | None:
@@ -89,7 +90,8 @@ def _pcie_link(text) -> str:
 
 
 MACHINE_VOCABULARY = {"fabric_kind": FABRIC_KINDS, "forwarding": FORWARDING, "cpu_vendor": CPU_VENDORS,   # the models'
-                      "pcie": _pcie_link, "fabric_tiers": _tiers_refused, "nccl": scenario_nccl}  # (machine_document.py)
+                      "pcie": _pcie_link, "fabric_tiers": _tiers_refused, "nccl": scenario_nccl,  # (machine_document.py)
+                      "nccl_tables": NCCL_TABLES}
 
 
 def _merge(base: dict, over: dict) -> dict:

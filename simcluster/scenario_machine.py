@@ -47,7 +47,8 @@ class Machine:
     nvlink_domain: int = 0         # GPUs on one NVLink fabric (GB200 NVL72: 72, several nodes); 0 = one node's
     gpu_speed_spread: float | None = None   # machine.gpu.speed_spread: the GPUs' speed spread (llm/scaleout.py); None: fitted default
     os_jitter_s: float | None = None        # machine.host.os_jitter: mean OS jitter per GPU and step J (llm/scaleout.py); None: shipped 0
-    nccl: str | None = None                 # machine.nccl: the NCCL version, 'MAJOR.MINOR' (collectives/tree_kernel.py); None: the model's
+    nccl: str | None = None                 # machine.nccl: the NCCL version, 'MAJOR.MINOR[.PATCH]' (tree_kernel.py); None: the model's
+    nccl_tables: str = "2.28.3"             # machine.nccl_tables: NCCL's tuner tables, 2.28.3's or 'stated' (nccl_versions.py)
 
     @property
     def domain_gpus(self) -> int:

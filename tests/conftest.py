@@ -15,6 +15,17 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "sendrecv", "alltoall")
 
 
+def published_llm_validation(paths):
+    """The published LLM comparison of several files as one ReferenceValidation (rows, sources and skipped merged), the
+    input the families read-out (reference/families.FamilyValidation) takes."""
+    from simcluster.reference.llm import validate_published_llm
+    from simcluster.results import ReferenceValidation
+
+    parts = [validate_published_llm(path) for path in paths]
+    return ReferenceValidation("published llm", 0.10, [r for p in parts for r in p.rows],
+                               {k: v for p in parts for k, v in p.sources.items()}, [s for p in parts for s in p.skipped])
+
+
 def load_script(relative: str):
     """A script outside the package (validation/, studies/) loaded as a module, by its path under the repository."""
     path = ROOT / relative
@@ -185,6 +196,26 @@ def registered_shapes(runs: list[dict]) -> set[tuple]:
     from simcluster.runner.llm_step import PRESETS
 
     return {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in runs}
+
+
+@pytest.fixture
+def adopt50_table_file(tmp_path, monkeypatch):
+    """llm/moe_router_term.TABLE_FILE pointed at adopt50's file as it was (rows keyed by PRODUCT_M, before session 51's
+    moedev51 keyed them by the measured tokens: heldout/moeker50.table_document(measured_keys=False)), for the
+    registrations that recorded its sha256 (mcrouter50, mcperm50) to reproduce byte for byte."""
+    from simcluster.heldout import moeker50, moerouter
+    from simcluster.llm import moe_router_term
+
+    shipped = moe_router_term.TABLE_FILE
+
+    class AsShipped(type(shipped)):   # the old bytes, at the shipped file's name (the registrations record its path)
+        def relative_to(self, *other):
+            return shipped.relative_to(*other)
+
+    path = AsShipped(tmp_path / "moe_router_table_adopt50.json")
+    path.write_text(moerouter.table_text(moeker50.table_document(measured_keys=False)))
+    monkeypatch.setattr(moe_router_term, "TABLE_FILE", path)
+    return path
 
 
 @pytest.fixture

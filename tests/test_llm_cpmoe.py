@@ -60,9 +60,9 @@ def test_model_zoo_32k_layout_groups_dispatch_and_routed_rows_by_hand():
         assert comm.dispatch_bytes(QWEN3_235B, p, batch) == (4096 * 8 * 4096 * 2, 0.0)
     f = {o.name: o for o in ops.layer_forward(QWEN3_235B, par, batch)}
     assert f["expert_gate"].shape == (2048, 1536, 4096, 16)        # whole experts (expert TP 1), 16 local
-    # the model prices the router GEMM on the CP shard's tokens b s / c; Megatron's router sees the sequence-parallel
-    # shard b s / (c t) (cold review C50 item 3): a known simplification of the model (llm.md), not a Megatron fact
-    assert f["router"].shape[0] == 32768 // 2
+    # Megatron's router sees the sequence-parallel shard b s / (c t) (cold review C50 item 3; moe_layer.py / router.py at
+    # d98e8a64): priced so since session 51's moedev51 (llm/moe_router_term.router_tokens), b s / c before
+    assert f["router"].shape[0] == 32768 // 2 // 4
 
 
 def test_expert_states_shard_over_the_expert_data_parallel_group():

@@ -123,7 +123,10 @@ def test_permute_bytes_by_hand():
     assert permute_bytes(ParallelSpec(dp=16, ep=16, zero=1, moe_dispatcher="deepep")) == 2 * 2 * T * k * h * 2
     assert permute_bytes(ParallelSpec(dp=128, ep=128, zero=1)) == 2 * 2 * T * k * h * 2        # one expert per GPU
     assert permute_bytes(ParallelSpec(tp=2, dp=8, ep=16, zero=1, sequence_parallel=True, expert_tp=1)) == 4 * 2 * (T // 2) * k * h * 2
-    assert permute_bytes(ParallelSpec(tp=2, dp=8, ep=16, zero=1, sequence_parallel=True)) == 4 * 2 * T * k * h * 2   # experts split by TP
+    # experts split by TP (etp 2, 16 local experts): permute and unpermute on the rank's own T k / 2 rows, the sorts on the T k gathered over
+    # expert TP (moedev51; token_dispatcher.py: permute, A2A(EP), AG(TP) -> sort_chunk)
+    assert permute_bytes(ParallelSpec(tp=2, dp=8, ep=16, zero=1, sequence_parallel=True)) == 2 * (2 * T // 2 + 2 * T) * k * h * 2
+
 
 
 def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
@@ -262,3 +265,25 @@ def test_every_stage_is_checked_for_memory_and_mtp_sits_on_the_last():
     one_layer = stage_params(no_mtp, replace(par, pipeline_layout=(3,) + (4,) * 13 + (5, 1)), 15)
     assert last.expert - last_plain.expert == pytest.approx(one_layer.expert)                 # the MTP layer's experts
     assert last.dense - last_plain.dense > DSV3.embedding_params() / 2                         # its embedding copy (/ tp)
+
+
+def test_expert_tp_permute_and_router_on_the_ranks_own_shard_and_the_old_model_inside_the_handle():
+    """moedev51: at TP 4 with SP the router GEMM runs on the rank's T / 4 tokens (moe_layer.py hands route() the sequence
+    shard); with one local expert and expert TP 4 the alltoall dispatcher's permute and unpermute copy the rank's own
+    T k / 4 rows and there is no sort: 2 copies of T k / 4; inside heldout/registration.moedev51_off the model as it
+    priced before (router on T, both copies on the T k rows the experts compute)."""
+    from simcluster.heldout.registration import moedev51_off
+    from simcluster.llm import ops
+
+    model, batch = QWEN3_30B, BatchSpec(64, 1)
+    T, k, h, E = model.seq, model.top_k, model.hidden, model.experts
+    par = ParallelSpec(tp=4, dp=128, ep=128, zero=1, sequence_parallel=True)   # 128 experts over EP 128: one local
+
+    def shapes():
+        f = {o.name: o for o in ops.layer_forward(model, par, batch)}
+        return f["router"].shape[:3], f["permute"].bytes
+
+    assert shapes() == ((T // 4, E, h), 2 * 2 * (T // 4) * k * h * 2)
+    with moedev51_off():
+        assert shapes() == ((T, E, h), 2 * 2 * T * k * h * 2)
+    assert shapes() == ((T // 4, E, h), 2 * 2 * (T // 4) * k * h * 2)

@@ -162,3 +162,25 @@ def test_the_term_follows_transformer_engine_not_the_framework_name():
     moe = TransformerSpec(**QWEN_LIKE, experts=128, top_k=8, expert_ffn=768)
     assert _host(moe, par, FRAMEWORKS["megatron-unfused-loss"])[1] > 0
     assert _host(moe, par, replace(FRAMEWORKS["megatron"], transformer_engine=False))[1] == 0.0
+
+
+def test_capacity_padding_has_no_dispatcher_sync_and_the_old_model_priced_one():
+    """moedev51: with moe_pad_expert_input_to_capacity the alltoall dispatcher keeps cuda_sync_point 'no_sync'
+    (token_dispatcher.py, core_v0.9.0 / core_v0.10.0 / d98e8a64), so the term does not apply; the sets registered
+    before session 51 priced the sync there too (heldout/registration.moedev51_off); a published file states the padding
+    (reference/llm: read only where given, so no other row's assumptions list grows)."""
+    from simcluster.heldout.registration import moedev51_off
+    from simcluster.reference.llm import spec_of
+
+    padded = ParallelSpec(dp=16, ep=16, moe_pad_to_capacity=True)
+    assert moe_sync.applies(MEGATRON, ParallelSpec(dp=16, ep=16)) and not moe_sync.applies(MEGATRON, padded)
+    with moedev51_off():
+        assert moe_sync.applies(MEGATRON, padded)
+    assert not moe_sync.applies(MEGATRON, padded)
+    run = {"model": {"name": "m", "layers": 4, "hidden": 2048, "ffn": 6144, "heads": 32, "vocab": 32768, "seq": 4096,
+                     "experts": 16, "top_k": 2, "expert_ffn": 768},
+           "parallel": {"tp": 1, "pp": 1, "dp": 16, "ep": 16}, "batch": {"global_batch": 64}}
+    (_, par, _), _, used = spec_of(run, {})
+    assert not par.moe_pad_to_capacity and not any("pad" in u for u in used)
+    (_, par, _), _, used = spec_of(run, {"moe_pad_to_capacity": True})
+    assert par.moe_pad_to_capacity and "moe_pad_to_capacity=True" in used

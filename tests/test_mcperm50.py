@@ -85,8 +85,9 @@ def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_pa
                     "studies/mcore_perm_device.py", "mcrouter50", "mcperm50", tmp_path, capsys)
 
 
-def test_the_registration_is_fresh_and_predicts_the_products_permute_price(tmp_path, monkeypatch):
-    """--register writes registered.yaml byte for byte, never over it; the prediction is, by hand, the adopted table's
+def test_the_registration_is_fresh_and_predicts_the_products_permute_price(tmp_path, monkeypatch, adopt50_table_file):
+    """--register writes registered.yaml byte for byte (adopt50_table_file: the table file as it was
+    registered), never over it; the prediction is, by hand, the adopted table's
     permute factors (nearest by bytes) times the H200's HBM price of each layer's permute bytes."""
     from simcluster.heldout import moerouter
     from simcluster.llm import moe_router_term

@@ -126,8 +126,9 @@ def test_the_read_out_refuses_quick_foreign_and_wrong_bundles_in_one_line(tmp_pa
                     "studies/mcore_router_device.py", "moeker50", "mcrouter50", tmp_path, capsys)
 
 
-def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch):
-    """--register writes registered.yaml byte for byte, never over it; the prediction is the adopted column plus the
+def test_the_registration_is_fresh_and_predicts_the_adopted_column(tmp_path, monkeypatch, adopt50_table_file):
+    """--register writes registered.yaml byte for byte (adopt50_table_file: the table file as it was
+    registered), never over it; the prediction is the adopted column plus the
     GEMM price, which (no floor clamped) is moeker50's kernels clock of the same records."""
     rows = fresh_register_equals(load_script("validation/mcrouter50.py"), BUNDLE, tmp_path, monkeypatch, "commit")["rows"]
     for lay, *_ in GRID:

@@ -136,9 +136,11 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     # (7.2% / 75% and 7.2% / 73% within; met with the releases counted apart, 9 and 8 sources)
     by = {f["family"]: f["held_out"] for f in fams}
     assert not any(s.startswith("llm-dgxc-benchmarking-") for f in fams for k in ("held_out", "development") for s in f[k]["sources"])
-    for fam, dgxc, n in (("Megatron/NeMo", 92, 97), ("fp8", 27, 35)):
+    # session 51 publ51: FlagPerf's (BAAI) 4 + 2 and Google's gpu-recipes' 1 held-out rows, publishers outside NVIDIA's
+    # recipes: Megatron/NeMo 92 of 101, still thin (6.5%, 75% within); fp8 27 of 38, met (6.5%, 81% within)
+    for fam, dgxc, n, verdict in (("Megatron/NeMo", 92, 101, "thin"), ("fp8", 27, 38, "met")):
         assert by[fam]["source_rows"]["llm-dgxc-benchmarking"] == dgxc and by[fam]["rows"] == n
-        assert by[fam]["verdict"] == "thin" and by[fam]["each_source_once_within_share"] < 0.80
+        assert by[fam]["verdict"] == verdict and (by[fam]["each_source_once_within_share"] < 0.80) == (verdict == "thin")
 
 
 def test_the_dgxc_benchmarking_files_are_one_source_group():

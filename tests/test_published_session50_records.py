@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, published_llm_validation
 
 from simcluster.llm import moe_router_term
 
@@ -89,12 +89,7 @@ def test_the_router_term_labels_only_the_files_its_rule_priced():
 
 @pytest.fixture(scope="module")
 def validation():
-    from simcluster.reference.llm import validate_published_llm
-    from simcluster.results import ReferenceValidation
-
-    parts = [validate_published_llm(PUBLISHED / name) for name in NAMES]
-    return ReferenceValidation("published llm", 0.10, [r for p in parts for r in p.rows],
-                               {k: v for p in parts for k, v in p.sources.items()}, [s for p in parts for s in p.skipped])
+    return published_llm_validation([PUBLISHED / name for name in NAMES])
 
 
 def test_the_compared_rows_are_held_out_moe_rows(validation):

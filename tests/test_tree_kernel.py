@@ -58,12 +58,12 @@ def test_the_scenario_names_its_nccl(tmp_path):
     """NCCL 2.27's Blackwell table (2 x Hopper's, 72 GB/s per channel from 3 nodes) does not bind on these nodes: the
     tree is back on its network bytes, about the ring's busbw."""
     old = _cluster(4, _scenario(tmp_path, "2.27.3"))
-    assert old.nccl_version == (2, 27)
+    assert old.nccl_version == (2, 27, 3)          # the patch is kept: it keys the tuner tables (nccl_versions.py)
     assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL 2.27 tuner's tree limit (8 channels x 72 GB/s)")
     tree = predict_fabric(old, "all_reduce", S, "tree")
     assert "tree limit" not in tree.breakdown["binding_limit"]
     assert tree.busbw_Bps == pytest.approx(predict_fabric(old, "all_reduce", S, "ring").busbw_Bps, rel=0.05)
-    assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl_version == (2, 30)
+    assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl_version == (2, 30, 7)
 
 
 @pytest.mark.parametrize("bad", ["two.x", "1.9.1", "2.25.1", 2.30, 3, True])   # 2.30 unquoted: YAML's 2.3

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout import moegemm  # noqa: E402
-from simcluster.heldout.registration import before_adopt49, moe_rows_then, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import before_adopt49, read_run_set, registering_commit, rows_then, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_gemm_term, op_price  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 
@@ -50,12 +50,12 @@ def moe_rows(rows) -> dict:
 
 
 def judged_rows(rows) -> list:
-    """validate --published llm's rows with the MoE family limited to the 13 files the router term's rule priced
-    (heldout/registration.moe_rows_then, llm/moe_router_term.JUDGED_FILES): the MoE files there were when moegemm and
-    moerouter registered; publ50's Model Zoo files, recorded after both, are left out so that their read-outs reproduce
-    (cold review B50 items 5 and 6); the other families' rows as they are."""
-    then = {id(r) for r in moe_rows_then(rows)}
-    return [r for r in rows if r.family != "MoE" or id(r) in then]
+    """validate --published llm's rows as the files there were when moegemm and moerouter registered priced them
+    (heldout/registration.rows_then): the MoE family limited to the 13 files the router term's rule priced
+    (moe_rows_then, llm/moe_router_term.JUDGED_FILES; publ50's Model Zoo files, recorded after both, left out: cold review
+    B50 items 5 and 6), the other families without the files recorded after (registration.RECORDED_AFTER, session 51
+    publ51's), so that their read-outs reproduce."""
+    return rows_then(rows)
 
 
 def families_with(switch_on, switch_off) -> tuple[dict, dict]:

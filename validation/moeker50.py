@@ -37,7 +37,7 @@ import moe_te_host  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.heldout import moeker50, moerouter  # noqa: E402
-from simcluster.heldout.registration import moe_rows_then, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import moe_rows_then, moedev51_off, read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_router_term, op_price  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 
@@ -67,9 +67,10 @@ def under(table) -> dict:
     moe_router_term.enable(table, card().hbm_bandwidth_Bps)
     op_price.forget()
     try:
-        rows = moe_rows_then(validate_published_llm().rows)   # the 70 rows of its registration (publ50's 7 left out)
-        gpu_work = moe_te_host.row_result(0, 0.0).step_time_s
-        c = moe_te_host.derive(hi=C_HI_S)
+        with moedev51_off():   # the model as registered and read (session 51's moedev51 facts off)
+            rows = moe_rows_then(validate_published_llm().rows)   # the 70 rows of its registration (publ50's 7 left out)
+            gpu_work = moe_te_host.row_result(0, 0.0).step_time_s
+            c = moe_te_host.derive(hi=C_HI_S)
     finally:
         moe_router_term.set_state(saved)
         op_price.forget()

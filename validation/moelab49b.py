@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simcluster.heldout.registration import moe_rows_then, print_verdicts, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import moe_rows_then, moedev51_off, print_verdicts, set_main, write_registration  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from validation import moelab49  # noqa: E402
 
@@ -36,7 +36,7 @@ COLUMNS = {"off": ("off", "predicted_step_s"), "on": ("on", "predicted_on_s"), "
 def published_moe(table) -> dict:
     """The published MoE rows (validate --published llm; every one development for the term) with the term on `table`
     (None: off): {rows, mean_abs_error_pct, signed_mean_error_pct}."""
-    with moelab49.term_as(table):
+    with moelab49.term_as(table), moedev51_off():   # moedev51_off: the model as registered (session 51's facts off)
         errs = [r.error for r in moe_rows_then(validate_published_llm().rows)]   # its 70 rows (publ50's 7 left out)
     return {"rows": len(errs), "mean_abs_error_pct": round(100 * statistics.fmean(map(abs, errs)), 2),
             "signed_mean_error_pct": round(100 * statistics.fmean(errs), 2)}

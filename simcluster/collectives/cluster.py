@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.nccl_constants import LL128_VIA_CPU_FROM, PROTOCOLS
 from simcluster.collectives.nccl_search import NcclTopology
+from simcluster.collectives.nccl_versions import TABLES_DEFAULT, tuner_release
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.pcie import PcieLink
 from simcluster.hardware.switch import AggregationParams
 from simcluster.network.platform import Platform
 
 
-def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, int] | None) -> bool:
+def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, ...] | None) -> bool:
     """NCCL runs no LL128 across nodes: the NICs hang off the CPU (GB200 trays) and the NCCL predates 2.27
     (nccl_constants.LL128_VIA_CPU_FROM; None, the model's NCCL 2.28, runs it)."""
     return via_cpu and nodes > 1 and nccl_version is not None and nccl_version < LL128_VIA_CPU_FROM
@@ -40,8 +41,10 @@ class Cluster:
     gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
     nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
     tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
-    nccl_version: tuple[int, int] | None = None  # the NCCL the machine runs (machine.nccl); None: the model's (tree_kernel.py)
+    nccl_version: tuple[int, ...] | None = None  # the NCCL the machine runs, (major, minor[, patch]); None: the model's
     nic_via_cpu: bool = False                   # the NICs on the CPU, reached over NVLink-C2C (machine.nic.via_cpu: GB200)
+    nccl_tables: str = TABLES_DEFAULT           # machine.nccl_tables: '2.28.3' (default) or 'stated', the opt-in to
+                                                # price NCCL's choice with nccl_version's tables (nccl_versions.py)
 
     @property
     def nodes(self) -> int:
@@ -85,10 +88,11 @@ class Cluster:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card); the protocols NCCL may run (the NIC
         card's NCCL_PROTO, less LL128 across nodes where the NIC hangs off the CPU and the NCCL predates 2.27:
-        nccl_constants.LL128_VIA_CPU_FROM)."""
+        nccl_constants.LL128_VIA_CPU_FROM); the tuner tables NCCL 2.28.3's, or with the opt-in (nccl_tables 'stated')
+        the release nccl_version states."""
         protocols = self.nic.nccl_protocols or PROTOCOLS
         if no_ll128_via_cpu(self.nic_via_cpu, self.nodes, self.nccl_version):
             protocols = tuple(p for p in protocols if p != "LL128") or protocols
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
-                            protocols=protocols)
+                            protocols=protocols, nccl=tuner_release(self.nccl_version, self.nccl_tables))

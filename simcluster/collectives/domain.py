@@ -23,6 +23,7 @@ from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import FabricPrediction, Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
+from simcluster.collectives.nccl_versions import TABLES_DEFAULT, tuner_release
 from simcluster.collectives.nvls_domain import carried_algbw, domain_fill_s, domain_nvls_rate, nvls_channels, nvls_heads
 from simcluster.collectives.schedule import canonical_op
 from simcluster.errors import SimclusterError
@@ -30,15 +31,16 @@ from simcluster.errors import SimclusterError
 
 def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
                    nvls: tuple[dict[int, float], float] | None = None,
-                   nccl_version: tuple[int, int] | None = None) -> Prediction:
+                   nccl_version: tuple[int, ...] | None = None, nccl_tables: str = TABLES_DEFAULT) -> Prediction:
     """One call on `ranks` GPUs of one NVLink domain; `nvls`: (all_reduce algbw by GPU count, latency s) of the
-    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels."""
+    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels and, with `nccl_tables`
+    'stated' (the opt-in; default '2.28.3', 2.28.3's), NCCL's tuner tables (nccl_versions.tuner_release)."""
     op = canonical_op(op)
     channels = nvls_channels(arch, nccl_version, one_clique=True)
     rate = domain_nvls_rate(nvls[0], ranks, channels, arch) if nvls is not None and ranks >= 2 else None
     if rate is None or op != "all_reduce":
         return predict(intra, op, size_bytes, ranks)
-    d = decide(NcclTopology(arch, ranks, 1, nvls=True), op, size_bytes)
+    d = decide(NcclTopology(arch, ranks, 1, nvls=True, nccl=tuner_release(nccl_version, nccl_tables)), op, size_bytes)
     if d.algorithm != "NVLS":
         return predict(intra, op, size_bytes, ranks)
     (algbw, binds), heads = rate, nvls_heads(ranks)
@@ -72,11 +74,13 @@ class NvlinkDomain:
     ranks: int
     arch: str
     nvls: tuple[dict[int, float], float] | None
-    nccl_version: tuple[int, int] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
+    nccl_version: tuple[int, ...] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
+    nccl_tables: str = TABLES_DEFAULT             # machine.nccl_tables: '2.28.3' or 'stated' (the opt-in; Cluster's)
 
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
         domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
-        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls, self.nccl_version)
+        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls, self.nccl_version,
+                              self.nccl_tables)
 
     def nvls_unpriced(self, op: str, sizes: list[int], ranks: int | None = None) -> list[int]:
         """The sizes at which NCCL's decision model runs NVLS on `ranks` GPUs of this domain but the NVLS card has no
@@ -85,4 +89,5 @@ class NvlinkDomain:
         ranks = ranks or self.ranks
         if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or carried_algbw(self.nvls[0], ranks):
             return []
-        return [s for s in sizes if decide(NcclTopology(self.arch, ranks, 1, nvls=True), "all_reduce", s).algorithm == "NVLS"]
+        topo = NcclTopology(self.arch, ranks, 1, nvls=True, nccl=tuner_release(self.nccl_version, self.nccl_tables))
+        return [s for s in sizes if decide(topo, "all_reduce", s).algorithm == "NVLS"]

@@ -46,6 +46,7 @@ class NcclTopology:
     pci_Bps: float = 24e9              # a GPU's PCIe path when there is no NVLink (Gen4 x16)
     protocols: tuple[str, ...] = PROTOCOLS  # what NCCL_PROTO leaves NCCL (a network plugin may set it: the NIC card's
                                             # nccl_protocols)
+    nccl: tuple[int, ...] | None = None     # the release the tuner's tables are read for (nccl_versions.py); None: 2.28.3 (the default)
 
     def __post_init__(self):
         if self.arch not in ARCHS:

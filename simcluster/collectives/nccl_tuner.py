@@ -10,7 +10,9 @@ and runs the cheapest enabled pair. The per-channel bandwidths come from NCCL's 
 (src/graph/search.cc): the fastest per-channel speed, from a fixed list per architecture, that the
 NVLink / NIC bandwidth can carry on as many channels as possible: nccl_search.py rebuilds that result
 from a short topology description (`NcclTopology`), nccl_constants.py holds NCCL 2.28.3's tables (facts,
-not code). This module is the tuner: the table (`tuning_table`, the same numbers NCCL prints with
+not code), nccl_versions.py what other releases' tables and rules differ in: the table is the one of the
+release the topology states (`NcclTopology.nccl`; None, the default for every run: 2.28.3; a release only with the
+opt-in machine.nccl_tables: stated, nccl_versions.tuner_release). This module is the tuner: the table (`tuning_table`, the same numbers NCCL prints with
 NCCL_DEBUG_SUBSYS=TUNING) and the per-call decision (`decide`): algorithm, protocol and the channels NCCL
 gives the call (src/enqueue.cc topoGetAlgoInfo and the channel split of scheduleCollTasksToPlan). See
 docs/models/collectives.md, section "NCCL's decision model". Checked exactly: single-node tables and
@@ -27,17 +29,11 @@ from simcluster.collectives.nccl_constants import (
     ALGORITHMS,
     BASE_LAT_US,
     DIRECT_ARITY,
-    HW_LAT_US,
-    LL_MAX_BW,
     LL_MAX_BW_CPU,
     MAX_THREADS,
     MIN_TRAFFIC_PER_CHANNEL,
     NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
-    PER_CH_NVLS_TREE,
-    PER_CH_RING_LL128,
-    PER_CH_TREE,
-    PER_CH_TREE_LL128,
     PROTOCOLS,
     THREAD_THRESHOLD,
     THREADS,
@@ -45,6 +41,7 @@ from simcluster.collectives.nccl_constants import (
     TUNED_OPS,
 )
 from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.collectives.nccl_versions import NVLS_TREE_CORRECTION_LAST, tables_for
 from simcluster.errors import SimclusterError
 
 
@@ -105,7 +102,9 @@ def tuning_table(topo: NcclTopology) -> dict:
         return {op: {"Ring": {"Simple": (0.0, math.inf)}} for op in TUNED_OPS}
     gr = graphs(topo)
     i2 = _index2(nodes)
-    ll_max = LL_MAX_BW[arch][i2] if nodes == 1 else LL_MAX_BW_CPU[topo.cpu_vendor][i2]
+    tab = tables_for(topo.nccl)          # the release's tables (nccl_versions.py); `arch` indexes its rows
+    row = tab.arch_row(arch)
+    ll_max = tab.ll_max_bw[row][i2] if nodes == 1 else LL_MAX_BW_CPU[topo.cpu_vendor][i2]
     ppn = n / nodes
     intra_link = "nvlink" if topo.has_nvlink else "pci"
     table: dict = {}
@@ -119,29 +118,31 @@ def tuning_table(topo: NcclTopology) -> dict:
                     continue
                 collnet = algo in ("CollNetDirect", "CollNetChain")
                 bw = graph.bw_intra if nodes <= 2 or collnet else graph.bw_inter
-                if algo in ("NVLS", "NVLSTree"):
+                if algo in ("NVLS", "NVLSTree") and not tab.nvls_efficiency:
+                    bw = _nvls_bw_before_2_28(graph, op, algo, nodes, ppn, tab)
+                elif algo in ("NVLS", "NVLSTree"):
                     intra_bw = graph.bw_intra * NVLS_EFFICIENCY[arch] * (graph.channels - 1) / graph.channels
                     intra_bw *= 2.0 if op == "all_reduce" else (ppn - 1) / ppn
                     inter_bw = graph.bw_inter * (2 if nodes <= 2 and algo == "NVLSTree" else 1)
                     caps = [intra_bw, inter_bw] if nodes > 1 else [intra_bw]
                     if algo == "NVLSTree":
-                        caps.append(PER_CH_NVLS_TREE[arch][i2])
+                        caps.append(tab.per_ch_nvls_tree[row][i2])
                     bw = min(caps)
                 bus = graph.channels * bw
                 if algo == "Ring" and proto == "LL":
                     bus = min(ll_max, bus * .5)
                 if algo == "Ring" and proto == "LL128":
-                    bus = min(bus * .92, graph.channels * PER_CH_RING_LL128[arch][i2])
+                    bus = min(bus * .92, graph.channels * tab.per_ch_ring_ll128[row][i2])
                 if algo == "Tree" and op == "all_reduce":
-                    bus = min(bus * .92, graph.channels * PER_CH_TREE[arch][i2])
+                    bus = min(bus * .92, graph.channels * tab.per_ch_tree[row][i2])
                 if algo == "Tree" and proto == "LL":
                     bus = min(bus / 3.8, ll_max)
                 if algo == "Tree" and proto == "LL128":
-                    bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.channels * PER_CH_TREE_LL128[arch][i2])
+                    bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.channels * tab.per_ch_tree_ll128[row][i2])
                 if algo == "Tree" and nodes > 1 and ppn == 1:
                     bus *= .85      # one GPU per node: the search's tree pattern is TREE (all NIC traffic via one GPU)
                 if algo == "PAT":
-                    bus *= .75
+                    bus *= tab.pat_factor
                 if algo == "CollNetDirect":
                     factor = ppn / graph.channels
                     factor -= (factor - 1) / 2
@@ -149,12 +150,13 @@ def tuning_table(topo: NcclTopology) -> dict:
                     if arch in ("hopper", "blackwell"):
                         bus *= .85
                 if not (algo != "Ring" and op in ("all_gather", "reduce_scatter")):
-                    bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else .5
+                    old_nvls = algo in ("NVLS", "NVLSTree") and not tab.nvls_efficiency
+                    bus *= 5 / 6 if old_nvls else n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else .5
                 lat = BASE_LAT_US[algo][pi]
-                intra_lat = HW_LAT_US[intra_link][algo][pi]
-                inter_lat = HW_LAT_US["net"]["Tree" if ppn == 1 else algo][pi]
+                intra_lat = tab.hw_lat[intra_link][algo][pi]
+                inter_lat = tab.hw_lat["net"]["Tree" if ppn == 1 else algo][pi]
                 if algo == "Ring":
-                    hw = HW_LAT_US[intra_link if nodes == 1 else "net"]["Ring"][pi]
+                    hw = tab.hw_lat[intra_link if nodes == 1 else "net"]["Ring"][pi]
                     if op in ("broadcast", "reduce"):
                         lat += hw          # same channels: one step's latency, the data pipelines
                     else:
@@ -179,6 +181,16 @@ def tuning_table(topo: NcclTopology) -> dict:
     return table
 
 
+def _nvls_bw_before_2_28(graph, op: str, algo: str, nodes: int, ppn: float, tab) -> float:
+    """Per-channel NVLS / NVLS-tree bandwidth before 2.28 (nccl_versions.py): min(intra, inter; the tree's inter halved
+    above 2 nodes), from 2.27 all_gather / reduce_scatter min(intra (ppn-1)/ppn, 0.9 inter)."""
+    if algo == "NVLSTree":
+        return min(graph.bw_intra, graph.bw_inter if nodes <= 2 else graph.bw_inter / 2)
+    if op != "all_reduce" and tab.nvls_gather_rule:
+        return min(graph.bw_intra * (ppn - 1) / ppn, graph.bw_inter * 0.9)
+    return min(graph.bw_intra, graph.bw_inter)
+
+
 def algo_time_s(topo: NcclTopology, op: str, algo: str, proto: str, size: float) -> float | None:
     """NCCL's estimate for one pair (ncclTopoGetAlgoTime), None where the pair cannot run."""
     entry = tuning_table(topo).get(op, {}).get(algo, {}).get(proto)
@@ -189,6 +201,9 @@ def algo_time_s(topo: NcclTopology, op: str, algo: str, proto: str, size: float)
     log_size = (nbytes >> 6).bit_length() - 1
     if algo == "Tree" and op == "all_reduce" and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[proto][log_size]
+    if (algo == "NVLSTree" and op == "all_reduce" and 0 <= log_size < 24 and topo.arch == "blackwell"
+            and topo.cpu_vendor != "arm" and tables_for(topo.nccl).nvls_tree_correction):
+        bw *= TREE_CORRECTION[proto][log_size] if log_size < 23 else NVLS_TREE_CORRECTION_LAST[proto]
     coll = graphs(topo)["coll_channels"]
     if (algo == "Ring" and proto == "Simple" and topo.nodes > 1 and op == "all_reduce"
             and nbytes // (coll * topo.ranks) >= 64):

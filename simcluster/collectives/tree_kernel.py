@@ -10,14 +10,14 @@ most perChMaxTreeLL128Bws). A tree all_reduce moves 2 S per GPU on that busbw (N
 is one more floor under the tree's data time (collectives/fabric.py Tree.data_s). It is NCCL's tuner estimate, not a
 measured kernel rate: tuning.cc's busBw = min(0.92 nCh bw, nCh perChMaxTreeBw) on the tree graph's nCh (8 on 8-GPU /
 8-NIC nodes, search.cc's channel-duplication rule) while 16 collective channels run. The table is NCCL's and changes with
-its version: Blackwell 77.4 / 82.8 / 72.0 GB/s (2 x Hopper's) from 2.26 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on
-(stored tags v2.28.3-1 .. v2.30.7-1); Ampere and Hopper the same in every tag read (v2.26.2-1 .. v2.30.7-1). The
-version is the scenario's `machine.nccl` (else the published file's stated one, reference/nccl.py), else the model's
-own, MODEL_NCCL (2.28, the version of every other table in nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4
-nodes on it binds at 8 channels x 24 GB/s = 192 GB/s, half the ring's busbw. Only the 2.28+ branch was judged on
-held-out rows (the 24 registered rows ran 2.28 / 2.29); the 2.26-2.27 branch rests on 2 development rows (nccl#1801's
-GB200 partitions, another topology). machine.nccl keys this plain-tree table only: the NVLS-tree cap below and the Ring
-LL128 tables stay 2.28's.
+its version (collectives/nccl_versions.py, the tables by release): Blackwell 77.4 / 82.8 / 72.0 GB/s (2 x Hopper's) from
+2.25 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on; Ampere and Hopper the same in every tag read. The version is the
+scenario's `machine.nccl` (else the published file's stated one, reference/nccl.py), else the model's own, MODEL_NCCL
+(2.28.3, nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4 nodes on it binds at 8 channels x 24 GB/s = 192 GB/s,
+half the ring's busbw. Only the 2.28+ branch was judged on held-out rows (the 24 registered rows ran 2.28 / 2.29); the
+2.25-2.27 branch rests on 2 development rows (nccl#1801's GB200 partitions, another topology). The NVLS-tree cap below
+stays 2.28.3's for every version (a kernel ceiling, not the tuner's choice, which nccl_tuner.py keys by version only with the opt-in
+machine.nccl_tables: stated; by default 2.28.3's tables choose for every version).
 
 NVLS tree: NCCL's ceiling on the NVLS-tree kernel (perChMaxNVLSTreeBws), times the NVLS head channels, as an
 algorithm bandwidth (busbw x n / 2(n-1)): the node's SMs split between NVLink SHARP and the network.
@@ -28,14 +28,12 @@ from __future__ import annotations
 import math
 import re
 
-from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE, PER_CH_TREE, PER_CH_TREE_LL128
+from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE
 from simcluster.collectives.nccl_search import graphs
+from simcluster.collectives.nccl_versions import stated_release, tables_for
 
 MODEL_NCCL = (2, 28)          # the NCCL version of the model's tuner tables (nccl_constants.py)
-OLDEST_NCCL = (2, 26)         # the oldest tag whose tables were read (v2.26.2-1): below it the ceiling is not known
-# Blackwell before 2.28 (tuning.cc v2.26.2-1 .. v2.27.7-1): 2 x Hopper's, GB/s per channel [1 node, 2 nodes, 3+]
-BLACKWELL_BEFORE_2_28 = (77.4, 82.8, 72.0)
-BLACKWELL_LL128_BEFORE_2_28 = (73.4, 73.4, 58.0)
+OLDEST_NCCL = (2, 26)         # machine.nccl is read from 2.26 on (the tree ceiling's first judged tables)
 _VERSION = re.compile(r"\s*v?(\d+)\.(\d+)")
 
 
@@ -48,8 +46,8 @@ def parse_nccl_version(text) -> tuple[int, int] | None:
 
 
 def scenario_nccl(text) -> str:
-    """machine.nccl: the NCCL version the machine runs, as MAJOR.MINOR; a refusal names what is accepted. Text only:
-    YAML reads an unquoted 2.30 as the number 2.3."""
+    """machine.nccl: the NCCL version the machine runs, as MAJOR.MINOR[.PATCH] (the patch keys the tuner's tables,
+    collectives/nccl_versions.py); a refusal names what is accepted. Text only: YAML reads an unquoted 2.30 as 2.3."""
     if not isinstance(text, str):
         raise ValueError(f"expected the NCCL version as quoted text such as '2.28.9' (YAML reads 2.30 as 2.3), got {text!r}")
     version = parse_nccl_version(text)
@@ -57,16 +55,18 @@ def scenario_nccl(text) -> str:
         raise ValueError(f"expected an NCCL 2.x version such as '2.28.9', got {text!r}")
     if version < OLDEST_NCCL:
         raise ValueError(f"NCCL {version[0]}.{version[1]}: the tree ceiling's tables are read from 2.26 on")
-    return f"{version[0]}.{version[1]}"
+    return ".".join(map(str, stated_release(text) or version))
 
 
-def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, int] | None) -> float:
-    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: MODEL_NCCL)."""
+def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, ...] | None) -> float:
+    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: the model's),
+    from that release's tables (collectives/nccl_versions.py)."""
     i2 = 0 if nodes <= 1 else 1 if nodes == 2 else 2
-    old = arch == "blackwell" and (version or MODEL_NCCL) < (2, 28)
-    per_ch = (BLACKWELL_BEFORE_2_28 if old else PER_CH_TREE[arch])[i2]
+    tab = tables_for(version)
+    row = tab.arch_row(arch)
+    per_ch = tab.per_ch_tree[row][i2]
     if protocol == "LL128":
-        per_ch = min(per_ch * 120 / 128, (BLACKWELL_LL128_BEFORE_2_28 if old else PER_CH_TREE_LL128[arch])[i2])
+        per_ch = min(per_ch * 120 / 128, tab.per_ch_tree_ll128[row][i2])
     return per_ch
 
 

@@ -10,12 +10,12 @@ from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
 # its figures are today's predictions: tests/test_llm_caveats_moe.py (slow) recomputes them (studies/moe_adopt50_reading.py)
-MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 21.5% mean "
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 17.3% mean "
                 "|error| (14 within 10%; 33 slow beyond 10%, Grok-1's 32 among them where TE's fused permute runs, and 23 "
-                "fast; each of their 13 sources once 18.5%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
+                "fast; each of their 13 sources once 17.3%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
                 "files 11 of 13 rows fast beyond 10%) and are development for the term (llm/moe_router_term.py, on for "
                 "megatron and megatron-te-fa2; its router priced at the GPU's kernel time since session 50, the host's "
-                "launch gaps left to the host terms); 10 later rows are held out, 8.0%, but from one source (the Megatron "
+                "launch gaps left to the host terms); 10 later rows are held out, 7.5%, but from one source (the Megatron "
                 "MoE Model Zoo, H100: not met; 9 of 10 Qwen3 235B, 2 rounded launch-script figures); its rule judged H100, "
                 "B200 and A800 rows only{card}; its permutations were measured in plain torch with CUDA events (launch "
                 "gaps included), an upper bound where Transformer Engine's fused kernels run; open: those gaps and "

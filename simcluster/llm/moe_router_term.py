@@ -62,6 +62,8 @@ _TABLE: tuple | None = None   # None: the adopted table (TABLE_FILE), read on fi
 H200_HBM_BPS = 0.0            # the H200 card's hbm_bandwidth_Bps, set with the table
 _LABELS = True                # the adoption's labels (development_why); off under heldout/registration.before_adopt49
 _SCOPE = ADOPTED              # the frameworks `applies` marks: ADOPTED, widened only inside a lab read-out (set_scope)
+_SP_SHARD = True              # the router on the rank's sequence shard under SP (router_tokens); off inside the handles of
+                              # the sets registered before session 51's moedev51 (heldout/registration._router_term_as)
 
 
 def enable(table, h200_hbm_Bps: float) -> None:
@@ -86,6 +88,27 @@ def state() -> tuple:
 def set_state(saved: tuple) -> None:
     global _TABLE, H200_HBM_BPS, _LABELS, _SCOPE
     _TABLE, H200_HBM_BPS, _LABELS, _SCOPE = saved
+
+
+def router_tokens(tokens: int, seq_tokens: int) -> int:
+    """The tokens a MoE router runs on (session 51, moedev51): the rank's own hidden states as the MoE layer gets them,
+    its sequence shard seq_tokens = b s / (c t) under sequence parallelism (Megatron-Core moe_layer.py MoELayer.forward
+    passes hidden_states to route() ungathered and refuses TP > 1 without SP in training; router.py's comment on the
+    aux loss: the router's num_local_tokens "is sequence-parallel sharded"; NVIDIA/Megatron-LM d98e8a64); before
+    moedev51 the product priced it on all b s / c tokens (`tokens`), as the sets registered then reproduce."""
+    return seq_tokens if _SP_SHARD else tokens
+
+
+def sp_shard() -> bool:
+    """Whether the MoE ops on the rank's own shard are priced so (router_tokens; llm/ops.permute_bytes): True since moedev51."""
+    return _SP_SHARD
+
+
+def set_sp_shard(on: bool) -> bool:
+    """Set router_tokens' switch; returns the previous value (heldout/registration's handles restore it)."""
+    global _SP_SHARD
+    before, _SP_SHARD = _SP_SHARD, bool(on)
+    return before
 
 
 def set_scope(frameworks: tuple[str, ...]) -> None:

@@ -31,6 +31,8 @@ import numpy as np
 from simcluster.llm import host, moe_graphs, ops
 
 SYNC_AFTER = "router"   # the dispatcher's preprocess (and its sync) follows the router
+PAD_NO_SYNC = True      # capacity padding has no sync (applies); off inside the handles of the sets registered before
+                        # session 51's moedev51 (heldout/registration._router_term_as), which priced the sync there too
 
 
 def applies(fw, par) -> bool:
@@ -39,8 +41,14 @@ def applies(fw, par) -> bool:
     host cost per call, and no A2A overlap. Under
     moe_a2a_overlap the same Nsight table gives no GPU idle (rank 0's GPU-active union 21.221 s in a 20.99-21.07 s step,
     the source's row 1): the host's calls are hidden behind the other micro-batch's overlapped compute and
-    communication, so the term is 0 there (a consequence of that profile, not a model of the overlapped schedule's host)."""
-    return fw.transformer_engine and fw.moe_host is None and fw.moe_sync_kernel_s > 0 and not par.moe_a2a_overlap
+    communication, so the term is 0 there (a consequence of that profile, not a model of the overlapped schedule's host).
+    Nor under capacity padding (par.moe_pad_to_capacity, Megatron's moe_pad_expert_input_to_capacity; session 51,
+    moedev51): every expert's token count is its capacity, known on the host, so the alltoall dispatcher keeps
+    cuda_sync_point "no_sync" (token_dispatcher.py MoEAlltoAllTokenDispatcher.__init__ / preprocess at core_v0.9.0
+    1afee592 L362-425 and core_v0.10.0 7ee599a2 L322-392: only the dropless and drop-without-pad paths set a sync point);
+    the host then runs ahead of the GPU through the layer as through a dense one."""
+    padded = par.moe_pad_to_capacity and PAD_NO_SYNC
+    return fw.transformer_engine and fw.moe_host is None and fw.moe_sync_kernel_s > 0 and not par.moe_a2a_overlap and not padded
 
 
 def kernel_list(gpu, op_list: list, dtype: str) -> np.ndarray:

@@ -5,8 +5,9 @@ h hidden, a heads, g kv heads, d head size, f ffn, V vocab:
   GEMM Y[M, N] = X[M, K] W[K, N], 2 M N K FLOPs, bytes (M K + K N) e + M N 2   (e: 2 bf16, 1 fp8)
     qkv       (T, (a' + 2 g') d, h), a' = a / t, g' = max(1, g / t)   out  (T, h, a' d)   (eager: q, k, v apart)
     gate, up  (T, f / t, h) each                      down (T, h, f / t)     (GeLU MLP: up, down and a GeLU 2 T f / t 2)
-    MoE: router (T, E, h); the dispatcher's copies of the T k / (t / etp) rows a GPU dispatches (permute_copies: 4, or 2
-      without the sort by local expert); experts E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
+    MoE: router (T', E, h), T' = T / t under SP (moedev51); the dispatcher's copies of the T k / (t / etp) rows a GPU
+      dispatches (permute_copies: 4, or 2 without the sort by local expert; permute_bytes: with expert TP, permute and
+      unpermute on the rank's own T k / t); experts E / ep, each (ep T k / E, f_e / t, h) and back (.., h, f_e / t);
       shared expert(s) (T, f_s / t, h) x 2 and (T, h, f_s / t) on every token
     MLA: q_down (T, r_q, h), q_up (T, a' (d_nope + d_rope), r_q), kv_down (T, r_kv + d_rope, h), kv_up
       (T, a' (d_nope + d_v), r_kv), out (T, h, a' d_v); latent norms 2 T (r_q + r_kv) 2; rotary + q/k/v layout (mla_layout.py)
@@ -156,6 +157,20 @@ def permute_copies(par: ParallelSpec, local_experts: int) -> int:
     return 4 if par.moe_dispatcher == "alltoall" and local_experts > 1 else 2
 
 
+def permute_bytes(par: ParallelSpec, local_experts: int, rows: int, h: int) -> float:
+    """Bytes of a MoE layer pass's permutations, forward (read + write of each row copied; permute_copies of them), rows
+    the rows this GPU's experts compute (routed x local experts). The alltoall dispatcher permutes the rank's own rows
+    before the EP alltoall and unpermutes them after the combine, but sorts by local expert after the expert-TP
+    all_gather (token_dispatcher.py MoEAlltoAllTokenDispatcher's docstring: permute, A2A(EP), AG(TP) -> sort_chunk; the
+    combine's inverse; NVIDIA/Megatron-LM d98e8a64; core_v0.9.0 1afee592 token_permutation L515-542 / token_unpermutation
+    L572-596, core_v0.10.0 7ee599a2 L495-519 / L554-579): with expert TP etp > 1 permute and
+    unpermute copy rows / etp, the sorts all rows (session 51, moedev51; before: all copies on all rows, as the sets
+    registered then reproduce under moe_router_term.router_tokens' switch)."""
+    copies = permute_copies(par, local_experts)
+    own = rows // par.etp if par.moe_dispatcher == "alltoall" and moe_router_term.sp_shard() else rows
+    return float(2 * (2 * own + (copies - 2) * rows) * h * ACT_BYTES)
+
+
 def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw: FrameworkSpec = MEGATRON) -> list[Op]:
     sh = sharding(model, par, batch)
     T, Tsp, h, d, e = sh.tokens, sh.seq_tokens, model.hidden, model.head_dim, sh.in_bytes
@@ -196,11 +211,12 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
         term = moe_router_term.applies(fw)   # the measured router / permutation term's scope (its ADOPTED frameworks)
-        ops += [replace(gemm("router", T, model.experts, h, in_bytes=2), term=term),
-                *([torch_chain("router_topk", "topk", T * model.experts)] if fw.torch_chains else []),
+        rt = moe_router_term.router_tokens(T, Tsp)   # the rank's sequence shard under SP (moedev51)
+        ops += [replace(gemm("router", rt, model.experts, h, in_bytes=2), term=term),
+                *([torch_chain("router_topk", "topk", rt * model.experts)] if fw.torch_chains else []),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
                 # balanced, receives: routed x local experts
-                replace(permutation("permute", permute_copies(par, local_experts) * 2 * routed * local_experts * h * ACT_BYTES), term=term),
+                replace(permutation("permute", permute_bytes(par, local_experts, routed * local_experts, h)), term=term),
                 *([gemm("expert_fc1", routed, 2 * sh.ffn, h, local_experts, e)] if fw.fused_expert_fc1 else
                   [gemm("expert_gate", routed, sh.ffn, h, local_experts, e), gemm("expert_up", routed, sh.ffn, h, local_experts, e)]),
                 torch_chain("swiglu", "glu", routed * local_experts * sh.ffn) if fw.torch_chains else

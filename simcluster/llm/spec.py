@@ -30,6 +30,8 @@ MLPS = ("swiglu", "gelu")
 # copies is its own message) or deepep (DeepEP's / HybridEP's node-deduplicated dispatch, Megatron's `flex` dispatcher:
 # one copy per remote node over the NIC, then NVLink inside that node; llm/comm.py)
 MOE_DISPATCHERS = ("alltoall", "deepep")
+# a published file's MoE switches (reference/llm.spec_of): the overlaps default off; capacity padding read only where stated
+MOE_SWITCHES, MOE_STATED = ("moe_shared_expert_overlap", "moe_a2a_overlap", "moe_pad_to_capacity"), ("moe_pad_to_capacity",)
 PP_SCHEDULES = ("1f1b", "gpipe")   # pipeline schedules: (interleaved) 1F1B, or GPipe (all forwards, then all backwards)
 PRECISIONS = ("bf16", "fp8")
 FP8_SCALINGS = ("delayed", "current")
@@ -237,6 +239,7 @@ class ParallelSpec:
     moe_dispatcher: str = "alltoall"        # MOE_DISPATCHERS
     moe_shared_expert_overlap: bool = False  # Megatron moe_shared_expert_overlap: the shared expert beside the dispatch / combine
     moe_a2a_overlap: bool = False  # Megatron overlap_moe_expert_parallel_comm: one micro-batch's EP calls beside another's compute
+    moe_pad_to_capacity: bool = False  # Megatron moe_pad_expert_input_to_capacity (drop and pad): no dispatcher sync (llm/moe_sync)
     pp_schedule: str = "1f1b"     # PP_SCHEDULES; gpipe: torch.distributed.pipelining's ScheduleGPipe (framework torch only)
     recompute_every: int = 1      # with recompute 'full': every N-th block checkpointed (torchtitan's layer AC; framework torch)
     dp_shard: int = 0             # HSDP (zero 3): the dp ranks split into shard groups of dp_shard consecutive ranks, replicated

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simcluster.errors import SimclusterError
-from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, RECOMPUTE, RECOMPUTE_MODULES
+from simcluster.llm.spec import FP8_SCALINGS, GRAD_SYNCS, MLPS, MOE_DISPATCHERS, MOE_STATED, MOE_SWITCHES, RECOMPUTE, RECOMPUTE_MODULES
 from simcluster.published import Published, checked, flag, one_of, published_files, read_published, text
 from simcluster.reference import source_gpu
 from simcluster.reference.llm_frameworks import FileFrameworks, file_frameworks, framework_name, row_label
@@ -64,7 +64,7 @@ TORCHTITAN_AC = {"selective layer": ("full", 2), "selective op": ("op", 1)}
 FILL_PARSERS = {"global_batch": count, "zero": one_of((0, 1, 2, 3)), "virtual_stages": count, "micro_batch": count, "sequence_parallel": flag,
                 "recompute": one_of(RECOMPUTE), "recompute_modules": module_list, "ffn_per_hidden": lambda v: count(v, 64),
                 "expert_tp": count, "moe_dispatcher": one_of(MOE_DISPATCHERS),
-                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag, "grad_sync": one_of(GRAD_SYNCS),
+                "moe_shared_expert_overlap": flag, "moe_a2a_overlap": flag, "moe_pad_to_capacity": flag, "grad_sync": one_of(GRAD_SYNCS),
                 "precision": lambda v: precision_of(v) and str(v)}   # a table with no precision column: read from its
 #   footnotes / configs, shown as assumed in the row's detail (cold review A47 item 6)
 # the MoE / attention variants of llm/spec.TransformerSpec (head size, MLA ranks, shared experts, dense first layers, MTP)
@@ -195,7 +195,7 @@ def spec_of(run: dict, assumed: dict, node_gpus: int = NODE_GPUS) -> tuple[tuple
         flags["pipeline_layout"] = checked(p, "pipeline_layout", "parallel", layer_counts)
     if ep > 1:                # the recipe's MoE dispatcher and overlaps (defaults: Megatron's alltoall, no overlap)
         flags["moe_dispatcher"] = pick(p, "parallel", "moe_dispatcher", "alltoall")
-        flags.update({k: pick(p, "parallel", k, False) for k in ("moe_shared_expert_overlap", "moe_a2a_overlap")})
+        flags.update({k: pick(p, "parallel", k, False) for k in MOE_SWITCHES if k not in MOE_STATED or k in assumed or p.get(k) is not None})
     if p.get("grad_sync") is not None or ("grad_sync" in assumed and dp * cp > 1):   # the trainer's no-sync accumulation
         flags["grad_sync"] = pick(p, "parallel", "grad_sync", "")   # (llm/grad_sync.py); a file's assumption means nothing
         #   on one data-parallel rank (KempnerForge's 1-GPU row 0, session 46): not applied there; a row's own is checked

@@ -45,16 +45,23 @@ def _cluster(scenario: Path, nodes: int):
     return build_cluster(machine)
 
 
-def _stated_nccl(cluster, ref: Published):
+def _stated_nccl(cluster, ref: Published, tables: str | None = None):
     """The cluster with the NCCL version its scenario names (machine.nccl), else the one the file states
-    (system.nccl, the source's), for the version-keyed tree-kernel ceiling (collectives/tree_kernel.py) and, on one NVLink
-    domain, the NVLS channels (collectives/nvls_domain.py)."""
+    (system.nccl, the source's), for the tree-kernel ceiling (collectives/tree_kernel.py), LL128 over a CPU-attached
+    NIC (cluster.no_ll128_via_cpu), on one NVLink domain the NVLS channels (collectives/nvls_domain.py) and, with the
+    opt-in (`tables` 'stated', else the scenario's machine.nccl_tables), NCCL's tuner tables (nccl_versions.py);
+    `tables` None: the scenario's own."""
     from simcluster.collectives.cluster import Cluster
     from simcluster.collectives.domain import NvlinkDomain
-    from simcluster.collectives.tree_kernel import parse_nccl_version
+    from simcluster.collectives.nccl_versions import stated_release, tuner_release
 
-    stated = parse_nccl_version(ref.system.get("nccl"))
-    if isinstance(cluster, (Cluster, NvlinkDomain)) and cluster.nccl_version is None and stated is not None:
+    if not isinstance(cluster, (Cluster, NvlinkDomain)):
+        return cluster
+    if tables is not None:
+        tuner_release(None, tables)          # a one-line refusal of a value that is neither
+        cluster = dataclasses.replace(cluster, nccl_tables=tables)
+    stated = stated_release(ref.system.get("nccl"))
+    if cluster.nccl_version is None and stated is not None:
         return dataclasses.replace(cluster, nccl_version=stated)
     return cluster
 
@@ -214,12 +221,13 @@ def run_nodes(ref: Published, run: dict) -> int:
     return int(run.get("nodes") or (run["ranks"] // int(ref.system["gpus_per_node"]) if run.get("ranks") else ref.system["nodes"]))
 
 
-def system_rows(ref: Published) -> list[ReferenceRow]:
-    """One row per published run at >= 64 MiB (or without a size) of one system."""
-    return [row for row, _ in system_runs(ref)]
+def system_rows(ref: Published, tables: str | None = None) -> list[ReferenceRow]:
+    """One row per published run at >= 64 MiB (or without a size) of one system; `tables`: NCCL's tuner tables
+    (_stated_nccl; None: the scenario's machine.nccl_tables)."""
+    return [row for row, _ in system_runs(ref, tables)]
 
 
-def system_runs(ref: Published) -> list[tuple[ReferenceRow, Ran | None]]:
+def system_runs(ref: Published, tables: str | None = None) -> list[tuple[ReferenceRow, Ran | None]]:
     """system_rows' rows, each with what the model ran (None where it predicted nothing), as data."""
     from simcluster.collectives.domain import NvlinkDomain
 
@@ -250,7 +258,7 @@ def system_runs(ref: Published) -> list[tuple[ReferenceRow, Ran | None]]:
             if not MIN_RATE_Bps <= measured <= MAX_RATE_Bps:   # 0 would divide below, 1e-300 make the error infinite
                 raise SimclusterError(f"busbw_GBps {run['busbw_GBps']!r}: expected a measured bandwidth > 0", where=where)
             if nodes not in clusters:
-                clusters[nodes] = _stated_nccl(_cluster(scenario, nodes), ref)
+                clusters[nodes] = _stated_nccl(_cluster(scenario, nodes), ref, tables)
             cluster = clusters[nodes] if run.get("nvls") is not False else dataclasses.replace(clusters[nodes], nvls=None)
             forced = _forced(run)
             algorithms = [forced] if sizes is None else [forced or chooser_algorithm(ref, nodes * per_node, s, run["op"]) for s in sizes]
@@ -290,8 +298,9 @@ def _regime(ran: Ran, op: str, size: int, ranks: int):
     return collective_regime(canonical_op(op), ran.algorithm, size, ran.link, ranks)
 
 
-def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidation:
-    """Every nccl-*.yaml of a folder (default calibration/published), or one file, against the fabric model."""
+def validate_published_nccl(path: str | Path | None = None, tables: str | None = None) -> ReferenceValidation:
+    """Every nccl-*.yaml of a folder (default calibration/published), or one file, against the fabric model; `tables`
+    'stated': every file priced with the tuner tables of the NCCL it states (the opt-in, nccl_versions.py)."""
     rows, sources, skipped = [], {}, []
     for file in published_files(path, "nccl-"):
         ref = read_nccl_file(file)
@@ -300,7 +309,7 @@ def validate_published_nccl(path: str | Path | None = None) -> ReferenceValidati
             continue
         sources[ref.name] = ref.summary_why()
         try:
-            rows += system_rows(ref)
+            rows += system_rows(ref, tables)
         except SimclusterError as exc:
             skipped.append(exc.one_line())
     return ReferenceValidation("published nccl", TARGET, rows, sources, skipped)

@@ -127,7 +127,7 @@ def nic_family(card_name: str, line_rate_Bps: float) -> str:
     return f"verbs {line_rate_Bps * 8 / 1e9:.0f}G"
 
 
-def _system(ref) -> HeldOutSystem | None:
+def _system(ref, tables: str | None = None) -> HeldOutSystem | None:
     from simcluster.collectives.domain import NvlinkDomain
     from simcluster.collectives.fabric import predict_fabric
     from simcluster.collectives.ring_flows import ring_flows
@@ -139,7 +139,7 @@ def _system(ref) -> HeldOutSystem | None:
     scenario = ref.file("scenario")
     if scenario is None:
         return None
-    shipped = {(r.run): r for r in nccl.system_rows(ref) if r.predicted is not None}
+    shipped = {(r.run): r for r in nccl.system_rows(ref, tables) if r.predicted is not None}
     per_node = int(ref.system["gpus_per_node"])
     family, card, rows, clusters, variants = None, None, [], {}, {}
     for i, run in enumerate(ref.runs):
@@ -150,7 +150,7 @@ def _system(ref) -> HeldOutSystem | None:
         sizes = nccl._peak_sizes(run) if peak else sizes
         nodes = nccl.run_nodes(ref, run)
         if nodes not in clusters:
-            clusters[nodes] = nccl._stated_nccl(nccl._cluster(scenario, nodes), ref)
+            clusters[nodes] = nccl._stated_nccl(nccl._cluster(scenario, nodes), ref, tables)
         cluster = clusters[nodes]
         measured = float(run["busbw_GBps"]) * 1e9
         if isinstance(cluster, NvlinkDomain):
@@ -244,8 +244,9 @@ class HeldOutResult:
                 "outlier_not_fitted_on": self.outlier, "development": self.development or None}
 
 
-def load_systems(path: str | Path | None = None) -> list[HeldOutSystem]:
-    """Every published system with rows at >= 64 MiB, its rows predicted at every eta of the grid."""
+def load_systems(path: str | Path | None = None, tables: str | None = None) -> list[HeldOutSystem]:
+    """Every published system with rows at >= 64 MiB, its rows predicted at every eta of the grid (`tables` 'stated':
+    on the tuner tables of the NCCL each file states, the opt-in; None: each scenario's machine.nccl_tables)."""
     from simcluster.published import published_files
     from simcluster.reference.nccl import read_nccl_file
 
@@ -253,7 +254,7 @@ def load_systems(path: str | Path | None = None) -> list[HeldOutSystem]:
     for file in published_files(path, "nccl-"):
         ref = read_nccl_file(file)
         try:
-            s = _system(ref)
+            s = _system(ref, tables)
         except (KeyError, TypeError, ValueError) as exc:
             raise SimclusterError(f"cannot read the runs ({type(exc).__name__}: {exc})", where=str(file)) from None
         if s is not None:

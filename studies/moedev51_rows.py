@@ -1,0 +1,176 @@
+"""The MoE development rows the model prices fast or slow, by what their sources ran (issue 44, session 51 moedev51).
+Development only: prints, judging nothing.
+
+Per development row (the 13 judged files, heldout/registration.moe_rows_then; the held-out Model Zoo rows are NOT
+printed here) the layout the model prices, its step breakdown (shares of the predicted step: compute, exposed EP / TP
+communication, pipeline bubble, `other` = optimizer + host), one MoE layer's GPU split (forward + backward ms: attention
+block, router, permutations, experts, shared expert; the host excess after the dispatcher sync, llm/moe_sync), and the
+error before session 51's changes (heldout/registration.before_moedev51) and now. Then, per source, what the recipe set
+that the model does not price or prices differently (SOURCE_FACTS: read this session from the recipes / Megatron-Core at
+the cited commits, or the file's own notes where they were read before), with the rows' signed range.
+    PYTHONPATH=. python studies/moedev51_rows.py > studies/moedev51_rows.txt
++ = predicted fast (reference/llm's convention: (measured step - predicted) / predicted on the printed metric).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MLR = "NVIDIA/Megatron-LM"
+# per development file (stem less 'llm-'): (what the source ran, how the model prices it) -- facts, with where they are read
+SOURCE_FACTS = {
+    "dgxc-benchmarking-v24.11.1-grok1-h100": [
+        ("moe_pad_expert_input_to_capacity true, capacity factor 1.0 (grok1_314b.yaml L53-54 at v24.11.1 35a9aec)",
+         f"PRICED since moedev51: drop-and-pad keeps cuda_sync_point 'no_sync' ({MLR} core_v0.9.0 1afee592 token_dispatcher.py "
+         "L362-425, core_v0.10.0 7ee599a2 L322-392): no dispatcher sync, moe_sync off (before: priced as dropless)"),
+        ("sequence parallel with TP 4 (configure.sh model.sequence_parallel=true): the router runs on the SP shard",
+         "PRICED since moedev51 (router GEMM M = b s / (c t)); before b s / c"),
+        ("moe_grouped_gemm false: SequentialMLP, one TE linear pair per local expert (yaml L51)",
+         "not priced as its own calls: 1 local expert at EP 8 (the same), 2 / 4 at 8 / 16 GPUs (one call a group counted)"),
+        ("EP 8 leaves the node from 16 GPUs (stride TP 4: 2 ranks a node); measured per-GPU throughput is flat from 8 to "
+         "2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes 19-31% of the step as EP alltoall from 16 GPUs up (the "
+         "8-GPU row, EP inside the node: 5%): the miss grows with the EP leaving the node; not a recipe setting, the "
+         "inter-node alltoall's price (the NIC card roce-400g stands in for DGX Cloud's unstated network)"),
+        ("ub_tp_comm_overlap true, overlap_p2p_comm true, gc_interval 40, aux loss 0.01, the vocabulary padded to 128 x TP",
+         "TP overlap priced (llm/overlap); overlap_p2p_comm, GC, aux loss, vocabulary padding not priced (the file's notes)")],
+    "megatron-bridge-25.09-dgx-h100-moe": [
+        ("rows 1, 2 (Qwen3 'tokendrop'): apply_moe_token_drop, moe_pad_expert_input_to_capacity True, capacity 1.0 "
+         "(Megatron-Bridge v0.1.0rc3 bf71eba0 training/utils/moe_token_drop.py L18-21)",
+         f"PRICED since moedev51: no dispatcher sync ({MLR} d98e8a64 token_dispatcher.py preprocess: drop_and_pad returns "
+         "before any sync point); before: priced as dropless"),
+        ("row 2 and row 0: TP 2 with sequence parallel: the router on the SP shard", "PRICED since moedev51"),
+        ("row 0 (DeepSeek-V3): overlap_grad_reduce False on H100, precision-aware optimizer, MTP 1 layer, manual GC",
+         "grad reduce overlapped by the model; optimizer fp32 Adam; MTP priced; GC not (the file's notes)")],
+    "megatron-bridge-skills-moonlight16b-h100-bf16": [
+        ("moe_router_fusion False (recipes/moonlight/h100/moonlight_16b.py at 600d069b): Megatron's unfused TopKRouter",
+         "NOT priced: llm/moe_graphs counts 7 ungraphed router calls (the fused router's); Megatron-Core 0.14.0's unfused "
+         "TopKRouter launched 44 kernels a forward and 38 a backward on this layer (calibration/h200x1-mcrouter50-2026-12-01 "
+         "readout.txt, moonlight-ep8: 44 k forward, 82 k forward + backward): ~36 more forward host calls a layer pass; at "
+         "llm/moe_graphs.HOST_CALL_S 40 us x 26 MoE layers ~37 ms of a 457 ms step, forward only (an estimate printed, "
+         "not applied: it needs a recipe switch and a count at the run's Megatron-Core 24bad8e6)"),
+        ("TP 2 with sequence parallel (the recipe): the router on the SP shard", "PRICED since moedev51 (small: E 64, h 2048)"),
+        ("GBS 4 on dp 4: one micro-batch a step; manual_gc every 5 steps; precision-aware optimizer with bf16 moments; "
+         "routing not force-balanced (mock data, no moe_router_force_load_balancing)",
+         "one micro-batch priced (no steady state); GC, bf16 moments, unbalanced routing not priced (the file's notes): an "
+         "unbalanced router makes the slowest EP rank's experts and dispatch longer than the balanced load the model prices")],
+    "megatron-bridge-25.11-dgx-h100-b200": [
+        ("row 4: Qwen3 30B FP8 on 16 H100, the same preset as 25.09 row 1 (EP 8, PP 2, VP 24, MBS 2) but dropless",
+         "priced as that row less the token drop: +72% (25.09's token-drop twin reads -13%, the same layout): the measured "
+         "throughput differs 1.97x between the two releases' tables for one layout; not a model setting"),
+        ("row 5: Qwen3 235B with TP 2 + SP and overlap_moe_expert_parallel_comm", "router on the SP shard PRICED since moedev51")],
+    "megatron-bridge-26.04-26.06-dgx-h100-moe": [
+        ("row 3: the 26.02 preset (HybridEP/DeepEP, a2a overlap, PP 2 VP 12, EP 8): its 26.02.01 re-run printed 9,058 "
+         "tokens/s/GPU against 5,113 here (1.77x; the file's runs_not_held_out)", "a release outlier in the measurement: "
+         "+103% here, +14.7% on the 26.02.01 twin (llm-megatron-bridge-26.02.01-26.04-dgx-h100-moe row 2)"),
+        ("rows 0, 2: HybridEP on 2 nodes (EP 16); rows 1, 4: TP 2 + SP, alltoall with a2a overlap and delay_wgrad_compute; "
+         "FP8 current scaling; no CUDA graphs in the releases' presets", "router on the SP shard PRICED since moedev51 (rows "
+         "1, 4); HybridEP priced as the deepep dispatcher; delay_wgrad_compute priced inside the a2a overlap's schedule")],
+    "megatron-bridge-26.02.01-26.04-dgx-h100-moe": [
+        ("as 26.04 (Qwen3 30B HybridEP / DeepEP, Qwen3 235B TP 2 + SP with a2a overlap), no CUDA graphs",
+         "router on the SP shard PRICED since moedev51 (rows 1, 3); the rest as 26.04's rows")],
+    "megatron-bridge-26.02-26.04.01-dgx-h100-gpt-oss": [
+        ("GPT-OSS 120B, EP 8 PP 4 at TP 1, selective recompute of layernorm + moe_act", "no SP (TP 1): nothing moves")],
+    "dgxc-benchmarking-v25.05-deepseek-v3-h100": [
+        ("TP 2 + SP, moe_shared_expert_overlap, recompute mla_up_proj", "router on the SP shard PRICED since moedev51")],
+    "dgxc-benchmarking-v25.08-deepseek-v3-h100": [
+        ("TP 1, DeepEP", "no SP: the router's M unchanged; the term's row for its layer now keyed by the tokens it was "
+         "measured at (2048: dgxc 25.05's SP shard) and scaled x2 to this row's 4096 (before: read at 4096 unscaled)")],
+    "flagperf-qwen15-moe-a800-megatron": [
+        ("A800, EP 1, allgather dispatcher, SequentialMLP, no overlap_grad_reduce", "as the file's notes: not priced")],
+    "megatron-bridge-skills-qwen3-30b-h100-bf16": [
+        ("TP 1; rows 0-2 CUDA graphs over router / preprocess; HybridEP", "no SP; the profiled row of moe_sync's c")],
+    "nemo-25.02-dgx-b200-fp8": [("Mixtral 8x7B on B200, TP 1, EP 8", "no SP: nothing moves")],
+}
+
+
+def rows_now() -> list:
+    """[(source, run, RunPrediction)] of the development MoE rows (the judged files' MoE rows with an error)."""
+    from simcluster.llm.moe_router_term import judged
+    from simcluster.reference.llm import llm_usage, predict_run, published_files, read_published
+
+    out = []
+    for file in published_files(None, "llm-"):
+        ref = read_published(file, "published-llm-run")
+        if not judged(ref.name):
+            continue
+        usage = llm_usage(ref)
+        for i, run in enumerate(ref.runs):
+            p = predict_run(ref, usage, i, run)
+            if not isinstance(p, str) and p.model.experts and p.error is not None:
+                out.append((ref.name, i, p))
+    return out
+
+
+def layer_split(p) -> dict:
+    """One MoE layer's forward + backward GPU ms by piece, and moe_sync's host excess (ms, forward + backward)."""
+    from simcluster.llm import compiled, moe_sync, ops
+
+    model, par, batch, gpu, fw = p.model, p.par, p.batch, p.gpu, p.framework
+    f, b = compiled.layer_ops(model, par, batch, fw)
+    pieces = {"router": ("router",), "permute": ("permute",), "experts": ("expert_", "swiglu"), "shared": ("shared_",)}
+    out = dict.fromkeys(list(pieces) + ["rest"], 0.0)
+    for o in f + b:
+        name = o.name.removeprefix("recompute.")
+        key = next((k for k, prefixes in pieces.items() if name.startswith(prefixes)), "rest")
+        out[key] += 1e3 * ops.op_time_s(gpu, o, batch.precision)
+    host = 0.0
+    if moe_sync.applies(fw, par):
+        ep = 0.0   # the segment's EP share left out: a lower bound on the host excess, printed for scale only
+        host = 1e3 * sum(moe_sync.sync_host_s(gpu, f, b, batch.precision, ep, ep, max(par.layer_split(model.layers)),
+                                             fw.moe_sync_kernel_s, fw))
+    out["host"] = host
+    return out
+
+
+def main() -> int:
+    from simcluster.heldout.registration import before_moedev51
+
+    with before_moedev51():
+        then = {(s, i): 100 * p.error for s, i, p in rows_now()}
+    now = rows_now()
+    print("development MoE rows (13 judged files); error % before moedev51 -> now; breakdown: shares of the predicted step;")
+    print("layer ms: one MoE layer's forward + backward GPU time by piece (rest = attention block, norms, casts) and the")
+    print("host excess after the dispatcher sync (moe_sync, without the EP share: a lower bound; 0 where it does not apply)")
+    by_source: dict = {}
+    for s, i, p in now:
+        par, r = p.par, p.result
+        st = r.step_time_s
+        bd = r.breakdown
+        share = " ".join(f"{k.replace('exposed_', '').replace('_comm', '')}={v / st:.2f}" for k, v in bd.items() if v > 0.005 * st)
+        ls = layer_split(p)
+        lay = " ".join(f"{k} {v:.2f}" for k, v in ls.items() if v > 0)
+        flags = [n for n, on in (("sp", par.sequence_parallel), ("a2a", par.moe_a2a_overlap), ("shov", par.moe_shared_expert_overlap),
+                                 ("pad", par.moe_pad_to_capacity)) if on]
+        modules = f"({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
+        print(f"{s[4:44]:40s} {i:2d} {p.gpu.name[:4]} {p.batch.precision:4s} t{par.tp} etp{par.etp} ep{par.ep} p{par.pp} "
+              f"v{par.virtual_stages} c{par.cp} {par.moe_dispatcher} {'+'.join(flags) or '-'} {par.recompute}{modules}"
+              f"  {then[(s, i)]:+6.1f} -> {100 * p.error:+6.1f}%")
+        print(f"    step {st:.3f} s: {share} | layer ms: {lay}")
+        by_source.setdefault(s, []).append((then[(s, i)], 100 * p.error))
+    print()
+    print("per source: rows, mean |error| before -> now, signed range now; then what the recipe set (-> how the model prices it)")
+    for s, errs in by_source.items():
+        a = sum(abs(x) for x, _ in errs) / len(errs)
+        b = sum(abs(y) for _, y in errs) / len(errs)
+        print(f"{s[4:]} ({len(errs)} rows): {a:.1f} -> {b:.1f}%, now {min(y for _, y in errs):+.1f}..{max(y for _, y in errs):+.1f}%")
+        for ran, priced in SOURCE_FACTS.get(s[4:], []):
+            print(f"  - {ran}\n      -> {priced}")
+    allthen = [x for v in by_source.values() for x, _ in v]
+    allnow = [y for v in by_source.values() for _, y in v]
+    mean = lambda v: sum(map(abs, v)) / len(v)   # noqa: E731
+    print(f"row-weighted ({len(allnow)} rows): {mean(allthen):.2f} -> {mean(allnow):.2f}%; within 10%: "
+          f"{sum(abs(x) <= 10 for x in allthen)} -> {sum(abs(x) <= 10 for x in allnow)}")
+    once_then = sum(mean([x for x, _ in v]) for v in by_source.values()) / len(by_source)
+    once_now = sum(mean([y for _, y in v]) for v in by_source.values()) / len(by_source)
+    print(f"each source once ({len(by_source)} files): {once_then:.2f} -> {once_now:.2f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
+    raise SystemExit(main())
