@@ -289,26 +289,19 @@ FLOOR_VERDICTS = (
     FloorVerdict("llm | PyTorch eager | TP+host-bound | bf16", 4, 4, 1, 13.21, (
         FloorCheck(OWN, 4, 0, None),
     )),  # no floor: too few repeats
-    FloorVerdict("llm | PyTorch eager | single+compile+ckpt | bf16", 1, 5, 2, 6.32, (
-        FloorCheck(OWN, 10, 5, (2.09, 2.56), 6.38, 2.09, 4.29, 2.72,
-                   1.81, 6.8, 3.64, False, False),
-    ), mean_se_pct=2.21, each_set_pct=7.11, rows_outside_largest=2),  # thin, session 50 (2 rows outside the largest source, 3 needed; mean + 1 se 8.5%)
     FloorVerdict("llm | PyTorch eager | single+host-bound | bf16", 1, 13, 8, 9.03, (
         FloorCheck(OWN, 22, 7, (9.08, 8.66), 10.83, 9.08, 1.74, 1.89,
                    7.34, 4.66, 2.44, False),
         FloorCheck("studies/single_host_noise.py", 43, 13, (10.64, 11.11), 18.88, 10.64, 8.24, 4.01,
                    10.5, 10.38, 3.27, False),
     )),  # model-limited (session 49: hb49's hb-0.8b row and its processes; 12 rows / 7 sets, 8.86% before)
-    FloorVerdict("llm | PyTorch eager | single+sac-op | bf16", 1, 14, 8, 6.8, (
-        FloorCheck(OWN, 34, 11, (4.85, 4.88), 6.13, 4.85, 1.28, 0.69,
-                   3.35, 0.67, 2.62, False, False),
-    ), mean_se_pct=1.68, each_set_pct=6.76, rows_outside_largest=11),  # thin, session 50 (mean + 1 se 8.5%)
     FloorVerdict("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1, 8, 5, 7.46, (
         FloorCheck(OWN, 24, 5, (8.28, 8.99), 9.21, 8.28, 0.93, 0.88,
                    6.68, 0.35, 4.76, True),
     ), mean_se_pct=2.57, each_set_pct=9.81, rows_outside_largest=4),
     # thin, session 50 (each source once 9.8%; mean + 1 se 10.0%); met: no mark, no record, since session 49 (hb49's
-    # rows; cold review B49 called it thin); undecided: test too weak before
+    # rows; cold review B49 called it thin); undecided: test too weak before. Session 51 (lab1x51's rows): single+compile+ckpt
+    # (7 rows, 3 sets, 4.7%) and single+sac-op (17 rows, 9 sets, 6.3%) read met: no mark, their thin records dropped
 )
 
 
