@@ -238,7 +238,7 @@ def _nic_protocols(m) -> dict | None:
     source}; else None."""
     from simcluster.collectives.cluster import no_ll128_via_cpu
     from simcluster.collectives.nccl_search import PROTOCOLS
-    from simcluster.collectives.tree_kernel import parse_nccl_version
+    from simcluster.collectives.nccl_versions import parse_release
     from simcluster.machine_models import machine_nic
 
     if m.domains <= 1 or m.nic is None:
@@ -247,7 +247,7 @@ def _nic_protocols(m) -> dict | None:
     protocols, sources = list(nic.nccl_protocols or PROTOCOLS), []
     if not set(protocols) >= set(PROTOCOLS):
         sources.append(f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})")
-    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_nccl_version(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
+    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_release(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
         protocols.remove("LL128")
         sources.append(f"NCCL {m.nccl} with the NICs on the CPU (machine.nic.via_cpu; LL128 over that path from NCCL 2.27)")
     if not sources:

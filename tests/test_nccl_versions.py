@@ -120,6 +120,26 @@ def test_the_scenario_key_keeps_the_patch():
     assert scenario_nccl("2.28.9") == "2.28.9" and scenario_nccl("2.28") == "2.28" and scenario_nccl("2.27.3+cuda12.9") == "2.27.3"
 
 
+@pytest.mark.parametrize("bad", ["2.28.9x", "2.27.3.1", "2.30-rc", "NCCL 2.28", "3.0.1", "2.25.1"])
+def test_the_scenario_key_refuses_malformed_text_in_one_line(bad):
+    """Cold review B51 item 7: machine.nccl is read by nccl_versions.parse_release alone (the one parser), so text it
+    cannot read whole is refused, not truncated to its major.minor (before: '2.28.9x' -> '2.28', priced on 2.28.3's
+    tables under the opt-in); a release before 2.26 is refused as before."""
+    with pytest.raises(ValueError) as exc:
+        scenario_nccl(bad)
+    assert bad[:6] in str(exc.value) or "2.26" in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_malformed_machine_nccl_is_one_line_at_its_key(tmp_path):
+    """Through the scenario loader: the file, machine.nccl and what is expected, one line."""
+    with pytest.raises(ScenarioError) as exc:
+        _lambda(tmp_path, nccl="2.28.9x", nccl_tables="stated")
+    line = exc.value.one_line()
+    assert "s.yaml:" in line and "machine.nccl" in line and "'2.28.9x' is malformed" in line and "\n" not in line, line
+
+
+
 def _rows(name: str, tables: str | None = None) -> list[tuple[str, float]]:
     """(what ran, predicted busbw GB/s to 4 digits) of each compared row of one published file."""
     rows = validate_published_nccl(PUBLISHED / f"nccl-{name}.yaml", tables).rows
