@@ -166,8 +166,8 @@ def test_by_default_the_20_rack_rows_are_main_s_and_the_opt_in_tuner51_s():
     assert _rows("gb200-nvl72-multirack-coreweave", "stated") == tree + [("tree/Simple", 526.7), ("tree/Simple", 596.5)]
 
 
-def _lambda(tmp_path, **keys):
-    """The Lambda scenario with its card paths absolute and `keys` set in machine:, built as a Cluster."""
+def _lambda_file(tmp_path, **keys):
+    """The Lambda scenario with its card paths absolute and `keys` set in machine:, written to tmp_path / s.yaml."""
     doc = yaml.safe_load(LAMBDA_SCENARIO.read_text())
     m = doc["machine"]
     for block in (m, m["gpu"], m["nic"], m["nvls"]):
@@ -175,7 +175,33 @@ def _lambda(tmp_path, **keys):
     m.update(keys)
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return build_cluster(load_variants(path, 2)[0][1].machine)
+    return path
+
+
+def _lambda(tmp_path, **keys):
+    """_lambda_file's scenario built as a Cluster."""
+    return build_cluster(load_variants(_lambda_file(tmp_path, **keys), 2)[0][1].machine)
+
+
+def test_an_opt_in_collective_answer_says_so_and_prints_no_band(tmp_path):
+    """Cold review B51 item 2: `predict collective` on a machine that opts in (machine.nccl_tables: stated, NCCL 2.26.2)
+    says in a note which release's tables priced the choice and that it is an unvalidated opt-in, and its trust lines
+    and --json say unvalidated with no band (the default's band named as not applied); the default prints its band
+    and no such note."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    opted = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2", nccl_tables="stated")), "all_reduce", "512M",
+                                "2G", 2, None)[0]
+    assert any("2.26.2's tuner tables" in n and "opt-in" in n and "unvalidated" in n for n in opted.notes), opted.notes
+    lines = opted.trust_lines()
+    assert lines and all("unvalidated, no band" in x and "opted in" in x and "not applied" in x for x in lines), lines
+    rows = opted.to_json()["rows"]
+    assert all(r["validation"]["status"] == "unvalidated" and r.get("time_s_band") is None for r in rows), rows[0]
+    default = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2")), "all_reduce", "512M", "2G", 2, None)[0]
+    assert not any("tuner tables" in n for n in default.notes)
+    assert all("80% band" in x for x in default.trust_lines()) and default.to_json()["rows"][0]["time_s_band"]
+    unstated = sweep_from_scenario(str(_lambda_file(tmp_path, nccl_tables="stated")), "all_reduce", "512M", "2G", 2, None)[0]
+    assert not any("tuner tables" in n for n in unstated.notes)   # no NCCL stated: 2.28.3's tables, the default's answer
 
 
 def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):
