@@ -24,9 +24,11 @@ H100_BF16, A800_BF16 = 989e12, 312e12   # FlagPerf's theoryflops (config_H100x1x
 
 def test_flagperf_printed_mfu_is_its_six_n_count_on_the_printed_tokens():
     """FlagPerf's MFU = token/p/s x 6 x N / peak with N = 8e9 (8B) or 70e9 (70B) (run_pretraining.py): every printed
-    single-value MFU reproduces to its printed 0.1 point, which pins token/p/s as tokens per GPU per second (row 5 too:
-    the reading the 8B file's notes argue for its 1,760-sample step). One exception, as printed and said in the file's
-    notes: the A800 ablation's PP4DP2TP1 line (row 7, not compared) prints 50.0% where its 3306.5 gives 50.9%."""
+    single-value MFU reproduces to its printed 0.1 point from the printed token/p/s, so this checks the transcription of
+    the two columns only: FlagPerf computes its MFU from its own token/p/s, so it reproduces under any reading of what
+    token/p/s counts (cold review B51 item 4; the 440-GPU row's reading is the next test's). One exception, as printed
+    and said in the file's notes: the A800 ablation's PP4DP2TP1 line (row 7, not compared) prints 50.0% where its
+    3306.5 gives 50.9%."""
     for name, params in ((FLAG8, 8e9), (FLAG70, 70e9)):
         for i, run in enumerate(DOCS[name]["runs"]):
             meas = run["measured"]
@@ -34,6 +36,20 @@ def test_flagperf_printed_mfu_is_its_six_n_count_on_the_printed_tokens():
                 continue
             peak = A800_BF16 if "A800" in run["table"] or "'A100" in run["table"] else H100_BF16
             assert meas["tokens_per_s_per_gpu"] * 6 * params / peak == pytest.approx(meas["mfu"], abs=0.0006), run["table"]
+
+
+def test_flagperf_440_gpu_row_is_read_as_its_1760_sample_step_because_the_other_reading_exceeds_the_peak():
+    """The 8B file's argument for row 5 (fix_hp 'gbs=1760*'), checked: run_pretraining.py's numerator is a hard-coded
+    512 x 8192 tokens a step; if the printed 7047 token/p/s were that numerator over the 1,760-sample step's time, the
+    GPUs would have moved 1760 / 512 x as many tokens, an MFU above 100% of the H100's 989 TFLOP/s; so the printed
+    rate is read as the 1,760-sample step's (tokens per GPU per second), as the file records it."""
+    run = DOCS[FLAG8]["runs"][5]
+    assert run["gpus"] == 440 and run["batch"]["global_batch"] == 1760 and "gbs=1760*" in run["table"]
+    printed = run["measured"]["tokens_per_s_per_gpu"]
+    other_reading = printed * 1760 / 512 * 6 * 8e9 / H100_BF16
+    assert other_reading > 1.0 and other_reading == pytest.approx(1.175, abs=0.001)
+    assert printed * 6 * 8e9 / H100_BF16 == pytest.approx(run["measured"]["mfu"], abs=0.0006) and run["measured"]["mfu"] < 0.5
+    assert run["measured"]["tokens_per_s"] == printed * 440
 
 
 @pytest.mark.parametrize("name", [FLAG8, FLAG70])
