@@ -128,6 +128,14 @@ def test_the_rows_errors_are_still_the_predicted_once_ones(validation):
         assert got[key] == pytest.approx(error, abs=0.0005), key
 
 
+def test_the_rows_not_run_on_h100_are_labelled_with_their_device(validation):
+    """Cold review B51 item 11a: the 8B file's A800 rows (0, 7-12) and its unnamed-device row (6) are labelled with their
+    own device (the run's display-only `device`), not the file's H100 card, in the configuration column."""
+    label = {r.run: r.configuration for r in validation.rows if r.source + ".yaml" == FLAG8}
+    assert all("8 x A800-SXM4-80GB" in label[i] and "H100" not in label[i] for i in (0, 7, 8, 9, 10, 11, 12))
+    assert "8 x device not named" in label[6] and all("x H100 SXM 80GB" in label[i] for i in range(1, 6))
+
+
 def test_the_families_print_names_them(validation):
     from simcluster.reference.families import FamilyValidation
     from simcluster.report.validation import render
