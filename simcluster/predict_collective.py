@@ -155,16 +155,31 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    large = _across_large_domains(m)
+    large, opt_in = _across_large_domains(m), _stated_tables(m)
     notes += (_nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
-              + large)
+              + large + opt_in)
+    why = ([f"across NVLink domains of {m.domain_gpus} GPUs"] if large else []) + (["NCCL's tables opted in"] if opt_in else [])
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
                                  result.predictions, result.description, link, label, machine_gpu(m), restricted,
-                                 f"across NVLink domains of {m.domain_gpus} GPUs (the notes say why)" if large else "")
+                                 f"{' and '.join(why)} (the notes say why)" if why else "")
+
+
+def _stated_tables(m) -> list[str]:
+    """A note where the machine opts in to its stated NCCL's tuner tables (machine.nccl_tables: stated with a
+    machine.nccl): that choice is unvalidated, so the trust lines say unvalidated, no band (cold review B51 item 2); on
+    the one held-out file it moves (Lambda B200 x 2, NCCL 2.26.2) it errs more than the default."""
+    from simcluster.collectives.nccl_versions import stated_release, tuner_release
+
+    release = tuner_release(stated_release(m.nccl), m.nccl_tables)
+    if release is None:
+        return []
+    return [f"NCCL's choice priced with {'.'.join(map(str, release))}'s tuner tables (machine.nccl_tables: stated, an "
+            "opt-in): unvalidated, the error band below is not applied; on the one held-out file it moves (Lambda B200 x 2, "
+            "NCCL 2.26.2) it errs more than the default, 2.28.3's tables (docs/models/fabric.md, NCCL's tables by release)"]
 
 
 def _borrowed_card(m) -> list[str]:
@@ -238,7 +253,7 @@ def _nic_protocols(m) -> dict | None:
     source}; else None."""
     from simcluster.collectives.cluster import no_ll128_via_cpu
     from simcluster.collectives.nccl_search import PROTOCOLS
-    from simcluster.collectives.tree_kernel import parse_nccl_version
+    from simcluster.collectives.nccl_versions import parse_release
     from simcluster.machine_models import machine_nic
 
     if m.domains <= 1 or m.nic is None:
@@ -247,7 +262,7 @@ def _nic_protocols(m) -> dict | None:
     protocols, sources = list(nic.nccl_protocols or PROTOCOLS), []
     if not set(protocols) >= set(PROTOCOLS):
         sources.append(f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})")
-    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_nccl_version(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
+    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_release(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
         protocols.remove("LL128")
         sources.append(f"NCCL {m.nccl} with the NICs on the CPU (machine.nic.via_cpu; LL128 over that path from NCCL 2.27)")
     if not sources:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "studies"))
 
 from gb200_nvls_scaling import CHIPS, bus_factor, carry  # noqa: E402
 
+from simcluster.collectives.nccl_versions import stated_release  # noqa: E402
 from simcluster.collectives.nvls_domain import nvls_channels as channels_for  # noqa: E402
-from simcluster.collectives.tree_kernel import parse_nccl_version  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference import source_gpu  # noqa: E402
 from simcluster.reference.nccl import system_rows  # noqa: E402
@@ -50,7 +50,7 @@ LADDER = (16, 32, 60)          # the GB300 ladder's counts above 8 GPUs
 
 def nvls_channels(nccl: str, one_clique: bool = True) -> int:
     """NVLS channels NCCL runs on Blackwell (nvls.cc; collectives/nvls_domain.nvls_channels)."""
-    return channels_for("blackwell", parse_nccl_version(nccl), one_clique)
+    return channels_for("blackwell", (stated_release(nccl) or ())[:2] or None, one_clique)
 
 
 def read(name: str):

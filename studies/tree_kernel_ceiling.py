@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.collectives import fabric  # noqa: E402
 from simcluster.collectives.nccl_search import graphs  # noqa: E402
-from simcluster.collectives.tree_kernel import MODEL_NCCL, parse_nccl_version, per_channel_GBps  # noqa: E402
+from simcluster.collectives.nccl_versions import stated_release  # noqa: E402
+from simcluster.collectives.tree_kernel import MODEL_NCCL, per_channel_GBps  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
 
@@ -42,7 +43,7 @@ from simcluster.reference import nccl  # noqa: E402
 def nccl_version(source: str) -> tuple[int, int] | None:
     """(major, minor) of NCCL as the published file's system.nccl states it; None where it states none."""
     doc = yaml.safe_load((ROOT / "calibration/published" / f"{source}.yaml").read_text())
-    return parse_nccl_version(((doc or {}).get("system") or {}).get("nccl"))
+    return (stated_release(((doc or {}).get("system") or {}).get("nccl")) or ())[:2] or None
 
 
 def ceiling_bus_Bps(cluster, protocol: str, version: tuple[int, int] | None = None) -> float:

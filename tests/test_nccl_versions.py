@@ -120,6 +120,26 @@ def test_the_scenario_key_keeps_the_patch():
     assert scenario_nccl("2.28.9") == "2.28.9" and scenario_nccl("2.28") == "2.28" and scenario_nccl("2.27.3+cuda12.9") == "2.27.3"
 
 
+@pytest.mark.parametrize("bad", ["2.28.9x", "2.27.3.1", "2.30-rc", "NCCL 2.28", "3.0.1", "2.25.1"])
+def test_the_scenario_key_refuses_malformed_text_in_one_line(bad):
+    """Cold review B51 item 7: machine.nccl is read by nccl_versions.parse_release alone (the one parser), so text it
+    cannot read whole is refused, not truncated to its major.minor (before: '2.28.9x' -> '2.28', priced on 2.28.3's
+    tables under the opt-in); a release before 2.26 is refused as before."""
+    with pytest.raises(ValueError) as exc:
+        scenario_nccl(bad)
+    assert bad[:6] in str(exc.value) or "2.26" in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_malformed_machine_nccl_is_one_line_at_its_key(tmp_path):
+    """Through the scenario loader: the file, machine.nccl and what is expected, one line."""
+    with pytest.raises(ScenarioError) as exc:
+        _lambda(tmp_path, nccl="2.28.9x", nccl_tables="stated")
+    line = exc.value.one_line()
+    assert "s.yaml:" in line and "machine.nccl" in line and "'2.28.9x' is malformed" in line and "\n" not in line, line
+
+
+
 def _rows(name: str, tables: str | None = None) -> list[tuple[str, float]]:
     """(what ran, predicted busbw GB/s to 4 digits) of each compared row of one published file."""
     rows = validate_published_nccl(PUBLISHED / f"nccl-{name}.yaml", tables).rows
@@ -146,8 +166,8 @@ def test_by_default_the_20_rack_rows_are_main_s_and_the_opt_in_tuner51_s():
     assert _rows("gb200-nvl72-multirack-coreweave", "stated") == tree + [("tree/Simple", 526.7), ("tree/Simple", 596.5)]
 
 
-def _lambda(tmp_path, **keys):
-    """The Lambda scenario with its card paths absolute and `keys` set in machine:, built as a Cluster."""
+def _lambda_file(tmp_path, **keys):
+    """The Lambda scenario with its card paths absolute and `keys` set in machine:, written to tmp_path / s.yaml."""
     doc = yaml.safe_load(LAMBDA_SCENARIO.read_text())
     m = doc["machine"]
     for block in (m, m["gpu"], m["nic"], m["nvls"]):
@@ -155,7 +175,33 @@ def _lambda(tmp_path, **keys):
     m.update(keys)
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return build_cluster(load_variants(path, 2)[0][1].machine)
+    return path
+
+
+def _lambda(tmp_path, **keys):
+    """_lambda_file's scenario built as a Cluster."""
+    return build_cluster(load_variants(_lambda_file(tmp_path, **keys), 2)[0][1].machine)
+
+
+def test_an_opt_in_collective_answer_says_so_and_prints_no_band(tmp_path):
+    """Cold review B51 item 2: `predict collective` on a machine that opts in (machine.nccl_tables: stated, NCCL 2.26.2)
+    says in a note which release's tables priced the choice and that it is an unvalidated opt-in, and its trust lines
+    and --json say unvalidated with no band (the default's band named as not applied); the default prints its band
+    and no such note."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    opted = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2", nccl_tables="stated")), "all_reduce", "512M",
+                                "2G", 2, None)[0]
+    assert any("2.26.2's tuner tables" in n and "opt-in" in n and "unvalidated" in n for n in opted.notes), opted.notes
+    lines = opted.trust_lines()
+    assert lines and all("unvalidated, no band" in x and "opted in" in x and "not applied" in x for x in lines), lines
+    rows = opted.to_json()["rows"]
+    assert all(r["validation"]["status"] == "unvalidated" and r.get("time_s_band") is None for r in rows), rows[0]
+    default = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2")), "all_reduce", "512M", "2G", 2, None)[0]
+    assert not any("tuner tables" in n for n in default.notes)
+    assert all("80% band" in x for x in default.trust_lines()) and default.to_json()["rows"][0]["time_s_band"]
+    unstated = sweep_from_scenario(str(_lambda_file(tmp_path, nccl_tables="stated")), "all_reduce", "512M", "2G", 2, None)[0]
+    assert not any("tuner tables" in n for n in unstated.notes)   # no NCCL stated: 2.28.3's tables, the default's answer
 
 
 def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):

@@ -13,7 +13,8 @@ import yaml
 from conftest import ROOT
 
 from simcluster.collectives.fabric import predict_fabric
-from simcluster.collectives.tree_kernel import parse_nccl_version, per_channel_GBps, tree_ceiling
+from simcluster.collectives.nccl_versions import TABLES_STATED, stated_release
+from simcluster.collectives.tree_kernel import per_channel_GBps, tree_ceiling
 from simcluster.errors import ScenarioError
 from simcluster.machine_models import build_cluster
 from simcluster.reference import nccl
@@ -95,7 +96,7 @@ def test_scenarios_state_the_nccl_their_published_files_ran():
     for path in sorted((ROOT / "calibration/published").glob("nccl-*.yaml")):
         doc = yaml.safe_load(path.read_text())
         scenario = (doc.get("simcluster") or {}).get("scenario")
-        version = parse_nccl_version((doc.get("system") or {}).get("nccl"))
+        version = (stated_release((doc.get("system") or {}).get("nccl")) or ())[:2]
         if scenario and version:
             stated.setdefault((path.parent / scenario).resolve(), set()).add(version)
     checked = 0
@@ -103,7 +104,24 @@ def test_scenarios_state_the_nccl_their_published_files_ran():
         machine = yaml.safe_load(scenario.read_text())["machine"]
         if "nccl" in machine:
             checked += 1
-            assert versions == {parse_nccl_version(machine["nccl"])}, (scenario.name, versions, machine["nccl"])
+            assert versions == {stated_release(machine["nccl"])[:2]}, (scenario.name, versions, machine["nccl"])
     for name, version in (("b200-ib-8x400g-x46-together-use3a", "2.29.7"), ("b200-ib-8x400g-x64-together", "2.28.9")):
         assert yaml.safe_load((ROOT / f"scenarios/published/{name}.yaml").read_text())["machine"]["nccl"] == version
     assert checked >= 2
+
+
+def test_the_default_tree_ceiling_is_main_s_for_blackwell_before_2_28_and_the_opt_in_the_release_s():
+    """Cold review B51 item 8: by default (machine.nccl_tables 2.28.3) a Blackwell run stating any NCCL before 2.28 gets
+    2 x Hopper's per-channel tree rate, as main 97a9edf7 priced it (77.4 / 82.8 / 72.0 GB/s; LL128 at most 73.4 / 73.4 / 58.0),
+    2.22 and 2.24 included; with the opt-in, 2.23.4-2.24.3 ran Hopper's row (no Blackwell index before 2.25.1) and a
+    release before 2.23.4 the default tables' (2.28.3's)."""
+    for version in ((2, 20), (2, 22, 3), (2, 23, 4), (2, 24, 3), (2, 25, 1), (2, 27, 3), (2, 27)):
+        assert [per_channel_GBps("blackwell", n, "Simple", version) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]
+        assert [per_channel_GBps("blackwell", n, "LL128", version) for n in (1, 2, 4)] == pytest.approx(
+            [min(s * 120 / 128, ll) for s, ll in zip((77.4, 82.8, 72.0), (73.4, 73.4, 58.0), strict=True)])
+    assert per_channel_GBps("blackwell", 4, "Simple", (2, 28, 0)) == per_channel_GBps("blackwell", 4, "Simple", None) == 24.0
+    hopper = [per_channel_GBps("hopper", n, "Simple", None) for n in (1, 2, 4)]
+    for version in ((2, 23, 4), (2, 24, 3)):
+        assert [per_channel_GBps("blackwell", n, "Simple", version, TABLES_STATED) for n in (1, 2, 4)] == hopper
+    assert per_channel_GBps("blackwell", 4, "Simple", (2, 22, 3), TABLES_STATED) == 24.0
+    assert [per_channel_GBps("blackwell", n, "Simple", (2, 25, 1), TABLES_STATED) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]

@@ -11,7 +11,10 @@ is one more floor under the tree's data time (collectives/fabric.py Tree.data_s)
 measured kernel rate: tuning.cc's busBw = min(0.92 nCh bw, nCh perChMaxTreeBw) on the tree graph's nCh (8 on 8-GPU /
 8-NIC nodes, search.cc's channel-duplication rule) while 16 collective channels run. The table is NCCL's and changes with
 its version (collectives/nccl_versions.py, the tables by release): Blackwell 77.4 / 82.8 / 72.0 GB/s (2 x Hopper's) from
-2.25 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on; Ampere and Hopper the same in every tag read. The version is the
+2.25 to 2.27, 70.0 / 42.8 / 24.0 from 2.28 on; Ampere and Hopper the same in every tag read. By default a Blackwell
+run stating any NCCL before 2.28 gets 2 x Hopper's (main 97a9edf7's rule, kept: cold review B51 item 8); only with the
+opt-in machine.nccl_tables: stated does one before 2.25 get what its release ran (Hopper's row, no Blackwell index
+before v2.25.1-1; a release before 2.23.4, the default tables'). The version is the
 scenario's `machine.nccl` (else the published file's stated one, reference/nccl.py), else the model's own, MODEL_NCCL
 (2.28.3, nccl_constants.py). On 8-GPU / 8-NIC B200 nodes from 4 nodes on it binds at 8 channels x 24 GB/s = 192 GB/s,
 half the ring's busbw. Only the 2.28+ branch was judged on held-out rows (the 24 registered rows ran 2.28 / 2.29); the
@@ -26,23 +29,15 @@ algorithm bandwidth (busbw x n / 2(n-1)): the node's SMs split between NVLink SH
 from __future__ import annotations
 
 import math
-import re
 
 from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE
 from simcluster.collectives.nccl_search import graphs
-from simcluster.collectives.nccl_versions import stated_release, tables_for
+from simcluster.collectives.nccl_versions import TABLES_DEFAULT, parse_release, tables_for
+from simcluster.errors import SimclusterError
 
 MODEL_NCCL = (2, 28)          # the NCCL version of the model's tuner tables (nccl_constants.py)
 OLDEST_NCCL = (2, 26)         # machine.nccl is read from 2.26 on (the tree ceiling's first judged tables)
-_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)")
-
-
-def parse_nccl_version(text) -> tuple[int, int] | None:
-    """(major, minor) of a stated NCCL version ('2.27.3+cuda12.9', 'v2.28', 2.28); None where none is stated."""
-    if text is None:
-        return None
-    m = _VERSION.match(str(text))
-    return (int(m.group(1)), int(m.group(2))) if m else None
+BLACKWELL_BEFORE_2_28 = (2, 27, 3)   # the default tree ceiling's release for Blackwell before 2.28 (2 x Hopper's)
 
 
 def scenario_nccl(text) -> str:
@@ -50,18 +45,26 @@ def scenario_nccl(text) -> str:
     collectives/nccl_versions.py); a refusal names what is accepted. Text only: YAML reads an unquoted 2.30 as 2.3."""
     if not isinstance(text, str):
         raise ValueError(f"expected the NCCL version as quoted text such as '2.28.9' (YAML reads 2.30 as 2.3), got {text!r}")
-    version = parse_nccl_version(text)
-    if version is None or version[0] != 2:
+    try:
+        version = parse_release(text)      # the one parser (nccl_versions.py): '2.28.9x' or '2.27.3.1' is refused
+    except SimclusterError as exc:
+        raise ValueError(exc.message) from None
+    if version is None:
         raise ValueError(f"expected an NCCL 2.x version such as '2.28.9', got {text!r}")
     if version < OLDEST_NCCL:
         raise ValueError(f"NCCL {version[0]}.{version[1]}: the tree ceiling's tables are read from 2.26 on")
-    return ".".join(map(str, stated_release(text) or version))
+    return ".".join(map(str, version))
 
 
-def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, ...] | None) -> float:
-    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: the model's),
-    from that release's tables (collectives/nccl_versions.py)."""
+def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, ...] | None,
+                     tables: str = TABLES_DEFAULT) -> float:
+    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: the model's).
+    With the opt-in (`tables` 'stated', machine.nccl_tables) from that release's tables (collectives/nccl_versions.py);
+    by default the rule of main 97a9edf7 (cold review B51 item 8): Blackwell before 2.28 (major.minor) 2 x Hopper's,
+    2.25-2.27's row, at any version before it too; every other case 2.28.3's row."""
     i2 = 0 if nodes <= 1 else 1 if nodes == 2 else 2
+    if tables == TABLES_DEFAULT:
+        version = BLACKWELL_BEFORE_2_28 if arch == "blackwell" and version is not None and version[:2] < (2, 28) else None
     tab = tables_for(version)
     row = tab.arch_row(arch)
     per_ch = tab.per_ch_tree[row][i2]
@@ -75,7 +78,7 @@ def tree_ceiling(cluster, protocol: str) -> tuple[float, str]:
     "NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s)"; inf where the tree graph has no channel."""
     channels = graphs(cluster.nccl_topology)["Tree"].channels
     version = cluster.nccl_version or MODEL_NCCL
-    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version)
+    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version, cluster.nccl_tables)
     if not channels:
         return math.inf, "NCCL tuner's tree limit (no tree channel)"
     return (channels * per_ch * 1e9,

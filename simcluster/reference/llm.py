@@ -358,7 +358,7 @@ def printed_family(ref: Published, usage: LlmUsage, i: int, run: dict) -> str:
 
 def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     name = run["model"].get("name") if isinstance(run.get("model"), dict) else None
-    config = f"{name}, {run.get('gpus')} x {str(ref.system.get('gpu', '')).split(' (')[0]}"
+    config = f"{name}, {run.get('gpus')} x {str(run.get('device') or ref.system.get('gpu', '')).split(' (')[0]}"   # a row's own
     p = predict_run(ref, usage, i, run)
     if isinstance(p, str):
         fam = printed_family(ref, usage, i, run)
