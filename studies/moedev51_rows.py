@@ -24,9 +24,11 @@ MLR = "NVIDIA/Megatron-LM"
 # per development file (stem less 'llm-'): (what the source ran, how the model prices it) -- facts, with where they are read
 SOURCE_FACTS = {
     "dgxc-benchmarking-v24.11.1-grok1-h100": [
-        ("moe_pad_expert_input_to_capacity true, capacity factor 1.0 (grok1_314b.yaml L53-54 at v24.11.1 35a9aec)",
-         f"PRICED since moedev51: drop-and-pad keeps cuda_sync_point 'no_sync' ({MLR} core_v0.9.0 1afee592 token_dispatcher.py "
-         "L362-425, core_v0.10.0 7ee599a2 L322-392): no dispatcher sync, moe_sync off (before: priced as dropless)"),
+        ("moe_pad_expert_input_to_capacity true, capacity factor 1.0 (grok1_314b.yaml L53-54 at v24.11.1 35a9aec; v25.02 "
+         "8f5cbb3 the same)", f"NOT a no-sync path on these images (mendC51, cold review C51 item 1): the dispatcher's "
+         f"explicit sync is 'no_sync' ({MLR} core_v0.10.0 7ee599a2 token_dispatcher.py L322-392), but moe_utils.permute / "
+         "unpermute call masked_select (L178, L212) until f27a04f6 (core_v0.11.0): v25.02 runs NeMo 24.12 (core 0.10), "
+         "v24.11.1 an unnamed nemo:dev image; the sync stays priced (moedev51 had priced it away)"),
         ("sequence parallel with TP 4 (configure.sh model.sequence_parallel=true): the router runs on the SP shard",
          "PRICED since moedev51 (router GEMM M = b s / (c t)); before b s / c"),
         ("moe_grouped_gemm false: SequentialMLP, one TE linear pair per local expert (yaml L51)",
