@@ -9,6 +9,7 @@ error before session 51's changes (heldout/registration.before_moedev51) and now
 that the model does not price or prices differently (SOURCE_FACTS: read this session from the recipes / Megatron-Core at
 the cited commits, or the file's own notes where they were read before), with the rows' signed range.
     PYTHONPATH=. python studies/moedev51_rows.py > studies/moedev51_rows.txt
+    PYTHONPATH=. python studies/moedev51_rows.py --steps > studies/moedev51_steps.txt   (each change added in turn)
 + = predicted fast (reference/llm's convention: (measured step - predicted) / predicted on the printed metric).
 """
 
@@ -172,7 +173,51 @@ def main() -> int:
     return 0
 
 
+def steps() -> int:
+    """--steps (mendC51, cold review C51 items 3 and 8): moedev51's changes added in turn, one switch each
+    (heldout/registration.moedev51_facts): the development rows' mean |error| after each, and one Grok-1 layer's
+    permutation ms (v25.02 row 2: TP 4, expert TP 4, EP 8) before and after the expert-TP permute fact."""
+    from simcluster.heldout.registration import before_moedev51, moedev51_facts
+
+    def read(rows) -> dict:
+        return {(s, i): (100 * p.error, p) for s, i, p in rows}
+
+    with before_moedev51():
+        base = read(rows_now())
+    grok = ("llm-dgxc-benchmarking-v25.02-grok1-h100", 2)
+    turns = [("before moedev51 (the table keyed as session 50, the three facts off)", None)]
+    turns += [(label, facts) for label, facts in (
+        ("the table re-keyed by the tokens measured, the three facts off", (False, False, False)),
+        ("+ 1 the router on the rank's sequence shard", (True, False, False)),
+        ("+ 2 no dispatcher sync under capacity padding (Megatron-Core >= 0.11 files only)", (True, True, False)),
+        ("+ 3 the expert-TP permute / unpermute on the rank's own rows (= now)", (True, True, True)))]
+    print("moedev51's changes added in turn over the 70 development MoE rows (mean |error|, row-weighted and each file once;")
+    print("within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 = Megatron-Bridge 25.09's 3; permute ms = one layer's")
+    print("forward + backward permutation ops of v25.02 row 2")
+    mean = lambda v: sum(map(abs, v)) / len(v)   # noqa: E731
+    for label, facts in turns:
+        if facts is None:
+            rows = base
+        else:
+            with moedev51_facts(*facts):
+                rows = read(rows_now())
+                perm = layer_split(rows[grok][1])["permute"]
+        if facts is None:
+            with before_moedev51():
+                perm = layer_split(base[grok][1])["permute"]
+        errs = {k: e for k, (e, _) in rows.items()}
+        files: dict = {}
+        for (src, _), e in errs.items():
+            files.setdefault(src, []).append(e)
+        once = sum(mean(v) for v in files.values()) / len(files)
+        g = [e for (src, _), e in errs.items() if "grok1" in src]
+        b = [e for (src, _), e in errs.items() if "25.09" in src]
+        print(f"{label}\n    {len(errs)} rows {mean(errs.values()):.2f}%, each file once {once:.2f}%, "
+              f"{sum(abs(e) <= 10 for e in errs.values())} within; Grok-1 {mean(g):.2f}%, 25.09 {mean(b):.2f}%; "
+              f"permute {perm:.2f} ms")
+    return 0
+
+
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
-    study_args.check()
-    raise SystemExit(main())
+    raise SystemExit(steps() if study_args.check(options=("--steps",)) == ["--steps"] else main())
