@@ -34,10 +34,12 @@ SOURCE_FACTS = {
          "PRICED since moedev51 (router GEMM M = b s / (c t)); before b s / c"),
         ("moe_grouped_gemm false: SequentialMLP, one TE linear pair per local expert (yaml L51)",
          "not priced as its own calls: 1 local expert at EP 8 (the same), 2 / 4 at 8 / 16 GPUs (one call a group counted)"),
-        ("EP 8 leaves the node from 16 GPUs (stride TP 4: 2 ranks a node); measured per-GPU throughput is flat from 8 to "
-         "2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes 19-31% of the step as EP alltoall from 16 GPUs up (the "
-         "8-GPU row, EP inside the node: 5%): the miss grows with the EP leaving the node; not a recipe setting, the "
-         "inter-node alltoall's price (the NIC card roce-400g stands in for DGX Cloud's unstated network)"),
+        ("the EP group leaves the node from 16 GPUs (TP 4 with EP 4 at 16 GPUs, EP 8 from 32: the EP ranks 4 apart, 2 a "
+         "node); measured per-GPU throughput is flat from 8 to 2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes "
+         "20-28% (BF16) / 25-35% (FP8) of the step as EP alltoall from 16 GPUs up (the 8-GPU rows, EP 2 inside the node: "
+         "5-6%): the miss grows with the EP leaving the node (8 GPUs -3.9..-5.8%, 16 GPUs -13.8..-17.3%, 32+ GPUs "
+         "-12.8..-24.7%); not a recipe setting, the inter-node alltoall's price (the NIC card roce-400g stands in for "
+         "DGX Cloud's unstated network)"),
         ("ub_tp_comm_overlap true, overlap_p2p_comm true, gc_interval 40, aux loss 0.01, the vocabulary padded to 128 x TP",
          "TP overlap priced (llm/overlap); overlap_p2p_comm, GC, aux loss, vocabulary padding not priced (the file's notes)")],
     "megatron-bridge-25.09-dgx-h100-moe": [
@@ -62,8 +64,8 @@ SOURCE_FACTS = {
          "unbalanced router makes the slowest EP rank's experts and dispatch longer than the balanced load the model prices")],
     "megatron-bridge-25.11-dgx-h100-b200": [
         ("row 4: Qwen3 30B FP8 on 16 H100, the same preset as 25.09 row 1 (EP 8, PP 2, VP 24, MBS 2) but dropless",
-         "priced as that row less the token drop: +72% (25.09's token-drop twin reads -13%, the same layout): the measured "
-         "throughput differs 1.97x between the two releases' tables for one layout; not a model setting"),
+         "priced as that row less the token drop: +72% (25.09's token-drop twin, row 1, reads -10.6%, the same layout): the measured "
+         "throughput differs 1.99x (10,494 / 5,275 tokens/s/GPU) between the two releases' tables for one layout; not a model setting"),
         ("row 5: Qwen3 235B with TP 2 + SP and overlap_moe_expert_parallel_comm", "router on the SP shard PRICED since moedev51")],
     "megatron-bridge-26.04-26.06-dgx-h100-moe": [
         ("row 3: the 26.02 preset (HybridEP/DeepEP, a2a overlap, PP 2 VP 12, EP 8): its 26.02.01 re-run printed 9,058 "

@@ -103,9 +103,10 @@ def moedev51_facts(router: bool, pad: bool, permute: bool):
 
 
 def before_moedev51():
-    """The model as every set registered between session 50's adopt50 and session 51's moedev51 priced it (mcrouter50,
-    mcperm50, cpmoe50's Model Zoo predictions): the router on all b s / c tokens, not the rank's sequence shard, the
-    dispatcher sync priced under capacity padding (llm/moe_sync.applies), and the
+    """The model as it was between session 50's adopt50 and session 51's moedev51 (cpmoe50's Model Zoo predictions were
+    printed with it; no read-out calls it: studies/moedev51_rows.py and tests/conftest's fixture do; mcrouter50's and
+    mcperm50's read-outs read the table's columns, not its keys, so they do not move): the router on all b s / c tokens,
+    not the rank's sequence shard, the dispatcher sync priced under capacity padding (llm/moe_sync.applies), and the
     adopted table keyed as it was then, each layer's row at the product's router M (runner/moerouter_grid.PRODUCT_M)
     rather than the tokens it was measured at (GRID's T'); a context."""
     from simcluster.llm import moe_router_term
