@@ -202,6 +202,7 @@ class Parallel(Section):
     overlap_param_gather: Flag = False
     moe_shared_expert_overlap: Flag = False
     moe_a2a_overlap: Flag = False
+    moe_pad_to_capacity: Flag = False        # Megatron-Core >= 0.11's moe_pad_expert_input_to_capacity: no dispatcher sync (llm/moe_sync)
 
 
 class Framework(Section):

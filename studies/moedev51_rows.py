@@ -9,6 +9,7 @@ error before session 51's changes (heldout/registration.before_moedev51) and now
 that the model does not price or prices differently (SOURCE_FACTS: read this session from the recipes / Megatron-Core at
 the cited commits, or the file's own notes where they were read before), with the rows' signed range.
     PYTHONPATH=. python studies/moedev51_rows.py > studies/moedev51_rows.txt
+    PYTHONPATH=. python studies/moedev51_rows.py --steps > studies/moedev51_steps.txt   (each change added in turn)
 + = predicted fast (reference/llm's convention: (measured step - predicted) / predicted on the printed metric).
 """
 
@@ -24,17 +25,21 @@ MLR = "NVIDIA/Megatron-LM"
 # per development file (stem less 'llm-'): (what the source ran, how the model prices it) -- facts, with where they are read
 SOURCE_FACTS = {
     "dgxc-benchmarking-v24.11.1-grok1-h100": [
-        ("moe_pad_expert_input_to_capacity true, capacity factor 1.0 (grok1_314b.yaml L53-54 at v24.11.1 35a9aec)",
-         f"PRICED since moedev51: drop-and-pad keeps cuda_sync_point 'no_sync' ({MLR} core_v0.9.0 1afee592 token_dispatcher.py "
-         "L362-425, core_v0.10.0 7ee599a2 L322-392): no dispatcher sync, moe_sync off (before: priced as dropless)"),
+        ("moe_pad_expert_input_to_capacity true, capacity factor 1.0 (grok1_314b.yaml L53-54 at v24.11.1 35a9aec; v25.02 "
+         "8f5cbb3 the same)", f"NOT a no-sync path on these images (mendC51, cold review C51 item 1): the dispatcher's "
+         f"explicit sync is 'no_sync' ({MLR} core_v0.10.0 7ee599a2 token_dispatcher.py L322-392), but moe_utils.permute / "
+         "unpermute call masked_select (L178, L212) until f27a04f6 (core_v0.11.0): v25.02 runs NeMo 24.12 (core 0.10), "
+         "v24.11.1 an unnamed nemo:dev image; the sync stays priced (moedev51 had priced it away)"),
         ("sequence parallel with TP 4 (configure.sh model.sequence_parallel=true): the router runs on the SP shard",
          "PRICED since moedev51 (router GEMM M = b s / (c t)); before b s / c"),
         ("moe_grouped_gemm false: SequentialMLP, one TE linear pair per local expert (yaml L51)",
          "not priced as its own calls: 1 local expert at EP 8 (the same), 2 / 4 at 8 / 16 GPUs (one call a group counted)"),
-        ("EP 8 leaves the node from 16 GPUs (stride TP 4: 2 ranks a node); measured per-GPU throughput is flat from 8 to "
-         "2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes 19-31% of the step as EP alltoall from 16 GPUs up (the "
-         "8-GPU row, EP inside the node: 5%): the miss grows with the EP leaving the node; not a recipe setting, the "
-         "inter-node alltoall's price (the NIC card roce-400g stands in for DGX Cloud's unstated network)"),
+        ("the EP group leaves the node from 16 GPUs (TP 4 with EP 4 at 16 GPUs, EP 8 from 32: the EP ranks 4 apart, 2 a "
+         "node); measured per-GPU throughput is flat from 8 to 2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes "
+         "20-28% (BF16) / 25-35% (FP8) of the step as EP alltoall from 16 GPUs up (the 8-GPU rows, EP 2 inside the node: "
+         "5-6%): the miss grows with the EP leaving the node (8 GPUs -3.9..-5.8%, 16 GPUs -13.8..-17.3%, 32+ GPUs "
+         "-12.8..-24.7%); not a recipe setting, the inter-node alltoall's price (the NIC card roce-400g stands in for "
+         "DGX Cloud's unstated network)"),
         ("ub_tp_comm_overlap true, overlap_p2p_comm true, gc_interval 40, aux loss 0.01, the vocabulary padded to 128 x TP",
          "TP overlap priced (llm/overlap); overlap_p2p_comm, GC, aux loss, vocabulary padding not priced (the file's notes)")],
     "megatron-bridge-25.09-dgx-h100-moe": [
@@ -59,8 +64,8 @@ SOURCE_FACTS = {
          "unbalanced router makes the slowest EP rank's experts and dispatch longer than the balanced load the model prices")],
     "megatron-bridge-25.11-dgx-h100-b200": [
         ("row 4: Qwen3 30B FP8 on 16 H100, the same preset as 25.09 row 1 (EP 8, PP 2, VP 24, MBS 2) but dropless",
-         "priced as that row less the token drop: +72% (25.09's token-drop twin reads -13%, the same layout): the measured "
-         "throughput differs 1.97x between the two releases' tables for one layout; not a model setting"),
+         "priced as that row less the token drop: +72% (25.09's token-drop twin, row 1, reads -10.6%, the same layout): the measured "
+         "throughput differs 1.99x (10,494 / 5,275 tokens/s/GPU) between the two releases' tables for one layout; not a model setting"),
         ("row 5: Qwen3 235B with TP 2 + SP and overlap_moe_expert_parallel_comm", "router on the SP shard PRICED since moedev51")],
     "megatron-bridge-26.04-26.06-dgx-h100-moe": [
         ("row 3: the 26.02 preset (HybridEP/DeepEP, a2a overlap, PP 2 VP 12, EP 8): its 26.02.01 re-run printed 9,058 "
@@ -170,7 +175,51 @@ def main() -> int:
     return 0
 
 
+def steps() -> int:
+    """--steps (mendC51, cold review C51 items 3 and 8): moedev51's changes added in turn, one switch each
+    (heldout/registration.moedev51_facts): the development rows' mean |error| after each, and one Grok-1 layer's
+    permutation ms (v25.02 row 2: TP 4, expert TP 4, EP 8) before and after the expert-TP permute fact."""
+    from simcluster.heldout.registration import before_moedev51, moedev51_facts
+
+    def read(rows) -> dict:
+        return {(s, i): (100 * p.error, p) for s, i, p in rows}
+
+    with before_moedev51():
+        base = read(rows_now())
+    grok = ("llm-dgxc-benchmarking-v25.02-grok1-h100", 2)
+    turns = [("before moedev51 (the table keyed as session 50, the three facts off)", None)]
+    turns += [(label, facts) for label, facts in (
+        ("the table re-keyed by the tokens measured, the three facts off", (False, False, False)),
+        ("+ 1 the router on the rank's sequence shard", (True, False, False)),
+        ("+ 2 no dispatcher sync under capacity padding (Megatron-Core >= 0.11 files only)", (True, True, False)),
+        ("+ 3 the expert-TP permute / unpermute on the rank's own rows (= now)", (True, True, True)))]
+    print("moedev51's changes added in turn over the 70 development MoE rows (mean |error|, row-weighted and each file once;")
+    print("within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 = Megatron-Bridge 25.09's 3; permute ms = one layer's")
+    print("forward + backward permutation ops of v25.02 row 2")
+    mean = lambda v: sum(map(abs, v)) / len(v)   # noqa: E731
+    for label, facts in turns:
+        if facts is None:
+            rows = base
+        else:
+            with moedev51_facts(*facts):
+                rows = read(rows_now())
+                perm = layer_split(rows[grok][1])["permute"]
+        if facts is None:
+            with before_moedev51():
+                perm = layer_split(base[grok][1])["permute"]
+        errs = {k: e for k, (e, _) in rows.items()}
+        files: dict = {}
+        for (src, _), e in errs.items():
+            files.setdefault(src, []).append(e)
+        once = sum(mean(v) for v in files.values()) / len(files)
+        g = [e for (src, _), e in errs.items() if "grok1" in src]
+        b = [e for (src, _), e in errs.items() if "25.09" in src]
+        print(f"{label}\n    {len(errs)} rows {mean(errs.values()):.2f}%, each file once {once:.2f}%, "
+              f"{sum(abs(e) <= 10 for e in errs.values())} within; Grok-1 {mean(g):.2f}%, 25.09 {mean(b):.2f}%; "
+              f"permute {perm:.2f} ms")
+    return 0
+
+
 if __name__ == "__main__":
     import study_args  # an unknown argument refused before the study runs
-    study_args.check()
-    raise SystemExit(main())
+    raise SystemExit(steps() if study_args.check(options=("--steps",)) == ["--steps"] else main())

@@ -13,7 +13,8 @@ from simcluster.llm.caveats import MOE_MEGATRON
 def test_the_moe_caveats_figures_are_todays_predictions():
     study = load_script("studies/moe_adopt50_reading.py")
     rows_then, rows = study.predictions()
-    figures = study.caveat_figures(study.development(rows_then), study.development(rows), study.zoo_rows(rows))
+    figures = study.caveat_figures(study.development(rows_then), study.development(rows), study.zoo_rows(rows),
+                                 study.moe_held_out(rows))
     text = " ".join(MOE_MEGATRON.split())
     missing = [claim for claim in study.caveat_claims(figures) if claim not in text]
     assert not missing, (missing, figures)
@@ -45,7 +46,7 @@ def test_a_changed_figure_is_caught():
     study = load_script("studies/moe_adopt50_reading.py")
     figures = _caveat_figures_as_written(study)
     text = " ".join(MOE_MEGATRON.split())
-    assert len(figures) == 15 and all(claim in text for claim in study.caveat_claims(figures))
+    assert len(figures) == 18 and all(claim in text for claim in study.caveat_claims(figures))
     for key, value in figures.items():
         moved = value[:-1] + str((int(value[-1]) + 1) % 10)
         assert not all(claim in text for claim in study.caveat_claims({**figures, key: moved})), key

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from simcluster.errors import ScenarioError
-from simcluster.llm import comm
+from simcluster.llm import comm, moe_sync
+from simcluster.llm.framework import MEGATRON
 from simcluster.llm.param_counts import stage_layers
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.llm.spec_check import check
@@ -216,6 +217,22 @@ jobs:
     path.write_text(text.replace("[3, 5]", "[3, 4]"))
     with pytest.raises(ScenarioError, match="pipeline_layout"):
         load_scenario(path)
+    # parallel.moe_pad_to_capacity (mendC51, cold review C51 item 5): read from a scenario on alltoall with ep > 1, the
+    # dispatcher sync then off (llm/moe_sync.applies); refused in one line with DeepEP, at ep 1 and on a dense model
+    padded = text.replace("moe_dispatcher: deepep, moe_a2a_overlap: true", "moe_pad_to_capacity: true")
+    path.write_text(padded)
+    job = load_scenario(path).jobs[0]
+    assert job.parallel.moe_pad_to_capacity and not moe_sync.applies(MEGATRON, job.parallel)
+    assert moe_sync.applies(MEGATRON, replace(job.parallel, moe_pad_to_capacity=False))
+    for bad, what in ((padded.replace("moe_pad_to_capacity: true", "moe_pad_to_capacity: true, moe_dispatcher: deepep"),
+                       "needs moe_dispatcher: alltoall"),
+                      (padded.replace("dp: 8, ep: 8", "dp: 8, ep: 1"), "needs a mixture of experts with expert parallelism"),
+                      (padded.replace(" experts: 128, top_k: 8,", "").replace(", expert_groups: 8, group_topk: 4", "")
+                       .replace("expert_ffn: 768,", "").replace("dp: 8, ep: 8", "dp: 8"), "needs a mixture of experts")):
+        path.write_text(bad)
+        with pytest.raises(ScenarioError, match="moe_pad_to_capacity") as e:
+            load_scenario(path)
+        assert what in str(e.value) and "\n" not in str(e.value) and "Traceback" not in str(e.value)
 
 
 def test_sliding_window_ops_and_flops_by_hand():

@@ -184,3 +184,24 @@ def test_capacity_padding_has_no_dispatcher_sync_and_the_old_model_priced_one():
     assert not par.moe_pad_to_capacity and not any("pad" in u for u in used)
     (_, par, _), _, used = spec_of(run, {"moe_pad_to_capacity": True})
     assert par.moe_pad_to_capacity and "moe_pad_to_capacity=True" in used
+
+
+def test_only_files_on_a_sync_free_padded_core_set_the_padding():
+    """mendC51 (cold review C51 item 1): Megatron-Core's padded permute syncs through masked_select until f27a04f6
+    (core_v0.11.0), so a published file sets parallel.moe_pad_to_capacity only where its stated software maps to such a
+    core (moe_sync.PAD_NO_SYNC_SOFTWARE); the dgxc Grok-1 files (NeMo 24.12 = core 0.10; an unnamed nemo:dev image) pad
+    but keep the sync."""
+    import yaml
+
+    setting, padded_recipe = [], []
+    for f in sorted((ROOT / "calibration" / "published").glob("llm-*.yaml")):
+        text = f.read_text()
+        if "moe_pad_to_capacity: true" in text:
+            setting.append(f.name)
+            software = yaml.safe_load(text)["system"]["software"]
+            assert any(software.startswith(k) for k in moe_sync.PAD_NO_SYNC_SOFTWARE), (f.name, software)
+        if "moe_pad_expert_input_to_capacity true" in text:
+            padded_recipe.append(f.name)
+    assert setting == ["llm-megatron-bridge-25.09-dgx-h100-moe.yaml"]
+    assert {"llm-dgxc-benchmarking-v24.11.1-grok1-h100.yaml", "llm-dgxc-benchmarking-v25.02-grok1-h100.yaml"} <= set(padded_recipe)
+    assert moe_sync.PAD_NO_SYNC_CORE == (0, 11)

@@ -116,14 +116,16 @@ def test_term_adds_to_the_marked_router_and_permute_only():
 # router term's valid range; review A50, finding 4). A new file's off-grid rows fail here until listed and documented.
 OFF_GRID_LATER = {("llm-megatron-moe-modelzoo-qwen3-235b-h100", 3), ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 4),
                   ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 6), ("llm-megatron-moe-modelzoo-mixtral-8x22b-h100", 1),
-                  # cpmoe50: the 32K-128K CP rows, b s / c = 16,384 router tokens a rank as row 6's
+                  # cpmoe50: the 32K-128K CP rows, b s / (c t) = 4,096 router tokens a rank as row 6's since moedev51
+                  # (b s / c = 16,384 before it)
                   ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 8), ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 10),
                   ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 12)}
 
 
 def test_grid_holds_every_held_out_published_moe_rows_layer():
     """Every held-out published MoE row's layer of the files the term's rule priced (moe_router_term.JUDGED_FILES), as
-    heldout/moerouter.layer_keys reads it, is a GRID row, and the GRID's product M is the row's router GEMM M; the later
+    heldout/moerouter.layer_keys reads it, is a GRID row, and the row's router tokens (b s / (c t) since moedev51) are the
+    GRID's T'; the later
     files' rows off the grid are exactly OFF_GRID_LATER (listed, not skipped)."""
     from simcluster.heldout.moerouter import layer_keys
 

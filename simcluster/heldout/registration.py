@@ -76,28 +76,37 @@ def _router_term_as(state: tuple):
 
 @contextmanager
 def moedev51_off():
-    """Session 51's moedev51 source facts off inside the block (the router and the alltoall permute / unpermute on all
-    the rank's b s / c tokens, moe_router_term.router_tokens / ops.permute_bytes; the dispatcher sync priced under
-    capacity padding too, moe_sync.PAD_NO_SYNC), restored after, op_price's memo cleared both ways: the model every set
-    registered before it priced (_router_term_as's handles; the read-outs that set the term's table themselves,
-    validation/moeker50.py and moelab49b.py, price inside it)."""
-    from simcluster.llm import moe_router_term, moe_sync, op_price
+    """Session 51's moedev51 source facts off inside the block (moedev51_facts with all three off), restored after: the
+    model every set registered before it priced (_router_term_as's handles; the read-outs that set the term's table
+    themselves, validation/moeker50.py and moelab49b.py, price inside it)."""
+    with moedev51_facts(router=False, pad=False, permute=False):
+        yield
 
-    sp, pad = moe_router_term.set_sp_shard(False), moe_sync.PAD_NO_SYNC
-    moe_sync.PAD_NO_SYNC = False
+
+@contextmanager
+def moedev51_facts(router: bool, pad: bool, permute: bool):
+    """Each of session 51's moedev51 source facts on or off inside the block, one switch each (mendC51, cold review C51
+    items 3 and 8): `router` the router on the rank's sequence shard (moe_router_term.router_tokens), `pad` no dispatcher
+    sync under capacity padding (moe_sync.PAD_NO_SYNC), `permute` the expert-TP permute / unpermute on the rank's own
+    rows (ops.PERMUTE_OWN_ROWS); restored after, op_price's memo cleared both ways (studies/moedev51_rows.py --steps)."""
+    from simcluster.llm import moe_router_term, moe_sync, op_price, ops
+
+    sp, was_pad, own = moe_router_term.set_sp_shard(router), moe_sync.PAD_NO_SYNC, ops.PERMUTE_OWN_ROWS
+    moe_sync.PAD_NO_SYNC, ops.PERMUTE_OWN_ROWS = bool(pad), bool(permute)
     op_price.forget()
     try:
         yield
     finally:
         moe_router_term.set_sp_shard(sp)
-        moe_sync.PAD_NO_SYNC = pad
+        moe_sync.PAD_NO_SYNC, ops.PERMUTE_OWN_ROWS = was_pad, own
         op_price.forget()
 
 
 def before_moedev51():
-    """The model as every set registered between session 50's adopt50 and session 51's moedev51 priced it (mcrouter50,
-    mcperm50, cpmoe50's Model Zoo predictions): the router on all b s / c tokens, not the rank's sequence shard, the
-    dispatcher sync priced under capacity padding (llm/moe_sync.applies), and the
+    """The model as it was between session 50's adopt50 and session 51's moedev51 (cpmoe50's Model Zoo predictions were
+    printed with it; no read-out calls it: studies/moedev51_rows.py and tests/conftest's fixture do; mcrouter50's and
+    mcperm50's read-outs read the table's columns, not its keys, so they do not move): the router on all b s / c tokens,
+    not the rank's sequence shard, the dispatcher sync priced under capacity padding (llm/moe_sync.applies), and the
     adopted table keyed as it was then, each layer's row at the product's router M (runner/moerouter_grid.PRODUCT_M)
     rather than the tokens it was measured at (GRID's T'); a context."""
     from simcluster.llm import moe_router_term

@@ -9,7 +9,8 @@
                  # selective checkpointing) or full with recompute_every: N (every N-th block; llm/eager_ac.py)
                  # optional: pipeline_layout: [layers of each virtual stage, model order]; pp_schedule: 1f1b | gpipe
                  # (gpipe: framework torch only); MoE: moe_dispatcher: alltoall |
-                 # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit);
+                 # deepep, moe_shared_expert_overlap, moe_a2a_overlap (model: expert_groups, group_topk: routing limit),
+                 # moe_pad_to_capacity (drop and pad as Megatron-Core >= 0.11 runs it: no dispatcher sync; alltoall, ep > 1);
                  # zero 3: dp_shard: N (HSDP: shard groups of N ranks, replicated across dp / N; the FSDP frameworks
                  # only: llm/hsdp.py); grad_sync: micro_batch | step (DP gradients reduced after every micro-batch,
                  # or once a step: FSDP2's set_requires_gradient_sync(False) / DDP no_sync; eager frameworks: llm/grad_sync.py)
@@ -52,7 +53,7 @@ from simcluster.llm.spec_check import check
 from simcluster.units import parse_count
 
 FRAMEWORK_NAMES = (*(n for n in FRAMEWORKS if n != "torch-amp"), "torch")   # torch-amp: torch's base, without its wrappers
-MOE_FLAGS = ("moe_shared_expert_overlap", "moe_a2a_overlap")
+MOE_FLAGS = ("moe_shared_expert_overlap", "moe_a2a_overlap", "moe_pad_to_capacity")
 
 
 @dataclass(frozen=True)

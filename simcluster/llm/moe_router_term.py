@@ -100,7 +100,8 @@ def router_tokens(tokens: int, seq_tokens: int) -> int:
 
 
 def sp_shard() -> bool:
-    """Whether the MoE ops on the rank's own shard are priced so (router_tokens; llm/ops.permute_bytes): True since moedev51."""
+    """Whether the router runs on the rank's sequence shard (router_tokens): True since moedev51 (the expert-TP permute
+    fact has its own switch, llm/ops.PERMUTE_OWN_ROWS, since mendC51)."""
     return _SP_SHARD
 
 

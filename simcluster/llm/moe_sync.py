@@ -33,6 +33,14 @@ from simcluster.llm import host, moe_graphs, ops
 SYNC_AFTER = "router"   # the dispatcher's preprocess (and its sync) follows the router
 PAD_NO_SYNC = True      # capacity padding has no sync (applies); off inside the handles of the sets registered before
                         # session 51's moedev51 (heldout/registration._router_term_as), which priced the sync there too
+# The Megatron-Core versions whose padded path has no sync (session 51 mendC51, cold review C51 item 1): f27a04f6
+# (NVIDIA/Megatron-LM, 2025-01-10, "Make MoE token dispatcher cuda graph-able if token-drop and padding") first in
+# core_v0.11.0 (aa6207e2), not an ancestor of core_v0.10.0 (7ee599a2). A published file sets parallel.moe_pad_to_capacity
+# only where its stated software maps to such a core (PAD_NO_SYNC_SOFTWARE, checked by tests/test_llm_moe_sync.py);
+# an earlier or unknown core keeps the sync (the dgxc Grok-1 files: NeMo 24.12 = core 0.10, and v24.11.1's unnamed
+# nemo:dev image).
+PAD_NO_SYNC_CORE = (0, 11)
+PAD_NO_SYNC_SOFTWARE = {"NeMo 25.09": "Megatron-Bridge's 25.09 container, after core_v0.11.0 (2025-03-14) by its date"}
 
 
 def applies(fw, par) -> bool:
@@ -42,11 +50,14 @@ def applies(fw, par) -> bool:
     moe_a2a_overlap the same Nsight table gives no GPU idle (rank 0's GPU-active union 21.221 s in a 20.99-21.07 s step,
     the source's row 1): the host's calls are hidden behind the other micro-batch's overlapped compute and
     communication, so the term is 0 there (a consequence of that profile, not a model of the overlapped schedule's host).
-    Nor under capacity padding (par.moe_pad_to_capacity, Megatron's moe_pad_expert_input_to_capacity; session 51,
-    moedev51): every expert's token count is its capacity, known on the host, so the alltoall dispatcher keeps
-    cuda_sync_point "no_sync" (token_dispatcher.py MoEAlltoAllTokenDispatcher.__init__ / preprocess at core_v0.9.0
-    1afee592 L362-425 and core_v0.10.0 7ee599a2 L322-392: only the dropless and drop-without-pad paths set a sync point);
-    the host then runs ahead of the GPU through the layer as through a dense one."""
+    Nor under capacity padding on Megatron-Core >= 0.11 (par.moe_pad_to_capacity, Megatron's
+    moe_pad_expert_input_to_capacity; session 51, moedev51, narrowed by mendC51): every expert's token count is its
+    capacity, known on the host, so the alltoall dispatcher keeps cuda_sync_point "no_sync", and since f27a04f6
+    (core_v0.11.0) permute / unpermute take the drop_and_pad argsort path with no boolean index (at d98e8a64
+    token_dispatcher.py preprocess returns before any sync point); the host then runs ahead of the GPU through the layer
+    as through a dense one. At core_v0.10.0 (7ee599a2) the dispatcher's explicit sync is also "no_sync" (L322-392) but
+    moe_utils.permute (L178) and unpermute (L212) call masked_select, whose output size the host reads back: the sync
+    stays there, so files on such cores do not set the key (PAD_NO_SYNC_CORE)."""
     padded = par.moe_pad_to_capacity and PAD_NO_SYNC
     return fw.transformer_engine and fw.moe_host is None and fw.moe_sync_kernel_s > 0 and not par.moe_a2a_overlap and not padded
 

@@ -157,6 +157,10 @@ def permute_copies(par: ParallelSpec, local_experts: int) -> int:
     return 4 if par.moe_dispatcher == "alltoall" and local_experts > 1 else 2
 
 
+PERMUTE_OWN_ROWS = True   # permute_bytes: expert-TP permute / unpermute on the rank's own rows (moedev51's third fact);
+                          # off inside heldout/registration.moedev51_off / moedev51_facts
+
+
 def permute_bytes(par: ParallelSpec, local_experts: int, rows: int, h: int) -> float:
     """Bytes of a MoE layer pass's permutations, forward (read + write of each row copied; permute_copies of them), rows
     the rows this GPU's experts compute (routed x local experts). The alltoall dispatcher permutes the rank's own rows
@@ -165,9 +169,9 @@ def permute_bytes(par: ParallelSpec, local_experts: int, rows: int, h: int) -> f
     combine's inverse; NVIDIA/Megatron-LM d98e8a64; core_v0.9.0 1afee592 token_permutation L515-542 / token_unpermutation
     L572-596, core_v0.10.0 7ee599a2 L495-519 / L554-579): with expert TP etp > 1 permute and
     unpermute copy rows / etp, the sorts all rows (session 51, moedev51; before: all copies on all rows, as the sets
-    registered then reproduce under moe_router_term.router_tokens' switch)."""
+    registered then reproduce under PERMUTE_OWN_ROWS, this fact's own switch since mendC51)."""
     copies = permute_copies(par, local_experts)
-    own = rows // par.etp if par.moe_dispatcher == "alltoall" and moe_router_term.sp_shard() else rows
+    own = rows // par.etp if par.moe_dispatcher == "alltoall" and PERMUTE_OWN_ROWS else rows
     return float(2 * (2 * own + (copies - 2) * rows) * h * ACT_BYTES)
 
 

@@ -281,6 +281,8 @@ class ParallelSpec:
             raise LlmConfigError("parallel.moe_dispatcher", f"expected one of {', '.join(MOE_DISPATCHERS)}, got {self.moe_dispatcher!r}")
         if self.moe_shared_expert_overlap and self.moe_dispatcher != "alltoall":
             raise LlmConfigError("parallel.moe_shared_expert_overlap", "needs moe_dispatcher: alltoall (Megatron does not run it with DeepEP)")
+        if self.moe_pad_to_capacity and self.moe_dispatcher != "alltoall":   # d98e8a64 transformer_config.py L1754-1761 refuses DeepEP
+            raise LlmConfigError("parallel.moe_pad_to_capacity", "needs moe_dispatcher: alltoall (Megatron-Core refuses padding with DeepEP)")
         if self.pp_schedule not in PP_SCHEDULES:
             raise LlmConfigError("parallel.pp_schedule", f"expected one of {', '.join(PP_SCHEDULES)}, got {self.pp_schedule!r}")
         if self.pp_schedule == "gpipe" and self.virtual_stages > 1:

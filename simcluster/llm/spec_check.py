@@ -36,6 +36,9 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
         key = "moe_shared_expert_overlap" if par.moe_shared_expert_overlap and not model.shared_expert_ffn else "moe_a2a_overlap"
         raise LlmConfigError(f"parallel.{key}", "needs " + ("a shared expert (model.shared_expert_ffn)" if key.endswith("expert_overlap")
                                                           else "expert parallelism (parallel.ep > 1)"))
+    if par.moe_pad_to_capacity and (par.ep == 1 or not model.moe):
+        raise LlmConfigError("parallel.moe_pad_to_capacity", "needs a mixture of experts with expert parallelism (model.experts, "
+                             "parallel.ep > 1): the dispatcher sync it removes is the EP alltoall's")
     if par.ep > 1:
         if not model.moe:
             raise LlmConfigError("parallel.ep", "expert parallelism needs a mixture of experts (model.experts)")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 # (name, T' = the tokens the router runs on (b s / c, over t under sequence parallelism), E experts, h hidden, k top-k,
 #  score function, local experts, ep, rows dispatched per GPU (T k / (t / etp)), expert groups, group top-k);
-#  PRODUCT_M: the product's router GEMM M for each (llm/ops.layer_forward: b s / c, not divided by t)
+#  PRODUCT_M: the product's router GEMM M for each before session 51's moedev51 (b s / c, not divided by t), the key the
+#  table's rows had until then (heldout/registration.before_moedev51); since moedev51 the product's M is T' itself
 GRID = (
     ("dsv3-ep64", 2048, 256, 7168, 8, "sigmoid", 4, 64, 16384, 8, 4),      # dgxc 25.05 DeepSeek-V3, Bridge 25.09 row 0
     ("qwen15-a800", 8192, 8, 2048, 2, "softmax", 8, 1, 16384, 0, 0),       # FlagPerf Qwen1.5-MoE (A800)
