@@ -148,8 +148,11 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
         assert 70.0 <= cov[family].coverage_pct <= 90.0, cov[family]
     # session 50 (mendB1, cold read B50 item 2): the ten dgxc-benchmarking files are one source (one NVIDIA team's recipes
     # re-measured each release), so each of llm's folds leaves all of them out together: 77.5% -> 69.7% (99 of 142 rows),
-    # under the 70% claim, recorded as a miss (docs/models/trust.md, "What moved in session 50"), not widened
-    assert 69.0 < cov["llm"].coverage_pct < 70.0 and cov["llm"].sources == 11, cov["llm"]
+    # under the 70% claim, recorded as a miss (docs/models/trust.md, "What moved in session 50"), not widened. Session 51:
+    # publ51's two publishers outside NVIDIA's recipes (FlagPerf, Google's gpu-recipes: 8 rows), the two Megatron-Bridge
+    # 25.11 files one source (mendB51) and moedev51's MoE source facts: 153 rows, 12 sources, 70.6% (108 of 153), by
+    # source 70.5%: back over the claim by 1 row (70% of 153 is 107.1), not by widening anything
+    assert 70.0 < cov["llm"].coverage_pct < 71.0 and cov["llm"].sources == 12 and cov["llm"].covered == 108, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
