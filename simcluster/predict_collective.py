@@ -172,12 +172,14 @@ def _stated_tables(m) -> list[str]:
     """A note where the machine opts in to its stated NCCL's tuner tables (machine.nccl_tables: stated with a
     machine.nccl): that choice is unvalidated, so the trust lines say unvalidated, no band (cold review B51 item 2); on
     the one held-out file it moves (Lambda B200 x 2, NCCL 2.26.2) it errs more than the default."""
-    from simcluster.collectives.nccl_versions import stated_release, tuner_release
+    from simcluster.collectives.nccl_versions import NEWEST_READ, stated_release, tables_for, tuner_release
 
     release = tuner_release(stated_release(m.nccl), m.nccl_tables)
     if release is None:
         return []
-    return [f"NCCL's choice priced with {'.'.join(map(str, release))}'s tuner tables (machine.nccl_tables: stated, an "
+    stated, used = ".".join(map(str, release)), tables_for(release).name   # the tables that priced it (final read 51 item 1)
+    newer = f", newer than the newest release read, {'.'.join(map(str, NEWEST_READ))}" if release[:2] > NEWEST_READ[:2] else ""
+    return [f"NCCL's choice priced with {used}'s tuner tables (NCCL {stated} stated{newer}; machine.nccl_tables: stated, an "
             "opt-in): unvalidated, the error band below is not applied; on the one held-out file it moves (Lambda B200 x 2, "
             "NCCL 2.26.2) it errs more than the default, 2.28.3's tables (docs/models/fabric.md, NCCL's tables by release)"]
 

@@ -192,7 +192,8 @@ def test_an_opt_in_collective_answer_says_so_and_prints_no_band(tmp_path):
 
     opted = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2", nccl_tables="stated")), "all_reduce", "512M",
                                 "2G", 2, None)[0]
-    assert any("2.26.2's tuner tables" in n and "opt-in" in n and "unvalidated" in n for n in opted.notes), opted.notes
+    assert any("2.25.1's tuner tables (NCCL 2.26.2 stated;" in n and "opt-in" in n and "unvalidated" in n
+               for n in opted.notes), opted.notes     # the tables that priced it: 2.26.2 keys to 2.25.1's
     lines = opted.trust_lines()
     assert lines and all("unvalidated, no band" in x and "opted in" in x and "not applied" in x for x in lines), lines
     rows = opted.to_json()["rows"]
@@ -200,8 +201,19 @@ def test_an_opt_in_collective_answer_says_so_and_prints_no_band(tmp_path):
     default = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.26.2")), "all_reduce", "512M", "2G", 2, None)[0]
     assert not any("tuner tables" in n for n in default.notes)
     assert all("80% band" in x for x in default.trust_lines()) and default.to_json()["rows"][0]["time_s_band"]
-    unstated = sweep_from_scenario(str(_lambda_file(tmp_path, nccl_tables="stated")), "all_reduce", "512M", "2G", 2, None)[0]
-    assert not any("tuner tables" in n for n in unstated.notes)   # no NCCL stated: 2.28.3's tables, the default's answer
+
+
+def test_the_opt_in_note_names_the_tables_used_not_the_version_stated(tmp_path):
+    """Final read 51 item 1: with a stated NCCL newer than any release read (2.99.1), the note names the tables that
+    priced the choice (the newest keyed, 2.30.3's) and says the stated version is newer than the newest read."""
+    from simcluster.predict_collective import sweep_from_scenario
+
+    notes = sweep_from_scenario(str(_lambda_file(tmp_path, nccl="2.99.1", nccl_tables="stated")), "all_reduce", "512M",
+                                "2G", 2, None)[0].notes
+    note = [n for n in notes if "tuner tables" in n]
+    assert len(note) == 1 and "2.99.1's" not in note[0], notes
+    assert note[0].startswith("NCCL's choice priced with 2.30.3's tuner tables (NCCL 2.99.1 stated, newer than the "
+                              "newest release read, 2.30.7;"), note[0]
 
 
 def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):
