@@ -14,7 +14,7 @@ from pathlib import Path
 
 from simcluster import documents, strict
 from simcluster.collectives.nccl_constants import CPU_VENDORS
-from simcluster.collectives.nccl_versions import NCCL_TABLES
+from simcluster.collectives.nccl_versions import NCCL_TABLES, TABLES_DEFAULT, TABLES_STATED
 from simcluster.collectives.tree_kernel import scenario_nccl
 from simcluster.errors import ScenarioError
 from simcluster.hardware import pcie
@@ -39,6 +39,9 @@ class Scenario:
 def _machine(r: ScenarioReader, m) -> Machine:
     """The machine section read through its declaration (machine_document.py), its card paths resolved to files."""
     d = r.declared(MACHINE, m, "machine", **MACHINE_VOCABULARY)
+    if d.nccl_tables == TABLES_STATED and d.nccl is None:     # the opt-in would do nothing, silently (final read 51 item 8)
+        r.fail("machine.nccl_tables", "stated needs machine.nccl (the NCCL whose tables price the choice)",
+               hint=f"state machine.nccl, or drop nccl_tables for the default, {TABLES_DEFAULT}'s tables")
     nic = fabric = None
     if d.nic is not None:
         nic = NicSpec(r.card(m["nic"], "machine.nic"), d.nic.per_node, d.nic.streams, d.nic.pcie, d.nic.via_cpu)

@@ -226,7 +226,15 @@ def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):
     opted = _lambda(tmp_path, nccl="2.26.2", nccl_tables="stated")
     assert opted.nccl_topology.nccl == (2, 26, 2)
     assert decide(opted.nccl_topology, "all_reduce", 1 << 30).algorithm == "Tree"
-    assert _lambda(tmp_path, nccl_tables="stated").nccl_topology.nccl is None     # no NCCL stated: 2.28.3's
+
+
+def test_the_opt_in_without_a_stated_nccl_is_one_line_at_its_key(tmp_path):
+    """Final read 51 item 8: machine.nccl_tables: stated with no machine.nccl would do nothing; it is refused."""
+    with pytest.raises(ScenarioError) as exc:
+        _lambda(tmp_path, nccl_tables="stated")
+    line = exc.value.one_line()
+    assert "s.yaml:" in line and "machine.nccl_tables" in line and "stated needs machine.nccl" in line, line
+    assert "\n" not in line
 
 
 @pytest.mark.parametrize("bad", ["2.26.2", "yes", True, 2.28])
